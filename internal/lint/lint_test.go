@@ -1,0 +1,95 @@
+package lint
+
+import (
+	"go/build"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/cairnmq/cairn/"
+
+// allowed lists, for each package, the cairn packages it may import
+// (style.md 5.2: lower levels never import higher ones). A package missing
+// from this table fails the test, so new packages must be placed.
+var allowed = map[string][]string{
+	"cmd/cairn":         {"internal/logger", "internal/server"},
+	"internal/server":   {"internal/logger", "internal/protocol", "internal/subject", "internal/sublist"},
+	"internal/sublist":  {"internal/subject"},
+	"internal/subject":  {},
+	"internal/protocol": {},
+	"internal/logger":   {},
+	"internal/lint":     {},
+	"test":              {},
+}
+
+func TestImportDirection(t *testing.T) {
+	root := repoRoot(t)
+	for _, dir := range packageDirs(t, root) {
+		pkg, err := build.ImportDir(filepath.Join(root, dir), 0)
+		if err != nil {
+			continue // no buildable Go files (for example, test/node)
+		}
+		allow, known := allowed[dir]
+		if !known {
+			t.Errorf("package %s is not placed in the import table of lint_test.go", dir)
+			continue
+		}
+		checkImports(t, dir, pkg.Imports, allow)
+	}
+}
+
+func checkImports(t *testing.T, dir string, imports, allow []string) {
+	t.Helper()
+	for _, imp := range imports {
+		if strings.HasPrefix(imp, "github.com/nats-io/nats-server") {
+			t.Errorf("%s imports %s: the product never imports nats-server", dir, imp)
+		}
+		rel, ok := strings.CutPrefix(imp, module)
+		if ok && !contains(allow, rel) {
+			t.Errorf("%s imports %s, which its level may not import", dir, rel)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func repoRoot(t *testing.T) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Dir(filepath.Dir(wd))
+}
+
+func packageDirs(t *testing.T, root string) []string {
+	var dirs []string
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "testdata") && path != root {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(name, ".go") {
+			rel, _ := filepath.Rel(root, filepath.Dir(path))
+			if len(dirs) == 0 || dirs[len(dirs)-1] != rel {
+				dirs = append(dirs, rel)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
+}

@@ -1,0 +1,33 @@
+package logger
+
+import (
+	"bytes"
+	"regexp"
+	"testing"
+	"time"
+)
+
+func TestLineFormat(t *testing.T) {
+	var out bytes.Buffer
+	l := New(&out, false, false)
+	l.now = func() time.Time { return time.Date(2026, 11, 29, 10, 8, 39, 123456000, time.UTC) }
+	l.Noticef("Listening for client connections on %s", "0.0.0.0:4222")
+	l.Debugf("hidden")
+	l.Tracef("hidden")
+	l.Errorf("boom")
+	want := regexp.MustCompile(`^\[\d+\] 2026/11/29 10:08:39\.123456 \[INF\] Listening for client connections on 0\.0\.0\.0:4222\n` +
+		`\[\d+\] 2026/11/29 10:08:39\.123456 \[ERR\] boom\n$`)
+	if !want.Match(out.Bytes()) {
+		t.Fatalf("unexpected log output:\n%s", out.String())
+	}
+}
+
+func TestDebugTrace(t *testing.T) {
+	var out bytes.Buffer
+	l := New(&out, true, true)
+	l.Debugf("d")
+	l.Tracef("t")
+	if !bytes.Contains(out.Bytes(), []byte("[DBG] d\n")) || !bytes.Contains(out.Bytes(), []byte("[TRC] t\n")) {
+		t.Fatalf("debug/trace lines missing:\n%s", out.String())
+	}
+}
