@@ -1,0 +1,179 @@
+package protocol
+
+import "bytes"
+
+// Handler receives the operations the Parser finds on a client connection, in stream order
+// (protocol.md 1.3). Byte slices alias the buffer given to Parse or the Parser's scratch buffer
+// and are valid only during the call: copy what must be retained. A non-nil error returned by a
+// Handler method stops Parse, which returns that same error unchanged; the Parser then stays
+// failed. Handler methods must not call the Parser's Parse.
+type Handler interface {
+	// ProcessConnect receives the argument of CONNECT (normally JSON) with surrounding
+	// whitespace and \r removed; it may be empty.
+	ProcessConnect(arg []byte) error
+	// ProcessInfo receives the argument of an INFO sent by the client, trimmed like CONNECT's.
+	// nats-server decodes it as JSON and otherwise ignores it on client connections.
+	ProcessInfo(arg []byte) error
+	// ProcessPub receives a complete PUB or HPUB. hdrLen is -1 for PUB and the header byte count
+	// for HPUB (0 <= hdrLen <= len(msg)). msg is the whole payload (headers then body for HPUB)
+	// without the trailing \r\n. reply is nil when absent.
+	ProcessPub(subject, reply []byte, hdrLen int, msg []byte) error
+	// ProcessSub receives a SUB. queue is nil when absent.
+	ProcessSub(subject, queue, sid []byte) error
+	// ProcessUnsub receives an UNSUB. max is the automatic-unsubscribe count, 0 when absent or
+	// not a valid size (nats-server removes the subscription at once in both cases).
+	ProcessUnsub(sid []byte, max int64) error
+	// ProcessPing receives a PING.
+	ProcessPing() error
+	// ProcessPong receives a PONG.
+	ProcessPong() error
+}
+
+// Default limits (protocol.md 1.9; nats-server const.go MAX_CONTROL_LINE_SIZE, MAX_PAYLOAD_SIZE).
+const (
+	// DefaultMaxControlLine is the default control-line limit in bytes.
+	DefaultMaxControlLine = 4096
+	// DefaultMaxPayload is the default payload limit in bytes (1 MiB).
+	DefaultMaxPayload = 1 << 20
+)
+
+// Config holds one connection's parser limits. A zero or negative field means its default.
+type Config struct {
+	// MaxControlLine is the largest control-line argument in bytes (protocol.md 1.1): the bytes
+	// after the operation name and its whitespace, without the line terminator. Default 4096.
+	MaxControlLine int
+	// MaxPayload is the largest PUB/HPUB size in bytes, headers included (protocol.md 1.1).
+	// Default 1048576.
+	MaxPayload int
+}
+
+// withDefaults returns c with zero or negative fields replaced by their defaults.
+func (c Config) withDefaults() Config {
+	if c.MaxControlLine <= 0 {
+		c.MaxControlLine = DefaultMaxControlLine
+	}
+	if c.MaxPayload <= 0 {
+		c.MaxPayload = DefaultMaxPayload
+	}
+	return c
+}
+
+const (
+	// lineSlack covers what a buffered control line holds besides its limited argument: the
+	// operation name (at most 7 bytes), one separator and a trailing \r.
+	lineSlack = 16
+	// scratchKeep is the scratch capacity kept after a split message; a larger buffer (grown
+	// for a big payload) is released so idle connections do not pin it.
+	scratchKeep = 64 << 10
+)
+
+// parserState says what the next input byte belongs to.
+type parserState uint8
+
+const (
+	stateLine    parserState = iota // a control line (partial if scratch is not empty)
+	statePayload                    // the payload of pub, stashed in scratch from payOff
+)
+
+// pendingPub is a PUB or HPUB whose control line has been read.
+type pendingPub struct {
+	subject, reply []byte
+	hdr            int // header bytes, -1 for PUB
+	size           int // payload bytes, headers included
+}
+
+// Parser turns a client's byte stream into Handler calls (protocol.md 1.1, 1.3; nats-server
+// v2.15.2 server/parser.go). It is not safe for concurrent use: one goroutine feeds it.
+//
+// Complete operations are parsed straight out of the buffer given to Parse. Only a control line
+// or payload split across Parse calls is copied, into scratch, whose capacity never exceeds
+// MaxControlLine+MaxPayload+lineSlack.
+type Parser struct {
+	h          Handler
+	maxLine    int // Config.MaxControlLine
+	lineCap    int // maxLine + lineSlack: capacity reserved for a partial control line
+	maxPayload int // Config.MaxPayload
+	noHeaders  bool
+	err        error // sticky: set by the first failure
+
+	state   parserState
+	scratch []byte // the partial line, or stashed subject+reply then the partial payload
+	payOff  int    // statePayload: where the payload starts in scratch
+	pub     pendingPub
+	args    [maxArgs][]byte
+}
+
+// NewParser returns a Parser that reports to h, with cfg's limits (zero fields take defaults).
+// HPUB is accepted until SetHeaders(false) is called.
+func NewParser(cfg Config, h Handler) *Parser {
+	cfg = cfg.withDefaults()
+	return &Parser{
+		h:          h,
+		maxLine:    cfg.MaxControlLine,
+		lineCap:    cfg.MaxControlLine + lineSlack,
+		maxPayload: cfg.MaxPayload,
+	}
+}
+
+// SetHeaders enables or disables HPUB. A server matching nats-server calls SetHeaders(false)
+// before the first Parse and SetHeaders(client's "headers" flag) from ProcessConnect; an HPUB
+// while disabled fails with ErrNoHeaders at its control line (protocol.md 1.3). It may be called
+// from a Handler method and applies to the following operations.
+func (p *Parser) SetHeaders(enabled bool) { p.noHeaders = !enabled }
+
+// Parse consumes buf, any piece of the client's stream, and calls the Handler once for each
+// operation completed by it, in order. Partial state is kept in the Parser between calls; buf
+// itself is never referenced after Parse returns, so the caller may reuse it.
+//
+// On failure Parse returns one of the package's *Error values (ErrUnknownOp, ErrControlLine,
+// ErrMaxPayload, ErrBadArgs, ErrNoHeaders, ErrClientErr) or a Handler's error unchanged. Operations
+// before the failing one have already been delivered; none after it are. The Parser is then
+// failed: every later call returns the same error without calling the Handler.
+func (p *Parser) Parse(buf []byte) error {
+	if p.err != nil {
+		return p.err
+	}
+	var err error
+	for len(buf) > 0 && err == nil {
+		buf, err = p.step(buf)
+	}
+	p.forget()
+	if err != nil {
+		p.err, p.scratch = err, nil
+	}
+	return err
+}
+
+// step consumes one operation, or the rest of buf when it ends inside one, and returns what is
+// left of buf.
+func (p *Parser) step(buf []byte) ([]byte, error) {
+	if p.state == statePayload {
+		return p.resumePayload(buf)
+	}
+	i := bytes.IndexByte(buf, '\n')
+	if i < 0 {
+		return nil, p.accumulate(buf)
+	}
+	line := buf[:i]
+	if len(p.scratch) > 0 {
+		if err := p.accumulate(line); err != nil {
+			return nil, err
+		}
+		line, p.scratch = p.scratch, p.scratch[:0]
+	}
+	if err := p.line(line); err != nil {
+		return nil, err
+	}
+	if p.state == statePayload {
+		return p.payload(buf[i+1:])
+	}
+	return buf[i+1:], nil
+}
+
+// forget drops references into the caller's buffer once Parse returns.
+func (p *Parser) forget() {
+	p.args = [maxArgs][]byte{}
+	if p.state != statePayload {
+		p.pub = pendingPub{}
+	}
+}
