@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# Runs every test of cairn: the one test command (see README).
+#
+#   scripts/test.sh
+#
+# Steps: gofmt check, go vet, go test -race, a short run of every native fuzz
+# target, and the Node.js `nats` client tests against a freshly built cairn.
+# Every step runs even if an earlier one failed; the script exits non-zero if
+# any failed and prints a summary.
+#
+# Needs: Go, Node.js 20+ with npm, and for the CLI tests natscli v0.5.0 on
+# PATH (.ci/run installs it; so does `go install github.com/nats-io/natscli/nats@v0.5.0`).
+# Environment:
+#   FUZZTIME=10s         how long each fuzz target runs (0 or "off" skips fuzzing)
+#   GO_TEST_TIMEOUT=12m  the -timeout of go test
+#   GO_TEST_RUN=regex    passed to go test -run (default: all tests)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+FUZZTIME="${FUZZTIME:-10s}"
+GO_TEST_TIMEOUT="${GO_TEST_TIMEOUT:-12m}"
+
+# Tools installed with `go install` (nats, nats-server) live here.
+if [[ -n "$(go env GOBIN)" ]]; then PATH="$(go env GOBIN):$PATH"; fi
+PATH="$(go env GOPATH)/bin:$PATH"
+export PATH
+# The Go tests that drive the nats CLI fail instead of skipping when it is missing.
+export CAIRN_REQUIRE_CLI=1
+
+# ---------------------------------------------------------------------------
+
+declare -a SUMMARY=()
+FAILED=0
+CAIRN_PID=""
+
+log() { printf '\n=== %s\n' "$*"; }
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	if [[ -n "$CAIRN_PID" ]] && kill -0 "$CAIRN_PID" 2>/dev/null; then
+		kill -KILL "$CAIRN_PID" 2>/dev/null || true
+		wait "$CAIRN_PID" 2>/dev/null || true
+	fi
+	[[ -n "${CAIRN_LOG:-}" ]] && rm -f "$CAIRN_LOG"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# step name command... : runs a step, records pass/fail and its duration.
+step() {
+	local name="$1" t0 rc=0
+	shift
+	log "$name"
+	t0=$SECONDS
+	"$@" || rc=$?
+	local took=$((SECONDS - t0))
+	if ((rc == 0)); then
+		SUMMARY+=("PASS  ${took}s  $name")
+	else
+		SUMMARY+=("FAIL  ${took}s  $name (exit $rc)")
+		FAILED=1
+	fi
+}
+
+# ---------------------------------------------------------------------------
+
+check_gofmt() {
+	local files
+	files="$(find . -name '*.go' -not -path './.git/*' -not -path '*/node_modules/*' \
+		-not -path '*/testdata/*' -not -path './bin/*' -print0 | xargs -0 -r gofmt -l)" || {
+		echo "gofmt failed (a file does not parse?)"
+		return 1
+	}
+	if [[ -n "$files" ]]; then
+		echo "gofmt: these files are not formatted (run gofmt -w):"
+		echo "$files"
+		return 1
+	fi
+	echo "gofmt: ok"
+}
+
+go_test() {
+	local -a args=(-race -count=1 -timeout "$GO_TEST_TIMEOUT")
+	[[ -n "${GO_TEST_RUN:-}" ]] && args+=(-run "$GO_TEST_RUN")
+	go test "${args[@]}" ./...
+}
+
+# Runs every FuzzXxx target of every package for FUZZTIME.
+go_fuzz() {
+	if [[ "$FUZZTIME" == 0 || "$FUZZTIME" == off ]]; then
+		echo "fuzzing skipped (FUZZTIME=$FUZZTIME)"
+		return 0
+	fi
+	local pkg pkgs name rc=0 found=0 listing
+	pkgs="$(go list ./...)" || return 1
+	for pkg in $pkgs; do
+		listing="$(go test -run '^$' -list '^Fuzz' "$pkg")" || { echo "$listing"; rc=1; continue; }
+		for name in $(grep -E '^Fuzz[A-Za-z0-9_]*$' <<<"$listing" || true); do
+			found=$((found + 1))
+			echo "--- fuzz $pkg $name for $FUZZTIME"
+			if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg"; then
+				echo "FAIL: fuzz target $name in $pkg (a failing input was written to its testdata/fuzz folder)"
+				rc=1
+			fi
+		done
+	done
+	echo "fuzz targets run: $found"
+	return "$rc"
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# port_used port: true if any TCP socket (listening or not, either end) uses it.
+port_used() {
+	local hex
+	hex="$(printf ':%04X ' "$1")"
+	grep -qF "$hex" /proc/net/tcp /proc/net/tcp6 2>/dev/null || port_open "$1"
+}
+
+# free_port: a port no socket uses, below the usual ephemeral range
+# (32768+) so that outgoing connections do not take it before the server binds.
+free_port() {
+	local p i
+	for ((i = 0; i < 200; i++)); do
+		p=$((20000 + RANDOM % 12000))
+		port_used "$p" || { printf '%s' "$p"; return 0; }
+	done
+	echo "no free port found" >&2
+	return 1
+}
+
+# Builds cairn, starts it on a free loopback port, runs the Node client tests
+# against it, stops it with SIGTERM and expects a clean exit (status 0).
+node_tests() {
+	go build -o bin/cairn ./cmd/cairn || return 1
+	local port i rc=0 attempt
+	CAIRN_LOG="$(mktemp "${TMPDIR:-/tmp}/cairn-test-server.XXXXXX")"
+	for ((attempt = 1; attempt <= 3; attempt++)); do
+		port="$(free_port)" || return 1
+		./bin/cairn -a 127.0.0.1 -p "$port" >"$CAIRN_LOG" 2>&1 &
+		CAIRN_PID=$!
+		for ((i = 0; i < 100; i++)); do # 10 s
+			kill -0 "$CAIRN_PID" 2>/dev/null || break
+			port_open "$port" && break
+			sleep 0.1
+		done
+		if kill -0 "$CAIRN_PID" 2>/dev/null && port_open "$port"; then break; fi
+		echo "cairn did not start on port $port (attempt $attempt); its log:"
+		cat "$CAIRN_LOG"
+		kill -KILL "$CAIRN_PID" 2>/dev/null || true
+		wait "$CAIRN_PID" 2>/dev/null || true
+		CAIRN_PID=""
+	done
+	[[ -n "$CAIRN_PID" ]] || return 1
+
+	NATS_URL="nats://127.0.0.1:$port" test/node/run.sh || rc=$?
+
+	if ! kill -0 "$CAIRN_PID" 2>/dev/null; then
+		echo "cairn died during the Node tests; its log:"
+		cat "$CAIRN_LOG"
+		wait "$CAIRN_PID" 2>/dev/null || true
+		CAIRN_PID=""
+		return 1
+	fi
+	kill -TERM "$CAIRN_PID"
+	local stopped=0
+	for ((i = 0; i < 100; i++)); do # 10 s
+		kill -0 "$CAIRN_PID" 2>/dev/null || { stopped=1; break; }
+		sleep 0.1
+	done
+	if ((!stopped)); then
+		echo "cairn did not exit within 10 s of SIGTERM"
+		kill -KILL "$CAIRN_PID" 2>/dev/null || true
+		rc=1
+	fi
+	local src=0
+	wait "$CAIRN_PID" || src=$?
+	CAIRN_PID=""
+	if ((stopped && src != 0)); then
+		echo "cairn exited with status $src after SIGTERM (nats-server exits 0); its log:"
+		tail -n 20 "$CAIRN_LOG"
+		rc=1
+	fi
+	return "$rc"
+}
+
+# ---------------------------------------------------------------------------
+
+T0=$SECONDS
+echo "cairn tests: $(go version), node $(node --version 2>/dev/null || echo missing), nats CLI $(nats --version 2>/dev/null || echo missing), $(nproc) cores"
+
+step "gofmt" check_gofmt
+step "go vet" go vet ./...
+step "go test -race" go_test
+step "fuzz (each target ${FUZZTIME})" go_fuzz
+step "Node nats client tests against bin/cairn" node_tests
+
+log "summary ($((SECONDS - T0))s)"
+printf '%s\n' "${SUMMARY[@]}"
+if ((FAILED)); then
+	echo "scripts/test.sh: FAILED"
+	exit 1
+fi
+echo "scripts/test.sh: all steps passed"
