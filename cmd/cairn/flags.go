@@ -1,0 +1,119 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/cairnmq/cairn/internal/server"
+)
+
+// config is what the command line asked for.
+type config struct {
+	opts        server.Options
+	httpPort    int
+	profPort    int
+	configFile  string
+	logFile     string
+	debug       bool
+	trace       bool
+	showVersion bool
+}
+
+const usage = `Usage: cairn [options]
+
+Server Options:
+    -a, --addr, --net <host>         Bind to host address (default: 0.0.0.0)
+    -p, --port <port>                Use port for clients (default: 4222; -1 for a random port)
+    -n, --name, --server_name <name> Server name (default: the server id)
+    -m, --http_port <port>           HTTP monitoring port (accepted; monitoring is not implemented yet)
+        --profile <port>             Serve Go pprof profiles on 127.0.0.1:<port> (as nats-server's --profile)
+    -c, --config <file>              Configuration file (not supported yet: cairn exits with an error)
+        --max_payload <bytes>        Maximum message payload (default: 1048576)
+        --max_pending <bytes>        Maximum bytes buffered per client before it is a slow consumer (default: 67108864)
+
+JetStream Options:
+    -js, --jetstream                 Enable JetStream (accepted; JetStream is not implemented yet)
+    -sd, --store_dir <dir>           Set the storage directory
+
+Logging Options:
+    -l, --log <file>                 File to redirect log output (default: stderr)
+    -D, --debug                      Enable debugging output
+    -V, --trace                      Trace the raw protocol
+    -DV                              Debug and trace
+
+Common Options:
+    -h, --help                       Show this message
+    -v, --version                    Show version
+`
+
+// errConfigUnsupported is returned for -c until configuration files land.
+var errConfigUnsupported = errors.New("configuration files (-c) are not supported yet; use command-line flags")
+
+// parseFlags reads nats-server's common flags (nats-server v2.15.2
+// main.go usage) into a config. Bad flags print the error and usage to
+// stderr and return a non-nil error; -h returns flag.ErrHelp.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("cairn", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	o := &cfg.opts
+	stringVar(fs, &o.Host, "", "a", "addr", "net")
+	intVar(fs, &o.Port, 0, "p", "port")
+	stringVar(fs, &o.ServerName, "", "n", "name", "server_name")
+	intVar(fs, &cfg.httpPort, 0, "m", "http_port")
+	intVar(fs, &cfg.profPort, 0, "profile")
+	stringVar(fs, &cfg.configFile, "", "c", "config")
+	intVar(fs, &o.MaxPayload, 0, "max_payload")
+	fs.Int64Var(&o.MaxPending, "max_pending", 0, "")
+	boolVar(fs, &o.JetStream, "js", "jetstream")
+	stringVar(fs, &o.StoreDir, "", "sd", "store_dir")
+	stringVar(fs, &cfg.logFile, "", "l", "log")
+	boolVar(fs, &cfg.debug, "D", "debug")
+	boolVar(fs, &cfg.trace, "V", "trace")
+	var dv bool
+	boolVar(fs, &dv, "DV")
+	boolVar(fs, &cfg.showVersion, "v", "version")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	return cfg, finishFlags(fs, &cfg, dv)
+}
+
+func finishFlags(fs *flag.FlagSet, cfg *config, dv bool) error {
+	if fs.NArg() > 0 {
+		return usageError(fs, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	if dv {
+		cfg.debug, cfg.trace = true, true
+	}
+	if cfg.configFile != "" {
+		return usageError(fs, errConfigUnsupported)
+	}
+	return nil
+}
+
+func usageError(fs *flag.FlagSet, err error) error {
+	fmt.Fprintf(fs.Output(), "cairn: %v\n", err)
+	return err
+}
+
+func stringVar(fs *flag.FlagSet, p *string, def string, names ...string) {
+	for _, n := range names {
+		fs.StringVar(p, n, def, "")
+	}
+}
+
+func intVar(fs *flag.FlagSet, p *int, def int, names ...string) {
+	for _, n := range names {
+		fs.IntVar(p, n, def, "")
+	}
+}
+
+func boolVar(fs *flag.FlagSet, p *bool, names ...string) {
+	for _, n := range names {
+		fs.BoolVar(p, n, false, "")
+	}
+}

@@ -1,0 +1,285 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/logger"
+	"github.com/cairnmq/cairn/internal/protocol"
+)
+
+// Read buffer sizes: a client's read buffer starts small and grows while
+// reads fill it, as nats-server's does, so idle connections stay cheap and
+// busy ones read in large batches.
+const (
+	minReadBuffer = 512
+	maxReadBuffer = 64 << 10
+	shrinkAfter   = 16
+)
+
+// client is one client connection. See the package comment for which
+// goroutine owns which field.
+type client struct {
+	srv    *Server
+	cid    uint64
+	nc     net.Conn
+	ip     string
+	log    *logger.Logger
+	out    *outbound
+	parser *protocol.Parser
+
+	// Owned by the read loop.
+	opts        connectOpts
+	connectSeen bool
+	firstPong   bool
+	flushList   []*client            // receivers to wake at the end of this read batch
+	flushSet    map[*client]struct{} // used once flushList grows large
+	nrHdr       []byte               // scratch for the no-responders header
+	stallOn     *client              // a receiver this batch backed up (see stall.go)
+
+	headers atomic.Bool  // opts.Headers, read by other connections' readers
+	closed  atomic.Bool  // set once by teardown or closeNow
+	lastIn  atomic.Int64 // unix nanoseconds of the last read with data
+	pings   pingState
+
+	mu   sync.Mutex
+	subs map[string]*subscription // by sid; guarded by mu
+}
+
+// subscription is one SUB of one client. It is stored in the server's
+// sublist and in its client's subs map.
+type subscription struct {
+	client    *client
+	subject   string
+	queue     string
+	sid       []byte
+	max       atomic.Int64 // auto-unsubscribe limit, 0 = none (UNSUB <sid> <max>)
+	delivered atomic.Int64 // messages delivered, counted for max
+}
+
+func newClient(s *Server, nc net.Conn, cid uint64) *client {
+	c := &client{
+		srv:  s,
+		cid:  cid,
+		nc:   nc,
+		log:  s.log,
+		out:  newOutbound(s.opts.MaxPending),
+		opts: connectOpts{Verbose: true, Pedantic: true, Echo: true},
+		subs: make(map[string]*subscription),
+	}
+	if addr, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		c.ip = addr.IP.String()
+	}
+	c.parser = protocol.NewParser(protocol.Config{
+		MaxControlLine: s.opts.MaxControlLine,
+		MaxPayload:     s.opts.MaxPayload,
+	}, c)
+	c.parser.SetHeaders(false) // HPUB needs headers: true in CONNECT (protocol.md 1.3)
+	return c
+}
+
+// start sends INFO and starts the client's goroutines.
+func (c *client) start() {
+	in := c.srv.baseInfo()
+	in.CID = c.cid
+	in.ClientIP = c.ip
+	c.out.appendBytes(appendInfo(nil, in))
+	c.out.signal()
+	c.lastIn.Store(time.Now().UnixNano())
+	c.pings.start(c, c.srv.opts.PingInterval)
+	c.srv.goroutine(c.writeLoop)
+	c.srv.goroutine(c.readLoop)
+}
+
+// readLoop reads, parses and routes until the connection fails or a
+// protocol error closes it.
+func (c *client) readLoop() {
+	defer c.teardown()
+	buf := make([]byte, minReadBuffer)
+	short := 0
+	for {
+		n, err := c.nc.Read(buf)
+		if n > 0 {
+			c.lastIn.Store(time.Now().UnixNano())
+			perr := c.parser.Parse(buf[:n])
+			c.flushReceivers()
+			c.waitStalled()
+			if perr != nil {
+				c.protocolError(perr)
+				return
+			}
+			buf, short = resizeReadBuffer(buf, n, short)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// resizeReadBuffer doubles the buffer after a read that filled it and
+// halves it after shrinkAfter consecutive reads that used under a quarter
+// of it, so a steady stream does not reallocate. short counts those reads.
+func resizeReadBuffer(buf []byte, n, short int) ([]byte, int) {
+	switch {
+	case n == len(buf) && len(buf) < maxReadBuffer:
+		return make([]byte, len(buf)*2), 0
+	case n >= len(buf)/4 || len(buf) == minReadBuffer:
+		return buf, 0
+	case short+1 < shrinkAfter:
+		return buf, short + 1
+	}
+	return make([]byte, len(buf)/2), 0
+}
+
+// protocolError sends the -ERR an error carries, if any; the connection
+// then closes after flushing (every error that reaches here closes).
+func (c *client) protocolError(err error) {
+	var pe *protocol.Error
+	if errors.As(err, &pe) && pe.Text != "" {
+		c.sendErr(pe.Text)
+	}
+	c.log.Debugf("%s - cid:%d - Client connection closed: %v", c.ip, c.cid, err)
+}
+
+// writeLoop writes whatever is pending each time it is woken, until the
+// connection is closed or a flush-and-close completes.
+func (c *client) writeLoop() {
+	var batch [][]byte
+	var iov net.Buffers
+	for range c.out.wake {
+		for more := true; more; {
+			var closing, closed bool
+			batch, more, closing, closed = c.out.take(batch)
+			if closed || !c.write(batch, &iov) {
+				return
+			}
+			if closing {
+				_ = c.nc.Close()
+				return
+			}
+		}
+	}
+}
+
+// write writes a batch with the write deadline; a failure or timeout
+// closes the connection (a slow consumer when it timed out).
+func (c *client) write(batch [][]byte, iov *net.Buffers) bool {
+	if len(batch) == 0 {
+		return true
+	}
+	_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.opts.WriteDeadline))
+	n, err := writeBatch(c.nc, batch, iov)
+	c.out.written(batch, n)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			c.srv.slowConsumers.Add(1)
+			c.log.Noticef("%s - cid:%d - Slow Consumer Detected: WriteDeadline of %v exceeded", c.ip, c.cid, c.srv.opts.WriteDeadline)
+		}
+		c.closeNow()
+		return false
+	}
+	return true
+}
+
+// enqueue queues protocol bytes on this client's own connection and marks
+// it for a flush at the end of the read batch. It runs on the read loop.
+func (c *client) enqueue(b []byte) {
+	c.out.appendBytes(b)
+	c.markFlush(c)
+}
+
+func (c *client) enqueueString(s string) {
+	c.out.mu.Lock()
+	if c.out.acceptingLocked() {
+		c.out.commitLocked(append(c.out.tailLocked(len(s)), s...))
+	}
+	c.out.mu.Unlock()
+	c.markFlush(c)
+}
+
+func (c *client) sendErr(text string) {
+	c.enqueue(protocol.AppendErr(nil, text))
+}
+
+func (c *client) sendOK() {
+	if c.opts.Verbose {
+		c.enqueueString(protocol.OKLine)
+	}
+}
+
+// markFlush records that rc's writer must be woken when this read batch
+// ends. It runs on c's read loop only.
+func (c *client) markFlush(rc *client) {
+	if c.flushSet != nil {
+		c.flushSet[rc] = struct{}{}
+		return
+	}
+	for _, p := range c.flushList {
+		if p == rc {
+			return
+		}
+	}
+	c.flushList = append(c.flushList, rc)
+	if len(c.flushList) > 32 {
+		c.flushSet = make(map[*client]struct{}, 64)
+		for _, p := range c.flushList {
+			c.flushSet[p] = struct{}{}
+		}
+		c.flushList = c.flushList[:0]
+	}
+}
+
+// flushReceivers wakes every writer this read batch gave work to.
+func (c *client) flushReceivers() {
+	for i, rc := range c.flushList {
+		rc.out.signal()
+		c.flushList[i] = nil
+	}
+	c.flushList = c.flushList[:0]
+	if c.flushSet != nil {
+		for rc := range c.flushSet {
+			rc.out.signal()
+		}
+		c.flushSet = nil
+	}
+}
+
+// closeNow closes the connection at once, dropping pending output (slow
+// consumers, failed writes). The read loop then tears the client down.
+func (c *client) closeNow() {
+	c.out.markClosed()
+	_ = c.nc.Close()
+}
+
+// closeSlowConsumer closes a receiver whose pending bytes exceeded
+// MaxPending (protocol.md 1.10: no -ERR is sent).
+func (c *client) closeSlowConsumer() {
+	if c.closed.Load() {
+		return
+	}
+	c.srv.slowConsumers.Add(1)
+	c.log.Noticef("%s - cid:%d - Slow Consumer Detected: MaxPending of %d exceeded", c.ip, c.cid, c.srv.opts.MaxPending)
+	c.closeNow()
+}
+
+// teardown runs once when the read loop ends: it removes the client's
+// subscriptions and asks the writer to flush and close.
+func (c *client) teardown() {
+	if !c.closed.CompareAndSwap(false, true) {
+		return
+	}
+	c.pings.stop()
+	c.mu.Lock()
+	subs := c.subs
+	c.subs = map[string]*subscription{}
+	c.mu.Unlock()
+	for _, sub := range subs {
+		_ = c.srv.sl.Remove(sub.subject, sub.queue, sub)
+	}
+	c.srv.removeClient(c)
+	c.out.markClosing()
+}

@@ -1,0 +1,32 @@
+// Package server is the network edge of cairn: it accepts client
+// connections, speaks the NATS client protocol on them
+// (../shared/reference/protocol.md section 1, as nats-server v2.15.2 does)
+// and routes published messages to matching subscriptions.
+//
+// # Goroutines and ownership
+//
+//  1. Server.acceptLoop owns the listener. It stops when Shutdown closes it.
+//  2. Each client has one read goroutine (client.readLoop). It owns the
+//     client's parser, its connect options and its subscription map (the map
+//     is also touched by other goroutines when an auto-unsubscribe limit is
+//     reached, so it sits under client.mu). It parses, matches subjects in the
+//     shared sublist and appends MSG frames to the outbound buffers of the
+//     receiving clients. It never blocks on another client's socket.
+//  3. Each client has one write goroutine (client.writeLoop). It owns the
+//     socket's write side: it swaps the outbound buffer under outbound.mu and
+//     writes the bytes with a write deadline.
+//  4. A per-client ping timer (time.AfterFunc) sends PINGs and closes stale
+//     connections.
+//
+// Lock order: Server.mu, then client.mu, then outbound.mu. No code holds two
+// outbound.mu at once. The sublist has its own internal locking and is
+// never called with outbound.mu held.
+//
+// # Flow control
+//
+// A reader appends to a receiver's outbound buffer and, once per read
+// batch, wakes the receiver's writer. If a receiver's pending bytes exceed
+// Options.MaxPending, or a socket write exceeds Options.WriteDeadline, the
+// receiver is a slow consumer and is closed without an -ERR (protocol.md
+// 1.10), so no client's memory grows without bound because it stops reading.
+package server

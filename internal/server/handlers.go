@@ -1,0 +1,186 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/cairnmq/cairn/internal/protocol"
+	"github.com/cairnmq/cairn/internal/subject"
+)
+
+// The methods in this file implement protocol.Handler. They run on the
+// client's read loop. Errors that keep the connection open are sent as
+// -ERR here and never returned; a returned error closes the connection
+// (protocol.md 1.11).
+
+var _ protocol.Handler = (*client)(nil)
+
+// ProcessConnect applies a CONNECT (protocol.md 1.5).
+func (c *client) ProcessConnect(arg []byte) error {
+	next, err := parseConnect(arg, c.opts)
+	if err != nil {
+		return err
+	}
+	c.opts = next
+	c.connectSeen = true
+	c.headers.Store(next.Headers)
+	c.parser.SetHeaders(next.Headers)
+	c.sendOK()
+	return nil
+}
+
+// ProcessInfo ignores an INFO sent by a client, as nats-server does for
+// client connections.
+func (c *client) ProcessInfo([]byte) error { return nil }
+
+// ProcessPing answers PONG and, after the first PONG to a client that
+// speaks protocol 1, sends the INFO with connect_info (protocol.md 1.2).
+func (c *client) ProcessPing() error {
+	c.enqueueString(protocol.PongLine)
+	if !c.connectSeen || c.firstPong {
+		return nil
+	}
+	c.firstPong = true
+	if c.opts.Protocol >= 1 {
+		in := c.srv.baseInfo()
+		in.CID = c.cid
+		in.ClientIP = c.ip
+		in.ConnectInfo = true
+		in.RemoteAccount = globalAccount
+		c.enqueue(appendInfo(nil, in))
+	}
+	return nil
+}
+
+// ProcessPong records the answer to a server PING.
+func (c *client) ProcessPong() error {
+	c.pings.pong()
+	return nil
+}
+
+// ProcessSub adds a subscription (protocol.md 1.3, 1.7). An invalid
+// subject or queue gets -ERR 'Invalid Subject' and the connection stays
+// open. A repeated sid is ignored.
+func (c *client) ProcessSub(subj, queue, sid []byte) error {
+	if !subject.ValidSubjectBytes(subj) || (len(queue) > 0 && !subject.ValidQueueBytes(queue)) {
+		c.sendErr("Invalid Subject")
+		return nil
+	}
+	c.mu.Lock()
+	if c.closed.Load() || c.subs[string(sid)] != nil {
+		c.mu.Unlock()
+		c.sendOK()
+		return nil
+	}
+	sub := &subscription{client: c, subject: string(subj), queue: string(queue), sid: bytes.Clone(sid)}
+	c.subs[string(sub.sid)] = sub
+	c.mu.Unlock()
+	if err := c.srv.sl.Insert(sub.subject, sub.queue, sub); err != nil {
+		c.dropSub(sub)
+		c.sendErr("Invalid Subject")
+		return nil
+	}
+	c.sendOK()
+	return nil
+}
+
+// ProcessUnsub removes a subscription now, or after max deliveries in
+// total when max is above the count delivered so far (protocol.md 1.3).
+// Unknown sids are ignored.
+func (c *client) ProcessUnsub(sid []byte, max int64) error {
+	c.mu.Lock()
+	sub := c.subs[string(sid)]
+	c.mu.Unlock()
+	if sub != nil {
+		sub.max.Store(max)
+		if max <= 0 || sub.delivered.Load() >= max {
+			c.removeSub(sub)
+		}
+	}
+	c.sendOK()
+	return nil
+}
+
+// dropSub forgets sub in the client's map.
+func (c *client) dropSub(sub *subscription) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.subs[string(sub.sid)] != sub {
+		return false
+	}
+	delete(c.subs, string(sub.sid))
+	return true
+}
+
+// removeSub removes sub from the client and the sublist; it is safe to
+// call more than once and from any goroutine.
+func (c *client) removeSub(sub *subscription) {
+	if c.dropSub(sub) {
+		_ = c.srv.sl.Remove(sub.subject, sub.queue, sub)
+	}
+}
+
+// ProcessPub routes a PUB or HPUB (protocol.md 1.3, 1.7, 1.8).
+func (c *client) ProcessPub(subj, reply []byte, hdrLen int, msg []byte) error {
+	if hdrLen >= 0 && !c.opts.Headers {
+		return errHeadersNotSupported
+	}
+	if !c.checkPub(subj, reply) {
+		return nil
+	}
+	if hdrLen == 0 { // an empty header block: nats-server delivers a plain MSG
+		hdrLen = -1
+	}
+	c.sendOK()
+	c.route(subj, reply, hdrLen, msg)
+	return nil
+}
+
+// errHeadersNotSupported closes a connection that sent HPUB without
+// negotiating headers; nats-server sends no -ERR (protocol.md 1.3).
+var errHeadersNotSupported = &protocol.Error{Close: true}
+
+// Prefixes a client may not publish to or use as a reply (nats-server
+// v2.15.2 client.go: reserved gateway, service-import and JetStream ack
+// subjects).
+var (
+	reservedSubjectPrefixes = [][]byte{[]byte("_GR_."), []byte("$GR."), []byte("$NRG.")}
+	reservedReplyPrefixes   = [][]byte{[]byte("_R_."), []byte("_GR_."), []byte("$GR.")}
+	jsAckPrefix             = []byte("$JS.ACK.")
+)
+
+// isReservedReply reports a reply subject a client may not use: the
+// service-import and gateway prefixes, or "$JS.ACK." followed by at least
+// one byte (nats-server v2.15.2 isReservedReply).
+func isReservedReply(reply []byte) bool {
+	if len(reply) > len(jsAckPrefix) && bytes.HasPrefix(reply, jsAckPrefix) {
+		return true
+	}
+	return hasAnyPrefix(reply, reservedReplyPrefixes)
+}
+
+// checkPub applies the pedantic subject check and the reserved-prefix
+// permission checks; it reports whether the message may be routed.
+func (c *client) checkPub(subj, reply []byte) bool {
+	if c.opts.Pedantic && !subject.ValidLiteralBytes(subj) {
+		c.sendErr("Invalid Publish Subject")
+	}
+	if hasAnyPrefix(subj, reservedSubjectPrefixes) {
+		c.sendErr(fmt.Sprintf("Permissions Violation for Publish to %q", subj))
+		return false
+	}
+	if isReservedReply(reply) {
+		c.sendErr(fmt.Sprintf("Permissions Violation for Publish with Reply of %q", reply))
+		return false
+	}
+	return true
+}
+
+func hasAnyPrefix(b []byte, prefixes [][]byte) bool {
+	for _, p := range prefixes {
+		if bytes.HasPrefix(b, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,65 @@
+package server
+
+import (
+	"encoding/json"
+	"runtime"
+)
+
+// NATSVersion is the nats-server version cairn advertises in INFO. Clients
+// switch features on from it (protocol.md section 0, item 1), so it must
+// promise no more than cairn implements; docs/compatibility.md explains the
+// choice.
+const NATSVersion = "2.10.0"
+
+// globalAccount is the name of the single account cairn has, as
+// nats-server names its default account.
+const globalAccount = "$G"
+
+// info is the INFO JSON object, with nats-server v2.15.2's keys, key order
+// and omitempty rules (protocol.md section 1.4).
+type info struct {
+	ID            string `json:"server_id"`
+	Name          string `json:"server_name"`
+	Version       string `json:"version"`
+	Proto         int    `json:"proto"`
+	GoVersion     string `json:"go"`
+	Host          string `json:"host"`
+	Port          int    `json:"port"`
+	Headers       bool   `json:"headers"`
+	MaxPayload    int    `json:"max_payload"`
+	JetStream     bool   `json:"jetstream,omitempty"`
+	CID           uint64 `json:"client_id,omitempty"`
+	ClientIP      string `json:"client_ip,omitempty"`
+	ConnectInfo   bool   `json:"connect_info,omitempty"`
+	RemoteAccount string `json:"remote_account,omitempty"`
+}
+
+func (s *Server) baseInfo() info {
+	return info{
+		ID:         s.id,
+		Name:       s.opts.ServerName,
+		Version:    NATSVersion,
+		Proto:      1,
+		GoVersion:  runtime.Version(),
+		Host:       s.opts.Host,
+		Port:       s.port,
+		Headers:    true,
+		MaxPayload: s.opts.MaxPayload,
+	}
+}
+
+// appendInfo appends "INFO <json> \r\n" to dst; nats-server v2.15.2 puts a
+// space before the CRLF.
+func appendInfo(dst []byte, in info) []byte {
+	js, err := json.Marshal(in)
+	if err != nil { // a struct of strings, ints and bools always encodes
+		panic(err)
+	}
+	dst = append(dst, "INFO "...)
+	dst = append(dst, js...)
+	return append(dst, " \r\n"...)
+}
+
+// Version is cairn's own release version, printed by `cairn --version`
+// and in the startup log.
+const Version = "0.1.0"

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/logger"
+)
+
+// Defaults, from nats-server v2.15.2 (protocol.md section 1.9).
+const (
+	DefaultHost           = "0.0.0.0"
+	DefaultPort           = 4222
+	DefaultMaxPayload     = 1 << 20 // bytes
+	DefaultMaxControlLine = 4096    // bytes
+	DefaultMaxPending     = 64 << 20
+	DefaultMaxConnections = 64 * 1024
+	DefaultPingInterval   = 2 * time.Minute
+	DefaultMaxPingsOut    = 2
+	DefaultWriteDeadline  = 10 * time.Second
+	// RandomPort as Options.Port asks the kernel for a free port, as
+	// nats-server's -p -1 does.
+	RandomPort = -1
+)
+
+// Options configures a Server. Zero values mean the default named next to
+// each field; Validate fills them in.
+type Options struct {
+	Host           string        // listen address, default "0.0.0.0"
+	Port           int           // client port: 0 means 4222, RandomPort (-1) a free port
+	ServerName     string        // INFO server_name; defaults to the server id
+	MaxPayload     int           // bytes per message payload, default 1 MiB
+	MaxControlLine int           // bytes per protocol line, default 4096
+	MaxPending     int64         // outbound bytes buffered per client before it is a slow consumer, default 64 MiB
+	MaxConnections int           // open client connections, default 65536
+	PingInterval   time.Duration // idle time before the server PINGs a client, default 2m
+	MaxPingsOut    int           // unanswered PINGs before 'Stale Connection', default 2
+	WriteDeadline  time.Duration // longest a socket write may block, default 10s
+	JetStream      bool          // -js: accepted; JetStream is not implemented yet
+	StoreDir       string        // -sd: accepted; used once JetStream lands
+	Logger         *logger.Logger
+}
+
+// ErrInvalidOptions is wrapped by every error Validate returns.
+var ErrInvalidOptions = errors.New("server: invalid options")
+
+// Validate fills in defaults and rejects impossible combinations. It
+// returns an error wrapping ErrInvalidOptions.
+func (o *Options) Validate() error {
+	if o.Host == "" {
+		o.Host = DefaultHost
+	}
+	if o.Port == 0 {
+		o.Port = DefaultPort
+	}
+	if o.Port < RandomPort || o.Port > 65535 {
+		return fmt.Errorf("%w: port %d out of range", ErrInvalidOptions, o.Port)
+	}
+	fillInt(&o.MaxPayload, DefaultMaxPayload)
+	fillInt(&o.MaxControlLine, DefaultMaxControlLine)
+	fillInt(&o.MaxConnections, DefaultMaxConnections)
+	fillInt(&o.MaxPingsOut, DefaultMaxPingsOut)
+	if o.MaxPending <= 0 {
+		o.MaxPending = DefaultMaxPending
+	}
+	fillDuration(&o.PingInterval, DefaultPingInterval)
+	fillDuration(&o.WriteDeadline, DefaultWriteDeadline)
+	if int64(o.MaxPayload) > o.MaxPending {
+		return fmt.Errorf("%w: max_payload (%d) can not exceed max_pending (%d)", ErrInvalidOptions, o.MaxPayload, o.MaxPending)
+	}
+	if o.Logger == nil {
+		o.Logger = logger.Discard()
+	}
+	return nil
+}
+
+func fillInt(v *int, def int) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+func fillDuration(v *time.Duration, def time.Duration) {
+	if *v <= 0 {
+		*v = def
+	}
+}

@@ -1,0 +1,179 @@
+package server
+
+import (
+	"net"
+	"sync"
+	"time"
+)
+
+// Outbound buffering, in the manner of nats-server v2.15.2 (client.go
+// outbound): pending bytes live in a list of chunks taken from a pool, so
+// a burst never reallocates one large buffer and written chunks are
+// reused at once; the writer sends up to maxWriteBatch bytes per vectored
+// write; a producer that pushes a receiver past stallThreshold is slowed
+// for a few milliseconds instead of letting the receiver's memory grow.
+const (
+	chunkSize     = 64 << 10 // bytes per pooled chunk
+	maxWriteBatch = 1 << 20  // bytes handed to one writev
+	stallMin      = 2 * time.Millisecond
+	stallMax      = 5 * time.Millisecond
+	stallBudget   = 10 * time.Millisecond // most a producer is stalled per read batch
+	// maxStallAt caps the stall threshold: beyond a few MiB of pending
+	// bytes more buffering adds memory, not throughput (cairn's choice;
+	// nats-server stalls only at three quarters of max_pending).
+	maxStallAt = 8 << 20
+)
+
+var chunkPool = sync.Pool{New: func() any { return new([chunkSize]byte) }}
+
+func getChunk(n int) []byte {
+	if n > chunkSize {
+		return make([]byte, 0, n)
+	}
+	return chunkPool.Get().(*[chunkSize]byte)[:0]
+}
+
+func putChunk(b []byte) {
+	if cap(b) == chunkSize {
+		chunkPool.Put((*[chunkSize]byte)(b[:chunkSize]))
+	}
+}
+
+// outbound is a client's queue of bytes waiting to be written to its
+// socket. Readers of any connection append to it; the client's writeLoop
+// drains it. All fields are guarded by mu.
+type outbound struct {
+	mu      sync.Mutex
+	chunks  [][]byte      // pending bytes in order; only the last chunk is appended to
+	pending int64         // bytes queued and not yet written (including the batch being written)
+	limit   int64         // Options.MaxPending: above it the client is a slow consumer
+	stallAt int64         // three quarters of limit, at most maxStallAt: producers are slowed above it
+	stall   chan struct{} // non-nil while pending > stallAt; closed when the writer catches up
+	closing bool          // flush what is pending, then close the socket
+	closed  bool          // drop everything; the connection is gone
+	wake    chan struct{} // capacity 1: tells the writer there is work
+}
+
+func newOutbound(limit int64) *outbound {
+	return &outbound{limit: limit, stallAt: min(limit/4*3, maxStallAt), wake: make(chan struct{}, 1)}
+}
+
+// tailLocked returns the last chunk with room for n more bytes, starting a
+// new chunk when needed. The caller appends at most n bytes and passes the
+// result to commitLocked. The caller holds mu.
+func (o *outbound) tailLocked(n int) []byte {
+	if k := len(o.chunks); k > 0 {
+		if last := o.chunks[k-1]; cap(last)-len(last) >= n {
+			return last
+		}
+	}
+	o.chunks = append(o.chunks, getChunk(n))
+	return o.chunks[len(o.chunks)-1]
+}
+
+// commitLocked stores the appended tail and counts its new bytes. It
+// reports false when the pending bytes exceed the limit (a slow
+// consumer). The caller holds mu.
+func (o *outbound) commitLocked(tail []byte) bool {
+	k := len(o.chunks) - 1
+	o.pending += int64(len(tail) - len(o.chunks[k]))
+	o.chunks[k] = tail
+	if o.pending > o.stallAt && o.stall == nil {
+		o.stall = make(chan struct{})
+	}
+	return o.pending <= o.limit
+}
+
+// appendBytes queues b (control lines such as INFO, PONG, -ERR).
+func (o *outbound) appendBytes(b []byte) {
+	o.mu.Lock()
+	if o.acceptingLocked() {
+		o.commitLocked(append(o.tailLocked(len(b)), b...))
+	}
+	o.mu.Unlock()
+}
+
+// acceptingLocked reports whether appends still matter. The caller holds mu.
+func (o *outbound) acceptingLocked() bool { return !o.closed && !o.closing }
+
+// signal wakes the writer without blocking.
+func (o *outbound) signal() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take moves up to maxWriteBatch bytes of whole chunks into batch. more
+// reports that chunks remain; closing that the writer must close the
+// socket once batch is written; closed that the connection is gone.
+func (o *outbound) take(batch [][]byte) (out [][]byte, more, closing, closed bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return batch[:0], false, false, true
+	}
+	n, size := 0, 0
+	for n < len(o.chunks) && size < maxWriteBatch {
+		size += len(o.chunks[n])
+		n++
+	}
+	out = append(batch[:0], o.chunks[:n]...)
+	rest := copy(o.chunks, o.chunks[n:])
+	clear(o.chunks[rest:])
+	o.chunks = o.chunks[:rest]
+	return out, rest > 0, o.closing && rest == 0, false
+}
+
+// written accounts for a batch that reached the socket and recycles its
+// chunks; it releases stalled producers once the receiver has caught up.
+func (o *outbound) written(batch [][]byte, n int64) {
+	o.mu.Lock()
+	o.pending -= n
+	if o.stall != nil && o.pending <= o.stallAt {
+		close(o.stall)
+		o.stall = nil
+	}
+	o.mu.Unlock()
+	for i, b := range batch {
+		putChunk(b)
+		batch[i] = nil
+	}
+}
+
+// markClosing asks the writer to flush and close.
+func (o *outbound) markClosing() {
+	o.mu.Lock()
+	o.closing = true
+	o.mu.Unlock()
+	o.signal()
+}
+
+// markClosed drops pending bytes and releases stalled producers; nothing
+// more will be written.
+func (o *outbound) markClosed() {
+	o.mu.Lock()
+	o.closed = true
+	o.chunks = nil
+	if o.stall != nil {
+		close(o.stall)
+		o.stall = nil
+	}
+	o.mu.Unlock()
+	o.signal()
+}
+
+// writeBatch writes batch with one vectored write (net.Buffers uses
+// writev on TCP connections) and returns the bytes written.
+func writeBatch(nc net.Conn, batch [][]byte, iov *net.Buffers) (int64, error) {
+	*iov = append((*iov)[:0], batch...)
+	return iov.WriteTo(nc)
+}
+
+// stallState returns the stall channel (nil when not backed up) and
+// whether the receiver is at its limit.
+func (o *outbound) stallState() (chan struct{}, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.stall, o.pending >= o.limit
+}

@@ -1,0 +1,66 @@
+package server
+
+import (
+	"sync"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/protocol"
+)
+
+// pingState runs the server-side keep-alive of one client (protocol.md
+// 1.9: ping_interval, ping_max). Fields are guarded by mu; the timer
+// callback runs on its own goroutine.
+type pingState struct {
+	mu       sync.Mutex
+	timer    *time.Timer
+	out      int  // PINGs sent and not yet answered
+	answered bool // a PONG has been received at least once
+	stopped  bool
+}
+
+func (p *pingState) start(c *client, interval time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.timer = time.AfterFunc(interval, func() { p.tick(c, interval) })
+}
+
+// tick sends a PING, or closes the client with 'Stale Connection' when
+// MaxPingsOut PINGs are unanswered. Like nats-server v2.15.2
+// (processPingTimer), it skips the PING when the client has answered
+// before and sent data within the interval.
+func (p *pingState) tick(c *client, interval time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return
+	}
+	idle := time.Since(time.Unix(0, c.lastIn.Load()))
+	if !p.answered || idle >= interval {
+		if p.out+1 > c.srv.opts.MaxPingsOut {
+			c.log.Debugf("%s - cid:%d - Stale Client Connection - Closing", c.ip, c.cid)
+			c.out.appendBytes(protocol.AppendErr(nil, "Stale Connection"))
+			c.out.markClosing()
+			return
+		}
+		p.out++
+		c.out.appendBytes([]byte(protocol.PingLine))
+		c.out.signal()
+	}
+	p.timer.Reset(interval)
+}
+
+func (p *pingState) pong() {
+	p.mu.Lock()
+	p.out = 0
+	p.answered = true
+	p.mu.Unlock()
+}
+
+func (p *pingState) stop() {
+	p.mu.Lock()
+	p.stopped = true
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	p.mu.Unlock()
+}

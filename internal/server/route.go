@@ -1,0 +1,138 @@
+package server
+
+import (
+	"math/rand/v2"
+
+	"github.com/cairnmq/cairn/internal/protocol"
+	"github.com/cairnmq/cairn/internal/sublist"
+)
+
+// route delivers a published message to every plain subscription that
+// matches and to one member of each matching queue group (protocol.md
+// 1.7). When nothing was delivered (no match, or only the publisher's own
+// subscriptions with echo off), a request gets the no-responders status
+// (protocol.md 1.8; nats-server v2.15.2 sends it in both cases).
+func (c *client) route(subj, reply []byte, hdrLen int, msg []byte) {
+	r := c.srv.sl.Match(subj)
+	delivered := false
+	for _, sub := range r.Plain {
+		delivered = c.deliver(sub, subj, reply, hdrLen, msg) || delivered
+	}
+	for i := range r.Queues {
+		if sub := c.pickQueueMember(r.Queues[i].Members); sub != nil {
+			delivered = c.deliver(sub, subj, reply, hdrLen, msg) || delivered
+		}
+	}
+	if !delivered && len(reply) > 0 && c.opts.NoResponders {
+		c.sendNoResponders(subj, reply)
+	}
+}
+
+// pickQueueMember picks a random member that may receive from c: not c's
+// own subscription when c has echo off, and not one already at its
+// auto-unsubscribe limit.
+func (c *client) pickQueueMember(members []*subscription) *subscription {
+	n := len(members)
+	start := rand.IntN(n)
+	for i := 0; i < n; i++ {
+		sub := members[(start+i)%n]
+		if sub.client == c && !c.opts.Echo {
+			continue
+		}
+		if max := sub.max.Load(); max > 0 && sub.delivered.Load() >= max {
+			continue
+		}
+		return sub
+	}
+	return nil
+}
+
+// deliver appends one MSG or HMSG for sub to its client's outbound buffer
+// and reports whether it did.
+func (c *client) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg []byte) bool {
+	if sub.client == c && !c.opts.Echo {
+		return false
+	}
+	return c.deliverTo(sub, subj, reply, hdrLen, msg)
+}
+
+// deliverTo delivers to sub regardless of echo, honouring its
+// auto-unsubscribe limit, and reports whether it did.
+func (c *client) deliverTo(sub *subscription, subj, reply []byte, hdrLen int, msg []byte) bool {
+	rc := sub.client
+	n := sub.delivered.Add(1)
+	max := sub.max.Load()
+	if max > 0 && n > max {
+		return false
+	}
+	ok, stalled := rc.appendMsg(sub.sid, subj, reply, hdrLen, msg)
+	if !ok {
+		rc.closeSlowConsumer()
+		return false
+	}
+	c.markFlush(rc)
+	if stalled && rc != c && c.stallOn == nil {
+		c.stallOn = rc
+	}
+	if max > 0 && n == max {
+		rc.removeSub(sub)
+	}
+	return true
+}
+
+// appendMsg writes the frame into c's outbound buffer. Headers are
+// stripped for a client that did not negotiate them (protocol.md 1.3). It
+// reports ok false when c became a slow consumer, and stalled when its
+// producers should slow down.
+func (c *client) appendMsg(sid, subj, reply []byte, hdrLen int, msg []byte) (ok, stalled bool) {
+	o := c.out
+	o.mu.Lock()
+	if !o.acceptingLocked() {
+		o.mu.Unlock()
+		return true, false
+	}
+	tail := o.tailLocked(frameBound(sid, subj, reply, msg))
+	switch {
+	case hdrLen < 0:
+		tail = protocol.AppendMsg(tail, subj, sid, reply, msg)
+	case c.headers.Load():
+		tail = protocol.AppendHMsg(tail, subj, sid, reply, hdrLen, msg)
+	default:
+		tail = protocol.AppendMsg(tail, subj, sid, reply, msg[hdrLen:])
+	}
+	ok = o.commitLocked(tail)
+	stalled = o.stall != nil
+	o.mu.Unlock()
+	return ok, stalled
+}
+
+// frameBound is an upper bound of the bytes of a MSG or HMSG frame: the
+// fields, five separators, two sizes of at most 20 digits, "HMSG", and two
+// CRLFs.
+func frameBound(sid, subj, reply, msg []byte) int {
+	return len(sid) + len(subj) + len(reply) + len(msg) + 5 + 40 + 4 + 4
+}
+
+// sendNoResponders sends the 503 status to the requester's own plain
+// (not queue) subscription that matches the reply subject, if it has one:
+// HMSG <reply> <sid> <n> <n>\r\nNATS/1.0 503\r\nNats-Subject: <subj>\r\n\r\n\r\n
+func (c *client) sendNoResponders(subj, reply []byte) {
+	sub := ownSubscription(c, c.srv.sl.Match(reply))
+	if sub == nil {
+		return
+	}
+	h := append(c.nrHdr[:0], "NATS/1.0 503\r\nNats-Subject: "...)
+	h = append(h, subj...)
+	h = append(h, "\r\n\r\n"...)
+	c.nrHdr = h
+	c.deliverTo(sub, reply, nil, len(h), h)
+}
+
+func ownSubscription(c *client, r *sublist.Result[*subscription]) *subscription {
+	for _, sub := range r.Plain {
+		if sub.client == c {
+			return sub
+		}
+	}
+	return nil
+}

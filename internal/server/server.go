@@ -1,0 +1,254 @@
+package server
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/logger"
+	"github.com/cairnmq/cairn/internal/sublist"
+)
+
+// Server accepts client connections and routes messages between them.
+// Build one with New, then Start it; Shutdown stops it.
+type Server struct {
+	opts Options
+	id   string
+	log  *logger.Logger
+	sl   *sublist.Sublist[*subscription]
+
+	ln   net.Listener
+	port int // the bound port, known after Start
+
+	nextCID       atomic.Uint64
+	slowConsumers atomic.Int64
+
+	mu           sync.Mutex
+	clients      map[uint64]*client // guarded by mu
+	shuttingDown bool               // guarded by mu
+	wg           sync.WaitGroup     // every goroutine started by goroutine()
+	done         chan struct{}      // closed when Shutdown completes
+}
+
+// New validates opts (filling defaults) and returns a Server that is not
+// yet listening. It returns an error wrapping ErrInvalidOptions.
+func New(opts Options) (*Server, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	id := newServerID()
+	if opts.ServerName == "" {
+		opts.ServerName = id
+	}
+	return &Server{
+		opts:    opts,
+		id:      id,
+		log:     opts.Logger,
+		sl:      sublist.New[*subscription](),
+		clients: make(map[uint64]*client),
+		done:    make(chan struct{}),
+	}, nil
+}
+
+// newServerID returns a 56-character id starting with 'N', shaped like
+// nats-server's server nkey (clients treat it as opaque).
+func newServerID() string {
+	var b [35]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	enc := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:])
+	return "N" + enc[:55]
+}
+
+// Start listens on Options.Host:Port and accepts clients in the
+// background. It returns the listen error (for example, the port is in
+// use) or nil.
+func (s *Server) Start() error {
+	port := s.opts.Port
+	if port == RandomPort {
+		port = 0
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.opts.Host, strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("server: listen on %s:%d: %w", s.opts.Host, s.opts.Port, err)
+	}
+	s.ln = ln
+	s.port = ln.Addr().(*net.TCPAddr).Port
+	s.log.Noticef("Listening for client connections on %s", ln.Addr())
+	s.log.Noticef("Server is ready")
+	s.goroutine(s.acceptLoop)
+	return nil
+}
+
+// Addr returns the bound client address, or nil before Start.
+func (s *Server) Addr() *net.TCPAddr {
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr().(*net.TCPAddr)
+}
+
+// ClientURL returns "nats://<host>:<port>" for the bound port, using
+// 127.0.0.1 when listening on all interfaces.
+func (s *Server) ClientURL() string {
+	host := s.opts.Host
+	if host == "0.0.0.0" || host == "::" || host == "" {
+		host = "127.0.0.1"
+	}
+	return "nats://" + net.JoinHostPort(host, strconv.Itoa(s.port))
+}
+
+// ID returns the server id sent in INFO server_id.
+func (s *Server) ID() string { return s.id }
+
+// NumClients returns the number of open client connections.
+func (s *Server) NumClients() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.clients)
+}
+
+// SlowConsumers returns how many clients were closed as slow consumers.
+func (s *Server) SlowConsumers() int64 { return s.slowConsumers.Load() }
+
+// NumSubscriptions returns the number of subscriptions in the sublist.
+func (s *Server) NumSubscriptions() int { return s.sl.Count() }
+
+// goroutine starts fn tracked by the server's wait group. It reports false
+// and starts nothing once shutdown has begun.
+func (s *Server) goroutine(fn func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shuttingDown {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+func (s *Server) acceptLoop() {
+	var delay time.Duration
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			delay = acceptBackoff(delay)
+			s.log.Errorf("Temporary accept error: %v, sleeping %v", err, delay)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		s.addClient(nc)
+	}
+}
+
+// acceptBackoff doubles the pause after an accept error (for example, out
+// of file descriptors), between 10 ms and 1 s.
+func acceptBackoff(d time.Duration) time.Duration {
+	if d == 0 {
+		return 10 * time.Millisecond
+	}
+	return min(2*d, time.Second)
+}
+
+// addClient registers and starts a client, or refuses it with
+// 'maximum connections exceeded' (protocol.md 1.9).
+func (s *Server) addClient(nc net.Conn) {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	c := newClient(s, nc, s.nextCID.Add(1))
+	s.mu.Lock()
+	if s.shuttingDown {
+		s.mu.Unlock()
+		_ = nc.Close()
+		return
+	}
+	if len(s.clients) >= s.opts.MaxConnections {
+		s.mu.Unlock()
+		s.refuse(c)
+		return
+	}
+	s.clients[c.cid] = c
+	s.mu.Unlock()
+	c.log.Debugf("%s - cid:%d - Client connection created", c.ip, c.cid)
+	c.start()
+}
+
+func (s *Server) refuse(c *client) {
+	s.log.Errorf("%s - cid:%d - Maximum connections exceeded", c.ip, c.cid)
+	_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+	in := s.baseInfo()
+	msg := appendInfo(nil, in)
+	msg = append(msg, "-ERR 'maximum connections exceeded'\r\n"...)
+	_, _ = c.nc.Write(msg)
+	_ = c.nc.Close()
+}
+
+func (s *Server) removeClient(c *client) {
+	s.mu.Lock()
+	delete(s.clients, c.cid)
+	s.mu.Unlock()
+}
+
+// Shutdown stops accepting, flushes what each client has buffered, closes
+// every connection and waits (up to the write deadline plus a second) for
+// the server's goroutines to end. It is safe to call more than once.
+func (s *Server) Shutdown() {
+	s.mu.Lock()
+	if s.shuttingDown {
+		s.mu.Unlock()
+		<-s.done
+		return
+	}
+	s.shuttingDown = true
+	clients := make([]*client, 0, len(s.clients))
+	for _, c := range s.clients {
+		clients = append(clients, c)
+	}
+	s.mu.Unlock()
+	s.log.Noticef("Initiating Shutdown...")
+	if s.ln != nil {
+		_ = s.ln.Close()
+	}
+	for _, c := range clients {
+		c.out.markClosing()
+	}
+	s.waitGoroutines(s.opts.WriteDeadline + time.Second)
+	s.log.Noticef("Server Exiting..")
+	close(s.done)
+}
+
+// waitGoroutines waits for tracked goroutines; after the timeout it closes
+// every remaining socket so blocked reads and writes return.
+func (s *Server) waitGoroutines(timeout time.Duration) {
+	finished := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(finished)
+	}()
+	select {
+	case <-finished:
+		return
+	case <-time.After(timeout):
+	}
+	s.mu.Lock()
+	for _, c := range s.clients {
+		c.closeNow()
+	}
+	s.mu.Unlock()
+	<-finished
+}

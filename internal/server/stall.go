@@ -1,0 +1,32 @@
+package server
+
+import "time"
+
+// Stalling follows nats-server v2.15.2 (client.go stalledWait): a producer
+// that outruns a consumer is slowed instead of letting the consumer's
+// buffer grow to the slow-consumer limit.
+
+// waitStalled blocks the read loop until a receiver this read batch
+// pushed past its stall threshold (client.stallOn) catches up, for at most stallMin (stallMax once the receiver is at its
+// limit), and for at most stallBudget in total per read batch.
+func (c *client) waitStalled() {
+	rc := c.stallOn
+	c.stallOn = nil
+	if rc == nil {
+		return
+	}
+	ch, full := rc.out.stallState()
+	if ch == nil {
+		return
+	}
+	ttl := stallMin
+	if full {
+		ttl = stallMax
+	}
+	t := time.NewTimer(min(ttl, stallBudget))
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	}
+}

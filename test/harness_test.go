@@ -1,0 +1,459 @@
+package test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/server"
+)
+
+// envTarget selects the server under test: unset (or "cairn") runs cairn
+// in-process; "nats-server" starts the nats-server binary from PATH (or
+// ~/go/bin), which turns every test into a check of the test itself.
+const envTarget = "CAIRN_TEST_TARGET"
+
+// Timeouts. Nothing waits this long when the server behaves; they only
+// bound how long a failing test hangs.
+const (
+	readTimeout  = 5 * time.Second
+	startTimeout = 10 * time.Second
+)
+
+// startServer starts the server under test on 127.0.0.1 and a random port,
+// applies mod to the options first, registers its shutdown with t.Cleanup
+// and returns its client URL ("nats://127.0.0.1:<port>").
+func startServer(t testing.TB, mod func(*server.Options)) string {
+	t.Helper()
+	opts := server.Options{Host: "127.0.0.1", Port: -1}
+	if mod != nil {
+		mod(&opts)
+	}
+	switch target := os.Getenv(envTarget); target {
+	case "", "cairn":
+		return startCairn(t, opts)
+	case "nats-server":
+		return startNatsServer(t, opts)
+	default:
+		t.Fatalf("%s=%q: want unset, \"cairn\" or \"nats-server\"", envTarget, target)
+		return ""
+	}
+}
+
+func startCairn(t testing.TB, opts server.Options) string {
+	t.Helper()
+	s, err := server.New(opts)
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatalf("server.Start: %v", err)
+	}
+	t.Cleanup(s.Shutdown)
+	return s.ClientURL()
+}
+
+// natsServerBinary finds nats-server on PATH or in ~/go/bin.
+func natsServerBinary(t testing.TB) string {
+	t.Helper()
+	if p, err := exec.LookPath("nats-server"); err == nil {
+		return p
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		p := filepath.Join(home, "go", "bin", "nats-server")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	t.Fatalf("%s=nats-server but no nats-server binary found; install it with "+
+		"go install github.com/nats-io/nats-server/v2@v2.15.2", envTarget)
+	return ""
+}
+
+// natsServerConfig translates Options into a nats-server config file.
+func natsServerConfig(opts server.Options, portsDir string) string {
+	var b strings.Builder
+	host := opts.Host
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	fmt.Fprintf(&b, "host: %q\nport: %d\nports_file_dir: %q\n", host, opts.Port, portsDir)
+	if opts.ServerName != "" {
+		fmt.Fprintf(&b, "server_name: %q\n", opts.ServerName)
+	}
+	if opts.MaxPayload > 0 {
+		fmt.Fprintf(&b, "max_payload: %d\n", opts.MaxPayload)
+	}
+	if opts.MaxControlLine > 0 {
+		fmt.Fprintf(&b, "max_control_line: %d\n", opts.MaxControlLine)
+	}
+	if opts.MaxPending > 0 {
+		fmt.Fprintf(&b, "max_pending: %d\n", opts.MaxPending)
+	}
+	if opts.MaxConnections > 0 {
+		fmt.Fprintf(&b, "max_connections: %d\n", opts.MaxConnections)
+	}
+	if opts.PingInterval > 0 {
+		fmt.Fprintf(&b, "ping_interval: %q\n", opts.PingInterval.String())
+	}
+	if opts.MaxPingsOut > 0 {
+		fmt.Fprintf(&b, "ping_max: %d\n", opts.MaxPingsOut)
+	}
+	if opts.WriteDeadline > 0 {
+		fmt.Fprintf(&b, "write_deadline: %q\n", opts.WriteDeadline.String())
+	}
+	return b.String()
+}
+
+func startNatsServer(t testing.TB, opts server.Options) string {
+	t.Helper()
+	bin := natsServerBinary(t)
+	dir := t.TempDir()
+	portsDir := filepath.Join(dir, "ports")
+	if err := os.Mkdir(portsDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "nats-server.conf")
+	if err := os.WriteFile(conf, []byte(natsServerConfig(opts, portsDir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logBuf syncBuffer
+	cmd := exec.Command(bin, "-c", conf)
+	cmd.Stdout = &logBuf
+	cmd.Stderr = &logBuf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start nats-server: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+
+	// nats-server writes <exe>_<pid>.ports once its listeners are up.
+	deadline := time.Now().Add(startTimeout)
+	for {
+		select {
+		case <-exited:
+			t.Fatalf("nats-server exited early:\n%s", logBuf.String())
+		default:
+		}
+		matches, _ := filepath.Glob(filepath.Join(portsDir, "*.ports"))
+		if len(matches) > 0 {
+			data, err := os.ReadFile(matches[0])
+			var ports struct {
+				Nats []string `json:"nats"`
+			}
+			if err == nil && json.Unmarshal(data, &ports) == nil && len(ports.Nats) > 0 {
+				u := ports.Nats[0]
+				if waitAccepting(u, time.Until(deadline)) {
+					return u
+				}
+				t.Fatalf("nats-server at %s does not accept connections:\n%s", u, logBuf.String())
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nats-server did not start within %v:\n%s", startTimeout, logBuf.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func waitAccepting(u string, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for {
+		c, err := net.DialTimeout("tcp", hostPort(u), time.Second)
+		if err == nil {
+			c.Close()
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// hostPort turns "nats://h:p" into "h:p".
+func hostPort(u string) string {
+	if p, err := url.Parse(u); err == nil && p.Host != "" {
+		return p.Host
+	}
+	return strings.TrimPrefix(u, "nats://")
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes and reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor polls cond every few milliseconds until it holds or d passes.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Raw TCP client, in the style of nats-server's test/ helpers.
+
+// rawClient is a plain TCP connection to the server with helpers that read
+// with a deadline and compare exact bytes.
+type rawClient struct {
+	t        testing.TB
+	name     string
+	conn     net.Conn
+	pending  []byte // received, not yet consumed
+	infoLine string // the first INFO line, as received (with CRLF)
+	info     map[string]any
+}
+
+// rawConn dials url and consumes the INFO line the server sends first.
+func rawConn(t testing.TB, u string) *rawClient {
+	t.Helper()
+	return rawConnDialer(t, u, &net.Dialer{Timeout: readTimeout})
+}
+
+func rawConnDialer(t testing.TB, u string, d *net.Dialer) *rawClient {
+	t.Helper()
+	c, err := d.Dial("tcp", hostPort(u))
+	if err != nil {
+		t.Fatalf("dial %s: %v", u, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	rc := &rawClient{t: t, name: c.LocalAddr().String(), conn: c}
+	rc.infoLine, rc.info = rc.expectInfo()
+	return rc
+}
+
+// defaultConnect is what a modern client sends, with verbose and pedantic
+// off.
+const defaultConnect = `{"verbose":false,"pedantic":false,"protocol":1,"headers":true,"no_responders":true}`
+
+// rawConnect dials, sends CONNECT <connectJSON> and PING, and consumes the
+// PONG and (for protocol 1) the asynchronous INFO that follows it.
+func rawConnect(t testing.TB, u, connectJSON string) *rawClient {
+	t.Helper()
+	c := rawConn(t, u)
+	c.handshake(connectJSON)
+	return c
+}
+
+func (c *rawClient) handshake(connectJSON string) {
+	c.t.Helper()
+	var ci struct {
+		Verbose  *bool `json:"verbose"`
+		Protocol int   `json:"protocol"`
+	}
+	if err := json.Unmarshal([]byte(connectJSON), &ci); err != nil {
+		c.t.Fatalf("bad CONNECT json %q: %v", connectJSON, err)
+	}
+	c.send("CONNECT " + connectJSON + "\r\nPING\r\n")
+	if ci.Verbose == nil || *ci.Verbose { // absent verbose keeps the default: true
+		c.expect("+OK\r\n")
+	}
+	c.expect("PONG\r\n")
+	if ci.Protocol >= 1 {
+		_, info := c.expectInfo()
+		if info["connect_info"] != true {
+			c.t.Fatalf("%s: async INFO after first PONG lacks connect_info:true: %v", c.name, info)
+		}
+	}
+}
+
+func (c *rawClient) send(s string) {
+	c.t.Helper()
+	c.conn.SetWriteDeadline(time.Now().Add(readTimeout))
+	if _, err := c.conn.Write([]byte(s)); err != nil {
+		c.t.Fatalf("%s: write %s: %v", c.name, trunc(s), err)
+	}
+}
+
+// fill reads once more from the socket, appending to pending. It returns
+// the read error (nil, a timeout, io.EOF or a reset).
+func (c *rawClient) fill(deadline time.Time) error {
+	c.conn.SetReadDeadline(deadline)
+	var buf [64 * 1024]byte
+	n, err := c.conn.Read(buf[:])
+	c.pending = append(c.pending, buf[:n]...)
+	return err
+}
+
+// expect consumes exactly want from the stream and fails if anything else
+// arrives first or nothing arrives in time.
+func (c *rawClient) expect(want string) {
+	c.t.Helper()
+	deadline := time.Now().Add(readTimeout)
+	for len(c.pending) < len(want) {
+		if !bytes.HasPrefix([]byte(want), c.pending) {
+			break
+		}
+		if err := c.fill(deadline); err != nil {
+			c.t.Fatalf("%s: want %q; got %q then %v", c.name, trunc(want), trunc(string(c.pending)), err)
+		}
+	}
+	if !bytes.HasPrefix(c.pending, []byte(want)) {
+		c.t.Fatalf("%s: want %q\n got %q", c.name, trunc(want), trunc(string(c.pending)))
+	}
+	c.pending = c.pending[len(want):]
+}
+
+// expectRe consumes a match of pattern (anchored at the current position)
+// and returns its submatches. The pattern should end in \r\n so that a
+// partial read cannot match.
+func (c *rawClient) expectRe(pattern string) []string {
+	c.t.Helper()
+	re := regexp.MustCompile(`^(?s:` + pattern + `)`)
+	deadline := time.Now().Add(readTimeout)
+	for {
+		if m := re.FindSubmatch(c.pending); m != nil {
+			c.pending = c.pending[len(m[0]):]
+			out := make([]string, len(m))
+			for i := range m {
+				out[i] = string(m[i])
+			}
+			return out
+		}
+		if err := c.fill(deadline); err != nil {
+			c.t.Fatalf("%s: want match of %q; got %q then %v", c.name, pattern, trunc(string(c.pending)), err)
+		}
+	}
+}
+
+// readLine consumes one CRLF-terminated line (returned with its CRLF).
+func (c *rawClient) readLine() string {
+	c.t.Helper()
+	deadline := time.Now().Add(readTimeout)
+	for {
+		if i := bytes.Index(c.pending, []byte("\r\n")); i >= 0 {
+			line := string(c.pending[:i+2])
+			c.pending = c.pending[i+2:]
+			return line
+		}
+		if err := c.fill(deadline); err != nil {
+			c.t.Fatalf("%s: want a line; got %q then %v", c.name, trunc(string(c.pending)), err)
+		}
+	}
+}
+
+// expectInfo consumes an INFO line and returns it with its JSON decoded.
+func (c *rawClient) expectInfo() (string, map[string]any) {
+	c.t.Helper()
+	line := c.readLine()
+	if !strings.HasPrefix(line, "INFO {") {
+		c.t.Fatalf("%s: want INFO line, got %q", c.name, trunc(line))
+	}
+	js := strings.TrimSuffix(strings.TrimPrefix(line, "INFO "), "\r\n")
+	var m map[string]any
+	if err := json.Unmarshal([]byte(js), &m); err != nil {
+		c.t.Fatalf("%s: INFO JSON %q: %v", c.name, js, err)
+	}
+	return line, m
+}
+
+// expectErr consumes "-ERR '<text>'\r\n".
+func (c *rawClient) expectErr(text string) {
+	c.t.Helper()
+	c.expect("-ERR '" + text + "'\r\n")
+}
+
+// expectClosed asserts that the server closes the connection without
+// sending anything more.
+func (c *rawClient) expectClosed() {
+	c.t.Helper()
+	deadline := time.Now().Add(readTimeout)
+	for {
+		if len(c.pending) > 0 {
+			c.t.Fatalf("%s: want close, got %q", c.name, trunc(string(c.pending)))
+		}
+		err := c.fill(deadline)
+		if len(c.pending) > 0 {
+			continue
+		}
+		if err == nil {
+			continue
+		}
+		if isClosedErr(err) {
+			return
+		}
+		c.t.Fatalf("%s: want the server to close the connection; got %v", c.name, err)
+	}
+}
+
+// drainUntilClosed reads and discards everything until the server closes
+// the connection, and returns the number of bytes discarded.
+func (c *rawClient) drainUntilClosed(within time.Duration) int {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	total := len(c.pending)
+	c.pending = nil
+	for {
+		err := c.fill(deadline)
+		total += len(c.pending)
+		c.pending = c.pending[:0]
+		if err == nil {
+			continue
+		}
+		if isClosedErr(err) {
+			return total
+		}
+		c.t.Fatalf("%s: want the server to close the connection within %v; got %v after %d bytes", c.name, within, err, total)
+	}
+}
+
+func isClosedErr(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// sync sends PING and expects PONG as the very next bytes: it proves the
+// server sent nothing else in between and that the connection is open.
+func (c *rawClient) sync() {
+	c.t.Helper()
+	c.send("PING\r\n")
+	c.expect("PONG\r\n")
+}
+
+func trunc(s string) string {
+	const max = 600
+	if len(s) > max {
+		return s[:max] + fmt.Sprintf("...(%d bytes)", len(s))
+	}
+	return s
+}
