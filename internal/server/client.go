@@ -39,6 +39,8 @@ type client struct {
 	flushSet    map[*client]struct{} // used once flushList grows large
 	nrHdr       []byte               // scratch for the no-responders header
 	stallOn     *client              // a receiver this batch backed up (see stall.go)
+	internal    bool                 // a connectionless publisher used by Server.Publish
+	scratch     []byte               // Server.Publish: header and payload joined
 
 	headers atomic.Bool  // opts.Headers, read by other connections' readers
 	closed  atomic.Bool  // set once by teardown or closeNow
@@ -52,7 +54,9 @@ type client struct {
 // subscription is one SUB of one client. It is stored in the server's
 // sublist and in its client's subs map.
 type subscription struct {
-	client    *client
+	client    *client    // nil for an internal subscription
+	handler   MsgHandler // set for an internal subscription
+	removed   atomic.Bool
 	subject   string
 	queue     string
 	sid       []byte

@@ -59,6 +59,10 @@ func (c *client) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg 
 // deliverTo delivers to sub regardless of echo, honouring its
 // auto-unsubscribe limit, and reports whether it did.
 func (c *client) deliverTo(sub *subscription, subj, reply []byte, hdrLen int, msg []byte) bool {
+	if sub.handler != nil {
+		callHandler(sub, subj, reply, hdrLen, msg)
+		return true
+	}
 	rc := sub.client
 	n := sub.delivered.Add(1)
 	max := sub.max.Load()

@@ -26,6 +26,7 @@ type Server struct {
 	ln   net.Listener
 	port int // the bound port, known after Start
 
+	publishers    sync.Pool // connectionless *client values for Publish
 	nextCID       atomic.Uint64
 	slowConsumers atomic.Int64
 

@@ -1,0 +1,96 @@
+package server
+
+import (
+	"github.com/cairnmq/cairn/internal/subject"
+)
+
+// MsgHandler receives a message delivered to an internal subscription:
+// the published subject, the reply subject (empty when none), the header
+// block (nil when none) and the payload. It runs on the publisher's
+// goroutine (a client's read loop, or the caller of Publish), so it must
+// not block: it copies what it keeps and hands slow work to its own
+// goroutines (style.md rule 4). The slices are valid only during the call.
+type MsgHandler func(subject, reply string, hdr, data []byte)
+
+// InternalSub is a subscription owned by code inside the server (the
+// JetStream API, streams, consumers) rather than by a client connection.
+type InternalSub struct {
+	srv *Server
+	sub *subscription
+}
+
+// SubscribeInternal subscribes h to subject (wildcards allowed) and, when
+// queue is not empty, to that queue group. It returns an error wrapping
+// sublist.ErrInvalidSubject or sublist.ErrInvalidQueue for bad input.
+func (s *Server) SubscribeInternal(subj, queue string, h MsgHandler) (*InternalSub, error) {
+	sub := &subscription{subject: subj, queue: queue, handler: h}
+	if err := s.sl.Insert(subj, queue, sub); err != nil {
+		return nil, err
+	}
+	return &InternalSub{srv: s, sub: sub}, nil
+}
+
+// Unsubscribe removes the subscription; later calls do nothing.
+func (is *InternalSub) Unsubscribe() {
+	if is.sub.removed.CompareAndSwap(false, true) {
+		_ = is.srv.sl.Remove(is.sub.subject, is.sub.queue, is.sub)
+	}
+}
+
+// Publish routes a message from inside the server to every matching
+// subscription, as if a client had published it (protocol.md 1.7): hdr
+// is a complete NATS header block or nil. It is safe to call from any
+// goroutine. It reports whether anything received the message. An
+// invalid subject reaches nobody.
+func (s *Server) Publish(subj, reply string, hdr, data []byte) bool {
+	if !subject.ValidLiteral(subj) {
+		return false
+	}
+	p := s.internalPublisher()
+	defer s.publishers.Put(p)
+	msg, hdrLen := data, -1
+	if hdr != nil {
+		msg = append(append(p.scratch[:0], hdr...), data...)
+		p.scratch = msg
+		hdrLen = len(hdr)
+	}
+	delivered := p.routeInternal([]byte(subj), []byte(reply), hdrLen, msg)
+	p.flushReceivers()
+	return delivered
+}
+
+// internalPublisher returns a connectionless client used to route
+// messages published from inside the server; one per concurrent caller.
+func (s *Server) internalPublisher() *client {
+	if p, ok := s.publishers.Get().(*client); ok {
+		return p
+	}
+	return &client{srv: s, opts: connectOpts{Echo: true, Headers: true}, internal: true}
+}
+
+// routeInternal is route for an internal publisher: it never sends
+// no-responders and never stalls.
+func (c *client) routeInternal(subj, reply []byte, hdrLen int, msg []byte) bool {
+	r := c.srv.sl.Match(subj)
+	delivered := false
+	for _, sub := range r.Plain {
+		delivered = c.deliverTo(sub, subj, reply, hdrLen, msg) || delivered
+	}
+	for i := range r.Queues {
+		if sub := c.pickQueueMember(r.Queues[i].Members); sub != nil {
+			delivered = c.deliverTo(sub, subj, reply, hdrLen, msg) || delivered
+		}
+	}
+	c.stallOn = nil
+	return delivered
+}
+
+// callHandler delivers to an internal subscription.
+func callHandler(sub *subscription, subj, reply []byte, hdrLen int, msg []byte) {
+	var hdr []byte
+	data := msg
+	if hdrLen > 0 {
+		hdr, data = msg[:hdrLen:hdrLen], msg[hdrLen:]
+	}
+	sub.handler(string(subj), string(reply), hdr, data)
+}

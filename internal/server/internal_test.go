@@ -1,0 +1,139 @@
+package server
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+func startTestServer(t *testing.T) *Server {
+	t.Helper()
+	s, err := New(Options{Host: "127.0.0.1", Port: RandomPort})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+// testConn is a raw protocol client: CONNECT with headers and
+// no_responders, then lines read one at a time.
+type testConn struct {
+	t  *testing.T
+	nc net.Conn
+	r  *bufio.Reader
+}
+
+func dialTest(t *testing.T, s *Server) *testConn {
+	t.Helper()
+	nc, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	tc := &testConn{t: t, nc: nc, r: bufio.NewReader(nc)}
+	tc.line() // INFO
+	tc.send("CONNECT {\"verbose\":false,\"pedantic\":false,\"protocol\":1,\"headers\":true,\"no_responders\":true}\r\nPING\r\n")
+	tc.expect("PONG\r\n")
+	tc.line() // async INFO
+	return tc
+}
+
+func (tc *testConn) send(s string) {
+	if _, err := tc.nc.Write([]byte(s)); err != nil {
+		tc.t.Fatal(err)
+	}
+}
+
+func (tc *testConn) line() string {
+	tc.t.Helper()
+	_ = tc.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	l, err := tc.r.ReadString('\n')
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	return l
+}
+
+func (tc *testConn) expect(want string) {
+	tc.t.Helper()
+	got := ""
+	for len(got) < len(want) {
+		got += tc.line()
+	}
+	if got != want {
+		tc.t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+type received struct{ subject, reply, hdr, data string }
+
+func TestInternalSubscriptionReceivesClientPublish(t *testing.T) {
+	s := startTestServer(t)
+	got := make(chan received, 4)
+	sub, err := s.SubscribeInternal("svc.>", "", func(subj, reply string, hdr, data []byte) {
+		got <- received{subj, reply, string(hdr), string(data)}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dialTest(t, s)
+	hdr := "NATS/1.0\r\nA: b\r\n\r\n"
+	c.send("PUB svc.a r.1 2\r\nhi\r\n")
+	c.send(fmt.Sprintf("HPUB svc.b r.2 %d %d\r\n%sxy\r\n", len(hdr), len(hdr)+2, hdr))
+	c.send("PING\r\n")
+	c.expect("PONG\r\n")
+	want := []received{{"svc.a", "r.1", "", "hi"}, {"svc.b", "r.2", hdr, "xy"}}
+	for _, w := range want {
+		if g := <-got; g != w {
+			t.Fatalf("handler got %+v, want %+v", g, w)
+		}
+	}
+	sub.Unsubscribe()
+	sub.Unsubscribe()
+	c.send("SUB _INBOX.x 1\r\nPUB svc.a _INBOX.x 0\r\n\r\n")
+	c.expect("HMSG _INBOX.x 1 37 37\r\nNATS/1.0 503\r\nNats-Subject: svc.a\r\n\r\n\r\n")
+}
+
+func TestInternalSubscriptionAnswersRequests(t *testing.T) {
+	s := startTestServer(t)
+	_, err := s.SubscribeInternal("echo", "q", func(_, reply string, _, data []byte) {
+		s.Publish(reply, "", []byte("NATS/1.0\r\nX: 1\r\n\r\n"), append([]byte("re:"), data...))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dialTest(t, s)
+	c.send("SUB _INBOX.y 7\r\nPUB echo _INBOX.y 3\r\nabc\r\n")
+	c.expect("HMSG _INBOX.y 7 18 24\r\nNATS/1.0\r\nX: 1\r\n\r\nre:abc\r\n")
+}
+
+func TestPublishReachesClientsAndReportsDelivery(t *testing.T) {
+	s := startTestServer(t)
+	c := dialTest(t, s)
+	c.send("SUB ev.* 1\r\nPING\r\n")
+	c.expect("PONG\r\n")
+	if s.Publish("nobody.here", "", nil, []byte("x")) {
+		t.Fatal("Publish with no subscriber reported a delivery")
+	}
+	if s.Publish("ev.*.bad..", "", nil, nil) {
+		t.Fatal("Publish to an invalid subject reported a delivery")
+	}
+	if !s.Publish("ev.one", "rep", nil, []byte("hello")) {
+		t.Fatal("Publish to a subscribed subject reported no delivery")
+	}
+	c.expect("MSG ev.one 1 rep 5\r\nhello\r\n")
+}
+
+func TestSubscribeInternalRejectsBadSubject(t *testing.T) {
+	s := startTestServer(t)
+	if _, err := s.SubscribeInternal("a..b", "", func(string, string, []byte, []byte) {}); err == nil || !strings.Contains(err.Error(), "invalid") {
+		t.Fatalf("bad subject accepted: %v", err)
+	}
+}
