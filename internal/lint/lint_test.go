@@ -24,6 +24,7 @@ var allowed = map[string][]string{
 	"internal/store/filestore": {"internal/store", "internal/subject", "internal/vfs"},
 	"internal/vfs":             {},
 	"internal/protocol":        {},
+	"internal/jserr":           {},
 	"internal/logger":          {},
 	"internal/lint":            {},
 	"test":                     {},
