@@ -19,11 +19,76 @@
 //
 // Names are slash-separated paths as given to the os package; the store
 // always passes paths under its own directory.
+//
+// # The crash model of CrashFS
+//
+// CrashFS follows the strict model of pebble's crashable MemFS: only what
+// was explicitly synced is guaranteed, and nothing is made durable as a side
+// effect of anything else.
+//
+//  1. A file (an inode) has a current content, which every read sees, and a
+//     durable content: the current content as of its last File.Sync. It also
+//     has a low-water mark L: the smallest length the file had since that
+//     Sync (Truncate and Create of an existing name lower it). The first L
+//     bytes of the current and the durable content are always equal; the
+//     bytes from L to the current length are the unsynced tail.
+//  2. A directory has a current set of entries (name -> inode), which
+//     lookups see, and a durable set: the current set as of its last
+//     SyncDir. Create, Remove, Rename and MkdirAll change only current
+//     sets. The root directory always exists.
+//  3. Crash rebuilds the tree from the root through durable sets only. A
+//     creation, removal or rename not followed by SyncDir of the directory
+//     concerned is undone: a created and synced file whose directory was
+//     never synced vanishes; a file renamed over another reappears under
+//     its old name, and the replaced file under the new name, each with its
+//     own content. A rename between two directories is undone or kept per
+//     directory, so syncing only the target directory leaves the inode
+//     under both names (like a hard link) and syncing only the source
+//     directory loses it. File.Sync makes content durable, never a name.
+//  4. Each surviving file keeps its first L bytes, followed by what
+//     CrashOptions.Tail keeps of its unsynced tail, as listed below (if L is
+//     below the durable length, point 5 applies first). Bytes below L are
+//     never changed by a crash.
+//  5. A Truncate (or a Create that truncates an existing file) not followed
+//     by Sync leaves, after a crash, either the old length or the truncated
+//     one: TailDrop gives the durable content (old length and bytes),
+//     TailKeep the current content, and the random modes give, with
+//     probability 1/2 each, the durable content or the first L bytes plus
+//     the tail handled as above.
+//  6. The old CrashFS is marked crashed: every later operation on it and on
+//     its open Files fails with ErrCrashed, so a store still running cannot
+//     write into the new world. Crash may be called again on a crashed
+//     CrashFS to draw other outcomes from the same pre-crash state.
+//
+// The tail modes of point 4. Sectors are SectorSize-byte ranges at absolute
+// file offsets; garbage is random bytes, or zeros with
+// CrashOptions.ZeroFill.
+//
+//   - TailDrop: the durable content exactly.
+//   - TailKeep: the current content exactly.
+//   - TailPrefix: the first L bytes and a random prefix of the tail.
+//   - TailTorn: the tail was written in order and power failed inside a
+//     random sector of it: sectors before it are intact, the torn sector
+//     holds new bytes up to a random offset and at least one byte of
+//     garbage after it, and the file ends at the end of the torn sector
+//     (or at the current length, if that comes first).
+//   - TailSectors: each sector of the tail is written or not, at random
+//     (writes reordered); the file ends at the end of the last written
+//     sector (or at L if none was), and the unwritten sectors before it are
+//     garbage.
+//   - TailAny: one of the above, drawn per file.
+//
+// All random choices come from CrashOptions.Rand, in a fixed order (files
+// visited in name order), so one seed gives one outcome. Tests craft or
+// damage disk images with the CrashFS methods WriteFile, TruncateFile,
+// FlipBit and SyncAll, which change the durable state directly, and look
+// at files with ReadFile.
 package vfs
 
 import (
+	"errors"
 	"io"
-	"os"
+	"io/fs"
 )
 
 // FS is every file operation the store performs. Errors are those of the
@@ -68,9 +133,11 @@ type File interface {
 	Truncate(size int64) error
 	// Size returns the current size in bytes (including unsynced writes).
 	Size() (int64, error)
+	// Close releases the file. It does not sync: unsynced writes stay
+	// unsynced.
 	Close() error
 }
 
 // IsNotExist reports whether err says a file does not exist, for every FS
-// implementation.
-func IsNotExist(err error) bool { return os.IsNotExist(err) }
+// implementation, through any wrapping (errors.Is with fs.ErrNotExist).
+func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

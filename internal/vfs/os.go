@@ -1,0 +1,78 @@
+package vfs
+
+import "os"
+
+// OS returns the FS of the real file system (package os). Files are opened
+// with permission 0o644 and directories created with 0o755. File.Sync and
+// SyncDir call fsync(2) (os.File.Sync), which also covers what fdatasync
+// would. Errors are those of package os, mostly *os.PathError.
+func OS() FS { return osFS{} }
+
+// osFS is the FS of OS.
+type osFS struct{}
+
+// osFile is a File over an *os.File opened by osFS.
+type osFile struct {
+	*os.File
+}
+
+func (osFS) Create(name string) (File, error) {
+	return openOS(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND)
+}
+
+func (osFS) Open(name string) (File, error) { return openOS(name, os.O_RDONLY) }
+
+func (osFS) OpenAppend(name string) (File, error) {
+	return openOS(name, os.O_RDWR|os.O_APPEND)
+}
+
+func openOS(name string, flag int) (File, error) {
+	f, err := os.OpenFile(name, flag, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+func (osFS) Remove(name string) error { return os.Remove(name) }
+
+func (osFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
+
+func (osFS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
+
+func (osFS) ReadDir(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir) // sorted by name
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
+	}
+	return names, err
+}
+
+func (osFS) SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		d.Close()
+		return err
+	}
+	return d.Close()
+}
+
+func (osFS) Stat(name string) (int64, bool, error) {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return 0, false, err
+	}
+	return fi.Size(), fi.IsDir(), nil
+}
+
+func (f osFile) Size() (int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
