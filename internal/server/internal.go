@@ -54,8 +54,9 @@ func (s *Server) Publish(subj, reply string, hdr, data []byte) bool {
 		p.scratch = msg
 		hdrLen = len(hdr)
 	}
-	delivered := p.routeInternal([]byte(subj), []byte(reply), hdrLen, msg)
+	delivered := p.deliverAll([]byte(subj), []byte(reply), hdrLen, msg)
 	p.flushReceivers()
+	p.stallOn = nil // internal publishers are never stalled
 	return delivered
 }
 
@@ -66,23 +67,6 @@ func (s *Server) internalPublisher() *client {
 		return p
 	}
 	return &client{srv: s, opts: connectOpts{Echo: true, Headers: true}, internal: true}
-}
-
-// routeInternal is route for an internal publisher: it never sends
-// no-responders and never stalls.
-func (c *client) routeInternal(subj, reply []byte, hdrLen int, msg []byte) bool {
-	r := c.srv.sl.Match(subj)
-	delivered := false
-	for _, sub := range r.Plain {
-		delivered = c.deliverTo(sub, subj, reply, hdrLen, msg) || delivered
-	}
-	for i := range r.Queues {
-		if sub := c.pickQueueMember(r.Queues[i].Members); sub != nil {
-			delivered = c.deliverTo(sub, subj, reply, hdrLen, msg) || delivered
-		}
-	}
-	c.stallOn = nil
-	return delivered
 }
 
 // callHandler delivers to an internal subscription.

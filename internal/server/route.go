@@ -13,6 +13,14 @@ import (
 // subscriptions with echo off), a request gets the no-responders status
 // (protocol.md 1.8; nats-server v2.15.2 sends it in both cases).
 func (c *client) route(subj, reply []byte, hdrLen int, msg []byte) {
+	if !c.deliverAll(subj, reply, hdrLen, msg) && len(reply) > 0 && c.opts.NoResponders {
+		c.sendNoResponders(subj, reply)
+	}
+}
+
+// deliverAll delivers to every matching plain subscription and one member
+// of each matching queue group; it reports whether anything received it.
+func (c *client) deliverAll(subj, reply []byte, hdrLen int, msg []byte) bool {
 	r := c.srv.sl.Match(subj)
 	delivered := false
 	for _, sub := range r.Plain {
@@ -23,9 +31,7 @@ func (c *client) route(subj, reply []byte, hdrLen int, msg []byte) {
 			delivered = c.deliver(sub, subj, reply, hdrLen, msg) || delivered
 		}
 	}
-	if !delivered && len(reply) > 0 && c.opts.NoResponders {
-		c.sendNoResponders(subj, reply)
-	}
+	return delivered
 }
 
 // pickQueueMember picks a random member that may receive from c: not c's
