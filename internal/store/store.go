@@ -79,10 +79,10 @@ type Config struct {
 // StreamState). Times are unix nanoseconds; zero when there is no message.
 type State struct {
 	Msgs        uint64
-	Bytes       uint64   // sum of MsgSize over stored messages
-	FirstSeq    uint64   // lowest stored sequence; LastSeq+1 when empty after removals
+	Bytes       uint64 // sum of MsgSize over stored messages
+	FirstSeq    uint64 // lowest stored sequence; LastSeq+1 when empty after removals
 	FirstTime   int64
-	LastSeq     uint64   // highest sequence ever assigned; never goes down
+	LastSeq     uint64 // highest sequence ever assigned; never goes down
 	LastTime    int64
 	NumSubjects int      // distinct subjects stored
 	NumDeleted  int      // interior gaps between FirstSeq and LastSeq

@@ -1,0 +1,46 @@
+package store
+
+import "fmt"
+
+// CheckConsumerState returns an error wrapping ErrBadRequest when st is
+// inconsistent, as nats-server's consumer stores refuse it: an ack floor
+// above the delivered pair, or a pending stream sequence at or below the
+// ack floor or above the delivered stream sequence. ConsumerStore.Update
+// calls it before storing anything.
+func CheckConsumerState(st *ConsumerState) error {
+	if st == nil {
+		return fmt.Errorf("%w: nil consumer state", ErrBadRequest)
+	}
+	if st.AckFloor.Consumer > st.Delivered.Consumer {
+		return fmt.Errorf("%w: bad ack floor for consumer", ErrBadRequest)
+	}
+	if st.AckFloor.Stream > st.Delivered.Stream {
+		return fmt.Errorf("%w: bad ack floor for stream", ErrBadRequest)
+	}
+	for seq := range st.Pending {
+		if seq <= st.AckFloor.Stream || seq > st.Delivered.Stream {
+			return fmt.Errorf("%w: bad pending entry, sequence [%d] out of range", ErrBadRequest, seq)
+		}
+	}
+	return nil
+}
+
+// CloneConsumerState returns a deep copy of st whose Pending and
+// Redelivered maps are nil when empty, the form ConsumerStore.State
+// returns.
+func CloneConsumerState(st *ConsumerState) *ConsumerState {
+	c := &ConsumerState{Delivered: st.Delivered, AckFloor: st.AckFloor}
+	if len(st.Pending) > 0 {
+		c.Pending = make(map[uint64]Pending, len(st.Pending))
+		for k, v := range st.Pending {
+			c.Pending[k] = v
+		}
+	}
+	if len(st.Redelivered) > 0 {
+		c.Redelivered = make(map[uint64]uint64, len(st.Redelivered))
+		for k, v := range st.Redelivered {
+			c.Redelivered[k] = v
+		}
+	}
+	return c
+}
