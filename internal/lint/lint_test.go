@@ -22,6 +22,8 @@ var allowed = map[string][]string{
 	"internal/store/storetest": {"internal/store", "internal/subject"},
 	"internal/store/memstore":  {"internal/store", "internal/subject"},
 	"internal/store/filestore": {"internal/store", "internal/subject", "internal/vfs"},
+	"internal/stream":          {"internal/store", "internal/subject", "internal/jserr"},
+	"internal/jetstream":       {"internal/jserr", "internal/store", "internal/store/filestore", "internal/store/memstore", "internal/stream", "internal/subject", "internal/vfs"},
 	"internal/vfs":             {},
 	"internal/protocol":        {},
 	"internal/jserr":           {},

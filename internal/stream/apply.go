@@ -1,0 +1,173 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/store"
+)
+
+// Stream is the state machine of one stream: its config, its store, the
+// Nats-Msg-Id window and the id of the last stored message. Apply decides
+// every publish from that state and the entry alone. A Stream is not safe
+// for concurrent use: one goroutine (the stream's apply loop) owns it and
+// makes every call, ExpireDedupe and SetConfig included.
+type Stream struct {
+	cfg       Config
+	store     store.Store
+	dedupe    dedupe
+	lastMsgID string // Nats-Msg-Id of the last stored message, "" if none
+}
+
+// Entry is one publish to apply: the subject, the raw NATS header block
+// (nil when the publish had none), the payload, and the time in unix
+// nanoseconds, chosen once by whoever made the entry. Apply never
+// modifies Header or Data, and passes them to store.Append without copying
+// when it does not have to change the header.
+type Entry struct {
+	Subject string
+	Header  []byte
+	Data    []byte
+	Time    int64
+}
+
+// Result is the outcome of Apply. Exactly one of these holds:
+//
+//   - Err == nil, Duplicate false: stored at Seq.
+//   - Duplicate: not stored; Seq is the sequence of the message first
+//     stored with the same Nats-Msg-Id. This is a success.
+//   - Err != nil: not stored (Seq 0), except when a rollup purge failed
+//     after the message was stored at Seq (StoreErr is then set).
+type Result struct {
+	Seq       uint64
+	Duplicate bool
+	Err       *jserr.Error
+	// StoreErr is the store's error behind an Err of 10077 (or 10054 from
+	// the store), for the runner to log or act on (store.ErrFenced).
+	StoreErr error
+	// Purged is the number of messages a Nats-Rollup removed, for the
+	// runner to tell the consumers.
+	Purged uint64
+}
+
+// New returns the state machine of a stream with config cfg over st. cfg
+// must have passed SetDefaults and Validate, and st must enforce
+// cfg.StoreConfig(). New reads nothing from st: after opening a store that
+// already holds messages, call Rebuild.
+func New(cfg Config, st store.Store) *Stream {
+	return &Stream{cfg: cfg.Clone(), store: st}
+}
+
+// Config returns a copy of the stream's config.
+func (s *Stream) Config() Config { return s.cfg.Clone() }
+
+// Store returns the stream's store.
+func (s *Stream) Store() store.Store { return s.store }
+
+// SetConfig makes cfg the stream's config after an update that
+// CheckUpdate allowed: it gives the store the new limits (which removes
+// what they push out, store.Store.UpdateConfig) and then takes the new
+// duplicate window, which applies from the next ExpireDedupe. On a store
+// error the config is unchanged.
+func (s *Stream) SetConfig(cfg Config) error {
+	if err := s.store.UpdateConfig(cfg.StoreConfig()); err != nil {
+		return fmt.Errorf("stream %s: update store limits: %w", s.cfg.Name, err)
+	}
+	s.cfg = cfg.Clone()
+	return nil
+}
+
+// Apply applies one publish (protocol.md sections 4.1 and 4.2): it runs
+// nats-server v2.15.2's checks in its order (checks.go), stores the
+// message with store.Append (which applies the limits and assigns
+// LastSeq+1), records its Nats-Msg-Id and runs the Nats-Rollup purge. It
+// reads no clock: the entry's time is the message's time. The stored
+// header is the entry's without an inline status line or
+// Nats-Request-Info field.
+func (s *Stream) Apply(e Entry) Result {
+	m := newPub(e)
+	if len(m.value(hdrBatchID)) > 0 {
+		return Result{Err: s.checkBatch(m)}
+	}
+	if err := s.checkBeforeDedupe(m); err != nil {
+		return Result{Err: err}
+	}
+	if m.msgID != "" {
+		if seq, dup := s.dedupe.lookup(m.msgID); dup {
+			return Result{Seq: seq, Duplicate: true}
+		}
+	}
+	if err := s.checkAfterDedupe(m); err != nil {
+		return Result{Err: err}
+	}
+	return s.commit(m)
+}
+
+// commit appends the checked message and does the bookkeeping of a
+// stored message.
+func (s *Stream) commit(m *pub) Result {
+	seq, err := s.store.Append(store.Msg{Subject: m.subject, Header: m.hdr, Data: m.data, Time: m.time})
+	if err != nil {
+		return Result{Err: storeError(err), StoreErr: err}
+	}
+	s.lastMsgID = m.msgID
+	if m.msgID != "" && s.cfg.DuplicateWindow > 0 {
+		s.dedupe.add(m.msgID, seq, m.time)
+	}
+	r := Result{Seq: seq}
+	if m.rollup != "" {
+		r.Purged, err = s.rollup(m)
+		if err != nil {
+			r.Err, r.StoreErr = storeError(err), err
+		}
+	}
+	return r
+}
+
+// rollup purges what a stored rollup message replaces: with "sub" every
+// other message on its subject, with "all" every other message, keeping
+// the rollup message itself (nats-server processJetStreamMsgWithRollup).
+func (s *Stream) rollup(m *pub) (uint64, error) {
+	req := store.PurgeRequest{Keep: 1}
+	if m.rollup == rollupSub {
+		req.Subject = m.subject
+	}
+	return s.store.Purge(req)
+}
+
+// storeError turns an Append or Purge error into the PubAck error:
+// ErrMaxMsgSize is 10054, everything else 10077 with the store's text
+// (nats-server's own text for a closed store).
+func storeError(err error) *jserr.Error {
+	switch {
+	case errors.Is(err, store.ErrMaxMsgSize):
+		return jserr.New(jserr.StreamMessageExceedsMaximum)
+	case errors.Is(err, store.ErrClosed):
+		return jserr.New(jserr.StreamStoreFailed, jserr.Sub("err", "store is closed"))
+	}
+	return jserr.New(jserr.StreamStoreFailed, jserr.Sub("err", err))
+}
+
+// ExpireDedupe forgets the Nats-Msg-Ids stored at least duplicate_window
+// before now (unix nanoseconds), as nats-server's dedupe timer does. The
+// runner calls it on the apply goroutine, at DedupeDeadline or on a
+// regular tick; until it does, an id stays a duplicate.
+func (s *Stream) ExpireDedupe(now int64) {
+	s.dedupe.expire(now, int64(s.cfg.DuplicateWindow))
+}
+
+// DedupeDeadline returns the time (unix nanoseconds) at which the oldest
+// remembered Nats-Msg-Id leaves the window under the current config, and
+// false when no id is remembered.
+func (s *Stream) DedupeDeadline() (int64, bool) {
+	t, ok := s.dedupe.oldest()
+	return t + int64(s.cfg.DuplicateWindow), ok
+}
+
+// NumMsgIDs returns the number of Nats-Msg-Ids in the window.
+func (s *Stream) NumMsgIDs() int { return s.dedupe.size() }
+
+// LastMsgID returns the Nats-Msg-Id of the last stored message ("" when
+// it had none), the value Nats-Expected-Last-Msg-Id is checked against.
+func (s *Stream) LastMsgID() string { return s.lastMsgID }

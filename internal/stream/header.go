@@ -1,0 +1,145 @@
+package stream
+
+import (
+	"bytes"
+	"strings"
+	"time"
+)
+
+// The publish headers the stream acts on (protocol.md section 4.2;
+// nats-server v2.15.2 server/stream.go). Names are matched exactly, case
+// included.
+const (
+	hdrMsgID             = "Nats-Msg-Id"
+	hdrExpectedStream    = "Nats-Expected-Stream"
+	hdrExpectedLastSeq   = "Nats-Expected-Last-Sequence"
+	hdrExpectedSubjSeq   = "Nats-Expected-Last-Subject-Sequence"
+	hdrExpectedSubjSubj  = "Nats-Expected-Last-Subject-Sequence-Subject"
+	hdrExpectedLastMsgID = "Nats-Expected-Last-Msg-Id"
+	hdrRollup            = "Nats-Rollup"
+	hdrTTL               = "Nats-TTL"
+	hdrIncr              = "Nats-Incr"
+	hdrBatchID           = "Nats-Batch-Id"
+	hdrSchedule          = "Nats-Schedule"
+	hdrScheduleTimeZone  = "Nats-Schedule-Time-Zone"
+	hdrScheduleNext      = "Nats-Schedule-Next"
+	hdrScheduler         = "Nats-Scheduler"
+	hdrStreamSource      = "Nats-Stream-Source"
+	hdrRequestInfo       = "Nats-Request-Info"
+)
+
+// Header block framing (protocol.md section 1.6).
+const (
+	hdrVersion = "NATS/1.0"
+	crlf       = "\r\n"
+	emptyBlock = hdrVersion + crlf + crlf // the smallest block, 12 bytes
+)
+
+// headerValue returns the value of the first field named key in the NATS
+// header block hdr, and whether there is one. It reads the block as
+// nats-server's sliceHeader does: the name must start a line after the
+// first (status) line and be followed at once by ':'; the name is matched
+// exactly (case-sensitive); spaces (not tabs) before the value are
+// skipped; the value runs to the end of its line, trailing spaces kept.
+// The value aliases hdr.
+func headerValue(hdr []byte, key string) ([]byte, bool) {
+	_, rest, ok := bytes.Cut(hdr, []byte(crlf))
+	for ok && len(rest) > 0 {
+		var line []byte
+		line, rest, _ = bytes.Cut(rest, []byte(crlf))
+		if v, found := fieldValue(line, key); found {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+// fieldValue returns the value of line when it is the field key.
+func fieldValue(line []byte, key string) ([]byte, bool) {
+	if len(line) <= len(key) || line[len(key)] != ':' || string(line[:len(key)]) != key {
+		return nil, false
+	}
+	return bytes.TrimLeft(line[len(key)+1:], " "), true
+}
+
+// headerString returns the value of key as a string, "" when absent.
+func headerString(hdr []byte, key string) string {
+	v, _ := headerValue(hdr, key)
+	return string(v)
+}
+
+// stripStatus removes an inline status ("NATS/1.0 503 ...") from the first
+// line of hdr, as nats-server does to every message a stream ingests
+// (removeHeaderStatusIfPresent). A block left with no field becomes nil.
+// hdr itself is never modified.
+func stripStatus(hdr []byte) []byte {
+	i := bytes.IndexByte(hdr, '\r')
+	if !bytes.HasPrefix(hdr, []byte(hdrVersion)) || i <= len(hdrVersion) {
+		return hdr
+	}
+	out := append([]byte(hdrVersion), hdr[i:]...)
+	if len(out) == len(emptyBlock) {
+		return nil
+	}
+	return out
+}
+
+// removeHeader returns hdr without its fields named key (nats-server
+// removeHeaderIfPresent), or nil when no field is left. hdr itself is
+// never modified; when there is no such field hdr is returned as is.
+func removeHeader(hdr []byte, key string) []byte {
+	if _, ok := headerValue(hdr, key); !ok {
+		return hdr
+	}
+	first, rest, _ := bytes.Cut(hdr, []byte(crlf))
+	out := append(append(make([]byte, 0, len(hdr)), first...), crlf...)
+	for len(rest) > 0 {
+		var line []byte
+		line, rest, _ = bytes.Cut(rest, []byte(crlf))
+		if _, drop := fieldValue(line, key); !drop {
+			out = append(append(out, line...), crlf...)
+		}
+	}
+	if len(out) <= len(emptyBlock) {
+		return nil
+	}
+	return out
+}
+
+// parseSeq reads a header number as nats-server's parseInt64 does: ASCII
+// digits only, no sign; anything else (or an empty value) gives -1, which
+// as a sequence is the largest uint64. Overflow wraps as in nats-server.
+func parseSeq(v []byte) uint64 {
+	if len(v) == 0 {
+		return ^uint64(0)
+	}
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return ^uint64(0)
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return uint64(n)
+}
+
+// parseTTL reads a Nats-TTL value as nats-server's parseMessageTTL does:
+// "never" (any case) is -1; a Go duration of at least 1 s gives its whole
+// seconds; otherwise a plain number of seconds. ok is false for a
+// duration under 1 s or an unparsable value.
+func parseTTL(v string) (ttl int64, ok bool) {
+	if strings.EqualFold(v, "never") {
+		return -1, true
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		if d < time.Second {
+			return 0, false
+		}
+		return int64(d.Seconds()), true
+	}
+	n := int64(parseSeq([]byte(v)))
+	if n < 0 {
+		return 0, false
+	}
+	return n, true
+}

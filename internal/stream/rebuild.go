@@ -1,0 +1,91 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cairnmq/cairn/internal/store"
+)
+
+// Rebuild restores what the stream remembers besides its store, after it
+// was created over a store that already holds messages (a restart): the
+// Nats-Msg-Id of the message at the last sequence, for
+// Nats-Expected-Last-Msg-Id, and the Nats-Msg-Ids of the stored messages
+// within duplicate_window of the newest stored message's time, so that
+// duplicates are still detected across a restart (nats-server
+// rebuildDedupe, with the newest message's time in place of the clock).
+// Call ExpireDedupe with the current time afterwards to drop the ids the
+// clock says have expired.
+//
+// Rebuild reads only the messages in the window, finding the first one
+// by a binary search on time (message times are taken to grow with the
+// sequence, as nats-server also assumes). On a load error other than a
+// missing message it returns the error, wrapped, keeping the ids read
+// before it.
+func (s *Stream) Rebuild() error {
+	s.dedupe.reset()
+	s.lastMsgID = ""
+	last, err := s.store.LoadLast(store.FilterAll)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return s.rebuildErr(err)
+	}
+	if last.Seq == s.store.State(false).LastSeq {
+		s.lastMsgID = headerString(last.Header, hdrMsgID)
+	}
+	window := int64(s.cfg.DuplicateWindow)
+	if window <= 0 {
+		return nil
+	}
+	start, err := s.firstAfter(last.Time-window, last.Seq)
+	if err != nil {
+		return s.rebuildErr(err)
+	}
+	return s.rebuildErr(s.readIDs(start))
+}
+
+// firstAfter returns the lowest sequence from which the next stored
+// message has a time after t, searching up to last (a stored sequence).
+func (s *Stream) firstAfter(t int64, last uint64) (uint64, error) {
+	lo, hi := s.store.State(false).FirstSeq, last
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		m, err := s.store.LoadNext(nil, mid)
+		if err != nil {
+			return 0, err
+		}
+		if m.Time > t {
+			hi = mid
+		} else {
+			lo = m.Seq + 1
+		}
+	}
+	return lo, nil
+}
+
+// readIDs records the Nats-Msg-Id of every stored message from start on.
+func (s *Stream) readIDs(start uint64) error {
+	for seq := start; ; {
+		m, err := s.store.LoadNext(nil, seq)
+		if errors.Is(err, store.ErrEOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if id := headerString(m.Header, hdrMsgID); id != "" {
+			s.dedupe.add(id, m.Seq, m.Time)
+		}
+		seq = m.Seq + 1
+	}
+}
+
+// rebuildErr wraps a Rebuild error with the stream's name; nil stays nil.
+func (s *Stream) rebuildErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("stream %s: rebuild dedupe window: %w", s.cfg.Name, err)
+}
