@@ -53,12 +53,17 @@ var errConfigUnsupported = errors.New("configuration files (-c) are not supporte
 
 // parseFlags reads nats-server's common flags (nats-server v2.15.2
 // main.go usage) into a config. Bad flags print the error and usage to
-// stderr and return a non-nil error; -h returns flag.ErrHelp.
-func parseFlags(args []string, stderr io.Writer) (config, error) {
+// stderr and return a non-nil error; -h prints the usage to stdout and
+// returns flag.ErrHelp.
+func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 	var cfg config
 	fs := flag.NewFlagSet("cairn", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	if wantsHelp(args) {
+		fmt.Fprint(stdout, usage) // nats-server prints -h to stdout
+		return cfg, flag.ErrHelp
+	}
 	o := &cfg.opts
 	stringVar(fs, &o.Host, "", "a", "addr", "net")
 	intVar(fs, &o.Port, 0, "p", "port")
@@ -116,4 +121,14 @@ func boolVar(fs *flag.FlagSet, p *bool, names ...string) {
 	for _, n := range names {
 		fs.BoolVar(p, n, false, "")
 	}
+}
+
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "-h", "--h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }

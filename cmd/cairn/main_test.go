@@ -3,13 +3,46 @@ package main
 import (
 	"bytes"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cairnmq/cairn/internal/logger"
 )
 
+func noWait(*logger.Logger, func()) {}
+
+// The log file given with -l is reopened by the reopen function SIGUSR1
+// calls, so a rotated log starts a new file.
+func TestLogFileReopen(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cairn.log")
+	rotated := filepath.Join(dir, "cairn.log.1")
+	var out, errOut bytes.Buffer
+	code := run([]string{"-a", "127.0.0.1", "-p", "-1", "-l", path}, &out, &errOut, func(log *logger.Logger, reopen func()) {
+		if err := os.Rename(path, rotated); err != nil {
+			t.Error(err)
+		}
+		reopen()
+		log.Noticef("after rotation")
+	})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	newLog, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(newLog), "after rotation") {
+		t.Fatalf("reopened log: %q, %v", newLog, err)
+	}
+	oldLog, _ := os.ReadFile(rotated)
+	if !strings.Contains(string(oldLog), "Server is ready") || strings.Contains(string(oldLog), "after rotation") {
+		t.Fatalf("rotated log: %q", oldLog)
+	}
+}
+
 func TestParseFlagsNatsServerNames(t *testing.T) {
-	cfg, err := parseFlags([]string{"-a", "127.0.0.1", "-p", "4333", "-n", "n1", "-js", "-sd", "/tmp/x", "-m", "8222", "-DV", "-l", "/tmp/log"}, &bytes.Buffer{})
+	cfg, err := parseFlags([]string{"-a", "127.0.0.1", "-p", "4333", "-n", "n1", "-js", "-sd", "/tmp/x", "-m", "8222", "-DV", "-l", "/tmp/log"}, &bytes.Buffer{}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +53,7 @@ func TestParseFlagsNatsServerNames(t *testing.T) {
 	if cfg.httpPort != 8222 || !cfg.debug || !cfg.trace || cfg.logFile != "/tmp/log" {
 		t.Fatalf("config not parsed: %+v", cfg)
 	}
-	long, err := parseFlags([]string{"--addr", "::1", "--port", "-1", "--server_name", "x", "--jetstream", "--store_dir", "d", "--http_port", "1", "--debug", "--trace"}, &bytes.Buffer{})
+	long, err := parseFlags([]string{"--addr", "::1", "--port", "-1", "--server_name", "x", "--jetstream", "--store_dir", "d", "--http_port", "1", "--debug", "--trace"}, &bytes.Buffer{}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,28 +64,28 @@ func TestParseFlagsNatsServerNames(t *testing.T) {
 
 func TestBadFlagExitsTwo(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run([]string{"--no-such-flag"}, &out, &errOut, func() {}); code != 2 {
+	if code := run([]string{"--no-such-flag"}, &out, &errOut, noWait); code != 2 {
 		t.Fatalf("exit code %d, want 2", code)
 	}
 	if !strings.Contains(errOut.String(), "no-such-flag") {
 		t.Fatalf("stderr does not name the bad flag: %q", errOut.String())
 	}
-	if code := run([]string{"-c", "x.conf"}, &out, &errOut, func() {}); code != 2 {
+	if code := run([]string{"-c", "x.conf"}, &out, &errOut, noWait); code != 2 {
 		t.Fatalf("-c exit code %d, want 2", code)
 	}
-	if code := run([]string{"-p", "notaport"}, &out, &errOut, func() {}); code != 2 {
+	if code := run([]string{"-p", "notaport"}, &out, &errOut, noWait); code != 2 {
 		t.Fatalf("bad port exit code %d, want 2", code)
 	}
 }
 
 func TestVersionAndHelp(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run([]string{"--version"}, &out, &errOut, func() {}); code != 0 || !strings.HasPrefix(out.String(), "cairn v") {
+	if code := run([]string{"--version"}, &out, &errOut, noWait); code != 0 || !strings.HasPrefix(out.String(), "cairn v") {
 		t.Fatalf("--version: code %d out %q", code, out.String())
 	}
-	errOut.Reset()
-	if code := run([]string{"-h"}, &out, &errOut, func() {}); code != 0 || !strings.Contains(errOut.String(), "--store_dir") {
-		t.Fatalf("-h: code %d usage %q", code, errOut.String())
+	out.Reset()
+	if code := run([]string{"-h"}, &out, &errOut, noWait); code != 0 || !strings.Contains(out.String(), "--store_dir") {
+		t.Fatalf("-h: code %d usage on stdout %q", code, out.String())
 	}
 }
 
@@ -64,7 +97,7 @@ func TestPortInUseExitsOne(t *testing.T) {
 	defer ln.Close()
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	var out, errOut bytes.Buffer
-	code := run([]string{"-a", "127.0.0.1", "-p", port}, &out, &errOut, func() { t.Error("server started on a port in use") })
+	code := run([]string{"-a", "127.0.0.1", "-p", port}, &out, &errOut, func(*logger.Logger, func()) { t.Error("server started on a port in use") })
 	if code != 1 {
 		t.Fatalf("exit code %d, want 1", code)
 	}
@@ -75,7 +108,7 @@ func TestPortInUseExitsOne(t *testing.T) {
 
 func TestCleanShutdownExitsZero(t *testing.T) {
 	var out, errOut bytes.Buffer
-	code := run([]string{"-a", "127.0.0.1", "-p", "-1"}, &out, &errOut, func() {})
+	code := run([]string{"-a", "127.0.0.1", "-p", "-1"}, &out, &errOut, noWait)
 	if code != 0 {
 		t.Fatalf("exit code %d, want 0; log:\n%s", code, errOut.String())
 	}

@@ -34,6 +34,13 @@ func New(w io.Writer, debug, trace bool) *Logger {
 	return &Logger{w: w, pid: fmt.Sprintf("[%d] ", os.Getpid()), debug: debug, trace: trace, now: time.Now}
 }
 
+// SetOutput makes the Logger write to w from now on (log file reopening).
+func (l *Logger) SetOutput(w io.Writer) {
+	l.mu.Lock()
+	l.w = w
+	l.mu.Unlock()
+}
+
 // Discard returns a Logger that writes nothing; tests and embedders use it.
 func Discard() *Logger { return New(io.Discard, false, false) }
 
@@ -68,11 +75,11 @@ func (l *Logger) Tracef(format string, v ...any) {
 func (l *Logger) TraceEnabled() bool { return l.trace }
 
 func (l *Logger) logf(level, format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.w == io.Discard {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	b := append(l.buf[:0], l.pid...)
 	b = l.now().AppendFormat(b, "2006/01/02 15:04:05.000000 ")
 	b = append(b, level...)

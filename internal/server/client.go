@@ -26,7 +26,9 @@ type client struct {
 	srv    *Server
 	cid    uint64
 	nc     net.Conn
-	ip     string
+	ip     string // the client's IP, for INFO client_ip
+	addr   string // host:port, for log lines
+	trace  bool   // -V: log every operation
 	log    *logger.Logger
 	out    *outbound
 	parser *protocol.Parser
@@ -76,7 +78,9 @@ func newClient(s *Server, nc net.Conn, cid uint64) *client {
 	}
 	if addr, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 		c.ip = addr.IP.String()
+		c.addr = addr.String()
 	}
+	c.trace = s.log.TraceEnabled()
 	c.parser = protocol.NewParser(protocol.Config{
 		MaxControlLine: s.opts.MaxControlLine,
 		MaxPayload:     s.opts.MaxPayload,
@@ -145,7 +149,7 @@ func (c *client) protocolError(err error) {
 	if errors.As(err, &pe) && pe.Text != "" {
 		c.sendErr(pe.Text)
 	}
-	c.log.Debugf("%s - cid:%d - Client connection closed: %v", c.ip, c.cid, err)
+	c.log.Debugf("%s - cid:%d - Client connection closed: %v", c.addr, c.cid, err)
 }
 
 // writeLoop writes whatever is pending each time it is woken, until the
@@ -181,7 +185,7 @@ func (c *client) write(batch [][]byte, iov *net.Buffers) bool {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
 			c.srv.slowConsumers.Add(1)
-			c.log.Noticef("%s - cid:%d - Slow Consumer Detected: WriteDeadline of %v exceeded", c.ip, c.cid, c.srv.opts.WriteDeadline)
+			c.log.Noticef("%s - cid:%d - Slow Consumer Detected: WriteDeadline of %v exceeded", c.addr, c.cid, c.srv.opts.WriteDeadline)
 		}
 		c.closeNow()
 		return false
@@ -191,17 +195,27 @@ func (c *client) write(batch [][]byte, iov *net.Buffers) bool {
 
 // enqueue queues protocol bytes on this client's own connection and marks
 // it for a flush at the end of the read batch. It runs on the read loop.
+// Replies count against max_pending like deliveries do.
 func (c *client) enqueue(b []byte) {
-	c.out.appendBytes(b)
+	if !c.out.appendBytes(b) {
+		c.closeSlowConsumer()
+		return
+	}
 	c.markFlush(c)
 }
 
 func (c *client) enqueueString(s string) {
-	c.out.mu.Lock()
-	if c.out.acceptingLocked() {
-		c.out.commitLocked(append(c.out.tailLocked(len(s)), s...))
+	o := c.out
+	o.mu.Lock()
+	ok := true
+	if o.acceptingLocked() {
+		ok = o.commitLocked(append(o.tailLocked(len(s)), s...))
 	}
-	c.out.mu.Unlock()
+	o.mu.Unlock()
+	if !ok {
+		c.closeSlowConsumer()
+		return
+	}
 	c.markFlush(c)
 }
 
@@ -266,7 +280,7 @@ func (c *client) closeSlowConsumer() {
 		return
 	}
 	c.srv.slowConsumers.Add(1)
-	c.log.Noticef("%s - cid:%d - Slow Consumer Detected: MaxPending of %d exceeded", c.ip, c.cid, c.srv.opts.MaxPending)
+	c.log.Noticef("%s - cid:%d - Slow Consumer Detected: MaxPending of %d exceeded", c.addr, c.cid, c.srv.opts.MaxPending)
 	c.closeNow()
 }
 

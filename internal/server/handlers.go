@@ -17,6 +17,7 @@ var _ protocol.Handler = (*client)(nil)
 
 // ProcessConnect applies a CONNECT (protocol.md 1.5).
 func (c *client) ProcessConnect(arg []byte) error {
+	c.traceIn("CONNECT", arg)
 	next, err := parseConnect(arg, c.opts)
 	if err != nil {
 		return err
@@ -36,6 +37,7 @@ func (c *client) ProcessInfo([]byte) error { return nil }
 // ProcessPing answers PONG and, after the first PONG to a client that
 // speaks protocol 1, sends the INFO with connect_info (protocol.md 1.2).
 func (c *client) ProcessPing() error {
+	c.traceIn("PING")
 	c.enqueueString(protocol.PongLine)
 	if !c.connectSeen || c.firstPong {
 		return nil
@@ -54,6 +56,7 @@ func (c *client) ProcessPing() error {
 
 // ProcessPong records the answer to a server PING.
 func (c *client) ProcessPong() error {
+	c.traceIn("PONG")
 	c.pings.pong()
 	return nil
 }
@@ -62,16 +65,19 @@ func (c *client) ProcessPong() error {
 // subject or queue gets -ERR 'Invalid Subject' and the connection stays
 // open. A repeated sid is ignored.
 func (c *client) ProcessSub(subj, queue, sid []byte) error {
+	c.traceIn("SUB", subj, queue, sid)
+	c.mu.Lock()
+	dup := c.subs[string(sid)] != nil
+	c.mu.Unlock()
+	if dup || c.closed.Load() {
+		c.sendOK()
+		return nil
+	}
 	if !subject.ValidSubjectBytes(subj) || (len(queue) > 0 && !subject.ValidQueueBytes(queue)) {
 		c.sendErr("Invalid Subject")
 		return nil
 	}
 	c.mu.Lock()
-	if c.closed.Load() || c.subs[string(sid)] != nil {
-		c.mu.Unlock()
-		c.sendOK()
-		return nil
-	}
 	sub := &subscription{client: c, subject: string(subj), queue: string(queue), sid: bytes.Clone(sid)}
 	c.subs[string(sub.sid)] = sub
 	c.mu.Unlock()
@@ -88,6 +94,7 @@ func (c *client) ProcessSub(subj, queue, sid []byte) error {
 // total when max is above the count delivered so far (protocol.md 1.3).
 // Unknown sids are ignored.
 func (c *client) ProcessUnsub(sid []byte, max int64) error {
+	c.traceIn("UNSUB", sid)
 	c.mu.Lock()
 	sub := c.subs[string(sid)]
 	c.mu.Unlock()
@@ -122,6 +129,9 @@ func (c *client) removeSub(sub *subscription) {
 
 // ProcessPub routes a PUB or HPUB (protocol.md 1.3, 1.7, 1.8).
 func (c *client) ProcessPub(subj, reply []byte, hdrLen int, msg []byte) error {
+	if c.trace {
+		c.tracePub(subj, reply, hdrLen, msg)
+	}
 	if hdrLen >= 0 && !c.opts.Headers {
 		return errHeadersNotSupported
 	}

@@ -137,3 +137,41 @@ func TestSubscribeInternalRejectsBadSubject(t *testing.T) {
 		t.Fatalf("bad subject accepted: %v", err)
 	}
 }
+
+// A client that floods PINGs and never reads its PONGs is closed once its
+// pending replies pass max_pending, as nats-server closes it; the
+// server's memory does not grow with it.
+func TestUnreadRepliesCountAgainstMaxPending(t *testing.T) {
+	s, err := New(Options{Host: "127.0.0.1", Port: RandomPort, MaxPending: 64 << 10, MaxPayload: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	nc, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(4096)
+	}
+	pings := []byte(strings.Repeat("PING\r\n", 4096))
+	deadline := time.Now().Add(10 * time.Second)
+	for s.SlowConsumers() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a client that never reads its PONGs was not closed as a slow consumer")
+		}
+		_ = nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		if _, err := nc.Write(pings); err != nil && !isTimeout(err) {
+			break // closed by the server
+		}
+	}
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}

@@ -84,13 +84,16 @@ func (o *outbound) commitLocked(tail []byte) bool {
 	return o.pending <= o.limit
 }
 
-// appendBytes queues b (control lines such as INFO, PONG, -ERR).
-func (o *outbound) appendBytes(b []byte) {
+// appendBytes queues b (control lines such as INFO, PONG, +OK, -ERR). It
+// reports false when the pending bytes now exceed the limit: a client that
+// sends PINGs and never reads its PONGs is a slow consumer too.
+func (o *outbound) appendBytes(b []byte) bool {
 	o.mu.Lock()
-	if o.acceptingLocked() {
-		o.commitLocked(append(o.tailLocked(len(b)), b...))
+	defer o.mu.Unlock()
+	if !o.acceptingLocked() {
+		return true
 	}
-	o.mu.Unlock()
+	return o.commitLocked(append(o.tailLocked(len(b)), b...))
 }
 
 // acceptingLocked reports whether appends still matter. The caller holds mu.

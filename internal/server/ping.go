@@ -18,10 +18,15 @@ type pingState struct {
 	stopped  bool
 }
 
+// firstPingMax caps the delay of the first PING, so a dead client is
+// found early (nats-server v2.15.2 sends its first PING within about 2 s
+// of the connect, then every ping_interval).
+const firstPingMax = 2 * time.Second
+
 func (p *pingState) start(c *client, interval time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.timer = time.AfterFunc(interval, func() { p.tick(c, interval) })
+	p.timer = time.AfterFunc(min(interval, firstPingMax), func() { p.tick(c, interval) })
 }
 
 // tick sends a PING, or closes the client with 'Stale Connection' when
@@ -37,13 +42,16 @@ func (p *pingState) tick(c *client, interval time.Duration) {
 	idle := time.Since(time.Unix(0, c.lastIn.Load()))
 	if !p.answered || idle >= interval {
 		if p.out+1 > c.srv.opts.MaxPingsOut {
-			c.log.Debugf("%s - cid:%d - Stale Client Connection - Closing", c.ip, c.cid)
+			c.log.Debugf("%s - cid:%d - Stale Client Connection - Closing", c.addr, c.cid)
 			c.out.appendBytes(protocol.AppendErr(nil, "Stale Connection"))
 			c.out.markClosing()
 			return
 		}
 		p.out++
-		c.out.appendBytes([]byte(protocol.PingLine))
+		if !c.out.appendBytes([]byte(protocol.PingLine)) {
+			c.closeSlowConsumer()
+			return
+		}
 		c.out.signal()
 	}
 	p.timer.Reset(interval)

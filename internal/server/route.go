@@ -2,6 +2,7 @@ package server
 
 import (
 	"math/rand/v2"
+	"strconv"
 
 	"github.com/cairnmq/cairn/internal/protocol"
 	"github.com/cairnmq/cairn/internal/sublist"
@@ -76,6 +77,9 @@ func (c *client) deliverTo(sub *subscription, subj, reply []byte, hdrLen int, ms
 		return false
 	}
 	ok, stalled := rc.appendMsg(sub.sid, subj, reply, hdrLen, msg)
+	if rc.trace {
+		rc.traceOut("MSG", subj, sub.sid, reply, []byte(strconv.Itoa(len(msg))))
+	}
 	if !ok {
 		rc.closeSlowConsumer()
 		return false

@@ -82,7 +82,7 @@ func (s *Server) Start() error {
 	}
 	s.ln = ln
 	s.port = ln.Addr().(*net.TCPAddr).Port
-	s.log.Noticef("Listening for client connections on %s", ln.Addr())
+	s.log.Noticef("Listening for client connections on %s", net.JoinHostPort(s.opts.Host, strconv.Itoa(s.port)))
 	s.log.Noticef("Server is ready")
 	s.goroutine(s.acceptLoop)
 	return nil
@@ -185,12 +185,12 @@ func (s *Server) addClient(nc net.Conn) {
 	}
 	s.clients[c.cid] = c
 	s.mu.Unlock()
-	c.log.Debugf("%s - cid:%d - Client connection created", c.ip, c.cid)
+	c.log.Debugf("%s - cid:%d - Client connection created", c.addr, c.cid)
 	c.start()
 }
 
 func (s *Server) refuse(c *client) {
-	s.log.Errorf("%s - cid:%d - Maximum connections exceeded", c.ip, c.cid)
+	s.log.Errorf("%s - cid:%d - Maximum connections exceeded", c.addr, c.cid)
 	_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
 	in := s.baseInfo()
 	msg := appendInfo(nil, in)

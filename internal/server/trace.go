@@ -1,0 +1,46 @@
+package server
+
+import (
+	"bytes"
+	"strconv"
+)
+
+// Trace lines follow nats-server's -V format (client.go traceInOp and
+// traceOutOp): "<host:port> - cid:<n> - <<- [OP args]" for what a client
+// sent and "->> [OP args]" for what it was sent. They are written only
+// when the logger has trace on, checked once per client.
+
+// traceIn logs an operation a client sent, with its non-empty arguments.
+func (c *client) traceIn(op string, args ...[]byte) {
+	if !c.trace {
+		return
+	}
+	c.log.Tracef("%s - cid:%d - <<- [%s]", c.addr, c.cid, joinArgs(op, args))
+}
+
+// tracePub logs a PUB or HPUB with its sizes and payload.
+func (c *client) tracePub(subj, reply []byte, hdrLen int, msg []byte) {
+	op, sizes := "PUB", []byte(strconv.Itoa(len(msg)))
+	if hdrLen >= 0 {
+		op, sizes = "HPUB", []byte(strconv.Itoa(hdrLen)+" "+strconv.Itoa(len(msg)))
+	}
+	c.traceIn(op, subj, reply, sizes)
+	c.log.Tracef("%s - cid:%d - <<- MSG_PAYLOAD: [%q]", c.addr, c.cid, msg)
+}
+
+// traceOut logs an operation sent to the client.
+func (c *client) traceOut(op string, args ...[]byte) {
+	c.log.Tracef("%s - cid:%d - ->> [%s]", c.addr, c.cid, joinArgs(op, args))
+}
+
+func joinArgs(op string, args [][]byte) string {
+	var b bytes.Buffer
+	b.WriteString(op)
+	for _, a := range args {
+		if len(a) > 0 {
+			b.WriteByte(' ')
+			b.Write(a)
+		}
+	}
+	return b.String()
+}
