@@ -1,0 +1,96 @@
+package filestore
+
+import (
+	"errors"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+// SyncPolicy says when appended messages are made durable and when
+// WaitDurable returns.
+type SyncPolicy int
+
+// Sync policies.
+const (
+	// SyncAlways fsyncs before WaitDurable returns, with group commit: one
+	// fsync covers every append written before it. The default.
+	SyncAlways SyncPolicy = iota
+	// SyncEveryInterval acknowledges before the data is durable: it writes
+	// and fsyncs every SyncInterval, and WaitDurable returns at once. A
+	// power loss can lose up to an interval of acknowledged messages. It
+	// must be chosen explicitly.
+	SyncEveryInterval
+)
+
+// Defaults of Config.
+const (
+	DefaultBlockSize  = 8 << 20  // bytes per segment before a new one
+	DefaultCacheBytes = 32 << 20 // bytes of sealed segments cached for reads
+)
+
+// maxBlockSize keeps record offsets within u32.
+const maxBlockSize = 1 << 31
+
+// Config configures a file store. The zero value of every field but Dir
+// means its default.
+type Config struct {
+	// Dir is the store's directory; it is created if missing.
+	Dir string
+	// FS is the file system; nil means vfs.OS().
+	FS vfs.FS
+	// BlockSize is the size in bytes after which a new segment file is
+	// started (DefaultBlockSize when zero).
+	BlockSize int64
+	// Sync is the sync policy (SyncAlways when zero).
+	Sync SyncPolicy
+	// SyncInterval is the interval of SyncEveryInterval; it must be set
+	// with that policy and only with it.
+	SyncInterval time.Duration
+	// CacheBytes bounds the cache of sealed segment bytes used by loads
+	// (DefaultCacheBytes when zero; negative disables it).
+	CacheBytes int64
+	// Logf receives recovery reports and errors; nil discards them.
+	Logf func(format string, args ...any)
+}
+
+// withDefaults returns c with defaults filled in, or an error for an
+// impossible combination.
+func (c Config) withDefaults() (Config, error) {
+	if c.Dir == "" {
+		return c, errors.New("filestore: Config.Dir is empty")
+	}
+	if c.FS == nil {
+		c.FS = vfs.OS()
+	}
+	if c.BlockSize == 0 {
+		c.BlockSize = DefaultBlockSize
+	}
+	if c.BlockSize < SegmentHeaderSize+RecordOverhead || c.BlockSize > maxBlockSize {
+		return c, errors.New("filestore: Config.BlockSize out of range")
+	}
+	if c.CacheBytes == 0 {
+		c.CacheBytes = DefaultCacheBytes
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+	return c, c.checkSync()
+}
+
+// checkSync validates the sync policy and its interval.
+func (c Config) checkSync() error {
+	switch c.Sync {
+	case SyncAlways:
+		if c.SyncInterval != 0 {
+			return errors.New("filestore: SyncInterval is only for SyncEveryInterval")
+		}
+	case SyncEveryInterval:
+		if c.SyncInterval <= 0 {
+			return errors.New("filestore: SyncEveryInterval needs a positive SyncInterval")
+		}
+	default:
+		return errors.New("filestore: unknown SyncPolicy")
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+package filestore
+
+import (
+	"testing"
+
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/store/storetest"
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+// TestConformance runs the engine-independent suite, reopening the store
+// on the same file system where the suite asks for it, with small
+// segments so that rolls and segment removals happen.
+func TestConformance(t *testing.T) {
+	for _, bs := range []int64{0, 512} {
+		name := "default-blocks"
+		if bs != 0 {
+			name = "small-blocks"
+		}
+		t.Run(name, func(t *testing.T) {
+			storetest.Run(t, storetest.Engine{
+				Name: "filestore",
+				New: func(t *testing.T, cfg store.Config) store.Store {
+					return mustOpen(t, memConfig(vfs.NewCrashFS(), bs), cfg)
+				},
+				Reopen: func(t *testing.T, s store.Store, cfg store.Config) store.Store {
+					fst := s.(*Store)
+					if err := fst.Close(); err != nil {
+						t.Fatalf("Close: %v", err)
+					}
+					return mustOpen(t, fst.cfg, cfg)
+				},
+			})
+		})
+	}
+}
+
+// TestConformanceOS runs the suite on the real file system.
+func TestConformanceOS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	storetest.Run(t, storetest.Engine{
+		Name: "filestore-os",
+		New: func(t *testing.T, cfg store.Config) store.Store {
+			return mustOpen(t, Config{Dir: t.TempDir() + "/s"}, cfg)
+		},
+		Reopen: func(t *testing.T, s store.Store, cfg store.Config) store.Store {
+			fst := s.(*Store)
+			if err := fst.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			return mustOpen(t, fst.cfg, cfg)
+		},
+	})
+}

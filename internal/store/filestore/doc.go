@@ -1,0 +1,269 @@
+// Package filestore is the durable engine of store.Store: an append-only,
+// segmented log of checksummed records, written with group commit, and a
+// recovery that verifies every record on open. A PubAck built on it means
+// the message is fsynced (the default SyncAlways policy), and corrupt data
+// is detected and never served (../shared/DESIGN.md section 2).
+//
+// Every file operation goes through vfs.FS, so tests run the same code on
+// a crash-simulating or error-injecting file system.
+//
+// # Directory layout
+//
+//	<Dir>/meta                       store metadata (see "Metadata file")
+//	<Dir>/msgs/<base>.blk            segments; <base> is the first sequence
+//	                                 the segment may hold, 20 decimal digits,
+//	                                 zero padded (00000000000000000001.blk)
+//	<Dir>/consumers/<name>/state     one consumer's state
+//	<Dir>/consumers/<name>/state.new the state being written (ignored on read)
+//	<Dir>/consumers/.new-<name>/     a consumer being created (ignored on read)
+//
+// Files other than these are left alone: recovery never deletes what it
+// does not understand.
+//
+// # Byte order and sizes
+//
+// Every integer is little endian. Sizes, all part of the format:
+//
+//	SegmentHeaderSize = 48   bytes of the segment header
+//	RecordOverhead    = 32   bytes of a record that are not subject,
+//	                         header or payload (28 before, 4 of CRC after)
+//	MaxSubjectLen     = 65535 bytes (the field is a u16)
+//	MaxRecordSize     = 128 MiB (a larger message is refused with
+//	                   store.ErrMaxMsgSize)
+//
+// A segment never exceeds 4 GiB (record offsets are u32); a new segment
+// is started once the active one would pass Config.BlockSize, so a record
+// larger than BlockSize sits alone in its segment.
+//
+// Every CRC is CRC-32C (Castagnoli, hash/crc32).
+//
+// # Segment file
+//
+// A segment starts with its header, followed by records back to back up to
+// the end of the file; there is no padding and no trailer.
+//
+//	offset size field
+//	 0      8   magic "CAIRNSEG"
+//	 8      4   version, u32 = 1
+//	12      4   header size, u32 = 48
+//	16      8   base: the first sequence this segment may hold; equal to
+//	            the number in the file name
+//	24      8   low water when the segment was made: every sequence below
+//	            it had been removed (0 in a new store without FirstSeq)
+//	32      8   last time (i64 unix ns) of the store when the segment was
+//	            made: State.LastTime survives the removal of the message
+//	40      4   reserved, 0
+//	44      4   CRC-32C of bytes 0..43
+//
+// # Record
+//
+//	offset size field
+//	 0      4   L, u32: the length of the whole record, these 4 bytes and
+//	            the CRC included; 32 <= L <= MaxRecordSize
+//	 4      1   type (below)
+//	 5      1   flags, 0 (reserved; a record with other flags is invalid)
+//	 6      2   S, u16: subject length
+//	 8      8   seq, u64 (meaning per type)
+//	16      8   time, i64 unix nanoseconds (messages; 0 otherwise)
+//	24      4   H, u32: header length
+//	28      S   subject
+//	28+S    H   header (the raw NATS header block)
+//	28+S+H  D   payload, D = L - 32 - S - H
+//	L-4     4   CRC-32C
+//
+// The CRC covers, in this order, 16 bytes that are not stored: the
+// segment's base (u64) and the record's offset in the file (u64); then
+// bytes 0 .. L-5 of the record: the length, so a torn or flipped length is
+// caught; every field; subject, header and payload. Binding the CRC to its
+// place means a record is valid only where it was written: a stale chunk,
+// a misdirected write or a record-shaped payload elsewhere never passes.
+// A record is valid when L fits in the file, the type is known, flags is
+// 0, S+H <= L-32, and the CRC matches.
+//
+// Record types (append only; the values are on disk):
+//
+//	1 message   seq is the message's sequence; time, subject, header and
+//	            payload are the message. Within a segment, message
+//	            sequences strictly increase, are at least base, and are
+//	            below the next segment's base.
+//	2 delete    seq was removed (a tombstone). No subject, header, payload.
+//	3 compact   every sequence below seq has been removed (the low water);
+//	            LastSeq is at least seq-1 (a compact past the end raises
+//	            it). Written for removals at the front of the stream:
+//	            limits, expiry, Compact, purges, and before front segments
+//	            are removed.
+//	4 syncmark  seq = D: the first D bytes of this file had been fsynced
+//	            when this record was written. The flusher ends the bytes
+//	            of every batch it writes to the active segment with one.
+//
+// # Metadata file
+//
+//	offset size field
+//	 0      8   magic "CAIRNSTR"
+//	 8      4   version, u32 = 1
+//	12      4   reserved, 0
+//	16      8   the FirstSeq the store was created with
+//	24      4   reserved, 0
+//	28      4   CRC-32C of bytes 0..27
+//
+// It marks the directory as a store: a meta file with no segment beside it
+// means the messages were lost, and Open fails with store.ErrCorrupt
+// rather than start an empty stream. It is written once, at creation, by
+// write-new, fsync, rename, fsync-directory.
+//
+// # Consumer state file
+//
+//	offset size field
+//	 0      8   magic "CAIRNCSM"
+//	 8      4   version, u32 = 1
+//	12      4   N, u32: body length
+//	16      N   body
+//	16+N    4   CRC-32C of bytes 0 .. 15+N
+//
+// Body: delivered consumer and stream sequences, ack floor consumer and
+// stream sequences (4 x u64); u32 count of pending entries, each stream
+// sequence, consumer sequence (u64) and timestamp (i64), ascending by
+// stream sequence; u32 count of redelivered entries, each stream sequence
+// and count (u64), ascending. Update writes state.new, fsyncs it, renames
+// it over state and fsyncs the directory; a consumer directory is made
+// under .new-<name> with its first (empty) state and renamed into place,
+// so state exists in every consumer directory. A state file that fails
+// its checks, or a consumer directory without one, is an error wrapping
+// store.ErrCorrupt; it is never read as an empty state.
+//
+// # Writing (group commit)
+//
+//  1. Append checks the limits, encodes the record into the in-memory
+//     image of the active segment under the store lock, updates the index
+//     and returns the sequence. It does no I/O.
+//  2. The flusher's writer goroutine takes everything not yet written
+//     (appending a compact record for removals at the front, then a
+//     syncmark) and writes it, one Write per segment, while its syncer
+//     goroutine fsyncs what was written before. Only after an fsync does
+//     the syncer publish the new durable sequence and wake every
+//     WaitDurable waiting at or below it. Appends that arrive during an
+//     fsync are written meanwhile and covered by the next one: one fsync
+//     covers every append written before it.
+//  3. A segment is fsynced before anything is written to a newer one. A
+//     new segment is created, its header written and fsynced, and the
+//     msgs directory fsynced, before any record is written to it.
+//  4. Delete, Purge, Compact, ExpireUpTo and UpdateConfig return once
+//     their records are durable.
+//  5. A segment whose messages are all removed, at the front of the log,
+//     is removed (remove, fsync the directory) only after the compact
+//     record or header that covers it is durable.
+//  6. Any write, fsync, create, remove or directory fsync error fences the
+//     store: Append, WaitDurable and the removals return store.ErrFenced
+//     wrapping the cause until the store is reopened; nothing written
+//     after the last good fsync is ever acknowledged.
+//
+// SyncEveryInterval (opt in) acknowledges at once and writes and fsyncs on
+// the interval: a power loss can lose up to an interval of acknowledged
+// messages.
+//
+// Reads never wait for the flusher: a message not yet written or not yet
+// synced is read from memory. Such a read is of data that a power loss may
+// still remove; the layers above deliver nothing past the durable
+// sequence (Store.DurableSeq).
+//
+// # Recovery (Open)
+//
+//  1. Every file msgs/<base>.blk is read in order of base, and every
+//     record is verified (length, type, flags, CRC bound to base and
+//     offset). Nothing is trusted without its CRC; there is no index file
+//     to trust.
+//  2. A segment header that fails its checks is reported; the base is
+//     taken from the file name and the records are still verified one by
+//     one. A header of a newer version fails Open.
+//  3. After an invalid record, the scan resynchronizes at the next offset
+//     where a valid record starts; the bytes in between are a bad region.
+//  4. In the last segment, let D be the largest syncmark value found. The
+//     first bad region that starts at or after D (or at or after the end
+//     of the header when there is no syncmark) is the tail of a write that
+//     was never fsynced, torn or partly written by a power loss: the file
+//     is truncated there, fsynced, and the number of bytes and the offset
+//     are logged. Nothing in it was acknowledged under SyncAlways (a batch
+//     is acknowledged only after its fsync, and the next batch's syncmark
+//     records that fsync). Its sequences are used again by the next
+//     appends: they were never acknowledged. The layers above never hand
+//     out a sequence past the durable one, so nothing outside the store
+//     can have seen them. A media error confined to the last batch of the
+//     last segment, or a truncation of the file that also removed every
+//     later syncmark, looks the same and is handled the same way (logged
+//     with offset and byte count): a single copy cannot tell them apart.
+//     A last segment whose header fails its checks and that holds no
+//     syncmark was being created (no byte of it was ever fsynced): it is
+//     removed when an older segment exists, else its header is written
+//     again.
+//  5. Every other bad region is corruption: it is logged with file and
+//     offset, and nothing is deleted or rewritten.
+//  6. The low water is the largest of the headers' low water and the
+//     compact records' seq. LastSeq is the largest of the last message
+//     sequence, the last segment's base minus one and the low water minus
+//     one: it never goes back except by the step 4 truncation.
+//  7. Every sequence from the low water to LastSeq must be accounted for:
+//     by a message record, a delete record, or a compact record. A
+//     sequence that is not (inside a bad region, past a damaged end of a
+//     sealed segment, in a missing segment) is lost: it is reported by
+//     the log, in State().Lost, and by Load and LoadNext (a
+//     *store.CorruptError naming the range) until a Delete, Purge or
+//     Compact removes it. It counts in FirstSeq and as a gap, not in
+//     Msgs or Bytes. The store stays usable for everything else.
+//  8. Messages below the low water or named by a delete record are
+//     removed; front segments left with no message are removed once their
+//     compact record is durable (the continuation of an interrupted
+//     removal, justified by that record, not by inference).
+//  9. The last segment and the msgs directory are fsynced before Open
+//     returns, so what was recovered is durable and DurableSeq = LastSeq.
+//
+// A delete record inside a bad region is lost with it, and the message it
+// removed would reappear; this is the limit of a single copy, reported
+// with the region.
+//
+// # Memory
+//
+// Per stored sequence the index keeps the record offset, its length (with
+// a has-header bit), a subject id and the distance to the next message on
+// the same subject (4 x u32), and one bit in a removed bitmap: 16.125
+// bytes. Subjects are kept once, in a map from subject to id, count, first
+// and last sequence, which grows with subjects, not messages. Each segment
+// keeps a 256-bit filter of the subject ids it holds, so that filtered
+// scans skip segments that cannot match, and scans with one literal
+// subject follow the same-subject links. The active segment's bytes are in
+// memory; reads of sealed segments go to the file, scans through a
+// bounded cache of 64 KiB chunks.
+//
+// # Limits of this version
+//
+//   - Only segments at the front of the log are removed; a segment in the
+//     middle whose messages were all removed stays on disk (its index
+//     slots stay in memory) until the front reaches it.
+//   - Every segment file stays open (one descriptor per segment).
+//   - Nothing stops two processes from opening the same directory.
+//
+// # Concurrency
+//
+// Goroutines:
+//
+//   - The flusher's writer and syncer, started by Open and stopped by
+//     Close (which waits for them after a last batch). The writer owns the
+//     writing of segment files and waits on a kick channel, the sync
+//     interval's ticker, or Close; it hands each written batch to the
+//     syncer over a channel. The syncer owns fsync, publishing durable
+//     progress (the notifier) and removing segments; it stops when the
+//     writer closes that channel.
+//   - During Open only, a read-ahead goroutine reads the next segment file
+//     while the previous one is verified; Open ends it before returning.
+//
+// Locks, in the order they may be taken:
+//
+//  1. consumerStore.mu (one consumer's state), then Store.cons (the open
+//     consumer stores; held across the I/O of creating a consumer).
+//  2. Store.mu, an RWMutex over the index, the in-memory images and the
+//     counters. The writer and syncer hold it only to take a batch and to
+//     publish its result, never across I/O; loads hold it shared and read files
+//     after releasing it (State and ExpireUpTo read one record's time
+//     under it).
+//  3. notifier.mu, chunkCache.mu, matchCache.mu: leaves, taken with or
+//     without Store.mu, never holding another lock.
+package filestore

@@ -1,0 +1,353 @@
+package filestore
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+// batch is what the flusher takes in one round: the new bytes of each
+// segment, in segment order.
+type batch struct {
+	items  []flushItem
+	gen    uint64     // the batch number
+	seq    uint64     // LastSeq when the batch was taken
+	doomed []*segment // to remove once the batch is durable
+	file   vfs.File   // the file the batch wrote last, which the syncer syncs
+}
+
+// flushItem is the new bytes of one segment.
+type flushItem struct {
+	seg    *segment
+	create bool   // create the file and write its header first
+	header []byte // the header, when create
+	data   []byte // bytes to append
+	end    int64  // the segment's size once data is written
+}
+
+// syncQueueLen bounds the batches written but not yet synced.
+const syncQueueLen = 64
+
+// startFlusher starts the flusher: a writer goroutine and a syncer
+// goroutine; Close stops both.
+func (s *Store) startFlusher() {
+	q := make(chan batch, syncQueueLen)
+	s.wg.Add(2)
+	go s.flushLoop(q)
+	go s.syncLoop(q)
+}
+
+// flushLoop is the flusher's writer: whenever woken (SyncAlways), on every
+// tick (SyncEveryInterval), and once more when the store closes, it takes
+// a batch, writes it and queues it for the syncer. Writing while the
+// syncer's fsync runs means each fsync covers what was written during the
+// one before.
+func (s *Store) flushLoop(q chan<- batch) {
+	defer s.wg.Done()
+	defer close(q)
+	var tick <-chan time.Time
+	if s.cfg.Sync == SyncEveryInterval {
+		t := time.NewTicker(s.cfg.SyncInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	w := &writer{s: s}
+	for {
+		closing := false
+		select {
+		case <-s.kick:
+		case <-tick:
+		case <-s.quit:
+			closing = true
+		}
+		w.writeOnce(q)
+		if closing {
+			return
+		}
+	}
+}
+
+// writer is the state of the flusher's writer goroutine: the segment it
+// wrote to last, whose file may not be synced yet.
+type writer struct {
+	s    *Store
+	last *segment
+}
+
+// writeOnce takes a batch, writes it and queues it. An I/O error fences
+// the store.
+func (w *writer) writeOnce(q chan<- batch) {
+	// Let the appenders the last batch woke append before this batch is
+	// taken, so that one write covers them all instead of a few.
+	runtime.Gosched()
+	b, ok := w.s.takeBatch()
+	if !ok {
+		return
+	}
+	if err := w.writeBatch(&b); err != nil {
+		w.s.fence(err)
+		return
+	}
+	q <- b
+}
+
+// syncLoop is the flusher's syncer: it fsyncs the file of the newest
+// batch written, which covers every batch queued before it, then
+// publishes them and removes the segments they made removable.
+func (s *Store) syncLoop(q <-chan batch) {
+	defer s.wg.Done()
+	for b := range q {
+		bs := []batch{b}
+		for more := true; more; {
+			select {
+			case b, ok := <-q:
+				if ok {
+					bs = append(bs, b)
+				} else {
+					more = false
+				}
+			default:
+				more = false
+			}
+		}
+		s.syncBatches(bs)
+	}
+}
+
+// syncBatches makes queued batches durable and publishes them. Syncing
+// the newest file written is enough: the writer synced every older
+// segment before it wrote to a newer one.
+func (s *Store) syncBatches(bs []batch) {
+	for i := len(bs) - 1; i >= 0; i-- {
+		if f := bs[i].file; f != nil {
+			if err := f.Sync(); err != nil {
+				s.fence(fmt.Errorf("sync: %w", err))
+				return
+			}
+			break
+		}
+	}
+	for _, b := range bs {
+		s.publish(b)
+		if err := s.removeSegments(b.doomed); err != nil {
+			s.fence(err)
+			return
+		}
+	}
+}
+
+// takeBatch takes everything not yet handed to the flusher. It returns
+// false when the store is fenced.
+func (s *Store) takeBatch() (batch, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.fenced != nil {
+		return batch{}, false
+	}
+	s.closeBatchLocked()
+	var b batch
+	for _, g := range s.mu.sealedOut {
+		b.items = append(b.items, takeItem(g))
+	}
+	s.mu.sealedOut = nil
+	if g := s.activeLocked(); g.written < g.size {
+		b.items = append(b.items, takeItem(g))
+	}
+	s.mu.taken++
+	b.gen, b.seq = s.mu.taken, s.mu.last
+	b.doomed = s.takeDoomedLocked(b.gen)
+	return b, true
+}
+
+// closeBatchLocked ends the active segment's new bytes with the records
+// the batch needs: a compact record when the low water rose, and a
+// syncmark recording how much of the file is durable.
+func (s *Store) closeBatchLocked() {
+	g := s.activeLocked()
+	s.reserveLocked(g, 2*RecordOverhead)
+	if s.mu.lw > s.mu.lwWritten {
+		g.buf = appendMarker(g.buf, g.base, recCompact, s.mu.lw)
+		s.mu.lwWritten = s.mu.lw
+	}
+	if int64(len(g.buf)) == max(g.written, SegmentHeaderSize) {
+		return // nothing new
+	}
+	g.buf = appendMarker(g.buf, g.base, recSyncMark, uint64(max(g.synced, SegmentHeaderSize)))
+	g.size = int64(len(g.buf))
+}
+
+// takeItem hands the segment's new bytes to the flusher.
+func takeItem(g *segment) flushItem {
+	it := flushItem{seg: g, create: !g.created, end: g.size}
+	from := g.written
+	if it.create {
+		it.header = g.buf[:SegmentHeaderSize]
+		from = max(from, SegmentHeaderSize)
+	}
+	it.data = g.buf[from:g.size]
+	g.written = g.size
+	return it
+}
+
+// takeDoomedLocked removes from the doomed list the segments that may go
+// once batch gen is durable.
+func (s *Store) takeDoomedLocked(gen uint64) []*segment {
+	var out []*segment
+	keep := s.mu.doomed[:0]
+	for _, d := range s.mu.doomed {
+		if d.gen <= gen {
+			out = append(out, d.seg)
+		} else {
+			keep = append(keep, d)
+		}
+	}
+	s.mu.doomed = keep
+	return out
+}
+
+// writeBatch writes every item, in order. Before writing to a segment
+// other than the one it wrote last, it fsyncs that one: a segment is
+// durable before anything is written to a newer one.
+func (w *writer) writeBatch(b *batch) error {
+	for _, it := range b.items {
+		if w.last != nil && w.last != it.seg {
+			if err := w.syncLast(); err != nil {
+				return err
+			}
+		}
+		f, err := w.s.itemFile(it)
+		if err != nil {
+			return err
+		}
+		w.last = it.seg
+		if len(it.data) == 0 {
+			continue
+		}
+		if _, err := f.Write(it.data); err != nil {
+			return fmt.Errorf("write %s: %w", it.seg.path, err)
+		}
+		b.file = f
+	}
+	return nil
+}
+
+// syncLast fsyncs the segment the writer wrote to last. That segment is
+// still open: a segment is removed only after a newer one was created,
+// which makes the newer one the writer's last.
+func (w *writer) syncLast() error {
+	w.s.mu.RLock()
+	f := w.last.f
+	w.s.mu.RUnlock()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", w.last.path, err)
+	}
+	return nil
+}
+
+// itemFile returns the open file of the item's segment, creating it when
+// the item says so.
+func (s *Store) itemFile(it flushItem) (vfs.File, error) {
+	if !it.create {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		return it.seg.f, nil
+	}
+	f, err := s.createSegmentFile(it.seg.path, it.header)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	it.seg.f, it.seg.created, it.seg.synced = f, true, SegmentHeaderSize
+	s.mu.Unlock()
+	return f, nil
+}
+
+// createSegmentFile creates a segment file holding only its header, and
+// makes the file and its directory entry durable.
+func (s *Store) createSegmentFile(name string, header []byte) (vfs.File, error) {
+	f, err := s.fs.Create(name)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", name, err)
+	}
+	if err := writeSync(f, name, header); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := s.fs.SyncDir(s.msgsDir); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("sync directory %s: %w", s.msgsDir, err)
+	}
+	return f, nil
+}
+
+// writeSync writes b to f and fsyncs it.
+func writeSync(f vfs.File, name string, b []byte) error {
+	if _, err := f.Write(b); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", name, err)
+	}
+	return nil
+}
+
+// publish records that the batch is durable and wakes its waiters. A
+// sealed segment whose bytes are all durable drops its in-memory image;
+// reads then go to the file.
+func (s *Store) publish(b batch) {
+	s.mu.Lock()
+	for _, it := range b.items {
+		g := it.seg
+		g.synced = max(g.synced, it.end)
+		if g.sealed && g.synced == g.size {
+			if cap(g.buf) > cap(s.mu.spare) {
+				s.mu.spare = g.buf // nothing refers to it any more
+			}
+			g.buf = nil
+		}
+	}
+	s.mu.Unlock()
+	s.note.advance(b.seq, b.gen)
+}
+
+// removeSegments closes and removes the files of segments whose removal
+// is now justified by a durable record, then fsyncs the directory.
+func (s *Store) removeSegments(segs []*segment) error {
+	if len(segs) == 0 {
+		return nil
+	}
+	for _, g := range segs {
+		s.cache.dropSegment(g)
+		s.mu.Lock()
+		f := g.f
+		g.f = nil
+		s.mu.Unlock()
+		if f != nil {
+			f.Close()
+		}
+		if err := s.fs.Remove(g.path); err != nil && !vfs.IsNotExist(err) {
+			return fmt.Errorf("remove %s: %w", g.path, err)
+		}
+	}
+	if err := s.fs.SyncDir(s.msgsDir); err != nil {
+		return fmt.Errorf("sync directory %s: %w", s.msgsDir, err)
+	}
+	return nil
+}
+
+// fence stops every further change: nothing is acknowledged after an I/O
+// error until the store is reopened and recovery has decided from the
+// log what is durable.
+func (s *Store) fence(cause error) {
+	err := fmt.Errorf("%w: %w", store.ErrFenced, cause)
+	s.mu.Lock()
+	if s.mu.fenced == nil {
+		s.mu.fenced = err
+	}
+	s.mu.Unlock()
+	s.cfg.Logf("filestore: %s: fenced: %v", s.cfg.Dir, cause)
+	s.note.fail(err)
+}

@@ -1,0 +1,84 @@
+package filestore
+
+import "sync"
+
+// notifier publishes the flusher's progress: the durable sequence, the
+// number of batches done, and the fence error. Waiters take the current
+// channel and wait for it to be closed; every change closes it and makes
+// a new one.
+type notifier struct {
+	mu struct {
+		sync.Mutex
+		seq uint64 // every message through seq is durable
+		gen uint64 // batches made durable
+		err error  // the fence, once set
+		ch  chan struct{}
+	}
+}
+
+func newNotifier(seq uint64) *notifier {
+	n := &notifier{}
+	n.mu.seq = seq
+	n.mu.ch = make(chan struct{})
+	return n
+}
+
+// waitSeq blocks until seq is durable or the store is fenced.
+func (n *notifier) waitSeq(seq uint64) error {
+	return n.wait(func() bool { return n.mu.seq >= seq })
+}
+
+// waitGen blocks until batch gen is durable or the store is fenced.
+func (n *notifier) waitGen(gen uint64) error {
+	return n.wait(func() bool { return n.mu.gen >= gen })
+}
+
+func (n *notifier) wait(done func() bool) error {
+	for {
+		n.mu.Lock()
+		if n.mu.err != nil {
+			err := n.mu.err
+			n.mu.Unlock()
+			return err
+		}
+		if done() {
+			n.mu.Unlock()
+			return nil
+		}
+		ch := n.mu.ch
+		n.mu.Unlock()
+		<-ch
+	}
+}
+
+// durable returns the durable sequence.
+func (n *notifier) durable() uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mu.seq
+}
+
+// advance publishes that batch gen, holding every message through seq,
+// is durable.
+func (n *notifier) advance(seq, gen uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.mu.seq = max(n.mu.seq, seq)
+	n.mu.gen = max(n.mu.gen, gen)
+	n.wakeLocked()
+}
+
+// fail fences: every waiter, now and later, gets err.
+func (n *notifier) fail(err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.mu.err == nil {
+		n.mu.err = err
+	}
+	n.wakeLocked()
+}
+
+func (n *notifier) wakeLocked() {
+	close(n.mu.ch)
+	n.mu.ch = make(chan struct{})
+}

@@ -1,0 +1,211 @@
+package filestore
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"path"
+
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+var metaMagic = []byte("CAIRNSTR")
+
+// metaSize is the size of the metadata file.
+const metaSize = 32
+
+// Open opens the file store in cfg.Dir, creating it if the directory holds
+// none, and recovers it (see the package comment); limits are the
+// stream's limits. It starts the flusher (writer and syncer goroutines),
+// which Close stops.
+func Open(cfg Config, limits store.Config) (*Store, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		cfg:     cfg,
+		fs:      cfg.FS,
+		msgsDir: path.Join(cfg.Dir, "msgs"),
+		cache:   newChunkCache(cfg.CacheBytes),
+		kick:    make(chan struct{}, 1),
+		quit:    make(chan struct{}),
+	}
+	s.mu.limits = limits
+	s.mu.subj = newSubjects()
+	s.cons.m = make(map[string]*consumerStore)
+	if err := s.open(); err != nil {
+		s.closeFilesLocked()
+		return nil, fmt.Errorf("filestore: open %s: %w", cfg.Dir, err)
+	}
+	s.note = newNotifier(s.mu.last)
+	s.startFlusher()
+	if len(s.mu.doomed) > 0 || s.mu.lw > s.mu.lwWritten {
+		s.kickFlusher()
+	}
+	return s, nil
+}
+
+// open creates or recovers the store's files.
+func (s *Store) open() error {
+	if err := s.prepareDirs(); err != nil {
+		return err
+	}
+	metaFound, err := s.readMeta()
+	if err != nil {
+		return err
+	}
+	names, err := s.segmentFiles()
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(names) == 0 && metaFound:
+		return fmt.Errorf("%w: store metadata present but no segment file in %s", store.ErrCorrupt, s.msgsDir)
+	case len(names) == 0:
+		return s.create()
+	}
+	if err := s.recover(names); err != nil {
+		return err
+	}
+	if !metaFound {
+		s.cfg.Logf("filestore: %s: metadata file missing; writing it again", s.cfg.Dir)
+		return s.writeMeta()
+	}
+	return nil
+}
+
+// prepareDirs creates the store's directories and makes them durable,
+// with every directory above them (MkdirAll may have created those too).
+func (s *Store) prepareDirs() error {
+	for _, dir := range []string{s.msgsDir, path.Join(s.cfg.Dir, "consumers")} {
+		if err := s.fs.MkdirAll(dir); err != nil {
+			return err
+		}
+	}
+	for dir := path.Clean(s.cfg.Dir); ; dir = path.Dir(dir) {
+		if err := s.fs.SyncDir(dir); err != nil {
+			return err
+		}
+		if dir == "/" || dir == "." {
+			return nil
+		}
+	}
+}
+
+// segmentFiles returns the names of the segment files, in order of base.
+// Other files are logged and left alone.
+func (s *Store) segmentFiles() ([]string, error) {
+	names, err := s.fs.ReadDir(s.msgsDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, name := range names {
+		if _, ok := parseSegmentName(name); ok {
+			out = append(out, name)
+		} else {
+			s.cfg.Logf("filestore: %s: ignoring unknown file %s", s.cfg.Dir, name)
+		}
+	}
+	return out, nil // 20-digit names sort as their numbers
+}
+
+// create makes a new store: its first segment, then its metadata file.
+func (s *Store) create() error {
+	first := s.mu.limits.FirstSeq
+	base := max(first, 1)
+	g := s.newSegment(base)
+	header := segHeader{base: base, lowWater: first}.encode()
+	f, err := s.createSegmentFile(g.path, header)
+	if err != nil {
+		return err
+	}
+	g.f, g.created = f, true
+	g.buf = append(make([]byte, 0, initialBufCap), header...)
+	g.size, g.written, g.synced = SegmentHeaderSize, SegmentHeaderSize, SegmentHeaderSize
+	s.mu.segs = []*segment{g}
+	s.mu.first, s.mu.last = first, base-1
+	s.mu.lw, s.mu.lwWritten = first, first
+	return s.writeMeta()
+}
+
+// encodeMeta returns the metadata file's bytes.
+func encodeMeta(firstSeq uint64) []byte {
+	b := append([]byte(nil), metaMagic...)
+	b = le.AppendUint32(b, formatVersion)
+	b = le.AppendUint32(b, 0)
+	b = le.AppendUint64(b, firstSeq)
+	b = le.AppendUint32(b, 0)
+	return le.AppendUint32(b, crc32.Checksum(b, crcTable))
+}
+
+// writeMeta writes the metadata file (write-new, fsync, rename, fsync
+// directory).
+func (s *Store) writeMeta() error {
+	return replaceFile(s.fs, s.cfg.Dir, "meta", encodeMeta(s.mu.limits.FirstSeq))
+}
+
+// readMeta reports whether the metadata file exists. A damaged one still
+// marks the directory as a store; it is logged, not rewritten.
+func (s *Store) readMeta() (bool, error) {
+	name := path.Join(s.cfg.Dir, "meta")
+	b, err := readWhole(s.fs, name)
+	if vfs.IsNotExist(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case len(b) != metaSize || string(b[:8]) != string(metaMagic) || crc32.Checksum(b[:28], crcTable) != le.Uint32(b[28:]):
+		s.cfg.Logf("filestore: %s: metadata file is damaged; the segments are the truth", s.cfg.Dir)
+	case le.Uint32(b[8:]) != formatVersion:
+		return true, fmt.Errorf("%w: metadata version %d", errVersion, le.Uint32(b[8:]))
+	}
+	return true, nil
+}
+
+// readWhole returns the whole content of the file name.
+func readWhole(fs vfs.FS, name string) ([]byte, error) {
+	f, err := fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, size)
+	if err := readFull(f, b, 0); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// replaceFile replaces dir/name with data durably: write dir/name.new,
+// fsync it, rename it over dir/name, fsync dir.
+func replaceFile(fs vfs.FS, dir, name string, data []byte) error {
+	tmp := path.Join(dir, name+".new")
+	f, err := fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	err = writeSync(f, tmp, data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := fs.Rename(tmp, path.Join(dir, name)); err != nil {
+		return err
+	}
+	return fs.SyncDir(dir)
+}
+
+// errTornCreation marks a last segment whose creation never became
+// durable.
+var errTornCreation = errors.New("segment creation never completed")

@@ -1,0 +1,348 @@
+package filestore
+
+import (
+	"slices"
+
+	"github.com/cairnmq/cairn/internal/store"
+)
+
+// Delete removes the message at seq and returns once the removal is
+// durable. A lost sequence (State().Lost) may be deleted too, which
+// acknowledges its loss. It returns store.ErrNotFound when there is
+// neither.
+func (s *Store) Delete(seq uint64) error {
+	s.mu.Lock()
+	if err := s.usableLocked(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	before := s.mu.changes
+	ok := s.removeLocked(seq) || s.forgetLostLocked(seq)
+	gen := s.markLocked(before)
+	s.mu.Unlock()
+	if !ok {
+		return store.ErrNotFound
+	}
+	return s.awaitGen(gen)
+}
+
+// Purge removes what req selects (store.PlanPurge) and returns the number
+// of messages removed once the removal is durable.
+func (s *Store) Purge(req store.PurgeRequest) (uint64, error) {
+	return s.mutate(func() (uint64, error) {
+		plan, err := store.PlanPurge(req, s.countLocked)
+		if err != nil {
+			return 0, err
+		}
+		switch plan.Kind {
+		case store.PurgeAll:
+			return s.purgeAllLocked(), nil
+		case store.PurgeCompact:
+			return s.compactLocked(plan.Seq), nil
+		case store.PurgeMatching:
+			return s.purgeMatchingLocked(plan), nil
+		}
+		return 0, nil
+	})
+}
+
+// Compact removes every message below seq and returns the number removed
+// once the removal is durable; Compact(0) removes everything, and a seq
+// past LastSeq makes FirstSeq seq (LastSeq seq-1), like nats-server.
+func (s *Store) Compact(seq uint64) (uint64, error) {
+	return s.mutate(func() (uint64, error) { return s.compactLocked(seq), nil })
+}
+
+// ExpireUpTo removes, in sequence order from the first, every message
+// that has passed MaxAge at now (store.Expired), stopping at the first one
+// that has not; it returns the number removed once that is durable.
+func (s *Store) ExpireUpTo(now int64) (uint64, error) {
+	return s.mutate(func() (uint64, error) { return s.expireLocked(now) })
+}
+
+// mutate runs fn under the store lock and waits until what it changed is
+// durable.
+func (s *Store) mutate(fn func() (uint64, error)) (uint64, error) {
+	s.mu.Lock()
+	if err := s.usableLocked(); err != nil {
+		s.mu.Unlock()
+		return 0, err
+	}
+	before := s.mu.changes
+	n, err := fn()
+	gen := s.markLocked(before)
+	s.mu.Unlock()
+	if err != nil {
+		return n, err
+	}
+	return n, s.awaitGen(gen)
+}
+
+// removeLocked removes the stored message at seq and reports whether there
+// was one. The removal is recorded by raising the low water when seq was
+// the first sequence, by a delete record otherwise.
+func (s *Store) removeLocked(seq uint64) bool {
+	g, i, ok := s.slotLocked(seq)
+	if !ok || g.isDead(i) {
+		return false
+	}
+	s.dropLocked(g, i, seq)
+	s.recordRemovalLocked(seq)
+	return true
+}
+
+// dropLocked removes the live slot i of g (sequence seq) from the index
+// and the counts, recording nothing.
+func (s *Store) dropLocked(g *segment, i int, seq uint64) {
+	g.kill(i)
+	s.mu.msgs--
+	s.mu.bytes -= g.msgSize(i)
+	s.unlinkLocked(g, i, seq)
+}
+
+// recordRemovalLocked moves FirstSeq past a removed seq and records the
+// removal for the log: a raised low water or a delete record.
+func (s *Store) recordRemovalLocked(seq uint64) {
+	s.mu.changes++
+	if seq == s.mu.first {
+		s.advanceFirstLocked()
+	}
+	if seq < s.mu.first {
+		s.raiseLowWaterLocked(s.mu.first)
+		return
+	}
+	s.appendMarkerLocked(recDelete, seq)
+}
+
+// unlinkLocked updates the subject of the removed slot i (sequence seq).
+func (s *Store) unlinkLocked(g *segment, i int, seq uint64) {
+	info := s.mu.subj.get(s.mu.subj.name(g.sids[i]))
+	info.msgs--
+	switch {
+	case info.msgs == 0:
+		s.mu.subj.drop(info)
+	case seq == info.first && info.msgs == 1 && !info.lastStale:
+		info.first = info.last
+	case seq == info.first:
+		info.first = s.nextOfSubjectLocked(info, g, i)
+	case seq == info.last:
+		info.lastStale = true
+		if info.msgs == 1 {
+			info.last = info.first
+			info.lastStale = false
+		}
+	}
+}
+
+// appendMarkerLocked appends a delete or compact record to the active
+// segment, starting a new one when the active one is full (and holds a
+// message, so that the new base differs).
+func (s *Store) appendMarkerLocked(typ byte, seq uint64) {
+	g := s.activeLocked()
+	if len(g.offs) > 0 && g.size+RecordOverhead > s.cfg.BlockSize {
+		g = s.rollLocked(s.mu.last + 1)
+	}
+	s.reserveLocked(g, RecordOverhead)
+	g.buf = appendMarker(g.buf, g.base, typ, seq)
+	g.size = int64(len(g.buf))
+}
+
+// raiseLowWaterLocked records that every sequence below lw is removed,
+// forgets lost sequences below it, and dooms the front segments it
+// covers. The compact record is written with the flusher's next batch.
+func (s *Store) raiseLowWaterLocked(lw uint64) {
+	if lw <= s.mu.lw {
+		return
+	}
+	s.mu.lw = lw
+	s.mu.changes++
+	s.dropLostBelowLocked(lw)
+	s.doomFrontLocked()
+}
+
+// doomFrontLocked moves the sealed front segments that hold no message
+// and no lost sequence, and lie below the low water, to the doomed list:
+// they are removed once the batch holding the low water is durable.
+func (s *Store) doomFrontLocked() {
+	for len(s.mu.segs) > 1 {
+		g := s.mu.segs[0]
+		if g.live > 0 || g.lost > 0 || g.end() > s.mu.lw {
+			return
+		}
+		s.mu.segs = s.mu.segs[1:]
+		s.mu.doomed = append(s.mu.doomed, doomedSeg{seg: g, gen: s.mu.taken + 1})
+	}
+}
+
+// advanceFirstLocked moves FirstSeq to the lowest stored or lost sequence
+// at or after it, or past LastSeq when there is none.
+func (s *Store) advanceFirstLocked() {
+	next := s.nextLiveLocked(s.mu.first)
+	if len(s.mu.lost) > 0 && (next == 0 || s.mu.lost[0].first < next) {
+		next = s.mu.lost[0].first
+	}
+	if next == 0 {
+		next = s.mu.last + 1
+	}
+	s.mu.first = next
+}
+
+// nextLiveLocked returns the lowest stored sequence >= seq, or 0.
+func (s *Store) nextLiveLocked(seq uint64) uint64 {
+	k := max(s.segIndexLocked(seq), 0)
+	for ; k < len(s.mu.segs); k++ {
+		g := s.mu.segs[k]
+		i := 0
+		if seq > g.base {
+			i = int(min(seq-g.base, uint64(len(g.offs))))
+		}
+		if j := g.nextLive(i); j >= 0 {
+			return g.base + uint64(j)
+		}
+	}
+	return 0
+}
+
+// firstLiveLocked returns the lowest stored sequence, or 0.
+func (s *Store) firstLiveLocked() uint64 {
+	if s.mu.msgs == 0 {
+		return 0
+	}
+	return s.nextLiveLocked(s.mu.first)
+}
+
+// purgeAllLocked removes everything and makes FirstSeq LastSeq+1.
+func (s *Store) purgeAllLocked() uint64 {
+	return s.emptyFromLocked(s.mu.last + 1)
+}
+
+// compactLocked removes every message below seq, following memstore:
+// seq 0 purges all, seq past LastSeq purges all and makes FirstSeq seq,
+// seq at or below FirstSeq removes nothing.
+func (s *Store) compactLocked(seq uint64) uint64 {
+	switch {
+	case seq == 0:
+		return s.purgeAllLocked()
+	case seq > s.mu.last:
+		return s.emptyFromLocked(seq)
+	}
+	var n uint64
+	for live := s.firstLiveLocked(); live != 0 && live < seq; live = s.firstLiveLocked() {
+		s.removeLocked(live)
+		n++
+	}
+	if seq > s.mu.first && len(s.mu.lost) > 0 && s.mu.lost[0].first < seq {
+		s.dropLostBelowLocked(seq)
+		s.advanceFirstLocked()
+		s.raiseLowWaterLocked(s.mu.first)
+	}
+	return n
+}
+
+// emptyFromLocked removes every message and lost sequence and makes
+// FirstSeq first (raising LastSeq to first-1 when first is past it). A new
+// active segment starts at first, its header holding the new low water, so
+// that every older segment can be removed.
+func (s *Store) emptyFromLocked(first uint64) uint64 {
+	n := s.mu.msgs
+	s.mu.last = max(s.mu.last, first-1)
+	s.mu.msgs, s.mu.bytes, s.mu.first = 0, 0, first
+	s.mu.subj.reset()
+	s.mu.lost = nil
+	s.mu.lw = max(s.mu.lw, first)
+	s.mu.changes++
+	if g := s.activeLocked(); len(g.offs) > 0 || g.base != first {
+		s.rollLocked(first)
+	}
+	for _, g := range s.mu.segs[:len(s.mu.segs)-1] {
+		g.live, g.lost = 0, 0
+	}
+	s.doomFrontLocked()
+	return n
+}
+
+// purgeMatchingLocked carries out a store.PurgeMatching plan.
+func (s *Store) purgeMatchingLocked(plan store.PurgePlan) uint64 {
+	m := s.newMatcherLocked([]string{plan.Filter})
+	var n uint64
+	for seq := s.mu.first; ; seq++ {
+		seq = s.nextMatchLocked(m, seq)
+		if seq == 0 || (plan.Below > 0 && seq >= plan.Below) {
+			break
+		}
+		s.removeLocked(seq)
+		n++
+		if plan.Max > 0 && n >= plan.Max {
+			break
+		}
+	}
+	return n
+}
+
+// countLocked returns the number of stored messages matching filter.
+func (s *Store) countLocked(filter string) uint64 {
+	if store.IsFilterAll(filter) {
+		return s.mu.msgs
+	}
+	var n uint64
+	for subj, info := range s.mu.subj.byName {
+		if store.MatchFilter(subj, filter) {
+			n += info.msgs
+		}
+	}
+	return n
+}
+
+// expireLocked removes expired messages from the front.
+func (s *Store) expireLocked(now int64) (uint64, error) {
+	var n uint64
+	for live := s.firstLiveLocked(); live != 0; live = s.firstLiveLocked() {
+		g, _, _ := s.slotLocked(live)
+		if !store.Expired(s.mu.limits, g.maxTime, now) {
+			t, cerr, err := s.msgTimeLocked(live)
+			if err != nil {
+				return n, err
+			}
+			if cerr != nil {
+				s.markCorruptLocked(live, cerr)
+				continue
+			}
+			if !store.Expired(s.mu.limits, t, now) {
+				break
+			}
+		}
+		s.removeLocked(live)
+		n++
+	}
+	return n, nil
+}
+
+// enforcer lets package store's limit functions work on a locked Store.
+type enforcer struct{ s *Store }
+
+func (e enforcer) Totals() (uint64, uint64) { return e.s.mu.msgs, e.s.mu.bytes }
+
+func (e enforcer) SubjectMsgs(subj string) uint64 { return e.s.subjectMsgsLocked(subj) }
+
+func (e enforcer) SubjectsOver(n uint64) []string {
+	var out []string
+	for subj, info := range e.s.mu.subj.byName {
+		if info.msgs > n {
+			out = append(out, subj)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (e enforcer) RemoveOldest() error {
+	e.s.removeLocked(e.s.firstLiveLocked())
+	return nil
+}
+
+func (e enforcer) RemoveSubjectOldest(subj string) error {
+	if info := e.s.mu.subj.get(subj); info != nil {
+		e.s.removeLocked(info.first)
+	}
+	return nil
+}

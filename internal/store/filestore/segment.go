@@ -1,0 +1,144 @@
+package filestore
+
+import (
+	"math/bits"
+	"slices"
+
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+// hdrBit marks, in segment.lens, a message stored with a header.
+const hdrBit = 1 << 31
+
+// segment is one segment file and its in-memory index. Slot i is the
+// sequence base+i; slots run from base to the segment's last message.
+// Every field but lastEnd is guarded by Store.mu.
+type segment struct {
+	base uint64
+	path string
+
+	offs  []uint32 // record offset of slot i; 0 when no record is known
+	lens  []uint32 // record length of slot i, with hdrBit
+	sids  []uint32 // subject id of slot i
+	next  []uint32 // distance to the next message on the same subject; 0 unknown
+	dead  []uint64 // bitmap: slot i is not a stored message
+	live  int      // stored messages
+	lost  int      // slots inside Store.mu.lost
+	bloom [4]uint64
+	// maxTime is the largest message time the segment ever held.
+	maxTime int64
+	// lastEnd is where the last read from the file ended, guarded by
+	// chunkCache.mu.
+	lastEnd int64
+
+	buf     []byte   // the file's bytes from offset 0, while active or unwritten
+	size    int64    // bytes of the segment (written or not)
+	written int64    // bytes handed to the flusher
+	synced  int64    // bytes known to be durable
+	created bool     // the file exists with its header durable
+	sealed  bool     // no more appends: a newer segment exists
+	f       vfs.File // open file; nil until created
+}
+
+// reserveSlots makes room for n slots without growing the index slices
+// piecemeal (their growth slack would otherwise cost memory per message).
+func (g *segment) reserveSlots(n int) {
+	g.offs = slices.Grow(g.offs, n)
+	g.lens = slices.Grow(g.lens, n)
+	g.sids = slices.Grow(g.sids, n)
+	g.next = slices.Grow(g.next, n)
+	g.dead = slices.Grow(g.dead, n/64+1)
+}
+
+// end returns the sequence after the segment's last slot.
+func (g *segment) end() uint64 { return g.base + uint64(len(g.offs)) }
+
+// slot returns the slot index of seq, or false when seq has no slot here.
+func (g *segment) slot(seq uint64) (int, bool) {
+	if seq < g.base || seq >= g.end() {
+		return 0, false
+	}
+	return int(seq - g.base), true
+}
+
+// isDead reports whether slot i holds no stored message.
+func (g *segment) isDead(i int) bool { return g.dead[i>>6]&(1<<(i&63)) != 0 }
+
+// kill marks slot i removed; it must be live.
+func (g *segment) kill(i int) {
+	g.dead[i>>6] |= 1 << (i & 63)
+	g.live--
+}
+
+// addSlot appends a slot. A slot without a record (off 0) starts dead.
+func (g *segment) addSlot(off, length uint32, sid uint32) {
+	i := len(g.offs)
+	g.offs = append(g.offs, off)
+	g.lens = append(g.lens, length)
+	g.sids = append(g.sids, sid)
+	g.next = append(g.next, 0)
+	if i&63 == 0 {
+		g.dead = append(g.dead, 0)
+	}
+	if off == 0 {
+		g.dead[i>>6] |= 1 << (i & 63)
+		return
+	}
+	g.live++
+	g.bloom[bloomBit(sid)>>6] |= 1 << (bloomBit(sid) & 63)
+}
+
+// mayHold reports whether the segment may hold a message with a subject
+// id whose bloom bits are in mask.
+func (g *segment) mayHold(mask *[4]uint64) bool {
+	return g.bloom[0]&mask[0]|g.bloom[1]&mask[1]|g.bloom[2]&mask[2]|g.bloom[3]&mask[3] != 0
+}
+
+// bloomBit returns the bit of the 256-bit segment filter for a subject id.
+func bloomBit(sid uint32) uint32 { return (sid * 0x9E3779B1) >> 24 }
+
+// nextLive returns the first live slot at or after i, or -1.
+func (g *segment) nextLive(i int) int {
+	for i < len(g.offs) {
+		w := ^g.dead[i>>6] >> (i & 63)
+		if w != 0 {
+			j := i + bits.TrailingZeros64(w)
+			if j < len(g.offs) {
+				return j
+			}
+			return -1
+		}
+		i = (i | 63) + 1
+	}
+	return -1
+}
+
+// prevLive returns the last live slot at or before i, or -1.
+func (g *segment) prevLive(i int) int {
+	for ; i >= 0; i-- {
+		if !g.isDead(i) {
+			return i
+		}
+	}
+	return -1
+}
+
+// msgSize returns store.MsgSize of the message in slot i from its record
+// length: the record has 2 bytes more overhead than MsgSize counts, and
+// MsgSize adds 4 when there is a header.
+func (g *segment) msgSize(i int) uint64 {
+	l := g.lens[i]
+	n := uint64(l&^hdrBit) - 2
+	if l&hdrBit != 0 {
+		n += 4
+	}
+	return n
+}
+
+// recordLen returns the length of slot i's record.
+func (g *segment) recordLen(i int) int { return int(g.lens[i] &^ hdrBit) }
+
+// indexBytes returns the memory the per-slot index uses.
+func (g *segment) indexBytes() int {
+	return 4*(cap(g.offs)+cap(g.lens)+cap(g.sids)+cap(g.next)) + 8*cap(g.dead)
+}
