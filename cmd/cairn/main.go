@@ -96,9 +96,6 @@ func serve(cfg config, lf *logFile, wait waitFunc) int {
 }
 
 func warnUnimplemented(cfg config, log *logger.Logger) {
-	if cfg.opts.JetStream {
-		log.Warnf("JetStream is not implemented yet; -js is accepted and ignored (store directory %q)", cfg.opts.StoreDir)
-	}
 	if cfg.httpPort != 0 {
 		log.Warnf("Monitoring is not implemented yet; -m %d is accepted and ignored", cfg.httpPort)
 	}

@@ -45,6 +45,7 @@ func (s *Server) baseInfo() info {
 		Port:       s.port,
 		Headers:    true,
 		MaxPayload: s.opts.MaxPayload,
+		JetStream:  s.opts.JetStream,
 	}
 }
 

@@ -158,16 +158,22 @@ func TestUnreadRepliesCountAgainstMaxPending(t *testing.T) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetReadBuffer(4096)
 	}
-	pings := []byte(strings.Repeat("PING\r\n", 4096))
-	deadline := time.Now().Add(10 * time.Second)
-	for s.SlowConsumers() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("a client that never reads its PONGs was not closed as a slow consumer")
-		}
+	pings := []byte(strings.Repeat("PING\r\n", 16384))
+	// The kernel's socket buffers absorb a few MiB of PONGs before the
+	// server's pending bytes grow; on a loaded machine that takes a while,
+	// hence the generous deadline (the test ends as soon as it is closed).
+	deadline := time.Now().Add(60 * time.Second)
+	for s.SlowConsumers() == 0 && time.Now().Before(deadline) {
 		_ = nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 		if _, err := nc.Write(pings); err != nil && !isTimeout(err) {
 			break // closed by the server
 		}
+	}
+	for s.SlowConsumers() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s.SlowConsumers() == 0 {
+		t.Fatal("a client that never reads its PONGs was not closed as a slow consumer")
 	}
 }
 

@@ -37,8 +37,8 @@ type Options struct {
 	PingInterval   time.Duration // idle time before the server PINGs a client, default 2m
 	MaxPingsOut    int           // unanswered PINGs before 'Stale Connection', default 2
 	WriteDeadline  time.Duration // longest a socket write may block, default 10s
-	JetStream      bool          // -js: accepted; JetStream is not implemented yet
-	StoreDir       string        // -sd: accepted; used once JetStream lands
+	JetStream      bool          // -js: enable JetStream
+	StoreDir       string        // -sd: JetStream's directory (data goes in <StoreDir>/jetstream); default <temp dir>/nats
 	Logger         *logger.Logger
 }
 

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/jetstream"
+	"github.com/cairnmq/cairn/internal/jsapi"
 	"github.com/cairnmq/cairn/internal/logger"
 	"github.com/cairnmq/cairn/internal/sublist"
 )
@@ -25,6 +27,9 @@ type Server struct {
 
 	ln   net.Listener
 	port int // the bound port, known after Start
+
+	js    *jetstream.JetStream // nil unless Options.JetStream
+	jsAPI *jsapi.API
 
 	publishers    sync.Pool // connectionless *client values for Publish
 	nextCID       atomic.Uint64
@@ -82,6 +87,12 @@ func (s *Server) Start() error {
 	}
 	s.ln = ln
 	s.port = ln.Addr().(*net.TCPAddr).Port
+	if s.opts.JetStream {
+		if err := s.startJetStream(); err != nil {
+			_ = ln.Close()
+			return err
+		}
+	}
 	s.log.Noticef("Listening for client connections on %s", net.JoinHostPort(s.opts.Host, strconv.Itoa(s.port)))
 	s.log.Noticef("Server is ready")
 	s.goroutine(s.acceptLoop)
@@ -225,6 +236,7 @@ func (s *Server) Shutdown() {
 	if s.ln != nil {
 		_ = s.ln.Close()
 	}
+	s.stopJetStream()
 	for _, c := range clients {
 		c.out.markClosing()
 	}

@@ -1,0 +1,106 @@
+package jetstream
+
+import (
+	"time"
+
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/subject"
+)
+
+// StreamInfo is the stream info of the JetStream API (protocol.md section
+// 3.3), in nats-server v2.15.2's key order.
+type StreamInfo struct {
+	Config    stream.Config `json:"config"`
+	Created   time.Time     `json:"created"`
+	State     StreamState   `json:"state"`
+	Cluster   *ClusterInfo  `json:"cluster,omitempty"`
+	TimeStamp time.Time     `json:"ts"`
+}
+
+// ClusterInfo names the stream's leader; on one server, the server.
+type ClusterInfo struct {
+	Leader string `json:"leader,omitempty"`
+}
+
+// StreamState is the state part of StreamInfo (protocol.md section 3.3).
+// Times are RFC 3339 in JSON; the zero time when there is no message.
+type StreamState struct {
+	Msgs        uint64            `json:"messages"`
+	Bytes       uint64            `json:"bytes"`
+	FirstSeq    uint64            `json:"first_seq"`
+	FirstTime   time.Time         `json:"first_ts"`
+	LastSeq     uint64            `json:"last_seq"`
+	LastTime    time.Time         `json:"last_ts"`
+	NumSubjects int               `json:"num_subjects,omitempty"`
+	Subjects    map[string]uint64 `json:"subjects,omitempty"`
+	NumDeleted  int               `json:"num_deleted,omitempty"`
+	Deleted     []uint64          `json:"deleted,omitempty"`
+	Lost        *LostData         `json:"lost,omitempty"`
+	Consumers   int               `json:"consumer_count"`
+}
+
+// LostData reports messages the store found damaged.
+type LostData struct {
+	Msgs  []uint64 `json:"msgs"`
+	Bytes uint64   `json:"bytes"`
+}
+
+// InfoOptions selects the optional parts of a stream info request.
+type InfoOptions struct {
+	DeletedDetails bool   // list the deleted sequences
+	SubjectsFilter string // count messages per subject matching this filter
+}
+
+// info gathers the stream's info.
+func (r *runner) info(opts InfoOptions) *StreamInfo {
+	st := r.store.State(opts.DeletedDetails)
+	return &StreamInfo{
+		Config:    r.js.withServerMetadata(r.config()),
+		Created:   r.created.UTC(),
+		State:     toState(st, r.subjectCounts(opts.SubjectsFilter)),
+		Cluster:   &ClusterInfo{Leader: r.js.cfg.ServerName},
+		TimeStamp: r.js.now().UTC(),
+	}
+}
+
+func (r *runner) subjectCounts(filter string) map[string]uint64 {
+	if filter == "" || !subject.ValidSubject(filter) {
+		return nil
+	}
+	counts := map[string]uint64{}
+	for subj, ss := range r.store.SubjectsState(filter) {
+		counts[subj] = ss.Msgs
+	}
+	return counts
+}
+
+func toState(st store.State, subjects map[string]uint64) StreamState {
+	s := StreamState{
+		Msgs: st.Msgs, Bytes: st.Bytes, FirstSeq: st.FirstSeq, LastSeq: st.LastSeq,
+		FirstTime: unixTime(st.FirstTime), LastTime: unixTime(st.LastTime),
+		NumSubjects: st.NumSubjects, NumDeleted: st.NumDeleted, Deleted: st.Deleted,
+	}
+	if len(subjects) > 0 {
+		s.Subjects = subjects
+	}
+	if st.Lost != nil {
+		s.Lost = &LostData{Msgs: st.Lost.Msgs, Bytes: st.Lost.Bytes}
+	}
+	return s
+}
+
+// unixTime converts unix nanoseconds to a UTC time; 0 is the zero time
+// ("0001-01-01T00:00:00Z" in JSON, as nats-server shows an empty stream).
+func unixTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// withServerMetadata adds the advertised server version and API level to
+// a config returned to a client (nats-server setDynamicStreamMetadata).
+func (js *JetStream) withServerMetadata(c stream.Config) stream.Config {
+	return c.WithServerMetadata(js.cfg.Version, js.cfg.APILevel)
+}

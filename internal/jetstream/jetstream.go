@@ -1,0 +1,202 @@
+package jetstream
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/store/filestore"
+	"github.com/cairnmq/cairn/internal/store/memstore"
+	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/subject"
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+// Config configures JetStream. Zero values mean the default next to each
+// field.
+type Config struct {
+	StoreDir   string           // root of the store directory (-sd); required
+	FS         vfs.FS           // nil = the real file system
+	MaxMemory  int64            // bytes of memory storage for the account; 0 = unlimited
+	MaxStore   int64            // bytes of file storage for the account; 0 = unlimited
+	ServerName string           // reported as the stream leader in StreamInfo.cluster
+	Version    string           // the nats-server version advertised (metadata _nats.ver)
+	APILevel   int              // the JetStream API level advertised (metadata _nats.level)
+	Now        func() time.Time // the clock for message timestamps and expiry; nil = time.Now
+	Logf       func(format string, args ...any)
+	// FileSync is the file store's sync policy; the zero value is
+	// filestore.SyncAlways (fsync before a PubAck).
+	FileSync filestore.SyncPolicy
+}
+
+// JetStream is the JetStream engine of one server and its one account.
+type JetStream struct {
+	cfg Config
+	tr  Transport
+
+	mu      sync.Mutex
+	streams map[string]*runner // guarded by mu
+	closed  bool               // guarded by mu
+}
+
+// accountDir is where the single account's streams live, as nats-server
+// names its global account.
+const accountDir = "jetstream/$G/streams"
+
+// New starts JetStream: it creates the store directory if needed and
+// restores every stream found there. A stream whose metadata or store
+// cannot be opened is logged and left on disk untouched.
+func New(cfg Config, tr Transport) (*JetStream, error) {
+	if cfg.StoreDir == "" {
+		return nil, errors.New("jetstream: Config.StoreDir is empty")
+	}
+	if cfg.FS == nil {
+		cfg.FS = vfs.OS()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*runner{}}
+	if err := cfg.FS.MkdirAll(js.streamsDir()); err != nil {
+		return nil, fmt.Errorf("jetstream: create %s: %w", js.streamsDir(), err)
+	}
+	return js, js.restore()
+}
+
+func (js *JetStream) now() time.Time                  { return js.cfg.Now() }
+func (js *JetStream) logf(format string, args ...any) { js.cfg.Logf(format, args...) }
+func (js *JetStream) streamsDir() string              { return path.Join(js.cfg.StoreDir, accountDir) }
+func (js *JetStream) streamDir(name string) string    { return path.Join(js.streamsDir(), name) }
+
+// restore opens every stream directory under the store directory.
+func (js *JetStream) restore() error {
+	names, err := js.cfg.FS.ReadDir(js.streamsDir())
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if err := js.restoreOne(name); err != nil {
+			js.logf("jetstream: stream %q not restored (left on disk): %v", name, err)
+		}
+	}
+	return nil
+}
+
+func (js *JetStream) restoreOne(name string) error {
+	dir := js.streamDir(name)
+	m, err := readMeta(js.cfg.FS, dir)
+	if err != nil {
+		return err
+	}
+	r, err := js.openRunner(m.Config, m.Created, dir)
+	if err != nil {
+		return err
+	}
+	js.streams[m.Config.Name] = r
+	return nil
+}
+
+// openRunner opens the stream's store and starts its runner.
+func (js *JetStream) openRunner(cfg stream.Config, created time.Time, dir string) (*runner, error) {
+	st, err := js.openStore(cfg, dir)
+	if err != nil {
+		return nil, err
+	}
+	r := newRunner(js, cfg, created, dir, st)
+	if err := r.start(); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (js *JetStream) openStore(cfg stream.Config, dir string) (store.Store, error) {
+	limits := cfg.StoreConfig()
+	if cfg.Storage == stream.MemoryStorage {
+		return memstore.New(limits), nil
+	}
+	return filestore.Open(filestore.Config{
+		Dir:  path.Join(dir, "msgs"),
+		FS:   js.cfg.FS,
+		Sync: js.cfg.FileSync,
+		Logf: js.cfg.Logf,
+	}, limits)
+}
+
+// lookup returns the runner of a stream or 10059 stream not found.
+func (js *JetStream) lookup(name string) (*runner, *jserr.Error) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	if r := js.streams[name]; r != nil {
+		return r, nil
+	}
+	return nil, jserr.New(jserr.StreamNotFound)
+}
+
+// overlaps reports whether subjects overlap another stream's (10065).
+// The caller holds mu.
+func (js *JetStream) overlapsLocked(name string, subjects []string) bool {
+	for other, r := range js.streams {
+		if other == name {
+			continue
+		}
+		for _, a := range r.config().Subjects {
+			for _, b := range subjects {
+				if subject.Overlap(a, b) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// Names returns the sorted names of the streams, only those with a
+// subject overlapping filter when filter is not empty.
+func (js *JetStream) Names(filter string) []string {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	names := make([]string, 0, len(js.streams))
+	for name, r := range js.streams {
+		if filter == "" || anyOverlap(r.config().Subjects, filter) {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func anyOverlap(subjects []string, filter string) bool {
+	for _, s := range subjects {
+		if subject.Overlap(s, filter) {
+			return true
+		}
+	}
+	return false
+}
+
+// Shutdown stops every stream: queued publishes are applied and
+// acknowledged, stores are closed.
+func (js *JetStream) Shutdown() {
+	js.mu.Lock()
+	js.closed = true
+	runners := make([]*runner, 0, len(js.streams))
+	for _, r := range js.streams {
+		runners = append(runners, r)
+	}
+	js.streams = map[string]*runner{}
+	js.mu.Unlock()
+	for _, r := range runners {
+		if err := r.stop(); err != nil {
+			js.logf("jetstream: stream %s: close: %v", r.name, err)
+		}
+	}
+}

@@ -1,0 +1,108 @@
+package jetstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"path"
+	"strconv"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+// metaFile is the content of a stream's meta.json.
+type metaFile struct {
+	Config  stream.Config `json:"config"`
+	Created time.Time     `json:"created"`
+}
+
+const (
+	metaName    = "meta.json"
+	metaTmpName = "meta.json.tmp"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// errMetaCorrupt marks a meta.json that fails its checksum or decoding.
+var errMetaCorrupt = errors.New("jetstream: stream metadata is corrupt")
+
+// encodeMeta returns the bytes of meta.json: the JSON, a newline, the
+// CRC-32C of the JSON in 8 hex digits and a newline.
+func encodeMeta(m metaFile) ([]byte, error) {
+	js, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	out := append(js, '\n')
+	out = fmt.Appendf(out, "%08x\n", crc32.Checksum(js, castagnoli))
+	return out, nil
+}
+
+// decodeMeta checks and decodes meta.json; damage returns an error
+// wrapping errMetaCorrupt.
+func decodeMeta(b []byte) (metaFile, error) {
+	var m metaFile
+	js, sum, ok := bytes.Cut(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+	if !ok {
+		return m, fmt.Errorf("%w: no checksum line", errMetaCorrupt)
+	}
+	want, err := strconv.ParseUint(string(sum), 16, 32)
+	if err != nil || uint32(want) != crc32.Checksum(js, castagnoli) {
+		return m, fmt.Errorf("%w: checksum mismatch", errMetaCorrupt)
+	}
+	if err := json.Unmarshal(js, &m); err != nil {
+		return m, fmt.Errorf("%w: %v", errMetaCorrupt, err)
+	}
+	return m, nil
+}
+
+// writeMeta replaces dir/meta.json durably: write meta.json.tmp, fsync it,
+// rename it over meta.json, fsync the directory.
+func writeMeta(fs vfs.FS, dir string, m metaFile) error {
+	b, err := encodeMeta(m)
+	if err != nil {
+		return err
+	}
+	tmp := path.Join(dir, metaTmpName)
+	f, err := fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := fs.Rename(tmp, path.Join(dir, metaName)); err != nil {
+		return err
+	}
+	return fs.SyncDir(dir)
+}
+
+// readMeta reads and checks dir/meta.json.
+func readMeta(fs vfs.FS, dir string) (metaFile, error) {
+	f, err := fs.Open(path.Join(dir, metaName))
+	if err != nil {
+		return metaFile{}, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return metaFile{}, err
+	}
+	b := make([]byte, size)
+	if n, err := f.ReadAt(b, 0); n < len(b) {
+		return metaFile{}, fmt.Errorf("read %s: %w", metaName, err)
+	}
+	return decodeMeta(b)
+}

@@ -1,0 +1,99 @@
+package jetstream
+
+import (
+	"errors"
+
+	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/stream"
+)
+
+// MsgGetRequest selects one message (protocol.md section 2.6.8): by
+// sequence, last by subject, or next at or after Seq by subject.
+type MsgGetRequest struct {
+	Seq       uint64 `json:"seq,omitempty"`
+	LastFor   string `json:"last_by_subj,omitempty"`
+	NextFor   string `json:"next_by_subj,omitempty"`
+	NoHeaders bool   `json:"no_hdr,omitempty"`
+}
+
+// GetMsg loads the message a request selects. No selector, or last_by_subj
+// with a sequence, gives 10003; nothing found gives 10037.
+func (js *JetStream) GetMsg(name string, req MsgGetRequest) (*store.StoredMsg, *jserr.Error) {
+	r, jerr := js.lookup(name)
+	if jerr != nil {
+		return nil, jerr
+	}
+	var sm *store.StoredMsg
+	var err error
+	switch {
+	case req.LastFor != "" && req.Seq == 0 && req.NextFor == "":
+		sm, err = r.store.LoadLast(req.LastFor)
+	case req.NextFor != "" && req.LastFor == "":
+		sm, err = r.store.LoadNext([]string{req.NextFor}, req.Seq)
+	case req.Seq > 0 && req.LastFor == "" && req.NextFor == "":
+		sm, err = r.store.Load(req.Seq)
+	default:
+		return nil, jserr.New(jserr.BadRequest)
+	}
+	return sm, msgGetError(err)
+}
+
+func msgGetError(err error) *jserr.Error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrEOF):
+		return jserr.New(jserr.NoMessageFound)
+	}
+	return jserr.From(err, jserr.StreamGeneralError)
+}
+
+// AccountInfo is the usage and limits part of $JS.API.INFO (protocol.md
+// section 2.6.1); bytes for memory and storage, -1 for unlimited.
+type AccountInfo struct {
+	Memory    uint64        `json:"memory"`
+	Store     uint64        `json:"storage"`
+	Streams   int           `json:"streams"`
+	Consumers int           `json:"consumers"`
+	Limits    AccountLimits `json:"limits"`
+}
+
+// AccountLimits are the account's JetStream limits; -1 is unlimited.
+type AccountLimits struct {
+	MaxMemory    int64 `json:"max_memory"`
+	MaxStore     int64 `json:"max_storage"`
+	MaxStreams   int   `json:"max_streams"`
+	MaxConsumers int   `json:"max_consumers"`
+}
+
+// Account returns the account's usage and limits.
+func (js *JetStream) Account() AccountInfo {
+	js.mu.Lock()
+	runners := make([]*runner, 0, len(js.streams))
+	for _, r := range js.streams {
+		runners = append(runners, r)
+	}
+	js.mu.Unlock()
+	ai := AccountInfo{Streams: len(runners), Limits: js.limits()}
+	for _, r := range runners {
+		st := r.store.State(false)
+		if r.config().Storage == stream.MemoryStorage {
+			ai.Memory += st.Bytes
+		} else {
+			ai.Store += st.Bytes
+		}
+	}
+	return ai
+}
+
+func (js *JetStream) limits() AccountLimits {
+	l := AccountLimits{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1}
+	if js.cfg.MaxMemory > 0 {
+		l.MaxMemory = js.cfg.MaxMemory
+	}
+	if js.cfg.MaxStore > 0 {
+		l.MaxStore = js.cfg.MaxStore
+	}
+	return l
+}

@@ -1,0 +1,271 @@
+package jetstream
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/stream"
+)
+
+// Ingest bounds: a stream queues at most this many publishes before it
+// answers 429 / 10167 "too many requests" (nats-server's ingest queue
+// limit is of the same order).
+const maxIngest = 64 * 1024
+
+// expiryInterval is how often a stream applies max_age and forgets
+// expired Nats-Msg-Ids.
+const expiryInterval = time.Second
+
+// item is one unit of work for a stream's apply goroutine: a publish, or
+// an operation from the API.
+type item struct {
+	entry stream.Entry
+	reply string
+	op    func(*stream.Stream)
+}
+
+// ack is a PubAck waiting to be sent once waitSeq is durable (0 = send
+// at once).
+type ack struct {
+	reply   string
+	payload []byte
+	waitSeq uint64
+}
+
+// runner owns one stream: its state machine (through the apply
+// goroutine), its subscriptions and its ack goroutine.
+type runner struct {
+	js      *JetStream
+	name    string
+	created time.Time
+	dir     string // the stream directory (metadata, and messages with file storage)
+
+	st     *stream.Stream // owned by the apply goroutine after start
+	store  store.Store
+	in     *queue[item]
+	acks   *queue[ack]
+	direct *queue[directJob]
+
+	mu      sync.Mutex // guards cfg, subs, timer, stopped
+	cfg     stream.Config
+	subs    []Subscription
+	timer   *time.Timer
+	stopped bool
+	done    sync.WaitGroup
+}
+
+func newRunner(js *JetStream, cfg stream.Config, created time.Time, dir string, st store.Store) *runner {
+	return &runner{
+		js: js, name: cfg.Name, created: created, dir: dir,
+		st: stream.New(cfg, st), store: st, cfg: cfg,
+		in: newQueue[item](maxIngest), acks: newQueue[ack](0), direct: newQueue[directJob](maxDirectQueue),
+	}
+}
+
+// start rebuilds the dedupe window, subscribes to the stream's subjects
+// and starts the goroutines.
+func (r *runner) start() error {
+	if err := r.st.Rebuild(); err != nil {
+		return err
+	}
+	r.st.ExpireDedupe(r.js.now().UnixNano())
+	if err := r.subscribe(r.cfg); err != nil {
+		return err
+	}
+	r.done.Add(3)
+	go r.applyLoop()
+	go r.ackLoop()
+	go r.directLoop()
+	r.mu.Lock()
+	r.timer = time.AfterFunc(expiryInterval, r.expireTick)
+	r.mu.Unlock()
+	return nil
+}
+
+// subscribe replaces the stream's subscriptions: its subjects, and the
+// direct-get subjects when allow_direct is set.
+func (r *runner) subscribe(cfg stream.Config) error {
+	subs := make([]Subscription, 0, len(cfg.Subjects)+2)
+	fail := func(err error) error {
+		for _, s := range subs {
+			s.Unsubscribe()
+		}
+		return err
+	}
+	for _, subj := range cfg.Subjects {
+		sub, err := r.js.tr.Subscribe(subj, "", r.handlePublish)
+		if err != nil {
+			return fail(err)
+		}
+		subs = append(subs, sub)
+	}
+	if cfg.AllowDirect {
+		ds, err := r.subscribeDirect()
+		if err != nil {
+			return fail(err)
+		}
+		subs = append(subs, ds...)
+	}
+	r.mu.Lock()
+	old := r.subs
+	r.subs = subs
+	r.mu.Unlock()
+	for _, s := range old {
+		s.Unsubscribe()
+	}
+	return nil
+}
+
+// handlePublish runs on the publisher's goroutine: it copies the message
+// into an entry stamped with the current time and queues it, or answers
+// 429 / 10167 at once when the queue is full.
+func (r *runner) handlePublish(subject, reply string, hdr, data []byte) {
+	buf := make([]byte, len(hdr)+len(data))
+	copy(buf, hdr)
+	copy(buf[len(hdr):], data)
+	e := stream.Entry{Subject: subject, Data: buf[len(hdr):], Time: r.js.now().UnixNano()}
+	if len(hdr) > 0 {
+		e.Header = buf[:len(hdr):len(hdr)]
+	}
+	if !r.in.push(item{entry: e, reply: reply}) && reply != "" {
+		res := stream.Result{Err: jserr.New(jserr.StreamTooManyRequests)}
+		r.js.tr.Publish(reply, "", nil, stream.AppendPubAck(nil, r.name, res, ""))
+	}
+}
+
+// do runs op on the apply goroutine and waits for it. It returns false if
+// the stream has stopped.
+func (r *runner) do(op func(*stream.Stream)) bool {
+	done := make(chan struct{})
+	if !r.in.pushOp(item{op: func(s *stream.Stream) { op(s); close(done) }}) {
+		return false
+	}
+	<-done
+	return true
+}
+
+func (r *runner) applyLoop() {
+	defer r.done.Done()
+	defer r.acks.close()
+	var batch []item
+	for {
+		var ok bool
+		if batch, ok = r.in.take(batch); !ok {
+			return
+		}
+		for i := range batch {
+			r.applyOne(&batch[i])
+			batch[i] = item{}
+		}
+	}
+}
+
+func (r *runner) applyOne(it *item) {
+	if it.op != nil {
+		it.op(r.st)
+		return
+	}
+	res := r.st.Apply(it.entry)
+	if it.reply == "" || r.noAck() {
+		return
+	}
+	a := ack{reply: it.reply, payload: stream.AppendPubAck(nil, r.name, res, "")}
+	if res.Err == nil {
+		a.waitSeq = res.Seq
+	}
+	r.acks.push(a)
+}
+
+func (r *runner) noAck() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cfg.NoAck
+}
+
+// ackLoop sends PubAcks in order, each only after the store made its
+// message durable: one WaitDurable covers every ack queued meanwhile
+// (group commit). If the store cannot make them durable, every waiting
+// publish gets an error PubAck instead.
+func (r *runner) ackLoop() {
+	defer r.done.Done()
+	var batch []ack
+	for {
+		var ok bool
+		if batch, ok = r.acks.take(batch); !ok {
+			return
+		}
+		err := r.waitDurable(batch)
+		for _, a := range batch {
+			payload := a.payload
+			if err != nil && a.waitSeq > 0 {
+				payload = stream.AppendPubAck(nil, r.name, stream.Result{Err: storeFailed(err)}, "")
+			}
+			r.js.tr.Publish(a.reply, "", nil, payload)
+		}
+	}
+}
+
+func (r *runner) waitDurable(batch []ack) error {
+	var top uint64
+	for _, a := range batch {
+		top = max(top, a.waitSeq)
+	}
+	if top == 0 {
+		return nil
+	}
+	return r.store.WaitDurable(top)
+}
+
+// storeFailed is the PubAck error for a message the store could not make
+// durable (10077 with the store's text).
+func storeFailed(err error) *jserr.Error {
+	return jserr.New(jserr.StreamStoreFailed, jserr.Sub("err", err))
+}
+
+// expireTick applies max_age and the duplicate window on the apply
+// goroutine, then re-arms itself.
+func (r *runner) expireTick() {
+	now := r.js.now().UnixNano()
+	r.in.pushOp(item{op: func(s *stream.Stream) {
+		if _, err := s.Store().ExpireUpTo(now); err != nil && !errors.Is(err, store.ErrClosed) {
+			r.js.logf("stream %s: expire: %v", r.name, err)
+		}
+		s.ExpireDedupe(now)
+	}})
+	r.mu.Lock()
+	if !r.stopped {
+		r.timer.Reset(expiryInterval)
+	}
+	r.mu.Unlock()
+}
+
+// stop unsubscribes, drains the queues (every queued publish is still
+// applied and acknowledged), waits for the goroutines and closes the
+// store.
+func (r *runner) stop() error {
+	r.mu.Lock()
+	r.stopped = true
+	subs := r.subs
+	r.subs = nil
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	r.mu.Unlock()
+	for _, s := range subs {
+		s.Unsubscribe()
+	}
+	r.in.close()
+	r.direct.close()
+	r.done.Wait()
+	return r.store.Close()
+}
+
+// config returns a copy of the stream's current config.
+func (r *runner) config() stream.Config {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cfg.Clone()
+}

@@ -1,0 +1,253 @@
+package jetstream
+
+import (
+	"errors"
+	"path"
+
+	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/stream"
+)
+
+// AddStream creates a stream (protocol.md section 2.6.2). The config is
+// defaulted and validated here; creating a stream that exists with the
+// same config returns its info, with another config 10058; subjects that
+// overlap another stream's give 10065.
+func (js *JetStream) AddStream(cfg stream.Config) (*StreamInfo, *jserr.Error) {
+	cfg.SetStaticMetadata()
+	if err := cfg.CheckCreate(); err != nil {
+		return nil, err
+	}
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	if js.closed {
+		return nil, jserr.New(jserr.NotEnabled)
+	}
+	if r := js.streams[cfg.Name]; r != nil {
+		return js.existing(r, cfg)
+	}
+	if js.overlapsLocked(cfg.Name, cfg.Subjects) {
+		return nil, jserr.New(jserr.StreamSubjectOverlap)
+	}
+	r, err := js.createLocked(cfg)
+	if err != nil {
+		return nil, jserr.From(err, jserr.StreamCreate)
+	}
+	return r.info(InfoOptions{}), nil
+}
+
+// existing answers a create of a stream that already exists: its info
+// when the config is the same (nats-server compares after copying the
+// versioning metadata), else 10058.
+func (js *JetStream) existing(r *runner, cfg stream.Config) (*StreamInfo, *jserr.Error) {
+	cur := r.config()
+	cfg.CopyVersionMetadata(&cur)
+	if !cfg.Equal(&cur) {
+		return nil, jserr.New(jserr.StreamNameExist)
+	}
+	return r.info(InfoOptions{}), nil
+}
+
+// createLocked writes the metadata, opens the store and starts the
+// runner. The caller holds mu.
+func (js *JetStream) createLocked(cfg stream.Config) (*runner, error) {
+	dir := js.streamDir(cfg.Name)
+	if err := js.cfg.FS.MkdirAll(dir); err != nil {
+		return nil, err
+	}
+	if err := js.cfg.FS.SyncDir(js.streamsDir()); err != nil {
+		return nil, err
+	}
+	created := js.now().UTC()
+	if err := writeMeta(js.cfg.FS, dir, metaFile{Config: cfg, Created: created}); err != nil {
+		return nil, err
+	}
+	r, err := js.openRunner(cfg, created, dir)
+	if err != nil {
+		return nil, err
+	}
+	js.streams[cfg.Name] = r
+	return r, nil
+}
+
+// UpdateStream changes a stream's config within what nats-server allows
+// (protocol.md section 3.10).
+func (js *JetStream) UpdateStream(cfg stream.Config) (*StreamInfo, *jserr.Error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	r := js.streams[cfg.Name]
+	if r == nil {
+		return nil, jserr.New(jserr.StreamNotFound)
+	}
+	old := r.config()
+	cfg.SetStaticMetadata()
+	if err := stream.CheckUpdate(&old, &cfg); err != nil {
+		return nil, err
+	}
+	if js.overlapsLocked(cfg.Name, cfg.Subjects) {
+		return nil, jserr.New(jserr.StreamSubjectOverlap)
+	}
+	if err := js.applyUpdate(r, cfg); err != nil {
+		return nil, jserr.From(err, jserr.StreamUpdate)
+	}
+	return r.info(InfoOptions{}), nil
+}
+
+// applyUpdate persists the new config, hands it to the state machine and
+// moves the subscriptions.
+func (js *JetStream) applyUpdate(r *runner, cfg stream.Config) error {
+	if err := writeMeta(js.cfg.FS, r.dir, metaFile{Config: cfg, Created: r.created}); err != nil {
+		return err
+	}
+	var err error
+	if !r.do(func(s *stream.Stream) { err = s.SetConfig(cfg) }) {
+		return store.ErrClosed
+	}
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.cfg = cfg.Clone()
+	r.mu.Unlock()
+	return r.subscribe(cfg)
+}
+
+// DeleteStream stops a stream and removes its files.
+func (js *JetStream) DeleteStream(name string) *jserr.Error {
+	js.mu.Lock()
+	r := js.streams[name]
+	delete(js.streams, name)
+	js.mu.Unlock()
+	if r == nil {
+		return jserr.New(jserr.StreamNotFound)
+	}
+	if err := r.stop(); err != nil && !errors.Is(err, store.ErrClosed) {
+		js.logf("jetstream: stream %s: close before delete: %v", name, err)
+	}
+	if err := removeAll(js.cfg.FS, r.dir); err != nil {
+		return jserr.From(err, jserr.StreamDelete)
+	}
+	if err := js.cfg.FS.SyncDir(js.streamsDir()); err != nil {
+		return jserr.From(err, jserr.StreamDelete)
+	}
+	return nil
+}
+
+// removeAll removes dir and everything under it through fs.
+func removeAll(fs interface {
+	ReadDir(string) ([]string, error)
+	Stat(string) (int64, bool, error)
+	Remove(string) error
+}, dir string) error {
+	names, err := fs.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		p := path.Join(dir, n)
+		_, isDir, err := fs.Stat(p)
+		if err != nil {
+			return err
+		}
+		if isDir {
+			err = removeAll(fs, p)
+		} else {
+			err = fs.Remove(p)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return fs.Remove(dir)
+}
+
+// StreamInfo returns a stream's info, or 10059.
+func (js *JetStream) StreamInfo(name string, opts InfoOptions) (*StreamInfo, *jserr.Error) {
+	r, err := js.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return r.info(opts), nil
+}
+
+// Purge removes messages from a stream as req selects (protocol.md
+// section 6.4) and returns how many. deny_purge gives 10110, a sealed
+// stream 10109, seq with keep 10003, a store failure 10051.
+func (js *JetStream) Purge(name string, req store.PurgeRequest) (uint64, *jserr.Error) {
+	r, jerr := js.lookup(name)
+	if jerr != nil {
+		return 0, jerr
+	}
+	cfg := r.config()
+	switch {
+	case cfg.Sealed:
+		return 0, jserr.New(jserr.StreamSealed)
+	case cfg.DenyPurge:
+		return 0, jserr.New(jserr.StreamPurgeFailed, jserr.Sub("err", "stream purge not permitted"))
+	case req.Seq > 0 && req.Keep > 0:
+		return 0, jserr.New(jserr.BadRequest)
+	}
+	var n uint64
+	var err error
+	if !r.do(func(s *stream.Stream) { n, err = s.Store().Purge(req) }) {
+		return 0, jserr.New(jserr.StreamNotFound)
+	}
+	if err != nil {
+		return 0, jserr.From(err, jserr.StreamGeneralError)
+	}
+	return n, nil
+}
+
+// DeleteMsg removes one message (protocol.md section 2.6.8): 10057 with
+// deny_delete or for sequence 0 or past the end, 10109 when sealed, 10043
+// when there is no such message.
+func (js *JetStream) DeleteMsg(name string, seq uint64) *jserr.Error {
+	r, jerr := js.lookup(name)
+	if jerr != nil {
+		return jerr
+	}
+	cfg := r.config()
+	switch {
+	case cfg.Sealed:
+		return jserr.New(jserr.StreamSealed)
+	case cfg.DenyDelete:
+		return jserr.New(jserr.StreamMsgDeleteFailed, jserr.Sub("err", "message delete not permitted"))
+	}
+	if cfg.Storage == stream.FileStorage {
+		if jerr := outOfRange(r.store, seq); jerr != nil {
+			return jerr
+		}
+	}
+	var err error
+	if !r.do(func(s *stream.Stream) { err = s.Store().Delete(seq) }) {
+		return jserr.New(jserr.StreamNotFound)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return jserr.New(jserr.SequenceNotFound, jserr.Sub("seq", seq))
+	}
+	if err != nil {
+		return jserr.From(err, jserr.StreamMsgDeleteFailed)
+	}
+	return nil
+}
+
+// outOfRange answers a delete of sequence 0 or past the last sequence as
+// nats-server v2.15.2's file store does: 10057 with the store's text (its
+// memory store answers 10043 like any other missing sequence).
+func outOfRange(st store.Store, seq uint64) *jserr.Error {
+	switch {
+	case seq == 0:
+		return jserr.New(jserr.StreamMsgDeleteFailed, jserr.Sub("err", "no message found"))
+	case seq > st.State(false).LastSeq:
+		return jserr.New(jserr.StreamMsgDeleteFailed, jserr.Sub("err", "stream store EOF"))
+	}
+	return nil
+}

@@ -1,0 +1,196 @@
+package jsapi
+
+import (
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/jetstream"
+	"github.com/cairnmq/cairn/internal/jserr"
+)
+
+// APILevel is the JetStream API level cairn implements (protocol.md section
+// 0 item 2): 0 until per-message TTLs land. It is advertised in
+// $JS.API.INFO and checked against Nats-Required-Api-Level; the engine
+// must be configured with the same level (jetstream.Config.APILevel), which
+// it reports as _nats.level in stream configs.
+const APILevel = 0
+
+// Defaults of Options.
+const (
+	DefaultWorkers  = 4
+	DefaultQueueLen = 10_000 // nats-server JSDefaultRequestQueueLimit
+)
+
+// Options configures the API. Zero values mean the defaults.
+type Options struct {
+	Workers  int // goroutines serving requests; 0 = DefaultWorkers
+	QueueLen int // requests waiting at most; 0 = DefaultQueueLen
+	Logf     func(format string, args ...any)
+}
+
+func (o *Options) setDefaults() {
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.QueueLen <= 0 {
+		o.QueueLen = DefaultQueueLen
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+}
+
+// API serves the $JS.API subjects for one JetStream engine.
+type API struct {
+	js   *jetstream.JetStream
+	tr   jetstream.Transport
+	opts Options
+
+	queue   chan *request
+	done    chan struct{}
+	closed  atomic.Bool
+	workers sync.WaitGroup
+
+	subsMu sync.Mutex // guards subs
+	subs   []jetstream.Subscription
+
+	total   atomic.Uint64 // responses counted in api.total
+	errors  atomic.Uint64 // error responses, api.errors
+	dropped atomic.Uint64 // requests dropped since the last warning
+	warnAt  atomic.Int64  // unix nanoseconds of the last drop warning
+}
+
+// New starts the workers and subscribes to the API subjects through tr.
+func New(js *jetstream.JetStream, tr jetstream.Transport, opts Options) (*API, error) {
+	if js == nil || tr == nil {
+		return nil, errors.New("jsapi: New needs a JetStream and a Transport")
+	}
+	opts.setDefaults()
+	a := &API{
+		js: js, tr: tr, opts: opts,
+		queue: make(chan *request, opts.QueueLen),
+		done:  make(chan struct{}),
+	}
+	for range opts.Workers {
+		a.workers.Add(1)
+		go a.work()
+	}
+	if err := a.subscribe(); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *API) subscribe() error {
+	for _, subj := range apiSubjects {
+		sub, err := a.tr.Subscribe(subj, "", a.enqueue)
+		if err != nil {
+			return err
+		}
+		a.subsMu.Lock()
+		a.subs = append(a.subs, sub)
+		a.subsMu.Unlock()
+	}
+	return nil
+}
+
+// Close unsubscribes and stops the workers after the requests they are
+// serving; requests still queued are dropped. Close may be called more
+// than once.
+func (a *API) Close() {
+	if !a.closed.CompareAndSwap(false, true) {
+		return
+	}
+	a.subsMu.Lock()
+	subs := a.subs
+	a.subs = nil
+	a.subsMu.Unlock()
+	for _, s := range subs {
+		s.Unsubscribe()
+	}
+	close(a.done)
+	a.workers.Wait()
+}
+
+// enqueue is the subscription handler. It runs on the publisher's read
+// loop: it copies the message and queues it without blocking.
+func (a *API) enqueue(subject, reply string, hdr, data []byte) {
+	if a.closed.Load() {
+		return
+	}
+	select {
+	case a.queue <- newRequest(subject, reply, hdr, data):
+	default:
+		a.warnDropped(subject)
+	}
+}
+
+// warnDropped counts a dropped request and logs at most one warning a
+// second with the number dropped since the previous one.
+func (a *API) warnDropped(subject string) {
+	n := a.dropped.Add(1)
+	now := time.Now().UnixNano()
+	last := a.warnAt.Load()
+	if now-last < int64(time.Second) || !a.warnAt.CompareAndSwap(last, now) {
+		return
+	}
+	n = a.dropped.Swap(0)
+	a.opts.Logf("jsapi: request queue full (%d), dropped %d request(s), last on %q", a.opts.QueueLen, n, subject)
+}
+
+func (a *API) work() {
+	defer a.workers.Done()
+	for {
+		select {
+		case r := <-a.queue:
+			a.serve(r)
+		case <-a.done:
+			return
+		}
+	}
+}
+
+// serve answers one request: exactly one response to its reply subject,
+// none when it has no reply subject.
+func (a *API) serve(r *request) {
+	body, ok := a.answer(r)
+	if !ok || r.reply == "" {
+		return
+	}
+	a.tr.Publish(r.reply, "", nil, body)
+}
+
+// answer runs the request's endpoint and encodes the response; ok is false
+// when nothing is to be sent.
+func (a *API) answer(r *request) (body []byte, ok bool) {
+	ep, found := route(r)
+	if !found {
+		return a.encode(unknownEndpoint, &apiResponse{}, jserr.New(jserr.BadRequest), true)
+	}
+	resp, err := ep.handle(a, r)
+	return a.encode(ep, resp, err, !ep.untracked || err != nil)
+}
+
+// encode fills in the type and error of resp, counts it in the API
+// statistics when track is set, and marshals it.
+func (a *API) encode(ep endpoint, resp response, err *jserr.Error, track bool) ([]byte, bool) {
+	base := resp.base()
+	base.Type = typePrefix + ep.typ
+	base.Error = err
+	body, merr := json.Marshal(resp)
+	if merr != nil {
+		a.opts.Logf("jsapi: encode %s response: %v", ep.typ, merr)
+		return nil, false
+	}
+	if track {
+		a.total.Add(1)
+		if base.Error != nil && !base.errorIsResult {
+			a.errors.Add(1)
+		}
+	}
+	return body, true
+}

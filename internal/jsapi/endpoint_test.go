@@ -1,0 +1,78 @@
+package jsapi
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cairnmq/cairn/internal/jetstream"
+)
+
+// TestCairnOnlyAnswers: answers that differ from nats-server v2.15.2
+// because the engine lacks the feature (the golden file holds the rest).
+func TestCairnOnlyAnswers(t *testing.T) {
+	_, _, tr := testAPI(t, Options{})
+	c := newClient(t, tr)
+	c.request("$JS.API.STREAM.CREATE.S", `{"name":"S","storage":"memory"}`, nil)
+	cases := []struct{ subj, body, want string }{
+		// start_time needs a by-time lookup the engine does not have yet:
+		// nats-server returns the first message at or after the time.
+		{"$JS.API.STREAM.MSG.GET.S", `{"start_time":"2000-01-01T00:00:00Z"}`,
+			`{"type":"io.nats.jetstream.api.v1.stream_msg_get_response","error":{"code":400,"err_code":10003,"description":"bad request"}}`},
+		{"$JS.API.STREAM.MSG.GET.NOPE", `{"start_time":"2000-01-01T00:00:00Z","next_by_subj":"a"}`,
+			`{"type":"io.nats.jetstream.api.v1.stream_msg_get_response","error":{"code":404,"err_code":10059,"description":"stream not found"}}`},
+		// Consumers (issue 5): a create that passes nats-server's checks.
+		{"$JS.API.CONSUMER.CREATE.S.C", `{"stream_name":"S","config":{"durable_name":"C","ack_policy":"explicit"}}`,
+			`{"type":"io.nats.jetstream.api.v1.consumer_create_response","error":{"code":500,"err_code":10012,"description":"consumers are not implemented yet"}}`},
+		{"$JS.API.CONSUMER.CREATE.S", `{"stream_name":"S","config":{"name":"E"},"action":"create"}`,
+			`{"type":"io.nats.jetstream.api.v1.consumer_create_response","error":{"code":500,"err_code":10012,"description":"consumers are not implemented yet"}}`},
+		{"$JS.API.CONSUMER.CREATE.S.C.a.>", `{"stream_name":"S","config":{"filter_subject":"a.>"},"action":""}`,
+			`{"type":"io.nats.jetstream.api.v1.consumer_create_response","error":{"code":500,"err_code":10012,"description":"consumers are not implemented yet"}}`},
+		{"$JS.API.CONSUMER.DURABLE.CREATE.S.C", `{"stream_name":"S","config":{"durable_name":"C"}}`,
+			`{"type":"io.nats.jetstream.api.v1.consumer_create_response","error":{"code":500,"err_code":10012,"description":"consumers are not implemented yet"}}`},
+	}
+	for _, tc := range cases {
+		if got := c.request(tc.subj, tc.body, nil); got != tc.want {
+			t.Errorf("%s %s\n got: %s\nwant: %s", tc.subj, tc.body, got, tc.want)
+		}
+	}
+}
+
+// TestMemoryMessage: MSG.GET on a memory stream returns the header block
+// and payload in base64, and no_hdr leaves the header out.
+func TestMemoryMessage(t *testing.T) {
+	_, _, tr := testAPI(t, Options{})
+	c := newClient(t, tr)
+	c.request("$JS.API.STREAM.CREATE.S", `{"name":"S","storage":"memory"}`, nil)
+	if ack := c.request("S", "two", header("H1: v1")); ack != `{"stream":"S","seq":1}` {
+		t.Fatalf("PubAck %s", ack)
+	}
+	got := normalize(c.request("$JS.API.STREAM.MSG.GET.S", `{"seq":1}`, nil))
+	want := `{"type":"io.nats.jetstream.api.v1.stream_msg_get_response","message":{"subject":"S","seq":1,"hdrs":"TkFUUy8xLjANCkgxOiB2MQ0KDQo=","data":"dHdv","time":"<time>"}}`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	got = normalize(c.request("$JS.API.STREAM.MSG.GET.S", `{"last_by_subj":"S","no_hdr":true}`, nil))
+	want = `{"type":"io.nats.jetstream.api.v1.stream_msg_get_response","message":{"subject":"S","seq":1,"data":"dHdv","time":"<time>"}}`
+	if got != want {
+		t.Errorf("no_hdr: got  %s\nwant %s", got, want)
+	}
+}
+
+// TestAccountLimits: the engine's account limits reach $JS.API.INFO.
+func TestAccountLimits(t *testing.T) {
+	tr := newMemTransport()
+	js, err := jetstream.New(jetstream.Config{StoreDir: t.TempDir(), MaxMemory: 1 << 20, MaxStore: 1 << 30}, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.Shutdown()
+	a, err := New(js, tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	got := newClient(t, tr).request("$JS.API.INFO", "", nil)
+	if !strings.Contains(got, `"limits":{"max_memory":1048576,"max_storage":1073741824,"max_streams":-1,`) {
+		t.Errorf("INFO %s", got)
+	}
+}

@@ -1,0 +1,107 @@
+package jsapi
+
+import (
+	"github.com/cairnmq/cairn/internal/jetstream"
+	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/stream"
+)
+
+// StreamConfig is stream.Config under the name nats-server gives it, so
+// that a decoding error names the field as nats-server v2.15.2 does:
+// "invalid JSON: json: cannot unmarshal number into Go struct field
+// StreamConfigRequest.StreamConfig.name of type string".
+type StreamConfig = stream.Config
+
+// StreamConfigRequest is the body of STREAM.CREATE and STREAM.UPDATE
+// (protocol.md sections 2.6.2 and 2.6.3): a StreamConfig that may also
+// carry "pedantic". Pedantic is accepted and ignored: the engine has no
+// pedantic mode yet.
+type StreamConfigRequest struct {
+	StreamConfig
+	Pedantic bool `json:"pedantic,omitempty"`
+}
+
+// streamCreateResponse is the STREAM.CREATE response: the StreamInfo keys
+// inline, then did_create. nats-server v2.15.2 sends no "cluster" here
+// (only STREAM.INFO has it) and did_create:true on every success,
+// including an identical re-create.
+type streamCreateResponse struct {
+	apiResponse
+	*jetstream.StreamInfo
+	DidCreate bool `json:"did_create,omitempty"`
+}
+
+// streamUpdateResponse is the STREAM.UPDATE response: the StreamInfo keys
+// inline, without "cluster" (as nats-server v2.15.2 sends it).
+type streamUpdateResponse struct {
+	apiResponse
+	*jetstream.StreamInfo
+}
+
+// streamCreate follows nats-server v2.15.2 jsStreamCreateRequest: level
+// (10185), JSON (10025), static metadata (so that the name check sees the
+// config nats-server sees; the engine sets it again), name equal to the
+// subject token
+// (10056; an empty body or name gives 10056 too, nothing is taken from the
+// subject), then the engine (10128, sealed, mirror_direct, validation,
+// 10058, 10065, ...).
+func streamCreate(a *API, r *request) (response, *jserr.Error) {
+	resp := &streamCreateResponse{}
+	if err := r.checkLevel(); err != nil {
+		return resp, err
+	}
+	var req StreamConfigRequest
+	if err := decode(r.data, &req); err != nil {
+		return resp, err
+	}
+	cfg := req.StreamConfig
+	cfg.SetStaticMetadata()
+	if cfg.Name != r.stream {
+		return resp, jserr.New(jserr.StreamMismatch)
+	}
+	si, err := a.js.AddStream(cfg)
+	if err != nil {
+		return resp, err
+	}
+	resp.StreamInfo = a.changed(si)
+	resp.DidCreate = true
+	return resp, nil
+}
+
+// streamUpdate follows nats-server v2.15.2 jsStreamUpdateRequest: level,
+// JSON, defaults and validation (so an empty body gives 10052 before the
+// name check), the name check (10056), static metadata, then the engine
+// (10059, update rules, 10065).
+func streamUpdate(a *API, r *request) (response, *jserr.Error) {
+	resp := &streamUpdateResponse{}
+	if err := r.checkLevel(); err != nil {
+		return resp, err
+	}
+	var req StreamConfigRequest
+	if err := decode(r.data, &req); err != nil {
+		return resp, err
+	}
+	cfg := req.StreamConfig
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return resp, err
+	}
+	if cfg.Name != r.stream {
+		return resp, jserr.New(jserr.StreamMismatch)
+	}
+	cfg.SetStaticMetadata()
+	si, err := a.js.UpdateStream(cfg)
+	if err != nil {
+		return resp, err
+	}
+	resp.StreamInfo = a.changed(si)
+	return resp, nil
+}
+
+// changed prepares the info a create or update returns: as the engine
+// gives it (the config with the server's version metadata), without
+// cluster.
+func (a *API) changed(si *jetstream.StreamInfo) *jetstream.StreamInfo {
+	si.Cluster = nil
+	return si
+}
