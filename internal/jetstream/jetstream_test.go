@@ -158,3 +158,29 @@ func TestCorruptMetadataIsReportedAndKept(t *testing.T) {
 		t.Fatalf("corrupt stream files were removed: %v", err)
 	}
 }
+
+func TestStreamActionAdvisories(t *testing.T) {
+	tr := newMemTransport()
+	js := newTestJS(t, vfs.NewCrashFS(), tr)
+	defer js.Shutdown()
+	created, updated, deleted := tr.inbox("$JS.EVENT.ADVISORY.STREAM.CREATED.ORDERS"),
+		tr.inbox("$JS.EVENT.ADVISORY.STREAM.UPDATED.ORDERS"), tr.inbox("$JS.EVENT.ADVISORY.STREAM.DELETED.ORDERS")
+	cfg := ordersConfig(stream.MemoryStorage)
+	if _, err := js.AddStream(cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxMsgs = 5
+	if _, err := js.UpdateStream(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream("ORDERS"); err != nil {
+		t.Fatal(err)
+	}
+	for in, action := range map[*inbox]string{created: "create", updated: "modify", deleted: "delete"} {
+		got := in.next(t)
+		want := `"type":"io.nats.jetstream.advisory.v1.stream_action"`
+		if !strings.Contains(got, want) || !strings.Contains(got, `"stream":"ORDERS","action":"`+action+`"`) {
+			t.Errorf("advisory %q lacks %s or action %s", got, want, action)
+		}
+	}
+}

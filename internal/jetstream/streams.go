@@ -37,6 +37,7 @@ func (js *JetStream) AddStream(cfg stream.Config) (*StreamInfo, *jserr.Error) {
 	if err != nil {
 		return nil, jserr.From(err, jserr.StreamCreate)
 	}
+	js.adviseStream(cfg.Name, actionCreate)
 	return r.info(InfoOptions{}), nil
 }
 
@@ -98,6 +99,7 @@ func (js *JetStream) UpdateStream(cfg stream.Config) (*StreamInfo, *jserr.Error)
 	if err := js.applyUpdate(r, cfg); err != nil {
 		return nil, jserr.From(err, jserr.StreamUpdate)
 	}
+	js.adviseStream(cfg.Name, actionModify)
 	return r.info(InfoOptions{}), nil
 }
 
@@ -138,6 +140,7 @@ func (js *JetStream) DeleteStream(name string) *jserr.Error {
 	if err := js.cfg.FS.SyncDir(js.streamsDir()); err != nil {
 		return jserr.From(err, jserr.StreamDelete)
 	}
+	js.adviseStream(name, actionDelete)
 	return nil
 }
 

@@ -1,0 +1,50 @@
+package jetstream
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/nats-io/nuid"
+)
+
+// Stream actions, as nats-server v2.15.2 names them in advisories
+// (jetstream_events.go ActionAdvisoryType).
+const (
+	actionCreate = "create"
+	actionModify = "modify"
+	actionDelete = "delete"
+)
+
+// streamActionAdvisory is nats-server's JSStreamActionAdvisory
+// (protocol.md section 5.5): type, id, timestamp, stream, action.
+type streamActionAdvisory struct {
+	Type   string    `json:"type"`
+	ID     string    `json:"id"`
+	Time   time.Time `json:"timestamp"`
+	Stream string    `json:"stream"`
+	Action string    `json:"action"`
+}
+
+// advisorySubjects maps an action to its subject prefix.
+var advisorySubjects = map[string]string{
+	actionCreate: "$JS.EVENT.ADVISORY.STREAM.CREATED.",
+	actionModify: "$JS.EVENT.ADVISORY.STREAM.UPDATED.",
+	actionDelete: "$JS.EVENT.ADVISORY.STREAM.DELETED.",
+}
+
+// adviseStream publishes the stream action advisory on
+// $JS.EVENT.ADVISORY.STREAM.<CREATED|UPDATED|DELETED>.<stream>. Nobody
+// has to listen.
+func (js *JetStream) adviseStream(name, action string) {
+	b, err := json.Marshal(streamActionAdvisory{
+		Type:   "io.nats.jetstream.advisory.v1.stream_action",
+		ID:     nuid.Next(),
+		Time:   js.now().UTC(),
+		Stream: name,
+		Action: action,
+	})
+	if err != nil { // strings and a time always encode
+		return
+	}
+	js.tr.Publish(advisorySubjects[action]+name, "", nil, b)
+}
