@@ -2,21 +2,24 @@
 # Compares cairn with nats-server v2.15.2 using `nats bench` (natscli v0.5.0).
 #
 # For every scenario and every round it starts cairn and nats-server one
-# after the other (alternating which goes first) on a free loopback port with
-# the same flags, runs the same `nats bench` command against each, and
-# records the msgs/s that natscli reports and the server's peak RSS (VmHWM).
+# after the other (rotating which goes first) on a free loopback port with
+# the same flags, runs the same `nats` commands against each, and records the
+# msgs/s that natscli reports and the server's peak RSS (VmHWM). A scenario
+# may name an anchor: a third server, nats-server again with a JetStream
+# configuration file (e.g. `sync_interval: always`), run in the same rounds.
 # It prints a markdown table of medians and ratios and writes it to
 # bench/out/latest.md (raw samples: bench/out/latest-raw.csv).
 #
 # Usage: bench/compare.sh
 # Environment:
-#   ROUNDS=5             rounds per scenario (each round runs both servers once)
-#   SCENARIOS=regex      run only the scenarios whose name matches (grep -E)
+#   ROUNDS=5             rounds per scenario (each round runs every server once)
+#   SCENARIOS=regex      run only the scenarios whose name matches (grep -E),
+#                        e.g. SCENARIOS=js for the JetStream ones
 #   CAIRN_BIN=path       use this binary as "cairn" instead of building bin/cairn
 #                        (e.g. CAIRN_BIN=~/go/bin/nats-server to test this script)
 #   NATS_SERVER_BIN=path nats-server to compare with (default: v2.15.2 from GOBIN)
 #   NATS_BIN=path        natscli (default: v0.5.0 from GOBIN)
-#   BENCH_TIMEOUT=300    seconds before one `nats bench` command is abandoned
+#   BENCH_TIMEOUT=300    seconds before one `nats` command is abandoned
 #   DRAIN_GRACE=30       seconds the measured clients may run on after the driver ends
 #   KEEP_WORK=1          keep the temporary folder with server logs and outputs
 set -euo pipefail
@@ -34,21 +37,46 @@ NATSCLI_VERSION="v0.5.0"
 
 # ---------------------------------------------------------------------------
 # Scenarios, one per line:
-#   name | extra server flags | setup | measure | drive
-# setup, measure and drive are arguments to `nats bench` (the script adds the
-# server URL and --no-progress).
-#   setup   (optional) runs to completion first, e.g. to fill a stream;
+#   name | extra server flags | setup | measure | drive | anchor
+# measure and drive are arguments to `nats bench` (the script adds the server
+# URL and --no-progress).
+#   setup   (optional) runs to completion first, e.g. to create or fill a
+#           stream: one or more steps separated by ";". A step is arguments
+#           to `nats bench`, or, after the prefix "nats:", arguments to any
+#           `nats` command (the script adds --no-context and the server URL),
+#           e.g. "nats: stream add S --subjects s --storage file --defaults";
 #   measure runs next; its reported msgs/s is the result;
 #   drive   (optional) starts once measure's clients are running (natscli
 #           logs "[1] Starting ...") and runs alongside it, e.g. the
-#           publisher feeding a measured subscriber.
+#           publisher feeding a measured subscriber;
+#   anchor  (optional) options for a jetstream block, e.g.
+#           "sync_interval: always": then a third server, nats-server with
+#           the same flags (less -sd) plus `-c <file>` holding
+#           `jetstream { store_dir: "{STORE}", <anchor> }`, runs in every round
+#           too, and the table gets its median and the ratio cairn/anchor.
 # In the server flags, {STORE} becomes a fresh empty folder per run (for -sd).
-# To add a JetStream scenario, e.g.:
-#   js pub 128B x200k | -js -sd {STORE} | | js pub bench.js --create --size 128 --msgs 200000 |
-SCENARIO_LIST='
+#
+# The JetStream scenarios create the stream with a plain `nats stream add`
+# rather than `nats bench js pub --create`, which asks for allow_atomic and
+# allow_batched (API level 3). `nats bench js pub sync` has no --batch (one
+# publish in flight per client); async keeps up to 500 in flight per client.
+JS_FLAGS='-js -sd {STORE}'
+JS_ADD_FILE='nats: stream add benchstream --subjects bench.js --storage file --defaults'
+JS_ADD_MEM='nats: stream add benchstream --subjects bench.js --storage memory --defaults'
+JS_PUB='bench.js --stream benchstream --size 128'
+SCENARIO_LIST="
 pub 128B x1M             | | | pub bench.pub --size 128 --msgs 1000000 |
 pub+sub 128B x1M (sub)   | | | sub bench.ps --size 128 --msgs 1000000 | pub bench.ps --size 128 --msgs 1000000
-'
+js pub async file 1c x200k | $JS_FLAGS | $JS_ADD_FILE | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 1 | | sync_interval: always
+js pub async file 4c x200k | $JS_FLAGS | $JS_ADD_FILE | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 4 | | sync_interval: always
+js pub sync file 1c x10k   | $JS_FLAGS | $JS_ADD_FILE | js pub sync $JS_PUB --msgs 10000 --clients 1 | | sync_interval: always
+js pub sync file 4c x10k   | $JS_FLAGS | $JS_ADD_FILE | js pub sync $JS_PUB --msgs 10000 --clients 4 | | sync_interval: always
+js pub async mem 1c x200k  | $JS_FLAGS | $JS_ADD_MEM | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 1 |
+js pub async mem 4c x200k  | $JS_FLAGS | $JS_ADD_MEM | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 4 |
+js pub sync mem 1c x20k    | $JS_FLAGS | $JS_ADD_MEM | js pub sync $JS_PUB --msgs 20000 --clients 1 |
+js pub sync mem 4c x20k    | $JS_FLAGS | $JS_ADD_MEM | js pub sync $JS_PUB --msgs 20000 --clients 4 |
+"
+
 
 # ---------------------------------------------------------------------------
 log() { printf '[compare] %s\n' "$*" >&2; }
@@ -201,23 +229,32 @@ peak_rss_kib() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null || ech
 
 # rate_of file: the msgs/sec of the (aggregated) stats line natscli prints.
 rate_of() {
+	[[ -f "$1" ]] || return 0
 	sed -nE 's/.*stats: ([0-9,]+) msgs\/sec.*/\1/p' "$1" | tail -n 1 | tr -d ,
 }
 
-# bench_bg outfile url args... : starts `nats bench` in the background, bounded
-# by BENCH_TIMEOUT; sets BG_PID. Waiting on a background job (rather than
-# running it in the foreground) keeps Ctrl-C and TERM responsive: the traps
-# run at once and stop everything this script started.
+# nats_bg outfile url args... : starts `nats --no-context -s url args...` in
+# the background, bounded by BENCH_TIMEOUT; sets BG_PID. Waiting on a
+# background job (rather than running it in the foreground) keeps Ctrl-C and
+# TERM responsive: the traps run at once and stop everything this script
+# started.
 BG_PID=""
-bench_bg() {
+nats_bg() {
 	local out="$1" url="$2"
 	shift 2
-	timeout -k 5 "$BENCH_TIMEOUT" "$NATS_BIN" --no-context -s "$url" bench "$@" --no-progress >"$out" 2>&1 &
+	timeout -k 5 "$BENCH_TIMEOUT" "$NATS_BIN" --no-context -s "$url" "$@" </dev/null >"$out" 2>&1 &
 	BG_PID=$!
 	LIVE_PIDS+=("$BG_PID")
 }
 
-# bench_wait pid : waits for a bench_bg job; returns its exit status.
+# bench_bg outfile url args... : `nats bench args... --no-progress` via nats_bg.
+bench_bg() {
+	local out="$1" url="$2"
+	shift 2
+	nats_bg "$out" "$url" bench "$@" --no-progress
+}
+
+# bench_wait pid : waits for a nats_bg/bench_bg job; returns its exit status.
 bench_wait() {
 	local rc=0
 	wait "$1" || rc=$?
@@ -225,29 +262,68 @@ bench_wait() {
 	return "$rc"
 }
 
+# run_setup dir url setup : runs the setup steps (see SCENARIO_LIST) in order;
+# returns 1 at the first that fails.
+run_setup() {
+	local dir="$1" url="$2" setup="$3" step n=0
+	local -a steps=() args=()
+	IFS=';' read -r -a steps <<<"$setup"
+	for step in "${steps[@]+"${steps[@]}"}"; do
+		step="$(trim "$step")"
+		[[ -n "$step" ]] || continue
+		n=$((n + 1))
+		if [[ "$step" == nats:* ]]; then
+			read -r -a args <<<"${step#nats:}"
+			nats_bg "$dir/setup$n.out" "$url" "${args[@]}"
+		else
+			read -r -a args <<<"$step"
+			bench_bg "$dir/setup$n.out" "$url" "${args[@]}"
+		fi
+		if ! bench_wait "$BG_PID"; then
+			log "setup step $n failed: $step"
+			tail -n 5 "$dir/setup$n.out" >&2
+			return 1
+		fi
+	done
+}
+
 # run_once label binary scenario_index round ; sets RUN_RATE (msgs/s or FAIL)
-# and RUN_RSS (server peak RSS in KiB). Runs in the main shell (never in $(...))
-# so that the EXIT trap knows every process it started.
+# and RUN_RSS (server peak RSS in KiB). The label "anchor" runs the binary
+# with the scenario's anchor configuration file (see SCENARIO_LIST). Runs in
+# the main shell (never in $(...)) so that the EXIT trap knows every process
+# it started.
 RUN_RATE=""
 RUN_RSS=""
 run_once() {
 	local label="$1" bin="$2" idx="$3" round="$4"
 	local flags="${SC_FLAGS[$idx]}" setup="${SC_SETUP[$idx]}" measure="${SC_MEASURE[$idx]}" drive="${SC_DRIVE[$idx]}"
-	local dir="$WORK/s$idx-r$round-$label"
+	local dir="$WORK/s$idx-r$round-$label" i
 	mkdir -p "$dir"
 	flags="${flags//\{STORE\}/$dir/store}"
-	local -a fl=() setup_a=() measure_a=() drive_a=()
+	local -a fl=() measure_a=() drive_a=()
 	read -r -a fl <<<"$flags"
-	read -r -a setup_a <<<"$setup"
 	read -r -a measure_a <<<"$measure"
 	read -r -a drive_a <<<"$drive"
+	if [[ "$label" == anchor ]]; then
+		# nats-server refuses a store_dir in both the file and the flags, so
+		# the file gets it and -sd/--store_dir leaves the flags.
+		local -a kept=()
+		for ((i = 0; i < ${#fl[@]}; i++)); do
+			case "${fl[i]}" in
+			-sd | --sd | -store_dir | --store_dir) i=$((i + 1)) ;;
+			*) kept+=("${fl[i]}") ;;
+			esac
+		done
+		printf 'jetstream {\n  store_dir: "%s"\n  %s\n}\n' "$dir/store" "${SC_ANCHOR[$idx]}" >"$dir/anchor.conf"
+		fl=("${kept[@]+"${kept[@]}"}" -c "$dir/anchor.conf")
+	fi
 
 	start_server "$label" "$bin" "$dir/server.log" "${fl[@]+"${fl[@]}"}"
-	local url="nats://127.0.0.1:$SERVER_PORT" ok=1 mpid i
+	local url="nats://127.0.0.1:$SERVER_PORT" ok=1 mpid
 
-	if ((${#setup_a[@]})); then
-		bench_bg "$dir/setup.out" "$url" "${setup_a[@]}"
-		bench_wait "$BG_PID" || { ok=0; log "$label: setup failed:"; tail -n 5 "$dir/setup.out" >&2; }
+	if [[ -n "$setup" ]] && ! run_setup "$dir" "$url" "$setup"; then
+		ok=0
+		log "$label: setup failed"
 	fi
 
 	if ((ok)); then
@@ -314,83 +390,128 @@ main() {
 	mkdir -p "$OUT_DIR"
 	WORK="$(mktemp -d "${TMPDIR:-/tmp}/cairn-bench.XXXXXX")"
 
-	declare -ga SC_NAME=() SC_FLAGS=() SC_SETUP=() SC_MEASURE=() SC_DRIVE=()
-	local line name flags setup measure drive
+	declare -ga SC_NAME=() SC_FLAGS=() SC_SETUP=() SC_MEASURE=() SC_DRIVE=() SC_ANCHOR=()
+	local line name flags setup measure drive anchor
 	while IFS= read -r line; do
 		[[ -z "$(trim "$line")" || "$(trim "$line")" == \#* ]] && continue
-		IFS='|' read -r name flags setup measure drive <<<"$line"
+		anchor=""
+		IFS='|' read -r name flags setup measure drive anchor <<<"$line"
 		name="$(trim "$name")"
 		if [[ -n "${SCENARIOS:-}" ]] && ! grep -qE -- "$SCENARIOS" <<<"$name"; then continue; fi
 		[[ -n "$(trim "$measure")" ]] || die "scenario '$name' has no measure command"
+		[[ "$anchor" != *'|'* ]] || die "scenario '$name' has too many columns"
 		SC_NAME+=("$name")
 		SC_FLAGS+=("$(trim "$flags")")
 		SC_SETUP+=("$(trim "$setup")")
 		SC_MEASURE+=("$(trim "$measure")")
 		SC_DRIVE+=("$(trim "${drive:-}")")
+		SC_ANCHOR+=("$(trim "${anchor:-}")")
 	done <<<"$SCENARIO_LIST"
 	((${#SC_NAME[@]})) || die "no scenario matches SCENARIOS='${SCENARIOS:-}'"
+
+	# The anchor columns appear only if a selected scenario has an anchor;
+	# their heading names its options if all scenarios share them.
+	local anchors anchor_name="anchor"
+	anchors="$(printf '%s\n' "${SC_ANCHOR[@]}" | { grep -v '^$' || true; } | sort -u)"
+	if [[ -n "$anchors" && "$(wc -l <<<"$anchors")" -eq 1 ]]; then
+		anchor_name="nats-server \`$anchors\`"
+	fi
 
 	log "cairn:       $CAIRN_BIN"
 	log "nats-server: $NATS_SERVER_BIN ($("$NATS_SERVER_BIN" --version 2>&1 | head -n 1))"
 	log "nats:        $NATS_BIN ($("$NATS_BIN" --version 2>&1 | head -n 1))"
-	log "rounds: $ROUNDS, scenarios: ${#SC_NAME[@]}, cores: $(nproc)"
+	log "rounds: $ROUNDS, scenarios: ${#SC_NAME[@]}, cores: $(nproc), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+	[[ -z "$anchors" ]] || log "anchor: $NATS_SERVER_BIN with jetstream { $(tr '\n' ' ' <<<"$anchors")}"
 
 	local raw="$OUT_DIR/latest-raw.csv"
 	echo "scenario,round,server,msgs_per_sec,peak_rss_kib" >"$raw"
 
 	local -a rows=()
-	local failures=0 idx round order label bin rate rss
+	local failures=0 idx round label bin rate rss i n
 	for idx in "${!SC_NAME[@]}"; do
-		local -a c_rate=() n_rate=() c_rss=() n_rss=()
-		local c_fail=0 n_fail=0
+		# Servers of this scenario, in the order of round 1; each round
+		# rotates the order by one, so every server goes first in turn.
+		local -a servers=(cairn nats-server) order=()
+		[[ -z "${SC_ANCHOR[$idx]}" ]] || servers+=(anchor)
+		n=${#servers[@]}
+		declare -A rates=() rsses=() fails=()
+		for label in "${servers[@]}"; do rates[$label]=""; rsses[$label]=""; fails[$label]=0; done
 		for ((round = 1; round <= ROUNDS; round++)); do
-			if ((round % 2)); then order="cairn nats-server"; else order="nats-server cairn"; fi
-			for label in $order; do
+			order=()
+			for ((i = 0; i < n; i++)); do order+=("${servers[(round - 1 + i) % n]}"); done
+			for label in "${order[@]}"; do
 				if [[ "$label" == cairn ]]; then bin="$CAIRN_BIN"; else bin="$NATS_SERVER_BIN"; fi
 				run_once "$label" "$bin" "$idx" "$round"
 				rate="$RUN_RATE"
 				rss="$RUN_RSS"
 				log "$(printf '%-26s round %d/%d  %-11s %12s msgs/s  peak RSS %s MiB' "${SC_NAME[$idx]}" "$round" "$ROUNDS" "$label" "$(commas "$rate")" "$(mib "$rss")")"
 				echo "\"${SC_NAME[$idx]}\",$round,$label,$rate,$rss" >>"$raw"
-				if [[ "$label" == cairn ]]; then
-					c_rss+=("$rss")
-					if [[ "$rate" == FAIL ]]; then c_fail=$((c_fail + 1)); else c_rate+=("$rate"); fi
+				rsses[$label]+=" $rss"
+				if [[ "$rate" == FAIL ]]; then
+					fails[$label]=$((${fails[$label]} + 1))
 				else
-					n_rss+=("$rss")
-					if [[ "$rate" == FAIL ]]; then n_fail=$((n_fail + 1)); else n_rate+=("$rate"); fi
+					rates[$label]+=" $rate"
 				fi
 			done
 		done
-		failures=$((failures + c_fail + n_fail))
-		local cm nm note=""
-		cm="$(median "${c_rate[@]+"${c_rate[@]}"}")"
-		nm="$(median "${n_rate[@]+"${n_rate[@]}"}")"
-		((c_fail)) && note+=" (cairn failed $c_fail/$ROUNDS)"
-		((n_fail)) && note+=" (nats-server failed $n_fail/$ROUNDS)"
-		rows+=("| ${SC_NAME[$idx]}$note | $(commas "$cm") | $(commas "$nm") | $(ratio "$cm" "$nm") | $(mib "$(maxof "${c_rss[@]}")") | $(mib "$(maxof "${n_rss[@]}")") |")
+		local -A med=() peak=()
+		local note=""
+		for label in "${servers[@]}"; do
+			failures=$((failures + ${fails[$label]}))
+			# shellcheck disable=SC2086 # the lists are space-separated numbers
+			med[$label]="$(median ${rates[$label]})"
+			# shellcheck disable=SC2086
+			peak[$label]="$(maxof ${rsses[$label]})"
+			((${fails[$label]})) && note+=" ($label failed ${fails[$label]}/$ROUNDS)"
+		done
+		local row
+		row="| ${SC_NAME[$idx]}$note | $(commas "${med[cairn]}") | $(commas "${med[nats-server]}") | $(ratio "${med[cairn]}" "${med[nats-server]}") |"
+		if [[ -n "$anchors" ]]; then
+			if [[ -n "${SC_ANCHOR[$idx]}" ]]; then
+				row+=" $(commas "${med[anchor]}") | $(ratio "${med[cairn]}" "${med[anchor]}") |"
+			else
+				row+=" – | – |"
+			fi
+		fi
+		row+=" $(mib "${peak[cairn]}") | $(mib "${peak[nats-server]}") |"
+		if [[ -n "$anchors" ]]; then
+			if [[ -n "${SC_ANCHOR[$idx]}" ]]; then row+=" $(mib "${peak[anchor]}") |"; else row+=" – |"; fi
+		fi
+		rows+=("$row")
+		unset rates rsses fails med peak
 	done
 
 	local table
 	table="$(
-		echo "| scenario | cairn msgs/s (median) | nats-server msgs/s (median) | cairn/nats-server | cairn peak RSS MiB | nats-server peak RSS MiB |"
-		echo "|---|---:|---:|---:|---:|---:|"
+		if [[ -n "$anchors" ]]; then
+			echo "| scenario | cairn msgs/s (median) | nats-server msgs/s (median) | cairn/nats-server | $anchor_name msgs/s (median) | cairn/$anchor_name | cairn peak RSS MiB | nats-server peak RSS MiB | $anchor_name peak RSS MiB |"
+			echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+		else
+			echo "| scenario | cairn msgs/s (median) | nats-server msgs/s (median) | cairn/nats-server | cairn peak RSS MiB | nats-server peak RSS MiB |"
+			echo "|---|---:|---:|---:|---:|---:|"
+		fi
 		printf '%s\n' "${rows[@]}"
 		echo
-		echo "$ROUNDS rounds per scenario, servers alternating, each started fresh with \`-a 127.0.0.1 -p <free port>\`;" \
+		echo "$ROUNDS rounds per scenario, servers in rotating order, each started fresh with \`-a 127.0.0.1 -p <free port>\`;" \
 			"msgs/s as reported by \`nats bench\` (the subscriber's rate where a publisher drives a subscriber);" \
 			"peak RSS is the largest VmHWM over the rounds."
-		echo "Measured $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores ($(uname -sm)) with" \
+		if [[ -n "$anchors" ]]; then
+			echo "The anchor is nats-server with the scenario's flags (less \`-sd\`) plus \`-c <file>\`, the file holding" \
+				"\`jetstream { store_dir: \"<the run's store>\", <anchor options> }\`; \"–\": the scenario has no anchor."
+		fi
+		echo "Measured $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores ($(uname -sm), load average at the end $(cut -d' ' -f1-3 /proc/loadavg)) with" \
 			"cairn \`$(basename "$CAIRN_BIN")\` ($("$CAIRN_BIN" --version 2>&1 | head -n 1))," \
 			"nats-server $("$NATS_SERVER_BIN" --version 2>&1 | head -n 1 | sed 's/^nats-server: //')," \
 			"natscli $("$NATS_BIN" --version 2>&1 | head -n 1); command: \`$RUN_CMD\`."
 		echo
-		echo "Scenarios (arguments to \`nats bench\`):"
+		echo "Scenarios (\`nats bench\` arguments; setup steps after \"nats:\" are other \`nats\` commands):"
 		for idx in "${!SC_NAME[@]}"; do
 			local d="- ${SC_NAME[$idx]}:"
 			[[ -n "${SC_FLAGS[$idx]}" ]] && d+=" server flags \`${SC_FLAGS[$idx]}\`;"
 			[[ -n "${SC_SETUP[$idx]}" ]] && d+=" setup \`${SC_SETUP[$idx]}\`;"
 			d+=" measured \`${SC_MEASURE[$idx]}\`"
 			[[ -n "${SC_DRIVE[$idx]}" ]] && d+=" while \`${SC_DRIVE[$idx]}\` runs"
+			[[ -n "${SC_ANCHOR[$idx]}" ]] && d+="; anchor \`jetstream { ${SC_ANCHOR[$idx]} }\`"
 			echo "$d"
 		done
 	)"

@@ -45,6 +45,7 @@ cleanup() {
 		wait "$CAIRN_PID" 2>/dev/null || true
 	fi
 	[[ -n "${CAIRN_LOG:-}" ]] && rm -f "$CAIRN_LOG"
+	[[ -n "${CAIRN_STORE:-}" ]] && rm -rf "$CAIRN_STORE"
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -155,15 +156,17 @@ free_port() {
 	return 1
 }
 
-# Builds cairn, starts it on a free loopback port, runs the Node client tests
+# Builds cairn, starts it with JetStream on a free loopback port, runs the Node client tests
 # against it, stops it with SIGTERM and expects a clean exit (status 0).
 node_tests() {
 	go build -o bin/cairn ./cmd/cairn || return 1
 	local port i rc=0 attempt
 	CAIRN_LOG="$(mktemp "${TMPDIR:-/tmp}/cairn-test-server.XXXXXX")"
+	# JetStream on, with a fresh store directory (removed on exit).
+	CAIRN_STORE="$(mktemp -d "${TMPDIR:-/tmp}/cairn-test-store.XXXXXX")"
 	for ((attempt = 1; attempt <= 3; attempt++)); do
 		port="$(free_port)" || return 1
-		./bin/cairn -a 127.0.0.1 -p "$port" >"$CAIRN_LOG" 2>&1 &
+		./bin/cairn -a 127.0.0.1 -p "$port" -js -sd "$CAIRN_STORE" >"$CAIRN_LOG" 2>&1 &
 		CAIRN_PID=$!
 		for ((i = 0; i < 100; i++)); do # 10 s
 			kill -0 "$CAIRN_PID" 2>/dev/null || break

@@ -38,9 +38,23 @@ const (
 // and returns its client URL ("nats://127.0.0.1:<port>").
 func startServer(t testing.TB, mod func(*server.Options)) string {
 	t.Helper()
+	u, _ := startServerStoppable(t, mod)
+	return u
+}
+
+// startServerStoppable is startServer that also returns a function that
+// stops the server (a clean shutdown, SIGTERM for nats-server) and waits
+// for it to exit; calling it more than once is harmless. With JetStream on
+// and no StoreDir, the store goes into a fresh t.TempDir(); pass the same
+// StoreDir to a second server to restart on the same data.
+func startServerStoppable(t testing.TB, mod func(*server.Options)) (string, func()) {
+	t.Helper()
 	opts := server.Options{Host: "127.0.0.1", Port: -1}
 	if mod != nil {
 		mod(&opts)
+	}
+	if opts.JetStream && opts.StoreDir == "" {
+		opts.StoreDir = t.TempDir()
 	}
 	switch target := os.Getenv(envTarget); target {
 	case "", "cairn":
@@ -49,11 +63,14 @@ func startServer(t testing.TB, mod func(*server.Options)) string {
 		return startNatsServer(t, opts)
 	default:
 		t.Fatalf("%s=%q: want unset, \"cairn\" or \"nats-server\"", envTarget, target)
-		return ""
+		return "", nil
 	}
 }
 
-func startCairn(t testing.TB, opts server.Options) string {
+// targetIsNatsServer reports whether the tests run against nats-server.
+func targetIsNatsServer() bool { return os.Getenv(envTarget) == "nats-server" }
+
+func startCairn(t testing.TB, opts server.Options) (string, func()) {
 	t.Helper()
 	s, err := server.New(opts)
 	if err != nil {
@@ -62,8 +79,10 @@ func startCairn(t testing.TB, opts server.Options) string {
 	if err := s.Start(); err != nil {
 		t.Fatalf("server.Start: %v", err)
 	}
-	t.Cleanup(s.Shutdown)
-	return s.ClientURL()
+	var once sync.Once
+	stop := func() { once.Do(s.Shutdown) }
+	t.Cleanup(stop)
+	return s.ClientURL(), stop
 }
 
 // natsServerBinary finds nats-server on PATH or in ~/go/bin.
@@ -115,10 +134,13 @@ func natsServerConfig(opts server.Options, portsDir string) string {
 	if opts.WriteDeadline > 0 {
 		fmt.Fprintf(&b, "write_deadline: %q\n", opts.WriteDeadline.String())
 	}
+	if opts.JetStream {
+		fmt.Fprintf(&b, "jetstream {\n  store_dir: %q\n}\n", opts.StoreDir)
+	}
 	return b.String()
 }
 
-func startNatsServer(t testing.TB, opts server.Options) string {
+func startNatsServer(t testing.TB, opts server.Options) (string, func()) {
 	t.Helper()
 	bin := natsServerBinary(t)
 	dir := t.TempDir()
@@ -139,15 +161,19 @@ func startNatsServer(t testing.TB, opts server.Options) string {
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(5 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
+			}
+		})
+	}
+	t.Cleanup(stop)
 
 	// nats-server writes <exe>_<pid>.ports once its listeners are up.
 	deadline := time.Now().Add(startTimeout)
@@ -166,7 +192,7 @@ func startNatsServer(t testing.TB, opts server.Options) string {
 			if err == nil && json.Unmarshal(data, &ports) == nil && len(ports.Nats) > 0 {
 				u := ports.Nats[0]
 				if waitAccepting(u, time.Until(deadline)) {
-					return u
+					return u, stop
 				}
 				t.Fatalf("nats-server at %s does not accept connections:\n%s", u, logBuf.String())
 			}

@@ -96,6 +96,11 @@ func (js *JetStream) restoreOne(name string) error {
 	if err != nil {
 		return err
 	}
+	if m.Config.Storage == stream.MemoryStorage {
+		// Memory streams end with the process, as in nats-server; an
+		// earlier build wrote their metadata.
+		return errors.New("a memory stream does not outlive its server")
+	}
 	r, err := js.openRunner(m.Config, m.Created, dir)
 	if err != nil {
 		return err

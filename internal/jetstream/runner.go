@@ -41,7 +41,7 @@ type runner struct {
 	js      *JetStream
 	name    string
 	created time.Time
-	dir     string // the stream directory (metadata, and messages with file storage)
+	dir     string // the stream directory (metadata and messages); "" for memory streams
 
 	st     *stream.Stream // owned by the apply goroutine after start
 	store  store.Store
@@ -169,6 +169,9 @@ func (r *runner) applyOne(it *item) {
 		return
 	}
 	res := r.st.Apply(it.entry)
+	if res.Err == nil && !res.Duplicate {
+		r.dropIfUninterested(res.Seq, it.entry.Subject)
+	}
 	if it.reply == "" || r.noAck() {
 		return
 	}
@@ -269,3 +272,31 @@ func (r *runner) config() stream.Config {
 	defer r.mu.Unlock()
 	return r.cfg.Clone()
 }
+
+// dropIfUninterested removes a just-stored message of an interest stream
+// that no consumer will deliver: nats-server acknowledges it with its
+// sequence and keeps nothing (protocol.md section 3.3, retention).
+func (r *runner) dropIfUninterested(seq uint64, subject string) {
+	if r.st.Retention() != stream.InterestPolicy || r.interested(subject) {
+		return
+	}
+	if err := r.store.Delete(seq); err != nil && !errors.Is(err, store.ErrNotFound) {
+		r.js.logf("stream %s: drop message %d without interest: %v", r.name, seq, err)
+	}
+}
+
+// dropAllUninterested removes every stored message no consumer will
+// deliver, after an update to interest retention. Runs on the apply
+// goroutine.
+func (r *runner) dropAllUninterested(s *stream.Stream) error {
+	if s.Retention() != stream.InterestPolicy {
+		return nil
+	}
+	_, err := s.Store().Purge(store.PurgeRequest{})
+	return err
+}
+
+// interested reports whether a consumer of the stream would deliver a
+// message on subject. Consumers arrive with issue 5; until then no
+// message of an interest stream has an interested consumer.
+func (r *runner) interested(subject string) bool { return false }

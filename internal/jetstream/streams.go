@@ -56,16 +56,13 @@ func (js *JetStream) existing(r *runner, cfg stream.Config) (*StreamInfo, *jserr
 // createLocked writes the metadata, opens the store and starts the
 // runner. The caller holds mu.
 func (js *JetStream) createLocked(cfg stream.Config) (*runner, error) {
-	dir := js.streamDir(cfg.Name)
-	if err := js.cfg.FS.MkdirAll(dir); err != nil {
-		return nil, err
-	}
-	if err := js.cfg.FS.SyncDir(js.streamsDir()); err != nil {
-		return nil, err
-	}
 	created := js.now().UTC()
-	if err := writeMeta(js.cfg.FS, dir, metaFile{Config: cfg, Created: created}); err != nil {
-		return nil, err
+	dir := ""
+	if cfg.Storage == stream.FileStorage {
+		dir = js.streamDir(cfg.Name)
+		if err := js.makeStreamDir(dir, metaFile{Config: cfg, Created: created}); err != nil {
+			return nil, err
+		}
 	}
 	r, err := js.openRunner(cfg, created, dir)
 	if err != nil {
@@ -73,6 +70,18 @@ func (js *JetStream) createLocked(cfg stream.Config) (*runner, error) {
 	}
 	js.streams[cfg.Name] = r
 	return r, nil
+}
+
+// makeStreamDir creates a file stream's directory and its metadata
+// durably.
+func (js *JetStream) makeStreamDir(dir string, m metaFile) error {
+	if err := js.cfg.FS.MkdirAll(dir); err != nil {
+		return err
+	}
+	if err := js.cfg.FS.SyncDir(js.streamsDir()); err != nil {
+		return err
+	}
+	return writeMeta(js.cfg.FS, dir, m)
 }
 
 // UpdateStream changes a stream's config within what nats-server allows
@@ -106,11 +115,18 @@ func (js *JetStream) UpdateStream(cfg stream.Config) (*StreamInfo, *jserr.Error)
 // applyUpdate persists the new config, hands it to the state machine and
 // moves the subscriptions.
 func (js *JetStream) applyUpdate(r *runner, cfg stream.Config) error {
-	if err := writeMeta(js.cfg.FS, r.dir, metaFile{Config: cfg, Created: r.created}); err != nil {
-		return err
+	if r.dir != "" {
+		if err := writeMeta(js.cfg.FS, r.dir, metaFile{Config: cfg, Created: r.created}); err != nil {
+			return err
+		}
 	}
 	var err error
-	if !r.do(func(s *stream.Stream) { err = s.SetConfig(cfg) }) {
+	apply := func(s *stream.Stream) {
+		if err = s.SetConfig(cfg); err == nil {
+			err = r.dropAllUninterested(s)
+		}
+	}
+	if !r.do(apply) {
 		return store.ErrClosed
 	}
 	if err != nil {
@@ -134,11 +150,13 @@ func (js *JetStream) DeleteStream(name string) *jserr.Error {
 	if err := r.stop(); err != nil && !errors.Is(err, store.ErrClosed) {
 		js.logf("jetstream: stream %s: close before delete: %v", name, err)
 	}
-	if err := removeAll(js.cfg.FS, r.dir); err != nil {
-		return jserr.From(err, jserr.StreamDelete)
-	}
-	if err := js.cfg.FS.SyncDir(js.streamsDir()); err != nil {
-		return jserr.From(err, jserr.StreamDelete)
+	if r.dir != "" {
+		if err := removeAll(js.cfg.FS, r.dir); err != nil {
+			return jserr.From(err, jserr.StreamDelete)
+		}
+		if err := js.cfg.FS.SyncDir(js.streamsDir()); err != nil {
+			return jserr.From(err, jserr.StreamDelete)
+		}
 	}
 	js.adviseStream(name, actionDelete)
 	return nil
@@ -242,14 +260,16 @@ func (js *JetStream) DeleteMsg(name string, seq uint64) *jserr.Error {
 	return nil
 }
 
-// outOfRange answers a delete of sequence 0 or past the last sequence as
-// nats-server v2.15.2's file store does: 10057 with the store's text (its
-// memory store answers 10043 like any other missing sequence).
+// outOfRange answers a delete of sequence 0, below the first sequence or
+// past the last sequence as nats-server v2.15.2's file store does: 10057
+// with the store's text (its memory store answers 10043 like any other
+// missing sequence).
 func outOfRange(st store.Store, seq uint64) *jserr.Error {
+	state := st.State(false)
 	switch {
-	case seq == 0:
+	case seq == 0 || seq < state.FirstSeq:
 		return jserr.New(jserr.StreamMsgDeleteFailed, jserr.Sub("err", "no message found"))
-	case seq > st.State(false).LastSeq:
+	case seq > state.LastSeq:
 		return jserr.New(jserr.StreamMsgDeleteFailed, jserr.Sub("err", "stream store EOF"))
 	}
 	return nil

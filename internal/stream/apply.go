@@ -62,6 +62,10 @@ func New(cfg Config, st store.Store) *Stream {
 // Config returns a copy of the stream's config.
 func (s *Stream) Config() Config { return s.cfg.Clone() }
 
+// Retention returns the stream's retention policy without copying the
+// config.
+func (s *Stream) Retention() RetentionPolicy { return s.cfg.Retention }
+
 // Store returns the stream's store.
 func (s *Stream) Store() store.Store { return s.store }
 
