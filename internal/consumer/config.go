@@ -1,0 +1,128 @@
+package consumer
+
+import (
+	"maps"
+	"slices"
+	"time"
+)
+
+// Config is the ConsumerConfig of the JetStream API (protocol.md section
+// 3.4). Its JSON keys, their order, the omitempty rules and the Go types
+// are those of nats-server v2.15.2 (server/consumer.go ConsumerConfig), so
+// encoding/json gives the bytes nats-server returns in the "config" of a
+// consumer_create_response. Durations are integers in nanoseconds in JSON
+// and time.Duration in Go. Decoding ignores unknown keys.
+type Config struct {
+	Durable         string          `json:"durable_name,omitempty"`
+	Name            string          `json:"name,omitempty"`
+	Description     string          `json:"description,omitempty"`
+	DeliverPolicy   DeliverPolicy   `json:"deliver_policy"`
+	OptStartSeq     uint64          `json:"opt_start_seq,omitempty"`
+	OptStartTime    *time.Time      `json:"opt_start_time,omitempty"`
+	AckPolicy       AckPolicy       `json:"ack_policy"`
+	AckWait         time.Duration   `json:"ack_wait,omitempty"`
+	MaxDeliver      int             `json:"max_deliver,omitempty"`
+	BackOff         []time.Duration `json:"backoff,omitempty"`
+	FilterSubject   string          `json:"filter_subject,omitempty"`
+	FilterSubjects  []string        `json:"filter_subjects,omitempty"`
+	ReplayPolicy    ReplayPolicy    `json:"replay_policy"`
+	RateLimit       uint64          `json:"rate_limit_bps,omitempty"` // bits per second
+	SampleFrequency string          `json:"sample_freq,omitempty"`
+	MaxWaiting      int             `json:"max_waiting,omitempty"`
+	MaxAckPending   int             `json:"max_ack_pending,omitempty"`
+	FlowControl     bool            `json:"flow_control,omitempty"`
+	HeadersOnly     bool            `json:"headers_only,omitempty"`
+
+	// Pull consumers.
+	MaxRequestBatch    int           `json:"max_batch,omitempty"`
+	MaxRequestExpires  time.Duration `json:"max_expires,omitempty"`
+	MaxRequestMaxBytes int           `json:"max_bytes,omitempty"`
+
+	// Push consumers.
+	DeliverSubject string        `json:"deliver_subject,omitempty"`
+	DeliverGroup   string        `json:"deliver_group,omitempty"`
+	Heartbeat      time.Duration `json:"idle_heartbeat,omitempty"`
+
+	InactiveThreshold time.Duration `json:"inactive_threshold,omitempty"`
+
+	Replicas      int  `json:"num_replicas"`
+	MemoryStorage bool `json:"mem_storage,omitempty"`
+
+	// Internal to nats-server (mirrors and sources); accepted and kept.
+	Direct   bool `json:"direct,omitempty"`
+	Sourcing bool `json:"sourcing,omitempty"`
+
+	Metadata   map[string]string `json:"metadata,omitempty"`
+	PauseUntil *time.Time        `json:"pause_until,omitempty"`
+
+	PriorityGroups []string       `json:"priority_groups,omitempty"`
+	PriorityPolicy PriorityPolicy `json:"priority_policy,omitempty"`
+	PinnedTTL      time.Duration  `json:"priority_timeout,omitempty"`
+}
+
+// Clone returns a deep copy of c.
+func (c *Config) Clone() Config {
+	d := *c
+	d.BackOff = slices.Clone(c.BackOff)
+	d.FilterSubjects = slices.Clone(c.FilterSubjects)
+	d.Metadata = maps.Clone(c.Metadata)
+	d.PriorityGroups = slices.Clone(c.PriorityGroups)
+	if c.OptStartTime != nil {
+		t := *c.OptStartTime
+		d.OptStartTime = &t
+	}
+	if c.PauseUntil != nil {
+		t := *c.PauseUntil
+		d.PauseUntil = &t
+	}
+	return d
+}
+
+// IsPush reports whether c is a push consumer (it has a deliver subject).
+func (c *Config) IsPush() bool { return c.DeliverSubject != "" }
+
+// Filters returns the consumer's subject filters: filter_subjects, or
+// filter_subject alone, or nil for every subject of the stream.
+func (c *Config) Filters() []string {
+	if len(c.FilterSubjects) > 0 {
+		return c.FilterSubjects
+	}
+	if c.FilterSubject != "" {
+		return []string{c.FilterSubject}
+	}
+	return nil
+}
+
+// SequenceInfo is a consumer sequence with the stream sequence and the
+// time of the last activity (protocol.md section 3.5).
+type SequenceInfo struct {
+	Consumer uint64     `json:"consumer_seq"`
+	Stream   uint64     `json:"stream_seq"`
+	Last     *time.Time `json:"last_active,omitempty"`
+}
+
+// ClusterInfo names the consumer's leader; on one server, the server.
+type ClusterInfo struct {
+	Leader string `json:"leader,omitempty"`
+}
+
+// Info is the ConsumerInfo of the JetStream API (protocol.md section
+// 3.5), in nats-server v2.15.2's key order. PauseRemaining is nanoseconds
+// in JSON.
+type Info struct {
+	Stream         string        `json:"stream_name"`
+	Name           string        `json:"name"`
+	Created        time.Time     `json:"created"`
+	Config         *Config       `json:"config,omitempty"`
+	Delivered      SequenceInfo  `json:"delivered"`
+	AckFloor       SequenceInfo  `json:"ack_floor"`
+	NumAckPending  int           `json:"num_ack_pending"`
+	NumRedelivered int           `json:"num_redelivered"`
+	NumWaiting     int           `json:"num_waiting"`
+	NumPending     uint64        `json:"num_pending"`
+	Cluster        *ClusterInfo  `json:"cluster,omitempty"`
+	PushBound      bool          `json:"push_bound,omitempty"`
+	Paused         bool          `json:"paused,omitempty"`
+	PauseRemaining time.Duration `json:"pause_remaining,omitempty"`
+	TimeStamp      time.Time     `json:"ts"`
+}
