@@ -15,6 +15,14 @@ type Transport interface {
 	// Publish routes a message to every matching subscription and reports
 	// whether anything received it.
 	Publish(subject, reply string, hdr, data []byte) bool
+	// PublishAs routes a message by the literal subject route (a deliver
+	// subject or pull inbox) but presents it under subject, the stored
+	// subject (protocol.md section 5.1), and reports whether anything
+	// received it.
+	PublishAs(route, subject, reply string, hdr, data []byte) bool
+	// HasInterest reports whether anything is subscribed to the literal
+	// subject (push_bound, pull request interest).
+	HasInterest(subject string) bool
 }
 
 // Subscription is an internal subscription.

@@ -37,10 +37,25 @@ func (s *memSub) Unsubscribe() {
 }
 
 func (t *memTransport) Publish(subj, reply string, hdr, data []byte) bool {
+	return t.PublishAs(subj, subj, reply, hdr, data)
+}
+
+func (t *memTransport) HasInterest(subj string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for s := range t.subs {
+		if subject.Match(subj, s.subject) {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *memTransport) PublishAs(route, subj, reply string, hdr, data []byte) bool {
 	t.mu.Lock()
 	var hs []MsgHandler
 	for s := range t.subs {
-		if subject.Match(subj, s.subject) {
+		if subject.Match(route, s.subject) {
 			hs = append(hs, s.h)
 		}
 	}

@@ -43,7 +43,15 @@ func (is *InternalSub) Unsubscribe() {
 // goroutine. It reports whether anything received the message. An
 // invalid subject reaches nobody.
 func (s *Server) Publish(subj, reply string, hdr, data []byte) bool {
-	if !subject.ValidLiteral(subj) {
+	return s.PublishAs(subj, subj, reply, hdr, data)
+}
+
+// PublishAs is Publish routed by the subject route, with subj written on
+// the MSG or HMSG line in its place: JetStream delivers a stored message
+// to a deliver subject or pull inbox under its stored subject (protocol.md
+// section 5.1). It reports whether anything received the message.
+func (s *Server) PublishAs(route, subj, reply string, hdr, data []byte) bool {
+	if !subject.ValidLiteral(route) {
 		return false
 	}
 	p := s.internalPublisher()
@@ -54,7 +62,7 @@ func (s *Server) Publish(subj, reply string, hdr, data []byte) bool {
 		p.scratch = msg
 		hdrLen = len(hdr)
 	}
-	delivered := p.deliverAll([]byte(subj), []byte(reply), hdrLen, msg)
+	delivered := p.deliverAllAs([]byte(route), []byte(subj), []byte(reply), hdrLen, msg)
 	p.flushReceivers()
 	p.stallOn = nil // internal publishers are never stalled
 	return delivered
@@ -77,4 +85,14 @@ func callHandler(sub *subscription, subj, reply []byte, hdrLen int, msg []byte) 
 		hdr, data = msg[:hdrLen:hdrLen], msg[hdrLen:]
 	}
 	sub.handler(string(subj), string(reply), hdr, data)
+}
+
+// HasInterest reports whether any subscription, a client's or an internal
+// one, matches the literal subject subj.
+func (s *Server) HasInterest(subj string) bool {
+	if !subject.ValidLiteral(subj) {
+		return false
+	}
+	r := s.sl.Match([]byte(subj))
+	return len(r.Plain) > 0 || len(r.Queues) > 0
 }

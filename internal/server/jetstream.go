@@ -20,6 +20,12 @@ func (t jsTransport) Publish(subj, reply string, hdr, data []byte) bool {
 	return t.s.Publish(subj, reply, hdr, data)
 }
 
+func (t jsTransport) PublishAs(route, subj, reply string, hdr, data []byte) bool {
+	return t.s.PublishAs(route, subj, reply, hdr, data)
+}
+
+func (t jsTransport) HasInterest(subj string) bool { return t.s.HasInterest(subj) }
+
 // defaultStoreDir is where JetStream keeps its data without -sd, as
 // nats-server v2.15.2 does (the system temporary directory).
 func defaultStoreDir() string { return filepath.Join(os.TempDir(), "nats") }

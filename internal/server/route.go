@@ -22,7 +22,15 @@ func (c *client) route(subj, reply []byte, hdrLen int, msg []byte) {
 // deliverAll delivers to every matching plain subscription and one member
 // of each matching queue group; it reports whether anything received it.
 func (c *client) deliverAll(subj, reply []byte, hdrLen int, msg []byte) bool {
-	r := c.srv.sl.Match(subj)
+	return c.deliverAllAs(subj, subj, reply, hdrLen, msg)
+}
+
+// deliverAllAs routes by the subject route and writes subj into every
+// frame: a JetStream delivery goes to the subscribers of a deliver
+// subject or pull inbox but carries the stored subject (protocol.md
+// section 5.1).
+func (c *client) deliverAllAs(route, subj, reply []byte, hdrLen int, msg []byte) bool {
+	r := c.srv.sl.Match(route)
 	delivered := false
 	for _, sub := range r.Plain {
 		delivered = c.deliver(sub, subj, reply, hdrLen, msg) || delivered
