@@ -1,0 +1,123 @@
+package consumer
+
+import (
+	"testing"
+	"time"
+)
+
+// TestSetDefaultsPinnedTTL: pinned_client gets a 2 min priority_timeout
+// (observed: "priority_timeout":120000000000 in nats-server's response);
+// other policies keep 0. Validate refuses both in cairn, so this is
+// checked on SetDefaults alone.
+func TestSetDefaultsPinnedTTL(t *testing.T) {
+	s := streamConfig(t, oracleStreams["S"])
+	for policy, want := range map[PriorityPolicy]time.Duration{
+		PriorityPinnedClient: DefaultPinnedTTL,
+		PriorityOverflow:     0,
+		PriorityPrioritized:  0,
+	} {
+		c := &Config{PriorityPolicy: policy, PriorityGroups: []string{"A"}}
+		if err := c.SetDefaults(s, false); err != nil {
+			t.Fatal(err)
+		}
+		if c.PinnedTTL != want {
+			t.Errorf("%v: priority_timeout %v, want %v", policy, c.PinnedTTL, want)
+		}
+	}
+	c := &Config{PriorityPolicy: PriorityPinnedClient, PinnedTTL: time.Second}
+	if err := c.SetDefaults(s, false); err != nil || c.PinnedTTL != time.Second {
+		t.Errorf("set priority_timeout changed to %v (%v)", c.PinnedTTL, err)
+	}
+}
+
+// TestSetDefaultsLeavesEphemeralThreshold: the 5 s ephemeral default is
+// stamped after the create comparison, not by SetDefaults (nats-server
+// updateInactiveThreshold; observed: an identical action "create" of an
+// ephemeral that left inactive_threshold out gives 10148).
+func TestSetDefaultsLeavesEphemeralThreshold(t *testing.T) {
+	s := streamConfig(t, oracleStreams["S"])
+	eph := &Config{Name: "E", InactiveThreshold: -time.Second}
+	if err := eph.SetDefaults(s, false); err != nil {
+		t.Fatal(err)
+	}
+	if eph.InactiveThreshold != 0 {
+		t.Fatalf("SetDefaults set inactive_threshold %v", eph.InactiveThreshold)
+	}
+	eph.SetEphemeralThreshold()
+	if eph.InactiveThreshold != DefaultInactiveThreshold {
+		t.Fatalf("ephemeral inactive_threshold %v", eph.InactiveThreshold)
+	}
+	dur := &Config{Durable: "D", Name: "D"}
+	dur.SetEphemeralThreshold()
+	if dur.InactiveThreshold != 0 {
+		t.Fatalf("durable inactive_threshold %v", dur.InactiveThreshold)
+	}
+	set := &Config{Name: "E", InactiveThreshold: time.Minute}
+	set.SetEphemeralThreshold()
+	if set.InactiveThreshold != time.Minute {
+		t.Fatalf("set inactive_threshold changed to %v", set.InactiveThreshold)
+	}
+}
+
+// TestSetDefaultsStreamLimitsFirst: a stream's consumer_limits apply
+// before the 1000 default, and also to ack none (observed on stream "L":
+// max_ack_pending 50 for ack none and explicit).
+func TestSetDefaultsStreamLimitsFirst(t *testing.T) {
+	s := streamConfig(t, oracleStreams["L"])
+	for _, ack := range []AckPolicy{AckNone, AckExplicit, AckAll} {
+		c := &Config{AckPolicy: ack}
+		if err := c.SetDefaults(s, false); err != nil {
+			t.Fatal(err)
+		}
+		if c.MaxAckPending != 50 || c.InactiveThreshold != 10*time.Second {
+			t.Errorf("%v: max_ack_pending %d inactive_threshold %v", ack, c.MaxAckPending, c.InactiveThreshold)
+		}
+	}
+}
+
+func TestRequiredAPILevel(t *testing.T) {
+	future := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name string
+		c    Config
+		want int
+	}{
+		{"plain", Config{AckPolicy: AckExplicit}, 0},
+		{"zero pause_until", Config{PauseUntil: &time.Time{}}, 0},
+		{"pause_until", Config{PauseUntil: &future}, 1},
+		{"priority policy", Config{PriorityPolicy: PriorityOverflow}, 1},
+		{"priority groups", Config{PriorityGroups: []string{"A"}}, 1},
+		{"priority_timeout", Config{PinnedTTL: time.Second}, 1},
+		{"ack flow_control", Config{AckPolicy: AckFlowControl, PauseUntil: &future}, 4},
+	}
+	for _, tc := range cases {
+		if got := tc.c.RequiredAPILevel(); got != tc.want {
+			t.Errorf("%s: level %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestSetStaticMetadata: echoed server keys are dropped, the required
+// level is (re)computed, user keys stay; WithServerMetadata adds the
+// server keys to a copy only.
+func TestSetStaticMetadata(t *testing.T) {
+	c := &Config{PriorityGroups: []string{"A"}, Metadata: map[string]string{
+		"_nats.ver": "2.10.0", "_nats.level": "1", "_nats.req.level": "9", "owner": "ops",
+	}}
+	c.SetStaticMetadata()
+	if got := mustJSON(t, c.Metadata); got != `{"_nats.req.level":"1","owner":"ops"}` {
+		t.Fatalf("metadata %s", got)
+	}
+	out := c.WithServerMetadata("2.15.2", 5)
+	if got := mustJSON(t, out.Metadata); got != `{"_nats.level":"5","_nats.req.level":"1","_nats.ver":"2.15.2","owner":"ops"}` {
+		t.Fatalf("response metadata %s", got)
+	}
+	if len(c.Metadata) != 2 {
+		t.Fatalf("WithServerMetadata changed c: %v", c.Metadata)
+	}
+	empty := &Config{}
+	empty.SetStaticMetadata()
+	if got := mustJSON(t, empty.Metadata); got != `{"_nats.req.level":"0"}` {
+		t.Fatalf("metadata of an empty config %s", got)
+	}
+}
