@@ -1,0 +1,415 @@
+package consumer
+
+import (
+	"container/heap"
+	"slices"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/store"
+)
+
+// State is the delivery state machine of one consumer (protocol.md
+// sections 5.3 and 5.4): the delivered and ack floor sequence pairs, the
+// deliveries awaiting acknowledgement with their delivery counts and
+// deadlines, and the queue of messages to redeliver. It reads no clock
+// and does no I/O: every call that depends on time takes now (unix
+// nanoseconds), and the caller loads the messages from the store.
+//
+// A State is not safe for concurrent use; the consumer's runner owns it.
+type State struct {
+	policy    Policy
+	delivered store.SequencePair
+	ackFloor  store.SequencePair
+	pending   map[uint64]*pendingMsg // by stream sequence
+	deadlines deadlineHeap
+	rdq       []uint64 // stream sequences ready for redelivery, oldest first
+}
+
+// Policy is the part of the config the state machine needs: the ack
+// policy, the ack wait and backoff (time.Duration), max_deliver (-1 or 0
+// for no limit) and max_ack_pending (-1 or 0 for no limit).
+type Policy struct {
+	Ack           AckPolicy
+	AckWait       time.Duration
+	BackOff       []time.Duration
+	MaxDeliver    int
+	MaxAckPending int
+}
+
+// PolicyOf returns the Policy of a config that has had SetDefaults.
+func PolicyOf(c *Config) Policy {
+	return Policy{Ack: c.AckPolicy, AckWait: c.AckWait, BackOff: c.BackOff, MaxDeliver: c.MaxDeliver, MaxAckPending: c.MaxAckPending}
+}
+
+type pendingMsg struct {
+	cseq       uint64 // consumer sequence of the first delivery (nats-server keeps it for the ack floor and the stored state)
+	deliveries uint64 // number of deliveries so far (1 on the first)
+	last       int64  // time of the last delivery or +WPI, or deadline-wait after a delayed NAK (unix ns)
+	deadline   int64  // when it is redelivered without an ack (unix ns)
+	queued     bool   // in the redelivery queue
+}
+
+// NewState returns the state of a new consumer whose first delivery will
+// be at stream sequence start or later (protocol.md section 5.9): the
+// delivered stream sequence is start-1, as nats-server reports it.
+func NewState(p Policy, start uint64) *State {
+	s := &State{policy: p, pending: map[uint64]*pendingMsg{}}
+	if start > 0 {
+		s.delivered.Stream = start - 1
+		s.ackFloor.Stream = start - 1
+	}
+	return s
+}
+
+// RestoreState returns the state stored in st. Pending deliveries keep
+// their deadlines: those already past are redelivered first.
+func RestoreState(p Policy, st *store.ConsumerState) *State {
+	s := &State{policy: p, delivered: st.Delivered, ackFloor: st.AckFloor, pending: make(map[uint64]*pendingMsg, len(st.Pending))}
+	for sseq, pm := range st.Pending {
+		m := &pendingMsg{cseq: pm.Sequence, deliveries: 1 + st.Redelivered[sseq], last: pm.Timestamp}
+		m.deadline = pm.Timestamp + int64(s.wait(m.deliveries))
+		s.pending[sseq] = m
+		heap.Push(&s.deadlines, deadline{at: m.deadline, sseq: sseq})
+	}
+	return s
+}
+
+// SetPolicy changes the policy after a consumer update; it applies to
+// the next deliveries and acks.
+func (s *State) SetPolicy(p Policy) { s.policy = p }
+
+// Delivered returns the last delivered pair: the consumer sequence counts
+// every delivery, redeliveries included; the stream sequence is the
+// highest delivered.
+func (s *State) Delivered() store.SequencePair { return s.delivered }
+
+// AckFloor returns the ack floor: every delivery at or below it is
+// acknowledged.
+func (s *State) AckFloor() store.SequencePair { return s.ackFloor }
+
+// NextSeq returns the stream sequence from which new messages are looked
+// for: one past the highest delivered.
+func (s *State) NextSeq() uint64 { return s.delivered.Stream + 1 }
+
+// NumAckPending returns the number of deliveries awaiting an ack.
+func (s *State) NumAckPending() int { return len(s.pending) }
+
+// NumRedelivered returns the number of pending messages delivered more
+// than once.
+func (s *State) NumRedelivered() int {
+	n := 0
+	for _, m := range s.pending {
+		if m.deliveries > 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// IsPending reports whether sseq was delivered and awaits an ack.
+func (s *State) IsPending(sseq uint64) bool { return s.pending[sseq] != nil }
+
+// AtAckLimit reports whether max_ack_pending stops new deliveries
+// (redeliveries are not new: they are already counted).
+func (s *State) AtAckLimit() bool {
+	return s.policy.Ack != AckNone && s.policy.MaxAckPending > 0 && len(s.pending) >= s.policy.MaxAckPending
+}
+
+// Delivery describes one delivery the caller is about to make: the
+// delivery count (1 the first time) and the consumer sequence, for the
+// ack reply subject (protocol.md section 5.2).
+type Delivery struct {
+	Deliveries  uint64
+	ConsumerSeq uint64
+}
+
+// DeliverNew records the first delivery of stream sequence sseq, which
+// must be at or after NextSeq.
+func (s *State) DeliverNew(sseq uint64, now int64) Delivery {
+	s.delivered.Consumer++
+	s.delivered.Stream = sseq
+	d := Delivery{Deliveries: 1, ConsumerSeq: s.delivered.Consumer}
+	if s.policy.Ack == AckNone {
+		s.ackFloor = s.delivered
+		return d
+	}
+	m := &pendingMsg{cseq: d.ConsumerSeq, deliveries: 1, last: now}
+	s.pending[sseq] = m
+	s.arm(sseq, m, now)
+	return d
+}
+
+// NextRedelivery returns the next stream sequence waiting in the
+// redelivery queue, skipping any acknowledged since it was queued.
+func (s *State) NextRedelivery() (uint64, bool) {
+	for len(s.rdq) > 0 {
+		sseq := s.rdq[0]
+		if m := s.pending[sseq]; m != nil && m.queued {
+			return sseq, true
+		}
+		s.rdq = s.rdq[1:]
+	}
+	return 0, false
+}
+
+// Redeliver records the redelivery of sseq, taken from NextRedelivery.
+func (s *State) Redeliver(sseq uint64, now int64) Delivery {
+	m := s.pending[sseq]
+	if len(s.rdq) > 0 && s.rdq[0] == sseq {
+		s.rdq = s.rdq[1:]
+	}
+	if m == nil {
+		return Delivery{}
+	}
+	s.delivered.Consumer++
+	m.queued = false
+	m.deliveries++
+	m.last = now
+	s.arm(sseq, m, now)
+	return Delivery{Deliveries: m.deliveries, ConsumerSeq: s.delivered.Consumer}
+}
+
+// DropRedelivery removes sseq from pending without an ack, when the
+// stream no longer holds it (protocol.md section 5.4, stream removal).
+func (s *State) DropRedelivery(sseq uint64) {
+	if s.pending[sseq] != nil {
+		delete(s.pending, sseq)
+		s.moveAckFloor()
+	}
+}
+
+// wait returns the ack wait after delivery number n (1-based): the
+// backoff entry for it (the last repeats) or ack_wait.
+func (s *State) wait(n uint64) time.Duration {
+	if b := s.policy.BackOff; len(b) > 0 {
+		i := min(int(n)-1, len(b)-1)
+		return b[max(i, 0)]
+	}
+	return s.policy.AckWait
+}
+
+func (s *State) arm(sseq uint64, m *pendingMsg, now int64) {
+	m.deadline = now + int64(s.wait(m.deliveries))
+	heap.Push(&s.deadlines, deadline{at: m.deadline, sseq: sseq})
+}
+
+// AckResult says what an ack did: the stream sequences it acknowledged
+// (for interest and workqueue retention), none when nothing was pending.
+type AckResult struct {
+	Acked []uint64
+}
+
+// Ack acknowledges the delivery of stream sequence sseq with consumer
+// sequence cseq (both from the ack reply subject), as +ACK and +TERM do.
+// With ack policy all it acknowledges every pending sequence at or below
+// sseq and moves the ack floor to (cseq, sseq). An ack of something not
+// pending changes nothing (nats-server v2.15.2 processAckMsg).
+func (s *State) Ack(sseq, cseq uint64) AckResult {
+	var r AckResult
+	switch s.policy.Ack {
+	case AckExplicit:
+		if s.pending[sseq] != nil {
+			delete(s.pending, sseq)
+			r.Acked = append(r.Acked, sseq)
+			s.moveAckFloor()
+		}
+	case AckAll, AckFlowControl:
+		if sseq <= s.ackFloor.Stream || sseq > s.delivered.Stream {
+			return r
+		}
+		for seq := range s.pending {
+			if seq <= sseq {
+				delete(s.pending, seq)
+				r.Acked = append(r.Acked, seq)
+			}
+		}
+		s.ackFloor = store.SequencePair{Consumer: max(s.ackFloor.Consumer, cseq), Stream: sseq}
+		s.moveAckFloor()
+	}
+	return r
+}
+
+// moveAckFloor sets the ack floor just below the lowest pending delivery,
+// or to the delivered pair when nothing is pending; it never moves down.
+func (s *State) moveAckFloor() {
+	if len(s.pending) == 0 {
+		s.ackFloor = s.delivered
+		return
+	}
+	lowest := s.lowestPending()
+	m := s.pending[lowest]
+	if lowest-1 > s.ackFloor.Stream {
+		s.ackFloor.Stream = lowest - 1
+	}
+	if m.cseq > 0 && m.cseq-1 > s.ackFloor.Consumer {
+		s.ackFloor.Consumer = m.cseq - 1
+	}
+}
+
+// lowestPending returns the lowest pending stream sequence (pending must
+// not be empty): by walking up from the ack floor when the range is short
+// next to the number pending, else by visiting every pending entry. The
+// floor only moves up, so the walks add up to the stream's length.
+func (s *State) lowestPending() uint64 {
+	from, to := s.ackFloor.Stream+1, s.delivered.Stream
+	if to-from < 4*uint64(len(s.pending)) {
+		for seq := from; seq <= to; seq++ {
+			if s.pending[seq] != nil {
+				return seq
+			}
+		}
+	}
+	lowest := uint64(0)
+	for seq := range s.pending {
+		if lowest == 0 || seq < lowest {
+			lowest = seq
+		}
+	}
+	return lowest
+}
+
+// Nak schedules sseq for redelivery after delay (at once when delay is 0)
+// and reports whether it was pending. A delayed NAK takes sseq out of the
+// redelivery queue, and is stored as a last delivery one wait before the
+// new deadline, as nats-server processNak does.
+func (s *State) Nak(sseq uint64, delay time.Duration, now int64) bool {
+	m := s.pending[sseq]
+	if m == nil {
+		return false
+	}
+	if delay <= 0 {
+		s.queue(sseq, m)
+		return true
+	}
+	if m.queued {
+		m.queued = false
+		s.rdq = slices.DeleteFunc(s.rdq, func(q uint64) bool { return q == sseq })
+	}
+	m.deadline = now + int64(delay)
+	m.last = m.deadline - int64(s.wait(m.deliveries))
+	heap.Push(&s.deadlines, deadline{at: m.deadline, sseq: sseq})
+	return true
+}
+
+// Progress (+WPI) restarts the ack wait of sseq and reports whether it was
+// pending.
+func (s *State) Progress(sseq uint64, now int64) bool {
+	m := s.pending[sseq]
+	if m == nil {
+		return false
+	}
+	if !m.queued {
+		m.last = now
+		s.arm(sseq, m, now)
+	}
+	return true
+}
+
+func (s *State) queue(sseq uint64, m *pendingMsg) {
+	if !m.queued {
+		m.queued = true
+		s.rdq = append(s.rdq, sseq)
+	}
+}
+
+// Exhausted is a message that reached max_deliver and will not be
+// redelivered: its stream sequence and delivery count.
+type Exhausted struct {
+	Stream     uint64
+	Deliveries uint64
+}
+
+// Expire moves every pending delivery whose deadline is at or before now
+// to the redelivery queue, except those delivered max_deliver times
+// already: those leave pending and are returned, for the MAX_DELIVERIES
+// advisory.
+func (s *State) Expire(now int64) []Exhausted {
+	var out []Exhausted
+	for len(s.deadlines) > 0 && s.deadlines[0].at <= now {
+		d := heap.Pop(&s.deadlines).(deadline)
+		m := s.pending[d.sseq]
+		if m == nil || m.deadline != d.at || m.queued {
+			continue // stale: acked, re-armed or already queued
+		}
+		if s.policy.MaxDeliver > 0 && m.deliveries >= uint64(s.policy.MaxDeliver) {
+			delete(s.pending, d.sseq)
+			out = append(out, Exhausted{Stream: d.sseq, Deliveries: m.deliveries})
+			continue
+		}
+		s.queue(d.sseq, m)
+	}
+	if len(out) > 0 {
+		s.moveAckFloor()
+	}
+	return out
+}
+
+// ExhaustedByNak reports whether a NAK of sseq ends its deliveries
+// (max_deliver reached): then it leaves pending like Expire's and true is
+// returned with its delivery count.
+func (s *State) ExhaustedByNak(sseq uint64) (Exhausted, bool) {
+	m := s.pending[sseq]
+	if m == nil || s.policy.MaxDeliver <= 0 || m.deliveries < uint64(s.policy.MaxDeliver) {
+		return Exhausted{}, false
+	}
+	delete(s.pending, sseq)
+	s.moveAckFloor()
+	return Exhausted{Stream: sseq, Deliveries: m.deliveries}, true
+}
+
+// NextDeadline returns the earliest time (unix ns) at which Expire has
+// work, and false when nothing is pending.
+func (s *State) NextDeadline() (int64, bool) {
+	for len(s.deadlines) > 0 {
+		d := s.deadlines[0]
+		if m := s.pending[d.sseq]; m != nil && m.deadline == d.at && !m.queued {
+			return d.at, true
+		}
+		heap.Pop(&s.deadlines)
+	}
+	return 0, false
+}
+
+// Snapshot returns the state to store (store.ConsumerState).
+func (s *State) Snapshot() *store.ConsumerState {
+	st := &store.ConsumerState{Delivered: s.delivered, AckFloor: s.ackFloor}
+	if len(s.pending) == 0 {
+		return st
+	}
+	st.Pending = make(map[uint64]store.Pending, len(s.pending))
+	for sseq, m := range s.pending {
+		st.Pending[sseq] = store.Pending{Sequence: m.cseq, Timestamp: m.last}
+		if m.deliveries > 1 {
+			if st.Redelivered == nil {
+				st.Redelivered = map[uint64]uint64{}
+			}
+			st.Redelivered[sseq] = m.deliveries - 1
+		}
+	}
+	return st
+}
+
+// deadline is an entry of the deadline heap; entries whose message was
+// acked or re-armed since are skipped when they surface.
+type deadline struct {
+	at   int64
+	sseq uint64
+}
+
+type deadlineHeap []deadline
+
+func (h deadlineHeap) Len() int { return len(h) }
+func (h deadlineHeap) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].sseq < h[j].sseq
+}
+func (h deadlineHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *deadlineHeap) Push(x any)   { *h = append(*h, x.(deadline)) }
+func (h *deadlineHeap) Pop() any {
+	old := *h
+	d := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return d
+}
