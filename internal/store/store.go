@@ -125,6 +125,14 @@ type Store interface {
 	// WaitDurable blocks until every message through seq is durable under
 	// the sync policy. It returns ErrFenced if that can no longer happen.
 	WaitDurable(seq uint64) error
+	// DurableSeq returns the highest sequence such that every message
+	// through it is durable under the sync policy (the file store: made
+	// durable by an fsync; the memory store: LastSeq, memory holding
+	// nothing more durable). It never exceeds LastSeq and never goes down
+	// while the store is open. Consumers must never deliver a message above
+	// it: after a crash, a torn tail that was never acknowledged is cut off
+	// and its sequences are assigned again, to different messages.
+	DurableSeq() uint64
 	// Load returns the message at seq, or ErrNotFound (never stored, deleted
 	// or removed) or an error wrapping ErrCorrupt.
 	Load(seq uint64) (*StoredMsg, error)
@@ -132,6 +140,15 @@ type Store interface {
 	// subject matches any of filters (wildcards allowed; none or "" or ">"
 	// match all). It returns ErrEOF when there is none.
 	LoadNext(filters []string, start uint64) (*StoredMsg, error)
+	// NumPending returns the number of stored messages with start <= seq
+	// <= end (end 0: through LastSeq) whose subject matches any of filters,
+	// under LoadNext's filter rules. It reads only the engine's index,
+	// never a payload, and is cheap both for the whole stream (start at or
+	// below FirstSeq, end 0: deliver all) and for a few new sequences at
+	// the end. Lost sequences (State.Lost) are not counted. It counts
+	// whether or not a message is durable yet: pass end = DurableSeq() to
+	// count only what may be delivered. It returns 0 after Close.
+	NumPending(filters []string, start, end uint64) uint64
 	// LoadLast returns the last message whose subject matches filter
 	// (wildcards allowed), or ErrNotFound.
 	LoadLast(filter string) (*StoredMsg, error)
@@ -149,6 +166,16 @@ type Store interface {
 	// ExpireUpTo removes messages older than MaxAge at time now (unix
 	// nanoseconds) and returns the number removed.
 	ExpireUpTo(now int64) (uint64, error)
+	// Removals returns the number of stored messages removed since the
+	// store was opened, by any means: Delete, Purge (rollups included),
+	// Compact, ExpireUpTo, the limits on Append and UpdateConfig, and a
+	// stored message the engine finds corrupt (it becomes lost).
+	// It starts at 0 on open and never goes down, so a caller may cache a
+	// count: read Removals, then count to an explicit end E; while
+	// Removals is unchanged the count stays right and only grows by
+	// NumPending(filters, E+1, E2) as messages are appended. After Close it
+	// returns the count reached.
+	Removals() uint64
 	// State returns the current state; Deleted is filled only when
 	// withDeleted is true.
 	State(withDeleted bool) State

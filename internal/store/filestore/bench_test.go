@@ -245,6 +245,47 @@ func BenchmarkLoadNextFiltered(b *testing.B) {
 	}
 }
 
+// BenchmarkNumPending counts on a big store (CAIRN_BENCH_MSGS messages,
+// default 1,000,000, on 100 subjects): unfiltered, a literal subject
+// holding one message in 99, one holding one in 1000, and a wildcard
+// matching all, each over the whole stream (a consumer delivering all),
+// from the middle, and over the last 10 sequences (new appends).
+func BenchmarkNumPending(b *testing.B) {
+	n := uint64(benchStoreMsgs())
+	s := mustOpen(b, Config{Dir: bigStore(b, int(n))}, store.Config{})
+	defer s.Close()
+	filters := []struct {
+		name    string
+		filters []string
+		want    uint64 // over the whole stream
+	}{
+		{"all", nil, n},
+		{"literal", []string{"big.5"}, s.NumPending([]string{"big.5"}, 0, 0)},
+		{"sparse", []string{"big.0"}, (n + 999) / 1000},
+		{"wildcard", []string{"big.*"}, n},
+	}
+	ranges := []struct {
+		name       string
+		start, end uint64
+	}{
+		{"deliver-all", 1, 0},
+		{"from-middle", n / 2, 0},
+		{"new-10", n - 9, 0},
+	}
+	for _, f := range filters {
+		if got := s.NumPending(f.filters, 1, 0); got != f.want {
+			b.Fatalf("NumPending(%q) = %d, want %d", f.filters, got, f.want)
+		}
+		for _, rg := range ranges {
+			b.Run(f.name+"/"+rg.name, func(b *testing.B) {
+				for b.Loop() {
+					s.NumPending(f.filters, rg.start, rg.end)
+				}
+			})
+		}
+	}
+}
+
 // segmentFiles returns the segment files of a store directory and their
 // total size.
 func segmentPaths(b *testing.B, dir string) ([]string, int64) {

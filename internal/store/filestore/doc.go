@@ -233,6 +233,13 @@
 // memory; reads of sealed segments go to the file, scans through a
 // bounded cache of 64 KiB chunks.
 //
+// NumPending counts from the index alone, never reading a record: whole
+// segments by their live count and partial ones by the removed bitmap
+// when unfiltered, the slots' subject ids (segments skipped by their
+// filter) when filtered, and the per-subject counts when the range holds
+// every match. A range longer than the rest of the stream is counted as
+// the total minus the rest.
+//
 // # Limits of this version
 //
 //   - Only segments at the front of the log are removed; a segment in the

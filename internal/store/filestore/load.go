@@ -149,6 +149,7 @@ func (s *Store) markCorruptLocked(seq uint64, cerr *store.CorruptError) {
 	}
 	size := g.msgSize(i)
 	s.dropLocked(g, i, seq)
+	s.mu.removals++
 	s.addLostLocked(lostSpan{first: seq, last: seq, bytes: size, where: cerr.Where, reason: cerr.Reason})
 	s.cfg.Logf("filestore: %s: %v", s.cfg.Dir, cerr)
 }

@@ -15,8 +15,9 @@ const exactLimit = 4096
 // matcher decides which subject ids a filter list matches. An exact
 // matcher holds every matching id in a bitset, with their segment-filter
 // bits in mask; with literal filters it is also bounded: lo..hi bounds
-// the matching stored sequences, lo being a stored match. A lazy matcher
-// (many subjects, wildcards) decides ids as it meets them.
+// the matching stored sequences, lo being a stored match, and msgs is
+// their number (bounded matchers are built per call, never cached). A
+// lazy matcher (many subjects, wildcards) decides ids as it meets them.
 type matcher struct {
 	all     bool
 	exact   bool
@@ -24,8 +25,10 @@ type matcher struct {
 	filters []string
 	set     []uint64 // exact: bitset of matching ids
 	n       int      // exact: number of matching ids
+	id      uint32   // exact: the first id added (the only one when n is 1)
 	mask    [4]uint64
 	lo, hi  uint64
+	msgs    uint64 // bounded: stored messages on the matching subjects
 	lazy    map[uint32]bool
 }
 
@@ -39,11 +42,15 @@ type matchCache struct {
 	}
 }
 
+// matchAll is the matcher of filters that match every subject; like
+// every matcher but a lazy one, it is never changed.
+var matchAll = &matcher{all: true}
+
 // newMatcherLocked returns the matcher of filters.
 func (s *Store) newMatcherLocked(filters []string) *matcher {
 	switch {
 	case store.FiltersAll(filters):
-		return &matcher{all: true}
+		return matchAll
 	case allLiteral(filters):
 		return s.literalMatcherLocked(filters)
 	case len(s.mu.subj.byName) > exactLimit:
@@ -71,6 +78,7 @@ func (s *Store) literalMatcherLocked(filters []string) *matcher {
 			continue
 		}
 		m.add(info)
+		m.msgs += info.msgs
 		if m.lo == 0 || info.first < m.lo {
 			m.lo = info.first
 		}
@@ -85,6 +93,9 @@ func (m *matcher) add(info *subjInfo) {
 		m.set = append(m.set, 0)
 	}
 	m.set[info.id>>6] |= 1 << (info.id & 63)
+	if m.n == 0 {
+		m.id = info.id
+	}
 	m.n++
 	b := bloomBit(info.id)
 	m.mask[b>>6] |= 1 << (b & 63)

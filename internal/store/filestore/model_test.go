@@ -35,6 +35,9 @@ type model struct {
 	now    int64
 	step   int
 	last   string
+	// mRemovals is the model's Removals when the file store was last
+	// opened; the file store counts from 0 there.
+	mRemovals uint64
 }
 
 // TestModel drives the file store and memstore with random operations,
@@ -222,6 +225,7 @@ func (x *model) reopen() {
 		x.t.Fatalf("Close: %v", err)
 	}
 	x.f = mustOpen(x.t, x.cfg, x.limits)
+	x.mRemovals = x.m.Removals()
 }
 
 // powerLoss drops whatever was not synced and reopens: every operation so
@@ -233,6 +237,7 @@ func (x *model) powerLoss() {
 	x.f.Close() // fails on the crashed file system; it only stops the flusher
 	x.cfg.FS = x.fs
 	x.f = mustOpen(x.t, x.cfg, x.limits)
+	x.mRemovals = x.m.Removals()
 }
 
 // loads compares random loads.
@@ -257,6 +262,19 @@ func (x *model) loads() {
 		if a, b := x.f.SubjectsState(filter), x.m.SubjectsState(filter); !reflect.DeepEqual(a, b) {
 			x.t.Fatalf("step %d: SubjectsState(%q) = %v; model %v", x.step, filter, a, b)
 		}
+		x.samePending(filters, seq)
+	}
+}
+
+// samePending compares NumPending from start to the end, over a short
+// range and to start.
+func (x *model) samePending(filters []string, start uint64) {
+	x.t.Helper()
+	end := start + uint64(x.r.IntN(8))
+	for _, rg := range [][2]uint64{{start, 0}, {start, end}, {0, start}, {0, 0}} {
+		if a, b := x.f.NumPending(filters, rg[0], rg[1]), x.m.NumPending(filters, rg[0], rg[1]); a != b {
+			x.t.Fatalf("step %d: NumPending(%q, %d, %d) = %d; model %d", x.step, filters, rg[0], rg[1], a, b)
+		}
 	}
 }
 
@@ -267,6 +285,13 @@ func (x *model) compare() {
 	fs, ms := x.f.State(true), x.m.State(true)
 	if !reflect.DeepEqual(fs, ms) {
 		x.t.Fatalf("step %d after %s:\nfilestore %+v\nmodel     %+v", x.step, x.last, fs, ms)
+	}
+	if a, b := x.f.Removals(), x.m.Removals()-x.mRemovals; a != b {
+		x.t.Fatalf("step %d after %s: Removals() = %d; model %d since the open", x.step, x.last, a, b)
+	}
+	// Every operation waited for durability (SyncAlways).
+	if a, b := x.f.DurableSeq(), x.m.DurableSeq(); a != fs.LastSeq || b != ms.LastSeq {
+		x.t.Fatalf("step %d after %s: DurableSeq() = %d, model %d; LastSeq %d", x.step, x.last, a, b, fs.LastSeq)
 	}
 }
 

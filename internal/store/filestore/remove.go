@@ -87,6 +87,7 @@ func (s *Store) removeLocked(seq uint64) bool {
 		return false
 	}
 	s.dropLocked(g, i, seq)
+	s.mu.removals++
 	s.recordRemovalLocked(seq)
 	return true
 }
@@ -245,6 +246,7 @@ func (s *Store) compactLocked(seq uint64) uint64 {
 // that every older segment can be removed.
 func (s *Store) emptyFromLocked(first uint64) uint64 {
 	n := s.mu.msgs
+	s.mu.removals += n
 	s.mu.last = max(s.mu.last, first-1)
 	s.mu.msgs, s.mu.bytes, s.mu.first = 0, 0, first
 	s.mu.subj.reset()

@@ -56,6 +56,7 @@ type Store struct {
 		lost      []lostSpan
 		taken     uint64 // batches taken by the flusher
 		changes   uint64 // bumped by every change the flusher must write
+		removals  uint64 // messages removed since Open (Removals)
 	}
 }
 
@@ -332,8 +333,22 @@ func (s *Store) WaitDurable(seq uint64) error {
 }
 
 // DurableSeq returns the highest sequence through which every message is
-// durable. Layers above deliver nothing past it.
+// durable: the syncer publishes it after each fsync, so it trails the
+// appends by a group commit under SyncAlways and by up to the interval
+// under SyncEveryInterval (whose acknowledgements do not wait for it). It
+// is LastSeq after Open and never exceeds it. Layers above deliver
+// nothing past it: recovery cuts off a tail that was never fsynced and
+// assigns its sequences again.
 func (s *Store) DurableSeq() uint64 { return s.note.durable() }
+
+// Removals returns the number of messages removed since Open, by any
+// means (store.Store.Removals), a message found corrupt on read
+// included. Recovery's removals are not counted.
+func (s *Store) Removals() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.removals
+}
 
 // markLocked records that the caller changed the store and returns the
 // flusher batch that will hold the change, or 0 when nothing changed since

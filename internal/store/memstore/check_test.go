@@ -207,7 +207,28 @@ func compareLookups(t *testing.T, s *Store, r *rand.Rand) {
 		if got, want := seqOf(sm, err, store.ErrNotFound), bruteLast(s, f); got != want {
 			t.Fatalf("LoadLast(%q) = %d (%v), brute force %d", f, got, err, want)
 		}
+		end := start + uint64(r.IntN(300))
+		for _, rg := range [][2]uint64{{start, 0}, {start, end}, {0, end}} {
+			if got, want := s.NumPending(filters, rg[0], rg[1]), brutePending(s, filters, rg[0], rg[1]); got != want {
+				t.Fatalf("NumPending(%q, %d, %d) = %d, brute force %d", filters, rg[0], rg[1], got, want)
+			}
+		}
 	}
+}
+
+// brutePending finds NumPending's answer by loading every sequence.
+func brutePending(s *Store, filters []string, start, end uint64) uint64 {
+	st := s.State(false)
+	if end == 0 {
+		end = st.LastSeq
+	}
+	var n uint64
+	for seq := max(start, st.FirstSeq); seq <= min(end, st.LastSeq) && seq != 0; seq++ {
+		if sm, err := s.Load(seq); err == nil && store.MatchFilters(sm.Subject, filters) {
+			n++
+		}
+	}
+	return n
 }
 
 // seqOf returns the sequence of a loaded message, or 0 for the expected

@@ -26,6 +26,7 @@ type Store struct {
 		bytes     uint64                // sum of entry.size over log
 		lastTime  int64                 // time of the message at log.last when it was stored
 		consumers map[string]*consumerRec
+		removals  uint64 // messages removed since New (Removals)
 	}
 }
 
@@ -92,6 +93,22 @@ func (s *Store) WaitDurable(seq uint64) error {
 		return store.ErrClosed
 	}
 	return nil
+}
+
+// DurableSeq returns LastSeq: memory holds nothing more durable, and
+// WaitDurable returns at once.
+func (s *Store) DurableSeq() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.log.last
+}
+
+// Removals returns the number of messages removed since New, by any
+// means (store.Store.Removals).
+func (s *Store) Removals() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.removals
 }
 
 // State returns the current state; Deleted is filled when withDeleted.

@@ -61,6 +61,40 @@ func TestMillion(t *testing.T) {
 	}
 }
 
+// BenchmarkNumPending counts on a store of 1,000,000 messages on 100
+// subjects (like the file store's benchmark): unfiltered, a literal
+// subject holding one message in 99, one holding one in 1000, and a
+// wildcard matching all, each over the whole stream, from the middle, and
+// over the last 10 sequences.
+func BenchmarkNumPending(b *testing.B) {
+	const n = 1_000_000
+	s := memstore.New(store.Config{})
+	data := make([]byte, 128)
+	for i := range n {
+		subj := fmt.Sprintf("big.%d", 1+i%99)
+		if i%1000 == 0 {
+			subj = "big.0"
+		}
+		if _, err := s.Append(store.Msg{Subject: subj, Data: data, Time: int64(i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	filters := map[string][]string{"all": nil, "literal": {"big.5"}, "sparse": {"big.0"}, "wildcard": {"big.*"}}
+	ranges := []struct {
+		name       string
+		start, end uint64
+	}{{"deliver-all", 1, 0}, {"from-middle", n / 2, 0}, {"new-10", n - 9, 0}}
+	for _, name := range []string{"all", "literal", "sparse", "wildcard"} {
+		for _, rg := range ranges {
+			b.Run(name+"/"+rg.name, func(b *testing.B) {
+				for b.Loop() {
+					s.NumPending(filters[name], rg.start, rg.end)
+				}
+			})
+		}
+	}
+}
+
 // walk counts the messages LoadNext finds from the start with filters.
 func walk(s store.Store, filters []string) int {
 	count := 0

@@ -79,6 +79,7 @@ func (s *Store) removeLocked(seq uint64) bool {
 		return false
 	}
 	l.remove(seq)
+	s.mu.removals++
 	s.mu.bytes -= e.size
 	x := s.mu.subjects[e.subj]
 	x.removed(l)
@@ -91,6 +92,7 @@ func (s *Store) removeLocked(seq uint64) bool {
 // purgeAllLocked removes everything; FirstSeq becomes LastSeq+1.
 func (s *Store) purgeAllLocked() uint64 {
 	n := s.mu.log.count
+	s.mu.removals += n
 	s.mu.log.emptyFrom(s.mu.log.last + 1)
 	s.mu.subjects = make(map[string]*subjIndex)
 	s.mu.bytes = 0

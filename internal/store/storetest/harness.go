@@ -36,6 +36,9 @@ type harness struct {
 	lastTime  int64                // Time of the last accepted message
 	consumers map[string]bool      // consumer names the test used
 	closed    bool                 // the test closed the store itself
+	// opened is State.Msgs when the store was last opened and appended
+	// the messages accepted since: Removals must be opened+appended-Msgs.
+	opened, appended uint64
 }
 
 // open returns a harness on a new store with cfg. When the test ends, the
@@ -63,6 +66,7 @@ func (h *harness) append(m store.Msg) (uint64, error) {
 	}
 	h.sent[seq] = store.Msg{Subject: m.Subject, Header: bytes.Clone(m.Header), Data: bytes.Clone(m.Data), Time: m.Time}
 	h.lastTime = m.Time
+	h.appended++
 	return seq, nil
 }
 
@@ -132,8 +136,10 @@ func (h *harness) expected(first, last uint64, stored []uint64) store.State {
 	return st
 }
 
-// check fails unless the store's state is expected(first, last, stored)
-// and every sequence from first-1 to last+1 loads as expected.
+// check fails unless the store's state is expected(first, last, stored),
+// every sequence from first-1 to last+1 loads as expected, NumPending
+// counts stored (wantPending), Removals counts every message that left
+// since the store was opened, and DurableSeq reaches LastSeq.
 func (h *harness) check(first, last uint64, stored ...uint64) {
 	h.t.Helper()
 	h.wantState(h.expected(first, last, stored))
@@ -143,6 +149,34 @@ func (h *harness) check(first, last uint64, stored ...uint64) {
 	}
 	for seq := lo; seq <= last+1; seq++ {
 		h.wantLoad(seq, slices.Contains(stored, seq))
+	}
+	h.wantPending(first, last, stored)
+	h.wantRemovals()
+	h.wantDurable()
+}
+
+// wantRemovals fails unless Removals counts every message that was
+// stored since the store was opened and is no longer.
+func (h *harness) wantRemovals() {
+	h.t.Helper()
+	msgs := h.s.State(false).Msgs
+	if got, want := h.s.Removals(), h.opened+h.appended-msgs; got != want {
+		h.t.Fatalf("Removals() = %d, want %d (%d at open, %d appended, %d stored)", got, want, h.opened, h.appended, msgs)
+	}
+}
+
+// wantDurable fails unless DurableSeq is LastSeq once WaitDurable(LastSeq)
+// returned.
+func (h *harness) wantDurable() {
+	h.t.Helper()
+	last := h.s.State(false).LastSeq
+	if last > 0 {
+		if err := h.s.WaitDurable(last); err != nil {
+			h.t.Fatalf("WaitDurable(%d): %v", last, err)
+		}
+	}
+	if got := h.s.DurableSeq(); got != last {
+		h.t.Fatalf("DurableSeq() = %d, want LastSeq %d", got, last)
 	}
 }
 
@@ -226,8 +260,10 @@ func (h *harness) reopen() {
 	h.t.Helper()
 	before := h.snapshot()
 	h.s = h.e.Reopen(h.t, h.s, h.cfg)
+	h.opened, h.appended = before.state.Msgs, 0
 	after := h.snapshot()
 	before.compare(h.t, after)
+	h.wantRemovals()
 }
 
 // finish runs the reopen check for persistent engines and closes the

@@ -74,6 +74,9 @@ func testClosed(t *testing.T, e Engine) {
 			t.Errorf("%s after Close = %v, want ErrClosed", name, err)
 		}
 	}
+	if n := h.s.NumPending(nil, 0, 0); n != 0 {
+		t.Errorf("NumPending after Close = %d, want 0", n)
+	}
 }
 
 // Appends from many goroutines get unique, contiguous sequences, each

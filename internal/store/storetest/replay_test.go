@@ -33,9 +33,10 @@ func TestReplayEngine(t *testing.T) {
 // replay is a memstore with a log of every mutation.
 type replay struct {
 	store.Store
-	mu  sync.Mutex
-	cfg store.Config              // the configuration at creation
-	ops []func(store.Store) error // mutations, in order
+	mu       sync.Mutex
+	cfg      store.Config              // the configuration at creation
+	ops      []func(store.Store) error // mutations, in order
+	replayed uint64                    // removals made by the replay on reopen
 }
 
 // reopen returns a fresh memstore with the log replayed.
@@ -44,8 +45,12 @@ func (r *replay) reopen(t *testing.T) *replay {
 	for _, op := range r.ops {
 		op(n.Store)
 	}
+	n.replayed = n.Store.Removals()
 	return n
 }
+
+// Removals counts from the reopen, as a persistent engine does.
+func (r *replay) Removals() uint64 { return r.Store.Removals() - r.replayed }
 
 // do runs op now and logs it.
 func (r *replay) do(op func(store.Store) error) error {

@@ -54,6 +54,7 @@ func Run(t *testing.T, e Engine) {
 	all = append(all, configTests...)
 	all = append(all, consumerTests...)
 	all = append(all, miscTests...)
+	all = append(all, pendingTests...)
 	all = append(all, reopenTests...)
 	for _, tc := range all {
 		t.Run(tc.name, func(t *testing.T) {
