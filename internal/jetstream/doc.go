@@ -21,10 +21,37 @@
 //  3. A timer submits an expiry operation (max_age, the duplicate window)
 //     to the apply goroutine about once a second.
 //
+// Once the ack goroutine has waited for the store, it records the
+// stream's durable sequence and wakes the consumers: no consumer delivers
+// a message above it, since an unacknowledged tail may be rewritten
+// after a crash. Memory streams acknowledge on the apply goroutine.
+//
+// # Goroutines (each consumer)
+//
+// A consumer (cons) has one loop goroutine. Its subscriptions (acks on
+// $JS.ACK.<S>.<C>.>, pull requests on $JS.API.CONSUMER.MSG.NEXT.<S>.<C>,
+// flow control replies on $JS.FC.<S>.<C>.*) run on the publishers' read
+// loops and only queue events and wake the loop. Each round of the loop,
+// under the consumer's mutex, applies the events to the delivery state
+// machine (consumer.State), moves expired acks to redelivery, expires
+// pull requests, loads messages from the store and publishes them
+// (redeliveries first), sends heartbeats and, at most every 100 ms,
+// writes a durable consumer's state. API calls (info, update, pause)
+// take the same mutex briefly. After the round, with the mutex released,
+// the acknowledged sequences go to the stream for interest and workqueue
+// retention, which asks the other consumers (each under its own mutex)
+// and queues the removals on the stream's apply goroutine. No goroutine
+// holds two consumer mutexes at once.
+//
 // # Files
 //
 //	<StoreDir>/jetstream/$G/streams/<name>/meta.json   stream config and creation time
-//	<StoreDir>/jetstream/$G/streams/<name>/msgs/       the file store's segments
+//	<StoreDir>/jetstream/$G/streams/<name>/msgs/       the file store's segments (and consumer states)
+//	<StoreDir>/jetstream/$G/streams/<name>/obs/<c>/meta.json  a durable consumer's config and creation time
+//
+// Memory streams write nothing: they end with the server, as in
+// nats-server. Only durable consumers of file streams without
+// mem_storage are written; ephemerals end with the server.
 //
 // meta.json is replaced by write-new (meta.json.tmp), fsync, rename,
 // fsync-directory. Its content is the JSON of metaFile followed by a

@@ -55,13 +55,21 @@ type InfoOptions struct {
 // info gathers the stream's info.
 func (r *runner) info(opts InfoOptions) *StreamInfo {
 	st := r.store.State(opts.DeletedDetails)
-	return &StreamInfo{
+	info := &StreamInfo{
 		Config:    r.js.withServerMetadata(r.config()),
 		Created:   r.created.UTC(),
 		State:     toState(st, r.subjectCounts(opts.SubjectsFilter)),
 		Cluster:   &ClusterInfo{Leader: r.js.cfg.ServerName},
 		TimeStamp: r.js.now().UTC(),
 	}
+	info.State.Consumers = r.numConsumers()
+	return info
+}
+
+func (r *runner) numConsumers() int {
+	r.cmu.Lock()
+	defer r.cmu.Unlock()
+	return len(r.consumers)
 }
 
 func (r *runner) subjectCounts(filter string) map[string]uint64 {

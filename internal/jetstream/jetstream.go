@@ -92,8 +92,8 @@ func (js *JetStream) restore() error {
 
 func (js *JetStream) restoreOne(name string) error {
 	dir := js.streamDir(name)
-	m, err := readMeta(js.cfg.FS, dir)
-	if err != nil {
+	var m metaFile
+	if err := readMeta(js.cfg.FS, dir, &m); err != nil {
 		return err
 	}
 	if m.Config.Storage == stream.MemoryStorage {
@@ -200,7 +200,7 @@ func (js *JetStream) Shutdown() {
 	js.streams = map[string]*runner{}
 	js.mu.Unlock()
 	for _, r := range runners {
-		if err := r.stop(); err != nil {
+		if err := r.stop(nil); err != nil {
 			js.logf("jetstream: stream %s: close: %v", r.name, err)
 		}
 	}

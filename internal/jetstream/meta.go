@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
@@ -30,10 +31,16 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // errMetaCorrupt marks a meta.json that fails its checksum or decoding.
 var errMetaCorrupt = errors.New("jetstream: stream metadata is corrupt")
 
-// encodeMeta returns the bytes of meta.json: the JSON, a newline, the
-// CRC-32C of the JSON in 8 hex digits and a newline.
-func encodeMeta(m metaFile) ([]byte, error) {
-	js, err := json.Marshal(m)
+// consumerMeta is the content of a durable consumer's meta.json.
+type consumerMeta struct {
+	Config  consumer.Config `json:"config"`
+	Created time.Time       `json:"created"`
+}
+
+// encodeMeta returns the bytes of meta.json: the JSON of v, a newline,
+// the CRC-32C of the JSON in 8 hex digits and a newline.
+func encodeMeta(v any) ([]byte, error) {
+	js, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
@@ -42,28 +49,27 @@ func encodeMeta(m metaFile) ([]byte, error) {
 	return out, nil
 }
 
-// decodeMeta checks and decodes meta.json; damage returns an error
-// wrapping errMetaCorrupt.
-func decodeMeta(b []byte) (metaFile, error) {
-	var m metaFile
+// decodeMeta checks meta.json and decodes it into v; damage returns an
+// error wrapping errMetaCorrupt.
+func decodeMeta(b []byte, v any) error {
 	js, sum, ok := bytes.Cut(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
 	if !ok {
-		return m, fmt.Errorf("%w: no checksum line", errMetaCorrupt)
+		return fmt.Errorf("%w: no checksum line", errMetaCorrupt)
 	}
 	want, err := strconv.ParseUint(string(sum), 16, 32)
 	if err != nil || uint32(want) != crc32.Checksum(js, castagnoli) {
-		return m, fmt.Errorf("%w: checksum mismatch", errMetaCorrupt)
+		return fmt.Errorf("%w: checksum mismatch", errMetaCorrupt)
 	}
-	if err := json.Unmarshal(js, &m); err != nil {
-		return m, fmt.Errorf("%w: %v", errMetaCorrupt, err)
+	if err := json.Unmarshal(js, v); err != nil {
+		return fmt.Errorf("%w: %v", errMetaCorrupt, err)
 	}
-	return m, nil
+	return nil
 }
 
 // writeMeta replaces dir/meta.json durably: write meta.json.tmp, fsync it,
 // rename it over meta.json, fsync the directory.
-func writeMeta(fs vfs.FS, dir string, m metaFile) error {
-	b, err := encodeMeta(m)
+func writeMeta(fs vfs.FS, dir string, v any) error {
+	b, err := encodeMeta(v)
 	if err != nil {
 		return err
 	}
@@ -89,20 +95,20 @@ func writeMeta(fs vfs.FS, dir string, m metaFile) error {
 	return fs.SyncDir(dir)
 }
 
-// readMeta reads and checks dir/meta.json.
-func readMeta(fs vfs.FS, dir string) (metaFile, error) {
+// readMeta reads and checks dir/meta.json into v.
+func readMeta(fs vfs.FS, dir string, v any) error {
 	f, err := fs.Open(path.Join(dir, metaName))
 	if err != nil {
-		return metaFile{}, err
+		return err
 	}
 	defer f.Close()
 	size, err := f.Size()
 	if err != nil {
-		return metaFile{}, err
+		return err
 	}
 	b := make([]byte, size)
 	if n, err := f.ReadAt(b, 0); n < len(b) {
-		return metaFile{}, fmt.Errorf("read %s: %w", metaName, err)
+		return fmt.Errorf("read %s: %w", metaName, err)
 	}
-	return decodeMeta(b)
+	return decodeMeta(b, v)
 }

@@ -78,6 +78,7 @@ func (js *JetStream) Account() AccountInfo {
 	ai := AccountInfo{Streams: len(runners), Limits: js.limits()}
 	for _, r := range runners {
 		st := r.store.State(false)
+		ai.Consumers += r.numConsumers()
 		if r.config().Storage == stream.MemoryStorage {
 			ai.Memory += st.Bytes
 		} else {

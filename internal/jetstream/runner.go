@@ -3,6 +3,7 @@ package jetstream
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/jserr"
@@ -55,6 +56,10 @@ type runner struct {
 	timer   *time.Timer
 	stopped bool
 	done    sync.WaitGroup
+
+	cmu       sync.Mutex       // guards consumers
+	consumers map[string]*cons // by name
+	durable   atomic.Uint64    // highest sequence durable in the store
 }
 
 func newRunner(js *JetStream, cfg stream.Config, created time.Time, dir string, st store.Store) *runner {
@@ -62,6 +67,7 @@ func newRunner(js *JetStream, cfg stream.Config, created time.Time, dir string, 
 		js: js, name: cfg.Name, created: created, dir: dir,
 		st: stream.New(cfg, st), store: st, cfg: cfg,
 		in: newQueue[item](maxIngest), acks: newQueue[ack](0), direct: newQueue[directJob](maxDirectQueue),
+		consumers: map[string]*cons{},
 	}
 }
 
@@ -72,7 +78,10 @@ func (r *runner) start() error {
 		return err
 	}
 	r.st.ExpireDedupe(r.js.now().UnixNano())
+	r.durable.Store(r.store.State(false).LastSeq) // recovered means durable
+	r.restoreConsumers()
 	if err := r.subscribe(r.cfg); err != nil {
+		r.stopConsumers(nil)
 		return err
 	}
 	r.done.Add(3)
@@ -169,17 +178,31 @@ func (r *runner) applyOne(it *item) {
 		return
 	}
 	res := r.st.Apply(it.entry)
-	if res.Err == nil && !res.Duplicate {
+	stored := res.Err == nil && !res.Duplicate
+	if stored {
 		r.dropIfUninterested(res.Seq, it.entry.Subject)
 	}
-	if it.reply == "" || r.noAck() {
-		return
+	if res.Purged > 0 {
+		r.afterPurge()
 	}
-	a := ack{reply: it.reply, payload: stream.AppendPubAck(nil, r.name, res, "")}
-	if res.Err == nil {
-		a.waitSeq = res.Seq
+	a := ack{}
+	if stored {
+		a.waitSeq = res.Seq // consumers wait for it to be durable
 	}
-	r.acks.push(a)
+	if it.reply != "" && !r.noAck() {
+		a.reply, a.payload = it.reply, stream.AppendPubAck(nil, r.name, res, "")
+	}
+	switch {
+	case r.dir == "":
+		// A memory stream's message is as durable as it gets once
+		// applied: acknowledge at once, without the ack goroutine.
+		r.setDurable(a.waitSeq)
+		if a.reply != "" {
+			r.js.tr.Publish(a.reply, "", nil, a.payload)
+		}
+	case a.reply != "" || a.waitSeq > 0:
+		r.acks.push(a)
+	}
 }
 
 func (r *runner) noAck() bool {
@@ -201,7 +224,13 @@ func (r *runner) ackLoop() {
 			return
 		}
 		err := r.waitDurable(batch)
+		if err == nil {
+			r.setDurable(topSeq(batch))
+		}
 		for _, a := range batch {
+			if a.reply == "" {
+				continue
+			}
 			payload := a.payload
 			if err != nil && a.waitSeq > 0 {
 				payload = stream.AppendPubAck(nil, r.name, stream.Result{Err: storeFailed(err)}, "")
@@ -212,14 +241,19 @@ func (r *runner) ackLoop() {
 }
 
 func (r *runner) waitDurable(batch []ack) error {
+	if top := topSeq(batch); top > 0 {
+		return r.store.WaitDurable(top)
+	}
+	return nil
+}
+
+// topSeq returns the highest sequence a batch of acks waits for.
+func topSeq(batch []ack) uint64 {
 	var top uint64
 	for _, a := range batch {
 		top = max(top, a.waitSeq)
 	}
-	if top == 0 {
-		return nil
-	}
-	return r.store.WaitDurable(top)
+	return top
 }
 
 // storeFailed is the PubAck error for a message the store could not make
@@ -248,7 +282,7 @@ func (r *runner) expireTick() {
 // stop unsubscribes, drains the queues (every queued publish is still
 // applied and acknowledged), waits for the goroutines and closes the
 // store.
-func (r *runner) stop() error {
+func (r *runner) stop(stopStatus []byte) error {
 	r.mu.Lock()
 	r.stopped = true
 	subs := r.subs
@@ -263,6 +297,7 @@ func (r *runner) stop() error {
 	r.in.close()
 	r.direct.close()
 	r.done.Wait()
+	r.stopConsumers(stopStatus)
 	return r.store.Close()
 }
 
@@ -295,8 +330,3 @@ func (r *runner) dropAllUninterested(s *stream.Stream) error {
 	_, err := s.Store().Purge(store.PurgeRequest{})
 	return err
 }
-
-// interested reports whether a consumer of the stream would deliver a
-// message on subject. Consumers arrive with issue 5; until then no
-// message of an interest stream has an interested consumer.
-func (r *runner) interested(subject string) bool { return false }

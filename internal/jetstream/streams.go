@@ -147,7 +147,7 @@ func (js *JetStream) DeleteStream(name string) *jserr.Error {
 	if r == nil {
 		return jserr.New(jserr.StreamNotFound)
 	}
-	if err := r.stop(); err != nil && !errors.Is(err, store.ErrClosed) {
+	if err := r.stop(hdrDeleted); err != nil && !errors.Is(err, store.ErrClosed) {
 		js.logf("jetstream: stream %s: close before delete: %v", name, err)
 	}
 	if r.dir != "" {
@@ -223,6 +223,9 @@ func (js *JetStream) Purge(name string, req store.PurgeRequest) (uint64, *jserr.
 	}
 	if err != nil {
 		return 0, jserr.From(err, jserr.StreamGeneralError)
+	}
+	if n > 0 {
+		r.afterPurge()
 	}
 	return n, nil
 }

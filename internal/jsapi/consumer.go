@@ -2,41 +2,22 @@ package jsapi
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/jserr"
 )
 
-// The consumer endpoints wait for consumers (issue 5). Until then they
-// answer as nats-server v2.15.2 answers for a stream without consumers:
-// INFO, DELETE, PAUSE and UNPIN give 10014 consumer not found (10059 when
-// the stream is missing), NAMES and LIST give empty pages, and CREATE runs
-// nats-server's checks on the subject and request and then refuses with
-// 10012 "consumers are not implemented yet".
-
-// errConsumersMissing is the description of the 10012 a create gets.
-var errConsumersMissing = errors.New("consumers are not implemented yet")
-
 // CreateConsumerRequest is the body of the consumer create subjects
-// (protocol.md section 2.6.9), reduced to the keys the subject checks use.
+// (protocol.md section 2.6.9).
 type CreateConsumerRequest struct {
-	Stream   string         `json:"stream_name"`
-	Config   consumerConfig `json:"config"`
-	Action   consumerAction `json:"action"`
-	Pedantic bool           `json:"pedantic,omitempty"`
-}
-
-// consumerConfig holds the ConsumerConfig keys the create checks read.
-type consumerConfig struct {
-	Durable        string   `json:"durable_name,omitempty"`
-	Name           string   `json:"name,omitempty"`
-	FilterSubject  string   `json:"filter_subject,omitempty"`
-	FilterSubjects []string `json:"filter_subjects,omitempty"`
-	Replicas       int      `json:"num_replicas"`
+	Stream   string          `json:"stream_name"`
+	Config   consumer.Config `json:"config"`
+	Action   consumerAction  `json:"action"`
+	Pedantic bool            `json:"pedantic,omitempty"`
 }
 
 // consumerAction accepts the JSON strings "", "create" and "update".
@@ -53,14 +34,25 @@ func (c *consumerAction) UnmarshalJSON(b []byte) error {
 	}
 }
 
-// consumerCreateResponse has no success fields until consumers exist.
+func (c consumerAction) engine() jetstream.ConsumerAction {
+	switch c {
+	case "create":
+		return jetstream.CreateOnly
+	case "update":
+		return jetstream.UpdateOnly
+	}
+	return jetstream.CreateOrUpdate
+}
+
+// consumerCreateResponse is the ConsumerInfo inline.
 type consumerCreateResponse struct {
 	apiResponse
+	*consumer.Info
 }
 
 // consumerCreate follows nats-server v2.15.2 jsConsumerCreateRequest:
 // JSON first (10025), then level, then the subject and name checks, the
-// replicas (10074) and the stream (10059).
+// replicas (10074), the stream (10059), and the engine's checks.
 func consumerCreate(a *API, r *request) (response, *jserr.Error) {
 	resp := &consumerCreateResponse{}
 	var req CreateConsumerRequest
@@ -79,7 +71,16 @@ func consumerCreate(a *API, r *request) (response, *jserr.Error) {
 	if err := a.streamExists(req.Stream); err != nil {
 		return resp, err
 	}
-	return resp, jserr.New(jserr.ConsumerCreate, jserr.Sub("err", errConsumersMissing))
+	cfg := req.Config
+	if r.tokens > 1 {
+		cfg.Name = r.consumer
+	}
+	info, err := a.js.CreateConsumer(req.Stream, cfg, req.Action.engine(), req.Pedantic)
+	if err != nil {
+		return resp, err
+	}
+	resp.Info = info
+	return resp, nil
 }
 
 // checkCreateSubject checks the request against the create subject, in
@@ -128,13 +129,15 @@ func (a *API) consumerMissing(stream string) *jserr.Error {
 	return jserr.New(jserr.ConsumerNotFound)
 }
 
-// consumerInfoResponse has no success fields until consumers exist.
+// consumerInfoResponse is the ConsumerInfo inline.
 type consumerInfoResponse struct {
 	apiResponse
+	*consumer.Info
 }
 
 // consumerInfo follows nats-server v2.15.2 jsConsumerInfoRequest: a
-// non-empty body first (10038), then level, stream, consumer.
+// non-empty body first (10038), then level, stream (10059), consumer
+// (10014).
 func consumerInfo(a *API, r *request) (response, *jserr.Error) {
 	resp := &consumerInfoResponse{}
 	if !isEmptyRequest(r.data) {
@@ -143,7 +146,12 @@ func consumerInfo(a *API, r *request) (response, *jserr.Error) {
 	if err := r.checkLevel(); err != nil {
 		return resp, err
 	}
-	return resp, a.consumerMissing(r.stream)
+	info, err := a.js.ConsumerInfo(r.stream, r.consumer)
+	if err != nil {
+		return resp, err
+	}
+	resp.Info = info
+	return resp, nil
 }
 
 // consumerDeleteResponse is {"type":…,"success":true} on success.
@@ -153,7 +161,7 @@ type consumerDeleteResponse struct {
 }
 
 // consumerDelete follows nats-server v2.15.2 jsConsumerDeleteRequest:
-// level, a non-empty body (10038), stream, consumer.
+// level, a non-empty body (10038), stream (10059), consumer (10014).
 func consumerDelete(a *API, r *request) (response, *jserr.Error) {
 	resp := &consumerDeleteResponse{}
 	if err := r.checkLevel(); err != nil {
@@ -162,7 +170,11 @@ func consumerDelete(a *API, r *request) (response, *jserr.Error) {
 	if !isEmptyRequest(r.data) {
 		return resp, jserr.New(jserr.NotEmptyRequest)
 	}
-	return resp, a.consumerMissing(r.stream)
+	if err := a.js.DeleteConsumer(r.stream, r.consumer); err != nil {
+		return resp, err
+	}
+	resp.Success = true
+	return resp, nil
 }
 
 // JSApiConsumersRequest is the optional body of CONSUMER.NAMES and
@@ -183,37 +195,53 @@ type consumerNamesResponse struct {
 type consumerListResponse struct {
 	apiResponse
 	apiPaged
-	Consumers []json.RawMessage `json:"consumers"`
+	Consumers []*consumer.Info `json:"consumers"`
 }
 
 func consumerNames(a *API, r *request) (response, *jserr.Error) {
 	resp := &consumerNamesResponse{Consumers: []string{}}
-	return resp, a.emptyConsumerPage(r, &resp.apiPaged, namesLimit)
+	names, start, end, err := a.consumerPage(r, &resp.apiPaged, namesLimit)
+	if err == nil {
+		resp.Consumers = append(resp.Consumers, names[start:end]...)
+	}
+	return resp, err
 }
 
 func consumerList(a *API, r *request) (response, *jserr.Error) {
-	resp := &consumerListResponse{Consumers: []json.RawMessage{}}
-	return resp, a.emptyConsumerPage(r, &resp.apiPaged, listLimit)
-}
-
-// emptyConsumerPage follows nats-server v2.15.2 jsConsumerNamesRequest:
-// level, the body decoded when it is a JSON object or array (10025), the
-// stream (10059), then a page of nothing (the offset clamps to 0).
-func (a *API) emptyConsumerPage(r *request, p *apiPaged, limit int) *jserr.Error {
-	if err := r.checkLevel(); err != nil {
-		return err
+	resp := &consumerListResponse{Consumers: []*consumer.Info{}}
+	names, start, end, err := a.consumerPage(r, &resp.apiPaged, listLimit)
+	if err != nil {
+		return resp, err
 	}
-	if isJSONObjectOrArray(r.data) {
-		var req JSApiConsumersRequest
-		if err := decode(r.data, &req); err != nil {
-			return err
+	for _, name := range names[start:end] {
+		if info, ierr := a.js.ConsumerInfo(r.stream, name); ierr == nil {
+			resp.Consumers = append(resp.Consumers, info)
 		}
 	}
-	if err := a.streamExists(r.stream); err != nil {
-		return err
+	return resp, nil
+}
+
+// consumerPage follows nats-server v2.15.2 jsConsumerNamesRequest: level,
+// the body decoded when it is a JSON object or array (10025), the stream
+// (10059), then one page of sorted names (the offset clamps to the
+// total).
+func (a *API) consumerPage(r *request, p *apiPaged, limit int) (names []string, start, end int, jerr *jserr.Error) {
+	if err := r.checkLevel(); err != nil {
+		return nil, 0, 0, err
 	}
-	p.Limit = limit
-	return nil
+	var req JSApiConsumersRequest
+	if isJSONObjectOrArray(r.data) {
+		if err := decode(r.data, &req); err != nil {
+			return nil, 0, 0, err
+		}
+	}
+	names, jerr = a.js.ConsumerNames(r.stream)
+	if jerr != nil {
+		return nil, 0, 0, jerr
+	}
+	start, end = page(len(names), req.Offset, limit)
+	*p = apiPaged{Total: len(names), Offset: start, Limit: limit}
+	return names, start, end, nil
 }
 
 // JSApiConsumerPauseRequest is the optional body of CONSUMER.PAUSE.
@@ -223,7 +251,7 @@ type JSApiConsumerPauseRequest struct {
 
 // consumerPauseResponse always has paused and pause_until, also on errors
 // ("paused":false,"pause_until":"0001-01-01T00:00:00Z", nats-server
-// v2.15.2).
+// v2.15.2). pause_remaining is nanoseconds.
 type consumerPauseResponse struct {
 	apiResponse
 	Paused         bool          `json:"paused"`
@@ -232,11 +260,12 @@ type consumerPauseResponse struct {
 }
 
 // consumerPause follows nats-server v2.15.2 jsConsumerPauseRequest: JSON
-// when the body is an object or array (10025), level, stream, consumer.
+// when the body is an object or array (10025), level, stream, consumer;
+// a zero or past time resumes (protocol.md section 2.6.11).
 func consumerPause(a *API, r *request) (response, *jserr.Error) {
 	resp := &consumerPauseResponse{}
+	var req JSApiConsumerPauseRequest
 	if isJSONObjectOrArray(r.data) {
-		var req JSApiConsumerPauseRequest
 		if err := decode(r.data, &req); err != nil {
 			return resp, err
 		}
@@ -244,7 +273,12 @@ func consumerPause(a *API, r *request) (response, *jserr.Error) {
 	if err := r.checkLevel(); err != nil {
 		return resp, err
 	}
-	return resp, a.consumerMissing(r.stream)
+	res, err := a.js.PauseConsumer(r.stream, r.consumer, req.PauseUntil)
+	if err != nil {
+		return resp, err
+	}
+	resp.Paused, resp.PauseUntil, resp.PauseRemaining = res.Paused, res.Until, res.Remaining
+	return resp, nil
 }
 
 // JSApiConsumerUnpinRequest is the body of CONSUMER.UNPIN.

@@ -20,15 +20,6 @@ func TestCairnOnlyAnswers(t *testing.T) {
 			`{"type":"io.nats.jetstream.api.v1.stream_msg_get_response","error":{"code":400,"err_code":10003,"description":"bad request"}}`},
 		{"$JS.API.STREAM.MSG.GET.NOPE", `{"start_time":"2000-01-01T00:00:00Z","next_by_subj":"a"}`,
 			`{"type":"io.nats.jetstream.api.v1.stream_msg_get_response","error":{"code":404,"err_code":10059,"description":"stream not found"}}`},
-		// Consumers (issue 5): a create that passes nats-server's checks.
-		{"$JS.API.CONSUMER.CREATE.S.C", `{"stream_name":"S","config":{"durable_name":"C","ack_policy":"explicit"}}`,
-			`{"type":"io.nats.jetstream.api.v1.consumer_create_response","error":{"code":500,"err_code":10012,"description":"consumers are not implemented yet"}}`},
-		{"$JS.API.CONSUMER.CREATE.S", `{"stream_name":"S","config":{"name":"E"},"action":"create"}`,
-			`{"type":"io.nats.jetstream.api.v1.consumer_create_response","error":{"code":500,"err_code":10012,"description":"consumers are not implemented yet"}}`},
-		{"$JS.API.CONSUMER.CREATE.S.C.a.>", `{"stream_name":"S","config":{"filter_subject":"a.>"},"action":""}`,
-			`{"type":"io.nats.jetstream.api.v1.consumer_create_response","error":{"code":500,"err_code":10012,"description":"consumers are not implemented yet"}}`},
-		{"$JS.API.CONSUMER.DURABLE.CREATE.S.C", `{"stream_name":"S","config":{"durable_name":"C"}}`,
-			`{"type":"io.nats.jetstream.api.v1.consumer_create_response","error":{"code":500,"err_code":10012,"description":"consumers are not implemented yet"}}`},
 	}
 	for _, tc := range cases {
 		if got := c.request(tc.subj, tc.body, nil); got != tc.want {

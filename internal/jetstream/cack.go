@@ -1,0 +1,114 @@
+package jetstream
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/nats-io/nuid"
+)
+
+// processAck applies an acknowledgement (protocol.md section 5.3) and
+// answers a double ack with an empty message.
+func (c *cons) processAck(a *ackMsg, now time.Time) {
+	if a.sseq > c.st.Delivered().Stream || a.sseq == 0 {
+		return // beyond anything delivered: no reply
+	}
+	c.lastAck = now
+	switch a.kind {
+	case ackAck:
+		c.ack(a.sseq, a.cseq)
+	case ackNak:
+		c.nak(a, now)
+	case ackWPI:
+		if c.st.Progress(a.sseq, now.UnixNano()) {
+			c.dirty = true
+		}
+	case ackTerm:
+		if c.st.IsPending(a.sseq) {
+			c.ack(a.sseq, a.cseq)
+			c.advise("MSG_TERMINATED", "io.nats.jetstream.advisory.v1.terminated", a, a.reason)
+		}
+	case ackNext:
+		c.ack(a.sseq, a.cseq)
+		c.addPull(a.reply, a.next, now)
+		return
+	}
+	if a.reply != "" && !(c.cfg.AckPolicy == consumer.AckNone && c.sr.retention() == stream.LimitsPolicy) {
+		c.js.tr.Publish(a.reply, "", nil, nil)
+	}
+}
+
+func (c *cons) ack(sseq, cseq uint64) {
+	if c.cfg.AckPolicy == consumer.AckNone {
+		return
+	}
+	r := c.st.Ack(sseq, cseq)
+	if len(r.Acked) > 0 {
+		c.dirty = true
+		c.acked = append(c.acked, r.Acked...)
+	}
+}
+
+func (c *cons) nak(a *ackMsg, now time.Time) {
+	if ex, done := c.st.ExhaustedByNak(a.sseq); done {
+		c.dirty = true
+		c.adviseMaxDeliveries(ex)
+		return
+	}
+	if c.st.Nak(a.sseq, a.delay, now.UnixNano()) {
+		c.dirty = true
+		c.advise("MSG_NAKED", "io.nats.jetstream.advisory.v1.nak", a, "")
+	}
+}
+
+// ackAdvisory is nats-server's JSConsumerDeliveryNakAdvisory and
+// JSConsumerDeliveryTerminatedAdvisory (protocol.md section 5.5).
+type ackAdvisory struct {
+	Type        string    `json:"type"`
+	ID          string    `json:"id"`
+	Time        time.Time `json:"timestamp"`
+	Stream      string    `json:"stream"`
+	Consumer    string    `json:"consumer"`
+	ConsumerSeq uint64    `json:"consumer_seq"`
+	StreamSeq   uint64    `json:"stream_seq"`
+	Deliveries  uint64    `json:"deliveries"`
+	Reason      string    `json:"reason,omitempty"`
+}
+
+// maxDeliverAdvisory is nats-server's JSConsumerDeliveryExceededAdvisory.
+type maxDeliverAdvisory struct {
+	Type       string    `json:"type"`
+	ID         string    `json:"id"`
+	Time       time.Time `json:"timestamp"`
+	Stream     string    `json:"stream"`
+	Consumer   string    `json:"consumer"`
+	StreamSeq  uint64    `json:"stream_seq"`
+	Deliveries uint64    `json:"deliveries"`
+}
+
+func (c *cons) advise(kind, typ string, a *ackMsg, reason string) {
+	c.publishAdvisory(kind, ackAdvisory{
+		Type: typ, ID: nuid.Next(), Time: c.now().UTC(), Stream: c.sr.name, Consumer: c.name,
+		ConsumerSeq: a.cseq, StreamSeq: a.sseq, Deliveries: a.dc, Reason: reason,
+	})
+}
+
+func (c *cons) adviseMaxDeliveries(ex consumer.Exhausted) {
+	c.publishAdvisory("MAX_DELIVERIES", maxDeliverAdvisory{
+		Type: "io.nats.jetstream.advisory.v1.max_deliver", ID: nuid.Next(), Time: c.now().UTC(),
+		Stream: c.sr.name, Consumer: c.name, StreamSeq: ex.Stream, Deliveries: ex.Deliveries,
+	})
+}
+
+// publishAdvisory publishes on $JS.EVENT.ADVISORY.CONSUMER.<kind>.<S>.<C>.
+func (c *cons) publishAdvisory(kind string, v any) {
+	subj := "$JS.EVENT.ADVISORY.CONSUMER." + kind + "." + c.sr.name + "." + c.name
+	if !c.js.tr.HasInterest(subj) {
+		return
+	}
+	if b, err := json.Marshal(v); err == nil {
+		c.js.tr.Publish(subj, "", nil, b)
+	}
+}

@@ -1,0 +1,274 @@
+package jetstream
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/store"
+)
+
+// Flow control window of push consumers (protocol.md section 5.7): it
+// starts at 2 MiB and doubles on each confirmation up to 32 MiB.
+const (
+	fcWindowStart = 2 << 20
+	fcWindowMax   = 32 << 20
+)
+
+// saveInterval bounds how often a durable consumer writes its state: a
+// lost ack or delivery only causes a redelivery (at least once), so the
+// state is written at most this often rather than on every ack.
+const saveInterval = 100 * time.Millisecond
+
+// cevent is an event for a consumer's loop, pushed by its subscriptions'
+// handlers (which run on clients' read loops and must not block).
+type cevent struct {
+	ack   *ackMsg
+	pull  *pullEvent
+	fcSub string // a flow control reply arrived on this subject
+}
+
+type pullEvent struct {
+	reply string
+	body  []byte
+}
+
+// cons runs one consumer: its subscriptions (acks, pull requests, flow
+// control replies) queue events, and its loop goroutine owns the
+// delivery state, loads messages from the stream's store and delivers
+// them. mu guards the state so that API calls (info) can read it.
+type cons struct {
+	js      *JetStream
+	sr      *runner
+	name    string
+	created time.Time
+	dir     string              // "" when not persisted
+	cstore  store.ConsumerStore // nil when not persisted
+
+	evMu   sync.Mutex
+	events []cevent
+	wake   chan struct{} // capacity 1
+	quit   chan struct{}
+	done   sync.WaitGroup
+	subs   []Subscription
+
+	mu          sync.Mutex
+	cfg         consumer.Config
+	filters     []string
+	st          *consumer.State
+	lps         []uint64 // last_per_subject sequences still to deliver
+	minNext     uint64   // new messages are looked for from here at least
+	waiting     []*waiting
+	np          pendingCount
+	pausedUntil time.Time
+	lastDeliver time.Time
+	lastAck     time.Time
+	lastActive  time.Time // interest or pull activity, for inactive_threshold
+	lastHB      time.Time // push heartbeats
+	fc          flowControl
+	replay      replayState
+	dirty       bool
+	lastSave    time.Time
+	stopped     bool
+	acked       []uint64 // acknowledged this round, for retention
+}
+
+// flowControl is the push flow control state.
+type flowControl struct {
+	window      int
+	outstanding int
+	reply       string // the latest flow control request's reply subject
+	atRequest   int    // outstanding when it was sent
+}
+
+// replayState paces replay_policy original.
+type replayState struct {
+	lastMsgTime int64 // stored time of the last message delivered (ns)
+	lastWall    int64 // wall time it was delivered (ns)
+}
+
+// pendingCount caches num_pending: the messages matching the filters
+// from next through end, valid while the store's removal count is
+// unchanged.
+type pendingCount struct {
+	valid    bool
+	n        uint64
+	next     uint64
+	end      uint64
+	removals uint64
+}
+
+func (c *cons) now() time.Time { return c.js.now() }
+
+// push queues an event and wakes the loop.
+func (c *cons) push(ev cevent) {
+	c.evMu.Lock()
+	c.events = append(c.events, ev)
+	c.evMu.Unlock()
+	c.signal()
+}
+
+// signal wakes the loop (new messages, acks, config changes).
+func (c *cons) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *cons) takeEvents(dst []cevent) []cevent {
+	c.evMu.Lock()
+	dst = append(dst[:0], c.events...)
+	clear(c.events)
+	c.events = c.events[:0]
+	c.evMu.Unlock()
+	return dst
+}
+
+// loop is the consumer's goroutine.
+func (c *cons) loop() {
+	defer c.done.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var evs []cevent
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-c.wake:
+		case <-timer.C:
+		}
+		evs = c.takeEvents(evs)
+		acked, idle := c.round(evs)
+		if len(acked) > 0 {
+			c.sr.onAcked(c, acked)
+		}
+		if idle {
+			c.js.expireConsumer(c)
+			return
+		}
+		timer.Reset(c.nextWake())
+	}
+}
+
+// round handles the queued events, redelivery timers and pull request
+// expiry, then delivers what it can. It returns the stream sequences
+// acknowledged (for retention) and whether the consumer has been
+// inactive past its threshold.
+func (c *cons) round(evs []cevent) ([]uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return nil, false
+	}
+	now := c.now()
+	for i := range evs {
+		c.handle(&evs[i], now)
+		evs[i] = cevent{}
+	}
+	c.expireAcks(now)
+	c.expirePulls(now)
+	c.deliver(now)
+	c.heartbeats(now)
+	c.maybeSave(now, false)
+	acked := c.acked
+	c.acked = nil
+	return acked, c.inactive(now)
+}
+
+func (c *cons) handle(ev *cevent, now time.Time) {
+	switch {
+	case ev.ack != nil:
+		c.processAck(ev.ack, now)
+	case ev.pull != nil:
+		c.addPull(ev.pull.reply, ev.pull.body, now)
+	case ev.fcSub != "":
+		c.flowControlReply(ev.fcSub)
+	}
+}
+
+// expireAcks moves deliveries past their ack wait to the redelivery queue
+// and reports those that reached max_deliver.
+func (c *cons) expireAcks(now time.Time) {
+	for _, ex := range c.st.Expire(now.UnixNano()) {
+		c.dirty = true
+		c.adviseMaxDeliveries(ex)
+	}
+}
+
+// nextWake returns how long the loop may sleep: until the next ack
+// deadline, pull expiry or heartbeat, pause end, inactivity check or
+// state save.
+func (c *cons) nextWake() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	next := now.Add(time.Minute)
+	at := func(t time.Time) {
+		if !t.IsZero() && t.Before(next) {
+			next = t
+		}
+	}
+	if d, ok := c.st.NextDeadline(); ok {
+		at(time.Unix(0, d))
+	}
+	for _, w := range c.waiting {
+		if w.expires > 0 {
+			at(time.Unix(0, w.expires))
+		}
+		if w.heartbeat > 0 {
+			at(time.Unix(0, w.lastHB).Add(w.heartbeat))
+		}
+	}
+	if c.cfg.Heartbeat > 0 {
+		at(c.lastHB.Add(c.cfg.Heartbeat))
+	}
+	if c.pausedUntil.After(now) {
+		at(c.pausedUntil)
+	}
+	if t := c.cfg.InactiveThreshold; t > 0 {
+		at(c.lastActive.Add(t))
+	}
+	if c.dirty {
+		at(c.lastSave.Add(saveInterval))
+	}
+	if c.replay.lastWall > 0 {
+		at(now.Add(10 * time.Millisecond))
+	}
+	return max(next.Sub(now), time.Millisecond)
+}
+
+// maybeSave writes the state of a persisted consumer when it changed and
+// saveInterval has passed (or always when force is set).
+func (c *cons) maybeSave(now time.Time, force bool) {
+	if c.cstore == nil || !c.dirty || (!force && now.Sub(c.lastSave) < saveInterval) {
+		return
+	}
+	if err := c.cstore.Update(c.st.Snapshot()); err != nil {
+		if !errors.Is(err, store.ErrClosed) {
+			c.js.logf("consumer %s > %s: save state: %v", c.sr.name, c.name, err)
+		}
+		return
+	}
+	c.dirty = false
+	c.lastSave = now
+}
+
+// inactive reports whether the consumer passed its inactive_threshold:
+// a pull consumer without pull requests, a push consumer without
+// interest on its deliver subject.
+func (c *cons) inactive(now time.Time) bool {
+	t := c.cfg.InactiveThreshold
+	if t <= 0 {
+		return false
+	}
+	if c.cfg.IsPush() {
+		if c.js.tr.HasInterest(c.cfg.DeliverSubject) {
+			c.lastActive = now
+		}
+	} else if len(c.waiting) > 0 {
+		c.lastActive = now
+	}
+	return now.Sub(c.lastActive) >= t
+}

@@ -1,0 +1,530 @@
+package jetstream
+
+import (
+	"path"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/nats-io/nuid"
+)
+
+// ConsumerAction is the action of a consumer create request (protocol.md
+// section 2.6.9).
+type ConsumerAction int
+
+// Consumer create actions.
+const (
+	CreateOrUpdate ConsumerAction = iota // "" : create, or update an existing one
+	CreateOnly                           // "create": an existing one must be equal
+	UpdateOnly                           // "update": it must exist
+)
+
+// consumerDir is where a persisted consumer's metadata lives.
+func consumerDir(streamDir, name string) string { return path.Join(streamDir, "obs", name) }
+
+// CreateConsumer creates or updates a consumer on a stream (protocol.md
+// section 2.6.9) and returns its info, taken before any delivery. Errors:
+// 10059 stream not found, the config errors of consumer.Config (SetDefaults,
+// Validate), 10148 (create of a different existing consumer), 10149
+// (update of a missing one), 10012 (a refused update), 10026 (max
+// consumers), 10099/10100 (workqueue overlap).
+func (js *JetStream) CreateConsumer(streamName string, cfg consumer.Config, action ConsumerAction, pedantic bool) (*consumer.Info, *jserr.Error) {
+	r, jerr := js.lookup(streamName)
+	if jerr != nil {
+		return nil, jerr
+	}
+	scfg := r.config()
+	cfg.SetStaticMetadata()
+	if err := cfg.SetDefaults(&scfg, pedantic); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(&scfg, false); err != nil {
+		return nil, err
+	}
+	if cfg.Name == "" {
+		cfg.Name = cfg.Durable
+	}
+	if cfg.Name == "" {
+		cfg.Name = randomName()
+	}
+	r.cmu.Lock()
+	defer r.cmu.Unlock()
+	if c := r.consumers[cfg.Name]; c != nil {
+		return r.recreate(c, cfg, action)
+	}
+	if action == UpdateOnly {
+		return nil, jserr.New(jserr.ConsumerDoesNotExist)
+	}
+	if err := r.checkNewLocked(&scfg, &cfg); err != nil {
+		return nil, err
+	}
+	cfg.SetEphemeralThreshold()
+	c, err := r.newConsumer(cfg, js.now().UTC())
+	if err != nil {
+		return nil, jserr.From(err, jserr.ConsumerCreate)
+	}
+	info := c.info()
+	r.consumers[cfg.Name] = c
+	c.start()
+	js.adviseConsumer(streamName, cfg.Name, actionCreate)
+	return info, nil
+}
+
+// checkNewLocked runs nats-server v2.15.2's checks for a consumer that
+// does not exist yet, in its order: max_consumers over the limitable
+// consumers (10026), the workqueue rules, the durable name length
+// (10102). The caller holds r.cmu.
+func (r *runner) checkNewLocked(scfg *stream.Config, cfg *consumer.Config) *jserr.Error {
+	others := r.consumerConfigsLocked("")
+	if scfg.MaxConsumers > 0 && cfg.Limitable() && countLimitable(others) >= scfg.MaxConsumers {
+		return jserr.New(jserr.MaximumConsumersLimit)
+	}
+	if scfg.Retention == stream.WorkQueuePolicy {
+		if err := consumer.CheckWorkQueue(cfg, others); err != nil {
+			return err
+		}
+	}
+	return cfg.CheckDurableLength()
+}
+
+func countLimitable(cfgs []*consumer.Config) int {
+	n := 0
+	for _, c := range cfgs {
+		if c.Limitable() {
+			n++
+		}
+	}
+	return n
+}
+
+// recreate answers a create of an existing consumer: with action create
+// an equal config returns its info (else 10148); otherwise it is an
+// update. The caller holds r.cmu.
+func (r *runner) recreate(c *cons, cfg consumer.Config, action ConsumerAction) (*consumer.Info, *jserr.Error) {
+	old := c.config()
+	if action == CreateOnly {
+		if !cfg.EqualForCreate(&old) {
+			return nil, jserr.New(jserr.ConsumerAlreadyExists)
+		}
+		return c.info(), nil
+	}
+	if r.config().Retention == stream.WorkQueuePolicy {
+		if err := consumer.CheckWorkQueueUpdate(&cfg, r.consumerConfigsLocked(cfg.Name)); err != nil {
+			return nil, err
+		}
+	}
+	if err := consumer.CheckUpdate(&old, &cfg); err != nil {
+		return nil, err
+	}
+	if old.DeliverSubject != cfg.DeliverSubject && old.DeliverSubject != "" && r.js.tr.HasInterest(old.DeliverSubject) {
+		return nil, jserr.New(jserr.ConsumerNameExist)
+	}
+	cfg.SetEphemeralThreshold()
+	cfg.PauseUntil = old.PauseUntil
+	if err := c.update(cfg); err != nil {
+		return nil, jserr.From(err, jserr.ConsumerCreate)
+	}
+	r.js.adviseConsumer(r.name, cfg.Name, actionModify)
+	return c.info(), nil
+}
+
+// consumerConfigsLocked returns the configs of the stream's consumers
+// except the one named skip. The caller holds r.cmu.
+func (r *runner) consumerConfigsLocked(skip string) []*consumer.Config {
+	out := make([]*consumer.Config, 0, len(r.consumers))
+	for name, c := range r.consumers {
+		if name != skip {
+			cfg := c.config()
+			out = append(out, &cfg)
+		}
+	}
+	return out
+}
+
+// randomName returns an 8-character base-62 consumer name, as nats-server
+// generates for unnamed ephemerals.
+func randomName() string {
+	id := nuid.Next()
+	return id[len(id)-8:]
+}
+
+// persisted reports whether a consumer with cfg keeps its state on disk:
+// a durable consumer of a file stream without mem_storage.
+func (r *runner) persisted(cfg *consumer.Config) bool {
+	return r.dir != "" && cfg.Durable != "" && !cfg.MemoryStorage
+}
+
+// newConsumer builds a consumer at its starting position, writing its
+// metadata and opening its state when it is persisted.
+func (r *runner) newConsumer(cfg consumer.Config, created time.Time) (*cons, error) {
+	c := r.makeCons(cfg, created)
+	c.position()
+	if !r.persisted(&cfg) {
+		return c, nil
+	}
+	if err := r.persistConsumer(c); err != nil {
+		return nil, err
+	}
+	c.dirty = true
+	c.maybeSave(created, true)
+	return c, nil
+}
+
+func (r *runner) makeCons(cfg consumer.Config, created time.Time) *cons {
+	c := &cons{
+		js: r.js, sr: r, name: cfg.Name, created: created, cfg: cfg, filters: cfg.Filters(),
+		wake: make(chan struct{}, 1), quit: make(chan struct{}),
+		lastActive: created, lastHB: created, fc: flowControl{window: fcWindowStart},
+	}
+	if cfg.PauseUntil != nil {
+		c.pausedUntil = *cfg.PauseUntil
+	}
+	return c
+}
+
+// persistConsumer writes the consumer's metadata and opens its state.
+func (r *runner) persistConsumer(c *cons) error {
+	dir := consumerDir(r.dir, c.name)
+	if err := r.js.cfg.FS.MkdirAll(dir); err != nil {
+		return err
+	}
+	if err := r.js.cfg.FS.SyncDir(path.Dir(dir)); err != nil {
+		return err
+	}
+	if err := writeMeta(r.js.cfg.FS, dir, consumerMeta{Config: c.cfg, Created: c.created}); err != nil {
+		return err
+	}
+	cs, err := r.store.ConsumerStore(c.name)
+	if err != nil {
+		return err
+	}
+	c.dir, c.cstore = dir, cs
+	return nil
+}
+
+// restoreConsumers starts the persisted consumers of a file stream. A
+// consumer whose metadata or state cannot be read is reported and left
+// on disk.
+func (r *runner) restoreConsumers() {
+	if r.dir == "" {
+		return
+	}
+	names, err := r.js.cfg.FS.ReadDir(path.Join(r.dir, "obs"))
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		if err := r.restoreConsumer(name); err != nil {
+			r.js.logf("consumer %s > %s not restored (left on disk): %v", r.name, name, err)
+		}
+	}
+}
+
+func (r *runner) restoreConsumer(name string) error {
+	dir := consumerDir(r.dir, name)
+	var m consumerMeta
+	if err := readMeta(r.js.cfg.FS, dir, &m); err != nil {
+		return err
+	}
+	cs, err := r.store.ConsumerStore(name)
+	if err != nil {
+		return err
+	}
+	st, err := cs.State()
+	if err != nil {
+		_ = cs.Close()
+		return err
+	}
+	c := r.makeCons(m.Config, m.Created)
+	c.dir, c.cstore = dir, cs
+	c.st = consumer.RestoreState(consumer.PolicyOf(&c.cfg), st)
+	if c.st.Delivered().Stream == 0 && c.st.Delivered().Consumer == 0 {
+		c.position()
+	}
+	r.cmu.Lock()
+	r.consumers[name] = c
+	r.cmu.Unlock()
+	c.start()
+	return nil
+}
+
+// start subscribes the consumer and starts its loop.
+func (c *cons) start() {
+	tr := c.js.tr
+	subs := []struct {
+		subj string
+		h    MsgHandler
+	}{
+		{"$JS.ACK." + c.sr.name + "." + c.name + ".>", c.onAck},
+		{"$JS.API.CONSUMER.MSG.NEXT." + c.sr.name + "." + c.name, c.onPull},
+		{"$JS.FC." + c.sr.name + "." + c.name + ".*", c.onFC},
+	}
+	for _, s := range subs {
+		sub, err := tr.Subscribe(s.subj, "", s.h)
+		if err != nil {
+			c.js.logf("consumer %s > %s: subscribe %s: %v", c.sr.name, c.name, s.subj, err)
+			continue
+		}
+		c.subs = append(c.subs, sub)
+	}
+	c.done.Add(1)
+	go c.loop()
+	c.signal()
+}
+
+func (c *cons) onAck(subject, reply string, _, data []byte) {
+	dc, sseq, cseq, ok := parseAckSubject(subject)
+	if !ok {
+		return
+	}
+	a := parseAckBody(data)
+	a.dc, a.sseq, a.cseq, a.reply = dc, sseq, cseq, reply
+	c.push(cevent{ack: &a})
+}
+
+func (c *cons) onPull(_, reply string, _, data []byte) {
+	c.push(cevent{pull: &pullEvent{reply: reply, body: append([]byte(nil), data...)}})
+}
+
+func (c *cons) onFC(subject, _ string, _, _ []byte) { c.push(cevent{fcSub: subject}) }
+
+// stop ends the consumer: unsubscribes, stops the loop, ends waiting pull
+// requests with status (nil = none) and saves its state.
+func (c *cons) stop(status []byte) {
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return
+	}
+	c.stopped = true
+	c.mu.Unlock()
+	for _, s := range c.subs {
+		s.Unsubscribe()
+	}
+	close(c.quit)
+	c.done.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if status != nil {
+		for _, w := range c.waiting {
+			c.js.tr.Publish(w.reply, "", status, nil)
+		}
+	}
+	c.waiting = nil
+	c.maybeSave(c.now(), true)
+	if c.cstore != nil {
+		_ = c.cstore.Close()
+	}
+}
+
+// config returns a copy of the consumer's config.
+func (c *cons) config() consumer.Config {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfg.Clone()
+}
+
+// update applies an allowed config change.
+func (c *cons) update(cfg consumer.Config) error {
+	c.mu.Lock()
+	c.cfg = cfg.Clone()
+	c.filters = cfg.Filters()
+	c.st.SetPolicy(consumer.PolicyOf(&c.cfg))
+	c.np.valid = false
+	dir := c.dir
+	c.mu.Unlock()
+	c.signal()
+	if dir == "" {
+		return nil
+	}
+	return writeMeta(c.js.cfg.FS, dir, consumerMeta{Config: cfg, Created: c.created})
+}
+
+// ConsumerInfo returns a consumer's info: 10059 or 10014 when missing.
+func (js *JetStream) ConsumerInfo(streamName, name string) (*consumer.Info, *jserr.Error) {
+	c, jerr := js.lookupConsumer(streamName, name)
+	if jerr != nil {
+		return nil, jerr
+	}
+	return c.info(), nil
+}
+
+func (js *JetStream) lookupConsumer(streamName, name string) (*cons, *jserr.Error) {
+	r, jerr := js.lookup(streamName)
+	if jerr != nil {
+		return nil, jerr
+	}
+	r.cmu.Lock()
+	defer r.cmu.Unlock()
+	if c := r.consumers[name]; c != nil {
+		return c, nil
+	}
+	return nil, jserr.New(jserr.ConsumerNotFound)
+}
+
+// ConsumerNames returns the sorted names of a stream's consumers, or
+// 10059.
+func (js *JetStream) ConsumerNames(streamName string) ([]string, *jserr.Error) {
+	r, jerr := js.lookup(streamName)
+	if jerr != nil {
+		return nil, jerr
+	}
+	return r.consumerNames(), nil
+}
+
+func (r *runner) consumerNames() []string {
+	r.cmu.Lock()
+	defer r.cmu.Unlock()
+	names := make([]string, 0, len(r.consumers))
+	for name := range r.consumers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// DeleteConsumer stops and removes a consumer (protocol.md section
+// 2.6.10): waiting pull requests get 409 Consumer Deleted; on an
+// interest stream, messages no other consumer needs are removed. Errors:
+// 10059, 10014.
+func (js *JetStream) DeleteConsumer(streamName, name string) *jserr.Error {
+	r, jerr := js.lookup(streamName)
+	if jerr != nil {
+		return jerr
+	}
+	r.cmu.Lock()
+	c := r.consumers[name]
+	delete(r.consumers, name)
+	r.cmu.Unlock()
+	if c == nil {
+		return jserr.New(jserr.ConsumerNotFound)
+	}
+	c.stop(hdrDeleted)
+	c.removeFiles()
+	js.adviseConsumer(streamName, name, actionDelete)
+	r.afterConsumerGone(c)
+	return nil
+}
+
+// removeFiles deletes a persisted consumer's state and metadata.
+func (c *cons) removeFiles() {
+	if c.dir == "" {
+		return
+	}
+	if cs, err := c.sr.store.ConsumerStore(c.name); err == nil {
+		_ = cs.Delete()
+	}
+	if err := removeAll(c.js.cfg.FS, c.dir); err != nil {
+		c.js.logf("consumer %s > %s: remove %s: %v", c.sr.name, c.name, c.dir, err)
+	}
+}
+
+// expireConsumer deletes a consumer past its inactive_threshold; it runs
+// apart from the consumer's loop, which has returned.
+func (js *JetStream) expireConsumer(c *cons) {
+	go func() {
+		r := c.sr
+		r.cmu.Lock()
+		if r.consumers[c.name] != c {
+			r.cmu.Unlock()
+			return
+		}
+		r.cmu.Unlock()
+		_ = js.DeleteConsumer(r.name, c.name)
+	}()
+}
+
+// PauseResult is the answer to a pause request.
+type PauseResult struct {
+	Paused    bool
+	Until     time.Time
+	Remaining time.Duration
+}
+
+// PauseConsumer pauses a consumer until the given time (the zero time or
+// a time in the past resumes it), as protocol.md section 2.6.11
+// describes. Errors: 10059, 10014.
+func (js *JetStream) PauseConsumer(streamName, name string, until time.Time) (PauseResult, *jserr.Error) {
+	c, jerr := js.lookupConsumer(streamName, name)
+	if jerr != nil {
+		return PauseResult{}, jerr
+	}
+	now := js.now()
+	c.mu.Lock()
+	c.pausedUntil = until
+	if until.IsZero() {
+		c.cfg.PauseUntil = nil
+	} else {
+		u := until.UTC()
+		c.cfg.PauseUntil = &u
+	}
+	cfg, dir := c.cfg.Clone(), c.dir
+	c.mu.Unlock()
+	if dir != "" {
+		if err := writeMeta(js.cfg.FS, dir, consumerMeta{Config: cfg, Created: c.created}); err != nil {
+			js.logf("consumer %s > %s: save pause: %v", streamName, name, err)
+		}
+	}
+	c.signal()
+	res := PauseResult{Paused: until.After(now), Until: until.UTC()}
+	if res.Paused {
+		res.Remaining = until.Sub(now)
+	}
+	js.adviseConsumerPause(streamName, name, res)
+	return res, nil
+}
+
+// stopConsumers stops every consumer of a stream (stream deleted: status
+// 409 Consumer Deleted; shutdown: none).
+func (r *runner) stopConsumers(status []byte) {
+	r.cmu.Lock()
+	cs := make([]*cons, 0, len(r.consumers))
+	for _, c := range r.consumers {
+		cs = append(cs, c)
+	}
+	r.consumers = map[string]*cons{}
+	r.cmu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.stop(status) }()
+	}
+	wg.Wait()
+}
+
+// info returns the consumer's info (protocol.md section 3.5).
+func (c *cons) info() *consumer.Info {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	d, af := c.st.Delivered(), c.st.AckFloor()
+	cfg := c.cfg.WithServerMetadata(c.js.cfg.Version, c.js.cfg.APILevel)
+	info := &consumer.Info{
+		Stream: c.sr.name, Name: c.name, Created: c.created, Config: &cfg,
+		Delivered:      consumer.SequenceInfo{Consumer: d.Consumer, Stream: d.Stream, Last: timePtr(c.lastDeliver)},
+		AckFloor:       consumer.SequenceInfo{Consumer: af.Consumer, Stream: af.Stream, Last: timePtr(c.lastAck)},
+		NumAckPending:  c.st.NumAckPending(),
+		NumRedelivered: c.st.NumRedelivered(),
+		NumWaiting:     len(c.waiting),
+		NumPending:     c.numPending(),
+		Cluster:        &consumer.ClusterInfo{Leader: c.js.cfg.ServerName},
+		PushBound:      c.cfg.IsPush() && c.js.tr.HasInterest(c.cfg.DeliverSubject),
+		TimeStamp:      now.UTC(),
+	}
+	if c.pausedUntil.After(now) {
+		info.Paused, info.PauseRemaining = true, c.pausedUntil.Sub(now)
+	}
+	return info
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

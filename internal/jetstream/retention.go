@@ -1,0 +1,137 @@
+package jetstream
+
+import (
+	"errors"
+
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/stream"
+)
+
+// durableSeq is the highest sequence every message through which is
+// durable: consumers deliver nothing above it.
+func (r *runner) durableSeq() uint64 { return r.durable.Load() }
+
+// setDurable records that everything through seq is durable and wakes
+// the consumers when it moved.
+func (r *runner) setDurable(seq uint64) {
+	for {
+		cur := r.durable.Load()
+		if seq <= cur {
+			return
+		}
+		if r.durable.CompareAndSwap(cur, seq) {
+			r.signalConsumers()
+			return
+		}
+	}
+}
+
+// retention returns the stream's retention policy.
+func (r *runner) retention() stream.RetentionPolicy {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cfg.Retention
+}
+
+func (r *runner) consumerList() []*cons {
+	r.cmu.Lock()
+	defer r.cmu.Unlock()
+	cs := make([]*cons, 0, len(r.consumers))
+	for _, c := range r.consumers {
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+func (r *runner) signalConsumers() {
+	for _, c := range r.consumerList() {
+		c.signal()
+	}
+}
+
+// interested reports whether a consumer of the stream would deliver a
+// message on subject (interest retention keeps nothing else).
+func (r *runner) interested(subject string) bool {
+	for _, c := range r.consumerList() {
+		if c.matches(subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// onAcked applies retention after consumer c acknowledged seqs: a
+// workqueue stream removes them; an interest stream removes each one no
+// other consumer still needs (protocol.md section 6.1).
+func (r *runner) onAcked(c *cons, seqs []uint64) {
+	switch r.retention() {
+	case stream.WorkQueuePolicy:
+		r.removeMsgs(seqs)
+	case stream.InterestPolicy:
+		var gone []uint64
+		others := r.consumerList()
+		for _, seq := range seqs {
+			m, err := r.store.Load(seq)
+			if err != nil {
+				continue
+			}
+			if !anyNeeds(others, c, seq, m.Subject) {
+				gone = append(gone, seq)
+			}
+		}
+		r.removeMsgs(gone)
+	}
+}
+
+func anyNeeds(cs []*cons, skip *cons, seq uint64, subj string) bool {
+	for _, o := range cs {
+		if o != skip && o.needAck(seq, subj) {
+			return true
+		}
+	}
+	return false
+}
+
+// afterConsumerGone removes, from an interest stream, the messages that
+// only the deleted consumer c still needed.
+func (r *runner) afterConsumerGone(c *cons) {
+	if r.retention() != stream.InterestPolicy {
+		return
+	}
+	others := r.consumerList()
+	st := r.store.State(false)
+	var gone []uint64
+	for seq := st.FirstSeq; seq > 0 && seq <= st.LastSeq; {
+		m, err := r.store.LoadNext(nil, seq)
+		if err != nil || m.Seq > st.LastSeq {
+			break
+		}
+		if !anyNeeds(others, nil, m.Seq, m.Subject) {
+			gone = append(gone, m.Seq)
+		}
+		seq = m.Seq + 1
+	}
+	r.removeMsgs(gone)
+}
+
+// removeMsgs deletes messages on the apply goroutine.
+func (r *runner) removeMsgs(seqs []uint64) {
+	if len(seqs) == 0 {
+		return
+	}
+	r.in.pushOp(item{op: func(s *stream.Stream) {
+		for _, seq := range seqs {
+			if err := s.Store().Delete(seq); err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrClosed) {
+				r.js.logf("stream %s: remove acknowledged message %d: %v", r.name, seq, err)
+			}
+		}
+	}})
+}
+
+// afterPurge moves the consumers past what a purge removed.
+func (r *runner) afterPurge() {
+	first := r.store.State(false).FirstSeq
+	for _, c := range r.consumerList() {
+		c.skipTo(first)
+	}
+}
