@@ -8,8 +8,10 @@ import (
 )
 
 // durableSeq is the highest sequence every message through which is
-// durable: consumers deliver nothing above it.
-func (r *runner) durableSeq() uint64 { return r.durable.Load() }
+// durable: consumers deliver nothing above it. It is the lower of what
+// the ack goroutine saw made durable and what the store reports (under
+// an interval sync policy the store lags the acknowledgements).
+func (r *runner) durableSeq() uint64 { return min(r.durable.Load(), r.store.DurableSeq()) }
 
 // setDurable records that everything through seq is durable and wakes
 // the consumers when it moved.
