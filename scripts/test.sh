@@ -4,7 +4,8 @@
 #   scripts/test.sh
 #
 # Steps: gofmt check, go vet, go test -race, a short run of every native fuzz
-# target, and the Node.js `nats` client tests against a freshly built cairn.
+# target, and the Node.js `nats` client tests (test/node and test/node-consumer)
+# against a freshly built cairn.
 # Every step runs even if an earlier one failed; the script exits non-zero if
 # any failed and prints a summary.
 #
@@ -157,7 +158,8 @@ free_port() {
 }
 
 # Builds cairn, starts it with JetStream on a free loopback port, runs the Node client tests
-# against it, stops it with SIGTERM and expects a clean exit (status 0).
+# (test/node, then test/node-consumer) against it, stops it with SIGTERM and expects a clean
+# exit (status 0).
 node_tests() {
 	go build -o bin/cairn ./cmd/cairn || return 1
 	local port i rc=0 attempt
@@ -182,7 +184,10 @@ node_tests() {
 	done
 	[[ -n "$CAIRN_PID" ]] || return 1
 
+	# The client tests, then the consumer, KV and object store acceptance
+	# tests, against the same server; both run even if the first fails.
 	NATS_URL="nats://127.0.0.1:$port" test/node/run.sh || rc=$?
+	NATS_URL="nats://127.0.0.1:$port" test/node-consumer/run.sh || rc=$?
 
 	if ! kill -0 "$CAIRN_PID" 2>/dev/null; then
 		echo "cairn died during the Node tests; its log:"
