@@ -64,6 +64,7 @@ JS_FLAGS='-js -sd {STORE}'
 JS_ADD_FILE='nats: stream add benchstream --subjects bench.js --storage file --defaults'
 JS_ADD_MEM='nats: stream add benchstream --subjects bench.js --storage memory --defaults'
 JS_PUB='bench.js --stream benchstream --size 128'
+JS_FILL="js pub async $JS_PUB --batch 500 --msgs 200000"
 SCENARIO_LIST="
 pub 128B x1M             | | | pub bench.pub --size 128 --msgs 1000000 |
 pub+sub 128B x1M (sub)   | | | sub bench.ps --size 128 --msgs 1000000 | pub bench.ps --size 128 --msgs 1000000
@@ -75,6 +76,9 @@ js pub async mem 1c x200k  | $JS_FLAGS | $JS_ADD_MEM | js pub async $JS_PUB --ba
 js pub async mem 4c x200k  | $JS_FLAGS | $JS_ADD_MEM | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 4 |
 js pub sync mem 1c x20k    | $JS_FLAGS | $JS_ADD_MEM | js pub sync $JS_PUB --msgs 20000 --clients 1 |
 js pub sync mem 4c x20k    | $JS_FLAGS | $JS_ADD_MEM | js pub sync $JS_PUB --msgs 20000 --clients 4 |
+js fetch file x200k        | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js fetch --stream benchstream --msgs 200000 --batch 500 --acks explicit |
+js consume file x200k      | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js consume --stream benchstream --msgs 200000 --batch 500 --acks explicit |
+js ordered file x200k      | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js ordered --stream benchstream --msgs 200000 |
 "
 
 
