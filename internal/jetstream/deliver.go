@@ -24,11 +24,15 @@ type pick struct {
 // crash), within max_ack_pending, flow control and pull budgets.
 func (c *cons) deliver(now time.Time) {
 	if c.pausedUntil.After(now) {
-		c.endNoWait(false)
+		c.endNoWait()
 		return
 	}
 	pushBound := c.cfg.IsPush() && c.js.tr.HasInterest(c.cfg.DeliverSubject)
-	for {
+	for n := 0; ; n++ {
+		if n == maxPerRound {
+			c.signal() // go on in the next round, after the queued acks
+			return
+		}
 		target, w := c.target(pushBound)
 		if target == "" {
 			break
@@ -39,8 +43,12 @@ func (c *cons) deliver(now time.Time) {
 		}
 		c.send(target, w, p, now)
 	}
-	c.endNoWait(true)
+	c.endNoWait()
 }
+
+// maxPerRound bounds the deliveries of one round, so that acks and API
+// calls are served between batches of a long backlog.
+const maxPerRound = 256
 
 // target returns where the next message goes: the deliver subject of a
 // bound push consumer with flow control room, or the reply subject of
@@ -248,7 +256,7 @@ func (c *cons) endPull(w *waiting, status []byte) {
 
 // endNoWait ends the no_wait requests that cannot get more now with
 // 404 No Messages; with expires, only once something was delivered.
-func (c *cons) endNoWait(afterDelivery bool) {
+func (c *cons) endNoWait() {
 	kept := c.waiting[:0]
 	for _, w := range c.waiting {
 		if w.noWait && (w.expires == 0 || w.delivered > 0) {
@@ -259,7 +267,6 @@ func (c *cons) endNoWait(afterDelivery bool) {
 	}
 	clear(c.waiting[len(kept):])
 	c.waiting = kept
-	_ = afterDelivery
 }
 
 // expirePulls ends the pull requests past their expiry with 408 Request
