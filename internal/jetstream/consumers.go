@@ -263,6 +263,9 @@ func (c *cons) start() {
 		{"$JS.API.CONSUMER.MSG.NEXT." + c.sr.name + "." + c.name, c.onPull},
 		{"$JS.FC." + c.sr.name + "." + c.name + ".*", c.onFC},
 	}
+	if c.cfg.AckPolicy == consumer.AckNone {
+		subs = subs[1:] // nothing listens for acks: an ack request gets no responders, as in nats-server
+	}
 	for _, s := range subs {
 		sub, err := tr.Subscribe(s.subj, "", s.h)
 		if err != nil {

@@ -42,5 +42,5 @@ func (c *cons) heartbeats(now time.Time) {
 	}
 	c.lastHB = now
 	d := c.st.Delivered()
-	c.js.tr.Publish(c.cfg.DeliverSubject, c.fc.reply, heartbeatHeader(d.Consumer, d.Stream, c.fc.reply), nil)
+	c.js.tr.Publish(c.cfg.DeliverSubject, "", heartbeatHeader(d.Consumer, d.Stream, c.fc.reply), nil)
 }
