@@ -5,6 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
+	"strings"
 
 	"github.com/cairnmq/cairn/internal/server"
 )
@@ -34,8 +37,10 @@ Server Options:
         --max_pending <bytes>        Maximum bytes buffered per client before it is a slow consumer (default: 67108864)
 
 JetStream Options:
-    -js, --jetstream                 Enable JetStream (accepted; JetStream is not implemented yet)
+    -js, --jetstream                 Enable JetStream
     -sd, --store_dir <dir>           Set the storage directory
+        --max_memory_store <size>    Memory storage limit (bytes, or with K, M, G, T; default: unlimited)
+        --max_file_store <size>      File storage limit (bytes, or with K, M, G, T; default: unlimited)
 
 Logging Options:
     -l, --log <file>                 File to redirect log output (default: stderr)
@@ -75,6 +80,8 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 	fs.Int64Var(&o.MaxPending, "max_pending", 0, "")
 	boolVar(fs, &o.JetStream, "js", "jetstream")
 	stringVar(fs, &o.StoreDir, "", "sd", "store_dir")
+	fs.Var((*sizeFlag)(&o.MaxMemoryStore), "max_memory_store", "")
+	fs.Var((*sizeFlag)(&o.MaxFileStore), "max_file_store", "")
 	stringVar(fs, &cfg.logFile, "", "l", "log")
 	boolVar(fs, &cfg.debug, "D", "debug")
 	boolVar(fs, &cfg.trace, "V", "trace")
@@ -131,4 +138,29 @@ func wantsHelp(args []string) bool {
 		}
 	}
 	return false
+}
+
+// sizeFlag is a byte count: digits with an optional K, M, G or T suffix
+// (optionally followed by B), powers of 1024, as nats-server reads
+// max_memory_store and max_file_store in its configuration files.
+type sizeFlag int64
+
+func (f *sizeFlag) String() string { return strconv.FormatInt(int64(*f), 10) }
+
+// Set parses the size; it refuses negative and malformed values.
+func (f *sizeFlag) Set(v string) error {
+	s := strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(v)), "B")
+	mult := int64(1)
+	if n := len(s); n > 0 {
+		if i := strings.IndexByte("KMGT", s[n-1]); i >= 0 {
+			mult = int64(1) << (10 * (i + 1))
+			s = s[:n-1]
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return fmt.Errorf("invalid size %q", v)
+	}
+	*f = sizeFlag(n * mult)
+	return nil
 }

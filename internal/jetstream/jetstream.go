@@ -6,6 +6,7 @@ import (
 	"path"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/jserr"
@@ -42,6 +43,8 @@ type JetStream struct {
 	mu      sync.Mutex
 	streams map[string]*runner // guarded by mu
 	closed  bool               // guarded by mu
+
+	used [2]atomic.Int64 // stored bytes by storage type (limits.go), when limited
 }
 
 // accountDir is where the single account's streams live, as nats-server

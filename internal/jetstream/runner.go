@@ -57,6 +57,9 @@ type runner struct {
 	stopped bool
 	done    sync.WaitGroup
 
+	storage   stream.StorageType // fixed at creation
+	usedBytes int64              // stored bytes last added to js.used; apply goroutine
+
 	cmu       sync.Mutex       // guards consumers
 	consumers map[string]*cons // by name
 	durable   atomic.Uint64    // highest sequence durable in the store
@@ -67,7 +70,7 @@ func newRunner(js *JetStream, cfg stream.Config, created time.Time, dir string, 
 		js: js, name: cfg.Name, created: created, dir: dir,
 		st: stream.New(cfg, st), store: st, cfg: cfg,
 		in: newQueue[item](maxIngest), acks: newQueue[ack](0), direct: newQueue[directJob](maxDirectQueue),
-		consumers: map[string]*cons{},
+		consumers: map[string]*cons{}, storage: cfg.Storage,
 	}
 }
 
@@ -79,6 +82,7 @@ func (r *runner) start() error {
 	}
 	r.st.ExpireDedupe(r.js.now().UnixNano())
 	r.durable.Store(r.store.State(false).LastSeq) // recovered means durable
+	r.syncUsage()
 	r.restoreConsumers()
 	if err := r.subscribe(r.cfg); err != nil {
 		r.stopConsumers(nil)
@@ -169,6 +173,7 @@ func (r *runner) applyLoop() {
 			r.applyOne(&batch[i])
 			batch[i] = item{}
 		}
+		r.syncUsage()
 	}
 }
 
@@ -177,7 +182,12 @@ func (r *runner) applyOne(it *item) {
 		it.op(r.st)
 		return
 	}
-	res := r.st.Apply(it.entry)
+	var res stream.Result
+	if r.js.overStorageLimit(r.storage) {
+		res.Err = jserr.New(jserr.InsufficientResources)
+	} else {
+		res = r.st.Apply(it.entry)
+	}
 	stored := res.Err == nil && !res.Duplicate
 	if stored {
 		r.dropIfUninterested(res.Seq, it.entry.Subject)
@@ -297,6 +307,7 @@ func (r *runner) stop(stopStatus []byte) error {
 	r.in.close()
 	r.direct.close()
 	r.done.Wait()
+	r.releaseUsage()
 	r.stopConsumers(stopStatus)
 	return r.store.Close()
 }

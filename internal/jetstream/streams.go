@@ -33,6 +33,9 @@ func (js *JetStream) AddStream(cfg stream.Config) (*StreamInfo, *jserr.Error) {
 	if js.overlapsLocked(cfg.Name, cfg.Subjects) {
 		return nil, jserr.New(jserr.StreamSubjectOverlap)
 	}
+	if err := js.checkReservationLocked(&cfg); err != nil {
+		return nil, err
+	}
 	r, err := js.createLocked(cfg)
 	if err != nil {
 		return nil, jserr.From(err, jserr.StreamCreate)
@@ -104,6 +107,9 @@ func (js *JetStream) UpdateStream(cfg stream.Config) (*StreamInfo, *jserr.Error)
 	}
 	if js.overlapsLocked(cfg.Name, cfg.Subjects) {
 		return nil, jserr.New(jserr.StreamSubjectOverlap)
+	}
+	if err := js.checkReservationLocked(&cfg); err != nil {
+		return nil, err
 	}
 	if err := js.applyUpdate(r, cfg); err != nil {
 		return nil, jserr.From(err, jserr.StreamUpdate)

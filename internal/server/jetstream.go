@@ -41,6 +41,8 @@ func (s *Server) startJetStream() error {
 	tr := jsTransport{s}
 	js, err := jetstream.New(jetstream.Config{
 		StoreDir:   dir,
+		MaxMemory:  s.opts.MaxMemoryStore,
+		MaxStore:   s.opts.MaxFileStore,
 		ServerName: s.opts.ServerName,
 		Version:    NATSVersion,
 		APILevel:   jsapi.APILevel,

@@ -39,6 +39,8 @@ type Options struct {
 	WriteDeadline  time.Duration // longest a socket write may block, default 10s
 	JetStream      bool          // -js: enable JetStream
 	StoreDir       string        // -sd: JetStream's directory (data goes in <StoreDir>/jetstream); default <temp dir>/nats
+	MaxMemoryStore int64         // --max_memory_store: bytes of memory storage for streams; 0 = unlimited
+	MaxFileStore   int64         // --max_file_store: bytes of file storage for streams; 0 = unlimited
 	Logger         *logger.Logger
 }
 

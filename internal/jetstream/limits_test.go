@@ -1,0 +1,63 @@
+package jetstream
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+// --max_file_store and --max_memory_store: creates and updates reserve
+// max_bytes (10047 / 10028 beyond the limit), and a publish once usage is
+// over the limit gets 10023.
+func TestStorageLimits(t *testing.T) {
+	tr := newMemTransport()
+	js, err := New(Config{StoreDir: "/sd", FS: vfs.NewCrashFS(), ServerName: "s1", MaxStore: 1000, MaxMemory: 500}, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.Shutdown()
+	file := func(name string, maxBytes int64) stream.Config {
+		return stream.Config{Name: name, Subjects: []string{name + ".>"}, Storage: stream.FileStorage, MaxBytes: maxBytes}
+	}
+	expectErr(t, errOnly(js.AddStream(file("BIG", 2000))), jserr.StorageResourcesExceeded)
+	if _, err := js.AddStream(file("A", 600)); err != nil {
+		t.Fatal(err)
+	}
+	expectErr(t, errOnly(js.AddStream(file("B", 600))), jserr.StorageResourcesExceeded)
+	if _, err := js.AddStream(file("B", 399)); err != nil {
+		t.Fatal(err)
+	}
+	expectErr(t, errOnly(js.UpdateStream(file("B", 401))), jserr.StorageResourcesExceeded)
+	mem := stream.Config{Name: "M", Subjects: []string{"M.>"}, Storage: stream.MemoryStorage, MaxBytes: 501}
+	expectErr(t, errOnly(js.AddStream(mem)), jserr.MemoryResourcesExceeded)
+
+	// Usage: fill A beyond the file limit's remainder is impossible (its
+	// own max_bytes stops it), so use an unlimited stream on a second
+	// server-wide budget.
+	js2, err := New(Config{StoreDir: "/sd2", FS: vfs.NewCrashFS(), ServerName: "s2", MaxStore: 300}, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js2.Shutdown()
+	if _, err := js2.AddStream(stream.Config{Name: "U", Subjects: []string{"u.>"}, Storage: stream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	acks := tr.inbox("_INBOX.u")
+	var last string
+	for i := 0; i < 20 && !strings.Contains(last, "10023"); i++ {
+		tr.Publish("u.x", "_INBOX.u", nil, []byte(strings.Repeat("x", 100)))
+		last = acks.next(t)
+	}
+	want := `{"error":{"code":503,"err_code":10023,"description":"insufficient resources"},"stream":"U","seq":0}`
+	if last != want {
+		t.Fatalf("publish over the limit: %s, want %s", last, want)
+	}
+	if n := js2.used[stream.FileStorage].Load(); n <= 300 {
+		t.Errorf("usage %d, want over the limit of 300", n)
+	}
+}
+
+func errOnly[T any](_ T, err *jserr.Error) *jserr.Error { return err }
