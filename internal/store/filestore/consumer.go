@@ -62,17 +62,24 @@ func validConsumerName(name string) bool {
 
 // ensure creates the consumer's directory with an empty state unless it
 // exists: the directory is built under .new-<name> and renamed into place,
-// so that a consumer directory always holds a state file.
+// so that a consumer directory always holds a state file. An existing
+// directory is fsynced, and its entry in the parent: a creation or an
+// Update whose directory fsync failed may have left a rename there that a
+// power loss would still undo, and what State reads and Update builds on
+// must be durable.
 func (cs *consumerStore) ensure() error {
 	fs := cs.s.fs
+	parent := path.Dir(cs.dir)
 	_, isDir, err := fs.Stat(cs.dir)
 	if err == nil && isDir {
-		return nil
+		if err := fs.SyncDir(cs.dir); err != nil {
+			return err
+		}
+		return fs.SyncDir(parent)
 	}
 	if err != nil && !vfs.IsNotExist(err) {
 		return err
 	}
-	parent := path.Dir(cs.dir)
 	tmp := path.Join(parent, ".new-"+cs.name)
 	if err := removeConsumerDir(fs, tmp); err != nil {
 		return err
@@ -170,11 +177,23 @@ func (cs *consumerStore) Delete() error {
 		return store.ErrClosed
 	}
 	cs.mu.closed = true
-	cs.s.forgetConsumer(cs)
-	if err := removeConsumerDir(cs.s.fs, cs.dir); err != nil {
+	return cs.s.removeConsumer(cs)
+}
+
+// removeConsumer forgets cs and removes its directory durably, holding
+// the open consumer stores' lock so that a ConsumerStore of the same name
+// waits for the removal and creates the consumer again, instead of
+// returning a store whose directory is about to go.
+func (s *Store) removeConsumer(cs *consumerStore) error {
+	s.cons.Lock()
+	defer s.cons.Unlock()
+	if s.cons.m[cs.name] == cs {
+		delete(s.cons.m, cs.name)
+	}
+	if err := removeConsumerDir(s.fs, cs.dir); err != nil {
 		return err
 	}
-	return cs.s.fs.SyncDir(path.Dir(cs.dir))
+	return s.fs.SyncDir(path.Dir(cs.dir))
 }
 
 // Close releases the consumer store; ConsumerStore opens it again.

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/vfs"
@@ -440,5 +441,171 @@ func TestNoSegments(t *testing.T) {
 	}
 	if _, err := Open(memConfig(fs, 0), store.Config{}); !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("Open without segments: %v", err)
+	}
+}
+
+// lowWaterImage returns the closed files of a store whose low water is
+// above 1 (shape says how it got there), and the limits it runs with.
+func lowWaterImage(t *testing.T, shape string) (*vfs.CrashFS, store.Config) {
+	fs := vfs.NewCrashFS()
+	var limits store.Config
+	switch shape {
+	case "first-seq":
+		limits.FirstSeq = 1000
+	case "max-msgs":
+		limits.MaxMsgs = 5
+	}
+	blockSize := int64(400)
+	if shape == "first-seq" {
+		blockSize = 1 << 20 // one segment: its header is the only one
+	}
+	s := mustOpen(t, memConfig(fs, blockSize), limits)
+	for i := range 20 {
+		appendSync(t, s, msgN(fmt.Sprintf("s.%d", i%3), i))
+	}
+	var err error
+	switch shape {
+	case "purged":
+		_, err = s.Purge(store.PurgeRequest{})
+	case "compacted-past-end":
+		_, err = s.Compact(1 << 40)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shape != "purged" {
+		appendSync(t, s, msgN("s.0", 21))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return fs, limits
+}
+
+// TestBitFlipsInHeadersLowWater flips every bit of every segment header
+// of stores whose low water is above 1: made with a first sequence, after
+// a purge that removed every segment, after a compact far past the end,
+// under max_msgs. The low water is never kept by a header alone, so
+// recovery loses nothing and reports nothing lost (a header damaged in
+// its low water once reported every sequence below the segment lost, and
+// after a compact to 1<<40 recovery never ended).
+func TestBitFlipsInHeadersLowWater(t *testing.T) {
+	for _, shape := range []string{"first-seq", "purged", "compacted-past-end", "max-msgs"} {
+		fs, limits := lowWaterImage(t, shape)
+		names, err := fs.ReadDir("/store/msgs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := mustOpen(t, memConfig(fs.Crash(vfs.CrashOptions{}), 400), limits)
+		want, wantMsgs := ref.State(true), loadAll(ref)
+		ref.Close()
+		for _, name := range names {
+			for bit := range int64(SegmentHeaderSize * 8) {
+				damaged := fs.Crash(vfs.CrashOptions{})
+				if err := damaged.FlipBit("/store/msgs/"+name, bit); err != nil {
+					t.Fatal(err)
+				}
+				what := fmt.Sprintf("%s: %s bit %d", shape, name, bit)
+				s := openWithin(t, memConfig(damaged, 400), limits, what)
+				got := s.State(true)
+				got.LastTime, want.LastTime = 0, 0 // the header of an empty active segment holds it
+				if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(loadAll(s), wantMsgs) {
+					t.Fatalf("%s:\n got %+v\nwant %+v", what, got, want)
+				}
+				s.Close()
+			}
+		}
+	}
+}
+
+// openWithin opens a store, failing the test if Open fails or takes more
+// than ten seconds.
+func openWithin(t *testing.T, cfg Config, limits store.Config, what string) *Store {
+	t.Helper()
+	done := make(chan struct{})
+	var s *Store
+	var err error
+	go func() {
+		defer close(done)
+		s, err = Open(cfg, limits)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: Open does not return", what)
+	}
+	if err != nil {
+		t.Fatalf("%s: Open: %v", what, err)
+	}
+	return s
+}
+
+// loadAll returns every stored message, by LoadNext.
+func loadAll(s *Store) []*store.StoredMsg {
+	var out []*store.StoredMsg
+	for seq := uint64(0); ; seq = out[len(out)-1].Seq + 1 {
+		m, err := s.LoadNext(nil, seq)
+		if err != nil {
+			return out
+		}
+		out = append(out, m)
+	}
+}
+
+// TestDamagedFrontSegmentKept damages the last three messages of the
+// front segment, whose other messages were removed: recovery reports
+// them lost and keeps the file that holds them (it once removed it, as a
+// front segment without messages, while still reporting the sequences
+// lost in it); once Delete acknowledges the loss, the file goes.
+func TestDamagedFrontSegmentKept(t *testing.T) {
+	fs := vfs.NewCrashFS()
+	cfg := memConfig(fs, 700)
+	s := mustOpen(t, cfg, store.Config{})
+	for i := range 30 {
+		appendSync(t, s, msgN("s", i))
+	}
+	front := "/store/msgs/" + segmentName(1)
+	b, err := fs.ReadFile(front)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []recInfo
+	for _, rec := range (image{files: map[string][]byte{front: b}}).records(front) {
+		if rec.typ == recMsg {
+			msgs = append(msgs, rec)
+		}
+	}
+	damaged := msgs[len(msgs)-3:]
+	if _, err := s.Compact(damaged[0].seq); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var want []uint64
+	for _, rec := range damaged {
+		if err := fs.FlipBit(front, int64(rec.off+rec.size/2)*8); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, rec.seq)
+	}
+	s = mustOpen(t, cfg, store.Config{})
+	if st := s.State(false); st.Lost == nil || !slices.Equal(st.Lost.Msgs, want) {
+		t.Fatalf("Lost = %+v, want %v", st.Lost, want)
+	}
+	s.Close() // the flusher has removed what it removes
+	if _, err := fs.ReadFile(front); err != nil {
+		t.Fatalf("the file holding lost sequences %v was removed: %v", want, err)
+	}
+	s = mustOpen(t, cfg, store.Config{})
+	for _, seq := range want {
+		if err := s.Delete(seq); err != nil {
+			t.Fatalf("Delete(%d): %v", seq, err)
+		}
+	}
+	mustCheck(t, s, "deletes of lost sequences")
+	s.Close()
+	if _, err := fs.ReadFile(front); !vfs.IsNotExist(err) {
+		t.Fatalf("front segment after its lost sequences were deleted: %v", err)
 	}
 }

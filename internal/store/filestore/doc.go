@@ -91,7 +91,10 @@
 //	            LastSeq is at least seq-1 (a compact past the end raises
 //	            it). Written for removals at the front of the stream:
 //	            limits, expiry, Compact, purges, and before front segments
-//	            are removed.
+//	            are removed; and, when the low water is above 0, in the
+//	            first batch written to each new segment and after each
+//	            Open, so that the low water never rests on a segment
+//	            header alone (a damaged header loses nothing).
 //	4 syncmark  seq = D: the first D bytes of this file had been fsynced
 //	            when this record was written. The flusher ends the bytes
 //	            of every batch it writes to the active segment with one.
@@ -210,11 +213,18 @@
 //     Compact removes it. It counts in FirstSeq and as a gap, not in
 //     Msgs or Bytes. The store stays usable for everything else.
 //  8. Messages below the low water or named by a delete record are
-//     removed; front segments left with no message are removed once their
-//     compact record is durable (the continuation of an interrupted
-//     removal, justified by that record, not by inference).
+//     removed; front segments left with no message and no lost sequence
+//     (up to the next segment's base) are removed once their compact
+//     record is durable (the continuation of an interrupted removal,
+//     justified by that record, not by inference). A file holding lost
+//     sequences stays until a Delete, Purge or Compact removes them.
 //  9. The last segment and the msgs directory are fsynced before Open
 //     returns, so what was recovered is durable and DurableSeq = LastSeq.
+//  10. The stream's limits given to Open are applied as UpdateConfig
+//     applies them (store.EnforceAfterUpdate): a crash may have come
+//     between a stream update and its removals. The removals are written
+//     by the first batch; a crash before it makes the next Open remove the
+//     same messages again.
 //
 // A delete record inside a bad region is lost with it, and the message it
 // removed would reappear; this is the limit of a single copy, reported
@@ -265,7 +275,8 @@
 // Locks, in the order they may be taken:
 //
 //  1. consumerStore.mu (one consumer's state), then Store.cons (the open
-//     consumer stores; held across the I/O of creating a consumer).
+//     consumer stores; held across the I/O of creating or deleting a
+//     consumer).
 //  2. Store.mu, an RWMutex over the index, the in-memory images and the
 //     counters. The writer and syncer hold it only to take a batch and to
 //     publish its result, never across I/O; loads hold it shared and read files

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/store/memstore"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
 
@@ -214,5 +216,52 @@ func TestOpenFaults(t *testing.T) {
 			}
 			im.openDamaged(t, inner, fmt.Sprintf("after failed %v #%d", op, nth))
 		}
+	}
+}
+
+// TestOpenAppliesLimits: the layer above makes a stream update durable
+// and then calls UpdateConfig; when the removals UpdateConfig makes never
+// reach the disk (here a failed fsync, then a power loss), the store
+// reopened with the new limits holds what memstore holds after the
+// update, not more than its limits allow. Open's removals do not count in
+// Removals.
+func TestOpenAppliesLimits(t *testing.T) {
+	for _, limits := range []store.Config{
+		{MaxMsgs: 5},
+		{MaxBytes: 300},
+		{MaxMsgsPerSubject: 2},
+		{MaxMsgs: 7, MaxMsgsPerSubject: 1},
+		{MaxMsgs: 5, Discard: store.DiscardNew, MaxMsgsPerSubject: 3, DiscardNewPerSubject: true},
+	} {
+		inner := vfs.NewCrashFS()
+		ffs := vfs.NewFaultFS(inner)
+		cfg := Config{Dir: "/s", FS: ffs, BlockSize: 400}
+		s := mustOpen(t, cfg, store.Config{})
+		model := memstore.New(store.Config{})
+		for i := range 20 {
+			m := msgN(fmt.Sprintf("s.%d", i%3), i)
+			appendSync(t, s, m)
+			if _, err := model.Append(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ffs.Inject(vfs.Rule{Op: vfs.OpSync, Path: ".blk"})
+		if err := s.UpdateConfig(limits); !errors.Is(err, store.ErrFenced) {
+			t.Fatalf("%+v: UpdateConfig on a failing disk: %v", limits, err)
+		}
+		s.Close()
+		if err := model.UpdateConfig(limits); err != nil {
+			t.Fatal(err)
+		}
+		cfg.FS = inner.Crash(vfs.CrashOptions{Tail: vfs.TailDrop})
+		s2 := mustOpen(t, cfg, limits)
+		mustCheck(t, s2, "open")
+		if got, want := s2.State(true), model.State(true); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%+v: reopened with the new limits:\n got %+v\nwant %+v", limits, got, want)
+		}
+		if n := s2.Removals(); n != 0 {
+			t.Fatalf("%+v: Removals() = %d after Open", limits, n)
+		}
+		s2.Close()
 	}
 }

@@ -41,7 +41,7 @@ func Open(cfg Config, limits store.Config) (*Store, error) {
 	}
 	s.note = newNotifier(s.mu.last)
 	s.startFlusher()
-	if len(s.mu.doomed) > 0 || s.mu.lw > s.mu.lwWritten {
+	if len(s.mu.doomed) > 0 || s.mu.lw > s.mu.lwWritten || s.mu.changes > 0 {
 		s.kickFlusher()
 	}
 	return s, nil
@@ -69,11 +69,25 @@ func (s *Store) open() error {
 	if err := s.recover(names); err != nil {
 		return err
 	}
+	if err := s.applyLimits(); err != nil {
+		return err
+	}
 	if !metaFound {
 		s.cfg.Logf("filestore: %s: metadata file missing; writing it again", s.cfg.Dir)
 		return s.writeMeta()
 	}
 	return nil
+}
+
+// applyLimits removes what the stream's limits push out of the recovered
+// store, as UpdateConfig does: the layer above makes a stream update
+// durable before it calls UpdateConfig, and a crash may come between the
+// two. Like recovery's, these removals are not counted in Removals; the
+// first batch writes them.
+func (s *Store) applyLimits() error {
+	err := store.EnforceAfterUpdate(s.mu.limits, enforcer{s})
+	s.mu.removals = 0
+	return err
 }
 
 // prepareDirs creates the store's directories and makes them durable,
@@ -127,7 +141,7 @@ func (s *Store) create() error {
 	g.size, g.written, g.synced = SegmentHeaderSize, SegmentHeaderSize, SegmentHeaderSize
 	s.mu.segs = []*segment{g}
 	s.mu.first, s.mu.last = first, base-1
-	s.mu.lw, s.mu.lwWritten = first, first
+	s.mu.lw, s.mu.lwWritten = first, 0 // the first batch writes it in a compact record
 	return s.writeMeta()
 }
 

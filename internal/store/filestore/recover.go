@@ -312,7 +312,7 @@ func (r *recovery) finish() error {
 	if r.lw > 0 {
 		s.mu.last = max(s.mu.last, r.lw-1)
 	}
-	s.mu.lw, s.mu.lwWritten = r.lw, r.lw
+	s.mu.lw, s.mu.lwWritten = r.lw, 0 // the first batch writes it in a compact record
 	r.dropBelowLowWater()
 	r.accountLost()
 	r.setFirst()

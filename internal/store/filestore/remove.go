@@ -163,11 +163,14 @@ func (s *Store) raiseLowWaterLocked(lw uint64) {
 
 // doomFrontLocked moves the sealed front segments that hold no message
 // and no lost sequence, and lie below the low water, to the doomed list:
-// they are removed once the batch holding the low water is durable.
+// they are removed once the batch holding the low water is durable. A
+// segment's sequences run up to the next segment's base: those past its
+// last slot may be lost (its last records damaged), and its file holds
+// what is left of them.
 func (s *Store) doomFrontLocked() {
 	for len(s.mu.segs) > 1 {
 		g := s.mu.segs[0]
-		if g.live > 0 || g.lost > 0 || g.end() > s.mu.lw {
+		if g.live > 0 || g.lost > 0 || s.mu.segs[1].base > s.mu.lw {
 			return
 		}
 		s.mu.segs = s.mu.segs[1:]

@@ -52,7 +52,7 @@ type Store struct {
 		lastTime  int64
 		spare     []byte // a written-out image to reuse
 		lw        uint64 // low water: every sequence below it was removed
-		lwWritten uint64 // low water already in a compact record or header
+		lwWritten uint64 // low water already in a compact record of the active segment
 		lost      []lostSpan
 		taken     uint64 // batches taken by the flusher
 		changes   uint64 // bumped by every change the flusher must write
@@ -188,7 +188,9 @@ func (s *Store) activeForLocked(seq uint64, n int) *segment {
 }
 
 // rollLocked seals the active segment and starts a new one at base. The
-// new segment's header records the low water and last time.
+// new segment's header records the low water and last time; the next
+// batch also writes the low water in a compact record of the new segment,
+// so that it never rests on a header alone.
 func (s *Store) rollLocked(base uint64) *segment {
 	old := s.activeLocked()
 	old.sealed = true
@@ -204,7 +206,7 @@ func (s *Store) rollLocked(base uint64) *segment {
 	}
 	g.buf = append(s.takeSpareLocked(want), h.encode()...)
 	g.size = int64(len(g.buf))
-	s.mu.lwWritten = max(s.mu.lwWritten, s.mu.lw)
+	s.mu.lwWritten = 0
 	s.mu.segs = append(s.mu.segs, g)
 	s.mu.changes++
 	return g
