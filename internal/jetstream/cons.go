@@ -18,8 +18,14 @@ const (
 
 // saveInterval bounds how often a durable consumer writes its state: a
 // lost ack or delivery only causes a redelivery (at least once), so the
-// state is written at most this often rather than on every ack.
-const saveInterval = 100 * time.Millisecond
+// state is written at most this often rather than on every ack. A state
+// whose write takes long (many pending acks) is written less often: the
+// next write waits saveFactor times the last write's duration, so writing
+// never takes more than about 1/saveFactor of the consumer's time.
+const (
+	saveInterval = 100 * time.Millisecond
+	saveFactor   = 20
+)
 
 // cevent is an event for a consumer's loop, pushed by its subscriptions'
 // handlers (which run on clients' read loops and must not block).
@@ -70,6 +76,7 @@ type cons struct {
 	replay      replayState
 	dirty       bool
 	lastSave    time.Time
+	saveGap     time.Duration // the wait before the next write: saveInterval or more
 	stopped     bool
 	acked       []uint64 // acknowledged this round, for retention
 }
@@ -231,7 +238,7 @@ func (c *cons) nextWake() time.Duration {
 		at(c.lastActive.Add(t))
 	}
 	if c.dirty {
-		at(c.lastSave.Add(saveInterval))
+		at(c.lastSave.Add(c.saveGap))
 	}
 	if c.replay.lastWall > 0 {
 		at(now.Add(10 * time.Millisecond))
@@ -240,12 +247,15 @@ func (c *cons) nextWake() time.Duration {
 }
 
 // maybeSave writes the state of a persisted consumer when it changed and
-// saveInterval has passed (or always when force is set).
+// the save gap has passed (or always when force is set).
 func (c *cons) maybeSave(now time.Time, force bool) {
-	if c.cstore == nil || !c.dirty || (!force && now.Sub(c.lastSave) < saveInterval) {
+	if c.cstore == nil || !c.dirty || (!force && now.Sub(c.lastSave) < c.saveGap) {
 		return
 	}
-	if err := c.cstore.Update(c.st.Snapshot()); err != nil {
+	start := time.Now()
+	err := c.cstore.Update(c.st.Snapshot())
+	c.saveGap = max(saveInterval, saveFactor*time.Since(start))
+	if err != nil {
 		if !errors.Is(err, store.ErrClosed) {
 			c.js.logf("consumer %s > %s: save state: %v", c.sr.name, c.name, err)
 		}

@@ -514,7 +514,6 @@ func (c *cons) info() *consumer.Info {
 		NumRedelivered: c.st.NumRedelivered(),
 		NumWaiting:     len(c.waiting),
 		NumPending:     c.numPending(),
-		Cluster:        &consumer.ClusterInfo{Leader: c.js.cfg.ServerName},
 		PushBound:      c.cfg.IsPush() && c.js.tr.HasInterest(c.cfg.DeliverSubject),
 		TimeStamp:      now.UTC(),
 	}
