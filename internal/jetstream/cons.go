@@ -1,7 +1,6 @@
 package jetstream
 
 import (
-	"errors"
 	"sync"
 	"time"
 
@@ -18,10 +17,11 @@ const (
 
 // saveInterval bounds how often a durable consumer writes its state: a
 // lost ack or delivery only causes a redelivery (at least once), so the
-// state is written at most this often rather than on every ack. A state
-// whose write takes long (many pending acks) is written less often: the
-// next write waits saveFactor times the last write's duration, so writing
-// never takes more than about 1/saveFactor of the consumer's time.
+// state is written at most this often rather than on every ack. The
+// writes happen on a saver goroutine; the loop only takes a snapshot, and
+// a snapshot that takes long (many pending acks) is taken less often: the
+// next waits saveFactor times the last one's duration, so snapshots never
+// take more than about 1/saveFactor of the consumer's time.
 const (
 	saveInterval = 100 * time.Millisecond
 	saveFactor   = 20
@@ -51,6 +51,7 @@ type cons struct {
 	created time.Time
 	dir     string              // "" when not persisted
 	cstore  store.ConsumerStore // nil when not persisted
+	saver   *saver              // writes cstore; nil when not persisted
 
 	evMu   sync.Mutex
 	events []cevent
@@ -246,21 +247,18 @@ func (c *cons) nextWake() time.Duration {
 	return max(next.Sub(now), time.Millisecond)
 }
 
-// maybeSave writes the state of a persisted consumer when it changed and
-// the save gap has passed (or always when force is set).
+// maybeSave hands a snapshot of a persisted consumer's state to its saver
+// when it changed and the save gap has passed (or always when force is
+// set). Taking the snapshot is the loop's only cost; the gap grows with
+// it.
 func (c *cons) maybeSave(now time.Time, force bool) {
-	if c.cstore == nil || !c.dirty || (!force && now.Sub(c.lastSave) < c.saveGap) {
+	if c.saver == nil || !c.dirty || (!force && now.Sub(c.lastSave) < c.saveGap) {
 		return
 	}
 	start := time.Now()
-	err := c.cstore.Update(c.st.Snapshot())
+	snap := c.st.Snapshot()
 	c.saveGap = max(saveInterval, saveFactor*time.Since(start))
-	if err != nil {
-		if !errors.Is(err, store.ErrClosed) {
-			c.js.logf("consumer %s > %s: save state: %v", c.sr.name, c.name, err)
-		}
-		return
-	}
+	c.saver.put(snap)
 	c.dirty = false
 	c.lastSave = now
 }

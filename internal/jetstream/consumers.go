@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/nats-io/nuid"
 )
@@ -202,8 +203,14 @@ func (r *runner) persistConsumer(c *cons) error {
 	if err != nil {
 		return err
 	}
-	c.dir, c.cstore = dir, cs
+	c.setStore(dir, cs)
 	return nil
+}
+
+// setStore attaches a persisted consumer's directory and state store.
+func (c *cons) setStore(dir string, cs store.ConsumerStore) {
+	c.dir, c.cstore = dir, cs
+	c.saver = newSaver(cs, c.sr.name+" > "+c.name, c.js.logf)
 }
 
 // restoreConsumers starts the persisted consumers of a file stream. A
@@ -240,7 +247,7 @@ func (r *runner) restoreConsumer(name string) error {
 		return err
 	}
 	c := r.makeCons(m.Config, m.Created)
-	c.dir, c.cstore = dir, cs
+	c.setStore(dir, cs)
 	c.st = consumer.RestoreState(consumer.PolicyOf(&c.cfg), st)
 	if c.st.Delivered().Stream == 0 && c.st.Delivered().Consumer == 0 {
 		c.position()
@@ -319,6 +326,9 @@ func (c *cons) stop(status []byte) {
 	}
 	c.waiting = nil
 	c.maybeSave(c.now(), true)
+	if c.saver != nil {
+		c.saver.close()
+	}
 	if c.cstore != nil {
 		_ = c.cstore.Close()
 	}

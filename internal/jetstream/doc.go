@@ -35,8 +35,9 @@
 // under the consumer's mutex, applies the events to the delivery state
 // machine (consumer.State), moves expired acks to redelivery, expires
 // pull requests, loads messages from the store and publishes them
-// (redeliveries first), sends heartbeats and, at most every 100 ms,
-// writes a durable consumer's state. API calls (info, update, pause)
+// (redeliveries first), sends heartbeats and, at most every 100 ms, hands
+// a snapshot of a durable consumer's state to the consumer's saver
+// goroutine, which writes the newest snapshot it holds. API calls (info, update, pause)
 // take the same mutex briefly. After the round, with the mutex released,
 // the acknowledged sequences go to the stream for interest and workqueue
 // retention, which asks the other consumers (each under its own mutex)
