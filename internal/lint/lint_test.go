@@ -32,6 +32,7 @@ var allowed = map[string][]string{
 	"internal/logger":          {},
 	"internal/lint":            {},
 	"test":                     {},
+	"bench/fetchnoack":         {},
 }
 
 func TestImportDirection(t *testing.T) {
