@@ -27,6 +27,10 @@ const (
 	saveFactor   = 20
 )
 
+// interestPoll is how often a push consumer without a subscriber on its
+// deliver subject checks for one.
+const interestPoll = 50 * time.Millisecond
+
 // cevent is an event for a consumer's loop, pushed by its subscriptions'
 // handlers (which run on clients' read loops and must not block).
 type cevent struct {
@@ -60,26 +64,27 @@ type cons struct {
 	done   sync.WaitGroup
 	subs   []Subscription
 
-	mu          sync.Mutex
-	cfg         consumer.Config
-	filters     []string
-	st          *consumer.State
-	lps         []uint64 // last_per_subject sequences still to deliver
-	minNext     uint64   // new messages are looked for from here at least
-	waiting     []*waiting
-	np          pendingCount
-	pausedUntil time.Time
-	lastDeliver time.Time
-	lastAck     time.Time
-	lastActive  time.Time // interest or pull activity, for inactive_threshold
-	lastHB      time.Time // push heartbeats
-	fc          flowControl
-	replay      replayState
-	dirty       bool
-	lastSave    time.Time
-	saveGap     time.Duration // the wait before the next write: saveInterval or more
-	stopped     bool
-	acked       []uint64 // acknowledged this round, for retention
+	mu           sync.Mutex
+	cfg          consumer.Config
+	filters      []string
+	st           *consumer.State
+	lps          []uint64 // last_per_subject sequences still to deliver
+	minNext      uint64   // new messages are looked for from here at least
+	waiting      []*waiting
+	np           pendingCount
+	pausedUntil  time.Time
+	lastDeliver  time.Time
+	lastAck      time.Time
+	lastActive   time.Time // interest or pull activity, for inactive_threshold
+	lastHB       time.Time // push heartbeats
+	fc           flowControl
+	replay       replayState
+	dirty        bool
+	pollInterest bool // an unbound push consumer with messages waits for a subscriber
+	lastSave     time.Time
+	saveGap      time.Duration // the wait before the next write: saveInterval or more
+	stopped      bool
+	acked        []uint64 // acknowledged this round, for retention
 }
 
 // flowControl is the push flow control state.
@@ -238,8 +243,13 @@ func (c *cons) nextWake() time.Duration {
 	if t := c.cfg.InactiveThreshold; t > 0 {
 		at(c.lastActive.Add(t))
 	}
-	if c.dirty {
+	if c.dirty && c.saver != nil {
 		at(c.lastSave.Add(c.saveGap))
+	}
+	if c.pollInterest {
+		// Nothing tells the consumer when a subscriber arrives on its
+		// deliver subject: look again soon.
+		at(now.Add(interestPoll))
 	}
 	if c.replay.lastWall > 0 {
 		at(now.Add(10 * time.Millisecond))

@@ -24,10 +24,14 @@ type pick struct {
 // crash), within max_ack_pending, flow control and pull budgets.
 func (c *cons) deliver(now time.Time) {
 	if c.pausedUntil.After(now) {
+		c.pollInterest = false // nothing to deliver while paused
 		c.endNoWait()
 		return
 	}
 	pushBound := c.cfg.IsPush() && c.js.tr.HasInterest(c.cfg.DeliverSubject)
+	// An unbound push consumer with something to deliver polls for a
+	// subscriber; with nothing, the next message wakes it anyway.
+	c.pollInterest = c.cfg.IsPush() && !pushBound && (c.numPending() > 0 || c.st.NumAckPending() > 0)
 	for n := 0; ; n++ {
 		if n == maxPerRound {
 			c.signal() // go on in the next round, after the queued acks

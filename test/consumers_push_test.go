@@ -1,0 +1,66 @@
+package test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A push consumer delivers to a subscriber that arrives after the
+// consumer was created, and again after the subscriber went away and
+// came back (found by a fresh-user review: a worker that restarts must
+// not stall the flow until the next publish).
+func TestConsumerPushLateSubscriber(t *testing.T) {
+	u := startJS(t)
+	nc, js := jsConnect(t, u)
+	createStream(t, js, jetstream.StreamConfig{Name: "LATE", Subjects: []string{"late.>"}})
+	for i := 0; i < 20; i++ {
+		jsPublish(t, js, "late.x", fmt.Sprint(i))
+	}
+	_, err := js.CreateOrUpdateConsumer(tctx(t), "LATE", jetstream.ConsumerConfig{
+		Durable: "P", DeliverSubject: "deliver.late", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the consumer exists with nobody listening
+	sub, err := nc.SubscribeSync("deliver.late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		m, err := sub.NextMsg(3 * time.Second)
+		if err != nil {
+			t.Fatalf("message %d to the late subscriber: %v", i, err)
+		}
+		if string(m.Data) != fmt.Sprint(i) {
+			t.Fatalf("message %d: %q", i, m.Data)
+		}
+		if err := m.AckSync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Gone, messages arrive, and back: they go to the new subscriber.
+	if err := sub.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	for i := 20; i < 30; i++ {
+		jsPublish(t, js, "late.x", fmt.Sprint(i))
+	}
+	time.Sleep(200 * time.Millisecond)
+	sub2, err := nc.SubscribeSync("deliver.late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for len(seen) < 10 {
+		m, err := sub2.NextMsg(3 * time.Second)
+		if err != nil {
+			t.Fatalf("after resubscribing, %d of the 10 published meanwhile: %v", len(seen), err)
+		}
+		seen[string(m.Data)] = true
+	}
+}
