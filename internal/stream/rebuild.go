@@ -19,15 +19,21 @@ import (
 //
 // Rebuild reads only the messages in the window, finding the first one
 // by a binary search on time (message times are taken to grow with the
-// sequence, as nats-server also assumes). On a load error other than a
-// missing message it returns the error, wrapped, keeping the ids read
-// before it.
+// sequence, as nats-server also assumes). Damaged messages (an error
+// wrapping store.ErrCorrupt; the store reports them) are skipped: their
+// ids are lost, the rest of the stream is served. On another load error
+// it returns the error, wrapped, keeping the ids read before it.
 func (s *Stream) Rebuild() error {
 	s.dedupe.reset()
 	s.lastMsgID = ""
 	last, err := s.store.LoadLast(store.FilterAll)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
+	}
+	if errors.Is(err, store.ErrCorrupt) {
+		// No time to bound the window with: read every id, and let
+		// ExpireDedupe drop those the clock says have expired.
+		return s.rebuildErr(s.readIDs(s.store.State(false).FirstSeq))
 	}
 	if err != nil {
 		return s.rebuildErr(err)
@@ -52,7 +58,10 @@ func (s *Stream) firstAfter(t int64, last uint64) (uint64, error) {
 	lo, hi := s.store.State(false).FirstSeq, last
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		m, err := s.store.LoadNext(nil, mid)
+		m, err := s.loadNext(mid)
+		if errors.Is(err, store.ErrEOF) {
+			return lo, nil
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -68,7 +77,7 @@ func (s *Stream) firstAfter(t int64, last uint64) (uint64, error) {
 // readIDs records the Nats-Msg-Id of every stored message from start on.
 func (s *Stream) readIDs(start uint64) error {
 	for seq := start; ; {
-		m, err := s.store.LoadNext(nil, seq)
+		m, err := s.loadNext(seq)
 		if errors.Is(err, store.ErrEOF) {
 			return nil
 		}
@@ -79,6 +88,19 @@ func (s *Stream) readIDs(start uint64) error {
 			s.dedupe.add(id, m.Seq, m.Time)
 		}
 		seq = m.Seq + 1
+	}
+}
+
+// loadNext is store.LoadNext over every subject, stepping over damaged
+// ranges.
+func (s *Stream) loadNext(seq uint64) (*store.StoredMsg, error) {
+	for {
+		m, err := s.store.LoadNext(nil, seq)
+		var ce *store.CorruptError
+		if !errors.As(err, &ce) || ce.Last < seq {
+			return m, err
+		}
+		seq = ce.Last + 1
 	}
 }
 

@@ -473,3 +473,47 @@ func TestApplyDoesNotAliasResults(t *testing.T) {
 		t.Errorf("stored %q %q %v", m.Header, m.Data, err)
 	}
 }
+
+// corruptStore reports the sequences in [bad, bad] as damaged, as the
+// file store does for a record that fails its checksum.
+type corruptStore struct {
+	store.Store
+	bad     uint64
+	badLast bool // LoadLast fails too
+}
+
+func (c *corruptStore) LoadNext(filters []string, start uint64) (*store.StoredMsg, error) {
+	m, err := c.Store.LoadNext(filters, start)
+	if err == nil && start <= c.bad && m.Seq >= c.bad {
+		return nil, &store.CorruptError{First: c.bad, Last: c.bad, Where: "test", Reason: "flipped bit"}
+	}
+	return m, err
+}
+
+func (c *corruptStore) LoadLast(filter string) (*store.StoredMsg, error) {
+	if c.badLast {
+		return nil, &store.CorruptError{First: c.bad, Last: c.bad, Where: "test", Reason: "flipped bit"}
+	}
+	return c.Store.LoadLast(filter)
+}
+
+// TestRebuildSkipsCorruption: one damaged message costs its own id, not
+// the stream (a restart must not leave the stream unrestored).
+func TestRebuildSkipsCorruption(t *testing.T) {
+	for _, badLast := range []bool{false, true} {
+		c := mustConfig(t, `{"name":"S","subjects":["s.>"]}`)
+		st := memstore.New(c.StoreConfig())
+		s := New(c, st)
+		for i, id := range []string{"a", "b", "c", "d", "e"} {
+			wantSeq(t, apply(s, "s.x", "Nats-Msg-Id:"+id, "", t0+int64(i)), uint64(i+1), false)
+		}
+		re := New(c, &corruptStore{Store: st, bad: 3, badLast: badLast})
+		if err := re.Rebuild(); err != nil {
+			t.Fatalf("badLast %v: Rebuild: %v", badLast, err)
+		}
+		if re.NumMsgIDs() != 4 {
+			t.Errorf("badLast %v: %d ids, want 4 (all but the damaged one)", badLast, re.NumMsgIDs())
+		}
+		wantSeq(t, apply(re, "s.x", "Nats-Msg-Id:d", "", t0+10), 4, true)
+	}
+}
