@@ -21,15 +21,16 @@ import (
 // Config configures JetStream. Zero values mean the default next to each
 // field.
 type Config struct {
-	StoreDir   string           // root of the store directory (-sd); required
-	FS         vfs.FS           // nil = the real file system
-	MaxMemory  int64            // bytes of memory storage for the account; 0 = unlimited
-	MaxStore   int64            // bytes of file storage for the account; 0 = unlimited
-	ServerName string           // reported as the stream leader in StreamInfo.cluster
-	Version    string           // the nats-server version advertised (metadata _nats.ver)
-	APILevel   int              // the JetStream API level advertised (metadata _nats.level)
-	Now        func() time.Time // the clock for message timestamps and expiry; nil = time.Now
-	Logf       func(format string, args ...any)
+	StoreDir   string                           // root of the store directory (-sd); required
+	FS         vfs.FS                           // nil = the real file system
+	MaxMemory  int64                            // bytes of memory storage for the account; 0 = unlimited
+	MaxStore   int64                            // bytes of file storage for the account; 0 = unlimited
+	ServerName string                           // reported as the stream leader in StreamInfo.cluster
+	Version    string                           // the nats-server version advertised (metadata _nats.ver)
+	APILevel   int                              // the JetStream API level advertised (metadata _nats.level)
+	Now        func() time.Time                 // the clock for message timestamps and expiry; nil = time.Now
+	Logf       func(format string, args ...any) // problems (the server logs them as warnings)
+	Infof      func(format string, args ...any) // information, e.g. a healthy store's recovery summary; nil = Logf
 	// FileSync is the file store's sync policy; the zero value is
 	// filestore.SyncAlways (fsync before a PubAck).
 	FileSync filestore.SyncPolicy
@@ -66,6 +67,9 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.Infof == nil {
+		cfg.Infof = cfg.Logf
 	}
 	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*runner{}}
 	if err := cfg.FS.MkdirAll(js.streamsDir()); err != nil {
@@ -132,10 +136,11 @@ func (js *JetStream) openStore(cfg stream.Config, dir string) (store.Store, erro
 		return memstore.New(limits), nil
 	}
 	return filestore.Open(filestore.Config{
-		Dir:  path.Join(dir, "msgs"),
-		FS:   js.cfg.FS,
-		Sync: js.cfg.FileSync,
-		Logf: js.cfg.Logf,
+		Dir:   path.Join(dir, "msgs"),
+		FS:    js.cfg.FS,
+		Sync:  js.cfg.FileSync,
+		Logf:  js.cfg.Logf,
+		Infof: js.cfg.Infof,
 	}, limits)
 }
 

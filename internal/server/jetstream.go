@@ -46,7 +46,8 @@ func (s *Server) startJetStream() error {
 		ServerName: s.opts.ServerName,
 		Version:    NATSVersion,
 		APILevel:   jsapi.APILevel,
-		Logf:       s.log.Noticef,
+		Logf:       s.log.Warnf,
+		Infof:      s.log.Noticef,
 	}, tr)
 	if err != nil {
 		return fmt.Errorf("server: start JetStream: %w", err)

@@ -50,8 +50,12 @@ type Config struct {
 	// CacheBytes bounds the cache of sealed segment bytes used by loads
 	// (DefaultCacheBytes when zero; negative disables it).
 	CacheBytes int64
-	// Logf receives recovery reports and errors; nil discards them.
+	// Logf receives problems: damage found in recovery, fencing, errors;
+	// nil discards them.
 	Logf func(format string, args ...any)
+	// Infof receives the recovery summary of a healthy open; nil sends it
+	// to Logf.
+	Infof func(format string, args ...any)
 }
 
 // withDefaults returns c with defaults filled in, or an error for an
@@ -74,6 +78,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
+	}
+	if c.Infof == nil {
+		c.Infof = c.Logf
 	}
 	return c, c.checkSync()
 }

@@ -412,7 +412,11 @@ func (r *recovery) lostRange(first, last uint64, where, reason string) {
 // summary logs what recovery found.
 func (r *recovery) summary() {
 	s := r.s
-	s.cfg.Logf("filestore: %s: recovered %d messages, sequences %d-%d, in %d segments in %v (%d corrupt regions, %d lost sequences, %d torn bytes dropped)",
+	logf := s.cfg.Infof
+	if r.corrupt > 0 || len(s.mu.lost) > 0 {
+		logf = s.cfg.Logf
+	}
+	logf("filestore: %s: recovered %d messages, sequences %d-%d, in %d segments in %v (%d corrupt regions, %d lost sequences, %d torn bytes dropped)",
 		path.Clean(s.cfg.Dir), s.mu.msgs, s.mu.first, s.mu.last, len(s.mu.segs), time.Since(r.start).Round(time.Millisecond),
 		r.corrupt, lostCount(s.mu.lost), r.truncated)
 }
