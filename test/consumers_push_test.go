@@ -64,3 +64,44 @@ func TestConsumerPushLateSubscriber(t *testing.T) {
 		seen[string(m.Data)] = true
 	}
 }
+
+// Deleting messages that await an ack frees their place under
+// max_ack_pending at once (found by a fresh-user review: cairn waited
+// for ack_wait).
+func TestConsumerDeletedPendingFreesAckLimit(t *testing.T) {
+	u := startJS(t)
+	_, js := jsConnect(t, u)
+	s := createStream(t, js, jetstream.StreamConfig{Name: "DEL", Subjects: []string{"del.>"}})
+	jsPublish(t, js, "del.x", "1")
+	jsPublish(t, js, "del.x", "2")
+	c, err := js.CreateOrUpdateConsumer(tctx(t), "DEL", jetstream.ConsumerConfig{
+		Durable: "C", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 2, AckWait: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Fetch(2, jetstream.FetchMaxWait(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for range b.Messages() {
+		n++
+	}
+	if n != 2 {
+		t.Fatalf("fetched %d, want 2", n)
+	}
+	for _, seq := range []uint64{1, 2} {
+		if err := s.DeleteMsg(tctx(t), seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jsPublish(t, js, "del.x", "3")
+	m, err := c.Next(jetstream.FetchMaxWait(2 * time.Second))
+	if err != nil {
+		t.Fatalf("next after deleting the pending messages: %v", err)
+	}
+	if string(m.Data()) != "3" {
+		t.Errorf("got %q, want 3", m.Data())
+	}
+}

@@ -23,3 +23,21 @@ func (s *State) SkipTo(seq uint64) {
 		s.moveAckFloor()
 	}
 }
+
+// DropGone drops the pending deliveries whose message the stream no
+// longer holds (gone reports that for a stream sequence), as nats-server
+// does when a message is deleted or purged (protocol.md section 5.4,
+// stream removal), and returns how many it dropped.
+func (s *State) DropGone(gone func(sseq uint64) bool) int {
+	n := 0
+	for sseq := range s.pending {
+		if gone(sseq) {
+			delete(s.pending, sseq)
+			n++
+		}
+	}
+	if n > 0 {
+		s.moveAckFloor()
+	}
+	return n
+}

@@ -34,3 +34,23 @@ func TestSkipTo(t *testing.T) {
 		t.Errorf("SkipTo below moved delivered to %+v", s.Delivered())
 	}
 }
+
+// DropGone: deliveries of deleted messages leave pending, so they no
+// longer count against max_ack_pending.
+func TestDropGone(t *testing.T) {
+	s := NewState(Policy{Ack: AckExplicit, AckWait: 30e9, MaxAckPending: 2}, 1)
+	s.DeliverNew(1, 0)
+	s.DeliverNew(2, 0)
+	if !s.AtAckLimit() {
+		t.Fatal("not at the ack limit with 2 pending")
+	}
+	if n := s.DropGone(func(seq uint64) bool { return seq == 1 }); n != 1 {
+		t.Fatalf("dropped %d, want 1", n)
+	}
+	if s.AtAckLimit() || s.IsPending(1) || !s.IsPending(2) {
+		t.Errorf("after dropping 1: at limit %v, pending 1 %v, 2 %v", s.AtAckLimit(), s.IsPending(1), s.IsPending(2))
+	}
+	if got := s.AckFloor(); got.Stream != 1 {
+		t.Errorf("ack floor %+v, want stream 1", got)
+	}
+}

@@ -130,10 +130,34 @@ func (r *runner) removeMsgs(seqs []uint64) {
 	}})
 }
 
-// afterPurge moves the consumers past what a purge removed.
+// afterPurge moves the consumers past what a purge removed and drops
+// their pending deliveries of removed messages.
 func (r *runner) afterPurge() {
 	first := r.store.State(false).FirstSeq
 	for _, c := range r.consumerList() {
 		c.skipTo(first)
+		c.dropGone()
+	}
+}
+
+// afterDelete drops the pending deliveries of a deleted message, so that
+// they stop counting against max_ack_pending.
+func (r *runner) afterDelete() {
+	for _, c := range r.consumerList() {
+		c.dropGone()
+	}
+}
+
+// dropGone drops the consumer's pending deliveries whose message the
+// stream no longer holds.
+func (c *cons) dropGone() {
+	c.mu.Lock()
+	n := c.st.DropGone(func(seq uint64) bool { return c.sr.store.NumPending(nil, seq, seq) == 0 })
+	if n > 0 {
+		c.dirty = true
+	}
+	c.mu.Unlock()
+	if n > 0 {
+		c.signal()
 	}
 }

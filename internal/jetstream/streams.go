@@ -266,6 +266,7 @@ func (js *JetStream) DeleteMsg(name string, seq uint64) *jserr.Error {
 	if err != nil {
 		return jserr.From(err, jserr.StreamMsgDeleteFailed)
 	}
+	r.afterDelete()
 	return nil
 }
 
