@@ -283,6 +283,9 @@ func (c *cons) expirePulls(now time.Time) {
 			c.js.tr.Publish(w.reply, "", pendingHeader(408, "Request Timeout", w.n, max(w.bytes, 0)), nil)
 			continue
 		}
+		if !c.js.tr.HasInterest(w.reply) {
+			continue // the requester is gone (num_waiting drops it, as in nats-server)
+		}
 		if w.heartbeat > 0 && ns-w.lastHB >= int64(w.heartbeat) {
 			d := c.st.Delivered()
 			c.js.tr.Publish(w.reply, "", heartbeatHeader(d.Consumer, d.Stream, ""), nil)
@@ -318,6 +321,11 @@ func (c *cons) addPull(reply string, body []byte, now time.Time) {
 		if req.Heartbeat == 0 {
 			c.js.tr.Publish(reply, "", hdrMaxWaiting, nil)
 		}
+		return
+	}
+	if req.Expires < 0 {
+		// Already expired: nats-server answers at once.
+		c.js.tr.Publish(reply, "", pendingHeader(408, "Request Timeout", req.Batch, max(req.MaxBytes, 0)), nil)
 		return
 	}
 	w := &waiting{reply: reply, n: req.Batch, bytes: req.MaxBytes, maxBytes: req.MaxBytes > 0, noWait: req.NoWait, heartbeat: req.Heartbeat, lastHB: now.UnixNano()}
