@@ -57,6 +57,11 @@ func (js *JetStream) CreateConsumer(streamName string, cfg consumer.Config, acti
 	if c := r.consumers[cfg.Name]; c != nil {
 		return r.recreate(c, cfg, action)
 	}
+	if r.deleting[cfg.Name] {
+		// A consumer of this name is being deleted; its files must go
+		// before a new one can have them.
+		return nil, jserr.New(jserr.ConsumerNameExist)
+	}
 	if action == UpdateOnly {
 		return nil, jserr.New(jserr.ConsumerDoesNotExist)
 	}
@@ -412,12 +417,18 @@ func (js *JetStream) DeleteConsumer(streamName, name string) *jserr.Error {
 	r.cmu.Lock()
 	c := r.consumers[name]
 	delete(r.consumers, name)
+	if c != nil {
+		r.deleting[name] = true // its files are still there
+	}
 	r.cmu.Unlock()
 	if c == nil {
 		return jserr.New(jserr.ConsumerNotFound)
 	}
 	c.stop(hdrDeleted)
 	c.removeFiles()
+	r.cmu.Lock()
+	delete(r.deleting, name)
+	r.cmu.Unlock()
 	js.adviseConsumer(streamName, name, actionDelete)
 	r.afterConsumerGone(c)
 	return nil

@@ -62,6 +62,7 @@ type runner struct {
 
 	cmu       sync.Mutex       // guards consumers
 	consumers map[string]*cons // by name
+	deleting  map[string]bool  // consumers being deleted (files not yet removed)
 	durable   atomic.Uint64    // highest sequence durable in the store
 }
 
@@ -70,7 +71,7 @@ func newRunner(js *JetStream, cfg stream.Config, created time.Time, dir string, 
 		js: js, name: cfg.Name, created: created, dir: dir,
 		st: stream.New(cfg, st), store: st, cfg: cfg,
 		in: newQueue[item](maxIngest), acks: newQueue[ack](0), direct: newQueue[directJob](maxDirectQueue),
-		consumers: map[string]*cons{}, storage: cfg.Storage,
+		consumers: map[string]*cons{}, deleting: map[string]bool{}, storage: cfg.Storage,
 	}
 }
 

@@ -21,6 +21,8 @@ type saver struct {
 	closed bool
 	wake   chan struct{} // capacity 1
 	done   chan struct{}
+
+	failing bool // the last write failed; owned by the saver goroutine
 }
 
 func newSaver(cs store.ConsumerStore, name string, logf func(string, ...any)) *saver {
@@ -52,15 +54,27 @@ func (s *saver) run() {
 		s.next = nil
 		s.mu.Unlock()
 		if st != nil {
-			if err := s.cs.Update(st); err != nil && !errors.Is(err, store.ErrClosed) {
-				s.logf("consumer %s: save state: %v", s.name, err)
-			}
+			s.write(st)
 			continue
 		}
 		if closed {
 			return
 		}
 		<-s.wake
+	}
+}
+
+// write stores st, logging a failure once until a write succeeds again
+// (a fenced store fails every write until it is reopened).
+func (s *saver) write(st *store.ConsumerState) {
+	err := s.cs.Update(st)
+	switch {
+	case err == nil:
+		s.failing = false
+	case errors.Is(err, store.ErrClosed):
+	case !s.failing:
+		s.failing = true
+		s.logf("consumer %s: save state: %v", s.name, err)
 	}
 }
 
