@@ -1,6 +1,7 @@
 package test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -103,5 +104,36 @@ func TestConsumerDeletedPendingFreesAckLimit(t *testing.T) {
 	}
 	if string(m.Data()) != "3" {
 		t.Errorf("got %q, want 3", m.Data())
+	}
+}
+
+// A consumer created paused announces it on the pause advisory, and
+// announces the end of the pause when the time runs out (found by a
+// fresh-user review).
+func TestConsumerPauseAdvisories(t *testing.T) {
+	u := startJS(t)
+	nc, js := jsConnect(t, u)
+	createStream(t, js, jetstream.StreamConfig{Name: "PA", Subjects: []string{"pa.>"}})
+	adv, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.CONSUMER.PAUSE.PA.C")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	until := time.Now().Add(500 * time.Millisecond)
+	if _, err := js.CreateOrUpdateConsumer(tctx(t), "PA", jetstream.ConsumerConfig{Durable: "C", PauseUntil: &until}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []bool{true, false} {
+		m, err := adv.NextMsg(3 * time.Second)
+		if err != nil {
+			t.Fatalf("pause advisory (paused %v): %v", want, err)
+		}
+		var a struct {
+			Type   string `json:"type"`
+			Paused bool   `json:"paused"`
+		}
+		if err := json.Unmarshal(m.Data, &a); err != nil || a.Type != "io.nats.jetstream.advisory.v1.consumer_pause" || a.Paused != want {
+			t.Errorf("advisory %s, want paused %v", m.Data, want)
+		}
 	}
 }

@@ -180,6 +180,7 @@ func (c *cons) round(evs []cevent) ([]uint64, bool) {
 		c.handle(&evs[i], now)
 		evs[i] = cevent{}
 	}
+	c.endPause(now)
 	c.expireAcks(now)
 	c.expirePulls(now)
 	c.deliver(now)
@@ -199,6 +200,17 @@ func (c *cons) handle(ev *cevent, now time.Time) {
 	case ev.fcSub != "":
 		c.flowControlReply(ev.fcSub)
 	}
+}
+
+// endPause notes a pause that has run out: the consumer delivers again
+// and the pause advisory says so (paused false), as nats-server sends it.
+func (c *cons) endPause(now time.Time) {
+	if c.pausedUntil.IsZero() || c.pausedUntil.After(now) {
+		return
+	}
+	until := c.pausedUntil
+	c.pausedUntil = time.Time{}
+	c.js.adviseConsumerPause(c.sr.name, c.name, PauseResult{Until: until.UTC()})
 }
 
 // expireAcks moves deliveries past their ack wait to the redelivery queue

@@ -77,6 +77,9 @@ func (js *JetStream) CreateConsumer(streamName string, cfg consumer.Config, acti
 	r.consumers[cfg.Name] = c
 	c.start()
 	js.adviseConsumer(streamName, cfg.Name, actionCreate)
+	if info.Paused {
+		js.adviseConsumerPause(streamName, cfg.Name, PauseResult{Paused: true, Until: *cfg.PauseUntil})
+	}
 	return info, nil
 }
 
@@ -186,7 +189,7 @@ func (r *runner) makeCons(cfg consumer.Config, created time.Time) *cons {
 		wake: make(chan struct{}, 1), quit: make(chan struct{}),
 		lastActive: created, lastHB: created, fc: flowControl{window: fcWindowStart},
 	}
-	if cfg.PauseUntil != nil {
+	if cfg.PauseUntil != nil && cfg.PauseUntil.After(r.js.now()) {
 		c.pausedUntil = *cfg.PauseUntil
 	}
 	return c
@@ -479,7 +482,10 @@ func (js *JetStream) PauseConsumer(streamName, name string, until time.Time) (Pa
 	}
 	now := js.now()
 	c.mu.Lock()
-	c.pausedUntil = until
+	c.pausedUntil = time.Time{}
+	if until.After(now) {
+		c.pausedUntil = until
+	}
 	if until.IsZero() {
 		c.cfg.PauseUntil = nil
 	} else {
