@@ -49,7 +49,8 @@ func (js *JetStream) CreateConsumer(streamName string, cfg consumer.Config, acti
 	if cfg.Name == "" {
 		cfg.Name = cfg.Durable
 	}
-	if cfg.Name == "" {
+	generated := cfg.Name == ""
+	if generated {
 		cfg.Name = randomName()
 	}
 	r.cmu.Lock()
@@ -72,6 +73,9 @@ func (js *JetStream) CreateConsumer(streamName string, cfg consumer.Config, acti
 	c, err := r.newConsumer(cfg, js.now().UTC())
 	if err != nil {
 		return nil, jserr.From(err, jserr.ConsumerCreate)
+	}
+	if generated {
+		c.cfg.Name = "" // nats-server names it only at the top level of its info
 	}
 	info := c.info()
 	r.consumers[cfg.Name] = c
