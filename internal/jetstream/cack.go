@@ -36,7 +36,7 @@ func (c *cons) processAck(a *ackMsg, now time.Time) {
 		return
 	}
 	if a.reply != "" && !(c.cfg.AckPolicy == consumer.AckNone && c.sr.retention() == stream.LimitsPolicy) {
-		c.js.tr.Publish(a.reply, "", nil, nil)
+		c.ackReplies = append(c.ackReplies, a.reply) // after retention has run
 	}
 }
 

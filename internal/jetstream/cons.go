@@ -85,6 +85,7 @@ type cons struct {
 	saveGap      time.Duration // the wait before the next write: saveInterval or more
 	stopped      bool
 	acked        []uint64 // acknowledged this round, for retention
+	ackReplies   []string // double-ack replies of this round, sent after retention
 }
 
 // flowControl is the push flow control state.
@@ -153,9 +154,12 @@ func (c *cons) loop() {
 		case <-timer.C:
 		}
 		evs = c.takeEvents(evs)
-		acked, idle := c.round(evs)
+		acked, replies, idle := c.round(evs)
 		if len(acked) > 0 {
-			c.sr.onAcked(c, acked)
+			c.sr.onAcked(c, acked, len(replies) > 0)
+		}
+		for _, reply := range replies {
+			c.js.tr.Publish(reply, "", nil, nil) // the double ack
 		}
 		if idle {
 			c.js.expireConsumer(c)
@@ -167,13 +171,14 @@ func (c *cons) loop() {
 
 // round handles the queued events, redelivery timers and pull request
 // expiry, then delivers what it can. It returns the stream sequences
-// acknowledged (for retention) and whether the consumer has been
-// inactive past its threshold.
-func (c *cons) round(evs []cevent) ([]uint64, bool) {
+// acknowledged (for retention), the double-ack replies to send once
+// retention has removed them, and whether the consumer has been inactive
+// past its threshold.
+func (c *cons) round(evs []cevent) (acked []uint64, replies []string, idle bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
-		return nil, false
+		return nil, nil, false
 	}
 	now := c.now()
 	for i := range evs {
@@ -186,9 +191,9 @@ func (c *cons) round(evs []cevent) ([]uint64, bool) {
 	c.deliver(now)
 	c.heartbeats(now)
 	c.maybeSave(now, false)
-	acked := c.acked
-	c.acked = nil
-	return acked, c.inactive(now)
+	acked, replies = c.acked, c.ackReplies
+	c.acked, c.ackReplies = nil, nil
+	return acked, replies, c.inactive(now)
 }
 
 func (c *cons) handle(ev *cevent, now time.Time) {

@@ -65,10 +65,14 @@ func (r *runner) interested(subject string) bool {
 // onAcked applies retention after consumer c acknowledged seqs: a
 // workqueue stream removes them; an interest stream removes each one no
 // other consumer still needs (protocol.md section 6.1).
-func (r *runner) onAcked(c *cons, seqs []uint64) {
+//
+// With wait set (a double ack is to be answered), it returns only once
+// the removals are applied, so that the client's confirmation means the
+// message is gone, as with nats-server.
+func (r *runner) onAcked(c *cons, seqs []uint64, wait bool) {
 	switch r.retention() {
 	case stream.WorkQueuePolicy:
-		r.removeMsgs(seqs)
+		r.removeMsgs(seqs, wait)
 	case stream.InterestPolicy:
 		var gone []uint64
 		others := r.consumerList()
@@ -81,7 +85,7 @@ func (r *runner) onAcked(c *cons, seqs []uint64) {
 				gone = append(gone, seq)
 			}
 		}
-		r.removeMsgs(gone)
+		r.removeMsgs(gone, wait)
 	}
 }
 
@@ -113,21 +117,27 @@ func (r *runner) afterConsumerGone(c *cons) {
 		}
 		seq = m.Seq + 1
 	}
-	r.removeMsgs(gone)
+	r.removeMsgs(gone, false)
 }
 
-// removeMsgs deletes messages on the apply goroutine.
-func (r *runner) removeMsgs(seqs []uint64) {
+// removeMsgs deletes messages on the apply goroutine, waiting for it when
+// wait is set.
+func (r *runner) removeMsgs(seqs []uint64, wait bool) {
 	if len(seqs) == 0 {
 		return
 	}
-	r.in.pushOp(item{op: func(s *stream.Stream) {
+	op := func(s *stream.Stream) {
 		for _, seq := range seqs {
 			if err := s.Store().Delete(seq); err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrClosed) {
 				r.js.logf("stream %s: remove acknowledged message %d: %v", r.name, seq, err)
 			}
 		}
-	}})
+	}
+	if wait {
+		r.do(op)
+		return
+	}
+	r.in.pushOp(item{op: op})
 }
 
 // afterPurge moves the consumers past what a purge removed and drops
