@@ -68,7 +68,9 @@ func TestParsePull(t *testing.T) {
 		{`{"batch":5,"expires":30000000000,"no_wait":true,"max_bytes":100,"idle_heartbeat":5000000000}`,
 			pullRequest{Batch: 5, Expires: 30 * time.Second, NoWait: true, MaxBytes: 100, Heartbeat: 5 * time.Second}, ""},
 		{`{"batch":1,"expires":1000000000,"idle_heartbeat":600000000}`, pullRequest{Batch: 1}, "heartbeat value too large"},
-		{"ten", pullRequest{Batch: 1}, `strconv.Atoi: parsing "ten": invalid syntax`},
+		{"ten", pullRequest{Batch: 1}, ""},
+		{`{"batch":1,"idle_heartbeat":5000000000}`, pullRequest{Batch: 1}, "heartbeat value too large"},
+		{`{"batch":"x"}`, pullRequest{Batch: 1}, "json: cannot unmarshal string into Go struct field JSApiConsumerGetNextRequest.batch of type int"},
 	}
 	for _, tc := range cases {
 		got, bad := parsePull([]byte(tc.body))

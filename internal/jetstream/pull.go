@@ -8,10 +8,11 @@ import (
 	"time"
 )
 
-// pullRequest is a request on $JS.API.CONSUMER.MSG.NEXT.<S>.<C>
-// (protocol.md section 5.6). Expires and Heartbeat are nanoseconds in
-// JSON.
-type pullRequest struct {
+// JSApiConsumerGetNextRequest is a request on
+// $JS.API.CONSUMER.MSG.NEXT.<S>.<C> (protocol.md section 5.6). Expires and
+// Heartbeat are nanoseconds in JSON. The type has nats-server's name
+// because a decoding error names it in the 400 status a client sees.
+type JSApiConsumerGetNextRequest struct {
 	Batch     int           `json:"batch,omitempty"`
 	Expires   time.Duration `json:"expires,omitempty"`
 	MaxBytes  int           `json:"max_bytes,omitempty"`
@@ -20,8 +21,11 @@ type pullRequest struct {
 	Group     string        `json:"group,omitempty"`
 }
 
-// parsePull reads a pull request body: empty (batch 1), a number as text
-// (the batch), or JSON. It returns the text of a 400 Bad Request status.
+// parsePull reads a pull request body as nats-server v2.15.2
+// nextReqFromMsg does: empty (batch 1), a number as text (the batch), or
+// JSON; anything else is a request for one message. It returns the text
+// of a 400 Bad Request status for bad JSON or an idle_heartbeat above
+// half of expires (no expires counts as 0).
 func parsePull(body []byte) (pullRequest, string) {
 	req := pullRequest{Batch: 1}
 	body = bytes.TrimSpace(body)
@@ -33,20 +37,21 @@ func parsePull(body []byte) (pullRequest, string) {
 			return req, err.Error()
 		}
 	default:
-		n, err := strconv.Atoi(string(body))
-		if err != nil {
-			return req, err.Error()
+		if n, err := strconv.Atoi(string(body)); err == nil {
+			req.Batch = n
 		}
-		req.Batch = n
 	}
 	if req.Batch <= 0 {
 		req.Batch = 1
 	}
-	if req.Heartbeat > 0 && req.Expires > 0 && req.Heartbeat*2 > req.Expires {
+	if req.Heartbeat > 0 && req.Heartbeat*2 > req.Expires {
 		return req, "heartbeat value too large"
 	}
 	return req, ""
 }
+
+// pullRequest is the engine's short name for the request type.
+type pullRequest = JSApiConsumerGetNextRequest
 
 // waiting is a queued pull request.
 type waiting struct {
