@@ -291,8 +291,9 @@ func (c *cons) maybeSave(now time.Time, force bool) {
 }
 
 // inactive reports whether the consumer passed its inactive_threshold:
-// a pull consumer without pull requests, a push consumer without
-// interest on its deliver subject.
+// a pull consumer without pull requests (and past the ack wait of its
+// last delivery when acks are pending), a push consumer without interest
+// on its deliver subject.
 func (c *cons) inactive(now time.Time) bool {
 	t := c.cfg.InactiveThreshold
 	if t <= 0 {
@@ -304,6 +305,23 @@ func (c *cons) inactive(now time.Time) bool {
 		}
 	} else if len(c.waiting) > 0 {
 		c.lastActive = now
+	} else if c.st.NumAckPending() > 0 {
+		// The client may still be working on what it was given: count
+		// from when the last delivery's ack wait runs out, as
+		// nats-server v2.15.2 deleteNotActive does.
+		if end := c.lastDeliver.Add(c.longestWait()); end.After(c.lastActive) {
+			c.lastActive = end
+		}
 	}
 	return now.Sub(c.lastActive) >= t
+}
+
+// longestWait is the longest ack wait a delivery can get: ack_wait, or
+// the largest backoff step.
+func (c *cons) longestWait() time.Duration {
+	w := c.cfg.AckWait
+	for _, b := range c.cfg.BackOff {
+		w = max(w, b)
+	}
+	return w
 }
