@@ -1,0 +1,1541 @@
+package test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/server"
+	"github.com/nats-io/nats.go"
+)
+
+// TestDifferential is a live differential test of the JetStream API: it
+// starts cairn (in-process) AND nats-server v2.15.2 side by side, each with
+// JetStream and its own store directory, sends both the same sequence of
+// requests and compares the answers.
+//
+// It runs whatever CAIRN_TEST_TARGET says, because it always needs both
+// servers. Without a nats-server binary (PATH or ~/go/bin) it is skipped,
+// unless CAIRN_REQUIRE_CLI=1 (which scripts/test.sh and CI set, and CI
+// installs nats-server), in which case it fails.
+//
+// What is compared:
+//   - JSON answers ($JS.API.* requests, PubAcks): decoded and compared
+//     structurally after normalizing only the values that must differ
+//     (diffNormalizeJSON), AND the order of the keys of every object, reported
+//     as a separate "(key order)" difference: nats-server's key order is
+//     part of the byte-exact goal.
+//   - Message frames (MSG.NEXT deliveries and status frames, direct get):
+//     the MSG/HMSG line without its sizes (each side's sizes are checked
+//     against its own frame), the header block and the payload, byte for
+//     byte after normalizing time stamps (diffNormalizeFrame).
+//   - Advisories ($JS.EVENT.>), per subject in order, like JSON answers.
+//
+// Every difference must be listed in compatDiffs (a documented row of
+// docs/compatibility.md) or knownDiffs (undocumented, TODO); anything else
+// fails the test, and so does an entry of these two lists that no longer
+// matches a difference (remove it when cairn is fixed). racyDiffs lists
+// differences caused by races in nats-server, allowed but not required.
+//
+// To read the answers: CAIRN_DIFF_DUMP=1 logs every exchange whole;
+// CAIRN_DIFF_API_EACH=1 adds an account info after every request and logs
+// where the api.total/api.errors counters move differently.
+func TestDifferential(t *testing.T) {
+	diffRequireNatsServer(t)
+	start := time.Now()
+	d := newDiffer(t)
+
+	// Each area ends with $JS.API.INFO, whose api.total and api.errors
+	// counters then show in which area the servers count differently.
+	for _, area := range []struct {
+		name string
+		run  func()
+	}{
+		{"stream names", d.accountAndStreamNames},
+		{"stream create", d.streamCreate},
+		{"stream create pedantic", d.streamCreatePedantic},
+		{"stream info", d.streamInfoAndLists},
+		{"pub acks", d.pubAcks},
+		{"stream update", d.streamUpdate},
+		{"msg get delete", d.msgGetDelete},
+		{"direct get", d.directGet},
+		{"purge", d.purge},
+		{"consumer create", d.consumerCreate},
+		{"consumer validation", d.consumerValidation},
+		{"workqueue consumers", d.workQueueConsumers},
+		{"consumer info", d.consumerInfoNamesListPause},
+		{"pull status", d.pullStatus},
+	} {
+		area.run()
+		d.req("account info after "+area.name, diffAPI+"INFO", "")
+	}
+	d.endOfRun()
+
+	d.check()
+	t.Logf("%d exchanges (%d JSON, %d frame), %d differences (%d allowed), in %v",
+		d.nJSON+d.nFrame, d.nJSON, d.nFrame, len(d.diffs), d.nAllowed, time.Since(start).Round(time.Millisecond))
+}
+
+// compatDiffs are differences documented in docs/compatibility.md. The key
+// is "<exchange label> <JSON path>" (plus " (key order)" for a key-order
+// difference); the value names the compatibility row.
+var compatDiffs = map[string]string{
+	// Row "Unknown `$JS.API.<X>` subjects": nats-server has no handler
+	// (no reply, the client times out), cairn answers 10003. These
+	// include subjects with a wrong number of tokens for a known API.
+	"unknown api subject $":                           "Unknown `$JS.API.<X>` subjects",
+	"create extra subject token $":                    "Unknown `$JS.API.<X>` subjects",
+	"consumer durable create extra token $":           "Unknown `$JS.API.<X>` subjects",
+	"account info after stream names $.api.total":     "Unknown `$JS.API.<X>` subjects (cairn counts its 10003 answer to $JS.API.FOO)",
+	"account info after stream names $.api.errors":    "Unknown `$JS.API.<X>` subjects (cairn counts its 10003 answer to $JS.API.FOO)",
+	"account info after consumer create $.api.total":  "Unknown `$JS.API.<X>` subjects (cairn counts its 10003 answer to DURABLE.CREATE.C.DUR4.x)",
+	"account info after consumer create $.api.errors": "Unknown `$JS.API.<X>` subjects (cairn +1) and Unknown JSON keys in API requests (nats-server +2)",
+
+	// Row "Unknown JSON keys in API requests": nats-server answers 10025,
+	// cairn ignores the key. The requests are chosen to leave both
+	// servers in the same state (identical configs, a filter that
+	// matches nothing); "create unknown key new stream" creates a stream
+	// on cairn only, deleted again without comparing.
+	"create unknown key $":                                "Unknown JSON keys in API requests",
+	"create unknown key new stream $":                     "Unknown JSON keys in API requests",
+	"info unknown key $":                                  "Unknown JSON keys in API requests",
+	"update unknown key $":                                "Unknown JSON keys in API requests",
+	"msg get unknown key $":                               "Unknown JSON keys in API requests",
+	"purge unknown key $":                                 "Unknown JSON keys in API requests",
+	"consumer create unknown key $":                       "Unknown JSON keys in API requests",
+	"consumer create unknown top-level key $":             "Unknown JSON keys in API requests",
+	"account info after stream info $.api.errors":         "Unknown JSON keys in API requests (nats-server counts its 10025)",
+	"account info after stream update $.api.errors":       "Unknown JSON keys in API requests (nats-server counts its 10025)",
+	"account info after msg get delete $.api.errors":      "Unknown JSON keys in API requests (nats-server counts its 10025)",
+	"account info after msg get delete $.api.total":       "Unknown JSON keys in API requests (nats-server counts its failed MSG.GET, as it does not a successful one)",
+	"account info after purge $.api.errors":               "Unknown JSON keys in API requests (nats-server counts its 10025)",
+	"advisory $JS.EVENT.ADVISORY.STREAM.CREATED.UK #1 $":  "Unknown JSON keys in API requests (cairn created the stream)",
+	"advisory $JS.EVENT.ADVISORY.STREAM.DELETED.UK #1 $":  "Unknown JSON keys in API requests (cairn created the stream)",
+	"advisory $JS.EVENT.ADVISORY.STREAM.UPDATED.UKS #1 $": "Unknown JSON keys in API requests (cairn applied the update)",
+	// cairn applied these no-op updates (nats-server refused them), and
+	// cairn sends an advisory for every consumer update (knownDiffs).
+	"advisory $JS.EVENT.ADVISORY.CONSUMER.UPDATED.UKS.UNK #1 $": "Unknown JSON keys in API requests (cairn applied the update)",
+	"advisory $JS.EVENT.ADVISORY.CONSUMER.UPDATED.UKS.UNK #2 $": "Unknown JSON keys in API requests (cairn applied the update)",
+
+	// Row "JetStream API level": mirrors and per-message TTLs are refused
+	// with 10052; the streams nats-server created are deleted again
+	// without comparing.
+	"create mirror $":  "JetStream API level (mirrors refused with 10052)",
+	"create msg ttl $": "JetStream API level (per-message TTL refused with 10052)",
+	"advisory $JS.EVENT.ADVISORY.STREAM.CREATED.MIR #1 $": "JetStream API level (mirrors refused)",
+	"advisory $JS.EVENT.ADVISORY.STREAM.DELETED.MIR #1 $": "JetStream API level (mirrors refused)",
+	"advisory $JS.EVENT.ADVISORY.STREAM.CREATED.TTL #1 $": "JetStream API level (per-message TTL refused)",
+	"advisory $JS.EVENT.ADVISORY.STREAM.DELETED.TTL #1 $": "JetStream API level (per-message TTL refused)",
+	// Net of: cairn +1 error for the unknown subject STREAM.CREATE.A.B,
+	// +2 for refusing MIR and TTL, +2 for deleting them; nats-server +1
+	// error (and +1 total) for the mirror's consumer create on the
+	// missing origin, +2 for the unknown keys, +1 for deleting UK.
+	"account info after stream create $.api.errors": "Unknown `$JS.API.<X>` subjects, Unknown JSON keys in API requests, JetStream API level",
+
+	// Row "Stream `bytes`": 30/34 per message for memory streams too.
+	"info memory after publish $.state.bytes": "Stream `bytes`",
+}
+
+// knownDiffs are differences NOT documented in docs/compatibility.md,
+// found by this test. Same keys as compatDiffs.
+//
+// TODO: each entry is a difference from nats-server v2.15.2 to fix in cairn
+// (or to document in docs/compatibility.md and move to compatDiffs).
+var knownDiffs = map[string]string{
+	// 1. Pedantic mode is not enforced. nats-server refuses
+	//    {"name":"PMC","max_consumers":-5,"pedantic":true} with 10157
+	//    "pedantic mode: max_consumers must be set to -1" and
+	//    {"max_age":60000000000,"pedantic":true} (default duplicate window
+	//    2m > max_age) with 10157 "pedantic mode: duplicate window cannot
+	//    be bigger than max age"; cairn fixes the values and creates the
+	//    streams (deleted again without comparing).
+	"create pedantic negative max_consumers $":               "pedantic mode not enforced (10157)",
+	"create pedantic max_age without duplicate window $":     "pedantic mode not enforced (10157)",
+	"account info after stream create pedantic $.api.errors": "pedantic mode not enforced (10157)",
+	"advisory $JS.EVENT.ADVISORY.STREAM.CREATED.PMC #1 $":    "pedantic mode not enforced (cairn created the stream)",
+	"advisory $JS.EVENT.ADVISORY.STREAM.DELETED.PMC #1 $":    "pedantic mode not enforced (cairn created the stream)",
+	"advisory $JS.EVENT.ADVISORY.STREAM.CREATED.PMA #1 $":    "pedantic mode not enforced (cairn created the stream)",
+	"advisory $JS.EVENT.ADVISORY.STREAM.DELETED.PMA #1 $":    "pedantic mode not enforced (cairn created the stream)",
+
+	// 2. Go type name in the 10025 text: STREAM.CREATE with body [] says
+	//    "... of type jsapi.StreamConfigRequest"; nats-server says
+	//    "... of type server.StreamConfigRequest".
+	"create json array $.error.description": "Go type name in invalid JSON description",
+
+	// 3. DIRECT.GET {"seq":1,"no_hdr":true}: nats-server answers a plain
+	//    MSG with the payload only; cairn sends HMSG with the stored and
+	//    Nats-* headers.
+	"direct get no_hdr frame 1": "direct get ignores no_hdr",
+
+	// 4. Nats-Required-Api-Level: 99 on DIRECT.GET and MSG.NEXT:
+	//    nats-server answers "NATS/1.0 412 Required Api Level"; cairn
+	//    ignores the header (serves the message / 404 No Messages). The
+	//    JSON API endpoints do answer 10185 in both.
+	"direct get api level too high frame 1": "Nats-Required-Api-Level ignored on DIRECT.GET",
+	"pull api level too high frame 1":       "Nats-Required-Api-Level ignored on MSG.NEXT",
+
+	// 5. _nats.req.level of consumers: an update of an existing consumer
+	//    carrying pause_until (which is ignored) sets it to "1" in cairn,
+	//    nats-server keeps "0"; a CONSUMER.PAUSE with a future time sets it
+	//    to "1" in nats-server (and it stays after the resume), cairn
+	//    keeps "0".
+	"consumer update pause_until ignored $.config.metadata._nats.req.level":         "_nats.req.level after an update with pause_until",
+	"consumer info after update with pause_until $.config.metadata._nats.req.level": "_nats.req.level after an update with pause_until",
+	"consumer info after pause $.config.metadata._nats.req.level":                   "_nats.req.level after CONSUMER.PAUSE",
+	"consumer info after resume $.config.metadata._nats.req.level":                  "_nats.req.level after CONSUMER.PAUSE",
+
+	// 6. CONSUMER.LIST: nats-server's entries carry only _nats.req.level in
+	//    config.metadata (like STREAM.LIST, where cairn matches); cairn
+	//    adds _nats.ver and _nats.level as in CONSUMER.INFO.
+	"consumer list $.consumers[*].config.metadata._nats.level":        "_nats.ver/_nats.level in CONSUMER.LIST",
+	"consumer list $.consumers[*].config.metadata._nats.ver":          "_nats.ver/_nats.level in CONSUMER.LIST",
+	"consumer list offset $.consumers[*].config.metadata._nats.level": "_nats.ver/_nats.level in CONSUMER.LIST",
+	"consumer list offset $.consumers[*].config.metadata._nats.ver":   "_nats.ver/_nats.level in CONSUMER.LIST",
+
+	// 7. cairn publishes $JS.EVENT.ADVISORY.CONSUMER.UPDATED.<S>.<C>
+	//    (consumer_action, "action":"modify") when a create/update request
+	//    changes (or re-applies) an existing consumer; nats-server v2.15.2
+	//    publishes nothing.
+	"advisory $JS.EVENT.ADVISORY.CONSUMER.UPDATED.C.PULL #1 $": "consumer update advisory",
+	"advisory $JS.EVENT.ADVISORY.CONSUMER.UPDATED.C.PULL #2 $": "consumer update advisory",
+	"advisory $JS.EVENT.ADVISORY.CONSUMER.UPDATED.C.UPD2 #1 $": "consumer update advisory",
+	"advisory $JS.EVENT.ADVISORY.CONSUMER.UPDATED.MC1.A #1 $":  "consumer update advisory",
+
+	// 8. STREAM.DELETE of a stream with a consumer: nats-server also
+	//    publishes $JS.EVENT.ADVISORY.CONSUMER.DELETED.<S>.<C> for it;
+	//    cairn publishes only the stream's.
+	"advisory $JS.EVENT.ADVISORY.CONSUMER.DELETED.E.<generated> #1 $": "no consumer delete advisory when the stream goes",
+}
+
+// racyDiffs are differences that show in some runs only, because of a
+// race in nats-server; they are allowed when they show and not required.
+var racyDiffs = map[string]string{
+	// nats-server queues a stream's delete advisory on the stream's own
+	// send queue (mset.outq), which the delete then stops: when the stream
+	// had a consumer the advisory is sometimes lost (about 1 run in 5
+	// with -race). cairn always sends it.
+	"advisory $JS.EVENT.ADVISORY.STREAM.DELETED.E #1 $": "nats-server sometimes loses the delete advisory of stream E",
+}
+
+// diffRequireNatsServer skips (or, with CAIRN_REQUIRE_CLI=1, fails) the
+// test when there is no nats-server binary, and fails it when the binary is
+// not v2.15.2, the version cairn follows.
+func diffRequireNatsServer(t *testing.T) {
+	t.Helper()
+	bin, err := exec.LookPath("nats-server")
+	if err != nil {
+		bin = ""
+		if home, err := os.UserHomeDir(); err == nil {
+			p := filepath.Join(home, "go", "bin", "nats-server")
+			if _, err := os.Stat(p); err == nil {
+				bin = p
+			}
+		}
+	}
+	if bin == "" {
+		msg := "nats-server not found on PATH or in ~/go/bin; install it with go install github.com/nats-io/nats-server/v2@v2.15.2"
+		if os.Getenv("CAIRN_REQUIRE_CLI") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		t.Fatalf("%s --version: %v", bin, err)
+	}
+	if v := strings.TrimSpace(string(out)); v != "nats-server: v2.15.2" {
+		t.Fatalf("%s is %q; the differential test needs v2.15.2", bin, v)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// The differ: two servers, one connection of each kind to each.
+
+const (
+	diffReqTimeout   = 2 * time.Second
+	diffFrameTimeout = 2 * time.Second
+)
+
+type diffSide struct {
+	nc  *nats.Conn
+	raw *rawClient         // subscribed to _D.> (sid 1) for frames
+	adv *nats.Subscription // $JS.EVENT.>
+}
+
+type diffEntry struct {
+	label, path, kind string // kind: "value", "key order", "frame"
+	cairn, nats       string
+}
+
+func (x diffEntry) key() string {
+	k := x.label + " " + x.path
+	if x.kind == "key order" {
+		k += " (key order)"
+	}
+	return k
+}
+
+type differ struct {
+	t      *testing.T
+	sides  [2]*diffSide // 0: cairn, 1: nats-server
+	labels map[string]bool
+	diffs  []diffEntry
+	nJSON  int
+	nFrame int
+	inbox  int // the last reply inbox _D.<n> used
+
+	apiTotal, apiErrors [2]int // the counters of the last account info
+
+	nAllowed int
+}
+
+func newDiffer(t *testing.T) *differ {
+	opts := server.Options{Host: "127.0.0.1", Port: -1, JetStream: true}
+	co, no := opts, opts
+	co.StoreDir = filepath.Join(t.TempDir(), "cairn")
+	no.StoreDir = filepath.Join(t.TempDir(), "nats-server")
+	cu, _ := startCairn(t, co)
+	nu, _ := startNatsServer(t, no)
+	d := &differ{t: t, labels: map[string]bool{}}
+	for i, u := range []string{cu, nu} {
+		s := &diffSide{}
+		s.nc = connect(t, u)
+		s.adv = subSync(t, s.nc, "$JS.EVENT.>")
+		flush(t, s.nc)
+		s.raw = rawConnect(t, u, defaultConnect)
+		s.raw.send("SUB _D.> 1\r\n")
+		s.raw.sync()
+		d.sides[i] = s
+	}
+	return d
+}
+
+// diffBoth runs f for cairn and nats-server concurrently and returns the
+// results in that order. f must not call t.Fatal.
+func diffBoth[R any](d *differ, f func(*diffSide) R) [2]R {
+	var out [2]R
+	var wg sync.WaitGroup
+	for i, s := range d.sides {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = f(s)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (d *differ) useLabel(label string) {
+	d.t.Helper()
+	if d.labels[label] {
+		d.t.Fatalf("duplicate exchange label %q", label)
+	}
+	d.labels[label] = true
+}
+
+// diffReqOpt modifies one JSON request.
+type diffReqOpt func(*diffReqSpec)
+
+type diffReqSpec struct {
+	hdr     []string // "Key: value" lines, sent in this order
+	timeout time.Duration
+	anyName bool // the consumer name is server-generated: normalize it
+}
+
+func diffHdr(k, v string) diffReqOpt {
+	return func(s *diffReqSpec) { s.hdr = append(s.hdr, k+": "+v) }
+}
+
+func diffTimeout(d time.Duration) diffReqOpt { return func(s *diffReqSpec) { s.timeout = d } }
+
+func diffGeneratedName() diffReqOpt { return func(s *diffReqSpec) { s.anyName = true } }
+
+// req sends body to subj (with a reply inbox) on both servers and compares
+// the answers as JSON.
+func (d *differ) req(label, subj, body string, opts ...diffReqOpt) {
+	d.t.Helper()
+	d.useLabel(label)
+	d.nJSON++
+	spec := diffReqSpec{timeout: diffReqTimeout}
+	for _, o := range opts {
+		o(&spec)
+	}
+	d.inbox++
+	inbox := fmt.Sprintf("_D.%d", d.inbox)
+	res := diffBoth(d, func(s *diffSide) string {
+		if len(spec.hdr) > 0 {
+			// nats.go writes headers in map order; the raw connection
+			// sends them in the same order to both servers, so that
+			// stored headers compare.
+			return diffRawRequest(s, inbox, subj, strings.Join(spec.hdr, "\r\n"), body, spec.timeout)
+		}
+		r, err := s.nc.Request(subj, []byte(body), spec.timeout)
+		switch {
+		case errors.Is(err, nats.ErrNoResponders):
+			return "<no responders>"
+		case errors.Is(err, nats.ErrTimeout):
+			return "<timeout>"
+		case err != nil:
+			return "<error: " + err.Error() + ">"
+		}
+		if len(r.Header) > 0 {
+			return fmt.Sprintf("<headers %v> %s", r.Header, r.Data)
+		}
+		return string(r.Data)
+	})
+	if subj == diffAPI+"INFO" {
+		for i := range res {
+			res[i] = d.apiDeltas(i, res[i])
+		}
+	}
+	d.dump(label, subj, body, res[0], res[1])
+	if os.Getenv("CAIRN_DIFF_API_EACH") == "1" && subj != diffAPI+"INFO" {
+		infos := diffBoth(d, func(s *diffSide) string {
+			r, err := s.nc.Request(diffAPI+"INFO", nil, diffReqTimeout)
+			if err != nil {
+				return err.Error()
+			}
+			return string(r.Data)
+		})
+		var cnt [2]string
+		for i := range infos {
+			m := diffAPICountersRe.FindStringSubmatch(d.apiDeltas(i, infos[i]))
+			if m != nil {
+				cnt[i] = "total +" + m[2] + ", errors +" + m[4]
+			}
+		}
+		if cnt[0] != cnt[1] {
+			d.t.Logf("API COUNTERS after %s: cairn %s, nats-server %s", label, cnt[0], cnt[1])
+		}
+	}
+	d.compareJSON(label, res[0], res[1], spec.anyName)
+}
+
+// diffRawRequest sends body with the header lines hdr to subj on s's raw
+// connection with reply subject inbox and returns the payload of the
+// answer (a status frame is returned whole).
+func diffRawRequest(s *diffSide, inbox, subj, hdr, body string, timeout time.Duration) string {
+	h := "NATS/1.0\r\n" + hdr + "\r\n\r\n"
+	op := fmt.Sprintf("HPUB %s %s %d %d\r\n%s%s\r\n", subj, inbox, len(h), len(h)+len(body), h, body)
+	s.raw.conn.SetWriteDeadline(time.Now().Add(timeout))
+	if _, err := s.raw.conn.Write([]byte(op)); err != nil {
+		return "<write: " + err.Error() + ">"
+	}
+	f, err := diffReadFrame(s.raw, timeout)
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	if !strings.HasPrefix(f, "MSG "+inbox+" ") {
+		return "<frame> " + diffNormalizeFrame(f)
+	}
+	return strings.TrimSuffix(f[strings.Index(f, "\r\n")+2:], "\r\n")
+}
+
+// pub publishes with a reply (a PubAck is expected) and compares the
+// answers.
+func (d *differ) pub(label, subj, data string, opts ...diffReqOpt) {
+	d.t.Helper()
+	d.req(label, subj, data, opts...)
+}
+
+var diffAPICountersRe = regexp.MustCompile(`("api":\{"level":\d+,"total":)(\d+)(,"errors":)(\d+)\}`)
+
+// apiDeltas rewrites api.total and api.errors of an account info answer
+// of side i into the change since the previous account info answer, so
+// that a difference in how the servers count shows once, in the area
+// where it happens, instead of in every later account info.
+func (d *differ) apiDeltas(i int, ans string) string {
+	m := diffAPICountersRe.FindStringSubmatch(ans)
+	if m == nil {
+		return ans
+	}
+	total, _ := strconv.Atoi(m[2])
+	errs, _ := strconv.Atoi(m[4])
+	out := diffAPICountersRe.ReplaceAllString(ans, fmt.Sprintf("${1}%d${3}%d}", total-d.apiTotal[i], errs-d.apiErrors[i]))
+	d.apiTotal[i], d.apiErrors[i] = total, errs
+	return out
+}
+
+// dump logs an exchange when CAIRN_DIFF_DUMP=1 (to read both answers
+// whole).
+func (d *differ) dump(label, subj, body, c, n string) {
+	if os.Getenv("CAIRN_DIFF_DUMP") != "1" {
+		return
+	}
+	d.t.Logf("== %s: %s %s\n  cairn:       %s\n  nats-server: %s", label, subj, trunc(body), c, n)
+}
+
+// reconcile sends the same request to both servers without comparing the
+// answers: it undoes a documented difference that left the two servers in
+// different states (a stream only one of them created), so that it does
+// not show again in every later answer.
+func (d *differ) reconcile(subj, body string) {
+	diffBoth(d, func(s *diffSide) error {
+		_, err := s.nc.Request(subj, []byte(body), diffReqTimeout)
+		return err
+	})
+}
+
+// compareJSON records the differences between cairn's answer c and
+// nats-server's answer n.
+func (d *differ) compareJSON(label, c, n string, anyName bool) {
+	var cv, nv any
+	cerr, nerr := diffJSONDecode(c, &cv), diffJSONDecode(n, &nv)
+	if cerr != nil || nerr != nil {
+		if c != n {
+			d.diffs = append(d.diffs, diffEntry{label: label, path: "$", kind: "value", cairn: c, nats: n})
+		}
+		return
+	}
+	cv, nv = diffNormalizeJSON(cv, "", "", anyName), diffNormalizeJSON(nv, "", "", anyName)
+	diffValues(label, "$", cv, nv, &d.diffs)
+	co, _ := diffKeyOrders(c)
+	no, _ := diffKeyOrders(n)
+	paths := make([]string, 0, len(co))
+	for p := range co {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		nk, ok := no[p]
+		if !ok {
+			continue
+		}
+		ck := co[p]
+		if !diffEqualStrings(diffCommonOrder(ck, nk), diffCommonOrder(nk, ck)) {
+			d.diffs = append(d.diffs, diffEntry{label: label, path: p, kind: "key order",
+				cairn: strings.Join(ck, ","), nats: strings.Join(nk, ",")})
+		}
+	}
+}
+
+func diffJSONDecode(s string, v *any) error {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data")
+	}
+	return nil
+}
+
+// diffTimeKeys hold times that differ between two runs.
+var diffTimeKeys = map[string]bool{
+	"created": true, "ts": true, "first_ts": true, "last_ts": true, "last_active": true,
+	"time": true, "timestamp": true, "leader_since": true, "pinned_ts": true,
+}
+
+// diffNormalizeJSON replaces the values that must differ between the two
+// servers (ids, times, the server's name and version, the API level) with
+// placeholders. parent is the key the value v sits under.
+func diffNormalizeJSON(v any, key, parent string, anyName bool) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = diffNormalizeJSON(e, k, key, anyName)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = diffNormalizeJSON(e, key, parent, anyName)
+		}
+		return x
+	}
+	s, isStr := v.(string)
+	switch {
+	case key == "server_id" || key == "server_name":
+		return "<server>"
+	case key == "leader" && parent == "cluster":
+		return "<server>" // the leader's name is the server's name (its id by default)
+	case key == "version" || key == "_nats.ver":
+		return "<version>"
+	case key == "_nats.level" || key == "level" && parent == "api":
+		return "<api level>"
+	case key == "pause_remaining":
+		return "<duration>"
+	case diffTimeKeys[key] && isStr:
+		if tm, err := time.Parse(time.RFC3339Nano, s); err == nil && !tm.IsZero() {
+			return "<time>"
+		}
+	case key == "pause_until" && isStr:
+		// Absolute times sent by the test stay; "now"-relative ones do not.
+		if tm, err := time.Parse(time.RFC3339Nano, s); err == nil && tm.Year() < 2090 && !tm.IsZero() && tm.Year() > 2000 {
+			return "<time>"
+		}
+	case anyName && (key == "name" || key == "consumer" || key == "consumers") && isStr:
+		return "<generated name>"
+	}
+	return v
+}
+
+// diffValues appends the differences between c (cairn) and n (nats-server)
+// at path.
+func diffValues(label, path string, c, n any, out *[]diffEntry) {
+	add := func(cv, nv string) {
+		*out = append(*out, diffEntry{label: label, path: path, kind: "value", cairn: cv, nats: nv})
+	}
+	cm, cok := c.(map[string]any)
+	nm, nok := n.(map[string]any)
+	if _, cerr := cm["error"]; cok && nok && cerr != (nm["error"] != nil) {
+		// An error on one side only: one difference, the whole answers.
+		add(diffCompact(c), diffCompact(n))
+		return
+	}
+	if cok && nok {
+		keys := map[string]bool{}
+		for k := range cm {
+			keys[k] = true
+		}
+		for k := range nm {
+			keys[k] = true
+		}
+		sorted := make([]string, 0, len(keys))
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		sort.Strings(sorted)
+		for _, k := range sorted {
+			cv, cin := cm[k]
+			nv, nin := nm[k]
+			p := path + "." + k
+			switch {
+			case !cin:
+				*out = append(*out, diffEntry{label: label, path: p, kind: "value", cairn: "<absent>", nats: diffCompact(nv)})
+			case !nin:
+				*out = append(*out, diffEntry{label: label, path: p, kind: "value", cairn: diffCompact(cv), nats: "<absent>"})
+			default:
+				diffValues(label, p, cv, nv, out)
+			}
+		}
+		return
+	}
+	ca, cok := c.([]any)
+	na, nok := n.([]any)
+	if cok && nok && len(ca) == len(na) {
+		for i := range ca {
+			diffValues(label, fmt.Sprintf("%s[%d]", path, i), ca[i], na[i], out)
+		}
+		return
+	}
+	if cs, ns := diffCompact(c), diffCompact(n); cs != ns {
+		add(cs, ns)
+	}
+}
+
+func diffCompact(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// diffKeyOrders returns, for every JSON object in data, its keys in the order
+// they appear, by path ("$", "$.config", "$.streams[0].state", ...).
+func diffKeyOrders(data string) (map[string][]string, error) {
+	dec := json.NewDecoder(strings.NewReader(data))
+	dec.UseNumber()
+	out := map[string][]string{}
+	var walk func(path string) error
+	walk = func(path string) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		delim, ok := tok.(json.Delim)
+		if !ok {
+			return nil
+		}
+		switch delim {
+		case '{':
+			out[path] = []string{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				k, _ := kt.(string)
+				out[path] = append(out[path], k)
+				if err := walk(path + "." + k); err != nil {
+					return err
+				}
+			}
+		case '[':
+			for i := 0; dec.More(); i++ {
+				if err := walk(fmt.Sprintf("%s[%d]", path, i)); err != nil {
+					return err
+				}
+			}
+		}
+		_, err = dec.Token() // the closing delimiter
+		return err
+	}
+	return out, walk("$")
+}
+
+// diffCommonOrder returns the keys of a that are also in b, in a's order.
+func diffCommonOrder(a, b []string) []string {
+	in := map[string]bool{}
+	for _, k := range b {
+		in[k] = true
+	}
+	var out []string
+	for _, k := range a {
+		if in[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func diffEqualStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// ---------------------------------------------------------------------------
+// Raw frames (MSG.NEXT, DIRECT.GET): exact bytes.
+
+// frames publishes body to subj with a fresh reply inbox (_D.<n>), with the
+// header block hdr if not empty, on both servers' raw connections, reads
+// nframes frames from each (waiting up to diffFrameTimeout for each, so a
+// request that expires is waited for) and compares them.
+func (d *differ) frames(label, subj, hdr, body string, nframes int) {
+	d.t.Helper()
+	d.useLabel(label)
+	d.nFrame++
+	d.inbox++
+	inbox := fmt.Sprintf("_D.%d", d.inbox)
+	var op string
+	if hdr == "" {
+		op = fmt.Sprintf("PUB %s %s %d\r\n%s\r\n", subj, inbox, len(body), body)
+	} else {
+		h := "NATS/1.0\r\n" + hdr + "\r\n\r\n"
+		op = fmt.Sprintf("HPUB %s %s %d %d\r\n%s%s\r\n", subj, inbox, len(h), len(h)+len(body), h, body)
+	}
+	res := diffBoth(d, func(s *diffSide) []string {
+		s.raw.conn.SetWriteDeadline(time.Now().Add(diffFrameTimeout))
+		if _, err := s.raw.conn.Write([]byte(op)); err != nil {
+			return []string{"<write: " + err.Error() + ">"}
+		}
+		var fs []string
+		for range nframes {
+			f, err := diffReadFrame(s.raw, diffFrameTimeout)
+			if err != nil {
+				fs = append(fs, "<"+err.Error()+">")
+				break
+			}
+			fs = append(fs, diffNormalizeFrame(f))
+		}
+		return fs
+	})
+	d.dump(label, subj, body, strings.Join(res[0], "\n"), strings.Join(res[1], "\n"))
+	d.compareFrames(label, res[0], res[1])
+}
+
+func (d *differ) compareFrames(label string, c, n []string) {
+	for i := range max(len(c), len(n)) {
+		cf, nf := "<none>", "<none>"
+		if i < len(c) {
+			cf = c[i]
+		}
+		if i < len(n) {
+			nf = n[i]
+		}
+		if cf != nf {
+			d.diffs = append(d.diffs, diffEntry{label: label, path: fmt.Sprintf("frame %d", i+1), kind: "frame", cairn: cf, nats: nf})
+		}
+	}
+}
+
+// diffReadFrame reads the next MSG or HMSG frame (answering PINGs). It
+// returns an error on a timeout or anything else.
+func diffReadFrame(c *rawClient, within time.Duration) (string, error) {
+	deadline := time.Now().Add(within)
+	line := func() (string, error) {
+		for {
+			if i := bytes.Index(c.pending, []byte("\r\n")); i >= 0 {
+				l := string(c.pending[:i+2])
+				c.pending = c.pending[i+2:]
+				return l, nil
+			}
+			if err := c.fill(deadline); err != nil {
+				return "", fmt.Errorf("no frame (%v) after %q", errors.Unwrap(err), c.pending)
+			}
+		}
+	}
+	for {
+		l, err := line()
+		if err != nil {
+			return "", err
+		}
+		if l == "PING\r\n" {
+			c.conn.SetWriteDeadline(deadline)
+			if _, err := c.conn.Write([]byte("PONG\r\n")); err != nil {
+				return "", err
+			}
+			continue
+		}
+		f := strings.Fields(l)
+		if len(f) < 4 || (f[0] != "MSG" && f[0] != "HMSG") {
+			return "", fmt.Errorf("not a frame: %q", l)
+		}
+		size, err := strconv.Atoi(f[len(f)-1])
+		if err != nil {
+			return "", fmt.Errorf("bad frame line %q", l)
+		}
+		for len(c.pending) < size+2 {
+			if err := c.fill(deadline); err != nil {
+				return "", fmt.Errorf("frame %q incomplete: %v", l, err)
+			}
+		}
+		frame := l + string(c.pending[:size+2])
+		c.pending = c.pending[size+2:]
+		return frame, nil
+	}
+}
+
+var (
+	diffAckTSRe     = regexp.MustCompile(`^(\$JS\.ACK\.(?:[^.]+\.){5})\d+(\.\d+)$`)
+	diffTimeStampRe = regexp.MustCompile(`(?m)^Nats-Time-Stamp: [^\r]*\r$`)
+)
+
+// diffNormalizeFrame turns a MSG/HMSG frame into "<op> <subject> <sid>
+// [<reply>]" + CRLF + header block + payload, with the sizes checked
+// against the frame (a mismatch is kept visible) and dropped, the time
+// stamp of ack replies and Nats-Time-Stamp replaced.
+func diffNormalizeFrame(f string) string {
+	i := strings.Index(f, "\r\n")
+	fields := strings.Fields(f[:i])
+	rest := strings.TrimSuffix(f[i+2:], "\r\n")
+	op := fields[0]
+	nsizes := 1
+	if op == "HMSG" {
+		nsizes = 2
+	}
+	args := fields[1 : len(fields)-nsizes]
+	sizes := fields[len(fields)-nsizes:]
+	var hdr, payload string
+	ok := true
+	if op == "HMSG" {
+		h, _ := strconv.Atoi(sizes[0])
+		tot, _ := strconv.Atoi(sizes[1])
+		ok = h <= len(rest) && tot == len(rest)
+		if ok {
+			hdr, payload = rest[:h], rest[h:]
+		}
+	} else {
+		tot, _ := strconv.Atoi(sizes[0])
+		ok = tot == len(rest)
+		payload = rest
+	}
+	if !ok {
+		return "<sizes do not match> " + f
+	}
+	if len(args) == 3 {
+		args[2] = diffAckTSRe.ReplaceAllString(args[2], "${1}<ts>${2}")
+	}
+	hdr = diffTimeStampRe.ReplaceAllString(hdr, "Nats-Time-Stamp: <time>\r")
+	return op + " " + strings.Join(args, " ") + "\r\n" + hdr + payload
+}
+
+// ---------------------------------------------------------------------------
+// Checking against the allowlists.
+
+func (d *differ) check() {
+	t := d.t
+	used := map[string]bool{}
+	indexRe := regexp.MustCompile(`\[\d+\]`)
+	for _, x := range d.diffs {
+		k := x.key()
+		if _, ok := compatDiffs[k]; !ok {
+			if _, ok := knownDiffs[k]; !ok {
+				k = indexRe.ReplaceAllString(k, "[*]") // entries for every element
+			}
+		}
+		if why, ok := compatDiffs[k]; ok {
+			used[k] = true
+			d.nAllowed++
+			t.Logf("allowed (compatibility.md: %s): %s\n  cairn:       %s\n  nats-server: %s", why, k, x.cairn, x.nats)
+			continue
+		}
+		if why, ok := racyDiffs[k]; ok {
+			d.nAllowed++
+			t.Logf("allowed (race in nats-server: %s): %s\n  cairn:       %s\n  nats-server: %s", why, k, x.cairn, x.nats)
+			continue
+		}
+		if why, ok := knownDiffs[k]; ok {
+			used[k] = true
+			d.nAllowed++
+			t.Logf("KNOWN DIFFERENCE (TODO: %s): %s\n  cairn:       %s\n  nats-server: %s", why, k, x.cairn, x.nats)
+			continue
+		}
+		t.Errorf("difference (%s): %q\n  cairn:       %s\n  nats-server: %s", x.kind, k, x.cairn, x.nats)
+	}
+	for _, m := range []map[string]string{compatDiffs, knownDiffs} {
+		for k := range m {
+			if !used[k] {
+				t.Errorf("allowlist entry %q matches no difference any more: remove it", k)
+			}
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// The exchanges.
+
+const diffAPI = "$JS.API."
+
+func (d *differ) accountAndStreamNames() {
+	d.req("account info first", diffAPI+"INFO", "")
+	d.req("stream names none", diffAPI+"STREAM.NAMES", "")
+	d.req("stream list none", diffAPI+"STREAM.LIST", "")
+	d.req("consumer names unknown stream", diffAPI+"CONSUMER.NAMES.NOPE", "")
+	d.req("unknown api subject", diffAPI+"FOO", "", diffTimeout(300*time.Millisecond))
+}
+
+func (d *differ) streamCreate() {
+	c := diffAPI + "STREAM.CREATE."
+	d.req("create defaults", c+"S1", `{"name":"S1"}`)
+	d.req("create defaults again identical", c+"S1", `{"name":"S1"}`)
+	d.req("create defaults again explicit defaults", c+"S1",
+		`{"name":"S1","subjects":["S1"],"retention":"limits","max_consumers":-1,"max_msgs":-1,"max_bytes":-1,"max_age":0,"max_msgs_per_subject":-1,"max_msg_size":-1,"discard":"old","storage":"file","num_replicas":1,"duplicate_window":120000000000}`)
+	d.req("create existing different config", c+"S1", `{"name":"S1","max_msgs":5}`)
+	d.req("create many options", c+"S2", `{"name":"S2","description":"many options","subjects":["s2.*","s2x.>"],`+
+		`"retention":"limits","max_consumers":10,"max_msgs":1000,"max_bytes":1048576,"max_age":3600000000000,`+
+		`"max_msgs_per_subject":5,"max_msg_size":1024,"discard":"new","discard_new_per_subject":true,"storage":"file",`+
+		`"num_replicas":1,"duplicate_window":60000000000,"allow_direct":true,"allow_rollup_hdrs":true,`+
+		`"compression":"s2","metadata":{"owner":"test","b":"2"},"consumer_limits":{"inactive_threshold":10000000000,"max_ack_pending":100}}`)
+	d.req("create memory", c+"M1", `{"name":"M1","subjects":["m1.>"],"storage":"memory","max_age":3600000000000}`)
+	d.req("create first_seq", c+"F1", `{"name":"F1","subjects":["f1"],"first_seq":100}`)
+	d.req("create deny delete purge", c+"DENY", `{"name":"DENY","subjects":["deny.>"],"deny_delete":true,"deny_purge":true}`)
+	d.req("create discard new limits", c+"DN", `{"name":"DN","subjects":["dn.>"],"discard":"new","max_msgs":2}`)
+	d.req("create direct", c+"D", `{"name":"D","subjects":["d.>"],"allow_direct":true}`)
+	d.req("create pedantic ok", c+"PED", `{"name":"PED","subjects":["ped"],"pedantic":true}`)
+
+	// Invalid names and name mismatches.
+	d.req("create name mismatch", c+"X1", `{"name":"X2"}`)
+	d.req("create name empty in body", c+"X3", `{"subjects":["x3"]}`)
+	d.req("create name with slash", c+"A/B", `{"name":"A/B"}`)
+	d.req("create name with backslash", c+`A\B`, `{"name":"A\\B"}`)
+	d.req("create name with star", c+"A*", `{"name":"A*"}`)
+	d.req("create name with gt", c+"A>", `{"name":"A>"}`)
+	d.req("create name too long", c+strings.Repeat("n", 256), `{"name":"`+strings.Repeat("n", 256)+`"}`)
+	d.req("create name with dot in body", c+"A", `{"name":"A.B"}`)
+	d.req("create extra subject token", c+"A.B", `{"name":"A"}`, diffTimeout(300*time.Millisecond))
+
+	// Invalid configs.
+	d.req("create replicas 3", c+"R3", `{"name":"R3","num_replicas":3}`)
+	d.req("create replicas negative", c+"RN", `{"name":"RN","num_replicas":-1}`)
+	d.req("create overlapping subjects", c+"OV", `{"name":"OV","subjects":["s2.a"]}`)
+	d.req("create duplicate subjects", c+"DUP", `{"name":"DUP","subjects":["dup","dup"]}`)
+	d.req("create self-overlapping subjects", c+"SOV", `{"name":"SOV","subjects":["sov.*","sov.a"]}`)
+	d.req("create invalid subject", c+"IS", `{"name":"IS","subjects":["a..b"]}`)
+	d.req("create empty subject", c+"ES", `{"name":"ES","subjects":[""]}`)
+	d.req("create full wildcard without no_ack", c+"GT", `{"name":"GT","subjects":[">"]}`)
+	d.req("create subject in $JS.API", c+"JSAPI", `{"name":"JSAPI","subjects":["$JS.API.>"]}`)
+	d.req("create sealed", c+"SEAL", `{"name":"SEAL","sealed":true}`)
+	d.req("create mirror_direct without mirror", c+"MD", `{"name":"MD","mirror_direct":true}`)
+	d.req("create negative max_age", c+"NA", `{"name":"NA","max_age":-1}`)
+	d.req("create tiny max_age", c+"TA", `{"name":"TA","max_age":50000000}`)
+	d.req("create dup window over max_age", c+"DW", `{"name":"DW","max_age":1000000000,"duplicate_window":2000000000}`)
+	d.req("create negative dup window", c+"DWN", `{"name":"DWN","duplicate_window":-5}`)
+	d.req("create deny_purge with rollup", c+"RP", `{"name":"RP","deny_purge":true,"allow_rollup_hdrs":true}`)
+	d.req("create discard_new_per_subject without discard new", c+"DNP", `{"name":"DNP","discard_new_per_subject":true,"max_msgs_per_subject":1}`)
+	d.req("create discard_new_per_subject without per-subject limit", c+"DNP2", `{"name":"DNP2","discard":"new","discard_new_per_subject":true}`)
+	d.req("create description too long", c+"DL", `{"name":"DL","description":"`+strings.Repeat("d", 4097)+`"}`)
+	d.req("create reserved metadata key", c+"RM", `{"name":"RM","metadata":{"_nats.x":"y"}}`)
+	d.req("create bad retention", c+"BR", `{"name":"BR","retention":"bogus"}`)
+	d.req("create bad storage", c+"BS", `{"name":"BS","storage":"disk"}`)
+	d.req("create bad discard", c+"BD", `{"name":"BD","discard":"sideways"}`)
+	d.req("create discard uppercase", c+"DU", `{"name":"DU","discard":"NEW","subjects":["du"]}`)
+	d.req("create max_consumers below -1", c+"MC", `{"name":"MC","subjects":["mc"],"max_consumers":-5}`)
+	d.req("create mirror", c+"MIR", `{"name":"MIR","mirror":{"name":"NOSUCH"}}`)
+	d.reconcile(diffAPI+"STREAM.DELETE.MIR", "") // created by nats-server only
+	d.req("create msg ttl", c+"TTL", `{"name":"TTL","subjects":["ttl"],"allow_msg_ttl":true}`)
+	d.reconcile(diffAPI+"STREAM.DELETE.TTL", "") // created by nats-server only
+	d.req("create api level header too high", c+"LV", `{"name":"LV"}`, diffHdr("Nats-Required-Api-Level", "99"))
+	d.req("create api level header not a number", c+"LV", `{"name":"LV"}`, diffHdr("Nats-Required-Api-Level", "abc"))
+
+	// Unknown keys (on stream UKS, identical configs, so that the servers
+	// stay in the same state) and malformed JSON.
+	d.req("create unknown keys target", c+"UKS", `{"name":"UKS","subjects":["uks"]}`)
+	d.req("create unknown key", c+"UKS", `{"name":"UKS","subjects":["uks"],"bogus":1}`)
+	d.req("create unknown key new stream", c+"UK", `{"name":"UK","subjects":["uk"],"bogus":1}`)
+	d.reconcile(diffAPI+"STREAM.DELETE.UK", "") // created by cairn only
+	d.req("create malformed json", c+"MJ", `{"name":`)
+	d.req("create json array", c+"JA", `[]`)
+	d.req("create json null", c+"JN", `null`)
+	d.req("create empty body", c+"EB", ``)
+	d.req("create wrong type", c+"WT", `{"name":"WT","max_msgs":"ten"}`)
+	d.req("create trailing garbage", c+"TG", `{"name":"TG"} x`)
+}
+
+// streamCreatePedantic is an area of its own so that its difference in the
+// api.errors counter shows apart from the documented ones.
+func (d *differ) streamCreatePedantic() {
+	c := diffAPI + "STREAM.CREATE."
+	d.req("create pedantic negative max_consumers", c+"PMC", `{"name":"PMC","max_consumers":-5,"pedantic":true}`)
+	d.reconcile(diffAPI+"STREAM.DELETE.PMC", "") // created by cairn only
+	d.req("create pedantic max_age without duplicate window", c+"PMA", `{"name":"PMA","subjects":["pma"],"max_age":60000000000,"pedantic":true}`)
+	d.reconcile(diffAPI+"STREAM.DELETE.PMA", "") // created by cairn only
+	d.req("create pedantic subjects default", c+"PSD", `{"name":"PSD","pedantic":true}`)
+}
+
+func (d *differ) streamInfoAndLists() {
+	in := diffAPI + "STREAM.INFO."
+	d.req("info defaults", in+"S1", "")
+	d.req("info many options", in+"S2", "")
+	d.req("info memory", in+"M1", "")
+	d.req("info first_seq", in+"F1", "")
+	d.req("info unknown stream", in+"NOPE", "")
+	d.req("info non-json body", in+"S1", "xyz")
+	d.req("info malformed json body", in+"S1", "{x")
+	d.req("info unknown key", in+"S1", `{"bogus":true}`)
+
+	d.req("names", diffAPI+"STREAM.NAMES", "")
+	d.req("names empty object", diffAPI+"STREAM.NAMES", "{}")
+	d.req("names offset 2", diffAPI+"STREAM.NAMES", `{"offset":2}`)
+	d.req("names offset past end", diffAPI+"STREAM.NAMES", `{"offset":100}`)
+	d.req("names subject filter", diffAPI+"STREAM.NAMES", `{"subject":"s2.a"}`)
+	d.req("names subject filter wildcard", diffAPI+"STREAM.NAMES", `{"subject":"*.a"}`)
+	d.req("names subject filter no match", diffAPI+"STREAM.NAMES", `{"subject":"zzz"}`)
+	d.req("names subject filter by name", diffAPI+"STREAM.NAMES", `{"subject":"S1"}`)
+	d.req("names negative offset", diffAPI+"STREAM.NAMES", `{"offset":-1}`)
+	d.req("list", diffAPI+"STREAM.LIST", "")
+	d.req("list offset 3", diffAPI+"STREAM.LIST", `{"offset":3}`)
+	d.req("list subject filter", diffAPI+"STREAM.LIST", `{"subject":"d.x"}`)
+	d.req("list malformed", diffAPI+"STREAM.LIST", `{"offset":`)
+}
+
+func (d *differ) pubAcks() {
+	d.pub("pub s2.a 1", "s2.a", "one")
+	d.pub("pub s2.b 2", "s2.b", "two")
+	d.pub("pub s2.a with headers", "s2.a", "three", diffHdr("X-Test", "yes"))
+	d.pub("pub msg id", "s2.c", "four", diffHdr("Nats-Msg-Id", "id-1"))
+	d.pub("pub msg id duplicate", "s2.c", "four again", diffHdr("Nats-Msg-Id", "id-1"))
+	d.pub("pub expected stream ok", "s2.a", "five", diffHdr("Nats-Expected-Stream", "S2"))
+	d.pub("pub expected stream wrong", "s2.a", "x", diffHdr("Nats-Expected-Stream", "S1"))
+	d.pub("pub expected last seq ok", "s2.b", "six", diffHdr("Nats-Expected-Last-Sequence", "5"))
+	d.pub("pub expected last seq wrong", "s2.b", "x", diffHdr("Nats-Expected-Last-Sequence", "3"))
+	d.pub("pub expected last seq not a number", "s2.b", "x", diffHdr("Nats-Expected-Last-Sequence", "abc"))
+	d.pub("pub expected last subject seq ok", "s2.a", "seven", diffHdr("Nats-Expected-Last-Subject-Sequence", "5"))
+	d.pub("pub expected last subject seq wrong", "s2.a", "x", diffHdr("Nats-Expected-Last-Subject-Sequence", "1"))
+	d.pub("pub expected last subject seq 0 on used subject", "s2.a", "x", diffHdr("Nats-Expected-Last-Subject-Sequence", "0"))
+	d.pub("pub expected last subject seq 0 on new subject", "s2.d", "eight", diffHdr("Nats-Expected-Last-Subject-Sequence", "0"))
+	d.pub("pub expected last subject seq with subject", "s2.e", "nine",
+		diffHdr("Nats-Expected-Last-Subject-Sequence", "7"), diffHdr("Nats-Expected-Last-Subject-Sequence-Subject", "s2.a"))
+	d.pub("pub expected last msg id ok", "s2.f", "ten", diffHdr("Nats-Expected-Last-Msg-Id", "id-1"), diffHdr("Nats-Msg-Id", "id-2"))
+	d.pub("pub expected last msg id wrong", "s2.f", "x", diffHdr("Nats-Expected-Last-Msg-Id", "id-1"))
+	d.pub("pub too large", "s2.g", strings.Repeat("x", 1025))
+	d.pub("pub per-subject limit discard new", "s2x.one", "1")
+	for i := 2; i <= 5; i++ {
+		d.pub(fmt.Sprintf("pub per-subject %d", i), "s2x.one", strconv.Itoa(i))
+	}
+	d.pub("pub per-subject over limit", "s2x.one", "6")
+	d.pub("pub rollup bad value", "s2.h", "x", diffHdr("Nats-Rollup", "bogus"))
+	d.pub("pub rollup not allowed", "S1", "x", diffHdr("Nats-Rollup", "sub"))
+	d.pub("pub ttl not allowed", "s2.h", "x", diffHdr("Nats-TTL", "1s"))
+	d.pub("pub dn 1", "dn.a", "1")
+	d.pub("pub dn 2", "dn.b", "2")
+	d.pub("pub dn over max_msgs", "dn.c", "3")
+	d.pub("pub no stream", "nostream.x", "x")
+	d.pub("pub memory", "m1.a", "mem", diffHdr("H", "v"))
+	d.pub("pub first_seq", "f1", "x")
+	d.pub("pub S1", "S1", "s1")
+	for i := 1; i <= 3; i++ {
+		d.pub(fmt.Sprintf("pub deny %d", i), "deny.a", "x")
+	}
+	for i, s := range []string{"d.a", "d.b", "d.a", "d.c.x"} {
+		d.pub(fmt.Sprintf("pub direct %d", i+1), s, fmt.Sprintf("direct %d", i+1), diffHdr("K", fmt.Sprint(i)))
+	}
+
+	in := diffAPI + "STREAM.INFO."
+	d.req("info after publishes", in+"S2", "")
+	d.req("info subjects_filter all", in+"S2", `{"subjects_filter":">"}`)
+	d.req("info subjects_filter one", in+"S2", `{"subjects_filter":"s2.a"}`)
+	d.req("info subjects_filter none matching", in+"S2", `{"subjects_filter":"zzz"}`)
+	d.req("info subjects_filter offset", in+"S2", `{"subjects_filter":">","offset":2}`)
+	d.req("info memory after publish", in+"M1", "")
+	d.req("purge memory", diffAPI+"STREAM.PURGE.M1", "")
+	d.req("info discard new", in+"DN", "")
+}
+
+func (d *differ) streamUpdate() {
+	u := diffAPI + "STREAM.UPDATE."
+	d.req("update allowed", u+"S1", `{"name":"S1","subjects":["S1","s1"],"description":"updated","max_msgs":100,"max_age":86400000000000}`)
+	d.req("update storage refused", u+"S1", `{"name":"S1","subjects":["S1","s1"],"storage":"memory"}`)
+	d.req("update retention refused", u+"S1", `{"name":"S1","subjects":["S1","s1"],"retention":"workqueue"}`)
+	d.req("update name mismatch", u+"S1", `{"name":"S9"}`)
+	d.req("update unknown stream", u+"NOPE", `{"name":"NOPE"}`)
+	d.req("update replicas 3", u+"S1", `{"name":"S1","num_replicas":3}`)
+	d.req("update overlapping subjects", u+"S1", `{"name":"S1","subjects":["s2.a"]}`)
+	d.req("update invalid config", u+"S1", `{"name":"S1","max_age":-1}`)
+	d.req("update deny_delete back off refused", u+"DENY", `{"name":"DENY","subjects":["deny.>"]}`)
+	d.req("update first_seq refused", u+"F1", `{"name":"F1","subjects":["f1"],"first_seq":5}`)
+	d.req("update malformed", u+"S1", `{"name"`)
+	d.req("update unknown key", u+"UKS", `{"name":"UKS","subjects":["uks"],"bogus":1}`)
+	d.req("update empty body", u+"S1", ``)
+	d.req("create seal target", diffAPI+"STREAM.CREATE.SL", `{"name":"SL","subjects":["sl"]}`)
+	d.pub("pub before seal", "sl", "x")
+	d.req("update seal", u+"SL", `{"name":"SL","subjects":["sl"],"sealed":true}`)
+	d.req("update unseal refused", u+"SL", `{"name":"SL","subjects":["sl"],"sealed":false}`)
+	d.pub("pub sealed", "sl", "x")
+	d.req("purge sealed", diffAPI+"STREAM.PURGE.SL", "")
+	d.req("msg delete sealed", diffAPI+"STREAM.MSG.DELETE.SL", `{"seq":1}`)
+	d.req("info sealed", diffAPI+"STREAM.INFO.SL", "")
+}
+
+func (d *differ) msgGetDelete() {
+	g := diffAPI + "STREAM.MSG.GET."
+	d.req("msg get seq", g+"S2", `{"seq":1}`)
+	d.req("msg get seq with headers", g+"S2", `{"seq":3}`)
+	d.req("msg get seq with headers no_hdr", g+"S2", `{"seq":3,"no_hdr":true}`)
+	d.req("msg get seq missing", g+"S2", `{"seq":999}`)
+	d.req("msg get seq 0", g+"S2", `{"seq":0}`)
+	d.req("msg get last_by_subj", g+"S2", `{"last_by_subj":"s2.a"}`)
+	d.req("msg get last_by_subj wildcard", g+"S2", `{"last_by_subj":"s2.*"}`)
+	d.req("msg get last_by_subj none", g+"S2", `{"last_by_subj":"s2.zzz"}`)
+	d.req("msg get next_by_subj", g+"S2", `{"next_by_subj":"s2.a"}`)
+	d.req("msg get next_by_subj from seq", g+"S2", `{"next_by_subj":"s2.a","seq":4}`)
+	d.req("msg get next_by_subj wildcard from seq", g+"S2", `{"next_by_subj":"s2.*","seq":6}`)
+	d.req("msg get next_by_subj none", g+"S2", `{"next_by_subj":"s2.a","seq":100}`)
+	d.req("msg get empty body", g+"S2", ``)
+	d.req("msg get empty object", g+"S2", `{}`)
+	d.req("msg get seq and last_by_subj", g+"S2", `{"seq":1,"last_by_subj":"s2.a"}`)
+	d.req("msg get last and next", g+"S2", `{"last_by_subj":"s2.a","next_by_subj":"s2.a"}`)
+	d.req("msg get batch", g+"S2", `{"seq":1,"batch":2}`)
+	d.req("msg get malformed", g+"S2", `{"seq":`)
+	d.req("msg get unknown key", g+"S2", `{"seq":1,"bogus":1}`)
+	d.req("msg get unknown stream", g+"NOPE", `{"seq":1}`)
+	d.req("msg get memory", g+"M1", `{"seq":1}`)
+
+	del := diffAPI + "STREAM.MSG.DELETE."
+	d.req("msg delete", del+"S2", `{"seq":2}`)
+	d.req("msg delete no_erase", del+"S2", `{"seq":4,"no_erase":true}`)
+	d.req("msg delete again", del+"S2", `{"seq":2}`)
+	d.req("msg delete missing", del+"S2", `{"seq":999}`)
+	d.req("msg delete empty body", del+"S2", ``)
+	d.req("msg delete empty object", del+"S2", `{}`)
+	d.req("msg delete malformed", del+"S2", `{"seq`)
+	d.req("msg delete deny_delete", del+"DENY", `{"seq":1}`)
+	d.req("msg delete unknown stream", del+"NOPE", `{"seq":1}`)
+	d.req("msg get deleted", g+"S2", `{"seq":2}`)
+	d.req("info deleted_details", diffAPI+"STREAM.INFO.S2", `{"deleted_details":true}`)
+	d.req("info deleted_details and subjects", diffAPI+"STREAM.INFO.S2", `{"deleted_details":true,"subjects_filter":"s2.*"}`)
+}
+
+func (d *differ) directGet() {
+	dg := diffAPI + "DIRECT.GET."
+	d.frames("direct get seq", dg+"D", "", `{"seq":1}`, 1)
+	d.frames("direct get last_by_subj", dg+"D", "", `{"last_by_subj":"d.a"}`, 1)
+	d.frames("direct get next_by_subj", dg+"D", "", `{"next_by_subj":"d.a","seq":2}`, 1)
+	d.frames("direct get subject form", dg+"D.d.b", "", ``, 1)
+	d.frames("direct get subject form wildcard", dg+"D.d.>", "", ``, 1)
+	d.frames("direct get no_hdr", dg+"D", "", `{"seq":1,"no_hdr":true}`, 1)
+	d.frames("direct get missing", dg+"D", "", `{"seq":99}`, 1)
+	d.frames("direct get subject form missing", dg+"D.d.zzz", "", ``, 1)
+	d.frames("direct get empty body", dg+"D", "", ``, 1)
+	d.frames("direct get empty object", dg+"D", "", `{}`, 1)
+	d.frames("direct get malformed", dg+"D", "", `{"seq":`, 1)
+	d.frames("direct get seq and last_by_subj", dg+"D", "", `{"seq":1,"last_by_subj":"d.a"}`, 1)
+	d.frames("direct get subject form with body", dg+"D.d.a", "", `{"seq":1}`, 1)
+	d.frames("direct get batch", dg+"D", "", `{"seq":1,"batch":2}`, 3)
+	d.frames("direct get batch next_by_subj", dg+"D", "", `{"next_by_subj":"d.a","batch":5}`, 3)
+	d.frames("direct get api level too high", dg+"D", "Nats-Required-Api-Level: 99", `{"seq":1}`, 1)
+	d.frames("direct get not allowed", dg+"S1", "", `{"seq":1}`, 1)
+	d.frames("direct get unknown stream", dg+"NOPE", "", `{"seq":1}`, 1)
+	d.frames("direct get many options stream", dg+"S2", "", `{"last_by_subj":"s2.a"}`, 1)
+}
+
+func (d *differ) purge() {
+	p := diffAPI + "STREAM.PURGE."
+	c := diffAPI + "STREAM.CREATE."
+	d.req("create purge target", c+"PG", `{"name":"PG","subjects":["pg.*"]}`)
+	for i := 1; i <= 10; i++ {
+		d.pub(fmt.Sprintf("pub pg %d", i), fmt.Sprintf("pg.%c", 'a'+i%3), strconv.Itoa(i))
+	}
+	d.req("purge seq 1 no-op", p+"PG", `{"seq":1}`)
+	d.req("purge seq", p+"PG", `{"seq":3}`)
+	d.req("purge filter", p+"PG", `{"filter":"pg.a"}`)
+	d.req("purge filter keep", p+"PG", `{"filter":"pg.b","keep":1}`)
+	d.req("purge filter seq", p+"PG", `{"filter":"pg.c","seq":7}`)
+	d.req("purge seq and keep", p+"PG", `{"seq":5,"keep":1}`)
+	d.req("purge malformed", p+"PG", `{"keep":`)
+	d.req("purge unknown key", p+"PG", `{"filter":"pg.none","bogus":1}`)
+	d.req("info after partial purges", diffAPI+"STREAM.INFO.PG", `{"subjects_filter":">","deleted_details":true}`)
+	d.req("purge keep", p+"PG", `{"keep":2}`)
+	d.req("purge all", p+"PG", "")
+	d.req("purge all again", p+"PG", "")
+	d.req("purge non-json body", p+"PG", "xyz")
+	d.req("purge deny_purge", p+"DENY", "")
+	d.req("purge unknown stream", p+"NOPE", "")
+	d.req("info after purge", diffAPI+"STREAM.INFO.PG", "")
+	d.pub("pub after purge", "pg.a", "after")
+	d.req("info after purge and publish", diffAPI+"STREAM.INFO.PG", "")
+}
+
+func diffConsumerBody(stream, action, config string) string {
+	b := `{"stream_name":"` + stream + `","config":` + config
+	if action != "" {
+		b += `,"action":"` + action + `"`
+	}
+	return b + "}"
+}
+
+func (d *differ) consumerCreate() {
+	c := diffAPI + "STREAM.CREATE."
+	d.req("create consumer stream", c+"C", `{"name":"C","subjects":["c.>"],"max_consumers":100}`)
+	for i, s := range []string{"c.a", "c.b", "c.a", "c.c.x", "c.b"} {
+		d.pub(fmt.Sprintf("pub c %d", i+1), s, fmt.Sprintf("c%d", i+1))
+	}
+	cc := diffAPI + "CONSUMER.CREATE."
+	dc := diffAPI + "CONSUMER.DURABLE.CREATE."
+
+	// CONSUMER.CREATE.<S>: ephemeral, named through config.name.
+	d.req("consumer create 5 tokens named", cc+"C", diffConsumerBody("C", "", `{"name":"EPH","ack_policy":"explicit"}`))
+	d.req("consumer create 5 tokens durable_name", cc+"C", diffConsumerBody("C", "", `{"durable_name":"DN5","ack_policy":"explicit"}`))
+	// CONSUMER.CREATE.<S>.<C>
+	d.req("consumer create pull defaults", cc+"C.PULL", diffConsumerBody("C", "", `{"durable_name":"PULL","ack_policy":"explicit"}`))
+	d.req("consumer create pull again identical", cc+"C.PULL", diffConsumerBody("C", "", `{"durable_name":"PULL","ack_policy":"explicit"}`))
+	d.req("consumer create ephemeral named by subject", cc+"C.EPH2", diffConsumerBody("C", "", `{"ack_policy":"none","inactive_threshold":60000000000}`))
+	d.req("consumer create many options", cc+"C.MANY", diffConsumerBody("C", "create",
+		`{"durable_name":"MANY","description":"many options","deliver_policy":"by_start_sequence","opt_start_seq":2,`+
+			`"ack_policy":"explicit","ack_wait":5000000000,"max_deliver":5,"backoff":[1000000000,2000000000],`+
+			`"filter_subjects":["c.a","c.c.>"],"replay_policy":"instant","sample_freq":"50%","max_waiting":10,`+
+			`"max_ack_pending":50,"headers_only":true,"max_batch":20,"max_expires":30000000000,"max_bytes":1048576,`+
+			`"inactive_threshold":3600000000000,"num_replicas":0,"mem_storage":true,"metadata":{"k":"v","a":"b"}}`))
+	d.req("consumer create by start time", cc+"C.TIME", diffConsumerBody("C", "",
+		`{"durable_name":"TIME","deliver_policy":"by_start_time","opt_start_time":"2020-01-01T00:00:00Z","ack_policy":"all"}`))
+	d.req("consumer create last per subject", cc+"C.LPS", diffConsumerBody("C", "", `{"durable_name":"LPS","deliver_policy":"last_per_subject","filter_subject":"c.*","ack_policy":"none"}`))
+	d.req("consumer create deliver last", cc+"C.LAST", diffConsumerBody("C", "", `{"durable_name":"LAST","deliver_policy":"last","ack_policy":"explicit"}`))
+	d.req("consumer create deliver new", cc+"C.NEW", diffConsumerBody("C", "", `{"durable_name":"NEW","deliver_policy":"new","ack_policy":"explicit","replay_policy":"original"}`))
+	d.req("consumer create push", cc+"C.PUSH", diffConsumerBody("C", "",
+		`{"durable_name":"PUSH","deliver_subject":"push.c","deliver_group":"q","ack_policy":"explicit","idle_heartbeat":5000000000,"flow_control":true}`))
+	d.req("consumer create push ack none", cc+"C.PUSHN", diffConsumerBody("C", "", `{"durable_name":"PUSHN","deliver_subject":"push.n","ack_policy":"none"}`))
+	d.req("consumer create paused", cc+"C.PAUSED", diffConsumerBody("C", "", `{"durable_name":"PAUSED","ack_policy":"explicit","pause_until":"2099-01-01T00:00:00Z"}`))
+	// CONSUMER.CREATE.<S>.<C>.<F>
+	d.req("consumer create with filter token", cc+"C.FILT.c.a", diffConsumerBody("C", "", `{"durable_name":"FILT","filter_subject":"c.a","ack_policy":"explicit"}`))
+	d.req("consumer create with wildcard filter token", cc+"C.FILTW.c.>", diffConsumerBody("C", "", `{"name":"FILTW","filter_subject":"c.>","ack_policy":"explicit"}`))
+	d.req("consumer create filter token mismatch", cc+"C.FM.c.a", diffConsumerBody("C", "", `{"durable_name":"FM","filter_subject":"c.b","ack_policy":"explicit"}`))
+	d.req("consumer create filter token without config filter", cc+"C.FM2.c.a", diffConsumerBody("C", "", `{"durable_name":"FM2","ack_policy":"explicit"}`))
+	d.req("consumer create filter token with filter_subjects", cc+"C.FM3.c.a", diffConsumerBody("C", "", `{"durable_name":"FM3","filter_subjects":["c.a"],"ack_policy":"explicit"}`))
+	// CONSUMER.DURABLE.CREATE.<S>.<C>
+	d.req("consumer durable create", dc+"C.DUR", diffConsumerBody("C", "", `{"durable_name":"DUR","ack_policy":"explicit"}`))
+	d.req("consumer durable create no durable_name", dc+"C.DUR2", diffConsumerBody("C", "", `{"ack_policy":"explicit"}`))
+	d.req("consumer durable create name mismatch", dc+"C.DUR3", diffConsumerBody("C", "", `{"durable_name":"OTHER","ack_policy":"explicit"}`))
+	d.req("consumer durable create extra token", dc+"C.DUR4.x", diffConsumerBody("C", "", `{"durable_name":"DUR4","ack_policy":"explicit"}`), diffTimeout(300*time.Millisecond))
+	// Name checks.
+	d.req("consumer create durable mismatch", cc+"C.AAA", diffConsumerBody("C", "", `{"durable_name":"BBB","ack_policy":"explicit"}`))
+	d.req("consumer create name and durable differ", cc+"C", diffConsumerBody("C", "", `{"name":"N1","durable_name":"N2","ack_policy":"explicit"}`))
+	d.req("consumer create name differs from subject", cc+"C.N3", diffConsumerBody("C", "", `{"name":"N4","ack_policy":"explicit"}`))
+	d.req("consumer create stream_name mismatch", cc+"C.SM", diffConsumerBody("OTHER", "", `{"durable_name":"SM","ack_policy":"explicit"}`))
+	d.req("consumer create stream_name missing", cc+"C.SM2", `{"config":{"durable_name":"SM2","ack_policy":"explicit"}}`)
+	d.req("consumer create unknown stream", cc+"NOPE.X", diffConsumerBody("NOPE", "", `{"durable_name":"X","ack_policy":"explicit"}`))
+	d.req("consumer create name with slash", cc+"C.A/B", diffConsumerBody("C", "", `{"durable_name":"A/B","ack_policy":"explicit"}`))
+	d.req("consumer create name with dot in body", cc+"C", diffConsumerBody("C", "", `{"name":"A.B","ack_policy":"explicit"}`))
+	d.req("consumer create name too long", cc+"C."+strings.Repeat("c", 256), diffConsumerBody("C", "", `{"durable_name":"`+strings.Repeat("c", 256)+`","ack_policy":"explicit"}`))
+	// Actions.
+	d.req("consumer action create identical", cc+"C.PULL", diffConsumerBody("C", "create", `{"durable_name":"PULL","ack_policy":"explicit"}`))
+	d.req("consumer action create different", cc+"C.PULL", diffConsumerBody("C", "create", `{"durable_name":"PULL","ack_policy":"explicit","max_deliver":3}`))
+	d.req("consumer action update missing", cc+"C.UPD", diffConsumerBody("C", "update", `{"durable_name":"UPD","ack_policy":"explicit"}`))
+	d.req("consumer action update", cc+"C.PULL", diffConsumerBody("C", "update", `{"durable_name":"PULL","ack_policy":"explicit","description":"updated","max_deliver":3}`))
+	d.req("consumer action bogus", cc+"C.PULL", diffConsumerBody("C", "bogus", `{"durable_name":"PULL","ack_policy":"explicit"}`))
+	d.req("consumer update deliver policy refused", cc+"C.PULL", diffConsumerBody("C", "", `{"durable_name":"PULL","ack_policy":"explicit","deliver_policy":"new"}`))
+	d.req("consumer update ack policy refused", cc+"C.PULL", diffConsumerBody("C", "", `{"durable_name":"PULL","ack_policy":"all"}`))
+	d.req("consumer update push to pull refused", cc+"C.PUSH", diffConsumerBody("C", "", `{"durable_name":"PUSH","ack_policy":"explicit"}`))
+	d.req("consumer create update target", cc+"C.UPD2", diffConsumerBody("C", "", `{"durable_name":"UPD2","ack_policy":"explicit"}`))
+	d.req("consumer update pause_until ignored", cc+"C.UPD2", diffConsumerBody("C", "", `{"durable_name":"UPD2","ack_policy":"explicit","pause_until":"2099-01-01T00:00:00Z"}`))
+	d.req("consumer info after update with pause_until", diffAPI+"CONSUMER.INFO.C.UPD2", "")
+	d.req("consumer delete update target", diffAPI+"CONSUMER.DELETE.C.UPD2", "")
+	// Malformed requests.
+	d.req("consumer create malformed", cc+"C.MAL", `{"stream_name":"C","config":`)
+	d.req("consumer create empty body", cc+"C.MAL", ``)
+	d.req("consumer create no config", cc+"C.MAL", `{"stream_name":"C"}`)
+	// Unknown keys: identical configs of a consumer of UKS (the servers
+	// stay in the same state).
+	d.req("consumer create unknown keys target", diffAPI+"CONSUMER.CREATE.UKS.UNK", diffConsumerBody("UKS", "", `{"durable_name":"UNK","ack_policy":"explicit"}`))
+	d.req("consumer create unknown key", diffAPI+"CONSUMER.CREATE.UKS.UNK", diffConsumerBody("UKS", "", `{"durable_name":"UNK","ack_policy":"explicit","bogus":1}`))
+	d.req("consumer create unknown top-level key", diffAPI+"CONSUMER.CREATE.UKS.UNK", `{"stream_name":"UKS","config":{"durable_name":"UNK","ack_policy":"explicit"},"bogus":1}`)
+	d.req("consumer create bad ack policy", cc+"C.BAP", diffConsumerBody("C", "", `{"durable_name":"BAP","ack_policy":"sometimes"}`))
+	d.req("consumer create bad deliver policy", cc+"C.BDP", diffConsumerBody("C", "", `{"durable_name":"BDP","deliver_policy":"whenever","ack_policy":"explicit"}`))
+	d.req("consumer create replicas 3", cc+"C.R3", diffConsumerBody("C", "", `{"durable_name":"R3","ack_policy":"explicit","num_replicas":3}`))
+	d.req("consumer create api level too high", cc+"C.LV", diffConsumerBody("C", "", `{"durable_name":"LV","ack_policy":"explicit"}`), diffHdr("Nats-Required-Api-Level", "99"))
+
+	// Unnamed ephemeral (generated name) on a stream deleted right after.
+	d.req("create ephemeral stream", c+"E", `{"name":"E","subjects":["e.>"]}`)
+	d.req("consumer create unnamed ephemeral", cc+"E", diffConsumerBody("E", "", `{"ack_policy":"explicit"}`), diffGeneratedName())
+	d.req("consumer names unnamed ephemeral", diffAPI+"CONSUMER.NAMES.E", "", diffGeneratedName())
+	d.req("delete ephemeral stream", diffAPI+"STREAM.DELETE.E", "")
+}
+
+// consumerValidation sends consumer configs that break (or probe) each
+// validation rule of protocol.md section 3.9 that a single server can
+// reach; some are accepted by both servers (max_batch -1, max_deliver 0,
+// ...), which is compared all the same.
+func (d *differ) consumerValidation() {
+	cc := diffAPI + "CONSUMER.CREATE.C."
+	cases := []struct{ name, cfg string }{
+		{"by_start_sequence without opt_start_seq", `{"deliver_policy":"by_start_sequence"}`},
+		{"opt_start_seq with deliver all", `{"opt_start_seq":3}`},
+		{"by_start_time without time", `{"deliver_policy":"by_start_time"}`},
+		{"opt_start_time with deliver all", `{"opt_start_time":"2020-01-01T00:00:00Z"}`},
+		{"negative ack_wait", `{"ack_wait":-1}`},
+		{"backoff longer than max_deliver", `{"max_deliver":2,"backoff":[1000000000,2000000000,3000000000]}`},
+		{"negative backoff", `{"backoff":[-1]}`},
+		{"filter_subject and filter_subjects", `{"filter_subject":"c.a","filter_subjects":["c.b"]}`},
+		{"empty filter_subjects entry", `{"filter_subjects":["c.a",""]}`},
+		{"overlapping filter_subjects", `{"filter_subjects":["c.*","c.a"]}`},
+		{"invalid filter_subject", `{"filter_subject":"c..a"}`},
+		{"rate_limit_bps on pull", `{"rate_limit_bps":1000}`},
+		{"max_waiting on push", `{"deliver_subject":"push.v1","max_waiting":5}`},
+		{"max_ack_pending with ack none on push", `{"deliver_subject":"push.v2","ack_policy":"none","max_ack_pending":5}`},
+		{"flow_control on pull", `{"flow_control":true,"idle_heartbeat":1000000000}`},
+		{"flow_control without heartbeat", `{"deliver_subject":"push.v3","flow_control":true}`},
+		{"idle_heartbeat on pull", `{"idle_heartbeat":1000000000}`},
+		{"idle_heartbeat too small", `{"deliver_subject":"push.v4","idle_heartbeat":50000000}`},
+		{"deliver_subject wildcard", `{"deliver_subject":"push.*"}`},
+		{"deliver_subject invalid", `{"deliver_subject":"push..x"}`},
+		{"deliver_subject in stream", `{"deliver_subject":"c.deliver"}`},
+		{"negative max_batch", `{"max_batch":-1}`},
+		{"max_expires too small", `{"max_expires":1000}`},
+		{"negative max_bytes", `{"max_bytes":-1}`},
+		{"max_batch on push", `{"deliver_subject":"push.v5","max_batch":5}`},
+		{"description too long", `{"description":"` + strings.Repeat("d", 4097) + `"}`},
+		{"bad sample_freq", `{"sample_freq":"often"}`},
+		{"sample_freq over 100", `{"sample_freq":"150%"}`},
+		{"negative inactive_threshold", `{"inactive_threshold":-1}`},
+		{"max_deliver 0", `{"max_deliver":0}`},
+		{"max_deliver 1 with backoff", `{"max_deliver":1,"backoff":[1000000000]}`},
+		{"negative max_waiting", `{"max_waiting":-1}`},
+		{"headers_only on push", `{"deliver_subject":"push.v6","headers_only":true}`},
+		{"priority groups with policy none", `{"priority_groups":["g"]}`},
+		{"bad priority group name", `{"priority_groups":["bad group!"],"priority_policy":"overflow"}`},
+		{"priority policy without groups", `{"priority_policy":"overflow"}`},
+		{"priority_timeout with policy none", `{"priority_timeout":1000000000}`},
+		{"bad priority policy", `{"priority_policy":"bogus"}`},
+		{"replay original with max ack pending -1", `{"replay_policy":"original","max_ack_pending":-1}`},
+		{"max_ack_pending over account limit", `{"max_ack_pending":100000000}`},
+		{"reserved metadata key", `{"metadata":{"_nats.x":"y"}}`},
+		{"ack none pull", `{"ack_policy":"none"}`},
+	}
+	for i, tc := range cases {
+		name := fmt.Sprintf("V%02d", i+1)
+		cfg := `{"durable_name":"` + name + `","ack_policy":"explicit",` + strings.TrimPrefix(tc.cfg, "{")
+		if strings.Contains(tc.cfg, `"ack_policy"`) {
+			cfg = `{"durable_name":"` + name + `",` + strings.TrimPrefix(tc.cfg, "{")
+		}
+		d.req("consumer config check "+tc.name, cc+name, diffConsumerBody("C", "", cfg))
+	}
+	// max_consumers (the stream allows 20) and a stream-level limit of 1.
+	d.req("create max_consumers 1 stream", diffAPI+"STREAM.CREATE.MC1", `{"name":"MC1","subjects":["mc1"],"max_consumers":1}`)
+	d.req("consumer create under max_consumers", diffAPI+"CONSUMER.CREATE.MC1.A", diffConsumerBody("MC1", "", `{"durable_name":"A","ack_policy":"explicit"}`))
+	d.req("consumer create over max_consumers", diffAPI+"CONSUMER.CREATE.MC1.B", diffConsumerBody("MC1", "", `{"durable_name":"B","ack_policy":"explicit"}`))
+	d.req("consumer update at max_consumers", diffAPI+"CONSUMER.CREATE.MC1.A", diffConsumerBody("MC1", "", `{"durable_name":"A","ack_policy":"explicit","description":"u"}`))
+	d.req("consumer create ack_policy missing", diffAPI+"CONSUMER.CREATE.MC1.C", diffConsumerBody("MC1", "", `{"durable_name":"C"}`))
+}
+
+func (d *differ) workQueueConsumers() {
+	d.req("create workqueue stream", diffAPI+"STREAM.CREATE.WQ", `{"name":"WQ","subjects":["wq.>"],"retention":"workqueue"}`)
+	d.req("create interest stream", diffAPI+"STREAM.CREATE.INT", `{"name":"INT","subjects":["int.>"],"retention":"interest"}`)
+	cc := diffAPI + "CONSUMER.CREATE.WQ."
+	d.req("wq consumer ack none pull", cc+"W0", diffConsumerBody("WQ", "", `{"durable_name":"W0","ack_policy":"none"}`))
+	d.req("wq consumer ack none push", cc+"W0P", diffConsumerBody("WQ", "", `{"durable_name":"W0P","ack_policy":"none","deliver_subject":"wq.push"}`))
+	d.req("wq consumer ack none push elsewhere", cc+"W0Q", diffConsumerBody("WQ", "", `{"durable_name":"W0Q","ack_policy":"none","deliver_subject":"wqdeliver"}`))
+	d.req("wq consumer deliver last", cc+"WL", diffConsumerBody("WQ", "", `{"durable_name":"WL","ack_policy":"explicit","deliver_policy":"last"}`))
+	d.req("wq consumer unfiltered", cc+"W1", diffConsumerBody("WQ", "", `{"durable_name":"W1","ack_policy":"explicit"}`))
+	d.req("wq consumer second unfiltered", cc+"W2", diffConsumerBody("WQ", "", `{"durable_name":"W2","ack_policy":"explicit"}`))
+	d.req("wq delete unfiltered", diffAPI+"CONSUMER.DELETE.WQ.W1", "")
+	d.req("wq consumer filtered", cc+"W3", diffConsumerBody("WQ", "", `{"durable_name":"W3","ack_policy":"explicit","filter_subject":"wq.a"}`))
+	d.req("wq consumer overlapping filter", cc+"W4", diffConsumerBody("WQ", "", `{"durable_name":"W4","ack_policy":"explicit","filter_subject":"wq.*"}`))
+	d.req("wq consumer disjoint filter", cc+"W5", diffConsumerBody("WQ", "", `{"durable_name":"W5","ack_policy":"explicit","filter_subjects":["wq.b","wq.c.>"]}`))
+	d.req("wq consumer replicas mismatch", cc+"W6", diffConsumerBody("WQ", "", `{"durable_name":"W6","ack_policy":"explicit","filter_subject":"wq.d","num_replicas":1}`))
+	d.req("interest consumer ack none", diffAPI+"CONSUMER.CREATE.INT.I1", diffConsumerBody("INT", "", `{"durable_name":"I1","ack_policy":"none"}`))
+	d.pub("pub wq", "wq.a", "work")
+	d.pub("pub int", "int.a", "interest")
+	d.req("info wq", diffAPI+"STREAM.INFO.WQ", "")
+	d.req("info int", diffAPI+"STREAM.INFO.INT", "")
+}
+
+func (d *differ) consumerInfoNamesListPause() {
+	ci := diffAPI + "CONSUMER.INFO.C."
+	d.req("consumer info pull", ci+"PULL", "")
+	d.req("consumer info many", ci+"MANY", "")
+	d.req("consumer info push", ci+"PUSH", "")
+	d.req("consumer info last per subject", ci+"LPS", "")
+	d.req("consumer info deliver last", ci+"LAST", "")
+	d.req("consumer info deliver new", ci+"NEW", "")
+	d.req("consumer info by start time", ci+"TIME", "")
+	d.req("consumer info ephemeral", ci+"EPH2", "")
+	d.req("consumer info filter token", ci+"FILTW", "")
+	d.req("consumer info paused", ci+"PAUSED", "")
+	d.req("consumer info unknown consumer", ci+"NOPE", "")
+	d.req("consumer info unknown stream", diffAPI+"CONSUMER.INFO.NOPE.X", "")
+	d.req("consumer info with body", ci+"PULL", "{}")
+
+	n := diffAPI + "CONSUMER.NAMES.C"
+	d.req("consumer names", n, "")
+	d.req("consumer names offset", n, `{"offset":5}`)
+	d.req("consumer names offset past end", n, `{"offset":500}`)
+	d.req("consumer names malformed", n, `{"offset":`)
+	d.req("consumer names non-json", n, `abc`)
+	d.req("consumer names no consumers", diffAPI+"CONSUMER.NAMES.S1", "")
+	d.req("consumer list", diffAPI+"CONSUMER.LIST.C", "")
+	d.req("consumer list offset", diffAPI+"CONSUMER.LIST.C", `{"offset":10}`)
+	d.req("consumer list no consumers", diffAPI+"CONSUMER.LIST.S1", "")
+	d.req("consumer list unknown stream", diffAPI+"CONSUMER.LIST.NOPE", "")
+
+	p := diffAPI + "CONSUMER.PAUSE.C."
+	d.req("pause until future", p+"PULL", `{"pause_until":"2099-06-01T12:00:00Z"}`)
+	d.req("consumer info after pause", ci+"PULL", "")
+	d.req("pause resume empty body", p+"PULL", "")
+	d.req("pause again", p+"PULL", `{"pause_until":"2098-01-01T00:00:00.5Z"}`)
+	d.req("pause resume past time", p+"PULL", `{"pause_until":"1970-01-01T00:00:00.000Z"}`)
+	d.req("pause resume empty object", p+"PAUSED", `{}`)
+	d.req("pause unknown consumer", p+"NOPE", `{"pause_until":"2099-01-01T00:00:00Z"}`)
+	d.req("pause unknown stream", diffAPI+"CONSUMER.PAUSE.NOPE.X", `{"pause_until":"2099-01-01T00:00:00Z"}`)
+	d.req("pause malformed", p+"PULL", `{"pause_until":`)
+	d.req("pause bad time", p+"PULL", `{"pause_until":"tomorrow"}`)
+	d.req("consumer info after resume", ci+"PULL", "")
+
+	del := diffAPI + "CONSUMER.DELETE.C."
+	d.req("consumer delete", del+"LAST", "")
+	d.req("consumer delete again", del+"LAST", "")
+	d.req("consumer delete with body", del+"NEW", "{}")
+	d.req("consumer delete unknown stream", diffAPI+"CONSUMER.DELETE.NOPE.X", "")
+	d.req("stream info consumer count", diffAPI+"STREAM.INFO.C", "")
+	d.req("stream delete with body", diffAPI+"STREAM.DELETE.S1", "{}")
+	d.req("stream delete unknown", diffAPI+"STREAM.DELETE.NOPE", "")
+}
+
+func (d *differ) pullStatus() {
+	c := diffAPI + "STREAM.CREATE."
+	cc := diffAPI + "CONSUMER.CREATE.P."
+	next := diffAPI + "CONSUMER.MSG.NEXT.P."
+	d.req("create pull stream", c+"P", `{"name":"P","subjects":["p.>"]}`)
+	d.req("consumer create empty pull", cc+"EMPTY", diffConsumerBody("P", "", `{"durable_name":"EMPTY","ack_policy":"explicit","max_batch":5}`))
+	d.req("consumer create limits pull", cc+"LIM", diffConsumerBody("P", "", `{"durable_name":"LIM","ack_policy":"explicit","max_expires":1000000000,"max_bytes":100}`))
+	d.req("consumer create push for pull", cc+"PUSH", diffConsumerBody("P", "", `{"durable_name":"PUSH","ack_policy":"explicit","deliver_subject":"pdeliver.nowhere"}`))
+
+	d.frames("pull no_wait empty", next+"EMPTY", "", `{"batch":1,"no_wait":true}`, 1)
+	d.frames("pull no_wait empty batch 5", next+"EMPTY", "", `{"batch":5,"no_wait":true}`, 1)
+	d.frames("pull expires empty", next+"EMPTY", "", `{"batch":3,"expires":200000000}`, 1)
+	d.frames("pull no_wait with expires empty", next+"EMPTY", "", `{"batch":2,"no_wait":true,"expires":200000000}`, 1)
+	d.frames("pull batch over max_batch", next+"EMPTY", "", `{"batch":10}`, 1)
+	d.frames("pull expires over max_expires", next+"LIM", "", `{"batch":1,"expires":2000000000}`, 1)
+	d.frames("pull max_bytes over consumer max_bytes", next+"LIM", "", `{"batch":1,"max_bytes":200}`, 1)
+	d.frames("pull push consumer", next+"PUSH", "", `{"batch":1}`, 1)
+	d.frames("pull heartbeat too large", next+"EMPTY", "", `{"batch":1,"expires":300000000,"idle_heartbeat":200000000}`, 1)
+	d.frames("pull malformed", next+"EMPTY", "", `{"batch":`, 1)
+	d.frames("pull unknown consumer", next+"NOPE", "", `{"batch":1}`, 1)
+	d.frames("pull api level too high", next+"EMPTY", "Nats-Required-Api-Level: 99", `{"batch":1,"no_wait":true}`, 1)
+
+	d.pub("pub p 1", "p.a", "first")
+	d.pub("pub p 2", "p.b", "second", diffHdr("X", "y"))
+	d.pub("pub p 3", "p.a", strings.Repeat("z", 60))
+	d.frames("pull text batch", next+"EMPTY", "", `1`, 1)
+	d.frames("pull no_wait some", next+"EMPTY", "", `{"batch":5,"no_wait":true}`, 3)
+	d.frames("pull no_wait after all delivered", next+"EMPTY", "", `{"batch":1,"no_wait":true}`, 1)
+	d.req("consumer info after pulls", diffAPI+"CONSUMER.INFO.P.EMPTY", "")
+	d.req("consumer create bytes pull", cc+"BYTES", diffConsumerBody("P", "", `{"durable_name":"BYTES","ack_policy":"none"}`))
+	d.frames("pull max_bytes exceeded", next+"BYTES", "", `{"batch":5,"max_bytes":80}`, 3)
+	d.frames("pull batch completed", next+"BYTES", "", `{"batch":1,"max_bytes":5000,"expires":1000000000}`, 2)
+	d.req("consumer info bytes", diffAPI+"CONSUMER.INFO.P.BYTES", "")
+}
+
+// endOfRun compares what is left: stray frames, account info with its
+// counters and the advisories of the whole run.
+func (d *differ) endOfRun() {
+	// Stray frames (more than the exchanges expected).
+	stray := diffBoth(d, func(s *diffSide) []string {
+		var fs []string
+		for {
+			f, err := diffReadFrame(s.raw, 300*time.Millisecond)
+			if err != nil {
+				return fs
+			}
+			fs = append(fs, diffNormalizeFrame(f))
+		}
+	})
+	d.useLabel("stray frames")
+	d.compareFrames("stray frames", stray[0], stray[1])
+
+	d.req("stream names at end", diffAPI+"STREAM.NAMES", "")
+	d.req("account info at end", diffAPI+"INFO", "")
+
+	// Advisories, per subject in order ($JS.EVENT.ADVISORY.API: audit
+	// advisories are not sent by cairn, compatibility.md "Advisories" row).
+	advs := diffBoth(d, func(s *diffSide) map[string][]string {
+		out := map[string][]string{}
+		for {
+			m, err := s.adv.NextMsg(300 * time.Millisecond)
+			if err != nil {
+				return out
+			}
+			if m.Subject == "$JS.EVENT.ADVISORY.API" {
+				continue
+			}
+			subj := m.Subject
+			if t := strings.Split(subj, "."); len(t) == 7 && t[3] == "CONSUMER" && t[5] == "E" {
+				subj = strings.Join(t[:6], ".") + ".<generated>" // stream E's unnamed ephemeral
+			}
+			out[subj] = append(out[subj], string(m.Data))
+		}
+	})
+	subjects := map[string]bool{}
+	for _, m := range advs {
+		for s := range m {
+			subjects[s] = true
+		}
+	}
+	sorted := make([]string, 0, len(subjects))
+	for s := range subjects {
+		sorted = append(sorted, s)
+	}
+	sort.Strings(sorted)
+	for _, s := range sorted {
+		c, n := advs[0][s], advs[1][s]
+		for i := range max(len(c), len(n)) {
+			label := fmt.Sprintf("advisory %s #%d", s, i+1)
+			d.useLabel(label)
+			cs, ns := "<none>", "<none>"
+			if i < len(c) {
+				cs = c[i]
+			}
+			if i < len(n) {
+				ns = n[i]
+			}
+			d.compareAdvisory(label, cs, ns)
+		}
+	}
+}
+
+var diffAdvIDRe = regexp.MustCompile(`"id":"[^"]*"`)
+
+// compareAdvisory compares two advisories with their nuid ids replaced.
+func (d *differ) compareAdvisory(label, c, n string) {
+	c = diffAdvIDRe.ReplaceAllString(c, `"id":"<id>"`)
+	n = diffAdvIDRe.ReplaceAllString(n, `"id":"<id>"`)
+	d.compareJSON(label, c, n, strings.Contains(label, "<generated>"))
+}
