@@ -123,10 +123,6 @@ var compatDiffs = map[string]string{
 	"advisory $JS.EVENT.ADVISORY.STREAM.CREATED.UK #1 $":  "Unknown JSON keys in API requests (cairn created the stream)",
 	"advisory $JS.EVENT.ADVISORY.STREAM.DELETED.UK #1 $":  "Unknown JSON keys in API requests (cairn created the stream)",
 	"advisory $JS.EVENT.ADVISORY.STREAM.UPDATED.UKS #1 $": "Unknown JSON keys in API requests (cairn applied the update)",
-	// cairn applied these no-op updates (nats-server refused them), and
-	// cairn sends an advisory for every consumer update (knownDiffs).
-	"advisory $JS.EVENT.ADVISORY.CONSUMER.UPDATED.UKS.UNK #1 $": "Unknown JSON keys in API requests (cairn applied the update)",
-	"advisory $JS.EVENT.ADVISORY.CONSUMER.UPDATED.UKS.UNK #2 $": "Unknown JSON keys in API requests (cairn applied the update)",
 
 	// Row "JetStream API level": mirrors and per-message TTLs are refused
 	// with 10052; the streams nats-server created are deleted again
@@ -184,38 +180,6 @@ var knownDiffs = map[string]string{
 	//    JSON API endpoints do answer 10185 in both.
 	"direct get api level too high frame 1": "Nats-Required-Api-Level ignored on DIRECT.GET",
 	"pull api level too high frame 1":       "Nats-Required-Api-Level ignored on MSG.NEXT",
-
-	// 5. _nats.req.level of consumers: an update of an existing consumer
-	//    carrying pause_until (which is ignored) sets it to "1" in cairn,
-	//    nats-server keeps "0"; a CONSUMER.PAUSE with a future time sets it
-	//    to "1" in nats-server (and it stays after the resume), cairn
-	//    keeps "0".
-	"consumer update pause_until ignored $.config.metadata._nats.req.level":         "_nats.req.level after an update with pause_until",
-	"consumer info after update with pause_until $.config.metadata._nats.req.level": "_nats.req.level after an update with pause_until",
-	"consumer info after pause $.config.metadata._nats.req.level":                   "_nats.req.level after CONSUMER.PAUSE",
-	"consumer info after resume $.config.metadata._nats.req.level":                  "_nats.req.level after CONSUMER.PAUSE",
-
-	// 6. CONSUMER.LIST: nats-server's entries carry only _nats.req.level in
-	//    config.metadata (like STREAM.LIST, where cairn matches); cairn
-	//    adds _nats.ver and _nats.level as in CONSUMER.INFO.
-	"consumer list $.consumers[*].config.metadata._nats.level":        "_nats.ver/_nats.level in CONSUMER.LIST",
-	"consumer list $.consumers[*].config.metadata._nats.ver":          "_nats.ver/_nats.level in CONSUMER.LIST",
-	"consumer list offset $.consumers[*].config.metadata._nats.level": "_nats.ver/_nats.level in CONSUMER.LIST",
-	"consumer list offset $.consumers[*].config.metadata._nats.ver":   "_nats.ver/_nats.level in CONSUMER.LIST",
-
-	// 7. cairn publishes $JS.EVENT.ADVISORY.CONSUMER.UPDATED.<S>.<C>
-	//    (consumer_action, "action":"modify") when a create/update request
-	//    changes (or re-applies) an existing consumer; nats-server v2.15.2
-	//    publishes nothing.
-	"advisory $JS.EVENT.ADVISORY.CONSUMER.UPDATED.C.PULL #1 $": "consumer update advisory",
-	"advisory $JS.EVENT.ADVISORY.CONSUMER.UPDATED.C.PULL #2 $": "consumer update advisory",
-	"advisory $JS.EVENT.ADVISORY.CONSUMER.UPDATED.C.UPD2 #1 $": "consumer update advisory",
-	"advisory $JS.EVENT.ADVISORY.CONSUMER.UPDATED.MC1.A #1 $":  "consumer update advisory",
-
-	// 8. STREAM.DELETE of a stream with a consumer: nats-server also
-	//    publishes $JS.EVENT.ADVISORY.CONSUMER.DELETED.<S>.<C> for it;
-	//    cairn publishes only the stream's.
-	"advisory $JS.EVENT.ADVISORY.CONSUMER.DELETED.E.<generated> #1 $": "no consumer delete advisory when the stream goes",
 }
 
 // racyDiffs are differences that show in some runs only, because of a

@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"maps"
 	"path"
 	"sort"
 	"sync"
@@ -137,12 +138,12 @@ func (r *runner) recreate(c *cons, cfg consumer.Config, action ConsumerAction) (
 		return nil, jserr.New(jserr.ConsumerNameExist)
 	}
 	cfg.SetEphemeralThreshold()
-	cfg.PauseUntil = old.PauseUntil
+	cfg.PauseUntil = old.PauseUntil // only CONSUMER.PAUSE changes it
+	cfg.SetStaticMetadata()
 	if err := c.update(cfg); err != nil {
 		return nil, jserr.From(err, jserr.ConsumerCreate)
 	}
-	r.js.adviseConsumer(r.name, cfg.Name, actionModify)
-	return c.info(), nil
+	return c.info(), nil // nats-server v2.15.2 sends no advisory for an update
 }
 
 // consumerConfigsLocked returns the configs of the stream's consumers
@@ -489,6 +490,15 @@ func (js *JetStream) PauseConsumer(streamName, name string, until time.Time) (Pa
 	c.pausedUntil = time.Time{}
 	if until.After(now) {
 		c.pausedUntil = until
+	}
+	// A pause needs API level 1, and nats-server records that in the
+	// consumer's metadata from the first pause on, resumes included.
+	if until.After(now) || c.cfg.Metadata[stream.MetaRequiredLevel] == "1" {
+		c.cfg.Metadata = maps.Clone(c.cfg.Metadata)
+		if c.cfg.Metadata == nil {
+			c.cfg.Metadata = map[string]string{}
+		}
+		c.cfg.Metadata[stream.MetaRequiredLevel] = "1"
 	}
 	if until.IsZero() {
 		c.cfg.PauseUntil = nil

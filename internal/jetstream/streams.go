@@ -153,6 +153,7 @@ func (js *JetStream) DeleteStream(name string) *jserr.Error {
 	if r == nil {
 		return jserr.New(jserr.StreamNotFound)
 	}
+	consumers := r.consumerNames()
 	if err := r.stop(hdrDeleted); err != nil && !errors.Is(err, store.ErrClosed) {
 		js.logf("jetstream: stream %s: close before delete: %v", name, err)
 	}
@@ -163,6 +164,9 @@ func (js *JetStream) DeleteStream(name string) *jserr.Error {
 		if err := js.cfg.FS.SyncDir(js.streamsDir()); err != nil {
 			return jserr.From(err, jserr.StreamDelete)
 		}
+	}
+	for _, c := range consumers {
+		js.adviseConsumer(name, c, actionDelete)
 	}
 	js.adviseStream(name, actionDelete)
 	return nil

@@ -3,12 +3,14 @@ package jsapi
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/stream"
 )
 
 // CreateConsumerRequest is the body of the consumer create subjects
@@ -215,10 +217,24 @@ func consumerList(a *API, r *request) (response, *jserr.Error) {
 	}
 	for _, name := range names[start:end] {
 		if info, ierr := a.js.ConsumerInfo(r.stream, name); ierr == nil {
-			resp.Consumers = append(resp.Consumers, info)
+			resp.Consumers = append(resp.Consumers, storedMetadata(info))
 		}
 	}
 	return resp, nil
+}
+
+// storedMetadata takes the server's version and level back out of a
+// consumer's metadata: nats-server v2.15.2 lists consumers with their
+// stored config, as it lists streams.
+func storedMetadata(info *consumer.Info) *consumer.Info {
+	if info.Config == nil || info.Config.Metadata == nil {
+		return info
+	}
+	md := maps.Clone(info.Config.Metadata)
+	delete(md, stream.MetaServerVersion)
+	delete(md, stream.MetaServerLevel)
+	info.Config.Metadata = md
+	return info
 }
 
 // consumerPage follows nats-server v2.15.2 jsConsumerNamesRequest: level,
