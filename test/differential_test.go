@@ -168,18 +168,6 @@ var knownDiffs = map[string]string{
 	//    "... of type jsapi.StreamConfigRequest"; nats-server says
 	//    "... of type server.StreamConfigRequest".
 	"create json array $.error.description": "Go type name in invalid JSON description",
-
-	// 3. DIRECT.GET {"seq":1,"no_hdr":true}: nats-server answers a plain
-	//    MSG with the payload only; cairn sends HMSG with the stored and
-	//    Nats-* headers.
-	"direct get no_hdr frame 1": "direct get ignores no_hdr",
-
-	// 4. Nats-Required-Api-Level: 99 on DIRECT.GET and MSG.NEXT:
-	//    nats-server answers "NATS/1.0 412 Required Api Level"; cairn
-	//    ignores the header (serves the message / 404 No Messages). The
-	//    JSON API endpoints do answer 10185 in both.
-	"direct get api level too high frame 1": "Nats-Required-Api-Level ignored on DIRECT.GET",
-	"pull api level too high frame 1":       "Nats-Required-Api-Level ignored on MSG.NEXT",
 }
 
 // racyDiffs are differences that show in some runs only, because of a

@@ -309,7 +309,14 @@ func (c *cons) onAck(subject, reply string, _, data []byte) {
 	c.push(cevent{ack: &a})
 }
 
-func (c *cons) onPull(_, reply string, _, data []byte) {
+func (c *cons) onPull(_, reply string, hdr, data []byte) {
+	c.mu.Lock()
+	push := c.cfg.IsPush()
+	c.mu.Unlock()
+	if reply != "" && !push && stream.RequiredLevelAbove(hdr, c.js.cfg.APILevel) {
+		c.js.tr.Publish(reply, "", statusLevel, nil) // after the push check, as nats-server
+		return
+	}
 	c.push(cevent{pull: &pullEvent{reply: reply, body: append([]byte(nil), data...)}})
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/stream"
 )
 
 // Direct get (protocol.md section 5.10): with allow_direct, a stream
@@ -50,12 +51,17 @@ var (
 	statusMalformed = []byte("NATS/1.0 408 Malformed Request\r\n\r\n")
 	statusBad       = []byte("NATS/1.0 408 Bad Request\r\n\r\n")
 	statusNotFound  = []byte("NATS/1.0 404 Message Not Found\r\n\r\n")
+	statusLevel     = []byte("NATS/1.0 412 Required Api Level\r\n\r\n")
 )
 
 // subscribeDirect subscribes the direct-get subjects of the stream.
 func (r *runner) subscribeDirect() ([]Subscription, error) {
-	h := func(subj, reply string, _, data []byte) {
+	h := func(subj, reply string, hdr, data []byte) {
 		if reply == "" {
+			return
+		}
+		if stream.RequiredLevelAbove(hdr, r.js.cfg.APILevel) {
+			r.js.tr.Publish(reply, "", statusLevel, nil)
 			return
 		}
 		r.direct.push(directJob{subject: subj, reply: reply, body: append([]byte(nil), data...)})
@@ -217,12 +223,15 @@ type batchPos struct {
 	pending, last uint64
 }
 
-// directHeader returns the stored header block (unless noHdr) with the
-// direct-get fields appended (nats-server v2.15.2 stream.go dg/dgb), and
+// directHeader returns the stored header block with the direct-get fields
+// appended, or nil with noHdr (no header block at all) (nats-server v2.15.2 stream.go dg/dgb), and
 // the batch fields when pos is not nil.
 func directHeader(stream string, sm *store.StoredMsg, noHdr bool, pos *batchPos) []byte {
+	if noHdr {
+		return nil // a plain message, as nats-server sends it
+	}
 	var b []byte
-	if !noHdr && len(sm.Header) > 4 {
+	if len(sm.Header) > 4 {
 		b = append(b, sm.Header[:len(sm.Header)-2]...) // drop the blank line
 	} else {
 		b = append(b, "NATS/1.0\r\n"...)

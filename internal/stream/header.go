@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -142,4 +143,17 @@ func parseTTL(v string) (ttl int64, ok bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// RequiredLevelAbove reports whether hdr carries a Nats-Required-Api-Level
+// that is not a number or is above level, as nats-server v2.15.2
+// errorOnRequiredApiLevel decides for direct gets and pull requests
+// (answered "NATS/1.0 412 Required Api Level").
+func RequiredLevelAbove(hdr []byte, level int) bool {
+	v, ok := headerValue(hdr, "Nats-Required-Api-Level")
+	if !ok || len(v) == 0 {
+		return false
+	}
+	n, err := strconv.Atoi(string(v))
+	return err != nil || n > level
 }
