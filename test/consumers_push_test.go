@@ -137,3 +137,32 @@ func TestConsumerPauseAdvisories(t *testing.T) {
 		}
 	}
 }
+
+// On a workqueue stream, once a double ack is answered the message is
+// gone from the stream (found by a fresh-user review: the removal could
+// lag the reply).
+func TestConsumerWorkQueueRemovedBeforeDoubleAck(t *testing.T) {
+	u := startJS(t)
+	_, js := jsConnect(t, u)
+	s := createStream(t, js, jetstream.StreamConfig{Name: "WQR", Subjects: []string{"wqr.>"}, Retention: jetstream.WorkQueuePolicy})
+	const n = 50
+	for i := 0; i < n; i++ {
+		jsPublish(t, js, "wqr.x", fmt.Sprint(i))
+	}
+	c, err := js.CreateOrUpdateConsumer(tctx(t), "WQR", jetstream.ConsumerConfig{Durable: "C", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		m, err := c.Next(jetstream.FetchMaxWait(2 * time.Second))
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if err := m.DoubleAck(tctx(t)); err != nil {
+			t.Fatal(err)
+		}
+		if got := streamInfo(t, s).State.Msgs; got != uint64(n-1-i) {
+			t.Fatalf("after double-acking message %d the stream holds %d, want %d", i, got, n-1-i)
+		}
+	}
+}
