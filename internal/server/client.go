@@ -149,7 +149,7 @@ func (c *client) protocolError(err error) {
 	if errors.As(err, &pe) && pe.Text != "" {
 		c.sendErr(pe.Text)
 	}
-	c.log.Debugf("%s - cid:%d - Client connection closed: %v", c.addr, c.cid, err)
+	c.log.Errorf("%s - cid:%d - Client connection closed: %v", c.addr, c.cid, err) // [ERR], as nats-server logs parser errors
 }
 
 // writeLoop writes whatever is pending each time it is woken, until the
