@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
@@ -61,3 +62,12 @@ func TestStorageLimits(t *testing.T) {
 }
 
 func errOnly[T any](_ T, err *jserr.Error) *jserr.Error { return err }
+
+// A damaged message is answered 10037, as nats-server answers it, and its
+// file path stays in the server's log.
+func TestMsgGetErrorOfDamage(t *testing.T) {
+	err := msgGetError(&store.CorruptError{First: 50, Last: 50, Where: "/data/seg.blk", Reason: "records damaged"})
+	if err == nil || jserr.ErrCode(err.ErrCode) != jserr.NoMessageFound || strings.Contains(err.Description, "/data") {
+		t.Errorf("got %+v, want 10037 without the path", err)
+	}
+}

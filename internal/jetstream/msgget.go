@@ -36,6 +36,11 @@ func (js *JetStream) GetMsg(name string, req MsgGetRequest) (*store.StoredMsg, *
 	default:
 		return nil, jserr.New(jserr.BadRequest)
 	}
+	if errors.Is(err, store.ErrCorrupt) {
+		// Never served; the operator gets the details, the client the
+		// answer nats-server gives for a damaged message (10037).
+		js.logf("stream %s: message get: %v", name, err)
+	}
 	return sm, msgGetError(err)
 }
 
@@ -43,7 +48,7 @@ func msgGetError(err error) *jserr.Error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrEOF):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrEOF), errors.Is(err, store.ErrCorrupt):
 		return jserr.New(jserr.NoMessageFound)
 	}
 	return jserr.From(err, jserr.StreamGeneralError)
