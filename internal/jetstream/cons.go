@@ -72,6 +72,7 @@ type cons struct {
 	minNext      uint64   // new messages are looked for from here at least
 	waiting      []*waiting
 	np           pendingCount
+	end          uint64 // the stream's durable sequence, read once per delivery round
 	pausedUntil  time.Time
 	lastDeliver  time.Time
 	lastAck      time.Time

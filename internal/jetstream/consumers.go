@@ -561,7 +561,7 @@ func (c *cons) info() *consumer.Info {
 		NumAckPending:  c.st.NumAckPending(),
 		NumRedelivered: c.st.NumRedelivered(),
 		NumWaiting:     len(c.waiting),
-		NumPending:     c.numPending(),
+		NumPending:     c.numPending(c.sr.durableSeq()),
 		PushBound:      c.cfg.IsPush() && c.js.tr.HasInterest(c.cfg.DeliverSubject),
 		TimeStamp:      now.UTC(),
 	}

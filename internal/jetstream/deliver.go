@@ -28,10 +28,11 @@ func (c *cons) deliver(now time.Time) {
 		c.endNoWait()
 		return
 	}
+	c.end = c.sr.durableSeq() // one look per round: it only grows
 	pushBound := c.cfg.IsPush() && c.js.tr.HasInterest(c.cfg.DeliverSubject)
 	// An unbound push consumer with something to deliver polls for a
 	// subscriber; with nothing, the next message wakes it anyway.
-	c.pollInterest = c.cfg.IsPush() && !pushBound && (c.numPending() > 0 || c.st.NumAckPending() > 0)
+	c.pollInterest = c.cfg.IsPush() && !pushBound && (c.numPending(c.end) > 0 || c.st.NumAckPending() > 0)
 	for n := 0; ; n++ {
 		if n == maxPerRound {
 			c.signal() // go on in the next round, after the queued acks
@@ -105,7 +106,7 @@ func (c *cons) peek(now time.Time) (pick, bool) {
 // the durable sequence, paced by replay_policy original.
 func (c *cons) peekNew(now time.Time) (pick, bool) {
 	start := max(c.st.NextSeq(), c.minNext)
-	end := c.sr.durableSeq()
+	end := c.end
 	for start <= end {
 		m, err := c.sr.store.LoadNext(c.filters, start)
 		var ce *store.CorruptError
@@ -143,7 +144,7 @@ func (c *cons) send(target string, w *waiting, p pick, now time.Time) {
 	if c.cfg.HeadersOnly {
 		hdr, data = headersOnly(hdr, len(data)), nil
 	}
-	pending := c.numPending()
+	pending := c.numPending(c.end)
 	if w != nil && w.maxBytes {
 		// The size as nats-server counts it, with the reply of a first
 		// delivery (a redelivery's count may add a digit).
@@ -195,11 +196,10 @@ func (c *cons) record(p pick, now time.Time) consumer.Delivery {
 }
 
 // numPending is num_pending: the messages matching the filters that are
-// not yet delivered, up to the durable sequence, plus those left in the
-// last_per_subject list (protocol.md section 3.5).
-func (c *cons) numPending() uint64 {
+// not yet delivered, up to end (the durable sequence), plus those left in
+// the last_per_subject list (protocol.md section 3.5).
+func (c *cons) numPending(end uint64) uint64 {
 	next := max(c.st.NextSeq(), c.minNext)
-	end := c.sr.durableSeq()
 	rem := c.sr.store.Removals()
 	p := &c.np
 	switch {

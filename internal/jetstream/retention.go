@@ -150,11 +150,25 @@ func (r *runner) afterPurge() {
 	}
 }
 
-// afterDelete drops the pending deliveries of a deleted message, so that
-// they stop counting against max_ack_pending.
-func (r *runner) afterDelete() {
+// afterDelete drops the pending deliveries of the deleted message seq, so
+// that they stop counting against max_ack_pending.
+func (r *runner) afterDelete(seq uint64) {
 	for _, c := range r.consumerList() {
-		c.dropGone()
+		c.dropPending(seq)
+	}
+}
+
+// dropPending drops the consumer's pending delivery of seq, if any.
+func (c *cons) dropPending(seq uint64) {
+	c.mu.Lock()
+	gone := c.st.IsPending(seq)
+	if gone {
+		c.st.DropRedelivery(seq)
+		c.dirty = true
+	}
+	c.mu.Unlock()
+	if gone {
+		c.signal()
 	}
 }
 

@@ -270,7 +270,7 @@ func (js *JetStream) DeleteMsg(name string, seq uint64) *jserr.Error {
 	if err != nil {
 		return jserr.From(err, jserr.StreamMsgDeleteFailed)
 	}
-	r.afterDelete()
+	r.afterDelete(seq)
 	return nil
 }
 
