@@ -2,10 +2,12 @@ package test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -165,4 +167,65 @@ func TestConsumerWorkQueueRemovedBeforeDoubleAck(t *testing.T) {
 			t.Fatalf("after double-acking message %d the stream holds %d, want %d", i, got, n-1-i)
 		}
 	}
+}
+
+// A pull request whose requester has gone stops counting in num_waiting
+// (found by a fresh-user review: cairn kept counting it).
+func TestConsumerNumWaitingDropsGoneRequester(t *testing.T) {
+	u := startJS(t)
+	nc, js := jsConnect(t, u)
+	createStream(t, js, jetstream.StreamConfig{Name: "NW", Subjects: []string{"nw.>"}})
+	c, err := js.CreateOrUpdateConsumer(tctx(t), "NW", jetstream.ConsumerConfig{Durable: "C", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := nats.Connect(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbox := nats.NewInbox()
+	if _, err := other.SubscribeSync(inbox); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.PublishRequest("$JS.API.CONSUMER.MSG.NEXT.NW.C", inbox, []byte(`{"batch":1,"expires":60000000000}`)); err != nil {
+		t.Fatal(err)
+	}
+	other.Flush()
+	waitFor(t, 3*time.Second, "the request to be waiting", func() bool {
+		info, err := c.Info(tctx(t))
+		return err == nil && info.NumWaiting == 1
+	})
+	other.Close()
+	nc.Flush()
+	waitFor(t, 3*time.Second, "num_waiting to drop the gone requester", func() bool {
+		info, err := c.Info(tctx(t))
+		return err == nil && info.NumWaiting == 0
+	})
+}
+
+// A pull consumer with inactive_threshold is not removed while the ack
+// wait of what it delivered is running, as nats-server decides (found by
+// a fresh-user review: cairn removed it at the threshold).
+func TestConsumerInactiveWaitsForAckWait(t *testing.T) {
+	u := startJS(t)
+	_, js := jsConnect(t, u)
+	createStream(t, js, jetstream.StreamConfig{Name: "IA", Subjects: []string{"ia.>"}})
+	jsPublish(t, js, "ia.x", "1")
+	c, err := js.CreateOrUpdateConsumer(tctx(t), "IA", jetstream.ConsumerConfig{
+		Name: "E", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 3 * time.Second, InactiveThreshold: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Next(jetstream.FetchMaxWait(2 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // well past the threshold, within the ack wait
+	if _, err := js.Consumer(tctx(t), "IA", "E"); err != nil {
+		t.Fatalf("consumer gone while its delivery's ack wait runs: %v", err)
+	}
+	waitFor(t, 6*time.Second, "the consumer to go after ack wait and threshold", func() bool {
+		_, err := js.Consumer(tctx(t), "IA", "E")
+		return errors.Is(err, jetstream.ErrConsumerNotFound)
+	})
 }

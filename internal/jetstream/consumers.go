@@ -560,7 +560,7 @@ func (c *cons) info() *consumer.Info {
 		AckFloor:       consumer.SequenceInfo{Consumer: af.Consumer, Stream: af.Stream, Last: timePtr(c.lastAck)},
 		NumAckPending:  c.st.NumAckPending(),
 		NumRedelivered: c.st.NumRedelivered(),
-		NumWaiting:     len(c.waiting),
+		NumWaiting:     c.numWaiting(),
 		NumPending:     c.numPending(c.sr.durableSeq()),
 		PushBound:      c.cfg.IsPush() && c.js.tr.HasInterest(c.cfg.DeliverSubject),
 		TimeStamp:      now.UTC(),
@@ -569,6 +569,18 @@ func (c *cons) info() *consumer.Info {
 		info.Paused, info.PauseRemaining = true, c.pausedUntil.Sub(now)
 	}
 	return info
+}
+
+// numWaiting counts the queued pull requests whose requester still
+// listens (the loop drops the others at its next round).
+func (c *cons) numWaiting() int {
+	n := 0
+	for _, w := range c.waiting {
+		if c.js.tr.HasInterest(w.reply) {
+			n++
+		}
+	}
+	return n
 }
 
 func timePtr(t time.Time) *time.Time {

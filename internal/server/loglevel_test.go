@@ -1,0 +1,59 @@
+package server
+
+import (
+	"bytes"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/logger"
+)
+
+// syncWriter collects log output from several goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// A protocol error that closes a client is logged at [ERR], as
+// nats-server logs its parser errors, without -D.
+func TestProtocolErrorLoggedAsError(t *testing.T) {
+	var out syncWriter
+	s, err := New(Options{Host: "127.0.0.1", Port: RandomPort, Logger: logger.New(&out, false, false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	nc, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Write([]byte("FOO BAR\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for !strings.Contains(out.String(), "[ERR]") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !strings.Contains(out.String(), "[ERR]") || !strings.Contains(out.String(), "Unknown Protocol Operation") {
+		t.Errorf("log:\n%s\nwant an [ERR] line naming the protocol error", out.String())
+	}
+}
