@@ -149,22 +149,7 @@ var compatDiffs = map[string]string{
 // TODO: each entry is a difference from nats-server v2.15.2 to fix in cairn
 // (or to document in docs/compatibility.md and move to compatDiffs).
 var knownDiffs = map[string]string{
-	// 1. Pedantic mode is not enforced. nats-server refuses
-	//    {"name":"PMC","max_consumers":-5,"pedantic":true} with 10157
-	//    "pedantic mode: max_consumers must be set to -1" and
-	//    {"max_age":60000000000,"pedantic":true} (default duplicate window
-	//    2m > max_age) with 10157 "pedantic mode: duplicate window cannot
-	//    be bigger than max age"; cairn fixes the values and creates the
-	//    streams (deleted again without comparing).
-	"create pedantic negative max_consumers $":               "pedantic mode not enforced (10157)",
-	"create pedantic max_age without duplicate window $":     "pedantic mode not enforced (10157)",
-	"account info after stream create pedantic $.api.errors": "pedantic mode not enforced (10157)",
-	"advisory $JS.EVENT.ADVISORY.STREAM.CREATED.PMC #1 $":    "pedantic mode not enforced (cairn created the stream)",
-	"advisory $JS.EVENT.ADVISORY.STREAM.DELETED.PMC #1 $":    "pedantic mode not enforced (cairn created the stream)",
-	"advisory $JS.EVENT.ADVISORY.STREAM.CREATED.PMA #1 $":    "pedantic mode not enforced (cairn created the stream)",
-	"advisory $JS.EVENT.ADVISORY.STREAM.DELETED.PMA #1 $":    "pedantic mode not enforced (cairn created the stream)",
-
-	// 2. Go type name in the 10025 text: STREAM.CREATE with body [] says
+	// 1. Go type name in the 10025 text: STREAM.CREATE with body [] says
 	//    "... of type jsapi.StreamConfigRequest"; nats-server says
 	//    "... of type server.StreamConfigRequest".
 	"create json array $.error.description": "Go type name in invalid JSON description",
@@ -949,10 +934,15 @@ func (d *differ) streamCreate() {
 func (d *differ) streamCreatePedantic() {
 	c := diffAPI + "STREAM.CREATE."
 	d.req("create pedantic negative max_consumers", c+"PMC", `{"name":"PMC","max_consumers":-5,"pedantic":true}`)
-	d.reconcile(diffAPI+"STREAM.DELETE.PMC", "") // created by cairn only
 	d.req("create pedantic max_age without duplicate window", c+"PMA", `{"name":"PMA","subjects":["pma"],"max_age":60000000000,"pedantic":true}`)
-	d.reconcile(diffAPI+"STREAM.DELETE.PMA", "") // created by cairn only
+	d.req("create pedantic limits before max_age", c+"PLA", `{"name":"PLA","max_age":-1,"max_msgs":-4,"pedantic":true}`)
+	d.req("create pedantic markers without TTLs", c+"PMT", `{"name":"PMT","subject_delete_marker_ttl":2000000000,"pedantic":true}`)
+	d.req("create pedantic republish without source", c+"PRS", `{"name":"PRS","subjects":["prs"],"republish":{"dest":"rp.>"},"pedantic":true}`)
 	d.req("create pedantic subjects default", c+"PSD", `{"name":"PSD","pedantic":true}`)
+	u := diffAPI + "STREAM.UPDATE."
+	d.req("update pedantic negative max_msgs", u+"PSD", `{"name":"PSD","max_msgs":-3,"pedantic":true}`)
+	d.req("update pedantic max_age without duplicate window", u+"PSD", `{"name":"PSD","max_age":60000000000,"pedantic":true}`)
+	d.req("update without pedantic fixes values", u+"PSD", `{"name":"PSD","max_msgs":-3}`)
 }
 
 func (d *differ) streamInfoAndLists() {

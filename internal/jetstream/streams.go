@@ -14,9 +14,21 @@ import (
 // same config returns its info, with another config 10058; subjects that
 // overlap another stream's give 10065.
 func (js *JetStream) AddStream(cfg stream.Config) (*StreamInfo, *jserr.Error) {
+	return js.AddStreamPedantic(cfg, false)
+}
+
+// AddStreamPedantic is AddStream for a request that may carry "pedantic":
+// with pedantic set, what AddStream would fix in cfg is refused instead
+// (stream.Config.CheckPedantic, 10157).
+func (js *JetStream) AddStreamPedantic(cfg stream.Config, pedantic bool) (*StreamInfo, *jserr.Error) {
 	cfg.SetStaticMetadata()
 	if err := cfg.CheckCreate(); err != nil {
 		return nil, err
+	}
+	if pedantic {
+		if err := cfg.CheckPedantic(); err != nil {
+			return nil, err
+		}
 	}
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {

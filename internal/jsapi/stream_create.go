@@ -14,8 +14,8 @@ type StreamConfig = stream.Config
 
 // StreamConfigRequest is the body of STREAM.CREATE and STREAM.UPDATE
 // (protocol.md sections 2.6.2 and 2.6.3): a StreamConfig that may also
-// carry "pedantic". Pedantic is accepted and ignored: the engine has no
-// pedantic mode yet.
+// carry "pedantic": refuse what would otherwise be fixed (10157,
+// stream.Config.CheckPedantic).
 type StreamConfigRequest struct {
 	StreamConfig
 	Pedantic bool `json:"pedantic,omitempty"`
@@ -43,8 +43,8 @@ type streamUpdateResponse struct {
 // config nats-server sees; the engine sets it again), name equal to the
 // subject token
 // (10056; an empty body or name gives 10056 too, nothing is taken from the
-// subject), then the engine (10128, sealed, mirror_direct, validation,
-// 10058, 10065, ...).
+// subject), then the engine (10128, sealed, mirror_direct, pedantic mode
+// 10157, validation, 10058, 10065, ...).
 func streamCreate(a *API, r *request) (response, *jserr.Error) {
 	resp := &streamCreateResponse{}
 	if err := r.checkLevel(); err != nil {
@@ -59,7 +59,7 @@ func streamCreate(a *API, r *request) (response, *jserr.Error) {
 	if cfg.Name != r.stream {
 		return resp, jserr.New(jserr.StreamMismatch)
 	}
-	si, err := a.js.AddStream(cfg)
+	si, err := a.js.AddStreamPedantic(cfg, req.Pedantic)
 	if err != nil {
 		return resp, err
 	}
@@ -69,7 +69,8 @@ func streamCreate(a *API, r *request) (response, *jserr.Error) {
 }
 
 // streamUpdate follows nats-server v2.15.2 jsStreamUpdateRequest: level,
-// JSON, defaults and validation (so an empty body gives 10052 before the
+// JSON, pedantic mode (10157), defaults and validation (so an empty body
+// gives 10052 before the
 // name check), the name check (10056), static metadata, then the engine
 // (10059, update rules, 10065).
 func streamUpdate(a *API, r *request) (response, *jserr.Error) {
@@ -82,6 +83,11 @@ func streamUpdate(a *API, r *request) (response, *jserr.Error) {
 		return resp, err
 	}
 	cfg := req.StreamConfig
+	if req.Pedantic {
+		if err := cfg.CheckPedantic(); err != nil {
+			return resp, err
+		}
+	}
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
 		return resp, err
