@@ -2,6 +2,7 @@ package sublist
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 )
 
@@ -39,6 +40,7 @@ func TestMatchHitNoAllocs(t *testing.T) {
 	s := benchSublist(t)
 	subj := []byte("orders.r1.c2.t1")
 	s.Match(subj)
+	s.Match(subj) // cached on the second miss
 	if n := testing.AllocsPerRun(1000, func() { s.Match(subj) }); n != 0 {
 		t.Fatalf("Match cache hit: %v allocs, want 0", n)
 	}
@@ -51,9 +53,34 @@ func TestMatchHitNoAllocs(t *testing.T) {
 	}
 }
 
+// TestMatchOnceOneAlloc: matching a subject published once, such as a
+// PubAck's reply inbox, allocates only its result.
+func TestMatchOnceOneAlloc(t *testing.T) {
+	s := benchSublist(t)
+	i := 0
+	n := testing.AllocsPerRun(1000, func() {
+		s.Match(replies[i%len(replies)])
+		i++
+	})
+	if n != 1 {
+		t.Fatalf("Match of a new reply subject: %v allocs, want 1", n)
+	}
+}
+
+// replies are unique PubAck reply subjects, each matched by the
+// "_INBOX.7.*" entry of benchSublist (nats.go's muxed reply inbox).
+var replies = func() [][]byte {
+	r := make([][]byte, 64*cacheMax)
+	for i := range r {
+		r[i] = fmt.Appendf(nil, "_INBOX.7.%08x", i)
+	}
+	return r
+}()
+
 func BenchmarkMatchHit(b *testing.B) {
 	s := benchSublist(b)
 	subj := []byte("orders.r1.c2.t1")
+	s.Match(subj)
 	s.Match(subj)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -67,6 +94,7 @@ func BenchmarkMatchHitParallel(b *testing.B) {
 	for i := range subjs {
 		subjs[i] = fmt.Appendf(nil, "orders.r%d.c%d.t1", i%10, i/10%10)
 		s.Match(subjs[i])
+		s.Match(subjs[i])
 	}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -77,8 +105,9 @@ func BenchmarkMatchHitParallel(b *testing.B) {
 }
 
 // BenchmarkMatchMiss publishes to more distinct subjects than the cache
-// holds, so every Match walks the trie, builds a result, stores it and
-// evicts another.
+// holds, in a cycle, so every Match walks the trie and builds a result;
+// about one in seven subjects is still in the admission filter when it
+// comes round again, and its result is stored, evicting another.
 func BenchmarkMatchMiss(b *testing.B) {
 	s := benchSublist(b)
 	subjs := make([][]byte, 8*cacheMax)
@@ -91,6 +120,43 @@ func BenchmarkMatchMiss(b *testing.B) {
 		s.Match(subjs[i%len(subjs)])
 		i++
 	}
+}
+
+// BenchmarkMatchReplies is the PubAck path of a JetStream publisher: every
+// Match is of a new reply subject (cache misses that find one wildcard
+// entry), and every 8th of the stream's subject (a cache hit).
+func BenchmarkMatchReplies(b *testing.B) {
+	s := benchSublist(b)
+	hot := []byte("orders.r1.c2.t1")
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if i%8 == 0 {
+			s.Match(hot)
+		} else {
+			s.Match(replies[i%len(replies)])
+		}
+		i++
+	}
+}
+
+// BenchmarkMatchRepliesParallel is BenchmarkMatchReplies from every
+// processor at once, as several connections publish acks.
+func BenchmarkMatchRepliesParallel(b *testing.B) {
+	s := benchSublist(b)
+	hot := []byte("orders.r1.c2.t1")
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(next.Add(1)) * len(replies) / 16
+		for ; pb.Next(); i++ {
+			if i%8 == 0 {
+				s.Match(hot)
+			} else {
+				s.Match(replies[i%len(replies)])
+			}
+		}
+	})
 }
 
 // BenchmarkHasInterestMiss walks the trie for a reply subject that is not
@@ -134,7 +200,9 @@ func BenchmarkInsertRemoveWildcard(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			s := benchSublist(b)
 			for i := range cacheMax {
-				s.Match(fmt.Appendf(nil, "orders.r%d.c%d.t%d", i%10, i/10%10, i/100%10))
+				subj := fmt.Appendf(nil, "orders.r%d.c%d.t%d", i%10, i/10%10, i/100%10)
+				s.Match(subj)
+				s.Match(subj) // cached on the second miss
 			}
 			b.ReportAllocs()
 			for b.Loop() {

@@ -47,7 +47,9 @@ func readLoop(t *testing.T, s *Sublist[int], id int, stop *atomic.Bool) {
 		}
 		s.Match(hot[1])
 		s.HasInterest(hot[i%2])
-		s.Match(fmt.Appendf(nil, "hot.r%d.%d", id, i))
+		unique := fmt.Appendf(nil, "hot.r%d.%d", id, i)
+		s.Match(unique)
+		s.Match(unique) // cached on the second miss: stores and evictions
 	}
 }
 

@@ -1,8 +1,10 @@
 package sublist
 
 import (
+	"hash/maphash"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cairnmq/cairn/internal/subject"
 )
@@ -11,6 +13,35 @@ import (
 // v2.15.2 uses, slCacheMax). When the cache is full, storing a result first
 // evicts one arbitrary entry, so no single Match pays for a large sweep.
 const cacheMax = 1024
+
+// seenSize is the number of slots of the admission filter (a power of
+// two): a subject's result is cached only when the subject was published
+// before, recently enough that its slot still holds its hash. Four times
+// cacheMax, so that a subject published again within a few thousand
+// distinct subjects gets in.
+const seenSize = 4 * cacheMax
+
+// seenFilter remembers the hashes of recently missed published subjects,
+// one per slot, a later subject overwriting an earlier one in its slot. A
+// false positive (two subjects with the same hash) only lets a result into
+// the cache on its first miss, which is always correct. Its slots are
+// atomics, read and written without s.mu.
+type seenFilter struct {
+	seed  maphash.Seed
+	slots [seenSize]atomic.Uint64
+}
+
+// admit reports whether subj was seen before (its slot holds its hash);
+// if not, it records subj and reports false.
+func (f *seenFilter) admit(subj []byte) bool {
+	h := maphash.Bytes(f.seed, subj) | 1 // 0 marks an empty slot
+	slot := &f.slots[h>>32&(seenSize-1)]
+	if slot.Load() == h {
+		return true
+	}
+	slot.Store(h)
+	return false
+}
 
 // Result is the set of entries matching one published subject. Every
 // matching plain entry is in Plain, and every matching queue entry is in
@@ -28,6 +59,10 @@ type Result[T comparable] struct {
 	Plain []T
 	// Queues holds one element per queue group with a matching entry.
 	Queues []Queue[T]
+	// one backs Plain when the result has a single plain entry (the
+	// common case: an inbox, a stream subject), so such a result is one
+	// allocation.
+	one [1]T
 }
 
 // Queue is one queue group of a Result: the server delivers a message to
@@ -42,7 +77,12 @@ type Queue[T comparable] struct {
 // addNode appends the entries stored at n to r, copying them so r never
 // aliases the trie.
 func (r *Result[T]) addNode(n *node[T]) {
-	r.Plain = append(r.Plain, n.plain.list...)
+	if r.Plain == nil && len(n.plain.list) == 1 {
+		r.one[0] = n.plain.list[0]
+		r.Plain = r.one[:1:1] // a later append copies it out
+	} else {
+		r.Plain = append(r.Plain, n.plain.list...)
+	}
 	for name, q := range n.queues {
 		r.addQueue(name, q.list)
 	}
@@ -74,7 +114,10 @@ func (r *Result[T]) isEmpty() bool {
 //
 // The result is shared and read-only (see Result). It reflects every Insert
 // and Remove that returned before Match was called. A cache hit takes only
-// the shared lock and does not allocate; Match does not retain subj.
+// the shared lock and does not allocate. A miss caches its result only if
+// subj missed before, recently (seenFilter): a subject published once,
+// such as the unique reply inbox of a request or a PubAck, costs a walk
+// but no exclusive lock and evicts nothing. Match does not retain subj.
 func (s *Sublist[T]) Match(subj []byte) *Result[T] {
 	s.mu.RLock()
 	if r, ok := s.mu.cache[string(subj)]; ok {
@@ -84,11 +127,13 @@ func (s *Sublist[T]) Match(subj []byte) *Result[T] {
 	gen := s.mu.gen
 	r := s.walkLocked(subj)
 	s.mu.RUnlock()
-	if r != nil {
-		s.store(subj, gen, r)
-		return r
+	if r == nil {
+		return s.empty
 	}
-	return s.empty
+	if s.seen.admit(subj) {
+		s.store(subj, gen, r)
+	}
+	return r
 }
 
 // walkLocked computes the result for subj from the trie, or nil when subj

@@ -12,7 +12,10 @@
 //
 // In front of the trie sits a cache of match results keyed by published
 // subject and bounded to 1024 entries; when it is full, caching a new
-// result evicts one arbitrary old one. Insert and Remove drop every
+// result evicts one arbitrary old one. A result is cached on the second
+// miss of its subject, not the first, so subjects published once (reply
+// inboxes) neither pay for a store nor evict results of subjects
+// published again and again. Insert and Remove drop every
 // cached result their subject can affect before they return, and a result
 // computed concurrently with an Insert or Remove is never cached, so Match
 // never returns a result older than the last completed Insert or Remove.
@@ -31,7 +34,8 @@
 //
 // All methods are safe for concurrent use. A Sublist has one RWMutex: cache
 // hits and HasInterest take it shared, a cache miss walks the trie shared
-// and then takes it exclusively for a moment to store the result, Insert and
+// and then, if the result is admitted to the cache, takes it exclusively
+// for a moment to store the result, Insert and
 // Remove take it exclusively (an Insert or Remove of a wildcard subject
 // scans the whole cache while holding it). It is a leaf lock: no code
 // outside the package runs while it is held, so callers may hold their own
@@ -40,6 +44,7 @@ package sublist
 
 import (
 	"errors"
+	"hash/maphash"
 	"sync"
 
 	"github.com/cairnmq/cairn/internal/subject"
@@ -85,12 +90,16 @@ type Sublist[T comparable] struct {
 		// a walk of the trie would return now.
 		cache map[string]*Result[T]
 	}
+
+	// seen admits a result into the cache on its subject's second miss;
+	// it has its own atomics and is used without mu.
+	seen *seenFilter
 }
 
 // New returns an empty Sublist with an empty match cache bounded to 1024
 // results (nats-server v2.15.2 NewSublistWithCache).
 func New[T comparable]() *Sublist[T] {
-	s := &Sublist[T]{empty: &Result[T]{}}
+	s := &Sublist[T]{empty: &Result[T]{}, seen: &seenFilter{seed: maphash.MakeSeed()}}
 	s.mu.cache = make(map[string]*Result[T])
 	return s
 }

@@ -58,7 +58,9 @@ func TestMatchTable(t *testing.T) {
 	for _, e := range standard {
 		mustInsert(t, s, e)
 	}
-	for pass := range 2 { // the second pass is served from the cache
+	// The first pass caches nothing, the second caches every result (a
+	// second miss), the third is served from the cache.
+	for pass := range 3 {
 		for _, c := range cases {
 			r := s.Match([]byte(c.subj))
 			if got := canon(r); got != c.want {
@@ -185,9 +187,14 @@ func TestCacheBound(t *testing.T) {
 	mustInsert(t, s, entry{"a.*", "", 1})
 	for i := range 3 * cacheMax {
 		subj := fmt.Sprintf("a.%d", i)
-		if got := canon(s.Match([]byte(subj))); got != "plain[1]" {
-			t.Fatalf("Match(%s) = %s", subj, got)
+		for range 2 { // the second miss caches the result
+			if got := canon(s.Match([]byte(subj))); got != "plain[1]" {
+				t.Fatalf("Match(%s) = %s", subj, got)
+			}
 		}
+	}
+	if len(s.mu.cache) != cacheMax {
+		t.Fatalf("cache holds %d results, want %d", len(s.mu.cache), cacheMax)
 	}
 	s.check(t)
 	mustRemove(t, s, entry{"a.*", "", 1})
@@ -195,6 +202,39 @@ func TestCacheBound(t *testing.T) {
 	if len(s.mu.cache) != 0 {
 		t.Fatalf("cache holds %d results after removing the only entry", len(s.mu.cache))
 	}
+}
+
+// A result is cached on the second miss of its subject, not the first, so
+// a stream of subjects published once (PubAck and request reply inboxes)
+// leaves the cache alone: a subject published again and again stays
+// cached, and the unique ones are matched right without being stored.
+func TestCacheAdmission(t *testing.T) {
+	s := New[int]()
+	mustInsert(t, s, entry{"bench.js", "", 1})
+	mustInsert(t, s, entry{"_INBOX.abc.*", "", 2})
+	hot := []byte("bench.js")
+	s.Match(hot)
+	if _, ok := s.mu.cache["bench.js"]; ok {
+		t.Fatal("cached after one miss")
+	}
+	s.Match(hot)
+	hit, ok := s.mu.cache["bench.js"]
+	if !ok {
+		t.Fatal("not cached after two misses")
+	}
+	for i := range 10 * cacheMax {
+		subj := fmt.Appendf(nil, "_INBOX.abc.%d", i)
+		if got := canon(s.Match(subj)); got != "plain[2]" {
+			t.Fatalf("Match(%s) = %s", subj, got)
+		}
+		if s.Match(hot) != hit {
+			t.Fatalf("after %d unique subjects the hot subject is no longer cached", i+1)
+		}
+	}
+	if len(s.mu.cache) != 1 {
+		t.Fatalf("cache holds %d results, want only the hot subject's", len(s.mu.cache))
+	}
+	s.check(t)
 }
 
 // One million SUB/UNSUB of unique inboxes leave the trie empty: removal
