@@ -15,8 +15,9 @@
 //     default is fsync before returning, shared by every append waiting at
 //     that moment: group commit). A PubAck is sent only after WaitDurable
 //     returned nil.
-//  3. Age-based expiry happens only when the caller says what time it is:
-//     ExpireUpTo(now).
+//  3. Age-based and per-message TTL expiry happen only when the caller
+//     says what time it is: ExpireUpTo(now). Its result tells when the
+//     next TTL falls due.
 //  4. After a write or sync error the store is fenced: Append and
 //     WaitDurable return ErrFenced until the store is closed and reopened
 //     (recovery then decides from the log what is durable).
@@ -73,6 +74,14 @@ type Config struct {
 	Discard              DiscardPolicy // what a full stream does
 	DiscardNewPerSubject bool          // with DiscardNew, refuse at the per-subject limit too
 	FirstSeq             uint64        // the first sequence of a new, empty store (0 means 1)
+	// MsgTTL makes the store honour the Nats-TTL header of the messages
+	// it stores (allow_msg_ttl; ttl.go): ExpireUpTo removes a message once
+	// its TTL has passed, and never removes one with TTLNever by MaxAge.
+	MsgTTL bool
+	// SubjectDeleteMarkers makes ExpireUpTo leave the last message of a
+	// subject for a subject delete marker (subject_delete_marker_ttl;
+	// expire.go rule 3).
+	SubjectDeleteMarkers bool
 }
 
 // State is the observable state of a store (protocol.md section 3.3,
@@ -163,9 +172,12 @@ type Store interface {
 	// Compact removes every message below seq and returns the number
 	// removed; FirstSeq becomes at least seq.
 	Compact(seq uint64) (uint64, error)
-	// ExpireUpTo removes messages older than MaxAge at time now (unix
-	// nanoseconds) and returns the number removed.
-	ExpireUpTo(now int64) (uint64, error)
+	// ExpireUpTo removes the messages that have expired at time now (unix
+	// nanoseconds): by MaxAge, and by their Nats-TTL when Config.MsgTTL is
+	// set, under the rules of Expire (expire.go). It returns what it
+	// removed, the messages it left for subject delete markers, and the
+	// next TTL deadline.
+	ExpireUpTo(now int64) (Expiry, error)
 	// Removals returns the number of stored messages removed since the
 	// store was opened, by any means: Delete, Purge (rollups included),
 	// Compact, ExpireUpTo, the limits on Append and UpdateConfig, and a

@@ -243,6 +243,13 @@
 // memory; reads of sealed segments go to the file, scans through a
 // bounded cache of 64 KiB chunks.
 //
+// Per-message TTLs (store.Config.MsgTTL) add nothing to the format: the
+// TTL is the Nats-TTL field of the stored header. The store keeps a
+// store.TTLIndex (16 bytes per message with a TTL, 8 per message with
+// "never", nothing for the others); recovery rebuilds it from the headers
+// of the message records it verifies, and a removal by expiry is written
+// as any removal is (delete or compact record).
+//
 // NumPending counts from the index alone, never reading a record: whole
 // segments by their live count and partial ones by the removed bitmap
 // when unfiltered, the slots' subject ids (segments skipped by their

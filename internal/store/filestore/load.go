@@ -270,22 +270,29 @@ func (s *Store) SubjectsState(filter string) map[string]store.SubjectState {
 
 // msgTimeLocked returns the time of the stored message at seq.
 func (s *Store) msgTimeLocked(seq uint64) (int64, *store.CorruptError, error) {
+	rec, cerr, err := s.recordLocked(seq)
+	return rec.time, cerr, err
+}
+
+// recordLocked reads and verifies the record of the stored message at
+// seq. The record's slices are its own (a copy of the bytes).
+func (s *Store) recordLocked(seq uint64) (record, *store.CorruptError, error) {
 	g, i, _ := s.slotLocked(seq)
 	ref, err := s.refLocked(g, i)
 	if err != nil {
-		return 0, nil, err
+		return record{}, nil, err
 	}
 	b := ref.buf
 	if b == nil {
 		if b, err = s.cache.read(g, ref.f, ref.off, ref.n); err != nil {
-			return 0, nil, fmt.Errorf("filestore: read %s: %w", g.path, err)
+			return record{}, nil, fmt.Errorf("filestore: read %s: %w", g.path, err)
 		}
 	}
 	if err := verifyMsg(b, ref); err != nil {
 		where := fmt.Sprintf("%s@%d", g.path, ref.off)
-		return 0, &store.CorruptError{First: seq, Last: seq, Where: where, Reason: err.Error()}, nil
+		return record{}, &store.CorruptError{First: seq, Last: seq, Where: where, Reason: err.Error()}, nil
 	}
-	return decodeRecord(b).time, nil, nil
+	return decodeRecord(b), nil, nil
 }
 
 // firstTimeLocked returns the time of the first stored message, or 0 when

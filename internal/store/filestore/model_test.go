@@ -96,6 +96,8 @@ func (x *model) randomLimits() store.Config {
 		c.Discard = store.DiscardNew
 		c.DiscardNewPerSubject = r.IntN(2) == 0
 	}
+	c.MsgTTL = r.IntN(2) == 0
+	c.SubjectDeleteMarkers = c.MsgTTL && r.IntN(2) == 0
 	c.FirstSeq = x.limits.FirstSeq
 	return c
 }
@@ -137,11 +139,17 @@ func (x *model) randomMsg() store.Msg {
 	for i := range m.Data {
 		m.Data[i] = byte(r.Uint32())
 	}
-	switch r.IntN(6) {
+	switch r.IntN(10) {
 	case 0:
 		m.Header = []byte("NATS/1.0\r\nNats-Rollup: sub\r\n\r\n")
 	case 1:
 		m.Header = []byte("NATS/1.0\r\nA: b\r\n\r\n")
+	case 2, 3:
+		m.Header = fmt.Appendf(nil, "NATS/1.0\r\nNats-TTL: %ds\r\n\r\n", 1+r.IntN(30))
+	case 4:
+		m.Header = []byte("NATS/1.0\r\nNats-TTL: never\r\n\r\n")
+	case 5:
+		m.Header = []byte("NATS/1.0\r\nNats-Marker-Reason: MaxAge\r\nNats-TTL: 5\r\n\r\n")
 	}
 	x.now += int64(r.IntN(3)) * int64(time.Second)
 	return m
@@ -206,9 +214,12 @@ func (x *model) compact() {
 func (x *model) expire() {
 	x.now += int64(x.r.IntN(20)) * int64(time.Second)
 	x.last = fmt.Sprintf("ExpireUpTo(%d)", x.now)
-	fn, ferr := x.f.ExpireUpTo(x.now)
-	mn, merr := x.m.ExpireUpTo(x.now)
-	x.sameResult(fn, ferr, mn, merr)
+	fx, ferr := x.f.ExpireUpTo(x.now)
+	mx, merr := x.m.ExpireUpTo(x.now)
+	x.sameResult(fx.Removed, ferr, mx.Removed, merr)
+	if !reflect.DeepEqual(fx, mx) {
+		x.t.Fatalf("step %d: %s = %+v; model %+v", x.step, x.last, fx, mx)
+	}
 }
 
 func (x *model) updateConfig() {

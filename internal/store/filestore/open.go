@@ -72,6 +72,7 @@ func (s *Store) open() error {
 	if err := s.applyLimits(); err != nil {
 		return err
 	}
+	s.mu.expiry.TTL.Prune(s.liveLocked) // drop what delete records and limits removed
 	if !metaFound {
 		s.cfg.Logf("filestore: %s: metadata file missing; writing it again", s.cfg.Dir)
 		return s.writeMeta()

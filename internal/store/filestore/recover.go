@@ -283,6 +283,9 @@ func (r *recovery) addMsg(g *segment, off int, rec record, next uint64) {
 	s.mu.msgs++
 	s.mu.bytes += g.msgSize(len(g.offs) - 1)
 	r.lastMsgSeq, r.lastMsgTime = seq, rec.time
+	if s.mu.limits.MsgTTL {
+		s.mu.expiry.TTL.Add(seq, rec.time, rec.hdr)
+	}
 }
 
 // maxSlotGap bounds the sequences a segment may skip between two message

@@ -53,11 +53,18 @@ func (s *Store) Compact(seq uint64) (uint64, error) {
 	return s.mutate(func() (uint64, error) { return s.compactLocked(seq), nil })
 }
 
-// ExpireUpTo removes, in sequence order from the first, every message
-// that has passed MaxAge at now (store.Expired), stopping at the first one
-// that has not; it returns the number removed once that is durable.
-func (s *Store) ExpireUpTo(now int64) (uint64, error) {
-	return s.mutate(func() (uint64, error) { return s.expireLocked(now) })
+// ExpireUpTo removes what has expired at now under store.Expire's rules
+// (MaxAge, then per-message TTLs, leaving the last message of a subject
+// for a marker when the limits ask for markers) and returns once the
+// removals are durable.
+func (s *Store) ExpireUpTo(now int64) (store.Expiry, error) {
+	var res store.Expiry
+	_, err := s.mutate(func() (uint64, error) {
+		var err error
+		res, err = store.Expire(s.mu.limits, &s.mu.expiry, expireView{s}, now)
+		return res.Removed, err
+	})
+	return res, err
 }
 
 // mutate runs fn under the store lock and waits until what it changed is
@@ -298,28 +305,78 @@ func (s *Store) countLocked(filter string) uint64 {
 	return n
 }
 
-// expireLocked removes expired messages from the front.
-func (s *Store) expireLocked(now int64) (uint64, error) {
-	var n uint64
-	for live := s.firstLiveLocked(); live != 0; live = s.firstLiveLocked() {
-		g, _, _ := s.slotLocked(live)
-		if !store.Expired(s.mu.limits, g.maxTime, now) {
-			t, cerr, err := s.msgTimeLocked(live)
-			if err != nil {
-				return n, err
-			}
-			if cerr != nil {
-				s.markCorruptLocked(live, cerr)
-				continue
-			}
-			if !store.Expired(s.mu.limits, t, now) {
-				break
-			}
-		}
-		s.removeLocked(live)
-		n++
+// expireView lets store.Expire work on a locked Store.
+type expireView struct{ s *Store }
+
+func (v expireView) NextStored(seq uint64) uint64 {
+	if v.s.mu.msgs == 0 {
+		return 0
 	}
-	return n, nil
+	return v.s.nextLiveLocked(max(seq, v.s.mu.first))
+}
+
+// AgeExpired reads the message's time unless its whole segment has
+// expired; a record found corrupt becomes a lost sequence (gone).
+func (v expireView) AgeExpired(seq uint64, now int64) (bool, bool, error) {
+	s := v.s
+	g, _, _ := s.slotLocked(seq)
+	if store.Expired(s.mu.limits, g.maxTime, now) {
+		return true, false, nil
+	}
+	t, cerr, err := s.msgTimeLocked(seq)
+	if err != nil {
+		return false, false, err
+	}
+	if cerr != nil {
+		s.markCorruptLocked(seq, cerr)
+		return false, true, nil
+	}
+	return store.Expired(s.mu.limits, t, now), false, nil
+}
+
+func (v expireView) Subject(seq uint64) string {
+	g, i, _ := v.s.slotLocked(seq)
+	return v.s.mu.subj.name(g.sids[i])
+}
+
+func (v expireView) SubjectMsgs(subj string) uint64 { return v.s.subjectMsgsLocked(subj) }
+
+// IsMarker reads the message's header; a message stored without one is
+// no marker, and a record found corrupt is treated as none.
+func (v expireView) IsMarker(seq uint64) (bool, error) {
+	g, i, _ := v.s.slotLocked(seq)
+	if g.lens[i]&hdrBit == 0 {
+		return false, nil
+	}
+	rec, cerr, err := v.s.recordLocked(seq)
+	if err != nil || cerr != nil {
+		return false, err
+	}
+	return store.IsDeleteMarker(rec.hdr), nil
+}
+
+func (v expireView) Stored(seq uint64) bool { return v.s.liveLocked(seq) }
+
+func (v expireView) Remove(seq uint64) { v.s.removeLocked(seq) }
+
+// rebuildTTLLocked makes the TTL index hold the TTLs of the stored
+// messages when on (reading every record stored with a header), nothing
+// when off. A record that cannot be read contributes nothing; reads
+// report it.
+func (s *Store) rebuildTTLLocked(on bool) {
+	s.mu.expiry = store.ExpireState{}
+	if !on {
+		return
+	}
+	for seq := s.firstLiveLocked(); seq != 0; seq = s.nextLiveLocked(seq + 1) {
+		g, i, _ := s.slotLocked(seq)
+		if g.lens[i]&hdrBit == 0 {
+			continue
+		}
+		if rec, cerr, err := s.recordLocked(seq); err == nil && cerr == nil {
+			s.mu.expiry.TTL.Add(seq, rec.time, rec.hdr)
+		}
+	}
 }
 
 // enforcer lets package store's limit functions work on a locked Store.

@@ -57,6 +57,7 @@ type Store struct {
 		taken     uint64 // batches taken by the flusher
 		changes   uint64 // bumped by every change the flusher must write
 		removals  uint64 // messages removed since Open (Removals)
+		expiry    store.ExpireState
 	}
 }
 
@@ -155,6 +156,10 @@ func (s *Store) addLocked(m store.Msg) uint64 {
 		s.mu.first = seq
 	}
 	s.mu.changes++
+	if s.mu.limits.MsgTTL {
+		s.mu.expiry.TTL.Add(seq, m.Time, m.Header)
+		s.mu.expiry.TTL.MaybePrune(s.mu.msgs, s.liveLocked)
+	}
 	return seq
 }
 
@@ -423,6 +428,9 @@ func (s *Store) UpdateConfig(cfg store.Config) error {
 		return err
 	}
 	before := s.mu.changes
+	if cfg.MsgTTL != s.mu.limits.MsgTTL {
+		s.rebuildTTLLocked(cfg.MsgTTL)
+	}
 	s.mu.limits = cfg
 	err := store.EnforceAfterUpdate(cfg, enforcer{s})
 	gen := s.markLocked(before)

@@ -27,6 +27,7 @@ type Store struct {
 		lastTime  int64                 // time of the message at log.last when it was stored
 		consumers map[string]*consumerRec
 		removals  uint64 // messages removed since New (Removals)
+		expiry    store.ExpireState
 	}
 }
 
@@ -82,6 +83,10 @@ func (s *Store) addLocked(m store.Msg) uint64 {
 		s.mu.subjects[m.Subject] = x
 	}
 	x.add(seq)
+	if s.mu.cfg.MsgTTL {
+		s.mu.expiry.TTL.Add(seq, m.Time, m.Header)
+		s.mu.expiry.TTL.MaybePrune(s.mu.log.count, s.mu.log.has)
+	}
 	return seq
 }
 
@@ -142,8 +147,25 @@ func (s *Store) UpdateConfig(cfg store.Config) error {
 	if s.mu.closed {
 		return store.ErrClosed
 	}
+	if cfg.MsgTTL != s.mu.cfg.MsgTTL {
+		s.rebuildTTLLocked(cfg.MsgTTL)
+	}
 	s.mu.cfg = cfg
 	return store.EnforceAfterUpdate(cfg, enforcer{s})
+}
+
+// rebuildTTLLocked makes the TTL index hold the TTLs of the stored
+// messages when on, nothing when off.
+func (s *Store) rebuildTTLLocked(on bool) {
+	s.mu.expiry = store.ExpireState{}
+	if !on {
+		return
+	}
+	l := &s.mu.log
+	for seq := l.next(l.first); seq != 0; seq = l.next(seq + 1) {
+		e := l.get(seq)
+		s.mu.expiry.TTL.Add(seq, e.time, e.hdr)
+	}
 }
 
 // Close marks the store closed; further calls return store.ErrClosed.

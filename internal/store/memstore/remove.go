@@ -52,23 +52,44 @@ func (s *Store) Compact(seq uint64) (uint64, error) {
 	return s.compactLocked(seq), nil
 }
 
-// ExpireUpTo removes, in sequence order from the first, every message
-// that store.Expired says has passed MaxAge at now, stopping at the first
-// one that has not.
-func (s *Store) ExpireUpTo(now int64) (uint64, error) {
+// ExpireUpTo removes what has expired at now under store.Expire's rules
+// (MaxAge, then per-message TTLs, leaving the last message of a subject
+// for a marker when the config asks for markers).
+func (s *Store) ExpireUpTo(now int64) (store.Expiry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.closed {
-		return 0, store.ErrClosed
+		return store.Expiry{}, store.ErrClosed
 	}
-	l := &s.mu.log
-	var n uint64
-	for l.count > 0 && store.Expired(s.mu.cfg, l.get(l.first).time, now) {
-		s.removeLocked(l.first)
-		n++
-	}
-	return n, nil
+	return store.Expire(s.mu.cfg, &s.mu.expiry, expireView{s}, now)
 }
+
+// expireView lets store.Expire work on a locked Store.
+type expireView struct{ s *Store }
+
+func (v expireView) NextStored(seq uint64) uint64 {
+	l := &v.s.mu.log
+	if l.count == 0 {
+		return 0
+	}
+	return l.next(max(seq, l.first))
+}
+
+func (v expireView) AgeExpired(seq uint64, now int64) (bool, bool, error) {
+	return store.Expired(v.s.mu.cfg, v.s.mu.log.get(seq).time, now), false, nil
+}
+
+func (v expireView) Subject(seq uint64) string { return v.s.mu.log.get(seq).subj }
+
+func (v expireView) SubjectMsgs(subj string) uint64 { return v.s.subjectMsgsLocked(subj) }
+
+func (v expireView) IsMarker(seq uint64) (bool, error) {
+	return store.IsDeleteMarker(v.s.mu.log.get(seq).hdr), nil
+}
+
+func (v expireView) Stored(seq uint64) bool { return v.s.mu.log.has(seq) }
+
+func (v expireView) Remove(seq uint64) { v.s.removeLocked(seq) }
 
 // removeLocked removes the message at seq and reports whether there was
 // one.

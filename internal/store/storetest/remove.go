@@ -139,8 +139,8 @@ func testCompactNewStore(t *testing.T, e Engine) {
 // expire calls ExpireUpTo and fails unless it removes want.
 func (h *harness) expire(now int64, want uint64) {
 	h.t.Helper()
-	if n, err := h.s.ExpireUpTo(now); err != nil || n != want {
-		h.t.Fatalf("ExpireUpTo(t0%+d) = %d, %v; want %d", now-t0, n, err, want)
+	if x, err := h.s.ExpireUpTo(now); err != nil || x.Removed != want {
+		h.t.Fatalf("ExpireUpTo(t0%+d) = %+v, %v; want %d removed", now-t0, x, err, want)
 	}
 }
 

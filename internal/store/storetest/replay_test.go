@@ -83,9 +83,9 @@ func (r *replay) Compact(seq uint64) (n uint64, err error) {
 	return n, err
 }
 
-func (r *replay) ExpireUpTo(now int64) (n uint64, err error) {
-	err = r.do(func(s store.Store) error { n, err = s.ExpireUpTo(now); return err })
-	return n, err
+func (r *replay) ExpireUpTo(now int64) (x store.Expiry, err error) {
+	err = r.do(func(s store.Store) error { x, err = s.ExpireUpTo(now); return err })
+	return x, err
 }
 
 func (r *replay) UpdateConfig(cfg store.Config) error {
