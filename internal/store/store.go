@@ -131,6 +131,21 @@ type Store interface {
 	// with DiscardNew or for the size limit). It returns ErrFenced after an
 	// I/O error and ErrClosed after Close.
 	Append(m Msg) (uint64, error)
+	// SkipTo makes seq the sequence the next Append assigns, so that a
+	// mirror stores each message at its origin's sequence (nats-server
+	// v2.15.2 SkipMsgs, called by processInboundMirrorMsg). The sequences
+	// LastSeq+1 .. seq-1 are never stored: in a store with no message
+	// FirstSeq becomes seq and nothing counts as deleted (as Compact past
+	// the end); otherwise they are interior gaps, counted in
+	// State.NumDeleted and listed in State.Deleted, not in Removals. A
+	// skip costs nothing per skipped sequence, except State(true), which
+	// lists every gap as nats-server does. LastTime is unchanged.
+	// seq = LastSeq+1 is a no-op; seq <= LastSeq or seq = math.MaxUint64
+	// is ErrBadRequest (the mirror maps it to a sequence mismatch). Like
+	// Append it does not wait for the disk: WaitDurable(seq-1) does, and
+	// the skip then survives a crash (DurableSeq may report seq-1). It
+	// returns ErrFenced after an I/O error and ErrClosed after Close.
+	SkipTo(seq uint64) error
 	// WaitDurable blocks until every message through seq is durable under
 	// the sync policy. It returns ErrFenced if that can no longer happen.
 	WaitDurable(seq uint64) error

@@ -98,6 +98,14 @@
 //	4 syncmark  seq = D: the first D bytes of this file had been fsynced
 //	            when this record was written. The flusher ends the bytes
 //	            of every batch it writes to the active segment with one.
+//	5 skip      seq = S, the sequence the next message gets; payload D = 8
+//	            bytes, F (u64): the sequences F .. S-1 were never stored
+//	            (Store.SkipTo of a mirror). No subject or header; valid
+//	            only with 1 <= F < S. LastSeq is at least S-1. Written to
+//	            the active segment when messages or lost sequences remain
+//	            below F (an empty store raises the low water instead). A
+//	            message S may follow in the same segment or start a new
+//	            one; F .. S-1 have no record of their own.
 //
 // # Metadata file
 //
@@ -202,10 +210,12 @@
 //     offset, and nothing is deleted or rewritten.
 //  6. The low water is the largest of the headers' low water and the
 //     compact records' seq. LastSeq is the largest of the last message
-//     sequence, the last segment's base minus one and the low water minus
-//     one: it never goes back except by the step 4 truncation.
+//     sequence, the last segment's base minus one, the low water minus
+//     one and the skip records' seq minus one: it never goes back except
+//     by the step 4 truncation.
 //  7. Every sequence from the low water to LastSeq must be accounted for:
-//     by a message record, a delete record, or a compact record. A
+//     by a message record, a delete record, a compact record, or a skip
+//     record. A
 //     sequence that is not (inside a bad region, past a damaged end of a
 //     sealed segment, in a missing segment) is lost: it is reported by
 //     the log, in State().Lost, and by Load and LoadNext (a
@@ -235,7 +245,11 @@
 // Per stored sequence the index keeps the record offset, its length (with
 // a has-header bit), a subject id and the distance to the next message on
 // the same subject (4 x u32), and one bit in a removed bitmap: 16.125
-// bytes. Subjects are kept once, in a map from subject to id, count, first
+// bytes. A skip costs the same per skipped sequence (removed slots) while
+// the active segment stays within 128Ki slots; a longer skip costs
+// nothing per sequence: the skipped range lies between segments, and the
+// next message starts a new one. State(true) still lists every gap, as
+// nats-server does (8 bytes per gap, only for that call). Subjects are kept once, in a map from subject to id, count, first
 // and last sequence, which grows with subjects, not messages. Each segment
 // keeps a 256-bit filter of the subject ids it holds, so that filtered
 // scans skip segments that cannot match, and scans with one literal

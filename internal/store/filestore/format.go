@@ -32,7 +32,14 @@ const (
 	recDelete   byte = 2 // seq was removed
 	recCompact  byte = 3 // every sequence below seq was removed
 	recSyncMark byte = 4 // the first seq bytes of the file were synced
+	recSkip     byte = 5 // sequences from the payload's u64 to seq-1 were never stored
 )
+
+// lastRecType is the highest record type this version knows.
+const lastRecType = recSkip
+
+// skipRecordSize is L of a skip record: its payload is one u64.
+const skipRecordSize = RecordOverhead + 8
 
 var (
 	le       = binary.LittleEndian
@@ -50,6 +57,7 @@ var (
 	errMagic    = errors.New("bad magic")
 	errVersion  = errors.New("unsupported format version")
 	errMismatch = errors.New("base differs from the file name")
+	errSkip     = errors.New("bad skip record")
 )
 
 // record is a decoded record. Its slices point into the buffer it was
@@ -111,10 +119,12 @@ func checkRecord(r []byte, base uint64, off int64) (int, error) {
 		return 0, errLength
 	case n > len(r):
 		return 0, errShort
-	case r[4] < recMsg || r[4] > recSyncMark || r[5] != 0:
+	case r[4] < recMsg || r[4] > lastRecType || r[5] != 0:
 		return 0, errType
 	case int(le.Uint16(r[6:]))+int(le.Uint32(r[24:])) > n-RecordOverhead:
 		return 0, errLength
+	case r[4] == recSkip && !validSkip(r[:n]):
+		return 0, errSkip
 	case recordCRC(base, off, r[:n-4]) != le.Uint32(r[n-4:]):
 		return 0, errCRC
 	}

@@ -21,9 +21,11 @@ type recovery struct {
 	hdrTimes    map[uint64]int64 // last time of each valid header, by base
 	tombs       map[uint64]bool  // delete records whose target has no record
 	start       time.Time
-	truncated   int64    // bytes cut from the end of the last segment
-	corrupt     int      // bad regions found
-	good        []uint32 // scratch: valid record offsets of a segment
+	truncated   int64     // bytes cut from the end of the last segment
+	corrupt     int       // bad regions found
+	good        []uint32  // scratch: valid record offsets of a segment
+	skips       []seqSpan // the spans of the skip records
+	skipEnd     uint64    // the largest seq of a skip record
 }
 
 // recover rebuilds the store from its segment files (the recovery rules
@@ -131,7 +133,7 @@ func scanRecords(data []byte, base uint64, good []uint32) ([]uint32, []region) {
 // len(data).
 func resync(data []byte, base uint64, p int) int {
 	for ; p+RecordOverhead <= len(data); p++ {
-		if t := data[p+4]; t < recMsg || t > recSyncMark || data[p+5] != 0 {
+		if t := data[p+4]; t < recMsg || t > lastRecType || data[p+5] != 0 {
 			continue
 		}
 		if _, err := checkRecord(data[p:], base, int64(p)); err == nil {
@@ -253,6 +255,8 @@ func (r *recovery) apply(g *segment, off int, rec record, next uint64) {
 		r.tomb(rec.seq)
 	case recCompact:
 		r.lw = max(r.lw, rec.seq)
+	case recSkip:
+		r.skip(rec)
 	}
 }
 
@@ -315,6 +319,9 @@ func (r *recovery) finish() error {
 	if r.lw > 0 {
 		s.mu.last = max(s.mu.last, r.lw-1)
 	}
+	if r.skipEnd > 0 {
+		s.mu.last = max(s.mu.last, r.skipEnd-1)
+	}
 	s.mu.lw, s.mu.lwWritten = r.lw, 0 // the first batch writes it in a compact record
 	r.dropBelowLowWater()
 	r.accountLost()
@@ -364,9 +371,10 @@ func (r *recovery) setFirst() {
 }
 
 // accountLost reports as lost every sequence from the low water to
-// LastSeq that no message, delete or compact record accounts for.
+// LastSeq that no message, delete, compact or skip record accounts for.
 func (r *recovery) accountLost() {
 	s := r.s
+	r.sortSkips()
 	from := max(s.mu.lw, 1)
 	segs := s.mu.segs
 	r.lostRange(from, segs[0].base-1, segs[0].path, "missing before the first segment")
@@ -394,15 +402,19 @@ func (r *recovery) accountLost() {
 }
 
 // lostRange records first..last, minus the sequences named by a delete
-// record, as lost.
+// or skip record, as lost.
 func (r *recovery) lostRange(first, last uint64, where, reason string) {
 	for seq := max(first, 1); seq <= last; {
 		if r.tombs[seq] {
 			seq++
 			continue
 		}
+		if end := r.skippedThrough(seq); end != 0 {
+			seq = end + 1
+			continue
+		}
 		end := seq
-		for end < last && !r.tombs[end+1] {
+		for end < last && !r.tombs[end+1] && r.skippedThrough(end+1) == 0 {
 			end++
 		}
 		l := lostSpan{first: seq, last: end, where: where, reason: reason}

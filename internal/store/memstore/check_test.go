@@ -24,17 +24,24 @@ func (s *Store) check() error {
 
 // check verifies the msgLog invariants.
 func (l *msgLog) check() error {
-	if uint64(len(l.msgs)) != l.last+1-l.base {
-		return fmt.Errorf("len(msgs) %d, base %d, last %d", len(l.msgs), l.base, l.last)
+	end := uint64(0)
+	for k, r := range l.runs {
+		if len(r.msgs) == 0 || r.base < end || (k > 0 && r.base == end) {
+			return fmt.Errorf("run %d (base %d, %d entries) after end %d", k, r.base, len(r.msgs), end)
+		}
+		end = r.end()
+	}
+	if end > l.last+1 {
+		return fmt.Errorf("runs end at %d past last %d", end, l.last)
 	}
 	if l.count == 0 {
-		if len(l.msgs) != 0 || l.base != l.last+1 || (l.first != l.last+1 && (l.first != 0 || l.last != 0)) {
-			return fmt.Errorf("empty log: first %d base %d last %d len %d", l.first, l.base, l.last, len(l.msgs))
+		if len(l.runs) != 0 || (l.first != l.last+1 && (l.first != 0 || l.last != 0)) {
+			return fmt.Errorf("empty log: first %d last %d runs %d", l.first, l.last, len(l.runs))
 		}
 		return nil
 	}
-	if l.msgs[0] == nil || l.first != l.base {
-		return fmt.Errorf("first %d, base %d, head stored %v", l.first, l.base, l.msgs[0] != nil)
+	if l.runs[0].msgs[0] == nil || l.first != l.runs[0].base {
+		return fmt.Errorf("first %d, base %d, head stored %v", l.first, l.runs[0].base, l.runs[0].msgs[0] != nil)
 	}
 	return nil
 }
@@ -45,11 +52,13 @@ func (s *Store) checkContentsLocked() error {
 	l := &s.mu.log
 	var n, size uint64
 	bySubj := map[string][]uint64{}
-	for i, e := range l.msgs {
-		if e != nil {
-			n++
-			size += e.size
-			bySubj[e.subj] = append(bySubj[e.subj], l.base+uint64(i))
+	for _, r := range l.runs {
+		for i, e := range r.msgs {
+			if e != nil {
+				n++
+				size += e.size
+				bySubj[e.subj] = append(bySubj[e.subj], r.base+uint64(i))
+			}
 		}
 	}
 	if n != l.count || size != s.mu.bytes {

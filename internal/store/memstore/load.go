@@ -78,8 +78,8 @@ func (s *Store) nextLocked(filters []string, start uint64) uint64 {
 	if store.FiltersAll(filters) {
 		return l.next(start)
 	}
-	start = max(start, l.base)
-	if start > l.last {
+	start = max(start, l.first)
+	if l.count == 0 || start > l.last {
 		return 0
 	}
 	end := min(l.last+1, start+scanBudget+2*s.indexCost(filters))

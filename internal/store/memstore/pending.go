@@ -23,7 +23,7 @@ func (s *Store) NumPending(filters []string, start, end uint64) uint64 {
 	if s.mu.closed || l.count == 0 {
 		return 0
 	}
-	lo, hi := max(start, l.base), l.last
+	lo, hi := max(start, l.first), l.last
 	if end != 0 {
 		hi = min(hi, end)
 	}
@@ -72,13 +72,34 @@ func (s *Store) walkPendingLocked(filters []string, lo, hi uint64) uint64 {
 }
 
 // countIn returns the number of stored messages in lo..hi, which lie
-// within base..last.
+// within first..last: it counts the range or, when that is longer, the
+// rest of the log, and subtracts.
 func (l *msgLog) countIn(lo, hi uint64) uint64 {
-	i, j := int(lo-l.base), int(hi-l.base+1)
-	if 2*(j-i) <= len(l.msgs) {
-		return countStored(l.msgs[i:j])
+	if hi-lo <= (lo-l.first)+(l.last-hi) {
+		return l.countRange(lo, hi)
 	}
-	return l.count - countStored(l.msgs[:i]) - countStored(l.msgs[j:])
+	n := l.count
+	if lo > l.first {
+		n -= l.countRange(l.first, lo-1)
+	}
+	if hi < l.last {
+		n -= l.countRange(hi+1, l.last)
+	}
+	return n
+}
+
+// countRange returns the number of stored messages in lo..hi, visiting
+// only the runs that overlap it.
+func (l *msgLog) countRange(lo, hi uint64) uint64 {
+	var n uint64
+	for k := max(l.runAt(lo), 0); k < len(l.runs) && l.runs[k].base <= hi; k++ {
+		r := &l.runs[k]
+		i, j := max(lo, r.base), min(hi+1, r.end())
+		if i < j {
+			n += countStored(r.msgs[i-r.base : j-r.base])
+		}
+	}
+	return n
 }
 
 // countStored returns the number of stored entries of es.

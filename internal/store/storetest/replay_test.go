@@ -69,6 +69,10 @@ func (r *replay) Append(m store.Msg) (seq uint64, err error) {
 	return seq, err
 }
 
+func (r *replay) SkipTo(seq uint64) error {
+	return r.do(func(s store.Store) error { return s.SkipTo(seq) })
+}
+
 func (r *replay) Delete(seq uint64) error {
 	return r.do(func(s store.Store) error { return s.Delete(seq) })
 }

@@ -56,6 +56,7 @@ func Run(t *testing.T, e Engine) {
 	all = append(all, miscTests...)
 	all = append(all, pendingTests...)
 	all = append(all, reopenTests...)
+	all = append(all, skipTests...)
 	all = append(all, ttlTests...)
 	for _, tc := range all {
 		t.Run(tc.name, func(t *testing.T) {
