@@ -191,7 +191,7 @@ func (r *runner) applyOne(it *item) {
 	}
 	stored := res.Err == nil && !res.Duplicate
 	if stored {
-		r.dropIfUninterested(res.Seq, it.entry.Subject)
+		r.dropIfUninterested(res.Seq, res.Subject)
 	}
 	if res.Purged > 0 {
 		r.afterPurge()

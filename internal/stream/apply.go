@@ -6,6 +6,7 @@ import (
 
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/transform"
 )
 
 // Stream is the state machine of one stream: its config, its store, the
@@ -17,7 +18,8 @@ type Stream struct {
 	cfg       Config
 	store     store.Store
 	dedupe    dedupe
-	lastMsgID string // Nats-Msg-Id of the last stored message, "" if none
+	lastMsgID string               // Nats-Msg-Id of the last stored message, "" if none
+	in        *transform.Transform // subject_transform, nil without one
 }
 
 // Entry is one publish to apply: the subject, the raw NATS header block
@@ -43,6 +45,10 @@ type Result struct {
 	Seq       uint64
 	Duplicate bool
 	Err       *jserr.Error
+	// Subject is the subject the message was stored under, the publish
+	// subject as the stream's subject_transform mapped it; "" when
+	// nothing was stored.
+	Subject string
 	// StoreErr is the store's error behind an Err of 10077 (or 10054 from
 	// the store), for the runner to log or act on (store.ErrFenced).
 	StoreErr error
@@ -56,7 +62,7 @@ type Result struct {
 // cfg.StoreConfig(). New reads nothing from st: after opening a store that
 // already holds messages, call Rebuild.
 func New(cfg Config, st store.Store) *Stream {
-	return &Stream{cfg: cfg.Clone(), store: st}
+	return &Stream{cfg: cfg.Clone(), store: st, in: compileTransform(&cfg)}
 }
 
 // Config returns a copy of the stream's config.
@@ -72,24 +78,29 @@ func (s *Stream) Store() store.Store { return s.store }
 // SetConfig makes cfg the stream's config after an update that
 // CheckUpdate allowed: it gives the store the new limits (which removes
 // what they push out, store.Store.UpdateConfig) and then takes the new
-// duplicate window, which applies from the next ExpireDedupe. On a store
-// error the config is unchanged.
+// duplicate window, which applies from the next ExpireDedupe, and the new
+// subject_transform, which applies from the next Apply. On a store error
+// the config is unchanged.
 func (s *Stream) SetConfig(cfg Config) error {
 	if err := s.store.UpdateConfig(cfg.StoreConfig()); err != nil {
 		return fmt.Errorf("stream %s: update store limits: %w", s.cfg.Name, err)
 	}
 	s.cfg = cfg.Clone()
+	s.in = compileTransform(&s.cfg)
 	return nil
 }
 
-// Apply applies one publish (protocol.md sections 4.1 and 4.2): it runs
-// nats-server v2.15.2's checks in its order (checks.go), stores the
+// Apply applies one publish (protocol.md sections 4.1 and 4.2): it maps
+// the subject with the stream's subject_transform (mapSubject), runs
+// nats-server v2.15.2's checks on the mapped subject in its order
+// (checks.go), stores the
 // message with store.Append (which applies the limits and assigns
 // LastSeq+1), records its Nats-Msg-Id and runs the Nats-Rollup purge. It
 // reads no clock: the entry's time is the message's time. The stored
 // header is the entry's without an inline status line or
 // Nats-Request-Info field.
 func (s *Stream) Apply(e Entry) Result {
+	e.Subject = s.mapSubject(e.Subject)
 	m := newPub(e)
 	if len(m.value(hdrBatchID)) > 0 {
 		return Result{Err: s.checkBatch(m)}
@@ -119,7 +130,7 @@ func (s *Stream) commit(m *pub) Result {
 	if m.msgID != "" && s.cfg.DuplicateWindow > 0 {
 		s.dedupe.add(m.msgID, seq, m.time)
 	}
-	r := Result{Seq: seq}
+	r := Result{Seq: seq, Subject: m.subject}
 	if m.rollup != "" {
 		r.Purged, err = s.rollup(m)
 		if err != nil {

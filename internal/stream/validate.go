@@ -49,10 +49,12 @@ func (c *Config) CheckCreate() *jserr.Error {
 // its single-server replicas check (protocol.md section 3.9). Every error
 // is 10052 with nats-server's text unless noted: 10133 for negative
 // replicas, 10143/10034/10031 for a mirror with first_seq, subjects or
-// sources, 10074 for num_replicas > 1. Last, it refuses with 10052 the
-// features cairn does not implement (unsupported, below). Checks that need
-// other streams or the account (subject overlap 10065, max_bytes required
-// 10113, source cycles) belong to the caller.
+// sources, 10155 and 10156 for a subject_transform whose source or
+// mapping is invalid (checkTransform), 10074 for num_replicas > 1.
+// Last, it refuses with 10052 the features cairn does not implement
+// (unsupported, below). Checks that need other streams or the account
+// (subject overlap 10065, max_bytes required 10113, source cycles) belong
+// to the caller.
 func (c *Config) Validate() *jserr.Error {
 	for _, check := range configChecks {
 		if err := check(c); err != nil {
@@ -72,6 +74,7 @@ var configChecks = []func(*Config) *jserr.Error{
 	(*Config).checkFlags,
 	(*Config).checkMirror,
 	(*Config).checkSubjects,
+	(*Config).checkTransform,
 	(*Config).checkRePublish,
 	(*Config).checkPlacement,
 	(*Config).checkSingleServer,
@@ -278,7 +281,6 @@ func (c *Config) checkUnsupported() *jserr.Error {
 	}{
 		{c.Mirror != nil, "stream mirrors are not supported"},
 		{len(c.Sources) > 0, "stream sources are not supported"},
-		{c.SubjectTransform != nil, "stream subject transforms are not supported"},
 		{c.RePublish != nil, "stream republish is not supported"},
 		{c.AllowMsgTTL, "per-message TTLs are not supported"},
 		{c.SubjectDeleteMarkerTTL != 0, "subject delete markers are not supported"},

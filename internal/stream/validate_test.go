@@ -65,7 +65,7 @@ var validateCases = []struct {
 	// cairn: features not implemented yet are refused.
 	{"cairn: mirror", `{"name":"M","mirror":{"name":"O"}}`, `{"code":500,"err_code":10052,"description":"stream mirrors are not supported"}`},
 	{"cairn: sources", `{"name":"Y","sources":[{"name":"O"}]}`, `{"code":500,"err_code":10052,"description":"stream sources are not supported"}`},
-	{"cairn: subject transform", `{"name":"T","subject_transform":{"src":"a","dest":"b"}}`, `{"code":500,"err_code":10052,"description":"stream subject transforms are not supported"}`},
+	{"subject transform", `{"name":"T","subject_transform":{"src":"a","dest":"b"}}`, `ok`},
 	{"cairn: republish", `{"name":"R","subjects":["a"],"republish":{"dest":"b"}}`, `{"code":500,"err_code":10052,"description":"stream republish is not supported"}`},
 	{"cairn: message TTLs", `{"name":"T","allow_msg_ttl":true}`, `{"code":500,"err_code":10052,"description":"per-message TTLs are not supported"}`},
 	{"cairn: delete markers", `{"name":"T","subject_delete_marker_ttl":1000000000}`, `{"code":500,"err_code":10052,"description":"subject delete markers are not supported"}`},
