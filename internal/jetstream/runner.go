@@ -161,18 +161,39 @@ func (r *runner) do(op func(*stream.Stream)) bool {
 	return true
 }
 
+// appendBatcher is a store that writes runs of appends together when
+// told where a run begins and ends (filestore.Store.BeginBatch): the
+// apply loop brackets each batch it takes, so that the batch is written
+// and fsynced once rather than from its first message on.
+type appendBatcher interface {
+	BeginBatch()
+	EndBatch()
+}
+
+// applyLoop applies what the ingest queue holds, a batch at a time, on
+// the stream's apply goroutine. Nothing on it calls WaitDurable (the ack
+// goroutine does), as appendBatcher requires; a store call that waits for
+// its own change, such as dropIfUninterested's Delete, wakes the writer
+// itself.
 func (r *runner) applyLoop() {
 	defer r.done.Done()
 	defer r.acks.close()
+	batcher, _ := r.store.(appendBatcher)
 	var batch []item
 	for {
 		var ok bool
 		if batch, ok = r.in.take(batch); !ok {
 			return
 		}
+		if batcher != nil {
+			batcher.BeginBatch()
+		}
 		for i := range batch {
 			r.applyOne(&batch[i])
 			batch[i] = item{}
+		}
+		if batcher != nil {
+			batcher.EndBatch()
 		}
 		r.syncUsage()
 	}

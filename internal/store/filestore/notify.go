@@ -1,11 +1,16 @@
 package filestore
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
-// notifier publishes the flusher's progress: the durable sequence, the
-// number of batches done, and the fence error. Waiters take the current
-// channel and wait for it to be closed; every change closes it and makes
-// a new one.
+// notifier is where the flusher and its callers meet. It publishes the
+// flusher's progress: the durable sequence, the number of batches done,
+// and the fence error; waiters take the current channel and wait for it
+// to be closed, and every change closes it and makes a new one. The other
+// way, it carries the callers' hints to the writer: runs of appends in
+// progress (held) and requests to write at once (urgent).
 type notifier struct {
 	mu struct {
 		sync.Mutex
@@ -14,10 +19,16 @@ type notifier struct {
 		err error  // the fence, once set
 		ch  chan struct{}
 	}
+	// held counts the runs of appends in progress (Store.BeginBatch);
+	// while it is above 0, the writer ignores the kicks of Append.
+	held atomic.Int32
+	// urgent wakes the writer even while held: someone waits for a batch
+	// (waitGen). Capacity 1.
+	urgent chan struct{}
 }
 
 func newNotifier(seq uint64) *notifier {
-	n := &notifier{}
+	n := &notifier{urgent: make(chan struct{}, 1)}
 	n.mu.seq = seq
 	n.mu.ch = make(chan struct{})
 	return n
@@ -28,8 +39,14 @@ func (n *notifier) waitSeq(seq uint64) error {
 	return n.wait(func() bool { return n.mu.seq >= seq })
 }
 
-// waitGen blocks until batch gen is durable or the store is fenced.
+// waitGen blocks until batch gen is durable or the store is fenced. It
+// wakes the writer first, held or not: the caller may be the one holding
+// it (a Delete between BeginBatch and EndBatch).
 func (n *notifier) waitGen(gen uint64) error {
+	select {
+	case n.urgent <- struct{}{}:
+	default:
+	}
 	return n.wait(func() bool { return n.mu.gen >= gen })
 }
 
