@@ -241,8 +241,8 @@ func TestCLIStreamBench(t *testing.T) {
 
 // nats bench js pub --create makes its own stream; natscli v0.5.0 asks for
 // allow_atomic and allow_batched there, with Nats-Required-Api-Level: 3.
-// cairn advertises API level 0 (no atomic or fast batches yet) and answers
-// 10185, as nats-server does to a request above its level
+// cairn advertises API level 1 (no atomic or fast batches, levels 2 and 4)
+// and answers 10185, as nats-server does to a request above its level
 // (docs/compatibility.md).
 func TestCLIStreamBenchCreate(t *testing.T) {
 	natsCLI(t)
@@ -252,7 +252,7 @@ func TestCLIStreamBenchCreate(t *testing.T) {
 	if !targetIsNatsServer() {
 		errOut := runCLIFail(t, u, args...)
 		if !strings.Contains(errOut, "JetStream minimum api level required (10185)") {
-			t.Errorf("nats bench js pub --create against API level 0: want 10185, got:\n%s", errOut)
+			t.Errorf("nats bench js pub --create against API level 1: want 10185, got:\n%s", errOut)
 		}
 		return
 	}

@@ -124,19 +124,15 @@ var compatDiffs = map[string]string{
 	"advisory $JS.EVENT.ADVISORY.STREAM.DELETED.UK #1 $":  "Unknown JSON keys in API requests (cairn created the stream)",
 	"advisory $JS.EVENT.ADVISORY.STREAM.UPDATED.UKS #1 $": "Unknown JSON keys in API requests (cairn applied the update)",
 
-	// Row "JetStream API level": mirrors and per-message TTLs are refused
-	// with 10052; the streams nats-server created are deleted again
-	// without comparing.
-	"create mirror $":  "JetStream API level (mirrors refused with 10052)",
-	"create msg ttl $": "JetStream API level (per-message TTL refused with 10052)",
+	// Row "JetStream API level": mirrors are refused with 10052; the
+	// stream nats-server created is deleted again without comparing.
+	"create mirror $": "JetStream API level (mirrors refused with 10052)",
 	"advisory $JS.EVENT.ADVISORY.STREAM.CREATED.MIR #1 $": "JetStream API level (mirrors refused)",
 	"advisory $JS.EVENT.ADVISORY.STREAM.DELETED.MIR #1 $": "JetStream API level (mirrors refused)",
-	"advisory $JS.EVENT.ADVISORY.STREAM.CREATED.TTL #1 $": "JetStream API level (per-message TTL refused)",
-	"advisory $JS.EVENT.ADVISORY.STREAM.DELETED.TTL #1 $": "JetStream API level (per-message TTL refused)",
 	// Net of: cairn +1 error for the unknown subject STREAM.CREATE.A.B,
-	// +2 for refusing MIR and TTL, +2 for deleting them; nats-server +1
-	// error (and +1 total) for the mirror's consumer create on the
-	// missing origin, +2 for the unknown keys, +1 for deleting UK.
+	// +1 for refusing MIR, +1 for deleting it; nats-server +1 error (and
+	// +1 total) for the mirror's consumer create on the missing origin,
+	// +2 for the unknown keys, +1 for deleting UK.
 	"account info after stream create $.api.errors": "Unknown `$JS.API.<X>` subjects, Unknown JSON keys in API requests, JetStream API level",
 
 	// Row "Stream `bytes`": 30/34 per message for memory streams too.
@@ -911,7 +907,7 @@ func (d *differ) streamCreate() {
 	d.req("create mirror", c+"MIR", `{"name":"MIR","mirror":{"name":"NOSUCH"}}`)
 	d.reconcile(diffAPI+"STREAM.DELETE.MIR", "") // created by nats-server only
 	d.req("create msg ttl", c+"TTL", `{"name":"TTL","subjects":["ttl"],"allow_msg_ttl":true}`)
-	d.reconcile(diffAPI+"STREAM.DELETE.TTL", "") // created by nats-server only
+	d.reconcile(diffAPI+"STREAM.DELETE.TTL", "")
 	d.req("create api level header too high", c+"LV", `{"name":"LV"}`, diffHdr("Nats-Required-Api-Level", "99"))
 	d.req("create api level header not a number", c+"LV", `{"name":"LV"}`, diffHdr("Nats-Required-Api-Level", "abc"))
 

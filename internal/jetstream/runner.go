@@ -17,7 +17,8 @@ import (
 const maxIngest = 64 * 1024
 
 // expiryInterval is how often a stream applies max_age and forgets
-// expired Nats-Msg-Ids.
+// expired Nats-Msg-Ids; a per-message TTL due sooner brings the next pass
+// forward (runner.expire).
 const expiryInterval = time.Second
 
 // item is one unit of work for a stream's apply goroutine: a publish, or
@@ -294,19 +295,40 @@ func storeFailed(err error) *jserr.Error {
 	return jserr.New(jserr.StreamStoreFailed, jserr.Sub("err", err))
 }
 
-// expireTick applies max_age and the duplicate window on the apply
-// goroutine, then re-arms itself.
+// expireTick applies max_age, per-message TTLs and the duplicate window
+// on the apply goroutine (expire), which then re-arms the timer.
 func (r *runner) expireTick() {
 	now := r.js.now().UnixNano()
-	r.in.pushOp(item{op: func(s *stream.Stream) {
-		if _, err := s.Store().ExpireUpTo(now); err != nil && !errors.Is(err, store.ErrClosed) {
-			r.js.logf("stream %s: expire: %v", r.name, err)
-		}
-		s.ExpireDedupe(now)
-	}})
+	r.in.pushOp(item{op: func(s *stream.Stream) { r.expire(s, now) }})
+}
+
+// minExpiryWait is the shortest wait between two expiry passes, so that
+// a subject delete marker that keeps failing is retried at this pace
+// (nats-server's expiry timer has the same floor).
+const minExpiryWait = 250 * time.Millisecond
+
+// expire runs one expiry pass at now on the apply goroutine: it removes
+// what expired, stores the subject delete markers the pass asks for (each
+// applied as a publish without a reply), forgets expired Nats-Msg-Ids, and
+// re-arms the timer for the next TTL deadline when that comes before
+// expiryInterval, so that a TTL is honoured on time without polling more
+// often.
+func (r *runner) expire(s *stream.Stream, now int64) {
+	markers, next, err := s.ExpireUpTo(now)
+	if err != nil && !errors.Is(err, store.ErrClosed) {
+		r.js.logf("stream %s: expire: %v", r.name, err)
+	}
+	for _, m := range markers {
+		r.applyOne(&item{entry: m})
+	}
+	s.ExpireDedupe(now)
+	wait := expiryInterval
+	if next > 0 {
+		wait = min(wait, max(time.Duration(next-r.js.now().UnixNano()), minExpiryWait))
+	}
 	r.mu.Lock()
 	if !r.stopped {
-		r.timer.Reset(expiryInterval)
+		r.timer.Reset(wait)
 	}
 	r.mu.Unlock()
 }

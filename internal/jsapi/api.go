@@ -12,11 +12,13 @@ import (
 )
 
 // APILevel is the JetStream API level cairn implements (protocol.md section
-// 0 item 2): 0 until per-message TTLs land. It is advertised in
+// 0 item 2): 1, per-message TTLs (Nats-TTL, allow_msg_ttl) and subject
+// delete markers (subject_delete_marker_ttl). Level 2 (counters, atomic
+// batches, schedules) is not implemented. It is advertised in
 // $JS.API.INFO and checked against Nats-Required-Api-Level; the engine
 // must be configured with the same level (jetstream.Config.APILevel), which
 // it reports as _nats.level in stream configs.
-const APILevel = 0
+const APILevel = 1
 
 // Defaults of Options.
 const (

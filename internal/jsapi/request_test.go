@@ -28,12 +28,13 @@ func TestCheckLevel(t *testing.T) {
 		{header("nats-required-api-level: 5"), false}, // the name is case-sensitive
 		{header("X-Nats-Required-Api-Level: 5"), false},
 		{header("Nats-Required-Api-Level-X: 5"), false},
-		{header("Nats-Required-Api-Level: 1"), true},
+		{header("Nats-Required-Api-Level: 1"), false},
+		{header("Nats-Required-Api-Level: 2"), true},
 		{header("A: 1", "Nats-Required-Api-Level: 2"), true},
 		{header("Nats-Required-Api-Level: x"), true},
 		{header("Nats-Required-Api-Level: 0 "), true},
 		{header("Nats-Required-Api-Level: 0.5"), true},
-		{header("A: Nats-Required-Api-Level: 5", "Nats-Required-Api-Level: 1"), true},
+		{header("A: Nats-Required-Api-Level: 5", "Nats-Required-Api-Level: 2"), true},
 	}
 	for _, c := range cases {
 		r := &request{hdr: c.hdr}
@@ -127,7 +128,7 @@ func TestEveryEndpointAnswersLevel(t *testing.T) {
 		if strings.HasPrefix(key, "CONSUMER.") && strings.HasSuffix(key, "CREATE") {
 			body = "{}" // consumer create decodes the body first
 		}
-		got := c.request(subj, body, header("Nats-Required-Api-Level: 1"))
+		got := c.request(subj, body, header(fmt.Sprintf("Nats-Required-Api-Level: %d", APILevel+1)))
 		want := fmt.Sprintf(`{"type":"io.nats.jetstream.api.v1.%s","error":{"code":412,"err_code":10185,"description":"JetStream minimum api level required"}`, ep.typ)
 		if !strings.HasPrefix(got, want) {
 			t.Errorf("%s: %s", subj, got)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"strconv"
 	"strings"
 
 	"github.com/cairnmq/cairn/internal/jserr"
@@ -36,7 +37,8 @@ import (
 //  12. Nats-Msg-Id seen in the window: a duplicate (success).
 //  13. Nats-Expected-Last-Msg-Id, 10070.
 //  14. Nats-Rollup: 10111 when not allowed or not "sub"/"all" (any case).
-//  15. Nats-TTL unparsable or under 1 s, 10165.
+//  15. Nats-TTL unparsable or under 1 s, 10165. Then a TTL below
+//     subject_delete_marker_ttl is raised to it (raiseTTL).
 //
 // Checks 5 to 14 run only when the message has a header.
 
@@ -61,6 +63,7 @@ type pub struct {
 	msgID   string // Nats-Msg-Id, "" when none
 	rollup  string // rollupSub, rollupAll or ""
 	badTTL  bool   // Nats-TTL present but invalid (check 15)
+	ttl     int64  // Nats-TTL in seconds when valid (store.ParseTTL)
 }
 
 func newPub(e Entry) *pub {
@@ -136,6 +139,7 @@ func (s *Stream) checkAfterDedupe(m *pub) *jserr.Error {
 	if m.badTTL {
 		return jserr.New(jserr.MessageTTLInvalid)
 	}
+	s.raiseTTL(m)
 	return nil
 }
 
@@ -180,7 +184,7 @@ func (s *Stream) checkTTL(m *pub) *jserr.Error {
 	if len(v) == 0 {
 		return nil
 	}
-	ttl, ok := parseTTL(string(v))
+	ttl, ok := store.ParseTTL(string(v))
 	if !ok {
 		m.badTTL = true
 		return nil
@@ -188,7 +192,23 @@ func (s *Stream) checkTTL(m *pub) *jserr.Error {
 	if ttl != 0 && !s.cfg.AllowMsgTTL {
 		return jserr.New(jserr.MessageTTLDisabled)
 	}
+	m.ttl = ttl
 	return nil
+}
+
+// raiseTTL raises a TTL shorter than subject_delete_marker_ttl to it
+// (whole seconds), so that a subject's marker cannot outlive the message
+// it stands for, and rewrites the stored header as nats-server v2.15.2
+// processJetStreamMsg does: the Nats-TTL field is removed and
+// "Nats-TTL: <seconds>" added as the last field. "never" and streams with
+// max_msgs_per_subject 1 are left alone.
+func (s *Stream) raiseTTL(m *pub) {
+	floor := int64(s.cfg.SubjectDeleteMarkerTTL.Seconds())
+	if m.ttl <= 0 || floor <= 0 || s.cfg.MaxMsgsPerSubject == 1 || m.ttl >= floor {
+		return
+	}
+	m.ttl = floor
+	m.hdr = setHeader(m.hdr, hdrTTL, strconv.FormatInt(floor, 10))
 }
 
 // checkLastSubjectSeq checks Nats-Expected-Last-Subject-Sequence against

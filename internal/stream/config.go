@@ -175,6 +175,8 @@ func (c *Config) StoreConfig() store.Config {
 		Discard:              discard,
 		DiscardNewPerSubject: c.DiscardNewPerSubject,
 		FirstSeq:             c.FirstSeq,
+		MsgTTL:               c.AllowMsgTTL,
+		SubjectDeleteMarkers: c.SubjectDeleteMarkerTTL > 0,
 	}
 }
 

@@ -3,8 +3,6 @@ package stream
 import (
 	"bytes"
 	"strconv"
-	"strings"
-	"time"
 )
 
 // The publish headers the stream acts on (protocol.md section 4.2;
@@ -19,6 +17,7 @@ const (
 	hdrExpectedLastMsgID = "Nats-Expected-Last-Msg-Id"
 	hdrRollup            = "Nats-Rollup"
 	hdrTTL               = "Nats-TTL"
+	hdrMarkerReason      = "Nats-Marker-Reason"
 	hdrIncr              = "Nats-Incr"
 	hdrBatchID           = "Nats-Batch-Id"
 	hdrSchedule          = "Nats-Schedule"
@@ -124,25 +123,20 @@ func parseSeq(v []byte) uint64 {
 	return uint64(n)
 }
 
-// parseTTL reads a Nats-TTL value as nats-server's parseMessageTTL does:
-// "never" (any case) is -1; a Go duration of at least 1 s gives its whole
-// seconds; otherwise a plain number of seconds. ok is false for a
-// duration under 1 s or an unparsable value.
-func parseTTL(v string) (ttl int64, ok bool) {
-	if strings.EqualFold(v, "never") {
-		return -1, true
+// setHeader returns hdr with its fields named key replaced by one
+// "key: value" field at the end of the block, as nats-server's
+// removeHeaderIfPresent followed by genHeader build it; a nil hdr gets a
+// new block. hdr itself is never modified.
+func setHeader(hdr []byte, key, value string) []byte {
+	hdr = removeHeader(hdr, key)
+	out := make([]byte, 0, len(hdr)+len(key)+len(value)+len(emptyBlock)+4)
+	if len(hdr) > len(crlf) {
+		out = append(out, hdr[:len(hdr)-len(crlf)]...)
+	} else {
+		out = append(out, hdrVersion+crlf...)
 	}
-	if d, err := time.ParseDuration(v); err == nil {
-		if d < time.Second {
-			return 0, false
-		}
-		return int64(d.Seconds()), true
-	}
-	n := int64(parseSeq([]byte(v)))
-	if n < 0 {
-		return 0, false
-	}
-	return n, true
+	out = append(append(append(append(out, key...), ": "...), value...), crlf...)
+	return append(out, crlf...)
 }
 
 // RequiredLevelAbove reports whether hdr carries a Nats-Required-Api-Level

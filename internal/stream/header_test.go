@@ -80,23 +80,22 @@ func TestParseSeq(t *testing.T) {
 	}
 }
 
-// TestParseTTL covers nats-server's parseMessageTTL (protocol.md section
-// 4.2 row 2).
-func TestParseTTL(t *testing.T) {
-	tests := []struct {
-		in  string
-		ttl int64
-		ok  bool
-	}{
-		{"never", -1, true}, {"NEVER", -1, true},
-		{"5s", 5, true}, {"1.9s", 1, true}, {"1h", 3600, true},
-		{"60", 60, true}, {"00", 0, true},
-		{"0", 0, false}, {"500ms", 0, false}, {"-5s", 0, false}, {"abc", 0, false}, {"-1", 0, false},
+// setHeader builds the block nats-server's removeHeaderIfPresent and
+// genHeader build: the field moves to the end, every copy of it goes.
+func TestSetHeader(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", "NATS/1.0\r\nNats-TTL: 5\r\n\r\n"},
+		{"NATS/1.0\r\nNats-TTL: 1s\r\n\r\n", "NATS/1.0\r\nNats-TTL: 5\r\n\r\n"},
+		{"NATS/1.0\r\nNats-TTL: 1s\r\nA: b\r\n\r\n", "NATS/1.0\r\nA: b\r\nNats-TTL: 5\r\n\r\n"},
+		{"NATS/1.0\r\nA: b\r\nNats-TTL: 1\r\nNats-TTL: 2\r\nC: d\r\n\r\n", "NATS/1.0\r\nA: b\r\nC: d\r\nNats-TTL: 5\r\n\r\n"},
 	}
 	for _, tc := range tests {
-		ttl, ok := parseTTL(tc.in)
-		if ttl != tc.ttl || ok != tc.ok {
-			t.Errorf("parseTTL(%q) = %d %v, want %d %v", tc.in, ttl, ok, tc.ttl, tc.ok)
+		in := []byte(tc.in)
+		if got := string(setHeader(in, "Nats-TTL", "5")); got != tc.want {
+			t.Errorf("setHeader(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if string(in) != tc.in {
+			t.Errorf("setHeader modified its input %q", tc.in)
 		}
 	}
 }

@@ -169,7 +169,22 @@ func (c *Config) checkFlags() *jserr.Error {
 	case c.SubjectDeleteMarkerTTL < 0:
 		return invalid("subject delete marker TTL must not be negative")
 	}
+	c.forceMarkerFlags()
 	return nil
+}
+
+// forceMarkerFlags turns on what subject delete markers need, as
+// nats-server v2.15.2 checkStreamCfg does outside pedantic mode (after it
+// checked deny_purge against allow_rollup_hdrs): allow_msg_ttl, and
+// roll-ups with the purge permission.
+func (c *Config) forceMarkerFlags() {
+	if c.SubjectDeleteMarkerTTL <= 0 {
+		return
+	}
+	c.AllowMsgTTL = true
+	if !c.AllowRollup {
+		c.AllowRollup, c.DenyPurge = true, false
+	}
 }
 
 // checkMirror makes the first of nats-server's mirror checks.
@@ -282,8 +297,6 @@ func (c *Config) checkUnsupported() *jserr.Error {
 		{c.Mirror != nil, "stream mirrors are not supported"},
 		{len(c.Sources) > 0, "stream sources are not supported"},
 		{c.RePublish != nil, "stream republish is not supported"},
-		{c.AllowMsgTTL, "per-message TTLs are not supported"},
-		{c.SubjectDeleteMarkerTTL != 0, "subject delete markers are not supported"},
 		{c.AllowMsgCounter, "message counters are not supported"},
 		{c.AllowAtomicPublish, "atomic batch publish is not supported"},
 		{c.AllowMsgSchedules, "message schedules are not supported"},

@@ -67,8 +67,10 @@ var validateCases = []struct {
 	{"cairn: sources", `{"name":"Y","sources":[{"name":"O"}]}`, `{"code":500,"err_code":10052,"description":"stream sources are not supported"}`},
 	{"subject transform", `{"name":"T","subject_transform":{"src":"a","dest":"b"}}`, `ok`},
 	{"cairn: republish", `{"name":"R","subjects":["a"],"republish":{"dest":"b"}}`, `{"code":500,"err_code":10052,"description":"stream republish is not supported"}`},
-	{"cairn: message TTLs", `{"name":"T","allow_msg_ttl":true}`, `{"code":500,"err_code":10052,"description":"per-message TTLs are not supported"}`},
-	{"cairn: delete markers", `{"name":"T","subject_delete_marker_ttl":1000000000}`, `{"code":500,"err_code":10052,"description":"subject delete markers are not supported"}`},
+	{"message TTLs", `{"name":"T","allow_msg_ttl":true}`, `ok`},
+	{"delete markers", `{"name":"T","subject_delete_marker_ttl":1000000000}`, `ok`},
+	{"delete markers with deny_purge", `{"name":"T","subject_delete_marker_ttl":1000000000,"deny_purge":true}`, `ok`},
+	{"delete markers, deny_purge and rollups", `{"name":"T","subject_delete_marker_ttl":1000000000,"deny_purge":true,"allow_rollup_hdrs":true}`, `{"code":500,"err_code":10052,"description":"roll-ups require the purge permission"}`},
 	{"cairn: counters", `{"name":"T","allow_msg_counter":true}`, `{"code":500,"err_code":10052,"description":"message counters are not supported"}`},
 	{"cairn: atomic", `{"name":"T","allow_atomic":true}`, `{"code":500,"err_code":10052,"description":"atomic batch publish is not supported"}`},
 	{"cairn: schedules", `{"name":"T","allow_msg_schedules":true}`, `{"code":500,"err_code":10052,"description":"message schedules are not supported"}`},
@@ -283,5 +285,23 @@ func TestValidName(t *testing.T) {
 		if !ValidName(good) {
 			t.Errorf("ValidName(%q) = false", good)
 		}
+	}
+}
+
+// subject_delete_marker_ttl turns on what markers need, as nats-server
+// v2.15.2 checkStreamCfg does outside pedantic mode: allow_msg_ttl, and
+// roll-ups with the purge permission.
+func TestMarkerFlagsForced(t *testing.T) {
+	c := Config{Name: "M", SubjectDeleteMarkerTTL: time.Second, DenyPurge: true}
+	c.SetDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	if !c.AllowMsgTTL || !c.AllowRollup || c.DenyPurge {
+		t.Fatalf("allow_msg_ttl %v, allow_rollup_hdrs %v, deny_purge %v; want true, true, false", c.AllowMsgTTL, c.AllowRollup, c.DenyPurge)
+	}
+	sc := c.StoreConfig()
+	if !sc.MsgTTL || !sc.SubjectDeleteMarkers {
+		t.Fatalf("store config %+v: want MsgTTL and SubjectDeleteMarkers", sc)
 	}
 }
