@@ -20,6 +20,7 @@ type Stream struct {
 	dedupe    dedupe
 	lastMsgID string               // Nats-Msg-Id of the last stored message, "" if none
 	in        *transform.Transform // subject_transform, nil without one
+	rp        *transform.Transform // republish source to destination, nil without republish
 }
 
 // Entry is one publish to apply: the subject, the raw NATS header block
@@ -27,11 +28,18 @@ type Stream struct {
 // nanoseconds, chosen once by whoever made the entry. Apply never
 // modifies Header or Data, and passes them to store.Append without copying
 // when it does not have to change the header.
+//
+// Sourced marks a message copied from another stream (SourcedEntry): the
+// origin already validated it, so, as in nats-server v2.15.2
+// (processJetStreamMsg with sourced set), its Nats-Stream-Source header,
+// schedule headers, a Nats-TTL on a stream without allow_msg_ttl and a
+// rollup the stream does not permit are not refused.
 type Entry struct {
 	Subject string
 	Header  []byte
 	Data    []byte
 	Time    int64
+	Sourced bool
 }
 
 // Result is the outcome of Apply. Exactly one of these holds:
@@ -55,6 +63,10 @@ type Result struct {
 	// Purged is the number of messages a Nats-Rollup removed, for the
 	// runner to tell the consumers.
 	Purged uint64
+	// RePublish is the copy of the stored message to publish, when the
+	// stream republishes it; the runner publishes it once the message is
+	// durable.
+	RePublish *RePublished
 }
 
 // New returns the state machine of a stream with config cfg over st. cfg
@@ -62,7 +74,7 @@ type Result struct {
 // cfg.StoreConfig(). New reads nothing from st: after opening a store that
 // already holds messages, call Rebuild.
 func New(cfg Config, st store.Store) *Stream {
-	return &Stream{cfg: cfg.Clone(), store: st, in: compileTransform(&cfg)}
+	return &Stream{cfg: cfg.Clone(), store: st, rp: compileRePublish(&cfg), in: compileTransform(&cfg)}
 }
 
 // Config returns a copy of the stream's config.
@@ -87,6 +99,7 @@ func (s *Stream) SetConfig(cfg Config) error {
 	}
 	s.cfg = cfg.Clone()
 	s.in = compileTransform(&s.cfg)
+	s.rp = compileRePublish(&s.cfg)
 	return nil
 }
 
@@ -122,6 +135,7 @@ func (s *Stream) Apply(e Entry) Result {
 // commit appends the checked message and does the bookkeeping of a
 // stored message.
 func (s *Stream) commit(m *pub) Result {
+	rpSubj, rpLast, rpOK := s.rePublishTarget(m)
 	seq, err := s.store.Append(store.Msg{Subject: m.subject, Header: m.hdr, Data: m.data, Time: m.time})
 	if err != nil {
 		return Result{Err: storeError(err), StoreErr: err}
@@ -131,6 +145,9 @@ func (s *Stream) commit(m *pub) Result {
 		s.dedupe.add(m.msgID, seq, m.time)
 	}
 	r := Result{Seq: seq, Subject: m.subject}
+	if rpOK {
+		r.RePublish = s.rePublish(m, rpSubj, seq, rpLast)
+	}
 	if m.rollup != "" {
 		r.Purged, err = s.rollup(m)
 		if err != nil {

@@ -64,10 +64,11 @@ type pub struct {
 	rollup  string // rollupSub, rollupAll or ""
 	badTTL  bool   // Nats-TTL present but invalid (check 15)
 	ttl     int64  // Nats-TTL in seconds when valid (store.ParseTTL)
+	sourced bool   // copied from another stream (Entry.Sourced)
 }
 
 func newPub(e Entry) *pub {
-	return &pub{subject: e.Subject, hdr: stripStatus(e.Header), data: e.Data, time: e.Time}
+	return &pub{subject: e.Subject, hdr: stripStatus(e.Header), data: e.Data, time: e.Time, sourced: e.Sourced}
 }
 
 // value returns the header field key of m.
@@ -189,7 +190,7 @@ func (s *Stream) checkTTL(m *pub) *jserr.Error {
 		m.badTTL = true
 		return nil
 	}
-	if ttl != 0 && !s.cfg.AllowMsgTTL {
+	if ttl != 0 && !s.cfg.AllowMsgTTL && !m.sourced {
 		return jserr.New(jserr.MessageTTLDisabled)
 	}
 	m.ttl = ttl
@@ -274,6 +275,9 @@ func (s *Stream) checkLastSeq(m *pub) *jserr.Error {
 // time zone it cannot load when no pattern is given; cairn loads no time
 // zone database in apply and lets that one through.)
 func (s *Stream) checkSchedule(m *pub) *jserr.Error {
+	if m.sourced {
+		return nil // the origin validated it
+	}
 	tz, hasTZ := headerValue(m.hdr, hdrScheduleTimeZone)
 	if len(m.value(hdrSchedule)) > 0 || hasTZ && len(tz) == 0 {
 		return jserr.New(jserr.MessageSchedulesDisabled)
@@ -285,6 +289,9 @@ func (s *Stream) checkSchedule(m *pub) *jserr.Error {
 // may only send "purge" with a valid scheduler subject, which a stream
 // without schedules then refuses.
 func (s *Stream) checkScheduler(m *pub) *jserr.Error {
+	if m.sourced {
+		return nil
+	}
 	scheduler := string(m.value(hdrScheduler))
 	next := m.value(hdrScheduleNext)
 	if len(next) == 0 {
@@ -301,7 +308,7 @@ func (s *Stream) checkScheduler(m *pub) *jserr.Error {
 
 // checkSourceHeader refuses Nats-Stream-Source, reserved for sourcing.
 func (s *Stream) checkSourceHeader(m *pub) *jserr.Error {
-	if len(m.value(hdrStreamSource)) > 0 {
+	if !m.sourced && len(m.value(hdrStreamSource)) > 0 {
 		return jserr.New(jserr.MessageSourceHdrNotAllowed)
 	}
 	return nil
@@ -320,7 +327,7 @@ func (s *Stream) checkRollup(m *pub) *jserr.Error {
 	if len(v) == 0 {
 		return nil
 	}
-	if !s.cfg.AllowRollup || s.cfg.DenyPurge {
+	if (!s.cfg.AllowRollup || s.cfg.DenyPurge) && !m.sourced {
 		return jserr.New(jserr.StreamRollupFailed, jserr.Sub("err", "rollup not permitted"))
 	}
 	switch r := strings.ToLower(string(v)); r {

@@ -149,6 +149,7 @@ func (c *Config) SetDefaults() {
 	if c.RePublish != nil && c.RePublish.Source == "" {
 		c.RePublish.Source = ">"
 	}
+	c.implicitRePublish()
 }
 
 // unlimited maps 0 and anything below -1 to -1 (unlimited).
@@ -234,4 +235,16 @@ func clonePtr[T any](p *T) *T {
 // on the wire, such as a nil and an empty list.
 func (c *Config) Equal(o *Config) bool {
 	return sameJSON(c, o)
+}
+
+// implicitRePublish rewrites a ">" to ">" republish of a stream whose
+// only subject is its subject transform's source into a republish of the
+// transformed subjects, as nats-server v2.15.2 does outside pedantic mode
+// (checkStreamCfgLocked; pedantic mode refuses it, CheckPedantic).
+func (c *Config) implicitRePublish() {
+	rp, tr := c.RePublish, c.SubjectTransform
+	if rp != nil && rp.Source == ">" && rp.Destination == ">" && tr != nil &&
+		len(c.Subjects) == 1 && tr.Source == c.Subjects[0] {
+		rp.Source, rp.Destination = tr.Destination, tr.Destination
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/subject"
+	"github.com/cairnmq/cairn/internal/transform"
 )
 
 // Limits of the stream configuration (nats-server JSMaxNameLen,
@@ -73,6 +74,7 @@ var configChecks = []func(*Config) *jserr.Error{
 	(*Config).checkWindows,
 	(*Config).checkFlags,
 	(*Config).checkMirror,
+	(*Config).checkSources,
 	(*Config).checkSubjects,
 	(*Config).checkTransform,
 	(*Config).checkRePublish,
@@ -187,22 +189,6 @@ func (c *Config) forceMarkerFlags() {
 	}
 }
 
-// checkMirror makes the first of nats-server's mirror checks.
-func (c *Config) checkMirror() *jserr.Error {
-	if c.Mirror == nil {
-		return nil
-	}
-	switch {
-	case c.FirstSeq > 0:
-		return jserr.New(jserr.MirrorWithFirstSeq)
-	case len(c.Subjects) > 0:
-		return jserr.New(jserr.MirrorWithSubjects)
-	case len(c.Sources) > 0:
-		return jserr.New(jserr.MirrorWithSources)
-	}
-	return nil
-}
-
 // The subject spaces a stream may capture only with no_ack, and the
 // exceptions.
 var (
@@ -256,15 +242,20 @@ func (c *Config) checkSubject(subj string) *jserr.Error {
 }
 
 // checkRePublish refuses a republish destination that overlaps the
-// stream's own subjects (a cycle).
+// stream's own subjects (a cycle), then a source and destination that do
+// not make a transform (nats-server v2.15.2 checkStreamCfgLocked).
 func (c *Config) checkRePublish() *jserr.Error {
-	if c.RePublish == nil {
+	rp := c.RePublish
+	if rp == nil {
 		return nil
 	}
 	for _, subj := range c.Subjects {
-		if subject.Overlap(c.RePublish.Destination, subj) {
+		if subject.Overlap(rp.Destination, subj) {
 			return invalid("stream configuration for republish destination forms a cycle")
 		}
+	}
+	if _, err := transform.New(rp.Source, rp.Destination); err != nil {
+		return invalid(fmt.Sprintf("stream configuration for republish with transform from '%s' to '%s' not valid", rp.Source, rp.Destination))
 	}
 	return nil
 }
@@ -294,9 +285,10 @@ func (c *Config) checkUnsupported() *jserr.Error {
 		on   bool
 		what string
 	}{
-		{c.Mirror != nil, "stream mirrors are not supported"},
-		{len(c.Sources) > 0, "stream sources are not supported"},
-		{c.RePublish != nil, "stream republish is not supported"},
+		{c.Mirror != nil && c.Mirror.External != nil, "external stream mirrors are not supported"},
+		{c.Mirror != nil && c.Mirror.Consumer != nil, "stream mirror consumers are not supported"},
+		{c.hasSource(func(s *Source) bool { return s.External != nil }), "external stream sources are not supported"},
+		{c.hasSource(func(s *Source) bool { return s.Consumer != nil }), "stream source consumers are not supported"},
 		{c.AllowMsgCounter, "message counters are not supported"},
 		{c.AllowAtomicPublish, "atomic batch publish is not supported"},
 		{c.AllowMsgSchedules, "message schedules are not supported"},
@@ -308,4 +300,14 @@ func (c *Config) checkUnsupported() *jserr.Error {
 		}
 	}
 	return nil
+}
+
+// hasSource reports whether a source of c satisfies f.
+func (c *Config) hasSource(f func(*Source) bool) bool {
+	for _, s := range c.Sources {
+		if s != nil && f(s) {
+			return true
+		}
+	}
+	return false
 }
