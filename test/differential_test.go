@@ -65,6 +65,7 @@ func TestDifferential(t *testing.T) {
 		{"stream names", d.accountAndStreamNames},
 		{"stream create", d.streamCreate},
 		{"stream create pedantic", d.streamCreatePedantic},
+		{"mirror and source configs", d.sourceConfigs},
 		{"stream info", d.streamInfoAndLists},
 		{"pub acks", d.pubAcks},
 		{"stream update", d.streamUpdate},
@@ -124,16 +125,11 @@ var compatDiffs = map[string]string{
 	"advisory $JS.EVENT.ADVISORY.STREAM.DELETED.UK #1 $":  "Unknown JSON keys in API requests (cairn created the stream)",
 	"advisory $JS.EVENT.ADVISORY.STREAM.UPDATED.UKS #1 $": "Unknown JSON keys in API requests (cairn applied the update)",
 
-	// Row "JetStream API level": mirrors are refused with 10052; the
-	// stream nats-server created is deleted again without comparing.
-	"create mirror $": "JetStream API level (mirrors refused with 10052)",
-	"advisory $JS.EVENT.ADVISORY.STREAM.CREATED.MIR #1 $": "JetStream API level (mirrors refused)",
-	"advisory $JS.EVENT.ADVISORY.STREAM.DELETED.MIR #1 $": "JetStream API level (mirrors refused)",
-	// Net of: cairn +1 error for the unknown subject STREAM.CREATE.A.B,
-	// +1 for refusing MIR, +1 for deleting it; nats-server +1 error (and
-	// +1 total) for the mirror's consumer create on the missing origin,
-	// +2 for the unknown keys, +1 for deleting UK.
-	"account info after stream create $.api.errors": "Unknown `$JS.API.<X>` subjects, Unknown JSON keys in API requests, JetStream API level",
+	// Net of: cairn +1 error for the unknown subject STREAM.CREATE.A.B;
+	// nats-server +1 error (and +1 total) for the mirror's consumer create
+	// on the missing origin (cairn's mirror reads the origin's store, no
+	// API request), +2 for the unknown keys, +1 for deleting UK.
+	"account info after stream create $.api.errors": "Unknown `$JS.API.<X>` subjects, Unknown JSON keys in API requests, mirror consumers",
 
 	// Row "Stream `bytes`": 30/34 per message for memory streams too.
 	"info memory after publish $.state.bytes": "Stream `bytes`",
@@ -907,7 +903,7 @@ func (d *differ) streamCreate() {
 	d.req("create mirror", c+"MIR", `{"name":"MIR","mirror":{"name":"NOSUCH"}}`)
 	d.reconcile(diffAPI+"STREAM.DELETE.MIR", "") // created by nats-server only
 	d.req("create msg ttl", c+"TTL", `{"name":"TTL","subjects":["ttl"],"allow_msg_ttl":true}`)
-	d.reconcile(diffAPI+"STREAM.DELETE.TTL", "")
+	d.reconcile(diffAPI+"STREAM.DELETE.TTL", "") // created by nats-server only
 	d.req("create api level header too high", c+"LV", `{"name":"LV"}`, diffHdr("Nats-Required-Api-Level", "99"))
 	d.req("create api level header not a number", c+"LV", `{"name":"LV"}`, diffHdr("Nats-Required-Api-Level", "abc"))
 
@@ -1476,4 +1472,34 @@ func (d *differ) compareAdvisory(label, c, n string) {
 	c = diffAdvIDRe.ReplaceAllString(c, `"id":"<id>"`)
 	n = diffAdvIDRe.ReplaceAllString(n, `"id":"<id>"`)
 	d.compareJSON(label, c, n, strings.Contains(label, "<generated>"))
+}
+
+// sourceConfigs sends mirror, source and republish configs that fail, so
+// that the responses do not depend on when a sourcer first ran.
+func (d *differ) sourceConfigs() {
+	c := diffAPI + "STREAM.CREATE."
+	d.req("source origin", c+"SO", `{"name":"SO","subjects":["so.>"],"max_msg_size":1024}`)
+	for _, tc := range []struct{ name, body string }{
+		{"mirror name invalid", `{"name":"V20","mirror":{"name":"a.b"}}`},
+		{"source name invalid", `{"name":"V21","sources":[{"name":"a b"}]}`},
+		{"source twice", `{"name":"V22","sources":[{"name":"X"},{"name":"X"}]}`},
+		{"source filter and transforms", `{"name":"V24","sources":[{"name":"X","filter_subject":"a","subject_transforms":[{"src":"b","dest":"c"}]}]}`},
+		{"source transform bad subject", `{"name":"V25","sources":[{"name":"X","subject_transforms":[{"src":"a..b","dest":"c"}]}]}`},
+		{"source transform bad index", `{"name":"V26","sources":[{"name":"X","subject_transforms":[{"src":"a.*","dest":"c.{{wildcard(2)}}"}]}]}`},
+		{"source transforms overlap", `{"name":"V27","sources":[{"name":"X","subject_transforms":[{"src":"a.>","dest":""},{"src":"a.b","dest":""}]}]}`},
+		{"mirror filter and transforms", `{"name":"V28","mirror":{"name":"X","filter_subject":"a","subject_transforms":[{"src":"b","dest":"c"}]}}`},
+		{"mirror transforms overlap", `{"name":"V29","mirror":{"name":"X","subject_transforms":[{"src":"a.*","dest":""},{"src":"*.b","dest":""}]}}`},
+		{"mirror transform unknown function", `{"name":"V30","mirror":{"name":"X","subject_transforms":[{"src":"a","dest":"{{foo()}}"}]}}`},
+		{"mirror with delete markers", `{"name":"V31","mirror":{"name":"X"},"subject_delete_marker_ttl":5000000000}`},
+		{"mirror with subjects", `{"name":"V32","mirror":{"name":"X"},"subjects":["x"]}`},
+		{"mirror smaller max_msg_size", `{"name":"V34","mirror":{"name":"SO"},"max_msg_size":10}`},
+		{"source smaller max_msg_size", `{"name":"V35","sources":[{"name":"SO"}],"max_msg_size":10}`},
+		{"source itself", `{"name":"V36","sources":[{"name":"V36"}]}`},
+		{"mirror itself", `{"name":"V37","mirror":{"name":"V37"}}`},
+		{"republish > to a literal", `{"name":"V38","subjects":["v38"],"republish":{"dest":"b"}}`},
+		{"republish cycle", `{"name":"V39","subjects":["v39.>"],"republish":{"src":">","dest":"v39.x.>"}}`},
+	} {
+		d.req("create "+tc.name, c+strings.SplitN(strings.SplitN(tc.body, `"name":"`, 2)[1], `"`, 2)[0], tc.body)
+	}
+	d.req("source origin delete", diffAPI+"STREAM.DELETE.SO", "")
 }

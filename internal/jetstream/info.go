@@ -15,6 +15,8 @@ type StreamInfo struct {
 	Created   time.Time     `json:"created"`
 	State     StreamState   `json:"state"`
 	Cluster   *ClusterInfo  `json:"cluster,omitempty"`
+	Mirror    *SourceInfo   `json:"mirror,omitempty"`
+	Sources   []*SourceInfo `json:"sources,omitempty"`
 	TimeStamp time.Time     `json:"ts"`
 }
 
@@ -63,6 +65,7 @@ func (r *runner) info(opts InfoOptions) *StreamInfo {
 		TimeStamp: r.js.now().UTC(),
 	}
 	info.State.Consumers = r.numConsumers()
+	info.Mirror, info.Sources = r.sourceInfos()
 	return info
 }
 

@@ -27,7 +27,7 @@ func (c *cons) position() {
 	case consumer.DeliverByStartSequence:
 		start = max(c.cfg.OptStartSeq, 1)
 	case consumer.DeliverByStartTime:
-		start = c.firstAtTime(first, st.LastSeq)
+		start = firstAtTime(c.sr.store, c.cfg.OptStartTime.UnixNano(), first, st.LastSeq)
 	case consumer.DeliverLastPerSubject:
 		c.lps = c.lastPerSubject()
 		c.minNext = next
@@ -65,14 +65,14 @@ func (c *cons) lastMatch(next uint64) uint64 {
 	return last
 }
 
-// firstAtTime returns the first sequence whose message time is at or
-// after opt_start_time (a binary search over sequences), or last+1.
-func (c *cons) firstAtTime(first, last uint64) uint64 {
-	t := c.cfg.OptStartTime.UnixNano()
+// firstAtTime returns the first sequence of st in first..last whose
+// message time is at or after t (unix nanoseconds; a binary search over
+// sequences), or last+1.
+func firstAtTime(st store.Store, t int64, first, last uint64) uint64 {
 	lo, hi := first, last+1
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		m, err := c.sr.store.LoadNext(nil, mid)
+		m, err := st.LoadNext(nil, mid)
 		if err != nil || m.Seq > last {
 			hi = mid
 			continue

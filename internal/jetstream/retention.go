@@ -23,6 +23,7 @@ func (r *runner) setDurable(seq uint64) {
 		}
 		if r.durable.CompareAndSwap(cur, seq) {
 			r.signalConsumers()
+			r.signalWatchers()
 			return
 		}
 	}

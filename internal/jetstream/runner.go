@@ -35,6 +35,7 @@ type ack struct {
 	reply   string
 	payload []byte
 	waitSeq uint64
+	rp      *stream.RePublished // published, before the PubAck, once durable
 }
 
 // runner owns one stream: its state machine (through the apply
@@ -65,6 +66,8 @@ type runner struct {
 	consumers map[string]*cons // by name
 	deleting  map[string]bool  // consumers being deleted (files not yet removed)
 	durable   atomic.Uint64    // highest sequence durable in the store
+
+	srcs sourcing // the mirror's or sources' sourcers, and who reads this stream (source.go)
 }
 
 func newRunner(js *JetStream, cfg stream.Config, created time.Time, dir string, st store.Store) *runner {
@@ -94,6 +97,7 @@ func (r *runner) start() error {
 	go r.applyLoop()
 	go r.ackLoop()
 	go r.directLoop()
+	r.startSources(r.cfg)
 	r.mu.Lock()
 	r.timer = time.AfterFunc(expiryInterval, r.expireTick)
 	r.mu.Unlock()
@@ -205,11 +209,22 @@ func (r *runner) applyOne(it *item) {
 		it.op(r.st)
 		return
 	}
+	r.applyEntry(it.entry, 0, it.reply)
+}
+
+// applyEntry applies one entry on the apply goroutine: a publish (with
+// its reply subject, "" for none), a sourced message, or, when mirrorSeq
+// is not 0, a mirror's copy of the origin's message at that sequence. It
+// queues the PubAck and the durability wait, and returns the result.
+func (r *runner) applyEntry(e stream.Entry, mirrorSeq uint64, reply string) stream.Result {
 	var res stream.Result
-	if r.js.overStorageLimit(r.storage) {
+	switch {
+	case r.js.overStorageLimit(r.storage):
 		res.Err = jserr.New(jserr.InsufficientResources)
-	} else {
-		res = r.st.Apply(it.entry)
+	case mirrorSeq > 0:
+		res = r.st.ApplyMirror(e, mirrorSeq)
+	default:
+		res = r.st.Apply(e)
 	}
 	stored := res.Err == nil && !res.Duplicate
 	if stored {
@@ -218,24 +233,26 @@ func (r *runner) applyOne(it *item) {
 	if res.Purged > 0 {
 		r.afterPurge()
 	}
-	a := ack{}
+	a := ack{rp: res.RePublish}
 	if stored {
 		a.waitSeq = res.Seq // consumers wait for it to be durable
 	}
-	if it.reply != "" && !r.noAck() {
-		a.reply, a.payload = it.reply, stream.AppendPubAck(nil, r.name, res, "")
+	if reply != "" && !r.noAck() {
+		a.reply, a.payload = reply, stream.AppendPubAck(nil, r.name, res, "")
 	}
 	switch {
 	case r.dir == "":
 		// A memory stream's message is as durable as it gets once
 		// applied: acknowledge at once, without the ack goroutine.
 		r.setDurable(a.waitSeq)
+		r.rePublish(a.rp)
 		if a.reply != "" {
 			r.js.tr.Publish(a.reply, "", nil, a.payload)
 		}
 	case a.reply != "" || a.waitSeq > 0:
 		r.acks.push(a)
 	}
+	return res
 }
 
 func (r *runner) noAck() bool {
@@ -261,6 +278,9 @@ func (r *runner) ackLoop() {
 			r.setDurable(topSeq(batch))
 		}
 		for _, a := range batch {
+			if err == nil {
+				r.rePublish(a.rp)
+			}
 			if a.reply == "" {
 				continue
 			}
@@ -348,6 +368,7 @@ func (r *runner) stop(stopStatus []byte) error {
 	for _, s := range subs {
 		s.Unsubscribe()
 	}
+	r.stopSources()
 	r.in.close()
 	r.direct.close()
 	r.done.Wait()
@@ -384,4 +405,12 @@ func (r *runner) dropAllUninterested(s *stream.Stream) error {
 	}
 	_, err := s.Store().Purge(store.PurgeRequest{})
 	return err
+}
+
+// rePublish publishes a stored message's republished copy (nil: none).
+// Like a delivery, it happens only once the message is durable.
+func (r *runner) rePublish(rp *stream.RePublished) {
+	if rp != nil {
+		r.js.tr.Publish(rp.Subject, "", rp.Header, rp.Data)
+	}
 }

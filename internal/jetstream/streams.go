@@ -39,6 +39,9 @@ func (js *JetStream) AddStreamPedantic(cfg stream.Config, pedantic bool) (*Strea
 	if js.closed {
 		return nil, jserr.New(jserr.NotEnabled)
 	}
+	if err := cfg.CheckOrigins(js.configLocked, pedantic); err != nil {
+		return nil, err
+	}
 	if r := js.streams[cfg.Name]; r != nil {
 		return js.existing(r, cfg)
 	}
@@ -100,34 +103,59 @@ func (js *JetStream) makeStreamDir(dir string, m metaFile) error {
 }
 
 // UpdateStream changes a stream's config within what nats-server allows
-// (protocol.md section 3.10).
+// (protocol.md section 3.10). A change of the mirror (only its removal
+// is allowed) or of the sources restarts the stream's sourcers.
 func (js *JetStream) UpdateStream(cfg stream.Config) (*StreamInfo, *jserr.Error) {
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	r, old, err := js.updateLocked(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.restartSources(old, cfg)
+	return r.info(InfoOptions{}), nil
+}
+
+// updateLocked checks and applies an update under mu; it returns the
+// runner and its config before the update.
+func (js *JetStream) updateLocked(cfg stream.Config) (*runner, stream.Config, *jserr.Error) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	r := js.streams[cfg.Name]
 	if r == nil {
-		return nil, jserr.New(jserr.StreamNotFound)
+		return nil, stream.Config{}, jserr.New(jserr.StreamNotFound)
 	}
 	old := r.config()
 	cfg.SetStaticMetadata()
 	if err := stream.CheckUpdate(&old, &cfg); err != nil {
-		return nil, err
+		return nil, old, err
+	}
+	if err := cfg.CheckOrigins(js.configLocked, false); err != nil {
+		return nil, old, err
 	}
 	if js.overlapsLocked(cfg.Name, cfg.Subjects) {
-		return nil, jserr.New(jserr.StreamSubjectOverlap)
+		return nil, old, jserr.New(jserr.StreamSubjectOverlap)
 	}
 	if err := js.checkReservationLocked(&cfg); err != nil {
-		return nil, err
+		return nil, old, err
 	}
 	if err := js.applyUpdate(r, cfg); err != nil {
-		return nil, jserr.From(err, jserr.StreamUpdate)
+		return nil, old, jserr.From(err, jserr.StreamUpdate)
 	}
 	js.adviseStream(cfg.Name, actionModify)
-	return r.info(InfoOptions{}), nil
+	return r, old, nil
+}
+
+// configLocked returns the config of a stream (stream.Origins). The
+// caller holds mu.
+func (js *JetStream) configLocked(name string) (stream.Config, bool) {
+	r := js.streams[name]
+	if r == nil {
+		return stream.Config{}, false
+	}
+	return r.config(), true
 }
 
 // applyUpdate persists the new config, hands it to the state machine and

@@ -1,0 +1,419 @@
+package jetstream
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/transform"
+)
+
+// Sourcing bounds: a sourcer copies at most this many messages, or about
+// this many bytes, per round, and looks for a missing or recreated origin
+// this often.
+const (
+	sourceBatchMsgs  = 256
+	sourceBatchBytes = 1 << 20
+	sourceRetry      = time.Second
+)
+
+// SourceInfo is a StreamSourceInfo of the JetStream API (protocol.md
+// section 3.3), in nats-server v2.15.2's key order: the origin's name,
+// the matching messages of the origin not yet copied (lag), the last
+// origin sequence copied (seq, sources only), the time since the last
+// message came (active, nanoseconds; -1 when none came yet), the error
+// that stops it (10059 while the origin does not exist) and the source's
+// filter or transforms.
+type SourceInfo struct {
+	Name              string                    `json:"name"`
+	Lag               uint64                    `json:"lag"`
+	Seq               uint64                    `json:"seq,omitempty"`
+	Active            time.Duration             `json:"active"`
+	Error             *jserr.Error              `json:"error,omitempty"`
+	FilterSubject     string                    `json:"filter_subject,omitempty"`
+	SubjectTransforms []stream.SubjectTransform `json:"subject_transforms,omitempty"`
+}
+
+// sourcer copies the messages of one origin stream on this server into a
+// mirror or a sourcing stream (protocol.md section 3.2). Its goroutine
+// reads the origin's store directly, up to the origin's durable sequence,
+// and hands each batch to the stream's apply goroutine as one operation,
+// so the copies are ordered with the stream's other work and acknowledged
+// to consumers like any message. nats-server does the same through an
+// internal consumer on the origin; on one server the store is at hand.
+type sourcer struct {
+	r      *runner
+	src    stream.Source
+	mirror bool
+	iname  string
+	filter []string               // origin subjects to copy; nil = all
+	trs    []*transform.Transform // the mapping of each filter; nil keeps the subject
+	wake   chan struct{}          // buffered 1: the origin's durable sequence moved
+	quit   chan struct{}
+	done   chan struct{}
+
+	next uint64 // origin sequence to read next; 0 until found (loop goroutine)
+
+	mu     sync.Mutex // guards the fields below, read by info
+	lag    uint64
+	seq    uint64
+	active int64 // unix ns of the last copied message, 0 = none yet
+	err    *jserr.Error
+}
+
+// newSourcer prepares the sourcer of src (a mirror when mirror is set).
+// The config was validated, so the transforms compile.
+func newSourcer(r *runner, src stream.Source, mirror bool) *sourcer {
+	s := &sourcer{
+		r: r, src: src, mirror: mirror, iname: src.IndexName(),
+		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+	}
+	if src.FilterSubject != "" {
+		s.filter = []string{src.FilterSubject}
+		s.trs = []*transform.Transform{nil}
+	}
+	for _, tr := range src.SubjectTransforms {
+		from := tr.Source
+		if from == "" {
+			from = ">"
+		}
+		var t *transform.Transform
+		if tr.Destination != "" {
+			t, _ = transform.New(from, tr.Destination)
+		}
+		s.filter = append(s.filter, from)
+		s.trs = append(s.trs, t)
+	}
+	return s
+}
+
+// signal wakes the sourcer; it never blocks.
+func (s *sourcer) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// stop ends the goroutine and waits for it.
+func (s *sourcer) stop() {
+	close(s.quit)
+	<-s.done
+}
+
+// run is the sourcer's goroutine.
+func (s *sourcer) run() {
+	defer close(s.done)
+	var o *runner
+	defer func() { o.unwatch(s) }()
+	for {
+		if cur := s.r.js.streamNamed(s.src.Name); cur != o || cur == nil {
+			o.unwatch(s)
+			o = cur
+			o.watch(s)
+			s.setErr(o == nil)
+		}
+		if o != nil && s.copyRound(o) {
+			continue
+		}
+		select {
+		case <-s.quit:
+			return
+		case <-s.wake:
+		case <-time.After(sourceRetry):
+		}
+	}
+}
+
+// copyRound copies one batch from origin o and reports whether it copied
+// anything (so the loop goes on at once).
+func (s *sourcer) copyRound(o *runner) bool {
+	if s.next == 0 {
+		s.next = s.startSeq(o)
+	}
+	top := o.durable.Load()
+	msgs := s.load(o, top)
+	defer func() { s.setLag(o.store.NumPending(s.filter, s.next, top)) }()
+	if len(msgs) == 0 {
+		return false
+	}
+	ident := stream.Identity(o.created)
+	applied := s.apply(msgs, ident)
+	if applied == 0 {
+		s.wait(sourceRetry) // refused (a limit, a store error): retry later
+		return false
+	}
+	last := msgs[applied-1].Seq
+	s.next = last + 1
+	s.mu.Lock()
+	s.seq, s.active = last, s.r.js.now().UnixNano()
+	s.mu.Unlock()
+	return true
+}
+
+// load reads the next batch of matching origin messages through top.
+func (s *sourcer) load(o *runner, top uint64) []*store.StoredMsg {
+	var msgs []*store.StoredMsg
+	size := 0
+	for len(msgs) < sourceBatchMsgs && size < sourceBatchBytes && s.next <= top {
+		sm, err := o.store.LoadNext(s.filter, s.next)
+		if errors.Is(err, store.ErrCorrupt) {
+			s.r.js.logf("stream %s: source %s: %v (skipped)", s.r.name, s.src.Name, err)
+			s.next++
+			continue
+		}
+		if err != nil || sm.Seq > top {
+			break
+		}
+		msgs = append(msgs, sm)
+		size += len(sm.Subject) + len(sm.Header) + len(sm.Data)
+		s.next = sm.Seq + 1
+	}
+	if len(msgs) > 0 {
+		s.next = msgs[0].Seq // advanced only for what is applied
+	}
+	return msgs
+}
+
+// apply hands the batch to the stream's apply goroutine and returns how
+// many messages, from the first, were stored (or were duplicates).
+func (s *sourcer) apply(msgs []*store.StoredMsg, ident string) int {
+	now := s.r.js.now().UnixNano()
+	applied := 0
+	ok := s.r.do(func(*stream.Stream) {
+		for _, sm := range msgs {
+			if res := s.r.applyEntry(s.entry(sm, ident, now), s.mirrorSeq(sm), ""); res.Err != nil {
+				s.r.js.logf("stream %s: source %s: message %d: %s", s.r.name, s.src.Name, sm.Seq, res.Err.Description)
+				return
+			}
+			applied++
+		}
+	})
+	if !ok {
+		return 0
+	}
+	return applied
+}
+
+// entry builds the entry to apply for an origin message.
+func (s *sourcer) entry(sm *store.StoredMsg, ident string, now int64) stream.Entry {
+	subj := s.mapSubject(sm.Subject)
+	if s.mirror {
+		return stream.Entry{Subject: subj, Header: sm.Header, Data: sm.Data, Time: sm.Time}
+	}
+	return stream.SourcedEntry(sm, s.iname, ident, subj, now)
+}
+
+func (s *sourcer) mirrorSeq(sm *store.StoredMsg) uint64 {
+	if s.mirror {
+		return sm.Seq
+	}
+	return 0
+}
+
+// mapSubject applies the first transform whose filter matches.
+func (s *sourcer) mapSubject(subj string) string {
+	for _, t := range s.trs {
+		if t == nil {
+			continue
+		}
+		if out, ok := t.Map(subj); ok {
+			return out
+		}
+	}
+	return subj
+}
+
+// startSeq finds where copying starts (nats-server v2.15.2
+// setupMirrorConsumer / startingSequenceForSources): after what the
+// stream already holds from this origin, else the source's opt_start_seq
+// or opt_start_time, else the origin's first message.
+func (s *sourcer) startSeq(o *runner) uint64 {
+	if s.mirror {
+		if last := s.r.store.State(false).LastSeq; last > 0 {
+			return last + 1
+		}
+	} else if seq, ok := s.lastCopied(); ok {
+		return seq + 1
+	}
+	switch {
+	case s.src.OptStartSeq > 0:
+		return s.src.OptStartSeq
+	case s.src.OptStartTime != nil:
+		st := o.store.State(false)
+		return firstAtTime(o.store, s.src.OptStartTime.UnixNano(), st.FirstSeq, st.LastSeq)
+	}
+	return 1
+}
+
+// lastCopied scans the sourcing stream from its end for the last message
+// that came through this source, by its Nats-Stream-Source header.
+func (s *sourcer) lastCopied() (uint64, bool) {
+	st := s.r.store.State(false)
+	for seq := st.LastSeq; seq >= st.FirstSeq && seq > 0; seq-- {
+		sm, err := s.r.store.Load(seq)
+		if err != nil {
+			continue
+		}
+		if iname, oseq, ok := stream.SourcedFrom(sm.Header); ok && iname == s.iname {
+			return oseq, true
+		}
+	}
+	return 0, false
+}
+
+// wait sleeps for d unless stopped.
+func (s *sourcer) wait(d time.Duration) {
+	select {
+	case <-s.quit:
+	case <-time.After(d):
+	}
+}
+
+func (s *sourcer) setErr(missing bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.err = nil
+	if missing {
+		s.err = jserr.New(jserr.StreamNotFound)
+	}
+}
+
+func (s *sourcer) setLag(n uint64) {
+	s.mu.Lock()
+	s.lag = n
+	s.mu.Unlock()
+}
+
+// info returns the sourcer's StreamSourceInfo.
+func (s *sourcer) info(now time.Time) *SourceInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	si := &SourceInfo{
+		Name: s.src.Name, Lag: s.lag, Active: -1, Error: s.err,
+		FilterSubject: s.src.FilterSubject, SubjectTransforms: s.src.SubjectTransforms,
+	}
+	if !s.mirror {
+		si.Seq = s.seq
+	}
+	if s.active != 0 {
+		si.Active = now.Sub(time.Unix(0, s.active))
+	}
+	return si
+}
+
+// sourcing is a runner's part in sourcing: its own sourcers (a mirror's
+// one, or one per source) and the sourcers of other streams that read it
+// as their origin, woken when its durable sequence moves.
+type sourcing struct {
+	mu       sync.Mutex
+	own      []*sourcer
+	watchers map[*sourcer]struct{}
+}
+
+// watch makes s woken by o's durable sequence; o may be nil.
+func (o *runner) watch(s *sourcer) {
+	if o == nil {
+		return
+	}
+	o.srcs.mu.Lock()
+	defer o.srcs.mu.Unlock()
+	if o.srcs.watchers == nil {
+		o.srcs.watchers = map[*sourcer]struct{}{}
+	}
+	o.srcs.watchers[s] = struct{}{}
+}
+
+// unwatch undoes watch; o may be nil.
+func (o *runner) unwatch(s *sourcer) {
+	if o == nil {
+		return
+	}
+	o.srcs.mu.Lock()
+	defer o.srcs.mu.Unlock()
+	delete(o.srcs.watchers, s)
+}
+
+// signalWatchers wakes the sourcers reading this stream.
+func (o *runner) signalWatchers() {
+	o.srcs.mu.Lock()
+	defer o.srcs.mu.Unlock()
+	for s := range o.srcs.watchers {
+		s.signal()
+	}
+}
+
+// startSources starts a sourcer for cfg's mirror or each of its sources.
+func (r *runner) startSources(cfg stream.Config) {
+	var own []*sourcer
+	if cfg.Mirror != nil {
+		own = append(own, newSourcer(r, *cfg.Mirror, true))
+	}
+	for _, src := range cfg.Sources {
+		own = append(own, newSourcer(r, *src, false))
+	}
+	for _, s := range own {
+		go s.run()
+	}
+	r.srcs.mu.Lock()
+	r.srcs.own = own
+	r.srcs.mu.Unlock()
+}
+
+// stopSources stops the stream's sourcers and waits for them. The caller
+// must not hold js.mu (a sourcer may be waiting for it).
+func (r *runner) stopSources() {
+	r.srcs.mu.Lock()
+	own := r.srcs.own
+	r.srcs.own = nil
+	r.srcs.mu.Unlock()
+	for _, s := range own {
+		s.stop()
+	}
+}
+
+// restartSources replaces the sourcers after an update changed the
+// mirror or the sources; sources that stay resume from the stream's
+// messages (their Nats-Stream-Source headers).
+func (r *runner) restartSources(old, cfg stream.Config) {
+	if sameSources(old, cfg) {
+		return
+	}
+	r.stopSources()
+	r.startSources(cfg)
+}
+
+// sameSources reports whether two configs have the same mirror and
+// sources.
+func sameSources(a, b stream.Config) bool {
+	x := stream.Config{Mirror: a.Mirror, Sources: a.Sources}
+	y := stream.Config{Mirror: b.Mirror, Sources: b.Sources}
+	return x.Equal(&y)
+}
+
+// sourceInfos returns the StreamSourceInfo of the mirror (nil if none)
+// and of each source.
+func (r *runner) sourceInfos() (mirror *SourceInfo, sources []*SourceInfo) {
+	r.srcs.mu.Lock()
+	own := r.srcs.own
+	r.srcs.mu.Unlock()
+	now := r.js.now()
+	for _, s := range own {
+		if s.mirror {
+			mirror = s.info(now)
+		} else {
+			sources = append(sources, s.info(now))
+		}
+	}
+	return mirror, sources
+}
+
+// streamNamed returns the runner of a stream, or nil.
+func (js *JetStream) streamNamed(name string) *runner {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	return js.streams[name]
+}

@@ -1,0 +1,237 @@
+package test
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Mirrors and sources between streams of one server (protocol.md section
+// 3.2), through nats.go. Checked against nats-server v2.15.2.
+
+// sourceHeader is the Nats-Stream-Source value of a message sourced
+// without transform: origin, origin sequence, the filter (">" for none),
+// ">", the original subject and the origin's 8-character identity.
+var sourceHeader = regexp.MustCompile(`^(\S+) (\d+) \S+ > (\S+) [0-9A-Za-z]{8}$`)
+
+// waitMsgs waits until the stream holds n messages.
+func waitMsgs(t *testing.T, s jetstream.Stream, n uint64) *jetstream.StreamInfo {
+	t.Helper()
+	return waitMsgsWithin(t, s, n, 10*time.Second)
+}
+
+// waitMsgsWithin waits up to d until the stream holds n messages.
+func waitMsgsWithin(t *testing.T, s jetstream.Stream, n uint64, d time.Duration) *jetstream.StreamInfo {
+	t.Helper()
+	var info *jetstream.StreamInfo
+	waitFor(t, d, fmt.Sprintf("%d messages", n), func() bool {
+		var err error
+		info, err = s.Info(tctx(t))
+		return err == nil && info.State.Msgs == n
+	})
+	return info
+}
+
+func TestStreamSources(t *testing.T) {
+	u := startJS(t)
+	_, js := jsConnect(t, u)
+	createStream(t, js, jetstream.StreamConfig{Name: "O1", Subjects: []string{"o1.>"}})
+	createStream(t, js, jetstream.StreamConfig{Name: "O2", Subjects: []string{"o2.>"}})
+	for i := 1; i <= 3; i++ {
+		jsPublish(t, js, fmt.Sprintf("o1.%d", i), fmt.Sprintf("one-%d", i))
+	}
+	jsPublish(t, js, "o2.a", "two-a")
+	jsPublish(t, js, "o2.b", "two-b (filtered out)")
+
+	s := createStream(t, js, jetstream.StreamConfig{Name: "AGG", Sources: []*jetstream.StreamSource{
+		{Name: "O1"},
+		{Name: "O2", FilterSubject: "o2.a"},
+	}})
+	waitMsgs(t, s, 4)
+	m := nats.NewMsg("o1.4")
+	m.Data = []byte("one-4")
+	m.Header.Set("X-Keep", "kept")
+	jsPublishMsg(t, js, m)
+	info := waitMsgs(t, s, 5)
+	if len(info.Config.Subjects) != 0 {
+		t.Errorf("a sourced stream gets no subjects: %v", info.Config.Subjects)
+	}
+	if len(info.Sources) != 2 || info.Sources[0].Name != "O1" || info.Sources[1].FilterSubject != "o2.a" {
+		t.Fatalf("sources info: %+v", info.Sources)
+	}
+	for _, si := range info.Sources {
+		if si.Lag != 0 || si.Error != nil || si.Active < 0 {
+			t.Errorf("source %s: lag %d active %v error %v", si.Name, si.Lag, si.Active, si.Error)
+		}
+	}
+
+	seen := map[string]string{}
+	for seq := uint64(1); seq <= 5; seq++ {
+		rm, err := s.GetMsg(tctx(t), seq)
+		if err != nil {
+			t.Fatalf("get %d: %v", seq, err)
+		}
+		h := sourceHeader.FindStringSubmatch(rm.Header.Get("Nats-Stream-Source"))
+		if h == nil || h[3] != rm.Subject {
+			t.Fatalf("message %d: Nats-Stream-Source %q for subject %s", seq, rm.Header.Get("Nats-Stream-Source"), rm.Subject)
+		}
+		seen[rm.Subject] = string(rm.Data)
+		if rm.Subject == "o1.4" && (rm.Header.Get("X-Keep") != "kept" || h[2] != "4" || h[1] != "O1") {
+			t.Errorf("o1.4 header: %v", rm.Header)
+		}
+	}
+	want := map[string]string{"o1.1": "one-1", "o1.2": "one-2", "o1.3": "one-3", "o1.4": "one-4", "o2.a": "two-a"}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("sourced messages:\n got %v\nwant %v", seen, want)
+	}
+}
+
+// A source with subject transforms stores the mapped subject; adding a
+// source by update starts copying it, and a restart copies only what is
+// new.
+func TestStreamSourceTransformUpdateRestart(t *testing.T) {
+	dir := t.TempDir()
+	opts := func(o *server.Options) { o.JetStream = true; o.StoreDir = dir }
+	u, stop := startServerStoppable(t, opts)
+	nc, js := jsConnect(t, u)
+	createStream(t, js, jetstream.StreamConfig{Name: "OA", Subjects: []string{"oa.>"}})
+	createStream(t, js, jetstream.StreamConfig{Name: "OB", Subjects: []string{"ob.>"}})
+	jsPublish(t, js, "oa.x", "a1")
+	jsPublish(t, js, "ob.y", "b1")
+	cfg := jetstream.StreamConfig{Name: "T", Subjects: []string{"own"}, Sources: []*jetstream.StreamSource{
+		{Name: "OA", SubjectTransforms: []jetstream.SubjectTransformConfig{{Source: "oa.>", Destination: "mapped.>"}}},
+	}}
+	s := createStream(t, js, cfg)
+	waitMsgs(t, s, 1)
+	rm, err := s.GetLastMsgForSubject(tctx(t), "mapped.x")
+	if err != nil {
+		t.Fatalf("transformed subject: %v", err)
+	}
+	if got := rm.Header.Get("Nats-Stream-Source"); !regexp.MustCompile(`^OA 1 oa\.> mapped\.> oa\.x \S{8}$`).MatchString(got) {
+		t.Errorf("Nats-Stream-Source %q", got)
+	}
+	jsPublish(t, js, "own", "own subject still captured")
+	waitMsgs(t, s, 2)
+
+	cfg.Sources = append(cfg.Sources, &jetstream.StreamSource{Name: "OB"})
+	if _, err := js.UpdateStream(tctx(t), cfg); err != nil {
+		t.Fatalf("add a source: %v", err)
+	}
+	waitMsgs(t, s, 3)
+	nc.Close()
+	stop()
+
+	u2, _ := startServerStoppable(t, opts)
+	_, js2 := jsConnect(t, u2)
+	jsPublish(t, js2, "oa.z", "a2")
+	s2, err := js2.Stream(tctx(t), "T")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMsgs(t, s2, 4)
+	time.Sleep(300 * time.Millisecond) // a copy again would show here
+	if info, _ := s2.Info(tctx(t)); info.State.Msgs != 4 {
+		t.Fatalf("after restart: %d messages, want 4 (nothing copied twice)", info.State.Msgs)
+	}
+	if _, err := s2.GetLastMsgForSubject(tctx(t), "mapped.z"); err != nil {
+		t.Errorf("new origin message after restart: %v", err)
+	}
+}
+
+// A mirror holds the origin's messages at the origin's sequences, gaps
+// included, with their headers and times, and follows new ones.
+func TestStreamMirror(t *testing.T) {
+	u := startJS(t)
+	_, js := jsConnect(t, u)
+	o := createStream(t, js, jetstream.StreamConfig{Name: "ORIG", Subjects: []string{"orig.>"}, AllowDirect: true})
+	for i := 1; i <= 6; i++ {
+		m := nats.NewMsg(fmt.Sprintf("orig.%d", i%2))
+		m.Data = []byte(fmt.Sprintf("m%d", i))
+		m.Header.Set("Nats-Msg-Id", fmt.Sprintf("id%d", i))
+		jsPublishMsg(t, js, m)
+	}
+	for _, seq := range []uint64{3, 4} {
+		if err := o.DeleteMsg(tctx(t), seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mir := createStream(t, js, jetstream.StreamConfig{Name: "MIR", Mirror: &jetstream.StreamSource{Name: "ORIG"}})
+	info := waitMsgs(t, mir, 4)
+	if !info.Config.MirrorDirect {
+		t.Errorf("mirror_direct not inherited from the origin's allow_direct")
+	}
+	if info.Mirror == nil || info.Mirror.Name != "ORIG" || info.Mirror.Lag != 0 {
+		t.Errorf("mirror info: %+v", info.Mirror)
+	}
+	jsPublish(t, js, "orig.9", "m7")
+	info = waitMsgs(t, mir, 5)
+	if info.State.FirstSeq != 1 || info.State.LastSeq != 7 || info.State.NumDeleted != 2 {
+		t.Errorf("mirror state: %+v", info.State)
+	}
+	for seq := uint64(1); seq <= 7; seq++ {
+		want, werr := o.GetMsg(tctx(t), seq)
+		got, gerr := mir.GetMsg(tctx(t), seq)
+		if werr != nil {
+			if !errors.Is(gerr, jetstream.ErrMsgNotFound) {
+				t.Errorf("seq %d deleted in the origin, mirror: %v", seq, gerr)
+			}
+			continue
+		}
+		if gerr != nil {
+			t.Fatalf("mirror seq %d: %v", seq, gerr)
+		}
+		// The origin allows direct gets, so its GetMsg is a direct get with
+		// Nats-Stream and friends added (and nats-server may answer it
+		// from the mirror); compare what was stored.
+		if got.Subject != want.Subject || string(got.Data) != string(want.Data) || !got.Time.Equal(want.Time) ||
+			got.Header.Get("Nats-Msg-Id") != want.Header.Get("Nats-Msg-Id") || got.Header.Get("Nats-Stream") != "" {
+			t.Errorf("seq %d:\n got %s %q %v %v\nwant %s %q %v %v", seq, got.Subject, got.Data, got.Time, got.Header,
+				want.Subject, want.Data, want.Time, want.Header)
+		}
+	}
+
+	_, err := js.UpdateStream(tctx(t), jetstream.StreamConfig{Name: "MIR", Mirror: &jetstream.StreamSource{Name: "ORIG", FilterSubject: "orig.1"}})
+	wantAPIError(t, err, 400, 10055, "stream mirror configuration can not be updated")
+}
+
+// A mirror or source of a stream that does not exist yet reports 10059
+// and starts copying once the origin is created.
+func TestStreamMirrorOriginLater(t *testing.T) {
+	u := startJS(t)
+	_, js := jsConnect(t, u)
+	mir := createStream(t, js, jetstream.StreamConfig{Name: "LATE", Mirror: &jetstream.StreamSource{Name: "NOTYET", FilterSubject: "n.a"}})
+	waitFor(t, 5*time.Second, "mirror error 10059", func() bool {
+		info, err := mir.Info(tctx(t))
+		return err == nil && info.Mirror != nil && info.Mirror.Error != nil && info.Mirror.Error.ErrorCode == 10059
+	})
+	createStream(t, js, jetstream.StreamConfig{Name: "NOTYET", Subjects: []string{"n.*"}})
+	jsPublish(t, js, "n.b", "filtered out")
+	jsPublish(t, js, "n.a", "copied")
+	info := waitMsgsWithin(t, mir, 1, 40*time.Second) // nats-server retries a missing origin slowly
+	if info.State.LastSeq != 2 || info.Mirror.Error != nil {
+		t.Errorf("mirror after the origin came: %+v %+v", info.State, info.Mirror)
+	}
+}
+
+// Config errors that need the other streams.
+func TestStreamSourceConfigErrors(t *testing.T) {
+	u := startJS(t)
+	_, js := jsConnect(t, u)
+	createStream(t, js, jetstream.StreamConfig{Name: "BIG", Subjects: []string{"big"}, MaxMsgSize: 1024})
+	_, err := js.CreateStream(tctx(t), jetstream.StreamConfig{Name: "SMALLM", Mirror: &jetstream.StreamSource{Name: "BIG"}, MaxMsgSize: 10})
+	wantAPIError(t, err, 400, 10030, "stream mirror must have max message size >= source")
+	_, err = js.CreateStream(tctx(t), jetstream.StreamConfig{Name: "SMALLS", Sources: []*jetstream.StreamSource{{Name: "BIG"}}, MaxMsgSize: 10})
+	wantAPIError(t, err, 400, 10046, "stream source must have max message size >= target")
+	_, err = js.CreateStream(tctx(t), jetstream.StreamConfig{Name: "SELF", Sources: []*jetstream.StreamSource{{Name: "SELF"}}})
+	wantAPIError(t, err, 500, 10052, "detected cycle")
+	createStream(t, js, jetstream.StreamConfig{Name: "CA", Subjects: []string{"ca"}})
+	createStream(t, js, jetstream.StreamConfig{Name: "CB", Subjects: []string{"cb"}, Sources: []*jetstream.StreamSource{{Name: "CA"}}})
+	_, err = js.UpdateStream(tctx(t), jetstream.StreamConfig{Name: "CA", Subjects: []string{"ca"}, Sources: []*jetstream.StreamSource{{Name: "CB"}}})
+	wantAPIError(t, err, 500, 10052, "detected cycle")
+}
