@@ -235,3 +235,44 @@ func TestStreamSourceConfigErrors(t *testing.T) {
 	_, err = js.UpdateStream(tctx(t), jetstream.StreamConfig{Name: "CA", Subjects: []string{"ca"}, Sources: []*jetstream.StreamSource{{Name: "CB"}}})
 	wantAPIError(t, err, 500, 10052, "detected cycle")
 }
+
+// Sourcing from a workqueue stream takes the messages out of it; from an
+// interest stream, a source counts as interest until it has copied a
+// message, which then leaves the origin when no consumer still needs it.
+func TestStreamSourceRetention(t *testing.T) {
+	u := startJS(t)
+	_, js := jsConnect(t, u)
+	wq := createStream(t, js, jetstream.StreamConfig{Name: "WQ", Subjects: []string{"wq.>"}, Retention: jetstream.WorkQueuePolicy})
+	in := createStream(t, js, jetstream.StreamConfig{Name: "IN", Subjects: []string{"in.>"}, Retention: jetstream.InterestPolicy})
+	jsPublish(t, js, "in.early", "no interest yet: dropped")
+	jsPublish(t, js, "wq.1", "w1")
+	agg := createStream(t, js, jetstream.StreamConfig{Name: "AGG2", Sources: []*jetstream.StreamSource{{Name: "WQ"}, {Name: "IN"}}})
+	waitMsgs(t, agg, 1)
+	jsPublish(t, js, "wq.2", "w2")
+	jsPublish(t, js, "in.1", "i1")
+	waitMsgs(t, agg, 3)
+	waitMsgs(t, wq, 0)
+	waitMsgs(t, in, 0)
+
+	// A consumer of the origin keeps a copied message until it acks.
+	cons, err := in.CreateOrUpdateConsumer(tctx(t), jetstream.ConsumerConfig{Durable: "C", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsPublish(t, js, "in.2", "i2")
+	waitMsgs(t, agg, 4)
+	time.Sleep(200 * time.Millisecond)
+	if info, _ := in.Info(tctx(t)); info.State.Msgs != 1 {
+		t.Fatalf("interest origin with an unacked consumer: %d messages, want 1", info.State.Msgs)
+	}
+	b, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range b.Messages() {
+		if err := m.DoubleAck(tctx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitMsgs(t, in, 0)
+}

@@ -112,7 +112,9 @@ func (js *JetStream) restoreOne(name string) error {
 	if err != nil {
 		return err
 	}
+	js.mu.Lock() // the sourcers of streams already started read the table
 	js.streams[m.Config.Name] = r
+	js.mu.Unlock()
 	return nil
 }
 

@@ -60,6 +60,11 @@ func (r *runner) interested(subject string) bool {
 			return true
 		}
 	}
+	for _, w := range r.watcherList() {
+		if w.matches(subject) {
+			return true
+		}
+	}
 	return false
 }
 
@@ -76,18 +81,50 @@ func (r *runner) onAcked(c *cons, seqs []uint64, wait bool) {
 		r.removeMsgs(seqs, wait)
 	case stream.InterestPolicy:
 		var gone []uint64
-		others := r.consumerList()
+		others, srcs := r.consumerList(), r.watcherList()
 		for _, seq := range seqs {
 			m, err := r.store.Load(seq)
 			if err != nil {
 				continue
 			}
-			if !anyNeeds(others, c, seq, m.Subject) {
+			if !anyNeeds(others, c, seq, m.Subject) && !sourcersNeed(srcs, nil, seq, m.Subject) {
 				gone = append(gone, seq)
 			}
 		}
 		r.removeMsgs(gone, wait)
 	}
+}
+
+// onSourced applies retention after sourcer s (of another stream) copied
+// msgs from this stream, as nats-server's sourcing consumer (ack none)
+// does: a workqueue stream removes them; an interest stream removes each
+// one that no consumer and no other sourcer still needs. s calls it only
+// once its copies are durable.
+func (r *runner) onSourced(s *sourcer, msgs []*store.StoredMsg) {
+	var gone []uint64
+	switch r.retention() {
+	case stream.WorkQueuePolicy:
+		for _, m := range msgs {
+			gone = append(gone, m.Seq)
+		}
+	case stream.InterestPolicy:
+		others, srcs := r.consumerList(), r.watcherList()
+		for _, m := range msgs {
+			if !anyNeeds(others, nil, m.Seq, m.Subject) && !sourcersNeed(srcs, s, m.Seq, m.Subject) {
+				gone = append(gone, m.Seq)
+			}
+		}
+	}
+	r.removeMsgs(gone, false)
+}
+
+func sourcersNeed(ss []*sourcer, skip *sourcer, seq uint64, subj string) bool {
+	for _, s := range ss {
+		if s != skip && s.needs(seq, subj) {
+			return true
+		}
+	}
+	return false
 }
 
 func anyNeeds(cs []*cons, skip *cons, seq uint64, subj string) bool {
@@ -102,10 +139,17 @@ func anyNeeds(cs []*cons, skip *cons, seq uint64, subj string) bool {
 // afterConsumerGone removes, from an interest stream, the messages that
 // only the deleted consumer c still needed.
 func (r *runner) afterConsumerGone(c *cons) {
+	r.dropUnneeded()
+}
+
+// dropUnneeded removes, from an interest stream, every message that no
+// consumer and no sourcer still needs: after a consumer is deleted or a
+// sourcer stops reading the stream.
+func (r *runner) dropUnneeded() {
 	if r.retention() != stream.InterestPolicy {
 		return
 	}
-	others := r.consumerList()
+	others, srcs := r.consumerList(), r.watcherList()
 	st := r.store.State(false)
 	var gone []uint64
 	for seq := st.FirstSeq; seq > 0 && seq <= st.LastSeq; {
@@ -113,7 +157,7 @@ func (r *runner) afterConsumerGone(c *cons) {
 		if err != nil || m.Seq > st.LastSeq {
 			break
 		}
-		if !anyNeeds(others, nil, m.Seq, m.Subject) {
+		if !anyNeeds(others, nil, m.Seq, m.Subject) && !sourcersNeed(srcs, nil, m.Seq, m.Subject) {
 			gone = append(gone, m.Seq)
 		}
 		seq = m.Seq + 1

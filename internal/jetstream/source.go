@@ -3,6 +3,7 @@ package jetstream
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/jserr"
@@ -56,6 +57,9 @@ type sourcer struct {
 	done   chan struct{}
 
 	next uint64 // origin sequence to read next; 0 until found (loop goroutine)
+	// copied is the origin sequence through which nothing is left to
+	// copy (0 until the start is found); read by the origin's retention.
+	copied atomic.Uint64
 
 	mu     sync.Mutex // guards the fields below, read by info
 	lag    uint64
@@ -108,10 +112,10 @@ func (s *sourcer) stop() {
 func (s *sourcer) run() {
 	defer close(s.done)
 	var o *runner
-	defer func() { o.unwatch(s) }()
+	defer func() { o.release(s) }()
 	for {
 		if cur := s.r.js.streamNamed(s.src.Name); cur != o || cur == nil {
-			o.unwatch(s)
+			o.release(s)
 			o = cur
 			o.watch(s)
 			s.setErr(o == nil)
@@ -133,6 +137,7 @@ func (s *sourcer) run() {
 func (s *sourcer) copyRound(o *runner) bool {
 	if s.next == 0 {
 		s.next = s.startSeq(o)
+		s.copied.Store(s.next - 1)
 	}
 	top := o.durable.Load()
 	msgs := s.load(o, top)
@@ -141,13 +146,25 @@ func (s *sourcer) copyRound(o *runner) bool {
 		return false
 	}
 	ident := stream.Identity(o.created)
-	applied := s.apply(msgs, ident)
+	applied, own := s.apply(msgs, ident)
 	if applied == 0 {
 		s.wait(sourceRetry) // refused (a limit, a store error): retry later
 		return false
 	}
 	last := msgs[applied-1].Seq
 	s.next = last + 1
+	if o.retention() != stream.LimitsPolicy {
+		// The origin may remove what was copied: only once the copies
+		// are durable here. (A store that cannot make them durable is
+		// fenced; the origin then keeps them.)
+		if err := s.r.store.WaitDurable(own); err != nil {
+			s.wait(sourceRetry)
+			return false
+		}
+		s.copied.Store(last)
+		o.onSourced(s, msgs[:applied])
+	}
+	s.copied.Store(last)
 	s.mu.Lock()
 	s.seq, s.active = last, s.r.js.now().UnixNano()
 	s.mu.Unlock()
@@ -179,23 +196,35 @@ func (s *sourcer) load(o *runner, top uint64) []*store.StoredMsg {
 }
 
 // apply hands the batch to the stream's apply goroutine and returns how
-// many messages, from the first, were stored (or were duplicates).
-func (s *sourcer) apply(msgs []*store.StoredMsg, ident string) int {
+// many messages, from the first, were stored (or were duplicates), and
+// the highest sequence of this stream they were stored at.
+func (s *sourcer) apply(msgs []*store.StoredMsg, ident string) (applied int, top uint64) {
 	now := s.r.js.now().UnixNano()
-	applied := 0
 	ok := s.r.do(func(*stream.Stream) {
 		for _, sm := range msgs {
-			if res := s.r.applyEntry(s.entry(sm, ident, now), s.mirrorSeq(sm), ""); res.Err != nil {
+			res := s.r.applyEntry(s.entry(sm, ident, now), s.mirrorSeq(sm), "")
+			if res.Err != nil {
 				s.r.js.logf("stream %s: source %s: message %d: %s", s.r.name, s.src.Name, sm.Seq, res.Err.Description)
 				return
 			}
-			applied++
+			applied, top = applied+1, max(top, res.Seq)
 		}
 	})
 	if !ok {
-		return 0
+		return 0, 0
 	}
-	return applied
+	return applied, top
+}
+
+// matches reports whether the sourcer copies messages on subj.
+func (s *sourcer) matches(subj string) bool {
+	return len(s.filter) == 0 || store.MatchFilters(subj, s.filter)
+}
+
+// needs reports whether the sourcer has still to copy the message seq on
+// subj (the origin's interest retention keeps it until then).
+func (s *sourcer) needs(seq uint64, subj string) bool {
+	return seq > s.copied.Load() && s.matches(subj)
 }
 
 // entry builds the entry to apply for an origin message.
@@ -327,14 +356,27 @@ func (o *runner) watch(s *sourcer) {
 	o.srcs.watchers[s] = struct{}{}
 }
 
-// unwatch undoes watch; o may be nil.
-func (o *runner) unwatch(s *sourcer) {
+// release undoes watch, and then lets an interest stream remove what
+// only s still needed; o may be nil.
+func (o *runner) release(s *sourcer) {
 	if o == nil {
 		return
 	}
 	o.srcs.mu.Lock()
-	defer o.srcs.mu.Unlock()
 	delete(o.srcs.watchers, s)
+	o.srcs.mu.Unlock()
+	o.dropUnneeded()
+}
+
+// watcherList returns the sourcers reading this stream.
+func (o *runner) watcherList() []*sourcer {
+	o.srcs.mu.Lock()
+	defer o.srcs.mu.Unlock()
+	ws := make([]*sourcer, 0, len(o.srcs.watchers))
+	for s := range o.srcs.watchers {
+		ws = append(ws, s)
+	}
+	return ws
 }
 
 // signalWatchers wakes the sourcers reading this stream.
