@@ -276,3 +276,26 @@ func TestStreamSourceRetention(t *testing.T) {
 	}
 	waitMsgs(t, in, 0)
 }
+
+// An origin deleted and created again is copied from its start: its
+// sequences begin again at 1.
+func TestStreamSourceOriginRecreated(t *testing.T) {
+	u := startJS(t)
+	_, js := jsConnect(t, u)
+	createStream(t, js, jetstream.StreamConfig{Name: "RO", Subjects: []string{"ro.>"}})
+	for i := 1; i <= 3; i++ {
+		jsPublish(t, js, "ro.x", fmt.Sprint(i))
+	}
+	s := createStream(t, js, jetstream.StreamConfig{Name: "RS", Sources: []*jetstream.StreamSource{{Name: "RO"}}})
+	waitMsgs(t, s, 3)
+	if err := js.DeleteStream(tctx(t), "RO"); err != nil {
+		t.Fatal(err)
+	}
+	createStream(t, js, jetstream.StreamConfig{Name: "RO", Subjects: []string{"ro.>"}})
+	jsPublish(t, js, "ro.x", "new 1")
+	waitMsgsWithin(t, s, 4, 40*time.Second) // nats-server notices on its next consumer setup
+	rm, err := s.GetMsg(tctx(t), 4)
+	if err != nil || string(rm.Data) != "new 1" {
+		t.Fatalf("copy of the new origin's first message: %v %v", rm, err)
+	}
+}

@@ -56,7 +56,8 @@ type sourcer struct {
 	quit   chan struct{}
 	done   chan struct{}
 
-	next uint64 // origin sequence to read next; 0 until found (loop goroutine)
+	next  uint64 // origin sequence to read next; 0 until found (loop goroutine)
+	ident string // the identity of the origin next belongs to (loop goroutine)
 	// copied is the origin sequence through which nothing is left to
 	// copy (0 until the start is found); read by the origin's retention.
 	copied atomic.Uint64
@@ -135,7 +136,13 @@ func (s *sourcer) run() {
 // copyRound copies one batch from origin o and reports whether it copied
 // anything (so the loop goes on at once).
 func (s *sourcer) copyRound(o *runner) bool {
+	ident := stream.Identity(o.created)
+	if s.next != 0 && ident != s.ident && !s.mirror {
+		s.r.js.logf("stream %s: source stream %s was recreated, resetting source state", s.r.name, s.src.Name)
+		s.next = 0
+	}
 	if s.next == 0 {
+		s.ident = ident
 		s.next = s.startSeq(o)
 		s.copied.Store(s.next - 1)
 	}
@@ -145,7 +152,6 @@ func (s *sourcer) copyRound(o *runner) bool {
 	if len(msgs) == 0 {
 		return false
 	}
-	ident := stream.Identity(o.created)
 	applied, own := s.apply(msgs, ident)
 	if applied == 0 {
 		s.wait(sourceRetry) // refused (a limit, a store error): retry later
@@ -265,7 +271,7 @@ func (s *sourcer) startSeq(o *runner) uint64 {
 		if last := s.r.store.State(false).LastSeq; last > 0 {
 			return last + 1
 		}
-	} else if seq, ok := s.lastCopied(); ok {
+	} else if seq, ok := s.lastCopied(s.ident); ok {
 		return seq + 1
 	}
 	switch {
@@ -279,16 +285,19 @@ func (s *sourcer) startSeq(o *runner) uint64 {
 }
 
 // lastCopied scans the sourcing stream from its end for the last message
-// that came through this source, by its Nats-Stream-Source header.
-func (s *sourcer) lastCopied() (uint64, bool) {
+// that came through this source, by its Nats-Stream-Source header. When
+// that message came from an earlier origin of the same name (another
+// identity: the origin was deleted and created again), copying starts
+// over, as in nats-server v2.15.2.
+func (s *sourcer) lastCopied(ident string) (uint64, bool) {
 	st := s.r.store.State(false)
 	for seq := st.LastSeq; seq >= st.FirstSeq && seq > 0; seq-- {
 		sm, err := s.r.store.Load(seq)
 		if err != nil {
 			continue
 		}
-		if iname, oseq, ok := stream.SourcedFrom(sm.Header); ok && iname == s.iname {
-			return oseq, true
+		if iname, oseq, from, ok := stream.SourcedFrom(sm.Header); ok && iname == s.iname {
+			return oseq, from == "" || from == ident
 		}
 	}
 	return 0, false

@@ -45,22 +45,26 @@ func SourcedEntry(msg *store.StoredMsg, iname, ident, subj string, now int64) En
 }
 
 // SourcedFrom reads the Nats-Stream-Source header of a stored message: the
-// IndexName of the source it came through and its sequence in the origin.
-// ok is false when hdr has no such header or it cannot be read.
-func SourcedFrom(hdr []byte) (iname string, seq uint64, ok bool) {
+// IndexName of the source it came through, its sequence in the origin and
+// the origin's identity ("" when the header has none). ok is false when
+// hdr has no such header or it cannot be read.
+func SourcedFrom(hdr []byte) (iname string, seq uint64, ident string, ok bool) {
 	v, found := headerValue(hdr, hdrStreamSource)
 	if !found {
-		return "", 0, false
+		return "", 0, "", false
 	}
 	f := strings.Fields(string(v))
 	if len(f) < 4 {
-		return "", 0, false
+		return "", 0, "", false
 	}
 	seq, err := strconv.ParseUint(f[1], 10, 64)
 	if err != nil {
-		return "", 0, false
+		return "", 0, "", false
 	}
-	return f[0] + " " + f[2] + " " + f[3], seq, true
+	if len(f) >= 6 {
+		ident = f[5]
+	}
+	return f[0] + " " + f[2] + " " + f[3], seq, ident, true
 }
 
 // Identity is a stream's identity as nats-server v2.15.2 computes it

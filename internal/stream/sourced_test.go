@@ -28,11 +28,11 @@ func TestSourcedEntry(t *testing.T) {
 	if string(e.Header) != want || e.Subject != "mapped.a" || e.Time != 99 || !e.Sourced || string(e.Data) != "x" {
 		t.Fatalf("entry %+v\nheader %q\nwant   %q", e, e.Header, want)
 	}
-	iname, seq, ok := SourcedFrom(e.Header)
-	if !ok || iname != src.IndexName() || seq != 7 {
-		t.Fatalf("SourcedFrom = %q %d %v", iname, seq, ok)
+	iname, seq, ident, ok := SourcedFrom(e.Header)
+	if !ok || iname != src.IndexName() || seq != 7 || ident != "ID123456" {
+		t.Fatalf("SourcedFrom = %q %d %q %v", iname, seq, ident, ok)
 	}
-	if _, _, ok := SourcedFrom([]byte("NATS/1.0\r\nNats-Stream-Source: O x\r\n\r\n")); ok {
+	if _, _, _, ok := SourcedFrom([]byte("NATS/1.0\r\nNats-Stream-Source: O x\r\n\r\n")); ok {
 		t.Fatal("a malformed header was read")
 	}
 	plain := SourcedEntry(&store.StoredMsg{Subject: "s", Seq: 1}, "O > >", "", "s", 1)
