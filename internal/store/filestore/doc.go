@@ -246,7 +246,8 @@
 // a has-header bit), a subject id and the distance to the next message on
 // the same subject (4 x u32), and one bit in a removed bitmap: 16.125
 // bytes. A skip costs the same per skipped sequence (removed slots) while
-// the active segment stays within 128Ki slots; a longer skip costs
+// the active segment stays within BlockSize/64 slots (128Ki with the
+// default BlockSize); a longer skip costs
 // nothing per sequence: the skipped range lies between segments, and the
 // next message starts a new one. State(true) still lists every gap, as
 // nats-server does (8 bytes per gap, only for that call). Subjects are kept once, in a map from subject to id, count, first

@@ -9,13 +9,15 @@ import (
 	"github.com/cairnmq/cairn/internal/store"
 )
 
-// skipSlotBudget bounds the slots of a segment that a skip may fill with
-// removed slots (16 bytes each, like a deleted message): a skip that
-// would take the active segment past it leaves its sequences without a
-// slot, at no cost per sequence, and the next append starts a new
-// segment. nats-server's SkipMsgs likewise starts a new block past 64K
-// deletes.
-const skipSlotBudget = 1 << 17
+// skipSlotsPerByte is the share of Config.BlockSize that bounds the
+// slots of a segment a skip may fill with removed slots (16 bytes each,
+// like a deleted message): BlockSize/64 slots, whose index takes a
+// quarter of BlockSize (128Ki slots, 2 MiB, with the default 8 MiB). A
+// skip that would take the active segment past it leaves its sequences
+// without a slot, at no cost per sequence, and the next append starts a
+// new segment. nats-server's SkipMsgs likewise starts a new block past
+// 64Ki deletes.
+const skipSlotsPerByte = 64
 
 // SkipTo makes seq the sequence the next Append assigns
 // (store.Store.SkipTo). In a store with no message and nothing lost it
@@ -65,11 +67,11 @@ func (s *Store) appendSkipLocked(from, seq uint64) {
 
 // fillSkipLocked gives the skipped sequences from..seq-1 removed slots in
 // the active segment when its slots reach from and the skip fits the
-// budget, so that the next append continues the segment. Otherwise they
+// budget (skipSlotsPerByte), so that the next append continues the segment. Otherwise they
 // get no slot.
 func (s *Store) fillSkipLocked(from, seq uint64) {
 	g := s.activeLocked()
-	if g.end() != from || uint64(len(g.offs))+(seq-from) > skipSlotBudget {
+	if g.end() != from || uint64(len(g.offs))+(seq-from) > uint64(s.cfg.BlockSize/skipSlotsPerByte) {
 		return
 	}
 	g.reserveSlots(int(seq - from))

@@ -402,18 +402,25 @@ func (s *Store) State(withDeleted bool) store.State {
 }
 
 // gapsLocked returns the sequences between FirstSeq and LastSeq that hold
-// no stored message.
+// no stored message, walking the segments: a skipped range between them
+// is listed without a lookup per sequence (though with 8 bytes each).
 func (s *Store) gapsLocked() []uint64 {
-	var out []uint64
-	for seq := s.mu.first; seq <= s.mu.last; seq++ {
-		g, i, ok := s.slotLocked(seq)
-		if !ok {
-			out = append(out, seq)
-			continue
+	last := s.mu.last
+	out := make([]uint64, 0, last-s.mu.first+1-s.mu.msgs)
+	at := s.mu.first
+	for k := max(s.segIndexLocked(at), 0); k < len(s.mu.segs) && at <= last; k++ {
+		g := s.mu.segs[k]
+		for ; at < g.base && at <= last; at++ {
+			out = append(out, at)
 		}
-		if g.isDead(i) {
-			out = append(out, seq)
+		for ; at < g.end() && at <= last; at++ {
+			if g.isDead(int(at - g.base)) {
+				out = append(out, at)
+			}
 		}
+	}
+	for ; at <= last; at++ {
+		out = append(out, at)
 	}
 	return out
 }
