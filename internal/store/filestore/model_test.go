@@ -105,8 +105,10 @@ func (x *model) randomLimits() store.Config {
 // op performs one random operation on both stores.
 func (x *model) op() {
 	switch k := x.r.IntN(100); {
-	case k < 55:
+	case k < 50:
 		x.append()
+	case k < 55:
+		x.skip()
 	case k < 63:
 		x.delete()
 	case k < 68:
@@ -166,6 +168,27 @@ func (x *model) append() {
 	if ferr == nil {
 		if err := x.f.WaitDurable(fs); err != nil {
 			x.t.Fatalf("WaitDurable(%d): %v", fs, err)
+		}
+	}
+}
+
+// skip skips a few sequences, now and then none, many (past the
+// segment's slot budget) or backwards (refused).
+func (x *model) skip() {
+	last := x.m.State(false).LastSeq
+	seq := last + 1 + uint64(x.r.IntN(6))
+	switch x.r.IntN(10) {
+	case 0:
+		seq = last + 50 + uint64(x.r.IntN(200))
+	case 1:
+		seq = uint64(x.r.IntN(int(last) + 1))
+	}
+	x.last = fmt.Sprintf("SkipTo(%d)", seq)
+	ferr, merr := x.f.SkipTo(seq), x.m.SkipTo(seq)
+	x.sameResult(0, ferr, 0, merr)
+	if ferr == nil && seq > 1 {
+		if err := x.f.WaitDurable(seq - 1); err != nil {
+			x.t.Fatalf("WaitDurable(%d): %v", seq-1, err)
 		}
 	}
 }

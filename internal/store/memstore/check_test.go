@@ -143,6 +143,15 @@ func randomOp(t *testing.T, s *Store, r *rand.Rand, now int64) string {
 		subj = "rare"
 	}
 	switch k := r.IntN(100); {
+	case k < 5:
+		seq := st.LastSeq + 1 + uint64(r.IntN(8))
+		if r.IntN(4) == 0 {
+			seq += uint64(r.IntN(40)) // past maxNilFill: a new run
+		}
+		if err := s.SkipTo(seq); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint("skip to ", seq)
 	case k < 70:
 		_, err := s.Append(store.Msg{Subject: subj, Data: make([]byte, r.IntN(20)), Time: now})
 		if err != nil && !errors.Is(err, store.ErrMaxMsgs) && !errors.Is(err, store.ErrMaxBytes) && !errors.Is(err, store.ErrMaxMsgsPerSubject) {
