@@ -59,8 +59,11 @@ func TestApplyLoopBracketsBatches(t *testing.T) {
 	}
 	defer r.stop(nil)
 
-	release := make(chan struct{})
-	r.in.pushOp(item{op: func(*stream.Stream) { <-release }}) // keeps the loop busy
+	// Keep the loop busy, and publish only once it is: otherwise it may
+	// take the first publishes in the same batch as this operation.
+	busy, release := make(chan struct{}), make(chan struct{})
+	r.in.pushOp(item{op: func(*stream.Stream) { close(busy); <-release }})
+	<-busy
 	acks := tr.inbox("_INBOX.b")
 	const n = 100
 	for i := range n {
