@@ -115,6 +115,11 @@ func (s *sourcer) run() {
 	var o *runner
 	defer func() { o.release(s) }()
 	for {
+		select {
+		case <-s.quit: // also between rounds of a busy origin
+			return
+		default:
+		}
 		if cur := s.r.js.streamNamed(s.src.Name); cur != o || cur == nil {
 			o.release(s)
 			o = cur
@@ -170,7 +175,7 @@ func (s *sourcer) copyRound(o *runner) bool {
 		s.copied.Store(last)
 		o.onSourced(s, msgs[:applied])
 	}
-	s.copied.Store(last)
+	s.copied.Store(last) // limits origin: nobody reads it
 	s.mu.Lock()
 	s.seq, s.active = last, s.r.js.now().UnixNano()
 	s.mu.Unlock()
