@@ -82,6 +82,12 @@ type Config struct {
 	// subject for a subject delete marker (subject_delete_marker_ttl;
 	// expire.go rule 3).
 	SubjectDeleteMarkers bool
+	// Compress makes the file store keep message payloads S2-compressed
+	// on disk where that saves space (compression "s2", protocol.md
+	// section 3.1; filestore's "Compression"). Nothing a client sees
+	// changes: loads, State.Bytes and MaxBytes use the uncompressed
+	// message. The memory store ignores it.
+	Compress bool
 }
 
 // State is the observable state of a store (protocol.md section 3.3,

@@ -56,6 +56,10 @@ type Config struct {
 	// Infof receives the recovery summary of a healthy open; nil sends it
 	// to Logf.
 	Infof func(format string, args ...any)
+
+	// forceS2 (tests only) stores every payload compressed, whatever
+	// store.Config.Compress says and whether or not it pays.
+	forceS2 bool
 }
 
 // withDefaults returns c with defaults filled in, or an error for an

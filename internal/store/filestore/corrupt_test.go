@@ -25,13 +25,24 @@ type image struct {
 // buildImage makes a store of n messages, each acknowledged alone, in
 // segments of blockSize bytes, with a consumer, and returns its files.
 func buildImage(t testing.TB, n int, blockSize int64) image {
+	return buildImageWith(t, n, blockSize, false)
+}
+
+// buildImageWith is buildImage; with s2, every payload is stored
+// compressed, and every other one is long enough for S2 to find repeats.
+func buildImageWith(t testing.TB, n int, blockSize int64, s2 bool) image {
 	fs := vfs.NewCrashFS()
-	s := mustOpen(t, memConfig(fs, blockSize), store.Config{})
+	cfg := memConfig(fs, blockSize)
+	cfg.forceS2 = s2
+	s := mustOpen(t, cfg, store.Config{})
 	im := image{files: map[string][]byte{}, msgs: map[uint64]store.Msg{}}
 	for i := range n {
 		m := msgN(fmt.Sprintf("s.%d", i%3), i)
 		if i%4 == 1 {
 			m.Header = []byte("NATS/1.0\r\nA: b\r\n\r\n")
+		}
+		if s2 && i%2 == 0 {
+			m.Data = fmt.Appendf(m.Data, "%s", bytes.Repeat([]byte("abc"), 12))
 		}
 		im.msgs[appendSync(t, s, m)] = m
 	}
@@ -77,6 +88,7 @@ type recInfo struct {
 	off, size int
 	typ       byte
 	seq       uint64
+	packed    bool
 }
 
 // records lists the records of a segment of the image.
@@ -87,7 +99,7 @@ func (im image) records(p string) []recInfo {
 	var out []recInfo
 	for _, off := range good {
 		r := decodeRecord(data[off:])
-		out = append(out, recInfo{int(off), r.size, r.typ, r.seq})
+		out = append(out, recInfo{int(off), r.size, r.typ, r.seq, r.packed})
 	}
 	return out
 }
@@ -152,9 +164,28 @@ func mapKeysU64[V any](m map[uint64]V) func(func(uint64) bool) {
 // one at a time (reliability.md S7): the damaged message is never served,
 // it is reported lost, or, in the last batch of the last segment (which
 // recovery cannot tell from a torn write), dropped with a log; no other
-// message is lost.
+// message is lost. With compressed records too: the CRC catches the flip
+// before anything is decoded.
 func TestBitFlipsInRecords(t *testing.T) {
-	im := buildImage(t, 24, 700)
+	t.Run("plain", func(t *testing.T) { bitFlipsInRecords(t, buildImage(t, 24, 700)) })
+	t.Run("s2", func(t *testing.T) {
+		im := buildImageWith(t, 12, 700, true)
+		packed := 0
+		for _, p := range im.segs {
+			for _, rec := range im.records(p) {
+				if rec.packed {
+					packed++
+				}
+			}
+		}
+		if packed != 12 {
+			t.Fatalf("%d compressed records in the image, want 12", packed)
+		}
+		bitFlipsInRecords(t, im)
+	})
+}
+
+func bitFlipsInRecords(t *testing.T, im image) {
 	var flips, lost, dropped, other int
 	for k, p := range im.segs {
 		last := k == len(im.segs)-1
@@ -215,7 +246,11 @@ func TestBitFlipsInHeaders(t *testing.T) {
 // no message is ever served with wrong bytes, and the damaged ones are
 // reported.
 func TestMultipleBitFlips(t *testing.T) {
-	im := buildImage(t, 24, 700)
+	t.Run("plain", func(t *testing.T) { multipleBitFlips(t, buildImage(t, 24, 700)) })
+	t.Run("s2", func(t *testing.T) { multipleBitFlips(t, buildImageWith(t, 24, 700, true)) })
+}
+
+func multipleBitFlips(t *testing.T, im image) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, nbits := range []int{2, 8} {
 		for trial := range 500 {

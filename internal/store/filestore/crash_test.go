@@ -61,7 +61,7 @@ func (h *history) removedSurely(seq uint64) bool { return h.delAcked[seq] || seq
 // every acknowledged message is there with its subject and payload at its
 // sequence, the state is an acknowledged prefix plus at most an
 // unacknowledged tail, acknowledged deletes stay applied, and nothing is
-// reported lost.
+// reported lost. Two thirds of the runs store payloads compressed.
 func TestPowerLoss(t *testing.T) {
 	n := crashPoints()
 	var torn, tails atomic.Int64
@@ -98,7 +98,10 @@ func crashRun(t *testing.T, r *rand.Rand, seed uint64) *testLog {
 	}
 	hook := &hookFS{FS: fs, op: trigger.op, path: trigger.path, at: crashAt, crash: crash}
 	cfg := Config{Dir: "/s", FS: hook, BlockSize: int64(256 + r.IntN(8192))}
-	s := mustOpen(t, cfg, store.Config{})
+	// A third of the runs compress what pays, a third every payload.
+	limits := store.Config{Compress: seed%3 == 1}
+	cfg.forceS2 = seed%3 == 2
+	s := mustOpen(t, cfg, limits)
 	cs, err := s.ConsumerStore("c")
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +130,7 @@ func crashRun(t *testing.T, r *rand.Rand, seed uint64) *testLog {
 	cs.Close()
 	lg := &testLog{}
 	cfg.FS, cfg.Logf = crashed, lg.logf
-	s2, err := Open(cfg, store.Config{})
+	s2, err := Open(cfg, limits)
 	if err != nil {
 		t.Fatalf("seed %d: recovery failed: %v", seed, err)
 	}

@@ -44,7 +44,8 @@
 //
 //	offset size field
 //	 0      8   magic "CAIRNSEG"
-//	 8      4   version, u32 = 1
+//	 8      4   version, u32: 1, or 2 when the segment may hold records
+//	            with a compressed payload (see "Compression")
 //	12      4   header size, u32 = 48
 //	16      8   base: the first sequence this segment may hold; equal to
 //	            the number in the file name
@@ -61,24 +62,30 @@
 //	 0      4   L, u32: the length of the whole record, these 4 bytes and
 //	            the CRC included; 32 <= L <= MaxRecordSize
 //	 4      1   type (below)
-//	 5      1   flags, 0 (reserved; a record with other flags is invalid)
+//	 5      1   flags: 0, or flagS2 = 0x01 on a message record whose
+//	            payload is S2-compressed (see "Compression"); a record
+//	            with any other flag bit is invalid
 //	 6      2   S, u16: subject length
 //	 8      8   seq, u64 (meaning per type)
 //	16      8   time, i64 unix nanoseconds (messages; 0 otherwise)
 //	24      4   H, u32: header length
 //	28      S   subject
 //	28+S    H   header (the raw NATS header block)
-//	28+S+H  D   payload, D = L - 32 - S - H
+//	28+S+H  D   payload, D = L - 32 - S - H, as stored (compressed
+//	            when flagS2 is set)
 //	L-4     4   CRC-32C
 //
 // The CRC covers, in this order, 16 bytes that are not stored: the
 // segment's base (u64) and the record's offset in the file (u64); then
 // bytes 0 .. L-5 of the record: the length, so a torn or flipped length is
-// caught; every field; subject, header and payload. Binding the CRC to its
+// caught; every field; subject, header and payload as they are on disk
+// (the compressed bytes of a compressed payload). Binding the CRC to its
 // place means a record is valid only where it was written: a stale chunk,
 // a misdirected write or a record-shaped payload elsewhere never passes.
 // A record is valid when L fits in the file, the type is known, flags is
-// 0, S+H <= L-32, and the CRC matches.
+// 0 (or flagS2 on a message record), S+H <= L-32, the CRC matches, and,
+// with flagS2, the payload's decoded length P (below) is readable and the
+// record it decodes to fits: 32+S+H+P <= MaxRecordSize.
 //
 // Record types (append only; the values are on disk):
 //
@@ -106,6 +113,44 @@
 //	            below F (an empty store raises the low water instead). A
 //	            message S may follow in the same segment or start a new
 //	            one; F .. S-1 have no record of their own.
+//
+// # Compression
+//
+// With store.Config.Compress (a stream's compression "s2", protocol.md
+// section 3.1) the payload of a message record may be stored as one S2
+// block (github.com/klauspost/compress/s2, s2.Encode's block format: a
+// uvarint decoded length P, then the compressed stream), marked by
+// flagS2. Subject and header are never compressed, so recovery, subject
+// filters, NumPending and the TTL index never decode anything. Rules:
+//
+//   - A payload is compressed only when it pays: payloads below 64 bytes
+//     are never tried, and the compressed form is kept only when it is at
+//     least 1/16 smaller. An incompressible or small message is stored
+//     exactly as without compression.
+//   - Compressed records are written only to segments whose header says
+//     version 2; a segment started while Compress is on gets version 2.
+//     Turning Compress on (UpdateConfig) therefore takes effect from the
+//     next segment, and turning it off at once; records of both kinds stay
+//     readable in every segment. nats-server v2.15.2 likewise compresses
+//     only blocks created under the new setting.
+//   - A build that predates compression fails Open on a version-2 header
+//     (unsupported format version) rather than take compressed records for
+//     damaged ones. Version-1 segments are unchanged, so such a build still
+//     reads a store that never had Compress on.
+//   - The CRC covers the compressed bytes, so damage is caught before
+//     anything is decoded: a flipped bit is a failed record (lost, never
+//     served), never garbage from the decoder. Before decoding, P is
+//     checked against MaxRecordSize (P is bounded by the record the
+//     message would be uncompressed, which Append limits), so hostile bytes
+//     cannot make the decoder allocate more. A record whose CRC matches
+//     but whose block does not decode to P bytes is reported corrupt like
+//     any damaged record.
+//   - Everything a client sees is unchanged: loads return the original
+//     payload, and State.Bytes and MaxBytes count store.MsgSize of the
+//     uncompressed message, as nats-server's state.bytes does for a
+//     compressed stream. The index keeps the uncompressed record length
+//     of a compressed message (4 bytes per slot, only in segments holding
+//     one) so that Bytes needs no read.
 //
 // # Metadata file
 //
@@ -185,7 +230,8 @@
 //     to trust.
 //  2. A segment header that fails its checks is reported; the base is
 //     taken from the file name and the records are still verified one by
-//     one. A header of a newer version fails Open.
+//     one. A header of a version this build does not know (above 2)
+//     fails Open.
 //  3. After an invalid record, the scan resynchronizes at the next offset
 //     where a valid record starts; the bytes in between are a bad region.
 //  4. In the last segment, let D be the largest syncmark value found. The
@@ -245,7 +291,8 @@
 // Per stored sequence the index keeps the record offset, its length (with
 // a has-header bit), a subject id and the distance to the next message on
 // the same subject (4 x u32), and one bit in a removed bitmap: 16.125
-// bytes. A skip costs the same per skipped sequence (removed slots) while
+// bytes; 4 more in a segment that holds a compressed record (its
+// uncompressed length). A skip costs the same per skipped sequence (removed slots) while
 // the active segment stays within BlockSize/64 slots (128Ki with the
 // default BlockSize); a longer skip costs
 // nothing per sequence: the skipped range lies between segments, and the

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+
+	"github.com/klauspost/compress/s2"
 )
 
 // Sizes that are part of the on-disk format (see the package comment).
@@ -20,8 +22,16 @@ const (
 	MaxRecordSize = 128 << 20
 )
 
-// formatVersion is the version of every file this package writes.
+// formatVersion is the version of every file this package writes, but
+// for segments that may hold compressed records (segVersionS2).
 const formatVersion = 1
+
+// segVersionS2 is the version of a segment that may hold records with
+// flagS2: a build that does not know compression refuses it.
+const segVersionS2 = 2
+
+// flagS2 marks a message record whose payload is one S2 block.
+const flagS2 byte = 0x01
 
 // recordFixed is the size of a record's fields before the subject.
 const recordFixed = 28
@@ -58,6 +68,7 @@ var (
 	errVersion  = errors.New("unsupported format version")
 	errMismatch = errors.New("base differs from the file name")
 	errSkip     = errors.New("bad skip record")
+	errS2       = errors.New("bad compressed payload")
 )
 
 // record is a decoded record. Its slices point into the buffer it was
@@ -68,8 +79,12 @@ type record struct {
 	time int64
 	subj []byte
 	hdr  []byte
-	data []byte
-	size int // L, the whole record
+	data []byte // the payload as stored: an S2 block when packed
+	size int    // L, the whole record
+	// packed says data is S2-compressed (flagS2); plain is the length of
+	// the payload it decodes to (len(data) when not packed).
+	packed bool
+	plain  int
 }
 
 // recordSize returns L for a record with these fields.
@@ -89,9 +104,15 @@ func recordCRC(base uint64, off int64, b []byte) uint32 {
 // appendRecord appends one record to buf, which holds the segment's bytes
 // from offset 0, so len(buf) is the record's offset in the file.
 func appendRecord(buf []byte, base uint64, typ byte, seq uint64, tm int64, subj string, hdr, data []byte) []byte {
+	return appendRecordFlags(buf, base, typ, 0, seq, tm, subj, hdr, data)
+}
+
+// appendRecordFlags is appendRecord with a flags byte: flagS2 when data is
+// an S2 block.
+func appendRecordFlags(buf []byte, base uint64, typ, flags byte, seq uint64, tm int64, subj string, hdr, data []byte) []byte {
 	off := len(buf)
 	buf = le.AppendUint32(buf, uint32(recordSize(subj, hdr, data)))
-	buf = append(buf, typ, 0)
+	buf = append(buf, typ, flags)
 	buf = le.AppendUint16(buf, uint16(len(subj)))
 	buf = le.AppendUint64(buf, seq)
 	buf = le.AppendUint64(buf, uint64(tm))
@@ -119,7 +140,7 @@ func checkRecord(r []byte, base uint64, off int64) (int, error) {
 		return 0, errLength
 	case n > len(r):
 		return 0, errShort
-	case r[4] < recMsg || r[4] > lastRecType || r[5] != 0:
+	case !knownTypeFlags(r[4], r[5]):
 		return 0, errType
 	case int(le.Uint16(r[6:]))+int(le.Uint32(r[24:])) > n-RecordOverhead:
 		return 0, errLength
@@ -127,8 +148,50 @@ func checkRecord(r []byte, base uint64, off int64) (int, error) {
 		return 0, errSkip
 	case recordCRC(base, off, r[:n-4]) != le.Uint32(r[n-4:]):
 		return 0, errCRC
+	case r[5] == flagS2:
+		if _, err := packedLen(r[:n]); err != nil {
+			return 0, err
+		}
 	}
 	return n, nil
+}
+
+// knownTypeFlags reports whether a record's type and flags bytes are ones
+// this version writes: a known type with flags 0, or a message with
+// flagS2.
+func knownTypeFlags(typ, flags byte) bool {
+	return typ >= recMsg && typ <= lastRecType && (flags == 0 || flags == flagS2 && typ == recMsg)
+}
+
+// packedLen returns P, the decoded length of the S2 payload of the record
+// r (checked to have valid L, S and H), or errS2 when it cannot be read
+// or the record it decodes to would exceed MaxRecordSize.
+func packedLen(r []byte) (int, error) {
+	n := len(r)
+	sh := int(le.Uint16(r[6:])) + int(le.Uint32(r[24:]))
+	p, err := s2.DecodedLen(r[recordFixed+sh : n-4])
+	if err != nil || p > MaxRecordSize-RecordOverhead-sh {
+		return 0, errS2
+	}
+	return p, nil
+}
+
+// unpack returns the payload of rec decoded: rec.data itself when it is
+// not packed, else a new buffer of rec.plain bytes. It returns errS2 when
+// the block does not decode to exactly rec.plain bytes; it never allocates
+// more than rec.plain, which checkRecord bounded by MaxRecordSize.
+func unpack(rec record) ([]byte, error) {
+	if !rec.packed {
+		return rec.data, nil
+	}
+	if p, err := s2.DecodedLen(rec.data); err != nil || p != rec.plain || p > MaxRecordSize {
+		return nil, errS2
+	}
+	out, err := s2.Decode(make([]byte, rec.plain), rec.data)
+	if err != nil || len(out) != rec.plain {
+		return nil, errS2
+	}
+	return out, nil
 }
 
 // decodeRecord decodes the record at the start of b, which checkRecord
@@ -137,7 +200,7 @@ func decodeRecord(b []byte) record {
 	n := int(le.Uint32(b))
 	s := int(le.Uint16(b[6:]))
 	h := int(le.Uint32(b[24:]))
-	return record{
+	rec := record{
 		typ:  b[4],
 		seq:  le.Uint64(b[8:]),
 		time: int64(le.Uint64(b[16:])),
@@ -146,20 +209,35 @@ func decodeRecord(b []byte) record {
 		data: b[recordFixed+s+h : n-4 : n-4],
 		size: n,
 	}
+	rec.plain = len(rec.data)
+	if b[5] == flagS2 {
+		rec.packed = true
+		rec.plain, _ = packedLen(b[:n])
+	}
+	return rec
 }
+
+// plainSize returns L of the record as it would be uncompressed: the
+// length store.MsgSize is derived from.
+func (r record) plainSize() int { return r.size - len(r.data) + r.plain }
 
 // segHeader is the decoded header of a segment file.
 type segHeader struct {
 	base     uint64
 	lowWater uint64
 	lastTime int64
+	s2       bool // version segVersionS2: may hold compressed records
 }
 
 // encode returns the header's bytes.
 func (h segHeader) encode() []byte {
 	b := make([]byte, 0, SegmentHeaderSize)
 	b = append(b, segMagic...)
-	b = le.AppendUint32(b, formatVersion)
+	v := uint32(formatVersion)
+	if h.s2 {
+		v = segVersionS2
+	}
+	b = le.AppendUint32(b, v)
 	b = le.AppendUint32(b, SegmentHeaderSize)
 	b = le.AppendUint64(b, h.base)
 	b = le.AppendUint64(b, h.lowWater)
@@ -180,10 +258,13 @@ func parseSegHeader(b []byte) (segHeader, error) {
 	if crc32.Checksum(b[:44], crcTable) != le.Uint32(b[44:]) {
 		return segHeader{}, errCRC
 	}
-	if le.Uint32(b[8:]) != formatVersion || le.Uint32(b[12:]) != SegmentHeaderSize {
+	v := le.Uint32(b[8:])
+	if v != formatVersion && v != segVersionS2 || le.Uint32(b[12:]) != SegmentHeaderSize {
 		return segHeader{}, errVersion
 	}
-	return segHeader{base: le.Uint64(b[16:]), lowWater: le.Uint64(b[24:]), lastTime: int64(le.Uint64(b[32:]))}, nil
+	h := segHeader{base: le.Uint64(b[16:]), lowWater: le.Uint64(b[24:]), lastTime: int64(le.Uint64(b[32:]))}
+	h.s2 = v == segVersionS2
+	return h, nil
 }
 
 // segmentName returns the file name of the segment with the given base.

@@ -77,12 +77,16 @@ func (s *Store) readMsg(ref recordRef) (*store.StoredMsg, error) {
 		return nil, err
 	}
 	r := decodeRecord(b)
+	data, err := unpack(r)
+	if err != nil {
+		return nil, s.corrupt(ref, err)
+	}
 	m := &store.StoredMsg{Subject: string(r.subj), Seq: r.seq, Time: r.time}
 	if len(r.hdr) > 0 {
 		m.Header = r.hdr
 	}
-	if len(r.data) > 0 {
-		m.Data = r.data
+	if len(data) > 0 {
+		m.Data = data
 	}
 	return m, nil
 }
@@ -100,11 +104,17 @@ func (s *Store) readRecord(ref recordRef) ([]byte, error) {
 		}
 	}
 	if err := verifyMsg(b, ref); err != nil {
-		cerr := &store.CorruptError{First: ref.seq, Last: ref.seq, Where: fmt.Sprintf("%s@%d", ref.seg.path, ref.off), Reason: err.Error()}
-		s.noteCorrupt(ref, cerr)
-		return nil, cerr
+		return nil, s.corrupt(ref, err)
 	}
 	return b, nil
+}
+
+// corrupt reports ref's message, whose record failed a check with err,
+// as lost from now on and returns the error a load returns.
+func (s *Store) corrupt(ref recordRef, err error) *store.CorruptError {
+	cerr := &store.CorruptError{First: ref.seq, Last: ref.seq, Where: fmt.Sprintf("%s@%d", ref.seg.path, ref.off), Reason: err.Error()}
+	s.noteCorrupt(ref, cerr)
+	return cerr
 }
 
 // verifyMsg checks that b is a valid message record for ref.

@@ -40,6 +40,7 @@ func Open(cfg Config, limits store.Config) (*Store, error) {
 		return nil, fmt.Errorf("filestore: open %s: %w", cfg.Dir, err)
 	}
 	s.note = newNotifier(s.mu.last)
+	s.setPackingLocked()
 	s.startFlusher()
 	if len(s.mu.doomed) > 0 || s.mu.lw > s.mu.lwWritten || s.mu.changes > 0 {
 		s.kickFlusher()
@@ -132,7 +133,8 @@ func (s *Store) create() error {
 	first := s.mu.limits.FirstSeq
 	base := max(first, 1)
 	g := s.newSegment(base)
-	header := segHeader{base: base, lowWater: first}.encode()
+	g.s2 = s.packingWanted()
+	header := segHeader{base: base, lowWater: first, s2: g.s2}.encode()
 	f, err := s.createSegmentFile(g.path, header)
 	if err != nil {
 		return err

@@ -84,6 +84,7 @@ func (r *recovery) loadSegment(base, next uint64, last bool, data []byte, f vfs.
 	if herr == nil {
 		r.lw = max(r.lw, hdr.lowWater)
 		r.hdrTimes[base] = hdr.lastTime
+		g.s2 = hdr.s2
 	}
 	s.mu.segs = append(s.mu.segs, g)
 	g.reserveSlots(countMsgs(data, good, cut))
@@ -133,7 +134,7 @@ func scanRecords(data []byte, base uint64, good []uint32) ([]uint32, []region) {
 // len(data).
 func resync(data []byte, base uint64, p int) int {
 	for ; p+RecordOverhead <= len(data); p++ {
-		if t := data[p+4]; t < recMsg || t > lastRecType || data[p+5] != 0 {
+		if !knownTypeFlags(data[p+4], data[p+5]) {
 			continue
 		}
 		if _, err := checkRecord(data[p:], base, int64(p)); err == nil {
@@ -220,7 +221,8 @@ func (r *recovery) settleLast(g *segment, data []byte, cut int) error {
 		data = data[:cut]
 	}
 	if cut < SegmentHeaderSize {
-		h := segHeader{base: g.base, lowWater: r.firstSegLowWater(g.base)}
+		h := segHeader{base: g.base, lowWater: r.firstSegLowWater(g.base), s2: r.s.packingWanted()}
+		g.s2 = h.s2
 		data = h.encode()
 		r.lw = max(r.lw, h.lowWater)
 		r.s.cfg.Logf("filestore: %s: writing the header of a segment whose creation never completed", g.path)
@@ -282,6 +284,9 @@ func (r *recovery) addMsg(g *segment, off int, rec record, next uint64) {
 		length |= hdrBit
 	}
 	g.addSlot(uint32(off), length, info.id)
+	if rec.packed {
+		g.setPlain(uint32(rec.plainSize()))
+	}
 	g.maxTime = max(g.maxTime, rec.time)
 	s.linkLocked(info, seq)
 	s.mu.msgs++

@@ -25,11 +25,18 @@ type segment struct {
 	live  int      // stored messages
 	lost  int      // slots inside Store.mu.lost
 	bloom [4]uint64
+	// plain is, for slot i holding a compressed record, the record's
+	// length uncompressed (0 for other slots); nil until the segment
+	// holds a compressed record.
+	plain []uint32
 	// maxTime is the largest message time the segment ever held.
 	maxTime int64
 	// lastEnd is where the last read from the file ended, guarded by
 	// chunkCache.mu.
 	lastEnd int64
+	// s2 says the segment's header is version segVersionS2, so that it
+	// may hold compressed records.
+	s2 bool
 
 	buf     []byte   // the file's bytes from offset 0, while active or unwritten
 	size    int64    // bytes of the segment (written or not)
@@ -48,6 +55,9 @@ func (g *segment) reserveSlots(n int) {
 	g.sids = slices.Grow(g.sids, n)
 	g.next = slices.Grow(g.next, n)
 	g.dead = slices.Grow(g.dead, n/64+1)
+	if g.plain != nil {
+		g.plain = slices.Grow(g.plain, n)
+	}
 }
 
 // end returns the sequence after the segment's last slot.
@@ -77,6 +87,9 @@ func (g *segment) addSlot(off, length uint32, sid uint32) {
 	g.lens = append(g.lens, length)
 	g.sids = append(g.sids, sid)
 	g.next = append(g.next, 0)
+	if g.plain != nil {
+		g.plain = append(g.plain, 0)
+	}
 	if i&63 == 0 {
 		g.dead = append(g.dead, 0)
 	}
@@ -86,6 +99,15 @@ func (g *segment) addSlot(off, length uint32, sid uint32) {
 	}
 	g.live++
 	g.bloom[bloomBit(sid)>>6] |= 1 << (bloomBit(sid) & 63)
+}
+
+// setPlain records that the last slot holds a compressed record whose
+// length uncompressed is n.
+func (g *segment) setPlain(n uint32) {
+	if g.plain == nil {
+		g.plain = make([]uint32, len(g.offs), cap(g.offs))
+	}
+	g.plain[len(g.offs)-1] = n
 }
 
 // mayHold reports whether the segment may hold a message with a subject
@@ -124,11 +146,14 @@ func (g *segment) prevLive(i int) int {
 }
 
 // msgSize returns store.MsgSize of the message in slot i from its record
-// length: the record has 2 bytes more overhead than MsgSize counts, and
-// MsgSize adds 4 when there is a header.
+// length (uncompressed): the record has 2 bytes more overhead than MsgSize
+// counts, and MsgSize adds 4 when there is a header.
 func (g *segment) msgSize(i int) uint64 {
 	l := g.lens[i]
 	n := uint64(l&^hdrBit) - 2
+	if g.plain != nil && g.plain[i] != 0 {
+		n = uint64(g.plain[i]) - 2
+	}
 	if l&hdrBit != 0 {
 		n += 4
 	}
@@ -140,5 +165,5 @@ func (g *segment) recordLen(i int) int { return int(g.lens[i] &^ hdrBit) }
 
 // indexBytes returns the memory the per-slot index uses.
 func (g *segment) indexBytes() int {
-	return 4*(cap(g.offs)+cap(g.lens)+cap(g.sids)+cap(g.next)) + 8*cap(g.dead)
+	return 4*(cap(g.offs)+cap(g.lens)+cap(g.sids)+cap(g.next)+cap(g.plain)) + 8*cap(g.dead)
 }

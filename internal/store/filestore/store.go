@@ -5,6 +5,7 @@ import (
 	"math"
 	"path"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/vfs"
@@ -29,6 +30,10 @@ type Store struct {
 	kick    chan struct{} // wakes the flusher; capacity 1
 	quit    chan struct{} // closed by Close
 	wg      sync.WaitGroup
+	// packing says Append compresses payloads: compression is on and the
+	// active segment may hold compressed records. Written under Store.mu
+	// (setPackingLocked), read by Append before it takes the lock.
+	packing atomic.Bool
 
 	cons struct { // the open consumer stores
 		sync.Mutex
@@ -79,6 +84,11 @@ func (s *Store) Append(m store.Msg) (uint64, error) {
 	if err := s.throttle(); err != nil {
 		return 0, err
 	}
+	var packed *[]byte
+	if s.packing.Load() {
+		packed = pack(m.Data, s.cfg.forceS2)
+		defer release(packed) // after the unlock below
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usableLocked(); err != nil {
@@ -89,7 +99,7 @@ func (s *Store) Append(m store.Msg) (uint64, error) {
 	if err := store.CheckAppend(s.mu.limits, occ, m, oldest); err != nil {
 		return 0, err
 	}
-	seq := s.addLocked(m)
+	seq := s.addLocked(m, packed)
 	err := store.EnforceAfterAppend(s.mu.limits, m.Subject, enforcer{s})
 	s.kickLocked()
 	if err != nil {
@@ -132,14 +142,24 @@ func (s *Store) usableLocked() error {
 	return s.mu.fenced
 }
 
-// addLocked stores m at the next sequence in the active segment.
-func (s *Store) addLocked(m store.Msg) uint64 {
+// addLocked stores m at the next sequence in the active segment, with
+// its payload compressed when packed holds the compressed form and the
+// segment may hold it.
+func (s *Store) addLocked(m store.Msg, packed *[]byte) uint64 {
 	seq := s.mu.last + 1
-	n := recordSize(m.Subject, m.Header, m.Data)
+	data, flags := m.Data, byte(0)
+	if packed != nil {
+		data, flags = *packed, flagS2
+	}
+	n := recordSize(m.Subject, m.Header, data)
 	g := s.activeForLocked(seq, n)
+	if flags != 0 && !g.s2 {
+		data, flags = m.Data, 0
+		n = recordSize(m.Subject, m.Header, data)
+	}
 	s.reserveLocked(g, n)
 	off := len(g.buf)
-	g.buf = appendRecord(g.buf, g.base, recMsg, seq, m.Time, m.Subject, m.Header, m.Data)
+	g.buf = appendRecordFlags(g.buf, g.base, recMsg, flags, seq, m.Time, m.Subject, m.Header, data)
 	g.size = int64(len(g.buf))
 	info := s.mu.subj.add(m.Subject)
 	length := uint32(n)
@@ -147,6 +167,9 @@ func (s *Store) addLocked(m store.Msg) uint64 {
 		length |= hdrBit
 	}
 	g.addSlot(uint32(off), length, info.id)
+	if flags != 0 {
+		g.setPlain(uint32(recordSize(m.Subject, m.Header, m.Data)))
+	}
 	g.maxTime = max(g.maxTime, m.Time)
 	s.linkLocked(info, seq)
 	s.mu.last, s.mu.lastTime = seq, m.Time
@@ -203,7 +226,8 @@ func (s *Store) rollLocked(base uint64) *segment {
 		s.mu.sealedOut = append(s.mu.sealedOut, old)
 	}
 	g := s.newSegment(base)
-	h := segHeader{base: base, lowWater: s.mu.lw, lastTime: s.mu.lastTime}
+	h := segHeader{base: base, lowWater: s.mu.lw, lastTime: s.mu.lastTime, s2: s.packingWanted()}
+	g.s2 = h.s2
 	want := initialBufCap
 	if old.size+int64(initialBufCap) > s.cfg.BlockSize {
 		want = cap(old.buf) // it filled up: the next one likely will too
@@ -214,6 +238,7 @@ func (s *Store) rollLocked(base uint64) *segment {
 	s.mu.lwWritten = 0
 	s.mu.segs = append(s.mu.segs, g)
 	s.mu.changes++
+	s.setPackingLocked()
 	return g
 }
 
@@ -439,6 +464,7 @@ func (s *Store) UpdateConfig(cfg store.Config) error {
 		s.rebuildTTLLocked(cfg.MsgTTL)
 	}
 	s.mu.limits = cfg
+	s.setPackingLocked()
 	err := store.EnforceAfterUpdate(cfg, enforcer{s})
 	gen := s.markLocked(before)
 	s.mu.Unlock()
