@@ -160,7 +160,8 @@ func unlimited(v int64) int64 {
 	return v
 }
 
-// StoreConfig returns the limits the store enforces: the API's -1
+// StoreConfig returns the limits the store enforces and whether it
+// compresses payloads on disk (compression "s2"): the API's -1
 // (unlimited) becomes 0, the store's "no limit".
 func (c *Config) StoreConfig() store.Config {
 	discard := store.DiscardOld
@@ -178,6 +179,7 @@ func (c *Config) StoreConfig() store.Config {
 		FirstSeq:             c.FirstSeq,
 		MsgTTL:               c.AllowMsgTTL,
 		SubjectDeleteMarkers: c.SubjectDeleteMarkerTTL > 0,
+		Compress:             c.Compression == S2Compression,
 	}
 }
 

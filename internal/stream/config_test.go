@@ -245,8 +245,12 @@ func TestStoreConfig(t *testing.T) {
 	}
 	c = Config{Name: "S", MaxBytes: 100, MaxMsgSize: 50}
 	c.SetDefaults()
-	if got := c.StoreConfig(); got.MaxBytes != 100 || got.MaxMsgSize != 50 || got.MaxMsgs != 0 || got.Discard != store.DiscardOld {
+	if got := c.StoreConfig(); got.MaxBytes != 100 || got.MaxMsgSize != 50 || got.MaxMsgs != 0 || got.Discard != store.DiscardOld || got.Compress {
 		t.Errorf("StoreConfig %+v", got)
+	}
+	c.Compression = S2Compression
+	if got := c.StoreConfig(); !got.Compress {
+		t.Errorf("compression s2: StoreConfig %+v, want Compress", got)
 	}
 }
 
