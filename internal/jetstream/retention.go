@@ -78,7 +78,18 @@ func (r *runner) interested(subject string) bool {
 func (r *runner) onAcked(c *cons, seqs []uint64, wait bool) {
 	switch r.retention() {
 	case stream.WorkQueuePolicy:
-		r.removeMsgs(seqs, wait)
+		srcs := r.watcherList()
+		if len(srcs) == 0 {
+			r.removeMsgs(seqs, wait)
+			return
+		}
+		var gone []uint64
+		for _, seq := range seqs {
+			if m, err := r.store.Load(seq); err == nil && !sourcersNeed(srcs, nil, seq, m.Subject) {
+				gone = append(gone, seq)
+			}
+		}
+		r.removeMsgs(gone, wait)
 	case stream.InterestPolicy:
 		var gone []uint64
 		others, srcs := r.consumerList(), r.watcherList()
@@ -104,8 +115,13 @@ func (r *runner) onSourced(s *sourcer, msgs []*store.StoredMsg) {
 	var gone []uint64
 	switch r.retention() {
 	case stream.WorkQueuePolicy:
+		// Only what no consumer still has to deliver (nats-server ackMsg:
+		// a workqueue message stays while another party needs it).
+		others := r.consumerList()
 		for _, m := range msgs {
-			gone = append(gone, m.Seq)
+			if !anyNeeds(others, nil, m.Seq, m.Subject) {
+				gone = append(gone, m.Seq)
+			}
 		}
 	case stream.InterestPolicy:
 		others, srcs := r.consumerList(), r.watcherList()

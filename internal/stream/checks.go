@@ -327,7 +327,10 @@ func (s *Stream) checkRollup(m *pub) *jserr.Error {
 	if len(v) == 0 {
 		return nil
 	}
-	if (!s.cfg.AllowRollup || s.cfg.DenyPurge) && !m.sourced {
+	if !s.cfg.AllowRollup || s.cfg.DenyPurge {
+		if m.sourced {
+			return nil // stored as is, without the purge (nats-server allowRollupPurge)
+		}
 		return jserr.New(jserr.StreamRollupFailed, jserr.Sub("err", "rollup not permitted"))
 	}
 	switch r := strings.ToLower(string(v)); r {
