@@ -91,12 +91,21 @@ func removeHeader(hdr []byte, key string) []byte {
 	if _, ok := headerValue(hdr, key); !ok {
 		return hdr
 	}
+	return removeFields(hdr, func(line []byte) bool {
+		_, drop := fieldValue(line, key)
+		return drop
+	})
+}
+
+// removeFields returns a copy of hdr without the field lines drop
+// selects, or nil when no field is left.
+func removeFields(hdr []byte, drop func(line []byte) bool) []byte {
 	first, rest, _ := bytes.Cut(hdr, []byte(crlf))
 	out := append(append(make([]byte, 0, len(hdr)), first...), crlf...)
 	for len(rest) > 0 {
 		var line []byte
 		line, rest, _ = bytes.Cut(rest, []byte(crlf))
-		if _, drop := fieldValue(line, key); !drop {
+		if len(line) == 0 || !drop(line) {
 			out = append(append(out, line...), crlf...)
 		}
 	}

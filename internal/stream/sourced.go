@@ -25,8 +25,7 @@ import (
 // nanoseconds): a sourced message is a new message of the sourcing
 // stream.
 func SourcedEntry(msg *store.StoredMsg, iname, ident, subj string, now int64) Entry {
-	hdr := removeHeader(msg.Header, hdrStreamSource)
-	hdr = removeHeaderPrefix(hdr, "Nats-Expected-")
+	hdr := removeHeaderPrefix(msg.Header, "Nats-Expected-")
 	hdr = removeHeaderPrefix(hdr, "Nats-Batch-")
 	name, rest, _ := strings.Cut(iname, " ")
 	var v strings.Builder
@@ -41,7 +40,7 @@ func SourcedEntry(msg *store.StoredMsg, iname, ident, subj string, now int64) En
 		v.WriteByte(' ')
 		v.WriteString(ident)
 	}
-	return Entry{Subject: subj, Header: appendHeader(hdr, hdrStreamSource, v.String()), Data: msg.Data, Time: now, Sourced: true}
+	return Entry{Subject: subj, Header: setHeader(hdr, hdrStreamSource, v.String()), Data: msg.Data, Time: now, Sourced: true}
 }
 
 // SourcedFrom reads the Nats-Stream-Source header of a stored message: the
@@ -119,32 +118,5 @@ func removeHeaderPrefix(hdr []byte, prefix string) []byte {
 	if !bytes.Contains(hdr, []byte(crlf+prefix)) {
 		return hdr
 	}
-	first, rest, _ := bytes.Cut(hdr, []byte(crlf))
-	out := append(append(make([]byte, 0, len(hdr)), first...), crlf...)
-	for len(rest) > 0 {
-		var line []byte
-		line, rest, _ = bytes.Cut(rest, []byte(crlf))
-		if !bytes.HasPrefix(line, []byte(prefix)) {
-			out = append(append(out, line...), crlf...)
-		}
-	}
-	if len(out) <= len(emptyBlock) {
-		return nil
-	}
-	return out
-}
-
-// appendHeader returns a new header block: hdr's fields (or an empty
-// block) followed by "key: value" (nats-server genHeader).
-func appendHeader(hdr []byte, key, value string) []byte {
-	var out []byte
-	if len(hdr) >= len(emptyBlock) {
-		out = append(out, hdr[:len(hdr)-len(crlf)]...)
-	} else {
-		out = append(out, hdrVersion+crlf...)
-	}
-	out = append(out, key...)
-	out = append(out, ": "...)
-	out = append(out, value...)
-	return append(out, crlf+crlf...)
+	return removeFields(hdr, func(line []byte) bool { return bytes.HasPrefix(line, []byte(prefix)) })
 }

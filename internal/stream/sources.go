@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -181,7 +180,7 @@ func (c *Config) CheckOrigins(get Origins, pedantic bool) *jserr.Error {
 		}
 	}
 	if hasCycle(c, get) {
-		return invalid(errors.New("detected cycle").Error())
+		return invalid("detected cycle")
 	}
 	return nil
 }
