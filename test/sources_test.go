@@ -299,3 +299,51 @@ func TestStreamSourceOriginRecreated(t *testing.T) {
 		t.Fatalf("copy of the new origin's first message: %v %v", rm, err)
 	}
 }
+
+// A workqueue origin with a consumer and a source keeps each message
+// until both have it; a sourcing stream that does not permit rollups
+// stores a sourced Nats-Rollup without purging. (Found by a review.)
+func TestStreamSourceSharedWorkQueueAndRollup(t *testing.T) {
+	u := startJS(t)
+	_, js := jsConnect(t, u)
+	wq := createStream(t, js, jetstream.StreamConfig{Name: "WQ3", Subjects: []string{"w3.>"}, Retention: jetstream.WorkQueuePolicy})
+	c, err := wq.CreateOrUpdateConsumer(tctx(t), jetstream.ConsumerConfig{Durable: "c1", AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: "w3.a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agg := createStream(t, js, jetstream.StreamConfig{Name: "WQ3S", Sources: []*jetstream.StreamSource{{Name: "WQ3"}}})
+	for _, subj := range []string{"w3.a", "w3.a", "w3.b"} {
+		jsPublish(t, js, subj, "x")
+	}
+	waitMsgs(t, agg, 3)
+	waitMsgs(t, wq, 2) // w3.b copied and gone; the two w3.a wait for c1
+	b, err := c.Fetch(2, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for m := range b.Messages() {
+		n++
+		if err := m.DoubleAck(tctx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n != 2 {
+		t.Fatalf("consumer got %d messages, want 2", n)
+	}
+	waitMsgs(t, wq, 0)
+
+	createStream(t, js, jetstream.StreamConfig{Name: "RO", Subjects: []string{"ro.>"}, AllowRollup: true})
+	ros := createStream(t, js, jetstream.StreamConfig{Name: "ROS", Sources: []*jetstream.StreamSource{{Name: "RO"}}})
+	jsPublish(t, js, "ro.a", "1")
+	jsPublish(t, js, "ro.a", "2")
+	waitMsgsWithin(t, ros, 2, 40*time.Second) // copied before the origin rolls them up
+	m := nats.NewMsg("ro.a")
+	m.Header.Set("Nats-Rollup", "sub")
+	jsPublishMsg(t, js, m)
+	waitMsgs(t, ros, 3)
+	time.Sleep(200 * time.Millisecond)
+	if info, _ := ros.Info(tctx(t)); info.State.Msgs != 3 {
+		t.Fatalf("sourcing stream without rollups: %d messages, want 3 (no purge)", info.State.Msgs)
+	}
+}
