@@ -1496,6 +1496,9 @@ func (d *differ) sourceConfigs() {
 		{"source smaller max_msg_size", `{"name":"V35","sources":[{"name":"SO"}],"max_msg_size":10}`},
 		{"source itself", `{"name":"V36","sources":[{"name":"V36"}]}`},
 		{"mirror itself", `{"name":"V37","mirror":{"name":"V37"}}`},
+		{"mirror filter invalid", `{"name":"V40","mirror":{"name":"SO","filter_subject":"so..x"}}`},
+		{"source filter invalid", `{"name":"V41","sources":[{"name":"SO","filter_subject":"so.>.x"}]}`},
+		{"source filter invalid, second", `{"name":"V42","sources":[{"name":"SO"},{"name":"NOSUCH","filter_subject":" "}]}`},
 		{"republish > to a literal", `{"name":"V38","subjects":["v38"],"republish":{"dest":"b"}}`},
 		{"republish cycle", `{"name":"V39","subjects":["v39.>"],"republish":{"src":">","dest":"v39.x.>"}}`},
 	} {

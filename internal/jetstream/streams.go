@@ -45,11 +45,15 @@ func (js *JetStream) AddStreamPedantic(cfg stream.Config, pedantic bool) (*Strea
 	if r := js.streams[cfg.Name]; r != nil {
 		return js.existing(r, cfg)
 	}
-	if js.overlapsLocked(cfg.Name, cfg.Subjects) {
-		return nil, jserr.New(jserr.StreamSubjectOverlap)
-	}
+	// nats-server's order (addStream): limits, source filters, overlap.
 	if err := js.checkReservationLocked(&cfg); err != nil {
 		return nil, err
+	}
+	if err := cfg.CheckSourceFilters(); err != nil {
+		return nil, err
+	}
+	if js.overlapsLocked(cfg.Name, cfg.Subjects) {
+		return nil, jserr.New(jserr.StreamSubjectOverlap)
 	}
 	r, err := js.createLocked(cfg)
 	if err != nil {

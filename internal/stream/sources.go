@@ -231,3 +231,22 @@ func overlapsAny(subjects []string, filter string) bool {
 	}
 	return false
 }
+
+// CheckSourceFilters checks the filter_subject of the mirror and of each
+// source on create, as nats-server v2.15.2's addStream does after the
+// account limits and before the subject overlap: an invalid one is 10049
+// "subject filter '<f>' for the mirror invalid subject" (sic, no colon) or
+// "subject filter '<f>' for the source: invalid subject". (A transform's
+// source is checked by Validate; an update does not check the filters,
+// nor does nats-server.)
+func (c *Config) CheckSourceFilters() *jserr.Error {
+	if m := c.Mirror; m != nil && len(m.SubjectTransforms) == 0 && m.FilterSubject != "" && !subject.ValidSubject(m.FilterSubject) {
+		return jserr.New(jserr.StreamCreate, jserr.Sub("err", fmt.Sprintf("subject filter '%s' for the mirror invalid subject", m.FilterSubject)))
+	}
+	for _, src := range c.Sources {
+		if len(src.SubjectTransforms) == 0 && src.FilterSubject != "" && !subject.ValidSubject(src.FilterSubject) {
+			return jserr.New(jserr.StreamCreate, jserr.Sub("err", fmt.Sprintf("subject filter '%s' for the source: invalid subject", src.FilterSubject)))
+		}
+	}
+	return nil
+}
