@@ -72,3 +72,34 @@ func wantRePublishHeaders(t *testing.T, m *nats.Msg, stream, subj string, seq, l
 		t.Errorf("Nats-Time-Stamp %q: %v", m.Header.Get("Nats-Time-Stamp"), err)
 	}
 }
+
+// A mirror with republish republishes what it copies, with its own
+// stream name and the origin's sequence (nats-server v2.15.2 stores
+// mirrored messages through processJetStreamMsg, which republishes).
+func TestMirrorRePublish(t *testing.T) {
+	u := startJS(t)
+	nc, js := jsConnect(t, u)
+	sub, err := nc.SubscribeSync("mrp.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	createStream(t, js, jetstream.StreamConfig{Name: "MRPO", Subjects: []string{"mrpo.>"}})
+	jsPublish(t, js, "mrpo.a", "one")
+	jsPublish(t, js, "mrpo.b", "two")
+	createStream(t, js, jetstream.StreamConfig{Name: "MRP", Mirror: &jetstream.StreamSource{Name: "MRPO"},
+		RePublish: &jetstream.RePublish{Source: "mrpo.>", Destination: "mrp.>"}})
+	for i, want := range []struct{ subj, data string }{{"mrp.a", "one"}, {"mrp.b", "two"}} {
+		got := nextMsg(t, sub)
+		if got.Subject != want.subj || string(got.Data) != want.data {
+			t.Fatalf("republish %d: %s %q", i, got.Subject, got.Data)
+		}
+		wantRePublishHeaders(t, got, "MRP", "mrpo."+want.subj[4:], uint64(i+1), 0)
+	}
+	jsPublish(t, js, "mrpo.a", "three")
+	got := nextMsg(t, sub)
+	if got.Subject != "mrp.a" || string(got.Data) != "three" {
+		t.Fatalf("republish of a new message: %s %q", got.Subject, got.Data)
+	}
+	wantRePublishHeaders(t, got, "MRP", "mrpo.a", 3, 1)
+}

@@ -88,9 +88,13 @@ func Identity(created time.Time) string {
 // or Nats-Msg-Id window applies: the origin made those decisions; the
 // mirror's own limits do apply, and so does its subject_transform, as
 // nats-server's processJetStreamMsg applies it to every message. Errors
-// are those of Apply's store step (10077, 10054).
+// are those of Apply's store step (10077, 10054). A stored message is
+// republished like any (Result.RePublish), as nats-server's mirror
+// stores through processJetStreamMsg.
 func (s *Stream) ApplyMirror(e Entry, seq uint64) Result {
 	e.Subject = s.mapSubject(e.Subject)
+	m := &pub{subject: e.Subject, hdr: e.Header, data: e.Data, time: e.Time}
+	rpSubj, rpLast, rpOK := s.rePublishTarget(m)
 	last := s.store.State(false).LastSeq
 	if seq <= last {
 		return Result{Seq: seq, Duplicate: true}
@@ -108,7 +112,11 @@ func (s *Stream) ApplyMirror(e Entry, seq uint64) Result {
 		err := errors.New("mirror sequence mismatch")
 		return Result{Seq: got, Err: storeError(err), StoreErr: err}
 	}
-	return Result{Seq: got, Subject: e.Subject}
+	r := Result{Seq: got, Subject: e.Subject}
+	if rpOK {
+		r.RePublish = s.rePublish(m, rpSubj, got, rpLast)
+	}
+	return r
 }
 
 // removeHeaderPrefix returns hdr without the fields whose names start
