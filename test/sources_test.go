@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,6 +142,59 @@ func TestStreamSourceTransformUpdateRestart(t *testing.T) {
 	}
 	if _, err := s2.GetLastMsgForSubject(tctx(t), "mapped.z"); err != nil {
 		t.Errorf("new origin message after restart: %v", err)
+	}
+	// The source that copied nothing since the restart still shows the
+	// last origin sequence it copied.
+	waitFor(t, 5*time.Second, "source OB seq 1", func() bool {
+		info, err := s2.Info(tctx(t))
+		if err != nil {
+			return false
+		}
+		for _, si := range info.Sources {
+			if si.Name == "OB" {
+				return si.Seq == 1
+			}
+		}
+		return false
+	})
+}
+
+// A mirror whose origin lost its first message, promoted to a plain
+// stream and then sourcing the same origin, starts at its last message's
+// time (nats-server v2.15.2 setupSourceConsumer: a stream whose first
+// sequence is above 1 and that holds nothing sourced resumes by time), so
+// only the last mirrored message is copied again; an idle source reports
+// itself active within about a second, as nats-server's heartbeats do.
+func TestStreamMirrorPromotedThenSourced(t *testing.T) {
+	u := startJS(t)
+	_, js := jsConnect(t, u)
+	po := createStream(t, js, jetstream.StreamConfig{Name: "PO", Subjects: []string{"po.>"}})
+	for i := 1; i <= 5; i++ {
+		jsPublish(t, js, fmt.Sprintf("po.%d", i), "x")
+	}
+	if err := po.DeleteMsg(tctx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	pm := createStream(t, js, jetstream.StreamConfig{Name: "PM", Mirror: &jetstream.StreamSource{Name: "PO"}})
+	waitMsgs(t, pm, 4)
+	if _, err := js.UpdateStream(tctx(t), jetstream.StreamConfig{Name: "PM", Subjects: []string{"pm.>"}}); err != nil {
+		t.Fatalf("promote: %v", err)
+	}
+	if _, err := js.UpdateStream(tctx(t), jetstream.StreamConfig{Name: "PM", Subjects: []string{"pm.>"},
+		Sources: []*jetstream.StreamSource{{Name: "PO"}}}); err != nil {
+		t.Fatalf("add the source: %v", err)
+	}
+	jsPublish(t, js, "po.6", "x")
+	info := waitMsgs(t, pm, 6)
+	for seq, want := range map[uint64]string{6: "PO 5 ", 7: "PO 6 "} {
+		m, err := pm.GetMsg(tctx(t), seq)
+		if err != nil || !strings.HasPrefix(m.Header.Get("Nats-Stream-Source"), want) {
+			t.Fatalf("seq %d: %v %v, want a copy of %q", seq, err, m, want)
+		}
+	}
+	time.Sleep(2500 * time.Millisecond) // idle
+	if info, _ = pm.Info(tctx(t)); len(info.Sources) != 1 || info.Sources[0].Active > 2*time.Second || info.Sources[0].Seq != 6 {
+		t.Fatalf("idle source info: %+v", info.Sources[0])
 	}
 }
 

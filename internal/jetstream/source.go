@@ -24,8 +24,9 @@ const (
 // SourceInfo is a StreamSourceInfo of the JetStream API (protocol.md
 // section 3.3), in nats-server v2.15.2's key order: the origin's name,
 // the matching messages of the origin not yet copied (lag), the last
-// origin sequence copied (seq, sources only), the time since the last
-// message came (active, nanoseconds; -1 when none came yet), the error
+// origin sequence copied (seq, sources only), the time since the origin
+// was last seen (active, nanoseconds; -1 when never; about a second at
+// most while it exists, as nats-server's heartbeats make it), the error
 // that stops it (10059 while the origin does not exist) and the source's
 // filter or transforms.
 type SourceInfo struct {
@@ -65,7 +66,7 @@ type sourcer struct {
 	mu     sync.Mutex // guards the fields below, read by info
 	lag    uint64
 	seq    uint64
-	active int64 // unix ns of the last copied message, 0 = none yet
+	active int64 // unix ns the origin was last seen, 0 = never
 	err    *jserr.Error
 }
 
@@ -146,6 +147,7 @@ func (s *sourcer) copyRound(o *runner) bool {
 		s.r.js.logf("stream %s: source stream %s was recreated, resetting source state", s.r.name, s.src.Name)
 		s.next = 0
 	}
+	s.heard()
 	if s.next == 0 {
 		s.ident = ident
 		s.next = s.startSeq(o)
@@ -177,8 +179,9 @@ func (s *sourcer) copyRound(o *runner) bool {
 	}
 	s.copied.Store(last) // limits origin: nobody reads it
 	s.mu.Lock()
-	s.seq, s.active = last, s.r.js.now().UnixNano()
+	s.seq = last
 	s.mu.Unlock()
+	s.heard()
 	return true
 }
 
@@ -268,44 +271,71 @@ func (s *sourcer) mapSubject(subj string) string {
 }
 
 // startSeq finds where copying starts (nats-server v2.15.2
-// setupMirrorConsumer / startingSequenceForSources): after what the
-// stream already holds from this origin, else the source's opt_start_seq
-// or opt_start_time, else the origin's first message.
+// setupMirrorConsumer, setupSourceConsumer): a mirror after its last
+// sequence; a source after what the stream already holds from this
+// origin (and seq then shows it at once), else at the source's
+// opt_start_seq, else at the first origin message at or after
+// opt_start_time or the stream's last message time, whichever is later;
+// else, for a stream whose first sequence is above 1 and that never read
+// a recreated origin, at its last message time (a promoted mirror picks
+// up near where it stopped); else the origin's first message.
 func (s *sourcer) startSeq(o *runner) uint64 {
-	if s.mirror {
-		if last := s.r.store.State(false).LastSeq; last > 0 {
-			return last + 1
+	own := s.r.store.State(false)
+	var found bool
+	switch {
+	case s.mirror && own.LastSeq > 0:
+		return own.LastSeq + 1
+	case !s.mirror:
+		var seq uint64
+		var same bool
+		if seq, found, same = s.lastCopied(s.ident); found && same {
+			s.mu.Lock()
+			s.seq = seq
+			s.mu.Unlock()
+			return seq + 1
 		}
-	} else if seq, ok := s.lastCopied(s.ident); ok {
-		return seq + 1
 	}
+	var from int64
 	switch {
 	case s.src.OptStartSeq > 0:
 		return s.src.OptStartSeq
 	case s.src.OptStartTime != nil:
-		st := o.store.State(false)
-		return firstAtTime(o.store, s.src.OptStartTime.UnixNano(), st.FirstSeq, st.LastSeq)
+		from = max(s.src.OptStartTime.UnixNano(), own.LastTime)
+	case !s.mirror && own.FirstSeq > 1 && own.LastTime != 0 && !found:
+		from = own.LastTime
+	default:
+		return 1
 	}
-	return 1
+	st := o.store.State(false)
+	return firstAtTime(o.store, from, st.FirstSeq, st.LastSeq)
 }
 
 // lastCopied scans the sourcing stream from its end for the last message
-// that came through this source, by its Nats-Stream-Source header. When
-// that message came from an earlier origin of the same name (another
-// identity: the origin was deleted and created again), copying starts
-// over, as in nats-server v2.15.2.
-func (s *sourcer) lastCopied(ident string) (uint64, bool) {
+// that came through this source, by its Nats-Stream-Source header, and
+// reports whether one was found and whether it came from the origin of
+// identity ident. One from an earlier origin of the same name (the
+// origin was deleted and created again) means copying starts over, as in
+// nats-server v2.15.2.
+func (s *sourcer) lastCopied(ident string) (seq uint64, found, same bool) {
 	st := s.r.store.State(false)
-	for seq := st.LastSeq; seq >= st.FirstSeq && seq > 0; seq-- {
-		sm, err := s.r.store.Load(seq)
+	for n := st.LastSeq; n >= st.FirstSeq && n > 0; n-- {
+		sm, err := s.r.store.Load(n)
 		if err != nil {
 			continue
 		}
 		if iname, oseq, from, ok := stream.SourcedFrom(sm.Header); ok && iname == s.iname {
-			return oseq, from == "" || from == ident
+			return oseq, true, from == "" || from == ident
 		}
 	}
-	return 0, false
+	return 0, false, false
+}
+
+// heard records that the origin was there (active; nats-server counts
+// its source consumer's heartbeats, one a second when idle).
+func (s *sourcer) heard() {
+	s.mu.Lock()
+	s.active = s.r.js.now().UnixNano()
+	s.mu.Unlock()
 }
 
 // wait sleeps for d unless stopped.
