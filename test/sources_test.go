@@ -3,6 +3,8 @@ package test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -399,5 +401,89 @@ func TestStreamSourceSharedWorkQueueAndRollup(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if info, _ := ros.Info(tctx(t)); info.State.Msgs != 3 {
 		t.Fatalf("sourcing stream without rollups: %d messages, want 3 (no purge)", info.State.Msgs)
+	}
+}
+
+// Messages a source copied from a workqueue origin are removed from the
+// origin even when the server stopped before the removal reached the
+// origin's disk (simulated by putting back the origin's files from
+// before the copy): on restart the source resumes after its copies and
+// removes them from the origin, without copying them twice.
+// The same holds for an interest origin.
+func TestStreamSourceReclaimAfterRestart(t *testing.T) {
+	if targetIsNatsServer() {
+		t.Skip("puts back cairn's files")
+	}
+	for _, rp := range []jetstream.RetentionPolicy{jetstream.WorkQueuePolicy, jetstream.InterestPolicy} {
+		t.Run(rp.String(), func(t *testing.T) { testSourceReclaim(t, rp) })
+	}
+}
+
+func testSourceReclaim(t *testing.T, rp jetstream.RetentionPolicy) {
+	dir := t.TempDir()
+	opts := func(o *server.Options) { o.JetStream = true; o.StoreDir = dir }
+	u, stop := startServerStoppable(t, opts)
+	nc, js := jsConnect(t, u)
+	q := createStream(t, js, jetstream.StreamConfig{Name: "RQ", Subjects: []string{"rq.>"}, Retention: rp})
+	// An interest stream keeps messages only while someone is
+	// interested: a consumer, left out of the saved files.
+	hold := rp == jetstream.InterestPolicy
+	if hold {
+		if _, err := q.CreateOrUpdateConsumer(tctx(t), jetstream.ConsumerConfig{Durable: "HOLD", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 1; i <= 3; i++ {
+		jsPublish(t, js, fmt.Sprintf("rq.%d", i), "x")
+	}
+	nc.Close()
+	stop()
+	qdir := filepath.Join(dir, "jetstream", "$G", "streams", "RQ")
+	saved := filepath.Join(t.TempDir(), "RQ")
+	if err := os.CopyFS(saved, os.DirFS(qdir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(saved, "obs")); err != nil {
+		t.Fatal(err)
+	}
+
+	u, stop = startServerStoppable(t, opts)
+	nc, js = jsConnect(t, u)
+	s := createStream(t, js, jetstream.StreamConfig{Name: "RS", Sources: []*jetstream.StreamSource{{Name: "RQ"}}})
+	waitMsgs(t, s, 3)
+	if hold {
+		if err := js.DeleteConsumer(tctx(t), "RQ", "HOLD"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, err := js.Stream(tctx(t), "RQ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMsgs(t, q, 0)
+	nc.Close()
+	stop()
+	if err := os.RemoveAll(qdir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(qdir, os.DirFS(saved)); err != nil {
+		t.Fatal(err)
+	}
+
+	u, _ = startServerStoppable(t, opts)
+	_, js = jsConnect(t, u)
+	q, err = js.Stream(tctx(t), "RQ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMsgs(t, q, 0)
+	s, err = js.Stream(tctx(t), "RS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsPublish(t, js, "rq.4", "x")
+	info := waitMsgs(t, s, 4)
+	if info.State.LastSeq != 4 {
+		t.Fatalf("sourcing stream after restart: %+v (copied twice?)", info.State)
 	}
 }

@@ -150,8 +150,12 @@ func (s *sourcer) copyRound(o *runner) bool {
 	s.heard()
 	if s.next == 0 {
 		s.ident = ident
-		s.next = s.startSeq(o)
+		var resumed bool
+		s.next, resumed = s.startSeq(o)
 		s.copied.Store(s.next - 1)
+		if resumed {
+			s.reclaim(o)
+		}
 	}
 	top := o.durable.Load()
 	msgs := s.load(o, top)
@@ -279,12 +283,13 @@ func (s *sourcer) mapSubject(subj string) string {
 // else, for a stream whose first sequence is above 1 and that never read
 // a recreated origin, at its last message time (a promoted mirror picks
 // up near where it stopped); else the origin's first message.
-func (s *sourcer) startSeq(o *runner) uint64 {
+// resumed is set when the stream already holds copies from this origin.
+func (s *sourcer) startSeq(o *runner) (next uint64, resumed bool) {
 	own := s.r.store.State(false)
 	var found bool
 	switch {
 	case s.mirror && own.LastSeq > 0:
-		return own.LastSeq + 1
+		return own.LastSeq + 1, true
 	case !s.mirror:
 		var seq uint64
 		var same bool
@@ -292,22 +297,67 @@ func (s *sourcer) startSeq(o *runner) uint64 {
 			s.mu.Lock()
 			s.seq = seq
 			s.mu.Unlock()
-			return seq + 1
+			return seq + 1, true
 		}
 	}
-	var from int64
+	if s.src.OptStartSeq == 0 && s.src.OptStartTime == nil && !s.mirror && own.FirstSeq > 1 && own.LastTime != 0 && !found {
+		return s.atTime(o, own.LastTime), false
+	}
+	return s.optStart(o, own.LastTime), false
+}
+
+// optStart is the origin sequence the source's opt_start_seq or
+// opt_start_time names (a time no earlier than notBefore, unix ns), else
+// 1.
+func (s *sourcer) optStart(o *runner, notBefore int64) uint64 {
 	switch {
 	case s.src.OptStartSeq > 0:
 		return s.src.OptStartSeq
 	case s.src.OptStartTime != nil:
-		from = max(s.src.OptStartTime.UnixNano(), own.LastTime)
-	case !s.mirror && own.FirstSeq > 1 && own.LastTime != 0 && !found:
-		from = own.LastTime
-	default:
-		return 1
+		return s.atTime(o, max(s.src.OptStartTime.UnixNano(), notBefore))
 	}
+	return 1
+}
+
+// atTime returns the first origin sequence stored at or after t (unix
+// ns).
+func (s *sourcer) atTime(o *runner, t int64) uint64 {
 	st := o.store.State(false)
-	return firstAtTime(o.store, from, st.FirstSeq, st.LastSeq)
+	return firstAtTime(o.store, t, st.FirstSeq, st.LastSeq)
+}
+
+// reclaim runs when copying resumes from a workqueue or interest origin:
+// the messages copied before (from the source's start through next-1;
+// for a mirror from its own first sequence) may still be in the origin,
+// because the removal that follows a copy is not redone if the server
+// was killed before it reached the origin's disk. They are handed to
+// onSourced as after a copy, in batches, once this stream's copies are
+// durable.
+func (s *sourcer) reclaim(o *runner) {
+	if o.retention() == stream.LimitsPolicy {
+		return
+	}
+	own := s.r.store.State(false)
+	if err := s.r.store.WaitDurable(own.LastSeq); err != nil {
+		return
+	}
+	seq := s.optStart(o, 0)
+	if s.mirror {
+		seq = max(seq, own.FirstSeq)
+	}
+	for seq < s.next {
+		var msgs []*store.StoredMsg
+		for len(msgs) < sourceBatchMsgs && seq < s.next {
+			sm, err := o.store.LoadNext(s.filter, seq)
+			if err != nil || sm.Seq >= s.next {
+				seq = s.next
+				break
+			}
+			msgs = append(msgs, sm)
+			seq = sm.Seq + 1
+		}
+		o.onSourced(s, msgs)
+	}
 }
 
 // lastCopied scans the sourcing stream from its end for the last message
