@@ -52,12 +52,14 @@ type runner struct {
 	acks   *queue[ack]
 	direct *queue[directJob]
 
-	mu      sync.Mutex // guards cfg, subs, timer, stopped
-	cfg     stream.Config
-	subs    []Subscription
-	timer   *time.Timer
-	stopped bool
-	done    sync.WaitGroup
+	mu    sync.Mutex // guards cfg, subs, timer, expireAt, stopped
+	cfg   stream.Config
+	subs  []Subscription
+	timer *time.Timer
+	// expireAt is when the timer fires next (unix ns).
+	expireAt int64
+	stopped  bool
+	done     sync.WaitGroup
 
 	storage   stream.StorageType // fixed at creation
 	usedBytes int64              // stored bytes last added to js.used; apply goroutine
@@ -79,8 +81,8 @@ func newRunner(js *JetStream, cfg stream.Config, created time.Time, dir string, 
 	}
 }
 
-// start rebuilds the dedupe window, subscribes to the stream's subjects
-// and starts the goroutines.
+// start rebuilds the dedupe window, runs an expiry pass, subscribes to
+// the stream's subjects and starts the goroutines.
 func (r *runner) start() error {
 	if err := r.st.Rebuild(); err != nil {
 		return err
@@ -89,7 +91,17 @@ func (r *runner) start() error {
 	r.durable.Store(r.store.State(false).LastSeq) // recovered means durable
 	r.syncUsage()
 	r.restoreConsumers()
+	// What expired while the server was down goes before anything is
+	// served (nats-server expireMsgsOnRecover); the pass arms the timer.
+	r.mu.Lock()
+	r.timer = time.AfterFunc(expiryInterval, r.expireTick)
+	r.expireAt = r.js.now().Add(expiryInterval).UnixNano()
+	r.mu.Unlock()
+	r.expire(r.st, r.js.now().UnixNano())
 	if err := r.subscribe(r.cfg); err != nil {
+		r.mu.Lock()
+		r.timer.Stop()
+		r.mu.Unlock()
 		r.stopConsumers(nil)
 		return err
 	}
@@ -98,9 +110,6 @@ func (r *runner) start() error {
 	go r.ackLoop()
 	go r.directLoop()
 	r.startSources(r.cfg)
-	r.mu.Lock()
-	r.timer = time.AfterFunc(expiryInterval, r.expireTick)
-	r.mu.Unlock()
 	return nil
 }
 
@@ -229,6 +238,9 @@ func (r *runner) applyEntry(e stream.Entry, mirrorSeq uint64, reply string) stre
 	stored := res.Err == nil && !res.Duplicate
 	if stored {
 		r.dropIfUninterested(res.Seq, res.Subject)
+		if res.Expires > 0 {
+			r.expireBy(res.Expires)
+		}
 	}
 	if res.Purged > 0 {
 		r.afterPurge()
@@ -322,10 +334,15 @@ func (r *runner) expireTick() {
 	r.in.pushOp(item{op: func(s *stream.Stream) { r.expire(s, now) }})
 }
 
-// minExpiryWait is the shortest wait between two expiry passes, so that
-// a subject delete marker that keeps failing is retried at this pace
-// (nats-server's expiry timer has the same floor).
-const minExpiryWait = 250 * time.Millisecond
+// minExpiryWait is the wait before retrying a subject delete marker that
+// failed (nats-server's expiry timer has this floor for every pass);
+// minTTLWait is the shortest wait for the next TTL deadline, so that
+// TTLs are honoured within it rather than up to 250 ms late, while
+// deadlines a few microseconds apart still share a pass.
+const (
+	minExpiryWait = 250 * time.Millisecond
+	minTTLWait    = 10 * time.Millisecond
+)
 
 // expire runs one expiry pass at now on the apply goroutine: it removes
 // what expired, stores the subject delete markers the pass asks for (each
@@ -342,15 +359,47 @@ func (r *runner) expire(s *stream.Stream, now int64) {
 		r.applyOne(&item{entry: m})
 	}
 	s.ExpireDedupe(now)
-	wait := expiryInterval
-	if next > 0 {
-		wait = min(wait, max(time.Duration(next-r.js.now().UnixNano()), minExpiryWait))
-	}
+	wait := expiryWait(now, r.js.now().UnixNano(), next)
 	r.mu.Lock()
 	if !r.stopped {
 		r.timer.Reset(wait)
+		r.expireAt = r.js.now().Add(wait).UnixNano()
 	}
 	r.mu.Unlock()
+}
+
+// expiryWait returns how long to wait for the next expiry pass, given
+// the time of the pass that ran (pass), the time now and the next TTL
+// deadline the pass reported (unix ns; 0 for none, at or before pass
+// while a marker waits): expiryInterval at most, the deadline but no
+// sooner than minTTLWait, or minExpiryWait to retry a marker.
+func expiryWait(pass, now, next int64) time.Duration {
+	switch {
+	case next == 0:
+		return expiryInterval
+	case next <= pass:
+		return minExpiryWait
+	}
+	return min(expiryInterval, max(time.Duration(next-now), minTTLWait))
+}
+
+// expireBy brings the next expiry pass forward to deadline (unix
+// nanoseconds) when the timer is set later, no sooner than minTTLWait
+// from now (nats-server v2.15.2 resetAgeChk on a store with a TTL). With
+// TTLs of a second or more and a pass every second, only a copied
+// message (a mirror keeps the origin's time) can be due that soon.
+func (r *runner) expireBy(deadline int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped || r.timer == nil || deadline >= r.expireAt {
+		return
+	}
+	now := r.js.now()
+	wait := max(time.Duration(deadline-now.UnixNano()), minTTLWait)
+	if at := now.Add(wait).UnixNano(); at < r.expireAt {
+		r.timer.Reset(wait)
+		r.expireAt = at
+	}
 }
 
 // stop unsubscribes, drains the queues (every queued publish is still

@@ -67,6 +67,10 @@ type Result struct {
 	// stream republishes it; the runner publishes it once the message is
 	// durable.
 	RePublish *RePublished
+	// Expires is when the stored message's Nats-TTL removes it (unix
+	// nanoseconds; 0 for no TTL), for the runner to bring its expiry
+	// pass forward as nats-server's resetAgeChk does on a store.
+	Expires int64
 }
 
 // New returns the state machine of a stream with config cfg over st. cfg
@@ -145,6 +149,9 @@ func (s *Stream) commit(m *pub) Result {
 		s.dedupe.add(m.msgID, seq, m.time)
 	}
 	r := Result{Seq: seq, Subject: m.subject}
+	if m.ttl > 0 {
+		r.Expires = store.TTLDeadline(m.time, m.ttl)
+	}
 	if rpOK {
 		r.RePublish = s.rePublish(m, rpSubj, seq, rpLast)
 	}

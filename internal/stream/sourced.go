@@ -113,6 +113,9 @@ func (s *Stream) ApplyMirror(e Entry, seq uint64) Result {
 		return Result{Seq: got, Err: storeError(err), StoreErr: err}
 	}
 	r := Result{Seq: got, Subject: e.Subject}
+	if ttl := store.MsgTTL(e.Header); ttl > 0 {
+		r.Expires = store.TTLDeadline(e.Time, ttl)
+	}
 	if rpOK {
 		r.RePublish = s.rePublish(m, rpSubj, got, rpLast)
 	}
