@@ -59,6 +59,10 @@ type sourcer struct {
 
 	next  uint64 // origin sequence to read next; 0 until found (loop goroutine)
 	ident string // the identity of the origin next belongs to (loop goroutine)
+	// refusal and refusalLogged are the last copy refusal logged and
+	// when (the apply goroutine, while the loop goroutine waits in r.do).
+	refusal       string
+	refusalLogged time.Time
 	// copied is the origin sequence through which nothing is left to
 	// copy (0 until the start is found); read by the origin's retention.
 	copied atomic.Uint64
@@ -222,7 +226,7 @@ func (s *sourcer) apply(msgs []*store.StoredMsg, ident string) (applied int, top
 		for _, sm := range msgs {
 			res := s.r.applyEntry(s.entry(sm, ident, now), s.mirrorSeq(sm), "")
 			if res.Err != nil {
-				s.r.js.logf("stream %s: source %s: message %d: %s", s.r.name, s.src.Name, sm.Seq, res.Err.Description)
+				s.logRefusal(sm.Seq, res.Err.Description)
 				return
 			}
 			applied, top = applied+1, max(top, res.Seq)
@@ -232,6 +236,22 @@ func (s *sourcer) apply(msgs []*store.StoredMsg, ident string) (applied int, top
 		return 0, 0
 	}
 	return applied, top
+}
+
+// refusalLogEvery is how often a sourcer repeats the log line of a copy
+// its stream keeps refusing (a limit with discard new, a full store).
+const refusalLogEvery = time.Minute
+
+// logRefusal logs that the stream refused the copy of origin message
+// seq: at once when the reason changed, else at most every
+// refusalLogEvery (the copy is retried every sourceRetry).
+func (s *sourcer) logRefusal(seq uint64, why string) {
+	now := s.r.js.now()
+	if why == s.refusal && now.Sub(s.refusalLogged) < refusalLogEvery {
+		return
+	}
+	s.refusal, s.refusalLogged = why, now
+	s.r.js.logf("stream %s: source %s: message %d: %s (retrying every %v)", s.r.name, s.src.Name, seq, why, sourceRetry)
 }
 
 // matches reports whether the sourcer copies messages on subj.
