@@ -1,8 +1,6 @@
 package jetstream
 
 import (
-	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -85,27 +83,5 @@ func TestExpiryWait(t *testing.T) {
 		if got := expiryWait(c.pass, c.now, c.next); got != c.want {
 			t.Errorf("expiryWait(%d, %d, %d) = %v, want %v", c.pass, c.now, c.next, got, c.want)
 		}
-	}
-}
-
-// A copy the stream keeps refusing is logged once, then once a minute,
-// and at once when the reason changes (it is retried every second).
-func TestSourcerRefusalLogIsRateLimited(t *testing.T) {
-	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
-	var lines []string
-	js := &JetStream{cfg: Config{Now: clk.now, Logf: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }}}
-	s := &sourcer{r: &runner{js: js, name: "M"}, src: stream.Source{Name: "O"}}
-	for i := 0; i < 30; i++ { // half a minute of retries
-		s.logRefusal(7, "maximum messages exceeded")
-		clk.advance(time.Second)
-	}
-	if len(lines) != 1 || !strings.Contains(lines[0], "stream M: source O: message 7: maximum messages exceeded") {
-		t.Fatalf("after 30 refusals: %q", lines)
-	}
-	s.logRefusal(7, "insufficient resources")
-	clk.advance(time.Minute)
-	s.logRefusal(7, "insufficient resources")
-	if len(lines) != 3 {
-		t.Fatalf("a new reason and a minute later: %q", lines)
 	}
 }
