@@ -226,25 +226,11 @@ type batchPos struct {
 // directHeader returns the stored header block with the direct-get fields
 // appended, or nil with noHdr (no header block at all) (nats-server v2.15.2 stream.go dg/dgb), and
 // the batch fields when pos is not nil.
-func directHeader(stream string, sm *store.StoredMsg, noHdr bool, pos *batchPos) []byte {
+func directHeader(streamName string, sm *store.StoredMsg, noHdr bool, pos *batchPos) []byte {
 	if noHdr {
 		return nil // a plain message, as nats-server sends it
 	}
-	var b []byte
-	if len(sm.Header) > 4 {
-		b = append(b, sm.Header[:len(sm.Header)-2]...) // drop the blank line
-	} else {
-		b = append(b, "NATS/1.0\r\n"...)
-	}
-	b = append(b, "Nats-Stream: "...)
-	b = append(b, stream...)
-	b = append(b, "\r\nNats-Subject: "...)
-	b = append(b, sm.Subject...)
-	b = append(b, "\r\nNats-Sequence: "...)
-	b = strconv.AppendUint(b, sm.Seq, 10)
-	b = append(b, "\r\nNats-Time-Stamp: "...)
-	b = time.Unix(0, sm.Time).UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(b, "\r\n"...)
+	b := stream.AppendStoredFields(nil, sm.Header, streamName, sm.Subject, sm.Seq, sm.Time)
 	if pos != nil {
 		b = append(b, "Nats-Num-Pending: "...)
 		b = strconv.AppendUint(b, pos.pending, 10)

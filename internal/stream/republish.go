@@ -57,29 +57,43 @@ func (s *Stream) rePublishTarget(m *pub) (subj string, last uint64, ok bool) {
 
 // rePublish builds the copy of m, stored at seq, for subject subj.
 func (s *Stream) rePublish(m *pub, subj string, seq, last uint64) *RePublished {
-	var b []byte
-	if len(m.hdr) >= len(emptyBlock) {
-		b = append(b, m.hdr[:len(m.hdr)-len(crlf)]...)
+	b := AppendStoredFields(nil, m.hdr, s.cfg.Name, m.subject, seq, m.time)
+	b = append(b, "Nats-Last-Sequence: "...)
+	b = strconv.AppendUint(b, last, 10)
+	b = append(b, crlf...)
+	rp := &RePublished{Subject: subj}
+	if s.cfg.RePublish.HeadersOnly {
+		b = append(b, "Nats-Msg-Size: "...)
+		b = strconv.AppendInt(b, int64(len(m.data)), 10)
+		b = append(b, crlf...)
+	} else {
+		rp.Data = m.data
+	}
+	rp.Header = append(b, crlf...)
+	return rp
+}
+
+// AppendStoredFields appends to b the header block hdr without its
+// closing blank line (a bare "NATS/1.0" line when hdr has no block),
+// then the fields that say where a message is stored, each ending in
+// CRLF: Nats-Stream (streamName), Nats-Subject (subj), Nats-Sequence
+// (seq) and Nats-Time-Stamp (t, unix nanoseconds, written in RFC 3339
+// with nanoseconds, UTC). The caller appends its own fields and the
+// closing CRLF. nats-server v2.15.2 starts a republished message and a
+// direct get reply alike (protocol.md sections 3.7 and 5.10).
+func AppendStoredFields(b, hdr []byte, streamName, subj string, seq uint64, t int64) []byte {
+	if len(hdr) >= len(emptyBlock) {
+		b = append(b, hdr[:len(hdr)-len(crlf)]...)
 	} else {
 		b = append(b, hdrVersion+crlf...)
 	}
 	b = append(b, "Nats-Stream: "...)
-	b = append(b, s.cfg.Name...)
+	b = append(b, streamName...)
 	b = append(b, crlf+"Nats-Subject: "...)
-	b = append(b, m.subject...)
+	b = append(b, subj...)
 	b = append(b, crlf+"Nats-Sequence: "...)
 	b = strconv.AppendUint(b, seq, 10)
 	b = append(b, crlf+"Nats-Time-Stamp: "...)
-	b = time.Unix(0, m.time).UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(b, crlf+"Nats-Last-Sequence: "...)
-	b = strconv.AppendUint(b, last, 10)
-	rp := &RePublished{Subject: subj}
-	if s.cfg.RePublish.HeadersOnly {
-		b = append(b, crlf+"Nats-Msg-Size: "...)
-		b = strconv.AppendInt(b, int64(len(m.data)), 10)
-	} else {
-		rp.Data = m.data
-	}
-	rp.Header = append(b, crlf+crlf...)
-	return rp
+	b = time.Unix(0, t).UTC().AppendFormat(b, time.RFC3339Nano)
+	return append(b, crlf...)
 }
