@@ -188,6 +188,12 @@ type Store interface {
 	// Delete removes the message at seq. It returns ErrNotFound if there is
 	// none.
 	Delete(seq uint64) error
+	// DeleteMany removes the messages at seqs (in any order; a sequence
+	// that holds none is skipped) and returns how many it removed. It
+	// waits for durability once for all of them, where Delete would
+	// wait once per message: retention removes acknowledged or copied
+	// messages this way, a batch at a time.
+	DeleteMany(seqs []uint64) (uint64, error)
 	// Purge removes what req selects and returns the number removed.
 	Purge(req PurgeRequest) (uint64, error)
 	// Compact removes every message below seq and returns the number

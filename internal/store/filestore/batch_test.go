@@ -53,6 +53,34 @@ func TestBatchIsSyncedOnce(t *testing.T) {
 	}
 }
 
+// DeleteMany makes all its removals durable with one fsync, where a
+// Delete per message would sync once each, and they stay removed after a
+// reopen.
+func TestDeleteManySyncsOnce(t *testing.T) {
+	ffs := vfs.NewFaultFS(vfs.NewCrashFS())
+	cfg := memConfig(ffs, 1<<20)
+	s := mustOpen(t, cfg, store.Config{})
+	var seqs []uint64
+	for i := range 40 {
+		seqs = append(seqs, appendSync(t, s, msgN("a", i)))
+	}
+	syncs := ffs.Calls(vfs.OpSync)
+	if n, err := s.DeleteMany(seqs[:30]); err != nil || n != 30 {
+		t.Fatalf("DeleteMany = %d, %v; want 30", n, err)
+	}
+	if got := ffs.Calls(vfs.OpSync) - syncs; got != 1 {
+		t.Fatalf("%d fsyncs for DeleteMany of 30 messages, want 1", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	s = mustOpen(t, cfg, store.Config{})
+	defer s.Close()
+	if st := s.State(false); st.Msgs != 10 || st.FirstSeq != seqs[30] {
+		t.Fatalf("after reopen: %d messages from %d, want 10 from %d", st.Msgs, st.FirstSeq, seqs[30])
+	}
+}
+
 // Calls that wait for their own change are written at once, even inside
 // a run held by their own goroutine (the stream's apply loop deleting a
 // message nobody is interested in, or Append waiting for the flusher to

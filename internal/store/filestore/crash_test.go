@@ -248,6 +248,12 @@ func remover(s *Store, h *history, r *rand.Rand) {
 			h.mu.Unlock()
 			continue
 		}
+		if r.IntN(4) == 0 {
+			if !removeMany(s, h, r, top) {
+				return
+			}
+			continue
+		}
 		seq := 1 + r.Uint64N(top)
 		h.mu.Lock()
 		h.delTried[seq] = true
@@ -262,6 +268,28 @@ func remover(s *Store, h *history, r *rand.Rand) {
 			h.mu.Unlock()
 		}
 	}
+}
+
+// removeMany deletes up to 8 random sequences at or below top with one
+// DeleteMany and reports whether the store still works. Once it returns
+// nil, every one of them is gone for good.
+func removeMany(s *Store, h *history, r *rand.Rand, top uint64) bool {
+	seqs := make([]uint64, 1+r.IntN(8))
+	h.mu.Lock()
+	for i := range seqs {
+		seqs[i] = 1 + r.Uint64N(top)
+		h.delTried[seqs[i]] = true
+	}
+	h.mu.Unlock()
+	if _, err := s.DeleteMany(seqs); err != nil {
+		return false
+	}
+	h.mu.Lock()
+	for _, seq := range seqs {
+		h.delAcked[seq] = true
+	}
+	h.mu.Unlock()
+	return true
 }
 
 // consumerWriter updates a consumer's state until the store fails.

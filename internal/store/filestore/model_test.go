@@ -201,10 +201,25 @@ func (x *model) seqNear() uint64 {
 }
 
 func (x *model) delete() {
+	if x.r.IntN(3) == 0 {
+		x.deleteMany()
+		return
+	}
 	seq := x.seqNear()
 	x.last = fmt.Sprintf("Delete(%d)", seq)
 	ferr, merr := x.f.Delete(seq), x.m.Delete(seq)
 	x.sameResult(0, ferr, 0, merr)
+}
+
+func (x *model) deleteMany() {
+	seqs := make([]uint64, x.r.IntN(6))
+	for i := range seqs {
+		seqs[i] = x.seqNear()
+	}
+	x.last = fmt.Sprintf("DeleteMany(%v)", seqs)
+	fn, ferr := x.f.DeleteMany(seqs)
+	mn, merr := x.m.DeleteMany(seqs)
+	x.sameResult(fn, ferr, mn, merr)
 }
 
 func (x *model) purge() {

@@ -20,6 +20,23 @@ func (s *Store) Delete(seq uint64) error {
 	return nil
 }
 
+// DeleteMany removes the messages at seqs, skipping sequences that hold
+// none, and returns how many it removed; store.ErrClosed after Close.
+func (s *Store) DeleteMany(seqs []uint64) (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return 0, store.ErrClosed
+	}
+	var n uint64
+	for _, seq := range seqs {
+		if s.removeLocked(seq) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // Purge removes what req selects (store.PlanPurge).
 func (s *Store) Purge(req store.PurgeRequest) (uint64, error) {
 	s.mu.Lock()

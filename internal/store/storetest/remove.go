@@ -12,6 +12,7 @@ import (
 var removeTests = []test{
 	{name: "Delete", fn: testDelete},
 	{name: "DeleteAll", fn: testDeleteAll},
+	{name: "DeleteMany", fn: testDeleteMany},
 	{name: "Compact", fn: testCompact},
 	{name: "CompactZero", fn: testCompactZero},
 	{name: "CompactToEnd", fn: testCompactToEnd},
@@ -63,6 +64,29 @@ func testDeleteAll(t *testing.T, e Engine) {
 	h.check(4, 3)
 	h.mustAppend(h.next("d"), 4)
 	h.check(4, 4, 4)
+}
+
+// DeleteMany removes what is there, in any order, skips what is not
+// (repeats, gaps, sequences out of range) and counts only what it
+// removed; FirstSeq moves past the gaps as with Delete.
+func testDeleteMany(t *testing.T, e Engine) {
+	h := open(t, e, store.Config{})
+	h.add("a", "b", "c", "d", "e", "f")
+	deleteMany := func(seqs []uint64, want uint64) {
+		t.Helper()
+		if n, err := h.s.DeleteMany(seqs); err != nil || n != want {
+			t.Fatalf("DeleteMany(%v) = %d, %v; want %d", seqs, n, err, want)
+		}
+	}
+	deleteMany(nil, 0)
+	deleteMany([]uint64{5, 1, 9, 3, 3, 0, math.MaxUint64}, 3)
+	h.check(2, 6, 2, 4, 6)
+	deleteMany([]uint64{1, 3, 5}, 0)
+	h.check(2, 6, 2, 4, 6)
+	deleteMany([]uint64{4, 2}, 2)
+	h.check(6, 6, 6)
+	h.mustAppend(h.next("g"), 7)
+	h.check(6, 7, 6, 7)
 }
 
 // compact calls Compact and fails unless it removes want.

@@ -77,6 +77,12 @@ func (r *replay) Delete(seq uint64) error {
 	return r.do(func(s store.Store) error { return s.Delete(seq) })
 }
 
+func (r *replay) DeleteMany(seqs []uint64) (n uint64, err error) {
+	seqs = append([]uint64(nil), seqs...)
+	err = r.do(func(s store.Store) error { n, err = s.DeleteMany(seqs); return err })
+	return n, err
+}
+
 func (r *replay) Purge(req store.PurgeRequest) (n uint64, err error) {
 	err = r.do(func(s store.Store) error { n, err = s.Purge(req); return err })
 	return n, err
