@@ -419,6 +419,61 @@ func TestStreamSourceReclaimAfterRestart(t *testing.T) {
 	}
 }
 
+// Two streams source one interest origin that holds messages neither has
+// copied when the server starts (its files come from another server):
+// both must copy all of them, though the first to start could otherwise
+// take them out of the origin before the second registered its interest.
+func TestStreamSourcesShareInterestOriginAfterRestart(t *testing.T) {
+	if targetIsNatsServer() {
+		t.Skip("moves cairn's files")
+	}
+	const n = 500
+	odir := t.TempDir()
+	u, stop := startServerStoppable(t, func(o *server.Options) { o.JetStream = true; o.StoreDir = odir })
+	nc, js := jsConnect(t, u)
+	q := createStream(t, js, jetstream.StreamConfig{Name: "IO", Subjects: []string{"io.>"}, Retention: jetstream.InterestPolicy})
+	if _, err := q.CreateOrUpdateConsumer(tctx(t), jetstream.ConsumerConfig{Durable: "HOLD", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= n; i++ {
+		jsPublish(t, js, fmt.Sprintf("io.%d", i), "x")
+	}
+	nc.Close()
+	stop()
+
+	dir := t.TempDir()
+	opts := func(o *server.Options) { o.JetStream = true; o.StoreDir = dir }
+	u, stop = startServerStoppable(t, opts)
+	nc, js = jsConnect(t, u)
+	for _, name := range []string{"SA", "SB", "SC"} {
+		createStream(t, js, jetstream.StreamConfig{Name: name, Sources: []*jetstream.StreamSource{{Name: "IO"}}})
+	}
+	nc.Close()
+	stop()
+	from := filepath.Join(odir, "jetstream", "$G", "streams", "IO")
+	if err := os.RemoveAll(filepath.Join(from, "obs")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(dir, "jetstream", "$G", "streams", "IO"), os.DirFS(from)); err != nil {
+		t.Fatal(err)
+	}
+
+	u, _ = startServerStoppable(t, opts)
+	_, js = jsConnect(t, u)
+	for _, name := range []string{"SA", "SB", "SC"} {
+		s, err := js.Stream(tctx(t), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitMsgs(t, s, n)
+	}
+	q, err := js.Stream(tctx(t), "IO")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMsgs(t, q, 0)
+}
+
 func testSourceReclaim(t *testing.T, rp jetstream.RetentionPolicy) {
 	dir := t.TempDir()
 	opts := func(o *server.Options) { o.JetStream = true; o.StoreDir = dir }
@@ -476,7 +531,11 @@ func testSourceReclaim(t *testing.T, rp jetstream.RetentionPolicy) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitMsgs(t, q, 0)
+	// At once: a consumer of the origin must not be handed what was
+	// copied before the restart.
+	if info := streamInfo(t, q); info.State.Msgs != 0 {
+		t.Fatalf("origin right after the restart: %+v, want the copied messages gone", info.State)
+	}
 	s, err = js.Stream(tctx(t), "RS")
 	if err != nil {
 		t.Fatal(err)

@@ -83,39 +83,45 @@ func (js *JetStream) logf(format string, args ...any) { js.cfg.Logf(format, args
 func (js *JetStream) streamsDir() string              { return path.Join(js.cfg.StoreDir, accountDir) }
 func (js *JetStream) streamDir(name string) string    { return path.Join(js.streamsDir(), name) }
 
-// restore opens every stream directory under the store directory.
+// restore opens every stream directory under the store directory, then
+// starts the restored streams' sourcers.
 func (js *JetStream) restore() error {
 	names, err := js.cfg.FS.ReadDir(js.streamsDir())
 	if err != nil {
 		return err
 	}
+	var restored []*runner
 	for _, name := range names {
-		if err := js.restoreOne(name); err != nil {
+		r, err := js.restoreOne(name)
+		if err != nil {
 			js.logf("jetstream: stream %q not restored (left on disk): %v", name, err)
+			continue
 		}
+		restored = append(restored, r)
 	}
+	js.startRestoredSources(restored)
 	return nil
 }
 
-func (js *JetStream) restoreOne(name string) error {
+func (js *JetStream) restoreOne(name string) (*runner, error) {
 	dir := js.streamDir(name)
 	var m metaFile
 	if err := readMeta(js.cfg.FS, dir, &m); err != nil {
-		return err
+		return nil, err
 	}
 	if m.Config.Storage == stream.MemoryStorage {
 		// Memory streams end with the process, as in nats-server; an
 		// earlier build wrote their metadata.
-		return errors.New("a memory stream does not outlive its server")
+		return nil, errors.New("a memory stream does not outlive its server")
 	}
 	r, err := js.openRunner(m.Config, m.Created, dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	js.mu.Lock() // the sourcers of streams already started read the table
+	js.mu.Lock() // held for every write of the table
 	js.streams[m.Config.Name] = r
 	js.mu.Unlock()
-	return nil
+	return r, nil
 }
 
 // openRunner opens the stream's store and starts its runner.

@@ -110,8 +110,9 @@ func (r *runner) onAcked(c *cons, seqs []uint64, wait bool) {
 // msgs from this stream, as nats-server's sourcing consumer (ack none)
 // does: a workqueue stream removes them; an interest stream removes each
 // one that no consumer and no other sourcer still needs. s calls it only
-// once its copies are durable.
-func (r *runner) onSourced(s *sourcer, msgs []*store.StoredMsg) {
+// once its copies are durable; with wait set it returns once the
+// removals are applied.
+func (r *runner) onSourced(s *sourcer, msgs []*store.StoredMsg, wait bool) {
 	var gone []uint64
 	switch r.retention() {
 	case stream.WorkQueuePolicy:
@@ -131,7 +132,7 @@ func (r *runner) onSourced(s *sourcer, msgs []*store.StoredMsg) {
 			}
 		}
 	}
-	r.removeMsgs(gone, false)
+	r.removeMsgs(gone, wait)
 }
 
 func sourcersNeed(ss []*sourcer, skip *sourcer, seq uint64, subj string) bool {
@@ -188,10 +189,9 @@ func (r *runner) removeMsgs(seqs []uint64, wait bool) {
 		return
 	}
 	op := func(s *stream.Stream) {
-		for _, seq := range seqs {
-			if err := s.Store().Delete(seq); err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrClosed) {
-				r.js.logf("stream %s: remove acknowledged message %d: %v", r.name, seq, err)
-			}
+		// One durability wait for the batch, not one per message.
+		if _, err := s.Store().DeleteMany(seqs); err != nil && !errors.Is(err, store.ErrClosed) {
+			r.js.logf("stream %s: remove %d acknowledged messages from %d: %v", r.name, len(seqs), seqs[0], err)
 		}
 	}
 	if wait {

@@ -82,7 +82,9 @@ func newRunner(js *JetStream, cfg stream.Config, created time.Time, dir string, 
 }
 
 // start rebuilds the dedupe window, runs an expiry pass, subscribes to
-// the stream's subjects and starts the goroutines.
+// the stream's subjects and starts the goroutines; the caller starts the
+// sourcers (startSources, or startRestoredSources for a server's
+// restored streams).
 func (r *runner) start() error {
 	if err := r.st.Rebuild(); err != nil {
 		return err
@@ -109,7 +111,6 @@ func (r *runner) start() error {
 	go r.applyLoop()
 	go r.ackLoop()
 	go r.directLoop()
-	r.startSources(r.cfg)
 	return nil
 }
 

@@ -57,8 +57,11 @@ type sourcer struct {
 	quit   chan struct{}
 	done   chan struct{}
 
-	next  uint64 // origin sequence to read next; 0 until found (loop goroutine)
-	ident string // the identity of the origin next belongs to (loop goroutine)
+	// origin is the stream s reads when its goroutine starts, registered
+	// with it by startRestoredSources (nil: found by the goroutine).
+	origin *runner
+	next   uint64 // origin sequence to read next; 0 until found (loop goroutine)
+	ident  string // the identity of the origin next belongs to (loop goroutine)
 	// refusal and refusalLogged are the last copy refusal logged and
 	// when (the apply goroutine, while the loop goroutine waits in r.do).
 	refusal       string
@@ -117,7 +120,7 @@ func (s *sourcer) stop() {
 // run is the sourcer's goroutine.
 func (s *sourcer) run() {
 	defer close(s.done)
-	var o *runner
+	o := s.origin // watched already when startRestoredSources primed s
 	defer func() { o.release(s) }()
 	for {
 		select {
@@ -153,13 +156,7 @@ func (s *sourcer) copyRound(o *runner) bool {
 	}
 	s.heard()
 	if s.next == 0 {
-		s.ident = ident
-		var resumed bool
-		s.next, resumed = s.startSeq(o)
-		s.copied.Store(s.next - 1)
-		if resumed {
-			s.reclaim(o)
-		}
+		s.resume(o, ident, false)
 	}
 	top := o.durable.Load()
 	msgs := s.load(o, top)
@@ -183,7 +180,7 @@ func (s *sourcer) copyRound(o *runner) bool {
 			return false
 		}
 		s.copied.Store(last)
-		o.onSourced(s, msgs[:applied])
+		o.onSourced(s, msgs[:applied], false)
 	}
 	s.copied.Store(last) // limits origin: nobody reads it
 	s.mu.Lock()
@@ -346,14 +343,27 @@ func (s *sourcer) atTime(o *runner, t int64) uint64 {
 	return firstAtTime(o.store, t, st.FirstSeq, st.LastSeq)
 }
 
+// resume finds where copying from o (of identity ident) starts and,
+// when it resumes earlier copies, reclaims them; wait makes it return
+// only once the origin has applied the removals.
+func (s *sourcer) resume(o *runner, ident string, wait bool) {
+	s.ident = ident
+	var resumed bool
+	s.next, resumed = s.startSeq(o)
+	s.copied.Store(s.next - 1)
+	if resumed {
+		s.reclaim(o, wait)
+	}
+}
+
 // reclaim runs when copying resumes from a workqueue or interest origin:
 // the messages copied before (from the source's start through next-1;
 // for a mirror from its own first sequence) may still be in the origin,
 // because the removal that follows a copy is not redone if the server
 // was killed before it reached the origin's disk. They are handed to
 // onSourced as after a copy, in batches, once this stream's copies are
-// durable.
-func (s *sourcer) reclaim(o *runner) {
+// durable; wait as for resume.
+func (s *sourcer) reclaim(o *runner, wait bool) {
 	if o.retention() == stream.LimitsPolicy {
 		return
 	}
@@ -376,7 +386,7 @@ func (s *sourcer) reclaim(o *runner) {
 			msgs = append(msgs, sm)
 			seq = sm.Seq + 1
 		}
-		o.onSourced(s, msgs)
+		o.onSourced(s, msgs, wait)
 	}
 }
 
@@ -504,6 +514,12 @@ func (o *runner) signalWatchers() {
 
 // startSources starts a sourcer for cfg's mirror or each of its sources.
 func (r *runner) startSources(cfg stream.Config) {
+	r.launchSources(r.newSources(cfg))
+}
+
+// newSources returns the sourcers of cfg's mirror or of each of its
+// sources, not yet started.
+func (r *runner) newSources(cfg stream.Config) []*sourcer {
 	var own []*sourcer
 	if cfg.Mirror != nil {
 		own = append(own, newSourcer(r, *cfg.Mirror, true))
@@ -511,12 +527,50 @@ func (r *runner) startSources(cfg stream.Config) {
 	for _, src := range cfg.Sources {
 		own = append(own, newSourcer(r, *src, false))
 	}
+	return own
+}
+
+// launchSources starts the goroutines of own and makes them the
+// stream's sourcers.
+func (r *runner) launchSources(own []*sourcer) {
 	for _, s := range own {
 		go s.run()
 	}
 	r.srcs.mu.Lock()
 	r.srcs.own = own
 	r.srcs.mu.Unlock()
+}
+
+// startRestoredSources starts the sourcers of the streams a starting
+// server restored, before any client is served, in three steps. Every
+// sourcer first registers with its origin (watch), so that no copy or
+// reclaim removes from a workqueue or interest origin what another
+// sourcer has yet to copy. Then each sourcer of such an origin finds
+// where it resumes and removes from the origin what it had copied
+// before the restart, waiting for the removals, so that no consumer of
+// the origin is handed a message already copied (one of a limits origin
+// finds its start in its own goroutine, as after a create: the scan for
+// it may be long and removes nothing). Then the goroutines start.
+func (js *JetStream) startRestoredSources(restored []*runner) {
+	owns := make([][]*sourcer, len(restored))
+	for i, r := range restored {
+		owns[i] = r.newSources(r.config())
+		for _, s := range owns[i] {
+			s.origin = js.streamNamed(s.src.Name)
+			s.origin.watch(s)
+		}
+	}
+	for _, own := range owns {
+		for _, s := range own {
+			if o := s.origin; o != nil && o.retention() != stream.LimitsPolicy {
+				s.heard()
+				s.resume(o, stream.Identity(o.created), true)
+			}
+		}
+	}
+	for i, r := range restored {
+		r.launchSources(owns[i])
+	}
 }
 
 // stopSources stops the stream's sourcers and waits for them. The caller

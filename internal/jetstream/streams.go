@@ -91,6 +91,7 @@ func (js *JetStream) createLocked(cfg stream.Config) (*runner, error) {
 		return nil, err
 	}
 	js.streams[cfg.Name] = r
+	r.startSources(cfg)
 	return r, nil
 }
 
