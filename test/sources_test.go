@@ -290,6 +290,14 @@ func TestStreamSourceConfigErrors(t *testing.T) {
 	createStream(t, js, jetstream.StreamConfig{Name: "CB", Subjects: []string{"cb"}, Sources: []*jetstream.StreamSource{{Name: "CA"}}})
 	_, err = js.UpdateStream(tctx(t), jetstream.StreamConfig{Name: "CA", Subjects: []string{"ca"}, Sources: []*jetstream.StreamSource{{Name: "CB"}}})
 	wantAPIError(t, err, 500, 10052, "detected cycle")
+	if !targetIsNatsServer() {
+		// nats-server v2.15.2 takes this update, reports the source's
+		// error in stream info and then refuses to load the stream after
+		// a restart; cairn refuses it with an update error and the
+		// create's text (docs/compatibility.md).
+		_, err = js.UpdateStream(tctx(t), jetstream.StreamConfig{Name: "CB", Subjects: []string{"cb"}, Sources: []*jetstream.StreamSource{{Name: "CA", FilterSubject: "ca.>.x"}}})
+		wantAPIError(t, err, 500, 10069, "subject filter 'ca.>.x' for the source: invalid subject")
+	}
 }
 
 // Sourcing from a workqueue stream takes the messages out of it; from an

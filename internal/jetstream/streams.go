@@ -137,6 +137,12 @@ func (js *JetStream) updateLocked(cfg stream.Config) (*runner, stream.Config, *j
 	if err := stream.CheckUpdate(&old, &cfg); err != nil {
 		return nil, old, err
 	}
+	// nats-server v2.15.2 checks the filters on create only, and then
+	// cannot load the stream it updated: cairn answers an update error
+	// (10069) with the create's text (docs/compatibility.md).
+	if err := cfg.CheckSourceFilters(); err != nil {
+		return nil, old, jserr.New(jserr.StreamUpdate, jserr.Sub("err", err.Description))
+	}
 	if err := cfg.CheckOrigins(js.configLocked, false); err != nil {
 		return nil, old, err
 	}

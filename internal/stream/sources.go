@@ -237,8 +237,8 @@ func overlapsAny(subjects []string, filter string) bool {
 // account limits and before the subject overlap: an invalid one is 10049
 // "subject filter '<f>' for the mirror invalid subject" (sic, no colon) or
 // "subject filter '<f>' for the source: invalid subject". (A transform's
-// source is checked by Validate; an update does not check the filters,
-// nor does nats-server.)
+// source is checked by Validate. nats-server does not check the filters
+// on update; cairn's update does, and answers 10069 with the same text.)
 func (c *Config) CheckSourceFilters() *jserr.Error {
 	if m := c.Mirror; m != nil && len(m.SubjectTransforms) == 0 && m.FilterSubject != "" && !subject.ValidSubject(m.FilterSubject) {
 		return jserr.New(jserr.StreamCreate, jserr.Sub("err", fmt.Sprintf("subject filter '%s' for the mirror invalid subject", m.FilterSubject)))
