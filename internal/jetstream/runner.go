@@ -63,6 +63,10 @@ type runner struct {
 
 	storage   stream.StorageType // fixed at creation
 	usedBytes int64              // stored bytes last added to js.used; apply goroutine
+	// drops are the messages of an interest stream stored without
+	// interest, to remove before the next op and at the end of the
+	// batch (dropIfUninterested); apply goroutine.
+	drops []uint64
 
 	cmu       sync.Mutex       // guards consumers
 	consumers map[string]*cons // by name
@@ -188,7 +192,7 @@ type appendBatcher interface {
 // applyLoop applies what the ingest queue holds, a batch at a time, on
 // the stream's apply goroutine. Nothing on it calls WaitDurable (the ack
 // goroutine does), as appendBatcher requires; a store call that waits for
-// its own change, such as dropIfUninterested's Delete, wakes the writer
+// its own change, such as flushDrops' DeleteMany, wakes the writer
 // itself.
 func (r *runner) applyLoop() {
 	defer r.done.Done()
@@ -207,6 +211,7 @@ func (r *runner) applyLoop() {
 			r.applyOne(&batch[i])
 			batch[i] = item{}
 		}
+		r.flushDrops()
 		if batcher != nil {
 			batcher.EndBatch()
 		}
@@ -216,6 +221,7 @@ func (r *runner) applyLoop() {
 
 func (r *runner) applyOne(it *item) {
 	if it.op != nil {
+		r.flushDrops() // an op (a consumer create, say) sees them gone
 		it.op(r.st)
 		return
 	}
@@ -434,16 +440,29 @@ func (r *runner) config() stream.Config {
 	return r.cfg.Clone()
 }
 
-// dropIfUninterested removes a just-stored message of an interest stream
-// that no consumer will deliver: nats-server acknowledges it with its
-// sequence and keeps nothing (protocol.md section 3.3, retention).
+// dropIfUninterested marks for removal a just-stored message of an
+// interest stream that no consumer will deliver: nats-server acknowledges
+// it with its sequence and keeps nothing (protocol.md section 3.3,
+// retention). flushDrops removes the marked messages together, in the
+// same store batch, so that they cost one fsync rather than one each;
+// until then nothing can deliver them (they are not durable yet) and no
+// op runs.
 func (r *runner) dropIfUninterested(seq uint64, subject string) {
 	if r.st.Retention() != stream.InterestPolicy || r.interested(subject) {
 		return
 	}
-	if err := r.store.Delete(seq); err != nil && !errors.Is(err, store.ErrNotFound) {
-		r.js.logf("stream %s: drop message %d without interest: %v", r.name, seq, err)
+	r.drops = append(r.drops, seq)
+}
+
+// flushDrops removes the messages dropIfUninterested marked.
+func (r *runner) flushDrops() {
+	if len(r.drops) == 0 {
+		return
 	}
+	if _, err := r.store.DeleteMany(r.drops); err != nil && !errors.Is(err, store.ErrClosed) {
+		r.js.logf("stream %s: drop %d messages without interest from %d: %v", r.name, len(r.drops), r.drops[0], err)
+	}
+	r.drops = r.drops[:0]
 }
 
 // dropAllUninterested removes every stored message no consumer will
