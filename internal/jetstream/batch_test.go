@@ -144,3 +144,46 @@ func TestUninterestedDropsAreBatched(t *testing.T) {
 		t.Fatalf("%d Delete calls, DeleteMany in runs %v, appends from run %d; want one DeleteMany in the appends' run", rec.dels, rec.many, rec.in[0])
 	}
 }
+
+// Removals queued while the apply goroutine is busy (single acks of a
+// workqueue stream, say) are made by one DeleteMany, so one fsync, not
+// one operation and fsync per ack: before, a workqueue consumer acking
+// each message left the stream removing 18k acknowledged messages
+// seconds after the consumer was done.
+func TestQueuedRemovalsAreCoalesced(t *testing.T) {
+	tr := newMemTransport()
+	js := newTestJS(t, vfs.NewCrashFS(), tr)
+	defer js.Shutdown()
+	cfg := stream.Config{Name: "W", Subjects: []string{"w"}, Storage: stream.MemoryStorage, Retention: stream.WorkQueuePolicy}
+	cfg.SetDefaults()
+	rec := &batchRecorder{Store: memstore.New(cfg.StoreConfig())}
+	r := newRunner(js, cfg, time.Now(), "", rec)
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+	defer r.stop(nil)
+	acks := tr.inbox("_INBOX.w")
+	const n = 50
+	for i := range n {
+		tr.Publish("w", "_INBOX.w", nil, []byte{byte(i)})
+		acks.next(t)
+	}
+
+	busy, release := make(chan struct{}), make(chan struct{})
+	r.in.pushOp(item{op: func(*stream.Stream) { close(busy); <-release }})
+	<-busy
+	for seq := uint64(1); seq <= n; seq++ {
+		r.removeMsgs([]uint64{seq}, false)
+	}
+	close(release)
+	r.do(func(*stream.Stream) {}) // after the removals' operation
+
+	if st := rec.State(false); st.Msgs != 0 {
+		t.Fatalf("%d messages left after removing all %d", st.Msgs, n)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.many) != 1 || rec.dels != 0 {
+		t.Fatalf("%d DeleteMany and %d Delete calls for %d queued removals, want one DeleteMany", len(rec.many), rec.dels, n)
+	}
+}

@@ -183,22 +183,43 @@ func (r *runner) dropUnneeded() {
 }
 
 // removeMsgs deletes messages on the apply goroutine, waiting for it when
-// wait is set.
+// wait is set. Without wait, the sequences join those already waiting
+// for the apply goroutine, and one operation removes them all: single
+// acks arrive far faster than one removal (and its fsync) each.
 func (r *runner) removeMsgs(seqs []uint64, wait bool) {
 	if len(seqs) == 0 {
 		return
 	}
-	op := func(s *stream.Stream) {
-		// One durability wait for the batch, not one per message.
-		if _, err := s.Store().DeleteMany(seqs); err != nil && !errors.Is(err, store.ErrClosed) {
-			r.js.logf("stream %s: remove %d acknowledged messages from %d: %v", r.name, len(seqs), seqs[0], err)
-		}
-	}
 	if wait {
-		r.do(op)
+		r.do(func(*stream.Stream) { r.deleteMany(seqs) })
 		return
 	}
-	r.in.pushOp(item{op: op})
+	r.rm.mu.Lock()
+	first := len(r.rm.seqs) == 0
+	r.rm.seqs = append(r.rm.seqs, seqs...)
+	r.rm.mu.Unlock()
+	if first {
+		r.in.pushOp(item{op: func(*stream.Stream) { r.flushRemovals() }})
+	}
+}
+
+// flushRemovals removes what removeMsgs queued; apply goroutine.
+func (r *runner) flushRemovals() {
+	r.rm.mu.Lock()
+	seqs := r.rm.seqs
+	r.rm.seqs = nil
+	r.rm.mu.Unlock()
+	r.deleteMany(seqs)
+}
+
+// deleteMany removes seqs from the store with one durability wait.
+func (r *runner) deleteMany(seqs []uint64) {
+	if len(seqs) == 0 {
+		return
+	}
+	if _, err := r.store.DeleteMany(seqs); err != nil && !errors.Is(err, store.ErrClosed) {
+		r.js.logf("stream %s: remove %d messages (retention) from %d: %v", r.name, len(seqs), seqs[0], err)
+	}
 }
 
 // afterPurge moves the consumers past what a purge removed and drops

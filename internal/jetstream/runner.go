@@ -67,6 +67,12 @@ type runner struct {
 	// interest, to remove before the next op and at the end of the
 	// batch (dropIfUninterested); apply goroutine.
 	drops []uint64
+	// rm holds the acknowledged or copied messages queued for removal
+	// (removeMsgs), for the apply goroutine to remove together.
+	rm struct {
+		mu   sync.Mutex
+		seqs []uint64
+	}
 
 	cmu       sync.Mutex       // guards consumers
 	consumers map[string]*cons // by name
@@ -456,12 +462,7 @@ func (r *runner) dropIfUninterested(seq uint64, subject string) {
 
 // flushDrops removes the messages dropIfUninterested marked.
 func (r *runner) flushDrops() {
-	if len(r.drops) == 0 {
-		return
-	}
-	if _, err := r.store.DeleteMany(r.drops); err != nil && !errors.Is(err, store.ErrClosed) {
-		r.js.logf("stream %s: drop %d messages without interest from %d: %v", r.name, len(r.drops), r.drops[0], err)
-	}
+	r.deleteMany(r.drops)
 	r.drops = r.drops[:0]
 }
 
