@@ -63,6 +63,8 @@ NATSCLI_VERSION="v0.5.0"
 JS_FLAGS='-js -sd {STORE}'
 JS_ADD_FILE='nats: stream add benchstream --subjects bench.js --storage file --defaults'
 JS_ADD_MEM='nats: stream add benchstream --subjects bench.js --storage memory --defaults'
+JS_ADD_INTEREST='nats: stream add benchstream --subjects bench.js --storage file --retention interest --defaults'
+JS_ADD_WQ='nats: stream add benchstream --subjects bench.js --storage file --retention work --defaults'
 JS_PUB='bench.js --stream benchstream --size 128'
 JS_FILL="js pub async $JS_PUB --batch 500 --msgs 200000"
 SCENARIO_LIST="
@@ -79,6 +81,8 @@ js pub sync mem 4c x20k    | $JS_FLAGS | $JS_ADD_MEM | js pub sync $JS_PUB --msg
 js fetch file x200k        | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js fetch --stream benchstream --msgs 200000 --batch 500 --acks explicit |
 js consume file x200k      | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js consume --stream benchstream --msgs 200000 --batch 500 --acks explicit |
 js ordered file x200k      | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js ordered --stream benchstream --msgs 200000 |
+js pub async file interest, no consumers, 1c x200k | $JS_FLAGS | $JS_ADD_INTEREST | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 1 |
+js consume file workqueue x200k | $JS_FLAGS | $JS_ADD_WQ; $JS_FILL | js consume --stream benchstream --msgs 200000 --batch 500 --acks explicit |
 "
 
 
