@@ -59,34 +59,56 @@ func (b *batchRecorder) Append(m store.Msg) (uint64, error) {
 	return b.Store.Append(m)
 }
 
-// The apply loop brackets each batch it takes from the ingest queue with
-// BeginBatch and EndBatch, so that the file store writes and fsyncs the
-// publishes queued together once: here 100 publishes queued while the
-// loop was busy are appended in one run.
-func TestApplyLoopBracketsBatches(t *testing.T) {
+// startRecorded starts a runner of cfg (in memory) over a batchRecorder;
+// the runner stops, and its JetStream shuts down, with the test.
+func startRecorded(t *testing.T, cfg stream.Config) (*runner, *batchRecorder, *memTransport) {
+	t.Helper()
 	tr := newMemTransport()
 	js := newTestJS(t, vfs.NewCrashFS(), tr)
-	defer js.Shutdown()
-	cfg := stream.Config{Name: "B", Subjects: []string{"b"}, Storage: stream.MemoryStorage}
+	t.Cleanup(js.Shutdown)
+	cfg.Storage = stream.MemoryStorage
 	cfg.SetDefaults()
 	rec := &batchRecorder{Store: memstore.New(cfg.StoreConfig())}
 	r := newRunner(js, cfg, time.Now(), "", rec)
 	if err := r.start(); err != nil {
 		t.Fatal(err)
 	}
-	defer r.stop(nil)
+	t.Cleanup(func() { r.stop(nil) })
+	return r, rec, tr
+}
 
-	// Keep the loop busy, and publish only once it is: otherwise it may
-	// take the first publishes in the same batch as this operation.
-	busy, release := make(chan struct{}), make(chan struct{})
-	r.in.pushOp(item{op: func(*stream.Stream) { close(busy); <-release }})
+// holdApply keeps the apply goroutine busy until release is called, so
+// that what the test queues meanwhile is taken as one batch (queued
+// before the hold, it could share a batch with the holding operation).
+func holdApply(r *runner) (release func()) {
+	busy, done := make(chan struct{}), make(chan struct{})
+	r.in.pushOp(item{op: func(*stream.Stream) { close(busy); <-done }})
 	<-busy
-	acks := tr.inbox("_INBOX.b")
-	const n = 100
+	return func() { close(done) }
+}
+
+// publishHeld publishes n messages on subj while the apply goroutine is
+// held, so that it takes them as one batch, and returns the inbox of
+// their PubAcks.
+func publishHeld(r *runner, tr *memTransport, subj string, n int) *inbox {
+	release := holdApply(r)
+	defer release()
+	acks := tr.inbox("_INBOX." + subj)
 	for i := range n {
-		tr.Publish("b", "_INBOX.b", nil, []byte{byte(i)})
+		tr.Publish(subj, "_INBOX."+subj, nil, []byte{byte(i)})
 	}
-	close(release)
+	return acks
+}
+
+// The apply loop brackets each batch it takes from the ingest queue with
+// BeginBatch and EndBatch, so that the file store writes and fsyncs the
+// publishes queued together once: here 100 publishes queued while the
+// loop was busy are appended in one run.
+func TestApplyLoopBracketsBatches(t *testing.T) {
+	r, rec, tr := startRecorded(t, stream.Config{Name: "B", Subjects: []string{"b"}})
+
+	const n = 100
+	acks := publishHeld(r, tr, "b", n)
 	for range n {
 		acks.next(t)
 	}
@@ -109,27 +131,10 @@ func TestApplyLoopBracketsBatches(t *testing.T) {
 // once, not once per message (1.7k against nats-server's 55k async
 // publishes a second before).
 func TestUninterestedDropsAreBatched(t *testing.T) {
-	tr := newMemTransport()
-	js := newTestJS(t, vfs.NewCrashFS(), tr)
-	defer js.Shutdown()
-	cfg := stream.Config{Name: "I", Subjects: []string{"i"}, Storage: stream.MemoryStorage, Retention: stream.InterestPolicy}
-	cfg.SetDefaults()
-	rec := &batchRecorder{Store: memstore.New(cfg.StoreConfig())}
-	r := newRunner(js, cfg, time.Now(), "", rec)
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
-	defer r.stop(nil)
+	r, rec, tr := startRecorded(t, stream.Config{Name: "I", Subjects: []string{"i"}, Retention: stream.InterestPolicy})
 
-	busy, release := make(chan struct{}), make(chan struct{})
-	r.in.pushOp(item{op: func(*stream.Stream) { close(busy); <-release }})
-	<-busy
-	acks := tr.inbox("_INBOX.i")
 	const n = 100
-	for i := range n {
-		tr.Publish("i", "_INBOX.i", nil, []byte{byte(i)})
-	}
-	close(release)
+	acks := publishHeld(r, tr, "i", n)
 	for i := 1; i <= n; i++ {
 		if got, want := acks.next(t), fmt.Sprintf(`{"stream":"I","seq":%d}`, i); got != want {
 			t.Fatalf("PubAck %q, want %q", got, want)
@@ -151,17 +156,7 @@ func TestUninterestedDropsAreBatched(t *testing.T) {
 // each message left the stream removing 18k acknowledged messages
 // seconds after the consumer was done.
 func TestQueuedRemovalsAreCoalesced(t *testing.T) {
-	tr := newMemTransport()
-	js := newTestJS(t, vfs.NewCrashFS(), tr)
-	defer js.Shutdown()
-	cfg := stream.Config{Name: "W", Subjects: []string{"w"}, Storage: stream.MemoryStorage, Retention: stream.WorkQueuePolicy}
-	cfg.SetDefaults()
-	rec := &batchRecorder{Store: memstore.New(cfg.StoreConfig())}
-	r := newRunner(js, cfg, time.Now(), "", rec)
-	if err := r.start(); err != nil {
-		t.Fatal(err)
-	}
-	defer r.stop(nil)
+	r, rec, tr := startRecorded(t, stream.Config{Name: "W", Subjects: []string{"w"}, Retention: stream.WorkQueuePolicy})
 	acks := tr.inbox("_INBOX.w")
 	const n = 50
 	for i := range n {
@@ -169,13 +164,11 @@ func TestQueuedRemovalsAreCoalesced(t *testing.T) {
 		acks.next(t)
 	}
 
-	busy, release := make(chan struct{}), make(chan struct{})
-	r.in.pushOp(item{op: func(*stream.Stream) { close(busy); <-release }})
-	<-busy
+	release := holdApply(r)
 	for seq := uint64(1); seq <= n; seq++ {
 		r.removeMsgs([]uint64{seq}, false)
 	}
-	close(release)
+	release()
 	r.do(func(*stream.Stream) {}) // after the removals' operation
 
 	if st := rec.State(false); st.Msgs != 0 {
