@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -52,6 +53,13 @@ func TestAckSubject(t *testing.T) {
 		if _, _, _, ok := parseAckSubject(bad); ok {
 			t.Errorf("%s parsed", bad)
 		}
+	}
+	if s := ackSubject("S", "C", math.MaxUint64, 1, 0, -5, 0); s != "$JS.ACK.S.C.18446744073709551615.1.0.-5.0" {
+		t.Errorf("extremes: %s", s)
+	}
+	// One allocation per delivery: it is built for every message sent.
+	if n := testing.AllocsPerRun(100, func() { _ = ackSubject("ORDERS", "proc", 2, 7, 9, 1714557600123456789, 4) }); n != 1 {
+		t.Errorf("ackSubject: %v allocations, want 1", n)
 	}
 }
 
