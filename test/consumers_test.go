@@ -2184,6 +2184,49 @@ func TestConsumerInterestRetention(t *testing.T) {
 	cxWaitMsgs(t, s, 0)
 }
 
+// An interest stream drops what no consumer can want any more: at once
+// when an update narrows a consumer's filter (as nats-server does), and
+// at a restart, where ephemeral consumers end (docs/compatibility.md),
+// what only they held.
+func TestInterestRetentionAfterRefilterAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	opts := func(o *server.Options) { o.JetStream = true; o.StoreDir = dir }
+	u, stop := startServerStoppable(t, opts)
+	nc, js := jsConnect(t, u)
+	s := createStream(t, js, jetstream.StreamConfig{Name: "IF", Subjects: []string{"if.>"}, Retention: jetstream.InterestPolicy})
+	cxCreate(t, js, "IF", jetstream.ConsumerConfig{Durable: "C", FilterSubject: "if.a"})
+	for range 5 {
+		jsPublish(t, js, "if.a", "x")
+	}
+	cxWaitMsgs(t, s, 5)
+	if _, err := js.UpdateConsumer(tctx(t), "IF", jetstream.ConsumerConfig{Durable: "C", FilterSubject: "if.z", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	cxWaitMsgs(t, s, 0)
+	if targetIsNatsServer() {
+		return // it keeps ephemeral consumers across a restart
+	}
+
+	if _, err := s.CreateOrUpdateConsumer(tctx(t), jetstream.ConsumerConfig{FilterSubject: "if.b", AckPolicy: jetstream.AckExplicitPolicy, InactiveThreshold: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		jsPublish(t, js, "if.b", "y")
+	}
+	cxWaitMsgs(t, s, 3)
+	nc.Close()
+	stop()
+	u, _ = startServerStoppable(t, opts)
+	_, js = jsConnect(t, u)
+	s, err := js.Stream(tctx(t), "IF")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := streamInfo(t, s); info.State.Msgs != 0 || info.State.Consumers != 1 {
+		t.Fatalf("after the restart: %d messages, %d consumers; want 0 and the durable alone", info.State.Msgs, info.State.Consumers)
+	}
+}
+
 func TestConsumerWorkQueue(t *testing.T) {
 	u := startJS(t)
 	nc, js := jsConnect(t, u)

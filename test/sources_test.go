@@ -482,6 +482,60 @@ func TestStreamSourcesShareInterestOriginAfterRestart(t *testing.T) {
 	waitMsgs(t, q, 0)
 }
 
+// An interest origin keeps for a source what the source has yet to copy
+// (here refused: the sourcing stream is full) when the server shuts down
+// cleanly and when an update replaces the sourcing stream's sources:
+// each stopped the sourcer, which then let the origin drop them.
+func TestInterestOriginKeepsUncopiedAcrossShutdownAndUpdate(t *testing.T) {
+	if targetIsNatsServer() {
+		t.Skip("its source consumer starts after the create is answered, so the interest origin drops the first publishes")
+	}
+	dir := t.TempDir()
+	opts := func(o *server.Options) { o.JetStream = true; o.StoreDir = dir }
+	u, stop := startServerStoppable(t, opts)
+	nc, js := jsConnect(t, u)
+	lo := createStream(t, js, jetstream.StreamConfig{Name: "LO", Subjects: []string{"lo.>"}, Retention: jetstream.InterestPolicy})
+	createStream(t, js, jetstream.StreamConfig{Name: "LX", Subjects: []string{"lx"}})
+	lsCfg := jetstream.StreamConfig{Name: "LS", MaxMsgs: 5, Discard: jetstream.DiscardNew, Sources: []*jetstream.StreamSource{{Name: "LO"}}}
+	ls := createStream(t, js, lsCfg)
+	for i := 1; i <= 10; i++ {
+		jsPublish(t, js, "lo.a", fmt.Sprint("m", i))
+	}
+	waitMsgs(t, ls, 5)
+	uncopied := func(when string) {
+		t.Helper()
+		for seq := uint64(6); seq <= 10; seq++ {
+			if _, err := lo.GetMsg(tctx(t), seq); err != nil {
+				t.Fatalf("%s: origin message %d, not yet copied: %v", when, seq, err)
+			}
+		}
+	}
+	uncopied("before")
+
+	lsCfg.Sources = append(lsCfg.Sources, &jetstream.StreamSource{Name: "LX"})
+	if _, err := js.UpdateStream(tctx(t), lsCfg); err != nil {
+		t.Fatal(err)
+	}
+	// The origin applies in order: once this is acknowledged, a removal
+	// the update queued has been made.
+	jsPublish(t, js, "lo.sync", "")
+	uncopied("after an update adding a source")
+
+	// Streams stop in no set order; a few restarts let the sourcing
+	// stream stop before its origin.
+	for i := range 5 {
+		nc.Close()
+		stop()
+		u, stop = startServerStoppable(t, opts)
+		nc, js = jsConnect(t, u)
+		var err error
+		if lo, err = js.Stream(tctx(t), "LO"); err != nil {
+			t.Fatal(err)
+		}
+		uncopied(fmt.Sprint("after clean restart ", i+1))
+	}
+}
+
 func testSourceReclaim(t *testing.T, rp jetstream.RetentionPolicy) {
 	dir := t.TempDir()
 	opts := func(o *server.Options) { o.JetStream = true; o.StoreDir = dir }

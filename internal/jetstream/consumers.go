@@ -3,6 +3,7 @@ package jetstream
 import (
 	"maps"
 	"path"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -54,10 +55,22 @@ func (js *JetStream) CreateConsumer(streamName string, cfg consumer.Config, acti
 	if generated {
 		cfg.Name = randomName()
 	}
+	var refiltered bool
+	defer func() {
+		if refiltered {
+			// After r.cmu is released: an interest stream drops what the
+			// consumer's new filters leave nobody needing, as nats-server
+			// v2.15.2 does at once.
+			r.dropUnneeded()
+		}
+	}()
 	r.cmu.Lock()
 	defer r.cmu.Unlock()
 	if c := r.consumers[cfg.Name]; c != nil {
-		return r.recreate(c, cfg, action)
+		old := c.config()
+		info, err := r.recreate(c, cfg, action)
+		refiltered = err == nil && !slices.Equal(old.Filters(), cfg.Filters())
+		return info, err
 	}
 	if r.deleting[cfg.Name] {
 		// A consumer of this name is being deleted; its files must go

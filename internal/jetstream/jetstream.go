@@ -213,6 +213,13 @@ func (js *JetStream) Shutdown() {
 	for _, r := range js.streams {
 		runners = append(runners, r)
 	}
+	js.mu.Unlock()
+	// Sourcers stop first and stay registered, so that no origin drops
+	// what they have yet to copy while the streams stop.
+	for _, r := range runners {
+		r.stopSources(false)
+	}
+	js.mu.Lock()
 	js.streams = map[string]*runner{}
 	js.mu.Unlock()
 	for _, r := range runners {

@@ -120,8 +120,9 @@ func (s *sourcer) stop() {
 // run is the sourcer's goroutine.
 func (s *sourcer) run() {
 	defer close(s.done)
-	o := s.origin // watched already when startRestoredSources primed s
-	defer func() { o.release(s) }()
+	o := s.origin // registered by newSources
+	// The stopper reads the last origin (stopSources) once done closes.
+	defer func() { s.origin = o }()
 	for {
 		select {
 		case <-s.quit: // also between rounds of a busy origin
@@ -129,7 +130,7 @@ func (s *sourcer) run() {
 		default:
 		}
 		if cur := s.r.js.streamNamed(s.src.Name); cur != o || cur == nil {
-			o.release(s)
+			o.unwatch(s) // gone or replaced: nothing of it to keep
 			o = cur
 			o.watch(s)
 			s.setErr(o == nil)
@@ -480,16 +481,14 @@ func (o *runner) watch(s *sourcer) {
 	o.srcs.watchers[s] = struct{}{}
 }
 
-// release undoes watch, and then lets an interest stream remove what
-// only s still needed; o may be nil.
-func (o *runner) release(s *sourcer) {
+// unwatch undoes watch; o may be nil.
+func (o *runner) unwatch(s *sourcer) {
 	if o == nil {
 		return
 	}
 	o.srcs.mu.Lock()
 	delete(o.srcs.watchers, s)
 	o.srcs.mu.Unlock()
-	o.dropUnneeded()
 }
 
 // watcherList returns the sourcers reading this stream.
@@ -512,20 +511,27 @@ func (o *runner) signalWatchers() {
 	}
 }
 
-// startSources starts a sourcer for cfg's mirror or each of its sources.
-func (r *runner) startSources(cfg stream.Config) {
-	r.launchSources(r.newSources(cfg))
+// startSources starts a sourcer for cfg's mirror or each of its
+// sources, each registered with its origin first (lookup finds a stream
+// by name: streamNamed, or the table itself under JetStream.mu).
+func (r *runner) startSources(cfg stream.Config, lookup func(string) *runner) {
+	r.launchSources(r.newSources(cfg, lookup))
 }
 
 // newSources returns the sourcers of cfg's mirror or of each of its
-// sources, not yet started.
-func (r *runner) newSources(cfg stream.Config) []*sourcer {
+// sources, not yet started, each registered with its origin (watch) if
+// lookup finds it: from then on the origin keeps what they need.
+func (r *runner) newSources(cfg stream.Config, lookup func(string) *runner) []*sourcer {
 	var own []*sourcer
 	if cfg.Mirror != nil {
 		own = append(own, newSourcer(r, *cfg.Mirror, true))
 	}
 	for _, src := range cfg.Sources {
 		own = append(own, newSourcer(r, *src, false))
+	}
+	for _, s := range own {
+		s.origin = lookup(s.src.Name)
+		s.origin.watch(s)
 	}
 	return own
 }
@@ -543,22 +549,20 @@ func (r *runner) launchSources(own []*sourcer) {
 
 // startRestoredSources starts the sourcers of the streams a starting
 // server restored, before any client is served, in three steps. Every
-// sourcer first registers with its origin (watch), so that no copy or
-// reclaim removes from a workqueue or interest origin what another
+// sourcer first registers with its origin (newSources), so that no copy
+// or reclaim removes from a workqueue or interest origin what another
 // sourcer has yet to copy. Then each sourcer of such an origin finds
 // where it resumes and removes from the origin what it had copied
 // before the restart, waiting for the removals, so that no consumer of
 // the origin is handed a message already copied (one of a limits origin
 // finds its start in its own goroutine, as after a create: the scan for
-// it may be long and removes nothing). Then the goroutines start.
+// it may be long and removes nothing), and each interest stream drops
+// what nobody needs any more (an ephemeral consumer's messages: those
+// consumers end with the server). Then the goroutines start.
 func (js *JetStream) startRestoredSources(restored []*runner) {
 	owns := make([][]*sourcer, len(restored))
 	for i, r := range restored {
-		owns[i] = r.newSources(r.config())
-		for _, s := range owns[i] {
-			s.origin = js.streamNamed(s.src.Name)
-			s.origin.watch(s)
-		}
+		owns[i] = r.newSources(r.config(), js.streamNamed)
 	}
 	for _, own := range owns {
 		for _, s := range own {
@@ -568,14 +572,22 @@ func (js *JetStream) startRestoredSources(restored []*runner) {
 			}
 		}
 	}
+	for _, r := range restored {
+		r.dropUnneeded()
+	}
 	for i, r := range restored {
 		r.launchSources(owns[i])
 	}
 }
 
-// stopSources stops the stream's sourcers and waits for them. The caller
-// must not hold js.mu (a sourcer may be waiting for it).
-func (r *runner) stopSources() {
+// stopSources stops the stream's sourcers and waits for them. With
+// release set (the stream is deleted, or an update replaces its
+// sources) they stop counting as interest in their origins, and an
+// interest origin removes what only they still needed; without it (the
+// server shuts down) the origins keep everything for them, so that
+// nothing they have yet to copy is lost to the shutdown. The caller must
+// not hold js.mu (a sourcer may be waiting for it).
+func (r *runner) stopSources(release bool) {
 	r.srcs.mu.Lock()
 	own := r.srcs.own
 	r.srcs.own = nil
@@ -583,17 +595,31 @@ func (r *runner) stopSources() {
 	for _, s := range own {
 		s.stop()
 	}
+	if !release {
+		return
+	}
+	for _, s := range own {
+		s.origin.unwatch(s)
+	}
+	for _, s := range own {
+		if s.origin != nil {
+			s.origin.dropUnneeded()
+		}
+	}
 }
 
 // restartSources replaces the sourcers after an update changed the
 // mirror or the sources; sources that stay resume from the stream's
-// messages (their Nats-Stream-Source headers).
+// messages (their Nats-Stream-Source headers). The new sourcers register
+// with their origins before the old ones let go, so that an interest
+// origin keeps what a source that stays has yet to copy.
 func (r *runner) restartSources(old, cfg stream.Config) {
 	if sameSources(old, cfg) {
 		return
 	}
-	r.stopSources()
-	r.startSources(cfg)
+	own := r.newSources(cfg, r.js.streamNamed)
+	r.stopSources(true)
+	r.launchSources(own)
 }
 
 // sameSources reports whether two configs have the same mirror and

@@ -91,7 +91,7 @@ func (js *JetStream) createLocked(cfg stream.Config) (*runner, error) {
 		return nil, err
 	}
 	js.streams[cfg.Name] = r
-	r.startSources(cfg)
+	r.startSources(cfg, func(name string) *runner { return js.streams[name] })
 	return r, nil
 }
 
