@@ -161,12 +161,13 @@ func (s *sourcer) copyRound(o *runner) bool {
 	}
 	top := o.durable.Load()
 	msgs := s.load(o, top)
-	defer func() { s.setLag(o.store.NumPending(s.filter, s.next, top)) }()
+	defer s.updateLag(o)
 	if len(msgs) == 0 {
 		return false
 	}
 	applied, own := s.apply(msgs, ident)
 	if applied == 0 {
+		s.updateLag(o) // before the wait: what is left, refused included
 		s.wait(sourceRetry) // refused (a limit, a store error): retry later
 		return false
 	}
@@ -436,7 +437,11 @@ func (s *sourcer) setErr(missing bool) {
 	}
 }
 
-func (s *sourcer) setLag(n uint64) {
+// updateLag sets lag to what o holds for s to copy, up to o's durable
+// sequence now (not the round's start: a round that waits after a
+// refusal would report what was left before it).
+func (s *sourcer) updateLag(o *runner) {
+	n := o.store.NumPending(s.filter, s.next, o.durable.Load())
 	s.mu.Lock()
 	s.lag = n
 	s.mu.Unlock()

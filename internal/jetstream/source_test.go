@@ -57,6 +57,16 @@ func TestSourcerStopsBetweenRounds(t *testing.T) {
 	}
 }
 
+// waitUntil polls cond until it holds, failing after 5 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 5 s for %s", what)
+		}
+	}
+}
+
 // waitState waits until stream name holds n messages.
 func waitState(t *testing.T, js *JetStream, name string, n uint64) {
 	t.Helper()
@@ -70,5 +80,48 @@ func waitState(t *testing.T, js *JetStream, name string, n uint64) {
 			t.Fatalf("stream %s: %v messages, want %d", name, info, n)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// A source's lag is what the origin holds for it to copy when the round
+// ends, refused messages included: not as of the round's start, which a
+// round that waits after a refusal would report a second late.
+func TestSourceLagCountsUpToTheRoundsEnd(t *testing.T) {
+	fs, tr := vfs.NewCrashFS(), newMemTransport()
+	js := newTestJS(t, fs, tr)
+	defer js.Shutdown()
+	origin := stream.Config{Name: "O", Subjects: []string{"o"}, Storage: stream.MemoryStorage}
+	full := stream.Config{Name: "T", Subjects: []string{"t"}, Storage: stream.MemoryStorage, MaxMsgs: 1, Discard: stream.DiscardNew}
+	for _, cfg := range []stream.Config{origin, full} {
+		if _, err := js.AddStream(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.Publish("t", "", nil, []byte("fills T"))
+	for range 3 {
+		tr.Publish("o", "", nil, []byte("x"))
+	}
+	waitState(t, js, "T", 1)
+	waitState(t, js, "O", 3)
+	o, r := js.streamNamed("O"), js.streamNamed("T")
+	s := newSourcer(r, stream.Source{Name: "O"}, false)
+	close(s.quit) // the wait after the refusal returns at once
+
+	release := holdApply(r)
+	done := make(chan struct{})
+	go func() { s.copyRound(o); close(done) }()
+	waitUntil(t, "the round to read O and wait for T", func() bool {
+		r.in.mu.Lock()
+		defer r.in.mu.Unlock()
+		return len(r.in.items) > 0
+	})
+	for range 2 {
+		tr.Publish("o", "", nil, []byte("y"))
+	}
+	waitUntil(t, "O's 5 messages to be durable", func() bool { return o.durable.Load() == 5 })
+	release()
+	<-done
+	if info := s.info(time.Now()); info.Lag != 5 {
+		t.Fatalf("lag %d after a refused round, want the 5 messages left", info.Lag)
 	}
 }
