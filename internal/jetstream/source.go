@@ -167,7 +167,7 @@ func (s *sourcer) copyRound(o *runner) bool {
 	}
 	applied, own := s.apply(msgs, ident)
 	if applied == 0 {
-		s.updateLag(o) // before the wait: what is left, refused included
+		s.updateLag(o)      // before the wait: what is left, refused included
 		s.wait(sourceRetry) // refused (a limit, a store error): retry later
 		return false
 	}
