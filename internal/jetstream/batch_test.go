@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/store/memstore"
 	"github.com/cairnmq/cairn/internal/stream"
@@ -17,12 +18,20 @@ import (
 // 0 means outside any run.
 type batchRecorder struct {
 	store.Store
-	mu   sync.Mutex
-	run  int   // the open run, 0 if none
-	runs int   // runs begun
-	in   []int // per Append, its run
-	dels int   // Delete calls
-	many []int // per DeleteMany call, its run
+	mu    sync.Mutex
+	run   int   // the open run, 0 if none
+	runs  int   // runs begun
+	in    []int // per Append, its run
+	dels  int   // Delete calls
+	many  []int // per DeleteMany call, its run
+	nexts int   // LoadNext calls
+}
+
+func (b *batchRecorder) LoadNext(filters []string, start uint64) (*store.StoredMsg, error) {
+	b.mu.Lock()
+	b.nexts++
+	b.mu.Unlock()
+	return b.Store.LoadNext(filters, start)
 }
 
 func (b *batchRecorder) Delete(seq uint64) error {
@@ -178,5 +187,39 @@ func TestQueuedRemovalsAreCoalesced(t *testing.T) {
 	defer rec.mu.Unlock()
 	if len(rec.many) != 1 || rec.dels != 0 {
 		t.Fatalf("%d DeleteMany and %d Delete calls for %d queued removals, want one DeleteMany", len(rec.many), rec.dels, n)
+	}
+}
+
+// An interest stream looks for messages nobody needs (after a consumer
+// is deleted or refiltered, and at every start) only below the position
+// of its unfiltered consumers: they need everything above it. With one
+// that has delivered nothing, there is nothing to read at all (a start
+// read every message of a large stream before).
+func TestDropUnneededStopsAtUnfilteredConsumer(t *testing.T) {
+	r, rec, tr := startRecorded(t, stream.Config{Name: "I", Subjects: []string{"i.>"}, Retention: stream.InterestPolicy})
+	r.js.mu.Lock()
+	r.js.streams["I"] = r
+	r.js.mu.Unlock()
+	for _, cfg := range []consumer.Config{{Durable: "ALL", AckPolicy: consumer.AckExplicit}, {Durable: "B", FilterSubject: "i.b", AckPolicy: consumer.AckExplicit}} {
+		if _, err := r.js.CreateConsumer("I", cfg, CreateOrUpdate, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acks := publishHeld(r, tr, "i.a", 50)
+	for range 50 {
+		acks.next(t)
+	}
+	rec.mu.Lock()
+	before := rec.nexts
+	rec.mu.Unlock()
+	r.dropUnneeded()
+	rec.mu.Lock()
+	read := rec.nexts - before
+	rec.mu.Unlock()
+	if read != 0 {
+		t.Errorf("dropUnneeded read %d messages that an unfiltered consumer still needs", read)
+	}
+	if st := rec.State(false); st.Msgs != 50 {
+		t.Fatalf("%d messages left, want all 50", st.Msgs)
 	}
 }

@@ -126,6 +126,15 @@ func (c *cons) needAck(sseq uint64, subj string) bool {
 	return c.st.IsPending(sseq)
 }
 
+// needsAllAbove reports whether the consumer has no filter, and so
+// needs (needAck) every message above floor, its delivered stream
+// sequence.
+func (c *cons) needsAllAbove() (floor uint64, all bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st.Delivered().Stream, len(c.filters) == 0
+}
+
 // matches reports whether the consumer's filters match subj.
 func (c *cons) matches(subj string) bool {
 	c.mu.Lock()

@@ -168,10 +168,23 @@ func (r *runner) dropUnneeded() {
 	}
 	others, srcs := r.consumerList(), r.watcherList()
 	st := r.store.State(false)
+	// An unfiltered party needs everything above its position: the scan
+	// stops there (at 0, with a consumer that has delivered nothing).
+	end := st.LastSeq
+	for _, c := range others {
+		if floor, all := c.needsAllAbove(); all {
+			end = min(end, floor)
+		}
+	}
+	for _, s := range srcs {
+		if len(s.filter) == 0 {
+			end = min(end, s.copied.Load())
+		}
+	}
 	var gone []uint64
-	for seq := st.FirstSeq; seq > 0 && seq <= st.LastSeq; {
+	for seq := st.FirstSeq; seq > 0 && seq <= end; {
 		m, err := r.store.LoadNext(nil, seq)
-		if err != nil || m.Seq > st.LastSeq {
+		if err != nil || m.Seq > end {
 			break
 		}
 		if !anyNeeds(others, nil, m.Seq, m.Subject) && !sourcersNeed(srcs, nil, m.Seq, m.Subject) {
