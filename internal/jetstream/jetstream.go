@@ -217,7 +217,7 @@ func (js *JetStream) Shutdown() {
 	// Sourcers stop first and stay registered, so that no origin drops
 	// what they have yet to copy while the streams stop.
 	for _, r := range runners {
-		r.stopSources(false)
+		r.closeSources(false)
 	}
 	js.mu.Lock()
 	js.streams = map[string]*runner{}

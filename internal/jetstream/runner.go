@@ -430,7 +430,7 @@ func (r *runner) stop(stopStatus []byte) error {
 	for _, s := range subs {
 		s.Unsubscribe()
 	}
-	r.stopSources(true) // none left after Shutdown's stopSources(false)
+	r.closeSources(true) // none left after Shutdown's closeSources(false)
 	r.in.close()
 	r.direct.close()
 	r.done.Wait()

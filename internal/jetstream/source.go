@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,10 @@ type sourcer struct {
 	src    stream.Source
 	mirror bool
 	iname  string
+	// sole is set when s is its stream's only source of its origin: its
+	// copies made under an earlier filter or transform (an update changed
+	// them) are then its own too (lastCopied).
+	sole   bool
 	filter []string               // origin subjects to copy; nil = all
 	trs    []*transform.Transform // the mapping of each filter; nil keeps the subject
 	wake   chan struct{}          // buffered 1: the origin's durable sequence moved
@@ -296,13 +301,17 @@ func (s *sourcer) mapSubject(subj string) string {
 // startSeq finds where copying starts (nats-server v2.15.2
 // setupMirrorConsumer, setupSourceConsumer): a mirror after its last
 // sequence; a source after what the stream already holds from this
-// origin (and seq then shows it at once), else at the source's
+// origin (and seq then shows it at once; for a sole source of its origin
+// whatever filter or transforms the copies were made under, so that an
+// update changing them goes on from there rather than copying again),
+// else at the source's
 // opt_start_seq, else at the first origin message at or after
 // opt_start_time or the stream's last message time, whichever is later;
 // else, for a stream whose first sequence is above 1 and that never read
 // a recreated origin, at its last message time (a promoted mirror picks
 // up near where it stopped); else the origin's first message.
-// resumed is set when the stream already holds copies from this origin.
+// resumed is set when the stream already holds copies from this origin
+// made under the source's current filter and transforms.
 func (s *sourcer) startSeq(o *runner) (next uint64, resumed bool) {
 	own := s.r.store.State(false)
 	var found bool
@@ -311,12 +320,14 @@ func (s *sourcer) startSeq(o *runner) (next uint64, resumed bool) {
 		return own.LastSeq + 1, true
 	case !s.mirror:
 		var seq uint64
-		var same bool
-		if seq, found, same = s.lastCopied(s.ident); found && same {
+		var same, exact bool
+		if seq, found, same, exact = s.lastCopied(s.ident); found && same {
 			s.mu.Lock()
 			s.seq = seq
 			s.mu.Unlock()
-			return seq + 1, true
+			// Copies made under another filter say nothing of what this
+			// one matches below seq: nothing to reclaim from them.
+			return seq + 1, exact
 		}
 	}
 	if s.src.OptStartSeq == 0 && s.src.OptStartTime == nil && !s.mirror && own.FirstSeq > 1 && own.LastTime != 0 && !found {
@@ -394,22 +405,29 @@ func (s *sourcer) reclaim(o *runner, wait bool) {
 
 // lastCopied scans the sourcing stream from its end for the last message
 // that came through this source, by its Nats-Stream-Source header, and
-// reports whether one was found and whether it came from the origin of
-// identity ident. One from an earlier origin of the same name (the
-// origin was deleted and created again) means copying starts over, as in
-// nats-server v2.15.2.
-func (s *sourcer) lastCopied(ident string) (seq uint64, found, same bool) {
+// reports whether one was found, whether it came from the origin of
+// identity ident, and whether it was copied under this source's current
+// filter and transforms (exact; else it came through the same origin
+// before an update changed them, which counts only for a sole source).
+// One from an earlier origin of the same name (the origin was deleted and
+// created again) means copying starts over, as in nats-server v2.15.2.
+func (s *sourcer) lastCopied(ident string) (seq uint64, found, same, exact bool) {
 	st := s.r.store.State(false)
 	for n := st.LastSeq; n >= st.FirstSeq && n > 0; n-- {
 		sm, err := s.r.store.Load(n)
 		if err != nil {
 			continue
 		}
-		if iname, oseq, from, ok := stream.SourcedFrom(sm.Header); ok && iname == s.iname {
-			return oseq, true, from == "" || from == ident
+		iname, oseq, from, ok := stream.SourcedFrom(sm.Header)
+		if !ok {
+			continue
+		}
+		exact = iname == s.iname
+		if origin, _, _ := strings.Cut(iname, " "); exact || (s.sole && origin == s.src.Name) {
+			return oseq, true, from == "" || from == ident, exact
 		}
 	}
-	return 0, false, false
+	return 0, false, false, false
 }
 
 // heard records that the origin was there (active; nats-server counts
@@ -468,6 +486,13 @@ func (s *sourcer) info(now time.Time) *SourceInfo {
 // one, or one per source) and the sourcers of other streams that read it
 // as their origin, woken when its durable sequence moves.
 type sourcing struct {
+	// life serializes replacing the sourcers (restartSources) with
+	// closing them (closeSources), so that two updates cannot leave a
+	// sourcer running that no one will stop; it is taken before mu.
+	life   sync.Mutex
+	closed bool          // closeSources ran: no sourcer starts again (under life)
+	from   stream.Config // the mirror and sources own was started from (under life)
+
 	mu       sync.Mutex
 	own      []*sourcer
 	watchers map[*sourcer]struct{}
@@ -520,7 +545,7 @@ func (o *runner) signalWatchers() {
 // sources, each registered with its origin first (lookup finds a stream
 // by name: streamNamed, or the table itself under JetStream.mu).
 func (r *runner) startSources(cfg stream.Config, lookup func(string) *runner) {
-	r.launchSources(r.newSources(cfg, lookup))
+	r.launchSources(r.newSources(cfg, lookup), cfg)
 }
 
 // newSources returns the sourcers of cfg's mirror or of each of its
@@ -531,10 +556,13 @@ func (r *runner) newSources(cfg stream.Config, lookup func(string) *runner) []*s
 	if cfg.Mirror != nil {
 		own = append(own, newSourcer(r, *cfg.Mirror, true))
 	}
+	per := map[string]int{}
 	for _, src := range cfg.Sources {
 		own = append(own, newSourcer(r, *src, false))
+		per[src.Name]++
 	}
 	for _, s := range own {
+		s.sole = per[s.src.Name] == 1
 		s.origin = lookup(s.src.Name)
 		s.origin.watch(s)
 	}
@@ -543,7 +571,8 @@ func (r *runner) newSources(cfg stream.Config, lookup func(string) *runner) []*s
 
 // launchSources starts the goroutines of own and makes them the
 // stream's sourcers.
-func (r *runner) launchSources(own []*sourcer) {
+func (r *runner) launchSources(own []*sourcer, cfg stream.Config) {
+	r.srcs.from = stream.Config{Mirror: cfg.Mirror, Sources: cfg.Sources}
 	for _, s := range own {
 		go s.run()
 	}
@@ -581,7 +610,7 @@ func (js *JetStream) startRestoredSources(restored []*runner) {
 		r.dropUnneeded()
 	}
 	for i, r := range restored {
-		r.launchSources(owns[i])
+		r.launchSources(owns[i], r.config())
 	}
 }
 
@@ -613,18 +642,33 @@ func (r *runner) stopSources(release bool) {
 	}
 }
 
-// restartSources replaces the sourcers after an update changed the
-// mirror or the sources; sources that stay resume from the stream's
-// messages (their Nats-Stream-Source headers). The new sourcers register
-// with their origins before the old ones let go, so that an interest
-// origin keeps what a source that stays has yet to copy.
-func (r *runner) restartSources(old, cfg stream.Config) {
-	if sameSources(old, cfg) {
+// restartSources replaces the sourcers when the stream's config (after
+// an update) has another mirror or other sources than those running;
+// sources that stay resume from the stream's messages (their
+// Nats-Stream-Source headers). The new sourcers register with their
+// origins before the old ones let go, so that an interest origin keeps
+// what a source that stays has yet to copy. It reads the config itself,
+// under srcs.life, so that of two updates racing the last one applied
+// wins.
+func (r *runner) restartSources() {
+	r.srcs.life.Lock()
+	defer r.srcs.life.Unlock()
+	cfg := r.config()
+	if r.srcs.closed || sameSources(r.srcs.from, cfg) {
 		return
 	}
 	own := r.newSources(cfg, r.js.streamNamed)
 	r.stopSources(true)
-	r.launchSources(own)
+	r.launchSources(own, cfg)
+}
+
+// closeSources stops the stream's sourcers for good (stopSources), after
+// any restart in progress; none starts again.
+func (r *runner) closeSources(release bool) {
+	r.srcs.life.Lock()
+	defer r.srcs.life.Unlock()
+	r.srcs.closed = true
+	r.stopSources(release)
 }
 
 // sameSources reports whether two configs have the same mirror and

@@ -115,48 +115,48 @@ func (js *JetStream) UpdateStream(cfg stream.Config) (*StreamInfo, *jserr.Error)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r, old, err := js.updateLocked(cfg)
+	r, err := js.updateLocked(cfg)
 	if err != nil {
 		return nil, err
 	}
-	r.restartSources(old, cfg)
+	r.restartSources()
 	return r.info(InfoOptions{}), nil
 }
 
 // updateLocked checks and applies an update under mu; it returns the
-// runner and its config before the update.
-func (js *JetStream) updateLocked(cfg stream.Config) (*runner, stream.Config, *jserr.Error) {
+// runner.
+func (js *JetStream) updateLocked(cfg stream.Config) (*runner, *jserr.Error) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	r := js.streams[cfg.Name]
 	if r == nil {
-		return nil, stream.Config{}, jserr.New(jserr.StreamNotFound)
+		return nil, jserr.New(jserr.StreamNotFound)
 	}
 	old := r.config()
 	cfg.SetStaticMetadata()
 	if err := stream.CheckUpdate(&old, &cfg); err != nil {
-		return nil, old, err
+		return nil, err
 	}
 	// nats-server v2.15.2 checks the filters on create only, and then
 	// cannot load the stream it updated: cairn answers an update error
 	// (10069) with the create's text (docs/compatibility.md).
 	if err := cfg.CheckSourceFilters(); err != nil {
-		return nil, old, jserr.New(jserr.StreamUpdate, jserr.Sub("err", err.Description))
+		return nil, jserr.New(jserr.StreamUpdate, jserr.Sub("err", err.Description))
 	}
 	if err := cfg.CheckOrigins(js.configLocked, false); err != nil {
-		return nil, old, err
+		return nil, err
 	}
 	if js.overlapsLocked(cfg.Name, cfg.Subjects) {
-		return nil, old, jserr.New(jserr.StreamSubjectOverlap)
+		return nil, jserr.New(jserr.StreamSubjectOverlap)
 	}
 	if err := js.checkReservationLocked(&cfg); err != nil {
-		return nil, old, err
+		return nil, err
 	}
 	if err := js.applyUpdate(r, cfg); err != nil {
-		return nil, old, jserr.From(err, jserr.StreamUpdate)
+		return nil, jserr.From(err, jserr.StreamUpdate)
 	}
 	js.adviseStream(cfg.Name, actionModify)
-	return r, old, nil
+	return r, nil
 }
 
 // configLocked returns the config of a stream (stream.Origins). The
