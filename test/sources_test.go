@@ -568,9 +568,13 @@ func TestStreamSourceFilterUpdateCopiesOnce(t *testing.T) {
 	createStream(t, js, jetstream.StreamConfig{Name: "FO", Subjects: []string{"fo.>"}})
 	xcfg := jetstream.StreamConfig{Name: "FX", Sources: []*jetstream.StreamSource{{Name: "FO", FilterSubject: "fo.>"}}}
 	x := createStream(t, js, xcfg)
+	twoTransforms := []jetstream.SubjectTransformConfig{{Source: "fo.a", Destination: "t.a"}, {Source: "fo.b", Destination: "t.b"}}
 	round := func(filter string, i int, copied uint64) {
 		t.Helper()
-		xcfg.Sources[0].FilterSubject = filter
+		xcfg.Sources[0].FilterSubject, xcfg.Sources[0].SubjectTransforms = filter, nil
+		if filter == "" {
+			xcfg.Sources[0].SubjectTransforms = twoTransforms
+		}
 		if _, err := js.UpdateStream(tctx(t), xcfg); err != nil {
 			t.Fatal(err)
 		}
@@ -583,8 +587,10 @@ func TestStreamSourceFilterUpdateCopiesOnce(t *testing.T) {
 	round("fo.>", 3, 6) // b2 comes after a2, the last copied
 	round("fo.a", 4, 7)
 	round("fo.>", 5, 10)
-	want := []string{"a1", "b1", "a2", "b2", "a3", "b3", "a4", "b4", "a5", "b5"}
-	if got := streamPayloads(t, x, 10); !slices.Equal(got, want) {
+	round("", 6, 12) // two transforms: their index name holds form feeds
+	round("fo.>", 7, 14)
+	want := []string{"a1", "b1", "a2", "b2", "a3", "b3", "a4", "b4", "a5", "b5", "a6", "b6", "a7", "b7"}
+	if got := streamPayloads(t, x, 14); !slices.Equal(got, want) {
 		t.Fatalf("sourcing stream: %q, want %q", got, want)
 	}
 }

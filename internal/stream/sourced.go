@@ -52,7 +52,10 @@ func SourcedFrom(hdr []byte) (iname string, seq uint64, ident string, ok bool) {
 	if !found {
 		return "", 0, "", false
 	}
-	f := strings.Fields(string(v))
+	// Split on spaces only, as nats-server v2.15.2 (streamAndSeq): the
+	// index name of a source with several transforms joins them with
+	// form feeds, which strings.Fields would split too.
+	f := strings.Split(string(v), " ")
 	if len(f) < 4 {
 		return "", 0, "", false
 	}

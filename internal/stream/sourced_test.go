@@ -35,6 +35,11 @@ func TestSourcedEntry(t *testing.T) {
 	if _, _, _, ok := SourcedFrom([]byte("NATS/1.0\r\nNats-Stream-Source: O x\r\n\r\n")); ok {
 		t.Fatal("a malformed header was read")
 	}
+	multi := Source{Name: "O", SubjectTransforms: []SubjectTransform{{Source: "o.a", Destination: "t.a"}, {Source: "o.c", Destination: "t.c"}}}
+	e = SourcedEntry(msg, multi.IndexName(), "ID123456", "t.a", 99)
+	if iname, seq, _, ok := SourcedFrom(e.Header); !ok || iname != multi.IndexName() || seq != 7 {
+		t.Fatalf("several transforms: SourcedFrom = %q %d %v, want %q 7", iname, seq, ok, multi.IndexName())
+	}
 	plain := SourcedEntry(&store.StoredMsg{Subject: "s", Seq: 1}, "O > >", "", "s", 1)
 	if string(plain.Header) != "NATS/1.0\r\nNats-Stream-Source: O 1 > > s\r\n\r\n" {
 		t.Fatalf("header of a message without one: %q", plain.Header)
