@@ -44,6 +44,10 @@ type JetStream struct {
 	mu      sync.Mutex
 	streams map[string]*runner // guarded by mu
 	closed  bool               // guarded by mu
+	// deleting holds the names of streams being deleted, each with a
+	// channel closed once its files are gone: a create of the name waits
+	// for it (guarded by mu).
+	deleting map[string]chan struct{}
 
 	used [2]atomic.Int64 // stored bytes by storage type (limits.go), when limited
 }

@@ -36,6 +36,11 @@ func (js *JetStream) AddStreamPedantic(cfg stream.Config, pedantic bool) (*Strea
 	}
 	js.mu.Lock()
 	defer js.mu.Unlock()
+	for ch := js.deleting[cfg.Name]; ch != nil; ch = js.deleting[cfg.Name] {
+		js.mu.Unlock() // until the files of the stream deleted are gone
+		<-ch
+		js.mu.Lock()
+	}
 	if js.closed {
 		return nil, jserr.New(jserr.NotEnabled)
 	}
@@ -195,11 +200,25 @@ func (js *JetStream) applyUpdate(r *runner, cfg stream.Config) error {
 	return r.subscribe(cfg)
 }
 
-// DeleteStream stops a stream and removes its files.
+// DeleteStream stops a stream and removes its files; a create of the
+// same name meanwhile waits until they are gone (JetStream.deleting).
 func (js *JetStream) DeleteStream(name string) *jserr.Error {
 	js.mu.Lock()
 	r := js.streams[name]
 	delete(js.streams, name)
+	if r != nil {
+		if js.deleting == nil {
+			js.deleting = map[string]chan struct{}{}
+		}
+		ch := make(chan struct{})
+		js.deleting[name] = ch
+		defer func() {
+			js.mu.Lock()
+			delete(js.deleting, name)
+			js.mu.Unlock()
+			close(ch)
+		}()
+	}
 	js.mu.Unlock()
 	if r == nil {
 		return jserr.New(jserr.StreamNotFound)
