@@ -358,7 +358,10 @@ func (s *sourcer) atTime(o *runner, t int64) uint64 {
 
 // resume finds where copying from o (of identity ident) starts and,
 // when it resumes earlier copies, reclaims them; wait makes it return
-// only once the origin has applied the removals.
+// only once the origin has applied the removals. An interest origin then
+// drops what nobody needs any more: while s was registered without a
+// start (it needed everything), the sourcer it replaced could not take
+// out what it copied (an update of the sources).
 func (s *sourcer) resume(o *runner, ident string, wait bool) {
 	s.ident = ident
 	var resumed bool
@@ -366,6 +369,9 @@ func (s *sourcer) resume(o *runner, ident string, wait bool) {
 	s.copied.Store(s.next - 1)
 	if resumed {
 		s.reclaim(o, wait)
+	}
+	if s.next > 1 {
+		o.dropUnneeded()
 	}
 }
 

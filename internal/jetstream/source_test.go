@@ -125,3 +125,36 @@ func TestSourceLagCountsUpToTheRoundsEnd(t *testing.T) {
 		t.Fatalf("lag %d after a refused round, want the 5 messages left", info.Lag)
 	}
 }
+
+// A sourcer registered with an interest origin before it knows where it
+// starts needs everything, so what the sourcer it replaces copies
+// meanwhile stays in the origin; once it has resumed past those copies
+// the origin drops them (found by the review: an update of the sources
+// left thousands of copied messages in the origin until the next one).
+func TestResumeLetsInterestOriginDropCopies(t *testing.T) {
+	fs, tr := vfs.NewCrashFS(), newMemTransport()
+	js := newTestJS(t, fs, tr)
+	defer js.Shutdown()
+	origin := stream.Config{Name: "O", Subjects: []string{"o.>"}, Storage: stream.MemoryStorage, Retention: stream.InterestPolicy}
+	target := stream.Config{Name: "T", Storage: stream.MemoryStorage, Sources: []*stream.Source{{Name: "O", FilterSubject: "o.>"}}}
+	for _, cfg := range []stream.Config{origin, target} {
+		if _, err := js.AddStream(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := js.streamNamed("O")
+	next := newSourcer(js.streamNamed("T"), stream.Source{Name: "O", FilterSubject: "o.a"}, false)
+	next.sole = true // as when an update narrows T's only source
+	o.watch(next)
+	for range 5 {
+		tr.Publish("o.a", "", nil, []byte("x"))
+	}
+	waitState(t, js, "T", 5)
+	waitState(t, js, "O", 5) // copied, but next still needs them
+
+	next.resume(o, stream.Identity(o.created), false)
+	if next.next != 6 {
+		t.Fatalf("resumed at origin sequence %d, want 6 (after the copies)", next.next)
+	}
+	waitState(t, js, "O", 0)
+}
