@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/cairnmq/cairn/internal/server"
 )
 
 // A stream with compression "s2" keeps its messages across a restart and
@@ -15,8 +13,7 @@ import (
 // same messages in an uncompressed stream (nats-server v2.15.2 counts
 // state.bytes uncompressed).
 func TestCompressedStreamRestart(t *testing.T) {
-	dir := t.TempDir()
-	opts := func(o *server.Options) { o.JetStream = true; o.StoreDir = dir }
+	opts := jsIn(t.TempDir())
 	u, stop := startServerStoppable(t, opts)
 	nc, js := jsConnect(t, u)
 	packed := createStream(t, js, jetstream.StreamConfig{Name: "PACKED", Subjects: []string{"zip.>"}, Compression: jetstream.S2Compression})

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnmq/cairn/internal/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -2024,8 +2023,7 @@ func TestConsumerInfoCounters(t *testing.T) {
 
 func TestConsumerRestart(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	opts := func(o *server.Options) { o.JetStream = true; o.StoreDir = dir }
+	opts := jsIn(t.TempDir())
 	u, stop := startServerStoppable(t, opts)
 	nc, js := jsConnect(t, u)
 	createStream(t, js, ordersConfig(nil))
@@ -2189,8 +2187,7 @@ func TestConsumerInterestRetention(t *testing.T) {
 // at a restart, where ephemeral consumers end (docs/compatibility.md),
 // what only they held.
 func TestInterestRetentionAfterRefilterAndRestart(t *testing.T) {
-	dir := t.TempDir()
-	opts := func(o *server.Options) { o.JetStream = true; o.StoreDir = dir }
+	opts := jsIn(t.TempDir())
 	u, stop := startServerStoppable(t, opts)
 	nc, js := jsConnect(t, u)
 	s := createStream(t, js, jetstream.StreamConfig{Name: "IF", Subjects: []string{"if.>"}, Retention: jetstream.InterestPolicy})

@@ -101,8 +101,7 @@ func TestStreamSources(t *testing.T) {
 // source by update starts copying it, and a restart copies only what is
 // new.
 func TestStreamSourceTransformUpdateRestart(t *testing.T) {
-	dir := t.TempDir()
-	opts := func(o *server.Options) { o.JetStream = true; o.StoreDir = dir }
+	opts := jsIn(t.TempDir())
 	u, stop := startServerStoppable(t, opts)
 	nc, js := jsConnect(t, u)
 	createStream(t, js, jetstream.StreamConfig{Name: "OA", Subjects: []string{"oa.>"}})
@@ -452,7 +451,7 @@ func TestStreamSourcesShareInterestOriginAfterRestart(t *testing.T) {
 	stop()
 
 	dir := t.TempDir()
-	opts := func(o *server.Options) { o.JetStream = true; o.StoreDir = dir }
+	opts := jsIn(dir)
 	u, stop = startServerStoppable(t, opts)
 	nc, js = jsConnect(t, u)
 	for _, name := range []string{"SA", "SB", "SC"} {
@@ -492,8 +491,7 @@ func TestInterestOriginKeepsUncopiedAcrossShutdownAndUpdate(t *testing.T) {
 	if targetIsNatsServer() {
 		t.Skip("its source consumer starts after the create is answered, so the interest origin drops the first publishes")
 	}
-	dir := t.TempDir()
-	opts := func(o *server.Options) { o.JetStream = true; o.StoreDir = dir }
+	opts := jsIn(t.TempDir())
 	u, stop := startServerStoppable(t, opts)
 	nc, js := jsConnect(t, u)
 	lo := createStream(t, js, jetstream.StreamConfig{Name: "LO", Subjects: []string{"lo.>"}, Retention: jetstream.InterestPolicy})
@@ -637,7 +635,7 @@ func TestStreamSourceUpdatesRacing(t *testing.T) {
 
 func testSourceReclaim(t *testing.T, rp jetstream.RetentionPolicy) {
 	dir := t.TempDir()
-	opts := func(o *server.Options) { o.JetStream = true; o.StoreDir = dir }
+	opts := jsIn(dir)
 	u, stop := startServerStoppable(t, opts)
 	nc, js := jsConnect(t, u)
 	q := createStream(t, js, jetstream.StreamConfig{Name: "RQ", Subjects: []string{"rq.>"}, Retention: rp})

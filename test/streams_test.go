@@ -37,6 +37,12 @@ func startJS(t testing.TB) string {
 	return startServer(t, func(o *server.Options) { o.JetStream = true })
 }
 
+// jsIn is the server options of a JetStream server storing in dir, for
+// tests that restart it over the same store.
+func jsIn(dir string) func(*server.Options) {
+	return func(o *server.Options) { o.JetStream = true; o.StoreDir = dir }
+}
+
 // jsConnect opens a nats.go connection and a jetstream context on it.
 func jsConnect(t testing.TB, u string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
@@ -1341,8 +1347,7 @@ func TestStreamDedupeWindowExpires(t *testing.T) {
 // Streams, their configuration, their messages and the dedupe window
 // survive a restart on the same store directory.
 func TestStreamRestart(t *testing.T) {
-	dir := t.TempDir()
-	opts := func(o *server.Options) { o.JetStream = true; o.StoreDir = dir }
+	opts := jsIn(t.TempDir())
 	u, stop := startServerStoppable(t, opts)
 	nc, js := jsConnect(t, u)
 	cfg := ordersConfig(func(c *jetstream.StreamConfig) {

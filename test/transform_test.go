@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/cairnmq/cairn/internal/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -196,8 +195,7 @@ func TestTransformRandom(t *testing.T) {
 // TestTransformRestart: a file stream maps with its transform after a
 // restart.
 func TestTransformRestart(t *testing.T) {
-	dir := t.TempDir()
-	opts := func(o *server.Options) { o.JetStream = true; o.StoreDir = dir }
+	opts := jsIn(t.TempDir())
 	u, stop := startServerStoppable(t, opts)
 	nc, js := jsConnect(t, u)
 	tr := &jetstream.SubjectTransformConfig{Source: "in.>", Destination: "out.>"}

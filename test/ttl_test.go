@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnmq/cairn/internal/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -224,8 +223,7 @@ func kvxNextWithin(t testing.TB, w jetstream.KeyWatcher, d time.Duration) kvxEnt
 // is down is removed after it comes back, and "never" keeps a message
 // past max_age.
 func TestTTLRestart(t *testing.T) {
-	dir := t.TempDir()
-	opts := func(o *server.Options) { o.JetStream = true; o.StoreDir = dir }
+	opts := jsIn(t.TempDir())
 	u, stop := startServerStoppable(t, opts)
 	nc, js := jsConnect(t, u)
 	createStream(t, js, jetstream.StreamConfig{Name: "R", Subjects: []string{"r.>"}, AllowMsgTTL: true, MaxAge: 3 * time.Second})
