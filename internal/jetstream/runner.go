@@ -450,9 +450,12 @@ func (r *runner) config() stream.Config {
 // interest stream that no consumer will deliver: nats-server acknowledges
 // it with its sequence and keeps nothing (protocol.md section 3.3,
 // retention). flushDrops removes the marked messages together, in the
-// same store batch, so that they cost one fsync rather than one each;
-// until then nothing can deliver them (they are not durable yet) and no
-// op runs.
+// same store batch, so that they cost one fsync rather than one each. It
+// runs before any operation of the batch, so an operation never sees
+// them; a consumer created meanwhile (consumers are created outside the
+// apply goroutine) may still deliver one of a memory stream, which is
+// durable at once, before the flush removes it: the same window the
+// immediate Delete had, a batch long instead of a message long.
 func (r *runner) dropIfUninterested(seq uint64, subject string) {
 	if r.st.Retention() != stream.InterestPolicy || r.interested(subject) {
 		return

@@ -63,7 +63,8 @@ type sourcer struct {
 	done   chan struct{}
 
 	// origin is the stream s reads when its goroutine starts, registered
-	// with it by startRestoredSources (nil: found by the goroutine).
+	// with it by newSources (nil: not there yet, looked up each round);
+	// once done is closed, the last origin the goroutine read.
 	origin *runner
 	next   uint64 // origin sequence to read next; 0 until found (loop goroutine)
 	ident  string // the identity of the origin next belongs to (loop goroutine)
@@ -163,6 +164,12 @@ func (s *sourcer) copyRound(o *runner) bool {
 	s.heard()
 	if s.next == 0 {
 		s.resume(o, ident, false)
+		if s.next > 1 {
+			// While s was registered without a start it needed every
+			// message, so what the sourcer it replaced (an update of the
+			// sources) copied meanwhile stayed in an interest origin.
+			o.dropUnneeded()
+		}
 	}
 	top := o.durable.Load()
 	msgs := s.load(o, top)
@@ -358,10 +365,7 @@ func (s *sourcer) atTime(o *runner, t int64) uint64 {
 
 // resume finds where copying from o (of identity ident) starts and,
 // when it resumes earlier copies, reclaims them; wait makes it return
-// only once the origin has applied the removals. An interest origin then
-// drops what nobody needs any more: while s was registered without a
-// start (it needed everything), the sourcer it replaced could not take
-// out what it copied (an update of the sources).
+// only once the origin has applied the removals.
 func (s *sourcer) resume(o *runner, ident string, wait bool) {
 	s.ident = ident
 	var resumed bool
@@ -369,9 +373,6 @@ func (s *sourcer) resume(o *runner, ident string, wait bool) {
 	s.copied.Store(s.next - 1)
 	if resumed {
 		s.reclaim(o, wait)
-	}
-	if s.next > 1 {
-		o.dropUnneeded()
 	}
 }
 

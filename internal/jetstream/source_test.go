@@ -152,7 +152,7 @@ func TestResumeLetsInterestOriginDropCopies(t *testing.T) {
 	waitState(t, js, "T", 5)
 	waitState(t, js, "O", 5) // copied, but next still needs them
 
-	next.resume(o, stream.Identity(o.created), false)
+	next.copyRound(o) // resumes, and finds nothing to copy
 	if next.next != 6 {
 		t.Fatalf("resumed at origin sequence %d, want 6 (after the copies)", next.next)
 	}
