@@ -140,7 +140,12 @@ func TestSubscribeInternalRejectsBadSubject(t *testing.T) {
 
 // A client that floods PINGs and never reads its PONGs is closed once its
 // pending replies pass max_pending, as nats-server closes it; the
-// server's memory does not grow with it.
+// server's memory does not grow with it. The client is one end of a
+// net.Pipe, which buffers nothing: the server's writer blocks on its first
+// write, so the test does not depend on how much the kernel's socket
+// buffers absorb (on a machine with large TCP buffers a socket took
+// minutes of PINGs under the race detector before the server's pending
+// bytes grew at all).
 func TestUnreadRepliesCountAgainstMaxPending(t *testing.T) {
 	s, err := New(Options{Host: "127.0.0.1", Port: RandomPort, MaxPending: 64 << 10, MaxPayload: 1024})
 	if err != nil {
@@ -150,36 +155,31 @@ func TestUnreadRepliesCountAgainstMaxPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Shutdown)
-	nc, err := net.Dial("tcp", s.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, sc := net.Pipe()
 	defer nc.Close()
-	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.SetReadBuffer(4096)
-	}
+	s.addClient(sc)
 	pings := []byte(strings.Repeat("PING\r\n", 16384))
-	// The kernel's socket buffers absorb a few MiB of PONGs before the
-	// server's pending bytes grow; on a loaded machine that takes a while,
-	// hence the generous deadline (the test ends as soon as it is closed).
-	deadline := time.Now().Add(60 * time.Second)
-	// A write that times out may have sent part of a PING; the next write
-	// resumes where it stopped, or the server would read a broken
-	// operation and close the client for that instead.
-	off := 0
+	// 64 KiB of PONGs take 11,000 PINGs; the deadline only bounds a failure.
+	deadline := time.Now().Add(30 * time.Second)
+	off, sent := 0, 0
 	for s.SlowConsumers() == 0 && time.Now().Before(deadline) {
 		_ = nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 		n, err := nc.Write(pings[off:])
 		off = (off + n) % len(pings)
+		sent += n
 		if err != nil && !isTimeout(err) {
 			break // closed by the server
 		}
 	}
-	for s.SlowConsumers() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	// closeSlowConsumer counts before it closes the connection.
 	if s.SlowConsumers() == 0 {
 		t.Fatal("a client that never reads its PONGs was not closed as a slow consumer")
+	}
+	// The pipe hands the server exactly what it reads: it must have stopped
+	// within one read buffer of max_pending, not at its first keep-alive
+	// PING (which would also find it over the limit, seconds later).
+	if limit := 64<<10 + maxReadBuffer + len(pings); sent > limit {
+		t.Fatalf("the server read %d bytes of PINGs before closing the client, want at most %d", sent, limit)
 	}
 }
 
