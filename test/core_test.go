@@ -649,6 +649,11 @@ func TestThousandConnections(t *testing.T) {
 	// Both ends of every connection may live in this process.
 	raiseFileLimit(t, 2*n+512)
 	u := startServer(t, nil)
+	// A thousand clients and their server ends share this process and,
+	// in CI, two cores under the race detector: a fan-out to all of them
+	// can take seconds, so the waits here are longer than readTimeout.
+	// Like readTimeout, they only bound how long a failing test hangs.
+	const wait = 30 * time.Second
 
 	conns := make([]*nats.Conn, n)
 	t.Cleanup(func() {
@@ -689,7 +694,7 @@ func TestThousandConnections(t *testing.T) {
 	own := make([]*nats.Subscription, n)
 	start := time.Now()
 	parallel(func(i int) error {
-		nc, err := nats.Connect(u, nats.NoReconnect(), nats.Timeout(readTimeout))
+		nc, err := nats.Connect(u, nats.NoReconnect(), nats.Timeout(wait))
 		if err != nil {
 			return err
 		}
@@ -700,7 +705,7 @@ func TestThousandConnections(t *testing.T) {
 		if own[i], err = nc.SubscribeSync("many.one." + strconv.Itoa(i)); err != nil {
 			return err
 		}
-		return nc.FlushTimeout(readTimeout)
+		return nc.FlushTimeout(wait)
 	})
 
 	t.Logf("%d connections subscribed in %v", n, time.Since(start))
@@ -710,17 +715,19 @@ func TestThousandConnections(t *testing.T) {
 	for i := range n {
 		publish(t, pub, "many.one."+strconv.Itoa(i), "to-"+strconv.Itoa(i))
 	}
-	flush(t, pub)
+	if err := pub.FlushTimeout(wait); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
 
 	parallel(func(i int) error {
-		m, err := subs[i].NextMsg(readTimeout)
+		m, err := subs[i].NextMsg(wait)
 		if err != nil {
 			return fmt.Errorf("broadcast: %w", err)
 		}
 		if string(m.Data) != "broadcast" {
 			return fmt.Errorf("broadcast: got %q", m.Data)
 		}
-		m, err = own[i].NextMsg(readTimeout)
+		m, err = own[i].NextMsg(wait)
 		if err != nil {
 			return fmt.Errorf("own message: %w", err)
 		}
@@ -728,7 +735,7 @@ func TestThousandConnections(t *testing.T) {
 			return fmt.Errorf("own message: got %q, want %q", m.Data, want)
 		}
 		// Nothing else arrived.
-		if err := conns[i].FlushTimeout(readTimeout); err != nil {
+		if err := conns[i].FlushTimeout(wait); err != nil {
 			return err
 		}
 		if in := conns[i].Stats().InMsgs; in != 2 {

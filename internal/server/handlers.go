@@ -26,6 +26,7 @@ func (c *client) ProcessConnect(arg []byte) error {
 	c.connectSeen = true
 	c.headers.Store(next.Headers)
 	c.parser.SetHeaders(next.Headers)
+	c.pings.connected(c.srv.opts.PingInterval)
 	c.sendOK()
 	return nil
 }

@@ -187,3 +187,59 @@ func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
 }
+
+// The keep-alive waits the full ping interval until the client's CONNECT,
+// so a client still in its handshake never reads a PING before its PONG;
+// after the CONNECT the first PING comes within 2 s plus up to a fifth
+// (nats-server v2.15.2, setPingTimer, then setFirstPingTimer).
+func TestFirstPingFollowsConnect(t *testing.T) {
+	s, err := New(Options{Host: "127.0.0.1", Port: RandomPort, PingInterval: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	nc, sc := net.Pipe()
+	defer nc.Close()
+	s.addClient(sc)
+	r := bufio.NewReader(nc)
+	if _, err := r.ReadString('\n'); err != nil { // INFO
+		t.Fatal(err)
+	}
+	c := onlyClient(t, s)
+	if got := c.pings.delay(); got != time.Minute {
+		t.Fatalf("before CONNECT the keep-alive is armed for %v, want the ping interval (1m0s)", got)
+	}
+	if _, err := nc.Write([]byte("CONNECT {\"verbose\":false}\r\nPING\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := r.ReadString('\n'); err != nil || line != "PONG\r\n" {
+		t.Fatalf("read %q, %v; want PONG", line, err)
+	}
+	if got := c.pings.delay(); got < firstPingMax || got > firstPingMax+firstPingMax/5 {
+		t.Fatalf("after CONNECT the keep-alive is armed for %v, want 2s to 2.4s", got)
+	}
+}
+
+// onlyClient returns the server's one client connection.
+func onlyClient(t *testing.T, s *Server) *client {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.clients) != 1 {
+		t.Fatalf("%d clients, want 1", len(s.clients))
+	}
+	for _, c := range s.clients {
+		return c
+	}
+	return nil
+}
+
+// delay returns the delay the keep-alive timer was last armed with.
+func (p *pingState) delay() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.armed
+}

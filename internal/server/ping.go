@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -13,20 +14,45 @@ import (
 type pingState struct {
 	mu       sync.Mutex
 	timer    *time.Timer
-	out      int  // PINGs sent and not yet answered
-	answered bool // a PONG has been received at least once
+	out      int           // PINGs sent and not yet answered
+	answered bool          // a PONG has been received at least once
+	armed    time.Duration // the delay the timer was last armed with
 	stopped  bool
 }
 
-// firstPingMax caps the delay of the first PING, so a dead client is
-// found early (nats-server v2.15.2 sends its first PING within about 2 s
-// of the connect, then every ping_interval).
+// firstPingMax caps the delay of the first PING after a CONNECT, so a
+// dead client is found early (nats-server v2.15.2, setFirstPingTimer:
+// firstClientPingInterval).
 const firstPingMax = 2 * time.Second
 
+// start arms the keep-alive when the connection is accepted, at the full
+// interval: a client still in its handshake (CONNECT, then PING, waiting
+// for PONG) must not get a PING first, which nats.go reports as
+// "expected 'PONG', got 'PING'" (nats-server v2.15.2, createClientEx:
+// setPingTimer).
 func (p *pingState) start(c *client, interval time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.timer = time.AfterFunc(min(interval, firstPingMax), func() { p.tick(c, interval) })
+	p.armed = interval
+	p.timer = time.AfterFunc(interval, func() { p.tick(c, interval) })
+}
+
+// connected re-arms the keep-alive after a CONNECT: the first PING comes
+// within firstPingMax (or the interval, if shorter) plus up to a fifth of
+// that, random, so clients that connected together are not pinged
+// together (nats-server v2.15.2, processConnect: setFirstPingTimer).
+func (p *pingState) connected(interval time.Duration) {
+	d := min(interval, firstPingMax)
+	if d >= 5 {
+		d += rand.N(d / 5)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped || p.timer == nil {
+		return
+	}
+	p.armed = d
+	p.timer.Reset(d)
 }
 
 // tick sends a PING, or closes the client with 'Stale Connection' when
@@ -54,6 +80,7 @@ func (p *pingState) tick(c *client, interval time.Duration) {
 		}
 		c.out.signal()
 	}
+	p.armed = interval
 	p.timer.Reset(interval)
 }
 
