@@ -49,6 +49,8 @@
 //	<StoreDir>/jetstream/$G/streams/<name>/meta.json   stream config and creation time
 //	<StoreDir>/jetstream/$G/streams/<name>/msgs/       the file store's segments (and consumer states)
 //	<StoreDir>/jetstream/$G/streams/<name>/obs/<c>/meta.json  a durable consumer's config and creation time
+//	<StoreDir>/jetstream/$G/streams/.<name>/              a stream being deleted (dirs.go); a start removes it
+//	<StoreDir>/jetstream/$G/streams/<name>.unrestored-<ns>/  a directory a start could not restore, set aside by a create of <name>
 //
 // Memory streams write nothing: they end with the server, as in
 // nats-server. Only durable consumers of file streams without

@@ -79,6 +79,9 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	if err := cfg.FS.MkdirAll(js.streamsDir()); err != nil {
 		return nil, fmt.Errorf("jetstream: create %s: %w", js.streamsDir(), err)
 	}
+	if err := checkWritable(cfg.FS, path.Join(cfg.StoreDir, "jetstream")); err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
 	return js, js.restore()
 }
 
@@ -96,6 +99,9 @@ func (js *JetStream) restore() error {
 	}
 	var restored []*runner
 	for _, name := range names {
+		if !js.restorable(name) {
+			continue
+		}
 		r, err := js.restoreOne(name)
 		if err != nil {
 			js.logf("jetstream: stream %q not restored (left on disk): %v", name, err)
@@ -112,6 +118,9 @@ func (js *JetStream) restoreOne(name string) (*runner, error) {
 	var m metaFile
 	if err := readMeta(js.cfg.FS, dir, &m); err != nil {
 		return nil, err
+	}
+	if m.Config.Name != name {
+		return nil, fmt.Errorf("its metadata names the stream %q", m.Config.Name)
 	}
 	if m.Config.Storage == stream.MemoryStorage {
 		// Memory streams end with the process, as in nats-server; an

@@ -2,7 +2,6 @@ package jetstream
 
 import (
 	"errors"
-	"path"
 
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
@@ -87,6 +86,9 @@ func (js *JetStream) createLocked(cfg stream.Config) (*runner, error) {
 	dir := ""
 	if cfg.Storage == stream.FileStorage {
 		dir = js.streamDir(cfg.Name)
+		if err := js.setAside(cfg.Name, dir); err != nil {
+			return nil, err
+		}
 		if err := js.makeStreamDir(dir, metaFile{Config: cfg, Created: created}); err != nil {
 			return nil, err
 		}
@@ -228,10 +230,7 @@ func (js *JetStream) DeleteStream(name string) *jserr.Error {
 		js.logf("jetstream: stream %s: close before delete: %v", name, err)
 	}
 	if r.dir != "" {
-		if err := removeAll(js.cfg.FS, r.dir); err != nil {
-			return jserr.From(err, jserr.StreamDelete)
-		}
-		if err := js.cfg.FS.SyncDir(js.streamsDir()); err != nil {
+		if err := js.removeStreamDir(name, r.dir); err != nil {
 			return jserr.From(err, jserr.StreamDelete)
 		}
 	}
@@ -240,34 +239,6 @@ func (js *JetStream) DeleteStream(name string) *jserr.Error {
 	}
 	js.adviseStream(name, actionDelete)
 	return nil
-}
-
-// removeAll removes dir and everything under it through fs.
-func removeAll(fs interface {
-	ReadDir(string) ([]string, error)
-	Stat(string) (int64, bool, error)
-	Remove(string) error
-}, dir string) error {
-	names, err := fs.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		p := path.Join(dir, n)
-		_, isDir, err := fs.Stat(p)
-		if err != nil {
-			return err
-		}
-		if isDir {
-			err = removeAll(fs, p)
-		} else {
-			err = fs.Remove(p)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return fs.Remove(dir)
 }
 
 // StreamInfo returns a stream's info, or 10059.

@@ -1,0 +1,107 @@
+package jetstream
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+// publishN stores n messages in ORDERS and waits for their PubAcks.
+func publishN(t *testing.T, tr *memTransport, n int) {
+	t.Helper()
+	acks := tr.inbox("_INBOX.pn")
+	for range n {
+		tr.Publish("events.orders.old", "_INBOX.pn", nil, []byte("old"))
+		acks.next(t)
+	}
+}
+
+// A delete that stops half way (here: no file can be removed, as if the
+// server were killed) leaves nothing a start restores or a create of the
+// same name takes over; the next start removes the remains.
+func TestInterruptedDeleteLeavesNoStream(t *testing.T) {
+	inner, tr := vfs.NewCrashFS(), newMemTransport()
+	fs := vfs.NewFaultFS(inner)
+	js := newTestJS(t, fs, tr)
+	if _, err := js.AddStream(ordersConfig(stream.FileStorage)); err != nil {
+		t.Fatal(err)
+	}
+	publishN(t, tr, 3)
+	fs.Inject(vfs.Rule{Op: vfs.OpRemove})
+	if err := js.DeleteStream("ORDERS"); err != nil {
+		t.Fatalf("delete with removals failing: %v (the stream is gone once renamed)", err)
+	}
+	js.Shutdown()
+
+	js2 := newTestJS(t, inner, newMemTransport())
+	defer js2.Shutdown()
+	if _, jerr := js2.StreamInfo("ORDERS", InfoOptions{}); jerr == nil {
+		t.Fatal("a deleted stream came back after a restart")
+	}
+	if names, _ := inner.ReadDir(js2.streamsDir()); len(names) != 0 {
+		t.Fatalf("the start left %q in the streams directory", names)
+	}
+	info, jerr := js2.AddStream(ordersConfig(stream.FileStorage))
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	if info.State.Msgs != 0 || info.State.LastSeq != 0 {
+		t.Fatalf("a new stream of the deleted one's name starts with %+v", info.State)
+	}
+}
+
+// A stream a start could not restore is never served under a new stream
+// of its name: the create moves its directory aside and starts empty.
+func TestCreateSetsAsideUnrestoredDir(t *testing.T) {
+	fs, tr := vfs.NewCrashFS(), newMemTransport()
+	js := newTestJS(t, fs, tr)
+	if _, err := js.AddStream(ordersConfig(stream.FileStorage)); err != nil {
+		t.Fatal(err)
+	}
+	publishN(t, tr, 3)
+	js.Shutdown()
+	meta := js.streamDir("ORDERS") + "/meta.json"
+	f, err := fs.Create(meta) // truncated: its checksum fails
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+
+	js2 := newTestJS(t, fs, newMemTransport())
+	defer js2.Shutdown()
+	if _, jerr := js2.StreamInfo("ORDERS", InfoOptions{}); jerr == nil {
+		t.Fatal("a stream with a damaged meta.json was restored")
+	}
+	cfg := ordersConfig(stream.FileStorage)
+	cfg.Subjects = []string{"new.>"}
+	info, jerr := js2.AddStream(cfg)
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	if info.State.Msgs != 0 || info.State.LastSeq != 0 {
+		t.Fatalf("the new stream took over the unrestored one's messages: %+v", info.State)
+	}
+	names, _ := fs.ReadDir(js2.streamsDir())
+	if len(names) != 2 || names[0] != "ORDERS" {
+		t.Fatalf("streams directory holds %q, want ORDERS and the old directory set aside", names)
+	}
+	js2.Shutdown()
+	js3 := newTestJS(t, fs, newMemTransport())
+	defer js3.Shutdown()
+	if info, jerr := js3.StreamInfo("ORDERS", InfoOptions{}); jerr != nil || info.State.Msgs != 0 {
+		t.Fatalf("after a restart: %+v, %v (the set-aside directory must not be restored)", info, jerr)
+	}
+}
+
+// A store directory that cannot be written stops JetStream from starting,
+// as nats-server refuses with "storage directory is not writable".
+func TestStartRefusesUnwritableStore(t *testing.T) {
+	fs := vfs.NewFaultFS(vfs.NewCrashFS())
+	fs.Inject(vfs.Rule{Op: vfs.OpCreate})
+	_, err := New(Config{StoreDir: "/sd", FS: fs}, newMemTransport())
+	if !errors.Is(err, errNotWritable) {
+		t.Fatalf("New = %v, want %v", err, errNotWritable)
+	}
+}
