@@ -132,7 +132,6 @@ var compatDiffs = map[string]string{
 	"account info after stream create $.api.errors": "Unknown `$JS.API.<X>` subjects, Unknown JSON keys in API requests, mirror consumers",
 
 	// Row "Stream `bytes`": 30/34 per message for memory streams too.
-	"info memory after publish $.state.bytes": "Stream `bytes`",
 }
 
 // knownDiffs are differences NOT documented in docs/compatibility.md,

@@ -76,7 +76,7 @@ func CheckAppend(cfg Config, occ Occupancy, m Msg, oldestSize func() uint64) err
 //
 // Otherwise m is refused with ErrMaxMsgs when the stream already holds
 // MaxMsgs messages, and with ErrMaxBytes when Bytes+MsgSize(m) exceeds
-// MaxBytes. oldestSize returns MsgSize of the oldest stored message on
+// MaxBytes (sizes by cfg.MsgSize). oldestSize returns the size of the oldest stored message on
 // m's subject; it is called only in the max_bytes case at the subject
 // limit.
 func CheckDiscardNew(cfg Config, occ Occupancy, m Msg, oldestSize func() uint64) error {
@@ -90,7 +90,7 @@ func CheckDiscardNew(cfg Config, occ Occupancy, m Msg, oldestSize func() uint64)
 	if cfg.MaxMsgs > 0 && occ.Msgs >= uint64(cfg.MaxMsgs) && !replaces {
 		return ErrMaxMsgs
 	}
-	size := MsgSize(m.Subject, m.Header, m.Data)
+	size := cfg.MsgSize(m.Subject, m.Header, m.Data)
 	if cfg.MaxBytes > 0 && occ.Bytes+size > uint64(cfg.MaxBytes) {
 		if !replaces || oldestSize() < size {
 			return ErrMaxBytes

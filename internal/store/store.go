@@ -88,6 +88,13 @@ type Config struct {
 	// changes: loads, State.Bytes and MaxBytes use the uncompressed
 	// message. The memory store ignores it.
 	Compress bool
+	// MemSizes makes the store count messages as nats-server's memory
+	// store does (MemMsgSize) instead of as its file store does
+	// (MsgSize), in State.Bytes and against MaxBytes: set for memory
+	// streams (stream.Config.StoreConfig). The file store ignores it;
+	// the memory store reads it once, in New (without it, it counts as a
+	// file store would, the model of one in tests).
+	MemSizes bool
 }
 
 // State is the observable state of a store (protocol.md section 3.3,
@@ -259,14 +266,30 @@ func (e *CorruptError) Error() string {
 // Unwrap makes errors.Is(err, ErrCorrupt) true.
 func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 
-// MsgSize is the size a message counts for in State.Bytes and MaxBytes:
-// subject, header and payload plus the record overhead nats-server's file
-// store counts (30 bytes, 34 with headers; protocol.md section 3.3). Both
-// engines use it so their states agree.
+// MsgSize is the size a message counts for in a file store's State.Bytes
+// and against its MaxBytes: subject, header and payload plus the record
+// overhead nats-server's file store counts (30 bytes, 34 with headers;
+// protocol.md section 3.3; nats-server v2.15.2 fileStoreMsgSize).
 func MsgSize(subject string, header, data []byte) uint64 {
 	n := uint64(len(subject) + len(header) + len(data) + 30)
 	if len(header) > 0 {
 		n += 4
 	}
 	return n
+}
+
+// MemMsgSize is the size a message counts for in a memory store: subject,
+// header and payload plus 16 bytes (nats-server v2.15.2 memStoreMsgSize),
+// so a memory stream reports and limits bytes as nats-server's does.
+func MemMsgSize(subject string, header, data []byte) uint64 {
+	return uint64(len(subject) + len(header) + len(data) + 16)
+}
+
+// MsgSize returns the size a message counts for under c: MemMsgSize with
+// MemSizes, else MsgSize.
+func (c Config) MsgSize(subject string, header, data []byte) uint64 {
+	if c.MemSizes {
+		return MemMsgSize(subject, header, data)
+	}
+	return MsgSize(subject, header, data)
 }

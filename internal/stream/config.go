@@ -180,6 +180,7 @@ func (c *Config) StoreConfig() store.Config {
 		MsgTTL:               c.AllowMsgTTL,
 		SubjectDeleteMarkers: c.SubjectDeleteMarkerTTL > 0,
 		Compress:             c.Compression == S2Compression,
+		MemSizes:             c.Storage == MemoryStorage,
 	}
 }
 

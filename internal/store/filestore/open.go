@@ -32,6 +32,7 @@ func Open(cfg Config, limits store.Config) (*Store, error) {
 		kick:    make(chan struct{}, 1),
 		quit:    make(chan struct{}),
 	}
+	limits.MemSizes = false
 	s.mu.limits = limits
 	s.mu.subj = newSubjects()
 	s.cons.m = make(map[string]*consumerStore)

@@ -463,6 +463,7 @@ func (s *Store) UpdateConfig(cfg store.Config) error {
 	if cfg.MsgTTL != s.mu.limits.MsgTTL {
 		s.rebuildTTLLocked(cfg.MsgTTL)
 	}
+	cfg.MemSizes = false
 	s.mu.limits = cfg
 	s.setPackingLocked()
 	err := store.EnforceAfterUpdate(cfg, enforcer{s})

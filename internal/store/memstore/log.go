@@ -9,7 +9,7 @@ type entry struct {
 	hdr  []byte
 	data []byte
 	time int64
-	size uint64 // store.MsgSize of the message
+	size uint64 // store.Config.MsgSize of the message
 }
 
 // maxNilFill is the longest run of sequences an append past a skip fills

@@ -72,7 +72,7 @@ func (s *Store) addLocked(m store.Msg) uint64 {
 		hdr:  clone(m.Header),
 		data: clone(m.Data),
 		time: m.Time,
-		size: store.MsgSize(m.Subject, m.Header, m.Data),
+		size: s.mu.cfg.MsgSize(m.Subject, m.Header, m.Data),
 	}
 	seq := s.mu.log.add(e)
 	s.mu.bytes += e.size
@@ -150,6 +150,7 @@ func (s *Store) UpdateConfig(cfg store.Config) error {
 	if cfg.MsgTTL != s.mu.cfg.MsgTTL {
 		s.rebuildTTLLocked(cfg.MsgTTL)
 	}
+	cfg.MemSizes = s.mu.cfg.MemSizes // fixed by New: the stored sizes follow it
 	s.mu.cfg = cfg
 	return store.EnforceAfterUpdate(cfg, enforcer{s})
 }

@@ -12,7 +12,11 @@ import (
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Engine{
 		Name: "memstore",
-		New:  func(t *testing.T, cfg store.Config) store.Store { return memstore.New(cfg) },
+		New: func(t *testing.T, cfg store.Config) store.Store {
+			cfg.MemSizes = true
+			return memstore.New(cfg)
+		},
+		MemSizes: true,
 	})
 }
 

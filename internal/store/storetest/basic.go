@@ -83,8 +83,13 @@ func testWaitDurable(t *testing.T, e Engine) {
 	}
 }
 
-// Bytes counts store.MsgSize: subject+header+payload+30, +4 with headers.
+// Bytes counts store.MsgSize: subject+header+payload+30, +4 with headers;
+// with MemSizes store.MemMsgSize: subject+header+payload+16.
 func testStateBytes(t *testing.T, e Engine) {
+	if e.MemSizes {
+		testMemStateBytes(t, e)
+		return
+	}
 	h := open(t, e, store.Config{})
 	m := h.next("ab")
 	m.Data = []byte("xyz") // 2+3+30 = 35
@@ -339,4 +344,25 @@ func (h *harness) wantSubjects(filter string, want map[string]store.SubjectState
 	if got := h.s.SubjectsState(filter); !sameSubjects(got, want) {
 		h.t.Fatalf("SubjectsState(%q) = %v, want %v", filter, got, want)
 	}
+}
+
+// testMemStateBytes is testStateBytes for an engine with MemSizes.
+func testMemStateBytes(t *testing.T, e Engine) {
+	h := open(t, e, store.Config{MemSizes: true})
+	m := h.next("ab")
+	m.Data = []byte("xyz") // 2+3+16 = 21
+	h.mustAppend(m, 1)
+	m = h.next("ab")
+	m.Header, m.Data = []byte("NATS/1.0\r\n\r\n"), []byte("xyz") // 2+12+3+16 = 33
+	h.mustAppend(m, 2)
+	if st := h.s.State(false); st.Bytes != 21+33 {
+		t.Fatalf("State = %+v, want Bytes 54", st)
+	}
+	if err := h.s.Delete(1); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.s.State(false); st.Bytes != 33 {
+		t.Fatalf("State = %+v, want Bytes 33", st)
+	}
+	h.check(2, 2, 2)
 }

@@ -120,7 +120,7 @@ func (h *harness) expected(first, last uint64, stored []uint64) store.State {
 	for _, seq := range stored {
 		m := h.sent[seq]
 		st.Msgs++
-		st.Bytes += store.MsgSize(m.Subject, m.Header, m.Data)
+		st.Bytes += h.size(m)
 		subjects[m.Subject] = true
 	}
 	st.NumSubjects = len(subjects)
@@ -361,12 +361,26 @@ func seqs(lo, hi uint64) []uint64 {
 	return out
 }
 
-// fixed returns a message on subj with a payload of n bytes, so its
-// MsgSize is len(subj)+n+30.
+// fixed returns a message on subj that counts len(subj)+n+30 bytes in
+// either engine: a payload of n bytes (a file store's store.MsgSize), or
+// of n+14 in an engine with MemSizes (store.MemMsgSize adds 16).
 func (h *harness) fixed(subj string, n int) store.Msg {
+	if h.e.MemSizes {
+		n += 30 - 16
+	}
+	return h.payload(subj, n)
+}
+
+// payload returns a message on subj with a payload of exactly n bytes.
+func (h *harness) payload(subj string, n int) store.Msg {
 	m := h.next(subj)
 	m.Data = bytes.Repeat([]byte{'x'}, n)
 	return m
+}
+
+// size returns the bytes m counts for in the engine under test.
+func (h *harness) size(m store.Msg) uint64 {
+	return store.Config{MemSizes: h.e.MemSizes}.MsgSize(m.Subject, m.Header, m.Data)
 }
 
 // ss builds a SubjectState.

@@ -171,9 +171,9 @@ func testDiscardOldIgnoresNewPerSubject(t *testing.T, e Engine) {
 func testMaxMsgSize(t *testing.T, e Engine) {
 	for _, d := range []store.DiscardPolicy{store.DiscardOld, store.DiscardNew} {
 		h := open(t, e, store.Config{MaxMsgSize: 10, Discard: d})
-		h.mustAppend(h.fixed("a.very.long.subject.name", 10), 1)
-		h.refuse(h.fixed("a", 11), store.ErrMaxMsgSize)
-		m := h.fixed("a", 5)
+		h.mustAppend(h.payload("a.very.long.subject.name", 10), 1)
+		h.refuse(h.payload("a", 11), store.ErrMaxMsgSize)
+		m := h.payload("a", 5)
 		m.Header = []byte("NATS/")
 		h.mustAppend(m, 2)
 		m.Header = []byte("NATS/1")

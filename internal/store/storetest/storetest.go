@@ -33,6 +33,9 @@ type Engine struct {
 	// Reopen closes s and opens the same location again with cfg. It is nil
 	// for engines without persistence.
 	Reopen func(t *testing.T, s store.Store, cfg store.Config) store.Store
+	// MemSizes says the engine counts bytes as a memory store does
+	// (store.MemMsgSize, store.Config.MemSizes).
+	MemSizes bool
 }
 
 // test is one subtest of the suite.
