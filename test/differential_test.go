@@ -1038,6 +1038,12 @@ func (d *differ) streamUpdate() {
 	d.req("purge sealed", diffAPI+"STREAM.PURGE.SL", "")
 	d.req("msg delete sealed", diffAPI+"STREAM.MSG.DELETE.SL", `{"seq":1}`)
 	d.req("info sealed", diffAPI+"STREAM.INFO.SL", "")
+	d.req("create consumer limits target", diffAPI+"STREAM.CREATE.CL", `{"name":"CL","subjects":["cl.>"]}`)
+	d.req("consumer over the new limits", diffAPI+"CONSUMER.CREATE.CL.x", `{"stream_name":"CL","config":{"name":"x","ack_policy":"explicit","inactive_threshold":3600000000000}}`)
+	d.req("consumer within the new limits", diffAPI+"CONSUMER.CREATE.CL.y", `{"stream_name":"CL","config":{"durable_name":"y","ack_policy":"explicit","max_ack_pending":5}}`)
+	d.req("update inactive limit below a consumer", u+"CL", `{"name":"CL","subjects":["cl.>"],"consumer_limits":{"inactive_threshold":1000000000}}`)
+	d.req("update ack pending limit below a consumer", u+"CL", `{"name":"CL","subjects":["cl.>"],"consumer_limits":{"max_ack_pending":10}}`)
+	d.req("update limits above every consumer", u+"CL", `{"name":"CL","subjects":["cl.>"],"consumer_limits":{"inactive_threshold":7200000000000,"max_ack_pending":2000}}`)
 }
 
 func (d *differ) msgGetDelete() {

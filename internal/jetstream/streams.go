@@ -2,6 +2,8 @@ package jetstream
 
 import (
 	"errors"
+	"sort"
+	"strings"
 
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
@@ -142,6 +144,9 @@ func (js *JetStream) updateLocked(cfg stream.Config) (*runner, *jserr.Error) {
 	old := r.config()
 	cfg.SetStaticMetadata()
 	if err := stream.CheckUpdate(&old, &cfg); err != nil {
+		return nil, err
+	}
+	if err := r.checkConsumerLimits(old.ConsumerLimits, cfg.ConsumerLimits); err != nil {
 		return nil, err
 	}
 	// nats-server v2.15.2 checks the filters on create only, and then
@@ -328,4 +333,29 @@ func outOfRange(st store.Store, seq uint64) *jserr.Error {
 		return jserr.New(jserr.StreamMsgDeleteFailed, jserr.Sub("err", "stream store EOF"))
 	}
 	return nil
+}
+
+// checkConsumerLimits refuses a change of consumer_limits that an existing
+// consumer exceeds: 10069 "change to limits violates consumers: <names>"
+// (names sorted; nats-server v2.15.2 updateWithAdvisory, which checks a
+// limit only when it is set and changed).
+func (r *runner) checkConsumerLimits(old, cur stream.ConsumerLimits) *jserr.Error {
+	inactive := cur.InactiveThreshold > 0 && cur.InactiveThreshold != old.InactiveThreshold
+	ackPending := cur.MaxAckPending > 0 && cur.MaxAckPending != old.MaxAckPending
+	if !inactive && !ackPending {
+		return nil
+	}
+	var names []string
+	for _, c := range r.consumerList() {
+		cc := c.config()
+		if (inactive && cc.InactiveThreshold > cur.InactiveThreshold) ||
+			(ackPending && cc.MaxAckPending > cur.MaxAckPending) {
+			names = append(names, c.name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	return jserr.New(jserr.StreamUpdate, jserr.Sub("err", "change to limits violates consumers: "+strings.Join(names, ", ")))
 }
