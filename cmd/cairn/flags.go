@@ -140,27 +140,51 @@ func wantsHelp(args []string) bool {
 	return false
 }
 
-// sizeFlag is a byte count: digits with an optional K, M, G or T suffix
-// (optionally followed by B), powers of 1024, as nats-server reads
-// max_memory_store and max_file_store in its configuration files.
+// sizeFlag is a byte count: digits with an optional suffix, read as
+// nats-server v2.15.2 reads max_memory_store and max_file_store in a
+// configuration file (conf/parse.go), case-insensitively: k, m, g, t, p
+// are powers of 1000; kb, mb, gb, tb, pb and ki/kib, mi/mib and so on are
+// powers of 1024.
 type sizeFlag int64
 
 func (f *sizeFlag) String() string { return strconv.FormatInt(int64(*f), 10) }
 
+// sizeUnits are the prefixes of the size suffixes, in increasing powers.
+const sizeUnits = "kmgtp"
+
 // Set parses the size; it refuses negative and malformed values.
 func (f *sizeFlag) Set(v string) error {
-	s := strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(v)), "B")
-	mult := int64(1)
-	if n := len(s); n > 0 {
-		if i := strings.IndexByte("KMGT", s[n-1]); i >= 0 {
-			mult = int64(1) << (10 * (i + 1))
-			s = s[:n-1]
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || n > math.MaxInt64/mult {
+	s := strings.ToLower(strings.TrimSpace(v))
+	digits := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	mult, ok := sizeMultiplier(s[len(digits):])
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if !ok || err != nil || n < 0 || n > math.MaxInt64/mult {
 		return fmt.Errorf("invalid size %q", v)
 	}
 	*f = sizeFlag(n * mult)
 	return nil
+}
+
+// sizeMultiplier returns the bytes one unit of suffix stands for.
+func sizeMultiplier(suffix string) (int64, bool) {
+	if suffix == "" {
+		return 1, true
+	}
+	i := strings.IndexByte(sizeUnits, suffix[0])
+	if i < 0 {
+		return 0, false
+	}
+	base := int64(1000)
+	switch suffix[1:] {
+	case "":
+	case "b", "i", "ib":
+		base = 1024
+	default:
+		return 0, false
+	}
+	mult := int64(1)
+	for range i + 1 {
+		mult *= base
+	}
+	return mult, true
 }

@@ -62,17 +62,21 @@ func TestParseFlagsNatsServerNames(t *testing.T) {
 	}
 }
 
-// --max_memory_store and --max_file_store take bytes with an optional
-// K, M, G or T suffix (powers of 1024); anything else is a bad flag.
+// --max_memory_store and --max_file_store take bytes with nats-server's
+// configuration suffixes (k, m, g, t, p: powers of 1000; kb, kib, ki and
+// so on: powers of 1024); anything else is a bad flag.
 func TestStorageLimitFlags(t *testing.T) {
-	cases := map[string]int64{"0": 0, "1000": 1000, "64K": 64 << 10, "512mb": 512 << 20, "1G": 1 << 30, "2TB": 2 << 40}
+	cases := map[string]int64{
+		"0": 0, "1000": 1000, "64K": 64000, "64KB": 64 << 10, "512mb": 512 << 20, "1G": 1e9,
+		"1GB": 1 << 30, "10MiB": 10 << 20, "3gi": 3 << 30, "2TB": 2 << 40, "2t": 2e12, "1p": 1e15,
+	}
 	for in, want := range cases {
 		cfg, err := parseFlags([]string{"--max_file_store", in, "--max_memory_store", in}, &bytes.Buffer{}, &bytes.Buffer{})
 		if err != nil || cfg.opts.MaxFileStore != want || cfg.opts.MaxMemoryStore != want {
 			t.Errorf("%q: got %d/%d %v, want %d", in, cfg.opts.MaxFileStore, cfg.opts.MaxMemoryStore, err, want)
 		}
 	}
-	for _, bad := range []string{"", "-1", "1X", "G", "99999999999T"} {
+	for _, bad := range []string{"", "-1", "1X", "G", "99999999999T", "1kbb", "1 k", "k1"} {
 		if _, err := parseFlags([]string{"--max_file_store", bad}, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

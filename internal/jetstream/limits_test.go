@@ -20,6 +20,11 @@ func TestStorageLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer js.Shutdown()
+	// They are server limits, not the account's: $JS.API.INFO reports
+	// none, as nats-server v2.15.2 does with them set.
+	if l := js.Account().Limits; l.MaxMemory != -1 || l.MaxStore != -1 {
+		t.Fatalf("account limits %+v, want max_memory and max_storage -1", l)
+	}
 	file := func(name string, maxBytes int64) stream.Config {
 		return stream.Config{Name: name, Subjects: []string{name + ".>"}, Storage: stream.FileStorage, MaxBytes: maxBytes}
 	}

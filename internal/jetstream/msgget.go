@@ -93,13 +93,9 @@ func (js *JetStream) Account() AccountInfo {
 	return ai
 }
 
+// limits returns the account's limits: none (-1). The server's
+// max_memory_store and max_file_store are not account limits, and
+// nats-server v2.15.2 reports -1 with them set too.
 func (js *JetStream) limits() AccountLimits {
-	l := AccountLimits{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1}
-	if js.cfg.MaxMemory > 0 {
-		l.MaxMemory = js.cfg.MaxMemory
-	}
-	if js.cfg.MaxStore > 0 {
-		l.MaxStore = js.cfg.MaxStore
-	}
-	return l
+	return AccountLimits{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1}
 }
