@@ -50,6 +50,7 @@ type JetStream struct {
 	deleting map[string]chan struct{}
 
 	used [2]atomic.Int64 // stored bytes by storage type (limits.go), when limited
+	disk diskGuard       // whether the store's file system is short of space (disk.go)
 }
 
 // accountDir is where the single account's streams live, as nats-server

@@ -241,7 +241,7 @@ func (r *runner) applyOne(it *item) {
 func (r *runner) applyEntry(e stream.Entry, mirrorSeq uint64, reply string) stream.Result {
 	var res stream.Result
 	switch {
-	case r.js.overStorageLimit(r.storage):
+	case r.js.overStorageLimit(r.storage), r.storage == stream.FileStorage && r.js.diskLow():
 		res.Err = jserr.New(jserr.InsufficientResources)
 	case mirrorSeq > 0:
 		res = r.st.ApplyMirror(e, mirrorSeq)
