@@ -85,3 +85,64 @@ func TestExpiryWait(t *testing.T) {
 		}
 	}
 }
+
+// passAt runs an expiry pass of stream name at the clock's time and
+// returns how long after that time the next pass is set for.
+func passAt(t *testing.T, js *JetStream, clk *fakeClock, name string) time.Duration {
+	t.Helper()
+	r, jerr := js.lookup(name)
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	now := clk.now()
+	r.do(func(s *stream.Stream) { r.expire(s, now.UnixNano()) })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return time.Duration(r.expireAt - now.UnixNano())
+}
+
+// The next expiry pass comes when the oldest Nats-Msg-Id leaves the
+// duplicate window, or the first message reaches max_age, not up to a
+// second later: an id republished just after the window is stored, as
+// nats-server (purgeMsgIds) stores it.
+func TestExpiryFollowsDedupeWindowAndMaxAge(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	tr := newMemTransport()
+	js, err := New(Config{StoreDir: "/sd", FS: vfs.NewCrashFS(), ServerName: "s1", Now: clk.now}, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.Shutdown()
+	dd := ordersConfig(stream.FileStorage)
+	dd.DuplicateWindow = 2 * time.Second
+	if _, err := js.AddStream(dd); err != nil {
+		t.Fatal(err)
+	}
+	age := stream.Config{Name: "AGE", Subjects: []string{"age.>"}, Storage: stream.FileStorage, MaxAge: 3 * time.Second, DuplicateWindow: time.Second}
+	if _, err := js.AddStream(age); err != nil {
+		t.Fatal(err)
+	}
+	acks := tr.inbox("_INBOX.e")
+	tr.Publish("events.orders.1", "_INBOX.e", []byte("NATS/1.0\r\nNats-Msg-Id: a\r\n\r\n"), []byte("x"))
+	tr.Publish("age.1", "_INBOX.e", nil, []byte("x"))
+	acks.next(t)
+	acks.next(t)
+
+	clk.advance(1500 * time.Millisecond)
+	if got := passAt(t, js, clk, "ORDERS"); got != 500*time.Millisecond {
+		t.Fatalf("1.5 s into a 2 s window the next pass is in %v, want 500ms", got)
+	}
+	if got := passAt(t, js, clk, "AGE"); got != time.Second {
+		t.Fatalf("1.5 s into a 3 s max_age the next pass is in %v, want 1s (the regular pass)", got)
+	}
+	clk.advance(time.Second)
+	if got := passAt(t, js, clk, "AGE"); got != 500*time.Millisecond {
+		t.Fatalf("2.5 s into a 3 s max_age the next pass is in %v, want 500ms", got)
+	}
+	clk.advance(30 * time.Millisecond) // 2.53 s: a pass at the deadline forgot the id
+	passAt(t, js, clk, "ORDERS")
+	tr.Publish("events.orders.1", "_INBOX.e", []byte("NATS/1.0\r\nNats-Msg-Id: a\r\n\r\n"), []byte("again"))
+	if got := acks.next(t); got != `{"stream":"ORDERS","seq":2}` {
+		t.Fatalf("id republished after the window: %s", got)
+	}
+}

@@ -352,17 +352,44 @@ func (r *runner) expireTick() {
 // minTTLWait is the shortest wait for the next TTL deadline, so that
 // TTLs are honoured within it rather than up to 250 ms late, while
 // deadlines a few microseconds apart still share a pass.
+// minDedupeWait is the shortest wait for the oldest Nats-Msg-Id to leave
+// the duplicate window (nats-server v2.15.2 purgeMsgIds: minFire).
 const (
 	minExpiryWait = 250 * time.Millisecond
 	minTTLWait    = 10 * time.Millisecond
+	minDedupeWait = 50 * time.Millisecond
 )
+
+// untilDeadline returns the wait from now until deadline (unix ns), no
+// shorter than floor.
+func untilDeadline(deadline, now int64, floor time.Duration) time.Duration {
+	return max(time.Duration(deadline-now), floor)
+}
+
+// maxAgeDeadline returns when the stream's first message passes max_age
+// (unix ns), and false without max_age or messages. A message max_age
+// does not remove (a TTL of never) makes it a deadline already past,
+// which the caller ignores.
+func (r *runner) maxAgeDeadline() (int64, bool) {
+	maxAge := r.st.Config().MaxAge
+	if maxAge <= 0 {
+		return 0, false
+	}
+	st := r.store.State(false)
+	if st.Msgs == 0 {
+		return 0, false
+	}
+	return st.FirstTime + int64(maxAge), true
+}
 
 // expire runs one expiry pass at now on the apply goroutine: it removes
 // what expired, stores the subject delete markers the pass asks for (each
 // applied as a publish without a reply), forgets expired Nats-Msg-Ids, and
-// re-arms the timer for the next TTL deadline when that comes before
-// expiryInterval, so that a TTL is honoured on time without polling more
-// often.
+// re-arms the timer for the next deadline when that comes before
+// expiryInterval: a message TTL, the oldest Nats-Msg-Id leaving the
+// duplicate window, or the first message reaching max_age, so that each
+// is honoured within its floor (minTTLWait, minDedupeWait, minExpiryWait)
+// rather than up to a second late, without polling more often.
 func (r *runner) expire(s *stream.Stream, now int64) {
 	markers, next, err := s.ExpireUpTo(now)
 	if err != nil && !errors.Is(err, store.ErrClosed) {
@@ -372,7 +399,14 @@ func (r *runner) expire(s *stream.Stream, now int64) {
 		r.applyOne(&item{entry: m})
 	}
 	s.ExpireDedupe(now)
-	wait := expiryWait(now, r.js.now().UnixNano(), next)
+	later := r.js.now().UnixNano()
+	wait := expiryWait(now, later, next)
+	if d, ok := s.DedupeDeadline(); ok {
+		wait = min(wait, untilDeadline(d, later, minDedupeWait))
+	}
+	if d, ok := r.maxAgeDeadline(); ok && d > now {
+		wait = min(wait, untilDeadline(d, later, minExpiryWait))
+	}
 	r.mu.Lock()
 	if !r.stopped {
 		r.timer.Reset(wait)
