@@ -109,6 +109,23 @@ func (js *JetStream) setAside(name, dir string) error {
 	return js.cfg.FS.SyncDir(js.streamsDir())
 }
 
+// discardStreamDir removes what a create that failed left of a stream's
+// directory ("" for a memory stream: nothing), so that no start finds it
+// half made. A failure is only logged: the next create sets it aside.
+func (js *JetStream) discardStreamDir(dir string) {
+	if dir == "" {
+		return
+	}
+	if _, _, err := js.cfg.FS.Stat(dir); err != nil {
+		return
+	}
+	if err := removeAll(js.cfg.FS, dir); err != nil {
+		js.logf("jetstream: remove %s after a failed create: %v", dir, err)
+		return
+	}
+	_ = js.cfg.FS.SyncDir(js.streamsDir())
+}
+
 // removeAll removes dir and everything under it through fs.
 func removeAll(fs interface {
 	ReadDir(string) ([]string, error)

@@ -105,3 +105,23 @@ func TestStartRefusesUnwritableStore(t *testing.T) {
 		t.Fatalf("New = %v, want %v", err, errNotWritable)
 	}
 }
+
+// A create that fails half way (here: meta.json cannot be written, as
+// on a full disk) leaves no directory behind for a start to report.
+func TestFailedCreateLeavesNoDir(t *testing.T) {
+	inner := vfs.NewCrashFS()
+	fs := vfs.NewFaultFS(inner)
+	js := newTestJS(t, fs, newMemTransport())
+	defer js.Shutdown()
+	fs.Inject(vfs.Rule{Op: vfs.OpWrite, Path: "meta.json"})
+	if _, jerr := js.AddStream(ordersConfig(stream.FileStorage)); jerr == nil {
+		t.Fatal("create succeeded with meta.json unwritable")
+	}
+	if names, _ := inner.ReadDir(js.streamsDir()); len(names) != 0 {
+		t.Fatalf("the failed create left %q", names)
+	}
+	fs.Clear()
+	if _, jerr := js.AddStream(ordersConfig(stream.FileStorage)); jerr != nil {
+		t.Fatalf("create after the failure: %v", jerr)
+	}
+}

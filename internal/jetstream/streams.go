@@ -92,11 +92,13 @@ func (js *JetStream) createLocked(cfg stream.Config) (*runner, error) {
 			return nil, err
 		}
 		if err := js.makeStreamDir(dir, metaFile{Config: cfg, Created: created}); err != nil {
+			js.discardStreamDir(dir)
 			return nil, err
 		}
 	}
 	r, err := js.openRunner(cfg, created, dir)
 	if err != nil {
+		js.discardStreamDir(dir)
 		return nil, err
 	}
 	js.streams[cfg.Name] = r
