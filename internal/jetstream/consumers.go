@@ -219,8 +219,12 @@ func (r *runner) persistConsumer(c *cons) error {
 	if err := r.js.cfg.FS.MkdirAll(dir); err != nil {
 		return err
 	}
-	if err := r.js.cfg.FS.SyncDir(path.Dir(dir)); err != nil {
-		return err
+	// The consumer's entry in obs/, and obs/'s own in the stream's
+	// directory (MkdirAll created it for the first consumer).
+	for _, d := range []string{path.Dir(dir), r.dir} {
+		if err := r.js.cfg.FS.SyncDir(d); err != nil {
+			return err
+		}
 	}
 	if err := writeMeta(r.js.cfg.FS, dir, consumerMeta{Config: c.cfg, Created: c.created}); err != nil {
 		return err

@@ -45,6 +45,21 @@ func checkWritable(fs vfs.FS, dir string) error {
 	return nil
 }
 
+// syncChain makes dir and every directory above it durable, once at each
+// start: MkdirAll may have created any of them, and a stream's files are
+// only as durable as the entries leading to them (the file store syncs
+// only the directories of its own store).
+func syncChain(fs vfs.FS, dir string) error {
+	for dir = path.Clean(dir); ; dir = path.Dir(dir) {
+		if err := fs.SyncDir(dir); err != nil {
+			return err
+		}
+		if dir == "/" || dir == "." {
+			return nil
+		}
+	}
+}
+
 // deletingDir returns where a stream's directory goes while it is removed.
 func (js *JetStream) deletingDir(name string) string {
 	return path.Join(js.streamsDir(), "."+name)

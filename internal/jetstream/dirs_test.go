@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
@@ -123,5 +124,27 @@ func TestFailedCreateLeavesNoDir(t *testing.T) {
 	fs.Clear()
 	if _, jerr := js.AddStream(ordersConfig(stream.FileStorage)); jerr != nil {
 		t.Fatalf("create after the failure: %v", jerr)
+	}
+}
+
+// A stream and its first durable consumer, once created, survive a power
+// loss: every directory leading to their files is durable (the store
+// directory chain at the start, obs/ at the first consumer).
+func TestStreamAndConsumerDirsSurvivePowerLoss(t *testing.T) {
+	fs := vfs.NewCrashFS()
+	js := newTestJS(t, fs, newMemTransport())
+	if _, err := js.AddStream(ordersConfig(stream.FileStorage)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := consumer.Config{Durable: "D", AckPolicy: consumer.AckExplicit}
+	if _, err := js.CreateConsumer("ORDERS", cfg, CreateOrUpdate, false); err != nil {
+		t.Fatal(err)
+	}
+	crashed := fs.Crash(vfs.CrashOptions{Tail: vfs.TailDrop})
+	js.Shutdown()
+	js2 := newTestJS(t, crashed, newMemTransport())
+	defer js2.Shutdown()
+	if _, jerr := js2.ConsumerInfo("ORDERS", "D"); jerr != nil {
+		t.Fatalf("after power loss: %v", jerr)
 	}
 }

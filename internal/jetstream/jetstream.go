@@ -80,6 +80,9 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	if err := cfg.FS.MkdirAll(js.streamsDir()); err != nil {
 		return nil, fmt.Errorf("jetstream: create %s: %w", js.streamsDir(), err)
 	}
+	if err := syncChain(cfg.FS, js.streamsDir()); err != nil {
+		return nil, fmt.Errorf("jetstream: sync %s: %w", js.streamsDir(), err)
+	}
 	if err := checkWritable(cfg.FS, path.Join(cfg.StoreDir, "jetstream")); err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}

@@ -94,9 +94,21 @@ func (s *Store) applyLimits() error {
 }
 
 // prepareDirs creates the store's directories and makes them durable,
-// with every directory above them (MkdirAll may have created those too).
+// with the directories above them that MkdirAll created and the nearest
+// one that already existed (whose new entry that is); the entries above
+// that one are the caller's to have made durable (the jetstream package
+// syncs its directory chain at each start). A store whose
+// metadata file and directories exist needs nothing: the Open that wrote
+// the metadata file did so only after making its directories durable
+// (create follows prepareDirs), so a restart of many streams does not
+// sync the chain of directories above each.
 func (s *Store) prepareDirs() error {
-	for _, dir := range []string{s.msgsDir, path.Join(s.cfg.Dir, "consumers")} {
+	dirs := []string{s.msgsDir, path.Join(s.cfg.Dir, "consumers")}
+	if s.prepared(dirs) {
+		return nil
+	}
+	top := s.existingAncestor(path.Clean(s.cfg.Dir))
+	for _, dir := range dirs {
 		if err := s.fs.MkdirAll(dir); err != nil {
 			return err
 		}
@@ -105,10 +117,33 @@ func (s *Store) prepareDirs() error {
 		if err := s.fs.SyncDir(dir); err != nil {
 			return err
 		}
-		if dir == "/" || dir == "." {
+		if dir == top || dir == "/" || dir == "." {
 			return nil
 		}
 	}
+}
+
+// prepared reports whether the metadata file and every one of dirs exist.
+func (s *Store) prepared(dirs []string) bool {
+	if _, _, err := s.fs.Stat(path.Join(s.cfg.Dir, "meta")); err != nil {
+		return false
+	}
+	for _, dir := range dirs {
+		if _, isDir, err := s.fs.Stat(dir); err != nil || !isDir {
+			return false
+		}
+	}
+	return true
+}
+
+// existingAncestor returns dir or its nearest ancestor that exists.
+func (s *Store) existingAncestor(dir string) string {
+	for ; dir != "/" && dir != "."; dir = path.Dir(dir) {
+		if _, _, err := s.fs.Stat(dir); err == nil {
+			return dir
+		}
+	}
+	return dir
 }
 
 // segmentFiles returns the names of the segment files, in order of base.
