@@ -1153,7 +1153,7 @@ func (d *differ) consumerCreate() {
 	dc := diffAPI + "CONSUMER.DURABLE.CREATE."
 
 	// CONSUMER.CREATE.<S>: ephemeral, named through config.name.
-	d.req("consumer create 5 tokens named", cc+"C", diffConsumerBody("C", "", `{"name":"EPH","ack_policy":"explicit"}`))
+	d.req("consumer create 5 tokens named", cc+"C", diffConsumerBody("C", "", `{"name":"EPH","ack_policy":"explicit","inactive_threshold":3600000000000}`))
 	d.req("consumer create 5 tokens durable_name", cc+"C", diffConsumerBody("C", "", `{"durable_name":"DN5","ack_policy":"explicit"}`))
 	// CONSUMER.CREATE.<S>.<C>
 	d.req("consumer create pull defaults", cc+"C.PULL", diffConsumerBody("C", "", `{"durable_name":"PULL","ack_policy":"explicit"}`))
@@ -1176,7 +1176,7 @@ func (d *differ) consumerCreate() {
 	d.req("consumer create paused", cc+"C.PAUSED", diffConsumerBody("C", "", `{"durable_name":"PAUSED","ack_policy":"explicit","pause_until":"2099-01-01T00:00:00Z"}`))
 	// CONSUMER.CREATE.<S>.<C>.<F>
 	d.req("consumer create with filter token", cc+"C.FILT.c.a", diffConsumerBody("C", "", `{"durable_name":"FILT","filter_subject":"c.a","ack_policy":"explicit"}`))
-	d.req("consumer create with wildcard filter token", cc+"C.FILTW.c.>", diffConsumerBody("C", "", `{"name":"FILTW","filter_subject":"c.>","ack_policy":"explicit"}`))
+	d.req("consumer create with wildcard filter token", cc+"C.FILTW.c.>", diffConsumerBody("C", "", `{"name":"FILTW","filter_subject":"c.>","ack_policy":"explicit","inactive_threshold":3600000000000}`))
 	d.req("consumer create filter token mismatch", cc+"C.FM.c.a", diffConsumerBody("C", "", `{"durable_name":"FM","filter_subject":"c.b","ack_policy":"explicit"}`))
 	d.req("consumer create filter token without config filter", cc+"C.FM2.c.a", diffConsumerBody("C", "", `{"durable_name":"FM2","ack_policy":"explicit"}`))
 	d.req("consumer create filter token with filter_subjects", cc+"C.FM3.c.a", diffConsumerBody("C", "", `{"durable_name":"FM3","filter_subjects":["c.a"],"ack_policy":"explicit"}`))
