@@ -1,6 +1,8 @@
 package jetstream
 
 import (
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -144,5 +146,52 @@ func TestExpiryFollowsDedupeWindowAndMaxAge(t *testing.T) {
 	tr.Publish("events.orders.1", "_INBOX.e", []byte("NATS/1.0\r\nNats-Msg-Id: a\r\n\r\n"), []byte("again"))
 	if got := acks.next(t); got != `{"stream":"ORDERS","seq":2}` {
 		t.Fatalf("id republished after the window: %s", got)
+	}
+}
+
+// A store that fails every expiry pass (fenced after a failed write) is
+// logged once, not at every pass.
+func TestExpiryFailureLoggedOnce(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	fs := vfs.NewFaultFS(vfs.NewCrashFS())
+	var mu sync.Mutex
+	var lines []string
+	logf := func(format string, args ...any) {
+		mu.Lock()
+		lines = append(lines, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	tr := newMemTransport()
+	js, err := New(Config{StoreDir: "/sd", FS: fs, ServerName: "s1", Now: clk.now, Logf: logf}, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.Shutdown()
+	cfg := ordersConfig(stream.FileStorage)
+	cfg.MaxAge = time.Second
+	if _, err := js.AddStream(cfg); err != nil {
+		t.Fatal(err)
+	}
+	acks := tr.inbox("_INBOX.f")
+	tr.Publish("events.orders.1", "_INBOX.f", nil, []byte("x"))
+	acks.next(t)
+	fs.Inject(vfs.Rule{Op: vfs.OpWrite})
+	tr.Publish("events.orders.2", "_INBOX.f", nil, []byte("y")) // fences the store
+	acks.next(t)
+	clk.advance(2 * time.Second)
+	for range 3 {
+		passAt(t, js, clk, "ORDERS")
+		clk.advance(time.Second)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	n := 0
+	for _, l := range lines {
+		if strings.Contains(l, "expire") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d expiry failures logged over 3 passes, want 1: %q", n, lines)
 	}
 }

@@ -58,8 +58,12 @@ type runner struct {
 	timer *time.Timer
 	// expireAt is when the timer fires next (unix ns).
 	expireAt int64
-	stopped  bool
-	done     sync.WaitGroup
+	// expireErr and expireErrLogged are the last expiry failure logged
+	// and when (owned by the apply goroutine; logExpireErr).
+	expireErr       string
+	expireErrLogged time.Time
+	stopped         bool
+	done            sync.WaitGroup
 
 	storage   stream.StorageType // fixed at creation
 	usedBytes int64              // stored bytes last added to js.used; apply goroutine
@@ -393,7 +397,7 @@ func (r *runner) maxAgeDeadline() (int64, bool) {
 func (r *runner) expire(s *stream.Stream, now int64) {
 	markers, next, err := s.ExpireUpTo(now)
 	if err != nil && !errors.Is(err, store.ErrClosed) {
-		r.js.logf("stream %s: expire: %v", r.name, err)
+		r.logExpireErr(err)
 	}
 	for _, m := range markers {
 		r.applyOne(&item{entry: m})
@@ -520,4 +524,16 @@ func (r *runner) rePublish(rp *stream.RePublished) {
 	if rp != nil {
 		r.js.tr.Publish(rp.Subject, "", rp.Header, rp.Data)
 	}
+}
+
+// logExpireErr logs a failed expiry pass: at once when the error changed,
+// else at most every refusalLogEvery (a fenced store fails every pass,
+// once a second, until the server restarts). Apply goroutine.
+func (r *runner) logExpireErr(err error) {
+	now, msg := r.js.now(), err.Error()
+	if msg == r.expireErr && now.Sub(r.expireErrLogged) < refusalLogEvery {
+		return
+	}
+	r.expireErr, r.expireErrLogged = msg, now
+	r.js.logf("%v (expiry is retried every pass; this is logged at most every %v)", err, refusalLogEvery)
 }
