@@ -195,3 +195,39 @@ func TestExpiryFailureLoggedOnce(t *testing.T) {
 		t.Fatalf("%d expiry failures logged over 3 passes, want 1: %q", n, lines)
 	}
 }
+
+// A message with a Nats-Msg-Id in a window shorter than the regular pass,
+// or in a stream whose max_age is, brings the next pass forward to when it
+// is due: a 300 ms window is not a second long.
+func TestShortWindowsBringThePassForward(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	tr := newMemTransport()
+	js, err := New(Config{StoreDir: "/sd", FS: vfs.NewCrashFS(), ServerName: "s1", Now: clk.now}, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.Shutdown()
+	dd := ordersConfig(stream.FileStorage)
+	dd.DuplicateWindow = 300 * time.Millisecond
+	age := stream.Config{Name: "AGE", Subjects: []string{"age.>"}, Storage: stream.MemoryStorage, MaxAge: 200 * time.Millisecond, DuplicateWindow: 100 * time.Millisecond}
+	for _, cfg := range []stream.Config{dd, age} {
+		if _, err := js.AddStream(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.advance(100 * time.Millisecond)
+	acks := tr.inbox("_INBOX.w")
+	tr.Publish("events.orders.1", "_INBOX.w", []byte("NATS/1.0\r\nNats-Msg-Id: a\r\n\r\n"), []byte("x"))
+	tr.Publish("age.1", "_INBOX.w", nil, []byte("x"))
+	acks.next(t)
+	acks.next(t)
+	for name, want := range map[string]time.Duration{"ORDERS": 300 * time.Millisecond, "AGE": 200 * time.Millisecond} {
+		r, _ := js.lookup(name)
+		r.mu.Lock()
+		got := time.Duration(r.expireAt - clk.now().UnixNano())
+		r.mu.Unlock()
+		if got != want {
+			t.Errorf("%s: next pass in %v after the publish, want %v", name, got, want)
+		}
+	}
+}

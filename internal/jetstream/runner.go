@@ -255,8 +255,8 @@ func (r *runner) applyEntry(e stream.Entry, mirrorSeq uint64, reply string) stre
 	stored := res.Err == nil && !res.Duplicate
 	if stored {
 		r.dropIfUninterested(res.Seq, res.Subject)
-		if res.Expires > 0 {
-			r.expireBy(res.Expires)
+		if res.Expires > 0 && res.Expires < r.js.now().Add(expiryInterval).UnixNano() {
+			r.expireBy(res.Expires) // only a deadline within the regular pass moves it
 		}
 	}
 	if res.Purged > 0 {

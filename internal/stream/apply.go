@@ -67,9 +67,12 @@ type Result struct {
 	// stream republishes it; the runner publishes it once the message is
 	// durable.
 	RePublish *RePublished
-	// Expires is when the stored message's Nats-TTL removes it (unix
-	// nanoseconds; 0 for no TTL), for the runner to bring its expiry
-	// pass forward as nats-server's resetAgeChk does on a store.
+	// Expires is the earliest time (unix nanoseconds; 0 for none) an
+	// expiry pass has work for the stored message: its Nats-TTL removes
+	// it, max_age does, or its Nats-Msg-Id leaves the duplicate window.
+	// The runner brings its expiry pass forward to it when that is sooner
+	// than the next pass (nats-server's resetAgeChk on a store, and its
+	// dedupe timer).
 	Expires int64
 }
 
@@ -152,6 +155,12 @@ func (s *Stream) commit(m *pub) Result {
 	if m.ttl > 0 {
 		r.Expires = store.TTLDeadline(m.time, m.ttl)
 	}
+	if m.msgID != "" && s.cfg.DuplicateWindow > 0 {
+		r.Expires = earliest(r.Expires, m.time+int64(s.cfg.DuplicateWindow))
+	}
+	if s.cfg.MaxAge > 0 {
+		r.Expires = earliest(r.Expires, m.time+int64(s.cfg.MaxAge))
+	}
 	if rpOK {
 		r.RePublish = s.rePublish(m, rpSubj, seq, rpLast)
 	}
@@ -210,3 +219,11 @@ func (s *Stream) NumMsgIDs() int { return s.dedupe.size() }
 // LastMsgID returns the Nats-Msg-Id of the last stored message ("" when
 // it had none), the value Nats-Expected-Last-Msg-Id is checked against.
 func (s *Stream) LastMsgID() string { return s.lastMsgID }
+
+// earliest returns the earlier of two deadlines, 0 meaning none.
+func earliest(a, b int64) int64 {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
+}
