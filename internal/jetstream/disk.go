@@ -15,7 +15,10 @@ import (
 // 4), and a purge needs room for its records. nats-server v2.15.2 gets
 // the same effect from its max_file_store default, sized from the free
 // disk space at its start; cairn looks at the free space itself, at most
-// every diskCheckEvery, from each stream's apply goroutine.
+// every diskCheckEvery and again whenever the streams have appended a
+// quarter of the reserve since the last look (fast publishers fill a
+// small disk's reserve well within diskCheckEvery), from each stream's
+// apply goroutine.
 
 // diskCheckEvery is how often the free space is read at most.
 const diskCheckEvery = 100 * time.Millisecond
@@ -33,12 +36,16 @@ func diskReserve(total uint64) uint64 { return min(total/10, diskReserveMax) }
 type diskGuard struct {
 	checked atomic.Int64 // unix nanoseconds of the last read; 0 = never
 	low     atomic.Bool
+	written atomic.Int64 // bytes offered to file streams since the last read
+	budget  atomic.Int64 // a quarter of the reserve at the last read: bytes allowed before the next
 }
 
 // diskLow reports whether the store's file system has less than
-// diskReserve free, reading it again once diskCheckEvery has passed. An
-// FS that cannot tell (vfs.Space) is never low.
-func (js *JetStream) diskLow() bool {
+// diskReserve free, for a message of size bytes about to be stored; it
+// reads the free space again once diskCheckEvery has passed or a quarter
+// of the reserve has been offered since the last read. An FS that cannot
+// tell (vfs.Space) is never low.
+func (js *JetStream) diskLow(size int) bool {
 	sp, ok := js.cfg.FS.(vfs.Space)
 	if !ok {
 		return false
@@ -46,8 +53,12 @@ func (js *JetStream) diskLow() bool {
 	g := &js.disk
 	now := js.now().UnixNano()
 	last := g.checked.Load()
-	if now-last >= int64(diskCheckEvery) && g.checked.CompareAndSwap(last, now) {
+	written := g.written.Add(int64(size))
+	due := now-last >= int64(diskCheckEvery) || written >= g.budget.Load()
+	if due && g.checked.CompareAndSwap(last, now) {
+		g.written.Store(0)
 		free, total, err := sp.Space(js.cfg.StoreDir)
+		g.budget.Store(int64(diskReserve(total) / 4))
 		low := err == nil && free < diskReserve(total)
 		if low && !g.low.Load() {
 			js.logf("jetstream: %d bytes free on the file system of %s, under the %d kept in reserve: publishes to file streams get 10023 insufficient resources", free, js.cfg.StoreDir, diskReserve(total))

@@ -86,3 +86,34 @@ func TestDiskReserve(t *testing.T) {
 		}
 	}
 }
+
+// Fast publishers are checked by bytes too: once a quarter of the reserve
+// has been offered since the last look, the guard looks again at once,
+// however little time has passed.
+func TestDiskGuardLooksAgainAfterAQuarterOfTheReserve(t *testing.T) {
+	fs := &spaceFS{CrashFS: vfs.NewCrashFS(), free: 40 << 20, total: 40 << 20} // reserve 4 MiB
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}                          // never advances
+	tr := newMemTransport()
+	js, err := New(Config{StoreDir: "/sd", FS: fs, ServerName: "s1", Now: clk.now}, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.Shutdown()
+	if _, err := js.AddStream(ordersConfig(stream.FileStorage)); err != nil {
+		t.Fatal(err)
+	}
+	acks := tr.inbox("_INBOX.q")
+	data := make([]byte, 400<<10)
+	var got []string
+	for i := range 4 {
+		tr.Publish("events.orders.1", "_INBOX.q", nil, data)
+		got = append(got, acks.next(t))
+		if i == 0 {
+			fs.set(1 << 20) // under the reserve from now on
+		}
+	}
+	const refused = `{"error":{"code":503,"err_code":10023,"description":"insufficient resources"},"stream":"ORDERS","seq":0}`
+	if got[2] != `{"stream":"ORDERS","seq":3}` || got[3] != refused {
+		t.Fatalf("PubAcks %q: want the third stored (under a quarter of the reserve since the look) and the fourth refused", got)
+	}
+}

@@ -245,7 +245,7 @@ func (r *runner) applyOne(it *item) {
 func (r *runner) applyEntry(e stream.Entry, mirrorSeq uint64, reply string) stream.Result {
 	var res stream.Result
 	switch {
-	case r.js.overStorageLimit(r.storage), r.storage == stream.FileStorage && r.js.diskLow():
+	case r.js.overStorageLimit(r.storage), r.storage == stream.FileStorage && r.js.diskLow(len(e.Header)+len(e.Data)):
 		res.Err = jserr.New(jserr.InsufficientResources)
 	case mirrorSeq > 0:
 		res = r.st.ApplyMirror(e, mirrorSeq)
