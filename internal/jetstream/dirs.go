@@ -90,8 +90,9 @@ func (js *JetStream) removeStreamDir(name, dir string) error {
 }
 
 // restorable reports whether a directory entry of the streams directory
-// is a stream to restore. It removes what an interrupted delete left and
-// skips the directories moved aside by setAside.
+// is a stream to restore. It removes what an interrupted delete or create
+// left (a directory without meta.json) and skips the directories moved
+// aside by setAside.
 func (js *JetStream) restorable(entry string) bool {
 	switch {
 	case strings.HasPrefix(entry, "."):
@@ -103,6 +104,18 @@ func (js *JetStream) restorable(entry string) bool {
 		return false
 	case strings.Contains(entry, "."):
 		js.logf("jetstream: %q is not a stream (left on disk)", entry)
+		return false
+	}
+	dir := path.Join(js.streamsDir(), entry)
+	if _, _, err := js.cfg.FS.Stat(path.Join(dir, metaName)); vfs.IsNotExist(err) {
+		// meta.json is written before anything else a stream stores and
+		// removed only by a delete: this is a create that did not finish,
+		// or what an older build's interrupted delete left.
+		if err := removeAll(js.cfg.FS, dir); err != nil {
+			js.logf("jetstream: remove %q, a stream directory without %s: %v", entry, metaName, err)
+		} else {
+			js.cfg.Infof("jetstream: removed %q: no %s (a create that did not finish, or a delete)", entry, metaName)
+		}
 		return false
 	}
 	return true

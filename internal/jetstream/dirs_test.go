@@ -148,3 +148,25 @@ func TestStreamAndConsumerDirsSurvivePowerLoss(t *testing.T) {
 		t.Fatalf("after power loss: %v", jerr)
 	}
 }
+
+// A stream directory without meta.json (a create killed before it wrote
+// it) is removed at the start, not reported at every start.
+func TestStartRemovesDirWithoutMeta(t *testing.T) {
+	fs := vfs.NewCrashFS()
+	js := newTestJS(t, fs, newMemTransport())
+	dir := js.streamDir("HALF")
+	if err := fs.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fs.Create(dir + "/meta.json.tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	js.Shutdown()
+	js2 := newTestJS(t, fs, newMemTransport())
+	defer js2.Shutdown()
+	if names, _ := fs.ReadDir(js2.streamsDir()); len(names) != 0 {
+		t.Fatalf("the start left %q", names)
+	}
+}
