@@ -108,13 +108,7 @@ func passAt(t *testing.T, js *JetStream, clk *fakeClock, name string) time.Durat
 // second later: an id republished just after the window is stored, as
 // nats-server (purgeMsgIds) stores it.
 func TestExpiryFollowsDedupeWindowAndMaxAge(t *testing.T) {
-	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
-	tr := newMemTransport()
-	js, err := New(Config{StoreDir: "/sd", FS: vfs.NewCrashFS(), ServerName: "s1", Now: clk.now}, tr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer js.Shutdown()
+	js, tr, clk := clockedJS(t)
 	dd := ordersConfig(stream.FileStorage)
 	dd.DuplicateWindow = 2 * time.Second
 	if _, err := js.AddStream(dd); err != nil {
@@ -200,13 +194,7 @@ func TestExpiryFailureLoggedOnce(t *testing.T) {
 // or in a stream whose max_age is, brings the next pass forward to when it
 // is due: a 300 ms window is not a second long.
 func TestShortWindowsBringThePassForward(t *testing.T) {
-	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
-	tr := newMemTransport()
-	js, err := New(Config{StoreDir: "/sd", FS: vfs.NewCrashFS(), ServerName: "s1", Now: clk.now}, tr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer js.Shutdown()
+	js, tr, clk := clockedJS(t)
 	dd := ordersConfig(stream.FileStorage)
 	dd.DuplicateWindow = 300 * time.Millisecond
 	age := stream.Config{Name: "AGE", Subjects: []string{"age.>"}, Storage: stream.MemoryStorage, MaxAge: 200 * time.Millisecond, DuplicateWindow: 100 * time.Millisecond}
@@ -230,4 +218,18 @@ func TestShortWindowsBringThePassForward(t *testing.T) {
 			t.Errorf("%s: next pass in %v after the publish, want %v", name, got, want)
 		}
 	}
+}
+
+// clockedJS starts a JetStream on a CrashFS with a fake clock; it shuts
+// down with the test.
+func clockedJS(t *testing.T) (*JetStream, *memTransport, *fakeClock) {
+	t.Helper()
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	tr := newMemTransport()
+	js, err := New(Config{StoreDir: "/sd", FS: vfs.NewCrashFS(), ServerName: "s1", Now: clk.now}, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(js.Shutdown)
+	return js, tr, clk
 }

@@ -147,17 +147,7 @@ func TestSubscribeInternalRejectsBadSubject(t *testing.T) {
 // minutes of PINGs under the race detector before the server's pending
 // bytes grew at all).
 func TestUnreadRepliesCountAgainstMaxPending(t *testing.T) {
-	s, err := New(Options{Host: "127.0.0.1", Port: RandomPort, MaxPending: 64 << 10, MaxPayload: 1024})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Shutdown)
-	nc, sc := net.Pipe()
-	defer nc.Close()
-	s.addClient(sc)
+	s, nc := pipeClient(t, Options{MaxPending: 64 << 10, MaxPayload: 1024})
 	pings := []byte(strings.Repeat("PING\r\n", 16384))
 	// 64 KiB of PONGs take 11,000 PINGs; the deadline only bounds a failure.
 	deadline := time.Now().Add(30 * time.Second)
@@ -193,17 +183,7 @@ func isTimeout(err error) bool {
 // after the CONNECT the first PING comes within 2 s plus up to a fifth
 // (nats-server v2.15.2, setPingTimer, then setFirstPingTimer).
 func TestFirstPingFollowsConnect(t *testing.T) {
-	s, err := New(Options{Host: "127.0.0.1", Port: RandomPort, PingInterval: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Shutdown)
-	nc, sc := net.Pipe()
-	defer nc.Close()
-	s.addClient(sc)
+	s, nc := pipeClient(t, Options{PingInterval: time.Minute})
 	r := bufio.NewReader(nc)
 	if _, err := r.ReadString('\n'); err != nil { // INFO
 		t.Fatal(err)
@@ -242,4 +222,24 @@ func (p *pingState) delay() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.armed
+}
+
+// pipeClient starts a server with opts (on 127.0.0.1, a random port) and
+// connects a client to it through a net.Pipe, which buffers nothing: the
+// server's writes block until the test reads. Both close with the test.
+func pipeClient(t *testing.T, opts Options) (*Server, net.Conn) {
+	t.Helper()
+	opts.Host, opts.Port = "127.0.0.1", RandomPort
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	nc, sc := net.Pipe()
+	t.Cleanup(func() { nc.Close() })
+	s.addClient(sc)
+	return s, nc
 }
