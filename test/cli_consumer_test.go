@@ -196,6 +196,15 @@ func TestCLIKV(t *testing.T) {
 
 	// A watcher started now sees everything that follows.
 	w := startCLI(t, u, "kv", "watch", "CFG")
+	// The watch has begun when its consumer exists; a put before that would
+	// show only as the key's latest value.
+	waitFor(t, cliTimeout, "the nats kv watch consumer", func() bool {
+		s, err := js.Stream(tctx(t), "KV_CFG")
+		if err != nil {
+			t.Fatalf("KV_CFG: %v", err)
+		}
+		return s.CachedInfo().State.Consumers == 1
+	})
 
 	// put / get
 	if out, _ := runCLI(t, u, "kv", "put", "CFG", "a", "1"); strings.TrimSpace(out) != "1" {
