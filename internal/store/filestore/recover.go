@@ -179,7 +179,7 @@ func (r *recovery) report(g *segment, herr error, bad []region, cut, size int) {
 	}
 	if cut < size {
 		r.truncated += int64(size - cut)
-		logf("filestore: %s: dropping %d bytes at offset %d: the torn tail of a write that was never fsynced (never acknowledged)", g.path, size-cut, cut)
+		logf("filestore: %s: dropping %d bytes at offset %d: a torn tail that no sync mark covers (a write cut off before its fsync completed, so not acknowledged under sync always; or a file cut short by hand)", g.path, size-cut, cut)
 	}
 }
 
