@@ -220,6 +220,34 @@ func TestShortWindowsBringThePassForward(t *testing.T) {
 	}
 }
 
+// A pass that removed nothing sets the next one at the first message's
+// max_age deadline however near (the message after an idle spell goes on
+// time); a pass that removed messages keeps the next one minExpiryWait
+// away, as nats-server's age check does, so that a loaded stream is not
+// swept more often.
+func TestMaxAgeFloorOnlyAfterRemoval(t *testing.T) {
+	js, tr, clk := clockedJS(t)
+	age := stream.Config{Name: "AGE", Subjects: []string{"age.>"}, Storage: stream.MemoryStorage, MaxAge: 2 * time.Second}
+	if _, err := js.AddStream(age); err != nil {
+		t.Fatal(err)
+	}
+	acks := tr.inbox("_INBOX.f")
+	tr.Publish("age.1", "_INBOX.f", nil, []byte("x"))
+	acks.next(t)
+	clk.advance(100 * time.Millisecond)
+	tr.Publish("age.2", "_INBOX.f", nil, []byte("x"))
+	acks.next(t)
+
+	clk.advance(1850 * time.Millisecond) // 50 ms before the first deadline
+	if got := passAt(t, js, clk, "AGE"); got != 50*time.Millisecond {
+		t.Fatalf("a pass that removed nothing, 50 ms before max_age: next in %v, want 50ms", got)
+	}
+	clk.advance(50 * time.Millisecond) // the first message's deadline; the second's is 100 ms on
+	if got := passAt(t, js, clk, "AGE"); got != minExpiryWait {
+		t.Fatalf("a pass that removed a message: next in %v, want %v", got, minExpiryWait)
+	}
+}
+
 // clockedJS starts a JetStream on a CrashFS with a fake clock; it shuts
 // down with the test.
 func clockedJS(t *testing.T) (*JetStream, *memTransport, *fakeClock) {
