@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
@@ -245,6 +246,69 @@ func TestMaxAgeFloorOnlyAfterRemoval(t *testing.T) {
 	clk.advance(50 * time.Millisecond) // the first message's deadline; the second's is 100 ms on
 	if got := passAt(t, js, clk, "AGE"); got != minExpiryWait {
 		t.Fatalf("a pass that removed a message: next in %v, want %v", got, minExpiryWait)
+	}
+}
+
+// Messages that expire while delivered and unacknowledged stop counting
+// against max_ack_pending and the ack floor moves past them, as
+// nats-server does (decStreamPending); they blocked the consumer until
+// ack_wait before.
+func TestExpiryDropsPendingDeliveries(t *testing.T) {
+	for _, storage := range []stream.StorageType{stream.FileStorage, stream.MemoryStorage} {
+		t.Run(storage.String(), func(t *testing.T) {
+			js, tr, clk := clockedJS(t)
+			cfg := stream.Config{Name: "AGE", Subjects: []string{"age.>"}, Storage: storage, MaxAge: 2 * time.Second}
+			if _, err := js.AddStream(cfg); err != nil {
+				t.Fatal(err)
+			}
+			ccfg := consumer.Config{Durable: "C", AckPolicy: consumer.AckExplicit, MaxAckPending: 2, AckWait: time.Hour}
+			if _, err := js.CreateConsumer("AGE", ccfg, CreateOrUpdate, false); err != nil {
+				t.Fatal(err)
+			}
+			acks := tr.inbox("_INBOX.g")
+			for _, subj := range []string{"age.1", "age.2"} {
+				tr.Publish(subj, "_INBOX.g", nil, []byte("x"))
+				acks.next(t)
+			}
+			msgs := tr.inbox("_INBOX.m")
+			tr.Publish("$JS.API.CONSUMER.MSG.NEXT.AGE.C", "_INBOX.m", nil, []byte(`{"batch":2,"no_wait":true}`))
+			msgs.next(t)
+			msgs.next(t)
+
+			clk.advance(2100 * time.Millisecond)
+			passAt(t, js, clk, "AGE")
+			info, jerr := js.ConsumerInfo("AGE", "C")
+			if jerr != nil {
+				t.Fatal(jerr)
+			}
+			if info.NumAckPending != 0 || info.AckFloor.Stream != 2 || info.AckFloor.Consumer != 2 {
+				t.Fatalf("after both delivered messages expired: ack pending %d, ack floor %d/%d; want 0, 2/2",
+					info.NumAckPending, info.AckFloor.Stream, info.AckFloor.Consumer)
+			}
+		})
+	}
+}
+
+// Lowering max_age removes the messages now too old at once, not at the
+// next regular pass (nats-server removes them when its store's config
+// is updated).
+func TestLoweredMaxAgeExpiresAtOnce(t *testing.T) {
+	js, tr, clk := clockedJS(t)
+	cfg := stream.Config{Name: "AGE", Subjects: []string{"age.>"}, Storage: stream.FileStorage, MaxAge: time.Hour}
+	if _, err := js.AddStream(cfg); err != nil {
+		t.Fatal(err)
+	}
+	acks := tr.inbox("_INBOX.u")
+	tr.Publish("age.1", "_INBOX.u", nil, []byte("x"))
+	acks.next(t)
+	clk.advance(3 * time.Second)
+	cfg.MaxAge = time.Second
+	info, jerr := js.UpdateStream(cfg)
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	if info.State.Msgs != 0 {
+		t.Fatalf("%d messages right after max_age was lowered below their age, want 0", info.State.Msgs)
 	}
 }
 

@@ -245,6 +245,18 @@ func (r *runner) afterPurge() {
 	}
 }
 
+// afterExpiry drops the consumers' pending deliveries of messages an
+// expiry pass removed (max_age, a per-message TTL, or the rollup of a
+// subject delete marker), so that they stop counting against
+// max_ack_pending and the ack floor moves past them, as nats-server
+// v2.15.2 does when a pending message is removed (decStreamPending
+// terminates it).
+func (r *runner) afterExpiry() {
+	for _, c := range r.consumerList() {
+		c.dropGone()
+	}
+}
+
 // afterDelete drops the pending deliveries of the deleted message seq, so
 // that they stop counting against max_ack_pending.
 func (r *runner) afterDelete(seq uint64) {

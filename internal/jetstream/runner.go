@@ -395,13 +395,17 @@ func (r *runner) maxAgeDeadline() (int64, bool) {
 // is honoured within its floor (minTTLWait, minDedupeWait, minExpiryWait)
 // rather than up to a second late, without polling more often.
 func (r *runner) expire(s *stream.Stream, now int64) {
-	first := r.store.State(false).FirstSeq
+	before := r.store.State(false)
 	markers, next, err := s.ExpireUpTo(now)
 	if err != nil && !errors.Is(err, store.ErrClosed) {
 		r.logExpireErr(err)
 	}
 	for _, m := range markers {
 		r.applyOne(&item{entry: m})
+	}
+	after := r.store.State(false)
+	if after.Msgs != before.Msgs || len(markers) > 0 {
+		r.afterExpiry()
 	}
 	s.ExpireDedupe(now)
 	later := r.js.now().UnixNano()
@@ -410,7 +414,7 @@ func (r *runner) expire(s *stream.Stream, now int64) {
 		wait = min(wait, untilDeadline(d, later, minDedupeWait))
 	}
 	if d, ok := r.maxAgeDeadline(); ok && d > now {
-		wait = min(wait, untilDeadline(d, later, r.maxAgeFloor(first)))
+		wait = min(wait, untilDeadline(d, later, maxAgeFloor(before.FirstSeq, after.FirstSeq)))
 	}
 	r.mu.Lock()
 	if !r.stopped {
@@ -421,15 +425,15 @@ func (r *runner) expire(s *stream.Stream, now int64) {
 }
 
 // maxAgeFloor returns the shortest wait for the next max_age deadline
-// after a pass that began with first as the stream's first sequence:
+// after a pass that moved the stream's first sequence from first to now:
 // minExpiryWait when the pass removed messages from the front, so that a
 // stream under steady load with max_age is not swept more often than
 // nats-server sweeps it (v2.15.2 resetAgeChk), and minTTLWait when it
 // removed none, so that the first message after an idle spell, whose
 // deadline the regular pass can precede by any fraction of a second, goes
 // at its max_age rather than up to minExpiryWait late.
-func (r *runner) maxAgeFloor(first uint64) time.Duration {
-	if r.store.State(false).FirstSeq != first {
+func maxAgeFloor(first, now uint64) time.Duration {
+	if now != first {
 		return minExpiryWait
 	}
 	return minTTLWait

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
@@ -192,9 +193,13 @@ func (js *JetStream) applyUpdate(r *runner, cfg stream.Config) error {
 		}
 	}
 	var err error
+	oldAge := r.config().MaxAge
 	apply := func(s *stream.Stream) {
 		if err = s.SetConfig(cfg); err == nil {
 			err = r.dropAllUninterested(s)
+		}
+		if err == nil && shortensMaxAge(oldAge, cfg.MaxAge) {
+			r.expire(s, r.js.now().UnixNano())
 		}
 	}
 	if !r.do(apply) {
@@ -207,6 +212,14 @@ func (js *JetStream) applyUpdate(r *runner, cfg stream.Config) error {
 	r.cfg = cfg.Clone()
 	r.mu.Unlock()
 	return r.subscribe(cfg)
+}
+
+// shortensMaxAge reports whether an update from max_age old to new
+// (0: none) can make stored messages too old, so that they go at once
+// rather than at the next regular expiry pass, up to a second later, as
+// nats-server v2.15.2 removes them when its store's config is updated.
+func shortensMaxAge(old, new time.Duration) bool {
+	return new > 0 && (old == 0 || new < old)
 }
 
 // DeleteStream stops a stream and removes its files; a create of the
