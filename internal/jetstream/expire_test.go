@@ -312,6 +312,28 @@ func TestLoweredMaxAgeExpiresAtOnce(t *testing.T) {
 	}
 }
 
+// A first message that never expires (Nats-TTL: never) does not hide the
+// max_age deadline of the message behind it: the pass is set for that
+// deadline, not for the next regular pass up to a second later.
+func TestMaxAgeBehindNeverExpiringHead(t *testing.T) {
+	js, tr, clk := clockedJS(t)
+	cfg := stream.Config{Name: "AGE", Subjects: []string{"age.>"}, Storage: stream.FileStorage, MaxAge: 2 * time.Second, AllowMsgTTL: true}
+	if _, err := js.AddStream(cfg); err != nil {
+		t.Fatal(err)
+	}
+	acks := tr.inbox("_INBOX.n")
+	tr.Publish("age.keep", "_INBOX.n", []byte("NATS/1.0\r\nNats-TTL: never\r\n\r\n"), []byte("x"))
+	acks.next(t)
+	clk.advance(500 * time.Millisecond)
+	tr.Publish("age.go", "_INBOX.n", nil, []byte("x"))
+	acks.next(t)
+
+	clk.advance(1900 * time.Millisecond) // the second message's deadline is 100 ms on
+	if got := passAt(t, js, clk, "AGE"); got != 100*time.Millisecond {
+		t.Fatalf("next pass in %v, want 100ms (the second message's max_age)", got)
+	}
+}
+
 // clockedJS starts a JetStream on a CrashFS with a fake clock; it shuts
 // down with the test.
 func clockedJS(t *testing.T) (*JetStream, *memTransport, *fakeClock) {

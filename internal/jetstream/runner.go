@@ -370,30 +370,15 @@ func untilDeadline(deadline, now int64, floor time.Duration) time.Duration {
 	return max(time.Duration(deadline-now), floor)
 }
 
-// maxAgeDeadline returns when the stream's first message passes max_age
-// (unix ns), and false without max_age or messages. A message max_age
-// does not remove (a TTL of never) makes it a deadline already past,
-// which the caller ignores.
-func (r *runner) maxAgeDeadline() (int64, bool) {
-	maxAge := r.st.Config().MaxAge
-	if maxAge <= 0 {
-		return 0, false
-	}
-	st := r.store.State(false)
-	if st.Msgs == 0 {
-		return 0, false
-	}
-	return st.FirstTime + int64(maxAge), true
-}
-
 // expire runs one expiry pass at now on the apply goroutine: it removes
 // what expired, stores the subject delete markers the pass asks for (each
 // applied as a publish without a reply), forgets expired Nats-Msg-Ids, and
 // re-arms the timer for the next deadline when that comes before
 // expiryInterval: a message TTL, the oldest Nats-Msg-Id leaving the
-// duplicate window, or the first message reaching max_age, so that each
-// is honoured within its floor (minTTLWait, minDedupeWait, minExpiryWait)
-// rather than up to a second late, without polling more often.
+// duplicate window, or the first message that max_age removes reaching
+// it (Stream.MaxAgeDeadline), so that each is honoured within its floor
+// (minTTLWait, minDedupeWait, minExpiryWait) rather than up to a second
+// late, without polling more often.
 func (r *runner) expire(s *stream.Stream, now int64) {
 	before := r.store.State(false)
 	markers, next, err := s.ExpireUpTo(now)
@@ -413,7 +398,7 @@ func (r *runner) expire(s *stream.Stream, now int64) {
 	if d, ok := s.DedupeDeadline(); ok {
 		wait = min(wait, untilDeadline(d, later, minDedupeWait))
 	}
-	if d, ok := r.maxAgeDeadline(); ok && d > now {
+	if d, ok := s.MaxAgeDeadline(); ok && d > now {
 		wait = min(wait, untilDeadline(d, later, maxAgeFloor(before.FirstSeq, after.FirstSeq)))
 	}
 	r.mu.Lock()

@@ -33,9 +33,13 @@ type Expiry struct {
 	Markers []Marker
 	// Next is the earliest per-message TTL deadline of a stored message
 	// (unix nanoseconds), 0 when there is none: the caller's next pass is due
-	// then at the latest for TTLs. (MaxAge passes are the caller's own
-	// schedule.)
+	// then at the latest for TTLs.
 	Next int64
+	// NextAge is when the message the MaxAge walk (rule 1) stopped at
+	// passes MaxAge (unix nanoseconds): the earliest MaxAge deadline of a
+	// stored message, messages with TTLNever passed over. 0 when the walk
+	// stopped at none (no MaxAge, or nothing left that MaxAge removes).
+	NextAge int64
 }
 
 // Marker names an expired message that was the last on its subject.
@@ -49,9 +53,10 @@ type ExpireView interface {
 	// NextStored returns the lowest stored sequence >= seq, or 0.
 	NextStored(seq uint64) uint64
 	// AgeExpired reports whether the stored message seq has passed MaxAge
-	// at now (Expired). gone is true when the engine found the message
+	// at now (Expired), and when it has not, its stored time (unix
+	// nanoseconds). gone is true when the engine found the message
 	// unreadable and dropped it (it then counts as neither).
-	AgeExpired(seq uint64, now int64) (expired, gone bool, err error)
+	AgeExpired(seq uint64, now int64) (expired, gone bool, stored int64, err error)
 	// Subject returns the subject of the stored message seq.
 	Subject(seq uint64) string
 	// SubjectMsgs returns the number of messages stored on subj.
@@ -101,7 +106,7 @@ func expireByAge(cfg Config, st *ExpireState, v ExpireView, now int64, res *Expi
 			}
 			continue
 		}
-		expired, gone, err := v.AgeExpired(seq, now)
+		expired, gone, stored, err := v.AgeExpired(seq, now)
 		if err != nil {
 			return err
 		}
@@ -112,6 +117,7 @@ func expireByAge(cfg Config, st *ExpireState, v ExpireView, now int64, res *Expi
 			if !moved {
 				from = seq
 			}
+			res.NextAge = stored + int64(cfg.MaxAge)
 			break
 		}
 		left, err := settle(cfg, v, seq, res)

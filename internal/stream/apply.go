@@ -21,6 +21,7 @@ type Stream struct {
 	lastMsgID string               // Nats-Msg-Id of the last stored message, "" if none
 	in        *transform.Transform // subject_transform, nil without one
 	rp        *transform.Transform // republish source to destination, nil without republish
+	nextAge   int64                // the max_age deadline the last ExpireUpTo found (MaxAgeDeadline), 0 if none
 }
 
 // Entry is one publish to apply: the subject, the raw NATS header block

@@ -31,12 +31,13 @@ const markerReasonMaxAge = "MaxAge"
 // nanoseconds, 0 when none; it may be at or before now while a marker
 // waits to be applied). A marker that fails (the stream is sealed or
 // full) leaves its message in place, and the next call returns it
-// again.
+// again. MaxAgeDeadline reports the max_age deadline the call found.
 func (s *Stream) ExpireUpTo(now int64) (markers []Entry, next int64, err error) {
 	x, err := s.store.ExpireUpTo(now)
 	if err != nil {
 		return nil, 0, fmt.Errorf("stream %s: expire: %w", s.cfg.Name, err)
 	}
+	s.nextAge = x.NextAge
 	if len(x.Markers) > 0 {
 		hdr := markerHeader(s.cfg.SubjectDeleteMarkerTTL)
 		for _, m := range x.Markers {
@@ -44,6 +45,15 @@ func (s *Stream) ExpireUpTo(now int64) (markers []Entry, next int64, err error) 
 		}
 	}
 	return markers, x.Next, nil
+}
+
+// MaxAgeDeadline returns when the first stored message that max_age
+// removes (one with a TTL of never passed over) passes max_age, as the
+// last ExpireUpTo found it (unix nanoseconds), and false when it found
+// none. A message stored since is not counted: with a max_age of a second
+// or more, the next regular pass finds it in time.
+func (s *Stream) MaxAgeDeadline() (int64, bool) {
+	return s.nextAge, s.nextAge != 0
 }
 
 // markerHeader returns the header of a subject delete marker whose TTL is

@@ -340,21 +340,21 @@ func (v expireView) NextStored(seq uint64) uint64 {
 
 // AgeExpired reads the message's time unless its whole segment has
 // expired; a record found corrupt becomes a lost sequence (gone).
-func (v expireView) AgeExpired(seq uint64, now int64) (bool, bool, error) {
+func (v expireView) AgeExpired(seq uint64, now int64) (bool, bool, int64, error) {
 	s := v.s
 	g, _, _ := s.slotLocked(seq)
 	if store.Expired(s.mu.limits, g.maxTime, now) {
-		return true, false, nil
+		return true, false, 0, nil
 	}
 	t, cerr, err := s.msgTimeLocked(seq)
 	if err != nil {
-		return false, false, err
+		return false, false, 0, err
 	}
 	if cerr != nil {
 		s.markCorruptLocked(seq, cerr)
-		return false, true, nil
+		return false, true, 0, nil
 	}
-	return store.Expired(s.mu.limits, t, now), false, nil
+	return store.Expired(s.mu.limits, t, now), false, t, nil
 }
 
 func (v expireView) Subject(seq uint64) string {

@@ -92,8 +92,9 @@ func (v expireView) NextStored(seq uint64) uint64 {
 	return l.next(max(seq, l.first))
 }
 
-func (v expireView) AgeExpired(seq uint64, now int64) (bool, bool, error) {
-	return store.Expired(v.s.mu.cfg, v.s.mu.log.get(seq).time, now), false, nil
+func (v expireView) AgeExpired(seq uint64, now int64) (bool, bool, int64, error) {
+	t := v.s.mu.log.get(seq).time
+	return store.Expired(v.s.mu.cfg, t, now), false, t, nil
 }
 
 func (v expireView) Subject(seq uint64) string { return v.s.mu.log.get(seq).subj }

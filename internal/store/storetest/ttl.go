@@ -85,7 +85,8 @@ func testTTLValues(t *testing.T, e Engine) {
 }
 
 // "never" (any case) exempts a message from MaxAge: the walk passes over
-// it and still stops at the first other message that has not expired.
+// it and still stops at the first other message that has not expired,
+// whose MaxAge deadline it reports (NextAge).
 func testTTLNeverSkipsMaxAge(t *testing.T, e Engine) {
 	h := open(t, e, store.Config{MsgTTL: true, MaxAge: 10 * time.Second})
 	h.mustAppend(h.withTTL("a", "never", t0), 1)
@@ -93,7 +94,7 @@ func testTTLNeverSkipsMaxAge(t *testing.T, e Engine) {
 	h.mustAppend(h.withTTL("a", "NEVER", t0+sec), 3)
 	h.appendAt("b", t0+5*sec, 4)
 	h.appendAt("b", t0+sec, 5)
-	h.expireWant(t0+12*sec, store.Expiry{Removed: 1})
+	h.expireWant(t0+12*sec, store.Expiry{Removed: 1, NextAge: t0 + 15*sec})
 	h.check(1, 5, 1, 3, 4, 5)
 	h.expireWant(t0+15*sec, store.Expiry{Removed: 2})
 	h.check(1, 5, 1, 3)
@@ -171,7 +172,7 @@ func testTTLMarkersByMaxAge(t *testing.T, e Engine) {
 	h.appendAt("a", t0, 2)
 	h.mustAppend(h.withTTL("b", "1s", t0), 3)
 	h.appendAt("c", t0+5*sec, 4)
-	h.expireWant(t0+10*sec, store.Expiry{Removed: 1, Markers: []store.Marker{{Seq: 2, Subject: "a"}, {Seq: 3, Subject: "b"}}, Next: t0 + sec})
+	h.expireWant(t0+10*sec, store.Expiry{Removed: 1, Markers: []store.Marker{{Seq: 2, Subject: "a"}, {Seq: 3, Subject: "b"}}, Next: t0 + sec, NextAge: t0 + 15*sec})
 	h.check(2, 4, 2, 3, 4)
 	h.expireWant(t0+15*sec, store.Expiry{Markers: []store.Marker{{Seq: 2, Subject: "a"}, {Seq: 3, Subject: "b"}, {Seq: 4, Subject: "c"}}, Next: t0 + sec})
 }
