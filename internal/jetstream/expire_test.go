@@ -227,17 +227,10 @@ func TestShortWindowsBringThePassForward(t *testing.T) {
 // away, as nats-server's age check does, so that a loaded stream is not
 // swept more often.
 func TestMaxAgeFloorOnlyAfterRemoval(t *testing.T) {
-	js, tr, clk := clockedJS(t)
-	age := stream.Config{Name: "AGE", Subjects: []string{"age.>"}, Storage: stream.MemoryStorage, MaxAge: 2 * time.Second}
-	if _, err := js.AddStream(age); err != nil {
-		t.Fatal(err)
-	}
-	acks := tr.inbox("_INBOX.f")
-	tr.Publish("age.1", "_INBOX.f", nil, []byte("x"))
-	acks.next(t)
+	js, clk, publish := ageStream(t, stream.Config{Storage: stream.MemoryStorage, MaxAge: 2 * time.Second})
+	publish("age.1", nil)
 	clk.advance(100 * time.Millisecond)
-	tr.Publish("age.2", "_INBOX.f", nil, []byte("x"))
-	acks.next(t)
+	publish("age.2", nil)
 
 	clk.advance(1850 * time.Millisecond) // 50 ms before the first deadline
 	if got := passAt(t, js, clk, "AGE"); got != 50*time.Millisecond {
@@ -256,20 +249,14 @@ func TestMaxAgeFloorOnlyAfterRemoval(t *testing.T) {
 func TestExpiryDropsPendingDeliveries(t *testing.T) {
 	for _, storage := range []stream.StorageType{stream.FileStorage, stream.MemoryStorage} {
 		t.Run(storage.String(), func(t *testing.T) {
-			js, tr, clk := clockedJS(t)
-			cfg := stream.Config{Name: "AGE", Subjects: []string{"age.>"}, Storage: storage, MaxAge: 2 * time.Second}
-			if _, err := js.AddStream(cfg); err != nil {
-				t.Fatal(err)
-			}
+			js, clk, publish := ageStream(t, stream.Config{Storage: storage, MaxAge: 2 * time.Second})
 			ccfg := consumer.Config{Durable: "C", AckPolicy: consumer.AckExplicit, MaxAckPending: 2, AckWait: time.Hour}
 			if _, err := js.CreateConsumer("AGE", ccfg, CreateOrUpdate, false); err != nil {
 				t.Fatal(err)
 			}
-			acks := tr.inbox("_INBOX.g")
-			for _, subj := range []string{"age.1", "age.2"} {
-				tr.Publish(subj, "_INBOX.g", nil, []byte("x"))
-				acks.next(t)
-			}
+			publish("age.1", nil)
+			publish("age.2", nil)
+			tr := js.tr.(*memTransport)
 			msgs := tr.inbox("_INBOX.m")
 			tr.Publish("$JS.API.CONSUMER.MSG.NEXT.AGE.C", "_INBOX.m", nil, []byte(`{"batch":2,"no_wait":true}`))
 			msgs.next(t)
@@ -293,16 +280,12 @@ func TestExpiryDropsPendingDeliveries(t *testing.T) {
 // next regular pass (nats-server removes them when its store's config
 // is updated).
 func TestLoweredMaxAgeExpiresAtOnce(t *testing.T) {
-	js, tr, clk := clockedJS(t)
-	cfg := stream.Config{Name: "AGE", Subjects: []string{"age.>"}, Storage: stream.FileStorage, MaxAge: time.Hour}
-	if _, err := js.AddStream(cfg); err != nil {
-		t.Fatal(err)
-	}
-	acks := tr.inbox("_INBOX.u")
-	tr.Publish("age.1", "_INBOX.u", nil, []byte("x"))
-	acks.next(t)
+	js, clk, publish := ageStream(t, stream.Config{Storage: stream.FileStorage, MaxAge: time.Hour})
+	publish("age.1", nil)
 	clk.advance(3 * time.Second)
-	cfg.MaxAge = time.Second
+	r, _ := js.lookup("AGE")
+	cfg := r.config()
+	cfg.MaxAge, cfg.DuplicateWindow = time.Second, time.Second
 	info, jerr := js.UpdateStream(cfg)
 	if jerr != nil {
 		t.Fatal(jerr)
@@ -316,21 +299,32 @@ func TestLoweredMaxAgeExpiresAtOnce(t *testing.T) {
 // max_age deadline of the message behind it: the pass is set for that
 // deadline, not for the next regular pass up to a second later.
 func TestMaxAgeBehindNeverExpiringHead(t *testing.T) {
-	js, tr, clk := clockedJS(t)
-	cfg := stream.Config{Name: "AGE", Subjects: []string{"age.>"}, Storage: stream.FileStorage, MaxAge: 2 * time.Second, AllowMsgTTL: true}
-	if _, err := js.AddStream(cfg); err != nil {
-		t.Fatal(err)
-	}
-	acks := tr.inbox("_INBOX.n")
-	tr.Publish("age.keep", "_INBOX.n", []byte("NATS/1.0\r\nNats-TTL: never\r\n\r\n"), []byte("x"))
-	acks.next(t)
+	js, clk, publish := ageStream(t, stream.Config{Storage: stream.FileStorage, MaxAge: 2 * time.Second, AllowMsgTTL: true})
+	publish("age.keep", []byte("NATS/1.0\r\nNats-TTL: never\r\n\r\n"))
 	clk.advance(500 * time.Millisecond)
-	tr.Publish("age.go", "_INBOX.n", nil, []byte("x"))
-	acks.next(t)
+	publish("age.go", nil)
 
 	clk.advance(1900 * time.Millisecond) // the second message's deadline is 100 ms on
 	if got := passAt(t, js, clk, "AGE"); got != 100*time.Millisecond {
 		t.Fatalf("next pass in %v, want 100ms (the second message's max_age)", got)
+	}
+}
+
+// ageStream starts a clocked JetStream (clockedJS) with stream AGE on
+// age.> and the rest of cfg, and returns a publish to it that waits for
+// the PubAck.
+func ageStream(t *testing.T, cfg stream.Config) (*JetStream, *fakeClock, func(subj string, hdr []byte)) {
+	t.Helper()
+	js, tr, clk := clockedJS(t)
+	cfg.Name, cfg.Subjects = "AGE", []string{"age.>"}
+	if _, err := js.AddStream(cfg); err != nil {
+		t.Fatal(err)
+	}
+	acks := tr.inbox("_INBOX.age")
+	return js, clk, func(subj string, hdr []byte) {
+		t.Helper()
+		tr.Publish(subj, "_INBOX.age", hdr, []byte("x"))
+		acks.next(t)
 	}
 }
 
