@@ -1854,6 +1854,15 @@ func TestConsumerDeliverPolicies(t *testing.T) {
 	if got := cxSeqs(t, cxNoWait(t, c, 10)); !reflect.DeepEqual(got, []uint64{8}) {
 		t.Errorf("start at 8 delivered %v", got)
 	}
+	// A start sequence below the stream's first starts at the first, as
+	// nats-server reports it (delivered and ack floor first-1).
+	if err := s.Purge(tctx(t), jetstream.WithPurgeSequence(7)); err != nil {
+		t.Fatal(err)
+	}
+	c = cxCreate(t, js, "DP", jetstream.ConsumerConfig{Durable: "gone", DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: 2, AckPolicy: jetstream.AckExplicitPolicy})
+	if info := c.CachedInfo(); info.NumPending != 2 || info.Delivered.Stream != 6 || info.AckFloor.Stream != 6 {
+		t.Errorf("start below the first sequence 7: num_pending %d delivered %+v ack floor %+v, want 2, stream 6, 6", info.NumPending, info.Delivered, info.AckFloor)
+	}
 }
 
 func TestConsumerHeadersOnly(t *testing.T) {

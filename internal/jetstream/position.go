@@ -25,7 +25,7 @@ func (c *cons) position() {
 	case consumer.DeliverNew:
 		start = next
 	case consumer.DeliverByStartSequence:
-		start = max(c.cfg.OptStartSeq, 1)
+		start = max(c.cfg.OptStartSeq, first)
 	case consumer.DeliverByStartTime:
 		start = firstAtTime(c.sr.store, c.cfg.OptStartTime.UnixNano(), first, st.LastSeq)
 	case consumer.DeliverLastPerSubject:
