@@ -44,8 +44,8 @@ func TestDropGone(t *testing.T) {
 	if !s.AtAckLimit() {
 		t.Fatal("not at the ack limit with 2 pending")
 	}
-	if n := s.DropGone(func(seq uint64) bool { return seq == 1 }); n != 1 {
-		t.Fatalf("dropped %d, want 1", n)
+	if ds := s.DropGone(func(seq uint64) bool { return seq == 1 }); len(ds) != 1 || ds[0] != (Dropped{Stream: 1, Consumer: 1, Deliveries: 1}) {
+		t.Fatalf("dropped %+v, want stream 1, consumer 1, 1 delivery", ds)
 	}
 	if s.AtAckLimit() || s.IsPending(1) || !s.IsPending(2) {
 		t.Errorf("after dropping 1: at limit %v, pending 1 %v, 2 %v", s.AtAckLimit(), s.IsPending(1), s.IsPending(2))

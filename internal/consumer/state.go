@@ -170,12 +170,16 @@ func (s *State) Redeliver(sseq uint64, now int64) Delivery {
 }
 
 // DropRedelivery removes sseq from pending without an ack, when the
-// stream no longer holds it (protocol.md section 5.4, stream removal).
-func (s *State) DropRedelivery(sseq uint64) {
-	if s.pending[sseq] != nil {
-		delete(s.pending, sseq)
-		s.moveAckFloor()
+// stream no longer holds it (protocol.md section 5.4, stream removal),
+// and returns what it dropped; false when sseq was not pending.
+func (s *State) DropRedelivery(sseq uint64) (Dropped, bool) {
+	m := s.pending[sseq]
+	if m == nil {
+		return Dropped{}, false
 	}
+	delete(s.pending, sseq)
+	s.moveAckFloor()
+	return Dropped{Stream: sseq, Consumer: m.cseq, Deliveries: m.deliveries}, true
 }
 
 // wait returns the ack wait after delivery number n (1-based): the

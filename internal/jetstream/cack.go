@@ -95,6 +95,18 @@ func (c *cons) advise(kind, typ string, a *ackMsg, reason string) {
 	})
 }
 
+// ackTermUnackedReason is the reason of the MSG_TERMINATED advisory for a
+// pending delivery whose message was removed (nats-server v2.15.2
+// ackTermUnackedLimitsReason).
+const ackTermUnackedReason = "Unacknowledged message was deleted"
+
+// adviseDropped sends the MSG_TERMINATED advisory for a pending delivery
+// dropped because its message was removed.
+func (c *cons) adviseDropped(d consumer.Dropped) {
+	c.advise("MSG_TERMINATED", "io.nats.jetstream.advisory.v1.terminated",
+		&ackMsg{sseq: d.Stream, cseq: d.Consumer, dc: d.Deliveries}, ackTermUnackedReason)
+}
+
 func (c *cons) adviseMaxDeliveries(ex consumer.Exhausted) {
 	c.publishAdvisory("MAX_DELIVERIES", maxDeliverAdvisory{
 		Type: "io.nats.jetstream.advisory.v1.max_deliver", ID: nuid.Next(), Time: c.now().UTC(),

@@ -243,9 +243,9 @@ func TestMaxAgeFloorOnlyAfterRemoval(t *testing.T) {
 }
 
 // Messages that expire while delivered and unacknowledged stop counting
-// against max_ack_pending and the ack floor moves past them, as
-// nats-server does (decStreamPending); they blocked the consumer until
-// ack_wait before.
+// against max_ack_pending and the ack floor moves past them, with a
+// MSG_TERMINATED advisory each, as nats-server does (decStreamPending);
+// they blocked the consumer until ack_wait before.
 func TestExpiryDropsPendingDeliveries(t *testing.T) {
 	for _, storage := range []stream.StorageType{stream.FileStorage, stream.MemoryStorage} {
 		t.Run(storage.String(), func(t *testing.T) {
@@ -262,8 +262,18 @@ func TestExpiryDropsPendingDeliveries(t *testing.T) {
 			msgs.next(t)
 			msgs.next(t)
 
+			advisories := tr.inbox("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.AGE.C")
 			clk.advance(2100 * time.Millisecond)
 			passAt(t, js, clk, "AGE")
+			for seq := 1; seq <= 2; seq++ {
+				a := advisories.next(t)
+				for _, want := range []string{fmt.Sprintf(`"stream_seq":%d,`, seq), fmt.Sprintf(`"consumer_seq":%d,`, seq),
+					`"deliveries":1,`, `"reason":"Unacknowledged message was deleted"`} {
+					if !strings.Contains(a, want) {
+						t.Errorf("MSG_TERMINATED advisory %d lacks %s: %s", seq, want, a)
+					}
+				}
+			}
 			info, jerr := js.ConsumerInfo("AGE", "C")
 			if jerr != nil {
 				t.Fatal(jerr)

@@ -241,19 +241,19 @@ func (r *runner) afterPurge() {
 	first := r.store.State(false).FirstSeq
 	for _, c := range r.consumerList() {
 		c.skipTo(first)
-		c.dropGone()
+		c.dropGone(false)
 	}
 }
 
 // afterExpiry drops the consumers' pending deliveries of messages an
 // expiry pass removed (max_age, a per-message TTL, or the rollup of a
 // subject delete marker), so that they stop counting against
-// max_ack_pending and the ack floor moves past them, as nats-server
-// v2.15.2 does when a pending message is removed (decStreamPending
-// terminates it).
+// max_ack_pending and the ack floor moves past them, with a
+// MSG_TERMINATED advisory each, as nats-server v2.15.2 does when a
+// pending message is removed (decStreamPending terminates it).
 func (r *runner) afterExpiry() {
 	for _, c := range r.consumerList() {
-		c.dropGone()
+		c.dropGone(true)
 	}
 }
 
@@ -265,13 +265,14 @@ func (r *runner) afterDelete(seq uint64) {
 	}
 }
 
-// dropPending drops the consumer's pending delivery of seq, if any.
+// dropPending drops the consumer's pending delivery of seq, if any, with
+// a MSG_TERMINATED advisory (nats-server decStreamPending).
 func (c *cons) dropPending(seq uint64) {
 	c.mu.Lock()
-	gone := c.st.IsPending(seq)
+	d, gone := c.st.DropRedelivery(seq)
 	if gone {
-		c.st.DropRedelivery(seq)
 		c.dirty = true
+		c.adviseDropped(d)
 	}
 	c.mu.Unlock()
 	if gone {
@@ -280,15 +281,21 @@ func (c *cons) dropPending(seq uint64) {
 }
 
 // dropGone drops the consumer's pending deliveries whose message the
-// stream no longer holds.
-func (c *cons) dropGone() {
+// stream no longer holds, each with a MSG_TERMINATED advisory when
+// advise is set (nats-server sends none for a purge).
+func (c *cons) dropGone(advise bool) {
 	c.mu.Lock()
-	n := c.st.DropGone(func(seq uint64) bool { return c.sr.store.NumPending(nil, seq, seq) == 0 })
-	if n > 0 {
+	ds := c.st.DropGone(func(seq uint64) bool { return c.sr.store.NumPending(nil, seq, seq) == 0 })
+	if len(ds) > 0 {
 		c.dirty = true
 	}
+	if advise {
+		for _, d := range ds {
+			c.adviseDropped(d)
+		}
+	}
 	c.mu.Unlock()
-	if n > 0 {
+	if len(ds) > 0 {
 		c.signal()
 	}
 }
