@@ -286,6 +286,28 @@ func TestExpiryDropsPendingDeliveries(t *testing.T) {
 	}
 }
 
+// Deleting a delivered, unacknowledged message terminates its delivery
+// with the same advisory (nats-server decStreamPending).
+func TestDeleteMsgAdvisesPendingDelivery(t *testing.T) {
+	js, _, publish := ageStream(t, stream.Config{Storage: stream.FileStorage})
+	ccfg := consumer.Config{Durable: "C", AckPolicy: consumer.AckExplicit, AckWait: time.Hour}
+	if _, err := js.CreateConsumer("AGE", ccfg, CreateOrUpdate, false); err != nil {
+		t.Fatal(err)
+	}
+	publish("age.1", nil)
+	tr := js.tr.(*memTransport)
+	msgs := tr.inbox("_INBOX.d")
+	tr.Publish("$JS.API.CONSUMER.MSG.NEXT.AGE.C", "_INBOX.d", nil, []byte(`{"batch":1,"no_wait":true}`))
+	msgs.next(t)
+	advisories := tr.inbox("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.AGE.C")
+	if jerr := js.DeleteMsg("AGE", 1); jerr != nil {
+		t.Fatal(jerr)
+	}
+	if a := advisories.next(t); !strings.Contains(a, `"stream_seq":1,`) || !strings.Contains(a, `"reason":"Unacknowledged message was deleted"`) {
+		t.Errorf("MSG_TERMINATED advisory after the delete: %s", a)
+	}
+}
+
 // Lowering max_age removes the messages now too old at once, not at the
 // next regular pass (nats-server removes them when its store's config
 // is updated).
