@@ -308,6 +308,35 @@ func TestDeleteMsgAdvisesPendingDelivery(t *testing.T) {
 	}
 }
 
+// A delivered, unacknowledged message that max_msgs pushes out on
+// publish leaves pending at once with the same advisory, rather than
+// counting against max_ack_pending until its ack wait.
+func TestLimitRemovalDropsPendingDelivery(t *testing.T) {
+	js, _, publish := ageStream(t, stream.Config{Storage: stream.FileStorage, MaxMsgs: 2})
+	ccfg := consumer.Config{Durable: "C", AckPolicy: consumer.AckExplicit, AckWait: time.Hour}
+	if _, err := js.CreateConsumer("AGE", ccfg, CreateOrUpdate, false); err != nil {
+		t.Fatal(err)
+	}
+	publish("age.1", nil)
+	tr := js.tr.(*memTransport)
+	msgs := tr.inbox("_INBOX.l")
+	tr.Publish("$JS.API.CONSUMER.MSG.NEXT.AGE.C", "_INBOX.l", nil, []byte(`{"batch":1,"no_wait":true}`))
+	msgs.next(t)
+	advisories := tr.inbox("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.AGE.C")
+	publish("age.2", nil)
+	publish("age.3", nil) // pushes seq 1 out
+	if a := advisories.next(t); !strings.Contains(a, `"stream_seq":1,`) || !strings.Contains(a, `"reason":"Unacknowledged message was deleted"`) {
+		t.Errorf("MSG_TERMINATED advisory after max_msgs removed seq 1: %s", a)
+	}
+	info, jerr := js.ConsumerInfo("AGE", "C")
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	if info.NumAckPending != 0 || info.AckFloor.Stream != 1 {
+		t.Errorf("after max_msgs removed the pending seq 1: ack pending %d, ack floor %+v; want 0, stream 1", info.NumAckPending, info.AckFloor)
+	}
+}
+
 // Lowering max_age removes the messages now too old at once, not at the
 // next regular pass (nats-server removes them when its store's config
 // is updated).

@@ -285,6 +285,16 @@ func (c *cons) dropPending(seq uint64) {
 // advise is set (nats-server sends none for a purge).
 func (c *cons) dropGone(advise bool) {
 	c.mu.Lock()
+	n := c.dropGoneLocked(advise)
+	c.mu.Unlock()
+	if n > 0 {
+		c.signal()
+	}
+}
+
+// dropGoneLocked is dropGone with c.mu held; it returns how many it
+// dropped.
+func (c *cons) dropGoneLocked(advise bool) int {
 	ds := c.st.DropGone(func(seq uint64) bool { return c.sr.store.NumPending(nil, seq, seq) == 0 })
 	if len(ds) > 0 {
 		c.dirty = true
@@ -294,8 +304,33 @@ func (c *cons) dropGone(advise bool) {
 			c.adviseDropped(d)
 		}
 	}
-	c.mu.Unlock()
-	if len(ds) > 0 {
-		c.signal()
+	return len(ds)
+}
+
+// dropLimitRemoved drops, each with a MSG_TERMINATED advisory, the
+// consumers' pending deliveries of messages the store removed since the
+// last call or op (noteRemovals): messages a limit pushed out on publish
+// (max_msgs, max_bytes, max_msgs_per_subject with discard old), as
+// nats-server v2.15.2 does at the removal (decStreamPending). Expiry,
+// delete and purge run as ops and drop theirs themselves. Only a stream
+// with such a limit looks, and only when the store's removal count
+// moved. Apply goroutine.
+func (r *runner) dropLimitRemoved() {
+	if !r.st.LimitsRemove() {
+		return
 	}
+	rem := r.store.Removals()
+	if rem == r.seenRemovals {
+		return
+	}
+	r.seenRemovals = rem
+	for _, c := range r.consumerList() {
+		c.dropGone(true)
+	}
+}
+
+// noteRemovals records the store's removal count after an op, whose
+// removals are not a limit's (dropLimitRemoved). Apply goroutine.
+func (r *runner) noteRemovals() {
+	r.seenRemovals = r.store.Removals()
 }

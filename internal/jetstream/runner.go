@@ -71,6 +71,9 @@ type runner struct {
 	// interest, to remove before the next op and at the end of the
 	// batch (dropIfUninterested); apply goroutine.
 	drops []uint64
+	// seenRemovals is the store's Removals when the apply goroutine last
+	// looked for messages a limit removed (dropLimitRemoved).
+	seenRemovals uint64
 	// rm holds the acknowledged or copied messages queued for removal
 	// (removeMsgs), for the apply goroutine to remove together.
 	rm struct {
@@ -221,7 +224,9 @@ func (r *runner) applyLoop() {
 			r.applyOne(&batch[i])
 			batch[i] = item{}
 		}
+		r.dropLimitRemoved()
 		r.flushDrops()
+		r.noteRemovals()
 		if batcher != nil {
 			batcher.EndBatch()
 		}
@@ -231,8 +236,10 @@ func (r *runner) applyLoop() {
 
 func (r *runner) applyOne(it *item) {
 	if it.op != nil {
+		r.dropLimitRemoved()
 		r.flushDrops() // an op (a consumer create, say) sees them gone
 		it.op(r.st)
+		r.noteRemovals()
 		return
 	}
 	r.applyEntry(it.entry, 0, it.reply)

@@ -92,6 +92,13 @@ func (s *Stream) Config() Config { return s.cfg.Clone() }
 // config.
 func (s *Stream) Retention() RetentionPolicy { return s.cfg.Retention }
 
+// LimitsRemove reports whether a publish may push stored messages out:
+// max_msgs, max_bytes or max_msgs_per_subject is set. It does not copy
+// the config.
+func (s *Stream) LimitsRemove() bool {
+	return s.cfg.MaxMsgs > 0 || s.cfg.MaxBytes > 0 || s.cfg.MaxMsgsPerSubject > 0
+}
+
 // Store returns the stream's store.
 func (s *Stream) Store() store.Store { return s.store }
 
