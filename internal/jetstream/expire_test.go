@@ -250,19 +250,9 @@ func TestExpiryDropsPendingDeliveries(t *testing.T) {
 	for _, storage := range []stream.StorageType{stream.FileStorage, stream.MemoryStorage} {
 		t.Run(storage.String(), func(t *testing.T) {
 			js, clk, publish := ageStream(t, stream.Config{Storage: storage, MaxAge: 2 * time.Second})
-			ccfg := consumer.Config{Durable: "C", AckPolicy: consumer.AckExplicit, MaxAckPending: 2, AckWait: time.Hour}
-			if _, err := js.CreateConsumer("AGE", ccfg, CreateOrUpdate, false); err != nil {
-				t.Fatal(err)
-			}
 			publish("age.1", nil)
 			publish("age.2", nil)
-			tr := js.tr.(*memTransport)
-			msgs := tr.inbox("_INBOX.m")
-			tr.Publish("$JS.API.CONSUMER.MSG.NEXT.AGE.C", "_INBOX.m", nil, []byte(`{"batch":2,"no_wait":true}`))
-			msgs.next(t)
-			msgs.next(t)
-
-			advisories := tr.inbox("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.AGE.C")
+			advisories := fetchUnacked(t, js, 2)
 			clk.advance(2100 * time.Millisecond)
 			passAt(t, js, clk, "AGE")
 			for seq := 1; seq <= 2; seq++ {
@@ -290,16 +280,8 @@ func TestExpiryDropsPendingDeliveries(t *testing.T) {
 // with the same advisory (nats-server decStreamPending).
 func TestDeleteMsgAdvisesPendingDelivery(t *testing.T) {
 	js, _, publish := ageStream(t, stream.Config{Storage: stream.FileStorage})
-	ccfg := consumer.Config{Durable: "C", AckPolicy: consumer.AckExplicit, AckWait: time.Hour}
-	if _, err := js.CreateConsumer("AGE", ccfg, CreateOrUpdate, false); err != nil {
-		t.Fatal(err)
-	}
 	publish("age.1", nil)
-	tr := js.tr.(*memTransport)
-	msgs := tr.inbox("_INBOX.d")
-	tr.Publish("$JS.API.CONSUMER.MSG.NEXT.AGE.C", "_INBOX.d", nil, []byte(`{"batch":1,"no_wait":true}`))
-	msgs.next(t)
-	advisories := tr.inbox("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.AGE.C")
+	advisories := fetchUnacked(t, js, 1)
 	if jerr := js.DeleteMsg("AGE", 1); jerr != nil {
 		t.Fatal(jerr)
 	}
@@ -313,16 +295,8 @@ func TestDeleteMsgAdvisesPendingDelivery(t *testing.T) {
 // counting against max_ack_pending until its ack wait.
 func TestLimitRemovalDropsPendingDelivery(t *testing.T) {
 	js, _, publish := ageStream(t, stream.Config{Storage: stream.FileStorage, MaxMsgs: 2})
-	ccfg := consumer.Config{Durable: "C", AckPolicy: consumer.AckExplicit, AckWait: time.Hour}
-	if _, err := js.CreateConsumer("AGE", ccfg, CreateOrUpdate, false); err != nil {
-		t.Fatal(err)
-	}
 	publish("age.1", nil)
-	tr := js.tr.(*memTransport)
-	msgs := tr.inbox("_INBOX.l")
-	tr.Publish("$JS.API.CONSUMER.MSG.NEXT.AGE.C", "_INBOX.l", nil, []byte(`{"batch":1,"no_wait":true}`))
-	msgs.next(t)
-	advisories := tr.inbox("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.AGE.C")
+	advisories := fetchUnacked(t, js, 1)
 	publish("age.2", nil)
 	publish("age.3", nil) // pushes seq 1 out
 	if a := advisories.next(t); !strings.Contains(a, `"stream_seq":1,`) || !strings.Contains(a, `"reason":"Unacknowledged message was deleted"`) {
@@ -369,6 +343,25 @@ func TestMaxAgeBehindNeverExpiringHead(t *testing.T) {
 	if got := passAt(t, js, clk, "AGE"); got != 100*time.Millisecond {
 		t.Fatalf("next pass in %v, want 100ms (the second message's max_age)", got)
 	}
+}
+
+// fetchUnacked creates durable consumer C of stream AGE (explicit acks,
+// max_ack_pending n, an hour's ack wait), fetches its first n messages
+// without acknowledging them, and returns an inbox of its MSG_TERMINATED
+// advisories.
+func fetchUnacked(t *testing.T, js *JetStream, n int) *inbox {
+	t.Helper()
+	ccfg := consumer.Config{Durable: "C", AckPolicy: consumer.AckExplicit, MaxAckPending: n, AckWait: time.Hour}
+	if _, err := js.CreateConsumer("AGE", ccfg, CreateOrUpdate, false); err != nil {
+		t.Fatal(err)
+	}
+	tr := js.tr.(*memTransport)
+	msgs := tr.inbox("_INBOX.fetch")
+	tr.Publish("$JS.API.CONSUMER.MSG.NEXT.AGE.C", "_INBOX.fetch", nil, fmt.Appendf(nil, `{"batch":%d,"no_wait":true}`, n))
+	for range n {
+		msgs.next(t)
+	}
+	return tr.inbox("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.AGE.C")
 }
 
 // ageStream starts a clocked JetStream (clockedJS) with stream AGE on

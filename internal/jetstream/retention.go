@@ -329,8 +329,12 @@ func (r *runner) dropLimitRemoved() {
 	}
 }
 
-// noteRemovals records the store's removal count after an op, whose
-// removals are not a limit's (dropLimitRemoved). Apply goroutine.
+// noteRemovals records the store's removal count after an op or the
+// batch's retention removals, which are not a limit's
+// (dropLimitRemoved); a stream without such a limit skips the read (a
+// store lock) on its apply path. Apply goroutine.
 func (r *runner) noteRemovals() {
-	r.seenRemovals = r.store.Removals()
+	if r.st.LimitsRemove() {
+		r.seenRemovals = r.store.Removals()
+	}
 }
