@@ -417,3 +417,30 @@ func (h *deadlineHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return d
 }
+
+// Replay applies a journaled confirmed acknowledgement (store.ConsumerOp)
+// to a restored state, as Ack, Nak and +TERM did when it was made, and
+// returns the stream sequences it acknowledged (for retention). An op
+// beyond the delivered stream sequence is ignored: the delivery it
+// answers never reached the stored state, so its confirmation was never
+// sent (jetstream confirms such an ack only once a snapshot holding the
+// delivery is stored). Replaying an op the state already holds changes
+// nothing but, for a NAK, how soon the message is redelivered.
+func (s *State) Replay(op store.ConsumerOp, now int64) []uint64 {
+	if op.Stream == 0 || op.Stream > s.delivered.Stream {
+		return nil
+	}
+	switch op.Kind {
+	case store.OpAck:
+		return s.Ack(op.Stream, op.Consumer).Acked
+	case store.OpTerm:
+		if s.IsPending(op.Stream) {
+			return s.Ack(op.Stream, op.Consumer).Acked
+		}
+	case store.OpNak:
+		if _, done := s.ExhaustedByNak(op.Stream); !done {
+			s.Nak(op.Stream, time.Duration(max(op.Time-now, 0)), now)
+		}
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/nats-io/nuid"
 )
@@ -32,11 +33,76 @@ func (c *cons) processAck(a *ackMsg, now time.Time) {
 		}
 	case ackNext:
 		c.ack(a.sseq, a.cseq)
+		if c.jr != nil && a.reply != "" && c.cfg.AckPolicy != consumer.AckNone {
+			c.confirmLater(a, confirm{reply: a.reply, next: true, body: a.next}, now)
+			return
+		}
 		c.addPull(a.reply, a.next, now)
 		return
 	}
-	if a.reply != "" && !(c.cfg.AckPolicy == consumer.AckNone && c.sr.retention() == stream.LimitsPolicy) {
+	if a.reply == "" || (c.cfg.AckPolicy == consumer.AckNone && c.sr.retention() == stream.LimitsPolicy) {
+		return
+	}
+	if c.jr == nil || a.kind == ackWPI || c.cfg.AckPolicy == consumer.AckNone {
 		c.ackReplies = append(c.ackReplies, a.reply) // after retention has run
+		return
+	}
+	c.confirmLater(a, confirm{reply: a.reply}, now)
+}
+
+// confirmLater holds the confirmation of a double ack (or the pull
+// request of a +NXT) until the ack is durable (../shared/DESIGN.md
+// section 2): when the stored state already holds the delivery, the ack
+// goes to the ack journal, which confirms it after its next fsync;
+// otherwise the confirmation waits for a snapshot of the state, taken at
+// the end of this round, to be stored.
+func (c *cons) confirmLater(a *ackMsg, cf confirm, now time.Time) {
+	if a.sseq > c.durDelivered.Load() {
+		c.snapWait = append(c.snapWait, cf)
+		c.dirty = true
+		return
+	}
+	op := store.ConsumerOp{Kind: store.OpAck, Stream: a.sseq, Consumer: a.cseq}
+	switch a.kind {
+	case ackNak:
+		op.Kind, op.Time = store.OpNak, now.Add(a.delay).UnixNano()
+	case ackTerm:
+		op.Kind = store.OpTerm
+	}
+	c.jops = append(c.jops, op)
+	c.jwait = append(c.jwait, cf)
+}
+
+// journalBatch is one round's confirmed acks and their confirmations.
+type journalBatch struct {
+	ops   []store.ConsumerOp
+	waits []confirm
+}
+
+// journal appends a round's confirmed acks to the ack journal; their
+// confirmations go out once the journal has fsynced them. A journal that
+// failed confirms nothing: the client's request times out, and the ack
+// is at least once.
+func (c *cons) journal(jb journalBatch) {
+	if len(jb.ops) == 0 {
+		return
+	}
+	c.jr.Journal(jb.ops, func(err error) {
+		if err == nil {
+			c.sendConfirms(jb.waits)
+		}
+	})
+}
+
+// sendConfirms sends the confirmations of durable acks: an empty reply,
+// or for +NXT its pull request, queued to the loop.
+func (c *cons) sendConfirms(cfs []confirm) {
+	for _, cf := range cfs {
+		if cf.next {
+			c.push(cevent{pull: &pullEvent{reply: cf.reply, body: cf.body}})
+			continue
+		}
+		c.js.tr.Publish(cf.reply, "", nil, nil)
 	}
 }
 

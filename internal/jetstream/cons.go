@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/consumer"
@@ -56,6 +57,12 @@ type cons struct {
 	dir     string              // "" when not persisted
 	cstore  store.ConsumerStore // nil when not persisted
 	saver   *saver              // writes cstore; nil when not persisted
+	jr      store.ConsumerJournal // cstore's ack journal; nil when not persisted
+
+	// durDelivered is the delivered stream sequence of the last stored
+	// snapshot: a confirmed ack at or below it needs only the journal.
+	// Written by the saver, read by the loop.
+	durDelivered atomic.Uint64
 
 	evMu   sync.Mutex
 	events []cevent
@@ -87,6 +94,18 @@ type cons struct {
 	stopped      bool
 	acked        []uint64 // acknowledged this round, for retention
 	ackReplies   []string // double-ack replies of this round, sent after retention
+	jops         []store.ConsumerOp // confirmed acks of this round, journaled after retention
+	jwait        []confirm          // their confirmations
+	snapWait     []confirm          // confirmations that wait for the next stored snapshot
+	replayed     []uint64           // acks replayed from the journal at restore, for retention
+}
+
+// confirm is a confirmation to send once the ack it answers is durable:
+// an empty reply (double ack), or for +NXT the pull request it carries.
+type confirm struct {
+	reply string
+	next  bool
+	body  []byte
 }
 
 // flowControl is the push flow control state.
@@ -155,13 +174,14 @@ func (c *cons) loop() {
 		case <-timer.C:
 		}
 		evs = c.takeEvents(evs)
-		acked, replies, idle := c.round(evs)
+		acked, replies, jb, idle := c.round(evs)
 		if len(acked) > 0 {
-			c.sr.onAcked(c, acked, len(replies) > 0)
+			c.sr.onAcked(c, acked, len(replies) > 0 || len(jb.waits) > 0)
 		}
 		for _, reply := range replies {
 			c.js.tr.Publish(reply, "", nil, nil) // the double ack
 		}
+		c.journal(jb)
 		if idle {
 			c.js.expireConsumer(c)
 			return
@@ -173,13 +193,14 @@ func (c *cons) loop() {
 // round handles the queued events, redelivery timers and pull request
 // expiry, then delivers what it can. It returns the stream sequences
 // acknowledged (for retention), the double-ack replies to send once
-// retention has removed them, and whether the consumer has been inactive
-// past its threshold.
-func (c *cons) round(evs []cevent) (acked []uint64, replies []string, idle bool) {
+// retention has removed them, the confirmed acks to journal after
+// retention, and whether the consumer has been inactive past its
+// threshold.
+func (c *cons) round(evs []cevent) (acked []uint64, replies []string, jb journalBatch, idle bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
-		return nil, nil, false
+		return nil, nil, jb, false
 	}
 	now := c.now()
 	for i := range evs {
@@ -191,10 +212,12 @@ func (c *cons) round(evs []cevent) (acked []uint64, replies []string, idle bool)
 	c.expirePulls(now)
 	c.deliver(now)
 	c.heartbeats(now)
-	c.maybeSave(now, false)
+	c.maybeSave(now, len(c.snapWait) > 0)
 	acked, replies = c.acked, c.ackReplies
 	c.acked, c.ackReplies = nil, nil
-	return acked, replies, c.inactive(now)
+	jb = journalBatch{ops: c.jops, waits: c.jwait}
+	c.jops, c.jwait = nil, nil
+	return acked, replies, jb, c.inactive(now)
 }
 
 func (c *cons) handle(ev *cevent, now time.Time) {
@@ -283,10 +306,15 @@ func (c *cons) maybeSave(now time.Time, force bool) {
 	if c.saver == nil || !c.dirty || (!force && now.Sub(c.lastSave) < c.saveGap) {
 		return
 	}
+	var gen uint64
+	if c.jr != nil {
+		gen = c.jr.JournalGen() // before the snapshot: it holds every op journaled so far
+	}
 	start := time.Now()
 	snap := c.st.Snapshot()
 	c.saveGap = max(saveInterval, saveFactor*time.Since(start))
-	c.saver.put(snap)
+	c.saver.put(snap, gen, c.snapWait)
+	c.snapWait = nil
 	c.dirty = false
 	c.lastSave = now
 }

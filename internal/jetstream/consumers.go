@@ -237,10 +237,41 @@ func (r *runner) persistConsumer(c *cons) error {
 	return nil
 }
 
-// setStore attaches a persisted consumer's directory and state store.
+// setStore attaches a persisted consumer's directory and state store,
+// and its ack journal when the store has one.
 func (c *cons) setStore(dir string, cs store.ConsumerStore) {
 	c.dir, c.cstore = dir, cs
-	c.saver = newSaver(cs, c.sr.name+" > "+c.name, c.js.logf)
+	c.jr, _ = cs.(store.ConsumerJournal)
+	c.saver = newSaver(cs, c.sr.name+" > "+c.name, c.js.logf, c.stored)
+}
+
+// stored runs on the saver's goroutine once a snapshot is written: the
+// journal may drop what it holds, confirmed acks of the deliveries it
+// holds need only the journal from now on, and the confirmations that
+// waited for it are sent.
+func (c *cons) stored(st *store.ConsumerState, gen uint64, waits []confirm) {
+	if c.jr != nil {
+		c.jr.Covered(gen)
+	}
+	c.durDelivered.Store(st.Delivered.Stream)
+	c.sendConfirms(waits)
+}
+
+// replayJournal applies the confirmed acks the ack journal held at open
+// to a restored consumer's state (consumer.State.Replay) and keeps what
+// they acknowledged for retention.
+func (c *cons) replayJournal() {
+	if c.jr == nil {
+		return
+	}
+	ops := c.jr.Journaled()
+	now := c.now().UnixNano()
+	for _, op := range ops {
+		c.replayed = append(c.replayed, c.st.Replay(op, now)...)
+	}
+	if len(ops) > 0 {
+		c.dirty = true
+	}
 }
 
 // restoreConsumers starts the persisted consumers of a file stream. A
@@ -257,6 +288,17 @@ func (r *runner) restoreConsumers() {
 	for _, name := range names {
 		if err := r.restoreConsumer(name); err != nil {
 			r.js.logf("consumer %s > %s not restored (left on disk): %v", r.name, name, err)
+		}
+	}
+	// Retention for the acks replayed from the journal, once every
+	// consumer is back (interest counts them all).
+	for _, c := range r.consumerList() {
+		c.mu.Lock()
+		seqs := c.replayed
+		c.replayed = nil
+		c.mu.Unlock()
+		if len(seqs) > 0 {
+			r.onAcked(c, seqs, false)
 		}
 	}
 }
@@ -279,9 +321,11 @@ func (r *runner) restoreConsumer(name string) error {
 	c := r.makeCons(m.Config, m.Created)
 	c.setStore(dir, cs)
 	c.st = consumer.RestoreState(consumer.PolicyOf(&c.cfg), st)
+	c.durDelivered.Store(st.Delivered.Stream)
 	if c.st.Delivered().Stream == 0 && c.st.Delivered().Consumer == 0 {
 		c.position()
 	}
+	c.replayJournal()
 	r.cmu.Lock()
 	r.consumers[name] = c
 	r.cmu.Unlock()

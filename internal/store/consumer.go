@@ -41,3 +41,56 @@ type ConsumerStore interface {
 	// Close releases the consumer store.
 	Close() error
 }
+
+// ConsumerOpKind is the kind of a journaled consumer operation.
+type ConsumerOpKind uint8
+
+// The journaled operations: the acknowledgements a client asked to have
+// confirmed (protocol.md section 5.3, "double ack"). The values are on
+// disk (filestore's ack journal).
+const (
+	// OpAck is +ACK or +NXT: Stream was acknowledged with consumer
+	// sequence Consumer.
+	OpAck ConsumerOpKind = 1
+	// OpNak is -NAK: Stream is redelivered at Time (unix ns) at the
+	// earliest, or ends its deliveries when it reached max_deliver.
+	OpNak ConsumerOpKind = 2
+	// OpTerm is +TERM: Stream, if still pending, is acknowledged.
+	OpTerm ConsumerOpKind = 3
+)
+
+// ConsumerOp is one journaled change to a consumer's state. Replaying an
+// op onto a state that already holds it changes nothing that matters
+// (an ack of something not pending is ignored; a NAK only moves a
+// redelivery earlier), so a journal may be replayed onto any snapshot
+// taken before or after the op.
+type ConsumerOp struct {
+	Kind     ConsumerOpKind
+	Stream   uint64
+	Consumer uint64
+	Time     int64
+}
+
+// ConsumerJournal is implemented by a ConsumerStore whose confirmed
+// acknowledgements are made durable by appending them to a journal shared
+// with the other consumers of the stream, one fsync for every op waiting
+// (group commit), instead of rewriting the state file
+// (../shared/DESIGN.md section 2: a confirmed ack is durable when it is
+// confirmed).
+type ConsumerJournal interface {
+	// Journal appends ops and calls done once they are durable (err nil)
+	// or once they cannot be (the journal failed or closed). done runs on
+	// the journal's goroutine and must not block.
+	Journal(ops []ConsumerOp, done func(error))
+	// JournalGen returns the journal's generation now. Read it before
+	// taking a state snapshot, and pass it to Covered once Update stored
+	// that snapshot.
+	JournalGen() uint64
+	// Covered records that the stored state holds every op this consumer
+	// journaled before generation gen, so that those journal files can be
+	// removed.
+	Covered(gen uint64)
+	// Journaled returns the ops of this consumer found in the journal when
+	// the store opened, oldest first, to replay onto State; nil when none.
+	Journaled() []ConsumerOp
+}

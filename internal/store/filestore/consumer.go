@@ -29,7 +29,10 @@ type consumerStore struct {
 	}
 }
 
-var _ store.ConsumerStore = (*consumerStore)(nil)
+var (
+	_ store.ConsumerStore   = (*consumerStore)(nil)
+	_ store.ConsumerJournal = (*consumerStore)(nil)
+)
 
 // ConsumerStore opens the durable state of the named consumer, creating it
 // (durably, with an empty state) if it does not exist. The same consumer
@@ -78,6 +81,11 @@ func (cs *consumerStore) ensure() error {
 		return fs.SyncDir(parent)
 	}
 	if err != nil && !vfs.IsNotExist(err) {
+		return err
+	}
+	// A consumer of this name may have been deleted with records still in
+	// the ack journal: they must never apply to this one.
+	if err := cs.s.acks.reset(cs.name); err != nil {
 		return err
 	}
 	tmp := path.Join(parent, ".new-"+cs.name)
@@ -177,8 +185,27 @@ func (cs *consumerStore) Delete() error {
 		return store.ErrClosed
 	}
 	cs.mu.closed = true
+	cs.s.acks.forget(cs.name)
 	return cs.s.removeConsumer(cs)
 }
+
+// Journal appends ops to the store's ack journal (package comment, "Ack
+// journal") and calls done once they are fsynced, or with the error
+// (store.ErrClosed, or store.ErrFenced after an I/O error of the journal).
+func (cs *consumerStore) Journal(ops []store.ConsumerOp, done func(error)) {
+	cs.s.acks.append(cs.name, ops, done)
+}
+
+// JournalGen returns the ack journal's current generation.
+func (cs *consumerStore) JournalGen() uint64 { return cs.s.acks.gen() }
+
+// Covered records that the stored state holds this consumer's journal
+// records of every generation below gen.
+func (cs *consumerStore) Covered(gen uint64) { cs.s.acks.covered(cs.name, gen) }
+
+// Journaled returns, once, this consumer's records found in the ack
+// journal when the store opened.
+func (cs *consumerStore) Journaled() []store.ConsumerOp { return cs.s.acks.recoveredOps(cs.name) }
 
 // removeConsumer forgets cs and removes its directory durably, holding
 // the open consumer stores' lock so that a ConsumerStore of the same name

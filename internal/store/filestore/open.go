@@ -40,6 +40,10 @@ func Open(cfg Config, limits store.Config) (*Store, error) {
 		s.closeFilesLocked()
 		return nil, fmt.Errorf("filestore: open %s: %w", cfg.Dir, err)
 	}
+	if s.acks, err = openJournal(s.fs, cfg.Dir, s.cfg.Logf); err != nil {
+		s.closeFilesLocked()
+		return nil, fmt.Errorf("filestore: open %s: ack journal: %w", cfg.Dir, err)
+	}
 	s.note = newNotifier(s.mu.last)
 	s.setPackingLocked()
 	s.startFlusher()

@@ -35,6 +35,8 @@ type Store struct {
 	// (setPackingLocked), read by Append before it takes the lock.
 	packing atomic.Bool
 
+	acks    *journal // confirmed acknowledgements of the consumers
+
 	cons struct { // the open consumer stores
 		sync.Mutex
 		m      map[string]*consumerStore
@@ -487,6 +489,7 @@ func (s *Store) Close() error {
 	s.mu.closed = true
 	s.mu.Unlock()
 	s.closeConsumers()
+	s.acks.close()
 	close(s.quit)
 	s.wg.Wait()
 	s.mu.Lock()
