@@ -54,9 +54,9 @@ type cons struct {
 	sr      *runner
 	name    string
 	created time.Time
-	dir     string              // "" when not persisted
-	cstore  store.ConsumerStore // nil when not persisted
-	saver   *saver              // writes cstore; nil when not persisted
+	dir     string                // "" when not persisted
+	cstore  store.ConsumerStore   // nil when not persisted
+	saver   *saver                // writes cstore; nil when not persisted
 	jr      store.ConsumerJournal // cstore's ack journal; nil when not persisted
 
 	// durDelivered is the delivered stream sequence of the last stored
@@ -92,8 +92,8 @@ type cons struct {
 	lastSave     time.Time
 	saveGap      time.Duration // the wait before the next write: saveInterval or more
 	stopped      bool
-	acked        []uint64 // acknowledged this round, for retention
-	ackReplies   []string // double-ack replies of this round, sent after retention
+	acked        []uint64           // acknowledged this round, for retention
+	ackReplies   []string           // double-ack replies of this round, sent after retention
 	jops         []store.ConsumerOp // confirmed acks of this round, journaled after retention
 	jwait        []confirm          // their confirmations
 	snapWait     []confirm          // confirmations that wait for the next stored snapshot

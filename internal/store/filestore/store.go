@@ -35,7 +35,7 @@ type Store struct {
 	// (setPackingLocked), read by Append before it takes the lock.
 	packing atomic.Bool
 
-	acks    *journal // confirmed acknowledgements of the consumers
+	acks *journal // confirmed acknowledgements of the consumers
 
 	cons struct { // the open consumer stores
 		sync.Mutex
