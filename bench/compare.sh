@@ -80,6 +80,8 @@ js pub sync mem 1c x20k    | $JS_FLAGS | $JS_ADD_MEM | js pub sync $JS_PUB --msg
 js pub sync mem 4c x20k    | $JS_FLAGS | $JS_ADD_MEM | js pub sync $JS_PUB --msgs 20000 --clients 4 |
 js fetch file x200k        | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js fetch --stream benchstream --msgs 200000 --batch 500 --acks explicit |
 js consume file x200k      | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js consume --stream benchstream --msgs 200000 --batch 500 --acks explicit |
+js consume file doubleack 1c x20k | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js consume --stream benchstream --msgs 20000 --batch 500 --acks explicit --doubleack --clients 1 | | sync_interval: always
+js consume file doubleack 4c x20k | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js consume --stream benchstream --msgs 20000 --batch 500 --acks explicit --doubleack --clients 4 | | sync_interval: always
 js ordered file x200k      | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js ordered --stream benchstream --msgs 200000 |
 js pub async file interest, no consumers, 1c x200k | $JS_FLAGS | $JS_ADD_INTEREST | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 1 |
 js consume file workqueue x200k | $JS_FLAGS | $JS_ADD_WQ; $JS_FILL | js consume --stream benchstream --msgs 200000 --batch 500 --acks explicit |

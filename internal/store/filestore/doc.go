@@ -16,6 +16,8 @@
 //	<Dir>/consumers/<name>/state     one consumer's state
 //	<Dir>/consumers/<name>/state.new the state being written (ignored on read)
 //	<Dir>/consumers/.new-<name>/     a consumer being created (ignored on read)
+//	<Dir>/acks/<gen>.log             the ack journal, one file per generation;
+//	                                 <gen> is 20 decimal digits, zero padded
 //
 // Files other than these are left alone: recovery never deletes what it
 // does not understand.
@@ -187,6 +189,60 @@
 // its checks, or a consumer directory without one, is an error wrapping
 // store.ErrCorrupt; it is never read as an empty state.
 //
+// # Ack journal
+//
+// The acknowledgements a client asked to have confirmed (a double ack,
+// +NXT, -NAK or +TERM with a reply subject; store.ConsumerOp) of every
+// consumer of the store, appended by ConsumerJournal.Journal. Its
+// goroutine takes everything appended since its last pass, writes it to
+// the file of its generation, fsyncs it (and the directory, for a new
+// file) and only then calls the waiters: every op waiting at the moment
+// of a sync shares that one fsync, whichever consumer it belongs to. The
+// consumer's confirmation is sent by that callback.
+//
+// File header (28 bytes):
+//
+//	offset size field
+//	 0      8   magic "CAIRNACK"
+//	 8      4   version, u32 = 1
+//	12      4   reserved, 0
+//	16      8   gen, u64: equal to the number in the file name
+//	24      4   CRC-32C of bytes 0..23
+//
+// Records follow back to back:
+//
+//	offset size field
+//	 0      4   L, u32: the whole record, these 4 bytes and the CRC included
+//	            (36 + N)
+//	 4      1   kind: 1 ack, 2 nak, 3 term (store.ConsumerOpKind), or
+//	            0x10 reset: forget every earlier record of this consumer
+//	 5      1   reserved, 0
+//	 6      2   N, u16: length of the consumer's name
+//	 8      8   stream sequence, u64
+//	16      8   consumer sequence, u64
+//	24      8   time, i64 unix ns (nak: redeliver not before)
+//	32      N   the consumer's name
+//	32+N    4   CRC-32C of the file's gen (u64) and the record's offset in
+//	            the file (u64), then bytes 0 .. L-5
+//
+// A new generation starts once the current one holds 1 MiB; each Open
+// starts a new one too, so a file is only ever appended to by one
+// process. Replay is idempotent (store.ConsumerOp), so the journal needs
+// no link to the state file: at Open, every record of every file is read,
+// oldest first, and handed to its consumer (Journaled), which replays it
+// onto its stored state. A file's replay stops at its first invalid
+// record, with a [WRN] naming file and offset: what follows (an unsynced,
+// torn tail, or damage) is redelivered, never guessed. Records of a name
+// without a consumer directory are ignored; a consumer created under a
+// used name first appends a reset record and waits for its fsync, so it
+// never inherits its predecessor's acks.
+//
+// A generation's file is removed once every consumer that wrote to it has
+// stored a state snapshot taken after the generation ended (Covered, with
+// the generation read before the snapshot was taken): its records are
+// then in the state files. A removal undone by a power loss brings back
+// records whose replay changes nothing.
+//
 // # Writing (group commit)
 //
 //  1. Append checks the limits, encodes the record into the in-memory
@@ -338,6 +394,10 @@
 //     syncer over a channel. The syncer owns fsync, publishing durable
 //     progress (the notifier) and removing segments; it stops when the
 //     writer closes that channel.
+//   - The ack journal's goroutine (journal.run), started by Open and
+//     stopped by Close after it wrote what was appended; it owns the
+//     journal's files, waits on its kick channel, and calls the waiters'
+//     callbacks holding no lock.
 //   - During Open only, a read-ahead goroutine reads the next segment file
 //     while the previous one is verified; Open ends it before returning.
 //
@@ -351,6 +411,6 @@
 //     publish its result, never across I/O; loads hold it shared and read files
 //     after releasing it (State and ExpireUpTo read one record's time
 //     under it).
-//  3. notifier.mu, chunkCache.mu, matchCache.mu: leaves, taken with or
-//     without Store.mu, never holding another lock.
+//  3. notifier.mu, chunkCache.mu, matchCache.mu, journal.mu: leaves,
+//     taken with or without Store.mu, never holding another lock.
 package filestore
