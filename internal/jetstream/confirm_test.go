@@ -3,6 +3,7 @@ package jetstream
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -152,5 +153,74 @@ func TestConfirmedAcksAllMessages(t *testing.T) {
 	}
 	if info.AckFloor.Stream != n || info.NumAckPending != 0 {
 		t.Fatalf("after power loss: ack floor %d, %d pending; want %d and 0", info.AckFloor.Stream, info.NumAckPending, n)
+	}
+}
+
+// findFiles returns the paths under dir whose name is base.
+func findFiles(t *testing.T, fs *vfs.CrashFS, dir, base string) []string {
+	t.Helper()
+	var out []string
+	names, err := fs.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	for _, n := range names {
+		p := dir + "/" + n
+		if n == base {
+			out = append(out, p)
+		}
+		out = append(out, findFiles(t, fs, p, base)...)
+	}
+	return out
+}
+
+// TestDamagedConsumerStateRestoresFromConfig: when every copy of a
+// durable consumer's state is damaged, the consumer is still there after
+// a restart, with nothing acknowledged (everything is delivered again,
+// nothing skipped), a warning naming the consumer state, and the damaged
+// copies kept.
+func TestDamagedConsumerStateRestoresFromConfig(t *testing.T) {
+	const n = 30
+	fs, tr := vfs.NewCrashFS(), newMemTransport()
+	js := confirmedAcksRun(t, fs, tr, n, true, func(uint64) bool { return true })
+	js.Shutdown()
+	for _, slot := range []string{"state", "state.1"} {
+		for _, p := range findFiles(t, fs, "/sd", slot) {
+			if err := fs.FlipBit(p, 8*24); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var mu sync.Mutex
+	var logs []string
+	js2, err := New(Config{StoreDir: "/sd", FS: fs, ServerName: "s1", Logf: func(f string, a ...any) {
+		mu.Lock()
+		logs = append(logs, fmt.Sprintf(f, a...))
+		mu.Unlock()
+	}}, newMemTransport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js2.Shutdown()
+	info, jerr := js2.ConsumerInfo("ORDERS", "proc")
+	if jerr != nil {
+		t.Fatalf("consumer lost with its damaged state: %v", jerr)
+	}
+	if info.AckFloor.Stream != 0 || info.NumPending != n {
+		t.Fatalf("restored consumer: ack floor %d, %d pending; want 0 and %d (everything again)", info.AckFloor.Stream, info.NumPending, n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	found := false
+	for _, l := range logs {
+		if strings.Contains(l, "consumer state damaged") && strings.Contains(l, "proc") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no warning about the consumer state in %q", logs)
+	}
+	if len(findFiles(t, fs, "/sd", "state.damaged")) == 0 {
+		t.Fatal("the damaged state was not kept aside")
 	}
 }

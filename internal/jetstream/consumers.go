@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"errors"
 	"maps"
 	"path"
 	"slices"
@@ -314,6 +315,13 @@ func (r *runner) restoreConsumer(name string) error {
 		return err
 	}
 	st, err := cs.State()
+	if errors.Is(err, store.ErrCorrupt) {
+		// Nothing good is left of the state (the store kept the damaged
+		// copies aside): start from the config with nothing acknowledged,
+		// so that everything is delivered again rather than skipped.
+		r.js.logf("consumer %s > %s: consumer state damaged (%v); restored from its config with nothing acknowledged: its messages are delivered again", r.name, name, err)
+		st, err = &store.ConsumerState{}, nil
+	}
 	if err != nil {
 		_ = cs.Close()
 		return err
@@ -326,6 +334,9 @@ func (r *runner) restoreConsumer(name string) error {
 		c.position()
 	}
 	c.replayJournal()
+	if st.Delivered.Stream == 0 && st.Delivered.Consumer == 0 {
+		c.dirty = true // store the restored or repositioned state
+	}
 	r.cmu.Lock()
 	r.consumers[name] = c
 	r.cmu.Unlock()

@@ -29,7 +29,7 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // errMetaCorrupt marks a meta.json that fails its checksum or decoding.
-var errMetaCorrupt = errors.New("jetstream: stream metadata is corrupt")
+var errMetaCorrupt = errors.New("jetstream: metadata file (meta.json) is corrupt")
 
 // consumerMeta is the content of a durable consumer's meta.json.
 type consumerMeta struct {

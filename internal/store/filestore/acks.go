@@ -132,7 +132,7 @@ func (j *journal) readFile(gen uint64, first map[string]uint64) error {
 	if len(b) < ackHeaderSize || string(b[:8]) != string(ackMagic) || le.Uint32(b[8:]) != 1 ||
 		le.Uint64(b[16:]) != gen || crc32.Checksum(b[:24], crcTable) != le.Uint32(b[24:]) {
 		if len(b) > 0 {
-			j.logf("[WRN] filestore: ack journal %s: damaged header; its confirmed acknowledgements are not replayed (their messages may be redelivered)", name)
+			j.logf("filestore: ack journal %s: damaged header; its confirmed acknowledgements are not replayed (their messages may be redelivered)", name)
 		}
 		return nil
 	}
@@ -140,7 +140,7 @@ func (j *journal) readFile(gen uint64, first map[string]uint64) error {
 	for off < len(b) {
 		op, cname, n, ok := decodeAckRecord(b[off:], gen, uint64(off))
 		if !ok {
-			j.logf("[WRN] filestore: ack journal %s: damaged or torn record at offset %d of %d; the acknowledgements after it are not replayed (their messages may be redelivered)", name, off, len(b))
+			j.logf("filestore: ack journal %s: damaged or torn record at offset %d of %d; the acknowledgements after it are not replayed (their messages may be redelivered)", name, off, len(b))
 			return nil
 		}
 		off += n
@@ -354,7 +354,7 @@ func (j *journal) fail(err error) {
 	j.mu.waiters, j.mu.pend = nil, nil
 	j.mu.Unlock()
 	if first {
-		j.logf("[ERR] filestore: ack journal %s: %v; confirmed acknowledgements are not confirmed until the server restarts", j.dir, err)
+		j.logf("filestore: ack journal %s: %v; confirmed acknowledgements are not confirmed until the server restarts", j.dir, err)
 	}
 	for _, w := range waiters {
 		w(err)

@@ -16,7 +16,12 @@ import (
 
 var consumerMagic = []byte("CAIRNCSM")
 
-// consumerStore keeps one consumer's state in consumers/<name>/state.
+// The two copies of a consumer's state (package comment, "Consumer state
+// file"): Update writes the one not holding the newest state.
+var stateSlots = [2]string{"state", "state.1"}
+
+// consumerStore keeps one consumer's state in consumers/<name>/state and
+// state.1.
 type consumerStore struct {
 	s    *Store
 	name string
@@ -26,6 +31,8 @@ type consumerStore struct {
 		closed bool
 		fenced error                // set by a failed Update
 		state  *store.ConsumerState // cached; nil until read
+		gen    uint64               // the newest copy's generation
+		slot   int                  // the slot holding it
 	}
 }
 
@@ -95,7 +102,7 @@ func (cs *consumerStore) ensure() error {
 	if err := fs.MkdirAll(tmp); err != nil {
 		return err
 	}
-	if err := replaceFile(fs, tmp, "state", encodeConsumerState(&store.ConsumerState{})); err != nil {
+	if err := replaceFile(fs, tmp, stateSlots[0], encodeConsumerState(&store.ConsumerState{}, 1)); err != nil {
 		return err
 	}
 	if err := fs.Rename(tmp, cs.dir); err != nil {
@@ -107,7 +114,14 @@ func (cs *consumerStore) ensure() error {
 // removeConsumerDir removes a consumer directory and its files, if it
 // exists.
 func removeConsumerDir(fs vfs.FS, dir string) error {
-	for _, name := range []string{"state", "state.new", ""} {
+	names, err := fs.ReadDir(dir)
+	if vfs.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, name := range append(names, "") {
 		if err := fs.Remove(path.Join(dir, name)); err != nil && !vfs.IsNotExist(err) {
 			return err
 		}
@@ -127,10 +141,20 @@ func (cs *consumerStore) Update(st *store.ConsumerState) error {
 	if err := cs.usableLocked(); err != nil {
 		return err
 	}
-	if err := replaceFile(cs.s.fs, cs.dir, "state", encodeConsumerState(st)); err != nil {
+	if cs.mu.state == nil { // learn which copy is the newest first
+		st, err := cs.readLocked()
+		if err != nil && !errors.Is(err, store.ErrCorrupt) {
+			return err
+		}
+		cs.mu.state = st
+	}
+	slot := 1 - cs.mu.slot
+	if err := replaceFile(cs.s.fs, cs.dir, stateSlots[slot], encodeConsumerState(st, cs.mu.gen+1)); err != nil {
 		cs.mu.fenced = fmt.Errorf("%w: consumer %s: %w", store.ErrFenced, cs.name, err)
 		return cs.mu.fenced
 	}
+	cs.mu.gen++
+	cs.mu.slot = slot
 	cs.mu.state = store.CloneConsumerState(st)
 	return nil
 }
@@ -151,7 +175,7 @@ func (cs *consumerStore) State() (*store.ConsumerState, error) {
 		return nil, store.ErrClosed
 	}
 	if cs.mu.state == nil {
-		st, err := cs.read()
+		st, err := cs.readLocked()
 		if err != nil {
 			return nil, err
 		}
@@ -160,21 +184,65 @@ func (cs *consumerStore) State() (*store.ConsumerState, error) {
 	return store.CloneConsumerState(cs.mu.state), nil
 }
 
-// read reads and verifies the state file.
-func (cs *consumerStore) read() (*store.ConsumerState, error) {
-	name := path.Join(cs.dir, "state")
-	b, err := readWhole(cs.s.fs, name)
-	if vfs.IsNotExist(err) {
-		return nil, &store.CorruptError{Where: name, Reason: "consumer state file missing"}
+// readLocked reads and verifies both copies of the state and returns the
+// newest good one. A damaged copy is renamed aside (stateDamaged) and
+// reported; when no good copy is left, the error wraps store.ErrCorrupt.
+func (cs *consumerStore) readLocked() (*store.ConsumerState, error) {
+	var best *store.ConsumerState
+	var bad []string
+	cs.mu.gen, cs.mu.slot = 0, 0
+	for i, slot := range stateSlots {
+		name := path.Join(cs.dir, slot)
+		b, err := readWhole(cs.s.fs, name)
+		if vfs.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		st, gen, err := decodeConsumerState(b)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%s: %v", slot, err))
+			if err := cs.setAside(slot); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if best == nil || gen > cs.mu.gen {
+			best, cs.mu.gen, cs.mu.slot = st, gen, i
+		}
 	}
-	if err != nil {
-		return nil, err
+	switch {
+	case best == nil && len(bad) == 0:
+		return nil, &store.CorruptError{Where: cs.dir, Reason: "consumer state file missing"}
+	case best == nil:
+		return nil, &store.CorruptError{Where: cs.dir, Reason: "consumer state damaged (" + strings.Join(bad, "; ") + "), set aside as " + stateDamaged}
+	case len(bad) > 0:
+		cs.s.cfg.Logf("filestore: consumer %s: consumer state damaged (%s), set aside as %s; using the other copy, one save older: acknowledgements since may be redelivered",
+			cs.dir, strings.Join(bad, "; "), stateDamaged)
 	}
-	st, err := decodeConsumerState(b)
-	if err != nil {
-		return nil, &store.CorruptError{Where: name, Reason: err.Error()}
+	return best, nil
+}
+
+// stateDamaged is the name a damaged copy of a consumer's state is kept
+// under, with a number when one is there already.
+const stateDamaged = "state.damaged"
+
+// setAside renames a damaged copy to state.damaged (or state.damaged.N)
+// durably, so that no later Update writes over the evidence.
+func (cs *consumerStore) setAside(slot string) error {
+	fs := cs.s.fs
+	dst := path.Join(cs.dir, stateDamaged)
+	for n := 1; ; n++ {
+		if _, _, err := fs.Stat(dst); vfs.IsNotExist(err) {
+			break
+		}
+		dst = path.Join(cs.dir, fmt.Sprintf("%s.%d", stateDamaged, n))
 	}
-	return st, nil
+	if err := fs.Rename(path.Join(cs.dir, slot), dst); err != nil {
+		return err
+	}
+	return fs.SyncDir(cs.dir)
 }
 
 // Delete removes the consumer's state for good.
@@ -251,10 +319,15 @@ func (s *Store) forgetConsumer(cs *consumerStore) {
 	}
 }
 
-// encodeConsumerState returns the state file's bytes (package comment,
-// "Consumer state file").
-func encodeConsumerState(st *store.ConsumerState) []byte {
-	body := make([]byte, 0, 40+24*len(st.Pending)+16*len(st.Redelivered))
+// consumerStateVersion is the version of the state files Update writes;
+// version 1 (formatVersion, no generation) is still read.
+const consumerStateVersion = 2
+
+// encodeConsumerState returns the state file's bytes for generation gen
+// (package comment, "Consumer state file").
+func encodeConsumerState(st *store.ConsumerState, gen uint64) []byte {
+	body := make([]byte, 0, 48+24*len(st.Pending)+16*len(st.Redelivered))
+	body = le.AppendUint64(body, gen)
 	for _, v := range []uint64{st.Delivered.Consumer, st.Delivered.Stream, st.AckFloor.Consumer, st.AckFloor.Stream} {
 		body = le.AppendUint64(body, v)
 	}
@@ -269,33 +342,39 @@ func encodeConsumerState(st *store.ConsumerState) []byte {
 		body = le.AppendUint64(le.AppendUint64(body, seq), st.Redelivered[seq])
 	}
 	b := append([]byte(nil), consumerMagic...)
-	b = le.AppendUint32(b, formatVersion)
+	b = le.AppendUint32(b, consumerStateVersion)
 	b = le.AppendUint32(b, uint32(len(body)))
 	b = append(b, body...)
 	return le.AppendUint32(b, crc32.Checksum(b, crcTable))
 }
 
-// decodeConsumerState verifies and decodes a state file.
-func decodeConsumerState(b []byte) (*store.ConsumerState, error) {
+// decodeConsumerState verifies and decodes a state file and returns its
+// generation (0 for version 1).
+func decodeConsumerState(b []byte) (*store.ConsumerState, uint64, error) {
 	if len(b) < 20 || string(b[:8]) != string(consumerMagic) {
-		return nil, errMagic
+		return nil, 0, errMagic
 	}
 	n := int(le.Uint32(b[12:]))
 	if n != len(b)-20 {
-		return nil, errLength
+		return nil, 0, errLength
 	}
 	if crc32.Checksum(b[:16+n], crcTable) != le.Uint32(b[16+n:]) {
-		return nil, errCRC
-	}
-	if le.Uint32(b[8:]) != formatVersion {
-		return nil, errVersion
+		return nil, 0, errCRC
 	}
 	d := decoder{b: b[16 : 16+n]}
+	var gen uint64
+	switch le.Uint32(b[8:]) {
+	case 1:
+	case consumerStateVersion:
+		gen = d.u64()
+	default:
+		return nil, 0, errVersion
+	}
 	st := d.state()
 	if d.err != nil {
-		return nil, d.err
+		return nil, 0, d.err
 	}
-	return st, nil
+	return st, gen, nil
 }
 
 // decoder reads the body of a consumer state file.

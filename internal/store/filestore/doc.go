@@ -13,8 +13,10 @@
 //	<Dir>/msgs/<base>.blk            segments; <base> is the first sequence
 //	                                 the segment may hold, 20 decimal digits,
 //	                                 zero padded (00000000000000000001.blk)
-//	<Dir>/consumers/<name>/state     one consumer's state
-//	<Dir>/consumers/<name>/state.new the state being written (ignored on read)
+//	<Dir>/consumers/<name>/state     one consumer's state (one of two copies)
+//	<Dir>/consumers/<name>/state.1   the other copy
+//	<Dir>/consumers/<name>/*.new     a copy being written (ignored on read)
+//	<Dir>/consumers/<name>/state.damaged[.<n>] a damaged copy, kept aside
 //	<Dir>/consumers/.new-<name>/     a consumer being created (ignored on read)
 //	<Dir>/acks/<gen>.log             the ack journal, one file per generation;
 //	                                 <gen> is 20 decimal digits, zero padded
@@ -171,23 +173,31 @@
 //
 // # Consumer state file
 //
+// Two copies, state and state.1; Update writes the one that does not hold
+// the newest state, so a damaged copy leaves the other, one save older.
+//
 //	offset size field
 //	 0      8   magic "CAIRNCSM"
-//	 8      4   version, u32 = 1
+//	 8      4   version, u32 = 2 (1: no generation field; still read)
 //	12      4   N, u32: body length
 //	16      N   body
 //	16+N    4   CRC-32C of bytes 0 .. 15+N
 //
-// Body: delivered consumer and stream sequences, ack floor consumer and
+// Body: (version 2) the copy's generation, u64, one more at each Update;
+// delivered consumer and stream sequences, ack floor consumer and
 // stream sequences (4 x u64); u32 count of pending entries, each stream
 // sequence, consumer sequence (u64) and timestamp (i64), ascending by
 // stream sequence; u32 count of redelivered entries, each stream sequence
-// and count (u64), ascending. Update writes state.new, fsyncs it, renames
-// it over state and fsyncs the directory; a consumer directory is made
+// and count (u64), ascending. Update writes <copy>.new, fsyncs it, renames
+// it over the copy and fsyncs the directory; a consumer directory is made
 // under .new-<name> with its first (empty) state and renamed into place,
-// so state exists in every consumer directory. A state file that fails
-// its checks, or a consumer directory without one, is an error wrapping
-// store.ErrCorrupt; it is never read as an empty state.
+// so a state copy exists in every consumer directory. State reads both
+// and uses the valid one with the higher generation. A copy that fails
+// its checks is renamed to state.damaged (state.damaged.<n> when taken)
+// and reported, never written over; when no valid copy is left, or a
+// consumer directory holds none, State returns an error wrapping
+// store.ErrCorrupt: it is never read as an empty state (jetstream then
+// restores the consumer from its config with nothing acknowledged).
 //
 // # Ack journal
 //
@@ -231,7 +241,7 @@
 // no link to the state file: at Open, every record of every file is read,
 // oldest first, and handed to its consumer (Journaled), which replays it
 // onto its stored state. A file's replay stops at its first invalid
-// record, with a [WRN] naming file and offset: what follows (an unsynced,
+// record, with a warning naming file and offset: what follows (an unsynced,
 // torn tail, or damage) is redelivered, never guessed. Records of a name
 // without a consumer directory are ignored; a consumer created under a
 // used name first appends a reset record and waits for its fsync, so it
