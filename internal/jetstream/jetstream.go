@@ -182,15 +182,17 @@ func (js *JetStream) lookup(name string) (*runner, *jserr.Error) {
 // overlaps reports whether subjects overlap another stream's (10065).
 // The caller holds mu.
 func (js *JetStream) overlapsLocked(name string, subjects []string) bool {
+	var x subject.OverlapIndex // one query per subject, not one per pair
+	for _, s := range subjects {
+		x.Add(s)
+	}
 	for other, r := range js.streams {
 		if other == name {
 			continue
 		}
 		for _, a := range r.config().Subjects {
-			for _, b := range subjects {
-				if subject.Overlap(a, b) {
-					return true
-				}
+			if x.Overlaps(a) {
+				return true
 			}
 		}
 	}
