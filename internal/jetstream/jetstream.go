@@ -97,7 +97,7 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	return js, js.restore()
 }
 
-func (js *JetStream) now() time.Time                  { return js.cfg.Now() }
+func (js *JetStream) now() time.Time { return js.cfg.Now() }
 
 // batchLimits returns the batch limits with the server's API level.
 func (js *JetStream) batchLimits() stream.BatchLimits {
