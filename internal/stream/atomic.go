@@ -154,7 +154,7 @@ func (a *AtomicBatches) Stage(p BatchPolicy, id string, e Entry, now int64) Stag
 		res.Empty = true
 		return res
 	}
-	res.Commit = a.commit(id, b, eob, e.Time)
+	res.Commit = a.commit(id, b, eob, now)
 	return res
 }
 
