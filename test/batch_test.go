@@ -310,3 +310,27 @@ func TestFastBatchErrors(t *testing.T) {
 	c.pub("fast.a", c.fastReply("lvl", 10, "fail", 1, 0), "1", "Nats-Required-Api-Level", "99")
 	c.expect(errAck("FAST", 412, 10185, "JetStream minimum api level required"))
 }
+
+// A mirror of a stream that takes atomic batches stores the messages
+// without their Nats-Batch-* headers, as nats-server's mirror does.
+func TestAtomicBatchMirrored(t *testing.T) {
+	nc, js := jsConnect(t, startJS(t))
+	createStream(t, js, jetstream.StreamConfig{Name: "ATOM", Subjects: []string{"atom.>"}, AllowAtomicPublish: true})
+	m := createStream(t, js, jetstream.StreamConfig{Name: "MIRROR", Mirror: &jetstream.StreamSource{Name: "ATOM"}})
+	c := newBatchClient(t, nc)
+	c.atomic("atom.a", "b", 1, "", "Nats-Expected-Last-Sequence", "0")
+	c.atomic("atom.a", "b", 2, "1")
+	c.expect("", batchAck("ATOM", 2, "b", 2))
+	waitFor(t, 10*time.Second, "the mirror's copies", func() bool { return streamInfo(t, m).State.Msgs == 2 })
+	for seq := uint64(1); seq <= 2; seq++ {
+		msg, err := m.GetMsg(tctx(t), seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range msg.Header {
+			if strings.HasPrefix(k, "Nats-Batch-") || strings.HasPrefix(k, "Nats-Expected-") {
+				t.Errorf("mirrored message %d keeps %s", seq, k)
+			}
+		}
+	}
+}

@@ -222,9 +222,13 @@ type PartialBatch struct {
 // and never delivered; removing it keeps the batch all or nothing (the
 // client retries, as after a lost PubAck). nats-server v2.15.2 instead
 // completes the batch from the copy it staged on disk (jetstream.go,
-// "Restoring partial batch write"); cairn stages in memory. It returns
-// ok false when there is nothing to remove. Call it before Rebuild.
+// "Restoring partial batch write"); cairn stages in memory. Like
+// nats-server, it looks only at streams with allow_atomic. It returns ok
+// false when there is nothing to remove. Call it before Rebuild.
 func (s *Stream) DropPartialBatch() (PartialBatch, bool, error) {
+	if !s.cfg.AllowAtomicPublish {
+		return PartialBatch{}, false, nil // no atomic batch was ever committed here
+	}
 	last, err := s.store.LoadLast(store.FilterAll)
 	if err != nil || last.Seq != s.store.State(false).LastSeq {
 		return PartialBatch{}, false, nil // nothing stored, or the tail is already gone
