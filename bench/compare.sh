@@ -56,10 +56,12 @@ NATSCLI_VERSION="v0.5.0"
 #           too, and the table gets its median and the ratio cairn/anchor.
 # In the server flags, {STORE} becomes a fresh empty folder per run (for -sd).
 #
-# The JetStream scenarios create the stream with a plain `nats stream add`
-# rather than `nats bench js pub --create`, which asks for allow_atomic and
-# allow_batched (API level 3). `nats bench js pub sync` has no --batch (one
-# publish in flight per client); async keeps up to 500 in flight per client.
+# Most JetStream scenarios create the stream with a plain `nats stream add`;
+# the "--create" ones let `nats bench js pub --create` create it, as most
+# users run it: file storage, max_bytes 1 GB, discard new, a 2 minute
+# duplicate window, allow_direct, allow_atomic and allow_batched. `nats
+# bench js pub sync` has no --batch (one publish in flight per client);
+# async keeps up to 500 in flight per client.
 JS_FLAGS='-js -sd {STORE}'
 JS_ADD_FILE='nats: stream add benchstream --subjects bench.js --storage file --defaults'
 JS_ADD_MEM='nats: stream add benchstream --subjects bench.js --storage memory --defaults'
@@ -72,6 +74,8 @@ pub 128B x1M             | | | pub bench.pub --size 128 --msgs 1000000 |
 pub+sub 128B x1M (sub)   | | | sub bench.ps --size 128 --msgs 1000000 | pub bench.ps --size 128 --msgs 1000000
 js pub async file 1c x200k | $JS_FLAGS | $JS_ADD_FILE | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 1 | | sync_interval: always
 js pub async file 4c x200k | $JS_FLAGS | $JS_ADD_FILE | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 4 | | sync_interval: always
+js pub async --create 1c x200k | $JS_FLAGS | | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 1 --create |
+js pub async --create 4c x200k | $JS_FLAGS | | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 4 --create |
 js pub sync file 1c x10k   | $JS_FLAGS | $JS_ADD_FILE | js pub sync $JS_PUB --msgs 10000 --clients 1 | | sync_interval: always
 js pub sync file 4c x10k   | $JS_FLAGS | $JS_ADD_FILE | js pub sync $JS_PUB --msgs 10000 --clients 4 | | sync_interval: always
 js pub async mem 1c x200k  | $JS_FLAGS | $JS_ADD_MEM | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 1 |

@@ -240,29 +240,34 @@ func TestCLIStreamBench(t *testing.T) {
 }
 
 // nats bench js pub --create makes its own stream; natscli v0.5.0 asks for
-// allow_atomic and allow_batched there, with Nats-Required-Api-Level: 3.
-// cairn advertises API level 1 (no atomic or fast batches, levels 2 and 4)
-// and answers 10185, as nats-server does to a request above its level
-// (docs/compatibility.md).
+// allow_atomic and allow_batched there, with Nats-Required-Api-Level: 3,
+// and its atomic and fast batch publishers check for API levels 2 and 4.
+// All three publishers then fill the stream the first one created.
 func TestCLIStreamBenchCreate(t *testing.T) {
 	natsCLI(t)
 	u := startJS(t)
 	_, js := jsConnect(t, u)
-	args := []string{"bench", "js", "pub", "async", "bench.create", "--create", "--msgs", "1000", "--no-progress"}
-	if !targetIsNatsServer() {
-		errOut := runCLIFail(t, u, args...)
-		if !strings.Contains(errOut, "JetStream minimum api level required (10185)") {
-			t.Errorf("nats bench js pub --create against API level 1: want 10185, got:\n%s", errOut)
-		}
-		return
-	}
-	out, errOut := runCLI(t, u, args...)
+	out, errOut := runCLI(t, u, "bench", "js", "pub", "async", "bench.create", "--create", "--msgs", "1000", "--no-progress")
 	if !strings.Contains(out, "JetStream asynchronous publisher stats") {
-		t.Errorf("nats bench js pub async --create output:\n%s\n%s", out, errOut)
+		t.Fatalf("nats bench js pub async --create output:\n%s\n%s", out, errOut)
 	}
 	s, err := js.Stream(tctx(t), "benchstream")
 	if err != nil {
 		t.Fatalf("benchstream after nats bench --create: %v", err)
 	}
+	cfg := streamInfo(t, s).Config
+	if !cfg.AllowAtomicPublish || !cfg.AllowBatchPublish {
+		t.Errorf("benchstream config: allow_atomic %v, allow_batched %v", cfg.AllowAtomicPublish, cfg.AllowBatchPublish)
+	}
 	wantState(t, streamInfo(t, s).State, 1000, 1, 1000)
+
+	out, errOut = runCLI(t, u, "bench", "js", "pub", "batch", "bench.create", "--create", "--msgs", "1000", "--batch", "100", "--clients", "2", "--no-progress")
+	if !strings.Contains(out, "atomic batch publisher aggregated stats") {
+		t.Errorf("nats bench js pub batch output:\n%s\n%s", out, errOut)
+	}
+	out, errOut = runCLI(t, u, "bench", "js", "pub", "fast", "bench.create", "--create", "--msgs", "2000", "--batch", "50", "--no-progress")
+	if !strings.Contains(out, "fast batch publisher stats") {
+		t.Errorf("nats bench js pub fast output:\n%s\n%s", out, errOut)
+	}
+	wantState(t, streamInfo(t, s).State, 4000, 1, 4000)
 }

@@ -34,6 +34,10 @@ type Config struct {
 	// FileSync is the file store's sync policy; the zero value is
 	// filestore.SyncAlways (fsync before a PubAck).
 	FileSync filestore.SyncPolicy
+	// Batch holds the limits of batch publishing; zero fields take
+	// nats-server's defaults (stream.BatchLimits), its APILevel is set
+	// from APILevel.
+	Batch stream.BatchLimits
 }
 
 // JetStream is the JetStream engine of one server and its one account.
@@ -51,6 +55,10 @@ type JetStream struct {
 
 	used [2]atomic.Int64 // stored bytes by storage type (limits.go), when limited
 	disk diskGuard       // whether the store's file system is short of space (disk.go)
+
+	// batches counts the open batches and staged bytes of every stream
+	// against the server-wide limits (batch.go).
+	batches stream.BatchInflight
 }
 
 // accountDir is where the single account's streams live, as nats-server
@@ -89,7 +97,14 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	return js, js.restore()
 }
 
-func (js *JetStream) now() time.Time                  { return js.cfg.Now() }
+func (js *JetStream) now() time.Time { return js.cfg.Now() }
+
+// batchLimits returns the batch limits with the server's API level.
+func (js *JetStream) batchLimits() stream.BatchLimits {
+	l := js.cfg.Batch
+	l.APILevel = js.cfg.APILevel
+	return l
+}
 func (js *JetStream) logf(format string, args ...any) { js.cfg.Logf(format, args...) }
 func (js *JetStream) streamsDir() string              { return path.Join(js.cfg.StoreDir, accountDir) }
 func (js *JetStream) streamDir(name string) string    { return path.Join(js.streamsDir(), name) }

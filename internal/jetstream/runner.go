@@ -87,6 +87,11 @@ type runner struct {
 	durable   atomic.Uint64    // highest sequence durable in the store
 
 	srcs sourcing // the mirror's or sources' sourcers, and who reads this stream (source.go)
+
+	// atomic and fast are the stream's open batches (batch.go); apply
+	// goroutine.
+	atomic *stream.AtomicBatches
+	fast   *stream.FastBatches
 }
 
 func newRunner(js *JetStream, cfg stream.Config, created time.Time, dir string, st store.Store) *runner {
@@ -95,6 +100,8 @@ func newRunner(js *JetStream, cfg stream.Config, created time.Time, dir string, 
 		st: stream.New(cfg, st), store: st, cfg: cfg,
 		in: newQueue[item](maxIngest), acks: newQueue[ack](0), direct: newQueue[directJob](maxDirectQueue),
 		consumers: map[string]*cons{}, deleting: map[string]bool{}, storage: cfg.Storage,
+		atomic: stream.NewAtomicBatches(js.batchLimits(), &js.batches),
+		fast:   stream.NewFastBatches(cfg.Name, js.batchLimits(), &js.batches),
 	}
 }
 
@@ -103,6 +110,11 @@ func newRunner(js *JetStream, cfg stream.Config, created time.Time, dir string, 
 // sourcers (startSources, or startRestoredSources for a server's
 // restored streams).
 func (r *runner) start() error {
+	if pb, ok, err := r.st.DropPartialBatch(); err != nil {
+		return err
+	} else if ok {
+		r.js.logf("jetstream: stream %s: removed the atomic batch %q (sequences %d to %d) that a crash cut short before its commit was stored; it was never acknowledged", r.name, pb.ID, pb.First, pb.Last)
+	}
 	if err := r.st.Rebuild(); err != nil {
 		return err
 	}
@@ -242,6 +254,9 @@ func (r *runner) applyOne(it *item) {
 		r.noteRemovals()
 		return
 	}
+	if r.routeBatch(it) {
+		return
+	}
 	r.applyEntry(it.entry, 0, it.reply)
 }
 
@@ -261,12 +276,8 @@ func (r *runner) applyEntry(e stream.Entry, mirrorSeq uint64, reply string) stre
 	}
 	stored := res.Err == nil && !res.Duplicate
 	if stored {
-		r.dropIfUninterested(res.Seq, res.Subject)
-		if res.Expires > 0 && res.Expires < r.js.now().Add(expiryInterval).UnixNano() {
-			r.expireBy(res.Expires) // only a deadline within the regular pass moves it
-		}
-	}
-	if res.Purged > 0 {
+		r.afterStore(res)
+	} else if res.Purged > 0 {
 		r.afterPurge()
 	}
 	a := ack{rp: res.RePublish}
@@ -276,17 +287,8 @@ func (r *runner) applyEntry(e stream.Entry, mirrorSeq uint64, reply string) stre
 	if reply != "" && !r.noAck() {
 		a.reply, a.payload = reply, stream.AppendPubAck(nil, r.name, res, "")
 	}
-	switch {
-	case r.dir == "":
-		// A memory stream's message is as durable as it gets once
-		// applied: acknowledge at once, without the ack goroutine.
-		r.setDurable(a.waitSeq)
-		r.rePublish(a.rp)
-		if a.reply != "" {
-			r.js.tr.Publish(a.reply, "", nil, a.payload)
-		}
-	case a.reply != "" || a.waitSeq > 0:
-		r.acks.push(a)
+	if a.reply != "" || a.waitSeq > 0 || r.dir == "" {
+		r.queueAck(a)
 	}
 	return res
 }
@@ -400,6 +402,7 @@ func (r *runner) expire(s *stream.Stream, now int64) {
 		r.afterExpiry()
 	}
 	s.ExpireDedupe(now)
+	r.expireBatches(now)
 	later := r.js.now().UnixNano()
 	wait := expiryWait(now, later, next)
 	if d, ok := s.DedupeDeadline(); ok {
@@ -484,6 +487,8 @@ func (r *runner) stop(stopStatus []byte) error {
 	r.in.close()
 	r.direct.close()
 	r.done.Wait()
+	r.atomic.Clear() // the apply goroutine is gone: the stop owns them
+	r.fast.Clear()
 	r.releaseUsage()
 	r.stopConsumers(stopStatus)
 	return r.store.Close()

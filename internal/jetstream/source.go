@@ -280,7 +280,7 @@ func (s *sourcer) needs(seq uint64, subj string) bool {
 func (s *sourcer) entry(sm *store.StoredMsg, ident string, now int64) stream.Entry {
 	subj := s.mapSubject(sm.Subject)
 	if s.mirror {
-		return stream.Entry{Subject: subj, Header: sm.Header, Data: sm.Data, Time: sm.Time}
+		return stream.Entry{Subject: subj, Header: stream.MirroredHeader(sm.Header), Data: sm.Data, Time: sm.Time}
 	}
 	return stream.SourcedEntry(sm, s.iname, ident, subj, now)
 }

@@ -196,6 +196,7 @@ func (js *JetStream) applyUpdate(r *runner, cfg stream.Config) error {
 	oldAge := r.config().MaxAge
 	apply := func(s *stream.Stream) {
 		if err = s.SetConfig(cfg); err == nil {
+			r.batchesAfterUpdate(&cfg)
 			err = r.dropAllUninterested(s)
 		}
 		if err == nil && shortensMaxAge(oldAge, cfg.MaxAge) {

@@ -11,14 +11,19 @@ import (
 	"github.com/cairnmq/cairn/internal/jserr"
 )
 
-// APILevel is the JetStream API level cairn implements (protocol.md section
-// 0 item 2): 1, per-message TTLs (Nats-TTL, allow_msg_ttl) and subject
-// delete markers (subject_delete_marker_ttl). Level 2 (counters, atomic
-// batches, schedules) is not implemented. It is advertised in
-// $JS.API.INFO and checked against Nats-Required-Api-Level; the engine
-// must be configured with the same level (jetstream.Config.APILevel), which
-// it reports as _nats.level in stream configs.
-const APILevel = 1
+// APILevel is the JetStream API level cairn advertises (protocol.md
+// section 0 item 2; ADR-44): 4, the level of fast batch publishing
+// (allow_batched, nats-server 2.14), which cairn serves, as it serves
+// per-message TTLs and subject delete markers (level 1) and atomic batch
+// publishing (allow_atomic, level 2). It does not serve every feature of
+// levels 2 to 4: counters, schedules and async persistence (level 2)
+// and durable source consumers (level 4) are refused with 10052, and
+// stream snapshots (whose window_size jsm.go marks level 3) answer 10003;
+// docs/compatibility.md lists these. It is advertised in $JS.API.INFO and
+// checked against Nats-Required-Api-Level; the engine must be configured
+// with the same level (jetstream.Config.APILevel), which it reports as
+// _nats.level in stream configs. nats-server v2.15.2 advertises 5.
+const APILevel = 4
 
 // Defaults of Options.
 const (

@@ -35,8 +35,9 @@
 // 10025; malformed JSON gives 10025 "invalid JSON: <detail>" with
 // nats-server's detail text.
 //
-// The API level this package advertises is 1 (APILevel): per-message
-// TTLs and subject delete markers. A request whose Nats-Required-Api-Level header asks for more,
+// The API level this package advertises is 4 (APILevel): per-message
+// TTLs and subject delete markers, atomic and fast batch publishing. A
+// request whose Nats-Required-Api-Level header asks for more,
 // or is not a number, gets 10185. The server must give the engine the same
 // level and the advertised version (jetstream.Config.APILevel and
 // Version), which it reports in the _nats.level and _nats.ver metadata of

@@ -28,13 +28,13 @@ func TestCheckLevel(t *testing.T) {
 		{header("nats-required-api-level: 5"), false}, // the name is case-sensitive
 		{header("X-Nats-Required-Api-Level: 5"), false},
 		{header("Nats-Required-Api-Level-X: 5"), false},
-		{header("Nats-Required-Api-Level: 1"), false},
-		{header("Nats-Required-Api-Level: 2"), true},
-		{header("A: 1", "Nats-Required-Api-Level: 2"), true},
+		{header("Nats-Required-Api-Level: 4"), false},
+		{header("Nats-Required-Api-Level: 5"), true},
+		{header("A: 1", "Nats-Required-Api-Level: 5"), true},
 		{header("Nats-Required-Api-Level: x"), true},
 		{header("Nats-Required-Api-Level: 0 "), true},
 		{header("Nats-Required-Api-Level: 0.5"), true},
-		{header("A: Nats-Required-Api-Level: 5", "Nats-Required-Api-Level: 2"), true},
+		{header("A: Nats-Required-Api-Level: 3", "Nats-Required-Api-Level: 5"), true},
 	}
 	for _, c := range cases {
 		r := &request{hdr: c.hdr}

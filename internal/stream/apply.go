@@ -35,12 +35,18 @@ type Stream struct {
 // (processJetStreamMsg with sourced set), its Nats-Stream-Source header,
 // schedule headers, a Nats-TTL on a stream without allow_msg_ttl and a
 // rollup the stream does not permit are not refused.
+//
+// FastBatch marks a message of a fast batch (FastBatches.Before sets
+// it): Apply then checks it as nats-server v2.15.2 checks a batched
+// message (batchcheck.go) followed by Nats-Expected-Last-Msg-Id, and a
+// Nats-Msg-Id seen in the window is a Duplicate as for any publish.
 type Entry struct {
-	Subject string
-	Header  []byte
-	Data    []byte
-	Time    int64
-	Sourced bool
+	Subject   string
+	Header    []byte
+	Data      []byte
+	Time      int64
+	Sourced   bool
+	FastBatch bool
 }
 
 // Result is the outcome of Apply. Exactly one of these holds:
@@ -130,6 +136,9 @@ func (s *Stream) SetConfig(cfg Config) error {
 func (s *Stream) Apply(e Entry) Result {
 	e.Subject = s.mapSubject(e.Subject)
 	m := newPub(e)
+	if e.FastBatch {
+		return s.applyFast(m)
+	}
 	if len(m.value(hdrBatchID)) > 0 {
 		return Result{Err: s.checkBatch(m)}
 	}
@@ -144,6 +153,26 @@ func (s *Stream) Apply(e Entry) Result {
 	if err := s.checkAfterDedupe(m); err != nil {
 		return Result{Err: err}
 	}
+	return s.commit(m)
+}
+
+// applyFast applies a message of a fast batch: the batch checks with
+// nothing else in flight, then Nats-Expected-Last-Msg-Id (which
+// nats-server checks after them), then the store.
+func (s *Stream) applyFast(m *pub) Result {
+	m.hdr = removeHeader(m.hdr, hdrRequestInfo)
+	if dup, err := s.checkBatchMsg(m, &batchDiff{}, s.store.State(false).LastSeq); err != nil {
+		if dup > 0 {
+			return Result{Seq: dup, Duplicate: true}
+		}
+		return Result{Err: err}
+	}
+	if len(m.hdr) > 0 {
+		if err := s.checkLastMsgID(m); err != nil {
+			return Result{Err: err}
+		}
+	}
+	s.raiseTTL(m)
 	return s.commit(m)
 }
 

@@ -43,4 +43,27 @@
 // Apply is a pure function of the stream's state (its store included) and
 // the entry (DESIGN.md section 3), so a replicated log can later sit in
 // front of it.
+//
+// # Batches
+//
+// Batch publishing (ADR-50) keeps two state machines beside the Stream,
+// both owned by the same goroutine and given the time with each call:
+// AtomicBatches stages the messages of each open atomic batch and turns
+// a complete one into a BatchCommit, the operation ApplyBatch applies
+// all or nothing; FastBatches decides the replies of fast batch messages
+// before and after each one's Apply (with Entry.FastBatch set). Neither
+// changes the stream: only Apply and ApplyBatch do. After a restart,
+// DropPartialBatch removes a batch whose commit a crash cut short.
+//
+// A BatchCommit travels as (EncodeBatchCommit; varints are
+// encoding/binary's, uvarint unless said):
+//
+//	+---------+--------+----+----------------+-------+-------------------------+
+//	| version | id len | id | time (varint)  | count | count × entry           |
+//	| 1 byte  |        |    | unix ns        |       |                         |
+//	+---------+--------+----+----------------+-------+-------------------------+
+//	entry: | subject len | subject | header len + 1 (0: no header) | header | data len | data |
+//
+// version is 1; a decoder refuses any other, a short buffer and trailing
+// bytes (ErrBadBatchCommit).
 package stream

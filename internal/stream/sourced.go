@@ -43,6 +43,18 @@ func SourcedEntry(msg *store.StoredMsg, iname, ident, subj string, now int64) En
 	return Entry{Subject: subj, Header: setHeader(hdr, hdrStreamSource, v.String()), Data: msg.Data, Time: now, Sourced: true}
 }
 
+// MirroredHeader returns the header a mirror stores for a message of its
+// origin: without the Nats-Expected-* and Nats-Batch-* fields, as
+// nats-server v2.15.2 removes them from what its mirror consumer
+// delivers (a mirror validates nothing and takes no batch). hdr itself
+// is not modified.
+func MirroredHeader(hdr []byte) []byte {
+	if len(hdr) == 0 {
+		return hdr
+	}
+	return removeHeaderPrefix(removeHeaderPrefix(hdr, "Nats-Expected-"), "Nats-Batch-")
+}
+
 // SourcedFrom reads the Nats-Stream-Source header of a stored message: the
 // IndexName of the source it came through, its sequence in the origin and
 // the origin's identity ("" when the header has none). ok is false when

@@ -294,9 +294,7 @@ func (c *Config) checkUnsupported() *jserr.Error {
 		{c.hasSource(func(s *Source) bool { return s.External != nil }), "external stream sources are not supported"},
 		{c.hasSource(func(s *Source) bool { return s.Consumer != nil }), "stream source consumers are not supported"},
 		{c.AllowMsgCounter, "message counters are not supported"},
-		{c.AllowAtomicPublish, "atomic batch publish is not supported"},
 		{c.AllowMsgSchedules, "message schedules are not supported"},
-		{c.AllowBatchPublish, "batch publish is not supported"},
 		{c.PersistMode != DefaultPersist, "async persist mode is not supported"},
 	} {
 		if f.on {

@@ -88,9 +88,7 @@ var validateCases = []struct {
 	{"delete markers with deny_purge", `{"name":"T","subject_delete_marker_ttl":1000000000,"deny_purge":true}`, `ok`},
 	{"delete markers, deny_purge and rollups", `{"name":"T","subject_delete_marker_ttl":1000000000,"deny_purge":true,"allow_rollup_hdrs":true}`, `{"code":500,"err_code":10052,"description":"roll-ups require the purge permission"}`},
 	{"cairn: counters", `{"name":"T","allow_msg_counter":true}`, `{"code":500,"err_code":10052,"description":"message counters are not supported"}`},
-	{"cairn: atomic", `{"name":"T","allow_atomic":true}`, `{"code":500,"err_code":10052,"description":"atomic batch publish is not supported"}`},
 	{"cairn: schedules", `{"name":"T","allow_msg_schedules":true}`, `{"code":500,"err_code":10052,"description":"message schedules are not supported"}`},
-	{"cairn: batched", `{"name":"T","allow_batched":true}`, `{"code":500,"err_code":10052,"description":"batch publish is not supported"}`},
 	{"cairn: async persist", `{"name":"T","persist_mode":"async"}`, `{"code":500,"err_code":10052,"description":"async persist mode is not supported"}`},
 }
 

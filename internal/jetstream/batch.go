@@ -1,0 +1,172 @@
+package jetstream
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/nats-io/nuid"
+
+	"github.com/cairnmq/cairn/internal/stream"
+)
+
+// Batch publishing on the apply goroutine (ADR-50; nats-server v2.15.2
+// processJetStreamAtomicBatchMsg and processJetStreamFastBatchMsg). A
+// publish whose reply subject ends in ".$FI" belongs to a fast batch
+// (stream.FastBatches); one whose header carries Nats-Batch-Id to an
+// atomic batch (stream.AtomicBatches), staged in memory until its commit
+// becomes one stream.BatchCommit that the state machine applies all or
+// nothing. Every reply goes through the ack queue, in order, and a reply
+// that speaks for stored messages (a batch's PubAck, a flow ack) waits
+// until they are durable.
+
+// routeBatch applies it when it is a batched publish and reports whether
+// it was.
+func (r *runner) routeBatch(it *item) bool {
+	if info, fast := stream.ParseFastReply(it.reply); fast {
+		r.applyFast(it.entry, it.reply, info)
+		return true
+	}
+	if id := stream.BatchID(it.entry.Header); id != "" {
+		r.applyAtomic(it.entry, id, it.reply)
+		return true
+	}
+	return false
+}
+
+// batchPolicy returns what the batch state machines read of the stream,
+// with whether a message of size bytes finds no storage (10023).
+func (r *runner) batchPolicy(size int) stream.BatchPolicy {
+	p := r.st.BatchPolicy()
+	p.Insufficient = r.js.overStorageLimit(r.storage) || r.storage == stream.FileStorage && r.js.diskLow(size)
+	return p
+}
+
+// applyAtomic stages a message of an atomic batch and, at its commit,
+// applies the batch.
+func (r *runner) applyAtomic(e stream.Entry, id, reply string) {
+	p := r.batchPolicy(len(e.Header) + len(e.Data))
+	res := r.atomic.Stage(p, id, e, e.Time)
+	r.adviseAbandoned(res.Abandoned)
+	respond := reply != "" && !p.NoAck
+	switch {
+	case res.Err != nil && respond:
+		r.queueAck(ack{reply: reply, payload: stream.AppendPubAck(nil, r.name, stream.Result{Err: res.Err}, "")})
+	case res.Empty && respond:
+		r.queueAck(ack{reply: reply, payload: []byte{}})
+	case res.Commit != nil:
+		r.commitBatch(*res.Commit, reply, respond)
+	}
+}
+
+// commitBatch applies an atomic batch and queues its PubAck, which waits
+// for the batch's last message to be durable (and so for all of it).
+func (r *runner) commitBatch(c stream.BatchCommit, reply string, respond bool) {
+	results, err := r.st.ApplyBatch(c)
+	if err != nil {
+		if respond {
+			r.queueAck(ack{reply: reply, payload: stream.AppendPubAck(nil, r.name, stream.Result{Err: err}, "")})
+		}
+		return
+	}
+	for _, res := range results {
+		r.afterStore(res)
+		r.queueAck(ack{rp: res.RePublish, waitSeq: res.Seq})
+	}
+	if respond && len(results) > 0 {
+		last := results[len(results)-1].Seq
+		r.queueAck(ack{reply: reply, payload: stream.AppendBatchPubAck(nil, r.name, last, c.ID, uint64(len(results))), waitSeq: last})
+	}
+}
+
+// applyFast applies a message of a fast batch between the batch state
+// machine's two steps.
+func (r *runner) applyFast(e stream.Entry, reply string, info *stream.FastInfo) {
+	step := r.fast.Before(r.batchPolicy(len(e.Header)+len(e.Data)), info, e, e.Time)
+	r.fastReplies(reply, step.Replies)
+	if !step.Apply {
+		return
+	}
+	res := r.st.Apply(step.Entry)
+	if res.Err == nil && !res.Duplicate {
+		r.afterStore(res)
+		r.queueAck(ack{rp: res.RePublish, waitSeq: res.Seq})
+	}
+	r.fastReplies(reply, r.fast.After(info, res))
+}
+
+func (r *runner) fastReplies(reply string, out []stream.FastReply) {
+	for _, f := range out {
+		r.queueAck(ack{reply: reply, payload: f.Payload, waitSeq: f.WaitSeq})
+	}
+}
+
+// afterStore does the runner's part for a message the state machine
+// stored: interest retention, the expiry timer, the consumers after a
+// rollup.
+func (r *runner) afterStore(res stream.Result) {
+	r.dropIfUninterested(res.Seq, res.Subject)
+	if res.Expires > 0 && res.Expires < r.js.now().Add(expiryInterval).UnixNano() {
+		r.expireBy(res.Expires)
+	}
+	if res.Purged > 0 {
+		r.afterPurge()
+	}
+}
+
+// queueAck hands a to the ack goroutine, or, for a memory stream, whose
+// messages are as durable as they get once applied, sends it at once.
+func (r *runner) queueAck(a ack) {
+	if r.dir != "" {
+		r.acks.push(a)
+		return
+	}
+	r.setDurable(a.waitSeq)
+	r.rePublish(a.rp)
+	if a.reply != "" {
+		r.js.tr.Publish(a.reply, "", nil, a.payload)
+	}
+}
+
+// expireBatches abandons the batches idle for the batch timeout (on the
+// apply goroutine, from the expiry pass).
+func (r *runner) expireBatches(now int64) {
+	r.adviseAbandoned(r.atomic.Expire(now))
+	r.fast.Expire(now)
+}
+
+// batchesAfterUpdate closes the batches an update disallowed, as
+// nats-server deletes them (apply goroutine).
+func (r *runner) batchesAfterUpdate(cfg *stream.Config) {
+	if !cfg.AllowAtomicPublish {
+		r.atomic.Clear()
+	}
+	if !cfg.AllowBatchPublish {
+		r.fast.Clear()
+	}
+}
+
+// batchAbandonedAdvisory is nats-server's JSStreamBatchAbandonedAdvisory
+// (without account and domain, which cairn does not have).
+type batchAbandonedAdvisory struct {
+	Type   string               `json:"type"`
+	ID     string               `json:"id"`
+	Time   time.Time            `json:"timestamp"`
+	Stream string               `json:"stream"`
+	Batch  string               `json:"batch"`
+	Reason stream.AbandonReason `json:"reason"`
+}
+
+// adviseAbandoned publishes an advisory on
+// $JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED.<stream> for each abandoned
+// atomic batch.
+func (r *runner) adviseAbandoned(list []stream.Abandoned) {
+	for _, a := range list {
+		b, err := json.Marshal(batchAbandonedAdvisory{
+			Type: "io.nats.jetstream.advisory.v1.stream_batch_abandoned", ID: nuid.Next(),
+			Time: r.js.now().UTC(), Stream: r.name, Batch: a.ID, Reason: a.Reason,
+		})
+		if err == nil {
+			r.js.tr.Publish("$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED."+r.name, "", nil, b)
+		}
+	}
+}
