@@ -41,6 +41,12 @@ func (js *JetStream) CreateConsumer(streamName string, cfg consumer.Config, acti
 	if jerr != nil {
 		return nil, jerr
 	}
+	return js.createConsumer(r, cfg, action, pedantic)
+}
+
+// createConsumer is CreateConsumer on the stream r found; r may have been
+// deleted since (10059 then).
+func (js *JetStream) createConsumer(r *runner, cfg consumer.Config, action ConsumerAction, pedantic bool) (*consumer.Info, *jserr.Error) {
 	scfg := r.config()
 	cfg.SetStaticMetadata()
 	if err := cfg.SetDefaults(&scfg, pedantic); err != nil {
@@ -73,6 +79,11 @@ func (js *JetStream) CreateConsumer(streamName string, cfg consumer.Config, acti
 		refiltered = err == nil && !slices.Equal(old.Filters(), cfg.Filters())
 		return info, err
 	}
+	if r.consumersDone {
+		// The stream stopped (deleted) after the lookup: creating the
+		// consumer now would leave its directory behind.
+		return nil, jserr.New(jserr.StreamNotFound)
+	}
 	if r.deleting[cfg.Name] {
 		// A consumer of this name is being deleted; its files must go
 		// before a new one can have them.
@@ -95,9 +106,9 @@ func (js *JetStream) CreateConsumer(streamName string, cfg consumer.Config, acti
 	info := c.info()
 	r.consumers[cfg.Name] = c
 	c.start()
-	js.adviseConsumer(streamName, cfg.Name, actionCreate)
+	js.adviseConsumer(r.name, cfg.Name, actionCreate)
 	if info.Paused {
-		js.adviseConsumerPause(streamName, cfg.Name, PauseResult{Paused: true, Until: *cfg.PauseUntil})
+		js.adviseConsumerPause(r.name, cfg.Name, PauseResult{Paused: true, Until: *cfg.PauseUntil})
 	}
 	return info, nil
 }
@@ -605,6 +616,7 @@ func (js *JetStream) PauseConsumer(streamName, name string, until time.Time) (Pa
 // 409 Consumer Deleted; shutdown: none).
 func (r *runner) stopConsumers(status []byte) {
 	r.cmu.Lock()
+	r.consumersDone = true
 	cs := make([]*cons, 0, len(r.consumers))
 	for _, c := range r.consumers {
 		cs = append(cs, c)

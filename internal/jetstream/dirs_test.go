@@ -170,3 +170,35 @@ func TestStartRemovesDirWithoutMeta(t *testing.T) {
 		t.Fatalf("the start left %q", names)
 	}
 }
+
+// A consumer create that found its stream just before the stream was
+// deleted gets 10059 and leaves no directory behind: not under the
+// deleted stream's name, nor in a new stream of the same name.
+func TestConsumerCreateAfterStreamDelete(t *testing.T) {
+	fs := vfs.NewCrashFS()
+	js := newTestJS(t, fs, newMemTransport())
+	defer js.Shutdown()
+	if _, err := js.AddStream(ordersConfig(stream.FileStorage)); err != nil {
+		t.Fatal(err)
+	}
+	old, jerr := js.lookup("ORDERS")
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	if err := js.DeleteStream("ORDERS"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.AddStream(ordersConfig(stream.FileStorage)); err != nil { // a new stream, same name
+		t.Fatal(err)
+	}
+	cfg := consumer.Config{Durable: "C1", AckPolicy: consumer.AckExplicit}
+	if _, err := js.createConsumer(old, cfg, CreateOrUpdate, false); err == nil || err.ErrCode != 10059 {
+		t.Fatalf("create on the deleted stream: %v, want 10059", err)
+	}
+	if names, _ := js.ConsumerNames("ORDERS"); len(names) != 0 {
+		t.Fatalf("the new stream has consumers %q", names)
+	}
+	if _, _, err := fs.Stat(js.streamDir("ORDERS") + "/obs/C1"); err == nil {
+		t.Fatal("the create wrote the consumer into the new stream's directory")
+	}
+}

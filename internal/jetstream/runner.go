@@ -83,8 +83,12 @@ type runner struct {
 
 	cmu       sync.Mutex       // guards consumers
 	consumers map[string]*cons // by name
-	deleting  map[string]bool  // consumers being deleted (files not yet removed)
-	durable   atomic.Uint64    // highest sequence durable in the store
+	// consumersDone is set under cmu when the stream stops: no consumer
+	// is created after it, so none writes into a directory being removed
+	// (or into the directory of a new stream of the same name).
+	consumersDone bool
+	deleting      map[string]bool // consumers being deleted (files not yet removed)
+	durable       atomic.Uint64   // highest sequence durable in the store
 
 	srcs sourcing // the mirror's or sources' sourcers, and who reads this stream (source.go)
 
