@@ -352,9 +352,10 @@ func topSeq(batch []ack) uint64 {
 }
 
 // storeFailed is the PubAck error for a message the store could not make
-// durable (10077 with the store's text).
+// durable (stream.StoreError: 10023 for a full disk, else 10077 without
+// server paths).
 func storeFailed(err error) *jserr.Error {
-	return jserr.New(jserr.StreamStoreFailed, jserr.Sub("err", err))
+	return stream.StoreError(err, jserr.StreamStoreFailed)
 }
 
 // expireTick applies max_age, per-message TTLs and the duplicate window

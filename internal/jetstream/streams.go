@@ -294,7 +294,7 @@ func (js *JetStream) Purge(name string, req store.PurgeRequest) (uint64, *jserr.
 		return 0, jserr.New(jserr.StreamNotFound)
 	}
 	if err != nil {
-		return 0, jserr.From(err, jserr.StreamGeneralError)
+		return 0, stream.StoreError(err, jserr.StreamGeneralError)
 	}
 	if n > 0 {
 		r.afterPurge()
@@ -330,7 +330,7 @@ func (js *JetStream) DeleteMsg(name string, seq uint64) *jserr.Error {
 		return jserr.New(jserr.SequenceNotFound, jserr.Sub("seq", seq))
 	}
 	if err != nil {
-		return jserr.From(err, jserr.StreamMsgDeleteFailed)
+		return stream.StoreError(err, jserr.StreamMsgDeleteFailed)
 	}
 	r.afterDelete(seq)
 	return nil

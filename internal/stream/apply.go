@@ -3,6 +3,7 @@ package stream
 import (
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
@@ -223,15 +224,33 @@ func (s *Stream) rollup(m *pub) (uint64, error) {
 
 // storeError turns an Append or Purge error into the PubAck error:
 // ErrMaxMsgSize is 10054, everything else 10077 with the store's text
-// (nats-server's own text for a closed store).
+// (nats-server's own text for a closed store). See StoreError.
 func storeError(err error) *jserr.Error {
-	switch {
-	case errors.Is(err, store.ErrMaxMsgSize):
+	if errors.Is(err, store.ErrMaxMsgSize) {
 		return jserr.New(jserr.StreamMessageExceedsMaximum)
-	case errors.Is(err, store.ErrClosed):
-		return jserr.New(jserr.StreamStoreFailed, jserr.Sub("err", "store is closed"))
 	}
-	return jserr.New(jserr.StreamStoreFailed, jserr.Sub("err", err))
+	return StoreError(err, jserr.StreamStoreFailed)
+}
+
+// StoreError returns the API error a client gets for a store error, with
+// code c (a code whose description is "{err}"): a full disk is 10023
+// "insufficient resources", as nats-server answers once it runs out of
+// space; a store fenced after an I/O error or holding damaged data gets
+// a fixed text, since the store's own names server paths (the log has
+// them, written where the error happened); other store errors keep their
+// text, which names no path.
+func StoreError(err error, c jserr.ErrCode) *jserr.Error {
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		return jserr.New(jserr.InsufficientResources)
+	case errors.Is(err, store.ErrClosed):
+		return jserr.New(c, jserr.Sub("err", "store is closed"))
+	case errors.Is(err, store.ErrFenced):
+		return jserr.New(c, jserr.Sub("err", "stream store failed after a write error"))
+	case errors.Is(err, store.ErrCorrupt):
+		return jserr.New(c, jserr.Sub("err", "stream store holds damaged data"))
+	}
+	return jserr.New(c, jserr.Sub("err", err))
 }
 
 // ExpireDedupe forgets the Nats-Msg-Ids stored at least duplicate_window

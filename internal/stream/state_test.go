@@ -3,7 +3,10 @@ package stream
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -402,19 +405,24 @@ func (f *failingStore) LoadLast(filter string) (*store.StoredMsg, error) {
 }
 
 // TestApplyStoreErrors: store errors become 10077 with the store's text
-// (10054 for the store's size limit), and the error is kept for the
-// runner (docs/design-jetstream.md, the publish path item 4).
+// (10054 for the store's size limit; a fixed text naming no server path
+// for a fenced store; 10023 for a full disk), and the error is kept for
+// the runner (docs/design-jetstream.md, the publish path item 4).
 func TestApplyStoreErrors(t *testing.T) {
 	c := mustConfig(t, `{"name":"S","subjects":["s.>"],"allow_rollup_hdrs":true}`)
 	fs := &failingStore{Store: memstore.New(c.StoreConfig())}
 	s := New(c, fs)
 	wantSeq(t, apply(s, "s.a", "Nats-Msg-Id:a", "", t0), 1, false)
 
-	fs.appendErr = store.ErrFenced
+	fs.appendErr = fmt.Errorf("%w: write /srv/nats/jetstream/S/msgs/1.blk: input/output error", store.ErrFenced)
 	r := apply(s, "s.a", "Nats-Msg-Id:b", "", t0)
 	wantErr(t, r, jserr.StreamStoreFailed)
-	if r.Err.Description != store.ErrFenced.Error() || !errors.Is(r.StoreErr, store.ErrFenced) {
+	if r.Err.Description != "stream store failed after a write error" || !errors.Is(r.StoreErr, store.ErrFenced) {
 		t.Errorf("fenced: %+v", r)
+	}
+	fs.appendErr = fmt.Errorf("%w: write /srv/x: %w", store.ErrFenced, syscall.ENOSPC)
+	if r := apply(s, "s.a", "Nats-Msg-Id:b", "", t0); r.Err == nil || r.Err.ErrCode != uint16(jserr.InsufficientResources) || strings.Contains(r.Err.Description, "/srv") {
+		t.Errorf("full disk: %+v, want 10023 insufficient resources", r)
 	}
 	if s.LastMsgID() != "a" || s.NumMsgIDs() != 1 {
 		t.Errorf("a failed append changed the state: last %q, %d ids", s.LastMsgID(), s.NumMsgIDs())
