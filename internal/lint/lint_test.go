@@ -23,7 +23,7 @@ const (
 var allowed = map[string][]string{
 	"cmd/cairn":                {"internal/config", "internal/logger", "internal/server"},
 	"internal/config":          {},
-	"internal/server":          {"internal/jetstream", "internal/jsapi", "internal/logger", "internal/protocol", "internal/subject", "internal/sublist"},
+	"internal/server":          {"internal/config", "internal/jetstream", "internal/jsapi", "internal/logger", "internal/protocol", "internal/subject", "internal/sublist"},
 	"internal/sublist":         {"internal/subject"},
 	"internal/subject":         {},
 	"internal/transform":       {},
