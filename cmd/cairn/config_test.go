@@ -12,6 +12,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cairnmq/cairn/internal/config"
+	"github.com/cairnmq/cairn/internal/server"
 )
 
 // syncBuffer collects the log the server writes from several goroutines.
@@ -168,5 +171,14 @@ func TestCheckConfig(t *testing.T) {
 	errOut.Reset()
 	if code := run([]string{"-t"}, &out, &errOut, noWait); code != 2 || !strings.Contains(errOut.String(), "must specify [-c, --config]") {
 		t.Fatalf("-t alone: exit %d, %q", code, errOut.String())
+	}
+}
+
+// The defaults the config package checks combinations with are the
+// server's.
+func TestDefaultsAgree(t *testing.T) {
+	if config.DefaultMaxPayload != server.DefaultMaxPayload || config.DefaultMaxPending != server.DefaultMaxPending {
+		t.Fatalf("config defaults %d/%d, server defaults %d/%d", config.DefaultMaxPayload, config.DefaultMaxPending,
+			server.DefaultMaxPayload, server.DefaultMaxPending)
 	}
 }

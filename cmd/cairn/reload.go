@@ -107,9 +107,11 @@ func (in *instance) apply(next *config.Config, changes []config.Change) error {
 		}
 		newLog = sw
 	}
-	if err := in.srv.SetLimits(serverLimits(next)); err != nil {
-		newLog.abandon()
-		return err
+	if serverLimits(next) != serverLimits(in.cfg) {
+		if err := in.srv.SetLimits(serverLimits(next)); err != nil {
+			newLog.abandon()
+			return err
+		}
 	}
 	if newLog != nil {
 		in.lf.use(newLog.path, newLog.f)

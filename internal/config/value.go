@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -173,12 +172,4 @@ func entries(m map[string]any, parent item) []item {
 		out[i] = unwrap(k, m[k], parent)
 	}
 	return out
-}
-
-// describe renders a value for a message.
-func describe(v any) string {
-	if s, ok := v.(string); ok {
-		return strconv.Quote(s)
-	}
-	return fmt.Sprint(v)
 }
