@@ -1,27 +1,22 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
-	"strings"
 
-	"github.com/cairnmq/cairn/internal/server"
+	"github.com/cairnmq/cairn/internal/config"
 )
 
-// config is what the command line asked for.
-type config struct {
-	opts        server.Options
-	httpPort    int
-	profPort    int
-	configFile  string
-	logFile     string
-	debug       bool
-	trace       bool
-	showVersion bool
+// commandLine is what the command line asks for besides settings.
+type commandLine struct {
+	args        []string // kept to apply the flags over the file again at each reload
+	configFile  string   // -c
+	check       bool     // -t: check the configuration and exit
+	showVersion bool     // -v
+	signal      string   // --signal <command>[=<pid or pid file>]
+	httpFlag    bool     // -m was given (monitoring is not served yet)
 }
 
 const usage = `Usage: cairn [options]
@@ -31,16 +26,21 @@ Server Options:
     -p, --port <port>                Use port for clients (default: 4222; -1 for a random port)
     -n, --name, --server_name <name> Server name (default: the server id)
     -m, --http_port <port>           HTTP monitoring port (accepted; monitoring is not implemented yet)
+        --client_advertise <host:port> Client URL to advertise in INFO
+    -c, --config <file>              Configuration file (nats-server's format)
+    -t                               Test the configuration file and exit
+    -P, --pid <file>                 File to store the process ID
+    -sl, --signal <cmd>[=<pid>]      Send a signal to a cairn process: ldm, stop, quit, term, reopen, reload
+                                     (<pid> is a PID or a PID file; default: the PID file of -c's pid_file)
         --profile <port>             Serve Go pprof profiles on 127.0.0.1:<port> (as nats-server's --profile)
-    -c, --config <file>              Configuration file (not supported yet: cairn exits with an error)
-        --max_payload <bytes>        Maximum message payload (default: 1048576)
-        --max_pending <bytes>        Maximum bytes buffered per client before it is a slow consumer (default: 67108864)
+        --max_payload <size>         Maximum message payload (bytes, or with K, M, G; default: 1MB)
+        --max_pending <size>         Maximum bytes buffered per client before it is a slow consumer (default: 64MB)
 
 JetStream Options:
     -js, --jetstream                 Enable JetStream
     -sd, --store_dir <dir>           Set the storage directory
-        --max_memory_store <size>    Memory storage limit (bytes, or with K, M, G, T; default: unlimited)
-        --max_file_store <size>      File storage limit (bytes, or with K, M, G, T; default: unlimited)
+        --max_memory_store <size>    Memory storage limit (bytes, or with K, M, G, T; 0: no memory streams; default: unlimited)
+        --max_file_store <size>      File storage limit (bytes, or with K, M, G, T; 0: no file streams; default: unlimited)
 
 Logging Options:
     -l, --log <file>                 File to redirect log output (default: stderr)
@@ -51,60 +51,90 @@ Logging Options:
 Common Options:
     -h, --help                       Show this message
     -v, --version                    Show version
+
+Flags override the configuration file, also across reloads (SIGHUP).
 `
 
-// errConfigUnsupported is returned for -c until configuration files land.
-var errConfigUnsupported = errors.New("configuration files (-c) are not supported yet; use command-line flags")
-
-// parseFlags reads nats-server's common flags (nats-server v2.15.2
-// main.go usage) into a config. Bad flags print the error and usage to
-// stderr and return a non-nil error; -h prints the usage to stdout and
-// returns flag.ErrHelp.
-func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
-	var cfg config
-	fs := flag.NewFlagSet("cairn", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+// parseArgs reads the command line over the default settings, for what
+// it asks besides settings (-c, -t, -v) and to report bad flags at once.
+// Bad flags print the error and usage to stderr and return a non-nil
+// error; -h prints the usage to stdout and returns flag.ErrHelp.
+func parseArgs(args []string, stdout, stderr io.Writer) (*commandLine, error) {
+	cl := &commandLine{args: args}
 	if wantsHelp(args) {
 		fmt.Fprint(stdout, usage) // nats-server prints -h to stdout
-		return cfg, flag.ErrHelp
+		return cl, flag.ErrHelp
 	}
-	o := &cfg.opts
-	stringVar(fs, &o.Host, "", "a", "addr", "net")
-	intVar(fs, &o.Port, 0, "p", "port")
-	stringVar(fs, &o.ServerName, "", "n", "name", "server_name")
-	intVar(fs, &cfg.httpPort, 0, "m", "http_port")
-	intVar(fs, &cfg.profPort, 0, "profile")
-	stringVar(fs, &cfg.configFile, "", "c", "config")
-	intVar(fs, &o.MaxPayload, 0, "max_payload")
-	fs.Int64Var(&o.MaxPending, "max_pending", 0, "")
-	boolVar(fs, &o.JetStream, "js", "jetstream")
-	stringVar(fs, &o.StoreDir, "", "sd", "store_dir")
-	fs.Var((*sizeFlag)(&o.MaxMemoryStore), "max_memory_store", "")
-	fs.Var((*sizeFlag)(&o.MaxFileStore), "max_file_store", "")
-	stringVar(fs, &cfg.logFile, "", "l", "log")
-	boolVar(fs, &cfg.debug, "D", "debug")
-	boolVar(fs, &cfg.trace, "V", "trace")
-	var dv bool
-	boolVar(fs, &dv, "DV")
-	boolVar(fs, &cfg.showVersion, "v", "version")
+	fs, _ := bindFlags(config.Default(), cl, stderr)
 	if err := fs.Parse(args); err != nil {
-		return cfg, err
+		return cl, err
 	}
-	return cfg, finishFlags(fs, &cfg, dv)
+	if fs.NArg() > 0 {
+		return cl, usageError(fs, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	fs.Visit(func(f *flag.Flag) { cl.httpFlag = cl.httpFlag || f.Name == "m" || f.Name == "http_port" })
+	return cl, nil
 }
 
-func finishFlags(fs *flag.FlagSet, cfg *config, dv bool) error {
-	if fs.NArg() > 0 {
-		return usageError(fs, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+// settings returns the server's settings: the file given with -c, if any
+// (config.Load), with the command line's flags applied over it, as
+// nats-server does at start and at each reload. The warnings are the
+// file's; the error is the file's problems, or a combination of settings
+// that cannot work (Config.Validate).
+func (cl *commandLine) settings() (*config.Config, []config.Problem, error) {
+	cfg := config.Default()
+	var warns []config.Problem
+	if cl.configFile != "" {
+		c, w, err := config.Load(cl.configFile)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg, warns = c, w
 	}
-	if dv {
-		cfg.debug, cfg.trace = true, true
+	fs, finish := bindFlags(cfg, &commandLine{}, io.Discard)
+	if err := fs.Parse(cl.args); err != nil { // parseArgs accepted them
+		return nil, warns, err
 	}
-	if cfg.configFile != "" {
-		return usageError(fs, errConfigUnsupported)
+	finish()
+	return cfg, warns, cfg.Validate()
+}
+
+// bindFlags defines nats-server's common flags (nats-server v2.15.2
+// main.go usage) on the fields of cfg and cl, with their current values
+// as defaults so that defining them changes nothing: a parse sets only
+// the flags given. finish applies what a flag implies after the parse
+// (-DV).
+func bindFlags(cfg *config.Config, cl *commandLine, stderr io.Writer) (fs *flag.FlagSet, finish func()) {
+	fs = flag.NewFlagSet("cairn", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	stringVar(fs, &cfg.Host, "a", "addr", "net")
+	intVar(fs, &cfg.Port, "p", "port")
+	stringVar(fs, &cfg.ServerName, "n", "name", "server_name")
+	stringVar(fs, &cfg.ClientAdvertise, "client_advertise")
+	intVar(fs, &cfg.Monitor.Port, "m", "http_port")
+	intVar(fs, &cfg.Process.ProfPort, "profile")
+	stringVar(fs, &cfg.Process.PidFile, "P", "pid")
+	stringVar(fs, &cl.configFile, "c", "config")
+	boolVar(fs, &cl.check, "t")
+	stringVar(fs, &cl.signal, "sl", "signal")
+	fs.Var((*intSizeFlag)(&cfg.Limits.MaxPayload), "max_payload", "")
+	fs.Var((*sizeFlag)(&cfg.Limits.MaxPending), "max_pending", "")
+	boolVar(fs, &cfg.JetStream.Enabled, "js", "jetstream")
+	stringVar(fs, &cfg.JetStream.StoreDir, "sd", "store_dir")
+	fs.Var((*sizeFlag)(&cfg.JetStream.MaxMemoryStore), "max_memory_store", "")
+	fs.Var((*sizeFlag)(&cfg.JetStream.MaxFileStore), "max_file_store", "")
+	stringVar(fs, &cfg.Log.File, "l", "log")
+	boolVar(fs, &cfg.Log.Debug, "D", "debug")
+	boolVar(fs, &cfg.Log.Trace, "V", "trace")
+	var dv bool
+	boolVar(fs, &dv, "DV")
+	boolVar(fs, &cl.showVersion, "v", "version")
+	return fs, func() {
+		if dv {
+			cfg.Log.Debug, cfg.Log.Trace = true, true
+		}
 	}
-	return nil
 }
 
 func usageError(fs *flag.FlagSet, err error) error {
@@ -112,21 +142,21 @@ func usageError(fs *flag.FlagSet, err error) error {
 	return err
 }
 
-func stringVar(fs *flag.FlagSet, p *string, def string, names ...string) {
+func stringVar(fs *flag.FlagSet, p *string, names ...string) {
 	for _, n := range names {
-		fs.StringVar(p, n, def, "")
+		fs.StringVar(p, n, *p, "")
 	}
 }
 
-func intVar(fs *flag.FlagSet, p *int, def int, names ...string) {
+func intVar(fs *flag.FlagSet, p *int, names ...string) {
 	for _, n := range names {
-		fs.IntVar(p, n, def, "")
+		fs.IntVar(p, n, *p, "")
 	}
 }
 
 func boolVar(fs *flag.FlagSet, p *bool, names ...string) {
 	for _, n := range names {
-		fs.BoolVar(p, n, false, "")
+		fs.BoolVar(p, n, *p, "")
 	}
 }
 
@@ -140,51 +170,39 @@ func wantsHelp(args []string) bool {
 	return false
 }
 
-// sizeFlag is a byte count: digits with an optional suffix, read as
-// nats-server v2.15.2 reads max_memory_store and max_file_store in a
-// configuration file (conf/parse.go), case-insensitively: k, m, g, t, p
-// are powers of 1000; kb, mb, gb, tb, pb and ki/kib, mi/mib and so on are
-// powers of 1024.
+// sizeFlag is a byte count with the size suffixes of the configuration
+// file (config.ParseSize). It sets what the file's max_memory_store and
+// max_file_store set, with the same meaning: 0 allows no stream of that
+// storage type.
 type sizeFlag int64
 
 func (f *sizeFlag) String() string { return strconv.FormatInt(int64(*f), 10) }
 
-// sizeUnits are the prefixes of the size suffixes, in increasing powers.
-const sizeUnits = "kmgtp"
-
 // Set parses the size; it refuses negative and malformed values.
 func (f *sizeFlag) Set(v string) error {
-	s := strings.ToLower(strings.TrimSpace(v))
-	digits := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
-	mult, ok := sizeMultiplier(s[len(digits):])
-	n, err := strconv.ParseInt(digits, 10, 64)
-	if !ok || err != nil || n < 0 || n > math.MaxInt64/mult {
-		return fmt.Errorf("invalid size %q", v)
+	n, err := config.ParseSize(v)
+	if err != nil {
+		return err
 	}
-	*f = sizeFlag(n * mult)
+	*f = sizeFlag(n)
 	return nil
 }
 
-// sizeMultiplier returns the bytes one unit of suffix stands for.
-func sizeMultiplier(suffix string) (int64, bool) {
-	if suffix == "" {
-		return 1, true
+// intSizeFlag is a sizeFlag for an int setting that nats-server keeps in
+// 32 bits (max_payload).
+type intSizeFlag int
+
+func (f *intSizeFlag) String() string { return strconv.Itoa(int(*f)) }
+
+// Set parses the size; it refuses what does not fit 31 bits.
+func (f *intSizeFlag) Set(v string) error {
+	n, err := config.ParseSize(v)
+	if err != nil {
+		return err
 	}
-	i := strings.IndexByte(sizeUnits, suffix[0])
-	if i < 0 {
-		return 0, false
+	if n > 1<<31-1 {
+		return fmt.Errorf("size %q is too big", v)
 	}
-	base := int64(1000)
-	switch suffix[1:] {
-	case "":
-	case "b", "i", "ib":
-		base = 1024
-	default:
-		return 0, false
-	}
-	mult := int64(1)
-	for range i + 1 {
-		mult *= base
-	}
-	return mult, true
+	*f = intSizeFlag(n)
+	return nil
 }

@@ -1,6 +1,7 @@
 // Command cairn runs the cairn messaging server. It accepts nats-server's
-// common command-line flags with the same meaning (DESIGN.md section 1),
-// so a harness that starts one can start the other.
+// common command-line flags with the same meaning (DESIGN.md section 1)
+// and nats-server's configuration files (-c, internal/config), so a
+// harness or a deployment that starts one can start the other.
 package main
 
 import (
@@ -10,8 +11,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
+	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/logger"
 	"github.com/cairnmq/cairn/internal/server"
 )
@@ -20,66 +23,135 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, waitForSignal))
 }
 
-// waitForSignal blocks until SIGINT or SIGTERM, logging the signal as
-// nats-server does. SIGHUP (nats-server: reload the config) is logged and
-// ignored, since cairn has no config file yet; SIGUSR1 reopens the log
-// file (nats-server: log rotation).
-func waitForSignal(log *logger.Logger, reopen func()) {
+// controls is what the signal loop may ask of a running server: its log,
+// reopening the log file (SIGUSR1) and reloading the configuration
+// (SIGHUP).
+type controls struct {
+	log    *logger.Logger
+	reopen func()
+	reload func()
+}
+
+// waitFunc blocks until the server should stop.
+type waitFunc func(controls)
+
+// waitForSignal blocks until SIGINT or SIGTERM, logging each signal as
+// nats-server does (server/signal.go): SIGHUP reloads the configuration
+// file, SIGUSR1 reopens the log file, SIGUSR2 (lame duck mode, which cairn
+// does not have) is logged and ignored.
+func waitForSignal(ctl controls) {
 	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
 	defer signal.Stop(ch)
 	for sig := range ch {
 		switch sig {
 		case syscall.SIGHUP:
-			log.Warnf("Trapped %q signal: configuration reload is not supported yet; ignored", sig)
+			ctl.log.Noticef("Trapped %q signal", sig)
+			ctl.reload()
 		case syscall.SIGUSR1:
-			reopen()
-			log.Noticef("Trapped %q signal: log file reopened", sig)
+			ctl.reopen()
+			ctl.log.Noticef("Trapped %q signal: log file reopened", sig)
+		case syscall.SIGUSR2:
+			ctl.log.Warnf("Trapped %q signal: lame duck mode is not supported yet; ignored", sig)
 		default:
-			log.Noticef("Trapped %q signal", sig)
+			ctl.log.Noticef("Trapped %q signal", sig)
 			return
 		}
 	}
 }
 
-// run parses args, starts the server, waits for wait to return, then shuts
-// down. It returns the process exit code: 0 after a clean shutdown, 1 when
-// the server cannot start, 2 for bad flags.
+// run parses args, loads the configuration, starts the server, waits for
+// wait to return, then shuts down. It returns the process exit code: 0
+// after a clean shutdown (or a valid -t, --help, --version, a sent
+// --signal), 1 when the configuration is bad or the server cannot start,
+// 2 for bad flags.
 func run(args []string, stdout, stderr io.Writer, wait waitFunc) int {
-	cfg, err := parseFlags(args, stdout, stderr)
+	cl, err := parseArgs(args, stdout, stderr)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case err != nil:
 		return 2
-	case cfg.showVersion:
+	case cl.showVersion:
 		fmt.Fprintf(stdout, "cairn v%s (NATS protocol compatible with nats-server %s)\n", server.Version, server.NATSVersion)
 		return 0
+	case cl.check && cl.configFile == "":
+		fmt.Fprintln(stderr, "cairn: must specify [-c, --config] option to check configuration file syntax")
+		return 2
 	}
-	lf, err := openLog(cfg, stderr)
+	cfg, warns, err := cl.settings()
+	switch {
+	case cl.check:
+		return checkConfig(cfg, warns, err, stderr)
+	case cl.signal != "":
+		return sendSignal(cl.signal, cfg, stderr)
+	case err != nil:
+		printProblems(stderr, warns)
+		fmt.Fprintf(stderr, "cairn: %v\n", err)
+		return 1
+	}
+	lf, err := openLog(cfg.Log, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "cairn: %v\n", err)
 		return 1
 	}
 	defer lf.close()
-	return serve(cfg, lf, wait)
+	return serve(&instance{cl: cl, cfg: cfg, lf: lf, log: lf.log}, warns, wait)
 }
 
-// waitFunc blocks until the server should stop; reopen reopens the log.
-type waitFunc func(log *logger.Logger, reopen func())
+// checkConfig reports the outcome of -t as nats-server does: the problems
+// and exit 1, or "configuration file <file> is valid (<digest>)" and exit
+// 0. A file with warnings only is valid: cairn starts with it.
+func checkConfig(cfg *config.Config, warns []config.Problem, err error, stderr io.Writer) int {
+	printProblems(stderr, warns)
+	if err != nil {
+		fmt.Fprintf(stderr, "cairn: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "cairn: configuration file %s is valid (%s)\n", cfg.File, cfg.Digest)
+	return 0
+}
 
-func serve(cfg config, lf *logFile, wait waitFunc) int {
-	log := lf.log
-	cfg.opts.Logger = log
-	srv, err := server.New(cfg.opts)
+func printProblems(w io.Writer, ps []config.Problem) {
+	for _, p := range ps {
+		fmt.Fprintln(w, p.Error())
+	}
+}
+
+// instance is a running server and what it was started with; reload
+// (reload.go) changes it.
+type instance struct {
+	cl  *commandLine
+	cfg *config.Config // the settings in force
+	lf  *logFile
+	log *logger.Logger
+	srv *server.Server
+}
+
+func serve(in *instance, warns []config.Problem, wait waitFunc) int {
+	log, cfg := in.log, in.cfg
+	srv, err := server.New(serverOptions(cfg, log))
 	if err != nil {
 		log.Fatalf("%v", err)
 		return 1
 	}
+	in.srv = srv
 	log.Noticef("Starting cairn v%s (nats-server %s protocol)", server.Version, server.NATSVersion)
-	warnUnimplemented(cfg, log)
-	if cfg.profPort > 0 {
-		stop, err := startProfiler(cfg.profPort, log)
+	if cfg.File != "" {
+		log.Noticef("Using configuration file: %s (%s)", cfg.File, cfg.Digest)
+	}
+	for _, w := range warns {
+		log.Warnf("%v", w)
+	}
+	if in.cl.httpFlag {
+		log.Warnf("Monitoring is not implemented yet; -m %d is accepted and ignored", cfg.Monitor.Port)
+	}
+	if err := writePidFile(cfg.Process.PidFile); err != nil {
+		log.Fatalf("Could not write pidfile: %v", err)
+		return 1
+	}
+	if port := cfg.Process.ProfPort; port != 0 {
+		stop, err := startProfiler(max(port, 0), log)
 		if err != nil {
 			log.Fatalf("profiling port: %v", err)
 			return 1
@@ -90,34 +162,92 @@ func serve(cfg config, lf *logFile, wait waitFunc) int {
 		log.Fatalf("%v", err)
 		return 1
 	}
-	wait(log, lf.reopen)
+	wait(controls{log: log, reopen: in.lf.reopen, reload: in.reload})
 	srv.Shutdown()
 	return 0
 }
 
-func warnUnimplemented(cfg config, log *logger.Logger) {
-	if cfg.httpPort != 0 {
-		log.Warnf("Monitoring is not implemented yet; -m %d is accepted and ignored", cfg.httpPort)
+// serverOptions turns the settings into the server's options.
+func serverOptions(c *config.Config, log *logger.Logger) server.Options {
+	l := serverLimits(c)
+	return server.Options{
+		Host:                  c.Host,
+		Port:                  c.Port,
+		ServerName:            c.ServerName,
+		ClientAdvertise:       c.ClientAdvertise,
+		MaxPayload:            l.MaxPayload,
+		MaxControlLine:        l.MaxControlLine,
+		MaxPending:            l.MaxPending,
+		MaxConnections:        l.MaxConnections,
+		PingInterval:          l.PingInterval,
+		MaxPingsOut:           l.MaxPingsOut,
+		WriteDeadline:         l.WriteDeadline,
+		JetStream:             c.JetStream.Enabled,
+		StoreDir:              c.JetStream.StoreDir,
+		MaxMemoryStore:        storageLimit(c.JetStream.MaxMemoryStore),
+		MaxFileStore:          storageLimit(c.JetStream.MaxFileStore),
+		AckBeforeSyncInterval: c.JetStream.AckBeforeSyncInterval,
+		Logger:                log,
 	}
+}
+
+// serverLimits are the settings a running server can change.
+func serverLimits(c *config.Config) server.Limits {
+	return server.Limits{
+		MaxPayload:      c.Limits.MaxPayload,
+		MaxControlLine:  c.Limits.MaxControlLine,
+		MaxPending:      c.Limits.MaxPending,
+		MaxConnections:  c.Limits.MaxConnections,
+		PingInterval:    c.Limits.PingInterval,
+		MaxPingsOut:     c.Limits.MaxPingsOut,
+		WriteDeadline:   c.Limits.WriteDeadline,
+		ClientAdvertise: c.ClientAdvertise,
+	}
+}
+
+// storageLimit maps a configured storage limit to the server's: unset is
+// unlimited (0), and 0 is no storage.
+func storageLimit(n int64) int64 {
+	switch {
+	case n < 0:
+		return 0
+	case n == 0:
+		return server.NoStorage
+	}
+	return n
+}
+
+// writePidFile writes the process ID to path, as nats-server does (mode
+// 0600, no newline); "" writes nothing.
+func writePidFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	return os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())), 0o600)
 }
 
 // logFile is the server's log destination: stderr, or a file that
-// SIGUSR1 reopens (for log rotation).
+// SIGUSR1 reopens (for log rotation) and a reload may change.
 type logFile struct {
-	log  *logger.Logger
-	path string
-	f    *os.File
+	log    *logger.Logger
+	stderr io.Writer
+	path   string
+	f      *os.File
 }
 
-func openLog(cfg config, stderr io.Writer) (*logFile, error) {
-	if cfg.logFile == "" {
-		return &logFile{log: logger.New(stderr, cfg.debug, cfg.trace)}, nil
+func openLog(c config.Log, stderr io.Writer) (*logFile, error) {
+	lf := &logFile{stderr: stderr}
+	var w io.Writer = stderr
+	if c.File != "" {
+		f, err := openLogFile(c.File)
+		if err != nil {
+			return nil, err
+		}
+		lf.path, lf.f, w = c.File, f, f
 	}
-	f, err := openLogFile(cfg.logFile)
-	if err != nil {
-		return nil, err
-	}
-	return &logFile{log: logger.New(f, cfg.debug, cfg.trace), path: cfg.logFile, f: f}, nil
+	lf.log = logger.New(w, c.Debug, c.Trace)
+	lf.log.SetTime(c.Time, c.TimeUTC)
+	return lf, nil
 }
 
 func openLogFile(path string) (*os.File, error) {
@@ -139,10 +269,22 @@ func (l *logFile) reopen() {
 		l.log.Errorf("%v", err)
 		return
 	}
+	l.use(l.path, f)
+}
+
+// use makes the log write to f (nil: stderr) at path and closes the file
+// it wrote to before.
+func (l *logFile) use(path string, f *os.File) {
 	old := l.f
-	l.f = f
-	l.log.SetOutput(f)
-	_ = old.Close()
+	l.path, l.f = path, f
+	if f == nil {
+		l.log.SetOutput(l.stderr)
+	} else {
+		l.log.SetOutput(f)
+	}
+	if old != nil {
+		_ = old.Close()
+	}
 }
 
 func (l *logFile) close() {

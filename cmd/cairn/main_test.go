@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairnmq/cairn/internal/logger"
+	"github.com/cairnmq/cairn/internal/config"
 )
 
-func noWait(*logger.Logger, func()) {}
+func noWait(controls) {}
 
 // The log file given with -l is reopened by the reopen function SIGUSR1
 // calls, so a rotated log starts a new file.
@@ -21,12 +21,12 @@ func TestLogFileReopen(t *testing.T) {
 	path := filepath.Join(dir, "cairn.log")
 	rotated := filepath.Join(dir, "cairn.log.1")
 	var out, errOut bytes.Buffer
-	code := run([]string{"-a", "127.0.0.1", "-p", "-1", "-l", path}, &out, &errOut, func(log *logger.Logger, reopen func()) {
+	code := run([]string{"-a", "127.0.0.1", "-p", "-1", "-l", path}, &out, &errOut, func(ctl controls) {
 		if err := os.Rename(path, rotated); err != nil {
 			t.Error(err)
 		}
-		reopen()
-		log.Noticef("after rotation")
+		ctl.reopen()
+		ctl.log.Noticef("after rotation")
 	})
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
@@ -41,43 +41,47 @@ func TestLogFileReopen(t *testing.T) {
 	}
 }
 
+// settingsOf parses args as the command line and returns the settings.
+func settingsOf(t *testing.T, args ...string) *config.Config {
+	t.Helper()
+	cl, err := parseArgs(args, &bytes.Buffer{}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := cl.settings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 func TestParseFlagsNatsServerNames(t *testing.T) {
-	cfg, err := parseFlags([]string{"-a", "127.0.0.1", "-p", "4333", "-n", "n1", "-js", "-sd", "/tmp/x", "-m", "8222", "-DV", "-l", "/tmp/log"}, &bytes.Buffer{}, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
+	c := settingsOf(t, "-a", "127.0.0.1", "-p", "4333", "-n", "n1", "-js", "-sd", "/tmp/x", "-m", "8222", "-DV", "-l", "/tmp/log", "-P", "/tmp/pid")
+	if c.Host != "127.0.0.1" || c.Port != 4333 || c.ServerName != "n1" || !c.JetStream.Enabled || c.JetStream.StoreDir != "/tmp/x" {
+		t.Fatalf("options not parsed: %+v", *c)
 	}
-	o := cfg.opts
-	if o.Host != "127.0.0.1" || o.Port != 4333 || o.ServerName != "n1" || !o.JetStream || o.StoreDir != "/tmp/x" {
-		t.Fatalf("options not parsed: %+v", o)
+	if c.Monitor.Port != 8222 || !c.Log.Debug || !c.Log.Trace || c.Log.File != "/tmp/log" || c.Process.PidFile != "/tmp/pid" {
+		t.Fatalf("config not parsed: %+v", *c)
 	}
-	if cfg.httpPort != 8222 || !cfg.debug || !cfg.trace || cfg.logFile != "/tmp/log" {
-		t.Fatalf("config not parsed: %+v", cfg)
-	}
-	long, err := parseFlags([]string{"--addr", "::1", "--port", "-1", "--server_name", "x", "--jetstream", "--store_dir", "d", "--http_port", "1", "--debug", "--trace"}, &bytes.Buffer{}, &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if long.opts.Host != "::1" || long.opts.Port != -1 || !long.opts.JetStream || !long.debug || !long.trace {
-		t.Fatalf("long flags not parsed: %+v", long)
+	long := settingsOf(t, "--addr", "::1", "--port", "-1", "--server_name", "x", "--jetstream", "--store_dir", "d", "--http_port", "1", "--debug", "--trace", "--pid", "p")
+	if long.Host != "::1" || long.Port != -1 || !long.JetStream.Enabled || !long.Log.Debug || !long.Log.Trace || long.Process.PidFile != "p" {
+		t.Fatalf("long flags not parsed: %+v", *long)
 	}
 }
 
 // --max_memory_store and --max_file_store take bytes with nats-server's
-// configuration suffixes (k, m, g, t, p: powers of 1000; kb, kib, ki and
-// so on: powers of 1024); anything else is a bad flag.
+// configuration suffixes (config.ParseSize); unset they leave the limit
+// unset; anything else is a bad flag.
 func TestStorageLimitFlags(t *testing.T) {
-	cases := map[string]int64{
-		"0": 0, "1000": 1000, "64K": 64000, "64KB": 64 << 10, "512mb": 512 << 20, "1G": 1e9,
-		"1GB": 1 << 30, "10MiB": 10 << 20, "3gi": 3 << 30, "2TB": 2 << 40, "2t": 2e12, "1p": 1e15,
+	c := settingsOf(t, "--max_file_store", "10GB", "--max_memory_store", "0")
+	if c.JetStream.MaxFileStore != 10<<30 || c.JetStream.MaxMemoryStore != 0 {
+		t.Fatalf("got %+v", c.JetStream)
 	}
-	for in, want := range cases {
-		cfg, err := parseFlags([]string{"--max_file_store", in, "--max_memory_store", in}, &bytes.Buffer{}, &bytes.Buffer{})
-		if err != nil || cfg.opts.MaxFileStore != want || cfg.opts.MaxMemoryStore != want {
-			t.Errorf("%q: got %d/%d %v, want %d", in, cfg.opts.MaxFileStore, cfg.opts.MaxMemoryStore, err, want)
-		}
+	if c := settingsOf(t); c.JetStream.MaxFileStore != config.Unset || c.JetStream.MaxMemoryStore != config.Unset {
+		t.Fatalf("unset limits: %+v", c.JetStream)
 	}
 	for _, bad := range []string{"", "-1", "1X", "G", "99999999999T", "1kbb", "1 k", "k1"} {
-		if _, err := parseFlags([]string{"--max_file_store", bad}, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
+		if _, err := parseArgs([]string{"--max_file_store", bad}, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
@@ -90,9 +94,6 @@ func TestBadFlagExitsTwo(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "no-such-flag") {
 		t.Fatalf("stderr does not name the bad flag: %q", errOut.String())
-	}
-	if code := run([]string{"-c", "x.conf"}, &out, &errOut, noWait); code != 2 {
-		t.Fatalf("-c exit code %d, want 2", code)
 	}
 	if code := run([]string{"-p", "notaport"}, &out, &errOut, noWait); code != 2 {
 		t.Fatalf("bad port exit code %d, want 2", code)
@@ -118,7 +119,7 @@ func TestPortInUseExitsOne(t *testing.T) {
 	defer ln.Close()
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	var out, errOut bytes.Buffer
-	code := run([]string{"-a", "127.0.0.1", "-p", port}, &out, &errOut, func(*logger.Logger, func()) { t.Error("server started on a port in use") })
+	code := run([]string{"-a", "127.0.0.1", "-p", port}, &out, &errOut, func(controls) { t.Error("server started on a port in use") })
 	if code != 1 {
 		t.Fatalf("exit code %d, want 1", code)
 	}

@@ -23,22 +23,30 @@ import (
 type Config struct {
 	StoreDir   string                           // root of the store directory (-sd); required
 	FS         vfs.FS                           // nil = the real file system
-	MaxMemory  int64                            // bytes of memory storage for the account; 0 = unlimited
-	MaxStore   int64                            // bytes of file storage for the account; 0 = unlimited
+	MaxMemory  int64                            // bytes of memory storage for the account; 0 = unlimited; NoStorage = none
+	MaxStore   int64                            // bytes of file storage for the account; 0 = unlimited; NoStorage = none
 	ServerName string                           // reported as the stream leader in StreamInfo.cluster
 	Version    string                           // the nats-server version advertised (metadata _nats.ver)
 	APILevel   int                              // the JetStream API level advertised (metadata _nats.level)
 	Now        func() time.Time                 // the clock for message timestamps and expiry; nil = time.Now
 	Logf       func(format string, args ...any) // problems (the server logs them as warnings)
 	Infof      func(format string, args ...any) // information, e.g. a healthy store's recovery summary; nil = Logf
-	// FileSync is the file store's sync policy; the zero value is
-	// filestore.SyncAlways (fsync before a PubAck).
-	FileSync filestore.SyncPolicy
 	// Batch holds the limits of batch publishing; zero fields take
 	// nats-server's defaults (stream.BatchLimits), its APILevel is set
 	// from APILevel.
 	Batch stream.BatchLimits
+	// AckBeforeSyncInterval chooses the file store's sync policy: 0 is
+	// filestore.SyncAlways (a PubAck after the fsync); a positive interval
+	// is filestore.SyncEveryInterval with that interval (a PubAck before
+	// the fsync: the opt-in ack_before_sync_interval of DESIGN.md
+	// section 2).
+	AckBeforeSyncInterval time.Duration
 }
+
+// NoStorage as Config.MaxMemory or MaxStore allows no stream of that
+// storage type, as nats-server's explicit max_memory_store: 0 (or
+// max_file_store: 0) does: every create is refused with 10028 (10047).
+const NoStorage int64 = -1
 
 // JetStream is the JetStream engine of one server and its one account.
 type JetStream struct {
@@ -175,12 +183,17 @@ func (js *JetStream) openStore(cfg stream.Config, dir string) (store.Store, erro
 	if cfg.Storage == stream.MemoryStorage {
 		return memstore.New(limits), nil
 	}
+	sync := filestore.SyncAlways
+	if js.cfg.AckBeforeSyncInterval > 0 {
+		sync = filestore.SyncEveryInterval
+	}
 	return filestore.Open(filestore.Config{
-		Dir:   path.Join(dir, "msgs"),
-		FS:    js.cfg.FS,
-		Sync:  js.cfg.FileSync,
-		Logf:  js.cfg.Logf,
-		Infof: js.cfg.Infof,
+		Dir:          path.Join(dir, "msgs"),
+		FS:           js.cfg.FS,
+		Sync:         sync,
+		SyncInterval: js.cfg.AckBeforeSyncInterval,
+		Logf:         js.cfg.Logf,
+		Infof:        js.cfg.Infof,
 	}, limits)
 }
 

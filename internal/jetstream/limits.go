@@ -5,9 +5,9 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// The server's storage limits, --max_memory_store and --max_file_store
-// (nats-server's max_memory_store and max_file_store, jetstream.go
-// checkBytesLimits and limitsExceeded in v2.15.2):
+// The server's storage limits, max_memory_store and max_file_store
+// (nats-server's, jetstream.go checkBytesLimits and limitsExceeded in
+// v2.15.2; NoStorage is nats-server's explicit 0, a limit of zero bytes):
 //
 //   - a stream create or update reserves its max_bytes (1 byte when
 //     unlimited) against the limit of its storage type; beyond the limit it
@@ -18,20 +18,22 @@ import (
 // Usage is the sum of the streams' stored bytes, refreshed by each
 // stream's apply goroutine after every batch it applies.
 
-// storageLimit returns the limit for storage type st (0 = unlimited).
-func (js *JetStream) storageLimit(st stream.StorageType) int64 {
+// storageLimit returns the limit in bytes for storage type st and
+// whether there is one (NoStorage is a limit of 0 bytes).
+func (js *JetStream) storageLimit(st stream.StorageType) (int64, bool) {
+	limit := js.cfg.MaxStore
 	if st == stream.MemoryStorage {
-		return js.cfg.MaxMemory
+		limit = js.cfg.MaxMemory
 	}
-	return js.cfg.MaxStore
+	return max(limit, 0), limit != 0
 }
 
 // checkReservationLocked checks cfg's max_bytes against the limit of its
 // storage type, counting every other stream's reservation. The caller
 // holds js.mu.
 func (js *JetStream) checkReservationLocked(cfg *stream.Config) *jserr.Error {
-	limit := js.storageLimit(cfg.Storage)
-	if limit <= 0 {
+	limit, limited := js.storageLimit(cfg.Storage)
+	if !limited {
 		return nil
 	}
 	var reserved int64
@@ -56,8 +58,8 @@ func (js *JetStream) checkReservationLocked(cfg *stream.Config) *jserr.Error {
 // overStorageLimit reports whether the streams of storage type st
 // already use more than its limit.
 func (js *JetStream) overStorageLimit(st stream.StorageType) bool {
-	limit := js.storageLimit(st)
-	return limit > 0 && js.used[st].Load() > limit
+	limit, limited := js.storageLimit(st)
+	return limited && js.used[st].Load() > limit
 }
 
 // syncUsage adds the change in the stream's stored bytes since the last
@@ -65,7 +67,7 @@ func (js *JetStream) overStorageLimit(st stream.StorageType) bool {
 // goroutine, only when a limit is set for that type.
 func (r *runner) syncUsage() {
 	st := r.storage
-	if r.js.storageLimit(st) <= 0 {
+	if _, limited := r.js.storageLimit(st); !limited {
 		return
 	}
 	b := int64(r.store.State(false).Bytes)

@@ -76,3 +76,26 @@ func TestMsgGetErrorOfDamage(t *testing.T) {
 		t.Errorf("got %+v, want 10037 without the path", err)
 	}
 }
+
+// NoStorage (nats-server's explicit max_memory_store: 0, which the Helm
+// chart writes to turn memory storage off) refuses every stream of that
+// storage type, 10028 for memory and 10047 for file, as nats-server
+// v2.15.2 answers; the other type is unaffected.
+func TestNoStorage(t *testing.T) {
+	js, err := New(Config{StoreDir: "/sd", FS: vfs.NewCrashFS(), ServerName: "s1", MaxMemory: NoStorage}, newMemTransport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.Shutdown()
+	mem := stream.Config{Name: "M", Subjects: []string{"m"}, Storage: stream.MemoryStorage}
+	expectErr(t, errOnly(js.AddStream(mem)), jserr.MemoryResourcesExceeded)
+	if _, err := js.AddStream(stream.Config{Name: "F", Subjects: []string{"f"}, Storage: stream.FileStorage}); err != nil {
+		t.Fatalf("file stream refused: %v", err)
+	}
+	js2, err := New(Config{StoreDir: "/sd2", FS: vfs.NewCrashFS(), ServerName: "s2", MaxStore: NoStorage}, newMemTransport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js2.Shutdown()
+	expectErr(t, errOnly(js2.AddStream(stream.Config{Name: "F", Subjects: []string{"f"}, Storage: stream.FileStorage})), jserr.StorageResourcesExceeded)
+}

@@ -4,8 +4,11 @@
 //
 // Levels are INF (Noticef), WRN (Warnf), ERR (Errorf), FTL (Fatalf), DBG
 // (Debugf, only with debug on) and TRC (Tracef, only with trace on), as
-// nats-server v2.15.2's logger prints them. A Logger is safe for concurrent
-// use: each line is written with one Write call under a mutex.
+// nats-server v2.15.2's logger prints them. Without timestamps (logtime:
+// false) a line is "[<pid>] [INF] message". A Logger is safe for
+// concurrent use: each line is written with one Write call under a mutex,
+// and the levels and the timestamp format may change at any time (a
+// configuration reload).
 package logger
 
 import (
@@ -13,25 +16,47 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // Logger writes levelled lines to one io.Writer. The zero value is not
 // usable; build one with New or Discard.
 type Logger struct {
-	mu    sync.Mutex
-	w     io.Writer
-	pid   string
-	debug bool
-	trace bool
-	now   func() time.Time
-	buf   []byte
+	debug atomic.Bool
+	trace atomic.Bool
+
+	mu     sync.Mutex
+	w      io.Writer // guarded by mu
+	noTime bool      // guarded by mu: no timestamps (logtime: false)
+	utc    bool      // guarded by mu: timestamps in UTC (logtime_utc)
+	pid    string
+	now    func() time.Time
+	buf    []byte // guarded by mu
 }
 
-// New returns a Logger writing to w (usually os.Stderr or a log file).
-// debug enables [DBG] lines (flag -D), trace enables [TRC] lines (flag -V).
+// New returns a Logger writing to w (usually os.Stderr or a log file),
+// with local-time timestamps. debug enables [DBG] lines (flag -D), trace
+// enables [TRC] lines (flag -V).
 func New(w io.Writer, debug, trace bool) *Logger {
-	return &Logger{w: w, pid: fmt.Sprintf("[%d] ", os.Getpid()), debug: debug, trace: trace, now: time.Now}
+	l := &Logger{w: w, pid: fmt.Sprintf("[%d] ", os.Getpid()), now: time.Now}
+	l.SetDebug(debug)
+	l.SetTrace(trace)
+	return l
+}
+
+// SetDebug turns [DBG] lines on or off.
+func (l *Logger) SetDebug(on bool) { l.debug.Store(on) }
+
+// SetTrace turns [TRC] lines on or off.
+func (l *Logger) SetTrace(on bool) { l.trace.Store(on) }
+
+// SetTime sets the timestamp of each line: none unless on (nats-server's
+// logtime), in UTC when utc (logtime_utc) and otherwise in local time.
+func (l *Logger) SetTime(on, utc bool) {
+	l.mu.Lock()
+	l.noTime, l.utc = !on, utc
+	l.mu.Unlock()
 }
 
 // SetOutput makes the Logger write to w from now on (log file reopening).
@@ -58,21 +83,21 @@ func (l *Logger) Fatalf(format string, v ...any) { l.logf("[FTL] ", format, v...
 
 // Debugf logs a [DBG] line when debug is on.
 func (l *Logger) Debugf(format string, v ...any) {
-	if l.debug {
+	if l.debug.Load() {
 		l.logf("[DBG] ", format, v...)
 	}
 }
 
 // Tracef logs a [TRC] line when trace is on.
 func (l *Logger) Tracef(format string, v ...any) {
-	if l.trace {
+	if l.trace.Load() {
 		l.logf("[TRC] ", format, v...)
 	}
 }
 
 // TraceEnabled reports whether Tracef writes anything, so hot paths can skip
 // formatting.
-func (l *Logger) TraceEnabled() bool { return l.trace }
+func (l *Logger) TraceEnabled() bool { return l.trace.Load() }
 
 func (l *Logger) logf(level, format string, v ...any) {
 	l.mu.Lock()
@@ -81,7 +106,13 @@ func (l *Logger) logf(level, format string, v ...any) {
 		return
 	}
 	b := append(l.buf[:0], l.pid...)
-	b = l.now().AppendFormat(b, "2006/01/02 15:04:05.000000 ")
+	if !l.noTime {
+		now := l.now()
+		if l.utc {
+			now = now.UTC()
+		}
+		b = now.AppendFormat(b, "2006/01/02 15:04:05.000000 ")
+	}
 	b = append(b, level...)
 	b = fmt.Appendf(b, format, v...)
 	b = append(b, '\n')

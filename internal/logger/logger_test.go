@@ -31,3 +31,28 @@ func TestDebugTrace(t *testing.T) {
 		t.Fatalf("debug/trace lines missing:\n%s", out.String())
 	}
 }
+
+// logtime: false drops the timestamp ("[pid] [INF] msg", as nats-server
+// prints it); logtime_utc prints it in UTC. Levels change while in use.
+func TestSetTimeAndLevels(t *testing.T) {
+	var out bytes.Buffer
+	l := New(&out, false, false)
+	l.now = func() time.Time { return time.Date(2026, 11, 29, 10, 8, 39, 0, time.FixedZone("X", 3600)) }
+	l.SetTime(false, false)
+	l.Noticef("a")
+	l.SetTime(true, true)
+	l.Noticef("b")
+	l.Debugf("hidden")
+	l.SetDebug(true)
+	l.SetTrace(true)
+	l.Debugf("c")
+	l.Tracef("d")
+	if !l.TraceEnabled() {
+		t.Error("TraceEnabled after SetTrace(true)")
+	}
+	want := regexp.MustCompile(`^\[\d+\] \[INF\] a\n\[\d+\] 2026/11/29 09:08:39\.000000 \[INF\] b\n` +
+		`\[\d+\] 2026/11/29 09:08:39\.000000 \[DBG\] c\n\[\d+\] 2026/11/29 09:08:39\.000000 \[TRC\] d\n$`)
+	if !want.Match(out.Bytes()) {
+		t.Fatalf("unexpected log output:\n%s", out.String())
+	}
+}

@@ -90,9 +90,10 @@ type pendingPub struct {
 // MaxControlLine+MaxPayload+lineSlack.
 type Parser struct {
 	h          Handler
-	maxLine    int // Config.MaxControlLine
-	lineCap    int // maxLine + lineSlack: capacity reserved for a partial control line
-	maxPayload int // Config.MaxPayload
+	maxLine    int     // Config.MaxControlLine
+	lineCap    int     // maxLine + lineSlack: capacity reserved for a partial control line
+	maxPayload int     // Config.MaxPayload
+	next       *Config // limits given to SetLimits, applied when the next operation starts
 	noHeaders  bool
 	err        error // sticky: set by the first failure
 
@@ -113,6 +114,25 @@ func NewParser(cfg Config, h Handler) *Parser {
 		lineCap:    cfg.MaxControlLine + lineSlack,
 		maxPayload: cfg.MaxPayload,
 	}
+}
+
+// SetLimits changes the parser's limits (zero fields take defaults), for a server whose
+// configuration is reloaded. They apply from the next operation that starts after the call: an
+// operation already partly read keeps the limits it began with, so the buffers sized for it stay
+// valid. Like Parse, it must not be called concurrently with Parse.
+func (p *Parser) SetLimits(cfg Config) {
+	cfg = cfg.withDefaults()
+	p.next = &cfg
+	p.applyLimits()
+}
+
+// applyLimits installs the limits given to SetLimits once no operation is partly read.
+func (p *Parser) applyLimits() {
+	if p.next == nil || p.state != stateLine || len(p.scratch) > 0 {
+		return
+	}
+	p.maxLine, p.lineCap, p.maxPayload = p.next.MaxControlLine, p.next.MaxControlLine+lineSlack, p.next.MaxPayload
+	p.next = nil
 }
 
 // SetHeaders enables or disables HPUB. A server matching nats-server calls SetHeaders(false)
@@ -147,6 +167,9 @@ func (p *Parser) Parse(buf []byte) error {
 // step consumes one operation, or the rest of buf when it ends inside one, and returns what is
 // left of buf.
 func (p *Parser) step(buf []byte) ([]byte, error) {
+	if p.next != nil {
+		p.applyLimits()
+	}
 	if p.state == statePayload {
 		return p.resumePayload(buf)
 	}

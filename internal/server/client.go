@@ -28,12 +28,12 @@ type client struct {
 	nc     net.Conn
 	ip     string // the client's IP, for INFO client_ip
 	addr   string // host:port, for log lines
-	trace  bool   // -V: log every operation
 	log    *logger.Logger
 	out    *outbound
 	parser *protocol.Parser
 
 	// Owned by the read loop.
+	lim         *limits // the server's limits the parser was last given
 	opts        connectOpts
 	connectSeen bool
 	firstPong   bool
@@ -67,12 +67,14 @@ type subscription struct {
 }
 
 func newClient(s *Server, nc net.Conn, cid uint64) *client {
+	lim := s.limits()
 	c := &client{
 		srv:  s,
 		cid:  cid,
 		nc:   nc,
 		log:  s.log,
-		out:  newOutbound(s.opts.MaxPending),
+		lim:  lim,
+		out:  newOutbound(lim.MaxPending),
 		opts: connectOpts{Verbose: true, Pedantic: true, Echo: true},
 		subs: make(map[string]*subscription),
 	}
@@ -80,11 +82,7 @@ func newClient(s *Server, nc net.Conn, cid uint64) *client {
 		c.ip = addr.IP.String()
 		c.addr = addr.String()
 	}
-	c.trace = s.log.TraceEnabled()
-	c.parser = protocol.NewParser(protocol.Config{
-		MaxControlLine: s.opts.MaxControlLine,
-		MaxPayload:     s.opts.MaxPayload,
-	}, c)
+	c.parser = protocol.NewParser(lim.parserConfig(), c)
 	c.parser.SetHeaders(false) // HPUB needs headers: true in CONNECT (protocol.md 1.3)
 	return c
 }
@@ -97,7 +95,7 @@ func (c *client) start() {
 	c.out.appendBytes(appendInfo(nil, in))
 	c.out.signal()
 	c.lastIn.Store(time.Now().UnixNano())
-	c.pings.start(c, c.srv.opts.PingInterval)
+	c.pings.start(c, c.srv.limits().PingInterval)
 	c.srv.goroutine(c.writeLoop)
 	c.srv.goroutine(c.readLoop)
 }
@@ -112,6 +110,7 @@ func (c *client) readLoop() {
 		n, err := c.nc.Read(buf)
 		if n > 0 {
 			c.lastIn.Store(time.Now().UnixNano())
+			c.refreshLimits()
 			perr := c.parser.Parse(buf[:n])
 			c.flushReceivers()
 			c.waitStalled()
@@ -178,14 +177,15 @@ func (c *client) write(batch [][]byte, iov *net.Buffers) bool {
 	if len(batch) == 0 {
 		return true
 	}
-	_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.opts.WriteDeadline))
+	deadline := c.srv.limits().WriteDeadline
+	_ = c.nc.SetWriteDeadline(time.Now().Add(deadline))
 	n, err := writeBatch(c.nc, batch, iov)
 	c.out.written(batch, n)
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
 			c.srv.slowConsumers.Add(1)
-			c.log.Noticef("%s - cid:%d - Slow Consumer Detected: WriteDeadline of %v exceeded", c.addr, c.cid, c.srv.opts.WriteDeadline)
+			c.log.Noticef("%s - cid:%d - Slow Consumer Detected: WriteDeadline of %v exceeded", c.addr, c.cid, deadline)
 		}
 		c.closeNow()
 		return false
@@ -280,7 +280,7 @@ func (c *client) closeSlowConsumer() {
 		return
 	}
 	c.srv.slowConsumers.Add(1)
-	c.log.Noticef("%s - cid:%d - Slow Consumer Detected: MaxPending of %d exceeded", c.addr, c.cid, c.srv.opts.MaxPending)
+	c.log.Noticef("%s - cid:%d - Slow Consumer Detected: MaxPending of %d exceeded", c.addr, c.cid, c.out.maxPending())
 	c.closeNow()
 }
 

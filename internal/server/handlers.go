@@ -26,7 +26,7 @@ func (c *client) ProcessConnect(arg []byte) error {
 	c.connectSeen = true
 	c.headers.Store(next.Headers)
 	c.parser.SetHeaders(next.Headers)
-	c.pings.connected(c.srv.opts.PingInterval)
+	c.pings.connected(c.srv.limits().PingInterval)
 	c.sendOK()
 	return nil
 }
@@ -130,7 +130,7 @@ func (c *client) removeSub(sub *subscription) {
 
 // ProcessPub routes a PUB or HPUB (protocol.md 1.3, 1.7, 1.8).
 func (c *client) ProcessPub(subj, reply []byte, hdrLen int, msg []byte) error {
-	if c.trace {
+	if c.log.TraceEnabled() {
 		c.tracePub(subj, reply, hdrLen, msg)
 	}
 	if hdrLen >= 0 && !c.opts.Headers {

@@ -3,6 +3,8 @@ package server
 import (
 	"encoding/json"
 	"runtime"
+
+	"github.com/cairnmq/cairn/internal/config"
 )
 
 // NATSVersion is the nats-server version cairn advertises in INFO. Clients
@@ -34,17 +36,27 @@ type info struct {
 	RemoteAccount string `json:"remote_account,omitempty"`
 }
 
+// baseInfo is the INFO of a new connection, with the limits in force.
+// With client_advertise, host and port are the advertised ones
+// (nats-server setInfoHostPort).
 func (s *Server) baseInfo() info {
+	lim := s.limits()
+	host, port := s.opts.Host, s.port
+	if lim.ClientAdvertise != "" {
+		if h, p, err := config.AdvertiseHostPort(lim.ClientAdvertise, s.port); err == nil {
+			host, port = h, p
+		}
+	}
 	return info{
 		ID:         s.id,
 		Name:       s.opts.ServerName,
 		Version:    NATSVersion,
 		Proto:      1,
 		GoVersion:  runtime.Version(),
-		Host:       s.opts.Host,
-		Port:       s.port,
+		Host:       host,
+		Port:       port,
 		Headers:    true,
-		MaxPayload: s.opts.MaxPayload,
+		MaxPayload: lim.MaxPayload,
 		JetStream:  s.opts.JetStream,
 	}
 }

@@ -39,7 +39,7 @@ func (s *Server) startJetStream() error {
 		s.log.Warnf("JetStream store directory not set (-sd); using %s", dir)
 	}
 	tr := jsTransport{s}
-	js, err := jetstream.New(jetstream.Config{
+	cfg := jetstream.Config{
 		StoreDir:   dir,
 		MaxMemory:  s.opts.MaxMemoryStore,
 		MaxStore:   s.opts.MaxFileStore,
@@ -48,7 +48,12 @@ func (s *Server) startJetStream() error {
 		APILevel:   jsapi.APILevel,
 		Logf:       s.log.Warnf,
 		Infof:      s.log.Noticef,
-	}, tr)
+	}
+	if d := s.opts.AckBeforeSyncInterval; d > 0 {
+		cfg.AckBeforeSyncInterval = d
+		s.log.Warnf("JetStream acknowledges file stream messages before they are synced (ack_before_sync_interval %v): a power loss can lose up to %v of acknowledged messages", d, d)
+	}
+	js, err := jetstream.New(cfg, tr)
 	if err != nil {
 		return fmt.Errorf("server: start JetStream: %w", err)
 	}

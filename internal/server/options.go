@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/logger"
 )
 
@@ -22,6 +23,11 @@ const (
 	// RandomPort as Options.Port asks the kernel for a free port, as
 	// nats-server's -p -1 does.
 	RandomPort = -1
+	// NoStorage as Options.MaxMemoryStore or MaxFileStore allows no stream
+	// of that storage type: creates get 10028 or 10047, as nats-server
+	// answers with max_memory_store: 0 (the Helm chart's way to turn memory
+	// storage off).
+	NoStorage = jetstream.NoStorage
 )
 
 // Options configures a Server. Zero values mean the default named next to
@@ -33,15 +39,23 @@ type Options struct {
 	MaxPayload     int           // bytes per message payload, default 1 MiB
 	MaxControlLine int           // bytes per protocol line, default 4096
 	MaxPending     int64         // outbound bytes buffered per client before it is a slow consumer, default 64 MiB
-	MaxConnections int           // open client connections, default 65536
+	MaxConnections int           // open client connections, default 65536; negative: refuse every client (nats-server's max_connections: 0)
 	PingInterval   time.Duration // idle time before the server PINGs a client, default 2m
 	MaxPingsOut    int           // unanswered PINGs before 'Stale Connection', default 2
 	WriteDeadline  time.Duration // longest a socket write may block, default 10s
 	JetStream      bool          // -js: enable JetStream
 	StoreDir       string        // -sd: JetStream's directory (data goes in <StoreDir>/jetstream); default <temp dir>/nats
-	MaxMemoryStore int64         // --max_memory_store: bytes of memory storage for streams; 0 = unlimited
-	MaxFileStore   int64         // --max_file_store: bytes of file storage for streams; 0 = unlimited
-	Logger         *logger.Logger
+	MaxMemoryStore int64         // bytes of memory storage for streams; 0 = unlimited; NoStorage = none (nats-server's max_memory_store: 0)
+	MaxFileStore   int64         // bytes of file storage for streams; 0 = unlimited; NoStorage = none
+	// AckBeforeSyncInterval, when positive, makes file streams acknowledge
+	// before the fsync and sync every interval (jetstream's
+	// ack_before_sync_interval); 0 acknowledges only fsynced messages.
+	AckBeforeSyncInterval time.Duration
+	// ClientAdvertise, "host" or "host:port", replaces the listener's host
+	// and port in INFO (nats-server's client_advertise); a missing, 0 or -1
+	// port is the bound port.
+	ClientAdvertise string
+	Logger          *logger.Logger
 }
 
 // ErrInvalidOptions is wrapped by every error Validate returns.
@@ -61,7 +75,9 @@ func (o *Options) Validate() error {
 	}
 	fillInt(&o.MaxPayload, DefaultMaxPayload)
 	fillInt(&o.MaxControlLine, DefaultMaxControlLine)
-	fillInt(&o.MaxConnections, DefaultMaxConnections)
+	if o.MaxConnections == 0 {
+		o.MaxConnections = DefaultMaxConnections
+	}
 	fillInt(&o.MaxPingsOut, DefaultMaxPingsOut)
 	if o.MaxPending <= 0 {
 		o.MaxPending = DefaultMaxPending
@@ -70,6 +86,12 @@ func (o *Options) Validate() error {
 	fillDuration(&o.WriteDeadline, DefaultWriteDeadline)
 	if int64(o.MaxPayload) > o.MaxPending {
 		return fmt.Errorf("%w: max_payload (%d) can not exceed max_pending (%d)", ErrInvalidOptions, o.MaxPayload, o.MaxPending)
+	}
+	if o.AckBeforeSyncInterval < 0 {
+		return fmt.Errorf("%w: negative ack_before_sync_interval %v", ErrInvalidOptions, o.AckBeforeSyncInterval)
+	}
+	if err := validAdvertise(o.ClientAdvertise); err != nil {
+		return err
 	}
 	if o.Logger == nil {
 		o.Logger = logger.Discard()

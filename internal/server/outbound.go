@@ -55,7 +55,24 @@ type outbound struct {
 }
 
 func newOutbound(limit int64) *outbound {
-	return &outbound{limit: limit, stallAt: min(limit/4*3, maxStallAt), wake: make(chan struct{}, 1)}
+	return &outbound{limit: limit, stallAt: stallThreshold(limit), wake: make(chan struct{}, 1)}
+}
+
+func stallThreshold(limit int64) int64 { return min(limit/4*3, maxStallAt) }
+
+// setLimit changes the pending bytes above which the client is a slow
+// consumer (a reload of max_pending); it applies from the next append.
+func (o *outbound) setLimit(limit int64) {
+	o.mu.Lock()
+	o.limit, o.stallAt = limit, stallThreshold(limit)
+	o.mu.Unlock()
+}
+
+// maxPending returns the limit in force.
+func (o *outbound) maxPending() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.limit
 }
 
 // tailLocked returns the last chunk with room for n more bytes, starting a

@@ -34,7 +34,7 @@ func (p *pingState) start(c *client, interval time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.armed = interval
-	p.timer = time.AfterFunc(interval, func() { p.tick(c, interval) })
+	p.timer = time.AfterFunc(interval, func() { p.tick(c) })
 }
 
 // connected re-arms the keep-alive after a CONNECT: the first PING comes
@@ -58,8 +58,11 @@ func (p *pingState) connected(interval time.Duration) {
 // tick sends a PING, or closes the client with 'Stale Connection' when
 // MaxPingsOut PINGs are unanswered. Like nats-server v2.15.2
 // (processPingTimer), it skips the PING when the client has answered
-// before and sent data within the interval.
-func (p *pingState) tick(c *client, interval time.Duration) {
+// before and sent data within the interval. The interval and MaxPingsOut
+// are read at each tick, so a reload changes them from the next one.
+func (p *pingState) tick(c *client) {
+	lim := c.srv.limits()
+	interval := lim.PingInterval
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
@@ -67,7 +70,7 @@ func (p *pingState) tick(c *client, interval time.Duration) {
 	}
 	idle := time.Since(time.Unix(0, c.lastIn.Load()))
 	if !p.answered || idle >= interval {
-		if p.out+1 > c.srv.opts.MaxPingsOut {
+		if p.out+1 > lim.MaxPingsOut {
 			c.log.Debugf("%s - cid:%d - Stale Client Connection - Closing", c.addr, c.cid)
 			c.out.appendBytes(protocol.AppendErr(nil, "Stale Connection"))
 			c.out.markClosing()

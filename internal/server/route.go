@@ -85,7 +85,7 @@ func (c *client) deliverTo(sub *subscription, subj, reply []byte, hdrLen int, ms
 		return false
 	}
 	ok, stalled := rc.appendMsg(sub.sid, subj, reply, hdrLen, msg)
-	if rc.trace {
+	if rc.log.TraceEnabled() {
 		rc.traceOut("MSG", subj, sub.sid, reply, []byte(strconv.Itoa(len(msg))))
 	}
 	if !ok {

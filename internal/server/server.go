@@ -31,7 +31,8 @@ type Server struct {
 	js    *jetstream.JetStream // nil unless Options.JetStream
 	jsAPI *jsapi.API
 
-	publishers    sync.Pool // connectionless *client values for Publish
+	lim           atomic.Pointer[limits] // the limits in force (limits.go)
+	publishers    sync.Pool              // connectionless *client values for Publish
 	nextCID       atomic.Uint64
 	slowConsumers atomic.Int64
 
@@ -52,14 +53,16 @@ func New(opts Options) (*Server, error) {
 	if opts.ServerName == "" {
 		opts.ServerName = id
 	}
-	return &Server{
+	s := &Server{
 		opts:    opts,
 		id:      id,
 		log:     opts.Logger,
 		sl:      sublist.New[*subscription](),
 		clients: make(map[uint64]*client),
 		done:    make(chan struct{}),
-	}, nil
+	}
+	s.lim.Store(limitsOf(&opts))
+	return s, nil
 }
 
 // newServerID returns a 56-character id starting with 'N', shaped like
@@ -177,7 +180,9 @@ func acceptBackoff(d time.Duration) time.Duration {
 }
 
 // addClient registers and starts a client, or refuses it with
-// 'maximum connections exceeded' (protocol.md 1.9).
+// 'maximum connections exceeded' (protocol.md 1.9); a negative
+// MaxConnections refuses every client, as nats-server's
+// max_connections: 0 does.
 func (s *Server) addClient(nc net.Conn) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
@@ -189,7 +194,7 @@ func (s *Server) addClient(nc net.Conn) {
 		_ = nc.Close()
 		return
 	}
-	if len(s.clients) >= s.opts.MaxConnections {
+	if max := s.limits().MaxConnections; max < 0 || len(s.clients) >= max {
 		s.mu.Unlock()
 		s.refuse(c)
 		return
@@ -240,7 +245,7 @@ func (s *Server) Shutdown() {
 	for _, c := range clients {
 		c.out.markClosing()
 	}
-	s.waitGoroutines(s.opts.WriteDeadline + time.Second)
+	s.waitGoroutines(s.limits().WriteDeadline + time.Second)
 	s.log.Noticef("Server Exiting..")
 	close(s.done)
 }

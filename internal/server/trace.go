@@ -8,11 +8,12 @@ import (
 // Trace lines follow nats-server's -V format (client.go traceInOp and
 // traceOutOp): "<host:port> - cid:<n> - <<- [OP args]" for what a client
 // sent and "->> [OP args]" for what it was sent. They are written only
-// when the logger has trace on, checked once per client.
+// when the logger has trace on, checked at each operation (a reload may
+// turn it on or off).
 
 // traceIn logs an operation a client sent, with its non-empty arguments.
 func (c *client) traceIn(op string, args ...[]byte) {
-	if !c.trace {
+	if !c.log.TraceEnabled() {
 		return
 	}
 	c.log.Tracef("%s - cid:%d - <<- [%s]", c.addr, c.cid, joinArgs(op, args))

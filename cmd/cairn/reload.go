@@ -1,0 +1,156 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/cairnmq/cairn/internal/config"
+)
+
+// A reload (SIGHUP) reads the configuration file again, applies the
+// command line's flags over it, and compares the result with the settings
+// in force, key by key (config.Changes). As in nats-server v2.15.2
+// (server/reload.go), it is all or nothing: if any changed setting cannot
+// change while the server runs, nothing is applied and the server logs
+// "Failed to reload server configuration: config reload not supported for
+// <key>: old=<value>, new=<value>". Otherwise each change is applied and
+// logged as "Reloaded: <key> = <value>", then "Reloaded server
+// configuration (<digest>)".
+
+// reloadable are the settings a reload may change: those nats-server
+// reloads that cairn has, and max_pending (a superset: nats-server does
+// not reload it).
+var reloadable = map[string]bool{
+	"debug":            true,
+	"trace":            true,
+	"logtime":          true,
+	"logtime_utc":      true,
+	"log_file":         true,
+	"pid_file":         true,
+	"max_payload":      true,
+	"max_control_line": true,
+	"max_pending":      true,
+	"max_connections":  true,
+	"ping_interval":    true,
+	"ping_max":         true,
+	"write_deadline":   true,
+	"client_advertise": true,
+}
+
+// startOnly says why cairn refuses to reload settings that nats-server
+// reloads.
+var startOnly = map[string]string{
+	"jetstream":                "cairn starts or stops JetStream only at start",
+	"max_memory_store":         "cairn applies JetStream's storage limits at start only",
+	"max_file_store":           "cairn applies JetStream's storage limits at start only",
+	"ack_before_sync_interval": "cairn applies the sync policy at start only",
+}
+
+// errNoConfigFile is nats-server's text for a reload without -c.
+var errNoConfigFile = errors.New("can only reload config when a file is provided using -c or --config")
+
+// reload reloads the configuration and logs the outcome.
+func (in *instance) reload() {
+	if err := in.tryReload(); err != nil {
+		in.log.Errorf("Failed to reload server configuration: %v", err)
+	}
+}
+
+func (in *instance) tryReload() error {
+	if in.cl.configFile == "" {
+		return errNoConfigFile
+	}
+	next, warns, err := in.cl.settings()
+	if err != nil {
+		return err
+	}
+	changes := config.Changes(in.cfg, next)
+	for _, c := range changes {
+		if !reloadable[c.Key] {
+			return refusal(c)
+		}
+	}
+	if err := in.apply(next, changes); err != nil {
+		return err
+	}
+	for _, w := range warns {
+		in.log.Warnf("%v", w)
+	}
+	in.cfg = next
+	in.log.Noticef("Reloaded server configuration (%s)", next.Digest)
+	return nil
+}
+
+// refusal is the error for a setting that cannot change while the server
+// runs.
+func refusal(c config.Change) error {
+	err := fmt.Errorf("config reload not supported for %s: old=%v, new=%v", c.Key, c.Old, c.New)
+	if why, ok := startOnly[c.Key]; ok {
+		err = fmt.Errorf("%w (%s)", err, why)
+	}
+	return err
+}
+
+// apply makes the changes, all reloadable, take effect: first those that
+// can fail (a new log file, the server's limits), then the rest.
+func (in *instance) apply(next *config.Config, changes []config.Change) error {
+	changed := map[string]bool{}
+	for _, c := range changes {
+		changed[c.Key] = true
+	}
+	var newLog *logFileSwitch
+	if changed["log_file"] {
+		sw, err := openSwitch(next.Log.File)
+		if err != nil {
+			return err
+		}
+		newLog = sw
+	}
+	if serverLimits(next) != serverLimits(in.cfg) {
+		if err := in.srv.SetLimits(serverLimits(next)); err != nil {
+			newLog.abandon()
+			return err
+		}
+	}
+	if newLog != nil {
+		in.lf.use(newLog.path, newLog.f)
+	}
+	in.log.SetDebug(next.Log.Debug)
+	in.log.SetTrace(next.Log.Trace)
+	in.log.SetTime(next.Log.Time, next.Log.TimeUTC)
+	if changed["pid_file"] {
+		if err := writePidFile(next.Process.PidFile); err != nil {
+			in.log.Errorf("Failed to write pidfile: %v", err) // as nats-server: the reload goes on
+		}
+	}
+	for _, c := range changes {
+		in.log.Noticef("Reloaded: %s = %v", c.Key, c.New)
+	}
+	return nil
+}
+
+// logFileSwitch is a log file opened by a reload and not yet in use.
+type logFileSwitch struct {
+	path string
+	f    *os.File
+}
+
+// openSwitch opens the log file a reload names; "" is stderr.
+func openSwitch(path string) (*logFileSwitch, error) {
+	if path == "" {
+		return &logFileSwitch{}, nil
+	}
+	f, err := openLogFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return &logFileSwitch{path: path, f: f}, nil
+}
+
+// abandon closes a log file that a failed reload opened.
+func (s *logFileSwitch) abandon() {
+	if s != nil && s.f != nil {
+		_ = s.f.Close()
+	}
+}

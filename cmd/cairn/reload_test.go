@@ -1,0 +1,97 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A reload (SIGHUP; waitForSignal calls ctl.reload) applies the changed
+// settings that can change at run time and logs each; a change that
+// cannot, a broken file, or a reload without a file change nothing and
+// log why; flags keep overriding the file (nats-server v2.15.2
+// server/reload.go, operations.md section 1.10).
+func TestReload(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cairn.conf")
+	logPath := filepath.Join(dir, "cairn.log")
+	pidPath := filepath.Join(dir, "cairn.pid")
+	base := "listen: 127.0.0.1:-1\nserver_name: s1\n"
+	writeFile(t, path, base+"max_payload: 1KB\nmax_pending: 4MB\n")
+	var out, stderr syncBuffer
+	code := run([]string{"-c", path, "--max_pending", "8MB"}, &out, &stderr, func(ctl controls) {
+		addr := listenAddr(t, stderr.String())
+		reload := func(text string) string {
+			t.Helper()
+			writeFile(t, path, text)
+			before := len(stderr.String())
+			ctl.reload()
+			return stderr.String()[before:]
+		}
+
+		// Reloadable settings apply, each logged; the flag keeps max_pending.
+		got := reload(base + "max_payload: 2KB\nmax_pending: 16MB\ndebug: true\nlogtime: false\npid_file: '" + pidPath + "'\n")
+		for _, want := range []string{"[INF] Reloaded: max_payload = 2048\n", "[INF] Reloaded: debug = true\n",
+			"[INF] Reloaded: logtime = false\n", "[INF] Reloaded: pid_file = " + pidPath + "\n", "[INF] Reloaded server configuration (sha256:"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("reload log lacks %q:\n%s", want, got)
+			}
+		}
+		if strings.Contains(got, "max_pending") {
+			t.Errorf("max_pending changed though --max_pending overrides the file:\n%s", got)
+		}
+		if info := dialInfo(t, addr); info["max_payload"] != 2048.0 {
+			t.Errorf("INFO max_payload %v after reload, want 2048", info["max_payload"])
+		}
+		if !strings.Contains(stderr.String(), "[DBG] ") {
+			t.Errorf("no [DBG] line after debug was reloaded on:\n%s", stderr.String())
+		}
+		if _, err := os.Stat(pidPath); err != nil {
+			t.Errorf("pid file not written by the reload: %v", err)
+		}
+
+		// A setting that cannot change refuses the whole reload.
+		got = reload(base + "max_payload: 4KB\nserver_name: s2\n")
+		if !strings.Contains(got, "[ERR] Failed to reload server configuration: config reload not supported for server_name: old=s1, new=s2") {
+			t.Errorf("refusal not logged:\n%s", got)
+		}
+		if info := dialInfo(t, addr); info["max_payload"] != 2048.0 {
+			t.Errorf("INFO max_payload %v after a refused reload, want 2048", info["max_payload"])
+		}
+		got = reload(base + "jetstream: enabled\n")
+		if !strings.Contains(got, "config reload not supported for jetstream: old=false, new=true (cairn starts or stops JetStream only at start)") {
+			t.Errorf("JetStream refusal not logged:\n%s", got)
+		}
+
+		// A broken file is reported with its position.
+		got = reload(base + "max_payload: 2KB\nbogus: 1\n")
+		if !strings.Contains(got, "Failed to reload server configuration: "+path+`:4:1: unknown field "bogus"`) {
+			t.Errorf("bad file not reported:\n%s", got)
+		}
+
+		// The log file follows log_file; going back to no file is stderr.
+		reload(base + "max_payload: 2KB\nlog_file: '" + logPath + "'\n")
+		ctl.log.Noticef("in the file")
+		if data, _ := os.ReadFile(logPath); !strings.Contains(string(data), "in the file") {
+			t.Errorf("log file %q lacks the line logged after the reload", data)
+		}
+		reload(base + "max_payload: 2KB\n")
+		ctl.log.Noticef("back on stderr")
+		if !strings.Contains(stderr.String(), "back on stderr") {
+			t.Errorf("log did not return to stderr")
+		}
+	})
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+}
+
+// Without -c a reload has nothing to read: nats-server's error.
+func TestReloadWithoutFile(t *testing.T) {
+	var out, stderr syncBuffer
+	run([]string{"-a", "127.0.0.1", "-p", "-1"}, &out, &stderr, func(ctl controls) { ctl.reload() })
+	if !strings.Contains(stderr.String(), "[ERR] Failed to reload server configuration: can only reload config when a file is provided using -c or --config") {
+		t.Fatalf("log:\n%s", stderr.String())
+	}
+}

@@ -1,0 +1,189 @@
+package config
+
+import (
+	"strings"
+	"time"
+)
+
+// JetStream is the jetstream block (operations.md section 1.7) and the
+// top-level store_dir.
+type JetStream struct {
+	Enabled  bool   `key:"jetstream"` // -js; a jetstream block enables it unless it says enabled: false
+	StoreDir string `key:"store_dir"` // -sd; data goes in <StoreDir>/jetstream; "" = the temporary directory
+	// MaxMemoryStore and MaxFileStore are the server's storage limits in
+	// bytes: Unset (the default) is no limit; 0 allows no stream of that
+	// storage type (nats-server's meaning: the Helm chart writes
+	// max_memory_store: 0 to turn memory storage off).
+	MaxMemoryStore int64 `key:"max_memory_store"`
+	MaxFileStore   int64 `key:"max_file_store"`
+	// AckBeforeSyncInterval, when positive, trades durability for speed:
+	// a PubAck is sent before the message is fsynced, and the file store
+	// syncs every interval, so a power loss can take back up to an
+	// interval of acknowledged messages. 0 (the default) acknowledges only
+	// fsynced messages, which is nats-server's sync_interval: always.
+	AckBeforeSyncInterval time.Duration `key:"ack_before_sync_interval"`
+}
+
+// jetstreamKeys are the top-level JetStream keys.
+var jetstreamKeys = keyTable{
+	"jetstream": jetstreamKey,
+	"store_dir": storeDirKey,
+	"storedir":  storeDirKey,
+}
+
+// jetstreamBlockKeys are the keys of the jetstream block in nats-server
+// v2.15.2 (server/opts.go parseJetStream), and cairn's
+// ack_before_sync_interval.
+var jetstreamBlockKeys = keyTable{
+	"enable":                   jsEnableKey,
+	"enabled":                  jsEnableKey,
+	"strict":                   jsStrictKey,
+	"store":                    storeDirKey,
+	"store_dir":                storeDirKey,
+	"storedir":                 storeDirKey,
+	"sync":                     syncIntervalKey,
+	"sync_interval":            syncIntervalKey,
+	"ack_before_sync_interval": ackBeforeSyncKey,
+	"max_memory_store":         maxMemKey,
+	"max_mem_store":            maxMemKey,
+	"max_mem":                  maxMemKey,
+	"max_file_store":           maxFileKey,
+	"max_file":                 maxFileKey,
+	"domain":                   unsupportedYet,
+	"key":                      unsupportedYet,
+	"ek":                       unsupportedYet,
+	"encryption_key":           unsupportedYet,
+	"prev_key":                 unsupportedYet,
+	"prev_ek":                  unsupportedYet,
+	"prev_encryption_key":      unsupportedYet,
+	"cipher":                   unsupportedYet,
+	"tpm":                      unsupportedYet,
+	"limits":                   unsupportedYet,
+	"extension_hint":           ignoredKey(singleServer),
+	"unique_tag":               ignoredKey(singleServer),
+	"max_outstanding_catchup":  ignoredKey(noSuchTuning),
+	"max_buffered_size":        ignoredKey(noSuchTuning),
+	"max_buffered_msgs":        ignoredKey(noSuchTuning),
+	"request_queue_limit":      ignoredKey(noSuchTuning),
+	"info_queue_limit":         ignoredKey(noSuchTuning),
+	"meta_compact":             ignoredKey(noSuchTuning),
+	"meta_compact_size":        ignoredKey(noSuchTuning),
+	"meta_compact_sync":        ignoredKey(noSuchTuning),
+	"max_concurrent_io":        ignoredKey(noSuchTuning),
+}
+
+const (
+	singleServer = "it places streams in a cluster, and cairn runs as a single server"
+	noSuchTuning = "it tunes an internal queue of nats-server that cairn does not have"
+)
+
+// jetstreamKey reads `jetstream: true|false|enabled|disabled` or a block.
+func jetstreamKey(c *Config, it item, r *report) {
+	switch v := it.val.(type) {
+	case bool:
+		c.JetStream.Enabled = v
+	case string:
+		switch strings.ToLower(v) {
+		case "enabled", "enable":
+			c.JetStream.Enabled = true
+		case "disabled", "disable":
+			c.JetStream.Enabled = false
+		default:
+			r.errorf(it, "Expected 'enabled' or 'disabled' for string value, got '%s'", v)
+		}
+	case map[string]any:
+		c.JetStream.Enabled = true
+		block(c, v, it, jetstreamBlockKeys, r)
+		checkSyncConflict(c, v, it, r)
+	default:
+		r.errorf(it, "Expected map, bool or string to define JetStream, got %T", v)
+	}
+}
+
+func jsEnableKey(c *Config, it item, r *report) { setBool(&c.JetStream.Enabled, it, r) }
+
+// jsStrictKey accepts strict either way: cairn answers API requests with
+// unknown keys leniently (docs/compatibility.md), whatever strict says.
+func jsStrictKey(_ *Config, it item, r *report) {
+	if _, ok := it.val.(bool); !ok {
+		r.errorf(it, "Expected 'true' or 'false' for bool value, got '%v'", it.val)
+	}
+}
+
+// storeDirKey sets the store directory, which may be given once, at the
+// top level or in the jetstream block.
+func storeDirKey(c *Config, it item, r *report) {
+	s, ok := r.stringOf(it)
+	if !ok {
+		return
+	}
+	if c.JetStream.StoreDir != "" {
+		r.errorf(it, "Duplicate 'store_dir' configuration")
+		return
+	}
+	c.JetStream.StoreDir = s
+}
+
+// syncIntervalKey accepts "always", which is what cairn does. Any
+// interval would acknowledge messages before they are durable, which
+// cairn does only under a name that says so (DESIGN.md section 2).
+func syncIntervalKey(_ *Config, it item, r *report) {
+	if s, ok := it.val.(string); ok && strings.EqualFold(s, "always") {
+		return
+	}
+	d, ok := r.durationOf(it)
+	if !ok {
+		return
+	}
+	r.errorf(it, "%s %v would acknowledge messages before they are on disk, which cairn does only when told so: "+
+		"remove it to keep cairn's default (a PubAck after the fsync, nats-server's sync_interval: always), "+
+		"or write ack_before_sync_interval: %q to accept losing up to that much acknowledged data in a power loss", it.key, d, d.String())
+}
+
+func ackBeforeSyncKey(c *Config, it item, r *report) {
+	d, ok := r.durationOf(it)
+	if !ok {
+		return
+	}
+	if d <= 0 {
+		r.errorf(it, "%s must be positive", it.key)
+		return
+	}
+	c.JetStream.AckBeforeSyncInterval = d
+	r.warnf(it, "%s %v: PubAcks are sent before the fsync; a power loss can lose up to %v of acknowledged messages", it.key, d, d)
+}
+
+// checkSyncConflict refuses sync_interval: always beside
+// ack_before_sync_interval, which contradict each other.
+func checkSyncConflict(c *Config, m map[string]any, parent item, r *report) {
+	if c.JetStream.AckBeforeSyncInterval == 0 {
+		return
+	}
+	for _, it := range entries(m, parent) {
+		k := strings.ToLower(it.key)
+		if s, ok := it.val.(string); ok && (k == "sync" || k == "sync_interval") && strings.EqualFold(s, "always") {
+			r.errorf(it, "%s always contradicts ack_before_sync_interval", it.key)
+		}
+	}
+}
+
+func maxMemKey(c *Config, it item, r *report) {
+	setStorageSize(&c.JetStream.MaxMemoryStore, it, "max_mem_store", r)
+}
+
+func maxFileKey(c *Config, it item, r *report) {
+	setStorageSize(&c.JetStream.MaxFileStore, it, "max_file_store", r)
+}
+
+// setStorageSize reads a storage limit; a negative one is Unset, as
+// nats-server takes it to mean "size it from the machine".
+func setStorageSize(dst *int64, it item, name string, r *report) {
+	n, ok := r.storageSizeOf(it, name)
+	if !ok {
+		return
+	}
+	if n < 0 {
+		n = Unset
+	}
+	*dst = n
+}

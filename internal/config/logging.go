@@ -1,0 +1,90 @@
+package config
+
+// Log is where and what the server logs (nats-server's logging keys,
+// operations.md section 6.1).
+type Log struct {
+	File    string `key:"log_file"`    // "" = stderr
+	Debug   bool   `key:"debug"`       // [DBG] lines (-D)
+	Trace   bool   `key:"trace"`       // [TRC] lines, the protocol (-V)
+	Time    bool   `key:"logtime"`     // timestamps on each line; true by default
+	TimeUTC bool   `key:"logtime_utc"` // timestamps in UTC instead of local time
+}
+
+// loggingKeys are nats-server v2.15.2's logging keys.
+var loggingKeys = keyTable{
+	"debug":              func(c *Config, it item, r *report) { setBool(&c.Log.Debug, it, r) },
+	"trace":              func(c *Config, it item, r *report) { setBool(&c.Log.Trace, it, r) },
+	"trace_verbose":      traceVerboseKey,
+	"trace_headers":      traceHeadersKey,
+	"logtime":            func(c *Config, it item, r *report) { setBool(&c.Log.Time, it, r) },
+	"logtime_utc":        func(c *Config, it item, r *report) { setBool(&c.Log.TimeUTC, it, r) },
+	"log_file":           logFileKey,
+	"logfile":            logFileKey,
+	"syslog":             ignoredIfTrue("cairn logs to stderr or to log_file"),
+	"remote_syslog":      ignoredIfSet("cairn logs to stderr or to log_file"),
+	"log_size_limit":     ignoredIfSet("cairn does not rotate its log file; rotate it with logrotate and SIGUSR1"),
+	"logfile_size_limit": ignoredIfSet("cairn does not rotate its log file; rotate it with logrotate and SIGUSR1"),
+	"logfile_max_num":    ignoredIfSet("cairn does not rotate its log file; rotate it with logrotate and SIGUSR1"),
+	"log_max_num":        ignoredIfSet("cairn does not rotate its log file; rotate it with logrotate and SIGUSR1"),
+	"max_traced_msg_len": ignoredIfSet("cairn traces whole messages"),
+}
+
+func setBool(dst *bool, it item, r *report) {
+	if b, ok := r.boolOf(it); ok {
+		*dst = b
+	}
+}
+
+// traceVerboseKey: nats-server's verbose trace adds the system account's
+// traffic, which cairn does not have, so it is trace.
+func traceVerboseKey(c *Config, it item, r *report) { setBool(&c.Log.Trace, it, r) }
+
+// traceHeadersKey: nats-server then traces message headers and not
+// payloads; cairn traces both.
+func traceHeadersKey(c *Config, it item, r *report) {
+	b, ok := r.boolOf(it)
+	if !ok {
+		return
+	}
+	c.Log.Trace = b
+	if b {
+		r.ignored(it, "cairn's trace shows payloads as well as headers")
+	}
+}
+
+func logFileKey(c *Config, it item, r *report) {
+	if s, ok := r.stringOf(it); ok {
+		c.Log.File = s
+	}
+}
+
+// ignoredIfTrue warns about a boolean key set to true; false is what cairn
+// does anyway.
+func ignoredIfTrue(why string) keyFunc {
+	return func(_ *Config, it item, r *report) {
+		if b, ok := r.boolOf(it); ok && b {
+			r.ignored(it, why)
+		}
+	}
+}
+
+// ignoredIfSet warns about a key set to anything but its zero value.
+func ignoredIfSet(why string) keyFunc {
+	return func(_ *Config, it item, r *report) {
+		switch v := it.val.(type) {
+		case string:
+			if v == "" {
+				return
+			}
+		case int64:
+			if v == 0 {
+				return
+			}
+		case bool:
+			if !v {
+				return
+			}
+		}
+		r.ignored(it, why)
+	}
+}

@@ -1,0 +1,89 @@
+package config
+
+// unsupportedKeys are nats-server v2.15.2's top-level keys of features
+// cairn does not have (see the package comment for the rule): the other
+// engineers' blocks (authorization, accounts, tls) move out of this table
+// into files of their own as they are implemented.
+var unsupportedKeys = keyTable{
+	// Features cairn will not have: a client of these listeners would find
+	// nothing.
+	"leafnodes": unsupported,
+	"leaf":      unsupported,
+	"gateway":   unsupported,
+	"websocket": unsupported,
+	"ws":        unsupported,
+	"mqtt":      unsupported,
+
+	// Features cairn does not have yet, whose absence a client would see
+	// (no authentication where the file asks for it, no TLS, ...).
+	"authorization":            unsupportedYet,
+	"accounts":                 unsupportedYet,
+	"no_auth_user":             unsupportedYet,
+	"system_account":           unsupportedYet,
+	"system":                   unsupportedYet,
+	"default_sentinel":         unsupportedYet,
+	"tls":                      unsupportedYet,
+	"allow_non_tls":            zeroOnlyBool,
+	"ocsp":                     unsupportedYet,
+	"ocsp_cache":               unsupportedYet,
+	"operator":                 unsupportedYet,
+	"operators":                unsupportedYet,
+	"root":                     unsupportedYet,
+	"roots":                    unsupportedYet,
+	"root_operator":            unsupportedYet,
+	"root_operators":           unsupportedYet,
+	"resolver":                 unsupportedYet,
+	"account_resolver":         unsupportedYet,
+	"accounts_resolver":        unsupportedYet,
+	"resolver_tls":             unsupportedYet,
+	"resolver_preload":         unsupportedYet,
+	"resolver_pinned_accounts": unsupportedYet,
+	"trusted":                  unsupportedYet,
+	"trusted_keys":             unsupportedYet,
+	"mappings":                 unsupportedYet,
+	"maps":                     unsupportedYet,
+	"default_js_domain":        unsupportedYet,
+	"proxies":                  unsupportedYet,
+	"proxy_protocol":           zeroOnlyBool,
+	"no_header_support":        zeroOnlyBool,
+
+	// cairn has no system account, which is what these ask for (true) or
+	// nats-server's default (false); either way a client sees the same.
+	"no_system_account": func(_ *Config, it item, r *report) { r.boolOf(it) },
+	"no_system":         func(_ *Config, it item, r *report) { r.boolOf(it) },
+	"no_sys_acc":        func(_ *Config, it item, r *report) { r.boolOf(it) },
+
+	// Settings whose absence a client does not see.
+	"connect_error_reports":   ignoredKey("it paces the logging of route, gateway and leafnode connection errors, which cairn does not have"),
+	"reconnect_error_reports": ignoredKey("it paces the logging of route, gateway and leafnode connection errors, which cairn does not have"),
+	"max_closed_clients":      ignoredKey(monitorIgnored),
+	"server_tags":             ignoredKey("tags are shown by monitoring and used to place streams in a cluster, which cairn does not have yet"),
+	"server_metadata":         ignoredKey("metadata is shown by monitoring, which cairn does not have yet"),
+	"disable_sublist_cache":   ignoredKey("cairn's subject index cache cannot be turned off"),
+	"no_sublist_cache":        ignoredKey("cairn's subject index cache cannot be turned off"),
+	"no_fast_producer_stall":  ignoredKey("cairn slows a publisher for at most a few milliseconds while a receiver catches up"),
+	"feature_flags":           ignoredKey("it switches nats-server's experimental features"),
+}
+
+// unsupported refuses a key of a feature cairn will not have.
+func unsupported(_ *Config, it item, r *report) {
+	r.errorf(it, "field %q is not supported by cairn", it.key)
+}
+
+// unsupportedYet refuses a key of a feature cairn does not have yet.
+func unsupportedYet(_ *Config, it item, r *report) {
+	r.errorf(it, "field %q is not supported by cairn yet", it.key)
+}
+
+// zeroOnlyBool accepts false (what cairn does) and refuses true.
+func zeroOnlyBool(_ *Config, it item, r *report) {
+	if b, ok := r.boolOf(it); ok && b {
+		unsupportedYet(nil, it, r)
+	}
+}
+
+// ignoredKey accepts any value with a warning saying why it changes
+// nothing a client sees.
+func ignoredKey(why string) keyFunc {
+	return func(_ *Config, it item, r *report) { r.ignored(it, why) }
+}
