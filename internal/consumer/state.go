@@ -11,9 +11,19 @@ import (
 // State is the delivery state machine of one consumer (protocol.md
 // sections 5.3 and 5.4): the delivered and ack floor sequence pairs, the
 // deliveries awaiting acknowledgement with their delivery counts and
-// deadlines, and the queue of messages to redeliver. It reads no clock
+// deadlines, the queue of messages to redeliver, and the messages that
+// ran out of deliveries (max_deliver) unacknowledged. It reads no clock
 // and does no I/O: every call that depends on time takes now (unix
 // nanoseconds), and the caller loads the messages from the store.
+//
+// A message that ran out of deliveries is never delivered again, but the
+// consumer still holds it (IsExhausted): interest and workqueue retention
+// keep it in the stream, so that it can be read by sequence after the
+// MAX_DELIVERIES advisory, until an explicit ack or +TERM of it, or its
+// removal from the stream, releases it. Running out of deliveries does
+// not move the ack floor. This is nats-server v2.15.2's redelivered-count
+// entry without a pending entry (consumer.needAck, hasMaxDeliveries; its
+// stored state keeps the entry, so this one's Snapshot does too).
 //
 // A State is not safe for concurrent use; the consumer's runner owns it.
 type State struct {
@@ -22,7 +32,8 @@ type State struct {
 	ackFloor  store.SequencePair
 	pending   map[uint64]*pendingMsg // by stream sequence
 	deadlines deadlineHeap
-	rdq       []uint64 // stream sequences ready for redelivery, oldest first
+	rdq       []uint64          // stream sequences ready for redelivery, oldest first
+	exhausted map[uint64]uint64 // stream sequence to deliveries, of messages out of deliveries; nil when none
 }
 
 // Policy is the part of the config the state machine needs: the ack
@@ -62,7 +73,9 @@ func NewState(p Policy, start uint64) *State {
 }
 
 // RestoreState returns the state stored in st. Pending deliveries keep
-// their deadlines: those already past are redelivered first.
+// their deadlines: those already past are redelivered first. A
+// redelivery count without a pending entry is a message that ran out of
+// deliveries (Snapshot).
 func RestoreState(p Policy, st *store.ConsumerState) *State {
 	s := &State{policy: p, delivered: st.Delivered, ackFloor: st.AckFloor, pending: make(map[uint64]*pendingMsg, len(st.Pending))}
 	for sseq, pm := range st.Pending {
@@ -70,6 +83,11 @@ func RestoreState(p Policy, st *store.ConsumerState) *State {
 		m.deadline = pm.Timestamp + int64(s.wait(m.deliveries))
 		s.pending[sseq] = m
 		heap.Push(&s.deadlines, deadline{at: m.deadline, sseq: sseq})
+	}
+	for sseq, n := range st.Redelivered {
+		if _, ok := st.Pending[sseq]; !ok {
+			s.exhaust(sseq, 1+n)
+		}
 	}
 	return s
 }
@@ -94,10 +112,15 @@ func (s *State) NextSeq() uint64 { return s.delivered.Stream + 1 }
 // NumAckPending returns the number of deliveries awaiting an ack.
 func (s *State) NumAckPending() int { return len(s.pending) }
 
-// NumRedelivered returns the number of pending messages delivered more
-// than once.
+// NumRedelivered returns num_redelivered as nats-server v2.15.2 counts
+// it (its redelivered-count entries): the pending messages delivered
+// more than once and the messages that ran out of deliveries; 0 with
+// max_deliver 1.
 func (s *State) NumRedelivered() int {
-	n := 0
+	if s.policy.MaxDeliver == 1 {
+		return 0
+	}
+	n := len(s.exhausted)
 	for _, m := range s.pending {
 		if m.deliveries > 1 {
 			n++
@@ -108,6 +131,25 @@ func (s *State) NumRedelivered() int {
 
 // IsPending reports whether sseq was delivered and awaits an ack.
 func (s *State) IsPending(sseq uint64) bool { return s.pending[sseq] != nil }
+
+// IsExhausted reports whether sseq ran out of deliveries unacknowledged
+// and is still held (see State).
+func (s *State) IsExhausted(sseq uint64) bool {
+	_, ok := s.exhausted[sseq]
+	return ok
+}
+
+// NumExhausted returns the number of messages out of deliveries still
+// held.
+func (s *State) NumExhausted() int { return len(s.exhausted) }
+
+// exhaust records that sseq ran out of deliveries after n of them.
+func (s *State) exhaust(sseq, n uint64) {
+	if s.exhausted == nil {
+		s.exhausted = map[uint64]uint64{}
+	}
+	s.exhausted[sseq] = n
+}
 
 // AtAckLimit reports whether max_ack_pending stops new deliveries
 // (redeliveries are not new: they are already counted).
@@ -169,10 +211,16 @@ func (s *State) Redeliver(sseq uint64, now int64) Delivery {
 	return Delivery{Deliveries: m.deliveries, ConsumerSeq: s.delivered.Consumer}
 }
 
-// DropRedelivery removes sseq from pending without an ack, when the
-// stream no longer holds it (protocol.md section 5.4, stream removal),
-// and returns what it dropped; false when sseq was not pending.
+// DropRedelivery forgets sseq without an ack, when the stream no longer
+// holds it (protocol.md section 5.4, stream removal): a pending delivery
+// leaves pending and the floor moves; a message out of deliveries is
+// released (nats-server v2.15.2 decStreamPending). It returns what it
+// dropped; false when sseq was neither.
 func (s *State) DropRedelivery(sseq uint64) (Dropped, bool) {
+	if n, ok := s.exhausted[sseq]; ok {
+		delete(s.exhausted, sseq)
+		return Dropped{Stream: sseq, Deliveries: n, Exhausted: true}, true
+	}
 	m := s.pending[sseq]
 	if m == nil {
 		return Dropped{}, false
@@ -207,7 +255,10 @@ type AckResult struct {
 // sequence cseq (both from the ack reply subject), as +ACK and +TERM do.
 // With ack policy all it acknowledges every pending sequence at or below
 // sseq and moves the ack floor to (cseq, sseq). An ack of something not
-// pending changes nothing (nats-server v2.15.2 processAckMsg).
+// pending changes nothing (nats-server v2.15.2 processAckMsg), except
+// that an explicit ack of a message out of deliveries releases it
+// without moving the floor; ack policy all never releases one, as
+// nats-server's ack-all leaves its redelivered-count entries.
 func (s *State) Ack(sseq, cseq uint64) AckResult {
 	var r AckResult
 	switch s.policy.Ack {
@@ -216,6 +267,9 @@ func (s *State) Ack(sseq, cseq uint64) AckResult {
 			delete(s.pending, sseq)
 			r.Acked = append(r.Acked, sseq)
 			s.moveAckFloor()
+		} else if _, ok := s.exhausted[sseq]; ok {
+			delete(s.exhausted, sseq)
+			r.Acked = append(r.Acked, sseq)
 		}
 	case AckAll, AckFlowControl:
 		if sseq <= s.ackFloor.Stream || sseq > s.delivered.Stream {
@@ -325,8 +379,8 @@ type Exhausted struct {
 
 // Expire moves every pending delivery whose deadline is at or before now
 // to the redelivery queue, except those delivered max_deliver times
-// already: those leave pending and are returned, for the MAX_DELIVERIES
-// advisory.
+// already: those leave pending for the exhausted messages (the ack floor
+// stays) and are returned, for the MAX_DELIVERIES advisory.
 func (s *State) Expire(now int64) []Exhausted {
 	var out []Exhausted
 	for len(s.deadlines) > 0 && s.deadlines[0].at <= now {
@@ -337,13 +391,11 @@ func (s *State) Expire(now int64) []Exhausted {
 		}
 		if s.policy.MaxDeliver > 0 && m.deliveries >= uint64(s.policy.MaxDeliver) {
 			delete(s.pending, d.sseq)
+			s.exhaust(d.sseq, m.deliveries)
 			out = append(out, Exhausted{Stream: d.sseq, Deliveries: m.deliveries})
 			continue
 		}
 		s.queue(d.sseq, m)
-	}
-	if len(out) > 0 {
-		s.moveAckFloor()
 	}
 	return out
 }
@@ -357,7 +409,7 @@ func (s *State) ExhaustedByNak(sseq uint64) (Exhausted, bool) {
 		return Exhausted{}, false
 	}
 	delete(s.pending, sseq)
-	s.moveAckFloor()
+	s.exhaust(sseq, m.deliveries)
 	return Exhausted{Stream: sseq, Deliveries: m.deliveries}, true
 }
 
@@ -374,9 +426,17 @@ func (s *State) NextDeadline() (int64, bool) {
 	return 0, false
 }
 
-// Snapshot returns the state to store (store.ConsumerState).
+// Snapshot returns the state to store (store.ConsumerState). A message
+// out of deliveries is a Redelivered entry (its deliveries beyond the
+// first) without a Pending entry, as nats-server v2.15.2 stores it.
 func (s *State) Snapshot() *store.ConsumerState {
 	st := &store.ConsumerState{Delivered: s.delivered, AckFloor: s.ackFloor}
+	if len(s.exhausted) > 0 {
+		st.Redelivered = make(map[uint64]uint64, len(s.exhausted))
+		for sseq, n := range s.exhausted {
+			st.Redelivered[sseq] = n - 1
+		}
+	}
 	if len(s.pending) == 0 {
 		return st
 	}

@@ -3,6 +3,7 @@ package consumer
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -472,26 +473,113 @@ func TestMaxDeliver(t *testing.T) {
 		if s.IsPending(1) || s.NumAckPending() != 0 {
 			t.Fatalf("max %d: exhausted message still pending", tc.max)
 		}
+		if !s.IsExhausted(1) || s.NumExhausted() != 1 {
+			t.Fatalf("max %d: exhausted message not held", tc.max)
+		}
+		// num_redelivered counts it, except with max_deliver 1.
+		if want := min(1, tc.max-1); s.NumRedelivered() != want {
+			t.Fatalf("max %d: NumRedelivered %d, want %d", tc.max, s.NumRedelivered(), want)
+		}
 		wantQueue(t, s, now)
 		wantDeadline(t, s, 0, false)
-		wantFloors(t, s, s.Delivered(), s.Delivered())
+		// The floor stays below the message that ran out of deliveries.
+		wantFloors(t, s, s.Delivered(), pair(0, 0))
 	}
 }
 
-// TestMaxDeliverFloorToNextPending: an exhausted message leaves the
-// floor just below the next pending one.
-func TestMaxDeliverFloorToNextPending(t *testing.T) {
+// TestMaxDeliverKeepsFloor: running out of deliveries does not move the
+// ack floor (nats-server v2.15.2 keeps it below such a message); an ack
+// that leaves nothing pending moves it to the delivered pair, past the
+// exhausted message, as nats-server's does.
+func TestMaxDeliverKeepsFloor(t *testing.T) {
 	s := NewState(Policy{Ack: AckExplicit, AckWait: 10 * time.Second, MaxDeliver: 1}, 1)
 	deliver(s, t0, 1)
 	deliver(s, t0+5*sec, 2)
 	if out := s.Expire(t0 + 10*sec); !slices.Equal(out, []Exhausted{{1, 1}}) {
 		t.Fatalf("exhausted %v", out)
 	}
-	wantFloors(t, s, pair(2, 2), pair(1, 1))
+	wantFloors(t, s, pair(2, 2), pair(0, 0))
 	if out := s.Expire(t0 + 15*sec); !slices.Equal(out, []Exhausted{{2, 1}}) {
 		t.Fatalf("exhausted %v", out)
 	}
-	wantFloors(t, s, pair(2, 2), pair(2, 2))
+	wantFloors(t, s, pair(2, 2), pair(0, 0))
+	deliver(s, t0+16*sec, 3)
+	if r := s.Ack(3, 3); !slices.Equal(r.Acked, []uint64{3}) {
+		t.Fatalf("ack 3: %v", r.Acked)
+	}
+	wantFloors(t, s, pair(3, 3), pair(3, 3))
+	if !s.IsExhausted(1) || !s.IsExhausted(2) {
+		t.Fatal("an ack of another message released the exhausted ones")
+	}
+}
+
+// TestAckReleasesExhausted: an explicit ack (or +TERM) of a message that
+// ran out of deliveries releases it, for retention, without moving the
+// floor; a second ack finds nothing. Ack policy all never releases one
+// (nats-server v2.15.2 keeps its redelivered-count entry).
+func TestAckReleasesExhausted(t *testing.T) {
+	s := NewState(Policy{Ack: AckExplicit, AckWait: 10 * time.Second, MaxDeliver: 2}, 1)
+	deliver(s, t0, 1, 2)
+	s.Nak(1, 0, t0)
+	s.Redeliver(1, t0)
+	if _, ok := s.ExhaustedByNak(1); !ok {
+		t.Fatal("not exhausted")
+	}
+	if r := s.Ack(1, 3); !slices.Equal(r.Acked, []uint64{1}) {
+		t.Fatalf("ack of the exhausted message acked %v", r.Acked)
+	}
+	if s.IsExhausted(1) || s.NumRedelivered() != 0 {
+		t.Fatal("still held after its ack")
+	}
+	wantFloors(t, s, pair(3, 2), pair(0, 0))
+	if r := s.Ack(1, 3); len(r.Acked) != 0 {
+		t.Fatalf("second ack acked %v", r.Acked)
+	}
+
+	a := NewState(Policy{Ack: AckAll, AckWait: 10 * time.Second, MaxDeliver: 1}, 1)
+	deliver(a, t0, 1)
+	a.Expire(t0 + 10*sec)
+	deliver(a, t0+11*sec, 2)
+	for _, seq := range []uint64{1, 2} {
+		if r := a.Ack(seq, seq); slices.Contains(r.Acked, 1) {
+			t.Fatalf("ack all of %d released the exhausted message", seq)
+		}
+	}
+	if !a.IsExhausted(1) {
+		t.Fatal("ack all released the exhausted message")
+	}
+	wantFloors(t, a, pair(2, 2), pair(2, 2))
+}
+
+// TestExhaustedGone: a message out of deliveries that leaves the stream
+// is released (DropRedelivery, DropGone, SkipTo), marked Exhausted and
+// without a consumer sequence.
+func TestExhaustedGone(t *testing.T) {
+	mk := func() *State {
+		s := NewState(Policy{Ack: AckExplicit, AckWait: 10 * time.Second, MaxDeliver: 1}, 1)
+		deliver(s, t0, 1, 2, 3, 4)
+		s.Ack(4, 4)
+		s.Expire(t0 + 10*sec) // 1, 2, 3 exhausted
+		return s
+	}
+	s := mk()
+	if d, ok := s.DropRedelivery(2); !ok || d != (Dropped{Stream: 2, Deliveries: 1, Exhausted: true}) {
+		t.Fatalf("DropRedelivery(2) = %+v %v", d, ok)
+	}
+	if _, ok := s.DropRedelivery(2); ok || s.IsExhausted(2) {
+		t.Fatal("dropped twice")
+	}
+	ds := s.DropGone(func(seq uint64) bool { return seq == 3 })
+	if len(ds) != 1 || ds[0] != (Dropped{Stream: 3, Deliveries: 1, Exhausted: true}) {
+		t.Fatalf("DropGone = %+v", ds)
+	}
+	wantFloors(t, s, pair(4, 4), pair(0, 0))
+	if !s.SkipTo(2) || s.IsExhausted(1) || s.NumExhausted() != 0 {
+		t.Fatal("SkipTo(2) kept 1")
+	}
+	if s.SkipTo(2) {
+		t.Fatal("SkipTo(2) again changed something")
+	}
 }
 
 // TestExhaustedByNak: a NAK after the last allowed delivery ends the
@@ -508,10 +596,10 @@ func TestExhaustedByNak(t *testing.T) {
 	if !ok || e != (Exhausted{Stream: 1, Deliveries: 2}) {
 		t.Fatalf("ExhaustedByNak = %+v %v", e, ok)
 	}
-	if s.IsPending(1) {
-		t.Fatal("exhausted message still pending")
+	if s.IsPending(1) || !s.IsExhausted(1) {
+		t.Fatal("exhausted message still pending, or not held")
 	}
-	wantFloors(t, s, pair(3, 2), pair(1, 1))
+	wantFloors(t, s, pair(3, 2), pair(0, 0))
 	for _, seq := range []uint64{1, 99} {
 		if _, ok := s.ExhaustedByNak(seq); ok {
 			t.Fatalf("ExhaustedByNak(%d) of nothing pending", seq)
@@ -639,6 +727,19 @@ func TestNumRedelivered(t *testing.T) {
 	check(2)
 	s.DropRedelivery(2)
 	check(1)
+	// A message out of deliveries counts, until released.
+	m := NewState(Policy{Ack: AckExplicit, AckWait: 10 * time.Second, MaxDeliver: 2}, 1)
+	deliver(m, t0, 1)
+	m.Expire(t0 + 10*sec)
+	m.Redeliver(1, t0+10*sec)
+	m.Expire(t0 + 20*sec)
+	if !m.IsExhausted(1) || m.NumRedelivered() != 1 {
+		t.Fatalf("exhausted %v, NumRedelivered %d", m.IsExhausted(1), m.NumRedelivered())
+	}
+	m.Ack(1, 2)
+	if m.NumRedelivered() != 0 {
+		t.Fatalf("NumRedelivered %d after releasing it", m.NumRedelivered())
+	}
 }
 
 // TestNextDeadlineSkipsStale: NextDeadline ignores heap entries of acked,
@@ -803,6 +904,7 @@ type model struct {
 	rdq       []uint64          // redelivery queue, oldest first
 	done      map[uint64]string // acked, exhausted or dropped: never delivered again
 	lastCseq  map[uint64]uint64 // consumer seq of each message's latest delivery
+	exhausted map[uint64]uint64 // out of deliveries, still held: deliveries
 }
 
 type modelMsg struct {
@@ -814,7 +916,7 @@ type modelMsg struct {
 }
 
 func newModel(p Policy, start uint64) *model {
-	m := &model{p: p, pending: map[uint64]*modelMsg{}, done: map[uint64]string{}, lastCseq: map[uint64]uint64{}}
+	m := &model{p: p, pending: map[uint64]*modelMsg{}, done: map[uint64]string{}, lastCseq: map[uint64]uint64{}, exhausted: map[uint64]uint64{}}
 	if start > 0 {
 		m.delivered.Stream, m.floor.Stream = start-1, start-1
 	}
@@ -883,6 +985,10 @@ func (m *model) ack(sseq, cseq uint64) []uint64 {
 	var acked []uint64
 	switch m.p.Ack {
 	case AckExplicit:
+		if _, ok := m.exhausted[sseq]; ok {
+			delete(m.exhausted, sseq) // released; the floor stays
+			return []uint64{sseq}
+		}
 		if m.pending[sseq] == nil {
 			return nil
 		}
@@ -963,12 +1069,10 @@ func (m *model) expire(now int64) []Exhausted {
 		if x := m.pending[q]; m.atMax(x) {
 			out = append(out, Exhausted{Stream: q, Deliveries: x.deliveries})
 			m.remove(q, "exhausted by expiry")
+			m.exhausted[q] = x.deliveries
 			continue
 		}
 		m.queue(q)
-	}
-	if len(out) > 0 {
-		m.raiseFloor()
 	}
 	return out
 }
@@ -979,11 +1083,15 @@ func (m *model) exhaustedByNak(sseq uint64) (Exhausted, bool) {
 		return Exhausted{}, false
 	}
 	m.remove(sseq, "exhausted by nak")
-	m.raiseFloor()
+	m.exhausted[sseq] = x.deliveries
 	return Exhausted{Stream: sseq, Deliveries: x.deliveries}, true
 }
 
 func (m *model) drop(sseq uint64) {
+	if _, ok := m.exhausted[sseq]; ok {
+		delete(m.exhausted, sseq)
+		return
+	}
 	if m.pending[sseq] != nil {
 		m.remove(sseq, "dropped")
 		m.raiseFloor()
@@ -1011,6 +1119,12 @@ func (m *model) nextDeadline() (int64, bool) {
 
 func (m *model) snapshot() *store.ConsumerState {
 	st := &store.ConsumerState{Delivered: m.delivered, AckFloor: m.floor}
+	for q, n := range m.exhausted {
+		if st.Redelivered == nil {
+			st.Redelivered = map[uint64]uint64{}
+		}
+		st.Redelivered[q] = n - 1
+	}
 	for q, x := range m.pending {
 		if st.Pending == nil {
 			st.Pending = map[uint64]store.Pending{}
@@ -1051,6 +1165,18 @@ func (m *model) check(t *testing.T, s *State) {
 		if x.deliveries > 1 {
 			redelivered++
 		}
+	}
+	for q := range m.exhausted {
+		if !s.IsExhausted(q) || s.IsPending(q) {
+			t.Fatalf("exhausted %d: held %v, pending %v", q, s.IsExhausted(q), s.IsPending(q))
+		}
+	}
+	if s.NumExhausted() != len(m.exhausted) {
+		t.Fatalf("%d exhausted, model %d", s.NumExhausted(), len(m.exhausted))
+	}
+	redelivered += len(m.exhausted)
+	if m.p.MaxDeliver == 1 {
+		redelivered = 0
 	}
 	if s.NumRedelivered() != redelivered {
 		t.Fatalf("NumRedelivered %d, model %d", s.NumRedelivered(), redelivered)
@@ -1120,11 +1246,15 @@ type modelRun struct {
 }
 
 // pick returns a stream sequence to ack, nak or touch: mostly a pending
-// one, sometimes anything up to just past the delivered sequence; and
-// the consumer sequence of its latest delivery, as its ack reply says.
+// one, sometimes one out of deliveries, sometimes anything up to just
+// past the delivered sequence; and the consumer sequence of its latest
+// delivery, as its ack reply says.
 func (r *modelRun) pick() (uint64, uint64) {
 	var seq uint64
-	if len(r.m.pending) > 0 && r.rng.IntN(5) > 0 {
+	if len(r.m.exhausted) > 0 && r.rng.IntN(8) == 0 {
+		keys := slices.Sorted(maps.Keys(r.m.exhausted))
+		seq = keys[r.rng.IntN(len(keys))]
+	} else if len(r.m.pending) > 0 && r.rng.IntN(5) > 0 {
 		keys := make([]uint64, 0, len(r.m.pending))
 		for q := range r.m.pending {
 			keys = append(keys, q)
@@ -1274,6 +1404,7 @@ func runModel(t *testing.T, p Policy, seed uint64, ops int) {
 	if p.MaxDeliver <= 0 {
 		return
 	}
+	floor, held := r.s.AckFloor(), r.s.NumExhausted()+r.s.NumAckPending()
 	for round := 0; r.s.NumAckPending() > 0; round++ {
 		if round > p.MaxDeliver {
 			t.Fatalf("%d still pending after %d rounds with max_deliver %d", r.s.NumAckPending(), round, p.MaxDeliver)
@@ -1282,8 +1413,9 @@ func runModel(t *testing.T, p Policy, seed uint64, ops int) {
 		r.s.Expire(r.now)
 		redeliverAll(r.s, r.now)
 	}
-	if r.s.AckFloor() != r.s.Delivered() {
-		t.Fatalf("all exhausted: floor %+v, delivered %+v", r.s.AckFloor(), r.s.Delivered())
+	// Running out of deliveries moved no floor, and every one is held.
+	if r.s.AckFloor() != floor || r.s.NumExhausted() != held {
+		t.Fatalf("all exhausted: floor %+v (was %+v), %d held, want %d", r.s.AckFloor(), floor, r.s.NumExhausted(), held)
 	}
 }
 

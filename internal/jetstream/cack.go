@@ -27,7 +27,7 @@ func (c *cons) processAck(a *ackMsg, now time.Time) {
 			c.dirty = true
 		}
 	case ackTerm:
-		if c.st.IsPending(a.sseq) {
+		if c.st.IsPending(a.sseq) || c.st.IsExhausted(a.sseq) {
 			c.ack(a.sseq, a.cseq)
 			c.advise("MSG_TERMINATED", "io.nats.jetstream.advisory.v1.terminated", a, a.reason)
 		}

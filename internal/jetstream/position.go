@@ -109,7 +109,9 @@ func (c *cons) lastPerSubject() []uint64 {
 
 // needAck reports whether the consumer still needs stream sequence sseq
 // on subject subj (interest retention): it matches the filters and is
-// not yet delivered, or is delivered and awaiting an ack.
+// not yet delivered, or is delivered and awaiting an ack, or ran out of
+// deliveries unacknowledged (nats-server v2.15.2 needAck keeps those
+// too, so that they can be read after the MAX_DELIVERIES advisory).
 func (c *cons) needAck(sseq uint64, subj string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -123,7 +125,7 @@ func (c *cons) needAck(sseq uint64, subj string) bool {
 	if c.cfg.AckPolicy == consumer.AckNone {
 		return false
 	}
-	return c.st.IsPending(sseq)
+	return c.st.IsPending(sseq) || c.st.IsExhausted(sseq)
 }
 
 // needsAllAbove reports whether the consumer has no filter, and so

@@ -266,13 +266,16 @@ func (r *runner) afterDelete(seq uint64) {
 }
 
 // dropPending drops the consumer's pending delivery of seq, if any, with
-// a MSG_TERMINATED advisory (nats-server decStreamPending).
+// a MSG_TERMINATED advisory, or releases seq if it ran out of deliveries
+// (nats-server decStreamPending).
 func (c *cons) dropPending(seq uint64) {
 	c.mu.Lock()
 	d, gone := c.st.DropRedelivery(seq)
 	if gone {
 		c.dirty = true
-		c.adviseDropped(d)
+		if !d.Exhausted {
+			c.adviseDropped(d)
+		}
 	}
 	c.mu.Unlock()
 	if gone {
@@ -301,7 +304,9 @@ func (c *cons) dropGoneLocked(advise bool) int {
 	}
 	if advise {
 		for _, d := range ds {
-			c.adviseDropped(d)
+			if !d.Exhausted {
+				c.adviseDropped(d)
+			}
 		}
 	}
 	return len(ds)
