@@ -108,8 +108,8 @@ func (r *runner) afterStore(res stream.Result) {
 	if res.Expires > 0 && res.Expires < r.js.now().Add(expiryInterval).UnixNano() {
 		r.expireBy(res.Expires)
 	}
-	if res.Purged > 0 {
-		r.afterPurge()
+	if res.Rollup != nil {
+		r.afterPurge(*res.Rollup, res.Purged)
 	}
 }
 

@@ -148,9 +148,13 @@ func (c *cons) matches(subj string) bool {
 // compact): a consumer behind it moves up.
 func (c *cons) skipTo(seq uint64) {
 	c.mu.Lock()
-	c.st.SkipTo(seq)
-	c.np.valid = false
-	c.dirty = true
+	changed := c.st.SkipTo(seq)
+	if changed {
+		c.np.valid = false
+		c.dirty = true
+	}
 	c.mu.Unlock()
-	c.signal()
+	if changed {
+		c.signal()
+	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/subject"
 )
 
 // durableSeq is the highest sequence every message through which is
@@ -235,14 +236,89 @@ func (r *runner) deleteMany(seqs []uint64) {
 	}
 }
 
-// afterPurge moves the consumers past what a purge removed and drops
-// their pending deliveries of removed messages.
-func (r *runner) afterPurge() {
-	first := r.store.State(false).FirstSeq
-	for _, c := range r.consumerList() {
-		c.skipTo(first)
-		c.dropGone(false)
+// afterPurge moves the consumers past what purge req took (n messages)
+// and drops their pending deliveries of removed messages (without
+// advisories), as nats-server v2.15.2 purgeLocked and consumer.purge do,
+// also when nothing was removed:
+//
+//   - without a subject, every consumer moves up to the stream's new first
+//     sequence;
+//   - with a subject, a consumer whose every filter lies within it moves
+//     up to the first message left on the subject, or past the stream's
+//     last sequence: the purge covered all it can deliver, so it
+//     reports nothing pending and an ack floor past the purge;
+//   - a consumer whose filters reach beyond the subject but share
+//     messages with it as nats-server sees it (one filter lies within
+//     the subject, or the subject lies within one filter or there is no
+//     filter) moves up to the stream's new first sequence;
+//   - any other consumer (disjoint filters) keeps its position.
+func (r *runner) afterPurge(req store.PurgeRequest, n uint64) {
+	cs := r.consumerList()
+	if len(cs) == 0 {
+		return
 	}
+	st := r.store.State(false)
+	covered := uint64(0) // where a covered consumer moves to; 0 until needed
+	for _, c := range cs {
+		to := st.FirstSeq
+		if req.Subject != "" {
+			switch c.purgeRelation(req.Subject) {
+			case purgeCovers:
+				if covered == 0 {
+					covered = st.LastSeq + 1
+					if m, err := r.store.LoadNext([]string{req.Subject}, st.FirstSeq); err == nil {
+						covered = m.Seq
+					}
+				}
+				to = covered
+			case purgeDisjoint:
+				to = 0
+			}
+		}
+		if to > 0 {
+			c.skipTo(to)
+		}
+		if n > 0 {
+			c.dropGone(false)
+		}
+	}
+}
+
+// How a filtered purge relates to a consumer (afterPurge).
+const (
+	purgeWider    = iota // the consumer's filters reach beyond the purge subject
+	purgeCovers          // every filter lies within the purge subject
+	purgeDisjoint        // nats-server leaves the consumer alone
+)
+
+// purgeRelation returns how a purge of subj relates to the consumer's
+// filters, in nats-server v2.15.2 purgeLocked's terms:
+// isEqualOrSubsetMatch (a filter within subj), isFilterSubsetOf (all of
+// them) and isFilteredMatch (subj within a filter, or no filter).
+func (c *cons) purgeRelation(subj string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	within := 0
+	for _, f := range c.filters {
+		if subject.SubsetOf(f, subj) {
+			within++
+		}
+	}
+	switch {
+	case within > 0 && within == len(c.filters):
+		return purgeCovers
+	case within > 0:
+		return purgeWider
+	}
+	if len(c.filters) == 0 {
+		return purgeWider
+	}
+	for _, f := range c.filters {
+		if subject.SubsetOf(subj, f) {
+			return purgeWider
+		}
+	}
+	return purgeDisjoint
 }
 
 // afterExpiry drops the consumers' pending deliveries of messages an
@@ -285,7 +361,8 @@ func (c *cons) dropPending(seq uint64) {
 
 // dropGone drops the consumer's pending deliveries whose message the
 // stream no longer holds, each with a MSG_TERMINATED advisory when
-// advise is set (nats-server sends none for a purge).
+// advise is set (nats-server sends none for a purge), and releases the
+// messages out of deliveries that are gone (no advisory).
 func (c *cons) dropGone(advise bool) {
 	c.mu.Lock()
 	n := c.dropGoneLocked(advise)

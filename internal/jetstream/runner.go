@@ -281,8 +281,8 @@ func (r *runner) applyEntry(e stream.Entry, mirrorSeq uint64, reply string) stre
 	stored := res.Err == nil && !res.Duplicate
 	if stored {
 		r.afterStore(res)
-	} else if res.Purged > 0 {
-		r.afterPurge()
+	} else if res.Rollup != nil {
+		r.afterPurge(*res.Rollup, res.Purged)
 	}
 	a := ack{rp: res.RePublish}
 	if stored {

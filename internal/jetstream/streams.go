@@ -296,9 +296,7 @@ func (js *JetStream) Purge(name string, req store.PurgeRequest) (uint64, *jserr.
 	if err != nil {
 		return 0, stream.StoreError(err, jserr.StreamGeneralError)
 	}
-	if n > 0 {
-		r.afterPurge()
-	}
+	r.afterPurge(req, n)
 	return n, nil
 }
 

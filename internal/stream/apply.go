@@ -71,6 +71,10 @@ type Result struct {
 	// Purged is the number of messages a Nats-Rollup removed, for the
 	// runner to tell the consumers.
 	Purged uint64
+	// Rollup is the purge a Nats-Rollup ran (nil without one): the
+	// consumers move past it as after an API purge, also when it
+	// removed nothing (nats-server v2.15.2 purgeLocked).
+	Rollup *store.PurgeRequest
 	// RePublish is the copy of the stored message to publish, when the
 	// stream republishes it; the runner publishes it once the message is
 	// durable.
@@ -203,7 +207,9 @@ func (s *Stream) commit(m *pub) Result {
 		r.RePublish = s.rePublish(m, rpSubj, seq, rpLast)
 	}
 	if m.rollup != "" {
-		r.Purged, err = s.rollup(m)
+		var req store.PurgeRequest
+		req, r.Purged, err = s.rollup(m)
+		r.Rollup = &req
 		if err != nil {
 			r.Err, r.StoreErr = storeError(err), err
 		}
@@ -214,12 +220,13 @@ func (s *Stream) commit(m *pub) Result {
 // rollup purges what a stored rollup message replaces: with "sub" every
 // other message on its subject, with "all" every other message, keeping
 // the rollup message itself (nats-server processJetStreamMsgWithRollup).
-func (s *Stream) rollup(m *pub) (uint64, error) {
+func (s *Stream) rollup(m *pub) (store.PurgeRequest, uint64, error) {
 	req := store.PurgeRequest{Keep: 1}
 	if m.rollup == rollupSub {
 		req.Subject = m.subject
 	}
-	return s.store.Purge(req)
+	n, err := s.store.Purge(req)
+	return req, n, err
 }
 
 // storeError turns an Append or Purge error into the PubAck error:
