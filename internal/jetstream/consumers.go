@@ -67,8 +67,8 @@ func (js *JetStream) createConsumer(r *runner, cfg consumer.Config, action Consu
 		if refiltered {
 			// After r.cmu is released: an interest stream drops what the
 			// consumer's new filters leave nobody needing, as nats-server
-			// v2.15.2 does at once.
-			r.dropUnneeded()
+			// v2.15.2 does before it answers.
+			r.dropUnneededWait()
 		}
 	}()
 	r.cmu.Lock()

@@ -155,17 +155,27 @@ func anyNeeds(cs []*cons, skip *cons, seq uint64, subj string) bool {
 }
 
 // afterConsumerGone removes, from an interest stream, the messages that
-// only the deleted consumer c still needed.
+// only the deleted consumer c still needed, and returns once they are
+// gone: nats-server v2.15.2 removes them before it answers the delete.
 func (r *runner) afterConsumerGone(c *cons) {
-	r.dropUnneeded()
+	r.dropUnneededWait()
 }
 
 // dropUnneeded removes, from an interest stream, every message that no
-// consumer and no sourcer still needs: after a consumer is deleted or a
-// sourcer stops reading the stream.
-func (r *runner) dropUnneeded() {
+// consumer and no sourcer still needs: after a consumer is deleted or
+// refiltered, or a sourcer stops reading the stream. The removal is
+// queued for the apply goroutine.
+func (r *runner) dropUnneeded() { r.removeMsgs(r.unneeded(), false) }
+
+// dropUnneededWait is dropUnneeded returning once the messages are gone,
+// for an API request to answer after them.
+func (r *runner) dropUnneededWait() { r.removeMsgs(r.unneeded(), true) }
+
+// unneeded returns, for an interest stream, the messages that no
+// consumer and no sourcer still needs.
+func (r *runner) unneeded() []uint64 {
 	if r.retention() != stream.InterestPolicy {
-		return
+		return nil
 	}
 	others, srcs := r.consumerList(), r.watcherList()
 	st := r.store.State(false)
@@ -193,7 +203,7 @@ func (r *runner) dropUnneeded() {
 		}
 		seq = m.Seq + 1
 	}
-	r.removeMsgs(gone, false)
+	return gone
 }
 
 // removeMsgs deletes messages on the apply goroutine, waiting for it when
