@@ -250,25 +250,32 @@ func TestRetentionMaxDeliverPaths(t *testing.T) {
 		cxCounts(t, info, 0, 0, 1, 0)
 		rtHeld(t, f.s, 1, true)
 	})
-	t.Run("deleting its consumer after its floor moved past it", func(t *testing.T) {
-		f := rtSetup(t, nil)
-		jsPublish(t, f.js, "rmp.a", "next")
-		rtAckAll(t, f.c1, 1)
-		cxSeqInfo(t, "c1 ack floor", cxInfo(t, f.c1).AckFloor, 3, 2)
-		if err := f.js.DeleteConsumer(tctx(t), "RMP", "c1"); err != nil {
-			t.Fatal(err)
-		}
-		if targetIsNatsServer() {
-			// It scans only from the deleted consumer's ack floor up, so
-			// the message nobody holds any more stays (until the stream
-			// is next updated or the server restarts).
-			rtHeld(t, f.s, 1, true)
-			return
-		}
-		// cairn releases everything the deleted consumer held
-		// (docs/compatibility.md).
-		rtHeld(t, f.s, 1, false)
-	})
+	for _, how := range []string{"deleting", "refiltering"} {
+		t.Run(how+" its consumer after its floor moved past it", func(t *testing.T) {
+			f := rtSetup(t, nil)
+			jsPublish(t, f.js, "rmp.a", "next")
+			rtAckAll(t, f.c1, 1)
+			cxSeqInfo(t, "c1 ack floor", cxInfo(t, f.c1).AckFloor, 3, 2)
+			var err error
+			if how == "deleting" {
+				err = f.js.DeleteConsumer(tctx(t), "RMP", "c1")
+			} else {
+				_, err = f.js.UpdateConsumer(tctx(t), "RMP", jetstream.ConsumerConfig{Durable: "c1", MaxDeliver: 2, FilterSubject: "rmp.b"})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if targetIsNatsServer() {
+				// It scans only from the consumer's ack floor up, so the
+				// message nobody holds any more stays (until a restart).
+				rtHeld(t, f.s, 1, true)
+				return
+			}
+			// cairn releases everything the consumer held
+			// (docs/compatibility.md).
+			rtHeld(t, f.s, 1, false)
+		})
+	}
 }
 
 // TestRetentionMaxDeliverWorkQueue: a workqueue stream keeps a message
