@@ -494,7 +494,7 @@ func (s *State) Replay(op store.ConsumerOp, now int64) []uint64 {
 	case store.OpAck:
 		return s.Ack(op.Stream, op.Consumer).Acked
 	case store.OpTerm:
-		if s.IsPending(op.Stream) {
+		if s.IsPending(op.Stream) || s.IsExhausted(op.Stream) {
 			return s.Ack(op.Stream, op.Consumer).Acked
 		}
 	case store.OpNak:

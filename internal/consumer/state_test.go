@@ -1491,3 +1491,20 @@ func TestSetPolicy(t *testing.T) {
 	s.Expire(t0 + 60*sec)
 	wantQueue(t, s, t0+60*sec, 2)
 }
+
+// TestReplayExhausted: a journaled ack or +TERM of a message out of
+// deliveries releases it at restore, as it did when made; a journaled
+// NAK of it changes nothing.
+func TestReplayExhausted(t *testing.T) {
+	for _, kind := range []store.ConsumerOpKind{store.OpAck, store.OpTerm, store.OpNak} {
+		s := NewState(Policy{Ack: AckExplicit, AckWait: 10 * time.Second, MaxDeliver: 1}, 1)
+		deliver(s, t0, 1, 2)
+		s.Expire(t0 + 10*sec)
+		r := RestoreState(s.policy, s.Snapshot())
+		got := r.Replay(store.ConsumerOp{Kind: kind, Stream: 1, Consumer: 1, Time: t0 + 20*sec}, t0+11*sec)
+		if release := kind != store.OpNak; !slices.Equal(got, map[bool][]uint64{true: {1}}[release]) || r.IsExhausted(1) == release {
+			t.Fatalf("replay of op %v: acked %v, still held %v", kind, got, r.IsExhausted(1))
+		}
+		wantFloors(t, r, pair(2, 2), pair(0, 0))
+	}
+}
