@@ -75,8 +75,9 @@ func (c *cons) confirmLater(a *ackMsg, cf confirm, now time.Time) {
 
 // journalBatch is one round's confirmed acks and their confirmations.
 type journalBatch struct {
-	ops   []store.ConsumerOp
-	waits []confirm
+	ops       []store.ConsumerOp
+	waits     []confirm
+	saveAfter bool // a snapshot confirms acks: store it after retention
 }
 
 // journal appends a round's confirmed acks to the ack journal; their

@@ -176,7 +176,10 @@ func (c *cons) loop() {
 		evs = c.takeEvents(evs)
 		acked, replies, jb, idle := c.round(evs)
 		if len(acked) > 0 {
-			c.sr.onAcked(c, acked, len(replies) > 0 || len(jb.waits) > 0)
+			c.sr.onAcked(c, acked, len(replies) > 0 || len(jb.waits) > 0 || jb.saveAfter)
+		}
+		if jb.saveAfter {
+			c.saveAfterRetention()
 		}
 		for _, reply := range replies {
 			c.js.tr.Publish(reply, "", nil, nil) // the double ack
@@ -212,10 +215,15 @@ func (c *cons) round(evs []cevent) (acked []uint64, replies []string, jb journal
 	c.expirePulls(now)
 	c.deliver(now)
 	c.heartbeats(now)
-	c.maybeSave(now, len(c.snapWait) > 0)
+	// Confirmations waiting for a snapshot go out only after retention
+	// has removed what this round acknowledged (saveAfterRetention).
+	saveAfter := len(c.acked) > 0 && len(c.snapWait) > 0
+	if !saveAfter {
+		c.maybeSave(now, len(c.snapWait) > 0)
+	}
 	acked, replies = c.acked, c.ackReplies
 	c.acked, c.ackReplies = nil, nil
-	jb = journalBatch{ops: c.jops, waits: c.jwait}
+	jb = journalBatch{ops: c.jops, waits: c.jwait, saveAfter: saveAfter}
 	c.jops, c.jwait = nil, nil
 	return acked, replies, jb, c.inactive(now)
 }
@@ -296,6 +304,18 @@ func (c *cons) nextWake() time.Duration {
 		at(now.Add(10 * time.Millisecond))
 	}
 	return max(next.Sub(now), time.Millisecond)
+}
+
+// saveAfterRetention hands the snapshot whose stored copy confirms this
+// round's double acks to the saver, once retention has removed what they
+// acknowledged: a confirmed ack means the message is gone, as with
+// nats-server.
+func (c *cons) saveAfterRetention() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.stopped {
+		c.maybeSave(c.now(), true)
+	}
 }
 
 // maybeSave hands a snapshot of a persisted consumer's state to its saver
