@@ -428,7 +428,7 @@ func verifyCrashConsumer(t *testing.T, p *cairnProc, it int, pre *consLog, pubAc
 	if err != nil {
 		fail("consume after restart: %v", err)
 	}
-	drainDeadline := time.Now().Add(jsTimeout)
+	drainDeadline := time.Now().Add(4 * jsTimeout) // 10,000 messages under -race on a loaded machine
 	for {
 		ictx, icancel := context.WithTimeout(context.Background(), jsTimeout)
 		info, err := cons.Info(ictx)
@@ -444,7 +444,7 @@ func verifyCrashConsumer(t *testing.T, p *cairnProc, it int, pre *consLog, pubAc
 			n := len(post.recvAt)
 			post.mu.Unlock()
 			fail("not drained after %v: %d received; info delivered %+v ack floor %+v pending %d ack pending %d",
-				jsTimeout, n, info.Delivered, info.AckFloor, info.NumPending, info.NumAckPending)
+				4*jsTimeout, n, info.Delivered, info.AckFloor, info.NumPending, info.NumAckPending)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

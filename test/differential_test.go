@@ -1212,6 +1212,11 @@ func (d *differ) consumerCreate() {
 	d.req("consumer create malformed", cc+"C.MAL", `{"stream_name":"C","config":`)
 	d.req("consumer create empty body", cc+"C.MAL", ``)
 	d.req("consumer create no config", cc+"C.MAL", `{"stream_name":"C"}`)
+	// Ephemerals made above with the default 5 s inactive_threshold go now,
+	// while both servers are here: a slow run would otherwise see one
+	// server expire them (and advise it) before the other.
+	d.req("consumer delete MAL", diffAPI+"CONSUMER.DELETE.C.MAL", "")
+	d.req("consumer delete N3", diffAPI+"CONSUMER.DELETE.C.N3", "")
 	// Unknown keys: identical configs of a consumer of UKS (the servers
 	// stay in the same state).
 	d.req("consumer create unknown keys target", diffAPI+"CONSUMER.CREATE.UKS.UNK", diffConsumerBody("UKS", "", `{"durable_name":"UNK","ack_policy":"explicit"}`))
