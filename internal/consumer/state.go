@@ -498,7 +498,11 @@ func (s *State) Replay(op store.ConsumerOp, now int64) []uint64 {
 			return s.Ack(op.Stream, op.Consumer).Acked
 		}
 	case store.OpNak:
-		if _, done := s.ExhaustedByNak(op.Stream); !done {
+		// Only re-arm: the state may be newer than the NAK (a later
+		// snapshot with more deliveries), so a NAK replayed at max_deliver
+		// must not end the deliveries; the deadline does that, with its
+		// advisory.
+		if m := s.pending[op.Stream]; m != nil && (s.policy.MaxDeliver <= 0 || m.deliveries < uint64(s.policy.MaxDeliver)) {
 			s.Nak(op.Stream, time.Duration(max(op.Time-now, 0)), now)
 		}
 	}

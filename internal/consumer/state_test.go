@@ -1508,3 +1508,38 @@ func TestReplayExhausted(t *testing.T) {
 		wantFloors(t, r, pair(2, 2), pair(0, 0))
 	}
 }
+
+// TestReplayJournal: replaying journaled confirmed acks onto a restored
+// state acknowledges what they acked, ignores ops beyond the delivered
+// sequence (their confirmation waited for a snapshot that never landed),
+// is idempotent, and a NAK only moves a redelivery: replayed onto a
+// state that already reached max_deliver it ends nothing.
+func TestReplayJournal(t *testing.T) {
+	p := Policy{Ack: AckExplicit, AckWait: 30 * time.Second, MaxDeliver: 2}
+	s := NewState(p, 1)
+	deliver(s, t0, 1, 2, 3, 4)
+	r := RestoreState(p, s.Snapshot())
+	ack := func(seq uint64) store.ConsumerOp { return store.ConsumerOp{Kind: store.OpAck, Stream: seq, Consumer: seq} }
+	if got := r.Replay(ack(2), t0); !slices.Equal(got, []uint64{2}) {
+		t.Fatalf("replayed ack 2: acked %v", got)
+	}
+	if got := r.Replay(ack(2), t0); got != nil {
+		t.Fatalf("a second replay of ack 2 acked %v", got)
+	}
+	if got := r.Replay(ack(9), t0); got != nil || r.Delivered().Stream != 4 {
+		t.Fatalf("an ack beyond delivered acked %v, delivered %d", got, r.Delivered().Stream)
+	}
+	// A NAK with a delay re-arms the redelivery at its recorded time.
+	r.Replay(store.ConsumerOp{Kind: store.OpNak, Stream: 3, Consumer: 3, Time: t0 + 5*sec}, t0+sec)
+	wantDeadline(t, r, t0+5*sec, true)
+	// Message 4 reached max_deliver since the NAK was journaled: the
+	// replayed NAK leaves it pending, to end at its deadline.
+	r.Expire(t0 + 30*sec)
+	if d := r.Redeliver(4, t0+30*sec); d.Deliveries != 2 {
+		t.Fatalf("redelivery of 4: %+v", d)
+	}
+	r.Replay(store.ConsumerOp{Kind: store.OpNak, Stream: 4, Consumer: 4, Time: t0}, t0+31*sec)
+	if !r.IsPending(4) {
+		t.Fatal("a replayed NAK ended the deliveries of a message at max_deliver")
+	}
+}
