@@ -1519,7 +1519,9 @@ func TestReplayJournal(t *testing.T) {
 	s := NewState(p, 1)
 	deliver(s, t0, 1, 2, 3, 4)
 	r := RestoreState(p, s.Snapshot())
-	ack := func(seq uint64) store.ConsumerOp { return store.ConsumerOp{Kind: store.OpAck, Stream: seq, Consumer: seq} }
+	ack := func(seq uint64) store.ConsumerOp {
+		return store.ConsumerOp{Kind: store.OpAck, Stream: seq, Consumer: seq}
+	}
 	if got := r.Replay(ack(2), t0); !slices.Equal(got, []uint64{2}) {
 		t.Fatalf("replayed ack 2: acked %v", got)
 	}
