@@ -60,6 +60,8 @@ type Config struct {
 	// forceS2 (tests only) stores every payload compressed, whatever
 	// store.Config.Compress says and whether or not it pays.
 	forceS2 bool
+	// ckptMax (tests only) replaces ckptCompactMax when above 0.
+	ckptMax int64
 }
 
 // withDefaults returns c with defaults filled in, or an error for an
@@ -76,6 +78,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.BlockSize < SegmentHeaderSize+RecordOverhead || c.BlockSize > maxBlockSize {
 		return c, errors.New("filestore: Config.BlockSize out of range")
+	}
+	if c.ckptMax <= 0 {
+		c.ckptMax = ckptCompactMax
 	}
 	if c.CacheBytes == 0 {
 		c.CacheBytes = DefaultCacheBytes

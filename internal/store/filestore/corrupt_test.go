@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path"
 	"reflect"
@@ -62,7 +63,7 @@ func buildImageWith(t testing.TB, n int, blockSize int64, s2 bool) image {
 	for _, name := range names {
 		im.segs = append(im.segs, "/store/msgs/"+name)
 	}
-	for _, p := range append(slices.Clone(im.segs), "/store/meta", "/store/consumers/c/state") {
+	for _, p := range append(slices.Clone(im.segs), "/store/meta", "/store/"+ckptName, "/store/consumers/c/state") {
 		b, err := fs.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -70,6 +71,15 @@ func buildImageWith(t testing.TB, n int, blockSize int64, s2 bool) image {
 		im.files[p] = b
 	}
 	return im
+}
+
+// withoutCheckpoint returns the image without its checkpoint file: a
+// store written before checkpoints (or whose checkpoint was removed).
+func (im image) withoutCheckpoint() image {
+	out := im
+	out.files = maps.Clone(im.files)
+	delete(out.files, "/store/"+ckptName)
+	return out
 }
 
 // fs returns a new file system holding the image, all of it durable.
@@ -186,7 +196,7 @@ func TestBitFlipsInRecords(t *testing.T) {
 }
 
 func bitFlipsInRecords(t *testing.T, im image) {
-	var flips, lost, dropped, other int
+	var flips, lost, tail, other int
 	for k, p := range im.segs {
 		last := k == len(im.segs)-1
 		for _, rec := range im.records(p) {
@@ -206,15 +216,16 @@ func bitFlipsInRecords(t *testing.T, im image) {
 					other++
 				case reflect.DeepEqual(o.lost, []uint64{rec.seq}) && o.corruptLog:
 					lost++
-				case last && reflect.DeepEqual(o.dropped, []uint64{rec.seq}) && len(o.lost) == 0 && o.tornLog:
-					dropped++
+				case last && reflect.DeepEqual(o.lost, []uint64{rec.seq}) && len(o.dropped) == 0 && o.tornLog:
+					tail++
 				default:
 					t.Fatalf("%s: outcome %+v", what, o)
 				}
 			}
 		}
 	}
-	t.Logf("%d single-bit flips in records: %d reported lost, %d dropped as a torn last batch (logged), %d in syncmarks (logged, nothing lost); 100%% detected", flips, lost, dropped, other)
+	t.Logf("%d single-bit flips in records: %d reported lost, %d in the last batch cut as a torn tail and reported lost by the checkpoint, %d in syncmarks (logged, nothing lost); 100%% detected",
+		flips, lost, tail, other)
 }
 
 // TestBitFlipsInHeaders flips every bit of every segment header and of the
@@ -273,10 +284,18 @@ func multipleBitFlips(t *testing.T, im image) {
 
 // TestTruncateLastSegment cuts the last segment at every byte offset of its
 // last two message records (and the records after them), and at 200
-// random earlier offsets (reliability.md S6): recovery drops the torn tail
-// with a log, keeps the prefix, and the store is usable.
+// random earlier offsets (reliability.md S6): recovery cuts the torn tail
+// with a log, keeps the prefix, and the store is usable. Every message of
+// the image was acknowledged, so the checkpoint reports each one cut off
+// lost, and LastSeq stays; without a checkpoint (a store from before
+// them), the cut messages are dropped and their sequences assigned again.
 func TestTruncateLastSegment(t *testing.T) {
 	im := buildImage(t, 30, 1<<20)
+	t.Run("checkpoint", func(t *testing.T) { truncateLastSegment(t, im, true) })
+	t.Run("no-checkpoint", func(t *testing.T) { truncateLastSegment(t, im.withoutCheckpoint(), false) })
+}
+
+func truncateLastSegment(t *testing.T, im image, ckpt bool) {
 	p := im.segs[len(im.segs)-1]
 	recs := im.records(p)
 	var msgs []recInfo
@@ -308,11 +327,15 @@ func TestTruncateLastSegment(t *testing.T) {
 			}
 		}
 		boundary := slices.ContainsFunc(recs, func(r recInfo) bool { return r.off+r.size == c })
-		if len(o.lost) != 0 || len(o.dropped) != want || o.tornLog == boundary {
-			t.Fatalf("cut at %d: %+v, want %d dropped, a log unless at a record boundary (%v)", c, o, want, boundary)
+		lost, dropped := len(o.lost), len(o.dropped)
+		if ckpt {
+			lost, dropped = dropped, lost
+		}
+		if lost != 0 || dropped != want || o.tornLog == boundary {
+			t.Fatalf("cut at %d: %+v, want %d cut off (lost with a checkpoint: %v), a log unless at a record boundary (%v)", c, o, want, ckpt, boundary)
 		}
 	}
-	t.Logf("%d truncations of the last segment: prefix kept, tail dropped with a log", len(cuts))
+	t.Logf("%d truncations of the last segment: prefix kept, tail cut with a log (checkpoint %v)", len(cuts), ckpt)
 }
 
 // TestGarbageAfterLastRecord appends zeros, random bytes and partial

@@ -97,7 +97,7 @@ func crashRun(t *testing.T, r *rand.Rand, seed uint64) *testLog {
 		crashAt = int64(1 + r.IntN(60))
 	}
 	hook := &hookFS{FS: fs, op: trigger.op, path: trigger.path, at: crashAt, crash: crash}
-	cfg := Config{Dir: "/s", FS: hook, BlockSize: int64(256 + r.IntN(8192))}
+	cfg := Config{Dir: "/s", FS: hook, BlockSize: int64(256 + r.IntN(8192)), ckptMax: int64(ckptHeaderSize + ckptRecordSize*(1+r.IntN(64)))}
 	// A third of the runs compress what pays, a third every payload.
 	limits := store.Config{Compress: seed%3 == 1}
 	cfg.forceS2 = seed%3 == 2
@@ -144,6 +144,7 @@ func crashRun(t *testing.T, r *rand.Rand, seed uint64) *testLog {
 var crashOps = []struct{ op, path string }{
 	{"append", ""}, {"write", ".blk"}, {"sync", ".blk"}, {"sync", ".blk"}, {"sync", ""},
 	{"syncdir", ""}, {"rename", ""}, {"remove", ""}, {"create", ".blk"},
+	{"write", ckptName}, {"sync", ckptName}, {"create", ckptName},
 }
 
 // hookFS calls crash just before the at-th call of the operation op, once

@@ -10,6 +10,9 @@
 // # Directory layout
 //
 //	<Dir>/meta                       store metadata (see "Metadata file")
+//	<Dir>/checkpoint                 how far the log was durable (see
+//	                                 "Checkpoint file")
+//	<Dir>/checkpoint.new             a checkpoint being replaced (ignored)
 //	<Dir>/msgs/<base>.blk            segments; <base> is the first sequence
 //	                                 the segment may hold, 20 decimal digits,
 //	                                 zero padded (00000000000000000001.blk)
@@ -171,6 +174,63 @@
 // rather than start an empty stream. It is written once, at creation, by
 // write-new, fsync, rename, fsync-directory.
 //
+// # Checkpoint file
+//
+// A record, outside the segments, of how far the log was durable, so
+// that a lost end of the log is reported lost instead of being numbered
+// again (below, Recovery rule 4). A header, then 16-byte records, back to
+// back:
+//
+//	offset size field
+//	 0      8   magic "CAIRNCKP"
+//	 8      4   version, u32 = 1
+//	12      4   CRC-32C of bytes 0..11
+//	16+16k      record k:
+//	 +0     8   seq, u64: every sequence through seq had been assigned
+//	            and was durable (fsynced) when the record was written
+//	 +8     4   reserved, 0
+//	 +12    4   CRC-32C of the record's offset in the file (u64), then
+//	            bytes +0..+11
+//
+// The file's value is the largest seq of a valid record. A record that
+// fails its CRC (torn by a power loss) is skipped, and so is a damaged
+// header: each record is true on its own. A valid header of another
+// version fails Open. Writing:
+//
+//   - Creating a store writes the file (one record: LastSeq) before the
+//     metadata file, whose directory fsync covers its entry.
+//   - After each fsync of the segments, the syncer appends a record of the
+//     LastSeq the synced batches were taken at, before any of them is
+//     acknowledged, and without fsync: no fsync is added to a publish.
+//     Not after a failed fsync (the store is fenced): a batch that wrote
+//     nothing then synced nothing.
+//   - Once the file passes 64 KiB (4096 records), the syncer replaces it
+//     with a file of one record: write-new, fsync, rename. The directory
+//     is not fsynced: after a power loss either file may be found, and
+//     both hold only true records.
+//   - Open replaces it with one record of the recovered LastSeq, unless it
+//     is clean (valid header and records, nothing else), already says
+//     LastSeq and is under 64 KiB: a clean shutdown's, kept as it is.
+//   - Close fsyncs it after the last batch.
+//
+// The window. The file says at most what was durable, so it never makes a
+// power loss report something lost. It says at least what was
+// acknowledged (under SyncAlways) after a clean shutdown (Close fsyncs
+// it) and after a crash of the process, kill -9 included (its records are
+// written before the acknowledgements, and the kernel keeps them). After
+// a power loss or a crash of the operating system, it may be as old as
+// its last fsync: the last replacement (at most 4096 group commits ago),
+// Open or Close, or the kernel's own writeback. Sequences acknowledged
+// since then can be assigned again only if the durable end of the last
+// segment is lost as well: a second fault (a disk that loses fsynced
+// data, a file cut by hand after the power loss), since a power loss
+// alone keeps every fsynced record. An fsync of the file at each group
+// commit would close that window at the price of doubling the fsyncs of
+// the publish path. Under SyncEveryInterval (jetstream's opt-in
+// ack_before_sync_interval), acknowledged is not durable:
+// what a crash loses of the last interval is not in the file either, and
+// its sequences are assigned again.
+//
 // # Consumer state file
 //
 // Two copies, state and state.1; Update writes the one that does not hold
@@ -262,8 +322,9 @@
 //     (appending a compact record for removals at the front, then a
 //     syncmark) and writes it, one Write per segment, while its syncer
 //     goroutine fsyncs what was written before. Only after an fsync does
-//     the syncer publish the new durable sequence and wake every
-//     WaitDurable waiting at or below it. Appends that arrive during an
+//     the syncer record the new durable sequence in the checkpoint file
+//     (without fsync), then publish it and wake every WaitDurable waiting
+//     at or below it. Appends that arrive during an
 //     fsync are written meanwhile and covered by the next one: one fsync
 //     covers every append written before it.
 //  3. A segment is fsynced before anything is written to a newer one. A
@@ -305,15 +366,19 @@
 //     of the header when there is no syncmark) is the tail of a write that
 //     was never fsynced, torn or partly written by a power loss: the file
 //     is truncated there, fsynced, and the number of bytes and the offset
-//     are logged. Nothing in it was acknowledged under SyncAlways (a batch
+//     are logged. A power loss leaves such a tail only from a write that
+//     was never fsynced, so never acknowledged under SyncAlways (a batch
 //     is acknowledged only after its fsync, and the next batch's syncmark
-//     records that fsync). Its sequences are used again by the next
-//     appends: they were never acknowledged. The layers above never hand
-//     out a sequence past the durable one, so nothing outside the store
-//     can have seen them. A media error confined to the last batch of the
-//     last segment, or a truncation of the file that also removed every
-//     later syncmark, looks the same and is handled the same way (logged
-//     with offset and byte count): a single copy cannot tell them apart.
+//     records that fsync); its sequences are used again by the next
+//     appends, and the layers above never hand out a sequence past the
+//     durable one, so nothing outside the store can have seen them. A
+//     media error confined to the last batch of the last segment, a
+//     truncation of the file that also removed every later syncmark, or a
+//     removed last segment looks the same to the segments; the checkpoint
+//     file tells them apart: every sequence through its value that the
+//     segments no longer account for is lost (rule 7), and LastSeq stays
+//     at least that value (rule 6), so a durable sequence is never
+//     assigned again (within the window that section describes).
 //     A last segment whose header fails its checks and that holds no
 //     syncmark was being created (no byte of it was ever fsynced): it is
 //     removed when an older segment exists, else its header is written
@@ -323,13 +388,15 @@
 //  6. The low water is the largest of the headers' low water and the
 //     compact records' seq. LastSeq is the largest of the last message
 //     sequence, the last segment's base minus one, the low water minus
-//     one and the skip records' seq minus one: it never goes back except
-//     by the step 4 truncation.
+//     one, the skip records' seq minus one and the checkpoint's value: it
+//     never goes back except by the step 4 truncation of what was never
+//     durable.
 //  7. Every sequence from the low water to LastSeq must be accounted for:
 //     by a message record, a delete record, a compact record, or a skip
 //     record. A
 //     sequence that is not (inside a bad region, past a damaged end of a
-//     sealed segment, in a missing segment) is lost: it is reported by
+//     sealed segment, in a missing segment, past the end of the log up to
+//     the checkpoint's value) is lost: it is reported by
 //     the log, in State().Lost, and by Load and LoadNext (a
 //     *store.CorruptError naming the range) until a Delete, Purge or
 //     Compact removes it. It counts in FirstSeq and as a gap, not in
@@ -410,6 +477,9 @@
 //     callbacks holding no lock.
 //   - During Open only, a read-ahead goroutine reads the next segment file
 //     while the previous one is verified; Open ends it before returning.
+//
+// The checkpoint file has one owner at a time, so no lock: Open, then
+// the syncer, then Close once the flusher has stopped.
 //
 // Locks, in the order they may be taken:
 //

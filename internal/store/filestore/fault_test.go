@@ -34,6 +34,7 @@ func TestFaults(t *testing.T) {
 	}{
 		{vfs.OpWrite, ".blk"}, {vfs.OpSync, ".blk"}, {vfs.OpSyncDir, ""}, {vfs.OpCreate, ".blk"},
 		{vfs.OpRemove, ".blk"}, {vfs.OpRename, ""}, {vfs.OpWrite, "state"}, {vfs.OpSync, "state"},
+		{vfs.OpWrite, ckptName},
 	}
 	n := 0
 	for _, o := range ops {

@@ -150,9 +150,12 @@ func (s *Store) syncLoop(q <-chan batch) {
 	}
 }
 
-// syncBatches makes queued batches durable and publishes them. Syncing
-// the newest file written is enough: the writer synced every older
-// segment before it wrote to a newer one.
+// syncBatches makes queued batches durable, records the newest one's
+// LastSeq in the checkpoint file (a write without fsync, before any of
+// them is acknowledged) and publishes them; then, once the checkpoint
+// file has grown past ckptCompactMax, it replaces it. Syncing the newest
+// file written is enough: the writer synced every older segment before
+// it wrote to a newer one.
 func (s *Store) syncBatches(bs []batch) {
 	for i := len(bs) - 1; i >= 0; i-- {
 		if f := bs[i].file; f != nil {
@@ -163,6 +166,10 @@ func (s *Store) syncBatches(bs []batch) {
 			break
 		}
 	}
+	if err := s.noteCheckpoint(bs[len(bs)-1].seq); err != nil {
+		s.fence(err)
+		return
+	}
 	for _, b := range bs {
 		s.publish(b)
 		if err := s.removeSegments(b.doomed); err != nil {
@@ -170,6 +177,25 @@ func (s *Store) syncBatches(bs []batch) {
 			return
 		}
 	}
+	if s.ckpt.full() {
+		if err := s.ckpt.replace(0); err != nil {
+			s.fence(err)
+		}
+	}
+}
+
+// noteCheckpoint records seq, which the syncer has just made durable, in
+// the checkpoint file, unless the store is fenced: after a failed fsync a
+// batch that wrote nothing (and so synced nothing) is not durable, though
+// it is published (to waiters that the fence already failed).
+func (s *Store) noteCheckpoint(seq uint64) error {
+	s.mu.RLock()
+	fenced := s.mu.fenced != nil
+	s.mu.RUnlock()
+	if fenced {
+		return nil
+	}
+	return s.ckpt.note(seq)
 }
 
 // takeBatch takes everything not yet handed to the flusher. It returns

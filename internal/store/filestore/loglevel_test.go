@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/vfs"
 )
 
 // A healthy open reports its recovery summary to Infof only; damage goes
@@ -33,5 +34,42 @@ func TestRecoverySummaryLevel(t *testing.T) {
 	warn, info = open(true)
 	if !warn.has("recovered") || !warn.has("corrupt") || info.has("recovered") {
 		t.Errorf("damaged open: info %v, warn %v; want the summary and the damage in warn", info.lines, warn.lines)
+	}
+}
+
+// The summary names the sequences held as a range only when there is
+// one: a store never written says so, an emptied one its last sequence
+// (it once logged "sequences 0-0" and "sequences 8-7").
+func TestRecoverySummaryRange(t *testing.T) {
+	fs := vfs.NewCrashFS()
+	cfg := memConfig(fs, 1<<20)
+	reopen := func() *testLog {
+		lg := &testLog{}
+		c := cfg
+		c.Logf = lg.logf
+		s := mustOpen(t, c, store.Config{})
+		s.Close()
+		return lg
+	}
+	s := mustOpen(t, cfg, store.Config{})
+	s.Close()
+	if lg := reopen(); !lg.has("recovered 0 messages, no sequence assigned yet,") {
+		t.Errorf("never written: %q", lg.lines)
+	}
+	s = mustOpen(t, cfg, store.Config{})
+	for i := range 7 {
+		appendSync(t, s, msgN("s", i))
+	}
+	s.Close()
+	if lg := reopen(); !lg.has("recovered 7 messages, sequences 1-7,") {
+		t.Errorf("7 messages: %q", lg.lines)
+	}
+	s = mustOpen(t, cfg, store.Config{})
+	if _, err := s.Purge(store.PurgeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if lg := reopen(); !lg.has("recovered 0 messages, none left, last sequence 7,") {
+		t.Errorf("purged: %q", lg.lines)
 	}
 }

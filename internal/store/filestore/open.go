@@ -31,6 +31,7 @@ func Open(cfg Config, limits store.Config) (*Store, error) {
 		cache:   newChunkCache(cfg.CacheBytes),
 		kick:    make(chan struct{}, 1),
 		quit:    make(chan struct{}),
+		ckpt:    newCheckpoint(cfg.FS, cfg.Dir, cfg.ckptMax),
 	}
 	limits.MemSizes = false
 	s.mu.limits = limits
@@ -38,6 +39,7 @@ func Open(cfg Config, limits store.Config) (*Store, error) {
 	s.cons.m = make(map[string]*consumerStore)
 	if err := s.open(); err != nil {
 		s.closeFilesLocked()
+		_ = s.ckpt.close()
 		return nil, fmt.Errorf("filestore: open %s: %w", cfg.Dir, err)
 	}
 	if s.acks, err = openJournal(s.fs, cfg.Dir, s.cfg.Logf); err != nil {
@@ -66,13 +68,19 @@ func (s *Store) open() error {
 	if err != nil {
 		return err
 	}
+	ck, err := scanCheckpoint(s.fs, s.cfg.Dir)
+	if err != nil {
+		return err
+	}
 	switch {
 	case len(names) == 0 && metaFound:
 		return fmt.Errorf("%w: store metadata present but no segment file in %s", store.ErrCorrupt, s.msgsDir)
+	case len(names) == 0 && ck.seq >= max(s.mu.limits.FirstSeq, 1):
+		return fmt.Errorf("%w: the checkpoint shows sequences through %d were stored, but there is no segment file in %s", store.ErrCorrupt, ck.seq, s.msgsDir)
 	case len(names) == 0:
 		return s.create()
 	}
-	if err := s.recover(names); err != nil {
+	if err := s.recover(names, ck); err != nil {
 		return err
 	}
 	if err := s.applyLimits(); err != nil {
@@ -81,9 +89,26 @@ func (s *Store) open() error {
 	s.mu.expiry.TTL.Prune(s.liveLocked) // drop what delete records and limits removed
 	if !metaFound {
 		s.cfg.Logf("filestore: %s: metadata file missing; writing it again", s.cfg.Dir)
-		return s.writeMeta()
+		if err := s.writeMeta(); err != nil {
+			return err
+		}
 	}
-	return nil
+	return s.settleCheckpoint(ck)
+}
+
+// settleCheckpoint makes the checkpoint file hold the recovered LastSeq,
+// which recovery made durable: it keeps appending to a clean file that
+// already says so (a clean shutdown's), and replaces any other.
+func (s *Store) settleCheckpoint(ck ckptScan) error {
+	switch {
+	case ck.clean && ck.seq == s.mu.last && int64(ck.size) <= s.cfg.ckptMax:
+		return s.ckpt.keep(ck.seq)
+	case !ck.found:
+		s.cfg.Infof("filestore: %s: no checkpoint file (a store written before checkpoints, or the file was removed); writing one", s.cfg.Dir)
+	case ck.hdrBad:
+		s.cfg.Logf("filestore: %s: the checkpoint file's header is damaged (%d valid records read); writing it again", s.cfg.Dir, ck.valid)
+	}
+	return s.ckpt.replace(s.mu.last)
 }
 
 // applyLimits removes what the stream's limits push out of the recovered
@@ -185,6 +210,9 @@ func (s *Store) create() error {
 	s.mu.segs = []*segment{g}
 	s.mu.first, s.mu.last = first, base-1
 	s.mu.lw, s.mu.lwWritten = first, 0 // the first batch writes it in a compact record
+	if err := s.ckpt.replace(s.mu.last); err != nil {
+		return err
+	}
 	return s.writeMeta()
 }
 

@@ -26,12 +26,14 @@ type recovery struct {
 	good        []uint32  // scratch: valid record offsets of a segment
 	skips       []seqSpan // the spans of the skip records
 	skipEnd     uint64    // the largest seq of a skip record
+	ckpt        uint64    // the checkpoint: sequences through it were durable
+	surviving   uint64    // LastSeq as the segments alone show it
 }
 
 // recover rebuilds the store from its segment files (the recovery rules
 // of the package comment).
-func (s *Store) recover(names []string) error {
-	r := &recovery{s: s, tombs: make(map[uint64]bool), hdrTimes: make(map[uint64]int64), start: time.Now()}
+func (s *Store) recover(names []string, ck ckptScan) error {
+	r := &recovery{s: s, tombs: make(map[uint64]bool), hdrTimes: make(map[uint64]int64), start: time.Now(), ckpt: ck.seq}
 	paths := make([]string, len(names))
 	for k, name := range names {
 		paths[k] = path.Join(s.msgsDir, name)
@@ -179,7 +181,7 @@ func (r *recovery) report(g *segment, herr error, bad []region, cut, size int) {
 	}
 	if cut < size {
 		r.truncated += int64(size - cut)
-		logf("filestore: %s: dropping %d bytes at offset %d: a torn tail that no sync mark covers (a write cut off before its fsync completed, so not acknowledged under sync always; or a file cut short by hand)", g.path, size-cut, cut)
+		logf("filestore: %s: dropping %d bytes at offset %d: a torn tail that no sync mark covers (a write cut off before its fsync completed, or a file cut short by hand; sequences the checkpoint shows were durable are reported lost)", g.path, size-cut, cut)
 	}
 }
 
@@ -327,7 +329,9 @@ func (r *recovery) finish() error {
 	if r.skipEnd > 0 {
 		s.mu.last = max(s.mu.last, r.skipEnd-1)
 	}
-	s.mu.lw, s.mu.lwWritten = r.lw, 0 // the first batch writes it in a compact record
+	r.surviving = s.mu.last
+	s.mu.last = max(s.mu.last, r.ckpt) // never assign a durable sequence again
+	s.mu.lw, s.mu.lwWritten = r.lw, 0  // the first batch writes it in a compact record
 	r.dropBelowLowWater()
 	r.accountLost()
 	r.setFirst()
@@ -402,9 +406,18 @@ func (r *recovery) accountLost() {
 		if run == 0 {
 			run = g.end()
 		}
-		r.lostRange(max(run, from), end-1, g.path, "records missing at the end of the segment")
+		if k+1 < len(segs) {
+			r.lostRange(max(run, from), end-1, g.path, "records missing at the end of the segment")
+			continue
+		}
+		r.lostRange(max(run, from), min(end-1, r.surviving), g.path, "records missing at the end of the segment")
+		r.lostRange(max(run, from, r.surviving+1), end-1, s.msgsDir, tailLost)
 	}
 }
+
+// tailLost is the reason given for the sequences the checkpoint shows were
+// durable but no segment holds.
+const tailLost = "durable by the checkpoint but missing from the end of the log (the last segment was cut short or removed)"
 
 // lostRange records first..last, minus the sequences named by a delete
 // or skip record, as lost.
@@ -436,9 +449,30 @@ func (r *recovery) summary() {
 	if r.corrupt > 0 || len(s.mu.lost) > 0 {
 		logf = s.cfg.Logf
 	}
-	logf("filestore: %s: recovered %d messages, sequences %d-%d, in %d segments in %v (%d corrupt regions, %d lost sequences, %d torn bytes dropped)",
-		path.Clean(s.cfg.Dir), s.mu.msgs, s.mu.first, s.mu.last, len(s.mu.segs), time.Since(r.start).Round(time.Millisecond),
+	logf("filestore: %s: recovered %d messages, %s, in %d segments in %v (%d corrupt regions, %d lost sequences, %d torn bytes dropped)",
+		path.Clean(s.cfg.Dir), s.mu.msgs, s.seqRangeLocked(), len(s.mu.segs), time.Since(r.start).Round(time.Millisecond),
 		r.corrupt, lostCount(s.mu.lost), r.truncated)
+}
+
+// seqRangeLocked describes the sequences the store holds, for logs: a
+// range only when it holds a message or a lost sequence (an emptied store
+// has FirstSeq = LastSeq+1).
+func (s *Store) seqRangeLocked() string {
+	switch {
+	case s.mu.msgs > 0 || len(s.mu.lost) > 0:
+		return seqSpanString(s.mu.first, s.mu.last)
+	case s.mu.last == 0:
+		return "no sequence assigned yet"
+	}
+	return fmt.Sprintf("none left, last sequence %d", s.mu.last)
+}
+
+// seqSpanString returns "sequence N" or "sequences A-B".
+func seqSpanString(first, last uint64) string {
+	if first == last {
+		return fmt.Sprintf("sequence %d", first)
+	}
+	return fmt.Sprintf("sequences %d-%d", first, last)
 }
 
 // lostCount returns the number of sequences in spans.

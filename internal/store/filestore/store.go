@@ -27,6 +27,7 @@ type Store struct {
 	cache   *chunkCache
 	mcache  matchCache
 	note    *notifier
+	ckpt    *checkpoint
 	kick    chan struct{} // wakes the flusher; capacity 1
 	quit    chan struct{} // closed by Close
 	wg      sync.WaitGroup
@@ -477,9 +478,11 @@ func (s *Store) UpdateConfig(cfg store.Config) error {
 	return s.awaitGen(gen)
 }
 
-// Close writes and syncs what is buffered, stops the flusher and closes
-// the files. It returns the fence error if the store was fenced (what was
-// not durable then is not written). Further calls return store.ErrClosed.
+// Close writes and syncs what is buffered, stops the flusher, fsyncs the
+// checkpoint file and closes the files. It returns the fence error if the
+// store was fenced (what was not durable then is not written), else the
+// error of the checkpoint's fsync, if any. Further calls return
+// store.ErrClosed.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.mu.closed {
@@ -492,9 +495,13 @@ func (s *Store) Close() error {
 	s.acks.close()
 	close(s.quit)
 	s.wg.Wait()
+	cerr := s.ckpt.close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closeFilesLocked()
+	if s.mu.fenced == nil && cerr != nil {
+		return cerr
+	}
 	return s.mu.fenced
 }
 
