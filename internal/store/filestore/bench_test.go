@@ -141,6 +141,30 @@ func BenchmarkFsync(b *testing.B) {
 	}
 }
 
+// BenchmarkCheckpointNote is what the checkpoint adds to each group
+// commit on the real disk: one record appended without fsync (and, every
+// 4096 records, a replacement with one fsync), to compare with
+// BenchmarkFsync.
+func BenchmarkCheckpointNote(b *testing.B) {
+	dir := benchDir(b)
+	c := newCheckpoint(vfs.OS(), dir, ckptCompactMax)
+	if err := c.replace(0); err != nil {
+		b.Fatal(err)
+	}
+	defer c.close()
+	b.ResetTimer()
+	for i := range b.N {
+		if err := c.note(uint64(i) + 1); err != nil {
+			b.Fatal(err)
+		}
+		if c.full() {
+			if err := c.replace(0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
 // benchStores caches the big stores that the load and recovery
 // benchmarks read, by size, for the whole run.
 var benchStores = struct {
