@@ -135,7 +135,16 @@ func natsServerConfig(opts server.Options, portsDir string) string {
 		fmt.Fprintf(&b, "write_deadline: %q\n", opts.WriteDeadline.String())
 	}
 	if opts.JetStream {
-		fmt.Fprintf(&b, "jetstream {\n  store_dir: %q\n}\n", opts.StoreDir)
+		fmt.Fprintf(&b, "jetstream {\n  store_dir: %q\n", opts.StoreDir)
+		for key, v := range map[string]int64{"max_memory_store": opts.MaxMemoryStore, "max_file_store": opts.MaxFileStore} {
+			switch {
+			case v == server.NoStorage:
+				fmt.Fprintf(&b, "  %s: 0\n", key)
+			case v > 0:
+				fmt.Fprintf(&b, "  %s: %d\n", key, v)
+			}
+		}
+		b.WriteString("}\n")
 	}
 	return b.String()
 }

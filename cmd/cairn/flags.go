@@ -39,8 +39,8 @@ Server Options:
 JetStream Options:
     -js, --jetstream                 Enable JetStream
     -sd, --store_dir <dir>           Set the storage directory
-        --max_memory_store <size>    Memory storage limit (bytes, or with K, M, G, T; 0: no memory streams; default: unlimited)
-        --max_file_store <size>      File storage limit (bytes, or with K, M, G, T; 0: no file streams; default: unlimited)
+        --max_memory_store <size>    Memory storage limit (bytes, or with K, M, G, T; 0: no memory streams; default: 75% of the memory)
+        --max_file_store <size>      File storage limit (bytes, or with K, M, G, T; 0: no file streams; default: 75% of the free disk)
 
 Logging Options:
     -l, --log <file>                 File to redirect log output (default: stderr)

@@ -206,7 +206,8 @@ func serverLimits(c *config.Config) server.Limits {
 }
 
 // storageLimit maps a configured storage limit to the server's: unset is
-// unlimited (0), and 0 is no storage.
+// 0 (sized from the machine, as nats-server sizes it), and 0 is no
+// storage.
 func storageLimit(n int64) int64 {
 	switch {
 	case n < 0:

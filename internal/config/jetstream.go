@@ -11,8 +11,9 @@ type JetStream struct {
 	Enabled  bool   `key:"jetstream"` // -js; a jetstream block enables it unless it says enabled: false
 	StoreDir string `key:"store_dir"` // -sd; data goes in <StoreDir>/jetstream; "" = the temporary directory
 	// MaxMemoryStore and MaxFileStore are the server's storage limits in
-	// bytes: Unset (the default) is no limit; 0 allows no stream of that
-	// storage type (nats-server's meaning: the Helm chart writes
+	// bytes: Unset (the default) sizes them from the machine, as
+	// nats-server does (server.Options.MaxMemoryStore); 0 allows no stream
+	// of that storage type (nats-server's meaning: the Helm chart writes
 	// max_memory_store: 0 to turn memory storage off).
 	MaxMemoryStore int64 `key:"max_memory_store"`
 	MaxFileStore   int64 `key:"max_file_store"`

@@ -12,9 +12,10 @@ import (
 // less than diskReserve left, so that a filling disk stops publishes
 // cleanly before a write fails. A write that fails (ENOSPC) fences the
 // stream's store until the server restarts (store package comment, rule
-// 4), and a purge needs room for its records. nats-server v2.15.2 gets
-// the same effect from its max_file_store default, sized from the free
-// disk space at its start; cairn looks at the free space itself, at most
+// 4), and a purge needs room for its records. nats-server v2.15.2 counts
+// on its max_file_store default, sized from the free disk space at its
+// start (cairn sizes it the same way, limits.go), but other programs may
+// fill the disk after that; so cairn looks at the free space itself, at most
 // every diskCheckEvery and again whenever the streams have appended a
 // quarter of the reserve since the last look (fast publishers fill a
 // small disk's reserve well within diskCheckEvery), from each stream's

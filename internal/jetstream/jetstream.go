@@ -23,8 +23,8 @@ import (
 type Config struct {
 	StoreDir   string                           // root of the store directory (-sd); required
 	FS         vfs.FS                           // nil = the real file system
-	MaxMemory  int64                            // bytes of memory storage for the account; 0 = unlimited; NoStorage = none
-	MaxStore   int64                            // bytes of file storage for the account; 0 = unlimited; NoStorage = none
+	MaxMemory  int64                            // bytes of memory storage for the streams; 0 = unlimited; NoStorage = none (limits.go)
+	MaxStore   int64                            // bytes of file storage for the streams; 0 = unlimited; NoStorage = none; ignored with MaxStoreFromDisk
 	ServerName string                           // reported as the stream leader in StreamInfo.cluster
 	Version    string                           // the nats-server version advertised (metadata _nats.ver)
 	APILevel   int                              // the JetStream API level advertised (metadata _nats.level)
@@ -41,6 +41,10 @@ type Config struct {
 	// the fsync: the opt-in ack_before_sync_interval of DESIGN.md
 	// section 2).
 	AckBeforeSyncInterval time.Duration
+	// MaxStoreFromDisk sizes the file storage limit from the store's file
+	// system, as nats-server v2.15.2 sizes an unset max_file_store
+	// (limits.go).
+	MaxStoreFromDisk bool
 }
 
 // NoStorage as Config.MaxMemory or MaxStore allows no stream of that
@@ -61,8 +65,9 @@ type JetStream struct {
 	// for it (guarded by mu).
 	deleting map[string]chan struct{}
 
-	used [2]atomic.Int64 // stored bytes by storage type (limits.go), when limited
-	disk diskGuard       // whether the store's file system is short of space (disk.go)
+	used  [2]atomic.Int64 // stored bytes by storage type (limits.go)
+	limit [2]atomic.Int64 // storage limits by type: 0 (unlimited), NoStorage or bytes (limits.go)
+	disk  diskGuard       // whether the store's file system is short of space (disk.go)
 
 	// batches counts the open batches and staged bytes of every stream
 	// against the server-wide limits (batch.go).
@@ -102,7 +107,14 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	if err := checkWritable(cfg.FS, path.Join(cfg.StoreDir, "jetstream")); err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	return js, js.restore()
+	js.initLimits()
+	var free int64
+	if cfg.MaxStoreFromDisk {
+		free = js.freeForStore()
+	}
+	err := js.restore()
+	js.finishLimits(free)
+	return js, err
 }
 
 func (js *JetStream) now() time.Time { return js.cfg.Now() }

@@ -1,8 +1,13 @@
 package jetstream
 
 import (
+	"math"
+	"path"
+
 	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/vfs"
 )
 
 // The server's storage limits, max_memory_store and max_file_store
@@ -17,14 +22,86 @@ import (
 //
 // Usage is the sum of the streams' stored bytes, refreshed by each
 // stream's apply goroutine after every batch it applies.
+//
+// Unset, they are sized from the machine as nats-server v2.15.2 sizes
+// them (dynJetStreamConfig, finalizeDynamicMaxStore): memory by the
+// caller, from the machine's memory; file here, when
+// Config.MaxStoreFromDisk is set: three quarters of the space free on
+// the store's file system at the start, plus three quarters of what the
+// restored file streams hold (so that the limit does not shrink as the
+// streams fill the disk across restarts), or 1 TiB when the free space
+// cannot be read. While streams are restored that file limit is not
+// enforced, as in nats-server.
+
+// maxStoreFallback is the file limit when the free space cannot be read:
+// nats-server v2.15.2 JetStreamMaxStoreDefault (1 TiB).
+const maxStoreFallback = 1 << 40
+
+// initLimits sets the limits before the streams are restored: a file
+// limit from disk stays unenforced until finishLimits.
+func (js *JetStream) initLimits() {
+	js.limit[stream.MemoryStorage].Store(js.cfg.MaxMemory)
+	if !js.cfg.MaxStoreFromDisk {
+		js.limit[stream.FileStorage].Store(js.cfg.MaxStore)
+	}
+}
+
+// finishLimits sizes the file limit from disk once the streams are
+// restored: free (freeForStore, read before restoring) plus three
+// quarters of what they hold.
+func (js *JetStream) finishLimits(free int64) {
+	if !js.cfg.MaxStoreFromDisk {
+		return
+	}
+	limit := free
+	if restored := js.used[stream.FileStorage].Load(); restored > 0 {
+		limit = addSaturate(limit, restored/4*3)
+	}
+	js.limit[stream.FileStorage].Store(max(limit, 1)) // 0 would mean unlimited
+}
+
+// freeForStore returns three quarters of the space free on the store's
+// file system (nats-server v2.15.2 diskAvailable), or maxStoreFallback
+// when it cannot be read.
+func (js *JetStream) freeForStore() int64 {
+	sp, ok := js.cfg.FS.(vfs.Space)
+	if !ok {
+		return maxStoreFallback
+	}
+	free, _, err := sp.Space(path.Join(js.cfg.StoreDir, "jetstream"))
+	if err != nil {
+		return maxStoreFallback
+	}
+	return int64(min(free/4*3, math.MaxInt64))
+}
+
+// addSaturate returns a+b for non-negative a and b, or math.MaxInt64 when
+// that overflows.
+func addSaturate(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// StorageLimits returns the server's storage limits in bytes, memory and
+// file, as they are enforced now: -1 for unlimited, 0 for none
+// (NoStorage). The server logs them at start, as nats-server v2.15.2
+// logs "Max Memory" and "Max Storage".
+func (js *JetStream) StorageLimits() (memory, file int64) {
+	show := func(st stream.StorageType) int64 {
+		if limit, limited := js.storageLimit(st); limited {
+			return limit
+		}
+		return -1
+	}
+	return show(stream.MemoryStorage), show(stream.FileStorage)
+}
 
 // storageLimit returns the limit in bytes for storage type st and
 // whether there is one (NoStorage is a limit of 0 bytes).
 func (js *JetStream) storageLimit(st stream.StorageType) (int64, bool) {
-	limit := js.cfg.MaxStore
-	if st == stream.MemoryStorage {
-		limit = js.cfg.MaxMemory
-	}
+	limit := js.limit[st].Load()
 	return max(limit, 0), limit != 0
 }
 
@@ -64,15 +141,26 @@ func (js *JetStream) overStorageLimit(st stream.StorageType) bool {
 
 // syncUsage adds the change in the stream's stored bytes since the last
 // call to the server's usage of its storage type. It runs on the apply
-// goroutine, only when a limit is set for that type.
+// goroutine.
 func (r *runner) syncUsage() {
-	st := r.storage
-	if _, limited := r.js.storageLimit(st); !limited {
-		return
-	}
-	b := int64(r.store.State(false).Bytes)
-	r.js.used[st].Add(b - r.usedBytes)
+	b := int64(storedBytes(r.store))
+	r.js.used[r.storage].Add(b - r.usedBytes)
 	r.usedBytes = b
+}
+
+// byteCounter is a store that tells its State().Bytes without building
+// the rest of the state (the file store's State reads a record for
+// FirstTime): syncUsage asks after every batch.
+type byteCounter interface {
+	StoredBytes() uint64
+}
+
+// storedBytes returns State().Bytes of st, cheaply when it can.
+func storedBytes(st store.Store) uint64 {
+	if bc, ok := st.(byteCounter); ok {
+		return bc.StoredBytes()
+	}
+	return st.State(false).Bytes
 }
 
 // releaseUsage removes a stopped stream's bytes from the usage.

@@ -99,3 +99,54 @@ func TestNoStorage(t *testing.T) {
 	defer js2.Shutdown()
 	expectErr(t, errOnly(js2.AddStream(stream.Config{Name: "F", Subjects: []string{"f"}, Storage: stream.FileStorage})), jserr.StorageResourcesExceeded)
 }
+
+// With MaxStoreFromDisk the file limit is sized as nats-server v2.15.2
+// sizes an unset max_file_store: three quarters of the free space at the
+// start, plus three quarters of what the restored streams hold (so that
+// it does not shrink as they fill the disk across restarts); 1 TiB when
+// the file system cannot tell.
+func TestStorageLimitFromDisk(t *testing.T) {
+	tr := newMemTransport()
+	fs := &spaceFS{CrashFS: vfs.NewCrashFS(), free: 4000, total: 1 << 30}
+	cfg := Config{StoreDir: "/sd", FS: fs, ServerName: "s1", MaxStoreFromDisk: true, MaxStore: 1 << 40}
+	js, err := New(cfg, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mem, file := js.StorageLimits(); mem != -1 || file != 3000 {
+		t.Fatalf("limits %d %d, want unlimited memory and 3000 bytes of file", mem, file)
+	}
+	file := func(name string, maxBytes int64) stream.Config {
+		return stream.Config{Name: name, Subjects: []string{name + ".>"}, Storage: stream.FileStorage, MaxBytes: maxBytes}
+	}
+	expectErr(t, errOnly(js.AddStream(file("BIG", 3001))), jserr.StorageResourcesExceeded)
+	if _, err := js.AddStream(file("A", 0)); err != nil {
+		t.Fatal(err)
+	}
+	acks := tr.inbox("_INBOX.a")
+	for range 10 {
+		tr.Publish("A.x", "_INBOX.a", nil, []byte(strings.Repeat("x", 100)))
+		acks.next(t)
+	}
+	held := js.used[stream.FileStorage].Load()
+	js.Shutdown()
+
+	fs.set(1000) // the stream's bytes are no longer free
+	js, err = New(cfg, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.Shutdown()
+	if _, got := js.StorageLimits(); got != 750+held/4*3 {
+		t.Fatalf("file limit %d after restoring %d bytes with 1000 free, want %d", got, held, 750+held/4*3)
+	}
+
+	js3, err := New(Config{StoreDir: "/sd3", FS: vfs.NewCrashFS(), MaxStoreFromDisk: true}, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js3.Shutdown()
+	if _, got := js3.StorageLimits(); got != 1<<40 {
+		t.Fatalf("file limit %d without free space information, want 1 TiB", got)
+	}
+}

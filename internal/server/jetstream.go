@@ -2,8 +2,10 @@ package server
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/jsapi"
@@ -41,8 +43,6 @@ func (s *Server) startJetStream() error {
 	tr := jsTransport{s}
 	cfg := jetstream.Config{
 		StoreDir:   dir,
-		MaxMemory:  s.opts.MaxMemoryStore,
-		MaxStore:   s.opts.MaxFileStore,
 		ServerName: s.opts.ServerName,
 		Version:    NATSVersion,
 		APILevel:   jsapi.APILevel,
@@ -53,6 +53,7 @@ func (s *Server) startJetStream() error {
 		cfg.AckBeforeSyncInterval = d
 		s.log.Warnf("JetStream acknowledges file stream messages before they are synced (ack_before_sync_interval %v): a power loss can lose up to %v of acknowledged messages", d, d)
 	}
+	s.storageLimits(&cfg)
 	js, err := jetstream.New(cfg, tr)
 	if err != nil {
 		return fmt.Errorf("server: start JetStream: %w", err)
@@ -63,9 +64,68 @@ func (s *Server) startJetStream() error {
 		return fmt.Errorf("server: start the JetStream API: %w", err)
 	}
 	s.js, s.jsAPI = js, api
+	mem, file := js.StorageLimits()
 	s.log.Noticef("Starting JetStream")
+	s.log.Noticef("  Max Memory:      %s", friendlyBytes(mem))
+	s.log.Noticef("  Max Storage:     %s", friendlyBytes(file))
 	s.log.Noticef("  Store Directory: %q", filepath.Join(dir, "jetstream"))
 	return nil
+}
+
+// storageLimits sets the JetStream storage limits from the options: bytes
+// and NoStorage are used as they are, 0 is sized from the machine
+// (Options.MaxMemoryStore).
+func (s *Server) storageLimits(cfg *jetstream.Config) {
+	switch mem := s.opts.MaxMemoryStore; {
+	case mem > 0:
+		cfg.MaxMemory = mem
+	case mem < 0:
+		cfg.MaxMemory = jetstream.NoStorage
+	default:
+		cfg.MaxMemory = defaultMaxMemory()
+	}
+	switch file := s.opts.MaxFileStore; {
+	case file > 0:
+		cfg.MaxStore = file
+	case file < 0:
+		cfg.MaxStore = jetstream.NoStorage
+	default:
+		cfg.MaxStoreFromDisk = true
+	}
+}
+
+// maxMemoryFallback is the memory limit when the machine's memory is
+// unknown: nats-server v2.15.2 JetStreamMaxMemDefault (256 MiB).
+const maxMemoryFallback = 256 << 20
+
+// defaultMaxMemory returns the memory storage limit nats-server v2.15.2
+// sets when max_memory_store is unset (dynJetStreamConfig): three
+// quarters of the machine's memory, or of GOMEMLIMIT when that is lower;
+// 256 MiB when the memory is unknown.
+func defaultMaxMemory() int64 {
+	mem := systemMemory()
+	if mem <= 0 {
+		return maxMemoryFallback
+	}
+	if gml := debug.SetMemoryLimit(-1); gml != math.MaxInt64 && gml < mem {
+		mem = gml
+	}
+	return mem / 4 * 3
+}
+
+// friendlyBytes formats a byte count as nats-server v2.15.2 logs its
+// JetStream limits (friendlyBytes: powers of 1024, two decimals);
+// "unlimited" for -1.
+func friendlyBytes(n int64) string {
+	if n < 0 {
+		return "unlimited"
+	}
+	f := float64(n)
+	if f < 1024 {
+		return fmt.Sprintf("%v B", f)
+	}
+	exp := int(math.Log(f) / math.Log(1024))
+	return fmt.Sprintf("%.2f %sB", f/math.Pow(1024, float64(exp)), "KMGTPE"[exp-1:exp])
 }
 
 // stopJetStream stops the API, then the streams: publishes already queued

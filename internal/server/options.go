@@ -45,8 +45,16 @@ type Options struct {
 	WriteDeadline  time.Duration // longest a socket write may block, default 10s
 	JetStream      bool          // -js: enable JetStream
 	StoreDir       string        // -sd: JetStream's directory (data goes in <StoreDir>/jetstream); default <temp dir>/nats
-	MaxMemoryStore int64         // bytes of memory storage for streams; 0 = unlimited; NoStorage = none (nats-server's max_memory_store: 0)
-	MaxFileStore   int64         // bytes of file storage for streams; 0 = unlimited; NoStorage = none
+	// MaxMemoryStore and MaxFileStore are the bytes of memory and file
+	// storage the streams may reserve and use (max_memory_store,
+	// max_file_store). 0 sizes them from the machine as nats-server
+	// v2.15.2 sizes an unset limit: three quarters of the memory (or of
+	// GOMEMLIMIT when lower; 256 MiB when unknown), and three quarters of
+	// the disk space free in the store directory at start plus three
+	// quarters of what its streams hold (1 TiB when unknown). NoStorage
+	// allows no stream of that type (nats-server's explicit 0).
+	MaxMemoryStore int64
+	MaxFileStore   int64
 	// AckBeforeSyncInterval, when positive, makes file streams acknowledge
 	// before the fsync and sync every interval (jetstream's
 	// ack_before_sync_interval); 0 acknowledges only fsynced messages.

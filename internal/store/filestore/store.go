@@ -404,6 +404,14 @@ func (s *Store) awaitGen(gen uint64) error {
 	return s.note.waitGen(gen)
 }
 
+// StoredBytes returns State().Bytes (the sum of store.MsgSize over the
+// stored messages) without building the rest of the state.
+func (s *Store) StoredBytes() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.bytes
+}
+
 // State returns the current state; Deleted is filled when withDeleted.
 func (s *Store) State(withDeleted bool) store.State {
 	s.mu.RLock()

@@ -116,6 +116,14 @@ func (s *Store) Removals() uint64 {
 	return s.mu.removals
 }
 
+// StoredBytes returns State().Bytes without building the rest of the
+// state.
+func (s *Store) StoredBytes() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.bytes
+}
+
 // State returns the current state; Deleted is filled when withDeleted.
 func (s *Store) State(withDeleted bool) store.State {
 	s.mu.Lock()
