@@ -57,3 +57,23 @@ func TestProtocolErrorLoggedAsError(t *testing.T) {
 		t.Errorf("log:\n%s\nwant an [ERR] line naming the protocol error", out.String())
 	}
 }
+
+// Listening beyond loopback without authentication (cairn has none yet)
+// is logged as a warning at start; on a loopback address it is not.
+func TestOpenListenerWarning(t *testing.T) {
+	for host, warn := range map[string]bool{"127.0.0.1": false, "localhost": false, "0.0.0.0": true} {
+		var out syncWriter
+		s, err := New(Options{Host: host, Port: RandomPort, Logger: logger.New(&out, false, false)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		s.Shutdown()
+		got := strings.Contains(out.String(), "[WRN] Authentication is not supported, any client that can reach "+net.JoinHostPort(host, ""))
+		if got != warn {
+			t.Errorf("host %s: warning %v, want %v; log:\n%s", host, got, warn, out.String())
+		}
+	}
+}

@@ -97,9 +97,21 @@ func (s *Server) Start() error {
 		}
 	}
 	s.log.Noticef("Listening for client connections on %s", net.JoinHostPort(s.opts.Host, strconv.Itoa(s.port)))
+	s.warnIfOpen()
 	s.log.Noticef("Server is ready")
 	s.goroutine(s.acceptLoop)
 	return nil
+}
+
+// warnIfOpen warns, in nats-server's style of log line, when the client
+// port is reachable from other machines: cairn has no authentication yet,
+// so any client that reaches it may use every subject and stream.
+func (s *Server) warnIfOpen() {
+	if s.Addr().IP.IsLoopback() {
+		return
+	}
+	s.log.Warnf("Authentication is not supported, any client that can reach %s can connect, publish, subscribe and use JetStream; listen on a loopback address (-a 127.0.0.1) unless that is intended",
+		net.JoinHostPort(s.opts.Host, strconv.Itoa(s.port)))
 }
 
 // Addr returns the bound client address, or nil before Start.
