@@ -13,6 +13,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairnmq/cairn/internal/store"
 )
 
 // A lost end of the log never hands out acknowledged sequences again
@@ -109,7 +111,7 @@ func lostTailRun(t *testing.T, bin, damage string) {
 		t.Fatalf("%d messages, lost %+v: want the missing end reported lost\n%s", st.Msgs, st.Lost, p.log.String())
 	}
 	first := st.Lost.Msgs[0]
-	want := fmt.Sprintf("[WRN] filestore: %s: lost sequences %d-%d", filepath.Join(dir, "jetstream", "$G", "streams", "TAIL", "msgs"), first, lostTailMsgs)
+	want := fmt.Sprintf("[WRN] filestore: %s: lost %s", filepath.Join(dir, "jetstream", "$G", "streams", "TAIL", "msgs"), store.SeqRange(first, lostTailMsgs))
 	if !strings.Contains(p.log.String(), want) {
 		t.Fatalf("no %q in the log:\n%s", want, p.log.String())
 	}

@@ -112,7 +112,7 @@ func (c *cons) peekNew(now time.Time) (pick, bool) {
 		var ce *store.CorruptError
 		switch {
 		case errors.As(err, &ce):
-			c.js.logf("consumer %s > %s: skipping damaged messages %d-%d: %v", c.sr.name, c.name, ce.First, ce.Last, err)
+			c.js.logf("consumer %s > %s: skipping damaged %s: %v", c.sr.name, c.name, store.SeqRange(ce.First, ce.Last), err)
 			c.minNext = ce.Last + 1
 			start = c.minNext
 			continue

@@ -260,7 +260,16 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("store: corrupt data for sequences %d-%d at %s: %s", e.First, e.Last, e.Where, e.Reason)
+	return fmt.Sprintf("store: corrupt data for %s at %s: %s", SeqRange(e.First, e.Last), e.Where, e.Reason)
+}
+
+// SeqRange describes the sequences first..last (first <= last) for logs
+// and errors: "sequence 5" or "sequences 5-9".
+func SeqRange(first, last uint64) string {
+	if first == last {
+		return fmt.Sprintf("sequence %d", first)
+	}
+	return fmt.Sprintf("sequences %d-%d", first, last)
 }
 
 // Unwrap makes errors.Is(err, ErrCorrupt) true.

@@ -90,7 +90,7 @@ func lostTail(t *testing.T, kill bool, damage string) {
 	if _, err := s2.Load(n); !errors.As(err, &cerr) || cerr.First != n {
 		t.Fatalf("Load(%d) of a lost sequence: %v, want a CorruptError", n, err)
 	}
-	if want := "lost " + seqSpanString(first, n) + " at /store/msgs"; !lg.has(want) {
+	if want := "lost " + store.SeqRange(first, n) + " at /store/msgs"; !lg.has(want) {
 		t.Fatalf("no log line %q in %q", want, lg.lines)
 	}
 	mustCheck(t, s2, "lost tail")

@@ -120,5 +120,5 @@ func (s *Store) lostReportLocked() *store.Lost {
 
 // String describes the span for logs.
 func (l lostSpan) String() string {
-	return fmt.Sprintf("%s at %s: %s", seqSpanString(l.first, l.last), l.where, l.reason)
+	return fmt.Sprintf("%s at %s: %s", store.SeqRange(l.first, l.last), l.where, l.reason)
 }

@@ -5,6 +5,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
 
@@ -460,19 +461,11 @@ func (r *recovery) summary() {
 func (s *Store) seqRangeLocked() string {
 	switch {
 	case s.mu.msgs > 0 || len(s.mu.lost) > 0:
-		return seqSpanString(s.mu.first, s.mu.last)
+		return store.SeqRange(s.mu.first, s.mu.last)
 	case s.mu.last == 0:
 		return "no sequence assigned yet"
 	}
 	return fmt.Sprintf("none left, last sequence %d", s.mu.last)
-}
-
-// seqSpanString returns "sequence N" or "sequences A-B".
-func seqSpanString(first, last uint64) string {
-	if first == last {
-		return fmt.Sprintf("sequence %d", first)
-	}
-	return fmt.Sprintf("sequences %d-%d", first, last)
 }
 
 // lostCount returns the number of sequences in spans.
