@@ -614,7 +614,7 @@ func (js *JetStream) startRestoredSources(restored []*runner) {
 		}
 	}
 	for _, r := range restored {
-		r.dropUnneeded()
+		r.dropUnneededWait() // before the server answers anyone
 	}
 	for i, r := range restored {
 		r.launchSources(owns[i], r.config())
