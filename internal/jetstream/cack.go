@@ -119,7 +119,7 @@ func (c *cons) ack(sseq, cseq uint64) {
 }
 
 func (c *cons) nak(a *ackMsg, now time.Time) {
-	if ex, done := c.st.ExhaustedByNak(a.sseq); done {
+	if ex, done := c.st.ExhaustedByNak(a.sseq, now.UnixNano()); done {
 		c.dirty = true
 		c.adviseMaxDeliveries(ex)
 		return
