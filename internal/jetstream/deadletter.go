@@ -95,18 +95,20 @@ type moveAck struct {
 // pubAckResult is what a PubAck says: the stream and sequence, or an
 // error description.
 type pubAckResult struct {
-	stream string
-	seq    uint64
-	err    string
+	stream    string
+	seq       uint64
+	duplicate bool
+	err       string
 }
 
 // parsePubAck reads a PubAck; ok is false for anything else (a
 // core subscriber of the subject may answer the request too).
 func parsePubAck(b []byte) (pubAckResult, bool) {
 	var pa struct {
-		Stream string `json:"stream"`
-		Seq    uint64 `json:"seq"`
-		Error  *struct {
+		Stream    string `json:"stream"`
+		Seq       uint64 `json:"seq"`
+		Duplicate bool   `json:"duplicate"`
+		Error     *struct {
 			Code        int    `json:"code"`
 			ErrCode     int    `json:"err_code"`
 			Description string `json:"description"`
@@ -119,7 +121,7 @@ func parsePubAck(b []byte) (pubAckResult, bool) {
 	case pa.Error != nil:
 		return pubAckResult{stream: pa.Stream, err: pa.Error.Description + " (" + strconv.Itoa(pa.Error.ErrCode) + ")"}, true
 	case pa.Stream != "" && pa.Seq > 0:
-		return pubAckResult{stream: pa.Stream, seq: pa.Seq}, true
+		return pubAckResult{stream: pa.Stream, seq: pa.Seq, duplicate: pa.Duplicate}, true
 	}
 	return pubAckResult{}, false
 }
@@ -391,16 +393,21 @@ func (c *cons) prepareMove(sseq uint64, mv *move, now time.Time) {
 func (c *cons) sendMove(sseq uint64, mv *move, target *runner, now time.Time) {
 	m, err := c.sr.store.Load(sseq)
 	if err != nil {
+		m = nil
+	}
+	if mv.sent && c.copyStored(target, sseq, mv, m) {
+		// (Its original may be gone already: the move completed before
+		// a crash, but the consumer's state did not record it.)
+		c.completeMove(sseq, mv)
+		return
+	}
+	if m == nil {
 		// Gone from the stream (a limit, a purge): nothing to copy.
 		if d, ok := c.st.DropRedelivery(sseq); ok {
 			c.dirty = true
 			c.adviseDropped(d)
 		}
 		c.endMove(sseq, mv)
-		return
-	}
-	if mv.sent && c.copyStored(target, sseq, mv) {
-		c.completeMove(sseq, mv)
 		return
 	}
 	info, _ := c.st.Move(sseq)
@@ -424,19 +431,52 @@ func (c *cons) publishCopy(m *store.StoredMsg, reason store.DeadLetterReason, de
 
 // copyStored reports whether target holds the copy of sseq above the
 // last sequence looked at (After at first), and notes how far it looked.
-func (c *cons) copyStored(target *runner, sseq uint64, mv *move) bool {
-	id := stream.DeadLetterMsgID(c.sr.name, c.name, sseq)
+// orig is the original message, nil when it is gone.
+func (c *cons) copyStored(target *runner, sseq uint64, mv *move, orig *store.StoredMsg) bool {
 	for seq := mv.scanned + 1; ; {
 		m, err := target.store.LoadNext(nil, seq)
 		if err != nil {
 			return false
 		}
 		mv.scanned = m.Seq
-		if stream.MsgID(m.Header) == id {
+		if c.isCopy(m.Header, sseq, orig) {
 			return true
 		}
 		seq = m.Seq + 1
 	}
+}
+
+// isCopy reports whether a message with header hdr is the dead-letter
+// copy of sseq by this consumer: its Nats-Msg-Id, and the original's
+// time stamp when the original (orig) is known. A stream or consumer
+// deleted and made again under its name reuses Nats-Msg-Ids; the time
+// stamp tells their copies apart.
+func (c *cons) isCopy(hdr []byte, sseq uint64, orig *store.StoredMsg) bool {
+	if stream.MsgID(hdr) != stream.DeadLetterMsgID(c.sr.name, c.name, sseq) {
+		return false
+	}
+	return orig == nil || stream.DeadLetterTime(hdr) == orig.Time
+}
+
+// duplicateIsCopy checks a PubAck that reports a duplicate: the message
+// the capturing stream holds under the copy's Nats-Msg-Id must be this
+// copy, not one of a message of an earlier stream or consumer of the
+// same name still in the duplicate window. When either message is gone,
+// it cannot tell, and says yes.
+func (c *cons) duplicateIsCopy(sseq uint64, res pubAckResult) bool {
+	target := c.js.captureOf(c.dlq)
+	if target == nil || target.name != res.stream {
+		return true
+	}
+	m, err := target.store.Load(res.seq)
+	if err != nil {
+		return true
+	}
+	orig, err := c.sr.store.Load(sseq)
+	if err != nil {
+		orig = nil
+	}
+	return c.isCopy(m.Header, sseq, orig)
 }
 
 // onMoveAck handles the PubAck of a copy: the move completes when the
@@ -447,12 +487,17 @@ func (c *cons) onMoveAck(ev *moveAck, now time.Time) {
 	if mv == nil || mv.token == "" || mv.token != ev.token {
 		return
 	}
-	if ev.res.err == "" && ev.res.stream == mv.target {
+	if ev.res.err == "" && ev.res.stream != mv.target {
+		return // another party answered; wait for the stream
+	}
+	if ev.res.err == "" && (!ev.res.duplicate || c.duplicateIsCopy(ev.sseq, ev.res)) {
 		c.completeMove(ev.sseq, mv)
 		return
 	}
 	if ev.res.err == "" {
-		return // another party answered; wait for the stream
+		// Its Nats-Msg-Id names another message's copy: try again
+		// once that has left the duplicate window.
+		ev.res.err = "an earlier message's copy with the same Nats-Msg-Id is in the duplicate window"
 	}
 	c.js.dlqAcks.cancel(mv.token)
 	mv.token = ""

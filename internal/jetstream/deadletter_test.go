@@ -419,6 +419,36 @@ func TestDeadLetterRetriesRefusedCopy(t *testing.T) {
 	waitState(t, js, "ORDERS", 0)
 }
 
+// TestDeadLetterReusedMsgID: ORDERS is deleted and made again, and its
+// new message 1 is dead-lettered while the copy of the old message 1,
+// with the same Nats-Msg-Id, is in DLQ's duplicate window (1 s). The
+// duplicate PubAck is not taken for the new copy: it is stored once the
+// old id has left the window.
+func TestDeadLetterReusedMsgID(t *testing.T) {
+	tr := newMemTransport()
+	js := newTestJS(t, vfs.NewCrashFS(), tr)
+	defer js.Shutdown()
+	if _, err := js.AddStream(stream.Config{Name: "DLQ", Subjects: []string{"dlq.>"}, Storage: stream.FileStorage, DuplicateWindow: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		dlqSetup(t, js, tr, stream.FileStorage, stream.WorkQueuePolicy, false, 1)
+		d := collectDeliveries(tr, "_INBOX.pull")
+		pull(t, tr, d, 1)
+		ackWith(tr, d, 1, "+TERM", "")
+		waitState(t, js, "DLQ", uint64(round+1))
+		waitState(t, js, "ORDERS", 0)
+		if err := js.DeleteStream("ORDERS"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, _ := js.GetMsg("DLQ", MsgGetRequest{Seq: 1})
+	b, _ := js.GetMsg("DLQ", MsgGetRequest{Seq: 2})
+	if stream.MsgID(a.Header) != stream.MsgID(b.Header) || stream.DeadLetterTime(a.Header) == stream.DeadLetterTime(b.Header) {
+		t.Fatalf("copies %q and %q", a.Header, b.Header)
+	}
+}
+
 // TestDeadLetterConfigErrors: a bad dead-letter subject is refused at
 // stream and consumer create and update with 10052, and so is a stream
 // update whose subjects would capture a consumer's dead-letter subject.

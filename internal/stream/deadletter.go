@@ -97,6 +97,17 @@ func DeadLetterMsgID(stream, consumer string, seq uint64) string {
 // MsgID returns the Nats-Msg-Id of a header block, "" when none.
 func MsgID(hdr []byte) string { return headerString(hdr, hdrMsgID) }
 
+// DeadLetterTime returns the original's stored time (unix ns) that a
+// dead-letter copy's header names (HdrDeadLetterTimeStamp), 0 when it
+// has none or it does not parse.
+func DeadLetterTime(hdr []byte) int64 {
+	t, err := time.Parse(time.RFC3339Nano, headerString(hdr, HdrDeadLetterTimeStamp))
+	if err != nil {
+		return 0
+	}
+	return t.UnixNano()
+}
+
 // DeadLetterOrigin is where a dead-letter copy comes from: the origin
 // stream, consumer, stream sequence, subject and stored time (unix ns)
 // of the message, the consumer's delivery count and the reason

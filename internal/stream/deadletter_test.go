@@ -71,8 +71,8 @@ func TestDeadLetterHeader(t *testing.T) {
 		if string(got) != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
-		if MsgID(got) != "ORDERS.proc.42" {
-			t.Errorf("%s: MsgID %q", tc.name, MsgID(got))
+		if MsgID(got) != "ORDERS.proc.42" || DeadLetterTime(got) != t0 {
+			t.Errorf("%s: MsgID %q, time %d", tc.name, MsgID(got), DeadLetterTime(got))
 		}
 	}
 	h := hdrBlock("A:1")
