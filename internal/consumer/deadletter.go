@@ -8,15 +8,17 @@ import (
 )
 
 // Dead-letter marks (docs/dead-letter.md): a pending delivery whose
-// message is being moved to the consumer's dead-letter subject. The
+// message is being moved to the consumer's dead-letter subject, or a
+// message out of deliveries (held, State) that a +TERM moves. The
 // state machine only keeps the marks; the caller publishes the copies,
 // waits for them to be durable and ends each mark with DeadLettered. A
 // mark is stored with the state (store.ConsumerState.DeadLetter), so a
 // move interrupted by a crash resumes after the restart.
 
 // Move describes a dead-letter mark: the pending delivery's stream
-// sequence, the consumer sequence of its first delivery, its delivery
-// count, the reason, and After (store.DeadLetter.After).
+// sequence, the consumer sequence of its first delivery (0 for a held
+// message), its delivery count, the reason, and After
+// (store.DeadLetter.After).
 type Move struct {
 	Stream     uint64
 	Consumer   uint64
@@ -41,24 +43,57 @@ func (s *State) mark(sseq uint64, m *pendingMsg, reason store.DeadLetterReason, 
 	heap.Push(&s.deadlines, deadline{at: m.deadline, sseq: sseq})
 }
 
+// holdMark puts a dead-letter mark with reason and after on the held
+// message sseq (out of deliveries, State), due at deadline (unix ns).
+func (s *State) holdMark(sseq uint64, reason store.DeadLetterReason, after uint64, at int64) {
+	if s.held == nil {
+		s.held = map[uint64]*pendingMsg{}
+	}
+	m := &pendingMsg{deliveries: s.exhausted[sseq], dead: reason, after: after, deadline: at}
+	s.held[sseq] = m
+	heap.Push(&s.deadlines, deadline{at: at, sseq: sseq})
+}
+
 // MarkDeadLetter puts a dead-letter mark with reason on the pending
 // delivery of sseq at now (unix ns), as +TERM does for a consumer whose
 // dead-letter subject a stream captures, and reports whether it did:
-// false when sseq is not pending or is marked already.
+// false when sseq is neither pending nor held, or is marked already. A
+// message out of deliveries (held, State) was never moved, so a +TERM
+// of it moves it too: it stays held, not pending (it does not count
+// against max_ack_pending), with the mark armed like a delivery's
+// (at least 1 ns ahead) until the caller arms it.
 func (s *State) MarkDeadLetter(sseq uint64, reason store.DeadLetterReason, now int64) bool {
-	m := s.pending[sseq]
-	if m == nil || m.dead != 0 {
+	if m := s.pending[sseq]; m != nil {
+		if m.dead != 0 {
+			return false
+		}
+		s.mark(sseq, m, reason, now)
+		return true
+	}
+	if _, ok := s.exhausted[sseq]; !ok || s.held[sseq] != nil {
 		return false
 	}
-	s.mark(sseq, m, reason, now)
+	s.holdMark(sseq, reason, 0, now+max(int64(s.wait(s.exhausted[sseq])), 1))
 	return true
+}
+
+// markOf returns the dead-letter mark of sseq (a pending delivery's or a
+// held message's), nil when it has none.
+func (s *State) markOf(sseq uint64) *pendingMsg {
+	if m := s.pending[sseq]; m != nil {
+		if m.dead == 0 {
+			return nil
+		}
+		return m
+	}
+	return s.held[sseq]
 }
 
 // SetMoveAfter records After for the mark of sseq and reports whether
 // sseq has a mark.
 func (s *State) SetMoveAfter(sseq, after uint64) bool {
-	m := s.pending[sseq]
-	if m == nil || m.dead == 0 {
+	m := s.markOf(sseq)
+	if m == nil {
 		return false
 	}
 	m.after = after
@@ -69,8 +104,8 @@ func (s *State) SetMoveAfter(sseq, after uint64) bool {
 // (unix ns), replacing its earlier time, and reports whether sseq has a
 // mark.
 func (s *State) RetryMoveAt(sseq uint64, at int64) bool {
-	m := s.pending[sseq]
-	if m == nil || m.dead == 0 {
+	m := s.markOf(sseq)
+	if m == nil {
 		return false
 	}
 	m.deadline = at
@@ -80,8 +115,8 @@ func (s *State) RetryMoveAt(sseq uint64, at int64) bool {
 
 // Move returns the mark of sseq, false when it has none.
 func (s *State) Move(sseq uint64) (Move, bool) {
-	m := s.pending[sseq]
-	if m == nil || m.dead == 0 {
+	m := s.markOf(sseq)
+	if m == nil {
 		return Move{}, false
 	}
 	return Move{Stream: sseq, Consumer: m.cseq, Deliveries: m.deliveries, Reason: m.dead, After: m.after}, true
@@ -91,6 +126,11 @@ func (s *State) Move(sseq uint64) (Move, bool) {
 func (s *State) Moves() []Move {
 	var out []Move
 	for sseq := range s.pending {
+		if mv, ok := s.Move(sseq); ok {
+			out = append(out, mv)
+		}
+	}
+	for sseq := range s.held {
 		if mv, ok := s.Move(sseq); ok {
 			out = append(out, mv)
 		}
@@ -112,8 +152,13 @@ func (s *State) Moves() []Move {
 // are returned (for interest and workqueue retention). A +TERM with ack
 // policy all acknowledges like the +TERM it answers (Ack: everything
 // pending at or below sseq that has no mark); otherwise only sseq leaves
-// pending. Nil when sseq has no mark.
+// pending. A held message's mark releases it (also with ack policy all:
+// its copy is stored, the move is done). Nil when sseq has no mark.
 func (s *State) DeadLettered(sseq uint64) []uint64 {
+	if s.held[sseq] != nil {
+		s.release(sseq)
+		return []uint64{sseq}
+	}
 	m := s.pending[sseq]
 	if m == nil || m.dead == 0 {
 		return nil
@@ -131,16 +176,19 @@ func (s *State) DeadLettered(sseq uint64) []uint64 {
 // the dead-letter subject (any more), as if the consumer had no
 // dead-letter subject: a delivery marked at max_deliver leaves pending
 // for the messages out of deliveries (held, State; the ack floor
-// stays), and a +TERM's mark acknowledges like the +TERM
-// (DeadLettered). It returns the stream sequences acknowledged, for
-// retention.
+// stays), and a +TERM's mark acknowledges like the +TERM (DeadLettered:
+// a held message is released). It returns the stream sequences
+// acknowledged, for retention.
 func (s *State) Unmark(sseq uint64) []uint64 {
-	m := s.pending[sseq]
+	m := s.markOf(sseq)
 	switch {
-	case m == nil || m.dead == 0:
+	case m == nil:
 		return nil
 	case m.dead == store.DeadLetterTerm:
 		return s.DeadLettered(sseq)
+	case s.held[sseq] != nil:
+		delete(s.held, sseq) // (not made by this build: a held message's mark is a +TERM's)
+		return nil
 	}
 	delete(s.pending, sseq)
 	s.exhaust(sseq, m.deliveries)

@@ -221,3 +221,100 @@ func TestDeadLetterUnmark(t *testing.T) {
 	}
 	wantFloors(t, u, pair(2, 2), pair(1, 1))
 }
+
+// TestDeadLetterHeldTerm: a +TERM of a message out of deliveries (held,
+// never moved) marks it without making it pending again: client acks
+// leave it alone, the mark is in the snapshot as a Redelivered entry
+// without a Pending entry, survives a restore (due at once), and
+// DeadLettered releases it; the ack floor never moves for it.
+func TestDeadLetterHeldTerm(t *testing.T) {
+	p := Policy{Ack: AckExplicit, AckWait: 10 * time.Second, MaxDeliver: 1}
+	s := NewState(p, 1)
+	deliver(s, t0, 1, 2)
+	s.Expire(t0 + 10*sec) // 1 and 2 held
+	s.SetDeadLetter(true)
+	if !s.MarkDeadLetter(1, store.DeadLetterTerm, t0+11*sec) || s.MarkDeadLetter(1, store.DeadLetterTerm, t0+11*sec) {
+		t.Fatal("MarkDeadLetter of a held message refused, or accepted twice")
+	}
+	if s.IsPending(1) || !s.IsExhausted(1) || s.NumAckPending() != 0 || s.NumExhausted() != 2 {
+		t.Fatal("a held message's mark made it pending or released it")
+	}
+	if r := s.Ack(1, 1); len(r.Acked) != 0 || !s.IsExhausted(1) {
+		t.Fatalf("an ack of a held mark acked %v", r.Acked)
+	}
+	if got := s.Replay(store.ConsumerOp{Kind: store.OpTerm, Stream: 1, Consumer: 1}, t0); len(got) != 0 {
+		t.Fatalf("a replayed +TERM of a held mark acked %v", got)
+	}
+	wantDeadline(t, s, t0+21*sec, true)
+	if !s.SetMoveAfter(1, 9) || !s.RetryMoveAt(1, t0+12*sec) {
+		t.Fatal("SetMoveAfter or RetryMoveAt of a held mark refused")
+	}
+	if out := s.Expire(t0 + 12*sec); !slices.Equal(out, []Exhausted{{Stream: 1, Deliveries: 1, Retry: true}}) {
+		t.Fatalf("Expire at the retry time = %+v", out)
+	}
+	want := Move{Stream: 1, Deliveries: 1, Reason: store.DeadLetterTerm, After: 9}
+	if got := s.Moves(); !slices.Equal(got, []Move{want}) {
+		t.Fatalf("Moves = %+v, want %+v", got, []Move{want})
+	}
+	snap := s.Snapshot()
+	if len(snap.Pending) != 0 || !reflect.DeepEqual(snap.Redelivered, map[uint64]uint64{1: 0, 2: 0}) ||
+		!reflect.DeepEqual(snap.DeadLetter, map[uint64]store.DeadLetter{1: {Reason: store.DeadLetterTerm, After: 9}}) {
+		t.Fatalf("snapshot %+v", snap)
+	}
+	if err := store.CheckConsumerState(snap); err != nil {
+		t.Fatal(err)
+	}
+	r := RestoreState(p, snap)
+	if out := r.Expire(t0); !slices.Equal(out, []Exhausted{{Stream: 1, Deliveries: 1, Retry: true}}) {
+		t.Fatalf("first Expire after restore = %+v", out)
+	}
+	if got := r.Moves(); !slices.Equal(got, []Move{want}) || !reflect.DeepEqual(r.Snapshot(), snap) {
+		t.Fatalf("restored Moves = %+v, snapshot %+v", got, r.Snapshot())
+	}
+	for _, st := range []*State{s, r} {
+		if got := st.DeadLettered(1); !slices.Equal(got, []uint64{1}) || st.IsExhausted(1) || !st.IsExhausted(2) {
+			t.Fatalf("DeadLettered(1) = %v, held 1 %v", got, st.IsExhausted(1))
+		}
+		if _, ok := st.Move(1); ok || st.Snapshot().DeadLetter != nil {
+			t.Fatal("a mark left after DeadLettered")
+		}
+		wantFloors(t, st, pair(2, 2), pair(0, 0))
+	}
+}
+
+// TestDeadLetterHeldGone: a held message's mark ends with the message:
+// DropRedelivery, DropGone and SkipTo release it (Exhausted, no
+// consumer sequence), and Unmark of its +TERM mark releases it as the
+// +TERM would have.
+func TestDeadLetterHeldGone(t *testing.T) {
+	mk := func() *State {
+		s := NewState(Policy{Ack: AckAll, AckWait: 10 * time.Second, MaxDeliver: 1}, 1)
+		deliver(s, t0, 1, 2, 3, 4)
+		s.Expire(t0 + 10*sec)
+		for seq := uint64(1); seq <= 4; seq++ {
+			if !s.MarkDeadLetter(seq, store.DeadLetterTerm, t0+10*sec) {
+				t.Fatalf("mark %d refused", seq)
+			}
+		}
+		return s
+	}
+	s := mk()
+	if d, ok := s.DropRedelivery(1); !ok || d != (Dropped{Stream: 1, Deliveries: 1, Exhausted: true}) {
+		t.Fatalf("DropRedelivery(1) = %+v %v", d, ok)
+	}
+	if ds := s.DropGone(func(seq uint64) bool { return seq == 2 }); len(ds) != 1 || !ds[0].Exhausted {
+		t.Fatalf("DropGone = %+v", ds)
+	}
+	if !s.SkipTo(4) {
+		t.Fatal("SkipTo(4) changed nothing")
+	}
+	if got := s.Moves(); !slices.Equal(got, []Move{{Stream: 4, Deliveries: 1, Reason: store.DeadLetterTerm}}) {
+		t.Fatalf("Moves = %+v", got)
+	}
+	if got := s.Unmark(4); !slices.Equal(got, []uint64{4}) || s.NumExhausted() != 0 || s.Moves() != nil {
+		t.Fatalf("Unmark(4) = %v, %d held", got, s.NumExhausted())
+	}
+	if out := s.Expire(t0 + time.Hour.Nanoseconds()); len(out) != 0 {
+		t.Fatalf("Expire after every mark ended = %+v", out)
+	}
+}

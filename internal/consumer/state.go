@@ -34,6 +34,11 @@ type State struct {
 	deadlines deadlineHeap
 	rdq       []uint64          // stream sequences ready for redelivery, oldest first
 	exhausted map[uint64]uint64 // stream sequence to deliveries, of messages out of deliveries; nil when none
+	// held are the dead-letter marks of messages out of deliveries (each
+	// also in exhausted): a +TERM of such a message moves it
+	// (MarkDeadLetter); nil when none. Only dead, after and deadline are
+	// used.
+	held map[uint64]*pendingMsg
 	// deadLetter: the consumer has a dead-letter subject, so a delivery
 	// that reaches max_deliver stays pending, marked, for the caller to
 	// move (SetDeadLetter).
@@ -100,6 +105,9 @@ func RestoreState(p Policy, st *store.ConsumerState) *State {
 	for sseq, n := range st.Redelivered {
 		if _, ok := st.Pending[sseq]; !ok {
 			s.exhaust(sseq, 1+n)
+			if dl, ok := st.DeadLetter[sseq]; ok {
+				s.holdMark(sseq, dl.Reason, dl.After, 0)
+			}
 		}
 	}
 	return s
@@ -174,6 +182,23 @@ func (s *State) exhaust(sseq, n uint64) {
 	s.exhausted[sseq] = n
 }
 
+// release forgets the message out of deliveries sseq and its dead-letter
+// mark, if any.
+func (s *State) release(sseq uint64) {
+	delete(s.exhausted, sseq)
+	delete(s.held, sseq)
+}
+
+// timed returns the entry whose deadline the heap may hold for sseq: its
+// pending delivery or the dead-letter mark of the held message; nil when
+// neither.
+func (s *State) timed(sseq uint64) *pendingMsg {
+	if m := s.pending[sseq]; m != nil {
+		return m
+	}
+	return s.held[sseq]
+}
+
 // AtAckLimit reports whether max_ack_pending stops new deliveries
 // (redeliveries are not new: they are already counted).
 func (s *State) AtAckLimit() bool {
@@ -241,7 +266,7 @@ func (s *State) Redeliver(sseq uint64, now int64) Delivery {
 // dropped; false when sseq was neither.
 func (s *State) DropRedelivery(sseq uint64) (Dropped, bool) {
 	if n, ok := s.exhausted[sseq]; ok {
-		delete(s.exhausted, sseq)
+		s.release(sseq)
 		return Dropped{Stream: sseq, Deliveries: n, Exhausted: true}, true
 	}
 	m := s.pending[sseq]
@@ -282,9 +307,10 @@ type AckResult struct {
 // that an explicit ack of a message out of deliveries releases it
 // without moving the floor; ack policy all never releases one, as
 // nats-server's ack-all leaves its redelivered-count entries. A
-// delivery with a dead-letter mark is not acknowledged: it leaves
-// pending only through DeadLettered, once its copy is durable, and with
-// ack policy all the floor stays below it.
+// delivery or message out of deliveries with a dead-letter mark is not
+// acknowledged: it leaves only through DeadLettered, once its copy is
+// durable, and with ack policy all the floor stays below a marked
+// delivery.
 func (s *State) Ack(sseq, cseq uint64) AckResult {
 	var r AckResult
 	switch s.policy.Ack {
@@ -293,7 +319,7 @@ func (s *State) Ack(sseq, cseq uint64) AckResult {
 			delete(s.pending, sseq)
 			r.Acked = append(r.Acked, sseq)
 			s.moveAckFloor()
-		} else if _, ok := s.exhausted[sseq]; ok {
+		} else if _, ok := s.exhausted[sseq]; ok && s.held[sseq] == nil {
 			delete(s.exhausted, sseq)
 			r.Acked = append(r.Acked, sseq)
 		}
@@ -428,7 +454,7 @@ func (s *State) Expire(now int64) []Exhausted {
 	var out []Exhausted
 	for len(s.deadlines) > 0 && s.deadlines[0].at <= now {
 		d := heap.Pop(&s.deadlines).(deadline)
-		m := s.pending[d.sseq]
+		m := s.timed(d.sseq)
 		if m == nil || m.deadline != d.at || m.queued {
 			continue // stale: acked, re-armed or already queued
 		}
@@ -475,7 +501,7 @@ func (s *State) ExhaustedByNak(sseq uint64, now int64) (Exhausted, bool) {
 func (s *State) NextDeadline() (int64, bool) {
 	for len(s.deadlines) > 0 {
 		d := s.deadlines[0]
-		if m := s.pending[d.sseq]; m != nil && m.deadline == d.at && !m.queued {
+		if m := s.timed(d.sseq); m != nil && m.deadline == d.at && !m.queued {
 			return d.at, true
 		}
 		heap.Pop(&s.deadlines)
@@ -486,7 +512,8 @@ func (s *State) NextDeadline() (int64, bool) {
 // Snapshot returns the state to store (store.ConsumerState). A message
 // out of deliveries is a Redelivered entry (its deliveries beyond the
 // first) without a Pending entry, as nats-server v2.15.2 stores it. A
-// dead-letter mark is a DeadLetter entry of a Pending entry.
+// dead-letter mark is a DeadLetter entry of a Pending entry, or of such
+// a Redelivered entry for a held message's.
 func (s *State) Snapshot() *store.ConsumerState {
 	st := &store.ConsumerState{Delivered: s.delivered, AckFloor: s.ackFloor}
 	if len(s.exhausted) > 0 {
@@ -494,6 +521,12 @@ func (s *State) Snapshot() *store.ConsumerState {
 		for sseq, n := range s.exhausted {
 			st.Redelivered[sseq] = n - 1
 		}
+	}
+	for sseq, m := range s.held {
+		if st.DeadLetter == nil {
+			st.DeadLetter = map[uint64]store.DeadLetter{}
+		}
+		st.DeadLetter[sseq] = store.DeadLetter{Reason: m.dead, After: m.after}
 	}
 	if len(s.pending) == 0 {
 		return st

@@ -278,13 +278,19 @@ func (c *cons) restoreMoves() {
 	}
 }
 
-// termToDeadLetter handles a +TERM of the pending delivery a.sseq for a
+// termToDeadLetter handles a +TERM of the pending delivery, or of the
+// message out of deliveries (held, consumer.State), a.sseq for a
 // consumer with a dead-letter subject, and reports whether the move
 // took it over (then the reply is sent when the move completes). A
-// +TERM of a delivery being moved joins the move. When no stream
-// captures the subject, the copy is published and false is returned:
-// the +TERM then acknowledges as it does without a dead-letter subject.
-// A message out of deliveries (held) is left to the +TERM (false).
+// +TERM of a message being moved joins the move. When no stream
+// captures the subject, the copy of a pending delivery is published
+// and false is returned: the +TERM then acknowledges (releases) as it
+// does without a dead-letter subject; a held message's copy went out
+// when it ran out of deliveries, so it gets none. A held message is
+// moved like a pending delivery when a stream captures the subject (it
+// was never moved); with ack policy all, what the +TERM acknowledges
+// besides it is acknowledged at once, before the mark, and so is stored
+// with it.
 func (c *cons) termToDeadLetter(a *ackMsg, now time.Time) bool {
 	if mv := c.moves[a.sseq]; mv != nil {
 		if a.reply != "" {
@@ -292,14 +298,18 @@ func (c *cons) termToDeadLetter(a *ackMsg, now time.Time) bool {
 		}
 		return true
 	}
-	if c.dlq == "" || c.cfg.AckPolicy == consumer.AckNone || !c.st.IsPending(a.sseq) {
+	if c.dlq == "" || c.cfg.AckPolicy == consumer.AckNone {
 		return false
 	}
+	held := c.st.IsExhausted(a.sseq)
 	if !c.captured() {
-		if m, err := c.sr.store.Load(a.sseq); err == nil {
+		if m, err := c.sr.store.Load(a.sseq); err == nil && !held {
 			c.publishCopy(m, store.DeadLetterTerm, a.dc, "")
 		}
 		return false
+	}
+	if held && c.cfg.AckPolicy != consumer.AckExplicit {
+		c.ack(a.sseq, a.cseq) // (ack all leaves the held message itself)
 	}
 	if !c.st.MarkDeadLetter(a.sseq, store.DeadLetterTerm, now.UnixNano()) {
 		return false
@@ -405,7 +415,9 @@ func (c *cons) sendMove(sseq uint64, mv *move, target *runner, now time.Time) {
 		// Gone from the stream (a limit, a purge): nothing to copy.
 		if d, ok := c.st.DropRedelivery(sseq); ok {
 			c.dirty = true
-			c.adviseDropped(d)
+			if !d.Exhausted { // (a held message's +TERM was advised)
+				c.adviseDropped(d)
+			}
 		}
 		c.endMove(sseq, mv)
 		return
@@ -531,14 +543,14 @@ func (c *cons) completeMove(sseq uint64, mv *move) {
 }
 
 // finishUncaptured ends a mark when no stream captures the dead-letter
-// subject (any more): the copy is a core publish, and the delivery is
-// treated as without a dead-letter subject (consumer.State.Unmark):
-// after max_deliver it leaves pending and is held in the stream until
-// an explicit ack, a +TERM or its removal; after +TERM it is
-// acknowledged.
+// subject (any more): the copy is a core publish (except for a held
+// message, as in termToDeadLetter), and the message is treated as
+// without a dead-letter subject (consumer.State.Unmark): after
+// max_deliver it leaves pending and is held in the stream until an
+// explicit ack, a +TERM or its removal; after +TERM it is acknowledged.
 func (c *cons) finishUncaptured(sseq uint64, mv *move) {
 	info, _ := c.st.Move(sseq)
-	if m, err := c.sr.store.Load(sseq); err == nil && c.dlq != "" {
+	if m, err := c.sr.store.Load(sseq); err == nil && c.dlq != "" && !c.st.IsExhausted(sseq) {
 		c.publishCopy(m, info.Reason, info.Deliveries, "")
 	}
 	c.dirty = true

@@ -487,3 +487,65 @@ func TestDeadLetterConfigErrors(t *testing.T) {
 		t.Fatalf("error %v does not name the consumer's subject", err)
 	}
 }
+
+// TestDeadLetterTermOfHeld: a message that ran out of deliveries while
+// no stream captured the dead-letter subject is held by the workqueue
+// stream, as without a dead-letter subject. Once DLQ captures the
+// subject, a +TERM of it moves it (it was never moved): the +TERM is
+// answered once DLQ stored the copy (reason term) and the original is
+// released. With DLQ's apply goroutine held, the power fails after the
+// mark of the held message is stored and the copy published: the
+// restart resumes the move, one copy.
+func TestDeadLetterTermOfHeld(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		t.Run(fmt.Sprintf("crash=%v", crash), func(t *testing.T) {
+			fs, tr := vfs.NewCrashFS(), newMemTransport()
+			js := newTestJS(t, fs, tr)
+			dlqSetup(t, js, tr, stream.FileStorage, stream.WorkQueuePolicy, false, 1)
+			d := collectDeliveries(tr, "_INBOX.pull")
+			pull(t, tr, d, 1)
+			exhaust(t, tr, d, 1, "")
+			waitUntil(t, "the message to be out of deliveries", func() bool {
+				c, _ := js.lookupConsumer("ORDERS", "proc")
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				return c.st.IsExhausted(1) && len(c.moves) == 0
+			})
+			if _, err := js.AddStream(stream.Config{Name: "DLQ", Subjects: []string{"dlq.>"}, Storage: stream.FileStorage}); err != nil {
+				t.Fatal(err)
+			}
+			waitState(t, js, "ORDERS", 1)
+			adv := tr.inbox("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.ORDERS.proc")
+			if !crash {
+				defer js.Shutdown()
+				confirm := tr.inbox("_INBOX.term")
+				ackWith(tr, d, 1, "+TERM moved by hand", "_INBOX.term")
+				confirm.next(t)
+				if n := streamMsgs(t, js, "ORDERS"); n != 0 {
+					t.Fatalf("+TERM answered with the original still stored (%d)", n)
+				}
+				if a := adv.next(t); !strings.Contains(a, `"reason":"moved by hand"`) {
+					t.Fatalf("advisory %s", a)
+				}
+				checkMoved(t, js, "term", 1)
+				return
+			}
+			dlq, _ := js.lookup("DLQ")
+			release := holdApply(dlq)
+			published := tr.inbox(dlqSubject)
+			ackWith(tr, d, 1, "+TERM", "")
+			published.next(t) // the copy went out, so the mark is stored
+			if n := streamMsgs(t, js, "ORDERS"); n != 1 {
+				t.Fatalf("the held message was released (%d left) before its copy was stored", n)
+			}
+			crashed := fs.Crash(vfs.CrashOptions{Tail: vfs.TailAny})
+			release()
+			js.Shutdown()
+
+			js2 := restartJS(t, crashed, newMemTransport(), nil)
+			defer js2.Shutdown()
+			checkMoved(t, js2, "term", 1)
+			waitState(t, js2, "ORDERS", 0)
+		})
+	}
+}

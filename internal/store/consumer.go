@@ -18,9 +18,11 @@ type Pending struct {
 // last delivered pair, the ack floor (everything at or below it is
 // acknowledged), the messages awaiting acknowledgement keyed by stream
 // sequence, the delivery counts of redelivered messages (stream
-// sequence to number of deliveries beyond the first), and the pending
-// messages being moved to the consumer's dead-letter subject (each key
-// is also a key of Pending; docs/dead-letter.md).
+// sequence to number of deliveries beyond the first; an entry without a
+// Pending entry is a message that ran out of deliveries and is still
+// held), and the messages being moved to the consumer's dead-letter
+// subject (each key is also a key of Pending, or a held message's key of
+// Redelivered; docs/dead-letter.md).
 type ConsumerState struct {
 	Delivered   SequencePair
 	AckFloor    SequencePair
@@ -56,9 +58,10 @@ func (r DeadLetterReason) String() string {
 }
 
 // DeadLetter marks a pending delivery whose message is being moved to
-// the dead-letter subject: it is not redelivered, and it leaves pending
-// (counted as acknowledged) only once the stream capturing that subject
-// stored the copy durably. After is the last sequence of that stream
+// the dead-letter subject, or a message out of deliveries that a +TERM
+// moves: it is not redelivered, and it leaves pending (counted as
+// acknowledged), or is released, only once the stream capturing that
+// subject stored the copy durably. After is the last sequence of that stream
 // when the move was prepared, before any copy was published: a copy
 // stored by an earlier attempt is above it.
 type DeadLetter struct {

@@ -9,8 +9,10 @@ import (
 // inconsistent, as nats-server's consumer stores refuse it: an ack floor
 // above the delivered pair, or a pending stream sequence at or below the
 // ack floor or above the delivered stream sequence; and, for cairn's
-// dead-letter marks, a mark of a sequence that is not pending or with an
-// unknown reason. ConsumerStore.Update calls it before storing anything.
+// dead-letter marks, a mark of a sequence that is neither pending nor a
+// message out of deliveries (a Redelivered entry without a Pending
+// entry), or with an unknown reason. ConsumerStore.Update calls it
+// before storing anything.
 func CheckConsumerState(st *ConsumerState) error {
 	if st == nil {
 		return fmt.Errorf("%w: nil consumer state", ErrBadRequest)
@@ -27,14 +29,25 @@ func CheckConsumerState(st *ConsumerState) error {
 		}
 	}
 	for seq, dl := range st.DeadLetter {
-		if _, ok := st.Pending[seq]; !ok {
-			return fmt.Errorf("%w: dead-letter entry [%d] not pending", ErrBadRequest, seq)
+		if !st.Markable(seq) {
+			return fmt.Errorf("%w: dead-letter entry [%d] neither pending nor out of deliveries", ErrBadRequest, seq)
 		}
 		if dl.Reason.String() == "" {
 			return fmt.Errorf("%w: dead-letter entry [%d] with reason %d", ErrBadRequest, seq, dl.Reason)
 		}
 	}
 	return nil
+}
+
+// Markable reports whether a dead-letter mark of seq is consistent with
+// st: seq is pending, or ran out of deliveries (a Redelivered entry
+// without a Pending entry; docs/dead-letter.md).
+func (st *ConsumerState) Markable(seq uint64) bool {
+	if _, ok := st.Pending[seq]; ok {
+		return true
+	}
+	_, ok := st.Redelivered[seq]
+	return ok
 }
 
 // CloneConsumerState returns a deep copy of st whose Pending,

@@ -415,7 +415,8 @@ func (d *decoder) u64() uint64 {
 
 // deadLetters decodes the dead-letter section: a count, then each
 // stream sequence and After (u64) and reason (u8). Every entry must be
-// pending with a known reason, and the section must not be empty.
+// pending or held (store.ConsumerState.Markable) with a known reason,
+// and the section must not be empty.
 func (d *decoder) deadLetters(st *store.ConsumerState) {
 	n := d.u32()
 	if n == 0 || n > len(d.b)/17 {
@@ -427,7 +428,7 @@ func (d *decoder) deadLetters(st *store.ConsumerState) {
 		seq, after := d.u64(), d.u64()
 		r := store.DeadLetterReason(d.b[0])
 		d.b = d.b[1:]
-		if _, ok := st.Pending[seq]; !ok || r.String() == "" {
+		if !st.Markable(seq) || r.String() == "" {
 			d.err = errBody
 			return
 		}

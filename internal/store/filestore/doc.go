@@ -251,9 +251,12 @@
 // stream sequence; u32 count of redelivered entries, each stream sequence
 // and count (u64), ascending. Version 3 adds the dead-letter section
 // (store.ConsumerState.DeadLetter): a u32 count (at least 1), then each
-// entry, ascending: stream sequence (u64, a pending entry's), After (u64)
-// and reason (u8: 1 max_deliver, 2 term). A state without dead-letter
-// marks is written as version 2, which a build without them reads.
+// entry, ascending: stream sequence (u64: a pending entry's, or a
+// redelivered entry's without a pending entry, a message out of
+// deliveries), After (u64) and reason (u8: 1 max_deliver, 2 term). A
+// state without dead-letter marks is written as version 2, which a build
+// without them reads; messages out of deliveries alone (redelivered
+// entries without pending entries) need no version 3.
 // Update writes <copy>.new, fsyncs it, renames
 // it over the copy and fsyncs the directory; a consumer directory is made
 // under .new-<name> with its first (empty) state and renamed into place,

@@ -222,4 +222,13 @@ func testConsumerDeadLetter(t *testing.T, e Engine) {
 	wantConsumer(t, cs, sampleState())
 	updateState(t, cs, st)
 	wantConsumer(t, cs, st)
+	// A message out of deliveries (a Redelivered entry without a Pending
+	// entry, here 13, below 15) may carry a mark too (a +TERM moving it).
+	held := sampleState()
+	held.Redelivered[13] = 0
+	held.DeadLetter = map[uint64]store.DeadLetter{13: {Reason: store.DeadLetterTerm, After: 3}}
+	updateState(t, cs, held)
+	wantConsumer(t, cs, held)
+	updateState(t, cs, st)
+	wantConsumer(t, cs, st)
 }
