@@ -3,7 +3,9 @@
 // and what an update may change, as nats-server v2.15.2 decides them),
 // its info shape, and the delivery state machine (delivered and ack floor
 // sequences, pending acknowledgements, redelivery with ack_wait and
-// backoff, max_deliver, max_ack_pending) driven by an injected clock.
+// backoff, max_deliver, max_ack_pending, and cairn's dead-letter marks:
+// deliveries being moved to a dead-letter subject, docs/dead-letter.md)
+// driven by an injected clock.
 //
 // Facts: ../shared/reference/protocol.md sections 2.6.9 to 2.6.11, 3.4,
 // 3.5 and 5. The package does no I/O and starts no goroutine: the

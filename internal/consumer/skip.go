@@ -25,7 +25,7 @@ func (s *State) SkipTo(seq uint64) bool {
 	released := false
 	for sseq := range s.exhausted {
 		if sseq < seq {
-			delete(s.exhausted, sseq)
+			s.release(sseq)
 			released = true
 		}
 	}
@@ -69,7 +69,7 @@ func (s *State) DropGone(gone func(sseq uint64) bool) []Dropped {
 	for sseq, n := range s.exhausted {
 		if gone(sseq) {
 			out = append(out, Dropped{Stream: sseq, Deliveries: n, Exhausted: true})
-			delete(s.exhausted, sseq)
+			s.release(sseq)
 		}
 	}
 	if moved {

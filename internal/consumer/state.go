@@ -34,6 +34,15 @@ type State struct {
 	deadlines deadlineHeap
 	rdq       []uint64          // stream sequences ready for redelivery, oldest first
 	exhausted map[uint64]uint64 // stream sequence to deliveries, of messages out of deliveries; nil when none
+	// held are the dead-letter marks of messages out of deliveries (each
+	// also in exhausted): a +TERM of such a message moves it
+	// (MarkDeadLetter); nil when none. Only dead, after and deadline are
+	// used.
+	held map[uint64]*pendingMsg
+	// deadLetter: the consumer has a dead-letter subject, so a delivery
+	// that reaches max_deliver stays pending, marked, for the caller to
+	// move (SetDeadLetter).
+	deadLetter bool
 }
 
 // Policy is the part of the config the state machine needs: the ack
@@ -56,8 +65,13 @@ type pendingMsg struct {
 	cseq       uint64 // consumer sequence of the first delivery (nats-server keeps it for the ack floor and the stored state)
 	deliveries uint64 // number of deliveries so far (1 on the first)
 	last       int64  // time of the last delivery or +WPI, or deadline-wait after a delayed NAK (unix ns)
-	deadline   int64  // when it is redelivered without an ack (unix ns)
+	deadline   int64  // when it is redelivered without an ack (unix ns); for a dead-letter mark, when the move is retried
 	queued     bool   // in the redelivery queue
+	// dead marks a delivery being moved to the dead-letter subject
+	// (store.DeadLetter): it is never redelivered, and acks, NAKs and
+	// +WPI leave it alone until DeadLettered ends it.
+	dead  store.DeadLetterReason
+	after uint64 // store.DeadLetter.After
 }
 
 // NewState returns the state of a new consumer whose first delivery will
@@ -75,18 +89,25 @@ func NewState(p Policy, start uint64) *State {
 // RestoreState returns the state stored in st. Pending deliveries keep
 // their deadlines: those already past are redelivered first. A
 // redelivery count without a pending entry is a message that ran out of
-// deliveries (Snapshot).
+// deliveries (Snapshot). A dead-letter mark is due at once: the first
+// Expire returns it (Retry), so that the caller resumes the move.
 func RestoreState(p Policy, st *store.ConsumerState) *State {
 	s := &State{policy: p, delivered: st.Delivered, ackFloor: st.AckFloor, pending: make(map[uint64]*pendingMsg, len(st.Pending))}
 	for sseq, pm := range st.Pending {
 		m := &pendingMsg{cseq: pm.Sequence, deliveries: 1 + st.Redelivered[sseq], last: pm.Timestamp}
 		m.deadline = pm.Timestamp + int64(s.wait(m.deliveries))
+		if dl, ok := st.DeadLetter[sseq]; ok {
+			m.dead, m.after, m.deadline = dl.Reason, dl.After, pm.Timestamp
+		}
 		s.pending[sseq] = m
 		heap.Push(&s.deadlines, deadline{at: m.deadline, sseq: sseq})
 	}
 	for sseq, n := range st.Redelivered {
 		if _, ok := st.Pending[sseq]; !ok {
 			s.exhaust(sseq, 1+n)
+			if dl, ok := st.DeadLetter[sseq]; ok {
+				s.holdMark(sseq, dl.Reason, dl.After, 0)
+			}
 		}
 	}
 	return s
@@ -95,6 +116,16 @@ func RestoreState(p Policy, st *store.ConsumerState) *State {
 // SetPolicy changes the policy after a consumer update; it applies to
 // the next deliveries and acks.
 func (s *State) SetPolicy(p Policy) { s.policy = p }
+
+// SetDeadLetter says whether the consumer has a dead-letter subject
+// (docs/dead-letter.md). While on, a delivery that reaches max_deliver
+// (Expire, ExhaustedByNak) stays pending with a dead-letter mark instead
+// of leaving pending for the messages out of deliveries: the caller
+// moves its message and ends the mark with DeadLettered, gives the move
+// up with Unmark (no stream captures the subject), or drops it with
+// DropRedelivery (the message is gone). Marks made earlier stay when it
+// is turned off.
+func (s *State) SetDeadLetter(on bool) { s.deadLetter = on }
 
 // Delivered returns the last delivered pair: the consumer sequence counts
 // every delivery, redeliveries included; the stream sequence is the
@@ -149,6 +180,23 @@ func (s *State) exhaust(sseq, n uint64) {
 		s.exhausted = map[uint64]uint64{}
 	}
 	s.exhausted[sseq] = n
+}
+
+// release forgets the message out of deliveries sseq and its dead-letter
+// mark, if any.
+func (s *State) release(sseq uint64) {
+	delete(s.exhausted, sseq)
+	delete(s.held, sseq)
+}
+
+// timed returns the entry whose deadline the heap may hold for sseq: its
+// pending delivery or the dead-letter mark of the held message; nil when
+// neither.
+func (s *State) timed(sseq uint64) *pendingMsg {
+	if m := s.pending[sseq]; m != nil {
+		return m
+	}
+	return s.held[sseq]
 }
 
 // AtAckLimit reports whether max_ack_pending stops new deliveries
@@ -218,7 +266,7 @@ func (s *State) Redeliver(sseq uint64, now int64) Delivery {
 // dropped; false when sseq was neither.
 func (s *State) DropRedelivery(sseq uint64) (Dropped, bool) {
 	if n, ok := s.exhausted[sseq]; ok {
-		delete(s.exhausted, sseq)
+		s.release(sseq)
 		return Dropped{Stream: sseq, Deliveries: n, Exhausted: true}, true
 	}
 	m := s.pending[sseq]
@@ -258,16 +306,20 @@ type AckResult struct {
 // pending changes nothing (nats-server v2.15.2 processAckMsg), except
 // that an explicit ack of a message out of deliveries releases it
 // without moving the floor; ack policy all never releases one, as
-// nats-server's ack-all leaves its redelivered-count entries.
+// nats-server's ack-all leaves its redelivered-count entries. A
+// delivery or message out of deliveries with a dead-letter mark is not
+// acknowledged: it leaves only through DeadLettered, once its copy is
+// durable, and with ack policy all the floor stays below a marked
+// delivery.
 func (s *State) Ack(sseq, cseq uint64) AckResult {
 	var r AckResult
 	switch s.policy.Ack {
 	case AckExplicit:
-		if s.pending[sseq] != nil {
+		if m := s.pending[sseq]; m != nil && m.dead == 0 {
 			delete(s.pending, sseq)
 			r.Acked = append(r.Acked, sseq)
 			s.moveAckFloor()
-		} else if _, ok := s.exhausted[sseq]; ok {
+		} else if _, ok := s.exhausted[sseq]; ok && s.held[sseq] == nil {
 			delete(s.exhausted, sseq)
 			r.Acked = append(r.Acked, sseq)
 		}
@@ -275,13 +327,20 @@ func (s *State) Ack(sseq, cseq uint64) AckResult {
 		if sseq <= s.ackFloor.Stream || sseq > s.delivered.Stream {
 			return r
 		}
-		for seq := range s.pending {
+		kept := false // a dead-letter mark at or below sseq holds the floor below it
+		for seq, m := range s.pending {
 			if seq <= sseq {
+				if m.dead != 0 {
+					kept = true
+					continue
+				}
 				delete(s.pending, seq)
 				r.Acked = append(r.Acked, seq)
 			}
 		}
-		s.ackFloor = store.SequencePair{Consumer: max(s.ackFloor.Consumer, cseq), Stream: sseq}
+		if !kept {
+			s.ackFloor = store.SequencePair{Consumer: max(s.ackFloor.Consumer, cseq), Stream: sseq}
+		}
 		s.moveAckFloor()
 	}
 	return r
@@ -327,12 +386,13 @@ func (s *State) lowestPending() uint64 {
 }
 
 // Nak schedules sseq for redelivery after delay (at once when delay is 0)
-// and reports whether it was pending. A delayed NAK takes sseq out of the
+// and reports whether it was pending (false for a dead-letter mark, which
+// is never redelivered). A delayed NAK takes sseq out of the
 // redelivery queue, and is stored as a last delivery one wait before the
 // new deadline, as nats-server processNak does.
 func (s *State) Nak(sseq uint64, delay time.Duration, now int64) bool {
 	m := s.pending[sseq]
-	if m == nil {
+	if m == nil || m.dead != 0 {
 		return false
 	}
 	if delay <= 0 {
@@ -350,10 +410,10 @@ func (s *State) Nak(sseq uint64, delay time.Duration, now int64) bool {
 }
 
 // Progress (+WPI) restarts the ack wait of sseq and reports whether it was
-// pending.
+// pending (false for a dead-letter mark).
 func (s *State) Progress(sseq uint64, now int64) bool {
 	m := s.pending[sseq]
-	if m == nil {
+	if m == nil || m.dead != 0 {
 		return false
 	}
 	if !m.queued {
@@ -371,28 +431,46 @@ func (s *State) queue(sseq uint64, m *pendingMsg) {
 }
 
 // Exhausted is a message that reached max_deliver and will not be
-// redelivered: its stream sequence and delivery count.
+// redelivered: its stream sequence and delivery count. With a
+// dead-letter subject (SetDeadLetter), Kept says it stayed pending with
+// a dead-letter mark for the caller to move; Expire also returns, with
+// Retry set, the marks whose retry time (RetryMoveAt) came, which are
+// not newly exhausted.
 type Exhausted struct {
 	Stream     uint64
 	Deliveries uint64
+	Kept       bool
+	Retry      bool
 }
 
 // Expire moves every pending delivery whose deadline is at or before now
 // to the redelivery queue, except those delivered max_deliver times
 // already: those leave pending for the exhausted messages (the ack floor
-// stays) and are returned, for the MAX_DELIVERIES advisory.
+// stays), or with a dead-letter subject stay pending with a mark (Kept),
+// and are returned, for the MAX_DELIVERIES advisory. Dead-letter marks
+// due are returned with Retry set and are not armed again: the caller
+// re-arms them (RetryMoveAt) or ends them.
 func (s *State) Expire(now int64) []Exhausted {
 	var out []Exhausted
 	for len(s.deadlines) > 0 && s.deadlines[0].at <= now {
 		d := heap.Pop(&s.deadlines).(deadline)
-		m := s.pending[d.sseq]
+		m := s.timed(d.sseq)
 		if m == nil || m.deadline != d.at || m.queued {
 			continue // stale: acked, re-armed or already queued
 		}
+		if m.dead != 0 {
+			out = append(out, Exhausted{Stream: d.sseq, Deliveries: m.deliveries, Retry: true})
+			continue
+		}
 		if s.policy.MaxDeliver > 0 && m.deliveries >= uint64(s.policy.MaxDeliver) {
-			delete(s.pending, d.sseq)
-			s.exhaust(d.sseq, m.deliveries)
-			out = append(out, Exhausted{Stream: d.sseq, Deliveries: m.deliveries})
+			e := Exhausted{Stream: d.sseq, Deliveries: m.deliveries, Kept: s.deadLetter}
+			if e.Kept {
+				s.mark(d.sseq, m, store.DeadLetterMaxDeliver, now)
+			} else {
+				delete(s.pending, d.sseq)
+				s.exhaust(d.sseq, m.deliveries)
+			}
+			out = append(out, e)
 			continue
 		}
 		s.queue(d.sseq, m)
@@ -401,12 +479,17 @@ func (s *State) Expire(now int64) []Exhausted {
 }
 
 // ExhaustedByNak reports whether a NAK of sseq ends its deliveries
-// (max_deliver reached): then it leaves pending like Expire's and true is
-// returned with its delivery count.
-func (s *State) ExhaustedByNak(sseq uint64) (Exhausted, bool) {
+// (max_deliver reached) at now (unix ns): then it leaves pending like
+// Expire's (or stays marked, Kept) and true is returned with its
+// delivery count. A dead-letter mark is not exhausted again (false).
+func (s *State) ExhaustedByNak(sseq uint64, now int64) (Exhausted, bool) {
 	m := s.pending[sseq]
-	if m == nil || s.policy.MaxDeliver <= 0 || m.deliveries < uint64(s.policy.MaxDeliver) {
+	if m == nil || m.dead != 0 || s.policy.MaxDeliver <= 0 || m.deliveries < uint64(s.policy.MaxDeliver) {
 		return Exhausted{}, false
+	}
+	if s.deadLetter {
+		s.mark(sseq, m, store.DeadLetterMaxDeliver, now)
+		return Exhausted{Stream: sseq, Deliveries: m.deliveries, Kept: true}, true
 	}
 	delete(s.pending, sseq)
 	s.exhaust(sseq, m.deliveries)
@@ -418,7 +501,7 @@ func (s *State) ExhaustedByNak(sseq uint64) (Exhausted, bool) {
 func (s *State) NextDeadline() (int64, bool) {
 	for len(s.deadlines) > 0 {
 		d := s.deadlines[0]
-		if m := s.pending[d.sseq]; m != nil && m.deadline == d.at && !m.queued {
+		if m := s.timed(d.sseq); m != nil && m.deadline == d.at && !m.queued {
 			return d.at, true
 		}
 		heap.Pop(&s.deadlines)
@@ -428,7 +511,9 @@ func (s *State) NextDeadline() (int64, bool) {
 
 // Snapshot returns the state to store (store.ConsumerState). A message
 // out of deliveries is a Redelivered entry (its deliveries beyond the
-// first) without a Pending entry, as nats-server v2.15.2 stores it.
+// first) without a Pending entry, as nats-server v2.15.2 stores it. A
+// dead-letter mark is a DeadLetter entry of a Pending entry, or of such
+// a Redelivered entry for a held message's.
 func (s *State) Snapshot() *store.ConsumerState {
 	st := &store.ConsumerState{Delivered: s.delivered, AckFloor: s.ackFloor}
 	if len(s.exhausted) > 0 {
@@ -437,12 +522,24 @@ func (s *State) Snapshot() *store.ConsumerState {
 			st.Redelivered[sseq] = n - 1
 		}
 	}
+	for sseq, m := range s.held {
+		if st.DeadLetter == nil {
+			st.DeadLetter = map[uint64]store.DeadLetter{}
+		}
+		st.DeadLetter[sseq] = store.DeadLetter{Reason: m.dead, After: m.after}
+	}
 	if len(s.pending) == 0 {
 		return st
 	}
 	st.Pending = make(map[uint64]store.Pending, len(s.pending))
 	for sseq, m := range s.pending {
 		st.Pending[sseq] = store.Pending{Sequence: m.cseq, Timestamp: m.last}
+		if m.dead != 0 {
+			if st.DeadLetter == nil {
+				st.DeadLetter = map[uint64]store.DeadLetter{}
+			}
+			st.DeadLetter[sseq] = store.DeadLetter{Reason: m.dead, After: m.after}
+		}
 		if m.deliveries > 1 {
 			if st.Redelivered == nil {
 				st.Redelivered = map[uint64]uint64{}

@@ -495,11 +495,11 @@ func TestMaxDeliverKeepsFloor(t *testing.T) {
 	s := NewState(Policy{Ack: AckExplicit, AckWait: 10 * time.Second, MaxDeliver: 1}, 1)
 	deliver(s, t0, 1)
 	deliver(s, t0+5*sec, 2)
-	if out := s.Expire(t0 + 10*sec); !slices.Equal(out, []Exhausted{{1, 1}}) {
+	if out := s.Expire(t0 + 10*sec); !slices.Equal(out, []Exhausted{{Stream: 1, Deliveries: 1}}) {
 		t.Fatalf("exhausted %v", out)
 	}
 	wantFloors(t, s, pair(2, 2), pair(0, 0))
-	if out := s.Expire(t0 + 15*sec); !slices.Equal(out, []Exhausted{{2, 1}}) {
+	if out := s.Expire(t0 + 15*sec); !slices.Equal(out, []Exhausted{{Stream: 2, Deliveries: 1}}) {
 		t.Fatalf("exhausted %v", out)
 	}
 	wantFloors(t, s, pair(2, 2), pair(0, 0))
@@ -522,7 +522,7 @@ func TestAckReleasesExhausted(t *testing.T) {
 	deliver(s, t0, 1, 2)
 	s.Nak(1, 0, t0)
 	s.Redeliver(1, t0)
-	if _, ok := s.ExhaustedByNak(1); !ok {
+	if _, ok := s.ExhaustedByNak(1, t0); !ok {
 		t.Fatal("not exhausted")
 	}
 	if r := s.Ack(1, 3); !slices.Equal(r.Acked, []uint64{1}) {
@@ -587,12 +587,12 @@ func TestExhaustedGone(t *testing.T) {
 func TestExhaustedByNak(t *testing.T) {
 	s := NewState(Policy{Ack: AckExplicit, AckWait: 10 * time.Second, MaxDeliver: 2}, 1)
 	deliver(s, t0, 1, 2)
-	if _, ok := s.ExhaustedByNak(1); ok {
+	if _, ok := s.ExhaustedByNak(1, t0); ok {
 		t.Fatal("exhausted after one of two deliveries")
 	}
 	s.Nak(1, 0, t0+sec)
 	wantQueue(t, s, t0+sec, 1)
-	e, ok := s.ExhaustedByNak(1)
+	e, ok := s.ExhaustedByNak(1, t0)
 	if !ok || e != (Exhausted{Stream: 1, Deliveries: 2}) {
 		t.Fatalf("ExhaustedByNak = %+v %v", e, ok)
 	}
@@ -601,14 +601,14 @@ func TestExhaustedByNak(t *testing.T) {
 	}
 	wantFloors(t, s, pair(3, 2), pair(0, 0))
 	for _, seq := range []uint64{1, 99} {
-		if _, ok := s.ExhaustedByNak(seq); ok {
+		if _, ok := s.ExhaustedByNak(seq, t0); ok {
 			t.Fatalf("ExhaustedByNak(%d) of nothing pending", seq)
 		}
 	}
 	u := NewState(explicit(time.Second), 1)
 	deliver(u, t0, 1)
 	for i := range 5 {
-		if _, ok := u.ExhaustedByNak(1); ok {
+		if _, ok := u.ExhaustedByNak(1, t0); ok {
 			t.Fatalf("exhausted after %d deliveries without max_deliver", i+1)
 		}
 		u.Nak(1, 0, t0)
@@ -1303,7 +1303,7 @@ func (r *modelRun) step() string {
 	case op < 66:
 		// The runner's NAK: exhausted at max_deliver, else queued.
 		seq, _ := r.pick()
-		ge, gok := s.ExhaustedByNak(seq)
+		ge, gok := s.ExhaustedByNak(seq, t0)
 		if we, wok := m.exhaustedByNak(seq); ge != we || gok != wok {
 			t.Fatalf("ExhaustedByNak(%d) = %+v %v, model %+v %v", seq, ge, gok, we, wok)
 		}

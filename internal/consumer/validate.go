@@ -64,7 +64,9 @@ func invalid(text string) *jserr.Error {
 //     10197; 10052 for a stream placement with a preferred server.
 //
 // Last, it refuses with 10052 what cairn does not implement (a deliberate
-// difference from nats-server): any priority_policy other than none.
+// difference from nats-server): any priority_policy other than none; and
+// a bad dead-letter subject in the metadata (stream.CheckDeadLetter, a
+// check of cairn's own: invalid, or captured by the stream s).
 //
 // The rules that need the stream's other consumers or that nats-server
 // applies only to a consumer that does not exist yet are elsewhere:
@@ -93,6 +95,7 @@ func (c *Config) Validate(s *stream.Config, recovering bool) *jserr.Error {
 		c.checkPriority,
 		func() *jserr.Error { return checkPlacement(s) },
 		c.checkUnsupported,
+		func() *jserr.Error { return stream.CheckDeadLetter(c.Metadata, s.Name, s.Subjects) },
 	}
 	for _, check := range checks {
 		if err := check(); err != nil {

@@ -419,3 +419,22 @@ func TestStartTimeZeroCountsAsSet(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestValidateDeadLetter: a consumer's dead-letter subject is refused
+// with 10052 when it is invalid or captured by its own stream
+// (docs/dead-letter.md, a check of cairn's own); another stream's
+// subject, or an empty value (none), is accepted.
+func TestValidateDeadLetter(t *testing.T) {
+	s := streamConfig(t, oracleStreams["S"])
+	for subj, bad := range map[string]bool{"dlq.s": false, "": false, "s.dead": true, "dlq.*": true} {
+		c := decodeConfig(t, `{"durable_name":"d","ack_policy":"explicit"}`)
+		c.Metadata = map[string]string{stream.MetaDeadLetterSubject: subj}
+		if err := c.SetDefaults(s, false); err != nil {
+			t.Fatal(err)
+		}
+		err := c.Validate(s, false)
+		if bad != (err != nil) || bad && (err.ErrCode != uint16(jserr.StreamInvalidConfig) || !strings.Contains(err.Description, stream.MetaDeadLetterSubject)) {
+			t.Errorf("dead letter subject %q: %v", subj, err)
+		}
+	}
+}

@@ -28,6 +28,9 @@ func (c *cons) processAck(a *ackMsg, now time.Time) {
 		}
 	case ackTerm:
 		if c.st.IsPending(a.sseq) || c.st.IsExhausted(a.sseq) {
+			if c.termToDeadLetter(a, now) {
+				return // the move answers the reply once the copy is durable
+			}
 			c.ack(a.sseq, a.cseq)
 			c.advise("MSG_TERMINATED", "io.nats.jetstream.advisory.v1.terminated", a, a.reason)
 		}
@@ -99,6 +102,10 @@ func (c *cons) journal(jb journalBatch) {
 // or for +NXT its pull request, queued to the loop.
 func (c *cons) sendConfirms(cfs []confirm) {
 	for _, cf := range cfs {
+		if cf.move != 0 {
+			c.push(cevent{moveReady: cf.move})
+			continue
+		}
 		if cf.next {
 			c.push(cevent{pull: &pullEvent{reply: cf.reply, body: cf.body}})
 			continue
@@ -119,9 +126,12 @@ func (c *cons) ack(sseq, cseq uint64) {
 }
 
 func (c *cons) nak(a *ackMsg, now time.Time) {
-	if ex, done := c.st.ExhaustedByNak(a.sseq); done {
+	if ex, done := c.st.ExhaustedByNak(a.sseq, now.UnixNano()); done {
 		c.dirty = true
 		c.adviseMaxDeliveries(ex)
+		if ex.Kept {
+			c.beginMove(ex.Stream, now)
+		}
 		return
 	}
 	if c.st.Nak(a.sseq, a.delay, now.UnixNano()) {

@@ -35,9 +35,11 @@ const interestPoll = 50 * time.Millisecond
 // cevent is an event for a consumer's loop, pushed by its subscriptions'
 // handlers (which run on clients' read loops and must not block).
 type cevent struct {
-	ack   *ackMsg
-	pull  *pullEvent
-	fcSub string // a flow control reply arrived on this subject
+	ack       *ackMsg
+	pull      *pullEvent
+	fcSub     string   // a flow control reply arrived on this subject
+	moveReady uint64   // a stored snapshot holds this dead-letter mark
+	moveAck   *moveAck // the PubAck of a dead-letter copy
 }
 
 type pullEvent struct {
@@ -98,6 +100,11 @@ type cons struct {
 	jwait        []confirm          // their confirmations
 	snapWait     []confirm          // confirmations that wait for the next stored snapshot
 	replayed     []uint64           // acks replayed from the journal at restore, for retention
+	saveNow      bool               // take a snapshot at the end of this round (a move completed)
+	dlq          string             // the dead-letter subject ("" for none; refreshDeadLetter)
+	moves        map[uint64]*move   // dead-letter moves by stream sequence (deadletter.go)
+	moveErr      string             // the last refused copy logged, and when (logMoveErr)
+	moveErrAt    time.Time
 }
 
 // confirm is a confirmation to send once the ack it answers is durable:
@@ -106,6 +113,7 @@ type confirm struct {
 	reply string
 	next  bool
 	body  []byte
+	move  uint64 // not a reply: the dead-letter mark of this stream sequence is stored
 }
 
 // flowControl is the push flow control state.
@@ -206,6 +214,7 @@ func (c *cons) round(evs []cevent) (acked []uint64, replies []string, jb journal
 		return nil, nil, jb, false
 	}
 	now := c.now()
+	c.refreshDeadLetter()
 	for i := range evs {
 		c.handle(&evs[i], now)
 		evs[i] = cevent{}
@@ -215,11 +224,13 @@ func (c *cons) round(evs []cevent) (acked []uint64, replies []string, jb journal
 	c.expirePulls(now)
 	c.deliver(now)
 	c.heartbeats(now)
+	c.sweepMoves()
 	// Confirmations waiting for a snapshot go out only after retention
-	// has removed what this round acknowledged (saveAfterRetention).
+	// has removed what this round acknowledged (saveAfterRetention); a
+	// completed dead-letter move (saveNow) is saved at once otherwise.
 	saveAfter := len(c.acked) > 0 && len(c.snapWait) > 0
 	if !saveAfter {
-		c.maybeSave(now, len(c.snapWait) > 0)
+		c.maybeSave(now, len(c.snapWait) > 0 || c.saveNow)
 	}
 	acked, replies = c.acked, c.ackReplies
 	c.acked, c.ackReplies = nil, nil
@@ -236,6 +247,10 @@ func (c *cons) handle(ev *cevent, now time.Time) {
 		c.addPull(ev.pull.reply, ev.pull.body, now)
 	case ev.fcSub != "":
 		c.flowControlReply(ev.fcSub)
+	case ev.moveReady != 0:
+		c.moveReady(ev.moveReady, now)
+	case ev.moveAck != nil:
+		c.onMoveAck(ev.moveAck, now)
 	}
 }
 
@@ -251,11 +266,20 @@ func (c *cons) endPause(now time.Time) {
 }
 
 // expireAcks moves deliveries past their ack wait to the redelivery queue
-// and reports those that reached max_deliver.
+// and reports those that reached max_deliver; with a dead-letter subject
+// it starts their moves, and retries the moves whose time came
+// (deadletter.go).
 func (c *cons) expireAcks(now time.Time) {
 	for _, ex := range c.st.Expire(now.UnixNano()) {
 		c.dirty = true
+		if ex.Retry {
+			c.retryMove(ex.Stream, now)
+			continue
+		}
 		c.adviseMaxDeliveries(ex)
+		if ex.Kept {
+			c.beginMove(ex.Stream, now)
+		}
 	}
 }
 
@@ -335,7 +359,7 @@ func (c *cons) maybeSave(now time.Time, force bool) {
 	c.saveGap = max(saveInterval, saveFactor*time.Since(start))
 	c.saver.put(snap, gen, c.snapWait)
 	c.snapWait = nil
-	c.dirty = false
+	c.dirty, c.saveNow = false, false
 	c.lastSave = now
 }
 

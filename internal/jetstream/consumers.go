@@ -218,6 +218,7 @@ func (r *runner) makeCons(cfg consumer.Config, created time.Time) *cons {
 		js: r.js, sr: r, name: cfg.Name, created: created, cfg: cfg, filters: cfg.Filters(),
 		wake: make(chan struct{}, 1), quit: make(chan struct{}),
 		lastActive: created, lastHB: created, fc: flowControl{window: fcWindowStart},
+		moves: map[uint64]*move{},
 	}
 	if cfg.PauseUntil != nil && cfg.PauseUntil.After(r.js.now()) {
 		c.pausedUntil = *cfg.PauseUntil
@@ -344,7 +345,9 @@ func (r *runner) restoreConsumer(name string) error {
 	if c.st.Delivered().Stream == 0 && c.st.Delivered().Consumer == 0 {
 		c.position()
 	}
-	c.replayJournal()
+	c.refreshDeadLetter()
+	c.restoreMoves()
+	c.replayJournal() // (makes no marks: a replayed NAK never ends deliveries)
 	if st.Delivered.Stream == 0 && st.Delivered.Consumer == 0 {
 		c.dirty = true // store the restored or repositioned state
 	}
@@ -428,6 +431,7 @@ func (c *cons) stop(status []byte) {
 		}
 	}
 	c.waiting = nil
+	c.cancelMoves()
 	c.maybeSave(c.now(), true)
 	if c.saver != nil {
 		c.saver.close()

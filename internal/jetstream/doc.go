@@ -44,6 +44,13 @@
 // and queues the removals on the stream's apply goroutine. No goroutine
 // holds two consumer mutexes at once.
 //
+// A consumer with a dead-letter subject (docs/dead-letter.md) copies a
+// message that reached max_deliver, or that a client terminated, to it;
+// when a stream captures the subject the copy is a move, which its loop
+// drives: the mark is stored with the state, the copy published, and
+// the original acknowledged once the capturing stream's PubAck came
+// (deadletter.go has the order and the crash windows).
+//
 // # Files
 //
 //	<StoreDir>/jetstream/$G/streams/<name>/meta.json   stream config and creation time

@@ -72,6 +72,14 @@ type JetStream struct {
 	// batches counts the open batches and staged bytes of every stream
 	// against the server-wide limits (batch.go).
 	batches stream.BatchInflight
+
+	// captures is the subjects of every stream, rebuilt under mu
+	// whenever they change and read without a lock (captureOf).
+	captures atomic.Pointer[[]capture]
+	// ready is set once New has restored every stream: until then a
+	// dead-letter move cannot tell whether a stream captures its subject.
+	ready   atomic.Bool
+	dlqAcks deadLetterAcks // routes the PubAcks of dead-letter copies (deadletter.go)
 }
 
 // accountDir is where the single account's streams live, as nats-server
@@ -112,8 +120,10 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	if cfg.MaxStoreFromDisk {
 		free = js.freeForStore()
 	}
+	js.dlqAcks.init(tr, cfg.Logf)
 	err := js.restore()
 	js.finishLimits(free)
+	js.ready.Store(true)
 	return js, err
 }
 
@@ -172,6 +182,7 @@ func (js *JetStream) restoreOne(name string) (*runner, error) {
 	}
 	js.mu.Lock() // held for every write of the table
 	js.streams[m.Config.Name] = r
+	js.refreshCapturesLocked()
 	js.mu.Unlock()
 	return r, nil
 }
@@ -280,10 +291,12 @@ func (js *JetStream) Shutdown() {
 	}
 	js.mu.Lock()
 	js.streams = map[string]*runner{}
+	js.refreshCapturesLocked()
 	js.mu.Unlock()
 	for _, r := range runners {
 		if err := r.stop(nil); err != nil {
 			js.logf("jetstream: stream %s: close: %v", r.name, err)
 		}
 	}
+	js.dlqAcks.close()
 }

@@ -96,10 +96,12 @@ type runner struct {
 	// goroutine.
 	atomic *stream.AtomicBatches
 	fast   *stream.FastBatches
+
+	dlq atomic.Pointer[string] // the stream's own dead-letter subject (deadletter.go)
 }
 
 func newRunner(js *JetStream, cfg stream.Config, created time.Time, dir string, st store.Store) *runner {
-	return &runner{
+	r := &runner{
 		js: js, name: cfg.Name, created: created, dir: dir,
 		st: stream.New(cfg, st), store: st, cfg: cfg,
 		in: newQueue[item](maxIngest), acks: newQueue[ack](0), direct: newQueue[directJob](maxDirectQueue),
@@ -107,6 +109,8 @@ func newRunner(js *JetStream, cfg stream.Config, created time.Time, dir string, 
 		atomic: stream.NewAtomicBatches(js.batchLimits(), &js.batches),
 		fast:   stream.NewFastBatches(cfg.Name, js.batchLimits(), &js.batches),
 	}
+	r.setDeadLetter(&cfg)
+	return r
 }
 
 // start rebuilds the dedupe window, runs an expiry pass, subscribes to

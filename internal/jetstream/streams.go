@@ -103,6 +103,7 @@ func (js *JetStream) createLocked(cfg stream.Config) (*runner, error) {
 		return nil, err
 	}
 	js.streams[cfg.Name] = r
+	js.refreshCapturesLocked()
 	r.startSources(cfg, func(name string) *runner { return js.streams[name] })
 	return r, nil
 }
@@ -167,9 +168,13 @@ func (js *JetStream) updateLocked(cfg stream.Config) (*runner, *jserr.Error) {
 	if err := js.checkReservationLocked(&cfg); err != nil {
 		return nil, err
 	}
+	if err := r.checkDeadLetters(&cfg); err != nil {
+		return nil, err
+	}
 	if err := js.applyUpdate(r, cfg); err != nil {
 		return nil, jserr.From(err, jserr.StreamUpdate)
 	}
+	js.refreshCapturesLocked()
 	js.adviseStream(cfg.Name, actionModify)
 	return r, nil
 }
@@ -212,6 +217,7 @@ func (js *JetStream) applyUpdate(r *runner, cfg stream.Config) error {
 	r.mu.Lock()
 	r.cfg = cfg.Clone()
 	r.mu.Unlock()
+	r.setDeadLetter(&cfg)
 	return r.subscribe(cfg)
 }
 
@@ -229,6 +235,7 @@ func (js *JetStream) DeleteStream(name string) *jserr.Error {
 	js.mu.Lock()
 	r := js.streams[name]
 	delete(js.streams, name)
+	js.refreshCapturesLocked()
 	if r != nil {
 		if js.deleting == nil {
 			js.deleting = map[string]chan struct{}{}

@@ -17,13 +17,56 @@ type Pending struct {
 // ConsumerState is what a durable consumer must keep across restarts: the
 // last delivered pair, the ack floor (everything at or below it is
 // acknowledged), the messages awaiting acknowledgement keyed by stream
-// sequence, and the delivery counts of redelivered messages (stream
-// sequence to number of deliveries beyond the first).
+// sequence, the delivery counts of redelivered messages (stream
+// sequence to number of deliveries beyond the first; an entry without a
+// Pending entry is a message that ran out of deliveries and is still
+// held), and the messages being moved to the consumer's dead-letter
+// subject (each key is also a key of Pending, or a held message's key of
+// Redelivered; docs/dead-letter.md).
 type ConsumerState struct {
 	Delivered   SequencePair
 	AckFloor    SequencePair
 	Pending     map[uint64]Pending
 	Redelivered map[uint64]uint64
+	DeadLetter  map[uint64]DeadLetter
+}
+
+// DeadLetterReason is why a message is moved to its consumer's
+// dead-letter subject (docs/dead-letter.md). The values are on disk
+// (filestore's consumer state file); the names are the values of the
+// copy's Cairn-Dlq-Reason header.
+type DeadLetterReason uint8
+
+// The dead-letter reasons.
+const (
+	// DeadLetterMaxDeliver: the message was delivered max_deliver times
+	// and its last delivery was NAKed or not acknowledged in time.
+	DeadLetterMaxDeliver DeadLetterReason = 1
+	// DeadLetterTerm: a client terminated the delivery with +TERM.
+	DeadLetterTerm DeadLetterReason = 2
+)
+
+// String returns "max_deliver" or "term" ("" for an unknown reason).
+func (r DeadLetterReason) String() string {
+	switch r {
+	case DeadLetterMaxDeliver:
+		return "max_deliver"
+	case DeadLetterTerm:
+		return "term"
+	}
+	return ""
+}
+
+// DeadLetter marks a pending delivery whose message is being moved to
+// the dead-letter subject, or a message out of deliveries that a +TERM
+// moves: it is not redelivered, and it leaves pending (counted as
+// acknowledged), or is released, only once the stream capturing that
+// subject stored the copy durably. After is the last sequence of that stream
+// when the move was prepared, before any copy was published: a copy
+// stored by an earlier attempt is above it.
+type DeadLetter struct {
+	Reason DeadLetterReason
+	After  uint64
 }
 
 // ConsumerStore keeps one consumer's state beside its stream.

@@ -1,12 +1,18 @@
 package store
 
-import "fmt"
+import (
+	"fmt"
+	"maps"
+)
 
 // CheckConsumerState returns an error wrapping ErrBadRequest when st is
 // inconsistent, as nats-server's consumer stores refuse it: an ack floor
 // above the delivered pair, or a pending stream sequence at or below the
-// ack floor or above the delivered stream sequence. ConsumerStore.Update
-// calls it before storing anything.
+// ack floor or above the delivered stream sequence; and, for cairn's
+// dead-letter marks, a mark of a sequence that is neither pending nor a
+// message out of deliveries (a Redelivered entry without a Pending
+// entry), or with an unknown reason. ConsumerStore.Update calls it
+// before storing anything.
 func CheckConsumerState(st *ConsumerState) error {
 	if st == nil {
 		return fmt.Errorf("%w: nil consumer state", ErrBadRequest)
@@ -22,12 +28,31 @@ func CheckConsumerState(st *ConsumerState) error {
 			return fmt.Errorf("%w: bad pending entry, sequence [%d] out of range", ErrBadRequest, seq)
 		}
 	}
+	for seq, dl := range st.DeadLetter {
+		if !st.Markable(seq) {
+			return fmt.Errorf("%w: dead-letter entry [%d] neither pending nor out of deliveries", ErrBadRequest, seq)
+		}
+		if dl.Reason.String() == "" {
+			return fmt.Errorf("%w: dead-letter entry [%d] with reason %d", ErrBadRequest, seq, dl.Reason)
+		}
+	}
 	return nil
 }
 
-// CloneConsumerState returns a deep copy of st whose Pending and
-// Redelivered maps are nil when empty, the form ConsumerStore.State
-// returns.
+// Markable reports whether a dead-letter mark of seq is consistent with
+// st: seq is pending, or ran out of deliveries (a Redelivered entry
+// without a Pending entry; docs/dead-letter.md).
+func (st *ConsumerState) Markable(seq uint64) bool {
+	if _, ok := st.Pending[seq]; ok {
+		return true
+	}
+	_, ok := st.Redelivered[seq]
+	return ok
+}
+
+// CloneConsumerState returns a deep copy of st whose Pending,
+// Redelivered and DeadLetter maps are nil when empty, the form
+// ConsumerStore.State returns.
 func CloneConsumerState(st *ConsumerState) *ConsumerState {
 	c := &ConsumerState{Delivered: st.Delivered, AckFloor: st.AckFloor}
 	if len(st.Pending) > 0 {
@@ -41,6 +66,9 @@ func CloneConsumerState(st *ConsumerState) *ConsumerState {
 		for k, v := range st.Redelivered {
 			c.Redelivered[k] = v
 		}
+	}
+	if len(st.DeadLetter) > 0 {
+		c.DeadLetter = maps.Clone(st.DeadLetter)
 	}
 	return c
 }

@@ -53,9 +53,10 @@ func (c *Config) CheckCreate() *jserr.Error {
 // sources, 10155 and 10156 for a subject_transform whose source or
 // mapping is invalid (checkTransform), 10074 for num_replicas > 1.
 // Last, it refuses with 10052 the features cairn does not implement
-// (unsupported, below). Checks that need other streams or the account
-// (subject overlap 10065, max_bytes required 10113, source cycles) belong
-// to the caller.
+// (unsupported, below) and a bad dead-letter subject in the metadata
+// (CheckDeadLetter, a check of cairn's own). Checks that need other
+// streams or the account (subject overlap 10065, max_bytes required
+// 10113, source cycles) belong to the caller.
 func (c *Config) Validate() *jserr.Error {
 	for _, check := range configChecks {
 		if err := check(c); err != nil {
@@ -81,6 +82,7 @@ var configChecks = []func(*Config) *jserr.Error{
 	(*Config).checkPlacement,
 	(*Config).checkSingleServer,
 	(*Config).checkUnsupported,
+	(*Config).checkDeadLetter,
 }
 
 // ValidName reports whether name may name a stream: non-empty, no

@@ -319,14 +319,21 @@ func (s *Store) forgetConsumer(cs *consumerStore) {
 	}
 }
 
-// consumerStateVersion is the version of the state files Update writes;
-// version 1 (formatVersion, no generation) is still read.
+// consumerStateVersion is the version of the state files Update writes
+// without dead-letter marks; version 1 (formatVersion, no generation) is
+// still read.
 const consumerStateVersion = 2
 
+// consumerVersionDL is the version of a consumer state file with a
+// dead-letter section (version 2 and the section).
+const consumerVersionDL = 3
+
 // encodeConsumerState returns the state file's bytes for generation gen
-// (package comment, "Consumer state file").
+// (package comment, "Consumer state file"): version 2 without
+// dead-letter marks, so that such a state reads in a build that does not
+// know them; version 3 with them.
 func encodeConsumerState(st *store.ConsumerState, gen uint64) []byte {
-	body := make([]byte, 0, 48+24*len(st.Pending)+16*len(st.Redelivered))
+	body := make([]byte, 0, 48+24*len(st.Pending)+16*len(st.Redelivered)+4+17*len(st.DeadLetter))
 	body = le.AppendUint64(body, gen)
 	for _, v := range []uint64{st.Delivered.Consumer, st.Delivered.Stream, st.AckFloor.Consumer, st.AckFloor.Stream} {
 		body = le.AppendUint64(body, v)
@@ -341,8 +348,18 @@ func encodeConsumerState(st *store.ConsumerState, gen uint64) []byte {
 	for _, seq := range slices.Sorted(maps.Keys(st.Redelivered)) {
 		body = le.AppendUint64(le.AppendUint64(body, seq), st.Redelivered[seq])
 	}
+	version := uint32(consumerStateVersion)
+	if len(st.DeadLetter) > 0 {
+		version = consumerVersionDL
+		body = le.AppendUint32(body, uint32(len(st.DeadLetter)))
+		for _, seq := range slices.Sorted(maps.Keys(st.DeadLetter)) {
+			dl := st.DeadLetter[seq]
+			body = le.AppendUint64(le.AppendUint64(body, seq), dl.After)
+			body = append(body, byte(dl.Reason))
+		}
+	}
 	b := append([]byte(nil), consumerMagic...)
-	b = le.AppendUint32(b, consumerStateVersion)
+	b = le.AppendUint32(b, version)
 	b = le.AppendUint32(b, uint32(len(body)))
 	b = append(b, body...)
 	return le.AppendUint32(b, crc32.Checksum(b, crcTable))
@@ -363,14 +380,15 @@ func decodeConsumerState(b []byte) (*store.ConsumerState, uint64, error) {
 	}
 	d := decoder{b: b[16 : 16+n]}
 	var gen uint64
-	switch le.Uint32(b[8:]) {
+	version := le.Uint32(b[8:])
+	switch version {
 	case 1:
-	case consumerStateVersion:
+	case consumerStateVersion, consumerVersionDL:
 		gen = d.u64()
 	default:
 		return nil, 0, errVersion
 	}
-	st := d.state()
+	st := d.state(version == consumerVersionDL)
 	if d.err != nil {
 		return nil, 0, d.err
 	}
@@ -395,6 +413,29 @@ func (d *decoder) u64() uint64 {
 	return v
 }
 
+// deadLetters decodes the dead-letter section: a count, then each
+// stream sequence and After (u64) and reason (u8). Every entry must be
+// pending or held (store.ConsumerState.Markable) with a known reason,
+// and the section must not be empty.
+func (d *decoder) deadLetters(st *store.ConsumerState) {
+	n := d.u32()
+	if n == 0 || n > len(d.b)/17 {
+		d.err = errBody
+		return
+	}
+	st.DeadLetter = make(map[uint64]store.DeadLetter, n)
+	for range n {
+		seq, after := d.u64(), d.u64()
+		r := store.DeadLetterReason(d.b[0])
+		d.b = d.b[1:]
+		if !st.Markable(seq) || r.String() == "" {
+			d.err = errBody
+			return
+		}
+		st.DeadLetter[seq] = store.DeadLetter{Reason: r, After: after}
+	}
+}
+
 func (d *decoder) u32() int {
 	if len(d.b) < 4 {
 		d.err = errBody
@@ -405,8 +446,8 @@ func (d *decoder) u32() int {
 	return int(v)
 }
 
-// state decodes the body.
-func (d *decoder) state() *store.ConsumerState {
+// state decodes the body; dl says it has a dead-letter section.
+func (d *decoder) state(dl bool) *store.ConsumerState {
 	st := &store.ConsumerState{}
 	st.Delivered = store.SequencePair{Consumer: d.u64(), Stream: d.u64()}
 	st.AckFloor = store.SequencePair{Consumer: d.u64(), Stream: d.u64()}
@@ -427,6 +468,9 @@ func (d *decoder) state() *store.ConsumerState {
 		}
 	} else if n > 0 {
 		d.err = errBody
+	}
+	if dl {
+		d.deadLetters(st)
 	}
 	if len(d.b) != 0 && d.err == nil {
 		d.err = errBody

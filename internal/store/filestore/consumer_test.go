@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -145,5 +146,54 @@ func checkConsumerAfterPowerLoss(t *testing.T, fs *vfs.CrashFS, want *store.Cons
 	}
 	if got, err := cs.State(); err != nil || got.Delivered != want.Delivered {
 		t.Fatalf("consumer state after a power loss: %+v, %v; want %+v", got, err, want)
+	}
+}
+
+// TestConsumerStateVersions: a state file is version 2 unless the state
+// has dead-letter marks (version 3, package comment "Consumer state
+// file"); messages out of deliveries alone (redelivered entries without
+// pending entries, some with a count of 0 for max_deliver 1) stay
+// version 2. Both round-trip; a version-3 mark of a sequence neither
+// pending nor out of deliveries is refused.
+func TestConsumerStateVersions(t *testing.T) {
+	base := func() *store.ConsumerState {
+		return &store.ConsumerState{
+			Delivered:   store.SequencePair{Consumer: 9, Stream: 9},
+			AckFloor:    store.SequencePair{Consumer: 5, Stream: 5},
+			Pending:     map[uint64]store.Pending{7: {Sequence: 7, Timestamp: 70}},
+			Redelivered: map[uint64]uint64{3: 0, 6: 2, 7: 1},
+		}
+	}
+	pendingMark, heldMark := base(), base()
+	pendingMark.DeadLetter = map[uint64]store.DeadLetter{7: {Reason: store.DeadLetterMaxDeliver, After: 4}}
+	heldMark.DeadLetter = map[uint64]store.DeadLetter{3: {Reason: store.DeadLetterTerm, After: 8}}
+	for _, tc := range []struct {
+		name    string
+		st      *store.ConsumerState
+		version uint32
+	}{
+		{"out of deliveries", base(), consumerStateVersion},
+		{"pending mark", pendingMark, consumerVersionDL},
+		{"held mark", heldMark, consumerVersionDL},
+	} {
+		if err := store.CheckConsumerState(tc.st); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		b := encodeConsumerState(tc.st, 42)
+		if v := le.Uint32(b[8:]); v != tc.version {
+			t.Errorf("%s: version %d, want %d", tc.name, v, tc.version)
+		}
+		got, gen, err := decodeConsumerState(b)
+		if err != nil || gen != 42 || !reflect.DeepEqual(got, tc.st) {
+			t.Errorf("%s: decoded %+v gen %d %v, want %+v", tc.name, got, gen, err, tc.st)
+		}
+	}
+	bad := base()
+	bad.DeadLetter = map[uint64]store.DeadLetter{4: {Reason: store.DeadLetterTerm}}
+	if err := store.CheckConsumerState(bad); !errors.Is(err, store.ErrBadRequest) {
+		t.Errorf("CheckConsumerState of a mark of 4 = %v", err)
+	}
+	if _, _, err := decodeConsumerState(encodeConsumerState(bad, 1)); err == nil {
+		t.Error("a state file with a mark of 4 decoded")
 	}
 }

@@ -238,17 +238,26 @@
 //
 //	offset size field
 //	 0      8   magic "CAIRNCSM"
-//	 8      4   version, u32 = 2 (1: no generation field; still read)
+//	 8      4   version, u32 = 2, or 3 with a dead-letter section (1: no
+//	            generation field; still read)
 //	12      4   N, u32: body length
 //	16      N   body
 //	16+N    4   CRC-32C of bytes 0 .. 15+N
 //
-// Body: (version 2) the copy's generation, u64, one more at each Update;
+// Body: (versions 2 and 3) the copy's generation, u64, one more at each Update;
 // delivered consumer and stream sequences, ack floor consumer and
 // stream sequences (4 x u64); u32 count of pending entries, each stream
 // sequence, consumer sequence (u64) and timestamp (i64), ascending by
 // stream sequence; u32 count of redelivered entries, each stream sequence
-// and count (u64), ascending. Update writes <copy>.new, fsyncs it, renames
+// and count (u64), ascending. Version 3 adds the dead-letter section
+// (store.ConsumerState.DeadLetter): a u32 count (at least 1), then each
+// entry, ascending: stream sequence (u64: a pending entry's, or a
+// redelivered entry's without a pending entry, a message out of
+// deliveries), After (u64) and reason (u8: 1 max_deliver, 2 term). A
+// state without dead-letter marks is written as version 2, which a build
+// without them reads; messages out of deliveries alone (redelivered
+// entries without pending entries) need no version 3.
+// Update writes <copy>.new, fsyncs it, renames
 // it over the copy and fsyncs the directory; a consumer directory is made
 // under .new-<name> with its first (empty) state and renamed into place,
 // so a state copy exists in every consumer directory. State reads both

@@ -16,6 +16,7 @@ var consumerTests = []test{
 	{name: "ConsumerClose", fn: testConsumerClose},
 	{name: "ConsumerInvalid", fn: testConsumerInvalid},
 	{name: "ConsumerIndependent", fn: testConsumerIndependent},
+	{name: "ConsumerDeadLetter", fn: testConsumerDeadLetter},
 }
 
 // sampleState is a consistent consumer state with pending and redelivered
@@ -163,6 +164,12 @@ func testConsumerInvalid(t *testing.T, e Engine) {
 		func(st *store.ConsumerState) { st.AckFloor.Stream = 21 },
 		func(st *store.ConsumerState) { st.Pending[12] = store.Pending{Sequence: 5} },
 		func(st *store.ConsumerState) { st.Pending[21] = store.Pending{Sequence: 11} },
+		func(st *store.ConsumerState) {
+			st.DeadLetter = map[uint64]store.DeadLetter{16: {Reason: store.DeadLetterTerm}}
+		},
+		func(st *store.ConsumerState) {
+			st.DeadLetter = map[uint64]store.DeadLetter{15: {Reason: 9}}
+		},
 	}
 	for i, mutate := range bad {
 		st := sampleState()
@@ -190,4 +197,38 @@ func testConsumerIndependent(t *testing.T, e Engine) {
 		t.Fatal(err)
 	}
 	wantConsumer(t, b, other)
+}
+
+// Dead-letter marks round-trip with the state, go when a later state has
+// none, and (the state kept at the end) survive the reopen check
+// (docs/dead-letter.md).
+func testConsumerDeadLetter(t *testing.T, e Engine) {
+	h := open(t, e, store.Config{})
+	cs := h.consumer("dur")
+	st := sampleState()
+	st.DeadLetter = map[uint64]store.DeadLetter{
+		15: {Reason: store.DeadLetterMaxDeliver, After: 7},
+		20: {Reason: store.DeadLetterTerm},
+	}
+	updateState(t, cs, st)
+	wantConsumer(t, cs, st)
+	got, err := cs.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.DeadLetter[15] = store.DeadLetter{}
+	wantConsumer(t, cs, st)
+	updateState(t, cs, sampleState())
+	wantConsumer(t, cs, sampleState())
+	updateState(t, cs, st)
+	wantConsumer(t, cs, st)
+	// A message out of deliveries (a Redelivered entry without a Pending
+	// entry, here 13, below 15) may carry a mark too (a +TERM moving it).
+	held := sampleState()
+	held.Redelivered[13] = 0
+	held.DeadLetter = map[uint64]store.DeadLetter{13: {Reason: store.DeadLetterTerm, After: 3}}
+	updateState(t, cs, held)
+	wantConsumer(t, cs, held)
+	updateState(t, cs, st)
+	wantConsumer(t, cs, st)
 }

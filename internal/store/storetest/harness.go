@@ -349,7 +349,8 @@ func sameConsumer(a, b *store.ConsumerState) bool {
 	}
 	return a.Delivered == b.Delivered && a.AckFloor == b.AckFloor &&
 		len(a.Pending) == len(b.Pending) && (len(a.Pending) == 0 || reflect.DeepEqual(a.Pending, b.Pending)) &&
-		len(a.Redelivered) == len(b.Redelivered) && (len(a.Redelivered) == 0 || reflect.DeepEqual(a.Redelivered, b.Redelivered))
+		len(a.Redelivered) == len(b.Redelivered) && (len(a.Redelivered) == 0 || reflect.DeepEqual(a.Redelivered, b.Redelivered)) &&
+		len(a.DeadLetter) == len(b.DeadLetter) && (len(a.DeadLetter) == 0 || reflect.DeepEqual(a.DeadLetter, b.DeadLetter))
 }
 
 // seqs returns the sequences lo..hi.

@@ -1,0 +1,590 @@
+package jetstream
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/nats-io/nuid"
+)
+
+// Dead-letter subjects (docs/dead-letter.md). When a delivery of a
+// consumer with a dead-letter subject (stream.MetaDeadLetterSubject)
+// reaches max_deliver, or a client terminates it with +TERM, the
+// consumer publishes a copy of the message to that subject.
+//
+// When no stream captures the subject, the copy is a core publish and
+// the original is treated as it is without a dead-letter subject (after
+// max_deliver it leaves pending and is held, consumer.State, until an
+// explicit ack, a +TERM or its removal; +TERM acknowledges it).
+//
+// When a stream captures it, the copy is a move, done in this order:
+//
+//  1. The delivery stays pending with a dead-letter mark
+//     (consumer.State: never redelivered, client acks ignored) whose
+//     After is the capturing stream's last sequence. For a persisted
+//     consumer the mark goes into a state snapshot, and nothing more
+//     happens until the saver has stored it (confirm.move): from then
+//     on a restart resumes the move.
+//  2. The copy is published to the subject with a reply subject that
+//     routes the PubAck back (deadLetterAcks), with Nats-Msg-Id
+//     <stream>.<consumer>.<seq>.
+//  3. Once a PubAck from the capturing stream says the copy is stored
+//     (the stream answers only once it is durable), the mark ends
+//     (consumer.State.DeadLettered): the delivery counts as acknowledged
+//     and retention runs, so interest and workqueue streams release the
+//     original. A +TERM with a reply is answered then. The next snapshot
+//     is taken at once.
+//
+// An error PubAck, or none within moveAnswerWait, is retried with a
+// growing wait (moveRetryWait); so is a mark found in a restored state.
+// A retry after a copy may have been published first looks for it in
+// the capturing stream, above After (copyStored), so that a copy stored
+// before a crash is found even when the restart came after the stream's
+// duplicate window; within the window, the Nats-Msg-Id also makes the
+// stream answer a retry as a duplicate. The crash windows are in
+// docs/dead-letter.md.
+
+// Waits of a move.
+const (
+	moveAnswerWait = 5 * time.Second        // for the PubAck of a copy, then it is published again
+	moveRetryFirst = time.Second            // after the first error PubAck; doubles each time
+	moveRetryMax   = 30 * time.Second       // the longest wait between attempts
+	moveStartWait  = 100 * time.Millisecond // while the server restores its streams
+)
+
+// moveRetryWait returns the wait after the tries-th failed attempt.
+func moveRetryWait(tries int) time.Duration {
+	if tries > 5 {
+		return moveRetryMax
+	}
+	return min(moveRetryFirst<<max(tries-1, 0), moveRetryMax)
+}
+
+// move is the consumer's bookkeeping of one dead-letter mark (the mark
+// itself is in consumer.State); guarded by cons.mu.
+type move struct {
+	// ready: a stored snapshot holds the mark with its After (or the
+	// consumer is not persisted), so copies may be published.
+	ready bool
+	// sent: a copy may have been published (by this process or before a
+	// restart); an attempt first looks for it (copyStored).
+	sent bool
+	// scanned is the capturing stream's sequence copyStored looked up
+	// to, so that a retry looks only at what came since.
+	scanned uint64
+	token   string   // the reply token of the copy waiting for its PubAck; "" when none
+	target  string   // the capturing stream the copy went to
+	tries   int      // failed attempts since the last publish that was answered
+	replies []string // replies of +TERM to send once the move is complete
+}
+
+// moveAck is the PubAck of a dead-letter copy, for the consumer's loop.
+type moveAck struct {
+	sseq  uint64
+	token string
+	res   pubAckResult
+}
+
+// pubAckResult is what a PubAck says: the stream and sequence, or an
+// error description.
+type pubAckResult struct {
+	stream    string
+	seq       uint64
+	duplicate bool
+	err       string
+}
+
+// parsePubAck reads a PubAck; ok is false for anything else (a
+// core subscriber of the subject may answer the request too).
+func parsePubAck(b []byte) (pubAckResult, bool) {
+	var pa struct {
+		Stream    string `json:"stream"`
+		Seq       uint64 `json:"seq"`
+		Duplicate bool   `json:"duplicate"`
+		Error     *struct {
+			Code        int    `json:"code"`
+			ErrCode     int    `json:"err_code"`
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &pa) != nil {
+		return pubAckResult{}, false
+	}
+	switch {
+	case pa.Error != nil:
+		return pubAckResult{stream: pa.Stream, err: pa.Error.Description + " (" + strconv.Itoa(pa.Error.ErrCode) + ")"}, true
+	case pa.Stream != "" && pa.Seq > 0:
+		return pubAckResult{stream: pa.Stream, seq: pa.Seq, duplicate: pa.Duplicate}, true
+	}
+	return pubAckResult{}, false
+}
+
+// deadLetterAcks routes the PubAcks of dead-letter copies to the
+// consumers waiting for them: one internal subscription on
+// prefix + "*", a reply subject per copy. mu is a leaf lock.
+type deadLetterAcks struct {
+	prefix string // "$CAIRN.DLQ.<nuid>."
+	sub    Subscription
+	mu     sync.Mutex
+	next   uint64
+	waits  map[string]func(token string, res pubAckResult)
+}
+
+func (d *deadLetterAcks) init(tr Transport, logf func(string, ...any)) {
+	d.prefix = "$CAIRN.DLQ." + nuid.Next() + "."
+	d.waits = map[string]func(string, pubAckResult){}
+	sub, err := tr.Subscribe(d.prefix+"*", "", d.deliver)
+	if err != nil {
+		logf("jetstream: subscribe %s*: %v (dead-letter moves will not complete)", d.prefix, err)
+		return
+	}
+	d.sub = sub
+}
+
+// register returns a token and the reply subject on which a PubAck is
+// handed to cb with the token (on the publisher's goroutine; cb must not
+// block), until cancel(token).
+func (d *deadLetterAcks) register(cb func(token string, res pubAckResult)) (token, reply string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.next++
+	token = strconv.FormatUint(d.next, 36)
+	d.waits[token] = cb
+	return token, d.prefix + token
+}
+
+// cancel forgets token ("" is ignored).
+func (d *deadLetterAcks) cancel(token string) {
+	if token == "" {
+		return
+	}
+	d.mu.Lock()
+	delete(d.waits, token)
+	d.mu.Unlock()
+}
+
+// deliver is the subscription's handler.
+func (d *deadLetterAcks) deliver(subject, _ string, _, data []byte) {
+	token := strings.TrimPrefix(subject, d.prefix)
+	res, ok := parsePubAck(data)
+	if !ok {
+		return
+	}
+	d.mu.Lock()
+	cb := d.waits[token]
+	d.mu.Unlock()
+	if cb != nil {
+		cb(token, res)
+	}
+}
+
+func (d *deadLetterAcks) close() {
+	if d.sub != nil {
+		d.sub.Unsubscribe()
+	}
+}
+
+// capture is a stream and the subjects it captures, for captureOf.
+type capture struct {
+	subjects []string
+	r        *runner
+}
+
+// refreshCapturesLocked rebuilds the table captureOf reads after the
+// stream table or a stream's subjects changed. The caller holds js.mu.
+func (js *JetStream) refreshCapturesLocked() {
+	cs := make([]capture, 0, len(js.streams))
+	for _, r := range js.streams {
+		cs = append(cs, capture{subjects: r.config().Subjects, r: r})
+	}
+	js.captures.Store(&cs)
+}
+
+// captureOf returns the stream that captures the literal subject subj,
+// or nil. It takes no lock (a consumer calls it holding its cons.mu,
+// which may not be held while taking js.mu).
+func (js *JetStream) captureOf(subj string) *runner {
+	p := js.captures.Load()
+	if p == nil || subj == "" {
+		return nil
+	}
+	for _, c := range *p {
+		if stream.Captures(c.subjects, subj) {
+			return c.r
+		}
+	}
+	return nil
+}
+
+// setDeadLetter records the stream's own dead-letter subject (its
+// metadata) for its consumers.
+func (r *runner) setDeadLetter(cfg *stream.Config) {
+	subj, _ := stream.DeadLetterSubject(cfg.Metadata)
+	r.dlq.Store(&subj)
+}
+
+// deadLetter returns the stream's own dead-letter subject, "" for none.
+func (r *runner) deadLetter() string {
+	if p := r.dlq.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// checkDeadLetters refuses (10052, stream.CheckDeadLetter) an update
+// whose subjects would capture the dead-letter subject of one of the
+// stream's consumers.
+func (r *runner) checkDeadLetters(cfg *stream.Config) *jserr.Error {
+	for _, c := range r.consumerList() {
+		cc := c.config()
+		if err := stream.CheckDeadLetter(cc.Metadata, cfg.Name, cfg.Subjects); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refreshDeadLetter reads the consumer's dead-letter subject: its own
+// metadata's, else its stream's. Marks are kept only with explicit or
+// all acks (a consumer with ack none has nothing pending).
+func (c *cons) refreshDeadLetter() {
+	subj, ok := stream.DeadLetterSubject(c.cfg.Metadata)
+	if !ok {
+		subj = c.sr.deadLetter()
+	}
+	c.dlq = subj
+	c.st.SetDeadLetter(subj != "" && c.cfg.AckPolicy != consumer.AckNone)
+}
+
+// captured reports whether the consumer's dead-letter subject is stored
+// by a stream, assuming so while the server is still restoring its
+// streams.
+func (c *cons) captured() bool {
+	return c.dlq != "" && (!c.js.ready.Load() || c.js.captureOf(c.dlq) != nil)
+}
+
+// restoreMoves takes over the marks of a restored state: each may have
+// had a copy published before the restart.
+func (c *cons) restoreMoves() {
+	for _, mv := range c.st.Moves() {
+		c.moves[mv.Stream] = &move{ready: true, sent: true, scanned: mv.After}
+	}
+}
+
+// termToDeadLetter handles a +TERM of the pending delivery, or of the
+// message out of deliveries (held, consumer.State), a.sseq for a
+// consumer with a dead-letter subject, and reports whether the move
+// took it over (then the reply is sent when the move completes). A
+// +TERM of a message being moved joins the move. When no stream
+// captures the subject, the copy of a pending delivery is published
+// and false is returned: the +TERM then acknowledges (releases) as it
+// does without a dead-letter subject; a held message's copy went out
+// when it ran out of deliveries, so it gets none. A held message is
+// moved like a pending delivery when a stream captures the subject (it
+// was never moved); with ack policy all, what the +TERM acknowledges
+// besides it is acknowledged at once, before the mark, and so is stored
+// with it.
+func (c *cons) termToDeadLetter(a *ackMsg, now time.Time) bool {
+	if mv := c.moves[a.sseq]; mv != nil {
+		if a.reply != "" {
+			mv.replies = append(mv.replies, a.reply)
+		}
+		return true
+	}
+	if c.dlq == "" || c.cfg.AckPolicy == consumer.AckNone {
+		return false
+	}
+	held := c.st.IsExhausted(a.sseq)
+	if !c.captured() {
+		if m, err := c.sr.store.Load(a.sseq); err == nil && !held {
+			c.publishCopy(m, store.DeadLetterTerm, a.dc, "")
+		}
+		return false
+	}
+	if held && c.cfg.AckPolicy != consumer.AckExplicit {
+		c.ack(a.sseq, a.cseq) // (ack all leaves the held message itself)
+	}
+	if !c.st.MarkDeadLetter(a.sseq, store.DeadLetterTerm, now.UnixNano()) {
+		return false
+	}
+	c.dirty = true
+	c.advise("MSG_TERMINATED", "io.nats.jetstream.advisory.v1.terminated", a, a.reason)
+	mv := &move{}
+	if a.reply != "" {
+		mv.replies = []string{a.reply}
+	}
+	c.moves[a.sseq] = mv
+	c.prepareMove(a.sseq, mv, now)
+	return true
+}
+
+// beginMove starts the move of a delivery the state just marked
+// (max_deliver reached).
+func (c *cons) beginMove(sseq uint64, now time.Time) {
+	mv := &move{}
+	c.moves[sseq] = mv
+	c.prepareMove(sseq, mv, now)
+}
+
+// retryMove runs the next attempt of a mark whose retry time came.
+func (c *cons) retryMove(sseq uint64, now time.Time) {
+	mv := c.moves[sseq]
+	if mv == nil {
+		mv = &move{ready: true, sent: true} // not expected: assume the worst
+		c.moves[sseq] = mv
+	}
+	c.js.dlqAcks.cancel(mv.token)
+	mv.token = ""
+	c.prepareMove(sseq, mv, now)
+}
+
+// moveReady notes that a stored snapshot holds the mark of sseq; the
+// copy may go.
+func (c *cons) moveReady(sseq uint64, now time.Time) {
+	mv := c.moves[sseq]
+	if mv == nil || mv.ready {
+		return
+	}
+	if _, ok := c.st.Move(sseq); !ok {
+		c.endMove(sseq, mv)
+		return
+	}
+	mv.ready = true
+	c.prepareMove(sseq, mv, now)
+}
+
+// prepareMove takes the move of sseq one step: it waits for the server
+// to finish restoring its streams; without a capturing stream it ends
+// the mark as if there were none (finishUncaptured); before the first
+// copy it records After and, for a persisted consumer, waits for a
+// snapshot holding the mark; then it publishes the copy (sendMove).
+func (c *cons) prepareMove(sseq uint64, mv *move, now time.Time) {
+	if _, ok := c.st.Move(sseq); !ok {
+		c.endMove(sseq, mv)
+		return
+	}
+	if !c.js.ready.Load() {
+		c.st.RetryMoveAt(sseq, now.Add(moveStartWait).UnixNano())
+		return
+	}
+	target := c.js.captureOf(c.dlq)
+	if target == nil {
+		c.finishUncaptured(sseq, mv)
+		return
+	}
+	if !mv.sent {
+		last := target.store.State(false).LastSeq
+		c.st.SetMoveAfter(sseq, last)
+		mv.scanned = last
+	}
+	if !mv.ready {
+		if c.saver == nil {
+			mv.ready = true
+		} else {
+			c.snapWait = append(c.snapWait, confirm{move: sseq})
+			c.dirty = true
+			c.st.RetryMoveAt(sseq, now.Add(moveAnswerWait).UnixNano())
+			return
+		}
+	}
+	c.sendMove(sseq, mv, target, now)
+}
+
+// sendMove publishes the copy of sseq to the dead-letter subject with a
+// reply for its PubAck, unless an earlier copy is already stored in the
+// target stream, and arms the next attempt.
+func (c *cons) sendMove(sseq uint64, mv *move, target *runner, now time.Time) {
+	m, err := c.sr.store.Load(sseq)
+	if err != nil {
+		m = nil
+	}
+	if mv.sent && c.copyStored(target, sseq, mv, m) {
+		// (Its original may be gone already: the move completed before
+		// a crash, but the consumer's state did not record it.)
+		c.completeMove(sseq, mv)
+		return
+	}
+	if m == nil {
+		// Gone from the stream (a limit, a purge): nothing to copy.
+		if d, ok := c.st.DropRedelivery(sseq); ok {
+			c.dirty = true
+			if !d.Exhausted { // (a held message's +TERM was advised)
+				c.adviseDropped(d)
+			}
+		}
+		c.endMove(sseq, mv)
+		return
+	}
+	info, _ := c.st.Move(sseq)
+	token, reply := c.js.dlqAcks.register(func(token string, res pubAckResult) {
+		c.push(cevent{moveAck: &moveAck{sseq: sseq, token: token, res: res}})
+	})
+	mv.token, mv.target, mv.sent = token, target.name, true
+	c.st.RetryMoveAt(sseq, now.Add(moveAnswerWait).UnixNano())
+	c.publishCopy(m, info.Reason, info.Deliveries, reply)
+}
+
+// publishCopy publishes the dead-letter copy of m (docs/dead-letter.md,
+// stream.DeadLetterHeader) to the consumer's dead-letter subject.
+func (c *cons) publishCopy(m *store.StoredMsg, reason store.DeadLetterReason, deliveries uint64, reply string) {
+	hdr := stream.DeadLetterHeader(m.Header, stream.DeadLetterOrigin{
+		Stream: c.sr.name, Consumer: c.name, Seq: m.Seq, Subject: m.Subject, Time: m.Time,
+		Deliveries: deliveries, Reason: reason.String(),
+	})
+	c.js.tr.Publish(c.dlq, reply, hdr, m.Data)
+}
+
+// copyStored reports whether target holds the copy of sseq above the
+// last sequence looked at (After at first), and notes how far it looked.
+// orig is the original message, nil when it is gone.
+func (c *cons) copyStored(target *runner, sseq uint64, mv *move, orig *store.StoredMsg) bool {
+	for seq := mv.scanned + 1; ; {
+		m, err := target.store.LoadNext(nil, seq)
+		if err != nil {
+			return false
+		}
+		mv.scanned = m.Seq
+		if c.isCopy(m.Header, sseq, orig) {
+			return true
+		}
+		seq = m.Seq + 1
+	}
+}
+
+// isCopy reports whether a message with header hdr is the dead-letter
+// copy of sseq by this consumer: its Nats-Msg-Id, and the original's
+// time stamp when the original (orig) is known. A stream or consumer
+// deleted and made again under its name reuses Nats-Msg-Ids; the time
+// stamp tells their copies apart.
+func (c *cons) isCopy(hdr []byte, sseq uint64, orig *store.StoredMsg) bool {
+	if stream.MsgID(hdr) != stream.DeadLetterMsgID(c.sr.name, c.name, sseq) {
+		return false
+	}
+	return orig == nil || stream.DeadLetterTime(hdr) == orig.Time
+}
+
+// duplicateIsCopy checks a PubAck that reports a duplicate: the message
+// the capturing stream holds under the copy's Nats-Msg-Id must be this
+// copy, not one of a message of an earlier stream or consumer of the
+// same name still in the duplicate window. When either message is gone,
+// it cannot tell, and says yes.
+func (c *cons) duplicateIsCopy(sseq uint64, res pubAckResult) bool {
+	target := c.js.captureOf(c.dlq)
+	if target == nil || target.name != res.stream {
+		return true
+	}
+	m, err := target.store.Load(res.seq)
+	if err != nil {
+		return true
+	}
+	orig, err := c.sr.store.Load(sseq)
+	if err != nil {
+		orig = nil
+	}
+	return c.isCopy(m.Header, sseq, orig)
+}
+
+// onMoveAck handles the PubAck of a copy: the move completes when the
+// capturing stream stored it; an error is retried after moveRetryWait.
+// A PubAck of an earlier attempt (or after the move ended) is ignored.
+func (c *cons) onMoveAck(ev *moveAck, now time.Time) {
+	mv := c.moves[ev.sseq]
+	if mv == nil || mv.token == "" || mv.token != ev.token {
+		return
+	}
+	if ev.res.err == "" && ev.res.stream != mv.target {
+		return // another party answered; wait for the stream
+	}
+	if ev.res.err == "" && (!ev.res.duplicate || c.duplicateIsCopy(ev.sseq, ev.res)) {
+		c.completeMove(ev.sseq, mv)
+		return
+	}
+	if ev.res.err == "" {
+		// Its Nats-Msg-Id names another message's copy: try again
+		// once that has left the duplicate window.
+		ev.res.err = "an earlier message's copy with the same Nats-Msg-Id is in the duplicate window"
+	}
+	c.js.dlqAcks.cancel(mv.token)
+	mv.token = ""
+	mv.tries++
+	wait := moveRetryWait(mv.tries)
+	c.logMoveErr(ev.sseq, mv.target, ev.res.err, wait, now)
+	c.st.RetryMoveAt(ev.sseq, now.Add(wait).UnixNano())
+}
+
+// logMoveErr logs a refused copy: when the error changed, else at most
+// every refusalLogEvery.
+func (c *cons) logMoveErr(sseq uint64, target, msg string, wait time.Duration, now time.Time) {
+	if msg == c.moveErr && now.Sub(c.moveErrAt) < refusalLogEvery {
+		return
+	}
+	c.moveErr, c.moveErrAt = msg, now
+	c.js.logf("consumer %s > %s: stream %s refused the dead-letter copy of message %d: %s (retried in %v; logged at most every %v)",
+		c.sr.name, c.name, target, sseq, msg, wait, refusalLogEvery)
+}
+
+// completeMove ends the mark of sseq once its copy is durable: the
+// delivery counts as acknowledged (retention runs after the round), the
+// +TERM replies go after retention, and a snapshot is taken at once.
+func (c *cons) completeMove(sseq uint64, mv *move) {
+	acked := c.st.DeadLettered(sseq)
+	c.acked = append(c.acked, acked...)
+	c.ackReplies = append(c.ackReplies, mv.replies...)
+	mv.replies = nil
+	c.dirty, c.saveNow = true, true
+	c.endMove(sseq, mv)
+}
+
+// finishUncaptured ends a mark when no stream captures the dead-letter
+// subject (any more): the copy is a core publish (except for a held
+// message, as in termToDeadLetter), and the message is treated as
+// without a dead-letter subject (consumer.State.Unmark): after
+// max_deliver it leaves pending and is held in the stream until an
+// explicit ack, a +TERM or its removal; after +TERM it is acknowledged.
+func (c *cons) finishUncaptured(sseq uint64, mv *move) {
+	info, _ := c.st.Move(sseq)
+	if m, err := c.sr.store.Load(sseq); err == nil && c.dlq != "" && !c.st.IsExhausted(sseq) {
+		c.publishCopy(m, info.Reason, info.Deliveries, "")
+	}
+	c.dirty = true
+	c.acked = append(c.acked, c.st.Unmark(sseq)...)
+	c.ackReplies = append(c.ackReplies, mv.replies...)
+	mv.replies = nil
+	c.endMove(sseq, mv)
+}
+
+// endMove forgets the move of sseq; its +TERM replies, if any are left,
+// are sent (the delivery is no longer pending).
+func (c *cons) endMove(sseq uint64, mv *move) {
+	c.js.dlqAcks.cancel(mv.token)
+	mv.token = ""
+	c.ackReplies = append(c.ackReplies, mv.replies...)
+	mv.replies = nil
+	delete(c.moves, sseq)
+}
+
+// sweepMoves ends the moves whose mark is gone without them (its message
+// was removed from the stream: the delivery was dropped).
+func (c *cons) sweepMoves() {
+	for sseq, mv := range c.moves {
+		if _, ok := c.st.Move(sseq); !ok {
+			c.endMove(sseq, mv)
+		}
+	}
+}
+
+// cancelMoves forgets the reply tokens of the consumer's moves (it
+// stops; the marks stay in its stored state).
+func (c *cons) cancelMoves() {
+	for _, mv := range c.moves {
+		c.js.dlqAcks.cancel(mv.token)
+		mv.token = ""
+	}
+}
