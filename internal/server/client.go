@@ -100,7 +100,7 @@ func (c *client) start() {
 	c.srv.goroutine(c.readLoop)
 }
 
-// readLoop reads, parses and routes until the connection fails or a
+// readLoop reads, parses and dispatches until the connection fails or a
 // protocol error closes it.
 func (c *client) readLoop() {
 	defer c.teardown()

@@ -1,7 +1,7 @@
 // Package server is the network edge of cairn: it accepts client
 // connections, speaks the NATS client protocol on them
 // (../shared/reference/protocol.md section 1, as nats-server v2.15.2 does)
-// and routes published messages to matching subscriptions.
+// and dispatches published messages to matching subscriptions (dispatch.go).
 //
 // # Goroutines and ownership
 //

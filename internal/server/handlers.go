@@ -128,7 +128,7 @@ func (c *client) removeSub(sub *subscription) {
 	}
 }
 
-// ProcessPub routes a PUB or HPUB (protocol.md 1.3, 1.7, 1.8).
+// ProcessPub dispatches a PUB or HPUB (protocol.md 1.3, 1.7, 1.8).
 func (c *client) ProcessPub(subj, reply []byte, hdrLen int, msg []byte) error {
 	if c.log.TraceEnabled() {
 		c.tracePub(subj, reply, hdrLen, msg)
@@ -143,7 +143,7 @@ func (c *client) ProcessPub(subj, reply []byte, hdrLen int, msg []byte) error {
 		hdrLen = -1
 	}
 	c.sendOK()
-	c.route(subj, reply, hdrLen, msg)
+	c.dispatch(subj, reply, hdrLen, msg)
 	return nil
 }
 
@@ -171,7 +171,7 @@ func isReservedReply(reply []byte) bool {
 }
 
 // checkPub applies the pedantic subject check and the reserved-prefix
-// permission checks; it reports whether the message may be routed.
+// permission checks; it reports whether the message may be delivered.
 func (c *client) checkPub(subj, reply []byte) bool {
 	if c.opts.Pedantic && !subject.ValidLiteralBytes(subj) {
 		c.sendErr("Invalid Publish Subject")

@@ -17,7 +17,7 @@ import (
 	"github.com/cairnmq/cairn/internal/sublist"
 )
 
-// Server accepts client connections and routes messages between them.
+// Server accepts client connections and delivers messages between them.
 // Build one with New, then Start it; Shutdown stops it.
 type Server struct {
 	opts Options

@@ -8,12 +8,12 @@ import (
 	"github.com/cairnmq/cairn/internal/sublist"
 )
 
-// route delivers a published message to every plain subscription that
-// matches and to one member of each matching queue group (protocol.md
+// dispatch delivers a published message to every plain subscription
+// that matches and to one member of each matching queue group (protocol.md
 // 1.7). When nothing was delivered (no match, or only the publisher's own
 // subscriptions with echo off), a request gets the no-responders status
 // (protocol.md 1.8; nats-server v2.15.2 sends it in both cases).
-func (c *client) route(subj, reply []byte, hdrLen int, msg []byte) {
+func (c *client) dispatch(subj, reply []byte, hdrLen int, msg []byte) {
 	if !c.deliverAll(subj, reply, hdrLen, msg) && len(reply) > 0 && c.opts.NoResponders {
 		c.sendNoResponders(subj, reply)
 	}
@@ -25,12 +25,12 @@ func (c *client) deliverAll(subj, reply []byte, hdrLen int, msg []byte) bool {
 	return c.deliverAllAs(subj, subj, reply, hdrLen, msg)
 }
 
-// deliverAllAs routes by the subject route and writes subj into every
+// deliverAllAs matches by the subject match and writes subj into every
 // frame: a JetStream delivery goes to the subscribers of a deliver
 // subject or pull inbox but carries the stored subject (protocol.md
 // section 5.1).
-func (c *client) deliverAllAs(route, subj, reply []byte, hdrLen int, msg []byte) bool {
-	r := c.srv.sl.Match(route)
+func (c *client) deliverAllAs(match, subj, reply []byte, hdrLen int, msg []byte) bool {
+	r := c.srv.sl.Match(match)
 	delivered := false
 	for _, sub := range r.Plain {
 		delivered = c.deliver(sub, subj, reply, hdrLen, msg) || delivered
