@@ -37,6 +37,7 @@ var allowed = map[string][]string{
 	"internal/jetstream":       {"internal/consumer", "internal/jserr", "internal/store", "internal/store/filestore", "internal/store/memstore", "internal/stream", "internal/subject", "internal/transform", "internal/vfs"},
 	"internal/vfs":             {},
 	"internal/protocol":        {},
+	"internal/route":           {},
 	"internal/jserr":           {},
 	"internal/logger":          {},
 	"internal/lint":            {},
