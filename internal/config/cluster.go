@@ -12,7 +12,17 @@ import "strings"
 type Cluster struct {
 	Name string `key:"cluster.name"`
 	Host string `key:"cluster.host"`
-	Port int    `key:"cluster.port"`
+	Port int    `key:"cluster.port"` // 0: no cluster listener; -1: a free port
+	// Routes are the route URLs to dial ("nats://[user:pass@]host:port"),
+	// comma-separated: a string keeps Config a plain value (Clone, ==).
+	Routes         string `key:"cluster.routes"`
+	Advertise      string `key:"cluster.advertise"` // "host[:port]" peers should dial
+	NoAdvertise    bool   `key:"cluster.no_advertise"`
+	ConnectRetries int    `key:"cluster.connect_retries"`
+	// Username and Password are the credentials peers must send (the
+	// cluster's authorization, or user:password in --cluster's URL).
+	Username string `key:"cluster.authorization.user"`
+	Password string `key:"cluster.authorization.password"`
 }
 
 // clusterKeys is the top-level cluster key.

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"math/rand/v2"
 	"strconv"
 
 	"github.com/cairnmq/cairn/internal/protocol"
@@ -28,38 +27,50 @@ func (c *client) deliverAll(subj, reply []byte, hdrLen int, msg []byte) bool {
 // deliverAllAs matches by the subject match and writes subj into every
 // frame: a JetStream delivery goes to the subscribers of a deliver
 // subject or pull inbox but carries the stored subject (protocol.md
-// section 5.1).
+// section 5.1). Peers with matching interest get the message once each
+// (forward.go); a message from a peer (c is a route) reaches local
+// subscribers only, and of the queue groups only those it names. It
+// reports whether anything received the message, a peer included.
 func (c *client) deliverAllAs(match, subj, reply []byte, hdrLen int, msg []byte) bool {
 	r := c.srv.sl.Match(match)
+	fromRoute := c.route != nil
 	delivered := false
 	for _, sub := range r.Plain {
-		delivered = c.deliver(sub, subj, reply, hdrLen, msg) || delivered
-	}
-	for i := range r.Queues {
-		if sub := c.pickQueueMember(r.Queues[i].Members); sub != nil {
+		switch {
+		case sub.isRemote():
+			if !fromRoute {
+				c.addRouteTarget(sub.client, "")
+			}
+		case fromRoute && sub.client == nil:
+			// JetStream's internal subscriptions stay local (interest.go).
+		default:
 			delivered = c.deliver(sub, subj, reply, hdrLen, msg) || delivered
 		}
 	}
-	return delivered
-}
-
-// pickQueueMember picks a random member that may receive from c: not c's
-// own subscription when c has echo off, and not one already at its
-// auto-unsubscribe limit.
-func (c *client) pickQueueMember(members []*subscription) *subscription {
-	n := len(members)
-	start := rand.IntN(n)
-	for i := 0; i < n; i++ {
-		sub := members[(start+i)%n]
-		if sub.client == c && !c.opts.Echo {
-			continue
+	for i := range r.Queues {
+		q := &r.Queues[i]
+		var sub *subscription
+		if fromRoute {
+			if !c.inQueueFilter(q.Name) {
+				continue
+			}
+			sub = c.pickLocalQueueMember(q.Members)
+		} else {
+			sub = c.pickQueueMember(q.Members)
 		}
-		if max := sub.max.Load(); max > 0 && sub.delivered.Load() >= max {
-			continue
+		switch {
+		case sub == nil:
+		case sub.isRemote():
+			c.addRouteTarget(sub.client, q.Name)
+		default:
+			delivered = c.deliver(sub, subj, reply, hdrLen, msg) || delivered
 		}
-		return sub
 	}
-	return nil
+	if len(c.rts) > 0 {
+		c.forwardToRoutes(match, subj, reply, hdrLen, msg)
+		delivered = true
+	}
+	return delivered
 }
 
 // deliver appends one MSG or HMSG for sub to its client's outbound buffer
@@ -93,7 +104,7 @@ func (c *client) deliverTo(sub *subscription, subj, reply []byte, hdrLen int, ms
 		return false
 	}
 	c.markFlush(rc)
-	if stalled && rc != c && c.stallOn == nil {
+	if stalled && rc != c && c.route == nil && c.stallOn == nil {
 		c.stallOn = rc
 	}
 	if max > 0 && n == max {

@@ -114,7 +114,9 @@ func (c *client) maxConnExceeded() {
 func (c *client) refreshLimits() {
 	if l := c.srv.limits(); l != c.lim {
 		c.lim = l
-		c.parser.SetLimits(l.parserConfig())
+		if c.parser != nil { // a route's parser keeps the limits it started with
+			c.parser.SetLimits(l.parserConfig())
+		}
 	}
 }
 
