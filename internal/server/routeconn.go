@@ -85,9 +85,27 @@ func (s *Server) startRoute(nc net.Conn, u *url.URL, explicit bool, pre []byte) 
 	c.lastIn.Store(time.Now().UnixNano())
 	c.pings.startRoute(c, min(s.limits().PingInterval, routeMaxPingInterval))
 	c.out.signal()
-	s.goroutine(c.writeLoop)
-	s.goroutine(c.readLoop)
+	if !s.goroutine(c.writeLoop) {
+		s.abortRoute(c)
+		return nil
+	}
+	if !s.goroutine(c.readLoop) {
+		c.closeNow() // the writer ends
+		s.abortRoute(c)
+		return nil
+	}
 	return c
+}
+
+// abortRoute forgets a route whose read loop never started (shutdown
+// began meanwhile).
+func (s *Server) abortRoute(c *client) {
+	c.pings.stop()
+	c.closeNow()
+	s.cl.mu.Lock()
+	delete(s.cl.conns, c.cid)
+	s.cl.mu.Unlock()
+	close(c.route.done)
 }
 
 // routeConnect is the CONNECT a dialing server sends, with the URL's

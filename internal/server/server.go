@@ -155,7 +155,9 @@ func (s *Server) NumClients() int {
 // SlowConsumers returns how many clients were closed as slow consumers.
 func (s *Server) SlowConsumers() int64 { return s.slowConsumers.Load() }
 
-// NumSubscriptions returns the number of subscriptions in the sublist.
+// NumSubscriptions returns the number of subscriptions in the sublist:
+// clients', internal ones and, in a cluster, one per subject and queue
+// group each peer announced.
 func (s *Server) NumSubscriptions() int { return s.sl.Count() }
 
 // goroutine starts fn tracked by the server's wait group. It reports false
