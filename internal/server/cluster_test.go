@@ -183,3 +183,41 @@ func TestClusterOptionsValidate(t *testing.T) {
 		t.Fatalf("defaults: %v, host %q", err, o.Cluster.Host)
 	}
 }
+
+// TestClusterRouteAuth: a cluster port with credentials (--cluster
+// nats://user:pass@host:port) takes routes whose URL carries them and
+// refuses the others with 'Authorization Violation'.
+func TestClusterRouteAuth(t *testing.T) {
+	o := Options{Host: "127.0.0.1", Port: RandomPort, ServerName: "a"}
+	o.Cluster = ClusterOptions{Host: "127.0.0.1", Port: RandomPort, Name: "C", Username: "ruser", Password: "s3cret"}
+	a, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown()
+	port := strconv.Itoa(a.ClusterAddr().Port)
+	bad := startClusterServer(t, "bad", "C", "nats://ruser:wrong@127.0.0.1:"+port)
+	good := startClusterServer(t, "good", "C", "nats://ruser:s3cret@127.0.0.1:"+port)
+	waitCond(t, "the route with credentials", func() bool { return good.NumRoutes() == 1 && a.NumRoutes() == 1 })
+	if bad.NumRoutes() != 0 {
+		t.Fatalf("the route with bad credentials is up")
+	}
+
+	nc, err := net.Dial("tcp", a.ClusterAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	r := bufio.NewReader(nc)
+	_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if line, _ := r.ReadString('\n'); !strings.Contains(line, `"auth_required":true`) {
+		t.Fatalf("route INFO %q lacks auth_required", line)
+	}
+	_, _ = nc.Write([]byte(`CONNECT {"echo":true,"verbose":false,"pedantic":false,"tls_required":false,"headers":true,"name":"NX","cluster":"C"}` + "\r\n"))
+	if line, _ := r.ReadString('\n'); line != "-ERR 'Authorization Violation'\r\n" {
+		t.Fatalf("got %q", line)
+	}
+}
