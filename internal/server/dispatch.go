@@ -104,7 +104,7 @@ func (c *client) deliverTo(sub *subscription, subj, reply []byte, hdrLen int, ms
 		return false
 	}
 	c.markFlush(rc)
-	if stalled && rc != c && c.route == nil && c.stallOn == nil {
+	if stalled && rc != c && c.stallOn == nil {
 		c.stallOn = rc
 	}
 	if max > 0 && n == max {

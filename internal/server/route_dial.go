@@ -27,6 +27,15 @@ const errorReportEvery = 60
 // this server.
 func (s *Server) solicitExplicit(u *url.URL) {
 	for attempts := 0; ; {
+		if r := s.routeAt(u); r != nil {
+			// The peer dialed us first: a second connection would only be
+			// a duplicate, and replacing the first would briefly drop the
+			// peer's interest. Dial once that route is gone.
+			if !s.waitRoute(r) || !s.pause(routeConnectDelay+rand.N(routeJitter)) {
+				return
+			}
+			continue
+		}
 		c := s.dialRoute(u, true, &attempts)
 		if c == nil {
 			return // shutting down
@@ -150,6 +159,37 @@ func (s *Server) dialOnce(u *url.URL, explicit bool, attempts *int) (c *client, 
 		_ = tc.SetNoDelay(true)
 	}
 	return s.startRoute(nc, u, explicit, nil), true
+}
+
+// routeAt returns the registered route whose peer listens at u's host and
+// port (its advertised address, or the address it connected from with its
+// cluster port), or nil.
+func (s *Server) routeAt(u *url.URL) *client {
+	want := strings.ToLower(u.Host)
+	s.cl.mu.Lock()
+	defer s.cl.mu.Unlock()
+	for _, r := range s.cl.routes {
+		in := r.route.info
+		port := strconv.Itoa(in.Port)
+		if ip, err := url.Parse(in.IP); err == nil && strings.ToLower(ip.Host) == want {
+			return r
+		}
+		if strings.ToLower(net.JoinHostPort(in.Host, port)) == want {
+			return r
+		}
+	}
+	return nil
+}
+
+// waitRoute waits until route r closes; it returns false when the server
+// shuts down first.
+func (s *Server) waitRoute(r *client) bool {
+	select {
+	case <-r.route.done:
+		return true
+	case <-s.cl.quit:
+		return false
+	}
 }
 
 // waitRouteEnd waits until route c has closed; when another connection to
