@@ -150,12 +150,11 @@ func TestClusterRouteToSelf(t *testing.T) {
 	defer s.Shutdown()
 	other := startClusterServer(t, "other", "C", s.ClusterURL())
 	waitCond(t, "the route to the other server", func() bool { return s.NumRoutes() == 1 && other.NumRoutes() == 1 })
-	s.cl.mu.Lock()
-	n := len(s.cl.conns)
-	s.cl.mu.Unlock()
-	if n != 1 {
-		t.Fatalf("%d route connections, want 1 (the self route must be gone)", n)
-	}
+	waitCond(t, "the route to self to be gone", func() bool {
+		s.cl.mu.Lock()
+		defer s.cl.mu.Unlock()
+		return len(s.cl.conns) == 1
+	})
 }
 
 // TestClusterOptionsValidate checks nats-server's refusals.

@@ -24,26 +24,28 @@ import (
 const errorReportEvery = 60
 
 // solicitExplicit dials u until the server shuts down or u turns out to be
-// this server.
+// this server. While a route to the server at u's address is up (the peer
+// dialed first), it does not dial: a second connection would only be a
+// duplicate, and replacing the first would briefly drop the peer's
+// interest.
 func (s *Server) solicitExplicit(u *url.URL) {
 	for attempts := 0; ; {
 		if r := s.routeAt(u); r != nil {
-			// The peer dialed us first: a second connection would only be
-			// a duplicate, and replacing the first would briefly drop the
-			// peer's interest. Dial once that route is gone.
 			if !s.waitRoute(r) || !s.pause(routeConnectDelay+rand.N(routeJitter)) {
 				return
 			}
 			continue
 		}
-		c := s.dialRoute(u, true, &attempts)
-		if c == nil {
+		c, ok := s.dialOnce(u, true, &attempts)
+		switch {
+		case !ok:
+			if !s.pause(routeConnectDelay) {
+				return
+			}
+			continue
+		case c == nil, !s.waitRouteEnd(c):
 			return // shutting down
-		}
-		if !s.waitRouteEnd(c) {
-			return
-		}
-		if c.route.outcome == outcomeSelf {
+		case c.route.outcome == outcomeSelf:
 			s.log.Debugf("Detected route to self, ignoring %q", u.Redacted())
 			return
 		}
@@ -113,22 +115,9 @@ func (s *Server) solicitImplicit(u *url.URL, id string) {
 	}
 }
 
-// dialRoute dials u until a connection is made (or the server shuts down)
-// and starts a route on it; it returns nil at shutdown. attempts counts
-// the failed dials, for the logs.
-func (s *Server) dialRoute(u *url.URL, explicit bool, attempts *int) *client {
-	for {
-		if c, ok := s.dialOnce(u, explicit, attempts); ok {
-			return c
-		}
-		if !s.pause(routeConnectDelay) {
-			return nil
-		}
-	}
-}
-
-// dialRouteLimited is dialRoute for an implicit route: at most
-// 1+ConnectRetries dials.
+// dialRouteLimited dials u for an implicit route until a connection is
+// made, at most 1+ConnectRetries times; it returns nil when every dial
+// failed or the server is shutting down. attempts counts the failed dials.
 func (s *Server) dialRouteLimited(u *url.URL, attempts *int) *client {
 	for {
 		if c, ok := s.dialOnce(u, false, attempts); ok {
