@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -57,3 +59,31 @@ func TestRoutesNeedCluster(t *testing.T) {
 	}
 }
 
+// The cluster block of a configuration file reaches the server's options,
+// and flags override it (docs/configuration.md).
+func TestClusterBlock(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.conf")
+	conf := `cluster {
+  name: c1
+  listen: 127.0.0.1:6444
+  routes: [nats://127.0.0.1:6444, "nats://u:p@127.0.0.1:6445"]
+  advertise: example.com:7000
+  no_advertise: true
+  connect_retries: 2
+  authorization { user: ruser, password: s3cret }
+}
+`
+	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := clusterOptions(settingsOf(t, "-c", file).Cluster)
+	if o.Name != "c1" || o.Host != "127.0.0.1" || o.Port != 6444 || len(o.Routes) != 2 || o.Routes[1].User.Username() != "u" ||
+		o.Advertise != "example.com:7000" || !o.NoAdvertise || o.ConnectRetries != 2 || o.Username != "ruser" || o.Password != "s3cret" {
+		t.Fatalf("from the file: %+v", o)
+	}
+	o = clusterOptions(settingsOf(t, "-c", file, "--cluster_name", "c2", "--routes", "nats://h:1").Cluster)
+	if o.Name != "c2" || len(o.Routes) != 1 || o.Routes[0].Host != "h:1" || o.Port != 6444 {
+		t.Fatalf("flags over the file: %+v", o)
+	}
+}

@@ -168,6 +168,20 @@ func (s *Server) stopCluster() {
 	cl.mu.Unlock()
 }
 
+// routeConns returns every route connection, registered or not.
+func (s *Server) routeConns() []*client {
+	if s.cl == nil {
+		return nil
+	}
+	s.cl.mu.Lock()
+	defer s.cl.mu.Unlock()
+	out := make([]*client, 0, len(s.cl.conns))
+	for _, c := range s.cl.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
 // closeRoutesNow closes every route socket at once (Shutdown's last resort).
 func (s *Server) closeRoutesNow() {
 	if s.cl == nil {
@@ -311,7 +325,7 @@ func (s *Server) routeInfo(withNonce bool) *route.Info {
 		Port:         s.cl.port,
 		Headers:      true,
 		AuthRequired: o.Username != "",
-		MaxPayload:   s.opts.MaxPayload,
+		MaxPayload:   s.limits().MaxPayload,
 		JetStream:    s.opts.JetStream,
 		Cluster:      name,
 		Dynamic:      dynamic,

@@ -2,11 +2,11 @@ package server
 
 import (
 	"fmt"
-	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cairnmq/cairn/internal/config"
 )
 
 // Cluster defaults, from nats-server v2.15.2 (const.go, route.go).
@@ -110,19 +110,5 @@ func (o *ClusterOptions) validate() error {
 // advertiseHostPort splits "host:port" or "host" (port then defaults to
 // port), as nats-server's parseHostPort does for advertise settings.
 func advertiseHostPort(hp string, port int) (string, int, error) {
-	host, p, err := net.SplitHostPort(hp)
-	if err != nil {
-		if strings.Contains(err.Error(), "missing port") {
-			return strings.TrimSpace(hp), port, nil
-		}
-		return "", 0, err
-	}
-	n, err := strconv.Atoi(p)
-	if err != nil || n < 0 || n > 65535 {
-		return "", 0, fmt.Errorf("bad port %q", p)
-	}
-	if n == 0 {
-		n = port
-	}
-	return host, n, nil
+	return config.AdvertiseHostPort(hp, port)
 }

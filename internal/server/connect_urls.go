@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/route"
 )
 
@@ -15,10 +16,15 @@ import (
 // v2.15.2 server.go updateServerINFOAndSendINFOToClients).
 
 // clientConnectURLs returns this server's client URLs, host:port: the
-// listener's address, or for a listener on all interfaces every global
-// unicast address of the machine's interfaces (nats-server
-// getClientConnectURLs).
+// client_advertise address when set, else the listener's address, or for
+// a listener on all interfaces every global unicast address of the
+// machine's interfaces (nats-server getClientConnectURLs), as at start.
 func (s *Server) clientConnectURLs() []string {
+	if a := s.limits().ClientAdvertise; a != "" {
+		if h, p, err := config.AdvertiseHostPort(a, s.port); err == nil {
+			return []string{net.JoinHostPort(h, strconv.Itoa(p))}
+		}
+	}
 	port := strconv.Itoa(s.port)
 	ip := net.ParseIP(s.opts.Host)
 	if ip == nil || !ip.IsUnspecified() {

@@ -82,6 +82,9 @@ func (s *Server) SetLimits(l Limits) error {
 	for _, c := range clients {
 		c.out.setLimit(nl.MaxPending)
 	}
+	for _, r := range s.routeConns() {
+		r.out.setLimit(nl.MaxPending)
+	}
 	s.closeExcess(clients, nl.MaxConnections)
 	return nil
 }
