@@ -45,6 +45,9 @@ NATSCLI_VERSION="v0.5.0"
 #           to `nats bench`, or, after the prefix "nats:", arguments to any
 #           `nats` command (the script adds --no-context and the server URL),
 #           e.g. "nats: stream add S --subjects s --storage file --defaults";
+#           after the prefix "bg:", arguments to `nats bench` that keep
+#           running in the background (e.g. service responders) until the
+#           measure is done: the next step starts once its clients started;
 #   measure runs next; its reported msgs/s is the result;
 #   drive   (optional) starts once measure's clients are running (natscli
 #           logs "[1] Starting ...") and runs alongside it, e.g. the
@@ -55,6 +58,11 @@ NATSCLI_VERSION="v0.5.0"
 #           `jetstream { store_dir: "{STORE}", <anchor> }`, runs in every round
 #           too, and the table gets its median and the ratio cairn/anchor.
 # In the server flags, {STORE} becomes a fresh empty folder per run (for -sd).
+# The server flag {CLUSTER3} starts three servers instead of one, joined as a
+# cluster with nats-server's flags (--cluster, --cluster_name, --routes
+# listing all three); a command (setup step, measure or drive) starting with
+# @N then runs against server N (default @1), and the peak RSS reported is
+# the largest of the three servers'.
 #
 # Most JetStream scenarios create the stream with a plain `nats stream add`;
 # the "--create" ones let `nats bench js pub --create` create it, as most
@@ -89,6 +97,8 @@ js consume file doubleack 4c x20k | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js cons
 js ordered file x200k      | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js ordered --stream benchstream --msgs 200000 |
 js pub async file interest, no consumers, 1c x200k | $JS_FLAGS | $JS_ADD_INTEREST | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 1 |
 js consume file workqueue x200k | $JS_FLAGS | $JS_ADD_WQ; $JS_FILL | js consume --stream benchstream --msgs 200000 --batch 500 --acks explicit |
+cluster3 pub n1 sub n2 128B x1M (sub) | {CLUSTER3} | | @2 sub bench.ps --size 128 --msgs 1000000 | @1 pub bench.ps --size 128 --msgs 1000000
+cluster3 queue group on n1+n2+n3, requests on n1, 4c x50k | {CLUSTER3} | @1 bg: service serve bench.svc --clients 1; @2 bg: service serve bench.svc --clients 1; @3 bg: service serve bench.svc --clients 1 | @1 service request bench.svc --clients 4 --msgs 50000 |
 "
 
 
@@ -137,8 +147,24 @@ bench_wait() {
 	return "$rc"
 }
 
+# target_of command : sets TARGET_URL to the server a command runs against
+# (its @N prefix, default server 1) and TARGET_CMD to the command without it.
+TARGET_URL=""
+TARGET_CMD=""
+target_of() {
+	local cmd="$1" n=1
+	if [[ "$cmd" =~ ^@([1-9])[[:space:]]+(.*)$ ]]; then
+		n="${BASH_REMATCH[1]}"
+		cmd="${BASH_REMATCH[2]}"
+	fi
+	((n <= ${#SERVER_PORTS[@]})) || die "command '$1' names server $n of ${#SERVER_PORTS[@]}"
+	TARGET_URL="nats://127.0.0.1:${SERVER_PORTS[n - 1]}"
+	TARGET_CMD="$cmd"
+}
+
 # run_setup dir url setup : runs the setup steps (see SCENARIO_LIST) in order;
-# returns 1 at the first that fails.
+# returns 1 at the first that fails. Background steps go to SETUP_BG_PIDS.
+declare -a SETUP_BG_PIDS=()
 run_setup() {
 	local dir="$1" url="$2" setup="$3" step n=0
 	local -a steps=() args=()
@@ -147,6 +173,21 @@ run_setup() {
 		step="$(trim "$step")"
 		[[ -n "$step" ]] || continue
 		n=$((n + 1))
+		target_of "$step"
+		step="$TARGET_CMD"
+		url="$TARGET_URL"
+		if [[ "$step" == bg:* ]]; then
+			read -r -a args <<<"${step#bg:}"
+			bench_bg "$dir/setup$n.out" "$url" "${args[@]}"
+			SETUP_BG_PIDS+=("$BG_PID")
+			local i
+			for ((i = 0; i < 200; i++)); do
+				grep -qE '\[[0-9]+\] Starting' "$dir/setup$n.out" 2>/dev/null && break
+				kill -0 "$BG_PID" 2>/dev/null || { log "background setup step $n ended early: $step"; return 1; }
+				sleep 0.1
+			done
+			continue
+		fi
 		if [[ "$step" == nats:* ]]; then
 			read -r -a args <<<"${step#nats:}"
 			nats_bg "$dir/setup$n.out" "$url" "${args[@]}"
@@ -172,13 +213,15 @@ RUN_RSS=""
 run_once() {
 	local label="$1" bin="$2" idx="$3" round="$4"
 	local flags="${SC_FLAGS[$idx]}" setup="${SC_SETUP[$idx]}" measure="${SC_MEASURE[$idx]}" drive="${SC_DRIVE[$idx]}"
-	local dir="$WORK/s$idx-r$round-$label" i
+	local dir="$WORK/s$idx-r$round-$label" i cluster=0
 	mkdir -p "$dir"
 	flags="${flags//\{STORE\}/$dir/store}"
+	if [[ "$flags" == *"{CLUSTER3}"* ]]; then
+		cluster=1
+		flags="${flags//\{CLUSTER3\}/}"
+	fi
 	local -a fl=() measure_a=() drive_a=()
 	read -r -a fl <<<"$flags"
-	read -r -a measure_a <<<"$measure"
-	read -r -a drive_a <<<"$drive"
 	if [[ "$label" == anchor ]]; then
 		# nats-server refuses a store_dir in both the file and the flags, so
 		# the file gets it and -sd/--store_dir leaves the flags.
@@ -193,16 +236,35 @@ run_once() {
 		fl=("${kept[@]+"${kept[@]}"}" -c "$dir/anchor.conf")
 	fi
 
-	start_server "$label" "$bin" "$dir/server.log" "${fl[@]+"${fl[@]}"}"
-	local url="nats://127.0.0.1:$SERVER_PORT" ok=1 mpid
+	if ((cluster)); then
+		start_cluster3 "$label" "$bin" "$dir" "${fl[@]+"${fl[@]}"}"
+	else
+		start_server "$label" "$bin" "$dir/server.log" "${fl[@]+"${fl[@]}"}"
+		SERVER_PIDS=("$SERVER_PID")
+		SERVER_PORTS=("$SERVER_PORT")
+	fi
+	local url="nats://127.0.0.1:$SERVER_PORT" ok=1 mpid measure_url drive_url
+	target_of "$measure"
+	measure_url="$TARGET_URL"
+	read -r -a measure_a <<<"$TARGET_CMD"
+	drive_url="$url"
+	if [[ -n "$drive" ]]; then
+		target_of "$drive"
+		drive_url="$TARGET_URL"
+		read -r -a drive_a <<<"$TARGET_CMD"
+	fi
 
+	SETUP_BG_PIDS=()
 	if [[ -n "$setup" ]] && ! run_setup "$dir" "$url" "$setup"; then
 		ok=0
 		log "$label: setup failed"
 	fi
+	# Background setup clients subscribed; give their interest a moment to
+	# cross the routes (as for drive, below).
+	((${#SETUP_BG_PIDS[@]} == 0)) || sleep 0.5
 
 	if ((ok)); then
-		bench_bg "$dir/measure.out" "$url" "${measure_a[@]}"
+		bench_bg "$dir/measure.out" "$measure_url" "${measure_a[@]}"
 		mpid="$BG_PID"
 		if ((${#drive_a[@]})); then
 			# natscli logs "[n] Starting ..." just before its clients subscribe.
@@ -212,7 +274,7 @@ run_once() {
 				sleep 0.1
 			done
 			sleep 0.5
-			bench_bg "$dir/drive.out" "$url" "${drive_a[@]}"
+			bench_bg "$dir/drive.out" "$drive_url" "${drive_a[@]}"
 			bench_wait "$BG_PID" || { ok=0; log "$label: drive failed:"; tail -n 5 "$dir/drive.out" >&2; }
 			# Once the driver is done, the measured clients get DRAIN_GRACE
 			# seconds to finish (a subscriber that lost messages never would).
@@ -234,16 +296,80 @@ run_once() {
 		fi
 	fi
 
-	RUN_RSS="$(peak_rss_kib "$SERVER_PID")"
-	if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-		ok=0
-		log "$label died during the run; its log:"
-		tail -n 20 "$dir/server.log" >&2 || true
-	fi
-	stop_server
+	local pid rss
+	for pid in "${SETUP_BG_PIDS[@]+"${SETUP_BG_PIDS[@]}"}"; do
+		stop_pid "$pid" 3
+		forget_pid "$pid"
+	done
+	SETUP_BG_PIDS=()
+	RUN_RSS=0
+	for pid in "${SERVER_PIDS[@]}"; do
+		rss="$(peak_rss_kib "$pid")"
+		((rss > RUN_RSS)) && RUN_RSS="$rss"
+		if ! kill -0 "$pid" 2>/dev/null; then
+			ok=0
+			log "$label (pid $pid) died during the run; its logs:"
+			tail -n 20 "$dir"/server*.log >&2 || true
+		fi
+	done
+	for pid in "${SERVER_PIDS[@]}"; do
+		SERVER_PID="$pid"
+		stop_server
+	done
+	SERVER_PIDS=()
+	SERVER_PORTS=()
 	RUN_RATE="$(rate_of "$dir/measure.out")"
 	if ((!ok)) || [[ -z "$RUN_RATE" ]]; then RUN_RATE=FAIL; fi
 	[[ -n "$RUN_RSS" ]] || RUN_RSS=0
+}
+
+# start_cluster3 label binary dir flags... : starts three servers joined by
+# routes (each with --routes naming all three, as the README's "Run a
+# cluster" does) and waits until each lists the three in INFO connect_urls;
+# sets SERVER_PIDS, SERVER_PORTS, and SERVER_PID/SERVER_PORT to server 1's.
+declare -a SERVER_PIDS=() SERVER_PORTS=()
+start_cluster3() {
+	local label="$1" bin="$2" dir="$3" i j p
+	shift 3
+	local -a cports=() rports=()
+	for ((i = 0; i < 6; i++)); do
+		for ((j = 0; j < 50; j++)); do
+			p="$(free_port)" || die "no free port found"
+			[[ " ${cports[*]-} ${rports[*]-} " == *" $p "* ]] || break
+		done
+		if ((i < 3)); then cports+=("$p"); else rports+=("$p"); fi
+	done
+	local routes="nats://127.0.0.1:${rports[0]},nats://127.0.0.1:${rports[1]},nats://127.0.0.1:${rports[2]}"
+	SERVER_PIDS=()
+	SERVER_PORTS=("${cports[@]}")
+	for ((i = 0; i < 3; i++)); do
+		"$bin" -a 127.0.0.1 -p "${cports[i]}" -n "n$((i + 1))" --cluster "nats://127.0.0.1:${rports[i]}" \
+			--cluster_name bench --routes "$routes" "$@" >"$dir/server$((i + 1)).log" 2>&1 &
+		SERVER_PIDS+=("$!")
+		LIVE_PIDS+=("$!")
+	done
+	for ((i = 0; i < 3; i++)); do
+		for ((j = 0; j < 200; j++)); do # 20 s
+			[[ "$(connect_urls_count "${cports[i]}")" == 3 ]] && break
+			kill -0 "${SERVER_PIDS[i]}" 2>/dev/null || die "$label server $((i + 1)) exited at start: $(tail -n 5 "$dir/server$((i + 1)).log")"
+			sleep 0.1
+		done
+		((j < 200)) || die "$label cluster did not form: $(tail -n 5 "$dir/server$((i + 1)).log")"
+	done
+	SERVER_PID="${SERVER_PIDS[0]}"
+	SERVER_PORT="${cports[0]}"
+}
+
+# connect_urls_count port : the number of connect_urls in the INFO the
+# server on port sends a new client (0 if none or unreachable).
+connect_urls_count() {
+	local line
+	line="$( (exec 3<>"/dev/tcp/127.0.0.1/$1" && timeout 1 head -n 1 <&3) 2>/dev/null)" || { echo 0; return; }
+	if [[ "$line" =~ \"connect_urls\":\[([^]]*)\] ]]; then
+		tr ',' '\n' <<<"${BASH_REMATCH[1]}" | grep -c .
+	else
+		echo 0
+	fi
 }
 
 # ---------------------------------------------------------------------------

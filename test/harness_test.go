@@ -146,10 +146,42 @@ func natsServerConfig(opts server.Options, portsDir string) string {
 		}
 		b.WriteString("}\n")
 	}
+	if c := opts.Cluster; c.Port != 0 {
+		fmt.Fprintf(&b, "cluster {\n  host: %q\n  port: %d\n", c.Host, c.Port)
+		if c.Name != "" {
+			fmt.Fprintf(&b, "  name: %q\n", c.Name)
+		}
+		if c.NoAdvertise {
+			b.WriteString("  no_advertise: true\n")
+		}
+		if len(c.Routes) > 0 {
+			b.WriteString("  routes: [\n")
+			for _, u := range c.Routes {
+				fmt.Fprintf(&b, "    %q\n", u.String())
+			}
+			b.WriteString("  ]\n")
+		}
+		b.WriteString("}\n")
+	}
 	return b.String()
 }
 
 func startNatsServer(t testing.TB, opts server.Options) (string, func()) {
+	t.Helper()
+	ports, stop := startNatsServerPorts(t, opts)
+	return ports.Nats[0], stop
+}
+
+// natsPorts is nats-server's ports file: its listeners' URLs.
+type natsPorts struct {
+	Nats    []string `json:"nats"`
+	Cluster []string `json:"cluster"`
+}
+
+// startNatsServerPorts starts nats-server with opts (translated by
+// natsServerConfig) and returns the URLs of its listeners once it accepts
+// clients, and a function that stops it.
+func startNatsServerPorts(t testing.TB, opts server.Options) (natsPorts, func()) {
 	t.Helper()
 	bin := natsServerBinary(t)
 	dir := t.TempDir()
@@ -195,13 +227,12 @@ func startNatsServer(t testing.TB, opts server.Options) (string, func()) {
 		matches, _ := filepath.Glob(filepath.Join(portsDir, "*.ports"))
 		if len(matches) > 0 {
 			data, err := os.ReadFile(matches[0])
-			var ports struct {
-				Nats []string `json:"nats"`
-			}
-			if err == nil && json.Unmarshal(data, &ports) == nil && len(ports.Nats) > 0 {
+			var ports natsPorts
+			if err == nil && json.Unmarshal(data, &ports) == nil && len(ports.Nats) > 0 &&
+				(opts.Cluster.Port == 0 || len(ports.Cluster) > 0) {
 				u := ports.Nats[0]
 				if waitAccepting(u, time.Until(deadline)) {
-					return u, stop
+					return ports, stop
 				}
 				t.Fatalf("nats-server at %s does not accept connections:\n%s", u, logBuf.String())
 			}

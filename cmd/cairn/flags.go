@@ -41,7 +41,7 @@ JetStream Options:
     -sd, --store_dir <dir>           Set the storage directory
         --max_memory_store <size>    Memory storage limit (bytes, or with K, M, G, T; 0: no memory streams; default: 75% of the memory)
         --max_file_store <size>      File storage limit (bytes, or with K, M, G, T; 0: no file streams; default: 75% of the free disk)
-
+` + clusterUsage + `
 Logging Options:
     -l, --log <file>                 File to redirect log output (default: stderr)
     -D, --debug                      Enable debugging output
@@ -130,6 +130,7 @@ func bindFlags(cfg *config.Config, cl *commandLine, stderr io.Writer) (fs *flag.
 	var dv bool
 	boolVar(fs, &dv, "DV")
 	boolVar(fs, &cl.showVersion, "v", "version")
+	bindClusterFlags(fs, &cfg.Cluster)
 	return fs, func() {
 		if dv {
 			cfg.Log.Debug, cfg.Log.Trace = true, true

@@ -1,54 +1,72 @@
 package config
 
-import "strings"
+import (
+	"net/url"
+	"strings"
+)
 
-// Cluster is the cluster block (operations.md section 1.8). cairn runs as
-// a single server: a block without routes (a server alone in its cluster,
-// as the nats Docker image's default configuration has) is accepted with
-// a warning, since a client sees nothing of it; a block with routes is an
-// error, since servers that each believed they were alone would give
-// their clients different streams. Name, Host and Port are kept so that a
-// reload refuses to change them, as nats-server does.
+// Cluster is the cluster block (operations.md section 1.8; clustering.md
+// 1.3): the cluster listener and the routes to the other servers, as
+// nats-server v2.15.2 reads them (server/opts.go parseCluster), and the
+// flags --cluster, --routes, --cluster_name, --cluster_advertise,
+// --no_advertise and --connect_retries. docs/routes.md says what each
+// does. A reload may not change them.
 type Cluster struct {
 	Name string `key:"cluster.name"`
 	Host string `key:"cluster.host"`
-	Port int    `key:"cluster.port"`
+	Port int    `key:"cluster.port"` // 0: no cluster listener; -1: a free port
+	// Routes are the route URLs to dial ("nats://[user:pass@]host:port"),
+	// comma-separated: a string keeps Config a plain value (Clone, ==).
+	Routes         string `key:"cluster.routes"`
+	Advertise      string `key:"cluster.advertise"` // "host[:port]" peers should dial
+	NoAdvertise    bool   `key:"cluster.no_advertise"`
+	ConnectRetries int    `key:"cluster.connect_retries"`
+	// Username and Password are the credentials peers must send (the
+	// cluster's authorization, or user:password in --cluster's URL).
+	Username string `key:"cluster.authorization.user"`
+	Password string `key:"cluster.authorization.password"`
 }
 
 // clusterKeys is the top-level cluster key.
 var clusterKeys = keyTable{"cluster": clusterKey}
+
+// clusterBlockKeys are the keys of the cluster block (nats-server v2.15.2
+// parseCluster).
+var clusterBlockKeys = keyTable{
+	"name":              func(c *Config, it item, r *report) { setString(&c.Cluster.Name, it, r) },
+	"host":              func(c *Config, it item, r *report) { setString(&c.Cluster.Host, it, r) },
+	"net":               func(c *Config, it item, r *report) { setString(&c.Cluster.Host, it, r) },
+	"port":              clusterPortKey,
+	"listen":            clusterListen,
+	"routes":            routesKey,
+	"advertise":         func(c *Config, it item, r *report) { setString(&c.Cluster.Advertise, it, r) },
+	"cluster_advertise": func(c *Config, it item, r *report) { setString(&c.Cluster.Advertise, it, r) },
+	"no_advertise":      func(c *Config, it item, r *report) { setBool(&c.Cluster.NoAdvertise, it, r) },
+	"connect_retries":   connectRetriesKey,
+	"authorization":     clusterAuthKey,
+	"tls":               unsupportedYet,
+	"permissions":       unsupportedYet,
+	"pool_size":         ignoredKey("cairn keeps one route connection per peer, carrying every subject (nats-server's pool_size: -1)"),
+	"accounts":          ignoredKey("cairn has one account, carried by its one route connection per peer"),
+	"compression":       ignoredKey("cairn does not compress routes; its peers see that it does not support compression"),
+	"connect_backoff":   ignoredKey("cairn dials a missing route every second"),
+	"ping_interval":     ignoredKey("routes use the server's ping_interval, at most 30 s"),
+	"ping_max":          ignoredKey("routes use the server's ping_max"),
+	"write_deadline":    ignoredKey("routes use the server's write_deadline"),
+	"write_timeout":     ignoredKey("routes close a stalled peer as a client's slow consumer is closed"),
+}
 
 func clusterKey(c *Config, it item, r *report) {
 	m, ok := r.mapOf(it, "cluster")
 	if !ok {
 		return
 	}
-	before := len(r.errs)
-	for _, e := range entries(m, it) {
-		switch strings.ToLower(e.key) {
-		case "name":
-			if s, ok := r.stringOf(e); ok {
-				c.Cluster.Name = s
-			}
-		case "host", "net":
-			if s, ok := r.stringOf(e); ok {
-				c.Cluster.Host = s
-			}
-		case "port":
-			if n, ok := r.int64Of(e); ok {
-				c.Cluster.Port = int(n)
-			}
-		case "listen":
-			clusterListen(c, e, r)
-		case "routes":
-			if hasRoutes(e.val) {
-				r.errorf(e, "field %q is not supported by cairn yet: cairn runs as a single server, "+
-					"and servers that each believed they were alone would give clients different streams", "cluster")
-			}
-		}
-	}
-	if len(r.errs) == before {
-		r.ignored(it, "it has no routes, so the server is alone in its cluster, as cairn always is")
+	block(c, m, it, clusterBlockKeys, r)
+}
+
+func clusterPortKey(c *Config, it item, r *report) {
+	if n, ok := r.int64Of(it); ok {
+		c.Cluster.Port = int(n)
 	}
 }
 
@@ -59,13 +77,66 @@ func clusterListen(c *Config, it item, r *report) {
 	c.Cluster.Host, c.Cluster.Port = tmp.Host, tmp.Port
 }
 
-// hasRoutes reports whether a routes value names any route.
-func hasRoutes(v any) bool {
-	switch v := v.(type) {
-	case []any:
-		return len(v) > 0
-	case string:
-		return v != ""
+func connectRetriesKey(c *Config, it item, r *report) {
+	if n, ok := r.intOf(it); ok { // intOf refuses negative values
+		c.Cluster.ConnectRetries = n
 	}
-	return v != nil
+}
+
+// routesKey reads the route URLs: an array of URLs or one URL (nats-server
+// parseURLs: "error parsing route url [%q]").
+func routesKey(c *Config, it item, r *report) {
+	var texts []item
+	switch v := it.val.(type) {
+	case string:
+		texts = []item{it}
+	case []any:
+		for _, e := range v {
+			texts = append(texts, unwrap(it.key, e, it))
+		}
+	default:
+		r.errorf(it, "Expected array or string for routes, got %T", it.val)
+		return
+	}
+	var urls []string
+	for _, t := range texts {
+		s, ok := r.stringOf(t)
+		if !ok {
+			continue
+		}
+		u, err := url.Parse(strings.TrimSpace(s))
+		if err != nil || u.Hostname() == "" {
+			r.errorf(t, "error parsing route url [%q]", s)
+			continue
+		}
+		urls = append(urls, u.String())
+	}
+	c.Cluster.Routes = strings.Join(urls, ",")
+}
+
+// clusterAuthKey reads the cluster's authorization block: the user and
+// password peers must send. Its timeout is accepted and ignored (cairn
+// gives a peer 2 s for its first line, docs/routes.md); users, tokens and
+// permissions are not supported yet.
+func clusterAuthKey(c *Config, it item, r *report) {
+	m, ok := r.mapOf(it, "authorization")
+	if !ok {
+		return
+	}
+	block(c, m, it, keyTable{
+		"user":     func(c *Config, it item, r *report) { setString(&c.Cluster.Username, it, r) },
+		"username": func(c *Config, it item, r *report) { setString(&c.Cluster.Username, it, r) },
+		"password": func(c *Config, it item, r *report) { setString(&c.Cluster.Password, it, r) },
+		"pass":     func(c *Config, it item, r *report) { setString(&c.Cluster.Password, it, r) },
+		"timeout":  ignoredKey("cairn gives a peer 2 s to send its first line"),
+		"token":    unsupportedYet,
+		"users":    unsupportedYet,
+	}, r)
+}
+
+// setString stores a string value in dst.
+func setString(dst *string, it item, r *report) {
+	if s, ok := r.stringOf(it); ok {
+		*dst = s
+	}
 }

@@ -36,9 +36,11 @@ func TestHelmChartConfigs(t *testing.T) {
 		}
 	})
 	t.Run("cluster", func(t *testing.T) {
-		_, _, err := Load(filepath.Join("testdata", "helm", "cluster.conf"))
-		if err == nil || !strings.Contains(err.Error(), `cluster.conf:6:6: field "cluster" is not supported by cairn yet`) {
-			t.Fatalf("got %v", err)
+		c, _ := loadHelm(t, "cluster.conf")
+		want := Cluster{Name: "nats", Port: 6222, NoAdvertise: true,
+			Routes: "nats://nats-0.nats-headless:6222,nats://nats-1.nats-headless:6222,nats://nats-2.nats-headless:6222"}
+		if c.Cluster != want {
+			t.Errorf("cluster %+v, want %+v", c.Cluster, want)
 		}
 	})
 	t.Run("server name unset", func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairnmq/cairn/internal/logger"
 	"github.com/cairnmq/cairn/internal/protocol"
+	"github.com/cairnmq/cairn/internal/route"
 )
 
 // Read buffer sizes: a client's read buffer starts small and grows while
@@ -25,12 +26,15 @@ const (
 type client struct {
 	srv    *Server
 	cid    uint64
+	tag    string // "cid" for a client, "rid" for a route, in log lines
 	nc     net.Conn
 	ip     string // the client's IP, for INFO client_ip
 	addr   string // host:port, for log lines
 	log    *logger.Logger
 	out    *outbound
-	parser *protocol.Parser
+	parser *protocol.Parser // nil for a route
+	route  *routeConn       // set for a route connection (routeconn.go)
+	pre    []byte           // bytes read before the read loop started (a route's first line)
 
 	// Owned by the read loop.
 	lim         *limits // the server's limits the parser was last given
@@ -43,11 +47,15 @@ type client struct {
 	stallOn     *client              // a receiver this batch backed up (see stall.go)
 	internal    bool                 // a connectionless publisher used by Server.Publish
 	scratch     []byte               // Server.Publish: header and payload joined
+	rts         []routeTarget        // routes receiving the message being dispatched (forward.go)
+	fwdReply    []byte               // scratch for a forwarded JetStream reply
+	queueFilter [][]byte             // a route's message: the queue groups it names
 
-	headers atomic.Bool  // opts.Headers, read by other connections' readers
-	closed  atomic.Bool  // set once by teardown or closeNow
-	lastIn  atomic.Int64 // unix nanoseconds of the last read with data
-	pings   pingState
+	headers   atomic.Bool  // opts.Headers, read by other connections' readers
+	asyncInfo atomic.Bool  // got its connect_info INFO (protocol 1): async INFO updates go to it
+	closed    atomic.Bool  // set once by teardown or closeNow
+	lastIn    atomic.Int64 // unix nanoseconds of the last read with data
+	pings     pingState
 
 	mu   sync.Mutex
 	subs map[string]*subscription // by sid; guarded by mu
@@ -62,6 +70,7 @@ type subscription struct {
 	subject   string
 	queue     string
 	sid       []byte
+	qw        atomic.Int32 // a peer's interest in a queue group: its member count (RS+ weight)
 	max       atomic.Int64 // auto-unsubscribe limit, 0 = none (UNSUB <sid> <max>)
 	delivered atomic.Int64 // messages delivered, counted for max
 }
@@ -71,6 +80,7 @@ func newClient(s *Server, nc net.Conn, cid uint64) *client {
 	c := &client{
 		srv:  s,
 		cid:  cid,
+		tag:  "cid",
 		nc:   nc,
 		log:  s.log,
 		lim:  lim,
@@ -100,10 +110,19 @@ func (c *client) start() {
 	c.srv.goroutine(c.readLoop)
 }
 
-// readLoop reads, parses and routes until the connection fails or a
+// readLoop reads, parses and dispatches until the connection fails or a
 // protocol error closes it.
 func (c *client) readLoop() {
 	defer c.teardown()
+	if pre := c.pre; len(pre) > 0 {
+		c.pre = nil
+		if err := c.parse(pre); err != nil {
+			c.flushReceivers()
+			c.protocolError(err)
+			return
+		}
+		c.flushReceivers()
+	}
 	buf := make([]byte, minReadBuffer)
 	short := 0
 	for {
@@ -111,7 +130,7 @@ func (c *client) readLoop() {
 		if n > 0 {
 			c.lastIn.Store(time.Now().UnixNano())
 			c.refreshLimits()
-			perr := c.parser.Parse(buf[:n])
+			perr := c.parse(buf[:n])
 			c.flushReceivers()
 			c.waitStalled()
 			if perr != nil {
@@ -141,14 +160,32 @@ func resizeReadBuffer(buf []byte, n, short int) ([]byte, int) {
 	return make([]byte, len(buf)/2), 0
 }
 
+// parse feeds the connection's parser: the client protocol's, or the
+// route protocol's for a route.
+func (c *client) parse(b []byte) error {
+	if c.route != nil {
+		return c.route.parser.Parse(b)
+	}
+	return c.parser.Parse(b)
+}
+
 // protocolError sends the -ERR an error carries, if any; the connection
 // then closes after flushing (every error that reaches here closes).
 func (c *client) protocolError(err error) {
 	var pe *protocol.Error
-	if errors.As(err, &pe) && pe.Text != "" {
+	var re *route.Error
+	switch {
+	case errors.As(err, &pe) && pe.Text != "":
 		c.sendErr(pe.Text)
+	case errors.As(err, &re) && re.Text != "":
+		c.sendErr(re.Text)
 	}
-	c.log.Errorf("%s - cid:%d - Client connection closed: %v", c.addr, c.cid, err) // [ERR], as nats-server logs parser errors
+	switch {
+	case c.route == nil:
+		c.log.Errorf("%s - cid:%d - Client connection closed: %v", c.addr, c.cid, err) // [ERR], as nats-server logs parser errors
+	case !routeCloseErr(err):
+		c.log.Errorf("%s - rid:%d - Router connection closing: %v", c.addr, c.cid, err)
+	}
 }
 
 // writeLoop writes whatever is pending each time it is woken, until the
@@ -185,7 +222,7 @@ func (c *client) write(batch [][]byte, iov *net.Buffers) bool {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
 			c.srv.slowConsumers.Add(1)
-			c.log.Noticef("%s - cid:%d - Slow Consumer Detected: WriteDeadline of %v exceeded", c.addr, c.cid, deadline)
+			c.log.Noticef("%s - %s:%d - Slow Consumer Detected: WriteDeadline of %v exceeded", c.addr, c.tag, c.cid, deadline)
 		}
 		c.closeNow()
 		return false
@@ -280,12 +317,13 @@ func (c *client) closeSlowConsumer() {
 		return
 	}
 	c.srv.slowConsumers.Add(1)
-	c.log.Noticef("%s - cid:%d - Slow Consumer Detected: MaxPending of %d exceeded", c.addr, c.cid, c.out.maxPending())
+	c.log.Noticef("%s - %s:%d - Slow Consumer Detected: MaxPending of %d exceeded", c.addr, c.tag, c.cid, c.out.maxPending())
 	c.closeNow()
 }
 
 // teardown runs once when the read loop ends: it removes the client's
-// subscriptions and asks the writer to flush and close.
+// subscriptions (withdrawing them from the peers, or for a route the
+// peer's interest), unregisters it and asks the writer to flush and close.
 func (c *client) teardown() {
 	if !c.closed.CompareAndSwap(false, true) {
 		return
@@ -295,9 +333,16 @@ func (c *client) teardown() {
 	subs := c.subs
 	c.subs = map[string]*subscription{}
 	c.mu.Unlock()
+	list := make([]*subscription, 0, len(subs))
 	for _, sub := range subs {
 		_ = c.srv.sl.Remove(sub.subject, sub.queue, sub)
+		list = append(list, sub)
 	}
-	c.srv.removeClient(c)
+	if c.route != nil {
+		c.srv.removeRoute(c)
+	} else {
+		c.srv.interestRemoved(list...)
+		c.srv.removeClient(c)
+	}
 	c.out.markClosing()
 }

@@ -1,7 +1,7 @@
 // Package server is the network edge of cairn: it accepts client
 // connections, speaks the NATS client protocol on them
 // (../shared/reference/protocol.md section 1, as nats-server v2.15.2 does)
-// and routes published messages to matching subscriptions.
+// and dispatches published messages to matching subscriptions (dispatch.go).
 //
 // # Goroutines and ownership
 //
@@ -18,9 +18,22 @@
 //  4. A per-client ping timer (time.AfterFunc) sends PINGs and closes stale
 //     connections.
 //
-// Lock order: Server.mu, then client.mu, then outbound.mu. No code holds two
-// outbound.mu at once. The sublist has its own internal locking and is
-// never called with outbound.mu held.
+// Lock order: cluster.infoMu, cluster.mu, Server.mu, pingState.mu,
+// client.mu, outbound.mu (CONCURRENCY.md); cluster.mu and Server.mu are
+// never held together. No code holds two outbound.mu at once. The sublist
+// has its own internal locking and is never called with outbound.mu held.
+//
+// # Routes
+//
+// With Options.Cluster, the server also listens for routes from other
+// servers and dials the configured ones (cluster.go, route_dial.go). A
+// route is a connection kind: a client whose routeConn (routeconn.go)
+// speaks the route protocol of internal/route. The peer's interest lives in
+// the sublist as subscriptions of the route connection; local interest is
+// counted and announced to every route (interest.go); a published message
+// goes once to each peer with matching interest, and a message from a peer
+// goes to local subscribers only (forward.go, dispatch.go). docs/routes.md
+// describes the behaviour.
 //
 // # Flow control
 //

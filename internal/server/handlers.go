@@ -45,14 +45,26 @@ func (c *client) ProcessPing() error {
 	}
 	c.firstPong = true
 	if c.opts.Protocol >= 1 {
-		in := c.srv.baseInfo()
-		in.CID = c.cid
-		in.ClientIP = c.ip
-		in.ConnectInfo = true
-		in.RemoteAccount = globalAccount
-		c.enqueue(appendInfo(nil, in))
+		c.sendConnectInfo()
 	}
 	return nil
+}
+
+// sendConnectInfo sends the INFO with connect_info that follows the first
+// PONG, and from then on lets async INFO updates reach this client, in
+// order with it (connect_urls.go sendAsyncInfo).
+func (c *client) sendConnectInfo() {
+	if cl := c.srv.cl; cl != nil {
+		cl.infoMu.Lock()
+		defer cl.infoMu.Unlock()
+		c.asyncInfo.Store(true)
+	}
+	in := c.srv.baseInfo()
+	in.CID = c.cid
+	in.ClientIP = c.ip
+	in.ConnectInfo = true
+	in.RemoteAccount = globalAccount
+	c.enqueue(appendInfo(nil, in))
 }
 
 // ProcessPong records the answer to a server PING.
@@ -87,6 +99,7 @@ func (c *client) ProcessSub(subj, queue, sid []byte) error {
 		c.sendErr("Invalid Subject")
 		return nil
 	}
+	c.srv.interestAdded(sub)
 	c.sendOK()
 	return nil
 }
@@ -125,10 +138,11 @@ func (c *client) dropSub(sub *subscription) bool {
 func (c *client) removeSub(sub *subscription) {
 	if c.dropSub(sub) {
 		_ = c.srv.sl.Remove(sub.subject, sub.queue, sub)
+		c.srv.interestRemoved(sub)
 	}
 }
 
-// ProcessPub routes a PUB or HPUB (protocol.md 1.3, 1.7, 1.8).
+// ProcessPub dispatches a PUB or HPUB (protocol.md 1.3, 1.7, 1.8).
 func (c *client) ProcessPub(subj, reply []byte, hdrLen int, msg []byte) error {
 	if c.log.TraceEnabled() {
 		c.tracePub(subj, reply, hdrLen, msg)
@@ -143,7 +157,7 @@ func (c *client) ProcessPub(subj, reply []byte, hdrLen int, msg []byte) error {
 		hdrLen = -1
 	}
 	c.sendOK()
-	c.route(subj, reply, hdrLen, msg)
+	c.dispatch(subj, reply, hdrLen, msg)
 	return nil
 }
 
@@ -171,7 +185,7 @@ func isReservedReply(reply []byte) bool {
 }
 
 // checkPub applies the pedantic subject check and the reserved-prefix
-// permission checks; it reports whether the message may be routed.
+// permission checks; it reports whether the message may be delivered.
 func (c *client) checkPub(subj, reply []byte) bool {
 	if c.opts.Pedantic && !subject.ValidLiteralBytes(subj) {
 		c.sendErr("Invalid Publish Subject")

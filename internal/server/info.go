@@ -20,20 +20,22 @@ const globalAccount = "$G"
 // info is the INFO JSON object, with nats-server v2.15.2's keys, key order
 // and omitempty rules (protocol.md section 1.4).
 type info struct {
-	ID            string `json:"server_id"`
-	Name          string `json:"server_name"`
-	Version       string `json:"version"`
-	Proto         int    `json:"proto"`
-	GoVersion     string `json:"go"`
-	Host          string `json:"host"`
-	Port          int    `json:"port"`
-	Headers       bool   `json:"headers"`
-	MaxPayload    int    `json:"max_payload"`
-	JetStream     bool   `json:"jetstream,omitempty"`
-	CID           uint64 `json:"client_id,omitempty"`
-	ClientIP      string `json:"client_ip,omitempty"`
-	ConnectInfo   bool   `json:"connect_info,omitempty"`
-	RemoteAccount string `json:"remote_account,omitempty"`
+	ID            string   `json:"server_id"`
+	Name          string   `json:"server_name"`
+	Version       string   `json:"version"`
+	Proto         int      `json:"proto"`
+	GoVersion     string   `json:"go"`
+	Host          string   `json:"host"`
+	Port          int      `json:"port"`
+	Headers       bool     `json:"headers"`
+	MaxPayload    int      `json:"max_payload"`
+	JetStream     bool     `json:"jetstream,omitempty"`
+	CID           uint64   `json:"client_id,omitempty"`
+	ClientIP      string   `json:"client_ip,omitempty"`
+	Cluster       string   `json:"cluster,omitempty"`
+	ConnectURLs   []string `json:"connect_urls,omitempty"`
+	ConnectInfo   bool     `json:"connect_info,omitempty"`
+	RemoteAccount string   `json:"remote_account,omitempty"`
 }
 
 // baseInfo is the INFO of a new connection, with the limits in force.
@@ -47,7 +49,7 @@ func (s *Server) baseInfo() info {
 			host, port = h, p
 		}
 	}
-	return info{
+	in := info{
 		ID:         s.id,
 		Name:       s.opts.ServerName,
 		Version:    NATSVersion,
@@ -59,6 +61,8 @@ func (s *Server) baseInfo() info {
 		MaxPayload: lim.MaxPayload,
 		JetStream:  s.opts.JetStream,
 	}
+	s.clusterInfo(&in)
+	return in
 }
 
 // appendInfo appends "INFO <json> \r\n" to dst; nats-server v2.15.2 puts a

@@ -37,7 +37,7 @@ func (is *InternalSub) Unsubscribe() {
 	}
 }
 
-// Publish routes a message from inside the server to every matching
+// Publish delivers a message from inside the server to every matching
 // subscription, as if a client had published it (protocol.md 1.7): hdr
 // is a complete NATS header block or nil. It is safe to call from any
 // goroutine. It reports whether anything received the message. An
@@ -46,12 +46,12 @@ func (s *Server) Publish(subj, reply string, hdr, data []byte) bool {
 	return s.PublishAs(subj, subj, reply, hdr, data)
 }
 
-// PublishAs is Publish routed by the subject route, with subj written on
+// PublishAs is Publish matched by the subject match, with subj written on
 // the MSG or HMSG line in its place: JetStream delivers a stored message
 // to a deliver subject or pull inbox under its stored subject (protocol.md
 // section 5.1). It reports whether anything received the message.
-func (s *Server) PublishAs(route, subj, reply string, hdr, data []byte) bool {
-	if !subject.ValidLiteral(route) {
+func (s *Server) PublishAs(match, subj, reply string, hdr, data []byte) bool {
+	if !subject.ValidLiteral(match) {
 		return false
 	}
 	p := s.internalPublisher()
@@ -62,13 +62,13 @@ func (s *Server) PublishAs(route, subj, reply string, hdr, data []byte) bool {
 		p.scratch = msg
 		hdrLen = len(hdr)
 	}
-	delivered := p.deliverAllAs([]byte(route), []byte(subj), []byte(reply), hdrLen, msg)
+	delivered := p.deliverAllAs([]byte(match), []byte(subj), []byte(reply), hdrLen, msg)
 	p.flushReceivers()
 	p.stallOn = nil // internal publishers are never stalled
 	return delivered
 }
 
-// internalPublisher returns a connectionless client used to route
+// internalPublisher returns a connectionless client used to deliver
 // messages published from inside the server; one per concurrent caller.
 func (s *Server) internalPublisher() *client {
 	if p, ok := s.publishers.Get().(*client); ok {

@@ -22,8 +22,8 @@ func (t jsTransport) Publish(subj, reply string, hdr, data []byte) bool {
 	return t.s.Publish(subj, reply, hdr, data)
 }
 
-func (t jsTransport) PublishAs(route, subj, reply string, hdr, data []byte) bool {
-	return t.s.PublishAs(route, subj, reply, hdr, data)
+func (t jsTransport) PublishAs(match, subj, reply string, hdr, data []byte) bool {
+	return t.s.PublishAs(match, subj, reply, hdr, data)
 }
 
 func (t jsTransport) HasInterest(subj string) bool { return t.s.HasInterest(subj) }

@@ -82,6 +82,9 @@ func (s *Server) SetLimits(l Limits) error {
 	for _, c := range clients {
 		c.out.setLimit(nl.MaxPending)
 	}
+	for _, r := range s.routeConns() {
+		r.out.setLimit(nl.MaxPending)
+	}
 	s.closeExcess(clients, nl.MaxConnections)
 	return nil
 }
@@ -114,7 +117,9 @@ func (c *client) maxConnExceeded() {
 func (c *client) refreshLimits() {
 	if l := c.srv.limits(); l != c.lim {
 		c.lim = l
-		c.parser.SetLimits(l.parserConfig())
+		if c.parser != nil { // a route's parser keeps the limits it started with
+			c.parser.SetLimits(l.parserConfig())
+		}
 	}
 }
 

@@ -63,7 +63,10 @@ type Options struct {
 	// and port in INFO (nats-server's client_advertise); a missing, 0 or -1
 	// port is the bound port.
 	ClientAdvertise string
-	Logger          *logger.Logger
+	// Cluster configures the cluster listener and the routes to other
+	// servers (cluster_options.go); the zero value means none.
+	Cluster ClusterOptions
+	Logger  *logger.Logger
 }
 
 // ErrInvalidOptions is wrapped by every error Validate returns.
@@ -99,6 +102,9 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: negative ack_before_sync_interval %v", ErrInvalidOptions, o.AckBeforeSyncInterval)
 	}
 	if err := validAdvertise(o.ClientAdvertise); err != nil {
+		return err
+	}
+	if err := o.Cluster.validate(); err != nil {
 		return err
 	}
 	if o.Logger == nil {

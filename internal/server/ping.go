@@ -63,6 +63,9 @@ func (p *pingState) connected(interval time.Duration) {
 func (p *pingState) tick(c *client) {
 	lim := c.srv.limits()
 	interval := lim.PingInterval
+	if c.route != nil {
+		interval = min(interval, routeMaxPingInterval)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {

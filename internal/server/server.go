@@ -17,7 +17,7 @@ import (
 	"github.com/cairnmq/cairn/internal/sublist"
 )
 
-// Server accepts client connections and routes messages between them.
+// Server accepts client connections and delivers messages between them.
 // Build one with New, then Start it; Shutdown stops it.
 type Server struct {
 	opts Options
@@ -30,6 +30,8 @@ type Server struct {
 
 	js    *jetstream.JetStream // nil unless Options.JetStream
 	jsAPI *jsapi.API
+
+	cl *cluster // the cluster listener and routes; nil unless Options.Cluster is enabled
 
 	lim           atomic.Pointer[limits] // the limits in force (limits.go)
 	publishers    sync.Pool              // connectionless *client values for Publish
@@ -58,6 +60,7 @@ func New(opts Options) (*Server, error) {
 		id:      id,
 		log:     opts.Logger,
 		sl:      sublist.New[*subscription](),
+		cl:      newCluster(&opts.Cluster),
 		clients: make(map[uint64]*client),
 		done:    make(chan struct{}),
 	}
@@ -98,6 +101,13 @@ func (s *Server) Start() error {
 	}
 	s.log.Noticef("Listening for client connections on %s", net.JoinHostPort(s.opts.Host, strconv.Itoa(s.port)))
 	s.warnIfOpen()
+	if s.cl != nil {
+		if err := s.startCluster(); err != nil {
+			_ = ln.Close()
+			s.stopJetStream()
+			return err
+		}
+	}
 	s.log.Noticef("Server is ready")
 	s.goroutine(s.acceptLoop)
 	return nil
@@ -145,7 +155,9 @@ func (s *Server) NumClients() int {
 // SlowConsumers returns how many clients were closed as slow consumers.
 func (s *Server) SlowConsumers() int64 { return s.slowConsumers.Load() }
 
-// NumSubscriptions returns the number of subscriptions in the sublist.
+// NumSubscriptions returns the number of subscriptions in the sublist:
+// clients', internal ones and, in a cluster, one per subject and queue
+// group each peer announced.
 func (s *Server) NumSubscriptions() int { return s.sl.Count() }
 
 // goroutine starts fn tracked by the server's wait group. It reports false
@@ -253,6 +265,7 @@ func (s *Server) Shutdown() {
 	if s.ln != nil {
 		_ = s.ln.Close()
 	}
+	s.stopCluster()
 	s.stopJetStream()
 	for _, c := range clients {
 		c.out.markClosing()
@@ -280,5 +293,6 @@ func (s *Server) waitGoroutines(timeout time.Duration) {
 		c.closeNow()
 	}
 	s.mu.Unlock()
+	s.closeRoutesNow()
 	<-finished
 }

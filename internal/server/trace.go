@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"strconv"
+
+	"github.com/cairnmq/cairn/internal/route"
 )
 
 // Trace lines follow nats-server's -V format (client.go traceInOp and
@@ -16,7 +18,7 @@ func (c *client) traceIn(op string, args ...[]byte) {
 	if !c.log.TraceEnabled() {
 		return
 	}
-	c.log.Tracef("%s - cid:%d - <<- [%s]", c.addr, c.cid, joinArgs(op, args))
+	c.log.Tracef("%s - %s:%d - <<- [%s]", c.addr, c.tag, c.cid, joinArgs(op, args))
 }
 
 // tracePub logs a PUB or HPUB with its sizes and payload.
@@ -44,4 +46,25 @@ func joinArgs(op string, args [][]byte) string {
 		}
 	}
 	return b.String()
+}
+
+// traceRouteMsg logs an RMSG or HMSG received from a peer, as nats-server
+// traces it: "<<- [RMSG <account> <subject> ...]".
+func (c *client) traceRouteMsg(m *route.Msg) {
+	line := route.AppendMsgHeader(nil, string(m.Account), m.Subject, m.Reply, queueNames(m.Queues), m.HdrLen, len(m.Payload))
+	c.log.Tracef("%s - rid:%d - <<- [%s]", c.addr, c.cid, line[:len(line)-2])
+}
+
+// traceOutRouteMsg logs an RMSG or HMSG sent to a peer.
+func (c *client) traceOutRouteMsg(subj, reply []byte, queues []string, hdrLen, size int) {
+	line := route.AppendMsgHeader(nil, globalAccountName, subj, reply, queues, hdrLen, size)
+	c.log.Tracef("%s - rid:%d - ->> [%s]", c.addr, c.cid, line[:len(line)-2])
+}
+
+func queueNames(q [][]byte) []string {
+	out := make([]string, len(q))
+	for i, b := range q {
+		out[i] = string(b)
+	}
+	return out
 }

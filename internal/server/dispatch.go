@@ -1,19 +1,18 @@
 package server
 
 import (
-	"math/rand/v2"
 	"strconv"
 
 	"github.com/cairnmq/cairn/internal/protocol"
 	"github.com/cairnmq/cairn/internal/sublist"
 )
 
-// route delivers a published message to every plain subscription that
-// matches and to one member of each matching queue group (protocol.md
+// dispatch delivers a published message to every plain subscription
+// that matches and to one member of each matching queue group (protocol.md
 // 1.7). When nothing was delivered (no match, or only the publisher's own
 // subscriptions with echo off), a request gets the no-responders status
 // (protocol.md 1.8; nats-server v2.15.2 sends it in both cases).
-func (c *client) route(subj, reply []byte, hdrLen int, msg []byte) {
+func (c *client) dispatch(subj, reply []byte, hdrLen int, msg []byte) {
 	if !c.deliverAll(subj, reply, hdrLen, msg) && len(reply) > 0 && c.opts.NoResponders {
 		c.sendNoResponders(subj, reply)
 	}
@@ -25,41 +24,53 @@ func (c *client) deliverAll(subj, reply []byte, hdrLen int, msg []byte) bool {
 	return c.deliverAllAs(subj, subj, reply, hdrLen, msg)
 }
 
-// deliverAllAs routes by the subject route and writes subj into every
+// deliverAllAs matches by the subject match and writes subj into every
 // frame: a JetStream delivery goes to the subscribers of a deliver
 // subject or pull inbox but carries the stored subject (protocol.md
-// section 5.1).
-func (c *client) deliverAllAs(route, subj, reply []byte, hdrLen int, msg []byte) bool {
-	r := c.srv.sl.Match(route)
+// section 5.1). Peers with matching interest get the message once each
+// (forward.go); a message from a peer (c is a route) reaches local
+// subscribers only, and of the queue groups only those it names. It
+// reports whether anything received the message, a peer included.
+func (c *client) deliverAllAs(match, subj, reply []byte, hdrLen int, msg []byte) bool {
+	r := c.srv.sl.Match(match)
+	fromRoute := c.route != nil
 	delivered := false
 	for _, sub := range r.Plain {
-		delivered = c.deliver(sub, subj, reply, hdrLen, msg) || delivered
-	}
-	for i := range r.Queues {
-		if sub := c.pickQueueMember(r.Queues[i].Members); sub != nil {
+		switch {
+		case sub.isRemote():
+			if !fromRoute {
+				c.addRouteTarget(sub.client, "")
+			}
+		case fromRoute && sub.client == nil:
+			// JetStream's internal subscriptions stay local (interest.go).
+		default:
 			delivered = c.deliver(sub, subj, reply, hdrLen, msg) || delivered
 		}
 	}
-	return delivered
-}
-
-// pickQueueMember picks a random member that may receive from c: not c's
-// own subscription when c has echo off, and not one already at its
-// auto-unsubscribe limit.
-func (c *client) pickQueueMember(members []*subscription) *subscription {
-	n := len(members)
-	start := rand.IntN(n)
-	for i := 0; i < n; i++ {
-		sub := members[(start+i)%n]
-		if sub.client == c && !c.opts.Echo {
-			continue
+	for i := range r.Queues {
+		q := &r.Queues[i]
+		var sub *subscription
+		if fromRoute {
+			if !c.inQueueFilter(q.Name) {
+				continue
+			}
+			sub = c.pickLocalQueueMember(q.Members)
+		} else {
+			sub = c.pickQueueMember(q.Members)
 		}
-		if max := sub.max.Load(); max > 0 && sub.delivered.Load() >= max {
-			continue
+		switch {
+		case sub == nil:
+		case sub.isRemote():
+			c.addRouteTarget(sub.client, q.Name)
+		default:
+			delivered = c.deliver(sub, subj, reply, hdrLen, msg) || delivered
 		}
-		return sub
 	}
-	return nil
+	if len(c.rts) > 0 {
+		c.forwardToRoutes(match, subj, reply, hdrLen, msg)
+		delivered = true
+	}
+	return delivered
 }
 
 // deliver appends one MSG or HMSG for sub to its client's outbound buffer

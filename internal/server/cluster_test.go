@@ -1,0 +1,222 @@
+package server
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startClusterServer starts a server with a cluster listener on a free
+// loopback port, routing to routes.
+func startClusterServer(t *testing.T, name, cluster string, routes ...string) *Server {
+	t.Helper()
+	o := Options{Host: "127.0.0.1", Port: RandomPort, ServerName: name}
+	o.Cluster = ClusterOptions{Host: "127.0.0.1", Port: RandomPort, Name: cluster}
+	for _, r := range routes {
+		u, err := url.Parse(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Cluster.Routes = append(o.Cluster.Routes, u)
+	}
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+// waitCond polls cond until it holds or 10 s pass.
+func waitCond(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestClusterConnHandoff: a cluster-port connection whose first line is a
+// registered operation goes to its handler with every byte read so far,
+// after the route INFO (clustering.md 5.1 decision 13: the Raft transport
+// shares the cluster port).
+func TestClusterConnHandoff(t *testing.T) {
+	o := Options{Host: "127.0.0.1", Port: RandomPort}
+	o.Cluster = ClusterOptions{Host: "127.0.0.1", Port: RandomPort, Name: "C"}
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	s.HandleClusterConns("raft", func(nc net.Conn, buffered []byte) {
+		defer nc.Close()
+		_, _ = nc.Write([]byte("OK\r\n"))
+		got <- string(buffered)
+	})
+	s.HandleClusterConns("CONNECT", func(net.Conn, []byte) { t.Error("CONNECT was handed off") })
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	nc, err := net.Dial("tcp", s.ClusterAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	r := bufio.NewReader(nc)
+	_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "INFO {") {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	if _, err := nc.Write([]byte("RAFT {\"v\":1}\r\nmore")); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := r.ReadString('\n'); err != nil || line != "OK\r\n" {
+		t.Fatalf("handler reply %q, %v", line, err)
+	}
+	if b := <-got; !strings.HasPrefix(b, "RAFT {\"v\":1}\r\n") {
+		t.Fatalf("handler got %q", b)
+	}
+	if s.NumRoutes() != 0 {
+		t.Fatalf("%d routes", s.NumRoutes())
+	}
+}
+
+// TestClusterDynamicName: servers started without a cluster name agree on
+// one (the largest of their generated names) and form a mesh, as
+// nats-server does.
+func TestClusterDynamicName(t *testing.T) {
+	a := startClusterServer(t, "a", "")
+	b := startClusterServer(t, "b", "", a.ClusterURL())
+	c := startClusterServer(t, "c", "", a.ClusterURL())
+	servers := []*Server{a, b, c}
+	waitCond(t, "a mesh under one name", func() bool {
+		for _, s := range servers {
+			if s.NumRoutes() != 2 || s.ClusterName() != a.ClusterName() {
+				return false
+			}
+		}
+		return true
+	})
+	for _, s := range servers {
+		if s.ClusterName() < b.ClusterName() || s.ClusterName() < c.ClusterName() {
+			t.Fatalf("names %q %q %q", a.ClusterName(), b.ClusterName(), c.ClusterName())
+		}
+	}
+}
+
+// TestClusterNameConflict: servers with different configured names never
+// form a route.
+func TestClusterNameConflict(t *testing.T) {
+	a := startClusterServer(t, "a", "ONE")
+	b := startClusterServer(t, "b", "TWO", a.ClusterURL())
+	c := startClusterServer(t, "c", "ONE", a.ClusterURL())
+	waitCond(t, "c to join a", func() bool { return c.NumRoutes() == 1 && a.NumRoutes() == 1 })
+	if b.NumRoutes() != 0 || a.NumRoutes() != 1 {
+		t.Fatalf("b has %d routes, a has %d", b.NumRoutes(), a.NumRoutes())
+	}
+}
+
+// TestClusterRouteToSelf: a server that lists its own cluster URL among
+// its routes (the usual way to give every server the same list) drops it.
+func TestClusterRouteToSelf(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	o := Options{Host: "127.0.0.1", Port: RandomPort}
+	u, _ := url.Parse("nats://127.0.0.1:" + strconv.Itoa(port))
+	o.Cluster = ClusterOptions{Host: "127.0.0.1", Port: port, Name: "C", Routes: []*url.URL{u}}
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Skipf("port %d taken meanwhile: %v", port, err)
+	}
+	defer s.Shutdown()
+	other := startClusterServer(t, "other", "C", s.ClusterURL())
+	waitCond(t, "the route to the other server", func() bool { return s.NumRoutes() == 1 && other.NumRoutes() == 1 })
+	waitCond(t, "the route to self to be gone", func() bool {
+		s.cl.mu.Lock()
+		defer s.cl.mu.Unlock()
+		return len(s.cl.conns) == 1
+	})
+}
+
+// TestClusterOptionsValidate checks nats-server's refusals.
+func TestClusterOptionsValidate(t *testing.T) {
+	u, _ := url.Parse("nats://127.0.0.1:6222")
+	cases := []struct {
+		name string
+		o    ClusterOptions
+		want string
+	}{
+		{"routes without cluster", ClusterOptions{Routes: []*url.URL{u}}, "solicited routes require cluster capabilities, e.g. --cluster"},
+		{"name with space", ClusterOptions{Port: 6222, Name: "a b"}, "cluster name cannot contain spaces or new lines"},
+		{"bad advertise", ClusterOptions{Port: 6222, Advertise: "h:p"}, "cluster advertise"},
+		{"negative retries", ClusterOptions{Port: 6222, ConnectRetries: -1}, "connect_retries"},
+	}
+	for _, tc := range cases {
+		o := Options{Cluster: tc.o}
+		err := o.Validate()
+		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	o := Options{Cluster: ClusterOptions{Port: 6222}}
+	if err := o.Validate(); err != nil || o.Cluster.Host != DefaultHost {
+		t.Fatalf("defaults: %v, host %q", err, o.Cluster.Host)
+	}
+}
+
+// TestClusterRouteAuth: a cluster port with credentials (--cluster
+// nats://user:pass@host:port) takes routes whose URL carries them and
+// refuses the others with 'Authorization Violation'.
+func TestClusterRouteAuth(t *testing.T) {
+	o := Options{Host: "127.0.0.1", Port: RandomPort, ServerName: "a"}
+	o.Cluster = ClusterOptions{Host: "127.0.0.1", Port: RandomPort, Name: "C", Username: "ruser", Password: "s3cret"}
+	a, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown()
+	port := strconv.Itoa(a.ClusterAddr().Port)
+	bad := startClusterServer(t, "bad", "C", "nats://ruser:wrong@127.0.0.1:"+port)
+	good := startClusterServer(t, "good", "C", "nats://ruser:s3cret@127.0.0.1:"+port)
+	waitCond(t, "the route with credentials", func() bool { return good.NumRoutes() == 1 && a.NumRoutes() == 1 })
+	if bad.NumRoutes() != 0 {
+		t.Fatalf("the route with bad credentials is up")
+	}
+
+	nc, err := net.Dial("tcp", a.ClusterAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	r := bufio.NewReader(nc)
+	_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if line, _ := r.ReadString('\n'); !strings.Contains(line, `"auth_required":true`) {
+		t.Fatalf("route INFO %q lacks auth_required", line)
+	}
+	_, _ = nc.Write([]byte(`CONNECT {"echo":true,"verbose":false,"pedantic":false,"tls_required":false,"headers":true,"name":"NX","cluster":"C"}` + "\r\n"))
+	if line, _ := r.ReadString('\n'); line != "-ERR 'Authorization Violation'\r\n" {
+		t.Fatalf("got %q", line)
+	}
+}
