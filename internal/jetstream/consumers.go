@@ -2,10 +2,12 @@ package jetstream
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"path"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/vfs"
 	"github.com/nats-io/nuid"
 )
 
@@ -62,7 +65,9 @@ func (js *JetStream) createConsumer(r *runner, cfg consumer.Config, action Consu
 	if generated {
 		cfg.Name = randomName()
 	}
-	var refiltered bool
+	// refiltered: an existing consumer's filters changed; released: the
+	// new consumer replaced an unrestored one (releaseUnrestoredLocked).
+	var refiltered, released bool
 	defer func() {
 		if refiltered {
 			// After r.cmu is released: an interest stream drops what the
@@ -95,6 +100,12 @@ func (js *JetStream) createConsumer(r *runner, cfg consumer.Config, action Consu
 	if err := r.checkNewLocked(&scfg, &cfg); err != nil {
 		return nil, err
 	}
+	if r.unrestored[cfg.Name] {
+		if err := r.releaseUnrestoredLocked(cfg.Name); err != nil {
+			return nil, jserr.From(err, jserr.ConsumerCreate)
+		}
+		released = true
+	}
 	cfg.SetEphemeralThreshold()
 	c, err := r.newConsumer(cfg, js.now().UTC())
 	if err != nil {
@@ -105,6 +116,9 @@ func (js *JetStream) createConsumer(r *runner, cfg consumer.Config, action Consu
 	}
 	info := c.info()
 	r.consumers[cfg.Name] = c
+	// What only the unrestored consumer held may go now that the new one
+	// is in place (it may need some of it).
+	refiltered = released
 	c.start()
 	js.adviseConsumer(r.name, cfg.Name, actionCreate)
 	if info.Paused {
@@ -299,8 +313,11 @@ func (r *runner) restoreConsumers() {
 		return
 	}
 	for _, name := range names {
+		if strings.Contains(name, ".") {
+			continue // set aside (holdUnrestored); no consumer name has a dot
+		}
 		if err := r.restoreConsumer(name); err != nil {
-			r.js.logf("consumer %s > %s not restored (left on disk): %v", r.name, name, err)
+			r.holdUnrestored(name, err)
 		}
 	}
 	// Retention for the acks replayed from the journal, once every
@@ -314,6 +331,44 @@ func (r *runner) restoreConsumers() {
 			r.onAcked(c, seqs, false)
 		}
 	}
+}
+
+// holdUnrestored records a consumer a start could not restore: its files
+// stay, and an interest stream removes no message while it is
+// unrestored, since its filter and ack floor are unknown. nats-server
+// v2.15.2 takes such a stream offline instead; cairn keeps serving it
+// and keeps its messages (docs/compatibility.md). Creating a consumer
+// of the same name sets the old files aside and ends the hold
+// (releaseUnrestoredLocked).
+func (r *runner) holdUnrestored(name string, err error) {
+	r.cmu.Lock()
+	r.unrestored[name] = true
+	r.held.Store(true)
+	r.cmu.Unlock()
+	r.js.logf("consumer %s > %s not restored (left on disk): %v", r.name, name, err)
+	if r.retention() == stream.InterestPolicy {
+		r.js.logf("stream %s: interest retention removes no message while consumer %s is not restored; repair or remove %s and restart, or create a consumer named %s (the old files are then set aside)", r.name, name, consumerDir(r.dir, name), name)
+	}
+}
+
+// releaseUnrestoredLocked moves the files of the unrestored consumer
+// name out of the way of a new consumer of that name, to
+// obs/<name>.unrestored-<unix nanoseconds>, and ends its hold on
+// retention. It returns the rename's error (the create fails with
+// 10012 then). The caller holds r.cmu.
+func (r *runner) releaseUnrestoredLocked(name string) error {
+	dir := consumerDir(r.dir, name)
+	aside := fmt.Sprintf("%s.unrestored-%d", dir, r.js.now().UnixNano())
+	if err := r.js.cfg.FS.Rename(dir, aside); err != nil && !vfs.IsNotExist(err) {
+		return fmt.Errorf("move %s, not restored at the start, aside: %w", dir, err)
+	}
+	if err := r.js.cfg.FS.SyncDir(path.Dir(dir)); err != nil {
+		return err
+	}
+	delete(r.unrestored, name)
+	r.held.Store(len(r.unrestored) > 0)
+	r.js.logf("consumer %s > %s: the files a start did not restore are kept as %s; the new consumer starts from its config", r.name, name, path.Base(aside))
+	return nil
 }
 
 func (r *runner) restoreConsumer(name string) error {

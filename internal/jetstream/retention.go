@@ -56,6 +56,9 @@ func (r *runner) signalConsumers() {
 // interested reports whether a consumer of the stream would deliver a
 // message on subject (interest retention keeps nothing else).
 func (r *runner) interested(subject string) bool {
+	if r.held.Load() {
+		return true
+	}
 	for _, c := range r.consumerList() {
 		if c.matches(subject) {
 			return true
@@ -92,6 +95,9 @@ func (r *runner) onAcked(c *cons, seqs []uint64, wait bool) {
 		}
 		r.removeMsgs(gone, wait)
 	case stream.InterestPolicy:
+		if r.held.Load() {
+			return
+		}
 		var gone []uint64
 		others, srcs := r.consumerList(), r.watcherList()
 		for _, seq := range seqs {
@@ -126,6 +132,9 @@ func (r *runner) onSourced(s *sourcer, msgs []*store.StoredMsg, wait bool) {
 			}
 		}
 	case stream.InterestPolicy:
+		if r.held.Load() {
+			return
+		}
 		others, srcs := r.consumerList(), r.watcherList()
 		for _, m := range msgs {
 			if !anyNeeds(others, nil, m.Seq, m.Subject) && !sourcersNeed(srcs, s, m.Seq, m.Subject) {
@@ -174,7 +183,7 @@ func (r *runner) dropUnneededWait() { r.removeMsgs(r.unneeded(), true) }
 // unneeded returns, for an interest stream, the messages that no
 // consumer and no sourcer still needs.
 func (r *runner) unneeded() []uint64 {
-	if r.retention() != stream.InterestPolicy {
+	if r.retention() != stream.InterestPolicy || r.held.Load() {
 		return nil
 	}
 	others, srcs := r.consumerList(), r.watcherList()

@@ -88,6 +88,12 @@ type runner struct {
 	// (or into the directory of a new stream of the same name).
 	consumersDone bool
 	deleting      map[string]bool // consumers being deleted (files not yet removed)
+	// unrestored names the consumers whose directories a start could not
+	// restore (a damaged meta.json, an unreadable state): their files stay
+	// and, while any is left, interest retention removes nothing, since
+	// nobody knows what they still need (retentionHeld). Under cmu.
+	unrestored map[string]bool
+	held       atomic.Bool // len(unrestored) > 0
 	durable       atomic.Uint64   // highest sequence durable in the store
 
 	srcs sourcing // the mirror's or sources' sourcers, and who reads this stream (source.go)
@@ -105,7 +111,7 @@ func newRunner(js *JetStream, cfg stream.Config, created time.Time, dir string, 
 		js: js, name: cfg.Name, created: created, dir: dir,
 		st: stream.New(cfg, st), store: st, cfg: cfg,
 		in: newQueue[item](maxIngest), acks: newQueue[ack](0), direct: newQueue[directJob](maxDirectQueue),
-		consumers: map[string]*cons{}, deleting: map[string]bool{}, storage: cfg.Storage,
+		consumers: map[string]*cons{}, deleting: map[string]bool{}, unrestored: map[string]bool{}, storage: cfg.Storage,
 		atomic: stream.NewAtomicBatches(js.batchLimits(), &js.batches),
 		fast:   stream.NewFastBatches(cfg.Name, js.batchLimits(), &js.batches),
 	}
@@ -531,17 +537,6 @@ func (r *runner) dropIfUninterested(seq uint64, subject string) {
 func (r *runner) flushDrops() {
 	r.deleteMany(r.drops)
 	r.drops = r.drops[:0]
-}
-
-// dropAllUninterested removes every stored message no consumer will
-// deliver, after an update to interest retention. Runs on the apply
-// goroutine.
-func (r *runner) dropAllUninterested(s *stream.Stream) error {
-	if s.Retention() != stream.InterestPolicy {
-		return nil
-	}
-	_, err := s.Store().Purge(store.PurgeRequest{})
-	return err
 }
 
 // rePublish publishes a stored message's republished copy (nil: none).

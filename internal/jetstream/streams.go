@@ -132,6 +132,11 @@ func (js *JetStream) UpdateStream(cfg stream.Config) (*StreamInfo, *jserr.Error)
 	if err != nil {
 		return nil, err
 	}
+	// An interest stream keeps only what a consumer or a sourcer still
+	// needs: after a change to interest retention, nats-server v2.15.2
+	// removes the rest (everything, without consumers) before it answers;
+	// any other update of an interest stream finds nothing to remove.
+	r.dropUnneededWait()
 	r.restartSources()
 	return r.info(InfoOptions{}), nil
 }
@@ -202,7 +207,6 @@ func (js *JetStream) applyUpdate(r *runner, cfg stream.Config) error {
 	apply := func(s *stream.Stream) {
 		if err = s.SetConfig(cfg); err == nil {
 			r.batchesAfterUpdate(&cfg)
-			err = r.dropAllUninterested(s)
 		}
 		if err == nil && shortensMaxAge(oldAge, cfg.MaxAge) {
 			r.expire(s, r.js.now().UnixNano())
