@@ -93,8 +93,8 @@ type runner struct {
 	// and, while any is left, interest retention removes nothing, since
 	// nobody knows what they still need (retentionHeld). Under cmu.
 	unrestored map[string]bool
-	held       atomic.Bool // len(unrestored) > 0
-	durable       atomic.Uint64   // highest sequence durable in the store
+	held       atomic.Bool   // len(unrestored) > 0
+	durable    atomic.Uint64 // highest sequence durable in the store
 
 	srcs sourcing // the mirror's or sources' sourcers, and who reads this stream (source.go)
 
