@@ -91,7 +91,7 @@ type runner struct {
 	// unrestored names the consumers whose directories a start could not
 	// restore (a damaged meta.json, an unreadable state): their files stay
 	// and, while any is left, interest retention removes nothing, since
-	// nobody knows what they still need (retentionHeld). Under cmu.
+	// nobody knows what they still need (held). Under cmu.
 	unrestored map[string]bool
 	held       atomic.Bool   // len(unrestored) > 0
 	durable    atomic.Uint64 // highest sequence durable in the store
