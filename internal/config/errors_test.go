@@ -177,6 +177,16 @@ func TestValidate(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	c, _ = mustLoad(t, "")
+	c.ServerName = "my srv" // as -n sets it
+	if err := c.Validate(); err == nil || err.Error() != "server name cannot contain spaces" {
+		t.Fatalf("server name with a space: %v", err)
+	}
+	c, _ = mustLoad(t, "")
+	c.Cluster.Name = "my cluster" // as --cluster_name sets it
+	if err := c.Validate(); err == nil || err.Error() != "cluster name cannot contain spaces" {
+		t.Fatalf("cluster name with a space: %v", err)
+	}
 	c, _ = mustLoad(t, "lame_duck_duration: \"30s\"\nlame_duck_grace_period: \"30s\"")
 	if err := c.Validate(); err == nil || err.Error() != "lame duck grace period (30s) should be strictly lower than lame duck duration (30s)" {
 		t.Fatalf("got %v", err)

@@ -131,10 +131,23 @@ func block(c *Config, m map[string]any, parent item, keys keyTable, r *report) {
 // validateOptions); they carry no position.
 func (c *Config) Validate() error {
 	var errs []error
-	for _, check := range []func() error{c.Limits.validate, c.Process.validate} {
+	for _, check := range []func() error{c.validateNames, c.Limits.validate, c.Process.validate} {
 		if err := check(); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateNames refuses a server or cluster name with a space, from a
+// flag or the file, with nats-server v2.15.2's texts
+// (ErrServerNameHasSpaces, ErrClusterNameHasSpaces).
+func (c *Config) validateNames() error {
+	if strings.Contains(c.ServerName, " ") {
+		return errors.New("server name cannot contain spaces")
+	}
+	if strings.Contains(c.Cluster.Name, " ") {
+		return errors.New("cluster name cannot contain spaces")
+	}
+	return nil
 }
