@@ -135,13 +135,21 @@ func TestAckJournalTrim(t *testing.T) {
 	if n := len(files()); n < 3 {
 		t.Fatalf("%d journal files, want rotation to 3 or more", n)
 	}
-	ja.Covered(ja.JournalGen())
+	ja.Covered(ja.JournalGen()) // the newest copy covers them, the older does not
+	if err := journalSync(t, a, ackOp(5)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(files()); n < 3 {
+		t.Fatalf("%d journal files left after one covering save: the older state copy needs them", n)
+	}
+	ja.Covered(ja.JournalGen()) // now both copies do
 	if err := journalSync(t, a, ackOp(5)); err != nil { // kicks the trim
 		t.Fatal(err)
 	}
 	if got := files(); !slices.Contains(got, ackFileName(1)) {
 		t.Fatalf("files %v: generation 1 holds b's uncovered ack and must stay", got)
 	}
+	jb.Covered(jb.JournalGen())
 	jb.Covered(jb.JournalGen())
 	waitFor(t, func() bool { return len(files()) == 1 }, "one journal file left after every consumer is covered")
 }
@@ -269,5 +277,70 @@ func TestConsumerStateSurvivesOneDamagedCopy(t *testing.T) {
 	}
 	if again, _ := fs.ReadFile(path.Join(dir, stateDamaged)); !slices.Equal(again, kept) {
 		t.Fatal("a save wrote over the damaged copy kept aside")
+	}
+}
+
+// TestConfirmedAckSurvivesDamagedNewestCopy: an ack journaled after the
+// older state copy was taken stays in the journal when the newest copy
+// covers it, so that a damaged newest copy found at the next open
+// leaves the older copy plus the journal, which still hold the ack.
+func TestConfirmedAckSurvivesDamagedNewestCopy(t *testing.T) {
+	fs := vfs.NewCrashFS()
+	s := mustOpen(t, memConfig(fs, 0), store.Config{})
+	cs := openConsumer(t, s, "c")
+	jc := cs.(store.ConsumerJournal)
+	older := &store.ConsumerState{Delivered: store.SequencePair{Consumer: 7, Stream: 7}}
+	if err := cs.Update(older); err != nil {
+		t.Fatal(err)
+	}
+	jc.Covered(jc.JournalGen())
+	if err := journalSync(t, cs, ackOp(7)); err != nil { // confirmed
+		t.Fatal(err)
+	}
+	ackGen := jc.JournalGen()
+	filler := make([]store.ConsumerOp, 1000)
+	for i := range filler {
+		filler[i] = ackOp(7)
+	}
+	for range 2 * ackRotateSize / (1000 * (ackRecFixed + 1)) {
+		if err := journalSync(t, cs, filler...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newer := &store.ConsumerState{Delivered: store.SequencePair{Consumer: 7, Stream: 7}, AckFloor: store.SequencePair{Consumer: 7, Stream: 7}}
+	gen := jc.JournalGen()
+	if gen == ackGen {
+		t.Fatal("the journal did not rotate")
+	}
+	if err := cs.Update(newer); err != nil {
+		t.Fatal(err)
+	}
+	jc.Covered(gen)
+	s.acks.mu.Lock()
+	first := s.acks.mu.track["c"].first
+	s.acks.mu.Unlock()
+	if first == 0 || first > ackGen {
+		t.Fatalf("the journal may drop generation %d (kept from %d on) which only the newest state copy covers", ackGen, first)
+	}
+	s.Close()
+
+	dir := "/store/consumers/c"
+	for _, slot := range stateSlots {
+		b, _ := fs.ReadFile(path.Join(dir, slot))
+		if st, _, err := decodeConsumerState(b); err == nil && st.AckFloor.Stream == 7 {
+			if err := fs.FlipBit(path.Join(dir, slot), 8*30); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s2 := mustOpen(t, memConfig(fs, 0), store.Config{})
+	defer s2.Close()
+	cs2 := openConsumer(t, s2, "c")
+	st, err := cs2.State()
+	if err != nil || st.AckFloor.Stream != 0 {
+		t.Fatalf("State: %+v %v; want the older copy", st, err)
+	}
+	if ops := cs2.(store.ConsumerJournal).Journaled(); !slices.Contains(ops, ackOp(7)) {
+		t.Fatalf("the confirmed ack of 7 is in neither the older copy nor the journal (%d ops replayed)", len(ops))
 	}
 }

@@ -33,6 +33,10 @@ type consumerStore struct {
 		state  *store.ConsumerState // cached; nil until read
 		gen    uint64               // the newest copy's generation
 		slot   int                  // the slot holding it
+		// covered is the journal generation the newest stored copy
+		// covers (the last Covered); the journal keeps what the older
+		// copy lacks (Covered).
+		covered uint64
 	}
 }
 
@@ -218,7 +222,7 @@ func (cs *consumerStore) readLocked() (*store.ConsumerState, error) {
 	case best == nil:
 		return nil, &store.CorruptError{Where: cs.dir, Reason: "consumer state damaged (" + strings.Join(bad, "; ") + "), set aside as " + stateDamaged}
 	case len(bad) > 0:
-		cs.s.cfg.Logf("filestore: consumer %s: consumer state damaged (%s), set aside as %s; using the other copy, one save older: acknowledgements since may be redelivered",
+		cs.s.cfg.Logf("filestore: consumer %s: consumer state damaged (%s), set aside as %s; using the other copy, which may be one save older: unconfirmed acknowledgements made since it was saved may be redelivered",
 			cs.dir, strings.Join(bad, "; "), stateDamaged)
 	}
 	return best, nil
@@ -269,7 +273,20 @@ func (cs *consumerStore) JournalGen() uint64 { return cs.s.acks.gen() }
 
 // Covered records that the stored state holds this consumer's journal
 // records of every generation below gen.
-func (cs *consumerStore) Covered(gen uint64) { cs.s.acks.covered(cs.name, gen) }
+//
+// The journal is trimmed only below what the older of the two copies
+// covers: the generation of the previous call. When the newest copy is
+// found damaged at the next open, the other copy and the journal's
+// records since it still hold every confirmed ack.
+func (cs *consumerStore) Covered(gen uint64) {
+	cs.mu.Lock()
+	prev := cs.mu.covered
+	cs.mu.covered = gen
+	cs.mu.Unlock()
+	if prev != 0 {
+		cs.s.acks.covered(cs.name, prev)
+	}
+}
 
 // Journaled returns, once, this consumer's records found in the ack
 // journal when the store opened.

@@ -317,10 +317,12 @@
 // never inherits its predecessor's acks.
 //
 // A generation's file is removed once every consumer that wrote to it has
-// stored a state snapshot taken after the generation ended (Covered, with
-// the generation read before the snapshot was taken): its records are
-// then in the state files. A removal undone by a power loss brings back
-// records whose replay changes nothing.
+// stored two state snapshots taken after the generation ended (Covered,
+// with the generation read before the snapshot was taken): its records
+// are then in both copies of each state file, so that a damaged newest
+// copy, read past at the next open, leaves the older copy plus the
+// journal, still holding every confirmed ack. A removal undone by a power
+// loss brings back records whose replay changes nothing.
 //
 // # Writing (group commit)
 //
