@@ -1,0 +1,119 @@
+package filestore
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+// imageSizes returns the length and capacity of the active segment's
+// in-memory image and the capacity of the spare image.
+func imageSizes(s *Store) (length, capacity, spare int) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	g := s.activeLocked()
+	return len(g.buf), cap(g.buf), cap(s.mu.spare)
+}
+
+// appendAll appends msgs in runs of 100 (as a stream's apply loop does)
+// and waits for the last to be durable.
+func appendAll(t *testing.T, s *Store, msgs []store.Msg) {
+	t.Helper()
+	var seq uint64
+	for i := 0; i < len(msgs); i += 100 {
+		s.BeginBatch()
+		for _, m := range msgs[i:min(i+100, len(msgs))] {
+			var err error
+			if seq, err = s.Append(m); err != nil {
+				t.Fatalf("Append: %v", err)
+			}
+		}
+		s.EndBatch()
+	}
+	if err := s.WaitDurable(seq); err != nil {
+		t.Fatalf("WaitDurable(%d): %v", seq, err)
+	}
+}
+
+// TestActiveImageStaysSmall: the active segment keeps in memory only what
+// is not written yet and the chunk being filled, not the whole segment.
+// With the default BlockSize of 8 MiB, a store that took 6 MiB of
+// messages into one segment held 6 MiB (and, after the first roll, a
+// spare image as large) before; now its image stays under trimStep plus
+// one chunk, whatever BlockSize is. Every message still loads, from the
+// image or from the file, before and after a reopen.
+func TestActiveImageStaysSmall(t *testing.T) {
+	fs := vfs.NewCrashFS()
+	s := mustOpen(t, memConfig(fs, 0), store.Config{})
+	var msgs []store.Msg
+	for i := range 6 * 1024 {
+		msgs = append(msgs, store.Msg{Subject: fmt.Sprintf("s.%d", i%5), Data: jsonish(i, 1000), Time: int64(i + 1)})
+	}
+	appendAll(t, s, msgs)
+	if n := len(s.mu.segs); n != 1 {
+		t.Fatalf("%d segments, want 1 (the test is about the active segment)", n)
+	}
+	length, capacity, spare := imageSizes(s)
+	t.Logf("6 MiB appended: image %d bytes (capacity %d), spare %d", length, capacity, spare)
+	if length >= trimStep+chunkSize || capacity > keepImageCap || spare > keepImageCap {
+		t.Fatalf("active image %d bytes (capacity %d), spare %d: want under %d (capacity and spare at most %d)",
+			length, capacity, spare, trimStep+chunkSize, keepImageCap)
+	}
+	wantMsgs(t, s, msgs)
+	s.Close()
+	s = mustOpen(t, memConfig(fs, 0), store.Config{})
+	defer s.Close()
+	if length, _, _ := imageSizes(s); length >= chunkSize {
+		t.Fatalf("after reopen the active image holds %d bytes, want less than a chunk", length)
+	}
+	wantMsgs(t, s, msgs)
+}
+
+// TestLargeMessageImageShrinks: a message larger than keepImageCap grows
+// the image to hold it; once it is written, the image shrinks again
+// instead of keeping that capacity for the life of the segment.
+func TestLargeMessageImageShrinks(t *testing.T) {
+	s := mustOpen(t, memConfig(vfs.NewCrashFS(), 0), store.Config{})
+	defer s.Close()
+	big := store.Msg{Subject: "big", Data: make([]byte, 3<<20), Time: 1}
+	small := make([]store.Msg, 0, 64)
+	for i := range cap(small) {
+		small = append(small, store.Msg{Subject: "small", Data: jsonish(i, 100), Time: int64(i + 2)})
+	}
+	appendAll(t, s, append([]store.Msg{big}, small...))
+	appendAll(t, s, small) // a second batch: the first one's bytes are written by now
+	if _, capacity, spare := imageSizes(s); capacity > keepImageCap || spare > keepImageCap {
+		t.Fatalf("after a 3 MiB message: image capacity %d, spare %d, want at most %d", capacity, spare, keepImageCap)
+	}
+	got, err := s.Load(1)
+	if err != nil || len(got.Data) != len(big.Data) {
+		t.Fatalf("Load(1) = %v, %v", got, err)
+	}
+}
+
+// TestReadsAcrossTrims loads every message while the active segment
+// grows: reads of written bytes go through the chunk cache, which must
+// never keep a chunk the file had only in part.
+func TestReadsAcrossTrims(t *testing.T) {
+	s := mustOpen(t, memConfig(vfs.NewCrashFS(), 0), store.Config{})
+	defer s.Close()
+	var msgs []store.Msg
+	for round := range 8 {
+		for i := range 700 {
+			n := round*700 + i
+			msgs = append(msgs, store.Msg{Subject: "r", Data: jsonish(n, 50+n%300), Time: int64(n + 1)})
+		}
+		appendAll(t, s, msgs[round*700:])
+		for seq := uint64(1); seq <= uint64(len(msgs)); seq++ {
+			m, err := s.LoadNext([]string{"r"}, seq)
+			if err != nil {
+				t.Fatalf("round %d: LoadNext(%d): %v", round, seq, err)
+			}
+			if string(m.Data) != string(msgs[seq-1].Data) {
+				t.Fatalf("round %d: LoadNext(%d) returned other bytes", round, seq)
+			}
+		}
+	}
+}
