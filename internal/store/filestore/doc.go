@@ -451,7 +451,7 @@
 // (an image of at most about 320 KiB plus what waits for the writer,
 // whatever BlockSize is: the writer drops what it wrote, in steps of 256
 // KiB); every other read goes to the file, scans through a bounded cache
-// of whole 64 KiB chunks (Config.CacheBytes). Before,
+// of whole 64 KiB chunks (Config.CacheBytes, 4 MiB by default). Before,
 // the whole active segment and a spare image of it were kept: 16 MiB per
 // stream with the default BlockSize.
 //
