@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"container/heap"
+	"maps"
 	"slices"
 	"time"
 
@@ -93,7 +94,8 @@ func NewState(p Policy, start uint64) *State {
 // Expire returns it (Retry), so that the caller resumes the move.
 func RestoreState(p Policy, st *store.ConsumerState) *State {
 	s := &State{policy: p, delivered: st.Delivered, ackFloor: st.AckFloor, pending: make(map[uint64]*pendingMsg, len(st.Pending))}
-	for sseq, pm := range st.Pending {
+	for _, pm := range st.Pending {
+		sseq := pm.Stream
 		m := &pendingMsg{cseq: pm.Sequence, deliveries: 1 + st.Redelivered[sseq], last: pm.Timestamp}
 		m.deadline = pm.Timestamp + int64(s.wait(m.deliveries))
 		if dl, ok := st.DeadLetter[sseq]; ok {
@@ -103,7 +105,7 @@ func RestoreState(p Policy, st *store.ConsumerState) *State {
 		heap.Push(&s.deadlines, deadline{at: m.deadline, sseq: sseq})
 	}
 	for sseq, n := range st.Redelivered {
-		if _, ok := st.Pending[sseq]; !ok {
+		if _, ok := st.PendingAt(sseq); !ok {
 			s.exhaust(sseq, 1+n)
 			if dl, ok := st.DeadLetter[sseq]; ok {
 				s.holdMark(sseq, dl.Reason, dl.After, 0)
@@ -531,9 +533,10 @@ func (s *State) Snapshot() *store.ConsumerState {
 	if len(s.pending) == 0 {
 		return st
 	}
-	st.Pending = make(map[uint64]store.Pending, len(s.pending))
-	for sseq, m := range s.pending {
-		st.Pending[sseq] = store.Pending{Sequence: m.cseq, Timestamp: m.last}
+	st.Pending = make([]store.StreamPending, 0, len(s.pending))
+	for _, sseq := range slices.Sorted(maps.Keys(s.pending)) {
+		m := s.pending[sseq]
+		st.Pending = append(st.Pending, store.StreamPending{Stream: sseq, Pending: store.Pending{Sequence: m.cseq, Timestamp: m.last}})
 		if m.dead != 0 {
 			if st.DeadLetter == nil {
 				st.DeadLetter = map[uint64]store.DeadLetter{}

@@ -24,7 +24,11 @@ func explicit(wait time.Duration) Policy { return Policy{Ack: AckExplicit, AckWa
 
 func pair(c, s uint64) store.SequencePair { return store.SequencePair{Consumer: c, Stream: s} }
 
-func pend(cseq uint64, ts int64) store.Pending { return store.Pending{Sequence: cseq, Timestamp: ts} }
+// pend is a stored pending entry: stream sequence, consumer sequence and
+// timestamp.
+func pend(sseq, cseq uint64, ts int64) store.StreamPending {
+	return store.StreamPending{Stream: sseq, Pending: store.Pending{Sequence: cseq, Timestamp: ts}}
+}
 
 // deliver records first deliveries of seqs at now.
 func deliver(s *State, now int64, seqs ...uint64) {
@@ -221,7 +225,10 @@ func TestAckFloorUsesFirstDeliverySeq(t *testing.T) {
 	s.Redeliver(1, t0+10*sec) // consumer seq 4
 	s.Redeliver(2, t0+10*sec) // consumer seq 5
 	st := s.Snapshot()
-	if st.Pending[1].Sequence != 1 || st.Pending[2].Sequence != 2 {
+	if p1, _ := st.PendingAt(1); p1.Sequence != 1 {
+		t.Fatalf("stored pending %+v, want the first delivery sequences", st.Pending)
+	}
+	if p2, _ := st.PendingAt(2); p2.Sequence != 2 {
 		t.Fatalf("stored pending %+v, want the first delivery sequences", st.Pending)
 	}
 	steps := []struct {
@@ -814,9 +821,9 @@ func TestSnapshot(t *testing.T) {
 	want := &store.ConsumerState{
 		Delivered: pair(8, 6),
 		AckFloor:  pair(0, 0),
-		Pending: map[uint64]store.Pending{
-			1: pend(1, t0+10*sec), 3: pend(3, t0+11*sec), 4: pend(4, t0+31*sec),
-			5: pend(5, t0), 6: pend(8, t0+12*sec),
+		Pending: []store.StreamPending{
+			pend(1, 1, t0+10*sec), pend(3, 3, t0+11*sec), pend(4, 4, t0+31*sec),
+			pend(5, 5, t0), pend(6, 8, t0+12*sec),
 		},
 		Redelivered: map[uint64]uint64{1: 1, 3: 1},
 	}
@@ -825,8 +832,8 @@ func TestSnapshot(t *testing.T) {
 		t.Fatalf("snapshot\n%+v\nwant\n%+v", got, want)
 	}
 	s.Ack(1, 6)
-	if _, ok := got.Pending[1]; !ok {
-		t.Fatal("snapshot shares its pending map with the state")
+	if _, ok := got.PendingAt(1); !ok {
+		t.Fatal("snapshot shares its pending entries with the state")
 	}
 	empty := NewState(explicit(time.Second), 5).Snapshot()
 	if empty.Pending != nil || empty.Redelivered != nil || empty.Delivered != pair(0, 4) {
@@ -881,7 +888,7 @@ func TestRestoreLate(t *testing.T) {
 	st := &store.ConsumerState{
 		Delivered:   pair(5, 4),
 		AckFloor:    pair(0, 0),
-		Pending:     map[uint64]store.Pending{1: pend(1, t0+3*sec), 2: pend(2, t0), 4: pend(5, t0+10*sec)},
+		Pending:     []store.StreamPending{pend(1, 1, t0+3*sec), pend(2, 2, t0), pend(4, 5, t0+10*sec)},
 		Redelivered: map[uint64]uint64{2: 1},
 	}
 	s := RestoreState(p, st)
@@ -1125,11 +1132,9 @@ func (m *model) snapshot() *store.ConsumerState {
 		}
 		st.Redelivered[q] = n - 1
 	}
-	for q, x := range m.pending {
-		if st.Pending == nil {
-			st.Pending = map[uint64]store.Pending{}
-		}
-		st.Pending[q] = store.Pending{Sequence: x.first, Timestamp: x.last}
+	for _, q := range slices.Sorted(maps.Keys(m.pending)) {
+		x := m.pending[q]
+		st.Pending = append(st.Pending, pend(q, x.first, x.last))
 		if x.deliveries > 1 {
 			if st.Redelivered == nil {
 				st.Redelivered = map[uint64]uint64{}

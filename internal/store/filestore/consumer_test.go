@@ -160,7 +160,7 @@ func TestConsumerStateVersions(t *testing.T) {
 		return &store.ConsumerState{
 			Delivered:   store.SequencePair{Consumer: 9, Stream: 9},
 			AckFloor:    store.SequencePair{Consumer: 5, Stream: 5},
-			Pending:     map[uint64]store.Pending{7: {Sequence: 7, Timestamp: 70}},
+			Pending:     []store.StreamPending{{Stream: 7, Pending: store.Pending{Sequence: 7, Timestamp: 70}}},
 			Redelivered: map[uint64]uint64{3: 0, 6: 2, 7: 1},
 		}
 	}
