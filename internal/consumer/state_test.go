@@ -856,13 +856,15 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 			t.Fatalf("%+v: restored snapshot\n%+v\nwant\n%+v", p, b.Snapshot(), a.Snapshot())
 		}
 		wantFloors(t, b, a.Delivered(), a.AckFloor())
-		for seq, m := range a.pending {
-			r := b.pending[seq]
+		a.pending.each(func(m *pendingMsg) bool {
+			seq := m.sseq
+			r := b.pending.get(seq)
 			if r.deliveries != m.deliveries || r.deadline != m.deadline {
 				t.Fatalf("%+v: restored %d: %d deliveries due t0%+.3fs, want %d due t0%+.3fs",
 					p, seq, r.deliveries, secs(r.deadline), m.deliveries, secs(m.deadline))
 			}
-		}
+			return true
+		})
 		wantDeadline(t, b, t0+10*sec, true) // 5, queued before the snapshot
 		now := t0 + 12*sec
 		b.Expire(now)
@@ -1109,6 +1111,7 @@ func (m *model) drop(sseq uint64) {
 func (m *model) restored() {
 	for _, x := range m.pending {
 		x.queued = false
+		x.deadline = x.last + m.wait(x.deliveries) // the policy may have changed since it was armed
 	}
 	m.rdq = nil
 }
@@ -1330,9 +1333,12 @@ func (r *modelRun) step() string {
 		}
 		return fmt.Sprintf("progress %d", seq)
 	case op < 92:
-		if r.rng.IntN(20) == 0 {
+		switch k := r.rng.IntN(40); {
+		case k < 2:
 			r.now += 60 * sec
-		} else {
+		case k < 3:
+			r.now -= r.rng.Int64N(3 * sec) // the wall clock steps back
+		default:
 			r.now += r.rng.Int64N(4 * sec)
 		}
 		if got, want := s.Expire(r.now), m.expire(r.now); !slices.Equal(got, want) {
@@ -1344,10 +1350,18 @@ func (r *modelRun) step() string {
 		s.DropRedelivery(seq)
 		m.drop(seq)
 		return fmt.Sprintf("drop %d", seq)
-	case op < 98:
+	case op < 97:
 		r.s = RestoreState(r.p, s.Snapshot())
 		m.restored()
 		return "restore"
+	case op < 98:
+		// A consumer update changes the ack wait: it applies from the next
+		// delivery (first deliveries after a shorter wait are due before
+		// earlier ones).
+		r.p.AckWait = []time.Duration{time.Second, 3 * time.Second, 10 * time.Second, 20 * time.Second}[r.rng.IntN(4)]
+		s.SetPolicy(r.p)
+		m.p = r.p
+		return fmt.Sprintf("ack wait %v", r.p.AckWait)
 	default:
 		checkEventually(t, RestoreState(r.p, s.Snapshot()), r.p, now, m.pending)
 		return "eventually"
@@ -1426,7 +1440,8 @@ func runModel(t *testing.T, p Policy, seed uint64, ops int) {
 
 // TestExpireNothingDueIsCheap: with many deliveries pending and none
 // due, Expire and NextDeadline allocate nothing and leave the deadline
-// heap as it is (see BenchmarkExpireNothingDue for the time).
+// heap as it is (see BenchmarkExpireNothingDue for the time; first
+// deliveries have no heap entry, see TestFirstDeliveriesNeedNoHeap).
 func TestExpireNothingDueIsCheap(t *testing.T) {
 	s := pendingState(100_000)
 	n := len(s.deadlines)
@@ -1452,7 +1467,8 @@ func pendingState(n int) *State {
 
 // BenchmarkExpireNothingDue: the runner calls Expire and NextDeadline on
 // every timer tick; with 1,000,000 deliveries pending and none due they
-// must only look at the top of the heap.
+// must only look at the top of the heap and the first delivery waiting
+// for its deadline.
 func BenchmarkExpireNothingDue(b *testing.B) {
 	s := pendingState(1_000_000)
 	now := t0 + 10*sec
