@@ -448,11 +448,12 @@
 // scans skip segments that cannot match, and scans with one literal
 // subject follow the same-subject links. Of the active segment, only the
 // bytes not yet written and the 64 KiB chunk being filled are in memory
-// (an image of at most about 320 KiB plus what waits for the writer,
-// whatever BlockSize is: the writer drops what it wrote, in steps of 256
-// KiB); every other read goes to the file, scans through a bounded cache
-// of whole 64 KiB chunks (Config.CacheBytes, 4 MiB by default). Before,
-// the whole active segment and a spare image of it were kept: 16 MiB per
+// (an image of about 320 KiB plus up to twice what waits for the writer,
+// whatever BlockSize is: the writer drops what it wrote in steps of at
+// least 256 KiB, once the bytes to keep are fewer than those dropped);
+// every other read goes to the file, scans through a bounded cache of
+// whole 64 KiB chunks (Config.CacheBytes, 4 MiB by default). Before, the
+// whole active segment and a spare image of it were kept: 16 MiB per
 // stream with the default BlockSize.
 //
 // Per-message TTLs (store.Config.MsgTTL) add nothing to the format: the

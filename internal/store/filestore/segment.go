@@ -94,11 +94,15 @@ const (
 // filled: readers at the tail of the log copy from memory, and reads from
 // the file only ever touch whole chunks, which never change once written
 // and may be cached (chunkCache). It does nothing until at least trimStep
-// bytes can go. Only the flusher's writer calls it, after its write and
-// before it takes the next batch, so nothing else refers to buf's bytes.
+// bytes can go, nor while the bytes kept (appended since the write) would
+// outnumber those dropped: the copy, made under the store's lock, costs
+// at most one byte per byte written. Only the flusher's writer calls it,
+// after its write and before it takes the next batch, so nothing else
+// refers to buf's bytes.
 func (g *segment) trimImage(written int64) {
 	cut := written &^ (chunkSize - 1)
-	if g.buf == nil || cut-g.bufOff < trimStep {
+	drop := cut - g.bufOff
+	if g.buf == nil || drop < trimStep || int64(len(g.buf))-drop > drop {
 		return
 	}
 	n := copy(g.buf, g.buf[cut-g.bufOff:])
