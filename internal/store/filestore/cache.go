@@ -49,7 +49,7 @@ func newChunkCache(bytes int64) *chunkCache {
 }
 
 // read returns a new buffer holding n bytes of g's file f from offset off;
-// final says g is sealed. A read that follows the segment's previous one
+// final says g is sealed and all written. A read that follows the segment's previous one
 // (a scan) goes through whole chunks; a random one reads just its bytes
 // unless they are cached.
 func (c *chunkCache) read(g *segment, f vfs.File, off int64, n int, final bool) ([]byte, error) {
@@ -94,7 +94,7 @@ func (c *chunkCache) cachedOrScan(g *segment, off int64, n int) bool {
 }
 
 // chunk returns chunk idx of g, from the cache or the file, and caches
-// it when it is whole or g is sealed (final).
+// it when it is whole or g is sealed and all written (final).
 func (c *chunkCache) chunk(g *segment, f vfs.File, idx int64, final bool) ([]byte, error) {
 	key := chunkKey{g, idx}
 	c.mu.Lock()

@@ -21,8 +21,9 @@ type recordRef struct {
 	n   int
 	buf []byte
 	f   vfs.File
-	// final says the segment was sealed when ref was taken: its file
-	// never grows again, so its last, partial chunk may be cached.
+	// final says the segment was sealed and all written when ref was
+	// taken: its file never grows again, so its last, partial chunk may
+	// be cached.
 	final bool
 }
 
@@ -69,7 +70,9 @@ func (s *Store) refLocked(g *segment, i int) (recordRef, error) {
 	if b, ok := g.inImage(ref.off, ref.n); ok {
 		ref.buf = append([]byte(nil), b...)
 	}
-	ref.final = g.sealed
+	// A sealed segment's file is complete only once its image is dropped
+	// (Store.releaseWritten): until then its tail may wait for the writer.
+	ref.final = g.sealed && g.buf == nil
 	return ref, nil
 }
 

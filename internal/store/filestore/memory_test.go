@@ -3,6 +3,7 @@ package filestore
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/cairnmq/cairn/internal/store"
@@ -154,5 +155,132 @@ func TestConsumerUpdateMemory(t *testing.T) {
 	got, err := cs.State()
 	if err != nil || len(got.Pending) != n || got.Pending[n-1] != st.Pending[n-1] {
 		t.Fatalf("State() = %d pending, %v", len(got.Pending), err)
+	}
+}
+
+// gateFS holds every Write of its files while its gate is shut, so that
+// a test can look at the store while the flusher's writer waits in the
+// middle of a batch.
+type gateFS struct {
+	vfs.FS
+	mu      sync.Mutex
+	gate    chan struct{} // nil: writes pass
+	waiting chan struct{} // gets a token when a write starts to wait
+}
+
+func (g *gateFS) Create(name string) (vfs.File, error) { return g.wrap(g.FS.Create(name)) }
+func (g *gateFS) Open(name string) (vfs.File, error)   { return g.wrap(g.FS.Open(name)) }
+func (g *gateFS) OpenAppend(name string) (vfs.File, error) {
+	return g.wrap(g.FS.OpenAppend(name))
+}
+
+func (g *gateFS) wrap(f vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &gateFile{File: f, fs: g}, nil
+}
+
+// shut makes the next writes wait; open lets them through.
+func (g *gateFS) shut() {
+	g.mu.Lock()
+	g.gate, g.waiting = make(chan struct{}), make(chan struct{}, 1)
+	g.mu.Unlock()
+}
+
+func (g *gateFS) open() {
+	g.mu.Lock()
+	close(g.gate)
+	g.gate = nil
+	g.mu.Unlock()
+}
+
+type gateFile struct {
+	vfs.File
+	fs *gateFS
+}
+
+func (f *gateFile) Write(p []byte) (int, error) {
+	f.fs.mu.Lock()
+	gate, waiting := f.fs.gate, f.fs.waiting
+	f.fs.mu.Unlock()
+	if gate != nil {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+		<-gate
+	}
+	return f.File.Write(p)
+}
+
+// TestSealedTailChunkNotCached: a record that straddles the start of
+// the active segment's trimmed image is read from the file, whose last
+// chunk is only partly written. If the segment is sealed while its tail
+// still waits for the writer, that partial chunk must not be cached as
+// the sealed segment's final one: once the tail is written, the records
+// after the straddling one would read past the cached bytes and fail
+// (the cache must treat a sealed segment as final only once its image
+// is dropped, that is once all its bytes are in the file).
+func TestSealedTailChunkNotCached(t *testing.T) {
+	fs := &gateFS{FS: vfs.NewCrashFS()}
+	s := mustOpen(t, memConfig(fs, 1<<20), store.Config{})
+	defer s.Close()
+	var msgs []store.Msg
+	next := func() store.Msg {
+		n := len(msgs)
+		m := store.Msg{Subject: "t", Data: jsonish(n, 900+n%77), Time: int64(n + 1)}
+		msgs = append(msgs, m)
+		return m
+	}
+	for range 500 {
+		next()
+	}
+	appendAll(t, s, msgs) // about 500 KB: the image is trimmed
+	s.mu.RLock()
+	g := s.activeLocked()
+	first, straddle := g.base, uint64(0)
+	for i := range g.offs {
+		if off := int64(g.offs[i]); off < g.bufOff && off+int64(g.recordLen(i)) > g.bufOff {
+			straddle = g.base + uint64(i)
+		}
+	}
+	bufOff := g.bufOff
+	s.mu.RUnlock()
+	if bufOff == 0 || straddle == 0 {
+		t.Fatalf("image from offset %d, record across it %d: the test needs a trimmed image and a record across its start", bufOff, straddle)
+	}
+
+	// Seal the segment with its tail unwritten: the writer waits in the
+	// middle of the batch that holds the tail.
+	fs.shut()
+	s.BeginBatch()
+	for {
+		if _, err := s.Append(next()); err != nil {
+			t.Fatal(err)
+		}
+		s.mu.RLock()
+		rolled := s.activeLocked() != g
+		s.mu.RUnlock()
+		if rolled {
+			break
+		}
+	}
+	s.EndBatch()
+	<-fs.waiting
+	for _, seq := range []uint64{straddle - 1, straddle} { // a scan: through the chunk cache
+		if got, err := s.Load(seq); err != nil || string(got.Data) != string(msgs[seq-first].Data) {
+			t.Fatalf("Load(%d) while the tail waits: %v", seq, err)
+		}
+	}
+	fs.open()
+	if err := s.WaitDurable(uint64(len(msgs))); err != nil {
+		t.Fatal(err)
+	}
+	for seq := straddle + 1; seq <= uint64(len(msgs)); seq++ {
+		got, err := s.Load(seq)
+		if err != nil || string(got.Data) != string(msgs[seq-1].Data) {
+			t.Fatalf("Load(%d) after the tail was written: %v", seq, err)
+		}
 	}
 }
