@@ -454,6 +454,9 @@ func (s *State) Expire(now int64) []Exhausted {
 		}
 		sseq, n := m.sseq, m.count()
 		if m.dead() != 0 {
+			// Spent until RetryMoveAt: a second heap entry of the same
+			// time (a +WPI and the mark at one instant) is stale now.
+			m.deadline = spentDeadline
 			out = append(out, Exhausted{Stream: sseq, Deliveries: n, Retry: true})
 			continue
 		}
@@ -472,6 +475,11 @@ func (s *State) Expire(now int64) []Exhausted {
 	}
 	return out
 }
+
+// spentDeadline is the deadline of a dead-letter mark that Expire
+// returned (Retry) and the caller has not re-armed (RetryMoveAt): no heap
+// entry holds it, so every entry left for the mark is stale.
+const spentDeadline = math.MinInt64
 
 // nextDue returns the delivery whose deadline comes next (by time, then
 // stream sequence), and whether it is the heap's top (else it is the
