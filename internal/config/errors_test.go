@@ -56,7 +56,7 @@ func TestErrorTexts(t *testing.T) {
 		{"\nws: {port: 8080}", `F:2:1: field "ws" is not supported by cairn`},
 		{"gateway {}", `F:1:1: field "gateway" is not supported by cairn`},
 		{"mqtt {}", `F:1:1: field "mqtt" is not supported by cairn`},
-		{"authorization { token: s3cr3t }", `F:1:1: field "authorization" is not supported by cairn yet`},
+		{"authorization { token: s3cr3t, user: a }", `F:1:1: Cannot have a user/pass and token`},
 		{"tls { cert_file: a }", `F:1:1: field "tls" is not supported by cairn yet`},
 		{"accounts { A {} }", `F:1:1: field "accounts" is not supported by cairn yet`},
 		{"jetstream { domain: hub }", `F:1:13: field "domain" is not supported by cairn yet`},

@@ -26,6 +26,7 @@ var topLevelTables = []keyTable{
 	monitoringKeys,
 	jetstreamKeys,
 	clusterKeys,
+	authKeys,
 	unsupportedKeys,
 }
 
@@ -131,7 +132,7 @@ func block(c *Config, m map[string]any, parent item, keys keyTable, r *report) {
 // validateOptions); they carry no position.
 func (c *Config) Validate() error {
 	var errs []error
-	for _, check := range []func() error{c.validateNames, c.Limits.validate, c.Process.validate} {
+	for _, check := range []func() error{c.validateNames, c.Limits.validate, c.Process.validate, c.Auth.validate} {
 		if err := check(); err != nil {
 			errs = append(errs, err)
 		}

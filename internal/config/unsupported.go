@@ -16,9 +16,7 @@ var unsupportedKeys = keyTable{
 
 	// Features cairn does not have yet, whose absence a client would see
 	// (no authentication where the file asks for it, no TLS, ...).
-	"authorization":            unsupportedYet,
 	"accounts":                 unsupportedYet,
-	"no_auth_user":             unsupportedYet,
 	"system_account":           unsupportedYet,
 	"system":                   unsupportedYet,
 	"default_sentinel":         unsupportedYet,
