@@ -42,6 +42,11 @@ JetStream Options:
         --max_memory_store <size>    Memory storage limit (bytes, or with K, M, G, T; 0: no memory streams; default: 75% of the memory)
         --max_file_store <size>      File storage limit (bytes, or with K, M, G, T; 0: no file streams; default: 75% of the free disk)
 ` + clusterUsage + `
+Authorization Options:
+        --user <user>                User required for connections
+        --pass <password>            Password required for connections
+        --auth <token>               Authorization token required for connections
+
 Logging Options:
     -l, --log <file>                 File to redirect log output (default: stderr)
     -D, --debug                      Enable debugging output
@@ -130,6 +135,9 @@ func bindFlags(cfg *config.Config, cl *commandLine, stderr io.Writer) (fs *flag.
 	var dv bool
 	boolVar(fs, &dv, "DV")
 	boolVar(fs, &cl.showVersion, "v", "version")
+	stringVar(fs, &cfg.Auth.User, "user")
+	stringVar(fs, &cfg.Auth.Password, "pass")
+	stringVar(fs, &cfg.Auth.Token, "auth")
 	bindClusterFlags(fs, &cfg.Cluster)
 	return fs, func() {
 		if dv {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/auth"
 	"github.com/cairnmq/cairn/internal/logger"
 	"github.com/cairnmq/cairn/internal/protocol"
 	"github.com/cairnmq/cairn/internal/route"
@@ -50,6 +51,13 @@ type client struct {
 	rts         []routeTarget        // routes receiving the message being dispatched (forward.go)
 	fwdReply    []byte               // scratch for a forwarded JetStream reply
 	queueFilter [][]byte             // a route's message: the queue groups it names
+
+	// Authentication (auth.go): the user is set by the read loop when the
+	// client authenticates; the nonce and timer when it is created.
+	user      *auth.User
+	nonce     []byte
+	authTimer *time.Timer
+	authPhase atomic.Int32 // authOpen, authAwaiting or authTimedOut
 
 	headers   atomic.Bool  // opts.Headers, read by other connections' readers
 	asyncInfo atomic.Bool  // got its connect_info INFO (protocol 1): async INFO updates go to it
@@ -102,6 +110,7 @@ func (c *client) start() {
 	in := c.srv.baseInfo()
 	in.CID = c.cid
 	in.ClientIP = c.ip
+	c.startAuth(&in)
 	c.out.appendBytes(appendInfo(nil, in))
 	c.out.signal()
 	c.lastIn.Store(time.Now().UnixNano())
@@ -181,6 +190,7 @@ func (c *client) protocolError(err error) {
 		c.sendErr(re.Text)
 	}
 	switch {
+	case c.route == nil && quietClose(err):
 	case c.route == nil:
 		c.log.Errorf("%s - cid:%d - Client connection closed: %v", c.addr, c.cid, err) // [ERR], as nats-server logs parser errors
 	case !routeCloseErr(err):
@@ -329,6 +339,7 @@ func (c *client) teardown() {
 		return
 	}
 	c.pings.stop()
+	c.stopAuthTimer()
 	c.mu.Lock()
 	subs := c.subs
 	c.subs = map[string]*subscription{}

@@ -15,11 +15,25 @@ import (
 
 var _ protocol.Handler = (*client)(nil)
 
-// ProcessConnect applies a CONNECT (protocol.md 1.5).
+// ProcessConnect applies a CONNECT (protocol.md 1.5): it authenticates
+// the client (auth.go), then checks the protocol fields. A second CONNECT
+// authenticates again and drops the client's subscriptions, as
+// nats-server v2.15.2 does.
 func (c *client) ProcessConnect(arg []byte) error {
-	c.traceIn("CONNECT", arg)
+	if c.log.TraceEnabled() {
+		c.traceIn("CONNECT", redactConnect(arg))
+	}
 	next, err := parseConnect(arg, c.opts)
 	if err != nil {
+		return err
+	}
+	if c.connectSeen {
+		c.dropAllSubs()
+	}
+	if err := c.authenticate(&next); err != nil {
+		return err
+	}
+	if err := checkConnect(&next); err != nil {
 		return err
 	}
 	c.opts = next
@@ -131,6 +145,21 @@ func (c *client) dropSub(sub *subscription) bool {
 	}
 	delete(c.subs, string(sub.sid))
 	return true
+}
+
+// dropAllSubs removes every subscription of the client (a second
+// CONNECT, as nats-server v2.15.2 clearAccountSubs).
+func (c *client) dropAllSubs() {
+	c.mu.Lock()
+	subs := c.subs
+	c.subs = make(map[string]*subscription)
+	c.mu.Unlock()
+	list := make([]*subscription, 0, len(subs))
+	for _, sub := range subs {
+		_ = c.srv.sl.Remove(sub.subject, sub.queue, sub)
+		list = append(list, sub)
+	}
+	c.srv.interestRemoved(list...)
 }
 
 // removeSub removes sub from the client and the sublist; it is safe to

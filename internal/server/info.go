@@ -28,10 +28,12 @@ type info struct {
 	Host          string   `json:"host"`
 	Port          int      `json:"port"`
 	Headers       bool     `json:"headers"`
+	AuthRequired  bool     `json:"auth_required,omitempty"`
 	MaxPayload    int      `json:"max_payload"`
 	JetStream     bool     `json:"jetstream,omitempty"`
 	CID           uint64   `json:"client_id,omitempty"`
 	ClientIP      string   `json:"client_ip,omitempty"`
+	Nonce         string   `json:"nonce,omitempty"`
 	Cluster       string   `json:"cluster,omitempty"`
 	ConnectURLs   []string `json:"connect_urls,omitempty"`
 	ConnectInfo   bool     `json:"connect_info,omitempty"`

@@ -143,7 +143,9 @@ var _ route.Handler = (*routeConn)(nil)
 // processRouteConnect).
 func (rc *routeConn) ProcessConnect(arg []byte) error {
 	c, s := rc.c, rc.c.srv
-	c.traceIn("CONNECT", arg)
+	if c.log.TraceEnabled() {
+		c.traceIn("CONNECT", redactConnect(arg))
+	}
 	if rc.connectSeen || rc.solicited {
 		return nil
 	}

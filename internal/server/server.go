@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/auth"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/jsapi"
 	"github.com/cairnmq/cairn/internal/logger"
@@ -32,6 +33,8 @@ type Server struct {
 	jsAPI *jsapi.API
 
 	cl *cluster // the cluster listener and routes; nil unless Options.Cluster is enabled
+
+	dir *auth.Directory // who may connect (auth.go); immutable
 
 	lim           atomic.Pointer[limits] // the limits in force (limits.go)
 	publishers    sync.Pool              // connectionless *client values for Publish
@@ -61,6 +64,7 @@ func New(opts Options) (*Server, error) {
 		log:     opts.Logger,
 		sl:      sublist.New[*subscription](),
 		cl:      newCluster(&opts.Cluster),
+		dir:     auth.NewDirectory(&opts.Auth),
 		clients: make(map[uint64]*client),
 		done:    make(chan struct{}),
 	}
@@ -113,15 +117,28 @@ func (s *Server) Start() error {
 	return nil
 }
 
-// warnIfOpen warns, in nats-server's style of log line, when the client
-// port is reachable from other machines: cairn has no authentication yet,
-// so any client that reaches it may use every subject and stream.
+// warnIfOpen logs the authentication in force at start (nats-server
+// advisory CVE-2023-47090: never let an operator guess it). Without any,
+// it warns when the client port is reachable from other machines, since
+// any client that reaches it may use every subject and stream. With
+// plain-text passwords it gives nats-server's warning.
 func (s *Server) warnIfOpen() {
+	addr := net.JoinHostPort(s.opts.Host, strconv.Itoa(s.port))
+	if s.dir.Required() {
+		if s.dir.PlaintextPasswords() {
+			s.log.Warnf("Plaintext passwords detected, use nkeys or bcrypt")
+		}
+		if u := s.dir.NoAuthUser(); u != "" {
+			s.log.Noticef("Clients must authenticate; a client sending no credentials is user %q (no_auth_user)", u)
+		} else {
+			s.log.Noticef("Clients must authenticate")
+		}
+		return
+	}
 	if s.Addr().IP.IsLoopback() {
 		return
 	}
-	s.log.Warnf("Authentication is not supported, any client that can reach %s can connect, publish, subscribe and use JetStream; listen on a loopback address (-a 127.0.0.1) unless that is intended",
-		net.JoinHostPort(s.opts.Host, strconv.Itoa(s.port)))
+	s.log.Warnf("No authentication is configured: any client that can reach %s can connect, publish, subscribe and use JetStream; configure an authorization block (docs/security.md) or listen on a loopback address (-a 127.0.0.1)", addr)
 }
 
 // Addr returns the bound client address, or nil before Start.
