@@ -98,7 +98,7 @@ type Parser struct {
 	// awaitConnect, when set, is called before an operation that does not
 	// start with 'C' or 'c' (SetAwaitConnect).
 	awaitConnect func() error
-	err        error // sticky: set by the first failure
+	err          error // sticky: set by the first failure
 
 	state   parserState
 	scratch []byte // the partial line, or stashed subject+reply then the partial payload
