@@ -58,6 +58,11 @@ type client struct {
 	nonce     []byte
 	authTimer *time.Timer
 	authPhase atomic.Int32 // authOpen, authAwaiting or authTimedOut
+	// Permissions (perms.go): the publish cache is the read loop's; the
+	// allow_responses state is set by the read loop and used by the
+	// goroutines delivering to this client.
+	pubCache map[string]bool
+	replies  atomic.Pointer[replyPerms]
 
 	headers   atomic.Bool  // opts.Headers, read by other connections' readers
 	asyncInfo atomic.Bool  // got its connect_info INFO (protocol 1): async INFO updates go to it
@@ -79,6 +84,9 @@ type subscription struct {
 	queue     string
 	sid       []byte
 	qw        atomic.Int32 // a peer's interest in a queue group: its member count (RS+ weight)
+	// deny, when set, is the subscriber's permissions: a delivery whose
+	// subject they deny is dropped (perms.go). Set at creation.
+	deny      *auth.Perms
 	max       atomic.Int64 // auto-unsubscribe limit, 0 = none (UNSUB <sid> <max>)
 	delivered atomic.Int64 // messages delivered, counted for max
 }

@@ -54,9 +54,9 @@ func (c *client) deliverAllAs(match, subj, reply []byte, hdrLen int, msg []byte)
 			if !c.inQueueFilter(q.Name) {
 				continue
 			}
-			sub = c.pickLocalQueueMember(q.Members)
+			sub = c.pickLocalQueueMember(q.Members, subj)
 		} else {
-			sub = c.pickQueueMember(q.Members)
+			sub = c.pickQueueMember(q.Members, subj)
 		}
 		switch {
 		case sub == nil:
@@ -89,6 +89,9 @@ func (c *client) deliverTo(sub *subscription, subj, reply []byte, hdrLen int, ms
 		callHandler(sub, subj, reply, hdrLen, msg)
 		return true
 	}
+	if sub.deny != nil && sub.deny.DeniedDelivery(subj, sub.queue) {
+		return false
+	}
 	rc := sub.client
 	n := sub.delivered.Add(1)
 	max := sub.max.Load()
@@ -106,6 +109,11 @@ func (c *client) deliverTo(sub *subscription, subj, reply []byte, hdrLen int, ms
 	c.markFlush(rc)
 	if stalled && rc != c && c.stallOn == nil {
 		c.stallOn = rc
+	}
+	if len(reply) > 0 {
+		if rp := rc.replies.Load(); rp != nil {
+			rp.record(reply)
+		}
 	}
 	if max > 0 && n == max {
 		rc.removeSub(sub)

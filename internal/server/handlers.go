@@ -88,11 +88,16 @@ func (c *client) ProcessPong() error {
 	return nil
 }
 
-// ProcessSub adds a subscription (protocol.md 1.3, 1.7). An invalid
-// subject or queue gets -ERR 'Invalid Subject' and the connection stays
-// open. A repeated sid is ignored.
+// ProcessSub adds a subscription (protocol.md 1.3, 1.7). One the user may
+// not make gets a permissions violation (perms.go), an invalid subject or
+// queue -ERR 'Invalid Subject'; the connection stays open. A repeated sid
+// is ignored.
 func (c *client) ProcessSub(subj, queue, sid []byte) error {
 	c.traceIn("SUB", subj, queue, sid)
+	if !c.maySubscribe(subj, queue) {
+		c.subViolation(subj, queue, sid)
+		return nil
+	}
 	c.mu.Lock()
 	dup := c.subs[string(sid)] != nil
 	c.mu.Unlock()
@@ -106,6 +111,7 @@ func (c *client) ProcessSub(subj, queue, sid []byte) error {
 	}
 	c.mu.Lock()
 	sub := &subscription{client: c, subject: string(subj), queue: string(queue), sid: bytes.Clone(sid)}
+	sub.deny = c.denyFilter(sub.subject, sub.queue)
 	c.subs[string(sub.sid)] = sub
 	c.mu.Unlock()
 	if err := c.srv.sl.Insert(sub.subject, sub.queue, sub); err != nil {
@@ -213,14 +219,16 @@ func isReservedReply(reply []byte) bool {
 	return hasAnyPrefix(reply, reservedReplyPrefixes)
 }
 
-// checkPub applies the pedantic subject check and the reserved-prefix
-// permission checks; it reports whether the message may be delivered.
+// checkPub applies the pedantic subject check, the reserved-prefix
+// permission checks and the user's publish permissions (perms.go), in
+// nats-server v2.15.2's order (processInboundClientMsg); it reports
+// whether the message may be delivered.
 func (c *client) checkPub(subj, reply []byte) bool {
 	if c.opts.Pedantic && !subject.ValidLiteralBytes(subj) {
 		c.sendErr("Invalid Publish Subject")
 	}
-	if hasAnyPrefix(subj, reservedSubjectPrefixes) {
-		c.sendErr(fmt.Sprintf("Permissions Violation for Publish to %q", subj))
+	if hasAnyPrefix(subj, reservedSubjectPrefixes) || !c.mayPublish(subj) {
+		c.pubViolation(subj)
 		return false
 	}
 	if isReservedReply(reply) {
