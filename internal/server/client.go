@@ -77,13 +77,13 @@ type client struct {
 // subscription is one SUB of one client. It is stored in the server's
 // sublist and in its client's subs map.
 type subscription struct {
-	client    *client    // nil for an internal subscription
-	handler   MsgHandler // set for an internal subscription
-	removed   atomic.Bool
-	subject   string
-	queue     string
-	sid       []byte
-	qw        atomic.Int32 // a peer's interest in a queue group: its member count (RS+ weight)
+	client  *client    // nil for an internal subscription
+	handler MsgHandler // set for an internal subscription
+	removed atomic.Bool
+	subject string
+	queue   string
+	sid     []byte
+	qw      atomic.Int32 // a peer's interest in a queue group: its member count (RS+ weight)
 	// deny, when set, is the subscriber's permissions: a delivery whose
 	// subject they deny is dropped (perms.go). Set at creation.
 	deny      *auth.Perms
