@@ -129,10 +129,10 @@ func authorizationKey(c *Config, it item, r *report) {
 	case (a.user != "" || a.pass != "") && a.token != "":
 		r.errorf(it, "Cannot have a user/pass and token")
 		return
-	case a.usersSet && a.user != "":
+	case (a.usersSet || len(c.Auth.Users) > 0) && a.user != "":
 		r.errorf(it, "Can not have a single user/pass and a users array")
 		return
-	case a.usersSet && a.token != "":
+	case (a.usersSet || len(c.Auth.Users) > 0) && a.token != "":
 		r.errorf(it, "Can not have a token and a users array")
 		return
 	}
@@ -520,6 +520,9 @@ func (a *Auth) Required() bool {
 // validate checks what depends on several keys or on flags (nats-server
 // v2.15.2 validateAuth, validateNoAuthUser); the texts are nats-server's.
 func (a *Auth) validate() error {
+	if err := a.validateAccounts(); err != nil {
+		return err
+	}
 	if a.NoAuthUser == "" {
 		return nil
 	}

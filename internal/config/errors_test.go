@@ -58,7 +58,7 @@ func TestErrorTexts(t *testing.T) {
 		{"mqtt {}", `F:1:1: field "mqtt" is not supported by cairn`},
 		{"authorization { token: s3cr3t, user: a }", `F:1:1: Cannot have a user/pass and token`},
 		{"tls { cert_file: a }", `F:1:1: field "tls" is not supported by cairn yet`},
-		{"accounts { A {} }", `F:1:1: field "accounts" is not supported by cairn yet`},
+		{"accounts { $G {} }", `F:1:12: "$G" is a Reserved Account`},
 		{"jetstream { domain: hub }", `F:1:13: field "domain" is not supported by cairn yet`},
 		{"jetstream { key: s3cr3t }", `F:1:13: field "key" is not supported by cairn yet`},
 		{"max_subscriptions: 10", `F:1:1: field "max_subscriptions" is not supported by cairn yet: cairn does not limit subscriptions per client yet`},

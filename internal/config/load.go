@@ -27,6 +27,7 @@ var topLevelTables = []keyTable{
 	jetstreamKeys,
 	clusterKeys,
 	authKeys,
+	accountKeys,
 	unsupportedKeys,
 }
 

@@ -16,9 +16,6 @@ var unsupportedKeys = keyTable{
 
 	// Features cairn does not have yet, whose absence a client would see
 	// (no authentication where the file asks for it, no TLS, ...).
-	"accounts":                 unsupportedYet,
-	"system_account":           unsupportedYet,
-	"system":                   unsupportedYet,
 	"default_sentinel":         unsupportedYet,
 	"tls":                      unsupportedYet,
 	"allow_non_tls":            zeroOnlyBool,

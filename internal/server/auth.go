@@ -161,6 +161,9 @@ func (c *client) authFailed(opts *connectOpts) error {
 // setUser makes u the client's identity. It runs on the read loop.
 func (c *client) setUser(u *auth.User) {
 	c.user = u
+	if acc := c.srv.account(u.Account); acc != nil {
+		c.acc = acc
+	}
 	c.pubCache = nil
 	c.replies.Store(newReplyPerms(u, time.Now))
 	c.parser.SetAwaitConnect(nil)

@@ -35,7 +35,12 @@ type client struct {
 	out    *outbound
 	parser *protocol.Parser // nil for a route
 	route  *routeConn       // set for a route connection (routeconn.go)
-	pre    []byte           // bytes read before the read loop started (a route's first line)
+	// acc is the account the client publishes in and subscribes to: $G
+	// until it authenticates as a user of another (accounts.go). A
+	// route's is the account of the message it is delivering. Owned by
+	// the read loop.
+	acc *account
+	pre []byte // bytes read before the read loop started (a route's first line)
 
 	// Owned by the read loop.
 	lim         *limits // the server's limits the parser was last given
@@ -47,6 +52,8 @@ type client struct {
 	nrHdr       []byte               // scratch for the no-responders header
 	stallOn     *client              // a receiver this batch backed up (see stall.go)
 	internal    bool                 // a connectionless publisher used by Server.Publish
+	importing   bool                 // an internal publisher delivering for an import: import subscriptions are skipped
+	localOnly   bool                 // an internal publisher that must not forward to routes
 	scratch     []byte               // Server.Publish: header and payload joined
 	rts         []routeTarget        // routes receiving the message being dispatched (forward.go)
 	fwdReply    []byte               // scratch for a forwarded JetStream reply
@@ -56,6 +63,8 @@ type client struct {
 	// client authenticates; the nonce and timer when it is created.
 	user      *auth.User
 	nonce     []byte
+	started   time.Time     // when the connection was accepted
+	rtt       time.Duration // the first round trip: accepted to CONNECT (nats-server computeRTT); read loop
 	authTimer *time.Timer
 	authPhase atomic.Int32 // authOpen, authAwaiting or authTimedOut
 	// Permissions (perms.go): the publish cache is the read loop's; the
@@ -79,11 +88,17 @@ type client struct {
 type subscription struct {
 	client  *client    // nil for an internal subscription
 	handler MsgHandler // set for an internal subscription
-	removed atomic.Bool
-	subject string
-	queue   string
-	sid     []byte
-	qw      atomic.Int32 // a peer's interest in a queue group: its member count (RS+ weight)
+	// svc, set for a service import's subscription, is called instead of
+	// handler with the publishing client (imports.go).
+	svc func(c *client, subj, reply []byte, hdrLen int, msg []byte)
+	// imported marks an import's internal subscription (imports.go).
+	imported bool
+	removed  atomic.Bool
+	acc      *account // whose subject index holds it
+	subject  string
+	queue    string
+	sid      []byte
+	qw       atomic.Int32 // a peer's interest in a queue group: its member count (RS+ weight)
 	// deny, when set, is the subscriber's permissions: a delivery whose
 	// subject they deny is dropped (perms.go). Set at creation.
 	deny      *auth.Perms
@@ -94,15 +109,17 @@ type subscription struct {
 func newClient(s *Server, nc net.Conn, cid uint64) *client {
 	lim := s.limits()
 	c := &client{
-		srv:  s,
-		cid:  cid,
-		tag:  "cid",
-		nc:   nc,
-		log:  s.log,
-		lim:  lim,
-		out:  newOutbound(lim.MaxPending),
-		opts: connectOpts{Verbose: true, Pedantic: true, Echo: true},
-		subs: make(map[string]*subscription),
+		srv:     s,
+		cid:     cid,
+		tag:     "cid",
+		nc:      nc,
+		log:     s.log,
+		lim:     lim,
+		out:     newOutbound(lim.MaxPending),
+		opts:    connectOpts{Verbose: true, Pedantic: true, Echo: true},
+		subs:    make(map[string]*subscription),
+		acc:     s.gacc,
+		started: time.Now(),
 	}
 	if addr, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 		c.ip = addr.IP.String()
@@ -354,7 +371,7 @@ func (c *client) teardown() {
 	c.mu.Unlock()
 	list := make([]*subscription, 0, len(subs))
 	for _, sub := range subs {
-		_ = c.srv.sl.Remove(sub.subject, sub.queue, sub)
+		_ = sub.acc.sl.Remove(sub.subject, sub.queue, sub)
 		list = append(list, sub)
 	}
 	if c.route != nil {

@@ -32,17 +32,19 @@ func (c *client) deliverAll(subj, reply []byte, hdrLen int, msg []byte) bool {
 // subscribers only, and of the queue groups only those it names. It
 // reports whether anything received the message, a peer included.
 func (c *client) deliverAllAs(match, subj, reply []byte, hdrLen int, msg []byte) bool {
-	r := c.srv.sl.Match(match)
+	r := c.acc.sl.Match(match)
 	fromRoute := c.route != nil
 	delivered := false
 	for _, sub := range r.Plain {
 		switch {
 		case sub.isRemote():
-			if !fromRoute {
+			if !fromRoute && !c.localOnly {
 				c.addRouteTarget(sub.client, "")
 			}
-		case fromRoute && sub.client == nil:
+		case fromRoute && sub.client == nil && !sub.imported:
 			// JetStream's internal subscriptions stay local (interest.go).
+		case c.importing && sub.imported:
+			// An imported message is not imported again (imports.go).
 		default:
 			delivered = c.deliver(sub, subj, reply, hdrLen, msg) || delivered
 		}
@@ -61,7 +63,9 @@ func (c *client) deliverAllAs(match, subj, reply []byte, hdrLen int, msg []byte)
 		switch {
 		case sub == nil:
 		case sub.isRemote():
-			c.addRouteTarget(sub.client, q.Name)
+			if !c.localOnly {
+				c.addRouteTarget(sub.client, q.Name)
+			}
 		default:
 			delivered = c.deliver(sub, subj, reply, hdrLen, msg) || delivered
 		}
@@ -85,6 +89,10 @@ func (c *client) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg 
 // deliverTo delivers to sub regardless of echo, honouring its
 // auto-unsubscribe limit, and reports whether it did.
 func (c *client) deliverTo(sub *subscription, subj, reply []byte, hdrLen int, msg []byte) bool {
+	if sub.svc != nil {
+		sub.svc(c, subj, reply, hdrLen, msg)
+		return true
+	}
 	if sub.handler != nil {
 		callHandler(sub, subj, reply, hdrLen, msg)
 		return true
@@ -158,7 +166,7 @@ func frameBound(sid, subj, reply, msg []byte) int {
 // (not queue) subscription that matches the reply subject, if it has one:
 // HMSG <reply> <sid> <n> <n>\r\nNATS/1.0 503\r\nNats-Subject: <subj>\r\n\r\n\r\n
 func (c *client) sendNoResponders(subj, reply []byte) {
-	sub := ownSubscription(c, c.srv.sl.Match(reply))
+	sub := ownSubscription(c, c.acc.sl.Match(reply))
 	if sub == nil {
 		return
 	}

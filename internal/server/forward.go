@@ -81,14 +81,14 @@ func (c *client) forwardTo(t *routeTarget, match, reply []byte, hdrLen int, msg 
 		o.mu.Unlock()
 		return
 	}
-	tail := o.tailLocked(route.MsgHeaderBound(globalAccountName, match, reply, t.queues) + len(msg) + 2)
-	tail = route.AppendMsgHeader(tail, globalAccountName, match, reply, t.queues, hdrLen, len(msg))
+	tail := o.tailLocked(route.MsgHeaderBound(c.acc.name, match, reply, t.queues) + len(msg) + 2)
+	tail = route.AppendMsgHeader(tail, c.acc.name, match, reply, t.queues, hdrLen, len(msg))
 	tail = append(append(tail, msg...), "\r\n"...)
 	ok := o.commitLocked(tail)
 	stalled := o.stall != nil
 	o.mu.Unlock()
 	if rc.log.TraceEnabled() {
-		rc.traceOutRouteMsg(match, reply, t.queues, hdrLen, len(msg))
+		rc.traceOutRouteMsg(c.acc.name, match, reply, t.queues, hdrLen, len(msg))
 	}
 	if !ok {
 		rc.closeSlowConsumer()

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/protocol"
 	"github.com/cairnmq/cairn/internal/subject"
@@ -29,6 +30,8 @@ func (c *client) ProcessConnect(arg []byte) error {
 	}
 	if c.connectSeen {
 		c.dropAllSubs()
+	} else {
+		c.rtt = max(time.Since(c.started), 1)
 	}
 	if err := c.authenticate(&next); err != nil {
 		return err
@@ -77,7 +80,7 @@ func (c *client) sendConnectInfo() {
 	in.CID = c.cid
 	in.ClientIP = c.ip
 	in.ConnectInfo = true
-	in.RemoteAccount = globalAccount
+	in.RemoteAccount = c.acc.name
 	c.enqueue(appendInfo(nil, in))
 }
 
@@ -110,11 +113,11 @@ func (c *client) ProcessSub(subj, queue, sid []byte) error {
 		return nil
 	}
 	c.mu.Lock()
-	sub := &subscription{client: c, subject: string(subj), queue: string(queue), sid: bytes.Clone(sid)}
+	sub := &subscription{client: c, acc: c.acc, subject: string(subj), queue: string(queue), sid: bytes.Clone(sid)}
 	sub.deny = c.denyFilter(sub.subject, sub.queue)
 	c.subs[string(sub.sid)] = sub
 	c.mu.Unlock()
-	if err := c.srv.sl.Insert(sub.subject, sub.queue, sub); err != nil {
+	if err := sub.acc.sl.Insert(sub.subject, sub.queue, sub); err != nil {
 		c.dropSub(sub)
 		c.sendErr("Invalid Subject")
 		return nil
@@ -162,7 +165,7 @@ func (c *client) dropAllSubs() {
 	c.mu.Unlock()
 	list := make([]*subscription, 0, len(subs))
 	for _, sub := range subs {
-		_ = c.srv.sl.Remove(sub.subject, sub.queue, sub)
+		_ = sub.acc.sl.Remove(sub.subject, sub.queue, sub)
 		list = append(list, sub)
 	}
 	c.srv.interestRemoved(list...)
@@ -172,7 +175,7 @@ func (c *client) dropAllSubs() {
 // call more than once and from any goroutine.
 func (c *client) removeSub(sub *subscription) {
 	if c.dropSub(sub) {
-		_ = c.srv.sl.Remove(sub.subject, sub.queue, sub)
+		_ = sub.acc.sl.Remove(sub.subject, sub.queue, sub)
 		c.srv.interestRemoved(sub)
 	}
 }

@@ -13,10 +13,6 @@ import (
 // choice.
 const NATSVersion = "2.10.0"
 
-// globalAccount is the name of the single account cairn has, as
-// nats-server names its default account.
-const globalAccount = "$G"
-
 // info is the INFO JSON object, with nats-server v2.15.2's keys, key order
 // and omitempty rules (protocol.md section 1.4).
 type info struct {

@@ -12,10 +12,7 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/auth"
-	"github.com/cairnmq/cairn/internal/jetstream"
-	"github.com/cairnmq/cairn/internal/jsapi"
 	"github.com/cairnmq/cairn/internal/logger"
-	"github.com/cairnmq/cairn/internal/sublist"
 )
 
 // Server accepts client connections and delivers messages between them.
@@ -24,13 +21,14 @@ type Server struct {
 	opts Options
 	id   string
 	log  *logger.Logger
-	sl   *sublist.Sublist[*subscription]
+
+	// accounts are the subject namespaces (accounts.go), $G among them;
+	// made by New, never changed.
+	accounts map[string]*account
+	gacc     *account
 
 	ln   net.Listener
 	port int // the bound port, known after Start
-
-	js    *jetstream.JetStream // nil unless Options.JetStream
-	jsAPI *jsapi.API
 
 	cl *cluster // the cluster listener and routes; nil unless Options.Cluster is enabled
 
@@ -62,13 +60,13 @@ func New(opts Options) (*Server, error) {
 		opts:    opts,
 		id:      id,
 		log:     opts.Logger,
-		sl:      sublist.New[*subscription](),
 		cl:      newCluster(&opts.Cluster),
 		dir:     auth.NewDirectory(&opts.Auth),
 		clients: make(map[uint64]*client),
 		done:    make(chan struct{}),
 	}
 	s.lim.Store(limitsOf(&opts))
+	s.initAccounts()
 	return s, nil
 }
 
@@ -102,6 +100,11 @@ func (s *Server) Start() error {
 			_ = ln.Close()
 			return err
 		}
+	}
+	if err := s.startImports(); err != nil {
+		_ = ln.Close()
+		s.stopJetStream()
+		return err
 	}
 	s.log.Noticef("Listening for client connections on %s", net.JoinHostPort(s.opts.Host, strconv.Itoa(s.port)))
 	s.warnIfOpen()
@@ -175,7 +178,13 @@ func (s *Server) SlowConsumers() int64 { return s.slowConsumers.Load() }
 // NumSubscriptions returns the number of subscriptions in the sublist:
 // clients', internal ones and, in a cluster, one per subject and queue
 // group each peer announced.
-func (s *Server) NumSubscriptions() int { return s.sl.Count() }
+func (s *Server) NumSubscriptions() int {
+	n := 0
+	for _, a := range s.accounts {
+		n += a.sl.Count()
+	}
+	return n
+}
 
 // goroutine starts fn tracked by the server's wait group. It reports false
 // and starts nothing once shutdown has begun.
