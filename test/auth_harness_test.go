@@ -83,7 +83,7 @@ func startCairnConf(t *testing.T, conf string, mod func(*server.Options)) secTar
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config.Validate: %v", err)
 	}
-	opts := server.Options{Host: "127.0.0.1", Port: -1, Auth: cfg.Auth}
+	opts := server.Options{Host: "127.0.0.1", Port: -1, Auth: cfg.Auth, TLS: cfg.TLS}
 	if cfg.JetStream.Enabled {
 		opts.JetStream, opts.StoreDir = true, cfg.JetStream.StoreDir
 		if opts.StoreDir == "" {

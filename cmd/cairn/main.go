@@ -189,6 +189,7 @@ func serverOptions(c *config.Config, log *logger.Logger) server.Options {
 		AckBeforeSyncInterval: c.JetStream.AckBeforeSyncInterval,
 		Cluster:               clusterOptions(c.Cluster),
 		Auth:                  c.Auth,
+		TLS:                   c.TLS,
 		Logger:                log,
 	}
 }

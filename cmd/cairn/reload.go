@@ -53,6 +53,7 @@ var startOnly = map[string]string{
 	"authorization.users":      "cairn applies authentication at start only",
 	"no_auth_user":             "cairn applies authentication at start only",
 	"accounts":                 "cairn applies accounts at start only",
+	"allow_non_tls":            "cairn applies TLS at start only",
 }
 
 // secretKey reports whether a setting's values may hold a secret.
@@ -104,7 +105,9 @@ func refusal(c config.Change) error {
 	if secretKey(c.Key) {
 		err = fmt.Errorf("config reload not supported for %s (values not shown)", c.Key)
 	}
-	if why, ok := startOnly[c.Key]; ok {
+	if strings.HasPrefix(c.Key, "tls.") {
+		err = fmt.Errorf("%w (cairn applies TLS at start only)", err)
+	} else if why, ok := startOnly[c.Key]; ok {
 		err = fmt.Errorf("%w (%s)", err, why)
 	}
 	return err

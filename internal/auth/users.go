@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"crypto/x509"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/config"
@@ -54,6 +55,9 @@ type Credentials struct {
 	// ConnType is the connection type (config.ConnectionTypeStandard for
 	// a NATS client).
 	ConnType string
+	// Cert is the client's verified TLS certificate, nil without one;
+	// with verify_and_map it is what identifies the user (certmap.go).
+	Cert *x509.Certificate
 }
 
 // empty reports whether the client sent no credentials at all.
@@ -71,13 +75,16 @@ type Directory struct {
 	nkeys      map[string]*User // by public nkey
 	noAuthUser string
 	timeout    time.Duration
+	tlsMap     bool // users are identified by their TLS certificates (certmap.go)
 }
 
 // NewDirectory builds the directory of a configuration (checked by
 // config.Load and Config.Validate). Users are found by config.User.ID;
-// the permissions of each are compiled once (NewPerms).
-func NewDirectory(a *config.Auth) *Directory {
+// the permissions of each are compiled once (NewPerms). With tlsMap
+// (verify_and_map), a client is the user its certificate names.
+func NewDirectory(a *config.Auth, tlsMap bool) *Directory {
 	d := &Directory{
+		tlsMap:     tlsMap,
 		token:      a.Token,
 		user:       a.User,
 		pass:       a.Password,
@@ -184,6 +191,13 @@ func (d *Directory) Authenticate(cr *Credentials) (*User, bool) {
 			}
 			return u, true
 		}
+	}
+	if len(d.users) > 0 && d.tlsMap {
+		u := d.mapCert(cr.Cert)
+		if u == nil || !u.allows(cr.ConnType) {
+			return nil, false
+		}
+		return u, true
 	}
 	if len(d.users) > 0 {
 		if u := d.users[d.noAuthUser]; noAuth && u != nil {

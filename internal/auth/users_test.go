@@ -19,7 +19,7 @@ func hash(t *testing.T, pw string) string {
 }
 
 func TestNoAuthRequired(t *testing.T) {
-	d := NewDirectory(&config.Auth{})
+	d := NewDirectory(&config.Auth{}, false)
 	if d.Required() || d.NonceRequired() {
 		t.Fatal("empty directory requires auth")
 	}
@@ -30,7 +30,7 @@ func TestNoAuthRequired(t *testing.T) {
 
 func TestTokenAndSingleUser(t *testing.T) {
 	for _, tok := range []string{"s3cr3t", hash(t, "s3cr3t")} {
-		d := NewDirectory(&config.Auth{Token: tok})
+		d := NewDirectory(&config.Auth{Token: tok}, false)
 		if _, ok := d.Authenticate(&Credentials{Token: "s3cr3t"}); !ok {
 			t.Errorf("token %q refused", tok)
 		}
@@ -40,7 +40,7 @@ func TestTokenAndSingleUser(t *testing.T) {
 			}
 		}
 	}
-	d := NewDirectory(&config.Auth{User: "a", Password: hash(t, "pw")})
+	d := NewDirectory(&config.Auth{User: "a", Password: hash(t, "pw")}, false)
 	if u, ok := d.Authenticate(&Credentials{User: "a", Pass: "pw"}); !ok || u.Name != "a" {
 		t.Errorf("user refused: %+v", u)
 	}
@@ -50,7 +50,7 @@ func TestTokenAndSingleUser(t *testing.T) {
 	if d.PlaintextPasswords() {
 		t.Error("bcrypt password counted as plain text")
 	}
-	if !NewDirectory(&config.Auth{User: "a", Password: "pw"}).PlaintextPasswords() {
+	if !NewDirectory(&config.Auth{User: "a", Password: "pw"}, false).PlaintextPasswords() {
 		t.Error("plain password not detected")
 	}
 }
@@ -67,7 +67,7 @@ func TestUsersAndNkeys(t *testing.T) {
 		{Name: "bob", Password: "b-pw", ConnectionTypes: []string{"WEBSOCKET"}},
 		{Nkey: pub, Permissions: &config.Permissions{Publish: &config.SubjectPermission{Allow: []string{"x"}}}},
 	}}
-	d := NewDirectory(a)
+	d := NewDirectory(a, false)
 	if !d.Required() || !d.NonceRequired() {
 		t.Fatal("users: auth and nonce required")
 	}
@@ -112,7 +112,7 @@ func TestNoAuthUser(t *testing.T) {
 	kp, _ := nkeys.CreateUser()
 	pub, _ := kp.PublicKey()
 	for _, nau := range []string{"guest", pub} {
-		d := NewDirectory(&config.Auth{NoAuthUser: nau, Users: []config.User{{Name: "guest", Password: "g"}, {Nkey: pub}}})
+		d := NewDirectory(&config.Auth{NoAuthUser: nau, Users: []config.User{{Name: "guest", Password: "g"}, {Nkey: pub}}}, false)
 		u, ok := d.Authenticate(&Credentials{ConnType: "STANDARD"})
 		if !ok || u.Name != nau {
 			t.Errorf("%s: %+v %v", nau, u, ok)

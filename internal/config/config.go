@@ -42,7 +42,8 @@ type Config struct {
 	Monitor   Monitor   // HTTP monitoring, accepted and not served yet (monitoring.go)
 	JetStream JetStream // the jetstream block (jetstream.go)
 	Cluster   Cluster   // the cluster block (cluster.go)
-	Auth      Auth      // the authorization block, no_auth_user and the accounts' users (auth.go)
+	Auth      Auth      // the authorization block, no_auth_user and the accounts (auth.go, accounts.go)
+	TLS       TLS       // the tls block of the client listener (tls.go)
 }
 
 // Default returns the Config of an empty file: every field zero except

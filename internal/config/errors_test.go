@@ -57,7 +57,7 @@ func TestErrorTexts(t *testing.T) {
 		{"gateway {}", `F:1:1: field "gateway" is not supported by cairn`},
 		{"mqtt {}", `F:1:1: field "mqtt" is not supported by cairn`},
 		{"authorization { token: s3cr3t, user: a }", `F:1:1: Cannot have a user/pass and token`},
-		{"tls { cert_file: a }", `F:1:1: field "tls" is not supported by cairn yet`},
+		{"tls { cert_file: a }", `F:1:1: missing 'key_file' in TLS configuration`},
 		{"accounts { $G {} }", `F:1:12: "$G" is a Reserved Account`},
 		{"jetstream { domain: hub }", `F:1:13: field "domain" is not supported by cairn yet`},
 		{"jetstream { key: s3cr3t }", `F:1:13: field "key" is not supported by cairn yet`},

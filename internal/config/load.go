@@ -28,6 +28,7 @@ var topLevelTables = []keyTable{
 	clusterKeys,
 	authKeys,
 	accountKeys,
+	tlsKeys,
 	unsupportedKeys,
 }
 

@@ -17,8 +17,6 @@ var unsupportedKeys = keyTable{
 	// Features cairn does not have yet, whose absence a client would see
 	// (no authentication where the file asks for it, no TLS, ...).
 	"default_sentinel":         unsupportedYet,
-	"tls":                      unsupportedYet,
-	"allow_non_tls":            zeroOnlyBool,
 	"ocsp":                     unsupportedYet,
 	"ocsp_cache":               unsupportedYet,
 	"operator":                 unsupportedYet,

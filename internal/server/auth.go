@@ -62,7 +62,15 @@ func (c *client) startAuth(in *info) {
 	}
 	c.authPhase.Store(authAwaiting)
 	c.parser.SetAwaitConnect(c.connectFirst)
-	c.authTimer = time.AfterFunc(d.Timeout(), c.authTimedOut)
+}
+
+// armAuthTimer starts the authentication timer of a client that must
+// authenticate; with TLS, once the handshake is done (nats-server arms it
+// after the handshake too).
+func (c *client) armAuthTimer() {
+	if c.authPhase.Load() == authAwaiting {
+		c.authTimer = time.AfterFunc(c.srv.dir.Timeout(), c.authTimedOut)
+	}
 }
 
 // authTimedOut sends -ERR 'Authentication Timeout' and closes the client
@@ -139,6 +147,7 @@ func (c *client) credentials(o *connectOpts) *auth.Credentials {
 		User: o.User, Pass: o.Pass, Token: o.Token,
 		Nkey: o.Nkey, Sig: o.Sig, Nonce: c.nonce,
 		ConnType: config.ConnectionTypeStandard,
+		Cert:     c.cert,
 	}
 }
 

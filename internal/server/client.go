@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/x509"
 	"errors"
 	"net"
 	"sync"
@@ -66,7 +67,8 @@ type client struct {
 	started   time.Time     // when the connection was accepted
 	rtt       time.Duration // the first round trip: accepted to CONNECT (nats-server computeRTT); read loop
 	authTimer *time.Timer
-	authPhase atomic.Int32 // authOpen, authAwaiting or authTimedOut
+	authPhase atomic.Int32      // authOpen, authAwaiting or authTimedOut
+	cert      *x509.Certificate // the client's verified TLS certificate; set before the read loop starts
 	// Permissions (perms.go): the publish cache is the read loop's; the
 	// allow_responses state is set by the read loop and used by the
 	// goroutines delivering to this client.
@@ -132,11 +134,24 @@ func newClient(s *Server, nc net.Conn, cid uint64) *client {
 
 // start sends INFO and starts the client's goroutines.
 func (c *client) start() {
+	c.out.appendBytes(appendInfo(nil, c.clientInfo()))
+	c.run()
+}
+
+// clientInfo is the INFO a new client gets: the server's, with the
+// client's id and address and the authentication fields (auth.go).
+func (c *client) clientInfo() info {
 	in := c.srv.baseInfo()
 	in.CID = c.cid
 	in.ClientIP = c.ip
 	c.startAuth(&in)
-	c.out.appendBytes(appendInfo(nil, in))
+	return in
+}
+
+// run arms the authentication timer and starts the client's goroutines;
+// the INFO is sent or queued already.
+func (c *client) run() {
+	c.armAuthTimer()
 	c.out.signal()
 	c.lastIn.Store(time.Now().UnixNano())
 	c.pings.start(c, c.srv.limits().PingInterval)

@@ -25,6 +25,9 @@ type info struct {
 	Port          int      `json:"port"`
 	Headers       bool     `json:"headers"`
 	AuthRequired  bool     `json:"auth_required,omitempty"`
+	TLSRequired   bool     `json:"tls_required,omitempty"`
+	TLSVerify     bool     `json:"tls_verify,omitempty"`
+	TLSAvailable  bool     `json:"tls_available,omitempty"`
 	MaxPayload    int      `json:"max_payload"`
 	JetStream     bool     `json:"jetstream,omitempty"`
 	CID           uint64   `json:"client_id,omitempty"`
@@ -59,6 +62,7 @@ func (s *Server) baseInfo() info {
 		MaxPayload: lim.MaxPayload,
 		JetStream:  s.opts.JetStream,
 	}
+	s.tls.infoFields(&in)
 	s.clusterInfo(&in)
 	return in
 }

@@ -71,7 +71,10 @@ type Options struct {
 	// authorization block, no_auth_user and the accounts' users, as
 	// internal/config reads them (docs/security.md); the zero value lets
 	// every client in, as nats-server does without them.
-	Auth   config.Auth
+	Auth config.Auth
+	// TLS is the client listener's TLS (docs/security.md); the zero value
+	// is none.
+	TLS    config.TLS
 	Logger *logger.Logger
 }
 

@@ -33,6 +33,7 @@ type Server struct {
 	cl *cluster // the cluster listener and routes; nil unless Options.Cluster is enabled
 
 	dir *auth.Directory // who may connect (auth.go); immutable
+	tls *tlsState       // TLS of the client listener (tls.go); nil without
 
 	lim           atomic.Pointer[limits] // the limits in force (limits.go)
 	publishers    sync.Pool              // connectionless *client values for Publish
@@ -52,6 +53,14 @@ func New(opts Options) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	tlsSt, err := newTLSState(&opts.TLS)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
+	}
+	authCfg := opts.Auth
+	if authCfg.Timeout == 0 && tlsSt != nil {
+		authCfg.Timeout = tlsSt.timeout() + time.Second // nats-server getDefaultAuthTimeout
+	}
 	id := newServerID()
 	if opts.ServerName == "" {
 		opts.ServerName = id
@@ -61,7 +70,8 @@ func New(opts Options) (*Server, error) {
 		id:      id,
 		log:     opts.Logger,
 		cl:      newCluster(&opts.Cluster),
-		dir:     auth.NewDirectory(&opts.Auth),
+		dir:     auth.NewDirectory(&authCfg, opts.TLS.VerifyAndMap),
+		tls:     tlsSt,
 		clients: make(map[uint64]*client),
 		done:    make(chan struct{}),
 	}
@@ -252,6 +262,12 @@ func (s *Server) addClient(nc net.Conn) {
 	s.clients[c.cid] = c
 	s.mu.Unlock()
 	c.log.Debugf("%s - cid:%d - Client connection created", c.addr, c.cid)
+	if s.tls != nil {
+		if !s.goroutine(c.tlsStart) {
+			c.abort()
+		}
+		return
+	}
 	c.start()
 }
 
