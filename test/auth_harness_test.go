@@ -183,3 +183,26 @@ func (c *rawClient) waitClosed(d time.Duration) string {
 		}
 	}
 }
+
+// writeTemp writes a configuration file and returns its path.
+func writeTemp(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "server.conf")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// loadConf loads and validates a configuration file.
+func loadConf(t *testing.T, path string) *config.Config {
+	t.Helper()
+	cfg, _, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/auth"
 	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/logger"
 )
@@ -69,4 +70,32 @@ func TestAuthFailureLogHasNoSecret(t *testing.T) {
 	if log := out.String(); strings.Contains(log, "wrong-pw") || strings.Contains(log, "right-pw") {
 		t.Fatalf("a password in the log:\n%s", log)
 	}
+}
+
+// FuzzConnectAuth feeds arbitrary CONNECT arguments through the decoding
+// and the authentication a client gets before anything else (nats-server
+// CVE-2020-26521 and 2026-23 were pre-auth panics): nothing panics, and
+// nothing but the right password gets in.
+func FuzzConnectAuth(f *testing.F) {
+	f.Add([]byte(`{"user":"bob","pass":"right-pw"}`))
+	f.Add([]byte(`{"nkey":"UDXU4RCSJNZOIQHZNWXHXORDPRTGNJAHAHFRGZNEEJCPQTT2M7NLCNF4","sig":"AAAA"}`))
+	f.Add([]byte(`{"auth_token":"x","jwt":"eyJ0eXAiOiJKV1QifQ.e30.","account":"$SYS"}`))
+	f.Add([]byte(`{"PASS":"right-pw","User":"bob"}`))
+	dir := auth.NewDirectory(&config.Auth{Users: []config.User{
+		{Name: "bob", Password: "right-pw"},
+		{Nkey: "UDXU4RCSJNZOIQHZNWXHXORDPRTGNJAHAHFRGZNEEJCPQTT2M7NLCNF4"},
+	}}, false)
+	nonce := auth.NewNonce()
+	f.Fuzz(func(t *testing.T, arg []byte) {
+		opts, err := parseConnect(arg, connectOpts{Verbose: true})
+		_ = redactConnect(arg)
+		if err != nil {
+			return
+		}
+		c := &client{nonce: nonce}
+		u, ok := dir.Authenticate(c.credentials(&opts))
+		if ok && (u.Name != "bob" || opts.Pass != "right-pw") {
+			t.Fatalf("%q authenticated as %+v", arg, u)
+		}
+	})
 }
