@@ -107,3 +107,8 @@ func (p *testPKI) client(t *testing.T, name string, subject pkix.Name, emails ..
 func (p *testPKI) clientTLS(certs ...tls.Certificate) *tls.Config {
 	return &tls.Config{RootCAs: p.pool, Certificates: certs, MinVersion: tls.VersionTLS12, ServerName: "127.0.0.1"}
 }
+
+// clientTemplate is a client certificate template for common name cn.
+func clientTemplate(cn string) *x509.Certificate {
+	return &x509.Certificate{Subject: pkix.Name{CommonName: cn}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+}
