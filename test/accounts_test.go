@@ -166,7 +166,7 @@ func TestAccountsJetStream(t *testing.T) {
 				t.Fatalf("C: %v", err)
 			}
 			for _, acc := range []string{"A", "B"} {
-				if _, err := os.Stat(filepath.Join(store, "jetstream", acc, "streams", "ORDERS")); err != nil {
+				if _, err := os.Stat(filepath.Join(tg.storeDir, "jetstream", acc, "streams", "ORDERS")); err != nil {
 					t.Errorf("stream ORDERS of %s: %v", acc, err)
 				}
 			}

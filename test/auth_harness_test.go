@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,9 +25,10 @@ import (
 
 // secTarget is one server under test.
 type secTarget struct {
-	name string // "cairn" or "nats-server"
-	url  string
-	proc *proc // nats-server only
+	name     string // "cairn" or "nats-server"
+	url      string
+	proc     *proc  // nats-server only
+	storeDir string // its JetStream store directory, when the file sets one
 }
 
 // secTargets starts cairn and nats-server with the configuration text
@@ -38,12 +40,18 @@ func secTargets(t *testing.T, conf string, mod func(*server.Options)) []secTarge
 	out := []secTarget{startCairnConf(t, conf, mod)}
 	if natsServerAvailable(t) {
 		dir := t.TempDir()
+		store := ""
+		if s := out[0].storeDir; s != "" {
+			// The same file, but never the same store as cairn's.
+			store = t.TempDir()
+			conf = strings.ReplaceAll(conf, s, store)
+		}
 		path := filepath.Join(dir, "nats.conf")
 		if err := os.WriteFile(path, []byte(conf+"\nlisten: 127.0.0.1:-1\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		p := startProc(t, natsServerBinary(t), nil, "-c", path)
-		out = append(out, secTarget{name: "nats-server", url: p.clientURL(t), proc: p})
+		out = append(out, secTarget{name: "nats-server", url: p.clientURL(t), proc: p, storeDir: store})
 	}
 	return out
 }
@@ -83,7 +91,7 @@ func startCairnConf(t *testing.T, conf string, mod func(*server.Options)) secTar
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config.Validate: %v", err)
 	}
-	opts := server.Options{Host: "127.0.0.1", Port: -1, Auth: cfg.Auth, TLS: cfg.TLS}
+	opts := server.Options{Host: "127.0.0.1", Port: -1, Auth: cfg.Auth, TLS: cfg.TLS, Operator: cfg.Operator}
 	if cfg.JetStream.Enabled {
 		opts.JetStream, opts.StoreDir = true, cfg.JetStream.StoreDir
 		if opts.StoreDir == "" {
@@ -101,7 +109,7 @@ func startCairnConf(t *testing.T, conf string, mod func(*server.Options)) secTar
 		t.Fatalf("server.Start: %v", err)
 	}
 	t.Cleanup(s.Shutdown)
-	return secTarget{name: "cairn", url: s.ClientURL()}
+	return secTarget{name: "cairn", url: s.ClientURL(), storeDir: cfg.JetStream.StoreDir}
 }
 
 // forEach runs f as a subtest for each target.

@@ -190,6 +190,7 @@ func serverOptions(c *config.Config, log *logger.Logger) server.Options {
 		Cluster:               clusterOptions(c.Cluster),
 		Auth:                  c.Auth,
 		TLS:                   c.TLS,
+		Operator:              c.Operator,
 		Logger:                log,
 	}
 }

@@ -21,11 +21,15 @@ type User struct {
 	// Name is the user name, or the public nkey of an nkey user; "" for a
 	// client of a token or of a server without authentication.
 	Name    string
-	Account string   // the account's name; GlobalAccount by default
-	Perms   *Perms   // nil: everything allowed
-	Nkey    bool     // Name is a public nkey
-	secret  string   // the configured password (plain or bcrypt)
-	types   []string // allowed connection types; empty: any
+	Account string // the account's name; GlobalAccount by default
+	Perms   *Perms // nil: everything allowed
+	Nkey    bool   // Name is a public nkey
+	// Expires, when not zero, is when the user's (or its account's) JWT
+	// expires; the server then closes the connection with ExpiredText.
+	Expires     time.Time
+	ExpiredText string
+	secret      string   // the configured password (plain or bcrypt)
+	types       []string // allowed connection types; empty: any
 }
 
 // Anonymous is the user of every client when no authentication is
@@ -58,6 +62,9 @@ type Credentials struct {
 	// Cert is the client's verified TLS certificate, nil without one;
 	// with verify_and_map it is what identifies the user (certmap.go).
 	Cert *x509.Certificate
+	// JWT is the user JWT (operator mode, jwt.go), IP the client's
+	// address (checked against the JWT's source networks).
+	JWT, IP string
 }
 
 // empty reports whether the client sent no credentials at all.
@@ -75,7 +82,8 @@ type Directory struct {
 	nkeys      map[string]*User // by public nkey
 	noAuthUser string
 	timeout    time.Duration
-	tlsMap     bool // users are identified by their TLS certificates (certmap.go)
+	tlsMap     bool     // users are identified by their TLS certificates (certmap.go)
+	jwt        *jwtMode // operator mode (jwt.go); nil otherwise
 }
 
 // NewDirectory builds the directory of a configuration (checked by
@@ -121,12 +129,12 @@ func NewDirectory(a *config.Auth, tlsMap bool) *Directory {
 // Required reports whether clients must authenticate (INFO
 // auth_required, before no_auth_user is considered).
 func (d *Directory) Required() bool {
-	return d != nil && (d.token != "" || d.user != "" || len(d.users) > 0 || len(d.nkeys) > 0)
+	return d != nil && (d.jwt != nil || d.token != "" || d.user != "" || len(d.users) > 0 || len(d.nkeys) > 0)
 }
 
 // NonceRequired reports whether INFO carries a nonce: nkey users exist
 // (nats-server v2.15.2 nonceRequired).
-func (d *Directory) NonceRequired() bool { return d != nil && len(d.nkeys) > 0 }
+func (d *Directory) NonceRequired() bool { return d != nil && (len(d.nkeys) > 0 || d.jwt != nil) }
 
 // NoAuthUser returns the name of the no_auth_user, "" when none.
 func (d *Directory) NoAuthUser() string {
@@ -174,6 +182,9 @@ func (d *Directory) PlaintextPasswords() bool {
 func (d *Directory) Authenticate(cr *Credentials) (*User, bool) {
 	if !d.Required() {
 		return Anonymous, true
+	}
+	if d.jwt != nil {
+		return d.jwt.authenticateJWT(cr, time.Now())
 	}
 	noAuth := d.noAuthUser != "" && cr.empty()
 	if len(d.nkeys) > 0 {

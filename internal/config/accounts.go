@@ -97,10 +97,12 @@ var accountKeys = keyTable{
 // systemAccountKey reads system_account: accepted, with a warning, since
 // cairn has no system services for such an account to reach.
 func systemAccountKey(c *Config, it item, r *report) {
-	if _, ok := it.val.(string); !ok {
+	s, ok := it.val.(string)
+	if !ok {
 		r.errorf(it, "system account name must be a string")
 		return
 	}
+	c.Operator.SystemAccount = s
 	r.ignored(it, "cairn has no system services ($SYS.REQ...) yet; the account is an ordinary one")
 }
 

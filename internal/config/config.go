@@ -44,6 +44,7 @@ type Config struct {
 	Cluster   Cluster   // the cluster block (cluster.go)
 	Auth      Auth      // the authorization block, no_auth_user and the accounts (auth.go, accounts.go)
 	TLS       TLS       // the tls block of the client listener (tls.go)
+	Operator  Operator  // JWT authentication: operators and preloaded accounts (operator.go)
 }
 
 // Default returns the Config of an empty file: every field zero except

@@ -29,6 +29,7 @@ var topLevelTables = []keyTable{
 	authKeys,
 	accountKeys,
 	tlsKeys,
+	operatorKeys,
 	unsupportedKeys,
 }
 
@@ -134,7 +135,7 @@ func block(c *Config, m map[string]any, parent item, keys keyTable, r *report) {
 // validateOptions); they carry no position.
 func (c *Config) Validate() error {
 	var errs []error
-	for _, check := range []func() error{c.validateNames, c.Limits.validate, c.Process.validate, c.Auth.validate} {
+	for _, check := range []func() error{c.validateNames, c.Limits.validate, c.Process.validate, c.Auth.validate, func() error { return c.Operator.validate(&c.Auth) }} {
 		if err := check(); err != nil {
 			errs = append(errs, err)
 		}

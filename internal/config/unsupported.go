@@ -16,29 +16,15 @@ var unsupportedKeys = keyTable{
 
 	// Features cairn does not have yet, whose absence a client would see
 	// (no authentication where the file asks for it, no TLS, ...).
-	"default_sentinel":         unsupportedYet,
-	"ocsp":                     unsupportedYet,
-	"ocsp_cache":               unsupportedYet,
-	"operator":                 unsupportedYet,
-	"operators":                unsupportedYet,
-	"root":                     unsupportedYet,
-	"roots":                    unsupportedYet,
-	"root_operator":            unsupportedYet,
-	"root_operators":           unsupportedYet,
-	"resolver":                 unsupportedYet,
-	"account_resolver":         unsupportedYet,
-	"accounts_resolver":        unsupportedYet,
-	"resolver_tls":             unsupportedYet,
-	"resolver_preload":         unsupportedYet,
-	"resolver_pinned_accounts": unsupportedYet,
-	"trusted":                  unsupportedYet,
-	"trusted_keys":             unsupportedYet,
-	"mappings":                 unsupportedYet,
-	"maps":                     unsupportedYet,
-	"default_js_domain":        unsupportedYet,
-	"proxies":                  unsupportedYet,
-	"proxy_protocol":           zeroOnlyBool,
-	"no_header_support":        zeroOnlyBool,
+	"default_sentinel":  unsupportedYet,
+	"ocsp":              unsupportedYet,
+	"ocsp_cache":        unsupportedYet,
+	"mappings":          unsupportedYet,
+	"maps":              unsupportedYet,
+	"default_js_domain": unsupportedYet,
+	"proxies":           unsupportedYet,
+	"proxy_protocol":    zeroOnlyBool,
+	"no_header_support": zeroOnlyBool,
 
 	// cairn has no system account, which is what these ask for (true) or
 	// nats-server's default (false); either way a client sees the same.

@@ -8,6 +8,7 @@ import (
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/jsapi"
 	"github.com/cairnmq/cairn/internal/sublist"
+	"github.com/nats-io/jwt/v2"
 )
 
 // Accounts (docs/security.md; operations.md 5.4; nats-server v2.15.2
@@ -28,7 +29,12 @@ import (
 type account struct {
 	name string
 	sl   *sublist.Sublist[*subscription]
-	cfg  *config.Account // nil for $G
+	cfg  *config.Account // nil for $G and the accounts of JWTs
+	// jsLimits, when not nil, enables JetStream for the account with
+	// these limits (from its configuration or its JWT); jsGlobal enables
+	// it with the server's limits only ($G without accounts).
+	jsLimits *config.AccountJetStream
+	jsGlobal bool
 
 	// JetStream: js and jsAPI when enabled for the account; otherwise
 	// jsOff answers its API requests with 10039 (jetstream.go).
@@ -50,7 +56,41 @@ func (s *Server) initAccounts() {
 	s.accounts = map[string]*account{auth.GlobalAccount: s.gacc}
 	for i := range s.opts.Auth.Accounts {
 		cfg := &s.opts.Auth.Accounts[i]
-		s.accounts[cfg.Name] = newAccount(cfg.Name, cfg)
+		acc := newAccount(cfg.Name, cfg)
+		acc.jsLimits = cfg.JetStream
+		s.accounts[cfg.Name] = acc
+	}
+	for pub, ac := range s.dir.AccountClaims() {
+		acc := newAccount(pub, nil)
+		acc.jsLimits = jwtJetStream(&ac.Limits.JetStreamLimits)
+		s.accounts[pub] = acc
+		if len(ac.Imports) > 0 || len(ac.Exports) > 0 {
+			s.log.Warnf("Account %s: the imports and exports of account JWTs are not supported yet; ignored", pub)
+		}
+	}
+	// With no account configured (nor JWT), $G has JetStream (nats-server
+	// globalAccountOnly).
+	s.gacc.jsGlobal = len(s.accounts) == 1
+}
+
+// jwtJetStream converts an account JWT's JetStream limits: JetStream is
+// on when memory or disk storage is allowed (nats-server: 0 is disabled,
+// -1 unlimited).
+func jwtJetStream(l *jwt.JetStreamLimits) *config.AccountJetStream {
+	if l.MemoryStorage == 0 && l.DiskStorage == 0 {
+		return nil
+	}
+	n := func(v int64) int64 {
+		if v == 0 {
+			return -1
+		}
+		return v
+	}
+	return &config.AccountJetStream{
+		MaxMemory: l.MemoryStorage, MaxStore: l.DiskStorage,
+		MaxStreams: int(n(l.Streams)), MaxConsumers: int(n(l.Consumer)), MaxAckPending: int(n(l.MaxAckPending)),
+		MemoryMaxStreamBytes: n(l.MemoryMaxStreamBytes), StoreMaxStreamBytes: n(l.DiskMaxStreamBytes),
+		MaxBytesRequired: l.MaxBytesRequired,
 	}
 }
 
@@ -72,11 +112,5 @@ func (s *Server) accountsSorted() []*account {
 // otherwise only the accounts whose configuration enables it (nats-server
 // v2.15.2 globalAccountOnly, configAllJetStreamAccounts).
 func (s *Server) jetStreamFor(acc *account) (bool, *config.AccountJetStream) {
-	if len(s.opts.Auth.Accounts) == 0 {
-		return acc == s.gacc, nil
-	}
-	if acc.cfg == nil || acc.cfg.JetStream == nil {
-		return false, nil
-	}
-	return true, acc.cfg.JetStream
+	return acc.jsGlobal || acc.jsLimits != nil, acc.jsLimits
 }

@@ -91,6 +91,14 @@ func (c *client) stopAuthTimer() {
 	}
 }
 
+// stopTimers stops the authentication and expiry timers (teardown).
+func (c *client) stopTimers() {
+	c.stopAuthTimer()
+	if t := c.expiryTimer; t != nil {
+		t.Stop()
+	}
+}
+
 // connectFirst is the parser's check of an operation sent before CONNECT
 // while authentication is required: with a no_auth_user the client
 // becomes that user (the same authentication a CONNECT runs, with no
@@ -148,6 +156,8 @@ func (c *client) credentials(o *connectOpts) *auth.Credentials {
 		Nkey: o.Nkey, Sig: o.Sig, Nonce: c.nonce,
 		ConnType: config.ConnectionTypeStandard,
 		Cert:     c.cert,
+		JWT:      o.JWT,
+		IP:       c.ip,
 	}
 }
 
@@ -170,12 +180,33 @@ func (c *client) authFailed(opts *connectOpts) error {
 // setUser makes u the client's identity. It runs on the read loop.
 func (c *client) setUser(u *auth.User) {
 	c.user = u
+	c.armExpiry(u)
 	if acc := c.srv.account(u.Account); acc != nil {
 		c.acc = acc
 	}
 	c.pubCache = nil
 	c.replies.Store(newReplyPerms(u, time.Now))
 	c.parser.SetAwaitConnect(nil)
+}
+
+// armExpiry closes the client when its user's JWT (or its account's)
+// expires, with -ERR 'User Authentication Expired' or 'Account
+// Authentication Expired' (nats-server client.go setExpiration). A later
+// CONNECT re-arms it.
+func (c *client) armExpiry(u *auth.User) {
+	if c.expiryTimer != nil {
+		c.expiryTimer.Stop()
+		c.expiryTimer = nil
+	}
+	if u.Expires.IsZero() {
+		return
+	}
+	text := u.ExpiredText
+	c.expiryTimer = time.AfterFunc(max(time.Until(u.Expires), 0), func() {
+		c.log.Debugf("%s - cid:%d - %s", c.addr, c.cid, text)
+		c.out.appendBytes(protocol.AppendErr(nil, text))
+		c.out.markClosing()
+	})
 }
 
 // quietClose reports whether err closes a client whose reason was logged

@@ -67,8 +67,11 @@ type client struct {
 	started   time.Time     // when the connection was accepted
 	rtt       time.Duration // the first round trip: accepted to CONNECT (nats-server computeRTT); read loop
 	authTimer *time.Timer
-	authPhase atomic.Int32      // authOpen, authAwaiting or authTimedOut
-	cert      *x509.Certificate // the client's verified TLS certificate; set before the read loop starts
+	// expiryTimer closes the client when its JWT expires (auth.go); set
+	// by the read loop, stopped by teardown (on the read loop too).
+	expiryTimer *time.Timer
+	authPhase   atomic.Int32      // authOpen, authAwaiting or authTimedOut
+	cert        *x509.Certificate // the client's verified TLS certificate; set before the read loop starts
 	// Permissions (perms.go): the publish cache is the read loop's; the
 	// allow_responses state is set by the read loop and used by the
 	// goroutines delivering to this client.
@@ -379,7 +382,7 @@ func (c *client) teardown() {
 		return
 	}
 	c.pings.stop()
-	c.stopAuthTimer()
+	c.stopTimers()
 	c.mu.Lock()
 	subs := c.subs
 	c.subs = map[string]*subscription{}

@@ -74,8 +74,12 @@ type Options struct {
 	Auth config.Auth
 	// TLS is the client listener's TLS (docs/security.md); the zero value
 	// is none.
-	TLS    config.TLS
-	Logger *logger.Logger
+	TLS config.TLS
+	// Operator is operator mode: JWT authentication against trusted
+	// operators and preloaded accounts (docs/security.md); the zero
+	// value is off.
+	Operator config.Operator
+	Logger   *logger.Logger
 }
 
 // ErrInvalidOptions is wrapped by every error Validate returns.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/auth"
+	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/logger"
 )
 
@@ -70,7 +71,7 @@ func New(opts Options) (*Server, error) {
 		id:      id,
 		log:     opts.Logger,
 		cl:      newCluster(&opts.Cluster),
-		dir:     auth.NewDirectory(&authCfg, opts.TLS.VerifyAndMap),
+		dir:     newDirectory(&opts, &authCfg),
 		tls:     tlsSt,
 		clients: make(map[uint64]*client),
 		done:    make(chan struct{}),
@@ -78,6 +79,15 @@ func New(opts Options) (*Server, error) {
 	s.lim.Store(limitsOf(&opts))
 	s.initAccounts()
 	return s, nil
+}
+
+// newDirectory builds the authentication of the options: operator mode
+// (JWTs) or the configured users.
+func newDirectory(o *Options, a *config.Auth) *auth.Directory {
+	if o.Operator.Enabled() {
+		return auth.NewOperatorDirectory(&o.Operator, a.Timeout)
+	}
+	return auth.NewDirectory(a, o.TLS.VerifyAndMap)
 }
 
 // newServerID returns a 56-character id starting with 'N', shaped like
