@@ -188,6 +188,9 @@ func serverOptions(c *config.Config, log *logger.Logger) server.Options {
 		MaxFileStore:          storageLimit(c.JetStream.MaxFileStore),
 		AckBeforeSyncInterval: c.JetStream.AckBeforeSyncInterval,
 		Cluster:               clusterOptions(c.Cluster),
+		Auth:                  c.Auth,
+		TLS:                   c.TLS,
+		Operator:              c.Operator,
 		Logger:                log,
 	}
 }

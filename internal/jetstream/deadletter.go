@@ -205,6 +205,7 @@ func (js *JetStream) refreshCapturesLocked() {
 		cs = append(cs, capture{subjects: r.config().Subjects, r: r})
 	}
 	js.captures.Store(&cs)
+	js.updateReservationsLocked()
 }
 
 // captureOf returns the stream that captures the literal subject subj,

@@ -45,6 +45,17 @@ type Config struct {
 	// system, as nats-server v2.15.2 sizes an unset max_file_store
 	// (limits.go).
 	MaxStoreFromDisk bool
+	// Account is the name of the account whose streams this engine keeps
+	// (accounts.go): they live in <StoreDir>/jetstream/<Account>/streams.
+	// "" is the global account, $G.
+	Account string
+	// Limits are the account's limits (nats-server's account jetstream
+	// block); nil is no limit but the server's.
+	Limits *AccountLimits
+	// Usage is the server's storage accounting, shared by the engines of
+	// every account so that MaxMemory and MaxStore bound them together;
+	// nil gives the engine its own.
+	Usage *Usage
 }
 
 // NoStorage as Config.MaxMemory or MaxStore allows no stream of that
@@ -65,9 +76,10 @@ type JetStream struct {
 	// for it (guarded by mu).
 	deleting map[string]chan struct{}
 
-	used  [2]atomic.Int64 // stored bytes by storage type (limits.go)
-	limit [2]atomic.Int64 // storage limits by type: 0 (unlimited), NoStorage or bytes (limits.go)
-	disk  diskGuard       // whether the store's file system is short of space (disk.go)
+	srv      *Usage          // the server's stored bytes, limits and reservations (limits.go)
+	used     [2]atomic.Int64 // this account's stored bytes by storage type (limits.go)
+	reserved [2]int64        // this account's part of srv.reserved; guarded by mu
+	disk     diskGuard       // whether the store's file system is short of space (disk.go)
 
 	// batches counts the open batches and staged bytes of every stream
 	// against the server-wide limits (batch.go).
@@ -82,9 +94,9 @@ type JetStream struct {
 	dlqAcks deadLetterAcks // routes the PubAcks of dead-letter copies (deadletter.go)
 }
 
-// accountDir is where the single account's streams live, as nats-server
-// names its global account.
-const accountDir = "jetstream/$G/streams"
+// GlobalAccount is the account of an engine whose Config.Account is "",
+// as nats-server names its default account.
+const GlobalAccount = "$G"
 
 // New starts JetStream: it creates the store directory if needed and
 // restores every stream found there. A stream whose metadata or store
@@ -105,7 +117,16 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	if cfg.Infof == nil {
 		cfg.Infof = cfg.Logf
 	}
-	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*runner{}}
+	if cfg.Account == "" {
+		cfg.Account = GlobalAccount
+	}
+	if !validAccountDir(cfg.Account) {
+		return nil, fmt.Errorf("jetstream: account name %q cannot name a directory", cfg.Account)
+	}
+	if cfg.Usage == nil {
+		cfg.Usage = NewUsage()
+	}
+	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*runner{}, srv: cfg.Usage}
 	if err := cfg.FS.MkdirAll(js.streamsDir()); err != nil {
 		return nil, fmt.Errorf("jetstream: create %s: %w", js.streamsDir(), err)
 	}
@@ -136,8 +157,26 @@ func (js *JetStream) batchLimits() stream.BatchLimits {
 	return l
 }
 func (js *JetStream) logf(format string, args ...any) { js.cfg.Logf(format, args...) }
-func (js *JetStream) streamsDir() string              { return path.Join(js.cfg.StoreDir, accountDir) }
-func (js *JetStream) streamDir(name string) string    { return path.Join(js.streamsDir(), name) }
+func (js *JetStream) streamsDir() string {
+	return path.Join(js.cfg.StoreDir, "jetstream", js.cfg.Account, "streams")
+}
+
+// validAccountDir reports whether an account name is safe as a directory
+// name: not empty, ".", "..", and without a path separator or a control
+// character (an account name must never lead a write outside the store
+// directory: nats-server's CVE-2022-28357 built file names from input).
+func validAccountDir(name string) bool {
+	if name == "" || name == "." || name == ".." {
+		return false
+	}
+	for _, r := range name {
+		if r == '/' || r == '\\' || r < ' ' || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+func (js *JetStream) streamDir(name string) string { return path.Join(js.streamsDir(), name) }
 
 // restore opens every stream directory under the store directory, then
 // starts the restored streams' sourcers.

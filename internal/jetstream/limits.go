@@ -3,6 +3,7 @@ package jetstream
 import (
 	"math"
 	"path"
+	"sync/atomic"
 
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
@@ -40,9 +41,9 @@ const maxStoreFallback = 1 << 40
 // initLimits sets the limits before the streams are restored: a file
 // limit from disk stays unenforced until finishLimits.
 func (js *JetStream) initLimits() {
-	js.limit[stream.MemoryStorage].Store(js.cfg.MaxMemory)
+	js.srv.limit[stream.MemoryStorage].Store(js.cfg.MaxMemory)
 	if !js.cfg.MaxStoreFromDisk {
-		js.limit[stream.FileStorage].Store(js.cfg.MaxStore)
+		js.srv.limit[stream.FileStorage].Store(js.cfg.MaxStore)
 	}
 }
 
@@ -54,10 +55,10 @@ func (js *JetStream) finishLimits(free int64) {
 		return
 	}
 	limit := free
-	if restored := js.used[stream.FileStorage].Load(); restored > 0 {
+	if restored := js.srv.used[stream.FileStorage].Load(); restored > 0 {
 		limit = addSaturate(limit, restored/4*3)
 	}
-	js.limit[stream.FileStorage].Store(max(limit, 1)) // 0 would mean unlimited
+	js.srv.limit[stream.FileStorage].Store(max(limit, 1)) // 0 would mean unlimited
 }
 
 // freeForStore returns three quarters of the space free on the store's
@@ -101,42 +102,97 @@ func (js *JetStream) StorageLimits() (memory, file int64) {
 // storageLimit returns the limit in bytes for storage type st and
 // whether there is one (NoStorage is a limit of 0 bytes).
 func (js *JetStream) storageLimit(st stream.StorageType) (int64, bool) {
-	limit := js.limit[st].Load()
+	limit := js.srv.limit[st].Load()
 	return max(limit, 0), limit != 0
 }
 
-// checkReservationLocked checks cfg's max_bytes against the limit of its
-// storage type, counting every other stream's reservation. The caller
-// holds js.mu.
+// checkReservationLocked checks cfg's max_bytes against the account's
+// limit of its storage type, counting this account's other streams'
+// reservations, then against the server's, counting every account's
+// (nats-server v2.15.2 checkBytesLimits). The caller holds js.mu.
 func (js *JetStream) checkReservationLocked(cfg *stream.Config) *jserr.Error {
-	limit, limited := js.storageLimit(cfg.Storage)
-	if !limited {
-		return nil
-	}
-	var reserved int64
+	var mine int64 // this account's reservations but cfg's stream's
 	for name, r := range js.streams {
 		if name == cfg.Name {
 			continue
 		}
 		if oc := r.config(); oc.Storage == cfg.Storage && oc.MaxBytes > 0 {
-			reserved += oc.MaxBytes
+			mine += oc.MaxBytes
 		}
 	}
 	add := max(cfg.MaxBytes, 1)
-	if reserved > limit || add > limit-reserved {
+	over := func(limit, reserved int64) bool { return reserved > limit || add > limit-reserved }
+	exceeded := false
+	if l := js.cfg.Limits; l != nil {
+		acct := l.MaxStore
 		if cfg.Storage == stream.MemoryStorage {
-			return jserr.New(jserr.MemoryResourcesExceeded)
+			acct = l.MaxMemory
 		}
-		return jserr.New(jserr.StorageResourcesExceeded)
+		exceeded = acct >= 0 && over(acct, mine)
 	}
-	return nil
+	if limit, limited := js.storageLimit(cfg.Storage); limited && !exceeded {
+		others := js.srv.reserved[cfg.Storage].Load() - js.reserved[cfg.Storage]
+		exceeded = over(limit, others+mine)
+	}
+	if !exceeded {
+		return nil
+	}
+	if cfg.Storage == stream.MemoryStorage {
+		return jserr.New(jserr.MemoryResourcesExceeded)
+	}
+	return jserr.New(jserr.StorageResourcesExceeded)
 }
+
+// updateReservationsLocked recounts this account's reservations (the
+// max_bytes of its streams) into the server's shared total. It runs
+// whenever the stream table or a stream's config changes. The caller
+// holds js.mu.
+func (js *JetStream) updateReservationsLocked() {
+	var now [2]int64
+	for _, r := range js.streams {
+		if c := r.config(); c.MaxBytes > 0 {
+			now[c.Storage] += c.MaxBytes
+		}
+	}
+	for st := range now {
+		js.srv.reserved[st].Add(now[st] - js.reserved[st])
+		js.reserved[st] = now[st]
+	}
+}
+
+// Usage is the server's JetStream storage accounting, shared by the
+// engines of all its accounts (Config.Usage): bytes stored, the limits
+// (max_memory_store, max_file_store) and the bytes reserved (max_bytes),
+// by storage type. Its fields are atomics; make one with NewUsage.
+type Usage struct {
+	used     [2]atomic.Int64
+	limit    [2]atomic.Int64
+	reserved [2]atomic.Int64
+}
+
+// NewUsage returns an empty Usage.
+func NewUsage() *Usage { return &Usage{} }
 
 // overStorageLimit reports whether the streams of storage type st
 // already use more than its limit.
 func (js *JetStream) overStorageLimit(st stream.StorageType) bool {
 	limit, limited := js.storageLimit(st)
-	return limited && js.used[st].Load() > limit
+	return limited && js.srv.used[st].Load() > limit
+}
+
+// overAccountLimit reports whether this account's streams of storage
+// type st already use more than the account allows (a publish then gets
+// 10002, nats-server v2.15.2 wouldExceedLimits).
+func (js *JetStream) overAccountLimit(st stream.StorageType) bool {
+	l := js.cfg.Limits
+	if l == nil {
+		return false
+	}
+	limit := l.MaxStore
+	if st == stream.MemoryStorage {
+		limit = l.MaxMemory
+	}
+	return limit >= 0 && js.used[st].Load() > limit
 }
 
 // syncUsage adds the change in the stream's stored bytes since the last
@@ -145,6 +201,7 @@ func (js *JetStream) overStorageLimit(st stream.StorageType) bool {
 func (r *runner) syncUsage() {
 	b := int64(storedBytes(r.store))
 	r.js.used[r.storage].Add(b - r.usedBytes)
+	r.js.srv.used[r.storage].Add(b - r.usedBytes)
 	r.usedBytes = b
 }
 
@@ -166,5 +223,6 @@ func storedBytes(st store.Store) uint64 {
 // releaseUsage removes a stopped stream's bytes from the usage.
 func (r *runner) releaseUsage() {
 	r.js.used[r.storage].Add(-r.usedBytes)
+	r.js.srv.used[r.storage].Add(-r.usedBytes)
 	r.usedBytes = 0
 }

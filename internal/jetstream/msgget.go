@@ -64,13 +64,22 @@ type AccountInfo struct {
 	Limits    AccountLimits `json:"limits"`
 }
 
-// AccountLimits are the account's JetStream limits; -1 is unlimited.
+// AccountLimits are an account's JetStream limits, in nats-server
+// v2.15.2's keys (JetStreamAccountLimits); -1 is unlimited. MaxConsumers
+// is per stream; MaxAckPending is reported, not enforced.
 type AccountLimits struct {
-	MaxMemory    int64 `json:"max_memory"`
-	MaxStore     int64 `json:"max_storage"`
-	MaxStreams   int   `json:"max_streams"`
-	MaxConsumers int   `json:"max_consumers"`
+	MaxMemory            int64 `json:"max_memory"`
+	MaxStore             int64 `json:"max_storage"`
+	MaxStreams           int   `json:"max_streams"`
+	MaxConsumers         int   `json:"max_consumers"`
+	MaxAckPending        int   `json:"max_ack_pending"`
+	MemoryMaxStreamBytes int64 `json:"memory_max_stream_bytes"`
+	StoreMaxStreamBytes  int64 `json:"storage_max_stream_bytes"`
+	MaxBytesRequired     bool  `json:"max_bytes_required"`
 }
+
+// Unlimited are the limits of an account with none: every one -1.
+var Unlimited = AccountLimits{-1, -1, -1, -1, -1, -1, -1, false}
 
 // Account returns the account's usage and limits.
 func (js *JetStream) Account() AccountInfo {
@@ -93,9 +102,38 @@ func (js *JetStream) Account() AccountInfo {
 	return ai
 }
 
-// limits returns the account's limits: none (-1). The server's
-// max_memory_store and max_file_store are not account limits, and
-// nats-server v2.15.2 reports -1 with them set too.
+// limits returns the account's limits (Config.Limits, -1 for none). The
+// server's max_memory_store and max_file_store are not account limits,
+// and nats-server v2.15.2 reports -1 with them set too.
 func (js *JetStream) limits() AccountLimits {
-	return AccountLimits{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1}
+	if js.cfg.Limits == nil {
+		return Unlimited
+	}
+	return *js.cfg.Limits
+}
+
+// checkAccountLimitsLocked applies the account's limits to a new or
+// changed stream config, in nats-server v2.15.2's order and with its
+// errors: the number of streams (10027, new streams only), max_bytes
+// required (10113), a stream's max_bytes above the account's per-stream
+// maximum (10122). The caller holds js.mu.
+func (js *JetStream) checkAccountLimitsLocked(cfg *stream.Config, isNew bool) *jserr.Error {
+	l := js.cfg.Limits
+	if l == nil {
+		return nil
+	}
+	if isNew && l.MaxStreams > 0 && len(js.streams) >= l.MaxStreams {
+		return jserr.New(jserr.MaximumStreamsLimit)
+	}
+	if l.MaxBytesRequired && cfg.MaxBytes <= 0 {
+		return jserr.New(jserr.StreamMaxBytesRequired)
+	}
+	perStream := l.StoreMaxStreamBytes
+	if cfg.Storage == stream.MemoryStorage {
+		perStream = l.MemoryMaxStreamBytes
+	}
+	if perStream > 0 && cfg.MaxBytes > perStream {
+		return jserr.New(jserr.StreamMaxStreamBytesExceeded)
+	}
+	return nil
 }

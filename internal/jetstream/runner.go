@@ -283,6 +283,8 @@ func (r *runner) applyEntry(e stream.Entry, mirrorSeq uint64, reply string) stre
 	switch {
 	case r.js.overStorageLimit(r.storage), r.storage == stream.FileStorage && r.js.diskLow(len(e.Header)+len(e.Data)):
 		res.Err = jserr.New(jserr.InsufficientResources)
+	case r.js.overAccountLimit(r.storage):
+		res.Err = jserr.New(jserr.AccountResourcesExceeded)
 	case mirrorSeq > 0:
 		res = r.st.ApplyMirror(e, mirrorSeq)
 	default:

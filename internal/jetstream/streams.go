@@ -53,6 +53,9 @@ func (js *JetStream) AddStreamPedantic(cfg stream.Config, pedantic bool) (*Strea
 		return js.existing(r, cfg)
 	}
 	// nats-server's order (addStream): limits, source filters, overlap.
+	if err := js.checkAccountLimitsLocked(&cfg, true); err != nil {
+		return nil, err
+	}
 	if err := js.checkReservationLocked(&cfg); err != nil {
 		return nil, err
 	}
@@ -169,6 +172,9 @@ func (js *JetStream) updateLocked(cfg stream.Config) (*runner, *jserr.Error) {
 	}
 	if js.overlapsLocked(cfg.Name, cfg.Subjects) {
 		return nil, jserr.New(jserr.StreamSubjectOverlap)
+	}
+	if err := js.checkAccountLimitsLocked(&cfg, false); err != nil {
+		return nil, err
 	}
 	if err := js.checkReservationLocked(&cfg); err != nil {
 		return nil, err

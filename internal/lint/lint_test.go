@@ -23,7 +23,8 @@ const (
 var allowed = map[string][]string{
 	"cmd/cairn":                {"internal/config", "internal/logger", "internal/route", "internal/server"},
 	"internal/config":          {},
-	"internal/server":          {"internal/config", "internal/jetstream", "internal/jsapi", "internal/logger", "internal/protocol", "internal/route", "internal/subject", "internal/sublist"},
+	"internal/auth":            {"internal/config", "internal/subject", "internal/sublist"},
+	"internal/server":          {"internal/auth", "internal/config", "internal/jetstream", "internal/jsapi", "internal/logger", "internal/protocol", "internal/route", "internal/subject", "internal/sublist", "internal/transform"},
 	"internal/sublist":         {"internal/subject"},
 	"internal/subject":         {},
 	"internal/transform":       {},

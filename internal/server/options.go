@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/logger"
 )
@@ -66,7 +67,19 @@ type Options struct {
 	// Cluster configures the cluster listener and the routes to other
 	// servers (cluster_options.go); the zero value means none.
 	Cluster ClusterOptions
-	Logger  *logger.Logger
+	// Auth is who may connect and what each user may do: the
+	// authorization block, no_auth_user and the accounts' users, as
+	// internal/config reads them (docs/security.md); the zero value lets
+	// every client in, as nats-server does without them.
+	Auth config.Auth
+	// TLS is the client listener's TLS (docs/security.md); the zero value
+	// is none.
+	TLS config.TLS
+	// Operator is operator mode: JWT authentication against trusted
+	// operators and preloaded accounts (docs/security.md); the zero
+	// value is off.
+	Operator config.Operator
+	Logger   *logger.Logger
 }
 
 // ErrInvalidOptions is wrapped by every error Validate returns.
