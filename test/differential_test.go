@@ -77,6 +77,7 @@ func TestDifferential(t *testing.T) {
 		{"workqueue consumers", d.workQueueConsumers},
 		{"consumer info", d.consumerInfoNamesListPause},
 		{"pull status", d.pullStatus},
+		{"restart", d.restartConsumers},
 	} {
 		area.run()
 		d.req("account info after "+area.name, diffAPI+"INFO", "")
@@ -217,6 +218,8 @@ func (x diffEntry) key() string {
 type differ struct {
 	t      *testing.T
 	sides  [2]*diffSide // 0: cairn, 1: nats-server
+	opts   [2]server.Options
+	stops  [2]func()
 	labels map[string]bool
 	diffs  []diffEntry
 	nJSON  int
@@ -233,20 +236,51 @@ func newDiffer(t *testing.T) *differ {
 	co, no := opts, opts
 	co.StoreDir = filepath.Join(t.TempDir(), "cairn")
 	no.StoreDir = filepath.Join(t.TempDir(), "nats-server")
-	cu, _ := startCairn(t, co)
-	nu, _ := startNatsServer(t, no)
-	d := &differ{t: t, labels: map[string]bool{}}
+	cu, cstop := startCairn(t, co)
+	nu, nstop := startNatsServer(t, no)
+	// A restart (restartConsumers) reuses the ports.
+	co.Port, no.Port = portOf(t, cu), portOf(t, nu)
+	d := &differ{t: t, labels: map[string]bool{}, opts: [2]server.Options{co, no}, stops: [2]func(){cstop, nstop}}
 	for i, u := range []string{cu, nu} {
 		s := &diffSide{}
-		s.nc = connect(t, u)
+		allowReconnect := func(o *nats.Options) error { o.AllowReconnect = true; return nil }
+		s.nc = connect(t, u, allowReconnect, nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
 		s.adv = subSync(t, s.nc, "$JS.EVENT.>")
 		flush(t, s.nc)
-		s.raw = rawConnect(t, u, defaultConnect)
-		s.raw.send("SUB _D.> 1\r\n")
-		s.raw.sync()
+		s.raw = diffRawSide(t, u)
 		d.sides[i] = s
 	}
 	return d
+}
+
+// diffRawSide connects the raw client of a side and subscribes it to the
+// reply inboxes.
+func diffRawSide(t *testing.T, u string) *rawClient {
+	raw := rawConnect(t, u, defaultConnect)
+	raw.send("SUB _D.> 1\r\n")
+	raw.sync()
+	return raw
+}
+
+// restart stops both servers cleanly and starts them again on the same
+// ports and store directories; the nats.go connections reconnect (and
+// subscribe again), the raw ones are dialed anew. Both servers count API
+// requests from zero again.
+func (d *differ) restart() {
+	d.t.Helper()
+	for _, stop := range d.stops {
+		stop()
+	}
+	var urls [2]string
+	urls[0], d.stops[0] = startCairn(d.t, d.opts[0])
+	urls[1], d.stops[1] = startNatsServer(d.t, d.opts[1])
+	for i, s := range d.sides {
+		waitFor(d.t, 10*time.Second, "a reconnect", func() bool { return s.nc.Status() == nats.CONNECTED })
+		flush(d.t, s.nc)
+		s.raw.conn.Close()
+		s.raw = diffRawSide(d.t, urls[i])
+	}
+	d.apiTotal, d.apiErrors = [2]int{}, [2]int{}
 }
 
 // diffBoth runs f for cairn and nats-server concurrently and returns the
@@ -1406,6 +1440,35 @@ func (d *differ) pullStatus() {
 	d.frames("pull max_bytes exceeded", next+"BYTES", "", `{"batch":5,"max_bytes":80}`, 3)
 	d.frames("pull batch completed", next+"BYTES", "", `{"batch":1,"max_bytes":5000,"expires":1000000000}`, 2)
 	d.req("consumer info bytes", diffAPI+"CONSUMER.INFO.P.BYTES", "")
+}
+
+// restartConsumers restarts both servers: every stream and consumer of
+// the run must come back the same (stream names and account info at the
+// end compare them). An ephemeral consumer of a file stream comes back
+// with its state, as nats-server v2.15.2 restores it; a mem_storage
+// durable of the same stream does not.
+func (d *differ) restartConsumers() {
+	c := diffAPI + "STREAM.CREATE."
+	cc := diffAPI + "CONSUMER.CREATE.RS."
+	next := diffAPI + "CONSUMER.MSG.NEXT.RS."
+	d.req("create restart stream", c+"RS", `{"name":"RS","subjects":["rs.>"]}`)
+	d.req("consumer create restart ephemeral", cc+"EPH", diffConsumerBody("RS", "", `{"name":"EPH","ack_policy":"explicit","inactive_threshold":60000000000}`))
+	d.req("consumer create restart mem durable", cc+"MEMD", diffConsumerBody("RS", "", `{"durable_name":"MEMD","ack_policy":"explicit","mem_storage":true}`))
+	d.req("consumer create restart durable", cc+"DUR", diffConsumerBody("RS", "", `{"durable_name":"DUR","ack_policy":"explicit"}`))
+	d.pub("pub rs 1", "rs.a", "one")
+	d.pub("pub rs 2", "rs.b", "two")
+	d.frames("pull ephemeral before restart", next+"EPH", "", `{"batch":1}`, 1)
+	d.frames("pull durable before restart", next+"DUR", "", `{"batch":2}`, 2)
+
+	d.restart()
+	d.req("consumer names after restart", diffAPI+"CONSUMER.NAMES.RS", "")
+	d.req("consumer info ephemeral after restart", diffAPI+"CONSUMER.INFO.RS.EPH", "")
+	d.req("consumer info mem durable after restart", diffAPI+"CONSUMER.INFO.RS.MEMD", "")
+	d.req("consumer info durable after restart", diffAPI+"CONSUMER.INFO.RS.DUR", "")
+	d.frames("pull ephemeral after restart", next+"EPH", "", `{"batch":1,"no_wait":true}`, 1)
+	d.req("consumer info ephemeral after pull", diffAPI+"CONSUMER.INFO.RS.EPH", "")
+	d.req("consumer list after restart", diffAPI+"CONSUMER.LIST.RS", "")
+	d.req("stream list after restart", diffAPI+"STREAM.LIST", "")
 }
 
 // endOfRun compares what is left: stray frames, account info with its

@@ -16,7 +16,7 @@ const (
 	fcWindowMax   = 32 << 20
 )
 
-// saveInterval bounds how often a durable consumer writes its state: a
+// saveInterval bounds how often a persisted consumer writes its state: a
 // lost ack or delivery only causes a redelivery (at least once), so the
 // state is written at most this often rather than on every ack. The
 // writes happen on a saver goroutine; the loop only takes a snapshot, and
@@ -65,6 +65,13 @@ type cons struct {
 	// snapshot: a confirmed ack at or below it needs only the journal.
 	// Written by the saver, read by the loop.
 	durDelivered atomic.Uint64
+
+	// metaMu serializes writes of meta.json (update, pause, and an
+	// ephemeral's first write in persistLater); taken before mu.
+	metaMu sync.Mutex
+	// persisting counts persistLater while it runs (an ephemeral of a
+	// file stream being written); stop waits for it.
+	persisting sync.WaitGroup
 
 	evMu   sync.Mutex
 	events []cevent
@@ -313,9 +320,7 @@ func (c *cons) nextWake() time.Duration {
 	if c.pausedUntil.After(now) {
 		at(c.pausedUntil)
 	}
-	if t := c.cfg.InactiveThreshold; t > 0 {
-		at(c.lastActive.Add(t))
-	}
+	at(c.inactiveAt())
 	if c.dirty && c.saver != nil {
 		at(c.lastSave.Add(c.saveGap))
 	}
@@ -365,11 +370,10 @@ func (c *cons) maybeSave(now time.Time, force bool) {
 
 // inactive reports whether the consumer passed its inactive_threshold:
 // a pull consumer without pull requests (and past the ack wait of its
-// last delivery when acks are pending), a push consumer without interest
+// last delivery while acks are pending), a push consumer without interest
 // on its deliver subject.
 func (c *cons) inactive(now time.Time) bool {
-	t := c.cfg.InactiveThreshold
-	if t <= 0 {
+	if c.cfg.InactiveThreshold <= 0 {
 		return false
 	}
 	if c.cfg.IsPush() {
@@ -378,15 +382,29 @@ func (c *cons) inactive(now time.Time) bool {
 		}
 	} else if len(c.waiting) > 0 {
 		c.lastActive = now
-	} else if c.st.NumAckPending() > 0 {
-		// The client may still be working on what it was given: count
-		// from when the last delivery's ack wait runs out, as
-		// nats-server v2.15.2 deleteNotActive does.
-		if end := c.lastDeliver.Add(c.longestWait()); end.After(c.lastActive) {
-			c.lastActive = end
+	}
+	return !now.Before(c.inactiveAt())
+}
+
+// inactiveAt is when the consumer passes its inactive_threshold unless
+// something happens first. While acks are pending, the client may still
+// be working on what it was given: a pull consumer counts from when the
+// last delivery's ack wait runs out, and an ack of everything pending
+// brings the time back to the threshold after its last pull request, as
+// nats-server v2.15.2 deleteNotActive does. Zero when the consumer has no
+// threshold.
+func (c *cons) inactiveAt() time.Time {
+	t := c.cfg.InactiveThreshold
+	if t <= 0 {
+		return time.Time{}
+	}
+	from := c.lastActive
+	if !c.cfg.IsPush() && c.st.NumAckPending() > 0 {
+		if end := c.lastDeliver.Add(c.longestWait()); end.After(from) {
+			from = end
 		}
 	}
-	return now.Sub(c.lastActive) >= t
+	return from.Add(t)
 }
 
 // longestWait is the longest ack wait a delivery can get: ack_wait, or
