@@ -77,6 +77,7 @@ func TestDifferential(t *testing.T) {
 		{"workqueue consumers", d.workQueueConsumers},
 		{"consumer info", d.consumerInfoNamesListPause},
 		{"pull status", d.pullStatus},
+		{"snapshot and restore", d.snapshotRestore},
 		{"restart", d.restartConsumers},
 	} {
 		area.run()
@@ -499,6 +500,7 @@ func diffJSONDecode(s string, v *any) error {
 var diffTimeKeys = map[string]bool{
 	"created": true, "ts": true, "first_ts": true, "last_ts": true, "last_active": true,
 	"time": true, "timestamp": true, "leader_since": true, "pinned_ts": true,
+	"start": true, "end": true,
 }
 
 // diffNormalizeJSON replaces the values that must differ between the two
@@ -529,6 +531,8 @@ func diffNormalizeJSON(v any, key, parent string, anyName bool) any {
 		return "<api level>"
 	case key == "pause_remaining":
 		return "<duration>"
+	case key == "deliver_subject" && strings.HasPrefix(s, "$JS.SNAPSHOT.RESTORE."):
+		return "$JS.SNAPSHOT.RESTORE.<stream>.<id>"
 	case diffTimeKeys[key] && isStr:
 		if tm, err := time.Parse(time.RFC3339Nano, s); err == nil && !tm.IsZero() {
 			return "<time>"
@@ -779,8 +783,9 @@ func diffReadFrame(c *rawClient, within time.Duration) (string, error) {
 }
 
 var (
-	diffAckTSRe     = regexp.MustCompile(`^(\$JS\.ACK\.(?:[^.]+\.){5})\d+(\.\d+)$`)
-	diffTimeStampRe = regexp.MustCompile(`(?m)^Nats-Time-Stamp: [^\r]*\r$`)
+	diffRestoreSubjectRe = regexp.MustCompile(`"deliver_subject":"(\$JS\.SNAPSHOT\.RESTORE\.[^"]+)"`)
+	diffAckTSRe          = regexp.MustCompile(`^(\$JS\.ACK\.(?:[^.]+\.){5})\d+(\.\d+)$`)
+	diffTimeStampRe      = regexp.MustCompile(`(?m)^Nats-Time-Stamp: [^\r]*\r$`)
 )
 
 // diffNormalizeFrame turns a MSG/HMSG frame into "<op> <subject> <sid>

@@ -41,6 +41,10 @@ type Config struct {
 	// the fsync: the opt-in ack_before_sync_interval of DESIGN.md
 	// section 2).
 	AckBeforeSyncInterval time.Duration
+	// MaxPayload is the server's max_payload: a restored snapshot holding
+	// a larger message is refused, as nats-server refuses it. 0 = no
+	// such check.
+	MaxPayload int64
 	// MaxStoreFromDisk sizes the file storage limit from the store's file
 	// system, as nats-server v2.15.2 sizes an unset max_file_store
 	// (limits.go).
@@ -64,6 +68,9 @@ type JetStream struct {
 	// channel closed once its files are gone: a create of the name waits
 	// for it (guarded by mu).
 	deleting map[string]chan struct{}
+	// restoring holds the names of streams being restored (restore.go):
+	// a second restore of the name is refused (guarded by mu).
+	restoring map[string]bool
 
 	used  [2]atomic.Int64 // stored bytes by storage type (limits.go)
 	limit [2]atomic.Int64 // storage limits by type: 0 (unlimited), NoStorage or bytes (limits.go)
@@ -80,6 +87,30 @@ type JetStream struct {
 	// dead-letter move cannot tell whether a stream captures its subject.
 	ready   atomic.Bool
 	dlqAcks deadLetterAcks // routes the PubAcks of dead-letter copies (deadletter.go)
+
+	// quit is closed by Shutdown; bg counts the goroutines of snapshots
+	// and restores (background), which end on it, and bgClosed (under
+	// bgMu) refuses new ones once Shutdown began.
+	quit     chan struct{}
+	bg       sync.WaitGroup
+	bgMu     sync.Mutex
+	bgClosed bool
+}
+
+// background runs f on a goroutine that Shutdown waits for, and reports
+// false (without running f) once Shutdown has begun.
+func (js *JetStream) background(f func()) bool {
+	js.bgMu.Lock()
+	defer js.bgMu.Unlock()
+	if js.bgClosed {
+		return false
+	}
+	js.bg.Add(1)
+	go func() {
+		defer js.bg.Done()
+		f()
+	}()
+	return true
 }
 
 // accountDir is where the single account's streams live, as nats-server
@@ -105,7 +136,7 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	if cfg.Infof == nil {
 		cfg.Infof = cfg.Logf
 	}
-	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*runner{}}
+	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*runner{}, quit: make(chan struct{})}
 	if err := cfg.FS.MkdirAll(js.streamsDir()); err != nil {
 		return nil, fmt.Errorf("jetstream: create %s: %w", js.streamsDir(), err)
 	}
@@ -277,6 +308,13 @@ func anyOverlap(subjects []string, filter string) bool {
 // Shutdown stops every stream: queued publishes are applied and
 // acknowledged, stores are closed.
 func (js *JetStream) Shutdown() {
+	js.bgMu.Lock()
+	if !js.bgClosed {
+		js.bgClosed = true
+		close(js.quit)
+	}
+	js.bgMu.Unlock()
+	js.bg.Wait() // snapshots and restores end on quit
 	js.mu.Lock()
 	js.closed = true
 	runners := make([]*runner, 0, len(js.streams))

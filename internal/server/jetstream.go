@@ -28,6 +28,8 @@ func (t jsTransport) PublishAs(match, subj, reply string, hdr, data []byte) bool
 
 func (t jsTransport) HasInterest(subj string) bool { return t.s.HasInterest(subj) }
 
+func (t jsTransport) HasExactInterest(subj string) bool { return t.s.HasExactInterest(subj) }
+
 // defaultStoreDir is where JetStream keeps its data without -sd, as
 // nats-server v2.15.2 does (the system temporary directory).
 func defaultStoreDir() string { return filepath.Join(os.TempDir(), "nats") }
@@ -46,6 +48,7 @@ func (s *Server) startJetStream() error {
 		ServerName: s.opts.ServerName,
 		Version:    NATSVersion,
 		APILevel:   jsapi.APILevel,
+		MaxPayload: int64(s.opts.MaxPayload),
 		Logf:       s.log.Warnf,
 		Infof:      s.log.Noticef,
 	}
