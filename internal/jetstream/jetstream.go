@@ -45,6 +45,10 @@ type Config struct {
 	// a larger message is refused, as nats-server refuses it. 0 = no
 	// such check.
 	MaxPayload int64
+	// MaxPending is the server's max_pending: a batched direct get
+	// without max_bytes sends at most this much (ADR-31). 0 = 64 MiB,
+	// nats-server's default.
+	MaxPending int64
 	// MaxStoreFromDisk sizes the file storage limit from the store's file
 	// system, as nats-server v2.15.2 sizes an unset max_file_store
 	// (limits.go).
@@ -159,6 +163,17 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 }
 
 func (js *JetStream) now() time.Time { return js.cfg.Now() }
+
+// defaultMaxPending is nats-server's default max_pending (64 MiB).
+const defaultMaxPending = 64 << 20
+
+// maxPending returns the server's max_pending (Config.MaxPending).
+func (js *JetStream) maxPending() int64 {
+	if js.cfg.MaxPending > 0 {
+		return js.cfg.MaxPending
+	}
+	return defaultMaxPending
+}
 
 // batchLimits returns the batch limits with the server's API level.
 func (js *JetStream) batchLimits() stream.BatchLimits {

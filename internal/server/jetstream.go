@@ -49,6 +49,7 @@ func (s *Server) startJetStream() error {
 		Version:    NATSVersion,
 		APILevel:   jsapi.APILevel,
 		MaxPayload: int64(s.opts.MaxPayload),
+		MaxPending: s.opts.MaxPending,
 		Logf:       s.log.Warnf,
 		Infof:      s.log.Noticef,
 	}
