@@ -77,6 +77,7 @@ func TestDifferential(t *testing.T) {
 		{"workqueue consumers", d.workQueueConsumers},
 		{"consumer info", d.consumerInfoNamesListPause},
 		{"pull status", d.pullStatus},
+		{"consumer reset", d.consumerReset},
 		{"snapshot and restore", d.snapshotRestore},
 		{"restart", d.restartConsumers},
 	} {
@@ -134,6 +135,9 @@ var compatDiffs = map[string]string{
 	"account info after stream create $.api.errors": "Unknown `$JS.API.<X>` subjects, Unknown JSON keys in API requests, mirror consumers",
 
 	// Row "Stream `bytes`": 30/34 per message for memory streams too.
+
+	// Row "CONSUMER.RESET of a missing consumer".
+	"reset missing consumer $": "CONSUMER.RESET of a missing consumer",
 }
 
 // knownDiffs are differences NOT documented in docs/compatibility.md,
@@ -1481,6 +1485,36 @@ func (d *differ) pullStatus() {
 	d.frames("pull max_bytes exceeded", next+"BYTES", "", `{"batch":5,"max_bytes":80}`, 3)
 	d.frames("pull batch completed", next+"BYTES", "", `{"batch":1,"max_bytes":5000,"expires":1000000000}`, 2)
 	d.req("consumer info bytes", diffAPI+"CONSUMER.INFO.P.BYTES", "")
+}
+
+// consumerReset compares CONSUMER.RESET (ADR-60): to the ack floor, to
+// a sequence, the deliver policies that refuse one, bad bodies, and the
+// deliveries after a reset.
+func (d *differ) consumerReset() {
+	cc := diffAPI + "CONSUMER.CREATE.RST."
+	rs := diffAPI + "CONSUMER.RESET.RST."
+	d.req("create reset stream", diffAPI+"STREAM.CREATE.RST", `{"name":"RST","subjects":["rst.>"]}`)
+	for i := 1; i <= 5; i++ {
+		d.pub(fmt.Sprintf("pub rst %d", i), "rst.a", fmt.Sprintf("r%d", i))
+	}
+	d.req("consumer create reset all", cc+"ALL", diffConsumerBody("RST", "", `{"durable_name":"ALL","ack_policy":"explicit","ack_wait":3600000000000}`))
+	d.req("consumer create reset by_start_sequence", cc+"BSS", diffConsumerBody("RST", "", `{"durable_name":"BSS","ack_policy":"explicit","deliver_policy":"by_start_sequence","opt_start_seq":3}`))
+	d.req("consumer create reset last", cc+"LST", diffConsumerBody("RST", "", `{"durable_name":"LST","ack_policy":"explicit","deliver_policy":"last"}`))
+	d.frames("pull before reset", diffAPI+"CONSUMER.MSG.NEXT.RST.ALL", "", `{"batch":3}`, 3)
+	d.req("reset to ack floor", rs+"ALL", "")
+	d.req("consumer info after reset", diffAPI+"CONSUMER.INFO.RST.ALL", "")
+	d.frames("pull after reset", diffAPI+"CONSUMER.MSG.NEXT.RST.ALL", "", `{"batch":2}`, 2)
+	d.req("reset to seq", rs+"ALL", `{"seq":4}`)
+	d.frames("pull after reset to seq", diffAPI+"CONSUMER.MSG.NEXT.RST.ALL", "", `{"batch":1}`, 1)
+	d.req("reset to seq 0", rs+"ALL", `{"seq":0}`)
+	d.req("reset past the end", rs+"ALL", `{"seq":100}`)
+	d.req("reset malformed", rs+"ALL", `{"seq":`)
+	d.req("reset below opt_start_seq", rs+"BSS", `{"seq":2}`)
+	d.req("reset at opt_start_seq", rs+"BSS", `{"seq":3}`)
+	d.req("reset deliver last to seq", rs+"LST", `{"seq":2}`)
+	d.req("reset deliver last to ack floor", rs+"LST", "")
+	d.req("reset api level too high", rs+"ALL", "", diffHdr("Nats-Required-Api-Level", "99"))
+	d.req("reset missing consumer", rs+"NOPE", "", diffTimeout(300*time.Millisecond))
 }
 
 // restartConsumers restarts both servers: every stream and consumer of

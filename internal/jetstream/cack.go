@@ -81,6 +81,9 @@ type journalBatch struct {
 	ops       []store.ConsumerOp
 	waits     []confirm
 	saveAfter bool // a snapshot confirms acks: store it after retention
+	// dropUnneeded: a reset moved the consumer (interest retention may
+	// remove what it skipped).
+	dropUnneeded bool
 }
 
 // journal appends a round's confirmed acks to the ack journal; their
@@ -110,7 +113,7 @@ func (c *cons) sendConfirms(cfs []confirm) {
 			c.push(cevent{pull: &pullEvent{reply: cf.reply, body: cf.body}})
 			continue
 		}
-		c.js.tr.Publish(cf.reply, "", nil, nil)
+		c.js.tr.Publish(cf.reply, "", nil, cf.payload)
 	}
 }
 

@@ -40,6 +40,7 @@ type cevent struct {
 	fcSub     string   // a flow control reply arrived on this subject
 	moveReady uint64   // a stored snapshot holds this dead-letter mark
 	moveAck   *moveAck // the PubAck of a dead-letter copy
+	reset     *resetEvent
 }
 
 type pullEvent struct {
@@ -108,6 +109,10 @@ type cons struct {
 	snapWait     []confirm          // confirmations that wait for the next stored snapshot
 	replayed     []uint64           // acks replayed from the journal at restore, for retention
 	saveNow      bool               // take a snapshot at the end of this round (a move completed)
+	// resetRetention: a reset this round moved the delivery state, so an
+	// interest stream drops what nobody needs any more (loop, after the
+	// round).
+	resetRetention bool
 	dlq          string             // the dead-letter subject ("" for none; refreshDeadLetter)
 	moves        map[uint64]*move   // dead-letter moves by stream sequence (deadletter.go)
 	moveErr      string             // the last refused copy logged, and when (logMoveErr)
@@ -117,10 +122,11 @@ type cons struct {
 // confirm is a confirmation to send once the ack it answers is durable:
 // an empty reply (double ack), or for +NXT the pull request it carries.
 type confirm struct {
-	reply string
-	next  bool
-	body  []byte
-	move  uint64 // not a reply: the dead-letter mark of this stream sequence is stored
+	reply   string
+	next    bool
+	body    []byte
+	move    uint64 // not a reply: the dead-letter mark of this stream sequence is stored
+	payload []byte // the reply's payload (a reset's response); nil: an empty reply
 }
 
 // flowControl is the push flow control state.
@@ -200,6 +206,9 @@ func (c *cons) loop() {
 			c.js.tr.Publish(reply, "", nil, nil) // the double ack
 		}
 		c.journal(jb)
+		if jb.dropUnneeded {
+			c.sr.dropUnneeded() // a reset skipped messages an interest stream may hold for it alone
+		}
 		if idle {
 			c.js.expireConsumer(c)
 			return
@@ -241,8 +250,8 @@ func (c *cons) round(evs []cevent) (acked []uint64, replies []string, jb journal
 	}
 	acked, replies = c.acked, c.ackReplies
 	c.acked, c.ackReplies = nil, nil
-	jb = journalBatch{ops: c.jops, waits: c.jwait, saveAfter: saveAfter}
-	c.jops, c.jwait = nil, nil
+	jb = journalBatch{ops: c.jops, waits: c.jwait, saveAfter: saveAfter, dropUnneeded: c.resetRetention}
+	c.jops, c.jwait, c.resetRetention = nil, nil, false
 	return acked, replies, jb, c.inactive(now)
 }
 
@@ -258,6 +267,8 @@ func (c *cons) handle(ev *cevent, now time.Time) {
 		c.moveReady(ev.moveReady, now)
 	case ev.moveAck != nil:
 		c.onMoveAck(ev.moveAck, now)
+	case ev.reset != nil:
+		c.reset(ev.reset, now)
 	}
 }
 

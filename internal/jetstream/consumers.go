@@ -479,6 +479,7 @@ func (c *cons) start() {
 		{"$JS.ACK." + c.sr.name + "." + c.name + ".>", c.onAck},
 		{"$JS.API.CONSUMER.MSG.NEXT." + c.sr.name + "." + c.name, c.onPull},
 		{"$JS.FC." + c.sr.name + "." + c.name + ".*", c.onFC},
+		{"$JS.API.CONSUMER.RESET." + c.sr.name + "." + c.name, c.onReset},
 	}
 	if c.cfg.AckPolicy == consumer.AckNone {
 		subs = subs[1:] // nothing listens for acks: an ack request gets no responders, as in nats-server
@@ -763,6 +764,11 @@ func (r *runner) stopConsumers(status []byte) {
 func (c *cons) info() *consumer.Info {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.infoLocked()
+}
+
+// infoLocked is info with c.mu held.
+func (c *cons) infoLocked() *consumer.Info {
 	now := c.now()
 	d, af := c.st.Delivered(), c.st.AckFloor()
 	cfg := c.cfg.WithServerMetadata(c.js.cfg.Version, c.js.cfg.APILevel)
