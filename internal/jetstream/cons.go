@@ -113,10 +113,10 @@ type cons struct {
 	// interest stream drops what nobody needs any more (loop, after the
 	// round).
 	resetRetention bool
-	dlq          string             // the dead-letter subject ("" for none; refreshDeadLetter)
-	moves        map[uint64]*move   // dead-letter moves by stream sequence (deadletter.go)
-	moveErr      string             // the last refused copy logged, and when (logMoveErr)
-	moveErrAt    time.Time
+	dlq            string           // the dead-letter subject ("" for none; refreshDeadLetter)
+	moves          map[uint64]*move // dead-letter moves by stream sequence (deadletter.go)
+	moveErr        string           // the last refused copy logged, and when (logMoveErr)
+	moveErrAt      time.Time
 }
 
 // confirm is a confirmation to send once the ack it answers is durable:
