@@ -234,10 +234,19 @@ type differ struct {
 	apiTotal, apiErrors [2]int // the counters of the last account info
 
 	nAllowed int
+	// partial: a run of some areas only, so the allowlist entries it
+	// does not meet are not reported as stale.
+	partial bool
 }
 
-func newDiffer(t *testing.T) *differ {
+func newDiffer(t *testing.T) *differ { return newDifferOpts(t, nil) }
+
+// newDifferOpts starts both servers with mod applied to their options.
+func newDifferOpts(t *testing.T, mod func(*server.Options)) *differ {
 	opts := server.Options{Host: "127.0.0.1", Port: -1, JetStream: true}
+	if mod != nil {
+		mod(&opts)
+	}
 	co, no := opts, opts
 	co.StoreDir = filepath.Join(t.TempDir(), "cairn")
 	no.StoreDir = filepath.Join(t.TempDir(), "nats-server")
@@ -866,7 +875,7 @@ func (d *differ) check() {
 	}
 	for _, m := range []map[string]string{compatDiffs, knownDiffs} {
 		for k := range m {
-			if !used[k] {
+			if !used[k] && !d.partial {
 				t.Errorf("allowlist entry %q matches no difference any more: remove it", k)
 			}
 		}

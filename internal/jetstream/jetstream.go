@@ -26,6 +26,7 @@ type Config struct {
 	MaxMemory  int64                            // bytes of memory storage for the streams; 0 = unlimited; NoStorage = none (limits.go)
 	MaxStore   int64                            // bytes of file storage for the streams; 0 = unlimited; NoStorage = none; ignored with MaxStoreFromDisk
 	ServerName string                           // reported as the stream leader in StreamInfo.cluster
+	Domain     string                           // the JetStream domain (jetstream { domain }), reported in PubAcks, stream infos, account info and advisories; "" for none
 	Version    string                           // the nats-server version advertised (metadata _nats.ver)
 	APILevel   int                              // the JetStream API level advertised (metadata _nats.level)
 	Now        func() time.Time                 // the clock for message timestamps and expiry; nil = time.Now

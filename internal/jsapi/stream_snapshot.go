@@ -133,7 +133,7 @@ func (a *API) restoreDone(reply string, info *jetstream.StreamInfo, err *jserr.E
 	resp.Type = typePrefix + "stream_create_response"
 	resp.Error = err
 	if info != nil {
-		info.Cluster = nil
+		info.Cluster, info.Domain = nil, "" // as nats-server's restore answer
 	}
 	body, merr := json.Marshal(resp)
 	if merr != nil {

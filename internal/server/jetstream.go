@@ -50,6 +50,7 @@ func (s *Server) startJetStream() error {
 		APILevel:   jsapi.APILevel,
 		MaxPayload: int64(s.opts.MaxPayload),
 		MaxPending: s.opts.MaxPending,
+		Domain:     s.opts.JetStreamDomain,
 		Logf:       s.log.Warnf,
 		Infof:      s.log.Noticef,
 	}

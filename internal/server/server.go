@@ -33,6 +33,8 @@ type Server struct {
 
 	cl *cluster // the cluster listener and routes; nil unless Options.Cluster is enabled
 
+	jsDomain []byte // "$JS.<domain>.API.", whose subjects client publishes are mapped from (jsdomain.go); nil without a domain
+
 	lim           atomic.Pointer[limits] // the limits in force (limits.go)
 	publishers    sync.Pool              // connectionless *client values for Publish
 	nextCID       atomic.Uint64
@@ -63,6 +65,9 @@ func New(opts Options) (*Server, error) {
 		cl:      newCluster(&opts.Cluster),
 		clients: make(map[uint64]*client),
 		done:    make(chan struct{}),
+	}
+	if opts.JetStream {
+		s.jsDomain = jsDomainPrefix(opts.JetStreamDomain)
 	}
 	s.lim.Store(limitsOf(&opts))
 	return s, nil
