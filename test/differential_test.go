@@ -1494,6 +1494,34 @@ func (d *differ) pullStatus() {
 	d.frames("pull max_bytes exceeded", next+"BYTES", "", `{"batch":5,"max_bytes":80}`, 3)
 	d.frames("pull batch completed", next+"BYTES", "", `{"batch":1,"max_bytes":5000,"expires":1000000000}`, 2)
 	d.req("consumer info bytes", diffAPI+"CONSUMER.INFO.P.BYTES", "")
+
+	// 408 Requests Pending: messages wait (max_ack_pending holds them
+	// back) but fewer than the waiting request asks for.
+	d.req("consumer create max_ack_pending 1", cc+"MAP", diffConsumerBody("P", "", `{"durable_name":"MAP","ack_policy":"explicit","max_ack_pending":1}`))
+	d.frames("pull map first", next+"MAP", "", `{"batch":1}`, 1)
+	d.frames("pull map waiting", next+"MAP", "", `{"batch":5,"expires":700000000}`, 0)
+	d.frames("pull map no_wait requests pending", next+"MAP", "", `{"batch":1,"no_wait":true}`, 1)
+	d.readFrames("pull map waiting expired", 1)
+}
+
+// readFrames reads n more frames from both servers (answers to an
+// earlier request that come later) and compares them.
+func (d *differ) readFrames(label string, n int) {
+	d.t.Helper()
+	d.useLabel(label)
+	d.nFrame++
+	res := diffBoth(d, func(s *diffSide) []string {
+		var fs []string
+		for range n {
+			f, err := diffReadFrame(s.raw, diffFrameTimeout)
+			if err != nil {
+				return append(fs, "<"+err.Error()+">")
+			}
+			fs = append(fs, diffNormalizeFrame(f))
+		}
+		return fs
+	})
+	d.compareFrames(label, res[0], res[1])
 }
 
 // consumerReset compares CONSUMER.RESET (ADR-60): to the ack floor, to

@@ -152,6 +152,9 @@ func (s *State) AckFloor() store.SequencePair { return s.ackFloor }
 // for: one past the highest delivered.
 func (s *State) NextSeq() uint64 { return s.delivered.Stream + 1 }
 
+// NumRedeliveryQueued returns how many messages wait for redelivery.
+func (s *State) NumRedeliveryQueued() int { return len(s.rdq) }
+
 // NumAckPending returns the number of deliveries awaiting an ack.
 func (s *State) NumAckPending() int { return len(s.pending) }
 

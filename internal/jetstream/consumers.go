@@ -523,7 +523,9 @@ func (c *cons) onFC(subject, _ string, _, _ []byte) { c.push(cevent{fcSub: subje
 // stop ends the consumer: unsubscribes, stops the loop, ends waiting pull
 // requests with status and saves its state. A status (409 Consumer
 // Deleted) means the consumer or its stream is being deleted: its state
-// is not saved, since its files go next. nil (shutdown) sends none.
+// is not saved, since its files go next. nil means the server shuts
+// down: each waiting pull request gets 409 Server Shutdown with what it
+// was still owed, as nats-server v2.15.2 signalPullConsumers sends it.
 func (c *cons) stop(status []byte) {
 	c.persisting.Wait()
 	c.mu.Lock()
@@ -540,9 +542,11 @@ func (c *cons) stop(status []byte) {
 	c.done.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if status != nil {
-		for _, w := range c.waiting {
+	for _, w := range c.waiting {
+		if status != nil {
 			c.js.tr.Publish(w.reply, "", status, nil)
+		} else {
+			c.js.tr.Publish(w.reply, "", pendingHeader(409, "Server Shutdown", w.n, max(w.bytes, 0)), nil)
 		}
 	}
 	c.waiting = nil

@@ -317,6 +317,10 @@ func (c *cons) addPull(reply string, body []byte, now time.Time) {
 		c.js.tr.Publish(reply, "", status, nil)
 		return
 	}
+	if req.NoWait && c.requestsPending(now) {
+		c.js.tr.Publish(reply, "", hdrRequestsPending, nil)
+		return
+	}
 	if c.cfg.MaxWaiting > 0 && len(c.waiting) >= c.cfg.MaxWaiting {
 		if req.Heartbeat == 0 {
 			c.js.tr.Publish(reply, "", hdrMaxWaiting, nil)
@@ -333,6 +337,29 @@ func (c *cons) addPull(reply string, body []byte, now time.Time) {
 		w.expires = now.Add(req.Expires).UnixNano()
 	}
 	c.waiting = append(c.waiting, w)
+}
+
+// hdrRequestsPending ends a no_wait request that the requests already
+// waiting would leave nothing for.
+var hdrRequestsPending = statusHeader(408, "Requests Pending")
+
+// requestsPending reports whether a new no_wait request should get 408
+// Requests Pending (nats-server v2.15.2 processNextMsgRequest): there
+// are messages to deliver (new ones and redeliveries), but fewer than
+// the waiting requests still ask for.
+func (c *cons) requestsPending(now time.Time) bool {
+	avail := c.numPending(c.sr.durableSeq()) + uint64(c.st.NumRedeliveryQueued())
+	if avail == 0 {
+		return false
+	}
+	var asked uint64
+	ns := now.UnixNano()
+	for _, w := range c.waiting {
+		if (w.expires == 0 || ns < w.expires) && c.js.tr.HasInterest(w.reply) {
+			asked += uint64(w.n)
+		}
+	}
+	return avail < asked
 }
 
 // pullLimits checks a request against max_batch, max_expires and

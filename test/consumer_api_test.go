@@ -100,3 +100,38 @@ func TestConsumerReset(t *testing.T) {
 		t.Fatalf("reset of a missing consumer: %v, want %v", err, want)
 	}
 }
+
+// A pull request waiting when the server shuts down gets 409 Server
+// Shutdown with what it was still owed (nats-server v2.15.2
+// signalPullConsumers), before the connection closes.
+func TestPullServerShutdown(t *testing.T) {
+	u, stop := startServerStoppable(t, func(o *server.Options) { o.JetStream = true })
+	nc := connect(t, u)
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "SD", Subjects: []string{"sd"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateOrUpdateConsumer(ctx, "SD", jetstream.ConsumerConfig{Durable: "C", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawConnect(t, u, defaultConnect)
+	raw.send("SUB _pull 1\r\n")
+	raw.sync()
+	body := `{"batch":7,"max_bytes":5000,"expires":30000000000}`
+	raw.send(fmt.Sprintf("PUB $JS.API.CONSUMER.MSG.NEXT.SD.C _pull %d\r\n%s\r\n", len(body), body))
+	raw.sync()
+	waitFor(t, 5*time.Second, "the pull request to wait", func() bool {
+		info, err := js.Consumer(ctx, "SD", "C")
+		return err == nil && info.CachedInfo().NumWaiting == 1
+	})
+	go stop()
+	f, err := diffReadFrame(raw, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "HMSG _pull 1 84 84\r\nNATS/1.0 409 Server Shutdown\r\nNats-Pending-Messages: 7\r\nNats-Pending-Bytes: 5000\r\n\r\n\r\n"
+	if f != want {
+		t.Fatalf("got %q\nwant %q", f, want)
+	}
+}
