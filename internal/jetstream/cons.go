@@ -98,7 +98,9 @@ type cons struct {
 	fc           flowControl
 	replay       replayState
 	dirty        bool
-	pollInterest bool // an unbound push consumer with messages waits for a subscriber
+	pollInterest bool                  // an unbound push consumer with messages waits for a subscriber
+	rl           *consumer.RateLimiter // rate_limit_bps of a push consumer; nil until needed, reset by an update
+	rateAt       time.Time             // when the rate limit lets the next message go; zero when it does not hold one back
 	lastSave     time.Time
 	saveGap      time.Duration // the wait before the next write: saveInterval or more
 	stopped      bool
@@ -339,6 +341,9 @@ func (c *cons) nextWake() time.Duration {
 		// Nothing tells the consumer when a subscriber arrives on its
 		// deliver subject: look again soon.
 		at(now.Add(interestPoll))
+	}
+	if !c.rateAt.IsZero() {
+		at(c.rateAt)
 	}
 	if c.replay.lastWall > 0 {
 		at(now.Add(10 * time.Millisecond))

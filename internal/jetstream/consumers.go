@@ -580,6 +580,7 @@ func (c *cons) update(cfg consumer.Config) error {
 	c.mu.Lock()
 	c.cfg = cfg.Clone()
 	c.filters = cfg.Filters()
+	c.rl = nil // a new rate_limit_bps takes effect at once
 	c.st.SetPolicy(consumer.PolicyOf(&c.cfg))
 	c.np.valid = false
 	dir := c.dir

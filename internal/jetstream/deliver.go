@@ -29,6 +29,7 @@ func (c *cons) deliver(now time.Time) {
 		return
 	}
 	c.end = c.sr.durableSeq() // one look per round: it only grows
+	c.rateAt = time.Time{}
 	pushBound := c.cfg.IsPush() && c.js.tr.HasInterest(c.cfg.DeliverSubject)
 	// An unbound push consumer with something to deliver polls for a
 	// subscriber; with nothing, the next message wakes it anyway.
@@ -46,9 +47,36 @@ func (c *cons) deliver(now time.Time) {
 		if !ok {
 			break
 		}
+		if w == nil && !c.rateAllows(p, now) {
+			break
+		}
 		c.send(target, w, p, now)
 	}
 	c.endNoWait()
+}
+
+// rateAllows reports whether a push consumer's rate_limit_bps lets p go
+// now; when not, it notes when it will (rateAt, for nextWake).
+func (c *cons) rateAllows(p pick, now time.Time) bool {
+	if c.cfg.RateLimit == 0 {
+		c.rl = nil
+		return true
+	}
+	if c.rl == nil {
+		burst := int(c.js.cfg.MaxPayload)
+		if scfg := c.sr.config(); scfg.MaxMsgSize > 0 {
+			burst = int(scfg.MaxMsgSize)
+		}
+		if burst <= 0 {
+			burst = 1 << 20
+		}
+		c.rl = consumer.NewRateLimiter(c.cfg.RateLimit, burst, now.UnixNano())
+	}
+	ok, wait := c.rl.Take(len(p.m.Subject)+len(p.m.Header)+len(p.m.Data), now.UnixNano())
+	if !ok {
+		c.rateAt = now.Add(wait)
+	}
+	return ok
 }
 
 // maxPerRound bounds the deliveries of one round, so that acks and API
