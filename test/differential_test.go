@@ -1502,6 +1502,21 @@ func (d *differ) pullStatus() {
 	d.frames("pull map waiting", next+"MAP", "", `{"batch":5,"expires":700000000}`, 0)
 	d.frames("pull map no_wait requests pending", next+"MAP", "", `{"batch":1,"no_wait":true}`, 1)
 	d.readFrames("pull map waiting expired", 1)
+
+	// rate_limit_bps on a push consumer: the bucket (max_payload) holds
+	// all three messages, which go at once on both servers. (nats-server
+	// binds a push consumer only to a subscription on exactly its deliver
+	// subject, not to _D.>.)
+	for _, s := range d.sides {
+		s.raw.send("SUB _RL.rlp 2\r\n")
+		s.raw.sync()
+	}
+	d.req("consumer create push rate limited", cc+"RLP", diffConsumerBody("P", "", `{"durable_name":"RLP","deliver_subject":"_RL.rlp","ack_policy":"none","rate_limit_bps":8000}`))
+	d.readFrames("push rate limited deliveries", 3)
+	for _, s := range d.sides {
+		s.raw.send("UNSUB 2\r\n")
+		s.raw.sync()
+	}
 }
 
 // readFrames reads n more frames from both servers (answers to an
