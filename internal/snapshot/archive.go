@@ -171,17 +171,25 @@ func (rd *Reader) next() (Header, []byte, error) {
 	if nameLen > MaxNameLen || h.HeaderSize < 0 || h.PayloadSize < 0 || total < 0 {
 		return Header{}, nil, ErrInvalid
 	}
-	name := make([]byte, nameLen)
-	if _, err := io.ReadFull(rd.r, name); err != nil {
+	name, err := io.ReadAll(io.LimitReader(rd.r, int64(nameLen)))
+	if err != nil {
 		return Header{}, nil, eofAsInvalid(err, false)
+	}
+	if uint64(len(name)) != nameLen {
+		return Header{}, nil, ErrInvalid
 	}
 	h.Name = string(name)
 	if rd.MaxPayload > 0 && total > rd.MaxPayload {
 		return Header{}, nil, fmt.Errorf("snapshot entry %q (sequence %d) of %d bytes exceeds the maximum of %d", h.Name, h.Sequence, total, rd.MaxPayload)
 	}
-	p := make([]byte, total)
-	if _, err := io.ReadFull(rd.r, p); err != nil {
+	// Read what is there rather than allocate what the sizes claim: a
+	// damaged size costs no more memory than the bytes that follow it.
+	p, err := io.ReadAll(io.LimitReader(rd.r, total))
+	if err != nil {
 		return Header{}, nil, eofAsInvalid(err, false)
+	}
+	if int64(len(p)) != total {
+		return Header{}, nil, ErrInvalid
 	}
 	return h, p, nil
 }

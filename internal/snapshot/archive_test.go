@@ -192,3 +192,25 @@ func TestMalformedArchive(t *testing.T) {
 		t.Fatalf("entry over MaxPayload: %v", err)
 	}
 }
+
+// FuzzReader: any bytes read as a snapshot end in an error or the end
+// entry, never a panic or an allocation past MaxPayload.
+func FuzzReader(f *testing.F) {
+	f.Add([]byte{})
+	if b, err := os.ReadFile("testdata/nats-server-2.15.2.arc.s2"); err == nil {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rd := NewReader(bytes.NewReader(b))
+		rd.MaxPayload = 1 << 16
+		for range 10000 {
+			h, p, err := rd.Next()
+			if err != nil || h.IsEnd() {
+				return
+			}
+			if int64(len(p)) != h.HeaderSize+h.PayloadSize {
+				t.Fatalf("entry %+v with %d bytes", h, len(p))
+			}
+		}
+	})
+}
