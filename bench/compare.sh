@@ -97,6 +97,7 @@ js consume file x200k      | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js consume --s
 js consume file doubleack 1c x20k | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js consume --stream benchstream --msgs 20000 --batch 500 --acks explicit --doubleack --clients 1 | | sync_interval: always
 js consume file doubleack 4c x20k | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js consume --stream benchstream --msgs 20000 --batch 500 --acks explicit --doubleack --clients 4 | | sync_interval: always
 js ordered file x200k      | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js ordered --stream benchstream --msgs 200000 |
+js get batch 10k file x200k | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js get batch --stream benchstream --msgs 200000 --batch 10000 |
 js pub async file interest, no consumers, 1c x200k | $JS_FLAGS | $JS_ADD_INTEREST | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 1 |
 js consume file workqueue x200k | $JS_FLAGS | $JS_ADD_WQ; $JS_FILL | js consume --stream benchstream --msgs 200000 --batch 500 --acks explicit |
 perms pub 128B x1M, 100 users x 20 rules | -c $PERMS_CONF | | pub bench.pub --size 128 --msgs 1000000 --user u7 --password p |

@@ -125,6 +125,18 @@ func RestoreState(p Policy, st *store.ConsumerState) *State {
 	return s
 }
 
+// Reset restarts the delivery state at stream sequence seq (ADR-60, the
+// consumer reset; nats-server v2.15.2 resetLocalStartingSeq): nothing is
+// pending, redelivered or out of deliveries any more, the consumer
+// sequence starts again at 1, and the delivered and ack floor stream
+// sequences are seq-1, so the next delivery is at seq or after. seq 0 is
+// taken as 1.
+func (s *State) Reset(seq uint64) {
+	dl := s.deadLetter
+	*s = *NewState(s.policy, max(seq, 1))
+	s.deadLetter = dl
+}
+
 // SetPolicy changes the policy after a consumer update; it applies to
 // the next deliveries and acks.
 func (s *State) SetPolicy(p Policy) { s.policy = p }
@@ -151,6 +163,9 @@ func (s *State) AckFloor() store.SequencePair { return s.ackFloor }
 // NextSeq returns the stream sequence from which new messages are looked
 // for: one past the highest delivered.
 func (s *State) NextSeq() uint64 { return s.delivered.Stream + 1 }
+
+// NumRedeliveryQueued returns how many messages wait for redelivery.
+func (s *State) NumRedeliveryQueued() int { return len(s.rdq) }
 
 // NumAckPending returns the number of deliveries awaiting an ack.
 func (s *State) NumAckPending() int { return s.pending.len() }

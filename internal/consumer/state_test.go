@@ -1900,3 +1900,30 @@ func TestReplayJournal(t *testing.T) {
 		t.Fatal("a replayed NAK ended the deliveries of a message at max_deliver")
 	}
 }
+
+// Reset (ADR-60) forgets every delivery and restarts the consumer
+// sequence at 1 from the given stream sequence, as nats-server's
+// resetLocalStartingSeq: delivered and ack floor are {0, seq-1}.
+func TestReset(t *testing.T) {
+	s := NewState(Policy{Ack: AckExplicit, AckWait: time.Second, MaxDeliver: 2}, 1)
+	deliver(s, t0, 1, 2, 3, 4)
+	s.Ack(1, 1)
+	s.Expire(t0 + 2*sec)
+	redeliverAll(s, t0+2*sec)
+	s.Expire(t0 + 4*sec) // 2, 3, 4 run out of deliveries
+	if s.NumExhausted() == 0 {
+		t.Fatalf("setup: %d exhausted, %d pending", s.NumExhausted(), s.NumAckPending())
+	}
+	s.Reset(3)
+	if s.Delivered() != pair(0, 2) || s.AckFloor() != pair(0, 2) || s.NumAckPending() != 0 || s.NumExhausted() != 0 || s.NumRedelivered() != 0 {
+		t.Fatalf("after Reset(3): delivered %v floor %v, %d pending, %d exhausted, %d redelivered",
+			s.Delivered(), s.AckFloor(), s.NumAckPending(), s.NumExhausted(), s.NumRedelivered())
+	}
+	if d := s.DeliverNew(3, t0+5*sec); d.ConsumerSeq != 1 {
+		t.Fatalf("first delivery after the reset has consumer sequence %d, want 1", d.ConsumerSeq)
+	}
+	s.Reset(0)
+	if s.Delivered() != pair(0, 0) || s.NextSeq() != 1 {
+		t.Fatalf("Reset(0): delivered %v, next %d; want {0 0} and 1", s.Delivered(), s.NextSeq())
+	}
+}

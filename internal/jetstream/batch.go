@@ -74,7 +74,7 @@ func (r *runner) commitBatch(c stream.BatchCommit, reply string, respond bool) {
 	}
 	if respond && len(results) > 0 {
 		last := results[len(results)-1].Seq
-		r.queueAck(ack{reply: reply, payload: stream.AppendBatchPubAck(nil, r.name, last, c.ID, uint64(len(results))), waitSeq: last})
+		r.queueAck(ack{reply: reply, payload: stream.AppendBatchPubAck(nil, r.name, r.js.cfg.Domain, last, c.ID, uint64(len(results))), waitSeq: last})
 	}
 }
 
@@ -146,12 +146,13 @@ func (r *runner) batchesAfterUpdate(cfg *stream.Config) {
 }
 
 // batchAbandonedAdvisory is nats-server's JSStreamBatchAbandonedAdvisory
-// (without account and domain, which cairn does not have).
+// (without account, which cairn does not have).
 type batchAbandonedAdvisory struct {
 	Type   string               `json:"type"`
 	ID     string               `json:"id"`
 	Time   time.Time            `json:"timestamp"`
 	Stream string               `json:"stream"`
+	Domain string               `json:"domain,omitempty"`
 	Batch  string               `json:"batch"`
 	Reason stream.AbandonReason `json:"reason"`
 }
@@ -163,7 +164,7 @@ func (r *runner) adviseAbandoned(list []stream.Abandoned) {
 	for _, a := range list {
 		b, err := json.Marshal(batchAbandonedAdvisory{
 			Type: "io.nats.jetstream.advisory.v1.stream_batch_abandoned", ID: nuid.Next(),
-			Time: r.js.now().UTC(), Stream: r.name, Batch: a.ID, Reason: a.Reason,
+			Time: r.js.now().UTC(), Stream: r.name, Domain: r.js.cfg.Domain, Batch: a.ID, Reason: a.Reason,
 		})
 		if err == nil {
 			r.js.tr.Publish("$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED."+r.name, "", nil, b)

@@ -81,6 +81,9 @@ type journalBatch struct {
 	ops       []store.ConsumerOp
 	waits     []confirm
 	saveAfter bool // a snapshot confirms acks: store it after retention
+	// dropUnneeded: a reset moved the consumer (interest retention may
+	// remove what it skipped).
+	dropUnneeded bool
 }
 
 // journal appends a round's confirmed acks to the ack journal; their
@@ -110,7 +113,7 @@ func (c *cons) sendConfirms(cfs []confirm) {
 			c.push(cevent{pull: &pullEvent{reply: cf.reply, body: cf.body}})
 			continue
 		}
-		c.js.tr.Publish(cf.reply, "", nil, nil)
+		c.js.tr.Publish(cf.reply, "", nil, cf.payload)
 	}
 }
 
@@ -152,6 +155,7 @@ type ackAdvisory struct {
 	StreamSeq   uint64    `json:"stream_seq"`
 	Deliveries  uint64    `json:"deliveries"`
 	Reason      string    `json:"reason,omitempty"`
+	Domain      string    `json:"domain,omitempty"`
 }
 
 // maxDeliverAdvisory is nats-server's JSConsumerDeliveryExceededAdvisory.
@@ -163,12 +167,13 @@ type maxDeliverAdvisory struct {
 	Consumer   string    `json:"consumer"`
 	StreamSeq  uint64    `json:"stream_seq"`
 	Deliveries uint64    `json:"deliveries"`
+	Domain     string    `json:"domain,omitempty"`
 }
 
 func (c *cons) advise(kind, typ string, a *ackMsg, reason string) {
 	c.publishAdvisory(kind, ackAdvisory{
 		Type: typ, ID: nuid.Next(), Time: c.now().UTC(), Stream: c.sr.name, Consumer: c.name,
-		ConsumerSeq: a.cseq, StreamSeq: a.sseq, Deliveries: a.dc, Reason: reason,
+		ConsumerSeq: a.cseq, StreamSeq: a.sseq, Deliveries: a.dc, Reason: reason, Domain: c.js.cfg.Domain,
 	})
 }
 
@@ -187,7 +192,7 @@ func (c *cons) adviseDropped(d consumer.Dropped) {
 func (c *cons) adviseMaxDeliveries(ex consumer.Exhausted) {
 	c.publishAdvisory("MAX_DELIVERIES", maxDeliverAdvisory{
 		Type: "io.nats.jetstream.advisory.v1.max_deliver", ID: nuid.Next(), Time: c.now().UTC(),
-		Stream: c.sr.name, Consumer: c.name, StreamSeq: ex.Stream, Deliveries: ex.Deliveries,
+		Stream: c.sr.name, Consumer: c.name, StreamSeq: ex.Stream, Deliveries: ex.Deliveries, Domain: c.js.cfg.Domain,
 	})
 }
 

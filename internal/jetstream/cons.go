@@ -16,7 +16,7 @@ const (
 	fcWindowMax   = 32 << 20
 )
 
-// saveInterval bounds how often a durable consumer writes its state: a
+// saveInterval bounds how often a persisted consumer writes its state: a
 // lost ack or delivery only causes a redelivery (at least once), so the
 // state is written at most this often rather than on every ack. The
 // writes happen on a saver goroutine; the loop only takes a snapshot, and
@@ -40,6 +40,7 @@ type cevent struct {
 	fcSub     string   // a flow control reply arrived on this subject
 	moveReady uint64   // a stored snapshot holds this dead-letter mark
 	moveAck   *moveAck // the PubAck of a dead-letter copy
+	reset     *resetEvent
 }
 
 type pullEvent struct {
@@ -66,6 +67,13 @@ type cons struct {
 	// Written by the saver, read by the loop.
 	durDelivered atomic.Uint64
 
+	// metaMu serializes writes of meta.json (update, pause, and an
+	// ephemeral's first write in persistLater); taken before mu.
+	metaMu sync.Mutex
+	// persisting counts persistLater while it runs (an ephemeral of a
+	// file stream being written); stop waits for it.
+	persisting sync.WaitGroup
+
 	evMu   sync.Mutex
 	events []cevent
 	wake   chan struct{} // capacity 1
@@ -90,7 +98,9 @@ type cons struct {
 	fc           flowControl
 	replay       replayState
 	dirty        bool
-	pollInterest bool // an unbound push consumer with messages waits for a subscriber
+	pollInterest bool                  // an unbound push consumer with messages waits for a subscriber
+	rl           *consumer.RateLimiter // rate_limit_bps of a push consumer; nil until needed, reset by an update
+	rateAt       time.Time             // when the rate limit lets the next message go; zero when it does not hold one back
 	lastSave     time.Time
 	saveGap      time.Duration // the wait before the next write: saveInterval or more
 	stopped      bool
@@ -101,19 +111,24 @@ type cons struct {
 	snapWait     []confirm          // confirmations that wait for the next stored snapshot
 	replayed     []uint64           // acks replayed from the journal at restore, for retention
 	saveNow      bool               // take a snapshot at the end of this round (a move completed)
-	dlq          string             // the dead-letter subject ("" for none; refreshDeadLetter)
-	moves        map[uint64]*move   // dead-letter moves by stream sequence (deadletter.go)
-	moveErr      string             // the last refused copy logged, and when (logMoveErr)
-	moveErrAt    time.Time
+	// resetRetention: a reset this round moved the delivery state, so an
+	// interest stream drops what nobody needs any more (loop, after the
+	// round).
+	resetRetention bool
+	dlq            string           // the dead-letter subject ("" for none; refreshDeadLetter)
+	moves          map[uint64]*move // dead-letter moves by stream sequence (deadletter.go)
+	moveErr        string           // the last refused copy logged, and when (logMoveErr)
+	moveErrAt      time.Time
 }
 
 // confirm is a confirmation to send once the ack it answers is durable:
 // an empty reply (double ack), or for +NXT the pull request it carries.
 type confirm struct {
-	reply string
-	next  bool
-	body  []byte
-	move  uint64 // not a reply: the dead-letter mark of this stream sequence is stored
+	reply   string
+	next    bool
+	body    []byte
+	move    uint64 // not a reply: the dead-letter mark of this stream sequence is stored
+	payload []byte // the reply's payload (a reset's response); nil: an empty reply
 }
 
 // flowControl is the push flow control state.
@@ -193,6 +208,9 @@ func (c *cons) loop() {
 			c.js.tr.Publish(reply, "", nil, nil) // the double ack
 		}
 		c.journal(jb)
+		if jb.dropUnneeded {
+			c.sr.dropUnneeded() // a reset skipped messages an interest stream may hold for it alone
+		}
 		if idle {
 			c.js.expireConsumer(c)
 			return
@@ -234,8 +252,8 @@ func (c *cons) round(evs []cevent) (acked []uint64, replies []string, jb journal
 	}
 	acked, replies = c.acked, c.ackReplies
 	c.acked, c.ackReplies = nil, nil
-	jb = journalBatch{ops: c.jops, waits: c.jwait, saveAfter: saveAfter}
-	c.jops, c.jwait = nil, nil
+	jb = journalBatch{ops: c.jops, waits: c.jwait, saveAfter: saveAfter, dropUnneeded: c.resetRetention}
+	c.jops, c.jwait, c.resetRetention = nil, nil, false
 	return acked, replies, jb, c.inactive(now)
 }
 
@@ -251,6 +269,8 @@ func (c *cons) handle(ev *cevent, now time.Time) {
 		c.moveReady(ev.moveReady, now)
 	case ev.moveAck != nil:
 		c.onMoveAck(ev.moveAck, now)
+	case ev.reset != nil:
+		c.reset(ev.reset, now)
 	}
 }
 
@@ -313,9 +333,7 @@ func (c *cons) nextWake() time.Duration {
 	if c.pausedUntil.After(now) {
 		at(c.pausedUntil)
 	}
-	if t := c.cfg.InactiveThreshold; t > 0 {
-		at(c.lastActive.Add(t))
-	}
+	at(c.inactiveAt())
 	if c.dirty && c.saver != nil {
 		at(c.lastSave.Add(c.saveGap))
 	}
@@ -323,6 +341,9 @@ func (c *cons) nextWake() time.Duration {
 		// Nothing tells the consumer when a subscriber arrives on its
 		// deliver subject: look again soon.
 		at(now.Add(interestPoll))
+	}
+	if !c.rateAt.IsZero() {
+		at(c.rateAt)
 	}
 	if c.replay.lastWall > 0 {
 		at(now.Add(10 * time.Millisecond))
@@ -365,11 +386,10 @@ func (c *cons) maybeSave(now time.Time, force bool) {
 
 // inactive reports whether the consumer passed its inactive_threshold:
 // a pull consumer without pull requests (and past the ack wait of its
-// last delivery when acks are pending), a push consumer without interest
+// last delivery while acks are pending), a push consumer without interest
 // on its deliver subject.
 func (c *cons) inactive(now time.Time) bool {
-	t := c.cfg.InactiveThreshold
-	if t <= 0 {
+	if c.cfg.InactiveThreshold <= 0 {
 		return false
 	}
 	if c.cfg.IsPush() {
@@ -378,15 +398,29 @@ func (c *cons) inactive(now time.Time) bool {
 		}
 	} else if len(c.waiting) > 0 {
 		c.lastActive = now
-	} else if c.st.NumAckPending() > 0 {
-		// The client may still be working on what it was given: count
-		// from when the last delivery's ack wait runs out, as
-		// nats-server v2.15.2 deleteNotActive does.
-		if end := c.lastDeliver.Add(c.longestWait()); end.After(c.lastActive) {
-			c.lastActive = end
+	}
+	return !now.Before(c.inactiveAt())
+}
+
+// inactiveAt is when the consumer passes its inactive_threshold unless
+// something happens first. While acks are pending, the client may still
+// be working on what it was given: a pull consumer counts from when the
+// last delivery's ack wait runs out, and an ack of everything pending
+// brings the time back to the threshold after its last pull request, as
+// nats-server v2.15.2 deleteNotActive does. Zero when the consumer has no
+// threshold.
+func (c *cons) inactiveAt() time.Time {
+	t := c.cfg.InactiveThreshold
+	if t <= 0 {
+		return time.Time{}
+	}
+	from := c.lastActive
+	if !c.cfg.IsPush() && c.st.NumAckPending() > 0 {
+		if end := c.lastDeliver.Add(c.longestWait()); end.After(from) {
+			from = end
 		}
 	}
-	return now.Sub(c.lastActive) >= t
+	return from.Add(t)
 }
 
 // longestWait is the longest ack wait a delivery can get: ack_wait, or

@@ -120,6 +120,9 @@ func (js *JetStream) createConsumer(r *runner, cfg consumer.Config, action Consu
 	// is in place (it may need some of it).
 	refiltered = released
 	c.start()
+	if r.persisted(&cfg) && !cfg.IsDurable() {
+		go c.persistLater()
+	}
 	js.adviseConsumer(r.name, cfg.Name, actionCreate)
 	if info.Paused {
 		js.adviseConsumerPause(r.name, cfg.Name, PauseResult{Paused: true, Until: *cfg.PauseUntil})
@@ -208,23 +211,37 @@ func randomName() string {
 	return id[len(id)-8:]
 }
 
-// persisted reports whether a consumer with cfg keeps its state on disk:
-// a durable consumer of a file stream without mem_storage.
+// persisted reports whether a consumer with cfg keeps its config and state
+// on disk: a consumer of a file stream without mem_storage, durable or
+// ephemeral. nats-server v2.15.2 writes an ephemeral's config and state as
+// a durable's (fileStore.ConsumerStore) and restores it as an ephemeral
+// (jetstream.go, switchToEphemeral), so it survives a restart until its
+// inactive_threshold runs out; a mem_storage consumer of a file stream has
+// a consumerMemStore there, which writes nothing, and ends with the
+// server.
 func (r *runner) persisted(cfg *consumer.Config) bool {
-	return r.dir != "" && cfg.Durable != "" && !cfg.MemoryStorage
+	return r.dir != "" && !cfg.MemoryStorage
 }
 
 // newConsumer builds a consumer at its starting position, writing its
-// metadata and opening its state when it is persisted.
+// metadata and opening its state when it is a persisted durable. A
+// persisted ephemeral's files are written after it started
+// (persistLater), so that creating one costs the client no fsync.
 func (r *runner) newConsumer(cfg consumer.Config, created time.Time) (*cons, error) {
 	c := r.makeCons(cfg, created)
 	c.position()
 	if !r.persisted(&cfg) {
 		return c, nil
 	}
-	if err := r.persistConsumer(c); err != nil {
+	if !cfg.IsDurable() {
+		c.persisting.Add(1) // persistLater, started once the consumer runs
+		return c, nil
+	}
+	dir, cs, err := r.writeConsumerFiles(cfg, created)
+	if err != nil {
 		return nil, err
 	}
+	c.setStore(dir, cs)
 	c.dirty = true
 	c.maybeSave(created, true)
 	return c, nil
@@ -243,28 +260,58 @@ func (r *runner) makeCons(cfg consumer.Config, created time.Time) *cons {
 	return c
 }
 
-// persistConsumer writes the consumer's metadata and opens its state.
-func (r *runner) persistConsumer(c *cons) error {
-	dir := consumerDir(r.dir, c.name)
+// writeConsumerFiles writes a consumer's metadata (cfg, whose Name must be
+// set, and its creation time) durably and opens its state, returning the
+// consumer's directory and state store.
+func (r *runner) writeConsumerFiles(cfg consumer.Config, created time.Time) (string, store.ConsumerStore, error) {
+	dir := consumerDir(r.dir, cfg.Name)
 	if err := r.js.cfg.FS.MkdirAll(dir); err != nil {
-		return err
+		return "", nil, err
 	}
 	// The consumer's entry in obs/, and obs/'s own in the stream's
 	// directory (MkdirAll created it for the first consumer).
 	for _, d := range []string{path.Dir(dir), r.dir} {
 		if err := r.js.cfg.FS.SyncDir(d); err != nil {
-			return err
+			return "", nil, err
 		}
 	}
-	if err := writeMeta(r.js.cfg.FS, dir, consumerMeta{Config: c.cfg, Created: c.created}); err != nil {
-		return err
+	if err := writeMeta(r.js.cfg.FS, dir, consumerMeta{Config: cfg, Created: created}); err != nil {
+		return "", nil, err
 	}
-	cs, err := r.store.ConsumerStore(c.name)
+	cs, err := r.store.ConsumerStore(cfg.Name)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
+	return dir, cs, nil
+}
+
+// persistLater writes a new ephemeral's files on a goroutine of its own
+// and then attaches them: from the next round on, the consumer saves its
+// state as a durable does. stop waits for it, so that a consumer deleted
+// meanwhile has its files removed and one stopped at shutdown has its
+// state stored. A failure is logged and leaves the consumer in memory
+// only (it ends with the server, as before ephemerals were kept).
+func (c *cons) persistLater() {
+	defer c.persisting.Done()
+	c.metaMu.Lock()
+	defer c.metaMu.Unlock()
+	c.mu.Lock()
+	cfg := c.cfg.Clone()
+	c.mu.Unlock()
+	cfg.Name = c.name // a generated name is kept in the file, as nats-server does
+	dir, cs, err := c.sr.writeConsumerFiles(cfg, c.created)
+	if err != nil {
+		c.js.logf("consumer %s > %s: kept in memory only, it will not survive a restart: %v", c.sr.name, c.name, err)
+		if dir != "" {
+			_ = removeAll(c.js.cfg.FS, dir)
+		}
+		return
+	}
+	c.mu.Lock()
 	c.setStore(dir, cs)
-	return nil
+	c.dirty = true
+	c.mu.Unlock()
+	c.signal()
 }
 
 // setStore attaches a persisted consumer's directory and state store,
@@ -396,7 +443,16 @@ func (r *runner) restoreConsumer(name string) error {
 		_ = cs.Close()
 		return err
 	}
+	if m.Config.Name == "" {
+		m.Config.Name = name // a generated name shows in the config once restored, as in nats-server
+	}
 	c := r.makeCons(m.Config, m.Created)
+	// The inactive_threshold counts from the restart, as nats-server's
+	// delete timer starts when it restores a consumer (consumer.go
+	// switchToEphemeral, updateDeliveryInterest): a client had no chance
+	// to show interest while the server was down.
+	now := r.js.now()
+	c.lastActive, c.lastHB = now, now
 	c.setStore(dir, cs)
 	c.st = consumer.RestoreState(consumer.PolicyOf(&c.cfg), st)
 	c.durDelivered.Store(st.Delivered.Stream)
@@ -426,6 +482,7 @@ func (c *cons) start() {
 		{"$JS.ACK." + c.sr.name + "." + c.name + ".>", c.onAck},
 		{"$JS.API.CONSUMER.MSG.NEXT." + c.sr.name + "." + c.name, c.onPull},
 		{"$JS.FC." + c.sr.name + "." + c.name + ".*", c.onFC},
+		{"$JS.API.CONSUMER.RESET." + c.sr.name + "." + c.name, c.onReset},
 	}
 	if c.cfg.AckPolicy == consumer.AckNone {
 		subs = subs[1:] // nothing listens for acks: an ack request gets no responders, as in nats-server
@@ -467,8 +524,13 @@ func (c *cons) onPull(_, reply string, hdr, data []byte) {
 func (c *cons) onFC(subject, _ string, _, _ []byte) { c.push(cevent{fcSub: subject}) }
 
 // stop ends the consumer: unsubscribes, stops the loop, ends waiting pull
-// requests with status (nil = none) and saves its state.
+// requests with status and saves its state. A status (409 Consumer
+// Deleted) means the consumer or its stream is being deleted: its state
+// is not saved, since its files go next. nil means the server shuts
+// down: each waiting pull request gets 409 Server Shutdown with what it
+// was still owed, as nats-server v2.15.2 signalPullConsumers sends it.
 func (c *cons) stop(status []byte) {
+	c.persisting.Wait()
 	c.mu.Lock()
 	if c.stopped {
 		c.mu.Unlock()
@@ -483,13 +545,21 @@ func (c *cons) stop(status []byte) {
 	c.done.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if status != nil {
-		for _, w := range c.waiting {
+	for _, w := range c.waiting {
+		if status != nil {
 			c.js.tr.Publish(w.reply, "", status, nil)
+		} else {
+			c.js.tr.Publish(w.reply, "", pendingHeader(409, "Server Shutdown", w.n, max(w.bytes, 0)), nil)
 		}
 	}
 	c.waiting = nil
 	c.cancelMoves()
+	if status != nil {
+		if c.saver != nil {
+			c.saver.discard()
+		}
+		return // removeFiles deletes the state through c.cstore, still open
+	}
 	c.maybeSave(c.now(), true)
 	if c.saver != nil {
 		c.saver.close()
@@ -508,9 +578,12 @@ func (c *cons) config() consumer.Config {
 
 // update applies an allowed config change.
 func (c *cons) update(cfg consumer.Config) error {
+	c.metaMu.Lock()
+	defer c.metaMu.Unlock()
 	c.mu.Lock()
 	c.cfg = cfg.Clone()
 	c.filters = cfg.Filters()
+	c.rl = nil // a new rate_limit_bps takes effect at once
 	c.st.SetPolicy(consumer.PolicyOf(&c.cfg))
 	c.np.valid = false
 	dir := c.dir
@@ -599,8 +672,8 @@ func (c *cons) removeFiles() {
 	if c.dir == "" {
 		return
 	}
-	if cs, err := c.sr.store.ConsumerStore(c.name); err == nil {
-		_ = cs.Delete()
+	if err := c.cstore.Delete(); err != nil {
+		c.js.logf("consumer %s > %s: remove its state: %v", c.sr.name, c.name, err)
 	}
 	if err := removeAll(c.js.cfg.FS, c.dir); err != nil {
 		c.js.logf("consumer %s > %s: remove %s: %v", c.sr.name, c.name, c.dir, err)
@@ -638,6 +711,8 @@ func (js *JetStream) PauseConsumer(streamName, name string, until time.Time) (Pa
 		return PauseResult{}, jerr
 	}
 	now := js.now()
+	c.metaMu.Lock()
+	defer c.metaMu.Unlock()
 	c.mu.Lock()
 	c.pausedUntil = time.Time{}
 	if until.After(now) {
@@ -697,6 +772,11 @@ func (r *runner) stopConsumers(status []byte) {
 func (c *cons) info() *consumer.Info {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.infoLocked()
+}
+
+// infoLocked is info with c.mu held.
+func (c *cons) infoLocked() *consumer.Info {
 	now := c.now()
 	d, af := c.st.Delivered(), c.st.AckFloor()
 	cfg := c.cfg.WithServerMetadata(c.js.cfg.Version, c.js.cfg.APILevel)

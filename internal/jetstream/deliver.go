@@ -29,6 +29,7 @@ func (c *cons) deliver(now time.Time) {
 		return
 	}
 	c.end = c.sr.durableSeq() // one look per round: it only grows
+	c.rateAt = time.Time{}
 	pushBound := c.cfg.IsPush() && c.js.tr.HasInterest(c.cfg.DeliverSubject)
 	// An unbound push consumer with something to deliver polls for a
 	// subscriber; with nothing, the next message wakes it anyway.
@@ -46,9 +47,36 @@ func (c *cons) deliver(now time.Time) {
 		if !ok {
 			break
 		}
+		if w == nil && !c.rateAllows(p, now) {
+			break
+		}
 		c.send(target, w, p, now)
 	}
 	c.endNoWait()
+}
+
+// rateAllows reports whether a push consumer's rate_limit_bps lets p go
+// now; when not, it notes when it will (rateAt, for nextWake).
+func (c *cons) rateAllows(p pick, now time.Time) bool {
+	if c.cfg.RateLimit == 0 {
+		c.rl = nil
+		return true
+	}
+	if c.rl == nil {
+		burst := int(c.js.cfg.MaxPayload)
+		if scfg := c.sr.config(); scfg.MaxMsgSize > 0 {
+			burst = int(scfg.MaxMsgSize)
+		}
+		if burst <= 0 {
+			burst = 1 << 20
+		}
+		c.rl = consumer.NewRateLimiter(c.cfg.RateLimit, burst, now.UnixNano())
+	}
+	ok, wait := c.rl.Take(len(p.m.Subject)+len(p.m.Header)+len(p.m.Data), now.UnixNano())
+	if !ok {
+		c.rateAt = now.Add(wait)
+	}
+	return ok
 }
 
 // maxPerRound bounds the deliveries of one round, so that acks and API
@@ -317,6 +345,10 @@ func (c *cons) addPull(reply string, body []byte, now time.Time) {
 		c.js.tr.Publish(reply, "", status, nil)
 		return
 	}
+	if req.NoWait && c.requestsPending(now) {
+		c.js.tr.Publish(reply, "", hdrRequestsPending, nil)
+		return
+	}
 	if c.cfg.MaxWaiting > 0 && len(c.waiting) >= c.cfg.MaxWaiting {
 		if req.Heartbeat == 0 {
 			c.js.tr.Publish(reply, "", hdrMaxWaiting, nil)
@@ -333,6 +365,29 @@ func (c *cons) addPull(reply string, body []byte, now time.Time) {
 		w.expires = now.Add(req.Expires).UnixNano()
 	}
 	c.waiting = append(c.waiting, w)
+}
+
+// hdrRequestsPending ends a no_wait request that the requests already
+// waiting would leave nothing for.
+var hdrRequestsPending = statusHeader(408, "Requests Pending")
+
+// requestsPending reports whether a new no_wait request should get 408
+// Requests Pending (nats-server v2.15.2 processNextMsgRequest): there
+// are messages to deliver (new ones and redeliveries), but fewer than
+// the waiting requests still ask for.
+func (c *cons) requestsPending(now time.Time) bool {
+	avail := c.numPending(c.sr.durableSeq()) + uint64(c.st.NumRedeliveryQueued())
+	if avail == 0 {
+		return false
+	}
+	var asked uint64
+	ns := now.UnixNano()
+	for _, w := range c.waiting {
+		if (w.expires == 0 || ns < w.expires) && c.js.tr.HasInterest(w.reply) {
+			asked += uint64(w.n)
+		}
+	}
+	return avail < asked
 }
 
 // pullLimits checks a request against max_batch, max_expires and

@@ -36,7 +36,7 @@
 // machine (consumer.State), moves expired acks to redelivery, expires
 // pull requests, loads messages from the store and publishes them
 // (redeliveries first), sends heartbeats and, at most every 100 ms, hands
-// a snapshot of a durable consumer's state to the consumer's saver
+// a snapshot of a persisted consumer's state to the consumer's saver
 // goroutine, which writes the newest snapshot it holds. API calls (info, update, pause)
 // take the same mutex briefly. After the round, with the mutex released,
 // the acknowledged sequences go to the stream for interest and workqueue
@@ -55,13 +55,15 @@
 //
 //	<StoreDir>/jetstream/$G/streams/<name>/meta.json   stream config and creation time
 //	<StoreDir>/jetstream/$G/streams/<name>/msgs/       the file store's segments (and consumer states)
-//	<StoreDir>/jetstream/$G/streams/<name>/obs/<c>/meta.json  a durable consumer's config and creation time
+//	<StoreDir>/jetstream/$G/streams/<name>/obs/<c>/meta.json  a consumer's config and creation time
 //	<StoreDir>/jetstream/$G/streams/.<name>/              a stream being deleted (dirs.go); a start removes it
 //	<StoreDir>/jetstream/$G/streams/<name>.unrestored-<ns>/  a directory a start could not restore, set aside by a create of <name>
 //
 // Memory streams write nothing: they end with the server, as in
-// nats-server. Only durable consumers of file streams without
-// mem_storage are written; ephemerals end with the server.
+// nats-server. The consumers of file streams are written, durable and
+// ephemeral alike, except those with mem_storage, which end with the
+// server (as in nats-server v2.15.2); a restored ephemeral is deleted once
+// its inactive_threshold has passed since the restart.
 //
 // meta.json is replaced by write-new (meta.json.tmp), fsync, rename,
 // fsync-directory. Its content is the JSON of metaFile followed by a

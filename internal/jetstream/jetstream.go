@@ -26,6 +26,7 @@ type Config struct {
 	MaxMemory  int64                            // bytes of memory storage for the streams; 0 = unlimited; NoStorage = none (limits.go)
 	MaxStore   int64                            // bytes of file storage for the streams; 0 = unlimited; NoStorage = none; ignored with MaxStoreFromDisk
 	ServerName string                           // reported as the stream leader in StreamInfo.cluster
+	Domain     string                           // the JetStream domain (jetstream { domain }), reported in PubAcks, stream infos, account info and advisories; "" for none
 	Version    string                           // the nats-server version advertised (metadata _nats.ver)
 	APILevel   int                              // the JetStream API level advertised (metadata _nats.level)
 	Now        func() time.Time                 // the clock for message timestamps and expiry; nil = time.Now
@@ -41,6 +42,14 @@ type Config struct {
 	// the fsync: the opt-in ack_before_sync_interval of DESIGN.md
 	// section 2).
 	AckBeforeSyncInterval time.Duration
+	// MaxPayload is the server's max_payload: a restored snapshot holding
+	// a larger message is refused, as nats-server refuses it. 0 = no
+	// such check.
+	MaxPayload int64
+	// MaxPending is the server's max_pending: a batched direct get
+	// without max_bytes sends at most this much (ADR-31). 0 = 64 MiB,
+	// nats-server's default.
+	MaxPending int64
 	// MaxStoreFromDisk sizes the file storage limit from the store's file
 	// system, as nats-server v2.15.2 sizes an unset max_file_store
 	// (limits.go).
@@ -75,6 +84,9 @@ type JetStream struct {
 	// channel closed once its files are gone: a create of the name waits
 	// for it (guarded by mu).
 	deleting map[string]chan struct{}
+	// restoring holds the names of streams being restored (restore.go):
+	// a second restore of the name is refused (guarded by mu).
+	restoring map[string]bool
 
 	srv      *Usage          // the server's stored bytes, limits and reservations (limits.go)
 	used     [2]atomic.Int64 // this account's stored bytes by storage type (limits.go)
@@ -92,6 +104,30 @@ type JetStream struct {
 	// dead-letter move cannot tell whether a stream captures its subject.
 	ready   atomic.Bool
 	dlqAcks deadLetterAcks // routes the PubAcks of dead-letter copies (deadletter.go)
+
+	// quit is closed by Shutdown; bg counts the goroutines of snapshots
+	// and restores (background), which end on it, and bgClosed (under
+	// bgMu) refuses new ones once Shutdown began.
+	quit     chan struct{}
+	bg       sync.WaitGroup
+	bgMu     sync.Mutex
+	bgClosed bool
+}
+
+// background runs f on a goroutine that Shutdown waits for, and reports
+// false (without running f) once Shutdown has begun.
+func (js *JetStream) background(f func()) bool {
+	js.bgMu.Lock()
+	defer js.bgMu.Unlock()
+	if js.bgClosed {
+		return false
+	}
+	js.bg.Add(1)
+	go func() {
+		defer js.bg.Done()
+		f()
+	}()
+	return true
 }
 
 // GlobalAccount is the account of an engine whose Config.Account is "",
@@ -126,7 +162,7 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	if cfg.Usage == nil {
 		cfg.Usage = NewUsage()
 	}
-	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*runner{}, srv: cfg.Usage}
+	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*runner{}, srv: cfg.Usage, quit: make(chan struct{})}
 	if err := cfg.FS.MkdirAll(js.streamsDir()); err != nil {
 		return nil, fmt.Errorf("jetstream: create %s: %w", js.streamsDir(), err)
 	}
@@ -149,6 +185,17 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 }
 
 func (js *JetStream) now() time.Time { return js.cfg.Now() }
+
+// defaultMaxPending is nats-server's default max_pending (64 MiB).
+const defaultMaxPending = 64 << 20
+
+// maxPending returns the server's max_pending (Config.MaxPending).
+func (js *JetStream) maxPending() int64 {
+	if js.cfg.MaxPending > 0 {
+		return js.cfg.MaxPending
+	}
+	return defaultMaxPending
+}
 
 // batchLimits returns the batch limits with the server's API level.
 func (js *JetStream) batchLimits() stream.BatchLimits {
@@ -316,6 +363,13 @@ func anyOverlap(subjects []string, filter string) bool {
 // Shutdown stops every stream: queued publishes are applied and
 // acknowledged, stores are closed.
 func (js *JetStream) Shutdown() {
+	js.bgMu.Lock()
+	if !js.bgClosed {
+		js.bgClosed = true
+		close(js.quit)
+	}
+	js.bgMu.Unlock()
+	js.bg.Wait() // snapshots and restores end on quit
 	js.mu.Lock()
 	js.closed = true
 	runners := make([]*runner, 0, len(js.streams))

@@ -31,7 +31,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // errMetaCorrupt marks a meta.json that fails its checksum or decoding.
 var errMetaCorrupt = errors.New("jetstream: metadata file (meta.json) is corrupt")
 
-// consumerMeta is the content of a durable consumer's meta.json.
+// consumerMeta is the content of a persisted consumer's meta.json (durable or ephemeral).
 type consumerMeta struct {
 	Config  consumer.Config `json:"config"`
 	Created time.Time       `json:"created"`

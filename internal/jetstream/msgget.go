@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"errors"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
@@ -9,32 +10,45 @@ import (
 )
 
 // MsgGetRequest selects one message (protocol.md section 2.6.8): by
-// sequence, last by subject, or next at or after Seq by subject.
+// sequence, last by subject, next at or after Seq by subject, or the
+// first at or after StartTime (with NextFor: the first on that subject
+// from there).
 type MsgGetRequest struct {
-	Seq       uint64 `json:"seq,omitempty"`
-	LastFor   string `json:"last_by_subj,omitempty"`
-	NextFor   string `json:"next_by_subj,omitempty"`
-	NoHeaders bool   `json:"no_hdr,omitempty"`
+	Seq       uint64     `json:"seq,omitempty"`
+	LastFor   string     `json:"last_by_subj,omitempty"`
+	NextFor   string     `json:"next_by_subj,omitempty"`
+	StartTime *time.Time `json:"start_time,omitempty"`
+	NoHeaders bool       `json:"no_hdr,omitempty"`
 }
 
-// GetMsg loads the message a request selects. No selector, or last_by_subj
-// with a sequence, gives 10003; nothing found gives 10037.
+// GetMsg loads the message a request selects, as nats-server v2.15.2
+// jsMsgGetRequest does: start_time stands for the sequence of the first
+// message at or after it (seqFromTime). No selector, or selectors that
+// conflict (seq, last_by_subj and start_time are exclusive; last_by_subj
+// goes with no next_by_subj), give 10003; nothing found gives 10037.
 func (js *JetStream) GetMsg(name string, req MsgGetRequest) (*store.StoredMsg, *jserr.Error) {
 	r, jerr := js.lookup(name)
 	if jerr != nil {
 		return nil, jerr
 	}
+	if (req.Seq > 0 && (req.LastFor != "" || req.StartTime != nil)) ||
+		(req.LastFor != "" && (req.NextFor != "" || req.StartTime != nil)) ||
+		(req.Seq == 0 && req.LastFor == "" && req.NextFor == "" && req.StartTime == nil) {
+		return nil, jserr.New(jserr.BadRequest)
+	}
+	seq := req.Seq
+	if req.StartTime != nil {
+		seq = seqFromTime(r.store, req.StartTime.UnixNano())
+	}
 	var sm *store.StoredMsg
 	var err error
 	switch {
-	case req.LastFor != "" && req.Seq == 0 && req.NextFor == "":
-		sm, err = r.store.LoadLast(req.LastFor)
-	case req.NextFor != "" && req.LastFor == "":
-		sm, err = r.store.LoadNext([]string{req.NextFor}, req.Seq)
-	case req.Seq > 0 && req.LastFor == "" && req.NextFor == "":
-		sm, err = r.store.Load(req.Seq)
+	case seq > 0 && req.NextFor == "":
+		sm, err = r.store.Load(seq)
+	case req.NextFor != "":
+		sm, err = r.store.LoadNext([]string{req.NextFor}, seq)
 	default:
-		return nil, jserr.New(jserr.BadRequest)
+		sm, err = r.store.LoadLast(req.LastFor)
 	}
 	if errors.Is(err, store.ErrCorrupt) {
 		// Never served; the operator gets the details, the client the

@@ -115,6 +115,7 @@ func newRunner(js *JetStream, cfg stream.Config, created time.Time, dir string, 
 		atomic: stream.NewAtomicBatches(js.batchLimits(), &js.batches),
 		fast:   stream.NewFastBatches(cfg.Name, js.batchLimits(), &js.batches),
 	}
+	r.fast.SetDomain(js.cfg.Domain)
 	r.setDeadLetter(&cfg)
 	return r
 }
@@ -204,7 +205,7 @@ func (r *runner) handlePublish(subject, reply string, hdr, data []byte) {
 	}
 	if !r.in.push(item{entry: e, reply: reply}) && reply != "" {
 		res := stream.Result{Err: jserr.New(jserr.StreamTooManyRequests)}
-		r.js.tr.Publish(reply, "", nil, stream.AppendPubAck(nil, r.name, res, ""))
+		r.js.tr.Publish(reply, "", nil, stream.AppendPubAck(nil, r.name, res, r.js.cfg.Domain))
 	}
 }
 
@@ -301,7 +302,7 @@ func (r *runner) applyEntry(e stream.Entry, mirrorSeq uint64, reply string) stre
 		a.waitSeq = res.Seq // consumers wait for it to be durable
 	}
 	if reply != "" && !r.noAck() {
-		a.reply, a.payload = reply, stream.AppendPubAck(nil, r.name, res, "")
+		a.reply, a.payload = reply, stream.AppendPubAck(nil, r.name, res, r.js.cfg.Domain)
 	}
 	if a.reply != "" || a.waitSeq > 0 || r.dir == "" {
 		r.queueAck(a)

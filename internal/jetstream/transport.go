@@ -29,3 +29,23 @@ type Transport interface {
 type Subscription interface {
 	Unsubscribe()
 }
+
+// ExactInterest is a capability a Transport may have: HasExactInterest
+// reports whether a plain subscription is on exactly the literal subject
+// (a wildcard that matches it does not count), as nats-server's interest
+// notifications see it. A snapshot waits for such a subscription on its
+// deliver subject (snapshot.go): a client's request inbox matches its
+// reply wildcard long before it subscribes to the inbox itself. Without
+// the capability, HasInterest is used.
+type ExactInterest interface {
+	HasExactInterest(subject string) bool
+}
+
+// hasExactInterest asks the transport for an exact subscription on subj,
+// or for any interest when it cannot tell.
+func (js *JetStream) hasExactInterest(subj string) bool {
+	if ei, ok := js.tr.(ExactInterest); ok {
+		return ei.HasExactInterest(subj)
+	}
+	return js.tr.HasInterest(subj)
+}

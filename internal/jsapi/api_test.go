@@ -32,7 +32,6 @@ func TestUnknownSubjects(t *testing.T) {
 		"$JS.API.CONSUMER.INFO.S",
 		"$JS.API.CONSUMER.INFO.S.C.D",
 		"$JS.API.CONSUMER.DURABLE.CREATE.S",
-		"$JS.API.CONSUMER.RESET.S.C",
 		"$JS.API.CONSUMER.PEER.REMOVE.S",
 		"$JS.API.STREAM.CANCEL_MOVE",
 	} {
@@ -42,7 +41,7 @@ func TestUnknownSubjects(t *testing.T) {
 	}
 }
 
-// TestNotSubscribed: MSG.NEXT and DIRECT.GET belong to consumers and
+// TestNotSubscribed: MSG.NEXT, RESET and DIRECT.GET belong to consumers and
 // streams, which must answer 503 no-responders when missing (protocol.md
 // section 2.1 and 9 item 4), so the API does not subscribe to them; nor
 // to the system-account subjects. Other subjects outside apiSubjects
@@ -53,6 +52,7 @@ func TestNotSubscribed(t *testing.T) {
 	c := newClient(t, tr)
 	for _, subj := range []string{
 		"$JS.API.CONSUMER.MSG.NEXT.S.C",
+		"$JS.API.CONSUMER.RESET.S.C",
 		"$JS.API.DIRECT.GET.S",
 		"$JS.API.DIRECT.GET.S.a.b",
 		"$JS.API.META.LEADER.STEPDOWN",

@@ -195,6 +195,9 @@ func (c *client) ProcessPub(subj, reply []byte, hdrLen int, msg []byte) error {
 		hdrLen = -1
 	}
 	c.sendOK()
+	if c.srv.jsDomain != nil {
+		subj, _ = mapJSDomain(c.srv.jsDomain, subj)
+	}
 	c.dispatch(subj, reply, hdrLen, msg)
 	return nil
 }

@@ -125,6 +125,25 @@ func callHandler(sub *subscription, subj, reply []byte, hdrLen int, msg []byte) 
 	sub.handler(string(subj), string(reply), hdr, data)
 }
 
+// HasExactInterest reports whether a plain subscription (no queue group)
+// of the global account, a client's or an internal one, is on exactly the
+// literal subject subj, not on a wildcard that matches it: nats-server
+// v2.15.2's interest notifications (Sublist.RegisterNotification), which
+// a snapshot waits for on its deliver subject.
+func (s *Server) HasExactInterest(subj string) bool { return s.hasExactInterestIn(s.gacc, subj) }
+
+func (s *Server) hasExactInterestIn(acc *account, subj string) bool {
+	if !subject.ValidLiteral(subj) {
+		return false
+	}
+	for _, sub := range acc.sl.Match([]byte(subj)).Plain {
+		if sub.subject == subj {
+			return true
+		}
+	}
+	return false
+}
+
 // HasInterest reports whether any subscription of the global account, a
 // client's or an internal one, matches the literal subject subj.
 func (s *Server) HasInterest(subj string) bool { return s.hasInterestIn(s.gacc, subj) }

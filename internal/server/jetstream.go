@@ -33,6 +33,8 @@ func (t jsTransport) PublishAs(match, subj, reply string, hdr, data []byte) bool
 
 func (t jsTransport) HasInterest(subj string) bool { return t.s.hasInterestIn(t.acc, subj) }
 
+func (t jsTransport) HasExactInterest(subj string) bool { return t.s.hasExactInterestIn(t.acc, subj) }
+
 // defaultStoreDir is where JetStream keeps its data without -sd, as
 // nats-server v2.15.2 does (the system temporary directory).
 func defaultStoreDir() string { return filepath.Join(os.TempDir(), "nats") }
@@ -86,6 +88,9 @@ func (s *Server) startAccountJetStream(acc *account, dir string, limits *config.
 		ServerName: s.opts.ServerName,
 		Version:    NATSVersion,
 		APILevel:   jsapi.APILevel,
+		MaxPayload: int64(s.opts.MaxPayload),
+		MaxPending: s.opts.MaxPending,
+		Domain:     s.opts.JetStreamDomain,
 		Logf:       s.log.Warnf,
 		Infof:      s.log.Noticef,
 		Account:    acc.name,

@@ -33,8 +33,9 @@ type Server struct {
 
 	cl *cluster // the cluster listener and routes; nil unless Options.Cluster is enabled
 
-	dir *auth.Directory // who may connect (auth.go); immutable
-	tls *tlsState       // TLS of the client listener (tls.go); nil without
+	dir      *auth.Directory // who may connect (auth.go); immutable
+	tls      *tlsState       // TLS of the client listener (tls.go); nil without
+	jsDomain []byte          // "$JS.<domain>.API.", whose subjects client publishes are mapped from (jsdomain.go); nil without a domain
 
 	lim           atomic.Pointer[limits] // the limits in force (limits.go)
 	publishers    sync.Pool              // connectionless *client values for Publish
@@ -75,6 +76,9 @@ func New(opts Options) (*Server, error) {
 		tls:     tlsSt,
 		clients: make(map[uint64]*client),
 		done:    make(chan struct{}),
+	}
+	if opts.JetStream {
+		s.jsDomain = jsDomainPrefix(opts.JetStreamDomain)
 	}
 	s.lim.Store(limitsOf(&opts))
 	s.initAccounts()
