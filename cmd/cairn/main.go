@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/logger"
+	"github.com/cairnmq/cairn/internal/monitor"
 	"github.com/cairnmq/cairn/internal/server"
 )
 
@@ -126,6 +127,33 @@ type instance struct {
 	lf  *logFile
 	log *logger.Logger
 	srv *server.Server
+	mon *monitor.Monitor // nil without http_port (-m)
+}
+
+// startMonitor starts the HTTP monitoring listener when http_port (-m)
+// is set; it listens on http's host, else the client listen host, as in
+// nats-server.
+func (in *instance) startMonitor() error {
+	c := in.cfg
+	if c.Monitor.Port == 0 {
+		return nil
+	}
+	host := c.Monitor.Host
+	if host == "" {
+		host = c.Host
+	}
+	mon, err := monitor.New(monitor.Options{
+		Host: host, Port: c.Monitor.Port, BasePath: c.Monitor.BasePath,
+		Server: in.srv, ConfigDigest: c.Digest, Logger: in.log,
+	})
+	if err != nil {
+		return err
+	}
+	if err := mon.Start(); err != nil {
+		return err
+	}
+	in.mon = mon
+	return nil
 }
 
 func serve(in *instance, warns []config.Problem, wait waitFunc) int {
@@ -143,9 +171,6 @@ func serve(in *instance, warns []config.Problem, wait waitFunc) int {
 	for _, w := range warns {
 		log.Warnf("%v", w)
 	}
-	if in.cl.httpFlag {
-		log.Warnf("Monitoring is not implemented yet; -m %d is accepted and ignored", cfg.Monitor.Port)
-	}
 	if err := writePidFile(cfg.Process.PidFile); err != nil {
 		log.Fatalf("Could not write pidfile: %v", err)
 		return 1
@@ -162,7 +187,15 @@ func serve(in *instance, warns []config.Problem, wait waitFunc) int {
 		log.Fatalf("%v", err)
 		return 1
 	}
+	if err := in.startMonitor(); err != nil {
+		log.Fatalf("%v", err)
+		srv.Shutdown()
+		return 1
+	}
 	wait(controls{log: log, reopen: in.lf.reopen, reload: in.reload})
+	if in.mon != nil {
+		in.mon.Close()
+	}
 	srv.Shutdown()
 	return 0
 }
@@ -188,6 +221,7 @@ func serverOptions(c *config.Config, log *logger.Logger) server.Options {
 		MaxFileStore:          storageLimit(c.JetStream.MaxFileStore),
 		AckBeforeSyncInterval: c.JetStream.AckBeforeSyncInterval,
 		Cluster:               clusterOptions(c.Cluster),
+		MaxClosedClients:      c.Monitor.MaxClosedClients,
 		Logger:                log,
 	}
 }

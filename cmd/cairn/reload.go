@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/config"
 )
@@ -78,6 +79,9 @@ func (in *instance) tryReload() error {
 		in.log.Warnf("%v", w)
 	}
 	in.cfg = next
+	if in.mon != nil {
+		in.mon.SetConfig(next.Digest, time.Now())
+	}
 	in.log.Noticef("Reloaded server configuration (%s)", next.Digest)
 	return nil
 }

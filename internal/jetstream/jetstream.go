@@ -64,6 +64,9 @@ type JetStream struct {
 	// channel closed once its files are gone: a create of the name waits
 	// for it (guarded by mu).
 	deleting map[string]chan struct{}
+	// unrestored holds the streams found at start that could not be
+	// restored, with the reason (guarded by mu; health.go).
+	unrestored map[string]string
 
 	used  [2]atomic.Int64 // stored bytes by storage type (limits.go)
 	limit [2]atomic.Int64 // storage limits by type: 0 (unlimited), NoStorage or bytes (limits.go)
@@ -105,7 +108,7 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	if cfg.Infof == nil {
 		cfg.Infof = cfg.Logf
 	}
-	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*runner{}}
+	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*runner{}, unrestored: map[string]string{}}
 	if err := cfg.FS.MkdirAll(js.streamsDir()); err != nil {
 		return nil, fmt.Errorf("jetstream: create %s: %w", js.streamsDir(), err)
 	}
@@ -154,6 +157,11 @@ func (js *JetStream) restore() error {
 		r, err := js.restoreOne(name)
 		if err != nil {
 			js.logf("jetstream: stream %q not restored (left on disk): %v", name, err)
+			if !errors.Is(err, errMemoryStreamMeta) {
+				js.mu.Lock()
+				js.unrestored[name] = err.Error()
+				js.mu.Unlock()
+			}
 			continue
 		}
 		restored = append(restored, r)
@@ -161,6 +169,11 @@ func (js *JetStream) restore() error {
 	js.startRestoredSources(restored)
 	return nil
 }
+
+// errMemoryStreamMeta is the metadata of a memory stream written by an
+// earlier build: memory streams end with the process, so it is not an
+// unrestored stream.
+var errMemoryStreamMeta = errors.New("a memory stream does not outlive its server")
 
 func (js *JetStream) restoreOne(name string) (*runner, error) {
 	dir := js.streamDir(name)
@@ -174,7 +187,7 @@ func (js *JetStream) restoreOne(name string) (*runner, error) {
 	if m.Config.Storage == stream.MemoryStorage {
 		// Memory streams end with the process, as in nats-server; an
 		// earlier build wrote their metadata.
-		return nil, errors.New("a memory stream does not outlive its server")
+		return nil, errMemoryStreamMeta
 	}
 	r, err := js.openRunner(m.Config, m.Created, dir)
 	if err != nil {

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/protocol"
 	"github.com/cairnmq/cairn/internal/subject"
@@ -24,6 +25,12 @@ func (c *client) ProcessConnect(arg []byte) error {
 	}
 	c.opts = next
 	c.connectSeen = true
+	c.mu.Lock()
+	c.meta = connMeta{name: next.Name, lang: next.Lang, version: next.Version}
+	c.mu.Unlock()
+	if c.rtt.Load() == 0 { // a first estimate, as nats-server's processConnect
+		c.rtt.Store(max(int64(time.Since(c.started)), 1))
+	}
 	c.headers.Store(next.Headers)
 	c.parser.SetHeaders(next.Headers)
 	c.pings.connected(c.srv.limits().PingInterval)
@@ -70,7 +77,7 @@ func (c *client) sendConnectInfo() {
 // ProcessPong records the answer to a server PING.
 func (c *client) ProcessPong() error {
 	c.traceIn("PONG")
-	c.pings.pong()
+	c.pings.pong(c)
 	return nil
 }
 
@@ -150,6 +157,8 @@ func (c *client) ProcessPub(subj, reply []byte, hdrLen int, msg []byte) error {
 	if hdrLen >= 0 && !c.opts.Headers {
 		return errHeadersNotSupported
 	}
+	c.nIn++
+	c.bIn += int64(len(msg))
 	if !c.checkPub(subj, reply) {
 		return nil
 	}

@@ -43,6 +43,7 @@ func (s *Server) startJetStream() error {
 	tr := jsTransport{s}
 	cfg := jetstream.Config{
 		StoreDir:   dir,
+		FS:         s.opts.JetStreamFS,
 		ServerName: s.opts.ServerName,
 		Version:    NATSVersion,
 		APILevel:   jsapi.APILevel,
@@ -138,3 +139,24 @@ func (s *Server) stopJetStream() {
 		s.js.Shutdown()
 	}
 }
+
+// JetStream returns the JetStream engine, or nil when JetStream is off or
+// the server has not started.
+func (s *Server) JetStream() *jetstream.JetStream { return s.js }
+
+// JSAPIStats returns the counters of the $JS.API: the responses sent and
+// the error responses among them (nats-server's api.total and
+// api.errors); zeros when JetStream is off.
+func (s *Server) JSAPIStats() (total, errors uint64) {
+	if s.jsAPI == nil {
+		return 0, 0
+	}
+	return s.jsAPI.Stats()
+}
+
+// Options returns the options the server was started with, defaults
+// filled in; the limits a reload changed are in Limits.
+func (s *Server) Options() Options { return s.opts }
+
+// Limits returns the limits in force.
+func (s *Server) Limits() Limits { return Limits(*s.limits()) }

@@ -348,6 +348,7 @@ func (s *Server) removeRoute(c *client) {
 		changed = s.dropPeerURLsLocked(rc.info)
 	}
 	delete(cl.conns, c.cid)
+	s.ctr.routesClosed.addConn(c)
 	cl.mu.Unlock()
 	close(rc.done)
 	name := ""
@@ -380,7 +381,7 @@ func (rc *routeConn) ProcessPing() error {
 // ProcessPong records the answer to a PING.
 func (rc *routeConn) ProcessPong() error {
 	rc.c.traceIn("PONG")
-	rc.c.pings.pong()
+	rc.c.pings.pong(rc.c)
 	return nil
 }
 
@@ -456,6 +457,8 @@ func (rc *routeConn) ProcessMsg(m *route.Msg) error {
 	if c.log.TraceEnabled() {
 		c.traceRouteMsg(m)
 	}
+	c.nIn++
+	c.bIn += int64(len(m.Payload))
 	if string(m.Account) != globalAccountName {
 		return nil
 	}

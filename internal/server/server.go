@@ -37,6 +37,9 @@ type Server struct {
 	publishers    sync.Pool              // connectionless *client values for Publish
 	nextCID       atomic.Uint64
 	slowConsumers atomic.Int64
+	ctr           counters   // totals for the monitoring endpoints (stats.go)
+	closed        closedRing // the last closed client connections (closed.go)
+	start         time.Time  // when Start was called
 
 	mu           sync.Mutex
 	clients      map[uint64]*client // guarded by mu
@@ -65,6 +68,7 @@ func New(opts Options) (*Server, error) {
 		done:    make(chan struct{}),
 	}
 	s.lim.Store(limitsOf(&opts))
+	s.closed.max = opts.MaxClosedClients
 	return s, nil
 }
 
@@ -83,6 +87,7 @@ func newServerID() string {
 // background. It returns the listen error (for example, the port is in
 // use) or nil.
 func (s *Server) Start() error {
+	s.start = time.Now().UTC()
 	port := s.opts.Port
 	if port == RandomPort {
 		port = 0
@@ -224,6 +229,7 @@ func (s *Server) addClient(nc net.Conn) {
 		return
 	}
 	s.clients[c.cid] = c
+	s.ctr.totalClients.Add(1)
 	s.mu.Unlock()
 	c.log.Debugf("%s - cid:%d - Client connection created", c.addr, c.cid)
 	c.start()
@@ -239,9 +245,12 @@ func (s *Server) refuse(c *client) {
 	_ = c.nc.Close()
 }
 
+// removeClient unregisters a client and adds its counters to the totals
+// of closed clients, under mu so that Stats counts it exactly once.
 func (s *Server) removeClient(c *client) {
 	s.mu.Lock()
 	delete(s.clients, c.cid)
+	s.ctr.clientsClosed.addConn(c)
 	s.mu.Unlock()
 }
 
@@ -268,6 +277,7 @@ func (s *Server) Shutdown() {
 	s.stopCluster()
 	s.stopJetStream()
 	for _, c := range clients {
+		c.setReason(ReasonServerShutdown)
 		c.out.markClosing()
 	}
 	s.waitGoroutines(s.limits().WriteDeadline + time.Second)

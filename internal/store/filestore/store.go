@@ -136,6 +136,14 @@ func (s *Store) throttle() error {
 	return s.note.waitGen(gen)
 }
 
+// Fenced returns the error that fenced the store (it wraps
+// store.ErrFenced), or nil while the store takes changes.
+func (s *Store) Fenced() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.fenced
+}
+
 // usableLocked returns why the store takes no more changes, if it does
 // not.
 func (s *Store) usableLocked() error {
