@@ -144,7 +144,7 @@ func (in *instance) startMonitor() error {
 	}
 	mon, err := monitor.New(monitor.Options{
 		Host: host, Port: c.Monitor.Port, BasePath: c.Monitor.BasePath,
-		Server: in.srv, ConfigDigest: c.Digest, Logger: in.log,
+		Server: in.srv, ConfigDigest: c.Digest, MetricsPrefix: c.Monitor.MetricsPrefix, Logger: in.log,
 	})
 	if err != nil {
 		return err

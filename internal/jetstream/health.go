@@ -3,8 +3,10 @@ package jetstream
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/store"
 )
 
 // This file answers what the monitoring endpoints ask of JetStream
@@ -124,6 +126,36 @@ func (js *JetStream) consumerInfos(stream string) []*consumer.Info {
 	for _, n := range names {
 		if ci, err := js.ConsumerInfo(stream, n); err == nil {
 			out = append(out, ci)
+		}
+	}
+	return out
+}
+
+// SyncStats returns the group-commit statistics of the file streams.
+func (js *JetStream) SyncStats() *store.SyncStats { return js.cfg.SyncStats }
+
+// OldestUnacked returns, for each consumer of stream that has deliveries
+// awaiting an ack, how long the longest-waiting one has waited since it
+// was (last) delivered; consumers with none are absent.
+func (js *JetStream) OldestUnacked(stream string) map[string]time.Duration {
+	r, jerr := js.lookup(stream)
+	if jerr != nil {
+		return nil
+	}
+	r.cmu.Lock()
+	list := make([]*cons, 0, len(r.consumers))
+	for _, c := range r.consumers {
+		list = append(list, c)
+	}
+	r.cmu.Unlock()
+	out := map[string]time.Duration{}
+	now := js.now().UnixNano()
+	for _, c := range list {
+		c.mu.Lock()
+		oldest, ok := c.st.OldestPending()
+		c.mu.Unlock()
+		if ok {
+			out[c.name] = time.Duration(max(now-oldest, 0))
 		}
 	}
 	return out

@@ -41,6 +41,10 @@ type Config struct {
 	// the fsync: the opt-in ack_before_sync_interval of DESIGN.md
 	// section 2).
 	AckBeforeSyncInterval time.Duration
+	// SyncStats, when not nil, records every file stream's group commits
+	// (fsync latency, messages and bytes per fsync); New makes one when
+	// nil, returned by JetStream.SyncStats.
+	SyncStats *store.SyncStats
 	// MaxStoreFromDisk sizes the file storage limit from the store's file
 	// system, as nats-server v2.15.2 sizes an unset max_file_store
 	// (limits.go).
@@ -107,6 +111,9 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	}
 	if cfg.Infof == nil {
 		cfg.Infof = cfg.Logf
+	}
+	if cfg.SyncStats == nil {
+		cfg.SyncStats = store.NewSyncStats()
 	}
 	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*runner{}, unrestored: map[string]string{}}
 	if err := cfg.FS.MkdirAll(js.streamsDir()); err != nil {
@@ -230,6 +237,7 @@ func (js *JetStream) openStore(cfg stream.Config, dir string) (store.Store, erro
 		SyncInterval: js.cfg.AckBeforeSyncInterval,
 		Logf:         js.cfg.Logf,
 		Infof:        js.cfg.Infof,
+		SyncStats:    js.cfg.SyncStats,
 	}, limits)
 }
 

@@ -33,6 +33,7 @@ const (
 	AccountStatzPath = "/accstatz"
 	JszPath          = "/jsz"
 	HealthzPath      = "/healthz"
+	MetricsPath      = "/metrics"
 )
 
 // maxInFlight bounds the requests served at once; more get 503 with a
@@ -54,7 +55,12 @@ type Options struct {
 	// reload.
 	ConfigDigest   string
 	ConfigLoadTime time.Time
-	Logger         *logger.Logger
+	// MetricsPrefix names the prometheus-nats-exporter families of
+	// /metrics (metrics.go): "" gives gnatsd_* and jetstream_*, the
+	// exporter's defaults; "nats" gives nats_* for both, as its
+	// -prefix=nats (the Helm chart).
+	MetricsPrefix string
+	Logger        *logger.Logger
 }
 
 // Monitor serves the HTTP monitoring endpoints of one server. Create it
@@ -71,6 +77,7 @@ type Monitor struct {
 	inflight chan struct{} // a slot per request being served
 	reqs     sync.Map      // path -> *atomic.Uint64 (http_req_stats)
 	cpu      cpuSampler
+	metrics  http.Handler // /metrics (metrics.go)
 
 	cfgMu     sync.Mutex // guards digest and loadTime
 	digest    string
@@ -111,6 +118,7 @@ func New(opts Options) (*Monitor, error) {
 		digest:   opts.ConfigDigest,
 		loadTime: opts.ConfigLoadTime.UTC(),
 	}
+	m.metrics = m.metricsHandler()
 	return m, nil
 }
 
@@ -205,6 +213,7 @@ func (m *Monitor) mux() http.Handler {
 		AccountStatzPath: m.handleAccountStatz,
 		JszPath:          m.handleJsz,
 		HealthzPath:      m.handleHealthz,
+		MetricsPath:      m.handleMetrics,
 	}
 	for path, h := range routes {
 		mux.HandleFunc(m.opts.BasePath+path, m.guard(path, h))

@@ -38,6 +38,10 @@ type Store struct {
 
 	acks *journal // confirmed acknowledgements of the consumers
 
+	// syncedSeq is the last sequence a group commit made durable, for
+	// Config.SyncStats; owned by the syncer (set before it starts).
+	syncedSeq uint64
+
 	cons struct { // the open consumer stores
 		sync.Mutex
 		m      map[string]*consumerStore
