@@ -159,6 +159,12 @@ func (m *Monitor) Addr() *net.TCPAddr {
 	return m.ln.Addr().(*net.TCPAddr)
 }
 
+// ListenAddrs returns the listener's addresses, host:port, every address
+// of the machine for a listener on all interfaces (for the ports file).
+func (m *Monitor) ListenAddrs() []string {
+	return server.ExpandHostPort(m.opts.Host, m.Addr().Port)
+}
+
 // URL returns "http://<host>:<port><base path>", with 127.0.0.1 for a
 // listener on every interface.
 func (m *Monitor) URL() string {

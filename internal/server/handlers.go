@@ -64,8 +64,8 @@ func (c *client) sendConnectInfo() {
 	if cl := c.srv.cl; cl != nil {
 		cl.infoMu.Lock()
 		defer cl.infoMu.Unlock()
-		c.asyncInfo.Store(true)
 	}
+	c.asyncInfo.Store(true)
 	in := c.srv.baseInfo()
 	in.CID = c.cid
 	in.ClientIP = c.ip

@@ -132,12 +132,14 @@ func friendlyBytes(n int64) string {
 // stopJetStream stops the API, then the streams: publishes already queued
 // are still stored and acknowledged while clients are connected.
 func (s *Server) stopJetStream() {
-	if s.jsAPI != nil {
-		s.jsAPI.Close()
-	}
-	if s.js != nil {
-		s.js.Shutdown()
-	}
+	s.jsStop.Do(func() {
+		if s.jsAPI != nil {
+			s.jsAPI.Close()
+		}
+		if s.js != nil {
+			s.js.Shutdown()
+		}
+	})
 }
 
 // JetStream returns the JetStream engine, or nil when JetStream is off or

@@ -44,8 +44,11 @@ type Server struct {
 	mu           sync.Mutex
 	clients      map[uint64]*client // guarded by mu
 	shuttingDown bool               // guarded by mu
+	ldm          bool               // in lame duck mode (ldm.go); guarded by mu
 	wg           sync.WaitGroup     // every goroutine started by goroutine()
 	done         chan struct{}      // closed when Shutdown completes
+	quit         chan struct{}      // closed when Shutdown begins
+	jsStop       sync.Once          // stops JetStream once (lame duck mode, then Shutdown)
 }
 
 // New validates opts (filling defaults) and returns a Server that is not
@@ -66,6 +69,7 @@ func New(opts Options) (*Server, error) {
 		cl:      newCluster(&opts.Cluster),
 		clients: make(map[uint64]*client),
 		done:    make(chan struct{}),
+		quit:    make(chan struct{}),
 	}
 	s.lim.Store(limitsOf(&opts))
 	s.closed.max = opts.MaxClosedClients
@@ -265,6 +269,7 @@ func (s *Server) Shutdown() {
 		return
 	}
 	s.shuttingDown = true
+	close(s.quit)
 	clients := make([]*client, 0, len(s.clients))
 	for _, c := range s.clients {
 		clients = append(clients, c)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"net"
 	"sort"
 	"strconv"
 	"sync/atomic"
@@ -407,6 +408,8 @@ func (s *Server) Ready() error {
 		return errNotStarted
 	case s.shuttingDown:
 		return errShuttingDown
+	case s.ldm:
+		return errLameDuck
 	}
 	return nil
 }
@@ -414,4 +417,43 @@ func (s *Server) Ready() error {
 var (
 	errNotStarted   = errors.New("server not started")
 	errShuttingDown = errors.New("server is shutting down")
+	errLameDuck     = errors.New("server is in lame duck mode: it accepts no new clients")
 )
+
+// ListenAddrs returns the client listener's addresses, host:port: its
+// host, or every global unicast address of the machine for a listener on
+// all interfaces (as nats-server's ports file lists them).
+func (s *Server) ListenAddrs() []string {
+	return ExpandHostPort(s.opts.Host, s.port)
+}
+
+// ClusterListenAddrs is ListenAddrs for the cluster listener; nil without
+// one.
+func (s *Server) ClusterListenAddrs() []string {
+	if a := s.ClusterAddr(); a != nil {
+		return ExpandHostPort(s.opts.Cluster.Host, a.Port)
+	}
+	return nil
+}
+
+// ExpandHostPort returns host:port, or for an unspecified host (0.0.0.0,
+// ::) one host:port per global unicast address of the machine, with
+// 127.0.0.1 when there is none.
+func ExpandHostPort(host string, port int) []string {
+	p := strconv.Itoa(port)
+	ip := net.ParseIP(host)
+	if host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return []string{net.JoinHostPort(host, p)}
+	}
+	var out []string
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.IsGlobalUnicast() {
+			out = append(out, net.JoinHostPort(n.IP.String(), p))
+		}
+	}
+	if len(out) == 0 {
+		out = []string{net.JoinHostPort("127.0.0.1", p)}
+	}
+	return out
+}
