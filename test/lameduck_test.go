@@ -2,7 +2,11 @@ package test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +83,47 @@ func TestLameDuckClientsMoveAway(t *testing.T) {
 	case <-n1.srv.Done():
 	case <-time.After(clusterTimeout):
 		t.Fatal("the lame duck server did not shut down")
+	}
+}
+
+// The Helm chart's preStop hook, `<binary> -sl=ldm=<pid file>`: the
+// running server enters lame duck mode; its client is told (ldm INFO),
+// closed after the grace period, and the process exits 0. Runs against
+// nats-server too.
+func TestSignalLameDuckExits(t *testing.T) {
+	bin := serverBinary(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "server.pid")
+	conf := filepath.Join(dir, "server.conf")
+	text := fmt.Sprintf("listen: 127.0.0.1:-1\npid_file: %q\nlame_duck_duration: \"30s\"\nlame_duck_grace_period: \"100ms\"\n", pidFile)
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, bin, nil, "-c", conf)
+	ldm := make(chan struct{}, 1)
+	nc, err := nats.Connect(p.clientURL(t), nats.NoReconnect(),
+		nats.LameDuckModeHandler(func(*nats.Conn) { ldm <- struct{}{} }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if out, err := exec.Command(bin, "--signal", "ldm="+pidFile).CombinedOutput(); err != nil {
+		t.Fatalf("--signal ldm: %v: %s", err, out)
+	}
+	select {
+	case <-ldm:
+	case <-time.After(readTimeout):
+		t.Fatal("no lame duck INFO")
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(clusterTimeout):
+		t.Fatalf("the server did not exit after lame duck mode:\n%s", p.log.String())
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, p.log.String())
+	}
+	if !strings.Contains(p.log.String(), "Entering lame duck mode") {
+		t.Errorf("log:\n%s", p.log.String())
 	}
 }

@@ -20,20 +20,20 @@ import (
 // Paths of the endpoints, as nats-server v2.15.2 names them (server.go
 // startMonitoring), relative to the base path.
 const (
-	RootPath         = "/"
-	VarzPath         = "/varz"
-	ConnzPath        = "/connz"
-	RoutezPath       = "/routez"
-	GatewayzPath     = "/gatewayz"
-	LeafzPath        = "/leafz"
-	SubszPath        = "/subsz"
-	SubscriptionsPth = "/subscriptionsz"
-	StackszPath      = "/stacksz"
-	AccountzPath     = "/accountz"
-	AccountStatzPath = "/accstatz"
-	JszPath          = "/jsz"
-	HealthzPath      = "/healthz"
-	MetricsPath      = "/metrics"
+	RootPath           = "/"
+	VarzPath           = "/varz"
+	ConnzPath          = "/connz"
+	RoutezPath         = "/routez"
+	GatewayzPath       = "/gatewayz"
+	LeafzPath          = "/leafz"
+	SubszPath          = "/subsz"
+	SubscriptionszPath = "/subscriptionsz"
+	StackszPath        = "/stacksz"
+	AccountzPath       = "/accountz"
+	AccountStatzPath   = "/accstatz"
+	JszPath            = "/jsz"
+	HealthzPath        = "/healthz"
+	MetricsPath        = "/metrics"
 )
 
 // maxInFlight bounds the requests served at once; more get 503 with a
@@ -207,19 +207,19 @@ func (m *Monitor) config() (string, time.Time) {
 func (m *Monitor) mux() http.Handler {
 	mux := http.NewServeMux()
 	routes := map[string]http.HandlerFunc{
-		VarzPath:         m.handleVarz,
-		ConnzPath:        m.handleConnz,
-		RoutezPath:       m.handleRoutez,
-		GatewayzPath:     m.handleGatewayz,
-		LeafzPath:        m.handleLeafz,
-		SubszPath:        m.handleSubsz,
-		SubscriptionsPth: m.handleSubsz,
-		StackszPath:      m.handleStacksz,
-		AccountzPath:     m.handleAccountz,
-		AccountStatzPath: m.handleAccountStatz,
-		JszPath:          m.handleJsz,
-		HealthzPath:      m.handleHealthz,
-		MetricsPath:      m.handleMetrics,
+		VarzPath:           m.handleVarz,
+		ConnzPath:          m.handleConnz,
+		RoutezPath:         m.handleRoutez,
+		GatewayzPath:       m.handleGatewayz,
+		LeafzPath:          m.handleLeafz,
+		SubszPath:          m.handleSubsz,
+		SubscriptionszPath: m.handleSubsz,
+		StackszPath:        m.handleStacksz,
+		AccountzPath:       m.handleAccountz,
+		AccountStatzPath:   m.handleAccountStatz,
+		JszPath:            m.handleJsz,
+		HealthzPath:        m.handleHealthz,
+		MetricsPath:        m.handleMetrics,
 	}
 	for path, h := range routes {
 		mux.HandleFunc(m.opts.BasePath+path, m.guard(path, h))
