@@ -22,6 +22,8 @@
 #   BENCH_TIMEOUT=300    seconds before one `nats` command is abandoned
 #   DRAIN_GRACE=30       seconds the measured clients may run on after the driver ends
 #   KEEP_WORK=1          keep the temporary folder with server logs and outputs
+#   NO_ANCHOR=1          skip the scenarios' anchors (nats-server with their
+#                        jetstream options), which take long
 #   SCRAPE=1             also run cairn with monitoring on (-m) while a scraper
 #                        GETs /metrics and /jsz?streams=true&consumers=true
 #                        every SCRAPE_EVERY seconds (default 0.1) during the
@@ -34,9 +36,10 @@ OUT_DIR="$ROOT/bench/out"
 ROUNDS="${ROUNDS:-5}"
 # The command line as run, for the report.
 # shellcheck disable=SC2016 # the single quotes are literal text in the report
-RUN_CMD="ROUNDS=$ROUNDS${SCENARIOS:+ SCENARIOS='$SCENARIOS'}${CAIRN_BIN:+ CAIRN_BIN=$CAIRN_BIN}${SCRAPE:+ SCRAPE=$SCRAPE} bench/compare.sh"
+RUN_CMD="ROUNDS=$ROUNDS${SCENARIOS:+ SCENARIOS='$SCENARIOS'}${CAIRN_BIN:+ CAIRN_BIN=$CAIRN_BIN}${SCRAPE:+ SCRAPE=$SCRAPE}${NO_ANCHOR:+ NO_ANCHOR=$NO_ANCHOR} bench/compare.sh"
 SCRAPE="${SCRAPE:-}"
 SCRAPE_EVERY="${SCRAPE_EVERY:-0.1}"
+SCRAPE_BIN=""
 BENCH_TIMEOUT="${BENCH_TIMEOUT:-300}"
 DRAIN_GRACE="${DRAIN_GRACE:-30}"
 NATS_SERVER_VERSION="v2.15.2"
@@ -352,18 +355,12 @@ run_once() {
 	[[ -n "$RUN_RSS" ]] || RUN_RSS=0
 }
 
-# scrape_loop url file : every SCRAPE_EVERY seconds GETs url/metrics and
-# url/jsz?streams=true&consumers=true, as Prometheus and a JetStream
-# dashboard would, appending both HTTP status codes to file, until killed.
+# scrape_loop url file : runs bench/scrape, which every SCRAPE_EVERY
+# seconds GETs url/metrics and url/jsz?streams=true&consumers=true, as
+# Prometheus and a JetStream dashboard would, writing both HTTP status
+# codes per round to file, until killed.
 scrape_loop() {
-	local url="$1" file="$2" a b
-	: >"$file"
-	while :; do
-		a="$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$url/metrics" || echo 000)"
-		b="$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$url/jsz?streams=true&consumers=true" || echo 000)"
-		echo "$a $b" >>"$file"
-		sleep "$SCRAPE_EVERY"
-	done
+	exec "$SCRAPE_BIN" -every "${SCRAPE_EVERY}s" "$1/metrics" "$1/jsz?streams=true&consumers=true" >"$2"
 }
 
 # start_cluster3 label binary dir flags... : starts three servers joined by
@@ -433,6 +430,10 @@ main() {
 	ensure_tools
 	mkdir -p "$OUT_DIR"
 	WORK="$(mktemp -d "${TMPDIR:-/tmp}/cairn-bench.XXXXXX")"
+	if [[ -n "$SCRAPE" ]]; then
+		SCRAPE_BIN="$WORK/scrape"
+		(cd "$ROOT" && go build -o "$SCRAPE_BIN" ./bench/scrape) || die "cannot build bench/scrape"
+	fi
 
 	declare -ga SC_NAME=() SC_FLAGS=() SC_SETUP=() SC_MEASURE=() SC_DRIVE=() SC_ANCHOR=()
 	local line name flags setup measure drive anchor
@@ -440,6 +441,7 @@ main() {
 		[[ -z "$(trim "$line")" || "$(trim "$line")" == \#* ]] && continue
 		anchor=""
 		IFS='|' read -r name flags setup measure drive anchor <<<"$line"
+		[[ -z "${NO_ANCHOR:-}" ]] || anchor=""
 		name="$(trim "$name")"
 		if [[ -n "${SCENARIOS:-}" ]] && ! grep -qE -- "$SCENARIOS" <<<"$name"; then continue; fi
 		[[ -n "$(trim "$measure")" ]] || die "scenario '$name' has no measure command"
@@ -552,8 +554,8 @@ main() {
 			"msgs/s as reported by \`nats bench\` (the subscriber's rate where a publisher drives a subscriber);" \
 			"peak RSS is the largest VmHWM over the rounds."
 		if [[ -n "$SCRAPE" ]]; then
-			echo "cairn+scrape is cairn with \`-m <free port>\` while a loop GETs \`/metrics\` and" \
-				"\`/jsz?streams=true&consumers=true\` every ${SCRAPE_EVERY} s during the measure (curl, one after the other)."
+			echo "cairn+scrape is cairn with \`-m <free port>\` while \`bench/scrape\` GETs \`/metrics\` and" \
+				"\`/jsz?streams=true&consumers=true\` every ${SCRAPE_EVERY} s during the measure (one process, keep-alive)."
 		fi
 		if [[ -n "$anchors" ]]; then
 			echo "The anchor is nats-server with the scenario's flags (less \`-sd\`) plus \`-c <file>\`, the file holding" \
