@@ -369,3 +369,67 @@ func monSubscriber(t *testing.T, u string) {
 	}
 	flush(t, nc)
 }
+
+// The exporter's generic rule gives each number of nats-server's /varz a
+// metric name (gnatsd_varz_<path joined by _>); cairn's /metrics has every
+// one of them, except the documented absent keys, so dashboards built on
+// nats-server's names find cairn's series.
+func TestMetricsNamesCoverNatsServerVarz(t *testing.T) {
+	diffRequireNatsServer(t)
+	opts := server.Options{Host: "127.0.0.1", Port: -1, JetStream: true}
+	co, no := opts, opts
+	co.StoreDir = filepath.Join(t.TempDir(), "cairn")
+	no.StoreDir = filepath.Join(t.TempDir(), "nats-server")
+	_, cairnMon := startCairnServer(t, co)
+	ports, _ := startNatsServerExtra(t, no, "http_port: -1\n")
+	_, body := monGet(t, ports.Monitoring[0]+"/varz")
+	var varz map[string]any
+	if err := json.Unmarshal(body, &varz); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	exporterNames("gnatsd_varz", varz, nil, want)
+	if len(want) < 40 {
+		t.Fatalf("only %d names from nats-server's /varz: %v", len(want), want)
+	}
+	_, text := monGet(t, cairnMon+"/metrics")
+	have := map[string]bool{}
+	for _, line := range strings.Split(string(text), "\n") {
+		if name, _, ok := strings.Cut(line, " "); ok && !strings.HasPrefix(line, "#") {
+			name, _, _ = strings.Cut(name, "{")
+			have[name] = true
+		}
+	}
+	for name, path := range want {
+		if !have[name] && monitorKeyDiffs["/varz -$."+path] == "" {
+			t.Errorf("%s (from nats-server's /varz %s) is not in cairn's /metrics", name, path)
+		}
+	}
+}
+
+// exporterNames applies prometheus-nats-exporter's generic rule to obj:
+// numbers at any depth of objects become <base>_<keys joined by _>, with
+// "/" turned into "_" and no doubled "_" (collector.go fqName), skipping
+// the exporter's skip list. It records name -> JSON path (a.b.c).
+func exporterNames(base string, obj map[string]any, path []string, out map[string]string) {
+	skip := map[string]bool{"leaf": true, "cluster_tls_timeout": true, "cluster_cluster_port": true, "cluster_auth_timeout": true,
+		"gateway_port": true, "gateway_auth_timeout": true, "gateway_tls_timeout": true, "gateway_connect_retries": true}
+	for k, v := range obj {
+		p := append(append([]string(nil), path...), k)
+		fqn := strings.Trim(strings.ReplaceAll(strings.Join(p, "_"), "/", "_"), "_")
+		for strings.Contains(fqn, "__") {
+			fqn = strings.ReplaceAll(fqn, "__", "_")
+		}
+		if skip[fqn] {
+			continue
+		}
+		switch x := v.(type) {
+		case float64:
+			out[base+"_"+fqn] = strings.Join(p, ".")
+		case map[string]any:
+			if k != "http_req_stats" { // its keys are the paths requested
+				exporterNames(base, x, p, out)
+			}
+		}
+	}
+}
