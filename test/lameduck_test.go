@@ -58,6 +58,11 @@ func TestLameDuckClientsMoveAway(t *testing.T) {
 	case <-time.After(readTimeout):
 		t.Fatal("nats.go got no lame duck callback")
 	}
+	// The peers stop offering the lame duck server to their clients.
+	waitFor(t, clusterTimeout, "n2 to drop n1 from connect_urls", func() bool {
+		urls := n2.connectURLs()
+		return len(urls) == 2 && !contains(urls, own)
+	})
 	if c, err := net.DialTimeout("tcp", own, time.Second); err == nil {
 		c.Close()
 		t.Fatal("a server in lame duck mode accepted a new connection")

@@ -4,13 +4,16 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/cairnmq/cairn/internal/route"
 )
 
 // Lame duck mode, as nats-server v2.15.2 enters it on SIGUSR2
 // (server.go lameDuckMode): the server stops accepting clients, stops
 // JetStream (queued publishes are stored and acknowledged first), tells
-// its clients with an INFO whose ldm is true and whose connect_urls lists
-// only the other servers of the cluster, waits the grace period (so that
+// its peers with a route INFO whose ldm is true (they stop offering its
+// URLs to their clients) and its clients with an INFO whose ldm is true
+// and whose connect_urls lists only the other servers of the cluster, waits the grace period (so that
 // several servers put in lame duck mode together do not send their
 // clients to each other), then closes its clients one at a time spread
 // over the rest of the duration (at most a second apart), and shuts down.
@@ -47,10 +50,12 @@ func (s *Server) LameDuck(duration, grace time.Duration) {
 
 	clients := s.clientList()
 	if len(clients) == 0 {
+		s.sendLameDuckToRoutes()
 		s.Shutdown()
 		return
 	}
 	rand.Shuffle(len(clients), func(i, j int) { clients[i], clients[j] = clients[j], clients[i] })
+	s.sendLameDuckToRoutes()
 	s.sendLameDuckInfo()
 	if !s.sleep(grace) {
 		return
@@ -90,6 +95,23 @@ func (s *Server) sleep(d time.Duration) bool {
 		return true
 	case <-s.quit:
 		return false
+	}
+}
+
+// sendLameDuckToRoutes tells every peer, with a route INFO whose ldm is
+// true, to stop offering this server's client URLs to its clients
+// (nats-server sendLDMToRoutes).
+func (s *Server) sendLameDuckToRoutes() {
+	if s.cl == nil {
+		return
+	}
+	in := s.routeInfo(false)
+	in.LameDuckMode = true
+	b := route.AppendInfo(nil, in)
+	s.cl.mu.Lock()
+	defer s.cl.mu.Unlock()
+	for _, r := range s.cl.routes {
+		r.enqueueRoute(b)
 	}
 }
 

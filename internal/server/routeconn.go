@@ -222,10 +222,33 @@ func (rc *routeConn) ProcessInfo(arg []byte) error {
 	rc.c.srv.cl.mu.Lock()
 	id := rc.remoteID
 	rc.c.srv.cl.mu.Unlock()
-	if in.ID != id && in.ID != "" {
+	switch {
+	case in.ID != id && in.ID != "":
 		rc.c.srv.implicitRoute(in)
+	case in.LameDuckMode:
+		rc.c.srv.peerLameDuck(rc)
 	}
 	return nil
+}
+
+// peerLameDuck handles the INFO of a peer entering lame duck mode: its
+// client URLs leave the connect_urls this server's clients get, at once,
+// so that clients leaving the peer are not sent back to it (nats-server
+// v2.15.2 processRouteInfo: removeConnectURLsAndSendINFOToClients).
+func (s *Server) peerLameDuck(rc *routeConn) {
+	cl := s.cl
+	cl.mu.Lock()
+	changed := false
+	if rc.registered && rc.info != nil && len(rc.info.ConnectURLs) > 0 {
+		changed = s.dropPeerURLsLocked(rc.info)
+		info := *rc.info
+		info.ConnectURLs = nil // dropped once: removeRoute must not drop them again
+		rc.info = &info
+	}
+	cl.mu.Unlock()
+	if changed {
+		s.sendAsyncInfo()
+	}
 }
 
 // firstInfo checks the peer and registers the route (nats-server v2.15.2
