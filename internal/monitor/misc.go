@@ -16,15 +16,9 @@ func jsonCompact(v any) ([]byte, error) { return json.Marshal(v) }
 // handleAccountz serves /accountz: cairn has one account, $G, and no
 // system account (nats-server v2.15.2 monitor.go Accountz).
 func (m *Monitor) handleAccountz(w http.ResponseWriter, r *http.Request) {
-	acc := r.URL.Query().Get("acc")
-	az := &Accountz{ID: m.srv.ID(), Now: time.Now().UTC()}
-	switch acc {
-	case "":
-		az.Accounts = []string{globalAccount}
-	case globalAccount:
-		az.Account = m.accountInfo()
-	default:
-		writeText(w, http.StatusBadRequest, fmt.Sprintf("Account %s does not exist", acc))
+	az, err := m.accountz(r.URL.Query().Get("acc"))
+	if err != nil {
+		writeText(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, az)

@@ -110,13 +110,14 @@ func New(opts Options) (*Monitor, error) {
 		opts.ConfigLoadTime = time.Now().UTC()
 	}
 	m := &Monitor{
-		opts:     opts,
-		srv:      opts.Server,
-		log:      opts.Logger,
-		done:     make(chan struct{}),
-		inflight: make(chan struct{}, maxInFlight),
-		digest:   opts.ConfigDigest,
-		loadTime: opts.ConfigLoadTime.UTC(),
+		opts:      opts,
+		srv:       opts.Server,
+		log:       opts.Logger,
+		done:      make(chan struct{}),
+		inflight:  make(chan struct{}, maxInFlight),
+		digest:    opts.ConfigDigest,
+		loadTime:  opts.ConfigLoadTime.UTC(),
+		startedAt: time.Now(),
 	}
 	m.metrics = m.metricsHandler()
 	return m, nil
@@ -134,7 +135,6 @@ func (m *Monitor) Start() error {
 		return fmt.Errorf("monitor: listen on %s:%d: %w", m.opts.Host, m.opts.Port, err)
 	}
 	m.ln = ln
-	m.startedAt = time.Now()
 	m.http = &http.Server{
 		Handler:           m.mux(),
 		ReadHeaderTimeout: 5 * time.Second,

@@ -41,7 +41,6 @@ func (m *Monitor) varz() *Varz {
 		PingInterval:      lim.PingInterval,
 		MaxPingsOut:       lim.MaxPingsOut,
 		HTTPHost:          m.opts.Host,
-		HTTPPort:          m.Addr().Port,
 		HTTPBasePath:      m.opts.BasePath,
 		MaxControlLine:    int32(lim.MaxControlLine),
 		MaxPayload:        lim.MaxPayload,
@@ -82,6 +81,9 @@ func (m *Monitor) varz() *Varz {
 			Clients: st.StaleClients, Routes: st.StaleRoutes,
 		},
 		DiskIOWaitStats: &DiskIOWaitStats{},
+	}
+	if a := m.Addr(); a != nil {
+		v.HTTPPort = a.Port
 	}
 	if ml := debug.SetMemoryLimit(-1); ml < math.MaxInt64 {
 		v.MemLimit = ml
