@@ -22,6 +22,13 @@
 #   BENCH_TIMEOUT=300    seconds before one `nats` command is abandoned
 #   DRAIN_GRACE=30       seconds the measured clients may run on after the driver ends
 #   KEEP_WORK=1          keep the temporary folder with server logs and outputs
+#   NO_ANCHOR=1          skip the scenarios' anchors (nats-server with their
+#                        jetstream options), which take long
+#   SCRAPE=1             also run cairn with monitoring on (-m) while a scraper
+#                        GETs /metrics and /jsz?streams=true&consumers=true
+#                        every SCRAPE_EVERY seconds (default 0.1) during the
+#                        measure, as "cairn+scrape" in the same rounds; the
+#                        table gets its median and the ratio cairn+scrape/cairn
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,7 +36,10 @@ OUT_DIR="$ROOT/bench/out"
 ROUNDS="${ROUNDS:-5}"
 # The command line as run, for the report.
 # shellcheck disable=SC2016 # the single quotes are literal text in the report
-RUN_CMD="ROUNDS=$ROUNDS${SCENARIOS:+ SCENARIOS='$SCENARIOS'}${CAIRN_BIN:+ CAIRN_BIN=$CAIRN_BIN} bench/compare.sh"
+RUN_CMD="ROUNDS=$ROUNDS${SCENARIOS:+ SCENARIOS='$SCENARIOS'}${CAIRN_BIN:+ CAIRN_BIN=$CAIRN_BIN}${SCRAPE:+ SCRAPE=$SCRAPE}${NO_ANCHOR:+ NO_ANCHOR=$NO_ANCHOR} bench/compare.sh"
+SCRAPE="${SCRAPE:-}"
+SCRAPE_EVERY="${SCRAPE_EVERY:-0.1}"
+SCRAPE_BIN=""
 BENCH_TIMEOUT="${BENCH_TIMEOUT:-300}"
 DRAIN_GRACE="${DRAIN_GRACE:-30}"
 NATS_SERVER_VERSION="v2.15.2"
@@ -241,6 +251,11 @@ run_once() {
 		fl=("${kept[@]+"${kept[@]}"}" -c "$dir/anchor.conf")
 	fi
 
+	local mport=""
+	if [[ "$label" == cairn+scrape ]]; then
+		mport="$(free_port)" || die "no free port found"
+		fl+=(-m "$mport")
+	fi
 	if ((cluster)); then
 		start_cluster3 "$label" "$bin" "$dir" "${fl[@]+"${fl[@]}"}"
 	else
@@ -268,6 +283,12 @@ run_once() {
 	# cross the routes (as for drive, below).
 	((${#SETUP_BG_PIDS[@]} == 0)) || sleep 0.5
 
+	local spid=""
+	if ((ok)) && [[ -n "$mport" ]]; then
+		scrape_loop "http://127.0.0.1:$mport" "$dir/scrapes" &
+		spid=$!
+		LIVE_PIDS+=("$spid")
+	fi
 	if ((ok)); then
 		bench_bg "$dir/measure.out" "$measure_url" "${measure_a[@]}"
 		mpid="$BG_PID"
@@ -301,6 +322,17 @@ run_once() {
 		fi
 	fi
 
+	if [[ -n "$spid" ]]; then
+		stop_pid "$spid" 3
+		forget_pid "$spid"
+		local scrapes
+		scrapes="$(wc -l <"$dir/scrapes" 2>/dev/null || echo 0)"
+		if grep -qv '^200 200$' "$dir/scrapes" 2>/dev/null; then
+			ok=0
+			log "$label: a scrape failed: $(grep -v '^200 200$' "$dir/scrapes" | head -n 1)"
+		fi
+		log "$label: $scrapes scrapes of /metrics and /jsz during the measure"
+	fi
 	local pid rss
 	for pid in "${SETUP_BG_PIDS[@]+"${SETUP_BG_PIDS[@]}"}"; do
 		stop_pid "$pid" 3
@@ -326,6 +358,14 @@ run_once() {
 	RUN_RATE="$(rate_of "$dir/measure.out")"
 	if ((!ok)) || [[ -z "$RUN_RATE" ]]; then RUN_RATE=FAIL; fi
 	[[ -n "$RUN_RSS" ]] || RUN_RSS=0
+}
+
+# scrape_loop url file : runs bench/scrape, which every SCRAPE_EVERY
+# seconds GETs url/metrics and url/jsz?streams=true&consumers=true, as
+# Prometheus and a JetStream dashboard would, writing both HTTP status
+# codes per round to file, until killed.
+scrape_loop() {
+	exec "$SCRAPE_BIN" -every "${SCRAPE_EVERY}s" "$1/metrics" "$1/jsz?streams=true&consumers=true" >"$2"
 }
 
 # start_cluster3 label binary dir flags... : starts three servers joined by
@@ -395,6 +435,10 @@ main() {
 	ensure_tools
 	mkdir -p "$OUT_DIR"
 	WORK="$(mktemp -d "${TMPDIR:-/tmp}/cairn-bench.XXXXXX")"
+	if [[ -n "$SCRAPE" ]]; then
+		SCRAPE_BIN="$WORK/scrape"
+		(cd "$ROOT" && go build -o "$SCRAPE_BIN" ./bench/scrape) || die "cannot build bench/scrape"
+	fi
 
 	declare -ga SC_NAME=() SC_FLAGS=() SC_SETUP=() SC_MEASURE=() SC_DRIVE=() SC_ANCHOR=()
 	local line name flags setup measure drive anchor
@@ -402,6 +446,7 @@ main() {
 		[[ -z "$(trim "$line")" || "$(trim "$line")" == \#* ]] && continue
 		anchor=""
 		IFS='|' read -r name flags setup measure drive anchor <<<"$line"
+		[[ -z "${NO_ANCHOR:-}" ]] || anchor=""
 		name="$(trim "$name")"
 		if [[ -n "${SCENARIOS:-}" ]] && ! grep -qE -- "$SCENARIOS" <<<"$name"; then continue; fi
 		[[ -n "$(trim "$measure")" ]] || die "scenario '$name' has no measure command"
@@ -438,6 +483,7 @@ main() {
 		# Servers of this scenario, in the order of round 1; each round
 		# rotates the order by one, so every server goes first in turn.
 		local -a servers=(cairn nats-server) order=()
+		[[ -z "$SCRAPE" ]] || servers=(cairn cairn+scrape nats-server)
 		[[ -z "${SC_ANCHOR[$idx]}" ]] || servers+=(anchor)
 		n=${#servers[@]}
 		declare -A rates=() rsses=() fails=()
@@ -446,7 +492,7 @@ main() {
 			order=()
 			for ((i = 0; i < n; i++)); do order+=("${servers[(round - 1 + i) % n]}"); done
 			for label in "${order[@]}"; do
-				if [[ "$label" == cairn ]]; then bin="$CAIRN_BIN"; else bin="$NATS_SERVER_BIN"; fi
+				if [[ "$label" == cairn* ]]; then bin="$CAIRN_BIN"; else bin="$NATS_SERVER_BIN"; fi
 				run_once "$label" "$bin" "$idx" "$round"
 				rate="$RUN_RATE"
 				rss="$RUN_RSS"
@@ -479,6 +525,7 @@ main() {
 				row+=" – | – |"
 			fi
 		fi
+		[[ -z "$SCRAPE" ]] || row+=" $(commas "${med[cairn+scrape]}") | $(ratio "${med[cairn+scrape]}" "${med[cairn]}") |"
 		row+=" $(mib "${peak[cairn]}") | $(mib "${peak[nats-server]}") |"
 		if [[ -n "$anchors" ]]; then
 			if [[ -n "${SC_ANCHOR[$idx]}" ]]; then row+=" $(mib "${peak[anchor]}") |"; else row+=" – |"; fi
@@ -489,18 +536,32 @@ main() {
 
 	local table
 	table="$(
+		local head="| scenario | cairn msgs/s (median) | nats-server msgs/s (median) | cairn/nats-server |" rule="|---|---:|---:|---:|"
 		if [[ -n "$anchors" ]]; then
-			echo "| scenario | cairn msgs/s (median) | nats-server msgs/s (median) | cairn/nats-server | $anchor_name msgs/s (median) | cairn/$anchor_name | cairn peak RSS MiB | nats-server peak RSS MiB | $anchor_name peak RSS MiB |"
-			echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-		else
-			echo "| scenario | cairn msgs/s (median) | nats-server msgs/s (median) | cairn/nats-server | cairn peak RSS MiB | nats-server peak RSS MiB |"
-			echo "|---|---:|---:|---:|---:|---:|"
+			head+=" $anchor_name msgs/s (median) | cairn/$anchor_name |"
+			rule+="---:|---:|"
 		fi
+		if [[ -n "$SCRAPE" ]]; then
+			head+=" cairn+scrape msgs/s (median) | cairn+scrape/cairn |"
+			rule+="---:|---:|"
+		fi
+		head+=" cairn peak RSS MiB | nats-server peak RSS MiB |"
+		rule+="---:|---:|"
+		if [[ -n "$anchors" ]]; then
+			head+=" $anchor_name peak RSS MiB |"
+			rule+="---:|"
+		fi
+		echo "$head"
+		echo "$rule"
 		printf '%s\n' "${rows[@]}"
 		echo
 		echo "$ROUNDS rounds per scenario, servers in rotating order, each started fresh with \`-a 127.0.0.1 -p <free port>\`;" \
 			"msgs/s as reported by \`nats bench\` (the subscriber's rate where a publisher drives a subscriber);" \
 			"peak RSS is the largest VmHWM over the rounds."
+		if [[ -n "$SCRAPE" ]]; then
+			echo "cairn+scrape is cairn with \`-m <free port>\` while \`bench/scrape\` GETs \`/metrics\` and" \
+				"\`/jsz?streams=true&consumers=true\` every ${SCRAPE_EVERY} s during the measure (one process, keep-alive)."
+		fi
 		if [[ -n "$anchors" ]]; then
 			echo "The anchor is nats-server with the scenario's flags (less \`-sd\`) plus \`-c <file>\`, the file holding" \
 				"\`jetstream { store_dir: \"<the run's store>\", <anchor options> }\`; \"–\": the scenario has no anchor."

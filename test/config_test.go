@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -207,11 +208,12 @@ func TestHelmChartConfigStarts(t *testing.T) {
 	}
 	dir := t.TempDir()
 	conf := string(data)
+	httpPort := freePort(t)
 	for from, to := range map[string]string{
 		`"store_dir": "/data"`:                 `"store_dir": ` + strconv.Quote(filepath.Join(dir, "data")),
 		`"pid_file": "/var/run/nats/nats.pid"`: `"pid_file": ` + strconv.Quote(filepath.Join(dir, "nats.pid")),
 		`"port": 4222`:                         `"port": -1, "host": "127.0.0.1"`,
-		`"http_port": 8222`:                    `"http_port": ` + strconv.Itoa(freePort(t)),
+		`"http_port": 8222`:                    `"http_port": ` + strconv.Itoa(httpPort),
 	} {
 		if !strings.Contains(conf, from) {
 			t.Fatalf("the chart's config lacks %s", from)
@@ -247,6 +249,13 @@ func TestHelmChartConfigStarts(t *testing.T) {
 	var apiErr *jetstream.APIError
 	if !errors.As(err, &apiErr) || apiErr.ErrorCode != 10028 {
 		t.Fatalf("memory stream: %v, want 10028 insufficient memory resources", err)
+	}
+	// The chart's startup, readiness and liveness probes.
+	for _, probe := range []string{"/healthz", "/healthz?js-server-only=true", "/healthz?js-enabled-only=true"} {
+		code, body := monGet(t, fmt.Sprintf("http://127.0.0.1:%d%s", httpPort, probe))
+		if code != 200 || !strings.Contains(string(body), `"ok"`) {
+			t.Errorf("probe %s: %d %s", probe, code, body)
+		}
 	}
 }
 

@@ -177,14 +177,22 @@ func startNatsServer(t testing.TB, opts server.Options) (string, func()) {
 
 // natsPorts is nats-server's ports file: its listeners' URLs.
 type natsPorts struct {
-	Nats    []string `json:"nats"`
-	Cluster []string `json:"cluster"`
+	Nats       []string `json:"nats"`
+	Cluster    []string `json:"cluster"`
+	Monitoring []string `json:"monitoring"`
 }
 
 // startNatsServerPorts starts nats-server with opts (translated by
 // natsServerConfig) and returns the URLs of its listeners once it accepts
 // clients, and a function that stops it.
 func startNatsServerPorts(t testing.TB, opts server.Options) (natsPorts, func()) {
+	t.Helper()
+	return startNatsServerExtra(t, opts, "")
+}
+
+// startNatsServerExtra is startNatsServerPorts with extra lines appended
+// to the configuration file (for example "http_port: -1").
+func startNatsServerExtra(t testing.TB, opts server.Options, extra string) (natsPorts, func()) {
 	t.Helper()
 	bin := natsServerBinary(t)
 	dir := t.TempDir()
@@ -193,7 +201,7 @@ func startNatsServerPorts(t testing.TB, opts server.Options) (natsPorts, func())
 		t.Fatal(err)
 	}
 	conf := filepath.Join(dir, "nats-server.conf")
-	if err := os.WriteFile(conf, []byte(natsServerConfig(opts, portsDir)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(natsServerConfig(opts, portsDir)+extra), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var logBuf syncBuffer

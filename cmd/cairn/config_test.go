@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -97,7 +98,7 @@ func TestServerStartsFromFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cairn.conf")
 	pid := filepath.Join(dir, "cairn.pid")
-	writeFile(t, path, "listen: 127.0.0.1:-1\nserver_name: from-file\nmax_payload: 64KB\npid_file: \""+pid+"\"\nhttp_port: 8222\n")
+	writeFile(t, path, "listen: 127.0.0.1:-1\nserver_name: from-file\nmax_payload: 64KB\npid_file: \""+pid+"\"\nhttps_port: 8443\nhttp_port: -1\n")
 	var out, log syncBuffer
 	code := run([]string{"-c", path}, &out, &log, func(ctl controls) {
 		info := dialInfo(t, listenAddr(t, log.String()))
@@ -108,11 +109,15 @@ func TestServerStartsFromFile(t *testing.T) {
 		if err != nil || string(data) != strconv.Itoa(os.Getpid()) {
 			t.Errorf("pid file %q, %v", data, err)
 		}
+		varz := getJSON(t, "http://"+monitorAddr(t, log.String())+"/varz")
+		if varz["server_name"] != "from-file" || varz["max_payload"] != float64(64<<10) {
+			t.Errorf("/varz %v", varz)
+		}
 	})
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, log.String())
 	}
-	for _, want := range []string{"[INF] Using configuration file: " + path + " (sha256:", `[WRN] ` + path + `:5:1: field "http_port" is ignored`} {
+	for _, want := range []string{"[INF] Using configuration file: " + path + " (sha256:", `[WRN] ` + path + `:5:1: field "https_port" is ignored`} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, log.String())
 		}
@@ -144,13 +149,13 @@ func TestBadFileExitsOne(t *testing.T) {
 func TestCheckConfig(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.conf")
-	writeFile(t, good, "port: 4333\nhttp_port: 8222\n")
+	writeFile(t, good, "port: 4333\nhttps_port: 8443\n")
 	var out, errOut bytes.Buffer
 	if code := run([]string{"-t", "-c", good}, &out, &errOut, func(controls) { t.Error("-t started the server") }); code != 0 {
 		t.Fatalf("good file: exit %d: %s", code, errOut.String())
 	}
 	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], `good.conf:2:1: field "http_port" is ignored`) ||
+	if len(lines) != 2 || !strings.Contains(lines[0], `good.conf:2:1: field "https_port" is ignored`) ||
 		!strings.HasPrefix(lines[1], "cairn: configuration file "+good+" is valid (sha256:") {
 		t.Fatalf("stderr %q", errOut.String())
 	}
@@ -181,4 +186,32 @@ func TestDefaultsAgree(t *testing.T) {
 		t.Fatalf("config defaults %d/%d, server defaults %d/%d", config.DefaultMaxPayload, config.DefaultMaxPending,
 			server.DefaultMaxPayload, server.DefaultMaxPending)
 	}
+}
+
+// monitorAddr returns the address of the monitoring listener from the
+// log's "Starting http monitor on <addr>" line.
+func monitorAddr(t *testing.T, log string) string {
+	t.Helper()
+	const marker = "Starting http monitor on "
+	i := strings.Index(log, marker)
+	if i < 0 {
+		t.Fatalf("no monitor line in:\n%s", log)
+	}
+	addr, _, _ := strings.Cut(log[i+len(marker):], "\n")
+	return addr
+}
+
+// getJSON fetches a monitoring endpoint and decodes its JSON object.
+func getJSON(t *testing.T, url string) map[string]any {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return m
 }

@@ -16,7 +16,6 @@ type commandLine struct {
 	check       bool     // -t: check the configuration and exit
 	showVersion bool     // -v
 	signal      string   // --signal <command>[=<pid or pid file>]
-	httpFlag    bool     // -m was given (monitoring is not served yet)
 }
 
 const usage = `Usage: cairn [options]
@@ -25,7 +24,7 @@ Server Options:
     -a, --addr, --net <host>         Bind to host address (default: 0.0.0.0)
     -p, --port <port>                Use port for clients (default: 4222; -1 for a random port)
     -n, --name, --server_name <name> Server name (default: the server id)
-    -m, --http_port <port>           HTTP monitoring port (accepted; monitoring is not implemented yet)
+    -m, --http_port <port>           HTTP monitoring port (/varz, /connz, /jsz, /healthz, /metrics, ...; -1 for a random port)
         --client_advertise <host:port> Client URL to advertise in INFO
     -c, --config <file>              Configuration file (nats-server's format)
     -t                               Test the configuration file and exit
@@ -84,7 +83,6 @@ func parseArgs(args []string, stdout, stderr io.Writer) (*commandLine, error) {
 	if fs.NArg() > 0 {
 		return cl, usageError(fs, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
-	fs.Visit(func(f *flag.Flag) { cl.httpFlag = cl.httpFlag || f.Name == "m" || f.Name == "http_port" })
 	return cl, nil
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/logger"
+	"github.com/cairnmq/cairn/internal/monitor"
 	"github.com/cairnmq/cairn/internal/server"
 )
 
@@ -24,26 +25,35 @@ func main() {
 }
 
 // controls is what the signal loop may ask of a running server: its log,
-// reopening the log file (SIGUSR1) and reloading the configuration
-// (SIGHUP).
+// reopening the log file (SIGUSR1), reloading the configuration (SIGHUP)
+// and entering lame duck mode (SIGUSR2); done is closed once the server
+// has shut down by itself (at the end of lame duck mode).
 type controls struct {
-	log    *logger.Logger
-	reopen func()
-	reload func()
+	log      *logger.Logger
+	reopen   func()
+	reload   func()
+	lameDuck func()
+	done     <-chan struct{}
 }
 
 // waitFunc blocks until the server should stop.
 type waitFunc func(controls)
 
-// waitForSignal blocks until SIGINT or SIGTERM, logging each signal as
+// waitForSignal blocks until SIGINT or SIGTERM, or until the server shut
+// down by itself (lame duck mode ended), logging each signal as
 // nats-server does (server/signal.go): SIGHUP reloads the configuration
-// file, SIGUSR1 reopens the log file, SIGUSR2 (lame duck mode, which cairn
-// does not have) is logged and ignored.
+// file, SIGUSR1 reopens the log file, SIGUSR2 enters lame duck mode.
 func waitForSignal(ctl controls) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
 	defer signal.Stop(ch)
-	for sig := range ch {
+	for {
+		var sig os.Signal
+		select {
+		case sig = <-ch:
+		case <-ctl.done:
+			return
+		}
 		switch sig {
 		case syscall.SIGHUP:
 			ctl.log.Noticef("Trapped %q signal", sig)
@@ -52,7 +62,8 @@ func waitForSignal(ctl controls) {
 			ctl.reopen()
 			ctl.log.Noticef("Trapped %q signal: log file reopened", sig)
 		case syscall.SIGUSR2:
-			ctl.log.Warnf("Trapped %q signal: lame duck mode is not supported yet; ignored", sig)
+			ctl.log.Noticef("Trapped %q signal", sig)
+			ctl.lameDuck()
 		default:
 			ctl.log.Noticef("Trapped %q signal", sig)
 			return
@@ -126,6 +137,41 @@ type instance struct {
 	lf  *logFile
 	log *logger.Logger
 	srv *server.Server
+	mon *monitor.Monitor // nil without http_port (-m)
+}
+
+// lameDuck starts lame duck mode with the configured timings (nats-server
+// lame_duck_duration and lame_duck_grace_period) and returns; the server
+// then shuts down by itself. It runs on the signal loop, as reload does.
+func (in *instance) lameDuck() {
+	p := in.cfg.Process
+	go in.srv.LameDuck(p.LameDuckDuration, p.LameDuckGracePeriod)
+}
+
+// startMonitor starts the HTTP monitoring listener when http_port (-m)
+// is set; it listens on http's host, else the client listen host, as in
+// nats-server.
+func (in *instance) startMonitor() error {
+	c := in.cfg
+	if c.Monitor.Port == 0 {
+		return nil
+	}
+	host := c.Monitor.Host
+	if host == "" {
+		host = c.Host
+	}
+	mon, err := monitor.New(monitor.Options{
+		Host: host, Port: c.Monitor.Port, BasePath: c.Monitor.BasePath,
+		Server: in.srv, ConfigDigest: c.Digest, MetricsPrefix: c.Monitor.MetricsPrefix, Logger: in.log,
+	})
+	if err != nil {
+		return err
+	}
+	if err := mon.Start(); err != nil {
+		return err
+	}
+	in.mon = mon
+	return nil
 }
 
 func serve(in *instance, warns []config.Problem, wait waitFunc) int {
@@ -143,9 +189,6 @@ func serve(in *instance, warns []config.Problem, wait waitFunc) int {
 	for _, w := range warns {
 		log.Warnf("%v", w)
 	}
-	if in.cl.httpFlag {
-		log.Warnf("Monitoring is not implemented yet; -m %d is accepted and ignored", cfg.Monitor.Port)
-	}
 	if err := writePidFile(cfg.Process.PidFile); err != nil {
 		log.Fatalf("Could not write pidfile: %v", err)
 		return 1
@@ -162,7 +205,23 @@ func serve(in *instance, warns []config.Problem, wait waitFunc) int {
 		log.Fatalf("%v", err)
 		return 1
 	}
-	wait(controls{log: log, reopen: in.lf.reopen, reload: in.reload})
+	if err := in.startMonitor(); err != nil {
+		log.Fatalf("%v", err)
+		srv.Shutdown()
+		return 1
+	}
+	if dir := cfg.Process.PortsFileDir; dir != "" {
+		path, err := writePortsFile(dir, srv, in.mon)
+		if err != nil {
+			log.Errorf("Error writing ports file: %v", err)
+		} else {
+			defer os.Remove(path)
+		}
+	}
+	wait(controls{log: log, reopen: in.lf.reopen, reload: in.reload, lameDuck: in.lameDuck, done: srv.Done()})
+	if in.mon != nil {
+		in.mon.Close()
+	}
 	srv.Shutdown()
 	return 0
 }
@@ -192,6 +251,7 @@ func serverOptions(c *config.Config, log *logger.Logger) server.Options {
 		Auth:                  c.Auth,
 		TLS:                   c.TLS,
 		Operator:              c.Operator,
+		MaxClosedClients:      c.Monitor.MaxClosedClients,
 		Logger:                log,
 	}
 }
@@ -237,19 +297,21 @@ func writePidFile(path string) error {
 type logFile struct {
 	log    *logger.Logger
 	stderr io.Writer
-	path   string
-	f      *os.File
+	rot    *rotator // nil: stderr
+	limit  int64    // logfile_size_limit
+	maxNum int      // logfile_max_num
 }
 
 func openLog(c config.Log, stderr io.Writer) (*logFile, error) {
-	lf := &logFile{stderr: stderr}
+	lf := &logFile{stderr: stderr, limit: c.SizeLimit, maxNum: c.MaxNum}
 	var w io.Writer = stderr
 	if c.File != "" {
 		f, err := openLogFile(c.File)
 		if err != nil {
 			return nil, err
 		}
-		lf.path, lf.f, w = c.File, f, f
+		lf.rot = newRotator(c.File, f, lf.limit, lf.maxNum)
+		w = lf.rot
 	}
 	lf.log = logger.New(w, c.Debug, c.Trace)
 	lf.log.SetTime(c.Time, c.TimeUTC)
@@ -267,34 +329,44 @@ func openLogFile(path string) (*os.File, error) {
 // reopen switches to a freshly opened file at the same path; on error it
 // keeps the old one and says so.
 func (l *logFile) reopen() {
-	if l.f == nil {
+	if l.rot == nil {
 		return
 	}
-	f, err := openLogFile(l.path)
+	path := l.rot.name()
+	f, err := openLogFile(path)
 	if err != nil {
 		l.log.Errorf("%v", err)
 		return
 	}
-	l.use(l.path, f)
+	l.use(path, f)
 }
 
 // use makes the log write to f (nil: stderr) at path and closes the file
 // it wrote to before.
 func (l *logFile) use(path string, f *os.File) {
-	old := l.f
-	l.path, l.f = path, f
+	old := l.rot
 	if f == nil {
+		l.rot = nil
 		l.log.SetOutput(l.stderr)
 	} else {
-		l.log.SetOutput(f)
+		l.rot = newRotator(path, f, l.limit, l.maxNum)
+		l.log.SetOutput(l.rot)
 	}
 	if old != nil {
-		_ = old.Close()
+		old.close()
+	}
+}
+
+// setRotation applies new logfile_size_limit and logfile_max_num.
+func (l *logFile) setRotation(limit int64, maxNum int) {
+	l.limit, l.maxNum = limit, maxNum
+	if l.rot != nil {
+		l.rot.setLimits(limit, maxNum)
 	}
 }
 
 func (l *logFile) close() {
-	if l.f != nil {
-		_ = l.f.Close()
+	if l.rot != nil {
+		l.rot.close()
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/config"
 )
@@ -37,6 +38,11 @@ var reloadable = map[string]bool{
 	"ping_max":         true,
 	"write_deadline":   true,
 	"client_advertise": true,
+	// cairn's additions to nats-server's list: read when used.
+	"logfile_size_limit":     true,
+	"logfile_max_num":        true,
+	"lame_duck_duration":     true,
+	"lame_duck_grace_period": true,
 }
 
 // startOnly says why cairn refuses to reload settings that nats-server
@@ -92,6 +98,9 @@ func (in *instance) tryReload() error {
 		in.log.Warnf("%v", w)
 	}
 	in.cfg = next
+	if in.mon != nil {
+		in.mon.SetConfig(next.Digest, time.Now())
+	}
 	in.log.Noticef("Reloaded server configuration (%s)", next.Digest)
 	return nil
 }
@@ -134,6 +143,7 @@ func (in *instance) apply(next *config.Config, changes []config.Change) error {
 			return err
 		}
 	}
+	in.lf.setRotation(next.Log.SizeLimit, next.Log.MaxNum)
 	if newLog != nil {
 		in.lf.use(newLog.path, newLog.f)
 	}

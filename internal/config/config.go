@@ -39,7 +39,7 @@ type Config struct {
 	Limits    Limits    // the client protocol limits (limits.go)
 	Log       Log       // logging (logging.go)
 	Process   Process   // pid file, profiling, lame duck (process.go)
-	Monitor   Monitor   // HTTP monitoring, accepted and not served yet (monitoring.go)
+	Monitor   Monitor   // HTTP monitoring (monitoring.go)
 	JetStream JetStream // the jetstream block (jetstream.go)
 	Cluster   Cluster   // the cluster block (cluster.go)
 	Auth      Auth      // the authorization block, no_auth_user and the accounts (auth.go, accounts.go)

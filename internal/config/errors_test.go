@@ -139,9 +139,8 @@ func TestMissingFile(t *testing.T) {
 // naming them; nothing is dropped silently.
 func TestWarnings(t *testing.T) {
 	cases := []struct{ text, want string }{
-		{"http_port: 8222", `F:1:1: field "http_port" is ignored: cairn has no HTTP monitoring yet (/varz, /healthz, ...)`},
-		{"http: 127.0.0.1:8222", `F:1:1: field "http" is ignored: cairn has no HTTP monitoring yet (/varz, /healthz, ...)`},
-		{`lame_duck_duration: "30s"`, `F:1:1: field "lame_duck_duration" is ignored: cairn has no lame duck mode yet: SIGUSR2 is ignored, and SIGTERM closes every client at once`},
+		{"https_port: 8443", `F:1:1: field "https_port" is ignored: cairn has no TLS yet: monitoring is served over HTTP only (http_port)`},
+		{"https: 127.0.0.1:8443", `F:1:1: field "https" is ignored: cairn has no TLS yet: monitoring is served over HTTP only (http_port)`},
 		{"ping_interval: 60", `F:1:1: invalid use of field "ping_interval": ping_interval should be converted to a duration`},
 		{"cluster { name: c, port: 6222, pool_size: 3 }", `F:1:32: field "pool_size" is ignored: cairn keeps one route connection per peer, carrying every subject (nats-server's pool_size: -1)`},
 		{"syslog: true", `F:1:1: field "syslog" is ignored: cairn logs to stderr or to log_file`},

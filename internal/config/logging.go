@@ -8,6 +8,13 @@ type Log struct {
 	Trace   bool   `key:"trace"`       // [TRC] lines, the protocol (-V)
 	Time    bool   `key:"logtime"`     // timestamps on each line; true by default
 	TimeUTC bool   `key:"logtime_utc"` // timestamps in UTC instead of local time
+	// SizeLimit, when above 0, rotates the log file once it holds more
+	// bytes: it is renamed <file>.<yyyy.mm.dd.hh.mm.ss.nnnnnnnnn> and a new
+	// one started (nats-server's logfile_size_limit).
+	SizeLimit int64 `key:"logfile_size_limit"`
+	// MaxNum, when above 0, keeps at most that many files, the current
+	// one included, removing the oldest rotated ones (logfile_max_num).
+	MaxNum int `key:"logfile_max_num"`
 }
 
 // loggingKeys are nats-server v2.15.2's logging keys.
@@ -22,10 +29,10 @@ var loggingKeys = keyTable{
 	"logfile":            logFileKey,
 	"syslog":             ignoredIfTrue("cairn logs to stderr or to log_file"),
 	"remote_syslog":      ignoredIfSet("cairn logs to stderr or to log_file"),
-	"log_size_limit":     ignoredIfSet("cairn does not rotate its log file; rotate it with logrotate and SIGUSR1"),
-	"logfile_size_limit": ignoredIfSet("cairn does not rotate its log file; rotate it with logrotate and SIGUSR1"),
-	"logfile_max_num":    ignoredIfSet("cairn does not rotate its log file; rotate it with logrotate and SIGUSR1"),
-	"log_max_num":        ignoredIfSet("cairn does not rotate its log file; rotate it with logrotate and SIGUSR1"),
+	"log_size_limit":     logSizeLimitKey,
+	"logfile_size_limit": logSizeLimitKey,
+	"logfile_max_num":    logMaxNumKey,
+	"log_max_num":        logMaxNumKey,
 	"max_traced_msg_len": ignoredIfSet("cairn traces whole messages"),
 }
 
@@ -49,6 +56,28 @@ func traceHeadersKey(c *Config, it item, r *report) {
 	c.Log.Trace = b
 	if b {
 		r.ignored(it, "cairn's trace shows payloads as well as headers")
+	}
+}
+
+// logSizeLimitKey reads a size (nats-server takes 10MB or a number of
+// bytes).
+func logSizeLimitKey(c *Config, it item, r *report) {
+	if n, ok := r.int64Of(it); ok {
+		if n < 0 {
+			r.errorf(it, "%s can not be negative", it.key)
+			return
+		}
+		c.Log.SizeLimit = n
+	}
+}
+
+func logMaxNumKey(c *Config, it item, r *report) {
+	if n, ok := r.int64Of(it); ok {
+		if n < 0 {
+			r.errorf(it, "%s can not be negative", it.key)
+			return
+		}
+		c.Log.MaxNum = int(n)
 	}
 }
 

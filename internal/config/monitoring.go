@@ -5,34 +5,46 @@ import (
 	"strconv"
 )
 
-// Monitor is the HTTP monitoring listener (operations.md section 2.1).
-// cairn reads these settings and does not serve monitoring yet; each key
-// set in a file is warned about.
+// Monitor is the HTTP monitoring listener (operations.md section 2.1;
+// docs/monitoring.md): nats-server's http, http_port (monitor_port) and
+// http_base_path keys and -m, and max_closed_clients, the closed
+// connections /connz keeps. HTTPS is accepted with a warning and not
+// served: cairn has no TLS yet.
 type Monitor struct {
 	Host      string `key:"http"`           // "" = the client listen host
-	Port      int    `key:"http_port"`      // -m; 0 = off
-	HTTPSPort int    `key:"https_port"`     // 0 = off
+	Port      int    `key:"http_port"`      // -m; 0 = off, -1 = a free port
+	HTTPSPort int    `key:"https_port"`     // accepted and not served
 	BasePath  string `key:"http_base_path"` // "" = "/"
+	// MaxClosedClients is how many closed connections /connz?state=closed
+	// keeps; 0 = the default (10000), negative none.
+	MaxClosedClients int `key:"max_closed_clients"`
+	// MetricsPrefix names the families of /metrics that follow the
+	// prometheus-nats-exporter: "" gives gnatsd_* and jetstream_* (its
+	// default), "nats" gives nats_* (its -prefix=nats, the Helm chart's).
+	// cairn's own key, metrics_prefix.
+	MetricsPrefix string `key:"metrics_prefix"`
 }
 
-// monitorIgnored is why the monitoring keys are warned about.
-const monitorIgnored = "cairn has no HTTP monitoring yet (/varz, /healthz, ...)"
+// httpsIgnored is why the HTTPS monitoring keys are warned about.
+const httpsIgnored = "cairn has no TLS yet: monitoring is served over HTTP only (http_port)"
 
 // monitoringKeys are nats-server v2.15.2's monitoring keys.
 var monitoringKeys = keyTable{
-	"http":           func(c *Config, it item, r *report) { monitorListen(c, it, r, &c.Monitor.Port) },
-	"https":          func(c *Config, it item, r *report) { monitorListen(c, it, r, &c.Monitor.HTTPSPort) },
-	"http_port":      func(c *Config, it item, r *report) { monitorPort(it, r, &c.Monitor.Port) },
-	"monitor_port":   func(c *Config, it item, r *report) { monitorPort(it, r, &c.Monitor.Port) },
-	"https_port":     func(c *Config, it item, r *report) { monitorPort(it, r, &c.Monitor.HTTPSPort) },
-	"http_base_path": monitorBasePath,
+	"http":               func(c *Config, it item, r *report) { monitorListen(c, it, r, &c.Monitor.Port, false) },
+	"https":              func(c *Config, it item, r *report) { monitorListen(c, it, r, &c.Monitor.HTTPSPort, true) },
+	"http_port":          func(c *Config, it item, r *report) { monitorPort(it, r, &c.Monitor.Port, false) },
+	"monitor_port":       func(c *Config, it item, r *report) { monitorPort(it, r, &c.Monitor.Port, false) },
+	"https_port":         func(c *Config, it item, r *report) { monitorPort(it, r, &c.Monitor.HTTPSPort, true) },
+	"http_base_path":     monitorBasePath,
+	"max_closed_clients": maxClosedClientsKey,
+	"metrics_prefix":     metricsPrefixKey,
 }
 
 // monitorListen reads "host:port" or a port, as the listen key.
-func monitorListen(c *Config, it item, r *report, port *int) {
+func monitorListen(c *Config, it item, r *report, port *int, https bool) {
 	switch v := it.val.(type) {
 	case int64:
-		monitorPort(it, r, port)
+		monitorPort(it, r, port, https)
 		return
 	case string:
 		host, p, err := net.SplitHostPort(v)
@@ -47,22 +59,24 @@ func monitorListen(c *Config, it item, r *report, port *int) {
 		}
 		if n, ok := checkPort(it, int64(n), r); ok {
 			c.Monitor.Host, *port = host, n
-			r.ignored(it, monitorIgnored)
+			if https {
+				r.ignored(it, httpsIgnored)
+			}
 		}
 	default:
 		r.errorf(it, "expected port or host:port, got %T", v)
 	}
 }
 
-func monitorPort(it item, r *report, port *int) {
+func monitorPort(it item, r *report, port *int, https bool) {
 	n, ok := r.int64Of(it)
 	if !ok {
 		return
 	}
 	if n, ok := checkPort(it, n, r); ok {
 		*port = n
-		if n != 0 {
-			r.ignored(it, monitorIgnored)
+		if n != 0 && https {
+			r.ignored(it, httpsIgnored)
 		}
 	}
 }
@@ -70,6 +84,38 @@ func monitorPort(it item, r *report, port *int) {
 func monitorBasePath(c *Config, it item, r *report) {
 	if s, ok := r.stringOf(it); ok {
 		c.Monitor.BasePath = s
-		r.ignored(it, monitorIgnored)
 	}
+}
+
+func maxClosedClientsKey(c *Config, it item, r *report) {
+	if n, ok := r.int64Of(it); ok {
+		c.Monitor.MaxClosedClients = int(n)
+	}
+}
+
+// metricsPrefixKey reads cairn's metrics_prefix: a Prometheus metric name
+// prefix (letters, digits and underscores, not starting with a digit).
+func metricsPrefixKey(c *Config, it item, r *report) {
+	s, ok := r.stringOf(it)
+	if !ok {
+		return
+	}
+	if !validMetricPrefix(s) {
+		r.errorf(it, "invalid metrics_prefix %q: use letters, digits and underscores, not starting with a digit", s)
+		return
+	}
+	c.Monitor.MetricsPrefix = s
+}
+
+// validMetricPrefix reports whether s may begin a Prometheus metric name.
+func validMetricPrefix(s string) bool {
+	for i, ch := range s {
+		switch {
+		case ch == '_', ch >= 'a' && ch <= 'z', ch >= 'A' && ch <= 'Z':
+		case ch >= '0' && ch <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -11,10 +11,14 @@ import (
 type Process struct {
 	PidFile  string `key:"pid_file"`  // file the PID is written to at start (-P); "" = none
 	ProfPort int    `key:"prof_port"` // Go pprof on 127.0.0.1:<port> (--profile); 0 = off, -1 = a free port
-	// LameDuckDuration and LameDuckGracePeriod are checked as nats-server
-	// checks them and otherwise unused: cairn has no lame duck mode yet.
+	// LameDuckDuration and LameDuckGracePeriod time lame duck mode
+	// (SIGUSR2): clients are closed over the duration, after the grace
+	// period.
 	LameDuckDuration    time.Duration `key:"lame_duck_duration"`     // 0 = 2m; at least 30s
 	LameDuckGracePeriod time.Duration `key:"lame_duck_grace_period"` // 0 = 10s
+	// PortsFileDir is where <exe>_<pid>.ports is written at start, listing
+	// the listeners' URLs as JSON, and removed at shutdown; "" = none.
+	PortsFileDir string `key:"ports_file_dir"`
 }
 
 // processKeys are nats-server v2.15.2's process keys.
@@ -23,13 +27,10 @@ var processKeys = keyTable{
 	"pidfile":                pidFileKey,
 	"prof_port":              profPortKey,
 	"prof_block_rate":        ignoredIfSet("cairn's profiler does not sample blocking"),
-	"ports_file_dir":         ignoredIfSet("cairn writes no ports file yet; its log names the listening port"),
+	"ports_file_dir":         portsFileDirKey,
 	"lame_duck_duration":     lameDuckDurationKey,
 	"lame_duck_grace_period": lameDuckGracePeriodKey,
 }
-
-// lameDuckIgnored is why the lame duck keys are warned about.
-const lameDuckIgnored = "cairn has no lame duck mode yet: SIGUSR2 is ignored, and SIGTERM closes every client at once"
 
 func pidFileKey(c *Config, it item, r *report) {
 	if s, ok := r.stringOf(it); ok {
@@ -60,7 +61,6 @@ func lameDuckDurationKey(c *Config, it item, r *report) {
 		return
 	}
 	c.Process.LameDuckDuration = d
-	r.ignored(it, lameDuckIgnored)
 }
 
 func lameDuckGracePeriodKey(c *Config, it item, r *report) {
@@ -73,7 +73,12 @@ func lameDuckGracePeriodKey(c *Config, it item, r *report) {
 		return
 	}
 	c.Process.LameDuckGracePeriod = d
-	r.ignored(it, lameDuckIgnored)
+}
+
+func portsFileDirKey(c *Config, it item, r *report) {
+	if s, ok := r.stringOf(it); ok {
+		c.Process.PortsFileDir = s
+	}
 }
 
 // lameDuckDuration reads a lame duck setting: unlike other durations,

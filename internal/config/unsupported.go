@@ -35,9 +35,8 @@ var unsupportedKeys = keyTable{
 	// Settings whose absence a client does not see.
 	"connect_error_reports":   ignoredKey("it paces the logging of route, gateway and leafnode connection errors, which cairn does not have"),
 	"reconnect_error_reports": ignoredKey("it paces the logging of route, gateway and leafnode connection errors, which cairn does not have"),
-	"max_closed_clients":      ignoredKey(monitorIgnored),
 	"server_tags":             ignoredKey("tags are shown by monitoring and used to place streams in a cluster, which cairn does not have yet"),
-	"server_metadata":         ignoredKey("metadata is shown by monitoring, which cairn does not have yet"),
+	"server_metadata":         ignoredKey("cairn's monitoring does not show server metadata yet"),
 	"disable_sublist_cache":   ignoredKey("cairn's subject index cache cannot be turned off"),
 	"no_sublist_cache":        ignoredKey("cairn's subject index cache cannot be turned off"),
 	"no_fast_producer_stall":  ignoredKey("cairn slows a publisher for at most a few milliseconds while a receiver catches up"),

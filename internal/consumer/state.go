@@ -188,6 +188,21 @@ func (s *State) NumRedelivered() int {
 	return n
 }
 
+// OldestPending returns the time (unix ns) of the last delivery of the
+// delivery that has awaited its ack longest, and false when none awaits
+// one. It walks every pending delivery (at most max_ack_pending).
+func (s *State) OldestPending() (int64, bool) {
+	var oldest int64
+	found := false
+	s.pending.each(func(m *pendingMsg) bool {
+		if m.last > 0 && (!found || m.last < oldest) {
+			oldest, found = m.last, true
+		}
+		return true
+	})
+	return oldest, found
+}
+
 // IsPending reports whether sseq was delivered and awaits an ack.
 func (s *State) IsPending(sseq uint64) bool { return s.pending.get(sseq) != nil }
 

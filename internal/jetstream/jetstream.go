@@ -50,6 +50,10 @@ type Config struct {
 	// without max_bytes sends at most this much (ADR-31). 0 = 64 MiB,
 	// nats-server's default.
 	MaxPending int64
+	// SyncStats, when not nil, records every file stream's group commits
+	// (fsync latency, messages and bytes per fsync); New makes one when
+	// nil, returned by JetStream.SyncStats.
+	SyncStats *store.SyncStats
 	// MaxStoreFromDisk sizes the file storage limit from the store's file
 	// system, as nats-server v2.15.2 sizes an unset max_file_store
 	// (limits.go).
@@ -87,6 +91,9 @@ type JetStream struct {
 	// restoring holds the names of streams being restored (restore.go):
 	// a second restore of the name is refused (guarded by mu).
 	restoring map[string]bool
+	// unrestored holds the streams found at start that could not be
+	// restored, with the reason (guarded by mu; health.go).
+	unrestored map[string]string
 
 	srv      *Usage          // the server's stored bytes, limits and reservations (limits.go)
 	used     [2]atomic.Int64 // this account's stored bytes by storage type (limits.go)
@@ -153,6 +160,9 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	if cfg.Infof == nil {
 		cfg.Infof = cfg.Logf
 	}
+	if cfg.SyncStats == nil {
+		cfg.SyncStats = store.NewSyncStats()
+	}
 	if cfg.Account == "" {
 		cfg.Account = GlobalAccount
 	}
@@ -162,7 +172,7 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	if cfg.Usage == nil {
 		cfg.Usage = NewUsage()
 	}
-	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*runner{}, srv: cfg.Usage, quit: make(chan struct{})}
+	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*runner{}, srv: cfg.Usage, quit: make(chan struct{}), unrestored: map[string]string{}}
 	if err := cfg.FS.MkdirAll(js.streamsDir()); err != nil {
 		return nil, fmt.Errorf("jetstream: create %s: %w", js.streamsDir(), err)
 	}
@@ -240,6 +250,11 @@ func (js *JetStream) restore() error {
 		r, err := js.restoreOne(name)
 		if err != nil {
 			js.logf("jetstream: stream %q not restored (left on disk): %v", name, err)
+			if !errors.Is(err, errMemoryStreamMeta) {
+				js.mu.Lock()
+				js.unrestored[name] = err.Error()
+				js.mu.Unlock()
+			}
 			continue
 		}
 		restored = append(restored, r)
@@ -247,6 +262,11 @@ func (js *JetStream) restore() error {
 	js.startRestoredSources(restored)
 	return nil
 }
+
+// errMemoryStreamMeta is the metadata of a memory stream written by an
+// earlier build: memory streams end with the process, so it is not an
+// unrestored stream.
+var errMemoryStreamMeta = errors.New("a memory stream does not outlive its server")
 
 func (js *JetStream) restoreOne(name string) (*runner, error) {
 	dir := js.streamDir(name)
@@ -260,7 +280,7 @@ func (js *JetStream) restoreOne(name string) (*runner, error) {
 	if m.Config.Storage == stream.MemoryStorage {
 		// Memory streams end with the process, as in nats-server; an
 		// earlier build wrote their metadata.
-		return nil, errors.New("a memory stream does not outlive its server")
+		return nil, errMemoryStreamMeta
 	}
 	r, err := js.openRunner(m.Config, m.Created, dir)
 	if err != nil {
@@ -303,6 +323,7 @@ func (js *JetStream) openStore(cfg stream.Config, dir string) (store.Store, erro
 		SyncInterval: js.cfg.AckBeforeSyncInterval,
 		Logf:         js.cfg.Logf,
 		Infof:        js.cfg.Infof,
+		SyncStats:    js.cfg.SyncStats,
 	}, limits)
 }
 

@@ -106,6 +106,7 @@ func (js *JetStream) createLocked(cfg stream.Config) (*runner, error) {
 		return nil, err
 	}
 	js.streams[cfg.Name] = r
+	delete(js.unrestored, cfg.Name)
 	js.refreshCapturesLocked()
 	r.startSources(cfg, func(name string) *runner { return js.streams[name] })
 	return r, nil

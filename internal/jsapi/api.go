@@ -205,3 +205,7 @@ func (a *API) encode(ep endpoint, resp response, err *jserr.Error, track bool) (
 	}
 	return body, true
 }
+
+// Stats returns the responses counted in api.total and the error
+// responses counted in api.errors (nats-server v2.15.2 JetStreamAPIStats).
+func (a *API) Stats() (total, errors uint64) { return a.total.Load(), a.errors.Load() }

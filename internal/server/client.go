@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/x509"
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -64,8 +65,6 @@ type client struct {
 	// client authenticates; the nonce and timer when it is created.
 	user      *auth.User
 	nonce     []byte
-	started   time.Time     // when the connection was accepted
-	rtt       time.Duration // the first round trip: accepted to CONNECT (nats-server computeRTT); read loop
 	authTimer *time.Timer
 	// expiryTimer closes the client when its JWT expires (auth.go); set
 	// by the read loop, stopped by teardown (on the read loop too).
@@ -84,8 +83,27 @@ type client struct {
 	lastIn    atomic.Int64 // unix nanoseconds of the last read with data
 	pings     pingState
 
+	// Statistics for the monitoring endpoints (stats.go). nIn and bIn are
+	// owned by the read loop and added to inMsgs and inBytes once per
+	// read batch.
+	started time.Time    // when the connection was accepted or dialed
+	nIn     int64        // messages received in this read batch
+	bIn     int64        // their header and payload bytes
+	inMsgs  atomic.Int64 // messages received
+	inBytes atomic.Int64 // their header and payload bytes
+	stalls  atomic.Int64 // times this connection's publishes were slowed
+	rtt     atomic.Int64 // nanoseconds between the last answered PING and its PONG
+	reason  atomic.Int32 // CloseReason, the first recorded
+
 	mu   sync.Mutex
 	subs map[string]*subscription // by sid; guarded by mu
+	meta connMeta                 // CONNECT's name, lang and version; guarded by mu
+}
+
+// connMeta is what a client said about itself in CONNECT, copied for the
+// monitoring endpoints.
+type connMeta struct {
+	name, lang, version string
 }
 
 // subscription is one SUB of one client. It is stored in the server's
@@ -119,12 +137,12 @@ func newClient(s *Server, nc net.Conn, cid uint64) *client {
 		tag:     "cid",
 		nc:      nc,
 		log:     s.log,
+		started: time.Now().UTC(),
 		lim:     lim,
 		out:     newOutbound(lim.MaxPending),
 		opts:    connectOpts{Verbose: true, Pedantic: true, Echo: true},
 		subs:    make(map[string]*subscription),
 		acc:     s.gacc,
-		started: time.Now(),
 	}
 	if addr, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 		c.ip = addr.IP.String()
@@ -169,10 +187,12 @@ func (c *client) readLoop() {
 	if pre := c.pre; len(pre) > 0 {
 		c.pre = nil
 		if err := c.parse(pre); err != nil {
+			c.countIn()
 			c.flushReceivers()
 			c.protocolError(err)
 			return
 		}
+		c.countIn()
 		c.flushReceivers()
 	}
 	buf := make([]byte, minReadBuffer)
@@ -183,6 +203,7 @@ func (c *client) readLoop() {
 			c.lastIn.Store(time.Now().UnixNano())
 			c.refreshLimits()
 			perr := c.parse(buf[:n])
+			c.countIn()
 			c.flushReceivers()
 			c.waitStalled()
 			if perr != nil {
@@ -192,6 +213,11 @@ func (c *client) readLoop() {
 			buf, short = resizeReadBuffer(buf, n, short)
 		}
 		if err != nil {
+			if errors.Is(err, io.EOF) {
+				c.setReason(ReasonClientClosed)
+			} else {
+				c.setReason(ReasonReadError)
+			}
 			return
 		}
 	}
@@ -224,6 +250,7 @@ func (c *client) parse(b []byte) error {
 // protocolError sends the -ERR an error carries, if any; the connection
 // then closes after flushing (every error that reaches here closes).
 func (c *client) protocolError(err error) {
+	c.setReason(protocolReason(err))
 	var pe *protocol.Error
 	var re *route.Error
 	switch {
@@ -274,9 +301,11 @@ func (c *client) write(batch [][]byte, iov *net.Buffers) bool {
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			c.srv.slowConsumers.Add(1)
+			c.setReason(ReasonSlowConsumerWriteDeadline)
+			c.countSlow()
 			c.log.Noticef("%s - %s:%d - Slow Consumer Detected: WriteDeadline of %v exceeded", c.addr, c.tag, c.cid, deadline)
 		}
+		c.setReason(ReasonWriteError)
 		c.closeNow()
 		return false
 	}
@@ -369,7 +398,8 @@ func (c *client) closeSlowConsumer() {
 	if c.closed.Load() {
 		return
 	}
-	c.srv.slowConsumers.Add(1)
+	c.setReason(ReasonSlowConsumerPendingBytes)
+	c.countSlow()
 	c.log.Noticef("%s - %s:%d - Slow Consumer Detected: MaxPending of %d exceeded", c.addr, c.tag, c.cid, c.out.maxPending())
 	c.closeNow()
 }
@@ -397,6 +427,7 @@ func (c *client) teardown() {
 	} else {
 		c.srv.interestRemoved(list...)
 		c.srv.removeClient(c)
+		c.srv.recordClosed(c, list)
 	}
 	c.out.markClosing()
 }

@@ -144,10 +144,13 @@ func (c *client) appendMsg(sid, subj, reply []byte, hdrLen int, msg []byte) (ok,
 	switch {
 	case hdrLen < 0:
 		tail = protocol.AppendMsg(tail, subj, sid, reply, msg)
+		o.countLocked(len(msg))
 	case c.headers.Load():
 		tail = protocol.AppendHMsg(tail, subj, sid, reply, hdrLen, msg)
+		o.countLocked(len(msg))
 	default:
 		tail = protocol.AppendMsg(tail, subj, sid, reply, msg[hdrLen:])
+		o.countLocked(len(msg) - hdrLen)
 	}
 	ok = o.commitLocked(tail)
 	stalled = o.stall != nil

@@ -84,6 +84,7 @@ func (c *client) forwardTo(t *routeTarget, match, reply []byte, hdrLen int, msg 
 	tail := o.tailLocked(route.MsgHeaderBound(c.acc.name, match, reply, t.queues) + len(msg) + 2)
 	tail = route.AppendMsgHeader(tail, c.acc.name, match, reply, t.queues, hdrLen, len(msg))
 	tail = append(append(tail, msg...), "\r\n"...)
+	o.countLocked(len(msg))
 	ok := o.commitLocked(tail)
 	stalled := o.stall != nil
 	o.mu.Unlock()

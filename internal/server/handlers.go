@@ -30,8 +30,8 @@ func (c *client) ProcessConnect(arg []byte) error {
 	}
 	if c.connectSeen {
 		c.dropAllSubs()
-	} else {
-		c.rtt = max(time.Since(c.started), 1)
+	} else if c.rtt.Load() == 0 { // a first estimate, as nats-server's processConnect
+		c.rtt.Store(max(int64(time.Since(c.started)), 1))
 	}
 	if err := c.authenticate(&next); err != nil {
 		return err
@@ -41,6 +41,9 @@ func (c *client) ProcessConnect(arg []byte) error {
 	}
 	c.opts = next
 	c.connectSeen = true
+	c.mu.Lock()
+	c.meta = connMeta{name: next.Name, lang: next.Lang, version: next.Version}
+	c.mu.Unlock()
 	c.headers.Store(next.Headers)
 	c.parser.SetHeaders(next.Headers)
 	c.pings.connected(c.srv.limits().PingInterval)
@@ -74,8 +77,8 @@ func (c *client) sendConnectInfo() {
 	if cl := c.srv.cl; cl != nil {
 		cl.infoMu.Lock()
 		defer cl.infoMu.Unlock()
-		c.asyncInfo.Store(true)
 	}
+	c.asyncInfo.Store(true)
 	in := c.srv.baseInfo()
 	in.CID = c.cid
 	in.ClientIP = c.ip
@@ -87,7 +90,7 @@ func (c *client) sendConnectInfo() {
 // ProcessPong records the answer to a server PING.
 func (c *client) ProcessPong() error {
 	c.traceIn("PONG")
-	c.pings.pong()
+	c.pings.pong(c)
 	return nil
 }
 
@@ -188,6 +191,8 @@ func (c *client) ProcessPub(subj, reply []byte, hdrLen int, msg []byte) error {
 	if hdrLen >= 0 && !c.opts.Headers {
 		return errHeadersNotSupported
 	}
+	c.nIn++
+	c.bIn += int64(len(msg))
 	if !c.checkPub(subj, reply) {
 		return nil
 	}

@@ -176,7 +176,7 @@ func (s *Server) importService(acc, from *account, im *config.Import) error {
 		if len(reply) > 0 {
 			rs = from.imp.add(&pendingResp{to: acc, reply: string(reply), single: single, expires: time.Now().Add(ttl)})
 		}
-		hdr, data := withRequestInfo(msg, hdrLen, acc.name, c.rtt)
+		hdr, data := withRequestInfo(msg, hdrLen, acc.name, time.Duration(c.rtt.Load()))
 		s.publishIn(from, target, target, rs, hdr, data, pubImported)
 	}
 	// Not announced: the server a request reaches first imports it.

@@ -37,6 +37,7 @@ type info struct {
 	ConnectURLs   []string `json:"connect_urls,omitempty"`
 	ConnectInfo   bool     `json:"connect_info,omitempty"`
 	RemoteAccount string   `json:"remote_account,omitempty"`
+	LameDuckMode  bool     `json:"ldm,omitempty"`
 }
 
 // baseInfo is the INFO of a new connection, with the limits in force.

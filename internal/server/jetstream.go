@@ -85,6 +85,7 @@ func (s *Server) startAccountJetStream(acc *account, dir string, limits *config.
 	tr := jsTransport{s, acc}
 	cfg := jetstream.Config{
 		StoreDir:   dir,
+		FS:         s.opts.JetStreamFS,
 		ServerName: s.opts.ServerName,
 		Version:    NATSVersion,
 		APILevel:   jsapi.APILevel,
@@ -183,17 +184,52 @@ func friendlyBytes(n int64) string {
 // publishes already queued are still stored and acknowledged while
 // clients are connected.
 func (s *Server) stopJetStream() {
-	for _, acc := range s.accounts {
-		if acc.jsOff != nil {
-			acc.jsOff.Close()
+	s.jsStop.Do(func() {
+		for _, acc := range s.accounts {
+			if acc.jsOff != nil {
+				acc.jsOff.Close()
+			}
+			if acc.jsAPI != nil {
+				acc.jsAPI.Close()
+			}
 		}
-		if acc.jsAPI != nil {
-			acc.jsAPI.Close()
+		for _, acc := range s.accounts {
+			if acc.js != nil {
+				acc.js.Shutdown()
+			}
 		}
-	}
-	for _, acc := range s.accounts {
-		if acc.js != nil {
-			acc.js.Shutdown()
-		}
-	}
+	})
 }
+
+// JetStream returns the JetStream engine of the global account ($G), or
+// nil when the global account has no JetStream or the server has not
+// started. The monitoring endpoints report this engine only; other
+// accounts' streams are not in /jsz or /healthz yet (README, "What does
+// not work yet").
+func (s *Server) JetStream() *jetstream.JetStream {
+	if s.gacc == nil {
+		return nil
+	}
+	return s.gacc.js
+}
+
+// JSAPIStats returns the counters of the $JS.API of every account: the
+// responses sent and the error responses among them (nats-server's
+// api.total and api.errors); zeros when JetStream is off.
+func (s *Server) JSAPIStats() (total, errors uint64) {
+	for _, acc := range s.accounts {
+		if acc.jsAPI != nil {
+			t, e := acc.jsAPI.Stats()
+			total += t
+			errors += e
+		}
+	}
+	return total, errors
+}
+
+// Options returns the options the server was started with, defaults
+// filled in; the limits a reload changed are in Limits.
+func (s *Server) Options() Options { return s.opts }
+
+// Limits returns the limits in force.
+func (s *Server) Limits() Limits { return Limits(*s.limits()) }

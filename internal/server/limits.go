@@ -107,6 +107,7 @@ func (s *Server) closeExcess(clients []*client, limit int) {
 // maxConnExceeded sends -ERR 'maximum connections exceeded' and closes
 // the client once it is flushed.
 func (c *client) maxConnExceeded() {
+	c.setReason(ReasonMaxConnectionsExceeded)
 	c.log.Errorf("%s - cid:%d - Maximum connections exceeded", c.addr, c.cid)
 	c.out.appendBytes(protocol.AppendErr(nil, "maximum connections exceeded"))
 	c.out.markClosing()

@@ -9,6 +9,7 @@ import (
 	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/logger"
+	"github.com/cairnmq/cairn/internal/vfs"
 )
 
 // Defaults, from nats-server v2.15.2 (protocol.md section 1.9).
@@ -70,6 +71,13 @@ type Options struct {
 	// and port in INFO (nats-server's client_advertise); a missing, 0 or -1
 	// port is the bound port.
 	ClientAdvertise string
+	// MaxClosedClients is how many closed client connections
+	// /connz?state=closed keeps (max_closed_clients): 0 means
+	// DefaultMaxClosedClients, negative keeps none.
+	MaxClosedClients int
+	// JetStreamFS is the file system JetStream stores through; nil is the
+	// real one. Tests inject faults and free-space figures with it.
+	JetStreamFS vfs.FS
 	// Cluster configures the cluster listener and the routes to other
 	// servers (cluster_options.go); the zero value means none.
 	Cluster ClusterOptions
@@ -105,6 +113,9 @@ func (o *Options) Validate() error {
 	}
 	fillInt(&o.MaxPayload, DefaultMaxPayload)
 	fillInt(&o.MaxControlLine, DefaultMaxControlLine)
+	if o.MaxClosedClients == 0 {
+		o.MaxClosedClients = DefaultMaxClosedClients
+	}
 	if o.MaxConnections == 0 {
 		o.MaxConnections = DefaultMaxConnections
 	}

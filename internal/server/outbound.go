@@ -3,6 +3,7 @@ package server
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -41,11 +42,17 @@ func putChunk(b []byte) {
 
 // outbound is a client's queue of bytes waiting to be written to its
 // socket. Readers of any connection append to it; the client's writeLoop
-// drains it. All fields are guarded by mu.
+// drains it. All fields but the atomics are guarded by mu; the atomics
+// are written under mu and read without it by the monitoring endpoints
+// (stats.go), so a scrape takes no lock of the delivery path.
 type outbound struct {
 	mu      sync.Mutex
-	chunks  [][]byte      // pending bytes in order; only the last chunk is appended to
-	pending int64         // bytes queued and not yet written (including the batch being written)
+	chunks  [][]byte     // pending bytes in order; only the last chunk is appended to
+	pending atomic.Int64 // bytes queued and not yet written (including the batch being written)
+	// msgs and bytes count the messages delivered to this connection and
+	// their header and payload bytes (nats-server's out_msgs, out_bytes).
+	msgs    atomic.Int64
+	bytes   atomic.Int64
 	limit   int64         // Options.MaxPending: above it the client is a slow consumer
 	stallAt int64         // three quarters of limit, at most maxStallAt: producers are slowed above it
 	stall   chan struct{} // non-nil while pending > stallAt; closed when the writer catches up
@@ -93,12 +100,12 @@ func (o *outbound) tailLocked(n int) []byte {
 // consumer). The caller holds mu.
 func (o *outbound) commitLocked(tail []byte) bool {
 	k := len(o.chunks) - 1
-	o.pending += int64(len(tail) - len(o.chunks[k]))
+	pending := o.pending.Add(int64(len(tail) - len(o.chunks[k])))
 	o.chunks[k] = tail
-	if o.pending > o.stallAt && o.stall == nil {
+	if pending > o.stallAt && o.stall == nil {
 		o.stall = make(chan struct{})
 	}
-	return o.pending <= o.limit
+	return pending <= o.limit
 }
 
 // appendBytes queues b (control lines such as INFO, PONG, +OK, -ERR). It
@@ -115,6 +122,13 @@ func (o *outbound) appendBytes(b []byte) bool {
 
 // acceptingLocked reports whether appends still matter. The caller holds mu.
 func (o *outbound) acceptingLocked() bool { return !o.closed && !o.closing }
+
+// countLocked counts one message of n header and payload bytes delivered
+// to this connection. The caller holds mu.
+func (o *outbound) countLocked(n int) {
+	o.msgs.Add(1)
+	o.bytes.Add(int64(n))
+}
 
 // signal wakes the writer without blocking.
 func (o *outbound) signal() {
@@ -149,8 +163,8 @@ func (o *outbound) take(batch [][]byte) (out [][]byte, more, closing, closed boo
 // chunks; it releases stalled producers once the receiver has caught up.
 func (o *outbound) written(batch [][]byte, n int64) {
 	o.mu.Lock()
-	o.pending -= n
-	if o.stall != nil && o.pending <= o.stallAt {
+	pending := o.pending.Add(-n)
+	if o.stall != nil && pending <= o.stallAt {
 		close(o.stall)
 		o.stall = nil
 	}
@@ -195,5 +209,5 @@ func writeBatch(nc net.Conn, batch [][]byte, iov *net.Buffers) (int64, error) {
 func (o *outbound) stallState() (chan struct{}, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.stall, o.pending >= o.limit
+	return o.stall, o.pending.Load() >= o.limit
 }

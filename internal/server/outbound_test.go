@@ -36,8 +36,8 @@ func TestOutboundKeepsOrderAcrossChunks(t *testing.T) {
 	if !bytes.Equal(got.Bytes(), want.Bytes()) {
 		t.Fatal("bytes taken differ from bytes appended")
 	}
-	if o.pending != 0 {
-		t.Fatalf("pending %d after everything was written", o.pending)
+	if o.pending.Load() != 0 {
+		t.Fatalf("pending %d after everything was written", o.pending.Load())
 	}
 }
 

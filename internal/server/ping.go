@@ -18,6 +18,7 @@ type pingState struct {
 	answered bool          // a PONG has been received at least once
 	armed    time.Duration // the delay the timer was last armed with
 	stopped  bool
+	sentAt   time.Time // when the oldest unanswered PING was sent, for the RTT
 }
 
 // firstPingMax caps the delay of the first PING after a CONNECT, so a
@@ -74,10 +75,15 @@ func (p *pingState) tick(c *client) {
 	idle := time.Since(time.Unix(0, c.lastIn.Load()))
 	if !p.answered || idle >= interval {
 		if p.out+1 > lim.MaxPingsOut {
+			c.setReason(ReasonStaleConnection)
+			c.countStale()
 			c.log.Debugf("%s - cid:%d - Stale Client Connection - Closing", c.addr, c.cid)
 			c.out.appendBytes(protocol.AppendErr(nil, "Stale Connection"))
 			c.out.markClosing()
 			return
+		}
+		if p.out == 0 {
+			p.sentAt = time.Now()
 		}
 		p.out++
 		if !c.out.appendBytes([]byte(protocol.PingLine)) {
@@ -90,8 +96,13 @@ func (p *pingState) tick(c *client) {
 	p.timer.Reset(interval)
 }
 
-func (p *pingState) pong() {
+// pong records a PONG and, when it answers a PING, the round trip time
+// (nats-server's rtt in /connz).
+func (p *pingState) pong(c *client) {
 	p.mu.Lock()
+	if p.out > 0 && !p.sentAt.IsZero() {
+		c.rtt.Store(max(int64(time.Since(p.sentAt)), 1))
+	}
 	p.out = 0
 	p.answered = true
 	p.mu.Unlock()

@@ -224,10 +224,33 @@ func (rc *routeConn) ProcessInfo(arg []byte) error {
 	rc.c.srv.cl.mu.Lock()
 	id := rc.remoteID
 	rc.c.srv.cl.mu.Unlock()
-	if in.ID != id && in.ID != "" {
+	switch {
+	case in.ID != id && in.ID != "":
 		rc.c.srv.implicitRoute(in)
+	case in.LameDuckMode:
+		rc.c.srv.peerLameDuck(rc)
 	}
 	return nil
+}
+
+// peerLameDuck handles the INFO of a peer entering lame duck mode: its
+// client URLs leave the connect_urls this server's clients get, at once,
+// so that clients leaving the peer are not sent back to it (nats-server
+// v2.15.2 processRouteInfo: removeConnectURLsAndSendINFOToClients).
+func (s *Server) peerLameDuck(rc *routeConn) {
+	cl := s.cl
+	cl.mu.Lock()
+	changed := false
+	if rc.registered && rc.info != nil && len(rc.info.ConnectURLs) > 0 {
+		changed = s.dropPeerURLsLocked(rc.info)
+		info := *rc.info
+		info.ConnectURLs = nil // dropped once: removeRoute must not drop them again
+		rc.info = &info
+	}
+	cl.mu.Unlock()
+	if changed {
+		s.sendAsyncInfo()
+	}
 }
 
 // firstInfo checks the peer and registers the route (nats-server v2.15.2
@@ -350,6 +373,7 @@ func (s *Server) removeRoute(c *client) {
 		changed = s.dropPeerURLsLocked(rc.info)
 	}
 	delete(cl.conns, c.cid)
+	s.ctr.routesClosed.addConn(c)
 	cl.mu.Unlock()
 	close(rc.done)
 	name := ""
@@ -382,7 +406,7 @@ func (rc *routeConn) ProcessPing() error {
 // ProcessPong records the answer to a PING.
 func (rc *routeConn) ProcessPong() error {
 	rc.c.traceIn("PONG")
-	rc.c.pings.pong()
+	rc.c.pings.pong(rc.c)
 	return nil
 }
 
@@ -459,6 +483,8 @@ func (rc *routeConn) ProcessMsg(m *route.Msg) error {
 	if c.log.TraceEnabled() {
 		c.traceRouteMsg(m)
 	}
+	c.nIn++
+	c.bIn += int64(len(m.Payload))
 	acc := c.srv.account(string(m.Account))
 	if acc == nil {
 		return nil

@@ -41,12 +41,18 @@ type Server struct {
 	publishers    sync.Pool              // connectionless *client values for Publish
 	nextCID       atomic.Uint64
 	slowConsumers atomic.Int64
+	ctr           counters   // totals for the monitoring endpoints (stats.go)
+	closed        closedRing // the last closed client connections (closed.go)
+	start         time.Time  // when Start was called
 
 	mu           sync.Mutex
 	clients      map[uint64]*client // guarded by mu
 	shuttingDown bool               // guarded by mu
+	ldm          bool               // in lame duck mode (ldm.go); guarded by mu
 	wg           sync.WaitGroup     // every goroutine started by goroutine()
 	done         chan struct{}      // closed when Shutdown completes
+	quit         chan struct{}      // closed when Shutdown begins
+	jsStop       sync.Once          // stops JetStream once (lame duck mode, then Shutdown)
 }
 
 // New validates opts (filling defaults) and returns a Server that is not
@@ -76,12 +82,14 @@ func New(opts Options) (*Server, error) {
 		tls:     tlsSt,
 		clients: make(map[uint64]*client),
 		done:    make(chan struct{}),
+		quit:    make(chan struct{}),
 	}
 	if opts.JetStream {
 		s.jsDomain = jsDomainPrefix(opts.JetStreamDomain)
 	}
 	s.lim.Store(limitsOf(&opts))
 	s.initAccounts()
+	s.closed.max = opts.MaxClosedClients
 	return s, nil
 }
 
@@ -109,6 +117,7 @@ func newServerID() string {
 // background. It returns the listen error (for example, the port is in
 // use) or nil.
 func (s *Server) Start() error {
+	s.start = time.Now().UTC()
 	port := s.opts.Port
 	if port == RandomPort {
 		port = 0
@@ -274,6 +283,7 @@ func (s *Server) addClient(nc net.Conn) {
 		return
 	}
 	s.clients[c.cid] = c
+	s.ctr.totalClients.Add(1)
 	s.mu.Unlock()
 	c.log.Debugf("%s - cid:%d - Client connection created", c.addr, c.cid)
 	if s.tls != nil {
@@ -295,9 +305,12 @@ func (s *Server) refuse(c *client) {
 	_ = c.nc.Close()
 }
 
+// removeClient unregisters a client and adds its counters to the totals
+// of closed clients, under mu so that Stats counts it exactly once.
 func (s *Server) removeClient(c *client) {
 	s.mu.Lock()
 	delete(s.clients, c.cid)
+	s.ctr.clientsClosed.addConn(c)
 	s.mu.Unlock()
 }
 
@@ -312,6 +325,7 @@ func (s *Server) Shutdown() {
 		return
 	}
 	s.shuttingDown = true
+	close(s.quit)
 	clients := make([]*client, 0, len(s.clients))
 	for _, c := range s.clients {
 		clients = append(clients, c)
@@ -324,6 +338,7 @@ func (s *Server) Shutdown() {
 	s.stopCluster()
 	s.stopJetStream()
 	for _, c := range clients {
+		c.setReason(ReasonServerShutdown)
 		c.out.markClosing()
 	}
 	s.waitGoroutines(s.limits().WriteDeadline + time.Second)

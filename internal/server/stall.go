@@ -19,6 +19,8 @@ func (c *client) waitStalled() {
 	if ch == nil {
 		return
 	}
+	c.stalls.Add(1)
+	c.srv.ctr.stalls.Add(1)
 	ttl := stallMin
 	if full {
 		ttl = stallMax

@@ -119,9 +119,11 @@ func (r *Result[T]) isEmpty() bool {
 // such as the unique reply inbox of a request or a PubAck, costs a walk
 // but no exclusive lock and evicts nothing. Match does not retain subj.
 func (s *Sublist[T]) Match(subj []byte) *Result[T] {
+	s.matches.Add(1)
 	s.mu.RLock()
 	if r, ok := s.mu.cache[string(subj)]; ok {
 		s.mu.RUnlock()
+		s.hits.Add(1)
 		return r
 	}
 	gen := s.mu.gen

@@ -46,6 +46,7 @@ import (
 	"errors"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cairnmq/cairn/internal/subject"
 )
@@ -82,6 +83,9 @@ type Sublist[T comparable] struct {
 		root level[T]
 		// count is the number of entries stored in the trie.
 		count int
+		// inserts and removes count the Inserts and Removes that
+		// changed the trie, since New.
+		inserts, removes uint64
 		// gen changes on every Insert or Remove that changes the trie; a
 		// result computed under an older gen is not cached.
 		gen uint64
@@ -94,6 +98,42 @@ type Sublist[T comparable] struct {
 	// seen admits a result into the cache on its subject's second miss;
 	// it has its own atomics and is used without mu.
 	seen *seenFilter
+
+	// matches and hits count the calls of Match and those answered from
+	// the cache (Stats); atomics, so counting takes no lock.
+	matches, hits atomic.Uint64
+}
+
+// Stats are the index's counters (nats-server v2.15.2 SublistStats):
+// Count entries stored, Cached results in the cache, and since New the
+// Inserts and Removes that changed the index, the Matches, and the
+// CacheHits among them; MaxFanout and TotalFanout are the largest and
+// the sum of the cached results' sizes (plain entries plus queue groups),
+// from which nats-server derives max_fanout and avg_fanout.
+type Stats struct {
+	Count       int
+	Cached      int
+	Inserts     uint64
+	Removes     uint64
+	Matches     uint64
+	CacheHits   uint64
+	MaxFanout   int
+	TotalFanout int
+}
+
+// Stats returns the index's counters; it walks the cache (at most 1024
+// results) under the shared lock.
+func (s *Sublist[T]) Stats() Stats {
+	s.mu.RLock()
+	st := Stats{Count: s.mu.count, Cached: len(s.mu.cache), Inserts: s.mu.inserts, Removes: s.mu.removes}
+	for _, r := range s.mu.cache {
+		n := len(r.Plain) + len(r.Queues)
+		st.TotalFanout += n
+		st.MaxFanout = max(st.MaxFanout, n)
+	}
+	s.mu.RUnlock()
+	st.Matches, st.CacheHits = s.matches.Load(), s.hits.Load()
+	return st
 }
 
 // New returns an empty Sublist with an empty match cache bounded to 1024
@@ -128,6 +168,7 @@ func (s *Sublist[T]) Insert(subj, queue string, v T) error {
 		return nil
 	}
 	s.mu.count++
+	s.mu.inserts++
 	s.changedLocked(subj)
 	return nil
 }
@@ -146,6 +187,7 @@ func (s *Sublist[T]) Remove(subj, queue string, v T) error {
 		return ErrNotFound
 	}
 	s.mu.count--
+	s.mu.removes++
 	s.changedLocked(subj)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
 
@@ -62,6 +63,9 @@ type Config struct {
 	// Infof receives the recovery summary of a healthy open; nil sends it
 	// to Logf.
 	Infof func(format string, args ...any)
+	// SyncStats, when not nil, records each group commit: the fsync's
+	// latency and the messages and bytes it made durable (for /metrics).
+	SyncStats *store.SyncStats
 
 	// forceS2 (tests only) stores every payload compressed, whatever
 	// store.Config.Compress says and whether or not it pays.

@@ -34,6 +34,7 @@ const syncQueueLen = 64
 // startFlusher starts the flusher: a writer goroutine and a syncer
 // goroutine; Close stops both.
 func (s *Store) startFlusher() {
+	s.syncedSeq = s.mu.last
 	q := make(chan batch, syncQueueLen)
 	s.wg.Add(2)
 	go s.flushLoop(q)
@@ -160,10 +161,12 @@ func (s *Store) syncLoop(q <-chan batch) {
 func (s *Store) syncBatches(bs []batch) {
 	for i := len(bs) - 1; i >= 0; i-- {
 		if f := bs[i].file; f != nil {
+			start := time.Now()
 			if err := f.Sync(); err != nil {
 				s.fence(fmt.Errorf("sync: %w", err))
 				return
 			}
+			s.observeSync(time.Since(start), bs)
 			break
 		}
 	}
@@ -183,6 +186,25 @@ func (s *Store) syncBatches(bs []batch) {
 			s.fence(err)
 		}
 	}
+}
+
+// observeSync records a group commit in Config.SyncStats: its fsync took
+// d and made the batches bs durable. It runs on the syncer, which owns
+// syncedSeq.
+func (s *Store) observeSync(d time.Duration, bs []batch) {
+	last := bs[len(bs)-1].seq
+	msgs := last - min(s.syncedSeq, last)
+	s.syncedSeq = last
+	if s.cfg.SyncStats == nil {
+		return
+	}
+	var bytes uint64
+	for _, b := range bs {
+		for _, it := range b.items {
+			bytes += uint64(len(it.data))
+		}
+	}
+	s.cfg.SyncStats.ObserveSync(d, msgs, bytes)
 }
 
 // noteCheckpoint records seq, which the syncer has just made durable, in

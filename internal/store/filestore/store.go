@@ -38,6 +38,10 @@ type Store struct {
 
 	acks *journal // confirmed acknowledgements of the consumers
 
+	// syncedSeq is the last sequence a group commit made durable, for
+	// Config.SyncStats; owned by the syncer (set before it starts).
+	syncedSeq uint64
+
 	cons struct { // the open consumer stores
 		sync.Mutex
 		m      map[string]*consumerStore
@@ -134,6 +138,14 @@ func (s *Store) throttle() error {
 	}
 	s.kickFlusher()
 	return s.note.waitGen(gen)
+}
+
+// Fenced returns the error that fenced the store (it wraps
+// store.ErrFenced), or nil while the store takes changes.
+func (s *Store) Fenced() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.fenced
 }
 
 // usableLocked returns why the store takes no more changes, if it does

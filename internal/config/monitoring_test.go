@@ -1,0 +1,40 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// The monitoring keys set the listener without a warning (they are
+// served), as nats-server reads them: http as host:port or a port,
+// http_port and its alias monitor_port, http_base_path,
+// max_closed_clients; metrics_prefix is cairn's own.
+func TestMonitoringKeys(t *testing.T) {
+	cases := []struct {
+		text string
+		want Monitor
+	}{
+		{"http_port: 8222", Monitor{Port: 8222}},
+		{"monitor_port: 8223", Monitor{Port: 8223}},
+		{"http: 127.0.0.1:8224", Monitor{Host: "127.0.0.1", Port: 8224}},
+		{"http: 8225", Monitor{Port: 8225}},
+		{"http_port: -1\nhttp_base_path: /nats", Monitor{Port: -1, BasePath: "/nats"}},
+		{"max_closed_clients: 5", Monitor{MaxClosedClients: 5}},
+		{"metrics_prefix: nats", Monitor{MetricsPrefix: "nats"}},
+	}
+	for _, tc := range cases {
+		c, warns := mustLoad(t, tc.text)
+		if c.Monitor != tc.want || len(warns) != 0 {
+			t.Errorf("%q: got %+v, warnings %v; want %+v and none", tc.text, c.Monitor, warns, tc.want)
+		}
+	}
+}
+
+func TestMetricsPrefixInvalid(t *testing.T) {
+	for _, bad := range []string{`"9x"`, `"a-b"`, `"a b"`} {
+		_, _, err := loadText(t, "metrics_prefix: "+bad)
+		if err == nil || !strings.Contains(err.Error(), "invalid metrics_prefix") {
+			t.Errorf("metrics_prefix: %s: err %v, want invalid metrics_prefix", bad, err)
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package jetstream
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/store"
+)
+
+// This file answers what the monitoring endpoints ask of JetStream
+// (internal/monitor: /jsz, /healthz and /metrics): what is stored, which
+// streams could not be restored, and whether a stream can still take
+// publishes. Nothing here takes a lock of the publish path beyond the
+// read locks the $JS.API info requests take.
+
+// StreamProblem is why a stream cannot serve: Kind is "recover" (its
+// directory was found at start and not restored), "fenced" (its store
+// refuses writes after an I/O error until a restart), "damaged" (its store
+// found damaged records, which it will not serve) or "disk" (the disk
+// guard refuses publishes to file streams).
+type StreamProblem struct {
+	Stream string
+	Kind   string
+	Err    string
+}
+
+// fencer is implemented by a store that can tell whether it is fenced
+// (the file store).
+type fencer interface{ Fenced() error }
+
+// Problems returns every stream that cannot serve as it should, sorted by
+// stream name; the disk guard's refusal, when on, comes last with an
+// empty Stream. It reads the free space again when due (diskLow).
+func (js *JetStream) Problems() []StreamProblem {
+	js.mu.Lock()
+	var out []StreamProblem
+	for name, why := range js.unrestored {
+		out = append(out, StreamProblem{Stream: name, Kind: "recover", Err: why})
+	}
+	runners := js.runnersLocked()
+	js.mu.Unlock()
+	for _, r := range runners {
+		if f, ok := r.store.(fencer); ok {
+			if err := f.Fenced(); err != nil {
+				out = append(out, StreamProblem{Stream: r.name, Kind: "fenced", Err: err.Error()})
+				continue
+			}
+		}
+		if lost := r.store.State(false).Lost; lost != nil && len(lost.Msgs) > 0 {
+			out = append(out, StreamProblem{Stream: r.name, Kind: "damaged",
+				Err: fmt.Sprintf("%d damaged messages (%d bytes) found and not served", len(lost.Msgs), lost.Bytes)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Stream < out[j].Stream })
+	if js.DiskLow() {
+		out = append(out, StreamProblem{Kind: "disk", Err: fmt.Sprintf(
+			"the file system of %s has less free space than the reserve: publishes to file streams are refused", js.cfg.StoreDir)})
+	}
+	return out
+}
+
+// runnersLocked returns the running streams. The caller holds mu.
+func (js *JetStream) runnersLocked() []*runner {
+	out := make([]*runner, 0, len(js.streams))
+	for _, r := range js.streams {
+		out = append(out, r)
+	}
+	return out
+}
+
+// DiskLow reports whether the disk guard refuses publishes to file
+// streams (disk.go), reading the free space again when diskCheckEvery has
+// passed since the last read.
+func (js *JetStream) DiskLow() bool { return js.diskLow(0) }
+
+// StoreDir returns the store directory (-sd); the data is in its
+// jetstream subdirectory.
+func (js *JetStream) StoreDir() string { return js.cfg.StoreDir }
+
+// SyncPolicy reports whether file streams acknowledge only fsynced
+// messages (always), or else the ack_before_sync_interval they sync on,
+// in nanoseconds.
+func (js *JetStream) SyncPolicy() (always bool, interval int64) {
+	if d := js.cfg.AckBeforeSyncInterval; d > 0 {
+		return false, int64(d)
+	}
+	return true, 0
+}
+
+// StreamDetail is one stream for /jsz: its info and, when asked for, its
+// consumers' infos sorted by name.
+type StreamDetail struct {
+	Info      *StreamInfo
+	Consumers []*consumer.Info
+}
+
+// Details returns every stream's info, sorted by name, with its consumers
+// when consumers is set. A stream or consumer deleted meanwhile is left
+// out.
+func (js *JetStream) Details(consumers bool) []StreamDetail {
+	names := js.Names("")
+	out := make([]StreamDetail, 0, len(names))
+	for _, name := range names {
+		si, err := js.StreamInfo(name, InfoOptions{})
+		if err != nil {
+			continue
+		}
+		d := StreamDetail{Info: si}
+		if consumers {
+			d.Consumers = js.consumerInfos(name)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func (js *JetStream) consumerInfos(stream string) []*consumer.Info {
+	names, err := js.ConsumerNames(stream)
+	if err != nil {
+		return nil
+	}
+	sort.Strings(names)
+	out := make([]*consumer.Info, 0, len(names))
+	for _, n := range names {
+		if ci, err := js.ConsumerInfo(stream, n); err == nil {
+			out = append(out, ci)
+		}
+	}
+	return out
+}
+
+// SyncStats returns the group-commit statistics of the file streams.
+func (js *JetStream) SyncStats() *store.SyncStats { return js.cfg.SyncStats }
+
+// OldestUnacked returns, for each consumer of stream that has deliveries
+// awaiting an ack, how long the longest-waiting one has waited since it
+// was (last) delivered; consumers with none are absent.
+func (js *JetStream) OldestUnacked(stream string) map[string]time.Duration {
+	r, jerr := js.lookup(stream)
+	if jerr != nil {
+		return nil
+	}
+	r.cmu.Lock()
+	list := make([]*cons, 0, len(r.consumers))
+	for _, c := range r.consumers {
+		list = append(list, c)
+	}
+	r.cmu.Unlock()
+	out := map[string]time.Duration{}
+	now := js.now().UnixNano()
+	for _, c := range list {
+		c.mu.Lock()
+		oldest, ok := c.st.OldestPending()
+		c.mu.Unlock()
+		if ok {
+			out[c.name] = time.Duration(max(now-oldest, 0))
+		}
+	}
+	return out
+}

@@ -1,0 +1,134 @@
+package monitor
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"net/http"
+	"runtime"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/server"
+)
+
+func jsonCompact(v any) ([]byte, error) { return json.Marshal(v) }
+
+// handleAccountz serves /accountz: cairn has one account, $G, and no
+// system account (nats-server v2.15.2 monitor.go Accountz).
+func (m *Monitor) handleAccountz(w http.ResponseWriter, r *http.Request) {
+	az, err := m.accountz(r.URL.Query().Get("acc"))
+	if err != nil {
+		writeText(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, az)
+}
+
+func (m *Monitor) accountInfo() *AccountInfo {
+	st := m.srv.Stats()
+	sl := m.sublistStats()
+	return &AccountInfo{
+		AccountName: globalAccount,
+		LastUpdate:  st.Start,
+		Complete:    true,
+		JetStream:   m.srv.JetStream() != nil,
+		ClientCnt:   st.Connections,
+		SubCnt:      sl.NumSubs,
+		NameTag:     globalAccount,
+		Sublist:     &sl,
+	}
+}
+
+// handleAccountStatz serves /accstatz (nats-server v2.15.2 monitor.go
+// AccountStatz): the $G account's traffic, listed when it has clients or
+// with unused=true.
+func (m *Monitor) handleAccountStatz(w http.ResponseWriter, r *http.Request) {
+	q := &query{r: r}
+	unused := q.boolean("unused")
+	if q.bad(w) {
+		return
+	}
+	st := m.srv.Stats()
+	az := &AccountStatz{ID: m.srv.ID(), Now: time.Now().UTC(), Accounts: []*AccountStat{}}
+	if unused || st.Connections > 0 {
+		az.Accounts = append(az.Accounts, &AccountStat{
+			Account: globalAccount, Name: globalAccount,
+			Conns: st.Connections, TotalConns: st.Connections,
+			NumSubs:       uint32(st.Subscriptions),
+			Sent:          dataStats(st.OutClientMsgs, st.OutClientBytes, st.OutMsgs-st.OutClientMsgs, st.OutBytes-st.OutClientBytes),
+			Received:      dataStats(st.InClientMsgs, st.InClientBytes, st.InMsgs-st.InClientMsgs, st.InBytes-st.InClientBytes),
+			SlowConsumers: int64(st.SlowClients),
+		})
+	}
+	writeJSON(w, http.StatusOK, az)
+}
+
+func dataStats(msgs, bytes, routeMsgs, routeBytes int64) DataStats {
+	return DataStats{
+		MsgBytes: MsgBytes{Msgs: msgs, Bytes: bytes},
+		Gateways: &MsgBytes{}, Routes: &MsgBytes{Msgs: routeMsgs, Bytes: routeBytes}, Leafs: &MsgBytes{},
+	}
+}
+
+// handleLeafz serves /leafz: cairn has no leaf node connections.
+func (m *Monitor) handleLeafz(w http.ResponseWriter, r *http.Request) {
+	q := &query{r: r}
+	q.boolean("subs")
+	if q.bad(w) {
+		return
+	}
+	writeJSON(w, http.StatusOK, &Leafz{ID: m.srv.ID(), Now: time.Now().UTC(), Leafs: []struct{}{}})
+}
+
+// handleGatewayz serves /gatewayz: cairn has no gateways.
+func (m *Monitor) handleGatewayz(w http.ResponseWriter, r *http.Request) {
+	q := &query{r: r}
+	q.subs()
+	q.boolean("accs")
+	if q.bad(w) {
+		return
+	}
+	writeJSON(w, http.StatusOK, &Gatewayz{
+		ID: m.srv.ID(), Now: time.Now().UTC(),
+		OutboundGateways: map[string]struct{}{}, InboundGateways: map[string][]struct{}{},
+	})
+}
+
+// maxStackBytes bounds the /stacksz dump.
+const maxStackBytes = 64 << 20
+
+// handleStacksz serves /stacksz: the stacks of every goroutine, taking no
+// lock of the server (so it works when something is stuck).
+func (m *Monitor) handleStacksz(w http.ResponseWriter, _ *http.Request) {
+	buf := make([]byte, 64<<10)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) || len(buf) >= maxStackBytes {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	writeBody(w, http.StatusOK, buf)
+}
+
+// handleRoot serves the index page: links to every endpoint.
+func (m *Monitor) handleRoot(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != m.opts.BasePath+"/" && r.URL.Path != m.opts.BasePath {
+		http.NotFound(w, r)
+		return
+	}
+	links := []struct{ name, path string }{
+		{"General", VarzPath}, {"JetStream", JszPath}, {"Connections", ConnzPath},
+		{"Accounts", AccountzPath}, {"Account Stats", AccountStatzPath}, {"Subscriptions", SubszPath},
+		{"Routes", RoutezPath}, {"LeafNodes", LeafzPath}, {"Gateways", GatewayzPath},
+		{"Health Probe", HealthzPath}, {"Metrics", MetricsPath}, {"Stacks", StackszPath},
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	fmt.Fprintf(w, "<html lang=\"en\">\n<head><title>cairn monitoring</title></head>\n<body>\n<h1>cairn v%s</h1>\n<p>NATS protocol of nats-server %s</p>\n",
+		html.EscapeString(server.Version), html.EscapeString(server.NATSVersion))
+	for _, l := range links {
+		fmt.Fprintf(w, "<a href=\".%s\">%s <span class=\"endpoint\">%s</span></a><br/>\n", l.path, l.name, l.path)
+	}
+	fmt.Fprint(w, "</body>\n</html>\n")
+}

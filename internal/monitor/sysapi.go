@@ -1,0 +1,404 @@
+package monitor
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/server"
+)
+
+// The system account's request API (operations.md section 2.5), the
+// answers `nats server ls|info|report|check` read: SysRequest answers
+// $SYS.REQ.SERVER.PING, $SYS.REQ.SERVER.PING.<X> and
+// $SYS.REQ.SERVER.<id>.<X> with the same data as the HTTP endpoints, in
+// nats-server v2.15.2's envelope (events.go ServerAPIResponse,
+// ServerStatsMsg). It is not wired to any subscription yet: nats-server
+// serves these subjects in the system account only, which cairn gets with
+// accounts and users (the security work); wiring is then a subscription
+// of $SYS.REQ.SERVER.> in that account calling SysRequest.
+
+// ServerInfo identifies the answering server in every reply
+// (nats-server ServerInfo).
+type ServerInfo struct {
+	Name      string    `json:"name"`
+	Host      string    `json:"host"`
+	ID        string    `json:"id"`
+	Cluster   string    `json:"cluster,omitempty"`
+	Domain    string    `json:"domain,omitempty"`
+	Version   string    `json:"ver"`
+	Tags      []string  `json:"tags,omitempty"`
+	JetStream bool      `json:"jetstream"`
+	Flags     uint64    `json:"flags"`
+	Seq       uint64    `json:"seq"`
+	Time      time.Time `json:"time"`
+}
+
+// jetStreamEnabled is nats-server's ServerCapability bit for JetStream.
+const jetStreamEnabled = 1
+
+// APIError is the error of a reply: an HTTP-like code and a description.
+type APIError struct {
+	Code        int    `json:"code"`
+	Description string `json:"description,omitempty"`
+}
+
+// serverAPIResponse is the envelope of every reply but STATSZ.
+type serverAPIResponse struct {
+	Server *ServerInfo `json:"server"`
+	Data   any         `json:"data,omitempty"`
+	Error  *APIError   `json:"error,omitempty"`
+}
+
+// serverStatsMsg is the reply to PING and PING.STATSZ.
+type serverStatsMsg struct {
+	Server ServerInfo  `json:"server"`
+	Stats  ServerStats `json:"statsz"`
+}
+
+// ServerStats is statsz (nats-server ServerStats): what `nats server ls`
+// shows.
+type ServerStats struct {
+	Start               time.Time      `json:"start"`
+	Mem                 int64          `json:"mem"`
+	Cores               int            `json:"cores"`
+	CPU                 float64        `json:"cpu"`
+	Connections         int            `json:"connections"`
+	TotalConnections    uint64         `json:"total_connections"`
+	ActiveAccounts      int            `json:"active_accounts"`
+	NumSubs             uint32         `json:"subscriptions"`
+	Sent                DataStats      `json:"sent"`
+	SentToClients       DataStats      `json:"sent_to_clients"`
+	Received            DataStats      `json:"received"`
+	ReceivedFromClients DataStats      `json:"received_from_clients"`
+	SlowConsumers       int64          `json:"slow_consumers"`
+	SlowConsumersStats  *KindStats     `json:"slow_consumer_stats,omitempty"`
+	StaleConnections    int64          `json:"stale_connections,omitempty"`
+	StaleConnectionStat *KindStats     `json:"stale_connection_stats,omitempty"`
+	StalledClients      int64          `json:"stalled_clients,omitempty"`
+	ActiveServers       int            `json:"active_servers,omitempty"`
+	JetStream           *JetStreamVarz `json:"jetstream,omitempty"`
+	MemLimit            int64          `json:"gomemlimit,omitempty"`
+	MaxProcs            int            `json:"gomaxprocs,omitempty"`
+}
+
+// eventFilter selects the servers that answer (nats-server
+// EventFilterOptions): a server that does not match stays silent.
+type eventFilter struct {
+	Name       string   `json:"server_name,omitempty"`
+	Cluster    string   `json:"cluster,omitempty"`
+	Host       string   `json:"host,omitempty"`
+	ExactMatch bool     `json:"exact_match,omitempty"`
+	Tags       []string `json:"tags,omitempty"`
+	Domain     string   `json:"domain,omitempty"`
+}
+
+// The request bodies: each endpoint's options in nats-server's JSON names,
+// with the filter.
+type (
+	connzRequest struct {
+		Sort          string `json:"sort"`
+		Auth          bool   `json:"auth"`
+		Subscriptions bool   `json:"subscriptions"`
+		SubsDetail    bool   `json:"subscriptions_detail"`
+		Offset        int    `json:"offset"`
+		Limit         int    `json:"limit"`
+		CID           uint64 `json:"cid"`
+		MQTTClient    string `json:"mqtt_client"`
+		State         int    `json:"state"`
+		User          string `json:"user"`
+		Account       string `json:"acc"`
+		FilterSubject string `json:"filter_subject"`
+		eventFilter
+	}
+	routezRequest struct {
+		Subscriptions bool `json:"subscriptions"`
+		SubsDetail    bool `json:"subscriptions_detail"`
+		eventFilter
+	}
+	subszRequest struct {
+		Offset        int    `json:"offset"`
+		Limit         int    `json:"limit"`
+		Subscriptions bool   `json:"subscriptions"`
+		Account       string `json:"account,omitempty"`
+		Test          string `json:"test,omitempty"`
+		eventFilter
+	}
+	jszRequest struct {
+		Account          string `json:"account,omitempty"`
+		Accounts         bool   `json:"accounts,omitempty"`
+		Streams          bool   `json:"streams,omitempty"`
+		Consumer         bool   `json:"consumer,omitempty"`
+		DirectConsumer   bool   `json:"direct_consumer,omitempty"`
+		Config           bool   `json:"config,omitempty"`
+		LeaderOnly       bool   `json:"leader_only,omitempty"`
+		Offset           int    `json:"offset,omitempty"`
+		Limit            int    `json:"limit,omitempty"`
+		RaftGroups       bool   `json:"raft,omitempty"`
+		StreamLeaderOnly bool   `json:"stream_leader_only,omitempty"`
+		eventFilter
+	}
+	healthzRequest struct {
+		JSEnabled     bool   `json:"js-enabled,omitempty"`
+		JSEnabledOnly bool   `json:"js-enabled-only,omitempty"`
+		JSServerOnly  bool   `json:"js-server-only,omitempty"`
+		JSMetaOnly    bool   `json:"js-meta-only,omitempty"`
+		Account       string `json:"account,omitempty"`
+		Stream        string `json:"stream,omitempty"`
+		Consumer      string `json:"consumer,omitempty"`
+		Details       bool   `json:"details,omitempty"`
+		eventFilter
+	}
+	accountzRequest struct {
+		Account string `json:"account"`
+		eventFilter
+	}
+	filterOnly struct{ eventFilter }
+)
+
+// SysRequest answers a request on subject with body (JSON options, or
+// empty): the reply to send, or ok false when this server stays silent
+// (a filter it does not match, another server's id, an unknown subject).
+// A body that is not JSON gets an error reply with code 400, as in
+// nats-server; an endpoint's own error (a bad sort option) code 500.
+func (m *Monitor) SysRequest(subject string, body []byte) (reply []byte, ok bool) {
+	const prefix = "$SYS.REQ.SERVER."
+	rest, found := strings.CutPrefix(subject, prefix)
+	if !found {
+		return nil, false
+	}
+	target, kind, _ := strings.Cut(rest, ".")
+	switch {
+	case rest == "PING":
+		kind = "STATSZ"
+	case target != "PING" && target != m.srv.ID():
+		return nil, false
+	}
+	if kind == "STATSZ" {
+		return m.statszReply(body)
+	}
+	if kind == "IDZ" {
+		b, _ := json.Marshal(struct {
+			Name string `json:"name"`
+			Host string `json:"host"`
+			ID   string `json:"id"`
+		}{m.srv.Options().ServerName, m.srv.Options().Host, m.srv.ID()})
+		return b, true
+	}
+	req, build := m.sysEndpoint(kind)
+	if build == nil {
+		return nil, false
+	}
+	resp := &serverAPIResponse{Server: m.serverInfo()}
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, req); err != nil {
+			resp.Error = &APIError{Code: http.StatusBadRequest, Description: err.Error()}
+			return marshalReply(resp)
+		}
+		if !m.matches(filterOf(req)) {
+			return nil, false
+		}
+	}
+	data, err := build(req)
+	if err != nil {
+		resp.Error = &APIError{Code: http.StatusInternalServerError, Description: err.Error()}
+	} else {
+		resp.Data = data
+	}
+	return marshalReply(resp)
+}
+
+func marshalReply(v any) ([]byte, bool) {
+	b, err := json.Marshal(v)
+	return b, err == nil
+}
+
+// sysEndpoint returns the request body of an endpoint and the function
+// that answers it; nil for an unknown endpoint.
+func (m *Monitor) sysEndpoint(kind string) (any, func(any) (any, error)) {
+	switch kind {
+	case "VARZ":
+		return &filterOnly{}, func(any) (any, error) { return m.varz(), nil }
+	case "CONNZ":
+		return &connzRequest{}, func(r any) (any, error) { return m.connz(r.(*connzRequest).options()) }
+	case "ROUTEZ":
+		return &routezRequest{}, func(r any) (any, error) {
+			q := r.(*routezRequest)
+			return m.routez(q.Subscriptions, q.SubsDetail), nil
+		}
+	case "SUBSZ":
+		return &subszRequest{}, func(r any) (any, error) {
+			q := r.(*subszRequest)
+			return m.subsz(q.Subscriptions, q.Offset, q.Limit, q.Test, q.Account), nil
+		}
+	case "JSZ":
+		return &jszRequest{}, func(r any) (any, error) { return m.jsz(r.(*jszRequest).options()), nil }
+	case "HEALTHZ":
+		return &healthzRequest{}, func(r any) (any, error) { return m.healthz(r.(*healthzRequest).options()), nil }
+	case "ACCOUNTZ":
+		return &accountzRequest{}, func(r any) (any, error) { return m.accountz(r.(*accountzRequest).Account) }
+	case "LEAFZ":
+		return &filterOnly{}, func(any) (any, error) {
+			return &Leafz{ID: m.srv.ID(), Now: time.Now().UTC(), Leafs: []struct{}{}}, nil
+		}
+	case "GATEWAYZ":
+		return &filterOnly{}, func(any) (any, error) {
+			return &Gatewayz{ID: m.srv.ID(), Now: time.Now().UTC(),
+				OutboundGateways: map[string]struct{}{}, InboundGateways: map[string][]struct{}{}}, nil
+		}
+	}
+	return nil, nil
+}
+
+func (q *connzRequest) options() connzOptions {
+	o := connzOptions{sort: q.Sort, auth: q.Auth, subs: q.Subscriptions, detail: q.SubsDetail,
+		offset: q.Offset, limit: q.Limit, cid: q.CID, user: q.User, acc: q.Account, mqttClient: q.MQTTClient}
+	switch q.State {
+	case 1:
+		o.state = connClosed
+	case 2:
+		o.state = connAll
+	}
+	return o
+}
+
+func (q *jszRequest) options() jszOptions {
+	return jszOptions{acc: q.Account, accounts: q.Accounts, streams: q.Streams, consumers: q.Consumer,
+		directConsumer: q.DirectConsumer, config: q.Config, leaderOnly: q.LeaderOnly, streamLeader: q.StreamLeaderOnly,
+		raft: q.RaftGroups, offset: q.Offset, limit: q.Limit}
+}
+
+func (q *healthzRequest) options() healthzOptions {
+	return healthzOptions{jsEnabledOnly: q.JSEnabled || q.JSEnabledOnly, jsServerOnly: q.JSServerOnly,
+		jsMetaOnly: q.JSMetaOnly, account: q.Account, stream: q.Stream, consumer: q.Consumer, details: q.Details}
+}
+
+// filterOf returns the filter embedded in a request body.
+func filterOf(req any) *eventFilter {
+	switch q := req.(type) {
+	case *connzRequest:
+		return &q.eventFilter
+	case *routezRequest:
+		return &q.eventFilter
+	case *subszRequest:
+		return &q.eventFilter
+	case *jszRequest:
+		return &q.eventFilter
+	case *healthzRequest:
+		return &q.eventFilter
+	case *accountzRequest:
+		return &q.eventFilter
+	case *filterOnly:
+		return &q.eventFilter
+	}
+	return &eventFilter{}
+}
+
+// matches reports whether this server answers a request with filter f
+// (nats-server filterRequest: names, hosts and clusters contain the
+// filter's, or equal it with exact_match; every tag; the domain). cairn
+// has no tags and no domain, so a filter naming any does not match.
+func (m *Monitor) matches(f *eventFilter) bool {
+	o := m.srv.Options()
+	cluster := m.srv.Stats().ClusterName
+	eq := func(have, want string) bool {
+		if want == "" {
+			return true
+		}
+		if f.ExactMatch {
+			return have == want
+		}
+		return strings.Contains(have, want)
+	}
+	return eq(o.ServerName, f.Name) && eq(o.Host, f.Host) && eq(cluster, f.Cluster) && len(f.Tags) == 0 && f.Domain == ""
+}
+
+// sysSeq numbers the replies, as ServerInfo.seq does.
+var sysSeq atomic.Uint64
+
+// serverInfo identifies this server in a reply.
+func (m *Monitor) serverInfo() *ServerInfo {
+	o := m.srv.Options()
+	si := &ServerInfo{
+		Name: o.ServerName, Host: o.Host, ID: m.srv.ID(), Cluster: m.srv.Stats().ClusterName,
+		Version: server.NATSVersion, JetStream: m.srv.JetStream() != nil,
+		Seq: sysSeq.Add(1), Time: time.Now().UTC(),
+	}
+	if si.JetStream {
+		si.Flags |= jetStreamEnabled
+	}
+	return si
+}
+
+// statszReply answers PING and PING.STATSZ.
+func (m *Monitor) statszReply(body []byte) ([]byte, bool) {
+	if len(body) > 0 {
+		var f filterOnly
+		if err := json.Unmarshal(body, &f); err != nil {
+			return marshalReply(&serverAPIResponse{Server: &ServerInfo{},
+				Error: &APIError{Code: http.StatusBadRequest, Description: err.Error()}})
+		}
+		if !m.matches(&f.eventFilter) {
+			return nil, false
+		}
+	}
+	return marshalReply(&serverStatsMsg{Server: *m.serverInfo(), Stats: m.statsz()})
+}
+
+// statsz builds the server's statistics (nats-server ServerStats): the
+// per-kind parts only when they count something (routes when there are
+// routes; slow and stale connections when there were some), and the
+// JetStream config without the store directory, as nats-server sends it.
+func (m *Monitor) statsz() ServerStats {
+	st := m.srv.Stats()
+	cpu, rss := m.cpu.sample(m.startedAt)
+	ss := ServerStats{
+		Start: st.Start, Mem: rss, Cores: runtime.NumCPU(), CPU: cpu,
+		Connections: st.Connections, TotalConnections: st.TotalConnections, ActiveAccounts: 1,
+		NumSubs:             uint32(st.Subscriptions),
+		Sent:                DataStats{MsgBytes: MsgBytes{Msgs: st.OutMsgs, Bytes: st.OutBytes}},
+		SentToClients:       DataStats{MsgBytes: MsgBytes{Msgs: st.OutClientMsgs, Bytes: st.OutClientBytes}},
+		Received:            DataStats{MsgBytes: MsgBytes{Msgs: st.InMsgs, Bytes: st.InBytes}},
+		ReceivedFromClients: DataStats{MsgBytes: MsgBytes{Msgs: st.InClientMsgs, Bytes: st.InClientBytes}},
+		SlowConsumers:       st.SlowConsumers,
+		StaleConnections:    st.StaleConnections,
+		StalledClients:      st.Stalls,
+		ActiveServers:       st.Routes + 1,
+		MaxProcs:            runtime.GOMAXPROCS(0),
+	}
+	if st.Routes > 0 {
+		ss.Sent.Routes = &MsgBytes{Msgs: st.OutMsgs - st.OutClientMsgs, Bytes: st.OutBytes - st.OutClientBytes}
+		ss.Received.Routes = &MsgBytes{Msgs: st.InMsgs - st.InClientMsgs, Bytes: st.InBytes - st.InClientBytes}
+	}
+	if st.SlowConsumers > 0 {
+		ss.SlowConsumersStats = &KindStats{Clients: st.SlowClients, Routes: st.SlowRoutes}
+	}
+	if st.StaleConnections > 0 {
+		ss.StaleConnectionStat = &KindStats{Clients: st.StaleClients, Routes: st.StaleRoutes}
+	}
+	if js := m.jetStreamVarz(); js.Config != nil {
+		cfg := *js.Config
+		cfg.StoreDir = ""
+		js.Config = &cfg
+		ss.JetStream = &js
+	}
+	return ss
+}
+
+// accountz builds /accountz for acc ("" lists the accounts).
+func (m *Monitor) accountz(acc string) (*Accountz, error) {
+	az := &Accountz{ID: m.srv.ID(), Now: time.Now().UTC()}
+	switch acc {
+	case "":
+		az.Accounts = []string{globalAccount}
+	case globalAccount:
+		az.Account = m.accountInfo()
+	default:
+		return nil, fmt.Errorf("Account %s does not exist", acc)
+	}
+	return az, nil
+}

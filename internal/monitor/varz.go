@@ -1,0 +1,157 @@
+package monitor
+
+import (
+	"math"
+	"net/http"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/jetstream"
+	"github.com/cairnmq/cairn/internal/jsapi"
+	"github.com/cairnmq/cairn/internal/server"
+	"github.com/cairnmq/cairn/internal/stream"
+)
+
+// handleVarz serves /varz: the server's settings and counters
+// (nats-server v2.15.2 monitor.go Varz).
+func (m *Monitor) handleVarz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, m.varz())
+}
+
+func (m *Monitor) varz() *Varz {
+	s := m.srv
+	o := s.Options()
+	lim := s.Limits()
+	st := s.Stats()
+	now := time.Now().UTC()
+	cpu, rss := m.cpu.sample(m.startedAt)
+	digest, loaded := m.config()
+	v := &Varz{
+		ID:                s.ID(),
+		Name:              o.ServerName,
+		Version:           server.NATSVersion,
+		Proto:             1,
+		GoVersion:         runtime.Version(),
+		Host:              o.Host,
+		Port:              s.Addr().Port,
+		ClientConnectURLs: s.ConnectURLs(),
+		MaxConn:           max(lim.MaxConnections, 0),
+		PingInterval:      lim.PingInterval,
+		MaxPingsOut:       lim.MaxPingsOut,
+		HTTPHost:          m.opts.Host,
+		HTTPBasePath:      m.opts.BasePath,
+		MaxControlLine:    int32(lim.MaxControlLine),
+		MaxPayload:        lim.MaxPayload,
+		MaxPending:        lim.MaxPending,
+		Cluster:           clusterVarz(o, st),
+		JetStream:         m.jetStreamVarz(),
+		WriteDeadline:     lim.WriteDeadline,
+		Start:             st.Start,
+		Now:               now,
+		Uptime:            uptime(now.Sub(st.Start)),
+		Mem:               rss,
+		Cores:             runtime.NumCPU(),
+		MaxProcs:          runtime.GOMAXPROCS(0),
+		CPU:               cpu,
+		Connections:       st.Connections,
+		TotalConnections:  st.TotalConnections,
+		Routes:            st.Routes,
+		Remotes:           st.Remotes,
+		InMsgs:            st.InMsgs,
+		InBytes:           st.InBytes,
+		InClientMsgs:      st.InClientMsgs,
+		InClientBytes:     st.InClientBytes,
+		OutMsgs:           st.OutMsgs,
+		OutBytes:          st.OutBytes,
+		OutClientMsgs:     st.OutClientMsgs,
+		OutClientBytes:    st.OutClientBytes,
+		SlowConsumers:     st.SlowConsumers,
+		StaleConnections:  st.StaleConnections,
+		StalledClients:    st.Stalls,
+		Subscriptions:     uint32(st.Subscriptions),
+		HTTPReqStats:      m.reqStats(),
+		ConfigLoadTime:    loaded,
+		ConfigDigest:      digest,
+		SlowConsumersStats: &KindStats{
+			Clients: st.SlowClients, Routes: st.SlowRoutes,
+		},
+		StaleConnectionStats: &KindStats{
+			Clients: st.StaleClients, Routes: st.StaleRoutes,
+		},
+		DiskIOWaitStats: &DiskIOWaitStats{},
+	}
+	if a := m.Addr(); a != nil {
+		v.HTTPPort = a.Port
+	}
+	if ml := debug.SetMemoryLimit(-1); ml < math.MaxInt64 {
+		v.MemLimit = ml
+	}
+	return v
+}
+
+// clusterVarz fills /varz cluster: empty without a cluster listener.
+func clusterVarz(o server.Options, st server.Stats) ClusterOptsVarz {
+	c := o.Cluster
+	if c.Port == 0 {
+		return ClusterOptsVarz{}
+	}
+	// A peer has 2 seconds to send its CONNECT (nats-server's route
+	// auth_timeout); cairn keeps one route per peer for every subject,
+	// which nats-server calls pool_size -1.
+	cv := ClusterOptsVarz{Name: st.ClusterName, Host: c.Host, Port: st.ClusterPort, AuthTimeout: 2, PoolSize: -1}
+	for _, u := range c.Routes {
+		cv.URLs = append(cv.URLs, u.Host)
+	}
+	return cv
+}
+
+// jetStreamVarz fills /varz jetstream: empty when JetStream is off.
+func (m *Monitor) jetStreamVarz() JetStreamVarz {
+	if m.srv.JetStream() == nil {
+		return JetStreamVarz{}
+	}
+	cfg := m.jsConfig()
+	stats := m.jsStats(m.srv.JetStream().Details(false))
+	return JetStreamVarz{Config: &cfg, Stats: &stats, Limits: &JSLimitOpts{}}
+}
+
+// jsConfig is the server's JetStream configuration as nats-server
+// reports it: store_dir is the jetstream directory under -sd; sync_always
+// says a PubAck follows the fsync (cairn's default); with
+// ack_before_sync_interval, sync_interval is that interval.
+func (m *Monitor) jsConfig() JetStreamConfig {
+	js := m.srv.JetStream()
+	mem, file := js.StorageLimits()
+	always, interval := js.SyncPolicy()
+	return JetStreamConfig{
+		MaxMemory:    mem,
+		MaxStore:     file,
+		StoreDir:     filepath.Join(js.StoreDir(), "jetstream"),
+		SyncAlways:   always,
+		SyncInterval: time.Duration(interval),
+	}
+}
+
+// jsStats is the JetStream usage of the server's one account, summed
+// over details: bytes stored and max_bytes reserved, by storage type.
+func (m *Monitor) jsStats(details []jetstream.StreamDetail) JetStreamStats {
+	total, errs := m.srv.JSAPIStats()
+	st := JetStreamStats{Accounts: 1, API: JetStreamAPIStats{Level: jsapi.APILevel, Total: total, Errors: errs}}
+	for _, d := range details {
+		cfg := &d.Info.Config
+		mem := cfg.Storage == stream.MemoryStorage
+		if mem {
+			st.Memory += d.Info.State.Bytes
+		} else {
+			st.Store += d.Info.State.Bytes
+		}
+		if cfg.MaxBytes > 0 && mem {
+			st.ReservedMemory += uint64(cfg.MaxBytes)
+		} else if cfg.MaxBytes > 0 {
+			st.ReservedStore += uint64(cfg.MaxBytes)
+		}
+	}
+	return st
+}

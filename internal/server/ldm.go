@@ -1,0 +1,148 @@
+package server
+
+import (
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/route"
+)
+
+// Lame duck mode, as nats-server v2.15.2 enters it on SIGUSR2
+// (server.go lameDuckMode): the server stops accepting clients, stops
+// JetStream (queued publishes are stored and acknowledged first), tells
+// its peers with a route INFO whose ldm is true (they stop offering its
+// URLs to their clients) and its clients with an INFO whose ldm is true
+// and whose connect_urls lists only the other servers of the cluster, waits the grace period (so that
+// several servers put in lame duck mode together do not send their
+// clients to each other), then closes its clients one at a time spread
+// over the rest of the duration (at most a second apart), and shuts down.
+// Clients reconnect to the other servers meanwhile.
+
+// Lame duck defaults (nats-server DEFAULT_LAME_DUCK_DURATION and
+// DEFAULT_LAME_DUCK_GRACE_PERIOD).
+const (
+	DefaultLameDuckDuration    = 2 * time.Minute
+	DefaultLameDuckGracePeriod = 10 * time.Second
+)
+
+// LameDuck puts the server in lame duck mode and returns once it has
+// shut down (Done is closed), or at once when it is already in lame duck
+// mode or shutting down. duration and grace of 0 mean the defaults; a
+// duration not above grace closes the clients over a second.
+func (s *Server) LameDuck(duration, grace time.Duration) {
+	if duration <= 0 {
+		duration = DefaultLameDuckDuration
+	}
+	if grace <= 0 {
+		grace = DefaultLameDuckGracePeriod
+	}
+	s.mu.Lock()
+	if s.shuttingDown || s.ldm || s.ln == nil {
+		s.mu.Unlock()
+		return
+	}
+	s.ldm = true
+	s.mu.Unlock()
+	s.log.Noticef("Entering lame duck mode, stop accepting new clients")
+	_ = s.ln.Close()
+	s.stopJetStream()
+
+	clients := s.clientList()
+	if len(clients) == 0 {
+		s.sendLameDuckToRoutes()
+		s.Shutdown()
+		return
+	}
+	rand.Shuffle(len(clients), func(i, j int) { clients[i], clients[j] = clients[j], clients[i] })
+	s.sendLameDuckToRoutes()
+	s.sendLameDuckInfo()
+	if !s.sleep(grace) {
+		return
+	}
+	s.log.Noticef("Closing existing clients")
+	spread := max(duration-grace, time.Second)
+	gap := min(spread/time.Duration(len(clients)), time.Second)
+	for i, c := range clients {
+		c.setReason(ReasonServerShutdown)
+		c.out.markClosing()
+		if i == len(clients)-1 || gap <= 0 {
+			continue
+		}
+		if !s.sleep(gap/2 + rand.N(gap/2+1)) {
+			return
+		}
+	}
+	s.Shutdown()
+}
+
+// InLameDuckMode reports whether LameDuck was called.
+func (s *Server) InLameDuckMode() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ldm
+}
+
+// Done is closed once Shutdown has completed.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// sleep waits d; it reports false when Shutdown began meanwhile.
+func (s *Server) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.quit:
+		return false
+	}
+}
+
+// sendLameDuckToRoutes tells every peer, with a route INFO whose ldm is
+// true, to stop offering this server's client URLs to its clients
+// (nats-server sendLDMToRoutes).
+func (s *Server) sendLameDuckToRoutes() {
+	if s.cl == nil {
+		return
+	}
+	in := s.routeInfo(false)
+	in.LameDuckMode = true
+	b := route.AppendInfo(nil, in)
+	s.cl.mu.Lock()
+	defer s.cl.mu.Unlock()
+	for _, r := range s.cl.routes {
+		r.enqueueRoute(b)
+	}
+}
+
+// sendLameDuckInfo sends every client that takes async INFO (protocol 1)
+// an INFO with ldm true and connect_urls listing the other servers only
+// (nats-server sendLDMToClients).
+func (s *Server) sendLameDuckInfo() {
+	if s.cl != nil {
+		s.cl.infoMu.Lock()
+		defer s.cl.infoMu.Unlock()
+	}
+	base := s.baseInfo()
+	base.LameDuckMode = true
+	if s.cl != nil {
+		base.ConnectURLs = slices.DeleteFunc(base.ConnectURLs, func(u string) bool {
+			return slices.Contains(s.cl.ownURLs, u)
+		})
+		if s.opts.Cluster.NoAdvertise {
+			base.ConnectURLs = nil
+		}
+	}
+	for _, c := range s.clientList() {
+		if !c.asyncInfo.Load() {
+			continue
+		}
+		in := base
+		in.CID, in.ClientIP = c.cid, c.ip
+		if !c.out.appendBytes(appendInfo(nil, in)) {
+			c.closeSlowConsumer()
+			continue
+		}
+		c.out.signal()
+	}
+}
