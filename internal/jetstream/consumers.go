@@ -370,17 +370,47 @@ func (r *runner) restoreConsumers() {
 			r.holdUnrestored(name, err)
 		}
 	}
-	// Retention for the acks replayed from the journal, once every
-	// consumer is back (interest counts them all).
+	// Retention for what each consumer acknowledged, once every consumer
+	// is back (interest counts them all): the acks replayed from the
+	// journal, and the messages its stored state has acknowledged that
+	// the stream still holds because a crash came between the state's
+	// save and their removal.
 	for _, c := range r.consumerList() {
 		c.mu.Lock()
 		seqs := c.replayed
 		c.replayed = nil
 		c.mu.Unlock()
+		seqs = append(seqs, r.ackedStillStored(c)...)
 		if len(seqs) > 0 {
-			r.onAcked(c, seqs, false)
+			slices.Sort(seqs)
+			r.onAcked(c, slices.Compact(seqs), false)
 		}
 	}
+}
+
+// ackedStillStored returns, for a workqueue or interest stream, the
+// stored messages up to c's delivered sequence that c's filters match
+// and that it acknowledged (neither pending nor held), as nats-server
+// v2.15.2 acks them again when it restores a consumer
+// (consumer.checkStateForInterestStream). It reads the stream from its
+// first message, once, at a start.
+func (r *runner) ackedStillStored(c *cons) []uint64 {
+	if r.retention() == stream.LimitsPolicy {
+		return nil
+	}
+	end, _ := c.needsAllAbove()
+	var seqs []uint64
+	for seq := r.store.State(false).FirstSeq; seq > 0 && seq <= end; {
+		m, err := r.store.LoadNext(nil, seq)
+		if err != nil || m.Seq > end {
+			break
+		}
+		if c.matches(m.Subject) && !c.needAck(m.Seq, m.Subject) {
+			seqs = append(seqs, m.Seq)
+		}
+		seq = m.Seq + 1
+	}
+	return seqs
 }
 
 // holdUnrestored records a consumer a start could not restore: its files

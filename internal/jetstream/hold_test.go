@@ -5,8 +5,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/store/filestore"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
@@ -150,4 +153,83 @@ func readMetaRaw(fs vfs.FS, name string) ([]byte, error) {
 	b := make([]byte, 1<<16)
 	n, _ := f.ReadAt(b, 0)
 	return b[:n], nil
+}
+
+// A crash between the save of a consumer state that acknowledges
+// messages and their removal from a workqueue or interest stream leaves
+// them stored: the next start removes them, as nats-server v2.15.2 acks
+// them again when it restores the consumer
+// (consumer.checkStateForInterestStream). The state is written here
+// directly, as such a crash leaves it: acked up to 2 of 3, plus 3
+// acknowledged above the floor for the filtered consumer F.
+func TestRestartRemovesAcknowledgedMessages(t *testing.T) {
+	for _, ret := range []stream.RetentionPolicy{stream.WorkQueuePolicy, stream.InterestPolicy} {
+		t.Run(ret.String(), func(t *testing.T) {
+			fs, tr := vfs.NewCrashFS(), newMemTransport()
+			js := newTestJS(t, fs, tr)
+			cfg := stream.Config{Name: "W", Subjects: []string{"w.>"}, Retention: ret, Storage: stream.FileStorage}
+			if _, err := js.AddStream(cfg); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []consumer.Config{
+				{Durable: "C", AckPolicy: consumer.AckExplicit, FilterSubject: "w.a"},
+				{Durable: "F", AckPolicy: consumer.AckExplicit, FilterSubject: "w.b"},
+			} {
+				if _, err := js.CreateConsumer("W", c, CreateOrUpdate, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			publishTo(t, tr, "w.a", 3) // 1-3
+			publishTo(t, tr, "w.b", 3) // 4-6
+			js.Shutdown()
+
+			writeConsumerState(t, fs, "W", "C", &store.ConsumerState{
+				Delivered: store.SequencePair{Consumer: 3, Stream: 3},
+				AckFloor:  store.SequencePair{Consumer: 2, Stream: 2},
+				Pending:   []store.StreamPending{{Stream: 3, Pending: store.Pending{Sequence: 3, Timestamp: 1}}},
+			})
+			writeConsumerState(t, fs, "W", "F", &store.ConsumerState{
+				Delivered: store.SequencePair{Consumer: 3, Stream: 6},
+				AckFloor:  store.SequencePair{Consumer: 1, Stream: 4},
+				Pending:   []store.StreamPending{{Stream: 5, Pending: store.Pending{Sequence: 2, Timestamp: 1}}},
+			})
+
+			js2 := newTestJS(t, fs, newMemTransport())
+			defer js2.Shutdown()
+			deadline := time.Now().Add(10 * time.Second)
+			for streamMsgs(t, js2, "W") != 2 {
+				if time.Now().After(deadline) {
+					ci, _ := js2.ConsumerInfo("W", "C")
+					t.Fatalf("%d messages left after the restart, want 2 (3 and 5, pending); C %+v", streamMsgs(t, js2, "W"), ci)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			for _, seq := range []uint64{3, 5} {
+				if _, err := js2.GetMsg("W", MsgGetRequest{Seq: seq}); err != nil {
+					t.Fatalf("pending message %d was removed: %v", seq, err)
+				}
+			}
+		})
+	}
+}
+
+// writeConsumerState replaces the stored state of a consumer of a file
+// stream while no engine runs.
+func writeConsumerState(t *testing.T, fs vfs.FS, streamName, name string, st *store.ConsumerState) {
+	t.Helper()
+	s, err := filestore.Open(filestore.Config{Dir: "/sd/jetstream/$G/streams/" + streamName + "/msgs", FS: fs}, store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cs, err := s.ConsumerStore(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Update(st); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
