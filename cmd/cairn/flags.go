@@ -58,6 +58,7 @@ Logging Options:
     -D, --debug                      Enable debugging output
     -V, --trace                      Trace the raw protocol
     -DV                              Debug and trace
+        --log_format <text|json>     Log lines as nats-server (text) or as JSON objects
 
 Common Options:
     -h, --help                       Show this message
@@ -137,6 +138,7 @@ func bindFlags(cfg *config.Config, cl *commandLine, stderr io.Writer) (fs *flag.
 	stringVar(fs, &cfg.Log.File, "l", "log")
 	boolVar(fs, &cfg.Log.Debug, "D", "debug")
 	boolVar(fs, &cfg.Log.Trace, "V", "trace")
+	fs.Var((*logFormatFlag)(&cfg.Log.JSON), "log_format", "")
 	var dv bool
 	boolVar(fs, &dv, "DV")
 	boolVar(fs, &cl.showVersion, "v", "version")
@@ -194,6 +196,26 @@ func wantsHelp(args []string) bool {
 // file (config.ParseSize). It sets what the file's max_memory_store and
 // max_file_store set, with the same meaning: 0 allows no stream of that
 // storage type.
+// logFormatFlag is --log_format: "text" or "json" (config.ParseLogFormat).
+type logFormatFlag bool
+
+func (f *logFormatFlag) String() string {
+	if *f {
+		return "json"
+	}
+	return "text"
+}
+
+// Set parses the format; it refuses anything but text and json.
+func (f *logFormatFlag) Set(v string) error {
+	json, err := config.ParseLogFormat(v)
+	if err != nil {
+		return err
+	}
+	*f = logFormatFlag(json)
+	return nil
+}
+
 type sizeFlag int64
 
 func (f *sizeFlag) String() string { return strconv.FormatInt(int64(*f), 10) }

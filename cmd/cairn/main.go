@@ -315,6 +315,7 @@ func openLog(c config.Log, stderr io.Writer) (*logFile, error) {
 	}
 	lf.log = logger.New(w, c.Debug, c.Trace)
 	lf.log.SetTime(c.Time, c.TimeUTC)
+	lf.log.SetJSON(c.JSON)
 	return lf, nil
 }
 

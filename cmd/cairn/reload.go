@@ -28,6 +28,7 @@ var reloadable = map[string]bool{
 	"trace":            true,
 	"logtime":          true,
 	"logtime_utc":      true,
+	"log_format":       true,
 	"log_file":         true,
 	"pid_file":         true,
 	"max_payload":      true,
@@ -150,6 +151,7 @@ func (in *instance) apply(next *config.Config, changes []config.Change) error {
 	in.log.SetDebug(next.Log.Debug)
 	in.log.SetTrace(next.Log.Trace)
 	in.log.SetTime(next.Log.Time, next.Log.TimeUTC)
+	in.log.SetJSON(next.Log.JSON)
 	if changed["pid_file"] {
 		if err := writePidFile(next.Process.PidFile); err != nil {
 			in.log.Errorf("Failed to write pidfile: %v", err) // as nats-server: the reload goes on

@@ -104,6 +104,8 @@ func TestGrammarForms(t *testing.T) {
 		{"logging", "log_file: /var/log/cairn.log\nlogtime_utc: true\ntrace_verbose: true", func(c *Config) bool {
 			return c.Log.File == "/var/log/cairn.log" && c.Log.TimeUTC && c.Log.Trace
 		}},
+		{"log_format json", "log_format: json", func(c *Config) bool { return c.Log.JSON }},
+		{"log_format text", "log_format: text", func(c *Config) bool { return !c.Log.JSON }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

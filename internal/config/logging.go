@@ -1,5 +1,7 @@
 package config
 
+import "fmt"
+
 // Log is where and what the server logs (nats-server's logging keys,
 // operations.md section 6.1).
 type Log struct {
@@ -15,6 +17,10 @@ type Log struct {
 	// MaxNum, when above 0, keeps at most that many files, the current
 	// one included, removing the oldest rotated ones (logfile_max_num).
 	MaxNum int `key:"logfile_max_num"`
+	// JSON writes each line as one JSON object (cairn's own key
+	// log_format: "json"; "text", the default, is nats-server's format;
+	// internal/logger's package comment draws both).
+	JSON bool `key:"log_format"`
 }
 
 // loggingKeys are nats-server v2.15.2's logging keys.
@@ -34,6 +40,34 @@ var loggingKeys = keyTable{
 	"logfile_max_num":    logMaxNumKey,
 	"log_max_num":        logMaxNumKey,
 	"max_traced_msg_len": ignoredIfSet("cairn traces whole messages"),
+	"log_format":         logFormatKey,
+}
+
+// logFormatKey reads cairn's log_format: "text" (nats-server's lines) or
+// "json".
+func logFormatKey(c *Config, it item, r *report) {
+	s, ok := r.stringOf(it)
+	if !ok {
+		return
+	}
+	json, err := ParseLogFormat(s)
+	if err != nil {
+		r.errorf(it, "%v", err)
+		return
+	}
+	c.Log.JSON = json
+}
+
+// ParseLogFormat reads a log_format value: "text" gives false, "json"
+// true; anything else is an error naming both.
+func ParseLogFormat(s string) (json bool, err error) {
+	switch s {
+	case "text":
+		return false, nil
+	case "json":
+		return true, nil
+	}
+	return false, fmt.Errorf("invalid log_format %q: use \"text\" or \"json\"", s)
 }
 
 func setBool(dst *bool, it item, r *report) {

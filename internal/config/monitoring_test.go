@@ -38,3 +38,10 @@ func TestMetricsPrefixInvalid(t *testing.T) {
 		}
 	}
 }
+
+func TestLogFormatInvalid(t *testing.T) {
+	_, _, err := loadText(t, "log_format: xml")
+	if err == nil || !strings.Contains(err.Error(), `invalid log_format "xml"`) {
+		t.Errorf("log_format: xml: err %v", err)
+	}
+}

@@ -2,6 +2,8 @@ package logger
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
 	"regexp"
 	"testing"
 	"time"
@@ -54,5 +56,42 @@ func TestSetTimeAndLevels(t *testing.T) {
 		`\[\d+\] 2026/11/29 09:08:39\.000000 \[DBG\] c\n\[\d+\] 2026/11/29 09:08:39\.000000 \[TRC\] d\n$`)
 	if !want.Match(out.Bytes()) {
 		t.Fatalf("unexpected log output:\n%s", out.String())
+	}
+}
+
+// log_format: json writes one JSON object per line that a collector can
+// parse, with the message escaped, and follows logtime and logtime_utc.
+func TestJSONLines(t *testing.T) {
+	var out bytes.Buffer
+	l := New(&out, true, false)
+	l.now = func() time.Time { return time.Date(2026, 11, 29, 10, 8, 39, 123456000, time.FixedZone("X", 3600)) }
+	l.SetJSON(true)
+	l.SetTime(true, true)
+	l.Warnf("disk %q is \"full\"\n<%d>", "/sd", 7)
+	l.SetTime(false, false)
+	l.Debugf("d")
+	lines := bytes.Split(bytes.TrimSuffix(out.Bytes(), []byte("\n")), []byte("\n"))
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2:\n%s", len(lines), out.String())
+	}
+	var first, second map[string]any
+	if err := json.Unmarshal(lines[0], &first); err != nil {
+		t.Fatalf("line 1 is not JSON: %v\n%s", err, lines[0])
+	}
+	if err := json.Unmarshal(lines[1], &second); err != nil {
+		t.Fatalf("line 2 is not JSON: %v\n%s", err, lines[1])
+	}
+	if first["time"] != "2026-11-29T09:08:39.123456Z" || first["level"] != "WRN" ||
+		first["msg"] != "disk \"/sd\" is \"full\"\n<7>" || first["pid"] != float64(os.Getpid()) {
+		t.Errorf("line 1: %v", first)
+	}
+	if _, ok := second["time"]; ok || second["level"] != "DBG" || second["msg"] != "d" {
+		t.Errorf("line 2 (logtime: false): %v", second)
+	}
+	l.SetJSON(false)
+	out.Reset()
+	l.Noticef("plain")
+	if !regexp.MustCompile(`^\[\d+\] \[INF\] plain\n$`).Match(out.Bytes()) {
+		t.Errorf("back to text: %q", out.String())
 	}
 }
