@@ -14,30 +14,17 @@ import (
 // publish whose reply subject ends in ".$FI" belongs to a fast batch
 // (stream.FastBatches); one whose header carries Nats-Batch-Id to an
 // atomic batch (stream.AtomicBatches), staged in memory until its commit
-// becomes one stream.BatchCommit that the state machine applies all or
-// nothing. Every reply goes through the ack queue, in order, and a reply
+// becomes one stream.BatchCommit operation that the state machine
+// applies all or nothing. Both batch state machines are the proposer's
+// (docs/engine.md): they decide before the log, from the applied state. Every reply goes through the ack queue, in order, and a reply
 // that speaks for stored messages (a batch's PubAck, a flow ack) waits
 // until they are durable.
-
-// routeBatch applies it when it is a batched publish and reports whether
-// it was.
-func (r *runner) routeBatch(it *item) bool {
-	if info, fast := stream.ParseFastReply(it.reply); fast {
-		r.applyFast(it.entry, it.reply, info)
-		return true
-	}
-	if id := stream.BatchID(it.entry.Header); id != "" {
-		r.applyAtomic(it.entry, id, it.reply)
-		return true
-	}
-	return false
-}
 
 // batchPolicy returns what the batch state machines read of the stream,
 // with whether a message of size bytes finds no storage (10023).
 func (r *runner) batchPolicy(size int) stream.BatchPolicy {
 	p := r.st.BatchPolicy()
-	p.Insufficient = r.js.overStorageLimit(r.storage) || r.storage == stream.FileStorage && r.js.diskLow(size)
+	p.Insufficient = r.insufficient(size)
 	return p
 }
 
@@ -54,44 +41,22 @@ func (r *runner) applyAtomic(e stream.Entry, id, reply string) {
 	case res.Empty && respond:
 		r.queueAck(ack{reply: reply, payload: []byte{}})
 	case res.Commit != nil:
-		r.commitBatch(*res.Commit, reply, respond)
+		r.propose(res.Commit, waiter{kind: waitCommit, reply: reply, respond: respond})
 	}
 }
 
-// commitBatch applies an atomic batch and queues its PubAck, which waits
-// for the batch's last message to be durable (and so for all of it).
-func (r *runner) commitBatch(c stream.BatchCommit, reply string, respond bool) {
-	results, err := r.st.ApplyBatch(c)
-	if err != nil {
-		if respond {
-			r.queueAck(ack{reply: reply, payload: stream.AppendPubAck(nil, r.name, stream.Result{Err: err}, "")})
-		}
-		return
-	}
-	for _, res := range results {
-		r.afterStore(res)
-		r.queueAck(ack{rp: res.RePublish, waitSeq: res.Seq})
-	}
-	if respond && len(results) > 0 {
-		last := results[len(results)-1].Seq
-		r.queueAck(ack{reply: reply, payload: stream.AppendBatchPubAck(nil, r.name, last, c.ID, uint64(len(results))), waitSeq: last})
-	}
-}
-
-// applyFast applies a message of a fast batch between the batch state
-// machine's two steps.
+// applyFast proposes a message of a fast batch between the batch state
+// machine's two steps: Before decides here, After once it is applied
+// (runner.appliedPublish).
 func (r *runner) applyFast(e stream.Entry, reply string, info *stream.FastInfo) {
 	step := r.fast.Before(r.batchPolicy(len(e.Header)+len(e.Data)), info, e, e.Time)
 	r.fastReplies(reply, step.Replies)
 	if !step.Apply {
 		return
 	}
-	res := r.st.Apply(step.Entry)
-	if res.Err == nil && !res.Duplicate {
-		r.afterStore(res)
-		r.queueAck(ack{rp: res.RePublish, waitSeq: res.Seq})
-	}
-	r.fastReplies(reply, r.fast.After(info, res))
+	r.fastPub.Entries = append(r.fastPub.Entries[:0], step.Entry)
+	r.propose(&r.fastPub, waiter{kind: waitFast, reply: reply, fast: info})
+	r.fastPub.Entries[0] = stream.Entry{}
 }
 
 func (r *runner) fastReplies(reply string, out []stream.FastReply) {

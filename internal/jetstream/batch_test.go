@@ -91,7 +91,7 @@ func startRecorded(t *testing.T, cfg stream.Config) (*runner, *batchRecorder, *m
 // before the hold, it could share a batch with the holding operation).
 func holdApply(r *runner) (release func()) {
 	busy, done := make(chan struct{}), make(chan struct{})
-	r.in.pushOp(item{op: func(*stream.Stream) { close(busy); <-done }})
+	r.in.pushOp(item{req: &request{kind: reqBarrier, done: busy, release: done}})
 	<-busy
 	return func() { close(done) }
 }
@@ -178,7 +178,7 @@ func TestQueuedRemovalsAreCoalesced(t *testing.T) {
 		r.removeMsgs([]uint64{seq}, false)
 	}
 	release()
-	r.do(func(*stream.Stream) {}) // after the removals' operation
+	r.submit(&request{kind: reqBarrier}) // after the removals' operation
 
 	if st := rec.State(false); st.Msgs != 0 {
 		t.Fatalf("%d messages left after removing all %d", st.Msgs, n)

@@ -11,15 +11,22 @@
 // # Goroutines (each stream)
 //
 //  1. The apply goroutine owns the stream.Stream state machine. It takes
-//     items from the stream's ingest queue in order: publishes (applied
-//     with stream.Apply) and operations from the API (purge, delete,
-//     update, expiry), so one goroutine decides everything about the
-//     stream's contents.
-//  2. The ack goroutine takes the PubAcks the apply goroutine produced,
-//     waits once for the store to make the highest of their sequences
-//     durable (group commit), then publishes them in order.
-//  3. A timer submits an expiry operation (max_age, the duplicate window)
-//     to the apply goroutine about once a second.
+//     what the stream's ingest queue holds, in order: publishes, and
+//     requests (purge, delete, update, an expiry pass, a source's copy,
+//     retention's removals), which are data, never code. As the
+//     proposer (propose.go) it turns them into stream operations,
+//     deciding what only the node that takes a publish may decide (the
+//     entry time, 10023 when storage runs out, batch staging, which
+//     messages retention removes), and proposes them to the stream's
+//     Log; the local log (log.go) commits each at once and hands it
+//     back to the applier (applier.go), where stream.Stream.ApplyOp alone
+//     decides the outcome (docs/engine.md). The waiter kept under the
+//     operation's key says whom to answer.
+//  2. The ack goroutine takes the PubAcks the applier produced, waits
+//     once for the store to make the highest of their sequences durable
+//     (group commit), then publishes them in order.
+//  3. A timer asks the apply goroutine for an expiry pass (max_age,
+//     TTLs, the duplicate window) about once a second.
 //
 // Once the ack goroutine has waited for the store, it records the
 // stream's durable sequence and wakes the consumers: no consumer delivers

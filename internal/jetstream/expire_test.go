@@ -98,7 +98,7 @@ func passAt(t *testing.T, js *JetStream, clk *fakeClock, name string) time.Durat
 		t.Fatal(jerr)
 	}
 	now := clk.now()
-	r.do(func(s *stream.Stream) { r.expire(s, now.UnixNano()) })
+	r.submit(&request{kind: reqExpire, time: now.UnixNano()})
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return time.Duration(r.expireAt - now.UnixNano())

@@ -45,6 +45,10 @@ type Config struct {
 	// system, as nats-server v2.15.2 sizes an unset max_file_store
 	// (limits.go).
 	MaxStoreFromDisk bool
+	// NewLog makes each stream's operation log (log.go, docs/engine.md);
+	// nil is NewLocalLog, the log of a stream on one server. A replicated
+	// stream's log, or a test's recording one, goes here.
+	NewLog NewLogFunc
 }
 
 // NoStorage as Config.MaxMemory or MaxStore allows no stream of that

@@ -1,8 +1,6 @@
 package jetstream
 
 import (
-	"errors"
-
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/cairnmq/cairn/internal/subject"
@@ -215,16 +213,17 @@ func (r *runner) unneeded() []uint64 {
 	return gone
 }
 
-// removeMsgs deletes messages on the apply goroutine, waiting for it when
-// wait is set. Without wait, the sequences join those already waiting
-// for the apply goroutine, and one operation removes them all: single
-// acks arrive far faster than one removal (and its fsync) each.
+// removeMsgs has the apply goroutine remove messages retention let go
+// (a Remove operation), waiting until it is applied when wait is set.
+// Without wait, the sequences join those already waiting for the apply
+// goroutine, and one operation removes them all: single acks arrive far
+// faster than one removal (and its fsync) each.
 func (r *runner) removeMsgs(seqs []uint64, wait bool) {
 	if len(seqs) == 0 {
 		return
 	}
 	if wait {
-		r.do(func(*stream.Stream) { r.deleteMany(seqs) })
+		r.submit(&request{op: &stream.Remove{Reason: stream.RemoveAcked, Seqs: seqs}})
 		return
 	}
 	r.rm.mu.Lock()
@@ -232,26 +231,7 @@ func (r *runner) removeMsgs(seqs []uint64, wait bool) {
 	r.rm.seqs = append(r.rm.seqs, seqs...)
 	r.rm.mu.Unlock()
 	if first {
-		r.in.pushOp(item{op: func(*stream.Stream) { r.flushRemovals() }})
-	}
-}
-
-// flushRemovals removes what removeMsgs queued; apply goroutine.
-func (r *runner) flushRemovals() {
-	r.rm.mu.Lock()
-	seqs := r.rm.seqs
-	r.rm.seqs = nil
-	r.rm.mu.Unlock()
-	r.deleteMany(seqs)
-}
-
-// deleteMany removes seqs from the store with one durability wait.
-func (r *runner) deleteMany(seqs []uint64) {
-	if len(seqs) == 0 {
-		return
-	}
-	if _, err := r.store.DeleteMany(seqs); err != nil && !errors.Is(err, store.ErrClosed) {
-		r.js.logf("stream %s: remove %d messages (retention) from %d: %v", r.name, len(seqs), seqs[0], err)
+		r.in.pushOp(item{req: &request{kind: reqRemovals}})
 	}
 }
 

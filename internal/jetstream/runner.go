@@ -1,7 +1,6 @@
 package jetstream
 
 import (
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,14 +19,6 @@ const maxIngest = 64 * 1024
 // expired Nats-Msg-Ids; a per-message TTL due sooner brings the next pass
 // forward (runner.expire).
 const expiryInterval = time.Second
-
-// item is one unit of work for a stream's apply goroutine: a publish, or
-// an operation from the API.
-type item struct {
-	entry stream.Entry
-	reply string
-	op    func(*stream.Stream)
-}
 
 // ack is a PubAck waiting to be sent once waitSeq is durable (0 = send
 // at once).
@@ -51,6 +42,18 @@ type runner struct {
 	in     *queue[item]
 	acks   *queue[ack]
 	direct *queue[directJob]
+
+	// log orders the stream's operations (log.go); the apply goroutine
+	// proposes to it and applies what it commits. waiting holds the
+	// waiters of proposed operations by key (propose.go); out, pub,
+	// fastPub, pubReplies and dropped are the apply goroutine's scratch.
+	log        Log
+	waiting    waiters
+	out        stream.Outcome
+	pub        stream.Publish
+	fastPub    stream.Publish
+	pubReplies []string
+	dropped    []waiter
 
 	mu    sync.Mutex // guards cfg, subs, timer, expireAt, stopped
 	cfg   stream.Config
@@ -115,6 +118,11 @@ func newRunner(js *JetStream, cfg stream.Config, created time.Time, dir string, 
 		atomic: stream.NewAtomicBatches(js.batchLimits(), &js.batches),
 		fast:   stream.NewFastBatches(cfg.Name, js.batchLimits(), &js.batches),
 	}
+	newLog := js.cfg.NewLog
+	if newLog == nil {
+		newLog = defaultNewLog
+	}
+	r.log = newLog(cfg.Name, r)
 	r.setDeadLetter(&cfg)
 	return r
 }
@@ -142,7 +150,7 @@ func (r *runner) start() error {
 	r.timer = time.AfterFunc(expiryInterval, r.expireTick)
 	r.expireAt = r.js.now().Add(expiryInterval).UnixNano()
 	r.mu.Unlock()
-	r.expire(r.st, r.js.now().UnixNano())
+	r.expirePass(r.js.now().UnixNano())
 	if err := r.subscribe(r.cfg); err != nil {
 		r.mu.Lock()
 		r.timer.Stop()
@@ -208,17 +216,6 @@ func (r *runner) handlePublish(subject, reply string, hdr, data []byte) {
 	}
 }
 
-// do runs op on the apply goroutine and waits for it. It returns false if
-// the stream has stopped.
-func (r *runner) do(op func(*stream.Stream)) bool {
-	done := make(chan struct{})
-	if !r.in.pushOp(item{op: func(s *stream.Stream) { op(s); close(done) }}) {
-		return false
-	}
-	<-done
-	return true
-}
-
 // appendBatcher is a store that writes runs of appends together when
 // told where a run begins and ends (filestore.Store.BeginBatch): the
 // apply loop brackets each batch it takes, so that the batch is written
@@ -247,9 +244,10 @@ func (r *runner) applyLoop() {
 			batcher.BeginBatch()
 		}
 		for i := range batch {
-			r.applyOne(&batch[i])
+			r.take(&batch[i])
 			batch[i] = item{}
 		}
+		r.flushPublishes()
 		r.dropLimitRemoved()
 		r.flushDrops()
 		r.noteRemovals()
@@ -258,53 +256,6 @@ func (r *runner) applyLoop() {
 		}
 		r.syncUsage()
 	}
-}
-
-func (r *runner) applyOne(it *item) {
-	if it.op != nil {
-		r.dropLimitRemoved()
-		r.flushDrops() // an op (a consumer create, say) sees them gone
-		it.op(r.st)
-		r.noteRemovals()
-		return
-	}
-	if r.routeBatch(it) {
-		return
-	}
-	r.applyEntry(it.entry, 0, it.reply)
-}
-
-// applyEntry applies one entry on the apply goroutine: a publish (with
-// its reply subject, "" for none), a sourced message, or, when mirrorSeq
-// is not 0, a mirror's copy of the origin's message at that sequence. It
-// queues the PubAck and the durability wait, and returns the result.
-func (r *runner) applyEntry(e stream.Entry, mirrorSeq uint64, reply string) stream.Result {
-	var res stream.Result
-	switch {
-	case r.js.overStorageLimit(r.storage), r.storage == stream.FileStorage && r.js.diskLow(len(e.Header)+len(e.Data)):
-		res.Err = jserr.New(jserr.InsufficientResources)
-	case mirrorSeq > 0:
-		res = r.st.ApplyMirror(e, mirrorSeq)
-	default:
-		res = r.st.Apply(e)
-	}
-	stored := res.Err == nil && !res.Duplicate
-	if stored {
-		r.afterStore(res)
-	} else if res.Rollup != nil {
-		r.afterPurge(*res.Rollup, res.Purged)
-	}
-	a := ack{rp: res.RePublish}
-	if stored {
-		a.waitSeq = res.Seq // consumers wait for it to be durable
-	}
-	if reply != "" && !r.noAck() {
-		a.reply, a.payload = reply, stream.AppendPubAck(nil, r.name, res, "")
-	}
-	if a.reply != "" || a.waitSeq > 0 || r.dir == "" {
-		r.queueAck(a)
-	}
-	return res
 }
 
 func (r *runner) noAck() bool {
@@ -368,11 +319,11 @@ func storeFailed(err error) *jserr.Error {
 	return stream.StoreError(err, jserr.StreamStoreFailed)
 }
 
-// expireTick applies max_age, per-message TTLs and the duplicate window
-// on the apply goroutine (expire), which then re-arms the timer.
+// expireTick asks the apply goroutine for an expiry pass (max_age,
+// per-message TTLs, the duplicate window) at the timer's time; the pass
+// re-arms the timer (rearmExpiry).
 func (r *runner) expireTick() {
-	now := r.js.now().UnixNano()
-	r.in.pushOp(item{op: func(s *stream.Stream) { r.expire(s, now) }})
+	r.in.pushOp(item{req: &request{kind: reqExpire, time: r.js.now().UnixNano()}})
 }
 
 // minExpiryWait is the wait before retrying a subject delete marker that
@@ -394,37 +345,23 @@ func untilDeadline(deadline, now int64, floor time.Duration) time.Duration {
 	return max(time.Duration(deadline-now), floor)
 }
 
-// expire runs one expiry pass at now on the apply goroutine: it removes
-// what expired, stores the subject delete markers the pass asks for (each
-// applied as a publish without a reply), forgets expired Nats-Msg-Ids, and
-// re-arms the timer for the next deadline when that comes before
-// expiryInterval: a message TTL, the oldest Nats-Msg-Id leaving the
-// duplicate window, or the first message that max_age removes reaching
-// it (Stream.MaxAgeDeadline), so that each is honoured within its floor
-// (minTTLWait, minDedupeWait, minExpiryWait) rather than up to a second
-// late, without polling more often.
-func (r *runner) expire(s *stream.Stream, now int64) {
-	before := r.store.State(false)
-	markers, next, err := s.ExpireUpTo(now)
-	if err != nil && !errors.Is(err, store.ErrClosed) {
-		r.logExpireErr(err)
-	}
-	for _, m := range markers {
-		r.applyOne(&item{entry: m})
-	}
-	after := r.store.State(false)
-	if after.Msgs != before.Msgs || len(markers) > 0 {
-		r.afterExpiry()
-	}
-	s.ExpireDedupe(now)
-	r.expireBatches(now)
+// rearmExpiry re-arms the expiry timer after this node's expiry pass at
+// pass (unix ns), which found the stream's first sequence at first and
+// the next TTL deadline next (stream.Outcome.Next), for the next
+// deadline when that comes before expiryInterval: a message TTL, the
+// oldest Nats-Msg-Id leaving the duplicate window, or the first message
+// that max_age removes reaching it (Stream.MaxAgeDeadline), so that
+// each is honoured within its floor (minTTLWait, minDedupeWait,
+// minExpiryWait) rather than up to a second late, without polling more
+// often. Apply goroutine.
+func (r *runner) rearmExpiry(pass int64, first uint64, next int64) {
 	later := r.js.now().UnixNano()
-	wait := expiryWait(now, later, next)
-	if d, ok := s.DedupeDeadline(); ok {
+	wait := expiryWait(pass, later, next)
+	if d, ok := r.st.DedupeDeadline(); ok {
 		wait = min(wait, untilDeadline(d, later, minDedupeWait))
 	}
-	if d, ok := s.MaxAgeDeadline(); ok && d > now {
-		wait = min(wait, untilDeadline(d, later, maxAgeFloor(before.FirstSeq, after.FirstSeq)))
+	if d, ok := r.st.MaxAgeDeadline(); ok && d > pass {
+		wait = min(wait, untilDeadline(d, later, maxAgeFloor(first, r.store.State(false).FirstSeq)))
 	}
 	r.mu.Lock()
 	if !r.stopped {
@@ -531,12 +468,6 @@ func (r *runner) dropIfUninterested(seq uint64, subject string) {
 		return
 	}
 	r.drops = append(r.drops, seq)
-}
-
-// flushDrops removes the messages dropIfUninterested marked.
-func (r *runner) flushDrops() {
-	r.deleteMany(r.drops)
-	r.drops = r.drops[:0]
 }
 
 // rePublish publishes a stored message's republished copy (nil: none).

@@ -69,7 +69,7 @@ type sourcer struct {
 	next   uint64 // origin sequence to read next; 0 until found (loop goroutine)
 	ident  string // the identity of the origin next belongs to (loop goroutine)
 	// refusal and refusalLogged are the last copy refusal logged and
-	// when (the apply goroutine, while the loop goroutine waits in r.do).
+	// when (loop goroutine).
 	refusal       string
 	refusalLogged time.Time
 	// copied is the origin sequence through which nothing is left to
@@ -228,23 +228,29 @@ func (s *sourcer) load(o *runner, top uint64) []*store.StoredMsg {
 	return msgs
 }
 
-// apply hands the batch to the stream's apply goroutine and returns how
-// many messages, from the first, were stored (or were duplicates), and
-// the highest sequence of this stream they were stored at.
+// apply proposes the batch to the stream as one Copy operation and
+// returns how many messages, from the first, were stored (or were
+// duplicates), and the highest sequence of this stream they were stored
+// at; it logs the refusal that stopped the copy, if any.
 func (s *sourcer) apply(msgs []*store.StoredMsg, ident string) (applied int, top uint64) {
 	now := s.r.js.now().UnixNano()
-	ok := s.r.do(func(*stream.Stream) {
-		for _, sm := range msgs {
-			res := s.r.applyEntry(s.entry(sm, ident, now), s.mirrorSeq(sm), "")
-			if res.Err != nil {
-				s.logRefusal(sm.Seq, res.Err.Description)
-				return
-			}
-			applied, top = applied+1, max(top, res.Seq)
+	op := &stream.Copy{Mirror: s.mirror, Entries: make([]stream.Entry, 0, len(msgs))}
+	for _, sm := range msgs {
+		op.Entries = append(op.Entries, s.entry(sm, ident, now))
+		if s.mirror {
+			op.OriginSeqs = append(op.OriginSeqs, sm.Seq)
 		}
-	})
-	if !ok {
+	}
+	req := &request{op: op}
+	if !s.r.submit(req) {
 		return 0, 0
+	}
+	for i, res := range req.out.Results {
+		if res.Err != nil {
+			s.logRefusal(msgs[i].Seq, res.Err.Description)
+			break
+		}
+		applied, top = applied+1, max(top, res.Seq)
 	}
 	return applied, top
 }
@@ -283,13 +289,6 @@ func (s *sourcer) entry(sm *store.StoredMsg, ident string, now int64) stream.Ent
 		return stream.Entry{Subject: subj, Header: stream.MirroredHeader(sm.Header), Data: sm.Data, Time: sm.Time}
 	}
 	return stream.SourcedEntry(sm, s.iname, ident, subj, now)
-}
-
-func (s *sourcer) mirrorSeq(sm *store.StoredMsg) uint64 {
-	if s.mirror {
-		return sm.Seq
-	}
-	return 0
 }
 
 // mapSubject applies the first transform whose filter matches.

@@ -194,34 +194,22 @@ func (js *JetStream) configLocked(name string) (stream.Config, bool) {
 	return r.config(), true
 }
 
-// applyUpdate persists the new config, hands it to the state machine and
-// moves the subscriptions.
+// applyUpdate persists the new config, proposes it to the stream as an
+// UpdateConfig operation (the runner takes it once applied,
+// configApplied) and moves the subscriptions.
 func (js *JetStream) applyUpdate(r *runner, cfg stream.Config) error {
 	if r.dir != "" {
 		if err := writeMeta(js.cfg.FS, r.dir, metaFile{Config: cfg, Created: r.created}); err != nil {
 			return err
 		}
 	}
-	var err error
-	oldAge := r.config().MaxAge
-	apply := func(s *stream.Stream) {
-		if err = s.SetConfig(cfg); err == nil {
-			r.batchesAfterUpdate(&cfg)
-		}
-		if err == nil && shortensMaxAge(oldAge, cfg.MaxAge) {
-			r.expire(s, r.js.now().UnixNano())
-		}
-	}
-	if !r.do(apply) {
+	req := &request{op: &stream.UpdateConfig{Config: cfg}}
+	if !r.submit(req) {
 		return store.ErrClosed
 	}
-	if err != nil {
-		return err
+	if req.out.Err != nil {
+		return req.out.Err
 	}
-	r.mu.Lock()
-	r.cfg = cfg.Clone()
-	r.mu.Unlock()
-	r.setDeadLetter(&cfg)
 	return r.subscribe(cfg)
 }
 
@@ -283,81 +271,38 @@ func (js *JetStream) StreamInfo(name string, opts InfoOptions) (*StreamInfo, *js
 }
 
 // Purge removes messages from a stream as req selects (protocol.md
-// section 6.4) and returns how many. deny_purge gives 10110, a sealed
-// stream 10109, seq with keep 10003, a store failure 10051.
+// section 6.4) and returns how many, through a Purge operation, which
+// decides: a sealed stream 10109, deny_purge 10110, seq with keep 10003,
+// a store failure 10051 (stream.Stream.ApplyOp).
 func (js *JetStream) Purge(name string, req store.PurgeRequest) (uint64, *jserr.Error) {
 	r, jerr := js.lookup(name)
 	if jerr != nil {
 		return 0, jerr
 	}
-	cfg := r.config()
-	switch {
-	case cfg.Sealed:
-		return 0, jserr.New(jserr.StreamSealed)
-	case cfg.DenyPurge:
-		return 0, jserr.New(jserr.StreamPurgeFailed, jserr.Sub("err", "stream purge not permitted"))
-	case req.Seq > 0 && req.Keep > 0:
-		return 0, jserr.New(jserr.BadRequest)
-	}
-	var n uint64
-	var err error
-	if !r.do(func(s *stream.Stream) { n, err = s.Store().Purge(req) }) {
+	op := &request{op: &stream.Purge{Request: req}}
+	if !r.submit(op) {
 		return 0, jserr.New(jserr.StreamNotFound)
 	}
-	if err != nil {
-		return 0, stream.StoreError(err, jserr.StreamGeneralError)
+	if op.out.Err != nil {
+		return 0, op.out.Err
 	}
-	r.afterPurge(req, n)
-	return n, nil
+	return op.out.Removed, nil
 }
 
-// DeleteMsg removes one message (protocol.md section 2.6.8): 10057 with
-// deny_delete or for sequence 0 or past the end, 10109 when sealed, 10043
-// when there is no such message.
+// DeleteMsg removes one message (protocol.md section 2.6.8) through a
+// DeleteMsg operation, which decides: 10109 when sealed, 10057 with
+// deny_delete or, for a file stream, for sequence 0 or outside the
+// stream, 10043 when there is no such message.
 func (js *JetStream) DeleteMsg(name string, seq uint64) *jserr.Error {
 	r, jerr := js.lookup(name)
 	if jerr != nil {
 		return jerr
 	}
-	cfg := r.config()
-	switch {
-	case cfg.Sealed:
-		return jserr.New(jserr.StreamSealed)
-	case cfg.DenyDelete:
-		return jserr.New(jserr.StreamMsgDeleteFailed, jserr.Sub("err", "message delete not permitted"))
-	}
-	if cfg.Storage == stream.FileStorage {
-		if jerr := outOfRange(r.store, seq); jerr != nil {
-			return jerr
-		}
-	}
-	var err error
-	if !r.do(func(s *stream.Stream) { err = s.Store().Delete(seq) }) {
+	req := &request{op: &stream.DeleteMsg{Seq: seq}}
+	if !r.submit(req) {
 		return jserr.New(jserr.StreamNotFound)
 	}
-	if errors.Is(err, store.ErrNotFound) {
-		return jserr.New(jserr.SequenceNotFound, jserr.Sub("seq", seq))
-	}
-	if err != nil {
-		return stream.StoreError(err, jserr.StreamMsgDeleteFailed)
-	}
-	r.afterDelete(seq)
-	return nil
-}
-
-// outOfRange answers a delete of sequence 0, below the first sequence or
-// past the last sequence as nats-server v2.15.2's file store does: 10057
-// with the store's text (its memory store answers 10043 like any other
-// missing sequence).
-func outOfRange(st store.Store, seq uint64) *jserr.Error {
-	state := st.State(false)
-	switch {
-	case seq == 0 || seq < state.FirstSeq:
-		return jserr.New(jserr.StreamMsgDeleteFailed, jserr.Sub("err", "no message found"))
-	case seq > state.LastSeq:
-		return jserr.New(jserr.StreamMsgDeleteFailed, jserr.Sub("err", "stream store EOF"))
-	}
-	return nil
+	return req.out.Err
 }
 
 // checkConsumerLimits refuses a change of consumer_limits that an existing

@@ -40,7 +40,6 @@ func sampleOps(t testing.TB) []Op {
 		&Remove{Reason: RemoveAcked, Seqs: []uint64{5, 3, 1 << 63, 4}},
 		&Remove{Reason: RemoveNoInterest, Seqs: []uint64{}},
 		&Remove{Reason: RemoveCopied, Seqs: []uint64{1}},
-		&Remove{Reason: RemovePartial, Seqs: []uint64{8, 9}},
 	}
 }
 

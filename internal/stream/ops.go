@@ -89,7 +89,6 @@ const (
 	RemoveAcked      RemoveReason = 1 // every consumer acknowledged them (interest, work queue retention)
 	RemoveNoInterest RemoveReason = 2 // stored in an interest stream that no consumer would deliver them from
 	RemoveCopied     RemoveReason = 3 // copied by the sourcers that read the stream, which nobody else needs
-	RemovePartial    RemoveReason = 4 // an atomic batch cut short by a crash (DropPartialBatch)
 )
 
 // Remove removes the messages at Seqs that are still stored; the
