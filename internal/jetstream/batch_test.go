@@ -149,6 +149,9 @@ func TestUninterestedDropsAreBatched(t *testing.T) {
 			t.Fatalf("PubAck %q, want %q", got, want)
 		}
 	}
+	// A memory stream's PubAcks go out as each message is applied, the
+	// removal at the end of the batch: wait for the batch to end.
+	r.submit(&request{kind: reqBarrier})
 	if st := rec.State(false); st.Msgs != 0 || st.LastSeq != n {
 		t.Fatalf("store after %d publishes without interest: %+v, want none kept", n, st)
 	}
