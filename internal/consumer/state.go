@@ -43,6 +43,8 @@ type State struct {
 	// that reaches max_deliver stays pending, marked, for the caller to
 	// move (SetDeadLetter).
 	deadLetter bool
+	// paused is when a pause ends (unix ns; 0: not paused) (Pause).
+	paused int64
 }
 
 // Policy is the part of the config the state machine needs: the ack

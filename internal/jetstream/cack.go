@@ -19,11 +19,11 @@ func (c *cons) processAck(a *ackMsg, now time.Time) {
 	c.lastAck = now
 	switch a.kind {
 	case ackAck:
-		c.ack(a.sseq, a.cseq)
+		c.ack(&consumer.Ack{Stream: a.sseq, Consumer: a.cseq})
 	case ackNak:
 		c.nak(a, now)
 	case ackWPI:
-		if c.st.Progress(a.sseq, now.UnixNano()) {
+		if c.commit(&consumer.Progress{Stream: a.sseq, Time: now.UnixNano()}).Changed {
 			c.dirty = true
 		}
 	case ackTerm:
@@ -31,11 +31,11 @@ func (c *cons) processAck(a *ackMsg, now time.Time) {
 			if c.termToDeadLetter(a, now) {
 				return // the move answers the reply once the copy is durable
 			}
-			c.ack(a.sseq, a.cseq)
+			c.ack(&consumer.Term{Stream: a.sseq, Consumer: a.cseq})
 			c.advise("MSG_TERMINATED", "io.nats.jetstream.advisory.v1.terminated", a, a.reason)
 		}
 	case ackNext:
-		c.ack(a.sseq, a.cseq)
+		c.ack(&consumer.Ack{Stream: a.sseq, Consumer: a.cseq})
 		if c.jr != nil && a.reply != "" && c.cfg.AckPolicy != consumer.AckNone {
 			c.confirmLater(a, confirm{reply: a.reply, next: true, body: a.next}, now)
 			return
@@ -114,19 +114,22 @@ func (c *cons) sendConfirms(cfs []confirm) {
 	}
 }
 
-func (c *cons) ack(sseq, cseq uint64) {
+// ack commits an acknowledgement (an Ack or a Term) and keeps what it
+// acknowledged for retention.
+func (c *cons) ack(op consumer.Op) {
 	if c.cfg.AckPolicy == consumer.AckNone {
 		return
 	}
-	r := c.st.Ack(sseq, cseq)
-	if len(r.Acked) > 0 {
+	if out := c.commit(op); len(out.Acked) > 0 {
 		c.dirty = true
-		c.acked = append(c.acked, r.Acked...)
+		c.acked = append(c.acked, out.Acked...)
 	}
 }
 
 func (c *cons) nak(a *ackMsg, now time.Time) {
-	if ex, done := c.st.ExhaustedByNak(a.sseq, now.UnixNano()); done {
+	out := c.commit(&consumer.Nak{Stream: a.sseq, Delay: a.delay, Time: now.UnixNano()})
+	if len(out.Exhausted) > 0 {
+		ex := out.Exhausted[0]
 		c.dirty = true
 		c.adviseMaxDeliveries(ex)
 		if ex.Kept {
@@ -134,7 +137,7 @@ func (c *cons) nak(a *ackMsg, now time.Time) {
 		}
 		return
 	}
-	if c.st.Nak(a.sseq, a.delay, now.UnixNano()) {
+	if out.Changed {
 		c.dirty = true
 		c.advise("MSG_NAKED", "io.nats.jetstream.advisory.v1.nak", a, "")
 	}

@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,13 +77,14 @@ type cons struct {
 	mu           sync.Mutex
 	cfg          consumer.Config
 	filters      []string
-	st           *consumer.State
-	lps          []uint64 // last_per_subject sequences still to deliver
-	minNext      uint64   // new messages are looked for from here at least
+	st           *consumer.State // changed only through commit (the consumer's log)
+	log          Log[consumer.Op]
+	cout         consumer.Outcome // the outcome of the last operation applied
+	lps          []uint64         // last_per_subject sequences still to deliver
+	minNext      uint64           // new messages are looked for from here at least
 	waiting      []*waiting
 	np           pendingCount
 	end          uint64 // the stream's durable sequence, read once per delivery round
-	pausedUntil  time.Time
 	lastDeliver  time.Time
 	lastAck      time.Time
 	lastActive   time.Time // interest or pull activity, for inactive_threshold
@@ -142,6 +144,33 @@ type pendingCount struct {
 }
 
 func (c *cons) now() time.Time { return c.js.now() }
+
+// commit proposes op to the consumer's log and returns its outcome: the
+// local log applies it at once (Apply). The outcome is valid until the
+// next commit. The caller holds c.mu.
+func (c *cons) commit(op consumer.Op) *consumer.Outcome {
+	if err := c.log.Propose(op, 0); err != nil {
+		c.js.logf("consumer %s > %s: operation of kind %d not proposed: %v", c.sr.name, c.name, op.Kind(), err)
+		c.cout = consumer.Outcome{}
+	}
+	return &c.cout
+}
+
+// Apply applies a committed operation of the consumer's log to its
+// delivery state (Applier): consumer.State.ApplyOp alone decides. It
+// runs with c.mu held, on the goroutine that proposed.
+func (c *cons) Apply(_ uint64, op consumer.Op, _ uint64) {
+	c.st.ApplyOp(op, &c.cout)
+}
+
+// pausedUntil returns when the consumer's pause ends, the zero time when
+// it is not paused. The caller holds c.mu.
+func (c *cons) pausedUntil() time.Time {
+	if p := c.st.PausedUntil(); p != 0 {
+		return time.Unix(0, p)
+	}
+	return time.Time{}
+}
 
 // push queues an event and wakes the loop.
 func (c *cons) push(ev cevent) {
@@ -257,11 +286,11 @@ func (c *cons) handle(ev *cevent, now time.Time) {
 // endPause notes a pause that has run out: the consumer delivers again
 // and the pause advisory says so (paused false), as nats-server sends it.
 func (c *cons) endPause(now time.Time) {
-	if c.pausedUntil.IsZero() || c.pausedUntil.After(now) {
+	until := c.pausedUntil()
+	if until.IsZero() || until.After(now) {
 		return
 	}
-	until := c.pausedUntil
-	c.pausedUntil = time.Time{}
+	c.commit(&consumer.Pause{})
 	c.js.adviseConsumerPause(c.sr.name, c.name, PauseResult{Until: until.UTC()})
 }
 
@@ -270,7 +299,10 @@ func (c *cons) endPause(now time.Time) {
 // it starts their moves, and retries the moves whose time came
 // (deadletter.go).
 func (c *cons) expireAcks(now time.Time) {
-	for _, ex := range c.st.Expire(now.UnixNano()) {
+	if d, ok := c.st.NextDeadline(); !ok || d > now.UnixNano() {
+		return // nothing due: no operation
+	}
+	for _, ex := range slices.Clone(c.commit(&consumer.ExpireAcks{Time: now.UnixNano()}).Exhausted) {
 		c.dirty = true
 		if ex.Retry {
 			c.retryMove(ex.Stream, now)
@@ -310,8 +342,8 @@ func (c *cons) nextWake() time.Duration {
 	if c.cfg.Heartbeat > 0 {
 		at(c.lastHB.Add(c.cfg.Heartbeat))
 	}
-	if c.pausedUntil.After(now) {
-		at(c.pausedUntil)
+	if p := c.pausedUntil(); p.After(now) {
+		at(p)
 	}
 	if t := c.cfg.InactiveThreshold; t > 0 {
 		at(c.lastActive.Add(t))

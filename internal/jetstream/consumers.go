@@ -216,6 +216,7 @@ func (r *runner) persisted(cfg *consumer.Config) bool {
 func (r *runner) newConsumer(cfg consumer.Config, created time.Time) (*cons, error) {
 	c := r.makeCons(cfg, created)
 	c.position()
+	c.initPause()
 	if !r.persisted(&cfg) {
 		return c, nil
 	}
@@ -234,10 +235,24 @@ func (r *runner) makeCons(cfg consumer.Config, created time.Time) *cons {
 		lastActive: created, lastHB: created, fc: flowControl{window: fcWindowStart},
 		moves: map[uint64]*move{},
 	}
-	if cfg.PauseUntil != nil && cfg.PauseUntil.After(r.js.now()) {
-		c.pausedUntil = *cfg.PauseUntil
-	}
+	c.log = r.js.newConsumerLog(r.name, cfg.Name, c)
 	return c
+}
+
+// newConsumerLog makes the log of a consumer (Config.NewConsumerLog).
+func (js *JetStream) newConsumerLog(streamName, name string, a Applier[consumer.Op]) Log[consumer.Op] {
+	if js.cfg.NewConsumerLog != nil {
+		return js.cfg.NewConsumerLog(streamName, name, a)
+	}
+	return defaultNewConsumerLog(streamName, name, a)
+}
+
+// initPause pauses a new or restored consumer whose config holds a pause
+// that has not ended. The caller holds c.mu or owns c alone.
+func (c *cons) initPause() {
+	if p := c.cfg.PauseUntil; p != nil && p.After(c.now()) {
+		c.commit(&consumer.Pause{Until: p.UnixNano()})
+	}
 }
 
 // persistConsumer writes the consumer's metadata and opens its state.
@@ -400,6 +415,7 @@ func (r *runner) restoreConsumer(name string) error {
 	if c.st.Delivered().Stream == 0 && c.st.Delivered().Consumer == 0 {
 		c.position()
 	}
+	c.initPause()
 	c.refreshDeadLetter()
 	c.restoreMoves()
 	c.replayJournal() // (makes no marks: a replayed NAK never ends deliveries)
@@ -508,7 +524,7 @@ func (c *cons) update(cfg consumer.Config) error {
 	c.mu.Lock()
 	c.cfg = cfg.Clone()
 	c.filters = cfg.Filters()
-	c.st.SetPolicy(consumer.PolicyOf(&c.cfg))
+	c.commit(&consumer.UpdatePolicy{Policy: consumer.PolicyOf(&c.cfg), DeadLetter: c.st.DeadLetterOn()})
 	c.np.valid = false
 	dir := c.dir
 	c.mu.Unlock()
@@ -636,10 +652,11 @@ func (js *JetStream) PauseConsumer(streamName, name string, until time.Time) (Pa
 	}
 	now := js.now()
 	c.mu.Lock()
-	c.pausedUntil = time.Time{}
+	var p int64
 	if until.After(now) {
-		c.pausedUntil = until
+		p = until.UnixNano()
 	}
+	c.commit(&consumer.Pause{Until: p})
 	// A pause needs API level 1, and nats-server records that in the
 	// consumer's metadata from the first pause on, resumes included.
 	if until.After(now) || c.cfg.Metadata[stream.MetaRequiredLevel] == "1" {
@@ -708,8 +725,8 @@ func (c *cons) info() *consumer.Info {
 		PushBound:      c.cfg.IsPush() && c.js.tr.HasInterest(c.cfg.DeliverSubject),
 		TimeStamp:      now.UTC(),
 	}
-	if c.pausedUntil.After(now) {
-		info.Paused, info.PauseRemaining = true, c.pausedUntil.Sub(now)
+	if p := c.pausedUntil(); p.After(now) {
+		info.Paused, info.PauseRemaining = true, p.Sub(now)
 	}
 	return info
 }

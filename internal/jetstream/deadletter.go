@@ -260,7 +260,9 @@ func (c *cons) refreshDeadLetter() {
 		subj = c.sr.deadLetter()
 	}
 	c.dlq = subj
-	c.st.SetDeadLetter(subj != "" && c.cfg.AckPolicy != consumer.AckNone)
+	if on := subj != "" && c.cfg.AckPolicy != consumer.AckNone; on != c.st.DeadLetterOn() {
+		c.commit(&consumer.UpdatePolicy{Policy: consumer.PolicyOf(&c.cfg), DeadLetter: on})
+	}
 }
 
 // captured reports whether the consumer's dead-letter subject is stored
@@ -309,9 +311,9 @@ func (c *cons) termToDeadLetter(a *ackMsg, now time.Time) bool {
 		return false
 	}
 	if held && c.cfg.AckPolicy != consumer.AckExplicit {
-		c.ack(a.sseq, a.cseq) // (ack all leaves the held message itself)
+		c.ack(&consumer.Ack{Stream: a.sseq, Consumer: a.cseq}) // (ack all leaves the held message itself)
 	}
-	if !c.st.MarkDeadLetter(a.sseq, store.DeadLetterTerm, now.UnixNano()) {
+	if !c.commit(&consumer.DeadLetter{Step: consumer.DeadLetterMark, Stream: a.sseq, Reason: store.DeadLetterTerm, Value: now.UnixNano()}).Changed {
 		return false
 	}
 	c.dirty = true
@@ -371,7 +373,7 @@ func (c *cons) prepareMove(sseq uint64, mv *move, now time.Time) {
 		return
 	}
 	if !c.js.ready.Load() {
-		c.st.RetryMoveAt(sseq, now.Add(moveStartWait).UnixNano())
+		c.retryMoveAt(sseq, now.Add(moveStartWait))
 		return
 	}
 	target := c.js.captureOf(c.dlq)
@@ -381,7 +383,7 @@ func (c *cons) prepareMove(sseq uint64, mv *move, now time.Time) {
 	}
 	if !mv.sent {
 		last := target.store.State(false).LastSeq
-		c.st.SetMoveAfter(sseq, last)
+		c.commit(&consumer.DeadLetter{Step: consumer.DeadLetterAfter, Stream: sseq, Value: int64(last)})
 		mv.scanned = last
 	}
 	if !mv.ready {
@@ -390,7 +392,7 @@ func (c *cons) prepareMove(sseq uint64, mv *move, now time.Time) {
 		} else {
 			c.snapWait = append(c.snapWait, confirm{move: sseq})
 			c.dirty = true
-			c.st.RetryMoveAt(sseq, now.Add(moveAnswerWait).UnixNano())
+			c.retryMoveAt(sseq, now.Add(moveAnswerWait))
 			return
 		}
 	}
@@ -413,7 +415,8 @@ func (c *cons) sendMove(sseq uint64, mv *move, target *runner, now time.Time) {
 	}
 	if m == nil {
 		// Gone from the stream (a limit, a purge): nothing to copy.
-		if d, ok := c.st.DropRedelivery(sseq); ok {
+		if ds := c.commit(&consumer.Drop{Seqs: []uint64{sseq}}).Dropped; len(ds) > 0 {
+			d := ds[0]
 			c.dirty = true
 			if !d.Exhausted { // (a held message's +TERM was advised)
 				c.adviseDropped(d)
@@ -427,7 +430,7 @@ func (c *cons) sendMove(sseq uint64, mv *move, target *runner, now time.Time) {
 		c.push(cevent{moveAck: &moveAck{sseq: sseq, token: token, res: res}})
 	})
 	mv.token, mv.target, mv.sent = token, target.name, true
-	c.st.RetryMoveAt(sseq, now.Add(moveAnswerWait).UnixNano())
+	c.retryMoveAt(sseq, now.Add(moveAnswerWait))
 	c.publishCopy(m, info.Reason, info.Deliveries, reply)
 }
 
@@ -516,7 +519,7 @@ func (c *cons) onMoveAck(ev *moveAck, now time.Time) {
 	mv.tries++
 	wait := moveRetryWait(mv.tries)
 	c.logMoveErr(ev.sseq, mv.target, ev.res.err, wait, now)
-	c.st.RetryMoveAt(ev.sseq, now.Add(wait).UnixNano())
+	c.retryMoveAt(ev.sseq, now.Add(wait))
 }
 
 // logMoveErr logs a refused copy: when the error changed, else at most
@@ -534,8 +537,7 @@ func (c *cons) logMoveErr(sseq uint64, target, msg string, wait time.Duration, n
 // delivery counts as acknowledged (retention runs after the round), the
 // +TERM replies go after retention, and a snapshot is taken at once.
 func (c *cons) completeMove(sseq uint64, mv *move) {
-	acked := c.st.DeadLettered(sseq)
-	c.acked = append(c.acked, acked...)
+	c.acked = append(c.acked, c.commit(&consumer.DeadLetter{Step: consumer.DeadLetterMoved, Stream: sseq}).Acked...)
 	c.ackReplies = append(c.ackReplies, mv.replies...)
 	mv.replies = nil
 	c.dirty, c.saveNow = true, true
@@ -554,10 +556,15 @@ func (c *cons) finishUncaptured(sseq uint64, mv *move) {
 		c.publishCopy(m, info.Reason, info.Deliveries, "")
 	}
 	c.dirty = true
-	c.acked = append(c.acked, c.st.Unmark(sseq)...)
+	c.acked = append(c.acked, c.commit(&consumer.DeadLetter{Step: consumer.DeadLetterUnmark, Stream: sseq}).Acked...)
 	c.ackReplies = append(c.ackReplies, mv.replies...)
 	mv.replies = nil
 	c.endMove(sseq, mv)
+}
+
+// retryMoveAt arms the next attempt of the move of sseq at at.
+func (c *cons) retryMoveAt(sseq uint64, at time.Time) {
+	c.commit(&consumer.DeadLetter{Step: consumer.DeadLetterRetryAt, Stream: sseq, Value: at.UnixNano()})
 }
 
 // endMove forgets the move of sseq; its +TERM replies, if any are left,

@@ -23,7 +23,7 @@ type pick struct {
 // sequence (never beyond: an unacknowledged tail may be rewritten after a
 // crash), within max_ack_pending, flow control and pull budgets.
 func (c *cons) deliver(now time.Time) {
-	if c.pausedUntil.After(now) {
+	if c.pausedUntil().After(now) {
 		c.pollInterest = false // nothing to deliver while paused
 		c.endNoWait()
 		return
@@ -86,7 +86,7 @@ func (c *cons) peek(now time.Time) (pick, bool) {
 		if err == nil {
 			return pick{m: m, redel: true}, true
 		}
-		c.st.DropRedelivery(sseq) // gone from the stream
+		c.commit(&consumer.Drop{Seqs: []uint64{sseq}}) // gone from the stream
 		c.dirty = true
 	}
 	for len(c.lps) > 0 {
@@ -158,9 +158,6 @@ func (c *cons) send(target string, w *waiting, p pick, now time.Time) {
 	if !p.redel && pending > 0 {
 		pending--
 	}
-	if c.cfg.AckPolicy == consumer.AckNone {
-		c.acked = append(c.acked, p.m.Seq) // delivered is acknowledged
-	}
 	reply := ackSubject(c.sr.name, c.name, d.Deliveries, p.m.Seq, d.ConsumerSeq, p.m.Time, pending)
 	c.js.tr.PublishAs(target, p.m.Subject, reply, hdr, data)
 	size := len(p.m.Subject) + len(reply) + len(hdr) + len(data)
@@ -181,7 +178,7 @@ func (c *cons) record(p pick, now time.Time) consumer.Delivery {
 		c.replay.lastWall = 0
 	}
 	if p.redel {
-		return c.st.Redeliver(p.m.Seq, now.UnixNano())
+		return c.commit(&consumer.Redeliver{Stream: p.m.Seq, Time: now.UnixNano()}).Delivery
 	}
 	if p.lps {
 		c.lps = c.lps[1:]
@@ -192,7 +189,9 @@ func (c *cons) record(p pick, now time.Time) consumer.Delivery {
 	} else {
 		c.np.valid = false
 	}
-	return c.st.DeliverNew(p.m.Seq, now.UnixNano())
+	out := c.commit(&consumer.Deliver{Stream: p.m.Seq, Time: now.UnixNano()})
+	c.acked = append(c.acked, out.Acked...) // ack none: delivered is acknowledged
+	return out.Delivery
 }
 
 // numPending is num_pending: the messages matching the filters that are

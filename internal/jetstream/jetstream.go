@@ -49,6 +49,9 @@ type Config struct {
 	// nil is NewLocalLog, the log of a stream on one server. A replicated
 	// stream's log, or a test's recording one, goes here.
 	NewLog NewLogFunc
+	// NewConsumerLog makes each consumer's operation log; nil is
+	// NewLocalConsumerLog.
+	NewConsumerLog NewConsumerLogFunc
 }
 
 // NoStorage as Config.MaxMemory or MaxStore allows no stream of that

@@ -148,7 +148,7 @@ func (c *cons) matches(subj string) bool {
 // compact): a consumer behind it moves up.
 func (c *cons) skipTo(seq uint64) {
 	c.mu.Lock()
-	changed := c.st.SkipTo(seq)
+	changed := c.commit(&consumer.SkipTo{Stream: seq}).Changed
 	if changed {
 		c.np.valid = false
 		c.dirty = true

@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/cairnmq/cairn/internal/subject"
@@ -345,12 +346,13 @@ func (r *runner) afterDelete(seq uint64) {
 // (nats-server decStreamPending).
 func (c *cons) dropPending(seq uint64) {
 	c.mu.Lock()
-	d, gone := c.st.DropRedelivery(seq)
-	if gone {
-		c.dirty = true
-		if !d.Exhausted {
-			c.adviseDropped(d)
+	gone := false
+	if c.st.IsPending(seq) || c.st.IsExhausted(seq) {
+		ds := c.commit(&consumer.Drop{Seqs: []uint64{seq}}).Dropped
+		if gone = len(ds) > 0; gone && !ds[0].Exhausted {
+			c.adviseDropped(ds[0])
 		}
+		c.dirty = c.dirty || gone
 	}
 	c.mu.Unlock()
 	if gone {
@@ -374,7 +376,11 @@ func (c *cons) dropGone(advise bool) {
 // dropGoneLocked is dropGone with c.mu held; it returns how many it
 // dropped.
 func (c *cons) dropGoneLocked(advise bool) int {
-	ds := c.st.DropGone(func(seq uint64) bool { return c.sr.store.NumPending(nil, seq, seq) == 0 })
+	seqs := c.st.Select(func(seq uint64) bool { return c.sr.store.NumPending(nil, seq, seq) == 0 })
+	if len(seqs) == 0 {
+		return 0
+	}
+	ds := c.commit(&consumer.Drop{Seqs: seqs}).Dropped
 	if len(ds) > 0 {
 		c.dirty = true
 	}

@@ -47,7 +47,7 @@ type runner struct {
 	// proposes to it and applies what it commits. waiting holds the
 	// waiters of proposed operations by key (propose.go); out, pub,
 	// fastPub, pubReplies and dropped are the apply goroutine's scratch.
-	log        Log
+	log        Log[stream.Op]
 	waiting    waiters
 	out        stream.Outcome
 	pub        stream.Publish
