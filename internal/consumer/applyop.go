@@ -19,12 +19,17 @@ import "slices"
 //     the dead-letter marks due for a retry (Exhausted.Retry).
 //   - Drop: Dropped, by stream sequence.
 //   - DeadLetter moved and unmark: Acked.
+//
+// Dirty says that what Snapshot returns may have changed, so a durable
+// consumer has something new to store (a pause and a policy are stored
+// with the config, not the state).
 type Outcome struct {
 	Delivery  Delivery
 	Acked     []uint64
 	Exhausted []Exhausted
 	Dropped   []Dropped
 	Changed   bool
+	Dirty     bool
 }
 
 // ApplyOp applies one operation to the consumer's delivery state and
@@ -79,6 +84,29 @@ func (s *State) ApplyOp(op Op, out *Outcome) {
 		s.applyDeadLetter(o, out)
 	}
 	slices.Sort(out.Acked)
+	out.Dirty = dirties(op, out)
+}
+
+// dirties reports whether applying op, with outcome out, may have
+// changed the state's Snapshot.
+func dirties(op Op, out *Outcome) bool {
+	switch o := op.(type) {
+	case *Deliver, *Redeliver:
+		return true
+	case *Nak:
+		return out.Changed || len(out.Exhausted) > 0
+	case *Progress, *SkipTo:
+		return out.Changed
+	case *ExpireAcks:
+		return len(out.Exhausted) > 0
+	case *Drop:
+		return len(out.Dropped) > 0
+	case *DeadLetter:
+		return o.Step != DeadLetterRetryAt && (out.Changed || o.Step == DeadLetterMoved || o.Step == DeadLetterUnmark)
+	case *Pause, *UpdatePolicy:
+		return false
+	}
+	return len(out.Acked) > 0
 }
 
 func (s *State) applyDeadLetter(o *DeadLetter, out *Outcome) {

@@ -46,27 +46,6 @@ func parseAckSubject(subj string) (dc, sseq, cseq uint64, ok bool) {
 	return dc, sseq, cseq, err1 == nil && err2 == nil && err3 == nil
 }
 
-// ackSubject formats the v1 ack reply subject of a delivery, with one
-// allocation (the strings.Builder's, which String does not copy).
-func ackSubject(stream, consumer string, dc, sseq, cseq uint64, ts int64, pending uint64) string {
-	var sb strings.Builder
-	sb.Grow(len("$JS.ACK...") + len(stream) + len(consumer) + 5*20 + 4)
-	var num [20]byte
-	sb.WriteString("$JS.ACK.")
-	sb.WriteString(stream)
-	sb.WriteByte('.')
-	sb.WriteString(consumer)
-	for _, n := range [...]uint64{dc, sseq, cseq} {
-		sb.WriteByte('.')
-		sb.Write(strconv.AppendUint(num[:0], n, 10))
-	}
-	sb.WriteByte('.')
-	sb.Write(strconv.AppendInt(num[:0], ts, 10))
-	sb.WriteByte('.')
-	sb.Write(strconv.AppendUint(num[:0], pending, 10))
-	return sb.String()
-}
-
 // parseAckBody reads the ack payload. An unknown payload is treated as
 // an ack, as nats-server does.
 func parseAckBody(body []byte) ackMsg {

@@ -23,7 +23,7 @@ func (c *cons) processAck(a *ackMsg, now time.Time) {
 	case ackNak:
 		c.nak(a, now)
 	case ackWPI:
-		if c.commit(&consumer.Progress{Stream: a.sseq, Time: now.UnixNano()}).Changed {
+		if c.Commit(&consumer.Progress{Stream: a.sseq, Time: now.UnixNano()}).Changed {
 			c.dirty = true
 		}
 	case ackTerm:
@@ -40,7 +40,7 @@ func (c *cons) processAck(a *ackMsg, now time.Time) {
 			c.confirmLater(a, confirm{reply: a.reply, next: true, body: a.next}, now)
 			return
 		}
-		c.addPull(a.reply, a.next, now)
+		c.d.AddPull(a.reply, a.next, now)
 		return
 	}
 	if a.reply == "" || (c.cfg.AckPolicy == consumer.AckNone && c.sr.retention() == stream.LimitsPolicy) {
@@ -120,14 +120,14 @@ func (c *cons) ack(op consumer.Op) {
 	if c.cfg.AckPolicy == consumer.AckNone {
 		return
 	}
-	if out := c.commit(op); len(out.Acked) > 0 {
+	if out := c.Commit(op); len(out.Acked) > 0 {
 		c.dirty = true
 		c.acked = append(c.acked, out.Acked...)
 	}
 }
 
 func (c *cons) nak(a *ackMsg, now time.Time) {
-	out := c.commit(&consumer.Nak{Stream: a.sseq, Delay: a.delay, Time: now.UnixNano()})
+	out := c.Commit(&consumer.Nak{Stream: a.sseq, Delay: a.delay, Time: now.UnixNano()})
 	if len(out.Exhausted) > 0 {
 		ex := out.Exhausted[0]
 		c.dirty = true

@@ -10,13 +10,6 @@ import (
 	"github.com/cairnmq/cairn/internal/store"
 )
 
-// Flow control window of push consumers (protocol.md section 5.7): it
-// starts at 2 MiB and doubles on each confirmation up to 32 MiB.
-const (
-	fcWindowStart = 2 << 20
-	fcWindowMax   = 32 << 20
-)
-
 // saveInterval bounds how often a durable consumer writes its state: a
 // lost ack or delivery only causes a redelivery (at least once), so the
 // state is written at most this often rather than on every ack. The
@@ -28,10 +21,6 @@ const (
 	saveInterval = 100 * time.Millisecond
 	saveFactor   = 20
 )
-
-// interestPoll is how often a push consumer without a subscriber on its
-// deliver subject checks for one.
-const interestPoll = 50 * time.Millisecond
 
 // cevent is an event for a consumer's loop, pushed by its subscriptions'
 // handlers (which run on clients' read loops and must not block).
@@ -49,9 +38,11 @@ type pullEvent struct {
 }
 
 // cons runs one consumer: its subscriptions (acks, pull requests, flow
-// control replies) queue events, and its loop goroutine owns the
-// delivery state, loads messages from the stream's store and delivers
-// them. mu guards the state so that API calls (info) can read it.
+// control replies) queue events, and its loop goroutine hands them, and
+// the time, to the consumer's delivery logic (consumer.Deliverer), which
+// decides, loads from the stream's store and sends; the loop also saves
+// the state, journals confirmed acks and runs dead-letter moves. mu
+// guards the state so that API calls (info) can read it.
 type cons struct {
 	js      *JetStream
 	sr      *runner
@@ -74,39 +65,31 @@ type cons struct {
 	done   sync.WaitGroup
 	subs   []Subscription
 
-	mu           sync.Mutex
-	cfg          consumer.Config
-	filters      []string
-	st           *consumer.State // changed only through commit (the consumer's log)
-	log          Log[consumer.Op]
-	cout         consumer.Outcome // the outcome of the last operation applied
-	lps          []uint64         // last_per_subject sequences still to deliver
-	minNext      uint64           // new messages are looked for from here at least
-	waiting      []*waiting
-	np           pendingCount
-	end          uint64 // the stream's durable sequence, read once per delivery round
-	lastDeliver  time.Time
-	lastAck      time.Time
-	lastActive   time.Time // interest or pull activity, for inactive_threshold
-	lastHB       time.Time // push heartbeats
-	fc           flowControl
-	replay       replayState
-	dirty        bool
-	pollInterest bool // an unbound push consumer with messages waits for a subscriber
-	lastSave     time.Time
-	saveGap      time.Duration // the wait before the next write: saveInterval or more
-	stopped      bool
-	acked        []uint64           // acknowledged this round, for retention
-	ackReplies   []string           // double-ack replies of this round, sent after retention
-	jops         []store.ConsumerOp // confirmed acks of this round, journaled after retention
-	jwait        []confirm          // their confirmations
-	snapWait     []confirm          // confirmations that wait for the next stored snapshot
-	replayed     []uint64           // acks replayed from the journal at restore, for retention
-	saveNow      bool               // take a snapshot at the end of this round (a move completed)
-	dlq          string             // the dead-letter subject ("" for none; refreshDeadLetter)
-	moves        map[uint64]*move   // dead-letter moves by stream sequence (deadletter.go)
-	moveErr      string             // the last refused copy logged, and when (logMoveErr)
-	moveErrAt    time.Time
+	mu  sync.Mutex
+	cfg consumer.Config
+	// d is the delivery logic; st its delivery state, changed only
+	// through Commit (the consumer's log); cout the outcome of the last
+	// operation applied.
+	d          *consumer.Deliverer
+	st         *consumer.State
+	log        Log[consumer.Op]
+	cout       consumer.Outcome
+	lastAck    time.Time
+	dirty      bool
+	lastSave   time.Time
+	saveGap    time.Duration // the wait before the next write: saveInterval or more
+	stopped    bool
+	acked      []uint64           // acknowledged this round, for retention
+	ackReplies []string           // double-ack replies of this round, sent after retention
+	jops       []store.ConsumerOp // confirmed acks of this round, journaled after retention
+	jwait      []confirm          // their confirmations
+	snapWait   []confirm          // confirmations that wait for the next stored snapshot
+	replayed   []uint64           // acks replayed from the journal at restore, for retention
+	saveNow    bool               // take a snapshot at the end of this round (a move completed)
+	dlq        string             // the dead-letter subject ("" for none; refreshDeadLetter)
+	moves      map[uint64]*move   // dead-letter moves by stream sequence (deadletter.go)
+	moveErr    string             // the last refused copy logged, and when (logMoveErr)
+	moveErrAt  time.Time
 }
 
 // confirm is a confirmation to send once the ack it answers is durable:
@@ -118,40 +101,18 @@ type confirm struct {
 	move  uint64 // not a reply: the dead-letter mark of this stream sequence is stored
 }
 
-// flowControl is the push flow control state.
-type flowControl struct {
-	window      int
-	outstanding int
-	reply       string // the latest flow control request's reply subject
-	atRequest   int    // outstanding when it was sent
-}
-
-// replayState paces replay_policy original.
-type replayState struct {
-	lastMsgTime int64 // stored time of the last message delivered (ns)
-	lastWall    int64 // wall time it was delivered (ns)
-}
-
-// pendingCount caches num_pending: the messages matching the filters
-// from next through end, valid while the store's removal count is
-// unchanged.
-type pendingCount struct {
-	valid    bool
-	n        uint64
-	next     uint64
-	end      uint64
-	removals uint64
-}
-
 func (c *cons) now() time.Time { return c.js.now() }
 
-// commit proposes op to the consumer's log and returns its outcome: the
+// Commit proposes op to the consumer's log and returns its outcome: the
 // local log applies it at once (Apply). The outcome is valid until the
-// next commit. The caller holds c.mu.
-func (c *cons) commit(op consumer.Op) *consumer.Outcome {
+// next Commit. The caller holds c.mu (consumer.Committer).
+func (c *cons) Commit(op consumer.Op) *consumer.Outcome {
 	if err := c.log.Propose(op, 0); err != nil {
 		c.js.logf("consumer %s > %s: operation of kind %d not proposed: %v", c.sr.name, c.name, op.Kind(), err)
 		c.cout = consumer.Outcome{}
+	}
+	if c.cout.Dirty {
+		c.dirty = true
 	}
 	return &c.cout
 }
@@ -250,9 +211,12 @@ func (c *cons) round(evs []cevent) (acked []uint64, replies []string, jb journal
 	}
 	c.endPause(now)
 	c.expireAcks(now)
-	c.expirePulls(now)
-	c.deliver(now)
-	c.heartbeats(now)
+	c.d.ExpirePulls(now)
+	if c.d.Deliver(now, c.sr.durableSeq()) {
+		c.signal() // go on in the next round, after the queued acks
+	}
+	c.acked = append(c.acked, c.d.TakeAcked()...)
+	c.d.Heartbeats(now)
 	c.sweepMoves()
 	// Confirmations waiting for a snapshot go out only after retention
 	// has removed what this round acknowledged (saveAfterRetention); a
@@ -265,7 +229,7 @@ func (c *cons) round(evs []cevent) (acked []uint64, replies []string, jb journal
 	c.acked, c.ackReplies = nil, nil
 	jb = journalBatch{ops: c.jops, waits: c.jwait, saveAfter: saveAfter}
 	c.jops, c.jwait = nil, nil
-	return acked, replies, jb, c.inactive(now)
+	return acked, replies, jb, c.d.Inactive(now)
 }
 
 func (c *cons) handle(ev *cevent, now time.Time) {
@@ -273,9 +237,9 @@ func (c *cons) handle(ev *cevent, now time.Time) {
 	case ev.ack != nil:
 		c.processAck(ev.ack, now)
 	case ev.pull != nil:
-		c.addPull(ev.pull.reply, ev.pull.body, now)
+		c.d.AddPull(ev.pull.reply, ev.pull.body, now)
 	case ev.fcSub != "":
-		c.flowControlReply(ev.fcSub)
+		c.d.FlowControlReply(ev.fcSub)
 	case ev.moveReady != 0:
 		c.moveReady(ev.moveReady, now)
 	case ev.moveAck != nil:
@@ -290,7 +254,7 @@ func (c *cons) endPause(now time.Time) {
 	if until.IsZero() || until.After(now) {
 		return
 	}
-	c.commit(&consumer.Pause{})
+	c.Commit(&consumer.Pause{})
 	c.js.adviseConsumerPause(c.sr.name, c.name, PauseResult{Until: until.UTC()})
 }
 
@@ -302,7 +266,7 @@ func (c *cons) expireAcks(now time.Time) {
 	if d, ok := c.st.NextDeadline(); !ok || d > now.UnixNano() {
 		return // nothing due: no operation
 	}
-	for _, ex := range slices.Clone(c.commit(&consumer.ExpireAcks{Time: now.UnixNano()}).Exhausted) {
+	for _, ex := range slices.Clone(c.Commit(&consumer.ExpireAcks{Time: now.UnixNano()}).Exhausted) {
 		c.dirty = true
 		if ex.Retry {
 			c.retryMove(ex.Stream, now)
@@ -315,49 +279,17 @@ func (c *cons) expireAcks(now time.Time) {
 	}
 }
 
-// nextWake returns how long the loop may sleep: until the next ack
-// deadline, pull expiry or heartbeat, pause end, inactivity check or
-// state save.
+// nextWake returns how long the loop may sleep: until the delivery
+// logic's next work (consumer.Deliverer.NextWake) or the next state save.
 func (c *cons) nextWake() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
-	next := now.Add(time.Minute)
-	at := func(t time.Time) {
-		if !t.IsZero() && t.Before(next) {
+	next := c.d.NextWake(now)
+	if c.dirty && c.saver != nil {
+		if t := c.lastSave.Add(c.saveGap); t.Before(next) {
 			next = t
 		}
-	}
-	if d, ok := c.st.NextDeadline(); ok {
-		at(time.Unix(0, d))
-	}
-	for _, w := range c.waiting {
-		if w.expires > 0 {
-			at(time.Unix(0, w.expires))
-		}
-		if w.heartbeat > 0 {
-			at(time.Unix(0, w.lastHB).Add(w.heartbeat))
-		}
-	}
-	if c.cfg.Heartbeat > 0 {
-		at(c.lastHB.Add(c.cfg.Heartbeat))
-	}
-	if p := c.pausedUntil(); p.After(now) {
-		at(p)
-	}
-	if t := c.cfg.InactiveThreshold; t > 0 {
-		at(c.lastActive.Add(t))
-	}
-	if c.dirty && c.saver != nil {
-		at(c.lastSave.Add(c.saveGap))
-	}
-	if c.pollInterest {
-		// Nothing tells the consumer when a subscriber arrives on its
-		// deliver subject: look again soon.
-		at(now.Add(interestPoll))
-	}
-	if c.replay.lastWall > 0 {
-		at(now.Add(10 * time.Millisecond))
 	}
 	return max(next.Sub(now), time.Millisecond)
 }
@@ -393,40 +325,4 @@ func (c *cons) maybeSave(now time.Time, force bool) {
 	c.snapWait = nil
 	c.dirty, c.saveNow = false, false
 	c.lastSave = now
-}
-
-// inactive reports whether the consumer passed its inactive_threshold:
-// a pull consumer without pull requests (and past the ack wait of its
-// last delivery when acks are pending), a push consumer without interest
-// on its deliver subject.
-func (c *cons) inactive(now time.Time) bool {
-	t := c.cfg.InactiveThreshold
-	if t <= 0 {
-		return false
-	}
-	if c.cfg.IsPush() {
-		if c.js.tr.HasInterest(c.cfg.DeliverSubject) {
-			c.lastActive = now
-		}
-	} else if len(c.waiting) > 0 {
-		c.lastActive = now
-	} else if c.st.NumAckPending() > 0 {
-		// The client may still be working on what it was given: count
-		// from when the last delivery's ack wait runs out, as
-		// nats-server v2.15.2 deleteNotActive does.
-		if end := c.lastDeliver.Add(c.longestWait()); end.After(c.lastActive) {
-			c.lastActive = end
-		}
-	}
-	return now.Sub(c.lastActive) >= t
-}
-
-// longestWait is the longest ack wait a delivery can get: ack_wait, or
-// the largest backoff step.
-func (c *cons) longestWait() time.Duration {
-	w := c.cfg.AckWait
-	for _, b := range c.cfg.BackOff {
-		w = max(w, b)
-	}
-	return w
 }

@@ -215,7 +215,8 @@ func (r *runner) persisted(cfg *consumer.Config) bool {
 // metadata and opening its state when it is persisted.
 func (r *runner) newConsumer(cfg consumer.Config, created time.Time) (*cons, error) {
 	c := r.makeCons(cfg, created)
-	c.position()
+	c.d.Position()
+	c.st = c.d.State()
 	c.initPause()
 	if !r.persisted(&cfg) {
 		return c, nil
@@ -230,11 +231,11 @@ func (r *runner) newConsumer(cfg consumer.Config, created time.Time) (*cons, err
 
 func (r *runner) makeCons(cfg consumer.Config, created time.Time) *cons {
 	c := &cons{
-		js: r.js, sr: r, name: cfg.Name, created: created, cfg: cfg, filters: cfg.Filters(),
+		js: r.js, sr: r, name: cfg.Name, created: created, cfg: cfg,
 		wake: make(chan struct{}, 1), quit: make(chan struct{}),
-		lastActive: created, lastHB: created, fc: flowControl{window: fcWindowStart},
 		moves: map[uint64]*move{},
 	}
+	c.d = consumer.NewDeliverer(r.name, cfg.Name, cfg.Clone(), created, r.store, r.js.tr, c, r.js.logf)
 	c.log = r.js.newConsumerLog(r.name, cfg.Name, c)
 	return c
 }
@@ -251,7 +252,7 @@ func (js *JetStream) newConsumerLog(streamName, name string, a Applier[consumer.
 // that has not ended. The caller holds c.mu or owns c alone.
 func (c *cons) initPause() {
 	if p := c.cfg.PauseUntil; p != nil && p.After(c.now()) {
-		c.commit(&consumer.Pause{Until: p.UnixNano()})
+		c.Commit(&consumer.Pause{Until: p.UnixNano()})
 	}
 }
 
@@ -411,9 +412,11 @@ func (r *runner) restoreConsumer(name string) error {
 	c := r.makeCons(m.Config, m.Created)
 	c.setStore(dir, cs)
 	c.st = consumer.RestoreState(consumer.PolicyOf(&c.cfg), st)
+	c.d.SetState(c.st)
 	c.durDelivered.Store(st.Delivered.Stream)
 	if c.st.Delivered().Stream == 0 && c.st.Delivered().Consumer == 0 {
-		c.position()
+		c.d.Position()
+		c.st = c.d.State()
 	}
 	c.initPause()
 	c.refreshDeadLetter()
@@ -496,12 +499,7 @@ func (c *cons) stop(status []byte) {
 	c.done.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if status != nil {
-		for _, w := range c.waiting {
-			c.js.tr.Publish(w.reply, "", status, nil)
-		}
-	}
-	c.waiting = nil
+	c.d.EndPulls(status)
 	c.cancelMoves()
 	c.maybeSave(c.now(), true)
 	if c.saver != nil {
@@ -523,9 +521,8 @@ func (c *cons) config() consumer.Config {
 func (c *cons) update(cfg consumer.Config) error {
 	c.mu.Lock()
 	c.cfg = cfg.Clone()
-	c.filters = cfg.Filters()
-	c.commit(&consumer.UpdatePolicy{Policy: consumer.PolicyOf(&c.cfg), DeadLetter: c.st.DeadLetterOn()})
-	c.np.valid = false
+	c.d.SetConfig(cfg.Clone())
+	c.Commit(&consumer.UpdatePolicy{Policy: consumer.PolicyOf(&c.cfg), DeadLetter: c.st.DeadLetterOn()})
 	dir := c.dir
 	c.mu.Unlock()
 	c.signal()
@@ -597,7 +594,7 @@ func (js *JetStream) DeleteConsumer(streamName, name string) *jserr.Error {
 	if c == nil {
 		return jserr.New(jserr.ConsumerNotFound)
 	}
-	c.stop(hdrDeleted)
+	c.stop(consumer.StatusDeleted)
 	c.removeFiles()
 	r.cmu.Lock()
 	delete(r.deleting, name)
@@ -656,7 +653,7 @@ func (js *JetStream) PauseConsumer(streamName, name string, until time.Time) (Pa
 	if until.After(now) {
 		p = until.UnixNano()
 	}
-	c.commit(&consumer.Pause{Until: p})
+	c.Commit(&consumer.Pause{Until: p})
 	// A pause needs API level 1, and nats-server records that in the
 	// consumer's metadata from the first pause on, resumes included.
 	if until.After(now) || c.cfg.Metadata[stream.MetaRequiredLevel] == "1" {
@@ -716,12 +713,12 @@ func (c *cons) info() *consumer.Info {
 	cfg := c.cfg.WithServerMetadata(c.js.cfg.Version, c.js.cfg.APILevel)
 	info := &consumer.Info{
 		Stream: c.sr.name, Name: c.name, Created: c.created, Config: &cfg,
-		Delivered:      consumer.SequenceInfo{Consumer: d.Consumer, Stream: d.Stream, Last: timePtr(c.lastDeliver)},
+		Delivered:      consumer.SequenceInfo{Consumer: d.Consumer, Stream: d.Stream, Last: timePtr(c.d.LastDelivered())},
 		AckFloor:       consumer.SequenceInfo{Consumer: af.Consumer, Stream: af.Stream, Last: timePtr(c.lastAck)},
 		NumAckPending:  c.st.NumAckPending(),
 		NumRedelivered: c.st.NumRedelivered(),
-		NumWaiting:     c.numWaiting(),
-		NumPending:     c.numPending(c.sr.durableSeq()),
+		NumWaiting:     c.d.NumWaiting(),
+		NumPending:     c.d.NumPending(c.sr.durableSeq()),
 		PushBound:      c.cfg.IsPush() && c.js.tr.HasInterest(c.cfg.DeliverSubject),
 		TimeStamp:      now.UTC(),
 	}
@@ -729,18 +726,6 @@ func (c *cons) info() *consumer.Info {
 		info.Paused, info.PauseRemaining = true, p.Sub(now)
 	}
 	return info
-}
-
-// numWaiting counts the queued pull requests whose requester still
-// listens (the loop drops the others at its next round).
-func (c *cons) numWaiting() int {
-	n := 0
-	for _, w := range c.waiting {
-		if c.js.tr.HasInterest(w.reply) {
-			n++
-		}
-	}
-	return n
 }
 
 func timePtr(t time.Time) *time.Time {

@@ -261,7 +261,7 @@ func (c *cons) refreshDeadLetter() {
 	}
 	c.dlq = subj
 	if on := subj != "" && c.cfg.AckPolicy != consumer.AckNone; on != c.st.DeadLetterOn() {
-		c.commit(&consumer.UpdatePolicy{Policy: consumer.PolicyOf(&c.cfg), DeadLetter: on})
+		c.Commit(&consumer.UpdatePolicy{Policy: consumer.PolicyOf(&c.cfg), DeadLetter: on})
 	}
 }
 
@@ -313,7 +313,7 @@ func (c *cons) termToDeadLetter(a *ackMsg, now time.Time) bool {
 	if held && c.cfg.AckPolicy != consumer.AckExplicit {
 		c.ack(&consumer.Ack{Stream: a.sseq, Consumer: a.cseq}) // (ack all leaves the held message itself)
 	}
-	if !c.commit(&consumer.DeadLetter{Step: consumer.DeadLetterMark, Stream: a.sseq, Reason: store.DeadLetterTerm, Value: now.UnixNano()}).Changed {
+	if !c.Commit(&consumer.DeadLetter{Step: consumer.DeadLetterMark, Stream: a.sseq, Reason: store.DeadLetterTerm, Value: now.UnixNano()}).Changed {
 		return false
 	}
 	c.dirty = true
@@ -383,7 +383,7 @@ func (c *cons) prepareMove(sseq uint64, mv *move, now time.Time) {
 	}
 	if !mv.sent {
 		last := target.store.State(false).LastSeq
-		c.commit(&consumer.DeadLetter{Step: consumer.DeadLetterAfter, Stream: sseq, Value: int64(last)})
+		c.Commit(&consumer.DeadLetter{Step: consumer.DeadLetterAfter, Stream: sseq, Value: int64(last)})
 		mv.scanned = last
 	}
 	if !mv.ready {
@@ -415,7 +415,7 @@ func (c *cons) sendMove(sseq uint64, mv *move, target *runner, now time.Time) {
 	}
 	if m == nil {
 		// Gone from the stream (a limit, a purge): nothing to copy.
-		if ds := c.commit(&consumer.Drop{Seqs: []uint64{sseq}}).Dropped; len(ds) > 0 {
+		if ds := c.Commit(&consumer.Drop{Seqs: []uint64{sseq}}).Dropped; len(ds) > 0 {
 			d := ds[0]
 			c.dirty = true
 			if !d.Exhausted { // (a held message's +TERM was advised)
@@ -537,7 +537,7 @@ func (c *cons) logMoveErr(sseq uint64, target, msg string, wait time.Duration, n
 // delivery counts as acknowledged (retention runs after the round), the
 // +TERM replies go after retention, and a snapshot is taken at once.
 func (c *cons) completeMove(sseq uint64, mv *move) {
-	c.acked = append(c.acked, c.commit(&consumer.DeadLetter{Step: consumer.DeadLetterMoved, Stream: sseq}).Acked...)
+	c.acked = append(c.acked, c.Commit(&consumer.DeadLetter{Step: consumer.DeadLetterMoved, Stream: sseq}).Acked...)
 	c.ackReplies = append(c.ackReplies, mv.replies...)
 	mv.replies = nil
 	c.dirty, c.saveNow = true, true
@@ -556,7 +556,7 @@ func (c *cons) finishUncaptured(sseq uint64, mv *move) {
 		c.publishCopy(m, info.Reason, info.Deliveries, "")
 	}
 	c.dirty = true
-	c.acked = append(c.acked, c.commit(&consumer.DeadLetter{Step: consumer.DeadLetterUnmark, Stream: sseq}).Acked...)
+	c.acked = append(c.acked, c.Commit(&consumer.DeadLetter{Step: consumer.DeadLetterUnmark, Stream: sseq}).Acked...)
 	c.ackReplies = append(c.ackReplies, mv.replies...)
 	mv.replies = nil
 	c.endMove(sseq, mv)
@@ -564,7 +564,7 @@ func (c *cons) finishUncaptured(sseq uint64, mv *move) {
 
 // retryMoveAt arms the next attempt of the move of sseq at at.
 func (c *cons) retryMoveAt(sseq uint64, at time.Time) {
-	c.commit(&consumer.DeadLetter{Step: consumer.DeadLetterRetryAt, Stream: sseq, Value: at.UnixNano()})
+	c.Commit(&consumer.DeadLetter{Step: consumer.DeadLetterRetryAt, Stream: sseq, Value: at.UnixNano()})
 }
 
 // endMove forgets the move of sseq; its +TERM replies, if any are left,

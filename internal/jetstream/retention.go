@@ -4,7 +4,6 @@ import (
 	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
-	"github.com/cairnmq/cairn/internal/subject"
 )
 
 // durableSeq is the highest sequence every message through which is
@@ -263,7 +262,7 @@ func (r *runner) afterPurge(req store.PurgeRequest, n uint64) {
 		to := st.FirstSeq
 		if req.Subject != "" {
 			switch c.purgeRelation(req.Subject) {
-			case purgeCovers:
+			case consumer.PurgeCovers:
 				if covered == 0 {
 					covered = st.LastSeq + 1
 					if m, err := r.store.LoadNext([]string{req.Subject}, st.FirstSeq); err == nil {
@@ -271,7 +270,7 @@ func (r *runner) afterPurge(req store.PurgeRequest, n uint64) {
 					}
 				}
 				to = covered
-			case purgeDisjoint:
+			case consumer.PurgeDisjoint:
 				to = 0
 			}
 		}
@@ -284,41 +283,12 @@ func (r *runner) afterPurge(req store.PurgeRequest, n uint64) {
 	}
 }
 
-// How a filtered purge relates to a consumer (afterPurge).
-const (
-	purgeWider    = iota // the consumer's filters reach beyond the purge subject
-	purgeCovers          // every filter lies within the purge subject
-	purgeDisjoint        // nats-server leaves the consumer alone
-)
-
 // purgeRelation returns how a purge of subj relates to the consumer's
-// filters, in nats-server v2.15.2 purgeLocked's terms:
-// isEqualOrSubsetMatch (a filter within subj), isFilterSubsetOf (all of
-// them) and isFilteredMatch (subj within a filter, or no filter).
+// filters (consumer.PurgeRelation).
 func (c *cons) purgeRelation(subj string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	within := 0
-	for _, f := range c.filters {
-		if subject.SubsetOf(f, subj) {
-			within++
-		}
-	}
-	switch {
-	case within > 0 && within == len(c.filters):
-		return purgeCovers
-	case within > 0:
-		return purgeWider
-	}
-	if len(c.filters) == 0 {
-		return purgeWider
-	}
-	for _, f := range c.filters {
-		if subject.SubsetOf(subj, f) {
-			return purgeWider
-		}
-	}
-	return purgeDisjoint
+	return c.d.PurgeRelation(subj)
 }
 
 // afterExpiry drops the consumers' pending deliveries of messages an
@@ -348,7 +318,7 @@ func (c *cons) dropPending(seq uint64) {
 	c.mu.Lock()
 	gone := false
 	if c.st.IsPending(seq) || c.st.IsExhausted(seq) {
-		ds := c.commit(&consumer.Drop{Seqs: []uint64{seq}}).Dropped
+		ds := c.Commit(&consumer.Drop{Seqs: []uint64{seq}}).Dropped
 		if gone = len(ds) > 0; gone && !ds[0].Exhausted {
 			c.adviseDropped(ds[0])
 		}
@@ -380,7 +350,7 @@ func (c *cons) dropGoneLocked(advise bool) int {
 	if len(seqs) == 0 {
 		return 0
 	}
-	ds := c.commit(&consumer.Drop{Seqs: seqs}).Dropped
+	ds := c.Commit(&consumer.Drop{Seqs: seqs}).Dropped
 	if len(ds) > 0 {
 		c.dirty = true
 	}

@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"errors"
+	"github.com/cairnmq/cairn/internal/consumer"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -359,7 +360,7 @@ func (s *sourcer) optStart(o *runner, notBefore int64) uint64 {
 // ns).
 func (s *sourcer) atTime(o *runner, t int64) uint64 {
 	st := o.store.State(false)
-	return firstAtTime(o.store, t, st.FirstSeq, st.LastSeq)
+	return consumer.FirstAtTime(o.store, t, st.FirstSeq, st.LastSeq)
 }
 
 // resume finds where copying from o (of identity ident) starts and,

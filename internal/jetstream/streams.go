@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"errors"
+	"github.com/cairnmq/cairn/internal/consumer"
 	"sort"
 	"strings"
 	"time"
@@ -246,7 +247,7 @@ func (js *JetStream) DeleteStream(name string) *jserr.Error {
 		return jserr.New(jserr.StreamNotFound)
 	}
 	consumers := r.consumerNames()
-	if err := r.stop(hdrDeleted); err != nil && !errors.Is(err, store.ErrClosed) {
+	if err := r.stop(consumer.StatusDeleted); err != nil && !errors.Is(err, store.ErrClosed) {
 		js.logf("jetstream: stream %s: close before delete: %v", name, err)
 	}
 	if r.dir != "" {
