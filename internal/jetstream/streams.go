@@ -12,29 +12,33 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// AddStream creates a stream (protocol.md section 2.6.2). The config is
-// defaulted and validated here; creating a stream that exists with the
-// same config returns its info, with another config 10058; subjects that
-// overlap another stream's give 10065.
-func (js *JetStream) AddStream(cfg stream.Config) (*StreamInfo, *jserr.Error) {
-	return js.AddStreamPedantic(cfg, false)
+// StreamRequest is the config of a STREAM.CREATE or STREAM.UPDATE
+// request with what else the request says: Pedantic refuses what would
+// otherwise be fixed (stream.Config.CheckPedantic, 10157); Subject is
+// the stream name of the request subject, which the config's name must
+// equal (10056; "" when there is none: no check).
+type StreamRequest struct {
+	Config   stream.Config
+	Pedantic bool
+	Subject  string
 }
 
-// AddStreamPedantic is AddStream for a request that may carry "pedantic":
-// with pedantic set, what AddStream would fix in cfg is refused instead
-// (stream.Config.CheckPedantic, 10157).
-func (js *JetStream) AddStreamPedantic(cfg stream.Config, pedantic bool) (*StreamInfo, *jserr.Error) {
-	cfg.SetStaticMetadata()
-	if err := cfg.CheckCreate(); err != nil {
-		return nil, err
-	}
-	if pedantic {
-		if err := cfg.CheckPedantic(); err != nil {
-			return nil, err
-		}
-	}
-	cfg.SetDefaults()
-	if err := cfg.Validate(); err != nil {
+// AddStream creates a stream from cfg: StreamCreate without a request
+// subject or pedantic mode.
+func (js *JetStream) AddStream(cfg stream.Config) (*StreamInfo, *jserr.Error) {
+	return js.StreamCreate(StreamRequest{Config: cfg})
+}
+
+// StreamCreate creates a stream (protocol.md section 2.6.2). The config
+// is readied and checked in one place (stream.Config.PrepareCreate: the
+// name against the subject, 10128, sealed, mirror_direct, pedantic
+// 10157, defaults, validation), then against the server in nats-server's
+// order: creating a stream that exists with the same config returns its
+// info, with another config 10058; the storage limits (10028, 10047),
+// source filters, and subjects that overlap another stream's (10065).
+func (js *JetStream) StreamCreate(req StreamRequest) (*StreamInfo, *jserr.Error) {
+	cfg, pedantic := req.Config, req.Pedantic
+	if err := cfg.PrepareCreate(req.Subject, pedantic); err != nil {
 		return nil, err
 	}
 	js.mu.Lock()
@@ -121,12 +125,21 @@ func (js *JetStream) makeStreamDir(dir string, m metaFile) error {
 	return writeMeta(js.cfg.FS, dir, m)
 }
 
-// UpdateStream changes a stream's config within what nats-server allows
-// (protocol.md section 3.10). A change of the mirror (only its removal
-// is allowed) or of the sources restarts the stream's sourcers.
+// UpdateStream changes a stream's config to cfg: StreamUpdate without a
+// request subject or pedantic mode.
 func (js *JetStream) UpdateStream(cfg stream.Config) (*StreamInfo, *jserr.Error) {
-	cfg.SetDefaults()
-	if err := cfg.Validate(); err != nil {
+	return js.StreamUpdate(StreamRequest{Config: cfg})
+}
+
+// StreamUpdate changes a stream's config within what nats-server allows
+// (protocol.md section 3.10). The config is readied and checked in one
+// place (stream.Config.PrepareUpdate: pedantic 10157, defaults,
+// validation, the name against the subject 10056), then against the
+// stream (updateLocked). A change of the mirror (only its removal is
+// allowed) or of the sources restarts the stream's sourcers.
+func (js *JetStream) StreamUpdate(req StreamRequest) (*StreamInfo, *jserr.Error) {
+	cfg := req.Config
+	if err := cfg.PrepareUpdate(req.Subject, req.Pedantic); err != nil {
 		return nil, err
 	}
 	r, err := js.updateLocked(cfg)
@@ -152,7 +165,6 @@ func (js *JetStream) updateLocked(cfg stream.Config) (*runner, *jserr.Error) {
 		return nil, jserr.New(jserr.StreamNotFound)
 	}
 	old := r.config()
-	cfg.SetStaticMetadata()
 	if err := stream.CheckUpdate(&old, &cfg); err != nil {
 		return nil, err
 	}

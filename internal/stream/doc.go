@@ -9,20 +9,20 @@
 // # Configs
 //
 // The API layer decodes a request body into a Config (unknown keys are
-// ignored) and then, for a create, in nats-server's order:
+// ignored) and hands it to the engine, which checks it in one place:
 //
-//  1. SetStaticMetadata, then check the name against the subject (10056).
-//  2. CheckCreate (10128, sealed, mirror_direct).
-//  3. SetDefaults, then Validate.
-//  4. If the stream exists: CopyVersionMetadata from the existing config,
-//     then Equal decides between success and 10058. Else the overlap with
-//     other streams' subjects (10065) and the store.
+//   - a create: PrepareCreate (static metadata, the name against the
+//     request subject 10056, CheckCreate 10128, pedantic 10157,
+//     SetDefaults, Validate); then, with the other streams at hand, an
+//     existing stream (CopyVersionMetadata, then Equal decides between
+//     success and 10058), the storage limits, the source filters, the
+//     overlap with other streams' subjects (10065), and the store.
+//   - an update: PrepareUpdate (pedantic, SetDefaults, Validate, the name
+//     10056, static metadata); then the lookup (10059), CheckUpdate
+//     (which also applies a seal), the consumer limits (10069) and
+//     subject overlap (10065), and the UpdateConfig operation.
 //
-// For an update: SetDefaults and Validate, the name check (10056), the
-// lookup (10059), SetStaticMetadata, CheckUpdate (which also applies a
-// seal), the consumer limits (10069) and subject overlap (10065), then
-// Stream.SetConfig. Every config returned to a client goes through
-// WithServerMetadata.
+// Every config returned to a client goes through WithServerMetadata.
 //
 // # Operations
 //
