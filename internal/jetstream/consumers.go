@@ -3,6 +3,7 @@ package jetstream
 import (
 	"errors"
 	"fmt"
+	"github.com/cairnmq/cairn/internal/jetstream/metafile"
 	"maps"
 	"path"
 	"slices"
@@ -269,7 +270,7 @@ func (r *runner) persistConsumer(c *cons) error {
 			return err
 		}
 	}
-	if err := writeMeta(r.js.cfg.FS, dir, consumerMeta{Config: c.cfg, Created: c.created}); err != nil {
+	if err := metafile.Write(r.js.cfg.FS, dir, consumerMeta{Config: c.cfg, Created: c.created}); err != nil {
 		return err
 	}
 	cs, err := r.store.ConsumerStore(c.name)
@@ -390,7 +391,7 @@ func (r *runner) releaseUnrestoredLocked(name string) error {
 func (r *runner) restoreConsumer(name string) error {
 	dir := consumerDir(r.dir, name)
 	var m consumerMeta
-	if err := readMeta(r.js.cfg.FS, dir, &m); err != nil {
+	if err := metafile.Read(r.js.cfg.FS, dir, &m); err != nil {
 		return err
 	}
 	cs, err := r.store.ConsumerStore(name)
@@ -529,7 +530,7 @@ func (c *cons) update(cfg consumer.Config) error {
 	if dir == "" {
 		return nil
 	}
-	return writeMeta(c.js.cfg.FS, dir, consumerMeta{Config: cfg, Created: c.created})
+	return metafile.Write(c.js.cfg.FS, dir, consumerMeta{Config: cfg, Created: c.created})
 }
 
 // ConsumerInfo returns a consumer's info: 10059 or 10014 when missing.
@@ -612,7 +613,7 @@ func (c *cons) removeFiles() {
 	if cs, err := c.sr.store.ConsumerStore(c.name); err == nil {
 		_ = cs.Delete()
 	}
-	if err := removeAll(c.js.cfg.FS, c.dir); err != nil {
+	if err := metafile.RemoveAll(c.js.cfg.FS, c.dir); err != nil {
 		c.js.logf("consumer %s > %s: remove %s: %v", c.sr.name, c.name, c.dir, err)
 	}
 }
@@ -672,7 +673,7 @@ func (js *JetStream) PauseConsumer(streamName, name string, until time.Time) (Pa
 	cfg, dir := c.cfg.Clone(), c.dir
 	c.mu.Unlock()
 	if dir != "" {
-		if err := writeMeta(js.cfg.FS, dir, consumerMeta{Config: cfg, Created: c.created}); err != nil {
+		if err := metafile.Write(js.cfg.FS, dir, consumerMeta{Config: cfg, Created: c.created}); err != nil {
 			js.logf("consumer %s > %s: save pause: %v", streamName, name, err)
 		}
 	}

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"errors"
 	"fmt"
+	"github.com/cairnmq/cairn/internal/jetstream/metafile"
 	"path"
 	"sort"
 	"sync"
@@ -172,7 +173,7 @@ func (js *JetStream) restore() error {
 func (js *JetStream) restoreOne(name string) (*runner, error) {
 	dir := js.streamDir(name)
 	var m metaFile
-	if err := readMeta(js.cfg.FS, dir, &m); err != nil {
+	if err := metafile.Read(js.cfg.FS, dir, &m); err != nil {
 		return nil, err
 	}
 	if m.Config.Name != name {

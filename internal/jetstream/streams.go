@@ -3,6 +3,7 @@ package jetstream
 import (
 	"errors"
 	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/jetstream/metafile"
 	"sort"
 	"strings"
 	"time"
@@ -122,7 +123,7 @@ func (js *JetStream) makeStreamDir(dir string, m metaFile) error {
 	if err := js.cfg.FS.SyncDir(js.streamsDir()); err != nil {
 		return err
 	}
-	return writeMeta(js.cfg.FS, dir, m)
+	return metafile.Write(js.cfg.FS, dir, m)
 }
 
 // UpdateStream changes a stream's config to cfg: StreamUpdate without a
@@ -212,7 +213,7 @@ func (js *JetStream) configLocked(name string) (stream.Config, bool) {
 // configApplied) and moves the subscriptions.
 func (js *JetStream) applyUpdate(r *runner, cfg stream.Config) error {
 	if r.dir != "" {
-		if err := writeMeta(js.cfg.FS, r.dir, metaFile{Config: cfg, Created: r.created}); err != nil {
+		if err := metafile.Write(js.cfg.FS, r.dir, metaFile{Config: cfg, Created: r.created}); err != nil {
 			return err
 		}
 	}
