@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"fmt"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"sync"
 	"testing"
 	"time"
@@ -70,7 +71,7 @@ func (b *batchRecorder) Append(m store.Msg) (uint64, error) {
 
 // startRecorded starts a runner of cfg (in memory) over a batchRecorder;
 // the runner stops, and its JetStream shuts down, with the test.
-func startRecorded(t *testing.T, cfg stream.Config) (*runner, *batchRecorder, *memTransport) {
+func startRecorded(t *testing.T, cfg stream.Config) (*streamEntry, *batchRecorder, *memTransport) {
 	t.Helper()
 	tr := newMemTransport()
 	js := newTestJS(t, vfs.NewCrashFS(), tr)
@@ -78,28 +79,28 @@ func startRecorded(t *testing.T, cfg stream.Config) (*runner, *batchRecorder, *m
 	cfg.Storage = stream.MemoryStorage
 	cfg.SetDefaults()
 	rec := &batchRecorder{Store: memstore.New(cfg.StoreConfig())}
-	r := newRunner(js, cfg, time.Now(), "", rec)
-	if err := r.start(); err != nil {
+	r := &streamEntry{js: js, Stream: streamrun.New(js.streamEnv(), cfg, time.Now(), "", rec)}
+	r.cons.byName, r.cons.deleting, r.cons.unrestored = map[string]*cons{}, map[string]bool{}, map[string]bool{}
+	r.SetConsumers(&r.cons)
+	if err := r.Open(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.stop(nil) })
+	if err := r.Serve(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Stop(nil) })
 	return r, rec, tr
 }
 
 // holdApply keeps the apply goroutine busy until release is called, so
 // that what the test queues meanwhile is taken as one batch (queued
 // before the hold, it could share a batch with the holding operation).
-func holdApply(r *runner) (release func()) {
-	busy, done := make(chan struct{}), make(chan struct{})
-	r.in.pushOp(item{req: &request{kind: reqBarrier, done: busy, release: done}})
-	<-busy
-	return func() { close(done) }
-}
+func holdApply(r *streamEntry) (release func()) { return r.Hold() }
 
 // publishHeld publishes n messages on subj while the apply goroutine is
 // held, so that it takes them as one batch, and returns the inbox of
 // their PubAcks.
-func publishHeld(r *runner, tr *memTransport, subj string, n int) *inbox {
+func publishHeld(r *streamEntry, tr *memTransport, subj string, n int) *inbox {
 	release := holdApply(r)
 	defer release()
 	acks := tr.inbox("_INBOX." + subj)
@@ -151,7 +152,7 @@ func TestUninterestedDropsAreBatched(t *testing.T) {
 	}
 	// A memory stream's PubAcks go out as each message is applied, the
 	// removal at the end of the batch: wait for the batch to end.
-	r.submit(&request{kind: reqBarrier})
+	r.Barrier()
 	if st := rec.State(false); st.Msgs != 0 || st.LastSeq != n {
 		t.Fatalf("store after %d publishes without interest: %+v, want none kept", n, st)
 	}
@@ -178,10 +179,10 @@ func TestQueuedRemovalsAreCoalesced(t *testing.T) {
 
 	release := holdApply(r)
 	for seq := uint64(1); seq <= n; seq++ {
-		r.removeMsgs([]uint64{seq}, false)
+		r.RemoveMsgs([]uint64{seq}, false)
 	}
 	release()
-	r.submit(&request{kind: reqBarrier}) // after the removals' operation
+	r.Barrier() // after the removals' operation
 
 	if st := rec.State(false); st.Msgs != 0 {
 		t.Fatalf("%d messages left after removing all %d", st.Msgs, n)
@@ -215,7 +216,7 @@ func TestDropUnneededStopsAtUnfilteredConsumer(t *testing.T) {
 	rec.mu.Lock()
 	before := rec.nexts
 	rec.mu.Unlock()
-	r.dropUnneeded()
+	r.DropUnneeded()
 	rec.mu.Lock()
 	read := rec.nexts - before
 	rec.mu.Unlock()

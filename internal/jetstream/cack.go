@@ -43,7 +43,7 @@ func (c *cons) processAck(a *ackMsg, now time.Time) {
 		c.d.AddPull(a.reply, a.next, now)
 		return
 	}
-	if a.reply == "" || (c.cfg.AckPolicy == consumer.AckNone && c.sr.retention() == stream.LimitsPolicy) {
+	if a.reply == "" || (c.cfg.AckPolicy == consumer.AckNone && c.sr.Retention() == stream.LimitsPolicy) {
 		return
 	}
 	if c.jr == nil || a.kind == ackWPI || c.cfg.AckPolicy == consumer.AckNone {
@@ -170,7 +170,7 @@ type maxDeliverAdvisory struct {
 
 func (c *cons) advise(kind, typ string, a *ackMsg, reason string) {
 	c.publishAdvisory(kind, ackAdvisory{
-		Type: typ, ID: nuid.Next(), Time: c.now().UTC(), Stream: c.sr.name, Consumer: c.name,
+		Type: typ, ID: nuid.Next(), Time: c.now().UTC(), Stream: c.sr.Name(), Consumer: c.name,
 		ConsumerSeq: a.cseq, StreamSeq: a.sseq, Deliveries: a.dc, Reason: reason,
 	})
 }
@@ -190,13 +190,13 @@ func (c *cons) adviseDropped(d consumer.Dropped) {
 func (c *cons) adviseMaxDeliveries(ex consumer.Exhausted) {
 	c.publishAdvisory("MAX_DELIVERIES", maxDeliverAdvisory{
 		Type: "io.nats.jetstream.advisory.v1.max_deliver", ID: nuid.Next(), Time: c.now().UTC(),
-		Stream: c.sr.name, Consumer: c.name, StreamSeq: ex.Stream, Deliveries: ex.Deliveries,
+		Stream: c.sr.Name(), Consumer: c.name, StreamSeq: ex.Stream, Deliveries: ex.Deliveries,
 	})
 }
 
 // publishAdvisory publishes on $JS.EVENT.ADVISORY.CONSUMER.<kind>.<S>.<C>.
 func (c *cons) publishAdvisory(kind string, v any) {
-	subj := "$JS.EVENT.ADVISORY.CONSUMER." + kind + "." + c.sr.name + "." + c.name
+	subj := "$JS.EVENT.ADVISORY.CONSUMER." + kind + "." + c.sr.Name() + "." + c.name
 	if !c.js.tr.HasInterest(subj) {
 		return
 	}

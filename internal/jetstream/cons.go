@@ -45,7 +45,7 @@ type pullEvent struct {
 // guards the state so that API calls (info) can read it.
 type cons struct {
 	js      *JetStream
-	sr      *runner
+	sr      *streamEntry
 	name    string
 	created time.Time
 	dir     string                // "" when not persisted
@@ -108,7 +108,7 @@ func (c *cons) now() time.Time { return c.js.now() }
 // next Commit. The caller holds c.mu (consumer.Committer).
 func (c *cons) Commit(op consumer.Op) *consumer.Outcome {
 	if err := c.log.Propose(op, 0); err != nil {
-		c.js.logf("consumer %s > %s: operation of kind %d not proposed: %v", c.sr.name, c.name, op.Kind(), err)
+		c.js.logf("consumer %s > %s: operation of kind %d not proposed: %v", c.sr.Name(), c.name, op.Kind(), err)
 		c.cout = consumer.Outcome{}
 	}
 	if c.cout.Dirty {
@@ -138,11 +138,11 @@ func (c *cons) push(ev cevent) {
 	c.evMu.Lock()
 	c.events = append(c.events, ev)
 	c.evMu.Unlock()
-	c.signal()
+	c.Signal()
 }
 
-// signal wakes the loop (new messages, acks, config changes).
-func (c *cons) signal() {
+// Signal wakes the loop (new messages, acks, config changes).
+func (c *cons) Signal() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -174,7 +174,7 @@ func (c *cons) loop() {
 		evs = c.takeEvents(evs)
 		acked, replies, jb, idle := c.round(evs)
 		if len(acked) > 0 {
-			c.sr.onAcked(c, acked, len(replies) > 0 || len(jb.waits) > 0 || jb.saveAfter)
+			c.sr.OnAcked(c, acked, len(replies) > 0 || len(jb.waits) > 0 || jb.saveAfter)
 		}
 		if jb.saveAfter {
 			c.saveAfterRetention()
@@ -212,8 +212,8 @@ func (c *cons) round(evs []cevent) (acked []uint64, replies []string, jb journal
 	c.endPause(now)
 	c.expireAcks(now)
 	c.d.ExpirePulls(now)
-	if c.d.Deliver(now, c.sr.durableSeq()) {
-		c.signal() // go on in the next round, after the queued acks
+	if c.d.Deliver(now, c.sr.DurableSeq()) {
+		c.Signal() // go on in the next round, after the queued acks
 	}
 	c.acked = append(c.acked, c.d.TakeAcked()...)
 	c.d.Heartbeats(now)
@@ -255,7 +255,7 @@ func (c *cons) endPause(now time.Time) {
 		return
 	}
 	c.Commit(&consumer.Pause{})
-	c.js.adviseConsumerPause(c.sr.name, c.name, PauseResult{Until: until.UTC()})
+	c.js.adviseConsumerPause(c.sr.Name(), c.name, PauseResult{Until: until.UTC()})
 }
 
 // expireAcks moves deliveries past their ack wait to the redelivery queue

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/cairnmq/cairn/internal/jetstream/metafile"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"maps"
 	"path"
 	"slices"
@@ -50,8 +51,8 @@ func (js *JetStream) CreateConsumer(streamName string, cfg consumer.Config, acti
 
 // createConsumer is CreateConsumer on the stream r found; r may have been
 // deleted since (10059 then).
-func (js *JetStream) createConsumer(r *runner, cfg consumer.Config, action ConsumerAction, pedantic bool) (*consumer.Info, *jserr.Error) {
-	scfg := r.config()
+func (js *JetStream) createConsumer(r *streamEntry, cfg consumer.Config, action ConsumerAction, pedantic bool) (*consumer.Info, *jserr.Error) {
+	scfg := r.Config()
 	cfg.SetStaticMetadata()
 	if err := cfg.SetDefaults(&scfg, pedantic); err != nil {
 		return nil, err
@@ -71,26 +72,26 @@ func (js *JetStream) createConsumer(r *runner, cfg consumer.Config, action Consu
 	var refiltered, released bool
 	defer func() {
 		if refiltered {
-			// After r.cmu is released: an interest stream drops what the
+			// After r.cons.mu is released: an interest stream drops what the
 			// consumer's new filters leave nobody needing, as nats-server
 			// v2.15.2 does before it answers.
-			r.dropUnneededWait()
+			r.DropUnneededWait()
 		}
 	}()
-	r.cmu.Lock()
-	defer r.cmu.Unlock()
-	if c := r.consumers[cfg.Name]; c != nil {
+	r.cons.mu.Lock()
+	defer r.cons.mu.Unlock()
+	if c := r.cons.byName[cfg.Name]; c != nil {
 		old := c.config()
 		info, err := r.recreate(c, cfg, action)
 		refiltered = err == nil && !slices.Equal(old.Filters(), cfg.Filters())
 		return info, err
 	}
-	if r.consumersDone {
+	if r.cons.done {
 		// The stream stopped (deleted) after the lookup: creating the
 		// consumer now would leave its directory behind.
 		return nil, jserr.New(jserr.StreamNotFound)
 	}
-	if r.deleting[cfg.Name] {
+	if r.cons.deleting[cfg.Name] {
 		// A consumer of this name is being deleted; its files must go
 		// before a new one can have them.
 		return nil, jserr.New(jserr.ConsumerNameExist)
@@ -101,7 +102,7 @@ func (js *JetStream) createConsumer(r *runner, cfg consumer.Config, action Consu
 	if err := r.checkNewLocked(&scfg, &cfg); err != nil {
 		return nil, err
 	}
-	if r.unrestored[cfg.Name] {
+	if r.cons.unrestored[cfg.Name] {
 		if err := r.releaseUnrestoredLocked(cfg.Name); err != nil {
 			return nil, jserr.From(err, jserr.ConsumerCreate)
 		}
@@ -116,14 +117,14 @@ func (js *JetStream) createConsumer(r *runner, cfg consumer.Config, action Consu
 		c.cfg.Name = "" // nats-server names it only at the top level of its info
 	}
 	info := c.info()
-	r.consumers[cfg.Name] = c
+	r.cons.byName[cfg.Name] = c
 	// What only the unrestored consumer held may go now that the new one
 	// is in place (it may need some of it).
 	refiltered = released
 	c.start()
-	js.adviseConsumer(r.name, cfg.Name, actionCreate)
+	js.adviseConsumer(r.Name(), cfg.Name, actionCreate)
 	if info.Paused {
-		js.adviseConsumerPause(r.name, cfg.Name, PauseResult{Paused: true, Until: *cfg.PauseUntil})
+		js.adviseConsumerPause(r.Name(), cfg.Name, PauseResult{Paused: true, Until: *cfg.PauseUntil})
 	}
 	return info, nil
 }
@@ -131,8 +132,8 @@ func (js *JetStream) createConsumer(r *runner, cfg consumer.Config, action Consu
 // checkNewLocked runs nats-server v2.15.2's checks for a consumer that
 // does not exist yet, in its order: max_consumers over the limitable
 // consumers (10026), the workqueue rules, the durable name length
-// (10102). The caller holds r.cmu.
-func (r *runner) checkNewLocked(scfg *stream.Config, cfg *consumer.Config) *jserr.Error {
+// (10102). The caller holds r.cons.mu.
+func (r *streamEntry) checkNewLocked(scfg *stream.Config, cfg *consumer.Config) *jserr.Error {
 	others := r.consumerConfigsLocked("")
 	if scfg.MaxConsumers > 0 && cfg.Limitable() && countLimitable(others) >= scfg.MaxConsumers {
 		return jserr.New(jserr.MaximumConsumersLimit)
@@ -157,8 +158,8 @@ func countLimitable(cfgs []*consumer.Config) int {
 
 // recreate answers a create of an existing consumer: with action create
 // an equal config returns its info (else 10148); otherwise it is an
-// update. The caller holds r.cmu.
-func (r *runner) recreate(c *cons, cfg consumer.Config, action ConsumerAction) (*consumer.Info, *jserr.Error) {
+// update. The caller holds r.cons.mu.
+func (r *streamEntry) recreate(c *cons, cfg consumer.Config, action ConsumerAction) (*consumer.Info, *jserr.Error) {
 	old := c.config()
 	if action == CreateOnly {
 		if !cfg.EqualForCreate(&old) {
@@ -166,7 +167,7 @@ func (r *runner) recreate(c *cons, cfg consumer.Config, action ConsumerAction) (
 		}
 		return c.info(), nil
 	}
-	if r.config().Retention == stream.WorkQueuePolicy {
+	if r.Config().Retention == stream.WorkQueuePolicy {
 		if err := consumer.CheckWorkQueueUpdate(&cfg, r.consumerConfigsLocked(cfg.Name)); err != nil {
 			return nil, err
 		}
@@ -187,10 +188,10 @@ func (r *runner) recreate(c *cons, cfg consumer.Config, action ConsumerAction) (
 }
 
 // consumerConfigsLocked returns the configs of the stream's consumers
-// except the one named skip. The caller holds r.cmu.
-func (r *runner) consumerConfigsLocked(skip string) []*consumer.Config {
-	out := make([]*consumer.Config, 0, len(r.consumers))
-	for name, c := range r.consumers {
+// except the one named skip. The caller holds r.cons.mu.
+func (r *streamEntry) consumerConfigsLocked(skip string) []*consumer.Config {
+	out := make([]*consumer.Config, 0, len(r.cons.byName))
+	for name, c := range r.cons.byName {
 		if name != skip {
 			cfg := c.config()
 			out = append(out, &cfg)
@@ -208,13 +209,13 @@ func randomName() string {
 
 // persisted reports whether a consumer with cfg keeps its state on disk:
 // a durable consumer of a file stream without mem_storage.
-func (r *runner) persisted(cfg *consumer.Config) bool {
-	return r.dir != "" && cfg.Durable != "" && !cfg.MemoryStorage
+func (r *streamEntry) persisted(cfg *consumer.Config) bool {
+	return r.Dir() != "" && cfg.Durable != "" && !cfg.MemoryStorage
 }
 
 // newConsumer builds a consumer at its starting position, writing its
 // metadata and opening its state when it is persisted.
-func (r *runner) newConsumer(cfg consumer.Config, created time.Time) (*cons, error) {
+func (r *streamEntry) newConsumer(cfg consumer.Config, created time.Time) (*cons, error) {
 	c := r.makeCons(cfg, created)
 	c.d.Position()
 	c.st = c.d.State()
@@ -230,14 +231,14 @@ func (r *runner) newConsumer(cfg consumer.Config, created time.Time) (*cons, err
 	return c, nil
 }
 
-func (r *runner) makeCons(cfg consumer.Config, created time.Time) *cons {
+func (r *streamEntry) makeCons(cfg consumer.Config, created time.Time) *cons {
 	c := &cons{
 		js: r.js, sr: r, name: cfg.Name, created: created, cfg: cfg,
 		wake: make(chan struct{}, 1), quit: make(chan struct{}),
 		moves: map[uint64]*move{},
 	}
-	c.d = consumer.NewDeliverer(r.name, cfg.Name, cfg.Clone(), created, r.store, r.js.tr, c, r.js.logf)
-	c.log = r.js.newConsumerLog(r.name, cfg.Name, c)
+	c.d = consumer.NewDeliverer(r.Name(), cfg.Name, cfg.Clone(), created, r.Store(), r.js.tr, c, r.js.logf)
+	c.log = r.js.newConsumerLog(r.Name(), cfg.Name, c)
 	return c
 }
 
@@ -258,14 +259,14 @@ func (c *cons) initPause() {
 }
 
 // persistConsumer writes the consumer's metadata and opens its state.
-func (r *runner) persistConsumer(c *cons) error {
-	dir := consumerDir(r.dir, c.name)
+func (r *streamEntry) persistConsumer(c *cons) error {
+	dir := consumerDir(r.Dir(), c.name)
 	if err := r.js.cfg.FS.MkdirAll(dir); err != nil {
 		return err
 	}
 	// The consumer's entry in obs/, and obs/'s own in the stream's
 	// directory (MkdirAll created it for the first consumer).
-	for _, d := range []string{path.Dir(dir), r.dir} {
+	for _, d := range []string{path.Dir(dir), r.Dir()} {
 		if err := r.js.cfg.FS.SyncDir(d); err != nil {
 			return err
 		}
@@ -273,7 +274,7 @@ func (r *runner) persistConsumer(c *cons) error {
 	if err := metafile.Write(r.js.cfg.FS, dir, consumerMeta{Config: c.cfg, Created: c.created}); err != nil {
 		return err
 	}
-	cs, err := r.store.ConsumerStore(c.name)
+	cs, err := r.Store().ConsumerStore(c.name)
 	if err != nil {
 		return err
 	}
@@ -286,7 +287,7 @@ func (r *runner) persistConsumer(c *cons) error {
 func (c *cons) setStore(dir string, cs store.ConsumerStore) {
 	c.dir, c.cstore = dir, cs
 	c.jr, _ = cs.(store.ConsumerJournal)
-	c.saver = newSaver(cs, c.sr.name+" > "+c.name, c.js.logf, c.stored)
+	c.saver = newSaver(cs, c.sr.Name()+" > "+c.name, c.js.logf, c.stored)
 }
 
 // stored runs on the saver's goroutine once a snapshot is written: the
@@ -321,11 +322,11 @@ func (c *cons) replayJournal() {
 // restoreConsumers starts the persisted consumers of a file stream. A
 // consumer whose metadata or state cannot be read is reported and left
 // on disk.
-func (r *runner) restoreConsumers() {
-	if r.dir == "" {
+func (r *streamEntry) restoreConsumers() {
+	if r.Dir() == "" {
 		return
 	}
-	names, err := r.js.cfg.FS.ReadDir(path.Join(r.dir, "obs"))
+	names, err := r.js.cfg.FS.ReadDir(path.Join(r.Dir(), "obs"))
 	if err != nil {
 		return
 	}
@@ -339,13 +340,13 @@ func (r *runner) restoreConsumers() {
 	}
 	// Retention for the acks replayed from the journal, once every
 	// consumer is back (interest counts them all).
-	for _, c := range r.consumerList() {
+	for _, c := range r.cons.list() {
 		c.mu.Lock()
 		seqs := c.replayed
 		c.replayed = nil
 		c.mu.Unlock()
 		if len(seqs) > 0 {
-			r.onAcked(c, seqs, false)
+			r.OnAcked(c, seqs, false)
 		}
 	}
 }
@@ -357,14 +358,14 @@ func (r *runner) restoreConsumers() {
 // and keeps its messages (docs/compatibility.md). Creating a consumer
 // of the same name sets the old files aside and ends the hold
 // (releaseUnrestoredLocked).
-func (r *runner) holdUnrestored(name string, err error) {
-	r.cmu.Lock()
-	r.unrestored[name] = true
-	r.held.Store(true)
-	r.cmu.Unlock()
-	r.js.logf("consumer %s > %s not restored (left on disk): %v", r.name, name, err)
-	if r.retention() == stream.InterestPolicy {
-		r.js.logf("stream %s: interest retention removes no message while consumer %s is not restored; repair or remove %s and restart, or create a consumer named %s (the old files are then set aside)", r.name, name, consumerDir(r.dir, name), name)
+func (r *streamEntry) holdUnrestored(name string, err error) {
+	r.cons.mu.Lock()
+	r.cons.unrestored[name] = true
+	r.cons.held.Store(true)
+	r.cons.mu.Unlock()
+	r.js.logf("consumer %s > %s not restored (left on disk): %v", r.Name(), name, err)
+	if r.Retention() == stream.InterestPolicy {
+		r.js.logf("stream %s: interest retention removes no message while consumer %s is not restored; repair or remove %s and restart, or create a consumer named %s (the old files are then set aside)", r.Name(), name, consumerDir(r.Dir(), name), name)
 	}
 }
 
@@ -372,9 +373,9 @@ func (r *runner) holdUnrestored(name string, err error) {
 // name out of the way of a new consumer of that name, to
 // obs/<name>.unrestored-<unix nanoseconds>, and ends its hold on
 // retention. It returns the rename's error (the create fails with
-// 10012 then). The caller holds r.cmu.
-func (r *runner) releaseUnrestoredLocked(name string) error {
-	dir := consumerDir(r.dir, name)
+// 10012 then). The caller holds r.cons.mu.
+func (r *streamEntry) releaseUnrestoredLocked(name string) error {
+	dir := consumerDir(r.Dir(), name)
 	aside := fmt.Sprintf("%s.unrestored-%d", dir, r.js.now().UnixNano())
 	if err := r.js.cfg.FS.Rename(dir, aside); err != nil && !vfs.IsNotExist(err) {
 		return fmt.Errorf("move %s, not restored at the start, aside: %w", dir, err)
@@ -382,19 +383,19 @@ func (r *runner) releaseUnrestoredLocked(name string) error {
 	if err := r.js.cfg.FS.SyncDir(path.Dir(dir)); err != nil {
 		return err
 	}
-	delete(r.unrestored, name)
-	r.held.Store(len(r.unrestored) > 0)
-	r.js.logf("consumer %s > %s: the files a start did not restore are kept as %s; the new consumer starts from its config", r.name, name, path.Base(aside))
+	delete(r.cons.unrestored, name)
+	r.cons.held.Store(len(r.cons.unrestored) > 0)
+	r.js.logf("consumer %s > %s: the files a start did not restore are kept as %s; the new consumer starts from its config", r.Name(), name, path.Base(aside))
 	return nil
 }
 
-func (r *runner) restoreConsumer(name string) error {
-	dir := consumerDir(r.dir, name)
+func (r *streamEntry) restoreConsumer(name string) error {
+	dir := consumerDir(r.Dir(), name)
 	var m consumerMeta
 	if err := metafile.Read(r.js.cfg.FS, dir, &m); err != nil {
 		return err
 	}
-	cs, err := r.store.ConsumerStore(name)
+	cs, err := r.Store().ConsumerStore(name)
 	if err != nil {
 		return err
 	}
@@ -403,7 +404,7 @@ func (r *runner) restoreConsumer(name string) error {
 		// Nothing good is left of the state (the store kept the damaged
 		// copies aside): start from the config with nothing acknowledged,
 		// so that everything is delivered again rather than skipped.
-		r.js.logf("consumer %s > %s: consumer state damaged (%v); restored from its config with nothing acknowledged: its messages are delivered again", r.name, name, err)
+		r.js.logf("consumer %s > %s: consumer state damaged (%v); restored from its config with nothing acknowledged: its messages are delivered again", r.Name(), name, err)
 		st, err = &store.ConsumerState{}, nil
 	}
 	if err != nil {
@@ -426,9 +427,9 @@ func (r *runner) restoreConsumer(name string) error {
 	if st.Delivered.Stream == 0 && st.Delivered.Consumer == 0 {
 		c.dirty = true // store the restored or repositioned state
 	}
-	r.cmu.Lock()
-	r.consumers[name] = c
-	r.cmu.Unlock()
+	r.cons.mu.Lock()
+	r.cons.byName[name] = c
+	r.cons.mu.Unlock()
 	c.start()
 	return nil
 }
@@ -440,9 +441,9 @@ func (c *cons) start() {
 		subj string
 		h    MsgHandler
 	}{
-		{"$JS.ACK." + c.sr.name + "." + c.name + ".>", c.onAck},
-		{"$JS.API.CONSUMER.MSG.NEXT." + c.sr.name + "." + c.name, c.onPull},
-		{"$JS.FC." + c.sr.name + "." + c.name + ".*", c.onFC},
+		{"$JS.ACK." + c.sr.Name() + "." + c.name + ".>", c.onAck},
+		{"$JS.API.CONSUMER.MSG.NEXT." + c.sr.Name() + "." + c.name, c.onPull},
+		{"$JS.FC." + c.sr.Name() + "." + c.name + ".*", c.onFC},
 	}
 	if c.cfg.AckPolicy == consumer.AckNone {
 		subs = subs[1:] // nothing listens for acks: an ack request gets no responders, as in nats-server
@@ -450,14 +451,14 @@ func (c *cons) start() {
 	for _, s := range subs {
 		sub, err := tr.Subscribe(s.subj, "", s.h)
 		if err != nil {
-			c.js.logf("consumer %s > %s: subscribe %s: %v", c.sr.name, c.name, s.subj, err)
+			c.js.logf("consumer %s > %s: subscribe %s: %v", c.sr.Name(), c.name, s.subj, err)
 			continue
 		}
 		c.subs = append(c.subs, sub)
 	}
 	c.done.Add(1)
 	go c.loop()
-	c.signal()
+	c.Signal()
 }
 
 func (c *cons) onAck(subject, reply string, _, data []byte) {
@@ -475,7 +476,7 @@ func (c *cons) onPull(_, reply string, hdr, data []byte) {
 	push := c.cfg.IsPush()
 	c.mu.Unlock()
 	if reply != "" && !push && stream.RequiredLevelAbove(hdr, c.js.cfg.APILevel) {
-		c.js.tr.Publish(reply, "", statusLevel, nil) // after the push check, as nats-server
+		c.js.tr.Publish(reply, "", streamrun.StatusRequiredAPILevel, nil) // after the push check, as nats-server
 		return
 	}
 	c.push(cevent{pull: &pullEvent{reply: reply, body: append([]byte(nil), data...)}})
@@ -526,7 +527,7 @@ func (c *cons) update(cfg consumer.Config) error {
 	c.Commit(&consumer.UpdatePolicy{Policy: consumer.PolicyOf(&c.cfg), DeadLetter: c.st.DeadLetterOn()})
 	dir := c.dir
 	c.mu.Unlock()
-	c.signal()
+	c.Signal()
 	if dir == "" {
 		return nil
 	}
@@ -547,9 +548,9 @@ func (js *JetStream) lookupConsumer(streamName, name string) (*cons, *jserr.Erro
 	if jerr != nil {
 		return nil, jerr
 	}
-	r.cmu.Lock()
-	defer r.cmu.Unlock()
-	if c := r.consumers[name]; c != nil {
+	r.cons.mu.Lock()
+	defer r.cons.mu.Unlock()
+	if c := r.cons.byName[name]; c != nil {
 		return c, nil
 	}
 	return nil, jserr.New(jserr.ConsumerNotFound)
@@ -565,11 +566,11 @@ func (js *JetStream) ConsumerNames(streamName string) ([]string, *jserr.Error) {
 	return r.consumerNames(), nil
 }
 
-func (r *runner) consumerNames() []string {
-	r.cmu.Lock()
-	defer r.cmu.Unlock()
-	names := make([]string, 0, len(r.consumers))
-	for name := range r.consumers {
+func (r *streamEntry) consumerNames() []string {
+	r.cons.mu.Lock()
+	defer r.cons.mu.Unlock()
+	names := make([]string, 0, len(r.cons.byName))
+	for name := range r.cons.byName {
 		names = append(names, name)
 	}
 	sort.Strings(names)
@@ -585,23 +586,23 @@ func (js *JetStream) DeleteConsumer(streamName, name string) *jserr.Error {
 	if jerr != nil {
 		return jerr
 	}
-	r.cmu.Lock()
-	c := r.consumers[name]
-	delete(r.consumers, name)
+	r.cons.mu.Lock()
+	c := r.cons.byName[name]
+	delete(r.cons.byName, name)
 	if c != nil {
-		r.deleting[name] = true // its files are still there
+		r.cons.deleting[name] = true // its files are still there
 	}
-	r.cmu.Unlock()
+	r.cons.mu.Unlock()
 	if c == nil {
 		return jserr.New(jserr.ConsumerNotFound)
 	}
 	c.stop(consumer.StatusDeleted)
 	c.removeFiles()
-	r.cmu.Lock()
-	delete(r.deleting, name)
-	r.cmu.Unlock()
+	r.cons.mu.Lock()
+	delete(r.cons.deleting, name)
+	r.cons.mu.Unlock()
 	js.adviseConsumer(streamName, name, actionDelete)
-	r.afterConsumerGone(c)
+	r.DropUnneededWait()
 	return nil
 }
 
@@ -610,11 +611,11 @@ func (c *cons) removeFiles() {
 	if c.dir == "" {
 		return
 	}
-	if cs, err := c.sr.store.ConsumerStore(c.name); err == nil {
+	if cs, err := c.sr.Store().ConsumerStore(c.name); err == nil {
 		_ = cs.Delete()
 	}
 	if err := metafile.RemoveAll(c.js.cfg.FS, c.dir); err != nil {
-		c.js.logf("consumer %s > %s: remove %s: %v", c.sr.name, c.name, c.dir, err)
+		c.js.logf("consumer %s > %s: remove %s: %v", c.sr.Name(), c.name, c.dir, err)
 	}
 }
 
@@ -623,13 +624,13 @@ func (c *cons) removeFiles() {
 func (js *JetStream) expireConsumer(c *cons) {
 	go func() {
 		r := c.sr
-		r.cmu.Lock()
-		if r.consumers[c.name] != c {
-			r.cmu.Unlock()
+		r.cons.mu.Lock()
+		if r.cons.byName[c.name] != c {
+			r.cons.mu.Unlock()
 			return
 		}
-		r.cmu.Unlock()
-		_ = js.DeleteConsumer(r.name, c.name)
+		r.cons.mu.Unlock()
+		_ = js.DeleteConsumer(r.Name(), c.name)
 	}()
 }
 
@@ -677,7 +678,7 @@ func (js *JetStream) PauseConsumer(streamName, name string, until time.Time) (Pa
 			js.logf("consumer %s > %s: save pause: %v", streamName, name, err)
 		}
 	}
-	c.signal()
+	c.Signal()
 	res := PauseResult{Paused: until.After(now), Until: until.UTC()}
 	if res.Paused {
 		res.Remaining = until.Sub(now)
@@ -688,15 +689,15 @@ func (js *JetStream) PauseConsumer(streamName, name string, until time.Time) (Pa
 
 // stopConsumers stops every consumer of a stream (stream deleted: status
 // 409 Consumer Deleted; shutdown: none).
-func (r *runner) stopConsumers(status []byte) {
-	r.cmu.Lock()
-	r.consumersDone = true
-	cs := make([]*cons, 0, len(r.consumers))
-	for _, c := range r.consumers {
+func (r *streamEntry) stopConsumers(status []byte) {
+	r.cons.mu.Lock()
+	r.cons.done = true
+	cs := make([]*cons, 0, len(r.cons.byName))
+	for _, c := range r.cons.byName {
 		cs = append(cs, c)
 	}
-	r.consumers = map[string]*cons{}
-	r.cmu.Unlock()
+	r.cons.byName = map[string]*cons{}
+	r.cons.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, c := range cs {
 		wg.Add(1)
@@ -713,13 +714,13 @@ func (c *cons) info() *consumer.Info {
 	d, af := c.st.Delivered(), c.st.AckFloor()
 	cfg := c.cfg.WithServerMetadata(c.js.cfg.Version, c.js.cfg.APILevel)
 	info := &consumer.Info{
-		Stream: c.sr.name, Name: c.name, Created: c.created, Config: &cfg,
+		Stream: c.sr.Name(), Name: c.name, Created: c.created, Config: &cfg,
 		Delivered:      consumer.SequenceInfo{Consumer: d.Consumer, Stream: d.Stream, Last: timePtr(c.d.LastDelivered())},
 		AckFloor:       consumer.SequenceInfo{Consumer: af.Consumer, Stream: af.Stream, Last: timePtr(c.lastAck)},
 		NumAckPending:  c.st.NumAckPending(),
 		NumRedelivered: c.st.NumRedelivered(),
 		NumWaiting:     c.d.NumWaiting(),
-		NumPending:     c.d.NumPending(c.sr.durableSeq()),
+		NumPending:     c.d.NumPending(c.sr.DurableSeq()),
 		PushBound:      c.cfg.IsPush() && c.js.tr.HasInterest(c.cfg.DeliverSubject),
 		TimeStamp:      now.UTC(),
 	}

@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"encoding/json"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"strconv"
 	"strings"
 	"sync"
@@ -194,7 +195,7 @@ func (d *deadLetterAcks) close() {
 // capture is a stream and the subjects it captures, for captureOf.
 type capture struct {
 	subjects []string
-	r        *runner
+	r        *streamEntry
 }
 
 // refreshCapturesLocked rebuilds the table captureOf reads after the
@@ -202,7 +203,7 @@ type capture struct {
 func (js *JetStream) refreshCapturesLocked() {
 	cs := make([]capture, 0, len(js.streams))
 	for _, r := range js.streams {
-		cs = append(cs, capture{subjects: r.config().Subjects, r: r})
+		cs = append(cs, capture{subjects: r.Config().Subjects, r: r})
 	}
 	js.captures.Store(&cs)
 }
@@ -210,7 +211,7 @@ func (js *JetStream) refreshCapturesLocked() {
 // captureOf returns the stream that captures the literal subject subj,
 // or nil. It takes no lock (a consumer calls it holding its cons.mu,
 // which may not be held while taking js.mu).
-func (js *JetStream) captureOf(subj string) *runner {
+func (js *JetStream) captureOf(subj string) *streamEntry {
 	p := js.captures.Load()
 	if p == nil || subj == "" {
 		return nil
@@ -223,26 +224,11 @@ func (js *JetStream) captureOf(subj string) *runner {
 	return nil
 }
 
-// setDeadLetter records the stream's own dead-letter subject (its
-// metadata) for its consumers.
-func (r *runner) setDeadLetter(cfg *stream.Config) {
-	subj, _ := stream.DeadLetterSubject(cfg.Metadata)
-	r.dlq.Store(&subj)
-}
-
-// deadLetter returns the stream's own dead-letter subject, "" for none.
-func (r *runner) deadLetter() string {
-	if p := r.dlq.Load(); p != nil {
-		return *p
-	}
-	return ""
-}
-
 // checkDeadLetters refuses (10052, stream.CheckDeadLetter) an update
 // whose subjects would capture the dead-letter subject of one of the
 // stream's consumers.
-func (r *runner) checkDeadLetters(cfg *stream.Config) *jserr.Error {
-	for _, c := range r.consumerList() {
+func (r *streamEntry) checkDeadLetters(cfg *stream.Config) *jserr.Error {
+	for _, c := range r.cons.list() {
 		cc := c.config()
 		if err := stream.CheckDeadLetter(cc.Metadata, cfg.Name, cfg.Subjects); err != nil {
 			return err
@@ -257,7 +243,7 @@ func (r *runner) checkDeadLetters(cfg *stream.Config) *jserr.Error {
 func (c *cons) refreshDeadLetter() {
 	subj, ok := stream.DeadLetterSubject(c.cfg.Metadata)
 	if !ok {
-		subj = c.sr.deadLetter()
+		subj = c.sr.DeadLetter()
 	}
 	c.dlq = subj
 	if on := subj != "" && c.cfg.AckPolicy != consumer.AckNone; on != c.st.DeadLetterOn() {
@@ -305,7 +291,7 @@ func (c *cons) termToDeadLetter(a *ackMsg, now time.Time) bool {
 	}
 	held := c.st.IsExhausted(a.sseq)
 	if !c.captured() {
-		if m, err := c.sr.store.Load(a.sseq); err == nil && !held {
+		if m, err := c.sr.Store().Load(a.sseq); err == nil && !held {
 			c.publishCopy(m, store.DeadLetterTerm, a.dc, "")
 		}
 		return false
@@ -382,7 +368,7 @@ func (c *cons) prepareMove(sseq uint64, mv *move, now time.Time) {
 		return
 	}
 	if !mv.sent {
-		last := target.store.State(false).LastSeq
+		last := target.Store().State(false).LastSeq
 		c.Commit(&consumer.DeadLetter{Step: consumer.DeadLetterAfter, Stream: sseq, Value: int64(last)})
 		mv.scanned = last
 	}
@@ -402,8 +388,8 @@ func (c *cons) prepareMove(sseq uint64, mv *move, now time.Time) {
 // sendMove publishes the copy of sseq to the dead-letter subject with a
 // reply for its PubAck, unless an earlier copy is already stored in the
 // target stream, and arms the next attempt.
-func (c *cons) sendMove(sseq uint64, mv *move, target *runner, now time.Time) {
-	m, err := c.sr.store.Load(sseq)
+func (c *cons) sendMove(sseq uint64, mv *move, target *streamEntry, now time.Time) {
+	m, err := c.sr.Store().Load(sseq)
 	if err != nil {
 		m = nil
 	}
@@ -429,7 +415,7 @@ func (c *cons) sendMove(sseq uint64, mv *move, target *runner, now time.Time) {
 	token, reply := c.js.dlqAcks.register(func(token string, res pubAckResult) {
 		c.push(cevent{moveAck: &moveAck{sseq: sseq, token: token, res: res}})
 	})
-	mv.token, mv.target, mv.sent = token, target.name, true
+	mv.token, mv.target, mv.sent = token, target.Name(), true
 	c.retryMoveAt(sseq, now.Add(moveAnswerWait))
 	c.publishCopy(m, info.Reason, info.Deliveries, reply)
 }
@@ -438,7 +424,7 @@ func (c *cons) sendMove(sseq uint64, mv *move, target *runner, now time.Time) {
 // stream.DeadLetterHeader) to the consumer's dead-letter subject.
 func (c *cons) publishCopy(m *store.StoredMsg, reason store.DeadLetterReason, deliveries uint64, reply string) {
 	hdr := stream.DeadLetterHeader(m.Header, stream.DeadLetterOrigin{
-		Stream: c.sr.name, Consumer: c.name, Seq: m.Seq, Subject: m.Subject, Time: m.Time,
+		Stream: c.sr.Name(), Consumer: c.name, Seq: m.Seq, Subject: m.Subject, Time: m.Time,
 		Deliveries: deliveries, Reason: reason.String(),
 	})
 	c.js.tr.Publish(c.dlq, reply, hdr, m.Data)
@@ -447,9 +433,9 @@ func (c *cons) publishCopy(m *store.StoredMsg, reason store.DeadLetterReason, de
 // copyStored reports whether target holds the copy of sseq above the
 // last sequence looked at (After at first), and notes how far it looked.
 // orig is the original message, nil when it is gone.
-func (c *cons) copyStored(target *runner, sseq uint64, mv *move, orig *store.StoredMsg) bool {
+func (c *cons) copyStored(target *streamEntry, sseq uint64, mv *move, orig *store.StoredMsg) bool {
 	for seq := mv.scanned + 1; ; {
-		m, err := target.store.LoadNext(nil, seq)
+		m, err := target.Store().LoadNext(nil, seq)
 		if err != nil {
 			return false
 		}
@@ -467,7 +453,7 @@ func (c *cons) copyStored(target *runner, sseq uint64, mv *move, orig *store.Sto
 // deleted and made again under its name reuses Nats-Msg-Ids; the time
 // stamp tells their copies apart.
 func (c *cons) isCopy(hdr []byte, sseq uint64, orig *store.StoredMsg) bool {
-	if stream.MsgID(hdr) != stream.DeadLetterMsgID(c.sr.name, c.name, sseq) {
+	if stream.MsgID(hdr) != stream.DeadLetterMsgID(c.sr.Name(), c.name, sseq) {
 		return false
 	}
 	return orig == nil || stream.DeadLetterTime(hdr) == orig.Time
@@ -480,14 +466,14 @@ func (c *cons) isCopy(hdr []byte, sseq uint64, orig *store.StoredMsg) bool {
 // it cannot tell, and says yes.
 func (c *cons) duplicateIsCopy(sseq uint64, res pubAckResult) bool {
 	target := c.js.captureOf(c.dlq)
-	if target == nil || target.name != res.stream {
+	if target == nil || target.Name() != res.stream {
 		return true
 	}
-	m, err := target.store.Load(res.seq)
+	m, err := target.Store().Load(res.seq)
 	if err != nil {
 		return true
 	}
-	orig, err := c.sr.store.Load(sseq)
+	orig, err := c.sr.Store().Load(sseq)
 	if err != nil {
 		orig = nil
 	}
@@ -523,14 +509,14 @@ func (c *cons) onMoveAck(ev *moveAck, now time.Time) {
 }
 
 // logMoveErr logs a refused copy: when the error changed, else at most
-// every refusalLogEvery.
+// every streamrun.RefusalLogEvery.
 func (c *cons) logMoveErr(sseq uint64, target, msg string, wait time.Duration, now time.Time) {
-	if msg == c.moveErr && now.Sub(c.moveErrAt) < refusalLogEvery {
+	if msg == c.moveErr && now.Sub(c.moveErrAt) < streamrun.RefusalLogEvery {
 		return
 	}
 	c.moveErr, c.moveErrAt = msg, now
 	c.js.logf("consumer %s > %s: stream %s refused the dead-letter copy of message %d: %s (retried in %v; logged at most every %v)",
-		c.sr.name, c.name, target, sseq, msg, wait, refusalLogEvery)
+		c.sr.Name(), c.name, target, sseq, msg, wait, streamrun.RefusalLogEvery)
 }
 
 // completeMove ends the mark of sseq once its copy is durable: the
@@ -552,7 +538,7 @@ func (c *cons) completeMove(sseq uint64, mv *move) {
 // explicit ack, a +TERM or its removal; after +TERM it is acknowledged.
 func (c *cons) finishUncaptured(sseq uint64, mv *move) {
 	info, _ := c.st.Move(sseq)
-	if m, err := c.sr.store.Load(sseq); err == nil && c.dlq != "" && !c.st.IsExhausted(sseq) {
+	if m, err := c.sr.Store().Load(sseq); err == nil && c.dlq != "" && !c.st.IsExhausted(sseq) {
 		c.publishCopy(m, info.Reason, info.Deliveries, "")
 	}
 	c.dirty = true

@@ -303,7 +303,7 @@ func TestDeadLetterCopyStoredBeforeCrash(t *testing.T) {
 	pull(t, mt, d, 1)
 	exhaust(t, mt, d, 1, "")
 	dlq, _ := js.lookup("DLQ")
-	waitUntil(t, "the copy to be durable", func() bool { return dlq.store.DurableSeq() >= 1 })
+	waitUntil(t, "the copy to be durable", func() bool { return dlq.Store().DurableSeq() >= 1 })
 	waitUntil(t, "its PubAck to be dropped", func() bool { tr.mu.Lock(); defer tr.mu.Unlock(); return tr.dropped > 0 })
 	crashed := fs.Crash(vfs.CrashOptions{Tail: vfs.TailDrop})
 	js.Shutdown()

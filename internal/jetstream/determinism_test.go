@@ -3,6 +3,7 @@ package jetstream
 import (
 	"bytes"
 	"fmt"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"math/rand/v2"
 	"path"
 	"slices"
@@ -56,18 +57,17 @@ func newRecorder() *recorder {
 
 type recordedLog struct {
 	rec *recorder
-	r   *runner
+	a   Applier[stream.Op]
 	sr  *streamRecord
 	idx uint64
 }
 
 func (rec *recorder) newLog(name string, a Applier[stream.Op]) Log[stream.Op] {
-	r := a.(*runner)
-	sr := &streamRecord{cfg: r.st.Config()}
+	sr := &streamRecord{cfg: a.(*streamrun.Stream).Config()}
 	rec.mu.Lock()
 	rec.streams[name] = sr
 	rec.mu.Unlock()
-	return &recordedLog{rec: rec, r: r, sr: sr}
+	return &recordedLog{rec: rec, a: a, sr: sr}
 }
 
 func (l *recordedLog) Propose(op stream.Op, key uint64) error {
@@ -83,7 +83,7 @@ func (l *recordedLog) Propose(op stream.Op, key uint64) error {
 	l.sr.ops = append(l.sr.ops, b)
 	l.rec.mu.Unlock()
 	l.idx++
-	l.r.Apply(l.idx, dec, key)
+	l.a.Apply(l.idx, dec, key)
 	return nil
 }
 
@@ -278,7 +278,7 @@ func (w *workload) step() {
 	case n < 70:
 		w.clk.advance(time.Duration(w.rng.IntN(3000)) * time.Millisecond)
 		if r, err := w.js.lookup("L"); err == nil {
-			r.submit(&request{kind: reqExpire, time: w.clk.now().UnixNano()})
+			r.ExpireAt(w.clk.now().UnixNano())
 		}
 	case n < 85:
 		stream, name := []string{"L", "I", "I", "W"}[w.rng.IntN(4)], ""
@@ -316,7 +316,7 @@ func (w *workload) streamConfig(name string) stream.Config {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	return r.config()
+	return r.Config()
 }
 
 // TestDeterministicReplay runs the workload of a few seeds and compares
@@ -383,7 +383,7 @@ func runDeterminism(t *testing.T, seed uint64) {
 func freeze(t *testing.T, js *JetStream, rec *recorder) map[string][]byte {
 	t.Helper()
 	js.mu.Lock()
-	runners := make([]*runner, 0, len(js.streams))
+	runners := make([]*streamEntry, 0, len(js.streams))
 	for _, r := range js.streams {
 		runners = append(runners, r)
 	}
@@ -399,10 +399,10 @@ func freeze(t *testing.T, js *JetStream, rec *recorder) map[string][]byte {
 	}
 	live := map[string][]byte{}
 	for _, r := range runners {
-		live[r.name] = r.st.AppendState(nil)
-		for _, c := range r.consumerList() {
+		live[r.Name()] = r.AppendState(nil)
+		for _, c := range r.cons.list() {
 			c.mu.Lock()
-			live[r.name+" > "+c.name] = consumerState(c.st)
+			live[r.Name()+" > "+c.name] = consumerState(c.st)
 			releases = append(releases, c.mu.Unlock)
 		}
 	}

@@ -8,30 +8,12 @@
 // knows nothing of connections or of the $JS.API subjects (jsapi owns
 // those).
 //
-// # Goroutines (each stream)
+// # Streams
 //
-//  1. The apply goroutine owns the stream.Stream state machine. It takes
-//     what the stream's ingest queue holds, in order: publishes, and
-//     requests (purge, delete, update, an expiry pass, a source's copy,
-//     retention's removals), which are data, never code. As the
-//     proposer (propose.go) it turns them into stream operations,
-//     deciding what only the node that takes a publish may decide (the
-//     entry time, 10023 when storage runs out, batch staging, which
-//     messages retention removes), and proposes them to the stream's
-//     Log; the local log (log.go) commits each at once and hands it
-//     back to the applier (applier.go), where stream.Stream.ApplyOp alone
-//     decides the outcome (docs/engine.md). The waiter kept under the
-//     operation's key says whom to answer.
-//  2. The ack goroutine takes the PubAcks the applier produced, waits
-//     once for the store to make the highest of their sequences durable
-//     (group commit), then publishes them in order.
-//  3. A timer asks the apply goroutine for an expiry pass (max_age,
-//     TTLs, the duplicate window) about once a second.
-//
-// Once the ack goroutine has waited for the store, it records the
-// stream's durable sequence and wakes the consumers: no consumer delivers
-// a message above it, since an unacknowledged tail may be rewritten
-// after a crash. Memory streams acknowledge on the apply goroutine.
+// Each stream runs in its runtime, package jetstream/streamrun (its
+// apply, ack and direct-get goroutines and its expiry timer; the Log its
+// operations go through). The engine keeps, beside each stream's
+// runtime, its consumer table and its own sourcers (streamEntry).
 //
 // # Goroutines (each consumer)
 //

@@ -55,11 +55,11 @@ type InfoOptions struct {
 }
 
 // info gathers the stream's info.
-func (r *runner) info(opts InfoOptions) *StreamInfo {
-	st := r.store.State(opts.DeletedDetails)
+func (r *streamEntry) info(opts InfoOptions) *StreamInfo {
+	st := r.Store().State(opts.DeletedDetails)
 	info := &StreamInfo{
-		Config:    r.js.withServerMetadata(r.config()),
-		Created:   r.created.UTC(),
+		Config:    r.js.withServerMetadata(r.Config()),
+		Created:   r.Created().UTC(),
 		State:     toState(st, r.subjectCounts(opts.SubjectsFilter)),
 		Cluster:   &ClusterInfo{Leader: r.js.cfg.ServerName},
 		TimeStamp: r.js.now().UTC(),
@@ -69,18 +69,18 @@ func (r *runner) info(opts InfoOptions) *StreamInfo {
 	return info
 }
 
-func (r *runner) numConsumers() int {
-	r.cmu.Lock()
-	defer r.cmu.Unlock()
-	return len(r.consumers)
+func (r *streamEntry) numConsumers() int {
+	r.cons.mu.Lock()
+	defer r.cons.mu.Unlock()
+	return len(r.cons.byName)
 }
 
-func (r *runner) subjectCounts(filter string) map[string]uint64 {
+func (r *streamEntry) subjectCounts(filter string) map[string]uint64 {
 	if filter == "" || !subject.ValidSubject(filter) {
 		return nil
 	}
 	counts := map[string]uint64{}
-	for subj, ss := range r.store.SubjectsState(filter) {
+	for subj, ss := range r.Store().SubjectsState(filter) {
 		counts[subj] = ss.Msgs
 	}
 	return counts

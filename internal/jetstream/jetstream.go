@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/cairnmq/cairn/internal/jetstream/metafile"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"path"
 	"sort"
 	"sync"
@@ -66,16 +67,16 @@ type JetStream struct {
 	tr  Transport
 
 	mu      sync.Mutex
-	streams map[string]*runner // guarded by mu
-	closed  bool               // guarded by mu
+	streams map[string]*streamEntry // guarded by mu
+	closed  bool                    // guarded by mu
 	// deleting holds the names of streams being deleted, each with a
 	// channel closed once its files are gone: a create of the name waits
 	// for it (guarded by mu).
 	deleting map[string]chan struct{}
 
-	used  [2]atomic.Int64 // stored bytes by storage type (limits.go)
-	limit [2]atomic.Int64 // storage limits by type: 0 (unlimited), NoStorage or bytes (limits.go)
-	disk  diskGuard       // whether the store's file system is short of space (disk.go)
+	// storage is the server's storage limits, usage and disk guard,
+	// shared by every stream's runtime (limits.go).
+	storage *streamrun.Storage
 
 	// batches counts the open batches and staged bytes of every stream
 	// against the server-wide limits (batch.go).
@@ -113,7 +114,8 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	if cfg.Infof == nil {
 		cfg.Infof = cfg.Logf
 	}
-	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*runner{}}
+	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*streamEntry{}}
+	js.storage = streamrun.NewStorage(cfg.FS, cfg.StoreDir, cfg.Now, cfg.Logf, cfg.Infof)
 	if err := cfg.FS.MkdirAll(js.streamsDir()); err != nil {
 		return nil, fmt.Errorf("jetstream: create %s: %w", js.streamsDir(), err)
 	}
@@ -154,7 +156,7 @@ func (js *JetStream) restore() error {
 	if err != nil {
 		return err
 	}
-	var restored []*runner
+	var restored []*streamEntry
 	for _, name := range names {
 		if !js.restorable(name) {
 			continue
@@ -170,7 +172,7 @@ func (js *JetStream) restore() error {
 	return nil
 }
 
-func (js *JetStream) restoreOne(name string) (*runner, error) {
+func (js *JetStream) restoreOne(name string) (*streamEntry, error) {
 	dir := js.streamDir(name)
 	var m metaFile
 	if err := metafile.Read(js.cfg.FS, dir, &m); err != nil {
@@ -195,18 +197,39 @@ func (js *JetStream) restoreOne(name string) (*runner, error) {
 	return r, nil
 }
 
-// openRunner opens the stream's store and starts its runner.
-func (js *JetStream) openRunner(cfg stream.Config, created time.Time, dir string) (*runner, error) {
+// openRunner opens the stream's store and starts its runtime: Open,
+// the consumers restored, then Serve.
+func (js *JetStream) openRunner(cfg stream.Config, created time.Time, dir string) (*streamEntry, error) {
 	st, err := js.openStore(cfg, dir)
 	if err != nil {
 		return nil, err
 	}
-	r := newRunner(js, cfg, created, dir, st)
-	if err := r.start(); err != nil {
+	r := &streamEntry{js: js, Stream: streamrun.New(js.streamEnv(), cfg, created, dir, st)}
+	r.cons.byName, r.cons.deleting, r.cons.unrestored = map[string]*cons{}, map[string]bool{}, map[string]bool{}
+	r.SetConsumers(&r.cons)
+	r.SetSources(&r.srcs)
+	if err := r.Open(); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	r.restoreConsumers()
+	if err := r.Serve(); err != nil {
 		_ = st.Close()
 		return nil, err
 	}
 	return r, nil
+}
+
+// streamEnv is what every stream's runtime takes from the engine.
+func (js *JetStream) streamEnv() streamrun.Env {
+	newLog := js.cfg.NewLog
+	if newLog == nil {
+		newLog = defaultNewLog
+	}
+	return streamrun.Env{
+		Transport: js.tr, Now: js.cfg.Now, Logf: js.cfg.Logf, APILevel: js.cfg.APILevel,
+		Storage: js.storage, BatchLimits: js.batchLimits(), Batches: &js.batches, NewLog: newLog,
+	}
 }
 
 func (js *JetStream) openStore(cfg stream.Config, dir string) (store.Store, error) {
@@ -229,7 +252,7 @@ func (js *JetStream) openStore(cfg stream.Config, dir string) (store.Store, erro
 }
 
 // lookup returns the runner of a stream or 10059 stream not found.
-func (js *JetStream) lookup(name string) (*runner, *jserr.Error) {
+func (js *JetStream) lookup(name string) (*streamEntry, *jserr.Error) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	if r := js.streams[name]; r != nil {
@@ -249,7 +272,7 @@ func (js *JetStream) overlapsLocked(name string, subjects []string) bool {
 		if other == name {
 			continue
 		}
-		for _, a := range r.config().Subjects {
+		for _, a := range r.Config().Subjects {
 			if x.Overlaps(a) {
 				return true
 			}
@@ -265,7 +288,7 @@ func (js *JetStream) Names(filter string) []string {
 	defer js.mu.Unlock()
 	names := make([]string, 0, len(js.streams))
 	for name, r := range js.streams {
-		if filter == "" || anyOverlap(r.config().Subjects, filter) {
+		if filter == "" || anyOverlap(r.Config().Subjects, filter) {
 			names = append(names, name)
 		}
 	}
@@ -287,7 +310,7 @@ func anyOverlap(subjects []string, filter string) bool {
 func (js *JetStream) Shutdown() {
 	js.mu.Lock()
 	js.closed = true
-	runners := make([]*runner, 0, len(js.streams))
+	runners := make([]*streamEntry, 0, len(js.streams))
 	for _, r := range js.streams {
 		runners = append(runners, r)
 	}
@@ -298,12 +321,12 @@ func (js *JetStream) Shutdown() {
 		r.closeSources(false)
 	}
 	js.mu.Lock()
-	js.streams = map[string]*runner{}
+	js.streams = map[string]*streamEntry{}
 	js.refreshCapturesLocked()
 	js.mu.Unlock()
 	for _, r := range runners {
-		if err := r.stop(nil); err != nil {
-			js.logf("jetstream: stream %s: close: %v", r.name, err)
+		if err := r.Stop(nil); err != nil {
+			js.logf("jetstream: stream %s: close: %v", r.Name(), err)
 		}
 	}
 	js.dlqAcks.close()

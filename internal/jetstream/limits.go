@@ -5,7 +5,6 @@ import (
 	"path"
 
 	"github.com/cairnmq/cairn/internal/jserr"
-	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
@@ -40,9 +39,9 @@ const maxStoreFallback = 1 << 40
 // initLimits sets the limits before the streams are restored: a file
 // limit from disk stays unenforced until finishLimits.
 func (js *JetStream) initLimits() {
-	js.limit[stream.MemoryStorage].Store(js.cfg.MaxMemory)
+	js.storage.SetLimit(stream.MemoryStorage, js.cfg.MaxMemory)
 	if !js.cfg.MaxStoreFromDisk {
-		js.limit[stream.FileStorage].Store(js.cfg.MaxStore)
+		js.storage.SetLimit(stream.FileStorage, js.cfg.MaxStore)
 	}
 }
 
@@ -54,10 +53,10 @@ func (js *JetStream) finishLimits(free int64) {
 		return
 	}
 	limit := free
-	if restored := js.used[stream.FileStorage].Load(); restored > 0 {
+	if restored := js.storage.Used(stream.FileStorage); restored > 0 {
 		limit = addSaturate(limit, restored/4*3)
 	}
-	js.limit[stream.FileStorage].Store(max(limit, 1)) // 0 would mean unlimited
+	js.storage.SetLimit(stream.FileStorage, max(limit, 1)) // 0 would mean unlimited
 }
 
 // freeForStore returns three quarters of the space free on the store's
@@ -101,8 +100,7 @@ func (js *JetStream) StorageLimits() (memory, file int64) {
 // storageLimit returns the limit in bytes for storage type st and
 // whether there is one (NoStorage is a limit of 0 bytes).
 func (js *JetStream) storageLimit(st stream.StorageType) (int64, bool) {
-	limit := js.limit[st].Load()
-	return max(limit, 0), limit != 0
+	return js.storage.Limit(st)
 }
 
 // checkReservationLocked checks cfg's max_bytes against the limit of its
@@ -118,7 +116,7 @@ func (js *JetStream) checkReservationLocked(cfg *stream.Config) *jserr.Error {
 		if name == cfg.Name {
 			continue
 		}
-		if oc := r.config(); oc.Storage == cfg.Storage && oc.MaxBytes > 0 {
+		if oc := r.Config(); oc.Storage == cfg.Storage && oc.MaxBytes > 0 {
 			reserved += oc.MaxBytes
 		}
 	}
@@ -130,41 +128,4 @@ func (js *JetStream) checkReservationLocked(cfg *stream.Config) *jserr.Error {
 		return jserr.New(jserr.StorageResourcesExceeded)
 	}
 	return nil
-}
-
-// overStorageLimit reports whether the streams of storage type st
-// already use more than its limit.
-func (js *JetStream) overStorageLimit(st stream.StorageType) bool {
-	limit, limited := js.storageLimit(st)
-	return limited && js.used[st].Load() > limit
-}
-
-// syncUsage adds the change in the stream's stored bytes since the last
-// call to the server's usage of its storage type. It runs on the apply
-// goroutine.
-func (r *runner) syncUsage() {
-	b := int64(storedBytes(r.store))
-	r.js.used[r.storage].Add(b - r.usedBytes)
-	r.usedBytes = b
-}
-
-// byteCounter is a store that tells its State().Bytes without building
-// the rest of the state (the file store's State reads a record for
-// FirstTime): syncUsage asks after every batch.
-type byteCounter interface {
-	StoredBytes() uint64
-}
-
-// storedBytes returns State().Bytes of st, cheaply when it can.
-func storedBytes(st store.Store) uint64 {
-	if bc, ok := st.(byteCounter); ok {
-		return bc.StoredBytes()
-	}
-	return st.State(false).Bytes
-}
-
-// releaseUsage removes a stopped stream's bytes from the usage.
-func (r *runner) releaseUsage() {
-	r.js.used[r.storage].Add(-r.usedBytes)
-	r.usedBytes = 0
 }

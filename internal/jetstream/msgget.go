@@ -28,11 +28,11 @@ func (js *JetStream) GetMsg(name string, req MsgGetRequest) (*store.StoredMsg, *
 	var err error
 	switch {
 	case req.LastFor != "" && req.Seq == 0 && req.NextFor == "":
-		sm, err = r.store.LoadLast(req.LastFor)
+		sm, err = r.Store().LoadLast(req.LastFor)
 	case req.NextFor != "" && req.LastFor == "":
-		sm, err = r.store.LoadNext([]string{req.NextFor}, req.Seq)
+		sm, err = r.Store().LoadNext([]string{req.NextFor}, req.Seq)
 	case req.Seq > 0 && req.LastFor == "" && req.NextFor == "":
-		sm, err = r.store.Load(req.Seq)
+		sm, err = r.Store().Load(req.Seq)
 	default:
 		return nil, jserr.New(jserr.BadRequest)
 	}
@@ -75,16 +75,16 @@ type AccountLimits struct {
 // Account returns the account's usage and limits.
 func (js *JetStream) Account() AccountInfo {
 	js.mu.Lock()
-	runners := make([]*runner, 0, len(js.streams))
+	runners := make([]*streamEntry, 0, len(js.streams))
 	for _, r := range js.streams {
 		runners = append(runners, r)
 	}
 	js.mu.Unlock()
 	ai := AccountInfo{Streams: len(runners), Limits: js.limits()}
 	for _, r := range runners {
-		st := r.store.State(false)
+		st := r.Store().State(false)
 		ai.Consumers += r.numConsumers()
-		if r.config().Storage == stream.MemoryStorage {
+		if r.Config().Storage == stream.MemoryStorage {
 			ai.Memory += st.Bytes
 		} else {
 			ai.Store += st.Bytes

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"errors"
 	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,7 +50,7 @@ type SourceInfo struct {
 // to consumers like any message. nats-server does the same through an
 // internal consumer on the origin; on one server the store is at hand.
 type sourcer struct {
-	r      *runner
+	r      *streamEntry
 	src    stream.Source
 	mirror bool
 	iname  string
@@ -66,7 +67,7 @@ type sourcer struct {
 	// origin is the stream s reads when its goroutine starts, registered
 	// with it by newSources (nil: not there yet, looked up each round);
 	// once done is closed, the last origin the goroutine read.
-	origin *runner
+	origin *streamEntry
 	next   uint64 // origin sequence to read next; 0 until found (loop goroutine)
 	ident  string // the identity of the origin next belongs to (loop goroutine)
 	// refusal and refusalLogged are the last copy refusal logged and
@@ -86,7 +87,7 @@ type sourcer struct {
 
 // newSourcer prepares the sourcer of src (a mirror when mirror is set).
 // The config was validated, so the transforms compile.
-func newSourcer(r *runner, src stream.Source, mirror bool) *sourcer {
+func newSourcer(r *streamEntry, src stream.Source, mirror bool) *sourcer {
 	s := &sourcer{
 		r: r, src: src, mirror: mirror, iname: src.IndexName(),
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
@@ -110,8 +111,8 @@ func newSourcer(r *runner, src stream.Source, mirror bool) *sourcer {
 	return s
 }
 
-// signal wakes the sourcer; it never blocks.
-func (s *sourcer) signal() {
+// Signal wakes the sourcer; it never blocks.
+func (s *sourcer) Signal() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -156,10 +157,10 @@ func (s *sourcer) run() {
 
 // copyRound copies one batch from origin o and reports whether it copied
 // anything (so the loop goes on at once).
-func (s *sourcer) copyRound(o *runner) bool {
-	ident := stream.Identity(o.created)
+func (s *sourcer) copyRound(o *streamEntry) bool {
+	ident := stream.Identity(o.Created())
 	if s.next != 0 && ident != s.ident && !s.mirror {
-		s.r.js.logf("stream %s: source stream %s was recreated, resetting source state", s.r.name, s.src.Name)
+		s.r.js.logf("stream %s: source stream %s was recreated, resetting source state", s.r.Name(), s.src.Name)
 		s.next = 0
 	}
 	s.heard()
@@ -169,10 +170,10 @@ func (s *sourcer) copyRound(o *runner) bool {
 			// While s was registered without a start it needed every
 			// message, so what the sourcer it replaced (an update of the
 			// sources) copied meanwhile stayed in an interest origin.
-			o.dropUnneeded()
+			o.DropUnneeded()
 		}
 	}
-	top := o.durable.Load()
+	top := o.Acknowledged()
 	msgs := s.load(o, top)
 	defer s.updateLag(o)
 	if len(msgs) == 0 {
@@ -186,16 +187,16 @@ func (s *sourcer) copyRound(o *runner) bool {
 	}
 	last := msgs[applied-1].Seq
 	s.next = last + 1
-	if o.retention() != stream.LimitsPolicy {
+	if o.Retention() != stream.LimitsPolicy {
 		// The origin may remove what was copied: only once the copies
 		// are durable here. (A store that cannot make them durable is
 		// fenced; the origin then keeps them.)
-		if err := s.r.store.WaitDurable(own); err != nil {
+		if err := s.r.Store().WaitDurable(own); err != nil {
 			s.wait(sourceRetry)
 			return false
 		}
 		s.copied.Store(last)
-		o.onSourced(s, msgs[:applied], false)
+		o.OnSourced(s, msgs[:applied], false)
 	}
 	s.copied.Store(last) // limits origin: nobody reads it
 	s.mu.Lock()
@@ -206,13 +207,13 @@ func (s *sourcer) copyRound(o *runner) bool {
 }
 
 // load reads the next batch of matching origin messages through top.
-func (s *sourcer) load(o *runner, top uint64) []*store.StoredMsg {
+func (s *sourcer) load(o *streamEntry, top uint64) []*store.StoredMsg {
 	var msgs []*store.StoredMsg
 	size := 0
 	for len(msgs) < sourceBatchMsgs && size < sourceBatchBytes && s.next <= top {
-		sm, err := o.store.LoadNext(s.filter, s.next)
+		sm, err := o.Store().LoadNext(s.filter, s.next)
 		if errors.Is(err, store.ErrCorrupt) {
-			s.r.js.logf("stream %s: source %s: %v (skipped)", s.r.name, s.src.Name, err)
+			s.r.js.logf("stream %s: source %s: %v (skipped)", s.r.Name(), s.src.Name, err)
 			s.next++
 			continue
 		}
@@ -242,11 +243,11 @@ func (s *sourcer) apply(msgs []*store.StoredMsg, ident string) (applied int, top
 			op.OriginSeqs = append(op.OriginSeqs, sm.Seq)
 		}
 	}
-	req := &request{op: op}
-	if !s.r.submit(req) {
+	out, ok := s.r.Do(op)
+	if !ok {
 		return 0, 0
 	}
-	for i, res := range req.out.Results {
+	for i, res := range out.Results {
 		if res.Err != nil {
 			s.logRefusal(msgs[i].Seq, res.Err.Description)
 			break
@@ -256,31 +257,32 @@ func (s *sourcer) apply(msgs []*store.StoredMsg, ident string) (applied int, top
 	return applied, top
 }
 
-// refusalLogEvery is how often a sourcer repeats the log line of a copy
-// its stream keeps refusing (a limit with discard new, a full store).
-const refusalLogEvery = time.Minute
-
 // logRefusal logs that the stream refused the copy of origin message
 // seq: at once when the reason changed, else at most every
-// refusalLogEvery (the copy is retried every sourceRetry).
+// streamrun.RefusalLogEvery (the copy is retried every sourceRetry).
 func (s *sourcer) logRefusal(seq uint64, why string) {
 	now := s.r.js.now()
-	if why == s.refusal && now.Sub(s.refusalLogged) < refusalLogEvery {
+	if why == s.refusal && now.Sub(s.refusalLogged) < streamrun.RefusalLogEvery {
 		return
 	}
 	s.refusal, s.refusalLogged = why, now
-	s.r.js.logf("stream %s: source %s: message %d: %s (retrying every %v)", s.r.name, s.src.Name, seq, why, sourceRetry)
+	s.r.js.logf("stream %s: source %s: message %d: %s (retrying every %v)", s.r.Name(), s.src.Name, seq, why, sourceRetry)
 }
 
-// matches reports whether the sourcer copies messages on subj.
-func (s *sourcer) matches(subj string) bool {
+// Matches reports whether the sourcer copies messages on subj.
+func (s *sourcer) Matches(subj string) bool {
 	return len(s.filter) == 0 || store.MatchFilters(subj, s.filter)
 }
 
-// needs reports whether the sourcer has still to copy the message seq on
+// NeedsAllAbove reports whether the sourcer copies every subject of its
+// origin, and so needs every message above what it copied
+// (streamrun.Watcher).
+func (s *sourcer) NeedsAllAbove() (uint64, bool) { return s.copied.Load(), len(s.filter) == 0 }
+
+// Needs reports whether the sourcer has still to copy the message seq on
 // subj (the origin's interest retention keeps it until then).
-func (s *sourcer) needs(seq uint64, subj string) bool {
-	return seq > s.copied.Load() && s.matches(subj)
+func (s *sourcer) Needs(seq uint64, subj string) bool {
+	return seq > s.copied.Load() && s.Matches(subj)
 }
 
 // entry builds the entry to apply for an origin message.
@@ -319,8 +321,8 @@ func (s *sourcer) mapSubject(subj string) string {
 // up near where it stopped); else the origin's first message.
 // resumed is set when the stream already holds copies from this origin
 // made under the source's current filter and transforms.
-func (s *sourcer) startSeq(o *runner) (next uint64, resumed bool) {
-	own := s.r.store.State(false)
+func (s *sourcer) startSeq(o *streamEntry) (next uint64, resumed bool) {
+	own := s.r.Store().State(false)
 	var found bool
 	switch {
 	case s.mirror && own.LastSeq > 0:
@@ -346,7 +348,7 @@ func (s *sourcer) startSeq(o *runner) (next uint64, resumed bool) {
 // optStart is the origin sequence the source's opt_start_seq or
 // opt_start_time names (a time no earlier than notBefore, unix ns), else
 // 1.
-func (s *sourcer) optStart(o *runner, notBefore int64) uint64 {
+func (s *sourcer) optStart(o *streamEntry, notBefore int64) uint64 {
 	switch {
 	case s.src.OptStartSeq > 0:
 		return s.src.OptStartSeq
@@ -358,15 +360,15 @@ func (s *sourcer) optStart(o *runner, notBefore int64) uint64 {
 
 // atTime returns the first origin sequence stored at or after t (unix
 // ns).
-func (s *sourcer) atTime(o *runner, t int64) uint64 {
-	st := o.store.State(false)
-	return consumer.FirstAtTime(o.store, t, st.FirstSeq, st.LastSeq)
+func (s *sourcer) atTime(o *streamEntry, t int64) uint64 {
+	st := o.Store().State(false)
+	return consumer.FirstAtTime(o.Store(), t, st.FirstSeq, st.LastSeq)
 }
 
 // resume finds where copying from o (of identity ident) starts and,
 // when it resumes earlier copies, reclaims them; wait makes it return
 // only once the origin has applied the removals.
-func (s *sourcer) resume(o *runner, ident string, wait bool) {
+func (s *sourcer) resume(o *streamEntry, ident string, wait bool) {
 	s.ident = ident
 	var resumed bool
 	s.next, resumed = s.startSeq(o)
@@ -383,12 +385,12 @@ func (s *sourcer) resume(o *runner, ident string, wait bool) {
 // was killed before it reached the origin's disk. They are handed to
 // onSourced as after a copy, in batches, once this stream's copies are
 // durable; wait as for resume.
-func (s *sourcer) reclaim(o *runner, wait bool) {
-	if o.retention() == stream.LimitsPolicy {
+func (s *sourcer) reclaim(o *streamEntry, wait bool) {
+	if o.Retention() == stream.LimitsPolicy {
 		return
 	}
-	own := s.r.store.State(false)
-	if err := s.r.store.WaitDurable(own.LastSeq); err != nil {
+	own := s.r.Store().State(false)
+	if err := s.r.Store().WaitDurable(own.LastSeq); err != nil {
 		return
 	}
 	seq := s.optStart(o, 0)
@@ -398,7 +400,7 @@ func (s *sourcer) reclaim(o *runner, wait bool) {
 	for seq < s.next {
 		var msgs []*store.StoredMsg
 		for len(msgs) < sourceBatchMsgs && seq < s.next {
-			sm, err := o.store.LoadNext(s.filter, seq)
+			sm, err := o.Store().LoadNext(s.filter, seq)
 			if err != nil || sm.Seq >= s.next {
 				seq = s.next
 				break
@@ -406,7 +408,7 @@ func (s *sourcer) reclaim(o *runner, wait bool) {
 			msgs = append(msgs, sm)
 			seq = sm.Seq + 1
 		}
-		o.onSourced(s, msgs, wait)
+		o.OnSourced(s, msgs, wait)
 	}
 }
 
@@ -419,9 +421,9 @@ func (s *sourcer) reclaim(o *runner, wait bool) {
 // One from an earlier origin of the same name (the origin was deleted and
 // created again) means copying starts over, as in nats-server v2.15.2.
 func (s *sourcer) lastCopied(ident string) (seq uint64, found, same, exact bool) {
-	st := s.r.store.State(false)
+	st := s.r.Store().State(false)
 	for n := st.LastSeq; n >= st.FirstSeq && n > 0; n-- {
-		sm, err := s.r.store.Load(n)
+		sm, err := s.r.Store().Load(n)
 		if err != nil {
 			continue
 		}
@@ -465,8 +467,8 @@ func (s *sourcer) setErr(missing bool) {
 // updateLag sets lag to what o holds for s to copy, up to o's durable
 // sequence now (not the round's start: a round that waits after a
 // refusal would report what was left before it).
-func (s *sourcer) updateLag(o *runner) {
-	n := o.store.NumPending(s.filter, s.next, o.durable.Load())
+func (s *sourcer) updateLag(o *streamEntry) {
+	n := o.Store().NumPending(s.filter, s.next, o.Acknowledged())
 	s.mu.Lock()
 	s.lag = n
 	s.mu.Unlock()
@@ -489,9 +491,9 @@ func (s *sourcer) info(now time.Time) *SourceInfo {
 	return si
 }
 
-// sourcing is a runner's part in sourcing: its own sourcers (a mirror's
-// one, or one per source) and the sourcers of other streams that read it
-// as their origin, woken when its durable sequence moves.
+// sourcing is a stream's own sourcers (a mirror's one, or one per
+// source); the sourcers of other streams that read it as their origin
+// are registered with its runtime (streamrun.Stream.Watch).
 type sourcing struct {
 	// life serializes replacing the sourcers (restartSources) with
 	// closing them (closeSources), so that two updates cannot leave a
@@ -500,65 +502,21 @@ type sourcing struct {
 	closed bool          // closeSources ran: no sourcer starts again (under life)
 	from   stream.Config // the mirror and sources own was started from (under life)
 
-	mu       sync.Mutex
-	own      []*sourcer
-	watchers map[*sourcer]struct{}
-}
-
-// watch makes s woken by o's durable sequence; o may be nil.
-func (o *runner) watch(s *sourcer) {
-	if o == nil {
-		return
-	}
-	o.srcs.mu.Lock()
-	defer o.srcs.mu.Unlock()
-	if o.srcs.watchers == nil {
-		o.srcs.watchers = map[*sourcer]struct{}{}
-	}
-	o.srcs.watchers[s] = struct{}{}
-}
-
-// unwatch undoes watch; o may be nil.
-func (o *runner) unwatch(s *sourcer) {
-	if o == nil {
-		return
-	}
-	o.srcs.mu.Lock()
-	delete(o.srcs.watchers, s)
-	o.srcs.mu.Unlock()
-}
-
-// watcherList returns the sourcers reading this stream.
-func (o *runner) watcherList() []*sourcer {
-	o.srcs.mu.Lock()
-	defer o.srcs.mu.Unlock()
-	ws := make([]*sourcer, 0, len(o.srcs.watchers))
-	for s := range o.srcs.watchers {
-		ws = append(ws, s)
-	}
-	return ws
-}
-
-// signalWatchers wakes the sourcers reading this stream.
-func (o *runner) signalWatchers() {
-	o.srcs.mu.Lock()
-	defer o.srcs.mu.Unlock()
-	for s := range o.srcs.watchers {
-		s.signal()
-	}
+	mu  sync.Mutex
+	own []*sourcer
 }
 
 // startSources starts a sourcer for cfg's mirror or each of its
 // sources, each registered with its origin first (lookup finds a stream
 // by name: streamNamed, or the table itself under JetStream.mu).
-func (r *runner) startSources(cfg stream.Config, lookup func(string) *runner) {
+func (r *streamEntry) startSources(cfg stream.Config, lookup func(string) *streamEntry) {
 	r.launchSources(r.newSources(cfg, lookup), cfg)
 }
 
 // newSources returns the sourcers of cfg's mirror or of each of its
 // sources, not yet started, each registered with its origin (watch) if
 // lookup finds it: from then on the origin keeps what they need.
-func (r *runner) newSources(cfg stream.Config, lookup func(string) *runner) []*sourcer {
+func (r *streamEntry) newSources(cfg stream.Config, lookup func(string) *streamEntry) []*sourcer {
 	var own []*sourcer
 	if cfg.Mirror != nil {
 		own = append(own, newSourcer(r, *cfg.Mirror, true))
@@ -578,7 +536,7 @@ func (r *runner) newSources(cfg stream.Config, lookup func(string) *runner) []*s
 
 // launchSources starts the goroutines of own and makes them the
 // stream's sourcers.
-func (r *runner) launchSources(own []*sourcer, cfg stream.Config) {
+func (r *streamEntry) launchSources(own []*sourcer, cfg stream.Config) {
 	r.srcs.from = stream.Config{Mirror: cfg.Mirror, Sources: cfg.Sources}
 	for _, s := range own {
 		go s.run()
@@ -600,24 +558,24 @@ func (r *runner) launchSources(own []*sourcer, cfg stream.Config) {
 // it may be long and removes nothing), and each interest stream drops
 // what nobody needs any more (an ephemeral consumer's messages: those
 // consumers end with the server). Then the goroutines start.
-func (js *JetStream) startRestoredSources(restored []*runner) {
+func (js *JetStream) startRestoredSources(restored []*streamEntry) {
 	owns := make([][]*sourcer, len(restored))
 	for i, r := range restored {
-		owns[i] = r.newSources(r.config(), js.streamNamed)
+		owns[i] = r.newSources(r.Config(), js.streamNamed)
 	}
 	for _, own := range owns {
 		for _, s := range own {
-			if o := s.origin; o != nil && o.retention() != stream.LimitsPolicy {
+			if o := s.origin; o != nil && o.Retention() != stream.LimitsPolicy {
 				s.heard()
-				s.resume(o, stream.Identity(o.created), true)
+				s.resume(o, stream.Identity(o.Created()), true)
 			}
 		}
 	}
 	for _, r := range restored {
-		r.dropUnneededWait() // before the server answers anyone
+		r.DropUnneededWait() // before the server answers anyone
 	}
 	for i, r := range restored {
-		r.launchSources(owns[i], r.config())
+		r.launchSources(owns[i], r.Config())
 	}
 }
 
@@ -628,11 +586,14 @@ func (js *JetStream) startRestoredSources(restored []*runner) {
 // server shuts down) the origins keep everything for them, so that
 // nothing they have yet to copy is lost to the shutdown. The caller must
 // not hold js.mu (a sourcer may be waiting for it).
-func (r *runner) stopSources(release bool) {
-	r.srcs.mu.Lock()
-	own := r.srcs.own
-	r.srcs.own = nil
-	r.srcs.mu.Unlock()
+func (r *streamEntry) stopSources(release bool) { r.srcs.stop(release) }
+
+// stop is stopSources on the stream's sourcing.
+func (ss *sourcing) stop(release bool) {
+	ss.mu.Lock()
+	own := ss.own
+	ss.own = nil
+	ss.mu.Unlock()
 	for _, s := range own {
 		s.stop()
 	}
@@ -644,7 +605,7 @@ func (r *runner) stopSources(release bool) {
 	}
 	for _, s := range own {
 		if s.origin != nil {
-			s.origin.dropUnneeded()
+			s.origin.DropUnneeded()
 		}
 	}
 }
@@ -657,10 +618,10 @@ func (r *runner) stopSources(release bool) {
 // what a source that stays has yet to copy. It reads the config itself,
 // under srcs.life, so that of two updates racing the last one applied
 // wins.
-func (r *runner) restartSources() {
+func (r *streamEntry) restartSources() {
 	r.srcs.life.Lock()
 	defer r.srcs.life.Unlock()
-	cfg := r.config()
+	cfg := r.Config()
 	if r.srcs.closed || sameSources(r.srcs.from, cfg) {
 		return
 	}
@@ -671,11 +632,14 @@ func (r *runner) restartSources() {
 
 // closeSources stops the stream's sourcers for good (stopSources), after
 // any restart in progress; none starts again.
-func (r *runner) closeSources(release bool) {
-	r.srcs.life.Lock()
-	defer r.srcs.life.Unlock()
-	r.srcs.closed = true
-	r.stopSources(release)
+func (r *streamEntry) closeSources(release bool) { r.srcs.Close(release) }
+
+// Close stops the sourcers for good (streamrun.SourceSet).
+func (ss *sourcing) Close(release bool) {
+	ss.life.Lock()
+	defer ss.life.Unlock()
+	ss.closed = true
+	ss.stop(release)
 }
 
 // sameSources reports whether two configs have the same mirror and
@@ -688,7 +652,7 @@ func sameSources(a, b stream.Config) bool {
 
 // sourceInfos returns the StreamSourceInfo of the mirror (nil if none)
 // and of each source.
-func (r *runner) sourceInfos() (mirror *SourceInfo, sources []*SourceInfo) {
+func (r *streamEntry) sourceInfos() (mirror *SourceInfo, sources []*SourceInfo) {
 	r.srcs.mu.Lock()
 	own := r.srcs.own
 	r.srcs.mu.Unlock()
@@ -704,7 +668,7 @@ func (r *runner) sourceInfos() (mirror *SourceInfo, sources []*SourceInfo) {
 }
 
 // streamNamed returns the runner of a stream, or nil.
-func (js *JetStream) streamNamed(name string) *runner {
+func (js *JetStream) streamNamed(name string) *streamEntry {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	return js.streams[name]

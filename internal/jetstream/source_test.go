@@ -2,6 +2,9 @@ package jetstream
 
 import (
 	"fmt"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/store/memstore"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +19,8 @@ func TestSourcerRefusalLogIsRateLimited(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
 	var lines []string
 	js := &JetStream{cfg: Config{Now: clk.now, Logf: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }}}
-	s := &sourcer{r: &runner{js: js, name: "M"}, src: stream.Source{Name: "O"}}
+	m := streamrun.New(streamrun.Env{Now: clk.now}, stream.Config{Name: "M"}, time.Time{}, "", memstore.New(store.Config{}))
+	s := &sourcer{r: &streamEntry{js: js, Stream: m}, src: stream.Source{Name: "O"}}
 	for i := 0; i < 30; i++ { // half a minute of retries
 		s.logRefusal(7, "maximum messages exceeded")
 		clk.advance(time.Second)
@@ -111,14 +115,12 @@ func TestSourceLagCountsUpToTheRoundsEnd(t *testing.T) {
 	done := make(chan struct{})
 	go func() { s.copyRound(o); close(done) }()
 	waitUntil(t, "the round to read O and wait for T", func() bool {
-		r.in.mu.Lock()
-		defer r.in.mu.Unlock()
-		return len(r.in.items) > 0
+		return r.Queued() > 0
 	})
 	for range 2 {
 		tr.Publish("o", "", nil, []byte("y"))
 	}
-	waitUntil(t, "O's 5 messages to be durable", func() bool { return o.durable.Load() == 5 })
+	waitUntil(t, "O's 5 messages to be durable", func() bool { return o.Acknowledged() == 5 })
 	release()
 	<-done
 	if info := s.info(time.Now()); info.Lag != 5 {

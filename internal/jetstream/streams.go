@@ -6,7 +6,6 @@ import (
 	"github.com/cairnmq/cairn/internal/jetstream/metafile"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
@@ -79,8 +78,8 @@ func (js *JetStream) StreamCreate(req StreamRequest) (*StreamInfo, *jserr.Error)
 // existing answers a create of a stream that already exists: its info
 // when the config is the same (nats-server compares after copying the
 // versioning metadata), else 10058.
-func (js *JetStream) existing(r *runner, cfg stream.Config) (*StreamInfo, *jserr.Error) {
-	cur := r.config()
+func (js *JetStream) existing(r *streamEntry, cfg stream.Config) (*StreamInfo, *jserr.Error) {
+	cur := r.Config()
 	cfg.CopyVersionMetadata(&cur)
 	if !cfg.Equal(&cur) {
 		return nil, jserr.New(jserr.StreamNameExist)
@@ -90,7 +89,7 @@ func (js *JetStream) existing(r *runner, cfg stream.Config) (*StreamInfo, *jserr
 
 // createLocked writes the metadata, opens the store and starts the
 // runner. The caller holds mu.
-func (js *JetStream) createLocked(cfg stream.Config) (*runner, error) {
+func (js *JetStream) createLocked(cfg stream.Config) (*streamEntry, error) {
 	created := js.now().UTC()
 	dir := ""
 	if cfg.Storage == stream.FileStorage {
@@ -110,7 +109,7 @@ func (js *JetStream) createLocked(cfg stream.Config) (*runner, error) {
 	}
 	js.streams[cfg.Name] = r
 	js.refreshCapturesLocked()
-	r.startSources(cfg, func(name string) *runner { return js.streams[name] })
+	r.startSources(cfg, func(name string) *streamEntry { return js.streams[name] })
 	return r, nil
 }
 
@@ -151,21 +150,21 @@ func (js *JetStream) StreamUpdate(req StreamRequest) (*StreamInfo, *jserr.Error)
 	// needs: after a change to interest retention, nats-server v2.15.2
 	// removes the rest (everything, without consumers) before it answers;
 	// any other update of an interest stream finds nothing to remove.
-	r.dropUnneededWait()
+	r.DropUnneededWait()
 	r.restartSources()
 	return r.info(InfoOptions{}), nil
 }
 
 // updateLocked checks and applies an update under mu; it returns the
 // runner.
-func (js *JetStream) updateLocked(cfg stream.Config) (*runner, *jserr.Error) {
+func (js *JetStream) updateLocked(cfg stream.Config) (*streamEntry, *jserr.Error) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	r := js.streams[cfg.Name]
 	if r == nil {
 		return nil, jserr.New(jserr.StreamNotFound)
 	}
-	old := r.config()
+	old := r.Config()
 	if err := stream.CheckUpdate(&old, &cfg); err != nil {
 		return nil, err
 	}
@@ -205,34 +204,26 @@ func (js *JetStream) configLocked(name string) (stream.Config, bool) {
 	if r == nil {
 		return stream.Config{}, false
 	}
-	return r.config(), true
+	return r.Config(), true
 }
 
 // applyUpdate persists the new config, proposes it to the stream as an
 // UpdateConfig operation (the runner takes it once applied,
 // configApplied) and moves the subscriptions.
-func (js *JetStream) applyUpdate(r *runner, cfg stream.Config) error {
-	if r.dir != "" {
-		if err := metafile.Write(js.cfg.FS, r.dir, metaFile{Config: cfg, Created: r.created}); err != nil {
+func (js *JetStream) applyUpdate(r *streamEntry, cfg stream.Config) error {
+	if r.Dir() != "" {
+		if err := metafile.Write(js.cfg.FS, r.Dir(), metaFile{Config: cfg, Created: r.Created()}); err != nil {
 			return err
 		}
 	}
-	req := &request{op: &stream.UpdateConfig{Config: cfg}}
-	if !r.submit(req) {
+	out, ok := r.Do(&stream.UpdateConfig{Config: cfg})
+	if !ok {
 		return store.ErrClosed
 	}
-	if req.out.Err != nil {
-		return req.out.Err
+	if out.Err != nil {
+		return out.Err
 	}
-	return r.subscribe(cfg)
-}
-
-// shortensMaxAge reports whether an update from max_age old to new
-// (0: none) can make stored messages too old, so that they go at once
-// rather than at the next regular expiry pass, up to a second later, as
-// nats-server v2.15.2 removes them when its store's config is updated.
-func shortensMaxAge(old, new time.Duration) bool {
-	return new > 0 && (old == 0 || new < old)
+	return r.Subscribe(cfg)
 }
 
 // DeleteStream stops a stream and removes its files; a create of the
@@ -260,11 +251,11 @@ func (js *JetStream) DeleteStream(name string) *jserr.Error {
 		return jserr.New(jserr.StreamNotFound)
 	}
 	consumers := r.consumerNames()
-	if err := r.stop(consumer.StatusDeleted); err != nil && !errors.Is(err, store.ErrClosed) {
+	if err := r.Stop(consumer.StatusDeleted); err != nil && !errors.Is(err, store.ErrClosed) {
 		js.logf("jetstream: stream %s: close before delete: %v", name, err)
 	}
-	if r.dir != "" {
-		if err := js.removeStreamDir(name, r.dir); err != nil {
+	if r.Dir() != "" {
+		if err := js.removeStreamDir(name, r.Dir()); err != nil {
 			return jserr.From(err, jserr.StreamDelete)
 		}
 	}
@@ -293,14 +284,14 @@ func (js *JetStream) Purge(name string, req store.PurgeRequest) (uint64, *jserr.
 	if jerr != nil {
 		return 0, jerr
 	}
-	op := &request{op: &stream.Purge{Request: req}}
-	if !r.submit(op) {
+	out, ok := r.Do(&stream.Purge{Request: req})
+	if !ok {
 		return 0, jserr.New(jserr.StreamNotFound)
 	}
-	if op.out.Err != nil {
-		return 0, op.out.Err
+	if out.Err != nil {
+		return 0, out.Err
 	}
-	return op.out.Removed, nil
+	return out.Removed, nil
 }
 
 // DeleteMsg removes one message (protocol.md section 2.6.8) through a
@@ -312,25 +303,25 @@ func (js *JetStream) DeleteMsg(name string, seq uint64) *jserr.Error {
 	if jerr != nil {
 		return jerr
 	}
-	req := &request{op: &stream.DeleteMsg{Seq: seq}}
-	if !r.submit(req) {
+	out, ok := r.Do(&stream.DeleteMsg{Seq: seq})
+	if !ok {
 		return jserr.New(jserr.StreamNotFound)
 	}
-	return req.out.Err
+	return out.Err
 }
 
 // checkConsumerLimits refuses a change of consumer_limits that an existing
 // consumer exceeds: 10069 "change to limits violates consumers: <names>"
 // (names sorted; nats-server v2.15.2 updateWithAdvisory, which checks a
 // limit only when it is set and changed).
-func (r *runner) checkConsumerLimits(old, cur stream.ConsumerLimits) *jserr.Error {
+func (r *streamEntry) checkConsumerLimits(old, cur stream.ConsumerLimits) *jserr.Error {
 	inactive := cur.InactiveThreshold > 0 && cur.InactiveThreshold != old.InactiveThreshold
 	ackPending := cur.MaxAckPending > 0 && cur.MaxAckPending != old.MaxAckPending
 	if !inactive && !ackPending {
 		return nil
 	}
 	var names []string
-	for _, c := range r.consumerList() {
+	for _, c := range r.cons.list() {
 		cc := c.config()
 		if (inactive && cc.InactiveThreshold > cur.InactiveThreshold) ||
 			(ackPending && cc.MaxAckPending > cur.MaxAckPending) {

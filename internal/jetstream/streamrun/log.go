@@ -1,4 +1,4 @@
-package jetstream
+package streamrun
 
 import (
 	"github.com/cairnmq/cairn/internal/consumer"
@@ -33,21 +33,13 @@ type Applier[O any] interface {
 }
 
 // NewLogFunc makes the log of the stream named name, which hands what it
-// commits to a (Config.NewLog). It is called once per stream start.
+// commits to a (jetstream.Config.NewLog). It is called once per stream start.
 type NewLogFunc func(name string, a Applier[stream.Op]) Log[stream.Op]
 
 // NewConsumerLogFunc makes the log of consumer name of stream
-// streamName, which hands what it commits to a (Config.NewConsumerLog).
+// streamName, which hands what it commits to a (jetstream.Config.NewConsumerLog).
 // It is called once per consumer start.
 type NewConsumerLogFunc func(streamName, name string, a Applier[consumer.Op]) Log[consumer.Op]
-
-// The logs of a stream and a consumer when Config.NewLog and
-// Config.NewConsumerLog are nil. The package's tests replace them with
-// logs that apply every operation through its byte form (log_test.go).
-var (
-	defaultNewLog         NewLogFunc         = NewLocalLog
-	defaultNewConsumerLog NewConsumerLogFunc = NewLocalConsumerLog
-)
 
 // localLog is a log on one server: Propose commits op at the next index
 // and applies it before returning, on the proposer's goroutine (a
@@ -61,13 +53,13 @@ type localLog[O any] struct {
 }
 
 // NewLocalLog returns the log of a stream on one server (the default of
-// Config.NewLog).
+// jetstream.Config.NewLog).
 func NewLocalLog(_ string, a Applier[stream.Op]) Log[stream.Op] {
 	return &localLog[stream.Op]{a: a}
 }
 
 // NewLocalConsumerLog returns the log of a consumer on one server (the
-// default of Config.NewConsumerLog).
+// default of jetstream.Config.NewConsumerLog).
 func NewLocalConsumerLog(_, _ string, a Applier[consumer.Op]) Log[consumer.Op] {
 	return &localLog[consumer.Op]{a: a}
 }

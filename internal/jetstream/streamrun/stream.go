@@ -1,4 +1,4 @@
-package jetstream
+package streamrun
 
 import (
 	"sync"
@@ -29,10 +29,28 @@ type ack struct {
 	rp      *stream.RePublished // published, before the PubAck, once durable
 }
 
-// runner owns one stream: its state machine (through the apply
-// goroutine), its subscriptions and its ack goroutine.
-type runner struct {
-	js      *JetStream
+// Env is what a stream's runtime takes from the engine that runs it.
+// Every field is required except NewLog (nil: NewLocalLog).
+type Env struct {
+	Transport Transport
+	Now       func() time.Time                 // the clock for entry times and expiry
+	Logf      func(format string, args ...any) // problems
+	APILevel  int                              // the JetStream API level (direct get's Nats-Required-Api-Level)
+	// Storage is the server's storage accounting, shared by every stream.
+	Storage *Storage
+	// BatchLimits (APILevel set) and Batches, the server-wide count of
+	// open batches, bound batch publishing.
+	BatchLimits stream.BatchLimits
+	Batches     *stream.BatchInflight
+	NewLog      NewLogFunc
+}
+
+// Stream is the runtime of one stream: its state machine (through the
+// apply goroutine), its log, its subscriptions, its ack, direct-get and
+// expiry goroutines. The engine makes it with New, restores its
+// consumers between Open and Serve, and ends it with Stop.
+type Stream struct {
+	env     Env
 	name    string
 	created time.Time
 	dir     string // the stream directory (metadata and messages); "" for memory streams
@@ -69,93 +87,126 @@ type runner struct {
 	done            sync.WaitGroup
 
 	storage   stream.StorageType // fixed at creation
-	usedBytes int64              // stored bytes last added to js.used; apply goroutine
+	usedBytes int64              // stored bytes last added to the Storage's usage; apply goroutine
 	// drops are the messages of an interest stream stored without
-	// interest, to remove before the next op and at the end of the
+	// interest, to remove before the next request and at the end of the
 	// batch (dropIfUninterested); apply goroutine.
 	drops []uint64
 	// seenRemovals is the store's Removals when the apply goroutine last
 	// looked for messages a limit removed (dropLimitRemoved).
 	seenRemovals uint64
 	// rm holds the acknowledged or copied messages queued for removal
-	// (removeMsgs), for the apply goroutine to remove together.
+	// (RemoveMsgs), for the apply goroutine to remove together.
 	rm struct {
 		mu   sync.Mutex
 		seqs []uint64
 	}
 
-	cmu       sync.Mutex       // guards consumers
-	consumers map[string]*cons // by name
-	// consumersDone is set under cmu when the stream stops: no consumer
-	// is created after it, so none writes into a directory being removed
-	// (or into the directory of a new stream of the same name).
-	consumersDone bool
-	deleting      map[string]bool // consumers being deleted (files not yet removed)
-	// unrestored names the consumers whose directories a start could not
-	// restore (a damaged meta.json, an unreadable state): their files stay
-	// and, while any is left, interest retention removes nothing, since
-	// nobody knows what they still need (held). Under cmu.
-	unrestored map[string]bool
-	held       atomic.Bool   // len(unrestored) > 0
-	durable    atomic.Uint64 // highest sequence durable in the store
+	consumers ConsumerSet // the stream's consumers (SetConsumers)
+	sources   SourceSet   // the stream's own sourcers (SetSources); nil without
+	durable   atomic.Uint64
 
-	srcs sourcing // the mirror's or sources' sourcers, and who reads this stream (source.go)
+	// watchers are the sourcers of other streams that read this one
+	// (Watch); wmu guards them.
+	wmu      sync.Mutex
+	watchers map[Watcher]struct{}
 
 	// atomic and fast are the stream's open batches (batch.go); apply
 	// goroutine.
 	atomic *stream.AtomicBatches
 	fast   *stream.FastBatches
 
-	dlq atomic.Pointer[string] // the stream's own dead-letter subject (deadletter.go)
+	dlq atomic.Pointer[string] // the stream's own dead-letter subject (DeadLetter)
 }
 
-func newRunner(js *JetStream, cfg stream.Config, created time.Time, dir string, st store.Store) *runner {
-	r := &runner{
-		js: js, name: cfg.Name, created: created, dir: dir,
+// New makes the runtime of a stream with config cfg (defaults applied,
+// validated), created at created, whose files are under dir ("" for a
+// memory stream), over the opened store st. Nothing runs until Open and
+// Serve.
+func New(env Env, cfg stream.Config, created time.Time, dir string, st store.Store) *Stream {
+	r := &Stream{
+		env: env, name: cfg.Name, created: created, dir: dir,
 		st: stream.New(cfg, st), store: st, cfg: cfg,
 		in: newQueue[item](maxIngest), acks: newQueue[ack](0), direct: newQueue[directJob](maxDirectQueue),
-		consumers: map[string]*cons{}, deleting: map[string]bool{}, unrestored: map[string]bool{}, storage: cfg.Storage,
-		atomic: stream.NewAtomicBatches(js.batchLimits(), &js.batches),
-		fast:   stream.NewFastBatches(cfg.Name, js.batchLimits(), &js.batches),
+		storage:   cfg.Storage,
+		consumers: noConsumers{},
+		atomic:    stream.NewAtomicBatches(env.BatchLimits, env.Batches),
+		fast:      stream.NewFastBatches(cfg.Name, env.BatchLimits, env.Batches),
 	}
-	newLog := js.cfg.NewLog
+	newLog := env.NewLog
 	if newLog == nil {
-		newLog = defaultNewLog
+		newLog = NewLocalLog
 	}
 	r.log = newLog(cfg.Name, r)
 	r.setDeadLetter(&cfg)
 	return r
 }
 
-// start rebuilds the dedupe window, runs an expiry pass, subscribes to
-// the stream's subjects and starts the goroutines; the caller starts the
-// sourcers (startSources, or startRestoredSources for a server's
-// restored streams).
-func (r *runner) start() error {
+// Name returns the stream's name.
+func (r *Stream) Name() string { return r.name }
+
+// Created returns when the stream was created.
+func (r *Stream) Created() time.Time { return r.created }
+
+// Dir returns the stream's directory, "" for a memory stream.
+func (r *Stream) Dir() string { return r.dir }
+
+// Store returns the stream's store, for reads (every change goes
+// through an operation).
+func (r *Stream) Store() store.Store { return r.store }
+
+// SetConsumers gives the stream its consumer set; call it before Open.
+func (r *Stream) SetConsumers(c ConsumerSet) { r.consumers = c }
+
+// SetSources gives the stream its own sourcers (nil: none); the stream
+// closes them when it stops.
+func (r *Stream) SetSources(s SourceSet) {
+	r.mu.Lock()
+	r.sources = s
+	r.mu.Unlock()
+}
+
+// Sources returns the stream's own sourcers, nil when it has none.
+func (r *Stream) Sources() SourceSet {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sources
+}
+
+// Open readies a stream over a store that may hold messages: it removes
+// an atomic batch a crash cut short, rebuilds the duplicate window and
+// counts the stored bytes. Its consumers are restored next, then Serve.
+func (r *Stream) Open() error {
 	if pb, ok, err := r.st.DropPartialBatch(); err != nil {
 		return err
 	} else if ok {
-		r.js.logf("jetstream: stream %s: removed the atomic batch %q (sequences %d to %d) that a crash cut short before its commit was stored; it was never acknowledged", r.name, pb.ID, pb.First, pb.Last)
+		r.env.Logf("jetstream: stream %s: removed the atomic batch %q (sequences %d to %d) that a crash cut short before its commit was stored; it was never acknowledged", r.name, pb.ID, pb.First, pb.Last)
 	}
 	if err := r.st.Rebuild(); err != nil {
 		return err
 	}
-	r.st.ExpireDedupe(r.js.now().UnixNano())
+	r.st.ExpireDedupe(r.env.Now().UnixNano())
 	r.durable.Store(r.store.State(false).LastSeq) // recovered means durable
 	r.syncUsage()
-	r.restoreConsumers()
+	return nil
+}
+
+// Serve runs an expiry pass, subscribes to the stream's subjects and
+// starts the goroutines; the caller starts the sourcers. On an error
+// the stream's consumers are stopped and nothing runs.
+func (r *Stream) Serve() error {
 	// What expired while the server was down goes before anything is
 	// served (nats-server expireMsgsOnRecover); the pass arms the timer.
 	r.mu.Lock()
 	r.timer = time.AfterFunc(expiryInterval, r.expireTick)
-	r.expireAt = r.js.now().Add(expiryInterval).UnixNano()
+	r.expireAt = r.env.Now().Add(expiryInterval).UnixNano()
 	r.mu.Unlock()
-	r.expirePass(r.js.now().UnixNano())
-	if err := r.subscribe(r.cfg); err != nil {
+	r.expirePass(r.env.Now().UnixNano())
+	if err := r.Subscribe(r.cfg); err != nil {
 		r.mu.Lock()
 		r.timer.Stop()
 		r.mu.Unlock()
-		r.stopConsumers(nil)
+		r.consumers.StopAll(nil)
 		return err
 	}
 	r.done.Add(3)
@@ -165,9 +216,9 @@ func (r *runner) start() error {
 	return nil
 }
 
-// subscribe replaces the stream's subscriptions: its subjects, and the
+// Subscribe replaces the stream's subscriptions: its subjects, and the
 // direct-get subjects when allow_direct is set.
-func (r *runner) subscribe(cfg stream.Config) error {
+func (r *Stream) Subscribe(cfg stream.Config) error {
 	subs := make([]Subscription, 0, len(cfg.Subjects)+2)
 	fail := func(err error) error {
 		for _, s := range subs {
@@ -176,7 +227,7 @@ func (r *runner) subscribe(cfg stream.Config) error {
 		return err
 	}
 	for _, subj := range cfg.Subjects {
-		sub, err := r.js.tr.Subscribe(subj, "", r.handlePublish)
+		sub, err := r.env.Transport.Subscribe(subj, "", r.handlePublish)
 		if err != nil {
 			return fail(err)
 		}
@@ -202,17 +253,17 @@ func (r *runner) subscribe(cfg stream.Config) error {
 // handlePublish runs on the publisher's goroutine: it copies the message
 // into an entry stamped with the current time and queues it, or answers
 // 429 / 10167 at once when the queue is full.
-func (r *runner) handlePublish(subject, reply string, hdr, data []byte) {
+func (r *Stream) handlePublish(subject, reply string, hdr, data []byte) {
 	buf := make([]byte, len(hdr)+len(data))
 	copy(buf, hdr)
 	copy(buf[len(hdr):], data)
-	e := stream.Entry{Subject: subject, Data: buf[len(hdr):], Time: r.js.now().UnixNano()}
+	e := stream.Entry{Subject: subject, Data: buf[len(hdr):], Time: r.env.Now().UnixNano()}
 	if len(hdr) > 0 {
 		e.Header = buf[:len(hdr):len(hdr)]
 	}
 	if !r.in.push(item{entry: e, reply: reply}) && reply != "" {
 		res := stream.Result{Err: jserr.New(jserr.StreamTooManyRequests)}
-		r.js.tr.Publish(reply, "", nil, stream.AppendPubAck(nil, r.name, res, ""))
+		r.env.Transport.Publish(reply, "", nil, stream.AppendPubAck(nil, r.name, res, ""))
 	}
 }
 
@@ -230,7 +281,7 @@ type appendBatcher interface {
 // goroutine does), as appendBatcher requires; a store call that waits for
 // its own change, such as flushDrops' DeleteMany, wakes the writer
 // itself.
-func (r *runner) applyLoop() {
+func (r *Stream) applyLoop() {
 	defer r.done.Done()
 	defer r.acks.close()
 	batcher, _ := r.store.(appendBatcher)
@@ -258,7 +309,7 @@ func (r *runner) applyLoop() {
 	}
 }
 
-func (r *runner) noAck() bool {
+func (r *Stream) noAck() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.cfg.NoAck
@@ -268,7 +319,7 @@ func (r *runner) noAck() bool {
 // message durable: one WaitDurable covers every ack queued meanwhile
 // (group commit). If the store cannot make them durable, every waiting
 // publish gets an error PubAck instead.
-func (r *runner) ackLoop() {
+func (r *Stream) ackLoop() {
 	defer r.done.Done()
 	var batch []ack
 	for {
@@ -291,12 +342,12 @@ func (r *runner) ackLoop() {
 			if err != nil && a.waitSeq > 0 {
 				payload = stream.AppendPubAck(nil, r.name, stream.Result{Err: storeFailed(err)}, "")
 			}
-			r.js.tr.Publish(a.reply, "", nil, payload)
+			r.env.Transport.Publish(a.reply, "", nil, payload)
 		}
 	}
 }
 
-func (r *runner) waitDurable(batch []ack) error {
+func (r *Stream) waitDurable(batch []ack) error {
 	if top := topSeq(batch); top > 0 {
 		return r.store.WaitDurable(top)
 	}
@@ -322,8 +373,8 @@ func storeFailed(err error) *jserr.Error {
 // expireTick asks the apply goroutine for an expiry pass (max_age,
 // per-message TTLs, the duplicate window) at the timer's time; the pass
 // re-arms the timer (rearmExpiry).
-func (r *runner) expireTick() {
-	r.in.pushOp(item{req: &request{kind: reqExpire, time: r.js.now().UnixNano()}})
+func (r *Stream) expireTick() {
+	r.in.pushOp(item{req: &request{kind: reqExpire, time: r.env.Now().UnixNano()}})
 }
 
 // minExpiryWait is the wait before retrying a subject delete marker that
@@ -354,8 +405,8 @@ func untilDeadline(deadline, now int64, floor time.Duration) time.Duration {
 // each is honoured within its floor (minTTLWait, minDedupeWait,
 // minExpiryWait) rather than up to a second late, without polling more
 // often. Apply goroutine.
-func (r *runner) rearmExpiry(pass int64, first uint64, next int64) {
-	later := r.js.now().UnixNano()
+func (r *Stream) rearmExpiry(pass int64, first uint64, next int64) {
+	later := r.env.Now().UnixNano()
 	wait := expiryWait(pass, later, next)
 	if d, ok := r.st.DedupeDeadline(); ok {
 		wait = min(wait, untilDeadline(d, later, minDedupeWait))
@@ -366,7 +417,7 @@ func (r *runner) rearmExpiry(pass int64, first uint64, next int64) {
 	r.mu.Lock()
 	if !r.stopped {
 		r.timer.Reset(wait)
-		r.expireAt = r.js.now().Add(wait).UnixNano()
+		r.expireAt = r.env.Now().Add(wait).UnixNano()
 	}
 	r.mu.Unlock()
 }
@@ -406,13 +457,13 @@ func expiryWait(pass, now, next int64) time.Duration {
 // from now (nats-server v2.15.2 resetAgeChk on a store with a TTL). With
 // TTLs of a second or more and a pass every second, only a copied
 // message (a mirror keeps the origin's time) can be due that soon.
-func (r *runner) expireBy(deadline int64) {
+func (r *Stream) expireBy(deadline int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped || r.timer == nil || deadline >= r.expireAt {
 		return
 	}
-	now := r.js.now()
+	now := r.env.Now()
 	wait := max(time.Duration(deadline-now.UnixNano()), minTTLWait)
 	if at := now.Add(wait).UnixNano(); at < r.expireAt {
 		r.timer.Reset(wait)
@@ -420,10 +471,11 @@ func (r *runner) expireBy(deadline int64) {
 	}
 }
 
-// stop unsubscribes, drains the queues (every queued publish is still
-// applied and acknowledged), waits for the goroutines and closes the
-// store.
-func (r *runner) stop(stopStatus []byte) error {
+// Stop unsubscribes, closes the stream's sourcers, drains the queues
+// (every queued publish is still applied and acknowledged), waits for
+// the goroutines, stops the consumers (their waiting pull requests get
+// stopStatus when it is not nil) and closes the store.
+func (r *Stream) Stop(stopStatus []byte) error {
 	r.mu.Lock()
 	r.stopped = true
 	subs := r.subs
@@ -435,19 +487,21 @@ func (r *runner) stop(stopStatus []byte) error {
 	for _, s := range subs {
 		s.Unsubscribe()
 	}
-	r.closeSources(true) // none left after Shutdown's closeSources(false)
+	if src := r.Sources(); src != nil {
+		src.Close(true) // none left after Shutdown's Close(false)
+	}
 	r.in.close()
 	r.direct.close()
 	r.done.Wait()
 	r.atomic.Clear() // the apply goroutine is gone: the stop owns them
 	r.fast.Clear()
 	r.releaseUsage()
-	r.stopConsumers(stopStatus)
+	r.consumers.StopAll(stopStatus)
 	return r.store.Close()
 }
 
-// config returns a copy of the stream's current config.
-func (r *runner) config() stream.Config {
+// Config returns a copy of the stream's current config.
+func (r *Stream) Config() stream.Config {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.cfg.Clone()
@@ -463,7 +517,7 @@ func (r *runner) config() stream.Config {
 // apply goroutine) may still deliver one of a memory stream, which is
 // durable at once, before the flush removes it: the same window the
 // immediate Delete had, a batch long instead of a message long.
-func (r *runner) dropIfUninterested(seq uint64, subject string) {
+func (r *Stream) dropIfUninterested(seq uint64, subject string) {
 	if r.st.Retention() != stream.InterestPolicy || r.interested(subject) {
 		return
 	}
@@ -472,20 +526,20 @@ func (r *runner) dropIfUninterested(seq uint64, subject string) {
 
 // rePublish publishes a stored message's republished copy (nil: none).
 // Like a delivery, it happens only once the message is durable.
-func (r *runner) rePublish(rp *stream.RePublished) {
+func (r *Stream) rePublish(rp *stream.RePublished) {
 	if rp != nil {
-		r.js.tr.Publish(rp.Subject, "", rp.Header, rp.Data)
+		r.env.Transport.Publish(rp.Subject, "", rp.Header, rp.Data)
 	}
 }
 
 // logExpireErr logs a failed expiry pass: at once when the error changed,
-// else at most every refusalLogEvery (a fenced store fails every pass,
+// else at most every RefusalLogEvery (a fenced store fails every pass,
 // once a second, until the server restarts). Apply goroutine.
-func (r *runner) logExpireErr(err error) {
-	now, msg := r.js.now(), err.Error()
-	if msg == r.expireErr && now.Sub(r.expireErrLogged) < refusalLogEvery {
+func (r *Stream) logExpireErr(err error) {
+	now, msg := r.env.Now(), err.Error()
+	if msg == r.expireErr && now.Sub(r.expireErrLogged) < RefusalLogEvery {
 		return
 	}
 	r.expireErr, r.expireErrLogged = msg, now
-	r.js.logf("%v (expiry is retried every pass; this is logged at most every %v)", err, refusalLogEvery)
+	r.env.Logf("%v (expiry is retried every pass; this is logged at most every %v)", err, RefusalLogEvery)
 }

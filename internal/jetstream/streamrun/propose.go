@@ -1,4 +1,4 @@
-package jetstream
+package streamrun
 
 import (
 	"github.com/cairnmq/cairn/internal/jserr"
@@ -125,7 +125,7 @@ func (ws *waiters) pending() bool { return ws.head < len(ws.q) }
 const maxPublishGroup = 1024
 
 // take handles one input of the batch the apply goroutine took.
-func (r *runner) take(it *item) {
+func (r *Stream) take(it *item) {
 	if it.req != nil {
 		// A request sees the messages stored so far, without those
 		// stored without interest (flushDrops) or pushed out by a limit
@@ -161,7 +161,7 @@ func (r *runner) take(it *item) {
 
 // flushPublishes proposes the publishes gathered since the last flush as
 // one Publish operation.
-func (r *runner) flushPublishes() {
+func (r *Stream) flushPublishes() {
 	if len(r.pub.Entries) == 0 {
 		return
 	}
@@ -180,19 +180,19 @@ func (r *runner) flushPublishes() {
 // (10023): the server's limit for the stream's storage type is exceeded
 // or, for a file stream, the disk is short. It is the proposer's check:
 // it reads the server's usage and the disk, which no apply may read.
-func (r *runner) insufficient(size int) bool {
-	return r.js.overStorageLimit(r.storage) || r.storage == stream.FileStorage && r.js.diskLow(size)
+func (r *Stream) insufficient(size int) bool {
+	return r.env.Storage.OverLimit(r.storage) || r.storage == stream.FileStorage && r.env.Storage.DiskLow(size)
 }
 
 // propose proposes op to the stream's log with w as its waiter (kind
 // waitNone: nobody waits). A log that refuses the proposal fails w.
-func (r *runner) propose(op stream.Op, w waiter) {
+func (r *Stream) propose(op stream.Op, w waiter) {
 	var key uint64
 	if w.kind != waitNone {
 		key = r.waiting.add(w)
 	}
 	if err := r.log.Propose(op, key); err != nil {
-		r.js.logf("stream %s: operation of kind %d not proposed: %v", r.name, op.Kind(), err)
+		r.env.Logf("stream %s: operation of kind %d not proposed: %v", r.name, op.Kind(), err)
 		if w, ok := r.waiting.remove(key); ok {
 			r.failWaiter(w)
 		}
@@ -203,14 +203,14 @@ func (r *runner) propose(op stream.Op, w waiter) {
 // request learns it failed; a publish gets no reply (the client's timeout
 // and retry decide, as for a lost PubAck: an error could race a
 // successful apply elsewhere).
-func (r *runner) failWaiter(w waiter) {
+func (r *Stream) failWaiter(w waiter) {
 	if w.req != nil {
 		w.req.failed = true
 	}
 }
 
 // serve handles a request on the apply goroutine.
-func (r *runner) serve(req *request) {
+func (r *Stream) serve(req *request) {
 	switch req.kind {
 	case reqPropose:
 		r.proposeRequest(req)
@@ -233,7 +233,7 @@ func (r *runner) serve(req *request) {
 // an expiry pass, so that messages now too old go before the update is
 // answered, as nats-server v2.15.2 removes them when its store's config
 // is updated.
-func (r *runner) proposeRequest(req *request) {
+func (r *Stream) proposeRequest(req *request) {
 	switch op := req.op.(type) {
 	case *stream.Copy:
 		r.proposeCopy(op, req)
@@ -241,7 +241,7 @@ func (r *runner) proposeRequest(req *request) {
 		oldAge := r.st.Config().MaxAge
 		r.propose(op, waiter{kind: waitRequest, req: req})
 		if !req.failed && req.out.Err == nil && shortensMaxAge(oldAge, op.Config.MaxAge) {
-			r.expirePass(r.js.now().UnixNano())
+			r.expirePass(r.env.Now().UnixNano())
 		}
 	default:
 		r.propose(op, waiter{kind: waitRequest, req: req})
@@ -251,7 +251,7 @@ func (r *runner) proposeRequest(req *request) {
 // proposeCopy proposes the entries of a sourcer's copy up to the first
 // that finds no storage, which it reports as refused (10023) after what
 // was applied: the sourcer retries from there.
-func (r *runner) proposeCopy(op *stream.Copy, req *request) {
+func (r *Stream) proposeCopy(op *stream.Copy, req *request) {
 	n := len(op.Entries)
 	for i := range op.Entries {
 		if r.insufficient(len(op.Entries[i].Header) + len(op.Entries[i].Data)) {
@@ -275,13 +275,13 @@ func (r *runner) proposeCopy(op *stream.Copy, req *request) {
 
 // expirePass proposes an expiry up to now (unix ns); its outcome re-arms
 // the expiry timer (runner.expired).
-func (r *runner) expirePass(now int64) {
+func (r *Stream) expirePass(now int64) {
 	r.propose(&stream.Expire{Time: now}, waiter{kind: waitExpire, pass: now, first: r.store.State(false).FirstSeq})
 }
 
 // flushDrops proposes the removal of the messages dropIfUninterested
 // marked.
-func (r *runner) flushDrops() {
+func (r *Stream) flushDrops() {
 	if len(r.drops) == 0 {
 		return
 	}
@@ -290,7 +290,7 @@ func (r *runner) flushDrops() {
 }
 
 // flushRemovals proposes the removals removeMsgs queued.
-func (r *runner) flushRemovals() {
+func (r *Stream) flushRemovals() {
 	r.rm.mu.Lock()
 	seqs := r.rm.seqs
 	r.rm.seqs = nil
@@ -303,11 +303,67 @@ func (r *runner) flushRemovals() {
 // submit hands req to the apply goroutine and waits until it was
 // served. It returns false when the stream has stopped or the log will
 // never apply the request's operation.
-func (r *runner) submit(req *request) bool {
+func (r *Stream) submit(req *request) bool {
 	req.done = make(chan struct{})
 	if !r.in.pushOp(item{req: req}) {
 		return false
 	}
 	<-req.done
 	return !req.failed
+}
+
+// Do proposes op (from another goroutine: an API worker, a sourcer) on
+// the stream's apply goroutine and waits until it is applied; it
+// returns the outcome, and false when the stream has stopped or the log
+// will never apply op. A Copy is proposed up to its first message that
+// finds no storage (10023, the last result); an UpdateConfig is followed
+// by an expiry pass when it shortens max_age (proposeRequest).
+func (r *Stream) Do(op stream.Op) (stream.Outcome, bool) {
+	req := &request{op: op}
+	if !r.submit(req) {
+		return stream.Outcome{}, false
+	}
+	return req.out, true
+}
+
+// ExpireAt runs an expiry pass at now (unix ns) on the apply goroutine,
+// as the timer does, and waits for it.
+func (r *Stream) ExpireAt(now int64) bool {
+	return r.submit(&request{kind: reqExpire, time: now})
+}
+
+// Barrier returns once the apply goroutine has taken everything queued
+// before it; false when the stream has stopped.
+func (r *Stream) Barrier() bool { return r.submit(&request{kind: reqBarrier}) }
+
+// Hold keeps the apply goroutine waiting, once it has taken everything
+// queued before, until release is called: what is queued meanwhile is
+// taken as one batch, and nothing changes the stream's state. Tests and
+// replica checks use it.
+func (r *Stream) Hold() (release func()) {
+	busy, done := make(chan struct{}), make(chan struct{})
+	if !r.in.pushOp(item{req: &request{kind: reqBarrier, done: busy, release: done}}) {
+		return func() {}
+	}
+	<-busy
+	return func() { close(done) }
+}
+
+// AppendState appends the stream's whole state (stream.Stream.AppendState);
+// call it while the apply goroutine is held (Hold) or stopped.
+func (r *Stream) AppendState(dst []byte) []byte { return r.st.AppendState(dst) }
+
+// NextExpiry returns when the expiry timer fires next (unix ns).
+func (r *Stream) NextExpiry() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.expireAt
+}
+
+// Queued returns the number of inputs (publishes and requests) waiting
+// for the apply goroutine.
+func (r *Stream) Queued() int {
+	r.in.mu.Lock()
+	defer r.in.mu.Unlock()
+	return len(r.in.items)
 }

@@ -1,4 +1,4 @@
-package jetstream
+package streamrun
 
 import (
 	"github.com/cairnmq/cairn/internal/consumer"
@@ -6,15 +6,20 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// durableSeq is the highest sequence every message through which is
+// DurableSeq is the highest sequence every message through which is
 // durable: consumers deliver nothing above it. It is the lower of what
 // the ack goroutine saw made durable and what the store reports (under
 // an interval sync policy the store lags the acknowledgements).
-func (r *runner) durableSeq() uint64 { return min(r.durable.Load(), r.store.DurableSeq()) }
+func (r *Stream) DurableSeq() uint64 { return min(r.durable.Load(), r.store.DurableSeq()) }
+
+// Acknowledged returns the highest sequence the ack goroutine saw made
+// durable (the store's own DurableSeq may be lower under an interval
+// sync policy): a sourcer copies through it.
+func (r *Stream) Acknowledged() uint64 { return r.durable.Load() }
 
 // setDurable records that everything through seq is durable and wakes
 // the consumers when it moved.
-func (r *runner) setDurable(seq uint64) {
+func (r *Stream) setDurable(seq uint64) {
 	for {
 		cur := r.durable.Load()
 		if seq <= cur {
@@ -28,175 +33,141 @@ func (r *runner) setDurable(seq uint64) {
 	}
 }
 
-// retention returns the stream's retention policy.
-func (r *runner) retention() stream.RetentionPolicy {
+// Retention returns the stream's retention policy.
+func (r *Stream) Retention() stream.RetentionPolicy {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.cfg.Retention
 }
 
-func (r *runner) consumerList() []*cons {
-	r.cmu.Lock()
-	defer r.cmu.Unlock()
-	cs := make([]*cons, 0, len(r.consumers))
-	for _, c := range r.consumers {
-		cs = append(cs, c)
-	}
-	return cs
-}
-
-func (r *runner) signalConsumers() {
-	for _, c := range r.consumerList() {
-		c.signal()
+func (r *Stream) signalConsumers() {
+	for _, c := range r.consumers.List() {
+		c.Signal()
 	}
 }
 
 // interested reports whether a consumer of the stream would deliver a
 // message on subject (interest retention keeps nothing else).
-func (r *runner) interested(subject string) bool {
-	if r.held.Load() {
+func (r *Stream) interested(subject string) bool {
+	if r.consumers.Held() {
 		return true
 	}
-	for _, c := range r.consumerList() {
-		if c.matches(subject) {
+	for _, c := range r.consumers.List() {
+		if c.Matches(subject) {
 			return true
 		}
 	}
 	for _, w := range r.watcherList() {
-		if w.matches(subject) {
+		if w.Matches(subject) {
 			return true
 		}
 	}
 	return false
 }
 
-// onAcked applies retention after consumer c acknowledged seqs: a
+// OnAcked applies retention after consumer c acknowledged seqs: a
 // workqueue stream removes them; an interest stream removes each one no
 // other consumer still needs (protocol.md section 6.1).
 //
 // With wait set (a double ack is to be answered), it returns only once
 // the removals are applied, so that the client's confirmation means the
 // message is gone, as with nats-server.
-func (r *runner) onAcked(c *cons, seqs []uint64, wait bool) {
-	switch r.retention() {
+func (r *Stream) OnAcked(c Consumer, seqs []uint64, wait bool) {
+	switch r.Retention() {
 	case stream.WorkQueuePolicy:
 		srcs := r.watcherList()
 		if len(srcs) == 0 {
-			r.removeMsgs(seqs, wait)
+			r.RemoveMsgs(seqs, wait)
 			return
 		}
 		var gone []uint64
 		for _, seq := range seqs {
-			if m, err := r.store.Load(seq); err == nil && !sourcersNeed(srcs, nil, seq, m.Subject) {
+			if m, err := r.store.Load(seq); err == nil && !watchersNeed(srcs, nil, seq, m.Subject) {
 				gone = append(gone, seq)
 			}
 		}
-		r.removeMsgs(gone, wait)
+		r.RemoveMsgs(gone, wait)
 	case stream.InterestPolicy:
-		if r.held.Load() {
+		if r.consumers.Held() {
 			return
 		}
 		var gone []uint64
-		others, srcs := r.consumerList(), r.watcherList()
+		others, srcs := r.consumers.List(), r.watcherList()
 		for _, seq := range seqs {
 			m, err := r.store.Load(seq)
 			if err != nil {
 				continue
 			}
-			if !anyNeeds(others, c, seq, m.Subject) && !sourcersNeed(srcs, nil, seq, m.Subject) {
+			if !anyNeeds(others, c, seq, m.Subject) && !watchersNeed(srcs, nil, seq, m.Subject) {
 				gone = append(gone, seq)
 			}
 		}
-		r.removeMsgs(gone, wait)
+		r.RemoveMsgs(gone, wait)
 	}
 }
 
-// onSourced applies retention after sourcer s (of another stream) copied
+// OnSourced applies retention after sourcer s (of another stream) copied
 // msgs from this stream, as nats-server's sourcing consumer (ack none)
 // does: a workqueue stream removes them; an interest stream removes each
 // one that no consumer and no other sourcer still needs. s calls it only
 // once its copies are durable; with wait set it returns once the
 // removals are applied.
-func (r *runner) onSourced(s *sourcer, msgs []*store.StoredMsg, wait bool) {
+func (r *Stream) OnSourced(s Watcher, msgs []*store.StoredMsg, wait bool) {
 	var gone []uint64
-	switch r.retention() {
+	switch r.Retention() {
 	case stream.WorkQueuePolicy:
 		// Only what no consumer still has to deliver (nats-server ackMsg:
 		// a workqueue message stays while another party needs it).
-		others := r.consumerList()
+		others := r.consumers.List()
 		for _, m := range msgs {
 			if !anyNeeds(others, nil, m.Seq, m.Subject) {
 				gone = append(gone, m.Seq)
 			}
 		}
 	case stream.InterestPolicy:
-		if r.held.Load() {
+		if r.consumers.Held() {
 			return
 		}
-		others, srcs := r.consumerList(), r.watcherList()
+		others, srcs := r.consumers.List(), r.watcherList()
 		for _, m := range msgs {
-			if !anyNeeds(others, nil, m.Seq, m.Subject) && !sourcersNeed(srcs, s, m.Seq, m.Subject) {
+			if !anyNeeds(others, nil, m.Seq, m.Subject) && !watchersNeed(srcs, s, m.Seq, m.Subject) {
 				gone = append(gone, m.Seq)
 			}
 		}
 	}
-	r.removeMsgs(gone, wait)
+	r.RemoveMsgs(gone, wait)
 }
 
-func sourcersNeed(ss []*sourcer, skip *sourcer, seq uint64, subj string) bool {
-	for _, s := range ss {
-		if s != skip && s.needs(seq, subj) {
-			return true
-		}
-	}
-	return false
-}
-
-func anyNeeds(cs []*cons, skip *cons, seq uint64, subj string) bool {
-	for _, o := range cs {
-		if o != skip && o.needAck(seq, subj) {
-			return true
-		}
-	}
-	return false
-}
-
-// afterConsumerGone removes, from an interest stream, the messages that
-// only the deleted consumer c still needed, and returns once they are
-// gone: nats-server v2.15.2 removes them before it answers the delete.
-func (r *runner) afterConsumerGone(c *cons) {
-	r.dropUnneededWait()
-}
-
-// dropUnneeded removes, from an interest stream, every message that no
+// DropUnneeded removes, from an interest stream, every message that no
 // consumer and no sourcer still needs: after a consumer is deleted or
 // refiltered, or a sourcer stops reading the stream. The removal is
 // queued for the apply goroutine.
-func (r *runner) dropUnneeded() { r.removeMsgs(r.unneeded(), false) }
+func (r *Stream) DropUnneeded() { r.RemoveMsgs(r.unneeded(), false) }
 
-// dropUnneededWait is dropUnneeded returning once the messages are gone,
-// for an API request to answer after them.
-func (r *runner) dropUnneededWait() { r.removeMsgs(r.unneeded(), true) }
+// DropUnneededWait is DropUnneeded returning once the messages are gone,
+// for an API request to answer after them (nats-server v2.15.2 removes
+// them before it answers a consumer's delete).
+func (r *Stream) DropUnneededWait() { r.RemoveMsgs(r.unneeded(), true) }
 
 // unneeded returns, for an interest stream, the messages that no
 // consumer and no sourcer still needs.
-func (r *runner) unneeded() []uint64 {
-	if r.retention() != stream.InterestPolicy || r.held.Load() {
+func (r *Stream) unneeded() []uint64 {
+	if r.Retention() != stream.InterestPolicy || r.consumers.Held() {
 		return nil
 	}
-	others, srcs := r.consumerList(), r.watcherList()
+	others, srcs := r.consumers.List(), r.watcherList()
 	st := r.store.State(false)
 	// An unfiltered party needs everything above its position: the scan
 	// stops there (at 0, with a consumer that has delivered nothing).
 	end := st.LastSeq
 	for _, c := range others {
-		if floor, all := c.needsAllAbove(); all {
+		if floor, all := c.NeedsAllAbove(); all {
 			end = min(end, floor)
 		}
 	}
-	for _, s := range srcs {
-		if len(s.filter) == 0 {
-			end = min(end, s.copied.Load())
+	for _, w := range srcs {
+		if floor, all := w.NeedsAllAbove(); all {
+			end = min(end, floor)
 		}
 	}
 	var gone []uint64
@@ -205,7 +176,7 @@ func (r *runner) unneeded() []uint64 {
 		if err != nil || m.Seq > end {
 			break
 		}
-		if !anyNeeds(others, nil, m.Seq, m.Subject) && !sourcersNeed(srcs, nil, m.Seq, m.Subject) {
+		if !anyNeeds(others, nil, m.Seq, m.Subject) && !watchersNeed(srcs, nil, m.Seq, m.Subject) {
 			gone = append(gone, m.Seq)
 		}
 		seq = m.Seq + 1
@@ -213,12 +184,12 @@ func (r *runner) unneeded() []uint64 {
 	return gone
 }
 
-// removeMsgs has the apply goroutine remove messages retention let go
+// RemoveMsgs has the apply goroutine remove messages retention let go
 // (a Remove operation), waiting until it is applied when wait is set.
 // Without wait, the sequences join those already waiting for the apply
 // goroutine, and one operation removes them all: single acks arrive far
 // faster than one removal (and its fsync) each.
-func (r *runner) removeMsgs(seqs []uint64, wait bool) {
+func (r *Stream) RemoveMsgs(seqs []uint64, wait bool) {
 	if len(seqs) == 0 {
 		return
 	}
@@ -251,8 +222,8 @@ func (r *runner) removeMsgs(seqs []uint64, wait bool) {
 //     the subject, or the subject lies within one filter or there is no
 //     filter) moves up to the stream's new first sequence;
 //   - any other consumer (disjoint filters) keeps its position.
-func (r *runner) afterPurge(req store.PurgeRequest, n uint64) {
-	cs := r.consumerList()
+func (r *Stream) afterPurge(req store.PurgeRequest, n uint64) {
+	cs := r.consumers.List()
 	if len(cs) == 0 {
 		return
 	}
@@ -261,7 +232,7 @@ func (r *runner) afterPurge(req store.PurgeRequest, n uint64) {
 	for _, c := range cs {
 		to := st.FirstSeq
 		if req.Subject != "" {
-			switch c.purgeRelation(req.Subject) {
+			switch c.PurgeRelation(req.Subject) {
 			case consumer.PurgeCovers:
 				if covered == 0 {
 					covered = st.LastSeq + 1
@@ -275,20 +246,12 @@ func (r *runner) afterPurge(req store.PurgeRequest, n uint64) {
 			}
 		}
 		if to > 0 {
-			c.skipTo(to)
+			c.SkipTo(to)
 		}
 		if n > 0 {
-			c.dropGone(false)
+			c.DropGone(false)
 		}
 	}
-}
-
-// purgeRelation returns how a purge of subj relates to the consumer's
-// filters (consumer.PurgeRelation).
-func (c *cons) purgeRelation(subj string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.d.PurgeRelation(subj)
 }
 
 // afterExpiry drops the consumers' pending deliveries of messages an
@@ -297,71 +260,18 @@ func (c *cons) purgeRelation(subj string) int {
 // max_ack_pending and the ack floor moves past them, with a
 // MSG_TERMINATED advisory each, as nats-server v2.15.2 does when a
 // pending message is removed (decStreamPending terminates it).
-func (r *runner) afterExpiry() {
-	for _, c := range r.consumerList() {
-		c.dropGone(true)
+func (r *Stream) afterExpiry() {
+	for _, c := range r.consumers.List() {
+		c.DropGone(true)
 	}
 }
 
 // afterDelete drops the pending deliveries of the deleted message seq, so
 // that they stop counting against max_ack_pending.
-func (r *runner) afterDelete(seq uint64) {
-	for _, c := range r.consumerList() {
-		c.dropPending(seq)
+func (r *Stream) afterDelete(seq uint64) {
+	for _, c := range r.consumers.List() {
+		c.DropPending(seq)
 	}
-}
-
-// dropPending drops the consumer's pending delivery of seq, if any, with
-// a MSG_TERMINATED advisory, or releases seq if it ran out of deliveries
-// (nats-server decStreamPending).
-func (c *cons) dropPending(seq uint64) {
-	c.mu.Lock()
-	gone := false
-	if c.st.IsPending(seq) || c.st.IsExhausted(seq) {
-		ds := c.Commit(&consumer.Drop{Seqs: []uint64{seq}}).Dropped
-		if gone = len(ds) > 0; gone && !ds[0].Exhausted {
-			c.adviseDropped(ds[0])
-		}
-		c.dirty = c.dirty || gone
-	}
-	c.mu.Unlock()
-	if gone {
-		c.signal()
-	}
-}
-
-// dropGone drops the consumer's pending deliveries whose message the
-// stream no longer holds, each with a MSG_TERMINATED advisory when
-// advise is set (nats-server sends none for a purge), and releases the
-// messages out of deliveries that are gone (no advisory).
-func (c *cons) dropGone(advise bool) {
-	c.mu.Lock()
-	n := c.dropGoneLocked(advise)
-	c.mu.Unlock()
-	if n > 0 {
-		c.signal()
-	}
-}
-
-// dropGoneLocked is dropGone with c.mu held; it returns how many it
-// dropped.
-func (c *cons) dropGoneLocked(advise bool) int {
-	seqs := c.st.Select(func(seq uint64) bool { return c.sr.store.NumPending(nil, seq, seq) == 0 })
-	if len(seqs) == 0 {
-		return 0
-	}
-	ds := c.Commit(&consumer.Drop{Seqs: seqs}).Dropped
-	if len(ds) > 0 {
-		c.dirty = true
-	}
-	if advise {
-		for _, d := range ds {
-			if !d.Exhausted {
-				c.adviseDropped(d)
-			}
-		}
-	}
-	return len(ds)
 }
 
 // dropLimitRemoved drops, each with a MSG_TERMINATED advisory, the
@@ -372,7 +282,7 @@ func (c *cons) dropGoneLocked(advise bool) int {
 // delete and purge run as ops and drop theirs themselves. Only a stream
 // with such a limit looks, and only when the store's removal count
 // moved. Apply goroutine.
-func (r *runner) dropLimitRemoved() {
+func (r *Stream) dropLimitRemoved() {
 	if !r.st.LimitsRemove() {
 		return
 	}
@@ -381,8 +291,8 @@ func (r *runner) dropLimitRemoved() {
 		return
 	}
 	r.seenRemovals = rem
-	for _, c := range r.consumerList() {
-		c.dropGone(true)
+	for _, c := range r.consumers.List() {
+		c.DropGone(true)
 	}
 }
 
@@ -390,7 +300,7 @@ func (r *runner) dropLimitRemoved() {
 // batch's retention removals, which are not a limit's
 // (dropLimitRemoved); a stream without such a limit skips the read (a
 // store lock) on its apply path. Apply goroutine.
-func (r *runner) noteRemovals() {
+func (r *Stream) noteRemovals() {
 	if r.st.LimitsRemove() {
 		r.seenRemovals = r.store.Removals()
 	}

@@ -1,4 +1,4 @@
-package jetstream
+package streamrun
 
 import (
 	"encoding/json"
@@ -22,7 +22,7 @@ import (
 
 // batchPolicy returns what the batch state machines read of the stream,
 // with whether a message of size bytes finds no storage (10023).
-func (r *runner) batchPolicy(size int) stream.BatchPolicy {
+func (r *Stream) batchPolicy(size int) stream.BatchPolicy {
 	p := r.st.BatchPolicy()
 	p.Insufficient = r.insufficient(size)
 	return p
@@ -30,7 +30,7 @@ func (r *runner) batchPolicy(size int) stream.BatchPolicy {
 
 // applyAtomic stages a message of an atomic batch and, at its commit,
 // applies the batch.
-func (r *runner) applyAtomic(e stream.Entry, id, reply string) {
+func (r *Stream) applyAtomic(e stream.Entry, id, reply string) {
 	p := r.batchPolicy(len(e.Header) + len(e.Data))
 	res := r.atomic.Stage(p, id, e, e.Time)
 	r.adviseAbandoned(res.Abandoned)
@@ -48,7 +48,7 @@ func (r *runner) applyAtomic(e stream.Entry, id, reply string) {
 // applyFast proposes a message of a fast batch between the batch state
 // machine's two steps: Before decides here, After once it is applied
 // (runner.appliedPublish).
-func (r *runner) applyFast(e stream.Entry, reply string, info *stream.FastInfo) {
+func (r *Stream) applyFast(e stream.Entry, reply string, info *stream.FastInfo) {
 	step := r.fast.Before(r.batchPolicy(len(e.Header)+len(e.Data)), info, e, e.Time)
 	r.fastReplies(reply, step.Replies)
 	if !step.Apply {
@@ -59,7 +59,7 @@ func (r *runner) applyFast(e stream.Entry, reply string, info *stream.FastInfo) 
 	r.fastPub.Entries[0] = stream.Entry{}
 }
 
-func (r *runner) fastReplies(reply string, out []stream.FastReply) {
+func (r *Stream) fastReplies(reply string, out []stream.FastReply) {
 	for _, f := range out {
 		r.queueAck(ack{reply: reply, payload: f.Payload, waitSeq: f.WaitSeq})
 	}
@@ -68,9 +68,9 @@ func (r *runner) fastReplies(reply string, out []stream.FastReply) {
 // afterStore does the runner's part for a message the state machine
 // stored: interest retention, the expiry timer, the consumers after a
 // rollup.
-func (r *runner) afterStore(res stream.Result) {
+func (r *Stream) afterStore(res stream.Result) {
 	r.dropIfUninterested(res.Seq, res.Subject)
-	if res.Expires > 0 && res.Expires < r.js.now().Add(expiryInterval).UnixNano() {
+	if res.Expires > 0 && res.Expires < r.env.Now().Add(expiryInterval).UnixNano() {
 		r.expireBy(res.Expires)
 	}
 	if res.Rollup != nil {
@@ -80,7 +80,7 @@ func (r *runner) afterStore(res stream.Result) {
 
 // queueAck hands a to the ack goroutine, or, for a memory stream, whose
 // messages are as durable as they get once applied, sends it at once.
-func (r *runner) queueAck(a ack) {
+func (r *Stream) queueAck(a ack) {
 	if r.dir != "" {
 		r.acks.push(a)
 		return
@@ -88,20 +88,20 @@ func (r *runner) queueAck(a ack) {
 	r.setDurable(a.waitSeq)
 	r.rePublish(a.rp)
 	if a.reply != "" {
-		r.js.tr.Publish(a.reply, "", nil, a.payload)
+		r.env.Transport.Publish(a.reply, "", nil, a.payload)
 	}
 }
 
 // expireBatches abandons the batches idle for the batch timeout (on the
 // apply goroutine, from the expiry pass).
-func (r *runner) expireBatches(now int64) {
+func (r *Stream) expireBatches(now int64) {
 	r.adviseAbandoned(r.atomic.Expire(now))
 	r.fast.Expire(now)
 }
 
 // batchesAfterUpdate closes the batches an update disallowed, as
 // nats-server deletes them (apply goroutine).
-func (r *runner) batchesAfterUpdate(cfg *stream.Config) {
+func (r *Stream) batchesAfterUpdate(cfg *stream.Config) {
 	if !cfg.AllowAtomicPublish {
 		r.atomic.Clear()
 	}
@@ -124,14 +124,14 @@ type batchAbandonedAdvisory struct {
 // adviseAbandoned publishes an advisory on
 // $JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED.<stream> for each abandoned
 // atomic batch.
-func (r *runner) adviseAbandoned(list []stream.Abandoned) {
+func (r *Stream) adviseAbandoned(list []stream.Abandoned) {
 	for _, a := range list {
 		b, err := json.Marshal(batchAbandonedAdvisory{
 			Type: "io.nats.jetstream.advisory.v1.stream_batch_abandoned", ID: nuid.Next(),
-			Time: r.js.now().UTC(), Stream: r.name, Batch: a.ID, Reason: a.Reason,
+			Time: r.env.Now().UTC(), Stream: r.name, Batch: a.ID, Reason: a.Reason,
 		})
 		if err == nil {
-			r.js.tr.Publish("$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED."+r.name, "", nil, b)
+			r.env.Transport.Publish("$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED."+r.name, "", nil, b)
 		}
 	}
 }

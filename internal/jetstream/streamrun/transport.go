@@ -1,4 +1,4 @@
-package jetstream
+package streamrun
 
 // MsgHandler receives a message on an internal subscription: the
 // published subject, the reply subject ("" when none), the header block

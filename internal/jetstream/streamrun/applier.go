@@ -1,4 +1,4 @@
-package jetstream
+package streamrun
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 
 // Apply applies a committed operation of the stream's log (Applier). It
 // runs on the apply goroutine: the local log calls it from Propose.
-func (r *runner) Apply(_ uint64, op stream.Op, key uint64) {
+func (r *Stream) Apply(_ uint64, op stream.Op, key uint64) {
 	r.st.ApplyOp(op, &r.out)
 	var w waiter
 	if key != 0 {
@@ -53,7 +53,7 @@ func (r *runner) Apply(_ uint64, op stream.Op, key uint64) {
 		r.expired(&w)
 	case *stream.Remove:
 		if err := r.out.StoreErr; err != nil && !errors.Is(err, store.ErrClosed) && len(o.Seqs) > 0 {
-			r.js.logf("stream %s: remove %d messages (retention) from %d: %v", r.name, len(o.Seqs), o.Seqs[0], err)
+			r.env.Logf("stream %s: remove %d messages (retention) from %d: %v", r.name, len(o.Seqs), o.Seqs[0], err)
 		}
 	}
 	if w.req != nil {
@@ -64,7 +64,7 @@ func (r *runner) Apply(_ uint64, op stream.Op, key uint64) {
 
 // appliedPublish answers the entries of a Publish: each its PubAck (or,
 // for a fast batch message, the batch's replies).
-func (r *runner) appliedPublish(w *waiter) {
+func (r *Stream) appliedPublish(w *waiter) {
 	if w.kind == waitFast {
 		res := r.out.Results[0]
 		if res.Err == nil && !res.Duplicate {
@@ -86,7 +86,7 @@ func (r *runner) appliedPublish(w *waiter) {
 // settle does the runner's part for one applied publish or copy: a
 // stored message's retention, expiry timer and rollup, and its PubAck
 // (to reply, "" for none), which waits until the message is durable.
-func (r *runner) settle(res stream.Result, reply string) {
+func (r *Stream) settle(res stream.Result, reply string) {
 	stored := res.Err == nil && !res.Duplicate
 	if stored {
 		r.afterStore(res)
@@ -107,7 +107,7 @@ func (r *runner) settle(res stream.Result, reply string) {
 
 // appliedCommit answers an atomic batch's commit: its PubAck waits for
 // the batch's last message to be durable (and so for all of it).
-func (r *runner) appliedCommit(c *stream.BatchCommit, w *waiter) {
+func (r *Stream) appliedCommit(c *stream.BatchCommit, w *waiter) {
 	if r.out.Err != nil {
 		if w.respond {
 			r.queueAck(ack{reply: w.reply, payload: stream.AppendPubAck(nil, r.name, stream.Result{Err: r.out.Err}, "")})
@@ -128,7 +128,7 @@ func (r *runner) appliedCommit(c *stream.BatchCommit, w *waiter) {
 // configApplied makes an applied config update the runner's: the copy
 // other goroutines read, the dead-letter subject its consumers use, and
 // the open batches it no longer allows.
-func (r *runner) configApplied(cfg *stream.Config) {
+func (r *Stream) configApplied(cfg *stream.Config) {
 	r.mu.Lock()
 	r.cfg = cfg.Clone()
 	r.mu.Unlock()
@@ -140,7 +140,7 @@ func (r *runner) configApplied(cfg *stream.Config) {
 // markers it stored are settled like publishes, the consumers drop their
 // deliveries of what it removed, and, after this node's own pass (w), the
 // idle batches are abandoned and the timer is re-armed.
-func (r *runner) expired(w *waiter) {
+func (r *Stream) expired(w *waiter) {
 	for _, res := range r.out.Results {
 		r.settle(res, "")
 	}

@@ -1,4 +1,4 @@
-package jetstream
+package streamrun
 
 import (
 	"encoding/json"
@@ -51,27 +51,31 @@ var (
 	statusMalformed = []byte("NATS/1.0 408 Malformed Request\r\n\r\n")
 	statusBad       = []byte("NATS/1.0 408 Bad Request\r\n\r\n")
 	statusNotFound  = []byte("NATS/1.0 404 Message Not Found\r\n\r\n")
-	statusLevel     = []byte("NATS/1.0 412 Required Api Level\r\n\r\n")
 )
 
+// StatusRequiredAPILevel is the status frame of a direct get or pull
+// request whose Nats-Required-Api-Level is above the server's (nats-server
+// v2.15.2: "NATS/1.0 412 Required Api Level").
+var StatusRequiredAPILevel = []byte("NATS/1.0 412 Required Api Level\r\n\r\n")
+
 // subscribeDirect subscribes the direct-get subjects of the stream.
-func (r *runner) subscribeDirect() ([]Subscription, error) {
+func (r *Stream) subscribeDirect() ([]Subscription, error) {
 	h := func(subj, reply string, hdr, data []byte) {
 		if reply == "" {
 			return
 		}
-		if stream.RequiredLevelAbove(hdr, r.js.cfg.APILevel) {
-			r.js.tr.Publish(reply, "", statusLevel, nil)
+		if stream.RequiredLevelAbove(hdr, r.env.APILevel) {
+			r.env.Transport.Publish(reply, "", StatusRequiredAPILevel, nil)
 			return
 		}
 		r.direct.push(directJob{subject: subj, reply: reply, body: append([]byte(nil), data...)})
 	}
 	base := directPrefix + r.name
-	a, err := r.js.tr.Subscribe(base, "", h)
+	a, err := r.env.Transport.Subscribe(base, "", h)
 	if err != nil {
 		return nil, err
 	}
-	b, err := r.js.tr.Subscribe(base+".>", "", h)
+	b, err := r.env.Transport.Subscribe(base+".>", "", h)
 	if err != nil {
 		a.Unsubscribe()
 		return nil, err
@@ -80,7 +84,7 @@ func (r *runner) subscribeDirect() ([]Subscription, error) {
 }
 
 // directLoop serves direct gets until the queue closes.
-func (r *runner) directLoop() {
+func (r *Stream) directLoop() {
 	defer r.done.Done()
 	var jobs []directJob
 	for {
@@ -94,7 +98,7 @@ func (r *runner) directLoop() {
 	}
 }
 
-func (r *runner) serveDirect(j directJob) {
+func (r *Stream) serveDirect(j directJob) {
 	base := directPrefix + r.name
 	if subj, ok := strings.CutPrefix(j.subject, base+"."); ok {
 		r.directLastFor(j, subj)
@@ -102,7 +106,7 @@ func (r *runner) serveDirect(j directJob) {
 	}
 	req, status := parseDirect(j.body)
 	if status != nil {
-		r.js.tr.Publish(j.reply, "", status, nil)
+		r.env.Transport.Publish(j.reply, "", status, nil)
 		return
 	}
 	if req.Batch > 0 {
@@ -115,11 +119,11 @@ func (r *runner) serveDirect(j directJob) {
 
 // directLastFor answers the subject form: the last message on subj. A
 // body may only carry no_hdr.
-func (r *runner) directLastFor(j directJob, subj string) {
+func (r *Stream) directLastFor(j directJob, subj string) {
 	var req directRequest
 	if len(strings.TrimSpace(string(j.body))) > 0 {
 		if json.Unmarshal(j.body, &req) != nil || req.Seq != 0 || req.LastFor != "" || req.NextFor != "" || req.Batch != 0 {
-			r.js.tr.Publish(j.reply, "", statusBad, nil)
+			r.env.Transport.Publish(j.reply, "", statusBad, nil)
 			return
 		}
 	}
@@ -155,7 +159,7 @@ func conflicting(q directRequest) bool {
 		q.StartTime != nil || len(q.MultiLast) > 0
 }
 
-func (r *runner) loadDirect(req directRequest) (*store.StoredMsg, error) {
+func (r *Stream) loadDirect(req directRequest) (*store.StoredMsg, error) {
 	switch {
 	case req.LastFor != "":
 		return r.store.LoadLast(req.LastFor)
@@ -167,7 +171,7 @@ func (r *runner) loadDirect(req directRequest) (*store.StoredMsg, error) {
 
 // directBatch sends up to Batch messages from Seq (matching NextFor when
 // set), then the EOB status with what is left.
-func (r *runner) directBatch(reply string, req directRequest) {
+func (r *Stream) directBatch(reply string, req directRequest) {
 	var filters []string
 	if req.NextFor != "" {
 		filters = []string{req.NextFor}
@@ -181,20 +185,20 @@ func (r *runner) directBatch(reply string, req directRequest) {
 		}
 		left--
 		hdr := directHeader(r.name, sm, req.NoHeaders, &batchPos{pending: left, last: last})
-		r.js.tr.Publish(reply, "", hdr, sm.Data)
+		r.env.Transport.Publish(reply, "", hdr, sm.Data)
 		last, seq, sent, bytes = sm.Seq, sm.Seq+1, sent+1, bytes+len(sm.Subject)+len(sm.Data)+len(sm.Header)
 	}
 	if sent == 0 {
-		r.js.tr.Publish(reply, "", statusNotFound, nil)
+		r.env.Transport.Publish(reply, "", statusNotFound, nil)
 		return
 	}
 	eob := "NATS/1.0 204 EOB\r\nNats-Num-Pending: " + strconv.FormatUint(left, 10) +
 		"\r\nNats-Last-Sequence: " + strconv.FormatUint(last, 10) + "\r\n\r\n"
-	r.js.tr.Publish(reply, "", []byte(eob), nil)
+	r.env.Transport.Publish(reply, "", []byte(eob), nil)
 }
 
 // pendingFrom counts the messages matching filters at or after seq.
-func (r *runner) pendingFrom(filters []string, seq uint64) uint64 {
+func (r *Stream) pendingFrom(filters []string, seq uint64) uint64 {
 	var n uint64
 	for {
 		sm, err := r.store.LoadNext(filters, seq)
@@ -205,15 +209,15 @@ func (r *runner) pendingFrom(filters []string, seq uint64) uint64 {
 	}
 }
 
-func (r *runner) sendDirect(reply string, sm *store.StoredMsg, err error, noHdr bool) {
+func (r *Stream) sendDirect(reply string, sm *store.StoredMsg, err error, noHdr bool) {
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrEOF) {
-			r.js.logf("stream %s: direct get: %v", r.name, err)
+			r.env.Logf("stream %s: direct get: %v", r.name, err)
 		}
-		r.js.tr.Publish(reply, "", statusNotFound, nil)
+		r.env.Transport.Publish(reply, "", statusNotFound, nil)
 		return
 	}
-	r.js.tr.Publish(reply, "", directHeader(r.name, sm, noHdr, nil), sm.Data)
+	r.env.Transport.Publish(reply, "", directHeader(r.name, sm, noHdr, nil), sm.Data)
 }
 
 // batchPos is where a message stands in a batch reply: the matching

@@ -1,0 +1,129 @@
+package jetstream
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
+)
+
+// The types the engine shares with its runtimes (jetstream/streamrun),
+// under the names the server and the tests know them by.
+type (
+	// Transport is what JetStream needs from the messaging layer
+	// (streamrun.Transport); the server implements it.
+	Transport = streamrun.Transport
+	// MsgHandler receives a message on an internal subscription.
+	MsgHandler = streamrun.MsgHandler
+	// Subscription is an internal subscription.
+	Subscription = streamrun.Subscription
+	// Log orders the operations of a stream or consumer (docs/engine.md).
+	Log[O any] = streamrun.Log[O]
+	// Applier applies the committed operations of a log.
+	Applier[O any] = streamrun.Applier[O]
+	// NewLogFunc makes a stream's log (Config.NewLog).
+	NewLogFunc = streamrun.NewLogFunc
+	// NewConsumerLogFunc makes a consumer's log (Config.NewConsumerLog).
+	NewConsumerLogFunc = streamrun.NewConsumerLogFunc
+)
+
+// The logs of a stream and a consumer when Config.NewLog and
+// Config.NewConsumerLog are nil. The package's tests replace them with
+// logs that apply every operation through its byte form (log_test.go).
+var (
+	defaultNewLog         NewLogFunc         = streamrun.NewLocalLog
+	defaultNewConsumerLog NewConsumerLogFunc = streamrun.NewLocalConsumerLog
+)
+
+// streamEntry is the engine's hold on one stream of its table: the
+// stream's runtime, and what the engine keeps beside it, its consumer
+// table and its own sourcers.
+type streamEntry struct {
+	*streamrun.Stream
+	js   *JetStream
+	cons consumerTable
+	srcs sourcing // the mirror's or sources' sourcers (source.go)
+}
+
+// consumerTable is a stream's consumers (streamrun.ConsumerSet).
+type consumerTable struct {
+	mu     sync.Mutex       // guards the fields below
+	byName map[string]*cons // by name
+	// done is set when the stream stops: no consumer is created after
+	// it, so none writes into a directory being removed (or into the
+	// directory of a new stream of the same name).
+	done     bool
+	deleting map[string]bool // consumers being deleted (files not yet removed)
+	// unrestored names the consumers whose directories a start could not
+	// restore (a damaged meta.json, an unreadable state): their files stay
+	// and, while any is left, interest retention removes nothing, since
+	// nobody knows what they still need (held).
+	unrestored map[string]bool
+	held       atomic.Bool // len(unrestored) > 0
+}
+
+// List returns the consumers (streamrun.ConsumerSet).
+func (t *consumerTable) List() []streamrun.Consumer {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cs := make([]streamrun.Consumer, 0, len(t.byName))
+	for _, c := range t.byName {
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// Held reports whether a consumer a start could not restore holds
+// interest retention (streamrun.ConsumerSet).
+func (t *consumerTable) Held() bool { return t.held.Load() }
+
+// Len returns the number of consumers.
+func (t *consumerTable) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.byName)
+}
+
+// StopAll stops every consumer (stream deleted: status 409 Consumer
+// Deleted; shutdown: none), in parallel, and adds none after.
+func (t *consumerTable) StopAll(status []byte) {
+	t.mu.Lock()
+	t.done = true
+	cs := make([]*cons, 0, len(t.byName))
+	for _, c := range t.byName {
+		cs = append(cs, c)
+	}
+	t.byName = map[string]*cons{}
+	t.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.stop(status) }()
+	}
+	wg.Wait()
+}
+
+// list returns the consumers as the engine's type.
+func (t *consumerTable) list() []*cons {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cs := make([]*cons, 0, len(t.byName))
+	for _, c := range t.byName {
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// watch registers s with the origin stream r, which may be nil.
+func (r *streamEntry) watch(s *sourcer) {
+	if r != nil {
+		r.Watch(s)
+	}
+}
+
+// unwatch undoes watch; r may be nil.
+func (r *streamEntry) unwatch(s *sourcer) {
+	if r != nil {
+		r.Unwatch(s)
+	}
+}
