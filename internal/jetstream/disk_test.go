@@ -86,7 +86,6 @@ func TestDiskGuardRefusesPublishesWhenSpaceIsLow(t *testing.T) {
 	}
 }
 
-
 // Fast publishers are checked by bytes too: once a quarter of the reserve
 // has been offered since the last look, the guard looks again at once,
 // however little time has passed.
