@@ -77,25 +77,3 @@ func (js *JetStream) adviseConsumer(streamName, name, action string) {
 		js.tr.Publish(consumerAdvisorySubjects[action]+streamName+"."+name, "", nil, b)
 	}
 }
-
-// consumerPauseAdvisory is nats-server's JSConsumerPauseAdvisory.
-type consumerPauseAdvisory struct {
-	Type       string    `json:"type"`
-	ID         string    `json:"id"`
-	Time       time.Time `json:"timestamp"`
-	Stream     string    `json:"stream"`
-	Consumer   string    `json:"consumer"`
-	Paused     bool      `json:"paused"`
-	PauseUntil time.Time `json:"pause_until,omitempty"`
-}
-
-// adviseConsumerPause publishes $JS.EVENT.ADVISORY.CONSUMER.PAUSE.<S>.<C>.
-func (js *JetStream) adviseConsumerPause(streamName, name string, res PauseResult) {
-	b, err := json.Marshal(consumerPauseAdvisory{
-		Type: "io.nats.jetstream.advisory.v1.consumer_pause", ID: nuid.Next(), Time: js.now().UTC(),
-		Stream: streamName, Consumer: name, Paused: res.Paused, PauseUntil: res.Until,
-	})
-	if err == nil {
-		js.tr.Publish("$JS.EVENT.ADVISORY.CONSUMER.PAUSE."+streamName+"."+name, "", nil, b)
-	}
-}

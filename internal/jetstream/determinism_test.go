@@ -3,6 +3,7 @@ package jetstream
 import (
 	"bytes"
 	"fmt"
+	"github.com/cairnmq/cairn/internal/jetstream/consumerrun"
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"math/rand/v2"
 	"path"
@@ -89,7 +90,7 @@ func (l *recordedLog) Propose(op stream.Op, key uint64) error {
 
 type recordedConsumerLog struct {
 	rec *recorder
-	c   *cons
+	c   *consumerrun.Consumer
 	cr  *consumerRecord
 	idx uint64
 }
@@ -99,7 +100,7 @@ func (rec *recorder) newConsumerLog(streamName, name string, a Applier[consumer.
 	rec.mu.Lock()
 	rec.consumers[streamName+" > "+name] = cr
 	rec.mu.Unlock()
-	return &recordedConsumerLog{rec: rec, c: a.(*cons), cr: cr}
+	return &recordedConsumerLog{rec: rec, c: a.(*consumerrun.Consumer), cr: cr}
 }
 
 // Propose runs with the consumer's mutex held (or before the consumer
@@ -115,9 +116,9 @@ func (l *recordedConsumerLog) Propose(op consumer.Op, key uint64) error {
 	}
 	l.rec.mu.Lock()
 	if !l.cr.started {
-		st := l.c.st
+		st, cfg := l.c.StateLocked()
 		l.cr.started = true
-		l.cr.policy, l.cr.deadLetter, l.cr.paused = consumer.PolicyOf(&l.c.cfg), st.DeadLetterOn(), st.PausedUntil()
+		l.cr.policy, l.cr.deadLetter, l.cr.paused = consumer.PolicyOf(cfg), st.DeadLetterOn(), st.PausedUntil()
 		l.cr.initial = st.Snapshot()
 	}
 	l.cr.ops = append(l.cr.ops, b)
@@ -401,9 +402,9 @@ func freeze(t *testing.T, js *JetStream, rec *recorder) map[string][]byte {
 	for _, r := range runners {
 		live[r.Name()] = r.AppendState(nil)
 		for _, c := range r.cons.list() {
-			c.mu.Lock()
-			live[r.Name()+" > "+c.name] = consumerState(c.st)
-			releases = append(releases, c.mu.Unlock)
+			st, release := c.Hold()
+			live[r.Name()+" > "+c.Name()] = consumerState(st)
+			releases = append(releases, release)
 		}
 	}
 	rec.mu.Lock()

@@ -15,30 +15,13 @@
 // operations go through). The engine keeps, beside each stream's
 // runtime, its consumer table and its own sourcers (streamEntry).
 //
-// # Goroutines (each consumer)
+// # Consumers
 //
-// A consumer (cons) has one loop goroutine. Its subscriptions (acks on
-// $JS.ACK.<S>.<C>.>, pull requests on $JS.API.CONSUMER.MSG.NEXT.<S>.<C>,
-// flow control replies on $JS.FC.<S>.<C>.*) run on the publishers' read
-// loops and only queue events and wake the loop. Each round of the loop,
-// under the consumer's mutex, applies the events to the delivery state
-// machine (consumer.State), moves expired acks to redelivery, expires
-// pull requests, loads messages from the store and publishes them
-// (redeliveries first), sends heartbeats and, at most every 100 ms, hands
-// a snapshot of a durable consumer's state to the consumer's saver
-// goroutine, which writes the newest snapshot it holds. API calls (info, update, pause)
-// take the same mutex briefly. After the round, with the mutex released,
-// the acknowledged sequences go to the stream for interest and workqueue
-// retention, which asks the other consumers (each under its own mutex)
-// and queues the removals on the stream's apply goroutine. No goroutine
-// holds two consumer mutexes at once.
-//
-// A consumer with a dead-letter subject (docs/dead-letter.md) copies a
-// message that reached max_deliver, or that a client terminated, to it;
-// when a stream captures the subject the copy is a move, which its loop
-// drives: the mark is stored with the state, the copy published, and
-// the original acknowledged once the capturing stream's PubAck came
-// (deadletter.go has the order and the crash windows).
+// Each consumer runs in its runtime, package jetstream/consumerrun (its
+// loop goroutine and its state saver). The engine keeps each stream's
+// consumers in a table beside the stream's runtime (consumerTable), and
+// the table of what each stream captures for dead-letter moves
+// (captures.go).
 //
 // # Files
 //

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"errors"
 	"fmt"
+	"github.com/cairnmq/cairn/internal/jetstream/consumerrun"
 	"github.com/cairnmq/cairn/internal/jetstream/metafile"
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"path"
@@ -88,7 +89,7 @@ type JetStream struct {
 	// ready is set once New has restored every stream: until then a
 	// dead-letter move cannot tell whether a stream captures its subject.
 	ready   atomic.Bool
-	dlqAcks deadLetterAcks // routes the PubAcks of dead-letter copies (deadletter.go)
+	dlqAcks *consumerrun.DeadLetterAcks // routes the PubAcks of dead-letter copies (consumerrun)
 }
 
 // accountDir is where the single account's streams live, as nats-server
@@ -130,7 +131,7 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	if cfg.MaxStoreFromDisk {
 		free = js.freeForStore()
 	}
-	js.dlqAcks.init(tr, cfg.Logf)
+	js.dlqAcks = consumerrun.NewDeadLetterAcks(tr, cfg.Logf)
 	err := js.restore()
 	js.finishLimits(free)
 	js.ready.Store(true)
@@ -205,7 +206,7 @@ func (js *JetStream) openRunner(cfg stream.Config, created time.Time, dir string
 		return nil, err
 	}
 	r := &streamEntry{js: js, Stream: streamrun.New(js.streamEnv(), cfg, created, dir, st)}
-	r.cons.byName, r.cons.deleting, r.cons.unrestored = map[string]*cons{}, map[string]bool{}, map[string]bool{}
+	r.cons.byName, r.cons.deleting, r.cons.unrestored = map[string]*consumerrun.Consumer{}, map[string]bool{}, map[string]bool{}
 	r.SetConsumers(&r.cons)
 	r.SetSources(&r.srcs)
 	if err := r.Open(); err != nil {
@@ -218,6 +219,20 @@ func (js *JetStream) openRunner(cfg stream.Config, created time.Time, dir string
 		return nil, err
 	}
 	return r, nil
+}
+
+// consumerEnv is what every consumer's runtime takes from the engine.
+func (js *JetStream) consumerEnv() consumerrun.Env {
+	newLog := js.cfg.NewConsumerLog
+	if newLog == nil {
+		newLog = defaultNewConsumerLog
+	}
+	return consumerrun.Env{
+		Transport: js.tr, Now: js.cfg.Now, Logf: js.cfg.Logf, FS: js.cfg.FS,
+		APILevel: js.cfg.APILevel, Version: js.cfg.Version, NewLog: newLog,
+		DeadLetterAcks: js.dlqAcks, CaptureOf: js.captureStream, Ready: js.ready.Load,
+		Expire: js.expireConsumer,
+	}
 }
 
 // streamEnv is what every stream's runtime takes from the engine.
@@ -329,5 +344,5 @@ func (js *JetStream) Shutdown() {
 			js.logf("jetstream: stream %s: close: %v", r.Name(), err)
 		}
 	}
-	js.dlqAcks.close()
+	js.dlqAcks.Close()
 }

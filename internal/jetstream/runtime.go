@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"github.com/cairnmq/cairn/internal/jetstream/consumerrun"
 	"sync"
 	"sync/atomic"
 
@@ -47,8 +48,8 @@ type streamEntry struct {
 
 // consumerTable is a stream's consumers (streamrun.ConsumerSet).
 type consumerTable struct {
-	mu     sync.Mutex       // guards the fields below
-	byName map[string]*cons // by name
+	mu     sync.Mutex                       // guards the fields below
+	byName map[string]*consumerrun.Consumer // by name
 	// done is set when the stream stops: no consumer is created after
 	// it, so none writes into a directory being removed (or into the
 	// directory of a new stream of the same name).
@@ -89,25 +90,25 @@ func (t *consumerTable) Len() int {
 func (t *consumerTable) StopAll(status []byte) {
 	t.mu.Lock()
 	t.done = true
-	cs := make([]*cons, 0, len(t.byName))
+	cs := make([]*consumerrun.Consumer, 0, len(t.byName))
 	for _, c := range t.byName {
 		cs = append(cs, c)
 	}
-	t.byName = map[string]*cons{}
+	t.byName = map[string]*consumerrun.Consumer{}
 	t.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, c := range cs {
 		wg.Add(1)
-		go func() { defer wg.Done(); c.stop(status) }()
+		go func() { defer wg.Done(); c.Stop(status) }()
 	}
 	wg.Wait()
 }
 
 // list returns the consumers as the engine's type.
-func (t *consumerTable) list() []*cons {
+func (t *consumerTable) list() []*consumerrun.Consumer {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	cs := make([]*cons, 0, len(t.byName))
+	cs := make([]*consumerrun.Consumer, 0, len(t.byName))
 	for _, c := range t.byName {
 		cs = append(cs, c)
 	}

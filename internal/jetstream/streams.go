@@ -322,10 +322,10 @@ func (r *streamEntry) checkConsumerLimits(old, cur stream.ConsumerLimits) *jserr
 	}
 	var names []string
 	for _, c := range r.cons.list() {
-		cc := c.config()
+		cc := c.Config()
 		if (inactive && cc.InactiveThreshold > cur.InactiveThreshold) ||
 			(ackPending && cc.MaxAckPending > cur.MaxAckPending) {
-			names = append(names, c.name)
+			names = append(names, c.Name())
 		}
 	}
 	if len(names) == 0 {

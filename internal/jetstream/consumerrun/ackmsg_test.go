@@ -1,4 +1,4 @@
-package jetstream
+package consumerrun
 
 import (
 	"math"
@@ -47,12 +47,12 @@ func TestAckSubject(t *testing.T) {
 	if s != "$JS.ACK.ORDERS.proc.2.7.9.1714557600123456789.4" {
 		t.Fatalf("ackSubject = %s", s)
 	}
-	dc, sseq, cseq, ok := parseAckSubject(s)
+	dc, sseq, cseq, ok := ParseAckSubject(s)
 	if !ok || dc != 2 || sseq != 7 || cseq != 9 {
 		t.Errorf("parse: %d %d %d %v", dc, sseq, cseq, ok)
 	}
 	for _, bad := range []string{"$JS.ACK.S.C.1.2.3.4", "$JS.ACK.S.C.x.2.3.4.5", "$JS.NAK.S.C.1.2.3.4.5", "$JS.ACK.S.C.1.2.3.4.5.6"} {
-		if _, _, _, ok := parseAckSubject(bad); ok {
+		if _, _, _, ok := ParseAckSubject(bad); ok {
 			t.Errorf("%s parsed", bad)
 		}
 	}

@@ -1,4 +1,4 @@
-package jetstream
+package consumerrun
 
 import (
 	"bytes"
@@ -31,10 +31,10 @@ type ackMsg struct {
 	reply  string        // the ack publish's reply (double ack, +NXT inbox)
 }
 
-// parseAckSubject reads the v1 ack reply subject
+// ParseAckSubject reads the v1 ack reply subject
 // $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>
 // (protocol.md section 5.2) and reports whether it is well formed.
-func parseAckSubject(subj string) (dc, sseq, cseq uint64, ok bool) {
+func ParseAckSubject(subj string) (dc, sseq, cseq uint64, ok bool) {
 	t := strings.Split(subj, ".")
 	if len(t) != 9 || t[0] != "$JS" || t[1] != "ACK" {
 		return 0, 0, 0, false

@@ -1,4 +1,4 @@
-package jetstream
+package consumerrun
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 
 // processAck applies an acknowledgement (protocol.md section 5.3) and
 // answers a double ack with an empty message.
-func (c *cons) processAck(a *ackMsg, now time.Time) {
+func (c *Consumer) processAck(a *ackMsg, now time.Time) {
 	if a.sseq > c.st.Delivered().Stream || a.sseq == 0 {
 		return // beyond anything delivered: no reply
 	}
@@ -59,7 +59,7 @@ func (c *cons) processAck(a *ackMsg, now time.Time) {
 // goes to the ack journal, which confirms it after its next fsync;
 // otherwise the confirmation waits for a snapshot of the state, taken at
 // the end of this round, to be stored.
-func (c *cons) confirmLater(a *ackMsg, cf confirm, now time.Time) {
+func (c *Consumer) confirmLater(a *ackMsg, cf confirm, now time.Time) {
 	if a.sseq > c.durDelivered.Load() {
 		c.snapWait = append(c.snapWait, cf)
 		c.dirty = true
@@ -87,7 +87,7 @@ type journalBatch struct {
 // confirmations go out once the journal has fsynced them. A journal that
 // failed confirms nothing: the client's request times out, and the ack
 // is at least once.
-func (c *cons) journal(jb journalBatch) {
+func (c *Consumer) journal(jb journalBatch) {
 	if len(jb.ops) == 0 {
 		return
 	}
@@ -100,7 +100,7 @@ func (c *cons) journal(jb journalBatch) {
 
 // sendConfirms sends the confirmations of durable acks: an empty reply,
 // or for +NXT its pull request, queued to the loop.
-func (c *cons) sendConfirms(cfs []confirm) {
+func (c *Consumer) sendConfirms(cfs []confirm) {
 	for _, cf := range cfs {
 		if cf.move != 0 {
 			c.push(cevent{moveReady: cf.move})
@@ -110,13 +110,13 @@ func (c *cons) sendConfirms(cfs []confirm) {
 			c.push(cevent{pull: &pullEvent{reply: cf.reply, body: cf.body}})
 			continue
 		}
-		c.js.tr.Publish(cf.reply, "", nil, nil)
+		c.env.Transport.Publish(cf.reply, "", nil, nil)
 	}
 }
 
 // ack commits an acknowledgement (an Ack or a Term) and keeps what it
 // acknowledged for retention.
-func (c *cons) ack(op consumer.Op) {
+func (c *Consumer) ack(op consumer.Op) {
 	if c.cfg.AckPolicy == consumer.AckNone {
 		return
 	}
@@ -126,7 +126,7 @@ func (c *cons) ack(op consumer.Op) {
 	}
 }
 
-func (c *cons) nak(a *ackMsg, now time.Time) {
+func (c *Consumer) nak(a *ackMsg, now time.Time) {
 	out := c.Commit(&consumer.Nak{Stream: a.sseq, Delay: a.delay, Time: now.UnixNano()})
 	if len(out.Exhausted) > 0 {
 		ex := out.Exhausted[0]
@@ -168,7 +168,7 @@ type maxDeliverAdvisory struct {
 	Deliveries uint64    `json:"deliveries"`
 }
 
-func (c *cons) advise(kind, typ string, a *ackMsg, reason string) {
+func (c *Consumer) advise(kind, typ string, a *ackMsg, reason string) {
 	c.publishAdvisory(kind, ackAdvisory{
 		Type: typ, ID: nuid.Next(), Time: c.now().UTC(), Stream: c.sr.Name(), Consumer: c.name,
 		ConsumerSeq: a.cseq, StreamSeq: a.sseq, Deliveries: a.dc, Reason: reason,
@@ -182,12 +182,12 @@ const ackTermUnackedReason = "Unacknowledged message was deleted"
 
 // adviseDropped sends the MSG_TERMINATED advisory for a pending delivery
 // dropped because its message was removed.
-func (c *cons) adviseDropped(d consumer.Dropped) {
+func (c *Consumer) adviseDropped(d consumer.Dropped) {
 	c.advise("MSG_TERMINATED", "io.nats.jetstream.advisory.v1.terminated",
 		&ackMsg{sseq: d.Stream, cseq: d.Consumer, dc: d.Deliveries}, ackTermUnackedReason)
 }
 
-func (c *cons) adviseMaxDeliveries(ex consumer.Exhausted) {
+func (c *Consumer) adviseMaxDeliveries(ex consumer.Exhausted) {
 	c.publishAdvisory("MAX_DELIVERIES", maxDeliverAdvisory{
 		Type: "io.nats.jetstream.advisory.v1.max_deliver", ID: nuid.Next(), Time: c.now().UTC(),
 		Stream: c.sr.Name(), Consumer: c.name, StreamSeq: ex.Stream, Deliveries: ex.Deliveries,
@@ -195,12 +195,12 @@ func (c *cons) adviseMaxDeliveries(ex consumer.Exhausted) {
 }
 
 // publishAdvisory publishes on $JS.EVENT.ADVISORY.CONSUMER.<kind>.<S>.<C>.
-func (c *cons) publishAdvisory(kind string, v any) {
+func (c *Consumer) publishAdvisory(kind string, v any) {
 	subj := "$JS.EVENT.ADVISORY.CONSUMER." + kind + "." + c.sr.Name() + "." + c.name
-	if !c.js.tr.HasInterest(subj) {
+	if !c.env.Transport.HasInterest(subj) {
 		return
 	}
 	if b, err := json.Marshal(v); err == nil {
-		c.js.tr.Publish(subj, "", nil, b)
+		c.env.Transport.Publish(subj, "", nil, b)
 	}
 }

@@ -1,4 +1,4 @@
-package jetstream
+package consumerrun
 
 import (
 	"encoding/json"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/consumer"
-	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/nats-io/nuid"
@@ -127,32 +126,36 @@ func parsePubAck(b []byte) (pubAckResult, bool) {
 	return pubAckResult{}, false
 }
 
-// deadLetterAcks routes the PubAcks of dead-letter copies to the
+// DeadLetterAcks routes the PubAcks of dead-letter copies to the
 // consumers waiting for them: one internal subscription on
-// prefix + "*", a reply subject per copy. mu is a leaf lock.
-type deadLetterAcks struct {
+// prefix + "*", a reply subject per copy. mu is a leaf lock. The engine
+// makes one (NewDeadLetterAcks) for all its consumers.
+type DeadLetterAcks struct {
 	prefix string // "$CAIRN.DLQ.<nuid>."
-	sub    Subscription
+	sub    streamrun.Subscription
 	mu     sync.Mutex
 	next   uint64
 	waits  map[string]func(token string, res pubAckResult)
 }
 
-func (d *deadLetterAcks) init(tr Transport, logf func(string, ...any)) {
-	d.prefix = "$CAIRN.DLQ." + nuid.Next() + "."
-	d.waits = map[string]func(string, pubAckResult){}
+// NewDeadLetterAcks subscribes the router of the PubAcks of dead-letter
+// copies on tr; a failure is logged with logf (the moves then never
+// complete, and are retried).
+func NewDeadLetterAcks(tr streamrun.Transport, logf func(string, ...any)) *DeadLetterAcks {
+	d := &DeadLetterAcks{prefix: "$CAIRN.DLQ." + nuid.Next() + ".", waits: map[string]func(string, pubAckResult){}}
 	sub, err := tr.Subscribe(d.prefix+"*", "", d.deliver)
 	if err != nil {
 		logf("jetstream: subscribe %s*: %v (dead-letter moves will not complete)", d.prefix, err)
-		return
+		return d
 	}
 	d.sub = sub
+	return d
 }
 
 // register returns a token and the reply subject on which a PubAck is
 // handed to cb with the token (on the publisher's goroutine; cb must not
 // block), until cancel(token).
-func (d *deadLetterAcks) register(cb func(token string, res pubAckResult)) (token, reply string) {
+func (d *DeadLetterAcks) register(cb func(token string, res pubAckResult)) (token, reply string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.next++
@@ -162,7 +165,7 @@ func (d *deadLetterAcks) register(cb func(token string, res pubAckResult)) (toke
 }
 
 // cancel forgets token ("" is ignored).
-func (d *deadLetterAcks) cancel(token string) {
+func (d *DeadLetterAcks) cancel(token string) {
 	if token == "" {
 		return
 	}
@@ -172,7 +175,7 @@ func (d *deadLetterAcks) cancel(token string) {
 }
 
 // deliver is the subscription's handler.
-func (d *deadLetterAcks) deliver(subject, _ string, _, data []byte) {
+func (d *DeadLetterAcks) deliver(subject, _ string, _, data []byte) {
 	token := strings.TrimPrefix(subject, d.prefix)
 	res, ok := parsePubAck(data)
 	if !ok {
@@ -186,61 +189,17 @@ func (d *deadLetterAcks) deliver(subject, _ string, _, data []byte) {
 	}
 }
 
-func (d *deadLetterAcks) close() {
+// Close ends the router's subscription.
+func (d *DeadLetterAcks) Close() {
 	if d.sub != nil {
 		d.sub.Unsubscribe()
 	}
 }
 
-// capture is a stream and the subjects it captures, for captureOf.
-type capture struct {
-	subjects []string
-	r        *streamEntry
-}
-
-// refreshCapturesLocked rebuilds the table captureOf reads after the
-// stream table or a stream's subjects changed. The caller holds js.mu.
-func (js *JetStream) refreshCapturesLocked() {
-	cs := make([]capture, 0, len(js.streams))
-	for _, r := range js.streams {
-		cs = append(cs, capture{subjects: r.Config().Subjects, r: r})
-	}
-	js.captures.Store(&cs)
-}
-
-// captureOf returns the stream that captures the literal subject subj,
-// or nil. It takes no lock (a consumer calls it holding its cons.mu,
-// which may not be held while taking js.mu).
-func (js *JetStream) captureOf(subj string) *streamEntry {
-	p := js.captures.Load()
-	if p == nil || subj == "" {
-		return nil
-	}
-	for _, c := range *p {
-		if stream.Captures(c.subjects, subj) {
-			return c.r
-		}
-	}
-	return nil
-}
-
-// checkDeadLetters refuses (10052, stream.CheckDeadLetter) an update
-// whose subjects would capture the dead-letter subject of one of the
-// stream's consumers.
-func (r *streamEntry) checkDeadLetters(cfg *stream.Config) *jserr.Error {
-	for _, c := range r.cons.list() {
-		cc := c.config()
-		if err := stream.CheckDeadLetter(cc.Metadata, cfg.Name, cfg.Subjects); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // refreshDeadLetter reads the consumer's dead-letter subject: its own
 // metadata's, else its stream's. Marks are kept only with explicit or
 // all acks (a consumer with ack none has nothing pending).
-func (c *cons) refreshDeadLetter() {
+func (c *Consumer) refreshDeadLetter() {
 	subj, ok := stream.DeadLetterSubject(c.cfg.Metadata)
 	if !ok {
 		subj = c.sr.DeadLetter()
@@ -254,13 +213,13 @@ func (c *cons) refreshDeadLetter() {
 // captured reports whether the consumer's dead-letter subject is stored
 // by a stream, assuming so while the server is still restoring its
 // streams.
-func (c *cons) captured() bool {
-	return c.dlq != "" && (!c.js.ready.Load() || c.js.captureOf(c.dlq) != nil)
+func (c *Consumer) captured() bool {
+	return c.dlq != "" && (!c.env.Ready() || c.env.CaptureOf(c.dlq) != nil)
 }
 
 // restoreMoves takes over the marks of a restored state: each may have
 // had a copy published before the restart.
-func (c *cons) restoreMoves() {
+func (c *Consumer) restoreMoves() {
 	for _, mv := range c.st.Moves() {
 		c.moves[mv.Stream] = &move{ready: true, sent: true, scanned: mv.After}
 	}
@@ -279,7 +238,7 @@ func (c *cons) restoreMoves() {
 // was never moved); with ack policy all, what the +TERM acknowledges
 // besides it is acknowledged at once, before the mark, and so is stored
 // with it.
-func (c *cons) termToDeadLetter(a *ackMsg, now time.Time) bool {
+func (c *Consumer) termToDeadLetter(a *ackMsg, now time.Time) bool {
 	if mv := c.moves[a.sseq]; mv != nil {
 		if a.reply != "" {
 			mv.replies = append(mv.replies, a.reply)
@@ -315,27 +274,27 @@ func (c *cons) termToDeadLetter(a *ackMsg, now time.Time) bool {
 
 // beginMove starts the move of a delivery the state just marked
 // (max_deliver reached).
-func (c *cons) beginMove(sseq uint64, now time.Time) {
+func (c *Consumer) beginMove(sseq uint64, now time.Time) {
 	mv := &move{}
 	c.moves[sseq] = mv
 	c.prepareMove(sseq, mv, now)
 }
 
 // retryMove runs the next attempt of a mark whose retry time came.
-func (c *cons) retryMove(sseq uint64, now time.Time) {
+func (c *Consumer) retryMove(sseq uint64, now time.Time) {
 	mv := c.moves[sseq]
 	if mv == nil {
 		mv = &move{ready: true, sent: true} // not expected: assume the worst
 		c.moves[sseq] = mv
 	}
-	c.js.dlqAcks.cancel(mv.token)
+	c.env.DeadLetterAcks.cancel(mv.token)
 	mv.token = ""
 	c.prepareMove(sseq, mv, now)
 }
 
 // moveReady notes that a stored snapshot holds the mark of sseq; the
 // copy may go.
-func (c *cons) moveReady(sseq uint64, now time.Time) {
+func (c *Consumer) moveReady(sseq uint64, now time.Time) {
 	mv := c.moves[sseq]
 	if mv == nil || mv.ready {
 		return
@@ -353,16 +312,16 @@ func (c *cons) moveReady(sseq uint64, now time.Time) {
 // the mark as if there were none (finishUncaptured); before the first
 // copy it records After and, for a persisted consumer, waits for a
 // snapshot holding the mark; then it publishes the copy (sendMove).
-func (c *cons) prepareMove(sseq uint64, mv *move, now time.Time) {
+func (c *Consumer) prepareMove(sseq uint64, mv *move, now time.Time) {
 	if _, ok := c.st.Move(sseq); !ok {
 		c.endMove(sseq, mv)
 		return
 	}
-	if !c.js.ready.Load() {
+	if !c.env.Ready() {
 		c.retryMoveAt(sseq, now.Add(moveStartWait))
 		return
 	}
-	target := c.js.captureOf(c.dlq)
+	target := c.env.CaptureOf(c.dlq)
 	if target == nil {
 		c.finishUncaptured(sseq, mv)
 		return
@@ -388,7 +347,7 @@ func (c *cons) prepareMove(sseq uint64, mv *move, now time.Time) {
 // sendMove publishes the copy of sseq to the dead-letter subject with a
 // reply for its PubAck, unless an earlier copy is already stored in the
 // target stream, and arms the next attempt.
-func (c *cons) sendMove(sseq uint64, mv *move, target *streamEntry, now time.Time) {
+func (c *Consumer) sendMove(sseq uint64, mv *move, target *streamrun.Stream, now time.Time) {
 	m, err := c.sr.Store().Load(sseq)
 	if err != nil {
 		m = nil
@@ -412,7 +371,7 @@ func (c *cons) sendMove(sseq uint64, mv *move, target *streamEntry, now time.Tim
 		return
 	}
 	info, _ := c.st.Move(sseq)
-	token, reply := c.js.dlqAcks.register(func(token string, res pubAckResult) {
+	token, reply := c.env.DeadLetterAcks.register(func(token string, res pubAckResult) {
 		c.push(cevent{moveAck: &moveAck{sseq: sseq, token: token, res: res}})
 	})
 	mv.token, mv.target, mv.sent = token, target.Name(), true
@@ -422,18 +381,18 @@ func (c *cons) sendMove(sseq uint64, mv *move, target *streamEntry, now time.Tim
 
 // publishCopy publishes the dead-letter copy of m (docs/dead-letter.md,
 // stream.DeadLetterHeader) to the consumer's dead-letter subject.
-func (c *cons) publishCopy(m *store.StoredMsg, reason store.DeadLetterReason, deliveries uint64, reply string) {
+func (c *Consumer) publishCopy(m *store.StoredMsg, reason store.DeadLetterReason, deliveries uint64, reply string) {
 	hdr := stream.DeadLetterHeader(m.Header, stream.DeadLetterOrigin{
 		Stream: c.sr.Name(), Consumer: c.name, Seq: m.Seq, Subject: m.Subject, Time: m.Time,
 		Deliveries: deliveries, Reason: reason.String(),
 	})
-	c.js.tr.Publish(c.dlq, reply, hdr, m.Data)
+	c.env.Transport.Publish(c.dlq, reply, hdr, m.Data)
 }
 
 // copyStored reports whether target holds the copy of sseq above the
 // last sequence looked at (After at first), and notes how far it looked.
 // orig is the original message, nil when it is gone.
-func (c *cons) copyStored(target *streamEntry, sseq uint64, mv *move, orig *store.StoredMsg) bool {
+func (c *Consumer) copyStored(target *streamrun.Stream, sseq uint64, mv *move, orig *store.StoredMsg) bool {
 	for seq := mv.scanned + 1; ; {
 		m, err := target.Store().LoadNext(nil, seq)
 		if err != nil {
@@ -452,7 +411,7 @@ func (c *cons) copyStored(target *streamEntry, sseq uint64, mv *move, orig *stor
 // time stamp when the original (orig) is known. A stream or consumer
 // deleted and made again under its name reuses Nats-Msg-Ids; the time
 // stamp tells their copies apart.
-func (c *cons) isCopy(hdr []byte, sseq uint64, orig *store.StoredMsg) bool {
+func (c *Consumer) isCopy(hdr []byte, sseq uint64, orig *store.StoredMsg) bool {
 	if stream.MsgID(hdr) != stream.DeadLetterMsgID(c.sr.Name(), c.name, sseq) {
 		return false
 	}
@@ -464,8 +423,8 @@ func (c *cons) isCopy(hdr []byte, sseq uint64, orig *store.StoredMsg) bool {
 // copy, not one of a message of an earlier stream or consumer of the
 // same name still in the duplicate window. When either message is gone,
 // it cannot tell, and says yes.
-func (c *cons) duplicateIsCopy(sseq uint64, res pubAckResult) bool {
-	target := c.js.captureOf(c.dlq)
+func (c *Consumer) duplicateIsCopy(sseq uint64, res pubAckResult) bool {
+	target := c.env.CaptureOf(c.dlq)
 	if target == nil || target.Name() != res.stream {
 		return true
 	}
@@ -483,7 +442,7 @@ func (c *cons) duplicateIsCopy(sseq uint64, res pubAckResult) bool {
 // onMoveAck handles the PubAck of a copy: the move completes when the
 // capturing stream stored it; an error is retried after moveRetryWait.
 // A PubAck of an earlier attempt (or after the move ended) is ignored.
-func (c *cons) onMoveAck(ev *moveAck, now time.Time) {
+func (c *Consumer) onMoveAck(ev *moveAck, now time.Time) {
 	mv := c.moves[ev.sseq]
 	if mv == nil || mv.token == "" || mv.token != ev.token {
 		return
@@ -500,7 +459,7 @@ func (c *cons) onMoveAck(ev *moveAck, now time.Time) {
 		// once that has left the duplicate window.
 		ev.res.err = "an earlier message's copy with the same Nats-Msg-Id is in the duplicate window"
 	}
-	c.js.dlqAcks.cancel(mv.token)
+	c.env.DeadLetterAcks.cancel(mv.token)
 	mv.token = ""
 	mv.tries++
 	wait := moveRetryWait(mv.tries)
@@ -510,19 +469,19 @@ func (c *cons) onMoveAck(ev *moveAck, now time.Time) {
 
 // logMoveErr logs a refused copy: when the error changed, else at most
 // every streamrun.RefusalLogEvery.
-func (c *cons) logMoveErr(sseq uint64, target, msg string, wait time.Duration, now time.Time) {
+func (c *Consumer) logMoveErr(sseq uint64, target, msg string, wait time.Duration, now time.Time) {
 	if msg == c.moveErr && now.Sub(c.moveErrAt) < streamrun.RefusalLogEvery {
 		return
 	}
 	c.moveErr, c.moveErrAt = msg, now
-	c.js.logf("consumer %s > %s: stream %s refused the dead-letter copy of message %d: %s (retried in %v; logged at most every %v)",
+	c.env.Logf("consumer %s > %s: stream %s refused the dead-letter copy of message %d: %s (retried in %v; logged at most every %v)",
 		c.sr.Name(), c.name, target, sseq, msg, wait, streamrun.RefusalLogEvery)
 }
 
 // completeMove ends the mark of sseq once its copy is durable: the
 // delivery counts as acknowledged (retention runs after the round), the
 // +TERM replies go after retention, and a snapshot is taken at once.
-func (c *cons) completeMove(sseq uint64, mv *move) {
+func (c *Consumer) completeMove(sseq uint64, mv *move) {
 	c.acked = append(c.acked, c.Commit(&consumer.DeadLetter{Step: consumer.DeadLetterMoved, Stream: sseq}).Acked...)
 	c.ackReplies = append(c.ackReplies, mv.replies...)
 	mv.replies = nil
@@ -536,7 +495,7 @@ func (c *cons) completeMove(sseq uint64, mv *move) {
 // without a dead-letter subject (consumer.State.Unmark): after
 // max_deliver it leaves pending and is held in the stream until an
 // explicit ack, a +TERM or its removal; after +TERM it is acknowledged.
-func (c *cons) finishUncaptured(sseq uint64, mv *move) {
+func (c *Consumer) finishUncaptured(sseq uint64, mv *move) {
 	info, _ := c.st.Move(sseq)
 	if m, err := c.sr.Store().Load(sseq); err == nil && c.dlq != "" && !c.st.IsExhausted(sseq) {
 		c.publishCopy(m, info.Reason, info.Deliveries, "")
@@ -549,14 +508,14 @@ func (c *cons) finishUncaptured(sseq uint64, mv *move) {
 }
 
 // retryMoveAt arms the next attempt of the move of sseq at at.
-func (c *cons) retryMoveAt(sseq uint64, at time.Time) {
+func (c *Consumer) retryMoveAt(sseq uint64, at time.Time) {
 	c.Commit(&consumer.DeadLetter{Step: consumer.DeadLetterRetryAt, Stream: sseq, Value: at.UnixNano()})
 }
 
 // endMove forgets the move of sseq; its +TERM replies, if any are left,
 // are sent (the delivery is no longer pending).
-func (c *cons) endMove(sseq uint64, mv *move) {
-	c.js.dlqAcks.cancel(mv.token)
+func (c *Consumer) endMove(sseq uint64, mv *move) {
+	c.env.DeadLetterAcks.cancel(mv.token)
 	mv.token = ""
 	c.ackReplies = append(c.ackReplies, mv.replies...)
 	mv.replies = nil
@@ -565,7 +524,7 @@ func (c *cons) endMove(sseq uint64, mv *move) {
 
 // sweepMoves ends the moves whose mark is gone without them (its message
 // was removed from the stream: the delivery was dropped).
-func (c *cons) sweepMoves() {
+func (c *Consumer) sweepMoves() {
 	for sseq, mv := range c.moves {
 		if _, ok := c.st.Move(sseq); !ok {
 			c.endMove(sseq, mv)
@@ -575,9 +534,9 @@ func (c *cons) sweepMoves() {
 
 // cancelMoves forgets the reply tokens of the consumer's moves (it
 // stops; the marks stay in its stored state).
-func (c *cons) cancelMoves() {
+func (c *Consumer) cancelMoves() {
 	for _, mv := range c.moves {
-		c.js.dlqAcks.cancel(mv.token)
+		c.env.DeadLetterAcks.cancel(mv.token)
 		mv.token = ""
 	}
 }

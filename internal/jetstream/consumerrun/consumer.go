@@ -1,4 +1,4 @@
-package jetstream
+package consumerrun
 
 import (
 	"slices"
@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/vfs"
 )
 
 // saveInterval bounds how often a durable consumer writes its state: a
@@ -37,15 +39,38 @@ type pullEvent struct {
 	body  []byte
 }
 
-// cons runs one consumer: its subscriptions (acks, pull requests, flow
-// control replies) queue events, and its loop goroutine hands them, and
-// the time, to the consumer's delivery logic (consumer.Deliverer), which
-// decides, loads from the stream's store and sends; the loop also saves
-// the state, journals confirmed acks and runs dead-letter moves. mu
-// guards the state so that API calls (info) can read it.
-type cons struct {
-	js      *JetStream
-	sr      *streamEntry
+// Env is what a consumer's runtime takes from the engine that runs it.
+type Env struct {
+	Transport streamrun.Transport
+	Now       func() time.Time                 // the clock for deliveries, acks and timers
+	Logf      func(format string, args ...any) // problems
+	FS        vfs.FS                           // a persisted consumer's files
+	APILevel  int                              // the JetStream API level (pull requests' Nats-Required-Api-Level, info)
+	Version   string                           // the nats-server version advertised (info)
+	NewLog    streamrun.NewConsumerLogFunc     // nil: streamrun.NewLocalConsumerLog
+	// DeadLetterAcks routes the PubAcks of dead-letter copies; CaptureOf
+	// finds the stream that captures a subject (nil: none), taking no
+	// lock; Ready reports whether every stream was restored (until then
+	// no move can tell whether a stream captures its subject).
+	DeadLetterAcks *DeadLetterAcks
+	CaptureOf      func(subj string) *streamrun.Stream
+	Ready          func() bool
+	// Expire is called, apart from the consumer's loop, which has
+	// returned, when the consumer passed its inactive_threshold: the
+	// engine deletes it.
+	Expire func(c *Consumer)
+}
+
+// Consumer is the runtime of one consumer: its subscriptions (acks, pull
+// requests, flow control replies) queue events, and its loop goroutine
+// hands them, and the time, to the consumer's delivery logic
+// (consumer.Deliverer), which decides, loads from the stream's store and
+// sends; the loop also saves the state, journals confirmed acks and runs
+// dead-letter moves. mu guards the state so that API calls (info) can
+// read it. It implements streamrun.Consumer for its stream.
+type Consumer struct {
+	env     Env
+	sr      *streamrun.Stream
 	name    string
 	created time.Time
 	dir     string                // "" when not persisted
@@ -63,7 +88,7 @@ type cons struct {
 	wake   chan struct{} // capacity 1
 	quit   chan struct{}
 	done   sync.WaitGroup
-	subs   []Subscription
+	subs   []streamrun.Subscription
 
 	mu  sync.Mutex
 	cfg consumer.Config
@@ -72,7 +97,7 @@ type cons struct {
 	// operation applied.
 	d          *consumer.Deliverer
 	st         *consumer.State
-	log        Log[consumer.Op]
+	log        streamrun.Log[consumer.Op]
 	cout       consumer.Outcome
 	lastAck    time.Time
 	dirty      bool
@@ -101,14 +126,14 @@ type confirm struct {
 	move  uint64 // not a reply: the dead-letter mark of this stream sequence is stored
 }
 
-func (c *cons) now() time.Time { return c.js.now() }
+func (c *Consumer) now() time.Time { return c.env.Now() }
 
 // Commit proposes op to the consumer's log and returns its outcome: the
 // local log applies it at once (Apply). The outcome is valid until the
 // next Commit. The caller holds c.mu (consumer.Committer).
-func (c *cons) Commit(op consumer.Op) *consumer.Outcome {
+func (c *Consumer) Commit(op consumer.Op) *consumer.Outcome {
 	if err := c.log.Propose(op, 0); err != nil {
-		c.js.logf("consumer %s > %s: operation of kind %d not proposed: %v", c.sr.Name(), c.name, op.Kind(), err)
+		c.env.Logf("consumer %s > %s: operation of kind %d not proposed: %v", c.sr.Name(), c.name, op.Kind(), err)
 		c.cout = consumer.Outcome{}
 	}
 	if c.cout.Dirty {
@@ -120,13 +145,13 @@ func (c *cons) Commit(op consumer.Op) *consumer.Outcome {
 // Apply applies a committed operation of the consumer's log to its
 // delivery state (Applier): consumer.State.ApplyOp alone decides. It
 // runs with c.mu held, on the goroutine that proposed.
-func (c *cons) Apply(_ uint64, op consumer.Op, _ uint64) {
+func (c *Consumer) Apply(_ uint64, op consumer.Op, _ uint64) {
 	c.st.ApplyOp(op, &c.cout)
 }
 
 // pausedUntil returns when the consumer's pause ends, the zero time when
 // it is not paused. The caller holds c.mu.
-func (c *cons) pausedUntil() time.Time {
+func (c *Consumer) pausedUntil() time.Time {
 	if p := c.st.PausedUntil(); p != 0 {
 		return time.Unix(0, p)
 	}
@@ -134,7 +159,7 @@ func (c *cons) pausedUntil() time.Time {
 }
 
 // push queues an event and wakes the loop.
-func (c *cons) push(ev cevent) {
+func (c *Consumer) push(ev cevent) {
 	c.evMu.Lock()
 	c.events = append(c.events, ev)
 	c.evMu.Unlock()
@@ -142,14 +167,14 @@ func (c *cons) push(ev cevent) {
 }
 
 // Signal wakes the loop (new messages, acks, config changes).
-func (c *cons) Signal() {
+func (c *Consumer) Signal() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (c *cons) takeEvents(dst []cevent) []cevent {
+func (c *Consumer) takeEvents(dst []cevent) []cevent {
 	c.evMu.Lock()
 	dst = append(dst[:0], c.events...)
 	clear(c.events)
@@ -159,7 +184,7 @@ func (c *cons) takeEvents(dst []cevent) []cevent {
 }
 
 // loop is the consumer's goroutine.
-func (c *cons) loop() {
+func (c *Consumer) loop() {
 	defer c.done.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -180,11 +205,11 @@ func (c *cons) loop() {
 			c.saveAfterRetention()
 		}
 		for _, reply := range replies {
-			c.js.tr.Publish(reply, "", nil, nil) // the double ack
+			c.env.Transport.Publish(reply, "", nil, nil) // the double ack
 		}
 		c.journal(jb)
 		if idle {
-			c.js.expireConsumer(c)
+			c.env.Expire(c)
 			return
 		}
 		timer.Reset(c.nextWake())
@@ -197,7 +222,7 @@ func (c *cons) loop() {
 // retention has removed them, the confirmed acks to journal after
 // retention, and whether the consumer has been inactive past its
 // threshold.
-func (c *cons) round(evs []cevent) (acked []uint64, replies []string, jb journalBatch, idle bool) {
+func (c *Consumer) round(evs []cevent) (acked []uint64, replies []string, jb journalBatch, idle bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
@@ -232,7 +257,7 @@ func (c *cons) round(evs []cevent) (acked []uint64, replies []string, jb journal
 	return acked, replies, jb, c.d.Inactive(now)
 }
 
-func (c *cons) handle(ev *cevent, now time.Time) {
+func (c *Consumer) handle(ev *cevent, now time.Time) {
 	switch {
 	case ev.ack != nil:
 		c.processAck(ev.ack, now)
@@ -249,20 +274,20 @@ func (c *cons) handle(ev *cevent, now time.Time) {
 
 // endPause notes a pause that has run out: the consumer delivers again
 // and the pause advisory says so (paused false), as nats-server sends it.
-func (c *cons) endPause(now time.Time) {
+func (c *Consumer) endPause(now time.Time) {
 	until := c.pausedUntil()
 	if until.IsZero() || until.After(now) {
 		return
 	}
 	c.Commit(&consumer.Pause{})
-	c.js.adviseConsumerPause(c.sr.Name(), c.name, PauseResult{Until: until.UTC()})
+	c.AdvisePause(false, until.UTC())
 }
 
 // expireAcks moves deliveries past their ack wait to the redelivery queue
 // and reports those that reached max_deliver; with a dead-letter subject
 // it starts their moves, and retries the moves whose time came
 // (deadletter.go).
-func (c *cons) expireAcks(now time.Time) {
+func (c *Consumer) expireAcks(now time.Time) {
 	if d, ok := c.st.NextDeadline(); !ok || d > now.UnixNano() {
 		return // nothing due: no operation
 	}
@@ -281,7 +306,7 @@ func (c *cons) expireAcks(now time.Time) {
 
 // nextWake returns how long the loop may sleep: until the delivery
 // logic's next work (consumer.Deliverer.NextWake) or the next state save.
-func (c *cons) nextWake() time.Duration {
+func (c *Consumer) nextWake() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
@@ -298,7 +323,7 @@ func (c *cons) nextWake() time.Duration {
 // round's double acks to the saver, once retention has removed what they
 // acknowledged: a confirmed ack means the message is gone, as with
 // nats-server.
-func (c *cons) saveAfterRetention() {
+func (c *Consumer) saveAfterRetention() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.stopped {
@@ -310,7 +335,7 @@ func (c *cons) saveAfterRetention() {
 // when it changed and the save gap has passed (or always when force is
 // set). Taking the snapshot is the loop's only cost; the gap grows with
 // it.
-func (c *cons) maybeSave(now time.Time, force bool) {
+func (c *Consumer) maybeSave(now time.Time, force bool) {
 	if c.saver == nil || !c.dirty || (!force && now.Sub(c.lastSave) < c.saveGap) {
 		return
 	}
