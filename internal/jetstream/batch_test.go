@@ -2,8 +2,6 @@ package jetstream
 
 import (
 	"fmt"
-	"github.com/cairnmq/cairn/internal/jetstream/consumerrun"
-	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"sync"
 	"testing"
 	"time"
@@ -80,9 +78,7 @@ func startRecorded(t *testing.T, cfg stream.Config) (*streamEntry, *batchRecorde
 	cfg.Storage = stream.MemoryStorage
 	cfg.SetDefaults()
 	rec := &batchRecorder{Store: memstore.New(cfg.StoreConfig())}
-	r := &streamEntry{js: js, Stream: streamrun.New(js.streamEnv(), cfg, time.Now(), "", rec)}
-	r.cons.byName, r.cons.deleting, r.cons.unrestored = map[string]*consumerrun.Consumer{}, map[string]bool{}, map[string]bool{}
-	r.SetConsumers(&r.cons)
+	r := js.newEntry(cfg, time.Now(), "", rec)
 	if err := r.Open(); err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func (r *streamEntry) info(opts InfoOptions) *StreamInfo {
 		TimeStamp: r.js.now().UTC(),
 	}
 	info.State.Consumers = r.numConsumers()
-	info.Mirror, info.Sources = r.sourceInfos()
+	info.Mirror, info.Sources = r.srcs.Infos()
 	return info
 }
 

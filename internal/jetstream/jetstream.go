@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/cairnmq/cairn/internal/jetstream/consumerrun"
 	"github.com/cairnmq/cairn/internal/jetstream/metafile"
+	"github.com/cairnmq/cairn/internal/jetstream/sourcing"
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"path"
 	"sort"
@@ -169,7 +170,11 @@ func (js *JetStream) restore() error {
 		}
 		restored = append(restored, r)
 	}
-	js.startRestoredSources(restored)
+	sets := make([]*sourcing.Set, len(restored))
+	for i, r := range restored {
+		sets[i] = r.srcs
+	}
+	sourcing.StartRestored(sets)
 	return nil
 }
 
@@ -205,10 +210,7 @@ func (js *JetStream) openRunner(cfg stream.Config, created time.Time, dir string
 	if err != nil {
 		return nil, err
 	}
-	r := &streamEntry{js: js, Stream: streamrun.New(js.streamEnv(), cfg, created, dir, st)}
-	r.cons.byName, r.cons.deleting, r.cons.unrestored = map[string]*consumerrun.Consumer{}, map[string]bool{}, map[string]bool{}
-	r.SetConsumers(&r.cons)
-	r.SetSources(&r.srcs)
+	r := js.newEntry(cfg, created, dir, st)
 	if err := r.Open(); err != nil {
 		_ = st.Close()
 		return nil, err
@@ -233,6 +235,17 @@ func (js *JetStream) consumerEnv() consumerrun.Env {
 		DeadLetterAcks: js.dlqAcks, CaptureOf: js.captureStream, Ready: js.ready.Load,
 		Expire: js.expireConsumer,
 	}
+}
+
+// newEntry makes the table entry of a stream: its runtime over store st,
+// its consumer table and its sourcers, wired together (not started).
+func (js *JetStream) newEntry(cfg stream.Config, created time.Time, dir string, st store.Store) *streamEntry {
+	r := &streamEntry{js: js, Stream: streamrun.New(js.streamEnv(), cfg, created, dir, st)}
+	r.cons.byName, r.cons.deleting, r.cons.unrestored = map[string]*consumerrun.Consumer{}, map[string]bool{}, map[string]bool{}
+	r.SetConsumers(&r.cons)
+	r.srcs = sourcing.NewSet(js.sourcingEnv(), r.Stream)
+	r.SetSources(r.srcs)
+	return r
 }
 
 // streamEnv is what every stream's runtime takes from the engine.
@@ -333,7 +346,7 @@ func (js *JetStream) Shutdown() {
 	// Sourcers stop first and stay registered, so that no origin drops
 	// what they have yet to copy while the streams stop.
 	for _, r := range runners {
-		r.closeSources(false)
+		r.srcs.Close(false)
 	}
 	js.mu.Lock()
 	js.streams = map[string]*streamEntry{}

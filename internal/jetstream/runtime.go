@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"github.com/cairnmq/cairn/internal/jetstream/consumerrun"
+	"github.com/cairnmq/cairn/internal/jetstream/sourcing"
 	"sync"
 	"sync/atomic"
 
@@ -26,6 +27,8 @@ type (
 	NewLogFunc = streamrun.NewLogFunc
 	// NewConsumerLogFunc makes a consumer's log (Config.NewConsumerLog).
 	NewConsumerLogFunc = streamrun.NewConsumerLogFunc
+	// SourceInfo is a StreamSourceInfo of the JetStream API.
+	SourceInfo = sourcing.SourceInfo
 )
 
 // The logs of a stream and a consumer when Config.NewLog and
@@ -43,7 +46,7 @@ type streamEntry struct {
 	*streamrun.Stream
 	js   *JetStream
 	cons consumerTable
-	srcs sourcing // the mirror's or sources' sourcers (source.go)
+	srcs *sourcing.Set // the mirror's or sources' sourcers
 }
 
 // consumerTable is a stream's consumers (streamrun.ConsumerSet).
@@ -115,16 +118,23 @@ func (t *consumerTable) list() []*consumerrun.Consumer {
 	return cs
 }
 
-// watch registers s with the origin stream r, which may be nil.
-func (r *streamEntry) watch(s *sourcer) {
-	if r != nil {
-		r.Watch(s)
-	}
+// streamNamed returns the table entry of a stream, or nil.
+func (js *JetStream) streamNamed(name string) *streamEntry {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	return js.streams[name]
 }
 
-// unwatch undoes watch; r may be nil.
-func (r *streamEntry) unwatch(s *sourcer) {
-	if r != nil {
-		r.Unwatch(s)
+// streamRuntime returns the runtime of a stream, or nil (sourcing.Env's
+// Lookup).
+func (js *JetStream) streamRuntime(name string) *streamrun.Stream {
+	if r := js.streamNamed(name); r != nil {
+		return r.Stream
 	}
+	return nil
+}
+
+// sourcingEnv is what the sourcers take from the engine.
+func (js *JetStream) sourcingEnv() sourcing.Env {
+	return sourcing.Env{Now: js.cfg.Now, Logf: js.cfg.Logf, Lookup: js.streamRuntime}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jetstream/metafile"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"sort"
 	"strings"
 
@@ -109,7 +110,12 @@ func (js *JetStream) createLocked(cfg stream.Config) (*streamEntry, error) {
 	}
 	js.streams[cfg.Name] = r
 	js.refreshCapturesLocked()
-	r.startSources(cfg, func(name string) *streamEntry { return js.streams[name] })
+	r.srcs.Start(cfg, func(name string) *streamrun.Stream {
+		if e := js.streams[name]; e != nil {
+			return e.Stream
+		}
+		return nil
+	})
 	return r, nil
 }
 
@@ -151,7 +157,7 @@ func (js *JetStream) StreamUpdate(req StreamRequest) (*StreamInfo, *jserr.Error)
 	// removes the rest (everything, without consumers) before it answers;
 	// any other update of an interest stream finds nothing to remove.
 	r.DropUnneededWait()
-	r.restartSources()
+	r.srcs.Restart()
 	return r.info(InfoOptions{}), nil
 }
 

@@ -1,14 +1,14 @@
-package jetstream
+package sourcing
 
 import (
 	"errors"
-	"github.com/cairnmq/cairn/internal/consumer"
-	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
@@ -50,7 +50,8 @@ type SourceInfo struct {
 // to consumers like any message. nats-server does the same through an
 // internal consumer on the origin; on one server the store is at hand.
 type sourcer struct {
-	r      *streamEntry
+	env    Env
+	r      *streamrun.Stream
 	src    stream.Source
 	mirror bool
 	iname  string
@@ -67,7 +68,7 @@ type sourcer struct {
 	// origin is the stream s reads when its goroutine starts, registered
 	// with it by newSources (nil: not there yet, looked up each round);
 	// once done is closed, the last origin the goroutine read.
-	origin *streamEntry
+	origin *streamrun.Stream
 	next   uint64 // origin sequence to read next; 0 until found (loop goroutine)
 	ident  string // the identity of the origin next belongs to (loop goroutine)
 	// refusal and refusalLogged are the last copy refusal logged and
@@ -87,9 +88,9 @@ type sourcer struct {
 
 // newSourcer prepares the sourcer of src (a mirror when mirror is set).
 // The config was validated, so the transforms compile.
-func newSourcer(r *streamEntry, src stream.Source, mirror bool) *sourcer {
+func newSourcer(env Env, r *streamrun.Stream, src stream.Source, mirror bool) *sourcer {
 	s := &sourcer{
-		r: r, src: src, mirror: mirror, iname: src.IndexName(),
+		env: env, r: r, src: src, mirror: mirror, iname: src.IndexName(),
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
 	}
 	if src.FilterSubject != "" {
@@ -137,10 +138,10 @@ func (s *sourcer) run() {
 			return
 		default:
 		}
-		if cur := s.r.js.streamNamed(s.src.Name); cur != o || cur == nil {
-			o.unwatch(s) // gone or replaced: nothing of it to keep
+		if cur := s.env.Lookup(s.src.Name); cur != o || cur == nil {
+			unwatch(o, s) // gone or replaced: nothing of it to keep
 			o = cur
-			o.watch(s)
+			watch(o, s)
 			s.setErr(o == nil)
 		}
 		if o != nil && s.copyRound(o) {
@@ -157,10 +158,10 @@ func (s *sourcer) run() {
 
 // copyRound copies one batch from origin o and reports whether it copied
 // anything (so the loop goes on at once).
-func (s *sourcer) copyRound(o *streamEntry) bool {
+func (s *sourcer) copyRound(o *streamrun.Stream) bool {
 	ident := stream.Identity(o.Created())
 	if s.next != 0 && ident != s.ident && !s.mirror {
-		s.r.js.logf("stream %s: source stream %s was recreated, resetting source state", s.r.Name(), s.src.Name)
+		s.env.Logf("stream %s: source stream %s was recreated, resetting source state", s.r.Name(), s.src.Name)
 		s.next = 0
 	}
 	s.heard()
@@ -207,13 +208,13 @@ func (s *sourcer) copyRound(o *streamEntry) bool {
 }
 
 // load reads the next batch of matching origin messages through top.
-func (s *sourcer) load(o *streamEntry, top uint64) []*store.StoredMsg {
+func (s *sourcer) load(o *streamrun.Stream, top uint64) []*store.StoredMsg {
 	var msgs []*store.StoredMsg
 	size := 0
 	for len(msgs) < sourceBatchMsgs && size < sourceBatchBytes && s.next <= top {
 		sm, err := o.Store().LoadNext(s.filter, s.next)
 		if errors.Is(err, store.ErrCorrupt) {
-			s.r.js.logf("stream %s: source %s: %v (skipped)", s.r.Name(), s.src.Name, err)
+			s.env.Logf("stream %s: source %s: %v (skipped)", s.r.Name(), s.src.Name, err)
 			s.next++
 			continue
 		}
@@ -235,7 +236,7 @@ func (s *sourcer) load(o *streamEntry, top uint64) []*store.StoredMsg {
 // duplicates), and the highest sequence of this stream they were stored
 // at; it logs the refusal that stopped the copy, if any.
 func (s *sourcer) apply(msgs []*store.StoredMsg, ident string) (applied int, top uint64) {
-	now := s.r.js.now().UnixNano()
+	now := s.env.Now().UnixNano()
 	op := &stream.Copy{Mirror: s.mirror, Entries: make([]stream.Entry, 0, len(msgs))}
 	for _, sm := range msgs {
 		op.Entries = append(op.Entries, s.entry(sm, ident, now))
@@ -261,12 +262,12 @@ func (s *sourcer) apply(msgs []*store.StoredMsg, ident string) (applied int, top
 // seq: at once when the reason changed, else at most every
 // streamrun.RefusalLogEvery (the copy is retried every sourceRetry).
 func (s *sourcer) logRefusal(seq uint64, why string) {
-	now := s.r.js.now()
+	now := s.env.Now()
 	if why == s.refusal && now.Sub(s.refusalLogged) < streamrun.RefusalLogEvery {
 		return
 	}
 	s.refusal, s.refusalLogged = why, now
-	s.r.js.logf("stream %s: source %s: message %d: %s (retrying every %v)", s.r.Name(), s.src.Name, seq, why, sourceRetry)
+	s.env.Logf("stream %s: source %s: message %d: %s (retrying every %v)", s.r.Name(), s.src.Name, seq, why, sourceRetry)
 }
 
 // Matches reports whether the sourcer copies messages on subj.
@@ -321,7 +322,7 @@ func (s *sourcer) mapSubject(subj string) string {
 // up near where it stopped); else the origin's first message.
 // resumed is set when the stream already holds copies from this origin
 // made under the source's current filter and transforms.
-func (s *sourcer) startSeq(o *streamEntry) (next uint64, resumed bool) {
+func (s *sourcer) startSeq(o *streamrun.Stream) (next uint64, resumed bool) {
 	own := s.r.Store().State(false)
 	var found bool
 	switch {
@@ -348,7 +349,7 @@ func (s *sourcer) startSeq(o *streamEntry) (next uint64, resumed bool) {
 // optStart is the origin sequence the source's opt_start_seq or
 // opt_start_time names (a time no earlier than notBefore, unix ns), else
 // 1.
-func (s *sourcer) optStart(o *streamEntry, notBefore int64) uint64 {
+func (s *sourcer) optStart(o *streamrun.Stream, notBefore int64) uint64 {
 	switch {
 	case s.src.OptStartSeq > 0:
 		return s.src.OptStartSeq
@@ -360,7 +361,7 @@ func (s *sourcer) optStart(o *streamEntry, notBefore int64) uint64 {
 
 // atTime returns the first origin sequence stored at or after t (unix
 // ns).
-func (s *sourcer) atTime(o *streamEntry, t int64) uint64 {
+func (s *sourcer) atTime(o *streamrun.Stream, t int64) uint64 {
 	st := o.Store().State(false)
 	return consumer.FirstAtTime(o.Store(), t, st.FirstSeq, st.LastSeq)
 }
@@ -368,7 +369,7 @@ func (s *sourcer) atTime(o *streamEntry, t int64) uint64 {
 // resume finds where copying from o (of identity ident) starts and,
 // when it resumes earlier copies, reclaims them; wait makes it return
 // only once the origin has applied the removals.
-func (s *sourcer) resume(o *streamEntry, ident string, wait bool) {
+func (s *sourcer) resume(o *streamrun.Stream, ident string, wait bool) {
 	s.ident = ident
 	var resumed bool
 	s.next, resumed = s.startSeq(o)
@@ -385,7 +386,7 @@ func (s *sourcer) resume(o *streamEntry, ident string, wait bool) {
 // was killed before it reached the origin's disk. They are handed to
 // onSourced as after a copy, in batches, once this stream's copies are
 // durable; wait as for resume.
-func (s *sourcer) reclaim(o *streamEntry, wait bool) {
+func (s *sourcer) reclaim(o *streamrun.Stream, wait bool) {
 	if o.Retention() == stream.LimitsPolicy {
 		return
 	}
@@ -443,7 +444,7 @@ func (s *sourcer) lastCopied(ident string) (seq uint64, found, same, exact bool)
 // its source consumer's heartbeats, one a second when idle).
 func (s *sourcer) heard() {
 	s.mu.Lock()
-	s.active = s.r.js.now().UnixNano()
+	s.active = s.env.Now().UnixNano()
 	s.mu.Unlock()
 }
 
@@ -467,7 +468,7 @@ func (s *sourcer) setErr(missing bool) {
 // updateLag sets lag to what o holds for s to copy, up to o's durable
 // sequence now (not the round's start: a round that waits after a
 // refusal would report what was left before it).
-func (s *sourcer) updateLag(o *streamEntry) {
+func (s *sourcer) updateLag(o *streamrun.Stream) {
 	n := o.Store().NumPending(s.filter, s.next, o.Acknowledged())
 	s.mu.Lock()
 	s.lag = n
@@ -491,10 +492,23 @@ func (s *sourcer) info(now time.Time) *SourceInfo {
 	return si
 }
 
-// sourcing is a stream's own sourcers (a mirror's one, or one per
-// source); the sourcers of other streams that read it as their origin
-// are registered with its runtime (streamrun.Stream.Watch).
-type sourcing struct {
+// Env is what sourcing takes from the engine.
+type Env struct {
+	Now  func() time.Time                 // the clock of the copies' times and of info's active
+	Logf func(format string, args ...any) // problems
+	// Lookup returns the runtime of the stream of that name, nil when
+	// there is none; it may take the engine's lock.
+	Lookup func(name string) *streamrun.Stream
+}
+
+// Set is a stream's own sourcers (a mirror's one, or one per source);
+// the sourcers of other streams that read it as their origin are
+// registered with its runtime (streamrun.Stream.Watch). It implements
+// streamrun.SourceSet.
+type Set struct {
+	env Env
+	r   *streamrun.Stream // the stream the sourcers copy into
+
 	// life serializes replacing the sourcers (restartSources) with
 	// closing them (closeSources), so that two updates cannot leave a
 	// sourcer running that no one will stop; it is taken before mu.
@@ -506,47 +520,50 @@ type sourcing struct {
 	own []*sourcer
 }
 
-// startSources starts a sourcer for cfg's mirror or each of its
-// sources, each registered with its origin first (lookup finds a stream
-// by name: streamNamed, or the table itself under JetStream.mu).
-func (r *streamEntry) startSources(cfg stream.Config, lookup func(string) *streamEntry) {
-	r.launchSources(r.newSources(cfg, lookup), cfg)
+// NewSet returns the (empty) set of sourcers of stream r.
+func NewSet(env Env, r *streamrun.Stream) *Set { return &Set{env: env, r: r} }
+
+// Start starts a sourcer for cfg's mirror or each of its sources, each
+// registered with its origin first (lookup finds a stream by name: Env's
+// Lookup, or the engine's table itself when the caller holds its lock).
+func (ss *Set) Start(cfg stream.Config, lookup func(string) *streamrun.Stream) {
+	ss.launch(ss.newSources(cfg, lookup), cfg)
 }
 
 // newSources returns the sourcers of cfg's mirror or of each of its
 // sources, not yet started, each registered with its origin (watch) if
 // lookup finds it: from then on the origin keeps what they need.
-func (r *streamEntry) newSources(cfg stream.Config, lookup func(string) *streamEntry) []*sourcer {
+func (ss *Set) newSources(cfg stream.Config, lookup func(string) *streamrun.Stream) []*sourcer {
 	var own []*sourcer
 	if cfg.Mirror != nil {
-		own = append(own, newSourcer(r, *cfg.Mirror, true))
+		own = append(own, newSourcer(ss.env, ss.r, *cfg.Mirror, true))
 	}
 	per := map[string]int{}
 	for _, src := range cfg.Sources {
-		own = append(own, newSourcer(r, *src, false))
+		own = append(own, newSourcer(ss.env, ss.r, *src, false))
 		per[src.Name]++
 	}
 	for _, s := range own {
 		s.sole = per[s.src.Name] == 1
 		s.origin = lookup(s.src.Name)
-		s.origin.watch(s)
+		watch(s.origin, s)
 	}
 	return own
 }
 
-// launchSources starts the goroutines of own and makes them the
-// stream's sourcers.
-func (r *streamEntry) launchSources(own []*sourcer, cfg stream.Config) {
-	r.srcs.from = stream.Config{Mirror: cfg.Mirror, Sources: cfg.Sources}
+// launch starts the goroutines of own and makes them the stream's
+// sourcers.
+func (ss *Set) launch(own []*sourcer, cfg stream.Config) {
+	ss.from = stream.Config{Mirror: cfg.Mirror, Sources: cfg.Sources}
 	for _, s := range own {
 		go s.run()
 	}
-	r.srcs.mu.Lock()
-	r.srcs.own = own
-	r.srcs.mu.Unlock()
+	ss.mu.Lock()
+	ss.own = own
+	ss.mu.Unlock()
 }
 
-// startRestoredSources starts the sourcers of the streams a starting
+// StartRestored starts the sourcers of the streams a starting
 // server restored, before any client is served, in three steps. Every
 // sourcer first registers with its origin (newSources), so that no copy
 // or reclaim removes from a workqueue or interest origin what another
@@ -558,10 +575,10 @@ func (r *streamEntry) launchSources(own []*sourcer, cfg stream.Config) {
 // it may be long and removes nothing), and each interest stream drops
 // what nobody needs any more (an ephemeral consumer's messages: those
 // consumers end with the server). Then the goroutines start.
-func (js *JetStream) startRestoredSources(restored []*streamEntry) {
+func StartRestored(restored []*Set) {
 	owns := make([][]*sourcer, len(restored))
-	for i, r := range restored {
-		owns[i] = r.newSources(r.Config(), js.streamNamed)
+	for i, ss := range restored {
+		owns[i] = ss.newSources(ss.r.Config(), ss.env.Lookup)
 	}
 	for _, own := range owns {
 		for _, s := range own {
@@ -571,11 +588,11 @@ func (js *JetStream) startRestoredSources(restored []*streamEntry) {
 			}
 		}
 	}
-	for _, r := range restored {
-		r.DropUnneededWait() // before the server answers anyone
+	for _, ss := range restored {
+		ss.r.DropUnneededWait() // before the server answers anyone
 	}
-	for i, r := range restored {
-		r.launchSources(owns[i], r.Config())
+	for i, ss := range restored {
+		ss.launch(owns[i], ss.r.Config())
 	}
 }
 
@@ -585,11 +602,8 @@ func (js *JetStream) startRestoredSources(restored []*streamEntry) {
 // interest origin removes what only they still needed; without it (the
 // server shuts down) the origins keep everything for them, so that
 // nothing they have yet to copy is lost to the shutdown. The caller must
-// not hold js.mu (a sourcer may be waiting for it).
-func (r *streamEntry) stopSources(release bool) { r.srcs.stop(release) }
-
-// stop is stopSources on the stream's sourcing.
-func (ss *sourcing) stop(release bool) {
+// not hold the engine's lock (a sourcer may be waiting for it, Lookup).
+func (ss *Set) stop(release bool) {
 	ss.mu.Lock()
 	own := ss.own
 	ss.own = nil
@@ -601,7 +615,7 @@ func (ss *sourcing) stop(release bool) {
 		return
 	}
 	for _, s := range own {
-		s.origin.unwatch(s)
+		unwatch(s.origin, s)
 	}
 	for _, s := range own {
 		if s.origin != nil {
@@ -610,7 +624,7 @@ func (ss *sourcing) stop(release bool) {
 	}
 }
 
-// restartSources replaces the sourcers when the stream's config (after
+// Restart replaces the sourcers when the stream's config (after
 // an update) has another mirror or other sources than those running;
 // sources that stay resume from the stream's messages (their
 // Nats-Stream-Source headers). The new sourcers register with their
@@ -618,24 +632,21 @@ func (ss *sourcing) stop(release bool) {
 // what a source that stays has yet to copy. It reads the config itself,
 // under srcs.life, so that of two updates racing the last one applied
 // wins.
-func (r *streamEntry) restartSources() {
-	r.srcs.life.Lock()
-	defer r.srcs.life.Unlock()
-	cfg := r.Config()
-	if r.srcs.closed || sameSources(r.srcs.from, cfg) {
+func (ss *Set) Restart() {
+	ss.life.Lock()
+	defer ss.life.Unlock()
+	cfg := ss.r.Config()
+	if ss.closed || sameSources(ss.from, cfg) {
 		return
 	}
-	own := r.newSources(cfg, r.js.streamNamed)
-	r.stopSources(true)
-	r.launchSources(own, cfg)
+	own := ss.newSources(cfg, ss.env.Lookup)
+	ss.stop(true)
+	ss.launch(own, cfg)
 }
 
-// closeSources stops the stream's sourcers for good (stopSources), after
-// any restart in progress; none starts again.
-func (r *streamEntry) closeSources(release bool) { r.srcs.Close(release) }
-
-// Close stops the sourcers for good (streamrun.SourceSet).
-func (ss *sourcing) Close(release bool) {
+// Close stops the stream's sourcers for good (stop), after any restart
+// in progress; none starts again (streamrun.SourceSet).
+func (ss *Set) Close(release bool) {
 	ss.life.Lock()
 	defer ss.life.Unlock()
 	ss.closed = true
@@ -650,13 +661,13 @@ func sameSources(a, b stream.Config) bool {
 	return x.Equal(&y)
 }
 
-// sourceInfos returns the StreamSourceInfo of the mirror (nil if none)
-// and of each source.
-func (r *streamEntry) sourceInfos() (mirror *SourceInfo, sources []*SourceInfo) {
-	r.srcs.mu.Lock()
-	own := r.srcs.own
-	r.srcs.mu.Unlock()
-	now := r.js.now()
+// Infos returns the StreamSourceInfo of the mirror (nil if none) and of
+// each source.
+func (ss *Set) Infos() (mirror *SourceInfo, sources []*SourceInfo) {
+	ss.mu.Lock()
+	own := ss.own
+	ss.mu.Unlock()
+	now := ss.env.Now()
 	for _, s := range own {
 		if s.mirror {
 			mirror = s.info(now)
@@ -667,9 +678,16 @@ func (r *streamEntry) sourceInfos() (mirror *SourceInfo, sources []*SourceInfo) 
 	return mirror, sources
 }
 
-// streamNamed returns the runner of a stream, or nil.
-func (js *JetStream) streamNamed(name string) *streamEntry {
-	js.mu.Lock()
-	defer js.mu.Unlock()
-	return js.streams[name]
+// watch registers s with origin o, which may be nil.
+func watch(o *streamrun.Stream, s *sourcer) {
+	if o != nil {
+		o.Watch(s)
+	}
+}
+
+// unwatch undoes watch; o may be nil.
+func unwatch(o *streamrun.Stream, s *sourcer) {
+	if o != nil {
+		o.Unwatch(s)
+	}
 }
