@@ -3,7 +3,6 @@ package jetstream
 import (
 	"time"
 
-	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
@@ -11,10 +10,4 @@ import (
 type metaFile struct {
 	Config  stream.Config `json:"config"`
 	Created time.Time     `json:"created"`
-}
-
-// consumerMeta is the content of a durable consumer's meta.json.
-type consumerMeta struct {
-	Config  consumer.Config `json:"config"`
-	Created time.Time       `json:"created"`
 }
