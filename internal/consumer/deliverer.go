@@ -45,7 +45,7 @@ type Committer interface {
 	Commit(op Op) *Outcome
 }
 
-// Flow control window of push consumers (ADR-9 flow control;
+// Flow control window of push consumers (ADR-15 status messages;
 // nats-server v2.15.2 consumer.go): it starts at 2 MiB and doubles on
 // each confirmation up to 32 MiB.
 const (

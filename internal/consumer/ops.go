@@ -67,7 +67,7 @@ type Nak struct {
 }
 
 // Term is a +TERM of Stream: a pending or held delivery is acknowledged
-// (protocol.md section 5.3; the dead-letter move of a terminated
+// (the ack kinds of nats-server v2.15.2's processAck; the dead-letter move of a terminated
 // delivery is a DeadLetter mark instead).
 type Term struct {
 	Stream, Consumer uint64
@@ -100,7 +100,8 @@ type Drop struct {
 }
 
 // Pause pauses deliveries until Until (unix ns); 0 resumes them
-// (protocol facts: CONSUMER.PAUSE, ADR-44).
+// (nats-server v2.15.2 CONSUMER.PAUSE; ADR-44 on the API level a pause
+// needs).
 type Pause struct {
 	Until int64
 }

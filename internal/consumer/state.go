@@ -8,8 +8,7 @@ import (
 	"github.com/cairnmq/cairn/internal/store"
 )
 
-// State is the delivery state machine of one consumer (protocol.md
-// sections 5.3 and 5.4): the delivered and ack floor sequence pairs, the
+// State is the delivery state machine of one consumer (the ack kinds of nats-server v2.15.2's processAck; nats-server v2.15.2's ack wait, backoff and max_deliver redelivery): the delivered and ack floor sequence pairs, the
 // deliveries awaiting acknowledgement with their delivery counts and
 // deadlines, the queue of messages to redeliver, and the messages that
 // ran out of deliveries (max_deliver) unacknowledged. It reads no clock
@@ -77,7 +76,7 @@ type pendingMsg struct {
 }
 
 // NewState returns the state of a new consumer whose first delivery will
-// be at stream sequence start or later (protocol.md section 5.9): the
+// be at stream sequence start or later (nats-server v2.15.2 selectStartingSeqNo): the
 // delivered stream sequence is start-1, as nats-server reports it.
 func NewState(p Policy, start uint64) *State {
 	s := &State{policy: p, pending: map[uint64]*pendingMsg{}}
@@ -209,7 +208,7 @@ func (s *State) AtAckLimit() bool {
 
 // Delivery describes one delivery the caller is about to make: the
 // delivery count (1 the first time) and the consumer sequence, for the
-// ack reply subject (protocol.md section 5.2).
+// ack reply subject (the v1 ack reply subject, ADR-15).
 type Delivery struct {
 	Deliveries  uint64
 	ConsumerSeq uint64
@@ -262,7 +261,7 @@ func (s *State) Redeliver(sseq uint64, now int64) Delivery {
 }
 
 // DropRedelivery forgets sseq without an ack, when the stream no longer
-// holds it (protocol.md section 5.4, stream removal): a pending delivery
+// holds it (nats-server v2.15.2's ack wait, backoff and max_deliver redelivery, stream removal): a pending delivery
 // leaves pending and the floor moves; a message out of deliveries is
 // released (nats-server v2.15.2 decStreamPending). It returns what it
 // dropped; false when sseq was neither.

@@ -16,7 +16,7 @@ const (
 )
 
 // streamActionAdvisory is nats-server's JSStreamActionAdvisory
-// (protocol.md section 5.5): type, id, timestamp, stream, action.
+// (nats-server v2.15.2's advisories, jetstream_events.go): type, id, timestamp, stream, action.
 type streamActionAdvisory struct {
 	Type   string    `json:"type"`
 	ID     string    `json:"id"`
@@ -50,7 +50,7 @@ func (js *JetStream) adviseStream(name, action string) {
 }
 
 // consumerActionAdvisory is nats-server's JSConsumerActionAdvisory
-// (protocol.md section 5.5).
+// (nats-server v2.15.2's advisories, jetstream_events.go).
 type consumerActionAdvisory struct {
 	Type     string    `json:"type"`
 	ID       string    `json:"id"`

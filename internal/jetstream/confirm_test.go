@@ -118,7 +118,7 @@ func checkConfirmedAcked(t *testing.T, js *JetStream, n int, confirmed func(uint
 
 // TestConfirmedAcksSurvivePowerLoss: after a power loss right after the
 // confirmations arrived, the restored consumer holds every confirmed ack
-// (../shared/DESIGN.md section 2). Without the ack journal, the state
+// (docs/engine.md, "Durability"). Without the ack journal, the state
 // saved every 100 ms lost them.
 func TestConfirmedAcksSurvivePowerLoss(t *testing.T) {
 	const n = 300

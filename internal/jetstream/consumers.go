@@ -16,8 +16,7 @@ import (
 	"github.com/nats-io/nuid"
 )
 
-// ConsumerAction is the action of a consumer create request (protocol.md
-// section 2.6.9).
+// ConsumerAction is the action of a consumer create request (nats-server v2.15.2 consumer create, jsConsumerCreateRequest).
 type ConsumerAction int
 
 // Consumer create actions.
@@ -30,8 +29,7 @@ const (
 // consumerDir is where a persisted consumer's metadata lives.
 func consumerDir(streamDir, name string) string { return path.Join(streamDir, "obs", name) }
 
-// CreateConsumer creates or updates a consumer on a stream (protocol.md
-// section 2.6.9) and returns its info, taken before any delivery. Errors:
+// CreateConsumer creates or updates a consumer on a stream (nats-server v2.15.2 consumer create, jsConsumerCreateRequest) and returns its info, taken before any delivery. Errors:
 // 10059 stream not found, the config errors of consumer.Config (SetDefaults,
 // Validate), 10148 (create of a different existing consumer), 10149
 // (update of a missing one), 10012 (a refused update), 10026 (max
@@ -318,8 +316,7 @@ func (r *streamEntry) consumerNames() []string {
 	return names
 }
 
-// DeleteConsumer stops and removes a consumer (protocol.md section
-// 2.6.10): waiting pull requests get 409 Consumer Deleted; on an
+// DeleteConsumer stops and removes a consumer (nats-server v2.15.2 CONSUMER.INFO, DELETE, NAMES and LIST): waiting pull requests get 409 Consumer Deleted; on an
 // interest stream, messages no other consumer needs are removed. Errors:
 // 10059, 10014.
 func (js *JetStream) DeleteConsumer(streamName, name string) *jserr.Error {
@@ -373,7 +370,7 @@ type PauseResult struct {
 }
 
 // PauseConsumer pauses a consumer until the given time (the zero time or
-// a time in the past resumes it), as protocol.md section 2.6.11
+// a time in the past resumes it), as nats-server v2.15.2 CONSUMER.PAUSE, jsConsumerPauseRequest
 // describes. Errors: 10059, 10014.
 func (js *JetStream) PauseConsumer(streamName, name string, until time.Time) (PauseResult, *jserr.Error) {
 	c, jerr := js.lookupConsumer(streamName, name)

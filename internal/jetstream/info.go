@@ -8,8 +8,7 @@ import (
 	"github.com/cairnmq/cairn/internal/subject"
 )
 
-// StreamInfo is the stream info of the JetStream API (protocol.md section
-// 3.3), in nats-server v2.15.2's key order.
+// StreamInfo is the stream info of the JetStream API (nats-server v2.15.2 StreamInfo and StreamState), in nats-server v2.15.2's key order.
 type StreamInfo struct {
 	Config    stream.Config `json:"config"`
 	Created   time.Time     `json:"created"`
@@ -25,7 +24,7 @@ type ClusterInfo struct {
 	Leader string `json:"leader,omitempty"`
 }
 
-// StreamState is the state part of StreamInfo (protocol.md section 3.3).
+// StreamState is the state part of StreamInfo (nats-server v2.15.2 StreamInfo and StreamState).
 // Times are RFC 3339 in JSON; the zero time when there is no message.
 type StreamState struct {
 	Msgs        uint64            `json:"messages"`

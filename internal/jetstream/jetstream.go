@@ -42,8 +42,8 @@ type Config struct {
 	// AckBeforeSyncInterval chooses the file store's sync policy: 0 is
 	// filestore.SyncAlways (a PubAck after the fsync); a positive interval
 	// is filestore.SyncEveryInterval with that interval (a PubAck before
-	// the fsync: the opt-in ack_before_sync_interval of DESIGN.md
-	// section 2).
+	// the fsync: the opt-in ack_before_sync_interval of docs/engine.md,
+	// "Durability").
 	AckBeforeSyncInterval time.Duration
 	// MaxStoreFromDisk sizes the file storage limit from the store's file
 	// system, as nats-server v2.15.2 sizes an unset max_file_store

@@ -8,7 +8,7 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// MsgGetRequest selects one message (protocol.md section 2.6.8): by
+// MsgGetRequest selects one message (nats-server v2.15.2 STREAM.MSG.GET and STREAM.MSG.DELETE): by
 // sequence, last by subject, or next at or after Seq by subject.
 type MsgGetRequest struct {
 	Seq       uint64 `json:"seq,omitempty"`
@@ -54,8 +54,8 @@ func msgGetError(err error) *jserr.Error {
 	return jserr.From(err, jserr.StreamGeneralError)
 }
 
-// AccountInfo is the usage and limits part of $JS.API.INFO (protocol.md
-// section 2.6.1); bytes for memory and storage, -1 for unlimited.
+// AccountInfo is the usage and limits part of $JS.API.INFO (nats-server
+// v2.15.2 $JS.API.INFO, jsAccountInfoRequest); bytes for memory and storage, -1 for unlimited.
 type AccountInfo struct {
 	Memory    uint64        `json:"memory"`
 	Store     uint64        `json:"storage"`

@@ -30,7 +30,7 @@ func (js *JetStream) AddStream(cfg stream.Config) (*StreamInfo, *jserr.Error) {
 	return js.StreamCreate(StreamRequest{Config: cfg})
 }
 
-// StreamCreate creates a stream (protocol.md section 2.6.2). The config
+// StreamCreate creates a stream (nats-server v2.15.2 STREAM.CREATE, jsStreamCreateRequest). The config
 // is readied and checked in one place (stream.Config.PrepareCreate: the
 // name against the subject, 10128, sealed, mirror_direct, pedantic
 // 10157, defaults, validation), then against the server in nats-server's
@@ -138,7 +138,7 @@ func (js *JetStream) UpdateStream(cfg stream.Config) (*StreamInfo, *jserr.Error)
 }
 
 // StreamUpdate changes a stream's config within what nats-server allows
-// (protocol.md section 3.10). The config is readied and checked in one
+// (nats-server v2.15.2 configUpdateCheck, what an update may change). The config is readied and checked in one
 // place (stream.Config.PrepareUpdate: pedantic 10157, defaults,
 // validation, the name against the subject 10056), then against the
 // stream (updateLocked). A change of the mirror (only its removal is
@@ -281,8 +281,7 @@ func (js *JetStream) StreamInfo(name string, opts InfoOptions) (*StreamInfo, *js
 	return r.info(opts), nil
 }
 
-// Purge removes messages from a stream as req selects (protocol.md
-// section 6.4) and returns how many, through a Purge operation, which
+// Purge removes messages from a stream as req selects (the purge variants, ADR-10) and returns how many, through a Purge operation, which
 // decides: a sealed stream 10109, deny_purge 10110, seq with keep 10003,
 // a store failure 10051 (stream.Stream.ApplyOp).
 func (js *JetStream) Purge(name string, req store.PurgeRequest) (uint64, *jserr.Error) {
@@ -300,7 +299,7 @@ func (js *JetStream) Purge(name string, req store.PurgeRequest) (uint64, *jserr.
 	return out.Removed, nil
 }
 
-// DeleteMsg removes one message (protocol.md section 2.6.8) through a
+// DeleteMsg removes one message (nats-server v2.15.2 STREAM.MSG.GET and STREAM.MSG.DELETE) through a
 // DeleteMsg operation, which decides: 10109 when sealed, 10057 with
 // deny_delete or, for a file stream, for sequence 0 or outside the
 // stream, 10043 when there is no such message.

@@ -6,8 +6,8 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// accountInfoResponse is the $JS.API.INFO response (protocol.md section
-// 2.6.1) in nats-server v2.15.2's key order, without "domain" and "tiers"
+// accountInfoResponse is the $JS.API.INFO response (nats-server
+// v2.15.2 jsAccountInfoRequest) in nats-server v2.15.2's key order, without "domain" and "tiers"
 // (cairn has neither). nats-server v2.15.2 answers a fresh server with:
 //
 //	{"type":"io.nats.jetstream.api.v1.account_info_response","memory":0,"storage":0,

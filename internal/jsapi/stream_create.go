@@ -13,7 +13,7 @@ import (
 type StreamConfig = stream.Config
 
 // StreamConfigRequest is the body of STREAM.CREATE and STREAM.UPDATE
-// (protocol.md sections 2.6.2 and 2.6.3): a StreamConfig that may also
+// (nats-server v2.15.2 STREAM.CREATE, jsStreamCreateRequest; nats-server v2.15.2 STREAM.UPDATE, jsStreamUpdateRequest): a StreamConfig that may also
 // carry "pedantic": refuse what would otherwise be fixed (10157,
 // stream.Config.CheckPedantic).
 type StreamConfigRequest struct {

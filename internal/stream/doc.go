@@ -3,8 +3,8 @@
 // state machine that decides each publish. It is level 2 of
 // docs/design-jetstream.md: it starts no goroutine, reads no clock and
 // knows nothing of the network. nats-server v2.15.2 is the reference for
-// every byte a client sees; protocol.md sections 3, 4 and 6 collect the
-// facts.
+// every byte a client sees; docs/engine.md has the design, and the
+// comments name the nats-server functions they follow.
 //
 // # Configs
 //

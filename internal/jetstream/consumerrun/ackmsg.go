@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// ackKind is what an acknowledgement asks for (protocol.md section 5.3).
+// ackKind is what an acknowledgement asks for (the ack kinds of nats-server v2.15.2's processAck).
 type ackKind int
 
 const (
@@ -33,7 +33,7 @@ type ackMsg struct {
 
 // ParseAckSubject reads the v1 ack reply subject
 // $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>
-// (protocol.md section 5.2) and reports whether it is well formed.
+// (the v1 ack reply subject, ADR-15) and reports whether it is well formed.
 func ParseAckSubject(subj string) (dc, sseq, cseq uint64, ok bool) {
 	t := strings.Split(subj, ".")
 	if len(t) != 9 || t[0] != "$JS" || t[1] != "ACK" {

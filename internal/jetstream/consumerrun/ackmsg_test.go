@@ -8,7 +8,7 @@ import (
 	"github.com/cairnmq/cairn/internal/consumer"
 )
 
-// The ack payloads of protocol.md section 5.3.
+// The ack payloads of the ack kinds of nats-server v2.15.2's processAck.
 func TestParseAckBody(t *testing.T) {
 	cases := []struct {
 		body   string
@@ -40,7 +40,7 @@ func TestParseAckBody(t *testing.T) {
 	}
 }
 
-// The v1 ack reply subject (protocol.md section 5.2) round-trips, and
+// The v1 ack reply subject (the v1 ack reply subject, ADR-15) round-trips, and
 // other forms are refused.
 func TestAckSubject(t *testing.T) {
 	s := consumer.AckSubject("ORDERS", "proc", 2, 7, 9, 1714557600123456789, 4)

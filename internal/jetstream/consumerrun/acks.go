@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nuid"
 )
 
-// processAck applies an acknowledgement (protocol.md section 5.3) and
+// processAck applies an acknowledgement (the ack kinds of nats-server v2.15.2's processAck) and
 // answers a double ack with an empty message.
 func (c *Consumer) processAck(a *ackMsg, now time.Time) {
 	if a.sseq > c.st.Delivered().Stream || a.sseq == 0 {
@@ -54,8 +54,8 @@ func (c *Consumer) processAck(a *ackMsg, now time.Time) {
 }
 
 // confirmLater holds the confirmation of a double ack (or the pull
-// request of a +NXT) until the ack is durable (../shared/DESIGN.md
-// section 2): when the stored state already holds the delivery, the ack
+// request of a +NXT) until the ack is durable (docs/engine.md,
+// "Durability"): when the stored state already holds the delivery, the ack
 // goes to the ack journal, which confirms it after its next fsync;
 // otherwise the confirmation waits for a snapshot of the state, taken at
 // the end of this round, to be stored.
@@ -144,7 +144,7 @@ func (c *Consumer) nak(a *ackMsg, now time.Time) {
 }
 
 // ackAdvisory is nats-server's JSConsumerDeliveryNakAdvisory and
-// JSConsumerDeliveryTerminatedAdvisory (protocol.md section 5.5).
+// JSConsumerDeliveryTerminatedAdvisory (nats-server v2.15.2's advisories, jetstream_events.go).
 type ackAdvisory struct {
 	Type        string    `json:"type"`
 	ID          string    `json:"id"`

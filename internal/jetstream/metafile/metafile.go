@@ -9,7 +9,7 @@
 //	1a2b3c4d\n
 //
 // It is replaced by write-new (meta.json.tmp), fsync, rename, fsync of
-// the directory (DESIGN.md section 2 of the project: metadata files are
+// the directory (docs/engine.md, "Durability": metadata files are
 // replaced atomically). A file whose checksum or JSON fails gives an
 // error wrapping ErrCorrupt; the caller reports it and leaves the
 // directory alone, never deletes it.

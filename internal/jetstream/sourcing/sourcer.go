@@ -24,8 +24,7 @@ const (
 	sourceRetry      = time.Second
 )
 
-// SourceInfo is a StreamSourceInfo of the JetStream API (protocol.md
-// section 3.3), in nats-server v2.15.2's key order: the origin's name,
+// SourceInfo is a StreamSourceInfo of the JetStream API (nats-server v2.15.2 StreamInfo and StreamState), in nats-server v2.15.2's key order: the origin's name,
 // the matching messages of the origin not yet copied (lag), the last
 // origin sequence copied (seq, sources only), the time since the origin
 // was last seen (active, nanoseconds; -1 when never; about a second at
@@ -43,7 +42,7 @@ type SourceInfo struct {
 }
 
 // sourcer copies the messages of one origin stream on this server into a
-// mirror or a sourcing stream (protocol.md section 3.2). Its goroutine
+// mirror or a sourcing stream (nats-server v2.15.2 StreamSource; ADR-59). Its goroutine
 // reads the origin's store directly, up to the origin's durable sequence,
 // and hands each batch to the stream's apply goroutine as one operation,
 // so the copies are ordered with the stream's other work and acknowledged

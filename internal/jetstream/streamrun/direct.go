@@ -11,7 +11,7 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// Direct get (protocol.md section 5.10): with allow_direct, a stream
+// Direct get (the direct get headers, ADR-31): with allow_direct, a stream
 // answers $JS.API.DIRECT.GET.<S> (a JSON request) and
 // $JS.API.DIRECT.GET.<S>.<subject> (last message on that subject) with the
 // raw stored message plus Nats-Stream, Nats-Subject, Nats-Sequence and

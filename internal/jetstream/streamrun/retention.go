@@ -67,7 +67,7 @@ func (r *Stream) interested(subject string) bool {
 
 // OnAcked applies retention after consumer c acknowledged seqs: a
 // workqueue stream removes them; an interest stream removes each one no
-// other consumer still needs (protocol.md section 6.1).
+// other consumer still needs (nats-server v2.15.2's retention policies).
 //
 // With wait set (a double ack is to be answered), it returns only once
 // the removals are applied, so that the client's confirmation means the

@@ -509,7 +509,7 @@ func (r *Stream) Config() stream.Config {
 
 // dropIfUninterested marks for removal a just-stored message of an
 // interest stream that no consumer will deliver: nats-server acknowledges
-// it with its sequence and keeps nothing (protocol.md section 3.3,
+// it with its sequence and keeps nothing (nats-server v2.15.2 StreamInfo and StreamState,
 // retention). flushDrops removes the marked messages together, in the
 // same store batch, so that they cost one fsync rather than one each. It
 // runs before any operation of the batch, so an operation never sees

@@ -17,7 +17,7 @@ type Transport interface {
 	Publish(subject, reply string, hdr, data []byte) bool
 	// PublishAs routes a message by the literal subject route (a deliver
 	// subject or pull inbox) but presents it under subject, the stored
-	// subject (protocol.md section 5.1), and reports whether anything
+	// subject (a delivered message, ADR-15), and reports whether anything
 	// received it.
 	PublishAs(route, subject, reply string, hdr, data []byte) bool
 	// HasInterest reports whether anything is subscribed to the literal
