@@ -95,6 +95,11 @@ type Deliverer struct {
 	replay       replayState
 	pollInterest bool     // an unbound push consumer with messages waits for a subscriber
 	acked        []uint64 // delivered with ack policy none: acknowledged, for retention
+	// opDeliver and opRedeliver are reused for every delivery (a Log
+	// keeps no operation after Propose returns): no allocation per
+	// message.
+	opDeliver   Deliver
+	opRedeliver Redeliver
 }
 
 // flowControl is the push flow control state.
@@ -338,7 +343,8 @@ func (d *Deliverer) record(p pick, now time.Time) Delivery {
 		d.replay.lastWall = 0
 	}
 	if p.redel {
-		return d.log.Commit(&Redeliver{Stream: p.m.Seq, Time: now.UnixNano()}).Delivery
+		d.opRedeliver = Redeliver{Stream: p.m.Seq, Time: now.UnixNano()}
+		return d.log.Commit(&d.opRedeliver).Delivery
 	}
 	if p.lps {
 		d.lps = d.lps[1:]
@@ -349,7 +355,8 @@ func (d *Deliverer) record(p pick, now time.Time) Delivery {
 	} else {
 		d.np.valid = false
 	}
-	out := d.log.Commit(&Deliver{Stream: p.m.Seq, Time: now.UnixNano()})
+	d.opDeliver = Deliver{Stream: p.m.Seq, Time: now.UnixNano()}
+	out := d.log.Commit(&d.opDeliver)
 	d.acked = append(d.acked, out.Acked...) // ack none: delivered is acknowledged
 	return out.Delivery
 }

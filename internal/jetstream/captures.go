@@ -27,7 +27,7 @@ func (js *JetStream) refreshCapturesLocked() {
 }
 
 // captureOf returns the stream that captures the literal subject subj,
-// or nil. It takes no lock (a consumer calls it holding its cons.mu,
+// or nil. It takes no lock (a consumer calls it holding its Consumer.mu,
 // which may not be held while taking js.mu).
 func (js *JetStream) captureOf(subj string) *streamEntry {
 	p := js.captures.Load()

@@ -1,7 +1,10 @@
-// Package jetstream runs the JetStream streams of one server: it creates,
-// updates, deletes and restores streams, keeps their metadata on disk,
-// and runs one ingest runner per stream that applies publishes in order
-// and answers PubAcks only once the message is durable (docs/design-jetstream.md).
+// Package jetstream is the JetStream engine of one server: it creates,
+// updates, deletes and restores streams and their consumers, keeps their
+// metadata on disk, and runs each stream and consumer in its runtime
+// (jetstream/streamrun, jetstream/consumerrun, jetstream/sourcing), where
+// every change is an operation proposed to a Log and applied in order
+// (docs/engine.md). PubAcks are answered only once the message is
+// durable (docs/design-jetstream.md).
 //
 // It reaches the network only through the Transport it is given (the
 // server implements it with internal subscriptions and Publish), so it

@@ -279,7 +279,7 @@ func (js *JetStream) openStore(cfg stream.Config, dir string) (store.Store, erro
 	}, limits)
 }
 
-// lookup returns the runner of a stream or 10059 stream not found.
+// lookup returns the table entry of a stream or 10059 stream not found.
 func (js *JetStream) lookup(name string) (*streamEntry, *jserr.Error) {
 	js.mu.Lock()
 	defer js.mu.Unlock()

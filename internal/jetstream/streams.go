@@ -89,7 +89,7 @@ func (js *JetStream) existing(r *streamEntry, cfg stream.Config) (*StreamInfo, *
 }
 
 // createLocked writes the metadata, opens the store and starts the
-// runner. The caller holds mu.
+// stream's runtime. The caller holds mu.
 func (js *JetStream) createLocked(cfg stream.Config) (*streamEntry, error) {
 	created := js.now().UTC()
 	dir := ""
@@ -162,7 +162,7 @@ func (js *JetStream) StreamUpdate(req StreamRequest) (*StreamInfo, *jserr.Error)
 }
 
 // updateLocked checks and applies an update under mu; it returns the
-// runner.
+// stream's table entry.
 func (js *JetStream) updateLocked(cfg stream.Config) (*streamEntry, *jserr.Error) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
@@ -214,7 +214,7 @@ func (js *JetStream) configLocked(name string) (stream.Config, bool) {
 }
 
 // applyUpdate persists the new config, proposes it to the stream as an
-// UpdateConfig operation (the runner takes it once applied,
+// UpdateConfig operation (the runtime takes it once applied,
 // configApplied) and moves the subscriptions.
 func (js *JetStream) applyUpdate(r *streamEntry, cfg stream.Config) error {
 	if r.Dir() != "" {

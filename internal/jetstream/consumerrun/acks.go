@@ -19,7 +19,7 @@ func (c *Consumer) processAck(a *ackMsg, now time.Time) {
 	c.lastAck = now
 	switch a.kind {
 	case ackAck:
-		c.ack(&consumer.Ack{Stream: a.sseq, Consumer: a.cseq})
+		c.ackSeq(a.sseq, a.cseq)
 	case ackNak:
 		c.nak(a, now)
 	case ackWPI:
@@ -35,7 +35,7 @@ func (c *Consumer) processAck(a *ackMsg, now time.Time) {
 			c.advise("MSG_TERMINATED", "io.nats.jetstream.advisory.v1.terminated", a, a.reason)
 		}
 	case ackNext:
-		c.ack(&consumer.Ack{Stream: a.sseq, Consumer: a.cseq})
+		c.ackSeq(a.sseq, a.cseq)
 		if c.jr != nil && a.reply != "" && c.cfg.AckPolicy != consumer.AckNone {
 			c.confirmLater(a, confirm{reply: a.reply, next: true, body: a.next}, now)
 			return
@@ -112,6 +112,14 @@ func (c *Consumer) sendConfirms(cfs []confirm) {
 		}
 		c.env.Transport.Publish(cf.reply, "", nil, nil)
 	}
+}
+
+// ackSeq commits an Ack of sseq (consumer sequence cseq), with the
+// consumer's scratch operation: acks are the hot path, and a Log keeps
+// no operation after Propose returns.
+func (c *Consumer) ackSeq(sseq, cseq uint64) {
+	c.opAck = consumer.Ack{Stream: sseq, Consumer: cseq}
+	c.ack(&c.opAck)
 }
 
 // ack commits an acknowledgement (an Ack or a Term) and keeps what it

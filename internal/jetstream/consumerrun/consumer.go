@@ -99,6 +99,7 @@ type Consumer struct {
 	st         *consumer.State
 	log        streamrun.Log[consumer.Op]
 	cout       consumer.Outcome
+	opAck      consumer.Ack // reused by ackSeq
 	lastAck    time.Time
 	dirty      bool
 	lastSave   time.Time

@@ -68,7 +68,7 @@ func moveRetryWait(tries int) time.Duration {
 }
 
 // move is the consumer's bookkeeping of one dead-letter mark (the mark
-// itself is in consumer.State); guarded by cons.mu.
+// itself is in consumer.State); guarded by Consumer.mu.
 type move struct {
 	// ready: a stored snapshot holds the mark with its After (or the
 	// consumer is not persisted), so copies may be published.
@@ -256,7 +256,7 @@ func (c *Consumer) termToDeadLetter(a *ackMsg, now time.Time) bool {
 		return false
 	}
 	if held && c.cfg.AckPolicy != consumer.AckExplicit {
-		c.ack(&consumer.Ack{Stream: a.sseq, Consumer: a.cseq}) // (ack all leaves the held message itself)
+		c.ackSeq(a.sseq, a.cseq) // (ack all leaves the held message itself)
 	}
 	if !c.Commit(&consumer.DeadLetter{Step: consumer.DeadLetterMark, Stream: a.sseq, Reason: store.DeadLetterTerm, Value: now.UnixNano()}).Changed {
 		return false
