@@ -9,7 +9,7 @@ import (
 
 // The applier side of a stream's apply goroutine (docs/engine.md): the
 // log hands it each committed operation; stream.ApplyOp alone decides
-// the outcome, and the runner then does the leader's part: it queues the
+// the outcome, and the runtime then does the leader's part: it queues the
 // answers keyed by the operation's waiter (sent once durable), tells the
 // consumers what left the stream, and re-arms the expiry timer.
 
@@ -83,7 +83,7 @@ func (r *Stream) appliedPublish(w *waiter) {
 	}
 }
 
-// settle does the runner's part for one applied publish or copy: a
+// settle does the runtime's part for one applied publish or copy: a
 // stored message's retention, expiry timer and rollup, and its PubAck
 // (to reply, "" for none), which waits until the message is durable.
 func (r *Stream) settle(res stream.Result, reply string) {
@@ -125,7 +125,7 @@ func (r *Stream) appliedCommit(c *stream.BatchCommit, w *waiter) {
 	}
 }
 
-// configApplied makes an applied config update the runner's: the copy
+// configApplied makes an applied config update the runtime's: the copy
 // other goroutines read, the dead-letter subject its consumers use, and
 // the open batches it no longer allows.
 func (r *Stream) configApplied(cfg *stream.Config) {
@@ -136,7 +136,7 @@ func (r *Stream) configApplied(cfg *stream.Config) {
 	r.batchesAfterUpdate(cfg)
 }
 
-// expired does the runner's part after an Expire: the subject delete
+// expired does the runtime's part after an Expire: the subject delete
 // markers it stored are settled like publishes, the consumers drop their
 // deliveries of what it removed, and, after this node's own pass (w), the
 // idle batches are abandoned and the timer is re-armed.

@@ -47,7 +47,7 @@ func (r *Stream) applyAtomic(e stream.Entry, id, reply string) {
 
 // applyFast proposes a message of a fast batch between the batch state
 // machine's two steps: Before decides here, After once it is applied
-// (runner.appliedPublish).
+// (Stream.appliedPublish).
 func (r *Stream) applyFast(e stream.Entry, reply string, info *stream.FastInfo) {
 	step := r.fast.Before(r.batchPolicy(len(e.Header)+len(e.Data)), info, e, e.Time)
 	r.fastReplies(reply, step.Replies)
@@ -65,7 +65,7 @@ func (r *Stream) fastReplies(reply string, out []stream.FastReply) {
 	}
 }
 
-// afterStore does the runner's part for a message the state machine
+// afterStore does the runtime's part for a message the state machine
 // stored: interest retention, the expiry timer, the consumers after a
 // rollup.
 func (r *Stream) afterStore(res stream.Result) {

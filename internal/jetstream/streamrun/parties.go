@@ -51,10 +51,17 @@ type ConsumerSet interface {
 // noConsumers is the set of a stream before SetConsumers.
 type noConsumers struct{}
 
+// List returns no consumer.
 func (noConsumers) List() []Consumer { return nil }
-func (noConsumers) Held() bool       { return false }
-func (noConsumers) Len() int         { return 0 }
-func (noConsumers) StopAll([]byte)   {}
+
+// Held returns false.
+func (noConsumers) Held() bool { return false }
+
+// Len returns 0.
+func (noConsumers) Len() int { return 0 }
+
+// StopAll does nothing.
+func (noConsumers) StopAll([]byte) {}
 
 // Watcher is a sourcer of another stream that reads this one (Watch):
 // interest and work-queue retention keep what it has yet to copy, and

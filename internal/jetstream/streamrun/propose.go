@@ -25,7 +25,7 @@ type requestKind uint8
 const (
 	reqPropose  requestKind = iota // propose req.op
 	reqExpire                      // run an expiry pass at req.time
-	reqRemovals                    // propose the removals queued in runner.rm
+	reqRemovals                    // propose the removals queued in Stream.rm
 	reqBarrier                     // nothing: reached in queue order (with release set, the goroutine then waits for it)
 )
 
@@ -274,7 +274,7 @@ func (r *Stream) proposeCopy(op *stream.Copy, req *request) {
 }
 
 // expirePass proposes an expiry up to now (unix ns); its outcome re-arms
-// the expiry timer (runner.expired).
+// the expiry timer (Stream.expired).
 func (r *Stream) expirePass(now int64) {
 	r.propose(&stream.Expire{Time: now}, waiter{kind: waitExpire, pass: now, first: r.store.State(false).FirstSeq})
 }

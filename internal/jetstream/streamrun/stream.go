@@ -17,7 +17,7 @@ const maxIngest = 64 * 1024
 
 // expiryInterval is how often a stream applies max_age and forgets
 // expired Nats-Msg-Ids; a per-message TTL due sooner brings the next pass
-// forward (runner.expire).
+// forward (Stream.rearmExpiry).
 const expiryInterval = time.Second
 
 // ack is a PubAck waiting to be sent once waitSeq is durable (0 = send
