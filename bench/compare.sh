@@ -71,6 +71,8 @@ NATSCLI_VERSION="v0.5.0"
 # bench js pub sync` has no --batch (one publish in flight per client);
 # async keeps up to 500 in flight per client.
 JS_FLAGS='-js -sd {STORE}'
+# 100 users with 20 permission rules each (the "perms" scenarios).
+PERMS_CONF="$ROOT/bench/perms100.conf"
 JS_ADD_FILE='nats: stream add benchstream --subjects bench.js --storage file --defaults'
 JS_ADD_MEM='nats: stream add benchstream --subjects bench.js --storage memory --defaults'
 JS_ADD_INTEREST='nats: stream add benchstream --subjects bench.js --storage file --retention interest --defaults'
@@ -95,8 +97,11 @@ js consume file x200k      | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js consume --s
 js consume file doubleack 1c x20k | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js consume --stream benchstream --msgs 20000 --batch 500 --acks explicit --doubleack --clients 1 | | sync_interval: always
 js consume file doubleack 4c x20k | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js consume --stream benchstream --msgs 20000 --batch 500 --acks explicit --doubleack --clients 4 | | sync_interval: always
 js ordered file x200k      | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js ordered --stream benchstream --msgs 200000 |
+js get batch 10k file x200k | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js get batch --stream benchstream --msgs 200000 --batch 10000 |
 js pub async file interest, no consumers, 1c x200k | $JS_FLAGS | $JS_ADD_INTEREST | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 1 |
 js consume file workqueue x200k | $JS_FLAGS | $JS_ADD_WQ; $JS_FILL | js consume --stream benchstream --msgs 200000 --batch 500 --acks explicit |
+perms pub 128B x1M, 100 users x 20 rules | -c $PERMS_CONF | | pub bench.pub --size 128 --msgs 1000000 --user u7 --password p |
+perms pub+sub 128B x1M, 100 users x 20 rules (sub) | -c $PERMS_CONF | | sub bench.ps --size 128 --msgs 1000000 --user u8 --password p | pub bench.ps --size 128 --msgs 1000000 --user u7 --password p
 cluster3 pub n1 sub n2 128B x1M (sub) | {CLUSTER3} | | @2 sub bench.ps --size 128 --msgs 1000000 | @1 pub bench.ps --size 128 --msgs 1000000
 cluster3 queue group on n1+n2+n3, requests on n1, 4c x50k | {CLUSTER3} | @1 bg: service serve bench.svc --clients 1; @2 bg: service serve bench.svc --clients 1; @3 bg: service serve bench.svc --clients 1 | @1 service request bench.svc --clients 4 --msgs 50000 |
 "

@@ -128,12 +128,7 @@ func TestDeadLetterCrashKill9(t *testing.T) {
 		nc, js = crashDLQConnect(t, p)
 		h = &dlqHandler{nc: nc, confirmed: map[uint64]bool{}}
 		cc = crashDLQConsume(t, js, h)
-		waitFor(t, 30*time.Second, "DLQORD to be empty", func() bool {
-			ctx, cancel := context.WithTimeout(context.Background(), jsTimeout)
-			defer cancel()
-			s, err := js.Stream(ctx, "DLQORD")
-			return err == nil && s.CachedInfo().State.Msgs == 0
-		})
+		crashDLQDrain(t, p, js, it)
 		cc.Stop()
 		h.mu.Lock()
 		for s := range h.confirmed {
@@ -142,6 +137,36 @@ func TestDeadLetterCrashKill9(t *testing.T) {
 		h.mu.Unlock()
 		crashDLQVerify(t, p, js, it, published, confirmed)
 		nc.Close()
+	}
+}
+
+// crashDLQDrain waits for DLQORD to be empty; if it does not empty, it
+// fails with the stream's and the consumer's state and the server log.
+func crashDLQDrain(t *testing.T, p *cairnProc, js jetstream.JetStream, it int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), jsTimeout)
+		s, err := js.Stream(ctx, "DLQORD")
+		cancel()
+		if err == nil && s.CachedInfo().State.Msgs == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			ctx, cancel := context.WithTimeout(context.Background(), jsTimeout)
+			defer cancel()
+			var state any
+			if s != nil {
+				state = s.CachedInfo().State
+			}
+			var cinfo any
+			if c, err := js.Consumer(ctx, "DLQORD", "P"); err == nil {
+				cinfo = c.CachedInfo()
+			}
+			t.Fatalf("iteration %d: DLQORD not empty after 30s: stream %+v (err %v)\nconsumer %+v\nserver log:\n%s",
+				it, state, err, cinfo, p.log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

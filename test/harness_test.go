@@ -136,6 +136,9 @@ func natsServerConfig(opts server.Options, portsDir string) string {
 	}
 	if opts.JetStream {
 		fmt.Fprintf(&b, "jetstream {\n  store_dir: %q\n", opts.StoreDir)
+		if opts.JetStreamDomain != "" {
+			fmt.Fprintf(&b, "  domain: %q\n", opts.JetStreamDomain)
+		}
 		for key, v := range map[string]int64{"max_memory_store": opts.MaxMemoryStore, "max_file_store": opts.MaxFileStore} {
 			switch {
 			case v == server.NoStorage:

@@ -42,6 +42,18 @@ JetStream Options:
         --max_memory_store <size>    Memory storage limit (bytes, or with K, M, G, T; 0: no memory streams; default: 75% of the memory)
         --max_file_store <size>      File storage limit (bytes, or with K, M, G, T; 0: no file streams; default: 75% of the free disk)
 ` + clusterUsage + `
+TLS Options:
+        --tls                        Enable TLS, do not verify clients (default: false)
+        --tlscert <file>             Server certificate file
+        --tlskey <file>              Private key for server certificate
+        --tlsverify                  Enable TLS, verify client certificates
+        --tlscacert <file>           Client certificate CA for verification
+
+Authorization Options:
+        --user <user>                User required for connections
+        --pass <password>            Password required for connections
+        --auth <token>               Authorization token required for connections
+
 Logging Options:
     -l, --log <file>                 File to redirect log output (default: stderr)
     -D, --debug                      Enable debugging output
@@ -130,6 +142,15 @@ func bindFlags(cfg *config.Config, cl *commandLine, stderr io.Writer) (fs *flag.
 	var dv bool
 	boolVar(fs, &dv, "DV")
 	boolVar(fs, &cl.showVersion, "v", "version")
+	var tlsOn bool
+	boolVar(fs, &tlsOn, "tls")
+	stringVar(fs, &cfg.TLS.CertFile, "tlscert")
+	stringVar(fs, &cfg.TLS.KeyFile, "tlskey")
+	stringVar(fs, &cfg.TLS.CAFile, "tlscacert")
+	boolVar(fs, &cfg.TLS.Verify, "tlsverify")
+	stringVar(fs, &cfg.Auth.User, "user")
+	stringVar(fs, &cfg.Auth.Password, "pass")
+	stringVar(fs, &cfg.Auth.Token, "auth")
 	bindClusterFlags(fs, &cfg.Cluster)
 	return fs, func() {
 		if dv {

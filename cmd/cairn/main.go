@@ -187,7 +187,11 @@ func serverOptions(c *config.Config, log *logger.Logger) server.Options {
 		MaxMemoryStore:        storageLimit(c.JetStream.MaxMemoryStore),
 		MaxFileStore:          storageLimit(c.JetStream.MaxFileStore),
 		AckBeforeSyncInterval: c.JetStream.AckBeforeSyncInterval,
+		JetStreamDomain:       c.JetStream.Domain,
 		Cluster:               clusterOptions(c.Cluster),
+		Auth:                  c.Auth,
+		TLS:                   c.TLS,
+		Operator:              c.Operator,
 		Logger:                log,
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/cairnmq/cairn/internal/config"
 )
@@ -45,6 +46,19 @@ var startOnly = map[string]string{
 	"max_memory_store":         "cairn applies JetStream's storage limits at start only",
 	"max_file_store":           "cairn applies JetStream's storage limits at start only",
 	"ack_before_sync_interval": "cairn applies the sync policy at start only",
+	"authorization.token":      "cairn applies authentication at start only",
+	"authorization.user":       "cairn applies authentication at start only",
+	"authorization.password":   "cairn applies authentication at start only",
+	"authorization.timeout":    "cairn applies authentication at start only",
+	"authorization.users":      "cairn applies authentication at start only",
+	"no_auth_user":             "cairn applies authentication at start only",
+	"accounts":                 "cairn applies accounts at start only",
+	"allow_non_tls":            "cairn applies TLS at start only",
+}
+
+// secretKey reports whether a setting's values may hold a secret.
+func secretKey(key string) bool {
+	return strings.HasPrefix(key, "authorization") || key == "no_auth_user" || key == "accounts"
 }
 
 // errNoConfigFile is nats-server's text for a reload without -c.
@@ -83,10 +97,17 @@ func (in *instance) tryReload() error {
 }
 
 // refusal is the error for a setting that cannot change while the server
-// runs.
+// runs. The values of authentication settings are not printed: they hold
+// passwords and tokens (nats-server advisory CVE-2026-33247 is about
+// secrets leaking into monitoring).
 func refusal(c config.Change) error {
 	err := fmt.Errorf("config reload not supported for %s: old=%v, new=%v", c.Key, c.Old, c.New)
-	if why, ok := startOnly[c.Key]; ok {
+	if secretKey(c.Key) {
+		err = fmt.Errorf("config reload not supported for %s (values not shown)", c.Key)
+	}
+	if strings.HasPrefix(c.Key, "tls.") {
+		err = fmt.Errorf("%w (cairn applies TLS at start only)", err)
+	} else if why, ok := startOnly[c.Key]; ok {
 		err = fmt.Errorf("%w (%s)", err, why)
 	}
 	return err

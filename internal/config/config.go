@@ -41,7 +41,10 @@ type Config struct {
 	Process   Process   // pid file, profiling, lame duck (process.go)
 	Monitor   Monitor   // HTTP monitoring, accepted and not served yet (monitoring.go)
 	JetStream JetStream // the jetstream block (jetstream.go)
-	Cluster   Cluster   // the cluster block, accepted only without routes (cluster.go)
+	Cluster   Cluster   // the cluster block (cluster.go)
+	Auth      Auth      // the authorization block, no_auth_user and the accounts (auth.go, accounts.go)
+	TLS       TLS       // the tls block of the client listener (tls.go)
+	Operator  Operator  // JWT authentication: operators and preloaded accounts (operator.go)
 }
 
 // Default returns the Config of an empty file: every field zero except
@@ -54,8 +57,8 @@ func Default() *Config {
 	}
 }
 
-// Clone returns a copy of c that shares nothing with it (Config holds
-// only values).
+// Clone returns a copy of c. It shares only the slices and pointers of
+// Auth, which nothing modifies once set (Auth).
 func (c *Config) Clone() *Config {
 	cp := *c
 	return &cp

@@ -23,6 +23,10 @@ type JetStream struct {
 	// interval of acknowledged messages. 0 (the default) acknowledges only
 	// fsynced messages, which is nats-server's sync_interval: always.
 	AckBeforeSyncInterval time.Duration `key:"ack_before_sync_interval"`
+	// Domain is the JetStream domain (nats-server's jetstream { domain }):
+	// the API also answers under $JS.<Domain>.API, and PubAcks, stream
+	// infos, account info and advisories name it. "" for none.
+	Domain string `key:"domain"`
 }
 
 // jetstreamKeys are the top-level JetStream keys.
@@ -50,7 +54,7 @@ var jetstreamBlockKeys = keyTable{
 	"max_mem":                  maxMemKey,
 	"max_file_store":           maxFileKey,
 	"max_file":                 maxFileKey,
-	"domain":                   unsupportedYet,
+	"domain":                   domainKey,
 	"key":                      unsupportedYet,
 	"ek":                       unsupportedYet,
 	"encryption_key":           unsupportedYet,
@@ -102,6 +106,35 @@ func jetstreamKey(c *Config, it item, r *report) {
 }
 
 func jsEnableKey(c *Config, it item, r *report) { setBool(&c.JetStream.Enabled, it, r) }
+
+// domainKey reads the JetStream domain with nats-server v2.15.2's checks
+// (validateJetStreamOptions): $JS.<domain>.API must be a valid subject,
+// and the name may not hold '.', '*' or '>'.
+func domainKey(c *Config, it item, r *report) {
+	d, ok := r.stringOf(it)
+	if !ok {
+		return
+	}
+	switch {
+	case !validDomainSubject("$JS." + d + ".API"):
+		r.errorf(it, "invalid domain name: derived %q is not a valid subject", "$JS."+d+".API")
+	case strings.ContainsAny(d, ".*>"):
+		r.errorf(it, "invalid domain name: may not contain ., * or >")
+	default:
+		c.JetStream.Domain = d
+	}
+}
+
+// validDomainSubject reports whether s is a valid subject as nats-server's
+// IsValidSubject sees one: no empty token and no whitespace.
+func validDomainSubject(s string) bool {
+	for _, tok := range strings.Split(s, ".") {
+		if tok == "" || strings.ContainsAny(tok, " \t\r\n\f") {
+			return false
+		}
+	}
+	return true
+}
 
 // jsStrictKey accepts strict either way: cairn answers API requests with
 // unknown keys leniently (docs/compatibility.md), whatever strict says.

@@ -26,6 +26,10 @@ var topLevelTables = []keyTable{
 	monitoringKeys,
 	jetstreamKeys,
 	clusterKeys,
+	authKeys,
+	accountKeys,
+	tlsKeys,
+	operatorKeys,
 	unsupportedKeys,
 }
 
@@ -131,7 +135,7 @@ func block(c *Config, m map[string]any, parent item, keys keyTable, r *report) {
 // validateOptions); they carry no position.
 func (c *Config) Validate() error {
 	var errs []error
-	for _, check := range []func() error{c.validateNames, c.Limits.validate, c.Process.validate} {
+	for _, check := range []func() error{c.validateNames, c.Limits.validate, c.Process.validate, c.Auth.validate, func() error { return c.Operator.validate(&c.Auth) }} {
 		if err := check(); err != nil {
 			errs = append(errs, err)
 		}

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -141,7 +142,7 @@ func TestInclude(t *testing.T) {
 // defaults.
 func TestEmptyFile(t *testing.T) {
 	c, warns := mustLoad(t, "# nothing\n")
-	if *c != *withSource(Default(), c) {
+	if !reflect.DeepEqual(c, withSource(Default(), c)) {
 		t.Fatalf("empty file gave %+v", *c)
 	}
 	if len(warns) != 1 || !strings.Contains(warns[0].Error(), "config has no values or is empty") {

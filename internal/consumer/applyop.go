@@ -19,6 +19,7 @@ import "slices"
 //     the dead-letter marks due for a retry (Exhausted.Retry).
 //   - Drop: Dropped, by stream sequence.
 //   - DeadLetter moved and unmark: Acked.
+//   - Reset: Changed (always).
 //
 // Dirty says that what Snapshot returns may have changed, so a durable
 // consumer has something new to store (a pause and a policy are stored
@@ -82,6 +83,9 @@ func (s *State) ApplyOp(op Op, out *Outcome) {
 		out.Changed = true
 	case *DeadLetter:
 		s.applyDeadLetter(o, out)
+	case *Reset:
+		s.Reset(o.Stream)
+		out.Changed = true
 	}
 	slices.Sort(out.Acked)
 	out.Dirty = dirties(op, out)
@@ -95,7 +99,7 @@ func dirties(op Op, out *Outcome) bool {
 		return true
 	case *Nak:
 		return out.Changed || len(out.Exhausted) > 0
-	case *Progress, *SkipTo:
+	case *Progress, *SkipTo, *Reset:
 		return out.Changed
 	case *ExpireAcks:
 		return len(out.Exhausted) > 0

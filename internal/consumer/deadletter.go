@@ -1,7 +1,8 @@
 package consumer
 
 import (
-	"container/heap"
+	"maps"
+	"math"
 	"slices"
 
 	"github.com/cairnmq/cairn/internal/store"
@@ -27,20 +28,31 @@ type Move struct {
 	After      uint64
 }
 
-// mark puts a dead-letter mark on the pending delivery m of sseq at now
-// (unix ns): it leaves the redelivery queue and is armed at its ack wait
-// (at least 1 ns ahead, so that the Expire that marked it does not
+// mark puts a dead-letter mark with reason on the pending delivery m at
+// now (unix ns): it leaves the redelivery queue and is armed at its ack
+// wait (at least 1 ns ahead, so that the Expire that marked it does not
 // return it again), a safety net until the caller arms it
 // (RetryMoveAt). The stored timestamp becomes the time of the mark.
-func (s *State) mark(sseq uint64, m *pendingMsg, reason store.DeadLetterReason, now int64) {
-	m.dead = reason
-	if m.queued {
-		m.queued = false
-		s.rdq = slices.DeleteFunc(s.rdq, func(q uint64) bool { return q == sseq })
+func (s *State) mark(m *pendingMsg, reason store.DeadLetterReason, now int64) {
+	m.setDead(reason)
+	s.setMark(m.sseq, 0)
+	if m.queued() {
+		m.setQueued(false)
+		s.rdq = slices.DeleteFunc(s.rdq, func(q uint64) bool { return q == m.sseq })
 	}
 	m.last = now
-	m.deadline = now + max(int64(s.wait(m.deliveries)), 1)
-	heap.Push(&s.deadlines, deadline{at: m.deadline, sseq: sseq})
+	m.deadline = now + max(int64(s.wait(m.count())), 1)
+	m.flags |= pendingArmed
+	s.deadlines.push(deadline{at: m.deadline, sseq: m.sseq})
+}
+
+// setMark records that sseq has a dead-letter mark, with after
+// (State.marks).
+func (s *State) setMark(sseq, after uint64) {
+	if s.marks == nil {
+		s.marks = map[uint64]uint64{}
+	}
+	s.marks[sseq] = after
 }
 
 // holdMark puts a dead-letter mark with reason and after on the held
@@ -49,9 +61,11 @@ func (s *State) holdMark(sseq uint64, reason store.DeadLetterReason, after uint6
 	if s.held == nil {
 		s.held = map[uint64]*pendingMsg{}
 	}
-	m := &pendingMsg{deliveries: s.exhausted[sseq], dead: reason, after: after, deadline: at}
+	m := &pendingMsg{sseq: sseq, deliveries: uint32(min(s.exhausted[sseq], math.MaxUint32)), deadline: at, flags: pendingArmed}
+	m.setDead(reason)
 	s.held[sseq] = m
-	heap.Push(&s.deadlines, deadline{at: at, sseq: sseq})
+	s.setMark(sseq, after)
+	s.deadlines.push(deadline{at: at, sseq: sseq})
 }
 
 // MarkDeadLetter puts a dead-letter mark with reason on the pending
@@ -63,11 +77,11 @@ func (s *State) holdMark(sseq uint64, reason store.DeadLetterReason, after uint6
 // against max_ack_pending), with the mark armed like a delivery's
 // (at least 1 ns ahead) until the caller arms it.
 func (s *State) MarkDeadLetter(sseq uint64, reason store.DeadLetterReason, now int64) bool {
-	if m := s.pending[sseq]; m != nil {
-		if m.dead != 0 {
+	if m := s.pending.get(sseq); m != nil {
+		if m.dead() != 0 {
 			return false
 		}
-		s.mark(sseq, m, reason, now)
+		s.mark(m, reason, now)
 		return true
 	}
 	if _, ok := s.exhausted[sseq]; !ok || s.held[sseq] != nil {
@@ -80,8 +94,11 @@ func (s *State) MarkDeadLetter(sseq uint64, reason store.DeadLetterReason, now i
 // markOf returns the dead-letter mark of sseq (a pending delivery's or a
 // held message's), nil when it has none.
 func (s *State) markOf(sseq uint64) *pendingMsg {
-	if m := s.pending[sseq]; m != nil {
-		if m.dead == 0 {
+	if _, ok := s.marks[sseq]; !ok {
+		return nil
+	}
+	if m := s.pending.get(sseq); m != nil {
+		if m.dead() == 0 {
 			return nil
 		}
 		return m
@@ -92,11 +109,10 @@ func (s *State) markOf(sseq uint64) *pendingMsg {
 // SetMoveAfter records After for the mark of sseq and reports whether
 // sseq has a mark.
 func (s *State) SetMoveAfter(sseq, after uint64) bool {
-	m := s.markOf(sseq)
-	if m == nil {
+	if s.markOf(sseq) == nil {
 		return false
 	}
-	m.after = after
+	s.marks[sseq] = after
 	return true
 }
 
@@ -109,7 +125,8 @@ func (s *State) RetryMoveAt(sseq uint64, at int64) bool {
 		return false
 	}
 	m.deadline = at
-	heap.Push(&s.deadlines, deadline{at: at, sseq: sseq})
+	m.flags |= pendingArmed
+	s.deadlines.push(deadline{at: at, sseq: sseq})
 	return true
 }
 
@@ -119,31 +136,17 @@ func (s *State) Move(sseq uint64) (Move, bool) {
 	if m == nil {
 		return Move{}, false
 	}
-	return Move{Stream: sseq, Consumer: m.cseq, Deliveries: m.deliveries, Reason: m.dead, After: m.after}, true
+	return Move{Stream: sseq, Consumer: m.cseq, Deliveries: m.count(), Reason: m.dead(), After: s.marks[sseq]}, true
 }
 
 // Moves returns every mark, by stream sequence.
 func (s *State) Moves() []Move {
 	var out []Move
-	for sseq := range s.pending {
+	for _, sseq := range slices.Sorted(maps.Keys(s.marks)) {
 		if mv, ok := s.Move(sseq); ok {
 			out = append(out, mv)
 		}
 	}
-	for sseq := range s.held {
-		if mv, ok := s.Move(sseq); ok {
-			out = append(out, mv)
-		}
-	}
-	slices.SortFunc(out, func(a, b Move) int {
-		switch {
-		case a.Stream < b.Stream:
-			return -1
-		case a.Stream > b.Stream:
-			return 1
-		}
-		return 0
-	})
 	return out
 }
 
@@ -159,15 +162,16 @@ func (s *State) DeadLettered(sseq uint64) []uint64 {
 		s.release(sseq)
 		return []uint64{sseq}
 	}
-	m := s.pending[sseq]
-	if m == nil || m.dead == 0 {
+	m := s.markOf(sseq)
+	if m == nil {
 		return nil
 	}
-	if m.dead == store.DeadLetterTerm && (s.policy.Ack == AckAll || s.policy.Ack == AckFlowControl) {
-		m.dead = 0
+	delete(s.marks, sseq)
+	if m.dead() == store.DeadLetterTerm && (s.policy.Ack == AckAll || s.policy.Ack == AckFlowControl) {
+		m.setDead(0)
 		return s.Ack(sseq, m.cseq).Acked
 	}
-	delete(s.pending, sseq)
+	s.pending.remove(sseq)
 	s.moveAckFloor()
 	return []uint64{sseq}
 }
@@ -184,13 +188,27 @@ func (s *State) Unmark(sseq uint64) []uint64 {
 	switch {
 	case m == nil:
 		return nil
-	case m.dead == store.DeadLetterTerm:
+	case m.dead() == store.DeadLetterTerm:
 		return s.DeadLettered(sseq)
 	case s.held[sseq] != nil:
 		delete(s.held, sseq) // (not made by this build: a held message's mark is a +TERM's)
+		delete(s.marks, sseq)
 		return nil
 	}
-	delete(s.pending, sseq)
-	s.exhaust(sseq, m.deliveries)
+	n := m.count()
+	delete(s.marks, sseq)
+	s.pending.remove(sseq)
+	s.exhaust(sseq, n)
 	return nil
+}
+
+// forgetMarks drops from marks the stream sequences that no longer have
+// a mark, after pending deliveries or held messages were dropped
+// wholesale (SkipTo, DropGone).
+func (s *State) forgetMarks() {
+	for sseq := range s.marks {
+		if m := s.pending.get(sseq); (m == nil || m.dead() == 0) && s.held[sseq] == nil {
+			delete(s.marks, sseq)
+		}
+	}
 }

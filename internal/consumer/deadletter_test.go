@@ -127,7 +127,7 @@ func TestDeadLetterSurvivesSnapshot(t *testing.T) {
 	s.DeadLettered(2)
 	snap := s.Snapshot()
 	want := map[uint64]store.DeadLetter{1: {Reason: store.DeadLetterMaxDeliver, After: 7}}
-	if !reflect.DeepEqual(snap.DeadLetter, want) || snap.Pending[1].Timestamp != t0+10*sec {
+	if p1, _ := snap.PendingAt(1); !reflect.DeepEqual(snap.DeadLetter, want) || p1.Timestamp != t0+10*sec {
 		t.Fatalf("snapshot %+v, want dead letters %+v marked at t0+10s", snap, want)
 	}
 	if err := store.CheckConsumerState(snap); err != nil {

@@ -95,6 +95,13 @@ type Deliverer struct {
 	replay       replayState
 	pollInterest bool     // an unbound push consumer with messages waits for a subscriber
 	acked        []uint64 // delivered with ack policy none: acknowledged, for retention
+	// rl paces a push consumer with rate_limit_bps (nil until needed,
+	// dropped by SetConfig), holding rateBurst bytes (SetRateBurst);
+	// rateAt is when it lets the next message go, zero when it holds
+	// none back.
+	rl        *RateLimiter
+	rateBurst int
+	rateAt    time.Time
 	// opDeliver and opRedeliver are reused for every delivery (a Log
 	// keeps no operation after Propose returns): no allocation per
 	// message.
@@ -147,11 +154,43 @@ func (d *Deliverer) State() *State { return d.st }
 func (d *Deliverer) SetState(st *State) { d.st = st }
 
 // SetConfig takes an updated config (the runtime commits the policy
-// with UpdatePolicy).
+// with UpdatePolicy); a new rate_limit_bps takes effect at once.
 func (d *Deliverer) SetConfig(cfg Config) {
 	d.cfg = cfg
 	d.filters = cfg.Filters()
 	d.np.valid = false
+	d.rl = nil
+}
+
+// SetRateBurst sets the bucket of the rate_limit_bps limiter, in bytes:
+// the stream's max_msg_size, else the server's max_payload (nats-server
+// v2.15.2 setRateLimit); 0 or less is 1 MiB. It applies from the next
+// limiter on (the next SetConfig).
+func (d *Deliverer) SetRateBurst(burst int) {
+	if burst <= 0 {
+		burst = 1 << 20
+	}
+	d.rateBurst = burst
+}
+
+// Restarted makes now the time of the consumer's last activity and
+// heartbeat: a consumer restored at a start counts its
+// inactive_threshold from the restart, as nats-server v2.15.2 starts its
+// delete timer when it restores a consumer (switchToEphemeral,
+// updateDeliveryInterest): a client had no chance to show interest while
+// the server was down.
+func (d *Deliverer) Restarted(now time.Time) {
+	d.lastActive, d.lastHB = now, now
+}
+
+// Reset forgets where delivery stood, after a Reset operation moved the
+// state: the last_per_subject list, the cached num_pending, replay
+// pacing and the last delivery time.
+func (d *Deliverer) Reset() {
+	d.lps, d.minNext = nil, 0
+	d.np.valid = false
+	d.replay = replayState{}
+	d.lastDeliver = time.Time{}
 }
 
 // Invalidate forgets the cached num_pending (after the state's
@@ -200,6 +239,7 @@ func (d *Deliverer) Deliver(now time.Time, end uint64) (more bool) {
 		return false
 	}
 	d.end = end
+	d.rateAt = time.Time{}
 	pushBound := d.cfg.IsPush() && d.out.HasInterest(d.cfg.DeliverSubject)
 	// An unbound push consumer with something to deliver polls for a
 	// subscriber; with nothing, the next message wakes it anyway.
@@ -216,10 +256,34 @@ func (d *Deliverer) Deliver(now time.Time, end uint64) (more bool) {
 		if !ok {
 			break
 		}
+		if w == nil && !d.rateAllows(p, now) {
+			break
+		}
 		d.send(target, w, p, now)
 	}
 	d.endNoWait()
 	return false
+}
+
+// rateAllows reports whether a push consumer's rate_limit_bps lets p go
+// at now; when not, it notes when it will (rateAt, for NextWake).
+func (d *Deliverer) rateAllows(p pick, now time.Time) bool {
+	if d.cfg.RateLimit == 0 {
+		d.rl = nil
+		return true
+	}
+	if d.rl == nil {
+		burst := d.rateBurst
+		if burst <= 0 {
+			burst = 1 << 20
+		}
+		d.rl = NewRateLimiter(d.cfg.RateLimit, burst, now.UnixNano())
+	}
+	ok, wait := d.rl.Take(len(p.m.Subject)+len(p.m.Header)+len(p.m.Data), now.UnixNano())
+	if !ok {
+		d.rateAt = now.Add(wait)
+	}
+	return ok
 }
 
 // target returns where the next message goes: the deliver subject of a
@@ -444,13 +508,14 @@ func (d *Deliverer) NextWake(now time.Time) time.Time {
 	if p := d.st.PausedUntil(); p > now.UnixNano() {
 		at(time.Unix(0, p))
 	}
-	if t := d.cfg.InactiveThreshold; t > 0 {
-		at(d.lastActive.Add(t))
-	}
+	at(d.inactiveAt())
 	if d.pollInterest {
 		// Nothing tells the consumer when a subscriber arrives on its
 		// deliver subject: look again soon.
 		at(now.Add(interestPoll))
+	}
+	if !d.rateAt.IsZero() {
+		at(d.rateAt)
 	}
 	if d.replay.lastWall > 0 {
 		at(now.Add(10 * time.Millisecond))
@@ -460,11 +525,10 @@ func (d *Deliverer) NextWake(now time.Time) time.Time {
 
 // Inactive reports whether the consumer passed its inactive_threshold at
 // now: a pull consumer without pull requests (and past the ack wait of
-// its last delivery when acks are pending), a push consumer without
+// its last delivery while acks are pending), a push consumer without
 // interest on its deliver subject (nats-server v2.15.2 deleteNotActive).
 func (d *Deliverer) Inactive(now time.Time) bool {
-	t := d.cfg.InactiveThreshold
-	if t <= 0 {
+	if d.cfg.InactiveThreshold <= 0 {
 		return false
 	}
 	if d.cfg.IsPush() {
@@ -473,14 +537,29 @@ func (d *Deliverer) Inactive(now time.Time) bool {
 		}
 	} else if len(d.waiting) > 0 {
 		d.lastActive = now
-	} else if d.st.NumAckPending() > 0 {
-		// The client may still be working on what it was given: count
-		// from when the last delivery's ack wait runs out.
-		if end := d.lastDeliver.Add(d.longestWait()); end.After(d.lastActive) {
-			d.lastActive = end
+	}
+	return !now.Before(d.inactiveAt())
+}
+
+// inactiveAt is when the consumer passes its inactive_threshold unless
+// something happens first. While acks are pending, the client may still
+// be working on what it was given: a pull consumer counts from when the
+// last delivery's ack wait runs out, and an ack of everything pending
+// brings the time back to the threshold after its last pull request, as
+// nats-server v2.15.2 deleteNotActive does. Zero when the consumer has no
+// threshold.
+func (d *Deliverer) inactiveAt() time.Time {
+	t := d.cfg.InactiveThreshold
+	if t <= 0 {
+		return time.Time{}
+	}
+	from := d.lastActive
+	if !d.cfg.IsPush() && d.st.NumAckPending() > 0 {
+		if end := d.lastDeliver.Add(d.longestWait()); end.After(from) {
+			from = end
 		}
 	}
-	return now.Sub(d.lastActive) >= t
+	return from.Add(t)
 }
 
 // longestWait is the longest ack wait a delivery can get: ack_wait, or

@@ -89,7 +89,7 @@ func at(ns int64) time.Time { return time.Unix(0, ns) }
 func TestDelivererPullBatch(t *testing.T) {
 	d, out, ms := newDeliverer(t, Config{AckPolicy: AckExplicit}, 3)
 	out.interest["_INBOX.1"] = true
-	d.AddPull("_INBOX.1", []byte(`{"batch":2}`), at(t0))
+	d.AddPull("_INBOX.1", []byte(`{"batch":2}`), at(t0), ms.State(false).LastSeq)
 	d.Deliver(at(t0), ms.State(false).LastSeq)
 	got := out.take()
 	if len(got) != 2 || got[0].subject != "s.1" || got[1].subject != "s.2" {
@@ -112,8 +112,8 @@ func TestDelivererPullBatch(t *testing.T) {
 func TestDelivererPullStatuses(t *testing.T) {
 	d, out, _ := newDeliverer(t, Config{AckPolicy: AckExplicit}, 0)
 	out.interest["_INBOX.e"], out.interest["_INBOX.n"] = true, true
-	d.AddPull("_INBOX.e", []byte(`{"batch":5,"expires":2000000000}`), at(t0))
-	d.AddPull("_INBOX.n", []byte(`{"batch":1,"no_wait":true}`), at(t0))
+	d.AddPull("_INBOX.e", []byte(`{"batch":5,"expires":2000000000}`), at(t0), 0)
+	d.AddPull("_INBOX.n", []byte(`{"batch":1,"no_wait":true}`), at(t0), 0)
 	d.Deliver(at(t0), 0)
 	if got := out.take(); len(got) != 1 || got[0].route != "_INBOX.n" || got[0].hdr != "NATS/1.0 404 No Messages\r\n\r\n" {
 		t.Fatalf("after the first round: %+v, want the no_wait request's 404", got)
@@ -133,7 +133,7 @@ func TestDelivererPullStatuses(t *testing.T) {
 
 	d, out, ms := newDeliverer(t, Config{AckPolicy: AckExplicit}, 2)
 	out.interest["_INBOX.b"] = true
-	d.AddPull("_INBOX.b", []byte(`{"batch":5,"max_bytes":10}`), at(t0))
+	d.AddPull("_INBOX.b", []byte(`{"batch":5,"max_bytes":10}`), at(t0), ms.State(false).LastSeq)
 	d.Deliver(at(t0), ms.State(false).LastSeq)
 	want = "NATS/1.0 409 Message Size Exceeds MaxBytes\r\nNats-Pending-Messages: 5\r\nNats-Pending-Bytes: 10\r\n\r\n"
 	if got := out.take(); len(got) != 1 || got[0].hdr != want {
@@ -146,7 +146,7 @@ func TestDelivererPullStatuses(t *testing.T) {
 func TestDelivererPullHeartbeat(t *testing.T) {
 	d, out, _ := newDeliverer(t, Config{AckPolicy: AckExplicit}, 0)
 	out.interest["_INBOX.h"] = true
-	d.AddPull("_INBOX.h", []byte(`{"batch":1,"expires":10000000000,"idle_heartbeat":1000000000}`), at(t0))
+	d.AddPull("_INBOX.h", []byte(`{"batch":1,"expires":10000000000,"idle_heartbeat":1000000000}`), at(t0), 0)
 	d.ExpirePulls(at(t0 + sec/2))
 	if got := out.take(); len(got) != 0 {
 		t.Fatalf("heartbeat too early: %+v", got)
@@ -167,15 +167,15 @@ func TestDelivererPullHeartbeat(t *testing.T) {
 // limits, a bad body.
 func TestDelivererPullRefusals(t *testing.T) {
 	push, out, _ := newDeliverer(t, Config{DeliverSubject: "d", AckPolicy: AckExplicit}, 0)
-	push.AddPull("_INBOX.p", nil, at(t0))
+	push.AddPull("_INBOX.p", nil, at(t0), 0)
 	if got := out.take(); len(got) != 1 || got[0].hdr != "NATS/1.0 409 Consumer is push based\r\n\r\n" {
 		t.Fatalf("push: %+v", got)
 	}
 	d, out, _ := newDeliverer(t, Config{AckPolicy: AckExplicit, MaxWaiting: 1, MaxRequestBatch: 3}, 0)
-	d.AddPull("_INBOX.1", nil, at(t0))
-	d.AddPull("_INBOX.2", nil, at(t0))
-	d.AddPull("_INBOX.3", []byte("5"), at(t0))
-	d.AddPull("_INBOX.4", []byte(`{"batch":"x"}`), at(t0))
+	d.AddPull("_INBOX.1", nil, at(t0), 0)
+	d.AddPull("_INBOX.2", nil, at(t0), 0)
+	d.AddPull("_INBOX.3", []byte("5"), at(t0), 0)
+	d.AddPull("_INBOX.4", []byte(`{"batch":"x"}`), at(t0), 0)
 	var hdrs []string
 	for _, m := range out.take() {
 		hdrs = append(hdrs, m.route+" "+strings.TrimSpace(m.hdr))
@@ -288,7 +288,7 @@ func TestDelivererInactive(t *testing.T) {
 	if d.Inactive(at(t0 + 5*sec - 1)) {
 		t.Fatal("inactive before the threshold")
 	}
-	d.AddPull("", nil, at(t0+3*sec)) // activity, even without a reply
+	d.AddPull("", nil, at(t0+3*sec), 0) // activity, even without a reply
 	if d.Inactive(at(t0 + 7*sec)) {
 		t.Fatal("inactive 4s after a pull request")
 	}

@@ -17,8 +17,8 @@
 // Every change to the delivery state is an operation (ops.go): Deliver,
 // Redeliver, Ack, Nak, Term, Progress, ExpireAcks (ack deadlines),
 // SkipTo (after a purge), Drop (messages the stream removed), Pause,
-// UpdatePolicy (after a config update) and DeadLetter (the steps of a
-// dead-letter move). State.ApplyOp is the one function that applies
+// UpdatePolicy (after a config update), DeadLetter (the steps of a
+// dead-letter move) and Reset (a consumer reset, ADR-60). State.ApplyOp is the one function that applies
 // them: its outcome depends only on the state and the operation, never
 // on a clock, so every replica that applies the same operations reaches
 // the same Snapshot. The State methods it is made of (DeliverNew, Ack,
@@ -43,6 +43,7 @@
 //	10 Pause        | until (signed, unix ns; 0 resumes) |
 //	11 UpdatePolicy | ack policy (signed) | ack wait (signed, ns) | count | count × backoff (signed, ns) | max_deliver (signed) | max_ack_pending (signed) | dead letter (1 byte, 0 or 1) |
 //	12 DeadLetter   | step (1 byte) | stream seq | reason (1 byte) | value (signed: a time, or After) |
+//	13 Reset        | stream seq (where deliveries start again) |
 //
 // Kinds are append-only. DecodeOp refuses an unknown kind or version, a
 // short buffer, a count the bytes left cannot hold and trailing bytes

@@ -56,6 +56,8 @@ func AppendOp(dst []byte, op Op) ([]byte, error) {
 		dst = u(dst, o.Stream)
 		dst = append(dst, byte(o.Reason))
 		dst = v(dst, o.Value)
+	case *Reset:
+		dst = u(dst, o.Stream)
 	default:
 		return nil, fmt.Errorf("consumer: encode an operation of kind %d: unknown", op.Kind())
 	}
@@ -116,6 +118,8 @@ func DecodeOp(b []byte) (Op, error) {
 		op = decodePolicy(d)
 	case KindDeadLetter:
 		op = &DeadLetter{Step: DeadLetterStep(d.byte()), Stream: d.uvarint(), Reason: store.DeadLetterReason(d.byte()), Value: d.varint()}
+	case KindReset:
+		op = &Reset{Stream: d.uvarint()}
 	default:
 		return nil, fmt.Errorf("%w: unknown kind %d", ErrBadOp, kind)
 	}

@@ -34,6 +34,8 @@ func sampleOps() []Op {
 		&DeadLetter{Step: DeadLetterRetryAt, Stream: 8, Value: 99},
 		&DeadLetter{Step: DeadLetterMoved, Stream: 8},
 		&DeadLetter{Step: DeadLetterUnmark, Stream: 8},
+		&Reset{Stream: 42},
+		&Reset{},
 	}
 }
 
@@ -62,7 +64,7 @@ func TestOpRoundTrip(t *testing.T) {
 		}
 		seen[op.Kind()] = true
 	}
-	for k := KindDeliver; k <= KindDeadLetter; k++ {
+	for k := KindDeliver; k <= KindReset; k++ {
 		if !seen[k] {
 			t.Errorf("kind %d has no round-trip case", k)
 		}

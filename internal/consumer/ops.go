@@ -25,11 +25,12 @@ const (
 	KindPause        OpKind = 10
 	KindUpdatePolicy OpKind = 11
 	KindDeadLetter   OpKind = 12
+	KindReset        OpKind = 13
 )
 
 // Op is one change to a consumer's delivery state: a *Deliver,
 // *Redeliver, *Ack, *Nak, *Term, *Progress, *ExpireAcks, *SkipTo, *Drop,
-// *Pause, *UpdatePolicy or *DeadLetter. State.ApplyOp applies it;
+// *Pause, *UpdatePolicy, *DeadLetter or *Reset. State.ApplyOp applies it;
 // AppendOp and DecodeOp give it its byte form. An Op carries every time
 // it needs: applying it reads no clock.
 type Op interface {
@@ -135,6 +136,15 @@ type DeadLetter struct {
 	Value  int64                  // DeadLetterMark, DeadLetterRetryAt: a time; DeadLetterAfter: a stream sequence
 }
 
+// Reset restarts the delivery state at stream sequence Stream (a
+// consumer reset, ADR-60; State.Reset): nothing pending, redelivered or
+// out of deliveries any more, the next delivery at Stream or after. The
+// proposer checked Stream against the deliver policy (nats-server
+// v2.15.2 processResetReq).
+type Reset struct {
+	Stream uint64
+}
+
 // Kind returns KindDeliver.
 func (*Deliver) Kind() OpKind { return KindDeliver }
 
@@ -170,3 +180,6 @@ func (*UpdatePolicy) Kind() OpKind { return KindUpdatePolicy }
 
 // Kind returns KindDeadLetter.
 func (*DeadLetter) Kind() OpKind { return KindDeadLetter }
+
+// Kind returns KindReset.
+func (*Reset) Kind() OpKind { return KindReset }

@@ -90,10 +90,13 @@ func heartbeatHeader(lastConsumer, lastStream uint64, stalled string) []byte {
 }
 
 var (
-	hdrNoMessages     = statusHeader(404, "No Messages")
-	hdrPushBased      = statusHeader(409, "Consumer is push based")
-	hdrMaxWaiting     = statusHeader(409, "Exceeded MaxWaiting")
-	hdrFlowControlReq = statusHeader(100, "FlowControl Request")
+	hdrNoMessages = statusHeader(404, "No Messages")
+	// hdrRequestsPending ends a no_wait request that the requests
+	// already waiting would leave nothing for.
+	hdrRequestsPending = statusHeader(408, "Requests Pending")
+	hdrPushBased       = statusHeader(409, "Consumer is push based")
+	hdrMaxWaiting      = statusHeader(409, "Exceeded MaxWaiting")
+	hdrFlowControlReq  = statusHeader(100, "FlowControl Request")
 )
 
 // StatusDeleted is the status a waiting pull request gets when its
@@ -101,12 +104,14 @@ var (
 var StatusDeleted = statusHeader(409, "Consumer Deleted")
 
 // AddPull queues a pull request that arrived at now with reply subject
-// reply and body body, after nats-server v2.15.2's checks (ADR-13;
-// processNextMsgRequest): a push consumer answers 409 "Consumer is push
-// based"; a bad body 400; batch, expires and max_bytes over the
-// consumer's limits 409; a full queue 409 "Exceeded MaxWaiting" (no
-// answer to a request with a heartbeat); an expiry already past 408.
-func (d *Deliverer) AddPull(reply string, body []byte, now time.Time) {
+// reply and body body, the stream's durable sequence being end, after
+// nats-server v2.15.2's checks (ADR-13; processNextMsgRequest): a push
+// consumer answers 409 "Consumer is push based"; a bad body 400; batch,
+// expires and max_bytes over the consumer's limits 409; a no_wait
+// request that the waiting ones would leave nothing for 408 "Requests
+// Pending"; a full queue 409 "Exceeded MaxWaiting" (no answer to a
+// request with a heartbeat); an expiry already past 408.
+func (d *Deliverer) AddPull(reply string, body []byte, now time.Time, end uint64) {
 	d.lastActive = now
 	if reply == "" {
 		return
@@ -122,6 +127,10 @@ func (d *Deliverer) AddPull(reply string, body []byte, now time.Time) {
 	}
 	if status := d.pullLimits(req); status != nil {
 		d.out.Publish(reply, "", status, nil)
+		return
+	}
+	if req.NoWait && d.requestsPending(now, end) {
+		d.out.Publish(reply, "", hdrRequestsPending, nil)
 		return
 	}
 	if d.cfg.MaxWaiting > 0 && len(d.waiting) >= d.cfg.MaxWaiting {
@@ -140,6 +149,25 @@ func (d *Deliverer) AddPull(reply string, body []byte, now time.Time) {
 		w.expires = now.Add(req.Expires).UnixNano()
 	}
 	d.waiting = append(d.waiting, w)
+}
+
+// requestsPending reports whether a new no_wait request should get 408
+// Requests Pending (nats-server v2.15.2 processNextMsgRequest): there
+// are messages to deliver up to end (new ones and redeliveries), but
+// fewer than the waiting requests still ask for.
+func (d *Deliverer) requestsPending(now time.Time, end uint64) bool {
+	avail := d.NumPending(end) + uint64(d.st.NumRedeliveryQueued())
+	if avail == 0 {
+		return false
+	}
+	var asked uint64
+	ns := now.UnixNano()
+	for _, w := range d.waiting {
+		if (w.expires == 0 || ns < w.expires) && d.out.HasInterest(w.reply) {
+			asked += uint64(w.n)
+		}
+	}
+	return avail < asked
 }
 
 // pullLimits checks a request against max_batch, max_expires and
@@ -230,11 +258,15 @@ func (d *Deliverer) endNoWait() {
 }
 
 // EndPulls ends every waiting pull request, each answered with status
-// when it is not nil (StatusDeleted when the consumer is deleted).
+// (StatusDeleted when the consumer or its stream is deleted); nil means
+// the server shuts down: each gets 409 Server Shutdown with what it was
+// still owed, as nats-server v2.15.2 signalPullConsumers sends it.
 func (d *Deliverer) EndPulls(status []byte) {
-	if status != nil {
-		for _, w := range d.waiting {
+	for _, w := range d.waiting {
+		if status != nil {
 			d.out.Publish(w.reply, "", status, nil)
+		} else {
+			d.out.Publish(w.reply, "", pendingHeader(409, "Server Shutdown", w.n, max(w.bytes, 0)), nil)
 		}
 	}
 	d.waiting = nil

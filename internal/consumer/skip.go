@@ -15,13 +15,8 @@ func (s *State) SkipTo(seq uint64) bool {
 	if seq == 0 {
 		return false
 	}
-	dropped := false
-	for sseq := range s.pending {
-		if sseq < seq {
-			delete(s.pending, sseq)
-			dropped = true
-		}
-	}
+	gone, _ := s.pending.removeUpTo(seq-1, 0)
+	dropped := len(gone) > 0
 	released := false
 	for sseq := range s.exhausted {
 		if sseq < seq {
@@ -32,6 +27,9 @@ func (s *State) SkipTo(seq uint64) bool {
 	if s.delivered.Stream < seq-1 {
 		s.delivered.Stream = seq - 1
 		dropped = true
+	}
+	if dropped || released {
+		s.forgetMarks()
 	}
 	if dropped {
 		s.moveAckFloor()
@@ -57,19 +55,21 @@ type Dropped struct {
 // deliveries that are gone; it returns both by stream sequence.
 func (s *State) DropGone(gone func(sseq uint64) bool) []Dropped {
 	var out []Dropped
-	moved := false
-	for sseq, m := range s.pending {
-		if gone(sseq) {
-			out = append(out, Dropped{Stream: sseq, Consumer: m.cseq, Deliveries: m.deliveries})
-			delete(s.pending, sseq)
-			moved = true
+	moved := s.pending.removeIf(func(m *pendingMsg) bool {
+		if !gone(m.sseq) {
+			return false
 		}
-	}
+		out = append(out, Dropped{Stream: m.sseq, Consumer: m.cseq, Deliveries: m.count()})
+		return true
+	}) > 0
 	for sseq, n := range s.exhausted {
 		if gone(sseq) {
 			out = append(out, Dropped{Stream: sseq, Deliveries: n, Exhausted: true})
 			s.release(sseq)
 		}
+	}
+	if len(out) > 0 {
+		s.forgetMarks()
 	}
 	if moved {
 		s.moveAckFloor()

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"container/heap"
+	"math"
 	"slices"
 	"time"
 
@@ -29,15 +30,35 @@ type State struct {
 	policy    Policy
 	delivered store.SequencePair
 	ackFloor  store.SequencePair
-	pending   map[uint64]*pendingMsg // by stream sequence
+	pending   pendingList
+	// deadlines holds the deadlines of the deliveries marked pendingArmed:
+	// redeliveries, +WPI, delayed NAKs, restored deliveries. A first
+	// delivery keeps its deadline in its pending entry only: first
+	// deliveries are made in stream order, all with the same wait, so
+	// their deadlines ascend with the stream sequence and the pending
+	// list is their queue. firstDue is the stream sequence from which the
+	// next such deadline is looked for, and lastFirst the latest deadline
+	// given to one (a first delivery whose deadline would come before it,
+	// after a clock step back or a shorter ack wait, is armed instead).
+	// This saves the heap's 16 bytes per pending delivery in the common
+	// case: a million deliveries awaiting their first ack.
 	deadlines deadlineHeap
+	firstDue  uint64
+	firstPos  pendingPos // where firstDue's entry was last seen, a hint for nextFirst
+	lastFirst int64
 	rdq       []uint64          // stream sequences ready for redelivery, oldest first
 	exhausted map[uint64]uint64 // stream sequence to deliveries, of messages out of deliveries; nil when none
 	// held are the dead-letter marks of messages out of deliveries (each
 	// also in exhausted): a +TERM of such a message moves it
-	// (MarkDeadLetter); nil when none. Only dead, after and deadline are
-	// used.
+	// (MarkDeadLetter); nil when none. Only sseq, deliveries, deadline
+	// and flags are used.
 	held map[uint64]*pendingMsg
+	// marks holds the After (store.DeadLetter.After) of every dead-letter
+	// mark, of a pending delivery or a held message, by stream sequence:
+	// a stream sequence is a key exactly while it has a mark. Marks are
+	// few; keeping After here keeps it out of every pending entry. Nil
+	// when none.
+	marks map[uint64]uint64
 	// deadLetter: the consumer has a dead-letter subject, so a delivery
 	// that reaches max_deliver stays pending, marked, for the caller to
 	// move (SetDeadLetter).
@@ -62,24 +83,11 @@ func PolicyOf(c *Config) Policy {
 	return Policy{Ack: c.AckPolicy, AckWait: c.AckWait, BackOff: c.BackOff, MaxDeliver: c.MaxDeliver, MaxAckPending: c.MaxAckPending}
 }
 
-type pendingMsg struct {
-	cseq       uint64 // consumer sequence of the first delivery (nats-server keeps it for the ack floor and the stored state)
-	deliveries uint64 // number of deliveries so far (1 on the first)
-	last       int64  // time of the last delivery or +WPI, or deadline-wait after a delayed NAK (unix ns)
-	deadline   int64  // when it is redelivered without an ack (unix ns); for a dead-letter mark, when the move is retried
-	queued     bool   // in the redelivery queue
-	// dead marks a delivery being moved to the dead-letter subject
-	// (store.DeadLetter): it is never redelivered, and acks, NAKs and
-	// +WPI leave it alone until DeadLettered ends it.
-	dead  store.DeadLetterReason
-	after uint64 // store.DeadLetter.After
-}
-
 // NewState returns the state of a new consumer whose first delivery will
 // be at stream sequence start or later (nats-server v2.15.2 selectStartingSeqNo): the
 // delivered stream sequence is start-1, as nats-server reports it.
 func NewState(p Policy, start uint64) *State {
-	s := &State{policy: p, pending: map[uint64]*pendingMsg{}}
+	s := &State{policy: p}
 	if start > 0 {
 		s.delivered.Stream = start - 1
 		s.ackFloor.Stream = start - 1
@@ -93,18 +101,22 @@ func NewState(p Policy, start uint64) *State {
 // deliveries (Snapshot). A dead-letter mark is due at once: the first
 // Expire returns it (Retry), so that the caller resumes the move.
 func RestoreState(p Policy, st *store.ConsumerState) *State {
-	s := &State{policy: p, delivered: st.Delivered, ackFloor: st.AckFloor, pending: make(map[uint64]*pendingMsg, len(st.Pending))}
-	for sseq, pm := range st.Pending {
-		m := &pendingMsg{cseq: pm.Sequence, deliveries: 1 + st.Redelivered[sseq], last: pm.Timestamp}
-		m.deadline = pm.Timestamp + int64(s.wait(m.deliveries))
-		if dl, ok := st.DeadLetter[sseq]; ok {
-			m.dead, m.after, m.deadline = dl.Reason, dl.After, pm.Timestamp
+	s := &State{policy: p, delivered: st.Delivered, ackFloor: st.AckFloor}
+	s.deadlines = make(deadlineHeap, 0, len(st.Pending))
+	for _, pm := range st.Pending {
+		m := pendingMsg{sseq: pm.Stream, cseq: pm.Sequence, deliveries: uint32(min(1+st.Redelivered[pm.Stream], math.MaxUint32)), last: pm.Timestamp, flags: pendingArmed}
+		m.deadline = pm.Timestamp + int64(s.wait(m.count()))
+		if dl, ok := st.DeadLetter[pm.Stream]; ok {
+			m.setDead(dl.Reason)
+			m.deadline = pm.Timestamp
+			s.setMark(pm.Stream, dl.After)
 		}
-		s.pending[sseq] = m
-		heap.Push(&s.deadlines, deadline{at: m.deadline, sseq: sseq})
+		s.pending.add(m) // ascending: an append
+		s.deadlines = append(s.deadlines, deadline{at: m.deadline, sseq: pm.Stream})
 	}
+	heap.Init(&s.deadlines)
 	for sseq, n := range st.Redelivered {
-		if _, ok := st.Pending[sseq]; !ok {
+		if _, ok := st.PendingAt(sseq); !ok {
 			s.exhaust(sseq, 1+n)
 			if dl, ok := st.DeadLetter[sseq]; ok {
 				s.holdMark(sseq, dl.Reason, dl.After, 0)
@@ -112,6 +124,19 @@ func RestoreState(p Policy, st *store.ConsumerState) *State {
 		}
 	}
 	return s
+}
+
+// Reset restarts the delivery state at stream sequence seq (ADR-60, the
+// consumer reset; nats-server v2.15.2 resetLocalStartingSeq): nothing is
+// pending, redelivered or out of deliveries any more, the consumer
+// sequence starts again at 1, and the delivered and ack floor stream
+// sequences are seq-1, so the next delivery is at seq or after. seq 0 is
+// taken as 1.
+// The policy, the dead-letter switch and the pause stay.
+func (s *State) Reset(seq uint64) {
+	dl, paused := s.deadLetter, s.paused
+	*s = *NewState(s.policy, max(seq, 1))
+	s.deadLetter, s.paused = dl, paused
 }
 
 // SetPolicy changes the policy after a consumer update; it applies to
@@ -141,8 +166,11 @@ func (s *State) AckFloor() store.SequencePair { return s.ackFloor }
 // for: one past the highest delivered.
 func (s *State) NextSeq() uint64 { return s.delivered.Stream + 1 }
 
+// NumRedeliveryQueued returns how many messages wait for redelivery.
+func (s *State) NumRedeliveryQueued() int { return len(s.rdq) }
+
 // NumAckPending returns the number of deliveries awaiting an ack.
-func (s *State) NumAckPending() int { return len(s.pending) }
+func (s *State) NumAckPending() int { return s.pending.len() }
 
 // NumRedelivered returns num_redelivered as nats-server v2.15.2 counts
 // it (its redelivered-count entries): the pending messages delivered
@@ -153,16 +181,17 @@ func (s *State) NumRedelivered() int {
 		return 0
 	}
 	n := len(s.exhausted)
-	for _, m := range s.pending {
+	s.pending.each(func(m *pendingMsg) bool {
 		if m.deliveries > 1 {
 			n++
 		}
-	}
+		return true
+	})
 	return n
 }
 
 // IsPending reports whether sseq was delivered and awaits an ack.
-func (s *State) IsPending(sseq uint64) bool { return s.pending[sseq] != nil }
+func (s *State) IsPending(sseq uint64) bool { return s.pending.get(sseq) != nil }
 
 // IsExhausted reports whether sseq ran out of deliveries unacknowledged
 // and is still held (see State).
@@ -188,13 +217,14 @@ func (s *State) exhaust(sseq, n uint64) {
 func (s *State) release(sseq uint64) {
 	delete(s.exhausted, sseq)
 	delete(s.held, sseq)
+	delete(s.marks, sseq)
 }
 
 // timed returns the entry whose deadline the heap may hold for sseq: its
 // pending delivery or the dead-letter mark of the held message; nil when
 // neither.
 func (s *State) timed(sseq uint64) *pendingMsg {
-	if m := s.pending[sseq]; m != nil {
+	if m := s.pending.get(sseq); m != nil {
 		return m
 	}
 	return s.held[sseq]
@@ -203,7 +233,7 @@ func (s *State) timed(sseq uint64) *pendingMsg {
 // AtAckLimit reports whether max_ack_pending stops new deliveries
 // (redeliveries are not new: they are already counted).
 func (s *State) AtAckLimit() bool {
-	return s.policy.Ack != AckNone && s.policy.MaxAckPending > 0 && len(s.pending) >= s.policy.MaxAckPending
+	return s.policy.Ack != AckNone && s.policy.MaxAckPending > 0 && s.pending.len() >= s.policy.MaxAckPending
 }
 
 // Delivery describes one delivery the caller is about to make: the
@@ -224,9 +254,12 @@ func (s *State) DeliverNew(sseq uint64, now int64) Delivery {
 		s.ackFloor = s.delivered
 		return d
 	}
-	m := &pendingMsg{cseq: d.ConsumerSeq, deliveries: 1, last: now}
-	s.pending[sseq] = m
-	s.arm(sseq, m, now)
+	m := s.pending.add(pendingMsg{sseq: sseq, cseq: d.ConsumerSeq, deliveries: 1, last: now})
+	if at := now + int64(s.wait(1)); at >= s.lastFirst && sseq >= s.firstDue {
+		m.deadline, s.lastFirst = at, at // in the pending list's queue (firstDue)
+	} else {
+		s.arm(m, now)
+	}
 	return d
 }
 
@@ -235,7 +268,7 @@ func (s *State) DeliverNew(sseq uint64, now int64) Delivery {
 func (s *State) NextRedelivery() (uint64, bool) {
 	for len(s.rdq) > 0 {
 		sseq := s.rdq[0]
-		if m := s.pending[sseq]; m != nil && m.queued {
+		if m := s.pending.get(sseq); m != nil && m.queued() {
 			return sseq, true
 		}
 		s.rdq = s.rdq[1:]
@@ -245,7 +278,7 @@ func (s *State) NextRedelivery() (uint64, bool) {
 
 // Redeliver records the redelivery of sseq, taken from NextRedelivery.
 func (s *State) Redeliver(sseq uint64, now int64) Delivery {
-	m := s.pending[sseq]
+	m := s.pending.get(sseq)
 	if len(s.rdq) > 0 && s.rdq[0] == sseq {
 		s.rdq = s.rdq[1:]
 	}
@@ -253,11 +286,11 @@ func (s *State) Redeliver(sseq uint64, now int64) Delivery {
 		return Delivery{}
 	}
 	s.delivered.Consumer++
-	m.queued = false
-	m.deliveries++
+	m.setQueued(false)
+	m.redelivered()
 	m.last = now
-	s.arm(sseq, m, now)
-	return Delivery{Deliveries: m.deliveries, ConsumerSeq: s.delivered.Consumer}
+	s.arm(m, now)
+	return Delivery{Deliveries: m.count(), ConsumerSeq: s.delivered.Consumer}
 }
 
 // DropRedelivery forgets sseq without an ack, when the stream no longer
@@ -270,13 +303,13 @@ func (s *State) DropRedelivery(sseq uint64) (Dropped, bool) {
 		s.release(sseq)
 		return Dropped{Stream: sseq, Deliveries: n, Exhausted: true}, true
 	}
-	m := s.pending[sseq]
-	if m == nil {
+	m, ok := s.pending.remove(sseq)
+	if !ok {
 		return Dropped{}, false
 	}
-	delete(s.pending, sseq)
+	delete(s.marks, sseq)
 	s.moveAckFloor()
-	return Dropped{Stream: sseq, Consumer: m.cseq, Deliveries: m.deliveries}, true
+	return Dropped{Stream: sseq, Consumer: m.cseq, Deliveries: m.count()}, true
 }
 
 // wait returns the ack wait after delivery number n (1-based): the
@@ -289,9 +322,11 @@ func (s *State) wait(n uint64) time.Duration {
 	return s.policy.AckWait
 }
 
-func (s *State) arm(sseq uint64, m *pendingMsg, now int64) {
-	m.deadline = now + int64(s.wait(m.deliveries))
-	heap.Push(&s.deadlines, deadline{at: m.deadline, sseq: sseq})
+// arm sets m's deadline one wait after now and puts it in the heap.
+func (s *State) arm(m *pendingMsg, now int64) {
+	m.deadline = now + int64(s.wait(m.count()))
+	m.flags |= pendingArmed
+	s.deadlines.push(deadline{at: m.deadline, sseq: m.sseq})
 }
 
 // AckResult says what an ack did: the stream sequences it acknowledged
@@ -316,8 +351,8 @@ func (s *State) Ack(sseq, cseq uint64) AckResult {
 	var r AckResult
 	switch s.policy.Ack {
 	case AckExplicit:
-		if m := s.pending[sseq]; m != nil && m.dead == 0 {
-			delete(s.pending, sseq)
+		if m := s.pending.get(sseq); m != nil && m.dead() == 0 {
+			s.pending.remove(sseq)
 			r.Acked = append(r.Acked, sseq)
 			s.moveAckFloor()
 		} else if _, ok := s.exhausted[sseq]; ok && s.held[sseq] == nil {
@@ -328,17 +363,9 @@ func (s *State) Ack(sseq, cseq uint64) AckResult {
 		if sseq <= s.ackFloor.Stream || sseq > s.delivered.Stream {
 			return r
 		}
-		kept := false // a dead-letter mark at or below sseq holds the floor below it
-		for seq, m := range s.pending {
-			if seq <= sseq {
-				if m.dead != 0 {
-					kept = true
-					continue
-				}
-				delete(s.pending, seq)
-				r.Acked = append(r.Acked, seq)
-			}
-		}
+		// A dead-letter mark at or below sseq holds the floor below it.
+		acked, kept := s.pending.removeUpTo(sseq, pendingDeadMask)
+		r.Acked = acked
 		if !kept {
 			s.ackFloor = store.SequencePair{Consumer: max(s.ackFloor.Consumer, cseq), Stream: sseq}
 		}
@@ -350,40 +377,17 @@ func (s *State) Ack(sseq, cseq uint64) AckResult {
 // moveAckFloor sets the ack floor just below the lowest pending delivery,
 // or to the delivered pair when nothing is pending; it never moves down.
 func (s *State) moveAckFloor() {
-	if len(s.pending) == 0 {
+	m := s.pending.lowest()
+	if m == nil {
 		s.ackFloor = s.delivered
 		return
 	}
-	lowest := s.lowestPending()
-	m := s.pending[lowest]
-	if lowest-1 > s.ackFloor.Stream {
-		s.ackFloor.Stream = lowest - 1
+	if m.sseq-1 > s.ackFloor.Stream {
+		s.ackFloor.Stream = m.sseq - 1
 	}
 	if m.cseq > 0 && m.cseq-1 > s.ackFloor.Consumer {
 		s.ackFloor.Consumer = m.cseq - 1
 	}
-}
-
-// lowestPending returns the lowest pending stream sequence (pending must
-// not be empty): by walking up from the ack floor when the range is short
-// next to the number pending, else by visiting every pending entry. The
-// floor only moves up, so the walks add up to the stream's length.
-func (s *State) lowestPending() uint64 {
-	from, to := s.ackFloor.Stream+1, s.delivered.Stream
-	if to-from < 4*uint64(len(s.pending)) {
-		for seq := from; seq <= to; seq++ {
-			if s.pending[seq] != nil {
-				return seq
-			}
-		}
-	}
-	lowest := uint64(0)
-	for seq := range s.pending {
-		if lowest == 0 || seq < lowest {
-			lowest = seq
-		}
-	}
-	return lowest
 }
 
 // Nak schedules sseq for redelivery after delay (at once when delay is 0)
@@ -392,42 +396,43 @@ func (s *State) lowestPending() uint64 {
 // redelivery queue, and is stored as a last delivery one wait before the
 // new deadline, as nats-server processNak does.
 func (s *State) Nak(sseq uint64, delay time.Duration, now int64) bool {
-	m := s.pending[sseq]
-	if m == nil || m.dead != 0 {
+	m := s.pending.get(sseq)
+	if m == nil || m.dead() != 0 {
 		return false
 	}
 	if delay <= 0 {
-		s.queue(sseq, m)
+		s.queue(m)
 		return true
 	}
-	if m.queued {
-		m.queued = false
+	if m.queued() {
+		m.setQueued(false)
 		s.rdq = slices.DeleteFunc(s.rdq, func(q uint64) bool { return q == sseq })
 	}
 	m.deadline = now + int64(delay)
-	m.last = m.deadline - int64(s.wait(m.deliveries))
-	heap.Push(&s.deadlines, deadline{at: m.deadline, sseq: sseq})
+	m.last = m.deadline - int64(s.wait(m.count()))
+	m.flags |= pendingArmed
+	s.deadlines.push(deadline{at: m.deadline, sseq: sseq})
 	return true
 }
 
 // Progress (+WPI) restarts the ack wait of sseq and reports whether it was
 // pending (false for a dead-letter mark).
 func (s *State) Progress(sseq uint64, now int64) bool {
-	m := s.pending[sseq]
-	if m == nil || m.dead != 0 {
+	m := s.pending.get(sseq)
+	if m == nil || m.dead() != 0 {
 		return false
 	}
-	if !m.queued {
+	if !m.queued() {
 		m.last = now
-		s.arm(sseq, m, now)
+		s.arm(m, now)
 	}
 	return true
 }
 
-func (s *State) queue(sseq uint64, m *pendingMsg) {
-	if !m.queued {
-		m.queued = true
-		s.rdq = append(s.rdq, sseq)
+func (s *State) queue(m *pendingMsg) {
+	if !m.queued() {
+		m.setQueued(true)
+		s.rdq = append(s.rdq, m.sseq)
 	}
 }
 
@@ -450,33 +455,86 @@ type Exhausted struct {
 // stays), or with a dead-letter subject stay pending with a mark (Kept),
 // and are returned, for the MAX_DELIVERIES advisory. Dead-letter marks
 // due are returned with Retry set and are not armed again: the caller
-// re-arms them (RetryMoveAt) or ends them.
+// re-arms them (RetryMoveAt) or ends them. Deadlines are taken in order
+// of time, then stream sequence.
 func (s *State) Expire(now int64) []Exhausted {
 	var out []Exhausted
-	for len(s.deadlines) > 0 && s.deadlines[0].at <= now {
-		d := heap.Pop(&s.deadlines).(deadline)
-		m := s.timed(d.sseq)
-		if m == nil || m.deadline != d.at || m.queued {
-			continue // stale: acked, re-armed or already queued
+	for {
+		m, armed := s.nextDue()
+		if m == nil || m.deadline > now {
+			break
 		}
-		if m.dead != 0 {
-			out = append(out, Exhausted{Stream: d.sseq, Deliveries: m.deliveries, Retry: true})
+		if armed {
+			s.deadlines.pop()
+		} else {
+			s.firstDue = m.sseq + 1
+		}
+		sseq, n := m.sseq, m.count()
+		if m.dead() != 0 {
+			// Spent until RetryMoveAt: a second heap entry of the same
+			// time (a +WPI and the mark at one instant) is stale now.
+			m.deadline = spentDeadline
+			out = append(out, Exhausted{Stream: sseq, Deliveries: n, Retry: true})
 			continue
 		}
-		if s.policy.MaxDeliver > 0 && m.deliveries >= uint64(s.policy.MaxDeliver) {
-			e := Exhausted{Stream: d.sseq, Deliveries: m.deliveries, Kept: s.deadLetter}
+		if s.policy.MaxDeliver > 0 && n >= uint64(s.policy.MaxDeliver) {
+			e := Exhausted{Stream: sseq, Deliveries: n, Kept: s.deadLetter}
 			if e.Kept {
-				s.mark(d.sseq, m, store.DeadLetterMaxDeliver, now)
+				s.mark(m, store.DeadLetterMaxDeliver, now)
 			} else {
-				delete(s.pending, d.sseq)
-				s.exhaust(d.sseq, m.deliveries)
+				s.pending.remove(sseq)
+				s.exhaust(sseq, n)
 			}
 			out = append(out, e)
 			continue
 		}
-		s.queue(d.sseq, m)
+		s.queue(m)
 	}
 	return out
+}
+
+// spentDeadline is the deadline of a dead-letter mark that Expire
+// returned (Retry) and the caller has not re-armed (RetryMoveAt): no heap
+// entry holds it, so every entry left for the mark is stale.
+const spentDeadline = math.MinInt64
+
+// nextDue returns the delivery whose deadline comes next (by time, then
+// stream sequence), and whether it is the heap's top (else it is the
+// first delivery firstDue leads to); nil when no delivery waits for a
+// deadline. A held message's dead-letter mark (held) is the heap's too.
+// It drops stale heap entries (of deliveries acked, re-armed or queued
+// since) and moves firstDue past entries that are not first deliveries
+// waiting for their deadline: each is passed once.
+func (s *State) nextDue() (*pendingMsg, bool) {
+	var top *pendingMsg
+	for len(s.deadlines) > 0 {
+		d := s.deadlines[0]
+		if m := s.timed(d.sseq); m != nil && m.deadline == d.at && m.flags&(pendingArmed|pendingQueued) == pendingArmed {
+			top = m
+			break
+		}
+		s.deadlines.pop() // stale
+	}
+	first := s.nextFirst()
+	if first == nil || top != nil && (top.deadline < first.deadline || top.deadline == first.deadline && top.sseq < first.sseq) {
+		return top, top != nil
+	}
+	return first, false
+}
+
+// nextFirst returns the first delivery at or after firstDue that waits
+// for its first deadline outside the heap, or nil.
+func (s *State) nextFirst() *pendingMsg {
+	m, pos := s.pending.firstFrom(s.firstPos, s.firstDue, pendingArmed|pendingQueued)
+	if m == nil {
+		if len(s.pending.blocks) > 0 {
+			s.firstDue = max(s.firstDue, s.pending.last().sseq+1)
+		}
+		s.firstPos = pendingPos{}
+		return nil
+	}
+	s.firstDue, s.firstPos = m.sseq, pos
+	return m
 }
 
 // ExhaustedByNak reports whether a NAK of sseq ends its deliveries
@@ -484,28 +542,25 @@ func (s *State) Expire(now int64) []Exhausted {
 // Expire's (or stays marked, Kept) and true is returned with its
 // delivery count. A dead-letter mark is not exhausted again (false).
 func (s *State) ExhaustedByNak(sseq uint64, now int64) (Exhausted, bool) {
-	m := s.pending[sseq]
-	if m == nil || m.dead != 0 || s.policy.MaxDeliver <= 0 || m.deliveries < uint64(s.policy.MaxDeliver) {
+	m := s.pending.get(sseq)
+	if m == nil || m.dead() != 0 || s.policy.MaxDeliver <= 0 || m.count() < uint64(s.policy.MaxDeliver) {
 		return Exhausted{}, false
 	}
+	n := m.count()
 	if s.deadLetter {
-		s.mark(sseq, m, store.DeadLetterMaxDeliver, now)
-		return Exhausted{Stream: sseq, Deliveries: m.deliveries, Kept: true}, true
+		s.mark(m, store.DeadLetterMaxDeliver, now)
+		return Exhausted{Stream: sseq, Deliveries: n, Kept: true}, true
 	}
-	delete(s.pending, sseq)
-	s.exhaust(sseq, m.deliveries)
-	return Exhausted{Stream: sseq, Deliveries: m.deliveries}, true
+	s.pending.remove(sseq)
+	s.exhaust(sseq, n)
+	return Exhausted{Stream: sseq, Deliveries: n}, true
 }
 
 // NextDeadline returns the earliest time (unix ns) at which Expire has
 // work, and false when nothing is pending.
 func (s *State) NextDeadline() (int64, bool) {
-	for len(s.deadlines) > 0 {
-		d := s.deadlines[0]
-		if m := s.timed(d.sseq); m != nil && m.deadline == d.at && !m.queued {
-			return d.at, true
-		}
-		heap.Pop(&s.deadlines)
+	if m, _ := s.nextDue(); m != nil {
+		return m.deadline, true
 	}
 	return 0, false
 }
@@ -523,31 +578,26 @@ func (s *State) Snapshot() *store.ConsumerState {
 			st.Redelivered[sseq] = n - 1
 		}
 	}
-	for sseq, m := range s.held {
+	for sseq, after := range s.marks {
 		if st.DeadLetter == nil {
-			st.DeadLetter = map[uint64]store.DeadLetter{}
+			st.DeadLetter = make(map[uint64]store.DeadLetter, len(s.marks))
 		}
-		st.DeadLetter[sseq] = store.DeadLetter{Reason: m.dead, After: m.after}
+		st.DeadLetter[sseq] = store.DeadLetter{Reason: s.markOf(sseq).dead(), After: after}
 	}
-	if len(s.pending) == 0 {
+	if s.pending.len() == 0 {
 		return st
 	}
-	st.Pending = make(map[uint64]store.Pending, len(s.pending))
-	for sseq, m := range s.pending {
-		st.Pending[sseq] = store.Pending{Sequence: m.cseq, Timestamp: m.last}
-		if m.dead != 0 {
-			if st.DeadLetter == nil {
-				st.DeadLetter = map[uint64]store.DeadLetter{}
-			}
-			st.DeadLetter[sseq] = store.DeadLetter{Reason: m.dead, After: m.after}
-		}
+	st.Pending = make([]store.StreamPending, 0, s.pending.len())
+	s.pending.each(func(m *pendingMsg) bool {
+		st.Pending = append(st.Pending, store.StreamPending{Stream: m.sseq, Pending: store.Pending{Sequence: m.cseq, Timestamp: m.last}})
 		if m.deliveries > 1 {
 			if st.Redelivered == nil {
 				st.Redelivered = map[uint64]uint64{}
 			}
-			st.Redelivered[sseq] = m.deliveries - 1
+			st.Redelivered[m.sseq] = m.count() - 1
 		}
-	}
+		return true
+	})
 	return st
 }
 
@@ -558,6 +608,10 @@ type deadline struct {
 	sseq uint64
 }
 
+// deadlineHeap is a binary min-heap of deadlines (earliest first, then
+// lowest sequence). Its push and pop are container/heap's algorithm on
+// the concrete type: through heap.Interface every push boxed its 16-byte
+// entry in an interface, one allocation per delivery.
 type deadlineHeap []deadline
 
 func (h deadlineHeap) Len() int { return len(h) }
@@ -573,6 +627,44 @@ func (h *deadlineHeap) Pop() any {
 	old := *h
 	d := old[len(old)-1]
 	*h = old[:len(old)-1]
+	return d
+}
+
+// push adds d.
+func (h *deadlineHeap) push(d deadline) {
+	*h = append(*h, d)
+	q := *h
+	for j := len(q) - 1; j > 0; {
+		i := (j - 1) / 2
+		if !q.Less(j, i) {
+			break
+		}
+		q.Swap(i, j)
+		j = i
+	}
+}
+
+// pop removes and returns the earliest deadline; h must not be empty.
+func (h *deadlineHeap) pop() deadline {
+	q := *h
+	n := len(q) - 1
+	q.Swap(0, n)
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if r := j + 1; r < n && q.Less(r, j) {
+			j = r
+		}
+		if !q.Less(j, i) {
+			break
+		}
+		q.Swap(i, j)
+		i = j
+	}
+	d := q[n]
+	*h = q[:n]
 	return d
 }
 
@@ -600,7 +692,7 @@ func (s *State) Replay(op store.ConsumerOp, now int64) []uint64 {
 		// snapshot with more deliveries), so a NAK replayed at max_deliver
 		// must not end the deliveries; the deadline does that, with its
 		// advisory.
-		if m := s.pending[op.Stream]; m != nil && (s.policy.MaxDeliver <= 0 || m.deliveries < uint64(s.policy.MaxDeliver)) {
+		if m := s.pending.get(op.Stream); m != nil && (s.policy.MaxDeliver <= 0 || m.count() < uint64(s.policy.MaxDeliver)) {
 			s.Nak(op.Stream, time.Duration(max(op.Time-now, 0)), now)
 		}
 	}

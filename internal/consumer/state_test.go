@@ -24,7 +24,11 @@ func explicit(wait time.Duration) Policy { return Policy{Ack: AckExplicit, AckWa
 
 func pair(c, s uint64) store.SequencePair { return store.SequencePair{Consumer: c, Stream: s} }
 
-func pend(cseq uint64, ts int64) store.Pending { return store.Pending{Sequence: cseq, Timestamp: ts} }
+// pend is a stored pending entry: stream sequence, consumer sequence and
+// timestamp.
+func pend(sseq, cseq uint64, ts int64) store.StreamPending {
+	return store.StreamPending{Stream: sseq, Pending: store.Pending{Sequence: cseq, Timestamp: ts}}
+}
 
 // deliver records first deliveries of seqs at now.
 func deliver(s *State, now int64, seqs ...uint64) {
@@ -77,6 +81,15 @@ func secs(ns int64) float64 {
 		return 0
 	}
 	return float64(ns-t0) / float64(sec)
+}
+
+// boolKeys returns the set of m's keys.
+func boolKeys[V any](m map[uint64]V) map[uint64]bool {
+	out := make(map[uint64]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }
 
 func sortedAcks(r AckResult) []uint64 {
@@ -220,7 +233,10 @@ func TestAckFloorUsesFirstDeliverySeq(t *testing.T) {
 	s.Redeliver(1, t0+10*sec) // consumer seq 4
 	s.Redeliver(2, t0+10*sec) // consumer seq 5
 	st := s.Snapshot()
-	if st.Pending[1].Sequence != 1 || st.Pending[2].Sequence != 2 {
+	if p1, _ := st.PendingAt(1); p1.Sequence != 1 {
+		t.Fatalf("stored pending %+v, want the first delivery sequences", st.Pending)
+	}
+	if p2, _ := st.PendingAt(2); p2.Sequence != 2 {
 		t.Fatalf("stored pending %+v, want the first delivery sequences", st.Pending)
 	}
 	steps := []struct {
@@ -811,9 +827,9 @@ func TestSnapshot(t *testing.T) {
 	want := &store.ConsumerState{
 		Delivered: pair(8, 6),
 		AckFloor:  pair(0, 0),
-		Pending: map[uint64]store.Pending{
-			1: pend(1, t0+10*sec), 3: pend(3, t0+11*sec), 4: pend(4, t0+31*sec),
-			5: pend(5, t0), 6: pend(8, t0+12*sec),
+		Pending: []store.StreamPending{
+			pend(1, 1, t0+10*sec), pend(3, 3, t0+11*sec), pend(4, 4, t0+31*sec),
+			pend(5, 5, t0), pend(6, 8, t0+12*sec),
 		},
 		Redelivered: map[uint64]uint64{1: 1, 3: 1},
 	}
@@ -822,8 +838,8 @@ func TestSnapshot(t *testing.T) {
 		t.Fatalf("snapshot\n%+v\nwant\n%+v", got, want)
 	}
 	s.Ack(1, 6)
-	if _, ok := got.Pending[1]; !ok {
-		t.Fatal("snapshot shares its pending map with the state")
+	if _, ok := got.PendingAt(1); !ok {
+		t.Fatal("snapshot shares its pending entries with the state")
 	}
 	empty := NewState(explicit(time.Second), 5).Snapshot()
 	if empty.Pending != nil || empty.Redelivered != nil || empty.Delivered != pair(0, 4) {
@@ -846,13 +862,15 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 			t.Fatalf("%+v: restored snapshot\n%+v\nwant\n%+v", p, b.Snapshot(), a.Snapshot())
 		}
 		wantFloors(t, b, a.Delivered(), a.AckFloor())
-		for seq, m := range a.pending {
-			r := b.pending[seq]
+		a.pending.each(func(m *pendingMsg) bool {
+			seq := m.sseq
+			r := b.pending.get(seq)
 			if r.deliveries != m.deliveries || r.deadline != m.deadline {
 				t.Fatalf("%+v: restored %d: %d deliveries due t0%+.3fs, want %d due t0%+.3fs",
 					p, seq, r.deliveries, secs(r.deadline), m.deliveries, secs(m.deadline))
 			}
-		}
+			return true
+		})
 		wantDeadline(t, b, t0+10*sec, true) // 5, queued before the snapshot
 		now := t0 + 12*sec
 		b.Expire(now)
@@ -878,7 +896,7 @@ func TestRestoreLate(t *testing.T) {
 	st := &store.ConsumerState{
 		Delivered:   pair(5, 4),
 		AckFloor:    pair(0, 0),
-		Pending:     map[uint64]store.Pending{1: pend(1, t0+3*sec), 2: pend(2, t0), 4: pend(5, t0+10*sec)},
+		Pending:     []store.StreamPending{pend(1, 1, t0+3*sec), pend(2, 2, t0), pend(4, 5, t0+10*sec)},
 		Redelivered: map[uint64]uint64{2: 1},
 	}
 	s := RestoreState(p, st)
@@ -902,6 +920,12 @@ type model struct {
 	done      map[uint64]string // acked, exhausted or dropped: never delivered again
 	lastCseq  map[uint64]uint64 // consumer seq of each message's latest delivery
 	exhausted map[uint64]uint64 // out of deliveries, still held: deliveries
+	// Dead-letter marks (deadletter.go): dl is SetDeadLetter; held are
+	// the marks of messages out of deliveries; after is every mark's
+	// After.
+	dl    bool
+	held  map[uint64]*modelMsg
+	after map[uint64]uint64
 }
 
 type modelMsg struct {
@@ -910,10 +934,13 @@ type modelMsg struct {
 	last       int64 // stored timestamp: deadline - wait(deliveries)
 	deadline   int64
 	queued     bool
+	dead       store.DeadLetterReason // a dead-letter mark
+	spent      bool                   // a mark whose deadline Expire returned (Retry), until RetryMoveAt
 }
 
 func newModel(p Policy, start uint64) *model {
-	m := &model{p: p, pending: map[uint64]*modelMsg{}, done: map[uint64]string{}, lastCseq: map[uint64]uint64{}, exhausted: map[uint64]uint64{}}
+	m := &model{p: p, pending: map[uint64]*modelMsg{}, done: map[uint64]string{}, lastCseq: map[uint64]uint64{}, exhausted: map[uint64]uint64{},
+		held: map[uint64]*modelMsg{}, after: map[uint64]uint64{}}
 	if start > 0 {
 		m.delivered.Stream, m.floor.Stream = start-1, start-1
 	}
@@ -955,8 +982,16 @@ func (m *model) unqueue(sseq uint64) {
 
 func (m *model) remove(sseq uint64, why string) {
 	delete(m.pending, sseq)
+	delete(m.after, sseq)
 	m.unqueue(sseq)
 	m.done[sseq] = why
+}
+
+// release forgets a message out of deliveries and its mark.
+func (m *model) release(sseq uint64) {
+	delete(m.exhausted, sseq)
+	delete(m.held, sseq)
+	delete(m.after, sseq)
 }
 
 func (m *model) lowest() uint64 {
@@ -983,10 +1018,13 @@ func (m *model) ack(sseq, cseq uint64) []uint64 {
 	switch m.p.Ack {
 	case AckExplicit:
 		if _, ok := m.exhausted[sseq]; ok {
+			if m.held[sseq] != nil {
+				return nil // being moved to the dead-letter subject
+			}
 			delete(m.exhausted, sseq) // released; the floor stays
 			return []uint64{sseq}
 		}
-		if m.pending[sseq] == nil {
+		if x := m.pending[sseq]; x == nil || x.dead != 0 {
 			return nil
 		}
 		acked = []uint64{sseq}
@@ -994,12 +1032,19 @@ func (m *model) ack(sseq, cseq uint64) []uint64 {
 		if sseq <= m.floor.Stream || sseq > m.delivered.Stream {
 			return nil
 		}
-		for q := range m.pending {
+		kept := false
+		for q, x := range m.pending {
 			if q <= sseq {
+				if x.dead != 0 {
+					kept = true
+					continue
+				}
 				acked = append(acked, q)
 			}
 		}
-		m.floor = pair(max(m.floor.Consumer, cseq), sseq)
+		if !kept {
+			m.floor = pair(max(m.floor.Consumer, cseq), sseq)
+		}
 	default:
 		return nil
 	}
@@ -1021,7 +1066,7 @@ func (m *model) queue(sseq uint64) {
 func (m *model) nak(sseq uint64, delay time.Duration, now int64) bool {
 	x := m.pending[sseq]
 	switch {
-	case x == nil:
+	case x == nil || x.dead != 0:
 		return false
 	case delay <= 0:
 		m.queue(sseq)
@@ -1038,7 +1083,7 @@ func (m *model) nak(sseq uint64, delay time.Duration, now int64) bool {
 
 func (m *model) progress(sseq uint64, now int64) bool {
 	x := m.pending[sseq]
-	if x == nil {
+	if x == nil || x.dead != 0 {
 		return false
 	}
 	if !x.queued {
@@ -1052,32 +1097,160 @@ func (m *model) atMax(x *modelMsg) bool {
 }
 
 func (m *model) expire(now int64) []Exhausted {
+	timed := func(q uint64) *modelMsg {
+		if x := m.pending[q]; x != nil {
+			return x
+		}
+		return m.held[q]
+	}
 	var due []uint64
 	for q, x := range m.pending {
-		if !x.queued && x.deadline <= now {
+		if !x.queued && !x.spent && x.deadline <= now {
+			due = append(due, q)
+		}
+	}
+	for q, x := range m.held {
+		if !x.spent && x.deadline <= now {
 			due = append(due, q)
 		}
 	}
 	slices.SortFunc(due, func(a, b uint64) int {
-		return cmp.Or(cmp.Compare(m.pending[a].deadline, m.pending[b].deadline), cmp.Compare(a, b))
+		return cmp.Or(cmp.Compare(timed(a).deadline, timed(b).deadline), cmp.Compare(a, b))
 	})
 	var out []Exhausted
 	for _, q := range due {
-		if x := m.pending[q]; m.atMax(x) {
+		x := timed(q)
+		switch {
+		case x.dead != 0:
+			x.spent = true
+			out = append(out, Exhausted{Stream: q, Deliveries: x.deliveries, Retry: true})
+		case m.atMax(x) && m.dl:
+			m.mark(q, store.DeadLetterMaxDeliver, now)
+			out = append(out, Exhausted{Stream: q, Deliveries: x.deliveries, Kept: true})
+		case m.atMax(x):
 			out = append(out, Exhausted{Stream: q, Deliveries: x.deliveries})
 			m.remove(q, "exhausted by expiry")
 			m.exhausted[q] = x.deliveries
-			continue
+		default:
+			m.queue(q)
 		}
-		m.queue(q)
 	}
 	return out
 }
 
-func (m *model) exhaustedByNak(sseq uint64) (Exhausted, bool) {
+// markWait is the wait a new mark is armed for (deadletter.go mark).
+func (m *model) markWait(deliveries uint64) int64 { return max(m.wait(deliveries), 1) }
+
+func (m *model) mark(sseq uint64, reason store.DeadLetterReason, now int64) {
 	x := m.pending[sseq]
-	if x == nil || !m.atMax(x) {
+	x.dead, x.spent = reason, false
+	if x.queued {
+		x.queued = false
+		m.unqueue(sseq)
+	}
+	x.last, x.deadline = now, now+m.markWait(x.deliveries)
+	m.after[sseq] = 0
+}
+
+func (m *model) markDeadLetter(sseq uint64, reason store.DeadLetterReason, now int64) bool {
+	if x := m.pending[sseq]; x != nil {
+		if x.dead != 0 {
+			return false
+		}
+		m.mark(sseq, reason, now)
+		return true
+	}
+	n, ok := m.exhausted[sseq]
+	if !ok || m.held[sseq] != nil {
+		return false
+	}
+	m.held[sseq] = &modelMsg{deliveries: n, dead: reason, deadline: now + m.markWait(n)}
+	m.after[sseq] = 0
+	return true
+}
+
+// markOf returns the mark of sseq, nil when it has none.
+func (m *model) markOf(sseq uint64) *modelMsg {
+	if x := m.pending[sseq]; x != nil && x.dead != 0 {
+		return x
+	}
+	return m.held[sseq]
+}
+
+func (m *model) deadLettered(sseq uint64) []uint64 {
+	if m.held[sseq] != nil {
+		m.release(sseq)
+		return []uint64{sseq}
+	}
+	x := m.pending[sseq]
+	if x == nil || x.dead == 0 {
+		return nil
+	}
+	delete(m.after, sseq)
+	if x.dead == store.DeadLetterTerm && m.p.Ack == AckAll {
+		x.dead = 0
+		return m.ack(sseq, x.first)
+	}
+	m.remove(sseq, "dead-lettered")
+	m.raiseFloor()
+	return []uint64{sseq}
+}
+
+func (m *model) unmark(sseq uint64) []uint64 {
+	x := m.markOf(sseq)
+	switch {
+	case x == nil:
+		return nil
+	case x.dead == store.DeadLetterTerm:
+		return m.deadLettered(sseq)
+	case m.held[sseq] != nil:
+		delete(m.held, sseq)
+		delete(m.after, sseq)
+		return nil
+	}
+	m.remove(sseq, "unmarked at max_deliver")
+	m.exhausted[sseq] = x.deliveries
+	return nil
+}
+
+func (m *model) retryMoveAt(sseq uint64, at int64) bool {
+	x := m.markOf(sseq)
+	if x == nil {
+		return false
+	}
+	x.deadline, x.spent = at, false
+	return true
+}
+
+func (m *model) setMoveAfter(sseq, after uint64) bool {
+	if m.markOf(sseq) == nil {
+		return false
+	}
+	m.after[sseq] = after
+	return true
+}
+
+func (m *model) moves() []Move {
+	var out []Move
+	for _, q := range slices.Sorted(maps.Keys(m.after)) {
+		x := m.markOf(q)
+		mv := Move{Stream: q, Deliveries: x.deliveries, Reason: x.dead, After: m.after[q]}
+		if m.pending[q] != nil {
+			mv.Consumer = x.first
+		}
+		out = append(out, mv)
+	}
+	return out
+}
+
+func (m *model) exhaustedByNak(sseq uint64, now int64) (Exhausted, bool) {
+	x := m.pending[sseq]
+	if x == nil || x.dead != 0 || !m.atMax(x) {
 		return Exhausted{}, false
+	}
+	if m.dl {
+		m.mark(sseq, store.DeadLetterMaxDeliver, now)
+		return Exhausted{Stream: sseq, Deliveries: x.deliveries, Kept: true}, true
 	}
 	m.remove(sseq, "exhausted by nak")
 	m.exhausted[sseq] = x.deliveries
@@ -1086,7 +1259,7 @@ func (m *model) exhaustedByNak(sseq uint64) (Exhausted, bool) {
 
 func (m *model) drop(sseq uint64) {
 	if _, ok := m.exhausted[sseq]; ok {
-		delete(m.exhausted, sseq)
+		m.release(sseq)
 		return
 	}
 	if m.pending[sseq] != nil {
@@ -1095,10 +1268,69 @@ func (m *model) drop(sseq uint64) {
 	}
 }
 
-// restored is what a restart keeps: deadlines, not the queue.
+func (m *model) dropGone(gone func(uint64) bool) []Dropped {
+	var out []Dropped
+	moved := false
+	for _, q := range slices.Sorted(maps.Keys(m.pending)) {
+		if x := m.pending[q]; gone(q) {
+			out = append(out, Dropped{Stream: q, Consumer: x.first, Deliveries: x.deliveries})
+			m.remove(q, "gone from the stream")
+			moved = true
+		}
+	}
+	for _, q := range slices.Sorted(maps.Keys(m.exhausted)) {
+		if gone(q) {
+			out = append(out, Dropped{Stream: q, Deliveries: m.exhausted[q], Exhausted: true})
+			m.release(q)
+		}
+	}
+	if moved {
+		m.raiseFloor()
+	}
+	slices.SortFunc(out, func(a, b Dropped) int { return cmp.Compare(a.Stream, b.Stream) })
+	return out
+}
+
+func (m *model) skipTo(seq uint64) bool {
+	if seq == 0 {
+		return false
+	}
+	dropped, released := false, false
+	for q := range m.pending {
+		if q < seq {
+			m.remove(q, "purged")
+			dropped = true
+		}
+	}
+	for q := range m.exhausted {
+		if q < seq {
+			m.release(q)
+			released = true
+		}
+	}
+	if m.delivered.Stream < seq-1 {
+		m.delivered.Stream = seq - 1
+		dropped = true
+	}
+	if dropped {
+		m.raiseFloor()
+	}
+	return dropped || released
+}
+
+// restored is what a restart keeps: deadlines, not the queue. A mark is
+// due at once: a pending delivery's at its stored timestamp (the time
+// of the mark), a held message's at 0.
 func (m *model) restored() {
 	for _, x := range m.pending {
-		x.queued = false
+		x.queued, x.spent = false, false
+		x.deadline = x.last + m.wait(x.deliveries) // the policy may have changed since it was armed
+		if x.dead != 0 {
+			x.deadline = x.last
+		}
+	}
+	for _, x := range m.held {
+		x.deadline, x.spent = 0, false
 	}
 	m.rdq = nil
 }
@@ -1107,11 +1339,33 @@ func (m *model) nextDeadline() (int64, bool) {
 	var at int64
 	ok := false
 	for _, x := range m.pending {
-		if !x.queued && (!ok || x.deadline < at) {
+		if !x.queued && !x.spent && (!ok || x.deadline < at) {
+			at, ok = x.deadline, true
+		}
+	}
+	for _, x := range m.held {
+		if !x.spent && (!ok || x.deadline < at) {
 			at, ok = x.deadline, true
 		}
 	}
 	return at, ok
+}
+
+// due returns what Expire eventually returns without further calls:
+// the pending deliveries and the marks whose deadline is not spent.
+func (m *model) due() map[uint64]bool {
+	out := map[uint64]bool{}
+	for q, x := range m.pending {
+		if !x.spent {
+			out[q] = true
+		}
+	}
+	for q, x := range m.held {
+		if !x.spent {
+			out[q] = true
+		}
+	}
+	return out
 }
 
 func (m *model) snapshot() *store.ConsumerState {
@@ -1122,11 +1376,15 @@ func (m *model) snapshot() *store.ConsumerState {
 		}
 		st.Redelivered[q] = n - 1
 	}
-	for q, x := range m.pending {
-		if st.Pending == nil {
-			st.Pending = map[uint64]store.Pending{}
+	for q, after := range m.after {
+		if st.DeadLetter == nil {
+			st.DeadLetter = map[uint64]store.DeadLetter{}
 		}
-		st.Pending[q] = store.Pending{Sequence: x.first, Timestamp: x.last}
+		st.DeadLetter[q] = store.DeadLetter{Reason: m.markOf(q).dead, After: after}
+	}
+	for _, q := range slices.Sorted(maps.Keys(m.pending)) {
+		x := m.pending[q]
+		st.Pending = append(st.Pending, pend(q, x.first, x.last))
 		if x.deliveries > 1 {
 			if st.Redelivered == nil {
 				st.Redelivered = map[uint64]uint64{}
@@ -1193,6 +1451,9 @@ func (m *model) check(t *testing.T, s *State) {
 	if got, want := s.Snapshot(), m.snapshot(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("snapshot\n%+v\nmodel\n%+v", got, want)
 	}
+	if got, want := s.Moves(), m.moves(); !slices.Equal(got, want) {
+		t.Fatalf("moves %+v, model %+v", got, want)
+	}
 }
 
 // horizon is a time after which every pending delivery of p is due,
@@ -1210,7 +1471,7 @@ const maxNakDelay = 20 * time.Second
 // checkEventually: once enough time has passed, every pending message
 // of s (a state whose pending set is want) is queued for redelivery or
 // exhausted, each once.
-func checkEventually(t *testing.T, s *State, p Policy, now int64, want map[uint64]*modelMsg) {
+func checkEventually(t *testing.T, s *State, p Policy, now int64, want map[uint64]bool) {
 	t.Helper()
 	far := now + horizon(p)
 	seen := map[uint64]bool{}
@@ -1224,7 +1485,7 @@ func checkEventually(t *testing.T, s *State, p Policy, now int64, want map[uint6
 		seen[q] = true
 	}
 	if len(seen) != len(want) {
-		t.Fatalf("%d of %d pending messages redelivered or exhausted", len(seen), len(want))
+		t.Fatalf("%d of %d pending messages and marks redelivered, exhausted or due", len(seen), len(want))
 	}
 	for q := range want {
 		if !seen[q] {
@@ -1240,15 +1501,20 @@ type modelRun struct {
 	s   *State
 	m   *model
 	now int64
+	dl  bool  // dead-letter marks in play
+	at  int64 // makes RetryMoveAt times unique (a repeated time is a duplicate heap entry, as in nats-server's pending timers)
 }
 
 // pick returns a stream sequence to ack, nak or touch: mostly a pending
-// one, sometimes one out of deliveries, sometimes anything up to just
-// past the delivered sequence; and the consumer sequence of its latest
-// delivery, as its ack reply says.
+// one, sometimes one out of deliveries or one with a dead-letter mark,
+// sometimes anything up to just past the delivered sequence; and the
+// consumer sequence of its latest delivery, as its ack reply says.
 func (r *modelRun) pick() (uint64, uint64) {
 	var seq uint64
-	if len(r.m.exhausted) > 0 && r.rng.IntN(8) == 0 {
+	if len(r.m.after) > 0 && r.rng.IntN(6) == 0 {
+		keys := slices.Sorted(maps.Keys(r.m.after))
+		seq = keys[r.rng.IntN(len(keys))]
+	} else if len(r.m.exhausted) > 0 && r.rng.IntN(8) == 0 {
 		keys := slices.Sorted(maps.Keys(r.m.exhausted))
 		seq = keys[r.rng.IntN(len(keys))]
 	} else if len(r.m.pending) > 0 && r.rng.IntN(5) > 0 {
@@ -1264,8 +1530,56 @@ func (r *modelRun) pick() (uint64, uint64) {
 	return seq, r.m.lastCseq[seq]
 }
 
+// deadLetterStep drives the dead-letter marks: +TERM marks, moves
+// completed, given up, retried later, and the scan position.
+func (r *modelRun) deadLetterStep() string {
+	t, s, m, now := r.t, r.s, r.m, r.now
+	seq, _ := r.pick()
+	switch k := r.rng.IntN(12); {
+	case k < 4:
+		if got, want := s.MarkDeadLetter(seq, store.DeadLetterTerm, now), m.markDeadLetter(seq, store.DeadLetterTerm, now); got != want {
+			t.Fatalf("MarkDeadLetter(%d) = %v, model %v", seq, got, want)
+		}
+		return fmt.Sprintf("term to dead letter %d", seq)
+	case k < 7:
+		got, want := slices.Sorted(slices.Values(s.DeadLettered(seq))), m.deadLettered(seq)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("DeadLettered(%d) = %v, model %v", seq, got, want)
+		}
+		return fmt.Sprintf("dead-lettered %d", seq)
+	case k < 8:
+		got, want := slices.Sorted(slices.Values(s.Unmark(seq))), m.unmark(seq)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("Unmark(%d) = %v, model %v", seq, got, want)
+		}
+		return fmt.Sprintf("unmark %d", seq)
+	case k < 10:
+		r.at++
+		at := now + r.rng.Int64N(5*sec) + r.at
+		if got, want := s.RetryMoveAt(seq, at), m.retryMoveAt(seq, at); got != want {
+			t.Fatalf("RetryMoveAt(%d) = %v, model %v", seq, got, want)
+		}
+		return fmt.Sprintf("retry move %d at t0%+.3fs", seq, secs(at))
+	case k < 11:
+		after := r.rng.Uint64N(1000)
+		if got, want := s.SetMoveAfter(seq, after), m.setMoveAfter(seq, after); got != want {
+			t.Fatalf("SetMoveAfter(%d) = %v, model %v", seq, got, want)
+		}
+		return fmt.Sprintf("move after %d %d", seq, after)
+	default:
+		m.dl = !m.dl
+		s.SetDeadLetter(m.dl)
+		return fmt.Sprintf("dead letter %v", m.dl)
+	}
+}
+
 func (r *modelRun) step() string {
 	t, s, m, now := r.t, r.s, r.m, r.now
+	if r.dl && r.rng.IntN(8) == 0 {
+		return r.deadLetterStep()
+	}
 	switch op := r.rng.IntN(100); {
 	case op < 25:
 		if s.AtAckLimit() {
@@ -1300,8 +1614,8 @@ func (r *modelRun) step() string {
 	case op < 66:
 		// The runner's NAK: exhausted at max_deliver, else queued.
 		seq, _ := r.pick()
-		ge, gok := s.ExhaustedByNak(seq, t0)
-		if we, wok := m.exhaustedByNak(seq); ge != we || gok != wok {
+		ge, gok := s.ExhaustedByNak(seq, now)
+		if we, wok := m.exhaustedByNak(seq, now); ge != we || gok != wok {
 			t.Fatalf("ExhaustedByNak(%d) = %+v %v, model %+v %v", seq, ge, gok, we, wok)
 		}
 		if gok {
@@ -1322,9 +1636,12 @@ func (r *modelRun) step() string {
 		}
 		return fmt.Sprintf("progress %d", seq)
 	case op < 92:
-		if r.rng.IntN(20) == 0 {
+		switch k := r.rng.IntN(40); {
+		case k < 2:
 			r.now += 60 * sec
-		} else {
+		case k < 3:
+			r.now -= r.rng.Int64N(3 * sec) // the wall clock steps back
+		default:
 			r.now += r.rng.Int64N(4 * sec)
 		}
 		if got, want := s.Expire(r.now), m.expire(r.now); !slices.Equal(got, want) {
@@ -1332,16 +1649,44 @@ func (r *modelRun) step() string {
 		}
 		return fmt.Sprintf("expire at t0%+.3fs", secs(r.now))
 	case op < 96:
+		switch k := r.rng.IntN(8); {
+		case k == 0: // messages removed from the stream
+			mod := 3 + r.rng.Uint64N(5)
+			gone := func(q uint64) bool { return q%mod == 0 }
+			if got, want := s.DropGone(gone), m.dropGone(gone); !slices.Equal(got, want) {
+				t.Fatalf("DropGone(multiples of %d) = %v, model %v", mod, got, want)
+			}
+			return fmt.Sprintf("drop multiples of %d", mod)
+		case k == 1: // a purge below seq
+			seq := m.floor.Stream + r.rng.Uint64N(m.delivered.Stream-m.floor.Stream+4)
+			if got, want := s.SkipTo(seq), m.skipTo(seq); got != want {
+				t.Fatalf("SkipTo(%d) = %v, model %v", seq, got, want)
+			}
+			return fmt.Sprintf("skip to %d", seq)
+		}
 		seq, _ := r.pick()
 		s.DropRedelivery(seq)
 		m.drop(seq)
 		return fmt.Sprintf("drop %d", seq)
-	case op < 98:
+	case op < 97:
 		r.s = RestoreState(r.p, s.Snapshot())
+		r.s.SetDeadLetter(m.dl)
 		m.restored()
 		return "restore"
+	case op < 98:
+		// A consumer update changes the ack wait: it applies from the next
+		// delivery (first deliveries after a shorter wait are due before
+		// earlier ones).
+		r.p.AckWait = []time.Duration{time.Second, 3 * time.Second, 10 * time.Second, 20 * time.Second}[r.rng.IntN(4)]
+		s.SetPolicy(r.p)
+		m.p = r.p
+		return fmt.Sprintf("ack wait %v", r.p.AckWait)
 	default:
-		checkEventually(t, RestoreState(r.p, s.Snapshot()), r.p, now, m.pending)
+		restored := maps.Clone(m.pending)
+		for q := range m.held {
+			restored[q] = nil
+		}
+		checkEventually(t, RestoreState(r.p, s.Snapshot()), r.p, now, boolKeys(restored))
 		return "eventually"
 	}
 }
@@ -1352,19 +1697,25 @@ func (r *modelRun) step() string {
 // floor is at or below delivered, every pending sequence is in
 // (floor, delivered], no message is redelivered after it was acked,
 // exhausted or dropped, and every pending message is eventually
-// redelivered or exhausted.
+// redelivered or exhausted. The runs with dead-letter marks also put
+// +TERM marks, complete, give up and re-arm moves and turn the
+// dead-letter subject on and off (deadletter.go).
 func TestStateAgainstModel(t *testing.T) {
 	backoff := []time.Duration{time.Second, 3 * time.Second, 7 * time.Second}
 	policies := []struct {
 		name string
 		p    Policy
+		dl   bool
 	}{
-		{"explicit", Policy{Ack: AckExplicit, AckWait: 10 * time.Second}},
-		{"explicit backoff max deliver", Policy{Ack: AckExplicit, AckWait: time.Second, BackOff: backoff, MaxDeliver: 4}},
-		{"explicit max ack pending", Policy{Ack: AckExplicit, AckWait: 5 * time.Second, MaxDeliver: 3, MaxAckPending: 16}},
-		{"all", Policy{Ack: AckAll, AckWait: 10 * time.Second, MaxDeliver: 5}},
-		{"all backoff max ack pending", Policy{Ack: AckAll, BackOff: backoff, MaxAckPending: 8}},
-		{"none", Policy{Ack: AckNone, AckWait: time.Second, MaxDeliver: 2}},
+		{"explicit", Policy{Ack: AckExplicit, AckWait: 10 * time.Second}, false},
+		{"explicit backoff max deliver", Policy{Ack: AckExplicit, AckWait: time.Second, BackOff: backoff, MaxDeliver: 4}, false},
+		{"explicit max ack pending", Policy{Ack: AckExplicit, AckWait: 5 * time.Second, MaxDeliver: 3, MaxAckPending: 16}, false},
+		{"all", Policy{Ack: AckAll, AckWait: 10 * time.Second, MaxDeliver: 5}, false},
+		{"all backoff max ack pending", Policy{Ack: AckAll, BackOff: backoff, MaxAckPending: 8}, false},
+		{"none", Policy{Ack: AckNone, AckWait: time.Second, MaxDeliver: 2}, false},
+		{"explicit dead letter", Policy{Ack: AckExplicit, AckWait: time.Second, BackOff: backoff, MaxDeliver: 3}, true},
+		{"explicit dead letter max ack pending", Policy{Ack: AckExplicit, AckWait: 5 * time.Second, MaxDeliver: 2, MaxAckPending: 16}, true},
+		{"all dead letter", Policy{Ack: AckAll, AckWait: 10 * time.Second, MaxDeliver: 2}, true},
 	}
 	ops := 4000
 	if testing.Short() {
@@ -1374,16 +1725,18 @@ func TestStateAgainstModel(t *testing.T) {
 		for seed := uint64(1); seed <= 3; seed++ {
 			t.Run(fmt.Sprintf("%s/seed=%d", pc.name, seed), func(t *testing.T) {
 				t.Parallel()
-				runModel(t, pc.p, seed, ops)
+				runModel(t, pc.p, pc.dl, seed, ops)
 			})
 		}
 	}
 }
 
-func runModel(t *testing.T, p Policy, seed uint64, ops int) {
+func runModel(t *testing.T, p Policy, dl bool, seed uint64, ops int) {
 	rng := rand.New(rand.NewPCG(seed, 0xc0ffee))
 	start := 1 + rng.Uint64N(5)
-	r := &modelRun{t: t, rng: rng, p: p, s: NewState(p, start), m: newModel(p, start), now: t0}
+	r := &modelRun{t: t, rng: rng, p: p, s: NewState(p, start), m: newModel(p, start), now: t0, dl: dl}
+	r.s.SetDeadLetter(dl)
+	r.m.dl = dl
 	var trail []string
 	defer func() {
 		if t.Failed() {
@@ -1397,9 +1750,9 @@ func runModel(t *testing.T, p Policy, seed uint64, ops int) {
 	// Liveness on the live state: everything pending is queued or
 	// exhausted after a horizon and, with max_deliver, gone after enough
 	// rounds of redelivery.
-	checkEventually(t, r.s, p, r.now, r.m.pending)
-	if p.MaxDeliver <= 0 {
-		return
+	checkEventually(t, r.s, p, r.now, r.m.due())
+	if p.MaxDeliver <= 0 || dl {
+		return // (marks stay pending until their move ends)
 	}
 	floor, held := r.s.AckFloor(), r.s.NumExhausted()+r.s.NumAckPending()
 	for round := 0; r.s.NumAckPending() > 0; round++ {
@@ -1418,7 +1771,8 @@ func runModel(t *testing.T, p Policy, seed uint64, ops int) {
 
 // TestExpireNothingDueIsCheap: with many deliveries pending and none
 // due, Expire and NextDeadline allocate nothing and leave the deadline
-// heap as it is (see BenchmarkExpireNothingDue for the time).
+// heap as it is (see BenchmarkExpireNothingDue for the time; first
+// deliveries have no heap entry, see TestFirstDeliveriesNeedNoHeap).
 func TestExpireNothingDueIsCheap(t *testing.T) {
 	s := pendingState(100_000)
 	n := len(s.deadlines)
@@ -1444,7 +1798,8 @@ func pendingState(n int) *State {
 
 // BenchmarkExpireNothingDue: the runner calls Expire and NextDeadline on
 // every timer tick; with 1,000,000 deliveries pending and none due they
-// must only look at the top of the heap.
+// must only look at the top of the heap and the first delivery waiting
+// for its deadline.
 func BenchmarkExpireNothingDue(b *testing.B) {
 	s := pendingState(1_000_000)
 	now := t0 + 10*sec
@@ -1540,5 +1895,32 @@ func TestReplayJournal(t *testing.T) {
 	r.Replay(store.ConsumerOp{Kind: store.OpNak, Stream: 4, Consumer: 4, Time: t0}, t0+31*sec)
 	if !r.IsPending(4) {
 		t.Fatal("a replayed NAK ended the deliveries of a message at max_deliver")
+	}
+}
+
+// Reset (ADR-60) forgets every delivery and restarts the consumer
+// sequence at 1 from the given stream sequence, as nats-server's
+// resetLocalStartingSeq: delivered and ack floor are {0, seq-1}.
+func TestReset(t *testing.T) {
+	s := NewState(Policy{Ack: AckExplicit, AckWait: time.Second, MaxDeliver: 2}, 1)
+	deliver(s, t0, 1, 2, 3, 4)
+	s.Ack(1, 1)
+	s.Expire(t0 + 2*sec)
+	redeliverAll(s, t0+2*sec)
+	s.Expire(t0 + 4*sec) // 2, 3, 4 run out of deliveries
+	if s.NumExhausted() == 0 {
+		t.Fatalf("setup: %d exhausted, %d pending", s.NumExhausted(), s.NumAckPending())
+	}
+	s.Reset(3)
+	if s.Delivered() != pair(0, 2) || s.AckFloor() != pair(0, 2) || s.NumAckPending() != 0 || s.NumExhausted() != 0 || s.NumRedelivered() != 0 {
+		t.Fatalf("after Reset(3): delivered %v floor %v, %d pending, %d exhausted, %d redelivered",
+			s.Delivered(), s.AckFloor(), s.NumAckPending(), s.NumExhausted(), s.NumRedelivered())
+	}
+	if d := s.DeliverNew(3, t0+5*sec); d.ConsumerSeq != 1 {
+		t.Fatalf("first delivery after the reset has consumer sequence %d, want 1", d.ConsumerSeq)
+	}
+	s.Reset(0)
+	if s.Delivered() != pair(0, 0) || s.NextSeq() != 1 {
+		t.Fatalf("Reset(0): delivered %v, next %d; want {0 0} and 1", s.Delivered(), s.NextSeq())
 	}
 }

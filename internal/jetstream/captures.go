@@ -17,13 +17,16 @@ type capture struct {
 }
 
 // refreshCapturesLocked rebuilds the table captureOf reads after the
-// stream table or a stream's subjects changed. The caller holds js.mu.
+// stream table or a stream's subjects changed, and the account's share
+// of the server's reservations (updateReservationsLocked), which change
+// with them. The caller holds js.mu.
 func (js *JetStream) refreshCapturesLocked() {
 	cs := make([]capture, 0, len(js.streams))
 	for _, r := range js.streams {
 		cs = append(cs, capture{subjects: r.Config().Subjects, r: r})
 	}
 	js.captures.Store(&cs)
+	js.updateReservationsLocked()
 }
 
 // captureOf returns the stream that captures the literal subject subj,

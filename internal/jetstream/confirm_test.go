@@ -107,7 +107,7 @@ func checkConfirmedAcked(t *testing.T, js *JetStream, n int, confirmed func(uint
 		t.Fatal(jerr)
 	}
 	st := c.Snapshot()
-	isPending := func(seq uint64) bool { _, ok := st.Pending[seq]; return ok }
+	isPending := func(seq uint64) bool { _, ok := st.PendingAt(seq); return ok }
 	for seq := uint64(1); seq <= uint64(n); seq++ {
 		if confirmed(seq) && (isPending(seq) || seq > st.Delivered.Stream) {
 			t.Fatalf("confirmed ack of %d lost: pending %v, delivered %d, ack floor %d",

@@ -132,6 +132,9 @@ func (r *streamEntry) checkNewLocked(scfg *stream.Config, cfg *consumer.Config) 
 	if scfg.MaxConsumers > 0 && cfg.Limitable() && countLimitable(others) >= scfg.MaxConsumers {
 		return jserr.New(jserr.MaximumConsumersLimit)
 	}
+	if l := r.js.cfg.Limits; l != nil && l.MaxConsumers > 0 && cfg.Limitable() && countLimitable(others) >= l.MaxConsumers {
+		return jserr.New(jserr.MaximumConsumersLimit) // the account's max_consumers, per stream
+	}
 	if scfg.Retention == stream.WorkQueuePolicy {
 		if err := consumer.CheckWorkQueue(cfg, others); err != nil {
 			return err

@@ -506,7 +506,7 @@ func TestDeadLetterTermOfHeld(t *testing.T) {
 			waitUntil(t, "the message to be out of deliveries", func() bool {
 				c, _ := js.lookupConsumer("ORDERS", "proc")
 				st := c.Snapshot() // out of deliveries: a redelivery count without a pending entry
-				_, pending := st.Pending[1]
+				_, pending := st.PendingAt(1)
 				_, counted := st.Redelivered[1]
 				return counted && !pending && c.NumMoves() == 0
 			})

@@ -168,13 +168,13 @@ func replayConsumer(t *testing.T, cr *consumerRecord) []byte {
 }
 
 // consumerState writes a consumer's stored state and pause as text, maps
-// in key order.
+// in key order (the pending list is sorted already).
 func consumerState(s *consumer.State) []byte {
 	st := s.Snapshot()
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "delivered %+v ack_floor %+v paused %d\n", st.Delivered, st.AckFloor, s.PausedUntil())
-	for _, seq := range sortedKeys(st.Pending) {
-		fmt.Fprintf(&b, "pending %d %+v\n", seq, st.Pending[seq])
+	for _, p := range st.Pending {
+		fmt.Fprintf(&b, "pending %d %+v\n", p.Stream, p.Pending)
 	}
 	for _, seq := range sortedKeys(st.Redelivered) {
 		fmt.Fprintf(&b, "redelivered %d %d\n", seq, st.Redelivered[seq])

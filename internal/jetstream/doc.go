@@ -30,13 +30,15 @@
 //
 //	<StoreDir>/jetstream/$G/streams/<name>/meta.json   stream config and creation time
 //	<StoreDir>/jetstream/$G/streams/<name>/msgs/       the file store's segments (and consumer states)
-//	<StoreDir>/jetstream/$G/streams/<name>/obs/<c>/meta.json  a durable consumer's config and creation time
+//	<StoreDir>/jetstream/$G/streams/<name>/obs/<c>/meta.json  a consumer's config and creation time
 //	<StoreDir>/jetstream/$G/streams/.<name>/              a stream being deleted (dirs.go); a start removes it
 //	<StoreDir>/jetstream/$G/streams/<name>.unrestored-<ns>/  a directory a start could not restore, set aside by a create of <name>
 //
 // Memory streams write nothing: they end with the server, as in
-// nats-server. Only durable consumers of file streams without
-// mem_storage are written; ephemerals end with the server.
+// nats-server. The consumers of file streams are written, durable and
+// ephemeral alike, except those with mem_storage, which end with the
+// server (as in nats-server v2.15.2); a restored ephemeral is deleted once
+// its inactive_threshold has passed since the restart.
 //
 // meta.json is replaced by write-new (meta.json.tmp), fsync, rename,
 // fsync-directory. Its content is the JSON of metaFile followed by a

@@ -13,6 +13,7 @@ type StreamInfo struct {
 	Config    stream.Config `json:"config"`
 	Created   time.Time     `json:"created"`
 	State     StreamState   `json:"state"`
+	Domain    string        `json:"domain,omitempty"` // the JetStream domain; nats-server leaves it out of create answers
 	Cluster   *ClusterInfo  `json:"cluster,omitempty"`
 	Mirror    *SourceInfo   `json:"mirror,omitempty"`
 	Sources   []*SourceInfo `json:"sources,omitempty"`
@@ -60,6 +61,7 @@ func (r *streamEntry) info(opts InfoOptions) *StreamInfo {
 		Config:    r.js.withServerMetadata(r.Config()),
 		Created:   r.Created().UTC(),
 		State:     toState(st, r.subjectCounts(opts.SubjectsFilter)),
+		Domain:    r.js.cfg.Domain,
 		Cluster:   &ClusterInfo{Leader: r.js.cfg.ServerName},
 		TimeStamp: r.js.now().UTC(),
 	}
@@ -108,6 +110,9 @@ func unixTime(ns int64) time.Time {
 	}
 	return time.Unix(0, ns).UTC()
 }
+
+// Domain returns the JetStream domain ("" for none).
+func (js *JetStream) Domain() string { return js.cfg.Domain }
 
 // withServerMetadata adds the advertised server version and API level to
 // a config returned to a client (nats-server setDynamicStreamMetadata).

@@ -30,6 +30,7 @@ type Config struct {
 	MaxMemory  int64                            // bytes of memory storage for the streams; 0 = unlimited; NoStorage = none (limits.go)
 	MaxStore   int64                            // bytes of file storage for the streams; 0 = unlimited; NoStorage = none; ignored with MaxStoreFromDisk
 	ServerName string                           // reported as the stream leader in StreamInfo.cluster
+	Domain     string                           // the JetStream domain (jetstream { domain }), reported in PubAcks, stream infos, account info and advisories; "" for none
 	Version    string                           // the nats-server version advertised (metadata _nats.ver)
 	APILevel   int                              // the JetStream API level advertised (metadata _nats.level)
 	Now        func() time.Time                 // the clock for message timestamps and expiry; nil = time.Now
@@ -45,10 +46,29 @@ type Config struct {
 	// the fsync: the opt-in ack_before_sync_interval of docs/engine.md,
 	// "Durability").
 	AckBeforeSyncInterval time.Duration
+	// MaxPayload is the server's max_payload: a restored snapshot holding
+	// a larger message is refused, as nats-server refuses it. 0 = no
+	// such check.
+	MaxPayload int64
+	// MaxPending is the server's max_pending: a batched direct get
+	// without max_bytes sends at most this much (ADR-31). 0 = 64 MiB,
+	// nats-server's default.
+	MaxPending int64
 	// MaxStoreFromDisk sizes the file storage limit from the store's file
 	// system, as nats-server v2.15.2 sizes an unset max_file_store
 	// (limits.go).
 	MaxStoreFromDisk bool
+	// Account is the name of the account whose streams this engine
+	// keeps: they live in <StoreDir>/jetstream/<Account>/streams. "" is
+	// the global account, $G.
+	Account string
+	// Limits are the account's limits (nats-server's account jetstream
+	// block); nil is no limit but the server's.
+	Limits *AccountLimits
+	// Usage is the server's storage accounting, shared by the engines of
+	// every account so that MaxMemory and MaxStore bound them together;
+	// nil gives the engine its own.
+	Usage *Usage
 	// NewLog makes each stream's operation log (log.go, docs/engine.md);
 	// nil is NewLocalLog, the log of a stream on one server. A replicated
 	// stream's log, or a test's recording one, goes here.
@@ -63,7 +83,8 @@ type Config struct {
 // max_file_store: 0) does: every create is refused with 10028 (10047).
 const NoStorage int64 = -1
 
-// JetStream is the JetStream engine of one server and its one account.
+// JetStream is the JetStream engine of one account of a server (one
+// engine per account with JetStream; they share the server's Usage).
 type JetStream struct {
 	cfg Config
 	tr  Transport
@@ -75,10 +96,16 @@ type JetStream struct {
 	// channel closed once its files are gone: a create of the name waits
 	// for it (guarded by mu).
 	deleting map[string]chan struct{}
+	// restoring holds the names of streams being restored (restore.go):
+	// a second restore of the name is refused (guarded by mu).
+	restoring map[string]bool
 
-	// storage is the server's storage limits, usage and disk guard,
-	// shared by every stream's runtime (limits.go).
-	storage *streamrun.Storage
+	// storage is the account's view of the server's storage limits and
+	// usage (shared by the accounts' engines) and the disk guard, shared
+	// by every stream's runtime (limits.go). reserved is this account's
+	// part of the server's reservations (guarded by mu).
+	storage  *streamrun.Storage
+	reserved [2]int64
 
 	// batches counts the open batches and staged bytes of every stream
 	// against the server-wide limits (batch.go).
@@ -91,11 +118,35 @@ type JetStream struct {
 	// dead-letter move cannot tell whether a stream captures its subject.
 	ready   atomic.Bool
 	dlqAcks *consumerrun.DeadLetterAcks // routes the PubAcks of dead-letter copies (consumerrun)
+
+	// quit is closed by Shutdown; bg counts the goroutines of snapshots
+	// and restores (background), which end on it, and bgClosed (under
+	// bgMu) refuses new ones once Shutdown began.
+	quit     chan struct{}
+	bg       sync.WaitGroup
+	bgMu     sync.Mutex
+	bgClosed bool
 }
 
-// accountDir is where the single account's streams live, as nats-server
-// names its global account.
-const accountDir = "jetstream/$G/streams"
+// background runs f on a goroutine that Shutdown waits for, and reports
+// false (without running f) once Shutdown has begun.
+func (js *JetStream) background(f func()) bool {
+	js.bgMu.Lock()
+	defer js.bgMu.Unlock()
+	if js.bgClosed {
+		return false
+	}
+	js.bg.Add(1)
+	go func() {
+		defer js.bg.Done()
+		f()
+	}()
+	return true
+}
+
+// GlobalAccount is the account of an engine whose Config.Account is "",
+// as nats-server names its default account.
+const GlobalAccount = "$G"
 
 // New starts JetStream: it creates the store directory if needed and
 // restores every stream found there. A stream whose metadata or store
@@ -116,8 +167,17 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	if cfg.Infof == nil {
 		cfg.Infof = cfg.Logf
 	}
-	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*streamEntry{}}
-	js.storage = streamrun.NewStorage(cfg.FS, cfg.StoreDir, cfg.Now, cfg.Logf, cfg.Infof)
+	if cfg.Account == "" {
+		cfg.Account = GlobalAccount
+	}
+	if !validAccountDir(cfg.Account) {
+		return nil, fmt.Errorf("jetstream: account name %q cannot name a directory", cfg.Account)
+	}
+	if cfg.Usage == nil {
+		cfg.Usage = NewUsage()
+	}
+	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*streamEntry{}, quit: make(chan struct{})}
+	js.storage = streamrun.NewStorage(cfg.FS, cfg.StoreDir, cfg.Usage, cfg.Now, cfg.Logf, cfg.Infof)
 	if err := cfg.FS.MkdirAll(js.streamsDir()); err != nil {
 		return nil, fmt.Errorf("jetstream: create %s: %w", js.streamsDir(), err)
 	}
@@ -148,8 +208,26 @@ func (js *JetStream) batchLimits() stream.BatchLimits {
 	return l
 }
 func (js *JetStream) logf(format string, args ...any) { js.cfg.Logf(format, args...) }
-func (js *JetStream) streamsDir() string              { return path.Join(js.cfg.StoreDir, accountDir) }
-func (js *JetStream) streamDir(name string) string    { return path.Join(js.streamsDir(), name) }
+func (js *JetStream) streamsDir() string {
+	return path.Join(js.cfg.StoreDir, "jetstream", js.cfg.Account, "streams")
+}
+
+// validAccountDir reports whether an account name is safe as a directory
+// name: not empty, ".", "..", and without a path separator or a control
+// character (an account name must never lead a write outside the store
+// directory: nats-server's CVE-2022-28357 built file names from input).
+func validAccountDir(name string) bool {
+	if name == "" || name == "." || name == ".." {
+		return false
+	}
+	for _, r := range name {
+		if r == '/' || r == '\\' || r < ' ' || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+func (js *JetStream) streamDir(name string) string { return path.Join(js.streamsDir(), name) }
 
 // restore opens every stream directory under the store directory, then
 // starts the restored streams' sourcers.
@@ -203,13 +281,20 @@ func (js *JetStream) restoreOne(name string) (*streamEntry, error) {
 	return r, nil
 }
 
-// openRunner opens the stream's store and starts its runtime: Open,
-// the consumers restored, then Serve.
+// openRunner opens the stream's store and starts its runtime
+// (startEntry).
 func (js *JetStream) openRunner(cfg stream.Config, created time.Time, dir string) (*streamEntry, error) {
 	st, err := js.openStore(cfg, dir)
 	if err != nil {
 		return nil, err
 	}
+	return js.startEntry(cfg, created, dir, st)
+}
+
+// startEntry starts the runtime of a stream over its opened store st:
+// Open, the consumers restored from dir, then Serve. On an error st is
+// closed.
+func (js *JetStream) startEntry(cfg stream.Config, created time.Time, dir string, st store.Store) (*streamEntry, error) {
 	r := js.newEntry(cfg, created, dir, st)
 	if err := r.Open(); err != nil {
 		_ = st.Close()
@@ -231,7 +316,8 @@ func (js *JetStream) consumerEnv() consumerrun.Env {
 	}
 	return consumerrun.Env{
 		Transport: js.tr, Now: js.cfg.Now, Logf: js.cfg.Logf, FS: js.cfg.FS,
-		APILevel: js.cfg.APILevel, Version: js.cfg.Version, NewLog: newLog,
+		APILevel: js.cfg.APILevel, Version: js.cfg.Version, Domain: js.cfg.Domain,
+		MaxPayload: js.cfg.MaxPayload, NewLog: newLog,
 		DeadLetterAcks: js.dlqAcks, CaptureOf: js.captureStream, Ready: js.ready.Load,
 		Expire: js.expireConsumer,
 	}
@@ -256,7 +342,7 @@ func (js *JetStream) streamEnv() streamrun.Env {
 	}
 	return streamrun.Env{
 		Transport: js.tr, Now: js.cfg.Now, Logf: js.cfg.Logf, APILevel: js.cfg.APILevel,
-		Storage: js.storage, BatchLimits: js.batchLimits(), Batches: &js.batches, NewLog: newLog,
+		Domain: js.cfg.Domain, MaxPending: js.cfg.MaxPending, Storage: js.storage, BatchLimits: js.batchLimits(), Batches: &js.batches, NewLog: newLog,
 	}
 }
 
@@ -336,6 +422,13 @@ func anyOverlap(subjects []string, filter string) bool {
 // Shutdown stops every stream: queued publishes are applied and
 // acknowledged, stores are closed.
 func (js *JetStream) Shutdown() {
+	js.bgMu.Lock()
+	if !js.bgClosed {
+		js.bgClosed = true
+		close(js.quit)
+	}
+	js.bgMu.Unlock()
+	js.bg.Wait() // snapshots and restores end on quit
 	js.mu.Lock()
 	js.closed = true
 	runners := make([]*streamEntry, 0, len(js.streams))

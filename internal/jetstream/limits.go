@@ -4,6 +4,7 @@ import (
 	"math"
 	"path"
 
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/cairnmq/cairn/internal/vfs"
@@ -37,11 +38,16 @@ import (
 const maxStoreFallback = 1 << 40
 
 // initLimits sets the limits before the streams are restored: a file
-// limit from disk stays unenforced until finishLimits.
+// limit from disk stays unenforced until finishLimits. The account's
+// own limits (Config.Limits) hold from the start.
 func (js *JetStream) initLimits() {
 	js.storage.SetLimit(stream.MemoryStorage, js.cfg.MaxMemory)
 	if !js.cfg.MaxStoreFromDisk {
 		js.storage.SetLimit(stream.FileStorage, js.cfg.MaxStore)
+	}
+	if l := js.cfg.Limits; l != nil {
+		js.storage.SetAccountLimit(stream.MemoryStorage, l.MaxMemory)
+		js.storage.SetAccountLimit(stream.FileStorage, l.MaxStore)
 	}
 }
 
@@ -103,29 +109,66 @@ func (js *JetStream) storageLimit(st stream.StorageType) (int64, bool) {
 	return js.storage.Limit(st)
 }
 
-// checkReservationLocked checks cfg's max_bytes against the limit of its
-// storage type, counting every other stream's reservation. The caller
-// holds js.mu.
+// checkReservationLocked checks cfg's max_bytes against the account's
+// limit of its storage type, counting this account's other streams'
+// reservations, then against the server's, counting every account's
+// (nats-server v2.15.2 checkBytesLimits). The caller holds js.mu.
 func (js *JetStream) checkReservationLocked(cfg *stream.Config) *jserr.Error {
-	limit, limited := js.storageLimit(cfg.Storage)
-	if !limited {
-		return nil
-	}
-	var reserved int64
+	var mine int64 // this account's reservations but cfg's stream's
 	for name, r := range js.streams {
 		if name == cfg.Name {
 			continue
 		}
 		if oc := r.Config(); oc.Storage == cfg.Storage && oc.MaxBytes > 0 {
-			reserved += oc.MaxBytes
+			mine += oc.MaxBytes
 		}
 	}
 	add := max(cfg.MaxBytes, 1)
-	if reserved > limit || add > limit-reserved {
+	over := func(limit, reserved int64) bool { return reserved > limit || add > limit-reserved }
+	exceeded := false
+	if l := js.cfg.Limits; l != nil {
+		acct := l.MaxStore
 		if cfg.Storage == stream.MemoryStorage {
-			return jserr.New(jserr.MemoryResourcesExceeded)
+			acct = l.MaxMemory
 		}
-		return jserr.New(jserr.StorageResourcesExceeded)
+		exceeded = acct >= 0 && over(acct, mine)
 	}
-	return nil
+	if limit, limited := js.storageLimit(cfg.Storage); limited && !exceeded {
+		others := js.storage.Server().Reserved(cfg.Storage) - js.reserved[cfg.Storage]
+		exceeded = over(limit, others+mine)
+	}
+	if !exceeded {
+		return nil
+	}
+	if cfg.Storage == stream.MemoryStorage {
+		return jserr.New(jserr.MemoryResourcesExceeded)
+	}
+	return jserr.New(jserr.StorageResourcesExceeded)
 }
+
+// updateReservationsLocked recounts this account's reservations (the
+// max_bytes of its streams) into the server's shared total
+// (streamrun.Usage). It runs whenever the stream table or a stream's
+// config changes. The caller holds js.mu.
+func (js *JetStream) updateReservationsLocked() {
+	var now [2]int64
+	for _, r := range js.streams {
+		if c := r.Config(); c.MaxBytes > 0 {
+			now[c.Storage] += c.MaxBytes
+		}
+	}
+	srv := js.storage.Server()
+	for st := range now {
+		srv.AddReserved(stream.StorageType(st), now[st]-js.reserved[st])
+		js.reserved[st] = now[st]
+	}
+}
+
+// Usage is the server's JetStream storage accounting, shared by the
+// engines of all its accounts (Config.Usage): bytes stored, the limits
+// (max_memory_store, max_file_store) and the bytes reserved (max_bytes),
+// by storage type (streamrun.Usage). Make one with NewUsage.
+type Usage = streamrun.Usage
+
+// NewUsage returns an empty Usage.
+func NewUsage() *Usage { return streamrun.NewUsage() }

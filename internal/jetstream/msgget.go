@@ -2,39 +2,54 @@ package jetstream
 
 import (
 	"errors"
+	"time"
 
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// MsgGetRequest selects one message (nats-server v2.15.2 STREAM.MSG.GET and STREAM.MSG.DELETE): by
-// sequence, last by subject, or next at or after Seq by subject.
+// MsgGetRequest selects one message (nats-server v2.15.2 STREAM.MSG.GET,
+// jsMsgGetRequest): by sequence, last by subject, next at or after Seq by
+// subject, or the first at or after StartTime (with NextFor: the first on
+// that subject from there).
 type MsgGetRequest struct {
-	Seq       uint64 `json:"seq,omitempty"`
-	LastFor   string `json:"last_by_subj,omitempty"`
-	NextFor   string `json:"next_by_subj,omitempty"`
-	NoHeaders bool   `json:"no_hdr,omitempty"`
+	Seq       uint64     `json:"seq,omitempty"`
+	LastFor   string     `json:"last_by_subj,omitempty"`
+	NextFor   string     `json:"next_by_subj,omitempty"`
+	StartTime *time.Time `json:"start_time,omitempty"`
+	NoHeaders bool       `json:"no_hdr,omitempty"`
 }
 
-// GetMsg loads the message a request selects. No selector, or last_by_subj
-// with a sequence, gives 10003; nothing found gives 10037.
+// GetMsg loads the message a request selects, as nats-server v2.15.2
+// jsMsgGetRequest does: start_time stands for the sequence of the first
+// message at or after it (streamrun.SeqFromTime). No selector, or selectors that
+// conflict (seq, last_by_subj and start_time are exclusive; last_by_subj
+// goes with no next_by_subj), give 10003; nothing found gives 10037.
 func (js *JetStream) GetMsg(name string, req MsgGetRequest) (*store.StoredMsg, *jserr.Error) {
 	r, jerr := js.lookup(name)
 	if jerr != nil {
 		return nil, jerr
 	}
+	if (req.Seq > 0 && (req.LastFor != "" || req.StartTime != nil)) ||
+		(req.LastFor != "" && (req.NextFor != "" || req.StartTime != nil)) ||
+		(req.Seq == 0 && req.LastFor == "" && req.NextFor == "" && req.StartTime == nil) {
+		return nil, jserr.New(jserr.BadRequest)
+	}
+	seq := req.Seq
+	if req.StartTime != nil {
+		seq = streamrun.SeqFromTime(r.Store(), req.StartTime.UnixNano())
+	}
 	var sm *store.StoredMsg
 	var err error
 	switch {
-	case req.LastFor != "" && req.Seq == 0 && req.NextFor == "":
-		sm, err = r.Store().LoadLast(req.LastFor)
-	case req.NextFor != "" && req.LastFor == "":
-		sm, err = r.Store().LoadNext([]string{req.NextFor}, req.Seq)
-	case req.Seq > 0 && req.LastFor == "" && req.NextFor == "":
-		sm, err = r.Store().Load(req.Seq)
+	case seq > 0 && req.NextFor == "":
+		sm, err = r.Store().Load(seq)
+	case req.NextFor != "":
+		sm, err = r.Store().LoadNext([]string{req.NextFor}, seq)
 	default:
-		return nil, jserr.New(jserr.BadRequest)
+		sm, err = r.Store().LoadLast(req.LastFor)
 	}
 	if errors.Is(err, store.ErrCorrupt) {
 		// Never served; the operator gets the details, the client the
@@ -64,13 +79,22 @@ type AccountInfo struct {
 	Limits    AccountLimits `json:"limits"`
 }
 
-// AccountLimits are the account's JetStream limits; -1 is unlimited.
+// AccountLimits are an account's JetStream limits, in nats-server
+// v2.15.2's keys (JetStreamAccountLimits); -1 is unlimited. MaxConsumers
+// is per stream; MaxAckPending is reported, not enforced.
 type AccountLimits struct {
-	MaxMemory    int64 `json:"max_memory"`
-	MaxStore     int64 `json:"max_storage"`
-	MaxStreams   int   `json:"max_streams"`
-	MaxConsumers int   `json:"max_consumers"`
+	MaxMemory            int64 `json:"max_memory"`
+	MaxStore             int64 `json:"max_storage"`
+	MaxStreams           int   `json:"max_streams"`
+	MaxConsumers         int   `json:"max_consumers"`
+	MaxAckPending        int   `json:"max_ack_pending"`
+	MemoryMaxStreamBytes int64 `json:"memory_max_stream_bytes"`
+	StoreMaxStreamBytes  int64 `json:"storage_max_stream_bytes"`
+	MaxBytesRequired     bool  `json:"max_bytes_required"`
 }
+
+// Unlimited are the limits of an account with none: every one -1.
+var Unlimited = AccountLimits{-1, -1, -1, -1, -1, -1, -1, false}
 
 // Account returns the account's usage and limits.
 func (js *JetStream) Account() AccountInfo {
@@ -93,9 +117,38 @@ func (js *JetStream) Account() AccountInfo {
 	return ai
 }
 
-// limits returns the account's limits: none (-1). The server's
-// max_memory_store and max_file_store are not account limits, and
-// nats-server v2.15.2 reports -1 with them set too.
+// limits returns the account's limits (Config.Limits, -1 for none). The
+// server's max_memory_store and max_file_store are not account limits,
+// and nats-server v2.15.2 reports -1 with them set too.
 func (js *JetStream) limits() AccountLimits {
-	return AccountLimits{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1}
+	if js.cfg.Limits == nil {
+		return Unlimited
+	}
+	return *js.cfg.Limits
+}
+
+// checkAccountLimitsLocked applies the account's limits to a new or
+// changed stream config, in nats-server v2.15.2's order and with its
+// errors: the number of streams (10027, new streams only), max_bytes
+// required (10113), a stream's max_bytes above the account's per-stream
+// maximum (10122). The caller holds js.mu.
+func (js *JetStream) checkAccountLimitsLocked(cfg *stream.Config, isNew bool) *jserr.Error {
+	l := js.cfg.Limits
+	if l == nil {
+		return nil
+	}
+	if isNew && l.MaxStreams > 0 && len(js.streams) >= l.MaxStreams {
+		return jserr.New(jserr.MaximumStreamsLimit)
+	}
+	if l.MaxBytesRequired && cfg.MaxBytes <= 0 {
+		return jserr.New(jserr.StreamMaxBytesRequired)
+	}
+	perStream := l.StoreMaxStreamBytes
+	if cfg.Storage == stream.MemoryStorage {
+		perStream = l.MemoryMaxStreamBytes
+	}
+	if perStream > 0 && cfg.MaxBytes > perStream {
+		return jserr.New(jserr.StreamMaxStreamBytesExceeded)
+	}
+	return nil
 }

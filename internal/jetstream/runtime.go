@@ -138,3 +138,23 @@ func (js *JetStream) streamRuntime(name string) *streamrun.Stream {
 func (js *JetStream) sourcingEnv() sourcing.Env {
 	return sourcing.Env{Now: js.cfg.Now, Logf: js.cfg.Logf, Lookup: js.streamRuntime}
 }
+
+// ExactInterest is a capability a Transport may have: HasExactInterest
+// reports whether a plain subscription is on exactly the literal subject
+// (a wildcard that matches it does not count), as nats-server's interest
+// notifications see it. A snapshot waits for such a subscription on its
+// deliver subject (Snapshot): a client's request inbox matches its
+// reply wildcard long before it subscribes to the inbox itself. Without
+// the capability, HasInterest is used.
+type ExactInterest interface {
+	HasExactInterest(subject string) bool
+}
+
+// hasExactInterest asks the transport for an exact subscription on subj,
+// or for any interest when it cannot tell.
+func (js *JetStream) hasExactInterest(subj string) bool {
+	if ei, ok := js.tr.(ExactInterest); ok {
+		return ei.HasExactInterest(subj)
+	}
+	return js.tr.HasInterest(subj)
+}

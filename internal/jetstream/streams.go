@@ -59,6 +59,9 @@ func (js *JetStream) StreamCreate(req StreamRequest) (*StreamInfo, *jserr.Error)
 		return js.existing(r, cfg)
 	}
 	// nats-server's order (addStream): limits, source filters, overlap.
+	if err := js.checkAccountLimitsLocked(&cfg, true); err != nil {
+		return nil, err
+	}
 	if err := js.checkReservationLocked(&cfg); err != nil {
 		return nil, err
 	}
@@ -108,6 +111,13 @@ func (js *JetStream) createLocked(cfg stream.Config) (*streamEntry, error) {
 		js.discardStreamDir(dir)
 		return nil, err
 	}
+	js.addLocked(r, cfg)
+	return r, nil
+}
+
+// addLocked makes the started stream r, with config cfg, one of the
+// account's and starts its sourcers. The caller holds mu.
+func (js *JetStream) addLocked(r *streamEntry, cfg stream.Config) {
 	js.streams[cfg.Name] = r
 	js.refreshCapturesLocked()
 	r.srcs.Start(cfg, func(name string) *streamrun.Stream {
@@ -116,7 +126,6 @@ func (js *JetStream) createLocked(cfg stream.Config) (*streamEntry, error) {
 		}
 		return nil
 	})
-	return r, nil
 }
 
 // makeStreamDir creates a file stream's directory and its metadata
@@ -188,6 +197,9 @@ func (js *JetStream) updateLocked(cfg stream.Config) (*streamEntry, *jserr.Error
 	}
 	if js.overlapsLocked(cfg.Name, cfg.Subjects) {
 		return nil, jserr.New(jserr.StreamSubjectOverlap)
+	}
+	if err := js.checkAccountLimitsLocked(&cfg, false); err != nil {
+		return nil, err
 	}
 	if err := js.checkReservationLocked(&cfg); err != nil {
 		return nil, err

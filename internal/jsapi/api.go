@@ -16,8 +16,7 @@ import (
 // per-message TTLs and subject delete markers (level 1) and atomic batch
 // publishing (allow_atomic, level 2). It does not serve every feature of
 // levels 2 to 4: counters, schedules and async persistence (level 2)
-// and durable source consumers (level 4) are refused with 10052, and
-// stream snapshots (whose window_size jsm.go marks level 3) answer 10003;
+// and durable source consumers (level 4) are refused with 10052;
 // docs/compatibility.md lists these. It is advertised in $JS.API.INFO and
 // checked against Nats-Required-Api-Level; the engine must be configured
 // with the same level (jetstream.Config.APILevel), which it reports as
@@ -163,22 +162,27 @@ func (a *API) work() {
 // serve answers one request: exactly one response to its reply subject,
 // none when it has no reply subject.
 func (a *API) serve(r *request) {
-	body, ok := a.answer(r)
-	if !ok || r.reply == "" {
-		return
+	body, after, ok := a.answer(r)
+	if ok && r.reply != "" {
+		a.tr.Publish(r.reply, "", nil, body)
 	}
-	a.tr.Publish(r.reply, "", nil, body)
+	if after != nil {
+		after()
+	}
 }
 
 // answer runs the request's endpoint and encodes the response; ok is false
-// when nothing is to be sent.
-func (a *API) answer(r *request) (body []byte, ok bool) {
+// when nothing is to be sent. after is the response's after hook (nil
+// for most).
+func (a *API) answer(r *request) (body []byte, after func(), ok bool) {
 	ep, found := route(r)
 	if !found {
-		return a.encode(unknownEndpoint, &apiResponse{}, jserr.New(jserr.BadRequest), true)
+		body, ok = a.encode(unknownEndpoint, &apiResponse{}, jserr.New(jserr.BadRequest), true)
+		return body, nil, ok
 	}
 	resp, err := ep.handle(a, r)
-	return a.encode(ep, resp, err, !ep.untracked || err != nil)
+	body, ok = a.encode(ep, resp, err, !ep.untracked || err != nil)
+	return body, resp.base().after, ok
 }
 
 // encode fills in the type and error of resp, counts it in the API

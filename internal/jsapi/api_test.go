@@ -32,7 +32,6 @@ func TestUnknownSubjects(t *testing.T) {
 		"$JS.API.CONSUMER.INFO.S",
 		"$JS.API.CONSUMER.INFO.S.C.D",
 		"$JS.API.CONSUMER.DURABLE.CREATE.S",
-		"$JS.API.CONSUMER.RESET.S.C",
 		"$JS.API.CONSUMER.PEER.REMOVE.S",
 		"$JS.API.STREAM.CANCEL_MOVE",
 	} {
@@ -42,8 +41,8 @@ func TestUnknownSubjects(t *testing.T) {
 	}
 }
 
-// TestNotSubscribed: MSG.NEXT and DIRECT.GET belong to consumers and
-// streams, which must answer 503 no-responders when missing (clients
+// TestNotSubscribed: MSG.NEXT, RESET and DIRECT.GET belong to consumers
+// and streams, which must answer 503 no-responders when missing (clients
 // retry on it, ADR-22), so the API does not subscribe to them; nor
 // to the system-account subjects. Other subjects outside apiSubjects
 // ($JS.API.INFO.X) get no-responders too, where nats-server v2.15.2 lets
@@ -53,6 +52,7 @@ func TestNotSubscribed(t *testing.T) {
 	c := newClient(t, tr)
 	for _, subj := range []string{
 		"$JS.API.CONSUMER.MSG.NEXT.S.C",
+		"$JS.API.CONSUMER.RESET.S.C",
 		"$JS.API.DIRECT.GET.S",
 		"$JS.API.DIRECT.GET.S.a.b",
 		"$JS.API.META.LEADER.STEPDOWN",

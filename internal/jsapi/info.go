@@ -7,8 +7,9 @@ import (
 )
 
 // accountInfoResponse is the $JS.API.INFO response (nats-server
-// v2.15.2 jsAccountInfoRequest) in nats-server v2.15.2's key order, without "domain" and "tiers"
-// (cairn has neither). nats-server v2.15.2 answers a fresh server with:
+// v2.15.2 jsAccountInfoRequest) in nats-server v2.15.2's key order, with
+// "domain" when the server has a JetStream domain and without "tiers"
+// (cairn has none). nats-server v2.15.2 answers a fresh server with:
 //
 //	{"type":"io.nats.jetstream.api.v1.account_info_response","memory":0,"storage":0,
 //	 "reserved_memory":0,"reserved_storage":0,"streams":0,"consumers":0,
@@ -28,6 +29,7 @@ type accountStats struct {
 	Streams        int           `json:"streams"`
 	Consumers      int           `json:"consumers"`
 	Limits         accountLimits `json:"limits"`
+	Domain         string        `json:"domain,omitempty"`
 	API            apiStats      `json:"api"`
 }
 
@@ -57,7 +59,7 @@ func accountInfo(a *API, r *request) (response, *jserr.Error) {
 	}
 	ai := a.js.Account()
 	st := &accountStats{
-		Memory: ai.Memory, Store: ai.Store, Streams: ai.Streams, Consumers: ai.Consumers,
+		Memory: ai.Memory, Store: ai.Store, Streams: ai.Streams, Consumers: ai.Consumers, Domain: a.js.Domain(),
 		Limits: accountLimits{
 			MaxMemory: ai.Limits.MaxMemory, MaxStore: ai.Limits.MaxStore,
 			MaxStreams: ai.Limits.MaxStreams, MaxConsumers: ai.Limits.MaxConsumers,

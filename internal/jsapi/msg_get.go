@@ -63,10 +63,7 @@ func msgGet(a *API, r *request) (response, *jserr.Error) {
 	if !req.valid() {
 		return resp, jserr.New(jserr.BadRequest)
 	}
-	if req.StartTime != nil {
-		return resp, startTimeUnsupported(a, r.stream)
-	}
-	sm, err := a.js.GetMsg(r.stream, jetstream.MsgGetRequest{Seq: req.Seq, LastFor: req.LastFor, NextFor: req.NextFor})
+	sm, err := a.js.GetMsg(r.stream, jetstream.MsgGetRequest{Seq: req.Seq, LastFor: req.LastFor, NextFor: req.NextFor, StartTime: req.StartTime})
 	if err != nil {
 		return resp, err
 	}
@@ -89,17 +86,6 @@ func (q *JSApiMsgGetRequest) valid() bool {
 		return false
 	}
 	return true
-}
-
-// startTimeUnsupported answers a valid request by start_time: the engine
-// cannot find a sequence by time yet, so 10059 for a missing stream and
-// otherwise 10003 (nats-server returns the first message at or after the
-// time).
-func startTimeUnsupported(a *API, name string) *jserr.Error {
-	if _, err := a.js.StreamInfo(name, jetstream.InfoOptions{}); err != nil {
-		return err
-	}
-	return jserr.New(jserr.BadRequest)
 }
 
 func toStoredMsg(sm *store.StoredMsg, noHeaders bool) *storedMsg {

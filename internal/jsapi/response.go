@@ -15,6 +15,11 @@ type apiResponse struct {
 	// outcome of the operation (through sendAPIResponse), so api.errors
 	// does not count it: MSG.DELETE of a missing sequence, a failed purge.
 	errorIsResult bool
+
+	// after, when set, runs once the response was sent (or would have
+	// been, without a reply subject): a snapshot streams its chunks only
+	// after the answer that names what it streams.
+	after func()
 }
 
 func (r *apiResponse) base() *apiResponse { return r }

@@ -11,8 +11,9 @@ const apiPrefix = "$JS.API."
 
 // apiSubjects are the subscriptions of the API: everything under $JS.API
 // that is answered with JSON. $JS.API.CONSUMER.MSG.NEXT.<S>.<C> and
-// $JS.API.DIRECT.GET.<S> are left out: the consumer or stream subscribes
-// to them itself, and when it is missing the requester must get a 503
+// $JS.API.DIRECT.GET.<S> are left out, and so is
+// $JS.API.CONSUMER.RESET.<S>.<C>: the consumer or stream subscribes to
+// them itself, and when it is missing the requester must get a 503
 // no-responders, never a JSON error (nats-server v2.15.2's JetStream API mechanics (ADR-1)). So are
 // $JS.API.META, SERVER and ACCOUNT, system-account requests that
 // nats-server ignores from other accounts.
@@ -28,7 +29,6 @@ var apiSubjects = []string{
 	"$JS.API.CONSUMER.LIST.>",
 	"$JS.API.CONSUMER.PAUSE.>",
 	"$JS.API.CONSUMER.UNPIN.>",
-	"$JS.API.CONSUMER.RESET.>",
 	"$JS.API.CONSUMER.LEADER.>",
 	"$JS.API.CONSUMER.PEER.>",
 }

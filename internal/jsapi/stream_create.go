@@ -58,6 +58,7 @@ func streamCreate(a *API, r *request) (response, *jserr.Error) {
 		return resp, err
 	}
 	resp.StreamInfo = a.changed(si)
+	resp.StreamInfo.Domain = "" // nats-server's create answer has no domain (its update answer has)
 	resp.DidCreate = true
 	return resp, nil
 }

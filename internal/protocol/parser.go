@@ -95,7 +95,10 @@ type Parser struct {
 	maxPayload int     // Config.MaxPayload
 	next       *Config // limits given to SetLimits, applied when the next operation starts
 	noHeaders  bool
-	err        error // sticky: set by the first failure
+	// awaitConnect, when set, is called before an operation that does not
+	// start with 'C' or 'c' (SetAwaitConnect).
+	awaitConnect func() error
+	err          error // sticky: set by the first failure
 
 	state   parserState
 	scratch []byte // the partial line, or stashed subject+reply then the partial payload
@@ -141,6 +144,15 @@ func (p *Parser) applyLimits() {
 // from a Handler method and applies to the following operations.
 func (p *Parser) SetHeaders(enabled bool) { p.noHeaders = !enabled }
 
+// SetAwaitConnect makes the parser call check when an operation begins with a byte other than 'C'
+// or 'c' (so is not a CONNECT), as soon as that byte is read and before anything else of it is
+// buffered: a server that requires authentication refuses anything but CONNECT first (nats-server
+// v2.15.2 parser.go, awaitingAuth). If check returns nil the parser forgets it and goes on; an
+// error stops Parse, which returns it. A nil check (the default) turns this off; the server calls
+// SetAwaitConnect(nil) from ProcessConnect once the client authenticated. It may be called from a
+// Handler method.
+func (p *Parser) SetAwaitConnect(check func() error) { p.awaitConnect = check }
+
 // Parse consumes buf, any piece of the client's stream, and calls the Handler once for each
 // operation completed by it, in order. Partial state is kept in the Parser between calls; buf
 // itself is never referenced after Parse returns, so the caller may reuse it.
@@ -172,6 +184,13 @@ func (p *Parser) step(buf []byte) ([]byte, error) {
 	}
 	if p.state == statePayload {
 		return p.resumePayload(buf)
+	}
+	if p.awaitConnect != nil && len(p.scratch) == 0 && buf[0] != 'C' && buf[0] != 'c' {
+		check := p.awaitConnect
+		if err := check(); err != nil {
+			return nil, err
+		}
+		p.awaitConnect = nil
 	}
 	i := bytes.IndexByte(buf, '\n')
 	if i < 0 {

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"crypto/x509"
 	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/auth"
 	"github.com/cairnmq/cairn/internal/logger"
 	"github.com/cairnmq/cairn/internal/protocol"
 	"github.com/cairnmq/cairn/internal/route"
@@ -34,7 +36,12 @@ type client struct {
 	out    *outbound
 	parser *protocol.Parser // nil for a route
 	route  *routeConn       // set for a route connection (routeconn.go)
-	pre    []byte           // bytes read before the read loop started (a route's first line)
+	// acc is the account the client publishes in and subscribes to: $G
+	// until it authenticates as a user of another (accounts.go). A
+	// route's is the account of the message it is delivering. Owned by
+	// the read loop.
+	acc *account
+	pre []byte // bytes read before the read loop started (a route's first line)
 
 	// Owned by the read loop.
 	lim         *limits // the server's limits the parser was last given
@@ -46,10 +53,30 @@ type client struct {
 	nrHdr       []byte               // scratch for the no-responders header
 	stallOn     *client              // a receiver this batch backed up (see stall.go)
 	internal    bool                 // a connectionless publisher used by Server.Publish
+	importing   bool                 // an internal publisher delivering for an import: import subscriptions are skipped
+	localOnly   bool                 // an internal publisher that must not forward to routes
 	scratch     []byte               // Server.Publish: header and payload joined
 	rts         []routeTarget        // routes receiving the message being dispatched (forward.go)
 	fwdReply    []byte               // scratch for a forwarded JetStream reply
 	queueFilter [][]byte             // a route's message: the queue groups it names
+
+	// Authentication (auth.go): the user is set by the read loop when the
+	// client authenticates; the nonce and timer when it is created.
+	user      *auth.User
+	nonce     []byte
+	started   time.Time     // when the connection was accepted
+	rtt       time.Duration // the first round trip: accepted to CONNECT (nats-server computeRTT); read loop
+	authTimer *time.Timer
+	// expiryTimer closes the client when its JWT expires (auth.go); set
+	// by the read loop, stopped by teardown (on the read loop too).
+	expiryTimer *time.Timer
+	authPhase   atomic.Int32      // authOpen, authAwaiting or authTimedOut
+	cert        *x509.Certificate // the client's verified TLS certificate; set before the read loop starts
+	// Permissions (perms.go): the publish cache is the read loop's; the
+	// allow_responses state is set by the read loop and used by the
+	// goroutines delivering to this client.
+	pubCache map[string]bool
+	replies  atomic.Pointer[replyPerms]
 
 	headers   atomic.Bool  // opts.Headers, read by other connections' readers
 	asyncInfo atomic.Bool  // got its connect_info INFO (protocol 1): async INFO updates go to it
@@ -64,13 +91,22 @@ type client struct {
 // subscription is one SUB of one client. It is stored in the server's
 // sublist and in its client's subs map.
 type subscription struct {
-	client    *client    // nil for an internal subscription
-	handler   MsgHandler // set for an internal subscription
-	removed   atomic.Bool
-	subject   string
-	queue     string
-	sid       []byte
-	qw        atomic.Int32 // a peer's interest in a queue group: its member count (RS+ weight)
+	client  *client    // nil for an internal subscription
+	handler MsgHandler // set for an internal subscription
+	// svc, set for a service import's subscription, is called instead of
+	// handler with the publishing client (imports.go).
+	svc func(c *client, subj, reply []byte, hdrLen int, msg []byte)
+	// imported marks an import's internal subscription (imports.go).
+	imported bool
+	removed  atomic.Bool
+	acc      *account // whose subject index holds it
+	subject  string
+	queue    string
+	sid      []byte
+	qw       atomic.Int32 // a peer's interest in a queue group: its member count (RS+ weight)
+	// deny, when set, is the subscriber's permissions: a delivery whose
+	// subject they deny is dropped (perms.go). Set at creation.
+	deny      *auth.Perms
 	max       atomic.Int64 // auto-unsubscribe limit, 0 = none (UNSUB <sid> <max>)
 	delivered atomic.Int64 // messages delivered, counted for max
 }
@@ -78,15 +114,17 @@ type subscription struct {
 func newClient(s *Server, nc net.Conn, cid uint64) *client {
 	lim := s.limits()
 	c := &client{
-		srv:  s,
-		cid:  cid,
-		tag:  "cid",
-		nc:   nc,
-		log:  s.log,
-		lim:  lim,
-		out:  newOutbound(lim.MaxPending),
-		opts: connectOpts{Verbose: true, Pedantic: true, Echo: true},
-		subs: make(map[string]*subscription),
+		srv:     s,
+		cid:     cid,
+		tag:     "cid",
+		nc:      nc,
+		log:     s.log,
+		lim:     lim,
+		out:     newOutbound(lim.MaxPending),
+		opts:    connectOpts{Verbose: true, Pedantic: true, Echo: true},
+		subs:    make(map[string]*subscription),
+		acc:     s.gacc,
+		started: time.Now(),
 	}
 	if addr, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 		c.ip = addr.IP.String()
@@ -99,10 +137,24 @@ func newClient(s *Server, nc net.Conn, cid uint64) *client {
 
 // start sends INFO and starts the client's goroutines.
 func (c *client) start() {
+	c.out.appendBytes(appendInfo(nil, c.clientInfo()))
+	c.run()
+}
+
+// clientInfo is the INFO a new client gets: the server's, with the
+// client's id and address and the authentication fields (auth.go).
+func (c *client) clientInfo() info {
 	in := c.srv.baseInfo()
 	in.CID = c.cid
 	in.ClientIP = c.ip
-	c.out.appendBytes(appendInfo(nil, in))
+	c.startAuth(&in)
+	return in
+}
+
+// run arms the authentication timer and starts the client's goroutines;
+// the INFO is sent or queued already.
+func (c *client) run() {
+	c.armAuthTimer()
 	c.out.signal()
 	c.lastIn.Store(time.Now().UnixNano())
 	c.pings.start(c, c.srv.limits().PingInterval)
@@ -181,6 +233,7 @@ func (c *client) protocolError(err error) {
 		c.sendErr(re.Text)
 	}
 	switch {
+	case c.route == nil && quietClose(err):
 	case c.route == nil:
 		c.log.Errorf("%s - cid:%d - Client connection closed: %v", c.addr, c.cid, err) // [ERR], as nats-server logs parser errors
 	case !routeCloseErr(err):
@@ -329,13 +382,14 @@ func (c *client) teardown() {
 		return
 	}
 	c.pings.stop()
+	c.stopTimers()
 	c.mu.Lock()
 	subs := c.subs
 	c.subs = map[string]*subscription{}
 	c.mu.Unlock()
 	list := make([]*subscription, 0, len(subs))
 	for _, sub := range subs {
-		_ = c.srv.sl.Remove(sub.subject, sub.queue, sub)
+		_ = sub.acc.sl.Remove(sub.subject, sub.queue, sub)
 		list = append(list, sub)
 	}
 	if c.route != nil {

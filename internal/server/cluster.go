@@ -46,22 +46,19 @@ type cluster struct {
 	infoMu sync.Mutex
 
 	mu       sync.Mutex
-	name     string                // cluster name; guarded by mu
-	dynamic  bool                  // the name was generated; guarded by mu
-	routes   map[string]*client    // registered routes by peer server_id; guarded by mu
-	conns    map[uint64]*client    // every route connection, registered or not; guarded by mu
-	pending  map[string]bool       // implicit dials in progress, by peer server_id; guarded by mu
-	shakes   map[net.Conn]struct{} // accepted connections still in their first line or handed off; guarded by mu
-	interest *route.Interest       // local interest advertised to every route; guarded by mu
-	lineBuf  []byte                // scratch for interest lines; guarded by mu
-	urls     map[string]int        // peers' client URLs, counted by the routes announcing them; guarded by mu
-	urlsSet  bool                  // a peer announced URLs once: INFO carries connect_urls from then on
-	ownURLs  []string              // this server's client URLs (host:port), set at Start
-	closing  bool                  // Shutdown began; guarded by mu
+	name     string                     // cluster name; guarded by mu
+	dynamic  bool                       // the name was generated; guarded by mu
+	routes   map[string]*client         // registered routes by peer server_id; guarded by mu
+	conns    map[uint64]*client         // every route connection, registered or not; guarded by mu
+	pending  map[string]bool            // implicit dials in progress, by peer server_id; guarded by mu
+	shakes   map[net.Conn]struct{}      // accepted connections still in their first line or handed off; guarded by mu
+	interest map[string]*route.Interest // local interest advertised to every route, by account; guarded by mu
+	lineBuf  []byte                     // scratch for interest lines; guarded by mu
+	urls     map[string]int             // peers' client URLs, counted by the routes announcing them; guarded by mu
+	urlsSet  bool                       // a peer announced URLs once: INFO carries connect_urls from then on
+	ownURLs  []string                   // this server's client URLs (host:port), set at Start
+	closing  bool                       // Shutdown began; guarded by mu
 }
-
-// globalAccountName is the account named in every RS+, RS-, RMSG and HMSG.
-const globalAccountName = globalAccount
 
 // newCluster returns the cluster state for opts, or nil when clustering is
 // off.
@@ -77,7 +74,7 @@ func newCluster(opts *ClusterOptions) *cluster {
 		conns:    make(map[uint64]*client),
 		pending:  make(map[string]bool),
 		shakes:   make(map[net.Conn]struct{}),
-		interest: route.NewInterest(globalAccountName),
+		interest: make(map[string]*route.Interest),
 		urls:     make(map[string]int),
 	}
 	if cl.name == "" {

@@ -32,17 +32,19 @@ func (c *client) deliverAll(subj, reply []byte, hdrLen int, msg []byte) bool {
 // subscribers only, and of the queue groups only those it names. It
 // reports whether anything received the message, a peer included.
 func (c *client) deliverAllAs(match, subj, reply []byte, hdrLen int, msg []byte) bool {
-	r := c.srv.sl.Match(match)
+	r := c.acc.sl.Match(match)
 	fromRoute := c.route != nil
 	delivered := false
 	for _, sub := range r.Plain {
 		switch {
 		case sub.isRemote():
-			if !fromRoute {
+			if !fromRoute && !c.localOnly {
 				c.addRouteTarget(sub.client, "")
 			}
-		case fromRoute && sub.client == nil:
+		case fromRoute && sub.client == nil && !sub.imported:
 			// JetStream's internal subscriptions stay local (interest.go).
+		case c.importing && sub.imported:
+			// An imported message is not imported again (imports.go).
 		default:
 			delivered = c.deliver(sub, subj, reply, hdrLen, msg) || delivered
 		}
@@ -54,14 +56,16 @@ func (c *client) deliverAllAs(match, subj, reply []byte, hdrLen int, msg []byte)
 			if !c.inQueueFilter(q.Name) {
 				continue
 			}
-			sub = c.pickLocalQueueMember(q.Members)
+			sub = c.pickLocalQueueMember(q.Members, subj)
 		} else {
-			sub = c.pickQueueMember(q.Members)
+			sub = c.pickQueueMember(q.Members, subj)
 		}
 		switch {
 		case sub == nil:
 		case sub.isRemote():
-			c.addRouteTarget(sub.client, q.Name)
+			if !c.localOnly {
+				c.addRouteTarget(sub.client, q.Name)
+			}
 		default:
 			delivered = c.deliver(sub, subj, reply, hdrLen, msg) || delivered
 		}
@@ -85,9 +89,16 @@ func (c *client) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg 
 // deliverTo delivers to sub regardless of echo, honouring its
 // auto-unsubscribe limit, and reports whether it did.
 func (c *client) deliverTo(sub *subscription, subj, reply []byte, hdrLen int, msg []byte) bool {
+	if sub.svc != nil {
+		sub.svc(c, subj, reply, hdrLen, msg)
+		return true
+	}
 	if sub.handler != nil {
 		callHandler(sub, subj, reply, hdrLen, msg)
 		return true
+	}
+	if sub.deny != nil && sub.deny.DeniedDelivery(subj, sub.queue) {
+		return false
 	}
 	rc := sub.client
 	n := sub.delivered.Add(1)
@@ -106,6 +117,11 @@ func (c *client) deliverTo(sub *subscription, subj, reply []byte, hdrLen int, ms
 	c.markFlush(rc)
 	if stalled && rc != c && c.stallOn == nil {
 		c.stallOn = rc
+	}
+	if len(reply) > 0 {
+		if rp := rc.replies.Load(); rp != nil {
+			rp.record(reply)
+		}
 	}
 	if max > 0 && n == max {
 		rc.removeSub(sub)
@@ -150,7 +166,7 @@ func frameBound(sid, subj, reply, msg []byte) int {
 // (not queue) subscription that matches the reply subject, if it has one:
 // HMSG <reply> <sid> <n> <n>\r\nNATS/1.0 503\r\nNats-Subject: <subj>\r\n\r\n\r\n
 func (c *client) sendNoResponders(subj, reply []byte) {
-	sub := ownSubscription(c, c.srv.sl.Match(reply))
+	sub := ownSubscription(c, c.acc.sl.Match(reply))
 	if sub == nil {
 		return
 	}

@@ -81,14 +81,14 @@ func (c *client) forwardTo(t *routeTarget, match, reply []byte, hdrLen int, msg 
 		o.mu.Unlock()
 		return
 	}
-	tail := o.tailLocked(route.MsgHeaderBound(globalAccountName, match, reply, t.queues) + len(msg) + 2)
-	tail = route.AppendMsgHeader(tail, globalAccountName, match, reply, t.queues, hdrLen, len(msg))
+	tail := o.tailLocked(route.MsgHeaderBound(c.acc.name, match, reply, t.queues) + len(msg) + 2)
+	tail = route.AppendMsgHeader(tail, c.acc.name, match, reply, t.queues, hdrLen, len(msg))
 	tail = append(append(tail, msg...), "\r\n"...)
 	ok := o.commitLocked(tail)
 	stalled := o.stall != nil
 	o.mu.Unlock()
 	if rc.log.TraceEnabled() {
-		rc.traceOutRouteMsg(match, reply, t.queues, hdrLen, len(msg))
+		rc.traceOutRouteMsg(c.acc.name, match, reply, t.queues, hdrLen, len(msg))
 	}
 	if !ok {
 		rc.closeSlowConsumer()
@@ -106,12 +106,12 @@ func (c *client) forwardTo(t *routeTarget, match, reply []byte, hdrLen int, msg 
 // (nats-server v2.15.2 weightedQSubIndex). From the pick on, it skips
 // members that cannot receive from c: c's own subscription when c has echo
 // off, and one at its auto-unsubscribe limit. It returns nil when none can.
-func (c *client) pickQueueMember(members []*subscription) *subscription {
+func (c *client) pickQueueMember(members []*subscription, subj []byte) *subscription {
 	n := len(members)
 	start := c.weightedStart(members)
 	for i := 0; i < n; i++ {
 		sub := members[(start+i)%n]
-		if c.canReceive(sub) {
+		if c.canReceive(sub, subj) {
 			return sub
 		}
 	}
@@ -146,9 +146,15 @@ func (sub *subscription) weight() int64 {
 	return 1
 }
 
-// canReceive reports whether sub may receive a message c dispatches.
-func (c *client) canReceive(sub *subscription) bool {
+// canReceive reports whether sub may receive a message c dispatches on
+// subj: not c's own with echo off, not at its auto-unsubscribe limit, not
+// denied by its permissions (so the group's next member gets it, as in
+// nats-server).
+func (c *client) canReceive(sub *subscription, subj []byte) bool {
 	if sub.client == c && !c.opts.Echo {
+		return false
+	}
+	if sub.deny != nil && sub.deny.DeniedDelivery(subj, sub.queue) {
 		return false
 	}
 	max := sub.max.Load()
@@ -159,12 +165,12 @@ func (c *client) canReceive(sub *subscription) bool {
 // message from a peer: a local client's subscription, uniformly at random
 // among those that can receive (nats-server prefers local members for
 // routed messages; a routed message never goes back out).
-func (c *client) pickLocalQueueMember(members []*subscription) *subscription {
+func (c *client) pickLocalQueueMember(members []*subscription, subj []byte) *subscription {
 	n := len(members)
 	start := rand.IntN(n)
 	for i := 0; i < n; i++ {
 		sub := members[(start+i)%n]
-		if sub.client != nil && sub.client.route == nil && c.canReceive(sub) {
+		if sub.client != nil && sub.client.route == nil && c.canReceive(sub, subj) {
 			return sub
 		}
 	}

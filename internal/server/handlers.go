@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/protocol"
 	"github.com/cairnmq/cairn/internal/subject"
@@ -15,11 +16,27 @@ import (
 
 var _ protocol.Handler = (*client)(nil)
 
-// ProcessConnect applies a CONNECT (protocol.md 1.5).
+// ProcessConnect applies a CONNECT (protocol.md 1.5): it authenticates
+// the client (auth.go), then checks the protocol fields. A second CONNECT
+// authenticates again and drops the client's subscriptions, as
+// nats-server v2.15.2 does.
 func (c *client) ProcessConnect(arg []byte) error {
-	c.traceIn("CONNECT", arg)
+	if c.log.TraceEnabled() {
+		c.traceIn("CONNECT", redactConnect(arg))
+	}
 	next, err := parseConnect(arg, c.opts)
 	if err != nil {
+		return err
+	}
+	if c.connectSeen {
+		c.dropAllSubs()
+	} else {
+		c.rtt = max(time.Since(c.started), 1)
+	}
+	if err := c.authenticate(&next); err != nil {
+		return err
+	}
+	if err := checkConnect(&next); err != nil {
 		return err
 	}
 	c.opts = next
@@ -63,7 +80,7 @@ func (c *client) sendConnectInfo() {
 	in.CID = c.cid
 	in.ClientIP = c.ip
 	in.ConnectInfo = true
-	in.RemoteAccount = globalAccount
+	in.RemoteAccount = c.acc.name
 	c.enqueue(appendInfo(nil, in))
 }
 
@@ -74,11 +91,16 @@ func (c *client) ProcessPong() error {
 	return nil
 }
 
-// ProcessSub adds a subscription (protocol.md 1.3, 1.7). An invalid
-// subject or queue gets -ERR 'Invalid Subject' and the connection stays
-// open. A repeated sid is ignored.
+// ProcessSub adds a subscription (protocol.md 1.3, 1.7). One the user may
+// not make gets a permissions violation (perms.go), an invalid subject or
+// queue -ERR 'Invalid Subject'; the connection stays open. A repeated sid
+// is ignored.
 func (c *client) ProcessSub(subj, queue, sid []byte) error {
 	c.traceIn("SUB", subj, queue, sid)
+	if !c.maySubscribe(subj, queue) {
+		c.subViolation(subj, queue, sid)
+		return nil
+	}
 	c.mu.Lock()
 	dup := c.subs[string(sid)] != nil
 	c.mu.Unlock()
@@ -91,10 +113,11 @@ func (c *client) ProcessSub(subj, queue, sid []byte) error {
 		return nil
 	}
 	c.mu.Lock()
-	sub := &subscription{client: c, subject: string(subj), queue: string(queue), sid: bytes.Clone(sid)}
+	sub := &subscription{client: c, acc: c.acc, subject: string(subj), queue: string(queue), sid: bytes.Clone(sid)}
+	sub.deny = c.denyFilter(sub.subject, sub.queue)
 	c.subs[string(sub.sid)] = sub
 	c.mu.Unlock()
-	if err := c.srv.sl.Insert(sub.subject, sub.queue, sub); err != nil {
+	if err := sub.acc.sl.Insert(sub.subject, sub.queue, sub); err != nil {
 		c.dropSub(sub)
 		c.sendErr("Invalid Subject")
 		return nil
@@ -133,11 +156,26 @@ func (c *client) dropSub(sub *subscription) bool {
 	return true
 }
 
+// dropAllSubs removes every subscription of the client (a second
+// CONNECT, as nats-server v2.15.2 clearAccountSubs).
+func (c *client) dropAllSubs() {
+	c.mu.Lock()
+	subs := c.subs
+	c.subs = make(map[string]*subscription)
+	c.mu.Unlock()
+	list := make([]*subscription, 0, len(subs))
+	for _, sub := range subs {
+		_ = sub.acc.sl.Remove(sub.subject, sub.queue, sub)
+		list = append(list, sub)
+	}
+	c.srv.interestRemoved(list...)
+}
+
 // removeSub removes sub from the client and the sublist; it is safe to
 // call more than once and from any goroutine.
 func (c *client) removeSub(sub *subscription) {
 	if c.dropSub(sub) {
-		_ = c.srv.sl.Remove(sub.subject, sub.queue, sub)
+		_ = sub.acc.sl.Remove(sub.subject, sub.queue, sub)
 		c.srv.interestRemoved(sub)
 	}
 }
@@ -157,6 +195,9 @@ func (c *client) ProcessPub(subj, reply []byte, hdrLen int, msg []byte) error {
 		hdrLen = -1
 	}
 	c.sendOK()
+	if c.srv.jsDomain != nil {
+		subj, _ = mapJSDomain(c.srv.jsDomain, subj)
+	}
 	c.dispatch(subj, reply, hdrLen, msg)
 	return nil
 }
@@ -184,14 +225,16 @@ func isReservedReply(reply []byte) bool {
 	return hasAnyPrefix(reply, reservedReplyPrefixes)
 }
 
-// checkPub applies the pedantic subject check and the reserved-prefix
-// permission checks; it reports whether the message may be delivered.
+// checkPub applies the pedantic subject check, the reserved-prefix
+// permission checks and the user's publish permissions (perms.go), in
+// nats-server v2.15.2's order (processInboundClientMsg); it reports
+// whether the message may be delivered.
 func (c *client) checkPub(subj, reply []byte) bool {
 	if c.opts.Pedantic && !subject.ValidLiteralBytes(subj) {
 		c.sendErr("Invalid Publish Subject")
 	}
-	if hasAnyPrefix(subj, reservedSubjectPrefixes) {
-		c.sendErr(fmt.Sprintf("Permissions Violation for Publish to %q", subj))
+	if hasAnyPrefix(subj, reservedSubjectPrefixes) || !c.mayPublish(subj) {
+		c.pubViolation(subj)
 		return false
 	}
 	if isReservedReply(reply) {

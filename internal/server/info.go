@@ -13,10 +13,6 @@ import (
 // choice.
 const NATSVersion = "2.10.0"
 
-// globalAccount is the name of the single account cairn has, as
-// nats-server names its default account.
-const globalAccount = "$G"
-
 // info is the INFO JSON object, with nats-server v2.15.2's keys, key order
 // and omitempty rules (protocol.md section 1.4).
 type info struct {
@@ -28,10 +24,15 @@ type info struct {
 	Host          string   `json:"host"`
 	Port          int      `json:"port"`
 	Headers       bool     `json:"headers"`
+	AuthRequired  bool     `json:"auth_required,omitempty"`
+	TLSRequired   bool     `json:"tls_required,omitempty"`
+	TLSVerify     bool     `json:"tls_verify,omitempty"`
+	TLSAvailable  bool     `json:"tls_available,omitempty"`
 	MaxPayload    int      `json:"max_payload"`
 	JetStream     bool     `json:"jetstream,omitempty"`
 	CID           uint64   `json:"client_id,omitempty"`
 	ClientIP      string   `json:"client_ip,omitempty"`
+	Nonce         string   `json:"nonce,omitempty"`
 	Cluster       string   `json:"cluster,omitempty"`
 	ConnectURLs   []string `json:"connect_urls,omitempty"`
 	ConnectInfo   bool     `json:"connect_info,omitempty"`
@@ -61,6 +62,7 @@ func (s *Server) baseInfo() info {
 		MaxPayload: lim.MaxPayload,
 		JetStream:  s.opts.JetStream,
 	}
+	s.tls.infoFields(&in)
 	s.clusterInfo(&in)
 	return in
 }

@@ -1,22 +1,62 @@
 package server
 
-// Local interest crosses routes as RS+ and RS- (docs/routes.md). Only the
-// subscriptions of client connections count: JetStream's internal
-// subscriptions stay local, since each server keeps its own streams until
-// streams are replicated. Every change is counted and written to every
+import (
+	"sort"
+
+	"github.com/cairnmq/cairn/internal/route"
+)
+
+// Local interest crosses routes as RS+ and RS- (docs/routes.md), per
+// account. Only the subscriptions of client connections and of imports
+// count: JetStream's internal subscriptions stay local, since each server
+// keeps its own streams until streams are replicated. Every change is counted and written to every
 // registered route under cluster.mu, so each peer receives the changes in
 // the order they happened (nats-server #8233), and a route registering
 // concurrently receives either the whole interest including the change or
 // the interest before it followed by the change (nats-server #138).
 
+// announced reports whether sub is interest the peers are told about: a
+// client's subscription, or an import's (imports.go).
+func announced(sub *subscription) bool {
+	if sub.client == nil {
+		return sub.imported
+	}
+	return sub.client.route == nil
+}
+
+// interestOfLocked returns the interest counts of an account. cluster.mu
+// is held.
+func (cl *cluster) interestOfLocked(acc string) *route.Interest {
+	in := cl.interest[acc]
+	if in == nil {
+		in = route.NewInterest(acc)
+		cl.interest[acc] = in
+	}
+	return in
+}
+
+// appendAllInterestLocked appends every account's interest (a route that
+// registers gets it whole), accounts in name order. cluster.mu is held.
+func (cl *cluster) appendAllInterestLocked(dst []byte) []byte {
+	names := make([]string, 0, len(cl.interest))
+	for n := range cl.interest {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		dst = cl.interest[n].AppendAll(dst)
+	}
+	return dst
+}
+
 // interestAdded announces a new local subscription to the peers.
 func (s *Server) interestAdded(sub *subscription) {
-	if s.cl == nil || sub.client == nil || sub.client.route != nil {
+	if s.cl == nil || !announced(sub) {
 		return
 	}
 	cl := s.cl
 	cl.mu.Lock()
-	cl.lineBuf = cl.interest.Add(cl.lineBuf[:0], sub.subject, sub.queue)
+	cl.lineBuf = cl.interestOfLocked(sub.acc.name).Add(cl.lineBuf[:0], sub.subject, sub.queue)
 	s.sendInterestLocked()
 	cl.mu.Unlock()
 }
@@ -30,8 +70,8 @@ func (s *Server) interestRemoved(subs ...*subscription) {
 	cl.mu.Lock()
 	cl.lineBuf = cl.lineBuf[:0]
 	for _, sub := range subs {
-		if sub.client != nil && sub.client.route == nil {
-			cl.lineBuf = cl.interest.Remove(cl.lineBuf, sub.subject, sub.queue)
+		if announced(sub) {
+			cl.lineBuf = cl.interestOfLocked(sub.acc.name).Remove(cl.lineBuf, sub.subject, sub.queue)
 		}
 	}
 	s.sendInterestLocked()

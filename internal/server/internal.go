@@ -13,19 +13,38 @@ import (
 type MsgHandler func(subject, reply string, hdr, data []byte)
 
 // InternalSub is a subscription owned by code inside the server (the
-// JetStream API, streams, consumers) rather than by a client connection.
+// JetStream API, streams, consumers, imports) rather than by a client
+// connection.
 type InternalSub struct {
 	srv *Server
 	sub *subscription
 }
 
-// SubscribeInternal subscribes h to subject (wildcards allowed) and, when
-// queue is not empty, to that queue group. It returns an error wrapping
-// sublist.ErrInvalidSubject or sublist.ErrInvalidQueue for bad input.
+// SubscribeInternal subscribes h, in the global account $G, to subject
+// (wildcards allowed) and, when queue is not empty, to that queue group.
+// It returns an error wrapping sublist.ErrInvalidSubject or
+// sublist.ErrInvalidQueue for bad input.
 func (s *Server) SubscribeInternal(subj, queue string, h MsgHandler) (*InternalSub, error) {
-	sub := &subscription{subject: subj, queue: queue, handler: h}
-	if err := s.sl.Insert(subj, queue, sub); err != nil {
+	return s.subscribeIn(s.gacc, subj, queue, h, subKindInternal)
+}
+
+// Kinds of internal subscriptions: an import's are told apart so that a
+// message an import delivers is not imported again (imports.go), and are
+// announced to the peers, which an internal subscription is not
+// (interest.go).
+const (
+	subKindInternal = iota
+	subKindImport
+)
+
+// subscribeIn subscribes h in acc.
+func (s *Server) subscribeIn(acc *account, subj, queue string, h MsgHandler, kind int) (*InternalSub, error) {
+	sub := &subscription{acc: acc, subject: subj, queue: queue, handler: h, imported: kind == subKindImport}
+	if err := acc.sl.Insert(subj, queue, sub); err != nil {
 		return nil, err
+	}
+	if sub.imported {
+		s.interestAdded(sub)
 	}
 	return &InternalSub{srv: s, sub: sub}, nil
 }
@@ -33,17 +52,20 @@ func (s *Server) SubscribeInternal(subj, queue string, h MsgHandler) (*InternalS
 // Unsubscribe removes the subscription; later calls do nothing.
 func (is *InternalSub) Unsubscribe() {
 	if is.sub.removed.CompareAndSwap(false, true) {
-		_ = is.srv.sl.Remove(is.sub.subject, is.sub.queue, is.sub)
+		_ = is.sub.acc.sl.Remove(is.sub.subject, is.sub.queue, is.sub)
+		if is.sub.imported && is.srv != nil {
+			is.srv.interestRemoved(is.sub)
+		}
 	}
 }
 
-// Publish delivers a message from inside the server to every matching
-// subscription, as if a client had published it (protocol.md 1.7): hdr
-// is a complete NATS header block or nil. It is safe to call from any
-// goroutine. It reports whether anything received the message. An
-// invalid subject reaches nobody.
+// Publish delivers a message from inside the server, in the global
+// account $G, to every matching subscription, as if a client had
+// published it (protocol.md 1.7): hdr is a complete NATS header block or
+// nil. It is safe to call from any goroutine. It reports whether anything
+// received the message. An invalid subject reaches nobody.
 func (s *Server) Publish(subj, reply string, hdr, data []byte) bool {
-	return s.PublishAs(subj, subj, reply, hdr, data)
+	return s.publishIn(s.gacc, subj, subj, reply, hdr, data, pubNormal)
 }
 
 // PublishAs is Publish matched by the subject match, with subj written on
@@ -51,11 +73,27 @@ func (s *Server) Publish(subj, reply string, hdr, data []byte) bool {
 // to a deliver subject or pull inbox under its stored subject (protocol.md
 // section 5.1). It reports whether anything received the message.
 func (s *Server) PublishAs(match, subj, reply string, hdr, data []byte) bool {
+	return s.publishIn(s.gacc, match, subj, reply, hdr, data, pubNormal)
+}
+
+// How an internal publish spreads (imports.go): pubNormal as a client's
+// publish; pubImported skips import subscriptions (an imported message is
+// not imported again); pubLocal also stays on this server (a stream
+// import: each server imports what its own subscribers need).
+const (
+	pubNormal = iota
+	pubImported
+	pubLocal
+)
+
+// publishIn publishes in acc.
+func (s *Server) publishIn(acc *account, match, subj, reply string, hdr, data []byte, how int) bool {
 	if !subject.ValidLiteral(match) {
 		return false
 	}
 	p := s.internalPublisher()
 	defer s.publishers.Put(p)
+	p.acc, p.importing, p.localOnly = acc, how != pubNormal, how == pubLocal
 	msg, hdrLen := data, -1
 	if hdr != nil {
 		msg = append(append(p.scratch[:0], hdr...), data...)
@@ -87,12 +125,33 @@ func callHandler(sub *subscription, subj, reply []byte, hdrLen int, msg []byte) 
 	sub.handler(string(subj), string(reply), hdr, data)
 }
 
-// HasInterest reports whether any subscription, a client's or an internal
-// one, matches the literal subject subj.
-func (s *Server) HasInterest(subj string) bool {
+// HasExactInterest reports whether a plain subscription (no queue group)
+// of the global account, a client's or an internal one, is on exactly the
+// literal subject subj, not on a wildcard that matches it: nats-server
+// v2.15.2's interest notifications (Sublist.RegisterNotification), which
+// a snapshot waits for on its deliver subject.
+func (s *Server) HasExactInterest(subj string) bool { return s.hasExactInterestIn(s.gacc, subj) }
+
+func (s *Server) hasExactInterestIn(acc *account, subj string) bool {
 	if !subject.ValidLiteral(subj) {
 		return false
 	}
-	r := s.sl.Match([]byte(subj))
+	for _, sub := range acc.sl.Match([]byte(subj)).Plain {
+		if sub.subject == subj {
+			return true
+		}
+	}
+	return false
+}
+
+// HasInterest reports whether any subscription of the global account, a
+// client's or an internal one, matches the literal subject subj.
+func (s *Server) HasInterest(subj string) bool { return s.hasInterestIn(s.gacc, subj) }
+
+func (s *Server) hasInterestIn(acc *account, subj string) bool {
+	if !subject.ValidLiteral(subj) {
+		return false
+	}
+	r := acc.sl.Match([]byte(subj))
 	return len(r.Plain) > 0 || len(r.Queues) > 0
 }

@@ -7,47 +7,103 @@ import (
 	"path/filepath"
 	"runtime/debug"
 
+	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/jsapi"
 )
 
-// jsTransport lets JetStream subscribe and publish inside this server.
-type jsTransport struct{ s *Server }
+// jsTransport lets an account's JetStream subscribe and publish inside
+// this server, in that account.
+type jsTransport struct {
+	s   *Server
+	acc *account
+}
 
 func (t jsTransport) Subscribe(subj, queue string, h jetstream.MsgHandler) (jetstream.Subscription, error) {
-	return t.s.SubscribeInternal(subj, queue, MsgHandler(h))
+	return t.s.subscribeIn(t.acc, subj, queue, MsgHandler(h), subKindInternal)
 }
 
 func (t jsTransport) Publish(subj, reply string, hdr, data []byte) bool {
-	return t.s.Publish(subj, reply, hdr, data)
+	return t.s.publishIn(t.acc, subj, subj, reply, hdr, data, pubNormal)
 }
 
 func (t jsTransport) PublishAs(match, subj, reply string, hdr, data []byte) bool {
-	return t.s.PublishAs(match, subj, reply, hdr, data)
+	return t.s.publishIn(t.acc, match, subj, reply, hdr, data, pubNormal)
 }
 
-func (t jsTransport) HasInterest(subj string) bool { return t.s.HasInterest(subj) }
+func (t jsTransport) HasInterest(subj string) bool { return t.s.hasInterestIn(t.acc, subj) }
+
+func (t jsTransport) HasExactInterest(subj string) bool { return t.s.hasExactInterestIn(t.acc, subj) }
 
 // defaultStoreDir is where JetStream keeps its data without -sd, as
 // nats-server v2.15.2 does (the system temporary directory).
 func defaultStoreDir() string { return filepath.Join(os.TempDir(), "nats") }
 
-// startJetStream restores the streams under the store directory and
-// starts the $JS.API layer (docs/design-jetstream.md).
+// startJetStream starts JetStream for every account that has it
+// (accounts.go jetStreamFor): it restores the account's streams under
+// <store_dir>/jetstream/<account>/streams and serves its $JS.API. An
+// account without it gets the API's 10039 answers. The engines share the
+// server's storage limits (jetstream.Usage).
 func (s *Server) startJetStream() error {
 	dir := s.opts.StoreDir
 	if dir == "" {
 		dir = defaultStoreDir()
 		s.log.Warnf("JetStream store directory not set (-sd); using %s", dir)
 	}
-	tr := jsTransport{s}
+	usage := jetstream.NewUsage()
+	var first *jetstream.JetStream
+	for _, acc := range s.accountsSorted() {
+		on, limits := s.jetStreamFor(acc)
+		if !on {
+			off, err := jsapi.NewDisabled(jsTransport{s, acc})
+			if err != nil {
+				return fmt.Errorf("server: JetStream API of account %s: %w", acc.name, err)
+			}
+			acc.jsOff = off
+			continue
+		}
+		if err := s.startAccountJetStream(acc, dir, limits, usage); err != nil {
+			return err
+		}
+		if first == nil {
+			first = acc.js
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	mem, file := first.StorageLimits()
+	s.log.Noticef("Starting JetStream")
+	s.log.Noticef("  Max Memory:      %s", friendlyBytes(mem))
+	s.log.Noticef("  Max Storage:     %s", friendlyBytes(file))
+	s.log.Noticef("  Store Directory: %q", filepath.Join(dir, "jetstream"))
+	return nil
+}
+
+// startAccountJetStream starts one account's engine and API.
+func (s *Server) startAccountJetStream(acc *account, dir string, limits *config.AccountJetStream, usage *jetstream.Usage) error {
+	tr := jsTransport{s, acc}
 	cfg := jetstream.Config{
 		StoreDir:   dir,
 		ServerName: s.opts.ServerName,
 		Version:    NATSVersion,
 		APILevel:   jsapi.APILevel,
+		MaxPayload: int64(s.opts.MaxPayload),
+		MaxPending: s.opts.MaxPending,
+		Domain:     s.opts.JetStreamDomain,
 		Logf:       s.log.Warnf,
 		Infof:      s.log.Noticef,
+		Account:    acc.name,
+		Usage:      usage,
+	}
+	if limits != nil {
+		cfg.Limits = &jetstream.AccountLimits{
+			MaxMemory: limits.MaxMemory, MaxStore: limits.MaxStore,
+			MaxStreams: limits.MaxStreams, MaxConsumers: limits.MaxConsumers,
+			MaxAckPending:        limits.MaxAckPending,
+			MemoryMaxStreamBytes: limits.MemoryMaxStreamBytes, StoreMaxStreamBytes: limits.StoreMaxStreamBytes,
+			MaxBytesRequired: limits.MaxBytesRequired,
+		}
 	}
 	if d := s.opts.AckBeforeSyncInterval; d > 0 {
 		cfg.AckBeforeSyncInterval = d
@@ -56,19 +112,14 @@ func (s *Server) startJetStream() error {
 	s.storageLimits(&cfg)
 	js, err := jetstream.New(cfg, tr)
 	if err != nil {
-		return fmt.Errorf("server: start JetStream: %w", err)
+		return fmt.Errorf("server: start JetStream for account %s: %w", acc.name, err)
 	}
 	api, err := jsapi.New(js, tr, jsapi.Options{Logf: s.log.Warnf})
 	if err != nil {
 		js.Shutdown()
-		return fmt.Errorf("server: start the JetStream API: %w", err)
+		return fmt.Errorf("server: start the JetStream API of account %s: %w", acc.name, err)
 	}
-	s.js, s.jsAPI = js, api
-	mem, file := js.StorageLimits()
-	s.log.Noticef("Starting JetStream")
-	s.log.Noticef("  Max Memory:      %s", friendlyBytes(mem))
-	s.log.Noticef("  Max Storage:     %s", friendlyBytes(file))
-	s.log.Noticef("  Store Directory: %q", filepath.Join(dir, "jetstream"))
+	acc.js, acc.jsAPI = js, api
 	return nil
 }
 
@@ -128,13 +179,21 @@ func friendlyBytes(n int64) string {
 	return fmt.Sprintf("%.2f %sB", f/math.Pow(1024, float64(exp)), "KMGTPE"[exp-1:exp])
 }
 
-// stopJetStream stops the API, then the streams: publishes already queued
-// are still stored and acknowledged while clients are connected.
+// stopJetStream stops the APIs, then the streams, of every account:
+// publishes already queued are still stored and acknowledged while
+// clients are connected.
 func (s *Server) stopJetStream() {
-	if s.jsAPI != nil {
-		s.jsAPI.Close()
+	for _, acc := range s.accounts {
+		if acc.jsOff != nil {
+			acc.jsOff.Close()
+		}
+		if acc.jsAPI != nil {
+			acc.jsAPI.Close()
+		}
 	}
-	if s.js != nil {
-		s.js.Shutdown()
+	for _, acc := range s.accounts {
+		if acc.js != nil {
+			acc.js.Shutdown()
+		}
 	}
 }

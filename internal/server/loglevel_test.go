@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/logger"
 )
 
@@ -58,12 +59,19 @@ func TestProtocolErrorLoggedAsError(t *testing.T) {
 	}
 }
 
-// Listening beyond loopback without authentication (cairn has none yet)
-// is logged as a warning at start; on a loopback address it is not.
+// Listening beyond loopback without authentication is logged as a warning
+// at start; on a loopback address, or with authentication configured, it
+// is not (the latter logs that clients must authenticate, and warns of
+// plain-text passwords as nats-server does).
 func TestOpenListenerWarning(t *testing.T) {
-	for host, warn := range map[string]bool{"127.0.0.1": false, "localhost": false, "0.0.0.0": true} {
+	for host, warn := range map[string]bool{"127.0.0.1": false, "localhost": false, "0.0.0.0": true, "0.0.0.0 auth": false} {
 		var out syncWriter
-		s, err := New(Options{Host: host, Port: RandomPort, Logger: logger.New(&out, false, false)})
+		opts := Options{Host: host, Port: RandomPort, Logger: logger.New(&out, false, false)}
+		if h, ok := strings.CutSuffix(host, " auth"); ok {
+			opts.Host, host = h, h
+			opts.Auth.Users = []config.User{{Name: "u", Password: "plain"}}
+		}
+		s, err := New(opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,9 +79,13 @@ func TestOpenListenerWarning(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.Shutdown()
-		got := strings.Contains(out.String(), "[WRN] Authentication is not supported, any client that can reach "+net.JoinHostPort(host, ""))
+		got := strings.Contains(out.String(), "[WRN] No authentication is configured: any client that can reach "+net.JoinHostPort(host, ""))
 		if got != warn {
 			t.Errorf("host %s: warning %v, want %v; log:\n%s", host, got, warn, out.String())
+		}
+		if opts.Auth.Users != nil && (!strings.Contains(out.String(), "[INF] Clients must authenticate") ||
+			!strings.Contains(out.String(), "[WRN] Plaintext passwords detected, use nkeys or bcrypt")) {
+			t.Errorf("with users: log:\n%s", out.String())
 		}
 	}
 }

@@ -3,8 +3,10 @@ package server
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/logger"
 )
@@ -59,6 +61,11 @@ type Options struct {
 	// before the fsync and sync every interval (jetstream's
 	// ack_before_sync_interval); 0 acknowledges only fsynced messages.
 	AckBeforeSyncInterval time.Duration
+	// JetStreamDomain is the JetStream domain (jetstream { domain }): a
+	// client publish to $JS.<domain>.API.<suffix> is mapped as nats-server
+	// v2.15.2 maps it (jsdomain.go), and JetStream names the domain in
+	// its answers. "" for none.
+	JetStreamDomain string
 	// ClientAdvertise, "host" or "host:port", replaces the listener's host
 	// and port in INFO (nats-server's client_advertise); a missing, 0 or -1
 	// port is the bound port.
@@ -66,7 +73,19 @@ type Options struct {
 	// Cluster configures the cluster listener and the routes to other
 	// servers (cluster_options.go); the zero value means none.
 	Cluster ClusterOptions
-	Logger  *logger.Logger
+	// Auth is who may connect and what each user may do: the
+	// authorization block, no_auth_user and the accounts' users, as
+	// internal/config reads them (docs/security.md); the zero value lets
+	// every client in, as nats-server does without them.
+	Auth config.Auth
+	// TLS is the client listener's TLS (docs/security.md); the zero value
+	// is none.
+	TLS config.TLS
+	// Operator is operator mode: JWT authentication against trusted
+	// operators and preloaded accounts (docs/security.md); the zero
+	// value is off.
+	Operator config.Operator
+	Logger   *logger.Logger
 }
 
 // ErrInvalidOptions is wrapped by every error Validate returns.
@@ -97,6 +116,9 @@ func (o *Options) Validate() error {
 	fillDuration(&o.WriteDeadline, DefaultWriteDeadline)
 	if int64(o.MaxPayload) > o.MaxPending {
 		return fmt.Errorf("%w: max_payload (%d) can not exceed max_pending (%d)", ErrInvalidOptions, o.MaxPayload, o.MaxPending)
+	}
+	if strings.ContainsAny(o.JetStreamDomain, ".*> \t\r\n\f") {
+		return fmt.Errorf("%w: invalid domain name %q: may not contain ., *, > or white space", ErrInvalidOptions, o.JetStreamDomain)
 	}
 	if o.AckBeforeSyncInterval < 0 {
 		return fmt.Errorf("%w: negative ack_before_sync_interval %v", ErrInvalidOptions, o.AckBeforeSyncInterval)

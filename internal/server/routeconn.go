@@ -143,7 +143,9 @@ var _ route.Handler = (*routeConn)(nil)
 // processRouteConnect).
 func (rc *routeConn) ProcessConnect(arg []byte) error {
 	c, s := rc.c, rc.c.srv
-	c.traceIn("CONNECT", arg)
+	if c.log.TraceEnabled() {
+		c.traceIn("CONNECT", redactConnect(arg))
+	}
 	if rc.connectSeen || rc.solicited {
 		return nil
 	}
@@ -300,7 +302,7 @@ func (s *Server) registerRoute(c *client, info *route.Info) bool {
 	}
 	cl.routes[info.ID] = c
 	rc.registered = true
-	c.out.appendBytes(cl.interest.AppendAll(nil))
+	c.out.appendBytes(cl.appendAllInterestLocked(nil))
 	c.out.signal()
 	if rc.solicited && !rc.explicit {
 		// Dialed because of gossip: whoever told us told the others.
@@ -392,16 +394,17 @@ func (rc *routeConn) ProcessErr(text []byte) error {
 }
 
 // ProcessSub stores the peer's interest: a remote subscription in the
-// sublist, one per subject and queue group, whose weight is updated by a
-// later RS+ for the same group (nats-server v2.15.2 processRemoteSub). An
-// account other than cairn's one is ignored.
+// account's sublist, one per subject and queue group, whose weight is
+// updated by a later RS+ for the same group (nats-server v2.15.2
+// processRemoteSub). An account this server does not have is ignored.
 func (rc *routeConn) ProcessSub(account, subj, queue []byte, weight int) error {
 	c := rc.c
 	c.traceIn("RS+", account, subj, queue)
-	if string(account) != globalAccountName {
+	acc := c.srv.account(string(account))
+	if acc == nil {
 		return nil
 	}
-	key := remoteKey(subj, queue)
+	key := remoteKey(account, subj, queue)
 	c.mu.Lock()
 	old := c.subs[key]
 	c.mu.Unlock()
@@ -413,9 +416,9 @@ func (rc *routeConn) ProcessSub(account, subj, queue []byte, weight int) error {
 		c.enqueueString(string(route.AppendErr(nil, "Invalid Subscription")))
 		return nil
 	}
-	sub := &subscription{client: c, subject: string(subj), queue: string(queue), sid: []byte(key)}
+	sub := &subscription{client: c, acc: acc, subject: string(subj), queue: string(queue), sid: []byte(key)}
 	sub.qw.Store(int32(weight))
-	if err := c.srv.sl.Insert(sub.subject, sub.queue, sub); err != nil {
+	if err := acc.sl.Insert(sub.subject, sub.queue, sub); err != nil {
 		return nil
 	}
 	c.mu.Lock()
@@ -428,23 +431,23 @@ func (rc *routeConn) ProcessSub(account, subj, queue []byte, weight int) error {
 func (rc *routeConn) ProcessUnsub(account, subj, queue []byte) error {
 	c := rc.c
 	c.traceIn("RS-", account, subj, queue)
-	key := remoteKey(subj, queue)
+	key := remoteKey(account, subj, queue)
 	c.mu.Lock()
 	sub := c.subs[key]
 	delete(c.subs, key)
 	c.mu.Unlock()
 	if sub != nil {
-		_ = c.srv.sl.Remove(sub.subject, sub.queue, sub)
+		_ = sub.acc.sl.Remove(sub.subject, sub.queue, sub)
 	}
 	return nil
 }
 
 // remoteKey names a remote subscription in its route's subs map.
-func remoteKey(subj, queue []byte) string {
+func remoteKey(account, subj, queue []byte) string {
 	if queue == nil {
-		return string(subj)
+		return string(account) + " " + string(subj)
 	}
-	return string(subj) + " " + string(queue)
+	return string(account) + " " + string(subj) + " " + string(queue)
 }
 
 // ProcessMsg delivers a message from a peer to local subscribers only (one
@@ -456,9 +459,11 @@ func (rc *routeConn) ProcessMsg(m *route.Msg) error {
 	if c.log.TraceEnabled() {
 		c.traceRouteMsg(m)
 	}
-	if string(m.Account) != globalAccountName {
+	acc := c.srv.account(string(m.Account))
+	if acc == nil {
 		return nil
 	}
+	c.acc = acc
 	subj, reply := m.Subject, m.Reply
 	if i := jsAckDeliverIdx(reply); i >= 0 && i < len(reply)-1 {
 		subj, reply = reply[i+1:], reply[:i]

@@ -11,10 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cairnmq/cairn/internal/jetstream"
-	"github.com/cairnmq/cairn/internal/jsapi"
+	"github.com/cairnmq/cairn/internal/auth"
+	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/logger"
-	"github.com/cairnmq/cairn/internal/sublist"
 )
 
 // Server accepts client connections and delivers messages between them.
@@ -23,15 +22,20 @@ type Server struct {
 	opts Options
 	id   string
 	log  *logger.Logger
-	sl   *sublist.Sublist[*subscription]
+
+	// accounts are the subject namespaces (accounts.go), $G among them;
+	// made by New, never changed.
+	accounts map[string]*account
+	gacc     *account
 
 	ln   net.Listener
 	port int // the bound port, known after Start
 
-	js    *jetstream.JetStream // nil unless Options.JetStream
-	jsAPI *jsapi.API
-
 	cl *cluster // the cluster listener and routes; nil unless Options.Cluster is enabled
+
+	dir      *auth.Directory // who may connect (auth.go); immutable
+	tls      *tlsState       // TLS of the client listener (tls.go); nil without
+	jsDomain []byte          // "$JS.<domain>.API.", whose subjects client publishes are mapped from (jsdomain.go); nil without a domain
 
 	lim           atomic.Pointer[limits] // the limits in force (limits.go)
 	publishers    sync.Pool              // connectionless *client values for Publish
@@ -51,6 +55,14 @@ func New(opts Options) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	tlsSt, err := newTLSState(&opts.TLS)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
+	}
+	authCfg := opts.Auth
+	if authCfg.Timeout == 0 && tlsSt != nil {
+		authCfg.Timeout = tlsSt.timeout() + time.Second // nats-server getDefaultAuthTimeout
+	}
 	id := newServerID()
 	if opts.ServerName == "" {
 		opts.ServerName = id
@@ -59,13 +71,27 @@ func New(opts Options) (*Server, error) {
 		opts:    opts,
 		id:      id,
 		log:     opts.Logger,
-		sl:      sublist.New[*subscription](),
 		cl:      newCluster(&opts.Cluster),
+		dir:     newDirectory(&opts, &authCfg),
+		tls:     tlsSt,
 		clients: make(map[uint64]*client),
 		done:    make(chan struct{}),
 	}
+	if opts.JetStream {
+		s.jsDomain = jsDomainPrefix(opts.JetStreamDomain)
+	}
 	s.lim.Store(limitsOf(&opts))
+	s.initAccounts()
 	return s, nil
+}
+
+// newDirectory builds the authentication of the options: operator mode
+// (JWTs) or the configured users.
+func newDirectory(o *Options, a *config.Auth) *auth.Directory {
+	if o.Operator.Enabled() {
+		return auth.NewOperatorDirectory(&o.Operator, a.Timeout)
+	}
+	return auth.NewDirectory(a, o.TLS.VerifyAndMap)
 }
 
 // newServerID returns a 56-character id starting with 'N', shaped like
@@ -99,6 +125,11 @@ func (s *Server) Start() error {
 			return err
 		}
 	}
+	if err := s.startImports(); err != nil {
+		_ = ln.Close()
+		s.stopJetStream()
+		return err
+	}
 	s.log.Noticef("Listening for client connections on %s", net.JoinHostPort(s.opts.Host, strconv.Itoa(s.port)))
 	s.warnIfOpen()
 	if s.cl != nil {
@@ -113,15 +144,28 @@ func (s *Server) Start() error {
 	return nil
 }
 
-// warnIfOpen warns, in nats-server's style of log line, when the client
-// port is reachable from other machines: cairn has no authentication yet,
-// so any client that reaches it may use every subject and stream.
+// warnIfOpen logs the authentication in force at start (nats-server
+// advisory CVE-2023-47090: never let an operator guess it). Without any,
+// it warns when the client port is reachable from other machines, since
+// any client that reaches it may use every subject and stream. With
+// plain-text passwords it gives nats-server's warning.
 func (s *Server) warnIfOpen() {
+	addr := net.JoinHostPort(s.opts.Host, strconv.Itoa(s.port))
+	if s.dir.Required() {
+		if s.dir.PlaintextPasswords() {
+			s.log.Warnf("Plaintext passwords detected, use nkeys or bcrypt")
+		}
+		if u := s.dir.NoAuthUser(); u != "" {
+			s.log.Noticef("Clients must authenticate; a client sending no credentials is user %q (no_auth_user)", u)
+		} else {
+			s.log.Noticef("Clients must authenticate")
+		}
+		return
+	}
 	if s.Addr().IP.IsLoopback() {
 		return
 	}
-	s.log.Warnf("Authentication is not supported, any client that can reach %s can connect, publish, subscribe and use JetStream; listen on a loopback address (-a 127.0.0.1) unless that is intended",
-		net.JoinHostPort(s.opts.Host, strconv.Itoa(s.port)))
+	s.log.Warnf("No authentication is configured: any client that can reach %s can connect, publish, subscribe and use JetStream; configure an authorization block (docs/security.md) or listen on a loopback address (-a 127.0.0.1)", addr)
 }
 
 // Addr returns the bound client address, or nil before Start.
@@ -158,7 +202,13 @@ func (s *Server) SlowConsumers() int64 { return s.slowConsumers.Load() }
 // NumSubscriptions returns the number of subscriptions in the sublist:
 // clients', internal ones and, in a cluster, one per subject and queue
 // group each peer announced.
-func (s *Server) NumSubscriptions() int { return s.sl.Count() }
+func (s *Server) NumSubscriptions() int {
+	n := 0
+	for _, a := range s.accounts {
+		n += a.sl.Count()
+	}
+	return n
+}
 
 // goroutine starts fn tracked by the server's wait group. It reports false
 // and starts nothing once shutdown has begun.
@@ -226,6 +276,12 @@ func (s *Server) addClient(nc net.Conn) {
 	s.clients[c.cid] = c
 	s.mu.Unlock()
 	c.log.Debugf("%s - cid:%d - Client connection created", c.addr, c.cid)
+	if s.tls != nil {
+		if !s.goroutine(c.tlsStart) {
+			c.abort()
+		}
+		return
+	}
 	c.start()
 }
 

@@ -56,8 +56,8 @@ func (c *client) traceRouteMsg(m *route.Msg) {
 }
 
 // traceOutRouteMsg logs an RMSG or HMSG sent to a peer.
-func (c *client) traceOutRouteMsg(subj, reply []byte, queues []string, hdrLen, size int) {
-	line := route.AppendMsgHeader(nil, globalAccountName, subj, reply, queues, hdrLen, size)
+func (c *client) traceOutRouteMsg(account string, subj, reply []byte, queues []string, hdrLen, size int) {
+	line := route.AppendMsgHeader(nil, account, subj, reply, queues, hdrLen, size)
 	c.log.Tracef("%s - rid:%d - ->> [%s]", c.addr, c.cid, line[:len(line)-2])
 }
 

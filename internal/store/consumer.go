@@ -1,5 +1,10 @@
 package store
 
+import (
+	"cmp"
+	"slices"
+)
+
 // SequencePair is a consumer sequence with the stream sequence it
 // delivered (protocol.md section 3.5, SequenceInfo).
 type SequencePair struct {
@@ -14,19 +19,32 @@ type Pending struct {
 	Timestamp int64
 }
 
+// StreamPending is one entry of ConsumerState.Pending: a stream sequence
+// awaiting acknowledgement and its Pending.
+type StreamPending struct {
+	Stream uint64
+	Pending
+}
+
 // ConsumerState is what a durable consumer must keep across restarts: the
 // last delivered pair, the ack floor (everything at or below it is
-// acknowledged), the messages awaiting acknowledgement keyed by stream
-// sequence, the delivery counts of redelivered messages (stream
+// acknowledged), the messages awaiting acknowledgement in ascending
+// stream sequence, the delivery counts of redelivered messages (stream
 // sequence to number of deliveries beyond the first; an entry without a
 // Pending entry is a message that ran out of deliveries and is still
 // held), and the messages being moved to the consumer's dead-letter
-// subject (each key is also a key of Pending, or a held message's key of
-// Redelivered; docs/dead-letter.md).
+// subject (each key is also a stream sequence of Pending, or a held
+// message's key of Redelivered; docs/dead-letter.md).
+//
+// Pending is a sorted slice rather than a map (nats-server's
+// ConsumerState has map[uint64]*Pending) because a consumer hands a
+// snapshot of its whole pending set to the store at every save: for a
+// million pending acknowledgements a slice is 24 MB, a map about twice
+// that, and the file format wants them sorted anyway.
 type ConsumerState struct {
 	Delivered   SequencePair
 	AckFloor    SequencePair
-	Pending     map[uint64]Pending
+	Pending     []StreamPending // ascending Stream, no duplicates
 	Redelivered map[uint64]uint64
 	DeadLetter  map[uint64]DeadLetter
 }
@@ -67,6 +85,16 @@ func (r DeadLetterReason) String() string {
 type DeadLetter struct {
 	Reason DeadLetterReason
 	After  uint64
+}
+
+// PendingAt returns the Pending of stream sequence seq, and false when
+// seq is not pending; a binary search of st.Pending.
+func (st *ConsumerState) PendingAt(seq uint64) (Pending, bool) {
+	i, ok := slices.BinarySearchFunc(st.Pending, seq, func(p StreamPending, s uint64) int { return cmp.Compare(p.Stream, s) })
+	if !ok {
+		return Pending{}, false
+	}
+	return st.Pending[i].Pending, true
 }
 
 // ConsumerStore keeps one consumer's state beside its stream.

@@ -357,7 +357,7 @@ func TestCheckConsumerState(t *testing.T) {
 		return &ConsumerState{
 			Delivered: SequencePair{Consumer: 10, Stream: 20},
 			AckFloor:  SequencePair{Consumer: 5, Stream: 12},
-			Pending:   map[uint64]Pending{13: {}, 20: {}},
+			Pending:   []StreamPending{{Stream: 13}, {Stream: 20}},
 		}
 	}
 	cases := []struct {
@@ -369,8 +369,10 @@ func TestCheckConsumerState(t *testing.T) {
 		{"empty", func(st *ConsumerState) { *st = ConsumerState{} }, false},
 		{"ack floor consumer", func(st *ConsumerState) { st.AckFloor.Consumer = 11 }, true},
 		{"ack floor stream", func(st *ConsumerState) { st.AckFloor.Stream = 21 }, true},
-		{"pending at floor", func(st *ConsumerState) { st.Pending[12] = Pending{} }, true},
-		{"pending past delivered", func(st *ConsumerState) { st.Pending[21] = Pending{} }, true},
+		{"pending at floor", func(st *ConsumerState) { st.Pending[0].Stream = 12 }, true},
+		{"pending past delivered", func(st *ConsumerState) { st.Pending[1].Stream = 21 }, true},
+		{"pending out of order", func(st *ConsumerState) { st.Pending[0], st.Pending[1] = st.Pending[1], st.Pending[0] }, true},
+		{"pending repeated", func(st *ConsumerState) { st.Pending[0].Stream = 20 }, true},
 		{"redelivered unchecked", func(st *ConsumerState) { st.Redelivered = map[uint64]uint64{99: 1} }, false},
 	}
 	for _, c := range cases {
@@ -386,10 +388,10 @@ func TestCheckConsumerState(t *testing.T) {
 }
 
 func TestCloneConsumerState(t *testing.T) {
-	st := &ConsumerState{Pending: map[uint64]Pending{1: {Sequence: 2}}, Redelivered: map[uint64]uint64{}}
+	st := &ConsumerState{Pending: []StreamPending{{Stream: 1, Pending: Pending{Sequence: 2}}}, Redelivered: map[uint64]uint64{}}
 	c := CloneConsumerState(st)
-	st.Pending[1] = Pending{Sequence: 9}
-	if c.Pending[1].Sequence != 2 || c.Redelivered != nil {
+	st.Pending[0].Sequence = 9
+	if p, ok := c.PendingAt(1); !ok || p.Sequence != 2 || c.Redelivered != nil {
 		t.Fatalf("clone = %+v", c)
 	}
 }

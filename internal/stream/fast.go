@@ -149,6 +149,7 @@ type FastStep struct {
 // message around its Apply.
 type FastBatches struct {
 	name   string // the stream, for PubAcks
+	domain string // the JetStream domain, for PubAcks ("" for none; SetDomain)
 	limits BatchLimits
 	global *BatchInflight
 	open   map[string]*fastBatch
@@ -171,6 +172,10 @@ type fastBatch struct {
 func NewFastBatches(name string, limits BatchLimits, global *BatchInflight) *FastBatches {
 	return &FastBatches{name: name, limits: limits.WithDefaults(), global: global, open: map[string]*fastBatch{}}
 }
+
+// SetDomain sets the JetStream domain the successful PubAcks name
+// ("domain" after "stream", as nats-server's PubAck template).
+func (f *FastBatches) SetDomain(domain string) { f.domain = domain }
 
 // Len returns the number of open batches.
 func (f *FastBatches) Len() int { return len(f.open) }
@@ -331,13 +336,13 @@ func (f *FastBatches) After(info *FastInfo, res Result) []FastReply {
 		}
 		if !b.gapOK && b.lseq == 1 {
 			f.drop(info.ID)
-			return append(out, FastReply{Payload: appendFastDupAck(nil, f.name, res.Seq, info.ID, info.Seq)})
+			return append(out, FastReply{Payload: appendFastDupAck(nil, f.name, f.domain, res.Seq, info.ID, info.Seq)})
 		}
 		return append(out, f.end(info.ID, b))
 	}
 	if !b.gapOK && b.lseq == 1 {
 		f.drop(info.ID)
-		return []FastReply{{Payload: AppendPubAck(nil, f.name, res, "")}}
+		return []FastReply{{Payload: AppendPubAck(nil, f.name, res, f.domain)}}
 	}
 	out = append(out, FastReply{Payload: errReply(info.Seq, res.Err)})
 	if b.gapOK && !info.Commit {
@@ -373,7 +378,7 @@ func (f *FastBatches) flow(b *fastBatch) (FastReply, bool) {
 // last stored message and the batch sequence it reached.
 func (f *FastBatches) end(id string, b *fastBatch) FastReply {
 	f.drop(id)
-	return FastReply{Payload: AppendBatchPubAck(nil, f.name, b.sseq, id, b.lseq), WaitSeq: b.sseq}
+	return FastReply{Payload: AppendBatchPubAck(nil, f.name, f.domain, b.sseq, id, b.lseq), WaitSeq: b.sseq}
 }
 
 func (f *FastBatches) drop(id string) {
@@ -402,17 +407,18 @@ func (f *FastBatches) Clear() {
 }
 
 // AppendBatchPubAck appends the PubAck that ends a batch, as nats-server
-// v2.15.2 builds it: {"stream":"S","seq":7,"batch":"id","count":3}.
-func AppendBatchPubAck(dst []byte, stream string, seq uint64, id string, count uint64) []byte {
-	dst = AppendPubAck(dst, stream, Result{Seq: seq}, "")
+// v2.15.2 builds it: {"stream":"S","seq":7,"batch":"id","count":3}
+// (with "domain" after "stream" when domain is not "").
+func AppendBatchPubAck(dst []byte, stream, domain string, seq uint64, id string, count uint64) []byte {
+	dst = AppendPubAck(dst, stream, Result{Seq: seq}, domain)
 	return appendBatchFields(dst[:len(dst)-1], id, count)
 }
 
 // appendFastDupAck is the PubAck of a one-message fast batch whose
 // message was a duplicate, with nats-server's spacing:
 // {"stream":"S","seq":7,"duplicate": true,"batch":"id","count":1}.
-func appendFastDupAck(dst []byte, stream string, seq uint64, id string, count uint64) []byte {
-	dst = AppendPubAck(dst, stream, Result{Seq: seq, Duplicate: true}, "")
+func appendFastDupAck(dst []byte, stream, domain string, seq uint64, id string, count uint64) []byte {
+	dst = AppendPubAck(dst, stream, Result{Seq: seq, Duplicate: true}, domain)
 	return appendBatchFields(dst[:len(dst)-1], id, count)
 }
 

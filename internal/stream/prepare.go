@@ -29,6 +29,22 @@ func (c *Config) PrepareCreate(name string, pedantic bool) *jserr.Error {
 	return c.Validate()
 }
 
+// PrepareRestore readies the config of a STREAM.RESTORE request and runs
+// every check that needs nothing but the config, in nats-server
+// v2.15.2's order (jsStreamRestoreRequest): CheckCreate (10128, sealed,
+// mirror_direct), SetDefaults, Validate. Unlike a create, the config's
+// metadata stays as the request gives it: nats-server adds no
+// _nats.req.level to a restored stream. The name against the request
+// subject is the API layer's check, before this; the checks needing the
+// other streams and the server belong to the engine.
+func (c *Config) PrepareRestore() *jserr.Error {
+	if err := c.CheckCreate(); err != nil {
+		return err
+	}
+	c.SetDefaults()
+	return c.Validate()
+}
+
 // PrepareUpdate readies the config of a STREAM.UPDATE request and runs
 // every check that needs nothing but the config, in nats-server
 // v2.15.2's order (jsStreamUpdateRequest): with pedantic, CheckPedantic

@@ -40,7 +40,7 @@ func (c *Consumer) processAck(a *ackMsg, now time.Time) {
 			c.confirmLater(a, confirm{reply: a.reply, next: true, body: a.next}, now)
 			return
 		}
-		c.d.AddPull(a.reply, a.next, now)
+		c.d.AddPull(a.reply, a.next, now, c.sr.DurableSeq())
 		return
 	}
 	if a.reply == "" || (c.cfg.AckPolicy == consumer.AckNone && c.sr.Retention() == stream.LimitsPolicy) {
@@ -81,6 +81,9 @@ type journalBatch struct {
 	ops       []store.ConsumerOp
 	waits     []confirm
 	saveAfter bool // a snapshot confirms acks: store it after retention
+	// dropUnneeded: a reset moved the consumer (interest retention may
+	// remove what it skipped).
+	dropUnneeded bool
 }
 
 // journal appends a round's confirmed acks to the ack journal; their
@@ -110,7 +113,7 @@ func (c *Consumer) sendConfirms(cfs []confirm) {
 			c.push(cevent{pull: &pullEvent{reply: cf.reply, body: cf.body}})
 			continue
 		}
-		c.env.Transport.Publish(cf.reply, "", nil, nil)
+		c.env.Transport.Publish(cf.reply, "", nil, cf.payload)
 	}
 }
 
@@ -163,6 +166,7 @@ type ackAdvisory struct {
 	StreamSeq   uint64    `json:"stream_seq"`
 	Deliveries  uint64    `json:"deliveries"`
 	Reason      string    `json:"reason,omitempty"`
+	Domain      string    `json:"domain,omitempty"`
 }
 
 // maxDeliverAdvisory is nats-server's JSConsumerDeliveryExceededAdvisory.
@@ -174,12 +178,13 @@ type maxDeliverAdvisory struct {
 	Consumer   string    `json:"consumer"`
 	StreamSeq  uint64    `json:"stream_seq"`
 	Deliveries uint64    `json:"deliveries"`
+	Domain     string    `json:"domain,omitempty"`
 }
 
 func (c *Consumer) advise(kind, typ string, a *ackMsg, reason string) {
 	c.publishAdvisory(kind, ackAdvisory{
 		Type: typ, ID: nuid.Next(), Time: c.now().UTC(), Stream: c.sr.Name(), Consumer: c.name,
-		ConsumerSeq: a.cseq, StreamSeq: a.sseq, Deliveries: a.dc, Reason: reason,
+		ConsumerSeq: a.cseq, StreamSeq: a.sseq, Deliveries: a.dc, Reason: reason, Domain: c.env.Domain,
 	})
 }
 
@@ -198,7 +203,7 @@ func (c *Consumer) adviseDropped(d consumer.Dropped) {
 func (c *Consumer) adviseMaxDeliveries(ex consumer.Exhausted) {
 	c.publishAdvisory("MAX_DELIVERIES", maxDeliverAdvisory{
 		Type: "io.nats.jetstream.advisory.v1.max_deliver", ID: nuid.Next(), Time: c.now().UTC(),
-		Stream: c.sr.Name(), Consumer: c.name, StreamSeq: ex.Stream, Deliveries: ex.Deliveries,
+		Stream: c.sr.Name(), Consumer: c.name, StreamSeq: ex.Stream, Deliveries: ex.Deliveries, Domain: c.env.Domain,
 	})
 }
 

@@ -16,6 +16,7 @@ type consumerPauseAdvisory struct {
 	Consumer   string    `json:"consumer"`
 	Paused     bool      `json:"paused"`
 	PauseUntil time.Time `json:"pause_until,omitempty"`
+	Domain     string    `json:"domain,omitempty"`
 }
 
 // AdvisePause publishes the consumer's pause advisory on
@@ -25,6 +26,7 @@ func (c *Consumer) AdvisePause(paused bool, until time.Time) {
 	b, err := json.Marshal(consumerPauseAdvisory{
 		Type: "io.nats.jetstream.advisory.v1.consumer_pause", ID: nuid.Next(), Time: c.now().UTC(),
 		Stream: c.sr.Name(), Consumer: c.name, Paused: paused, PauseUntil: until,
+		Domain: c.env.Domain,
 	})
 	if err == nil {
 		c.env.Transport.Publish("$JS.EVENT.ADVISORY.CONSUMER.PAUSE."+c.sr.Name()+"."+c.name, "", nil, b)

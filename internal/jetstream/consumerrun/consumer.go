@@ -12,7 +12,7 @@ import (
 	"github.com/cairnmq/cairn/internal/vfs"
 )
 
-// saveInterval bounds how often a durable consumer writes its state: a
+// saveInterval bounds how often a persisted consumer writes its state: a
 // lost ack or delivery only causes a redelivery (at least once), so the
 // state is written at most this often rather than on every ack. The
 // writes happen on a saver goroutine; the loop only takes a snapshot, and
@@ -32,6 +32,7 @@ type cevent struct {
 	fcSub     string   // a flow control reply arrived on this subject
 	moveReady uint64   // a stored snapshot holds this dead-letter mark
 	moveAck   *moveAck // the PubAck of a dead-letter copy
+	reset     *resetEvent
 }
 
 type pullEvent struct {
@@ -47,7 +48,11 @@ type Env struct {
 	FS        vfs.FS                           // a persisted consumer's files
 	APILevel  int                              // the JetStream API level (pull requests' Nats-Required-Api-Level, info)
 	Version   string                           // the nats-server version advertised (info)
-	NewLog    streamrun.NewConsumerLogFunc     // nil: streamrun.NewLocalConsumerLog
+	Domain    string                           // the JetStream domain named in advisories; "" for none
+	// MaxPayload is the server's max_payload, the rate_limit_bps bucket
+	// of a consumer whose stream has no max_msg_size (0: 1 MiB).
+	MaxPayload int64
+	NewLog     streamrun.NewConsumerLogFunc // nil: streamrun.NewLocalConsumerLog
 	// DeadLetterAcks routes the PubAcks of dead-letter copies; CaptureOf
 	// finds the stream that captures a subject (nil: none), taking no
 	// lock; Ready reports whether every stream was restored (until then
@@ -83,6 +88,15 @@ type Consumer struct {
 	// Written by the saver, read by the loop.
 	durDelivered atomic.Uint64
 
+	// metaMu serializes writes of meta.json (Update, Pause, and an
+	// ephemeral's first write in persistLater); taken before mu.
+	metaMu sync.Mutex
+	// persisting counts persistLater while it runs (a new ephemeral of a
+	// file stream being written): Stop waits for it. persistOnStart
+	// tells Start to run it.
+	persisting     sync.WaitGroup
+	persistOnStart bool
+
 	evMu   sync.Mutex
 	events []cevent
 	wake   chan struct{} // capacity 1
@@ -112,19 +126,24 @@ type Consumer struct {
 	snapWait   []confirm          // confirmations that wait for the next stored snapshot
 	replayed   []uint64           // acks replayed from the journal at restore, for retention
 	saveNow    bool               // take a snapshot at the end of this round (a move completed)
-	dlq        string             // the dead-letter subject ("" for none; refreshDeadLetter)
-	moves      map[uint64]*move   // dead-letter moves by stream sequence (deadletter.go)
-	moveErr    string             // the last refused copy logged, and when (logMoveErr)
-	moveErrAt  time.Time
+	// resetRetention: a reset this round moved the delivery state, so an
+	// interest stream drops what nobody needs any more (loop, after the
+	// round).
+	resetRetention bool
+	dlq            string           // the dead-letter subject ("" for none; refreshDeadLetter)
+	moves          map[uint64]*move // dead-letter moves by stream sequence (deadletter.go)
+	moveErr        string           // the last refused copy logged, and when (logMoveErr)
+	moveErrAt      time.Time
 }
 
 // confirm is a confirmation to send once the ack it answers is durable:
 // an empty reply (double ack), or for +NXT the pull request it carries.
 type confirm struct {
-	reply string
-	next  bool
-	body  []byte
-	move  uint64 // not a reply: the dead-letter mark of this stream sequence is stored
+	reply   string
+	next    bool
+	body    []byte
+	move    uint64 // not a reply: the dead-letter mark of this stream sequence is stored
+	payload []byte // the reply's payload (a reset's response); nil: an empty reply
 }
 
 func (c *Consumer) now() time.Time { return c.env.Now() }
@@ -209,6 +228,9 @@ func (c *Consumer) loop() {
 			c.env.Transport.Publish(reply, "", nil, nil) // the double ack
 		}
 		c.journal(jb)
+		if jb.dropUnneeded {
+			c.sr.DropUnneeded() // a reset skipped messages an interest stream may hold for it alone
+		}
 		if idle {
 			c.env.Expire(c)
 			return
@@ -253,8 +275,8 @@ func (c *Consumer) round(evs []cevent) (acked []uint64, replies []string, jb jou
 	}
 	acked, replies = c.acked, c.ackReplies
 	c.acked, c.ackReplies = nil, nil
-	jb = journalBatch{ops: c.jops, waits: c.jwait, saveAfter: saveAfter}
-	c.jops, c.jwait = nil, nil
+	jb = journalBatch{ops: c.jops, waits: c.jwait, saveAfter: saveAfter, dropUnneeded: c.resetRetention}
+	c.jops, c.jwait, c.resetRetention = nil, nil, false
 	return acked, replies, jb, c.d.Inactive(now)
 }
 
@@ -263,13 +285,15 @@ func (c *Consumer) handle(ev *cevent, now time.Time) {
 	case ev.ack != nil:
 		c.processAck(ev.ack, now)
 	case ev.pull != nil:
-		c.d.AddPull(ev.pull.reply, ev.pull.body, now)
+		c.d.AddPull(ev.pull.reply, ev.pull.body, now, c.sr.DurableSeq())
 	case ev.fcSub != "":
 		c.d.FlowControlReply(ev.fcSub)
 	case ev.moveReady != 0:
 		c.moveReady(ev.moveReady, now)
 	case ev.moveAck != nil:
 		c.onMoveAck(ev.moveAck, now)
+	case ev.reset != nil:
+		c.reset(ev.reset, now)
 	}
 }
 

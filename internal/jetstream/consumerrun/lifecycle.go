@@ -11,9 +11,11 @@ import (
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/vfs"
 )
 
-// Meta is the content of a durable consumer's meta.json (metafile).
+// Meta is the content of a persisted consumer's meta.json (metafile),
+// durable or ephemeral.
 type Meta struct {
 	Config  consumer.Config `json:"config"`
 	Created time.Time       `json:"created"`
@@ -24,19 +26,27 @@ type Meta struct {
 func Dir(streamDir, name string) string { return path.Join(streamDir, "obs", name) }
 
 // Persisted reports whether a consumer with cfg of a stream whose
-// directory is streamDir ("" for a memory stream) keeps its state on
-// disk: a durable consumer of a file stream without mem_storage.
+// directory is streamDir ("" for a memory stream) keeps its config and
+// state on disk: a consumer of a file stream without mem_storage,
+// durable or ephemeral. nats-server v2.15.2 writes an ephemeral's config
+// and state as a durable's (fileStore.ConsumerStore) and restores it as
+// an ephemeral (jetstream.go, switchToEphemeral), so it survives a
+// restart until its inactive_threshold runs out; a mem_storage consumer
+// of a file stream has a consumerMemStore there, which writes nothing,
+// and ends with the server.
 func Persisted(streamDir string, cfg *consumer.Config) bool {
-	return streamDir != "" && cfg.Durable != "" && !cfg.MemoryStorage
+	return streamDir != "" && !cfg.MemoryStorage
 }
 
 // New makes the runtime of a new consumer of stream s named name with
 // config cfg (checked, defaults applied; its Name may be empty, as
 // nats-server leaves a generated name out of the config it reports),
-// created at created, at its starting
-// position (consumer.Deliverer.Position); when it is persisted
-// (Persisted), its metadata is written and its state store opened. It
-// does not run until Start.
+// created at created, at its starting position
+// (consumer.Deliverer.Position). A persisted (Persisted) durable has its
+// metadata written and its state store opened here; a persisted
+// ephemeral's files are written once it runs (persistLater, started by
+// Start), so that creating one costs the client no fsync. It does not
+// run until Start.
 func New(env Env, s *streamrun.Stream, name string, cfg consumer.Config, created time.Time) (*Consumer, error) {
 	c := newConsumer(env, s, name, cfg, created)
 	c.d.Position()
@@ -45,9 +55,18 @@ func New(env Env, s *streamrun.Stream, name string, cfg consumer.Config, created
 	if !Persisted(s.Dir(), &cfg) {
 		return c, nil
 	}
-	if err := c.persist(); err != nil {
+	if !cfg.IsDurable() {
+		c.persisting.Add(1) // persistLater, started by Start
+		c.persistOnStart = true
+		return c, nil
+	}
+	fcfg := cfg
+	fcfg.Name = name
+	dir, cs, err := c.writeFiles(fcfg)
+	if err != nil {
 		return nil, err
 	}
+	c.setStore(dir, cs)
 	c.dirty = true
 	c.maybeSave(created, true)
 	return c, nil
@@ -60,6 +79,7 @@ func newConsumer(env Env, s *streamrun.Stream, name string, cfg consumer.Config,
 		moves: map[uint64]*move{},
 	}
 	c.d = consumer.NewDeliverer(s.Name(), name, cfg.Clone(), created, s.Store(), env.Transport, c, env.Logf)
+	c.d.SetRateBurst(c.rateBurst())
 	newLog := env.NewLog
 	if newLog == nil {
 		newLog = streamrun.NewLocalConsumerLog
@@ -76,29 +96,82 @@ func (c *Consumer) initPause() {
 	}
 }
 
-// persist writes the consumer's metadata and opens its state.
-func (c *Consumer) persist() error {
-	fs, sdir := c.env.FS, c.sr.Dir()
-	dir := Dir(sdir, c.name)
+// rateBurst returns the bucket of the rate_limit_bps limiter: the
+// stream's max_msg_size, else the server's max_payload (nats-server
+// v2.15.2 setRateLimit); 0 lets the Deliverer take 1 MiB.
+func (c *Consumer) rateBurst() int {
+	if mms := c.sr.Config().MaxMsgSize; mms > 0 {
+		return int(mms)
+	}
+	return int(c.env.MaxPayload)
+}
+
+// writeFiles writes the consumer's metadata (cfg, whose Name is set, and
+// its creation time) durably and opens its state store, returning the
+// consumer's directory and the store (WriteFiles).
+func (c *Consumer) writeFiles(cfg consumer.Config) (string, store.ConsumerStore, error) {
+	return WriteFiles(c.env.FS, c.sr.Dir(), c.sr.Store(), cfg, c.created)
+}
+
+// WriteFiles writes the metadata of consumer cfg.Name (cfg and its
+// creation time created) into its directory under the stream directory
+// streamDir, durably (the directory entries synced), and opens its state
+// in the stream's store st. It returns the consumer's directory ("" when
+// even that could not be made) and the state store. The engine's
+// restore of a snapshot writes the files of the consumers it restores
+// with it.
+func WriteFiles(fs vfs.FS, streamDir string, st store.Store, cfg consumer.Config, created time.Time) (string, store.ConsumerStore, error) {
+	dir := Dir(streamDir, cfg.Name)
 	if err := fs.MkdirAll(dir); err != nil {
-		return err
+		return "", nil, err
 	}
 	// The consumer's entry in obs/, and obs/'s own in the stream's
 	// directory (MkdirAll created it for the first consumer).
-	for _, d := range []string{path.Dir(dir), sdir} {
+	for _, d := range []string{path.Dir(dir), streamDir} {
 		if err := fs.SyncDir(d); err != nil {
-			return err
+			return dir, nil, err
 		}
 	}
-	if err := metafile.Write(fs, dir, Meta{Config: c.cfg, Created: c.created}); err != nil {
-		return err
+	if err := metafile.Write(fs, dir, Meta{Config: cfg, Created: created}); err != nil {
+		return dir, nil, err
 	}
-	cs, err := c.sr.Store().ConsumerStore(c.name)
+	cs, err := st.ConsumerStore(cfg.Name)
 	if err != nil {
-		return err
+		return dir, nil, err
 	}
+	return dir, cs, nil
+}
+
+// persistLater writes a new ephemeral's files on a goroutine of its own
+// and then attaches them: from the next round on, the consumer saves its
+// state as a durable does. Stop waits for it, so that a consumer deleted
+// meanwhile has its files removed and one stopped at shutdown has its
+// state stored. A failure is logged and leaves the consumer in memory
+// only (it ends with the server).
+func (c *Consumer) persistLater() {
+	defer c.persisting.Done()
+	c.metaMu.Lock()
+	defer c.metaMu.Unlock()
+	c.mu.Lock()
+	cfg := c.cfg.Clone()
+	c.mu.Unlock()
+	cfg.Name = c.name // a generated name is kept in the file, as nats-server does
+	dir, cs, err := c.writeFiles(cfg)
+	if err != nil {
+		c.env.Logf("consumer %s > %s: kept in memory only, it will not survive a restart: %v", c.sr.Name(), c.name, err)
+		if cs != nil {
+			_ = cs.Delete()
+		}
+		if dir != "" {
+			_ = metafile.RemoveAll(c.env.FS, dir)
+		}
+		return
+	}
+	c.mu.Lock()
 	c.setStore(dir, cs)
-	return nil
+	c.dirty = true
+	c.mu.Unlock()
+	c.Signal()
 }
 
 // setStore attaches a persisted consumer's directory and state store,
@@ -164,7 +237,11 @@ func Restore(env Env, s *streamrun.Stream, name string) (*Consumer, error) {
 		_ = cs.Close()
 		return nil, err
 	}
+	if m.Config.Name == "" {
+		m.Config.Name = name // a generated name shows in the config once restored, as in nats-server
+	}
 	c := newConsumer(env, s, name, m.Config, m.Created)
+	c.d.Restarted(env.Now()) // the inactive_threshold counts from the restart
 	c.setStore(dir, cs)
 	c.st = consumer.RestoreState(consumer.PolicyOf(&c.cfg), st)
 	c.d.SetState(c.st)
@@ -181,6 +258,26 @@ func Restore(env Env, s *streamrun.Stream, name string) (*Consumer, error) {
 		c.dirty = true // store the restored or repositioned state
 	}
 	return c, nil
+}
+
+// FromState makes the runtime of consumer name of stream s with config
+// cfg (checked, defaults applied) and the delivery state st, created at
+// created: a consumer of a stream snapshot being restored that keeps no
+// files (mem_storage, or a memory stream's; the engine writes the files
+// of the others and Restore reads them). A state that delivered nothing
+// starts at the consumer's starting position. It does not run until
+// Start.
+func FromState(env Env, s *streamrun.Stream, name string, cfg consumer.Config, st *store.ConsumerState, created time.Time) *Consumer {
+	c := newConsumer(env, s, name, cfg, created)
+	c.st = consumer.RestoreState(consumer.PolicyOf(&c.cfg), st)
+	c.d.SetState(c.st)
+	if st.Delivered.Stream == 0 && st.Delivered.Consumer == 0 {
+		c.d.Position()
+		c.st = c.d.State()
+	}
+	c.initPause()
+	c.refreshDeadLetter()
+	return c
 }
 
 // TakeReplayed returns, and forgets, what the acks replayed from the
@@ -204,6 +301,7 @@ func (c *Consumer) Start() {
 		{"$JS.ACK." + c.sr.Name() + "." + c.name + ".>", c.onAck},
 		{"$JS.API.CONSUMER.MSG.NEXT." + c.sr.Name() + "." + c.name, c.onPull},
 		{"$JS.FC." + c.sr.Name() + "." + c.name + ".*", c.onFC},
+		{"$JS.API.CONSUMER.RESET." + c.sr.Name() + "." + c.name, c.onReset},
 	}
 	if c.cfg.AckPolicy == consumer.AckNone {
 		subs = subs[1:] // nothing listens for acks: an ack request gets no responders, as in nats-server
@@ -218,6 +316,10 @@ func (c *Consumer) Start() {
 	}
 	c.done.Add(1)
 	go c.loop()
+	if c.persistOnStart {
+		c.persistOnStart = false
+		go c.persistLater()
+	}
 	c.Signal()
 }
 
@@ -245,8 +347,14 @@ func (c *Consumer) onPull(_, reply string, hdr, data []byte) {
 func (c *Consumer) onFC(subject, _ string, _, _ []byte) { c.push(cevent{fcSub: subject}) }
 
 // Stop ends the consumer: unsubscribes, stops the loop, ends waiting pull
-// requests with status (nil = none) and saves its state.
+// requests with status and saves its state. A status (409 Consumer
+// Deleted) means the consumer or its stream is being deleted: its state
+// is not saved, since its files go next (RemoveFiles). nil means the
+// server shuts down: each waiting pull request gets 409 Server Shutdown
+// with what it was still owed (consumer.Deliverer.EndPulls). It waits
+// for a new ephemeral's files to be written first (persistLater).
 func (c *Consumer) Stop(status []byte) {
+	c.persisting.Wait()
 	c.mu.Lock()
 	if c.stopped {
 		c.mu.Unlock()
@@ -263,6 +371,12 @@ func (c *Consumer) Stop(status []byte) {
 	defer c.mu.Unlock()
 	c.d.EndPulls(status)
 	c.cancelMoves()
+	if status != nil {
+		if c.saver != nil {
+			c.saver.discard()
+		}
+		return // RemoveFiles deletes the state through c.cstore, still open
+	}
 	c.maybeSave(c.now(), true)
 	if c.saver != nil {
 		c.saver.close()
@@ -288,8 +402,11 @@ func (c *Consumer) Config() consumer.Config {
 // Update applies a config change the engine allowed (its policy as an
 // UpdatePolicy operation) and rewrites a persisted consumer's metadata.
 func (c *Consumer) Update(cfg consumer.Config) error {
+	c.metaMu.Lock()
+	defer c.metaMu.Unlock()
 	c.mu.Lock()
 	c.cfg = cfg.Clone()
+	c.d.SetRateBurst(c.rateBurst())
 	c.d.SetConfig(cfg.Clone())
 	c.Commit(&consumer.UpdatePolicy{Policy: consumer.PolicyOf(&c.cfg), DeadLetter: c.st.DeadLetterOn()})
 	dir := c.dir
@@ -307,6 +424,8 @@ func (c *Consumer) Update(cfg consumer.Config) error {
 // in the metadata from the first pause on, resumes included) and saves
 // a persisted consumer's metadata. It returns whether it is paused.
 func (c *Consumer) Pause(until, now time.Time) bool {
+	c.metaMu.Lock()
+	defer c.metaMu.Unlock()
 	c.mu.Lock()
 	var p int64
 	if until.After(now) {
@@ -337,14 +456,15 @@ func (c *Consumer) Pause(until, now time.Time) bool {
 	return until.After(now)
 }
 
-// RemoveFiles deletes a persisted consumer's state and metadata (the
-// consumer was deleted and stopped).
+// RemoveFiles deletes a persisted consumer's state (through its state
+// store, which Stop left open) and metadata (the consumer was deleted and
+// stopped with a status).
 func (c *Consumer) RemoveFiles() {
 	if c.dir == "" {
 		return
 	}
-	if cs, err := c.sr.Store().ConsumerStore(c.name); err == nil {
-		_ = cs.Delete()
+	if err := c.cstore.Delete(); err != nil {
+		c.env.Logf("consumer %s > %s: remove its state: %v", c.sr.Name(), c.name, err)
 	}
 	if err := metafile.RemoveAll(c.env.FS, c.dir); err != nil {
 		c.env.Logf("consumer %s > %s: remove %s: %v", c.sr.Name(), c.name, c.dir, err)
@@ -355,6 +475,11 @@ func (c *Consumer) RemoveFiles() {
 func (c *Consumer) Info() *consumer.Info {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.infoLocked()
+}
+
+// infoLocked is Info with c.mu held.
+func (c *Consumer) infoLocked() *consumer.Info {
 	now := c.now()
 	d, af := c.st.Delivered(), c.st.AckFloor()
 	cfg := c.cfg.WithServerMetadata(c.env.Version, c.env.APILevel)

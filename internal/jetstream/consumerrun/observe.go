@@ -16,6 +16,17 @@ func (c *Consumer) Snapshot() *store.ConsumerState {
 	return c.st.Snapshot()
 }
 
+// ConfigAndState returns, taken together under the consumer's lock, its
+// config (with its name, also when generated) and its delivery state as
+// it would be stored: what a stream snapshot holds of a consumer.
+func (c *Consumer) ConfigAndState() (consumer.Config, *store.ConsumerState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cfg := c.cfg.Clone()
+	cfg.Name = c.name
+	return cfg, c.st.Snapshot()
+}
+
 // StoredDelivered returns the delivered stream sequence of the last
 // snapshot the saver stored (0 for a consumer that is not persisted).
 func (c *Consumer) StoredDelivered() uint64 { return c.durDelivered.Load() }

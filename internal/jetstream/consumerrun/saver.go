@@ -7,7 +7,7 @@ import (
 	"github.com/cairnmq/cairn/internal/store"
 )
 
-// saver writes a durable consumer's state on its own goroutine, so that
+// saver writes a persisted consumer's state on its own goroutine, so that
 // the consumer's loop never waits for the disk: the loop hands over its
 // latest snapshot, and the saver writes the newest one it holds whenever
 // it is free (older ones are dropped unwritten, and the confirmations
@@ -92,6 +92,18 @@ func (s *saver) write(st *store.ConsumerState) bool {
 		s.logf("consumer %s: save state: %v", s.name, err)
 	}
 	return false
+}
+
+// discard stops without writing what was handed over and not yet
+// written (the consumer is being deleted); its confirmations are dropped.
+// A write under way finishes first.
+func (s *saver) discard() {
+	s.mu.Lock()
+	s.closed = true
+	s.next, s.waits = nil, nil
+	s.mu.Unlock()
+	s.signal()
+	<-s.done
 }
 
 // close writes what was handed over last and stops.

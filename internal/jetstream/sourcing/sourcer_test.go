@@ -103,7 +103,7 @@ type engine struct {
 
 func newEngine(t *testing.T) *engine {
 	e := &engine{t: t, tr: &memTransport{subs: map[*memSub]struct{}{}}, streams: map[string]*streamrun.Stream{}}
-	e.storage = streamrun.NewStorage(vfs.NewCrashFS(), "/sd", time.Now, t.Logf, t.Logf)
+	e.storage = streamrun.NewStorage(vfs.NewCrashFS(), "/sd", streamrun.NewUsage(), time.Now, t.Logf, t.Logf)
 	t.Cleanup(func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()

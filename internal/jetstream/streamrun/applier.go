@@ -98,7 +98,7 @@ func (r *Stream) settle(res stream.Result, reply string) {
 		a.waitSeq = res.Seq // consumers wait for it to be durable
 	}
 	if reply != "" && !r.noAck() {
-		a.reply, a.payload = reply, stream.AppendPubAck(nil, r.name, res, "")
+		a.reply, a.payload = reply, stream.AppendPubAck(nil, r.name, res, r.env.Domain)
 	}
 	if a.reply != "" || a.waitSeq > 0 || r.dir == "" {
 		r.queueAck(a)
@@ -121,7 +121,7 @@ func (r *Stream) appliedCommit(c *stream.BatchCommit, w *waiter) {
 	}
 	if w.respond && len(results) > 0 {
 		last := results[len(results)-1].Seq
-		r.queueAck(ack{reply: w.reply, payload: stream.AppendBatchPubAck(nil, r.name, last, c.ID, uint64(len(results))), waitSeq: last})
+		r.queueAck(ack{reply: w.reply, payload: stream.AppendBatchPubAck(nil, r.name, r.env.Domain, last, c.ID, uint64(len(results))), waitSeq: last})
 	}
 }
 

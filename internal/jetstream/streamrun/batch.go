@@ -111,12 +111,13 @@ func (r *Stream) batchesAfterUpdate(cfg *stream.Config) {
 }
 
 // batchAbandonedAdvisory is nats-server's JSStreamBatchAbandonedAdvisory
-// (without account and domain, which cairn does not have).
+// (without account, which cairn does not have).
 type batchAbandonedAdvisory struct {
 	Type   string               `json:"type"`
 	ID     string               `json:"id"`
 	Time   time.Time            `json:"timestamp"`
 	Stream string               `json:"stream"`
+	Domain string               `json:"domain,omitempty"`
 	Batch  string               `json:"batch"`
 	Reason stream.AbandonReason `json:"reason"`
 }
@@ -128,7 +129,7 @@ func (r *Stream) adviseAbandoned(list []stream.Abandoned) {
 	for _, a := range list {
 		b, err := json.Marshal(batchAbandonedAdvisory{
 			Type: "io.nats.jetstream.advisory.v1.stream_batch_abandoned", ID: nuid.Next(),
-			Time: r.env.Now().UTC(), Stream: r.name, Batch: a.ID, Reason: a.Reason,
+			Time: r.env.Now().UTC(), Stream: r.name, Domain: r.env.Domain, Batch: a.ID, Reason: a.Reason,
 		})
 		if err == nil {
 			r.env.Transport.Publish("$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED."+r.name, "", nil, b)

@@ -3,6 +3,7 @@ package streamrun
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,13 +16,14 @@ import (
 // answers $JS.API.DIRECT.GET.<S> (a JSON request) and
 // $JS.API.DIRECT.GET.<S>.<subject> (last message on that subject) with the
 // raw stored message plus Nats-Stream, Nats-Subject, Nats-Sequence and
-// Nats-Time-Stamp headers, or a status frame. Requests are copied and
+// Nats-Time-Stamp headers, or a status frame; batches (ADR-31) add
+// Nats-Num-Pending and Nats-Last-Sequence to each message and end with a
+// 204 EOB status (directGet, directMulti). Requests are copied and
 // served by one goroutine per stream, never on the publisher's read loop.
 
 const (
 	directPrefix   = "$JS.API.DIRECT.GET."
 	maxDirectQueue = 4096
-	maxDirectBatch = 1 << 16
 )
 
 // directRequest is the JSON body of a direct get.
@@ -109,104 +111,142 @@ func (r *Stream) serveDirect(j directJob) {
 		r.env.Transport.Publish(j.reply, "", status, nil)
 		return
 	}
-	if req.Batch > 0 {
-		r.directBatch(j.reply, req)
+	if len(req.MultiLast) > 0 {
+		r.directMulti(j.reply, req)
 		return
 	}
-	sm, err := r.loadDirect(req)
-	r.sendDirect(j.reply, sm, err, req.NoHeaders)
+	r.directGet(j.reply, req)
 }
 
 // directLastFor answers the subject form: the last message on subj. A
-// body may only carry no_hdr.
+// body (any non-empty one must be JSON) may only carry no_hdr and
+// max_bytes (nats-server v2.15.2 processDirectGetLastBySubjectRequest).
 func (r *Stream) directLastFor(j directJob, subj string) {
 	var req directRequest
-	if len(strings.TrimSpace(string(j.body))) > 0 {
-		if json.Unmarshal(j.body, &req) != nil || req.Seq != 0 || req.LastFor != "" || req.NextFor != "" || req.Batch != 0 {
-			r.env.Transport.Publish(j.reply, "", statusBad, nil)
-			return
-		}
+	if len(j.body) > 0 && json.Unmarshal(j.body, &req) != nil {
+		r.env.Transport.Publish(j.reply, "", statusMalformed, nil)
+		return
 	}
-	sm, err := r.store.LoadLast(subj)
-	r.sendDirect(j.reply, sm, err, req.NoHeaders)
+	if req.LastFor != "" || req.NextFor != "" || len(req.MultiLast) > 0 || req.Seq != 0 || req.Batch != 0 ||
+		req.StartTime != nil || req.UpToSeq != 0 || req.UpToTime != nil {
+		r.env.Transport.Publish(j.reply, "", statusBad, nil)
+		return
+	}
+	req.LastFor = subj
+	r.directGet(j.reply, req)
 }
 
-// parseDirect decodes and checks a JSON request; it returns the status
-// frame to answer when the request is unusable.
+// parseDirect decodes and checks a JSON request in nats-server v2.15.2's
+// order (processDirectGetRequest): an empty body, malformed JSON, no
+// selector, conflicting options; it returns the status frame to answer
+// when the request is unusable.
 func parseDirect(body []byte) (directRequest, []byte) {
 	var req directRequest
-	if len(strings.TrimSpace(string(body))) == 0 {
+	if len(body) == 0 {
 		return req, statusEmpty
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		return req, statusMalformed
 	}
+	if req.Seq == 0 && req.LastFor == "" && req.NextFor == "" && len(req.MultiLast) == 0 && req.StartTime == nil {
+		return req, statusEmpty
+	}
 	if conflicting(req) {
 		return req, statusBad
-	}
-	if req.Seq == 0 && req.LastFor == "" && req.NextFor == "" && req.StartTime == nil && len(req.MultiLast) == 0 {
-		return req, statusEmpty
 	}
 	return req, nil
 }
 
-// conflicting reports the option combinations nats-server refuses, and
-// the ones cairn does not serve yet (start_time, multi_last).
+// conflicting reports the option combinations nats-server refuses.
 func conflicting(q directRequest) bool {
 	return (q.Seq > 0 && q.LastFor != "") ||
-		(q.LastFor != "" && (q.NextFor != "" || q.Batch > 0)) ||
-		(q.UpToSeq > 0 && q.UpToTime != nil) ||
-		q.StartTime != nil || len(q.MultiLast) > 0
+		(q.Seq > 0 && q.StartTime != nil) ||
+		(q.StartTime != nil && q.LastFor != "") ||
+		(q.LastFor != "" && q.NextFor != "") ||
+		(q.LastFor != "" && q.Batch > 0) ||
+		(q.LastFor != "" && len(q.MultiLast) > 0) ||
+		(q.NextFor != "" && len(q.MultiLast) > 0) ||
+		(q.UpToSeq > 0 && q.UpToTime != nil)
 }
 
-func (r *Stream) loadDirect(req directRequest) (*store.StoredMsg, error) {
-	switch {
-	case req.LastFor != "":
-		return r.store.LoadLast(req.LastFor)
-	case req.NextFor != "":
-		return r.store.LoadNext([]string{req.NextFor}, req.Seq)
+// maxBytes is a request's max_bytes, or the server's max_pending when
+// unset (ADR-31; nats-server fills in its MaxPending).
+func (r *Stream) maxBytes(req directRequest) int {
+	if req.MaxBytes > 0 {
+		return req.MaxBytes
 	}
-	return r.store.Load(req.Seq)
+	return int(r.maxPending())
 }
 
-// directBatch sends up to Batch messages from Seq (matching NextFor when
-// set), then the EOB status with what is left.
-func (r *Stream) directBatch(reply string, req directRequest) {
+// directGet answers a single or batched get (nats-server v2.15.2
+// getDirectRequest): from start_time's sequence or seq, the message at
+// that sequence (a single get without next_by_subj), the next ones
+// (matching next_by_subj when set), or the last on last_by_subj. A batch
+// sends up to batch messages (and stops once max_bytes are sent), each
+// with Nats-Num-Pending and Nats-Last-Sequence, then the EOB status;
+// nothing found is 404, as is a first message that cannot be loaded.
+func (r *Stream) directGet(reply string, req directRequest) {
+	seq := req.Seq
+	if req.StartTime != nil {
+		seq = SeqFromTime(r.store, req.StartTime.UnixNano())
+	}
 	var filters []string
 	if req.NextFor != "" {
 		filters = []string{req.NextFor}
 	}
-	seq, last, sent, bytes := req.Seq, uint64(0), 0, 0
-	left := r.pendingFrom(filters, seq)
-	for sent < min(req.Batch, maxDirectBatch) && (req.MaxBytes == 0 || bytes < req.MaxBytes) {
-		sm, err := r.store.LoadNext(filters, seq)
+	isBatch, batch := req.Batch > 0, max(req.Batch, 1)
+	var np, validThrough uint64
+	if isBatch {
+		validThrough = r.store.State(false).LastSeq
+		np = r.store.NumPending(filters, max(seq, 1), 0)
+	}
+	mb, sent := r.maxBytes(req), 0
+	var lseq uint64
+	for i := 0; i < batch; i++ {
+		var sm *store.StoredMsg
+		var err error
+		switch {
+		case seq > 0 && req.NextFor == "" && i == 0 && !isBatch:
+			sm, err = r.store.Load(seq)
+		case seq > 0 || req.NextFor != "":
+			sm, err = r.store.LoadNext(filters, seq)
+		default:
+			sm, err = r.store.LoadLast(req.LastFor)
+		}
 		if err != nil {
+			if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrEOF) {
+				r.env.Logf("stream %s: direct get: %v", r.name, err)
+			}
+			if batch > 1 && i > 0 {
+				break
+			}
+			r.env.Transport.Publish(reply, "", statusNotFound, nil)
+			return
+		}
+		seq = sm.Seq + 1
+		var pos *batchPos
+		if isBatch && !req.NoHeaders {
+			// nats-server counts down only the messages it sends with
+			// headers: with no_hdr the EOB reports the count from before
+			// the batch.
+			np = max(np, 1) - 1
+			pos = &batchPos{pending: np, last: lseq}
+		}
+		r.env.Transport.Publish(reply, "", directHeader(r.name, sm, req.NoHeaders, pos), sm.Data)
+		lseq = sm.Seq
+		if sent += len(sm.Subject) + len(sm.Header) + len(sm.Data); sent >= mb {
 			break
 		}
-		left--
-		hdr := directHeader(r.name, sm, req.NoHeaders, &batchPos{pending: left, last: last})
-		r.env.Transport.Publish(reply, "", hdr, sm.Data)
-		last, seq, sent, bytes = sm.Seq, sm.Seq+1, sent+1, bytes+len(sm.Subject)+len(sm.Data)+len(sm.Header)
 	}
-	if sent == 0 {
-		r.env.Transport.Publish(reply, "", statusNotFound, nil)
+	if !isBatch {
 		return
 	}
-	eob := "NATS/1.0 204 EOB\r\nNats-Num-Pending: " + strconv.FormatUint(left, 10) +
-		"\r\nNats-Last-Sequence: " + strconv.FormatUint(last, 10) + "\r\n\r\n"
-	r.env.Transport.Publish(reply, "", []byte(eob), nil)
-}
-
-// pendingFrom counts the messages matching filters at or after seq.
-func (r *Stream) pendingFrom(filters []string, seq uint64) uint64 {
-	var n uint64
-	for {
-		sm, err := r.store.LoadNext(filters, seq)
-		if err != nil {
-			return n
-		}
-		n, seq = n+1, sm.Seq+1
+	if r.store.State(false).LastSeq > validThrough {
+		np = r.store.NumPending(filters, max(seq, 1), 0)
 	}
+	eob := "NATS/1.0 204 EOB\r\nNats-Num-Pending: " + strconv.FormatUint(np, 10) +
+		"\r\nNats-Last-Sequence: " + strconv.FormatUint(lseq, 10) + "\r\n\r\n"
+	r.env.Transport.Publish(reply, "", []byte(eob), nil)
 }
 
 func (r *Stream) sendDirect(reply string, sm *store.StoredMsg, err error, noHdr bool) {
@@ -243,4 +283,153 @@ func directHeader(streamName string, sm *store.StoredMsg, noHdr bool, pos *batch
 		b = append(b, "\r\n"...)
 	}
 	return append(b, "\r\n"...)
+}
+
+// Multi-subject gets (ADR-31 multi_last; nats-server v2.15.2
+// getDirectMulti and its stores' MultiLastMsgs): the last message of
+// every subject matching the filters, at or below up_to_seq (or the last
+// sequence before up_to_time; the stream's last sequence when neither is
+// set), from seq on, in ascending sequence, each with Nats-Num-Pending
+// (the matched messages left) and Nats-Last-Sequence, then an EOB status
+// with Nats-UpTo-Sequence, the cursor for the next page. At most
+// maxMultiSubjects subjects may match (413 beyond); none is 404 No
+// Results.
+const maxMultiSubjects = 1024
+
+var (
+	statusNoResults  = []byte("NATS/1.0 404 No Results\r\n\r\n")
+	statusTooMany    = []byte("NATS/1.0 413 Too Many Results\r\n\r\n")
+	errTooManyResult = errors.New("too many results")
+)
+
+func (r *Stream) directMulti(reply string, req directRequest) {
+	upTo := req.UpToSeq
+	if req.UpToTime != nil {
+		upTo = SeqFromTime(r.store, req.UpToTime.UnixNano())
+		if upTo <= r.store.State(false).FirstSeq {
+			r.env.Transport.Publish(reply, "", statusNoResults, nil)
+			return
+		}
+		upTo-- // the last sequence before the time
+	}
+	if upTo == 0 {
+		upTo = r.store.State(false).LastSeq
+	}
+	seqs, err := r.multiLastSeqs(req.MultiLast, upTo)
+	if errors.Is(err, errTooManyResult) {
+		r.env.Transport.Publish(reply, "", statusTooMany, nil)
+		return
+	}
+	if len(seqs) == 0 {
+		r.env.Transport.Publish(reply, "", statusNoResults, nil)
+		return
+	}
+	mb := r.maxBytes(req)
+	np := uint64(len(seqs))
+	var lseq uint64
+	var bytes, sent int
+	for _, seq := range seqs {
+		np--
+		if seq < req.Seq {
+			continue
+		}
+		sm, err := r.store.Load(seq)
+		if err != nil {
+			r.env.Logf("stream %s: direct get: %v", r.name, err)
+			r.env.Transport.Publish(reply, "", statusNotFound, nil)
+			return
+		}
+		r.env.Transport.Publish(reply, "", directHeader(r.name, sm, false, &batchPos{pending: np, last: lseq}), sm.Data)
+		lseq = seq
+		if bytes += len(sm.Subject) + len(sm.Header) + len(sm.Data); bytes >= mb {
+			break
+		}
+		if sent++; req.Batch > 0 && sent >= req.Batch {
+			break
+		}
+	}
+	eob := "NATS/1.0 204 EOB\r\nNats-Num-Pending: " + strconv.FormatUint(np, 10) +
+		"\r\nNats-Last-Sequence: " + strconv.FormatUint(lseq, 10) +
+		"\r\nNats-UpTo-Sequence: " + strconv.FormatUint(upTo, 10) + "\r\n\r\n"
+	r.env.Transport.Publish(reply, "", []byte(eob), nil)
+}
+
+// multiLastSeqs returns, ascending and without duplicates, the sequence
+// of the last message at or below upTo of every subject matching one of
+// filters; errTooManyResult once more than maxMultiSubjects match.
+func (r *Stream) multiLastSeqs(filters []string, upTo uint64) ([]uint64, error) {
+	seen := map[uint64]bool{}
+	var seqs []uint64
+	for _, f := range filters {
+		for subj, ss := range r.store.SubjectsState(f) {
+			seq := ss.Last
+			if seq > upTo {
+				seq = r.lastOnSubjectBefore(subj, ss.First, upTo)
+			}
+			if seq != 0 && !seen[seq] {
+				seen[seq] = true
+				seqs = append(seqs, seq)
+			}
+		}
+		if len(seqs) > maxMultiSubjects {
+			return nil, errTooManyResult
+		}
+	}
+	slices.Sort(seqs)
+	return seqs, nil
+}
+
+// lastOnSubjectBefore returns the sequence of the last message on subj
+// at or below upTo, looking from first (its first message) on; 0 when
+// there is none.
+func (r *Stream) lastOnSubjectBefore(subj string, first, upTo uint64) uint64 {
+	var last uint64
+	for seq := first; seq <= upTo; {
+		sm, err := r.store.LoadNext([]string{subj}, seq)
+		if err != nil || sm.Seq > upTo {
+			break
+		}
+		last, seq = sm.Seq, sm.Seq+1
+	}
+	return last
+}
+
+// SeqFromTime returns the sequence of the first stored message whose
+// time is at or after t (unix nanoseconds), or LastSeq+1 when there is
+// none (nats-server v2.15.2 GetSeqFromTime). It binary-searches the
+// sequences, stepping over gaps, on the times messages are stored with,
+// which do not go down along the stream.
+func SeqFromTime(st store.Store, t int64) uint64 {
+	state := st.State(false)
+	if state.Msgs == 0 || t > state.LastTime {
+		return state.LastSeq + 1
+	}
+	lo, hi := state.FirstSeq, state.LastSeq
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		sm, err := st.LoadNext(nil, mid)
+		switch {
+		case err != nil:
+			hi = mid // nothing at or after mid (removed meanwhile)
+		case sm.Time >= t:
+			hi = min(mid, sm.Seq)
+		default:
+			lo = sm.Seq + 1
+		}
+	}
+	if sm, err := st.LoadNext(nil, lo); err == nil {
+		return sm.Seq
+	}
+	return state.LastSeq + 1
+}
+
+// defaultMaxPending is nats-server's default max_pending (64 MiB).
+const defaultMaxPending = 64 << 20
+
+// maxPending returns the server's max_pending (Env.MaxPending).
+func (r *Stream) maxPending() int64 {
+	if r.env.MaxPending > 0 {
+		return r.env.MaxPending
+	}
+	return defaultMaxPending
 }

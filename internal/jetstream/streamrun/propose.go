@@ -147,9 +147,9 @@ func (r *Stream) take(it *item) {
 		r.applyAtomic(it.entry, id, it.reply)
 		return
 	}
-	if r.insufficient(len(it.entry.Header) + len(it.entry.Data)) {
+	if code, refused := r.refusal(len(it.entry.Header) + len(it.entry.Data)); refused {
 		r.flushPublishes() // the answers stay in order
-		r.settle(stream.Result{Err: jserr.New(jserr.InsufficientResources)}, it.reply)
+		r.settle(stream.Result{Err: jserr.New(code)}, it.reply)
 		return
 	}
 	r.pub.Entries = append(r.pub.Entries, it.entry)
@@ -182,6 +182,22 @@ func (r *Stream) flushPublishes() {
 // it reads the server's usage and the disk, which no apply may read.
 func (r *Stream) insufficient(size int) bool {
 	return r.env.Storage.OverLimit(r.storage) || r.storage == stream.FileStorage && r.env.Storage.DiskLow(size)
+}
+
+// refusal returns the error a publish or a copy of a message of size
+// bytes gets before it is proposed, in nats-server v2.15.2's order: 10023
+// when it finds no storage (insufficient), else 10002 when the account's
+// streams of the stream's storage type already use more than the
+// account's limit (wouldExceedLimits); refused is false when neither
+// holds. The proposer's check: it reads the usage, which no apply may.
+func (r *Stream) refusal(size int) (code jserr.ErrCode, refused bool) {
+	switch {
+	case r.insufficient(size):
+		return jserr.InsufficientResources, true
+	case r.env.Storage.OverAccountLimit(r.storage):
+		return jserr.AccountResourcesExceeded, true
+	}
+	return 0, false
 }
 
 // propose proposes op to the stream's log with w as its waiter (kind
@@ -249,13 +265,15 @@ func (r *Stream) proposeRequest(req *request) {
 }
 
 // proposeCopy proposes the entries of a sourcer's copy up to the first
-// that finds no storage, which it reports as refused (10023) after what
-// was applied: the sourcer retries from there.
+// that finds no storage or is over the account's limit, which it reports
+// as refused (10023, 10002: refusal) after what was applied: the sourcer
+// retries from there.
 func (r *Stream) proposeCopy(op *stream.Copy, req *request) {
 	n := len(op.Entries)
+	var code jserr.ErrCode
 	for i := range op.Entries {
-		if r.insufficient(len(op.Entries[i].Header) + len(op.Entries[i].Data)) {
-			n = i
+		if c, refused := r.refusal(len(op.Entries[i].Header) + len(op.Entries[i].Data)); refused {
+			n, code = i, c
 			break
 		}
 	}
@@ -269,7 +287,7 @@ func (r *Stream) proposeCopy(op *stream.Copy, req *request) {
 	}
 	res := req.out.Results
 	if refused && !req.failed && (len(res) == 0 || res[len(res)-1].Err == nil) {
-		req.out.Results = append(res, stream.Result{Err: jserr.New(jserr.InsufficientResources)})
+		req.out.Results = append(res, stream.Result{Err: jserr.New(code)})
 	}
 }
 

@@ -43,10 +43,34 @@ type diskGuard struct {
 	budget  atomic.Int64 // a quarter of the reserve at the last read: bytes allowed before the next
 }
 
-// Storage is the server's storage accounting, which every stream's
-// runtime shares: the limits of memory and file storage
-// (max_memory_store, max_file_store), the bytes the streams of each type
-// hold, and the disk guard. It is safe for concurrent use.
+// Usage is the server's storage accounting, shared by the engines of
+// all its accounts (one engine per account) and by every stream's
+// runtime: the bytes stored, the limits (max_memory_store,
+// max_file_store) and the bytes reserved by the streams' max_bytes, by
+// storage type. Its fields are atomics: safe for concurrent use. Make
+// one with NewUsage.
+type Usage struct {
+	used     [2]atomic.Int64 // stored bytes by storage type, every account
+	limit    [2]atomic.Int64 // by storage type: 0 unlimited, negative none at all, else bytes
+	reserved [2]atomic.Int64 // the max_bytes of every account's streams
+}
+
+// NewUsage returns an empty Usage: nothing stored or reserved, no limit.
+func NewUsage() *Usage { return &Usage{} }
+
+// Reserved returns the bytes every account's streams of storage type st
+// reserve (max_bytes).
+func (u *Usage) Reserved(st stream.StorageType) int64 { return u.reserved[st].Load() }
+
+// AddReserved adds delta (negative to release) to the reservations of
+// storage type st.
+func (u *Usage) AddReserved(st stream.StorageType, delta int64) { u.reserved[st].Add(delta) }
+
+// Storage is one account's view of the server's storage accounting,
+// which every stream's runtime of the account shares: the server's
+// limits and usage (Usage, shared with the other accounts), the
+// account's own usage and limits (nats-server's account jetstream
+// block), and the disk guard. It is safe for concurrent use.
 type Storage struct {
 	fs    vfs.FS
 	dir   string // the store directory, whose file system the disk guard reads
@@ -54,37 +78,64 @@ type Storage struct {
 	logf  func(format string, args ...any)
 	infof func(format string, args ...any)
 
-	used  [2]atomic.Int64 // stored bytes by storage type
-	limit [2]atomic.Int64 // by storage type: 0 unlimited, negative none at all, else bytes
-	disk  diskGuard
+	server  *Usage
+	used    [2]atomic.Int64 // this account's stored bytes by storage type
+	account [2]atomic.Int64 // this account's limits by storage type: negative for none, else bytes
+	disk    diskGuard
 }
 
-// NewStorage returns the accounting of a server whose store directory
-// dir is on fs, with no limits set: now is the clock of the disk guard,
-// logf and infof its logs.
-func NewStorage(fs vfs.FS, dir string, now func() time.Time, logf, infof func(string, ...any)) *Storage {
-	return &Storage{fs: fs, dir: dir, now: now, logf: logf, infof: infof}
+// NewStorage returns the accounting of an account whose store directory
+// dir is on fs, within the server's usage server (shared by the
+// accounts), with no account limits: now is the clock of the disk
+// guard, logf and infof its logs.
+func NewStorage(fs vfs.FS, dir string, server *Usage, now func() time.Time, logf, infof func(string, ...any)) *Storage {
+	s := &Storage{fs: fs, dir: dir, server: server, now: now, logf: logf, infof: infof}
+	s.account[stream.MemoryStorage].Store(-1)
+	s.account[stream.FileStorage].Store(-1)
+	return s
 }
 
-// SetLimit sets the limit of storage type st: 0 for none, a negative
-// value for no storage of that type at all, else bytes.
-func (s *Storage) SetLimit(st stream.StorageType, v int64) { s.limit[st].Store(v) }
+// Server returns the server's usage, which the accounts share.
+func (s *Storage) Server() *Usage { return s.server }
 
-// Limit returns the limit in bytes for storage type st and whether there
-// is one (no storage at all is a limit of 0 bytes).
+// SetLimit sets the server's limit of storage type st: 0 for none, a
+// negative value for no storage of that type at all, else bytes.
+func (s *Storage) SetLimit(st stream.StorageType, v int64) { s.server.limit[st].Store(v) }
+
+// Limit returns the server's limit in bytes for storage type st and
+// whether there is one (no storage at all is a limit of 0 bytes).
 func (s *Storage) Limit(st stream.StorageType) (int64, bool) {
-	limit := s.limit[st].Load()
+	limit := s.server.limit[st].Load()
 	return max(limit, 0), limit != 0
 }
 
-// Used returns the bytes the streams of storage type st hold.
-func (s *Storage) Used(st stream.StorageType) int64 { return s.used[st].Load() }
+// Used returns the bytes the streams of storage type st hold, on the
+// whole server (every account).
+func (s *Storage) Used(st stream.StorageType) int64 { return s.server.used[st].Load() }
 
-// OverLimit reports whether the streams of storage type st already use
-// more than its limit (a publish then gets 10023).
+// AccountUsed returns the bytes this account's streams of storage type
+// st hold.
+func (s *Storage) AccountUsed(st stream.StorageType) int64 { return s.used[st].Load() }
+
+// OverLimit reports whether the streams of storage type st, on the
+// whole server, already use more than its limit (a publish then gets
+// 10023).
 func (s *Storage) OverLimit(st stream.StorageType) bool {
 	limit, limited := s.Limit(st)
-	return limited && s.used[st].Load() > limit
+	return limited && s.server.used[st].Load() > limit
+}
+
+// SetAccountLimit sets the account's limit of storage type st
+// (max_memory or max_store of its jetstream block): negative for none,
+// else bytes (0: no storage of that type).
+func (s *Storage) SetAccountLimit(st stream.StorageType, v int64) { s.account[st].Store(v) }
+
+// OverAccountLimit reports whether the account's streams of storage
+// type st already use more than the account allows (a publish then gets
+// 10002, nats-server v2.15.2 wouldExceedLimits).
+func (s *Storage) OverAccountLimit(st stream.StorageType) bool {
+	limit := s.account[st].Load()
+	return limit >= 0 && s.used[st].Load() > limit
 }
 
 // DiskLow reports whether the store's file system has less than
@@ -118,11 +169,13 @@ func (s *Storage) DiskLow(size int) bool {
 }
 
 // syncUsage adds the change in the stream's stored bytes since the last
-// call to the server's usage (Storage) of its storage type. It runs on the apply
+// call to the account's and the server's usage (Storage) of its storage
+// type. It runs on the apply
 // goroutine.
 func (r *Stream) syncUsage() {
 	b := int64(storedBytes(r.store))
 	r.env.Storage.used[r.storage].Add(b - r.usedBytes)
+	r.env.Storage.server.used[r.storage].Add(b - r.usedBytes)
 	r.usedBytes = b
 }
 
@@ -132,6 +185,10 @@ func (r *Stream) syncUsage() {
 type byteCounter interface {
 	StoredBytes() uint64
 }
+
+// StoredBytes returns State().Bytes of st, cheaply when it can: what the
+// store counts against the storage limits.
+func StoredBytes(st store.Store) uint64 { return storedBytes(st) }
 
 // storedBytes returns State().Bytes of st, cheaply when it can.
 func storedBytes(st store.Store) uint64 {
@@ -144,5 +201,6 @@ func storedBytes(st store.Store) uint64 {
 // releaseUsage removes a stopped stream's bytes from the usage.
 func (r *Stream) releaseUsage() {
 	r.env.Storage.used[r.storage].Add(-r.usedBytes)
+	r.env.Storage.server.used[r.storage].Add(-r.usedBytes)
 	r.usedBytes = 0
 }

@@ -36,6 +36,10 @@ type Env struct {
 	Now       func() time.Time                 // the clock for entry times and expiry
 	Logf      func(format string, args ...any) // problems
 	APILevel  int                              // the JetStream API level (direct get's Nats-Required-Api-Level)
+	Domain    string                           // the JetStream domain named in PubAcks and advisories; "" for none
+	// MaxPending bounds a batched direct get without max_bytes (the
+	// server's max_pending, ADR-31); 0 is nats-server's default, 64 MiB.
+	MaxPending int64
 	// Storage is the server's storage accounting, shared by every stream.
 	Storage *Storage
 	// BatchLimits (APILevel set) and Batches, the server-wide count of
@@ -138,6 +142,7 @@ func New(env Env, cfg stream.Config, created time.Time, dir string, st store.Sto
 		newLog = NewLocalLog
 	}
 	r.log = newLog(cfg.Name, r)
+	r.fast.SetDomain(env.Domain)
 	r.setDeadLetter(&cfg)
 	return r
 }
@@ -263,7 +268,7 @@ func (r *Stream) handlePublish(subject, reply string, hdr, data []byte) {
 	}
 	if !r.in.push(item{entry: e, reply: reply}) && reply != "" {
 		res := stream.Result{Err: jserr.New(jserr.StreamTooManyRequests)}
-		r.env.Transport.Publish(reply, "", nil, stream.AppendPubAck(nil, r.name, res, ""))
+		r.env.Transport.Publish(reply, "", nil, stream.AppendPubAck(nil, r.name, res, r.env.Domain))
 	}
 }
 

@@ -142,7 +142,7 @@ func TestAckJournalTrim(t *testing.T) {
 	if n := len(files()); n < 3 {
 		t.Fatalf("%d journal files left after one covering save: the older state copy needs them", n)
 	}
-	ja.Covered(ja.JournalGen()) // now both copies do
+	ja.Covered(ja.JournalGen())                         // now both copies do
 	if err := journalSync(t, a, ackOp(5)); err != nil { // kicks the trim
 		t.Fatal(err)
 	}

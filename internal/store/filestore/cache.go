@@ -12,8 +12,12 @@ import (
 // segment file.
 const chunkSize = 64 << 10
 
-// chunkCache keeps recently read chunks of sealed segment files, which
-// never change once written, in LRU order. A nil cache reads through.
+// chunkCache keeps recently read chunks of segment files in LRU order: a
+// whole chunk never changes once written (the files are only appended
+// to), nor does the last chunk of a sealed segment. The partial last chunk
+// of the active segment is never cached: its bytes are in the segment's
+// image until the chunk is full (segment.trimImage). A nil cache reads
+// through.
 type chunkCache struct {
 	max int // chunks
 	mu  struct {
@@ -44,10 +48,11 @@ func newChunkCache(bytes int64) *chunkCache {
 	return c
 }
 
-// read returns a new buffer holding n bytes of g's file f from offset off.
-// A read that follows the segment's previous one (a scan) goes through
-// whole chunks; a random one reads just its bytes unless they are cached.
-func (c *chunkCache) read(g *segment, f vfs.File, off int64, n int) ([]byte, error) {
+// read returns a new buffer holding n bytes of g's file f from offset off;
+// final says g is sealed and all written. A read that follows the segment's previous one
+// (a scan) goes through whole chunks; a random one reads just its bytes
+// unless they are cached.
+func (c *chunkCache) read(g *segment, f vfs.File, off int64, n int, final bool) ([]byte, error) {
 	out := make([]byte, n)
 	if c == nil || n > chunkSize || !c.cachedOrScan(g, off, n) {
 		return out, readFull(f, out, off)
@@ -55,7 +60,7 @@ func (c *chunkCache) read(g *segment, f vfs.File, off int64, n int) ([]byte, err
 	for done := 0; done < n; {
 		pos := off + int64(done)
 		idx := pos / chunkSize
-		data, err := c.chunk(g, f, idx)
+		data, err := c.chunk(g, f, idx, final)
 		if err != nil {
 			return nil, err
 		}
@@ -88,8 +93,9 @@ func (c *chunkCache) cachedOrScan(g *segment, off int64, n int) bool {
 	return ok1 && ok2
 }
 
-// chunk returns chunk idx of g, from the cache or the file.
-func (c *chunkCache) chunk(g *segment, f vfs.File, idx int64) ([]byte, error) {
+// chunk returns chunk idx of g, from the cache or the file, and caches
+// it when it is whole or g is sealed and all written (final).
+func (c *chunkCache) chunk(g *segment, f vfs.File, idx int64, final bool) ([]byte, error) {
 	key := chunkKey{g, idx}
 	c.mu.Lock()
 	if e, ok := c.mu.items[key]; ok {
@@ -103,7 +109,9 @@ func (c *chunkCache) chunk(g *segment, f vfs.File, idx int64) ([]byte, error) {
 	if err != nil && (err != io.EOF || k == 0) {
 		return nil, err
 	}
-	c.insert(key, buf[:k])
+	if k == chunkSize || final {
+		c.insert(key, buf[:k])
+	}
 	return buf[:k], nil
 }
 

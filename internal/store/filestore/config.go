@@ -25,8 +25,14 @@ const (
 
 // Defaults of Config.
 const (
-	DefaultBlockSize  = 8 << 20  // bytes per segment before a new one
-	DefaultCacheBytes = 32 << 20 // bytes of sealed segments cached for reads
+	DefaultBlockSize = 8 << 20 // bytes per segment before a new one
+	// DefaultCacheBytes bounds the chunk cache of a store (each stream
+	// has its own). A scan needs one chunk at a time; 4 MiB (64 chunks)
+	// serve a few dozen consumers reading at different places. 32 MiB
+	// before: at most that much live per stream, doubled by the
+	// collector's heap target, for no measured gain (js fetch and js
+	// ordered of 200k messages ran as fast with either).
+	DefaultCacheBytes = 4 << 20
 )
 
 // maxBlockSize keeps record offsets within u32.

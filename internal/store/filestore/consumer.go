@@ -1,9 +1,11 @@
 package filestore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"maps"
 	"path"
 	"slices"
@@ -29,10 +31,10 @@ type consumerStore struct {
 	mu   struct {
 		sync.Mutex
 		closed bool
-		fenced error                // set by a failed Update
-		state  *store.ConsumerState // cached; nil until read
-		gen    uint64               // the newest copy's generation
-		slot   int                  // the slot holding it
+		fenced error  // set by a failed Update
+		known  bool   // gen and slot were read (readLocked)
+		gen    uint64 // the newest copy's generation
+		slot   int    // the slot holding it
 		// covered is the journal generation the newest stored copy
 		// covers (the last Covered); the journal keeps what the older
 		// copy lacks (Covered).
@@ -145,21 +147,19 @@ func (cs *consumerStore) Update(st *store.ConsumerState) error {
 	if err := cs.usableLocked(); err != nil {
 		return err
 	}
-	if cs.mu.state == nil { // learn which copy is the newest first
-		st, err := cs.readLocked()
-		if err != nil && !errors.Is(err, store.ErrCorrupt) {
+	if !cs.mu.known { // learn which copy is the newest first
+		if _, err := cs.readLocked(); err != nil && !errors.Is(err, store.ErrCorrupt) {
 			return err
 		}
-		cs.mu.state = st
+		cs.mu.known = true
 	}
-	slot := 1 - cs.mu.slot
-	if err := replaceFile(cs.s.fs, cs.dir, stateSlots[slot], encodeConsumerState(st, cs.mu.gen+1)); err != nil {
+	slot, gen := 1-cs.mu.slot, cs.mu.gen+1
+	write := func(w io.Writer) error { return writeConsumerState(w, st, gen) }
+	if err := replaceFileWith(cs.s.fs, cs.dir, stateSlots[slot], write); err != nil {
 		cs.mu.fenced = fmt.Errorf("%w: consumer %s: %w", store.ErrFenced, cs.name, err)
 		return cs.mu.fenced
 	}
-	cs.mu.gen++
-	cs.mu.slot = slot
-	cs.mu.state = store.CloneConsumerState(st)
+	cs.mu.gen, cs.mu.slot = gen, slot
 	return nil
 }
 
@@ -170,22 +170,24 @@ func (cs *consumerStore) usableLocked() error {
 	return cs.mu.fenced
 }
 
-// State returns the stored state, or an error wrapping store.ErrCorrupt
-// when the state file is damaged or missing; it is never reset silently.
+// State returns the stored state, read from its files, or an error
+// wrapping store.ErrCorrupt when the state file is damaged or missing; it
+// is never reset silently. Nothing is cached: a consumer reads its state
+// once, when it is restored, and a copy kept for that would double the
+// memory of a large pending set (a million pending acks are 24 MB of
+// state).
 func (cs *consumerStore) State() (*store.ConsumerState, error) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.mu.closed {
 		return nil, store.ErrClosed
 	}
-	if cs.mu.state == nil {
-		st, err := cs.readLocked()
-		if err != nil {
-			return nil, err
-		}
-		cs.mu.state = st
+	st, err := cs.readLocked()
+	if err != nil {
+		return nil, err
 	}
-	return store.CloneConsumerState(cs.mu.state), nil
+	cs.mu.known = true
+	return st, nil
 }
 
 // readLocked reads and verifies both copies of the state and returns the
@@ -350,36 +352,71 @@ const consumerVersionDL = 3
 // dead-letter marks, so that such a state reads in a build that does not
 // know them; version 3 with them.
 func encodeConsumerState(st *store.ConsumerState, gen uint64) []byte {
-	body := make([]byte, 0, 48+24*len(st.Pending)+16*len(st.Redelivered)+4+17*len(st.DeadLetter))
-	body = le.AppendUint64(body, gen)
-	for _, v := range []uint64{st.Delivered.Consumer, st.Delivered.Stream, st.AckFloor.Consumer, st.AckFloor.Stream} {
-		body = le.AppendUint64(body, v)
-	}
-	body = le.AppendUint32(body, uint32(len(st.Pending)))
-	for _, seq := range slices.Sorted(maps.Keys(st.Pending)) {
-		p := st.Pending[seq]
-		body = le.AppendUint64(le.AppendUint64(body, seq), p.Sequence)
-		body = le.AppendUint64(body, uint64(p.Timestamp))
-	}
-	body = le.AppendUint32(body, uint32(len(st.Redelivered)))
-	for _, seq := range slices.Sorted(maps.Keys(st.Redelivered)) {
-		body = le.AppendUint64(le.AppendUint64(body, seq), st.Redelivered[seq])
-	}
+	var b bytes.Buffer
+	_ = writeConsumerState(&b, st, gen) // a bytes.Buffer never fails
+	return b.Bytes()
+}
+
+// stateWriteSize is the size of the pieces writeConsumerState writes.
+const stateWriteSize = 64 << 10
+
+// writeConsumerState writes the state file of st for generation gen to w
+// (see encodeConsumerState) in pieces of stateWriteSize bytes, so that a
+// large pending set (24 bytes per entry) needs no buffer of its size;
+// st.Pending is already in file order.
+func writeConsumerState(w io.Writer, st *store.ConsumerState, gen uint64) error {
+	n := 48 + 24*len(st.Pending) + 16*len(st.Redelivered) // body length
 	version := uint32(consumerStateVersion)
 	if len(st.DeadLetter) > 0 {
 		version = consumerVersionDL
-		body = le.AppendUint32(body, uint32(len(st.DeadLetter)))
+		n += 4 + 17*len(st.DeadLetter)
+	}
+	b := make([]byte, 0, stateWriteSize)
+	var crc uint32
+	var err error
+	flush := func(min int) {
+		if err != nil || cap(b)-len(b) >= min {
+			return
+		}
+		crc = crc32.Update(crc, crcTable, b)
+		_, err = w.Write(b)
+		b = b[:0]
+	}
+	b = append(b, consumerMagic...)
+	b = le.AppendUint32(b, version)
+	b = le.AppendUint32(b, uint32(n))
+	b = le.AppendUint64(b, gen)
+	for _, v := range []uint64{st.Delivered.Consumer, st.Delivered.Stream, st.AckFloor.Consumer, st.AckFloor.Stream} {
+		b = le.AppendUint64(b, v)
+	}
+	b = le.AppendUint32(b, uint32(len(st.Pending)))
+	for _, p := range st.Pending {
+		flush(24)
+		b = le.AppendUint64(le.AppendUint64(b, p.Stream), p.Sequence)
+		b = le.AppendUint64(b, uint64(p.Timestamp))
+	}
+	flush(4)
+	b = le.AppendUint32(b, uint32(len(st.Redelivered)))
+	for _, seq := range slices.Sorted(maps.Keys(st.Redelivered)) {
+		flush(16)
+		b = le.AppendUint64(le.AppendUint64(b, seq), st.Redelivered[seq])
+	}
+	if version == consumerVersionDL {
+		flush(4)
+		b = le.AppendUint32(b, uint32(len(st.DeadLetter)))
 		for _, seq := range slices.Sorted(maps.Keys(st.DeadLetter)) {
+			flush(17)
 			dl := st.DeadLetter[seq]
-			body = le.AppendUint64(le.AppendUint64(body, seq), dl.After)
-			body = append(body, byte(dl.Reason))
+			b = le.AppendUint64(le.AppendUint64(b, seq), dl.After)
+			b = append(b, byte(dl.Reason))
 		}
 	}
-	b := append([]byte(nil), consumerMagic...)
-	b = le.AppendUint32(b, version)
-	b = le.AppendUint32(b, uint32(len(body)))
-	b = append(b, body...)
-	return le.AppendUint32(b, crc32.Checksum(b, crcTable))
+	flush(cap(b)) // everything but the CRC
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(le.AppendUint32(b, crc))
+	return err
 }
 
 // decodeConsumerState verifies and decodes a state file and returns its
@@ -469,10 +506,13 @@ func (d *decoder) state(dl bool) *store.ConsumerState {
 	st.Delivered = store.SequencePair{Consumer: d.u64(), Stream: d.u64()}
 	st.AckFloor = store.SequencePair{Consumer: d.u64(), Stream: d.u64()}
 	if n := d.u32(); n > 0 && n <= len(d.b)/24 {
-		st.Pending = make(map[uint64]store.Pending, n)
-		for range n {
-			seq := d.u64()
-			st.Pending[seq] = store.Pending{Sequence: d.u64(), Timestamp: int64(d.u64())}
+		st.Pending = make([]store.StreamPending, n)
+		for i := range st.Pending {
+			p := &st.Pending[i]
+			p.Stream, p.Sequence, p.Timestamp = d.u64(), d.u64(), int64(d.u64())
+			if i > 0 && p.Stream <= st.Pending[i-1].Stream {
+				d.err = errBody // the format wants them ascending
+			}
 		}
 	} else if n > 0 {
 		d.err = errBody

@@ -1,8 +1,12 @@
 package filestore
 
 import (
+	"bytes"
 	"errors"
+	"hash/crc32"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -160,7 +164,7 @@ func TestConsumerStateVersions(t *testing.T) {
 		return &store.ConsumerState{
 			Delivered:   store.SequencePair{Consumer: 9, Stream: 9},
 			AckFloor:    store.SequencePair{Consumer: 5, Stream: 5},
-			Pending:     map[uint64]store.Pending{7: {Sequence: 7, Timestamp: 70}},
+			Pending:     []store.StreamPending{{Stream: 7, Pending: store.Pending{Sequence: 7, Timestamp: 70}}},
 			Redelivered: map[uint64]uint64{3: 0, 6: 2, 7: 1},
 		}
 	}
@@ -196,4 +200,138 @@ func TestConsumerStateVersions(t *testing.T) {
 	if _, _, err := decodeConsumerState(encodeConsumerState(bad, 1)); err == nil {
 		t.Error("a state file with a mark of 4 decoded")
 	}
+}
+
+// refStateFile builds a consumer state file the way every earlier build
+// wrote it, in one buffer, from the package comment ("Consumer state
+// file"): version 1 without the generation, 2, or 3 with the
+// dead-letter section.
+func refStateFile(st *store.ConsumerState, version uint32, gen uint64) []byte {
+	var body []byte
+	if version > 1 {
+		body = le.AppendUint64(body, gen)
+	}
+	for _, v := range []uint64{st.Delivered.Consumer, st.Delivered.Stream, st.AckFloor.Consumer, st.AckFloor.Stream} {
+		body = le.AppendUint64(body, v)
+	}
+	body = le.AppendUint32(body, uint32(len(st.Pending)))
+	for _, p := range st.Pending {
+		body = le.AppendUint64(le.AppendUint64(body, p.Stream), p.Sequence)
+		body = le.AppendUint64(body, uint64(p.Timestamp))
+	}
+	body = le.AppendUint32(body, uint32(len(st.Redelivered)))
+	for _, seq := range slices.Sorted(maps.Keys(st.Redelivered)) {
+		body = le.AppendUint64(le.AppendUint64(body, seq), st.Redelivered[seq])
+	}
+	if version == 3 {
+		body = le.AppendUint32(body, uint32(len(st.DeadLetter)))
+		for _, seq := range slices.Sorted(maps.Keys(st.DeadLetter)) {
+			body = le.AppendUint64(le.AppendUint64(body, seq), st.DeadLetter[seq].After)
+			body = append(body, byte(st.DeadLetter[seq].Reason))
+		}
+	}
+	b := append([]byte("CAIRNCSM"), 0, 0, 0, 0, 0, 0, 0, 0)
+	le.PutUint32(b[8:], version)
+	le.PutUint32(b[12:], uint32(len(body)))
+	b = append(b, body...)
+	return le.AppendUint32(b, crc32.Checksum(b, crcTable))
+}
+
+// bigState returns a consumer state with n pending deliveries (every
+// third one redelivered), messages out of deliveries between them, and,
+// with marks, dead-letter marks of both kinds.
+func bigState(n int, marks bool) *store.ConsumerState {
+	st := &store.ConsumerState{AckFloor: store.SequencePair{Consumer: 40, Stream: 100}, Redelivered: map[uint64]uint64{}}
+	seq, cseq := uint64(100), uint64(40)
+	for i := range n {
+		seq += 1 + uint64(i%3)
+		cseq++
+		st.Pending = append(st.Pending, store.StreamPending{Stream: seq, Pending: store.Pending{Sequence: cseq, Timestamp: 1e18 + int64(i)}})
+		if i%3 == 0 {
+			st.Redelivered[seq] = uint64(1 + i%7)
+		}
+		if i%1000 == 1 {
+			st.Redelivered[seq-1] = 4 // out of deliveries, between pending ones
+		}
+	}
+	st.Delivered = store.SequencePair{Consumer: cseq + 9, Stream: seq}
+	if marks {
+		st.DeadLetter = map[uint64]store.DeadLetter{
+			st.Pending[7].Stream:        {Reason: store.DeadLetterMaxDeliver, After: 12},
+			st.Pending[n-1].Stream:      {Reason: store.DeadLetterTerm},
+			st.Pending[1001].Stream - 1: {Reason: store.DeadLetterTerm, After: 3},
+		}
+	}
+	return st
+}
+
+// TestConsumerStateLargeFiles: the state file written in 64 KiB pieces
+// from the sorted pending slice is byte for byte the file earlier builds
+// wrote from the whole body (version 2, and 3 with dead-letter marks),
+// for a pending set much larger than a piece; files of versions 1, 2 and
+// 3 as earlier builds wrote them read back as the same state; and the
+// consumer store returns the large state it was given.
+func TestConsumerStateLargeFiles(t *testing.T) {
+	for _, marks := range []bool{false, true} {
+		st := bigState(60_000, marks)
+		if err := store.CheckConsumerState(st); err != nil {
+			t.Fatal(err)
+		}
+		version := uint32(2)
+		if marks {
+			version = 3
+		}
+		got := encodeConsumerState(st, 77)
+		if want := refStateFile(st, version, 77); !bytes.Equal(got, want) {
+			t.Fatalf("marks %v: %d-byte file, the earlier encoder's is %d bytes (first difference at %d)", marks, len(got), len(want), firstDiff(got, want))
+		}
+		versions := []uint32{version}
+		if !marks {
+			versions = []uint32{1, 2}
+		}
+		for _, v := range versions {
+			dec, gen, err := decodeConsumerState(refStateFile(st, v, 77))
+			if wantGen := map[bool]uint64{true: 0, false: 77}[v == 1]; err != nil || gen != wantGen || !reflect.DeepEqual(dec, st) {
+				t.Fatalf("version %d: decoded gen %d, %v; same state %v", v, gen, err, reflect.DeepEqual(dec, st))
+			}
+		}
+		s := mustOpen(t, memConfig(vfs.NewCrashFS(), 0), store.Config{})
+		cs, err := s.ConsumerStore("big")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // both copies
+			if err := cs.Update(st); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := cs.State(); err != nil || !reflect.DeepEqual(got, st) {
+				t.Fatalf("marks %v: State() = %d pending, %v; same state %v", marks, len(got.Pending), err, reflect.DeepEqual(got, st))
+			}
+		}
+		s.Close()
+	}
+}
+
+// TestConsumerStateUnsortedRefused: a file whose pending entries are
+// not ascending (no build wrote one) fails its checks like a damaged
+// one, although its CRC matches: the state's Pending must be sorted.
+func TestConsumerStateUnsortedRefused(t *testing.T) {
+	st := bigState(10, false)
+	st.Pending[3], st.Pending[4] = st.Pending[4], st.Pending[3]
+	if _, _, err := decodeConsumerState(refStateFile(st, 2, 1)); !errors.Is(err, errBody) {
+		t.Fatalf("decode of unsorted pending entries: %v, want errBody", err)
+	}
+	st.Pending[4] = st.Pending[3] // repeated
+	if _, _, err := decodeConsumerState(refStateFile(st, 2, 1)); !errors.Is(err, errBody) {
+		t.Fatalf("decode of a repeated pending entry: %v, want errBody", err)
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }

@@ -52,7 +52,7 @@ func buildImageWith(t testing.TB, n int, blockSize int64, s2 bool) image {
 		t.Fatal(err)
 	}
 	st := &store.ConsumerState{Delivered: store.SequencePair{Consumer: 9, Stream: 12}, AckFloor: store.SequencePair{Consumer: 3, Stream: 4},
-		Pending: map[uint64]store.Pending{5: {Sequence: 4, Timestamp: 77}, 9: {Sequence: 8, Timestamp: 78}}, Redelivered: map[uint64]uint64{5: 2}}
+		Pending: []store.StreamPending{{Stream: 5, Pending: store.Pending{Sequence: 4, Timestamp: 77}}, {Stream: 9, Pending: store.Pending{Sequence: 8, Timestamp: 78}}}, Redelivered: map[uint64]uint64{5: 2}}
 	if err := cs.Update(st); err != nil {
 		t.Fatal(err)
 	}

@@ -355,10 +355,11 @@
 // the interval: a power loss can lose up to an interval of acknowledged
 // messages.
 //
-// Reads never wait for the flusher: a message not yet written or not yet
-// synced is read from memory. Such a read is of data that a power loss may
-// still remove; the layers above deliver nothing past the durable
-// sequence (Store.DurableSeq).
+// Reads never wait for the flusher: a message not yet written is read
+// from memory, a written one from the file, synced or not (the file
+// returns what was written either way). A read of an unsynced message is
+// of data that a power loss may still remove; the layers above deliver
+// nothing past the durable sequence (Store.DurableSeq).
 //
 // # Recovery (Open)
 //
@@ -445,9 +446,15 @@
 // and last sequence, which grows with subjects, not messages. Each segment
 // keeps a 256-bit filter of the subject ids it holds, so that filtered
 // scans skip segments that cannot match, and scans with one literal
-// subject follow the same-subject links. The active segment's bytes are in
-// memory; reads of sealed segments go to the file, scans through a
-// bounded cache of 64 KiB chunks.
+// subject follow the same-subject links. Of the active segment, only the
+// bytes not yet written and the 64 KiB chunk being filled are in memory
+// (an image of about 320 KiB plus up to twice what waits for the writer,
+// whatever BlockSize is: the writer drops what it wrote in steps of at
+// least 256 KiB, once the bytes to keep are fewer than those dropped);
+// every other read goes to the file, scans through a bounded cache of
+// whole 64 KiB chunks (Config.CacheBytes, 4 MiB by default). Before, the
+// whole active segment and a spare image of it were kept: 16 MiB per
+// stream with the default BlockSize.
 //
 // Per-message TTLs (store.Config.MsgTTL) add nothing to the format: the
 // TTL is the Nats-TTL field of the stored header. The store keeps a

@@ -124,6 +124,7 @@ func (w *writer) writeOnce(q chan<- batch) {
 		w.s.fence(err)
 		return
 	}
+	w.s.releaseWritten(&b)
 	q <- b
 }
 
@@ -228,14 +229,13 @@ func (s *Store) closeBatchLocked() {
 	g := s.activeLocked()
 	s.reserveLocked(g, 2*RecordOverhead)
 	if s.mu.lw > s.mu.lwWritten {
-		g.buf = appendMarker(g.buf, g.base, recCompact, s.mu.lw)
+		g.appendMarker(recCompact, s.mu.lw)
 		s.mu.lwWritten = s.mu.lw
 	}
-	if int64(len(g.buf)) == max(g.written, SegmentHeaderSize) {
+	if g.bufOff+int64(len(g.buf)) == max(g.written, SegmentHeaderSize) {
 		return // nothing new
 	}
-	g.buf = appendMarker(g.buf, g.base, recSyncMark, uint64(max(g.synced, SegmentHeaderSize)))
-	g.size = int64(len(g.buf))
+	g.appendMarker(recSyncMark, uint64(max(g.synced, SegmentHeaderSize)))
 }
 
 // takeItem hands the segment's new bytes to the flusher.
@@ -243,10 +243,10 @@ func takeItem(g *segment) flushItem {
 	it := flushItem{seg: g, create: !g.created, end: g.size}
 	from := g.written
 	if it.create {
-		it.header = g.buf[:SegmentHeaderSize]
+		it.header = g.buf[:SegmentHeaderSize] // bufOff is 0: nothing was written
 		from = max(from, SegmentHeaderSize)
 	}
-	it.data = g.buf[from:g.size]
+	it.data = g.buf[from-g.bufOff : g.size-g.bufOff]
 	g.written = g.size
 	return it
 }
@@ -353,20 +353,36 @@ func writeSync(f vfs.File, name string, b []byte) error {
 	return nil
 }
 
-// publish records that the batch is durable and wakes its waiters. A
-// sealed segment whose bytes are all durable drops its in-memory image;
-// reads then go to the file.
+// releaseWritten lets the in-memory images drop what the writer just
+// wrote: reads of those bytes go to the file from now on (a written byte
+// is read back the same before and after its fsync). A sealed segment
+// whose bytes are all written drops its image; the active one keeps its
+// newest bytes (segment.trimImage). It runs on the writer goroutine after
+// the batch's writes and before the next batch is taken, so nothing else
+// refers to the images' bytes. Bounding the images this way keeps a
+// stream's memory independent of BlockSize (before, every stream held its
+// whole active segment and a spare one: 16 MiB with the default).
+func (s *Store) releaseWritten(b *batch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, it := range b.items {
+		g := it.seg
+		if g.sealed && it.end == g.size {
+			if cap(g.buf) > cap(s.mu.spare) && cap(g.buf) <= keepImageCap {
+				s.mu.spare = g.buf // nothing refers to it any more
+			}
+			g.dropImage()
+			continue
+		}
+		g.trimImage(it.end)
+	}
+}
+
+// publish records that the batch is durable and wakes its waiters.
 func (s *Store) publish(b batch) {
 	s.mu.Lock()
 	for _, it := range b.items {
-		g := it.seg
-		g.synced = max(g.synced, it.end)
-		if g.sealed && g.synced == g.size {
-			if cap(g.buf) > cap(s.mu.spare) {
-				s.mu.spare = g.buf // nothing refers to it any more
-			}
-			g.buf = nil
-		}
+		it.seg.synced = max(it.seg.synced, it.end)
 	}
 	s.mu.Unlock()
 	s.note.advance(b.seq, b.gen)

@@ -110,6 +110,13 @@ func appendRecord(buf []byte, base uint64, typ byte, seq uint64, tm int64, subj 
 // appendRecordFlags is appendRecord with a flags byte: flagS2 when data is
 // an S2 block.
 func appendRecordFlags(buf []byte, base uint64, typ, flags byte, seq uint64, tm int64, subj string, hdr, data []byte) []byte {
+	return appendRecordAt(buf, 0, base, typ, flags, seq, tm, subj, hdr, data)
+}
+
+// appendRecordAt is appendRecordFlags for a buf that holds the segment's
+// bytes from file offset origin: origin+len(buf) is the record's offset,
+// which its CRC covers.
+func appendRecordAt(buf []byte, origin int64, base uint64, typ, flags byte, seq uint64, tm int64, subj string, hdr, data []byte) []byte {
 	off := len(buf)
 	buf = le.AppendUint32(buf, uint32(recordSize(subj, hdr, data)))
 	buf = append(buf, typ, flags)
@@ -120,12 +127,7 @@ func appendRecordFlags(buf []byte, base uint64, typ, flags byte, seq uint64, tm 
 	buf = append(buf, subj...)
 	buf = append(buf, hdr...)
 	buf = append(buf, data...)
-	return le.AppendUint32(buf, recordCRC(base, int64(off), buf[off:]))
-}
-
-// appendMarker appends a record without subject, header or payload.
-func appendMarker(buf []byte, base uint64, typ byte, seq uint64) []byte {
-	return appendRecord(buf, base, typ, seq, 0, "", nil, nil)
+	return le.AppendUint32(buf, recordCRC(base, origin+int64(off), buf[off:]))
 }
 
 // checkRecord verifies the record at the start of r, which was read from

@@ -21,6 +21,10 @@ type recordRef struct {
 	n   int
 	buf []byte
 	f   vfs.File
+	// final says the segment was sealed and all written when ref was
+	// taken: its file never grows again, so its last, partial chunk may
+	// be cached.
+	final bool
 }
 
 // Load returns a copy of the message at seq, store.ErrNotFound, or a
@@ -63,9 +67,12 @@ func (s *Store) refLocked(g *segment, i int) (recordRef, error) {
 	if s.mu.fenced != nil && ref.seq > s.note.durable() {
 		return recordRef{}, s.mu.fenced
 	}
-	if g.buf != nil {
-		ref.buf = append([]byte(nil), g.buf[ref.off:ref.off+int64(ref.n)]...)
+	if b, ok := g.inImage(ref.off, ref.n); ok {
+		ref.buf = append([]byte(nil), b...)
 	}
+	// A sealed segment's file is complete only once its image is dropped
+	// (Store.releaseWritten): until then its tail may wait for the writer.
+	ref.final = g.sealed && g.buf == nil
 	return ref, nil
 }
 
@@ -99,7 +106,7 @@ func (s *Store) readRecord(ref recordRef) ([]byte, error) {
 			return nil, s.goneOr(ref, errGone)
 		}
 		var err error
-		if b, err = s.cache.read(ref.seg, ref.f, ref.off, ref.n); err != nil {
+		if b, err = s.cache.read(ref.seg, ref.f, ref.off, ref.n, ref.final); err != nil {
 			return nil, s.goneOr(ref, fmt.Errorf("filestore: read %s: %w", ref.seg.path, err))
 		}
 	}
@@ -294,7 +301,7 @@ func (s *Store) recordLocked(seq uint64) (record, *store.CorruptError, error) {
 	}
 	b := ref.buf
 	if b == nil {
-		if b, err = s.cache.read(g, ref.f, ref.off, ref.n); err != nil {
+		if b, err = s.cache.read(g, ref.f, ref.off, ref.n, ref.final); err != nil {
 			return record{}, nil, fmt.Errorf("filestore: read %s: %w", g.path, err)
 		}
 	}

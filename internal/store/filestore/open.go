@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"path"
 
 	"github.com/cairnmq/cairn/internal/store"
@@ -273,12 +274,25 @@ func readWhole(fs vfs.FS, name string) ([]byte, error) {
 // replaceFile replaces dir/name with data durably: write dir/name.new,
 // fsync it, rename it over dir/name, fsync dir.
 func replaceFile(fs vfs.FS, dir, name string, data []byte) error {
+	return replaceFileWith(fs, dir, name, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// replaceFileWith is replaceFile with the new content written by write.
+func replaceFileWith(fs vfs.FS, dir, name string, write func(w io.Writer) error) error {
 	tmp := path.Join(dir, name+".new")
 	f, err := fs.Create(tmp)
 	if err != nil {
 		return err
 	}
-	err = writeSync(f, tmp, data)
+	err = write(f)
+	if err != nil {
+		err = fmt.Errorf("write %s: %w", tmp, err)
+	} else if err = f.Sync(); err != nil {
+		err = fmt.Errorf("sync %s: %w", tmp, err)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -98,6 +98,7 @@ func (r *recovery) loadSegment(base, next uint64, last bool, data []byte, f vfs.
 	}
 	if !last {
 		g.size, g.written, g.synced, g.sealed = int64(len(data)), int64(len(data)), int64(len(data)), true
+		g.dropImage()
 		return nil
 	}
 	return r.settleLast(g, data, cut)
@@ -215,7 +216,7 @@ func (r *recovery) dropTornSegment(g *segment) error {
 
 // settleLast makes the last segment the active one: it cuts the torn tail
 // (or writes the header again after a torn creation), fsyncs, and keeps
-// the bytes in memory.
+// the chunk being filled in memory.
 func (r *recovery) settleLast(g *segment, data []byte, cut int) error {
 	if cut < len(data) {
 		if err := g.f.Truncate(int64(cut)); err != nil {
@@ -236,7 +237,9 @@ func (r *recovery) settleLast(g *segment, data []byte, cut int) error {
 	if err := g.f.Sync(); err != nil {
 		return err
 	}
-	g.buf = append(make([]byte, 0, max(len(data), initialBufCap)), data...)
+	// Only the chunk being filled stays in memory (segment.trimImage).
+	g.bufOff = int64(len(data)) &^ (chunkSize - 1)
+	g.buf = append(make([]byte, 0, initialBufCap), data[g.bufOff:]...)
 	g.size, g.written, g.synced = int64(len(data)), int64(len(data)), int64(len(data))
 	return nil
 }

@@ -174,8 +174,7 @@ func (s *Store) appendMarkerLocked(typ byte, seq uint64) {
 		g = s.rollLocked(s.mu.last + 1)
 	}
 	s.reserveLocked(g, RecordOverhead)
-	g.buf = appendMarker(g.buf, g.base, typ, seq)
-	g.size = int64(len(g.buf))
+	g.appendMarker(typ, seq)
 }
 
 // raiseLowWaterLocked records that every sequence below lw is removed,

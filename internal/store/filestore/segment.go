@@ -38,13 +38,78 @@ type segment struct {
 	// may hold compressed records.
 	s2 bool
 
-	buf     []byte   // the file's bytes from offset 0, while active or unwritten
+	// buf is the segment's bytes from file offset bufOff to size: every
+	// byte not yet written to the file, and the last ones written (at
+	// least the chunk being filled, see trimImage). Bytes below bufOff are
+	// read from the file. nil once a sealed segment is all written.
+	buf     []byte
+	bufOff  int64
 	size    int64    // bytes of the segment (written or not)
 	written int64    // bytes handed to the flusher
 	synced  int64    // bytes known to be durable
 	created bool     // the file exists with its header durable
 	sealed  bool     // no more appends: a newer segment exists
 	f       vfs.File // open file; nil until created
+}
+
+// appendRec appends a record to the image (see appendRecordAt) and
+// returns its offset in the file. The caller has reserved room for it.
+func (g *segment) appendRec(typ, flags byte, seq uint64, tm int64, subj string, hdr, data []byte) int64 {
+	off := g.size
+	g.buf = appendRecordAt(g.buf, g.bufOff, g.base, typ, flags, seq, tm, subj, hdr, data)
+	g.grown()
+	return off
+}
+
+// appendMarker appends a record without subject, header or payload.
+func (g *segment) appendMarker(typ byte, seq uint64) { g.appendRec(typ, 0, seq, 0, "", nil, nil) }
+
+// grown sets size after bytes were appended to buf.
+func (g *segment) grown() { g.size = g.bufOff + int64(len(g.buf)) }
+
+// inImage returns the n bytes at offset off when buf holds them.
+func (g *segment) inImage(off int64, n int) ([]byte, bool) {
+	if g.buf == nil || off < g.bufOff {
+		return nil, false
+	}
+	return g.buf[off-g.bufOff : off-g.bufOff+int64(n)], true
+}
+
+// dropImage forgets the in-memory bytes: the file holds all of them.
+func (g *segment) dropImage() { g.buf, g.bufOff = nil, g.size }
+
+// Sizes of the in-memory image of a segment (trimImage).
+const (
+	// trimStep is how many written bytes an image collects before they
+	// are dropped (one copy of what is kept per trimStep written).
+	trimStep = 256 << 10
+	// keepImageCap is the largest image capacity kept once the bytes it
+	// held are written; a larger buffer (grown by a large message) is
+	// replaced by one that fits what remains.
+	keepImageCap = 1 << 20
+)
+
+// trimImage drops from buf the bytes the file now holds up to written,
+// the end of what the flusher wrote, keeping the 64 KiB chunk being
+// filled: readers at the tail of the log copy from memory, and reads from
+// the file only ever touch whole chunks, which never change once written
+// and may be cached (chunkCache). It does nothing until at least trimStep
+// bytes can go, nor while the bytes kept (appended since the write) would
+// outnumber those dropped: the copy, made under the store's lock, costs
+// at most one byte per byte written. Only the flusher's writer calls it,
+// after its write and before it takes the next batch, so nothing else
+// refers to buf's bytes.
+func (g *segment) trimImage(written int64) {
+	cut := written &^ (chunkSize - 1)
+	drop := cut - g.bufOff
+	if g.buf == nil || drop < trimStep || int64(len(g.buf))-drop > drop {
+		return
+	}
+	n := copy(g.buf, g.buf[cut-g.bufOff:])
+	g.buf, g.bufOff = g.buf[:n], cut
+	if cap(g.buf) > keepImageCap && n < cap(g.buf)/4 {
+		g.buf = append(make([]byte, 0, max(2*n, initialBufCap)), g.buf...)
+	}
 }
 
 // reserveSlots makes room for n slots without growing the index slices

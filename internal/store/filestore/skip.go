@@ -61,8 +61,9 @@ func (s *Store) appendSkipLocked(from, seq uint64) {
 		g = s.rollLocked(from)
 	}
 	s.reserveLocked(g, skipRecordSize)
-	g.buf = appendSkipRecord(g.buf, g.base, from, seq)
-	g.size = int64(len(g.buf))
+	var p [8]byte
+	le.PutUint64(p[:], from)
+	g.appendRec(recSkip, 0, seq, 0, "", nil, p[:])
 }
 
 // fillSkipLocked gives the skipped sequences from..seq-1 removed slots in
@@ -81,7 +82,9 @@ func (s *Store) fillSkipLocked(from, seq uint64) {
 }
 
 // appendSkipRecord appends a skip record to buf (see appendRecord): seq
-// is the next sequence to assign, the payload the first one skipped.
+// is the next sequence to assign, the payload the first one skipped. The
+// store appends skip records with segment.appendRec, as appendSkipLocked
+// does; the tests build records with this.
 func appendSkipRecord(buf []byte, base, from, seq uint64) []byte {
 	var p [8]byte
 	le.PutUint64(p[:], from)

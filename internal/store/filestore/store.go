@@ -161,9 +161,7 @@ func (s *Store) addLocked(m store.Msg, packed *[]byte) uint64 {
 		n = recordSize(m.Subject, m.Header, data)
 	}
 	s.reserveLocked(g, n)
-	off := len(g.buf)
-	g.buf = appendRecordFlags(g.buf, g.base, recMsg, flags, seq, m.Time, m.Subject, m.Header, data)
-	g.size = int64(len(g.buf))
+	off := g.appendRec(recMsg, flags, seq, m.Time, m.Subject, m.Header, data)
 	info := s.mu.subj.add(m.Subject)
 	length := uint32(n)
 	if len(m.Header) > 0 {
@@ -237,7 +235,7 @@ func (s *Store) rollLocked(base uint64) *segment {
 		g.reserveSlots(len(old.offs))
 	}
 	g.buf = append(s.takeSpareLocked(want), h.encode()...)
-	g.size = int64(len(g.buf))
+	g.grown()
 	s.mu.lwWritten = 0
 	s.mu.segs = append(s.mu.segs, g)
 	s.mu.changes++

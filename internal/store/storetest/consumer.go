@@ -25,12 +25,17 @@ func sampleState() *store.ConsumerState {
 	return &store.ConsumerState{
 		Delivered: store.SequencePair{Consumer: 10, Stream: 20},
 		AckFloor:  store.SequencePair{Consumer: 5, Stream: 12},
-		Pending: map[uint64]store.Pending{
-			15: {Sequence: 8, Timestamp: t0 + 1},
-			20: {Sequence: 10, Timestamp: t0 + 2},
+		Pending: []store.StreamPending{
+			sp(15, 8, t0+1),
+			sp(20, 10, t0+2),
 		},
 		Redelivered: map[uint64]uint64{15: 2},
 	}
+}
+
+// sp is a pending entry: stream sequence, consumer sequence, timestamp.
+func sp(seq, cseq uint64, ts int64) store.StreamPending {
+	return store.StreamPending{Stream: seq, Pending: store.Pending{Sequence: cseq, Timestamp: ts}}
 }
 
 // updateState stores st and fails on error.
@@ -70,7 +75,7 @@ func testConsumerRoundTrip(t *testing.T, e Engine) {
 	st = &store.ConsumerState{
 		Delivered: store.SequencePair{Consumer: 11, Stream: 25},
 		AckFloor:  store.SequencePair{Consumer: 9, Stream: 18},
-		Pending:   map[uint64]store.Pending{20: {Sequence: 10, Timestamp: t0 + 2}, 25: {Sequence: 11, Timestamp: t0 + 3}},
+		Pending:   []store.StreamPending{sp(20, 10, t0+2), sp(25, 11, t0+3)},
 	}
 	updateState(t, cs, st)
 	wantConsumer(t, cs, st)
@@ -78,19 +83,18 @@ func testConsumerRoundTrip(t *testing.T, e Engine) {
 	wantConsumer(t, cs, &store.ConsumerState{Delivered: st.Delivered, AckFloor: st.Delivered})
 }
 
-// Large pending and redelivered maps round-trip.
+// Large pending lists and redelivered maps round-trip.
 func testConsumerBig(t *testing.T, e Engine) {
 	h := open(t, e, store.Config{})
 	cs := h.consumer("big")
 	st := &store.ConsumerState{
 		Delivered:   store.SequencePair{Consumer: 300_000, Stream: 1_000_000},
 		AckFloor:    store.SequencePair{Consumer: 100, Stream: 500},
-		Pending:     map[uint64]store.Pending{},
 		Redelivered: map[uint64]uint64{},
 	}
 	for i := uint64(0); i < 100_000; i++ {
 		seq := 501 + i*7
-		st.Pending[seq] = store.Pending{Sequence: 101 + i, Timestamp: t0 + int64(i)*1000}
+		st.Pending = append(st.Pending, sp(seq, 101+i, t0+int64(i)*1000))
 		if i%10 == 0 {
 			st.Redelivered[seq] = 1 + i%5
 		}
@@ -105,7 +109,7 @@ func testConsumerCopies(t *testing.T, e Engine) {
 	cs := h.consumer("dur")
 	st := sampleState()
 	updateState(t, cs, st)
-	st.Pending[16] = store.Pending{Sequence: 9}
+	st.Pending[0].Sequence = 9
 	st.Redelivered[15] = 7
 	st.Delivered.Consumer = 99
 	wantConsumer(t, cs, sampleState())
@@ -113,7 +117,7 @@ func testConsumerCopies(t *testing.T, e Engine) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	delete(got.Pending, 15)
+	got.Pending[1].Timestamp = 1
 	got.Redelivered[20] = 1
 	wantConsumer(t, cs, sampleState())
 }
@@ -162,8 +166,10 @@ func testConsumerInvalid(t *testing.T, e Engine) {
 	bad := []func(st *store.ConsumerState){
 		func(st *store.ConsumerState) { st.AckFloor.Consumer = 11 },
 		func(st *store.ConsumerState) { st.AckFloor.Stream = 21 },
-		func(st *store.ConsumerState) { st.Pending[12] = store.Pending{Sequence: 5} },
-		func(st *store.ConsumerState) { st.Pending[21] = store.Pending{Sequence: 11} },
+		func(st *store.ConsumerState) { st.Pending = append([]store.StreamPending{sp(12, 5, 0)}, st.Pending...) },
+		func(st *store.ConsumerState) { st.Pending = append(st.Pending, sp(21, 11, 0)) },
+		func(st *store.ConsumerState) { st.Pending[0], st.Pending[1] = st.Pending[1], st.Pending[0] },
+		func(st *store.ConsumerState) { st.Pending[0].Stream = st.Pending[1].Stream },
 		func(st *store.ConsumerState) {
 			st.DeadLetter = map[uint64]store.DeadLetter{16: {Reason: store.DeadLetterTerm}}
 		},

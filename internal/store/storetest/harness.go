@@ -342,7 +342,7 @@ func sameSubjects(a, b map[string]store.SubjectState) bool {
 	return len(a) == len(b) && (len(a) == 0 || reflect.DeepEqual(a, b))
 }
 
-// sameConsumer compares consumer states, nil and empty maps being equal.
+// sameConsumer compares consumer states, nil and empty being equal.
 func sameConsumer(a, b *store.ConsumerState) bool {
 	if a == nil || b == nil {
 		return a == b

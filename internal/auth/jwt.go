@@ -1,0 +1,235 @@
+package auth
+
+import (
+	"net"
+	"strings"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/config"
+	"github.com/nats-io/jwt/v2"
+)
+
+// Operator mode (decentralized JWT authentication; operations.md 5.1;
+// nats-server v2.15.2 auth.go processClientOrLeafAuthentication): the
+// accounts are JWTs issued by a trusted operator (or one of its signing
+// keys), preloaded from the configuration; a client presents a user JWT
+// issued by its account (or one of the account's signing keys) and signs
+// the nonce with the user's key. Its permissions, allowed connection
+// types, source networks and time windows come from the user JWT; an
+// account or user JWT that expires ends the connection then; a user the
+// account revoked (at or after the JWT's issue time) is refused.
+
+// jwtMode is a Directory's operator mode.
+type jwtMode struct {
+	trusted  map[string]bool
+	accounts map[string]*jwt.AccountClaims // by public key
+}
+
+func newJWTMode(o *config.Operator) *jwtMode {
+	m := &jwtMode{trusted: o.TrustedKeys(), accounts: map[string]*jwt.AccountClaims{}}
+	for k, t := range o.Preload {
+		if ac, err := jwt.DecodeAccountClaims(t); err == nil && m.trusted[ac.Issuer] {
+			m.accounts[k] = ac
+		}
+	}
+	return m
+}
+
+// NewOperatorDirectory builds the directory of operator mode (checked by
+// Config.Validate).
+func NewOperatorDirectory(o *config.Operator, timeout time.Duration) *Directory {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return &Directory{jwt: newJWTMode(o), timeout: timeout}
+}
+
+// AccountClaims returns the preloaded account JWTs by public key, nil
+// outside operator mode.
+func (d *Directory) AccountClaims() map[string]*jwt.AccountClaims {
+	if d == nil || d.jwt == nil {
+		return nil
+	}
+	return d.jwt.accounts
+}
+
+// Expiry texts, sent as -ERR when a JWT expires while connected
+// (nats-server client.go authExpired, accountAuthExpired).
+const (
+	UserExpired    = "User Authentication Expired"
+	AccountExpired = "Account Authentication Expired"
+)
+
+// authenticateJWT is Authenticate in operator mode.
+func (m *jwtMode) authenticateJWT(cr *Credentials, now time.Time) (*User, bool) {
+	if cr.JWT == "" {
+		return nil, false
+	}
+	juc, err := jwt.DecodeUserClaims(cr.JWT)
+	if err != nil {
+		return nil, false
+	}
+	vr := jwt.CreateValidationResults()
+	juc.Validate(vr)
+	if vr.IsBlocking(true) {
+		return nil, false
+	}
+	issuer := juc.Issuer
+	if juc.IssuerAccount != "" {
+		issuer = juc.IssuerAccount
+	}
+	acc := m.accounts[issuer]
+	switch {
+	case acc == nil, !m.trusted[acc.Issuer]:
+		return nil, false
+	case juc.IssuerAccount == "" && juc.Issuer != acc.Subject:
+		return nil, false
+	case juc.IssuerAccount != "" && !acc.SigningKeys.Contains(juc.Issuer):
+		return nil, false
+	case acc.Expires > 0 && now.Unix() >= acc.Expires:
+		return nil, false
+	case juc.BearerToken && acc.Limits.DisallowBearer:
+		return nil, false
+	case !connTypeAllowed(juc.AllowedConnectionTypes, cr.ConnType):
+		return nil, false
+	case !juc.BearerToken && !VerifyNonce(juc.Subject, cr.Sig, cr.Nonce):
+		return nil, false
+	case acc.IsClaimRevoked(juc):
+		return nil, false
+	case !srcAllowed(juc.Src, cr.IP), !timesAllowed(juc.Times, juc.Locale, now):
+		return nil, false
+	}
+	if juc.IssuerAccount != "" {
+		if scope, _ := acc.SigningKeys.GetScope(juc.Issuer); scope != nil {
+			return nil, false // scoped signing keys (permission templates) are not supported yet
+		}
+	}
+	u := &User{
+		Name:    juc.Subject,
+		Account: acc.Subject,
+		Nkey:    true,
+		Perms:   NewPerms(jwtPermissions(&juc.Permissions)),
+	}
+	u.Expires, u.ExpiredText = expiry(juc.Expires, acc.Expires)
+	return u, true
+}
+
+// expiry returns the earlier of a user's and its account's expiry, with
+// the text of the one that comes first; zero when neither expires.
+func expiry(user, account int64) (time.Time, string) {
+	switch {
+	case user == 0 && account == 0:
+		return time.Time{}, ""
+	case account == 0 || (user != 0 && user <= account):
+		return time.Unix(user, 0), UserExpired
+	}
+	return time.Unix(account, 0), AccountExpired
+}
+
+// jwtPermissions converts a user JWT's permissions: empty lists restrict
+// nothing; a response permission turns the blanket publish allow off, as
+// in a configuration file.
+func jwtPermissions(p *jwt.Permissions) *config.Permissions {
+	conv := func(jp jwt.Permission) *config.SubjectPermission {
+		if len(jp.Allow) == 0 && len(jp.Deny) == 0 {
+			return nil
+		}
+		sp := &config.SubjectPermission{Deny: []string(jp.Deny)}
+		if len(jp.Allow) > 0 {
+			sp.Allow = []string(jp.Allow)
+		}
+		return sp
+	}
+	out := &config.Permissions{Publish: conv(p.Pub), Subscribe: conv(p.Sub)}
+	if p.Resp != nil {
+		out.Response = &config.ResponsePermission{MaxMsgs: p.Resp.MaxMsgs, Expires: p.Resp.Expires}
+		if out.Response.MaxMsgs == 0 {
+			out.Response.MaxMsgs = config.DefaultResponseMaxMsgs
+		}
+		if out.Response.Expires == 0 {
+			out.Response.Expires = config.DefaultResponseExpires
+		}
+		if out.Publish == nil {
+			out.Publish = &config.SubjectPermission{}
+		}
+		if out.Publish.Allow == nil {
+			out.Publish.Allow = []string{}
+		}
+	}
+	if out.Publish == nil && out.Subscribe == nil && out.Response == nil {
+		return nil
+	}
+	return out
+}
+
+// connTypeAllowed reports whether ct is among the JWT's allowed
+// connection types (none listed: any).
+func connTypeAllowed(types jwt.StringList, ct string) bool {
+	if len(types) == 0 {
+		return true
+	}
+	for _, t := range types {
+		if strings.EqualFold(t, ct) {
+			return true
+		}
+	}
+	return false
+}
+
+// srcAllowed reports whether the client's IP is in one of the JWT's
+// source networks (none listed: any; nats-server validateSrc).
+func srcAllowed(src jwt.CIDRList, ip string) bool {
+	if len(src) == 0 {
+		return true
+	}
+	addr := net.ParseIP(ip)
+	if addr == nil {
+		return false
+	}
+	for _, c := range src {
+		if _, n, err := net.ParseCIDR(c); err == nil && n.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// timesAllowed reports whether now is within one of the JWT's daily time
+// windows ("15:04:05" start and end, in locale, local time when empty;
+// none listed: always; nats-server validateTimes). An unreadable window
+// or locale refuses.
+func timesAllowed(times []jwt.TimeRange, locale string, now time.Time) bool {
+	if len(times) == 0 {
+		return true
+	}
+	loc := time.Local
+	if locale != "" {
+		l, err := time.LoadLocation(locale)
+		if err != nil {
+			return false
+		}
+		loc = l
+	}
+	now = now.In(loc)
+	for _, r := range times {
+		start, err1 := time.ParseInLocation("15:04:05", r.Start, loc)
+		end, err2 := time.ParseInLocation("15:04:05", r.End, loc)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		day := func(t time.Time) time.Time {
+			return time.Date(now.Year(), now.Month(), now.Day(), t.Hour(), t.Minute(), t.Second(), 0, loc)
+		}
+		s, e := day(start), day(end)
+		if !e.After(s) {
+			if !now.Before(s) || now.Before(e) { // a window across midnight
+				return true
+			}
+			continue
+		}
+		if !now.Before(s) && now.Before(e) {
+			return true
+		}
+	}
+	return false
+}

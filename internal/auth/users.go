@@ -1,0 +1,236 @@
+package auth
+
+import (
+	"crypto/x509"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/config"
+)
+
+// GlobalAccount is the account of every user that names none, and of
+// every client when no accounts are configured (nats-server's $G).
+const GlobalAccount = "$G"
+
+// DefaultTimeout is how long a client has to send CONNECT when
+// authentication is required (nats-server v2.15.2 AUTH_TIMEOUT).
+const DefaultTimeout = 2 * time.Second
+
+// User is an authenticated identity: who the client is, its account and
+// its permissions. Users are immutable and shared by their connections.
+type User struct {
+	// Name is the user name, or the public nkey of an nkey user; "" for a
+	// client of a token or of a server without authentication.
+	Name    string
+	Account string // the account's name; GlobalAccount by default
+	Perms   *Perms // nil: everything allowed
+	Nkey    bool   // Name is a public nkey
+	// Expires, when not zero, is when the user's (or its account's) JWT
+	// expires; the server then closes the connection with ExpiredText.
+	Expires     time.Time
+	ExpiredText string
+	secret      string   // the configured password (plain or bcrypt)
+	types       []string // allowed connection types; empty: any
+}
+
+// Anonymous is the user of every client when no authentication is
+// configured: the global account, no restrictions.
+var Anonymous = &User{Account: GlobalAccount}
+
+// allows reports whether the user may connect with the connection type
+// ct (nats-server connectionTypeAllowed).
+func (u *User) allows(ct string) bool {
+	if len(u.types) == 0 {
+		return true
+	}
+	for _, t := range u.types {
+		if t == ct {
+			return true
+		}
+	}
+	return false
+}
+
+// Credentials are what a client presents in CONNECT (protocol.md 1.5),
+// and the nonce the server sent it in INFO.
+type Credentials struct {
+	User, Pass, Token string
+	Nkey, Sig         string
+	Nonce             []byte
+	// ConnType is the connection type (config.ConnectionTypeStandard for
+	// a NATS client).
+	ConnType string
+	// Cert is the client's verified TLS certificate, nil without one;
+	// with verify_and_map it is what identifies the user (certmap.go).
+	Cert *x509.Certificate
+	// JWT is the user JWT (operator mode, jwt.go), IP the client's
+	// address (checked against the JWT's source networks).
+	JWT, IP string
+}
+
+// empty reports whether the client sent no credentials at all.
+func (c *Credentials) empty() bool {
+	return c.User == "" && c.Pass == "" && c.Token == "" && c.Nkey == ""
+}
+
+// Directory is the configured authentication: a token, one user, or a
+// table of users and nkey users, and the no_auth_user. It is immutable
+// and safe for concurrent use; build it with NewDirectory.
+type Directory struct {
+	token      string
+	user, pass string
+	users      map[string]*User // by name
+	nkeys      map[string]*User // by public nkey
+	noAuthUser string
+	timeout    time.Duration
+	tlsMap     bool     // users are identified by their TLS certificates (certmap.go)
+	jwt        *jwtMode // operator mode (jwt.go); nil otherwise
+}
+
+// NewDirectory builds the directory of a configuration (checked by
+// config.Load and Config.Validate). Users are found by config.User.ID;
+// the permissions of each are compiled once (NewPerms). With tlsMap
+// (verify_and_map), a client is the user its certificate names.
+func NewDirectory(a *config.Auth, tlsMap bool) *Directory {
+	d := &Directory{
+		tlsMap:     tlsMap,
+		token:      a.Token,
+		user:       a.User,
+		pass:       a.Password,
+		noAuthUser: a.NoAuthUser,
+		timeout:    a.Timeout,
+	}
+	if d.timeout <= 0 {
+		d.timeout = DefaultTimeout
+	}
+	if len(a.Users) > 0 {
+		d.users, d.nkeys = map[string]*User{}, map[string]*User{}
+	}
+	for _, cu := range a.Users {
+		u := &User{
+			Name:    cu.ID(),
+			Account: cu.Account,
+			Perms:   NewPerms(cu.Permissions),
+			Nkey:    cu.Nkey != "",
+			secret:  cu.Password,
+			types:   cu.ConnectionTypes,
+		}
+		if u.Account == "" {
+			u.Account = GlobalAccount
+		}
+		if u.Nkey {
+			d.nkeys[u.Name] = u
+		} else {
+			d.users[u.Name] = u
+		}
+	}
+	return d
+}
+
+// Required reports whether clients must authenticate (INFO
+// auth_required, before no_auth_user is considered).
+func (d *Directory) Required() bool {
+	return d != nil && (d.jwt != nil || d.token != "" || d.user != "" || len(d.users) > 0 || len(d.nkeys) > 0)
+}
+
+// NonceRequired reports whether INFO carries a nonce: nkey users exist
+// (nats-server v2.15.2 nonceRequired).
+func (d *Directory) NonceRequired() bool { return d != nil && (len(d.nkeys) > 0 || d.jwt != nil) }
+
+// NoAuthUser returns the name of the no_auth_user, "" when none.
+func (d *Directory) NoAuthUser() string {
+	if d == nil {
+		return ""
+	}
+	return d.noAuthUser
+}
+
+// Timeout is how long a client may take to send CONNECT.
+func (d *Directory) Timeout() time.Duration {
+	if d == nil {
+		return DefaultTimeout
+	}
+	return d.timeout
+}
+
+// PlaintextPasswords reports whether a configured password is not a
+// bcrypt hash, which the server warns about at start (nats-server
+// "Plaintext passwords detected, use nkeys or bcrypt"; like it, tokens
+// are not counted).
+func (d *Directory) PlaintextPasswords() bool {
+	if d == nil {
+		return false
+	}
+	if d.pass != "" && !IsBcrypt(d.pass) {
+		return true
+	}
+	for _, u := range d.users {
+		if !IsBcrypt(u.secret) {
+			return true
+		}
+	}
+	return false
+}
+
+// Authenticate returns the user cr proves to be, or false. It is the one
+// authentication of every path: a CONNECT, and a client that sends
+// anything else first while a no_auth_user is configured (with empty
+// credentials), so that no path skips a check (nats-server advisory
+// 2026-24). The order is nats-server v2.15.2's
+// (processClientOrLeafAuthentication): nkey users, then users, then the
+// token or the single user. Without required authentication every client
+// is Anonymous.
+func (d *Directory) Authenticate(cr *Credentials) (*User, bool) {
+	if !d.Required() {
+		return Anonymous, true
+	}
+	if d.jwt != nil {
+		return d.jwt.authenticateJWT(cr, time.Now())
+	}
+	noAuth := d.noAuthUser != "" && cr.empty()
+	if len(d.nkeys) > 0 {
+		key := cr.Nkey
+		if noAuth && d.nkeys[d.noAuthUser] != nil {
+			key = d.noAuthUser
+		}
+		if key != "" {
+			u := d.nkeys[key]
+			if u == nil || !u.allows(cr.ConnType) {
+				return nil, false
+			}
+			if key != d.noAuthUser && !VerifyNonce(key, cr.Sig, cr.Nonce) {
+				return nil, false
+			}
+			return u, true
+		}
+	}
+	if len(d.users) > 0 && d.tlsMap {
+		u := d.mapCert(cr.Cert)
+		if u == nil || !u.allows(cr.ConnType) {
+			return nil, false
+		}
+		return u, true
+	}
+	if len(d.users) > 0 {
+		if u := d.users[d.noAuthUser]; noAuth && u != nil {
+			return u, u.allows(cr.ConnType)
+		}
+		if cr.User != "" {
+			u := d.users[cr.User]
+			if u == nil || !u.allows(cr.ConnType) || !ComparePassword(u.secret, cr.Pass) {
+				return nil, false
+			}
+			return u, true
+		}
+	}
+	switch {
+	case d.token != "":
+		if ComparePassword(d.token, cr.Token) {
+			return &User{Account: GlobalAccount}, true
+		}
+	case d.user != "":
+		if cr.User == d.user && ComparePassword(d.pass, cr.Pass) {
+			return &User{Name: d.user, Account: GlobalAccount}, true
+		}
+	}
+	return nil, false
+}

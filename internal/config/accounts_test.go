@@ -1,0 +1,96 @@
+package config
+
+import (
+	"reflect"
+	"testing"
+)
+
+// The accounts block reaches Auth as nats-server v2.15.2 reads it: users
+// with their account (and the account's default permissions), JetStream
+// limits, exports and imports.
+func TestAccountsBlock(t *testing.T) {
+	c, _ := mustLoad(t, `
+accounts {
+  A {
+    users = [ { user: a1, password: p }, { user: a2, password: p, permissions: { publish: "x" } } ]
+    default_permissions { subscribe: "a.>" }
+    jetstream { max_memory: 1MB, max_file: 1GB, max_streams: 10, max_consumers: 5 }
+    exports = [
+      { stream: "events.>" }
+      { service: "help", response_type: stream, accounts: [B] }
+    ]
+  }
+  B {
+    users = [ { user: b1, password: p } ]
+    jetstream: enabled
+    imports = [
+      { stream: { account: A, subject: "events.>" }, prefix: from_a }
+      { service: { account: A, subject: help }, to: ask }
+    ]
+  }
+  C: {}
+}
+authorization { users = [ { user: g, password: p } ] }
+`)
+	a := c.Auth
+	if len(a.Accounts) != 3 || len(a.Users) != 4 {
+		t.Fatalf("accounts %+v users %+v", a.Accounts, a.Users)
+	}
+	byName := map[string]User{}
+	for _, u := range a.Users {
+		byName[u.Name] = u
+	}
+	if byName["a1"].Account != "A" || byName["b1"].Account != "B" || byName["g"].Account != "" {
+		t.Errorf("user accounts %+v", byName)
+	}
+	if !reflect.DeepEqual(byName["a1"].Permissions, &Permissions{Subscribe: &SubjectPermission{Allow: []string{"a.>"}}}) ||
+		byName["a2"].Permissions.Subscribe != nil {
+		t.Errorf("default permissions %+v %+v", byName["a1"].Permissions, byName["a2"].Permissions)
+	}
+	A, B := a.Account("A"), a.Account("B")
+	if js := A.JetStream; js == nil || js.MaxMemory != 1<<20 || js.MaxStore != 1<<30 || js.MaxStreams != 10 || js.MaxConsumers != 5 || js.MaxAckPending != -1 {
+		t.Errorf("A jetstream %+v", A.JetStream)
+	}
+	if js := B.JetStream; js == nil || js.MaxStreams != -1 || a.Account("C").JetStream != nil {
+		t.Errorf("B, C jetstream %+v %+v", B.JetStream, a.Account("C"))
+	}
+	wantEx := []Export{{Subject: "events.>"}, {Subject: "help", Service: true, Accounts: []string{"B"}, ResponseType: "stream"}}
+	if !reflect.DeepEqual(A.Exports, wantEx) {
+		t.Errorf("exports %+v", A.Exports)
+	}
+	if len(B.Imports) != 2 || B.Imports[0].LocalSubject() != "from_a.events.>" || B.Imports[1].LocalSubject() != "ask" || !B.Imports[1].Service {
+		t.Errorf("imports %+v", B.Imports)
+	}
+	if err := c.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestAccountsErrors(t *testing.T) {
+	const exp = "A { exports = [ { stream: \"pub.>\" }, { service: svc, accounts: [B] } ] }\n"
+	cases := []struct{ text, want string }{
+		{"accounts { A: 5 }", `F:1:12: Expected map entries for accounts`},
+		{"accounts [ A, A ]", `F:1:15: Duplicate Account Entry: A`},
+		{"accounts { A { users: [ {user: x} ] }, B { users: [ {user: x} ] } }", `F:1:44: Duplicate user "x" detected`},
+		{"accounts { A { colour: red } }", `F:1:16: unknown field "colour"`},
+		{"accounts { A { jetstream: maybe } }", `F:1:16: Expected 'enabled' or 'disabled' for string value, got 'maybe'`},
+		{"accounts { A { jetstream: { max_streams: x } } }", `F:1:29: Expected a parseable size for "max_streams", got x`},
+		{"accounts { A { imports = [ { stream: { account: B, subject: x } } ] } }", `F:1:1: "B" account not defined for stream import`},
+		{"accounts { " + exp + " B { imports = [ { stream: { account: A, subject: \"other\" } } ] } }", `F:1:1: Error adding stream import "other": stream import not authorized`},
+		{"accounts { " + exp + " C { imports = [ { service: { account: A, subject: svc } } ] }, B {} }", `F:1:1: Error adding service import "svc": service import not authorized`},
+		{"accounts { " + exp + " B { imports = [ { stream: { account: A, subject: \"pub.x\" }, prefix: \"a.*\" } ] } }", `F:1:1: Error adding stream import "pub.x": stream import prefix can not contain wildcard tokens`},
+		{"accounts { " + exp + " B { imports = [ { stream: { account: A, subject: \"pub.x\" }, prefix: p, to: q } ] } }", `F:2:80: Stream import can not have a 'prefix' and a 'to' property`},
+		{"accounts { A { exports = [ { stream: s, response_type: single } ] } }", `F:1:64: Detected response directive on non-service`},
+		{"accounts { A { exports = [ { service: s, response_type: many } ] } }", `F:1:42: Unknown response type: "many"`},
+		{"accounts { A { exports = [{stream: x}], imports = [{stream: {account: B, subject: x}}] }, B { exports = [{stream: x}], imports = [{stream: {account: A, subject: x}}] } }", `F:1:1: Error adding stream import "x": import forms a cycle`},
+		{"accounts { \"../x\" {} }", `F:1:13: account name "../x" cannot be used: it names a directory of the JetStream store`},
+		{"accounts { A { mappings: { a: b } } }", `F:1:16: field "mappings" is not supported by cairn yet`},
+		{"authorization { token: t }\naccounts { A { users: [ {user: x} ] } }", `F:1:1: Can not have a token and a users array`},
+		{"accounts { A { users: [ {user: x} ] } }\nauthorization { user: u, password: p }", `F:2:1: Can not have a single user/pass and a users array`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.text, func(t *testing.T) {
+			wantLines(t, problemTexts(t, tc.text), tc.want)
+		})
+	}
+}

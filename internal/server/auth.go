@@ -1,0 +1,249 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/auth"
+	"github.com/cairnmq/cairn/internal/config"
+	"github.com/cairnmq/cairn/internal/protocol"
+)
+
+// Authentication of client connections (docs/security.md; nats-server
+// v2.15.2 server.go createClientEx, client.go processConnect, auth.go):
+//
+//  1. When the configuration requires authentication, the INFO a client
+//     gets first says auth_required (unless a no_auth_user is configured)
+//     and carries a nonce when nkey users exist; the client then has
+//     Options.Auth.Timeout (2 s) to send a CONNECT, or it gets
+//     -ERR 'Authentication Timeout' and is closed.
+//  2. Until then the first byte of each operation must start a CONNECT:
+//     anything else is refused at once with -ERR 'Authorization Violation'
+//     and the connection closes, before any of it is buffered. With a
+//     no_auth_user, such a client is authenticated as that user instead.
+//  3. Every CONNECT authenticates (a second one too, and it drops the
+//     client's subscriptions, as nats-server does). Wrong or missing
+//     credentials, or a CONNECT naming an account, get
+//     -ERR 'Authorization Violation' and the connection closes.
+//
+// A client's authentication phase is an atomic so that the read loop (a
+// CONNECT) and the timer (the timeout) agree on which came first.
+
+// Authentication phases of a client (client.authPhase).
+const (
+	authOpen     int32 = iota // no authentication required, or done
+	authAwaiting              // waiting for the first CONNECT
+	authTimedOut              // the timer fired first: the connection is closing
+)
+
+// errAuthViolation closes a client that failed authentication.
+var errAuthViolation = &protocol.Error{Text: "Authorization Violation", Close: true}
+
+// errAuthClosed ends the read loop of a client whose authentication timer
+// fired while it was parsing; the timer sent the -ERR.
+var errAuthClosed = &protocol.Error{Close: true}
+
+// startAuth prepares a new client's authentication: the INFO fields, the
+// nonce, the timer and the parser's CONNECT-first check.
+func (c *client) startAuth(in *info) {
+	d := c.srv.dir
+	if !d.Required() {
+		c.user = auth.Anonymous
+		return
+	}
+	in.AuthRequired = d.NoAuthUser() == ""
+	if d.NonceRequired() {
+		c.nonce = auth.NewNonce()
+		in.Nonce = string(c.nonce)
+	}
+	c.authPhase.Store(authAwaiting)
+	c.parser.SetAwaitConnect(c.connectFirst)
+}
+
+// armAuthTimer starts the authentication timer of a client that must
+// authenticate; with TLS, once the handshake is done (nats-server arms it
+// after the handshake too).
+func (c *client) armAuthTimer() {
+	if c.authPhase.Load() == authAwaiting {
+		c.authTimer = time.AfterFunc(c.srv.dir.Timeout(), c.authTimedOut)
+	}
+}
+
+// authTimedOut sends -ERR 'Authentication Timeout' and closes the client
+// unless its CONNECT came first (nats-server client.go authTimeout).
+func (c *client) authTimedOut() {
+	if !c.authPhase.CompareAndSwap(authAwaiting, authTimedOut) {
+		return
+	}
+	c.log.Debugf("%s - cid:%d - Authentication Timeout", c.addr, c.cid)
+	c.out.appendBytes(protocol.AppendErr(nil, "Authentication Timeout"))
+	c.out.markClosing()
+}
+
+// stopAuthTimer stops the timer once the client authenticated or closed.
+func (c *client) stopAuthTimer() {
+	if c.authTimer != nil {
+		c.authTimer.Stop()
+	}
+}
+
+// stopTimers stops the authentication and expiry timers (teardown).
+func (c *client) stopTimers() {
+	c.stopAuthTimer()
+	if t := c.expiryTimer; t != nil {
+		t.Stop()
+	}
+}
+
+// connectFirst is the parser's check of an operation sent before CONNECT
+// while authentication is required: with a no_auth_user the client
+// becomes that user (the same authentication a CONNECT runs, with no
+// credentials); otherwise it is an authorization violation.
+func (c *client) connectFirst() error {
+	if c.srv.dir.NoAuthUser() == "" {
+		return c.authFailed(nil)
+	}
+	if !c.authPhase.CompareAndSwap(authAwaiting, authOpen) {
+		return errAuthClosed
+	}
+	c.stopAuthTimer()
+	u, ok := c.srv.dir.Authenticate(c.credentials(&connectOpts{}))
+	if !ok {
+		return c.authFailed(nil)
+	}
+	c.setUser(u)
+	return nil
+}
+
+// authenticate authenticates a CONNECT's credentials and applies the
+// user; it returns the error that closes the connection.
+func (c *client) authenticate(opts *connectOpts) error {
+	switch c.authPhase.Load() {
+	case authTimedOut:
+		return errAuthClosed
+	case authAwaiting:
+		if !c.authPhase.CompareAndSwap(authAwaiting, authOpen) {
+			return errAuthClosed
+		}
+		c.stopAuthTimer()
+	}
+	d := c.srv.dir
+	u := auth.Anonymous
+	if d.Required() {
+		var ok bool
+		if u, ok = d.Authenticate(c.credentials(opts)); !ok {
+			return c.authFailed(opts)
+		}
+	}
+	if opts.Account != "" || opts.NewAccount {
+		// A dormant nats-server feature let a CONNECT choose its account
+		// (CVE-2022-24450); nats-server now refuses it, with or without
+		// authentication, and so does cairn.
+		return c.authFailed(opts)
+	}
+	c.setUser(u)
+	return nil
+}
+
+// credentials are what the CONNECT presents, with the INFO nonce.
+func (c *client) credentials(o *connectOpts) *auth.Credentials {
+	return &auth.Credentials{
+		User: o.User, Pass: o.Pass, Token: o.Token,
+		Nkey: o.Nkey, Sig: o.Sig, Nonce: c.nonce,
+		ConnType: config.ConnectionTypeStandard,
+		Cert:     c.cert,
+		JWT:      o.JWT,
+		IP:       c.ip,
+	}
+}
+
+// authFailed logs the failure as nats-server does ("authentication error"
+// [ERR], with the user name when one was given; never a secret) and
+// returns the error that sends -ERR 'Authorization Violation' and closes.
+func (c *client) authFailed(opts *connectOpts) error {
+	who := ""
+	switch {
+	case opts == nil:
+	case opts.User != "":
+		who = fmt.Sprintf(" - User %q", opts.User)
+	case opts.Nkey != "":
+		who = fmt.Sprintf(" - User %q", opts.Nkey)
+	}
+	c.log.Errorf("%s - cid:%d - authentication error%s", c.addr, c.cid, who)
+	return errAuthViolation
+}
+
+// setUser makes u the client's identity. It runs on the read loop.
+func (c *client) setUser(u *auth.User) {
+	c.user = u
+	c.armExpiry(u)
+	if acc := c.srv.account(u.Account); acc != nil {
+		c.acc = acc
+	}
+	c.pubCache = nil
+	c.replies.Store(newReplyPerms(u, time.Now))
+	c.parser.SetAwaitConnect(nil)
+}
+
+// armExpiry closes the client when its user's JWT (or its account's)
+// expires, with -ERR 'User Authentication Expired' or 'Account
+// Authentication Expired' (nats-server client.go setExpiration). A later
+// CONNECT re-arms it.
+func (c *client) armExpiry(u *auth.User) {
+	if c.expiryTimer != nil {
+		c.expiryTimer.Stop()
+		c.expiryTimer = nil
+	}
+	if u.Expires.IsZero() {
+		return
+	}
+	text := u.ExpiredText
+	c.expiryTimer = time.AfterFunc(max(time.Until(u.Expires), 0), func() {
+		c.log.Debugf("%s - cid:%d - %s", c.addr, c.cid, text)
+		c.out.appendBytes(protocol.AppendErr(nil, text))
+		c.out.markClosing()
+	})
+}
+
+// quietClose reports whether err closes a client whose reason was logged
+// already.
+func quietClose(err error) bool {
+	return errors.Is(err, errAuthViolation) || errors.Is(err, errAuthClosed)
+}
+
+// secretKeys are the CONNECT fields never written to a trace line.
+var secretKeys = []string{"pass", "password", "auth_token", "token", "sig", "jwt"}
+
+// redactConnect returns a CONNECT argument fit for a trace line: the
+// values of secretKeys replaced by "[REDACTED]" (nats-server
+// removeSecretsFromTrace). An argument that is not a JSON object is
+// replaced whole, since it could hold a secret.
+func redactConnect(arg []byte) []byte {
+	if !bytes.Contains(arg, []byte(`"`)) {
+		return arg
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(arg, &m); err != nil {
+		return []byte(fmt.Sprintf("[REDACTED: %d bytes that are not a JSON object]", len(arg)))
+	}
+	changed := false
+	for k := range m {
+		for _, s := range secretKeys {
+			if strings.EqualFold(k, s) {
+				m[k], changed = json.RawMessage(`"[REDACTED]"`), true
+			}
+		}
+	}
+	if !changed {
+		return arg
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return []byte("[REDACTED]")
+	}
+	return out
+}

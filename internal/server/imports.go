@@ -1,0 +1,340 @@
+package server
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/config"
+	"github.com/cairnmq/cairn/internal/subject"
+	"github.com/cairnmq/cairn/internal/transform"
+)
+
+// Exports and imports between accounts (docs/security.md; nats-server
+// v2.15.2 accounts.go), set up at start from the configuration, which
+// checked that every import is exported to its importer:
+//
+//   - A stream import of subject S from account A into account B is an
+//     internal subscription to S in A. Each message it receives is
+//     delivered in B under its local subject (S itself, the prefix
+//     followed by S, or the import's "to"), to this server's subscribers
+//     only: every server imports for its own subscribers. The
+//     subscription is announced to the peers, so that A's messages
+//     published on another server come here.
+//   - A service import of subject S from A, reached in B as T, is an
+//     internal subscription to T in B (not announced: the server where a
+//     client of B sends a request imports it). A request is published in
+//     A on S with a reply subject of A's own, _R_.<server prefix>.<n>;
+//     A's response to it is delivered in B to the request's reply
+//     subject. A "single" export's reply subject takes one response; a
+//     "stream" or "chunked" one takes responses until the export's
+//     response_threshold (2 minutes by default) passes.
+//
+// A message an import delivers is not imported again (no chains, no
+// loops at run time; the configuration refuses cycles anyway).
+
+// Bounds of an account's pending service responses (imports.pending):
+// pruned of expired entries every respPruneEvery requests; beyond respMax
+// the oldest are dropped.
+const (
+	defaultRespThreshold = 2 * time.Minute // nats-server DEFAULT_SERVICE_EXPORT_RESPONSE_THRESHOLD
+	respPruneEvery       = 1024
+	respMax              = 1 << 16
+)
+
+// imports is an account's routing of the responses to the service
+// requests imported into it: the reply subjects it handed out, each with
+// where the response goes.
+type imports struct {
+	mu      sync.Mutex
+	prefix  string // "_R_.<random>.": this server's reply subjects in the account
+	sub     *InternalSub
+	pending map[string]*pendingResp // guarded by mu
+	next    uint64                  // guarded by mu
+	since   int                     // requests since the last prune; guarded by mu
+}
+
+// pendingResp is where the responses to one imported request go.
+type pendingResp struct {
+	to      *account // the importing account
+	reply   string   // the requester's reply subject there
+	single  bool     // one response only
+	expires time.Time
+}
+
+// startImports installs every account's imports. It runs once, in Start,
+// before clients are accepted.
+func (s *Server) startImports() error {
+	for _, acc := range s.accountsSorted() {
+		if acc.cfg == nil {
+			continue
+		}
+		for i := range acc.cfg.Imports {
+			im := &acc.cfg.Imports[i]
+			from := s.account(im.Account)
+			if from == nil {
+				return fmt.Errorf("server: account %s imports from unknown account %s", acc.name, im.Account)
+			}
+			var err error
+			if im.Service {
+				err = s.importService(acc, from, im)
+			} else {
+				err = s.importStream(acc, from, im)
+			}
+			if err != nil {
+				return fmt.Errorf("server: account %s, import of %q from %s: %w", acc.name, im.Subject, im.Account, err)
+			}
+		}
+	}
+	return nil
+}
+
+// subjectMap returns how an import renames a subject matching from into
+// the subject to: unchanged, a literal, or a wildcard transform
+// (nats-server addMappedStreamImportWithClaim: each "*" of to takes the
+// token of the same rank in from).
+func subjectMap(from, to string) (func(string) string, error) {
+	switch {
+	case to == from:
+		return func(s string) string { return s }, nil
+	case !strings.ContainsAny(to, "*>"):
+		return func(string) string { return to }, nil
+	}
+	toks := strings.Split(to, ".")
+	n := 0
+	for i, t := range toks {
+		if t == "*" {
+			n++
+			toks[i] = "$" + strconv.Itoa(n)
+		}
+	}
+	tr, err := transform.New(from, strings.Join(toks, "."))
+	if err != nil {
+		return nil, err
+	}
+	return func(s string) string {
+		if out, ok := tr.Map(s); ok {
+			return out
+		}
+		return s
+	}, nil
+}
+
+// importStream installs a stream import of from's im.Subject into acc.
+func (s *Server) importStream(acc, from *account, im *config.Import) error {
+	local := im.LocalSubject()
+	mapSubj := func(subj string) string { return subj }
+	switch {
+	case im.To != "":
+		m, err := subjectMap(im.Subject, im.To)
+		if err != nil {
+			return err
+		}
+		mapSubj = m
+	case im.Prefix != "":
+		prefix := strings.TrimSuffix(im.Prefix, ".") + "."
+		mapSubj = func(subj string) string { return prefix + subj }
+	}
+	_, err := s.subscribeIn(from, im.Subject, "", func(subj, reply string, hdr, data []byte) {
+		to := mapSubj(subj)
+		s.publishIn(acc, to, to, reply, hdr, data, pubLocal)
+	}, subKindImport)
+	if err == nil {
+		s.log.Debugf("Account %s imports stream %q from %s as %q", acc.name, im.Subject, from.name, local)
+	}
+	return err
+}
+
+// importService installs a service import of from's im.Subject into acc,
+// reached there as im.LocalSubject().
+func (s *Server) importService(acc, from *account, im *config.Import) error {
+	local := im.LocalSubject()
+	toExporter, err := subjectMap(local, im.Subject)
+	if err != nil {
+		return err
+	}
+	ex := from.export(im.Subject)
+	single, ttl := true, defaultRespThreshold
+	if ex != nil {
+		single = ex.ResponseType == "" || ex.ResponseType == "single"
+		if ex.ResponseThreshold > 0 {
+			ttl = ex.ResponseThreshold
+		}
+	}
+	if err := s.startResponses(from); err != nil {
+		return err
+	}
+	sub := &subscription{acc: acc, subject: local, imported: true}
+	sub.svc = func(c *client, subj, reply []byte, hdrLen int, msg []byte) {
+		target := toExporter(string(subj))
+		rs := ""
+		if len(reply) > 0 {
+			rs = from.imp.add(&pendingResp{to: acc, reply: string(reply), single: single, expires: time.Now().Add(ttl)})
+		}
+		hdr, data := withRequestInfo(msg, hdrLen, acc.name, c.rtt)
+		s.publishIn(from, target, target, rs, hdr, data, pubImported)
+	}
+	// Not announced: the server a request reaches first imports it.
+	if err := acc.sl.Insert(sub.subject, "", sub); err != nil {
+		return err
+	}
+	s.log.Debugf("Account %s imports service %q from %s as %q", acc.name, im.Subject, from.name, local)
+	return nil
+}
+
+// requestInfoHeader is the header in which a service request carries who
+// sent it into the exporting account (nats-server ClientInfoHdr).
+const requestInfoHeader = "Nats-Request-Info"
+
+// withRequestInfo returns the header block and payload of a request
+// imported from account acc: the request's headers without any
+// Nats-Request-Info of the requester's (a client may not speak for the
+// server: CVE-2026-33223), followed by the server's, {"acc":..,"rtt":..}
+// (nats-server setHeader, getClientInfo; the requester's round-trip time
+// in nanoseconds, omitted when unknown).
+func withRequestInfo(msg []byte, hdrLen int, acc string, rtt time.Duration) (hdr, data []byte) {
+	data = msg
+	var b []byte
+	if hdrLen > 0 {
+		data = msg[hdrLen:]
+		b = removeHeader(msg[:hdrLen], requestInfoHeader)
+	} else {
+		b = []byte("NATS/1.0\r\n")
+	}
+	info := struct {
+		Account string        `json:"acc,omitempty"`
+		RTT     time.Duration `json:"rtt,omitempty"`
+	}{acc, rtt}
+	js, _ := json.Marshal(info)
+	b = append(b, requestInfoHeader+": "...)
+	b = append(b, js...)
+	return append(b, "\r\n\r\n"...), data
+}
+
+// removeHeader returns a copy of the header block hdr without its final
+// empty line and without the lines of key (compared as nats-server
+// compares header keys: exactly).
+func removeHeader(hdr []byte, key string) []byte {
+	out := make([]byte, 0, len(hdr)+64)
+	lines := bytes.Split(bytes.TrimSuffix(hdr, []byte("\r\n\r\n")), []byte("\r\n"))
+	for i, l := range lines {
+		if i > 0 && bytes.HasPrefix(l, []byte(key+":")) {
+			continue
+		}
+		out = append(append(out, l...), "\r\n"...)
+	}
+	return out
+}
+
+// export returns the service export of the account that contains subj.
+func (a *account) export(subj string) *config.Export {
+	if a.cfg == nil {
+		return nil
+	}
+	for i := range a.cfg.Exports {
+		ex := &a.cfg.Exports[i]
+		if ex.Service && (ex.Subject == subj || subject.SubsetOf(subj, ex.Subject)) {
+			return ex
+		}
+	}
+	return nil
+}
+
+// startResponses subscribes, once per exporting account, to the reply
+// subjects this server hands out in it; announced, so that a responder on
+// another server reaches it.
+func (s *Server) startResponses(acc *account) error {
+	im := &acc.imp
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	if im.sub != nil {
+		return nil
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return err
+	}
+	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	im.prefix = "_R_." + string(b[:]) + "."
+	im.pending = map[string]*pendingResp{}
+	sub, err := s.subscribeIn(acc, im.prefix+">", "", func(subj, reply string, hdr, data []byte) {
+		p := im.take(subj)
+		if p == nil {
+			return
+		}
+		s.publishIn(p.to, p.reply, p.reply, reply, hdr, data, pubImported)
+	}, subKindImport)
+	if err != nil {
+		return err
+	}
+	im.sub = sub
+	return nil
+}
+
+// add records a request's pending response and returns its reply subject
+// in the exporting account.
+func (im *imports) add(p *pendingResp) string {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	im.next++
+	subj := im.prefix + strconv.FormatUint(im.next, 36)
+	im.pending[subj] = p
+	if im.since++; im.since >= respPruneEvery {
+		im.pruneLocked(time.Now())
+	}
+	for len(im.pending) > respMax {
+		im.evictLocked()
+	}
+	return subj
+}
+
+// take returns where a response goes, or nil when its request is unknown
+// or expired; a single response's mapping goes with it.
+func (im *imports) take(subj string) *pendingResp {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	p := im.pending[subj]
+	switch {
+	case p == nil:
+		return nil
+	case time.Now().After(p.expires):
+		delete(im.pending, subj)
+		return nil
+	case p.single:
+		delete(im.pending, subj)
+	}
+	return p
+}
+
+func (im *imports) pruneLocked(now time.Time) {
+	for k, p := range im.pending {
+		if now.After(p.expires) {
+			delete(im.pending, k)
+		}
+	}
+	im.since = 0
+}
+
+// evictLocked drops the oldest of a sample of 64 pending responses.
+func (im *imports) evictLocked() {
+	var oldest string
+	var at time.Time
+	n := 0
+	for k, p := range im.pending {
+		if oldest == "" || p.expires.Before(at) {
+			oldest, at = k, p.expires
+		}
+		if n++; n >= 64 {
+			break
+		}
+	}
+	delete(im.pending, oldest)
+}
