@@ -137,3 +137,29 @@ func TestApplyOpDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// A Reset operation empties the delivery state and restarts it at its
+// sequence; the policy, the pause and the dead-letter switch stay, and
+// the stored state changed (Dirty).
+func TestApplyOpReset(t *testing.T) {
+	s := NewState(Policy{Ack: AckExplicit, AckWait: time.Second, MaxDeliver: 1}, 1)
+	s.SetDeadLetter(true)
+	for seq := uint64(1); seq <= 3; seq++ {
+		applyOp(s, &Deliver{Stream: seq, Time: t0})
+	}
+	applyOp(s, &ExpireAcks{Time: t0 + 2*sec})
+	applyOp(s, &Pause{Until: t0 + 60*sec})
+	out := applyOp(s, &Reset{Stream: 2})
+	if !out.Changed || !out.Dirty {
+		t.Fatalf("reset: %+v, want changed and dirty", out)
+	}
+	if s.NumAckPending() != 0 || s.NumExhausted() != 0 || s.Delivered() != (store.SequencePair{Stream: 1}) || s.AckFloor() != (store.SequencePair{Stream: 1}) {
+		t.Fatalf("after the reset: %d pending, %d held, delivered %+v, floor %+v", s.NumAckPending(), s.NumExhausted(), s.Delivered(), s.AckFloor())
+	}
+	if s.PausedUntil() != t0+60*sec || !s.DeadLetterOn() {
+		t.Fatalf("the reset lost the pause (%d) or the dead-letter switch (%v)", s.PausedUntil(), s.DeadLetterOn())
+	}
+	if d := applyOp(s, &Deliver{Stream: 2, Time: t0 + 3*sec}).Delivery; d.ConsumerSeq != 1 {
+		t.Fatalf("first delivery after the reset: consumer sequence %d, want 1", d.ConsumerSeq)
+	}
+}

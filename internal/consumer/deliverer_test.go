@@ -296,3 +296,98 @@ func TestDelivererInactive(t *testing.T) {
 		t.Fatal("not inactive 5s after the last pull request")
 	}
 }
+
+// A no_wait request that the requests already waiting would leave
+// nothing for gets 408 Requests Pending (nats-server v2.15.2
+// processNextMsgRequest); with no request waiting it is served.
+func TestDelivererRequestsPending(t *testing.T) {
+	d, out, ms := newDeliverer(t, Config{AckPolicy: AckExplicit}, 2)
+	end := ms.State(false).LastSeq
+	out.interest["_INBOX.w"], out.interest["_INBOX.n"] = true, true
+	d.AddPull("_INBOX.w", []byte(`{"batch":5,"expires":10000000000}`), at(t0), end)
+	d.AddPull("_INBOX.n", []byte(`{"batch":1,"no_wait":true}`), at(t0), end)
+	if got := out.take(); len(got) != 1 || got[0].route != "_INBOX.n" || got[0].hdr != "NATS/1.0 408 Requests Pending\r\n\r\n" {
+		t.Fatalf("no_wait behind a request for 5 of 2 messages: %+v, want 408 Requests Pending", got)
+	}
+	d2, out2, ms2 := newDeliverer(t, Config{AckPolicy: AckExplicit}, 2)
+	out2.interest["_INBOX.n"] = true
+	d2.AddPull("_INBOX.n", []byte(`{"batch":1,"no_wait":true}`), at(t0), ms2.State(false).LastSeq)
+	d2.Deliver(at(t0), ms2.State(false).LastSeq)
+	if got := out2.take(); len(got) != 1 || got[0].subject != "s.1" {
+		t.Fatalf("a lone no_wait request: %+v, want s.1", got)
+	}
+}
+
+// At shutdown (EndPulls without a status) each waiting request gets 409
+// Server Shutdown with what it was still owed; a deletion's status goes
+// as it is.
+func TestDelivererEndPulls(t *testing.T) {
+	d, out, _ := newDeliverer(t, Config{AckPolicy: AckExplicit}, 0)
+	out.interest["_INBOX.a"] = true
+	d.AddPull("_INBOX.a", []byte(`{"batch":3,"max_bytes":100,"expires":10000000000}`), at(t0), 0)
+	d.EndPulls(nil)
+	want := "NATS/1.0 409 Server Shutdown\r\nNats-Pending-Messages: 3\r\nNats-Pending-Bytes: 100\r\n\r\n"
+	if got := out.take(); len(got) != 1 || got[0].hdr != want {
+		t.Fatalf("shutdown: %+v, want %q", got, want)
+	}
+	d.AddPull("_INBOX.a", nil, at(t0), 0)
+	d.EndPulls(StatusDeleted)
+	if got := out.take(); len(got) != 1 || got[0].hdr != string(StatusDeleted) {
+		t.Fatalf("deletion: %+v, want %q", got, StatusDeleted)
+	}
+	if d.NumWaiting() != 0 {
+		t.Fatal("requests left waiting")
+	}
+}
+
+// rate_limit_bps paces a push consumer by the clock passed in: a bucket
+// of 8 bytes lets two 4-byte messages ("s.N" and "x") go at once; at
+// 8,000 bits (1,000 bytes) a second the next goes 4 ms later, and
+// NextWake names that time.
+func TestDelivererRateLimit(t *testing.T) {
+	d, out, ms := newDeliverer(t, Config{DeliverSubject: "d", AckPolicy: AckNone, RateLimit: 8000}, 5)
+	d.SetRateBurst(8)
+	out.interest["d"] = true
+	end := ms.State(false).LastSeq
+	d.Deliver(at(t0), end)
+	if got := out.take(); len(got) != 2 {
+		t.Fatalf("first burst: %d sent, want 2", len(got))
+	}
+	wake := d.NextWake(at(t0))
+	if wake.Before(at(t0+4e6)) || wake.After(at(t0+5e6)) {
+		t.Fatalf("next wake %v after t0, want about 4ms", wake.Sub(at(t0)))
+	}
+	d.Deliver(at(t0+3e6), end)
+	if got := out.take(); len(got) != 0 {
+		t.Fatalf("3ms on: %d sent, want none", len(got))
+	}
+	d.Deliver(wake, end)
+	if got := out.take(); len(got) != 1 || got[0].subject != "s.3" {
+		t.Fatalf("at the wake: %+v, want s.3", got)
+	}
+}
+
+// A Reset operation restarts deliveries where it says; the Deliverer
+// forgets its cached position (Reset) and delivers from there again.
+func TestDelivererReset(t *testing.T) {
+	d, out, ms := newDeliverer(t, Config{DeliverSubject: "d", AckPolicy: AckExplicit}, 3)
+	out.interest["d"] = true
+	end := ms.State(false).LastSeq
+	d.Deliver(at(t0), end)
+	if got := out.take(); len(got) != 3 {
+		t.Fatalf("sent %d, want 3", len(got))
+	}
+	d.log.Commit(&Reset{Stream: 2})
+	d.Reset()
+	if n := d.NumPending(end); n != 2 {
+		t.Fatalf("num_pending after a reset to 2: %d, want 2", n)
+	}
+	d.Deliver(at(t0+sec), end)
+	got := out.take()
+	if len(got) != 2 || got[0].subject != "s.2" || !strings.HasPrefix(got[0].reply, "$JS.ACK.S.C.1.2.1.") {
+		t.Fatalf("after the reset: %+v, want s.2 and s.3, consumer sequence from 1", got)
+	}
+	if d.st.NumAckPending() != 2 {
+		t.Fatalf("%d pending, want the 2 new deliveries only", d.st.NumAckPending())
+	}
+}

@@ -195,7 +195,7 @@ func sortedKeys[V any](m map[uint64]V) []uint64 {
 }
 
 // workload drives a server with a seeded random mix of what changes
-// streams and consumers.
+// streams and consumers (consumer resets included).
 type workload struct {
 	t      *testing.T
 	rng    *rand.Rand
@@ -292,6 +292,14 @@ func (w *workload) step() {
 			name = "Q"
 		}
 		w.tr.Publish("$JS.API.CONSUMER.MSG.NEXT."+stream+"."+name, "_INBOX.pull", nil, []byte(fmt.Sprintf(`{"batch":%d,"expires":1000000000}`, 1+w.rng.IntN(5))))
+	case n < 86:
+		// A consumer reset (ADR-60): above the ack floor, or to a sequence.
+		body := ""
+		if w.rng.IntN(2) == 0 {
+			body = fmt.Sprintf(`{"seq":%d}`, 1+w.rng.IntN(200))
+		}
+		target := []string{"L.D", "I.A", "W.Q"}[w.rng.IntN(3)]
+		w.tr.Publish("$JS.API.CONSUMER.RESET."+target, "_INBOX.reset", nil, []byte(body))
 	default:
 		w.answer()
 	}
@@ -445,15 +453,21 @@ func checkReplays(t *testing.T, rec *recorder, live map[string][]byte) {
 			}
 		}
 	}
+	var resets int
 	for name, cr := range rec.consumers {
 		ops += len(cr.ops)
+		for _, b := range cr.ops {
+			if consumer.OpKind(b[0]) == consumer.KindReset {
+				resets++
+			}
+		}
 		for i := range 2 {
 			if got := replayConsumer(t, cr); cr.started && !bytes.Equal(got, live[name]) {
 				t.Errorf("consumer %s, replay %d after %d operations differs from the server's:\n%s", name, i+1, len(cr.ops), diffLines(live[name], got))
 			}
 		}
 	}
-	t.Logf("%d streams, %d consumers, %d operations replayed", len(rec.streams), len(rec.consumers), ops)
+	t.Logf("%d streams, %d consumers, %d operations replayed (%d consumer resets)", len(rec.streams), len(rec.consumers), ops, resets)
 }
 
 // diffLines shows the first lines where want and got differ.
