@@ -17,6 +17,10 @@
 // apply, ack and direct-get goroutines and its expiry timer; the Log its
 // operations go through). The engine keeps, beside each stream's
 // runtime, its consumer table and its own sourcers (streamEntry).
+// Stream snapshots and restores (snapshot.go, restore.go; the archive
+// format is internal/snapshot's) run on goroutines of their own
+// (JetStream.background), which Shutdown ends and waits for; a restored
+// stream is started as a start restores one.
 //
 // # Consumers
 //
@@ -28,11 +32,15 @@
 //
 // # Files
 //
-//	<StoreDir>/jetstream/$G/streams/<name>/meta.json   stream config and creation time
-//	<StoreDir>/jetstream/$G/streams/<name>/msgs/       the file store's segments (and consumer states)
-//	<StoreDir>/jetstream/$G/streams/<name>/obs/<c>/meta.json  a consumer's config and creation time
-//	<StoreDir>/jetstream/$G/streams/.<name>/              a stream being deleted (dirs.go); a start removes it
-//	<StoreDir>/jetstream/$G/streams/<name>.unrestored-<ns>/  a directory a start could not restore, set aside by a create of <name>
+// One engine per account (Config.Account; $G, the global account, by
+// default), each under its own directory:
+//
+//	<StoreDir>/jetstream/<account>/streams/<name>/meta.json   stream config and creation time
+//	<StoreDir>/jetstream/<account>/streams/<name>/msgs/       the file store's segments (and consumer states)
+//	<StoreDir>/jetstream/<account>/streams/<name>/obs/<c>/meta.json  a consumer's config and creation time
+//	<StoreDir>/jetstream/<account>/streams/.<name>/              a stream being deleted (dirs.go); a start removes it
+//	<StoreDir>/jetstream/<account>/streams/.restore.<id>/        a stream restore being built (restore.go); a start removes it
+//	<StoreDir>/jetstream/<account>/streams/<name>.unrestored-<ns>/  a directory a start could not restore, set aside by a create of <name>
 //
 // Memory streams write nothing: they end with the server, as in
 // nats-server. The consumers of file streams are written, durable and
