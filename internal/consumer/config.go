@@ -6,8 +6,7 @@ import (
 	"time"
 )
 
-// Config is the ConsumerConfig of the JetStream API (protocol.md section
-// 3.4). Its JSON keys, their order, the omitempty rules and the Go types
+// Config is the ConsumerConfig of the JetStream API (nats-server v2.15.2 ConsumerConfig). Its JSON keys, their order, the omitempty rules and the Go types
 // are those of nats-server v2.15.2 (server/consumer.go ConsumerConfig), so
 // encoding/json gives the bytes nats-server returns in the "config" of a
 // consumer_create_response. Durations are integers in nanoseconds in JSON
@@ -94,7 +93,7 @@ func (c *Config) Filters() []string {
 }
 
 // SequenceInfo is a consumer sequence with the stream sequence and the
-// time of the last activity (protocol.md section 3.5).
+// time of the last activity (nats-server v2.15.2 ConsumerInfo).
 type SequenceInfo struct {
 	Consumer uint64     `json:"consumer_seq"`
 	Stream   uint64     `json:"stream_seq"`
@@ -106,8 +105,7 @@ type ClusterInfo struct {
 	Leader string `json:"leader,omitempty"`
 }
 
-// Info is the ConsumerInfo of the JetStream API (protocol.md section
-// 3.5), in nats-server v2.15.2's key order. PauseRemaining is nanoseconds
+// Info is the ConsumerInfo of the JetStream API (nats-server v2.15.2 ConsumerInfo), in nats-server v2.15.2's key order. PauseRemaining is nanoseconds
 // in JSON.
 type Info struct {
 	Stream         string        `json:"stream_name"`

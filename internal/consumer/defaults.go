@@ -9,7 +9,7 @@ import (
 )
 
 // The values nats-server v2.15.2 fills into a consumer config
-// (protocol.md section 3.8; server/consumer.go and server/stream.go
+// (nats-server v2.15.2 defaults, setStreamConfigDefaults and setConsumerConfigDefaults; server/consumer.go and server/stream.go
 // constants named in each comment).
 const (
 	// DefaultAckWait is the ack_wait of an explicit or all ack consumer
@@ -37,8 +37,7 @@ const (
 )
 
 // SetDefaults fills in c's defaults against its stream s, in the order
-// of nats-server v2.15.2 setConsumerConfigDefaults (protocol.md sections
-// 3.4 and 3.8). It is the first of the steps a create request takes with
+// of nats-server v2.15.2 setConsumerConfigDefaults (nats-server v2.15.2 ConsumerConfig; nats-server v2.15.2 defaults, setStreamConfigDefaults and setConsumerConfigDefaults). It is the first of the steps a create request takes with
 // this package, in nats-server's order (jsConsumerCreateRequest,
 // addConsumerWithAssignment):
 //

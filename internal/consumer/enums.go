@@ -2,7 +2,7 @@ package consumer
 
 import "fmt"
 
-// DeliverPolicy says where a new consumer starts (protocol.md section 5.9).
+// DeliverPolicy says where a new consumer starts (nats-server v2.15.2 selectStartingSeqNo).
 type DeliverPolicy int
 
 // Deliver policies, in nats-server's order; the zero value is "all".
@@ -15,8 +15,7 @@ const (
 	DeliverLastPerSubject                       // "last_per_subject"
 )
 
-// AckPolicy says which deliveries need an acknowledgement (protocol.md
-// section 3.4).
+// AckPolicy says which deliveries need an acknowledgement (nats-server v2.15.2 ConsumerConfig).
 type AckPolicy int
 
 // Ack policies; the zero value is "none", as in nats-server.

@@ -8,7 +8,7 @@ import (
 )
 
 // createModel is the order in which a consumer create request uses this
-// package (protocol.md section 2.6.9; nats-server v2.15.2
+// package (nats-server v2.15.2 consumer create, jsConsumerCreateRequest; nats-server v2.15.2
 // jsConsumerCreateRequest and addConsumerWithAssignment), reduced to one
 // stream: the API layer's name, pause_until kept from an existing
 // consumer, SetStaticMetadata, SetDefaults, Validate; then for an existing

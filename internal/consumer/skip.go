@@ -7,7 +7,7 @@ import (
 
 // SkipTo notes that the stream holds nothing below seq any more (after a
 // purge or compact): deliveries pending below seq are dropped (as if
-// terminated, protocol.md section 5.4) and messages out of deliveries
+// terminated, nats-server v2.15.2's ack wait, backoff and max_deliver redelivery) and messages out of deliveries
 // below seq are released; when the delivered stream sequence is below
 // seq-1 it moves to seq-1, and the ack floor follows. It reports whether
 // the state changed.
@@ -51,8 +51,7 @@ type Dropped struct {
 
 // DropGone drops the pending deliveries whose message the stream no
 // longer holds (gone reports that for a stream sequence), as nats-server
-// does when a message is deleted, expires or is purged (protocol.md
-// section 5.4, stream removal), and releases the messages out of
+// does when a message is deleted, expires or is purged (nats-server v2.15.2's ack wait, backoff and max_deliver redelivery, stream removal), and releases the messages out of
 // deliveries that are gone; it returns both by stream sequence.
 func (s *State) DropGone(gone func(sseq uint64) bool) []Dropped {
 	var out []Dropped

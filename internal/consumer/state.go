@@ -9,8 +9,7 @@ import (
 	"github.com/cairnmq/cairn/internal/store"
 )
 
-// State is the delivery state machine of one consumer (protocol.md
-// sections 5.3 and 5.4): the delivered and ack floor sequence pairs, the
+// State is the delivery state machine of one consumer (the ack kinds of nats-server v2.15.2's processAck; nats-server v2.15.2's ack wait, backoff and max_deliver redelivery): the delivered and ack floor sequence pairs, the
 // deliveries awaiting acknowledgement with their delivery counts and
 // deadlines, the queue of messages to redeliver, and the messages that
 // ran out of deliveries (max_deliver) unacknowledged. It reads no clock
@@ -64,6 +63,8 @@ type State struct {
 	// that reaches max_deliver stays pending, marked, for the caller to
 	// move (SetDeadLetter).
 	deadLetter bool
+	// paused is when a pause ends (unix ns; 0: not paused) (Pause).
+	paused int64
 }
 
 // Policy is the part of the config the state machine needs: the ack
@@ -83,7 +84,7 @@ func PolicyOf(c *Config) Policy {
 }
 
 // NewState returns the state of a new consumer whose first delivery will
-// be at stream sequence start or later (protocol.md section 5.9): the
+// be at stream sequence start or later (nats-server v2.15.2 selectStartingSeqNo): the
 // delivered stream sequence is start-1, as nats-server reports it.
 func NewState(p Policy, start uint64) *State {
 	s := &State{policy: p}
@@ -131,10 +132,11 @@ func RestoreState(p Policy, st *store.ConsumerState) *State {
 // sequence starts again at 1, and the delivered and ack floor stream
 // sequences are seq-1, so the next delivery is at seq or after. seq 0 is
 // taken as 1.
+// The policy, the dead-letter switch and the pause stay.
 func (s *State) Reset(seq uint64) {
-	dl := s.deadLetter
+	dl, paused := s.deadLetter, s.paused
 	*s = *NewState(s.policy, max(seq, 1))
-	s.deadLetter = dl
+	s.deadLetter, s.paused = dl, paused
 }
 
 // SetPolicy changes the policy after a consumer update; it applies to
@@ -251,7 +253,7 @@ func (s *State) AtAckLimit() bool {
 
 // Delivery describes one delivery the caller is about to make: the
 // delivery count (1 the first time) and the consumer sequence, for the
-// ack reply subject (protocol.md section 5.2).
+// ack reply subject (the v1 ack reply subject, ADR-15).
 type Delivery struct {
 	Deliveries  uint64
 	ConsumerSeq uint64
@@ -307,7 +309,7 @@ func (s *State) Redeliver(sseq uint64, now int64) Delivery {
 }
 
 // DropRedelivery forgets sseq without an ack, when the stream no longer
-// holds it (protocol.md section 5.4, stream removal): a pending delivery
+// holds it (nats-server v2.15.2's ack wait, backoff and max_deliver redelivery, stream removal): a pending delivery
 // leaves pending and the floor moves; a message out of deliveries is
 // released (nats-server v2.15.2 decStreamPending). It returns what it
 // dropped; false when sseq was neither.

@@ -99,7 +99,7 @@ func sortedAcks(r AckResult) []uint64 {
 }
 
 // TestNewStateStart: a new consumer's delivered and ack floor stream
-// sequences are one below its start (protocol.md section 5.9).
+// sequences are one below its start (nats-server v2.15.2 selectStartingSeqNo).
 func TestNewStateStart(t *testing.T) {
 	for _, tc := range []struct {
 		start, next uint64
@@ -118,8 +118,7 @@ func TestNewStateStart(t *testing.T) {
 }
 
 // TestDeliverNewNumbering: every first delivery takes the next consumer
-// sequence, also when a filter skips stream sequences (protocol.md
-// section 5.2, consumer seq).
+// sequence, also when a filter skips stream sequences (the v1 ack reply subject, ADR-15, consumer seq).
 func TestDeliverNewNumbering(t *testing.T) {
 	for _, ack := range []AckPolicy{AckNone, AckAll, AckExplicit} {
 		s := NewState(Policy{Ack: ack, AckWait: time.Second}, 1)
@@ -144,7 +143,7 @@ func TestDeliverNewNumbering(t *testing.T) {
 
 // TestRedeliveryTakesNewConsumerSeq: a redelivery counts one more
 // delivery and takes a new consumer sequence; the delivered stream
-// sequence stays the highest delivered (protocol.md section 5.4, ack_wait).
+// sequence stays the highest delivered (nats-server v2.15.2's ack wait, backoff and max_deliver redelivery, ack_wait).
 func TestRedeliveryTakesNewConsumerSeq(t *testing.T) {
 	s := NewState(explicit(10*time.Second), 1)
 	deliver(s, t0, 1, 2, 3)
@@ -256,7 +255,7 @@ func TestAckFloorUsesFirstDeliverySeq(t *testing.T) {
 
 // TestAckNotPending: an ack of something not pending (already acked,
 // never delivered to this consumer, beyond the delivered sequence, at or
-// below the floor) changes nothing (protocol.md section 5.3, double ack).
+// below the floor) changes nothing (the ack kinds of nats-server v2.15.2's processAck, double ack).
 func TestAckNotPending(t *testing.T) {
 	for _, ack := range []AckPolicy{AckExplicit, AckAll} {
 		s := NewState(Policy{Ack: ack, AckWait: time.Minute}, 1)
@@ -280,7 +279,7 @@ func TestAckNotPending(t *testing.T) {
 }
 
 // TestAckAll: with ack policy all, an ack covers every pending message at
-// or below it (protocol.md section 5.3); flow_control acks the same way.
+// or below it (the ack kinds of nats-server v2.15.2's processAck); flow_control acks the same way.
 func TestAckAll(t *testing.T) {
 	for _, ack := range []AckPolicy{AckAll, AckFlowControl} {
 		s := NewState(Policy{Ack: ack, AckWait: time.Minute}, 1)
@@ -316,7 +315,7 @@ func TestAckAllSkipsQueued(t *testing.T) {
 }
 
 // TestAckNone: nothing is pending; the floor follows the delivered pair
-// and acks, naks and progress do nothing (protocol.md section 3.4).
+// and acks, naks and progress do nothing (nats-server v2.15.2 ConsumerConfig).
 func TestAckNone(t *testing.T) {
 	s := NewState(Policy{Ack: AckNone, AckWait: time.Second, MaxAckPending: 1, MaxDeliver: 1}, 1)
 	deliver(s, t0, 1, 2, 4)
@@ -344,7 +343,7 @@ func TestAckNone(t *testing.T) {
 // TestExpireQueueOrder: Expire queues messages whose ack_wait has passed
 // in deadline order (stream order for equal deadlines), behind those
 // already queued; NextRedelivery peeks and skips acked ones
-// (protocol.md section 5.4).
+// (nats-server v2.15.2's ack wait, backoff and max_deliver redelivery).
 func TestExpireQueueOrder(t *testing.T) {
 	s := NewState(explicit(10*time.Second), 1)
 	deliver(s, t0, 1)
@@ -382,7 +381,7 @@ func TestExpireIdempotent(t *testing.T) {
 
 // TestAckWaitAndBackoff: the wait after delivery k is backoff[min(k-1,
 // len-1)], the last value repeating, or ack_wait without backoff
-// (protocol.md section 5.4, backoff).
+// (nats-server v2.15.2's ack wait, backoff and max_deliver redelivery, backoff).
 func TestAckWaitAndBackoff(t *testing.T) {
 	s3 := []time.Duration{time.Second, 5 * time.Second, 10 * time.Second}
 	for _, tc := range []struct {
@@ -433,8 +432,7 @@ func TestProgressUsesCurrentWait(t *testing.T) {
 	}
 }
 
-// TestProgress: +WPI resets the ack wait from now (protocol.md section
-// 5.3); on a message not pending it reports false; a message already
+// TestProgress: +WPI resets the ack wait from now (the ack kinds of nats-server v2.15.2's processAck); on a message not pending it reports false; a message already
 // queued stays queued.
 func TestProgress(t *testing.T) {
 	s := NewState(explicit(10*time.Second), 1)
@@ -454,7 +452,7 @@ func TestProgress(t *testing.T) {
 
 // TestMaxDeliver: after max_deliver deliveries the next expiry returns
 // the message as exhausted; it leaves pending and the queue, and the ack
-// floor moves past it (protocol.md section 5.4, max_deliver). Zero and
+// floor moves past it (nats-server v2.15.2's ack wait, backoff and max_deliver redelivery, max_deliver). Zero and
 // -1 mean no limit.
 func TestMaxDeliver(t *testing.T) {
 	for _, tc := range []struct {
@@ -599,7 +597,7 @@ func TestExhaustedGone(t *testing.T) {
 }
 
 // TestExhaustedByNak: a NAK after the last allowed delivery ends the
-// message's deliveries like an expiry does (protocol.md section 5.4).
+// message's deliveries like an expiry does (nats-server v2.15.2's ack wait, backoff and max_deliver redelivery).
 func TestExhaustedByNak(t *testing.T) {
 	s := NewState(Policy{Ack: AckExplicit, AckWait: 10 * time.Second, MaxDeliver: 2}, 1)
 	deliver(s, t0, 1, 2)
@@ -633,7 +631,7 @@ func TestExhaustedByNak(t *testing.T) {
 }
 
 // TestNakNoDelay: -NAK queues the message at once, once
-// (protocol.md section 5.3).
+// (the ack kinds of nats-server v2.15.2's processAck).
 func TestNakNoDelay(t *testing.T) {
 	s := NewState(explicit(10*time.Second), 1)
 	deliver(s, t0, 1, 2)
@@ -650,7 +648,7 @@ func TestNakNoDelay(t *testing.T) {
 
 // TestNakDelay: -NAK with a delay holds the message back until the
 // delay has passed, whether shorter or longer than ack_wait, and takes
-// it out of the queue if it was waiting there (protocol.md section 5.3;
+// it out of the queue if it was waiting there (the ack kinds of nats-server v2.15.2's processAck;
 // nats-server processNak removeFromRedeliverQueue).
 func TestNakDelay(t *testing.T) {
 	s := NewState(explicit(10*time.Second), 1)
@@ -687,8 +685,7 @@ func TestNakDelayWhileQueued(t *testing.T) {
 }
 
 // TestAtAckLimit: max_ack_pending stops new deliveries at the limit;
-// redeliveries do not add to it; -1 and 0 mean no limit (protocol.md
-// section 5.4).
+// redeliveries do not add to it; -1 and 0 mean no limit (nats-server v2.15.2's ack wait, backoff and max_deliver redelivery).
 func TestAtAckLimit(t *testing.T) {
 	for _, tc := range []struct {
 		ack   AckPolicy
@@ -782,7 +779,7 @@ func TestNextDeadlineSkipsStale(t *testing.T) {
 
 // TestDropRedelivery: a pending message the stream no longer holds
 // leaves pending and the queue without an ack; the floor moves
-// (protocol.md section 5.4, stream removal).
+// (nats-server v2.15.2's ack wait, backoff and max_deliver redelivery, stream removal).
 func TestDropRedelivery(t *testing.T) {
 	s := NewState(explicit(10*time.Second), 1)
 	deliver(s, t0, 1, 2, 3)

@@ -10,7 +10,7 @@ import (
 
 // CheckUpdate decides whether a consumer whose config is old may take the
 // config next, with nats-server v2.15.2's rules, texts and order
-// (protocol.md section 3.10; server/consumer.go checkNewConsumerConfig).
+// (nats-server v2.15.2 configUpdateCheck, what an update may change; server/consumer.go checkNewConsumerConfig).
 // Both configs must have passed SetDefaults and Validate. A refusal is
 // 10012 with the text of the first field that may not change:
 // deliver_policy, mem_storage, direct, sourcing, opt_start_seq,
@@ -72,8 +72,7 @@ func sameInstant(old, next *Config) bool {
 
 // EqualForCreate reports whether c, a new config after SetDefaults, is the
 // same as existing, the stored config of the consumer with that name: the
-// test for an idempotent create with action "create" (protocol.md section
-// 2.6.9; nats-server addConsumerWithAssignment), where false means 10148.
+// test for an idempotent create with action "create" (nats-server v2.15.2 consumer create, jsConsumerCreateRequest; nats-server addConsumerWithAssignment), where false means 10148.
 // It ignores pause_until (a create never changes it) and the versioning
 // metadata keys nats-server manages (stream.MetaRequiredLevel,
 // MetaServerVersion, MetaServerLevel; copyConsumerMetadata), and treats

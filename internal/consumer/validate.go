@@ -37,7 +37,7 @@ func invalid(text string) *jserr.Error {
 
 // Validate checks a config that went through SetDefaults, against its
 // stream s, with the rules, error codes, texts and order of nats-server
-// v2.15.2 checkConsumerCfg (protocol.md sections 3.4 and 3.9). It returns
+// v2.15.2 checkConsumerCfg (nats-server v2.15.2 ConsumerConfig; nats-server v2.15.2 validation, checkStreamCfg and checkConsumerCfg). It returns
 // the first failure:
 //
 //   - 10052 for a name or durable_name with whitespace, '.', '*', '>',

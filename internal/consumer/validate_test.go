@@ -88,7 +88,7 @@ func createConfig(t *testing.T, s *stream.Config, in string, pedantic bool) stri
 // createCases are consumer configs sent to $JS.API.CONSUMER.CREATE.<S>
 // (or DURABLE.CREATE.<S>.<D> for durables) of nats-server v2.15.2 and
 // what it answered, byte for byte: the "config" of the
-// consumer_create_response, or the error object (protocol.md sections 2.6.9, 3.4, 3.8 and 3.9).
+// consumer_create_response, or the error object (nats-server v2.15.2 consumer create, jsConsumerCreateRequest; nats-server v2.15.2 ConsumerConfig; nats-server v2.15.2 defaults, setStreamConfigDefaults and setConsumerConfigDefaults; nats-server v2.15.2 validation, checkStreamCfg and checkConsumerCfg).
 // pedantic is the request's "pedantic" key. cairnAnswers lists where
 // cairn deliberately answers differently.
 var createCases = []struct {

@@ -12,7 +12,7 @@ import (
 func (c *Config) Limitable() bool { return !c.Direct && !c.Sourcing }
 
 // CheckWorkQueue makes nats-server v2.15.2's checks for a new consumer cfg
-// on a workqueue stream (protocol.md section 6.1; consumer.go
+// on a workqueue stream (nats-server v2.15.2's retention policies; consumer.go
 // addConsumerWithAssignment), in its order, after Validate and after the
 // caller's max_consumers check (10026). others are the stream's other
 // consumers. It returns

@@ -16,7 +16,7 @@ const (
 )
 
 // streamActionAdvisory is nats-server's JSStreamActionAdvisory
-// (protocol.md section 5.5): type, id, timestamp, stream, action.
+// (nats-server v2.15.2's advisories, jetstream_events.go): type, id, timestamp, stream, action.
 type streamActionAdvisory struct {
 	Type   string    `json:"type"`
 	ID     string    `json:"id"`
@@ -52,7 +52,7 @@ func (js *JetStream) adviseStream(name, action string) {
 }
 
 // consumerActionAdvisory is nats-server's JSConsumerActionAdvisory
-// (protocol.md section 5.5).
+// (nats-server v2.15.2's advisories, jetstream_events.go).
 type consumerActionAdvisory struct {
 	Type     string    `json:"type"`
 	ID       string    `json:"id"`
@@ -78,30 +78,6 @@ func (js *JetStream) adviseConsumer(streamName, name, action string) {
 	})
 	if err == nil {
 		js.tr.Publish(consumerAdvisorySubjects[action]+streamName+"."+name, "", nil, b)
-	}
-}
-
-// consumerPauseAdvisory is nats-server's JSConsumerPauseAdvisory.
-type consumerPauseAdvisory struct {
-	Type       string    `json:"type"`
-	ID         string    `json:"id"`
-	Time       time.Time `json:"timestamp"`
-	Stream     string    `json:"stream"`
-	Consumer   string    `json:"consumer"`
-	Paused     bool      `json:"paused"`
-	PauseUntil time.Time `json:"pause_until,omitempty"`
-	Domain     string    `json:"domain,omitempty"`
-}
-
-// adviseConsumerPause publishes $JS.EVENT.ADVISORY.CONSUMER.PAUSE.<S>.<C>.
-func (js *JetStream) adviseConsumerPause(streamName, name string, res PauseResult) {
-	b, err := json.Marshal(consumerPauseAdvisory{
-		Type: "io.nats.jetstream.advisory.v1.consumer_pause", ID: nuid.Next(), Time: js.now().UTC(),
-		Stream: streamName, Consumer: name, Paused: res.Paused, PauseUntil: res.Until,
-		Domain: js.cfg.Domain,
-	})
-	if err == nil {
-		js.tr.Publish("$JS.EVENT.ADVISORY.CONSUMER.PAUSE."+streamName+"."+name, "", nil, b)
 	}
 }
 

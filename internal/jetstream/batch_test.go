@@ -70,7 +70,7 @@ func (b *batchRecorder) Append(m store.Msg) (uint64, error) {
 
 // startRecorded starts a runner of cfg (in memory) over a batchRecorder;
 // the runner stops, and its JetStream shuts down, with the test.
-func startRecorded(t *testing.T, cfg stream.Config) (*runner, *batchRecorder, *memTransport) {
+func startRecorded(t *testing.T, cfg stream.Config) (*streamEntry, *batchRecorder, *memTransport) {
 	t.Helper()
 	tr := newMemTransport()
 	js := newTestJS(t, vfs.NewCrashFS(), tr)
@@ -78,28 +78,26 @@ func startRecorded(t *testing.T, cfg stream.Config) (*runner, *batchRecorder, *m
 	cfg.Storage = stream.MemoryStorage
 	cfg.SetDefaults()
 	rec := &batchRecorder{Store: memstore.New(cfg.StoreConfig())}
-	r := newRunner(js, cfg, time.Now(), "", rec)
-	if err := r.start(); err != nil {
+	r := js.newEntry(cfg, time.Now(), "", rec)
+	if err := r.Open(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.stop(nil) })
+	if err := r.Serve(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Stop(nil) })
 	return r, rec, tr
 }
 
 // holdApply keeps the apply goroutine busy until release is called, so
 // that what the test queues meanwhile is taken as one batch (queued
 // before the hold, it could share a batch with the holding operation).
-func holdApply(r *runner) (release func()) {
-	busy, done := make(chan struct{}), make(chan struct{})
-	r.in.pushOp(item{op: func(*stream.Stream) { close(busy); <-done }})
-	<-busy
-	return func() { close(done) }
-}
+func holdApply(r *streamEntry) (release func()) { return r.Hold() }
 
 // publishHeld publishes n messages on subj while the apply goroutine is
 // held, so that it takes them as one batch, and returns the inbox of
 // their PubAcks.
-func publishHeld(r *runner, tr *memTransport, subj string, n int) *inbox {
+func publishHeld(r *streamEntry, tr *memTransport, subj string, n int) *inbox {
 	release := holdApply(r)
 	defer release()
 	acks := tr.inbox("_INBOX." + subj)
@@ -149,6 +147,9 @@ func TestUninterestedDropsAreBatched(t *testing.T) {
 			t.Fatalf("PubAck %q, want %q", got, want)
 		}
 	}
+	// A memory stream's PubAcks go out as each message is applied, the
+	// removal at the end of the batch: wait for the batch to end.
+	r.Barrier()
 	if st := rec.State(false); st.Msgs != 0 || st.LastSeq != n {
 		t.Fatalf("store after %d publishes without interest: %+v, want none kept", n, st)
 	}
@@ -175,10 +176,10 @@ func TestQueuedRemovalsAreCoalesced(t *testing.T) {
 
 	release := holdApply(r)
 	for seq := uint64(1); seq <= n; seq++ {
-		r.removeMsgs([]uint64{seq}, false)
+		r.RemoveMsgs([]uint64{seq}, false)
 	}
 	release()
-	r.do(func(*stream.Stream) {}) // after the removals' operation
+	r.Barrier() // after the removals' operation
 
 	if st := rec.State(false); st.Msgs != 0 {
 		t.Fatalf("%d messages left after removing all %d", st.Msgs, n)
@@ -212,7 +213,7 @@ func TestDropUnneededStopsAtUnfilteredConsumer(t *testing.T) {
 	rec.mu.Lock()
 	before := rec.nexts
 	rec.mu.Unlock()
-	r.dropUnneeded()
+	r.DropUnneeded()
 	rec.mu.Lock()
 	read := rec.nexts - before
 	rec.mu.Unlock()

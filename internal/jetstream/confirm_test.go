@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"fmt"
+	"github.com/cairnmq/cairn/internal/jetstream/consumerrun"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -24,7 +25,7 @@ type deliveries struct {
 func collectDeliveries(tr *memTransport, subj string) *deliveries {
 	d := &deliveries{subj: map[uint64]string{}, got: make(chan struct{}, 4096)}
 	_, _ = tr.Subscribe(subj, "", func(_, reply string, _, _ []byte) {
-		if _, sseq, _, ok := parseAckSubject(reply); ok {
+		if _, sseq, _, ok := consumerrun.ParseAckSubject(reply); ok {
 			d.mu.Lock()
 			d.subj[sseq] = reply
 			d.mu.Unlock()
@@ -72,7 +73,7 @@ func confirmedAcksRun(t *testing.T, fs vfs.FS, tr *memTransport, n int, settle b
 	d.wait(t, n)
 	if settle {
 		c, _ := js.lookupConsumer("ORDERS", "proc")
-		for deadline := time.Now().Add(10 * time.Second); c.durDelivered.Load() < uint64(n); {
+		for deadline := time.Now().Add(10 * time.Second); c.StoredDelivered() < uint64(n); {
 			if time.Now().After(deadline) {
 				t.Fatal("the deliveries' state was not stored within 10 s")
 			}
@@ -105,19 +106,19 @@ func checkConfirmedAcked(t *testing.T, js *JetStream, n int, confirmed func(uint
 	if jerr != nil {
 		t.Fatal(jerr)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	st := c.Snapshot()
+	isPending := func(seq uint64) bool { _, ok := st.PendingAt(seq); return ok }
 	for seq := uint64(1); seq <= uint64(n); seq++ {
-		if confirmed(seq) && (c.st.IsPending(seq) || seq > c.st.Delivered().Stream) {
+		if confirmed(seq) && (isPending(seq) || seq > st.Delivered.Stream) {
 			t.Fatalf("confirmed ack of %d lost: pending %v, delivered %d, ack floor %d",
-				seq, c.st.IsPending(seq), c.st.Delivered().Stream, c.st.AckFloor().Stream)
+				seq, isPending(seq), st.Delivered.Stream, st.AckFloor.Stream)
 		}
 	}
 }
 
 // TestConfirmedAcksSurvivePowerLoss: after a power loss right after the
 // confirmations arrived, the restored consumer holds every confirmed ack
-// (../shared/DESIGN.md section 2). Without the ack journal, the state
+// (docs/engine.md, "Durability"). Without the ack journal, the state
 // saved every 100 ms lost them.
 func TestConfirmedAcksSurvivePowerLoss(t *testing.T) {
 	const n = 300

@@ -1,26 +1,22 @@
 package jetstream
 
 import (
-	"errors"
 	"fmt"
-	"maps"
+	"github.com/cairnmq/cairn/internal/jetstream/consumerrun"
 	"path"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jserr"
-	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/cairnmq/cairn/internal/vfs"
 	"github.com/nats-io/nuid"
 )
 
-// ConsumerAction is the action of a consumer create request (protocol.md
-// section 2.6.9).
+// ConsumerAction is the action of a consumer create request (nats-server v2.15.2 consumer create, jsConsumerCreateRequest).
 type ConsumerAction int
 
 // Consumer create actions.
@@ -33,8 +29,7 @@ const (
 // consumerDir is where a persisted consumer's metadata lives.
 func consumerDir(streamDir, name string) string { return path.Join(streamDir, "obs", name) }
 
-// CreateConsumer creates or updates a consumer on a stream (protocol.md
-// section 2.6.9) and returns its info, taken before any delivery. Errors:
+// CreateConsumer creates or updates a consumer on a stream (nats-server v2.15.2 consumer create, jsConsumerCreateRequest) and returns its info, taken before any delivery. Errors:
 // 10059 stream not found, the config errors of consumer.Config (SetDefaults,
 // Validate), 10148 (create of a different existing consumer), 10149
 // (update of a missing one), 10012 (a refused update), 10026 (max
@@ -49,8 +44,8 @@ func (js *JetStream) CreateConsumer(streamName string, cfg consumer.Config, acti
 
 // createConsumer is CreateConsumer on the stream r found; r may have been
 // deleted since (10059 then).
-func (js *JetStream) createConsumer(r *runner, cfg consumer.Config, action ConsumerAction, pedantic bool) (*consumer.Info, *jserr.Error) {
-	scfg := r.config()
+func (js *JetStream) createConsumer(r *streamEntry, cfg consumer.Config, action ConsumerAction, pedantic bool) (*consumer.Info, *jserr.Error) {
+	scfg := r.Config()
 	cfg.SetStaticMetadata()
 	if err := cfg.SetDefaults(&scfg, pedantic); err != nil {
 		return nil, err
@@ -70,26 +65,26 @@ func (js *JetStream) createConsumer(r *runner, cfg consumer.Config, action Consu
 	var refiltered, released bool
 	defer func() {
 		if refiltered {
-			// After r.cmu is released: an interest stream drops what the
+			// After r.cons.mu is released: an interest stream drops what the
 			// consumer's new filters leave nobody needing, as nats-server
 			// v2.15.2 does before it answers.
-			r.dropUnneededWait()
+			r.DropUnneededWait()
 		}
 	}()
-	r.cmu.Lock()
-	defer r.cmu.Unlock()
-	if c := r.consumers[cfg.Name]; c != nil {
-		old := c.config()
+	r.cons.mu.Lock()
+	defer r.cons.mu.Unlock()
+	if c := r.cons.byName[cfg.Name]; c != nil {
+		old := c.Config()
 		info, err := r.recreate(c, cfg, action)
 		refiltered = err == nil && !slices.Equal(old.Filters(), cfg.Filters())
 		return info, err
 	}
-	if r.consumersDone {
+	if r.cons.done {
 		// The stream stopped (deleted) after the lookup: creating the
 		// consumer now would leave its directory behind.
 		return nil, jserr.New(jserr.StreamNotFound)
 	}
-	if r.deleting[cfg.Name] {
+	if r.cons.deleting[cfg.Name] {
 		// A consumer of this name is being deleted; its files must go
 		// before a new one can have them.
 		return nil, jserr.New(jserr.ConsumerNameExist)
@@ -100,32 +95,30 @@ func (js *JetStream) createConsumer(r *runner, cfg consumer.Config, action Consu
 	if err := r.checkNewLocked(&scfg, &cfg); err != nil {
 		return nil, err
 	}
-	if r.unrestored[cfg.Name] {
+	if r.cons.unrestored[cfg.Name] {
 		if err := r.releaseUnrestoredLocked(cfg.Name); err != nil {
 			return nil, jserr.From(err, jserr.ConsumerCreate)
 		}
 		released = true
 	}
 	cfg.SetEphemeralThreshold()
-	c, err := r.newConsumer(cfg, js.now().UTC())
+	ccfg := cfg
+	if generated {
+		ccfg.Name = "" // nats-server names it only at the top level of its info
+	}
+	c, err := consumerrun.New(js.consumerEnv(), r.Stream, cfg.Name, ccfg, js.now().UTC())
 	if err != nil {
 		return nil, jserr.From(err, jserr.ConsumerCreate)
 	}
-	if generated {
-		c.cfg.Name = "" // nats-server names it only at the top level of its info
-	}
-	info := c.info()
-	r.consumers[cfg.Name] = c
+	info := c.Info()
+	r.cons.byName[cfg.Name] = c
 	// What only the unrestored consumer held may go now that the new one
 	// is in place (it may need some of it).
 	refiltered = released
-	c.start()
-	if r.persisted(&cfg) && !cfg.IsDurable() {
-		go c.persistLater()
-	}
-	js.adviseConsumer(r.name, cfg.Name, actionCreate)
+	c.Start()
+	js.adviseConsumer(r.Name(), cfg.Name, actionCreate)
 	if info.Paused {
-		js.adviseConsumerPause(r.name, cfg.Name, PauseResult{Paused: true, Until: *cfg.PauseUntil})
+		c.AdvisePause(true, *cfg.PauseUntil)
 	}
 	return info, nil
 }
@@ -133,8 +126,8 @@ func (js *JetStream) createConsumer(r *runner, cfg consumer.Config, action Consu
 // checkNewLocked runs nats-server v2.15.2's checks for a consumer that
 // does not exist yet, in its order: max_consumers over the limitable
 // consumers (10026), the workqueue rules, the durable name length
-// (10102). The caller holds r.cmu.
-func (r *runner) checkNewLocked(scfg *stream.Config, cfg *consumer.Config) *jserr.Error {
+// (10102). The caller holds r.cons.mu.
+func (r *streamEntry) checkNewLocked(scfg *stream.Config, cfg *consumer.Config) *jserr.Error {
 	others := r.consumerConfigsLocked("")
 	if scfg.MaxConsumers > 0 && cfg.Limitable() && countLimitable(others) >= scfg.MaxConsumers {
 		return jserr.New(jserr.MaximumConsumersLimit)
@@ -162,16 +155,16 @@ func countLimitable(cfgs []*consumer.Config) int {
 
 // recreate answers a create of an existing consumer: with action create
 // an equal config returns its info (else 10148); otherwise it is an
-// update. The caller holds r.cmu.
-func (r *runner) recreate(c *cons, cfg consumer.Config, action ConsumerAction) (*consumer.Info, *jserr.Error) {
-	old := c.config()
+// update. The caller holds r.cons.mu.
+func (r *streamEntry) recreate(c *consumerrun.Consumer, cfg consumer.Config, action ConsumerAction) (*consumer.Info, *jserr.Error) {
+	old := c.Config()
 	if action == CreateOnly {
 		if !cfg.EqualForCreate(&old) {
 			return nil, jserr.New(jserr.ConsumerAlreadyExists)
 		}
-		return c.info(), nil
+		return c.Info(), nil
 	}
-	if r.config().Retention == stream.WorkQueuePolicy {
+	if r.Config().Retention == stream.WorkQueuePolicy {
 		if err := consumer.CheckWorkQueueUpdate(&cfg, r.consumerConfigsLocked(cfg.Name)); err != nil {
 			return nil, err
 		}
@@ -185,19 +178,19 @@ func (r *runner) recreate(c *cons, cfg consumer.Config, action ConsumerAction) (
 	cfg.SetEphemeralThreshold()
 	cfg.PauseUntil = old.PauseUntil // only CONSUMER.PAUSE changes it
 	cfg.SetStaticMetadata()
-	if err := c.update(cfg); err != nil {
+	if err := c.Update(cfg); err != nil {
 		return nil, jserr.From(err, jserr.ConsumerCreate)
 	}
-	return c.info(), nil // nats-server v2.15.2 sends no advisory for an update
+	return c.Info(), nil // nats-server v2.15.2 sends no advisory for an update
 }
 
 // consumerConfigsLocked returns the configs of the stream's consumers
-// except the one named skip. The caller holds r.cmu.
-func (r *runner) consumerConfigsLocked(skip string) []*consumer.Config {
-	out := make([]*consumer.Config, 0, len(r.consumers))
-	for name, c := range r.consumers {
+// except the one named skip. The caller holds r.cons.mu.
+func (r *streamEntry) consumerConfigsLocked(skip string) []*consumer.Config {
+	out := make([]*consumer.Config, 0, len(r.cons.byName))
+	for name, c := range r.cons.byName {
 		if name != skip {
-			cfg := c.config()
+			cfg := c.Config()
 			out = append(out, &cfg)
 		}
 	}
@@ -211,154 +204,14 @@ func randomName() string {
 	return id[len(id)-8:]
 }
 
-// persisted reports whether a consumer with cfg keeps its config and state
-// on disk: a consumer of a file stream without mem_storage, durable or
-// ephemeral. nats-server v2.15.2 writes an ephemeral's config and state as
-// a durable's (fileStore.ConsumerStore) and restores it as an ephemeral
-// (jetstream.go, switchToEphemeral), so it survives a restart until its
-// inactive_threshold runs out; a mem_storage consumer of a file stream has
-// a consumerMemStore there, which writes nothing, and ends with the
-// server.
-func (r *runner) persisted(cfg *consumer.Config) bool {
-	return r.dir != "" && !cfg.MemoryStorage
-}
-
-// newConsumer builds a consumer at its starting position, writing its
-// metadata and opening its state when it is a persisted durable. A
-// persisted ephemeral's files are written after it started
-// (persistLater), so that creating one costs the client no fsync.
-func (r *runner) newConsumer(cfg consumer.Config, created time.Time) (*cons, error) {
-	c := r.makeCons(cfg, created)
-	c.position()
-	if !r.persisted(&cfg) {
-		return c, nil
-	}
-	if !cfg.IsDurable() {
-		c.persisting.Add(1) // persistLater, started once the consumer runs
-		return c, nil
-	}
-	dir, cs, err := r.writeConsumerFiles(cfg, created)
-	if err != nil {
-		return nil, err
-	}
-	c.setStore(dir, cs)
-	c.dirty = true
-	c.maybeSave(created, true)
-	return c, nil
-}
-
-func (r *runner) makeCons(cfg consumer.Config, created time.Time) *cons {
-	c := &cons{
-		js: r.js, sr: r, name: cfg.Name, created: created, cfg: cfg, filters: cfg.Filters(),
-		wake: make(chan struct{}, 1), quit: make(chan struct{}),
-		lastActive: created, lastHB: created, fc: flowControl{window: fcWindowStart},
-		moves: map[uint64]*move{},
-	}
-	if cfg.PauseUntil != nil && cfg.PauseUntil.After(r.js.now()) {
-		c.pausedUntil = *cfg.PauseUntil
-	}
-	return c
-}
-
-// writeConsumerFiles writes a consumer's metadata (cfg, whose Name must be
-// set, and its creation time) durably and opens its state, returning the
-// consumer's directory and state store.
-func (r *runner) writeConsumerFiles(cfg consumer.Config, created time.Time) (string, store.ConsumerStore, error) {
-	dir := consumerDir(r.dir, cfg.Name)
-	if err := r.js.cfg.FS.MkdirAll(dir); err != nil {
-		return "", nil, err
-	}
-	// The consumer's entry in obs/, and obs/'s own in the stream's
-	// directory (MkdirAll created it for the first consumer).
-	for _, d := range []string{path.Dir(dir), r.dir} {
-		if err := r.js.cfg.FS.SyncDir(d); err != nil {
-			return "", nil, err
-		}
-	}
-	if err := writeMeta(r.js.cfg.FS, dir, consumerMeta{Config: cfg, Created: created}); err != nil {
-		return "", nil, err
-	}
-	cs, err := r.store.ConsumerStore(cfg.Name)
-	if err != nil {
-		return "", nil, err
-	}
-	return dir, cs, nil
-}
-
-// persistLater writes a new ephemeral's files on a goroutine of its own
-// and then attaches them: from the next round on, the consumer saves its
-// state as a durable does. stop waits for it, so that a consumer deleted
-// meanwhile has its files removed and one stopped at shutdown has its
-// state stored. A failure is logged and leaves the consumer in memory
-// only (it ends with the server, as before ephemerals were kept).
-func (c *cons) persistLater() {
-	defer c.persisting.Done()
-	c.metaMu.Lock()
-	defer c.metaMu.Unlock()
-	c.mu.Lock()
-	cfg := c.cfg.Clone()
-	c.mu.Unlock()
-	cfg.Name = c.name // a generated name is kept in the file, as nats-server does
-	dir, cs, err := c.sr.writeConsumerFiles(cfg, c.created)
-	if err != nil {
-		c.js.logf("consumer %s > %s: kept in memory only, it will not survive a restart: %v", c.sr.name, c.name, err)
-		if dir != "" {
-			_ = removeAll(c.js.cfg.FS, dir)
-		}
-		return
-	}
-	c.mu.Lock()
-	c.setStore(dir, cs)
-	c.dirty = true
-	c.mu.Unlock()
-	c.signal()
-}
-
-// setStore attaches a persisted consumer's directory and state store,
-// and its ack journal when the store has one.
-func (c *cons) setStore(dir string, cs store.ConsumerStore) {
-	c.dir, c.cstore = dir, cs
-	c.jr, _ = cs.(store.ConsumerJournal)
-	c.saver = newSaver(cs, c.sr.name+" > "+c.name, c.js.logf, c.stored)
-}
-
-// stored runs on the saver's goroutine once a snapshot is written: the
-// journal may drop what it holds, confirmed acks of the deliveries it
-// holds need only the journal from now on, and the confirmations that
-// waited for it are sent.
-func (c *cons) stored(st *store.ConsumerState, gen uint64, waits []confirm) {
-	if c.jr != nil {
-		c.jr.Covered(gen)
-	}
-	c.durDelivered.Store(st.Delivered.Stream)
-	c.sendConfirms(waits)
-}
-
-// replayJournal applies the confirmed acks the ack journal held at open
-// to a restored consumer's state (consumer.State.Replay) and keeps what
-// they acknowledged for retention.
-func (c *cons) replayJournal() {
-	if c.jr == nil {
-		return
-	}
-	ops := c.jr.Journaled()
-	now := c.now().UnixNano()
-	for _, op := range ops {
-		c.replayed = append(c.replayed, c.st.Replay(op, now)...)
-	}
-	if len(ops) > 0 {
-		c.dirty = true
-	}
-}
-
 // restoreConsumers starts the persisted consumers of a file stream. A
 // consumer whose metadata or state cannot be read is reported and left
 // on disk.
-func (r *runner) restoreConsumers() {
-	if r.dir == "" {
+func (r *streamEntry) restoreConsumers() {
+	if r.Dir() == "" {
 		return
 	}
-	names, err := r.js.cfg.FS.ReadDir(path.Join(r.dir, "obs"))
+	names, err := r.js.cfg.FS.ReadDir(path.Join(r.Dir(), "obs"))
 	if err != nil {
 		return
 	}
@@ -366,24 +219,26 @@ func (r *runner) restoreConsumers() {
 		if strings.Contains(name, ".") {
 			continue // set aside (holdUnrestored); no consumer name has a dot
 		}
-		if err := r.restoreConsumer(name); err != nil {
+		c, err := consumerrun.Restore(r.js.consumerEnv(), r.Stream, name)
+		if err != nil {
 			r.holdUnrestored(name, err)
+			continue
 		}
+		r.cons.mu.Lock()
+		r.cons.byName[name] = c
+		r.cons.mu.Unlock()
+		c.Start()
 	}
 	// Retention for what each consumer acknowledged, once every consumer
 	// is back (interest counts them all): the acks replayed from the
 	// journal, and the messages its stored state has acknowledged that
 	// the stream still holds because a crash came between the state's
 	// save and their removal.
-	for _, c := range r.consumerList() {
-		c.mu.Lock()
-		seqs := c.replayed
-		c.replayed = nil
-		c.mu.Unlock()
-		seqs = append(seqs, r.ackedStillStored(c)...)
+	for _, c := range r.cons.list() {
+		seqs := append(c.TakeReplayed(), r.ackedStillStored(c)...)
 		if len(seqs) > 0 {
 			slices.Sort(seqs)
-			r.onAcked(c, slices.Compact(seqs), false)
+			r.OnAcked(c, slices.Compact(seqs), false)
 		}
 	}
 }
@@ -394,18 +249,18 @@ func (r *runner) restoreConsumers() {
 // v2.15.2 acks them again when it restores a consumer
 // (consumer.checkStateForInterestStream). It reads the stream from its
 // first message, once, at a start.
-func (r *runner) ackedStillStored(c *cons) []uint64 {
-	if r.retention() == stream.LimitsPolicy {
+func (r *streamEntry) ackedStillStored(c *consumerrun.Consumer) []uint64 {
+	if r.Retention() == stream.LimitsPolicy {
 		return nil
 	}
-	end, _ := c.needsAllAbove()
+	end, _ := c.NeedsAllAbove()
 	var seqs []uint64
-	for seq := r.store.State(false).FirstSeq; seq > 0 && seq <= end; {
-		m, err := r.store.LoadNext(nil, seq)
+	for seq := r.Store().State(false).FirstSeq; seq > 0 && seq <= end; {
+		m, err := r.Store().LoadNext(nil, seq)
 		if err != nil || m.Seq > end {
 			break
 		}
-		if c.matches(m.Subject) && !c.needAck(m.Seq, m.Subject) {
+		if c.Matches(m.Subject) && !c.NeedAck(m.Seq, m.Subject) {
 			seqs = append(seqs, m.Seq)
 		}
 		seq = m.Seq + 1
@@ -420,14 +275,14 @@ func (r *runner) ackedStillStored(c *cons) []uint64 {
 // and keeps its messages (docs/compatibility.md). Creating a consumer
 // of the same name sets the old files aside and ends the hold
 // (releaseUnrestoredLocked).
-func (r *runner) holdUnrestored(name string, err error) {
-	r.cmu.Lock()
-	r.unrestored[name] = true
-	r.held.Store(true)
-	r.cmu.Unlock()
-	r.js.logf("consumer %s > %s not restored (left on disk): %v", r.name, name, err)
-	if r.retention() == stream.InterestPolicy {
-		r.js.logf("stream %s: interest retention removes no message while consumer %s is not restored; repair or remove %s and restart, or create a consumer named %s (the old files are then set aside)", r.name, name, consumerDir(r.dir, name), name)
+func (r *streamEntry) holdUnrestored(name string, err error) {
+	r.cons.mu.Lock()
+	r.cons.unrestored[name] = true
+	r.cons.held.Store(true)
+	r.cons.mu.Unlock()
+	r.js.logf("consumer %s > %s not restored (left on disk): %v", r.Name(), name, err)
+	if r.Retention() == stream.InterestPolicy {
+		r.js.logf("stream %s: interest retention removes no message while consumer %s is not restored; repair or remove %s and restart, or create a consumer named %s (the old files are then set aside)", r.Name(), name, consumerrun.Dir(r.Dir(), name), name)
 	}
 }
 
@@ -435,9 +290,9 @@ func (r *runner) holdUnrestored(name string, err error) {
 // name out of the way of a new consumer of that name, to
 // obs/<name>.unrestored-<unix nanoseconds>, and ends its hold on
 // retention. It returns the rename's error (the create fails with
-// 10012 then). The caller holds r.cmu.
-func (r *runner) releaseUnrestoredLocked(name string) error {
-	dir := consumerDir(r.dir, name)
+// 10012 then). The caller holds r.cons.mu.
+func (r *streamEntry) releaseUnrestoredLocked(name string) error {
+	dir := consumerrun.Dir(r.Dir(), name)
 	aside := fmt.Sprintf("%s.unrestored-%d", dir, r.js.now().UnixNano())
 	if err := r.js.cfg.FS.Rename(dir, aside); err != nil && !vfs.IsNotExist(err) {
 		return fmt.Errorf("move %s, not restored at the start, aside: %w", dir, err)
@@ -445,184 +300,10 @@ func (r *runner) releaseUnrestoredLocked(name string) error {
 	if err := r.js.cfg.FS.SyncDir(path.Dir(dir)); err != nil {
 		return err
 	}
-	delete(r.unrestored, name)
-	r.held.Store(len(r.unrestored) > 0)
-	r.js.logf("consumer %s > %s: the files a start did not restore are kept as %s; the new consumer starts from its config", r.name, name, path.Base(aside))
+	delete(r.cons.unrestored, name)
+	r.cons.held.Store(len(r.cons.unrestored) > 0)
+	r.js.logf("consumer %s > %s: the files a start did not restore are kept as %s; the new consumer starts from its config", r.Name(), name, path.Base(aside))
 	return nil
-}
-
-func (r *runner) restoreConsumer(name string) error {
-	dir := consumerDir(r.dir, name)
-	var m consumerMeta
-	if err := readMeta(r.js.cfg.FS, dir, &m); err != nil {
-		return err
-	}
-	cs, err := r.store.ConsumerStore(name)
-	if err != nil {
-		return err
-	}
-	st, err := cs.State()
-	if errors.Is(err, store.ErrCorrupt) {
-		// Nothing good is left of the state (the store kept the damaged
-		// copies aside): start from the config with nothing acknowledged,
-		// so that everything is delivered again rather than skipped.
-		r.js.logf("consumer %s > %s: consumer state damaged (%v); restored from its config with nothing acknowledged: its messages are delivered again", r.name, name, err)
-		st, err = &store.ConsumerState{}, nil
-	}
-	if err != nil {
-		_ = cs.Close()
-		return err
-	}
-	if m.Config.Name == "" {
-		m.Config.Name = name // a generated name shows in the config once restored, as in nats-server
-	}
-	c := r.makeCons(m.Config, m.Created)
-	// The inactive_threshold counts from the restart, as nats-server's
-	// delete timer starts when it restores a consumer (consumer.go
-	// switchToEphemeral, updateDeliveryInterest): a client had no chance
-	// to show interest while the server was down.
-	now := r.js.now()
-	c.lastActive, c.lastHB = now, now
-	c.setStore(dir, cs)
-	c.st = consumer.RestoreState(consumer.PolicyOf(&c.cfg), st)
-	c.durDelivered.Store(st.Delivered.Stream)
-	if c.st.Delivered().Stream == 0 && c.st.Delivered().Consumer == 0 {
-		c.position()
-	}
-	c.refreshDeadLetter()
-	c.restoreMoves()
-	c.replayJournal() // (makes no marks: a replayed NAK never ends deliveries)
-	if st.Delivered.Stream == 0 && st.Delivered.Consumer == 0 {
-		c.dirty = true // store the restored or repositioned state
-	}
-	r.cmu.Lock()
-	r.consumers[name] = c
-	r.cmu.Unlock()
-	c.start()
-	return nil
-}
-
-// start subscribes the consumer and starts its loop.
-func (c *cons) start() {
-	tr := c.js.tr
-	subs := []struct {
-		subj string
-		h    MsgHandler
-	}{
-		{"$JS.ACK." + c.sr.name + "." + c.name + ".>", c.onAck},
-		{"$JS.API.CONSUMER.MSG.NEXT." + c.sr.name + "." + c.name, c.onPull},
-		{"$JS.FC." + c.sr.name + "." + c.name + ".*", c.onFC},
-		{"$JS.API.CONSUMER.RESET." + c.sr.name + "." + c.name, c.onReset},
-	}
-	if c.cfg.AckPolicy == consumer.AckNone {
-		subs = subs[1:] // nothing listens for acks: an ack request gets no responders, as in nats-server
-	}
-	for _, s := range subs {
-		sub, err := tr.Subscribe(s.subj, "", s.h)
-		if err != nil {
-			c.js.logf("consumer %s > %s: subscribe %s: %v", c.sr.name, c.name, s.subj, err)
-			continue
-		}
-		c.subs = append(c.subs, sub)
-	}
-	c.done.Add(1)
-	go c.loop()
-	c.signal()
-}
-
-func (c *cons) onAck(subject, reply string, _, data []byte) {
-	dc, sseq, cseq, ok := parseAckSubject(subject)
-	if !ok {
-		return
-	}
-	a := parseAckBody(data)
-	a.dc, a.sseq, a.cseq, a.reply = dc, sseq, cseq, reply
-	c.push(cevent{ack: &a})
-}
-
-func (c *cons) onPull(_, reply string, hdr, data []byte) {
-	c.mu.Lock()
-	push := c.cfg.IsPush()
-	c.mu.Unlock()
-	if reply != "" && !push && stream.RequiredLevelAbove(hdr, c.js.cfg.APILevel) {
-		c.js.tr.Publish(reply, "", statusLevel, nil) // after the push check, as nats-server
-		return
-	}
-	c.push(cevent{pull: &pullEvent{reply: reply, body: append([]byte(nil), data...)}})
-}
-
-func (c *cons) onFC(subject, _ string, _, _ []byte) { c.push(cevent{fcSub: subject}) }
-
-// stop ends the consumer: unsubscribes, stops the loop, ends waiting pull
-// requests with status and saves its state. A status (409 Consumer
-// Deleted) means the consumer or its stream is being deleted: its state
-// is not saved, since its files go next. nil means the server shuts
-// down: each waiting pull request gets 409 Server Shutdown with what it
-// was still owed, as nats-server v2.15.2 signalPullConsumers sends it.
-func (c *cons) stop(status []byte) {
-	c.persisting.Wait()
-	c.mu.Lock()
-	if c.stopped {
-		c.mu.Unlock()
-		return
-	}
-	c.stopped = true
-	c.mu.Unlock()
-	for _, s := range c.subs {
-		s.Unsubscribe()
-	}
-	close(c.quit)
-	c.done.Wait()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, w := range c.waiting {
-		if status != nil {
-			c.js.tr.Publish(w.reply, "", status, nil)
-		} else {
-			c.js.tr.Publish(w.reply, "", pendingHeader(409, "Server Shutdown", w.n, max(w.bytes, 0)), nil)
-		}
-	}
-	c.waiting = nil
-	c.cancelMoves()
-	if status != nil {
-		if c.saver != nil {
-			c.saver.discard()
-		}
-		return // removeFiles deletes the state through c.cstore, still open
-	}
-	c.maybeSave(c.now(), true)
-	if c.saver != nil {
-		c.saver.close()
-	}
-	if c.cstore != nil {
-		_ = c.cstore.Close()
-	}
-}
-
-// config returns a copy of the consumer's config.
-func (c *cons) config() consumer.Config {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.cfg.Clone()
-}
-
-// update applies an allowed config change.
-func (c *cons) update(cfg consumer.Config) error {
-	c.metaMu.Lock()
-	defer c.metaMu.Unlock()
-	c.mu.Lock()
-	c.cfg = cfg.Clone()
-	c.filters = cfg.Filters()
-	c.rl = nil // a new rate_limit_bps takes effect at once
-	c.st.SetPolicy(consumer.PolicyOf(&c.cfg))
-	c.np.valid = false
-	dir := c.dir
-	c.mu.Unlock()
-	c.signal()
-	if dir == "" {
-		return nil
-	}
-	return writeMeta(c.js.cfg.FS, dir, consumerMeta{Config: cfg, Created: c.created})
 }
 
 // ConsumerInfo returns a consumer's info: 10059 or 10014 when missing.
@@ -631,17 +312,17 @@ func (js *JetStream) ConsumerInfo(streamName, name string) (*consumer.Info, *jse
 	if jerr != nil {
 		return nil, jerr
 	}
-	return c.info(), nil
+	return c.Info(), nil
 }
 
-func (js *JetStream) lookupConsumer(streamName, name string) (*cons, *jserr.Error) {
+func (js *JetStream) lookupConsumer(streamName, name string) (*consumerrun.Consumer, *jserr.Error) {
 	r, jerr := js.lookup(streamName)
 	if jerr != nil {
 		return nil, jerr
 	}
-	r.cmu.Lock()
-	defer r.cmu.Unlock()
-	if c := r.consumers[name]; c != nil {
+	r.cons.mu.Lock()
+	defer r.cons.mu.Unlock()
+	if c := r.cons.byName[name]; c != nil {
 		return c, nil
 	}
 	return nil, jserr.New(jserr.ConsumerNotFound)
@@ -657,19 +338,18 @@ func (js *JetStream) ConsumerNames(streamName string) ([]string, *jserr.Error) {
 	return r.consumerNames(), nil
 }
 
-func (r *runner) consumerNames() []string {
-	r.cmu.Lock()
-	defer r.cmu.Unlock()
-	names := make([]string, 0, len(r.consumers))
-	for name := range r.consumers {
+func (r *streamEntry) consumerNames() []string {
+	r.cons.mu.Lock()
+	defer r.cons.mu.Unlock()
+	names := make([]string, 0, len(r.cons.byName))
+	for name := range r.cons.byName {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	return names
 }
 
-// DeleteConsumer stops and removes a consumer (protocol.md section
-// 2.6.10): waiting pull requests get 409 Consumer Deleted; on an
+// DeleteConsumer stops and removes a consumer (nats-server v2.15.2 CONSUMER.INFO, DELETE, NAMES and LIST): waiting pull requests get 409 Consumer Deleted; on an
 // interest stream, messages no other consumer needs are removed. Errors:
 // 10059, 10014.
 func (js *JetStream) DeleteConsumer(streamName, name string) *jserr.Error {
@@ -677,51 +357,41 @@ func (js *JetStream) DeleteConsumer(streamName, name string) *jserr.Error {
 	if jerr != nil {
 		return jerr
 	}
-	r.cmu.Lock()
-	c := r.consumers[name]
-	delete(r.consumers, name)
+	r.cons.mu.Lock()
+	c := r.cons.byName[name]
+	delete(r.cons.byName, name)
 	if c != nil {
-		r.deleting[name] = true // its files are still there
+		r.cons.deleting[name] = true // its files are still there
 	}
-	r.cmu.Unlock()
+	r.cons.mu.Unlock()
 	if c == nil {
 		return jserr.New(jserr.ConsumerNotFound)
 	}
-	c.stop(hdrDeleted)
-	c.removeFiles()
-	r.cmu.Lock()
-	delete(r.deleting, name)
-	r.cmu.Unlock()
+	c.Stop(consumer.StatusDeleted)
+	c.RemoveFiles()
+	r.cons.mu.Lock()
+	delete(r.cons.deleting, name)
+	r.cons.mu.Unlock()
 	js.adviseConsumer(streamName, name, actionDelete)
-	r.afterConsumerGone(c)
+	r.DropUnneededWait()
 	return nil
-}
-
-// removeFiles deletes a persisted consumer's state and metadata.
-func (c *cons) removeFiles() {
-	if c.dir == "" {
-		return
-	}
-	if err := c.cstore.Delete(); err != nil {
-		c.js.logf("consumer %s > %s: remove its state: %v", c.sr.name, c.name, err)
-	}
-	if err := removeAll(c.js.cfg.FS, c.dir); err != nil {
-		c.js.logf("consumer %s > %s: remove %s: %v", c.sr.name, c.name, c.dir, err)
-	}
 }
 
 // expireConsumer deletes a consumer past its inactive_threshold; it runs
 // apart from the consumer's loop, which has returned.
-func (js *JetStream) expireConsumer(c *cons) {
+func (js *JetStream) expireConsumer(c *consumerrun.Consumer) {
 	go func() {
-		r := c.sr
-		r.cmu.Lock()
-		if r.consumers[c.name] != c {
-			r.cmu.Unlock()
+		r := js.streamNamed(c.StreamName())
+		if r == nil {
 			return
 		}
-		r.cmu.Unlock()
-		_ = js.DeleteConsumer(r.name, c.name)
+		r.cons.mu.Lock()
+		if r.cons.byName[c.Name()] != c {
+			r.cons.mu.Unlock()
+			return
+		}
+		r.cons.mu.Unlock()
+		_ = js.DeleteConsumer(r.Name(), c.Name())
 	}()
 }
 
@@ -733,7 +403,7 @@ type PauseResult struct {
 }
 
 // PauseConsumer pauses a consumer until the given time (the zero time or
-// a time in the past resumes it), as protocol.md section 2.6.11
+// a time in the past resumes it), as nats-server v2.15.2 CONSUMER.PAUSE, jsConsumerPauseRequest
 // describes. Errors: 10059, 10014.
 func (js *JetStream) PauseConsumer(streamName, name string, until time.Time) (PauseResult, *jserr.Error) {
 	c, jerr := js.lookupConsumer(streamName, name)
@@ -741,108 +411,11 @@ func (js *JetStream) PauseConsumer(streamName, name string, until time.Time) (Pa
 		return PauseResult{}, jerr
 	}
 	now := js.now()
-	c.metaMu.Lock()
-	defer c.metaMu.Unlock()
-	c.mu.Lock()
-	c.pausedUntil = time.Time{}
-	if until.After(now) {
-		c.pausedUntil = until
-	}
-	// A pause needs API level 1, and nats-server records that in the
-	// consumer's metadata from the first pause on, resumes included.
-	if until.After(now) || c.cfg.Metadata[stream.MetaRequiredLevel] == "1" {
-		c.cfg.Metadata = maps.Clone(c.cfg.Metadata)
-		if c.cfg.Metadata == nil {
-			c.cfg.Metadata = map[string]string{}
-		}
-		c.cfg.Metadata[stream.MetaRequiredLevel] = "1"
-	}
-	if until.IsZero() {
-		c.cfg.PauseUntil = nil
-	} else {
-		u := until.UTC()
-		c.cfg.PauseUntil = &u
-	}
-	cfg, dir := c.cfg.Clone(), c.dir
-	c.mu.Unlock()
-	if dir != "" {
-		if err := writeMeta(js.cfg.FS, dir, consumerMeta{Config: cfg, Created: c.created}); err != nil {
-			js.logf("consumer %s > %s: save pause: %v", streamName, name, err)
-		}
-	}
-	c.signal()
-	res := PauseResult{Paused: until.After(now), Until: until.UTC()}
+	paused := c.Pause(until, now)
+	res := PauseResult{Paused: paused, Until: until.UTC()}
 	if res.Paused {
 		res.Remaining = until.Sub(now)
 	}
-	js.adviseConsumerPause(streamName, name, res)
+	c.AdvisePause(res.Paused, res.Until)
 	return res, nil
-}
-
-// stopConsumers stops every consumer of a stream (stream deleted: status
-// 409 Consumer Deleted; shutdown: none).
-func (r *runner) stopConsumers(status []byte) {
-	r.cmu.Lock()
-	r.consumersDone = true
-	cs := make([]*cons, 0, len(r.consumers))
-	for _, c := range r.consumers {
-		cs = append(cs, c)
-	}
-	r.consumers = map[string]*cons{}
-	r.cmu.Unlock()
-	var wg sync.WaitGroup
-	for _, c := range cs {
-		wg.Add(1)
-		go func() { defer wg.Done(); c.stop(status) }()
-	}
-	wg.Wait()
-}
-
-// info returns the consumer's info (protocol.md section 3.5).
-func (c *cons) info() *consumer.Info {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.infoLocked()
-}
-
-// infoLocked is info with c.mu held.
-func (c *cons) infoLocked() *consumer.Info {
-	now := c.now()
-	d, af := c.st.Delivered(), c.st.AckFloor()
-	cfg := c.cfg.WithServerMetadata(c.js.cfg.Version, c.js.cfg.APILevel)
-	info := &consumer.Info{
-		Stream: c.sr.name, Name: c.name, Created: c.created, Config: &cfg,
-		Delivered:      consumer.SequenceInfo{Consumer: d.Consumer, Stream: d.Stream, Last: timePtr(c.lastDeliver)},
-		AckFloor:       consumer.SequenceInfo{Consumer: af.Consumer, Stream: af.Stream, Last: timePtr(c.lastAck)},
-		NumAckPending:  c.st.NumAckPending(),
-		NumRedelivered: c.st.NumRedelivered(),
-		NumWaiting:     c.numWaiting(),
-		NumPending:     c.numPending(c.sr.durableSeq()),
-		PushBound:      c.cfg.IsPush() && c.js.tr.HasInterest(c.cfg.DeliverSubject),
-		TimeStamp:      now.UTC(),
-	}
-	if c.pausedUntil.After(now) {
-		info.Paused, info.PauseRemaining = true, c.pausedUntil.Sub(now)
-	}
-	return info
-}
-
-// numWaiting counts the queued pull requests whose requester still
-// listens (the loop drops the others at its next round).
-func (c *cons) numWaiting() int {
-	n := 0
-	for _, w := range c.waiting {
-		if c.js.tr.HasInterest(w.reply) {
-			n++
-		}
-	}
-	return n
-}
-
-func timePtr(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	u := t.UTC()
-	return &u
 }

@@ -297,13 +297,13 @@ func TestDeadLetterCopyStoredBeforeCrash(t *testing.T) {
 	js := newTestJS(t, fs, tr)
 	dlqSetup(t, js, mt, stream.FileStorage, stream.WorkQueuePolicy, true, 1)
 	tr.mu.Lock()
-	tr.prefixes = []string{js.dlqAcks.prefix}
+	tr.prefixes = []string{js.dlqAcks.Prefix()}
 	tr.mu.Unlock()
 	d := collectDeliveries(mt, "_INBOX.pull")
 	pull(t, mt, d, 1)
 	exhaust(t, mt, d, 1, "")
 	dlq, _ := js.lookup("DLQ")
-	waitUntil(t, "the copy to be durable", func() bool { return dlq.store.DurableSeq() >= 1 })
+	waitUntil(t, "the copy to be durable", func() bool { return dlq.Store().DurableSeq() >= 1 })
 	waitUntil(t, "its PubAck to be dropped", func() bool { tr.mu.Lock(); defer tr.mu.Unlock(); return tr.dropped > 0 })
 	crashed := fs.Crash(vfs.CrashOptions{Tail: vfs.TailDrop})
 	js.Shutdown()
@@ -363,7 +363,7 @@ func TestDeadLetterConfirmedNakBeforeCrash(t *testing.T) {
 			// NAK to exhaust it on replay.
 			c, _ := js.lookupConsumer("ORDERS", "proc")
 			waitUntil(t, "the redelivery to be stored", func() bool {
-				st, err := c.cstore.State()
+				st, err := c.StoredState()
 				return err == nil && st.Redelivered[1] == 1
 			})
 			confirm := tr.inbox("_INBOX.nak")
@@ -404,10 +404,8 @@ func TestDeadLetterRetriesRefusedCopy(t *testing.T) {
 	exhaust(t, tr, d, 1, "")
 	c, _ := js.lookupConsumer("ORDERS", "proc")
 	waitUntil(t, "a refused attempt", func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		mv := c.moves[1]
-		return mv != nil && mv.tries > 0
+		tries, moving := c.MoveTries(1)
+		return moving && tries > 0
 	})
 	if n := streamMsgs(t, js, "ORDERS"); n != 1 {
 		t.Fatalf("the original was released (%d left) before its copy was stored", n)
@@ -507,9 +505,10 @@ func TestDeadLetterTermOfHeld(t *testing.T) {
 			exhaust(t, tr, d, 1, "")
 			waitUntil(t, "the message to be out of deliveries", func() bool {
 				c, _ := js.lookupConsumer("ORDERS", "proc")
-				c.mu.Lock()
-				defer c.mu.Unlock()
-				return c.st.IsExhausted(1) && len(c.moves) == 0
+				st := c.Snapshot() // out of deliveries: a redelivery count without a pending entry
+				_, pending := st.PendingAt(1)
+				_, counted := st.Redelivered[1]
+				return counted && !pending && c.NumMoves() == 0
 			})
 			if _, err := js.AddStream(stream.Config{Name: "DLQ", Subjects: []string{"dlq.>"}, Storage: stream.FileStorage}); err != nil {
 				t.Fatal(err)

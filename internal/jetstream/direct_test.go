@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
@@ -88,7 +89,7 @@ func TestDirectGet(t *testing.T) {
 	}
 }
 
-// seqFromTime finds the first message at or after a time across gaps,
+// streamrun.SeqFromTime finds the first message at or after a time across gaps,
 // as nats-server's GetSeqFromTime: LastSeq+1 after the last message.
 func TestSeqFromTime(t *testing.T) {
 	js, tr, clk := clockedJS(t)
@@ -116,8 +117,8 @@ func TestSeqFromTime(t *testing.T) {
 		{base - sec, 3}, {base, 3}, {base + 2*sec, 3}, {base + 2*sec + 1, 4},
 		{base + 6*sec, 10}, {base + 9*sec, 10}, {base + 18*sec, 19}, {base + 18*sec + 1, 21}, {base + 100*sec, 21},
 	} {
-		if got := seqFromTime(r.store, tc.at); got != tc.want {
-			t.Errorf("seqFromTime(base%+ds) = %d, want %d", (tc.at-base)/sec, got, tc.want)
+		if got := streamrun.SeqFromTime(r.Store(), tc.at); got != tc.want {
+			t.Errorf("SeqFromTime(base%+ds) = %d, want %d", (tc.at-base)/sec, got, tc.want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"errors"
 	"fmt"
+	"github.com/cairnmq/cairn/internal/jetstream/metafile"
 	"path"
 	"strings"
 
@@ -73,7 +74,7 @@ func (js *JetStream) removeStreamDir(name, dir string) error {
 	fs := js.cfg.FS
 	gone := js.deletingDir(name)
 	if _, _, err := fs.Stat(gone); err == nil {
-		if err := removeAll(fs, gone); err != nil {
+		if err := metafile.RemoveAll(fs, gone); err != nil {
 			return fmt.Errorf("remove %s, left by an earlier delete: %w", gone, err)
 		}
 	}
@@ -83,7 +84,7 @@ func (js *JetStream) removeStreamDir(name, dir string) error {
 	if err := fs.SyncDir(js.streamsDir()); err != nil {
 		return err
 	}
-	if err := removeAll(fs, gone); err != nil {
+	if err := metafile.RemoveAll(fs, gone); err != nil {
 		js.logf("jetstream: stream %s deleted; removing its files: %v (the next start removes them)", name, err)
 	}
 	return nil
@@ -96,7 +97,7 @@ func (js *JetStream) removeStreamDir(name, dir string) error {
 func (js *JetStream) restorable(entry string) bool {
 	switch {
 	case strings.HasPrefix(entry, "."):
-		if err := removeAll(js.cfg.FS, path.Join(js.streamsDir(), entry)); err != nil {
+		if err := metafile.RemoveAll(js.cfg.FS, path.Join(js.streamsDir(), entry)); err != nil {
 			js.logf("jetstream: remove %q, left by a stream delete: %v", entry, err)
 		} else {
 			js.cfg.Infof("jetstream: removed %q, left by a stream delete that did not finish", entry)
@@ -107,14 +108,14 @@ func (js *JetStream) restorable(entry string) bool {
 		return false
 	}
 	dir := path.Join(js.streamsDir(), entry)
-	if _, _, err := js.cfg.FS.Stat(path.Join(dir, metaName)); vfs.IsNotExist(err) {
+	if _, _, err := js.cfg.FS.Stat(path.Join(dir, metafile.Name)); vfs.IsNotExist(err) {
 		// meta.json is written before anything else a stream stores and
 		// removed only by a delete: this is a create that did not finish,
 		// or what an older build's interrupted delete left.
-		if err := removeAll(js.cfg.FS, dir); err != nil {
-			js.logf("jetstream: remove %q, a stream directory without %s: %v", entry, metaName, err)
+		if err := metafile.RemoveAll(js.cfg.FS, dir); err != nil {
+			js.logf("jetstream: remove %q, a stream directory without %s: %v", entry, metafile.Name, err)
 		} else {
-			js.cfg.Infof("jetstream: removed %q: no %s (a create that did not finish, or a delete)", entry, metaName)
+			js.cfg.Infof("jetstream: removed %q: no %s (a create that did not finish, or a delete)", entry, metafile.Name)
 		}
 		return false
 	}
@@ -147,37 +148,9 @@ func (js *JetStream) discardStreamDir(dir string) {
 	if _, _, err := js.cfg.FS.Stat(dir); err != nil {
 		return
 	}
-	if err := removeAll(js.cfg.FS, dir); err != nil {
+	if err := metafile.RemoveAll(js.cfg.FS, dir); err != nil {
 		js.logf("jetstream: remove %s after a failed create: %v", dir, err)
 		return
 	}
 	_ = js.cfg.FS.SyncDir(js.streamsDir())
-}
-
-// removeAll removes dir and everything under it through fs.
-func removeAll(fs interface {
-	ReadDir(string) ([]string, error)
-	Stat(string) (int64, bool, error)
-	Remove(string) error
-}, dir string) error {
-	names, err := fs.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		p := path.Join(dir, n)
-		_, isDir, err := fs.Stat(p)
-		if err != nil {
-			return err
-		}
-		if isDir {
-			err = removeAll(fs, p)
-		} else {
-			err = fs.Remove(p)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return fs.Remove(dir)
 }

@@ -1,63 +1,46 @@
-// Package jetstream runs the JetStream streams of one server: it creates,
-// updates, deletes and restores streams, keeps their metadata on disk,
-// and runs one ingest runner per stream that applies publishes in order
-// and answers PubAcks only once the message is durable (docs/design-jetstream.md).
+// Package jetstream is the JetStream engine of one server: it creates,
+// updates, deletes and restores streams and their consumers, keeps their
+// metadata on disk, and runs each stream and consumer in its runtime
+// (jetstream/streamrun, jetstream/consumerrun, jetstream/sourcing), where
+// every change is an operation proposed to a Log and applied in order
+// (docs/engine.md). PubAcks are answered only once the message is
+// durable (docs/design-jetstream.md).
 //
 // It reaches the network only through the Transport it is given (the
 // server implements it with internal subscriptions and Publish), so it
 // knows nothing of connections or of the $JS.API subjects (jsapi owns
 // those).
 //
-// # Goroutines (each stream)
+// # Streams
 //
-//  1. The apply goroutine owns the stream.Stream state machine. It takes
-//     items from the stream's ingest queue in order: publishes (applied
-//     with stream.Apply) and operations from the API (purge, delete,
-//     update, expiry), so one goroutine decides everything about the
-//     stream's contents.
-//  2. The ack goroutine takes the PubAcks the apply goroutine produced,
-//     waits once for the store to make the highest of their sequences
-//     durable (group commit), then publishes them in order.
-//  3. A timer submits an expiry operation (max_age, the duplicate window)
-//     to the apply goroutine about once a second.
+// Each stream runs in its runtime, package jetstream/streamrun (its
+// apply, ack and direct-get goroutines and its expiry timer; the Log its
+// operations go through). The engine keeps, beside each stream's
+// runtime, its consumer table and its own sourcers (streamEntry).
+// Stream snapshots and restores (snapshot.go, restore.go; the archive
+// format is internal/snapshot's) run on goroutines of their own
+// (JetStream.background), which Shutdown ends and waits for; a restored
+// stream is started as a start restores one.
 //
-// Once the ack goroutine has waited for the store, it records the
-// stream's durable sequence and wakes the consumers: no consumer delivers
-// a message above it, since an unacknowledged tail may be rewritten
-// after a crash. Memory streams acknowledge on the apply goroutine.
+// # Consumers
 //
-// # Goroutines (each consumer)
-//
-// A consumer (cons) has one loop goroutine. Its subscriptions (acks on
-// $JS.ACK.<S>.<C>.>, pull requests on $JS.API.CONSUMER.MSG.NEXT.<S>.<C>,
-// flow control replies on $JS.FC.<S>.<C>.*) run on the publishers' read
-// loops and only queue events and wake the loop. Each round of the loop,
-// under the consumer's mutex, applies the events to the delivery state
-// machine (consumer.State), moves expired acks to redelivery, expires
-// pull requests, loads messages from the store and publishes them
-// (redeliveries first), sends heartbeats and, at most every 100 ms, hands
-// a snapshot of a persisted consumer's state to the consumer's saver
-// goroutine, which writes the newest snapshot it holds. API calls (info, update, pause)
-// take the same mutex briefly. After the round, with the mutex released,
-// the acknowledged sequences go to the stream for interest and workqueue
-// retention, which asks the other consumers (each under its own mutex)
-// and queues the removals on the stream's apply goroutine. No goroutine
-// holds two consumer mutexes at once.
-//
-// A consumer with a dead-letter subject (docs/dead-letter.md) copies a
-// message that reached max_deliver, or that a client terminated, to it;
-// when a stream captures the subject the copy is a move, which its loop
-// drives: the mark is stored with the state, the copy published, and
-// the original acknowledged once the capturing stream's PubAck came
-// (deadletter.go has the order and the crash windows).
+// Each consumer runs in its runtime, package jetstream/consumerrun (its
+// loop goroutine and its state saver). The engine keeps each stream's
+// consumers in a table beside the stream's runtime (consumerTable), and
+// the table of what each stream captures for dead-letter moves
+// (captures.go).
 //
 // # Files
 //
-//	<StoreDir>/jetstream/$G/streams/<name>/meta.json   stream config and creation time
-//	<StoreDir>/jetstream/$G/streams/<name>/msgs/       the file store's segments (and consumer states)
-//	<StoreDir>/jetstream/$G/streams/<name>/obs/<c>/meta.json  a consumer's config and creation time
-//	<StoreDir>/jetstream/$G/streams/.<name>/              a stream being deleted (dirs.go); a start removes it
-//	<StoreDir>/jetstream/$G/streams/<name>.unrestored-<ns>/  a directory a start could not restore, set aside by a create of <name>
+// One engine per account (Config.Account; $G, the global account, by
+// default), each under its own directory:
+//
+//	<StoreDir>/jetstream/<account>/streams/<name>/meta.json   stream config and creation time
+//	<StoreDir>/jetstream/<account>/streams/<name>/msgs/       the file store's segments (and consumer states)
+//	<StoreDir>/jetstream/<account>/streams/<name>/obs/<c>/meta.json  a consumer's config and creation time
+//	<StoreDir>/jetstream/<account>/streams/.<name>/              a stream being deleted (dirs.go); a start removes it
+//	<StoreDir>/jetstream/<account>/streams/.restore.<id>/        a stream restore being built (restore.go); a start removes it
+//	<StoreDir>/jetstream/<account>/streams/<name>.unrestored-<ns>/  a directory a start could not restore, set aside by a create of <name>
 //
 // Memory streams write nothing: they end with the server, as in
 // nats-server. The consumers of file streams are written, durable and

@@ -93,7 +93,7 @@ func TestEphemeralSurvivesRestart(t *testing.T) {
 		return err != nil && err.ErrCode == uint16(jserr.ConsumerNotFound)
 	})
 	r, _ := js2.lookup("ORDERS")
-	if names, _ := fs.ReadDir(path.Join(r.dir, "obs")); len(names) != 0 {
+	if names, _ := fs.ReadDir(path.Join(r.Dir(), "obs")); len(names) != 0 {
 		t.Fatalf("consumer directories left after the ephemeral expired: %v", names)
 	}
 }

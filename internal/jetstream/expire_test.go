@@ -68,27 +68,6 @@ func TestExpiredWhileDownIsGoneAtStart(t *testing.T) {
 	}
 }
 
-// The next expiry pass comes at the next TTL deadline, not up to 250 ms
-// after it; a marker that failed is retried after 250 ms.
-func TestExpiryWait(t *testing.T) {
-	const ms = int64(time.Millisecond)
-	for _, c := range []struct {
-		pass, now, next int64
-		want            time.Duration
-	}{
-		{1000 * ms, 1000 * ms, 0, time.Second},
-		{1000 * ms, 1001 * ms, 1050 * ms, 49 * time.Millisecond},
-		{1000 * ms, 1001 * ms, 1003 * ms, 10 * time.Millisecond},
-		{1000 * ms, 1001 * ms, 5000 * ms, time.Second},
-		{1000 * ms, 1001 * ms, 900 * ms, 250 * time.Millisecond},
-		{1000 * ms, 1001 * ms, 1000 * ms, 250 * time.Millisecond},
-	} {
-		if got := expiryWait(c.pass, c.now, c.next); got != c.want {
-			t.Errorf("expiryWait(%d, %d, %d) = %v, want %v", c.pass, c.now, c.next, got, c.want)
-		}
-	}
-}
-
 // passAt runs an expiry pass of stream name at the clock's time and
 // returns how long after that time the next pass is set for.
 func passAt(t *testing.T, js *JetStream, clk *fakeClock, name string) time.Duration {
@@ -98,10 +77,8 @@ func passAt(t *testing.T, js *JetStream, clk *fakeClock, name string) time.Durat
 		t.Fatal(jerr)
 	}
 	now := clk.now()
-	r.do(func(s *stream.Stream) { r.expire(s, now.UnixNano()) })
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return time.Duration(r.expireAt - now.UnixNano())
+	r.ExpireAt(now.UnixNano())
+	return time.Duration(r.NextExpiry() - now.UnixNano())
 }
 
 // The next expiry pass comes when the oldest Nats-Msg-Id leaves the
@@ -212,9 +189,7 @@ func TestShortWindowsBringThePassForward(t *testing.T) {
 	acks.next(t)
 	for name, want := range map[string]time.Duration{"ORDERS": 300 * time.Millisecond, "AGE": 200 * time.Millisecond} {
 		r, _ := js.lookup(name)
-		r.mu.Lock()
-		got := time.Duration(r.expireAt - clk.now().UnixNano())
-		r.mu.Unlock()
+		got := time.Duration(r.NextExpiry() - clk.now().UnixNano())
 		if got != want {
 			t.Errorf("%s: next pass in %v after the publish, want %v", name, got, want)
 		}
@@ -236,9 +211,9 @@ func TestMaxAgeFloorOnlyAfterRemoval(t *testing.T) {
 	if got := passAt(t, js, clk, "AGE"); got != 50*time.Millisecond {
 		t.Fatalf("a pass that removed nothing, 50 ms before max_age: next in %v, want 50ms", got)
 	}
-	clk.advance(50 * time.Millisecond) // the first message's deadline; the second's is 100 ms on
-	if got := passAt(t, js, clk, "AGE"); got != minExpiryWait {
-		t.Fatalf("a pass that removed a message: next in %v, want %v", got, minExpiryWait)
+	clk.advance(50 * time.Millisecond)                                 // the first message's deadline; the second's is 100 ms on
+	if got := passAt(t, js, clk, "AGE"); got != 250*time.Millisecond { // streamrun's minExpiryWait
+		t.Fatalf("a pass that removed a message: next in %v, want 250ms", got)
 	}
 }
 
@@ -319,7 +294,7 @@ func TestLoweredMaxAgeExpiresAtOnce(t *testing.T) {
 	publish("age.1", nil)
 	clk.advance(3 * time.Second)
 	r, _ := js.lookup("AGE")
-	cfg := r.config()
+	cfg := r.Config()
 	cfg.MaxAge, cfg.DuplicateWindow = time.Second, time.Second
 	info, jerr := js.UpdateStream(cfg)
 	if jerr != nil {

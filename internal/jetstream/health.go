@@ -39,17 +39,17 @@ func (js *JetStream) Problems() []StreamProblem {
 	for name, why := range js.unrestored {
 		out = append(out, StreamProblem{Stream: name, Kind: "recover", Err: why})
 	}
-	runners := js.runnersLocked()
+	entries := js.entriesLocked()
 	js.mu.Unlock()
-	for _, r := range runners {
-		if f, ok := r.store.(fencer); ok {
+	for _, r := range entries {
+		if f, ok := r.Store().(fencer); ok {
 			if err := f.Fenced(); err != nil {
-				out = append(out, StreamProblem{Stream: r.name, Kind: "fenced", Err: err.Error()})
+				out = append(out, StreamProblem{Stream: r.Name(), Kind: "fenced", Err: err.Error()})
 				continue
 			}
 		}
-		if lost := r.store.State(false).Lost; lost != nil && len(lost.Msgs) > 0 {
-			out = append(out, StreamProblem{Stream: r.name, Kind: "damaged",
+		if lost := r.Store().State(false).Lost; lost != nil && len(lost.Msgs) > 0 {
+			out = append(out, StreamProblem{Stream: r.Name(), Kind: "damaged",
 				Err: fmt.Sprintf("%d damaged messages (%d bytes) found and not served", len(lost.Msgs), lost.Bytes)})
 		}
 	}
@@ -61,9 +61,9 @@ func (js *JetStream) Problems() []StreamProblem {
 	return out
 }
 
-// runnersLocked returns the running streams. The caller holds mu.
-func (js *JetStream) runnersLocked() []*runner {
-	out := make([]*runner, 0, len(js.streams))
+// entriesLocked returns the running streams. The caller holds mu.
+func (js *JetStream) entriesLocked() []*streamEntry {
+	out := make([]*streamEntry, 0, len(js.streams))
 	for _, r := range js.streams {
 		out = append(out, r)
 	}
@@ -71,9 +71,9 @@ func (js *JetStream) runnersLocked() []*runner {
 }
 
 // DiskLow reports whether the disk guard refuses publishes to file
-// streams (disk.go), reading the free space again when diskCheckEvery has
-// passed since the last read.
-func (js *JetStream) DiskLow() bool { return js.diskLow(0) }
+// streams (streamrun.Storage.DiskLow), reading the free space again when
+// due.
+func (js *JetStream) DiskLow() bool { return js.storage.DiskLow(0) }
 
 // StoreDir returns the store directory (-sd); the data is in its
 // jetstream subdirectory.
@@ -142,20 +142,11 @@ func (js *JetStream) OldestUnacked(stream string) map[string]time.Duration {
 	if jerr != nil {
 		return nil
 	}
-	r.cmu.Lock()
-	list := make([]*cons, 0, len(r.consumers))
-	for _, c := range r.consumers {
-		list = append(list, c)
-	}
-	r.cmu.Unlock()
 	out := map[string]time.Duration{}
 	now := js.now().UnixNano()
-	for _, c := range list {
-		c.mu.Lock()
-		oldest, ok := c.st.OldestPending()
-		c.mu.Unlock()
-		if ok {
-			out[c.name] = time.Duration(max(now-oldest, 0))
+	for _, c := range r.cons.list() {
+		if oldest, ok := c.OldestPending(); ok {
+			out[c.Name()] = time.Duration(max(now-oldest, 0))
 		}
 	}
 	return out

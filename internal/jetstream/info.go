@@ -8,8 +8,7 @@ import (
 	"github.com/cairnmq/cairn/internal/subject"
 )
 
-// StreamInfo is the stream info of the JetStream API (protocol.md section
-// 3.3), in nats-server v2.15.2's key order.
+// StreamInfo is the stream info of the JetStream API (nats-server v2.15.2 StreamInfo and StreamState), in nats-server v2.15.2's key order.
 type StreamInfo struct {
 	Config    stream.Config `json:"config"`
 	Created   time.Time     `json:"created"`
@@ -26,7 +25,7 @@ type ClusterInfo struct {
 	Leader string `json:"leader,omitempty"`
 }
 
-// StreamState is the state part of StreamInfo (protocol.md section 3.3).
+// StreamState is the state part of StreamInfo (nats-server v2.15.2 StreamInfo and StreamState).
 // Times are RFC 3339 in JSON; the zero time when there is no message.
 type StreamState struct {
 	Msgs        uint64            `json:"messages"`
@@ -56,33 +55,33 @@ type InfoOptions struct {
 }
 
 // info gathers the stream's info.
-func (r *runner) info(opts InfoOptions) *StreamInfo {
-	st := r.store.State(opts.DeletedDetails)
+func (r *streamEntry) info(opts InfoOptions) *StreamInfo {
+	st := r.Store().State(opts.DeletedDetails)
 	info := &StreamInfo{
-		Config:    r.js.withServerMetadata(r.config()),
-		Created:   r.created.UTC(),
+		Config:    r.js.withServerMetadata(r.Config()),
+		Created:   r.Created().UTC(),
 		State:     toState(st, r.subjectCounts(opts.SubjectsFilter)),
 		Domain:    r.js.cfg.Domain,
 		Cluster:   &ClusterInfo{Leader: r.js.cfg.ServerName},
 		TimeStamp: r.js.now().UTC(),
 	}
 	info.State.Consumers = r.numConsumers()
-	info.Mirror, info.Sources = r.sourceInfos()
+	info.Mirror, info.Sources = r.srcs.Infos()
 	return info
 }
 
-func (r *runner) numConsumers() int {
-	r.cmu.Lock()
-	defer r.cmu.Unlock()
-	return len(r.consumers)
+func (r *streamEntry) numConsumers() int {
+	r.cons.mu.Lock()
+	defer r.cons.mu.Unlock()
+	return len(r.cons.byName)
 }
 
-func (r *runner) subjectCounts(filter string) map[string]uint64 {
+func (r *streamEntry) subjectCounts(filter string) map[string]uint64 {
 	if filter == "" || !subject.ValidSubject(filter) {
 		return nil
 	}
 	counts := map[string]uint64{}
-	for subj, ss := range r.store.SubjectsState(filter) {
+	for subj, ss := range r.Store().SubjectsState(filter) {
 		counts[subj] = ss.Msgs
 	}
 	return counts

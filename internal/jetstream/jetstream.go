@@ -3,6 +3,10 @@ package jetstream
 import (
 	"errors"
 	"fmt"
+	"github.com/cairnmq/cairn/internal/jetstream/consumerrun"
+	"github.com/cairnmq/cairn/internal/jetstream/metafile"
+	"github.com/cairnmq/cairn/internal/jetstream/sourcing"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"path"
 	"sort"
 	"sync"
@@ -39,8 +43,8 @@ type Config struct {
 	// AckBeforeSyncInterval chooses the file store's sync policy: 0 is
 	// filestore.SyncAlways (a PubAck after the fsync); a positive interval
 	// is filestore.SyncEveryInterval with that interval (a PubAck before
-	// the fsync: the opt-in ack_before_sync_interval of DESIGN.md
-	// section 2).
+	// the fsync: the opt-in ack_before_sync_interval of docs/engine.md,
+	// "Durability").
 	AckBeforeSyncInterval time.Duration
 	// MaxPayload is the server's max_payload: a restored snapshot holding
 	// a larger message is refused, as nats-server refuses it. 0 = no
@@ -58,9 +62,9 @@ type Config struct {
 	// system, as nats-server v2.15.2 sizes an unset max_file_store
 	// (limits.go).
 	MaxStoreFromDisk bool
-	// Account is the name of the account whose streams this engine keeps
-	// (accounts.go): they live in <StoreDir>/jetstream/<Account>/streams.
-	// "" is the global account, $G.
+	// Account is the name of the account whose streams this engine
+	// keeps: they live in <StoreDir>/jetstream/<Account>/streams. "" is
+	// the global account, $G.
 	Account string
 	// Limits are the account's limits (nats-server's account jetstream
 	// block); nil is no limit but the server's.
@@ -69,6 +73,13 @@ type Config struct {
 	// every account so that MaxMemory and MaxStore bound them together;
 	// nil gives the engine its own.
 	Usage *Usage
+	// NewLog makes each stream's operation log (log.go, docs/engine.md);
+	// nil is NewLocalLog, the log of a stream on one server. A replicated
+	// stream's log, or a test's recording one, goes here.
+	NewLog NewLogFunc
+	// NewConsumerLog makes each consumer's operation log; nil is
+	// NewLocalConsumerLog.
+	NewConsumerLog NewConsumerLogFunc
 }
 
 // NoStorage as Config.MaxMemory or MaxStore allows no stream of that
@@ -76,14 +87,15 @@ type Config struct {
 // max_file_store: 0) does: every create is refused with 10028 (10047).
 const NoStorage int64 = -1
 
-// JetStream is the JetStream engine of one server and its one account.
+// JetStream is the JetStream engine of one account of a server (one
+// engine per account with JetStream; they share the server's Usage).
 type JetStream struct {
 	cfg Config
 	tr  Transport
 
 	mu      sync.Mutex
-	streams map[string]*runner // guarded by mu
-	closed  bool               // guarded by mu
+	streams map[string]*streamEntry // guarded by mu
+	closed  bool                    // guarded by mu
 	// deleting holds the names of streams being deleted, each with a
 	// channel closed once its files are gone: a create of the name waits
 	// for it (guarded by mu).
@@ -95,10 +107,12 @@ type JetStream struct {
 	// restored, with the reason (guarded by mu; health.go).
 	unrestored map[string]string
 
-	srv      *Usage          // the server's stored bytes, limits and reservations (limits.go)
-	used     [2]atomic.Int64 // this account's stored bytes by storage type (limits.go)
-	reserved [2]int64        // this account's part of srv.reserved; guarded by mu
-	disk     diskGuard       // whether the store's file system is short of space (disk.go)
+	// storage is the account's view of the server's storage limits and
+	// usage (shared by the accounts' engines) and the disk guard, shared
+	// by every stream's runtime (limits.go). reserved is this account's
+	// part of the server's reservations (guarded by mu).
+	storage  *streamrun.Storage
+	reserved [2]int64
 
 	// batches counts the open batches and staged bytes of every stream
 	// against the server-wide limits (batch.go).
@@ -110,7 +124,7 @@ type JetStream struct {
 	// ready is set once New has restored every stream: until then a
 	// dead-letter move cannot tell whether a stream captures its subject.
 	ready   atomic.Bool
-	dlqAcks deadLetterAcks // routes the PubAcks of dead-letter copies (deadletter.go)
+	dlqAcks *consumerrun.DeadLetterAcks // routes the PubAcks of dead-letter copies (consumerrun)
 
 	// quit is closed by Shutdown; bg counts the goroutines of snapshots
 	// and restores (background), which end on it, and bgClosed (under
@@ -172,7 +186,8 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	if cfg.Usage == nil {
 		cfg.Usage = NewUsage()
 	}
-	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*runner{}, srv: cfg.Usage, quit: make(chan struct{}), unrestored: map[string]string{}}
+	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*streamEntry{}, quit: make(chan struct{}), unrestored: map[string]string{}}
+	js.storage = streamrun.NewStorage(cfg.FS, cfg.StoreDir, cfg.Usage, cfg.Now, cfg.Logf, cfg.Infof)
 	if err := cfg.FS.MkdirAll(js.streamsDir()); err != nil {
 		return nil, fmt.Errorf("jetstream: create %s: %w", js.streamsDir(), err)
 	}
@@ -187,7 +202,7 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	if cfg.MaxStoreFromDisk {
 		free = js.freeForStore()
 	}
-	js.dlqAcks.init(tr, cfg.Logf)
+	js.dlqAcks = consumerrun.NewDeadLetterAcks(tr, cfg.Logf)
 	err := js.restore()
 	js.finishLimits(free)
 	js.ready.Store(true)
@@ -195,17 +210,6 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 }
 
 func (js *JetStream) now() time.Time { return js.cfg.Now() }
-
-// defaultMaxPending is nats-server's default max_pending (64 MiB).
-const defaultMaxPending = 64 << 20
-
-// maxPending returns the server's max_pending (Config.MaxPending).
-func (js *JetStream) maxPending() int64 {
-	if js.cfg.MaxPending > 0 {
-		return js.cfg.MaxPending
-	}
-	return defaultMaxPending
-}
 
 // batchLimits returns the batch limits with the server's API level.
 func (js *JetStream) batchLimits() stream.BatchLimits {
@@ -242,7 +246,7 @@ func (js *JetStream) restore() error {
 	if err != nil {
 		return err
 	}
-	var restored []*runner
+	var restored []*streamEntry
 	for _, name := range names {
 		if !js.restorable(name) {
 			continue
@@ -259,7 +263,11 @@ func (js *JetStream) restore() error {
 		}
 		restored = append(restored, r)
 	}
-	js.startRestoredSources(restored)
+	sets := make([]*sourcing.Set, len(restored))
+	for i, r := range restored {
+		sets[i] = r.srcs
+	}
+	sourcing.StartRestored(sets)
 	return nil
 }
 
@@ -268,10 +276,10 @@ func (js *JetStream) restore() error {
 // unrestored stream.
 var errMemoryStreamMeta = errors.New("a memory stream does not outlive its server")
 
-func (js *JetStream) restoreOne(name string) (*runner, error) {
+func (js *JetStream) restoreOne(name string) (*streamEntry, error) {
 	dir := js.streamDir(name)
 	var m metaFile
-	if err := readMeta(js.cfg.FS, dir, &m); err != nil {
+	if err := metafile.Read(js.cfg.FS, dir, &m); err != nil {
 		return nil, err
 	}
 	if m.Config.Name != name {
@@ -293,18 +301,69 @@ func (js *JetStream) restoreOne(name string) (*runner, error) {
 	return r, nil
 }
 
-// openRunner opens the stream's store and starts its runner.
-func (js *JetStream) openRunner(cfg stream.Config, created time.Time, dir string) (*runner, error) {
+// openRunner opens the stream's store and starts its runtime
+// (startEntry).
+func (js *JetStream) openRunner(cfg stream.Config, created time.Time, dir string) (*streamEntry, error) {
 	st, err := js.openStore(cfg, dir)
 	if err != nil {
 		return nil, err
 	}
-	r := newRunner(js, cfg, created, dir, st)
-	if err := r.start(); err != nil {
+	return js.startEntry(cfg, created, dir, st)
+}
+
+// startEntry starts the runtime of a stream over its opened store st:
+// Open, the consumers restored from dir, then Serve. On an error st is
+// closed.
+func (js *JetStream) startEntry(cfg stream.Config, created time.Time, dir string, st store.Store) (*streamEntry, error) {
+	r := js.newEntry(cfg, created, dir, st)
+	if err := r.Open(); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	r.restoreConsumers()
+	if err := r.Serve(); err != nil {
 		_ = st.Close()
 		return nil, err
 	}
 	return r, nil
+}
+
+// consumerEnv is what every consumer's runtime takes from the engine.
+func (js *JetStream) consumerEnv() consumerrun.Env {
+	newLog := js.cfg.NewConsumerLog
+	if newLog == nil {
+		newLog = defaultNewConsumerLog
+	}
+	return consumerrun.Env{
+		Transport: js.tr, Now: js.cfg.Now, Logf: js.cfg.Logf, FS: js.cfg.FS,
+		APILevel: js.cfg.APILevel, Version: js.cfg.Version, Domain: js.cfg.Domain,
+		MaxPayload: js.cfg.MaxPayload, NewLog: newLog,
+		DeadLetterAcks: js.dlqAcks, CaptureOf: js.captureStream, Ready: js.ready.Load,
+		Expire: js.expireConsumer,
+	}
+}
+
+// newEntry makes the table entry of a stream: its runtime over store st,
+// its consumer table and its sourcers, wired together (not started).
+func (js *JetStream) newEntry(cfg stream.Config, created time.Time, dir string, st store.Store) *streamEntry {
+	r := &streamEntry{js: js, Stream: streamrun.New(js.streamEnv(), cfg, created, dir, st)}
+	r.cons.byName, r.cons.deleting, r.cons.unrestored = map[string]*consumerrun.Consumer{}, map[string]bool{}, map[string]bool{}
+	r.SetConsumers(&r.cons)
+	r.srcs = sourcing.NewSet(js.sourcingEnv(), r.Stream)
+	r.SetSources(r.srcs)
+	return r
+}
+
+// streamEnv is what every stream's runtime takes from the engine.
+func (js *JetStream) streamEnv() streamrun.Env {
+	newLog := js.cfg.NewLog
+	if newLog == nil {
+		newLog = defaultNewLog
+	}
+	return streamrun.Env{
+		Transport: js.tr, Now: js.cfg.Now, Logf: js.cfg.Logf, APILevel: js.cfg.APILevel,
+		Domain: js.cfg.Domain, MaxPending: js.cfg.MaxPending, Storage: js.storage, BatchLimits: js.batchLimits(), Batches: &js.batches, NewLog: newLog,
+	}
 }
 
 func (js *JetStream) openStore(cfg stream.Config, dir string) (store.Store, error) {
@@ -327,8 +386,8 @@ func (js *JetStream) openStore(cfg stream.Config, dir string) (store.Store, erro
 	}, limits)
 }
 
-// lookup returns the runner of a stream or 10059 stream not found.
-func (js *JetStream) lookup(name string) (*runner, *jserr.Error) {
+// lookup returns the table entry of a stream or 10059 stream not found.
+func (js *JetStream) lookup(name string) (*streamEntry, *jserr.Error) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	if r := js.streams[name]; r != nil {
@@ -348,7 +407,7 @@ func (js *JetStream) overlapsLocked(name string, subjects []string) bool {
 		if other == name {
 			continue
 		}
-		for _, a := range r.config().Subjects {
+		for _, a := range r.Config().Subjects {
 			if x.Overlaps(a) {
 				return true
 			}
@@ -364,7 +423,7 @@ func (js *JetStream) Names(filter string) []string {
 	defer js.mu.Unlock()
 	names := make([]string, 0, len(js.streams))
 	for name, r := range js.streams {
-		if filter == "" || anyOverlap(r.config().Subjects, filter) {
+		if filter == "" || anyOverlap(r.Config().Subjects, filter) {
 			names = append(names, name)
 		}
 	}
@@ -393,7 +452,7 @@ func (js *JetStream) Shutdown() {
 	js.bg.Wait() // snapshots and restores end on quit
 	js.mu.Lock()
 	js.closed = true
-	runners := make([]*runner, 0, len(js.streams))
+	runners := make([]*streamEntry, 0, len(js.streams))
 	for _, r := range js.streams {
 		runners = append(runners, r)
 	}
@@ -401,16 +460,16 @@ func (js *JetStream) Shutdown() {
 	// Sourcers stop first and stay registered, so that no origin drops
 	// what they have yet to copy while the streams stop.
 	for _, r := range runners {
-		r.closeSources(false)
+		r.srcs.Close(false)
 	}
 	js.mu.Lock()
-	js.streams = map[string]*runner{}
+	js.streams = map[string]*streamEntry{}
 	js.refreshCapturesLocked()
 	js.mu.Unlock()
 	for _, r := range runners {
-		if err := r.stop(nil); err != nil {
-			js.logf("jetstream: stream %s: close: %v", r.name, err)
+		if err := r.Stop(nil); err != nil {
+			js.logf("jetstream: stream %s: close: %v", r.Name(), err)
 		}
 	}
-	js.dlqAcks.close()
+	js.dlqAcks.Close()
 }

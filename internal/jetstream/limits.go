@@ -3,10 +3,9 @@ package jetstream
 import (
 	"math"
 	"path"
-	"sync/atomic"
 
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/jserr"
-	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
@@ -39,11 +38,16 @@ import (
 const maxStoreFallback = 1 << 40
 
 // initLimits sets the limits before the streams are restored: a file
-// limit from disk stays unenforced until finishLimits.
+// limit from disk stays unenforced until finishLimits. The account's
+// own limits (Config.Limits) hold from the start.
 func (js *JetStream) initLimits() {
-	js.srv.limit[stream.MemoryStorage].Store(js.cfg.MaxMemory)
+	js.storage.SetLimit(stream.MemoryStorage, js.cfg.MaxMemory)
 	if !js.cfg.MaxStoreFromDisk {
-		js.srv.limit[stream.FileStorage].Store(js.cfg.MaxStore)
+		js.storage.SetLimit(stream.FileStorage, js.cfg.MaxStore)
+	}
+	if l := js.cfg.Limits; l != nil {
+		js.storage.SetAccountLimit(stream.MemoryStorage, l.MaxMemory)
+		js.storage.SetAccountLimit(stream.FileStorage, l.MaxStore)
 	}
 }
 
@@ -55,10 +59,10 @@ func (js *JetStream) finishLimits(free int64) {
 		return
 	}
 	limit := free
-	if restored := js.srv.used[stream.FileStorage].Load(); restored > 0 {
+	if restored := js.storage.Used(stream.FileStorage); restored > 0 {
 		limit = addSaturate(limit, restored/4*3)
 	}
-	js.srv.limit[stream.FileStorage].Store(max(limit, 1)) // 0 would mean unlimited
+	js.storage.SetLimit(stream.FileStorage, max(limit, 1)) // 0 would mean unlimited
 }
 
 // freeForStore returns three quarters of the space free on the store's
@@ -102,8 +106,7 @@ func (js *JetStream) StorageLimits() (memory, file int64) {
 // storageLimit returns the limit in bytes for storage type st and
 // whether there is one (NoStorage is a limit of 0 bytes).
 func (js *JetStream) storageLimit(st stream.StorageType) (int64, bool) {
-	limit := js.srv.limit[st].Load()
-	return max(limit, 0), limit != 0
+	return js.storage.Limit(st)
 }
 
 // checkReservationLocked checks cfg's max_bytes against the account's
@@ -116,7 +119,7 @@ func (js *JetStream) checkReservationLocked(cfg *stream.Config) *jserr.Error {
 		if name == cfg.Name {
 			continue
 		}
-		if oc := r.config(); oc.Storage == cfg.Storage && oc.MaxBytes > 0 {
+		if oc := r.Config(); oc.Storage == cfg.Storage && oc.MaxBytes > 0 {
 			mine += oc.MaxBytes
 		}
 	}
@@ -131,7 +134,7 @@ func (js *JetStream) checkReservationLocked(cfg *stream.Config) *jserr.Error {
 		exceeded = acct >= 0 && over(acct, mine)
 	}
 	if limit, limited := js.storageLimit(cfg.Storage); limited && !exceeded {
-		others := js.srv.reserved[cfg.Storage].Load() - js.reserved[cfg.Storage]
+		others := js.storage.Server().Reserved(cfg.Storage) - js.reserved[cfg.Storage]
 		exceeded = over(limit, others+mine)
 	}
 	if !exceeded {
@@ -144,18 +147,19 @@ func (js *JetStream) checkReservationLocked(cfg *stream.Config) *jserr.Error {
 }
 
 // updateReservationsLocked recounts this account's reservations (the
-// max_bytes of its streams) into the server's shared total. It runs
-// whenever the stream table or a stream's config changes. The caller
-// holds js.mu.
+// max_bytes of its streams) into the server's shared total
+// (streamrun.Usage). It runs whenever the stream table or a stream's
+// config changes. The caller holds js.mu.
 func (js *JetStream) updateReservationsLocked() {
 	var now [2]int64
 	for _, r := range js.streams {
-		if c := r.config(); c.MaxBytes > 0 {
+		if c := r.Config(); c.MaxBytes > 0 {
 			now[c.Storage] += c.MaxBytes
 		}
 	}
+	srv := js.storage.Server()
 	for st := range now {
-		js.srv.reserved[st].Add(now[st] - js.reserved[st])
+		srv.AddReserved(stream.StorageType(st), now[st]-js.reserved[st])
 		js.reserved[st] = now[st]
 	}
 }
@@ -163,66 +167,8 @@ func (js *JetStream) updateReservationsLocked() {
 // Usage is the server's JetStream storage accounting, shared by the
 // engines of all its accounts (Config.Usage): bytes stored, the limits
 // (max_memory_store, max_file_store) and the bytes reserved (max_bytes),
-// by storage type. Its fields are atomics; make one with NewUsage.
-type Usage struct {
-	used     [2]atomic.Int64
-	limit    [2]atomic.Int64
-	reserved [2]atomic.Int64
-}
+// by storage type (streamrun.Usage). Make one with NewUsage.
+type Usage = streamrun.Usage
 
 // NewUsage returns an empty Usage.
-func NewUsage() *Usage { return &Usage{} }
-
-// overStorageLimit reports whether the streams of storage type st
-// already use more than its limit.
-func (js *JetStream) overStorageLimit(st stream.StorageType) bool {
-	limit, limited := js.storageLimit(st)
-	return limited && js.srv.used[st].Load() > limit
-}
-
-// overAccountLimit reports whether this account's streams of storage
-// type st already use more than the account allows (a publish then gets
-// 10002, nats-server v2.15.2 wouldExceedLimits).
-func (js *JetStream) overAccountLimit(st stream.StorageType) bool {
-	l := js.cfg.Limits
-	if l == nil {
-		return false
-	}
-	limit := l.MaxStore
-	if st == stream.MemoryStorage {
-		limit = l.MaxMemory
-	}
-	return limit >= 0 && js.used[st].Load() > limit
-}
-
-// syncUsage adds the change in the stream's stored bytes since the last
-// call to the server's usage of its storage type. It runs on the apply
-// goroutine.
-func (r *runner) syncUsage() {
-	b := int64(storedBytes(r.store))
-	r.js.used[r.storage].Add(b - r.usedBytes)
-	r.js.srv.used[r.storage].Add(b - r.usedBytes)
-	r.usedBytes = b
-}
-
-// byteCounter is a store that tells its State().Bytes without building
-// the rest of the state (the file store's State reads a record for
-// FirstTime): syncUsage asks after every batch.
-type byteCounter interface {
-	StoredBytes() uint64
-}
-
-// storedBytes returns State().Bytes of st, cheaply when it can.
-func storedBytes(st store.Store) uint64 {
-	if bc, ok := st.(byteCounter); ok {
-		return bc.StoredBytes()
-	}
-	return st.State(false).Bytes
-}
-
-// releaseUsage removes a stopped stream's bytes from the usage.
-func (r *runner) releaseUsage() {
-	r.js.used[r.storage].Add(-r.usedBytes)
-	r.js.srv.used[r.storage].Add(-r.usedBytes)
-	r.usedBytes = 0
-}
+func NewUsage() *Usage { return streamrun.NewUsage() }

@@ -61,7 +61,7 @@ func TestStorageLimits(t *testing.T) {
 	if last != want {
 		t.Fatalf("publish over the limit: %s, want %s", last, want)
 	}
-	if n := js2.used[stream.FileStorage].Load(); n <= 300 {
+	if n := js2.storage.Used(stream.FileStorage); n <= 300 {
 		t.Errorf("usage %d, want over the limit of 300", n)
 	}
 }
@@ -128,7 +128,7 @@ func TestStorageLimitFromDisk(t *testing.T) {
 		tr.Publish("A.x", "_INBOX.a", nil, []byte(strings.Repeat("x", 100)))
 		acks.next(t)
 	}
-	held := js.used[stream.FileStorage].Load()
+	held := js.storage.Used(stream.FileStorage)
 	js.Shutdown()
 
 	fs.set(1000) // the stream's bytes are no longer free

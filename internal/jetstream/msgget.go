@@ -4,15 +4,16 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// MsgGetRequest selects one message (protocol.md section 2.6.8): by
-// sequence, last by subject, next at or after Seq by subject, or the
-// first at or after StartTime (with NextFor: the first on that subject
-// from there).
+// MsgGetRequest selects one message (nats-server v2.15.2 STREAM.MSG.GET,
+// jsMsgGetRequest): by sequence, last by subject, next at or after Seq by
+// subject, or the first at or after StartTime (with NextFor: the first on
+// that subject from there).
 type MsgGetRequest struct {
 	Seq       uint64     `json:"seq,omitempty"`
 	LastFor   string     `json:"last_by_subj,omitempty"`
@@ -23,7 +24,7 @@ type MsgGetRequest struct {
 
 // GetMsg loads the message a request selects, as nats-server v2.15.2
 // jsMsgGetRequest does: start_time stands for the sequence of the first
-// message at or after it (seqFromTime). No selector, or selectors that
+// message at or after it (streamrun.SeqFromTime). No selector, or selectors that
 // conflict (seq, last_by_subj and start_time are exclusive; last_by_subj
 // goes with no next_by_subj), give 10003; nothing found gives 10037.
 func (js *JetStream) GetMsg(name string, req MsgGetRequest) (*store.StoredMsg, *jserr.Error) {
@@ -38,17 +39,17 @@ func (js *JetStream) GetMsg(name string, req MsgGetRequest) (*store.StoredMsg, *
 	}
 	seq := req.Seq
 	if req.StartTime != nil {
-		seq = seqFromTime(r.store, req.StartTime.UnixNano())
+		seq = streamrun.SeqFromTime(r.Store(), req.StartTime.UnixNano())
 	}
 	var sm *store.StoredMsg
 	var err error
 	switch {
 	case seq > 0 && req.NextFor == "":
-		sm, err = r.store.Load(seq)
+		sm, err = r.Store().Load(seq)
 	case req.NextFor != "":
-		sm, err = r.store.LoadNext([]string{req.NextFor}, seq)
+		sm, err = r.Store().LoadNext([]string{req.NextFor}, seq)
 	default:
-		sm, err = r.store.LoadLast(req.LastFor)
+		sm, err = r.Store().LoadLast(req.LastFor)
 	}
 	if errors.Is(err, store.ErrCorrupt) {
 		// Never served; the operator gets the details, the client the
@@ -68,8 +69,8 @@ func msgGetError(err error) *jserr.Error {
 	return jserr.From(err, jserr.StreamGeneralError)
 }
 
-// AccountInfo is the usage and limits part of $JS.API.INFO (protocol.md
-// section 2.6.1); bytes for memory and storage, -1 for unlimited.
+// AccountInfo is the usage and limits part of $JS.API.INFO (nats-server
+// v2.15.2 $JS.API.INFO, jsAccountInfoRequest); bytes for memory and storage, -1 for unlimited.
 type AccountInfo struct {
 	Memory    uint64        `json:"memory"`
 	Store     uint64        `json:"storage"`
@@ -98,16 +99,16 @@ var Unlimited = AccountLimits{-1, -1, -1, -1, -1, -1, -1, false}
 // Account returns the account's usage and limits.
 func (js *JetStream) Account() AccountInfo {
 	js.mu.Lock()
-	runners := make([]*runner, 0, len(js.streams))
+	runners := make([]*streamEntry, 0, len(js.streams))
 	for _, r := range js.streams {
 		runners = append(runners, r)
 	}
 	js.mu.Unlock()
 	ai := AccountInfo{Streams: len(runners), Limits: js.limits()}
 	for _, r := range runners {
-		st := r.store.State(false)
+		st := r.Store().State(false)
 		ai.Consumers += r.numConsumers()
-		if r.config().Storage == stream.MemoryStorage {
+		if r.Config().Storage == stream.MemoryStorage {
 			ai.Memory += st.Bytes
 		} else {
 			ai.Store += st.Bytes

@@ -36,15 +36,15 @@ func TestPushRateLimit(t *testing.T) {
 	c, _ := js.lookupConsumer("RL", "P")
 	// Nothing more without time passing (the loop is woken anyway).
 	for range 3 {
-		c.signal()
+		c.Signal()
 		if n := got.Load(); n != 3 {
 			t.Fatalf("%d delivered before any time passed, want 3", n)
 		}
 	}
 	clk.advance(100 * time.Millisecond)
-	c.signal()
+	c.Signal()
 	waitUntil(t, "one more after 100 ms", func() bool { return got.Load() == 4 })
 	clk.advance(time.Second)
-	c.signal()
+	c.Signal()
 	waitUntil(t, "three more after a second (a full bucket)", func() bool { return got.Load() == 7 })
 }

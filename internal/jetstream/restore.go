@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/jetstream/consumerrun"
+	"github.com/cairnmq/cairn/internal/jetstream/metafile"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/snapshot"
 	"github.com/cairnmq/cairn/internal/store"
@@ -67,13 +70,7 @@ type RestoreDone func(reply string, info *StreamInfo, err *jserr.Error)
 // it; done is called when the restore ends. The caller has checked the
 // name (10056, 10128).
 func (js *JetStream) BeginRestore(cfg stream.Config, done RestoreDone) (string, *jserr.Error) {
-	// The config's metadata is kept as the request gives it: nats-server
-	// v2.15.2 adds no _nats.req.level to a restored stream.
-	if err := cfg.CheckCreate(); err != nil {
-		return "", err
-	}
-	cfg.SetDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.PrepareRestore(); err != nil {
 		return "", err
 	}
 	js.mu.Lock()
@@ -287,7 +284,7 @@ func (rs *restoreSession) discard(res *staged) {
 		_ = res.st.Close()
 	}
 	if res.dir != "" {
-		if err := removeAll(rs.js.cfg.FS, res.dir); err != nil {
+		if err := metafile.RemoveAll(rs.js.cfg.FS, res.dir); err != nil {
 			rs.js.logf("jetstream: remove %s after a failed restore: %v (the next start removes it)", res.dir, err)
 		}
 	}
@@ -473,7 +470,7 @@ func (rs *restoreSession) importMsgs(rd *snapshot.Reader, st store.Store, ns *St
 			}
 			continue
 		}
-		if err := rs.js.checkRestoreUsage(cfg.Storage, int64(storedBytes(st))+int64(cfg.StoreConfig().MsgSize(h.Name, hdr, data))); err != nil {
+		if err := rs.js.checkRestoreUsage(cfg.Storage, int64(streamrun.StoredBytes(st))+int64(cfg.StoreConfig().MsgSize(h.Name, hdr, data))); err != nil {
 			return err
 		}
 		got, err := st.Append(store.Msg{Subject: h.Name, Header: hdr, Data: data, Time: h.Timestamp})
@@ -493,11 +490,11 @@ func (rs *restoreSession) importMsgs(rd *snapshot.Reader, st store.Store, ns *St
 }
 
 // checkRestoreUsage refuses a restore that would take the server's
-// usage of its storage type past the limit (10047 file, 10028 memory),
-// counting n bytes more.
+// usage of its storage type (every account's) past the limit (10047
+// file, 10028 memory), counting n bytes more.
 func (js *JetStream) checkRestoreUsage(st stream.StorageType, n int64) error {
 	limit, limited := js.storageLimit(st)
-	if !limited || js.used[st].Load()+n <= limit {
+	if !limited || js.storage.Used(st)+n <= limit {
 		return nil
 	}
 	if st == stream.MemoryStorage {
@@ -518,7 +515,7 @@ func (js *JetStream) stagingStore(cfg stream.Config) (*staged, error) {
 	}
 	st, err := js.openStore(cfg, dir)
 	if err != nil {
-		_ = removeAll(js.cfg.FS, dir)
+		_ = metafile.RemoveAll(js.cfg.FS, dir)
 		return nil, err
 	}
 	return &staged{st: st, dir: dir}, nil
@@ -552,7 +549,7 @@ func (rs *restoreSession) install(res *staged) (*StreamInfo, error) {
 	res.dir, res.st = "", nil // the stream owns them now
 	js.adviseStream(cfg.Name, actionCreate)
 	for _, sc := range res.consumers {
-		if r.dir == "" || sc.cfg.MemoryStorage {
+		if !consumerrun.Persisted(r.Dir(), &sc.cfg) {
 			r.addRestoredConsumer(sc.cfg, sc.state, created)
 		}
 	}
@@ -582,22 +579,10 @@ func prepareRestoredConsumer(scfg *stream.Config, sc *stagedConsumer) error {
 // closes its store: the directory is then what a start restores.
 func (js *JetStream) writeRestoredFiles(res *staged, cfg stream.Config, created time.Time) error {
 	for _, sc := range res.consumers {
-		if sc.cfg.MemoryStorage {
+		if !consumerrun.Persisted(res.dir, &sc.cfg) {
 			continue
 		}
-		dir := consumerDir(res.dir, sc.cfg.Name)
-		if err := js.cfg.FS.MkdirAll(dir); err != nil {
-			return err
-		}
-		for _, d := range []string{path.Dir(dir), res.dir} {
-			if err := js.cfg.FS.SyncDir(d); err != nil {
-				return err
-			}
-		}
-		if err := writeMeta(js.cfg.FS, dir, consumerMeta{Config: sc.cfg, Created: created}); err != nil {
-			return err
-		}
-		cs, err := res.st.ConsumerStore(sc.cfg.Name)
+		_, cs, err := consumerrun.WriteFiles(js.cfg.FS, res.dir, res.st, sc.cfg, created)
 		if err != nil {
 			return err
 		}
@@ -614,13 +599,13 @@ func (js *JetStream) writeRestoredFiles(res *staged, cfg stream.Config, created 
 	if err != nil {
 		return err
 	}
-	return writeMeta(js.cfg.FS, res.dir, metaFile{Config: cfg, Created: created})
+	return metafile.Write(js.cfg.FS, res.dir, metaFile{Config: cfg, Created: created})
 }
 
 // installLocked checks the name, the subjects and the limits again (a
 // stream may have been created meanwhile) and makes the stream the
 // server's. The caller holds js.mu.
-func (js *JetStream) installLocked(res *staged, cfg stream.Config, created time.Time) (*runner, error) {
+func (js *JetStream) installLocked(res *staged, cfg stream.Config, created time.Time) (*streamEntry, error) {
 	if js.closed {
 		return nil, errShutdown
 	}
@@ -636,7 +621,7 @@ func (js *JetStream) installLocked(res *staged, cfg stream.Config, created time.
 	if js.overlapsLocked(cfg.Name, cfg.Subjects) {
 		return nil, jserr.New(jserr.StreamSubjectOverlap)
 	}
-	var r *runner
+	var r *streamEntry
 	if res.dir != "" {
 		dir := js.streamDir(cfg.Name)
 		if err := js.setAside(cfg.Name, dir); err != nil {
@@ -654,32 +639,27 @@ func (js *JetStream) installLocked(res *staged, cfg stream.Config, created time.
 			return nil, err
 		}
 	} else {
-		r = newRunner(js, cfg, created, "", res.st)
-		if err := r.start(); err != nil {
+		st := res.st
+		res.st = nil // startEntry closes it on an error
+		var err error
+		if r, err = js.startEntry(cfg, created, "", st); err != nil {
 			return nil, err
 		}
 	}
-	js.streams[cfg.Name] = r
-	js.refreshCapturesLocked()
-	r.startSources(cfg, func(name string) *runner { return js.streams[name] })
+	js.addLocked(r, cfg)
 	return r, nil
 }
 
 // addRestoredConsumer starts a restored consumer that keeps no files,
-// with its state.
-func (r *runner) addRestoredConsumer(cfg consumer.Config, st *store.ConsumerState, created time.Time) {
-	c := r.makeCons(cfg, created)
-	c.st = consumer.RestoreState(consumer.PolicyOf(&c.cfg), st)
-	if st.Delivered.Stream == 0 && st.Delivered.Consumer == 0 {
-		c.position()
-	}
-	c.refreshDeadLetter()
-	r.cmu.Lock()
-	if r.consumersDone || r.consumers[cfg.Name] != nil {
-		r.cmu.Unlock()
+// with its state (consumerrun.FromState).
+func (r *streamEntry) addRestoredConsumer(cfg consumer.Config, st *store.ConsumerState, created time.Time) {
+	c := consumerrun.FromState(r.js.consumerEnv(), r.Stream, cfg.Name, cfg, st, created)
+	r.cons.mu.Lock()
+	if r.cons.done || r.cons.byName[cfg.Name] != nil {
+		r.cons.mu.Unlock()
 		return
 	}
-	r.consumers[cfg.Name] = c
-	r.cmu.Unlock()
-	c.start()
+	r.cons.byName[cfg.Name] = c
+	r.cons.mu.Unlock()
+	c.Start()
 }

@@ -78,8 +78,8 @@ func (js *JetStream) Snapshot(name string, req SnapshotRequest) (*SnapshotStart,
 	if jerr != nil {
 		return nil, jerr
 	}
-	st := r.store.State(false)
-	if err := r.store.WaitDurable(st.LastSeq); err != nil {
+	st := r.Store().State(false)
+	if err := r.Store().WaitDurable(st.LastSeq); err != nil {
 		return nil, jserr.New(jserr.StreamSnapshot, jserr.Sub("err", err))
 	}
 	state := toState(st, nil)
@@ -91,7 +91,7 @@ func (js *JetStream) Snapshot(name string, req SnapshotRequest) (*SnapshotStart,
 	}
 	archState := state
 	archState.Consumers = len(consumers)
-	start := &SnapshotStart{Config: r.config(), State: state}
+	start := &SnapshotStart{Config: r.Config(), State: state}
 	started := js.now().UTC()
 	start.Send = func() {
 		if !js.background(func() {
@@ -121,22 +121,18 @@ var (
 // consumerSnapshots returns the names and snapshot entries of the
 // stream's consumers, in name order, bounded to the stream's last
 // sequence last as nats-server bounds them.
-func (r *runner) consumerSnapshots(last uint64) ([]string, []snapshot.ConsumerEntry) {
+func (r *streamEntry) consumerSnapshots(last uint64) ([]string, []snapshot.ConsumerEntry) {
 	names := r.consumerNames()
 	var out []snapshot.ConsumerEntry
 	var kept []string
 	for _, name := range names {
-		r.cmu.Lock()
-		c := r.consumers[name]
-		r.cmu.Unlock()
+		r.cons.mu.Lock()
+		c := r.cons.byName[name]
+		r.cons.mu.Unlock()
 		if c == nil {
 			continue
 		}
-		c.mu.Lock()
-		cfg := c.cfg.Clone()
-		st := c.st.Snapshot()
-		c.mu.Unlock()
-		cfg.Name = c.name
+		cfg, st := c.ConfigAndState()
 		cj, err := json.Marshal(&cfg)
 		if err != nil {
 			continue
@@ -179,7 +175,7 @@ func toSnapshotState(st *store.ConsumerState, last uint64) *snapshot.ConsumerSta
 
 // writeSnapshot writes the archive: the state, the consumers, every
 // stored message from the first through state.LastSeq, the end entry.
-func (r *runner) writeSnapshot(w io.Writer, state StreamState, names []string, consumers []snapshot.ConsumerEntry) error {
+func (r *streamEntry) writeSnapshot(w io.Writer, state StreamState, names []string, consumers []snapshot.ConsumerEntry) error {
 	aw := snapshot.NewWriter(w)
 	now := r.js.now().UnixNano()
 	sj, err := json.Marshal(state)
@@ -201,7 +197,7 @@ func (r *runner) writeSnapshot(w io.Writer, state StreamState, names []string, c
 	}
 	var buf []byte
 	for seq := state.FirstSeq; seq <= state.LastSeq && state.LastSeq > 0; {
-		m, err := r.store.LoadNext(nil, seq)
+		m, err := r.Store().LoadNext(nil, seq)
 		if errors.Is(err, store.ErrEOF) {
 			break
 		}
@@ -232,7 +228,7 @@ var (
 // sendSnapshot streams what rd yields to req.DeliverSubject in chunks
 // under flow control (the section comment at the top of this file) and
 // ends it with the status frame; it returns why it stopped early.
-func (js *JetStream) sendSnapshot(r *runner, rd io.Reader, req SnapshotRequest) error {
+func (js *JetStream) sendSnapshot(r *streamEntry, rd io.Reader, req SnapshotRequest) error {
 	chunkSize, window := snapshotWindow(req.ChunkSize, req.WindowSize)
 	deliver := req.DeliverSubject
 	// Losing interest ends the snapshot only once there was some (as
@@ -243,7 +239,7 @@ func (js *JetStream) sendSnapshot(r *runner, rd io.Reader, req SnapshotRequest) 
 	for range cap(slots) {
 		slots <- struct{}{}
 	}
-	ackSubj := fmt.Sprintf("$JS.SNAPSHOT.ACK.%s.%s", r.name, nuid.Next())
+	ackSubj := fmt.Sprintf("$JS.SNAPSHOT.ACK.%s.%s", r.Name(), nuid.Next())
 	sub, err := js.tr.Subscribe(ackSubj+".>", "", func(string, string, []byte, []byte) {
 		select {
 		case slots <- struct{}{}:

@@ -2,38 +2,44 @@ package jetstream
 
 import (
 	"errors"
+	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/jetstream/metafile"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// AddStream creates a stream (protocol.md section 2.6.2). The config is
-// defaulted and validated here; creating a stream that exists with the
-// same config returns its info, with another config 10058; subjects that
-// overlap another stream's give 10065.
-func (js *JetStream) AddStream(cfg stream.Config) (*StreamInfo, *jserr.Error) {
-	return js.AddStreamPedantic(cfg, false)
+// StreamRequest is the config of a STREAM.CREATE or STREAM.UPDATE
+// request with what else the request says: Pedantic refuses what would
+// otherwise be fixed (stream.Config.CheckPedantic, 10157); Subject is
+// the stream name of the request subject, which the config's name must
+// equal (10056; "" when there is none: no check).
+type StreamRequest struct {
+	Config   stream.Config
+	Pedantic bool
+	Subject  string
 }
 
-// AddStreamPedantic is AddStream for a request that may carry "pedantic":
-// with pedantic set, what AddStream would fix in cfg is refused instead
-// (stream.Config.CheckPedantic, 10157).
-func (js *JetStream) AddStreamPedantic(cfg stream.Config, pedantic bool) (*StreamInfo, *jserr.Error) {
-	cfg.SetStaticMetadata()
-	if err := cfg.CheckCreate(); err != nil {
-		return nil, err
-	}
-	if pedantic {
-		if err := cfg.CheckPedantic(); err != nil {
-			return nil, err
-		}
-	}
-	cfg.SetDefaults()
-	if err := cfg.Validate(); err != nil {
+// AddStream creates a stream from cfg: StreamCreate without a request
+// subject or pedantic mode.
+func (js *JetStream) AddStream(cfg stream.Config) (*StreamInfo, *jserr.Error) {
+	return js.StreamCreate(StreamRequest{Config: cfg})
+}
+
+// StreamCreate creates a stream (nats-server v2.15.2 STREAM.CREATE, jsStreamCreateRequest). The config
+// is readied and checked in one place (stream.Config.PrepareCreate: the
+// name against the subject, 10128, sealed, mirror_direct, pedantic
+// 10157, defaults, validation), then against the server in nats-server's
+// order: creating a stream that exists with the same config returns its
+// info, with another config 10058; the storage limits (10028, 10047),
+// source filters, and subjects that overlap another stream's (10065).
+func (js *JetStream) StreamCreate(req StreamRequest) (*StreamInfo, *jserr.Error) {
+	cfg, pedantic := req.Config, req.Pedantic
+	if err := cfg.PrepareCreate(req.Subject, pedantic); err != nil {
 		return nil, err
 	}
 	js.mu.Lock()
@@ -76,8 +82,8 @@ func (js *JetStream) AddStreamPedantic(cfg stream.Config, pedantic bool) (*Strea
 // existing answers a create of a stream that already exists: its info
 // when the config is the same (nats-server compares after copying the
 // versioning metadata), else 10058.
-func (js *JetStream) existing(r *runner, cfg stream.Config) (*StreamInfo, *jserr.Error) {
-	cur := r.config()
+func (js *JetStream) existing(r *streamEntry, cfg stream.Config) (*StreamInfo, *jserr.Error) {
+	cur := r.Config()
 	cfg.CopyVersionMetadata(&cur)
 	if !cfg.Equal(&cur) {
 		return nil, jserr.New(jserr.StreamNameExist)
@@ -86,8 +92,8 @@ func (js *JetStream) existing(r *runner, cfg stream.Config) (*StreamInfo, *jserr
 }
 
 // createLocked writes the metadata, opens the store and starts the
-// runner. The caller holds mu.
-func (js *JetStream) createLocked(cfg stream.Config) (*runner, error) {
+// stream's runtime. The caller holds mu.
+func (js *JetStream) createLocked(cfg stream.Config) (*streamEntry, error) {
 	created := js.now().UTC()
 	dir := ""
 	if cfg.Storage == stream.FileStorage {
@@ -105,11 +111,22 @@ func (js *JetStream) createLocked(cfg stream.Config) (*runner, error) {
 		js.discardStreamDir(dir)
 		return nil, err
 	}
+	js.addLocked(r, cfg)
+	return r, nil
+}
+
+// addLocked makes the started stream r, with config cfg, one of the
+// account's and starts its sourcers. The caller holds mu.
+func (js *JetStream) addLocked(r *streamEntry, cfg stream.Config) {
 	js.streams[cfg.Name] = r
 	delete(js.unrestored, cfg.Name)
 	js.refreshCapturesLocked()
-	r.startSources(cfg, func(name string) *runner { return js.streams[name] })
-	return r, nil
+	r.srcs.Start(cfg, func(name string) *streamrun.Stream {
+		if e := js.streams[name]; e != nil {
+			return e.Stream
+		}
+		return nil
+	})
 }
 
 // makeStreamDir creates a file stream's directory and its metadata
@@ -121,15 +138,24 @@ func (js *JetStream) makeStreamDir(dir string, m metaFile) error {
 	if err := js.cfg.FS.SyncDir(js.streamsDir()); err != nil {
 		return err
 	}
-	return writeMeta(js.cfg.FS, dir, m)
+	return metafile.Write(js.cfg.FS, dir, m)
 }
 
-// UpdateStream changes a stream's config within what nats-server allows
-// (protocol.md section 3.10). A change of the mirror (only its removal
-// is allowed) or of the sources restarts the stream's sourcers.
+// UpdateStream changes a stream's config to cfg: StreamUpdate without a
+// request subject or pedantic mode.
 func (js *JetStream) UpdateStream(cfg stream.Config) (*StreamInfo, *jserr.Error) {
-	cfg.SetDefaults()
-	if err := cfg.Validate(); err != nil {
+	return js.StreamUpdate(StreamRequest{Config: cfg})
+}
+
+// StreamUpdate changes a stream's config within what nats-server allows
+// (nats-server v2.15.2 configUpdateCheck, what an update may change). The config is readied and checked in one
+// place (stream.Config.PrepareUpdate: pedantic 10157, defaults,
+// validation, the name against the subject 10056), then against the
+// stream (updateLocked). A change of the mirror (only its removal is
+// allowed) or of the sources restarts the stream's sourcers.
+func (js *JetStream) StreamUpdate(req StreamRequest) (*StreamInfo, *jserr.Error) {
+	cfg := req.Config
+	if err := cfg.PrepareUpdate(req.Subject, req.Pedantic); err != nil {
 		return nil, err
 	}
 	r, err := js.updateLocked(cfg)
@@ -140,22 +166,21 @@ func (js *JetStream) UpdateStream(cfg stream.Config) (*StreamInfo, *jserr.Error)
 	// needs: after a change to interest retention, nats-server v2.15.2
 	// removes the rest (everything, without consumers) before it answers;
 	// any other update of an interest stream finds nothing to remove.
-	r.dropUnneededWait()
-	r.restartSources()
+	r.DropUnneededWait()
+	r.srcs.Restart()
 	return r.info(InfoOptions{}), nil
 }
 
 // updateLocked checks and applies an update under mu; it returns the
-// runner.
-func (js *JetStream) updateLocked(cfg stream.Config) (*runner, *jserr.Error) {
+// stream's table entry.
+func (js *JetStream) updateLocked(cfg stream.Config) (*streamEntry, *jserr.Error) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	r := js.streams[cfg.Name]
 	if r == nil {
 		return nil, jserr.New(jserr.StreamNotFound)
 	}
-	old := r.config()
-	cfg.SetStaticMetadata()
+	old := r.Config()
 	if err := stream.CheckUpdate(&old, &cfg); err != nil {
 		return nil, err
 	}
@@ -198,46 +223,26 @@ func (js *JetStream) configLocked(name string) (stream.Config, bool) {
 	if r == nil {
 		return stream.Config{}, false
 	}
-	return r.config(), true
+	return r.Config(), true
 }
 
-// applyUpdate persists the new config, hands it to the state machine and
-// moves the subscriptions.
-func (js *JetStream) applyUpdate(r *runner, cfg stream.Config) error {
-	if r.dir != "" {
-		if err := writeMeta(js.cfg.FS, r.dir, metaFile{Config: cfg, Created: r.created}); err != nil {
+// applyUpdate persists the new config, proposes it to the stream as an
+// UpdateConfig operation (the runtime takes it once applied,
+// configApplied) and moves the subscriptions.
+func (js *JetStream) applyUpdate(r *streamEntry, cfg stream.Config) error {
+	if r.Dir() != "" {
+		if err := metafile.Write(js.cfg.FS, r.Dir(), metaFile{Config: cfg, Created: r.Created()}); err != nil {
 			return err
 		}
 	}
-	var err error
-	oldAge := r.config().MaxAge
-	apply := func(s *stream.Stream) {
-		if err = s.SetConfig(cfg); err == nil {
-			r.batchesAfterUpdate(&cfg)
-		}
-		if err == nil && shortensMaxAge(oldAge, cfg.MaxAge) {
-			r.expire(s, r.js.now().UnixNano())
-		}
-	}
-	if !r.do(apply) {
+	out, ok := r.Do(&stream.UpdateConfig{Config: cfg})
+	if !ok {
 		return store.ErrClosed
 	}
-	if err != nil {
-		return err
+	if out.Err != nil {
+		return out.Err
 	}
-	r.mu.Lock()
-	r.cfg = cfg.Clone()
-	r.mu.Unlock()
-	r.setDeadLetter(&cfg)
-	return r.subscribe(cfg)
-}
-
-// shortensMaxAge reports whether an update from max_age old to new
-// (0: none) can make stored messages too old, so that they go at once
-// rather than at the next regular expiry pass, up to a second later, as
-// nats-server v2.15.2 removes them when its store's config is updated.
-func shortensMaxAge(old, new time.Duration) bool {
-	return new > 0 && (old == 0 || new < old)
+	return r.Subscribe(cfg)
 }
 
 // DeleteStream stops a stream and removes its files; a create of the
@@ -265,11 +270,11 @@ func (js *JetStream) DeleteStream(name string) *jserr.Error {
 		return jserr.New(jserr.StreamNotFound)
 	}
 	consumers := r.consumerNames()
-	if err := r.stop(hdrDeleted); err != nil && !errors.Is(err, store.ErrClosed) {
+	if err := r.Stop(consumer.StatusDeleted); err != nil && !errors.Is(err, store.ErrClosed) {
 		js.logf("jetstream: stream %s: close before delete: %v", name, err)
 	}
-	if r.dir != "" {
-		if err := js.removeStreamDir(name, r.dir); err != nil {
+	if r.Dir() != "" {
+		if err := js.removeStreamDir(name, r.Dir()); err != nil {
 			return jserr.From(err, jserr.StreamDelete)
 		}
 	}
@@ -289,100 +294,56 @@ func (js *JetStream) StreamInfo(name string, opts InfoOptions) (*StreamInfo, *js
 	return r.info(opts), nil
 }
 
-// Purge removes messages from a stream as req selects (protocol.md
-// section 6.4) and returns how many. deny_purge gives 10110, a sealed
-// stream 10109, seq with keep 10003, a store failure 10051.
+// Purge removes messages from a stream as req selects (the purge variants, ADR-10) and returns how many, through a Purge operation, which
+// decides: a sealed stream 10109, deny_purge 10110, seq with keep 10003,
+// a store failure 10051 (stream.Stream.ApplyOp).
 func (js *JetStream) Purge(name string, req store.PurgeRequest) (uint64, *jserr.Error) {
 	r, jerr := js.lookup(name)
 	if jerr != nil {
 		return 0, jerr
 	}
-	cfg := r.config()
-	switch {
-	case cfg.Sealed:
-		return 0, jserr.New(jserr.StreamSealed)
-	case cfg.DenyPurge:
-		return 0, jserr.New(jserr.StreamPurgeFailed, jserr.Sub("err", "stream purge not permitted"))
-	case req.Seq > 0 && req.Keep > 0:
-		return 0, jserr.New(jserr.BadRequest)
-	}
-	var n uint64
-	var err error
-	if !r.do(func(s *stream.Stream) { n, err = s.Store().Purge(req) }) {
+	out, ok := r.Do(&stream.Purge{Request: req})
+	if !ok {
 		return 0, jserr.New(jserr.StreamNotFound)
 	}
-	if err != nil {
-		return 0, stream.StoreError(err, jserr.StreamGeneralError)
+	if out.Err != nil {
+		return 0, out.Err
 	}
-	r.afterPurge(req, n)
-	return n, nil
+	return out.Removed, nil
 }
 
-// DeleteMsg removes one message (protocol.md section 2.6.8): 10057 with
-// deny_delete or for sequence 0 or past the end, 10109 when sealed, 10043
-// when there is no such message.
+// DeleteMsg removes one message (nats-server v2.15.2 STREAM.MSG.GET and STREAM.MSG.DELETE) through a
+// DeleteMsg operation, which decides: 10109 when sealed, 10057 with
+// deny_delete or, for a file stream, for sequence 0 or outside the
+// stream, 10043 when there is no such message.
 func (js *JetStream) DeleteMsg(name string, seq uint64) *jserr.Error {
 	r, jerr := js.lookup(name)
 	if jerr != nil {
 		return jerr
 	}
-	cfg := r.config()
-	switch {
-	case cfg.Sealed:
-		return jserr.New(jserr.StreamSealed)
-	case cfg.DenyDelete:
-		return jserr.New(jserr.StreamMsgDeleteFailed, jserr.Sub("err", "message delete not permitted"))
-	}
-	if cfg.Storage == stream.FileStorage {
-		if jerr := outOfRange(r.store, seq); jerr != nil {
-			return jerr
-		}
-	}
-	var err error
-	if !r.do(func(s *stream.Stream) { err = s.Store().Delete(seq) }) {
+	out, ok := r.Do(&stream.DeleteMsg{Seq: seq})
+	if !ok {
 		return jserr.New(jserr.StreamNotFound)
 	}
-	if errors.Is(err, store.ErrNotFound) {
-		return jserr.New(jserr.SequenceNotFound, jserr.Sub("seq", seq))
-	}
-	if err != nil {
-		return stream.StoreError(err, jserr.StreamMsgDeleteFailed)
-	}
-	r.afterDelete(seq)
-	return nil
-}
-
-// outOfRange answers a delete of sequence 0, below the first sequence or
-// past the last sequence as nats-server v2.15.2's file store does: 10057
-// with the store's text (its memory store answers 10043 like any other
-// missing sequence).
-func outOfRange(st store.Store, seq uint64) *jserr.Error {
-	state := st.State(false)
-	switch {
-	case seq == 0 || seq < state.FirstSeq:
-		return jserr.New(jserr.StreamMsgDeleteFailed, jserr.Sub("err", "no message found"))
-	case seq > state.LastSeq:
-		return jserr.New(jserr.StreamMsgDeleteFailed, jserr.Sub("err", "stream store EOF"))
-	}
-	return nil
+	return out.Err
 }
 
 // checkConsumerLimits refuses a change of consumer_limits that an existing
 // consumer exceeds: 10069 "change to limits violates consumers: <names>"
 // (names sorted; nats-server v2.15.2 updateWithAdvisory, which checks a
 // limit only when it is set and changed).
-func (r *runner) checkConsumerLimits(old, cur stream.ConsumerLimits) *jserr.Error {
+func (r *streamEntry) checkConsumerLimits(old, cur stream.ConsumerLimits) *jserr.Error {
 	inactive := cur.InactiveThreshold > 0 && cur.InactiveThreshold != old.InactiveThreshold
 	ackPending := cur.MaxAckPending > 0 && cur.MaxAckPending != old.MaxAckPending
 	if !inactive && !ackPending {
 		return nil
 	}
 	var names []string
-	for _, c := range r.consumerList() {
-		cc := c.config()
+	for _, c := range r.cons.list() {
+		cc := c.Config()
 		if (inactive && cc.InactiveThreshold > cur.InactiveThreshold) ||
 			(ackPending && cc.MaxAckPending > cur.MaxAckPending) {
-			names = append(names, c.name)
+			names = append(names, c.Name())
 		}
 	}
 	if len(names) == 0 {

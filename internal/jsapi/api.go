@@ -11,8 +11,7 @@ import (
 	"github.com/cairnmq/cairn/internal/jserr"
 )
 
-// APILevel is the JetStream API level cairn advertises (protocol.md
-// section 0 item 2; ADR-44): 4, the level of fast batch publishing
+// APILevel is the JetStream API level cairn advertises (nats-server v2.15.2 item 2; ADR-44): 4, the level of fast batch publishing
 // (allow_batched, nats-server 2.14), which cairn serves, as it serves
 // per-message TTLs and subject delete markers (level 1) and atomic batch
 // publishing (allow_atomic, level 2). It does not serve every feature of

@@ -13,10 +13,10 @@ import (
 const badRequest = `{"type":"io.nats.jetstream.api.v1.system_response","error":{"code":400,"err_code":10003,"description":"bad request"}}`
 
 // TestUnknownSubjects: a $JS.API subject without an endpoint, or with the
-// wrong number of tokens, gets 10003 in a system_response (protocol.md
-// section 2.1). nats-server v2.15.2 sends nothing to these from a client
-// account (the requester times out); cairn answers as the brief and
-// protocol.md ask.
+// wrong number of tokens, gets 10003 in a system_response (the API's
+// error object, ADR-1). nats-server v2.15.2 sends nothing to these from a
+// client account (the requester times out); cairn answers
+// (docs/compatibility.md).
 func TestUnknownSubjects(t *testing.T) {
 	_, _, tr := testAPI(t, Options{})
 	c := newClient(t, tr)
@@ -41,9 +41,9 @@ func TestUnknownSubjects(t *testing.T) {
 	}
 }
 
-// TestNotSubscribed: MSG.NEXT, RESET and DIRECT.GET belong to consumers and
-// streams, which must answer 503 no-responders when missing (protocol.md
-// section 2.1 and 9 item 4), so the API does not subscribe to them; nor
+// TestNotSubscribed: MSG.NEXT, RESET and DIRECT.GET belong to consumers
+// and streams, which must answer 503 no-responders when missing (clients
+// retry on it, ADR-22), so the API does not subscribe to them; nor
 // to the system-account subjects. Other subjects outside apiSubjects
 // ($JS.API.INFO.X) get no-responders too, where nats-server v2.15.2 lets
 // the requester time out.
@@ -68,7 +68,7 @@ func TestNotSubscribed(t *testing.T) {
 	}
 }
 
-// TestLenientJSON: unknown keys are ignored (protocol.md section 0 item 3),
+// TestLenientJSON: unknown keys are ignored (nats-server v2.15.2 item 3),
 // where nats-server v2.15.2 answers 10025 `invalid JSON: json: unknown
 // field "x"`.
 func TestLenientJSON(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 )
 
 // CreateConsumerRequest is the body of the consumer create subjects
-// (protocol.md section 2.6.9).
+// (nats-server v2.15.2 consumer create, jsConsumerCreateRequest).
 type CreateConsumerRequest struct {
 	Stream   string          `json:"stream_name"`
 	Config   consumer.Config `json:"config"`
@@ -277,7 +277,7 @@ type consumerPauseResponse struct {
 
 // consumerPause follows nats-server v2.15.2 jsConsumerPauseRequest: JSON
 // when the body is an object or array (10025), level, stream, consumer;
-// a zero or past time resumes (protocol.md section 2.6.11).
+// a zero or past time resumes (nats-server v2.15.2 CONSUMER.PAUSE, jsConsumerPauseRequest).
 func consumerPause(a *API, r *request) (response, *jserr.Error) {
 	resp := &consumerPauseResponse{}
 	var req JSApiConsumerPauseRequest

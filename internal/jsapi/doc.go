@@ -1,5 +1,5 @@
 // Package jsapi serves the JetStream JSON API, the $JS.API subjects of
-// protocol.md section 2, on top of the engine in internal/jetstream. It is
+// nats-server v2.15.2's JetStream API (ADR-1), on top of the engine in internal/jetstream. It is
 // level 4 of docs/design-jetstream.md: it knows the subjects, the request
 // and response JSON and the order of nats-server's checks, and nothing of
 // connections. nats-server v2.15.2 is the reference for every byte a

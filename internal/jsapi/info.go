@@ -6,9 +6,10 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// accountInfoResponse is the $JS.API.INFO response (protocol.md section
-// 2.6.1) in nats-server v2.15.2's key order, with "domain" when the
-// server has a JetStream domain and without "tiers" (cairn has none). nats-server v2.15.2 answers a fresh server with:
+// accountInfoResponse is the $JS.API.INFO response (nats-server
+// v2.15.2 jsAccountInfoRequest) in nats-server v2.15.2's key order, with
+// "domain" when the server has a JetStream domain and without "tiers"
+// (cairn has none). nats-server v2.15.2 answers a fresh server with:
 //
 //	{"type":"io.nats.jetstream.api.v1.account_info_response","memory":0,"storage":0,
 //	 "reserved_memory":0,"reserved_storage":0,"streams":0,"consumers":0,

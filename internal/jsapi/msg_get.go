@@ -8,8 +8,7 @@ import (
 	"github.com/cairnmq/cairn/internal/store"
 )
 
-// JSApiMsgGetRequest is the body of STREAM.MSG.GET (protocol.md section
-// 2.6.8). It has every key nats-server v2.15.2 decodes, so that the
+// JSApiMsgGetRequest is the body of STREAM.MSG.GET (nats-server v2.15.2 STREAM.MSG.GET and STREAM.MSG.DELETE). It has every key nats-server v2.15.2 decodes, so that the
 // conflicts are checked as it checks them; batch, max_bytes and the multi
 // keys belong to direct get and make the request a bad one.
 type JSApiMsgGetRequest struct {

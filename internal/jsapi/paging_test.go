@@ -9,7 +9,7 @@ import (
 )
 
 // TestPaging: STREAM.NAMES pages 1024 names and STREAM.LIST 256 infos in
-// name order (protocol.md section 2.5); clients ask again with
+// name order (the API paging (ADR-1)); clients ask again with
 // offset += len(page) until they have total.
 func TestPaging(t *testing.T) {
 	_, js, tr := testAPI(t, Options{})

@@ -2,7 +2,7 @@ package jsapi
 
 import "github.com/cairnmq/cairn/internal/jserr"
 
-// typePrefix starts every response type (protocol.md section 2.3).
+// typePrefix starts every response type (the API response types (ADR-1)).
 const typePrefix = "io.nats.jetstream.api.v1."
 
 // apiResponse is the head of every response: "type" first, then "error"
@@ -29,8 +29,7 @@ type response interface {
 	base() *apiResponse
 }
 
-// apiPaged are the paging keys of a list response (protocol.md section
-// 2.5). They have no omitempty: nats-server v2.15.2 writes them even on
+// apiPaged are the paging keys of a list response (the API paging (ADR-1)). They have no omitempty: nats-server v2.15.2 writes them even on
 // errors, as "total":0,"offset":0,"limit":0.
 type apiPaged struct {
 	Total  int `json:"total"`

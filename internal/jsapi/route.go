@@ -14,7 +14,7 @@ const apiPrefix = "$JS.API."
 // $JS.API.DIRECT.GET.<S> are left out, and so is
 // $JS.API.CONSUMER.RESET.<S>.<C>: the consumer or stream subscribes to
 // them itself, and when it is missing the requester must get a 503
-// no-responders, never a JSON error (protocol.md section 2.1). So are
+// no-responders, never a JSON error (nats-server v2.15.2's JetStream API mechanics (ADR-1)). So are
 // $JS.API.META, SERVER and ACCOUNT, system-account requests that
 // nats-server ignores from other accounts.
 var apiSubjects = []string{
@@ -48,7 +48,7 @@ type endpoint struct {
 }
 
 // unknownEndpoint answers subjects that match no endpoint: 10003 in a
-// system_response (protocol.md section 2.1).
+// system_response (nats-server v2.15.2's JetStream API mechanics (ADR-1)).
 var unknownEndpoint = endpoint{typ: "system_response"}
 
 // endpoints is keyed by the tokens after "$JS.API." up to the first

@@ -13,7 +13,7 @@ import (
 type StreamConfig = stream.Config
 
 // StreamConfigRequest is the body of STREAM.CREATE and STREAM.UPDATE
-// (protocol.md sections 2.6.2 and 2.6.3): a StreamConfig that may also
+// (nats-server v2.15.2 STREAM.CREATE, jsStreamCreateRequest; nats-server v2.15.2 STREAM.UPDATE, jsStreamUpdateRequest): a StreamConfig that may also
 // carry "pedantic": refuse what would otherwise be fixed (10157,
 // stream.Config.CheckPedantic).
 type StreamConfigRequest struct {
@@ -39,12 +39,11 @@ type streamUpdateResponse struct {
 }
 
 // streamCreate follows nats-server v2.15.2 jsStreamCreateRequest: level
-// (10185), JSON (10025), static metadata (so that the name check sees the
-// config nats-server sees; the engine sets it again), name equal to the
-// subject token
-// (10056; an empty body or name gives 10056 too, nothing is taken from the
-// subject), then the engine (10128, sealed, mirror_direct, pedantic mode
-// 10157, validation, 10058, 10065, ...).
+// (10185), JSON (10025), then the engine, which checks the config in
+// one place (stream.Config.PrepareCreate: the name against the subject
+// token 10056, so that an empty body or name gives 10056 too and nothing
+// is taken from the subject; 10128, sealed, mirror_direct, pedantic
+// 10157, validation) and then against the server (10058, 10065, ...).
 func streamCreate(a *API, r *request) (response, *jserr.Error) {
 	resp := &streamCreateResponse{}
 	if err := r.checkLevel(); err != nil {
@@ -54,12 +53,7 @@ func streamCreate(a *API, r *request) (response, *jserr.Error) {
 	if err := decode(r.data, &req); err != nil {
 		return resp, err
 	}
-	cfg := req.StreamConfig
-	cfg.SetStaticMetadata()
-	if cfg.Name != r.stream {
-		return resp, jserr.New(jserr.StreamMismatch)
-	}
-	si, err := a.js.AddStreamPedantic(cfg, req.Pedantic)
+	si, err := a.js.StreamCreate(jetstream.StreamRequest{Config: req.StreamConfig, Pedantic: req.Pedantic, Subject: r.stream})
 	if err != nil {
 		return resp, err
 	}
@@ -70,10 +64,10 @@ func streamCreate(a *API, r *request) (response, *jserr.Error) {
 }
 
 // streamUpdate follows nats-server v2.15.2 jsStreamUpdateRequest: level,
-// JSON, pedantic mode (10157), defaults and validation (so an empty body
-// gives 10052 before the
-// name check), the name check (10056), static metadata, then the engine
-// (10059, update rules, 10065).
+// JSON, then the engine, which checks the config in one place
+// (stream.Config.PrepareUpdate: pedantic 10157, defaults and validation,
+// so that an empty body gives 10052 before the name check 10056) and
+// then against the stream (10059, update rules, 10065).
 func streamUpdate(a *API, r *request) (response, *jserr.Error) {
 	resp := &streamUpdateResponse{}
 	if err := r.checkLevel(); err != nil {
@@ -83,21 +77,7 @@ func streamUpdate(a *API, r *request) (response, *jserr.Error) {
 	if err := decode(r.data, &req); err != nil {
 		return resp, err
 	}
-	cfg := req.StreamConfig
-	if req.Pedantic {
-		if err := cfg.CheckPedantic(); err != nil {
-			return resp, err
-		}
-	}
-	cfg.SetDefaults()
-	if err := cfg.Validate(); err != nil {
-		return resp, err
-	}
-	if cfg.Name != r.stream {
-		return resp, jserr.New(jserr.StreamMismatch)
-	}
-	cfg.SetStaticMetadata()
-	si, err := a.js.UpdateStream(cfg)
+	si, err := a.js.StreamUpdate(jetstream.StreamRequest{Config: req.StreamConfig, Pedantic: req.Pedantic, Subject: r.stream})
 	if err != nil {
 		return resp, err
 	}

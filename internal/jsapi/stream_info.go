@@ -14,8 +14,8 @@ type ApiPagedRequest struct {
 	Offset int `json:"offset"`
 }
 
-// JSApiStreamInfoRequest is the optional body of STREAM.INFO (protocol.md
-// section 2.6.5).
+// JSApiStreamInfoRequest is the optional body of STREAM.INFO (nats-server
+// v2.15.2 STREAM.INFO, jsStreamInfoRequest).
 type JSApiStreamInfoRequest struct {
 	ApiPagedRequest
 	DeletedDetails bool   `json:"deleted_details,omitempty"`

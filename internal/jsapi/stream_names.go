@@ -8,7 +8,7 @@ import (
 
 // JSApiStreamNamesRequest is the optional body of STREAM.NAMES: the page
 // offset and a subject; only streams with a subject that overlaps it are
-// listed (protocol.md section 2.6.6).
+// listed (nats-server v2.15.2 STREAM.NAMES and STREAM.LIST).
 type JSApiStreamNamesRequest struct {
 	ApiPagedRequest
 	Subject string `json:"subject,omitempty"`

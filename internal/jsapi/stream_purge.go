@@ -7,7 +7,7 @@ import (
 )
 
 // JSApiStreamPurgeRequest is the optional body of STREAM.PURGE
-// (protocol.md sections 2.6.7 and 6.4).
+// (nats-server v2.15.2 STREAM.PURGE, jsStreamPurgeRequest; the purge variants, ADR-10).
 type JSApiStreamPurgeRequest struct {
 	Sequence uint64 `json:"seq,omitempty"`
 	Subject  string `json:"filter,omitempty"`

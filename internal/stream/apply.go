@@ -129,7 +129,7 @@ func (s *Stream) SetConfig(cfg Config) error {
 	return nil
 }
 
-// Apply applies one publish (protocol.md sections 4.1 and 4.2): it maps
+// Apply applies one publish (nats-server v2.15.2 processJetStreamMsg; the Nats-* publish headers of nats-server v2.15.2's processJetStreamMsg): it maps
 // the subject with the stream's subject_transform (mapSubject), runs
 // nats-server v2.15.2's checks on the mapped subject in its order
 // (checks.go), stores the

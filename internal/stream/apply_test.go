@@ -11,8 +11,7 @@ import (
 
 // The publish scripts below were run against nats-server v2.15.2 with
 // nats.go (one request per line, headers written "Key: value"); want is
-// the reply it sent, byte for byte (protocol.md sections 3.6, 4.2, 4.3
-// and 6.2). Each script starts on a new stream with the config shown.
+// the reply it sent, byte for byte (nats-server v2.15.2 PubAck, JSPubAckResponse; the Nats-* publish headers of nats-server v2.15.2's processJetStreamMsg; nats-server v2.15.2 deduplication; nats-server v2.15.2's limits and discard policies). Each script starts on a new stream with the config shown.
 
 // pubStep is one publish: the subject, the header fields as
 // "Key:value|Key:value" ("" for no header), the payload and the PubAck.

@@ -16,8 +16,7 @@ import (
 // The publish checks, in the order nats-server v2.15.2 runs them for a
 // stream on a single server (server/stream.go processJetStreamMsgWithBatch
 // and processJetStreamAtomicBatchMsg). The first failure is the answer
-// and nothing is stored. The order differs from the table of protocol.md
-// section 4.2 in two ways that nats-server v2.15.2 shows on the wire: the
+// and nothing is stored. The order differs from the table of the Nats-* publish headers of nats-server v2.15.2's processJetStreamMsg in two ways that nats-server v2.15.2 shows on the wire: the
 // size checks (10054, 10097) come right after the sealed check, before
 // any header check; and an unparsable Nats-TTL (10165) is reported only
 // after every header check. On a stream without the newer features:

@@ -8,12 +8,11 @@ import (
 	"github.com/cairnmq/cairn/internal/store"
 )
 
-// Config is the StreamConfig of the JetStream API (protocol.md sections
-// 3.1 and 3.2). Its JSON keys, their order, the omitempty rules and the Go
+// Config is the StreamConfig of the JetStream API (nats-server v2.15.2 StreamConfig; nats-server v2.15.2 StreamSource; ADR-59). Its JSON keys, their order, the omitempty rules and the Go
 // types are those of nats-server v2.15.2 (server/stream.go StreamConfig),
 // so encoding/json gives the bytes nats-server returns in the "config" of
 // a stream_create_response, escapes included. Durations are integers in
-// nanoseconds. Decoding ignores unknown keys (protocol.md section 0 item
+// nanoseconds. Decoding ignores unknown keys (nats-server v2.15.2 item
 // 3); the request-only "pedantic" key belongs to the API layer.
 type Config struct {
 	Name                   string            `json:"name"`
@@ -114,8 +113,7 @@ type ConsumerLimits struct {
 // sets none (nats-server StreamDefaultDuplicatesWindow).
 const DefaultDuplicateWindow = 2 * time.Minute
 
-// SetDefaults fills in what nats-server v2.15.2 fills in (protocol.md
-// section 3.8; server/stream.go checkStreamCfgLocked): 0 or < -1 becomes
+// SetDefaults fills in what nats-server v2.15.2 fills in (nats-server v2.15.2 defaults, setStreamConfigDefaults and setConsumerConfigDefaults; server/stream.go checkStreamCfgLocked): 0 or < -1 becomes
 // -1 for max_msgs, max_bytes, max_msgs_per_subject, max_msg_size and
 // max_consumers; num_replicas 0 becomes 1; a zero duplicate_window
 // becomes 2 min, or max_age when that is shorter, except on mirrors and
@@ -232,7 +230,7 @@ func clonePtr[T any](p *T) *T {
 }
 
 // Equal reports whether c and o encode to the same JSON. This is the test
-// for an identical re-create (protocol.md section 2.6.2: the defaulted new
+// for an identical re-create (nats-server v2.15.2 STREAM.CREATE, jsStreamCreateRequest: the defaulted new
 // config must equal the existing one, else 10058). It differs from
 // nats-server's reflect.DeepEqual only where the two cannot be told apart
 // on the wire, such as a nil and an empty list.

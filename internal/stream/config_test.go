@@ -12,7 +12,7 @@ import (
 // roundTrips are configs as the clients send them (nats.go v1.55.0
 // jetstream and legacy API, the Node nats 2.29.3 client) and the "config"
 // nats-server v2.15.2 returned for each in its stream_create_response
-// (protocol.md sections 2.6.2, 3.1 and 3.8), byte for byte.
+// (nats-server v2.15.2 STREAM.CREATE, jsStreamCreateRequest; nats-server v2.15.2 StreamConfig; nats-server v2.15.2 defaults, setStreamConfigDefaults and setConsumerConfigDefaults), byte for byte.
 // A config sent back as returned gives the same bytes again, except
 // where noted in echoDiffers.
 var roundTrips = []struct {
@@ -104,7 +104,7 @@ func prepare(t *testing.T, in string) string {
 	return string(b)
 }
 
-// TestConfigUnknownKeys: unknown keys are ignored (protocol.md section 0
+// TestConfigUnknownKeys: unknown keys are ignored (nats-server v2.15.2
 // item 3), including template_owner, which v2.15.2 no longer knows.
 func TestConfigUnknownKeys(t *testing.T) {
 	var c Config
@@ -118,7 +118,7 @@ func TestConfigUnknownKeys(t *testing.T) {
 }
 
 // TestEnumJSON checks the enumeration strings both ways and the decode
-// errors, whose text nats-server reports in 10025 (protocol.md section 3.7).
+// errors, whose text nats-server reports in 10025 (nats-server v2.15.2's enumerations).
 func TestEnumJSON(t *testing.T) {
 	tests := []struct {
 		in      string
@@ -191,7 +191,7 @@ func TestEnumString(t *testing.T) {
 	}
 }
 
-// TestSetDefaults covers each default of protocol.md section 3.8.
+// TestSetDefaults covers each default of nats-server v2.15.2 defaults, setStreamConfigDefaults and setConsumerConfigDefaults.
 func TestSetDefaults(t *testing.T) {
 	tests := []struct {
 		name  string

@@ -1,11 +1,11 @@
 package stream
 
-// dedupe is the Nats-Msg-Id window (protocol.md section 4.2 row 5;
+// dedupe is the Nats-Msg-Id window (the Nats-* publish headers of nats-server v2.15.2's processJetStreamMsg row 5;
 // nats-server ddmap, ddarr and purgeMsgIds): the ids stored within
 // duplicate_window with the sequence and time of their message. An id is
 // a duplicate while it is in the window, whatever the time of the new
 // entry; ids leave only through expire, so that a replayed log decides
-// the same way (DESIGN.md section 3).
+// the same way (docs/engine.md, "What decides what").
 type dedupe struct {
 	ids   map[string]dedupeEntry // id -> its newest stored message
 	queue []dedupeRecord         // ids in the order they were stored

@@ -3,46 +3,79 @@
 // state machine that decides each publish. It is level 2 of
 // docs/design-jetstream.md: it starts no goroutine, reads no clock and
 // knows nothing of the network. nats-server v2.15.2 is the reference for
-// every byte a client sees; protocol.md sections 3, 4 and 6 collect the
-// facts.
+// every byte a client sees; docs/engine.md has the design, and the
+// comments name the nats-server functions they follow.
 //
 // # Configs
 //
 // The API layer decodes a request body into a Config (unknown keys are
-// ignored) and then, for a create, in nats-server's order:
+// ignored) and hands it to the engine, which checks it in one place:
 //
-//  1. SetStaticMetadata, then check the name against the subject (10056).
-//  2. CheckCreate (10128, sealed, mirror_direct).
-//  3. SetDefaults, then Validate.
-//  4. If the stream exists: CopyVersionMetadata from the existing config,
-//     then Equal decides between success and 10058. Else the overlap with
-//     other streams' subjects (10065) and the store.
+//   - a create: PrepareCreate (static metadata, the name against the
+//     request subject 10056, CheckCreate 10128, pedantic 10157,
+//     SetDefaults, Validate); then, with the other streams at hand, an
+//     existing stream (CopyVersionMetadata, then Equal decides between
+//     success and 10058), the storage limits, the source filters, the
+//     overlap with other streams' subjects (10065), and the store.
+//   - an update: PrepareUpdate (pedantic, SetDefaults, Validate, the name
+//     10056, static metadata); then the lookup (10059), CheckUpdate
+//     (which also applies a seal), the consumer limits (10069) and
+//     subject overlap (10065), and the UpdateConfig operation.
 //
-// For an update: SetDefaults and Validate, the name check (10056), the
-// lookup (10059), SetStaticMetadata, CheckUpdate (which also applies a
-// seal), the consumer limits (10069) and subject overlap (10065), then
-// Stream.SetConfig. Every config returned to a client goes through
-// WithServerMetadata.
+// Every config returned to a client goes through WithServerMetadata.
 //
-// # Publishing
+// # Operations
+//
+// Every change to a stream is an operation (ops.go, docs/engine.md): a
+// Publish of entries, a Copy from an origin stream, a BatchCommit, a
+// Purge, a DeleteMsg, an UpdateConfig, an Expire up to a time or a
+// Remove of messages retention let go. ApplyOp is the one function that
+// applies them: its outcome depends only on the Stream's state (config,
+// store, duplicate window, last Nats-Msg-Id) and the operation, never on
+// a clock, a random source, map order or the server's settings, so a
+// replicated log can sit in front of it and every replica that applies
+// the same operations reaches the same state.
 //
 // New makes a Stream over a store configured with Config.StoreConfig;
 // after opening a store that holds messages, Rebuild and then ExpireDedupe
 // restore the duplicate window. The one goroutine that owns the Stream
 // then:
 //
-//  1. calls Apply for each entry, in arrival order; Apply stores the
-//     message with store.Append, which does not wait for the disk;
-//  2. builds the reply with AppendPubAck, unless the config has NoAck or
-//     the publish had no reply subject, and hands it on;
-//  3. the replies go out in order, a success only once store.WaitDurable
-//     covered its sequence and a duplicate only once it covered the
-//     original sequence (docs/design-jetstream.md, the publish path);
-//  4. calls ExpireDedupe(now) when DedupeDeadline comes.
+//  1. turns each publish into an entry stamped with the time it arrived,
+//     and proposes operations to the stream's log;
+//  2. calls ApplyOp for each operation the log commits, in order; a
+//     publish's store.Append does not wait for the disk;
+//  3. builds each reply with AppendPubAck, unless the config has NoAck or
+//     the publish had no reply subject, and sends it only once
+//     store.WaitDurable covered its sequence (a duplicate: the original
+//     sequence) (docs/design-jetstream.md, the publish path);
+//  4. proposes an Expire when DedupeDeadline, MaxAgeDeadline or a TTL
+//     comes.
 //
-// Apply is a pure function of the stream's state (its store included) and
-// the entry (DESIGN.md section 3), so a replicated log can later sit in
-// front of it.
+// Apply, ApplyBatch, ApplyMirror, ExpireUpTo, ExpireDedupe and SetConfig
+// are the steps ApplyOp is made of; the runtime calls ApplyOp only.
+//
+// An operation travels as (AppendOp, DecodeOp; varints are
+// encoding/binary's, unsigned unless marked signed; a string or byte
+// slice is its length, a uvarint, then its bytes):
+//
+//	+-------------+-------------+--------------------+
+//	| kind 1 byte | version = 1 | the kind's fields  |
+//	+-------------+-------------+--------------------+
+//	entry        | subject | header len + 1 (0: no header) | header | data | time (signed, unix ns) | flags (1 byte) |
+//	             flags: bit 0 Sourced, bit 1 FastBatch; other bits must be 0
+//	1 Publish      | count | count × entry |
+//	2 Copy         | mirror (1 byte, 0 or 1) | count | count × (entry, then the origin seq when mirror) |
+//	3 BatchCommit  | the BatchCommit bytes below (with a version byte of their own) |
+//	4 Purge        | subject | seq | keep |
+//	5 DeleteMsg    | seq |
+//	6 UpdateConfig | the config's JSON, as the API and meta.json carry it |
+//	7 Expire       | time T (signed, unix ns) |
+//	8 Remove       | reason (1 byte) | count | count × seq, each the signed difference from the previous (the first from 0) |
+//
+// Kinds are append-only. DecodeOp refuses an unknown kind or version, a
+// short buffer, a count the bytes left cannot hold, unknown flag bits and
+// trailing bytes (ErrBadOp).
 //
 // # Batches
 //

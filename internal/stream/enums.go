@@ -7,15 +7,14 @@ import (
 	"strings"
 )
 
-// The enumerations of StreamConfig (protocol.md section 3.7). On the wire
+// The enumerations of StreamConfig (nats-server v2.15.2's enumerations). On the wire
 // they are lowercase JSON strings; the numeric values are cairn's own and
 // never leave the process (meta.json holds the strings). The decoders
 // accept exactly what nats-server v2.15.2 accepts (server/store.go,
 // filestore.go, stream.go) and fail with its error text, which the API
 // layer reports as 10025 "invalid JSON: <text>".
 
-// RetentionPolicy says when a message leaves the stream (protocol.md
-// section 6.1).
+// RetentionPolicy says when a message leaves the stream (nats-server v2.15.2's retention policies).
 type RetentionPolicy int
 
 // Retention policies; the zero value is the default.
@@ -35,7 +34,7 @@ const (
 )
 
 // DiscardPolicy says what a full stream does with a new message
-// (protocol.md section 6.2).
+// (nats-server v2.15.2's limits and discard policies).
 type DiscardPolicy int
 
 // Discard policies; the zero value is the default.

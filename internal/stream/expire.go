@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Subject delete markers (protocol.md sections 3.1 and 4.2; nats-server
+// Subject delete markers (nats-server v2.15.2 StreamConfig; the Nats-* publish headers of nats-server v2.15.2's processJetStreamMsg; nats-server
 // v2.15.2 server/memstore.go and filestore.go expireMsgs and
 // handleRemovalOrSdm). When subject_delete_marker_ttl is set and max_age
 // or a message's Nats-TTL removes the last message of a subject, the

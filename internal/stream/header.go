@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// The publish headers the stream acts on (protocol.md section 4.2;
+// The publish headers the stream acts on (the Nats-* publish headers of nats-server v2.15.2's processJetStreamMsg;
 // nats-server v2.15.2 server/stream.go). Names are matched exactly, case
 // included.
 const (
@@ -28,7 +28,7 @@ const (
 	hdrRequestInfo       = "Nats-Request-Info"
 )
 
-// Header block framing (protocol.md section 1.6).
+// Header block framing (the NATS header block (ADR-4)).
 const (
 	hdrVersion = "NATS/1.0"
 	crlf       = "\r\n"

@@ -6,7 +6,7 @@ import (
 )
 
 // TestHeaderValue covers the lookup rules of nats-server's sliceHeader
-// (protocol.md section 1.6): exact case, the name at a line start after
+// (the NATS header block (ADR-4)): exact case, the name at a line start after
 // the first line and followed at once by ':', leading spaces skipped,
 // trailing spaces kept, first field wins.
 func TestHeaderValue(t *testing.T) {

@@ -15,7 +15,7 @@ func pedanticError(text string) *jserr.Error {
 
 // CheckPedantic runs, on a config as the client sent it (before
 // SetDefaults), the checks of a create or update request with
-// "pedantic": true (protocol.md section 2.6.2): where SetDefaults would
+// "pedantic": true (nats-server v2.15.2 STREAM.CREATE, jsStreamCreateRequest): where SetDefaults would
 // silently fix a value, pedantic mode refuses the request instead. It
 // returns, in nats-server v2.15.2 checkStreamCfgLocked's order:
 //

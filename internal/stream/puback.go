@@ -8,7 +8,7 @@ import (
 )
 
 // AppendPubAck appends to dst the PubAck nats-server v2.15.2 sends for r
-// on the stream named stream, byte for byte (protocol.md sections 3.6 and
+// on the stream named stream, byte for byte (nats-server v2.15.2 PubAck, JSPubAckResponse and
 // 4.3; server/stream.go, the pubAck template and JSPubAckResponse):
 //
 //	{"stream":"ORDERS","seq":7}

@@ -7,7 +7,7 @@ import (
 )
 
 // TestAppendPubAck checks every PubAck form against the bytes nats-server
-// v2.15.2 sent (protocol.md sections 3.6 and 4.3; the domain forms from a
+// v2.15.2 sent (nats-server v2.15.2 PubAck, JSPubAckResponse; nats-server v2.15.2 deduplication; the domain forms from a
 // server with jetstream { domain: hub }).
 func TestAppendPubAck(t *testing.T) {
 	wrong := jserr.New(jserr.StreamWrongLastSequence, jserr.Sub("seq", 6))

@@ -9,7 +9,7 @@ import (
 )
 
 // RePublished is the copy of a stored message that a stream with
-// republish publishes (protocol.md section 5.10): to Subject, with Header
+// republish publishes (the direct get headers, ADR-31): to Subject, with Header
 // (the stored header followed by Nats-Stream, Nats-Subject,
 // Nats-Sequence, Nats-Time-Stamp, Nats-Last-Sequence and, with
 // headers_only, Nats-Msg-Size) and Data (nil with headers_only).
@@ -80,7 +80,7 @@ func (s *Stream) rePublish(m *pub, subj string, seq, last uint64) *RePublished {
 // (seq) and Nats-Time-Stamp (t, unix nanoseconds, written in RFC 3339
 // with nanoseconds, UTC). The caller appends its own fields and the
 // closing CRLF. nats-server v2.15.2 starts a republished message and a
-// direct get reply alike (protocol.md sections 3.7 and 5.10).
+// direct get reply alike (nats-server v2.15.2's enumerations; the direct get headers, ADR-31).
 func AppendStoredFields(b, hdr []byte, streamName, subj string, seq uint64, t int64) []byte {
 	if len(hdr) >= len(emptyBlock) {
 		b = append(b, hdr[:len(hdr)-len(crlf)]...)

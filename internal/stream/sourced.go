@@ -14,7 +14,7 @@ import (
 // SourcedEntry returns the entry a sourcing stream applies for msg, a
 // message of the origin stream taken through the source whose
 // IndexName is iname (nats-server v2.15.2 processInboundSourceMsg,
-// protocol.md section 3.2): the subject is subj (msg's subject, or as the
+// nats-server v2.15.2 StreamSource; ADR-59): the subject is subj (msg's subject, or as the
 // source's transform mapped it); the header is msg's without its
 // Nats-Stream-Source (a daisy chain), Nats-Expected-* and Nats-Batch-*
 // fields, followed by

@@ -10,7 +10,7 @@ import (
 )
 
 // checkMirror makes nats-server v2.15.2's mirror checks
-// (checkStreamCfgLocked, protocol.md sections 3.2 and 3.9), in its
+// (checkStreamCfgLocked, nats-server v2.15.2 StreamSource; ADR-59; nats-server v2.15.2 validation, checkStreamCfg and checkConsumerCfg), in its
 // order: 10143, 10034, 10031, 10173, 10198, 10209, 10186, 10213 (a
 // durable mirror consumer), 10150, 10052 for delete markers, then each
 // subject transform (10151, 10154, 10152) and the origin's name (10142).

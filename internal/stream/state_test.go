@@ -38,7 +38,7 @@ func wantErr(t *testing.T, r Result, code jserr.ErrCode) {
 
 // TestApplyRollupPurges: a rollup keeps only itself on its subject (sub)
 // or in the stream (all), and Result.Purged counts what left
-// (protocol.md section 4.2 row 7).
+// (the Nats-* publish headers of nats-server v2.15.2's processJetStreamMsg row 7).
 func TestApplyRollupPurges(t *testing.T) {
 	s := newTestStream(t, `{"name":"R","subjects":["r.>"],"allow_rollup_hdrs":true}`)
 	for i, subj := range []string{"r.a", "r.b", "r.a", "r.b"} {
@@ -116,7 +116,7 @@ func TestApplyFileRecordLimit(t *testing.T) {
 }
 
 // TestApplyStoredHeader: the stored header loses an inline status and
-// Nats-Request-Info (protocol.md section 4.1 item 5) and keeps the rest
+// Nats-Request-Info (nats-server v2.15.2 processJetStreamMsg item 5) and keeps the rest
 // byte for byte; the entry's own buffer is never changed.
 func TestApplyStoredHeader(t *testing.T) {
 	tests := []struct {
@@ -147,8 +147,7 @@ func TestApplyStoredHeader(t *testing.T) {
 }
 
 // TestApplyExpectedLastSubjectSequence covers the per-subject check with
-// the subject override, wildcards and a purged subject (protocol.md
-// section 4.2 rows 3 and 3a).
+// the subject override, wildcards and a purged subject (the Nats-* publish headers of nats-server v2.15.2's processJetStreamMsg rows 3 and 3a).
 func TestApplyExpectedLastSubjectSequence(t *testing.T) {
 	s := newTestStream(t, `{"name":"S","subjects":["s.>"]}`)
 	wantSeq(t, apply(s, "s.a", "Nats-Expected-Last-Subject-Sequence:0", "1", t0), 1, false)
@@ -173,7 +172,7 @@ func TestApplyExpectedLastSubjectSequence(t *testing.T) {
 }
 
 // TestApplyExpectedLastMsgID: the id compared is that of the last stored
-// message, empty when it had none (protocol.md section 4.2 row 6).
+// message, empty when it had none (the Nats-* publish headers of nats-server v2.15.2's processJetStreamMsg row 6).
 func TestApplyExpectedLastMsgID(t *testing.T) {
 	s := newTestStream(t, `{"name":"S","subjects":["s"]}`)
 	wantSeq(t, apply(s, "s", "Nats-Msg-Id:a", "", t0), 1, false)
@@ -194,7 +193,7 @@ func TestApplyExpectedLastMsgID(t *testing.T) {
 
 // TestDedupeWindow: an id is a duplicate until ExpireDedupe passes its
 // time plus duplicate_window, whatever the time of the duplicate
-// (DESIGN.md section 3: expiry is an explicit step).
+// (docs/engine.md: expiry is an explicit operation).
 func TestDedupeWindow(t *testing.T) {
 	s := newTestStream(t, `{"name":"S","subjects":["s"],"duplicate_window":1000000000}`)
 	sec := int64(time.Second)

@@ -8,8 +8,7 @@ import (
 )
 
 // transformCases are stream create bodies with a subject_transform and the
-// error object nats-server v2.15.2 answered each with, or "ok" (protocol.md
-// section 3.9; checkStreamCfgLocked checks the transform after the
+// error object nats-server v2.15.2 answered each with, or "ok" (nats-server v2.15.2 validation, checkStreamCfg and checkConsumerCfg; checkStreamCfgLocked checks the transform after the
 // subjects and before republish).
 var transformCases = []struct {
 	name, in, want string
@@ -78,7 +77,7 @@ func storedSubject(t *testing.T, s *Stream, seq uint64) string {
 
 // TestApplySubjectTransform: the stream stores a message under its
 // mapped subject, and a subject the transform's source does not match
-// unchanged (protocol.md section 4.1 step 2; nats-server
+// unchanged (nats-server v2.15.2 processJetStreamMsg step 2; nats-server
 // processJetStreamMsgWithBatch).
 func TestApplySubjectTransform(t *testing.T) {
 	s := newTestStream(t, `{"name":"S","subjects":["orders.>"],"subject_transform":{"src":"orders.*.*","dest":"o.$2.{{partition(4,1)}}.$1"}}`)

@@ -18,7 +18,7 @@ func storedHeader(t *testing.T, s *Stream, seq uint64) string {
 }
 
 // With allow_msg_ttl a valid Nats-TTL is stored as sent, and the message
-// leaves once its TTL has passed (protocol.md section 4.2, Nats-TTL).
+// leaves once its TTL has passed (the Nats-* publish headers of nats-server v2.15.2's processJetStreamMsg, Nats-TTL).
 func TestApplyTTLStoredAndExpires(t *testing.T) {
 	s := newTestStream(t, `{"name":"T","subjects":["t.>"],"allow_msg_ttl":true}`)
 	wantSeq(t, apply(s, "t.a", "Nats-TTL:2s", "x", t0), 1, false)

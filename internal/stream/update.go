@@ -8,7 +8,7 @@ import (
 
 // CheckUpdate decides whether a stream whose config is old may take the
 // config next, with nats-server v2.15.2's rules, texts and order
-// (protocol.md section 3.10; server/stream.go configUpdateCheckLocked).
+// (nats-server v2.15.2 configUpdateCheck, what an update may change; server/stream.go configUpdateCheckLocked).
 // Both configs must have passed SetDefaults and Validate. The errors are
 // 10052 (name, storage, retention to or from workqueue, unsealing,
 // cancelling deny_delete or deny_purge, disabling TTLs or schedules,

@@ -47,7 +47,7 @@ func (c *Config) CheckCreate() *jserr.Error {
 
 // Validate checks a config that went through SetDefaults, with the rules
 // and in the order of nats-server v2.15.2 checkStreamCfgLocked followed by
-// its single-server replicas check (protocol.md section 3.9). Every error
+// its single-server replicas check (nats-server v2.15.2 validation, checkStreamCfg and checkConsumerCfg). Every error
 // is 10052 with nats-server's text unless noted: 10133 for negative
 // replicas, 10143/10034/10031 for a mirror with first_seq, subjects or
 // sources, 10155 and 10156 for a subject_transform whose source or

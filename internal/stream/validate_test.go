@@ -10,7 +10,7 @@ import (
 )
 
 // validateCases are stream create bodies and the error object nats-server
-// v2.15.2 answered each with (protocol.md sections 2.6.2 and 3.9), or "ok".
+// v2.15.2 answered each with (nats-server v2.15.2 STREAM.CREATE, jsStreamCreateRequest; nats-server v2.15.2 validation, checkStreamCfg and checkConsumerCfg), or "ok".
 // The ones marked cairn are deliberate differences: features cairn
 // refuses rather than accepts without honouring.
 var validateCases = []struct {
@@ -153,7 +153,7 @@ func TestValidateWithoutDefaults(t *testing.T) {
 }
 
 // updateCases are stream updates of the stream created with base, and
-// nats-server v2.15.2's answers (protocol.md section 3.10).
+// nats-server v2.15.2's answers (nats-server v2.15.2 configUpdateCheck, what an update may change).
 var updateCases = []struct {
 	name, in, want string
 }{

@@ -1,0 +1,285 @@
+package consumer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// JSApiConsumerGetNextRequest is a request on
+// $JS.API.CONSUMER.MSG.NEXT.<S>.<C> (nats-server v2.15.2; ADR-13 pull
+// requests). Expires and Heartbeat are nanoseconds in JSON. The type has
+// nats-server's name because a decoding error names it in the 400
+// status a client sees.
+type JSApiConsumerGetNextRequest struct {
+	Batch     int           `json:"batch,omitempty"`
+	Expires   time.Duration `json:"expires,omitempty"`
+	MaxBytes  int           `json:"max_bytes,omitempty"`
+	NoWait    bool          `json:"no_wait,omitempty"`
+	Heartbeat time.Duration `json:"idle_heartbeat,omitempty"`
+	Group     string        `json:"group,omitempty"`
+}
+
+// parsePull reads a pull request body as nats-server v2.15.2
+// nextReqFromMsg does: empty (batch 1), a number as text (the batch), or
+// JSON; anything else is a request for one message. It returns the text
+// of a 400 Bad Request status for bad JSON or an idle_heartbeat above
+// half of expires (no expires counts as 0).
+func parsePull(body []byte) (pullRequest, string) {
+	req := pullRequest{Batch: 1}
+	body = bytes.TrimSpace(body)
+	switch {
+	case len(body) == 0:
+		return req, ""
+	case body[0] == '{':
+		if err := json.Unmarshal(body, &req); err != nil {
+			return req, err.Error()
+		}
+	default:
+		if n, err := strconv.Atoi(string(body)); err == nil {
+			req.Batch = n
+		}
+	}
+	if req.Batch <= 0 {
+		req.Batch = 1
+	}
+	if req.Heartbeat > 0 && req.Heartbeat*2 > req.Expires {
+		return req, "heartbeat value too large"
+	}
+	return req, ""
+}
+
+// pullRequest is the short name of the request type.
+type pullRequest = JSApiConsumerGetNextRequest
+
+// waiting is a queued pull request.
+type waiting struct {
+	reply     string
+	n         int   // messages still owed
+	bytes     int   // byte budget left; 0 = no budget
+	maxBytes  bool  // the request set max_bytes
+	noWait    bool  // end with 404 when nothing (more) is available
+	expires   int64 // unix ns; 0 = never
+	heartbeat time.Duration
+	lastHB    int64 // last delivery or heartbeat (unix ns)
+	delivered int   // messages delivered to it
+}
+
+// Status frames of pull and push delivery, written exactly as nats-server
+// v2.15.2 writes them (consumer.go: the 100, 404, 408 and 409 statuses).
+func statusHeader(code int, text string, kv ...string) []byte {
+	b := fmt.Appendf(nil, "NATS/1.0 %d %s\r\n", code, text)
+	for i := 0; i+1 < len(kv); i += 2 {
+		b = fmt.Appendf(b, "%s: %s\r\n", kv[i], kv[i+1])
+	}
+	return append(b, '\r', '\n')
+}
+
+func pendingHeader(code int, text string, msgs, bytes int) []byte {
+	return statusHeader(code, text, "Nats-Pending-Messages", strconv.Itoa(msgs), "Nats-Pending-Bytes", strconv.Itoa(bytes))
+}
+
+func heartbeatHeader(lastConsumer, lastStream uint64, stalled string) []byte {
+	kv := []string{"Nats-Last-Consumer", strconv.FormatUint(lastConsumer, 10), "Nats-Last-Stream", strconv.FormatUint(lastStream, 10)}
+	if stalled != "" {
+		kv = append(kv, "Nats-Consumer-Stalled", stalled)
+	}
+	return statusHeader(100, "Idle Heartbeat", kv...)
+}
+
+var (
+	hdrNoMessages = statusHeader(404, "No Messages")
+	// hdrRequestsPending ends a no_wait request that the requests
+	// already waiting would leave nothing for.
+	hdrRequestsPending = statusHeader(408, "Requests Pending")
+	hdrPushBased       = statusHeader(409, "Consumer is push based")
+	hdrMaxWaiting      = statusHeader(409, "Exceeded MaxWaiting")
+	hdrFlowControlReq  = statusHeader(100, "FlowControl Request")
+)
+
+// StatusDeleted is the status a waiting pull request gets when its
+// consumer or stream is deleted: "NATS/1.0 409 Consumer Deleted".
+var StatusDeleted = statusHeader(409, "Consumer Deleted")
+
+// AddPull queues a pull request that arrived at now with reply subject
+// reply and body body, the stream's durable sequence being end, after
+// nats-server v2.15.2's checks (ADR-13; processNextMsgRequest): a push
+// consumer answers 409 "Consumer is push based"; a bad body 400; batch,
+// expires and max_bytes over the consumer's limits 409; a no_wait
+// request that the waiting ones would leave nothing for 408 "Requests
+// Pending"; a full queue 409 "Exceeded MaxWaiting" (no answer to a
+// request with a heartbeat); an expiry already past 408.
+func (d *Deliverer) AddPull(reply string, body []byte, now time.Time, end uint64) {
+	d.lastActive = now
+	if reply == "" {
+		return
+	}
+	if d.cfg.IsPush() {
+		d.out.Publish(reply, "", hdrPushBased, nil)
+		return
+	}
+	req, bad := parsePull(body)
+	if bad != "" {
+		d.out.Publish(reply, "", statusHeader(400, "Bad Request - "+bad), nil)
+		return
+	}
+	if status := d.pullLimits(req); status != nil {
+		d.out.Publish(reply, "", status, nil)
+		return
+	}
+	if req.NoWait && d.requestsPending(now, end) {
+		d.out.Publish(reply, "", hdrRequestsPending, nil)
+		return
+	}
+	if d.cfg.MaxWaiting > 0 && len(d.waiting) >= d.cfg.MaxWaiting {
+		if req.Heartbeat == 0 {
+			d.out.Publish(reply, "", hdrMaxWaiting, nil)
+		}
+		return
+	}
+	if req.Expires < 0 {
+		// Already expired: nats-server answers at once.
+		d.out.Publish(reply, "", pendingHeader(408, "Request Timeout", req.Batch, max(req.MaxBytes, 0)), nil)
+		return
+	}
+	w := &waiting{reply: reply, n: req.Batch, bytes: req.MaxBytes, maxBytes: req.MaxBytes > 0, noWait: req.NoWait, heartbeat: req.Heartbeat, lastHB: now.UnixNano()}
+	if req.Expires > 0 {
+		w.expires = now.Add(req.Expires).UnixNano()
+	}
+	d.waiting = append(d.waiting, w)
+}
+
+// requestsPending reports whether a new no_wait request should get 408
+// Requests Pending (nats-server v2.15.2 processNextMsgRequest): there
+// are messages to deliver up to end (new ones and redeliveries), but
+// fewer than the waiting requests still ask for.
+func (d *Deliverer) requestsPending(now time.Time, end uint64) bool {
+	avail := d.NumPending(end) + uint64(d.st.NumRedeliveryQueued())
+	if avail == 0 {
+		return false
+	}
+	var asked uint64
+	ns := now.UnixNano()
+	for _, w := range d.waiting {
+		if (w.expires == 0 || ns < w.expires) && d.out.HasInterest(w.reply) {
+			asked += uint64(w.n)
+		}
+	}
+	return avail < asked
+}
+
+// pullLimits checks a request against max_batch, max_expires and
+// max_bytes.
+func (d *Deliverer) pullLimits(req pullRequest) []byte {
+	switch {
+	case d.cfg.MaxRequestBatch > 0 && req.Batch > d.cfg.MaxRequestBatch:
+		return statusHeader(409, "Exceeded MaxRequestBatch of "+strconv.Itoa(d.cfg.MaxRequestBatch))
+	case d.cfg.MaxRequestExpires > 0 && req.Expires > d.cfg.MaxRequestExpires:
+		return statusHeader(409, "Exceeded MaxRequestExpires of "+d.cfg.MaxRequestExpires.String())
+	case d.cfg.MaxRequestMaxBytes > 0 && req.MaxBytes > d.cfg.MaxRequestMaxBytes:
+		return statusHeader(409, "Exceeded MaxRequestMaxBytes of "+strconv.Itoa(d.cfg.MaxRequestMaxBytes))
+	}
+	return nil
+}
+
+// ExpirePulls ends the pull requests past their expiry at now with 408
+// Request Timeout, drops those whose requester stopped listening (as
+// nats-server's num_waiting does), and sends idle heartbeats to the
+// waiting ones that are due.
+func (d *Deliverer) ExpirePulls(now time.Time) {
+	ns := now.UnixNano()
+	kept := d.waiting[:0]
+	for _, w := range d.waiting {
+		if w.expires > 0 && ns >= w.expires {
+			d.out.Publish(w.reply, "", pendingHeader(408, "Request Timeout", w.n, max(w.bytes, 0)), nil)
+			continue
+		}
+		if !d.out.HasInterest(w.reply) {
+			continue
+		}
+		if w.heartbeat > 0 && ns-w.lastHB >= int64(w.heartbeat) {
+			dl := d.st.Delivered()
+			d.out.Publish(w.reply, "", heartbeatHeader(dl.Consumer, dl.Stream, ""), nil)
+			w.lastHB = ns
+		}
+		kept = append(kept, w)
+	}
+	clear(d.waiting[len(kept):])
+	d.waiting = kept
+}
+
+// pulled accounts a delivery to a pull request and ends it when its batch
+// or byte budget is used up.
+func (d *Deliverer) pulled(w *waiting, size int, now time.Time) {
+	w.n--
+	w.delivered++
+	w.lastHB = now.UnixNano()
+	if w.maxBytes {
+		w.bytes -= size
+	}
+	switch {
+	case w.maxBytes && w.bytes <= 0:
+		d.endPull(w, nil)
+	case w.n <= 0 && w.maxBytes:
+		d.endPull(w, pendingHeader(409, "Batch Completed", 0, w.bytes))
+	case w.n <= 0:
+		d.endPull(w, nil)
+	}
+}
+
+// endPull removes w from the queue, sending status when not nil.
+func (d *Deliverer) endPull(w *waiting, status []byte) {
+	for i, x := range d.waiting {
+		if x == w {
+			d.waiting = append(d.waiting[:i], d.waiting[i+1:]...)
+			break
+		}
+	}
+	if status != nil {
+		d.out.Publish(w.reply, "", status, nil)
+	}
+}
+
+// endNoWait ends the no_wait requests that cannot get more now with 404
+// No Messages; with expires, only once something was delivered.
+func (d *Deliverer) endNoWait() {
+	kept := d.waiting[:0]
+	for _, w := range d.waiting {
+		if w.noWait && (w.expires == 0 || w.delivered > 0) {
+			d.out.Publish(w.reply, "", hdrNoMessages, nil)
+			continue
+		}
+		kept = append(kept, w)
+	}
+	clear(d.waiting[len(kept):])
+	d.waiting = kept
+}
+
+// EndPulls ends every waiting pull request, each answered with status
+// (StatusDeleted when the consumer or its stream is deleted); nil means
+// the server shuts down: each gets 409 Server Shutdown with what it was
+// still owed, as nats-server v2.15.2 signalPullConsumers sends it.
+func (d *Deliverer) EndPulls(status []byte) {
+	for _, w := range d.waiting {
+		if status != nil {
+			d.out.Publish(w.reply, "", status, nil)
+		} else {
+			d.out.Publish(w.reply, "", pendingHeader(409, "Server Shutdown", w.n, max(w.bytes, 0)), nil)
+		}
+	}
+	d.waiting = nil
+}
+
+// NumWaiting counts the queued pull requests whose requester still
+// listens (ExpirePulls drops the others).
+func (d *Deliverer) NumWaiting() int {
+	n := 0
+	for _, w := range d.waiting {
+		if d.out.HasInterest(w.reply) {
+			n++
+		}
+	}
+	return n
+}

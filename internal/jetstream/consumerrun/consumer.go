@@ -1,0 +1,378 @@
+package consumerrun
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+// saveInterval bounds how often a persisted consumer writes its state: a
+// lost ack or delivery only causes a redelivery (at least once), so the
+// state is written at most this often rather than on every ack. The
+// writes happen on a saver goroutine; the loop only takes a snapshot, and
+// a snapshot that takes long (many pending acks) is taken less often: the
+// next waits saveFactor times the last one's duration, so snapshots never
+// take more than about 1/saveFactor of the consumer's time.
+const (
+	saveInterval = 100 * time.Millisecond
+	saveFactor   = 20
+)
+
+// cevent is an event for a consumer's loop, pushed by its subscriptions'
+// handlers (which run on clients' read loops and must not block).
+type cevent struct {
+	ack       *ackMsg
+	pull      *pullEvent
+	fcSub     string   // a flow control reply arrived on this subject
+	moveReady uint64   // a stored snapshot holds this dead-letter mark
+	moveAck   *moveAck // the PubAck of a dead-letter copy
+	reset     *resetEvent
+}
+
+type pullEvent struct {
+	reply string
+	body  []byte
+}
+
+// Env is what a consumer's runtime takes from the engine that runs it.
+type Env struct {
+	Transport streamrun.Transport
+	Now       func() time.Time                 // the clock for deliveries, acks and timers
+	Logf      func(format string, args ...any) // problems
+	FS        vfs.FS                           // a persisted consumer's files
+	APILevel  int                              // the JetStream API level (pull requests' Nats-Required-Api-Level, info)
+	Version   string                           // the nats-server version advertised (info)
+	Domain    string                           // the JetStream domain named in advisories; "" for none
+	// MaxPayload is the server's max_payload, the rate_limit_bps bucket
+	// of a consumer whose stream has no max_msg_size (0: 1 MiB).
+	MaxPayload int64
+	NewLog     streamrun.NewConsumerLogFunc // nil: streamrun.NewLocalConsumerLog
+	// DeadLetterAcks routes the PubAcks of dead-letter copies; CaptureOf
+	// finds the stream that captures a subject (nil: none), taking no
+	// lock; Ready reports whether every stream was restored (until then
+	// no move can tell whether a stream captures its subject).
+	DeadLetterAcks *DeadLetterAcks
+	CaptureOf      func(subj string) *streamrun.Stream
+	Ready          func() bool
+	// Expire is called, apart from the consumer's loop, which has
+	// returned, when the consumer passed its inactive_threshold: the
+	// engine deletes it.
+	Expire func(c *Consumer)
+}
+
+// Consumer is the runtime of one consumer: its subscriptions (acks, pull
+// requests, flow control replies) queue events, and its loop goroutine
+// hands them, and the time, to the consumer's delivery logic
+// (consumer.Deliverer), which decides, loads from the stream's store and
+// sends; the loop also saves the state, journals confirmed acks and runs
+// dead-letter moves. mu guards the state so that API calls (info) can
+// read it. It implements streamrun.Consumer for its stream.
+type Consumer struct {
+	env     Env
+	sr      *streamrun.Stream
+	name    string
+	created time.Time
+	dir     string                // "" when not persisted
+	cstore  store.ConsumerStore   // nil when not persisted
+	saver   *saver                // writes cstore; nil when not persisted
+	jr      store.ConsumerJournal // cstore's ack journal; nil when not persisted
+
+	// durDelivered is the delivered stream sequence of the last stored
+	// snapshot: a confirmed ack at or below it needs only the journal.
+	// Written by the saver, read by the loop.
+	durDelivered atomic.Uint64
+
+	// metaMu serializes writes of meta.json (Update, Pause, and an
+	// ephemeral's first write in persistLater); taken before mu.
+	metaMu sync.Mutex
+	// persisting counts persistLater while it runs (a new ephemeral of a
+	// file stream being written): Stop waits for it. persistOnStart
+	// tells Start to run it.
+	persisting     sync.WaitGroup
+	persistOnStart bool
+
+	evMu   sync.Mutex
+	events []cevent
+	wake   chan struct{} // capacity 1
+	quit   chan struct{}
+	done   sync.WaitGroup
+	subs   []streamrun.Subscription
+
+	mu  sync.Mutex
+	cfg consumer.Config
+	// d is the delivery logic; st its delivery state, changed only
+	// through Commit (the consumer's log); cout the outcome of the last
+	// operation applied.
+	d          *consumer.Deliverer
+	st         *consumer.State
+	log        streamrun.Log[consumer.Op]
+	cout       consumer.Outcome
+	opAck      consumer.Ack // reused by ackSeq
+	lastAck    time.Time
+	dirty      bool
+	lastSave   time.Time
+	saveGap    time.Duration // the wait before the next write: saveInterval or more
+	stopped    bool
+	acked      []uint64           // acknowledged this round, for retention
+	ackReplies []string           // double-ack replies of this round, sent after retention
+	jops       []store.ConsumerOp // confirmed acks of this round, journaled after retention
+	jwait      []confirm          // their confirmations
+	snapWait   []confirm          // confirmations that wait for the next stored snapshot
+	replayed   []uint64           // acks replayed from the journal at restore, for retention
+	saveNow    bool               // take a snapshot at the end of this round (a move completed)
+	// resetRetention: a reset this round moved the delivery state, so an
+	// interest stream drops what nobody needs any more (loop, after the
+	// round).
+	resetRetention bool
+	dlq            string           // the dead-letter subject ("" for none; refreshDeadLetter)
+	moves          map[uint64]*move // dead-letter moves by stream sequence (deadletter.go)
+	moveErr        string           // the last refused copy logged, and when (logMoveErr)
+	moveErrAt      time.Time
+}
+
+// confirm is a confirmation to send once the ack it answers is durable:
+// an empty reply (double ack), or for +NXT the pull request it carries.
+type confirm struct {
+	reply   string
+	next    bool
+	body    []byte
+	move    uint64 // not a reply: the dead-letter mark of this stream sequence is stored
+	payload []byte // the reply's payload (a reset's response); nil: an empty reply
+}
+
+func (c *Consumer) now() time.Time { return c.env.Now() }
+
+// Commit proposes op to the consumer's log and returns its outcome: the
+// local log applies it at once (Apply). The outcome is valid until the
+// next Commit. The caller holds c.mu (consumer.Committer).
+func (c *Consumer) Commit(op consumer.Op) *consumer.Outcome {
+	if err := c.log.Propose(op, 0); err != nil {
+		c.env.Logf("consumer %s > %s: operation of kind %d not proposed: %v", c.sr.Name(), c.name, op.Kind(), err)
+		c.cout = consumer.Outcome{}
+	}
+	if c.cout.Dirty {
+		c.dirty = true
+	}
+	return &c.cout
+}
+
+// Apply applies a committed operation of the consumer's log to its
+// delivery state (Applier): consumer.State.ApplyOp alone decides. It
+// runs with c.mu held, on the goroutine that proposed.
+func (c *Consumer) Apply(_ uint64, op consumer.Op, _ uint64) {
+	c.st.ApplyOp(op, &c.cout)
+}
+
+// pausedUntil returns when the consumer's pause ends, the zero time when
+// it is not paused. The caller holds c.mu.
+func (c *Consumer) pausedUntil() time.Time {
+	if p := c.st.PausedUntil(); p != 0 {
+		return time.Unix(0, p)
+	}
+	return time.Time{}
+}
+
+// push queues an event and wakes the loop.
+func (c *Consumer) push(ev cevent) {
+	c.evMu.Lock()
+	c.events = append(c.events, ev)
+	c.evMu.Unlock()
+	c.Signal()
+}
+
+// Signal wakes the loop (new messages, acks, config changes).
+func (c *Consumer) Signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Consumer) takeEvents(dst []cevent) []cevent {
+	c.evMu.Lock()
+	dst = append(dst[:0], c.events...)
+	clear(c.events)
+	c.events = c.events[:0]
+	c.evMu.Unlock()
+	return dst
+}
+
+// loop is the consumer's goroutine.
+func (c *Consumer) loop() {
+	defer c.done.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var evs []cevent
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-c.wake:
+		case <-timer.C:
+		}
+		evs = c.takeEvents(evs)
+		acked, replies, jb, idle := c.round(evs)
+		if len(acked) > 0 {
+			c.sr.OnAcked(c, acked, len(replies) > 0 || len(jb.waits) > 0 || jb.saveAfter)
+		}
+		if jb.saveAfter {
+			c.saveAfterRetention()
+		}
+		for _, reply := range replies {
+			c.env.Transport.Publish(reply, "", nil, nil) // the double ack
+		}
+		c.journal(jb)
+		if jb.dropUnneeded {
+			c.sr.DropUnneeded() // a reset skipped messages an interest stream may hold for it alone
+		}
+		if idle {
+			c.env.Expire(c)
+			return
+		}
+		timer.Reset(c.nextWake())
+	}
+}
+
+// round handles the queued events, redelivery timers and pull request
+// expiry, then delivers what it can. It returns the stream sequences
+// acknowledged (for retention), the double-ack replies to send once
+// retention has removed them, the confirmed acks to journal after
+// retention, and whether the consumer has been inactive past its
+// threshold.
+func (c *Consumer) round(evs []cevent) (acked []uint64, replies []string, jb journalBatch, idle bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return nil, nil, jb, false
+	}
+	now := c.now()
+	c.refreshDeadLetter()
+	for i := range evs {
+		c.handle(&evs[i], now)
+		evs[i] = cevent{}
+	}
+	c.endPause(now)
+	c.expireAcks(now)
+	c.d.ExpirePulls(now)
+	if c.d.Deliver(now, c.sr.DurableSeq()) {
+		c.Signal() // go on in the next round, after the queued acks
+	}
+	c.acked = append(c.acked, c.d.TakeAcked()...)
+	c.d.Heartbeats(now)
+	c.sweepMoves()
+	// Confirmations waiting for a snapshot go out only after retention
+	// has removed what this round acknowledged (saveAfterRetention); a
+	// completed dead-letter move (saveNow) is saved at once otherwise.
+	saveAfter := len(c.acked) > 0 && len(c.snapWait) > 0
+	if !saveAfter {
+		c.maybeSave(now, len(c.snapWait) > 0 || c.saveNow)
+	}
+	acked, replies = c.acked, c.ackReplies
+	c.acked, c.ackReplies = nil, nil
+	jb = journalBatch{ops: c.jops, waits: c.jwait, saveAfter: saveAfter, dropUnneeded: c.resetRetention}
+	c.jops, c.jwait, c.resetRetention = nil, nil, false
+	return acked, replies, jb, c.d.Inactive(now)
+}
+
+func (c *Consumer) handle(ev *cevent, now time.Time) {
+	switch {
+	case ev.ack != nil:
+		c.processAck(ev.ack, now)
+	case ev.pull != nil:
+		c.d.AddPull(ev.pull.reply, ev.pull.body, now, c.sr.DurableSeq())
+	case ev.fcSub != "":
+		c.d.FlowControlReply(ev.fcSub)
+	case ev.moveReady != 0:
+		c.moveReady(ev.moveReady, now)
+	case ev.moveAck != nil:
+		c.onMoveAck(ev.moveAck, now)
+	case ev.reset != nil:
+		c.reset(ev.reset, now)
+	}
+}
+
+// endPause notes a pause that has run out: the consumer delivers again
+// and the pause advisory says so (paused false), as nats-server sends it.
+func (c *Consumer) endPause(now time.Time) {
+	until := c.pausedUntil()
+	if until.IsZero() || until.After(now) {
+		return
+	}
+	c.Commit(&consumer.Pause{})
+	c.AdvisePause(false, until.UTC())
+}
+
+// expireAcks moves deliveries past their ack wait to the redelivery queue
+// and reports those that reached max_deliver; with a dead-letter subject
+// it starts their moves, and retries the moves whose time came
+// (deadletter.go).
+func (c *Consumer) expireAcks(now time.Time) {
+	if d, ok := c.st.NextDeadline(); !ok || d > now.UnixNano() {
+		return // nothing due: no operation
+	}
+	for _, ex := range slices.Clone(c.Commit(&consumer.ExpireAcks{Time: now.UnixNano()}).Exhausted) {
+		c.dirty = true
+		if ex.Retry {
+			c.retryMove(ex.Stream, now)
+			continue
+		}
+		c.adviseMaxDeliveries(ex)
+		if ex.Kept {
+			c.beginMove(ex.Stream, now)
+		}
+	}
+}
+
+// nextWake returns how long the loop may sleep: until the delivery
+// logic's next work (consumer.Deliverer.NextWake) or the next state save.
+func (c *Consumer) nextWake() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	next := c.d.NextWake(now)
+	if c.dirty && c.saver != nil {
+		if t := c.lastSave.Add(c.saveGap); t.Before(next) {
+			next = t
+		}
+	}
+	return max(next.Sub(now), time.Millisecond)
+}
+
+// saveAfterRetention hands the snapshot whose stored copy confirms this
+// round's double acks to the saver, once retention has removed what they
+// acknowledged: a confirmed ack means the message is gone, as with
+// nats-server.
+func (c *Consumer) saveAfterRetention() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.stopped {
+		c.maybeSave(c.now(), true)
+	}
+}
+
+// maybeSave hands a snapshot of a persisted consumer's state to its saver
+// when it changed and the save gap has passed (or always when force is
+// set). Taking the snapshot is the loop's only cost; the gap grows with
+// it.
+func (c *Consumer) maybeSave(now time.Time, force bool) {
+	if c.saver == nil || !c.dirty || (!force && now.Sub(c.lastSave) < c.saveGap) {
+		return
+	}
+	var gen uint64
+	if c.jr != nil {
+		gen = c.jr.JournalGen() // before the snapshot: it holds every op journaled so far
+	}
+	start := time.Now()
+	snap := c.st.Snapshot()
+	c.saveGap = max(saveInterval, saveFactor*time.Since(start))
+	c.saver.put(snap, gen, c.snapWait)
+	c.snapWait = nil
+	c.dirty, c.saveNow = false, false
+	c.lastSave = now
+}

@@ -1,0 +1,14 @@
+// Package sourcing copies the messages of one stream into another on the
+// same server: a mirror's origin, or each source of a sourcing stream
+// (nats-server v2.15.2 mirrors and sources; docs/engine.md, "Sourcing").
+//
+// Each stream's own sourcers are a Set (streamrun.SourceSet), one
+// sourcer goroutine per origin. A sourcer registers with its origin's
+// runtime (streamrun.Stream.Watch), so that interest and work-queue
+// retention keep what it has yet to copy and it is woken when the
+// origin's durable sequence moves; it reads the origin's store up to
+// that sequence and proposes each batch to its own stream as one
+// stream.Copy operation (streamrun.Stream.Do), then lets the origin's
+// retention remove what was copied (streamrun.Stream.OnSourced) once the
+// copies are durable.
+package sourcing

@@ -1,0 +1,72 @@
+package streamrun
+
+import (
+	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/stream"
+)
+
+// Log orders the operations of one stream (O is stream.Op) or one
+// consumer (consumer.Op) (docs/engine.md). The runtime proposes
+// operations; the log hands each one it commits to its Applier, in log
+// order. On one server the log is local (localLog): it commits an
+// operation the moment it is proposed. A replicated stream or consumer
+// puts a Raft log behind the same interface.
+type Log[O any] interface {
+	// Propose appends op to the log under the proposer's key (a number
+	// the proposer chose, increasing with each proposal; 0 when nobody
+	// waits for the outcome). Once op is committed the log calls its
+	// Applier with op and, on the node that proposed it, key. It returns
+	// an error when op will never be applied (a replicated log that lost
+	// its leadership); then its key is never handed back. Propose must not
+	// keep op after it returns, since the proposer reuses it: a log that
+	// commits later encodes it (stream.AppendOp, consumer.AppendOp) first.
+	Propose(op O, key uint64) error
+}
+
+// Applier applies the committed operations of one log, in log order, on
+// one goroutine.
+type Applier[O any] interface {
+	// Apply applies op, committed at index (1, 2, ...); key is the key
+	// it was proposed under on this node, 0 when another node proposed
+	// it or nobody waits.
+	Apply(index uint64, op O, key uint64)
+}
+
+// NewLogFunc makes the log of the stream named name, which hands what it
+// commits to a (jetstream.Config.NewLog). It is called once per stream start.
+type NewLogFunc func(name string, a Applier[stream.Op]) Log[stream.Op]
+
+// NewConsumerLogFunc makes the log of consumer name of stream
+// streamName, which hands what it commits to a (jetstream.Config.NewConsumerLog).
+// It is called once per consumer start.
+type NewConsumerLogFunc func(streamName, name string, a Applier[consumer.Op]) Log[consumer.Op]
+
+// localLog is a log on one server: Propose commits op at the next index
+// and applies it before returning, on the proposer's goroutine (a
+// stream's apply goroutine, a consumer's loop), so that a single server
+// runs the proposer and apply steps a replica will, in the same order.
+// Durability is the store's: a PubAck waits for store.WaitDurable, as a
+// replica's will wait for the log's commit.
+type localLog[O any] struct {
+	a     Applier[O]
+	index uint64
+}
+
+// NewLocalLog returns the log of a stream on one server (the default of
+// jetstream.Config.NewLog).
+func NewLocalLog(_ string, a Applier[stream.Op]) Log[stream.Op] {
+	return &localLog[stream.Op]{a: a}
+}
+
+// NewLocalConsumerLog returns the log of a consumer on one server (the
+// default of jetstream.Config.NewConsumerLog).
+func NewLocalConsumerLog(_, _ string, a Applier[consumer.Op]) Log[consumer.Op] {
+	return &localLog[consumer.Op]{a: a}
+}
+
+// Propose applies op at once.
+func (l *localLog[O]) Propose(op O, key uint64) error {
+	l.index++
+	l.a.Apply(l.index, op, key)
+	return nil
+}

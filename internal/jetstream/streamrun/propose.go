@@ -1,0 +1,387 @@
+package streamrun
+
+import (
+	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/stream"
+)
+
+// The proposer side of a stream's apply goroutine (docs/engine.md, "What
+// decides what"): it turns what the ingest queue holds into operations,
+// making the decisions that may read the clock, the server's storage
+// limits or the consumers, proposes them to the stream's log and keeps
+// a waiter for each, by key, for the applier to answer.
+
+// item is one input of a stream's apply goroutine: a publish (entry and
+// reply subject), or, with req set, a request.
+type item struct {
+	entry stream.Entry
+	reply string
+	req   *request
+}
+
+// requestKind says what a request asks of the apply goroutine.
+type requestKind uint8
+
+const (
+	reqPropose  requestKind = iota // propose req.op
+	reqExpire                      // run an expiry pass at req.time
+	reqRemovals                    // propose the removals queued in Stream.rm
+	reqBarrier                     // nothing: reached in queue order (with release set, the goroutine then waits for it)
+)
+
+// request is work another goroutine (an API worker, a sourcer, the
+// expiry timer, retention) asks of the apply goroutine. It is data: no
+// code crosses the queue. When done is not nil, the apply goroutine
+// closes it once the request was served; out then holds the outcome of
+// its operation, or failed is set (the log will never apply it).
+type request struct {
+	kind    requestKind
+	op      stream.Op
+	time    int64 // reqExpire: the pass's time (unix ns)
+	out     stream.Outcome
+	failed  bool
+	done    chan struct{}
+	release chan struct{} // reqBarrier: waited for after done is closed (tests hold the goroutine with it)
+}
+
+// waitKind says what waits for an operation's outcome.
+type waitKind uint8
+
+const (
+	waitNone    waitKind = iota
+	waitPublish          // replies: one per entry of a Publish ("" for none)
+	waitFast             // reply, fast: a fast batch message
+	waitCommit           // reply, respond: an atomic batch's commit
+	waitRequest          // req: the outcome goes to a request
+	waitExpire           // pass, first: an expiry pass, whose timer is re-armed from the outcome
+)
+
+// waiter is what the proposer of an operation waits for: how to answer
+// once it is applied. It is kept by key until the applier takes it.
+type waiter struct {
+	key     uint64
+	kind    waitKind
+	replies []string
+	reply   string
+	respond bool
+	fast    *stream.FastInfo
+	req     *request
+	pass    int64  // waitExpire: the pass's time
+	first   uint64 // waitExpire: the stream's first sequence before the pass
+}
+
+// waiters holds the waiters of proposed operations in key order.
+type waiters struct {
+	q    []waiter
+	head int
+	next uint64
+}
+
+// add keeps w under the next key, which it returns.
+func (ws *waiters) add(w waiter) uint64 {
+	ws.next++
+	w.key = ws.next
+	ws.q = append(ws.q, w)
+	return w.key
+}
+
+// take removes and returns the waiter of key (ok false when there is
+// none). Waiters of lower keys still kept belong to proposals the log
+// dropped: they are returned in dropped, in order, for the caller to
+// fail.
+func (ws *waiters) take(key uint64, dropped []waiter) (w waiter, ok bool, _ []waiter) {
+	for ws.head < len(ws.q) && ws.q[ws.head].key < key {
+		dropped = append(dropped, ws.q[ws.head])
+		ws.q[ws.head] = waiter{}
+		ws.head++
+	}
+	if ws.head < len(ws.q) && ws.q[ws.head].key == key {
+		w, ok = ws.q[ws.head], true
+		ws.q[ws.head] = waiter{}
+		ws.head++
+	}
+	if ws.head == len(ws.q) {
+		ws.q, ws.head = ws.q[:0], 0
+	}
+	return w, ok, dropped
+}
+
+// remove forgets the waiter of key, if kept, and returns it.
+func (ws *waiters) remove(key uint64) (waiter, bool) {
+	for i := ws.head; i < len(ws.q); i++ {
+		if ws.q[i].key == key {
+			w := ws.q[i]
+			ws.q = append(ws.q[:i], ws.q[i+1:]...)
+			return w, true
+		}
+	}
+	return waiter{}, false
+}
+
+// pending reports whether waiters are kept.
+func (ws *waiters) pending() bool { return ws.head < len(ws.q) }
+
+// maxPublishGroup bounds the entries of one Publish operation.
+const maxPublishGroup = 1024
+
+// take handles one input of the batch the apply goroutine took.
+func (r *Stream) take(it *item) {
+	if it.req != nil {
+		// A request sees the messages stored so far, without those
+		// stored without interest (flushDrops) or pushed out by a limit
+		// (dropLimitRemoved).
+		r.flushPublishes()
+		r.dropLimitRemoved()
+		r.flushDrops()
+		r.serve(it.req)
+		r.noteRemovals()
+		return
+	}
+	if info, fast := stream.ParseFastReply(it.reply); fast {
+		r.flushPublishes()
+		r.applyFast(it.entry, it.reply, info)
+		return
+	}
+	if id := stream.BatchID(it.entry.Header); id != "" {
+		r.flushPublishes()
+		r.applyAtomic(it.entry, id, it.reply)
+		return
+	}
+	if code, refused := r.refusal(len(it.entry.Header) + len(it.entry.Data)); refused {
+		r.flushPublishes() // the answers stay in order
+		r.settle(stream.Result{Err: jserr.New(code)}, it.reply)
+		return
+	}
+	r.pub.Entries = append(r.pub.Entries, it.entry)
+	r.pubReplies = append(r.pubReplies, it.reply)
+	if len(r.pub.Entries) == maxPublishGroup {
+		r.flushPublishes()
+	}
+}
+
+// flushPublishes proposes the publishes gathered since the last flush as
+// one Publish operation.
+func (r *Stream) flushPublishes() {
+	if len(r.pub.Entries) == 0 {
+		return
+	}
+	r.propose(&r.pub, waiter{kind: waitPublish, replies: r.pubReplies})
+	clear(r.pub.Entries)
+	r.pub.Entries = r.pub.Entries[:0]
+	if r.waiting.pending() {
+		r.pubReplies = nil // still held by a waiter: a log that applies later
+	} else {
+		clear(r.pubReplies)
+		r.pubReplies = r.pubReplies[:0]
+	}
+}
+
+// insufficient reports whether a message of size bytes finds no storage
+// (10023): the server's limit for the stream's storage type is exceeded
+// or, for a file stream, the disk is short. It is the proposer's check:
+// it reads the server's usage and the disk, which no apply may read.
+func (r *Stream) insufficient(size int) bool {
+	return r.env.Storage.OverLimit(r.storage) || r.storage == stream.FileStorage && r.env.Storage.DiskLow(size)
+}
+
+// refusal returns the error a publish or a copy of a message of size
+// bytes gets before it is proposed, in nats-server v2.15.2's order: 10023
+// when it finds no storage (insufficient), else 10002 when the account's
+// streams of the stream's storage type already use more than the
+// account's limit (wouldExceedLimits); refused is false when neither
+// holds. The proposer's check: it reads the usage, which no apply may.
+func (r *Stream) refusal(size int) (code jserr.ErrCode, refused bool) {
+	switch {
+	case r.insufficient(size):
+		return jserr.InsufficientResources, true
+	case r.env.Storage.OverAccountLimit(r.storage):
+		return jserr.AccountResourcesExceeded, true
+	}
+	return 0, false
+}
+
+// propose proposes op to the stream's log with w as its waiter (kind
+// waitNone: nobody waits). A log that refuses the proposal fails w.
+func (r *Stream) propose(op stream.Op, w waiter) {
+	var key uint64
+	if w.kind != waitNone {
+		key = r.waiting.add(w)
+	}
+	if err := r.log.Propose(op, key); err != nil {
+		r.env.Logf("stream %s: operation of kind %d not proposed: %v", r.name, op.Kind(), err)
+		if w, ok := r.waiting.remove(key); ok {
+			r.failWaiter(w)
+		}
+	}
+}
+
+// failWaiter gives up on an operation that will never be applied: a
+// request learns it failed; a publish gets no reply (the client's timeout
+// and retry decide, as for a lost PubAck: an error could race a
+// successful apply elsewhere).
+func (r *Stream) failWaiter(w waiter) {
+	if w.req != nil {
+		w.req.failed = true
+	}
+}
+
+// serve handles a request on the apply goroutine.
+func (r *Stream) serve(req *request) {
+	switch req.kind {
+	case reqPropose:
+		r.proposeRequest(req)
+	case reqExpire:
+		r.expirePass(req.time)
+	case reqRemovals:
+		r.flushRemovals()
+	}
+	if req.done != nil {
+		close(req.done)
+	}
+	if req.release != nil {
+		<-req.release
+	}
+}
+
+// proposeRequest proposes a request's operation with the proposer's
+// checks and follow-ups: a Copy only up to the first message without
+// storage (10023); an UpdateConfig that shortens max_age is followed by
+// an expiry pass, so that messages now too old go before the update is
+// answered, as nats-server v2.15.2 removes them when its store's config
+// is updated.
+func (r *Stream) proposeRequest(req *request) {
+	switch op := req.op.(type) {
+	case *stream.Copy:
+		r.proposeCopy(op, req)
+	case *stream.UpdateConfig:
+		oldAge := r.st.Config().MaxAge
+		r.propose(op, waiter{kind: waitRequest, req: req})
+		if !req.failed && req.out.Err == nil && shortensMaxAge(oldAge, op.Config.MaxAge) {
+			r.expirePass(r.env.Now().UnixNano())
+		}
+	default:
+		r.propose(op, waiter{kind: waitRequest, req: req})
+	}
+}
+
+// proposeCopy proposes the entries of a sourcer's copy up to the first
+// that finds no storage or is over the account's limit, which it reports
+// as refused (10023, 10002: refusal) after what was applied: the sourcer
+// retries from there.
+func (r *Stream) proposeCopy(op *stream.Copy, req *request) {
+	n := len(op.Entries)
+	var code jserr.ErrCode
+	for i := range op.Entries {
+		if c, refused := r.refusal(len(op.Entries[i].Header) + len(op.Entries[i].Data)); refused {
+			n, code = i, c
+			break
+		}
+	}
+	refused := n < len(op.Entries)
+	op.Entries = op.Entries[:n]
+	if op.Mirror {
+		op.OriginSeqs = op.OriginSeqs[:n]
+	}
+	if n > 0 {
+		r.propose(op, waiter{kind: waitRequest, req: req})
+	}
+	res := req.out.Results
+	if refused && !req.failed && (len(res) == 0 || res[len(res)-1].Err == nil) {
+		req.out.Results = append(res, stream.Result{Err: jserr.New(code)})
+	}
+}
+
+// expirePass proposes an expiry up to now (unix ns); its outcome re-arms
+// the expiry timer (Stream.expired).
+func (r *Stream) expirePass(now int64) {
+	r.propose(&stream.Expire{Time: now}, waiter{kind: waitExpire, pass: now, first: r.store.State(false).FirstSeq})
+}
+
+// flushDrops proposes the removal of the messages dropIfUninterested
+// marked.
+func (r *Stream) flushDrops() {
+	if len(r.drops) == 0 {
+		return
+	}
+	r.propose(&stream.Remove{Reason: stream.RemoveNoInterest, Seqs: r.drops}, waiter{})
+	r.drops = r.drops[:0]
+}
+
+// flushRemovals proposes the removals removeMsgs queued.
+func (r *Stream) flushRemovals() {
+	r.rm.mu.Lock()
+	seqs := r.rm.seqs
+	r.rm.seqs = nil
+	r.rm.mu.Unlock()
+	if len(seqs) > 0 {
+		r.propose(&stream.Remove{Reason: stream.RemoveAcked, Seqs: seqs}, waiter{})
+	}
+}
+
+// submit hands req to the apply goroutine and waits until it was
+// served. It returns false when the stream has stopped or the log will
+// never apply the request's operation.
+func (r *Stream) submit(req *request) bool {
+	req.done = make(chan struct{})
+	if !r.in.pushOp(item{req: req}) {
+		return false
+	}
+	<-req.done
+	return !req.failed
+}
+
+// Do proposes op (from another goroutine: an API worker, a sourcer) on
+// the stream's apply goroutine and waits until it is applied; it
+// returns the outcome, and false when the stream has stopped or the log
+// will never apply op. A Copy is proposed up to its first message that
+// finds no storage (10023, the last result); an UpdateConfig is followed
+// by an expiry pass when it shortens max_age (proposeRequest).
+func (r *Stream) Do(op stream.Op) (stream.Outcome, bool) {
+	req := &request{op: op}
+	if !r.submit(req) {
+		return stream.Outcome{}, false
+	}
+	return req.out, true
+}
+
+// ExpireAt runs an expiry pass at now (unix ns) on the apply goroutine,
+// as the timer does, and waits for it.
+func (r *Stream) ExpireAt(now int64) bool {
+	return r.submit(&request{kind: reqExpire, time: now})
+}
+
+// Barrier returns once the apply goroutine has taken everything queued
+// before it; false when the stream has stopped.
+func (r *Stream) Barrier() bool { return r.submit(&request{kind: reqBarrier}) }
+
+// Hold keeps the apply goroutine waiting, once it has taken everything
+// queued before, until release is called: what is queued meanwhile is
+// taken as one batch, and nothing changes the stream's state. Tests and
+// replica checks use it.
+func (r *Stream) Hold() (release func()) {
+	busy, done := make(chan struct{}), make(chan struct{})
+	if !r.in.pushOp(item{req: &request{kind: reqBarrier, done: busy, release: done}}) {
+		return func() {}
+	}
+	<-busy
+	return func() { close(done) }
+}
+
+// AppendState appends the stream's whole state (stream.Stream.AppendState);
+// call it while the apply goroutine is held (Hold) or stopped.
+func (r *Stream) AppendState(dst []byte) []byte { return r.st.AppendState(dst) }
+
+// NextExpiry returns when the expiry timer fires next (unix ns).
+func (r *Stream) NextExpiry() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.expireAt
+}
+
+// Queued returns the number of inputs (publishes and requests) waiting
+// for the apply goroutine.
+func (r *Stream) Queued() int {
+	r.in.mu.Lock()
+	defer r.in.mu.Unlock()
+	return len(r.in.items)
+}

@@ -1,0 +1,84 @@
+package streamrun
+
+import "sync"
+
+// queue is a bounded FIFO handed from many producers to one consumer
+// goroutine: producers push without blocking (a full queue refuses), the
+// consumer takes everything queued at once.
+type queue[T any] struct {
+	mu     sync.Mutex
+	items  []T
+	limit  int // most items queued; 0 = unbounded
+	closed bool
+	wake   chan struct{} // capacity 1
+}
+
+func newQueue[T any](limit int) *queue[T] {
+	return &queue[T]{limit: limit, wake: make(chan struct{}, 1)}
+}
+
+// push appends v; it reports false when the queue is full or closed.
+func (q *queue[T]) push(v T) bool {
+	q.mu.Lock()
+	if q.closed || (q.limit > 0 && len(q.items) >= q.limit) {
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, v)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take waits until items are queued and moves them all into dst[:0]. It
+// returns ok false once the queue is closed and empty.
+func (q *queue[T]) take(dst []T) (items []T, ok bool) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			items = append(dst[:0], q.items...)
+			clear(q.items)
+			q.items = q.items[:0]
+			q.mu.Unlock()
+			return items, true
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return dst[:0], false
+		}
+		<-q.wake
+	}
+}
+
+// close stops further pushes; take drains what is left, then reports done.
+func (q *queue[T]) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pushOp appends v even when the queue is full (operations from the API
+// and timers are few and must not be refused); it reports false only
+// when the queue is closed.
+func (q *queue[T]) pushOp(v T) bool {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, v)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return true
+}

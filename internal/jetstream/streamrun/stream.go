@@ -1,0 +1,550 @@
+package streamrun
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/stream"
+)
+
+// Ingest bounds: a stream queues at most this many publishes before it
+// answers 429 / 10167 "too many requests" (nats-server's ingest queue
+// limit is of the same order).
+const maxIngest = 64 * 1024
+
+// expiryInterval is how often a stream applies max_age and forgets
+// expired Nats-Msg-Ids; a per-message TTL due sooner brings the next pass
+// forward (Stream.rearmExpiry).
+const expiryInterval = time.Second
+
+// ack is a PubAck waiting to be sent once waitSeq is durable (0 = send
+// at once).
+type ack struct {
+	reply   string
+	payload []byte
+	waitSeq uint64
+	rp      *stream.RePublished // published, before the PubAck, once durable
+}
+
+// Env is what a stream's runtime takes from the engine that runs it.
+// Every field is required except NewLog (nil: NewLocalLog).
+type Env struct {
+	Transport Transport
+	Now       func() time.Time                 // the clock for entry times and expiry
+	Logf      func(format string, args ...any) // problems
+	APILevel  int                              // the JetStream API level (direct get's Nats-Required-Api-Level)
+	Domain    string                           // the JetStream domain named in PubAcks and advisories; "" for none
+	// MaxPending bounds a batched direct get without max_bytes (the
+	// server's max_pending, ADR-31); 0 is nats-server's default, 64 MiB.
+	MaxPending int64
+	// Storage is the server's storage accounting, shared by every stream.
+	Storage *Storage
+	// BatchLimits (APILevel set) and Batches, the server-wide count of
+	// open batches, bound batch publishing.
+	BatchLimits stream.BatchLimits
+	Batches     *stream.BatchInflight
+	NewLog      NewLogFunc
+}
+
+// Stream is the runtime of one stream: its state machine (through the
+// apply goroutine), its log, its subscriptions, its ack, direct-get and
+// expiry goroutines. The engine makes it with New, restores its
+// consumers between Open and Serve, and ends it with Stop.
+type Stream struct {
+	env     Env
+	name    string
+	created time.Time
+	dir     string // the stream directory (metadata and messages); "" for memory streams
+
+	st     *stream.Stream // owned by the apply goroutine after start
+	store  store.Store
+	in     *queue[item]
+	acks   *queue[ack]
+	direct *queue[directJob]
+
+	// log orders the stream's operations (log.go); the apply goroutine
+	// proposes to it and applies what it commits. waiting holds the
+	// waiters of proposed operations by key (propose.go); out, pub,
+	// fastPub, pubReplies and dropped are the apply goroutine's scratch.
+	log        Log[stream.Op]
+	waiting    waiters
+	out        stream.Outcome
+	pub        stream.Publish
+	fastPub    stream.Publish
+	pubReplies []string
+	dropped    []waiter
+
+	mu    sync.Mutex // guards cfg, subs, timer, expireAt, stopped
+	cfg   stream.Config
+	subs  []Subscription
+	timer *time.Timer
+	// expireAt is when the timer fires next (unix ns).
+	expireAt int64
+	// expireErr and expireErrLogged are the last expiry failure logged
+	// and when (owned by the apply goroutine; logExpireErr).
+	expireErr       string
+	expireErrLogged time.Time
+	stopped         bool
+	done            sync.WaitGroup
+
+	storage   stream.StorageType // fixed at creation
+	usedBytes int64              // stored bytes last added to the Storage's usage; apply goroutine
+	// drops are the messages of an interest stream stored without
+	// interest, to remove before the next request and at the end of the
+	// batch (dropIfUninterested); apply goroutine.
+	drops []uint64
+	// seenRemovals is the store's Removals when the apply goroutine last
+	// looked for messages a limit removed (dropLimitRemoved).
+	seenRemovals uint64
+	// rm holds the acknowledged or copied messages queued for removal
+	// (RemoveMsgs), for the apply goroutine to remove together.
+	rm struct {
+		mu   sync.Mutex
+		seqs []uint64
+	}
+
+	consumers ConsumerSet // the stream's consumers (SetConsumers)
+	sources   SourceSet   // the stream's own sourcers (SetSources); nil without
+	durable   atomic.Uint64
+
+	// watchers are the sourcers of other streams that read this one
+	// (Watch); wmu guards them.
+	wmu      sync.Mutex
+	watchers map[Watcher]struct{}
+
+	// atomic and fast are the stream's open batches (batch.go); apply
+	// goroutine.
+	atomic *stream.AtomicBatches
+	fast   *stream.FastBatches
+
+	dlq atomic.Pointer[string] // the stream's own dead-letter subject (DeadLetter)
+}
+
+// New makes the runtime of a stream with config cfg (defaults applied,
+// validated), created at created, whose files are under dir ("" for a
+// memory stream), over the opened store st. Nothing runs until Open and
+// Serve.
+func New(env Env, cfg stream.Config, created time.Time, dir string, st store.Store) *Stream {
+	r := &Stream{
+		env: env, name: cfg.Name, created: created, dir: dir,
+		st: stream.New(cfg, st), store: st, cfg: cfg,
+		in: newQueue[item](maxIngest), acks: newQueue[ack](0), direct: newQueue[directJob](maxDirectQueue),
+		storage:   cfg.Storage,
+		consumers: noConsumers{},
+		atomic:    stream.NewAtomicBatches(env.BatchLimits, env.Batches),
+		fast:      stream.NewFastBatches(cfg.Name, env.BatchLimits, env.Batches),
+	}
+	newLog := env.NewLog
+	if newLog == nil {
+		newLog = NewLocalLog
+	}
+	r.log = newLog(cfg.Name, r)
+	r.fast.SetDomain(env.Domain)
+	r.setDeadLetter(&cfg)
+	return r
+}
+
+// Name returns the stream's name.
+func (r *Stream) Name() string { return r.name }
+
+// Created returns when the stream was created.
+func (r *Stream) Created() time.Time { return r.created }
+
+// Dir returns the stream's directory, "" for a memory stream.
+func (r *Stream) Dir() string { return r.dir }
+
+// Store returns the stream's store, for reads (every change goes
+// through an operation).
+func (r *Stream) Store() store.Store { return r.store }
+
+// SetConsumers gives the stream its consumer set; call it before Open.
+func (r *Stream) SetConsumers(c ConsumerSet) { r.consumers = c }
+
+// SetSources gives the stream its own sourcers (nil: none); the stream
+// closes them when it stops.
+func (r *Stream) SetSources(s SourceSet) {
+	r.mu.Lock()
+	r.sources = s
+	r.mu.Unlock()
+}
+
+// Sources returns the stream's own sourcers, nil when it has none.
+func (r *Stream) Sources() SourceSet {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sources
+}
+
+// Open readies a stream over a store that may hold messages: it removes
+// an atomic batch a crash cut short, rebuilds the duplicate window and
+// counts the stored bytes. Its consumers are restored next, then Serve.
+func (r *Stream) Open() error {
+	if pb, ok, err := r.st.DropPartialBatch(); err != nil {
+		return err
+	} else if ok {
+		r.env.Logf("jetstream: stream %s: removed the atomic batch %q (sequences %d to %d) that a crash cut short before its commit was stored; it was never acknowledged", r.name, pb.ID, pb.First, pb.Last)
+	}
+	if err := r.st.Rebuild(); err != nil {
+		return err
+	}
+	r.st.ExpireDedupe(r.env.Now().UnixNano())
+	r.durable.Store(r.store.State(false).LastSeq) // recovered means durable
+	r.syncUsage()
+	return nil
+}
+
+// Serve runs an expiry pass, subscribes to the stream's subjects and
+// starts the goroutines; the caller starts the sourcers. On an error
+// the stream's consumers are stopped and nothing runs.
+func (r *Stream) Serve() error {
+	// What expired while the server was down goes before anything is
+	// served (nats-server expireMsgsOnRecover); the pass arms the timer.
+	r.mu.Lock()
+	r.timer = time.AfterFunc(expiryInterval, r.expireTick)
+	r.expireAt = r.env.Now().Add(expiryInterval).UnixNano()
+	r.mu.Unlock()
+	r.expirePass(r.env.Now().UnixNano())
+	if err := r.Subscribe(r.cfg); err != nil {
+		r.mu.Lock()
+		r.timer.Stop()
+		r.mu.Unlock()
+		r.consumers.StopAll(nil)
+		return err
+	}
+	r.done.Add(3)
+	go r.applyLoop()
+	go r.ackLoop()
+	go r.directLoop()
+	return nil
+}
+
+// Subscribe replaces the stream's subscriptions: its subjects, and the
+// direct-get subjects when allow_direct is set.
+func (r *Stream) Subscribe(cfg stream.Config) error {
+	subs := make([]Subscription, 0, len(cfg.Subjects)+2)
+	fail := func(err error) error {
+		for _, s := range subs {
+			s.Unsubscribe()
+		}
+		return err
+	}
+	for _, subj := range cfg.Subjects {
+		sub, err := r.env.Transport.Subscribe(subj, "", r.handlePublish)
+		if err != nil {
+			return fail(err)
+		}
+		subs = append(subs, sub)
+	}
+	if cfg.AllowDirect {
+		ds, err := r.subscribeDirect()
+		if err != nil {
+			return fail(err)
+		}
+		subs = append(subs, ds...)
+	}
+	r.mu.Lock()
+	old := r.subs
+	r.subs = subs
+	r.mu.Unlock()
+	for _, s := range old {
+		s.Unsubscribe()
+	}
+	return nil
+}
+
+// handlePublish runs on the publisher's goroutine: it copies the message
+// into an entry stamped with the current time and queues it, or answers
+// 429 / 10167 at once when the queue is full.
+func (r *Stream) handlePublish(subject, reply string, hdr, data []byte) {
+	buf := make([]byte, len(hdr)+len(data))
+	copy(buf, hdr)
+	copy(buf[len(hdr):], data)
+	e := stream.Entry{Subject: subject, Data: buf[len(hdr):], Time: r.env.Now().UnixNano()}
+	if len(hdr) > 0 {
+		e.Header = buf[:len(hdr):len(hdr)]
+	}
+	if !r.in.push(item{entry: e, reply: reply}) && reply != "" {
+		res := stream.Result{Err: jserr.New(jserr.StreamTooManyRequests)}
+		r.env.Transport.Publish(reply, "", nil, stream.AppendPubAck(nil, r.name, res, r.env.Domain))
+	}
+}
+
+// appendBatcher is a store that writes runs of appends together when
+// told where a run begins and ends (filestore.Store.BeginBatch): the
+// apply loop brackets each batch it takes, so that the batch is written
+// and fsynced once rather than from its first message on.
+type appendBatcher interface {
+	BeginBatch()
+	EndBatch()
+}
+
+// applyLoop applies what the ingest queue holds, a batch at a time, on
+// the stream's apply goroutine. Nothing on it calls WaitDurable (the ack
+// goroutine does), as appendBatcher requires; a store call that waits for
+// its own change, such as flushDrops' DeleteMany, wakes the writer
+// itself.
+func (r *Stream) applyLoop() {
+	defer r.done.Done()
+	defer r.acks.close()
+	batcher, _ := r.store.(appendBatcher)
+	var batch []item
+	for {
+		var ok bool
+		if batch, ok = r.in.take(batch); !ok {
+			return
+		}
+		if batcher != nil {
+			batcher.BeginBatch()
+		}
+		for i := range batch {
+			r.take(&batch[i])
+			batch[i] = item{}
+		}
+		r.flushPublishes()
+		r.dropLimitRemoved()
+		r.flushDrops()
+		r.noteRemovals()
+		if batcher != nil {
+			batcher.EndBatch()
+		}
+		r.syncUsage()
+	}
+}
+
+func (r *Stream) noAck() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cfg.NoAck
+}
+
+// ackLoop sends PubAcks in order, each only after the store made its
+// message durable: one WaitDurable covers every ack queued meanwhile
+// (group commit). If the store cannot make them durable, every waiting
+// publish gets an error PubAck instead.
+func (r *Stream) ackLoop() {
+	defer r.done.Done()
+	var batch []ack
+	for {
+		var ok bool
+		if batch, ok = r.acks.take(batch); !ok {
+			return
+		}
+		err := r.waitDurable(batch)
+		if err == nil {
+			r.setDurable(topSeq(batch))
+		}
+		for _, a := range batch {
+			if err == nil {
+				r.rePublish(a.rp)
+			}
+			if a.reply == "" {
+				continue
+			}
+			payload := a.payload
+			if err != nil && a.waitSeq > 0 {
+				payload = stream.AppendPubAck(nil, r.name, stream.Result{Err: storeFailed(err)}, "")
+			}
+			r.env.Transport.Publish(a.reply, "", nil, payload)
+		}
+	}
+}
+
+func (r *Stream) waitDurable(batch []ack) error {
+	if top := topSeq(batch); top > 0 {
+		return r.store.WaitDurable(top)
+	}
+	return nil
+}
+
+// topSeq returns the highest sequence a batch of acks waits for.
+func topSeq(batch []ack) uint64 {
+	var top uint64
+	for _, a := range batch {
+		top = max(top, a.waitSeq)
+	}
+	return top
+}
+
+// storeFailed is the PubAck error for a message the store could not make
+// durable (stream.StoreError: 10023 for a full disk, else 10077 without
+// server paths).
+func storeFailed(err error) *jserr.Error {
+	return stream.StoreError(err, jserr.StreamStoreFailed)
+}
+
+// expireTick asks the apply goroutine for an expiry pass (max_age,
+// per-message TTLs, the duplicate window) at the timer's time; the pass
+// re-arms the timer (rearmExpiry).
+func (r *Stream) expireTick() {
+	r.in.pushOp(item{req: &request{kind: reqExpire, time: r.env.Now().UnixNano()}})
+}
+
+// minExpiryWait is the wait before retrying a subject delete marker that
+// failed (nats-server's expiry timer has this floor for every pass);
+// minTTLWait is the shortest wait for the next TTL deadline, so that
+// TTLs are honoured within it rather than up to 250 ms late, while
+// deadlines a few microseconds apart still share a pass.
+// minDedupeWait is the shortest wait for the oldest Nats-Msg-Id to leave
+// the duplicate window (nats-server v2.15.2 purgeMsgIds: minFire).
+const (
+	minExpiryWait = 250 * time.Millisecond
+	minTTLWait    = 10 * time.Millisecond
+	minDedupeWait = 50 * time.Millisecond
+)
+
+// untilDeadline returns the wait from now until deadline (unix ns), no
+// shorter than floor.
+func untilDeadline(deadline, now int64, floor time.Duration) time.Duration {
+	return max(time.Duration(deadline-now), floor)
+}
+
+// rearmExpiry re-arms the expiry timer after this node's expiry pass at
+// pass (unix ns), which found the stream's first sequence at first and
+// the next TTL deadline next (stream.Outcome.Next), for the next
+// deadline when that comes before expiryInterval: a message TTL, the
+// oldest Nats-Msg-Id leaving the duplicate window, or the first message
+// that max_age removes reaching it (Stream.MaxAgeDeadline), so that
+// each is honoured within its floor (minTTLWait, minDedupeWait,
+// minExpiryWait) rather than up to a second late, without polling more
+// often. Apply goroutine.
+func (r *Stream) rearmExpiry(pass int64, first uint64, next int64) {
+	later := r.env.Now().UnixNano()
+	wait := expiryWait(pass, later, next)
+	if d, ok := r.st.DedupeDeadline(); ok {
+		wait = min(wait, untilDeadline(d, later, minDedupeWait))
+	}
+	if d, ok := r.st.MaxAgeDeadline(); ok && d > pass {
+		wait = min(wait, untilDeadline(d, later, maxAgeFloor(first, r.store.State(false).FirstSeq)))
+	}
+	r.mu.Lock()
+	if !r.stopped {
+		r.timer.Reset(wait)
+		r.expireAt = r.env.Now().Add(wait).UnixNano()
+	}
+	r.mu.Unlock()
+}
+
+// maxAgeFloor returns the shortest wait for the next max_age deadline
+// after a pass that moved the stream's first sequence from first to now:
+// minExpiryWait when the pass removed messages from the front, so that a
+// stream under steady load with max_age is not swept more often than
+// nats-server sweeps it (v2.15.2 resetAgeChk), and minTTLWait when it
+// removed none, so that the first message after an idle spell, whose
+// deadline the regular pass can precede by any fraction of a second, goes
+// at its max_age rather than up to minExpiryWait late.
+func maxAgeFloor(first, now uint64) time.Duration {
+	if now != first {
+		return minExpiryWait
+	}
+	return minTTLWait
+}
+
+// expiryWait returns how long to wait for the next expiry pass, given
+// the time of the pass that ran (pass), the time now and the next TTL
+// deadline the pass reported (unix ns; 0 for none, at or before pass
+// while a marker waits): expiryInterval at most, the deadline but no
+// sooner than minTTLWait, or minExpiryWait to retry a marker.
+func expiryWait(pass, now, next int64) time.Duration {
+	switch {
+	case next == 0:
+		return expiryInterval
+	case next <= pass:
+		return minExpiryWait
+	}
+	return min(expiryInterval, max(time.Duration(next-now), minTTLWait))
+}
+
+// expireBy brings the next expiry pass forward to deadline (unix
+// nanoseconds) when the timer is set later, no sooner than minTTLWait
+// from now (nats-server v2.15.2 resetAgeChk on a store with a TTL). With
+// TTLs of a second or more and a pass every second, only a copied
+// message (a mirror keeps the origin's time) can be due that soon.
+func (r *Stream) expireBy(deadline int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped || r.timer == nil || deadline >= r.expireAt {
+		return
+	}
+	now := r.env.Now()
+	wait := max(time.Duration(deadline-now.UnixNano()), minTTLWait)
+	if at := now.Add(wait).UnixNano(); at < r.expireAt {
+		r.timer.Reset(wait)
+		r.expireAt = at
+	}
+}
+
+// Stop unsubscribes, closes the stream's sourcers, drains the queues
+// (every queued publish is still applied and acknowledged), waits for
+// the goroutines, stops the consumers (their waiting pull requests get
+// stopStatus when it is not nil) and closes the store.
+func (r *Stream) Stop(stopStatus []byte) error {
+	r.mu.Lock()
+	r.stopped = true
+	subs := r.subs
+	r.subs = nil
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	r.mu.Unlock()
+	for _, s := range subs {
+		s.Unsubscribe()
+	}
+	if src := r.Sources(); src != nil {
+		src.Close(true) // none left after Shutdown's Close(false)
+	}
+	r.in.close()
+	r.direct.close()
+	r.done.Wait()
+	r.atomic.Clear() // the apply goroutine is gone: the stop owns them
+	r.fast.Clear()
+	r.releaseUsage()
+	r.consumers.StopAll(stopStatus)
+	return r.store.Close()
+}
+
+// Config returns a copy of the stream's current config.
+func (r *Stream) Config() stream.Config {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cfg.Clone()
+}
+
+// dropIfUninterested marks for removal a just-stored message of an
+// interest stream that no consumer will deliver: nats-server acknowledges
+// it with its sequence and keeps nothing (nats-server v2.15.2 StreamInfo and StreamState,
+// retention). flushDrops removes the marked messages together, in the
+// same store batch, so that they cost one fsync rather than one each. It
+// runs before any operation of the batch, so an operation never sees
+// them; a consumer created meanwhile (consumers are created outside the
+// apply goroutine) may still deliver one of a memory stream, which is
+// durable at once, before the flush removes it: the same window the
+// immediate Delete had, a batch long instead of a message long.
+func (r *Stream) dropIfUninterested(seq uint64, subject string) {
+	if r.st.Retention() != stream.InterestPolicy || r.interested(subject) {
+		return
+	}
+	r.drops = append(r.drops, seq)
+}
+
+// rePublish publishes a stored message's republished copy (nil: none).
+// Like a delivery, it happens only once the message is durable.
+func (r *Stream) rePublish(rp *stream.RePublished) {
+	if rp != nil {
+		r.env.Transport.Publish(rp.Subject, "", rp.Header, rp.Data)
+	}
+}
+
+// logExpireErr logs a failed expiry pass: at once when the error changed,
+// else at most every RefusalLogEvery (a fenced store fails every pass,
+// once a second, until the server restarts). Apply goroutine.
+func (r *Stream) logExpireErr(err error) {
+	now, msg := r.env.Now(), err.Error()
+	if msg == r.expireErr && now.Sub(r.expireErrLogged) < RefusalLogEvery {
+		return
+	}
+	r.expireErr, r.expireErrLogged = msg, now
+	r.env.Logf("%v (expiry is retried every pass; this is logged at most every %v)", err, RefusalLogEvery)
+}
