@@ -206,6 +206,7 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	err := js.restore()
 	js.finishLimits(free)
 	js.ready.Store(true)
+	js.background(js.healLoop)
 	return js, err
 }
 

@@ -294,11 +294,14 @@ func (js *JetStream) StreamInfo(name string, opts InfoOptions) (*StreamInfo, *js
 	return r.info(opts), nil
 }
 
-// Purge removes messages from a stream as req selects (the purge variants, ADR-10) and returns how many, through a Purge operation, which
+// Purge removes messages from a stream as req selects (the purge
+// variants, ADR-10) and returns how many, through a Purge operation; a
+// fenced stream is healed first when its disk takes writes again
+// (heal.go). The operation
 // decides: a sealed stream 10109, deny_purge 10110, seq with keep 10003,
 // a store failure 10051 (stream.Stream.ApplyOp).
 func (js *JetStream) Purge(name string, req store.PurgeRequest) (uint64, *jserr.Error) {
-	r, jerr := js.lookup(name)
+	r, jerr := js.healBefore(name)
 	if jerr != nil {
 		return 0, jerr
 	}
@@ -312,12 +315,13 @@ func (js *JetStream) Purge(name string, req store.PurgeRequest) (uint64, *jserr.
 	return out.Removed, nil
 }
 
-// DeleteMsg removes one message (nats-server v2.15.2 STREAM.MSG.GET and STREAM.MSG.DELETE) through a
-// DeleteMsg operation, which decides: 10109 when sealed, 10057 with
+// DeleteMsg removes one message (nats-server v2.15.2 STREAM.MSG.DELETE)
+// through a DeleteMsg operation, after healing a fenced stream as Purge
+// does. The operation decides: 10109 when sealed, 10057 with
 // deny_delete or, for a file stream, for sequence 0 or outside the
 // stream, 10043 when there is no such message.
 func (js *JetStream) DeleteMsg(name string, seq uint64) *jserr.Error {
-	r, jerr := js.lookup(name)
+	r, jerr := js.healBefore(name)
 	if jerr != nil {
 		return jerr
 	}
