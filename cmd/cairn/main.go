@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/logger"
@@ -222,8 +223,32 @@ func serve(in *instance, warns []config.Problem, wait waitFunc) int {
 	if in.mon != nil {
 		in.mon.Close()
 	}
-	srv.Shutdown()
+	if !finishWithin(srv.Shutdown, shutdownDeadline) {
+		log.Errorf("Shutdown did not finish within %v; exiting without waiting (every acknowledged message is on disk)", shutdownDeadline)
+		return 1
+	}
 	return 0
+}
+
+// shutdownDeadline bounds a shutdown (issue 12: it finishes within its
+// deadline whatever a request is doing). Publishes are acknowledged only
+// once on disk, so exiting then loses nothing acknowledged.
+const shutdownDeadline = 30 * time.Second
+
+// finishWithin runs f and reports whether it returned within d; when it
+// did not, f goes on running while the caller exits.
+func finishWithin(f func(), d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		f()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
 }
 
 // serverOptions turns the settings into the server's options.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/config"
 )
@@ -138,5 +139,18 @@ func TestCleanShutdownExitsZero(t *testing.T) {
 		if !strings.Contains(errOut.String(), want) {
 			t.Fatalf("log lacks %q:\n%s", want, errOut.String())
 		}
+	}
+}
+
+// A shutdown that hangs does not hold the process: finishWithin gives up
+// after its deadline (and the caller exits).
+func TestFinishWithin(t *testing.T) {
+	if !finishWithin(func() {}, time.Minute) {
+		t.Fatal("a shutdown that returned at once was reported as hung")
+	}
+	block := make(chan struct{})
+	defer close(block)
+	if finishWithin(func() { <-block }, 20*time.Millisecond) {
+		t.Fatal("a hung shutdown was reported as finished")
 	}
 }

@@ -27,13 +27,22 @@ const APILevel = 4
 const (
 	DefaultWorkers  = 4
 	DefaultQueueLen = 10_000 // nats-server JSDefaultRequestQueueLimit
+	// DefaultCloseWait bounds how long Close waits for the requests
+	// being served (issue 12: a shutdown finishes within its deadline
+	// whatever a request is doing).
+	DefaultCloseWait = 5 * time.Second
 )
 
 // Options configures the API. Zero values mean the defaults.
 type Options struct {
 	Workers  int // goroutines serving requests; 0 = DefaultWorkers
 	QueueLen int // requests waiting at most; 0 = DefaultQueueLen
-	Logf     func(format string, args ...any)
+	// CloseWait is how long Close waits for the requests being served
+	// before it returns without them; 0 = DefaultCloseWait.
+	CloseWait time.Duration
+	Logf      func(format string, args ...any)
+
+	serveHook func(subject string) // tests: runs before each request is answered
 }
 
 func (o *Options) setDefaults() {
@@ -42,6 +51,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.QueueLen <= 0 {
 		o.QueueLen = DefaultQueueLen
+	}
+	if o.CloseWait <= 0 {
+		o.CloseWait = DefaultCloseWait
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
@@ -104,8 +116,10 @@ func (a *API) subscribe() error {
 }
 
 // Close unsubscribes and stops the workers after the requests they are
-// serving; requests still queued are dropped. Close may be called more
-// than once.
+// serving, waiting at most Options.CloseWait for them: a request still
+// running then is left to fail against the stopping engine, and Close
+// logs it and returns. Requests still queued are dropped. Close may be
+// called more than once.
 func (a *API) Close() {
 	if !a.closed.CompareAndSwap(false, true) {
 		return
@@ -118,7 +132,16 @@ func (a *API) Close() {
 		s.Unsubscribe()
 	}
 	close(a.done)
-	a.workers.Wait()
+	stopped := make(chan struct{})
+	go func() {
+		a.workers.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(a.opts.CloseWait):
+		a.opts.Logf("jsapi: %v passed and requests are still being served; closing without them", a.opts.CloseWait)
+	}
 }
 
 // enqueue is the subscription handler. It runs on the publisher's read
@@ -162,6 +185,9 @@ func (a *API) work() {
 // serve answers one request: exactly one response to its reply subject,
 // none when it has no reply subject.
 func (a *API) serve(r *request) {
+	if a.opts.serveHook != nil {
+		a.opts.serveHook(r.subject)
+	}
 	body, after, ok := a.answer(r)
 	if ok && r.reply != "" {
 		a.tr.Publish(r.reply, "", nil, body)

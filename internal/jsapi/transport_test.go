@@ -144,3 +144,39 @@ func testAPI(t *testing.T, opts Options) (*API, *jetstream.JetStream, *memTransp
 }
 
 func (t *memTransport) String() string { return fmt.Sprintf("memTransport(%d subs)", len(t.subs)) }
+
+// Close returns within Options.CloseWait even while a request is stuck
+// being served (issue 12: one request must not hold a shutdown), and
+// other requests were answered meanwhile by the other workers.
+func TestCloseDoesNotWaitForAStuckRequest(t *testing.T) {
+	stuck, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	opts := Options{Workers: 2, CloseWait: 50 * time.Millisecond}
+	opts.serveHook = func(subject string) {
+		if strings.HasSuffix(subject, "STREAM.NAMES") {
+			close(stuck)
+			<-release
+		}
+	}
+	a, _, tr := testAPI(t, opts)
+	c := newClient(t, tr)
+	tr.Publish("$JS.API.STREAM.NAMES", "_INBOX.stuck", nil, nil)
+	select {
+	case <-stuck:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request never reached a worker")
+	}
+	if got := c.request("$JS.API.INFO", "", nil); !strings.Contains(got, `"type":"io.nats.jetstream.api.v1.account_info_response"`) {
+		t.Fatalf("INFO behind a stuck request: %s", got)
+	}
+	closed := make(chan struct{})
+	go func() {
+		a.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for a request stuck in a worker")
+	}
+}
