@@ -93,7 +93,7 @@ func TestClusterMeshAndInfo(t *testing.T) {
 // TestClusterPubSub: a message published on one server reaches every
 // matching plain subscription on the others exactly once (wildcards
 // included), headers intact, in publish order (clustering.md 1.1: one
-// hop; protocol.md 1.7).
+// hop; docs/protocol.md 1.7).
 func TestClusterPubSub(t *testing.T) {
 	tc := startCluster(t, 3, nil)
 	n1, n2, n3 := tc.nodes[0], tc.nodes[1], tc.nodes[2]
@@ -253,7 +253,7 @@ func TestClusterQueueGroupExactlyOnce(t *testing.T) {
 
 // TestClusterRequestReply: requests reach responders on other servers and
 // the replies come back (headers too); the no-responders status comes only
-// once no server has interest any more (protocol.md 1.8).
+// once no server has interest any more (docs/protocol.md 1.8).
 func TestClusterRequestReply(t *testing.T) {
 	tc := startCluster(t, 3, nil)
 	n1, n2, n3 := tc.nodes[0], tc.nodes[1], tc.nodes[2]
@@ -320,7 +320,7 @@ func TestClusterRequestReply(t *testing.T) {
 
 // TestClusterAutoUnsubscribe: a subscription with a delivery limit on one
 // server receives exactly that many of the messages published on another,
-// and its interest then leaves the cluster (protocol.md 1.3 UNSUB max).
+// and its interest then leaves the cluster (docs/protocol.md 1.3 UNSUB max).
 func TestClusterAutoUnsubscribe(t *testing.T) {
 	tc := startCluster(t, 3, nil)
 	n1, n2 := tc.nodes[0], tc.nodes[1]

@@ -1323,7 +1323,7 @@ func (d *differ) consumerCreate() {
 }
 
 // consumerValidation sends consumer configs that break (or probe) each
-// validation rule of protocol.md section 3.9 that a single server can
+// validation rule of docs/protocol.md 3.4 that a single server can
 // reach; some are accepted by both servers (max_batch -1, max_deliver 0,
 // ...), which is compared all the same.
 func (d *differ) consumerValidation() {

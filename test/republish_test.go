@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// RePublish (protocol.md section 5.10): each stored message matching the
+// RePublish (docs/protocol.md 5.8): each stored message matching the
 // source goes out on the mapped subject with the stream's headers added.
 // Checked against nats-server v2.15.2.
 func TestStreamRePublish(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Mirrors and sources between streams of one server (protocol.md section
+// Mirrors and sources between streams of one server (docs/protocol.md section
 // 3.2), through nats.go. Checked against nats-server v2.15.2.
 
 // sourceHeader is the Nats-Stream-Source value of a message sourced

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// A stream's subject_transform (protocol.md sections 3.1 and 4.1): the
+// A stream's subject_transform (docs/protocol.md sections 3.1 and 4.1): the
 // stream stores each message under its mapped subject, the header checks
 // see the mapped subject, a subject the transform's source does not match
 // is stored unchanged, and an update changes the mapping from the next

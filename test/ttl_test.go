@@ -11,7 +11,7 @@ import (
 )
 
 // Per-message TTL (Nats-TTL, allow_msg_ttl), subject delete markers
-// (subject_delete_marker_ttl) and JetStream API level 1 (protocol.md
+// (subject_delete_marker_ttl) and JetStream API level 1 (docs/protocol.md
 // section 0 item 2, sections 3.1 and 4.2; nats-server v2.15.2
 // processJetStreamMsg and expireMsgs), through nats.go. Removals happen on
 // the server's timer, so the tests poll with a deadline.

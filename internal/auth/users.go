@@ -50,7 +50,7 @@ func (u *User) allows(ct string) bool {
 	return false
 }
 
-// Credentials are what a client presents in CONNECT (protocol.md 1.5),
+// Credentials are what a client presents in CONNECT (docs/protocol.md 1.5),
 // and the nonce the server sent it in INFO.
 type Credentials struct {
 	User, Pass, Token string

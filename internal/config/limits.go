@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Limits are the limits of the client protocol (protocol.md section 1.9).
+// Limits are the limits of the client protocol (docs/protocol.md section 1.9).
 // Zero values mean nats-server's defaults, which the server fills in.
 type Limits struct {
 	MaxPayload     int           `key:"max_payload"`      // bytes per message payload; 0 = 1 MiB

@@ -1,6 +1,7 @@
 // Package jserr is the catalog of JetStream API errors: the object
 // {"code", "err_code", "description"} that a $JS.API response carries in
-// its "error" field (protocol.md section 2.4 and Appendix A).
+// its "error" field (docs/protocol.md 2.4; the whole catalog is
+// nats-server v2.15.2 server/errors.json).
 //
 // errors.json is the single source. gen.go turns it into catalog_gen.go:
 // one ErrCode constant per entry, named after nats-server's constant

@@ -2,7 +2,7 @@
 // server sends back (MSG, HMSG, -ERR, PING, PONG, +OK, INFO). It owns framing only: it knows
 // nothing of subjects, subscriptions, accounts or sockets, and it never imports the server.
 //
-// The wire format is protocol.md section 1 (framing 1.1, operations 1.3, errors 1.11); edge cases
+// The wire format is docs/protocol.md section 1 (framing 1.1, operations 1.3, errors 1.11); edge cases
 // follow nats-server v2.15.2 server/parser.go and the argument handling in server/client.go
 // (processPub, processHeaderPub, parseSub, processUnsub, processErr).
 //

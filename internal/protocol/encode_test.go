@@ -2,7 +2,7 @@ package protocol
 
 import "testing"
 
-// TestEncoders pins the server lines byte for byte (protocol.md 1.3 worked examples, 1.11).
+// TestEncoders pins the server lines byte for byte (docs/protocol.md 1.3 worked examples, 1.11).
 func TestEncoders(t *testing.T) {
 	b := func(s string) []byte { return []byte(s) }
 	cases := []struct {

@@ -3,7 +3,7 @@ package protocol
 import "bytes"
 
 // Handler receives the operations the Parser finds on a client connection, in stream order
-// (protocol.md 1.3). Byte slices alias the buffer given to Parse or the Parser's scratch buffer
+// (docs/protocol.md 1.3). Byte slices alias the buffer given to Parse or the Parser's scratch buffer
 // and are valid only during the call: copy what must be retained. A non-nil error returned by a
 // Handler method stops Parse, which returns that same error unchanged; the Parser then stays
 // failed. Handler methods must not call the Parser's Parse.
@@ -29,7 +29,7 @@ type Handler interface {
 	ProcessPong() error
 }
 
-// Default limits (protocol.md 1.9; nats-server const.go MAX_CONTROL_LINE_SIZE, MAX_PAYLOAD_SIZE).
+// Default limits (docs/protocol.md 1.9; nats-server const.go MAX_CONTROL_LINE_SIZE, MAX_PAYLOAD_SIZE).
 const (
 	// DefaultMaxControlLine is the default control-line limit in bytes.
 	DefaultMaxControlLine = 4096
@@ -39,10 +39,10 @@ const (
 
 // Config holds one connection's parser limits. A zero or negative field means its default.
 type Config struct {
-	// MaxControlLine is the largest control-line argument in bytes (protocol.md 1.1): the bytes
+	// MaxControlLine is the largest control-line argument in bytes (docs/protocol.md 1.1): the bytes
 	// after the operation name and its whitespace, without the line terminator. Default 4096.
 	MaxControlLine int
-	// MaxPayload is the largest PUB/HPUB size in bytes, headers included (protocol.md 1.1).
+	// MaxPayload is the largest PUB/HPUB size in bytes, headers included (docs/protocol.md 1.1).
 	// Default 1048576.
 	MaxPayload int
 }
@@ -82,7 +82,7 @@ type pendingPub struct {
 	size           int // payload bytes, headers included
 }
 
-// Parser turns a client's byte stream into Handler calls (protocol.md 1.1, 1.3; nats-server
+// Parser turns a client's byte stream into Handler calls (docs/protocol.md 1.1, 1.3; nats-server
 // v2.15.2 server/parser.go). It is not safe for concurrent use: one goroutine feeds it.
 //
 // Complete operations are parsed straight out of the buffer given to Parse. Only a control line
@@ -140,7 +140,7 @@ func (p *Parser) applyLimits() {
 
 // SetHeaders enables or disables HPUB. A server matching nats-server calls SetHeaders(false)
 // before the first Parse and SetHeaders(client's "headers" flag) from ProcessConnect; an HPUB
-// while disabled fails with ErrNoHeaders at its control line (protocol.md 1.3). It may be called
+// while disabled fails with ErrNoHeaders at its control line (docs/protocol.md 1.3). It may be called
 // from a Handler method and applies to the following operations.
 func (p *Parser) SetHeaders(enabled bool) { p.noHeaders = !enabled }
 

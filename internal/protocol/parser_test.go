@@ -33,10 +33,10 @@ type parseCase struct {
 	err       error
 }
 
-// parseCases cover every operation and every error (protocol.md 1.1, 1.3, 1.11; nats-server
+// parseCases cover every operation and every error (docs/protocol.md 1.1, 1.3, 1.11; nats-server
 // v2.15.2 parser.go and client.go processPub, processHeaderPub, parseSub, processUnsub).
 var parseCases = []parseCase{
-	// PING, PONG, +OK, -ERR (protocol.md 1.3; parser.go OP_PING, OP_PLUS_OK, processErr).
+	// PING, PONG, +OK, -ERR (docs/protocol.md 1.3; parser.go OP_PING, OP_PLUS_OK, processErr).
 	{name: "ping", in: "PING\r\n", ops: []string{ping}},
 	{name: "ping lower", in: "ping\r\n", ops: []string{ping}},
 	{name: "ping mixed", in: "PiNg\r\n", ops: []string{ping}},
@@ -51,7 +51,7 @@ var parseCases = []parseCase{
 	{name: "client err no space", in: "-ERR\r\n", err: ErrUnknownOp},
 	{name: "plus garbage", in: "+NO\r\n", err: ErrUnknownOp},
 
-	// CONNECT and INFO (protocol.md 1.3, 1.5).
+	// CONNECT and INFO (docs/protocol.md 1.3, 1.5).
 	{name: "connect", in: "CONNECT {\"verbose\":false}\r\n", ops: []string{connect(`{"verbose":false}`)}},
 	{name: "connect ws", in: "connect \t {} \t\r\n", ops: []string{connect("{}")}},
 	{name: "connect no space", in: "CONNECT{}\n", ops: []string{connect("{}")}},
@@ -60,7 +60,7 @@ var parseCases = []parseCase{
 	{name: "info", in: "INFO {\"a\":1}\r\n", ops: []string{info(`{"a":1}`)}},
 	{name: "info lower", in: "info {}\n", ops: []string{info("{}")}},
 
-	// PUB (protocol.md 1.3).
+	// PUB (docs/protocol.md 1.3).
 	{name: "pub", in: "PUB foo 5\r\nhello\r\n", ops: []string{pub("foo", "", -1, "hello")}},
 	{name: "pub lower", in: "pub foo 5\r\nhello\r\n", ops: []string{pub("foo", "", -1, "hello")}},
 	{name: "pub reply", in: "PUB foo bar 5\r\nhello\r\n", ops: []string{pub("foo", "bar", -1, "hello")}},
@@ -89,7 +89,7 @@ var parseCases = []parseCase{
 	{name: "pub over max payload", in: "PUB foo 9\r\n", cfg: small, err: ErrMaxPayload},
 	{name: "pub over default max payload", in: "PUB foo 1048577\r\n", err: ErrMaxPayload},
 
-	// HPUB (protocol.md 1.3, 1.6).
+	// HPUB (docs/protocol.md 1.3, 1.6).
 	{name: "hpub", in: "HPUB foo 12 14\r\nNATS/1.0\r\n\r\nhi\r\n", ops: []string{pub("foo", "", 12, "NATS/1.0\r\n\r\nhi")}},
 	{name: "hpub reply", in: "hpub foo r 12 12\r\nNATS/1.0\r\n\r\n\r\n", ops: []string{pub("foo", "r", 12, "NATS/1.0\r\n\r\n")}},
 	{name: "hpub example", in: "HPUB orders.new _INBOX.abc.def 34 39\r\nNATS/1.0\r\nNats-Msg-Id: order-1\r\n\r\nhello\r\n",
@@ -106,7 +106,7 @@ var parseCases = []parseCase{
 	{name: "hpub disabled pub ok", in: "PUB foo 1\r\nx\r\n", noHeaders: true, ops: []string{pub("foo", "", -1, "x")}},
 	{name: "hpub bad payload end", in: "HPUB foo 1 2\r\nabc\r\n", err: ErrUnknownOp},
 
-	// SUB (protocol.md 1.3; nats.go sends two spaces when there is no queue).
+	// SUB (docs/protocol.md 1.3; nats.go sends two spaces when there is no queue).
 	{name: "sub", in: "SUB foo 1\r\n", ops: []string{sub("foo", "", "1")}},
 	{name: "sub two spaces", in: "SUB foo  1\r\n", ops: []string{sub("foo", "", "1")}},
 	{name: "sub queue", in: "SUB foo q 1\r\n", ops: []string{sub("foo", "q", "1")}},
@@ -117,7 +117,7 @@ var parseCases = []parseCase{
 	{name: "sub no separator", in: "SUB\r\n", err: ErrUnknownOp},
 	{name: "sub glued", in: "SUBfoo 1\r\n", err: ErrUnknownOp},
 
-	// UNSUB (protocol.md 1.3; nats.go sends a trailing space when there is no max).
+	// UNSUB (docs/protocol.md 1.3; nats.go sends a trailing space when there is no max).
 	{name: "unsub", in: "UNSUB 1\r\n", ops: []string{unsub("1", 0)}},
 	{name: "unsub trailing space", in: "UNSUB 1 \r\n", ops: []string{unsub("1", 0)}},
 	{name: "unsub max", in: "unsub 1 5\r\n", ops: []string{unsub("1", 5)}},
@@ -127,7 +127,7 @@ var parseCases = []parseCase{
 	{name: "unsub three args", in: "UNSUB 1 2 3\r\n", err: ErrBadArgs},
 	{name: "unsub no separator", in: "UNSUB\r\n", err: ErrUnknownOp},
 
-	// Unknown operations (protocol.md 1.3, 1.11).
+	// Unknown operations (docs/protocol.md 1.3, 1.11).
 	{name: "unknown", in: "FOO\r\n", err: ErrUnknownOp},
 	{name: "empty line", in: "\r\n", err: ErrUnknownOp},
 	{name: "bare lf", in: "\n", err: ErrUnknownOp},
@@ -143,7 +143,7 @@ var parseCases = []parseCase{
 	{name: "partial valid waits", in: "CONNE", ops: nil},
 	{name: "ops before error kept", in: "PING\r\nSUB foo 1\r\nXX\r\nPING\r\n", ops: []string{ping, sub("foo", "", "1")}, err: ErrUnknownOp},
 
-	// Control line limit: arguments after the name and its whitespace, \r excluded (protocol.md
+	// Control line limit: arguments after the name and its whitespace, \r excluded (docs/protocol.md
 	// 1.1; parser.go overMaxControlLineLimit).
 	{name: "line at limit", in: "SUB " + strings.Repeat("a", 14) + " 1\r\n", cfg: small, ops: []string{sub(strings.Repeat("a", 14), "", "1")}},
 	{name: "line over limit", in: "SUB " + strings.Repeat("a", 15) + " 1\r\n", cfg: small, err: ErrControlLine},
@@ -282,7 +282,7 @@ func (h *headerSwitch) ProcessConnect([]byte) error {
 	return nil
 }
 
-// TestErrorTexts pins the exact -ERR texts and close flags (protocol.md 1.11).
+// TestErrorTexts pins the exact -ERR texts and close flags (docs/protocol.md 1.11).
 func TestErrorTexts(t *testing.T) {
 	cases := []struct {
 		err  *Error

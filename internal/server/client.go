@@ -149,7 +149,7 @@ func newClient(s *Server, nc net.Conn, cid uint64) *client {
 		c.addr = addr.String()
 	}
 	c.parser = protocol.NewParser(lim.parserConfig(), c)
-	c.parser.SetHeaders(false) // HPUB needs headers: true in CONNECT (protocol.md 1.3)
+	c.parser.SetHeaders(false) // HPUB needs headers: true in CONNECT (docs/protocol.md 1.3)
 	return c
 }
 
@@ -393,7 +393,7 @@ func (c *client) closeNow() {
 }
 
 // closeSlowConsumer closes a receiver whose pending bytes exceeded
-// MaxPending (protocol.md 1.10: no -ERR is sent).
+// MaxPending (docs/protocol.md 1.10: no -ERR is sent).
 func (c *client) closeSlowConsumer() {
 	if c.closed.Load() {
 		return

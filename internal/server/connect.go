@@ -6,7 +6,7 @@ import (
 	"github.com/cairnmq/cairn/internal/protocol"
 )
 
-// connectOpts are the CONNECT fields cairn acts on (protocol.md 1.5). A
+// connectOpts are the CONNECT fields cairn acts on (docs/protocol.md 1.5). A
 // connection starts with verbose, pedantic and echo on, as nats-server's
 // does, until a CONNECT says otherwise.
 type connectOpts struct {
@@ -33,7 +33,7 @@ type connectOpts struct {
 	NewAccount bool   `json:"new_account"`
 }
 
-// Protocol errors raised while processing CONNECT (protocol.md 1.11).
+// Protocol errors raised while processing CONNECT (docs/protocol.md 1.11).
 var (
 	errInvalidProtocol = &protocol.Error{Text: "invalid client protocol", Close: true}
 	errNoRespHeaders   = &protocol.Error{Text: "no responders requires headers support", Close: true}

@@ -8,10 +8,10 @@ import (
 )
 
 // dispatch delivers a published message to every plain subscription
-// that matches and to one member of each matching queue group (protocol.md
+// that matches and to one member of each matching queue group (docs/protocol.md
 // 1.7). When nothing was delivered (no match, or only the publisher's own
 // subscriptions with echo off), a request gets the no-responders status
-// (protocol.md 1.8; nats-server v2.15.2 sends it in both cases).
+// (docs/protocol.md 1.8; nats-server v2.15.2 sends it in both cases).
 func (c *client) dispatch(subj, reply []byte, hdrLen int, msg []byte) {
 	if !c.deliverAll(subj, reply, hdrLen, msg) && len(reply) > 0 && c.opts.NoResponders {
 		c.sendNoResponders(subj, reply)
@@ -26,7 +26,7 @@ func (c *client) deliverAll(subj, reply []byte, hdrLen int, msg []byte) bool {
 
 // deliverAllAs matches by the subject match and writes subj into every
 // frame: a JetStream delivery goes to the subscribers of a deliver
-// subject or pull inbox but carries the stored subject (protocol.md
+// subject or pull inbox but carries the stored subject (docs/protocol.md
 // section 5.1). Peers with matching interest get the message once each
 // (forward.go); a message from a peer (c is a route) reaches local
 // subscribers only, and of the queue groups only those it names. It
@@ -130,7 +130,7 @@ func (c *client) deliverTo(sub *subscription, subj, reply []byte, hdrLen int, ms
 }
 
 // appendMsg writes the frame into c's outbound buffer. Headers are
-// stripped for a client that did not negotiate them (protocol.md 1.3). It
+// stripped for a client that did not negotiate them (docs/protocol.md 1.3). It
 // reports ok false when c became a slow consumer, and stalled when its
 // producers should slow down.
 func (c *client) appendMsg(sid, subj, reply []byte, hdrLen int, msg []byte) (ok, stalled bool) {

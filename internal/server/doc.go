@@ -1,6 +1,6 @@
 // Package server is the network edge of cairn: it accepts client
 // connections, speaks the NATS client protocol on them
-// (../shared/reference/protocol.md section 1, as nats-server v2.15.2 does)
+// (docs/protocol.md section 1, as nats-server v2.15.2 does)
 // and dispatches published messages to matching subscriptions (dispatch.go).
 //
 // # Goroutines and ownership
@@ -40,6 +40,6 @@
 // A reader appends to a receiver's outbound buffer and, once per read
 // batch, wakes the receiver's writer. If a receiver's pending bytes exceed
 // Options.MaxPending, or a socket write exceeds Options.WriteDeadline, the
-// receiver is a slow consumer and is closed without an -ERR (protocol.md
+// receiver is a slow consumer and is closed without an -ERR (docs/protocol.md
 // 1.10), so no client's memory grows without bound because it stops reading.
 package server

@@ -12,11 +12,11 @@ import (
 // The methods in this file implement protocol.Handler. They run on the
 // client's read loop. Errors that keep the connection open are sent as
 // -ERR here and never returned; a returned error closes the connection
-// (protocol.md 1.11).
+// (docs/protocol.md 1.11).
 
 var _ protocol.Handler = (*client)(nil)
 
-// ProcessConnect applies a CONNECT (protocol.md 1.5): it authenticates
+// ProcessConnect applies a CONNECT (docs/protocol.md 1.5): it authenticates
 // the client (auth.go), then checks the protocol fields. A second CONNECT
 // authenticates again and drops the client's subscriptions, as
 // nats-server v2.15.2 does.
@@ -56,7 +56,7 @@ func (c *client) ProcessConnect(arg []byte) error {
 func (c *client) ProcessInfo([]byte) error { return nil }
 
 // ProcessPing answers PONG and, after the first PONG to a client that
-// speaks protocol 1, sends the INFO with connect_info (protocol.md 1.2).
+// speaks protocol 1, sends the INFO with connect_info (docs/protocol.md 1.2).
 func (c *client) ProcessPing() error {
 	c.traceIn("PING")
 	c.enqueueString(protocol.PongLine)
@@ -94,7 +94,7 @@ func (c *client) ProcessPong() error {
 	return nil
 }
 
-// ProcessSub adds a subscription (protocol.md 1.3, 1.7). One the user may
+// ProcessSub adds a subscription (docs/protocol.md 1.3, 1.7). One the user may
 // not make gets a permissions violation (perms.go), an invalid subject or
 // queue -ERR 'Invalid Subject'; the connection stays open. A repeated sid
 // is ignored.
@@ -131,7 +131,7 @@ func (c *client) ProcessSub(subj, queue, sid []byte) error {
 }
 
 // ProcessUnsub removes a subscription now, or after max deliveries in
-// total when max is above the count delivered so far (protocol.md 1.3).
+// total when max is above the count delivered so far (docs/protocol.md 1.3).
 // Unknown sids are ignored.
 func (c *client) ProcessUnsub(sid []byte, max int64) error {
 	c.traceIn("UNSUB", sid)
@@ -183,7 +183,7 @@ func (c *client) removeSub(sub *subscription) {
 	}
 }
 
-// ProcessPub dispatches a PUB or HPUB (protocol.md 1.3, 1.7, 1.8).
+// ProcessPub dispatches a PUB or HPUB (docs/protocol.md 1.3, 1.7, 1.8).
 func (c *client) ProcessPub(subj, reply []byte, hdrLen int, msg []byte) error {
 	if c.log.TraceEnabled() {
 		c.tracePub(subj, reply, hdrLen, msg)
@@ -208,7 +208,7 @@ func (c *client) ProcessPub(subj, reply []byte, hdrLen int, msg []byte) error {
 }
 
 // errHeadersNotSupported closes a connection that sent HPUB without
-// negotiating headers; nats-server sends no -ERR (protocol.md 1.3).
+// negotiating headers; nats-server sends no -ERR (docs/protocol.md 1.3).
 var errHeadersNotSupported = &protocol.Error{Close: true}
 
 // Prefixes a client may not publish to or use as a reply (nats-server

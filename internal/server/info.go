@@ -8,13 +8,13 @@ import (
 )
 
 // NATSVersion is the nats-server version cairn advertises in INFO. Clients
-// switch features on from it (protocol.md section 0, item 1), so it must
+// switch features on from it (docs/protocol.md section 0, item 1), so it must
 // promise no more than cairn implements; docs/compatibility.md explains the
 // choice.
 const NATSVersion = "2.10.0"
 
 // info is the INFO JSON object, with nats-server v2.15.2's keys, key order
-// and omitempty rules (protocol.md section 1.4).
+// and omitempty rules (docs/protocol.md section 1.4).
 type info struct {
 	ID            string   `json:"server_id"`
 	Name          string   `json:"server_name"`

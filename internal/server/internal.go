@@ -61,7 +61,7 @@ func (is *InternalSub) Unsubscribe() {
 
 // Publish delivers a message from inside the server, in the global
 // account $G, to every matching subscription, as if a client had
-// published it (protocol.md 1.7): hdr is a complete NATS header block or
+// published it (docs/protocol.md 1.7): hdr is a complete NATS header block or
 // nil. It is safe to call from any goroutine. It reports whether anything
 // received the message. An invalid subject reaches nobody.
 func (s *Server) Publish(subj, reply string, hdr, data []byte) bool {
@@ -70,7 +70,7 @@ func (s *Server) Publish(subj, reply string, hdr, data []byte) bool {
 
 // PublishAs is Publish matched by the subject match, with subj written on
 // the MSG or HMSG line in its place: JetStream delivers a stored message
-// to a deliver subject or pull inbox under its stored subject (protocol.md
+// to a deliver subject or pull inbox under its stored subject (docs/protocol.md
 // section 5.1). It reports whether anything received the message.
 func (s *Server) PublishAs(match, subj, reply string, hdr, data []byte) bool {
 	return s.publishIn(s.gacc, match, subj, reply, hdr, data, pubNormal)

@@ -12,7 +12,7 @@ import (
 	"github.com/cairnmq/cairn/internal/vfs"
 )
 
-// Defaults, from nats-server v2.15.2 (protocol.md section 1.9).
+// Defaults, from nats-server v2.15.2 (docs/protocol.md section 1.9).
 const (
 	DefaultHost           = "0.0.0.0"
 	DefaultPort           = 4222

@@ -8,7 +8,7 @@ import (
 	"github.com/cairnmq/cairn/internal/protocol"
 )
 
-// pingState runs the server-side keep-alive of one client (protocol.md
+// pingState runs the server-side keep-alive of one client (docs/protocol.md
 // 1.9: ping_interval, ping_max). Fields are guarded by mu; the timer
 // callback runs on its own goroutine.
 type pingState struct {

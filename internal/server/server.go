@@ -263,7 +263,7 @@ func acceptBackoff(d time.Duration) time.Duration {
 }
 
 // addClient registers and starts a client, or refuses it with
-// 'maximum connections exceeded' (protocol.md 1.9); a negative
+// 'maximum connections exceeded' (docs/protocol.md 1.9); a negative
 // MaxConnections refuses every client, as nats-server's
 // max_connections: 0 does.
 func (s *Server) addClient(nc net.Conn) {

@@ -6,7 +6,7 @@ import (
 )
 
 // SequencePair is a consumer sequence with the stream sequence it
-// delivered (protocol.md section 3.5, SequenceInfo).
+// delivered (docs/protocol.md 5.7, SequenceInfo).
 type SequencePair struct {
 	Consumer uint64
 	Stream   uint64
@@ -117,7 +117,7 @@ type ConsumerStore interface {
 type ConsumerOpKind uint8
 
 // The journaled operations: the acknowledgements a client asked to have
-// confirmed (protocol.md section 5.3, "double ack"). The values are on
+// confirmed (docs/protocol.md section 5.3, "double ack"). The values are on
 // disk (filestore's ack journal).
 const (
 	// OpAck is +ACK or +NXT: Stream was acknowledged with consumer

@@ -7,7 +7,7 @@ import (
 
 // Expiry: what ExpireUpTo removes at a time now, shared by both engines so
 // that they decide identically (nats-server v2.15.2 memstore.go and
-// filestore.go expireMsgs, protocol.md sections 4.2 and 6.2).
+// filestore.go expireMsgs, docs/protocol.md sections 4.2 and 6.2).
 //
 //  1. MaxAge: the stored messages are walked in sequence order from the
 //     first; a message with TTLNever is passed over; the walk stops at the

@@ -7,7 +7,7 @@ import (
 )
 
 // The limit rules both engines share, so that they decide every append,
-// removal and expiry identically (protocol.md section 6.2; nats-server
+// removal and expiry identically (docs/protocol.md section 6.2; nats-server
 // v2.15.2 memstore.go and filestore.go storeRawMsg, enforceMsgLimit,
 // enforceBytesLimit, enforcePerSubjectLimit, expireMsgs, UpdateConfig).
 //
@@ -26,7 +26,7 @@ import (
 // the first and removes each while Expired says so, stopping at the first
 // message that has not expired.
 
-// rollupHeader is the header that marks a rollup message (protocol.md
+// rollupHeader is the header that marks a rollup message (docs/protocol.md
 // section 4.2), which discard new per subject always lets through.
 const rollupHeader = "Nats-Rollup"
 
@@ -62,7 +62,7 @@ func CheckAppend(cfg Config, occ Occupancy, m Msg, oldestSize func() uint64) err
 	return CheckDiscardNew(cfg, occ, m, oldestSize)
 }
 
-// CheckDiscardNew applies the discard-new rule (protocol.md section 6.2)
+// CheckDiscardNew applies the discard-new rule (docs/protocol.md section 6.2)
 // to m, returning nil when m may be stored. It does nothing under
 // DiscardOld. Under DiscardNew, when m's subject is at its per-subject
 // limit (AtSubjectLimit):

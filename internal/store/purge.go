@@ -1,6 +1,6 @@
 package store
 
-// PurgeKind says which of the shapes of protocol.md section 6.4 a
+// PurgeKind says which of the shapes of docs/protocol.md 6.3 a
 // PurgeRequest takes.
 type PurgeKind int
 

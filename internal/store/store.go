@@ -54,7 +54,7 @@ type StoredMsg struct {
 }
 
 // DiscardPolicy says what a full stream does with a new message
-// (protocol.md section 6.2).
+// (docs/protocol.md section 6.2).
 type DiscardPolicy int
 
 // Discard policies. The values are stored in stream metadata: append only.
@@ -83,7 +83,7 @@ type Config struct {
 	// expire.go rule 3).
 	SubjectDeleteMarkers bool
 	// Compress makes the file store keep message payloads S2-compressed
-	// on disk where that saves space (compression "s2", protocol.md
+	// on disk where that saves space (compression "s2", docs/protocol.md
 	// section 3.1; filestore's "Compression"). Nothing a client sees
 	// changes: loads, State.Bytes and MaxBytes use the uncompressed
 	// message. The memory store ignores it.
@@ -97,7 +97,7 @@ type Config struct {
 	MemSizes bool
 }
 
-// State is the observable state of a store (protocol.md section 3.3,
+// State is the observable state of a store (docs/protocol.md section 3.3,
 // StreamState). Times are unix nanoseconds; zero when there is no message.
 type State struct {
 	Msgs        uint64
@@ -127,7 +127,7 @@ type SubjectState struct {
 	Last  uint64 // sequence of the last stored message on the subject
 }
 
-// PurgeRequest selects what Purge removes (protocol.md section 6.4):
+// PurgeRequest selects what Purge removes (docs/protocol.md 6.3):
 // Subject filters by subject (wildcards allowed, "" = all); Seq > 0
 // removes only sequences below Seq; Keep > 0 keeps the newest Keep
 // matching messages. Seq and Keep together are invalid (ErrBadRequest).
@@ -235,9 +235,9 @@ type Store interface {
 }
 
 // Errors of the store. Limit errors carry nats-server's descriptions
-// (protocol.md section 6.2, Appendix A): the stream layer maps ErrMaxMsgs,
-// ErrMaxBytes and ErrMaxMsgsPerSubject to err_code 10077 and ErrMaxMsgSize
-// to 10054, ErrNotFound to 10037.
+// (docs/protocol.md 6.2; nats-server v2.15.2 server/errors.json): the
+// stream layer maps ErrMaxMsgs, ErrMaxBytes and ErrMaxMsgsPerSubject to
+// err_code 10077 and ErrMaxMsgSize to 10054, ErrNotFound to 10037.
 var (
 	ErrNotFound          = errors.New("store: no message found")
 	ErrEOF               = errors.New("store: no more messages")
@@ -278,7 +278,7 @@ func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 // MsgSize is the size a message counts for in a file store's State.Bytes
 // and against its MaxBytes: subject, header and payload plus the record
 // overhead nats-server's file store counts (30 bytes, 34 with headers;
-// protocol.md section 3.3; nats-server v2.15.2 fileStoreMsgSize).
+// docs/protocol.md section 3.3; nats-server v2.15.2 fileStoreMsgSize).
 func MsgSize(subject string, header, data []byte) uint64 {
 	n := uint64(len(subject) + len(header) + len(data) + 30)
 	if len(header) > 0 {

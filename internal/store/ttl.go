@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Per-message TTL (protocol.md section 4.2, the Nats-TTL row; nats-server
+// Per-message TTL (docs/protocol.md section 4.2, the Nats-TTL row; nats-server
 // v2.15.2 server/stream.go getMessageTTL and parseMessageTTL,
 // memstore.go and filestore.go expireMsgs). A store whose Config has
 // MsgTTL reads the Nats-TTL header of every message it stores (and, on

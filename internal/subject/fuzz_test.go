@@ -6,7 +6,7 @@ import (
 )
 
 // FuzzMatch checks that validation and matching agree with each other and
-// with the reference matcher (protocol.md section 1.7):
+// with the reference matcher (docs/protocol.md section 1.7):
 //
 //  1. the string and []byte validators agree;
 //  2. ValidLiteral implies ValidSubject and IsLiteral;

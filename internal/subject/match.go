@@ -3,7 +3,7 @@ package subject
 import "strings"
 
 // Match reports whether the published subject literal is matched by the
-// subscription pattern (protocol.md section 1.7). Tokens of literal are
+// subscription pattern (docs/protocol.md section 1.7). Tokens of literal are
 // compared byte-wise as literal tokens, so a "*" or ">" token in it matches
 // only a wildcard in pattern; in pattern "*" matches exactly one token and a
 // final ">" matches one or more tokens ("foo.>" does not match "foo").

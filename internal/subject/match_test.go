@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Matching cases follow protocol.md section 1.7: "*" is one token, ">" is
+// Matching cases follow docs/protocol.md section 1.7: "*" is one token, ">" is
 // one or more trailing tokens, wildcards in a published subject are literal.
 var matchCases = []struct {
 	literal, pattern string

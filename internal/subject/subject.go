@@ -2,7 +2,7 @@
 // matching a published subject against a subscription pattern, and the
 // set relations (subset, overlap) that JetStream needs for stream subjects.
 //
-// Terms used throughout (protocol.md section 1.7):
+// Terms used throughout (docs/protocol.md section 1.7):
 //
 //   - A subject is a non-empty string of tokens separated by '.'.
 //   - A token is a non-empty byte string with no whitespace (space, tab,
@@ -27,7 +27,7 @@ import "strings"
 type text interface{ ~string | ~[]byte }
 
 // isSpace reports whether c is one of the bytes no token may contain:
-// space, tab, CR, LF and form feed (protocol.md section 1.7).
+// space, tab, CR, LF and form feed (docs/protocol.md section 1.7).
 func isSpace(c byte) bool {
 	switch c {
 	case ' ', '\t', '\r', '\n', '\f':
@@ -80,7 +80,7 @@ func validToken[S text](s S, start, end int, literal bool) bool {
 // pattern): non-empty, no empty token, no whitespace (space, tab, CR, LF,
 // form feed) anywhere, "*" and ">" wildcards only as whole tokens and ">"
 // only as the last token. An invalid SUB subject is answered with
-// -ERR 'Invalid Subject' (protocol.md section 1.7). nats-server v2.15.2
+// -ERR 'Invalid Subject' (docs/protocol.md section 1.7). nats-server v2.15.2
 // (server/sublist.go IsValidSubject) applies the same rules. Its SUB path
 // checks only empty tokens and ">" placement (Sublist.Insert), and its
 // parser splits arguments on space, tab, CR and LF, so the one subject it
@@ -93,7 +93,7 @@ func ValidSubjectBytes(b []byte) bool { return scan(b, false) }
 
 // ValidLiteral reports whether s is a valid subject (ValidSubject) with no
 // wildcard token, that is a subject a pedantic client may publish to
-// (protocol.md section 1.7; nats-server v2.15.2 IsValidLiteralSubject, which
+// (docs/protocol.md section 1.7; nats-server v2.15.2 IsValidLiteralSubject, which
 // unlike this function does not check for whitespace).
 func ValidLiteral(s string) bool { return scan(s, true) }
 
@@ -129,10 +129,11 @@ func isLiteral[S text](s S) bool {
 // token it may contain '.', '*' and '>': nats-server v2.15.2 accepts any
 // whitespace-free SUB argument as the queue name (server/client.go splitArg
 // and processSubEx; the sublist never validates it), so "a.b" and "*" are
-// legal queue names even though protocol.md section 1.7 describes the name
-// as a token. A form feed is rejected for consistency with ValidSubject,
-// though nats-server's parser would pass it through. The empty string is
-// not valid; callers use "" to mean "no queue".
+// legal queue names even though NATS's protocol documentation describes the
+// name as a token (docs/protocol.md 1.7). A form feed is rejected for
+// consistency with ValidSubject, though nats-server's parser would pass it
+// through. The empty string is not valid; callers use "" to mean "no
+// queue".
 func ValidQueue(q string) bool { return validQueue(q) }
 
 // ValidQueueBytes is ValidQueue for a byte slice; it does not allocate.

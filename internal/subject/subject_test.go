@@ -2,7 +2,7 @@ package subject
 
 import "testing"
 
-// Validation cases follow protocol.md section 1.7 (tokens, wildcards,
+// Validation cases follow docs/protocol.md section 1.7 (tokens, wildcards,
 // whitespace) and nats-server v2.15.2 server/sublist_test.go.
 var validCases = []struct {
 	s              string

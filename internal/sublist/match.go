@@ -66,7 +66,7 @@ type Result[T comparable] struct {
 }
 
 // Queue is one queue group of a Result: the server delivers a message to
-// exactly one of its Members (protocol.md section 1.7).
+// exactly one of its Members (docs/protocol.md section 1.7).
 type Queue[T comparable] struct {
 	// Name is the queue group name given to Insert.
 	Name string
@@ -107,7 +107,7 @@ func (r *Result[T]) isEmpty() bool {
 
 // Match returns the entries whose subscription subject matches the
 // published subject subj; tokens of subj are literal, so a "*" or ">" token
-// in it reaches only wildcard subscriptions (protocol.md section 1.7). A
+// in it reaches only wildcard subscriptions (docs/protocol.md section 1.7). A
 // subject with an empty token (including the empty subject) matches
 // nothing. Match never returns nil; a subject with no interest gets an
 // empty Result.

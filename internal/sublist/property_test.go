@@ -22,7 +22,7 @@ type propConfig struct {
 
 // TestAgainstBruteForce interleaves random inserts, removes and matches and
 // compares every Match (as a multiset) and HasInterest with a brute-force
-// scan of the live entries using subject.Match (protocol.md section 1.7).
+// scan of the live entries using subject.Match (docs/protocol.md section 1.7).
 // The trie invariants are checked after every mutation, the whole cache
 // every 128 operations. "wide" spreads entries over many subjects; "dense"
 // piles them onto few subjects so sets outgrow linearMax and get indexed.

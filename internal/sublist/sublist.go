@@ -1,7 +1,7 @@
 // Package sublist is the subject index: it stores values (subscriptions, to
 // the server) under subscription subjects, wildcards allowed, optionally in
 // a named queue group, and finds every value whose subject matches a
-// published subject. Matching follows protocol.md section 1.7 and
+// published subject. Matching follows docs/protocol.md section 1.7 and
 // nats-server v2.15.2 server/sublist.go; the package knows nothing of
 // connections, accounts or delivery.
 //
@@ -55,7 +55,7 @@ import (
 var (
 	// ErrInvalidSubject means the subject is not a valid subscription
 	// subject per subject.ValidSubject. The server answers such a SUB with
-	// -ERR 'Invalid Subject' and keeps the connection (protocol.md 1.7).
+	// -ERR 'Invalid Subject' and keeps the connection (docs/protocol.md 1.7).
 	ErrInvalidSubject = errors.New("sublist: invalid subject")
 	// ErrInvalidQueue means the queue name is not "" and not valid per
 	// subject.ValidQueue (non-empty, no whitespace). nats-server v2.15.2

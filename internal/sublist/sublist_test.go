@@ -30,7 +30,7 @@ var standard = []entry{
 	{"foo.>", "q.x", 14},
 }
 
-// Matching rules from protocol.md section 1.7: "*" is one token, ">" is one
+// Matching rules from docs/protocol.md section 1.7: "*" is one token, ">" is one
 // or more tokens ("foo.>" does not match "foo"), wildcards in a published
 // subject are literal tokens, queue groups merge across matching subjects.
 func TestMatchTable(t *testing.T) {

@@ -138,7 +138,7 @@ func (n *node[T]) hasEntries() bool {
 // level holds the children of one node, keyed by the next token. Wildcard
 // pattern tokens live in pwc and fwc, never in nodes, so a "*" or ">" token
 // of a published subject finds nothing in nodes and reaches only wildcard
-// subscriptions (protocol.md section 1.7).
+// subscriptions (docs/protocol.md section 1.7).
 type level[T comparable] struct {
 	nodes    map[string]*node[T]
 	pwc, fwc *node[T]

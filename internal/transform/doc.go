@@ -1,7 +1,7 @@
 // Package transform compiles subject mappings and maps subjects with them,
 // as nats-server v2.15.2 does (server/subject_transform.go and
 // server/sublist.go ValidateMapping). JetStream uses them for a stream's
-// subject_transform (protocol.md sections 3.1 and 4.1), for the
+// subject_transform (docs/protocol.md sections 3.1 and 4.1), for the
 // subject_transforms of its sources and mirror (section 3.2) and for
 // republish.
 //

@@ -1,7 +1,7 @@
 // Stream features driven by the unmodified Node.js `nats` client (2.29.3):
 // mirrors and sources between streams of one server, the stream's
 // subject_transform, republish, per-message TTL (Nats-TTL) and the
-// JetStream API's pedantic mode (protocol.md sections 3.2 and 5.10).
+// JetStream API's pedantic mode (docs/protocol.md 3.2 and 5.8).
 //
 // They run against whatever server NATS_URL points at, which must have
 // JetStream enabled: cairn -js in CI (scripts/test.sh starts one), or

@@ -123,7 +123,7 @@
 //
 // # Compression
 //
-// With store.Config.Compress (a stream's compression "s2", protocol.md
+// With store.Config.Compress (a stream's compression "s2", docs/protocol.md
 // section 3.1) the payload of a message record may be stored as one S2
 // block (github.com/klauspost/compress/s2, s2.Encode's block format: a
 // uvarint decoded length P, then the compressed stream), marked by

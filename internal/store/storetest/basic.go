@@ -19,7 +19,7 @@ var basicTests = []test{
 	{name: "StateTimes", fn: testStateTimes},
 }
 
-// A brand-new store shows first_seq 0 and last_seq 0 (protocol.md 3.3).
+// A brand-new store shows first_seq 0 and last_seq 0 (docs/protocol.md 3.3).
 func testEmpty(t *testing.T, e Engine) {
 	h := open(t, e, store.Config{})
 	h.wantState(store.State{})
@@ -52,7 +52,7 @@ func testSequences(t *testing.T, e Engine) {
 }
 
 // With first_seq N a new store shows first N, last N-1 and numbers from N
-// (protocol.md 3.3).
+// (docs/protocol.md 3.3).
 func testFirstSeqConfig(t *testing.T, e Engine) {
 	h := open(t, e, store.Config{FirstSeq: 100})
 	h.wantState(store.State{FirstSeq: 100, LastSeq: 99})

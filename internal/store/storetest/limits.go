@@ -98,7 +98,7 @@ func testDiscardNewMaxBytes(t *testing.T, e Engine) {
 }
 
 // Under discard new, the per-subject limit without discard_new_per_subject
-// replaces the subject's oldest (protocol.md 6.2).
+// replaces the subject's oldest (docs/protocol.md 6.2).
 func testDiscardNewPerSubjectLimit(t *testing.T, e Engine) {
 	h := open(t, e, store.Config{MaxMsgsPerSubject: 1, Discard: store.DiscardNew})
 	h.add("a", "b", "a")
@@ -106,7 +106,7 @@ func testDiscardNewPerSubjectLimit(t *testing.T, e Engine) {
 }
 
 // At max_msgs, a message whose subject is at its per-subject limit
-// replaces that subject's oldest and is accepted (protocol.md 6.2).
+// replaces that subject's oldest and is accepted (docs/protocol.md 6.2).
 func testDiscardNewReplacesAtMaxMsgs(t *testing.T, e Engine) {
 	h := open(t, e, store.Config{MaxMsgs: 3, MaxMsgsPerSubject: 1, Discard: store.DiscardNew})
 	h.add("a", "b", "c")

@@ -28,7 +28,7 @@ type purgeCase struct {
 	stored      []uint64
 }
 
-// purgeCases cover every shape of protocol.md 6.4 and nats-server PurgeEx.
+// purgeCases cover every shape of docs/protocol.md 6.3 and nats-server PurgeEx.
 var purgeCases = []purgeCase{
 	{req: store.PurgeRequest{}, removed: 10, first: 11, last: 10},
 	{req: store.PurgeRequest{Subject: ">"}, removed: 10, first: 11, last: 10},

@@ -1,7 +1,7 @@
 // Package storetest is the conformance suite every store.Store engine
 // runs: Run drives an engine through each method and rule of package
 // store and compares the exact states nats-server v2.15.2 reaches
-// (protocol.md sections 3.3 and 6.1-6.4; server/memstore.go and
+// (docs/protocol.md 3.3 and 6.1-6.3; server/memstore.go and
 // server/filestore.go).
 //
 // Each subtest opens a fresh store with Engine.New. When the engine

@@ -10,7 +10,7 @@ import (
 )
 
 // Per-message TTL and subject delete markers (store/ttl.go and
-// store/expire.go; protocol.md section 4.2, Nats-TTL; nats-server v2.15.2
+// store/expire.go; docs/protocol.md section 4.2, Nats-TTL; nats-server v2.15.2
 // memstore.go and filestore.go expireMsgs).
 var ttlTests = []test{
 	{name: "TTLExpires", fn: testTTLExpires},
