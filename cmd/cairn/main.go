@@ -1,5 +1,5 @@
 // Command cairn runs the cairn messaging server. It accepts nats-server's
-// common command-line flags with the same meaning (DESIGN.md section 1)
+// common command-line flags with the same meaning (docs/compatibility.md)
 // and nats-server's configuration files (-c, internal/config), so a
 // harness or a deployment that starts one can start the other.
 package main

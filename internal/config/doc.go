@@ -7,14 +7,14 @@
 //
 // The file is nats-server's configuration format, parsed by nats-server's
 // own parser, github.com/nats-io/nats-server/v2/conf v2.15.2 (the one
-// nats-server package cairn imports, DESIGN.md section 4), in its pedantic
-// mode so that every value carries its file, line and column. So the
-// grammar is exactly nats-server's: `=`, `:` or blank separators; `#` and
-// `//` comments; nested blocks and arrays; quoted and bare strings; sizes
-// (`1GB` is 2^30 bytes, `1G` 10^9); `$VAR` variables, block-scoped, then the
-// environment; `include` (relative to the including file); a whole file
-// wrapped in braces, so a JSON file is a configuration file, including the
-// JSON with bare `$VAR`, `10Gi` and `include x;` that the official Helm
+// nats-server package cairn imports, docs/architecture.md section 1), in
+// its pedantic mode so that every value carries its file, line and column.
+// So the grammar is exactly nats-server's: `=`, `:` or blank separators;
+// `#` and `//` comments; nested blocks and arrays; quoted and bare strings;
+// sizes (`1GB` is 2^30 bytes, `1G` 10^9); `$VAR` variables, block-scoped,
+// then the environment; `include` (relative to the including file); a whole
+// file wrapped in braces, so a JSON file is a configuration file, including
+// the JSON with bare `$VAR`, `10Gi` and `include x;` that the official Helm
 // chart writes. docs/configuration.md describes it with examples.
 //
 // What each key means is this package's own code: one file per block

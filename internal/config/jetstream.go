@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// JetStream is the jetstream block (operations.md section 1.7) and the
+// JetStream is the jetstream block (docs/configuration.md, Keys) and the
 // top-level store_dir.
 type JetStream struct {
 	Enabled  bool   `key:"jetstream"` // -js; a jetstream block enables it unless it says enabled: false
@@ -160,7 +160,7 @@ func storeDirKey(c *Config, it item, r *report) {
 
 // syncIntervalKey accepts "always", which is what cairn does. Any
 // interval would acknowledge messages before they are durable, which
-// cairn does only under a name that says so (DESIGN.md section 2).
+// cairn does only under a name that says so (docs/durability.md item 7).
 func syncIntervalKey(_ *Config, it item, r *report) {
 	if s, ok := it.val.(string); ok && strings.EqualFold(s, "always") {
 		return

@@ -16,7 +16,7 @@
 //	// json.Marshal(err): {"code":400,"err_code":10071,"description":"wrong last sequence: 41"}
 //
 // Only the edge (jsapi, server) builds these; lower layers return their own
-// sentinel errors, which the edge translates (style.md rule 6).
+// sentinel errors, which the edge translates (docs/architecture.md rule 4).
 package jserr
 
 //go:generate go run gen.go

@@ -11,14 +11,14 @@ import (
 const module = "github.com/cairnmq/cairn/"
 
 // The one nats-server package the product may import, and where: its
-// configuration-file parser (DESIGN.md section 4).
+// configuration-file parser (docs/architecture.md section 1).
 const (
 	confPackage  = "github.com/nats-io/nats-server/v2/conf"
 	confImporter = "internal/config"
 )
 
 // allowed lists, for each package, the cairn packages it may import
-// (style.md 5.2: lower levels never import higher ones). A package missing
+// (docs/architecture.md section 2: lower levels never import higher ones). A package missing
 // from this table fails the test, so new packages must be placed.
 var allowed = map[string][]string{
 	"cmd/cairn":                      {"internal/config", "internal/logger", "internal/monitor", "internal/route", "internal/server"},

@@ -9,7 +9,7 @@ import (
 // block (nil when none) and the payload. It runs on the publisher's
 // goroutine (a client's read loop, or the caller of Publish), so it must
 // not block: it copies what it keeps and hands slow work to its own
-// goroutines (style.md rule 4). The slices are valid only during the call.
+// goroutines (docs/architecture.md rule 2). The slices are valid only during the call.
 type MsgHandler func(subject, reply string, hdr, data []byte)
 
 // InternalSub is a subscription owned by code inside the server (the

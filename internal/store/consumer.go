@@ -146,7 +146,7 @@ type ConsumerOp struct {
 // acknowledgements are made durable by appending them to a journal shared
 // with the other consumers of the stream, one fsync for every op waiting
 // (group commit), instead of rewriting the state file
-// (../shared/DESIGN.md section 2: a confirmed ack is durable when it is
+// (docs/durability.md item 2: a confirmed ack is durable when it is
 // confirmed).
 type ConsumerJournal interface {
 	// Journal appends ops and calls done once they are durable (err nil)

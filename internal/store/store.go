@@ -1,7 +1,7 @@
 // Package store defines the message store of a JetStream stream: the
 // interface both engines implement (filestore on disk, memstore in
 // memory), the shared types, the limit rules and the errors. It knows
-// nothing of the network (style.md rule 1).
+// nothing of the network (docs/architecture.md rule 1).
 //
 // # Contract
 //
@@ -9,7 +9,7 @@
 //     stream's limits at once, deterministically: discard new refuses with
 //     an error, discard old removes the oldest messages. Nothing in Append
 //     reads a clock; the message carries its timestamp, chosen once when
-//     the entry was made (DESIGN.md section 3).
+//     the entry was made (docs/engine.md, "What decides what").
 //  2. Append does not wait for the disk. WaitDurable(seq) returns once
 //     every message through seq is durable under the sync policy (the
 //     default is fsync before returning, shared by every append waiting at

@@ -35,7 +35,7 @@ func benchSublist(tb testing.TB) *Sublist[int] {
 }
 
 // TestMatchHitNoAllocs: a cache-hit Match and HasInterest allocate nothing
-// (style.md rule 13).
+// (docs/architecture.md rule 6).
 func TestMatchHitNoAllocs(t *testing.T) {
 	s := benchSublist(t)
 	subj := []byte("orders.r1.c2.t1")

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// check verifies the whole structure (style.md rule 9): the trie
+// check verifies the whole structure (docs/architecture.md rule 5): the trie
 // invariants (checkTrie) and that every cached result equals a fresh walk
 // of the trie.
 func (s *Sublist[T]) check(t testing.TB) {

@@ -1,8 +1,7 @@
 // Package vfs is the file-system seam of cairn's storage: every file
 // operation of the file store (and, later, of the raft log) goes through
 // FS, so tests can simulate power loss, torn writes, bit flips, full disks
-// and I/O errors (../shared/DESIGN.md section 2;
-// ../shared/reference/reliability.md section 5.3).
+// and I/O errors (docs/durability.md section 5).
 //
 // Implementations:
 //

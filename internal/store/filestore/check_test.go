@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// check verifies every invariant of the index (style.md rule 9: the
-// expensive whole-structure check, run by tests after each mutation).
+// check verifies every invariant of the index (docs/architecture.md rule 5:
+// the expensive whole-structure check, run by tests after each mutation).
 func (s *Store) check() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

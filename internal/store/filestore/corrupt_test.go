@@ -171,7 +171,8 @@ func mapKeysU64[V any](m map[uint64]V) func(func(uint64) bool) {
 }
 
 // TestBitFlipsInRecords flips every bit of every record of every segment,
-// one at a time (reliability.md S7): the damaged message is never served,
+// one at a time (docs/durability.md section 5, bit flips): the damaged
+// message is never served,
 // it is reported lost, or, in the last batch of the last segment (which
 // recovery cannot tell from a torn write), dropped with a log; no other
 // message is lost. With compressed records too: the CRC catches the flip
@@ -284,7 +285,8 @@ func multipleBitFlips(t *testing.T, im image) {
 
 // TestTruncateLastSegment cuts the last segment at every byte offset of its
 // last two message records (and the records after them), and at 200
-// random earlier offsets (reliability.md S6): recovery cuts the torn tail
+// random earlier offsets (docs/durability.md section 5, torn tail):
+// recovery cuts the torn tail
 // with a log, keeps the prefix, and the store is usable. Every message of
 // the image was acknowledged, so the checkpoint reports each one cut off
 // lost, and LastSeq stays; without a checkpoint (a store from before

@@ -57,7 +57,8 @@ func (h *history) removedSurely(seq uint64) bool { return h.delAcked[seq] || seq
 // TestPowerLoss simulates power losses at random moments of a concurrent
 // workload (appenders that wait for durability, a deleter, a compactor
 // and a consumer-state writer) with every CrashFS tail mode, reopens the
-// crashed file system and checks reliability.md S4: recovery succeeds,
+// crashed file system and checks docs/durability.md section 5 (power
+// loss): recovery succeeds,
 // every acknowledged message is there with its subject and payload at its
 // sequence, the state is an acknowledged prefix plus at most an
 // unacknowledged tail, acknowledged deletes stay applied, and nothing is
@@ -309,7 +310,8 @@ func consumerWriter(cs store.ConsumerStore, h *history) {
 	}
 }
 
-// checkRecovered applies the S4 checks to the recovered store.
+// checkRecovered applies the power-loss checks (docs/durability.md
+// section 5) to the recovered store.
 func checkRecovered(t *testing.T, s *Store, h *history, seed uint64) {
 	t.Helper()
 	mustCheck(t, s, "recovery")

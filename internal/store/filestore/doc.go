@@ -2,7 +2,7 @@
 // segmented log of checksummed records, written with group commit, and a
 // recovery that verifies every record on open. A PubAck built on it means
 // the message is fsynced (the default SyncAlways policy), and corrupt data
-// is detected and never served (../shared/DESIGN.md section 2).
+// is detected and never served (docs/durability.md).
 //
 // Every file operation goes through vfs.FS, so tests run the same code on
 // a crash-simulating or error-injecting file system.

@@ -23,7 +23,8 @@ type faultCase struct {
 }
 
 // TestFaults fails, one at a time, the nth write, fsync, directory fsync,
-// rename, create and remove with ENOSPC and EIO (reliability.md S8): the
+// rename, create and remove with ENOSPC and EIO (docs/durability.md
+// section 5, full disk and I/O errors): the
 // caller gets an error, the store is fenced, nothing acknowledged is
 // missing after a power loss that keeps only synced data, and the store
 // works again after reopening on a healthy file system.
@@ -71,7 +72,8 @@ func TestFaultsRandom(t *testing.T) {
 }
 
 // faultRun runs a workload on a FaultFS until the injected failure fences
-// the store, then checks the S8 properties.
+// the store, then checks the properties that docs/durability.md section 5
+// asks of full disks and I/O errors.
 func faultRun(t *testing.T, fc faultCase, inject func(*vfs.FaultFS)) {
 	inner := vfs.NewCrashFS()
 	ffs := vfs.NewFaultFS(inner)

@@ -87,7 +87,7 @@ func (s *Store) flushLoop(q chan<- batch) {
 // appended in the run becomes durable only after EndBatch, so the caller
 // must not wait for one between the two calls. Runs may overlap; the
 // flusher starts when the last one ends. A cairn addition to the
-// group commit of DESIGN.md section 2; the durability of a PubAck is
+// group commit of docs/durability.md item 1; the durability of a PubAck is
 // unchanged.
 func (s *Store) BeginBatch() { s.note.held.Add(1) }
 

@@ -11,8 +11,8 @@ import (
 	"github.com/cairnmq/cairn/internal/store"
 )
 
-// check verifies every invariant of s (style.md rule 9: the expensive
-// whole-structure check, run by tests after each mutation).
+// check verifies every invariant of s (docs/architecture.md rule 5: the
+// expensive whole-structure check, run by tests after each mutation).
 func (s *Store) check() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
