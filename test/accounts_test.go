@@ -16,7 +16,7 @@ import (
 	"github.com/cairnmq/cairn/internal/server"
 )
 
-// Accounts (docs/security.md; operations.md 5.4): the same file against
+// Accounts (docs/security.md, "Accounts"): the same file against
 // cairn and nats-server v2.15.2.
 
 func accountsConf(storeDir string) string {

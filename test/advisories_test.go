@@ -11,7 +11,8 @@ import (
 )
 
 // Regression tests for nats-server's security advisories of 2022-2026
-// (operations.md section 5.7): each attacks the seam the advisory found,
+// (https://github.com/nats-io/advisories; docs/security.md, "Hostile
+// clients"): each attacks the seam the advisory found,
 // against cairn and, where the configuration is shared, nats-server
 // v2.15.2 (which has the fixes).
 

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// Authentication (docs/security.md; operations.md 5.1, 5.6): each test
+// Authentication (docs/security.md; docs/protocol.md 1.11): each test
 // runs one configuration file against cairn and nats-server v2.15.2 and
 // expects the same bytes.
 

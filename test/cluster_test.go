@@ -16,8 +16,8 @@ import (
 	"github.com/cairnmq/cairn/internal/server"
 )
 
-// Core NATS across a cluster of three servers (issue 14; docs/routes.md;
-// clustering.md 1.1-1.3, 2.5). Every test here passes against nats-server
+// Core NATS across a cluster of three servers (issue 14; docs/routes.md).
+// Every test here passes against nats-server
 // v2.15.2 too (CAIRN_TEST_TARGET=nats-server), unless it says otherwise.
 
 // collector gathers the messages of one subscription.
@@ -62,7 +62,7 @@ func subscribeCollect(t *testing.T, nc *nats.Conn, subj, queue string) *collecto
 // TestClusterMeshAndInfo: nodes 2 and 3 know only node 1, yet every
 // server ends up routed to every other (gossip), and the INFO clients get
 // carries the cluster name and the client URLs of all three, the server's
-// own first (clustering.md 1.1, 1.2).
+// own first (docs/routes.md, "Topology" and "What clients see").
 func TestClusterMeshAndInfo(t *testing.T) {
 	tc := startCluster(t, 3, nil)
 	for _, nd := range tc.nodes {
@@ -92,8 +92,8 @@ func TestClusterMeshAndInfo(t *testing.T) {
 
 // TestClusterPubSub: a message published on one server reaches every
 // matching plain subscription on the others exactly once (wildcards
-// included), headers intact, in publish order (clustering.md 1.1: one
-// hop; docs/protocol.md 1.7).
+// included), headers intact, in publish order (docs/routes.md,
+// "Topology": one hop; docs/protocol.md 1.7).
 func TestClusterPubSub(t *testing.T) {
 	tc := startCluster(t, 3, nil)
 	n1, n2, n3 := tc.nodes[0], tc.nodes[1], tc.nodes[2]
@@ -183,7 +183,8 @@ func flushInterestConn(t *testing.T, sub, pub *nats.Conn) {
 
 // TestClusterQueueGroupExactlyOnce: 10,000 messages published on all three
 // servers to a queue group with members on each server (two on one) reach
-// exactly one member each, cluster-wide (clustering.md 2.5: the publishing
+// exactly one member each, cluster-wide (docs/routes.md, "Delivery across
+// the cluster": the publishing
 // server picks one member or one server per group, weighted by the
 // servers' member counts).
 func TestClusterQueueGroupExactlyOnce(t *testing.T) {
@@ -397,7 +398,7 @@ func TestClusterPeerRestart(t *testing.T) {
 // TestClusterClientFailover: a client given one server's URL learns the
 // others from INFO, follows servers leaving and joining through async
 // INFO, and when its server goes away reconnects to another, where its
-// subscription works again (clustering.md 1.2).
+// subscription works again (docs/routes.md, "What clients see").
 func TestClusterClientFailover(t *testing.T) {
 	tc := startCluster(t, 3, nil)
 	n1, n2, n3 := tc.nodes[0], tc.nodes[1], tc.nodes[2]

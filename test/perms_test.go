@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Permissions (docs/security.md; operations.md 5.3, 5.6): the same file
-// against cairn and nats-server v2.15.2, the same bytes.
+// Permissions (docs/security.md, "Permissions"; docs/protocol.md 1.11): the
+// same file against cairn and nats-server v2.15.2, the same bytes.
 
 const permsConf = `
 authorization {

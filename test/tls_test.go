@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// TLS for clients (docs/security.md; operations.md 5.5): the same file
+// TLS for clients (docs/security.md, "TLS"): the same file
 // against cairn and nats-server v2.15.2.
 
 func tlsConf(p *testPKI, t *testing.T, extra string) string {

@@ -11,7 +11,7 @@ import (
 )
 
 // The cluster flags mean what nats-server v2.15.2's mean (opts.go
-// overrideCluster, RoutesFromStr; clustering.md 1.3), and reach the
+// overrideCluster, RoutesFromStr; docs/routes.md), and reach the
 // server's options.
 func TestClusterFlags(t *testing.T) {
 	c := settingsOf(t,

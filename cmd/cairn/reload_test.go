@@ -11,7 +11,7 @@ import (
 // settings that can change at run time and logs each; a change that
 // cannot, a broken file, or a reload without a file change nothing and
 // log why; flags keep overriding the file (nats-server v2.15.2
-// server/reload.go, operations.md section 1.10).
+// server/reload.go; docs/configuration.md, "Reload").
 func TestReload(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cairn.conf")

@@ -1,6 +1,5 @@
 // Package auth decides who a client is and what it may do, as nats-server
-// v2.15.2 decides it for a configuration file's users (operations.md
-// section 5, docs/security.md):
+// v2.15.2 decides it for a configuration file's users (docs/security.md):
 //
 //   - Directory (users.go) authenticates a CONNECT's credentials against a
 //     token, a single user, or a table of users (plain or bcrypt

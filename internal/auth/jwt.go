@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/jwt/v2"
 )
 
-// Operator mode (decentralized JWT authentication; operations.md 5.1;
+// Operator mode (decentralized JWT authentication; docs/security.md;
 // nats-server v2.15.2 auth.go processClientOrLeafAuthentication): the
 // accounts are JWTs issued by a trusted operator (or one of its signing
 // keys), preloaded from the configuration; a client presents a user JWT

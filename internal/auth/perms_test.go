@@ -23,7 +23,7 @@ func perms(pubAllow, pubDeny, subAllow, subDeny []string) *Perms {
 }
 
 // Publish: allow list (nil = all), deny beats allow, wildcards in both
-// (operations.md 5.3).
+// (docs/security.md, "Permissions").
 func TestCanPublish(t *testing.T) {
 	p := perms([]string{"orders.>", "svc.*"}, []string{"orders.secret.>", "svc.admin"}, nil, nil)
 	for subj, want := range map[string]bool{

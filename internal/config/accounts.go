@@ -8,13 +8,12 @@ import (
 	"github.com/nats-io/nkeys"
 )
 
-// Account is one account of the accounts block (operations.md section
-// 5.4): a separate subject namespace with its own users, JetStream (when
-// enabled) and the streams and services it exports to or imports from
+// Account is one account of the accounts block (docs/security.md,
+// "Accounts"): a separate subject namespace with its own users, JetStream
+// (when enabled) and the streams and services it exports to or imports from
 // other accounts, as nats-server v2.15.2 reads it (server/opts.go
 // parseAccounts, parseAccountExports, parseAccountImports,
-// parseJetStreamForAccount). Its users are in Auth.Users with Account
-// set.
+// parseJetStreamForAccount). Its users are in Auth.Users with Account set.
 type Account struct {
 	Name string
 	// JetStream, when not nil, enables JetStream for the account with

@@ -8,11 +8,11 @@ import (
 	"github.com/nats-io/nkeys"
 )
 
-// Auth is who may connect and what each may do (operations.md section 5;
-// docs/security.md): the authorization block, no_auth_user, and the users
-// of the accounts block, as nats-server v2.15.2 reads them
-// (server/opts.go parseAuthorization, parseUsers, parseUserPermissions).
-// The flags --user, --pass and --auth set User, Password and Token.
+// Auth is who may connect and what each may do (docs/security.md): the
+// authorization block, no_auth_user, and the users of the accounts block,
+// as nats-server v2.15.2 reads them (server/opts.go parseAuthorization,
+// parseUsers, parseUserPermissions). The flags --user, --pass and --auth
+// set User, Password and Token.
 //
 // Slices and pointers in Auth are never modified once Load or the flags
 // have set them, so a Config that shares them with its Clone stays a
@@ -67,8 +67,8 @@ func (u *User) ID() string {
 	return u.Name
 }
 
-// Permissions are what a user may publish and subscribe to (operations.md
-// section 5.3).
+// Permissions are what a user may publish and subscribe to
+// (docs/security.md, "Permissions").
 type Permissions struct {
 	Publish   *SubjectPermission // nil: any subject
 	Subscribe *SubjectPermission // nil: any subject and queue

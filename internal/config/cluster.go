@@ -5,12 +5,12 @@ import (
 	"strings"
 )
 
-// Cluster is the cluster block (operations.md section 1.8; clustering.md
-// 1.3): the cluster listener and the routes to the other servers, as
-// nats-server v2.15.2 reads them (server/opts.go parseCluster), and the
-// flags --cluster, --routes, --cluster_name, --cluster_advertise,
-// --no_advertise and --connect_retries. docs/routes.md says what each
-// does. A reload may not change them.
+// Cluster is the cluster block (docs/configuration.md, "The cluster block";
+// docs/routes.md): the cluster listener and the routes to the other
+// servers, as nats-server v2.15.2 reads them (server/opts.go parseCluster),
+// and the flags --cluster, --routes, --cluster_name, --cluster_advertise,
+// --no_advertise and --connect_retries. docs/routes.md says what each does.
+// A reload may not change them.
 type Cluster struct {
 	Name string `key:"cluster.name"`
 	Host string `key:"cluster.host"`

@@ -34,9 +34,9 @@ func mustLoad(t *testing.T, text string) (*Config, []Problem) {
 	return c, warns
 }
 
-// Every form of nats-server's grammar (operations.md section 1.1) reaches
-// the typed settings: the parser is nats-server's own, so these check that
-// cairn reads what it produces for each form.
+// Every form of nats-server's grammar (docs/configuration.md, "The format")
+// reaches the typed settings: the parser is nats-server's own, so these
+// check that cairn reads what it produces for each form.
 func TestGrammarForms(t *testing.T) {
 	t.Setenv("CAIRN_TEST_PORT", "4555")
 	t.Setenv("CAIRN_TEST_SIZE", "2MB")

@@ -3,7 +3,7 @@ package config
 import "fmt"
 
 // Log is where and what the server logs (nats-server's logging keys,
-// operations.md section 6.1).
+// docs/configuration.md, Keys).
 type Log struct {
 	File    string `key:"log_file"`    // "" = stderr
 	Debug   bool   `key:"debug"`       // [DBG] lines (-D)

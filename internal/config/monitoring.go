@@ -5,11 +5,10 @@ import (
 	"strconv"
 )
 
-// Monitor is the HTTP monitoring listener (operations.md section 2.1;
-// docs/monitoring.md): nats-server's http, http_port (monitor_port) and
-// http_base_path keys and -m, and max_closed_clients, the closed
-// connections /connz keeps. HTTPS is accepted with a warning and not
-// served: cairn has no TLS yet.
+// Monitor is the HTTP monitoring listener (docs/monitoring.md):
+// nats-server's http, http_port (monitor_port) and http_base_path keys and
+// -m, and max_closed_clients, the closed connections /connz keeps. HTTPS is
+// accepted with a warning and not served: cairn has no TLS yet.
 type Monitor struct {
 	Host      string `key:"http"`           // "" = the client listen host
 	Port      int    `key:"http_port"`      // -m; 0 = off, -1 = a free port

@@ -11,13 +11,13 @@ import (
 )
 
 // Operator is decentralized (JWT) authentication, operator mode
-// (operations.md section 5.1; nats-server v2.15.2 opts.go "operator",
-// "resolver", "resolver_preload", jwt.go validateTrustedOperators): the
-// operators whose accounts are trusted, and the accounts themselves,
-// preloaded from the file (the MEMORY resolver). Users present a user JWT
-// signed by their account (or one of its signing keys) and sign the
-// server's nonce with their nkey. JWTs are kept as the strings the file
-// gives; every one was decoded and checked at load.
+// (docs/security.md, "JWT: operator mode"; nats-server v2.15.2 opts.go
+// "operator", "resolver", "resolver_preload", jwt.go
+// validateTrustedOperators): the operators whose accounts are trusted, and
+// the accounts themselves, preloaded from the file (the MEMORY resolver).
+// Users present a user JWT signed by their account (or one of its signing
+// keys) and sign the server's nonce with their nkey. JWTs are kept as the
+// strings the file gives; every one was decoded and checked at load.
 type Operator struct {
 	// JWTs are the operator JWTs (operator: a file or the JWT inline).
 	JWTs []string `key:"operator"`

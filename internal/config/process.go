@@ -6,8 +6,8 @@ import (
 )
 
 // Process holds what concerns the server process rather than clients:
-// its PID file, profiling, and lame duck mode (operations.md sections 6.2
-// and 6.3).
+// its PID file, profiling, and lame duck mode (docs/configuration.md,
+// Keys: pid_file, ports_file_dir, prof_port, lame_duck_*).
 type Process struct {
 	PidFile  string `key:"pid_file"`  // file the PID is written to at start (-P); "" = none
 	ProfPort int    `key:"prof_port"` // Go pprof on 127.0.0.1:<port> (--profile); 0 = off, -1 = a free port

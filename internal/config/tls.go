@@ -11,7 +11,7 @@ import (
 )
 
 // TLS is the tls block of the client listener and allow_non_tls
-// (operations.md section 5.5; nats-server v2.15.2 parseTLS, GenTLSConfig),
+// (docs/security.md, "TLS"; nats-server v2.15.2 parseTLS, GenTLSConfig),
 // and the flags --tls, --tlscert, --tlskey, --tlscacert, --tlsverify.
 // TLS is on when CertFile is set.
 type TLS struct {

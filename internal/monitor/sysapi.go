@@ -12,7 +12,7 @@ import (
 	"github.com/cairnmq/cairn/internal/server"
 )
 
-// The system account's request API (operations.md section 2.5), the
+// The system account's request API (docs/monitoring.md), the
 // answers `nats server ls|info|report|check` read: SysRequest answers
 // $SYS.REQ.SERVER.PING, $SYS.REQ.SERVER.PING.<X> and
 // $SYS.REQ.SERVER.<id>.<X> with the same data as the HTTP endpoints, in

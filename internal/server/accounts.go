@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/jwt/v2"
 )
 
-// Accounts (docs/security.md; operations.md 5.4; nats-server v2.15.2
+// Accounts (docs/security.md, "Accounts"; nats-server v2.15.2
 // accounts.go): each account is a separate subject namespace with its
 // own subject index, so a message published in one account reaches only
 // that account's subscribers, and its own JetStream (streams under

@@ -100,7 +100,7 @@ func dynamicClusterName() string {
 // HandleClusterConns makes connections accepted on the cluster port whose
 // first line starts with op (case-insensitive, for example "RAFT") go to
 // h instead of being routes: the cluster port carries the Raft transport
-// too (clustering.md 5.1, decision 13). A route's first line is always
+// too (docs/routes.md, "The cluster port"). A route's first line is always
 // CONNECT, so op may not be "CONNECT". It must be called before Start; it
 // does nothing when clustering is off.
 func (s *Server) HandleClusterConns(op string, h ClusterConnHandler) {

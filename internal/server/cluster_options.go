@@ -35,7 +35,7 @@ const (
 // ClusterOptions configure the cluster listener and the routes to other
 // servers: nats-server's --cluster, --cluster_name, --routes,
 // --cluster_advertise, --no_advertise and --connect_retries flags and the
-// same keys of its cluster {} block (clustering.md 1.3; docs/routes.md).
+// same keys of its cluster {} block (docs/routes.md).
 // The zero value means no clustering. Zero fields mean the default named
 // next to each.
 type ClusterOptions struct {

@@ -49,8 +49,8 @@ func waitCond(t *testing.T, what string, cond func() bool) {
 
 // TestClusterConnHandoff: a cluster-port connection whose first line is a
 // registered operation goes to its handler with every byte read so far,
-// after the route INFO (clustering.md 5.1 decision 13: the Raft transport
-// shares the cluster port).
+// after the route INFO (docs/routes.md, "The cluster port": the Raft
+// transport shares the cluster port).
 func TestClusterConnHandoff(t *testing.T) {
 	o := Options{Host: "127.0.0.1", Port: RandomPort}
 	o.Cluster = ClusterOptions{Host: "127.0.0.1", Port: RandomPort, Name: "C"}

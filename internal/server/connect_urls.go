@@ -12,7 +12,7 @@ import (
 // Clients of a clustered server learn the client URLs of every server of
 // the cluster from INFO connect_urls and add them to their reconnect pool;
 // when a server joins or leaves, clients that announced protocol 1 get an
-// asynchronous INFO with the new list (clustering.md 1.2; nats-server
+// asynchronous INFO with the new list (docs/routes.md; nats-server
 // v2.15.2 server.go updateServerINFOAndSendINFOToClients).
 
 // clientConnectURLs returns this server's client URLs, host:port: the

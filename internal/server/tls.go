@@ -14,7 +14,7 @@ import (
 	"github.com/cairnmq/cairn/internal/config"
 )
 
-// TLS for client connections (docs/security.md; operations.md 5.5;
+// TLS for client connections (docs/security.md, "TLS";
 // nats-server v2.15.2 server.go createClientEx, client.go
 // doTLSHandshake). With Options.TLS, a new client is not started at once:
 // a goroutine of its own (tlsStart) first
