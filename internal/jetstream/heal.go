@@ -11,8 +11,8 @@ import (
 
 // A file stream's store fences itself after a failed write or fsync (a
 // full disk, an I/O error): it refuses changes until it is opened again,
-// since what it wrote last is uncertain (internal/store/filestore,
-// "Fencing"). nats-server v2.15.2 needs a restart then; cairn heals the
+// since what it wrote last is uncertain (internal/store/filestore's
+// package comment, "Writing (group commit)"). nats-server v2.15.2 needs a restart then; cairn heals the
 // stream in place: every healEvery, and before a purge or a message
 // delete of a fenced stream, it checks that the stream's directory takes
 // a write and an fsync again (probeWritable), then stops the stream and
