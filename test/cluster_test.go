@@ -295,10 +295,16 @@ func TestClusterRequestReply(t *testing.T) {
 		}
 	}
 	// One responder leaves: n3's still answers, so no request may get 503.
+	// Until n1 has the RS- of n2's member, n1 may still pick it, and n2,
+	// with no member left, drops the request (as nats-server v2.15.2
+	// does: a routed queue message is not routed again), so the request
+	// times out. n2 writes its interest changes to the route in the order
+	// they happen, so once n1 routes to a probe subscribed on r2 after the
+	// UNSUB, n1 has applied the RS- too.
 	if err := sub2.Unsubscribe(); err != nil {
 		t.Fatal(err)
 	}
-	r2.Flush()
+	flushInterest(t, r2, n1)
 	for i := 0; i < 100; i++ {
 		resp, err := ask(i)
 		if err != nil {
