@@ -88,13 +88,16 @@ const globalAccountName = "$G"
 
 // accountKeys are the top-level account keys.
 var accountKeys = keyTable{
-	"accounts":       accountsKey,
-	"system_account": systemAccountKey,
-	"system":         systemAccountKey,
+	"accounts":          accountsKey,
+	"system_account":    systemAccountKey,
+	"system":            systemAccountKey,
+	"no_system_account": noSystemAccountKey,
+	"no_system":         noSystemAccountKey,
+	"no_sys_acc":        noSystemAccountKey,
 }
 
-// systemAccountKey reads system_account: accepted, with a warning, since
-// cairn has no system services for such an account to reach.
+// systemAccountKey reads system_account (system): the account whose users
+// may send the server's $SYS requests (nats-server configureSystemAccount).
 func systemAccountKey(c *Config, it item, r *report) {
 	s, ok := it.val.(string)
 	if !ok {
@@ -102,7 +105,86 @@ func systemAccountKey(c *Config, it item, r *report) {
 		return
 	}
 	c.Operator.SystemAccount = s
-	r.ignored(it, "cairn has no system services ($SYS.REQ...) yet; the account is an ordinary one")
+}
+
+// noSystemAccountKey reads no_system_account: true leaves out the
+// default system account $SYS.
+func noSystemAccountKey(c *Config, it item, r *report) {
+	if b, ok := r.boolOf(it); ok {
+		c.Auth.NoSystemAccount = b
+	}
+}
+
+// DefaultSystemAccount is the system account nats-server v2.15.2 makes
+// when none is named (DEFAULT_SYSTEM_ACCOUNT).
+const DefaultSystemAccount = "$SYS"
+
+// SystemAccountName returns the system account of a configuration, as
+// nats-server v2.15.2 chooses it (server.go configureAccounts, Start):
+// system_account, or in operator mode the operator JWT's; else an
+// account named $SYS of the accounts block; else, unless
+// no_system_account, the default $SYS, which the server then makes (an
+// account without users). In operator mode without a system account
+// there is none: nats-server's default $SYS is not issued by the
+// operator, and it does not keep it. "" means no system account.
+func SystemAccountName(a *Auth, o *Operator) string {
+	if o.SystemAccount != "" {
+		return o.SystemAccount
+	}
+	if o.Enabled() {
+		return ""
+	}
+	for _, acc := range a.Accounts {
+		if acc.Name == DefaultSystemAccount {
+			return DefaultSystemAccount
+		}
+	}
+	if a.NoSystemAccount {
+		return ""
+	}
+	return DefaultSystemAccount
+}
+
+// SystemAccountOnly reports whether the configuration's accounts are
+// the system account alone, without an authorization block, a
+// no_auth_user or operator mode: nats-server v2.15.2 then lets clients
+// that send no credentials into the global account $G (configureAccounts
+// adds an implicit no_auth_user), so that adding a system account user
+// to an open server keeps it open for everyone else.
+func SystemAccountOnly(a *Auth, o *Operator) bool {
+	sys := SystemAccountName(a, o)
+	return !o.Enabled() && !a.Block && a.NoAuthUser == "" && a.Token == "" && a.User == "" &&
+		len(a.Accounts) == 1 && a.Accounts[0].Name == sys
+}
+
+// validateSystemAccount checks the system account against the accounts
+// (nats-server: "error resolving system account: account missing") and
+// JetStream, which the system account may not have ("Not allowed to
+// enable JetStream on the system account").
+func (c *Config) validateSystemAccount() error {
+	sys := SystemAccountName(&c.Auth, &c.Operator)
+	if sys == "" {
+		return nil
+	}
+	if c.Operator.Enabled() {
+		if _, ok := c.Operator.Preload[sys]; !ok {
+			return fmt.Errorf("system account %s is not among the preloaded accounts (resolver_preload)", sys)
+		}
+		return nil
+	}
+	for _, acc := range c.Auth.Accounts {
+		if acc.Name != sys {
+			continue
+		}
+		if acc.JetStream != nil && c.JetStream.Enabled {
+			return fmt.Errorf("Not allowed to enable JetStream on the system account")
+		}
+		return nil
+	}
+	if c.Operator.SystemAccount != "" {
+		return fmt.Errorf("error resolving system account: account missing")
+	}
+	return nil
 }
 
 // accountsKey reads the accounts block: a map of accounts, or an array

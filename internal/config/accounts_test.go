@@ -94,3 +94,58 @@ func TestAccountsErrors(t *testing.T) {
 		})
 	}
 }
+
+// The system account is chosen as nats-server v2.15.2 chooses it, and
+// system_account no longer warns: it names the account whose users send
+// the $SYS requests.
+func TestSystemAccount(t *testing.T) {
+	for _, tc := range []struct {
+		name, text, want string
+		only             bool // SystemAccountOnly
+	}{
+		{"default", "port: 4222", "$SYS", false},
+		{"off", "no_system_account: true", "", false},
+		{"alias off", "no_sys_acc: true", "", false},
+		{"named", "accounts { SYS { users [{user: s, password: p}] } }\nsystem_account: SYS", "SYS", true},
+		{"alias", "accounts { SYS { users [{user: s, password: p}] } }\nsystem: SYS", "SYS", true},
+		{"named wins over off", "accounts { SYS {} }\nsystem_account: SYS\nno_system_account: true", "SYS", true},
+		{"$SYS account", "accounts { \"$SYS\" { users [{user: s, password: p}] } }", "$SYS", true},
+		{"other account", "accounts { SYS { users [{user: s, password: p}] } }", "$SYS", false},
+		{"two accounts", "accounts { SYS {}, A {} }\nsystem_account: SYS", "SYS", false},
+		{"authorization block", "accounts { SYS {} }\nsystem_account: SYS\nauthorization { users [{user: u, password: p}] }", "SYS", false},
+		{"empty authorization block", "accounts { SYS {} }\nsystem_account: SYS\nauthorization {}", "SYS", false},
+		{"no_auth_user", "accounts { SYS { users [{user: s, password: p}] } }\nsystem_account: SYS\nno_auth_user: s", "SYS", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, warns := mustLoad(t, tc.text)
+			if len(warns) != 0 {
+				t.Fatalf("warnings %v", warns)
+			}
+			if err := c.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if got := SystemAccountName(&c.Auth, &c.Operator); got != tc.want {
+				t.Fatalf("system account %q, want %q", got, tc.want)
+			}
+			if got := SystemAccountOnly(&c.Auth, &c.Operator); got != tc.only {
+				t.Fatalf("system account only %v, want %v", got, tc.only)
+			}
+		})
+	}
+	for _, tc := range []struct{ text, want string }{
+		{"system_account: NOPE", "error resolving system account: account missing"},
+		{`system_account: "$SYS"`, "error resolving system account: account missing"},
+		{"accounts { SYS { jetstream: enabled } }\nsystem_account: SYS\njetstream: enabled", "Not allowed to enable JetStream on the system account"},
+	} {
+		c, _ := mustLoad(t, tc.text)
+		if err := c.Validate(); err == nil || err.Error() != tc.want {
+			t.Errorf("%q: %v, want %q", tc.text, err, tc.want)
+		}
+	}
+	// Without JetStream on the server, the system account's jetstream
+	// block does nothing and is not an error.
+	c, _ := mustLoad(t, "accounts { SYS { jetstream: enabled } }\nsystem_account: SYS")
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -39,6 +39,14 @@ type Auth struct {
 	NoAuthUser string `key:"no_auth_user"`
 	// Accounts are the accounts of the accounts block (accounts.go).
 	Accounts []Account `key:"accounts"`
+	// Block reports that the file has an authorization block, even an
+	// empty one: nats-server v2.15.2 then gives no implicit no_auth_user
+	// to a configuration whose only account is the system account
+	// (SystemAccountOnly).
+	Block bool `key:"authorization"`
+	// NoSystemAccount is no_system_account (no_system, no_sys_acc): no
+	// default system account $SYS (SystemAccountName).
+	NoSystemAccount bool `key:"no_system_account"`
 }
 
 // User is one user of the authorization block or of an account: a name
@@ -125,6 +133,7 @@ func authorizationKey(c *Config, it item, r *report) {
 		return
 	}
 	c.Auth.User, c.Auth.Password, c.Auth.Token = a.user, a.pass, a.token
+	c.Auth.Block = true
 	switch {
 	case (a.user != "" || a.pass != "") && a.token != "":
 		r.errorf(it, "Cannot have a user/pass and token")

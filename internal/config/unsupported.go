@@ -26,12 +26,6 @@ var unsupportedKeys = keyTable{
 	"proxy_protocol":    zeroOnlyBool,
 	"no_header_support": zeroOnlyBool,
 
-	// cairn has no system account, which is what these ask for (true) or
-	// nats-server's default (false); either way a client sees the same.
-	"no_system_account": func(_ *Config, it item, r *report) { r.boolOf(it) },
-	"no_system":         func(_ *Config, it item, r *report) { r.boolOf(it) },
-	"no_sys_acc":        func(_ *Config, it item, r *report) { r.boolOf(it) },
-
 	// Settings whose absence a client does not see.
 	"connect_error_reports":   ignoredKey("it paces the logging of route, gateway and leafnode connection errors, which cairn does not have"),
 	"reconnect_error_reports": ignoredKey("it paces the logging of route, gateway and leafnode connection errors, which cairn does not have"),
