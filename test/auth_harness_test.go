@@ -2,15 +2,18 @@ package test
 
 import (
 	"encoding/base64"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/config"
+	"github.com/cairnmq/cairn/internal/monitor"
 	"github.com/cairnmq/cairn/internal/server"
 	"github.com/nats-io/nkeys"
 	"golang.org/x/crypto/bcrypt"
@@ -29,6 +32,7 @@ type secTarget struct {
 	url      string
 	proc     *proc  // nats-server only
 	storeDir string // its JetStream store directory, when the file sets one
+	mon      string // its monitoring URL, when the file sets http_port
 }
 
 // secTargets starts cairn and nats-server with the configuration text
@@ -51,7 +55,11 @@ func secTargets(t *testing.T, conf string, mod func(*server.Options)) []secTarge
 			t.Fatal(err)
 		}
 		p := startProc(t, natsServerBinary(t), nil, "-c", path)
-		out = append(out, secTarget{name: "nats-server", url: p.clientURL(t), proc: p, storeDir: store})
+		tg := secTarget{name: "nats-server", url: p.clientURL(t), proc: p, storeDir: store}
+		if m := regexp.MustCompile(`Starting http monitor on (\S+)`).FindStringSubmatch(p.log.String()); m != nil {
+			tg.mon = "http://" + m[1]
+		}
+		out = append(out, tg)
 	}
 	return out
 }
@@ -77,7 +85,10 @@ func natsServerAvailable(t *testing.T) bool {
 	return false
 }
 
-// startCairnConf starts cairn in process from a configuration file.
+// startCairnConf starts cairn in process from a configuration file, with
+// its monitor as cmd/cairn makes it: answering the system account's $SYS
+// requests, and serving HTTP on a free port when the file sets
+// http_port.
 func startCairnConf(t *testing.T, conf string, mod func(*server.Options)) secTarget {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "cairn.conf")
@@ -91,7 +102,7 @@ func startCairnConf(t *testing.T, conf string, mod func(*server.Options)) secTar
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config.Validate: %v", err)
 	}
-	opts := server.Options{Host: "127.0.0.1", Port: -1, Auth: cfg.Auth, TLS: cfg.TLS, Operator: cfg.Operator}
+	opts := server.Options{Host: "127.0.0.1", Port: -1, ServerName: cfg.ServerName, Auth: cfg.Auth, TLS: cfg.TLS, Operator: cfg.Operator}
 	if cfg.JetStream.Enabled {
 		opts.JetStream, opts.StoreDir = true, cfg.JetStream.StoreDir
 		if opts.StoreDir == "" {
@@ -109,7 +120,26 @@ func startCairnConf(t *testing.T, conf string, mod func(*server.Options)) secTar
 		t.Fatalf("server.Start: %v", err)
 	}
 	t.Cleanup(s.Shutdown)
-	return secTarget{name: "cairn", url: s.ClientURL(), storeDir: cfg.JetStream.StoreDir}
+	tg := secTarget{name: "cairn", url: s.ClientURL(), storeDir: cfg.JetStream.StoreDir}
+	port := 0
+	if cfg.Monitor.Port != 0 {
+		port = server.RandomPort
+	}
+	m, err := monitor.New(monitor.Options{Host: "127.0.0.1", Port: port, Server: s, ConfigDigest: cfg.Digest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.ServeSystemRequests(); err != nil && !errors.Is(err, server.ErrNoSystemAccount) {
+		t.Fatal(err)
+	}
+	if port != 0 {
+		if err := m.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Close)
+		tg.mon = m.URL()
+	}
+	return tg
 }
 
 // forEach runs f as a subtest for each target.

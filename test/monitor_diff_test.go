@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -100,10 +101,6 @@ var monitorEndpoints = []string{
 // <+|-><path>", + for a key only cairn returns, - for one only
 // nats-server returns.
 var monitorKeyDiffs = map[string]string{
-	// docs/compatibility.md "System account": cairn has none yet.
-	"/varz -$.system_account":            "no system account",
-	"/accountz -$.system_account":        "no system account",
-	"/accountz?acc=$G -$.system_account": "no system account",
 	// nats-server's imports of its system account's services into $G.
 	"/accountz?acc=$G -$.account_detail.imports":                 "no system account",
 	"/accountz?acc=$G -$.account_detail.imports[].account":       "no system account",
@@ -352,6 +349,9 @@ func startCairnServer(t *testing.T, opts server.Options) (*server.Server, string
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := m.ServeSystemRequests(); err != nil && !errors.Is(err, server.ErrNoSystemAccount) {
+		t.Fatal(err)
+	}
 	if err := m.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -432,100 +432,4 @@ func exporterNames(base string, obj map[string]any, path []string, out map[strin
 			}
 		}
 	}
-}
-
-// The $SYS request API's replies (monitor.SysRequest, not wired to a
-// subscription until cairn has a system account) have the keys of
-// nats-server's, asked as a system account user: statsz for PING, the
-// envelope and data of PING.<X>.
-func TestSysRequestDifferential(t *testing.T) {
-	diffRequireNatsServer(t)
-	opts := server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, ServerName: "sys"}
-	co, no := opts, opts
-	co.StoreDir = filepath.Join(t.TempDir(), "cairn")
-	no.StoreDir = filepath.Join(t.TempDir(), "nats-server")
-	s, err := server.New(co)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	m, err := monitor.New(monitor.Options{Host: "127.0.0.1", Port: -1, Server: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Shutdown)
-	client := connect(t, s.ClientURL())
-	subSync(t, client, "sys.>")
-	flush(t, client)
-	ports, _ := startNatsServerExtra(t, no, "accounts { SYS { users [{user: sys, password: sys}] }, APP { jetstream: enabled, users [{user: a, password: a}] } }\nsystem_account: SYS\nno_auth_user: a\n")
-	nc, err := nats.Connect(ports.Nats[0], nats.UserInfo("sys", "sys"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	for _, req := range []struct{ subject, body string }{
-		{"$SYS.REQ.SERVER.PING", ""},
-		{"$SYS.REQ.SERVER.PING.STATSZ", ""},
-		{"$SYS.REQ.SERVER.PING.VARZ", ""},
-		{"$SYS.REQ.SERVER.PING.CONNZ", `{"subscriptions":true,"auth":true,"limit":1024}`},
-		{"$SYS.REQ.SERVER.PING.JSZ", `{"raft":true}`},
-		{"$SYS.REQ.SERVER.PING.HEALTHZ", ""},
-		{"$SYS.REQ.SERVER.PING.SUBSZ", ""},
-		{"$SYS.REQ.SERVER.PING.ROUTEZ", ""},
-		{"$SYS.REQ.SERVER.PING.CONNZ", `{"sort":`},
-	} {
-		msg, err := nc.Request(req.subject, []byte(req.body), readTimeout)
-		if err != nil {
-			t.Fatalf("nats-server %s: %v", req.subject, err)
-		}
-		mine, ok := m.SysRequest(req.subject, []byte(req.body))
-		if !ok {
-			t.Fatalf("cairn %s: no reply", req.subject)
-		}
-		keys := [2]map[string]bool{{}, {}}
-		for i, b := range [][]byte{mine, msg.Data} {
-			var v any
-			if err := json.Unmarshal(b, &v); err != nil {
-				t.Fatalf("%s: %v", req.subject, err)
-			}
-			monWalk(v, "$", keys[i])
-		}
-		label := req.subject + " " + req.body
-		for _, d := range monKeyDiff(label, keys[0], keys[1]) {
-			if !sysKeyDiffAllowed(d) {
-				t.Errorf("%s", d)
-			}
-		}
-	}
-}
-
-// sysKeyDiffAllowed reports the documented differences of the $SYS
-// replies: those of the HTTP endpoints (monitorKeyDiffs, under the data
-// key), and nats-server's account-related and feature fields (no system
-// account, no feature flags, no gateways or leaf nodes yet).
-func sysKeyDiffAllowed(d string) bool {
-	i := max(strings.LastIndex(d, " +$"), strings.LastIndex(d, " -$"))
-	if i < 0 {
-		return false
-	}
-	sign, path := d[i+1:i+2], strings.TrimPrefix(d[i+3:], ".data")
-	for k := range monitorKeyDiffs {
-		if strings.HasSuffix(k, sign+"$"+path) {
-			return true
-		}
-	}
-	for _, p := range []string{
-		".server.feature_flags", ".statsz.gateways", ".statsz.routes", ".system_account",
-		".statsz.jetstream.meta", ".statsz.jetstream.config.sync_interval", ".statsz.jetstream.config.sync_always",
-		".statsz.jetstream.config.strict", ".statsz.jetstream.limits.default_max_consumers",
-		".connections[].account", ".connections[].authorized_user", ".connections[].name_tag",
-		".account_details[]", ".meta_cluster", ".subscriptions_list", ".auth_required",
-	} {
-		if strings.Contains(path, p) {
-			return true
-		}
-	}
-	return false
 }

@@ -138,7 +138,7 @@ type instance struct {
 	lf  *logFile
 	log *logger.Logger
 	srv *server.Server
-	mon *monitor.Monitor // nil without http_port (-m)
+	mon *monitor.Monitor // answers the $SYS requests; serves HTTP with http_port (-m)
 }
 
 // lameDuck starts lame duck mode with the configured timings (nats-server
@@ -149,14 +149,12 @@ func (in *instance) lameDuck() {
 	go in.srv.LameDuck(p.LameDuckDuration, p.LameDuckGracePeriod)
 }
 
-// startMonitor starts the HTTP monitoring listener when http_port (-m)
-// is set; it listens on http's host, else the client listen host, as in
-// nats-server.
+// startMonitor makes the monitor, which answers the system account's
+// $SYS requests (when there is a system account), and starts its HTTP
+// listener when http_port (-m) is set; it listens on http's host, else
+// the client listen host, as in nats-server.
 func (in *instance) startMonitor() error {
 	c := in.cfg
-	if c.Monitor.Port == 0 {
-		return nil
-	}
 	host := c.Monitor.Host
 	if host == "" {
 		host = c.Host
@@ -168,8 +166,13 @@ func (in *instance) startMonitor() error {
 	if err != nil {
 		return err
 	}
-	if err := mon.Start(); err != nil {
+	if err := mon.ServeSystemRequests(); err != nil && !errors.Is(err, server.ErrNoSystemAccount) {
 		return err
+	}
+	if c.Monitor.Port != 0 {
+		if err := mon.Start(); err != nil {
+			return err
+		}
 	}
 	in.mon = mon
 	return nil

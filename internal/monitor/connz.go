@@ -15,8 +15,8 @@ import (
 // DefaultConnListSize).
 const DefaultConnListSize = 1024
 
-// globalAccount is the one account cairn has, named as nats-server names
-// its default account.
+// globalAccount is the account of clients without one, named as
+// nats-server names its default account.
 const globalAccount = "$G"
 
 // connState selects open, closed or all connections.
@@ -103,9 +103,6 @@ func (m *Monitor) connz(o connzOptions) (*Connz, error) {
 	}
 	now := time.Now().UTC()
 	cz := &Connz{ID: m.srv.ID(), Now: now, Offset: o.offset, Limit: o.limit, Conns: []*ConnInfo{}}
-	if o.acc != "" && o.acc != globalAccount {
-		return cz, nil // no such account: nats-server answers an empty list
-	}
 	list := m.connList(o)
 	cz.Total = len(list)
 	if o.cid > 0 {
@@ -133,10 +130,10 @@ func (m *Monitor) connList(o connzOptions) []server.ConnInfo {
 	if o.state == connClosed || o.state == connAll {
 		list = append(list, m.srv.ClosedConnections()...)
 	}
-	if o.user != "" || o.mqttClient != "" {
-		list = list[:0] // no user has a name and no client is MQTT: nothing matches
-	}
-	return list
+	return slices.DeleteFunc(list, func(ci server.ConnInfo) bool {
+		// No client is MQTT: an mqtt_client filter matches nothing.
+		return o.acc != "" && ci.Account != o.acc || o.user != "" && ci.User != o.user || o.mqttClient != ""
+	})
 }
 
 // connInfo converts a snapshot to /connz's shape.
@@ -166,7 +163,11 @@ func connInfo(c *server.ConnInfo, now time.Time, o connzOptions) *ConnInfo {
 		}
 	}
 	if o.auth {
-		ci.NameTag = globalAccount
+		// nats-server names the account unless it is $G.
+		ci.AuthorizedUser, ci.NameTag = c.User, c.Account
+		if c.Account != globalAccount {
+			ci.Account = c.Account
+		}
 	}
 	return ci
 }
@@ -178,7 +179,7 @@ func subDetails(subs []server.SubInfo, withAccount bool) []SubDetail {
 	for _, s := range subs {
 		d := SubDetail{Subject: s.Subject, Queue: s.Queue, Sid: s.Sid, Msgs: s.Msgs, Max: s.Max, Cid: s.CID}
 		if withAccount {
-			d.Account, d.AccountTag = globalAccount, globalAccount
+			d.Account, d.AccountTag = s.Account, s.Account
 		}
 		out = append(out, d)
 	}

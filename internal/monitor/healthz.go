@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+
+	"github.com/cairnmq/cairn/internal/jetstream"
+	"github.com/cairnmq/cairn/internal/server"
 )
 
 // healthzOptions are /healthz's query options (nats-server
@@ -18,9 +21,9 @@ type healthzOptions struct {
 	details       bool
 }
 
-// handleHealthz serves /healthz (nats-server v2.15.2 monitor.go healthz),
-// stricter than nats-server: besides a stream that could not be
-// restored, it reports not ok with the reason when a stream's store is
+// handleHealthz serves /healthz (nats-server v2.15.2 monitor.go healthz)
+// for every account with JetStream (or the one account names), stricter
+// than nats-server: besides a stream that could not be restored, it reports not ok with the reason when a stream's store is
 // fenced after a write error, when a store found damaged data, and when
 // the disk guard refuses publishes (docs/monitoring.md). The status code
 // goes in the HTTP status, not in the body.
@@ -99,32 +102,46 @@ func (m *Monitor) healthz(o healthzOptions) *HealthStatus {
 	if o.jsServerOnly || !m.srv.Options().JetStream {
 		return h.finish("ok", http.StatusOK)
 	}
-	js := m.srv.JetStream()
-	if js == nil {
+	accs := m.jsAccounts()
+	if len(accs) == 0 {
 		h.fail("JETSTREAM", "", "", "", "JetStream not enabled")
 		return h.finish(unavailable, http.StatusServiceUnavailable)
 	}
 	if o.jsEnabledOnly || o.jsMetaOnly {
 		return h.finish("ok", http.StatusOK)
 	}
-	if o.account != "" && o.account != globalAccount {
-		h.fail("ACCOUNT", o.account, "", "", fmt.Sprintf("JetStream account %q not found", o.account))
-		return h.finish(unavailable, http.StatusNotFound)
+	if o.account != "" {
+		i := slices.IndexFunc(accs, func(a server.AccountStats) bool { return a.Name == o.account })
+		if i < 0 {
+			h.fail("ACCOUNT", o.account, "", "", fmt.Sprintf("JetStream account %q not found", o.account))
+			return h.finish(unavailable, http.StatusNotFound)
+		}
+		accs = accs[i : i+1]
 	}
-	if o.stream != "" && !m.hasStream(o.stream) {
+	js := accs[0].JetStream
+	if o.stream != "" && !hasStream(js, o.stream) {
 		h.fail("STREAM", o.account, o.stream, "", fmt.Sprintf("JetStream stream %q not found on account %q", o.stream, o.account))
 		return h.finish(unavailable, http.StatusNotFound)
 	}
-	for _, p := range js.Problems() {
-		if o.stream != "" && p.Stream != o.stream && p.Kind != "disk" {
-			continue
-		}
-		m.reportProblem(h, p.Stream, p.Kind, p.Err)
-		if !h.details {
-			return h.finish(unavailable, http.StatusServiceUnavailable)
+	diskSeen := false
+	for _, a := range accs {
+		for _, p := range a.JetStream.Problems() {
+			if p.Kind == "disk" {
+				// Every engine watches the same store directory: say it once.
+				if diskSeen {
+					continue
+				}
+				diskSeen = true
+			} else if o.stream != "" && p.Stream != o.stream {
+				continue
+			}
+			m.reportProblem(h, a.Name, p.Stream, p.Kind, p.Err)
+			if !h.details {
+				return h.finish(unavailable, http.StatusServiceUnavailable)
+			}
 		}
 	}
-	if o.consumer != "" && !h.failed() && !m.hasConsumer(o.stream, o.consumer) {
+	if o.consumer != "" && !h.failed() && !hasConsumer(js, o.stream, o.consumer) {
 		h.fail("CONSUMER", o.account, o.stream, o.consumer,
 			fmt.Sprintf("JetStream consumer %q not found for stream %q on account %q", o.consumer, o.stream, o.account))
 		return h.finish(unavailable, http.StatusNotFound)
@@ -135,21 +152,22 @@ func (m *Monitor) healthz(o healthzOptions) *HealthStatus {
 // reportProblem words a stream's problem: nats-server's texts for a
 // stream that was not restored and for a write error, cairn's own for
 // damaged data and the disk guard.
-func (m *Monitor) reportProblem(h *health, stream, kind, why string) {
+func (m *Monitor) reportProblem(h *health, account, stream, kind, why string) {
 	switch kind {
 	case "recover":
-		h.fail("STREAM", globalAccount, stream, "", fmt.Sprintf("JetStream stream '%s > %s' could not be recovered", globalAccount, stream))
+		h.fail("STREAM", account, stream, "", fmt.Sprintf("JetStream stream '%s > %s' could not be recovered", account, stream))
 	case "fenced":
-		h.fail("STREAM", globalAccount, stream, "", fmt.Sprintf("JetStream stream '%s > %s' write error: %s", globalAccount, stream, why))
+		h.fail("STREAM", account, stream, "", fmt.Sprintf("JetStream stream '%s > %s' write error: %s", account, stream, why))
 	case "damaged":
-		h.fail("STREAM", globalAccount, stream, "", fmt.Sprintf("JetStream stream '%s > %s' has damaged data: %s", globalAccount, stream, why))
+		h.fail("STREAM", account, stream, "", fmt.Sprintf("JetStream stream '%s > %s' has damaged data: %s", account, stream, why))
 	default:
 		h.fail("JETSTREAM", "", "", "", "JetStream refuses publishes: "+why)
 	}
 }
 
-func (m *Monitor) hasStream(name string) bool {
-	js := m.srv.JetStream()
+// hasStream reports whether the account of js has the stream, running or
+// found at start and not restored.
+func hasStream(js *jetstream.JetStream, name string) bool {
 	if slices.Contains(js.Names(""), name) {
 		return true
 	}
@@ -161,7 +179,7 @@ func (m *Monitor) hasStream(name string) bool {
 	return false
 }
 
-func (m *Monitor) hasConsumer(stream, name string) bool {
-	_, err := m.srv.JetStream().ConsumerInfo(stream, name)
+func hasConsumer(js *jetstream.JetStream, stream, name string) bool {
+	_, err := js.ConsumerInfo(stream, name)
 	return err == nil
 }

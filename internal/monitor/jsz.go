@@ -2,10 +2,12 @@ package monitor
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jetstream"
+	"github.com/cairnmq/cairn/internal/server"
 )
 
 // jsInfoOpts are the options of the stream infos /jsz reads: no deleted
@@ -39,10 +41,11 @@ func jszQuery(q *query) jszOptions {
 	}
 }
 
-// handleJsz serves /jsz (nats-server v2.15.2 monitor.go Jsz). cairn's
-// JetStream is not clustered: this server leads every stream and
-// consumer it has, so leader-only and stream-leader-only select
-// everything.
+// handleJsz serves /jsz (nats-server v2.15.2 monitor.go Jsz): the totals
+// over every account with JetStream, and the details of the accounts
+// asked for. cairn's JetStream is not clustered: this server leads every
+// stream and consumer it has, so leader-only and stream-leader-only
+// select everything.
 func (m *Monitor) handleJsz(w http.ResponseWriter, r *http.Request) {
 	q := &query{r: r}
 	o := jszQuery(q)
@@ -64,43 +67,64 @@ func (m *Monitor) jsz(o jszOptions) *JSInfo {
 		o.accounts = true
 	}
 	ji := &JSInfo{ID: m.srv.ID(), Now: time.Now().UTC()}
-	js := m.srv.JetStream()
-	if js == nil {
+	accs := m.jsAccounts()
+	if len(accs) == 0 {
 		ji.Disabled = true
 		return ji
 	}
-	details := js.Details(o.consumers)
-	ji.JetStreamStats = m.jsStats(details)
-	ji.Config = m.jsConfig()
-	ji.Limits = &JSLimitOpts{}
-	ji.Total = 1
-	for _, d := range details {
-		ji.Streams++
-		ji.Consumers += d.Info.State.Consumers
-		ji.Messages += d.Info.State.Msgs
-		ji.Bytes += d.Info.State.Bytes
+	// The accounts listed (nats-server Jsz): the one acc names when it
+	// has JetStream; else, with accounts, the window of offset and limit
+	// of the accounts sorted by name; else none.
+	listed := map[string]bool{}
+	switch i := slices.IndexFunc(accs, func(a server.AccountStats) bool { return a.Name == o.acc }); {
+	case i >= 0:
+		listed[o.acc] = true
+	case o.accounts && o.limit > 0:
+		lo, hi := page(len(accs), o.offset, o.limit)
+		for _, a := range accs[lo:hi] {
+			listed[a.Name] = true
+		}
 	}
+	ji.Config = m.jsConfig(accs[0].JetStream)
+	ji.Limits = &JSLimitOpts{}
+	ji.Total = len(accs)
+	var all []jetstream.StreamDetail
+	for _, a := range accs {
+		details := a.JetStream.Details(o.consumers && listed[a.Name])
+		all = append(all, details...)
+		for _, d := range details {
+			ji.Streams++
+			ji.Consumers += d.Info.State.Consumers
+			ji.Messages += d.Info.State.Msgs
+			ji.Bytes += d.Info.State.Bytes
+		}
+		if listed[a.Name] {
+			ji.AccountDetails = append(ji.AccountDetails, m.accountDetail(a, details, o))
+		}
+	}
+	ji.JetStreamStats = m.jsStats(accs, all)
 	if o.raft {
 		ji.StreamsLeader, ji.ConsumersLeader = ji.Streams, ji.Consumers
-	}
-	// One account, $G: selected by acc=$G, or by accounts when the
-	// window of offset and limit (sorted by name) includes it.
-	lo, hi := page(1, o.offset, o.limit)
-	if o.acc == globalAccount || (o.acc == "" && o.accounts && o.limit > 0 && hi > lo) {
-		ji.AccountDetails = []*AccountDetail{m.accountDetail(js, details, ji.JetStreamStats, o)}
 	}
 	return ji
 }
 
-// accountDetail is the $G account's part of /jsz.
-func (m *Monitor) accountDetail(js *jetstream.JetStream, details []jetstream.StreamDetail, st JetStreamStats, o jszOptions) *AccountDetail {
-	ai := js.Account()
-	ad := &AccountDetail{Name: globalAccount, ID: globalAccount, JetStreamStats: JetStreamStats{
+// jsAccounts returns the accounts with JetStream, sorted by name.
+func (m *Monitor) jsAccounts() []server.AccountStats {
+	return slices.DeleteFunc(m.srv.Accounts(), func(a server.AccountStats) bool { return a.JetStream == nil })
+}
+
+// accountDetail is an account's part of /jsz: its usage, its limits
+// (reserved_*, as nats-server reports them) and its API counters.
+func (m *Monitor) accountDetail(a server.AccountStats, details []jetstream.StreamDetail, o jszOptions) *AccountDetail {
+	ai := a.JetStream.Account()
+	st := usage(details)
+	ad := &AccountDetail{Name: a.Name, ID: a.Name, JetStreamStats: JetStreamStats{
 		Memory: st.Memory, Store: st.Store,
 		// nats-server reports the account's limits here: -1 (none) as an
 		// unsigned number.
 		ReservedMemory: uint64(ai.Limits.MaxMemory), ReservedStore: uint64(ai.Limits.MaxStore),
-		API: JetStreamAPIStats{Total: st.API.Total, Errors: st.API.Errors},
+		API: JetStreamAPIStats{Total: a.APITotal, Errors: a.APIErrors},
 	}}
 	if !o.streams {
 		return ad

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/cairnmq/cairn/internal/jetstream"
+	"github.com/cairnmq/cairn/internal/server"
 	"github.com/cairnmq/cairn/internal/store"
 )
 
@@ -71,10 +72,13 @@ func (c *natsCollector) Collect(ch chan<- prometheus.Metric) {
 	e.generic(ns, "routez", m.routez(false, false))
 	c.connz(e, ns)
 	c.healthz(e, ns)
-	if js := m.srv.JetStream(); js != nil {
-		details := js.Details(true)
-		c.jetstream(e, jns, js, details)
-		c.cairn(e, js, details)
+	if accs := m.jsAccounts(); len(accs) > 0 {
+		details := make([][]jetstream.StreamDetail, len(accs))
+		for i, a := range accs {
+			details[i] = a.JetStream.Details(true)
+		}
+		c.jetstream(e, jns, accs, details)
+		c.cairn(e, accs, details)
 	} else {
 		e.gauge(jns+"_server_jetstream_disabled", "JetStream disabled or not", 1, c.serverLabels()...)
 	}
@@ -222,34 +226,41 @@ func (c *natsCollector) serverLabels() []string {
 	return []string{"server_name", c.m.srv.Options().ServerName, "cluster", "", "domain", "", "meta_leader", "", "is_meta_leader", "true"}
 }
 
-// jetstream emits the exporter's jsz series (its jsz=all, with configs).
-func (c *natsCollector) jetstream(e *emitter, jns string, js *jetstream.JetStream, details []jetstream.StreamDetail) {
+// jetstream emits the exporter's jsz series (its jsz=all, with configs):
+// the server's totals, then each account with JetStream (accs, whose
+// streams are details[i]) and its streams and consumers.
+func (c *natsCollector) jetstream(e *emitter, jns string, accs []server.AccountStats, details [][]jetstream.StreamDetail) {
 	srv := c.serverLabels()
-	cfg := c.m.jsConfig()
-	st := c.m.jsStats(details)
+	cfg := c.m.jsConfig(accs[0].JetStream)
+	var streams int
 	var consumers, msgs, bytes float64
-	for _, d := range details {
-		consumers += float64(d.Info.State.Consumers)
-		msgs += float64(d.Info.State.Msgs)
-		bytes += float64(d.Info.State.Bytes)
+	for _, ds := range details {
+		streams += len(ds)
+		for _, d := range ds {
+			consumers += float64(d.Info.State.Consumers)
+			msgs += float64(d.Info.State.Msgs)
+			bytes += float64(d.Info.State.Bytes)
+		}
 	}
 	e.gauge(jns+"_server_jetstream_disabled", "JetStream disabled or not", 0, srv...)
 	e.gauge(jns+"_server_max_memory", "JetStream Max Memory", float64(cfg.MaxMemory), srv...)
 	e.gauge(jns+"_server_max_storage", "JetStream Max Storage", float64(cfg.MaxStore), srv...)
-	e.gauge(jns+"_server_total_streams", "Total number of streams in JetStream", float64(len(details)), srv...)
+	e.gauge(jns+"_server_total_streams", "Total number of streams in JetStream", float64(streams), srv...)
 	e.gauge(jns+"_server_total_consumers", "Total number of consumers in JetStream", consumers, srv...)
 	e.gauge(jns+"_server_total_messages", "Total number of stored messages in JetStream", msgs, srv...)
 	e.gauge(jns+"_server_total_message_bytes", "Total number of bytes stored in JetStream", bytes, srv...)
 
-	ai := js.Account()
-	acc := append(append([]string(nil), srv...), "account", globalAccount, "account_name", globalAccount, "account_id", globalAccount)
-	e.gauge(jns+"_account_max_storage", "JetStream max storage in bytes", float64(uint64(ai.Limits.MaxStore)), acc...)
-	e.gauge(jns+"_account_max_memory", "JetStream max memory in bytes", float64(uint64(ai.Limits.MaxMemory)), acc...)
-	e.gauge(jns+"_account_storage_used", "Total storage used in bytes", float64(st.Store), acc...)
-	e.gauge(jns+"_account_memory_used", "Total memory used in bytes", float64(st.Memory), acc...)
-
-	for _, d := range details {
-		c.stream(e, jns, acc, d)
+	for i, a := range accs {
+		ai := a.JetStream.Account()
+		st := usage(details[i])
+		acc := append(append([]string(nil), srv...), "account", a.Name, "account_name", a.Name, "account_id", a.Name)
+		e.gauge(jns+"_account_max_storage", "JetStream max storage in bytes", float64(uint64(ai.Limits.MaxStore)), acc...)
+		e.gauge(jns+"_account_max_memory", "JetStream max memory in bytes", float64(uint64(ai.Limits.MaxMemory)), acc...)
+		e.gauge(jns+"_account_storage_used", "Total storage used in bytes", float64(st.Store), acc...)
+		e.gauge(jns+"_account_memory_used", "Total memory used in bytes", float64(st.Memory), acc...)
+		for _, d := range details[i] {
+			c.stream(e, jns, acc, d)
+		}
 	}
 }
 
@@ -303,20 +314,27 @@ func (c *natsCollector) stream(e *emitter, jns string, acc []string, d jetstream
 	}
 }
 
-// cairn emits cairn's own series.
-func (c *natsCollector) cairn(e *emitter, js *jetstream.JetStream, details []jetstream.StreamDetail) {
-	for _, d := range details {
-		name := d.Info.Config.Name
-		e.gauge("cairn_stream_stored_bytes", "Bytes the stream stores, as counted against max_bytes.", float64(d.Info.State.Bytes), "stream", name)
-		e.gauge("cairn_stream_max_bytes", "The stream's max_bytes; -1 for no limit.", float64(d.Info.Config.MaxBytes), "stream", name)
-		oldest := js.OldestUnacked(name)
-		for _, ci := range d.Consumers {
-			l := []string{"stream", name, "consumer", ci.Name}
-			e.gauge("cairn_consumer_lag_messages", "Stored messages the consumer has not delivered yet (num_pending).", float64(ci.NumPending), l...)
-			e.gauge("cairn_consumer_backlog_messages", "Messages not yet delivered or awaiting their ack (num_pending + num_ack_pending, KEDA's lag).", float64(ci.NumPending)+float64(ci.NumAckPending), l...)
-			e.gauge("cairn_consumer_oldest_unacked_age_seconds", "How long the delivery awaiting its ack longest has waited since it was delivered; 0 when none awaits.", oldest[ci.Name].Seconds(), l...)
+// cairn emits cairn's own series: per stream and consumer, labelled with
+// the account (two accounts may have streams of the same name); the disk
+// guard and the group-commit histograms once for the server (the
+// accounts' engines share the store directory and the statistics).
+func (c *natsCollector) cairn(e *emitter, accs []server.AccountStats, details [][]jetstream.StreamDetail) {
+	for i, a := range accs {
+		for _, d := range details[i] {
+			name := d.Info.Config.Name
+			sl := []string{"account", a.Name, "stream", name}
+			e.gauge("cairn_stream_stored_bytes", "Bytes the stream stores, as counted against max_bytes.", float64(d.Info.State.Bytes), sl...)
+			e.gauge("cairn_stream_max_bytes", "The stream's max_bytes; -1 for no limit.", float64(d.Info.Config.MaxBytes), sl...)
+			oldest := a.JetStream.OldestUnacked(name)
+			for _, ci := range d.Consumers {
+				l := []string{"account", a.Name, "stream", name, "consumer", ci.Name}
+				e.gauge("cairn_consumer_lag_messages", "Stored messages the consumer has not delivered yet (num_pending).", float64(ci.NumPending), l...)
+				e.gauge("cairn_consumer_backlog_messages", "Messages not yet delivered or awaiting their ack (num_pending + num_ack_pending, KEDA's lag).", float64(ci.NumPending)+float64(ci.NumAckPending), l...)
+				e.gauge("cairn_consumer_oldest_unacked_age_seconds", "How long the delivery awaiting its ack longest has waited since it was delivered; 0 when none awaits.", oldest[ci.Name].Seconds(), l...)
+			}
 		}
 	}
+	js := accs[0].JetStream
 	refusing := 0.0
 	if js.DiskLow() {
 		refusing = 1

@@ -6,6 +6,7 @@ import (
 	"html"
 	"net/http"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/server"
@@ -13,8 +14,8 @@ import (
 
 func jsonCompact(v any) ([]byte, error) { return json.Marshal(v) }
 
-// handleAccountz serves /accountz: cairn has one account, $G, and no
-// system account (nats-server v2.15.2 monitor.go Accountz).
+// handleAccountz serves /accountz: the accounts, or one account's detail
+// with acc (nats-server v2.15.2 monitor.go Accountz).
 func (m *Monitor) handleAccountz(w http.ResponseWriter, r *http.Request) {
 	az, err := m.accountz(r.URL.Query().Get("acc"))
 	if err != nil {
@@ -24,40 +25,63 @@ func (m *Monitor) handleAccountz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, az)
 }
 
-func (m *Monitor) accountInfo() *AccountInfo {
-	st := m.srv.Stats()
-	sl := m.sublistStats()
+// accountz builds /accountz for acc ("" lists the accounts, by name).
+func (m *Monitor) accountz(acc string) (*Accountz, error) {
+	az := &Accountz{ID: m.srv.ID(), Now: time.Now().UTC(), SystemAccount: m.srv.SystemAccount()}
+	accs := m.srv.Accounts()
+	if acc == "" {
+		az.Accounts = make([]string, 0, len(accs))
+		for _, a := range accs {
+			az.Accounts = append(az.Accounts, a.Name)
+		}
+		return az, nil
+	}
+	i := slices.IndexFunc(accs, func(a server.AccountStats) bool { return a.Name == acc })
+	if i < 0 {
+		return nil, fmt.Errorf("Account %s does not exist", acc)
+	}
+	az.Account = m.accountInfo(&accs[i])
+	return az, nil
+}
+
+// accountInfo is /accountz?acc=<name>. The accounts are made at start and
+// never change: update_time is the server's start.
+func (m *Monitor) accountInfo(a *server.AccountStats) *AccountInfo {
+	sl := sublistStats(a.Sublist)
 	return &AccountInfo{
-		AccountName: globalAccount,
-		LastUpdate:  st.Start,
+		AccountName: a.Name,
+		LastUpdate:  m.srv.Stats().Start,
+		IsSystem:    a.System,
 		Complete:    true,
-		JetStream:   m.srv.JetStream() != nil,
-		ClientCnt:   st.Connections,
+		JetStream:   a.JetStream != nil,
+		ClientCnt:   a.Connections,
 		SubCnt:      sl.NumSubs,
-		NameTag:     globalAccount,
+		NameTag:     a.Name,
 		Sublist:     &sl,
 	}
 }
 
 // handleAccountStatz serves /accstatz (nats-server v2.15.2 monitor.go
-// AccountStatz): the $G account's traffic, listed when it has clients or
-// with unused=true.
+// AccountStatz): each account's client traffic, listed when it has
+// clients or with unused=true. Route traffic is not counted by account
+// (docs/monitoring.md).
 func (m *Monitor) handleAccountStatz(w http.ResponseWriter, r *http.Request) {
 	q := &query{r: r}
 	unused := q.boolean("unused")
 	if q.bad(w) {
 		return
 	}
-	st := m.srv.Stats()
 	az := &AccountStatz{ID: m.srv.ID(), Now: time.Now().UTC(), Accounts: []*AccountStat{}}
-	if unused || st.Connections > 0 {
+	for _, a := range m.srv.Accounts() {
+		if !unused && a.Connections == 0 {
+			continue
+		}
 		az.Accounts = append(az.Accounts, &AccountStat{
-			Account: globalAccount, Name: globalAccount,
-			Conns: st.Connections, TotalConns: st.Connections,
-			NumSubs:       uint32(st.Subscriptions),
-			Sent:          dataStats(st.OutClientMsgs, st.OutClientBytes, st.OutMsgs-st.OutClientMsgs, st.OutBytes-st.OutClientBytes),
-			Received:      dataStats(st.InClientMsgs, st.InClientBytes, st.InMsgs-st.InClientMsgs, st.InBytes-st.InClientBytes),
-			SlowConsumers: int64(st.SlowClients),
+			Account: a.Name, Name: a.Name,
+			Conns: a.Connections, TotalConns: a.Connections,
+			NumSubs:  uint32(a.Sublist.NumSubs),
+			Sent:     dataStats(a.OutMsgs, a.OutBytes, 0, 0),
+			Received: dataStats(a.InMsgs, a.InBytes, 0, 0),
 		})
 	}
 	writeJSON(w, http.StatusOK, az)

@@ -45,7 +45,7 @@ const maxInFlight = 16
 // defaults next to each field.
 type Options struct {
 	Host     string // listen address; "" = 0.0.0.0
-	Port     int    // the port; server.RandomPort (-1) picks a free one; 0 is invalid
+	Port     int    // the port; server.RandomPort (-1) picks a free one; 0: no HTTP listener (Start refuses), the $SYS requests only
 	BasePath string // prefix of every path (http_base_path); "" = none
 	// Server is the server whose state is reported; required.
 	Server *server.Server
@@ -93,7 +93,7 @@ func New(opts Options) (*Monitor, error) {
 	if opts.Server == nil {
 		return nil, fmt.Errorf("%w: no server", ErrInvalidOptions)
 	}
-	if opts.Port == 0 || opts.Port < server.RandomPort || opts.Port > 65535 {
+	if opts.Port < server.RandomPort || opts.Port > 65535 {
 		return nil, fmt.Errorf("%w: port %d", ErrInvalidOptions, opts.Port)
 	}
 	if opts.Host == "" {
@@ -124,8 +124,12 @@ func New(opts Options) (*Monitor, error) {
 }
 
 // Start listens and serves in the background. It returns the listen
-// error (for example, the port is in use).
+// error (for example, the port is in use), or an error wrapping
+// ErrInvalidOptions for a Monitor without a port.
 func (m *Monitor) Start() error {
+	if m.opts.Port == 0 {
+		return fmt.Errorf("%w: no port to listen on", ErrInvalidOptions)
+	}
 	port := m.opts.Port
 	if port == server.RandomPort {
 		port = 0
@@ -160,8 +164,12 @@ func (m *Monitor) Addr() *net.TCPAddr {
 }
 
 // ListenAddrs returns the listener's addresses, host:port, every address
-// of the machine for a listener on all interfaces (for the ports file).
+// of the machine for a listener on all interfaces (for the ports file);
+// nil before Start.
 func (m *Monitor) ListenAddrs() []string {
+	if m.Addr() == nil {
+		return nil
+	}
 	return server.ExpandHostPort(m.opts.Host, m.Addr().Port)
 }
 

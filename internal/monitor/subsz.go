@@ -3,8 +3,10 @@ package monitor
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/server"
 	"github.com/cairnmq/cairn/internal/subject"
 )
 
@@ -36,12 +38,22 @@ func (m *Monitor) subsz(subs bool, offset, limit int, test, acc string) *Subsz {
 		limit = DefaultSubListSize
 	}
 	sz := &Subsz{ID: m.srv.ID(), Now: time.Now().UTC(), SublistStats: &SublistStats{}, Offset: offset, Limit: limit}
-	if acc != "" && acc != globalAccount {
-		return sz
+	if acc == "" {
+		*sz.SublistStats = sublistStats(m.srv.SublistStats())
+	} else {
+		// One account's index (nats-server: the accounts acc names).
+		for _, a := range m.srv.Accounts() {
+			if a.Name == acc {
+				*sz.SublistStats = sublistStats(a.Sublist)
+			}
+		}
 	}
-	*sz.SublistStats = m.sublistStats()
 	if subs {
-		all := subDetails(m.srv.Subscriptions(test), true)
+		list := m.srv.Subscriptions(test)
+		if acc != "" {
+			list = slices.DeleteFunc(list, func(s server.SubInfo) bool { return s.Account != acc })
+		}
+		all := subDetails(list, true)
 		lo, hi := page(len(all), offset, limit)
 		sz.Subs = all[lo:hi]
 		sz.Total = len(all)
@@ -49,10 +61,9 @@ func (m *Monitor) subsz(subs bool, offset, limit int, test, acc string) *Subsz {
 	return sz
 }
 
-// sublistStats converts the subject index's counters; the fan-out
+// sublistStats converts a subject index's counters; the fan-out
 // figures are over the cached match results, as nats-server's.
-func (m *Monitor) sublistStats() SublistStats {
-	st := m.srv.SublistStats()
+func sublistStats(st server.SublistStats) SublistStats {
 	s := SublistStats{
 		NumSubs: uint32(st.NumSubs), NumCache: uint32(st.NumCache),
 		NumInserts: st.NumInserts, NumRemoves: st.NumRemoves, NumMatches: st.NumMatches,

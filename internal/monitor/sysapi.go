@@ -2,7 +2,6 @@ package monitor
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"runtime"
 	"strings"
@@ -17,10 +16,17 @@ import (
 // $SYS.REQ.SERVER.PING, $SYS.REQ.SERVER.PING.<X> and
 // $SYS.REQ.SERVER.<id>.<X> with the same data as the HTTP endpoints, in
 // nats-server v2.15.2's envelope (events.go ServerAPIResponse,
-// ServerStatsMsg). It is not wired to any subscription yet: nats-server
-// serves these subjects in the system account only, which cairn gets with
-// accounts and users (the security work); wiring is then a subscription
-// of $SYS.REQ.SERVER.> in that account calling SysRequest.
+// ServerStatsMsg). ServeSystemRequests has the server subscribe those
+// subjects in its system account and answer them with SysRequest
+// (internal/server sysreq.go), with or without an HTTP listener.
+
+// ServeSystemRequests makes the server answer the $SYS requests of its
+// system account's users with SysRequest until it shuts down. It returns
+// server.ErrNoSystemAccount when the server has none
+// (no_system_account), server.ErrAlreadyServing when called twice.
+func (m *Monitor) ServeSystemRequests() error {
+	return m.srv.ServeSystemRequests(m.SysRequest)
+}
 
 // ServerInfo identifies the answering server in every reply
 // (nats-server ServerInfo).
@@ -325,7 +331,7 @@ func (m *Monitor) serverInfo() *ServerInfo {
 	o := m.srv.Options()
 	si := &ServerInfo{
 		Name: o.ServerName, Host: o.Host, ID: m.srv.ID(), Cluster: m.srv.Stats().ClusterName,
-		Version: server.NATSVersion, JetStream: m.srv.JetStream() != nil,
+		Version: server.NATSVersion, JetStream: len(m.jsAccounts()) > 0,
 		Seq: sysSeq.Add(1), Time: time.Now().UTC(),
 	}
 	if si.JetStream {
@@ -387,18 +393,4 @@ func (m *Monitor) statsz() ServerStats {
 		ss.JetStream = &js
 	}
 	return ss
-}
-
-// accountz builds /accountz for acc ("" lists the accounts).
-func (m *Monitor) accountz(acc string) (*Accountz, error) {
-	az := &Accountz{ID: m.srv.ID(), Now: time.Now().UTC()}
-	switch acc {
-	case "":
-		az.Accounts = []string{globalAccount}
-	case globalAccount:
-		az.Account = m.accountInfo()
-	default:
-		return nil, fmt.Errorf("Account %s does not exist", acc)
-	}
-	return az, nil
 }

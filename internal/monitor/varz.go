@@ -28,6 +28,7 @@ func (m *Monitor) varz() *Varz {
 	now := time.Now().UTC()
 	cpu, rss := m.cpu.sample(m.startedAt)
 	digest, loaded := m.config()
+	sec := s.Security()
 	v := &Varz{
 		ID:                s.ID(),
 		Name:              o.ServerName,
@@ -36,6 +37,11 @@ func (m *Monitor) varz() *Varz {
 		GoVersion:         runtime.Version(),
 		Host:              o.Host,
 		Port:              s.Addr().Port,
+		AuthRequired:      sec.AuthRequired,
+		TLSRequired:       sec.TLSRequired,
+		TLSVerify:         sec.TLSVerify,
+		AuthTimeout:       sec.AuthTimeout.Seconds(),
+		TLSTimeout:        sec.TLSTimeout.Seconds(),
 		ClientConnectURLs: s.ConnectURLs(),
 		MaxConn:           max(lim.MaxConnections, 0),
 		PingInterval:      lim.PingInterval,
@@ -74,6 +80,7 @@ func (m *Monitor) varz() *Varz {
 		HTTPReqStats:      m.reqStats(),
 		ConfigLoadTime:    loaded,
 		ConfigDigest:      digest,
+		SystemAccount:     s.SystemAccount(),
 		SlowConsumersStats: &KindStats{
 			Clients: st.SlowClients, Routes: st.SlowRoutes,
 		},
@@ -107,22 +114,28 @@ func clusterVarz(o server.Options, st server.Stats) ClusterOptsVarz {
 	return cv
 }
 
-// jetStreamVarz fills /varz jetstream: empty when JetStream is off.
+// jetStreamVarz fills /varz jetstream: empty when JetStream is off; the
+// usage summed over the accounts with JetStream.
 func (m *Monitor) jetStreamVarz() JetStreamVarz {
-	if m.srv.JetStream() == nil {
+	accs := m.jsAccounts()
+	if len(accs) == 0 {
 		return JetStreamVarz{}
 	}
-	cfg := m.jsConfig()
-	stats := m.jsStats(m.srv.JetStream().Details(false))
+	var all []jetstream.StreamDetail
+	for _, a := range accs {
+		all = append(all, a.JetStream.Details(false)...)
+	}
+	cfg := m.jsConfig(accs[0].JetStream)
+	stats := m.jsStats(accs, all)
 	return JetStreamVarz{Config: &cfg, Stats: &stats, Limits: &JSLimitOpts{}}
 }
 
 // jsConfig is the server's JetStream configuration as nats-server
-// reports it: store_dir is the jetstream directory under -sd; sync_always
-// says a PubAck follows the fsync (cairn's default); with
+// reports it, read from one account's engine (the accounts share it):
+// store_dir is the jetstream directory under -sd; sync_always says a
+// PubAck follows the fsync (cairn's default); with
 // ack_before_sync_interval, sync_interval is that interval.
-func (m *Monitor) jsConfig() JetStreamConfig {
-	js := m.srv.JetStream()
+func (m *Monitor) jsConfig(js *jetstream.JetStream) JetStreamConfig {
 	mem, file := js.StorageLimits()
 	always, interval := js.SyncPolicy()
 	return JetStreamConfig{
@@ -131,14 +144,28 @@ func (m *Monitor) jsConfig() JetStreamConfig {
 		StoreDir:     filepath.Join(js.StoreDir(), "jetstream"),
 		SyncAlways:   always,
 		SyncInterval: time.Duration(interval),
+		Domain:       js.Domain(),
 	}
 }
 
-// jsStats is the JetStream usage of the server's one account, summed
-// over details: bytes stored and max_bytes reserved, by storage type.
-func (m *Monitor) jsStats(details []jetstream.StreamDetail) JetStreamStats {
-	total, errs := m.srv.JSAPIStats()
-	st := JetStreamStats{Accounts: 1, API: JetStreamAPIStats{Level: jsapi.APILevel, Total: total, Errors: errs}}
+// jsStats is the server's JetStream usage: the accounts with JetStream
+// (accs), their API counters, and details, the streams of them all
+// (usage).
+func (m *Monitor) jsStats(accs []server.AccountStats, details []jetstream.StreamDetail) JetStreamStats {
+	st := usage(details)
+	st.Accounts = len(accs)
+	st.API.Level = jsapi.APILevel
+	for _, a := range accs {
+		st.API.Total += a.APITotal
+		st.API.Errors += a.APIErrors
+	}
+	return st
+}
+
+// usage sums the bytes stored and the max_bytes reserved by streams, by
+// storage type.
+func usage(details []jetstream.StreamDetail) JetStreamStats {
+	var st JetStreamStats
 	for _, d := range details {
 		cfg := &d.Info.Config
 		mem := cfg.Storage == stream.MemoryStorage

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/cairnmq/cairn/internal/auth"
@@ -22,14 +23,22 @@ import (
 // RMSG and HMSG. Exports and imports (imports.go) let messages cross
 // between accounts where the configuration says so, and nowhere else.
 //
+// One account may be the system account (SystemAccount), whose users can
+// send the server's $SYS requests (sysreq.go): the one system_account
+// names, or the operator JWT's; else a configured account named $SYS;
+// else, unless no_system_account, an account $SYS that New makes, with
+// no users (nats-server v2.15.2 server.go configureAccounts, Start,
+// SetDefaultSystemAccount). It never has JetStream.
+//
 // The accounts are made by New from Options.Auth and never change, so
 // the table is read without a lock.
 
 // account is one subject namespace.
 type account struct {
-	name string
-	sl   *sublist.Sublist[*subscription]
-	cfg  *config.Account // nil for $G and the accounts of JWTs
+	name   string
+	system bool // the system account
+	sl     *sublist.Sublist[*subscription]
+	cfg    *config.Account // nil for $G and the accounts of JWTs
 	// jsLimits, when not nil, enables JetStream for the account with
 	// these limits (from its configuration or its JWT); jsGlobal enables
 	// it with the server's limits only ($G without accounts).
@@ -43,15 +52,19 @@ type account struct {
 	jsOff *jsapi.Disabled
 
 	imp imports // its service imports' response routing (imports.go)
+
+	closed traffic // totals of its client connections that closed (stats.go), added under Server.mu
 }
 
 func newAccount(name string, cfg *config.Account) *account {
 	return &account{name: name, sl: sublist.New[*subscription](), cfg: cfg}
 }
 
-// initAccounts builds the account table from the options: $G and every
-// configured account.
-func (s *Server) initAccounts() {
+// initAccounts builds the account table from the options: $G, every
+// configured account and the system account. It returns the errors
+// nats-server v2.15.2 gives for a system account that does not exist or
+// has JetStream.
+func (s *Server) initAccounts() error {
 	s.gacc = newAccount(auth.GlobalAccount, nil)
 	s.accounts = map[string]*account{auth.GlobalAccount: s.gacc}
 	for i := range s.opts.Auth.Accounts {
@@ -68,9 +81,46 @@ func (s *Server) initAccounts() {
 			s.log.Warnf("Account %s: the imports and exports of account JWTs are not supported yet; ignored", pub)
 		}
 	}
-	// With no account configured (nor JWT), $G has JetStream (nats-server
-	// globalAccountOnly).
-	s.gacc.jsGlobal = len(s.accounts) == 1
+	if err := s.initSystemAccount(); err != nil {
+		return err
+	}
+	// With no account configured but the system account (nor JWT), $G
+	// has JetStream (nats-server globalAccountOnly).
+	others := 0
+	for _, acc := range s.accounts {
+		if acc != s.gacc && acc != s.sysacc {
+			others++
+		}
+	}
+	s.gacc.jsGlobal = others == 0 && !s.opts.Operator.Enabled()
+	return nil
+}
+
+// initSystemAccount finds or makes the system account
+// (config.SystemAccountName).
+func (s *Server) initSystemAccount() error {
+	name := config.SystemAccountName(&s.opts.Auth, &s.opts.Operator)
+	if name == "" {
+		if s.opts.Operator.Enabled() {
+			s.log.Warnf("Trusted Operators should utilize a System Account")
+		}
+		return nil
+	}
+	acc := s.accounts[name]
+	switch {
+	case acc == nil && s.opts.Operator.Enabled():
+		return fmt.Errorf("%w: can't set system account: account %s is not among the preloaded accounts", ErrInvalidOptions, name)
+	case acc == nil && s.opts.Operator.SystemAccount != "":
+		return fmt.Errorf("%w: error resolving system account: account missing", ErrInvalidOptions)
+	case acc == nil:
+		acc = newAccount(name, nil)
+		s.accounts[name] = acc
+	case acc.jsLimits != nil && s.opts.JetStream:
+		return fmt.Errorf("%w: Not allowed to enable JetStream on the system account", ErrInvalidOptions)
+	}
+	acc.system = true
+	s.sysacc = acc
+	return nil
 }
 
 // jwtJetStream converts an account JWT's JetStream limits: JetStream is
@@ -113,4 +163,61 @@ func (s *Server) accountsSorted() []*account {
 // v2.15.2 globalAccountOnly, configAllJetStreamAccounts).
 func (s *Server) jetStreamFor(acc *account) (bool, *config.AccountJetStream) {
 	return acc.jsGlobal || acc.jsLimits != nil, acc.jsLimits
+}
+
+// AccountStats is what the monitoring endpoints report of one account
+// (/accountz, /jsz, /healthz, /metrics).
+type AccountStats struct {
+	Name   string
+	System bool // the system account
+	// JetStream is the account's engine; nil when the account has no
+	// JetStream (or the server has not started it).
+	JetStream *jetstream.JetStream
+	// APITotal and APIErrors count the $JS.API responses the account's
+	// clients got and the error responses among them (nats-server's
+	// per-account api.total and api.errors); zero without JetStream.
+	APITotal, APIErrors uint64
+	Sublist             SublistStats // the account's subject index
+	// Connections counts the account's open client connections. The
+	// traffic counts messages and header plus payload bytes its client
+	// connections received (In) and were sent (Out), closed ones
+	// included, as Stats' client counters do for the server.
+	Connections                        int
+	InMsgs, InBytes, OutMsgs, OutBytes int64
+}
+
+// Accounts returns a snapshot of every account, sorted by name.
+func (s *Server) Accounts() []AccountStats {
+	accs := s.accountsSorted()
+	out := make([]AccountStats, 0, len(accs))
+	idx := make(map[string]int, len(accs))
+	traffic := make([]traffic, len(accs))
+	s.mu.Lock()
+	for i, acc := range accs {
+		idx[acc.name] = i
+		addTraffic(&traffic[i], &acc.closed)
+		out = append(out, AccountStats{Name: acc.name, System: acc.system, JetStream: acc.js})
+	}
+	for _, c := range s.clients {
+		c.mu.Lock()
+		name := c.meta.account
+		c.mu.Unlock()
+		i, ok := idx[name]
+		if !ok {
+			i = idx[s.gacc.name]
+		}
+		out[i].Connections++
+		traffic[i].addConn(c)
+	}
+	s.mu.Unlock()
+	for i, acc := range accs {
+		st := &out[i]
+		st.Sublist = acc.sublistStats()
+		st.InMsgs, st.InBytes = traffic[i].inMsgs.Load(), traffic[i].inBytes.Load()
+		st.OutMsgs, st.OutBytes = traffic[i].outMsgs.Load(), traffic[i].outBytes.Load()
+		if acc.jsAPI != nil {
+			st.APITotal, st.APIErrors = acc.jsAPI.Stats()
+		}
+	}
+	return out
 }

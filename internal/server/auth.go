@@ -55,7 +55,7 @@ func (c *client) startAuth(in *info) {
 		c.user = auth.Anonymous
 		return
 	}
-	in.AuthRequired = d.NoAuthUser() == ""
+	in.AuthRequired = d.NoAuthUser() == "" || c.srv.implicitNoAuth
 	if d.NonceRequired() {
 		c.nonce = auth.NewNonce()
 		in.Nonce = string(c.nonce)
@@ -184,6 +184,9 @@ func (c *client) setUser(u *auth.User) {
 	if acc := c.srv.account(u.Account); acc != nil {
 		c.acc = acc
 	}
+	c.mu.Lock()
+	c.meta.user, c.meta.account = u.Name, c.acc.name
+	c.mu.Unlock()
 	c.pubCache = nil
 	c.replies.Store(newReplyPerms(u, time.Now))
 	c.parser.SetAwaitConnect(nil)
@@ -246,4 +249,33 @@ func redactConnect(arg []byte) []byte {
 		return []byte("[REDACTED]")
 	}
 	return out
+}
+
+// Security is what /varz reports of the client listener's security
+// (nats-server v2.15.2 Varz auth_required, auth_timeout, tls_required,
+// tls_verify, tls_timeout).
+type Security struct {
+	// AuthRequired: clients must authenticate (with a no_auth_user too:
+	// the server requires it, the INFO of each client says whether it
+	// may skip it).
+	AuthRequired bool
+	// AuthTimeout is how long a client may take to send its CONNECT
+	// (authorization.timeout; 2 s, or the TLS timeout plus 1 s with TLS).
+	AuthTimeout time.Duration
+	TLSRequired bool // clients must use TLS (not with allow_non_tls)
+	TLSVerify   bool // client certificates are verified
+	// TLSTimeout is the TLS handshake's deadline (tls.timeout; 2 s, also
+	// without TLS, as nats-server reports it).
+	TLSTimeout time.Duration
+}
+
+// Security returns the client listener's security settings.
+func (s *Server) Security() Security {
+	sec := Security{AuthRequired: s.dir.Required(), AuthTimeout: s.dir.Timeout(), TLSTimeout: config.DefaultTLSTimeout}
+	if st := s.tls; st != nil {
+		var in info
+		st.infoFields(&in)
+		sec.TLSRequired, sec.TLSVerify, sec.TLSTimeout = in.TLSRequired, in.TLSVerify, st.timeout()
+	}
+	return sec
 }

@@ -100,10 +100,12 @@ type client struct {
 	meta connMeta                 // CONNECT's name, lang and version; guarded by mu
 }
 
-// connMeta is what a client said about itself in CONNECT, copied for the
-// monitoring endpoints.
+// connMeta is what a client said about itself in CONNECT, and who it
+// authenticated as, copied for the monitoring endpoints.
 type connMeta struct {
 	name, lang, version string
+	user                string // the user's name or nkey; "" for none
+	account             string // the account's name; "" until it authenticates ($G)
 }
 
 // subscription is one SUB of one client. It is stored in the server's
@@ -116,12 +118,15 @@ type subscription struct {
 	svc func(c *client, subj, reply []byte, hdrLen int, msg []byte)
 	// imported marks an import's internal subscription (imports.go).
 	imported bool
-	removed  atomic.Bool
-	acc      *account // whose subject index holds it
-	subject  string
-	queue    string
-	sid      []byte
-	qw       atomic.Int32 // a peer's interest in a queue group: its member count (RS+ weight)
+	// system marks a system request subscription (sysreq.go): announced
+	// to the peers, and delivered what they route.
+	system  bool
+	removed atomic.Bool
+	acc     *account // whose subject index holds it
+	subject string
+	queue   string
+	sid     []byte
+	qw      atomic.Int32 // a peer's interest in a queue group: its member count (RS+ weight)
 	// deny, when set, is the subscriber's permissions: a delivery whose
 	// subject they deny is dropped (perms.go). Set at creation.
 	deny      *auth.Perms

@@ -42,7 +42,7 @@ func (c *client) ProcessConnect(arg []byte) error {
 	c.opts = next
 	c.connectSeen = true
 	c.mu.Lock()
-	c.meta = connMeta{name: next.Name, lang: next.Lang, version: next.Version}
+	c.meta.name, c.meta.lang, c.meta.version = next.Name, next.Lang, next.Version
 	c.mu.Unlock()
 	c.headers.Store(next.Headers)
 	c.parser.SetHeaders(next.Headers)
@@ -84,6 +84,7 @@ func (c *client) sendConnectInfo() {
 	in.ClientIP = c.ip
 	in.ConnectInfo = true
 	in.RemoteAccount = c.acc.name
+	in.IsSystemAccount = c.acc.system
 	c.enqueue(appendInfo(nil, in))
 }
 

@@ -37,7 +37,10 @@ type info struct {
 	ConnectURLs   []string `json:"connect_urls,omitempty"`
 	ConnectInfo   bool     `json:"connect_info,omitempty"`
 	RemoteAccount string   `json:"remote_account,omitempty"`
-	LameDuckMode  bool     `json:"ldm,omitempty"`
+	// IsSystemAccount is acc_is_sys: the client's account is the system
+	// account (connect_info INFO only).
+	IsSystemAccount bool `json:"acc_is_sys,omitempty"`
+	LameDuckMode    bool `json:"ldm,omitempty"`
 }
 
 // baseInfo is the INFO of a new connection, with the limits in force.

@@ -16,10 +16,11 @@ import (
 // the interest before it followed by the change (nats-server #138).
 
 // announced reports whether sub is interest the peers are told about: a
-// client's subscription, or an import's (imports.go).
+// client's subscription, an import's (imports.go) or a system request
+// subscription (sysreq.go).
 func announced(sub *subscription) bool {
 	if sub.client == nil {
-		return sub.imported
+		return sub.imported || sub.system
 	}
 	return sub.client.route == nil
 }

@@ -31,19 +31,21 @@ func (s *Server) SubscribeInternal(subj, queue string, h MsgHandler) (*InternalS
 // Kinds of internal subscriptions: an import's are told apart so that a
 // message an import delivers is not imported again (imports.go), and are
 // announced to the peers, which an internal subscription is not
-// (interest.go).
+// (interest.go); the system request subscriptions (sysreq.go) are
+// announced too, so that every server of a cluster answers.
 const (
 	subKindInternal = iota
 	subKindImport
+	subKindSystem
 )
 
 // subscribeIn subscribes h in acc.
 func (s *Server) subscribeIn(acc *account, subj, queue string, h MsgHandler, kind int) (*InternalSub, error) {
-	sub := &subscription{acc: acc, subject: subj, queue: queue, handler: h, imported: kind == subKindImport}
+	sub := &subscription{acc: acc, subject: subj, queue: queue, handler: h, imported: kind == subKindImport, system: kind == subKindSystem}
 	if err := acc.sl.Insert(subj, queue, sub); err != nil {
 		return nil, err
 	}
-	if sub.imported {
+	if sub.imported || sub.system {
 		s.interestAdded(sub)
 	}
 	return &InternalSub{srv: s, sub: sub}, nil
@@ -53,7 +55,7 @@ func (s *Server) subscribeIn(acc *account, subj, queue string, h MsgHandler, kin
 func (is *InternalSub) Unsubscribe() {
 	if is.sub.removed.CompareAndSwap(false, true) {
 		_ = is.sub.acc.sl.Remove(is.sub.subject, is.sub.queue, is.sub)
-		if is.sub.imported && is.srv != nil {
+		if (is.sub.imported || is.sub.system) && is.srv != nil {
 			is.srv.interestRemoved(is.sub)
 		}
 	}

@@ -62,7 +62,7 @@ func (s *Server) startJetStream() error {
 			acc.jsOff = off
 			continue
 		}
-		if err := s.startAccountJetStream(acc, dir, limits, usage); err != nil {
+		if err := s.startAccountJetStream(acc, dir, limits, usage, first); err != nil {
 			return err
 		}
 		if first == nil {
@@ -80,8 +80,10 @@ func (s *Server) startJetStream() error {
 	return nil
 }
 
-// startAccountJetStream starts one account's engine and API.
-func (s *Server) startAccountJetStream(acc *account, dir string, limits *config.AccountJetStream, usage *jetstream.Usage) error {
+// startAccountJetStream starts one account's engine and API. The engines
+// after the first share its group-commit statistics, which /metrics
+// reports for the server.
+func (s *Server) startAccountJetStream(acc *account, dir string, limits *config.AccountJetStream, usage *jetstream.Usage, first *jetstream.JetStream) error {
 	tr := jsTransport{s, acc}
 	cfg := jetstream.Config{
 		StoreDir:   dir,
@@ -96,6 +98,9 @@ func (s *Server) startAccountJetStream(acc *account, dir string, limits *config.
 		Infof:      s.log.Noticef,
 		Account:    acc.name,
 		Usage:      usage,
+	}
+	if first != nil {
+		cfg.SyncStats = first.SyncStats()
 	}
 	if limits != nil {
 		cfg.Limits = &jetstream.AccountLimits{
@@ -199,18 +204,6 @@ func (s *Server) stopJetStream() {
 			}
 		}
 	})
-}
-
-// JetStream returns the JetStream engine of the global account ($G), or
-// nil when the global account has no JetStream or the server has not
-// started. The monitoring endpoints report this engine only; other
-// accounts' streams are not in /jsz or /healthz yet (README, "What does
-// not work yet").
-func (s *Server) JetStream() *jetstream.JetStream {
-	if s.gacc == nil {
-		return nil
-	}
-	return s.gacc.js
 }
 
 // JSAPIStats returns the counters of the $JS.API of every account: the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,12 @@ type Server struct {
 	// made by New, never changed.
 	accounts map[string]*account
 	gacc     *account
+	sysacc   *account // the system account; nil with none (accounts.go)
+	// implicitNoAuth: clients sending no credentials join $G by a user
+	// New made, as nats-server does when the system account is the only
+	// account (config.SystemAccountOnly); INFO still says auth_required.
+	implicitNoAuth bool
+	sysReqs        chan sysRequest // the $SYS requests to answer (sysreq.go); nil until ServeSystemRequests
 
 	ln   net.Listener
 	port int // the bound port, known after Start
@@ -73,6 +80,11 @@ func New(opts Options) (*Server, error) {
 	if opts.ServerName == "" {
 		opts.ServerName = id
 	}
+	implicit := config.SystemAccountOnly(&opts.Auth, &opts.Operator)
+	if implicit {
+		authCfg.Users = append(slices.Clip(authCfg.Users), implicitNoAuthUser())
+		authCfg.NoAuthUser = authCfg.Users[len(authCfg.Users)-1].Name
+	}
 	s := &Server{
 		opts:    opts,
 		id:      id,
@@ -83,14 +95,31 @@ func New(opts Options) (*Server, error) {
 		clients: make(map[uint64]*client),
 		done:    make(chan struct{}),
 		quit:    make(chan struct{}),
+
+		implicitNoAuth: implicit,
 	}
 	if opts.JetStream {
 		s.jsDomain = jsDomainPrefix(opts.JetStreamDomain)
 	}
 	s.lim.Store(limitsOf(&opts))
-	s.initAccounts()
+	if err := s.initAccounts(); err != nil {
+		return nil, err
+	}
 	s.closed.max = opts.MaxClosedClients
 	return s, nil
+}
+
+// implicitNoAuthUser is the user of clients that send no credentials to
+// a server whose only account is the system account (nats-server v2.15.2
+// configureAccounts names it "nats-" and 8 random characters). Its
+// password is random and never shown: nobody can log in as it.
+func implicitNoAuthUser() config.User {
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	enc := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:])
+	return config.User{Name: "nats-" + enc[:8], Password: enc[8:]}
 }
 
 // newDirectory builds the authentication of the options: operator mode
@@ -164,7 +193,9 @@ func (s *Server) warnIfOpen() {
 		if s.dir.PlaintextPasswords() {
 			s.log.Warnf("Plaintext passwords detected, use nkeys or bcrypt")
 		}
-		if u := s.dir.NoAuthUser(); u != "" {
+		if s.implicitNoAuth {
+			s.log.Warnf("Clients that send no credentials are let into the global account %s: the system account is the only account and there is no authorization block (as nats-server does); add an authorization block to require credentials", auth.GlobalAccount)
+		} else if u := s.dir.NoAuthUser(); u != "" {
 			s.log.Noticef("Clients must authenticate; a client sending no credentials is user %q (no_auth_user)", u)
 		} else {
 			s.log.Noticef("Clients must authenticate")
@@ -311,6 +342,7 @@ func (s *Server) removeClient(c *client) {
 	s.mu.Lock()
 	delete(s.clients, c.cid)
 	s.ctr.clientsClosed.addConn(c)
+	c.acc.closed.addConn(c)
 	s.mu.Unlock()
 }
 

@@ -43,10 +43,13 @@ type ConnInfo struct {
 	Name         string
 	Lang         string
 	Version      string
+	User         string // the authenticated user's name or nkey; "" for none
+	Account      string // the client's account
 }
 
 // SubInfo is one subscription of a connection (nats-server's SubDetail).
 type SubInfo struct {
+	Account string // the account whose subject index holds it
 	Subject string
 	Queue   string
 	Sid     string
@@ -168,6 +171,10 @@ func (c *client) snapshot(subs bool, limit int) ConnInfo {
 	c.mu.Lock()
 	ci.NumSubs = len(c.subs)
 	ci.Name, ci.Lang, ci.Version = c.meta.name, c.meta.lang, c.meta.version
+	ci.User, ci.Account = c.meta.user, c.meta.account
+	if ci.Account == "" {
+		ci.Account = c.srv.gacc.name
+	}
 	if subs {
 		ci.Subs = subInfos(c.subs, c.cid, limit)
 	}
@@ -207,7 +214,7 @@ func subInfos(subs map[string]*subscription, cid uint64, limit int) []SubInfo {
 
 func (sub *subscription) info(cid uint64) SubInfo {
 	return SubInfo{
-		Subject: sub.subject, Queue: sub.queue, Sid: string(sub.sid),
+		Account: sub.acc.name, Subject: sub.subject, Queue: sub.queue, Sid: string(sub.sid),
 		Msgs: sub.delivered.Load(), Max: sub.max.Load(), CID: cid,
 	}
 }
@@ -302,17 +309,30 @@ func (s *Server) Subscriptions(test string) []SubInfo {
 func (s *Server) SublistStats() SublistStats {
 	var out SublistStats
 	for _, acc := range s.accounts {
-		st := acc.sl.Stats()
-		out.NumSubs += st.Count
-		out.NumCache += st.Cached
-		out.NumInserts += st.Inserts
-		out.NumRemoves += st.Removes
-		out.NumMatches += st.Matches
-		out.CacheHits += st.CacheHits
-		out.MaxFanout = max(out.MaxFanout, st.MaxFanout)
-		out.TotalFanout += st.TotalFanout
+		out.add(acc.sublistStats())
 	}
 	return out
+}
+
+// sublistStats returns the counters of acc's subject index.
+func (acc *account) sublistStats() SublistStats {
+	st := acc.sl.Stats()
+	return SublistStats{
+		NumSubs: st.Count, NumCache: st.Cached, NumInserts: st.Inserts, NumRemoves: st.Removes,
+		NumMatches: st.Matches, CacheHits: st.CacheHits, MaxFanout: st.MaxFanout, TotalFanout: st.TotalFanout,
+	}
+}
+
+// add sums st into out, MaxFanout the larger.
+func (out *SublistStats) add(st SublistStats) {
+	out.NumSubs += st.NumSubs
+	out.NumCache += st.NumCache
+	out.NumInserts += st.NumInserts
+	out.NumRemoves += st.NumRemoves
+	out.NumMatches += st.NumMatches
+	out.CacheHits += st.CacheHits
+	out.MaxFanout = max(out.MaxFanout, st.MaxFanout)
+	out.TotalFanout += st.TotalFanout
 }
 
 // numSubscriptions returns the subscriptions of every account.
