@@ -33,6 +33,7 @@ type secTarget struct {
 	proc     *proc  // nats-server only
 	storeDir string // its JetStream store directory, when the file sets one
 	mon      string // its monitoring URL, when the file sets http_port
+	stop     func() // stops it (cairn only; the test's cleanup does too)
 }
 
 // secTargets starts cairn and nats-server with the configuration text
@@ -139,6 +140,7 @@ func startCairnConf(t *testing.T, conf string, mod func(*server.Options)) secTar
 		t.Cleanup(m.Close)
 		tg.mon = m.URL()
 	}
+	tg.stop = func() { m.Close(); s.Shutdown() }
 	return tg
 }
 

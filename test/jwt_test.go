@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,10 +22,10 @@ import (
 // file.
 
 type jwtFixture struct {
-	op, acc, accSigner, other nkeys.KeyPair
-	opPub, accPub, otherPub   string
-	accClaims                 *jwt.AccountClaims
-	conf                      string
+	op, acc, accSigner, other, sys  nkeys.KeyPair
+	opPub, accPub, otherPub, sysPub string
+	accClaims                       *jwt.AccountClaims
+	conf                            string
 }
 
 func mustKP(t *testing.T, f func() (nkeys.KeyPair, error)) (nkeys.KeyPair, string) {
@@ -48,7 +49,8 @@ func newJWTFixture(t *testing.T, revoked string) *jwtFixture {
 	signer, signerPub := mustKP(t, nkeys.CreateAccount)
 	f.accSigner = signer
 	f.other, f.otherPub = mustKP(t, nkeys.CreateAccount)
-	_, sysPub := mustKP(t, nkeys.CreateAccount)
+	f.sys, f.sysPub = mustKP(t, nkeys.CreateAccount)
+	sysPub := f.sysPub
 	oc := jwt.NewOperatorClaims(f.opPub)
 	oc.SystemAccount = sysPub
 	opJWT, err := oc.Encode(f.op)
@@ -212,6 +214,36 @@ func TestJWTJetStream(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(tg.storeDir, "jetstream", f.accPub, "streams", "S")); err != nil {
 			t.Fatalf("stream S of the account: %v", err)
+		}
+	})
+}
+
+// The operator JWT names the system account: its users (JWTs issued by
+// that account) get the server's $SYS answers, and /varz names it, in
+// cairn as in nats-server.
+func TestJWTSystemAccount(t *testing.T) {
+	userKP, userPub := mustKP(t, nkeys.CreateUser)
+	f := newJWTFixture(t, "")
+	forEach(t, secTargets(t, f.conf, nil), func(t *testing.T, tg secTarget) {
+		nc, err := nats.Connect(tg.url, nats.UserCredentials(creds(t, f.userJWT(t, f.sys, userPub, nil), userKP)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		m, err := nc.Request("$SYS.REQ.SERVER.PING.VARZ", nil, readTimeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(m.Data), `"system_account":"`+f.sysPub+`"`) {
+			t.Fatalf("VARZ: %s", m.Data)
+		}
+		other, err := nats.Connect(tg.url, nats.UserCredentials(creds(t, f.userJWT(t, f.acc, userPub, nil), userKP)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		if _, err := other.Request("$SYS.REQ.SERVER.PING.VARZ", nil, readTimeout); err != nats.ErrNoResponders {
+			t.Fatalf("from another account: %v, want no responders", err)
 		}
 	})
 }

@@ -4,12 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairnmq/cairn/internal/config"
+	"github.com/cairnmq/cairn/internal/monitor"
+	"github.com/cairnmq/cairn/internal/server"
 )
 
 // The system account (docs/monitoring.md "The system account's request
@@ -37,27 +42,34 @@ system_account: SYS
 var sysUser = []string{"--user", "sys", "--password", "sys"}
 
 // sysPopulate gives APP a file stream S (a.>) with 3 messages and a
-// consumer C, and OPS a memory stream of the same name S (o.>) with 2
-// messages and a consumer D: two accounts, a stream name in both.
+// consumer C; OPS a file stream of the same name S (o.>) with 2 messages
+// and a consumer D, and a memory stream M (m.>) with 1 message: two
+// accounts, a stream name in both, both storage types.
 func sysPopulate(t *testing.T, u string) {
 	t.Helper()
 	for _, a := range []struct {
-		user, subj string
-		storage    jetstream.StorageType
-		consumer   string
-		msgs       int
-	}{{"app", "a.>", jetstream.FileStorage, "C", 3}, {"ops", "o.>", jetstream.MemoryStorage, "D", 2}} {
+		user, stream, subj string
+		storage            jetstream.StorageType
+		consumer           string
+		msgs               int
+	}{
+		{"app", "S", "a.>", jetstream.FileStorage, "C", 3},
+		{"ops", "S", "o.>", jetstream.FileStorage, "D", 2},
+		{"ops", "M", "m.>", jetstream.MemoryStorage, "", 1},
+	} {
 		nc := connect(t, u, nats.UserInfo(a.user, a.user))
 		js, err := jetstream.New(nc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
-		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{a.subj}, Storage: a.storage}); err != nil {
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: a.stream, Subjects: []string{a.subj}, Storage: a.storage}); err != nil {
 			t.Fatalf("%s: create stream: %v", a.user, err)
 		}
-		if _, err := js.CreateOrUpdateConsumer(ctx, "S", jetstream.ConsumerConfig{Durable: a.consumer, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
-			t.Fatalf("%s: create consumer: %v", a.user, err)
+		if a.consumer != "" {
+			if _, err := js.CreateOrUpdateConsumer(ctx, a.stream, jetstream.ConsumerConfig{Durable: a.consumer, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+				t.Fatalf("%s: create consumer: %v", a.user, err)
+			}
 		}
 		for i := range a.msgs {
 			if _, err := js.Publish(ctx, strings.TrimSuffix(a.subj, ">")+"x", []byte(fmt.Sprint(i))); err != nil {
@@ -124,8 +136,8 @@ func TestSystemAccountCLI(t *testing.T) {
 			args []string
 			want [3]string
 		}{
-			{nil, [3]string{"2", "2", "5"}},
-			{[]string{"--account", "OPS"}, [3]string{"1", "1", "2"}},
+			{nil, [3]string{"3", "2", "6"}},
+			{[]string{"--account", "OPS"}, [3]string{"2", "1", "3"}},
 			{[]string{"--account", "APP"}, [3]string{"1", "1", "3"}},
 		} {
 			out, _ = runCLI(t, tg.url, append(append(sysUser, "server", "report", "jetstream"), tc.args...)...)
@@ -137,7 +149,8 @@ func TestSystemAccountCLI(t *testing.T) {
 
 		for _, user := range []string{"app", "ops"} {
 			out, _ = runCLI(t, tg.url, "--user", user, "--password", user, "server", "check", "jetstream")
-			if !strings.HasPrefix(out, "OK JetStream") || !strings.Contains(out, " streams=1 ") || !strings.Contains(out, " consumers=1 ") {
+			streams := map[string]string{"app": " streams=1 ", "ops": " streams=2 "}[user]
+			if !strings.HasPrefix(out, "OK JetStream") || !strings.Contains(out, streams) || !strings.Contains(out, " consumers=1 ") {
 				t.Errorf("server check jetstream as %s:\n%s", user, out)
 			}
 		}
@@ -301,4 +314,79 @@ func sysKeyDiffAllowed(d string) (bool, string) {
 		}
 	}
 	return false, ""
+}
+
+// In a cluster, a PING from a system account user reaches every server
+// over the routes and each answers (the request subscriptions are
+// announced like a client's), so `nats server ls` lists them all; a
+// request to one server's id reaches that server only.
+func TestClusterSystemRequests(t *testing.T) {
+	if targetIsNatsServer() {
+		t.Skip("wires cairn's monitor into each node")
+	}
+	natsCLI(t)
+	tc := startCluster(t, 3, func(_ int, o *server.Options) {
+		o.Auth = config.Auth{
+			Users:    []config.User{{Name: "sys", Password: "sys", Account: "SYS"}},
+			Accounts: []config.Account{{Name: "SYS"}},
+		}
+		o.Operator.SystemAccount = "SYS"
+	})
+	for _, nd := range tc.nodes {
+		m, err := monitor.New(monitor.Options{Server: nd.srv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.ServeSystemRequests(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nc := tc.nodes[0].connect(nats.UserInfo("sys", "sys"))
+	ids := map[string]string{}
+	waitFor(t, clusterTimeout, "every server to answer a PING", func() bool {
+		inbox := nats.NewInbox()
+		sub, err := nc.SubscribeSync(inbox)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Unsubscribe()
+		if err := nc.PublishRequest("$SYS.REQ.SERVER.PING", inbox, nil); err != nil {
+			t.Fatal(err)
+		}
+		for len(ids) < 3 {
+			m, err := sub.NextMsg(readTimeout)
+			if err != nil {
+				return false
+			}
+			var r struct {
+				Server struct{ Name, ID string } `json:"server"`
+			}
+			if err := json.Unmarshal(m.Data, &r); err != nil {
+				t.Fatalf("PING reply %s: %v", m.Data, err)
+			}
+			ids[r.Server.Name] = r.Server.ID
+		}
+		return true
+	})
+	msg, err := nc.Request("$SYS.REQ.SERVER."+ids["n3"]+".VARZ", nil, readTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(msg.Data), `"server_name":"n3"`) {
+		t.Fatalf("n3's VARZ asked on n1: %s", msg.Data)
+	}
+	var ls []struct {
+		Server struct {
+			Name string `json:"name"`
+		} `json:"server"`
+	}
+	cliJSON(t, tc.nodes[0].url, &ls, append(sysUser, "server", "ls")...)
+	var names []string
+	for _, r := range ls {
+		names = append(names, r.Server.Name)
+	}
+	slices.Sort(names)
+	if strings.Join(names, " ") != "n1 n2 n3" {
+		t.Fatalf("server ls: %v", names)
+	}
 }
