@@ -276,6 +276,7 @@ var sysRequests = []struct{ subject, body string }{
 	{"$SYS.REQ.SERVER.PING.ACCOUNTZ", `{"account":"APP"}`},
 	{"$SYS.REQ.SERVER.PING.LEAFZ", ""},
 	{"$SYS.REQ.SERVER.PING.GATEWAYZ", ""},
+	{"$SYS.REQ.SERVER.PING.RAFTZ", ""},
 	{"$SYS.REQ.SERVER.PING.CONNZ", `{"sort":`},
 }
 
