@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -389,5 +391,42 @@ func TestClusterSystemRequests(t *testing.T) {
 	slices.Sort(names)
 	if strings.Join(names, " ") != "n1 n2 n3" {
 		t.Fatalf("server ls: %v", names)
+	}
+}
+
+// The binary answers $SYS requests without an HTTP port (no -m), as
+// nats-server does, and refuses a system_account that names no account
+// with nats-server's error. serverBinary is cairn, or nats-server when
+// the tests target it.
+func TestSystemAccountBinary(t *testing.T) {
+	bin := serverBinary(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sys.conf")
+	conf := "listen: 127.0.0.1:-1\nserver_name: bin\naccounts { SYS { users [{user: sys, password: sys}] } }\nsystem_account: SYS\n"
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, bin, nil, "-c", path)
+	nc := connect(t, p.clientURL(t), nats.UserInfo("sys", "sys"))
+	m, err := nc.Request("$SYS.REQ.SERVER.PING.VARZ", nil, readTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(m.Data), `"server_name":"bin"`) || !strings.Contains(string(m.Data), `"system_account":"SYS"`) {
+		t.Fatalf("VARZ: %s", m.Data)
+	}
+	// The system account is the only account: a client without
+	// credentials joins $G.
+	anon := connect(t, p.clientURL(t))
+	if _, err := anon.Request("$SYS.REQ.SERVER.PING", nil, readTimeout); err != nats.ErrNoResponders {
+		t.Fatalf("PING from $G: %v, want no responders", err)
+	}
+
+	if err := os.WriteFile(path, []byte("system_account: NOPE\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr := exitCode(t, bin, nil, "-c", path)
+	if code == 0 || !strings.Contains(stderr, "error resolving system account: account missing") {
+		t.Fatalf("system_account naming no account: exit %d, %q", code, stderr)
 	}
 }
