@@ -368,7 +368,7 @@ func (m *Monitor) statsz() ServerStats {
 	cpu, rss := m.cpu.sample(m.startedAt)
 	ss := ServerStats{
 		Start: st.Start, Mem: rss, Cores: runtime.NumCPU(), CPU: cpu,
-		Connections: st.Connections, TotalConnections: st.TotalConnections, ActiveAccounts: 1,
+		Connections: st.Connections, TotalConnections: st.TotalConnections, ActiveAccounts: m.activeAccounts(),
 		NumSubs:             uint32(st.Subscriptions),
 		Sent:                DataStats{MsgBytes: MsgBytes{Msgs: st.OutMsgs, Bytes: st.OutBytes}},
 		SentToClients:       DataStats{MsgBytes: MsgBytes{Msgs: st.OutClientMsgs, Bytes: st.OutClientBytes}},
@@ -397,4 +397,16 @@ func (m *Monitor) statsz() ServerStats {
 		ss.JetStream = &js
 	}
 	return ss
+}
+
+// activeAccounts counts the accounts with client connections (nats-server
+// statsz active_accounts).
+func (m *Monitor) activeAccounts() int {
+	n := 0
+	for _, a := range m.srv.Accounts() {
+		if a.Connections > 0 {
+			n++
+		}
+	}
+	return n
 }

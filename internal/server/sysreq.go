@@ -25,7 +25,9 @@ import (
 // bounded queue, and one goroutine answers the queued requests in order
 // (nats-server's internal receive queue). When the queue is full the
 // request is dropped and the requester times out, as it would if the
-// server were too busy to answer.
+// server were too busy to answer; so is a request whose options exceed
+// sysRequestMaxBody (they are a few hundred bytes of JSON), which keeps
+// the queue's memory under sysRequestQueue * sysRequestMaxBody.
 
 // SysRequestHandler answers one request: the subject it was sent to and
 // its payload (JSON options, or empty). It returns the reply's payload,
@@ -33,8 +35,12 @@ import (
 // runs on the server's system request goroutine, one request at a time.
 type SysRequestHandler func(subject string, body []byte) (reply []byte, ok bool)
 
-// sysRequestQueue is how many requests may wait for an answer.
-const sysRequestQueue = 1024
+// sysRequestQueue is how many requests may wait for an answer, and
+// sysRequestMaxBody the largest request payload queued (bytes).
+const (
+	sysRequestQueue   = 256
+	sysRequestMaxBody = 64 << 10
+)
 
 // sysRequest is a request waiting for its answer.
 type sysRequest struct {
@@ -70,6 +76,10 @@ func (s *Server) ServeSystemRequests(h SysRequestHandler) error {
 	enqueue := func(subj, reply string, _, data []byte) {
 		if reply == "" {
 			return // nowhere to answer (nats-server zReq does not answer either)
+		}
+		if len(data) > sysRequestMaxBody {
+			s.log.Debugf("System request on %s dropped: %d bytes of options", subj, len(data))
+			return
 		}
 		select {
 		case q <- sysRequest{subject: subj, reply: reply, body: append([]byte(nil), data...)}:

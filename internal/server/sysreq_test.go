@@ -101,6 +101,8 @@ func TestSystemRequests(t *testing.T) {
 	// gets nothing; then one answered: its answer comes next.
 	sys.send("PUB $SYS.REQ.SERVER.NOTME.VARZ _INBOX.sys 2\r\n{}\r\n")
 	sys.expect("HMSG _INBOX.sys 1 58 58\r\nNATS/1.0 503\r\nNats-Subject: $SYS.REQ.SERVER.NOTME.VARZ\r\n\r\n\r\n")
+	big := strings.Repeat("x", sysRequestMaxBody+1) // dropped unread: no answer
+	sys.send(fmt.Sprintf("PUB $SYS.REQ.SERVER.PING.VARZ _INBOX.sys %d\r\n%s\r\n", len(big), big))
 	sys.send("PUB $SYS.REQ.SERVER.PING.VARZ _INBOX.sys 5\r\nquiet\r\nPUB $SYS.REQ.SERVER.PING.IDZ _INBOX.sys 0\r\n\r\n")
 	want := "$SYS.REQ.SERVER.PING.IDZ|"
 	sys.expect(fmt.Sprintf("MSG _INBOX.sys 1 %d\r\n%s\r\n", len(want), want))
