@@ -112,14 +112,16 @@ func New(opts Options) (*Server, error) {
 // implicitNoAuthUser is the user of clients that send no credentials to
 // a server whose only account is the system account (nats-server v2.15.2
 // configureAccounts names it "nats-" and 8 random characters). Its
-// password is random and never shown: nobody can log in as it.
+// password is a truncated bcrypt hash, which no password matches (and
+// which is rejected before any hashing): nobody logs in as it, and it
+// does not count as a plaintext password.
 func implicitNoAuthUser() config.User {
-	var b [24]byte
+	var b [5]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err) // crypto/rand does not fail on supported platforms
 	}
 	enc := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:])
-	return config.User{Name: "nats-" + enc[:8], Password: enc[8:]}
+	return config.User{Name: "nats-" + enc, Password: "$2a$04$"}
 }
 
 // newDirectory builds the authentication of the options: operator mode

@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/cairnmq/cairn/internal/auth"
 	"github.com/cairnmq/cairn/internal/config"
 )
 
@@ -174,6 +177,11 @@ func TestSystemAccountOnlyLetsAnonymousIntoGlobal(t *testing.T) {
 	o := sysOptions()
 	o.Auth.Accounts = o.Auth.Accounts[:1]
 	o.Auth.Users = o.Auth.Users[:1]
+	h, err := bcrypt.GenerateFromPassword([]byte("sys"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Auth.Users[0].Password = string(h)
 	s := startWith(t, o)
 	nc, err := net.Dial("tcp", s.Addr().String())
 	if err != nil {
@@ -192,10 +200,22 @@ func TestSystemAccountOnlyLetsAnonymousIntoGlobal(t *testing.T) {
 	if _, info := dialAs(t, s, "sys"); !strings.Contains(info, `"acc_is_sys":true`) {
 		t.Fatalf("system user: %s", info)
 	}
-	// Nobody logs in as the implicit user: its password is random.
+	// Nobody logs in as the implicit user, with any password.
+	var implicit string
 	for _, u := range s.Connections(false) {
-		if u.Account == "$G" && u.User == "" {
-			t.Fatalf("anonymous client without the implicit user: %+v", u)
+		if u.Account == "$G" {
+			implicit = u.User
 		}
+	}
+	if !strings.HasPrefix(implicit, "nats-") {
+		t.Fatalf("anonymous client's user %q", implicit)
+	}
+	for _, pass := range []string{"", "$2a$04$", implicit[6:], "x"} {
+		if _, ok := s.dir.Authenticate(&auth.Credentials{User: implicit, Pass: pass, ConnType: config.ConnectionTypeStandard}); ok {
+			t.Fatalf("logged in as the implicit user with password %q", pass)
+		}
+	}
+	if s.dir.PlaintextPasswords() {
+		t.Fatal("the implicit user counts as a plaintext password")
 	}
 }
