@@ -102,12 +102,16 @@ func (m *Monitor) healthz(o healthzOptions) *HealthStatus {
 	if o.jsServerOnly || !m.srv.Options().JetStream {
 		return h.finish("ok", http.StatusOK)
 	}
-	accs := m.jsAccounts()
-	if len(accs) == 0 {
-		h.fail("JETSTREAM", "", "", "", "JetStream not enabled")
-		return h.finish(unavailable, http.StatusServiceUnavailable)
-	}
+	// JetStream runs once the server is ready: Start fails when it cannot
+	// start, and lame duck mode stops it after the server stops being
+	// ready. An account without it has nothing to check; with accounts
+	// configured and none with JetStream, neither has the server, which
+	// nats-server also reports healthy.
 	if o.jsEnabledOnly || o.jsMetaOnly {
+		return h.finish("ok", http.StatusOK)
+	}
+	accs := m.jsAccounts()
+	if len(accs) == 0 && o.account == "" {
 		return h.finish("ok", http.StatusOK)
 	}
 	if o.account != "" {

@@ -335,7 +335,7 @@ func (m *Monitor) serverInfo() *ServerInfo {
 	o := m.srv.Options()
 	si := &ServerInfo{
 		Name: o.ServerName, Host: o.Host, ID: m.srv.ID(), Cluster: m.srv.Stats().ClusterName,
-		Version: server.NATSVersion, JetStream: len(m.jsAccounts()) > 0,
+		Version: server.NATSVersion, JetStream: m.srv.Options().JetStream,
 		Seq: sysSeq.Add(1), Time: time.Now().UTC(),
 	}
 	if si.JetStream {
