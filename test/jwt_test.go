@@ -61,7 +61,11 @@ func newJWTFixture(t *testing.T, revoked string) *jwtFixture {
 	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
 	ac.SigningKeys.Add(signerPub)
 	if revoked != "" {
-		ac.Revoke(revoked)
+		// Revoked are the user's JWTs issued up to a minute from now: a
+		// JWT issued in the next second (iat has a one-second grain) is
+		// still revoked. Revoke (now) made the test fail on both servers
+		// whenever the second turned between the two JWTs.
+		ac.RevokeAt(revoked, time.Now().Add(time.Minute))
 	}
 	f.accClaims = ac
 	accJWT, err := ac.Encode(f.op)
