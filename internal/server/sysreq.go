@@ -5,9 +5,9 @@ import (
 	"fmt"
 )
 
-// The system account's request API (operations.md section 2.5;
-// nats-server v2.15.2 events.go initEventTracking): the server subscribes,
-// in the system account, to
+// The system account's request API (docs/monitoring.md, "The system
+// account's request API"; nats-server v2.15.2 events.go
+// initEventTracking): the server subscribes, in the system account, to
 //
 //	$SYS.REQ.SERVER.PING          (every server answers: STATSZ)
 //	$SYS.REQ.SERVER.PING.<X>      (every server answers)
