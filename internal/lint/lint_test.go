@@ -43,6 +43,7 @@ var allowed = map[string][]string{
 	"internal/jetstream/sourcing":    {"internal/consumer", "internal/jetstream/streamrun", "internal/jserr", "internal/store", "internal/stream", "internal/transform"},
 	"internal/jetstream/streamrun":   {"internal/consumer", "internal/jserr", "internal/store", "internal/stream", "internal/vfs"},
 	"internal/vfs":                   {},
+	"internal/raftnode":              {"internal/vfs"},
 	"internal/protocol":              {},
 	"internal/route":                 {},
 	"internal/jserr":                 {},
@@ -51,6 +52,15 @@ var allowed = map[string][]string{
 	"test":                           {},
 	"bench/fetchnoack":               {},
 	"bench/scrape":                   {},
+}
+
+// external lists, for the packages named, the only modules outside the
+// standard library and cairn they may import (by import path prefix).
+// internal/raftnode keeps every type of etcd raft inside it (clustering
+// reference section 3.1); protobuf is how raft v3.7's messages are
+// encoded (proto.Marshal), part of using that module.
+var external = map[string][]string{
+	"internal/raftnode": {"go.etcd.io/raft/v3", "google.golang.org/protobuf/proto"},
 }
 
 func TestImportDirection(t *testing.T) {
@@ -66,6 +76,26 @@ func TestImportDirection(t *testing.T) {
 			continue
 		}
 		checkImports(t, dir, pkg.Imports, allow)
+		if ext, ok := external[dir]; ok {
+			checkExternal(t, dir, pkg.Imports, ext)
+		}
+	}
+}
+
+func checkExternal(t *testing.T, dir string, imports, ext []string) {
+	t.Helper()
+	for _, imp := range imports {
+		first, _, _ := strings.Cut(imp, "/")
+		if !strings.Contains(first, ".") || strings.HasPrefix(imp, module) {
+			continue // the standard library, or cairn
+		}
+		ok := false
+		for _, e := range ext {
+			ok = ok || imp == e || strings.HasPrefix(imp, e+"/")
+		}
+		if !ok {
+			t.Errorf("%s imports %s, outside the modules it may use %v", dir, imp, ext)
+		}
 	}
 }
 

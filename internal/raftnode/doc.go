@@ -1,0 +1,174 @@
+// Package raftnode runs many Raft groups on one server (multi-raft) on
+// go.etcd.io/raft/v3 v3.7.0, behind an API that names none of etcd's types.
+// It owns the groups' shared write-ahead log, the scheduler that drives
+// them and the framing of their messages; it knows nothing of streams,
+// consumers or routes. The design is section 5.1 of the team's clustering
+// reference (decisions 1, 3, 4, 7, 10, 12) and docs/clustering.md; the
+// contract it keeps is DESIGN.md section 2: an entry is acknowledged only
+// once it is fsynced on a majority.
+//
+// # Using it
+//
+//  1. Open a Node on a directory of a vfs.FS. Open replays the WAL; a torn
+//     tail is cut, damage anywhere else fences every group (Node.Damage).
+//  2. AddGroup for each replica this server holds (GroupConfig: group ID,
+//     this replica's ID, the store incarnation it is bound to, its peers
+//     and their servers), with the group's StateMachine. A replica whose
+//     binding does not match the WAL is fenced, never started as new.
+//  3. Start (goroutines: one ticker, one round loop, a worker pool), or, in
+//     single-goroutine tests, call Tick and RunRound yourself.
+//  4. Feed every frame the transport receives to Node.Receive; hand frames
+//     to send to the Transport given in Config.
+//  5. Propose on the leader; the returned Proposal resolves when that exact
+//     entry (term, index) has been applied here, and fails with
+//     ErrNoReply if leadership is lost first.
+//  6. When a state machine has made its state durable up to an index, call
+//     Compact so the WAL may drop the group's entries up to it.
+//
+// # A scheduling round
+//
+// Groups with work (received messages, proposals, ticks, requests) are
+// queued; the round loop takes every queued group and:
+//
+//  1. in the worker pool, per group: steps proposals, messages and ticks
+//     into the RawNode, takes its Ready, installs a received snapshot into
+//     the state machine (Restore is durable when it returns), and encodes
+//     the Ready's entries, HardState and snapshot metadata as WAL items and
+//     its messages as frame envelopes;
+//  2. on the loop goroutine: writes one WAL record holding every group's
+//     items, and fsyncs once if any Ready needed it (MustSync: new
+//     entries, term or vote). This is the durability point: nothing of
+//     the round has left the node yet;
+//  3. sends one frame per destination server, holding every message of
+//     every group of the round for that server (vote grants and append
+//     responses included, now that what they promise is durable);
+//  4. in the worker pool, per group: appends to the in-memory log, applies
+//     committed entries to the state machine, resolves proposals, calls
+//     Advance, and requeues the group if it has more work.
+//
+// There is no goroutine, file or fsync per group. Leaders, too, send their
+// appends only after their own fsync (etcd-server sends them before; that
+// optimisation is left for later, see docs/clustering.md).
+//
+// # Directory layout
+//
+//	<Dir>/<seq>.wal        WAL segments; <seq> is 20 decimal digits, zero
+//	                       padded, counting up from 1 (00000000000000000001.wal)
+//	<Dir>/<seq>.wal.new    a segment being created (ignored; replaced by the
+//	                       next creation of that segment)
+//
+// Other files are left alone. Segments are consecutive: a missing number
+// between the first and the last is damage.
+//
+// # Byte order, sizes, checksums
+//
+// Integers are little endian. Every CRC is CRC-32C (Castagnoli). Sizes
+// that are part of the format:
+//
+//	segmentHeaderSize = 48
+//	recordHeaderSize  = 24
+//	MaxRecordBody     = 256 MiB (a round that would write more fences
+//	                    the node: no single Ready comes near it)
+//
+// # Segment header
+//
+//	offset size field
+//	 0      8   magic "CAIRNWAL"
+//	 8      4   version, u32 = 1
+//	12      4   header size, u32 = 48
+//	16     16   store incarnation: random bytes drawn when the WAL was
+//	            created; the same in every segment of one WAL
+//	32      8   seq, u64: the number in the file name
+//	40      4   reserved, 0
+//	44      4   CRC-32C of bytes 0..43
+//
+// A segment is created as <seq>.wal.new holding only its header, fsynced,
+// renamed to <seq>.wal, and the directory fsynced, so a segment under its
+// final name always has a whole header.
+//
+// # Record
+//
+// Records follow the header back to back, without padding.
+//
+//	offset size field
+//	 0      4   magic, u32 0x4C415743 ("CWAL" read as bytes)
+//	 4      4   L, u32: body length, 1 <= L <= MaxRecordBody
+//	 8      8   synced, u64: how many bytes of this file had been fsynced
+//	            when the record was written (a record boundary, at most
+//	            this record's offset)
+//	16      4   body CRC: CRC-32C of the previous record's body CRC (u32;
+//	            for the first record of a segment, the header's CRC), then
+//	            the body. The records of a segment form a hash chain, so a
+//	            rolled-back or misplaced run of records is caught.
+//	20      4   header CRC: CRC-32C of bytes 0..19, then the record's
+//	            offset in the file (u64); a header is valid only where it
+//	            was written.
+//	24      L   body
+//
+// Body: kind (u8; 1 = batch, the only kind) followed by items back to
+// back up to L. One round writes one batch record, so a round's items are
+// all present after a crash or all absent. Items start with a kind (u8)
+// and a group ID (u64); then, per kind (values are on disk, append only):
+//
+//	1 replica    replica u64, flags u8: this store holds that replica of
+//	             the group (flags 0), or it was removed (flags 1, a
+//	             tombstone: the group's log is dropped and no replica ID up
+//	             to it is accepted for the group again)
+//	2 hardstate  term u64, vote u64, commit u64
+//	3 entries    first index u64, n u32, then n times: term u64, type u8
+//	             (raft's EntryType: 0 normal, 1 conf change, 2 conf change
+//	             v2), data length u32, data. Entries at and above the first
+//	             index replace what the group held there.
+//	4 snapshot   index u64, term u64, conf state (below): a snapshot was
+//	             installed; the group's log is replaced by it (entries are
+//	             dropped, the state machine holds the data)
+//	5 compact    index u64, term u64, conf state: the state machine is
+//	             durable through index; entries up to it are dropped and
+//	             the conf state is the one in force at index
+//
+// Conf state: four lists of replica IDs, each a count u32 then u64s
+// (voters, learners, outgoing voters, next learners), then auto-leave u8.
+//
+// The first record of every segment but the first is a checkpoint: a
+// batch holding, for every group the WAL knows, its replica item, its
+// hardstate and its last snapshot or compact item. Records of older
+// segments are thus needed only for entries, and a segment is deleted
+// (oldest first, never the active one) once every group whose entries it
+// holds has compacted past them or been removed.
+//
+// # Recovery
+//
+// Open reads the segments in order. In a segment, a record is valid when
+// its magic, header CRC, length (within the file) and chained body CRC
+// hold and its body decodes. At the first invalid record at offset P:
+//
+//   - if P is in the last segment and no valid record header after P
+//     (scanning every offset) says synced > P, the bytes from P on were
+//     never fsynced: a torn tail. The file is cut at P and fsynced.
+//     Nothing there was acknowledged, since acknowledgements follow the
+//     fsync. (If the last round's record was fsynced and then damaged, it
+//     looks the same: no later record vouches for it.)
+//   - otherwise the damage is in data that was fsynced: Open succeeds, but
+//     Damage reports the segment and offset and every group is fenced.
+//     Nothing is cut, skipped or deleted.
+//
+// Replay then checks each group: its log is contiguous from its snapshot
+// or compaction point, terms do not decrease, the commit index is within
+// the log; a group failing a check is fenced.
+//
+// # Frames
+//
+// A frame carries the messages of one round from one server to another.
+//
+//	offset size field
+//	 0      1   version = 1
+//	 1      4   count N, u32
+//	 5      ... N envelopes: group u64, flags u8, length u32, message (a
+//	            raftpb.Message in protobuf encoding)
+//	end-4   4   CRC-32C of everything before it
+//
+// Flags: bit 0 quiesce (on a heartbeat: the leader is going quiet).
+// Envelopes with flag bit 1 (wake) or 2 (liveness) carry no message (length
+// 0). A frame that fails its CRC or does not parse is dropped whole
+// (Receive returns ErrBadFrame); Raft recovers from lost messages.
+package raftnode

@@ -1,0 +1,614 @@
+package raftnode
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"slices"
+	"sync"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
+	"google.golang.org/protobuf/proto"
+)
+
+// group is one replica of one Raft group on this node. The fields under
+// "round" belong to whoever runs the group's part of a round (one worker
+// at a time; rounds do not overlap); the fields under mu are shared with
+// the API callers and the transport.
+type group struct {
+	n       *Node
+	id      GroupID
+	replica ReplicaID
+	sm      StateMachine
+
+	// round
+	rn         *raft.RawNode
+	st         *storage
+	smApplied  uint64   // the state machine's state reflects the log through here
+	rawApplied uint64   // the last index raft handed over as committed
+	confs      []confAt // conf states since the log's base, by index
+	waiters    map[uint64]*Proposal
+	lastTick   uint64        // the node's tick count when the group last ticked
+	leader     bool          // leader as of the last Ready
+	term       uint64        // term as of the last Ready
+	create     []byte        // items that create the replica in the WAL, written by its first round
+	out        roundOut      // this round's output, from prepare to finish
+	fencedErr  error         // round-side copy of the fence
+	removeDone chan struct{} // a removal written by this round
+
+	mu struct {
+		sync.Mutex
+		inbox   []*pb.Message
+		props   []*Proposal
+		reqs    []request
+		peers   map[ReplicaID]ServerID
+		status  GroupStatus
+		fenced  error
+		removed bool
+	}
+}
+
+// confAt is the conf state in force from index on.
+type confAt struct {
+	index uint64
+	cs    *pb.ConfState
+}
+
+// request is an operation asked of a group through the API, run in its
+// next round.
+type request struct {
+	kind  int
+	to    ReplicaID
+	index uint64
+	done  chan struct{}
+}
+
+const (
+	reqCampaign = iota + 1
+	reqTransfer
+	reqStepDown
+	reqCompact
+	reqRemove
+)
+
+// roundOut is what prepare hands to the node and finish.
+type roundOut struct {
+	items    []byte
+	up       walUpdate
+	mustSync bool
+	msgs     []outMsg
+	rd       raft.Ready
+	hasReady bool
+	compact  uint64 // compact the in-memory log through here in finish
+}
+
+type outMsg struct {
+	to      ServerID
+	replica ReplicaID
+	snap    bool // a MsgSnap: report its fate
+	env     []byte
+}
+
+// storage is the group's raft.Storage: the log in memory (entries since
+// the last compaction; the WAL holds them durably), with Snapshot taken
+// from the state machine.
+type storage struct {
+	*raft.MemoryStorage
+	g *group
+}
+
+// Snapshot returns the state machine's state at its last applied index,
+// for a follower that needs compacted entries. raft calls it from the
+// group's round.
+func (s *storage) Snapshot() (*pb.Snapshot, error) {
+	g := s.g
+	data, err := g.sm.Snapshot()
+	if err != nil {
+		g.n.cfg.Logf("raftnode: group %d: snapshot: %v", g.id, err)
+		return nil, raft.ErrSnapshotTemporarilyUnavailable
+	}
+	term, err := s.Term(g.smApplied)
+	if err != nil {
+		return nil, raft.ErrSnapshotTemporarilyUnavailable
+	}
+	return &pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{
+		Index: new(g.smApplied), Term: new(term), ConfState: g.confAt(g.smApplied),
+	}}, nil
+}
+
+func (g *group) confAt(index uint64) *pb.ConfState {
+	cs := g.confs[0].cs
+	for _, c := range g.confs {
+		if c.index > index {
+			break
+		}
+		cs = c.cs
+	}
+	return cs
+}
+
+// raftConfig is the raft.Config of a group (decision 10).
+func (g *group) raftConfig(applied uint64) *raft.Config {
+	c := &g.n.cfg
+	return &raft.Config{
+		ID:                        uint64(g.replica),
+		ElectionTick:              c.ElectionTicks,
+		HeartbeatTick:             c.HeartbeatTicks,
+		Storage:                   g.st,
+		Applied:                   applied,
+		MaxSizePerMsg:             c.MaxSizePerMsg,
+		MaxCommittedSizePerReady:  c.MaxSizePerMsg,
+		MaxUncommittedEntriesSize: c.MaxUncommittedBytes,
+		MaxInflightMsgs:           c.MaxInflightMsgs,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		ReadOnlyOption:            raft.ReadOnlySafe,
+		DisableProposalForwarding: true,
+		StepDownOnRemoval:         true,
+		Logger:                    raftLogger{logf: c.Logf, group: g.id},
+	}
+}
+
+// fence stops the replica for good: it takes no part in its group, its
+// waiters get ErrNoReply, new proposals ErrFenced (decision 12). Called
+// from the group's round, or before the group ever ran.
+func (g *group) fence(err error) {
+	if g.fencedErr != nil {
+		return
+	}
+	g.fencedErr = err
+	g.n.cfg.Logf("raftnode: group %d replica %d fenced: %v", g.id, g.replica, err)
+	for _, w := range g.waiters {
+		w.resolve(nil, ErrNoReply)
+	}
+	g.waiters = map[uint64]*Proposal{}
+	g.mu.Lock()
+	g.mu.fenced = err
+	g.mu.status.Fenced = err
+	props := g.mu.props
+	g.mu.props, g.mu.inbox = nil, nil
+	g.mu.Unlock()
+	for _, p := range props {
+		p.resolve(nil, ErrFenced)
+	}
+}
+
+// prepare is the first part of a round (package comment, step 1).
+func (g *group) prepare() {
+	g.out = roundOut{}
+	g.mu.Lock()
+	inbox, props, reqs := g.mu.inbox, g.mu.props, g.mu.reqs
+	g.mu.inbox, g.mu.props, g.mu.reqs = nil, nil, nil
+	removed := g.mu.removed
+	g.mu.Unlock()
+	if removed { // fenced or not
+		g.prepareRemove(props, reqs)
+		return
+	}
+	if g.fencedErr != nil {
+		failProps(props, ErrFenced)
+		doneReqs(reqs)
+		return
+	}
+	if g.create != nil {
+		g.out.items = append(g.out.items, g.create...)
+		g.out.up = walUpdate{group: g.id, replica: g.replica, base: &snapMeta{conf: g.confs[0].cs}}
+		g.out.mustSync = true
+		g.create = nil
+	}
+	stepped := g.propose(props)
+	for _, m := range inbox {
+		_ = g.rn.Step(m) // errors: a stale or unknown peer's message, ignored
+	}
+	g.tick()
+	for _, r := range reqs {
+		g.request(r)
+	}
+	g.ready(stepped)
+}
+
+func failProps(props []*Proposal, err error) {
+	for _, p := range props {
+		p.resolve(nil, err)
+	}
+}
+
+func doneReqs(reqs []request) {
+	for _, r := range reqs {
+		if r.done != nil {
+			close(r.done)
+		}
+	}
+}
+
+// propose steps the queued proposals, before anything else of the round,
+// so their indexes follow the log's last index: at the start of a round
+// raft holds no unstable entries (the previous Ready was persisted and
+// advanced), so the log ends at the storage's last index.
+func (g *group) propose(props []*Proposal) []*Proposal {
+	if len(props) == 0 {
+		return nil
+	}
+	bs := g.rn.BasicStatus()
+	if bs.RaftState != raft.StateLeader {
+		failProps(props, ErrNotLeader)
+		return nil
+	}
+	last, _ := g.st.LastIndex()
+	var stepped []*Proposal
+	for _, p := range props {
+		if err := g.rn.Propose(p.data); err != nil {
+			p.resolve(nil, ErrDropped)
+			continue
+		}
+		last++
+		p.term, p.index = bs.GetTerm(), last
+		g.waiters[last] = p
+		stepped = append(stepped, p)
+	}
+	return stepped
+}
+
+// tick gives the group the ticks it missed since it last ran, at most an
+// election timeout's worth.
+func (g *group) tick() {
+	now := g.n.ticks.Load()
+	k := min(now-g.lastTick, uint64(2*g.n.cfg.ElectionTicks))
+	g.lastTick = now
+	for range k {
+		g.rn.Tick()
+	}
+}
+
+func (g *group) request(r request) {
+	switch r.kind {
+	case reqCampaign:
+		_ = g.rn.Campaign()
+	case reqTransfer:
+		g.rn.TransferLeader(uint64(r.to))
+	case reqStepDown:
+		if to := g.bestFollower(); to != 0 {
+			g.rn.TransferLeader(to)
+		}
+	case reqCompact:
+		g.prepareCompact(r.index)
+	}
+	if r.done != nil {
+		close(r.done)
+	}
+}
+
+// bestFollower is the active voter with the longest log, other than this
+// replica (0 if none, or if this replica is not the leader).
+func (g *group) bestFollower() uint64 {
+	if g.rn.BasicStatus().RaftState != raft.StateLeader {
+		return 0
+	}
+	var best, match uint64
+	g.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
+		if id != uint64(g.replica) && typ == raft.ProgressTypePeer && pr.RecentActive && (best == 0 || pr.Match > match) {
+			best, match = id, pr.Match
+		}
+	})
+	return best
+}
+
+// prepareCompact writes a compact item for index (clamped to what raft has
+// applied) and has finish drop the entries from memory.
+func (g *group) prepareCompact(index uint64) {
+	index = min(index, g.rawApplied, g.smApplied)
+	first, _ := g.st.FirstIndex()
+	if index < first {
+		return
+	}
+	term, err := g.st.Term(index)
+	if err != nil {
+		return
+	}
+	m := snapMeta{index: index, term: term, conf: g.confAt(index)}
+	var it items
+	it.snap(itemCompact, g.id, m)
+	g.out.items = append(g.out.items, it.b...)
+	g.out.up.group = g.id
+	g.out.up.base = &m
+	g.out.mustSync = true // segments are deleted only on durable compactions
+	g.out.compact = index
+}
+
+func (g *group) prepareRemove(props []*Proposal, reqs []request) {
+	failProps(props, ErrNotLeader)
+	for _, r := range reqs {
+		if r.kind == reqRemove {
+			g.removeDone = r.done
+			continue
+		}
+		if r.done != nil {
+			close(r.done)
+		}
+	}
+	var it items
+	it.replica(g.id, g.replica, replicaRemoved)
+	g.out.items = it.b
+	g.out.up = walUpdate{group: g.id, removed: g.replica}
+	g.out.mustSync = true
+}
+
+// ready takes the group's Ready and encodes its WAL items and messages.
+func (g *group) ready(stepped []*Proposal) {
+	if !g.rn.HasReady() {
+		return
+	}
+	rd := g.rn.Ready()
+	g.out.rd, g.out.hasReady = rd, true
+	g.checkProposals(rd, stepped)
+	var it items
+	if !raft.IsEmptySnap(rd.Snapshot) {
+		if !g.restore(rd.Snapshot, &it) {
+			return
+		}
+	}
+	if !raft.IsEmptyHardState(rd.HardState) {
+		it.hardState(g.id, rd.HardState)
+		g.out.up.hs = rd.HardState
+	}
+	if len(rd.Entries) > 0 {
+		it.entries(g.id, rd.Entries)
+		g.out.up.maxIndex = rd.Entries[len(rd.Entries)-1].GetIndex()
+	}
+	if len(it.b) > 0 {
+		g.out.items = append(g.out.items, it.b...)
+		g.out.up.group = g.id
+	}
+	g.out.mustSync = g.out.mustSync || rd.MustSync
+	g.encodeMessages(rd.Messages)
+}
+
+// checkProposals verifies, while this replica is still the leader of the
+// term the proposals were made in, that they sit in the log where
+// propose said. A mismatch is a bug that would answer clients for the
+// wrong entry: panic.
+func (g *group) checkProposals(rd raft.Ready, stepped []*Proposal) {
+	if len(stepped) == 0 || len(rd.Entries) == 0 {
+		return
+	}
+	bs := g.rn.BasicStatus()
+	if bs.RaftState != raft.StateLeader || bs.GetTerm() != stepped[0].term {
+		return
+	}
+	first := rd.Entries[0].GetIndex()
+	for _, p := range stepped {
+		i := p.index - first
+		if p.index < first || i >= uint64(len(rd.Entries)) ||
+			rd.Entries[i].GetTerm() != p.term || !bytes.Equal(rd.Entries[i].GetData(), p.data) {
+			panic(fmt.Sprintf("raftnode: group %d: proposal at %d/%d is not in the Ready", g.id, p.term, p.index))
+		}
+	}
+}
+
+// restore installs a received snapshot into the state machine (durable
+// when Restore returns) and adds its snapshot item. False if it fenced
+// the group.
+func (g *group) restore(snap *pb.Snapshot, it *items) bool {
+	md := snap.GetMetadata()
+	if err := g.sm.Restore(md.GetIndex(), snap.GetData()); err != nil {
+		g.fence(fmt.Errorf("restore of snapshot at %d: %w", md.GetIndex(), err))
+		g.out = roundOut{}
+		return false
+	}
+	m := snapMeta{index: md.GetIndex(), term: md.GetTerm(), conf: pb.EnsureConfState(md.GetConfState())}
+	it.snap(itemSnapshot, g.id, m)
+	g.out.up.base = &m
+	g.out.mustSync = true
+	return true
+}
+
+// encodeMessages turns the Ready's messages into envelopes for their
+// servers. A message to a replica of no known server is dropped, and the
+// replica reported unreachable in finish.
+func (g *group) encodeMessages(msgs []*pb.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	g.mu.Lock()
+	peers := g.mu.peers
+	g.mu.Unlock()
+	for _, m := range msgs {
+		to := ReplicaID(m.GetTo())
+		b, err := proto.Marshal(m)
+		if err != nil {
+			panic(fmt.Sprintf("raftnode: marshal %v: %v", m.GetType(), err))
+		}
+		om := outMsg{to: peers[to], replica: to, snap: m.GetType() == pb.MsgSnap}
+		om.env = appendEnvelope(nil, g.id, 0, b)
+		g.out.msgs = append(g.out.msgs, om)
+	}
+}
+
+// finish is the last part of a round (package comment, step 4), after the
+// WAL write (walErr: it failed, nothing is durable) and the sends
+// (unreachable: servers whose frame could not be sent).
+func (g *group) finish(walErr error, unreachable map[ServerID]bool) {
+	out := g.out
+	g.out = roundOut{}
+	if g.removeDone != nil || g.fencedErr != nil {
+		return
+	}
+	if walErr != nil {
+		g.fence(walErr)
+		return
+	}
+	if out.hasReady {
+		g.persisted(out.rd)
+		g.apply(out.rd.CommittedEntries)
+		if g.fencedErr != nil {
+			return
+		}
+		g.roleChange(out.rd)
+	}
+	if out.compact != 0 {
+		g.compact(out.compact)
+	}
+	for _, m := range out.msgs {
+		switch {
+		case m.to == "" || unreachable[m.to]:
+			g.rn.ReportUnreachable(uint64(m.replica))
+			if m.snap {
+				g.rn.ReportSnapshot(uint64(m.replica), raft.SnapshotFailure)
+			}
+		case m.snap:
+			g.rn.ReportSnapshot(uint64(m.replica), raft.SnapshotFinish)
+		}
+	}
+	if out.hasReady {
+		g.rn.Advance(out.rd)
+	}
+	g.publish()
+	if g.rn.HasReady() {
+		g.n.sched.enqueue(g)
+	}
+}
+
+// persisted records in the in-memory log what the round made durable.
+func (g *group) persisted(rd raft.Ready) {
+	if !raft.IsEmptySnap(rd.Snapshot) {
+		if err := g.st.ApplySnapshot(rd.Snapshot); err != nil {
+			panic(fmt.Sprintf("raftnode: group %d: apply snapshot: %v", g.id, err))
+		}
+		md := rd.Snapshot.GetMetadata()
+		g.confs = []confAt{{index: md.GetIndex(), cs: pb.EnsureConfState(md.GetConfState())}}
+		g.smApplied = md.GetIndex()
+		g.rawApplied = md.GetIndex()
+	}
+	if err := g.st.Append(rd.Entries); err != nil {
+		panic(fmt.Sprintf("raftnode: group %d: append: %v", g.id, err))
+	}
+	if !raft.IsEmptyHardState(rd.HardState) {
+		_ = g.st.SetHardState(rd.HardState)
+	}
+}
+
+// apply hands committed entries to the state machine, applies membership
+// changes to raft, and resolves the waiters of the applied entries.
+// Entries the state machine already reflects (replayed after a restart)
+// are not applied again, but their membership changes are.
+func (g *group) apply(ents []*pb.Entry) {
+	if len(ents) == 0 {
+		return
+	}
+	batch := make([]Entry, 0, len(ents))
+	for _, e := range ents {
+		if e.GetType() != pb.EntryNormal {
+			g.applyConfChange(e)
+		}
+		if e.GetIndex() <= g.smApplied {
+			continue
+		}
+		var data []byte
+		if e.GetType() == pb.EntryNormal {
+			data = e.GetData()
+		}
+		batch = append(batch, Entry{Index: e.GetIndex(), Term: e.GetTerm(), Data: data})
+	}
+	g.rawApplied = ents[len(ents)-1].GetIndex()
+	if len(batch) == 0 {
+		return
+	}
+	if err := g.sm.Apply(batch); err != nil {
+		g.fence(fmt.Errorf("apply of entries %d..%d: %w", batch[0].Index, batch[len(batch)-1].Index, err))
+		return
+	}
+	g.smApplied = batch[len(batch)-1].Index
+	for i := range batch {
+		e := &batch[i]
+		w := g.waiters[e.Index]
+		if w == nil {
+			continue
+		}
+		delete(g.waiters, e.Index)
+		if w.term == e.Term {
+			w.resolve(e.Result, nil)
+		} else {
+			w.resolve(nil, ErrNoReply) // another entry took its place
+		}
+	}
+}
+
+func (g *group) applyConfChange(e *pb.Entry) {
+	var cc pb.ConfChangeI
+	if e.GetType() == pb.EntryConfChange {
+		var c pb.ConfChange
+		if err := proto.Unmarshal(e.GetData(), &c); err != nil {
+			panic(fmt.Sprintf("raftnode: group %d: conf change at %d: %v", g.id, e.GetIndex(), err))
+		}
+		cc = &c
+	} else {
+		var c pb.ConfChangeV2
+		if err := proto.Unmarshal(e.GetData(), &c); err != nil {
+			panic(fmt.Sprintf("raftnode: group %d: conf change at %d: %v", g.id, e.GetIndex(), err))
+		}
+		cc = &c
+	}
+	cs := g.rn.ApplyConfChange(cc)
+	g.confs = append(g.confs, confAt{index: e.GetIndex(), cs: cs})
+}
+
+// roleChange fails the waiters when this replica stops being the leader
+// of the term they were proposed in (decision 7): what had applied was
+// answered above; the rest may or may not commit later.
+func (g *group) roleChange(rd raft.Ready) {
+	bs := g.rn.BasicStatus()
+	leader := bs.RaftState == raft.StateLeader
+	if g.leader && (!leader || bs.GetTerm() != g.term) {
+		for i, w := range g.waiters {
+			w.resolve(nil, ErrNoReply)
+			delete(g.waiters, i)
+		}
+	}
+	if leader != g.leader || bs.GetTerm() != g.term {
+		g.n.cfg.Logf("raftnode: group %d replica %d: term %d, %v, leader %d", g.id, g.replica, bs.GetTerm(), bs.RaftState, bs.Lead)
+	}
+	g.leader, g.term = leader, bs.GetTerm()
+}
+
+// compact drops entries through index from the in-memory log, after the
+// compact item is durable.
+func (g *group) compact(index uint64) {
+	if err := g.st.Compact(index); err != nil {
+		return // already compacted further (ErrCompacted)
+	}
+	i := 0
+	for i+1 < len(g.confs) && g.confs[i+1].index <= index {
+		i++
+	}
+	g.confs = g.confs[i:]
+}
+
+// publish copies the group's state for Status.
+func (g *group) publish() {
+	bs := g.rn.BasicStatus()
+	first, _ := g.st.FirstIndex()
+	last, _ := g.st.LastIndex()
+	s := GroupStatus{
+		Group: g.id, Replica: g.replica, Role: roleOf(bs.RaftState), Term: bs.GetTerm(),
+		Leader: ReplicaID(bs.Lead), Commit: bs.GetCommit(), Applied: g.smApplied,
+		FirstIndex: first, LastIndex: last,
+	}
+	if bs.RaftState == raft.StateLeader {
+		g.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
+			s.Replicas = append(s.Replicas, ReplicaStatus{
+				Replica: ReplicaID(id), Match: pr.Match, Active: pr.RecentActive || id == uint64(g.replica),
+				Learner: typ == raft.ProgressTypeLearner,
+			})
+		})
+		slices.SortFunc(s.Replicas, func(a, b ReplicaStatus) int { return cmp.Compare(a.Replica, b.Replica) })
+	}
+	g.mu.Lock()
+	s.LeaderServer = g.mu.peers[s.Leader]
+	for i := range s.Replicas {
+		s.Replicas[i].Server = g.mu.peers[s.Replicas[i].Replica]
+	}
+	g.mu.status = s
+	g.mu.Unlock()
+}

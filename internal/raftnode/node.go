@@ -1,0 +1,741 @@
+package raftnode
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Node runs this server's replicas of every Raft group over one WAL.
+// Its methods are safe for concurrent use. See the package comment for
+// the order of use; CONCURRENCY.md for its goroutines and locks.
+type Node struct {
+	cfg Config
+
+	walMu sync.Mutex // serialises WAL access: rounds, and Open/Close
+	wal   *wal
+
+	mu struct {
+		sync.RWMutex
+		groups map[GroupID]*group
+		list   []*group // in order of AddGroup: the order ticks queue them
+		closed bool
+	}
+	sched scheduler
+	ticks atomic.Uint64 // ticks so far; each group catches up to it when it runs
+
+	// Goroutines of Start.
+	started bool
+	stop    chan struct{} // closed by Close: the loop and the ticker return
+	work    chan func()   // closed by Close after the loop returned: the workers return
+	loopWG  sync.WaitGroup
+	workWG  sync.WaitGroup
+	roundMu sync.Mutex // one round at a time (RunRound by hand, or the loop)
+
+	// testHook, if set, is called at the crash points of a round; a true
+	// return abandons the round at once, as a crash of the process would
+	// (nothing more is written, sent or applied).
+	testHook func(point crashPoint) bool
+}
+
+// crashPoint names a point in a round where tests may crash the node.
+type crashPoint int
+
+const (
+	afterWrite crashPoint = iota + 1 // the round's record is written, not fsynced
+	afterSync                        // fsynced, nothing sent
+	afterSend                        // sent, nothing applied
+)
+
+// scheduler is the queue of groups with work. queued flags are guarded
+// by mu.
+type scheduler struct {
+	mu     sync.Mutex
+	queue  []*group
+	queued map[*group]bool
+	wake   chan struct{} // one token: the queue may be non-empty
+}
+
+func (s *scheduler) enqueue(g *group) {
+	s.mu.Lock()
+	if !s.queued[g] {
+		s.queued[g] = true
+		s.queue = append(s.queue, g)
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns and clears the queue, in order.
+func (s *scheduler) take() []*group {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queue
+	s.queue = nil
+	clear(s.queued)
+	return q
+}
+
+// Open opens (or creates) the WAL in cfg.Dir and replays it. A torn tail
+// is cut; damage to fsynced data does not fail Open, but Damage reports it
+// and every group added is fenced. Errors: ErrInvalid for a bad Config,
+// and file-system errors other than damage.
+func Open(cfg Config) (*Node, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	w, err := openWAL(cfg.FS, cfg.Dir, cfg.SegmentBytes, cfg.Logf)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, wal: w}
+	n.mu.groups = map[GroupID]*group{}
+	n.sched.queued = map[*group]bool{}
+	n.sched.wake = make(chan struct{}, 1)
+	return n, nil
+}
+
+// Incarnation returns the store incarnation of the WAL: the value the
+// cluster layer binds this server's replicas to.
+func (n *Node) Incarnation() Incarnation { return n.wal.inc }
+
+// Damage returns the damage found at Open or met by a later write or
+// fsync (wrapping ErrCorrupt), or nil. While it is set, every group is
+// fenced.
+func (n *Node) Damage() error {
+	n.walMu.Lock()
+	defer n.walMu.Unlock()
+	return n.wal.damage
+}
+
+// TornBytes returns how many bytes of torn tail Open cut from the WAL.
+func (n *Node) TornBytes() int64 { return n.wal.torn }
+
+// RecoveredGroups returns the groups the WAL holds a live replica of that
+// AddGroup has not claimed, sorted. Their entries pin the WAL until they
+// are added or removed; nothing is deleted by inference (decision 12).
+func (n *Node) RecoveredGroups() []GroupID {
+	n.walMu.Lock()
+	defer n.walMu.Unlock()
+	var gs []GroupID
+	for g := range n.wal.recovered {
+		gs = append(gs, g)
+	}
+	slices.Sort(gs)
+	return gs
+}
+
+// WALStats reports the WAL's segments and the groups that keep its oldest
+// segment from being deleted (a stalled group pins the WAL).
+func (n *Node) WALStats() (segments int, blocking []GroupID) {
+	n.walMu.Lock()
+	defer n.walMu.Unlock()
+	return len(n.wal.segs), n.wal.blocking()
+}
+
+// GroupConfig is the binding of one replica, as the cluster layer knows
+// it (decision 3).
+type GroupConfig struct {
+	ID      GroupID
+	Replica ReplicaID
+	// Incarnation is the store the replica was created on. If it is not
+	// this WAL's, the replica is fenced: this store is not the one that
+	// made its promises.
+	Incarnation Incarnation
+	// Peers are every replica of the group (this one included) and their
+	// servers, used to address messages. For a bootstrap, the voters.
+	Peers []Peer
+	// Join, for a replica this store does not hold yet: start empty, to
+	// be fed by the leader (a learner being added), instead of
+	// bootstrapping the group with Peers as its voters.
+	Join bool
+}
+
+// AddGroup starts this node's replica of a group. If the WAL holds the
+// replica, it is recovered from there and the state machine (entries
+// after sm.Applied() are applied again); if not, it is created (a
+// bootstrap voter, or with Join an empty replica), durably before it
+// sends anything. The replica is fenced, not refused, when its binding
+// does not match the store (ErrIdentity), its recovered state fails a
+// check (ErrCorrupt), or the WAL is damaged; Status says why.
+// Errors: ErrInvalid, ErrGroupExists, ErrRemoved (the replica was removed
+// from this store), ErrStopped.
+func (n *Node) AddGroup(cfg GroupConfig, sm StateMachine) error {
+	peers, err := checkGroupConfig(cfg)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.mu.closed {
+		return ErrStopped
+	}
+	if n.mu.groups[cfg.ID] != nil {
+		return ErrGroupExists
+	}
+	g := &group{n: n, id: cfg.ID, replica: cfg.Replica, sm: sm, waiters: map[uint64]*Proposal{}, lastTick: n.ticks.Load()}
+	g.mu.peers = peers
+	n.walMu.Lock()
+	err = n.initGroup(g, cfg)
+	n.walMu.Unlock()
+	if err != nil {
+		return err
+	}
+	n.mu.groups[cfg.ID] = g
+	n.mu.list = append(n.mu.list, g)
+	if g.fencedErr == nil {
+		g.publish()
+	}
+	n.sched.enqueue(g)
+	return nil
+}
+
+func checkGroupConfig(cfg GroupConfig) (map[ReplicaID]ServerID, error) {
+	if cfg.ID == 0 || cfg.Replica == 0 {
+		return nil, fmt.Errorf("%w: group and replica IDs must not be 0", ErrInvalid)
+	}
+	peers := map[ReplicaID]ServerID{}
+	for _, p := range cfg.Peers {
+		if p.Replica == 0 || p.Server == "" || peers[p.Replica] != "" {
+			return nil, fmt.Errorf("%w: bad or repeated peer %+v", ErrInvalid, p)
+		}
+		peers[p.Replica] = p.Server
+	}
+	if peers[cfg.Replica] == "" {
+		return nil, fmt.Errorf("%w: replica %d is not among the peers", ErrInvalid, cfg.Replica)
+	}
+	return peers, nil
+}
+
+// initGroup builds the group's log and RawNode from the WAL, or prepares
+// its creation. Called with walMu held.
+func (n *Node) initGroup(g *group, cfg GroupConfig) error {
+	w := n.wal
+	m := w.meta[cfg.ID]
+	if m != nil && m.removed >= cfg.Replica {
+		return fmt.Errorf("%w: group %d replica %d (removed up to %d)", ErrRemoved, cfg.ID, cfg.Replica, m.removed)
+	}
+	g.st = &storage{MemoryStorage: raft.NewMemoryStorage(), g: g}
+	g.confs = []confAt{{cs: &pb.ConfState{}}}
+	switch {
+	case w.damage != nil:
+		g.fence(w.damage)
+	case cfg.Incarnation != w.inc:
+		g.fence(fmt.Errorf("%w: replica bound to store %s, this store is %s", ErrIdentity, cfg.Incarnation, w.inc))
+	case m != nil && m.replica != 0 && m.replica != cfg.Replica:
+		g.fence(fmt.Errorf("%w: this store holds replica %d of group %d, not %d", ErrIdentity, m.replica, cfg.ID, cfg.Replica))
+	case w.recovered[cfg.ID] != nil:
+		rec := w.recovered[cfg.ID]
+		delete(w.recovered, cfg.ID)
+		if rec.err != nil {
+			g.fence(rec.err)
+		} else {
+			g.recover(rec)
+		}
+	default:
+		g.bootstrap(cfg)
+	}
+	return nil
+}
+
+// recover rebuilds a group from its replayed state. raft is told the
+// log's base as applied, so it hands every later committed entry back:
+// membership changes are applied to raft again, and entries the state
+// machine already reflects are skipped.
+func (g *group) recover(rec *recovered) {
+	m := rec.meta
+	base := m.base
+	if err := g.st.ApplySnapshot(&pb.Snapshot{Metadata: &pb.SnapshotMetadata{
+		Index: new(base.index), Term: new(base.term), ConfState: base.conf,
+	}}); err != nil {
+		g.fence(fmt.Errorf("%w: group %d: base: %v", ErrCorrupt, g.id, err))
+		return
+	}
+	_ = g.st.Append(rec.ents)
+	last, _ := g.st.LastIndex()
+	applied := g.sm.Applied()
+	switch {
+	case applied < base.index:
+		g.fence(fmt.Errorf("%w: group %d: state machine at %d, but the log was compacted through %d", ErrCorrupt, g.id, applied, base.index))
+		return
+	case applied > last:
+		g.fence(fmt.Errorf("%w: group %d: state machine at %d, past the log's end %d", ErrCorrupt, g.id, applied, last))
+		return
+	}
+	hs := &pb.HardState{Term: new(m.hs.GetTerm()), Vote: new(m.hs.GetVote()), Commit: new(max(m.hs.GetCommit(), base.index))}
+	_ = g.st.SetHardState(hs)
+	g.confs = []confAt{{index: base.index, cs: base.conf}}
+	g.smApplied, g.rawApplied = applied, base.index
+	g.newRawNode(base.index)
+}
+
+// bootstrap prepares a new replica: voters = peers, or empty with Join.
+// Its first round writes the replica and its base to the WAL, fsynced,
+// before anything is sent.
+func (g *group) bootstrap(cfg GroupConfig) {
+	cs := &pb.ConfState{}
+	if !cfg.Join {
+		for _, p := range cfg.Peers {
+			cs.Voters = append(cs.Voters, uint64(p.Replica))
+		}
+		slices.Sort(cs.Voters)
+	}
+	_ = g.st.ApplySnapshot(&pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: new(uint64(0)), Term: new(uint64(0)), ConfState: cs}})
+	g.confs = []confAt{{cs: cs}}
+	var it items
+	it.replica(g.id, g.replica, 0)
+	it.snap(itemCompact, g.id, snapMeta{conf: cs})
+	g.create = it.b
+	g.newRawNode(0)
+}
+
+func (g *group) newRawNode(applied uint64) {
+	rn, err := raft.NewRawNode(g.raftConfig(applied))
+	if err != nil {
+		g.fence(fmt.Errorf("%w: group %d: %v", ErrCorrupt, g.id, err))
+		return
+	}
+	g.rn = rn
+}
+
+// group returns the group, or nil.
+func (n *Node) group(id GroupID) *group {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return n.mu.groups[id]
+}
+
+func (n *Node) live(id GroupID) (*group, error) {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	if n.mu.closed {
+		return nil, ErrStopped
+	}
+	g := n.mu.groups[id]
+	if g == nil {
+		return nil, ErrUnknownGroup
+	}
+	return g, nil
+}
+
+// Propose queues data as a new entry of the group, for its next round.
+// The Proposal resolves as its doc says. Errors (nothing proposed):
+// ErrUnknownGroup, ErrStopped, ErrFenced, ErrBusy (MaxPendingProposals
+// waiting). Being a follower is reported through the Proposal
+// (ErrNotLeader), as leadership is known only in the round.
+func (n *Node) Propose(id GroupID, data []byte) (*Proposal, error) {
+	g, err := n.live(id)
+	if err != nil {
+		return nil, err
+	}
+	p := newProposal(data)
+	g.mu.Lock()
+	switch {
+	case g.mu.fenced != nil:
+		err = ErrFenced
+	case g.mu.removed:
+		err = ErrUnknownGroup
+	case len(g.mu.props) >= n.cfg.MaxPendingProposals:
+		err = ErrBusy
+	default:
+		g.mu.props = append(g.mu.props, p)
+	}
+	g.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	n.sched.enqueue(g)
+	return p, nil
+}
+
+func (n *Node) ask(id GroupID, r request) error {
+	g, err := n.live(id)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	switch {
+	case g.mu.removed:
+		err = ErrUnknownGroup
+	case g.mu.fenced != nil && r.kind != reqRemove:
+		err = ErrFenced
+	default:
+		if r.kind == reqRemove {
+			g.mu.removed = true
+		}
+		g.mu.reqs = append(g.mu.reqs, r)
+	}
+	g.mu.Unlock()
+	if err == nil {
+		n.sched.enqueue(g)
+	}
+	return err
+}
+
+// Campaign makes the replica start an election in its next round (with
+// PreVote: a pre-election first). For tests and bootstrap; elections
+// otherwise start on their own after the election timeout.
+func (n *Node) Campaign(id GroupID) error { return n.ask(id, request{kind: reqCampaign}) }
+
+// TransferLeader asks the leader to hand leadership to replica to (a
+// step-down with a preferred successor; decision 10). Ignored if this
+// replica is not the leader. Proposals are dropped (ErrDropped) while a
+// transfer is under way.
+func (n *Node) TransferLeader(id GroupID, to ReplicaID) error {
+	return n.ask(id, request{kind: reqTransfer, to: to})
+}
+
+// StepDown asks the leader to hand leadership to its most up-to-date
+// active follower (nats-server's $JS.API.STREAM.LEADER.STEPDOWN without a
+// preference). Ignored if this replica is not the leader.
+func (n *Node) StepDown(id GroupID) error { return n.ask(id, request{kind: reqStepDown}) }
+
+// Compact tells the group that its state machine is durable through
+// index: the WAL may drop the group's entries up to it (clamped to what
+// has been applied). Followers that need them later get a snapshot.
+func (n *Node) Compact(id GroupID, index uint64) error {
+	return n.ask(id, request{kind: reqCompact, index: index})
+}
+
+// RemoveGroup removes the replica from this store: its next round writes
+// a tombstone (fsynced), after which the WAL drops its log and the group
+// is gone from the node. The channel closes then. Waiting proposals get
+// ErrNoReply. The replica ID is never accepted again for the group.
+func (n *Node) RemoveGroup(id GroupID) (<-chan struct{}, error) {
+	done := make(chan struct{})
+	if err := n.ask(id, request{kind: reqRemove, done: done}); err != nil {
+		return nil, err
+	}
+	return done, nil
+}
+
+// SetPeers replaces the servers of the group's replicas (after a
+// membership change; the Raft membership itself changes through the log).
+func (n *Node) SetPeers(id GroupID, peers []Peer) error {
+	g, err := n.live(id)
+	if err != nil {
+		return err
+	}
+	m := map[ReplicaID]ServerID{}
+	for _, p := range peers {
+		if p.Replica == 0 || p.Server == "" {
+			return fmt.Errorf("%w: bad peer %+v", ErrInvalid, p)
+		}
+		m[p.Replica] = p.Server
+	}
+	g.mu.Lock()
+	g.mu.peers = m
+	g.mu.Unlock()
+	return nil
+}
+
+// Status returns the replica's view of its group as of its last round.
+// Errors: ErrUnknownGroup, ErrStopped.
+func (n *Node) Status(id GroupID) (GroupStatus, error) {
+	g, err := n.live(id)
+	if err != nil {
+		return GroupStatus{}, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.mu.status
+	s.Group, s.Replica, s.Fenced = g.id, g.replica, g.mu.fenced
+	s.Replicas = slices.Clone(s.Replicas)
+	return s, nil
+}
+
+// Groups returns the IDs of the node's groups, in the order they were added.
+func (n *Node) Groups() []GroupID {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	ids := make([]GroupID, len(n.mu.list))
+	for i, g := range n.mu.list {
+		ids[i] = g.id
+	}
+	return ids
+}
+
+// Receive takes a frame from server from (the transport calls it). The
+// messages are queued for their groups' next round; messages for unknown
+// groups, other replicas (an old replica ID) or fenced replicas are
+// dropped, as are messages beyond a group's MaxInbox. Errors: ErrBadFrame
+// (nothing taken), ErrStopped.
+func (n *Node) Receive(from ServerID, frame []byte) error {
+	n.mu.RLock()
+	closed := n.mu.closed
+	n.mu.RUnlock()
+	if closed {
+		return ErrStopped
+	}
+	return decodeFrame(frame, func(id GroupID, flags byte, msg []byte) {
+		g := n.group(id)
+		if g == nil || len(msg) == 0 {
+			return
+		}
+		m := new(pb.Message)
+		if proto.Unmarshal(msg, m) != nil || m.GetTo() != uint64(g.replica) {
+			return
+		}
+		g.mu.Lock()
+		ok := g.mu.fenced == nil && !g.mu.removed && len(g.mu.inbox) < n.cfg.MaxInbox
+		if ok {
+			g.mu.inbox = append(g.mu.inbox, m)
+		}
+		g.mu.Unlock()
+		if ok {
+			n.sched.enqueue(g)
+		}
+	})
+}
+
+// Tick advances the node's clock by one tick: every group runs in the
+// next round and catches up on the ticks it missed. Start calls it from
+// its ticker; tests call it by hand.
+func (n *Node) Tick() {
+	n.ticks.Add(1)
+	n.mu.RLock()
+	list := n.mu.list
+	n.mu.RUnlock()
+	for _, g := range list {
+		g.mu.Lock()
+		skip := g.mu.fenced != nil
+		g.mu.Unlock()
+		if !skip {
+			n.sched.enqueue(g)
+		}
+	}
+}
+
+// RunRound runs one scheduling round over the groups queued now (package
+// comment, "A scheduling round") on the calling goroutine, or on the
+// worker pool once Start has run. It reports whether any group was
+// queued. Tests drive a node with Tick and RunRound alone.
+func (n *Node) RunRound() bool {
+	n.roundMu.Lock()
+	defer n.roundMu.Unlock()
+	gs := n.sched.take()
+	if len(gs) == 0 {
+		return false
+	}
+	n.each(gs, (*group).prepare)
+	walErr, crashed := n.writeRound(gs)
+	if crashed {
+		return true
+	}
+	unreachable := n.send(gs, walErr)
+	if n.testHook != nil && n.testHook(afterSend) {
+		return true
+	}
+	n.each(gs, func(g *group) { g.finish(walErr, unreachable) })
+	n.afterRound(gs)
+	return true
+}
+
+// each runs fn for every group, on the worker pool if started.
+func (n *Node) each(gs []*group, fn func(*group)) {
+	if n.work == nil || len(gs) == 1 {
+		for _, g := range gs {
+			fn(g)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Add(len(gs))
+	for _, g := range gs {
+		n.work <- func() {
+			defer wg.Done()
+			fn(g)
+		}
+	}
+	wg.Wait()
+}
+
+// writeRound writes every group's items as one record and fsyncs once if
+// any group needs it (package comment, step 2).
+func (n *Node) writeRound(gs []*group) (walErr error, crashed bool) {
+	body := []byte{bodyBatch}
+	var ups []walUpdate
+	mustSync := false
+	for _, g := range gs {
+		if len(g.out.items) > 0 {
+			body = append(body, g.out.items...)
+			ups = append(ups, g.out.up)
+		}
+		mustSync = mustSync || g.out.mustSync
+	}
+	n.walMu.Lock()
+	defer n.walMu.Unlock()
+	if len(body) > 1 {
+		walErr = n.wal.write(body, ups)
+	}
+	if n.testHook != nil && n.testHook(afterWrite) {
+		return nil, true
+	}
+	if walErr == nil && mustSync {
+		walErr = n.wal.sync()
+	}
+	if walErr == nil {
+		n.wal.collect()
+		walErr = n.wal.damage
+	}
+	if n.testHook != nil && n.testHook(afterSync) {
+		return nil, true
+	}
+	return walErr, false
+}
+
+// send hands every message of the round to the transport, one frame per
+// server, in the order the groups and their messages came. It returns
+// the servers whose frame could not be sent.
+func (n *Node) send(gs []*group, walErr error) map[ServerID]bool {
+	if walErr != nil {
+		return nil
+	}
+	frames := map[ServerID]*frameBuilder{}
+	var order []ServerID
+	for _, g := range gs {
+		for _, m := range g.out.msgs {
+			if m.to == "" {
+				continue
+			}
+			fb := frames[m.to]
+			if fb == nil {
+				fb = &frameBuilder{}
+				frames[m.to] = fb
+				order = append(order, m.to)
+			}
+			fb.add(m.env)
+		}
+	}
+	var unreachable map[ServerID]bool
+	for _, s := range order {
+		if err := n.cfg.Transport.Send(s, frames[s].frame()); err != nil {
+			if unreachable == nil {
+				unreachable = map[ServerID]bool{}
+			}
+			unreachable[s] = true
+		}
+	}
+	return unreachable
+}
+
+// afterRound drops the groups whose removal the round made durable.
+func (n *Node) afterRound(gs []*group) {
+	for _, g := range gs {
+		if g.removeDone == nil {
+			continue
+		}
+		n.mu.Lock()
+		delete(n.mu.groups, g.id)
+		n.mu.list = slices.DeleteFunc(n.mu.list, func(x *group) bool { return x == g })
+		n.mu.Unlock()
+		for _, w := range g.waiters {
+			w.resolve(nil, ErrNoReply)
+		}
+		close(g.removeDone)
+		g.removeDone = nil
+	}
+}
+
+// Start starts the node's goroutines: the ticker (Config.Ticks or a
+// time.Ticker of TickInterval), the round loop and Config.Workers workers.
+func (n *Node) Start() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.started || n.mu.closed {
+		return
+	}
+	n.started = true
+	n.stop = make(chan struct{})
+	n.work = make(chan func())
+	for range n.cfg.Workers {
+		n.workWG.Go(n.worker)
+	}
+	n.loopWG.Go(n.loop)
+	n.loopWG.Go(n.ticker)
+}
+
+func (n *Node) worker() {
+	for f := range n.work {
+		f()
+	}
+}
+
+func (n *Node) loop() {
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-n.sched.wake:
+		}
+		for n.RunRound() {
+			select {
+			case <-n.stop:
+				return
+			default:
+			}
+		}
+	}
+}
+
+func (n *Node) ticker() {
+	ticks := n.cfg.Ticks
+	if ticks == nil {
+		t := time.NewTicker(n.cfg.TickInterval)
+		defer t.Stop()
+		ticks = t.C
+	}
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-ticks:
+			n.Tick()
+		}
+	}
+}
+
+// Close stops the goroutines, resolves what is waiting (queued proposals
+// ErrStopped, proposals in the log ErrNoReply) and closes the WAL. The
+// WAL is already durable for everything sent.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.mu.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.mu.closed = true
+	started := n.started
+	list := n.mu.list
+	n.mu.Unlock()
+	if started {
+		close(n.stop)
+		n.loopWG.Wait() // the loop ends after its current round
+		close(n.work)
+		n.workWG.Wait()
+	}
+	n.roundMu.Lock()
+	defer n.roundMu.Unlock()
+	for _, g := range list {
+		g.mu.Lock()
+		props := g.mu.props
+		g.mu.props = nil
+		g.mu.Unlock()
+		failProps(props, ErrStopped)
+		for _, w := range g.waiters {
+			w.resolve(nil, ErrNoReply)
+		}
+	}
+	n.walMu.Lock()
+	defer n.walMu.Unlock()
+	return n.wal.close()
+}

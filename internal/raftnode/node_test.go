@@ -1,0 +1,194 @@
+package raftnode
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+func TestElectProposeApply(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.stabilize()
+	c.elect(0, 1)
+	p := c.propose(0, 1, "hello")
+	res, err := p.Result()
+	if err != nil {
+		t.Fatalf("proposal: %v", err)
+	}
+	term, index := p.Position()
+	if term == 0 || index < 2 { // index 1 is the new leader's empty entry
+		t.Fatalf("position %d/%d", term, index)
+	}
+	sm := c.nodes[0].sms[1]
+	if res != sm.hash || sm.applied != index {
+		t.Fatalf("result %x applied %d, want the hash after %d", res, sm.applied, index)
+	}
+	c.tick(2) // heartbeats carry the commit index to the followers
+	c.checkSame(1)
+	if s := c.status(1, 1); s.Commit != index || s.LeaderServer != "s1" {
+		t.Fatalf("follower status %+v", s)
+	}
+}
+
+func TestFollowerProposalNotLeader(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	p := c.propose(1, 1, "x")
+	if _, err := p.Result(); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("got %v, want ErrNotLeader", err)
+	}
+}
+
+// A leader that loses leadership before its entry applies answers
+// ErrNoReply, never success, even though the entry may commit later.
+func TestLeadershipLossNoReply(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.net.Partition("s1", "s2")
+	c.net.Partition("s1", "s3")
+	p, err := c.nodes[0].n.Propose(1, []byte("lost"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	select {
+	case <-p.Done():
+		t.Fatal("resolved without a majority")
+	default:
+	}
+	c.tick(80) // s2 and s3 elect a new leader; s1 steps down (CheckQuorum)
+	if _, err := p.Result(); !errors.Is(err, ErrNoReply) {
+		t.Fatalf("got %v, want ErrNoReply", err)
+	}
+	if l := c.leader(1); l != 1 && l != 2 {
+		t.Fatalf("leader %d", l)
+	}
+}
+
+// Many groups share one WAL: a round writes them together.
+func TestManyGroupsOneWAL(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	for g := GroupID(1); g <= 20; g++ {
+		c.addGroup(g, 0)
+	}
+	c.stabilize()
+	for g := GroupID(1); g <= 20; g++ {
+		if err := c.nodes[int(g)%3].n.Campaign(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.stabilize()
+	var ps []*Proposal
+	for g := GroupID(1); g <= 20; g++ {
+		p, err := c.nodes[int(g)%3].n.Propose(g, []byte{byte(g)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	c.stabilize()
+	for i, p := range ps {
+		if _, err := p.Result(); err != nil {
+			t.Fatalf("group %d: %v", i+1, err)
+		}
+	}
+	if segs, _ := c.nodes[0].n.WALStats(); segs != 1 {
+		t.Fatalf("%d segments", segs)
+	}
+}
+
+// A restarted node recovers its groups from the WAL and its state
+// machines' checkpoints, and replays only what they lack.
+func TestRestartRecovers(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	for _, d := range []string{"a", "b", "c"} {
+		c.propose(0, 1, d)
+	}
+	c.tick(2)
+	want := *c.nodes[1].sms[1]
+	if err := c.nodes[1].sms[1].checkpoint(); err != nil { // durable at 2
+		t.Fatal(err)
+	}
+	c.propose(0, 1, "d")
+	c.tick(2)
+	want = *c.nodes[1].sms[1]
+	c.crash(1, vfs.CrashOptions{Tail: vfs.TailDrop})
+	c.open(1)
+	c.addReplica(1, 1, 0)
+	c.tick(2)
+	got := c.nodes[1].sms[1]
+	if got.applied != want.applied || got.hash != want.hash {
+		t.Fatalf("after restart at %d, want %d", got.applied, want.applied)
+	}
+}
+
+// A replica bound to another store incarnation is fenced: it never
+// votes or campaigns, and the others carry on without it.
+func TestIncarnationMismatchFences(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.propose(0, 1, "a")
+	// s3's disk is wiped: a new WAL, a new incarnation.
+	old := c.nodes[2].n.Incarnation()
+	c.nodes[2].fs = vfs.NewCrashFS()
+	c.open(2)
+	if c.nodes[2].n.Incarnation() == old {
+		t.Fatal("a new WAL kept the incarnation")
+	}
+	sm := newHashSM(c.nodes[2].fs, "sm", 1)
+	c.nodes[2].sms[1] = sm
+	err := c.nodes[2].n.AddGroup(GroupConfig{ID: 1, Replica: 3, Incarnation: old, Peers: c.peers(0)}, sm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.status(2, 1)
+	if !errors.Is(s.Fenced, ErrIdentity) {
+		t.Fatalf("status %+v, want fenced with ErrIdentity", s)
+	}
+	if _, err := c.nodes[2].n.Propose(1, []byte("x")); !errors.Is(err, ErrFenced) {
+		t.Fatalf("propose on fenced: %v", err)
+	}
+	// The fenced replica must not help elect: with s1 gone, s2 alone
+	// cannot win (it needs s3's vote, which a fenced replica never gives).
+	c.net.Detach("s1")
+	c.nodes[0].n = nil
+	c.tick(40)
+	if l := c.leader(1); l != -1 {
+		t.Fatalf("node %d became leader with a fenced replica's vote", l)
+	}
+	if sm.applied != 0 {
+		t.Fatal("fenced replica applied entries")
+	}
+}
+
+// A removed replica writes a tombstone: its ID is refused afterwards.
+func TestRemoveGroupTombstone(t *testing.T) {
+	c := newTestCluster(t, 1, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.propose(0, 1, "a")
+	done, err := c.nodes[0].n.RemoveGroup(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	<-done
+	if _, err := c.nodes[0].n.Status(1); !errors.Is(err, ErrUnknownGroup) {
+		t.Fatalf("status after removal: %v", err)
+	}
+	c.crash(0, vfs.CrashOptions{Tail: vfs.TailDrop})
+	c.open(0)
+	sm := newHashSM(c.nodes[0].fs, "sm", 1)
+	err = c.nodes[0].n.AddGroup(GroupConfig{ID: 1, Replica: 1, Incarnation: c.nodes[0].n.Incarnation(), Peers: c.peers(0)}, sm)
+	if !errors.Is(err, ErrRemoved) {
+		t.Fatalf("re-adding a removed replica: %v", err)
+	}
+	c.addReplica(0, 1, 1) // a new replica ID is fine
+}

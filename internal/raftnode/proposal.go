@@ -1,0 +1,72 @@
+package raftnode
+
+import "context"
+
+// Proposal is the waiter of one proposed entry (decision 7). It resolves
+// once, from the node's worker: with the entry's Entry.Result when the
+// entry that applies at its index carries the term it was proposed in, or
+// with an error:
+//
+//   - ErrNotLeader, ErrDropped, ErrFenced: the entry never entered the
+//     log; nothing will apply.
+//   - ErrNoReply: it entered the log, but leadership was lost (or the node
+//     stopped or the group was removed) before it applied here. It may
+//     still commit under another leader; a client must be told nothing.
+type Proposal struct {
+	data        []byte
+	done        chan struct{}
+	term, index uint64 // set when the entry enters the log
+	result      any
+	err         error
+}
+
+func newProposal(data []byte) *Proposal {
+	return &Proposal{data: data, done: make(chan struct{})}
+}
+
+// resolve completes the proposal; only the first call has an effect.
+func (p *Proposal) resolve(result any, err error) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.result, p.err = result, err
+	close(p.done)
+}
+
+// Done is closed when the proposal has resolved.
+func (p *Proposal) Done() <-chan struct{} { return p.done }
+
+// Result returns the outcome; valid once Done is closed (before, it
+// returns nil, nil).
+func (p *Proposal) Result() (any, error) {
+	select {
+	case <-p.done:
+		return p.result, p.err
+	default:
+		return nil, nil
+	}
+}
+
+// Position returns the term and index the entry was given in the log;
+// zeros until it entered the log (valid once Done is closed).
+func (p *Proposal) Position() (term, index uint64) {
+	select {
+	case <-p.done:
+		return p.term, p.index
+	default:
+		return 0, 0
+	}
+}
+
+// Wait blocks until the proposal resolves or ctx ends (then it returns
+// ctx.Err(), and the proposal may still resolve later).
+func (p *Proposal) Wait(ctx context.Context) (any, error) {
+	select {
+	case <-p.done:
+		return p.result, p.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}

@@ -1,0 +1,104 @@
+package raftnode
+
+import (
+	"fmt"
+
+	"go.etcd.io/raft/v3"
+)
+
+// Role is a replica's part in its group.
+type Role int
+
+// The roles, as raft's StateType (PreCandidate: probing with PreVote).
+const (
+	Follower Role = iota
+	Candidate
+	Leader
+	PreCandidate
+)
+
+func (r Role) String() string {
+	switch r {
+	case Follower:
+		return "follower"
+	case Candidate:
+		return "candidate"
+	case Leader:
+		return "leader"
+	case PreCandidate:
+		return "precandidate"
+	}
+	return fmt.Sprintf("role(%d)", int(r))
+}
+
+func roleOf(s raft.StateType) Role {
+	switch s {
+	case raft.StateCandidate:
+		return Candidate
+	case raft.StateLeader:
+		return Leader
+	case raft.StatePreCandidate:
+		return PreCandidate
+	}
+	return Follower
+}
+
+// GroupStatus is a replica's view of its group as of its last round
+// (the material of nats-server's ClusterInfo: leader, replicas, lag).
+type GroupStatus struct {
+	Group   GroupID
+	Replica ReplicaID
+	Role    Role
+	Term    uint64
+	// Leader is the leader this replica knows of (0: none), on LeaderServer.
+	Leader       ReplicaID
+	LeaderServer ServerID
+	// Commit is the highest index known committed; Applied the index the
+	// state machine reflects; FirstIndex..LastIndex the log held (FirstIndex
+	// is LastIndex+1 when it holds no entry).
+	Commit, Applied       uint64
+	FirstIndex, LastIndex uint64
+	// Quiesced: the group is idle and not ticking.
+	Quiesced bool
+	// Fenced, if not nil, is why the replica takes no part in its group
+	// (wraps ErrIdentity or ErrCorrupt, or is an Apply/Restore error).
+	Fenced error
+	// Replicas is the leader's view of every replica (empty on followers).
+	Replicas []ReplicaStatus
+}
+
+// ReplicaStatus is the leader's view of one replica of its group.
+type ReplicaStatus struct {
+	Replica ReplicaID
+	Server  ServerID
+	// Match is the highest index known to be in the replica's log.
+	Match uint64
+	// Active: heard from within the last election timeout.
+	Active  bool
+	Learner bool
+}
+
+// raftLogger sends raft's notable log lines to Config.Logf; debug lines
+// are dropped; Fatal and Panic panic (raft calls them on a broken
+// invariant: the replica must stop).
+type raftLogger struct {
+	logf  func(string, ...any)
+	group GroupID
+}
+
+func (l raftLogger) Debug(...any)          {}
+func (l raftLogger) Debugf(string, ...any) {}
+func (l raftLogger) Info(v ...any)         {}
+func (l raftLogger) Infof(string, ...any)  {}
+func (l raftLogger) Warning(v ...any)      { l.logf("raft group %d: %s", l.group, fmt.Sprint(v...)) }
+func (l raftLogger) Warningf(f string, v ...any) {
+	l.logf("raft group %d: %s", l.group, fmt.Sprintf(f, v...))
+}
+func (l raftLogger) Error(v ...any) { l.logf("raft group %d: %s", l.group, fmt.Sprint(v...)) }
+func (l raftLogger) Errorf(f string, v ...any) {
+	l.logf("raft group %d: %s", l.group, fmt.Sprintf(f, v...))
+}
+func (l raftLogger) Fatal(v ...any)            { panic(fmt.Sprint(v...)) }
+func (l raftLogger) Fatalf(f string, v ...any) { panic(fmt.Sprintf(f, v...)) }
+func (l raftLogger) Panic(v ...any)            { panic(fmt.Sprint(v...)) }
+func (l raftLogger) Panicf(f string, v ...any) { panic(fmt.Sprintf(f, v...)) }

@@ -1,0 +1,214 @@
+package raftnode
+
+import (
+	"encoding/hex"
+	"errors"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+// GroupID names a Raft group on every server that holds one of its
+// replicas. The cluster layer allocates it (the meta group, one per stream
+// or consumer group); 0 is not a valid group.
+type GroupID uint64
+
+// ReplicaID is a replica's Raft ID within its group. IDs are allocated by
+// the cluster layer from a per-group counter and never reused
+// (clustering reference decision 3): a replica removed and added again on
+// the same server is a new replica. 0 is not a valid replica.
+type ReplicaID uint64
+
+// ServerID names a server to the Transport (cairn's server name).
+type ServerID string
+
+// Incarnation identifies one store: random bytes drawn when the WAL was
+// created and kept in every segment header. A replica is bound to the
+// incarnation of the store that created it; a wiped or replaced store has
+// another, so it can never vote as its old self (decision 3, section 3.9).
+type Incarnation [16]byte
+
+// String returns the incarnation as 32 hexadecimal digits.
+func (i Incarnation) String() string { return hex.EncodeToString(i[:]) }
+
+// Peer is one replica of a group and the server that holds it.
+type Peer struct {
+	Replica ReplicaID
+	Server  ServerID
+}
+
+// Entry is one committed log entry handed to StateMachine.Apply. Data is
+// what was proposed; it is nil for the entries raft makes itself (a new
+// leader's empty entry, membership changes), which the state machine
+// treats as no-ops but counts as applied. Data must not be modified or
+// kept after Apply returns (copy what you keep).
+type Entry struct {
+	Index uint64
+	Term  uint64
+	Data  []byte
+	// Result is set by Apply, if it likes, and handed to the Proposal
+	// of this entry on the server that proposed it (the outcome a client
+	// is told: a stream sequence, an error). Replicas ignore it.
+	Result any
+}
+
+// StateMachine is a group's replicated state. Its methods are called by
+// one goroutine at a time for a given group (never concurrently with
+// each other), by whichever worker runs the group; different groups'
+// state machines run concurrently.
+type StateMachine interface {
+	// Apply applies committed entries, in index order, each exactly
+	// once since the last durable checkpoint. It must be a pure function
+	// of the state and the entries: no clock, randomness, map order or
+	// local configuration (decision 6), so replicas at equal index hold
+	// equal state. It need not make anything durable: the WAL holds the
+	// entries until Compact. An error fences the group (the replica stops
+	// and is reported, decision 12); it is for damage, not for outcomes
+	// such as a rejected publish, which go in Entry.Result.
+	Apply(entries []Entry) error
+	// Applied returns the index through which the state machine's durable
+	// state reflects the log, as of AddGroup: entries after it are applied
+	// again. 0 for a new replica.
+	Applied() uint64
+	// Snapshot returns the state as of the last applied entry, for a
+	// follower that needs entries the WAL has dropped. Called rarely.
+	Snapshot() ([]byte, error)
+	// Restore replaces the state with a snapshot taken at index (from
+	// another replica's Snapshot) and makes it durable before returning.
+	// An error fences the group.
+	Restore(index uint64, data []byte) error
+}
+
+// Transport carries frames between servers. Send must not block on the
+// network: it queues, or fails at once (the frame is lost and the groups
+// with messages in it are told the peer is unreachable). Frames may be
+// lost, delayed, reordered or duplicated; Raft copes.
+type Transport interface {
+	Send(to ServerID, frame []byte) error
+}
+
+// Config configures a Node. Zero values are replaced by the defaults
+// named on each field.
+type Config struct {
+	// FS and Dir are where the WAL lives. Required.
+	FS  vfs.FS
+	Dir string
+	// Server is this server's name, as the Transport knows it. Required.
+	Server ServerID
+	// Transport sends this node's frames. Required (tests may pass a
+	// MemNetwork's Transport).
+	Transport Transport
+
+	// TickInterval is the period of the one ticker (default 100 ms,
+	// decision 10). Ignored when Ticks is set or when the node is driven
+	// by hand (Tick, RunRound).
+	TickInterval time.Duration
+	// Ticks, if set, replaces the ticker: each value received is one
+	// tick (an injected clock).
+	Ticks <-chan time.Time
+	// HeartbeatTicks and ElectionTicks are raft's heartbeat and election
+	// timeouts in ticks (defaults 1 and 10, decision 10). raft randomises
+	// the election timeout in [ElectionTicks, 2*ElectionTicks).
+	HeartbeatTicks int
+	ElectionTicks  int
+	// Workers is the size of the worker pool of Start (default 2).
+	Workers int
+	// SegmentBytes is the size past which the WAL starts a new segment
+	// (default 64 MiB).
+	SegmentBytes int64
+	// MaxSizePerMsg bounds the bytes of entries in one append message,
+	// and of committed entries handed to one Apply (default 1 MiB).
+	MaxSizePerMsg uint64
+	// MaxInflightMsgs bounds the append messages in flight to one
+	// follower (default 256).
+	MaxInflightMsgs int
+	// MaxUncommittedBytes bounds the bytes a leader holds uncommitted;
+	// proposals beyond it fail with ErrDropped (default 64 MiB).
+	MaxUncommittedBytes uint64
+	// MaxPendingProposals bounds the proposals waiting for a group's next
+	// round; beyond it Propose fails with ErrBusy (default 4096).
+	MaxPendingProposals int
+	// MaxInbox bounds the received messages waiting for a group's next
+	// round; beyond it messages are dropped (default 4096).
+	MaxInbox int
+	// Logf, if set, receives the node's notable events (recovery, fences,
+	// leadership). It must not block.
+	Logf func(format string, args ...any)
+}
+
+// Errors. None reaches a client as such: the cluster layer maps them
+// (ErrNotLeader to the JetStream "no leader"/forwarding path, ErrBusy and
+// ErrDropped to back-pressure, ErrNoReply to silence so the client's
+// timeout and retry happen, decision 7).
+var (
+	// ErrNotLeader: the proposal never entered the log (this replica is
+	// not the leader). Safe to retry elsewhere.
+	ErrNotLeader = errors.New("raftnode: not the leader")
+	// ErrNoReply: the proposal entered the log but leadership was lost
+	// (or the node stopped) before it applied here; it may still commit.
+	// Say nothing to the client.
+	ErrNoReply = errors.New("raftnode: no reply (leadership lost)")
+	// ErrBusy: too many proposals waiting; nothing was proposed.
+	ErrBusy = errors.New("raftnode: too many pending proposals")
+	// ErrDropped: raft dropped the proposal (leadership transfer in
+	// progress or too many uncommitted bytes); nothing was proposed.
+	ErrDropped = errors.New("raftnode: proposal dropped")
+	// ErrFenced: the replica is fenced (identity mismatch, damage); it
+	// takes no part in its group. Errors from Status say why.
+	ErrFenced = errors.New("raftnode: replica fenced")
+	// ErrUnknownGroup: no such group on this node.
+	ErrUnknownGroup = errors.New("raftnode: unknown group")
+	// ErrGroupExists: AddGroup of a group already added.
+	ErrGroupExists = errors.New("raftnode: group already added")
+	// ErrRemoved: the replica was removed from this store; replica IDs are
+	// never reused.
+	ErrRemoved = errors.New("raftnode: replica removed")
+	// ErrStopped: the node is closed.
+	ErrStopped = errors.New("raftnode: node stopped")
+	// ErrCorrupt marks damage found in the WAL or a group's recovered
+	// state (wrapped with where).
+	ErrCorrupt = errors.New("raftnode: corrupt")
+	// ErrIdentity marks a replica whose binding (incarnation, replica ID)
+	// does not match this store.
+	ErrIdentity = errors.New("raftnode: replica identity mismatch")
+	// ErrBadFrame: a received frame failed its checksum or did not parse.
+	ErrBadFrame = errors.New("raftnode: bad frame")
+	// ErrInvalid: a malformed argument (zero IDs, empty peer list).
+	ErrInvalid = errors.New("raftnode: invalid argument")
+)
+
+func (c *Config) fill() error {
+	if c.FS == nil || c.Dir == "" || c.Server == "" || c.Transport == nil {
+		return errors.Join(ErrInvalid, errors.New("raftnode: Config needs FS, Dir, Server and Transport"))
+	}
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.HeartbeatTicks, 1)
+	def(&c.ElectionTicks, 10)
+	def(&c.Workers, 2)
+	def(&c.MaxInflightMsgs, 256)
+	def(&c.MaxPendingProposals, 4096)
+	def(&c.MaxInbox, 4096)
+	if c.ElectionTicks <= c.HeartbeatTicks {
+		return errors.Join(ErrInvalid, errors.New("raftnode: ElectionTicks must exceed HeartbeatTicks"))
+	}
+	if c.TickInterval <= 0 {
+		c.TickInterval = 100 * time.Millisecond
+	}
+	if c.SegmentBytes <= 0 {
+		c.SegmentBytes = 64 << 20
+	}
+	if c.MaxSizePerMsg == 0 {
+		c.MaxSizePerMsg = 1 << 20
+	}
+	if c.MaxUncommittedBytes == 0 {
+		c.MaxUncommittedBytes = 64 << 20
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+	return nil
+}

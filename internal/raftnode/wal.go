@@ -1,0 +1,572 @@
+package raftnode
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+// wal is the server's write-ahead log, shared by every group (package
+// comment, "Directory layout" to "Recovery"). It is used by one goroutine
+// at a time: the Node serialises access with walMu.
+type wal struct {
+	fs       vfs.FS
+	dir      string
+	inc      Incarnation
+	segBytes int64
+	logf     func(string, ...any)
+
+	segs   []*segment // oldest first; the last one is active
+	f      vfs.File   // the active segment, open for appending
+	size   int64      // bytes in the active segment
+	synced int64      // bytes of the active segment known fsynced
+	chain  uint32     // body CRC of the active segment's last record
+
+	meta map[GroupID]*walMeta // what the log holds for each group, as written
+	// damage is set when fsynced data was found damaged at open, or a
+	// write or fsync failed: nothing more is written, every group fenced.
+	damage error
+	// recovered holds the replayed state of groups until AddGroup claims it.
+	recovered map[GroupID]*recovered
+	torn      int64 // bytes cut from the tail at open
+}
+
+type segment struct {
+	seq      uint64
+	maxIndex map[GroupID]uint64 // highest entry index written per group
+}
+
+// walMeta is a group's metadata as written to the log.
+type walMeta struct {
+	replica ReplicaID // the live replica; 0 if none
+	removed ReplicaID // the highest removed replica; 0 if none
+	hs      *pb.HardState
+	base    snapMeta // index, term and conf state of the log's start
+}
+
+// recovered is a group's state as replayed at open.
+type recovered struct {
+	meta walMeta
+	ents []*pb.Entry // consecutive, from meta.base.index+1
+	err  error       // the replayed state failed a check (ErrCorrupt)
+}
+
+// walUpdate is what one group's items of a batch change in walMeta.
+type walUpdate struct {
+	group    GroupID
+	replica  ReplicaID // set the live replica (0: unchanged)
+	removed  ReplicaID // a tombstone of this replica (0: none)
+	hs       *pb.HardState
+	base     *snapMeta
+	maxIndex uint64 // highest entry index written (0: none)
+}
+
+func segName(seq uint64) string { return fmt.Sprintf("%020d.wal", seq) }
+
+// openWAL opens or creates the WAL in dir and replays it.
+func openWAL(fs vfs.FS, dir string, segBytes int64, logf func(string, ...any)) (*wal, error) {
+	w := &wal{fs: fs, dir: dir, segBytes: segBytes, logf: logf, meta: map[GroupID]*walMeta{}, recovered: map[GroupID]*recovered{}}
+	if err := fs.MkdirAll(dir); err != nil {
+		return nil, err
+	}
+	seqs, err := w.listSegments()
+	if err != nil {
+		return nil, err
+	}
+	if len(seqs) == 0 {
+		return w, w.create()
+	}
+	if err := w.replay(seqs); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *wal) listSegments() ([]uint64, error) {
+	names, err := w.fs.ReadDir(w.dir)
+	if err != nil {
+		return nil, err
+	}
+	var seqs []uint64
+	for _, n := range names {
+		s, ok := strings.CutSuffix(n, ".wal")
+		if !ok || len(s) != 20 {
+			continue
+		}
+		if seq, err := strconv.ParseUint(s, 10, 64); err == nil && seq > 0 {
+			seqs = append(seqs, seq)
+		}
+	}
+	slices.Sort(seqs)
+	return seqs, nil
+}
+
+// create starts a new WAL: a fresh incarnation and segment 1.
+func (w *wal) create() error {
+	if _, err := rand.Read(w.inc[:]); err != nil {
+		return err
+	}
+	w.logf("raftnode: new WAL in %s, store incarnation %s", w.dir, w.inc)
+	return w.newSegment(1)
+}
+
+// newSegment creates segment seq (write-new, fsync, rename, fsync
+// directory) and makes it the active one.
+func (w *wal) newSegment(seq uint64) error {
+	name := path.Join(w.dir, segName(seq))
+	tmp := name + ".new"
+	f, err := w.fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	hdr := segmentHeader(w.inc, seq)
+	if _, err := f.Write(hdr); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := w.fs.Rename(tmp, name); err != nil {
+		return err
+	}
+	if err := w.fs.SyncDir(w.dir); err != nil {
+		return err
+	}
+	if f, err = w.fs.OpenAppend(name); err != nil {
+		return err
+	}
+	if w.f != nil {
+		w.f.Close()
+	}
+	_, _, crc, _ := parseSegmentHeader(hdr)
+	w.f, w.size, w.synced, w.chain = f, segmentHeaderSize, segmentHeaderSize, crc
+	w.segs = append(w.segs, &segment{seq: seq, maxIndex: map[GroupID]uint64{}})
+	return nil
+}
+
+// fail records a write failure: the WAL is fenced for good.
+func (w *wal) fail(err error) error {
+	if w.damage == nil {
+		w.damage = fmt.Errorf("%w: WAL write failed: %w", ErrCorrupt, err)
+		w.logf("raftnode: %v; every group is fenced", w.damage)
+	}
+	return w.damage
+}
+
+// write appends one batch record of the given items (each group's items
+// back to back) and applies the updates to the metadata. It does not
+// fsync. A record larger than MaxRecordBody, or a failed write, fences
+// the WAL.
+func (w *wal) write(body []byte, ups []walUpdate) error {
+	if w.damage != nil {
+		return w.damage
+	}
+	if len(body) > MaxRecordBody {
+		return w.fail(fmt.Errorf("record of %d bytes", len(body)))
+	}
+	if w.size >= w.segBytes {
+		if err := w.rotate(); err != nil {
+			return w.fail(err)
+		}
+	}
+	if err := w.writeRecord(body); err != nil {
+		return w.fail(err)
+	}
+	seg := w.segs[len(w.segs)-1]
+	for _, u := range ups {
+		w.update(u)
+		if u.maxIndex > seg.maxIndex[u.group] {
+			seg.maxIndex[u.group] = u.maxIndex
+		}
+	}
+	return nil
+}
+
+func (w *wal) writeRecord(body []byte) error {
+	hdr, crc := recordHeader(body, w.size, w.synced, w.chain)
+	buf := make([]byte, 0, len(hdr)+len(body))
+	buf = append(append(buf, hdr[:]...), body...)
+	if _, err := w.f.Write(buf); err != nil {
+		return err
+	}
+	w.size += int64(len(buf))
+	w.chain = crc
+	return nil
+}
+
+func (w *wal) update(u walUpdate) {
+	m := w.meta[u.group]
+	if m == nil {
+		m = &walMeta{base: snapMeta{conf: &pb.ConfState{}}}
+		w.meta[u.group] = m
+	}
+	if u.removed != 0 {
+		m.removed = max(m.removed, u.removed)
+		if m.replica == u.removed {
+			*m = walMeta{removed: m.removed, base: snapMeta{conf: &pb.ConfState{}}}
+		}
+	}
+	if u.replica != 0 && u.replica != m.replica {
+		*m = walMeta{replica: u.replica, removed: m.removed, base: snapMeta{conf: &pb.ConfState{}}}
+	}
+	if u.hs != nil {
+		m.hs = u.hs
+	}
+	if u.base != nil {
+		m.base = *u.base
+	}
+}
+
+// sync fsyncs the active segment if it has unsynced bytes.
+func (w *wal) sync() error {
+	if w.damage != nil {
+		return w.damage
+	}
+	if w.synced == w.size {
+		return nil
+	}
+	if err := w.f.Sync(); err != nil {
+		return w.fail(err)
+	}
+	w.synced = w.size
+	return nil
+}
+
+// rotate fsyncs the active segment, starts the next one and writes its
+// checkpoint record.
+func (w *wal) rotate() error {
+	if err := w.sync(); err != nil {
+		return err
+	}
+	if err := w.newSegment(w.segs[len(w.segs)-1].seq + 1); err != nil {
+		return err
+	}
+	var it items
+	it.b = append(it.b, bodyBatch)
+	for _, g := range slices.Sorted(maps.Keys(w.meta)) {
+		m := w.meta[g]
+		if m.removed != 0 {
+			it.replica(g, m.removed, replicaRemoved)
+		}
+		if m.replica == 0 {
+			continue
+		}
+		it.replica(g, m.replica, 0)
+		if m.hs != nil {
+			it.hardState(g, m.hs)
+		}
+		it.snap(itemCompact, g, m.base)
+	}
+	return w.writeRecord(it.b)
+}
+
+// collect deletes the oldest segments that no group needs any more: every
+// group whose entries a segment holds has compacted past them, or has no
+// live replica. Called after an fsync, so the checkpoints of the newer
+// segments are durable.
+func (w *wal) collect() {
+	for w.damage == nil && len(w.segs) > 1 {
+		s := w.segs[0]
+		for g, max := range s.maxIndex {
+			if m := w.meta[g]; m != nil && m.replica != 0 && max > m.base.index {
+				return
+			}
+		}
+		if err := w.fs.Remove(path.Join(w.dir, segName(s.seq))); err != nil {
+			w.fail(err)
+			return
+		}
+		if err := w.fs.SyncDir(w.dir); err != nil {
+			w.fail(err)
+			return
+		}
+		w.segs = w.segs[1:]
+	}
+}
+
+// blocking returns the groups that keep the oldest segment alive, sorted
+// (a stalled group pins the WAL; the caller may compact or remove it).
+func (w *wal) blocking() []GroupID {
+	if len(w.segs) < 2 {
+		return nil
+	}
+	var gs []GroupID
+	for g, max := range w.segs[0].maxIndex {
+		if m := w.meta[g]; m != nil && m.replica != 0 && max > m.base.index {
+			gs = append(gs, g)
+		}
+	}
+	slices.Sort(gs)
+	return gs
+}
+
+func (w *wal) close() error {
+	if w.f == nil {
+		return nil
+	}
+	err := w.f.Close()
+	w.f = nil
+	return err
+}
+
+// replayGroup is a group's state while the log is replayed.
+type replayGroup struct {
+	walMeta
+	ents []*pb.Entry // consecutive; may start past base.index+1 until a later item closes the gap
+}
+
+// replay reads the segments seqs (sorted), cutting a torn tail, and builds
+// the groups' recovered state. Damage to fsynced data does not fail it: it
+// sets w.damage.
+func (w *wal) replay(seqs []uint64) error {
+	groups := map[GroupID]*replayGroup{}
+	for i, seq := range seqs {
+		last := i == len(seqs)-1
+		if i > 0 && seq != seqs[i-1]+1 {
+			w.damage = fmt.Errorf("%w: WAL segment %d missing", ErrCorrupt, seqs[i-1]+1)
+			break
+		}
+		if err := w.replaySegment(seq, last, groups); err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				return err
+			}
+			w.damage = err
+			break
+		}
+	}
+	if w.damage != nil {
+		w.logf("raftnode: %v; every group is fenced", w.damage)
+		if w.f != nil {
+			w.f.Close()
+			w.f = nil
+		}
+	}
+	for g, rg := range groups {
+		w.meta[g] = &walMeta{replica: rg.replica, removed: rg.removed, hs: rg.hs, base: rg.base}
+		if rg.replica != 0 {
+			w.recovered[g] = &recovered{meta: rg.walMeta, ents: rg.ents, err: rg.check(g)}
+		}
+	}
+	return nil
+}
+
+// replaySegment replays one segment. For the last segment it opens the
+// file for appending (after cutting a torn tail and fsyncing).
+func (w *wal) replaySegment(seq uint64, last bool, groups map[GroupID]*replayGroup) error {
+	name := path.Join(w.dir, segName(seq))
+	buf, err := readFile(w.fs, name)
+	if err != nil {
+		return err
+	}
+	inc, hseq, chain, err := parseSegmentHeader(buf)
+	if err != nil {
+		return fmt.Errorf("segment %d: %w", seq, err)
+	}
+	if len(w.segs) == 0 {
+		w.inc = inc
+	}
+	switch {
+	case inc != w.inc:
+		return fmt.Errorf("%w: segment %d belongs to store %s, not %s", ErrCorrupt, seq, inc, w.inc)
+	case hseq != seq:
+		return fmt.Errorf("%w: segment %d says it is segment %d", ErrCorrupt, seq, hseq)
+	}
+	seg := &segment{seq: seq, maxIndex: map[GroupID]uint64{}}
+	w.segs = append(w.segs, seg)
+	off := int64(segmentHeaderSize)
+	for off < int64(len(buf)) {
+		n, _, crc, ok := validHeader(buf, off)
+		ok = ok && off+recordHeaderSize+n <= int64(len(buf))
+		var body []byte
+		if ok {
+			body = buf[off+recordHeaderSize : off+recordHeaderSize+n]
+			ok = bodyCRC(chain, body) == crc
+		}
+		if !ok {
+			if !last || vouched(buf, off) {
+				return fmt.Errorf("%w: WAL segment %d: invalid record at offset %d, before fsynced data", ErrCorrupt, seq, off)
+			}
+			w.torn = int64(len(buf)) - off
+			w.logf("raftnode: WAL segment %d: cutting a torn tail of %d bytes at offset %d", seq, w.torn, off)
+			break
+		}
+		if err := replayBody(body, seg, groups); err != nil {
+			return fmt.Errorf("%w: WAL segment %d: record at offset %d: %v", ErrCorrupt, seq, off, err)
+		}
+		chain = crc
+		off += recordHeaderSize + n
+	}
+	if !last {
+		return nil
+	}
+	return w.openActive(name, off, chain)
+}
+
+// openActive opens the last segment for appending, cut at size, and
+// fsyncs it: what a killed process left in the page cache is made durable
+// before anything builds on it.
+func (w *wal) openActive(name string, size int64, chain uint32) error {
+	f, err := w.fs.OpenAppend(name)
+	if err != nil {
+		return err
+	}
+	if cur, err := f.Size(); err != nil || cur != size {
+		if err == nil {
+			err = f.Truncate(size)
+		}
+		if err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	w.f, w.size, w.synced, w.chain = f, size, size, chain
+	return nil
+}
+
+// vouched reports whether a valid record header after off says the file
+// had been fsynced past off: then the invalid record at off was durable,
+// and its damage is not a torn write.
+func vouched(buf []byte, off int64) bool {
+	for p := off + 1; p+recordHeaderSize <= int64(len(buf)); p++ {
+		if _, synced, _, ok := validHeader(buf, p); ok && synced > off {
+			return true
+		}
+	}
+	return false
+}
+
+func readFile(fs vfs.FS, name string) ([]byte, error) {
+	f, err := fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, size)
+	if _, err := f.ReadAt(buf, 0); err != nil && size > 0 {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// replayBody applies the items of one record.
+func replayBody(body []byte, seg *segment, groups map[GroupID]*replayGroup) error {
+	if body[0] != bodyBatch {
+		return fmt.Errorf("body kind %d", body[0])
+	}
+	d := decoder{b: body[1:]}
+	for {
+		it, ok := d.next()
+		if !ok {
+			return d.err
+		}
+		rg := groups[it.group]
+		if rg == nil {
+			rg = &replayGroup{walMeta: walMeta{base: snapMeta{conf: &pb.ConfState{}}}}
+			groups[it.group] = rg
+		}
+		rg.apply(it)
+		if it.kind == itemEntries && len(it.ents) > 0 {
+			last := it.first + uint64(len(it.ents)) - 1
+			seg.maxIndex[it.group] = max(seg.maxIndex[it.group], last)
+		}
+	}
+}
+
+func (rg *replayGroup) apply(it item) {
+	switch it.kind {
+	case itemReplica:
+		if it.flags&replicaRemoved != 0 {
+			rg.removed = max(rg.removed, it.replica)
+			if rg.replica == it.replica {
+				*rg = replayGroup{walMeta: walMeta{removed: rg.removed, base: snapMeta{conf: &pb.ConfState{}}}}
+			}
+		} else if rg.replica != it.replica {
+			*rg = replayGroup{walMeta: walMeta{replica: it.replica, removed: rg.removed, base: snapMeta{conf: &pb.ConfState{}}}}
+		}
+	case itemHardState:
+		rg.hs = it.hs
+	case itemEntries:
+		rg.appendEntries(it.first, it.ents)
+	case itemSnapshot:
+		rg.base, rg.ents = it.meta, nil
+	case itemCompact:
+		rg.base = it.meta
+		rg.dropThrough(it.meta.index)
+	}
+}
+
+// appendEntries writes ents (starting at first) over the log, dropping
+// what was at and after first; a gap before first is kept as a gap (a
+// later compaction may close it; check reports it otherwise).
+func (rg *replayGroup) appendEntries(first uint64, ents []*pb.Entry) {
+	if len(ents) == 0 {
+		return
+	}
+	switch {
+	case len(rg.ents) == 0 || first < rg.ents[0].GetIndex() || first > rg.lastIndex()+1:
+		rg.ents = ents
+	default:
+		keep := first - rg.ents[0].GetIndex()
+		rg.ents = append(rg.ents[:keep:keep], ents...)
+	}
+	rg.dropThrough(rg.base.index)
+}
+
+func (rg *replayGroup) dropThrough(index uint64) {
+	for len(rg.ents) > 0 && rg.ents[0].GetIndex() <= index {
+		rg.ents = rg.ents[1:]
+	}
+}
+
+func (rg *replayGroup) lastIndex() uint64 {
+	if len(rg.ents) == 0 {
+		return rg.base.index
+	}
+	return rg.ents[len(rg.ents)-1].GetIndex()
+}
+
+// check validates a replayed group (package comment, "Recovery").
+func (rg *replayGroup) check(g GroupID) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: group %d: %s", ErrCorrupt, g, fmt.Sprintf(format, args...))
+	}
+	prevTerm := rg.base.term
+	for i, e := range rg.ents {
+		if e.GetIndex() != rg.base.index+1+uint64(i) {
+			return bad("log has a gap before index %d (base %d)", e.GetIndex(), rg.base.index)
+		}
+		if e.GetTerm() < prevTerm {
+			return bad("term goes down at index %d", e.GetIndex())
+		}
+		prevTerm = e.GetTerm()
+	}
+	if rg.hs.GetCommit() > rg.lastIndex() {
+		return bad("commit %d past the last index %d", rg.hs.GetCommit(), rg.lastIndex())
+	}
+	if rg.hs.GetTerm() < prevTerm {
+		return bad("term %d below the last entry's term %d", rg.hs.GetTerm(), prevTerm)
+	}
+	return nil
+}
