@@ -75,7 +75,7 @@ func segName(seq uint64) string { return fmt.Sprintf("%020d.wal", seq) }
 // openWAL opens or creates the WAL in dir and replays it.
 func openWAL(fs vfs.FS, dir string, segBytes int64, logf func(string, ...any)) (*wal, error) {
 	w := &wal{fs: fs, dir: dir, segBytes: segBytes, logf: logf, meta: map[GroupID]*walMeta{}, recovered: map[GroupID]*recovered{}}
-	if err := fs.MkdirAll(dir); err != nil {
+	if err := mkdirDurable(fs, dir); err != nil {
 		return nil, err
 	}
 	seqs, err := w.listSegments()
@@ -89,6 +89,21 @@ func openWAL(fs vfs.FS, dir string, segBytes int64, logf func(string, ...any)) (
 		return nil, err
 	}
 	return w, nil
+}
+
+// mkdirDurable creates dir and its parents and makes their entries
+// durable (fsync of each parent), so a power loss cannot take the WAL's
+// directory, and the store's incarnation with it.
+func mkdirDurable(fs vfs.FS, dir string) error {
+	if err := fs.MkdirAll(dir); err != nil {
+		return err
+	}
+	for d := path.Clean(dir); d != "." && d != "/"; d = path.Dir(d) {
+		if err := fs.SyncDir(path.Dir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (w *wal) listSegments() ([]uint64, error) {
