@@ -82,9 +82,10 @@
 //	40      4   reserved, 0
 //	44      4   CRC-32C of bytes 0..43
 //
-// A segment is created as <seq>.wal.new holding only its header, fsynced,
+// A segment is created as <seq>.wal.new holding its header and (but for
+// the first segment of a new WAL) its checkpoint record (below), fsynced,
 // renamed to <seq>.wal, and the directory fsynced, so a segment under its
-// final name always has a whole header.
+// final name always has a whole header and checkpoint.
 //
 // # Record
 //
@@ -125,13 +126,22 @@
 //	5 compact    index u64, term u64, conf state: the state machine is
 //	             durable through index; entries up to it are dropped and
 //	             the conf state is the one in force at index
+//	6 snapbegin  index u64, term u64, conf state: the install of a
+//	             snapshot begins; written and fsynced alone before the
+//	             state machine's Restore, and followed by the snapshot item
+//	             in the round's record. If recovery finds it without its
+//	             snapshot item and the state machine is at or past index,
+//	             the install finished: it is completed from this item
+//	             (and written again as a snapshot item); otherwise it is
+//	             ignored and the old log stands.
 //
 // Conf state: four lists of replica IDs, each a count u32 then u64s
 // (voters, learners, outgoing voters, next learners), then auto-leave u8.
 //
-// The first record of every segment but the first is a checkpoint: a
-// batch holding, for every group the WAL knows, its replica item, its
-// hardstate and its last snapshot or compact item. Records of older
+// The first record of every segment but the first is a checkpoint (its
+// synced field is 0): a batch holding, for every group the WAL knows, its
+// replica item (and tombstone), its hardstate and its base as a compact
+// item. Records of older
 // segments are thus needed only for entries, and a segment is deleted
 // (oldest first, never the active one) once every group whose entries it
 // holds has compacted past them or been removed.

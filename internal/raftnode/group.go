@@ -33,7 +33,8 @@ type group struct {
 	lastTick   uint64        // the node's tick count when the group last ticked
 	leader     bool          // leader as of the last Ready
 	term       uint64        // term as of the last Ready
-	create     []byte        // items that create the replica in the WAL, written by its first round
+	create     []byte        // items its first round writes: the replica's creation, or a completed snapshot install
+	createUp   walUpdate     // what create changes in the WAL's metadata
 	out        roundOut      // this round's output, from prepare to finish
 	fencedErr  error         // round-side copy of the fence
 	removeDone chan struct{} // a removal written by this round
@@ -175,8 +176,20 @@ func (g *group) fence(err error) {
 	}
 }
 
+// contain turns a panic in the group's part of a round (raft panics on a
+// broken invariant, such as a follower whose log lost what it
+// acknowledged) into a fence of that replica alone, so one damaged
+// replica does not take the server down (decision 12).
+func (g *group) contain() {
+	if r := recover(); r != nil {
+		g.out = roundOut{}
+		g.fence(fmt.Errorf("%w: group %d: %v", ErrCorrupt, g.id, r))
+	}
+}
+
 // prepare is the first part of a round (package comment, step 1).
 func (g *group) prepare() {
+	defer g.contain()
 	g.out = roundOut{}
 	g.mu.Lock()
 	inbox, props, reqs := g.mu.inbox, g.mu.props, g.mu.reqs
@@ -194,7 +207,7 @@ func (g *group) prepare() {
 	}
 	if g.create != nil {
 		g.out.items = append(g.out.items, g.create...)
-		g.out.up = walUpdate{group: g.id, replica: g.replica, base: &snapMeta{conf: g.confs[0].cs}}
+		g.out.up = g.createUp
 		g.out.mustSync = true
 		g.create = nil
 	}
@@ -392,12 +405,18 @@ func (g *group) checkProposals(rd raft.Ready, stepped []*Proposal) {
 // the group.
 func (g *group) restore(snap *pb.Snapshot, it *items) bool {
 	md := snap.GetMetadata()
-	if err := g.sm.Restore(md.GetIndex(), snap.GetData()); err != nil {
-		g.fence(fmt.Errorf("restore of snapshot at %d: %w", md.GetIndex(), err))
+	m := snapMeta{index: md.GetIndex(), term: md.GetTerm(), conf: pb.EnsureConfState(md.GetConfState())}
+	g.n.walMu.Lock()
+	err := g.n.wal.snapBegin(g.id, m)
+	g.n.walMu.Unlock()
+	if err == nil {
+		err = g.sm.Restore(md.GetIndex(), snap.GetData())
+	}
+	if err != nil {
+		g.fence(fmt.Errorf("install of snapshot at %d: %w", md.GetIndex(), err))
 		g.out = roundOut{}
 		return false
 	}
-	m := snapMeta{index: md.GetIndex(), term: md.GetTerm(), conf: pb.EnsureConfState(md.GetConfState())}
 	it.snap(itemSnapshot, g.id, m)
 	g.out.up.base = &m
 	g.out.mustSync = true
@@ -430,6 +449,7 @@ func (g *group) encodeMessages(msgs []*pb.Message) {
 // WAL write (walErr: it failed, nothing is durable) and the sends
 // (unreachable: servers whose frame could not be sent).
 func (g *group) finish(walErr error, unreachable map[ServerID]bool) {
+	defer g.contain()
 	out := g.out
 	g.out = roundOut{}
 	if g.removeDone != nil || g.fencedErr != nil {

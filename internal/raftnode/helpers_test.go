@@ -22,6 +22,8 @@ type hashSM struct {
 	hash    [32]byte
 	// onApply, if set, sees each entry applied and the hash after it.
 	onApply func(e Entry, hash [32]byte)
+	// onRestore, if set, sees each snapshot installed.
+	onRestore func(index uint64, hash [32]byte)
 }
 
 func newHashSM(fs vfs.FS, dir string, g GroupID) *hashSM {
@@ -83,6 +85,9 @@ func (sm *hashSM) Restore(index uint64, data []byte) error {
 	}
 	sm.applied = index
 	copy(sm.hash[:], data[8:])
+	if sm.onRestore != nil {
+		sm.onRestore(index, sm.hash)
+	}
 	return sm.checkpoint()
 }
 

@@ -254,6 +254,23 @@ func (n *Node) initGroup(g *group, cfg GroupConfig) error {
 func (g *group) recover(rec *recovered) {
 	m := rec.meta
 	base := m.base
+	applied := g.sm.Applied()
+	if p := rec.pending; p != nil && applied >= p.index {
+		// The state machine finished installing a snapshot whose item the
+		// WAL lost: the log is replaced by it, as that item would have.
+		// Its first round writes that item (and the hardstate), fsynced.
+		base, rec.ents = *p, nil
+		m.hs = &pb.HardState{Term: new(max(m.hs.GetTerm(), p.term)), Vote: new(m.hs.GetVote()), Commit: new(p.index)}
+		if m.hs.GetTerm() != rec.meta.hs.GetTerm() {
+			m.hs.Vote = new(uint64(0))
+		}
+		var it items
+		it.snap(itemSnapshot, g.id, base)
+		it.hardState(g.id, m.hs)
+		g.create = it.b
+		g.createUp = walUpdate{group: g.id, hs: m.hs, base: &base}
+		g.n.cfg.Logf("raftnode: group %d: completing the install of the snapshot at %d", g.id, p.index)
+	}
 	if err := g.st.ApplySnapshot(&pb.Snapshot{Metadata: &pb.SnapshotMetadata{
 		Index: new(base.index), Term: new(base.term), ConfState: base.conf,
 	}}); err != nil {
@@ -262,7 +279,6 @@ func (g *group) recover(rec *recovered) {
 	}
 	_ = g.st.Append(rec.ents)
 	last, _ := g.st.LastIndex()
-	applied := g.sm.Applied()
 	switch {
 	case applied < base.index:
 		g.fence(fmt.Errorf("%w: group %d: state machine at %d, but the log was compacted through %d", ErrCorrupt, g.id, applied, base.index))
@@ -295,6 +311,7 @@ func (g *group) bootstrap(cfg GroupConfig) {
 	it.replica(g.id, g.replica, 0)
 	it.snap(itemCompact, g.id, snapMeta{conf: cs})
 	g.create = it.b
+	g.createUp = walUpdate{group: g.id, replica: g.replica, base: &snapMeta{conf: cs}}
 	g.newRawNode(0)
 }
 

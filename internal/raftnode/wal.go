@@ -57,7 +57,10 @@ type walMeta struct {
 type recovered struct {
 	meta walMeta
 	ents []*pb.Entry // consecutive, from meta.base.index+1
-	err  error       // the replayed state failed a check (ErrCorrupt)
+	// pending is a snapshot whose install began (the state machine was
+	// asked to Restore it) but whose snapshot item is missing.
+	pending *snapMeta
+	err     error // the replayed state failed a check (ErrCorrupt)
 }
 
 // walUpdate is what one group's items of a batch change in walMeta.
@@ -131,20 +134,29 @@ func (w *wal) create() error {
 		return err
 	}
 	w.logf("raftnode: new WAL in %s, store incarnation %s", w.dir, w.inc)
-	return w.newSegment(1)
+	return w.newSegment(1, nil)
 }
 
-// newSegment creates segment seq (write-new, fsync, rename, fsync
-// directory) and makes it the active one.
-func (w *wal) newSegment(seq uint64) error {
+// newSegment creates segment seq holding its header and, if checkpoint is
+// not nil, a first record with that body (write-new, fsync, rename, fsync
+// directory), and makes it the active one. A segment under its final name
+// thus always has its header and its checkpoint.
+func (w *wal) newSegment(seq uint64, checkpoint []byte) error {
 	name := path.Join(w.dir, segName(seq))
 	tmp := name + ".new"
+	hdr := segmentHeader(w.inc, seq)
+	_, _, chain, _ := parseSegmentHeader(hdr)
+	buf := hdr
+	if checkpoint != nil {
+		rh, crc := recordHeader(checkpoint, segmentHeaderSize, 0, chain)
+		buf = append(append(buf, rh[:]...), checkpoint...)
+		chain = crc
+	}
 	f, err := w.fs.Create(tmp)
 	if err != nil {
 		return err
 	}
-	hdr := segmentHeader(w.inc, seq)
-	if _, err := f.Write(hdr); err != nil {
+	if _, err := f.Write(buf); err != nil {
 		f.Close()
 		return err
 	}
@@ -167,9 +179,10 @@ func (w *wal) newSegment(seq uint64) error {
 	if w.f != nil {
 		w.f.Close()
 	}
-	_, _, crc, _ := parseSegmentHeader(hdr)
-	w.f, w.size, w.synced, w.chain = f, segmentHeaderSize, segmentHeaderSize, crc
+	size := int64(len(buf))
+	w.f, w.size, w.synced, w.chain = f, size, size, chain
 	w.segs = append(w.segs, &segment{seq: seq, maxIndex: map[GroupID]uint64{}})
+	w.logf("raftnode: WAL segment %d started", seq)
 	return nil
 }
 
@@ -246,6 +259,20 @@ func (w *wal) update(u walUpdate) {
 	}
 }
 
+// snapBegin writes and fsyncs a snapshot-begin item for group g: the
+// install of a snapshot at m starts (the state machine's Restore comes
+// next). If the state machine finished it but the snapshot item was lost,
+// recovery completes the install from this item.
+func (w *wal) snapBegin(g GroupID, m snapMeta) error {
+	var it items
+	it.b = []byte{bodyBatch}
+	it.snap(itemSnapBegin, g, m)
+	if err := w.write(it.b, nil); err != nil {
+		return err
+	}
+	return w.sync()
+}
+
 // sync fsyncs the active segment if it has unsynced bytes.
 func (w *wal) sync() error {
 	if w.damage != nil {
@@ -261,13 +288,10 @@ func (w *wal) sync() error {
 	return nil
 }
 
-// rotate fsyncs the active segment, starts the next one and writes its
+// rotate fsyncs the active segment and starts the next one, with its
 // checkpoint record.
 func (w *wal) rotate() error {
 	if err := w.sync(); err != nil {
-		return err
-	}
-	if err := w.newSegment(w.segs[len(w.segs)-1].seq + 1); err != nil {
 		return err
 	}
 	var it items
@@ -286,14 +310,18 @@ func (w *wal) rotate() error {
 		}
 		it.snap(itemCompact, g, m.base)
 	}
-	return w.writeRecord(it.b)
+	return w.newSegment(w.segs[len(w.segs)-1].seq+1, it.b)
 }
 
 // collect deletes the oldest segments that no group needs any more: every
 // group whose entries a segment holds has compacted past them, or has no
-// live replica. Called after an fsync, so the checkpoints of the newer
-// segments are durable.
+// live replica. It does nothing unless the active segment is fully
+// fsynced, so the checkpoints of the newer segments, and the compact
+// items it relies on, are durable.
 func (w *wal) collect() {
+	if w.synced != w.size {
+		return // the newest checkpoint may not be durable yet
+	}
 	for w.damage == nil && len(w.segs) > 1 {
 		s := w.segs[0]
 		for g, max := range s.maxIndex {
@@ -310,6 +338,7 @@ func (w *wal) collect() {
 			return
 		}
 		w.segs = w.segs[1:]
+		w.logf("raftnode: WAL segment %d deleted", s.seq)
 	}
 }
 
@@ -341,7 +370,8 @@ func (w *wal) close() error {
 // replayGroup is a group's state while the log is replayed.
 type replayGroup struct {
 	walMeta
-	ents []*pb.Entry // consecutive; may start past base.index+1 until a later item closes the gap
+	ents    []*pb.Entry // consecutive; may start past base.index+1 until a later item closes the gap
+	pending *snapMeta   // a snapshot-begin item not yet followed by its snapshot item
 }
 
 // replay reads the segments seqs (sorted), cutting a torn tail, and builds
@@ -373,7 +403,7 @@ func (w *wal) replay(seqs []uint64) error {
 	for g, rg := range groups {
 		w.meta[g] = &walMeta{replica: rg.replica, removed: rg.removed, hs: rg.hs, base: rg.base}
 		if rg.replica != 0 {
-			w.recovered[g] = &recovered{meta: rg.walMeta, ents: rg.ents, err: rg.check(g)}
+			w.recovered[g] = &recovered{meta: rg.walMeta, ents: rg.ents, pending: rg.pending, err: rg.check(g)}
 		}
 	}
 	return nil
@@ -525,7 +555,10 @@ func (rg *replayGroup) apply(it item) {
 	case itemEntries:
 		rg.appendEntries(it.first, it.ents)
 	case itemSnapshot:
-		rg.base, rg.ents = it.meta, nil
+		rg.base, rg.ents, rg.pending = it.meta, nil, nil
+	case itemSnapBegin:
+		m := it.meta
+		rg.pending = &m
 	case itemCompact:
 		rg.base = it.meta
 		rg.dropThrough(it.meta.index)
