@@ -236,10 +236,11 @@ func doneReqs(reqs []request) {
 	}
 }
 
-// propose steps the queued proposals, before anything else of the round,
-// so their indexes follow the log's last index: at the start of a round
-// raft holds no unstable entries (the previous Ready was persisted and
-// advanced), so the log ends at the storage's last index.
+// propose steps the queued proposals as one batch (one append message
+// per follower), before anything else of the round, so their indexes
+// follow the log's last index: at the start of a round raft holds no
+// unstable entries (the previous Ready was persisted and advanced), so
+// the log ends at the storage's last index.
 func (g *group) propose(props []*Proposal) []*Proposal {
 	if len(props) == 0 {
 		return nil
@@ -249,19 +250,21 @@ func (g *group) propose(props []*Proposal) []*Proposal {
 		failProps(props, ErrNotLeader)
 		return nil
 	}
-	last, _ := g.st.LastIndex()
-	var stepped []*Proposal
-	for _, p := range props {
-		if err := g.rn.Propose(p.data); err != nil {
-			p.resolve(nil, ErrDropped)
-			continue
-		}
-		last++
-		p.term, p.index = bs.GetTerm(), last
-		g.waiters[last] = p
-		stepped = append(stepped, p)
+	ents := make([]*pb.Entry, len(props))
+	for i, p := range props {
+		ents[i] = &pb.Entry{Data: p.data}
 	}
-	return stepped
+	m := &pb.Message{Type: pb.MsgProp.Enum(), From: new(uint64(g.replica)), Entries: ents}
+	if err := g.rn.Step(m); err != nil {
+		failProps(props, ErrDropped)
+		return nil
+	}
+	last, _ := g.st.LastIndex()
+	for i, p := range props {
+		p.term, p.index = bs.GetTerm(), last+1+uint64(i)
+		g.waiters[p.index] = p
+	}
+	return props
 }
 
 // tick gives the group the ticks it missed since it last ran, at most an
