@@ -89,3 +89,8 @@ func decodeFrame(frame []byte, fn func(g GroupID, flags byte, msg []byte)) error
 	}
 	return nil
 }
+
+// beatOnly reports whether frame holds nothing but one liveness beat.
+func beatOnly(frame []byte) bool {
+	return len(frame) == 5+envelopeOverhead+4 && frame[5+8] == flagLiveness
+}

@@ -31,6 +31,8 @@ type group struct {
 	confs      []confAt // conf states since the log's base, by index
 	waiters    map[uint64]*Proposal
 	lastTick   uint64        // the node's tick count when the group last ticked
+	quiet      bool          // quiesced: not ticking (quiesce.go)
+	announce   bool          // the first round wakes the other replicas (they may be quiet)
 	leader     bool          // leader as of the last Ready
 	term       uint64        // term as of the last Ready
 	create     []byte        // items its first round writes: the replica's creation, or a completed snapshot install
@@ -41,7 +43,8 @@ type group struct {
 
 	mu struct {
 		sync.Mutex
-		inbox   []*pb.Message
+		inbox   []inMsg
+		quiet   bool // mirror of the round's quiet, for Tick and Status
 		props   []*Proposal
 		reqs    []request
 		peers   map[ReplicaID]ServerID
@@ -49,6 +52,12 @@ type group struct {
 		fenced  error
 		removed bool
 	}
+}
+
+// inMsg is a received message (nil for a wake envelope) and its flags.
+type inMsg struct {
+	m     *pb.Message
+	flags byte
 }
 
 // confAt is the conf state in force from index on.
@@ -60,10 +69,11 @@ type confAt struct {
 // request is an operation asked of a group through the API, run in its
 // next round.
 type request struct {
-	kind  int
-	to    ReplicaID
-	index uint64
-	done  chan struct{}
+	kind   int
+	to     ReplicaID
+	index  uint64
+	forget bool // reqWake: the leader's server was found dead
+	done   chan struct{}
 }
 
 const (
@@ -72,6 +82,7 @@ const (
 	reqStepDown
 	reqCompact
 	reqRemove
+	reqWake
 )
 
 // roundOut is what prepare hands to the node and finish.
@@ -211,13 +222,35 @@ func (g *group) prepare() {
 		g.out.mustSync = true
 		g.create = nil
 	}
-	stepped := g.propose(props)
-	for _, m := range inbox {
-		_ = g.rn.Step(m) // errors: a stale or unknown peer's message, ignored
+	if g.announce {
+		g.announce = false
+		g.wakePeers()
 	}
-	g.tick()
+	g.maybeWake(inbox, props, reqs)
+	stepped := g.propose(props)
+	var quiesce *pb.Message // a quiesce heartbeat from the leader
+	others := false         // messages other than quiesce heartbeats
+	for _, in := range inbox {
+		if in.m == nil {
+			continue // a wake envelope: maybeWake did it
+		}
+		_ = g.rn.Step(in.m) // errors: a stale or unknown peer's message, ignored
+		if in.m.GetType() == pb.MsgHeartbeat && in.flags&flagQuiesce != 0 {
+			quiesce = in.m
+		} else {
+			others = true
+		}
+	}
+	if g.quiet {
+		g.lastTick = g.n.ticks.Load() // a quiet group lets ticks go by
+	} else {
+		g.tick()
+	}
 	for _, r := range reqs {
 		g.request(r)
+	}
+	if quiesce != nil {
+		g.followQuiesce(quiesce, others || len(props) > 0 || len(reqs) > 0)
 	}
 	g.ready(stepped)
 }
@@ -290,6 +323,13 @@ func (g *group) request(r request) {
 		}
 	case reqCompact:
 		g.prepareCompact(r.index)
+	case reqWake:
+		if r.forget && g.rn.BasicStatus().RaftState == raft.StateFollower {
+			_ = g.rn.ForgetLeader()
+			for range g.n.cfg.ElectionTicks {
+				g.rn.Tick()
+			}
+		}
 	}
 	if r.done != nil {
 		close(r.done)
@@ -378,7 +418,11 @@ func (g *group) ready(stepped []*Proposal) {
 		g.out.up.group = g.id
 	}
 	g.out.mustSync = g.out.mustSync || rd.MustSync
-	g.encodeMessages(rd.Messages)
+	var flags byte
+	if g.leaderQuiesces(rd, stepped) {
+		g.quiet, flags = true, flagQuiesce
+	}
+	g.encodeMessages(rd.Messages, flags)
 }
 
 // checkProposals verifies, while this replica is still the leader of the
@@ -429,7 +473,7 @@ func (g *group) restore(snap *pb.Snapshot, it *items) bool {
 // encodeMessages turns the Ready's messages into envelopes for their
 // servers. A message to a replica of no known server is dropped, and the
 // replica reported unreachable in finish.
-func (g *group) encodeMessages(msgs []*pb.Message) {
+func (g *group) encodeMessages(msgs []*pb.Message, flags byte) {
 	if len(msgs) == 0 {
 		return
 	}
@@ -443,7 +487,7 @@ func (g *group) encodeMessages(msgs []*pb.Message) {
 			panic(fmt.Sprintf("raftnode: marshal %v: %v", m.GetType(), err))
 		}
 		om := outMsg{to: peers[to], replica: to, snap: m.GetType() == pb.MsgSnap}
-		om.env = appendEnvelope(nil, g.id, 0, b)
+		om.env = appendEnvelope(nil, g.id, flags, b)
 		g.out.msgs = append(g.out.msgs, om)
 	}
 }
@@ -616,7 +660,7 @@ func (g *group) publish() {
 	s := GroupStatus{
 		Group: g.id, Replica: g.replica, Role: roleOf(bs.RaftState), Term: bs.GetTerm(),
 		Leader: ReplicaID(bs.Lead), Commit: bs.GetCommit(), Applied: g.smApplied,
-		FirstIndex: first, LastIndex: last,
+		FirstIndex: first, LastIndex: last, Quiesced: g.quiet,
 	}
 	if bs.RaftState == raft.StateLeader {
 		g.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
@@ -633,5 +677,6 @@ func (g *group) publish() {
 		s.Replicas[i].Server = g.mu.peers[s.Replicas[i].Replica]
 	}
 	g.mu.status = s
+	g.mu.quiet = g.quiet
 	g.mu.Unlock()
 }

@@ -18,7 +18,9 @@ type Receiver interface {
 // the goroutine Run. Faults, per directed link: cut (one way; Partition
 // cuts both ways), drop with a probability, delay. A cut also drops the
 // frames already in flight on that link when they are delivered. Sends
-// never fail: like a real network, a lost frame is silent.
+// never fail: like a real network, a lost frame is silent. A frame holding
+// only a liveness beat is not queued behind another such frame on the same
+// link (a transport should not queue redundant beats either).
 type MemNetwork struct {
 	mu       sync.Mutex
 	rand     *rand.Rand
@@ -86,6 +88,12 @@ func (m *MemNetwork) send(from, to ServerID, frame []byte) {
 	if m.cut[l] || (m.drop[l] > 0 && m.rand.Float64() < m.drop[l]) {
 		m.mu.Unlock()
 		return
+	}
+	if beatOnly(frame) && slices.ContainsFunc(m.inflight, func(f memFrame) bool {
+		return f.from == from && f.to == to && beatOnly(f.frame)
+	}) {
+		m.mu.Unlock()
+		return // a beat already on its way says the same
 	}
 	m.inflight = append(m.inflight, memFrame{from: from, to: to, frame: slices.Clone(frame), due: m.now().Add(m.delay[l])})
 	m.mu.Unlock()

@@ -29,6 +29,8 @@ type Node struct {
 	}
 	sched scheduler
 	ticks atomic.Uint64 // ticks so far; each group catches up to it when it runs
+	alive liveness      // peer servers' liveness (quiesce.go)
+	beat  atomic.Bool   // a tick asked the next round to send liveness beats
 
 	// Goroutines of Start.
 	started bool
@@ -101,6 +103,7 @@ func Open(cfg Config) (*Node, error) {
 	n.mu.groups = map[GroupID]*group{}
 	n.sched.queued = map[*group]bool{}
 	n.sched.wake = make(chan struct{}, 1)
+	n.alive.heard, n.alive.dead = map[ServerID]uint64{}, map[ServerID]bool{}
 	return n, nil
 }
 
@@ -182,7 +185,7 @@ func (n *Node) AddGroup(cfg GroupConfig, sm StateMachine) error {
 	if n.mu.groups[cfg.ID] != nil {
 		return ErrGroupExists
 	}
-	g := &group{n: n, id: cfg.ID, replica: cfg.Replica, sm: sm, waiters: map[uint64]*Proposal{}, lastTick: n.ticks.Load()}
+	g := &group{n: n, id: cfg.ID, replica: cfg.Replica, sm: sm, waiters: map[uint64]*Proposal{}, lastTick: n.ticks.Load(), announce: true}
 	g.mu.peers = peers
 	n.walMu.Lock()
 	err = n.initGroup(g, cfg)
@@ -493,42 +496,66 @@ func (n *Node) Receive(from ServerID, frame []byte) error {
 	if closed {
 		return ErrStopped
 	}
-	return decodeFrame(frame, func(id GroupID, flags byte, msg []byte) {
+	err := decodeFrame(frame, func(id GroupID, flags byte, msg []byte) {
 		g := n.group(id)
-		if g == nil || len(msg) == 0 {
-			return
+		if g == nil {
+			return // group 0: a liveness beat; or a group not (or no longer) here
 		}
-		m := new(pb.Message)
-		if proto.Unmarshal(msg, m) != nil || m.GetTo() != uint64(g.replica) {
-			return
+		in := inMsg{flags: flags}
+		if flags&flagWake == 0 {
+			m := new(pb.Message)
+			if proto.Unmarshal(msg, m) != nil || m.GetTo() != uint64(g.replica) {
+				return
+			}
+			in.m = m
 		}
 		g.mu.Lock()
 		ok := g.mu.fenced == nil && !g.mu.removed && len(g.mu.inbox) < n.cfg.MaxInbox
 		if ok {
-			g.mu.inbox = append(g.mu.inbox, m)
+			g.mu.inbox = append(g.mu.inbox, in)
 		}
 		g.mu.Unlock()
 		if ok {
 			n.sched.enqueue(g)
 		}
 	})
+	if err == nil {
+		n.heardFrom(from)
+	}
+	return err
 }
 
-// Tick advances the node's clock by one tick: every group runs in the
-// next round and catches up on the ticks it missed. Start calls it from
-// its ticker; tests call it by hand.
+// Tick advances the node's clock by one tick: every group that is not
+// quiet runs in the next round and catches up on the ticks it missed; the
+// next round sends a liveness beat to every peer server; quiet groups with
+// a replica on a server silent for more than ElectionTicks are woken.
+// Start calls it from its ticker; tests call it by hand.
 func (n *Node) Tick() {
-	n.ticks.Add(1)
+	now := n.ticks.Add(1)
 	n.mu.RLock()
 	list := n.mu.list
 	n.mu.RUnlock()
+	died, revived := n.checkLiveness(now, list)
+	if len(died) > 0 {
+		n.cfg.Logf("raftnode: no beat from %v for %d ticks", died, n.cfg.ElectionTicks)
+		n.wakeFor(died, true, list)
+	}
+	if len(revived) > 0 {
+		n.cfg.Logf("raftnode: %v heard again", revived)
+		n.wakeFor(revived, false, list)
+	}
+	n.beat.Store(true)
 	for _, g := range list {
 		g.mu.Lock()
-		skip := g.mu.fenced != nil
+		skip := g.mu.fenced != nil || g.mu.quiet
 		g.mu.Unlock()
 		if !skip {
 			n.sched.enqueue(g)
 		}
+	}
+	select {
+	case n.sched.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -540,7 +567,7 @@ func (n *Node) RunRound() bool {
 	n.roundMu.Lock()
 	defer n.roundMu.Unlock()
 	gs := n.sched.take()
-	if len(gs) == 0 {
+	if len(gs) == 0 && !n.beat.Load() {
 		return false
 	}
 	n.each(gs, (*group).prepare)
@@ -631,6 +658,20 @@ func (n *Node) send(gs []*group, walErr error) map[ServerID]bool {
 				order = append(order, m.to)
 			}
 			fb.add(m.env)
+		}
+	}
+	if n.beat.Swap(false) {
+		n.alive.mu.Lock()
+		peers := n.alive.peers
+		n.alive.mu.Unlock()
+		for _, s := range peers {
+			fb := frames[s]
+			if fb == nil {
+				fb = &frameBuilder{}
+				frames[s] = fb
+				order = append(order, s)
+			}
+			fb.add(appendEnvelope(nil, 0, flagLiveness, nil))
 		}
 	}
 	var unreachable map[ServerID]bool

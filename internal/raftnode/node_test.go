@@ -192,3 +192,78 @@ func TestRemoveGroupTombstone(t *testing.T) {
 	}
 	c.addReplica(0, 1, 1) // a new replica ID is fine
 }
+
+// An idle group goes quiet: after a few ticks nothing but the liveness
+// beats (one per peer server per tick, for all groups) is sent; a
+// proposal wakes it; a quiet leader's server going silent makes the
+// followers elect a new leader.
+func TestQuiescence(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	for g := GroupID(1); g <= 10; g++ {
+		c.addGroup(g, 0)
+	}
+	c.stabilize()
+	for g := GroupID(1); g <= 10; g++ {
+		if err := c.nodes[0].n.Campaign(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.stabilize()
+	c.propose(0, 1, "a")
+	c.tick(3)
+	for i := range c.nodes {
+		for g := GroupID(1); g <= 10; g++ {
+			if s := c.status(i, g); !s.Quiesced {
+				t.Fatalf("%s group %d not quiet: %+v", c.nodes[i].id, g, s)
+			}
+		}
+	}
+	// Count what is sent over 20 ticks: beats only.
+	frames, beats := 0, 0
+	for range 20 {
+		for _, tn := range c.nodes {
+			tn.n.Tick()
+		}
+		for _, tn := range c.nodes {
+			tn.n.RunRound()
+		}
+		frames += c.net.InFlight()
+		for i := c.net.InFlight() - 1; i >= 0; i-- {
+			c.net.mu.Lock()
+			if beatOnly(c.net.inflight[i].frame) {
+				beats++
+			}
+			c.net.mu.Unlock()
+		}
+		c.net.DeliverAll()
+	}
+	if frames != beats || frames > 20*6 {
+		t.Fatalf("%d frames over 20 idle ticks, %d of them beats only", frames, beats)
+	}
+	// A proposal wakes the group and commits.
+	p := c.propose(0, 3, "b")
+	if _, err := p.Result(); err != nil {
+		t.Fatal(err)
+	}
+	c.tick(3)
+	if !c.status(1, 3).Quiesced {
+		t.Fatal("group 3 did not go quiet again")
+	}
+	// The leader's server dies: the followers hear no beat, wake, forget
+	// the leader and elect another within a few election timeouts.
+	c.net.Detach("s1")
+	c.nodes[0].n = nil
+	for k := 0; ; k++ {
+		if k > 60 {
+			t.Fatal("no new leader after the quiet leader's server died")
+		}
+		c.tick(1)
+		done := true
+		for g := GroupID(1); g <= 10; g++ {
+			done = done && c.leader(g) > 0
+		}
+		if done {
+			break
+		}
+	}
+}

@@ -266,6 +266,9 @@ func (h *scriptHarness) status(c scriptCmd) {
 			continue
 		}
 		line := fmt.Sprintf("%s: %s term=%d leader=%d commit=%d applied=%d log=%d..%d", tn.id, st.Role, st.Term, st.Leader, st.Commit, st.Applied, st.FirstIndex, st.LastIndex)
+		if st.Quiesced {
+			line += " quiet"
+		}
 		if st.Fenced != nil {
 			line += " fenced: " + st.Fenced.Error()
 		}
@@ -400,13 +403,28 @@ type traceTransport struct {
 
 func (tt traceTransport) Send(to ServerID, frame []byte) error {
 	var msgs []string
+	alive := false
 	_ = decodeFrame(frame, func(g GroupID, flags byte, msg []byte) {
 		var m pb.Message
-		if proto.Unmarshal(msg, &m) == nil {
-			msgs = append(msgs, fmt.Sprintf("g%d %s", g, describeMsg(&m)))
+		switch {
+		case flags&flagLiveness != 0:
+			alive = true
+		case flags&flagWake != 0:
+			msgs = append(msgs, fmt.Sprintf("g%d wake", g))
+		case proto.Unmarshal(msg, &m) == nil:
+			d := fmt.Sprintf("g%d %s", g, describeMsg(&m))
+			if flags&flagQuiesce != 0 {
+				d += " (quiesce)"
+			}
+			msgs = append(msgs, d)
 		}
 	})
-	tt.h.tracef("%s->%s: %s", tt.from, to, strings.Join(msgs, ", "))
+	if len(msgs) > 0 { // frames holding only a liveness beat are not traced
+		if alive {
+			msgs = append(msgs, "alive")
+		}
+		tt.h.tracef("%s->%s: %s", tt.from, to, strings.Join(msgs, ", "))
+	}
 	return tt.inner.Send(to, frame)
 }
 

@@ -115,6 +115,7 @@ type sim struct {
 	leaders map[GroupID]map[uint64]ReplicaID // term -> leader
 	pending []simProposal
 	incs    []Incarnation // each node's store, as its replicas are bound to it
+	quiet   int           // replica-steps spent quiesced
 	log     []string
 	failed  bool
 }
@@ -253,9 +254,9 @@ func (s *sim) run(steps int) {
 		}
 		return n
 	}
-	s.t.Logf("seed %d, %d nodes: acknowledged %d+%d entries, terms %d+%d, %d power losses, %d snapshots installed, %d torn tails cut",
+	s.t.Logf("seed %d, %d nodes: acknowledged %d+%d entries, terms %d+%d, %d power losses, %d snapshots installed, %d torn tails cut, %d replica-steps quiet",
 		s.seed, len(s.nodes), len(s.acked[1]), len(s.acked[2]), len(s.leaders[1]), len(s.leaders[2]),
-		count("power loss"), count("installs a snapshot"), count("torn tail"))
+		count("power loss"), count("installs a snapshot"), count("torn tail"), s.quiet)
 }
 
 // step performs one random event.
@@ -265,9 +266,11 @@ func (s *sim) step(step int) {
 	x := s.r.IntN(1000)
 	switch {
 	case x < 300 && inflight > 0:
-		i := s.r.IntN(inflight)
-		s.logf("%d deliver %d/%d", step, i, inflight)
-		s.net.Deliver(i)
+		for k := 1 + s.r.IntN(3); k > 0 && inflight > 0; k, inflight = k-1, s.net.InFlight() {
+			i := s.r.IntN(inflight)
+			s.logf("%d deliver %d/%d", step, i, inflight)
+			s.net.Deliver(i)
+		}
 	case x < 310 && inflight > 0:
 		s.logf("%d drop", step)
 		s.net.Drop(s.r.IntN(inflight))
@@ -288,6 +291,9 @@ func (s *sim) step(step int) {
 			s.nodes[i].n.Tick()
 		}
 	case x < 820 && len(live) > 0:
+		if (step/400)%3 == 2 {
+			break // an idle stretch: groups may quiesce, faults go on
+		}
 		s.propose(step, live)
 	case x < 840 && len(live) > 0:
 		s.checkpoint(step, live[s.r.IntN(len(live))])
@@ -412,6 +418,9 @@ func (s *sim) check() {
 			}
 			if st.Fenced != nil {
 				s.fatalf("group %d fenced on %s: %v", g, tn.id, st.Fenced)
+			}
+			if st.Quiesced {
+				s.quiet++
 			}
 			if st.Role != Leader {
 				continue

@@ -128,6 +128,9 @@ type Config struct {
 	// MaxPendingProposals bounds the proposals waiting for a group's next
 	// round; beyond it Propose fails with ErrBusy (default 4096).
 	MaxPendingProposals int
+	// DisableQuiescence keeps idle groups ticking and heartbeating (for
+	// tests and comparisons; quiescence is on by default, quiesce.go).
+	DisableQuiescence bool
 	// MaxInbox bounds the received messages waiting for a group's next
 	// round; beyond it messages are dropped (default 4096).
 	MaxInbox int

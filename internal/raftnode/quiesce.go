@@ -1,0 +1,242 @@
+package raftnode
+
+import (
+	"maps"
+	"slices"
+	"sync"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
+)
+
+// Quiescence (clustering reference section 3.3, CockroachDB's quiesced
+// ranges, TiKV's hibernate regions): an idle group stops ticking, so it
+// sends and costs nothing; one liveness beat per peer server per tick
+// (coalesced over every group) replaces the groups' heartbeats as the
+// failure detector.
+//
+//   - A leader goes quiet on a heartbeat tick when nothing is in flight:
+//     no proposal or waiter, every entry committed and applied, every
+//     replica's log matching its own (but replicas on servers known dead),
+//     no transfer. Its heartbeats of that
+//     tick carry flagQuiesce, and it stops ticking.
+//   - A follower that gets such a heartbeat from its leader goes quiet
+//     too if its log ends at the leader's commit index; otherwise it asks
+//     the leader to wake (a wake envelope) and keeps ticking.
+//   - A quiet group wakes on a proposal, a request, any message but a
+//     leader's heartbeat responses or a quiesce heartbeat, a wake
+//     envelope, or when a server holding one of its replicas misses
+//     ElectionTicks ticks of beats, or is heard again after that. It resumes ticking without the missed
+//     ticks (it has just heard from someone), except after a lost leader
+//     server: then it forgets the leader (so PreVote is granted at once)
+//     and takes an election timeout's worth of ticks, so an election
+//     follows within the randomised remainder.
+//   - A follower woken by anything but its leader's message sends the
+//     leader a wake envelope, so the leader resumes heartbeats instead of
+//     letting the follower's election timer run out.
+
+// liveness tracks when each peer server was last heard from, in ticks.
+type liveness struct {
+	mu    sync.Mutex
+	heard map[ServerID]uint64
+	dead  map[ServerID]bool
+	peers []ServerID // the servers of every group's replicas but this one, as of the last tick
+}
+
+// heardFrom records a frame from server from.
+func (n *Node) heardFrom(from ServerID) {
+	n.alive.mu.Lock()
+	n.alive.heard[from] = n.ticks.Load()
+	n.alive.mu.Unlock()
+}
+
+// checkLiveness updates the peer list and returns the servers that have
+// just been found dead (not heard from for more than ElectionTicks) and
+// those heard from again after that.
+func (n *Node) checkLiveness(now uint64, list []*group) (died, revived []ServerID) {
+	set := map[ServerID]bool{}
+	for _, g := range list {
+		g.mu.Lock()
+		for _, s := range g.mu.peers {
+			if s != n.cfg.Server {
+				set[s] = true
+			}
+		}
+		g.mu.Unlock()
+	}
+	peers := make([]ServerID, 0, len(set))
+	for s := range set {
+		peers = append(peers, s)
+	}
+	slices.Sort(peers)
+	n.alive.mu.Lock()
+	defer n.alive.mu.Unlock()
+	n.alive.peers = peers
+	for _, s := range peers {
+		h, ok := n.alive.heard[s]
+		if !ok {
+			n.alive.heard[s] = now // a new peer gets a grace period
+			continue
+		}
+		silent := now-h > uint64(n.cfg.ElectionTicks)
+		switch {
+		case silent && !n.alive.dead[s]:
+			died = append(died, s)
+		case !silent && n.alive.dead[s]:
+			revived = append(revived, s)
+		}
+		n.alive.dead[s] = silent
+	}
+	return died, revived
+}
+
+// isDead reports whether server s is known dead (no beat for more than
+// ElectionTicks).
+func (n *Node) isDead(s ServerID) bool {
+	n.alive.mu.Lock()
+	defer n.alive.mu.Unlock()
+	return n.alive.dead[s]
+}
+
+// wakeFor wakes the quiet groups with a replica on a server found dead
+// (a quiet follower whose leader was there forgets it), or back (a quiet
+// leader that let it lag catches it up).
+func (n *Node) wakeFor(servers []ServerID, died bool, list []*group) {
+	for _, g := range list {
+		g.mu.Lock()
+		hit, forget := false, false
+		if g.mu.quiet {
+			for _, s := range servers {
+				for _, ps := range g.mu.peers {
+					hit = hit || ps == s
+				}
+				forget = forget || (died && g.mu.status.LeaderServer == s)
+			}
+			if hit {
+				g.mu.reqs = append(g.mu.reqs, request{kind: reqWake, forget: forget})
+				g.mu.quiet = false
+			}
+		}
+		g.mu.Unlock()
+		if hit {
+			n.sched.enqueue(g)
+		}
+	}
+}
+
+// keepsQuiet reports whether a message lets a quiet group stay quiet: a
+// heartbeat response to a quiet leader, or a quiesce heartbeat from the
+// leader to a quiet follower.
+func (g *group) keepsQuiet(in inMsg, bs raft.BasicStatus) bool {
+	if in.m == nil {
+		return false // a wake envelope
+	}
+	switch bs.RaftState {
+	case raft.StateLeader:
+		return in.m.GetType() == pb.MsgHeartbeatResp && in.m.GetTerm() == bs.GetTerm()
+	case raft.StateFollower:
+		return in.m.GetType() == pb.MsgHeartbeat && in.flags&flagQuiesce != 0 &&
+			in.m.GetFrom() == bs.Lead && in.m.GetTerm() == bs.GetTerm()
+	}
+	return false
+}
+
+// maybeWake wakes a quiet group unless everything it got this round lets
+// it stay quiet.
+func (g *group) maybeWake(inbox []inMsg, props []*Proposal, reqs []request) {
+	if !g.quiet {
+		return
+	}
+	bs := g.rn.BasicStatus()
+	wake := len(props) > 0 || len(reqs) > 0
+	fromLeader := false
+	for _, in := range inbox {
+		if !g.keepsQuiet(in, bs) {
+			wake = true
+			fromLeader = fromLeader || (in.m != nil && in.m.GetFrom() == bs.Lead)
+		}
+	}
+	if !wake {
+		return
+	}
+	g.quiet = false
+	g.lastTick = g.n.ticks.Load()
+	g.mu.Lock()
+	g.mu.quiet = false
+	g.mu.Unlock()
+	if bs.RaftState == raft.StateFollower && !fromLeader {
+		g.wakeLeader(bs.Lead)
+	}
+}
+
+// wakeLeader sends the leader a wake envelope.
+func (g *group) wakeLeader(lead uint64) {
+	if lead == 0 {
+		return
+	}
+	g.mu.Lock()
+	to := g.mu.peers[ReplicaID(lead)]
+	g.mu.Unlock()
+	if to != "" {
+		g.out.msgs = append(g.out.msgs, outMsg{to: to, replica: ReplicaID(lead), env: appendEnvelope(nil, g.id, flagWake, nil)})
+	}
+}
+
+// wakePeers sends every other replica a wake envelope: a replica that
+// (re)starts does not know who leads, and a quiet leader would not tell it.
+func (g *group) wakePeers() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, r := range slices.Sorted(maps.Keys(g.mu.peers)) {
+		if r != g.replica {
+			g.out.msgs = append(g.out.msgs, outMsg{to: g.mu.peers[r], replica: r, env: appendEnvelope(nil, g.id, flagWake, nil)})
+		}
+	}
+}
+
+// followQuiesce handles a quiesce heartbeat the follower just stepped: it
+// goes quiet if its log ends at the leader's commit index, or asks the
+// leader to stay awake.
+func (g *group) followQuiesce(m *pb.Message, others bool) {
+	bs := g.rn.BasicStatus()
+	last, _ := g.st.LastIndex()
+	if !others && bs.RaftState == raft.StateFollower && bs.Lead == m.GetFrom() && bs.GetTerm() == m.GetTerm() &&
+		bs.GetCommit() == m.GetCommit() && last == m.GetCommit() && !g.n.cfg.DisableQuiescence {
+		g.quiet = true
+		return
+	}
+	g.wakeLeader(m.GetFrom())
+}
+
+// leaderQuiesces decides, on a Ready made only of heartbeats, whether the
+// leader goes quiet with them.
+func (g *group) leaderQuiesces(rd raft.Ready, stepped []*Proposal) bool {
+	if g.n.cfg.DisableQuiescence || len(stepped) > 0 || len(g.waiters) > 0 || len(rd.Entries) > 0 ||
+		len(rd.CommittedEntries) > 0 || !raft.IsEmptySnap(rd.Snapshot) || len(rd.Messages) == 0 {
+		return false
+	}
+	bs := g.rn.BasicStatus()
+	last, _ := g.st.LastIndex()
+	if bs.RaftState != raft.StateLeader || bs.LeadTransferee != 0 || bs.GetCommit() != last || g.rawApplied != last {
+		return false
+	}
+	for _, m := range rd.Messages {
+		if m.GetType() != pb.MsgHeartbeat {
+			return false
+		}
+	}
+	g.mu.Lock()
+	peers := g.mu.peers
+	g.mu.Unlock()
+	ok, others := true, 0
+	g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+		if id != uint64(g.replica) {
+			others++
+			// A replica on a dead server is not waited for: it is
+			// caught up when its server is heard again (wakeFor).
+			ok = ok && (pr.Match == last || g.n.isDead(peers[ReplicaID(id)]))
+		}
+	})
+	return ok && others == len(rd.Messages)
+}
