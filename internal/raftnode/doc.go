@@ -135,6 +135,13 @@
 //	             (and written again as a snapshot item); otherwise it is
 //	             ignored and the old log stands.
 //
+// A bootstrapped group's log starts after a synthetic base at index 1,
+// term 1 (a compact item with the initial voters, and a hardstate with
+// term 1 and commit 1): its first real entry is at index 2, and the state
+// machine is handed an empty entry at index 1. A replica created with
+// Join has base 0/0 and an empty conf state; the leader cannot send it
+// index 1, so it is given a snapshot, which carries the conf state.
+//
 // Conf state: four lists of replica IDs, each a count u32 then u64s
 // (voters, learners, outgoing voters, next learners), then auto-leave u8.
 //

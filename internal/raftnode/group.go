@@ -30,16 +30,20 @@ type group struct {
 	rawApplied uint64   // the last index raft handed over as committed
 	confs      []confAt // conf states since the log's base, by index
 	waiters    map[uint64]*Proposal
-	lastTick   uint64        // the node's tick count when the group last ticked
-	quiet      bool          // quiesced: not ticking (quiesce.go)
-	announce   bool          // the first round wakes the other replicas (they may be quiet)
-	leader     bool          // leader as of the last Ready
-	term       uint64        // term as of the last Ready
-	create     []byte        // items its first round writes: the replica's creation, or a completed snapshot install
-	createUp   walUpdate     // what create changes in the WAL's metadata
-	out        roundOut      // this round's output, from prepare to finish
-	fencedErr  error         // round-side copy of the fence
-	removeDone chan struct{} // a removal written by this round
+	reads      map[uint64]*Proposal // read requests by context, index not confirmed yet
+	readSeq    uint64               // the last read context
+	readWait   []*Proposal          // confirmed reads waiting for their index to apply
+	lastTick   uint64               // the node's tick count when the group last ticked
+	quiet      bool                 // quiesced: not ticking (quiesce.go)
+	announce   bool                 // the first round wakes the other replicas (they may be quiet)
+	synthetic  bool                 // the state machine has yet to apply the synthetic entry initialIndex
+	leader     bool                 // leader as of the last Ready
+	term       uint64               // term as of the last Ready
+	create     []byte               // items its first round writes: the replica's creation, or a completed snapshot install
+	createUp   walUpdate            // what create changes in the WAL's metadata
+	out        roundOut             // this round's output, from prepare to finish
+	fencedErr  error                // round-side copy of the fence
+	removeDone chan struct{}        // a removal written by this round
 
 	mu struct {
 		sync.Mutex
@@ -72,7 +76,8 @@ type request struct {
 	kind   int
 	to     ReplicaID
 	index  uint64
-	forget bool // reqWake: the leader's server was found dead
+	forget bool      // reqWake: the leader's server was found dead
+	read   *Proposal // reqRead
 	done   chan struct{}
 }
 
@@ -83,6 +88,7 @@ const (
 	reqCompact
 	reqRemove
 	reqWake
+	reqRead
 )
 
 // roundOut is what prepare hands to the node and finish.
@@ -176,6 +182,11 @@ func (g *group) fence(err error) {
 		w.resolve(nil, ErrNoReply)
 	}
 	g.waiters = map[uint64]*Proposal{}
+	g.failReads(ErrFenced)
+	for _, p := range g.readWait {
+		p.resolve(nil, ErrFenced)
+	}
+	g.readWait = nil
 	g.mu.Lock()
 	g.mu.fenced = err
 	g.mu.status.Fenced = err
@@ -263,6 +274,9 @@ func failProps(props []*Proposal, err error) {
 
 func doneReqs(reqs []request) {
 	for _, r := range reqs {
+		if r.read != nil {
+			r.read.resolve(nil, ErrFenced)
+		}
 		if r.done != nil {
 			close(r.done)
 		}
@@ -283,21 +297,34 @@ func (g *group) propose(props []*Proposal) []*Proposal {
 		failProps(props, ErrNotLeader)
 		return nil
 	}
-	ents := make([]*pb.Entry, len(props))
-	for i, p := range props {
-		ents[i] = &pb.Entry{Data: p.data}
-	}
-	m := &pb.Message{Type: pb.MsgProp.Enum(), From: new(uint64(g.replica)), Entries: ents}
-	if err := g.rn.Step(m); err != nil {
-		failProps(props, ErrDropped)
-		return nil
+	var plain, confs []*Proposal
+	for _, p := range props {
+		if p.conf != nil {
+			confs = append(confs, p)
+		} else {
+			plain = append(plain, p)
+		}
 	}
 	last, _ := g.st.LastIndex()
-	for i, p := range props {
-		p.term, p.index = bs.GetTerm(), last+1+uint64(i)
-		g.waiters[p.index] = p
+	var stepped []*Proposal
+	if len(plain) > 0 {
+		ents := make([]*pb.Entry, len(plain))
+		for i, p := range plain {
+			ents[i] = &pb.Entry{Data: p.data}
+		}
+		m := &pb.Message{Type: pb.MsgProp.Enum(), From: new(uint64(g.replica)), Entries: ents}
+		if err := g.rn.Step(m); err != nil {
+			failProps(plain, ErrDropped)
+		} else {
+			for i, p := range plain {
+				p.term, p.index = bs.GetTerm(), last+1+uint64(i)
+				g.waiters[p.index] = p
+			}
+			last += uint64(len(plain))
+			stepped = plain
+		}
 	}
-	return props
+	return append(stepped, g.proposeConfs(confs, bs.GetTerm(), last)...)
 }
 
 // tick gives the group the ticks it missed since it last ran, at most an
@@ -323,6 +350,8 @@ func (g *group) request(r request) {
 		}
 	case reqCompact:
 		g.prepareCompact(r.index)
+	case reqRead:
+		g.startRead(r.read)
 	case reqWake:
 		if r.forget && g.rn.BasicStatus().RaftState == raft.StateFollower {
 			_ = g.rn.ForgetLeader()
@@ -376,6 +405,9 @@ func (g *group) prepareCompact(index uint64) {
 func (g *group) prepareRemove(props []*Proposal, reqs []request) {
 	failProps(props, ErrNotLeader)
 	for _, r := range reqs {
+		if r.read != nil {
+			r.read.resolve(nil, ErrNotLeader)
+		}
 		if r.kind == reqRemove {
 			g.removeDone = r.done
 			continue
@@ -398,6 +430,7 @@ func (g *group) ready(stepped []*Proposal) {
 	}
 	rd := g.rn.Ready()
 	g.out.rd, g.out.hasReady = rd, true
+	g.readStates(rd.ReadStates)
 	g.checkProposals(rd, stepped)
 	var it items
 	if !raft.IsEmptySnap(rd.Snapshot) {
@@ -440,8 +473,8 @@ func (g *group) checkProposals(rd raft.Ready, stepped []*Proposal) {
 	first := rd.Entries[0].GetIndex()
 	for _, p := range stepped {
 		i := p.index - first
-		if p.index < first || i >= uint64(len(rd.Entries)) ||
-			rd.Entries[i].GetTerm() != p.term || !bytes.Equal(rd.Entries[i].GetData(), p.data) {
+		if p.index < first || i >= uint64(len(rd.Entries)) || rd.Entries[i].GetTerm() != p.term ||
+			(p.conf == nil && !bytes.Equal(rd.Entries[i].GetData(), p.data)) {
 			panic(fmt.Sprintf("raftnode: group %d: proposal at %d/%d is not in the Ready", g.id, p.term, p.index))
 		}
 	}
@@ -506,6 +539,12 @@ func (g *group) finish(walErr error, unreachable map[ServerID]bool) {
 		g.fence(walErr)
 		return
 	}
+	if g.synthetic {
+		g.applySynthetic()
+		if g.fencedErr != nil {
+			return
+		}
+	}
 	if out.hasReady {
 		g.persisted(out.rd)
 		g.apply(out.rd.CommittedEntries)
@@ -514,6 +553,7 @@ func (g *group) finish(walErr error, unreachable map[ServerID]bool) {
 		}
 		g.roleChange(out.rd)
 	}
+	g.serveReads()
 	if out.compact != 0 {
 		g.compact(out.compact)
 	}
@@ -587,19 +627,37 @@ func (g *group) apply(ents []*pb.Entry) {
 		return
 	}
 	g.smApplied = batch[len(batch)-1].Index
-	for i := range batch {
-		e := &batch[i]
-		w := g.waiters[e.Index]
-		if w == nil {
+	if len(g.waiters) == 0 {
+		return
+	}
+	first := batch[0].Index
+	for _, e := range ents {
+		w := g.waiters[e.GetIndex()]
+		if w == nil || e.GetIndex() < first {
 			continue
 		}
-		delete(g.waiters, e.Index)
-		if w.term == e.Term {
-			w.resolve(e.Result, nil)
-		} else {
+		delete(g.waiters, e.GetIndex())
+		switch {
+		case w.term != e.GetTerm():
 			w.resolve(nil, ErrNoReply) // another entry took its place
+		case w.conf != nil && e.GetType() != pb.EntryConfChangeV2:
+			w.resolve(nil, ErrDropped) // raft replaced the change by an empty entry
+		default:
+			w.resolve(batch[e.GetIndex()-first].Result, nil)
 		}
 	}
+}
+
+// applySynthetic hands the state machine the synthetic entry of a
+// bootstrapped group's base (no data), so that its applied index follows
+// the log from the start.
+func (g *group) applySynthetic() {
+	g.synthetic = false
+	if err := g.sm.Apply([]Entry{{Index: initialIndex, Term: initialTerm}}); err != nil {
+		g.fence(fmt.Errorf("apply of the initial entry: %w", err))
+		return
+	}
+	g.smApplied = initialIndex
 }
 
 func (g *group) applyConfChange(e *pb.Entry) {
@@ -634,6 +692,7 @@ func (g *group) roleChange(rd raft.Ready) {
 		}
 	}
 	if leader != g.leader || bs.GetTerm() != g.term {
+		g.failReads(ErrNotLeader)
 		g.n.cfg.Logf("raftnode: group %d replica %d: term %d, %v, leader %d", g.id, g.replica, bs.GetTerm(), bs.RaftState, bs.Lead)
 	}
 	g.leader, g.term = leader, bs.GetTerm()

@@ -185,7 +185,8 @@ func (n *Node) AddGroup(cfg GroupConfig, sm StateMachine) error {
 	if n.mu.groups[cfg.ID] != nil {
 		return ErrGroupExists
 	}
-	g := &group{n: n, id: cfg.ID, replica: cfg.Replica, sm: sm, waiters: map[uint64]*Proposal{}, lastTick: n.ticks.Load(), announce: true}
+	g := &group{n: n, id: cfg.ID, replica: cfg.Replica, sm: sm, waiters: map[uint64]*Proposal{}, reads: map[uint64]*Proposal{},
+		lastTick: n.ticks.Load(), announce: true}
 	g.mu.peers = peers
 	n.walMu.Lock()
 	err = n.initGroup(g, cfg)
@@ -282,8 +283,11 @@ func (g *group) recover(rec *recovered) {
 	}
 	_ = g.st.Append(rec.ents)
 	last, _ := g.st.LastIndex()
+	if applied == 0 && base.index == initialIndex && base.term == initialTerm {
+		g.synthetic = true // a bootstrapped group whose state machine never checkpointed
+	}
 	switch {
-	case applied < base.index:
+	case applied < base.index && !g.synthetic:
 		g.fence(fmt.Errorf("%w: group %d: state machine at %d, but the log was compacted through %d", ErrCorrupt, g.id, applied, base.index))
 		return
 	case applied > last:
@@ -297,25 +301,47 @@ func (g *group) recover(rec *recovered) {
 	g.newRawNode(base.index)
 }
 
-// bootstrap prepares a new replica: voters = peers, or empty with Join.
-// Its first round writes the replica and its base to the WAL, fsynced,
-// before anything is sent.
+// initialIndex and initialTerm are the base of a bootstrapped group's
+// log: a synthetic entry standing for the empty state, with the initial
+// voters as its conf state (CockroachDB starts its ranges the same way).
+// Real entries start at 2, so a replica that joins later, with an empty
+// log, cannot be fed from index 1: it gets a snapshot, which carries the
+// conf state the log alone would not give it.
+const (
+	initialIndex = 1
+	initialTerm  = 1
+)
+
+// bootstrap prepares a new replica: voters = peers on the synthetic base,
+// or, with Join, an empty log and conf state (the leader's snapshot will
+// bring both). Its first round writes the replica, its base and its
+// hardstate to the WAL, fsynced, before anything is sent.
 func (g *group) bootstrap(cfg GroupConfig) {
 	cs := &pb.ConfState{}
+	base := snapMeta{conf: cs}
+	var hs *pb.HardState
 	if !cfg.Join {
 		for _, p := range cfg.Peers {
 			cs.Voters = append(cs.Voters, uint64(p.Replica))
 		}
 		slices.Sort(cs.Voters)
+		base.index, base.term = initialIndex, initialTerm
+		hs = &pb.HardState{Term: new(uint64(initialTerm)), Vote: new(uint64(0)), Commit: new(uint64(initialIndex))}
+		_ = g.st.SetHardState(hs)
+		g.synthetic = g.sm.Applied() == 0
 	}
-	_ = g.st.ApplySnapshot(&pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: new(uint64(0)), Term: new(uint64(0)), ConfState: cs}})
-	g.confs = []confAt{{cs: cs}}
+	_ = g.st.ApplySnapshot(&pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: new(base.index), Term: new(base.term), ConfState: cs}})
+	g.confs = []confAt{{index: base.index, cs: cs}}
 	var it items
 	it.replica(g.id, g.replica, 0)
-	it.snap(itemCompact, g.id, snapMeta{conf: cs})
+	it.snap(itemCompact, g.id, base)
+	if hs != nil {
+		it.hardState(g.id, hs)
+	}
 	g.create = it.b
-	g.createUp = walUpdate{group: g.id, replica: g.replica, base: &snapMeta{conf: cs}}
-	g.newRawNode(0)
+	g.createUp = walUpdate{group: g.id, replica: g.replica, base: &base, hs: hs}
+	g.smApplied, g.rawApplied = g.sm.Applied(), base.index
+	g.newRawNode(base.index)
 }
 
 func (g *group) newRawNode(applied uint64) {
@@ -358,6 +384,11 @@ func (n *Node) Propose(id GroupID, data []byte) (*Proposal, error) {
 		return nil, err
 	}
 	p := newProposal(data)
+	return p, n.queue(g, p)
+}
+
+// queue adds a proposal to the group's next round.
+func (n *Node) queue(g *group, p *Proposal) (err error) {
 	g.mu.Lock()
 	switch {
 	case g.mu.fenced != nil:
@@ -371,10 +402,10 @@ func (n *Node) Propose(id GroupID, data []byte) (*Proposal, error) {
 	}
 	g.mu.Unlock()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n.sched.enqueue(g)
-	return p, nil
+	return nil
 }
 
 func (n *Node) ask(id GroupID, r request) error {
@@ -699,6 +730,10 @@ func (n *Node) afterRound(gs []*group) {
 		for _, w := range g.waiters {
 			w.resolve(nil, ErrNoReply)
 		}
+		g.failReads(ErrNotLeader)
+		for _, p := range g.readWait {
+			p.resolve(nil, ErrNotLeader)
+		}
 		close(g.removeDone)
 		g.removeDone = nil
 	}
@@ -785,12 +820,21 @@ func (n *Node) Close() error {
 	defer n.roundMu.Unlock()
 	for _, g := range list {
 		g.mu.Lock()
-		props := g.mu.props
-		g.mu.props = nil
+		props, reqs := g.mu.props, g.mu.reqs
+		g.mu.props, g.mu.reqs = nil, nil
 		g.mu.Unlock()
 		failProps(props, ErrStopped)
+		for _, r := range reqs {
+			if r.read != nil {
+				r.read.resolve(nil, ErrStopped)
+			}
+		}
 		for _, w := range g.waiters {
 			w.resolve(nil, ErrNoReply)
+		}
+		g.failReads(ErrStopped)
+		for _, p := range g.readWait {
+			p.resolve(nil, ErrStopped)
 		}
 	}
 	n.walMu.Lock()

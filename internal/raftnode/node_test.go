@@ -267,3 +267,44 @@ func TestQuiescence(t *testing.T) {
 		}
 	}
 }
+
+// A read on a leader cut off from the majority is never served (the
+// leader cannot confirm it still leads); it fails once the leader steps
+// down. On the majority side a read is served at the committed index.
+func TestReadIndexNeedsQuorum(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.propose(0, 1, "a")
+	c.net.Partition("s1", "s2")
+	c.net.Partition("s1", "s3")
+	r, err := c.nodes[0].n.ReadIndex(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	select {
+	case <-r.Done():
+		t.Fatal("a read served without a quorum")
+	default:
+	}
+	c.tick(40)
+	if _, err := r.Result(); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("read on a deposed leader: %v", err)
+	}
+	l := c.leader(1)
+	if l != 1 && l != 2 {
+		t.Fatalf("leader %d", l)
+	}
+	r, err = c.nodes[3-l].n.ReadIndex(1) // the follower on the majority side
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	if _, err := r.Result(); err != nil {
+		t.Fatal(err)
+	}
+	if _, index := r.Position(); index != c.status(l, 1).Commit {
+		t.Fatalf("read at %d, commit %d", index, c.status(l, 1).Commit)
+	}
+}

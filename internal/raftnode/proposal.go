@@ -1,6 +1,10 @@
 package raftnode
 
-import "context"
+import (
+	"context"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+)
 
 // Proposal is the waiter of one proposed entry (decision 7). It resolves
 // once, from the node's worker: with the entry's Entry.Result when the
@@ -14,6 +18,7 @@ import "context"
 //     still commit under another leader; a client must be told nothing.
 type Proposal struct {
 	data        []byte
+	conf        *pb.ConfChangeV2 // a membership change, instead of data
 	done        chan struct{}
 	term, index uint64 // set when the entry enters the log
 	result      any

@@ -212,7 +212,7 @@ func (g *group) followQuiesce(m *pb.Message, others bool) {
 // leaderQuiesces decides, on a Ready made only of heartbeats, whether the
 // leader goes quiet with them.
 func (g *group) leaderQuiesces(rd raft.Ready, stepped []*Proposal) bool {
-	if g.n.cfg.DisableQuiescence || len(stepped) > 0 || len(g.waiters) > 0 || len(rd.Entries) > 0 ||
+	if g.n.cfg.DisableQuiescence || len(stepped) > 0 || len(g.waiters) > 0 || len(g.reads) > 0 || len(g.readWait) > 0 || len(rd.Entries) > 0 ||
 		len(rd.CommittedEntries) > 0 || !raft.IsEmptySnap(rd.Snapshot) || len(rd.Messages) == 0 {
 		return false
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,11 +156,15 @@ func (h *scriptHarness) run(c scriptCmd) {
 	switch c.cmd {
 	case "nodes":
 		h.nodes(h.arg(c, "n", 3))
-	case "add-group":
-		g := GroupID(h.arg(c, "g", 1))
-		for i := range h.c.nodes {
-			h.c.addReplica(i, g, 0)
+	case "add-group": // on the first voters=N nodes (all by default), bootstrapping with them as voters
+		g, n := GroupID(h.arg(c, "g", 1)), h.arg(c, "voters", len(h.c.nodes))
+		peers := h.c.peers(0)[:n]
+		for i := range n {
+			tn := h.c.nodes[i]
+			sm := newHashSM(tn.fs, "sm", g)
+			tn.sms[g] = sm
 			h.watch(i, g)
+			h.check(tn.n.AddGroup(GroupConfig{ID: g, Replica: ReplicaID(i + 1), Incarnation: tn.n.Incarnation(), Peers: peers}, sm))
 		}
 	case "campaign":
 		h.check(h.c.nodes[h.node(c)].n.Campaign(GroupID(h.arg(c, "g", 1))))
@@ -198,6 +203,22 @@ func (h *scriptHarness) run(c scriptCmd) {
 		sm := h.c.nodes[i].sms[g]
 		h.check(sm.checkpoint())
 		h.check(h.c.nodes[i].n.Compact(g, sm.applied))
+	case "join":
+		h.join(c)
+	case "set-peers":
+		for _, tn := range h.c.nodes {
+			if tn.n != nil {
+				h.check(tn.n.SetPeers(GroupID(h.arg(c, "g", 1)), h.c.peers(0)))
+			}
+		}
+	case "change":
+		h.change(c)
+	case "read":
+		p, err := h.c.nodes[h.node(c)].n.ReadIndex(GroupID(h.arg(c, "g", 1)))
+		h.check(err)
+		if p != nil {
+			h.props = append(h.props, scriptProp{data: "read", p: p})
+		}
 	case "transfer":
 		h.check(h.c.nodes[h.node(c)].n.TransferLeader(GroupID(h.arg(c, "g", 1)), ReplicaID(h.arg(c, "to", 2))))
 	default:
@@ -243,9 +264,12 @@ func (h *scriptHarness) showProposals() {
 		case <-sp.p.Done():
 			_, err := sp.p.Result()
 			term, index := sp.p.Position()
-			if err != nil {
+			switch {
+			case err != nil:
 				h.tracef("%q: %v", sp.data, err)
-			} else {
+			case sp.data == "read":
+				h.tracef("read: served at index %d", index)
+			default:
 				h.tracef("%q: applied at %d/%d", sp.data, index, term)
 			}
 		default:
@@ -273,6 +297,34 @@ func (h *scriptHarness) status(c scriptCmd) {
 			line += " fenced: " + st.Fenced.Error()
 		}
 		h.tracef("%s", line)
+	}
+}
+
+// join adds node=N's replica N of group g as a new, empty replica (to be
+// added to the group by a membership change).
+func (h *scriptHarness) join(c scriptCmd) {
+	i, g := h.node(c), GroupID(h.arg(c, "g", 1))
+	tn := h.c.nodes[i]
+	sm := newHashSM(tn.fs, "sm", g)
+	tn.sms[g] = sm
+	h.watch(i, g)
+	h.check(tn.n.AddGroup(GroupConfig{ID: g, Replica: ReplicaID(i + 1), Incarnation: tn.n.Incarnation(), Peers: h.c.peers(0), Join: true}, sm))
+}
+
+// change proposes a membership change on node=N: add-learner=R,
+// add-voter=R, remove=R (several at once: joint consensus).
+func (h *scriptHarness) change(c scriptCmd) {
+	var cs []Change
+	for k, kind := range map[string]ChangeKind{"add-learner": AddLearner, "add-voter": AddVoter, "remove": RemoveReplica} {
+		if _, ok := c.args[k]; ok {
+			cs = append(cs, Change{Kind: kind, Replica: ReplicaID(h.arg(c, k, 0))})
+		}
+	}
+	slices.SortFunc(cs, func(a, b Change) int { return int(a.Kind) - int(b.Kind) })
+	p, err := h.c.nodes[h.node(c)].n.ChangeMembership(GroupID(h.arg(c, "g", 1)), cs)
+	h.check(err)
+	if p != nil {
+		h.props = append(h.props, scriptProp{data: c.text, p: p})
 	}
 }
 
@@ -377,7 +429,11 @@ func describeItem(it item) string {
 		return fmt.Sprintf("g%d entries %s", it.group, strings.Join(es, " "))
 	case itemSnapshot, itemCompact, itemSnapBegin:
 		name := map[byte]string{itemSnapshot: "snapshot", itemCompact: "compact", itemSnapBegin: "snapbegin"}[it.kind]
-		return fmt.Sprintf("g%d %s %d/%d voters=%v", it.group, name, it.meta.index, it.meta.term, it.meta.conf.GetVoters())
+		d := fmt.Sprintf("g%d %s %d/%d voters=%v", it.group, name, it.meta.index, it.meta.term, it.meta.conf.GetVoters())
+		if l := it.meta.conf.GetLearners(); len(l) > 0 {
+			d += fmt.Sprintf(" learners=%v", l)
+		}
+		return d
 	}
 	return "?"
 }
