@@ -47,14 +47,15 @@ type group struct {
 
 	mu struct {
 		sync.Mutex
-		inbox   []inMsg
-		quiet   bool // mirror of the round's quiet, for Tick and Status
-		props   []*Proposal
-		reqs    []request
-		peers   map[ReplicaID]ServerID
-		status  GroupStatus
-		fenced  error
-		removed bool
+		inbox      []inMsg
+		inboxBytes int
+		quiet      bool // mirror of the round's quiet, for Tick and Status
+		props      []*Proposal
+		reqs       []request
+		peers      map[ReplicaID]ServerID
+		status     GroupStatus
+		fenced     error
+		removed    bool
 	}
 }
 
@@ -214,10 +215,17 @@ func (g *group) prepare() {
 	defer g.contain()
 	g.out = roundOut{}
 	g.mu.Lock()
-	inbox, props, reqs := g.mu.inbox, g.mu.props, g.mu.reqs
-	g.mu.inbox, g.mu.props, g.mu.reqs = nil, nil, nil
+	inbox, reqs := g.mu.inbox, g.mu.reqs
+	props, rest := g.mu.props, []*Proposal(nil)
+	if g.mu.fenced == nil && !g.mu.removed {
+		props, rest = splitProps(props, g.n.cfg.MaxRoundProposalBytes)
+	}
+	g.mu.inbox, g.mu.inboxBytes, g.mu.props, g.mu.reqs = nil, 0, rest, nil
 	removed := g.mu.removed
 	g.mu.Unlock()
+	if len(rest) > 0 {
+		g.n.sched.enqueue(g) // the next round takes the rest
+	}
 	if removed { // fenced or not
 		g.prepareRemove(props, reqs)
 		return
@@ -264,6 +272,19 @@ func (g *group) prepare() {
 		g.followQuiesce(quiesce, others || len(props) > 0 || len(reqs) > 0)
 	}
 	g.ready(stepped)
+}
+
+// splitProps returns the proposals of one round (at least one, and at
+// most limit bytes of data if more) and the rest.
+func splitProps(props []*Proposal, limit int) (now, rest []*Proposal) {
+	size := 0
+	for i, p := range props {
+		size += len(p.data)
+		if i > 0 && size > limit {
+			return props[:i:i], props[i:]
+		}
+	}
+	return props, nil
 }
 
 func failProps(props []*Proposal, err error) {

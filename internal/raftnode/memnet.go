@@ -77,6 +77,7 @@ type memTransport struct {
 	self ServerID
 }
 
+// Send queues a copy of frame for to (never fails; see MemNetwork).
 func (t memTransport) Send(to ServerID, frame []byte) error {
 	t.m.send(t.self, to, frame)
 	return nil

@@ -419,6 +419,8 @@ func (n *Node) ask(id GroupID, r request) error {
 		err = ErrUnknownGroup
 	case g.mu.fenced != nil && r.kind != reqRemove:
 		err = ErrFenced
+	case len(g.mu.reqs) >= n.cfg.MaxPendingProposals && r.kind != reqRemove:
+		err = ErrBusy
 	default:
 		if r.kind == reqRemove {
 			g.mu.removed = true
@@ -518,7 +520,8 @@ func (n *Node) Groups() []GroupID {
 // Receive takes a frame from server from (the transport calls it). The
 // messages are queued for their groups' next round; messages for unknown
 // groups, other replicas (an old replica ID) or fenced replicas are
-// dropped, as are messages beyond a group's MaxInbox. Errors: ErrBadFrame
+// dropped, as are messages beyond a group's MaxInbox or MaxInboxBytes and
+// messages from a replica the group places on another server. Errors: ErrBadFrame
 // (nothing taken), ErrStopped.
 func (n *Node) Receive(from ServerID, frame []byte) error {
 	n.mu.RLock()
@@ -541,9 +544,14 @@ func (n *Node) Receive(from ServerID, frame []byte) error {
 			in.m = m
 		}
 		g.mu.Lock()
-		ok := g.mu.fenced == nil && !g.mu.removed && len(g.mu.inbox) < n.cfg.MaxInbox
+		ok := g.mu.fenced == nil && !g.mu.removed && len(g.mu.inbox) < n.cfg.MaxInbox &&
+			g.mu.inboxBytes+len(msg) <= n.cfg.MaxInboxBytes
+		if s := g.mu.peers[ReplicaID(in.m.GetFrom())]; in.m != nil && s != "" && s != from {
+			ok = false // a replica of another server: misrouted or forged
+		}
 		if ok {
 			g.mu.inbox = append(g.mu.inbox, in)
+			g.mu.inboxBytes += len(msg)
 		}
 		g.mu.Unlock()
 		if ok {
@@ -634,23 +642,35 @@ func (n *Node) each(gs []*group, fn func(*group)) {
 	wg.Wait()
 }
 
-// writeRound writes every group's items as one record and fsyncs once if
-// any group needs it (package comment, step 2).
+// recordTarget is the size past which a round's items start another
+// record. A group's items stay far below MaxRecordBody: its inbox and the
+// proposals it steps per round are bounded in bytes.
+const recordTarget = 16 << 20
+
+// writeRound writes every group's items and fsyncs once if any group
+// needs it (package comment, step 2).
 func (n *Node) writeRound(gs []*group) (walErr error, crashed bool) {
-	body := []byte{bodyBatch}
-	var ups []walUpdate
+	// Usually one record; more if the round's items pass recordTarget (a
+	// group's items always stay in one record: they must be all or none).
+	var bodies [][]byte
+	var ups [][]walUpdate
 	mustSync := false
 	for _, g := range gs {
-		if len(g.out.items) > 0 {
-			body = append(body, g.out.items...)
-			ups = append(ups, g.out.up)
-		}
 		mustSync = mustSync || g.out.mustSync
+		if len(g.out.items) == 0 {
+			continue
+		}
+		if k := len(bodies) - 1; k < 0 || len(bodies[k])+len(g.out.items) > recordTarget {
+			bodies, ups = append(bodies, []byte{bodyBatch}), append(ups, nil)
+		}
+		k := len(bodies) - 1
+		bodies[k] = append(bodies[k], g.out.items...)
+		ups[k] = append(ups[k], g.out.up)
 	}
 	n.walMu.Lock()
 	defer n.walMu.Unlock()
-	if len(body) > 1 {
-		walErr = n.wal.write(body, ups)
+	for k := 0; k < len(bodies) && walErr == nil; k++ {
+		walErr = n.wal.write(bodies[k], ups[k])
 	}
 	if n.testHook != nil && n.testHook(afterWrite) {
 		return nil, true

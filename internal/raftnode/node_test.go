@@ -2,6 +2,8 @@ package raftnode
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cairnmq/cairn/internal/vfs"
@@ -306,5 +308,32 @@ func TestReadIndexNeedsQuorum(t *testing.T) {
 	}
 	if _, index := r.Position(); index != c.status(l, 1).Commit {
 		t.Fatalf("read at %d, commit %d", index, c.status(l, 1).Commit)
+	}
+}
+
+// Proposals beyond a round's byte budget wait for the next round instead
+// of making one oversized batch: every one is applied, in order.
+func TestRoundProposalBudget(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.MaxRoundProposalBytes = 1000 })
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	var ps []*Proposal
+	for k := range 50 {
+		p, err := c.nodes[0].n.Propose(1, fmt.Appendf(nil, "%03d%s", k, strings.Repeat("x", 97)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	c.nodes[0].n.RunRound()
+	if got := c.status(0, 1).LastIndex; got > 3+10 {
+		t.Fatalf("one round appended up to %d", got)
+	}
+	c.stabilize()
+	for k, p := range ps {
+		_, index := p.Position()
+		if _, err := p.Result(); err != nil || (k > 0 && index != ps[k-1].index+1) {
+			t.Fatalf("proposal %d: %v at %d", k, err, index)
+		}
 	}
 }

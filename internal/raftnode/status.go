@@ -17,6 +17,7 @@ const (
 	PreCandidate
 )
 
+// String returns the role in lower case ("leader", "follower", ...).
 func (r Role) String() string {
 	switch r {
 	case Follower:

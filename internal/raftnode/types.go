@@ -134,6 +134,13 @@ type Config struct {
 	// MaxInbox bounds the received messages waiting for a group's next
 	// round; beyond it messages are dropped (default 4096).
 	MaxInbox int
+	// MaxInboxBytes bounds the bytes of those messages (default 64 MiB).
+	MaxInboxBytes int
+	// MaxRoundProposalBytes bounds the bytes of proposals a group steps in
+	// one round; the rest wait for the next (default 16 MiB, at most a
+	// quarter of MaxUncommittedBytes, so raft never drops a whole
+	// oversized batch).
+	MaxRoundProposalBytes int
 	// Logf, if set, receives the node's notable events (recovery, fences,
 	// leadership). It must not block.
 	Logf func(format string, args ...any)
@@ -210,6 +217,8 @@ func (c *Config) fill() error {
 	if c.MaxUncommittedBytes == 0 {
 		c.MaxUncommittedBytes = 64 << 20
 	}
+	def(&c.MaxInboxBytes, 64<<20)
+	def(&c.MaxRoundProposalBytes, min(16<<20, int(c.MaxUncommittedBytes/4)))
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
 	}
