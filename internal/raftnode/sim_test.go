@@ -301,11 +301,24 @@ func (s *sim) step(step int) {
 		i, g := live[s.r.IntN(len(live))], s.groups[s.r.IntN(len(s.groups))]
 		s.logf("%d stepdown %s group %d", step, s.nodes[i].id, g)
 		_ = s.nodes[i].n.StepDown(g)
-	case x < 848:
+	case x < 846:
 		a, b := s.r.IntN(len(s.nodes)), s.r.IntN(len(s.nodes))
 		if a != b {
 			s.logf("%d cut %s->%s", step, s.nodes[a].id, s.nodes[b].id)
 			s.net.Cut(s.nodes[a].id, s.nodes[b].id)
+		}
+	case x < 848: // isolate a node, often the leader of a group
+		a := s.r.IntN(len(s.nodes))
+		for _, i := range live {
+			if st, _ := s.nodes[i].n.Status(s.groups[s.r.IntN(len(s.groups))]); st.Role == Leader && s.r.IntN(2) == 0 {
+				a = i
+			}
+		}
+		s.logf("%d isolate %s", step, s.nodes[a].id)
+		for b := range s.nodes {
+			if b != a {
+				s.net.Partition(s.nodes[a].id, s.nodes[b].id)
+			}
 		}
 	case x < 858:
 		s.logf("%d heal", step)
