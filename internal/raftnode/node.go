@@ -545,7 +545,7 @@ func (n *Node) Receive(from ServerID, frame []byte) error {
 		}
 		g.mu.Lock()
 		ok := g.mu.fenced == nil && !g.mu.removed && len(g.mu.inbox) < n.cfg.MaxInbox &&
-			g.mu.inboxBytes+len(msg) <= n.cfg.MaxInboxBytes
+			(g.mu.inboxBytes+len(msg) <= n.cfg.MaxInboxBytes || len(g.mu.inbox) == 0) // one larger message (a snapshot) alone
 		if s := g.mu.peers[ReplicaID(in.m.GetFrom())]; in.m != nil && s != "" && s != from {
 			ok = false // a replica of another server: misrouted or forged
 		}

@@ -134,7 +134,8 @@ type Config struct {
 	// MaxInbox bounds the received messages waiting for a group's next
 	// round; beyond it messages are dropped (default 4096).
 	MaxInbox int
-	// MaxInboxBytes bounds the bytes of those messages (default 64 MiB).
+	// MaxInboxBytes bounds the bytes of those messages (default 64 MiB); a
+	// larger message (a snapshot) is taken only into an empty inbox.
 	MaxInboxBytes int
 	// MaxRoundProposalBytes bounds the bytes of proposals a group steps in
 	// one round; the rest wait for the next (default 16 MiB, at most a
