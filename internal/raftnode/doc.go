@@ -3,8 +3,8 @@
 // It owns the groups' shared write-ahead log, the scheduler that drives
 // them and the framing of their messages; it knows nothing of streams,
 // consumers or routes. The design is section 5.1 of the team's clustering
-// reference (decisions 1, 3, 4, 7, 10, 12) and docs/clustering.md; the
-// contract it keeps is DESIGN.md section 2: an entry is acknowledged only
+// (docs/clustering.md, decisions 1, 3, 4, 7, 10, 12); the contract it
+// keeps is docs/durability.md section 6: an entry is acknowledged only
 // once it is fsynced on a majority.
 //
 // # Using it

@@ -148,7 +148,7 @@ func (g *group) confAt(index uint64) *pb.ConfState {
 	return cs
 }
 
-// raftConfig is the raft.Config of a group (decision 10).
+// raftConfig is the raft.Config of a group (docs/clustering.md, decision 10).
 func (g *group) raftConfig(applied uint64) *raft.Config {
 	c := &g.n.cfg
 	return &raft.Config{
@@ -171,8 +171,9 @@ func (g *group) raftConfig(applied uint64) *raft.Config {
 }
 
 // fence stops the replica for good: it takes no part in its group, its
-// waiters get ErrNoReply, new proposals ErrFenced (decision 12). Called
-// from the group's round, or before the group ever ran.
+// waiters get ErrNoReply, new proposals ErrFenced (docs/clustering.md,
+// decision 12). Called from the group's round, or before the group ever
+// ran.
 func (g *group) fence(err error) {
 	if g.fencedErr != nil {
 		return
@@ -202,7 +203,7 @@ func (g *group) fence(err error) {
 // contain turns a panic in the group's part of a round (raft panics on a
 // broken invariant, such as a follower whose log lost what it
 // acknowledged) into a fence of that replica alone, so one damaged
-// replica does not take the server down (decision 12).
+// replica does not take the server down (docs/clustering.md, decision 12).
 func (g *group) contain() {
 	if r := recover(); r != nil {
 		g.out = roundOut{}
@@ -637,7 +638,11 @@ func (g *group) apply(ents []*pb.Entry) {
 		if e.GetType() == pb.EntryNormal {
 			data = e.GetData()
 		}
-		batch = append(batch, Entry{Index: e.GetIndex(), Term: e.GetTerm(), Data: data})
+		en := Entry{Index: e.GetIndex(), Term: e.GetTerm(), Data: data}
+		if w := g.waiters[en.Index]; w != nil && w.term == en.Term && w.conf == nil {
+			en.Tag = w.tag
+		}
+		batch = append(batch, en)
 	}
 	g.rawApplied = ents[len(ents)-1].GetIndex()
 	if len(batch) == 0 {
@@ -700,9 +705,9 @@ func (g *group) applyConfChange(e *pb.Entry) {
 	g.confs = append(g.confs, confAt{index: e.GetIndex(), cs: cs})
 }
 
-// roleChange fails the waiters when this replica stops being the leader
-// of the term they were proposed in (decision 7): what had applied was
-// answered above; the rest may or may not commit later.
+// roleChange fails the waiters when this replica stops being the leader of
+// the term they were proposed in (docs/clustering.md, decision 7): what had
+// applied was answered above; the rest may or may not commit later.
 func (g *group) roleChange(rd raft.Ready) {
 	bs := g.rn.BasicStatus()
 	leader := bs.RaftState == raft.StateLeader

@@ -125,7 +125,8 @@ func (n *Node) TornBytes() int64 { return n.wal.torn }
 
 // RecoveredGroups returns the groups the WAL holds a live replica of that
 // AddGroup has not claimed, sorted. Their entries pin the WAL until they
-// are added or removed; nothing is deleted by inference (decision 12).
+// are added or removed; nothing is deleted by inference
+// (docs/clustering.md, decision 12).
 func (n *Node) RecoveredGroups() []GroupID {
 	n.walMu.Lock()
 	defer n.walMu.Unlock()
@@ -146,7 +147,7 @@ func (n *Node) WALStats() (segments int, blocking []GroupID) {
 }
 
 // GroupConfig is the binding of one replica, as the cluster layer knows
-// it (decision 3).
+// it (docs/clustering.md, decision 3).
 type GroupConfig struct {
 	ID      GroupID
 	Replica ReplicaID
@@ -379,11 +380,20 @@ func (n *Node) live(id GroupID) (*group, error) {
 // waiting). Being a follower is reported through the Proposal
 // (ErrNotLeader), as leadership is known only in the round.
 func (n *Node) Propose(id GroupID, data []byte) (*Proposal, error) {
+	return n.ProposeTagged(id, data, 0)
+}
+
+// ProposeTagged is Propose, and when the entry applies on this node under
+// the term it was proposed in, StateMachine.Apply sees tag in its
+// Entry.Tag (a proposer's key: the runtime finds what waits for the
+// outcome there, on the apply goroutine, before the Proposal resolves).
+func (n *Node) ProposeTagged(id GroupID, data []byte, tag uint64) (*Proposal, error) {
 	g, err := n.live(id)
 	if err != nil {
 		return nil, err
 	}
 	p := newProposal(data)
+	p.tag = tag
 	return p, n.queue(g, p)
 }
 
@@ -440,9 +450,9 @@ func (n *Node) ask(id GroupID, r request) error {
 func (n *Node) Campaign(id GroupID) error { return n.ask(id, request{kind: reqCampaign}) }
 
 // TransferLeader asks the leader to hand leadership to replica to (a
-// step-down with a preferred successor; decision 10). Ignored if this
-// replica is not the leader. Proposals are dropped (ErrDropped) while a
-// transfer is under way.
+// step-down with a preferred successor; docs/clustering.md, decision 10).
+// Ignored if this replica is not the leader. Proposals are dropped
+// (ErrDropped) while a transfer is under way.
 func (n *Node) TransferLeader(id GroupID, to ReplicaID) error {
 	return n.ask(id, request{kind: reqTransfer, to: to})
 }

@@ -6,10 +6,10 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 )
 
-// Proposal is the waiter of one proposed entry (decision 7). It resolves
-// once, from the node's worker: with the entry's Entry.Result when the
-// entry that applies at its index carries the term it was proposed in, or
-// with an error:
+// Proposal is the waiter of one proposed entry (docs/clustering.md,
+// decision 7). It resolves once, from the node's worker: with the entry's
+// Entry.Result when the entry that applies at its index carries the term it
+// was proposed in, or with an error:
 //
 //   - ErrNotLeader, ErrDropped, ErrFenced: the entry never entered the
 //     log; nothing will apply.
@@ -19,6 +19,7 @@ import (
 type Proposal struct {
 	data        []byte
 	conf        *pb.ConfChangeV2 // a membership change, instead of data
+	tag         uint64           // handed to Apply with the entry (Entry.Tag)
 	done        chan struct{}
 	term, index uint64 // set when the entry enters the log
 	result      any

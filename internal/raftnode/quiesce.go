@@ -10,7 +10,7 @@ import (
 	"go.etcd.io/raft/v3/tracker"
 )
 
-// Quiescence (clustering reference section 3.3, CockroachDB's quiesced
+// Quiescence (docs/clustering.md, "Idle groups"; CockroachDB's quiesced
 // ranges, TiKV's hibernate regions): an idle group stops ticking, so it
 // sends and costs nothing; one liveness beat per peer server per tick
 // (coalesced over every group) replaces the groups' heartbeats as the

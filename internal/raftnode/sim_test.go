@@ -92,6 +92,12 @@ type entryID struct {
 	data [32]byte
 }
 
+// simTag is who proposed under a tag, and what.
+type simTag struct {
+	node ServerID
+	data string
+}
+
 type simProposal struct {
 	node int
 	g    GroupID
@@ -116,6 +122,7 @@ type sim struct {
 	pending []simProposal
 	incs    []Incarnation // each node's store, as its replicas are bound to it
 	quiet   int           // replica-steps spent quiesced
+	tags    map[uint64]simTag
 	log     []string
 	failed  bool
 }
@@ -128,6 +135,7 @@ func newSim(t *testing.T, seed uint64) *sim {
 		groups:  []GroupID{1, 2},
 		entries: map[GroupID]map[uint64]entryID{}, hashes: map[GroupID]map[uint64][32]byte{},
 		acked: map[GroupID]map[uint64]entryID{}, leaders: map[GroupID]map[uint64]ReplicaID{},
+		tags: map[uint64]simTag{},
 	}
 	for _, g := range s.groups {
 		s.entries[g], s.hashes[g], s.acked[g], s.leaders[g] = map[uint64]entryID{}, map[uint64][32]byte{}, map[uint64]entryID{}, map[uint64]ReplicaID{}
@@ -215,6 +223,11 @@ func (s *sim) watch(tn *testNode, g GroupID, sm *hashSM) {
 			s.fatalf("group %d: %s reached another state at %d", g, tn.id, e.Index)
 		}
 		s.entries[g][e.Index], s.hashes[g][e.Index] = id, hash
+		if e.Tag != 0 {
+			if tg, ok := s.tags[e.Tag]; !ok || tg.node != tn.id || tg.data != string(e.Data) {
+				s.fatalf("group %d: %s applied %d with tag %d, which is not its proposal of that entry", g, tn.id, e.Index, e.Tag)
+			}
+		}
 	}
 	sm.onRestore = func(index uint64, hash [32]byte) {
 		if prev, ok := s.hashes[g][index]; ok && prev != hash {
@@ -367,7 +380,8 @@ func (s *sim) propose(step int, live []int) {
 	}
 	s.next++
 	data := fmt.Sprintf("g%d-p%d-%s", g, s.next, strings.Repeat("x", s.r.IntN(300)))
-	p, err := s.nodes[i].n.Propose(g, []byte(data))
+	s.tags[uint64(s.next)] = simTag{node: s.nodes[i].id, data: data}
+	p, err := s.nodes[i].n.ProposeTagged(g, []byte(data), uint64(s.next))
 	s.logf("%d propose %s group %d #%d: %v", step, s.nodes[i].id, g, s.next, err)
 	if err == nil {
 		s.pending = append(s.pending, simProposal{node: i, g: g, p: p, data: data})

@@ -15,7 +15,7 @@ type GroupID uint64
 
 // ReplicaID is a replica's Raft ID within its group. IDs are allocated by
 // the cluster layer from a per-group counter and never reused
-// (clustering reference decision 3): a replica removed and added again on
+// (docs/clustering.md, decision 3): a replica removed and added again on
 // the same server is a new replica. 0 is not a valid replica.
 type ReplicaID uint64
 
@@ -25,7 +25,7 @@ type ServerID string
 // Incarnation identifies one store: random bytes drawn when the WAL was
 // created and kept in every segment header. A replica is bound to the
 // incarnation of the store that created it; a wiped or replaced store has
-// another, so it can never vote as its old self (decision 3, section 3.9).
+// another, so it can never vote as its old self (docs/clustering.md, decision 3).
 type Incarnation [16]byte
 
 // String returns the incarnation as 32 hexadecimal digits.
@@ -46,6 +46,13 @@ type Entry struct {
 	Index uint64
 	Term  uint64
 	Data  []byte
+	// Tag is the tag given to ProposeTagged, on the node that proposed
+	// this entry and only for the exact entry it proposed (this index,
+	// under the term it was proposed in, while it still leads;
+	// docs/clustering.md, decision 7); 0 everywhere else. It is the
+	// proposer's key of the engine's Applier (docs/engine.md) and is not
+	// in the log.
+	Tag uint64
 	// Result is set by Apply, if it likes, and handed to the Proposal
 	// of this entry on the server that proposed it (the outcome a client
 	// is told: a stream sequence, an error). Replicas ignore it.
@@ -57,18 +64,20 @@ type Entry struct {
 // each other), by whichever worker runs the group; different groups'
 // state machines run concurrently.
 type StateMachine interface {
-	// Apply applies committed entries, in index order, each exactly
-	// once since the last durable checkpoint. It must be a pure function
-	// of the state and the entries: no clock, randomness, map order or
-	// local configuration (decision 6), so replicas at equal index hold
-	// equal state. It need not make anything durable: the WAL holds the
-	// entries until Compact. An error fences the group (the replica stops
-	// and is reported, decision 12); it is for damage, not for outcomes
-	// such as a rejected publish, which go in Entry.Result.
+	// Apply applies committed entries, in index order, each exactly once
+	// since the last durable checkpoint. It must be a pure function of the
+	// state and the entries: no clock, randomness, map order or local
+	// configuration (docs/clustering.md, decision 6), so replicas at equal
+	// index hold equal state. It need not make anything durable: the WAL
+	// holds the entries until Compact. An error fences the group (the
+	// replica stops and is reported, docs/clustering.md decision 12); it is
+	// for damage, not for outcomes such as a rejected publish, which go in
+	// Entry.Result.
 	Apply(entries []Entry) error
 	// Applied returns the index through which the state machine's durable
 	// state reflects the log, as of AddGroup: entries after it are applied
-	// again. 0 for a new replica.
+	// again. 0 for a new replica (a bootstrapped group's state machine is
+	// then handed an empty entry at index 1, its log's synthetic base).
 	Applied() uint64
 	// Snapshot returns the state as of the last applied entry, for a
 	// follower that needs entries the WAL has dropped. Called rarely.
@@ -100,15 +109,16 @@ type Config struct {
 	Transport Transport
 
 	// TickInterval is the period of the one ticker (default 100 ms,
-	// decision 10). Ignored when Ticks is set or when the node is driven
-	// by hand (Tick, RunRound).
+	// docs/clustering.md decision 10). Ignored when Ticks is set or when
+	// the node is driven by hand (Tick, RunRound).
 	TickInterval time.Duration
 	// Ticks, if set, replaces the ticker: each value received is one
 	// tick (an injected clock).
 	Ticks <-chan time.Time
 	// HeartbeatTicks and ElectionTicks are raft's heartbeat and election
-	// timeouts in ticks (defaults 1 and 10, decision 10). raft randomises
-	// the election timeout in [ElectionTicks, 2*ElectionTicks).
+	// timeouts in ticks (defaults 1 and 10, docs/clustering.md decision
+	// 10). raft randomises the election timeout in [ElectionTicks,
+	// 2*ElectionTicks).
 	HeartbeatTicks int
 	ElectionTicks  int
 	// Workers is the size of the worker pool of Start (default 2).
@@ -150,7 +160,7 @@ type Config struct {
 // Errors. None reaches a client as such: the cluster layer maps them
 // (ErrNotLeader to the JetStream "no leader"/forwarding path, ErrBusy and
 // ErrDropped to back-pressure, ErrNoReply to silence so the client's
-// timeout and retry happen, decision 7).
+// timeout and retry happen, docs/clustering.md decision 7).
 var (
 	// ErrNotLeader: the proposal never entered the log (this replica is
 	// not the leader). Safe to retry elsewhere.
