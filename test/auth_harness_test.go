@@ -103,7 +103,8 @@ func startCairnConf(t *testing.T, conf string, mod func(*server.Options)) secTar
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config.Validate: %v", err)
 	}
-	opts := server.Options{Host: "127.0.0.1", Port: -1, ServerName: cfg.ServerName, Auth: cfg.Auth, TLS: cfg.TLS, Operator: cfg.Operator}
+	opts := server.Options{Host: "127.0.0.1", Port: -1, ServerName: cfg.ServerName, Auth: cfg.Auth, TLS: cfg.TLS, Operator: cfg.Operator,
+		MaxPayload: cfg.Limits.MaxPayload, MaxSubs: cfg.Limits.MaxSubs}
 	if cfg.JetStream.Enabled {
 		opts.JetStream, opts.StoreDir = true, cfg.JetStream.StoreDir
 		if opts.StoreDir == "" {

@@ -266,6 +266,7 @@ func serverOptions(c *config.Config, log *logger.Logger) server.Options {
 		MaxControlLine:        l.MaxControlLine,
 		MaxPending:            l.MaxPending,
 		MaxConnections:        l.MaxConnections,
+		MaxSubs:               c.Limits.MaxSubs,
 		PingInterval:          l.PingInterval,
 		MaxPingsOut:           l.MaxPingsOut,
 		WriteDeadline:         l.WriteDeadline,

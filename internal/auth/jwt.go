@@ -109,9 +109,16 @@ func (m *jwtMode) authenticateJWT(cr *Credentials, now time.Time) (*User, bool) 
 		Account: acc.Subject,
 		Nkey:    true,
 		Perms:   NewPerms(jwtPermissions(&juc.Permissions)),
+		Limits:  &UserLimits{Subs: clamp32(juc.Limits.Subs), Payload: clamp32(juc.Limits.Payload)},
 	}
 	u.Expires, u.ExpiredText = expiry(juc.Expires, acc.Expires)
 	return u, true
+}
+
+// clamp32 is nats-server's clampInt64ToInt32: a JWT limit beyond the
+// int32 range becomes its nearest bound.
+func clamp32(n int64) int32 {
+	return int32(min(max(n, -1<<31), 1<<31-1))
 }
 
 // expiry returns the earlier of a user's and its account's expiry, with

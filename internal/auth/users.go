@@ -28,8 +28,20 @@ type User struct {
 	// expires; the server then closes the connection with ExpiredText.
 	Expires     time.Time
 	ExpiredText string
-	secret      string   // the configured password (plain or bcrypt)
-	types       []string // allowed connection types; empty: any
+	// Limits, when not nil, are the user JWT's limits on the client's
+	// subscriptions and payload (docs/security.md, "Limits").
+	Limits *UserLimits
+	secret string   // the configured password (plain or bcrypt)
+	types  []string // allowed connection types; empty: any
+}
+
+// UserLimits are a user JWT's subs and payload limits (jwt/v2
+// NatsLimits), -1 for none; nats-server v2.15.2 (client.go
+// applyAccountLimits) keeps each as given, truncated to 32 bits, and
+// takes the smallest of the user's, the account's and the server's.
+type UserLimits struct {
+	Subs    int32 // subscriptions per connection
+	Payload int32 // bytes of a message's header and payload
 }
 
 // Anonymous is the user of every client when no authentication is

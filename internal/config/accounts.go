@@ -21,7 +21,25 @@ type Account struct {
 	JetStream *AccountJetStream
 	Exports   []Export
 	Imports   []Import
+	// Limits, when not nil, are the account's connection, subscription
+	// and payload limits (its limits block).
+	Limits *AccountLimits
 }
+
+// AccountLimits are an account's limits block (nats-server v2.15.2
+// opts.go parseAccountLimits; accounts.go mconns, msubs, mpay), each -1
+// (NoLimit) when not set. As nats-server keeps them, a value is used as
+// given: 0 connections refuses every client of the account, 0
+// subscriptions closes each at CONNECT (docs/security.md, "Limits").
+type AccountLimits struct {
+	MaxConnections   int32 // clients of the account on this server
+	MaxSubscriptions int32 // subscriptions per client connection
+	MaxPayload       int32 // bytes of a message's header and payload
+}
+
+// NoLimit is the value of an AccountLimits field that limits nothing
+// (jwt.NoLimit).
+const NoLimit = -1
 
 // AccountJetStream are an account's JetStream limits; -1 is unlimited
 // (nats-server JetStreamAccountLimits; jetstream: enabled sets all -1).
@@ -258,7 +276,7 @@ func parseAccount(c *Config, it item, m map[string]any, r *report) {
 		"imports":             func(_ *Config, e item, r *report) { acc.Imports = parseImports(e, r) },
 		"mappings":            unsupportedYet,
 		"maps":                unsupportedYet,
-		"limits":              unsupportedYet,
+		"limits":              func(_ *Config, e item, r *report) { acc.Limits = parseAccountLimits(e, r) },
 		"msg_trace":           unsupportedYet,
 		"trace_dest":          unsupportedYet,
 	}, r)
@@ -279,6 +297,40 @@ func parseAccount(c *Config, it item, m map[string]any, r *report) {
 		users[i].Account = acc.Name
 	}
 	r.addUsers(c, usersAt, users)
+}
+
+// parseAccountLimits reads an account's limits block with nats-server
+// v2.15.2's keys and errors (opts.go parseAccountLimits); an integer is
+// kept as nats-server keeps it, truncated to 32 bits. max_leafnodes is
+// accepted: cairn has no leafnodes.
+func parseAccountLimits(it item, r *report) *AccountLimits {
+	m, ok := it.val.(map[string]any)
+	if !ok {
+		r.errorf(it, "Expected account limits to be a map/struct, got %+v", it.val)
+		return nil
+	}
+	l := &AccountLimits{NoLimit, NoLimit, NoLimit}
+	for _, e := range entries(m, it) {
+		var dst *int32
+		switch strings.ToLower(e.key) {
+		case "max_connections", "max_conn":
+			dst = &l.MaxConnections
+		case "max_subscriptions", "max_subs":
+			dst = &l.MaxSubscriptions
+		case "max_payload", "max_pay":
+			dst = &l.MaxPayload
+		case "max_leafnodes", "max_leafs":
+			r.int64Of(e)
+			continue
+		default:
+			r.errorf(e, "Unknown field %q parsing account limits", e.key)
+			continue
+		}
+		if n, ok := r.int64Of(e); ok {
+			*dst = int32(n)
+		}
+	}
+	return l
 }
 
 // parseAccountJetStream reads an account's jetstream: true, "enabled",

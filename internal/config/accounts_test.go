@@ -66,6 +66,25 @@ authorization { users = [ { user: g, password: p } ] }
 	}
 }
 
+// An account's limits block: each key and its alias, -1 for a key not
+// given, max_leafnodes accepted (nats-server v2.15.2 parseAccountLimits).
+func TestAccountLimits(t *testing.T) {
+	c, _ := mustLoad(t, "max_subs: 7\naccounts { A { limits { max_conn: 3, max_pay: 100, max_leafs: 2 } }, B { limits { max_connections: 0, max_subscriptions: 4, max_payload: 5 } }, C {} }")
+	if c.Limits.MaxSubs != 7 {
+		t.Errorf("max_subs %d", c.Limits.MaxSubs)
+	}
+	want := map[string]*AccountLimits{"A": {3, NoLimit, 100}, "B": {0, 4, 5}, "C": nil}
+	for _, a := range c.Auth.Accounts {
+		w, ok := want[a.Name]
+		if !ok {
+			continue
+		}
+		if (w == nil) != (a.Limits == nil) || (w != nil && *w != *a.Limits) {
+			t.Errorf("account %s limits %+v, want %+v", a.Name, a.Limits, w)
+		}
+	}
+}
+
 func TestAccountsErrors(t *testing.T) {
 	const exp = "A { exports = [ { stream: \"pub.>\" }, { service: svc, accounts: [B] } ] }\n"
 	cases := []struct{ text, want string }{
@@ -84,6 +103,9 @@ func TestAccountsErrors(t *testing.T) {
 		{"accounts { A { exports = [ { service: s, response_type: many } ] } }", `F:1:42: Unknown response type: "many"`},
 		{"accounts { A { exports = [{stream: x}], imports = [{stream: {account: B, subject: x}}] }, B { exports = [{stream: x}], imports = [{stream: {account: A, subject: x}}] } }", `F:1:1: Error adding stream import "x": import forms a cycle`},
 		{"accounts { \"../x\" {} }", `F:1:13: account name "../x" cannot be used: it names a directory of the JetStream store`},
+		{"accounts { A { limits: 5 } }", `F:1:16: Expected account limits to be a map/struct, got 5`},
+		{"accounts { A { limits: { max_conn: 1, foo: 2 } } }", `F:1:39: Unknown field "foo" parsing account limits`},
+		{"accounts { A { limits: { max_subs: x } } }", `F:1:26: interface conversion: interface {} is string, not int64`},
 		{"accounts { A { mappings: { a: b } } }", `F:1:16: field "mappings" is not supported by cairn yet`},
 		{"authorization { token: t }\naccounts { A { users: [ {user: x} ] } }", `F:1:1: Can not have a token and a users array`},
 		{"accounts { A { users: [ {user: x} ] } }\nauthorization { user: u, password: p }", `F:2:1: Can not have a single user/pass and a users array`},

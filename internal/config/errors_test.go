@@ -63,7 +63,7 @@ func TestErrorTexts(t *testing.T) {
 		{"jetstream { domain: \"a b\" }", `F:1:13: invalid domain name: derived "$JS.a b.API" is not a valid subject`},
 		{"jetstream { domain: 1 }", `F:1:13: interface conversion: interface {} is int64, not string`},
 		{"jetstream { key: s3cr3t }", `F:1:13: field "key" is not supported by cairn yet`},
-		{"max_subscriptions: 10", `F:1:1: field "max_subscriptions" is not supported by cairn yet: cairn does not limit subscriptions per client yet`},
+		{"max_subscriptions: \"10\"", `F:1:1: interface conversion: interface {} is string, not int64`},
 		{"no_header_support: true", `F:1:1: field "no_header_support" is not supported by cairn yet`},
 		{"cluster { routes: [\"nats://:6222\"] }", `F:1:21: error parsing route url ["nats://:6222"]`},
 		{"cluster { tls: {} }", `F:1:11: field "tls" is not supported by cairn yet`},

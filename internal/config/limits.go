@@ -8,13 +8,14 @@ import (
 // Limits are the limits of the client protocol (docs/protocol.md section 1.9).
 // Zero values mean nats-server's defaults, which the server fills in.
 type Limits struct {
-	MaxPayload     int           `key:"max_payload"`      // bytes per message payload; 0 = 1 MiB
-	MaxPending     int64         `key:"max_pending"`      // outbound bytes buffered per client before it is a slow consumer; 0 = 64 MiB
-	MaxControlLine int           `key:"max_control_line"` // bytes per protocol line; 0 = 4096
-	MaxConnections int           `key:"max_connections"`  // open client connections; 0 = 65536; negative = none accepted (the file's max_connections: 0)
-	PingInterval   time.Duration `key:"ping_interval"`    // idle time before the server PINGs a client; 0 = 2m
-	MaxPingsOut    int           `key:"ping_max"`         // unanswered PINGs before 'Stale Connection'; 0 = 2
-	WriteDeadline  time.Duration `key:"write_deadline"`   // longest a socket write may block; 0 = 10s
+	MaxPayload     int           `key:"max_payload"`       // bytes per message payload; 0 = 1 MiB
+	MaxPending     int64         `key:"max_pending"`       // outbound bytes buffered per client before it is a slow consumer; 0 = 64 MiB
+	MaxControlLine int           `key:"max_control_line"`  // bytes per protocol line; 0 = 4096
+	MaxConnections int           `key:"max_connections"`   // open client connections; 0 = 65536; negative = none accepted (the file's max_connections: 0)
+	MaxSubs        int           `key:"max_subscriptions"` // subscriptions per client connection; 0 = no limit
+	PingInterval   time.Duration `key:"ping_interval"`     // idle time before the server PINGs a client; 0 = 2m
+	MaxPingsOut    int           `key:"ping_max"`          // unanswered PINGs before 'Stale Connection'; 0 = 2
+	WriteDeadline  time.Duration `key:"write_deadline"`    // longest a socket write may block; 0 = 10s
 }
 
 // limitKeys are the protocol limit keys of nats-server v2.15.2
@@ -29,8 +30,8 @@ var limitKeys = keyTable{
 	"ping_max":                pingMaxKey,
 	"write_deadline":          writeDeadlineKey,
 	"write_timeout":           writeTimeoutKey,
-	"max_subscriptions":       zeroOnlyKey("cairn does not limit subscriptions per client yet"),
-	"max_subs":                zeroOnlyKey("cairn does not limit subscriptions per client yet"),
+	"max_subscriptions":       maxSubsKey,
+	"max_subs":                maxSubsKey,
 	"max_sub_tokens":          unsupportedYet,
 	"max_subscription_tokens": unsupportedYet,
 }
@@ -83,6 +84,22 @@ func maxConnectionsKey(c *Config, it item, r *report) {
 	c.Limits.MaxConnections = int(n)
 }
 
+// maxSubsKey is the subscriptions a client connection may hold, 0 for no
+// limit (nats-server v2.15.2 opts.go max_subscriptions, client.go
+// applyAccountLimits). A negative value is kept: as in nats-server, it
+// leaves a client no subscription at all, and closes it at CONNECT.
+func maxSubsKey(c *Config, it item, r *report) {
+	n, ok := r.int64Of(it)
+	if !ok {
+		return
+	}
+	if n > 1<<31-1 {
+		r.errorf(it, "%s value is too big", it.key)
+		return
+	}
+	c.Limits.MaxSubs = int(max(n, -1<<31))
+}
+
 func pingIntervalKey(c *Config, it item, r *report) {
 	if d, ok := positiveDuration(it, r); ok {
 		c.Limits.PingInterval = d
@@ -126,17 +143,6 @@ func writeTimeoutKey(_ *Config, it item, r *report) {
 		r.errorf(it, "write_timeout %q is not supported by cairn yet: a client whose write times out is closed", s)
 	default:
 		r.errorf(it, "write_timeout must be 'default', 'close' or 'retry'")
-	}
-}
-
-// zeroOnlyKey accepts a limit set to 0 (no limit, what cairn does) and
-// refuses any other value.
-func zeroOnlyKey(why string) keyFunc {
-	return func(_ *Config, it item, r *report) {
-		n, ok := r.int64Of(it)
-		if ok && n != 0 {
-			r.errorf(it, "field %q is not supported by cairn yet: %s", it.key, why)
-		}
 	}
 }
 

@@ -45,6 +45,11 @@ type Config struct {
 	// MaxPayload is the largest PUB/HPUB size in bytes, headers included (docs/protocol.md 1.1).
 	// Default 1048576.
 	MaxPayload int
+	// ExactPayload uses MaxPayload as given, even when zero or negative: a
+	// limit of 0 bytes lets only empty payloads through, a negative one
+	// none (an account's or user JWT's max_payload, which nats-server
+	// v2.15.2 compares as given in client.go processPub).
+	ExactPayload bool
 }
 
 // withDefaults returns c with zero or negative fields replaced by their defaults.
@@ -52,7 +57,7 @@ func (c Config) withDefaults() Config {
 	if c.MaxControlLine <= 0 {
 		c.MaxControlLine = DefaultMaxControlLine
 	}
-	if c.MaxPayload <= 0 {
+	if c.MaxPayload <= 0 && !c.ExactPayload {
 		c.MaxPayload = DefaultMaxPayload
 	}
 	return c

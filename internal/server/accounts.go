@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"sort"
+	"sync/atomic"
 
 	"github.com/cairnmq/cairn/internal/auth"
 	"github.com/cairnmq/cairn/internal/config"
@@ -53,11 +54,25 @@ type account struct {
 
 	imp imports // its service imports' response routing (imports.go)
 
+	// Limits (acclimits.go): lim is set by initAccounts and never
+	// changes; nconns counts the clients authenticated into the account;
+	// lastSubsLog (unix nanoseconds) paces the log of its clients'
+	// subscription limit errors.
+	lim         config.AccountLimits
+	nconns      atomic.Int32
+	lastSubsLog atomic.Int64
+
 	closed traffic // totals of its client connections that closed (stats.go), added under Server.mu
 }
 
 func newAccount(name string, cfg *config.Account) *account {
-	return &account{name: name, sl: sublist.New[*subscription](), cfg: cfg}
+	acc := &account{name: name, sl: sublist.New[*subscription](), cfg: cfg}
+	if cfg != nil {
+		acc.lim = accountLimitsOf(cfg.Limits)
+	} else {
+		acc.lim = accountLimitsOf(nil)
+	}
+	return acc
 }
 
 // initAccounts builds the account table from the options: $G, every
@@ -76,6 +91,12 @@ func (s *Server) initAccounts() error {
 	for pub, ac := range s.dir.AccountClaims() {
 		acc := newAccount(pub, nil)
 		acc.jsLimits = jwtJetStream(&ac.Limits.JetStreamLimits)
+		// nats-server accounts.go UpdateAccountClaims: conn, subs, payload.
+		acc.lim = config.AccountLimits{
+			MaxConnections:   clamp32(ac.Limits.Conn),
+			MaxSubscriptions: clamp32(ac.Limits.Subs),
+			MaxPayload:       clamp32(ac.Limits.Payload),
+		}
 		s.accounts[pub] = acc
 		if len(ac.Imports) > 0 || len(ac.Exports) > 0 {
 			s.log.Warnf("Account %s: the imports and exports of account JWTs are not supported yet; ignored", pub)

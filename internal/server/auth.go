@@ -115,8 +115,7 @@ func (c *client) connectFirst() error {
 	if !ok {
 		return c.authFailed(nil)
 	}
-	c.setUser(u)
-	return nil
+	return c.setUser(u)
 }
 
 // authenticate authenticates a CONNECT's credentials and applies the
@@ -145,8 +144,7 @@ func (c *client) authenticate(opts *connectOpts) error {
 		// authentication, and so does cairn.
 		return c.authFailed(opts)
 	}
-	c.setUser(u)
-	return nil
+	return c.setUser(u)
 }
 
 // credentials are what the CONNECT presents, with the INFO nonce.
@@ -177,12 +175,17 @@ func (c *client) authFailed(opts *connectOpts) error {
 	return errAuthViolation
 }
 
-// setUser makes u the client's identity. It runs on the read loop.
-func (c *client) setUser(u *auth.User) {
+// setUser makes u the client's identity, in its account with its
+// limits; it returns the error of a limit that closes the client
+// (acclimits.go). It runs on the read loop.
+func (c *client) setUser(u *auth.User) error {
 	c.user = u
 	c.armExpiry(u)
 	if acc := c.srv.account(u.Account); acc != nil {
 		c.acc = acc
+	}
+	if err := c.applyAccountLimits(u); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	c.meta.user, c.meta.account = u.Name, c.acc.name
@@ -190,6 +193,7 @@ func (c *client) setUser(u *auth.User) {
 	c.pubCache = nil
 	c.replies.Store(newReplyPerms(u, time.Now))
 	c.parser.SetAwaitConnect(nil)
+	return nil
 }
 
 // armExpiry closes the client when its user's JWT (or its account's)
@@ -215,7 +219,8 @@ func (c *client) armExpiry(u *auth.User) {
 // quietClose reports whether err closes a client whose reason was logged
 // already.
 func quietClose(err error) bool {
-	return errors.Is(err, errAuthViolation) || errors.Is(err, errAuthClosed)
+	return errors.Is(err, errAuthViolation) || errors.Is(err, errAuthClosed) ||
+		errors.Is(err, errAccountConns) || errors.Is(err, errSubsAtConnect)
 }
 
 // secretKeys are the CONNECT fields never written to a trace line.

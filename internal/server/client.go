@@ -76,6 +76,14 @@ type client struct {
 	// goroutines delivering to this client.
 	pubCache map[string]bool
 	replies  atomic.Pointer[replyPerms]
+	// Limits of its user and account (acclimits.go): accPay and msubs
+	// (noLimit for none) and counted are the read loop's; mpay, the
+	// payload limit in force, is read by the goroutines sending async
+	// INFOs.
+	accPay  int32
+	msubs   int32
+	counted *account // the account whose connections count this client
+	mpay    atomic.Int32
 
 	headers   atomic.Bool  // opts.Headers, read by other connections' readers
 	asyncInfo atomic.Bool  // got its connect_info INFO (protocol 1): async INFO updates go to it
@@ -148,7 +156,13 @@ func newClient(s *Server, nc net.Conn, cid uint64) *client {
 		opts:    connectOpts{Verbose: true, Pedantic: true, Echo: true},
 		subs:    make(map[string]*subscription),
 		acc:     s.gacc,
+		accPay:  noLimit,
+		msubs:   noLimit,
 	}
+	if s.opts.MaxSubs != 0 { // a client that sends SUB before CONNECT (no authentication)
+		c.msubs = clamp32(int64(s.opts.MaxSubs))
+	}
+	c.mpay.Store(int32(lim.MaxPayload))
 	if addr, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 		c.ip = addr.IP.String()
 		c.addr = addr.String()
@@ -431,6 +445,7 @@ func (c *client) teardown() {
 		c.srv.removeRoute(c)
 	} else {
 		c.srv.interestRemoved(list...)
+		c.uncount()
 		c.srv.removeClient(c)
 		c.srv.recordClosed(c, list)
 	}

@@ -37,31 +37,35 @@ const (
 	ReasonDuplicateServerName
 	ReasonAuthenticationViolation
 	ReasonMsgHeaderViolation
+	ReasonMaxAccountConnectionsExceeded
+	ReasonMaxSubscriptionsExceeded
 )
 
 var reasonTexts = [...]string{
-	ReasonUnknown:                     "Unknown State",
-	ReasonClientClosed:                "Client Closed",
-	ReasonSlowConsumerPendingBytes:    "Slow Consumer (Pending Bytes)",
-	ReasonSlowConsumerWriteDeadline:   "Slow Consumer (Write Deadline)",
-	ReasonWriteError:                  "Write Error",
-	ReasonReadError:                   "Read Error",
-	ReasonParseError:                  "Parse Error",
-	ReasonStaleConnection:             "Stale Connection",
-	ReasonProtocolViolation:           "Protocol Violation",
-	ReasonBadClientProtocolVersion:    "Bad Client Protocol Version",
-	ReasonMaxConnectionsExceeded:      "Maximum Connections Exceeded",
-	ReasonMaxPayloadExceeded:          "Maximum Message Payload Exceeded",
-	ReasonMaxControlLineExceeded:      "Maximum Control Line Exceeded",
-	ReasonNoRespondersRequiresHeaders: "No Responders Requires Headers",
-	ReasonServerShutdown:              "Server Shutdown",
-	ReasonWrongPort:                   "Incorrect Port",
-	ReasonDuplicateRoute:              "Duplicate Route",
-	ReasonRouteRemoved:                "Route Removed",
-	ReasonClusterNameConflict:         "Cluster Name Conflict",
-	ReasonDuplicateServerName:         "Duplicate Server Name",
-	ReasonAuthenticationViolation:     "Authentication Failure",
-	ReasonMsgHeaderViolation:          "Message Header Violation",
+	ReasonUnknown:                       "Unknown State",
+	ReasonClientClosed:                  "Client Closed",
+	ReasonSlowConsumerPendingBytes:      "Slow Consumer (Pending Bytes)",
+	ReasonSlowConsumerWriteDeadline:     "Slow Consumer (Write Deadline)",
+	ReasonWriteError:                    "Write Error",
+	ReasonReadError:                     "Read Error",
+	ReasonParseError:                    "Parse Error",
+	ReasonStaleConnection:               "Stale Connection",
+	ReasonProtocolViolation:             "Protocol Violation",
+	ReasonBadClientProtocolVersion:      "Bad Client Protocol Version",
+	ReasonMaxConnectionsExceeded:        "Maximum Connections Exceeded",
+	ReasonMaxPayloadExceeded:            "Maximum Message Payload Exceeded",
+	ReasonMaxControlLineExceeded:        "Maximum Control Line Exceeded",
+	ReasonNoRespondersRequiresHeaders:   "No Responders Requires Headers",
+	ReasonServerShutdown:                "Server Shutdown",
+	ReasonWrongPort:                     "Incorrect Port",
+	ReasonDuplicateRoute:                "Duplicate Route",
+	ReasonRouteRemoved:                  "Route Removed",
+	ReasonClusterNameConflict:           "Cluster Name Conflict",
+	ReasonDuplicateServerName:           "Duplicate Server Name",
+	ReasonAuthenticationViolation:       "Authentication Failure",
+	ReasonMsgHeaderViolation:            "Message Header Violation",
+	ReasonMaxAccountConnectionsExceeded: "Maximum Account Connections Exceeded",
+	ReasonMaxSubscriptionsExceeded:      "Maximum Subscriptions Exceeded",
 }
 
 // String returns nats-server's text for the reason.
@@ -84,6 +88,10 @@ func protocolReason(err error) CloseReason {
 	switch {
 	case errors.Is(err, protocol.ErrMaxPayload):
 		return ReasonMaxPayloadExceeded
+	case errors.Is(err, errAccountConns):
+		return ReasonMaxAccountConnectionsExceeded
+	case errors.Is(err, errSubsAtConnect):
+		return ReasonMaxSubscriptionsExceeded
 	case errors.Is(err, protocol.ErrControlLine):
 		return ReasonMaxControlLineExceeded
 	case errors.Is(err, errInvalidProtocol):

@@ -128,6 +128,7 @@ func (s *Server) sendAsyncInfo() {
 	for _, c := range clients {
 		in := base
 		in.CID, in.ClientIP = c.cid, c.ip
+		in.MaxPayload = int(c.mpay.Load()) // the client's (nats-server generateClientInfoJSON)
 		if !c.out.appendBytes(appendInfo(nil, in)) {
 			c.closeSlowConsumer()
 			continue

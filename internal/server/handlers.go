@@ -85,6 +85,7 @@ func (c *client) sendConnectInfo() {
 	in.ConnectInfo = true
 	in.RemoteAccount = c.acc.name
 	in.IsSystemAccount = c.acc.system
+	in.MaxPayload = int(c.mpay.Load())
 	c.enqueue(appendInfo(nil, in))
 }
 
@@ -103,6 +104,10 @@ func (c *client) ProcessSub(subj, queue, sid []byte) error {
 	c.traceIn("SUB", subj, queue, sid)
 	if !c.maySubscribe(subj, queue) {
 		c.subViolation(subj, queue, sid)
+		return nil
+	}
+	if c.subsAtLimit() {
+		c.maxSubsExceeded()
 		return nil
 	}
 	c.mu.Lock()

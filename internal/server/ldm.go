@@ -139,6 +139,7 @@ func (s *Server) sendLameDuckInfo() {
 		}
 		in := base
 		in.CID, in.ClientIP = c.cid, c.ip
+		in.MaxPayload = int(c.mpay.Load())
 		if !c.out.appendBytes(appendInfo(nil, in)) {
 			c.closeSlowConsumer()
 			continue

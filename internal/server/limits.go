@@ -114,12 +114,17 @@ func (c *client) maxConnExceeded() {
 }
 
 // refreshLimits gives the parser the limits in force if they changed
-// since the last read. It runs on the read loop.
+// since the last read, its payload limit lowered to the client's user's
+// and account's (acclimits.go). It runs on the read loop.
 func (c *client) refreshLimits() {
 	if l := c.srv.limits(); l != c.lim {
 		c.lim = l
 		if c.parser != nil { // a route's parser keeps the limits it started with
-			c.parser.SetLimits(l.parserConfig())
+			pc := l.parserConfig()
+			pay := c.payloadLimit(l)
+			pc.MaxPayload, pc.ExactPayload = int(pay), true
+			c.mpay.Store(pay)
+			c.parser.SetLimits(pc)
 		}
 	}
 }

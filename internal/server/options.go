@@ -36,18 +36,22 @@ const (
 // Options configures a Server. Zero values mean the default named next to
 // each field; Validate fills them in.
 type Options struct {
-	Host           string        // listen address, default "0.0.0.0"
-	Port           int           // client port: 0 means 4222, RandomPort (-1) a free port
-	ServerName     string        // INFO server_name; defaults to the server id
-	MaxPayload     int           // bytes per message payload, default 1 MiB
-	MaxControlLine int           // bytes per protocol line, default 4096
-	MaxPending     int64         // outbound bytes buffered per client before it is a slow consumer, default 64 MiB
-	MaxConnections int           // open client connections, default 65536; negative: refuse every client (nats-server's max_connections: 0)
-	PingInterval   time.Duration // idle time before the server PINGs a client, default 2m
-	MaxPingsOut    int           // unanswered PINGs before 'Stale Connection', default 2
-	WriteDeadline  time.Duration // longest a socket write may block, default 10s
-	JetStream      bool          // -js: enable JetStream
-	StoreDir       string        // -sd: JetStream's directory (data goes in <StoreDir>/jetstream); default <temp dir>/nats
+	Host           string // listen address, default "0.0.0.0"
+	Port           int    // client port: 0 means 4222, RandomPort (-1) a free port
+	ServerName     string // INFO server_name; defaults to the server id
+	MaxPayload     int    // bytes per message payload, default 1 MiB
+	MaxControlLine int    // bytes per protocol line, default 4096
+	MaxPending     int64  // outbound bytes buffered per client before it is a slow consumer, default 64 MiB
+	MaxConnections int    // open client connections, default 65536; negative: refuse every client (nats-server's max_connections: 0)
+	// MaxSubs is the subscriptions a client connection may hold
+	// (max_subscriptions); 0 is no limit, a negative value leaves none
+	// (nats-server v2.15.2 applyAccountLimits; docs/security.md, "Limits").
+	MaxSubs       int
+	PingInterval  time.Duration // idle time before the server PINGs a client, default 2m
+	MaxPingsOut   int           // unanswered PINGs before 'Stale Connection', default 2
+	WriteDeadline time.Duration // longest a socket write may block, default 10s
+	JetStream     bool          // -js: enable JetStream
+	StoreDir      string        // -sd: JetStream's directory (data goes in <StoreDir>/jetstream); default <temp dir>/nats
 	// MaxMemoryStore and MaxFileStore are the bytes of memory and file
 	// storage the streams may reserve and use (max_memory_store,
 	// max_file_store). 0 sizes them from the machine as nats-server
