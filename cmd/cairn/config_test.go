@@ -98,7 +98,7 @@ func TestServerStartsFromFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cairn.conf")
 	pid := filepath.Join(dir, "cairn.pid")
-	writeFile(t, path, "listen: 127.0.0.1:-1\nserver_name: from-file\nmax_payload: 64KB\npid_file: \""+pid+"\"\nhttps_port: 8443\nhttp_port: -1\n")
+	writeFile(t, path, "listen: 127.0.0.1:-1\nserver_name: from-file\nmax_payload: 64KB\npid_file: \""+pid+"\"\nserver_tags: [a]\nhttp_port: -1\n")
 	var out, log syncBuffer
 	code := run([]string{"-c", path}, &out, &log, func(ctl controls) {
 		info := dialInfo(t, listenAddr(t, log.String()))
@@ -117,7 +117,7 @@ func TestServerStartsFromFile(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, log.String())
 	}
-	for _, want := range []string{"[INF] Using configuration file: " + path + " (sha256:", `[WRN] ` + path + `:5:1: field "https_port" is ignored`} {
+	for _, want := range []string{"[INF] Using configuration file: " + path + " (sha256:", `[WRN] ` + path + `:5:1: field "server_tags" is ignored`} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, log.String())
 		}
@@ -149,13 +149,13 @@ func TestBadFileExitsOne(t *testing.T) {
 func TestCheckConfig(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.conf")
-	writeFile(t, good, "port: 4333\nhttps_port: 8443\n")
+	writeFile(t, good, "port: 4333\nserver_tags: [a]\n")
 	var out, errOut bytes.Buffer
 	if code := run([]string{"-t", "-c", good}, &out, &errOut, func(controls) { t.Error("-t started the server") }); code != 0 {
 		t.Fatalf("good file: exit %d: %s", code, errOut.String())
 	}
 	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], `good.conf:2:1: field "https_port" is ignored`) ||
+	if len(lines) != 2 || !strings.Contains(lines[0], `good.conf:2:1: field "server_tags" is ignored`) ||
 		!strings.HasPrefix(lines[1], "cairn: configuration file "+good+" is valid (sha256:") {
 		t.Fatalf("stderr %q", errOut.String())
 	}

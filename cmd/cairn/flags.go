@@ -25,6 +25,7 @@ Server Options:
     -p, --port <port>                Use port for clients (default: 4222; -1 for a random port)
     -n, --name, --server_name <name> Server name (default: the server id)
     -m, --http_port <port>           HTTP monitoring port (/varz, /connz, /jsz, /healthz, /metrics, ...; -1 for a random port)
+    -ms,--https_port <port>          HTTPS monitoring port, with the tls block's certificate
         --client_advertise <host:port> Client URL to advertise in INFO
     -c, --config <file>              Configuration file (nats-server's format)
     -t                               Test the configuration file and exit
@@ -124,6 +125,7 @@ func bindFlags(cfg *config.Config, cl *commandLine, stderr io.Writer) (fs *flag.
 	stringVar(fs, &cfg.ServerName, "n", "name", "server_name")
 	stringVar(fs, &cfg.ClientAdvertise, "client_advertise")
 	intVar(fs, &cfg.Monitor.Port, "m", "http_port")
+	intVar(fs, &cfg.Monitor.HTTPSPort, "ms", "https_port")
 	intVar(fs, &cfg.Process.ProfPort, "profile")
 	stringVar(fs, &cfg.Process.PidFile, "P", "pid")
 	stringVar(fs, &cl.configFile, "c", "config")

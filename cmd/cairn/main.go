@@ -5,6 +5,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -159,8 +160,18 @@ func (in *instance) startMonitor() error {
 	if host == "" {
 		host = c.Host
 	}
+	port := c.Monitor.Port
+	var tc *tls.Config
+	if c.Monitor.HTTPSPort != 0 { // config.Validate: no http_port, a tls block
+		port = c.Monitor.HTTPSPort
+		var err error
+		if tc, err = c.TLS.ServerConfig(); err != nil {
+			return err
+		}
+		tc.ClientAuth = tls.NoClientCert // as nats-server's getMonitoringTLSConfig
+	}
 	mon, err := monitor.New(monitor.Options{
-		Host: host, Port: c.Monitor.Port, BasePath: c.Monitor.BasePath,
+		Host: host, Port: port, BasePath: c.Monitor.BasePath, TLS: tc,
 		Server: in.srv, ConfigDigest: c.Digest, MetricsPrefix: c.Monitor.MetricsPrefix, Logger: in.log,
 	})
 	if err != nil {
@@ -169,7 +180,7 @@ func (in *instance) startMonitor() error {
 	if err := mon.ServeSystemRequests(); err != nil && !errors.Is(err, server.ErrNoSystemAccount) {
 		return err
 	}
-	if c.Monitor.Port != 0 {
+	if port != 0 {
 		if err := mon.Start(); err != nil {
 			return err
 		}

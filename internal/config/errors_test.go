@@ -139,8 +139,6 @@ func TestMissingFile(t *testing.T) {
 // naming them; nothing is dropped silently.
 func TestWarnings(t *testing.T) {
 	cases := []struct{ text, want string }{
-		{"https_port: 8443", `F:1:1: field "https_port" is ignored: cairn has no TLS yet: monitoring is served over HTTP only (http_port)`},
-		{"https: 127.0.0.1:8443", `F:1:1: field "https" is ignored: cairn has no TLS yet: monitoring is served over HTTP only (http_port)`},
 		{"ping_interval: 60", `F:1:1: invalid use of field "ping_interval": ping_interval should be converted to a duration`},
 		{"cluster { name: c, port: 6222, pool_size: 3 }", `F:1:32: field "pool_size" is ignored: cairn keeps one route connection per peer, carrying every subject (nats-server's pool_size: -1)`},
 		{"syslog: true", `F:1:1: field "syslog" is ignored: cairn logs to stderr or to log_file`},

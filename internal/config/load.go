@@ -135,7 +135,7 @@ func block(c *Config, m map[string]any, parent item, keys keyTable, r *report) {
 // validateOptions); they carry no position.
 func (c *Config) Validate() error {
 	var errs []error
-	for _, check := range []func() error{c.validateNames, c.Limits.validate, c.Process.validate, c.Auth.validate, func() error { return c.Operator.validate(&c.Auth) }, c.validateSystemAccount} {
+	for _, check := range []func() error{c.validateNames, c.Limits.validate, c.Process.validate, c.Auth.validate, func() error { return c.Operator.validate(&c.Auth) }, c.validateSystemAccount, func() error { return c.Monitor.validate(&c.TLS) }} {
 		if err := check(); err != nil {
 			errs = append(errs, err)
 		}

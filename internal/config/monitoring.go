@@ -1,18 +1,20 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"strconv"
 )
 
 // Monitor is the HTTP monitoring listener (docs/monitoring.md):
 // nats-server's http, http_port (monitor_port) and http_base_path keys and
-// -m, and max_closed_clients, the closed connections /connz keeps. HTTPS is
-// accepted with a warning and not served: cairn has no TLS yet.
+// -m, https and https_port (-ms: served with the server's tls block),
+// and max_closed_clients, the closed connections /connz keeps.
 type Monitor struct {
 	Host      string `key:"http"`           // "" = the client listen host
 	Port      int    `key:"http_port"`      // -m; 0 = off, -1 = a free port
-	HTTPSPort int    `key:"https_port"`     // accepted and not served
+	HTTPSPort int    `key:"https_port"`     // -ms; 0 = off, -1 = a free port; needs the tls block, excludes http_port
 	BasePath  string `key:"http_base_path"` // "" = "/"
 	// MaxClosedClients is how many closed connections /connz?state=closed
 	// keeps; 0 = the default (10000), negative none.
@@ -24,26 +26,23 @@ type Monitor struct {
 	MetricsPrefix string `key:"metrics_prefix"`
 }
 
-// httpsIgnored is why the HTTPS monitoring keys are warned about.
-const httpsIgnored = "cairn has no TLS yet: monitoring is served over HTTP only (http_port)"
-
 // monitoringKeys are nats-server v2.15.2's monitoring keys.
 var monitoringKeys = keyTable{
-	"http":               func(c *Config, it item, r *report) { monitorListen(c, it, r, &c.Monitor.Port, false) },
-	"https":              func(c *Config, it item, r *report) { monitorListen(c, it, r, &c.Monitor.HTTPSPort, true) },
-	"http_port":          func(c *Config, it item, r *report) { monitorPort(it, r, &c.Monitor.Port, false) },
-	"monitor_port":       func(c *Config, it item, r *report) { monitorPort(it, r, &c.Monitor.Port, false) },
-	"https_port":         func(c *Config, it item, r *report) { monitorPort(it, r, &c.Monitor.HTTPSPort, true) },
+	"http":               func(c *Config, it item, r *report) { monitorListen(c, it, r, &c.Monitor.Port) },
+	"https":              func(c *Config, it item, r *report) { monitorListen(c, it, r, &c.Monitor.HTTPSPort) },
+	"http_port":          func(c *Config, it item, r *report) { monitorPort(it, r, &c.Monitor.Port) },
+	"monitor_port":       func(c *Config, it item, r *report) { monitorPort(it, r, &c.Monitor.Port) },
+	"https_port":         func(c *Config, it item, r *report) { monitorPort(it, r, &c.Monitor.HTTPSPort) },
 	"http_base_path":     monitorBasePath,
 	"max_closed_clients": maxClosedClientsKey,
 	"metrics_prefix":     metricsPrefixKey,
 }
 
 // monitorListen reads "host:port" or a port, as the listen key.
-func monitorListen(c *Config, it item, r *report, port *int, https bool) {
+func monitorListen(c *Config, it item, r *report, port *int) {
 	switch v := it.val.(type) {
 	case int64:
-		monitorPort(it, r, port, https)
+		monitorPort(it, r, port)
 		return
 	case string:
 		host, p, err := net.SplitHostPort(v)
@@ -58,25 +57,19 @@ func monitorListen(c *Config, it item, r *report, port *int, https bool) {
 		}
 		if n, ok := checkPort(it, int64(n), r); ok {
 			c.Monitor.Host, *port = host, n
-			if https {
-				r.ignored(it, httpsIgnored)
-			}
 		}
 	default:
 		r.errorf(it, "expected port or host:port, got %T", v)
 	}
 }
 
-func monitorPort(it item, r *report, port *int, https bool) {
+func monitorPort(it item, r *report, port *int) {
 	n, ok := r.int64Of(it)
 	if !ok {
 		return
 	}
 	if n, ok := checkPort(it, n, r); ok {
 		*port = n
-		if n != 0 && https {
-			r.ignored(it, httpsIgnored)
-		}
 	}
 }
 
@@ -117,4 +110,16 @@ func validMetricPrefix(s string) bool {
 		}
 	}
 	return true
+}
+
+// validate checks the monitoring ports against each other and the TLS
+// block, with nats-server v2.15.2's texts (server.go StartMonitoring).
+func (m Monitor) validate(t *TLS) error {
+	switch {
+	case m.Port != 0 && m.HTTPSPort != 0:
+		return fmt.Errorf("can't specify both HTTP (%v) and HTTPs (%v) ports", m.Port, m.HTTPSPort)
+	case m.HTTPSPort != 0 && !t.Enabled():
+		return errors.New("TLS cert and key required for HTTPS")
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,6 +62,10 @@ type Options struct {
 	// -prefix=nats (the Helm chart).
 	MetricsPrefix string
 	Logger        *logger.Logger
+	// TLS, when not nil, makes Start serve HTTPS with it (https_port:
+	// the server's tls block, no client certificate asked, as nats-server
+	// v2.15.2's startMonitoring); the log says "Starting https monitor".
+	TLS *tls.Config
 }
 
 // Monitor serves the HTTP monitoring endpoints of one server. Create it
@@ -138,6 +143,10 @@ func (m *Monitor) Start() error {
 	if err != nil {
 		return fmt.Errorf("monitor: listen on %s:%d: %w", m.opts.Host, m.opts.Port, err)
 	}
+	scheme := "http"
+	if m.opts.TLS != nil {
+		ln, scheme = tls.NewListener(ln, m.opts.TLS), "https"
+	}
 	m.ln = ln
 	m.http = &http.Server{
 		Handler:           m.mux(),
@@ -147,7 +156,7 @@ func (m *Monitor) Start() error {
 		MaxHeaderBytes:    1 << 16,
 		ErrorLog:          nil,
 	}
-	m.log.Noticef("Starting http monitor on %s", ln.Addr())
+	m.log.Noticef("Starting %s monitor on %s", scheme, ln.Addr())
 	go func() {
 		defer close(m.done)
 		_ = m.http.Serve(ln)
@@ -180,7 +189,11 @@ func (m *Monitor) URL() string {
 	if host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, strconv.Itoa(m.Addr().Port)) + m.opts.BasePath
+	scheme := "http://"
+	if m.opts.TLS != nil {
+		scheme = "https://"
+	}
+	return scheme + net.JoinHostPort(host, strconv.Itoa(m.Addr().Port)) + m.opts.BasePath
 }
 
 // Close stops the listener and waits up to a second for the requests

@@ -89,7 +89,9 @@ func (m *Monitor) varz() *Varz {
 		},
 		DiskIOWaitStats: &DiskIOWaitStats{},
 	}
-	if a := m.Addr(); a != nil {
+	if a := m.Addr(); a != nil && m.opts.TLS != nil {
+		v.HTTPSPort = a.Port
+	} else if a != nil {
 		v.HTTPPort = a.Port
 	}
 	if ml := debug.SetMemoryLimit(-1); ml < math.MaxInt64 {
