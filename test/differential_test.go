@@ -160,6 +160,13 @@ var racyDiffs = map[string]string{
 	// had a consumer the advisory is sometimes lost (about 1 run in 5
 	// with -race). cairn always sends it.
 	"advisory $JS.EVENT.ADVISORY.STREAM.DELETED.E #1 $": "nats-server sometimes loses the delete advisory of stream E",
+	// A CONSUMER.INFO right after a reset to the ack floor: nats-server
+	// v2.15.2 sometimes (1 full-suite run in a few, under load) still
+	// reports the deliveries from before the reset (3/3) where it
+	// usually reports 0/0, as cairn always does (cairn answers the reset
+	// once the reset state is stored).
+	"consumer info after reset $.delivered.consumer_seq": "nats-server sometimes reports the deliveries from before the reset",
+	"consumer info after reset $.delivered.stream_seq":   "nats-server sometimes reports the deliveries from before the reset",
 }
 
 // diffRequireNatsServer skips (or, with CAIRN_REQUIRE_CLI=1, fails) the
