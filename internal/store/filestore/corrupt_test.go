@@ -490,7 +490,12 @@ func TestConsumerStateDamage(t *testing.T) {
 	t.Logf("%d damaged consumer states: all refused with ErrCorrupt", n)
 }
 
-// TestNoSegments refuses to open a store whose segments are all gone.
+// TestNoSegments: a store whose segments are all gone opens when its
+// checkpoint says how far the log was durable: those sequences are
+// reported lost and the next append gets the one after them, never an
+// acknowledged sequence again (issue 12, finding 1, for a stream with a
+// single segment). Without the checkpoint too, nothing tells how far the
+// log went: Open refuses it.
 func TestNoSegments(t *testing.T) {
 	im := buildImage(t, 3, 1<<20)
 	fs := im.fs(t)
@@ -499,8 +504,35 @@ func TestNoSegments(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	s, err := Open(memConfig(fs, 0), store.Config{})
+	if err != nil {
+		t.Fatalf("Open without segments, with the checkpoint: %v", err)
+	}
+	st := s.State(false)
+	if st.LastSeq != 3 || st.Msgs != 0 || st.Lost == nil || !slices.Equal(st.Lost.Msgs, []uint64{1, 2, 3}) {
+		t.Fatalf("state %+v, lost %+v; want last 3, no messages, 1-3 lost", st, st.Lost)
+	}
+	if seq := appendSync(t, s, msgN("s.x", 9)); seq != 4 {
+		t.Fatalf("the next append got sequence %d, want 4", seq)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, memConfig(fs, 0), store.Config{})
+	if st := s.State(false); st.LastSeq != 4 || st.Msgs != 1 || st.Lost == nil || len(st.Lost.Msgs) != 3 {
+		t.Fatalf("after a restart: %+v, lost %+v", st, st.Lost)
+	}
+	s.Close()
+
+	im = buildImage(t, 3, 1<<20)
+	fs = im.fs(t)
+	for _, p := range append(im.segs, "/store/checkpoint") {
+		if err := fs.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := Open(memConfig(fs, 0), store.Config{}); !errors.Is(err, store.ErrCorrupt) {
-		t.Fatalf("Open without segments: %v", err)
+		t.Fatalf("Open without segments and checkpoint: %v", err)
 	}
 }
 

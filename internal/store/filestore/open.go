@@ -74,10 +74,19 @@ func (s *Store) open() error {
 		return err
 	}
 	switch {
-	case len(names) == 0 && metaFound:
-		return fmt.Errorf("%w: store metadata present but no segment file in %s", store.ErrCorrupt, s.msgsDir)
 	case len(names) == 0 && ck.seq >= max(s.mu.limits.FirstSeq, 1):
-		return fmt.Errorf("%w: the checkpoint shows sequences through %d were stored, but there is no segment file in %s", store.ErrCorrupt, ck.seq, s.msgsDir)
+		// Every segment is gone, but the checkpoint says how far the log
+		// was durable: recover from an empty first segment, so that
+		// those sequences are reported lost (tailLost) and never given
+		// to another message, as when only the last segment is gone.
+		s.cfg.Logf("filestore: %s: no segment file, but the checkpoint shows sequences through %d were stored; they are reported lost and numbering continues after them", s.cfg.Dir, ck.seq)
+		name, err := s.emptyFirstSegment()
+		if err != nil {
+			return err
+		}
+		names = []string{name}
+	case len(names) == 0 && metaFound:
+		return fmt.Errorf("%w: store metadata present but no segment file (and no checkpoint) in %s", store.ErrCorrupt, s.msgsDir)
 	case len(names) == 0:
 		return s.create()
 	}
@@ -192,6 +201,23 @@ func (s *Store) segmentFiles() ([]string, error) {
 		}
 	}
 	return out, nil // 20-digit names sort as their numbers
+}
+
+// emptyFirstSegment writes (durably) the file of an empty first segment,
+// as create does, for recovery to read, and returns its name.
+func (s *Store) emptyFirstSegment() (string, error) {
+	first := s.mu.limits.FirstSeq
+	base := max(first, 1)
+	g := s.newSegment(base)
+	header := segHeader{base: base, lowWater: first, s2: s.packingWanted()}.encode()
+	f, err := s.createSegmentFile(g.path, header)
+	if err != nil {
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	return segmentName(base), nil
 }
 
 // create makes a new store: its first segment, then its metadata file.
