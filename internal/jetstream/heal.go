@@ -28,8 +28,9 @@ const healEvery = 2 * time.Second
 // room for a segment's next records.
 const probeSize = 64 << 10
 
-// healLoop tries the fenced streams again every healEvery until
-// Shutdown.
+// healLoop tries the fenced streams again, and raises a file limit sized
+// from a disk that has more room now (regrowFileLimit), every healEvery
+// until Shutdown.
 func (js *JetStream) healLoop() {
 	t := time.NewTicker(healEvery)
 	defer t.Stop()
@@ -38,6 +39,7 @@ func (js *JetStream) healLoop() {
 		case <-js.quit:
 			return
 		case <-t.C:
+			js.regrowFileLimit()
 			js.healFenced()
 		}
 	}

@@ -3,6 +3,7 @@ package jetstream
 import (
 	"math"
 	"path"
+	"strconv"
 
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/jserr"
@@ -63,6 +64,24 @@ func (js *JetStream) finishLimits(free int64) {
 		limit = addSaturate(limit, restored/4*3)
 	}
 	js.storage.SetLimit(stream.FileStorage, max(limit, 1)) // 0 would mean unlimited
+}
+
+// regrowFileLimit raises a file limit sized from the disk
+// (finishLimits) when the disk has more room now than at the start: a
+// server started on a full disk would otherwise refuse every file
+// publish (10023) until a restart, after the space was freed. It never
+// lowers the limit: nats-server v2.15.2 sizes it once, at the start, and
+// a limit that shrank under running streams would refuse what the start
+// allowed. The healer calls it every healEvery.
+func (js *JetStream) regrowFileLimit() {
+	if !js.cfg.MaxStoreFromDisk {
+		return
+	}
+	limit := addSaturate(js.freeForStore(), js.storage.Used(stream.FileStorage)/4*3)
+	if cur, limited := js.storage.Limit(stream.FileStorage); limited && limit > cur {
+		js.storage.SetLimit(stream.FileStorage, limit)
+		js.cfg.Infof("jetstream: the store's disk has more room than at the start: file storage limit raised to %s bytes", strconv.FormatInt(limit, 10))
+	}
 }
 
 // freeForStore returns three quarters of the space free on the store's

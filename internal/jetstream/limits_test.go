@@ -150,3 +150,35 @@ func TestStorageLimitFromDisk(t *testing.T) {
 		t.Fatalf("file limit %d without free space information, want 1 TiB", got)
 	}
 }
+
+// A file limit sized from a disk that was full at the start rises once
+// the disk has room (regrowFileLimit, every healEvery), so that file
+// publishes are taken again without a restart; it never falls.
+func TestStorageLimitFromDiskRegrows(t *testing.T) {
+	tr := newMemTransport()
+	fs := &spaceFS{CrashFS: vfs.NewCrashFS(), free: 400, total: 1 << 30}
+	js, err := New(Config{StoreDir: "/sd", FS: fs, ServerName: "s1", MaxStoreFromDisk: true}, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.Shutdown()
+	if _, file := js.StorageLimits(); file != 300 {
+		t.Fatalf("file limit %d, want 300", file)
+	}
+	big := stream.Config{Name: "B", Subjects: []string{"b"}, Storage: stream.FileStorage, MaxBytes: 3000}
+	expectErr(t, errOnly(js.AddStream(big)), jserr.StorageResourcesExceeded)
+
+	fs.set(8000) // space freed by another program
+	js.regrowFileLimit()
+	if _, file := js.StorageLimits(); file != 6000 {
+		t.Fatalf("file limit %d once 8000 bytes are free, want 6000", file)
+	}
+	if _, err := js.AddStream(big); err != nil {
+		t.Fatalf("a stream within the raised limit: %v", err)
+	}
+	fs.set(100)
+	js.regrowFileLimit()
+	if _, file := js.StorageLimits(); file != 6000 {
+		t.Fatalf("file limit %d after the disk filled again, want it kept at 6000", file)
+	}
+}
