@@ -148,7 +148,9 @@ func (c *client) tlsStart() {
 		err = errNotPinned
 	}
 	if err != nil {
-		c.log.Debugf("%s - cid:%d - TLS handshake error: %v", c.addr, c.cid, err)
+		// At error level, as nats-server v2.15.2 logs it (client.go
+		// "TLS handshake error"): an operator sees why clients fail.
+		c.log.Errorf("%s - cid:%d - TLS handshake error: %v", c.addr, c.cid, err)
 		_ = conn.Close()
 		c.abort()
 		return
