@@ -448,6 +448,8 @@ func (c *client) teardown() {
 		c.uncount()
 		c.srv.removeClient(c)
 		c.srv.recordClosed(c, list)
+		// As nats-server v2.15.2 logs it (client.go closeConnection).
+		c.log.Debugf("%s - cid:%d - Client connection closed: %s", c.addr, c.cid, CloseReason(c.reason.Load()))
 	}
 	c.out.markClosing()
 }
