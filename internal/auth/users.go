@@ -176,7 +176,7 @@ func (d *Directory) PlaintextPasswords() bool {
 		return true
 	}
 	for _, u := range d.users {
-		if !IsBcrypt(u.secret) {
+		if u.secret != "" && !IsBcrypt(u.secret) { // (nkey and certificate-mapped users have none)
 			return true
 		}
 	}

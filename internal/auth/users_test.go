@@ -53,6 +53,12 @@ func TestTokenAndSingleUser(t *testing.T) {
 	if !NewDirectory(&config.Auth{User: "a", Password: "pw"}, false).PlaintextPasswords() {
 		t.Error("plain password not detected")
 	}
+	// Users without a password (mapped from a TLS certificate's subject,
+	// verify_and_map) are not plain-text passwords: nats-server does not
+	// warn about them.
+	if NewDirectory(&config.Auth{Users: []config.User{{Name: "CN=app"}}}, false).PlaintextPasswords() {
+		t.Error("a user without a password counted as a plain-text password")
+	}
 }
 
 func TestUsersAndNkeys(t *testing.T) {

@@ -64,9 +64,13 @@ func TestProtocolErrorLoggedAsError(t *testing.T) {
 // is not (the latter logs that clients must authenticate, and warns of
 // plain-text passwords as nats-server does).
 func TestOpenListenerWarning(t *testing.T) {
-	for host, warn := range map[string]bool{"127.0.0.1": false, "localhost": false, "0.0.0.0": true, "0.0.0.0 auth": false} {
+	for host, warn := range map[string]bool{"127.0.0.1": false, "localhost": false, "0.0.0.0": true, "0.0.0.0 auth": false, "0.0.0.0 js": true} {
 		var out syncWriter
 		opts := Options{Host: host, Port: RandomPort, Logger: logger.New(&out, false, false)}
+		if h, ok := strings.CutSuffix(host, " js"); ok {
+			opts.Host, host = h, h
+			opts.JetStream, opts.StoreDir = true, t.TempDir()
+		}
 		if h, ok := strings.CutSuffix(host, " auth"); ok {
 			opts.Host, host = h, h
 			opts.Auth.Users = []config.User{{Name: "u", Password: "plain"}}
@@ -82,6 +86,9 @@ func TestOpenListenerWarning(t *testing.T) {
 		got := strings.Contains(out.String(), "[WRN] No authentication is configured: any client that can reach "+net.JoinHostPort(host, ""))
 		if got != warn {
 			t.Errorf("host %s: warning %v, want %v; log:\n%s", host, got, warn, out.String())
+		}
+		if js := strings.Contains(out.String(), "use JetStream"); warn && js != opts.JetStream {
+			t.Errorf("host %s: the warning mentions JetStream: %v, JetStream on: %v", host, js, opts.JetStream)
 		}
 		if opts.Auth.Users != nil && (!strings.Contains(out.String(), "[INF] Clients must authenticate") ||
 			!strings.Contains(out.String(), "[WRN] Plaintext passwords detected, use nkeys or bcrypt")) {

@@ -204,10 +204,14 @@ func (s *Server) warnIfOpen() {
 		}
 		return
 	}
-	if s.Addr().IP.IsLoopback() {
-		return
+	if s.Addr().IP.IsLoopback() || s.opts.TLS.Verify || s.opts.TLS.VerifyAndMap {
+		return // (a verified client certificate is required: not open)
 	}
-	s.log.Warnf("No authentication is configured: any client that can reach %s can connect, publish, subscribe and use JetStream; configure an authorization block (docs/security.md) or listen on a loopback address (-a 127.0.0.1)", addr)
+	what := "connect, publish and subscribe"
+	if s.opts.JetStream {
+		what = "connect, publish, subscribe and use JetStream"
+	}
+	s.log.Warnf("No authentication is configured: any client that can reach %s can %s; configure an authorization block (docs/security.md) or listen on a loopback address (-a 127.0.0.1)", addr, what)
 }
 
 // Addr returns the bound client address, or nil before Start.
