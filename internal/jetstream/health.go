@@ -50,7 +50,7 @@ func (js *JetStream) Problems() []StreamProblem {
 		}
 		if lost := r.Store().State(false).Lost; lost != nil && len(lost.Msgs) > 0 {
 			out = append(out, StreamProblem{Stream: r.Name(), Kind: "damaged",
-				Err: fmt.Sprintf("%d damaged messages (%d bytes) found and not served", len(lost.Msgs), lost.Bytes)})
+				Err: fmt.Sprintf("%d messages lost or damaged (sequences %d-%d), found and not served; purge them to clear this (nats stream purge --seq %d)", len(lost.Msgs), lost.Msgs[0], lost.Msgs[len(lost.Msgs)-1], lost.Msgs[len(lost.Msgs)-1]+1)})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Stream < out[j].Stream })
