@@ -270,6 +270,17 @@ func TestConsumerStateSurvivesOneDamagedCopy(t *testing.T) {
 	if err != nil {
 		t.Fatalf("damaged copy not kept aside: %v", err)
 	}
+	// The fallback wrote the good copy again at once: two good copies,
+	// so a second damaged one before the next save still finds one.
+	for _, slot := range stateSlots {
+		b, err := fs.ReadFile(path.Join(dir, slot))
+		if err != nil {
+			t.Fatalf("copy %s after the fallback: %v", slot, err)
+		}
+		if st, _, err := decodeConsumerState(b); err != nil || st.Delivered.Stream != 5 {
+			t.Fatalf("copy %s after the fallback: %+v, %v; want the older state (5/5)", slot, st, err)
+		}
+	}
 	for range 3 {
 		if err := cs2.Update(newer); err != nil {
 			t.Fatal(err)

@@ -226,8 +226,26 @@ func (cs *consumerStore) readLocked() (*store.ConsumerState, error) {
 	case len(bad) > 0:
 		cs.s.cfg.Logf("filestore: consumer %s: consumer state damaged (%s), set aside as %s; using the other copy, which may be one save older: unconfirmed acknowledgements made since it was saved may be redelivered",
 			cs.dir, strings.Join(bad, "; "), stateDamaged)
+		cs.rewriteLocked(best)
 	}
 	return best, nil
+}
+
+// rewriteLocked writes st, the good copy a read fell back to, into the
+// other slot at once, so that the state has two good copies again before
+// the next save: a second damaged copy then still finds one (found by a
+// new user's trial). A failure is logged and leaves one good copy.
+func (cs *consumerStore) rewriteLocked(st *store.ConsumerState) {
+	if cs.mu.fenced != nil {
+		return
+	}
+	slot, gen := 1-cs.mu.slot, cs.mu.gen+1
+	write := func(w io.Writer) error { return writeConsumerState(w, st, gen) }
+	if err := replaceFileWith(cs.s.fs, cs.dir, stateSlots[slot], write); err != nil {
+		cs.s.cfg.Logf("filestore: consumer %s: writing a second copy of the consumer state: %v", cs.dir, err)
+		return
+	}
+	cs.mu.gen, cs.mu.slot = gen, slot
 }
 
 // stateDamaged is the name a damaged copy of a consumer's state is kept
