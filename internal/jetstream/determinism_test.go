@@ -195,7 +195,7 @@ func sortedKeys[V any](m map[uint64]V) []uint64 {
 }
 
 // workload drives a server with a seeded random mix of what changes
-// streams and consumers (consumer resets included).
+// streams and consumers (consumer resets and counters included).
 type workload struct {
 	t      *testing.T
 	rng    *rand.Rand
@@ -249,6 +249,23 @@ func (w *workload) publishL() {
 	w.publish(subj, header(kv...), fmt.Sprint(w.rng.Int()))
 }
 
+// publishCounter increments a counter of C (ADR-49), now and then with
+// an increment C refuses or one too large for a machine word.
+func (w *workload) publishCounter() {
+	incr := fmt.Sprint(w.rng.IntN(200) - 100)
+	switch w.rng.IntN(10) {
+	case 0:
+		incr = "x"
+	case 1:
+		incr = "123456789012345678901234567890"
+	}
+	data := ""
+	if w.rng.IntN(20) == 0 {
+		data = "refused: a payload"
+	}
+	w.publish(fmt.Sprintf("c.%c", 'a'+w.rng.IntN(3)), header("Nats-Incr", incr), data)
+}
+
 // step runs one random action.
 func (w *workload) step() {
 	switch n := w.rng.IntN(100); {
@@ -300,6 +317,8 @@ func (w *workload) step() {
 		}
 		target := []string{"L.D", "I.A", "W.Q"}[w.rng.IntN(3)]
 		w.tr.Publish("$JS.API.CONSUMER.RESET."+target, "_INBOX.reset", nil, []byte(body))
+	case n < 91:
+		w.publishCounter()
 	default:
 		w.answer()
 	}
@@ -360,6 +379,8 @@ func runDeterminism(t *testing.T, seed uint64) {
 		{Name: "W", Subjects: []string{"w.>"}, Storage: stream.FileStorage, Retention: stream.WorkQueuePolicy, DuplicateWindow: time.Minute},
 		{Name: "M", Storage: stream.FileStorage, Mirror: &stream.Source{Name: "L"}},
 		{Name: "S", Storage: stream.FileStorage, Sources: []*stream.Source{{Name: "W"}}},
+		{Name: "C", Subjects: []string{"c.>"}, Storage: stream.FileStorage, AllowMsgCounter: true, MaxMsgsPerSubject: 3},
+		{Name: "CA", Storage: stream.FileStorage, AllowMsgCounter: true, Sources: []*stream.Source{{Name: "C"}}},
 	} {
 		if _, err := js.AddStream(cfg); err != nil {
 			t.Fatalf("create %s: %v", cfg.Name, err)
@@ -381,6 +402,18 @@ func runDeterminism(t *testing.T, seed uint64) {
 	for range 1500 {
 		w.step()
 	}
+	// The aggregate counter CA copies what C stores, so the replay covers
+	// counters built from copies too.
+	waitUntil(t, "CA to copy C's counters", func() bool {
+		c, _ := js.lookup("C")
+		ca, _ := js.lookup("CA")
+		last, err := ca.Store().LoadLast(">")
+		if err != nil {
+			return false
+		}
+		_, seq, _, ok := stream.SourcedFrom(last.Header)
+		return ok && seq == c.Store().State(false).LastSeq
+	})
 
 	live := freeze(t, js, rec)
 	checkReplays(t, rec, live)

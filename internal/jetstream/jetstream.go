@@ -47,8 +47,8 @@ type Config struct {
 	// "Durability").
 	AckBeforeSyncInterval time.Duration
 	// MaxPayload is the server's max_payload: a restored snapshot holding
-	// a larger message is refused, as nats-server refuses it. 0 = no
-	// such check.
+	// a larger message is refused, as nats-server refuses it, and a
+	// counter stream's new value must fit (ADR-49). 0 = no such check.
 	MaxPayload int64
 	// MaxPending is the server's max_pending: a batched direct get
 	// without max_bytes sends at most this much (ADR-31). 0 = 64 MiB,
@@ -363,7 +363,7 @@ func (js *JetStream) streamEnv() streamrun.Env {
 	}
 	return streamrun.Env{
 		Transport: js.tr, Now: js.cfg.Now, Logf: js.cfg.Logf, APILevel: js.cfg.APILevel,
-		Domain: js.cfg.Domain, MaxPending: js.cfg.MaxPending, Storage: js.storage, BatchLimits: js.batchLimits(), Batches: &js.batches, NewLog: newLog,
+		Domain: js.cfg.Domain, MaxPending: js.cfg.MaxPending, MaxPayload: js.cfg.MaxPayload, Storage: js.storage, BatchLimits: js.batchLimits(), Batches: &js.batches, NewLog: newLog,
 	}
 }
 

@@ -41,13 +41,20 @@ type Stream struct {
 // it): Apply then checks it as nats-server v2.15.2 checks a batched
 // message (batchcheck.go) followed by Nats-Expected-Last-Msg-Id, and a
 // Nats-Msg-Id seen in the window is a Duplicate as for any publish.
+//
+// MaxPayload is the server's max_payload (bytes) when the entry was
+// made, 0 for none: the limit of the message a counter stream builds
+// from a Nats-Incr publish (counter.go), which nats-server v2.15.2 checks
+// against its max_payload. The proposer sets it, so that the apply
+// function reads no server setting; it is not used for other streams.
 type Entry struct {
-	Subject   string
-	Header    []byte
-	Data      []byte
-	Time      int64
-	Sourced   bool
-	FastBatch bool
+	Subject    string
+	Header     []byte
+	Data       []byte
+	Time       int64
+	Sourced    bool
+	FastBatch  bool
+	MaxPayload int64
 }
 
 // Result is the outcome of Apply. Exactly one of these holds:
@@ -86,6 +93,9 @@ type Result struct {
 	// than the next pass (nats-server's resetAgeChk on a store, and its
 	// dedupe timer).
 	Expires int64
+	// Value is the counter's value (base 10) a counter stream stored,
+	// "" for other streams: the PubAck's "val" (ADR-49).
+	Value string
 }
 
 // New returns the state machine of a stream with config cfg over st. cfg
@@ -193,7 +203,7 @@ func (s *Stream) commit(m *pub) Result {
 	if m.msgID != "" && s.cfg.DuplicateWindow > 0 {
 		s.dedupe.add(m.msgID, seq, m.time)
 	}
-	r := Result{Seq: seq, Subject: m.subject}
+	r := Result{Seq: seq, Subject: m.subject, Value: m.counter}
 	if m.ttl > 0 {
 		r.Expires = store.TTLDeadline(m.time, m.ttl)
 	}

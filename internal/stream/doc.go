@@ -62,8 +62,8 @@
 //	+-------------+-------------+--------------------+
 //	| kind 1 byte | version = 1 | the kind's fields  |
 //	+-------------+-------------+--------------------+
-//	entry        | subject | header len + 1 (0: no header) | header | data | time (signed, unix ns) | flags (1 byte) |
-//	             flags: bit 0 Sourced, bit 1 FastBatch; other bits must be 0
+//	entry        | subject | header len + 1 (0: no header) | header | data | time (signed, unix ns) | flags (1 byte) | [max payload] |
+//	             flags: bit 0 Sourced, bit 1 FastBatch, bit 2 a max payload (uvarint, > 0) follows; other bits must be 0
 //	1 Publish      | count | count × entry |
 //	2 Copy         | mirror (1 byte, 0 or 1) | count | count × (entry, then the origin seq when mirror) |
 //	3 BatchCommit  | the BatchCommit bytes below (with a version byte of their own) |
@@ -91,10 +91,10 @@
 // A BatchCommit travels as (EncodeBatchCommit; varints are
 // encoding/binary's, uvarint unless said):
 //
-//	+---------+--------+----+----------------+-------+-------------------------+
-//	| version | id len | id | time (varint)  | count | count × entry           |
-//	| 1 byte  |        |    | unix ns        |       |                         |
-//	+---------+--------+----+----------------+-------+-------------------------+
+//	+---------+--------+----+----------------+-------------+-------+---------------+
+//	| version | id len | id | time (varint)  | max payload | count | count × entry |
+//	| 1 byte  |        |    | unix ns        | 0: none     |       |               |
+//	+---------+--------+----+----------------+-------------+-------+---------------+
 //	entry: | subject len | subject | header len + 1 (0: no header) | header | data len | data |
 //
 // version is 1; a decoder refuses any other, a short buffer and trailing

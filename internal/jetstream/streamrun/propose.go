@@ -137,6 +137,9 @@ func (r *Stream) take(it *item) {
 		r.noteRemovals()
 		return
 	}
+	if r.counter {
+		it.entry.MaxPayload = r.env.MaxPayload
+	}
 	if info, fast := stream.ParseFastReply(it.reply); fast {
 		r.flushPublishes()
 		r.applyFast(it.entry, it.reply, info)
@@ -279,6 +282,11 @@ func (r *Stream) proposeCopy(op *stream.Copy, req *request) {
 	}
 	refused := n < len(op.Entries)
 	op.Entries = op.Entries[:n]
+	if r.counter {
+		for i := range op.Entries {
+			op.Entries[i].MaxPayload = r.env.MaxPayload
+		}
+	}
 	if op.Mirror {
 		op.OriginSeqs = op.OriginSeqs[:n]
 	}

@@ -40,6 +40,10 @@ type Env struct {
 	// MaxPending bounds a batched direct get without max_bytes (the
 	// server's max_pending, ADR-31); 0 is nats-server's default, 64 MiB.
 	MaxPending int64
+	// MaxPayload is the server's max_payload (bytes; 0: none), which the
+	// proposer puts into the entries of a counter stream
+	// (stream.Entry.MaxPayload).
+	MaxPayload int64
 	// Storage is the server's storage accounting, shared by every stream.
 	Storage *Storage
 	// BatchLimits (APILevel set) and Batches, the server-wide count of
@@ -91,6 +95,7 @@ type Stream struct {
 	done            sync.WaitGroup
 
 	storage   stream.StorageType // fixed at creation
+	counter   bool               // allow_msg_counter, fixed at creation
 	usedBytes int64              // stored bytes last added to the Storage's usage; apply goroutine
 	// drops are the messages of an interest stream stored without
 	// interest, to remove before the next request and at the end of the
@@ -133,6 +138,7 @@ func New(env Env, cfg stream.Config, created time.Time, dir string, st store.Sto
 		st: stream.New(cfg, st), store: st, cfg: cfg,
 		in: newQueue[item](maxIngest), acks: newQueue[ack](0), direct: newQueue[directJob](maxDirectQueue),
 		storage:   cfg.Storage,
+		counter:   cfg.AllowMsgCounter,
 		consumers: noConsumers{},
 		atomic:    stream.NewAtomicBatches(env.BatchLimits, env.Batches),
 		fast:      stream.NewFastBatches(cfg.Name, env.BatchLimits, env.Batches),
