@@ -69,6 +69,7 @@ func TestDifferential(t *testing.T) {
 		{"stream info", d.streamInfoAndLists},
 		{"pub acks", d.pubAcks},
 		{"counters", d.counters},
+		{"schedules", d.schedules},
 		{"stream update", d.streamUpdate},
 		{"msg get delete", d.msgGetDelete},
 		{"direct get", d.directGet},
@@ -1118,6 +1119,67 @@ func (d *differ) counters() {
 	// servers: here nats-server's source consumer would show in every
 	// later account info and advisory (docs/compatibility.md, "How a
 	// mirror or source reads its origin").
+}
+
+// schedules compares message schedules (ADR-51): the configs refused,
+// the publishes refused, a schedule stored (with its Nats-Rollup added)
+// and the message a delayed schedule produced.
+func (d *differ) schedules() {
+	c := diffAPI + "STREAM.CREATE."
+	d.req("schedule create discard new", c+"SD1", `{"name":"SD1","subjects":["sd1.>"],"allow_msg_schedules":true,"discard":"new"}`)
+	d.req("schedule create mirror", c+"SD2", `{"name":"SD2","allow_msg_schedules":true,"mirror":{"name":"SCD"}}`)
+	d.req("schedule create sources", c+"SD3", `{"name":"SD3","subjects":["sd3"],"allow_msg_schedules":true,"sources":[{"name":"SCD"}]}`)
+	d.req("schedule create pedantic", c+"SD4", `{"name":"SD4","subjects":["sd4"],"allow_msg_schedules":true,"pedantic":true}`)
+	d.req("schedule create", c+"SCD", `{"name":"SCD","subjects":["scd.>","sco.>"],"allow_msg_schedules":true,"allow_msg_ttl":true,"allow_direct":true,"deny_purge":true}`)
+	d.req("schedule update disable refused", diffAPI+"STREAM.UPDATE.SCD", `{"name":"SCD","subjects":["scd.>","sco.>"],"allow_msg_ttl":true,"allow_direct":true}`)
+	for i, hdr := range [][]string{
+		{"Nats-Schedule: garbage", "Nats-Schedule-Target: sco.b"},
+		{"Nats-Schedule: @every 500ms", "Nats-Schedule-Target: sco.b"},
+		{"Nats-Schedule: @every 1s"},
+		{"Nats-Schedule: @every 1s", "Nats-Schedule-Target: scd.b"},
+		{"Nats-Schedule: @every 1s", "Nats-Schedule-Target: other.b"},
+		{"Nats-Schedule: @every 1s", "Nats-Schedule-Target: sco.b", "Nats-Schedule-TTL: 500ms"},
+		{"Nats-Schedule: @every 1s", "Nats-Schedule-Target: sco.b", "Nats-Schedule-Rollup: all"},
+		{"Nats-Schedule: @every 1s", "Nats-Schedule-Target: sco.b", "Nats-Schedule-Source: sco.*"},
+		{"Nats-Schedule: @every 1s", "Nats-Schedule-Target: sco.b", "Nats-Schedule-Time-Zone: UTC"},
+		{"Nats-Schedule: 0 0 * * * *", "Nats-Schedule-Target: sco.b", "Nats-Schedule-Time-Zone: Nowhere/Land"},
+		{"Nats-Schedule: 0 0 0 30 2 *", "Nats-Schedule-Target: sco.b"},
+		{"Nats-Schedule: @yearly", "Nats-Schedule-Target: sco.b", "Nats-Schedule-Time-Zone: Europe/Amsterdam", "X-A: 1"},
+		{"Nats-Schedule-Next: purge"},
+		{"Nats-Schedule-Next: purge", "Nats-Scheduler: scd.x"},
+		{"Nats-Scheduler: scd.b"},
+		{"Nats-Schedule: @at 2999-01-01T00:00:00Z", "Nats-Schedule-Target: sco.c", "Nats-Rollup: SUB"},
+	} {
+		var opts []diffReqOpt
+		for _, line := range hdr {
+			k, v, _ := strings.Cut(line, ": ")
+			opts = append(opts, diffHdr(k, v))
+		}
+		d.pub(fmt.Sprintf("schedule pub %d", i+1), "scd.b", "x", opts...)
+	}
+	d.pub("schedule pub on a stream without schedules", "s2.a", "x", diffHdr("Nats-Schedule", "@hourly"), diffHdr("Nats-Schedule-Target", "s2.b"))
+	dg := diffAPI + "DIRECT.GET.SCD"
+	d.frames("schedule stored", dg, "", `{"last_by_subj":"scd.b"}`, 1)
+	d.pub("schedule delayed", "scd.once", "later", diffHdr("Nats-Schedule", "@at 2020-01-01T00:00:00Z"), diffHdr("Nats-Schedule-Target", "sco.once"), diffHdr("X-Keep", "yes"), diffHdr("Nats-Msg-Id", "s1"))
+	d.waitSubject("SCD", "sco.once")
+	d.frames("schedule delayed produced", dg, "", `{"last_by_subj":"sco.once"}`, 1)
+	d.frames("schedule delayed gone", dg, "", `{"last_by_subj":"scd.once"}`, 1)
+	d.pub("schedule stop", "scd.stop", "x", diffHdr("Nats-Schedule-Next", "purge"), diffHdr("Nats-Scheduler", "scd.b"))
+	d.frames("schedule stopped", dg, "", `{"last_by_subj":"scd.b"}`, 1)
+	d.req("schedule info", diffAPI+"STREAM.INFO.SCD", `{"subjects_filter":">"}`)
+}
+
+// waitSubject waits until stream (with allow_direct) holds a message on
+// subj on both servers (a schedule fires in the background). It asks
+// with direct gets, which neither server counts in api.total.
+func (d *differ) waitSubject(stream, subj string) {
+	d.t.Helper()
+	for _, s := range d.sides {
+		waitFor(d.t, 10*time.Second, stream+" to hold a message on "+subj, func() bool {
+			r, err := s.nc.Request(diffAPI+"DIRECT.GET."+stream, []byte(`{"last_by_subj":"`+subj+`"}`), diffReqTimeout)
+			return err == nil && r.Header.Get("Nats-Sequence") != ""
+		})
+	}
 }
 
 func (d *differ) streamUpdate() {

@@ -23,6 +23,7 @@ type Stream struct {
 	in        *transform.Transform // subject_transform, nil without one
 	rp        *transform.Transform // republish source to destination, nil without republish
 	nextAge   int64                // the max_age deadline the last ExpireUpTo found (MaxAgeDeadline), 0 if none
+	sched     *schedules           // the schedules, with allow_msg_schedules (schedule.go); nil without
 }
 
 // Entry is one publish to apply: the subject, the raw NATS header block
@@ -96,6 +97,12 @@ type Result struct {
 	// Value is the counter's value (base 10) a counter stream stored,
 	// "" for other streams: the PubAck's "val" (ADR-49).
 	Value string
+	// SchedulerPurge is the purge a stored "Nats-Schedule-Next: purge"
+	// ran on its Nats-Scheduler subject (nil without one), and
+	// SchedulerPurged what it removed: the consumers move past it as
+	// after a rollup.
+	SchedulerPurge  *store.PurgeRequest
+	SchedulerPurged uint64
 }
 
 // New returns the state machine of a stream with config cfg over st. cfg
@@ -103,7 +110,11 @@ type Result struct {
 // cfg.StoreConfig(). New reads nothing from st: after opening a store that
 // already holds messages, call Rebuild.
 func New(cfg Config, st store.Store) *Stream {
-	return &Stream{cfg: cfg.Clone(), store: st, rp: compileRePublish(&cfg), in: compileTransform(&cfg)}
+	s := &Stream{cfg: cfg.Clone(), store: st, rp: compileRePublish(&cfg), in: compileTransform(&cfg)}
+	if cfg.AllowMsgSchedules {
+		s.sched = newSchedules()
+	}
+	return s
 }
 
 // Config returns a copy of the stream's config.
@@ -136,6 +147,14 @@ func (s *Stream) SetConfig(cfg Config) error {
 	s.cfg = cfg.Clone()
 	s.in = compileTransform(&s.cfg)
 	s.rp = compileRePublish(&s.cfg)
+	if cfg.AllowMsgSchedules && s.sched == nil {
+		// Schedules turned on: the messages stored already may hold
+		// some (nats-server recovers them from its store then). A load
+		// error leaves the schedules read before it.
+		_ = s.rebuildSchedules()
+	} else if !cfg.AllowMsgSchedules {
+		s.sched = nil
+	}
 	return nil
 }
 
@@ -216,11 +235,23 @@ func (s *Stream) commit(m *pub) Result {
 	if rpOK {
 		r.RePublish = s.rePublish(m, rpSubj, seq, rpLast)
 	}
+	if s.sched != nil && len(m.hdr) > 0 {
+		if due := s.sched.noteSchedule(seq, m.subject, m.hdr, m.time); due != 0 {
+			r.Expires = earliest(r.Expires, due)
+		}
+	} else if s.sched != nil {
+		s.sched.removeSubject(m.subject)
+	}
 	if m.rollup != "" {
 		var req store.PurgeRequest
 		req, r.Purged, err = s.rollup(m)
 		r.Rollup = &req
 		if err != nil {
+			r.Err, r.StoreErr = storeError(err), err
+		}
+	}
+	if len(m.hdr) > 0 {
+		if r.SchedulerPurge, r.SchedulerPurged, err = s.purgeScheduler(m); err != nil && r.Err == nil {
 			r.Err, r.StoreErr = storeError(err), err
 		}
 	}

@@ -56,7 +56,10 @@ type batchDiff struct {
 	counters map[string]*counterTotal    // running counter values by subject (counter streams)
 }
 
-type inflightSubject struct{ ops uint64 }
+type inflightSubject struct {
+	ops      uint64
+	schedule bool // the batch's last message on the subject holds a schedule
+}
 
 // checkBatchMsg runs the checks above on m, the message checked after
 // the batch's messages in d, with clseq the stream's last sequence plus
@@ -88,7 +91,7 @@ func (s *Stream) checkBatchMsg(m *pub, d *batchDiff, clseq uint64) (uint64, *jse
 		if err := s.checkSchedule(m); err != nil {
 			return 0, err
 		}
-		if err := s.checkScheduler(m); err != nil {
+		if err := s.checkScheduler(m, d); err != nil {
 			return 0, err
 		}
 		if err := s.checkBatchRollup(m, d); err != nil {
@@ -225,6 +228,7 @@ func (s *Stream) trackBatchMsg(m *pub, d *batchDiff) *jserr.Error {
 		d.inflight[m.subject] = in
 	}
 	in.ops++
+	in.schedule = m.schedule
 	d.ops++
 	scfg := s.cfg.StoreConfig()
 	d.bytes += scfg.MsgSize(m.subject, m.hdr, m.data)

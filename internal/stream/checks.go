@@ -32,8 +32,10 @@ import (
 //  7. Nats-TTL valid and non-zero: 10166 (no per-message TTL).
 //  8. Nats-Expected-Last-Subject-Sequence[-Subject], 10071 or 10193.
 //  9. Nats-Expected-Last-Sequence, 10071.
-//  10. Nats-Schedule, Nats-Schedule-Time-Zone, Nats-Schedule-Next,
-//     Nats-Scheduler: 10188 or 10212 (no schedules).
+//  10. Nats-Schedule and its fields (checkSchedule: 10223, 10189, 10188,
+//     10191, 10192, 10166, 10190, 10203; "Nats-Rollup: sub" added to a
+//     schedule), then Nats-Schedule-Next and Nats-Scheduler
+//     (checkScheduler: 10212, 10188); schedule.go.
 //  11. Nats-Stream-Source, 10227.
 //  12. Nats-Msg-Id seen in the window: a duplicate (success).
 //  13. Nats-Expected-Last-Msg-Id, 10070.
@@ -75,6 +77,7 @@ type pub struct {
 	incr       *big.Int
 	maxPayload int64
 	counter    string
+	schedule   bool // holds a valid schedule (checkSchedule)
 }
 
 func newPub(e Entry) *pub {
@@ -133,7 +136,7 @@ var headerChecks = []func(*Stream, *pub) *jserr.Error{
 	(*Stream).checkLastSubjectSeq,
 	(*Stream).checkLastSeq,
 	(*Stream).checkSchedule,
-	(*Stream).checkScheduler,
+	func(s *Stream, m *pub) *jserr.Error { return s.checkScheduler(m, nil) },
 	(*Stream).checkSourceHeader,
 }
 
@@ -277,43 +280,6 @@ func (s *Stream) checkLastSeq(m *pub) *jserr.Error {
 		return jserr.New(jserr.StreamWrongLastSequence, jserr.Sub("seq", have))
 	}
 	return nil
-}
-
-// checkSchedule refuses a schedule on a stream without
-// allow_msg_schedules: any Nats-Schedule pattern, valid or not, or an
-// empty Nats-Schedule-Time-Zone. (nats-server also refuses a non-empty
-// time zone it cannot load when no pattern is given; cairn loads no time
-// zone database in apply and lets that one through.)
-func (s *Stream) checkSchedule(m *pub) *jserr.Error {
-	if m.sourced {
-		return nil // the origin validated it
-	}
-	tz, hasTZ := headerValue(m.hdr, hdrScheduleTimeZone)
-	if len(m.value(hdrSchedule)) > 0 || hasTZ && len(tz) == 0 {
-		return jserr.New(jserr.MessageSchedulesDisabled)
-	}
-	return nil
-}
-
-// checkScheduler checks Nats-Schedule-Next and Nats-Scheduler: a client
-// may only send "purge" with a valid scheduler subject, which a stream
-// without schedules then refuses.
-func (s *Stream) checkScheduler(m *pub) *jserr.Error {
-	if m.sourced {
-		return nil
-	}
-	scheduler := string(m.value(hdrScheduler))
-	next := m.value(hdrScheduleNext)
-	if len(next) == 0 {
-		if scheduler != "" {
-			return jserr.New(jserr.MessageSchedulesSchedulerInvalid)
-		}
-		return nil
-	}
-	if string(next) != "purge" || scheduler == "" || scheduler == m.subject || !subject.ValidLiteral(scheduler) {
-		return jserr.New(jserr.MessageSchedulesSchedulerInvalid)
-	}
-	return jserr.New(jserr.MessageSchedulesDisabled)
 }
 
 // checkSourceHeader refuses Nats-Stream-Source, reserved for sourcing.

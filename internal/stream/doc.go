@@ -28,8 +28,8 @@
 //
 // Every change to a stream is an operation (ops.go, docs/engine.md): a
 // Publish of entries, a Copy from an origin stream, a BatchCommit, a
-// Purge, a DeleteMsg, an UpdateConfig, an Expire up to a time or a
-// Remove of messages retention let go. ApplyOp is the one function that
+// Purge, a DeleteMsg, an UpdateConfig, an Expire up to a time, a
+// Remove of messages retention let go or a FireSchedules at a time. ApplyOp is the one function that
 // applies them: its outcome depends only on the Stream's state (config,
 // store, duplicate window, last Nats-Msg-Id) and the operation, never on
 // a clock, a random source, map order or the server's settings, so a
@@ -72,6 +72,7 @@
 //	6 UpdateConfig | the config's JSON, as the API and meta.json carry it |
 //	7 Expire       | time T (signed, unix ns) |
 //	8 Remove       | reason (1 byte) | count | count × seq, each the signed difference from the previous (the first from 0) |
+//	9 FireSchedules | time T (signed, unix ns) |
 //
 // Kinds are append-only. DecodeOp refuses an unknown kind or version, a
 // short buffer, a count the bytes left cannot hold, unknown flag bits and

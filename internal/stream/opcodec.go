@@ -55,6 +55,8 @@ func AppendOp(dst []byte, op Op) ([]byte, error) {
 		dst = append(dst, b...)
 	case *Expire:
 		dst = binary.AppendVarint(dst, o.Time)
+	case *FireSchedules:
+		dst = binary.AppendVarint(dst, o.Time)
 	case *Remove:
 		dst = append(dst, byte(o.Reason))
 		dst = binary.AppendUvarint(dst, uint64(len(o.Seqs)))
@@ -150,6 +152,8 @@ func DecodeOp(b []byte) (Op, error) {
 		return &UpdateConfig{Config: cfg}, nil
 	case KindExpire:
 		op = &Expire{Time: d.varint()}
+	case KindFire:
+		op = &FireSchedules{Time: d.varint()}
 	case KindRemove:
 		op = decodeRemove(d)
 	default:

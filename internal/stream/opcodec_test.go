@@ -39,6 +39,7 @@ func sampleOps(t testing.TB) []Op {
 		&UpdateConfig{Config: cfg},
 		&Expire{Time: 1 << 62},
 		&Expire{Time: 0},
+		&FireSchedules{Time: 1_800_000_000_123_456_789},
 		&Remove{Reason: RemoveAcked, Seqs: []uint64{5, 3, 1 << 63, 4}},
 		&Remove{Reason: RemoveNoInterest, Seqs: []uint64{}},
 		&Remove{Reason: RemoveCopied, Seqs: []uint64{1}},

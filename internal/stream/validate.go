@@ -186,6 +186,24 @@ func (c *Config) checkFlags() *jserr.Error {
 		return invalid("subject delete marker TTL must not be negative")
 	}
 	c.forceMarkerFlags()
+	return c.forceScheduleFlags()
+}
+
+// forceScheduleFlags refuses discard new on a stream with message
+// schedules and turns on roll-ups with the purge permission, which
+// schedules need (a schedule replaces the last on its subject), as
+// nats-server v2.15.2 checkStreamCfg does outside pedantic mode (after
+// the subject delete marker checks).
+func (c *Config) forceScheduleFlags() *jserr.Error {
+	if !c.AllowMsgSchedules {
+		return nil
+	}
+	if c.Discard == DiscardNew {
+		return invalid("message scheduling cannot use discard new")
+	}
+	if !c.AllowRollup {
+		c.AllowRollup, c.DenyPurge = true, false
+	}
 	return nil
 }
 
@@ -307,7 +325,6 @@ func (c *Config) checkUnsupported() *jserr.Error {
 		{c.Mirror != nil && c.Mirror.Consumer != nil, "stream mirror consumers are not supported"},
 		{c.hasSource(func(s *Source) bool { return s.External != nil }), "external stream sources are not supported"},
 		{c.hasSource(func(s *Source) bool { return s.Consumer != nil }), "stream source consumers are not supported"},
-		{c.AllowMsgSchedules, "message schedules are not supported"},
 		{c.PersistMode != DefaultPersist, "async persist mode is not supported"},
 	} {
 		if f.on {

@@ -299,9 +299,14 @@ func (r *Stream) proposeCopy(op *stream.Copy, req *request) {
 	}
 }
 
-// expirePass proposes an expiry up to now (unix ns); its outcome re-arms
-// the expiry timer (Stream.expired).
+// expirePass proposes, when a message schedule is due at now (unix ns),
+// the FireSchedules that stores its messages (ADR-51: the leader's clock
+// decides when, the apply function what), then an expiry up to now,
+// whose outcome re-arms the expiry timer (Stream.expired).
 func (r *Stream) expirePass(now int64) {
+	if next, ok := r.st.NextSchedule(); ok && next <= now {
+		r.propose(&stream.FireSchedules{Time: now}, waiter{})
+	}
 	r.propose(&stream.Expire{Time: now}, waiter{kind: waitExpire, pass: now, first: r.store.State(false).FirstSeq})
 }
 

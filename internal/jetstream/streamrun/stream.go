@@ -411,8 +411,9 @@ func untilDeadline(deadline, now int64, floor time.Duration) time.Duration {
 // pass (unix ns), which found the stream's first sequence at first and
 // the next TTL deadline next (stream.Outcome.Next), for the next
 // deadline when that comes before expiryInterval: a message TTL, the
-// oldest Nats-Msg-Id leaving the duplicate window, or the first message
-// that max_age removes reaching it (Stream.MaxAgeDeadline), so that
+// oldest Nats-Msg-Id leaving the duplicate window, the first message
+// that max_age removes reaching it (Stream.MaxAgeDeadline), or the first
+// message schedule falling due (Stream.NextSchedule), so that
 // each is honoured within its floor (minTTLWait, minDedupeWait,
 // minExpiryWait) rather than up to a second late, without polling more
 // often. Apply goroutine.
@@ -424,6 +425,9 @@ func (r *Stream) rearmExpiry(pass int64, first uint64, next int64) {
 	}
 	if d, ok := r.st.MaxAgeDeadline(); ok && d > pass {
 		wait = min(wait, untilDeadline(d, later, maxAgeFloor(first, r.store.State(false).FirstSeq)))
+	}
+	if d, ok := r.st.NextSchedule(); ok {
+		wait = min(wait, untilDeadline(d, later, minTTLWait))
 	}
 	r.mu.Lock()
 	if !r.stopped {
