@@ -325,3 +325,41 @@ func newMemStore(t *testing.T, c Config) store.Store {
 	t.Helper()
 	return memstore.New(c.StoreConfig())
 }
+
+// TestScheduleBatch: in an atomic batch a stop may name a schedule an
+// earlier message of the batch stored (nats-server v2.15.2 accepted the
+// batch and the stop purged it), but not a subject whose batch message
+// is no schedule (10212).
+func TestScheduleBatch(t *testing.T) {
+	s := newTestStream(t, `{"name":"SB","subjects":["sb.>"],"allow_msg_schedules":true,"allow_atomic":true}`)
+	rs, err := s.ApplyBatch(BatchCommit{ID: "b1", Time: t0, Entries: []Entry{
+		{Subject: "sb.a", Header: hdrBlock("Nats-Batch-Id:b1|Nats-Batch-Sequence:1|Nats-Schedule:@at 2999-01-01T00:00:00Z|Nats-Schedule-Target:sb.t"), Data: []byte("x")},
+		{Subject: "sb.c", Header: hdrBlock("Nats-Batch-Id:b1|Nats-Batch-Sequence:2|Nats-Batch-Commit:1|Nats-Schedule-Next:purge|Nats-Scheduler:sb.a"), Data: []byte("y")},
+	}})
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("batch with a schedule and its stop: %v", err)
+	}
+	if _, err := s.store.LoadLast("sb.a"); err == nil {
+		t.Error("the schedule the batch stopped is stored")
+	}
+	if _, ok := s.NextSchedule(); ok {
+		t.Error("the stopped schedule is in the table")
+	}
+	_, err = s.ApplyBatch(BatchCommit{ID: "b2", Time: t0, Entries: []Entry{
+		{Subject: "sb.p", Header: hdrBlock("Nats-Batch-Id:b2|Nats-Batch-Sequence:1"), Data: []byte("x")},
+		{Subject: "sb.c", Header: hdrBlock("Nats-Batch-Id:b2|Nats-Batch-Sequence:2|Nats-Batch-Commit:1|Nats-Schedule-Next:purge|Nats-Scheduler:sb.p"), Data: []byte("y")},
+	}})
+	if err == nil || err.ErrCode != 10212 {
+		t.Errorf("stop of a batch message that is no schedule: %v, want 10212", err)
+	}
+	rs, err = s.ApplyBatch(BatchCommit{ID: "b3", Time: t0, Entries: []Entry{
+		{Subject: "sb.q", Header: hdrBlock("Nats-Batch-Id:b3|Nats-Batch-Sequence:1|Nats-Schedule:@at 2999-01-01T00:00:00Z|Nats-Schedule-Target:sb.t|Nats-Batch-Commit:1"), Data: []byte("x")},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := s.store.Load(rs[0].Seq)
+	if want := "NATS/1.0\r\nNats-Batch-Id: b3\r\nNats-Batch-Sequence: 1\r\nNats-Schedule: @at 2999-01-01T00:00:00Z\r\nNats-Schedule-Target: sb.t\r\nNats-Batch-Commit: 1\r\nNats-Rollup: sub\r\n\r\n"; string(m.Header) != want {
+		t.Errorf("stored %q, want %q", m.Header, want)
+	}
+}
