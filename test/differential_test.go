@@ -80,6 +80,7 @@ func TestDifferential(t *testing.T) {
 		{"consumer info", d.consumerInfoNamesListPause},
 		{"pull status", d.pullStatus},
 		{"consumer reset", d.consumerReset},
+		{"priority groups", d.priorityGroups},
 		{"snapshot and restore", d.snapshotRestore},
 		{"restart", d.restartConsumers},
 	} {
@@ -546,6 +547,8 @@ func diffNormalizeJSON(v any, key, parent string, anyName bool) any {
 		return "<api level>"
 	case key == "pause_remaining":
 		return "<duration>"
+	case (key == "pinned_id" || key == "pinned_client_id") && isStr && s != "":
+		return "<pin id>" // a NUID each server draws (ADR-42)
 	case key == "deliver_subject" && strings.HasPrefix(s, "$JS.SNAPSHOT.RESTORE."):
 		return "$JS.SNAPSHOT.RESTORE.<stream>.<id>"
 	case diffTimeKeys[key] && isStr:
@@ -801,6 +804,7 @@ var (
 	diffRestoreSubjectRe = regexp.MustCompile(`"deliver_subject":"(\$JS\.SNAPSHOT\.RESTORE\.[^"]+)"`)
 	diffAckTSRe          = regexp.MustCompile(`^(\$JS\.ACK\.(?:[^.]+\.){5})\d+(\.\d+)$`)
 	diffTimeStampRe      = regexp.MustCompile(`(?m)^Nats-Time-Stamp: [^\r]*\r$`)
+	diffPinIDRe          = regexp.MustCompile(`(?m)^Nats-Pin-Id: [^\r]*\r$`)
 )
 
 // diffNormalizeFrame turns a MSG/HMSG frame into "<op> <subject> <sid>
@@ -839,6 +843,7 @@ func diffNormalizeFrame(f string) string {
 		args[2] = diffAckTSRe.ReplaceAllString(args[2], "${1}<ts>${2}")
 	}
 	hdr = diffTimeStampRe.ReplaceAllString(hdr, "Nats-Time-Stamp: <time>\r")
+	hdr = diffPinIDRe.ReplaceAllString(hdr, "Nats-Pin-Id: <pin id>\r")
 	return op + " " + strings.Join(args, " ") + "\r\n" + hdr + payload
 }
 
@@ -1632,6 +1637,63 @@ func (d *differ) pullStatus() {
 		s.raw.send("UNSUB 2\r\n")
 		s.raw.sync()
 	}
+}
+
+// priorityGroups compares priority groups (ADR-42): the consumer
+// configs refused, the pull requests refused, an overflow request passed
+// over, a pinned client (its pin id normalized), a wrong id, UNPIN with
+// its errors and advisories, and the prioritized order.
+func (d *differ) priorityGroups() {
+	cc := diffAPI + "CONSUMER.CREATE.PRIO."
+	next := diffAPI + "CONSUMER.MSG.NEXT.PRIO."
+	d.req("priority stream", diffAPI+"STREAM.CREATE.PRIO", `{"name":"PRIO","subjects":["prio.>"]}`)
+	for i, tc := range []struct{ name, cfg string }{
+		{"push", `"deliver_subject":"prio.push","priority_policy":"overflow","priority_groups":["jobs"]`},
+		{"no groups", `"priority_policy":"pinned_client"`},
+		{"empty group", `"priority_policy":"overflow","priority_groups":[""]`},
+		{"bad group", `"priority_policy":"prioritized","priority_groups":["a.b"]`},
+		{"groups without policy", `"priority_groups":["jobs"]`},
+		{"timeout without policy", `"priority_timeout":1000000000`},
+		{"unknown policy", `"priority_policy":"random","priority_groups":["jobs"]`},
+	} {
+		name := fmt.Sprintf("X%d", i+1)
+		d.req("priority create "+tc.name, cc+name, diffConsumerBody("PRIO", "", `{"durable_name":"`+name+`",`+tc.cfg+`}`))
+	}
+	d.req("priority create overflow", cc+"OVER", diffConsumerBody("PRIO", "", `{"durable_name":"OVER","ack_policy":"explicit","priority_policy":"overflow","priority_groups":["jobs"]}`))
+	d.req("priority create pinned", cc+"PIN", diffConsumerBody("PRIO", "", `{"durable_name":"PIN","ack_policy":"explicit","priority_policy":"pinned_client","priority_groups":["jobs"],"priority_timeout":60000000000}`))
+	d.req("priority create prioritized", cc+"PRI", diffConsumerBody("PRIO", "", `{"durable_name":"PRI","ack_policy":"explicit","priority_policy":"prioritized","priority_groups":["jobs","other"]}`))
+	d.req("priority info pinned before a pin", diffAPI+"CONSUMER.INFO.PRIO.PIN", "")
+	for i, tc := range []struct{ consumer, body string }{
+		{"OVER", `{"batch":1}`},
+		{"OVER", `{"batch":1,"group":"nope"}`},
+		{"OVER", `{"batch":1,"group":"jobs","id":"x"}`},
+		{"OVER", `{"batch":1,"group":"jobs","priority":10}`},
+		{"OVER", `{"batch":1,"group":"jobs","priority":"x"}`},
+		{"PIN", `{"batch":1,"group":"jobs","min_pending":3}`},
+		{"PIN", `{"batch":1,"group":"jobs","id":"nope","no_wait":true}`},
+		{"OVER", `{"batch":1,"group":"jobs","min_pending":5,"no_wait":true}`},
+	} {
+		d.frames(fmt.Sprintf("priority pull %d", i+1), next+tc.consumer, "", tc.body, 1)
+	}
+	d.pub("priority pub 1", "prio.a", "one")
+	d.pub("priority pub 2", "prio.b", "two")
+	d.frames("priority overflow under min_pending", next+"OVER", "", `{"batch":2,"group":"jobs","min_pending":5,"expires":300000000}`, 1)
+	d.frames("priority overflow min_pending met", next+"OVER", "", `{"batch":2,"group":"jobs","min_pending":2,"no_wait":true}`, 2)
+	d.frames("priority pinned first", next+"PIN", "", `{"batch":1,"group":"jobs"}`, 1)
+	d.req("priority info pinned", diffAPI+"CONSUMER.INFO.PRIO.PIN", "")
+	d.frames("priority pinned wrong id", next+"PIN", "", `{"batch":1,"group":"jobs","id":"stale"}`, 1)
+	u := diffAPI + "CONSUMER.UNPIN.PRIO."
+	d.req("priority unpin empty", u+"PIN", "")
+	d.req("priority unpin no group", u+"PIN", `{}`)
+	d.req("priority unpin bad group", u+"PIN", `{"group":"a.b"}`)
+	d.req("priority unpin unknown group", u+"PIN", `{"group":"other"}`)
+	d.req("priority unpin no stream", diffAPI+"CONSUMER.UNPIN.NOPE.PIN", `{"group":"jobs"}`)
+	d.req("priority unpin no consumer", u+"NOPE", `{"group":"jobs"}`)
+	d.req("priority unpin plain consumer", u+"OVER", `{"group":"other"}`)
+	d.req("priority unpin", u+"PIN", `{"group":"jobs"}`)
+	d.req("priority info unpinned", diffAPI+"CONSUMER.INFO.PRIO.PIN", "")
+	d.frames("priority pinned anew", next+"PIN", "", `{"batch":1,"group":"jobs"}`, 1)
+	d.frames("priority prioritized", next+"PRI", "", `{"batch":1,"group":"other","priority":3,"no_wait":true}`, 1)
 }
 
 // readFrames reads n more frames from both servers (answers to an

@@ -329,6 +329,15 @@ func (js *JetStream) startEntry(cfg stream.Config, created time.Time, dir string
 	return r, nil
 }
 
+// accountName is the name of the engine's account, "$G" for the global
+// one.
+func (js *JetStream) accountName() string {
+	if js.cfg.Account == "" {
+		return "$G"
+	}
+	return js.cfg.Account
+}
+
 // consumerEnv is what every consumer's runtime takes from the engine.
 func (js *JetStream) consumerEnv() consumerrun.Env {
 	newLog := js.cfg.NewConsumerLog
@@ -337,7 +346,7 @@ func (js *JetStream) consumerEnv() consumerrun.Env {
 	}
 	return consumerrun.Env{
 		Transport: js.tr, Now: js.cfg.Now, Logf: js.cfg.Logf, FS: js.cfg.FS,
-		APILevel: js.cfg.APILevel, Version: js.cfg.Version, Domain: js.cfg.Domain,
+		APILevel: js.cfg.APILevel, Version: js.cfg.Version, Domain: js.cfg.Domain, Account: js.accountName(),
 		MaxPayload: js.cfg.MaxPayload, NewLog: newLog,
 		DeadLetterAcks: js.dlqAcks, CaptureOf: js.captureStream, Ready: js.ready.Load,
 		Expire: js.expireConsumer,
