@@ -33,7 +33,9 @@ import (
 //     Nats-Expected-Last-Subject-Sequence: 10164 when the batch already
 //     wrote to that subject, else 10071 against the subject's last
 //     sequence (checked once per subject and batch); the -Subject header
-//     alone, 10193. Schedules, 10188 or 10212 (checks.go). Nats-Rollup
+//     alone, 10193. Schedules (schedule.go: checkSchedule, then
+//     checkScheduler, which takes a schedule the batch stored before as
+//     the last on its subject). Nats-Rollup
 //     (lowercased): 10111 "rollup not permitted", "batch rollup sub
 //     invalid" when the batch already wrote to the subject, "batch
 //     rollup all invalid" when it is not the batch's first message, or

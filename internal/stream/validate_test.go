@@ -62,7 +62,6 @@ var validateCases = []struct {
 	{"republish cycle", `{"name":"C33","subjects":["foo"],"republish":{"dest":"foo"}}`, `{"code":500,"err_code":10052,"description":"stream configuration for republish destination forms a cycle"}`},
 	{"placement preferred", `{"name":"C22","placement":{"preferred":"x"}}`, `{"code":500,"err_code":10052,"description":"preferred server not permitted in placement"}`},
 	{"placement cluster and tags", `{"name":"C26","placement":{"cluster":"c","tags":["t"]}}`, `ok`},
-	// cairn: features not implemented yet are refused.
 	{"mirror", `{"name":"M","mirror":{"name":"O"}}`, `ok`},
 	{"sources", `{"name":"Y","sources":[{"name":"O"}]}`, `ok`},
 	{"mirror name invalid", `{"name":"V20","mirror":{"name":"a.b"}}`, `{"code":400,"err_code":10142,"description":"mirrored stream name is invalid"}`},
