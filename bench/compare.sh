@@ -87,6 +87,10 @@ JS_ADD_FILE='nats: stream add benchstream --subjects bench.js --storage file --d
 JS_ADD_MEM='nats: stream add benchstream --subjects bench.js --storage memory --defaults'
 JS_ADD_INTEREST='nats: stream add benchstream --subjects bench.js --storage file --retention interest --defaults'
 JS_ADD_WQ='nats: stream add benchstream --subjects bench.js --storage file --retention work --defaults'
+JS_ADD_COUNTER='nats: stream add benchstream --subjects bench.js --storage file --allow-counter --defaults'
+# A counter increment (ADR-49): an empty payload with Nats-Incr, all on
+# one subject (one counter), so each one reads the value the last left.
+JS_INCR='bench.js --stream benchstream --payload /dev/null -H Nats-Incr:1'
 JS_PUB='bench.js --stream benchstream --size 128'
 JS_FILL="js pub async $JS_PUB --batch 500 --msgs 200000"
 SCENARIO_LIST="
@@ -110,6 +114,9 @@ js ordered file x200k      | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js ordered --s
 js get batch 10k file x200k | $JS_FLAGS | $JS_ADD_FILE; $JS_FILL | js get batch --stream benchstream --msgs 200000 --batch 10000 |
 js pub async file interest, no consumers, 1c x200k | $JS_FLAGS | $JS_ADD_INTEREST | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 1 |
 js consume file workqueue x200k | $JS_FLAGS | $JS_ADD_WQ; $JS_FILL | js consume --stream benchstream --msgs 200000 --batch 500 --acks explicit |
+js counter incr async file 1c x200k | $JS_FLAGS | $JS_ADD_COUNTER | js pub async $JS_INCR --batch 500 --msgs 200000 --clients 1 | | sync_interval: always
+js counter incr async file 4c x200k | $JS_FLAGS | $JS_ADD_COUNTER | js pub async $JS_INCR --batch 500 --msgs 200000 --clients 4 | | sync_interval: always
+js counter incr sync file 4c x10k | $JS_FLAGS | $JS_ADD_COUNTER | js pub sync $JS_INCR --msgs 10000 --clients 4 | | sync_interval: always
 perms pub 128B x1M, 100 users x 20 rules | -c $PERMS_CONF | | pub bench.pub --size 128 --msgs 1000000 --user u7 --password p |
 perms pub+sub 128B x1M, 100 users x 20 rules (sub) | -c $PERMS_CONF | | sub bench.ps --size 128 --msgs 1000000 --user u8 --password p | pub bench.ps --size 128 --msgs 1000000 --user u7 --password p
 cluster3 pub n1 sub n2 128B x1M (sub) | {CLUSTER3} | | @2 sub bench.ps --size 128 --msgs 1000000 | @1 pub bench.ps --size 128 --msgs 1000000

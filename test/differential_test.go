@@ -68,6 +68,8 @@ func TestDifferential(t *testing.T) {
 		{"mirror and source configs", d.sourceConfigs},
 		{"stream info", d.streamInfoAndLists},
 		{"pub acks", d.pubAcks},
+		{"counters", d.counters},
+		{"schedules", d.schedules},
 		{"stream update", d.streamUpdate},
 		{"msg get delete", d.msgGetDelete},
 		{"direct get", d.directGet},
@@ -78,6 +80,7 @@ func TestDifferential(t *testing.T) {
 		{"consumer info", d.consumerInfoNamesListPause},
 		{"pull status", d.pullStatus},
 		{"consumer reset", d.consumerReset},
+		{"priority groups", d.priorityGroups},
 		{"snapshot and restore", d.snapshotRestore},
 		{"restart", d.restartConsumers},
 	} {
@@ -551,6 +554,8 @@ func diffNormalizeJSON(v any, key, parent string, anyName bool) any {
 		return "<api level>"
 	case key == "pause_remaining":
 		return "<duration>"
+	case (key == "pinned_id" || key == "pinned_client_id") && isStr && s != "":
+		return "<pin id>" // a NUID each server draws (ADR-42)
 	case key == "deliver_subject" && strings.HasPrefix(s, "$JS.SNAPSHOT.RESTORE."):
 		return "$JS.SNAPSHOT.RESTORE.<stream>.<id>"
 	case diffTimeKeys[key] && isStr:
@@ -806,6 +811,7 @@ var (
 	diffRestoreSubjectRe = regexp.MustCompile(`"deliver_subject":"(\$JS\.SNAPSHOT\.RESTORE\.[^"]+)"`)
 	diffAckTSRe          = regexp.MustCompile(`^(\$JS\.ACK\.(?:[^.]+\.){5})\d+(\.\d+)$`)
 	diffTimeStampRe      = regexp.MustCompile(`(?m)^Nats-Time-Stamp: [^\r]*\r$`)
+	diffPinIDRe          = regexp.MustCompile(`(?m)^Nats-Pin-Id: [^\r]*\r$`)
 )
 
 // diffNormalizeFrame turns a MSG/HMSG frame into "<op> <subject> <sid>
@@ -844,6 +850,7 @@ func diffNormalizeFrame(f string) string {
 		args[2] = diffAckTSRe.ReplaceAllString(args[2], "${1}<ts>${2}")
 	}
 	hdr = diffTimeStampRe.ReplaceAllString(hdr, "Nats-Time-Stamp: <time>\r")
+	hdr = diffPinIDRe.ReplaceAllString(hdr, "Nats-Pin-Id: <pin id>\r")
 	return op + " " + strings.Join(args, " ") + "\r\n" + hdr + payload
 }
 
@@ -1072,6 +1079,119 @@ func (d *differ) pubAcks() {
 	d.req("info memory after publish", in+"M1", "")
 	d.req("purge memory", diffAPI+"STREAM.PURGE.M1", "")
 	d.req("info discard new", in+"DN", "")
+}
+
+// counters compares distributed counters (ADR-49): the configs a
+// counter stream refuses, increments and their PubAcks, the stored
+// counter messages.
+func (d *differ) counters() {
+	c := diffAPI + "STREAM.CREATE."
+	d.req("counter create discard new", c+"CN1", `{"name":"CN1","subjects":["cn1.>"],"allow_msg_counter":true,"discard":"new"}`)
+	d.req("counter create ttl", c+"CN2", `{"name":"CN2","subjects":["cn2.>"],"allow_msg_counter":true,"allow_msg_ttl":true}`)
+	d.req("counter create schedules", c+"CN3", `{"name":"CN3","subjects":["cn3.>"],"allow_msg_counter":true,"allow_msg_schedules":true}`)
+	d.req("counter create interest", c+"CN4", `{"name":"CN4","subjects":["cn4.>"],"allow_msg_counter":true,"retention":"interest"}`)
+	d.req("counter create mirror", c+"CN5", `{"name":"CN5","allow_msg_counter":true,"mirror":{"name":"CNT"}}`)
+	d.req("counter create", c+"CNT", `{"name":"CNT","subjects":["cnt.>"],"allow_msg_counter":true,"allow_direct":true,"max_msg_size":64}`)
+	d.req("counter update refused", diffAPI+"STREAM.UPDATE.CNT", `{"name":"CNT","subjects":["cnt.>"],"allow_direct":true,"max_msg_size":64}`)
+	d.req("counter update off refused", diffAPI+"STREAM.UPDATE.S1", `{"name":"S1","subjects":["S1","s1"],"allow_msg_counter":true}`)
+	for i, tc := range []struct {
+		hdr  []string // "Key: value" lines
+		data string
+	}{
+		{[]string{"Nats-Incr: +1"}, ""},
+		{[]string{"Nats-Incr: 41"}, ""},
+		{[]string{"Nats-Incr: -100"}, ""},
+		{[]string{"Nats-Incr: 99999999999999999999"}, ""},
+		{[]string{"Nats-Incr: 1"}, "x"},
+		{nil, ""},
+		{[]string{"Nats-Incr: 1x"}, ""},
+		{[]string{"Nats-Incr: 1", "Nats-Rollup: sub"}, ""},
+		{[]string{"Nats-Incr: 1", "Nats-Expected-Last-Subject-Sequence: 1"}, ""},
+		{[]string{"Nats-Incr: 1", "Nats-Msg-Id: c1"}, ""},
+		{[]string{"Nats-Incr: 1", "Nats-Msg-Id: c1"}, ""},
+		{[]string{"Nats-Incr: 1000000000000000000000000000000"}, ""},
+		{[]string{"X-A: 1", "Nats-Incr: 0"}, ""},
+	} {
+		var opts []diffReqOpt
+		for _, line := range tc.hdr {
+			k, v, _ := strings.Cut(line, ": ")
+			opts = append(opts, diffHdr(k, v))
+		}
+		d.pub(fmt.Sprintf("counter pub %d", i+1), "cnt.a", tc.data, opts...)
+	}
+	d.pub("counter pub other subject", "cnt.b", "", diffHdr("Nats-Incr", "-7"))
+	d.pub("counter pub on a stream without counters", "s2.a", "", diffHdr("Nats-Incr", "1"))
+	dg := diffAPI + "DIRECT.GET.CNT"
+	d.frames("counter direct get last", dg, "", `{"last_by_subj":"cnt.a"}`, 1)
+	d.frames("counter direct get first", dg, "", `{"seq":1}`, 1)
+	d.req("counter msg get", diffAPI+"STREAM.MSG.GET.CNT", `{"last_by_subj":"cnt.b"}`)
+	d.req("counter info", diffAPI+"STREAM.INFO.CNT", "")
+
+	// Sources of counters are compared by TestCounterSources on both
+	// servers: here nats-server's source consumer would show in every
+	// later account info and advisory (docs/compatibility.md, "How a
+	// mirror or source reads its origin").
+}
+
+// schedules compares message schedules (ADR-51): the configs refused,
+// the publishes refused, a schedule stored (with its Nats-Rollup added)
+// and the message a delayed schedule produced.
+func (d *differ) schedules() {
+	c := diffAPI + "STREAM.CREATE."
+	d.req("schedule create discard new", c+"SD1", `{"name":"SD1","subjects":["sd1.>"],"allow_msg_schedules":true,"discard":"new"}`)
+	d.req("schedule create mirror", c+"SD2", `{"name":"SD2","allow_msg_schedules":true,"mirror":{"name":"SCD"}}`)
+	d.req("schedule create sources", c+"SD3", `{"name":"SD3","subjects":["sd3"],"allow_msg_schedules":true,"sources":[{"name":"SCD"}]}`)
+	d.req("schedule create pedantic", c+"SD4", `{"name":"SD4","subjects":["sd4"],"allow_msg_schedules":true,"pedantic":true}`)
+	d.req("schedule create", c+"SCD", `{"name":"SCD","subjects":["scd.>","sco.>"],"allow_msg_schedules":true,"allow_msg_ttl":true,"allow_direct":true,"deny_purge":true}`)
+	d.req("schedule update disable refused", diffAPI+"STREAM.UPDATE.SCD", `{"name":"SCD","subjects":["scd.>","sco.>"],"allow_msg_ttl":true,"allow_direct":true}`)
+	for i, hdr := range [][]string{
+		{"Nats-Schedule: garbage", "Nats-Schedule-Target: sco.b"},
+		{"Nats-Schedule: @every 500ms", "Nats-Schedule-Target: sco.b"},
+		{"Nats-Schedule: @every 1s"},
+		{"Nats-Schedule: @every 1s", "Nats-Schedule-Target: scd.b"},
+		{"Nats-Schedule: @every 1s", "Nats-Schedule-Target: other.b"},
+		{"Nats-Schedule: @every 1s", "Nats-Schedule-Target: sco.b", "Nats-Schedule-TTL: 500ms"},
+		{"Nats-Schedule: @every 1s", "Nats-Schedule-Target: sco.b", "Nats-Schedule-Rollup: all"},
+		{"Nats-Schedule: @every 1s", "Nats-Schedule-Target: sco.b", "Nats-Schedule-Source: sco.*"},
+		{"Nats-Schedule: @every 1s", "Nats-Schedule-Target: sco.b", "Nats-Schedule-Time-Zone: UTC"},
+		{"Nats-Schedule: 0 0 * * * *", "Nats-Schedule-Target: sco.b", "Nats-Schedule-Time-Zone: Nowhere/Land"},
+		{"Nats-Schedule: 0 0 0 30 2 *", "Nats-Schedule-Target: sco.b"},
+		{"Nats-Schedule: @yearly", "Nats-Schedule-Target: sco.b", "Nats-Schedule-Time-Zone: Europe/Amsterdam", "X-A: 1"},
+		{"Nats-Schedule-Next: purge"},
+		{"Nats-Schedule-Next: purge", "Nats-Scheduler: scd.x"},
+		{"Nats-Scheduler: scd.b"},
+		{"Nats-Schedule: @at 2999-01-01T00:00:00Z", "Nats-Schedule-Target: sco.c", "Nats-Rollup: SUB"},
+	} {
+		var opts []diffReqOpt
+		for _, line := range hdr {
+			k, v, _ := strings.Cut(line, ": ")
+			opts = append(opts, diffHdr(k, v))
+		}
+		d.pub(fmt.Sprintf("schedule pub %d", i+1), "scd.b", "x", opts...)
+	}
+	d.pub("schedule pub on a stream without schedules", "s2.a", "x", diffHdr("Nats-Schedule", "@hourly"), diffHdr("Nats-Schedule-Target", "s2.b"))
+	dg := diffAPI + "DIRECT.GET.SCD"
+	d.frames("schedule stored", dg, "", `{"last_by_subj":"scd.b"}`, 1)
+	d.pub("schedule delayed", "scd.once", "later", diffHdr("Nats-Schedule", "@at 2020-01-01T00:00:00Z"), diffHdr("Nats-Schedule-Target", "sco.once"), diffHdr("X-Keep", "yes"), diffHdr("Nats-Msg-Id", "s1"))
+	d.waitSubject("SCD", "sco.once")
+	d.frames("schedule delayed produced", dg, "", `{"last_by_subj":"sco.once"}`, 1)
+	d.frames("schedule delayed gone", dg, "", `{"last_by_subj":"scd.once"}`, 1)
+	d.pub("schedule stop", "scd.stop", "x", diffHdr("Nats-Schedule-Next", "purge"), diffHdr("Nats-Scheduler", "scd.b"))
+	d.frames("schedule stopped", dg, "", `{"last_by_subj":"scd.b"}`, 1)
+	d.req("schedule info", diffAPI+"STREAM.INFO.SCD", `{"subjects_filter":">"}`)
+}
+
+// waitSubject waits until stream (with allow_direct) holds a message on
+// subj on both servers (a schedule fires in the background). It asks
+// with direct gets, which neither server counts in api.total.
+func (d *differ) waitSubject(stream, subj string) {
+	d.t.Helper()
+	for _, s := range d.sides {
+		waitFor(d.t, 10*time.Second, stream+" to hold a message on "+subj, func() bool {
+			r, err := s.nc.Request(diffAPI+"DIRECT.GET."+stream, []byte(`{"last_by_subj":"`+subj+`"}`), diffReqTimeout)
+			return err == nil && r.Header.Get("Nats-Sequence") != ""
+		})
+	}
 }
 
 func (d *differ) streamUpdate() {
@@ -1524,6 +1644,63 @@ func (d *differ) pullStatus() {
 		s.raw.send("UNSUB 2\r\n")
 		s.raw.sync()
 	}
+}
+
+// priorityGroups compares priority groups (ADR-42): the consumer
+// configs refused, the pull requests refused, an overflow request passed
+// over, a pinned client (its pin id normalized), a wrong id, UNPIN with
+// its errors and advisories, and the prioritized order.
+func (d *differ) priorityGroups() {
+	cc := diffAPI + "CONSUMER.CREATE.PRIO."
+	next := diffAPI + "CONSUMER.MSG.NEXT.PRIO."
+	d.req("priority stream", diffAPI+"STREAM.CREATE.PRIO", `{"name":"PRIO","subjects":["prio.>"]}`)
+	for i, tc := range []struct{ name, cfg string }{
+		{"push", `"deliver_subject":"prio.push","priority_policy":"overflow","priority_groups":["jobs"]`},
+		{"no groups", `"priority_policy":"pinned_client"`},
+		{"empty group", `"priority_policy":"overflow","priority_groups":[""]`},
+		{"bad group", `"priority_policy":"prioritized","priority_groups":["a.b"]`},
+		{"groups without policy", `"priority_groups":["jobs"]`},
+		{"timeout without policy", `"priority_timeout":1000000000`},
+		{"unknown policy", `"priority_policy":"random","priority_groups":["jobs"]`},
+	} {
+		name := fmt.Sprintf("X%d", i+1)
+		d.req("priority create "+tc.name, cc+name, diffConsumerBody("PRIO", "", `{"durable_name":"`+name+`",`+tc.cfg+`}`))
+	}
+	d.req("priority create overflow", cc+"OVER", diffConsumerBody("PRIO", "", `{"durable_name":"OVER","ack_policy":"explicit","priority_policy":"overflow","priority_groups":["jobs"]}`))
+	d.req("priority create pinned", cc+"PIN", diffConsumerBody("PRIO", "", `{"durable_name":"PIN","ack_policy":"explicit","priority_policy":"pinned_client","priority_groups":["jobs"],"priority_timeout":60000000000}`))
+	d.req("priority create prioritized", cc+"PRI", diffConsumerBody("PRIO", "", `{"durable_name":"PRI","ack_policy":"explicit","priority_policy":"prioritized","priority_groups":["jobs","other"]}`))
+	d.req("priority info pinned before a pin", diffAPI+"CONSUMER.INFO.PRIO.PIN", "")
+	for i, tc := range []struct{ consumer, body string }{
+		{"OVER", `{"batch":1}`},
+		{"OVER", `{"batch":1,"group":"nope"}`},
+		{"OVER", `{"batch":1,"group":"jobs","id":"x"}`},
+		{"OVER", `{"batch":1,"group":"jobs","priority":10}`},
+		{"OVER", `{"batch":1,"group":"jobs","priority":"x"}`},
+		{"PIN", `{"batch":1,"group":"jobs","min_pending":3}`},
+		{"PIN", `{"batch":1,"group":"jobs","id":"nope","no_wait":true}`},
+		{"OVER", `{"batch":1,"group":"jobs","min_pending":5,"no_wait":true}`},
+	} {
+		d.frames(fmt.Sprintf("priority pull %d", i+1), next+tc.consumer, "", tc.body, 1)
+	}
+	d.pub("priority pub 1", "prio.a", "one")
+	d.pub("priority pub 2", "prio.b", "two")
+	d.frames("priority overflow under min_pending", next+"OVER", "", `{"batch":2,"group":"jobs","min_pending":5,"expires":300000000}`, 1)
+	d.frames("priority overflow min_pending met", next+"OVER", "", `{"batch":2,"group":"jobs","min_pending":2,"no_wait":true}`, 2)
+	d.frames("priority pinned first", next+"PIN", "", `{"batch":1,"group":"jobs"}`, 1)
+	d.req("priority info pinned", diffAPI+"CONSUMER.INFO.PRIO.PIN", "")
+	d.frames("priority pinned wrong id", next+"PIN", "", `{"batch":1,"group":"jobs","id":"stale"}`, 1)
+	u := diffAPI + "CONSUMER.UNPIN.PRIO."
+	d.req("priority unpin empty", u+"PIN", "")
+	d.req("priority unpin no group", u+"PIN", `{}`)
+	d.req("priority unpin bad group", u+"PIN", `{"group":"a.b"}`)
+	d.req("priority unpin unknown group", u+"PIN", `{"group":"other"}`)
+	d.req("priority unpin no stream", diffAPI+"CONSUMER.UNPIN.NOPE.PIN", `{"group":"jobs"}`)
+	d.req("priority unpin no consumer", u+"NOPE", `{"group":"jobs"}`)
+	d.req("priority unpin plain consumer", u+"OVER", `{"group":"other"}`)
+	d.req("priority unpin", u+"PIN", `{"group":"jobs"}`)
+	d.req("priority info unpinned", diffAPI+"CONSUMER.INFO.PRIO.PIN", "")
+	d.frames("priority pinned anew", next+"PIN", "", `{"batch":1,"group":"jobs"}`, 1)
+	d.frames("priority prioritized", next+"PRI", "", `{"batch":1,"group":"other","priority":3,"no_wait":true}`, 1)
 }
 
 // readFrames reads n more frames from both servers (answers to an

@@ -123,4 +123,7 @@ type Info struct {
 	Paused         bool          `json:"paused,omitempty"`
 	PauseRemaining time.Duration `json:"pause_remaining,omitempty"`
 	TimeStamp      time.Time     `json:"ts"`
+	// PriorityGroups is the state of the consumer's first priority
+	// group (ADR-42), absent without groups.
+	PriorityGroups []PriorityGroupState `json:"priority_groups,omitempty"`
 }

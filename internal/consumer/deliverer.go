@@ -107,6 +107,8 @@ type Deliverer struct {
 	// message.
 	opDeliver   Deliver
 	opRedeliver Redeliver
+	// pin is the pinned client of a pinned_client consumer (priority.go).
+	pin pinState
 }
 
 // flowControl is the push flow control state.
@@ -154,8 +156,12 @@ func (d *Deliverer) State() *State { return d.st }
 func (d *Deliverer) SetState(st *State) { d.st = st }
 
 // SetConfig takes an updated config (the runtime commits the policy
-// with UpdatePolicy); a new rate_limit_bps takes effect at once.
+// with UpdatePolicy); a new rate_limit_bps takes effect at once, and a
+// priority_policy other than pinned_client ends a pin.
 func (d *Deliverer) SetConfig(cfg Config) {
+	if cfg.PriorityPolicy != PriorityPinnedClient {
+		d.unpin()
+	}
 	d.cfg = cfg
 	d.filters = cfg.Filters()
 	d.np.valid = false
@@ -248,7 +254,7 @@ func (d *Deliverer) Deliver(now time.Time, end uint64) (more bool) {
 		if n == maxPerRound {
 			return true
 		}
-		target, w := d.target(pushBound)
+		target, w := d.target(pushBound, now)
 		if target == "" {
 			break
 		}
@@ -288,22 +294,16 @@ func (d *Deliverer) rateAllows(p pick, now time.Time) bool {
 
 // target returns where the next message goes: the deliver subject of a
 // bound push consumer with flow control room, or the reply subject of
-// the first pull request whose requester is still listening.
-func (d *Deliverer) target(pushBound bool) (string, *waiting) {
+// the pull request to serve (pullTarget: the first whose requester is
+// still listening, by the consumer's priority policy).
+func (d *Deliverer) target(pushBound bool, now time.Time) (string, *waiting) {
 	if d.cfg.IsPush() {
 		if !pushBound || (d.cfg.FlowControl && d.fc.outstanding >= d.fc.window) {
 			return "", nil
 		}
 		return d.cfg.DeliverSubject, nil
 	}
-	for len(d.waiting) > 0 {
-		w := d.waiting[0]
-		if d.out.HasInterest(w.reply) {
-			return w.reply, w
-		}
-		d.waiting = d.waiting[1:]
-	}
-	return "", nil
+	return d.pullTarget(now)
 }
 
 // peek finds the next message to deliver; it changes the state only to
@@ -380,6 +380,9 @@ func (d *Deliverer) send(target string, w *waiting, p pick, now time.Time) {
 		// delivery (a redelivery's count may add a digit).
 		est := AckSubject(d.stream, d.name, 1, p.m.Seq, d.st.Delivered().Consumer+1, p.m.Time, pending)
 		if len(p.m.Subject)+len(est)+len(hdr)+len(data) > w.bytes {
+			if d.pin.fresh {
+				d.unpin() // as nats-server releases a pin just claimed
+			}
 			d.endPull(w, pendingHeader(409, "Message Size Exceeds MaxBytes", w.n, w.bytes))
 			return
 		}
@@ -389,8 +392,13 @@ func (d *Deliverer) send(target string, w *waiting, p pick, now time.Time) {
 		pending--
 	}
 	reply := AckSubject(d.stream, d.name, dl.Deliveries, p.m.Seq, dl.ConsumerSeq, p.m.Time, pending)
-	d.out.PublishAs(target, p.m.Subject, reply, hdr, data)
+	// The byte budget counts the message without its Nats-Pin-Id, as
+	// nats-server's does.
 	size := len(p.m.Subject) + len(reply) + len(hdr) + len(data)
+	if w != nil {
+		hdr = d.pinHeader(hdr)
+	}
+	d.out.PublishAs(target, p.m.Subject, reply, hdr, data)
 	d.lastDeliver = now
 	d.lastHB = now
 	if w != nil {
@@ -482,7 +490,8 @@ func AckSubject(stream, consumer string, dc, sseq, cseq uint64, ts int64, pendin
 // NextWake returns when the delivery logic has work next, after now: an
 // ack deadline, a pull request's expiry or heartbeat, a push heartbeat,
 // the end of a pause, the inactive_threshold check, a look for a push
-// subscriber, a replay_policy original delivery; the zero time when
+// subscriber, a replay_policy original delivery, the end of a pin's
+// priority_timeout; the zero time when
 // none comes within a minute.
 func (d *Deliverer) NextWake(now time.Time) time.Time {
 	next := now.Add(time.Minute)
@@ -517,6 +526,7 @@ func (d *Deliverer) NextWake(now time.Time) time.Time {
 	if !d.rateAt.IsZero() {
 		at(d.rateAt)
 	}
+	at(d.pin.deadline)
 	if d.replay.lastWall > 0 {
 		at(now.Add(10 * time.Millisecond))
 	}

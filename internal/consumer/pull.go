@@ -13,13 +13,30 @@ import (
 // requests). Expires and Heartbeat are nanoseconds in JSON. The type has
 // nats-server's name because a decoding error names it in the 400
 // status a client sees.
+//
+// The priority group fields (ADR-42) are nats-server's PriorityGroup,
+// embedded as there.
 type JSApiConsumerGetNextRequest struct {
 	Batch     int           `json:"batch,omitempty"`
 	Expires   time.Duration `json:"expires,omitempty"`
 	MaxBytes  int           `json:"max_bytes,omitempty"`
 	NoWait    bool          `json:"no_wait,omitempty"`
 	Heartbeat time.Duration `json:"idle_heartbeat,omitempty"`
-	Group     string        `json:"group,omitempty"`
+	PriorityGroup
+	isJSON bool // the body was JSON: the priority group fields count
+}
+
+// PriorityGroup is the priority group part of a pull request (ADR-42;
+// nats-server v2.15.2 PriorityGroup): the group it belongs to; for the
+// overflow policy the num_pending and num_ack_pending from which it is
+// served; for pinned_client the pin id the server handed out
+// (Nats-Pin-Id); for prioritized its priority, 0 (first) to 9.
+type PriorityGroup struct {
+	Group         string `json:"group,omitempty"`
+	MinPending    int64  `json:"min_pending,omitempty"`
+	MinAckPending int64  `json:"min_ack_pending,omitempty"`
+	Id            string `json:"id,omitempty"` // nats-server's name
+	Priority      int    `json:"priority,omitempty"`
 }
 
 // parsePull reads a pull request body as nats-server v2.15.2
@@ -37,6 +54,7 @@ func parsePull(body []byte) (pullRequest, string) {
 		if err := json.Unmarshal(body, &req); err != nil {
 			return req, err.Error()
 		}
+		req.isJSON = true
 	default:
 		if n, err := strconv.Atoi(string(body)); err == nil {
 			req.Batch = n
@@ -65,6 +83,9 @@ type waiting struct {
 	heartbeat time.Duration
 	lastHB    int64 // last delivery or heartbeat (unix ns)
 	delivered int   // messages delivered to it
+	// pg is the request's priority group fields, nil when its body was
+	// not JSON (nats-server then applies none of the group rules).
+	pg *PriorityGroup
 }
 
 // Status frames of pull and push delivery, written exactly as nats-server
@@ -109,7 +130,9 @@ var StatusDeleted = statusHeader(409, "Consumer Deleted")
 // consumer answers 409 "Consumer is push based"; a bad body 400; batch,
 // expires and max_bytes over the consumer's limits 409; a no_wait
 // request that the waiting ones would leave nothing for 408 "Requests
-// Pending"; a full queue 409 "Exceeded MaxWaiting" (no answer to a
+// Pending", one without expires when there is nothing to deliver 404 (at
+// once, before it could be served by a priority policy); a full queue
+// 409 "Exceeded MaxWaiting" (no answer to a
 // request with a heartbeat); an expiry already past 408.
 func (d *Deliverer) AddPull(reply string, body []byte, now time.Time, end uint64) {
 	d.lastActive = now
@@ -129,6 +152,14 @@ func (d *Deliverer) AddPull(reply string, body []byte, now time.Time, end uint64
 		d.out.Publish(reply, "", status, nil)
 		return
 	}
+	if status := d.checkGroup(&req, now); status != nil {
+		d.out.Publish(reply, "", status, nil)
+		return
+	}
+	if req.NoWait && req.Expires == 0 && d.NumPending(end)+uint64(d.st.NumRedeliveryQueued()) == 0 {
+		d.out.Publish(reply, "", hdrNoMessages, nil)
+		return
+	}
 	if req.NoWait && d.requestsPending(now, end) {
 		d.out.Publish(reply, "", hdrRequestsPending, nil)
 		return
@@ -145,8 +176,16 @@ func (d *Deliverer) AddPull(reply string, body []byte, now time.Time, end uint64
 		return
 	}
 	w := &waiting{reply: reply, n: req.Batch, bytes: req.MaxBytes, maxBytes: req.MaxBytes > 0, noWait: req.NoWait, heartbeat: req.Heartbeat, lastHB: now.UnixNano()}
+	if req.isJSON {
+		pg := req.PriorityGroup
+		w.pg = &pg
+	}
 	if req.Expires > 0 {
 		w.expires = now.Add(req.Expires).UnixNano()
+	}
+	if d.cfg.PriorityPolicy == PriorityPrioritized {
+		d.insertByPriority(w)
+		return
 	}
 	d.waiting = append(d.waiting, w)
 }
@@ -184,11 +223,13 @@ func (d *Deliverer) pullLimits(req pullRequest) []byte {
 	return nil
 }
 
-// ExpirePulls ends the pull requests past their expiry at now with 408
-// Request Timeout, drops those whose requester stopped listening (as
+// ExpirePulls ends a pinned client's pin when its priority_timeout ran
+// out at now (priority.go), ends the pull requests past their expiry with
+// 408 Request Timeout, drops those whose requester stopped listening (as
 // nats-server's num_waiting does), and sends idle heartbeats to the
 // waiting ones that are due.
 func (d *Deliverer) ExpirePulls(now time.Time) {
+	d.expirePin(now)
 	ns := now.UnixNano()
 	kept := d.waiting[:0]
 	for _, w := range d.waiting {
@@ -211,7 +252,10 @@ func (d *Deliverer) ExpirePulls(now time.Time) {
 }
 
 // pulled accounts a delivery to a pull request and ends it when its batch
-// or byte budget is used up.
+// or byte budget is used up; a request that wants more goes behind the
+// others (of its priority, for the prioritized policy), as nats-server
+// v2.15.2's wait queue pops it, so that waiting requests share the
+// messages one by one.
 func (d *Deliverer) pulled(w *waiting, size int, now time.Time) {
 	w.n--
 	w.delivered++
@@ -226,6 +270,13 @@ func (d *Deliverer) pulled(w *waiting, size int, now time.Time) {
 		d.endPull(w, pendingHeader(409, "Batch Completed", 0, w.bytes))
 	case w.n <= 0:
 		d.endPull(w, nil)
+	case len(d.waiting) > 1 && d.waiting[0] == w:
+		d.waiting = append(d.waiting[:0], d.waiting[1:]...)
+		if d.cfg.PriorityPolicy == PriorityPrioritized {
+			d.insertByPriority(w)
+		} else {
+			d.waiting = append(d.waiting, w)
+		}
 	}
 }
 
@@ -260,8 +311,10 @@ func (d *Deliverer) endNoWait() {
 // EndPulls ends every waiting pull request, each answered with status
 // (StatusDeleted when the consumer or its stream is deleted); nil means
 // the server shuts down: each gets 409 Server Shutdown with what it was
-// still owed, as nats-server v2.15.2 signalPullConsumers sends it.
+// still owed, as nats-server v2.15.2 signalPullConsumers sends it. A
+// pinned client's pin goes with them, without an advisory.
 func (d *Deliverer) EndPulls(status []byte) {
+	d.unpin()
 	for _, w := range d.waiting {
 		if status != nil {
 			d.out.Publish(w.reply, "", status, nil)

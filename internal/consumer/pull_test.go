@@ -14,9 +14,11 @@ func TestParsePull(t *testing.T) {
 	}{
 		{"", pullRequest{Batch: 1}, ""},
 		{"10", pullRequest{Batch: 10}, ""},
-		{`{"batch":0}`, pullRequest{Batch: 1}, ""},
+		{`{"batch":0}`, pullRequest{Batch: 1, isJSON: true}, ""},
 		{`{"batch":5,"expires":30000000000,"no_wait":true,"max_bytes":100,"idle_heartbeat":5000000000}`,
-			pullRequest{Batch: 5, Expires: 30 * time.Second, NoWait: true, MaxBytes: 100, Heartbeat: 5 * time.Second}, ""},
+			pullRequest{Batch: 5, Expires: 30 * time.Second, NoWait: true, MaxBytes: 100, Heartbeat: 5 * time.Second, isJSON: true}, ""},
+		{`{"batch":2,"group":"jobs","min_pending":10,"min_ack_pending":5,"id":"X","priority":3}`,
+			pullRequest{Batch: 2, PriorityGroup: PriorityGroup{Group: "jobs", MinPending: 10, MinAckPending: 5, Id: "X", Priority: 3}, isJSON: true}, ""},
 		{`{"batch":1,"expires":1000000000,"idle_heartbeat":600000000}`, pullRequest{Batch: 1}, "heartbeat value too large"},
 		{"ten", pullRequest{Batch: 1}, ""},
 		{`{"batch":1,"idle_heartbeat":5000000000}`, pullRequest{Batch: 1}, "heartbeat value too large"},

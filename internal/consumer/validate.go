@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -63,10 +62,9 @@ func invalid(text string) *jserr.Error {
 //     MaxMetadataLen; priority groups 10178, 10159, 10161, 10162, 10196,
 //     10197; 10052 for a stream placement with a preferred server.
 //
-// Last, it refuses with 10052 what cairn does not implement (a deliberate
-// difference from nats-server): any priority_policy other than none; and
-// a bad dead-letter subject in the metadata (stream.CheckDeadLetter, a
-// check of cairn's own: invalid, or captured by the stream s).
+// Last, it refuses with 10052 a bad dead-letter subject in the metadata
+// (stream.CheckDeadLetter, a check of cairn's own: invalid, or captured
+// by the stream s).
 //
 // The rules that need the stream's other consumers or that nats-server
 // applies only to a consumer that does not exist yet are elsewhere:
@@ -94,7 +92,6 @@ func (c *Config) Validate(s *stream.Config, recovering bool) *jserr.Error {
 		c.checkMetadata,
 		c.checkPriority,
 		func() *jserr.Error { return checkPlacement(s) },
-		c.checkUnsupported,
 		func() *jserr.Error { return stream.CheckDeadLetter(c.Metadata, s.Name, s.Subjects) },
 	}
 	for _, check := range checks {
@@ -136,6 +133,9 @@ func (c *Config) checkEnums() *jserr.Error {
 	}
 	if c.ReplayPolicy < 0 || int(c.ReplayPolicy) >= len(replayNames) {
 		return jserr.New(jserr.ConsumerReplayPolicyInvalid)
+	}
+	if c.PriorityPolicy < 0 || int(c.PriorityPolicy) >= len(priorityNames) {
+		return invalid("unknown priority policy")
 	}
 	return nil
 }
@@ -469,18 +469,6 @@ func ValidGroupName(g string) bool {
 func checkPlacement(s *stream.Config) *jserr.Error {
 	if s.Placement != nil && s.Placement.Preferred != "" {
 		return invalid("preferred server not permitted in placement")
-	}
-	return nil
-}
-
-// checkUnsupported refuses, with 10052, what the consumer does not
-// implement rather than accepting a config it would not honour. Each is a
-// deliberate difference from nats-server, to be listed in
-// docs/compatibility.md by the runner's author; remove it when its
-// feature lands.
-func (c *Config) checkUnsupported() *jserr.Error {
-	if c.PriorityPolicy != PriorityNone {
-		return invalid(fmt.Sprintf("consumer priority policy %q is not supported", c.PriorityPolicy.String()))
 	}
 	return nil
 }

@@ -405,6 +405,22 @@ type PauseResult struct {
 // PauseConsumer pauses a consumer until the given time (the zero time or
 // a time in the past resumes it), as nats-server v2.15.2 CONSUMER.PAUSE, jsConsumerPauseRequest
 // describes. Errors: 10059, 10014.
+// UnpinConsumer ends the pinned client of priority group group of
+// consumer name of stream streamName ($JS.API.CONSUMER.UNPIN, ADR-42;
+// nats-server v2.15.2 jsConsumerUnpinRequest): 10059 without the
+// stream, 10014 without the consumer, 10160 when the consumer has no
+// such group.
+func (js *JetStream) UnpinConsumer(streamName, name, group string) *jserr.Error {
+	c, jerr := js.lookupConsumer(streamName, name)
+	if jerr != nil {
+		return jerr
+	}
+	if !c.Unpin(group) {
+		return jserr.New(jserr.ConsumerInvalidPriorityGroup)
+	}
+	return nil
+}
+
 func (js *JetStream) PauseConsumer(streamName, name string, until time.Time) (PauseResult, *jserr.Error) {
 	c, jerr := js.lookupConsumer(streamName, name)
 	if jerr != nil {

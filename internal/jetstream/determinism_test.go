@@ -195,7 +195,7 @@ func sortedKeys[V any](m map[uint64]V) []uint64 {
 }
 
 // workload drives a server with a seeded random mix of what changes
-// streams and consumers (consumer resets included).
+// streams and consumers (consumer resets and counters included).
 type workload struct {
 	t      *testing.T
 	rng    *rand.Rand
@@ -249,6 +249,42 @@ func (w *workload) publishL() {
 	w.publish(subj, header(kv...), fmt.Sprint(w.rng.Int()))
 }
 
+// publishCounter increments a counter of C (ADR-49), now and then with
+// an increment C refuses or one too large for a machine word.
+func (w *workload) publishCounter() {
+	incr := fmt.Sprint(w.rng.IntN(200) - 100)
+	switch w.rng.IntN(10) {
+	case 0:
+		incr = "x"
+	case 1:
+		incr = "123456789012345678901234567890"
+	}
+	data := ""
+	if w.rng.IntN(20) == 0 {
+		data = "refused: a payload"
+	}
+	w.publish(fmt.Sprintf("c.%c", 'a'+w.rng.IntN(3)), header("Nats-Incr", incr), data)
+}
+
+// publishSchedule stores, replaces or stops a message schedule of SC
+// (ADR-51), which the expiry passes of the clock steps fire.
+func (w *workload) publishSchedule() {
+	subj := fmt.Sprintf("sc.s%d", w.rng.IntN(4))
+	target := fmt.Sprintf("sc.out.%d", w.rng.IntN(3))
+	switch w.rng.IntN(6) {
+	case 0:
+		w.publish(subj, header("Nats-Schedule", fmt.Sprintf("@at %s", w.clk.now().Add(time.Duration(w.rng.IntN(3000))*time.Millisecond).UTC().Format(time.RFC3339)), "Nats-Schedule-Target", target), "once")
+	case 1, 2:
+		w.publish(subj, header("Nats-Schedule", fmt.Sprintf("@every %ds", 1+w.rng.IntN(3)), "Nats-Schedule-Target", target, "Nats-Schedule-TTL", "5s"), "every")
+	case 3:
+		w.publish(subj, header("Nats-Schedule", "*/2 * * * * *", "Nats-Schedule-Target", target, "Nats-Schedule-Source", "sc.src"), "cron")
+	case 4:
+		w.publish("sc.src", nil, fmt.Sprint(w.rng.Int()))
+	case 5:
+		w.publish("sc.cancel", header("Nats-Schedule-Next", "purge", "Nats-Scheduler", subj), "stop")
+	}
+}
+
 // step runs one random action.
 func (w *workload) step() {
 	switch n := w.rng.IntN(100); {
@@ -278,8 +314,10 @@ func (w *workload) step() {
 		_, _ = w.js.UpdateStream(cfg)
 	case n < 70:
 		w.clk.advance(time.Duration(w.rng.IntN(3000)) * time.Millisecond)
-		if r, err := w.js.lookup("L"); err == nil {
-			r.ExpireAt(w.clk.now().UnixNano())
+		for _, name := range []string{"L", "SC"} {
+			if r, err := w.js.lookup(name); err == nil {
+				r.ExpireAt(w.clk.now().UnixNano())
+			}
 		}
 	case n < 85:
 		stream, name := []string{"L", "I", "I", "W"}[w.rng.IntN(4)], ""
@@ -300,6 +338,10 @@ func (w *workload) step() {
 		}
 		target := []string{"L.D", "I.A", "W.Q"}[w.rng.IntN(3)]
 		w.tr.Publish("$JS.API.CONSUMER.RESET."+target, "_INBOX.reset", nil, []byte(body))
+	case n < 91:
+		w.publishCounter()
+	case n < 94:
+		w.publishSchedule()
 	default:
 		w.answer()
 	}
@@ -360,6 +402,9 @@ func runDeterminism(t *testing.T, seed uint64) {
 		{Name: "W", Subjects: []string{"w.>"}, Storage: stream.FileStorage, Retention: stream.WorkQueuePolicy, DuplicateWindow: time.Minute},
 		{Name: "M", Storage: stream.FileStorage, Mirror: &stream.Source{Name: "L"}},
 		{Name: "S", Storage: stream.FileStorage, Sources: []*stream.Source{{Name: "W"}}},
+		{Name: "C", Subjects: []string{"c.>"}, Storage: stream.FileStorage, AllowMsgCounter: true, MaxMsgsPerSubject: 3},
+		{Name: "CA", Storage: stream.FileStorage, AllowMsgCounter: true, Sources: []*stream.Source{{Name: "C"}}},
+		{Name: "SC", Subjects: []string{"sc.>"}, Storage: stream.FileStorage, AllowMsgSchedules: true, AllowMsgTTL: true, MaxMsgsPerSubject: 20},
 	} {
 		if _, err := js.AddStream(cfg); err != nil {
 			t.Fatalf("create %s: %v", cfg.Name, err)
@@ -381,6 +426,24 @@ func runDeterminism(t *testing.T, seed uint64) {
 	for range 1500 {
 		w.step()
 	}
+	// The schedules of SC fired, so the replay covers FireSchedules.
+	if sc, _ := js.lookup("SC"); sc != nil {
+		if _, err := sc.Store().LoadLast("sc.out.>"); err != nil {
+			t.Fatalf("no schedule of SC fired: %v", err)
+		}
+	}
+	// The aggregate counter CA copies what C stores, so the replay covers
+	// counters built from copies too.
+	waitUntil(t, "CA to copy C's counters", func() bool {
+		c, _ := js.lookup("C")
+		ca, _ := js.lookup("CA")
+		last, err := ca.Store().LoadLast(">")
+		if err != nil {
+			return false
+		}
+		_, seq, _, ok := stream.SourcedFrom(last.Header)
+		return ok && seq == c.Store().State(false).LastSeq
+	})
 
 	live := freeze(t, js, rec)
 	checkReplays(t, rec, live)

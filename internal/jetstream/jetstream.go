@@ -47,8 +47,8 @@ type Config struct {
 	// "Durability").
 	AckBeforeSyncInterval time.Duration
 	// MaxPayload is the server's max_payload: a restored snapshot holding
-	// a larger message is refused, as nats-server refuses it. 0 = no
-	// such check.
+	// a larger message is refused, as nats-server refuses it, and a
+	// counter stream's new value must fit (ADR-49). 0 = no such check.
 	MaxPayload int64
 	// MaxPending is the server's max_pending: a batched direct get
 	// without max_bytes sends at most this much (ADR-31). 0 = 64 MiB,
@@ -329,6 +329,15 @@ func (js *JetStream) startEntry(cfg stream.Config, created time.Time, dir string
 	return r, nil
 }
 
+// accountName is the name of the engine's account, "$G" for the global
+// one.
+func (js *JetStream) accountName() string {
+	if js.cfg.Account == "" {
+		return "$G"
+	}
+	return js.cfg.Account
+}
+
 // consumerEnv is what every consumer's runtime takes from the engine.
 func (js *JetStream) consumerEnv() consumerrun.Env {
 	newLog := js.cfg.NewConsumerLog
@@ -337,7 +346,7 @@ func (js *JetStream) consumerEnv() consumerrun.Env {
 	}
 	return consumerrun.Env{
 		Transport: js.tr, Now: js.cfg.Now, Logf: js.cfg.Logf, FS: js.cfg.FS,
-		APILevel: js.cfg.APILevel, Version: js.cfg.Version, Domain: js.cfg.Domain,
+		APILevel: js.cfg.APILevel, Version: js.cfg.Version, Domain: js.cfg.Domain, Account: js.accountName(),
 		MaxPayload: js.cfg.MaxPayload, NewLog: newLog,
 		DeadLetterAcks: js.dlqAcks, CaptureOf: js.captureStream, Ready: js.ready.Load,
 		Expire: js.expireConsumer,
@@ -363,7 +372,7 @@ func (js *JetStream) streamEnv() streamrun.Env {
 	}
 	return streamrun.Env{
 		Transport: js.tr, Now: js.cfg.Now, Logf: js.cfg.Logf, APILevel: js.cfg.APILevel,
-		Domain: js.cfg.Domain, MaxPending: js.cfg.MaxPending, Storage: js.storage, BatchLimits: js.batchLimits(), Batches: &js.batches, NewLog: newLog,
+		Domain: js.cfg.Domain, MaxPending: js.cfg.MaxPending, MaxPayload: js.cfg.MaxPayload, Storage: js.storage, BatchLimits: js.batchLimits(), Batches: &js.batches, NewLog: newLog,
 	}
 }
 

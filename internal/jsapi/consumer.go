@@ -310,7 +310,8 @@ type consumerUnpinResponse struct {
 // consumerUnpin follows nats-server v2.15.2 jsConsumerUnpinRequest: level,
 // JSON (decoded with json.Unmarshal, so an empty body is "unexpected end
 // of JSON input"), the group (10025 "consumer group not specified",
-// 10162), stream, consumer.
+// 10162), stream (10059), consumer (10014), the group among the
+// consumer's (10160); then the pin ends (ADR-42).
 func consumerUnpin(a *API, r *request) (response, *jserr.Error) {
 	resp := &consumerUnpinResponse{}
 	if err := r.checkLevel(); err != nil {
@@ -326,7 +327,7 @@ func consumerUnpin(a *API, r *request) (response, *jserr.Error) {
 	if !validGroupName(req.Group) {
 		return resp, jserr.New(jserr.ConsumerInvalidGroupName)
 	}
-	return resp, a.consumerMissing(r.stream)
+	return resp, a.js.UnpinConsumer(r.stream, r.consumer, req.Group)
 }
 
 // validGroupName matches nats-server's ^[a-zA-Z0-9/_=-]{1,16}$.

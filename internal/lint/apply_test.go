@@ -19,6 +19,7 @@ var (
 		"internal/consumer/deliverer.go": true,
 		"internal/consumer/pull.go":      true,
 		"internal/consumer/position.go":  true,
+		"internal/consumer/priority.go":  true,
 	}
 )
 

@@ -23,6 +23,7 @@ type Stream struct {
 	in        *transform.Transform // subject_transform, nil without one
 	rp        *transform.Transform // republish source to destination, nil without republish
 	nextAge   int64                // the max_age deadline the last ExpireUpTo found (MaxAgeDeadline), 0 if none
+	sched     *schedules           // the schedules, with allow_msg_schedules (schedule.go); nil without
 }
 
 // Entry is one publish to apply: the subject, the raw NATS header block
@@ -41,13 +42,20 @@ type Stream struct {
 // it): Apply then checks it as nats-server v2.15.2 checks a batched
 // message (batchcheck.go) followed by Nats-Expected-Last-Msg-Id, and a
 // Nats-Msg-Id seen in the window is a Duplicate as for any publish.
+//
+// MaxPayload is the server's max_payload (bytes) when the entry was
+// made, 0 for none: the limit of the message a counter stream builds
+// from a Nats-Incr publish (counter.go), which nats-server v2.15.2 checks
+// against its max_payload. The proposer sets it, so that the apply
+// function reads no server setting; it is not used for other streams.
 type Entry struct {
-	Subject   string
-	Header    []byte
-	Data      []byte
-	Time      int64
-	Sourced   bool
-	FastBatch bool
+	Subject    string
+	Header     []byte
+	Data       []byte
+	Time       int64
+	Sourced    bool
+	FastBatch  bool
+	MaxPayload int64
 }
 
 // Result is the outcome of Apply. Exactly one of these holds:
@@ -86,6 +94,15 @@ type Result struct {
 	// than the next pass (nats-server's resetAgeChk on a store, and its
 	// dedupe timer).
 	Expires int64
+	// Value is the counter's value (base 10) a counter stream stored,
+	// "" for other streams: the PubAck's "val" (ADR-49).
+	Value string
+	// SchedulerPurge is the purge a stored "Nats-Schedule-Next: purge"
+	// ran on its Nats-Scheduler subject (nil without one), and
+	// SchedulerPurged what it removed: the consumers move past it as
+	// after a rollup.
+	SchedulerPurge  *store.PurgeRequest
+	SchedulerPurged uint64
 }
 
 // New returns the state machine of a stream with config cfg over st. cfg
@@ -93,7 +110,11 @@ type Result struct {
 // cfg.StoreConfig(). New reads nothing from st: after opening a store that
 // already holds messages, call Rebuild.
 func New(cfg Config, st store.Store) *Stream {
-	return &Stream{cfg: cfg.Clone(), store: st, rp: compileRePublish(&cfg), in: compileTransform(&cfg)}
+	s := &Stream{cfg: cfg.Clone(), store: st, rp: compileRePublish(&cfg), in: compileTransform(&cfg)}
+	if cfg.AllowMsgSchedules {
+		s.sched = newSchedules()
+	}
+	return s
 }
 
 // Config returns a copy of the stream's config.
@@ -126,6 +147,14 @@ func (s *Stream) SetConfig(cfg Config) error {
 	s.cfg = cfg.Clone()
 	s.in = compileTransform(&s.cfg)
 	s.rp = compileRePublish(&s.cfg)
+	if cfg.AllowMsgSchedules && s.sched == nil {
+		// Schedules turned on: the messages stored already may hold
+		// some (nats-server recovers them from its store then). A load
+		// error leaves the schedules read before it.
+		_ = s.rebuildSchedules()
+	} else if !cfg.AllowMsgSchedules {
+		s.sched = nil
+	}
 	return nil
 }
 
@@ -193,7 +222,7 @@ func (s *Stream) commit(m *pub) Result {
 	if m.msgID != "" && s.cfg.DuplicateWindow > 0 {
 		s.dedupe.add(m.msgID, seq, m.time)
 	}
-	r := Result{Seq: seq, Subject: m.subject}
+	r := Result{Seq: seq, Subject: m.subject, Value: m.counter}
 	if m.ttl > 0 {
 		r.Expires = store.TTLDeadline(m.time, m.ttl)
 	}
@@ -206,11 +235,23 @@ func (s *Stream) commit(m *pub) Result {
 	if rpOK {
 		r.RePublish = s.rePublish(m, rpSubj, seq, rpLast)
 	}
+	if s.sched != nil && len(m.hdr) > 0 {
+		if due := s.sched.noteSchedule(seq, m.subject, m.hdr, m.time); due != 0 {
+			r.Expires = earliest(r.Expires, due)
+		}
+	} else if s.sched != nil {
+		s.sched.removeSubject(m.subject)
+	}
 	if m.rollup != "" {
 		var req store.PurgeRequest
 		req, r.Purged, err = s.rollup(m)
 		r.Rollup = &req
 		if err != nil {
+			r.Err, r.StoreErr = storeError(err), err
+		}
+	}
+	if len(m.hdr) > 0 {
+		if r.SchedulerPurge, r.SchedulerPurged, err = s.purgeScheduler(m); err != nil && r.Err == nil {
 			r.Err, r.StoreErr = storeError(err), err
 		}
 	}

@@ -24,6 +24,10 @@ import (
 //     messages were removed or markers stored; StoreErr when the store
 //     failed.
 //   - Remove: Removed, and StoreErr when the store failed.
+//   - FireSchedules: Results, one per scheduled message stored or
+//     refused; Next, when the next schedule is due (0 for none);
+//     Changed, whether a message was tried; StoreErr when a schedule's
+//     message could not be read.
 type Outcome struct {
 	Results  []Result
 	Err      *jserr.Error
@@ -73,6 +77,8 @@ func (s *Stream) ApplyOp(op Op, out *Outcome) {
 		if len(o.Seqs) > 0 {
 			out.Removed, out.StoreErr = s.store.DeleteMany(o.Seqs)
 		}
+	case *FireSchedules:
+		s.applyFire(o.Time, out)
 	}
 }
 

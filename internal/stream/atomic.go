@@ -155,6 +155,7 @@ func (a *AtomicBatches) Stage(p BatchPolicy, id string, e Entry, now int64) Stag
 		return res
 	}
 	res.Commit = a.commit(id, b, eob, now)
+	res.Commit.MaxPayload = e.MaxPayload
 	return res
 }
 

@@ -17,10 +17,15 @@ import (
 // AtomicBatches builds it; EncodeBatchCommit and DecodeBatchCommit give
 // it the byte form drawn in the package comment, so that a replicated log
 // can carry it.
+//
+// MaxPayload is the server's max_payload when the commit arrived (0 for
+// none), the limit of a counter message built from a Nats-Incr of the
+// batch (Entry.MaxPayload).
 type BatchCommit struct {
-	ID      string
-	Time    int64
-	Entries []Entry // Entry.Time and Entry.Sourced are not used
+	ID         string
+	Time       int64
+	MaxPayload int64
+	Entries    []Entry // Entry.Time, Entry.Sourced and Entry.MaxPayload are not used
 }
 
 // ErrBadBatchCommit is returned by DecodeBatchCommit for bytes that are
@@ -35,6 +40,7 @@ func EncodeBatchCommit(dst []byte, c BatchCommit) []byte {
 	dst = append(dst, batchCommitVersion)
 	dst = appendBytes(dst, []byte(c.ID))
 	dst = binary.AppendVarint(dst, c.Time)
+	dst = binary.AppendUvarint(dst, uint64(max(c.MaxPayload, 0)))
 	dst = binary.AppendUvarint(dst, uint64(len(c.Entries)))
 	for _, e := range c.Entries {
 		dst = appendBytes(dst, []byte(e.Subject))
@@ -62,6 +68,9 @@ func DecodeBatchCommit(b []byte) (BatchCommit, error) {
 		return BatchCommit{}, fmt.Errorf("%w: unknown version", ErrBadBatchCommit)
 	}
 	c := BatchCommit{ID: string(d.bytes()), Time: d.varint()}
+	if c.MaxPayload = int64(d.uvarint()); c.MaxPayload < 0 {
+		return BatchCommit{}, fmt.Errorf("%w: max payload out of range", ErrBadBatchCommit)
+	}
 	n := d.uvarint()
 	if n > uint64(len(b)) { // every entry takes at least 3 bytes
 		return BatchCommit{}, fmt.Errorf("%w: %d entries in %d bytes", ErrBadBatchCommit, n, len(b))
@@ -166,7 +175,7 @@ func (s *Stream) checkCommit(c BatchCommit) ([]*pub, *jserr.Error) {
 	msgs := make([]*pub, len(c.Entries))
 	for i, e := range c.Entries {
 		e.Subject = s.mapSubject(e.Subject)
-		e.Time, e.Sourced = c.Time, false
+		e.Time, e.Sourced, e.MaxPayload = c.Time, false, c.MaxPayload
 		m := newPub(e)
 		m.hdr = removeHeader(m.hdr, hdrRequestInfo)
 		if _, ok := headerValue(m.hdr, hdrExpectedLastMsgID); ok {

@@ -23,18 +23,24 @@ import (
 //     Nats-Msg-Id already in the batch or in the duplicate window, 10201
 //     (the window's sequence is kept for a fast batch's duplicate
 //     answer); Nats-Stream-Source, 10227.
-//  3. With a header: Nats-Expected-Last-Sequence against the stream's last
+//  3. A counter stream: the counter message built as for a publish
+//     (counter.go: 10169, 10172), from the running value of the batch's
+//     earlier messages on the subject; over the smaller of max_payload
+//     and max_msg_size, 10054.
+//  4. With a header: Nats-Expected-Last-Sequence against the stream's last
 //     sequence plus the messages of the batch before this one, 10071;
 //     when it matches but is not the batch's first message, 10164.
 //     Nats-Expected-Last-Subject-Sequence: 10164 when the batch already
 //     wrote to that subject, else 10071 against the subject's last
 //     sequence (checked once per subject and batch); the -Subject header
-//     alone, 10193. Schedules, 10188 or 10212 (checks.go). Nats-Rollup
+//     alone, 10193. Schedules (schedule.go: checkSchedule, then
+//     checkScheduler, which takes a schedule the batch stored before as
+//     the last on its subject). Nats-Rollup
 //     (lowercased): 10111 "rollup not permitted", "batch rollup sub
 //     invalid" when the batch already wrote to the subject, "batch
 //     rollup all invalid" when it is not the batch's first message, or
 //     "rollup value invalid".
-//  4. With discard new: the stream's messages and bytes plus the batch's
+//  5. With discard new: the stream's messages and bytes plus the batch's
 //     over max_msgs or max_bytes, 10077 "maximum messages exceeded" or
 //     "maximum bytes exceeded"; with discard_new_per_subject and no
 //     Nats-Rollup, the subject's messages plus the batch's over
@@ -49,9 +55,13 @@ type batchDiff struct {
 	ops      uint64                      // messages in inflight
 	bytes    uint64                      // their store sizes
 	expected map[string]uint64           // Nats-Expected-Last-Subject-Sequence results by subject
+	counters map[string]*counterTotal    // running counter values by subject (counter streams)
 }
 
-type inflightSubject struct{ ops uint64 }
+type inflightSubject struct {
+	ops      uint64
+	schedule bool // the batch's last message on the subject holds a schedule
+}
 
 // checkBatchMsg runs the checks above on m, the message checked after
 // the batch's messages in d, with clseq the stream's last sequence plus
@@ -67,13 +77,23 @@ func (s *Stream) checkBatchMsg(m *pub, d *batchDiff, clseq uint64) (uint64, *jse
 		if dup, err := s.checkBatchHeaders(m, d); err != nil {
 			return dup, err
 		}
+	}
+	if s.cfg.AllowMsgCounter {
+		if d.counters == nil {
+			d.counters = map[string]*counterTotal{}
+		}
+		if err := s.applyCounter(m, d.counters, true); err != nil {
+			return 0, err
+		}
+	}
+	if len(m.hdr) > 0 {
 		if err := s.checkBatchExpected(m, d, clseq); err != nil {
 			return 0, err
 		}
 		if err := s.checkSchedule(m); err != nil {
 			return 0, err
 		}
-		if err := s.checkScheduler(m); err != nil {
+		if err := s.checkScheduler(m, d); err != nil {
 			return 0, err
 		}
 		if err := s.checkBatchRollup(m, d); err != nil {
@@ -121,7 +141,7 @@ func (s *Stream) checkBatchHeaders(m *pub, d *batchDiff) (uint64, *jserr.Error) 
 }
 
 // checkBatchExpected runs the Nats-Expected-Last-Sequence and
-// Nats-Expected-Last-Subject-Sequence checks of step 3.
+// Nats-Expected-Last-Subject-Sequence checks of step 4.
 func (s *Stream) checkBatchExpected(m *pub, d *batchDiff, clseq uint64) *jserr.Error {
 	if v, ok := headerValue(m.hdr, hdrExpectedLastSeq); ok && len(v) > 0 {
 		if parseSeq(v) != clseq {
@@ -199,7 +219,7 @@ func rollupFailed(text string) *jserr.Error {
 	return jserr.New(jserr.StreamRollupFailed, jserr.Sub("err", text))
 }
 
-// trackBatchMsg records m in d and runs the discard new checks of step 4.
+// trackBatchMsg records m in d and runs the discard new checks of step 5.
 func (s *Stream) trackBatchMsg(m *pub, d *batchDiff) *jserr.Error {
 	if d.inflight == nil {
 		d.inflight = map[string]*inflightSubject{}
@@ -210,6 +230,7 @@ func (s *Stream) trackBatchMsg(m *pub, d *batchDiff) *jserr.Error {
 		d.inflight[m.subject] = in
 	}
 	in.ops++
+	in.schedule = m.schedule
 	d.ops++
 	scfg := s.cfg.StoreConfig()
 	d.bytes += scfg.MsgSize(m.subject, m.hdr, m.data)

@@ -25,18 +25,26 @@ import (
 //  2. File storage only: a record over 32 MiB, 10077 "message too large".
 //  3. Sealed, 10109. Then Nats-Request-Info is removed.
 //  4. Header and payload over max_msg_size, 10054; header over 65535, 10097.
-//  5. Nats-Incr: 10171 if not an integer, else 10168 (no counters).
+//  5. Nats-Incr: 10171 if not an integer; for a publish (not a copy from
+//     a source), 10168 on a stream without counters, 10170 with a
+//     payload, 10171 with a header a counter cannot honour (checkIncr).
 //  6. Nats-Expected-Stream, 10060.
 //  7. Nats-TTL valid and non-zero: 10166 (no per-message TTL).
 //  8. Nats-Expected-Last-Subject-Sequence[-Subject], 10071 or 10193.
 //  9. Nats-Expected-Last-Sequence, 10071.
-//  10. Nats-Schedule, Nats-Schedule-Time-Zone, Nats-Schedule-Next,
-//     Nats-Scheduler: 10188 or 10212 (no schedules).
+//  10. Nats-Schedule and its fields (checkSchedule: 10223, 10189, 10188,
+//     10191, 10192, 10166, 10190, 10203; "Nats-Rollup: sub" added to a
+//     schedule), then Nats-Schedule-Next and Nats-Scheduler
+//     (checkScheduler: 10212, 10188); schedule.go.
 //  11. Nats-Stream-Source, 10227.
 //  12. Nats-Msg-Id seen in the window: a duplicate (success).
 //  13. Nats-Expected-Last-Msg-Id, 10070.
 //  14. Nats-Rollup: 10111 when not allowed or not "sub"/"all" (any case).
-//  15. Nats-TTL unparsable or under 1 s, 10165. Then a TTL below
+//  15. A counter stream (allow_msg_counter): Nats-Incr missing, 10169;
+//     the last message on the subject not a counter, 10172; the counter
+//     message built (counter.go) over the entry's max_payload, then over
+//     max_msg_size, 10054; its header over 65535 bytes, 10097.
+//  16. Nats-TTL unparsable or under 1 s, 10165. Then a TTL below
 //     subject_delete_marker_ttl is raised to it (raiseTTL).
 //
 // Checks 5 to 14 run only when the message has a header.
@@ -64,10 +72,16 @@ type pub struct {
 	badTTL  bool   // Nats-TTL present but invalid (check 15)
 	ttl     int64  // Nats-TTL in seconds when valid (store.ParseTTL)
 	sourced bool   // copied from another stream (Entry.Sourced)
+	// incr is Nats-Incr when valid (checkIncr); maxPayload the entry's
+	// MaxPayload; counter the value a counter stream stores (applyCounter).
+	incr       *big.Int
+	maxPayload int64
+	counter    string
+	schedule   bool // holds a valid schedule (checkSchedule)
 }
 
 func newPub(e Entry) *pub {
-	return &pub{subject: e.Subject, hdr: stripStatus(e.Header), data: e.Data, time: e.Time, sourced: e.Sourced}
+	return &pub{subject: e.Subject, hdr: stripStatus(e.Header), data: e.Data, time: e.Time, sourced: e.Sourced, maxPayload: e.MaxPayload}
 }
 
 // value returns the header field key of m.
@@ -122,11 +136,11 @@ var headerChecks = []func(*Stream, *pub) *jserr.Error{
 	(*Stream).checkLastSubjectSeq,
 	(*Stream).checkLastSeq,
 	(*Stream).checkSchedule,
-	(*Stream).checkScheduler,
+	func(s *Stream, m *pub) *jserr.Error { return s.checkScheduler(m, nil) },
 	(*Stream).checkSourceHeader,
 }
 
-// checkAfterDedupe runs checks 13 to 15.
+// checkAfterDedupe runs checks 13 to 16.
 func (s *Stream) checkAfterDedupe(m *pub) *jserr.Error {
 	if len(m.hdr) > 0 {
 		if err := s.checkLastMsgID(m); err != nil {
@@ -134,6 +148,17 @@ func (s *Stream) checkAfterDedupe(m *pub) *jserr.Error {
 		}
 		if err := s.checkRollup(m); err != nil {
 			return err
+		}
+	}
+	if s.cfg.AllowMsgCounter {
+		if err := s.applyCounter(m, nil, false); err != nil {
+			return err
+		}
+		if s.tooBig(m) {
+			return jserr.New(jserr.StreamMessageExceedsMaximum)
+		}
+		if len(m.hdr) > maxHeaderLen {
+			return jserr.New(jserr.StreamHeaderExceedsMaximum)
 		}
 	}
 	if m.badTTL {
@@ -157,17 +182,6 @@ func fileRecordSize(m *pub) uint64 {
 func (s *Stream) tooBig(m *pub) bool {
 	limit := int64(s.cfg.MaxMsgSize)
 	return limit > 0 && int64(len(m.hdr))+int64(len(m.data)) > limit
-}
-
-func (s *Stream) checkIncr(m *pub) *jserr.Error {
-	v := m.value(hdrIncr)
-	if len(v) == 0 {
-		return nil
-	}
-	if _, ok := new(big.Int).SetString(string(v), 10); !ok {
-		return jserr.New(jserr.MessageIncrInvalid)
-	}
-	return jserr.New(jserr.MessageIncrDisabled)
 }
 
 func (s *Stream) checkExpectedStream(m *pub) *jserr.Error {
@@ -266,43 +280,6 @@ func (s *Stream) checkLastSeq(m *pub) *jserr.Error {
 		return jserr.New(jserr.StreamWrongLastSequence, jserr.Sub("seq", have))
 	}
 	return nil
-}
-
-// checkSchedule refuses a schedule on a stream without
-// allow_msg_schedules: any Nats-Schedule pattern, valid or not, or an
-// empty Nats-Schedule-Time-Zone. (nats-server also refuses a non-empty
-// time zone it cannot load when no pattern is given; cairn loads no time
-// zone database in apply and lets that one through.)
-func (s *Stream) checkSchedule(m *pub) *jserr.Error {
-	if m.sourced {
-		return nil // the origin validated it
-	}
-	tz, hasTZ := headerValue(m.hdr, hdrScheduleTimeZone)
-	if len(m.value(hdrSchedule)) > 0 || hasTZ && len(tz) == 0 {
-		return jserr.New(jserr.MessageSchedulesDisabled)
-	}
-	return nil
-}
-
-// checkScheduler checks Nats-Schedule-Next and Nats-Scheduler: a client
-// may only send "purge" with a valid scheduler subject, which a stream
-// without schedules then refuses.
-func (s *Stream) checkScheduler(m *pub) *jserr.Error {
-	if m.sourced {
-		return nil
-	}
-	scheduler := string(m.value(hdrScheduler))
-	next := m.value(hdrScheduleNext)
-	if len(next) == 0 {
-		if scheduler != "" {
-			return jserr.New(jserr.MessageSchedulesSchedulerInvalid)
-		}
-		return nil
-	}
-	if string(next) != "purge" || scheduler == "" || scheduler == m.subject || !subject.ValidLiteral(scheduler) {
-		return jserr.New(jserr.MessageSchedulesSchedulerInvalid)
-	}
-	return jserr.New(jserr.MessageSchedulesDisabled)
 }
 
 // checkSourceHeader refuses Nats-Stream-Source, reserved for sourcing.

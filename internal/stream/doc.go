@@ -28,8 +28,8 @@
 //
 // Every change to a stream is an operation (ops.go, docs/engine.md): a
 // Publish of entries, a Copy from an origin stream, a BatchCommit, a
-// Purge, a DeleteMsg, an UpdateConfig, an Expire up to a time or a
-// Remove of messages retention let go. ApplyOp is the one function that
+// Purge, a DeleteMsg, an UpdateConfig, an Expire up to a time, a
+// Remove of messages retention let go or a FireSchedules at a time. ApplyOp is the one function that
 // applies them: its outcome depends only on the Stream's state (config,
 // store, duplicate window, last Nats-Msg-Id) and the operation, never on
 // a clock, a random source, map order or the server's settings, so a
@@ -62,8 +62,8 @@
 //	+-------------+-------------+--------------------+
 //	| kind 1 byte | version = 1 | the kind's fields  |
 //	+-------------+-------------+--------------------+
-//	entry        | subject | header len + 1 (0: no header) | header | data | time (signed, unix ns) | flags (1 byte) |
-//	             flags: bit 0 Sourced, bit 1 FastBatch; other bits must be 0
+//	entry        | subject | header len + 1 (0: no header) | header | data | time (signed, unix ns) | flags (1 byte) | [max payload] |
+//	             flags: bit 0 Sourced, bit 1 FastBatch, bit 2 a max payload (uvarint, > 0) follows; other bits must be 0
 //	1 Publish      | count | count × entry |
 //	2 Copy         | mirror (1 byte, 0 or 1) | count | count × (entry, then the origin seq when mirror) |
 //	3 BatchCommit  | the BatchCommit bytes below (with a version byte of their own) |
@@ -72,6 +72,7 @@
 //	6 UpdateConfig | the config's JSON, as the API and meta.json carry it |
 //	7 Expire       | time T (signed, unix ns) |
 //	8 Remove       | reason (1 byte) | count | count × seq, each the signed difference from the previous (the first from 0) |
+//	9 FireSchedules | time T (signed, unix ns) |
 //
 // Kinds are append-only. DecodeOp refuses an unknown kind or version, a
 // short buffer, a count the bytes left cannot hold, unknown flag bits and
@@ -91,10 +92,10 @@
 // A BatchCommit travels as (EncodeBatchCommit; varints are
 // encoding/binary's, uvarint unless said):
 //
-//	+---------+--------+----+----------------+-------+-------------------------+
-//	| version | id len | id | time (varint)  | count | count × entry           |
-//	| 1 byte  |        |    | unix ns        |       |                         |
-//	+---------+--------+----+----------------+-------+-------------------------+
+//	+---------+--------+----+----------------+-------------+-------+---------------+
+//	| version | id len | id | time (varint)  | max payload | count | count × entry |
+//	| 1 byte  |        |    | unix ns        | 0: none     |       |               |
+//	+---------+--------+----+----------------+-------------+-------+---------------+
 //	entry: | subject len | subject | header len + 1 (0: no header) | header | data len | data |
 //
 // version is 1; a decoder refuses any other, a short buffer and trailing

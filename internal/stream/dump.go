@@ -3,12 +3,13 @@ package stream
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // AppendState appends the stream's whole state to dst as text, in an
 // order that depends on nothing but the state: the config (JSON), the
 // Nats-Msg-Id of the last message, the duplicate window in storage
-// order, the store's state with its deleted sequences, and every stored
+// order, the message schedules by subject, the store's state with its deleted sequences, and every stored
 // message (sequence, time, subject, header and payload, quoted). Two
 // streams that applied the same operations from the same start produce
 // the same bytes, whatever their store (memory or file) and whatever
@@ -24,6 +25,17 @@ func (s *Stream) AppendState(dst []byte) []byte {
 		r := s.dedupe.queue[i]
 		if e, ok := s.dedupe.ids[r.id]; ok && e == r.dedupeEntry {
 			dst = fmt.Appendf(dst, "dedupe %q %d %d\n", r.id, r.seq, r.time)
+		}
+	}
+	if s.sched != nil {
+		subjects := make([]string, 0, len(s.sched.bySubj))
+		for subj := range s.sched.bySubj {
+			subjects = append(subjects, subj)
+		}
+		slices.Sort(subjects)
+		for _, subj := range subjects {
+			e := s.sched.bySubj[subj]
+			dst = fmt.Appendf(dst, "schedule %q %d %d\n", subj, e.seq, e.at)
 		}
 	}
 	st := s.store.State(true)

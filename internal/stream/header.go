@@ -160,3 +160,64 @@ func RequiredLevelAbove(hdr []byte, level int) bool {
 	n, err := strconv.Atoi(string(v))
 	return err != nil || n > level
 }
+
+// replaceHeader returns hdr with the value of its first field named key
+// replaced by value, where it stands (the single space after the colon,
+// if there was one, kept), or, without such a field, with "key: value"
+// added at the end of the block. It is nats-server v2.15.2's setHeader
+// (client.go), which counters use for Nats-Incr and Nats-Counter-Sources;
+// the field is found as its getHeaderKeyIndex finds it. A field whose
+// line has no CR is left alone. hdr itself is never modified.
+func replaceHeader(hdr []byte, key, value string) []byte {
+	if start := headerKeyIndex(hdr, key); start >= 0 {
+		vs := start + len(key) + 1
+		if vs < len(hdr) && hdr[vs] == ' ' {
+			vs++
+		}
+		ve := bytes.IndexByte(hdr[vs:], '\r')
+		if ve < 0 {
+			return hdr
+		}
+		ve += vs
+		out := make([]byte, 0, len(hdr)-(ve-vs)+len(value))
+		out = append(append(append(out, hdr[:vs]...), value...), hdr[ve:]...)
+		return out
+	}
+	base := hdr
+	tail := crlf
+	if bytes.HasSuffix(hdr, []byte(crlf)) {
+		base, tail = hdr[:len(hdr)-len(crlf)], crlf+crlf
+	}
+	out := make([]byte, 0, len(base)+len(key)+len(value)+6)
+	out = append(append(append(append(out, base...), key...), ": "...), value...)
+	return append(out, tail...)
+}
+
+// headerKeyIndex returns where the field key starts in hdr, -1 when
+// there is none, as nats-server v2.15.2's getHeaderKeyIndex finds it:
+// the name must follow a CRLF and be followed by ':'; a candidate
+// found within the first two bytes of what is left to search ends the
+// search.
+func headerKeyIndex(hdr []byte, key string) int {
+	offset := 0
+	for len(hdr) > 0 {
+		i := bytes.Index(hdr[offset:], []byte(key))
+		if i < 2 {
+			return -1
+		}
+		i += offset
+		if i >= len(hdr)-1 || hdr[i-1] != '\n' || hdr[i-2] != '\r' {
+			offset = i + len(key)
+			continue
+		}
+		if i+len(key) >= len(hdr) {
+			return -1
+		}
+		if hdr[i+len(key)] != ':' {
+			offset = i + len(key)
+			continue
+		}
+		return i
+	}
+	return -1
+}

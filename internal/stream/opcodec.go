@@ -21,8 +21,9 @@ var ErrBadOp = errors.New("stream: malformed operation")
 
 // Entry flag bits of the encoding.
 const (
-	entrySourced   = 1 << 0
-	entryFastBatch = 1 << 1
+	entrySourced    = 1 << 0
+	entryFastBatch  = 1 << 1
+	entryMaxPayload = 1 << 2 // a uvarint MaxPayload follows the flags
 )
 
 // AppendOp appends op's byte form to dst. It returns an error only for
@@ -53,6 +54,8 @@ func AppendOp(dst []byte, op Op) ([]byte, error) {
 		}
 		dst = append(dst, b...)
 	case *Expire:
+		dst = binary.AppendVarint(dst, o.Time)
+	case *FireSchedules:
 		dst = binary.AppendVarint(dst, o.Time)
 	case *Remove:
 		dst = append(dst, byte(o.Reason))
@@ -104,7 +107,14 @@ func appendEntry(dst []byte, e *Entry) []byte {
 	if e.FastBatch {
 		flags |= entryFastBatch
 	}
-	return append(dst, flags)
+	if e.MaxPayload > 0 {
+		flags |= entryMaxPayload
+	}
+	dst = append(dst, flags)
+	if e.MaxPayload > 0 {
+		dst = binary.AppendUvarint(dst, uint64(e.MaxPayload))
+	}
+	return dst
 }
 
 // DecodeOp reads an operation AppendOp wrote. Headers and payloads alias
@@ -142,6 +152,8 @@ func DecodeOp(b []byte) (Op, error) {
 		return &UpdateConfig{Config: cfg}, nil
 	case KindExpire:
 		op = &Expire{Time: d.varint()}
+	case KindFire:
+		op = &FireSchedules{Time: d.varint()}
 	case KindRemove:
 		op = decodeRemove(d)
 	default:
@@ -182,10 +194,15 @@ func decodeEntry(d *decoder) Entry {
 	e.Data = d.bytes()
 	e.Time = d.varint()
 	flags := d.byte()
-	if flags&^(entrySourced|entryFastBatch) != 0 {
+	if flags&^(entrySourced|entryFastBatch|entryMaxPayload) != 0 {
 		d.fail()
 	}
 	e.Sourced, e.FastBatch = flags&entrySourced != 0, flags&entryFastBatch != 0
+	if flags&entryMaxPayload != 0 {
+		if e.MaxPayload = int64(d.uvarint()); e.MaxPayload <= 0 {
+			d.fail()
+		}
+	}
 	return e
 }
 

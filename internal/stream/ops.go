@@ -18,10 +18,11 @@ const (
 	KindUpdateConfig OpKind = 6
 	KindExpire       OpKind = 7
 	KindRemove       OpKind = 8
+	KindFire         OpKind = 9
 )
 
 // Op is one change to a stream: a *Publish, *Copy, *BatchCommit, *Purge,
-// *DeleteMsg, *UpdateConfig, *Expire or *Remove. Stream.ApplyOp applies
+// *DeleteMsg, *UpdateConfig, *Expire, *Remove or *FireSchedules. Stream.ApplyOp applies
 // it; AppendOp and DecodeOp give it its byte form. An Op carries every
 // time it needs: applying it reads no clock (docs/engine.md).
 type Op interface {
@@ -99,6 +100,16 @@ type Remove struct {
 	Seqs   []uint64
 }
 
+// FireSchedules stores the messages of the message schedules due at Time
+// (unix nanoseconds; ADR-51, schedule.go), each stamped Time, in the
+// order of the schedules' sequences, and moves each repeating schedule
+// to its next time after Time. The proposer proposes it when its clock
+// reaches the first schedule's time (Stream.NextSchedule); every replica
+// fires alike.
+type FireSchedules struct {
+	Time int64
+}
+
 // Kind returns KindPublish.
 func (*Publish) Kind() OpKind { return KindPublish }
 
@@ -122,3 +133,6 @@ func (*Expire) Kind() OpKind { return KindExpire }
 
 // Kind returns KindRemove.
 func (*Remove) Kind() OpKind { return KindRemove }
+
+// Kind returns KindFire.
+func (*FireSchedules) Kind() OpKind { return KindFire }

@@ -33,6 +33,8 @@ func pedanticError(text string) *jserr.Error {
 //     disabled" / "... if roll-ups are disabled" when
 //     subject_delete_marker_ttl is set without allow_msg_ttl /
 //     allow_rollup_hdrs (nats-server uses 10052 here, not 10157);
+//   - 10052 "message scheduling cannot be set if roll-ups are disabled"
+//     for allow_msg_schedules without allow_rollup_hdrs;
 //   - 10157 "republish source can not be empty", and 10157 "implicit
 //     republish based on subject transform" for a ">" to ">" republish
 //     that nats-server would rewrite to the transform's destination.
@@ -71,6 +73,7 @@ var pedanticChecks = []func(*Config) *jserr.Error{
 	(*Config).pedanticLimits,
 	(*Config).pedanticWindow,
 	(*Config).pedanticMarkers,
+	(*Config).pedanticSchedules,
 	(*Config).pedanticRePublish,
 }
 
@@ -125,6 +128,27 @@ func (c *Config) pedanticMarkers() *jserr.Error {
 		return invalid("subject delete marker cannot be set if roll-ups are disabled")
 	}
 	return nil
+}
+
+// pedanticSchedules refuses message schedules without roll-ups, after the
+// checks nats-server makes before it (checkFlags' order, on a copy: it
+// would turn roll-ups on).
+func (c *Config) pedanticSchedules() *jserr.Error {
+	if !c.AllowMsgSchedules || c.AllowRollup {
+		return nil
+	}
+	if err := c.checkWindows(); err != nil {
+		return err
+	}
+	d := *c
+	d.AllowMsgSchedules = false
+	if err := d.checkFlags(); err != nil {
+		return err
+	}
+	if c.Discard == DiscardNew {
+		return invalid("message scheduling cannot use discard new")
+	}
+	return invalid("message scheduling cannot be set if roll-ups are disabled")
 }
 
 func (c *Config) pedanticRePublish() *jserr.Error {

@@ -27,6 +27,8 @@ var pedanticCases = []struct {
 	{"republish without source", `{"name":"P11","subjects":["p11"],"republish":{"dest":"rp.>"}}`, `{"code":400,"err_code":10157,"description":"pedantic mode: republish source can not be empty"}`},
 	{"implicit republish", `{"name":"P12","subjects":["p12.>"],"subject_transform":{"src":"p12.>","dest":"t12.>"},"republish":{"src":">","dest":">"}}`, `{"code":400,"err_code":10157,"description":"pedantic mode: implicit republish based on subject transform"}`},
 	{"replicas before limits", `{"name":"P15","num_replicas":-1,"max_msgs":-5}`, `{"code":400,"err_code":10133,"description":"replicas count cannot be negative"}`},
+	{"schedules without rollups", `{"name":"SC7","subjects":["sc7.>"],"allow_msg_schedules":true}`, `{"code":500,"err_code":10052,"description":"message scheduling cannot be set if roll-ups are disabled"}`},
+	{"schedules with rollups", `{"name":"SC9","subjects":["sc9.>"],"allow_msg_schedules":true,"allow_rollup_hdrs":true}`, `ok`},
 	{"unlimited is fine", `{"name":"P20","max_consumers":-1,"max_msgs":-1}`, `ok`},
 	{"defaults are fine", `{"name":"PSD"}`, `ok`},
 }

@@ -14,6 +14,7 @@ import (
 //	{"stream":"ORDERS","seq":7}
 //	{"stream":"ORDERS","domain":"hub","seq":7}              (domain != "")
 //	{"stream":"ORDERS","seq":7,"duplicate": true}           (r.Duplicate)
+//	{"stream":"HITS","seq":7,"val":"42"}                     (a counter stream, r.Value; ADR-49)
 //	{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 6"},"stream":"ORDERS","seq":0}
 //
 // As in nats-server, the success forms quote the names the way Go's %q
@@ -31,8 +32,12 @@ func AppendPubAck(dst []byte, stream string, r Result, domain string) []byte {
 	}
 	dst = append(dst, `,"seq":`...)
 	dst = strconv.AppendUint(dst, r.Seq, 10)
-	if r.Duplicate {
+	switch {
+	case r.Duplicate:
 		dst = append(dst, `,"duplicate": true`...)
+	case r.Value != "":
+		dst = append(dst, `,"val":`...)
+		dst = strconv.AppendQuote(dst, r.Value)
 	}
 	return append(dst, '}')
 }

@@ -9,6 +9,8 @@ import (
 
 // Rebuild restores what the stream remembers besides its store, after it
 // was created over a store that already holds messages (a restart): the
+// table of message schedules (a stream with allow_msg_schedules; every
+// message is read, schedule.go), the
 // Nats-Msg-Id of the message at the last sequence, for
 // Nats-Expected-Last-Msg-Id, and the Nats-Msg-Ids of the stored messages
 // within duplicate_window of the newest stored message's time, so that
@@ -24,6 +26,11 @@ import (
 // ids are lost, the rest of the stream is served. On another load error
 // it returns the error, wrapped, keeping the ids read before it.
 func (s *Stream) Rebuild() error {
+	if s.sched != nil {
+		if err := s.rebuildSchedules(); err != nil {
+			return fmt.Errorf("stream %s: rebuild schedules: %w", s.cfg.Name, err)
+		}
+	}
 	s.dedupe.reset()
 	s.lastMsgID = ""
 	last, err := s.store.LoadLast(store.FilterAll)

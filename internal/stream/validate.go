@@ -159,11 +159,23 @@ func (c *Config) checkWindows() *jserr.Error {
 	return nil
 }
 
-// checkFlags checks the combinations of flags and limits.
+// checkFlags checks the combinations of flags and limits, in
+// nats-server v2.15.2's order: roll-ups and purges, a counter stream's
+// (ADR-49: no discard new, no message TTLs, no schedules, limits
+// retention only; subject delete markers, which turn TTLs on later, are
+// not refused), discard new per subject, subject delete markers.
 func (c *Config) checkFlags() *jserr.Error {
 	switch {
 	case c.DenyPurge && c.AllowRollup:
 		return invalid("roll-ups require the purge permission")
+	case c.AllowMsgCounter && c.Discard == DiscardNew:
+		return invalid("counter stream cannot use discard new")
+	case c.AllowMsgCounter && c.AllowMsgTTL:
+		return invalid("counter stream cannot use message TTLs")
+	case c.AllowMsgCounter && c.AllowMsgSchedules:
+		return invalid("counter stream cannot use message schedules")
+	case c.AllowMsgCounter && c.Retention != LimitsPolicy:
+		return invalid("counter stream can only use limits retention")
 	case c.DiscardNewPerSubject && c.Discard != DiscardNew:
 		return invalid("discard new per subject requires discard new policy to be set")
 	case c.DiscardNewPerSubject && c.MaxMsgsPerSubject <= 0:
@@ -174,6 +186,24 @@ func (c *Config) checkFlags() *jserr.Error {
 		return invalid("subject delete marker TTL must not be negative")
 	}
 	c.forceMarkerFlags()
+	return c.forceScheduleFlags()
+}
+
+// forceScheduleFlags refuses discard new on a stream with message
+// schedules and turns on roll-ups with the purge permission, which
+// schedules need (a schedule replaces the last on its subject), as
+// nats-server v2.15.2 checkStreamCfg does outside pedantic mode (after
+// the subject delete marker checks).
+func (c *Config) forceScheduleFlags() *jserr.Error {
+	if !c.AllowMsgSchedules {
+		return nil
+	}
+	if c.Discard == DiscardNew {
+		return invalid("message scheduling cannot use discard new")
+	}
+	if !c.AllowRollup {
+		c.AllowRollup, c.DenyPurge = true, false
+	}
 	return nil
 }
 
@@ -295,8 +325,6 @@ func (c *Config) checkUnsupported() *jserr.Error {
 		{c.Mirror != nil && c.Mirror.Consumer != nil, "stream mirror consumers are not supported"},
 		{c.hasSource(func(s *Source) bool { return s.External != nil }), "external stream sources are not supported"},
 		{c.hasSource(func(s *Source) bool { return s.Consumer != nil }), "stream source consumers are not supported"},
-		{c.AllowMsgCounter, "message counters are not supported"},
-		{c.AllowMsgSchedules, "message schedules are not supported"},
 		{c.PersistMode != DefaultPersist, "async persist mode is not supported"},
 	} {
 		if f.on {

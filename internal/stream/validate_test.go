@@ -62,7 +62,6 @@ var validateCases = []struct {
 	{"republish cycle", `{"name":"C33","subjects":["foo"],"republish":{"dest":"foo"}}`, `{"code":500,"err_code":10052,"description":"stream configuration for republish destination forms a cycle"}`},
 	{"placement preferred", `{"name":"C22","placement":{"preferred":"x"}}`, `{"code":500,"err_code":10052,"description":"preferred server not permitted in placement"}`},
 	{"placement cluster and tags", `{"name":"C26","placement":{"cluster":"c","tags":["t"]}}`, `ok`},
-	// cairn: features not implemented yet are refused.
 	{"mirror", `{"name":"M","mirror":{"name":"O"}}`, `ok`},
 	{"sources", `{"name":"Y","sources":[{"name":"O"}]}`, `ok`},
 	{"mirror name invalid", `{"name":"V20","mirror":{"name":"a.b"}}`, `{"code":400,"err_code":10142,"description":"mirrored stream name is invalid"}`},
@@ -87,14 +86,34 @@ var validateCases = []struct {
 	{"delete markers", `{"name":"T","subject_delete_marker_ttl":1000000000}`, `ok`},
 	{"delete markers with deny_purge", `{"name":"T","subject_delete_marker_ttl":1000000000,"deny_purge":true}`, `ok`},
 	{"delete markers, deny_purge and rollups", `{"name":"T","subject_delete_marker_ttl":1000000000,"deny_purge":true,"allow_rollup_hdrs":true}`, `{"code":500,"err_code":10052,"description":"roll-ups require the purge permission"}`},
-	{"cairn: counters", `{"name":"T","allow_msg_counter":true}`, `{"code":500,"err_code":10052,"description":"message counters are not supported"}`},
-	{"cairn: schedules", `{"name":"T","allow_msg_schedules":true}`, `{"code":500,"err_code":10052,"description":"message schedules are not supported"}`},
+	{"counters", `{"name":"CC","subjects":["cc.>"],"allow_msg_counter":true,"allow_direct":true}`, `ok`},
+	{"counters, discard new", `{"name":"C1","subjects":["c1.>"],"allow_msg_counter":true,"discard":"new"}`, `{"code":500,"err_code":10052,"description":"counter stream cannot use discard new"}`},
+	{"counters, TTLs", `{"name":"C2","subjects":["c2.>"],"allow_msg_counter":true,"allow_msg_ttl":true}`, `{"code":500,"err_code":10052,"description":"counter stream cannot use message TTLs"}`},
+	{"counters, schedules", `{"name":"C3","subjects":["c3.>"],"allow_msg_counter":true,"allow_msg_schedules":true}`, `{"code":500,"err_code":10052,"description":"counter stream cannot use message schedules"}`},
+	{"counters, workqueue", `{"name":"C4","subjects":["c4.>"],"allow_msg_counter":true,"retention":"workqueue"}`, `{"code":500,"err_code":10052,"description":"counter stream can only use limits retention"}`},
+	{"counters, delete markers turn TTLs on after the check", `{"name":"C5","subjects":["c5.>"],"allow_msg_counter":true,"subject_delete_marker_ttl":5000000000}`, `ok`},
+	{"counters, mirror", `{"name":"C6","allow_msg_counter":true,"mirror":{"name":"C1"}}`, `{"code":400,"err_code":10173,"description":"stream mirrors can not also calculate counters"}`},
+	{"counters, deny_purge with rollups", `{"name":"C7","subjects":["c7.>"],"allow_msg_counter":true,"deny_purge":true,"allow_rollup_hdrs":true}`, `{"code":500,"err_code":10052,"description":"roll-ups require the purge permission"}`},
+	{"schedules", `{"name":"SCH","subjects":["sch.>","orders.>"],"allow_msg_schedules":true,"allow_msg_ttl":true}`, `ok`},
+	{"schedules, discard new", `{"name":"SC2","subjects":["sc2.>"],"allow_msg_schedules":true,"discard":"new"}`, `{"code":500,"err_code":10052,"description":"message scheduling cannot use discard new"}`},
+	{"schedules, source", `{"name":"SC4","subjects":["sc4.>"],"allow_msg_schedules":true,"sources":[{"name":"SCH"}]}`, `{"code":400,"err_code":10187,"description":"stream source can not also schedule messages"}`},
+	{"schedules, mirror", `{"name":"SC5","allow_msg_schedules":true,"mirror":{"name":"SCH"}}`, `{"code":400,"err_code":10186,"description":"stream mirrors can not also schedule messages"}`},
 	{"cairn: async persist", `{"name":"T","persist_mode":"async"}`, `{"code":500,"err_code":10052,"description":"async persist mode is not supported"}`},
 }
 
 // TestValidate runs each create body through the API layer's steps
 // (SetStaticMetadata, CheckCreate, SetDefaults, Validate) and compares the
 // error object with nats-server's.
+// TestValidateSchedulesForceRollups: schedules turn on roll-ups with the
+// purge permission, as nats-server v2.15.2 answered for
+// {"name":"SC3","subjects":["sc3.>"],"allow_msg_schedules":true,"deny_purge":true}.
+func TestValidateSchedulesForceRollups(t *testing.T) {
+	c := mustConfig(t, `{"name":"SC3","subjects":["sc3.>"],"allow_msg_schedules":true,"deny_purge":true}`)
+	if !c.AllowRollup || c.DenyPurge {
+		t.Fatalf("allow_rollup_hdrs %v deny_purge %v, want true false", c.AllowRollup, c.DenyPurge)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	for _, tc := range validateCases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -49,6 +49,7 @@ type Env struct {
 	APILevel  int                              // the JetStream API level (pull requests' Nats-Required-Api-Level, info)
 	Version   string                           // the nats-server version advertised (info)
 	Domain    string                           // the JetStream domain named in advisories; "" for none
+	Account   string                           // the account named in priority group advisories ("$G" for the global one)
 	// MaxPayload is the server's max_payload, the rate_limit_bps bucket
 	// of a consumer whose stream has no max_msg_size (0: 1 MiB).
 	MaxPayload int64
@@ -264,6 +265,7 @@ func (c *Consumer) round(evs []cevent) (acked []uint64, replies []string, jb jou
 		c.Signal() // go on in the next round, after the queued acks
 	}
 	c.acked = append(c.acked, c.d.TakeAcked()...)
+	c.advisePins(c.d.TakePinEvents())
 	c.d.Heartbeats(now)
 	c.sweepMoves()
 	// Confirmations waiting for a snapshot go out only after retention

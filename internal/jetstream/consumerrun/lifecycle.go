@@ -497,7 +497,22 @@ func (c *Consumer) infoLocked() *consumer.Info {
 	if p := c.pausedUntil(); p.After(now) {
 		info.Paused, info.PauseRemaining = true, p.Sub(now)
 	}
+	info.PriorityGroups = c.d.PriorityGroups()
 	return info
+}
+
+// Unpin ends the pinned client of priority group group
+// ($JS.API.CONSUMER.UNPIN, ADR-42), with an UNPINNED advisory ("admin"),
+// and lets the consumer pin another: false when the consumer has no such
+// group (10160).
+func (c *Consumer) Unpin(group string) bool {
+	c.mu.Lock()
+	ok := c.d.Unpin(group)
+	evs := c.d.TakePinEvents()
+	c.mu.Unlock()
+	c.advisePins(evs)
+	c.Signal()
+	return ok
 }
 
 func timePtr(t time.Time) *time.Time {

@@ -51,6 +51,13 @@ func (r *Stream) Apply(_ uint64, op stream.Op, key uint64) {
 		}
 	case *stream.Expire:
 		r.expired(&w)
+	case *stream.FireSchedules:
+		for _, res := range r.out.Results {
+			r.settle(res, "")
+		}
+		if err := r.out.StoreErr; err != nil && !errors.Is(err, store.ErrClosed) {
+			r.logExpireErr(err)
+		}
 	case *stream.Remove:
 		if err := r.out.StoreErr; err != nil && !errors.Is(err, store.ErrClosed) && len(o.Seqs) > 0 {
 			r.env.Logf("stream %s: remove %d messages (retention) from %d: %v", r.name, len(o.Seqs), o.Seqs[0], err)
@@ -90,8 +97,13 @@ func (r *Stream) settle(res stream.Result, reply string) {
 	stored := res.Err == nil && !res.Duplicate
 	if stored {
 		r.afterStore(res)
-	} else if res.Rollup != nil {
-		r.afterPurge(*res.Rollup, res.Purged)
+	} else {
+		if res.Rollup != nil {
+			r.afterPurge(*res.Rollup, res.Purged)
+		}
+		if res.SchedulerPurge != nil {
+			r.afterPurge(*res.SchedulerPurge, res.SchedulerPurged)
+		}
 	}
 	a := ack{rp: res.RePublish}
 	if stored {

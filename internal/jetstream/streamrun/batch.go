@@ -76,6 +76,9 @@ func (r *Stream) afterStore(res stream.Result) {
 	if res.Rollup != nil {
 		r.afterPurge(*res.Rollup, res.Purged)
 	}
+	if res.SchedulerPurge != nil {
+		r.afterPurge(*res.SchedulerPurge, res.SchedulerPurged)
+	}
 }
 
 // queueAck hands a to the ack goroutine, or, for a memory stream, whose

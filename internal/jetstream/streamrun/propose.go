@@ -137,6 +137,9 @@ func (r *Stream) take(it *item) {
 		r.noteRemovals()
 		return
 	}
+	if r.counter {
+		it.entry.MaxPayload = r.env.MaxPayload
+	}
 	if info, fast := stream.ParseFastReply(it.reply); fast {
 		r.flushPublishes()
 		r.applyFast(it.entry, it.reply, info)
@@ -279,6 +282,11 @@ func (r *Stream) proposeCopy(op *stream.Copy, req *request) {
 	}
 	refused := n < len(op.Entries)
 	op.Entries = op.Entries[:n]
+	if r.counter {
+		for i := range op.Entries {
+			op.Entries[i].MaxPayload = r.env.MaxPayload
+		}
+	}
 	if op.Mirror {
 		op.OriginSeqs = op.OriginSeqs[:n]
 	}
@@ -291,9 +299,14 @@ func (r *Stream) proposeCopy(op *stream.Copy, req *request) {
 	}
 }
 
-// expirePass proposes an expiry up to now (unix ns); its outcome re-arms
-// the expiry timer (Stream.expired).
+// expirePass proposes, when a message schedule is due at now (unix ns),
+// the FireSchedules that stores its messages (ADR-51: the leader's clock
+// decides when, the apply function what), then an expiry up to now,
+// whose outcome re-arms the expiry timer (Stream.expired).
 func (r *Stream) expirePass(now int64) {
+	if next, ok := r.st.NextSchedule(); ok && next <= now {
+		r.propose(&stream.FireSchedules{Time: now}, waiter{})
+	}
 	r.propose(&stream.Expire{Time: now}, waiter{kind: waitExpire, pass: now, first: r.store.State(false).FirstSeq})
 }
 

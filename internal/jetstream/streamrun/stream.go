@@ -40,6 +40,10 @@ type Env struct {
 	// MaxPending bounds a batched direct get without max_bytes (the
 	// server's max_pending, ADR-31); 0 is nats-server's default, 64 MiB.
 	MaxPending int64
+	// MaxPayload is the server's max_payload (bytes; 0: none), which the
+	// proposer puts into the entries of a counter stream
+	// (stream.Entry.MaxPayload).
+	MaxPayload int64
 	// Storage is the server's storage accounting, shared by every stream.
 	Storage *Storage
 	// BatchLimits (APILevel set) and Batches, the server-wide count of
@@ -91,6 +95,7 @@ type Stream struct {
 	done            sync.WaitGroup
 
 	storage   stream.StorageType // fixed at creation
+	counter   bool               // allow_msg_counter, fixed at creation
 	usedBytes int64              // stored bytes last added to the Storage's usage; apply goroutine
 	// drops are the messages of an interest stream stored without
 	// interest, to remove before the next request and at the end of the
@@ -133,6 +138,7 @@ func New(env Env, cfg stream.Config, created time.Time, dir string, st store.Sto
 		st: stream.New(cfg, st), store: st, cfg: cfg,
 		in: newQueue[item](maxIngest), acks: newQueue[ack](0), direct: newQueue[directJob](maxDirectQueue),
 		storage:   cfg.Storage,
+		counter:   cfg.AllowMsgCounter,
 		consumers: noConsumers{},
 		atomic:    stream.NewAtomicBatches(env.BatchLimits, env.Batches),
 		fast:      stream.NewFastBatches(cfg.Name, env.BatchLimits, env.Batches),
@@ -405,8 +411,9 @@ func untilDeadline(deadline, now int64, floor time.Duration) time.Duration {
 // pass (unix ns), which found the stream's first sequence at first and
 // the next TTL deadline next (stream.Outcome.Next), for the next
 // deadline when that comes before expiryInterval: a message TTL, the
-// oldest Nats-Msg-Id leaving the duplicate window, or the first message
-// that max_age removes reaching it (Stream.MaxAgeDeadline), so that
+// oldest Nats-Msg-Id leaving the duplicate window, the first message
+// that max_age removes reaching it (Stream.MaxAgeDeadline), or the first
+// message schedule falling due (Stream.NextSchedule), so that
 // each is honoured within its floor (minTTLWait, minDedupeWait,
 // minExpiryWait) rather than up to a second late, without polling more
 // often. Apply goroutine.
@@ -418,6 +425,9 @@ func (r *Stream) rearmExpiry(pass int64, first uint64, next int64) {
 	}
 	if d, ok := r.st.MaxAgeDeadline(); ok && d > pass {
 		wait = min(wait, untilDeadline(d, later, maxAgeFloor(first, r.store.State(false).FirstSeq)))
+	}
+	if d, ok := r.st.NextSchedule(); ok {
+		wait = min(wait, untilDeadline(d, later, minTTLWait))
 	}
 	r.mu.Lock()
 	if !r.stopped {
