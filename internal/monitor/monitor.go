@@ -61,7 +61,10 @@ type Options struct {
 	// exporter's defaults; "nats" gives nats_* for both, as its
 	// -prefix=nats (the Helm chart).
 	MetricsPrefix string
-	Logger        *logger.Logger
+	// StatszInterval is how often $SYS.SERVER.<id>.STATSZ is published;
+	// 0 = server.StatszInterval (10s, nats-server's default).
+	StatszInterval time.Duration
+	Logger         *logger.Logger
 	// TLS, when not nil, makes Start serve HTTPS with it (https_port:
 	// the server's tls block, no client certificate asked, as nats-server
 	// v2.15.2's startMonitoring); the log says "Starting https monitor".

@@ -21,11 +21,16 @@ import (
 // (internal/server sysreq.go), with or without an HTTP listener.
 
 // ServeSystemRequests makes the server answer the $SYS requests of its
-// system account's users with SysRequest until it shuts down. It returns
+// system account's users with SysRequest, and publish the system
+// account's events (events.go) with the statsz heartbeat every
+// server.StatszInterval, until it shuts down. It returns
 // server.ErrNoSystemAccount when the server has none
 // (no_system_account), server.ErrAlreadyServing when called twice.
 func (m *Monitor) ServeSystemRequests() error {
-	return m.srv.ServeSystemRequests(m.SysRequest)
+	if err := m.srv.ServeSystemRequests(m.SysRequest); err != nil {
+		return err
+	}
+	return m.srv.ServeSystemEvents(sysEvents{m}, m.opts.StatszInterval)
 }
 
 // ServerInfo identifies the answering server in every reply

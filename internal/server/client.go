@@ -447,7 +447,11 @@ func (c *client) teardown() {
 		c.srv.interestRemoved(list...)
 		c.uncount()
 		c.srv.removeClient(c)
-		c.srv.recordClosed(c, list)
+		ci := c.srv.recordClosed(c, list)
+		if c.connectSeen { // authenticated: nats-server accountDisconnectEvent
+			ci.Subs = nil
+			c.srv.clientEvent(ClientEvent{Conn: ci})
+		}
 		// As nats-server v2.15.2 logs it (client.go closeConnection).
 		c.log.Debugf("%s - cid:%d - Client connection closed: %s", c.addr, c.cid, CloseReason(c.reason.Load()))
 	}

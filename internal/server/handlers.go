@@ -47,6 +47,7 @@ func (c *client) ProcessConnect(arg []byte) error {
 	c.headers.Store(next.Headers)
 	c.parser.SetHeaders(next.Headers)
 	c.pings.connected(c.srv.limits().PingInterval)
+	c.srv.clientEvent(ClientEvent{Connect: true, Conn: c.snapshot(false, 0)})
 	c.sendOK()
 	return nil
 }

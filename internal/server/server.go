@@ -34,6 +34,7 @@ type Server struct {
 	// account (config.SystemAccountOnly); INFO still says auth_required.
 	implicitNoAuth bool
 	sysReqs        chan sysRequest // the $SYS requests to answer (sysreq.go); nil until ServeSystemRequests
+	sysEv          *sysEvents      // the $SYS events (events.go); nil until ServeSystemEvents and once Shutdown began; guarded by mu
 
 	ln   net.Listener
 	port int // the bound port, known after Start
@@ -370,6 +371,7 @@ func (s *Server) Shutdown() {
 	}
 	s.mu.Unlock()
 	s.log.Noticef("Initiating Shutdown...")
+	s.shutdownEvent()
 	if s.ln != nil {
 		_ = s.ln.Close()
 	}

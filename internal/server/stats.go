@@ -415,9 +415,9 @@ func (s *Server) routeTraffic(st *Stats) *traffic {
 }
 
 // recordClosed keeps a closed client connection for /connz?state=closed
-// and adds its counters to the totals. It runs once, from teardown, with
-// the subscriptions the connection had.
-func (s *Server) recordClosed(c *client, subs []*subscription) {
+// and adds its counters to the totals, and returns what it kept. It runs
+// once, from teardown, with the subscriptions the connection had.
+func (s *Server) recordClosed(c *client, subs []*subscription) ConnInfo {
 	ci := c.snapshot(false, 0)
 	ci.Stop = time.Now().UTC()
 	ci.Reason = CloseReason(c.reason.Load()).String()
@@ -430,6 +430,7 @@ func (s *Server) recordClosed(c *client, subs []*subscription) {
 		ci.Subs = subInfos(m, c.cid, MaxClosedSubs)
 	}
 	s.closed.add(ci)
+	return ci
 }
 
 // ConnectURLs returns the client URLs INFO connect_urls lists (every

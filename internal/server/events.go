@@ -1,0 +1,167 @@
+package server
+
+import (
+	"fmt"
+	"time"
+)
+
+// The system account's events (docs/monitoring.md, "Events"; nats-server
+// v2.15.2 events.go): with a system account and ServeSystemEvents, the
+// server publishes, in the system account,
+//
+//	$SYS.SERVER.<id>.STATSZ          every statsz interval; the first
+//	                                 after 250ms, the interval doubling
+//	                                 from there up to the configured one
+//	                                 (nats-server startStatszTimer)
+//	$SYS.ACCOUNT.<acc>.CONNECT       a client authenticated (each CONNECT)
+//	$SYS.ACCOUNT.<acc>.DISCONNECT    an authenticated client closed
+//	$SYS.ACCOUNT.<acc>.SERVER.CONNS  and $SYS.SERVER.ACCOUNT.<acc>.CONNS:
+//	                                 the account's connection count
+//	                                 changed (not for $G)
+//	$SYS.SERVER.<id>.SHUTDOWN        Shutdown began (before clients close)
+//
+// The payloads are built by a SystemEvents (the monitoring package, which
+// owns the JSON shapes). A client's read loop must not block or build
+// JSON, so connect and disconnect events go through a bounded queue
+// (sysEventQueue) to one goroutine, which also runs the statsz timer; a
+// full queue drops the event (logged at debug), as a slow subscriber
+// would miss it. STATSZ is built only when someone subscribes to it,
+// as nats-server does on a standalone server; in a cluster it is always
+// published (peers may subscribe).
+
+// StatszInterval is nats-server v2.15.2's default statsz heartbeat
+// interval (events.go statsHBInterval).
+const StatszInterval = 10 * time.Second
+
+// statszFirst is the delay of the first STATSZ after start.
+const statszFirst = 250 * time.Millisecond
+
+// sysEventQueue bounds the client events waiting to be published.
+const sysEventQueue = 1024
+
+// ClientEvent is a client connection that authenticated (Connect true)
+// or that closed after authenticating: a snapshot of the connection, with
+// Stop and Reason set for a disconnect.
+type ClientEvent struct {
+	Connect bool
+	Conn    ConnInfo
+}
+
+// SystemEvents builds the payloads of the system account's events; its
+// methods run on the server's event goroutine, or for Shutdown on the
+// goroutine calling Server.Shutdown, and return the JSON to publish.
+type SystemEvents interface {
+	// Statsz is the payload of $SYS.SERVER.<id>.STATSZ (a ServerStatsMsg).
+	Statsz() []byte
+	// Client is the payload of a CONNECT or DISCONNECT advisory.
+	Client(ev ClientEvent) []byte
+	// AccountConns is the payload of $SYS.ACCOUNT.<acc>.SERVER.CONNS (an
+	// AccountNumConns).
+	AccountConns(account string) []byte
+	// Shutdown is the payload of $SYS.SERVER.<id>.SHUTDOWN (a ServerInfo).
+	Shutdown() []byte
+}
+
+// sysEvents is the state of ServeSystemEvents.
+type sysEvents struct {
+	b      SystemEvents
+	q      chan ClientEvent
+	statsz time.Duration
+}
+
+// ServeSystemEvents publishes the system account's events with payloads
+// from b until Shutdown, the statsz heartbeat every statsz (0 means
+// StatszInterval). It returns ErrNoSystemAccount without a system
+// account, ErrAlreadyServing when called twice.
+func (s *Server) ServeSystemEvents(b SystemEvents, statsz time.Duration) error {
+	if s.sysacc == nil {
+		return ErrNoSystemAccount
+	}
+	if statsz <= 0 {
+		statsz = StatszInterval
+	}
+	ev := &sysEvents{b: b, q: make(chan ClientEvent, sysEventQueue), statsz: statsz}
+	s.mu.Lock()
+	if s.sysEv != nil {
+		s.mu.Unlock()
+		return ErrAlreadyServing
+	}
+	s.sysEv = ev
+	s.mu.Unlock()
+	if !s.goroutine(func() { s.publishEvents(ev) }) {
+		return errShuttingDown
+	}
+	return nil
+}
+
+// events returns the event state, nil when events are not served or
+// Shutdown began.
+func (s *Server) events() *sysEvents {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sysEv
+}
+
+// clientEvent queues a client event; it never blocks.
+func (s *Server) clientEvent(ev ClientEvent) {
+	e := s.events()
+	if e == nil {
+		return
+	}
+	select {
+	case e.q <- ev:
+	default:
+		s.log.Debugf("System event queue full (%d): dropped a client event of cid:%d", sysEventQueue, ev.Conn.CID)
+	}
+}
+
+// publishEvents is the event goroutine.
+func (s *Server) publishEvents(ev *sysEvents) {
+	interval := statszFirst
+	t := time.NewTimer(interval)
+	defer t.Stop()
+	statszSubj := fmt.Sprintf("$SYS.SERVER.%s.STATSZ", s.id)
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+			interval = min(interval*2, ev.statsz)
+			t.Reset(interval)
+			if s.cl != nil || s.hasInterestIn(s.sysacc, statszSubj) {
+				s.publishIn(s.sysacc, statszSubj, statszSubj, "", nil, ev.b.Statsz(), pubNormal)
+			}
+		case ce := <-ev.q:
+			kind := "DISCONNECT"
+			if ce.Connect {
+				kind = "CONNECT"
+			}
+			subj := fmt.Sprintf("$SYS.ACCOUNT.%s.%s", ce.Conn.Account, kind)
+			s.publishIn(s.sysacc, subj, subj, "", nil, ev.b.Client(ce), pubNormal)
+			if ce.Conn.Account != s.gacc.name {
+				conns := ev.b.AccountConns(ce.Conn.Account)
+				for _, subj := range []string{
+					fmt.Sprintf("$SYS.SERVER.ACCOUNT.%s.CONNS", ce.Conn.Account),
+					fmt.Sprintf("$SYS.ACCOUNT.%s.SERVER.CONNS", ce.Conn.Account),
+				} {
+					s.publishIn(s.sysacc, subj, subj, "", nil, conns, pubNormal)
+				}
+			}
+		}
+	}
+}
+
+// shutdownEvent publishes $SYS.SERVER.<id>.SHUTDOWN and stops the events
+// (nats-server sendShutdownEvent); Shutdown calls it before the clients
+// are closed, so that their buffered copies are flushed.
+func (s *Server) shutdownEvent() {
+	s.mu.Lock()
+	ev := s.sysEv
+	s.sysEv = nil
+	s.mu.Unlock()
+	if ev == nil {
+		return
+	}
+	subj := fmt.Sprintf("$SYS.SERVER.%s.SHUTDOWN", s.id)
+	s.publishIn(s.sysacc, subj, subj, "", nil, ev.b.Shutdown(), pubNormal)
+}
