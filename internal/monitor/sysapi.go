@@ -177,6 +177,12 @@ type (
 // A body that is not JSON gets an error reply with code 400, as in
 // nats-server; an endpoint's own error (a bad sort option) code 500.
 func (m *Monitor) SysRequest(subject string, body []byte) (reply []byte, ok bool) {
+	if acc, kind, ok := sysAccountSubject(subject); ok {
+		return m.accountRequest(acc, kind, body)
+	}
+	if strings.HasPrefix(subject, "$SYS.REQ.USER.") && strings.HasSuffix(subject, ".INFO") {
+		return m.userInfo(body)
+	}
 	const prefix = "$SYS.REQ.SERVER."
 	rest, found := strings.CutPrefix(subject, prefix)
 	if !found {

@@ -176,7 +176,11 @@ func (s *Server) importService(acc, from *account, im *config.Import) error {
 		if len(reply) > 0 {
 			rs = from.imp.add(&pendingResp{to: acc, reply: string(reply), single: single, expires: time.Now().Add(ttl)})
 		}
-		hdr, data := withRequestInfo(msg, hdrLen, acc.name, time.Duration(c.rtt.Load()))
+		user := ""
+		if c.user != nil {
+			user = c.user.Name
+		}
+		hdr, data := withRequestInfo(msg, hdrLen, acc.name, user, time.Duration(c.rtt.Load()))
 		s.publishIn(from, target, target, rs, hdr, data, pubImported)
 	}
 	// Not announced: the server a request reaches first imports it.
@@ -194,10 +198,11 @@ const requestInfoHeader = "Nats-Request-Info"
 // withRequestInfo returns the header block and payload of a request
 // imported from account acc: the request's headers without any
 // Nats-Request-Info of the requester's (a client may not speak for the
-// server: CVE-2026-33223), followed by the server's, {"acc":..,"rtt":..}
-// (nats-server setHeader, getClientInfo; the requester's round-trip time
-// in nanoseconds, omitted when unknown).
-func withRequestInfo(msg []byte, hdrLen int, acc string, rtt time.Duration) (hdr, data []byte) {
+// server: CVE-2026-33223), followed by the server's,
+// {"acc":..,"user":..,"rtt":..} (nats-server setHeader, getClientInfo;
+// the requester's user, omitted for none, and round-trip time in
+// nanoseconds, omitted when unknown).
+func withRequestInfo(msg []byte, hdrLen int, acc, user string, rtt time.Duration) (hdr, data []byte) {
 	data = msg
 	var b []byte
 	if hdrLen > 0 {
@@ -208,8 +213,9 @@ func withRequestInfo(msg []byte, hdrLen int, acc string, rtt time.Duration) (hdr
 	}
 	info := struct {
 		Account string        `json:"acc,omitempty"`
+		User    string        `json:"user,omitempty"`
 		RTT     time.Duration `json:"rtt,omitempty"`
-	}{acc, rtt}
+	}{acc, user, rtt}
 	js, _ := json.Marshal(info)
 	b = append(b, requestInfoHeader+": "...)
 	b = append(b, js...)

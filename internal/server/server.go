@@ -166,6 +166,11 @@ func (s *Server) Start() error {
 			return err
 		}
 	}
+	if err := s.startSystemImports(); err != nil {
+		_ = ln.Close()
+		s.stopJetStream()
+		return err
+	}
 	if err := s.startImports(); err != nil {
 		_ = ln.Close()
 		s.stopJetStream()

@@ -1,8 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+
+	"github.com/cairnmq/cairn/internal/config"
 )
 
 // The system account's request API (docs/monitoring.md, "The system
@@ -12,6 +15,18 @@ import (
 //	$SYS.REQ.SERVER.PING          (every server answers: STATSZ)
 //	$SYS.REQ.SERVER.PING.<X>      (every server answers)
 //	$SYS.REQ.SERVER.<id>.<X>      (only the server with that id answers)
+//	$SYS.REQ.ACCOUNT.<acc>.<X>    (every server answers about its part
+//	                               of the account)
+//	$SYS.REQ.USER.<acc>.INFO      (not announced: the requester's server
+//	                               answers)
+//
+// and every other account imports from the system account (nats-server
+// addSystemAccountImports): $SYS.REQ.ACCOUNT.PING.CONNZ and
+// $SYS.REQ.SERVER.PING.CONNZ as $SYS.REQ.ACCOUNT.<acc>.CONNZ,
+// $SYS.REQ.ACCOUNT.PING.STATZ as $SYS.REQ.ACCOUNT.<acc>.STATZ, and
+// $SYS.REQ.USER.INFO as $SYS.REQ.USER.<acc>.INFO, so that a user asks
+// about its own account. A USER.INFO request reaches the handler with
+// the Nats-Request-Info JSON the import added (who asked) as its body.
 //
 // and answers each request with what a SysRequestHandler (the monitoring
 // package's SysRequest) builds, published in the system account to the
@@ -73,7 +88,7 @@ func (s *Server) ServeSystemRequests(h SysRequestHandler) error {
 	q := make(chan sysRequest, sysRequestQueue)
 	s.sysReqs = q
 	s.mu.Unlock()
-	enqueue := func(subj, reply string, _, data []byte) {
+	enqueue := func(subj, reply string, hdr, data []byte) {
 		if reply == "" {
 			return // nowhere to answer (nats-server zReq does not answer either)
 		}
@@ -81,16 +96,22 @@ func (s *Server) ServeSystemRequests(h SysRequestHandler) error {
 			s.log.Debugf("System request on %s dropped: %d bytes of options", subj, len(data))
 			return
 		}
+		if isUserInfo(subj) {
+			data = requestInfo(hdr)
+		}
 		select {
 		case q <- sysRequest{subject: subj, reply: reply, body: append([]byte(nil), data...)}:
 		default:
 			s.log.Debugf("System request queue full (%d): dropped a request on %s", sysRequestQueue, subj)
 		}
 	}
-	for _, subj := range []string{"$SYS.REQ.SERVER.PING", "$SYS.REQ.SERVER.PING.*", fmt.Sprintf("$SYS.REQ.SERVER.%s.*", s.id)} {
+	for _, subj := range []string{"$SYS.REQ.SERVER.PING", "$SYS.REQ.SERVER.PING.*", fmt.Sprintf("$SYS.REQ.SERVER.%s.*", s.id), "$SYS.REQ.ACCOUNT.*.*"} {
 		if _, err := s.subscribeIn(acc, subj, "", enqueue, subKindSystem); err != nil {
 			return fmt.Errorf("server: subscribe to %s: %w", subj, err)
 		}
+	}
+	if _, err := s.subscribeIn(acc, "$SYS.REQ.USER.*.INFO", "", enqueue, subKindInternal); err != nil {
+		return fmt.Errorf("server: subscribe to $SYS.REQ.USER.*.INFO: %w", err)
 	}
 	if !s.goroutine(func() { s.answerSystemRequests(acc, q, h) }) {
 		return errShuttingDown
@@ -119,4 +140,47 @@ func (s *Server) SystemAccount() string {
 		return ""
 	}
 	return s.sysacc.name
+}
+
+// isUserInfo reports whether subj is $SYS.REQ.USER.<acc>.INFO.
+func isUserInfo(subj string) bool {
+	const p = "$SYS.REQ.USER."
+	return len(subj) > len(p)+len(".INFO") && subj[:len(p)] == p && subj[len(subj)-len(".INFO"):] == ".INFO"
+}
+
+// requestInfo returns the value of the Nats-Request-Info header of a
+// header block, nil without one.
+func requestInfo(hdr []byte) []byte {
+	for _, l := range bytes.Split(hdr, []byte("\r\n")) {
+		if v, ok := bytes.CutPrefix(l, []byte(requestInfoHeader+":")); ok {
+			return bytes.TrimSpace(v)
+		}
+	}
+	return nil
+}
+
+// startSystemImports gives every account but the system account the
+// system account's account-scoped services (above). It runs in Start,
+// after startImports.
+func (s *Server) startSystemImports() error {
+	sys := s.sysacc
+	if sys == nil {
+		return nil
+	}
+	for _, acc := range s.accountsSorted() {
+		if acc == sys {
+			continue
+		}
+		for _, im := range []config.Import{
+			{Service: true, Account: sys.name, To: "$SYS.REQ.ACCOUNT.PING.CONNZ", Subject: "$SYS.REQ.ACCOUNT." + acc.name + ".CONNZ"},
+			{Service: true, Account: sys.name, To: "$SYS.REQ.SERVER.PING.CONNZ", Subject: "$SYS.REQ.ACCOUNT." + acc.name + ".CONNZ"},
+			{Service: true, Account: sys.name, To: "$SYS.REQ.ACCOUNT.PING.STATZ", Subject: "$SYS.REQ.ACCOUNT." + acc.name + ".STATZ"},
+			{Service: true, Account: sys.name, To: "$SYS.REQ.USER.INFO", Subject: "$SYS.REQ.USER." + acc.name + ".INFO"},
+		} {
+			if err := s.importService(acc, sys, &im); err != nil {
+				return fmt.Errorf("server: system import %s into %s: %w", im.To, acc.name, err)
+			}
+		}
+	}
+	return nil
 }
