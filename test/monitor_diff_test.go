@@ -102,7 +102,7 @@ var monitorEndpoints = []string{
 // nats-server returns.
 var monitorKeyDiffs = map[string]string{
 	// docs/compatibility.md: nats-server imports its system account's
-	// account-scoped services into every account; cairn does not yet.
+	// account-scoped services into every account and lists them; cairn has the imports but does not list them yet.
 	"/accountz?acc=$G -$.account_detail.imports":                 "system imports not listed",
 	"/accountz?acc=$G -$.account_detail.imports[].account":       "system imports not listed",
 	"/accountz?acc=$G -$.account_detail.imports[].invalid":       "system imports not listed",
