@@ -176,8 +176,8 @@ func (s *Server) importService(acc, from *account, im *config.Import) error {
 		if len(reply) > 0 {
 			rs = from.imp.add(&pendingResp{to: acc, reply: string(reply), single: single, expires: time.Now().Add(ttl)})
 		}
-		user := ""
-		if c.user != nil {
+		user := "" // only for the system account's USER.INFO (sysreq.go), as nats-server shares it there
+		if c.user != nil && from == s.sysacc {
 			user = c.user.Name
 		}
 		hdr, data := withRequestInfo(msg, hdrLen, acc.name, user, time.Duration(c.rtt.Load()))
