@@ -175,3 +175,95 @@ func TestMsgTrace(t *testing.T) {
 		}
 	}
 }
+
+// TestMsgTraceCluster publishes a traced message on n1 of a two-server
+// cluster to a subscriber on n2: n1's event lists the egress to the route
+// with hop "1" and hops 1, n2's the ingress from the route (kind 1) with
+// Nats-Trace-Hop: 1 among its request headers and the egress to its
+// client. With Nats-Trace-Only the message still crosses the route
+// (nats-server v2.15.2 does the same) but n2 does not deliver it. It
+// runs against nats-server with CAIRN_TEST_TARGET=nats-server.
+func TestMsgTraceCluster(t *testing.T) {
+	tc := startCluster(t, 2, nil)
+	nc1, err := nats.Connect(tc.nodes[0].url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc1.Close()
+	nc2, err := nats.Connect(tc.nodes[1].url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc2.Close()
+	events, _ := nc1.SubscribeSync("trace.dest")
+	sub, _ := nc2.SubscribeSync("tr.core")
+	nc1.Flush()
+	nc2.Flush()
+	// Wait until each server knows the other's interest.
+	waitRouted := func(from *nats.Conn, s *nats.Subscription, subj string) {
+		deadline := time.Now().Add(startTimeout)
+		for time.Now().Before(deadline) {
+			from.Publish(subj, []byte("probe"))
+			from.Flush()
+			if _, err := s.NextMsg(50 * time.Millisecond); err == nil {
+				for { // drain later probes
+					if _, err := s.NextMsg(50 * time.Millisecond); err != nil {
+						return
+					}
+				}
+			}
+		}
+		t.Fatalf("interest in %s never reached the other server", subj)
+	}
+	waitRouted(nc1, sub, "tr.core")
+	waitRouted(nc2, events, "trace.dest")
+
+	for _, only := range []bool{false, true} {
+		m := nats.NewMsg("tr.core")
+		m.Header.Set("Nats-Trace-Dest", "trace.dest")
+		if only {
+			m.Header.Set("Nats-Trace-Only", "true")
+		}
+		if err := nc1.PublishMsg(m); err != nil {
+			t.Fatal(err)
+		}
+		byServer := map[string]map[string]any{}
+		for range 2 {
+			ev, err := events.NextMsg(readTimeout)
+			if err != nil {
+				t.Fatalf("only=%v: %d trace events, want 2: %v", only, len(byServer), err)
+			}
+			var doc map[string]any
+			if err := json.Unmarshal(ev.Data, &doc); err != nil {
+				t.Fatal(err)
+			}
+			byServer[doc["server"].(map[string]any)["name"].(string)] = doc
+		}
+		first, second := byServer["n1"], byServer["n2"]
+		if first == nil || second == nil {
+			t.Fatalf("only=%v: events from %v, want n1 and n2", only, slices.Collect(maps.Keys(byServer)))
+		}
+		if first["hops"] != float64(1) {
+			t.Errorf("only=%v: n1 hops %v, want 1", only, first["hops"])
+		}
+		eg := first["events"].([]any)[1].(map[string]any)
+		if eg["type"] != "eg" || eg["kind"] != float64(1) || eg["hop"] != "1" || eg["name"] != "n2" {
+			t.Errorf("only=%v: n1 egress %v, want route egress to n2 with hop 1", only, eg)
+		}
+		in := second["events"].([]any)[0].(map[string]any)
+		if in["type"] != "in" || in["kind"] != float64(1) || in["name"] != "n1" {
+			t.Errorf("only=%v: n2 ingress %v, want from route n1", only, in)
+		}
+		hdr := second["request"].(map[string]any)["header"].(map[string]any)
+		if h, _ := hdr["Nats-Trace-Hop"].([]any); len(h) != 1 || h[0] != "1" {
+			t.Errorf("only=%v: n2 request headers %v, want Nats-Trace-Hop 1", only, hdr)
+		}
+		if len(second["events"].([]any)) != 2 {
+			t.Errorf("only=%v: n2 events %v, want ingress and egress", only, second["events"])
+		}
+		_, err := sub.NextMsg(200 * time.Millisecond)
+		if delivered := err == nil; delivered == only {
+			t.Errorf("only=%v: delivered on n2 %v", only, delivered)
+		}
+	}
+}
