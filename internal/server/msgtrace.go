@@ -230,8 +230,14 @@ func traceHeaders(hdr []byte) (map[string][]string, string) {
 }
 
 // remoteName is the peer's server name for trace events ("" until its
-// INFO).
+// INFO); it takes cluster.mu, which guards routeConn.info.
 func (rc *routeConn) remoteName() string {
+	cl := rc.c.srv.cl
+	if cl == nil {
+		return ""
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
 	if rc.info == nil {
 		return ""
 	}
