@@ -27,7 +27,7 @@ func TestEncodeBytes(t *testing.T) {
 		{string(AppendConnect(nil, &Connect{Echo: true, Headers: true, Name: "N1", Cluster: "C1"})),
 			`CONNECT {"echo":true,"verbose":false,"pedantic":false,"tls_required":false,"headers":true,"name":"N1","cluster":"C1"}` + "\r\n"},
 		{string(AppendInfo(nil, &Info{ID: "N1", Name: "n1", Version: "2.10.0", Proto: Proto, GoVersion: "go1", Host: "127.0.0.1", Port: 6222, Headers: true, MaxPayload: 1 << 20, Cluster: "C1", ConnectURLs: []string{"127.0.0.1:4222"}})),
-			`INFO {"server_id":"N1","server_name":"n1","version":"2.10.0","proto":2,"go":"go1","host":"127.0.0.1","port":6222,"headers":true,"max_payload":1048576,"cluster":"C1","connect_urls":["127.0.0.1:4222"]} ` + "\r\n"},
+			`INFO {"server_id":"N1","server_name":"n1","version":"2.10.0","proto":3,"go":"go1","host":"127.0.0.1","port":6222,"headers":true,"max_payload":1048576,"cluster":"C1","connect_urls":["127.0.0.1:4222"]} ` + "\r\n"},
 	}
 	for _, tc := range cases {
 		if tc.got != tc.want {

@@ -5,10 +5,11 @@ import (
 	"errors"
 )
 
-// Proto is the route protocol level cairn announces in INFO proto: 2,
-// nats-server's RouteProtoV2 (accounts in RS+, RS-, RMSG and HMSG). It does
-// not announce 3 (message tracing), which cairn lacks.
-const Proto = 2
+// Proto is the route protocol level cairn announces in INFO proto: 3,
+// nats-server's MsgTraceProto (accounts in RS+, RS-, RMSG and HMSG, as
+// RouteProtoV2, and a peer that traces messages, so that a nats-server
+// peer forwards trace-only messages to it; internal/server msgtrace.go).
+const Proto = 3
 
 // Info is the INFO object of a route, with nats-server v2.15.2's keys, key
 // order and omitempty rules (server.go Info). A server sends it first on an

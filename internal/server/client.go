@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/auth"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/logger"
 	"github.com/cairnmq/cairn/internal/protocol"
 	"github.com/cairnmq/cairn/internal/route"
@@ -60,6 +61,7 @@ type client struct {
 	rts         []routeTarget        // routes receiving the message being dispatched (forward.go)
 	fwdReply    []byte               // scratch for a forwarded JetStream reply
 	queueFilter [][]byte             // a route's message: the queue groups it names
+	trace       *msgTrace            // the message being dispatched is traced (msgtrace.go); owned by the read goroutine
 
 	// Authentication (auth.go): the user is set by the read loop when the
 	// client authenticates; the nonce and timer when it is created.
@@ -124,6 +126,9 @@ type subscription struct {
 	// svc, set for a service import's subscription, is called instead of
 	// handler with the publishing client (imports.go).
 	svc func(c *client, subj, reply []byte, hdrLen int, msg []byte)
+	// traced, set for a stream's subscription, is called instead of
+	// handler when the message is traced (msgtrace.go).
+	traced streamrun.TracedHandler
 	// imported marks an import's internal subscription (imports.go).
 	imported bool
 	// system marks a system request subscription (sysreq.go): announced

@@ -81,6 +81,9 @@ func (c *client) deliverAllAs(match, subj, reply []byte, hdrLen int, msg []byte)
 // and reports whether it did.
 func (c *client) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg []byte) bool {
 	if sub.client == c && !c.opts.Echo {
+		if c.trace != nil {
+			c.trace.traceEgress(sub, traceErrNoEcho)
+		}
 		return false
 	}
 	return c.deliverTo(sub, subj, reply, hdrLen, msg)
@@ -89,6 +92,9 @@ func (c *client) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg 
 // deliverTo delivers to sub regardless of echo, honouring its
 // auto-unsubscribe limit, and reports whether it did.
 func (c *client) deliverTo(sub *subscription, subj, reply []byte, hdrLen int, msg []byte) bool {
+	if t := c.trace; t != nil {
+		return c.deliverTraced(t, sub, subj, reply, hdrLen, msg)
+	}
 	if sub.svc != nil {
 		sub.svc(c, subj, reply, hdrLen, msg)
 		return true
@@ -100,6 +106,56 @@ func (c *client) deliverTo(sub *subscription, subj, reply []byte, hdrLen int, ms
 	if sub.deny != nil && sub.deny.DeniedDelivery(subj, sub.queue) {
 		return false
 	}
+	return c.deliverMsg(sub, subj, reply, hdrLen, msg)
+}
+
+// deliverTraced is deliverTo for a traced message (msgtrace.go): a
+// stream's subscription gets the trace; a trace-only message reaches no
+// other internal subscription (imports, services: a deliberate
+// difference, docs/compatibility.md) and no client, whose egress events
+// are recorded all the same.
+func (c *client) deliverTraced(t *msgTrace, sub *subscription, subj, reply []byte, hdrLen int, msg []byte) bool {
+	switch {
+	case sub.traced != nil:
+		var hdr []byte
+		data := msg
+		if hdrLen > 0 {
+			hdr, data = msg[:hdrLen:hdrLen], msg[hdrLen:]
+		}
+		sub.traced(string(subj), string(reply), hdr, data, t)
+		return true
+	case sub.svc != nil || sub.handler != nil:
+		if t.only {
+			return false
+		}
+		if sub.svc != nil {
+			sub.svc(c, subj, reply, hdrLen, msg)
+		} else {
+			callHandler(sub, subj, reply, hdrLen, msg)
+		}
+		return true
+	case sub.deny != nil && sub.deny.DeniedDelivery(subj, sub.queue):
+		t.traceEgress(sub, traceErrSubDeny)
+		return false
+	case t.only:
+		if max := sub.max.Load(); max > 0 && sub.delivered.Load() >= max {
+			t.traceEgress(sub, traceErrAutoUnsub)
+			return false
+		}
+		t.traceEgress(sub, "")
+		return true
+	}
+	if max := sub.max.Load(); max > 0 && sub.delivered.Load() >= max {
+		t.traceEgress(sub, traceErrAutoUnsub)
+		return false
+	}
+	t.traceEgress(sub, "")
+	return c.deliverMsg(sub, subj, reply, hdrLen, msg)
+}
+
+// deliverMsg writes the message to the client of sub, honouring its
+// auto-unsubscribe limit, and reports whether it did.
+func (c *client) deliverMsg(sub *subscription, subj, reply []byte, hdrLen int, msg []byte) bool {
 	rc := sub.client
 	n := sub.delivered.Add(1)
 	max := sub.max.Load()

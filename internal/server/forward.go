@@ -61,7 +61,12 @@ func (c *client) forwardToRoutes(match, subj, reply []byte, hdrLen int, msg []by
 	}
 	for i := range c.rts {
 		t := &c.rts[i]
-		c.forwardTo(t, match, reply, hdrLen, msg)
+		if c.trace != nil && hdrLen > 0 {
+			hmsg, hlen := withHop(msg, hdrLen, c.trace.traceRoute(t.rc))
+			c.forwardTo(t, match, reply, hlen, hmsg)
+		} else {
+			c.forwardTo(t, match, reply, hdrLen, msg)
+		}
 		clear(t.queues)
 		t.rc, t.queues = nil, t.queues[:0]
 	}

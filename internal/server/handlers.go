@@ -206,11 +206,18 @@ func (c *client) ProcessPub(subj, reply []byte, hdrLen int, msg []byte) error {
 	if hdrLen == 0 { // an empty header block: nats-server delivers a plain MSG
 		hdrLen = -1
 	}
+	if hdrLen > 0 && c.initTrace(subj, hdrLen, msg) {
+		return nil
+	}
 	c.sendOK()
 	if c.srv.jsDomain != nil {
-		subj, _ = mapJSDomain(c.srv.jsDomain, subj)
+		var mapped bool
+		if subj, mapped = mapJSDomain(c.srv.jsDomain, subj); mapped && c.trace != nil {
+			c.trace.traceMapped(subj)
+		}
 	}
 	c.dispatch(subj, reply, hdrLen, msg)
+	c.sendTrace()
 	return nil
 }
 

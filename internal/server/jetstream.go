@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/jetstream"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/jsapi"
 )
 
@@ -21,6 +22,17 @@ type jsTransport struct {
 
 func (t jsTransport) Subscribe(subj, queue string, h jetstream.MsgHandler) (jetstream.Subscription, error) {
 	return t.s.subscribeIn(t.acc, subj, queue, MsgHandler(h), subKindInternal)
+}
+
+// SubscribeTraced is Subscribe for a stream's subjects: a traced
+// publish reaches h with its trace (msgtrace.go, streamrun.TracedSubscriber).
+func (t jsTransport) SubscribeTraced(subj, queue string, h streamrun.TracedHandler) (jetstream.Subscription, error) {
+	sub := &subscription{acc: t.acc, subject: subj, queue: queue, traced: h,
+		handler: func(subj, reply string, hdr, data []byte) { h(subj, reply, hdr, data, nil) }}
+	if err := t.acc.sl.Insert(subj, queue, sub); err != nil {
+		return nil, err
+	}
+	return &InternalSub{srv: t.s, sub: sub}, nil
 }
 
 func (t jsTransport) Publish(subj, reply string, hdr, data []byte) bool {

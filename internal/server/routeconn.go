@@ -498,9 +498,13 @@ func (rc *routeConn) ProcessMsg(m *route.Msg) error {
 	if hdrLen == 0 {
 		hdrLen = -1
 	}
+	if hdrLen > 0 && c.initTrace(m.Subject, hdrLen, m.Payload) {
+		return nil
+	}
 	c.queueFilter = m.Queues
 	c.deliverAllAs(m.Subject, subj, reply, hdrLen, m.Payload)
 	c.queueFilter = nil
+	c.sendTrace()
 	return nil
 }
 

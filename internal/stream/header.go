@@ -221,3 +221,9 @@ func headerKeyIndex(hdr []byte, key string) int {
 	}
 	return -1
 }
+
+// SetHeader returns hdr with its fields named key replaced by one
+// "key: value" field at the end of the block (setHeader; nats-server
+// v2.15.2 setHeader as its message tracing uses it); a nil hdr gets a new
+// block. hdr itself is never modified.
+func SetHeader(hdr []byte, key, value string) []byte { return setHeader(hdr, key, value) }

@@ -238,7 +238,13 @@ func (r *Stream) Subscribe(cfg stream.Config) error {
 		return err
 	}
 	for _, subj := range cfg.Subjects {
-		sub, err := r.env.Transport.Subscribe(subj, "", r.handlePublish)
+		var sub Subscription
+		var err error
+		if ts, ok := r.env.Transport.(TracedSubscriber); ok {
+			sub, err = ts.SubscribeTraced(subj, "", r.handleTracedPublish)
+		} else {
+			sub, err = r.env.Transport.Subscribe(subj, "", r.handlePublish)
+		}
 		if err != nil {
 			return fail(err)
 		}
@@ -265,6 +271,26 @@ func (r *Stream) Subscribe(cfg stream.Config) error {
 // into an entry stamped with the current time and queues it, or answers
 // 429 / 10167 at once when the queue is full.
 func (r *Stream) handlePublish(subject, reply string, hdr, data []byte) {
+	r.handleTracedPublish(subject, reply, hdr, data, nil)
+}
+
+// handleTracedPublish is handlePublish with the publish's message trace
+// (nil when not traced). A trace-only publish is neither stored nor
+// answered: the stream reports the "js" event and stops, as nats-server
+// v2.15.2 does. A traced publish that is stored keeps its trace headers
+// with Nats-Trace-Dest set to "trace disabled", so that its deliveries
+// are not traced again (nats-server processInboundJetStreamMsg). The
+// "js" event is reported when the message is queued for the stream, so
+// it names the stream and subject but not a refusal the apply makes
+// later (that one reaches the publisher in its PubAck; docs/compatibility.md).
+func (r *Stream) handleTracedPublish(subject, reply string, hdr, data []byte, t Tracer) {
+	if t != nil {
+		if t.Only() {
+			t.JetStream(r.name, subject, nil)
+			return
+		}
+		hdr = stream.SetHeader(hdr, traceDestHeader, traceDisabled)
+	}
 	buf := make([]byte, len(hdr)+len(data))
 	copy(buf, hdr)
 	copy(buf[len(hdr):], data)
@@ -272,11 +298,28 @@ func (r *Stream) handlePublish(subject, reply string, hdr, data []byte) {
 	if len(hdr) > 0 {
 		e.Header = buf[:len(hdr):len(hdr)]
 	}
-	if !r.in.push(item{entry: e, reply: reply}) && reply != "" {
+	if !r.in.push(item{entry: e, reply: reply}) {
 		res := stream.Result{Err: jserr.New(jserr.StreamTooManyRequests)}
+		if t != nil {
+			t.JetStream(r.name, subject, res.Err)
+		}
+		if reply == "" {
+			return
+		}
 		r.env.Transport.Publish(reply, "", nil, stream.AppendPubAck(nil, r.name, res, r.env.Domain))
+		return
+	}
+	if t != nil {
+		t.JetStream(r.name, subject, nil)
 	}
 }
+
+// The message trace header a stored message keeps disabled (nats-server
+// v2.15.2 MsgTraceDest, MsgTraceDestDisabled: not a valid subject).
+const (
+	traceDestHeader = "Nats-Trace-Dest"
+	traceDisabled   = "trace disabled"
+)
 
 // appendBatcher is a store that writes runs of appends together when
 // told where a run begins and ends (filestore.Store.BeginBatch): the

@@ -29,3 +29,28 @@ type Transport interface {
 type Subscription interface {
 	Unsubscribe()
 }
+
+// Tracer is the message trace (ADR-41, nats-server v2.15.2 msgtrace.go)
+// of a publish a stream receives, when the publish carries a
+// Nats-Trace-Dest header the server traces. The server sends the trace
+// event; the stream only reports what it did with the message.
+type Tracer interface {
+	// Only reports Nats-Trace-Only: the stream must not store the
+	// message nor answer it, only report.
+	Only() bool
+	// JetStream records the "js" event: the stream's name, the subject
+	// the message was taken under and, when the stream refused it, the
+	// error's text. It is called once, on the publisher's goroutine.
+	JetStream(stream, subject string, err error)
+}
+
+// TracedHandler is a MsgHandler that also receives the publish's trace,
+// nil when the publish is not traced.
+type TracedHandler func(subject, reply string, hdr, data []byte, t Tracer)
+
+// TracedSubscriber is implemented by a Transport that passes message
+// traces to a stream's subscriptions; a stream subscribes its subjects
+// through it when the Transport has it.
+type TracedSubscriber interface {
+	SubscribeTraced(subject, queue string, h TracedHandler) (Subscription, error)
+}

@@ -1,0 +1,339 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
+	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/subject"
+)
+
+// Message tracing (ADR-41; nats-server v2.15.2 msgtrace.go; docs/protocol.md
+// section "Message tracing"). A message whose headers carry
+// Nats-Trace-Dest: <subject> is traced: each server it crosses publishes
+// one trace event, a JSON document, to <subject> in the publisher's
+// account once it has handled the message:
+//
+//	{"server":  {name, host, id, cluster?, domain?, ver, jetstream, flags, seq, time},
+//	 "request": {"header": {<name>: [<value>...]}, "msgsize": <bytes of header and payload>},
+//	 "hops":    <routes it forwarded the message to, omitted when 0>,
+//	 "events":  [ingress, then in order: subject mapping, jetstream, egress...]}
+//
+//	ingress  {"type":"in","ts","kind","cid","name"?,"acc","subj","error"?}
+//	mapping  {"type":"sm","ts","to"}
+//	js       {"type":"js","ts","stream","subject"?,"nointerest"?,"error"?}
+//	egress   {"type":"eg","ts","kind","cid","name"?,"hop"?,"acc"?,"sub"?,"queue"?,"error"?}
+//
+// kind is nats-server's connection kind: 0 client, 1 route. With
+// Nats-Trace-Only: true (or 1, on) the message is not delivered: clients
+// get no MSG (their egress events are still listed), a stream neither
+// stores nor acknowledges it; it is still forwarded to routes, whose
+// servers then trace it the same way. A message forwarded to a route
+// carries Nats-Trace-Hop: <hop>, "1", "2"... for the routes of the
+// first server, "<hop>.<n>" further on; the egress event to that route
+// names the same hop, the remote's event carries it in its request
+// headers. A Nats-Trace-Dest of "trace disabled" (a stored message's)
+// traces nothing.
+
+// Header names and values of message tracing (nats-server v2.15.2).
+const (
+	traceDestHdr     = "Nats-Trace-Dest"
+	traceOnlyHdr     = "Nats-Trace-Only"
+	traceHopHdr      = "Nats-Trace-Hop"
+	traceDestOff     = "trace disabled"
+	traceKindClient  = 0 // nats-server CLIENT
+	traceKindRouter  = 1 // nats-server ROUTER
+	traceTypeIngress = "in"
+	traceTypeMapping = "sm"
+	traceTypeJS      = "js"
+	traceTypeEgress  = "eg"
+)
+
+// Egress errors, nats-server v2.15.2's texts.
+const (
+	traceErrNoEcho    = "Not delivered because of no echo"
+	traceErrSubDeny   = "Not delivered because subscription denies this subject"
+	traceErrAutoUnsub = "Not delivered because auto-unsubscribe exceeded"
+)
+
+// traceServerInfo is the "server" object (nats-server ServerInfo).
+type traceServerInfo struct {
+	Name    string `json:"name"`
+	Host    string `json:"host"`
+	ID      string `json:"id"`
+	Cluster string `json:"cluster,omitempty"`
+	Domain  string `json:"domain,omitempty"`
+	Version string `json:"ver"`
+	// FeatureFlags are nats-server's experimental switches; cairn
+	// serves none of them, so all are false (nats-server v2.15.2
+	// feature_flags.go defaults).
+	FeatureFlags map[string]bool `json:"feature_flags,omitempty"`
+	JetStream    bool            `json:"jetstream"`
+	Flags        uint64          `json:"flags"`
+	Seq          uint64          `json:"seq"`
+	Time         time.Time       `json:"time"`
+}
+
+type traceRequest struct {
+	Header  map[string][]string `json:"header,omitempty"`
+	MsgSize int                 `json:"msgsize,omitempty"`
+}
+
+// traceEvent is the document a server publishes to the trace destination.
+type traceEvent struct {
+	Server  traceServerInfo `json:"server"`
+	Request traceRequest    `json:"request"`
+	Hops    int             `json:"hops,omitempty"`
+	Events  []any           `json:"events"`
+}
+
+type traceIngress struct {
+	Type    string    `json:"type"`
+	TS      time.Time `json:"ts"`
+	Kind    int       `json:"kind"`
+	CID     uint64    `json:"cid"`
+	Name    string    `json:"name,omitempty"`
+	Account string    `json:"acc"`
+	Subject string    `json:"subj"`
+	Error   string    `json:"error,omitempty"`
+}
+
+type traceMapping struct {
+	Type     string    `json:"type"`
+	TS       time.Time `json:"ts"`
+	MappedTo string    `json:"to"`
+}
+
+type traceJetStream struct {
+	Type       string    `json:"type"`
+	TS         time.Time `json:"ts"`
+	Stream     string    `json:"stream"`
+	Subject    string    `json:"subject,omitempty"`
+	NoInterest bool      `json:"nointerest,omitempty"`
+	Error      string    `json:"error,omitempty"`
+}
+
+type traceEgress struct {
+	Type    string    `json:"type"`
+	TS      time.Time `json:"ts"`
+	Kind    int       `json:"kind"`
+	CID     uint64    `json:"cid"`
+	Name    string    `json:"name,omitempty"`
+	Hop     string    `json:"hop,omitempty"`
+	Account string    `json:"acc,omitempty"`
+	Sub     string    `json:"sub,omitempty"`
+	Queue   string    `json:"queue,omitempty"`
+	Error   string    `json:"error,omitempty"`
+}
+
+// msgTrace is the trace of the message a client or route is dispatching.
+// It is owned by that connection's read goroutine (client.trace), from
+// initTrace to sendTrace; nothing else touches it.
+type msgTrace struct {
+	acc  *account
+	dest string
+	only bool
+	hop  string // the Nats-Trace-Hop this message came with ("" from a client)
+	ev   traceEvent
+}
+
+// traceSeq numbers the trace events' server info, as nats-server's
+// ServerInfo.seq numbers its system messages.
+var traceSeq atomic.Uint64
+
+// initTrace looks at the header block of the message c is about to
+// dispatch (msg[:hdrLen]) and, when it asks for a trace, sets c.trace.
+// It reports skip when the message must not be processed: a trace-only
+// message whose destination is invalid, or a destination c may not
+// publish to (the client then gets nats-server's publish permission
+// violation for the destination). subj is the subject as published.
+func (c *client) initTrace(subj []byte, hdrLen int, msg []byte) (skip bool) {
+	hdr := msg[:hdrLen]
+	if !bytes.Contains(hdr, []byte(traceDestHdr)) {
+		return false
+	}
+	headers, dest := traceHeaders(hdr)
+	if dest == "" {
+		return false
+	}
+	only := false
+	switch strings.ToLower(first(headers[traceOnlyHdr])) {
+	case "1", "true", "on":
+		only = true
+	}
+	if !subject.ValidLiteral(dest) {
+		c.log.Errorf("Destination %q is not valid, won't be able to trace events", dest)
+		return only
+	}
+	kind, name, hop := traceKindClient, c.opts.Name, ""
+	if c.route != nil {
+		kind, name, hop = traceKindRouter, c.route.remoteName(), first(headers[traceHopHdr])
+	} else if hasAnyPrefix([]byte(dest), reservedSubjectPrefixes) || !c.mayPublish([]byte(dest)) {
+		c.pubViolation([]byte(dest))
+		return true
+	}
+	c.trace = &msgTrace{
+		acc: c.acc, dest: dest, only: only, hop: hop,
+		ev: traceEvent{
+			Request: traceRequest{Header: headers, MsgSize: len(msg)},
+			Events: []any{&traceIngress{
+				Type: traceTypeIngress, TS: time.Now().UTC(), Kind: kind, CID: c.cid,
+				Name: name, Account: c.acc.name, Subject: string(subj),
+			}},
+		},
+	}
+	return false
+}
+
+// first is the first of vs, "" when none.
+func first(vs []string) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[0]
+}
+
+// traceHeaders parses a header block into a map that keeps the names'
+// case (nats-server genHeaderMapIfTraceHeadersPresent: empty names and
+// values are left out, spaces and tabs around a value trimmed) and
+// returns the Nats-Trace-Dest value: "" when there is none or it is
+// "trace disabled".
+func traceHeaders(hdr []byte) (map[string][]string, string) {
+	_, rest, ok := bytes.Cut(hdr, []byte("\r\n"))
+	m := make(map[string][]string)
+	dest, found := "", false
+	for ok && len(rest) > 0 {
+		var line []byte
+		line, rest, ok = bytes.Cut(rest, []byte("\r\n"))
+		k, v, colon := bytes.Cut(line, []byte(":"))
+		if !colon {
+			continue
+		}
+		v = bytes.Trim(v, " \t")
+		if len(k) == 0 || len(v) == 0 {
+			continue
+		}
+		if !found && string(k) == traceDestHdr {
+			if string(v) == traceDestOff {
+				return nil, ""
+			}
+			dest, found = string(v), true
+		}
+		m[string(k)] = append(m[string(k)], string(v))
+	}
+	return m, dest
+}
+
+// remoteName is the peer's server name for trace events ("" until its
+// INFO); it takes cluster.mu, which guards routeConn.info.
+func (rc *routeConn) remoteName() string {
+	cl := rc.c.srv.cl
+	if cl == nil {
+		return ""
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if rc.info == nil {
+		return ""
+	}
+	return rc.info.Name
+}
+
+// traceMapped records a subject mapping (the JetStream domain's).
+func (t *msgTrace) traceMapped(to []byte) {
+	t.ev.Events = append(t.ev.Events, &traceMapping{Type: traceTypeMapping, TS: time.Now().UTC(), MappedTo: string(to)})
+}
+
+// traceEgress records the delivery to a client's subscription sub, with
+// nats-server's error text when it was not delivered.
+func (t *msgTrace) traceEgress(sub *subscription, errText string) {
+	rc := sub.client
+	e := &traceEgress{Type: traceTypeEgress, TS: time.Now().UTC(), Kind: traceKindClient, CID: rc.cid,
+		Name: rc.connName(), Sub: sub.subject, Queue: sub.queue, Error: errText}
+	if sub.acc != t.acc {
+		e.Account = sub.acc.name
+	}
+	t.ev.Events = append(t.ev.Events, e)
+}
+
+// connName is the name a client gave in CONNECT.
+func (c *client) connName() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.meta.name
+}
+
+// traceRoute records the forwarding to route rc and returns the hop id
+// the forwarded message carries in Nats-Trace-Hop.
+func (t *msgTrace) traceRoute(rc *client) string {
+	t.ev.Hops++
+	hop := strconv.Itoa(t.ev.Hops)
+	if t.hop != "" {
+		hop = t.hop + "." + hop
+	}
+	t.ev.Events = append(t.ev.Events, &traceEgress{Type: traceTypeEgress, TS: time.Now().UTC(),
+		Kind: traceKindRouter, CID: rc.cid, Name: rc.route.remoteName(), Hop: hop})
+	return hop
+}
+
+// Only implements streamrun.Tracer.
+func (t *msgTrace) Only() bool { return t.only }
+
+// JetStream implements streamrun.Tracer: the stream's "js" event.
+func (t *msgTrace) JetStream(streamName, subj string, err error) {
+	e := &traceJetStream{Type: traceTypeJS, TS: time.Now().UTC(), Stream: streamName, Subject: subj}
+	if err != nil {
+		e.Error = err.Error()
+	}
+	t.ev.Events = append(t.ev.Events, e)
+}
+
+var _ streamrun.Tracer = (*msgTrace)(nil)
+
+// sendTrace publishes c's trace event, if it has one, to its
+// destination in the publisher's account and forgets it.
+func (c *client) sendTrace() {
+	t := c.trace
+	if t == nil {
+		return
+	}
+	c.trace = nil
+	s := c.srv
+	t.ev.Server = traceServerInfo{
+		Name: s.opts.ServerName, Host: s.opts.Host, ID: s.id, Domain: s.opts.JetStreamDomain,
+		Version: NATSVersion, FeatureFlags: traceFeatureFlags(), JetStream: s.opts.JetStream, Seq: traceSeq.Add(1), Time: time.Now().UTC(),
+	}
+	if s.cl != nil {
+		s.cl.mu.Lock()
+		t.ev.Server.Cluster = s.cl.name
+		s.cl.mu.Unlock()
+	}
+	if t.ev.Server.JetStream {
+		t.ev.Server.Flags = 1 // nats-server JetStreamEnabled
+	}
+	body, err := json.Marshal(&t.ev)
+	if err != nil {
+		return
+	}
+	s.publishIn(t.acc, t.dest, t.dest, "", nil, body, pubNormal)
+}
+
+// traceFeatureFlags are nats-server v2.15.2's feature flags, each off
+// (the v1 ack and API reply formats, no raft delete ranges or snapshot
+// sources), as cairn behaves.
+func traceFeatureFlags() map[string]bool {
+	return map[string]bool{"js_ack_fc_v2": false, "js_api_reply_v2": false,
+		"js_raft_delete_range": false, "js_snapshot_sources": false}
+}
+
+// withHop returns the message (header block of hdrLen bytes, then the
+// payload) with Nats-Trace-Hop set to hop, and its new header length.
+func withHop(msg []byte, hdrLen int, hop string) ([]byte, int) {
+	hdr := stream.SetHeader(msg[:hdrLen:hdrLen], traceHopHdr, hop)
+	return append(hdr, msg[hdrLen:]...), len(hdr)
+}
