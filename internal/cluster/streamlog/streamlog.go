@@ -75,6 +75,8 @@ type Log struct {
 	once    sync.Once
 }
 
+var _ streamrun.Log[stream.Op] = (*Log)(nil)
+
 type pendingProposal struct {
 	key uint64
 	p   *raftnode.Proposal
