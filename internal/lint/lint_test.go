@@ -44,6 +44,7 @@ var allowed = map[string][]string{
 	"internal/jetstream/streamrun":   {"internal/consumer", "internal/jserr", "internal/store", "internal/stream", "internal/vfs"},
 	"internal/vfs":                   {},
 	"internal/raftnode":              {"internal/vfs"},
+	"internal/cluster/streamlog":     {"internal/jetstream/streamrun", "internal/raftnode", "internal/stream"},
 	"internal/protocol":              {},
 	"internal/route":                 {},
 	"internal/jserr":                 {},

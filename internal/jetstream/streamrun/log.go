@@ -28,8 +28,26 @@ type Log[O any] interface {
 type Applier[O any] interface {
 	// Apply applies op, committed at index (1, 2, ...); key is the key
 	// it was proposed under on this node, 0 when another node proposed
-	// it or nobody waits.
+	// it or nobody waits. Indexes increase but need not be consecutive: a
+	// replicated log passes its Raft indexes, which skip the entries raft
+	// makes itself (docs/engine.md, "Logs that commit later").
 	Apply(index uint64, op O, key uint64)
+}
+
+// Forgetter is implemented by an Applier whose proposer keeps waiters by
+// key, to learn of an asynchronous failure: a log that commits later
+// (a replicated one) calls Forget once for a key whose Propose returned
+// nil but whose operation will never be handed back with that key on
+// this node (the leader lost its leadership before the operation applied
+// here: raftnode.ErrNoReply, or the node stopped). The operation may
+// still be applied, without the key, under another leader, so the waiter
+// must tell its client nothing (no PubAck, no error): the client's
+// timeout and retry, deduplicated by Nats-Msg-Id, settle it
+// (docs/clustering.md decision 7). Forget may be called from any
+// goroutine, concurrently with Apply, and may come after a later key's
+// Apply. The local log never calls it.
+type Forgetter interface {
+	Forget(key uint64, err error)
 }
 
 // NewLogFunc makes the log of the stream named name, which hands what it

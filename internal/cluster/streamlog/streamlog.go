@@ -1,0 +1,207 @@
+// Package streamlog is the Raft-backed log of one replicated stream: it
+// implements the engine's streamrun.Log[stream.Op] over one group of an
+// internal/raftnode Node (docs/clustering.md, "The life of a replicated
+// publish"; docs/engine.md, "Logs that commit later"). It knows nothing
+// of the server, routes or the JetStream API: the cluster layer makes one
+// Log per replica of a replicated stream and hands it to the engine
+// (jetstream.Config.NewLog, not wired yet).
+//
+// # Entry format
+//
+// A group's log entry is exactly one stream operation as the engine
+// encodes it (stream.AppendOp: kind byte, version byte, fields; drawn in
+// docs/engine.md "Encoding"); raftnode frames it in its WAL record
+// (index, term, type, data) with the record's CRC:
+//
+//	raft entry data:  | kind (1) | version (1) | fields ... |   = stream.AppendOp(op)
+//
+// Entries raft makes itself (a new leader's empty entry, membership
+// changes) have no data and are skipped; they still advance the index.
+// The proposer's key is not in the entry: raftnode hands it back as
+// Entry.Tag on the node that proposed the entry, for that exact entry
+// under the term it was proposed in (docs/clustering.md decision 7).
+//
+// # Indexes
+//
+// The Applier is given raft's index of each entry. They increase but
+// have gaps (the skipped entries above); the engine's Applier contract
+// (streamrun.Applier) allows gaps, so a checkpoint names a raft index
+// directly and Compact takes it unchanged.
+package streamlog
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
+	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/stream"
+)
+
+// ErrNoSnapshot is returned by the state machine's Snapshot and Restore:
+// catching a replica up from a snapshot (a manifest with the stream's
+// data sent out of band, docs/clustering.md decision 8) is not built yet,
+// so a group's WAL must keep every entry a replica may still need. A
+// Restore error fences the replica (raftnode, decision 12).
+var ErrNoSnapshot = errors.New("streamlog: stream snapshots are not built yet")
+
+// Config names the group a Log proposes to and applies from.
+type Config struct {
+	// Node is this server's raftnode; Group the stream's group on it.
+	Node  *raftnode.Node
+	Group raftnode.GroupID
+	// Applied returns the raft index through which the stream's store
+	// holds the log's effects durably (its checkpoint); entries after it
+	// are applied again when the group is added (raftnode
+	// StateMachine.Applied). nil means 0: every entry is applied again
+	// (a memory stream).
+	Applied func() uint64
+}
+
+// Log is the replicated log of one stream on one server: Propose on the
+// leader, and, through StateMachine, the group's committed entries handed
+// to the engine's Applier on every replica. Make it with New, add its
+// StateMachine to the node (raftnode.Node.AddGroup), end it with Close.
+type Log struct {
+	cfg Config
+	a   streamrun.Applier[stream.Op]
+
+	// pending carries the accepted proposals whose key waits, in order,
+	// to the watcher goroutine (watch), which tells a streamrun.Forgetter
+	// of those that fail. Closed by Close.
+	pending chan pendingProposal
+	done    chan struct{}
+	once    sync.Once
+}
+
+var _ streamrun.Log[stream.Op] = (*Log)(nil)
+
+type pendingProposal struct {
+	key uint64
+	p   *raftnode.Proposal
+}
+
+// maxPending bounds the proposals awaiting their outcome; Propose blocks
+// (back-pressure on the proposer) while that many are unresolved. It is
+// raftnode's default MaxPendingProposals.
+const maxPending = 4096
+
+// New returns the log of one replicated stream, handing what its group
+// commits to a (the stream's runtime, or any streamrun.Applier). When a
+// implements streamrun.Forgetter it is told of every key whose proposal
+// will not be handed back here (leadership lost before it applied). New
+// starts one goroutine (watch), ended by Close.
+func New(cfg Config, a streamrun.Applier[stream.Op]) *Log {
+	l := &Log{cfg: cfg, a: a, pending: make(chan pendingProposal, maxPending), done: make(chan struct{})}
+	go l.watch()
+	return l
+}
+
+// Propose encodes op (stream.AppendOp) and proposes it to the group under
+// key (Entry.Tag). Errors, all before anything entered the log, so the
+// key is never handed back: raftnode.ErrNotLeader (not the leader: the
+// cluster layer forwards the publish or answers "no leader", 10008 family),
+// raftnode.ErrBusy and raftnode.ErrDropped (back-pressure: the engine's
+// 429 path), raftnode.ErrFenced, raftnode.ErrStopped, and an encoding
+// error (a bug). A proposal that entered the log and then loses its
+// leader resolves later with raftnode.ErrNoReply: the Applier's Forget
+// (streamrun.Forgetter) is called with its key and the client is told
+// nothing, since the entry may still commit under the next leader.
+func (l *Log) Propose(op stream.Op, key uint64) error {
+	data, err := stream.AppendOp(nil, op)
+	if err != nil {
+		return fmt.Errorf("streamlog: encode %T: %w", op, err)
+	}
+	p, err := l.cfg.Node.ProposeTagged(l.cfg.Group, data, key)
+	if err != nil {
+		return err
+	}
+	if key != 0 {
+		select {
+		case l.pending <- pendingProposal{key: key, p: p}:
+		case <-l.done:
+		}
+	}
+	return nil
+}
+
+// watch waits for each accepted proposal in turn and tells the Applier
+// (if it is a streamrun.Forgetter) of those that resolved with an error.
+// Proposals resolve in index order or, on a lost leadership, all at once,
+// so waiting in proposal order delays no failure by more than the
+// resolution of those before it.
+func (l *Log) watch() {
+	f, _ := l.a.(streamrun.Forgetter)
+	for {
+		select {
+		case <-l.done:
+			return
+		case pp := <-l.pending:
+			select {
+			case <-pp.p.Done():
+			case <-l.done:
+				return
+			}
+			if _, err := pp.p.Result(); err != nil && f != nil {
+				f.Forget(pp.key, err)
+			}
+		}
+	}
+}
+
+// Checkpoint tells the group that the stream's store holds the log's
+// effects durably through raft index (as Config.Applied will report after
+// a restart), so the WAL may drop the group's entries up to it
+// (raftnode.Node.Compact). Errors: raftnode's (ErrUnknownGroup,
+// ErrStopped, ErrFenced).
+func (l *Log) Checkpoint(index uint64) error {
+	return l.cfg.Node.Compact(l.cfg.Group, index)
+}
+
+// Close ends the watcher goroutine; it does not remove the group from the
+// node. Proposals still in flight are not reported to the Forgetter.
+func (l *Log) Close() {
+	l.once.Do(func() { close(l.done) })
+}
+
+// StateMachine returns the group's state machine, to give to
+// raftnode.Node.AddGroup.
+func (l *Log) StateMachine() raftnode.StateMachine { return stateMachine{l} }
+
+// stateMachine is the raftnode side of a Log: it decodes each committed
+// entry and applies it through the engine's Applier, on the raftnode
+// worker that runs the group (never two at a time for one group).
+type stateMachine struct{ l *Log }
+
+// Apply decodes and applies entries in order. An entry that does not
+// decode is damage (every replica wrote what a leader encoded): the error
+// fences this replica (docs/clustering.md decision 12).
+func (s stateMachine) Apply(entries []raftnode.Entry) error {
+	for i := range entries {
+		e := &entries[i]
+		if len(e.Data) == 0 {
+			continue
+		}
+		op, err := stream.DecodeOp(e.Data)
+		if err != nil {
+			return fmt.Errorf("streamlog: group %d entry %d (term %d): %w", s.l.cfg.Group, e.Index, e.Term, err)
+		}
+		s.l.a.Apply(e.Index, op, e.Tag)
+	}
+	return nil
+}
+
+// Applied returns Config.Applied's checkpoint (0 without one).
+func (s stateMachine) Applied() uint64 {
+	if s.l.cfg.Applied == nil {
+		return 0
+	}
+	return s.l.cfg.Applied()
+}
+
+// Snapshot is not built yet (ErrNoSnapshot).
+func (s stateMachine) Snapshot() ([]byte, error) { return nil, ErrNoSnapshot }
+
+// Restore is not built yet (ErrNoSnapshot, which fences the replica).
+func (s stateMachine) Restore(uint64, []byte) error { return ErrNoSnapshot }

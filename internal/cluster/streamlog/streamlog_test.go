@@ -1,0 +1,334 @@
+package streamlog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/store/memstore"
+	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+const group raftnode.GroupID = 7
+
+// engine is one replica's stream engine as the test runs it: the stream
+// state machine (stream.Stream over a memory store) behind the engine's
+// Applier contract, recording the replies a proposer would send (the
+// engine's PubAck, stream.AppendPubAck) by key, and the keys forgotten.
+type engine struct {
+	mu        sync.Mutex
+	st        *stream.Stream
+	store     store.Store
+	out       stream.Outcome
+	last      uint64            // last index applied
+	acks      map[uint64][]byte // key -> PubAck, only for keys handed back
+	forgotten map[uint64]error
+}
+
+func newEngine(t *testing.T) *engine {
+	cfg := stream.Config{Name: "ORDERS", Subjects: []string{"orders.>"}, Storage: stream.MemoryStorage}
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ms := memstore.New(cfg.StoreConfig())
+	return &engine{st: stream.New(cfg, ms), store: ms, acks: map[uint64][]byte{}, forgotten: map[uint64]error{}}
+}
+
+func (e *engine) Apply(index uint64, op stream.Op, key uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if index <= e.last {
+		panic(fmt.Sprintf("index %d after %d", index, e.last))
+	}
+	e.last = index
+	e.st.ApplyOp(op, &e.out)
+	if key != 0 {
+		e.acks[key] = stream.AppendPubAck(nil, "ORDERS", e.out.Results[0], "")
+	}
+}
+
+func (e *engine) Forget(key uint64, err error) {
+	e.mu.Lock()
+	e.forgotten[key] = err
+	e.mu.Unlock()
+}
+
+// outcome returns the PubAck for key, or the error it was forgotten
+// with; ok false while neither happened.
+func (e *engine) outcome(key uint64) (ack []byte, err error, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if a, found := e.acks[key]; found {
+		return a, nil, true
+	}
+	if err, found := e.forgotten[key]; found {
+		return nil, err, true
+	}
+	return nil, nil, false
+}
+
+type replica struct {
+	id   raftnode.ServerID
+	node *raftnode.Node
+	log  *Log
+	eng  *engine
+}
+
+type cluster struct {
+	t    *testing.T
+	net  *raftnode.MemNetwork
+	reps []*replica
+}
+
+// newCluster opens three nodes (WALs on crash file systems) on the
+// in-memory network, each with the stream's group, its Log and engine,
+// and starts them.
+func newCluster(t *testing.T) *cluster {
+	c := &cluster{t: t, net: raftnode.NewMemNetwork(1, nil)}
+	var peers []raftnode.Peer
+	for i := range 3 {
+		id := raftnode.ServerID(fmt.Sprintf("s%d", i+1))
+		peers = append(peers, raftnode.Peer{Replica: raftnode.ReplicaID(i + 1), Server: id})
+		n, err := raftnode.Open(raftnode.Config{FS: vfs.NewCrashFS(), Dir: "wal", Server: id, Transport: c.net.Transport(id)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.net.Attach(id, n)
+		c.reps = append(c.reps, &replica{id: id, node: n})
+	}
+	for i, r := range c.reps {
+		r.eng = newEngine(t)
+		r.log = New(Config{Node: r.node, Group: group}, r.eng)
+		gc := raftnode.GroupConfig{ID: group, Replica: raftnode.ReplicaID(i + 1), Incarnation: r.node.Incarnation(), Peers: peers}
+		if err := r.node.AddGroup(gc, r.log.StateMachine()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range c.reps {
+		r.node.Start()
+	}
+	return c
+}
+
+func (c *cluster) leader() int {
+	for i, r := range c.reps {
+		if st, err := r.node.Status(group); err == nil && st.Role == raftnode.Leader {
+			return i
+		}
+	}
+	return -1
+}
+
+// waitLeader waits (virtual time) for a leader other than not (-1: any).
+func (c *cluster) waitLeader(not int) int {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if l := c.leader(); l >= 0 && l != not {
+			return l
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatal("no leader")
+	return -1
+}
+
+type pubAck struct {
+	Stream    string `json:"stream"`
+	Seq       uint64 `json:"seq"`
+	Duplicate bool   `json:"duplicate"`
+}
+
+// publisher proposes publishes on whichever replica leads, as the
+// cluster layer will: retried on "not the leader" and, with the same
+// Nats-Msg-Id, when the proposal was forgotten (no reply).
+type publisher struct {
+	c        *cluster
+	key      uint64
+	acked    map[string]uint64 // message -> acknowledged sequence
+	forgot   int
+	proposer map[uint64]int // key -> replica that proposed it
+	// before, if set, runs once with the leader chosen for a proposal,
+	// before it is proposed (a fault the proposal meets in flight).
+	before func(leader int)
+}
+
+func (p *publisher) publish(msg string, at int64) {
+	c := p.c
+	c.t.Helper()
+	hdr := []byte("NATS/1.0\r\nNats-Msg-Id: " + msg + "\r\n\r\n")
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		l := c.waitLeader(-1)
+		p.key++
+		key := p.key
+		if h := p.before; h != nil {
+			p.before = nil
+			h(l)
+		}
+		op := &stream.Publish{Entries: []stream.Entry{{Subject: "orders." + msg, Header: hdr, Data: []byte("body of " + msg), Time: at}}}
+		if err := c.reps[l].log.Propose(op, key); err != nil {
+			if !errors.Is(err, raftnode.ErrNotLeader) && !errors.Is(err, raftnode.ErrDropped) {
+				c.t.Fatalf("propose %s on %s: %v", msg, c.reps[l].id, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		p.proposer[key] = l
+		for {
+			ack, err, ok := c.reps[l].eng.outcome(key)
+			if !ok {
+				if time.Now().After(deadline) {
+					c.t.Fatalf("%s: no outcome for key %d", msg, key)
+				}
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			if err != nil {
+				if !errors.Is(err, raftnode.ErrNoReply) {
+					c.t.Fatalf("%s forgotten with %v", msg, err)
+				}
+				p.forgot++
+				break // retry, deduplicated by its Nats-Msg-Id if it committed
+			}
+			var pa pubAck
+			if err := json.Unmarshal(ack, &pa); err != nil || pa.Seq == 0 {
+				c.t.Fatalf("%s: PubAck %s (%v)", msg, ack, err)
+			}
+			p.acked[msg] = pa.Seq
+			return
+		}
+	}
+	c.t.Fatalf("%s: never acknowledged", msg)
+}
+
+// Three replicas of a stream on raftnode: publishes proposed on the
+// leader are applied on every replica to byte-identical stream state; the
+// PubAck is produced only where the entry was proposed, after apply; a
+// step-down and a partitioned leader with a publish in flight lose no
+// acknowledged message, and the publish whose leader was lost is retried
+// and stored once.
+func TestReplicatedPublish(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		defer func() {
+			for _, r := range c.reps {
+				r.node.Close()
+				r.log.Close()
+			}
+		}()
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() { c.net.Run(stop) })
+		defer func() { close(stop); wg.Wait() }()
+
+		p := &publisher{c: c, acked: map[string]uint64{}, proposer: map[uint64]int{}}
+		base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+		n := 0
+		pub := func(k int) {
+			for range k {
+				n++
+				p.publish(fmt.Sprintf("m%03d", n), base+int64(n)*int64(time.Millisecond))
+			}
+		}
+		pub(10)
+
+		// A leadership transfer: the next publishes go to the new leader.
+		old := c.leader()
+		if err := c.reps[old].node.StepDown(group); err != nil {
+			t.Fatal(err)
+		}
+		c.waitLeader(old)
+		pub(10)
+
+		// The leader is cut off both ways just before it accepts a publish:
+		// it cannot commit it, loses its leadership (CheckQuorum), and the
+		// publish is forgotten there without a reply; the others elect a
+		// leader, and the retry is stored once.
+		p.before = func(l int) {
+			for i, r := range c.reps {
+				if i != l {
+					c.net.Partition(c.reps[l].id, r.id)
+				}
+			}
+			go func() {
+				c.waitLeader(l)
+				c.net.HealAll()
+			}()
+		}
+		pub(1)
+		pub(10)
+
+		// Every replica applies everything the leader applied.
+		l := c.waitLeader(-1)
+		want, _ := c.reps[l].node.Status(group)
+		deadline := time.Now().Add(30 * time.Second)
+		for _, r := range c.reps {
+			for {
+				st, _ := r.node.Status(group)
+				if st.Applied >= want.Applied {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s applied %d, leader %d", r.id, st.Applied, want.Applied)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		for _, r := range c.reps {
+			r.node.Close() // no more applies: the engines can be read
+		}
+
+		if len(p.acked) != n {
+			t.Fatalf("%d of %d acknowledged", len(p.acked), n)
+		}
+		if p.forgot != 1 {
+			t.Fatalf("%d proposals forgotten, want the partitioned leader's one", p.forgot)
+		}
+		ref := c.reps[0].eng.st.AppendState(nil)
+		for _, r := range c.reps[1:] {
+			if got := r.eng.st.AppendState(nil); !bytes.Equal(got, ref) {
+				t.Fatalf("%s state differs from s1:\n%s\n---\n%s", r.id, got, ref)
+			}
+		}
+		// Every acknowledged message is stored, once, at its sequence.
+		st := c.reps[0].eng.store.State(false)
+		if st.Msgs != uint64(n) {
+			t.Fatalf("%d messages stored, %d acknowledged", st.Msgs, n)
+		}
+		for msg, seq := range p.acked {
+			m, err := c.reps[0].eng.store.Load(seq)
+			if err != nil || m.Subject != "orders."+msg {
+				t.Fatalf("%s acknowledged at %d, stored %v (%v)", msg, seq, m, err)
+			}
+		}
+		// A PubAck is made only on the replica that proposed, only for its
+		// own keys, never for a key forgotten.
+		for i, r := range c.reps {
+			for key := range r.eng.acks {
+				if p.proposer[key] != i {
+					t.Fatalf("%s made the PubAck of key %d, proposed on %s", r.id, key, c.reps[p.proposer[key]].id)
+				}
+				if _, f := r.eng.forgotten[key]; f {
+					t.Fatalf("%s: key %d acknowledged and forgotten", r.id, key)
+				}
+			}
+		}
+		var total int
+		for _, r := range c.reps {
+			total += len(r.eng.acks)
+		}
+		if total != n {
+			t.Fatalf("%d PubAcks made for %d messages", total, n)
+		}
+	})
+}
