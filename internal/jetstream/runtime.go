@@ -17,6 +17,11 @@ type (
 	Transport = streamrun.Transport
 	// MsgHandler receives a message on an internal subscription.
 	MsgHandler = streamrun.MsgHandler
+	// TracedHandler is a MsgHandler that also receives the publish's
+	// message trace (streamrun.TracedSubscriber; ADR-41).
+	TracedHandler = streamrun.TracedHandler
+	// Tracer receives a stream's "js" trace event (streamrun.Tracer).
+	Tracer = streamrun.Tracer
 	// Subscription is an internal subscription.
 	Subscription = streamrun.Subscription
 	// Log orders the operations of a stream or consumer (docs/engine.md).

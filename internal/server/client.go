@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/auth"
-	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
+	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/logger"
 	"github.com/cairnmq/cairn/internal/protocol"
 	"github.com/cairnmq/cairn/internal/route"
@@ -128,7 +128,7 @@ type subscription struct {
 	svc func(c *client, subj, reply []byte, hdrLen int, msg []byte)
 	// traced, set for a stream's subscription, is called instead of
 	// handler when the message is traced (msgtrace.go).
-	traced streamrun.TracedHandler
+	traced jetstream.TracedHandler
 	// imported marks an import's internal subscription (imports.go).
 	imported bool
 	// system marks a system request subscription (sysreq.go): announced

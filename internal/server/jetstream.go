@@ -9,7 +9,6 @@ import (
 
 	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/jetstream"
-	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/jsapi"
 )
 
@@ -25,8 +24,8 @@ func (t jsTransport) Subscribe(subj, queue string, h jetstream.MsgHandler) (jets
 }
 
 // SubscribeTraced is Subscribe for a stream's subjects: a traced
-// publish reaches h with its trace (msgtrace.go, streamrun.TracedSubscriber).
-func (t jsTransport) SubscribeTraced(subj, queue string, h streamrun.TracedHandler) (jetstream.Subscription, error) {
+// publish reaches h with its trace (msgtrace.go, jetstream.TracedSubscriber).
+func (t jsTransport) SubscribeTraced(subj, queue string, h jetstream.TracedHandler) (jetstream.Subscription, error) {
 	sub := &subscription{acc: t.acc, subject: subj, queue: queue, traced: h,
 		handler: func(subj, reply string, hdr, data []byte) { h(subj, reply, hdr, data, nil) }}
 	if err := t.acc.sl.Insert(subj, queue, sub); err != nil {

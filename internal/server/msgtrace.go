@@ -8,8 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
-	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/subject"
 )
 
@@ -281,10 +280,10 @@ func (t *msgTrace) traceRoute(rc *client) string {
 	return hop
 }
 
-// Only implements streamrun.Tracer.
+// Only implements jetstream.Tracer.
 func (t *msgTrace) Only() bool { return t.only }
 
-// JetStream implements streamrun.Tracer: the stream's "js" event.
+// JetStream implements jetstream.Tracer: the stream's "js" event.
 func (t *msgTrace) JetStream(streamName, subj string, err error) {
 	e := &traceJetStream{Type: traceTypeJS, TS: time.Now().UTC(), Stream: streamName, Subject: subj}
 	if err != nil {
@@ -293,7 +292,7 @@ func (t *msgTrace) JetStream(streamName, subj string, err error) {
 	t.ev.Events = append(t.ev.Events, e)
 }
 
-var _ streamrun.Tracer = (*msgTrace)(nil)
+var _ jetstream.Tracer = (*msgTrace)(nil)
 
 // sendTrace publishes c's trace event, if it has one, to its
 // destination in the publisher's account and forgets it.
@@ -334,6 +333,17 @@ func traceFeatureFlags() map[string]bool {
 // withHop returns the message (header block of hdrLen bytes, then the
 // payload) with Nats-Trace-Hop set to hop, and its new header length.
 func withHop(msg []byte, hdrLen int, hop string) ([]byte, int) {
-	hdr := stream.SetHeader(msg[:hdrLen:hdrLen], traceHopHdr, hop)
+	hdr := setHeader(msg[:hdrLen:hdrLen], traceHopHdr, hop)
 	return append(hdr, msg[hdrLen:]...), len(hdr)
+}
+
+// setHeader returns a copy of the header block hdr with key set to value
+// (its earlier lines removed), ending in the empty line.
+func setHeader(hdr []byte, key, value string) []byte {
+	if len(hdr) == 0 {
+		hdr = []byte("NATS/1.0\r\n\r\n")
+	}
+	out := removeHeader(hdr, key)
+	out = append(out, key+": "+value+"\r\n"...)
+	return append(out, "\r\n"...)
 }
