@@ -598,7 +598,9 @@ func (c *rawClient) expectRoute(want string) {
 }
 
 // dropPings removes the complete "PING\r\n" lines of pending, answering
-// each with PONG.
+// each with PONG, and the interest lines of the system account ("RS+
+// $SYS ...", "RS- $SYS ..."), which its internal subscriptions (the
+// $SYS requests and the imports every account gets) send at any time.
 func (c *rawClient) dropPings() {
 	var out []byte
 	rest := c.pending
@@ -609,9 +611,11 @@ func (c *rawClient) dropPings() {
 			break
 		}
 		line := rest[:i+2]
-		if string(line) == "PING\r\n" {
+		switch {
+		case string(line) == "PING\r\n":
 			c.send("PONG\r\n")
-		} else {
+		case bytes.HasPrefix(line, []byte("RS+ $SYS ")), bytes.HasPrefix(line, []byte("RS- $SYS ")):
+		default:
 			out = append(out, line...)
 		}
 		rest = rest[i+2:]
