@@ -198,7 +198,7 @@ func randList(r *rand.Rand, max int) []string {
 // only its queue groups.
 func matchesEntry(lit, q, e string) (named, plain bool) {
 	f := strings.Fields(e)
-	if !subject.Match(lit, f[0]) {
+	if len(f) == 0 || !subject.Match(lit, f[0]) { // (an entry of only whitespace, such as "\v", names nothing)
 		return false, false
 	}
 	if len(f) == 1 {
