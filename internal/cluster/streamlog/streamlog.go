@@ -30,6 +30,7 @@
 package streamlog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -75,7 +76,10 @@ type Log struct {
 	once    sync.Once
 }
 
-var _ streamrun.Log[stream.Op] = (*Log)(nil)
+var (
+	_ streamrun.Log[stream.Op] = (*Log)(nil)
+	_ streamrun.Leader         = (*Log)(nil)
+)
 
 type pendingProposal struct {
 	key uint64
@@ -150,6 +154,16 @@ func (l *Log) watch() {
 	}
 }
 
+// Leader reports whether this node leads the group now (and is not
+// fenced), so that its proposals can enter the log (streamrun.Leader): a
+// stream runtime makes the leader's decisions (expiry, retention
+// removals) only while it does. A leadership lost a moment later is
+// caught by Propose's ErrNotLeader or by the proposal's ErrNoReply.
+func (l *Log) Leader() bool {
+	st, err := l.cfg.Node.Status(l.cfg.Group)
+	return err == nil && st.Role == raftnode.Leader && st.Fenced == nil
+}
+
 // Checkpoint tells the group that the stream's store holds the log's
 // effects durably through raft index (as Config.Applied will report after
 // a restart), so the WAL may drop the group's entries up to it
@@ -183,7 +197,11 @@ func (s stateMachine) Apply(entries []raftnode.Entry) error {
 		if len(e.Data) == 0 {
 			continue
 		}
-		op, err := stream.DecodeOp(e.Data)
+		// The decoded operation aliases what it decodes, and the
+		// Applier may keep it past this call (a stream runtime applies on
+		// its own goroutine), whereas e.Data is raftnode's only until
+		// Apply returns: decode a copy.
+		op, err := stream.DecodeOp(bytes.Clone(e.Data))
 		if err != nil {
 			return fmt.Errorf("streamlog: group %d entry %d (term %d): %w", s.l.cfg.Group, e.Index, e.Term, err)
 		}

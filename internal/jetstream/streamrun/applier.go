@@ -3,6 +3,7 @@ package streamrun
 import (
 	"errors"
 
+	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
 )
@@ -14,7 +15,8 @@ import (
 // consumers what left the stream, and re-arms the expiry timer.
 
 // Apply applies a committed operation of the stream's log (Applier). It
-// runs on the apply goroutine: the local log calls it from Propose.
+// runs on the apply goroutine: the local log calls it from Propose, a
+// log that commits later through the queue (laterApplier).
 func (r *Stream) Apply(_ uint64, op stream.Op, key uint64) {
 	r.st.ApplyOp(op, &r.out)
 	var w waiter
@@ -64,8 +66,14 @@ func (r *Stream) Apply(_ uint64, op stream.Op, key uint64) {
 		}
 	}
 	if w.req != nil {
-		w.req.out = r.out
-		w.req.out.Results = append([]stream.Result(nil), r.out.Results...)
+		if w.kind == waitRequest {
+			w.req.out = r.out
+			w.req.out.Results = append([]stream.Result(nil), r.out.Results...)
+			if res := w.req.out.Results; w.refused != 0 && (len(res) == 0 || res[len(res)-1].Err == nil) {
+				w.req.out.Results = append(res, stream.Result{Err: jserr.New(w.refused)})
+			}
+		}
+		r.settleRequest(w.req)
 	}
 }
 

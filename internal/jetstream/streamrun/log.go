@@ -50,6 +50,36 @@ type Forgetter interface {
 	Forget(key uint64, err error)
 }
 
+// Leader is implemented by a log whose node may or may not lead it (a
+// replicated one): Leader reports whether this node's proposals can
+// enter the log now. A stream whose log is not the leader's makes no
+// decision of its own: no expiry pass, no retention removal; it applies
+// what the leader's node proposed (docs/engine.md, "Logs that commit
+// later"). A log without it always leads (the local log).
+type Leader interface {
+	Leader() bool
+}
+
+// laterApplier is the Applier a stream gives a log that commits later
+// (Env.LogCommitsLater): it queues each committed operation, and each
+// forgotten key, for the stream's apply goroutine, in the order the log
+// hands them over, so that the state machine has one owner. It never
+// blocks: committed operations are never refused (queue.pushOp); once
+// the stream stopped they are dropped (the log keeps them: a restart
+// applies them again after the stream's checkpoint).
+type laterApplier struct{ r *Stream }
+
+// Apply queues op, committed at index under key, for the apply goroutine.
+func (a laterApplier) Apply(index uint64, op stream.Op, key uint64) {
+	a.r.in.pushOp(item{req: &request{kind: reqApply, op: op, index: index, key: key}})
+}
+
+// Forget queues the failure of key's proposal for the apply goroutine,
+// which drops its waiter (Forgetter).
+func (a laterApplier) Forget(key uint64, _ error) {
+	a.r.in.pushOp(item{req: &request{kind: reqForget, key: key}})
+}
+
 // NewLogFunc makes the log of the stream named name, which hands what it
 // commits to a (jetstream.Config.NewLog). It is called once per stream start.
 type NewLogFunc func(name string, a Applier[stream.Op]) Log[stream.Op]

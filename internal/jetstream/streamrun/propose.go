@@ -27,21 +27,38 @@ const (
 	reqExpire                      // run an expiry pass at req.time
 	reqRemovals                    // propose the removals queued in Stream.rm
 	reqBarrier                     // nothing: reached in queue order (with release set, the goroutine then waits for it)
+	reqApply                       // apply req.op, committed at req.index under req.key (a log that commits later)
+	reqForget                      // the proposal of req.key will never be handed back (Forgetter)
 )
 
 // request is work another goroutine (an API worker, a sourcer, the
-// expiry timer, retention) asks of the apply goroutine. It is data: no
-// code crosses the queue. When done is not nil, the apply goroutine
-// closes it once the request was served; out then holds the outcome of
-// its operation, or failed is set (the log will never apply it).
+// expiry timer, retention, a log that commits later) asks of the apply
+// goroutine. It is data: no code crosses the queue. When done is not
+// nil, the apply goroutine closes it once the request was served and
+// every operation proposed for it was applied or will never be (open
+// counts those still awaited; a log that commits later applies them
+// after the request was served); out then holds the outcome of its
+// operation, or failed is set (the log will never apply it).
 type request struct {
-	kind    requestKind
-	op      stream.Op
-	time    int64 // reqExpire: the pass's time (unix ns)
-	out     stream.Outcome
-	failed  bool
-	done    chan struct{}
-	release chan struct{} // reqBarrier: waited for after done is closed (tests hold the goroutine with it)
+	kind   requestKind
+	op     stream.Op
+	time   int64  // reqExpire: the pass's time (unix ns)
+	index  uint64 // reqApply: the operation's index in the log
+	key    uint64 // reqApply, reqForget: the proposal's key (0: none)
+	out    stream.Outcome
+	failed bool
+	open   int  // waiters holding this request, not yet applied or failed
+	served bool // serve is done proposing for it
+	// finished: done was closed (by the apply goroutine; the waiting
+	// goroutine reads done only).
+	finished bool
+	done     chan struct{}
+	release  chan struct{} // reqBarrier: waited for after done is closed (tests hold the goroutine with it)
+	// then is a request to serve once this one's operation applied
+	// without error, whose completion completes this one (the expiry
+	// pass after an update that shortens max_age); parent is the request
+	// a follow-up completes.
+	then, parent *request
 }
 
 // waitKind says what waits for an operation's outcome.
@@ -68,6 +85,10 @@ type waiter struct {
 	req     *request
 	pass    int64  // waitExpire: the pass's time
 	first   uint64 // waitExpire: the stream's first sequence before the pass
+	// refused is the error (10023, 10002) that ends a Copy's results
+	// after what was applied, when the proposer cut the copy short
+	// (proposeCopy); 0 for none.
+	refused jserr.ErrCode
 }
 
 // waiters holds the waiters of proposed operations in key order.
@@ -116,6 +137,21 @@ func (ws *waiters) remove(key uint64) (waiter, bool) {
 		}
 	}
 	return waiter{}, false
+}
+
+// first removes and returns the waiter of the lowest key kept (ok false
+// when none is).
+func (ws *waiters) first() (waiter, bool) {
+	if ws.head == len(ws.q) {
+		return waiter{}, false
+	}
+	w := ws.q[ws.head]
+	ws.q[ws.head] = waiter{}
+	ws.head++
+	if ws.head == len(ws.q) {
+		ws.q, ws.head = ws.q[:0], 0
+	}
+	return w, true
 }
 
 // pending reports whether waiters are kept.
@@ -208,10 +244,15 @@ func (r *Stream) refusal(size int) (code jserr.ErrCode, refused bool) {
 func (r *Stream) propose(op stream.Op, w waiter) {
 	var key uint64
 	if w.kind != waitNone {
+		if w.req != nil {
+			w.req.open++
+		}
 		key = r.waiting.add(w)
 	}
 	if err := r.log.Propose(op, key); err != nil {
-		r.env.Logf("stream %s: operation of kind %d not proposed: %v", r.name, op.Kind(), err)
+		if r.leads() {
+			r.env.Logf("stream %s: operation of kind %d not proposed: %v", r.name, op.Kind(), err)
+		}
 		if w, ok := r.waiting.remove(key); ok {
 			r.failWaiter(w)
 		}
@@ -225,24 +266,72 @@ func (r *Stream) propose(op stream.Op, w waiter) {
 func (r *Stream) failWaiter(w waiter) {
 	if w.req != nil {
 		w.req.failed = true
+		r.settleRequest(w.req)
+	}
+}
+
+// settleRequest counts one of req's waiters as applied or failed and
+// completes req once none is left and serve is done with it.
+func (r *Stream) settleRequest(req *request) {
+	req.open--
+	r.completeRequest(req)
+}
+
+// completeRequest closes req's done once it was served and no waiter
+// holds it; a request whose operation applied without error and that
+// has a follow-up (then) is completed by the follow-up instead, which
+// is queued now.
+func (r *Stream) completeRequest(req *request) {
+	if !req.served || req.open > 0 {
+		return
+	}
+	if next := req.then; next != nil {
+		req.then = nil
+		if !req.failed && req.out.Err == nil {
+			next.parent = req
+			if r.in.pushOp(item{req: next}) {
+				return
+			}
+		}
+	}
+	if req.parent != nil {
+		parent := req.parent
+		req.parent = nil
+		parent.failed = parent.failed || req.failed
+		r.finish(parent)
+	}
+	r.finish(req)
+}
+
+// finish closes req's done, if any, once.
+func (r *Stream) finish(req *request) {
+	if req.done != nil && !req.finished {
+		req.finished = true
+		close(req.done)
 	}
 }
 
 // serve handles a request on the apply goroutine.
 func (r *Stream) serve(req *request) {
+	release := req.release
 	switch req.kind {
 	case reqPropose:
 		r.proposeRequest(req)
 	case reqExpire:
-		r.expirePass(req.time)
+		r.expirePass(req.time, req)
 	case reqRemovals:
 		r.flushRemovals()
+	case reqApply:
+		r.Apply(req.index, req.op, req.key)
+	case reqForget:
+		if w, ok := r.waiting.remove(req.key); ok {
+			r.failWaiter(w)
+		}
 	}
-	if req.done != nil {
-		close(req.done)
-	}
-	if req.release != nil {
-		<-req.release
+	req.served = true
+	r.completeRequest(req)
+	if release != nil {
+		<-release
 	}
 }
 
@@ -257,11 +346,10 @@ func (r *Stream) proposeRequest(req *request) {
 	case *stream.Copy:
 		r.proposeCopy(op, req)
 	case *stream.UpdateConfig:
-		oldAge := r.st.Config().MaxAge
-		r.propose(op, waiter{kind: waitRequest, req: req})
-		if !req.failed && req.out.Err == nil && shortensMaxAge(oldAge, op.Config.MaxAge) {
-			r.expirePass(r.env.Now().UnixNano())
+		if shortensMaxAge(r.st.Config().MaxAge, op.Config.MaxAge) {
+			req.then = &request{kind: reqExpire, time: r.env.Now().UnixNano()}
 		}
+		r.propose(op, waiter{kind: waitRequest, req: req})
 	default:
 		r.propose(op, waiter{kind: waitRequest, req: req})
 	}
@@ -291,29 +379,39 @@ func (r *Stream) proposeCopy(op *stream.Copy, req *request) {
 		op.OriginSeqs = op.OriginSeqs[:n]
 	}
 	if n > 0 {
-		r.propose(op, waiter{kind: waitRequest, req: req})
-	}
-	res := req.out.Results
-	if refused && !req.failed && (len(res) == 0 || res[len(res)-1].Err == nil) {
-		req.out.Results = append(res, stream.Result{Err: jserr.New(code)})
+		r.propose(op, waiter{kind: waitRequest, req: req, refused: code})
+	} else if refused {
+		req.out.Results = append(req.out.Results, stream.Result{Err: jserr.New(code)})
 	}
 }
 
 // expirePass proposes, when a message schedule is due at now (unix ns),
 // the FireSchedules that stores its messages (ADR-51: the leader's clock
 // decides when, the apply function what), then an expiry up to now,
-// whose outcome re-arms the expiry timer (Stream.expired).
-func (r *Stream) expirePass(now int64) {
+// whose outcome re-arms the expiry timer (Stream.expired); req, when not
+// nil, is completed once the expiry applied. Only the leader of a
+// replicated stream expires (the others apply its Expire operations);
+// a follower's pass only re-arms its timer, so that it expires soon
+// after it leads.
+func (r *Stream) expirePass(now int64, req *request) {
+	if !r.leads() {
+		r.rearmExpiry(now, 0, 0)
+		return
+	}
 	if next, ok := r.st.NextSchedule(); ok && next <= now {
 		r.propose(&stream.FireSchedules{Time: now}, waiter{})
 	}
-	r.propose(&stream.Expire{Time: now}, waiter{kind: waitExpire, pass: now, first: r.store.State(false).FirstSeq})
+	r.propose(&stream.Expire{Time: now}, waiter{kind: waitExpire, pass: now, first: r.store.State(false).FirstSeq, req: req})
 }
 
 // flushDrops proposes the removal of the messages dropIfUninterested
-// marked.
+// marked (the leader's decision: a follower forgets them).
 func (r *Stream) flushDrops() {
 	if len(r.drops) == 0 {
+		return
+	}
+	if !r.leads() {
+		r.drops = r.drops[:0]
 		return
 	}
 	r.propose(&stream.Remove{Reason: stream.RemoveNoInterest, Seqs: r.drops}, waiter{})
@@ -326,7 +424,7 @@ func (r *Stream) flushRemovals() {
 	seqs := r.rm.seqs
 	r.rm.seqs = nil
 	r.rm.mu.Unlock()
-	if len(seqs) > 0 {
+	if len(seqs) > 0 && r.leads() {
 		r.propose(&stream.Remove{Reason: stream.RemoveAcked, Seqs: seqs}, waiter{})
 	}
 }

@@ -51,6 +51,12 @@ type Env struct {
 	BatchLimits stream.BatchLimits
 	Batches     *stream.BatchInflight
 	NewLog      NewLogFunc
+	// LogCommitsLater says that NewLog makes a log that commits after
+	// Propose returns, on another goroutine (a replicated one,
+	// internal/cluster/streamlog): the stream hands it an Applier that
+	// queues what it commits for the apply goroutine (laterApplier), and
+	// answers a request once its operation applied, not once proposed.
+	LogCommitsLater bool
 }
 
 // Stream is the runtime of one stream: its state machine (through the
@@ -147,7 +153,11 @@ func New(env Env, cfg stream.Config, created time.Time, dir string, st store.Sto
 	if newLog == nil {
 		newLog = NewLocalLog
 	}
-	r.log = newLog(cfg.Name, r)
+	var a Applier[stream.Op] = r
+	if env.LogCommitsLater {
+		a = laterApplier{r}
+	}
+	r.log = newLog(cfg.Name, a)
 	r.fast.SetDomain(env.Domain)
 	r.setDeadLetter(&cfg)
 	return r
@@ -212,7 +222,7 @@ func (r *Stream) Serve() error {
 	r.timer = time.AfterFunc(expiryInterval, r.expireTick)
 	r.expireAt = r.env.Now().Add(expiryInterval).UnixNano()
 	r.mu.Unlock()
-	r.expirePass(r.env.Now().UnixNano())
+	r.expirePass(r.env.Now().UnixNano(), nil)
 	if err := r.Subscribe(r.cfg); err != nil {
 		r.mu.Lock()
 		r.timer.Stop()
@@ -338,6 +348,7 @@ type appendBatcher interface {
 func (r *Stream) applyLoop() {
 	defer r.done.Done()
 	defer r.acks.close()
+	defer r.failWaiting()
 	batcher, _ := r.store.(appendBatcher)
 	var batch []item
 	for {
@@ -360,6 +371,26 @@ func (r *Stream) applyLoop() {
 			batcher.EndBatch()
 		}
 		r.syncUsage()
+	}
+}
+
+// leads reports whether the stream's log takes this node's proposals
+// (Leader); the local log always does.
+func (r *Stream) leads() bool {
+	l, ok := r.log.(Leader)
+	return !ok || l.Leader()
+}
+
+// failWaiting gives up on every operation still awaited when the apply
+// goroutine ends (a log that commits later may never hand them back):
+// their requests complete as failed, their publishes get no reply.
+func (r *Stream) failWaiting() {
+	for {
+		w, ok := r.waiting.first()
+		if !ok {
+			return
+		}
+		r.failWaiter(w)
 	}
 }
 

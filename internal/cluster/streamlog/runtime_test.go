@@ -1,0 +1,358 @@
+package streamlog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
+	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/store/memstore"
+	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+// These tests run the stream runtime itself (streamrun.Stream, as the
+// engine runs it) over a Log on each of three raftnode nodes: the
+// runtime's apply goroutine takes what the group commits
+// (Env.LogCommitsLater), only the leader's runtime answers and decides
+// expiry, and every replica reaches the same state.
+
+// memTransport is the messaging side of one replica's runtime: the
+// stream's subscriptions by subject, and every message it published (its
+// PubAcks) by subject.
+type memTransport struct {
+	mu   sync.Mutex
+	subs map[string]streamrun.MsgHandler
+	sent map[string][][]byte
+}
+
+type memSub struct {
+	t    *memTransport
+	subj string
+}
+
+func (s memSub) Unsubscribe() {
+	s.t.mu.Lock()
+	delete(s.t.subs, s.subj)
+	s.t.mu.Unlock()
+}
+
+func (t *memTransport) Subscribe(subject, _ string, h streamrun.MsgHandler) (streamrun.Subscription, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.subs[subject] = h
+	return memSub{t, subject}, nil
+}
+
+func (t *memTransport) Publish(subject, _ string, _, data []byte) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sent[subject] = append(t.sent[subject], bytes.Clone(data))
+	return true
+}
+
+func (t *memTransport) PublishAs(route, _, reply string, hdr, data []byte) bool {
+	return t.Publish(route, reply, hdr, data)
+}
+
+func (t *memTransport) HasInterest(string) bool { return false }
+
+// publish hands a message to the stream's subscription on subject's
+// pattern, as the server does for a client's publish; false when the
+// runtime is not subscribed.
+func (t *memTransport) publish(pattern, subject, reply string, hdr, data []byte) bool {
+	t.mu.Lock()
+	h := t.subs[pattern]
+	t.mu.Unlock()
+	if h == nil {
+		return false
+	}
+	h(subject, reply, hdr, data)
+	return true
+}
+
+// replies returns what was published to subject.
+func (t *memTransport) replies(subject string) [][]byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sent[subject]
+}
+
+// runReplica is one server: its node, the stream's Log and runtime.
+type runReplica struct {
+	id    raftnode.ServerID
+	node  *raftnode.Node
+	log   *Log
+	rt    *streamrun.Stream
+	store store.Store
+	tr    *memTransport
+}
+
+type runCluster struct {
+	t    *testing.T
+	reps []*runReplica
+}
+
+// newRunCluster starts three nodes, each with the runtime of stream cfg
+// over a memory store and its Log in group, and waits for a leader.
+func newRunCluster(t *testing.T, cfg stream.Config) *runCluster {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	net := raftnode.NewMemNetwork(1, nil)
+	c := &runCluster{t: t}
+	var peers []raftnode.Peer
+	for i := range 3 {
+		id := raftnode.ServerID(fmt.Sprintf("s%d", i+1))
+		peers = append(peers, raftnode.Peer{Replica: raftnode.ReplicaID(i + 1), Server: id})
+		n, err := raftnode.Open(raftnode.Config{FS: vfs.NewCrashFS(), Dir: "wal", Server: id, Transport: net.Transport(id)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		net.Attach(id, n)
+		c.reps = append(c.reps, &runReplica{id: id, node: n})
+	}
+	for i, r := range c.reps {
+		r.tr = &memTransport{subs: map[string]streamrun.MsgHandler{}, sent: map[string][][]byte{}}
+		env := streamrun.Env{
+			Transport: r.tr, Now: time.Now, Logf: t.Logf,
+			Storage:         streamrun.NewStorage(nil, "", streamrun.NewUsage(), time.Now, t.Logf, t.Logf),
+			LogCommitsLater: true,
+			NewLog: func(_ string, a streamrun.Applier[stream.Op]) streamrun.Log[stream.Op] {
+				r.log = New(Config{Node: r.node, Group: group}, a)
+				return r.log
+			},
+		}
+		r.store = memstore.New(cfg.StoreConfig())
+		r.rt = streamrun.New(env, cfg, time.Now(), "", r.store)
+		if err := r.rt.Open(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.rt.Serve(); err != nil {
+			t.Fatal(err)
+		}
+		gc := raftnode.GroupConfig{ID: group, Replica: raftnode.ReplicaID(i + 1), Incarnation: r.node.Incarnation(), Peers: peers}
+		if err := r.node.AddGroup(gc, r.log.StateMachine()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range c.reps {
+		r.node.Start()
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { net.Run(stop) })
+	t.Cleanup(func() {
+		close(stop)
+		wg.Wait()
+		for _, r := range c.reps {
+			r.log.Close()
+			_ = r.node.Close()
+			_ = r.rt.Stop(nil)
+		}
+	})
+	return c
+}
+
+// leader waits for a leader other than not (-1: any) and returns it.
+func (c *runCluster) leader(not int) int {
+	c.t.Helper()
+	c.waitFor("a leader", func() bool {
+		for i, r := range c.reps {
+			if i != not && r.log.Leader() {
+				return true
+			}
+		}
+		return false
+	})
+	for i, r := range c.reps {
+		if i != not && r.log.Leader() {
+			return i
+		}
+	}
+	return -1
+}
+
+// waitFor waits (virtual time) until cond holds.
+func (c *runCluster) waitFor(what string, cond func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			for _, r := range c.reps {
+				st, err := r.node.Status(group)
+				c.t.Logf("%s: %+v %v", r.id, st, err)
+			}
+			c.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// converged waits until every replica's store holds last messages up to
+// sequence last, then requires their whole states to be identical.
+func (c *runCluster) converged(last, msgs uint64) {
+	c.t.Helper()
+	c.waitFor(fmt.Sprintf("every replica at last_seq %d with %d messages", last, msgs), func() bool {
+		for _, r := range c.reps {
+			if st := r.store.State(false); st.LastSeq != last || st.Msgs != msgs {
+				return false
+			}
+		}
+		return true
+	})
+	var first []byte
+	for i, r := range c.reps {
+		release := r.rt.Hold()
+		state := r.rt.AppendState(nil)
+		release()
+		if i == 0 {
+			first = state
+		} else if !bytes.Equal(state, first) {
+			c.t.Fatalf("replica %s's state differs from %s's", r.id, c.reps[0].id)
+		}
+	}
+}
+
+type runAck struct {
+	Stream string `json:"stream"`
+	Seq    uint64 `json:"seq"`
+	Error  *struct {
+		Code int `json:"err_code"`
+	} `json:"error"`
+}
+
+// ack waits for the one PubAck published to reply on replica i.
+func (c *runCluster) ack(i int, reply string) runAck {
+	c.t.Helper()
+	var got [][]byte
+	c.waitFor("the PubAck on "+reply, func() bool {
+		got = c.reps[i].tr.replies(reply)
+		return len(got) > 0
+	})
+	if len(got) != 1 {
+		c.t.Fatalf("%d replies on %s", len(got), reply)
+	}
+	var a runAck
+	if err := json.Unmarshal(got[0], &a); err != nil {
+		c.t.Fatalf("PubAck %q: %v", got[0], err)
+	}
+	return a
+}
+
+// The leader's runtime takes publishes and answers each once it is
+// committed and applied; every replica applies the same operations to
+// the same state; a follower's runtime answers nobody and proposes
+// nothing of its own.
+func TestRuntimeOverReplicatedLog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newRunCluster(t, stream.Config{Name: "ORDERS", Subjects: []string{"orders.>"}, Storage: stream.MemoryStorage})
+		l := c.leader(-1)
+		for i := 1; i <= 20; i++ {
+			reply := fmt.Sprintf("reply.%d", i)
+			if !c.reps[l].tr.publish("orders.>", fmt.Sprintf("orders.%d", i), reply, nil, []byte("order")) {
+				t.Fatal("the leader's runtime is not subscribed")
+			}
+			if a := c.ack(l, reply); a.Error != nil || a.Seq != uint64(i) || a.Stream != "ORDERS" {
+				t.Fatalf("PubAck %d: %+v", i, a)
+			}
+		}
+		c.converged(20, 20)
+
+		// A follower's runtime proposes nothing: its publish is never
+		// stored and never answered (the client retries).
+		f := (l + 1) % 3
+		c.reps[f].tr.publish("orders.>", "orders.x", "reply.follower", nil, []byte("lost"))
+		synctest.Wait()
+		if got := c.reps[f].tr.replies("reply.follower"); len(got) != 0 {
+			t.Fatalf("a follower answered a publish: %q", got)
+		}
+		if _, ok := c.reps[f].rt.Do(&stream.Purge{}); ok {
+			t.Fatal("a follower's purge was applied")
+		}
+
+		// A purge on the leader is answered once applied, and every
+		// replica applies it.
+		out, ok := c.reps[l].rt.Do(&stream.Purge{Request: store.PurgeRequest{Seq: 11}})
+		if !ok || out.Err != nil || out.Removed != 10 {
+			t.Fatalf("purge: ok %v, outcome %+v", ok, out)
+		}
+		c.converged(20, 10)
+	})
+}
+
+// Expiry is the leader's: its runtime proposes an Expire at its clock's
+// time and every replica removes the same messages; a follower's
+// timer proposes nothing.
+func TestRuntimeExpiryFromLeader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newRunCluster(t, stream.Config{Name: "ORDERS", Subjects: []string{"orders.>"}, Storage: stream.MemoryStorage, MaxAge: 3 * time.Second})
+		l := c.leader(-1)
+		for i := 1; i <= 5; i++ {
+			reply := fmt.Sprintf("reply.%d", i)
+			c.reps[l].tr.publish("orders.>", "orders.a", reply, nil, []byte("order"))
+			c.ack(l, reply)
+		}
+		c.converged(5, 5)
+		c.converged(5, 0) // max_age passes: the leader's Expire removes them everywhere
+	})
+}
+
+// A leader that loses its leadership with publishes in flight answers
+// none it did not apply under its term; the new leader takes over, and
+// the replicas converge. Every PubAck sent names the sequence at which
+// its message is stored on every replica.
+func TestRuntimeLeaderChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newRunCluster(t, stream.Config{Name: "ORDERS", Subjects: []string{"orders.>"}, Storage: stream.MemoryStorage})
+		old := c.leader(-1)
+		for i := 1; i <= 50; i++ {
+			c.reps[old].tr.publish("orders.>", fmt.Sprintf("orders.%d", i), fmt.Sprintf("reply.%d", i), nil, []byte("order"))
+		}
+		if err := c.reps[old].node.StepDown(group); err != nil {
+			t.Fatal(err)
+		}
+		l := c.leader(old)
+		for i := 51; i <= 60; i++ {
+			reply := fmt.Sprintf("reply.%d", i)
+			c.reps[l].tr.publish("orders.>", fmt.Sprintf("orders.%d", i), reply, nil, []byte("order"))
+			if a := c.ack(l, reply); a.Error != nil {
+				t.Fatalf("PubAck %d from the new leader: %+v", i, a)
+			}
+		}
+		synctest.Wait()
+		last := c.reps[l].store.State(false).LastSeq
+		c.converged(last, last)
+		for i := 1; i <= 60; i++ {
+			reply := fmt.Sprintf("reply.%d", i)
+			var got [][]byte
+			for _, r := range c.reps {
+				got = append(got, r.tr.replies(reply)...)
+			}
+			if len(got) > 1 {
+				t.Fatalf("%d PubAcks for message %d", len(got), i)
+			}
+			if len(got) == 0 {
+				continue // forgotten: the client would retry
+			}
+			var a runAck
+			if err := json.Unmarshal(got[0], &a); err != nil || a.Error != nil {
+				t.Fatalf("PubAck %d: %q", i, got[0])
+			}
+			for _, r := range c.reps {
+				sm, err := r.store.Load(a.Seq)
+				if err != nil || !strings.HasSuffix(sm.Subject, fmt.Sprintf(".%d", i)) || sm.Subject != fmt.Sprintf("orders.%d", i) {
+					t.Fatalf("%s at seq %d: %v, %v; want orders.%d", r.id, a.Seq, sm, err, i)
+				}
+			}
+		}
+	})
+}
