@@ -242,7 +242,7 @@ func (js *JetStream) applyUpdate(r *streamEntry, cfg stream.Config) error {
 	if out.Err != nil {
 		return out.Err
 	}
-	return r.Subscribe(cfg)
+	return r.Resubscribe(cfg)
 }
 
 // DeleteStream stops a stream and removes its files; a create of the

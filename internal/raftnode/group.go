@@ -198,6 +198,10 @@ func (g *group) fence(err error) {
 	for _, p := range props {
 		p.resolve(nil, ErrFenced)
 	}
+	if g.leader {
+		g.leader = false
+		g.observeLeader(false, g.term)
+	}
 }
 
 // contain turns a panic in the group's part of a round (raft panics on a
@@ -721,7 +725,19 @@ func (g *group) roleChange(rd raft.Ready) {
 		g.failReads(ErrNotLeader)
 		g.n.cfg.Logf("raftnode: group %d replica %d: term %d, %v, leader %d", g.id, g.replica, bs.GetTerm(), bs.RaftState, bs.Lead)
 	}
+	changed := leader != g.leader || leader && bs.GetTerm() != g.term
 	g.leader, g.term = leader, bs.GetTerm()
+	if changed {
+		g.observeLeader(leader, g.term)
+	}
+}
+
+// observeLeader tells the state machine, if it is a LeaderObserver, that
+// this replica now leads term (leader) or no longer leads.
+func (g *group) observeLeader(leader bool, term uint64) {
+	if o, ok := g.sm.(LeaderObserver); ok {
+		o.LeaderChanged(leader, term)
+	}
 }
 
 // compact drops entries through index from the in-memory log, after the

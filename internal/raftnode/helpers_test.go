@@ -24,6 +24,18 @@ type hashSM struct {
 	onApply func(e Entry, hash [32]byte)
 	// onRestore, if set, sees each snapshot installed.
 	onRestore func(index uint64, hash [32]byte)
+	// leads records each LeaderChanged: +term when the replica became
+	// leader of term, -term when it stopped leading.
+	leads []int64
+}
+
+// LeaderChanged records the change (LeaderObserver).
+func (sm *hashSM) LeaderChanged(leader bool, term uint64) {
+	if leader {
+		sm.leads = append(sm.leads, int64(term))
+	} else {
+		sm.leads = append(sm.leads, -int64(term))
+	}
 }
 
 func newHashSM(fs vfs.FS, dir string, g GroupID) *hashSM {

@@ -88,6 +88,19 @@ type StateMachine interface {
 	Restore(index uint64, data []byte) error
 }
 
+// LeaderObserver is implemented by a StateMachine that acts on its
+// replica's leadership (a stream subscribes to its subjects only where it
+// leads, docs/clustering.md decision 14). LeaderChanged is called on the
+// worker that runs the group, in the round that saw the change, after
+// that round's committed entries were applied and never concurrently
+// with Apply: leader true when the replica became the leader of term,
+// false when it no longer leads (it stepped down, a higher term deposed
+// it, or it was fenced). It must not block; a new leader may still have
+// committed entries of earlier terms to apply in later rounds.
+type LeaderObserver interface {
+	LeaderChanged(leader bool, term uint64)
+}
+
 // Transport carries frames between servers. Send must not block on the
 // network: it queues, or fails at once (the frame is lost and the groups
 // with messages in it are told the peer is unreachable). Frames may be

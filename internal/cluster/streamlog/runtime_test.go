@@ -21,7 +21,7 @@ import (
 // These tests run the stream runtime itself (streamrun.Stream, as the
 // engine runs it) over a Log on each of three raftnode nodes: the
 // runtime's apply goroutine takes what the group commits
-// (Env.LogCommitsLater), only the leader's runtime answers and decides
+// (Env.NewReplicatedLog), only the leader's runtime answers and decides
 // expiry, and every replica reaches the same state.
 
 // memTransport is the messaging side of one replica's runtime: the
@@ -124,10 +124,13 @@ func newRunCluster(t *testing.T, cfg stream.Config) *runCluster {
 		r.tr = &memTransport{subs: map[string]streamrun.MsgHandler{}, sent: map[string][][]byte{}}
 		env := streamrun.Env{
 			Transport: r.tr, Now: time.Now, Logf: t.Logf,
-			Storage:         streamrun.NewStorage(nil, "", streamrun.NewUsage(), time.Now, t.Logf, t.Logf),
-			LogCommitsLater: true,
-			NewLog: func(_ string, a streamrun.Applier[stream.Op]) streamrun.Log[stream.Op] {
-				r.log = New(Config{Node: r.node, Group: group}, a)
+			Storage: streamrun.NewStorage(nil, "", streamrun.NewUsage(), time.Now, t.Logf, t.Logf),
+			NewReplicatedLog: func(_ string, a streamrun.Applier[stream.Op]) streamrun.Log[stream.Op] {
+				r.log = New(Config{Node: r.node, Group: group, OnLeader: func(leader bool) {
+					if err := r.rt.SetLeader(leader); err != nil {
+						t.Errorf("%s: SetLeader(%v): %v", r.id, leader, err)
+					}
+				}}, a)
 				return r.log
 			},
 		}
@@ -267,13 +270,11 @@ func TestRuntimeOverReplicatedLog(t *testing.T) {
 		}
 		c.converged(20, 20)
 
-		// A follower's runtime proposes nothing: its publish is never
-		// stored and never answered (the client retries).
+		// Only the leader is subscribed to the stream's subjects; a
+		// follower's runtime proposes nothing.
 		f := (l + 1) % 3
-		c.reps[f].tr.publish("orders.>", "orders.x", "reply.follower", nil, []byte("lost"))
-		synctest.Wait()
-		if got := c.reps[f].tr.replies("reply.follower"); len(got) != 0 {
-			t.Fatalf("a follower answered a publish: %q", got)
+		if c.reps[f].tr.publish("orders.>", "orders.x", "reply.follower", nil, []byte("lost")) {
+			t.Fatal("a follower is subscribed to the stream's subjects")
 		}
 		if _, ok := c.reps[f].rt.Do(&stream.Purge{}); ok {
 			t.Fatal("a follower's purge was applied")
@@ -321,6 +322,14 @@ func TestRuntimeLeaderChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		l := c.leader(old)
+		c.waitFor("the old leader to unsubscribe", func() bool {
+			return !c.reps[old].tr.publish("orders.>", "orders.late", "", nil, nil)
+		})
+		c.waitFor("the new leader to subscribe", func() bool {
+			c.reps[l].tr.mu.Lock()
+			defer c.reps[l].tr.mu.Unlock()
+			return c.reps[l].tr.subs["orders.>"] != nil
+		})
 		for i := 51; i <= 60; i++ {
 			reply := fmt.Sprintf("reply.%d", i)
 			c.reps[l].tr.publish("orders.>", fmt.Sprintf("orders.%d", i), reply, nil, []byte("order"))

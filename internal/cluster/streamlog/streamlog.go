@@ -58,6 +58,12 @@ type Config struct {
 	// StateMachine.Applied). nil means 0: every entry is applied again
 	// (a memory stream).
 	Applied func() uint64
+	// OnLeader, if set, is told when this replica becomes the group's
+	// leader (true) and when it no longer is (false), on the raftnode
+	// worker that runs the group, after the round's entries were applied
+	// (raftnode.LeaderObserver): the stream subscribes to its subjects
+	// only where it leads (streamrun.Stream.SetLeader). It must not block.
+	OnLeader func(leader bool)
 }
 
 // Log is the replicated log of one stream on one server: Propose on the
@@ -208,6 +214,14 @@ func (s stateMachine) Apply(entries []raftnode.Entry) error {
 		s.l.a.Apply(e.Index, op, e.Tag)
 	}
 	return nil
+}
+
+// LeaderChanged passes a change of leadership to Config.OnLeader
+// (raftnode.LeaderObserver).
+func (s stateMachine) LeaderChanged(leader bool, _ uint64) {
+	if f := s.l.cfg.OnLeader; f != nil {
+		f(leader)
+	}
 }
 
 // Applied returns Config.Applied's checkpoint (0 without one).

@@ -61,7 +61,7 @@ type Leader interface {
 }
 
 // laterApplier is the Applier a stream gives a log that commits later
-// (Env.LogCommitsLater): it queues each committed operation, and each
+// (Env.NewReplicatedLog): it queues each committed operation, and each
 // forgotten key, for the stream's apply goroutine, in the order the log
 // hands them over, so that the state machine has one owner. It never
 // blocks: committed operations are never refused (queue.pushOp); once

@@ -51,12 +51,14 @@ type Env struct {
 	BatchLimits stream.BatchLimits
 	Batches     *stream.BatchInflight
 	NewLog      NewLogFunc
-	// LogCommitsLater says that NewLog makes a log that commits after
-	// Propose returns, on another goroutine (a replicated one,
-	// internal/cluster/streamlog): the stream hands it an Applier that
-	// queues what it commits for the apply goroutine (laterApplier), and
-	// answers a request once its operation applied, not once proposed.
-	LogCommitsLater bool
+	// NewReplicatedLog, when set, is asked first for the stream's log: it
+	// returns a log that commits after Propose returns, on another
+	// goroutine (a replicated stream's, internal/cluster/streamlog), or
+	// nil for a stream with one replica (NewLog's then). The stream hands
+	// it an Applier that queues what it commits for the apply goroutine
+	// (laterApplier), and answers a request once its operation applied,
+	// not once proposed (docs/engine.md, "Logs that commit later").
+	NewReplicatedLog NewLogFunc
 }
 
 // Stream is the runtime of one stream: its state machine (through the
@@ -87,9 +89,12 @@ type Stream struct {
 	pubReplies []string
 	dropped    []waiter
 
-	mu    sync.Mutex // guards cfg, subs, timer, expireAt, stopped
+	mu    sync.Mutex // guards cfg, subs, leading, timer, expireAt, stopped
 	cfg   stream.Config
 	subs  []Subscription
+	// leading: this node leads the stream's replicated log (SetLeader);
+	// a replicated stream holds subscriptions only while it does.
+	leading bool
 	timer *time.Timer
 	// expireAt is when the timer fires next (unix ns).
 	expireAt int64
@@ -149,15 +154,16 @@ func New(env Env, cfg stream.Config, created time.Time, dir string, st store.Sto
 		atomic:    stream.NewAtomicBatches(env.BatchLimits, env.Batches),
 		fast:      stream.NewFastBatches(cfg.Name, env.BatchLimits, env.Batches),
 	}
-	newLog := env.NewLog
-	if newLog == nil {
-		newLog = NewLocalLog
+	if env.NewReplicatedLog != nil {
+		r.log = env.NewReplicatedLog(cfg.Name, laterApplier{r})
 	}
-	var a Applier[stream.Op] = r
-	if env.LogCommitsLater {
-		a = laterApplier{r}
+	if r.log == nil {
+		newLog := env.NewLog
+		if newLog == nil {
+			newLog = NewLocalLog
+		}
+		r.log = newLog(cfg.Name, r)
 	}
-	r.log = newLog(cfg.Name, a)
 	r.fast.SetDomain(env.Domain)
 	r.setDeadLetter(&cfg)
 	return r
@@ -223,7 +229,7 @@ func (r *Stream) Serve() error {
 	r.expireAt = r.env.Now().Add(expiryInterval).UnixNano()
 	r.mu.Unlock()
 	r.expirePass(r.env.Now().UnixNano(), nil)
-	if err := r.Subscribe(r.cfg); err != nil {
+	if err := r.subscribeIfLeading(); err != nil {
 		r.mu.Lock()
 		r.timer.Stop()
 		r.mu.Unlock()
@@ -235,6 +241,47 @@ func (r *Stream) Serve() error {
 	go r.ackLoop()
 	go r.directLoop()
 	return nil
+}
+
+// subscribeIfLeading subscribes the stream to its subjects unless its
+// log is replicated: a replica subscribes only while it leads (SetLeader).
+func (r *Stream) subscribeIfLeading() error {
+	if _, replicated := r.log.(Leader); replicated {
+		return nil
+	}
+	return r.Subscribe(r.Config())
+}
+
+// SetLeader subscribes a replicated stream to its subjects (and the
+// direct-get subjects with allow_direct) when this node became the
+// leader of its log, and unsubscribes them when it no longer leads, so
+// that publishes reach only the leader (docs/clustering.md decision 14;
+// nats-server v2.15.2 subscribes only the stream leader too). It does
+// nothing once the stream stopped. The error is Subscribe's.
+func (r *Stream) SetLeader(leader bool) error {
+	r.mu.Lock()
+	stopped, cfg := r.stopped, r.cfg.Clone()
+	r.leading = leader
+	r.mu.Unlock()
+	if stopped {
+		return nil
+	}
+	if leader {
+		return r.Subscribe(cfg)
+	}
+	r.unsubscribe()
+	return nil
+}
+
+// unsubscribe drops every subscription of the stream.
+func (r *Stream) unsubscribe() {
+	r.mu.Lock()
+	subs := r.subs
+	r.subs = nil
+	r.mu.Unlock()
+	for _, s := range subs {
+		s.Unsubscribe()
+	}
 }
 
 // Subscribe replaces the stream's subscriptions: its subjects, and the
@@ -267,14 +314,30 @@ func (r *Stream) Subscribe(cfg stream.Config) error {
 		}
 		subs = append(subs, ds...)
 	}
+	_, replicated := r.log.(Leader)
 	r.mu.Lock()
 	old := r.subs
+	if replicated && !r.leading {
+		old, subs = subs, nil // no longer leads: SetLeader(false) ran meanwhile
+	}
 	r.subs = subs
 	r.mu.Unlock()
 	for _, s := range old {
 		s.Unsubscribe()
 	}
 	return nil
+}
+
+// Resubscribe moves the stream's subscriptions to the subjects of cfg,
+// after an update; a replicated stream's only where it leads (SetLeader).
+func (r *Stream) Resubscribe(cfg stream.Config) error {
+	r.mu.Lock()
+	leading := r.leading
+	r.mu.Unlock()
+	if _, replicated := r.log.(Leader); replicated && !leading {
+		return nil
+	}
+	return r.Subscribe(cfg)
 }
 
 // handlePublish runs on the publisher's goroutine: it copies the message
