@@ -89,13 +89,13 @@ type Stream struct {
 	pubReplies []string
 	dropped    []waiter
 
-	mu    sync.Mutex // guards cfg, subs, leading, timer, expireAt, stopped
-	cfg   stream.Config
-	subs  []Subscription
+	mu   sync.Mutex // guards cfg, subs, leading, timer, expireAt, stopped
+	cfg  stream.Config
+	subs []Subscription
 	// leading: this node leads the stream's replicated log (SetLeader);
 	// a replicated stream holds subscriptions only while it does.
 	leading bool
-	timer *time.Timer
+	timer   *time.Timer
 	// expireAt is when the timer fires next (unix ns).
 	expireAt int64
 	// expireErr and expireErrLogged are the last expiry failure logged
