@@ -74,9 +74,15 @@ type Config struct {
 	// nil gives the engine its own.
 	Usage *Usage
 	// NewLog makes each stream's operation log (log.go, docs/engine.md);
-	// nil is NewLocalLog, the log of a stream on one server. A replicated
-	// stream's log, or a test's recording one, goes here.
+	// nil is NewLocalLog, the log of a stream on one server. A test's
+	// recording log goes here.
 	NewLog NewLogFunc
+	// NewReplicatedLog, when set, is asked first for each stream's log:
+	// the log of a replicated stream (internal/cluster/streamlog), which
+	// commits later, or nil for a stream with one replica
+	// (streamrun.Env.NewReplicatedLog). A replicated stream subscribes to
+	// its subjects only while SetStreamLeader says it leads.
+	NewReplicatedLog NewLogFunc
 	// NewConsumerLog makes each consumer's operation log; nil is
 	// NewLocalConsumerLog.
 	NewConsumerLog NewConsumerLogFunc
@@ -373,6 +379,7 @@ func (js *JetStream) streamEnv() streamrun.Env {
 	return streamrun.Env{
 		Transport: js.tr, Now: js.cfg.Now, Logf: js.cfg.Logf, APILevel: js.cfg.APILevel,
 		Domain: js.cfg.Domain, MaxPending: js.cfg.MaxPending, MaxPayload: js.cfg.MaxPayload, Storage: js.storage, BatchLimits: js.batchLimits(), Batches: &js.batches, NewLog: newLog,
+		NewReplicatedLog: js.cfg.NewReplicatedLog,
 	}
 }
 

@@ -1,12 +1,13 @@
 package jetstream
 
 import (
-	"github.com/cairnmq/cairn/internal/jetstream/consumerrun"
-	"github.com/cairnmq/cairn/internal/jetstream/sourcing"
 	"sync"
 	"sync/atomic"
 
+	"github.com/cairnmq/cairn/internal/jetstream/consumerrun"
+	"github.com/cairnmq/cairn/internal/jetstream/sourcing"
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
+	"github.com/cairnmq/cairn/internal/jserr"
 )
 
 // The types the engine shares with its runtimes (jetstream/streamrun),
@@ -20,6 +21,9 @@ type (
 	// TracedHandler is a MsgHandler that also receives the publish's
 	// message trace (streamrun.TracedSubscriber; ADR-41).
 	TracedHandler = streamrun.TracedHandler
+	// ClusterSubscriber is a Transport that can share a subscription
+	// with the cluster (streamrun.ClusterSubscriber).
+	ClusterSubscriber = streamrun.ClusterSubscriber
 	// Tracer receives a stream's "js" trace event (streamrun.Tracer).
 	Tracer = streamrun.Tracer
 	// Subscription is an internal subscription.
@@ -137,6 +141,18 @@ func (js *JetStream) streamRuntime(name string) *streamrun.Stream {
 		return r.Stream
 	}
 	return nil
+}
+
+// SetStreamLeader tells a replicated stream that this server leads its
+// log now (leader) or no longer does: it subscribes to its subjects,
+// shared with the cluster, or drops them (streamrun.Stream.SetLeader).
+// Errors: 10059 when the stream does not exist here; Subscribe's.
+func (js *JetStream) SetStreamLeader(name string, leader bool) error {
+	r := js.streamRuntime(name)
+	if r == nil {
+		return jserr.New(jserr.StreamNotFound)
+	}
+	return r.SetLeader(leader)
 }
 
 // sourcingEnv is what the sourcers take from the engine.

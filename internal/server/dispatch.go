@@ -41,7 +41,7 @@ func (c *client) deliverAllAs(match, subj, reply []byte, hdrLen int, msg []byte)
 			if !fromRoute && !c.localOnly {
 				c.addRouteTarget(sub.client, "")
 			}
-		case fromRoute && sub.client == nil && !sub.imported && !sub.system:
+		case fromRoute && sub.client == nil && !sub.shared():
 			// JetStream's internal subscriptions stay local (interest.go).
 		case c.importing && sub.imported:
 			// An imported message is not imported again (imports.go).

@@ -20,7 +20,7 @@ import (
 // subscription (sysreq.go).
 func announced(sub *subscription) bool {
 	if sub.client == nil {
-		return sub.imported || sub.system
+		return sub.shared()
 	}
 	return sub.client.route == nil
 }

@@ -39,13 +39,19 @@ const (
 	subKindSystem
 )
 
+// shared reports whether an internal subscription is the cluster's
+// rather than this server's alone: announced to the peers and delivered
+// what they route (an import's, a system request's, a replicated stream
+// leader's); JetStream's other internal subscriptions stay local.
+func (sub *subscription) shared() bool { return sub.imported || sub.system || sub.cluster }
+
 // subscribeIn subscribes h in acc.
 func (s *Server) subscribeIn(acc *account, subj, queue string, h MsgHandler, kind int) (*InternalSub, error) {
 	sub := &subscription{acc: acc, subject: subj, queue: queue, handler: h, imported: kind == subKindImport, system: kind == subKindSystem}
 	if err := acc.sl.Insert(subj, queue, sub); err != nil {
 		return nil, err
 	}
-	if sub.imported || sub.system {
+	if sub.shared() {
 		s.interestAdded(sub)
 	}
 	return &InternalSub{srv: s, sub: sub}, nil
@@ -55,7 +61,7 @@ func (s *Server) subscribeIn(acc *account, subj, queue string, h MsgHandler, kin
 func (is *InternalSub) Unsubscribe() {
 	if is.sub.removed.CompareAndSwap(false, true) {
 		_ = is.sub.acc.sl.Remove(is.sub.subject, is.sub.queue, is.sub)
-		if (is.sub.imported || is.sub.system) && is.srv != nil {
+		if is.sub.shared() && is.srv != nil {
 			is.srv.interestRemoved(is.sub)
 		}
 	}

@@ -34,6 +34,20 @@ func (t jsTransport) SubscribeTraced(subj, queue string, h jetstream.TracedHandl
 	return &InternalSub{srv: t.s, sub: sub}, nil
 }
 
+// SubscribeCluster is SubscribeTraced for a replicated stream's leader:
+// the subscription is announced to the cluster's other servers and takes
+// what they route, so that a publish on any server reaches the leader
+// (jetstream.ClusterSubscriber; docs/clustering.md decision 14).
+func (t jsTransport) SubscribeCluster(subj, queue string, h jetstream.TracedHandler) (jetstream.Subscription, error) {
+	sub := &subscription{acc: t.acc, subject: subj, queue: queue, traced: h, cluster: true,
+		handler: func(subj, reply string, hdr, data []byte) { h(subj, reply, hdr, data, nil) }}
+	if err := t.acc.sl.Insert(subj, queue, sub); err != nil {
+		return nil, err
+	}
+	t.s.interestAdded(sub)
+	return &InternalSub{srv: t.s, sub: sub}, nil
+}
+
 func (t jsTransport) Publish(subj, reply string, hdr, data []byte) bool {
 	return t.s.publishIn(t.acc, subj, subj, reply, hdr, data, pubNormal)
 }
