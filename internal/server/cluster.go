@@ -58,6 +58,7 @@ type cluster struct {
 	urlsSet  bool                       // a peer announced URLs once: INFO carries connect_urls from then on
 	ownURLs  []string                   // this server's client URLs (host:port), set at Start
 	closing  bool                       // Shutdown began; guarded by mu
+	selfURLs map[string]bool            // explicit route hosts found to lead to this server; guarded by mu
 }
 
 // newCluster returns the cluster state for opts, or nil when clustering is

@@ -2,6 +2,8 @@ package server
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"sync/atomic"
 	"testing"
 
@@ -45,4 +47,52 @@ func TestSubscribeClusterTakesRoutedPublishes(t *testing.T) {
 
 	sub.Unsubscribe()
 	waitCond(t, "b to forget a's interest", func() bool { return !b.HasInterest("orders.1") })
+}
+
+// ClusterMembers is complete once every explicit route led to a peer or
+// to the server itself, and names every server once.
+func TestClusterMembers(t *testing.T) {
+	a := startClusterServer(t, "a", "c")
+	selfAndA := []string{fmt.Sprintf("nats://%s", a.ClusterAddr())}
+	b := startClusterServer(t, "b", "c", selfAndA...)
+	if names, complete := a.ClusterMembers(); !complete || len(names) != 1 || names[0] != "a" {
+		t.Fatalf("a without routes: %v %v", names, complete)
+	}
+	waitCond(t, "b's members", func() bool {
+		names, complete := b.ClusterMembers()
+		return complete && fmt.Sprint(names) == "[a b]"
+	})
+	// A server whose routes name itself and a server that is not up is
+	// not complete.
+	c := startClusterServer(t, "c", "c", "nats://127.0.0.1:1", fmt.Sprintf("nats://%s", a.ClusterAddr()))
+	waitCond(t, "c to reach a", func() bool { return c.NumRoutes() >= 1 })
+	if names, complete := c.ClusterMembers(); complete {
+		t.Fatalf("c complete with an unreachable route: %v", names)
+	}
+
+	// A server whose routes name itself counts itself once.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	o := Options{Host: "127.0.0.1", Port: RandomPort, ServerName: "d"}
+	o.Cluster = ClusterOptions{Host: "127.0.0.1", Port: port, Name: "c"}
+	for _, r := range []string{fmt.Sprintf("nats://127.0.0.1:%d", port), fmt.Sprintf("nats://%s", a.ClusterAddr())} {
+		u, _ := url.Parse(r)
+		o.Cluster.Routes = append(o.Cluster.Routes, u)
+	}
+	d, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Shutdown()
+	waitCond(t, "d's members", func() bool {
+		names, complete := d.ClusterMembers()
+		return complete && fmt.Sprint(names) == "[a d]"
+	})
 }

@@ -47,6 +47,7 @@ func (s *Server) solicitExplicit(u *url.URL) {
 			return // shutting down
 		case c.route.outcome == outcomeSelf:
 			s.log.Debugf("Detected route to self, ignoring %q", u.Redacted())
+			s.markSelfURL(u)
 			return
 		}
 		if !s.pause(routeConnectDelay + rand.N(routeJitter)) {
