@@ -45,11 +45,17 @@ const sysEventQueue = 1024
 type ClientEvent struct {
 	Connect bool
 	Conn    ConnInfo
+	// conns is the account's SERVER.CONNS payload, taken when the event
+	// happened (clientEvent), so that it counts the connection at its
+	// connect and not at whatever moment the event goroutine reaches it.
+	conns []byte
 }
 
 // SystemEvents builds the payloads of the system account's events; its
-// methods run on the server's event goroutine, or for Shutdown on the
-// goroutine calling Server.Shutdown, and return the JSON to publish.
+// methods run on the server's event goroutine, AccountConns on the
+// goroutine of the connection whose connect or close it counts, and
+// Shutdown on the goroutine calling Server.Shutdown; they return the JSON
+// to publish.
 type SystemEvents interface {
 	// Statsz is the payload of $SYS.SERVER.<id>.STATSZ (a ServerStatsMsg).
 	Statsz() []byte
@@ -108,6 +114,9 @@ func (s *Server) clientEvent(ev ClientEvent) {
 	if e == nil {
 		return
 	}
+	if ev.Conn.Account != s.gacc.name {
+		ev.conns = e.b.AccountConns(ev.Conn.Account)
+	}
 	select {
 	case e.q <- ev:
 	default:
@@ -138,8 +147,7 @@ func (s *Server) publishEvents(ev *sysEvents) {
 			}
 			subj := fmt.Sprintf("$SYS.ACCOUNT.%s.%s", ce.Conn.Account, kind)
 			s.publishIn(s.sysacc, subj, subj, "", nil, ev.b.Client(ce), pubNormal)
-			if ce.Conn.Account != s.gacc.name {
-				conns := ev.b.AccountConns(ce.Conn.Account)
+			if conns := ce.conns; conns != nil {
 				for _, subj := range []string{
 					fmt.Sprintf("$SYS.SERVER.ACCOUNT.%s.CONNS", ce.Conn.Account),
 					fmt.Sprintf("$SYS.ACCOUNT.%s.SERVER.CONNS", ce.Conn.Account),
