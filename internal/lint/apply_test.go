@@ -14,7 +14,7 @@ import (
 // that only the delivering node runs (consumer.Deliverer: leader-side
 // logic, which may read an id source), exempt from the rule below.
 var (
-	applyPackages = []string{"internal/stream", "internal/consumer"}
+	applyPackages = []string{"internal/stream", "internal/consumer", "internal/cluster/meta"}
 	leaderFiles   = map[string]bool{
 		"internal/consumer/deliverer.go": true,
 		"internal/consumer/pull.go":      true,

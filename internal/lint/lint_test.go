@@ -45,6 +45,7 @@ var allowed = map[string][]string{
 	"internal/vfs":                   {},
 	"internal/raftnode":              {"internal/vfs"},
 	"internal/cluster/streamlog":     {"internal/jetstream/streamrun", "internal/raftnode", "internal/stream"},
+	"internal/cluster/meta":          {"internal/jserr", "internal/raftnode", "internal/subject", "internal/vfs"},
 	"internal/protocol":              {},
 	"internal/route":                 {},
 	"internal/jserr":                 {},

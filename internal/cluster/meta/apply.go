@@ -1,0 +1,261 @@
+package meta
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/subject"
+)
+
+// Result is the outcome of one applied operation: what the proposer
+// answers the client with, and what a server watching the log
+// (Config.OnApply) starts or stops. Assignments in it are copies.
+type Result struct {
+	// Err is an outcome that changed nothing, with nats-server v2.15.2's
+	// code: 10058 stream name in use with another config, 10059 stream
+	// not found, 10065 subject overlap, 10005 no suitable peers (a named
+	// server is not, or no longer, a member), 10148 consumer already
+	// exists, 10149 consumer does not exist, 10014 consumer not found,
+	// 10023 insufficient resources (a consumer server not among its
+	// stream's), 10044 server not a member.
+	Err *jserr.Error
+	// Existed: the stream or consumer already existed with the same
+	// config; nothing changed (an idempotent create, answered with the
+	// existing assignment).
+	Existed bool
+	// Stream is the stream after AssignStream or UpdateStream (its
+	// existing assignment when Existed), the stream removed by
+	// RemoveStream, or the consumer's stream after AssignConsumer.
+	Stream *StreamAssignment
+	// Consumer is the consumer after AssignConsumer, or the one removed.
+	Consumer *ConsumerAssignment
+	// PrevStream and PrevConsumer are the assignment an update replaced,
+	// so a watcher sees which replicas left.
+	PrevStream   *StreamAssignment
+	PrevConsumer *ConsumerAssignment
+	// Consumers are the consumers removed with their stream, by name.
+	Consumers []ConsumerAssignment
+}
+
+func fail(c jserr.ErrCode, args ...jserr.Arg) Result { return Result{Err: jserr.New(c, args...)} }
+
+// noPeers is nats-server's 10005 with its plain description, as
+// selectPeerError gives it without reasons.
+func noPeers() Result {
+	return fail(jserr.ClusterNoPeers, jserr.Sub("err", "no suitable peers for placement"))
+}
+
+// Apply applies one operation and returns its outcome. It is a pure
+// function of the state and the operation (docs/clustering.md decision
+// 6): no clock, randomness, map order or local configuration, so every
+// server applying the same operations in the same order holds the same
+// state. op must be valid as AppendOp accepts it (DecodeOp's operations
+// are); Apply panics on a type it does not know.
+func (s *State) Apply(op Op) Result {
+	switch o := op.(type) {
+	case *AssignStream:
+		return s.assignStream(o)
+	case *UpdateStream:
+		return s.updateStream(o)
+	case *RemoveStream:
+		return s.removeStream(o)
+	case *AssignConsumer:
+		return s.assignConsumer(o)
+	case *RemoveConsumer:
+		return s.removeConsumer(o)
+	case *AddServer:
+		s.servers[o.Name] = &Server{Name: o.Name, Cluster: o.Cluster, Tags: slices.Clone(o.Tags), Incarnation: o.Incarnation}
+		return Result{}
+	case *RemoveServer:
+		sv := s.servers[o.Name]
+		if sv == nil || sv.Removed {
+			return fail(jserr.ClusterServerNotMember)
+		}
+		sv.Removed = true
+		return Result{}
+	default:
+		panic(fmt.Sprintf("meta: Apply of an operation of type %T", op))
+	}
+}
+
+func (s *State) assignStream(o *AssignStream) Result {
+	if e := s.stream(o.Account, o.Name); e != nil {
+		if !bytes.Equal(e.sa.Config, o.Config) {
+			return fail(jserr.StreamNameExist)
+		}
+		sa := e.sa.clone()
+		return Result{Existed: true, Stream: &sa}
+	}
+	f, _ := parseStream(o.Config) // valid: check passed
+	if s.overlaps(o.Account, o.Name, f.Subjects) {
+		return fail(jserr.StreamSubjectOverlap)
+	}
+	if !s.members(o.Servers, nil) {
+		return noPeers()
+	}
+	e := &streamEntry{subjects: f.Subjects, consumers: map[string]*ConsumerAssignment{}}
+	e.sa = StreamAssignment{Account: o.Account, Name: o.Name, Config: slices.Clone(o.Config), Created: o.Created,
+		Group: s.allocGroup(), NextReplica: 1}
+	e.sa.Replicas = s.replicas(nil, o.Servers, &e.sa.NextReplica)
+	if s.accounts[o.Account] == nil {
+		s.accounts[o.Account] = map[string]*streamEntry{}
+	}
+	s.accounts[o.Account][o.Name] = e
+	sa := e.sa.clone()
+	return Result{Stream: &sa}
+}
+
+func (s *State) updateStream(o *UpdateStream) Result {
+	e := s.stream(o.Account, o.Name)
+	if e == nil {
+		return fail(jserr.StreamNotFound)
+	}
+	f, _ := parseStream(o.Config)
+	if s.overlaps(o.Account, o.Name, f.Subjects) {
+		return fail(jserr.StreamSubjectOverlap)
+	}
+	if !s.members(o.Servers, e.sa.Replicas) {
+		return noPeers()
+	}
+	prev := e.sa.clone()
+	e.sa.Config = slices.Clone(o.Config)
+	e.subjects = f.Subjects
+	e.sa.Replicas = s.replicas(e.sa.Replicas, o.Servers, &e.sa.NextReplica)
+	sa := e.sa.clone()
+	return Result{Stream: &sa, PrevStream: &prev}
+}
+
+func (s *State) removeStream(o *RemoveStream) Result {
+	e := s.stream(o.Account, o.Name)
+	if e == nil {
+		return fail(jserr.StreamNotFound)
+	}
+	delete(s.accounts[o.Account], o.Name)
+	if len(s.accounts[o.Account]) == 0 {
+		delete(s.accounts, o.Account)
+	}
+	sa := e.sa.clone()
+	return Result{Stream: &sa, Consumers: e.sortedConsumers()}
+}
+
+func (s *State) assignConsumer(o *AssignConsumer) Result {
+	e := s.stream(o.Account, o.Stream)
+	if e == nil {
+		return fail(jserr.StreamNotFound)
+	}
+	sa := e.sa.clone()
+	ca := e.consumers[o.Name]
+	switch {
+	case ca == nil && o.Action == Update:
+		return fail(jserr.ConsumerDoesNotExist)
+	case ca != nil && bytes.Equal(ca.Config, o.Config) && (o.Action == Create || slices.Equal(Servers(ca.Replicas), o.Servers)):
+		c := ca.clone()
+		return Result{Existed: true, Stream: &sa, Consumer: &c}
+	case ca != nil && o.Action == Create:
+		return fail(jserr.ConsumerAlreadyExists)
+	}
+	var have []Replica
+	if ca != nil {
+		have = ca.Replicas
+	}
+	// A new replica goes only on a member server holding the stream.
+	for _, srv := range o.Servers {
+		if _, kept := On(have, srv); kept {
+			continue
+		}
+		if _, ok := On(e.sa.Replicas, srv); !ok || !s.members([]raftnode.ServerID{srv}, nil) {
+			return fail(jserr.InsufficientResources)
+		}
+	}
+	res := Result{Stream: &sa}
+	if ca == nil {
+		ca = &ConsumerAssignment{Account: o.Account, Stream: o.Stream, Name: o.Name, Created: o.Created, Group: s.allocGroup(), NextReplica: 1}
+		e.consumers[o.Name] = ca
+	} else {
+		prev := ca.clone()
+		res.PrevConsumer = &prev
+	}
+	ca.Config = slices.Clone(o.Config)
+	ca.Replicas = s.replicas(ca.Replicas, o.Servers, &ca.NextReplica)
+	c := ca.clone()
+	res.Consumer = &c
+	return res
+}
+
+func (s *State) removeConsumer(o *RemoveConsumer) Result {
+	e := s.stream(o.Account, o.Stream)
+	if e == nil {
+		return fail(jserr.StreamNotFound)
+	}
+	ca := e.consumers[o.Name]
+	if ca == nil {
+		return fail(jserr.ConsumerNotFound)
+	}
+	delete(e.consumers, o.Name)
+	sa, c := e.sa.clone(), ca.clone()
+	return Result{Stream: &sa, Consumer: &c}
+}
+
+// allocGroup returns the next group ID; IDs are never reused.
+func (s *State) allocGroup() raftnode.GroupID {
+	g := s.nextGroup
+	s.nextGroup++
+	return g
+}
+
+// members reports whether every server is in the catalogue and not
+// removed, but for those already holding one of have (they stay).
+func (s *State) members(servers []raftnode.ServerID, have []Replica) bool {
+	for _, srv := range servers {
+		if _, kept := On(have, srv); kept {
+			continue
+		}
+		if sv := s.servers[srv]; sv == nil || sv.Removed {
+			return false
+		}
+	}
+	return true
+}
+
+// replicas returns the replicas for servers, in their order: a server
+// of have keeps its replica; another gets the ID *next (then
+// incremented), bound to its incarnation in the catalogue.
+func (s *State) replicas(have []Replica, servers []raftnode.ServerID, next *raftnode.ReplicaID) []Replica {
+	out := make([]Replica, 0, len(servers))
+	for _, srv := range servers {
+		if r, ok := On(have, srv); ok {
+			out = append(out, r)
+			continue
+		}
+		out = append(out, Replica{ID: *next, Server: srv, Incarnation: s.servers[srv].Incarnation})
+		*next++
+	}
+	return out
+}
+
+// overlaps reports whether subjects overlap a subject of another stream
+// of the account (nats-server's subjectsOverlap). The answer does not
+// depend on the order the streams are visited in.
+func (s *State) overlaps(account, name string, subjects []string) bool {
+	if len(subjects) == 0 {
+		return false
+	}
+	var x subject.OverlapIndex
+	for _, p := range subjects {
+		x.Add(p)
+	}
+	for other, e := range s.accounts[account] {
+		if other == name {
+			continue
+		}
+		for _, p := range e.subjects {
+			if x.Overlaps(p) {
+				return true
+			}
+		}
+	}
+	return false
+}

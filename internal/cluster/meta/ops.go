@@ -1,0 +1,141 @@
+package meta
+
+import "github.com/cairnmq/cairn/internal/raftnode"
+
+// Kind numbers an operation in its encoding (package comment). The enum
+// is append-only: a number never changes meaning.
+type Kind byte
+
+// The kinds of operations.
+const (
+	KindAssignStream   Kind = 1
+	KindUpdateStream   Kind = 2
+	KindRemoveStream   Kind = 3
+	KindAssignConsumer Kind = 4
+	KindRemoveConsumer Kind = 5
+	KindAddServer      Kind = 6
+	KindRemoveServer   Kind = 7
+)
+
+// Op is one operation of the meta log: one of the pointer types below.
+// Operations carry no reply subject or client information: the reply is
+// the proposer's business (Log.Propose returns its waiter).
+type Op interface {
+	Kind() Kind
+}
+
+// AssignStream creates a stream (nats-server's assignStreamOp). Apply
+// gives it a new group and one replica per server, in the order given.
+// An existing stream with the same config bytes is left as it is
+// (Result.Existed: nats-server's idempotent create); with other bytes the
+// outcome is 10058.
+type AssignStream struct {
+	Account string
+	Name    string
+	// Config is the stream's config as the API's StreamConfig JSON
+	// (meta.json), validated and defaulted by the proposer, with the
+	// versioning metadata copied from an existing assignment as
+	// nats-server does before comparing; its "name" is Name.
+	Config []byte
+	// Created is the creation time chosen by the proposer (unix ns).
+	Created int64
+	// Servers hold the replicas (Place's choice), 1 to 16, distinct.
+	Servers []raftnode.ServerID
+}
+
+// UpdateStream replaces a stream's config and its servers
+// (nats-server's updateStreamOp: config updates, scaling between 1, 3
+// and 5 replicas, peer removal). A server already holding a replica keeps
+// it; a new one gets a new replica ID. The group is unchanged.
+type UpdateStream struct {
+	Account string
+	Name    string
+	Config  []byte
+	Servers []raftnode.ServerID
+}
+
+// RemoveStream deletes a stream and its consumers (removeStreamOp).
+type RemoveStream struct {
+	Account string
+	Name    string
+}
+
+// ConsumerAction is what a consumer create request allows, with
+// nats-server v2.15.2's numbers (ConsumerAction: ActionCreateOrUpdate,
+// ActionUpdate, ActionCreate).
+type ConsumerAction byte
+
+// The consumer actions.
+const (
+	CreateOrUpdate ConsumerAction = 0
+	Update         ConsumerAction = 1
+	Create         ConsumerAction = 2
+)
+
+// AssignConsumer creates or updates a consumer of a stream
+// (assignConsumerOp). A new consumer gets a new group; its servers must
+// be servers of its stream (nats-server: a consumer's peers are its
+// stream's). On an existing consumer, Create with the same config bytes
+// leaves it as it is (Result.Existed) and with other bytes is 10148;
+// Update on a missing consumer is 10149; otherwise the config and
+// servers are replaced as UpdateStream does.
+type AssignConsumer struct {
+	Account string
+	Stream  string
+	// Name is the consumer's name: its durable or given name, or the one
+	// the proposer generated for an ephemeral consumer.
+	Name    string
+	Action  ConsumerAction
+	Config  []byte // the API's ConsumerConfig JSON, validated and defaulted
+	Created int64  // unix ns, chosen by the proposer
+	Servers []raftnode.ServerID
+}
+
+// RemoveConsumer deletes a consumer (removeConsumerOp).
+type RemoveConsumer struct {
+	Account string
+	Stream  string
+	Name    string
+}
+
+// AddServer adds a server to the catalogue placement chooses from, or
+// updates it (cluster, tags, store incarnation) and clears its removed
+// mark. In nats-server the catalogue comes from server-status gossip;
+// here membership is in the log so apply can check that the servers an
+// operation names are members, and bind replicas to their incarnation.
+type AddServer struct {
+	Name    raftnode.ServerID
+	Cluster string
+	// Tags are the server's server_tags, lowercased and trimmed as
+	// nats-server stores them.
+	Tags        []string
+	Incarnation raftnode.Incarnation
+}
+
+// RemoveServer marks a server removed ($JS.API.SERVER.REMOVE): placement
+// skips it and apply refuses new replicas on it. Its existing replicas
+// stay until the leader moves them. Unknown or removed: 10044.
+type RemoveServer struct {
+	Name raftnode.ServerID
+}
+
+// Kind implements Op.
+func (*AssignStream) Kind() Kind { return KindAssignStream }
+
+// Kind implements Op.
+func (*UpdateStream) Kind() Kind { return KindUpdateStream }
+
+// Kind implements Op.
+func (*RemoveStream) Kind() Kind { return KindRemoveStream }
+
+// Kind implements Op.
+func (*AssignConsumer) Kind() Kind { return KindAssignConsumer }
+
+// Kind implements Op.
+func (*RemoveConsumer) Kind() Kind { return KindRemoveConsumer }
+
+// Kind implements Op.
+func (*AddServer) Kind() Kind { return KindAddServer }
+
+// Kind implements Op.
+func (*RemoveServer) Kind() Kind { return KindRemoveServer }

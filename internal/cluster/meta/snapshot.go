@@ -1,0 +1,222 @@
+package meta
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"slices"
+
+	"github.com/cairnmq/cairn/internal/raftnode"
+)
+
+// snapVersion is the snapshot encoding's version byte.
+const snapVersion = 1
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrBadSnapshot is returned (wrapped) by DecodeSnapshot for bytes that
+// are not a snapshot AppendSnapshot wrote.
+var ErrBadSnapshot = errors.New("meta: malformed snapshot")
+
+// AppendSnapshot appends the whole state's byte form (package comment,
+// "Snapshot encoding") to dst. Equal states give equal bytes.
+func (s *State) AppendSnapshot(dst []byte) []byte {
+	start := len(dst)
+	dst = append(dst, snapVersion)
+	dst = binary.AppendUvarint(dst, uint64(s.nextGroup))
+	svs := s.Servers()
+	dst = binary.AppendUvarint(dst, uint64(len(svs)))
+	for _, sv := range svs {
+		dst = appendString(dst, string(sv.Name))
+		dst = appendString(dst, sv.Cluster)
+		dst = appendStrings(dst, sv.Tags)
+		dst = append(dst, sv.Incarnation[:]...)
+		dst = append(dst, boolByte(sv.Removed))
+	}
+	streams := s.sortedStreams()
+	dst = binary.AppendUvarint(dst, uint64(len(streams)))
+	for _, e := range streams {
+		dst = appendString(dst, e.sa.Account)
+		dst = appendString(dst, e.sa.Name)
+		dst = appendAsset(dst, e.sa.Config, e.sa.Created, e.sa.Group, e.sa.NextReplica, e.sa.Replicas)
+		cs := e.sortedConsumers()
+		dst = binary.AppendUvarint(dst, uint64(len(cs)))
+		for _, ca := range cs {
+			dst = appendString(dst, ca.Name)
+			dst = appendAsset(dst, ca.Config, ca.Created, ca.Group, ca.NextReplica, ca.Replicas)
+		}
+	}
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
+}
+
+func appendAsset(dst, config []byte, created int64, g raftnode.GroupID, next raftnode.ReplicaID, rs []Replica) []byte {
+	dst = appendBytes(dst, config)
+	dst = binary.AppendVarint(dst, created)
+	dst = binary.AppendUvarint(dst, uint64(g))
+	dst = binary.AppendUvarint(dst, uint64(next))
+	dst = binary.AppendUvarint(dst, uint64(len(rs)))
+	for _, r := range rs {
+		dst = binary.AppendUvarint(dst, uint64(r.ID))
+		dst = appendString(dst, string(r.Server))
+		dst = append(dst, r.Incarnation[:]...)
+	}
+	return dst
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// DecodeSnapshot returns the state AppendSnapshot wrote into b. It
+// refuses, with an error wrapping ErrBadSnapshot, a wrong version or
+// checksum, truncation, trailing bytes, keys out of order or repeated, a
+// group repeated or at or past the next group, a replica ID 0, repeated,
+// or at or past its group's next replica, a replica named twice on one
+// server, and a stream config that does not name its stream. The state
+// does not alias b.
+func DecodeSnapshot(b []byte) (*State, error) {
+	if len(b) < 5 {
+		return nil, fmt.Errorf("%w: %d bytes", ErrBadSnapshot, len(b))
+	}
+	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return nil, fmt.Errorf("%w: checksum", ErrBadSnapshot)
+	}
+	if body[0] != snapVersion {
+		return nil, fmt.Errorf("%w: version %d", ErrBadSnapshot, body[0])
+	}
+	r := &snapReader{d: decoder{b: body[1:]}, s: NewState(), groups: map[raftnode.GroupID]bool{}}
+	r.s.nextGroup = raftnode.GroupID(r.d.uvarint())
+	if r.s.nextGroup < FirstGroup {
+		r.bad("next group %d", r.s.nextGroup)
+	}
+	r.servers()
+	r.streams()
+	if r.err == nil && (r.d.failed || len(r.d.b) > 0) {
+		r.bad("truncated, or trailing bytes")
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r.s, nil
+}
+
+// snapReader decodes a snapshot body, checking it as it goes; the first
+// problem is kept in err.
+type snapReader struct {
+	d      decoder
+	s      *State
+	groups map[raftnode.GroupID]bool
+	err    error
+}
+
+func (r *snapReader) bad(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: %s", ErrBadSnapshot, fmt.Sprintf(format, args...))
+	}
+	r.d.fail()
+}
+
+func (r *snapReader) servers() {
+	n := r.d.count(1)
+	var prev raftnode.ServerID
+	for i := range n {
+		sv := &Server{Name: raftnode.ServerID(r.d.string()), Cluster: r.d.string(), Tags: r.d.strings(), Incarnation: r.d.incarnation()}
+		switch r.d.byte() {
+		case 0:
+		case 1:
+			sv.Removed = true
+		default:
+			r.bad("server %q: removed flag", sv.Name)
+		}
+		if r.d.failed {
+			return
+		}
+		if sv.Name == "" || (i > 0 && sv.Name <= prev) {
+			r.bad("server %q out of order", sv.Name)
+			return
+		}
+		prev = sv.Name
+		r.s.servers[sv.Name] = sv
+	}
+}
+
+func (r *snapReader) streams() {
+	n := r.d.count(1)
+	var prev *StreamAssignment
+	for range n {
+		e := &streamEntry{consumers: map[string]*ConsumerAssignment{}}
+		e.sa.Account, e.sa.Name = r.d.string(), r.d.string()
+		e.sa.Config, e.sa.Created, e.sa.Group, e.sa.NextReplica, e.sa.Replicas = r.asset()
+		if r.d.failed {
+			return
+		}
+		if e.sa.Account == "" || e.sa.Name == "" || (prev != nil &&
+			cmp.Or(cmp.Compare(prev.Account, e.sa.Account), cmp.Compare(prev.Name, e.sa.Name)) >= 0) {
+			r.bad("stream %q > %q out of order", e.sa.Account, e.sa.Name)
+			return
+		}
+		f, err := parseStream(e.sa.Config)
+		if err != nil || f.Name != e.sa.Name {
+			r.bad("stream %q > %q: config", e.sa.Account, e.sa.Name)
+			return
+		}
+		e.subjects = f.Subjects
+		prev = &e.sa
+		r.consumers(e)
+		if r.s.accounts[e.sa.Account] == nil {
+			r.s.accounts[e.sa.Account] = map[string]*streamEntry{}
+		}
+		r.s.accounts[e.sa.Account][e.sa.Name] = e
+	}
+}
+
+func (r *snapReader) consumers(e *streamEntry) {
+	n := r.d.count(1)
+	prev := ""
+	for i := range n {
+		ca := &ConsumerAssignment{Account: e.sa.Account, Stream: e.sa.Name, Name: r.d.string()}
+		ca.Config, ca.Created, ca.Group, ca.NextReplica, ca.Replicas = r.asset()
+		if r.d.failed {
+			return
+		}
+		if ca.Name == "" || (i > 0 && ca.Name <= prev) || !isObject(ca.Config) {
+			r.bad("consumer %q > %q > %q", e.sa.Account, e.sa.Name, ca.Name)
+			return
+		}
+		prev = ca.Name
+		e.consumers[ca.Name] = ca
+	}
+}
+
+// asset reads the fields a stream and a consumer share, and checks the
+// group and replica IDs.
+func (r *snapReader) asset() ([]byte, int64, raftnode.GroupID, raftnode.ReplicaID, []Replica) {
+	config, created := r.d.bytes(), r.d.varint()
+	g, next := raftnode.GroupID(r.d.uvarint()), raftnode.ReplicaID(r.d.uvarint())
+	n := r.d.count(1)
+	var rs []Replica
+	for range n {
+		rs = append(rs, Replica{ID: raftnode.ReplicaID(r.d.uvarint()), Server: raftnode.ServerID(r.d.string()), Incarnation: r.d.incarnation()})
+	}
+	if r.d.failed {
+		return nil, 0, 0, 0, nil
+	}
+	if g < FirstGroup || g >= r.s.nextGroup || r.groups[g] {
+		r.bad("group %d (next %d)", g, r.s.nextGroup)
+	}
+	r.groups[g] = true
+	for i, rep := range rs {
+		if rep.ID == 0 || rep.ID >= next || rep.Server == "" || slices.ContainsFunc(rs[:i], func(o Replica) bool {
+			return o.ID == rep.ID || o.Server == rep.Server
+		}) {
+			r.bad("group %d: replica %d on %q (next %d)", g, rep.ID, rep.Server, next)
+		}
+	}
+	return config, created, g, next, rs
+}
