@@ -116,22 +116,22 @@ func check(op Op) error {
 	var err error
 	switch o := op.(type) {
 	case *AssignStream:
-		err = errors.Join(names(o.Account, o.Name), streamConfig(o.Config, o.Name), servers(o.Servers))
+		err = errors.Join(checkNames(o.Account, o.Name), streamConfig(o.Config, o.Name), checkServers(o.Servers))
 	case *UpdateStream:
-		err = errors.Join(names(o.Account, o.Name), streamConfig(o.Config, o.Name), servers(o.Servers))
+		err = errors.Join(checkNames(o.Account, o.Name), streamConfig(o.Config, o.Name), checkServers(o.Servers))
 	case *RemoveStream:
-		err = names(o.Account, o.Name)
+		err = checkNames(o.Account, o.Name)
 	case *AssignConsumer:
-		err = errors.Join(names(o.Account, o.Stream, o.Name), consumerConfig(o.Config), servers(o.Servers))
+		err = errors.Join(checkNames(o.Account, o.Stream, o.Name), consumerConfig(o.Config), checkServers(o.Servers))
 		if o.Action > Create {
 			err = errors.Join(err, fmt.Errorf("action %d", o.Action))
 		}
 	case *RemoveConsumer:
-		err = names(o.Account, o.Stream, o.Name)
+		err = checkNames(o.Account, o.Stream, o.Name)
 	case *AddServer:
-		err = names(string(o.Name))
+		err = checkNames(string(o.Name))
 	case *RemoveServer:
-		err = names(string(o.Name))
+		err = checkNames(string(o.Name))
 	default:
 		return fmt.Errorf("%w: an operation of type %T", ErrBadOp, op)
 	}
@@ -141,7 +141,7 @@ func check(op Op) error {
 	return nil
 }
 
-func names(ns ...string) error {
+func checkNames(ns ...string) error {
 	for _, n := range ns {
 		if n == "" {
 			return errors.New("empty name")
@@ -150,7 +150,7 @@ func names(ns ...string) error {
 	return nil
 }
 
-func servers(ss []raftnode.ServerID) error {
+func checkServers(ss []raftnode.ServerID) error {
 	if len(ss) == 0 || len(ss) > MaxServers {
 		return fmt.Errorf("%d servers", len(ss))
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"slices"
 
 	"github.com/cairnmq/cairn/internal/raftnode"
 )
@@ -211,12 +210,13 @@ func (r *snapReader) asset() ([]byte, int64, raftnode.GroupID, raftnode.ReplicaI
 		r.bad("group %d (next %d)", g, r.s.nextGroup)
 	}
 	r.groups[g] = true
-	for i, rep := range rs {
-		if rep.ID == 0 || rep.ID >= next || rep.Server == "" || slices.ContainsFunc(rs[:i], func(o Replica) bool {
-			return o.ID == rep.ID || o.Server == rep.Server
-		}) {
+	ids, srvs := map[raftnode.ReplicaID]bool{}, map[raftnode.ServerID]bool{}
+	for _, rep := range rs {
+		if rep.ID == 0 || rep.ID >= next || rep.Server == "" || ids[rep.ID] || srvs[rep.Server] {
 			r.bad("group %d: replica %d on %q (next %d)", g, rep.ID, rep.Server, next)
+			break
 		}
+		ids[rep.ID], srvs[rep.Server] = true, true
 	}
 	return config, created, g, next, rs
 }
