@@ -59,15 +59,19 @@ type PlaceRequest struct {
 // yet. Too few eligible servers, or fewer online than a quorum of
 // req.Replicas, give 10005 "no suitable peers for placement" followed by
 // nats-server's reasons (", peer offline", ", exclude tag set", ", server
-// tag not unique", ", jetstream not enabled in cluster", ", tags not
-// matched ['x']", ", tags excluded ['x']"; tags sorted, where
-// nats-server's order is its map's).
+// tag not unique", ", miscellaneous issue" (no cluster named), ",
+// jetstream not enabled in cluster", ", tags not matched ['x']", ", tags
+// excluded ['x']"; tags sorted, where nats-server's order is its map's).
 func Place(s *State, req PlaceRequest) ([]raftnode.ServerID, *jserr.Error) {
+	var why placeError
+	if req.Cluster == "" {
+		why.misc = true // nats-server: no cluster to place in
+		return nil, jserr.New(jserr.ClusterNoPeers, jserr.Sub("err", why.String()))
+	}
 	r := max(req.Replicas, 1)
 	if len(req.Existing) >= r {
 		return slices.Clone(req.Existing[:r]), nil
 	}
-	var why placeError
 	uniq := req.UniqueTag
 	for _, t := range req.Tags {
 		if uniq != "" && strings.HasPrefix(strings.TrimPrefix(t, "!"), uniq) {
@@ -224,8 +228,8 @@ func uniqueTag(sv *Server, prefix string) (string, bool) {
 // placeError collects why servers were passed over (nats-server's
 // selectPeerError).
 type placeError struct {
-	offline, excludeTag, uniqueTag, noJetStream bool
-	missing, excluded                           []string
+	offline, excludeTag, uniqueTag, misc, noJetStream bool
+	missing, excluded                                 []string
 }
 
 // tagsMatch reports whether the server's tags satisfy want, noting the
@@ -256,7 +260,7 @@ func (e *placeError) String() string {
 	for _, r := range []struct {
 		on   bool
 		text string
-	}{{e.offline, "peer offline"}, {e.excludeTag, "exclude tag set"}, {e.uniqueTag, "server tag not unique"}, {e.noJetStream, "jetstream not enabled in cluster"}} {
+	}{{e.offline, "peer offline"}, {e.excludeTag, "exclude tag set"}, {e.uniqueTag, "server tag not unique"}, {e.misc, "miscellaneous issue"}, {e.noJetStream, "jetstream not enabled in cluster"}} {
 		if r.on {
 			b.WriteString(", " + r.text)
 		}

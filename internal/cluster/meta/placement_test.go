@@ -42,6 +42,8 @@ func TestPlaceErrors(t *testing.T) {
 	// Enough servers, but a majority of them offline.
 	_, err = Place(st, PlaceRequest{Replicas: 3, Cluster: "C1", Offline: map[raftnode.ServerID]bool{"s1": true, "s2": true}})
 	wantPlaceErr(t, err, jserr.ClusterNoPeers, "no suitable peers for placement, peer offline")
+	_, err = Place(st, PlaceRequest{Replicas: 1})
+	wantPlaceErr(t, err, jserr.ClusterNoPeers, "no suitable peers for placement, miscellaneous issue")
 	_, err = Place(NewState(), PlaceRequest{Replicas: 1, Cluster: "C1"})
 	wantPlaceErr(t, err, jserr.ClusterNoPeers, "no suitable peers for placement, jetstream not enabled in cluster")
 	// The "!jetstream" tag keeps streams off a server.
@@ -83,7 +85,7 @@ func TestPlaceRules(t *testing.T) {
 	if err != nil || got[0] != "s5" || !sameSet(got, "s5", "s3", "s4") {
 		t.Fatalf("scale up: %v %v", got, err)
 	}
-	if got, _ = Place(st, PlaceRequest{Replicas: 1, Existing: servers("s4", "s2", "s3")}); !slices.Equal(got, servers("s4")) {
+	if got, _ = Place(st, PlaceRequest{Replicas: 1, Cluster: "C1", Existing: servers("s4", "s2", "s3")}); !slices.Equal(got, servers("s4")) {
 		t.Fatalf("scale down: %v", got)
 	}
 	// Unique tags of existing servers are taken.
