@@ -75,10 +75,12 @@ const (
 // AssignConsumer creates or updates a consumer of a stream
 // (assignConsumerOp). A new consumer gets a new group; its servers must
 // be servers of its stream (nats-server: a consumer's peers are its
-// stream's). On an existing consumer, Create with the same config bytes
-// leaves it as it is (Result.Existed) and with other bytes is 10148;
-// Update on a missing consumer is 10149; otherwise the config and
-// servers are replaced as UpdateStream does.
+// stream's; 10023 otherwise). On an existing consumer, Create with the
+// same config bytes leaves it as it is (Result.Existed, whatever the
+// servers) and with other bytes is 10148; Update on a missing consumer
+// is 10149; CreateOrUpdate and Update with the same config and servers
+// leave it as it is (Existed); otherwise the config and servers are
+// replaced as UpdateStream does (its created time stays).
 type AssignConsumer struct {
 	Account string
 	Stream  string
