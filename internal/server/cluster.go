@@ -2,12 +2,14 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -27,8 +29,10 @@ import (
 // whose first line starts with the operation it was registered for (see
 // HandleClusterConns). buffered holds every byte read from nc so far, the
 // first line included. It runs on a goroutine the server tracks, owns nc,
-// and must return once nc is closed: Shutdown closes nc.
-type ClusterConnHandler func(nc net.Conn, buffered []byte)
+// and must return once nc is closed: Shutdown closes nc. It is an alias, so
+// that a package the server does not import (the Raft transport) can name
+// the same method in an interface.
+type ClusterConnHandler = func(nc net.Conn, buffered []byte)
 
 // cluster is the state of the cluster side, nil when clustering is off.
 type cluster struct {
@@ -59,6 +63,7 @@ type cluster struct {
 	ownURLs  []string                   // this server's client URLs (host:port), set at Start
 	closing  bool                       // Shutdown began; guarded by mu
 	selfURLs map[string]bool            // explicit route hosts found to lead to this server; guarded by mu
+	hooks    []func()                   // NotifyClusterPeers callbacks; guarded by mu
 }
 
 // newCluster returns the cluster state for opts, or nil when clustering is
@@ -404,3 +409,69 @@ func (s *Server) NumRoutes() int {
 
 // Name returns the server name (INFO server_name).
 func (s *Server) Name() string { return s.opts.ServerName }
+
+// ClusterPeers returns the servers this server has a registered route to,
+// sorted by name then server_id: where the Raft transport dials a server
+// it knows by name (docs/routes.md, "The cluster port"). nil when
+// clustering is off.
+func (s *Server) ClusterPeers() []route.Peer {
+	if s.cl == nil {
+		return nil
+	}
+	s.cl.mu.Lock()
+	out := make([]route.Peer, 0, len(s.cl.routes))
+	for id, r := range s.cl.routes {
+		in := r.route.info
+		p := route.Peer{Name: in.Name, ID: id}
+		if u, err := url.Parse(in.IP); err == nil && u.Port() != "" {
+			p.Addr = u.Host
+		}
+		out = append(out, p)
+	}
+	s.cl.mu.Unlock()
+	slices.SortFunc(out, func(a, b route.Peer) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
+	})
+	return out
+}
+
+// NotifyClusterPeers makes f be called after every change of ClusterPeers:
+// a route registered or unregistered. f runs on the goroutine of the route
+// that changed, with no lock of the server held; it must not block (it may
+// call ClusterPeers). It does nothing when clustering is off.
+func (s *Server) NotifyClusterPeers(f func()) {
+	if s.cl == nil {
+		return
+	}
+	s.cl.mu.Lock()
+	s.cl.hooks = append(s.cl.hooks, f)
+	s.cl.mu.Unlock()
+}
+
+// peersChanged calls the NotifyClusterPeers callbacks; cl.mu must not be
+// held.
+func (s *Server) peersChanged() {
+	s.cl.mu.Lock()
+	hooks := slices.Clone(s.cl.hooks)
+	s.cl.mu.Unlock()
+	for _, f := range hooks {
+		f()
+	}
+}
+
+// ClusterAuthOK reports whether user and password are the credentials the
+// cluster port requires (the cluster block's authorization, or --cluster
+// nats://user:pass@...), the check a route's CONNECT passes; true when the
+// cluster requires none. Other connections of the cluster port (the Raft
+// transport) use it so they are held to the same rule.
+func (s *Server) ClusterAuthOK(user, password string) bool {
+	return s.routeAuthOK(&route.Connect{User: user, Pass: password})
+}
+
+// ClusterCredentials returns the credentials this server's cluster port
+// requires ("" when none): what it presents on connections it dials to
+// peers that require credentials, as it does for routes learned from
+// gossip (nats-server v2.15.2 processImplicitRoute).
+func (s *Server) ClusterCredentials() (user, password string) {
+	return s.opts.Cluster.Username, s.opts.Cluster.Password
+}

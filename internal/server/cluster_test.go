@@ -220,3 +220,55 @@ func TestClusterRouteAuth(t *testing.T) {
 		t.Fatalf("got %q", line)
 	}
 }
+
+// TestClusterPeers: ClusterPeers lists each routed server by name and
+// server_id with the address its cluster listener is reached at, and
+// NotifyClusterPeers callbacks run when a route registers and when it
+// goes (docs/routes.md, "The cluster port": the Raft transport dials
+// peers there). ClusterAuthOK holds other cluster-port connections to the
+// route rule.
+func TestClusterPeers(t *testing.T) {
+	o := Options{Host: "127.0.0.1", Port: RandomPort, ServerName: "a"}
+	o.Cluster = ClusterOptions{Host: "127.0.0.1", Port: RandomPort, Name: "C", Username: "u", Password: "p"}
+	a, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := make(chan []string, 16)
+	a.NotifyClusterPeers(func() {
+		var names []string
+		for _, p := range a.ClusterPeers() {
+			names = append(names, p.Name)
+		}
+		changes <- names
+	})
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown()
+	b := startClusterServer(t, "b", "C", "nats://u:p@"+a.ClusterAddr().String())
+	waitCond(t, "the route", func() bool { return a.NumRoutes() == 1 })
+	if got := <-changes; len(got) != 1 || got[0] != "b" {
+		t.Fatalf("peers after the route registered: %v", got)
+	}
+	ps := a.ClusterPeers()
+	if len(ps) != 1 || ps[0].Name != "b" || ps[0].ID != b.ID() || ps[0].Addr != b.ClusterAddr().String() {
+		t.Fatalf("peers %+v, want b at %s", ps, b.ClusterAddr())
+	}
+	if !a.ClusterAuthOK("u", "p") || a.ClusterAuthOK("u", "x") || a.ClusterAuthOK("", "") {
+		t.Fatal("ClusterAuthOK does not apply the route rule")
+	}
+	if u, p := a.ClusterCredentials(); u != "u" || p != "p" {
+		t.Fatalf("credentials %q %q", u, p)
+	}
+	b.Shutdown()
+	waitCond(t, "the route to go", func() bool { return a.NumRoutes() == 0 })
+	select {
+	case got := <-changes:
+		if len(got) != 0 {
+			t.Fatalf("peers after the route went: %v", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no callback when the route went")
+	}
+}

@@ -343,6 +343,7 @@ func (s *Server) registerRoute(c *client, info *route.Info) bool {
 	if changed {
 		s.sendAsyncInfo()
 	}
+	s.peersChanged()
 	return true
 }
 
@@ -366,10 +367,10 @@ func (s *Server) preferRoute(c, old *client) bool {
 func (s *Server) removeRoute(c *client) {
 	cl, rc := s.cl, c.route
 	cl.mu.Lock()
-	changed := false
+	changed, unregistered := false, false
 	if rc.registered && cl.routes[rc.remoteID] == c {
 		delete(cl.routes, rc.remoteID)
-		rc.registered = false
+		rc.registered, unregistered = false, true
 		changed = s.dropPeerURLsLocked(rc.info)
 	}
 	delete(cl.conns, c.cid)
@@ -383,6 +384,9 @@ func (s *Server) removeRoute(c *client) {
 	c.log.Noticef("%s - rid:%d - Router connection closed%s", c.addr, c.cid, name)
 	if changed {
 		s.sendAsyncInfo()
+	}
+	if unregistered {
+		s.peersChanged()
 	}
 }
 
