@@ -94,3 +94,8 @@ func decodeFrame(frame []byte, fn func(g GroupID, flags byte, msg []byte)) error
 func beatOnly(frame []byte) bool {
 	return len(frame) == 5+envelopeOverhead+4 && frame[5+8] == flagLiveness
 }
+
+// BeatOnly reports whether frame holds nothing but one liveness beat
+// ("Frames" in the package comment): a transport with such a frame still
+// queued for the same peer may drop another, since both say the same.
+func BeatOnly(frame []byte) bool { return beatOnly(frame) }
