@@ -46,6 +46,7 @@ var allowed = map[string][]string{
 	"internal/raftnode":              {"internal/vfs"},
 	"internal/cluster/streamlog":     {"internal/jetstream/streamrun", "internal/raftnode", "internal/stream"},
 	"internal/cluster/meta":          {"internal/jserr", "internal/raftnode", "internal/subject", "internal/vfs"},
+	"internal/cluster/transport":     {"internal/raftnode", "internal/route"},
 	"internal/protocol":              {},
 	"internal/route":                 {},
 	"internal/jserr":                 {},

@@ -1,0 +1,139 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/route"
+)
+
+// Refusals of a hello (package comment, "Admission"), sent as -ERR.
+const (
+	refuseVersion = "Unsupported Raft Transport Version"
+	refuseCluster = "Cluster Name Mismatch"
+	refuseAuth    = "Authorization Violation"
+	refusePeer    = "Unknown Raft Peer"
+	refuseHello   = "Malformed Raft Hello"
+)
+
+// accept takes a connection of the cluster port whose first line is RAFT
+// (Host.HandleClusterConns; it runs on the server's goroutine for the
+// connection): it admits or refuses the hello, then reads frames until
+// the connection ends, handing each to the attached receiver.
+func (t *Transport) accept(nc net.Conn, buffered []byte) {
+	end := bytes.IndexByte(buffered, '\n') // the server hands over a whole first line
+	h, err := parseHello(buffered[:end+1])
+	rest := buffered[end+1:]
+	why := refuseHello
+	if err == nil {
+		why = t.admit(h)
+	}
+	if why != "" {
+		t.cfg.Logf("transport: %s - refused a Raft connection: %s (hello %v)", nc.RemoteAddr(), why, helloSummary(h))
+		_ = nc.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+		_, _ = nc.Write(route.AppendErr(nil, why))
+		_ = nc.Close()
+		return
+	}
+	from := raftnode.ServerID(h.Name)
+	if !t.addInbound(from, nc) {
+		_ = nc.Close()
+		return
+	}
+	defer t.dropInbound(from, nc)
+	_ = nc.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+	if _, err := nc.Write([]byte("+OK\r\n")); err != nil {
+		return
+	}
+	_ = nc.SetWriteDeadline(time.Time{})
+	t.cfg.Logf("transport: accepted the Raft connection of %s from %s", from, nc.RemoteAddr())
+	err = t.readFrames(from, io.MultiReader(bytes.NewReader(rest), nc))
+	if !t.closing() {
+		t.cfg.Logf("transport: Raft connection of %s closed: %v", from, err)
+	}
+}
+
+// admit checks a hello; it returns the refusal text, or "" to admit.
+func (t *Transport) admit(h *hello) string {
+	switch {
+	case h.V != Version:
+		return refuseVersion
+	case h.Cluster != t.host.ClusterName():
+		return refuseCluster
+	case !t.host.ClusterAuthOK(h.User, h.Pass):
+		return refuseAuth
+	case h.Name == "" || raftnode.ServerID(h.Name) == t.self:
+		return refusePeer
+	}
+	if !slices.ContainsFunc(t.host.ClusterPeers(), func(p route.Peer) bool { return p.Name == h.Name }) {
+		return refusePeer
+	}
+	return ""
+}
+
+// helloSummary describes a hello for the log, without its password.
+func helloSummary(h *hello) any {
+	if h == nil {
+		return nil
+	}
+	return struct {
+		V             int
+		Name, Cluster string
+		User          string
+	}{h.V, h.Name, h.Cluster, h.User}
+}
+
+// addInbound records nc as from's accepted connection, closing the one
+// it replaces (the peer dialed again: its side of the old one broke). It
+// reports false once the transport is closed.
+func (t *Transport) addInbound(from raftnode.ServerID, nc net.Conn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.closed {
+		return false
+	}
+	if old := t.mu.inbound[from]; old != nil {
+		_ = old.Close()
+	}
+	t.mu.inbound[from] = nc
+	t.wg.Add(1)
+	return true
+}
+
+// dropInbound closes nc and forgets it, unless a newer connection of the
+// same peer replaced it.
+func (t *Transport) dropInbound(from raftnode.ServerID, nc net.Conn) {
+	_ = nc.Close()
+	t.mu.Lock()
+	if t.mu.inbound[from] == nc {
+		delete(t.mu.inbound, from)
+	}
+	t.mu.Unlock()
+	t.wg.Done()
+}
+
+// readFrames hands every frame read from r to the receiver until r fails,
+// a length is bad, or the receiver finds a frame damaged (the stream can no
+// longer be trusted to be aligned). It returns why it stopped.
+func (t *Transport) readFrames(from raftnode.ServerID, r io.Reader) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		frame, err := readFrame(br, t.cfg.MaxFrameBytes)
+		if err != nil {
+			return err
+		}
+		rc := t.recv.Load()
+		if rc == nil {
+			continue
+		}
+		if err := rc.r.Receive(from, frame); errors.Is(err, raftnode.ErrBadFrame) {
+			return err
+		}
+	}
+}

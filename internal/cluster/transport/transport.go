@@ -1,0 +1,274 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/route"
+)
+
+// Op is the first operation of a transport connection on the cluster port
+// (package comment, "Wire format").
+const Op = "RAFT"
+
+// Version is the transport version a hello carries (package comment).
+const Version = 1
+
+// Defaults of Config (package comment, "Sending").
+const (
+	// MaxFrameBytes is the largest frame the transport carries, the hard
+	// cap of Config.MaxFrameBytes: a longer length on the wire closes the
+	// connection.
+	MaxFrameBytes = 64 << 20
+	// DefaultQueueBytes bounds the bytes queued for one peer.
+	DefaultQueueBytes = 64 << 20
+	// DefaultWriteTimeout bounds one flush to a peer; a peer that reads
+	// nothing for that long is disconnected and dialed again.
+	DefaultWriteTimeout = 10 * time.Second
+)
+
+// Timing of connections (package comment).
+const (
+	dialTimeout      = time.Second     // one TCP dial, as a route's (nats-server DEFAULT_ROUTE_DIAL)
+	handshakeTimeout = 2 * time.Second // the cluster port's first-line deadline
+	keepAlive        = 15 * time.Second
+	minBackoff       = 50 * time.Millisecond
+	maxBackoff       = 2 * time.Second
+	maxLine          = 64 << 10 // the INFO and hello lines (a route's control-line limit)
+	errorReportEvery = 60       // log every 60th failed dial in a row (as routes do)
+)
+
+// Errors of Send. raftnode treats any of them as the peer being
+// unreachable for the groups whose messages the frame held; none reaches
+// a client.
+var (
+	// ErrUnknownPeer: no registered route names the peer and no connection
+	// to it is up, so the transport does not know where it listens.
+	ErrUnknownPeer = errors.New("transport: unknown peer")
+	// ErrUnreachable: the last dial of the peer (or its handshake) failed;
+	// the writer dials again with a backoff.
+	ErrUnreachable = errors.New("transport: peer unreachable")
+	// ErrQueueFull: the peer's queue holds Config.MaxQueueBytes; the frame
+	// is dropped.
+	ErrQueueFull = errors.New("transport: peer queue full")
+	// ErrFrameTooLarge: the frame is empty or longer than
+	// Config.MaxFrameBytes.
+	ErrFrameTooLarge = errors.New("transport: frame too large")
+	// ErrClosed: the transport is closed.
+	ErrClosed = errors.New("transport: closed")
+)
+
+// Host is the server whose cluster port carries the transport and whose
+// routes say who the peers are: *server.Server implements it
+// (internal/server cluster.go; docs/routes.md, "The cluster port").
+type Host interface {
+	// Name returns this server's name: its raftnode.ServerID.
+	Name() string
+	// ClusterName returns the cluster name (it may change while a
+	// generated name converges).
+	ClusterName() string
+	// ClusterPeers returns the servers with a registered route.
+	ClusterPeers() []route.Peer
+	// NotifyClusterPeers registers f, called after ClusterPeers changes.
+	NotifyClusterPeers(f func())
+	// ClusterAuthOK checks a connection's credentials as a route's.
+	ClusterAuthOK(user, password string) bool
+	// ClusterCredentials returns the credentials to present to peers that
+	// require them.
+	ClusterCredentials() (user, password string)
+	// HandleClusterConns hands accepted connections whose first line
+	// starts with op to h; it must be called before the server starts.
+	HandleClusterConns(op string, h func(nc net.Conn, buffered []byte))
+}
+
+// Config tunes a Transport. Zero values mean the defaults named.
+type Config struct {
+	// MaxQueueBytes bounds the bytes queued for one peer (default
+	// DefaultQueueBytes). A frame larger than it is queued only into an
+	// empty queue.
+	MaxQueueBytes int
+	// MaxFrameBytes bounds a frame, sent or received (default and cap
+	// MaxFrameBytes).
+	MaxFrameBytes int
+	// WriteTimeout bounds one flush to a peer (default DefaultWriteTimeout).
+	WriteTimeout time.Duration
+	// Logf, if set, receives the transport's notable events (connections
+	// made, lost and refused). It must not block.
+	Logf func(format string, args ...any)
+}
+
+func (c *Config) fill() {
+	if c.MaxQueueBytes <= 0 {
+		c.MaxQueueBytes = DefaultQueueBytes
+	}
+	if c.MaxFrameBytes <= 0 || c.MaxFrameBytes > MaxFrameBytes {
+		c.MaxFrameBytes = MaxFrameBytes
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+}
+
+// Transport is the Raft transport of one server (package comment). It
+// implements raftnode.Transport. Its methods are safe for concurrent use.
+type Transport struct {
+	host Host
+	self raftnode.ServerID
+	cfg  Config
+	recv atomic.Pointer[receiver]
+
+	quit   chan struct{}      // closed by Close
+	ctx    context.Context    // canceled by Close: ends dials
+	cancel context.CancelFunc // of ctx
+	wg     sync.WaitGroup     // writers and readers
+
+	refreshMu sync.Mutex // serializes refresh: the last to run applies the newest peers
+
+	mu struct {
+		sync.RWMutex
+		closed  bool
+		peers   map[raftnode.ServerID]*peer    // one per peer name ever known, with its writer
+		inbound map[raftnode.ServerID]net.Conn // the accepted connection of each peer
+	}
+}
+
+// receiver boxes the raftnode.Receiver for an atomic pointer.
+type receiver struct{ r raftnode.Receiver }
+
+var _ raftnode.Transport = (*Transport)(nil)
+
+// New returns the transport of host's server and registers it for the
+// connections of its cluster port whose first line is RAFT; it must be
+// called before the server starts (Host.HandleClusterConns). Frames
+// received before Attach are dropped. host must run a cluster listener
+// (a server without one never calls the transport).
+func New(host Host, cfg Config) *Transport {
+	cfg.fill()
+	t := &Transport{host: host, self: raftnode.ServerID(host.Name()), cfg: cfg, quit: make(chan struct{})}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	t.mu.peers = map[raftnode.ServerID]*peer{}
+	t.mu.inbound = map[raftnode.ServerID]net.Conn{}
+	host.HandleClusterConns(Op, t.accept)
+	host.NotifyClusterPeers(t.refresh)
+	t.refresh()
+	return t
+}
+
+// Attach makes r (the server's raftnode.Node) the receiver of every frame
+// that arrives, replacing any earlier one; nil drops them again.
+func (t *Transport) Attach(r raftnode.Receiver) {
+	if r == nil {
+		t.recv.Store(nil)
+		return
+	}
+	t.recv.Store(&receiver{r: r})
+}
+
+// Send queues frame for server to and returns at once (raftnode.Transport).
+// The transport keeps frame until it is written: the caller must not
+// change it afterwards (raftnode builds a new frame for every Send).
+// Errors: ErrClosed, ErrUnknownPeer, ErrUnreachable, ErrQueueFull,
+// ErrFrameTooLarge (package comment, "Sending").
+func (t *Transport) Send(to raftnode.ServerID, frame []byte) error {
+	if len(frame) == 0 || len(frame) > t.cfg.MaxFrameBytes {
+		return ErrFrameTooLarge
+	}
+	t.mu.RLock()
+	closed, p := t.mu.closed, t.mu.peers[to]
+	t.mu.RUnlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case p == nil:
+		return ErrUnknownPeer
+	}
+	return p.enqueue(frame)
+}
+
+// refresh brings the peers up to date with the host's routes: a writer for
+// each new name, the current address for each. It runs on the goroutine of
+// a route that registered or unregistered (Host.NotifyClusterPeers).
+func (t *Transport) refresh() {
+	t.refreshMu.Lock()
+	defer t.refreshMu.Unlock()
+	addrs := map[raftnode.ServerID]string{}
+	for _, p := range t.host.ClusterPeers() {
+		name := raftnode.ServerID(p.Name)
+		if _, dup := addrs[name]; name == "" || name == t.self || p.Addr == "" || dup {
+			continue // names are unique in a cluster; the first (by server_id) wins
+		}
+		addrs[name] = p.Addr
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.closed {
+		return
+	}
+	for name, addr := range addrs {
+		p := t.mu.peers[name]
+		if p == nil {
+			p = newPeer(t, name)
+			t.mu.peers[name] = p
+			t.wg.Add(1)
+			go p.run()
+		}
+		p.setAddr(addr)
+	}
+	for name, p := range t.mu.peers {
+		if _, ok := addrs[name]; !ok {
+			p.setAddr("")
+		}
+	}
+}
+
+// Close stops the transport: writers stop and their connections close,
+// accepted connections close, and Close returns once every goroutine of the
+// transport has ended. Send fails with ErrClosed afterwards. Close the
+// raftnode.Node first (it sends until it stops), then the transport; the
+// server may shut down before or after.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	if t.mu.closed {
+		t.mu.Unlock()
+		t.wg.Wait()
+		return nil
+	}
+	t.mu.closed = true
+	close(t.quit)
+	t.cancel()
+	peers := make([]*peer, 0, len(t.mu.peers))
+	for _, p := range t.mu.peers {
+		peers = append(peers, p)
+	}
+	inbound := make([]net.Conn, 0, len(t.mu.inbound))
+	for _, nc := range t.mu.inbound {
+		inbound = append(inbound, nc)
+	}
+	t.mu.Unlock()
+	for _, p := range peers {
+		p.closeConn()
+	}
+	for _, nc := range inbound {
+		_ = nc.Close()
+	}
+	t.wg.Wait()
+	return nil
+}
+
+// closing reports whether Close began.
+func (t *Transport) closing() bool {
+	select {
+	case <-t.quit:
+		return true
+	default:
+		return false
+	}
+}
