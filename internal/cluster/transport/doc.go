@@ -77,7 +77,9 @@
 // that cannot be reached: raftnode treats the error as the peer being
 // unreachable and retries later), and with ErrQueueFull when the queue is
 // full. A connection that breaks is dialed again at once, then with a
-// backoff of 50 ms doubling to 2 s, with jitter; a route to the peer
-// registering again (the peer restarted) redials at once. A liveness-only
-// frame is not queued behind another one still waiting.
+// backoff of 50 ms doubling to 2 s, with jitter. A route to the peer that
+// registers with a new address, or a new server_id (the peer restarted: a
+// connection still up goes to a process that is gone, and is closed),
+// makes the writer dial at once. A liveness-only frame is not queued
+// behind another one still waiting.
 package transport

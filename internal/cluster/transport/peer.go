@@ -24,6 +24,7 @@ type peer struct {
 	mu struct {
 		sync.Mutex
 		addr   string   // where the peer listens; "" while no route names it
+		id     string   // the server_id of its last route: a new one is a new process
 		conn   net.Conn // the connection being dialed or written, for Close
 		up     bool     // conn is past its handshake
 		down   bool     // the last dial failed and no connection is up
@@ -71,17 +72,28 @@ func (p *peer) enqueue(frame []byte) error {
 	return nil
 }
 
-// setAddr records where the peer listens ("" once no route names it). A
-// new address clears the failed state and makes the writer dial at once.
-func (p *peer) setAddr(addr string) {
+// setRoute records where the peer listens and its server_id, from its
+// route ("" for both once no route names it). A new address clears the
+// failed state and makes the writer dial at once. A new server_id is a
+// new process under the peer's name: a connection still up goes to the
+// one before, which is gone (its host may have died without a reset), so
+// it is closed and the writer dials the new one.
+func (p *peer) setRoute(addr, id string) {
 	p.mu.Lock()
-	changed := addr != p.mu.addr
+	moved := addr != "" && addr != p.mu.addr
+	restarted := id != "" && p.mu.id != "" && id != p.mu.id
 	p.mu.addr = addr
-	if changed && addr != "" {
+	if id != "" {
+		p.mu.id = id
+	}
+	if moved || restarted {
 		p.mu.down = false
 	}
+	if restarted && p.mu.conn != nil {
+		_ = p.mu.conn.Close()
+	}
 	p.mu.Unlock()
-	if changed && addr != "" {
+	if moved || restarted {
 		signal(p.kick)
 	}
 }

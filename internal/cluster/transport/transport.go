@@ -199,20 +199,20 @@ func (t *Transport) Send(to raftnode.ServerID, frame []byte) error {
 func (t *Transport) refresh() {
 	t.refreshMu.Lock()
 	defer t.refreshMu.Unlock()
-	addrs := map[raftnode.ServerID]string{}
+	known := map[raftnode.ServerID]route.Peer{}
 	for _, p := range t.host.ClusterPeers() {
 		name := raftnode.ServerID(p.Name)
-		if _, dup := addrs[name]; name == "" || name == t.self || p.Addr == "" || dup {
+		if _, dup := known[name]; name == "" || name == t.self || p.Addr == "" || dup {
 			continue // names are unique in a cluster; the first (by server_id) wins
 		}
-		addrs[name] = p.Addr
+		known[name] = p
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.mu.closed {
 		return
 	}
-	for name, addr := range addrs {
+	for name, rp := range known {
 		p := t.mu.peers[name]
 		if p == nil {
 			p = newPeer(t, name)
@@ -220,11 +220,11 @@ func (t *Transport) refresh() {
 			t.wg.Add(1)
 			go p.run()
 		}
-		p.setAddr(addr)
+		p.setRoute(rp.Addr, rp.ID)
 	}
 	for name, p := range t.mu.peers {
-		if _, ok := addrs[name]; !ok {
-			p.setAddr("")
+		if _, ok := known[name]; !ok {
+			p.setRoute("", "")
 		}
 	}
 }
