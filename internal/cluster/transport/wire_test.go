@@ -2,12 +2,16 @@ package transport
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"io"
 	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/cairnmq/cairn/internal/raftnode"
 )
 
 // frames encodes each frame with its length prefix (package comment,
@@ -137,4 +141,34 @@ func FuzzReadFrame(f *testing.F) {
 			t.Fatalf("io.EOF with %d bytes left", len(data)-len(enc))
 		}
 	})
+}
+
+// TestBeatQueuedOnce: a liveness-only frame is not queued behind another
+// one still waiting for the writer (raftnode package comment, "Frames";
+// MemNetwork does the same), but is queued again once the writer took the
+// first; other frames always queue.
+func TestBeatQueuedOnce(t *testing.T) {
+	beat := []byte{1, 1, 0, 0, 0} // version 1, one envelope
+	beat = append(beat, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0)
+	beat = binary.LittleEndian.AppendUint32(beat, crc32.Checksum(beat, crc32.MakeTable(crc32.Castagnoli)))
+	if !raftnode.BeatOnly(beat) {
+		t.Fatal("the test's beat is not one")
+	}
+	tr := &Transport{cfg: Config{MaxQueueBytes: 1 << 20}}
+	p := newPeer(tr, "x")
+	p.mu.addr = "127.0.0.1:1"
+	for _, f := range [][]byte{beat, beat, []byte("other"), beat} {
+		if err := p.enqueue(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if q := p.take(nil); len(q) != 2 {
+		t.Fatalf("%d frames queued, want the beat and the other frame", len(q))
+	}
+	if err := p.enqueue(beat); err != nil {
+		t.Fatal(err)
+	}
+	if q := p.take(nil); len(q) != 1 {
+		t.Fatalf("%d frames queued after the writer took the first beat, want 1", len(q))
+	}
 }
