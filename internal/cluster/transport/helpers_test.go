@@ -29,7 +29,7 @@ type cred struct{ user, pass string }
 // the cluster credentials c and routes to the given URLs, and its
 // transport (constructed before Start, as HandleClusterConns requires)
 // with cfg; a nil cfg starts no transport.
-func startMember(t *testing.T, name string, c cred, cfg *Config, routes ...string) *member {
+func startMember(t testing.TB, name string, c cred, cfg *Config, routes ...string) *member {
 	t.Helper()
 	o := server.Options{Host: "127.0.0.1", Port: server.RandomPort, ServerName: name}
 	o.Cluster = server.ClusterOptions{Host: "127.0.0.1", Port: server.RandomPort, Name: "C", Username: c.user, Password: c.pass}
@@ -46,7 +46,9 @@ func startMember(t *testing.T, name string, c cred, cfg *Config, routes ...strin
 	}
 	m := &member{name: name, srv: srv}
 	if cfg != nil {
-		cfg.Logf = func(f string, a ...any) { t.Logf(name+": "+f, a...) }
+		if cfg.Logf == nil {
+			cfg.Logf = func(f string, a ...any) { t.Logf(name+": "+f, a...) }
+		}
 		m.tr = New(srv, *cfg)
 	}
 	if err := srv.Start(); err != nil {

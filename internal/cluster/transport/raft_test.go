@@ -65,12 +65,15 @@ func groupPeers() []raftnode.Peer {
 
 // openNode opens (or reopens) the node of server i on its directory over
 // the server's transport, adds the R3 group and starts it.
-func openNode(t *testing.T, s *raftServer, i int) {
+func openNode(t testing.TB, s *raftServer, i int) {
 	t.Helper()
+	logf := func(f string, a ...any) { t.Logf(s.name+": "+f, a...) }
+	if _, bench := t.(*testing.B); bench {
+		logf = quiet
+	}
 	n, err := raftnode.Open(raftnode.Config{
 		FS: vfs.OS(), Dir: filepath.Join(s.dir, "wal"), Server: raftnode.ServerID(s.name), Transport: s.tr,
-		TickInterval: 50 * time.Millisecond,
-		Logf:         func(f string, a ...any) { t.Logf(s.name+": "+f, a...) },
+		TickInterval: 50 * time.Millisecond, Logf: logf,
 	})
 	if err != nil {
 		t.Fatal(err)
