@@ -457,10 +457,10 @@ func (c *client) teardown() {
 		c.uncount()
 		c.srv.removeClient(c)
 		ci := c.srv.recordClosed(c, list)
-		if c.connectSeen { // authenticated: nats-server accountDisconnectEvent
-			ci.Subs = nil
-			c.srv.clientEvent(ClientEvent{Conn: ci})
-		}
+		// Every client, authenticated or not ($G then), as nats-server's
+		// saveClosedClient sends accountDisconnectEvent.
+		ci.Subs = nil
+		c.srv.clientEvent(ClientEvent{Conn: ci})
 		// As nats-server v2.15.2 logs it (client.go closeConnection).
 		c.log.Debugf("%s - cid:%d - Client connection closed: %s", c.addr, c.cid, CloseReason(c.reason.Load()))
 	}

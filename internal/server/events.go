@@ -14,11 +14,26 @@ import (
 //	                                 from there up to the configured one
 //	                                 (nats-server startStatszTimer)
 //	$SYS.ACCOUNT.<acc>.CONNECT       a client authenticated (each CONNECT)
-//	$SYS.ACCOUNT.<acc>.DISCONNECT    an authenticated client closed
+//	$SYS.ACCOUNT.<acc>.DISCONNECT    a client closed: an authenticated one
+//	                                 in its account, any other in $G (the
+//	                                 account every client starts in)
 //	$SYS.ACCOUNT.<acc>.SERVER.CONNS  and $SYS.SERVER.ACCOUNT.<acc>.CONNS:
 //	                                 the account's connection count
 //	                                 changed (not for $G)
+//	$SYS.SERVER.<id>.CLIENT.AUTH.ERR a client failed to authenticate
+//	                                 (nats-server sendAuthErrorEvent)
+//	$SYS.SERVER.<id>.LAMEDUCK        lame duck mode began (ldm.go)
 //	$SYS.SERVER.<id>.SHUTDOWN        Shutdown began (before clients close)
+//
+// and, in the account the failing client was in ($G: nats-server
+// sendAccountAuthErrorEvent, for the account's owner), the same failed
+// authentication on $SYS.ACCOUNT.CLIENT.AUTH.ERR when its credentials
+// were refused (not when it sent something other than CONNECT first, or
+// a CONNECT naming an account: nats-server sends only the server's event
+// then). An authentication error event has the DISCONNECT payload with
+// the reason "Authentication Failure"; the client's user is the name or
+// nkey it gave, "[REDACTED]" for a token, never a password, token or
+// signature. The DISCONNECT of the closed connection follows.
 //
 // The payloads are built by a SystemEvents (the monitoring package, which
 // owns the JSON shapes). A client's read loop must not block or build
@@ -39,12 +54,17 @@ const statszFirst = 250 * time.Millisecond
 // sysEventQueue bounds the client events waiting to be published.
 const sysEventQueue = 1024
 
-// ClientEvent is a client connection that authenticated (Connect true)
-// or that closed after authenticating: a snapshot of the connection, with
-// Stop and Reason set for a disconnect.
+// ClientEvent is a client connection that authenticated (Connect true),
+// that closed, or that failed to authenticate (AuthError): a snapshot of
+// the connection, with Stop and Reason set unless Connect.
 type ClientEvent struct {
 	Connect bool
-	Conn    ConnInfo
+	// AuthError marks a failed authentication, published on
+	// $SYS.SERVER.<id>.CLIENT.AUTH.ERR; with AccountAuthError also on
+	// $SYS.ACCOUNT.CLIENT.AUTH.ERR in the client's account. Its payload
+	// is a disconnect's.
+	AuthError, AccountAuthError bool
+	Conn                        ConnInfo
 	// conns is the account's SERVER.CONNS payload, taken when the event
 	// happened (clientEvent), so that it counts the connection at its
 	// connect and not at whatever moment the event goroutine reaches it.
@@ -64,7 +84,8 @@ type SystemEvents interface {
 	// AccountConns is the payload of $SYS.ACCOUNT.<acc>.SERVER.CONNS (an
 	// AccountNumConns).
 	AccountConns(account string) []byte
-	// Shutdown is the payload of $SYS.SERVER.<id>.SHUTDOWN (a ServerInfo).
+	// Shutdown is the payload of $SYS.SERVER.<id>.SHUTDOWN and of
+	// $SYS.SERVER.<id>.LAMEDUCK (a ServerInfo).
 	Shutdown() []byte
 }
 
@@ -141,6 +162,10 @@ func (s *Server) publishEvents(ev *sysEvents) {
 				s.publishIn(s.sysacc, statszSubj, statszSubj, "", nil, ev.b.Statsz(), pubNormal)
 			}
 		case ce := <-ev.q:
+			if ce.AuthError {
+				s.authErrorEvent(ev.b, &ce)
+				continue
+			}
 			kind := "DISCONNECT"
 			if ce.Connect {
 				kind = "CONNECT"
@@ -157,6 +182,33 @@ func (s *Server) publishEvents(ev *sysEvents) {
 			}
 		}
 	}
+}
+
+// authErrorEvent publishes a failed authentication: in the client's
+// account first, then in the system account (nats-server's order).
+func (s *Server) authErrorEvent(b SystemEvents, ce *ClientEvent) {
+	if acc := s.account(ce.Conn.Account); acc != nil && ce.AccountAuthError {
+		const subj = "$SYS.ACCOUNT.CLIENT.AUTH.ERR"
+		if s.cl != nil || s.hasInterestIn(acc, subj) {
+			s.publishIn(acc, subj, subj, "", nil, b.Client(*ce), pubNormal)
+		}
+	}
+	subj := fmt.Sprintf("$SYS.SERVER.%s.CLIENT.AUTH.ERR", s.id)
+	if s.cl != nil || s.hasInterestIn(s.sysacc, subj) {
+		s.publishIn(s.sysacc, subj, subj, "", nil, b.Client(*ce), pubNormal)
+	}
+}
+
+// lameDuckEvent publishes $SYS.SERVER.<id>.LAMEDUCK (nats-server
+// sendLDMShutdownEventLocked); LameDuck calls it before it stops
+// accepting clients. The events go on.
+func (s *Server) lameDuckEvent() {
+	ev := s.events()
+	if ev == nil {
+		return
+	}
+	subj := fmt.Sprintf("$SYS.SERVER.%s.LAMEDUCK", s.id)
+	s.publishIn(s.sysacc, subj, subj, "", nil, ev.b.Shutdown(), pubNormal)
 }
 
 // shutdownEvent publishes $SYS.SERVER.<id>.SHUTDOWN and stops the events
