@@ -224,7 +224,7 @@ func (c *client) setUser(u *auth.User) error {
 		return err
 	}
 	c.mu.Lock()
-	c.meta.user, c.meta.account = u.Name, c.acc.name
+	c.meta.user, c.meta.account, c.meta.authUser = u.Name, c.acc.name, u
 	c.mu.Unlock()
 	c.pubCache = nil
 	c.replies.Store(newReplyPerms(u, time.Now))

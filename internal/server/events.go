@@ -65,25 +65,25 @@ type ClientEvent struct {
 	// is a disconnect's.
 	AuthError, AccountAuthError bool
 	Conn                        ConnInfo
-	// conns is the account's SERVER.CONNS payload, taken when the event
-	// happened (clientEvent), so that it counts the connection at its
-	// connect and not at whatever moment the event goroutine reaches it.
-	conns []byte
+	// AccountConns is the client account's connection count right after
+	// the event (the SERVER.CONNS event's; counted when it happens, as
+	// nats-server does, not when the queued event is published).
+	AccountConns int
 }
 
 // SystemEvents builds the payloads of the system account's events; its
-// methods run on the server's event goroutine, AccountConns on the
-// goroutine of the connection whose connect or close it counts, and
-// Shutdown on the goroutine calling Server.Shutdown; they return the JSON
-// to publish.
+// methods run on the server's event goroutine, or for Shutdown on the
+// goroutine calling Server.Shutdown or LameDuck, and return the JSON to
+// publish. A client's goroutine builds none: the connection count of a
+// SERVER.CONNS event is taken with the event (ClientEvent.AccountConns).
 type SystemEvents interface {
 	// Statsz is the payload of $SYS.SERVER.<id>.STATSZ (a ServerStatsMsg).
 	Statsz() []byte
 	// Client is the payload of a CONNECT or DISCONNECT advisory.
 	Client(ev ClientEvent) []byte
 	// AccountConns is the payload of $SYS.ACCOUNT.<acc>.SERVER.CONNS (an
-	// AccountNumConns).
-	AccountConns(account string) []byte
+	// AccountNumConns) for an account with conns connections.
+	AccountConns(account string, conns int) []byte
 	// Shutdown is the payload of $SYS.SERVER.<id>.SHUTDOWN and of
 	// $SYS.SERVER.<id>.LAMEDUCK (a ServerInfo).
 	Shutdown() []byte
@@ -135,9 +135,6 @@ func (s *Server) clientEvent(ev ClientEvent) {
 	if e == nil {
 		return
 	}
-	if ev.Conn.Account != s.gacc.name {
-		ev.conns = e.b.AccountConns(ev.Conn.Account)
-	}
 	select {
 	case e.q <- ev:
 	default:
@@ -172,7 +169,8 @@ func (s *Server) publishEvents(ev *sysEvents) {
 			}
 			subj := fmt.Sprintf("$SYS.ACCOUNT.%s.%s", ce.Conn.Account, kind)
 			s.publishIn(s.sysacc, subj, subj, "", nil, ev.b.Client(ce), pubNormal)
-			if conns := ce.conns; conns != nil {
+			if ce.Conn.Account != s.gacc.name {
+				conns := ev.b.AccountConns(ce.Conn.Account, ce.AccountConns)
 				for _, subj := range []string{
 					fmt.Sprintf("$SYS.SERVER.ACCOUNT.%s.CONNS", ce.Conn.Account),
 					fmt.Sprintf("$SYS.ACCOUNT.%s.SERVER.CONNS", ce.Conn.Account),
