@@ -128,7 +128,7 @@ func startCairnConf(t *testing.T, conf string, mod func(*server.Options)) secTar
 	if cfg.Monitor.Port != 0 {
 		port = server.RandomPort
 	}
-	m, err := monitor.New(monitor.Options{Host: "127.0.0.1", Port: port, Server: s, ConfigDigest: cfg.Digest})
+	m, err := monitor.New(monitor.Options{Host: "127.0.0.1", Port: port, Server: s, ConfigDigest: cfg.Digest, Auth: cfg.Monitor.Auth})
 	if err != nil {
 		t.Fatal(err)
 	}
