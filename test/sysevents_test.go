@@ -172,15 +172,26 @@ func TestAuthErrorAndLameDuckEvents(t *testing.T) {
 				t.Fatalf("%s: a bad login connected", tg.name)
 			}
 		}
-		// next returns the next event on one of the subjects (a kind
-		// names a subject pattern), checking that no secret is in it.
-		next := func(ch chan *nats.Msg, kind string) map[string]any {
+		// next returns an event of a kind (a subject pattern) whose
+		// client is user ("": any), keeping the others it reads for
+		// later (the events of two failed logins may interleave), and
+		// checks that no secret is in any of them.
+		pending := map[string][]map[string]any{}
+		next := func(ch chan *nats.Msg, kind, user string) map[string]any {
 			t.Helper()
 			deadline := time.After(readTimeout)
 			for {
+				for j, v := range pending[kind] {
+					c, _ := v["client"].(map[string]any)
+					if u, _ := c["user"].(string); user == "" || u == user {
+						pending[kind] = append(pending[kind][:j], pending[kind][j+1:]...)
+						return v
+					}
+				}
 				select {
 				case m := <-ch:
-					if authEventKind(m.Subject) != kind {
+					k := authEventKind(m.Subject)
+					if k == "" {
 						continue
 					}
 					if strings.Contains(string(m.Data), badPass) || strings.Contains(string(m.Data), badToken) {
@@ -190,13 +201,13 @@ func TestAuthErrorAndLameDuckEvents(t *testing.T) {
 					if err := json.Unmarshal(m.Data, &v); err != nil {
 						t.Fatalf("%s: %s: %v in %s", tg.name, m.Subject, err, m.Data)
 					}
-					if keys[i][kind] == nil {
-						keys[i][kind] = map[string]bool{}
+					if keys[i][k] == nil {
+						keys[i][k] = map[string]bool{}
 					}
-					monWalk(v, "$", keys[i][kind])
-					return v
+					monWalk(v, "$", keys[i][k])
+					pending[k] = append(pending[k], v)
 				case <-deadline:
-					t.Fatalf("%s: no %s event", tg.name, kind)
+					t.Fatalf("%s: no %s event of user %q", tg.name, kind, user)
 				}
 			}
 		}
@@ -210,9 +221,9 @@ func TestAuthErrorAndLameDuckEvents(t *testing.T) {
 			}
 		}
 		for _, user := range []string{"app", "[REDACTED]"} {
-			check(next(gMsgs, "ACCOUNT_AUTH_ERR"), user, "$SYS.ACCOUNT.CLIENT.AUTH.ERR")
-			check(next(sysMsgs, "SERVER_AUTH_ERR"), user, "$SYS.SERVER.<id>.CLIENT.AUTH.ERR")
-			check(next(sysMsgs, "G_DISCONNECT"), user, "$SYS.ACCOUNT.$G.DISCONNECT")
+			check(next(gMsgs, "ACCOUNT_AUTH_ERR", user), user, "$SYS.ACCOUNT.CLIENT.AUTH.ERR")
+			check(next(sysMsgs, "SERVER_AUTH_ERR", user), user, "$SYS.SERVER.<id>.CLIENT.AUTH.ERR")
+			check(next(sysMsgs, "G_DISCONNECT", user), user, "$SYS.ACCOUNT.$G.DISCONNECT")
 		}
 
 		// /connz keeps them with nats-server's reason and claimed user.
@@ -243,7 +254,7 @@ func TestAuthErrorAndLameDuckEvents(t *testing.T) {
 		} else {
 			go tg.srv.LameDuck(time.Minute, 30*time.Second)
 		}
-		if id, _ := next(sysMsgs, "LAMEDUCK")["id"].(string); len(id) != 56 {
+		if id, _ := next(sysMsgs, "LAMEDUCK", "")["id"].(string); len(id) != 56 {
 			t.Errorf("%s: LAMEDUCK without the server's id", tg.name)
 		}
 		if tg.proc != nil {

@@ -40,9 +40,10 @@ import (
 // JSON, so connect and disconnect events go through a bounded queue
 // (sysEventQueue) to one goroutine, which also runs the statsz timer; a
 // full queue drops the event (logged at debug), as a slow subscriber
-// would miss it. STATSZ is built only when someone subscribes to it,
-// as nats-server does on a standalone server; in a cluster it is always
-// published (peers may subscribe).
+// would miss it. STATSZ and the client events are built only when
+// someone subscribes to them (so that a flood of failed logins costs no
+// JSON), as nats-server does for STATSZ on a standalone server; in a
+// cluster they are always published (peers may subscribe).
 
 // StatszInterval is nats-server v2.15.2's default statsz heartbeat
 // interval (events.go statsHBInterval).
@@ -155,7 +156,7 @@ func (s *Server) publishEvents(ev *sysEvents) {
 		case <-t.C:
 			interval = min(interval*2, ev.statsz)
 			t.Reset(interval)
-			if s.cl != nil || s.hasInterestIn(s.sysacc, statszSubj) {
+			if s.wantsEvent(statszSubj) {
 				s.publishIn(s.sysacc, statszSubj, statszSubj, "", nil, ev.b.Statsz(), pubNormal)
 			}
 		case ce := <-ev.q:
@@ -168,14 +169,19 @@ func (s *Server) publishEvents(ev *sysEvents) {
 				kind = "CONNECT"
 			}
 			subj := fmt.Sprintf("$SYS.ACCOUNT.%s.%s", ce.Conn.Account, kind)
-			s.publishIn(s.sysacc, subj, subj, "", nil, ev.b.Client(ce), pubNormal)
+			if s.wantsEvent(subj) {
+				s.publishIn(s.sysacc, subj, subj, "", nil, ev.b.Client(ce), pubNormal)
+			}
 			if ce.Conn.Account != s.gacc.name {
-				conns := ev.b.AccountConns(ce.Conn.Account, ce.AccountConns)
-				for _, subj := range []string{
+				subjs := []string{
 					fmt.Sprintf("$SYS.SERVER.ACCOUNT.%s.CONNS", ce.Conn.Account),
 					fmt.Sprintf("$SYS.ACCOUNT.%s.SERVER.CONNS", ce.Conn.Account),
-				} {
-					s.publishIn(s.sysacc, subj, subj, "", nil, conns, pubNormal)
+				}
+				if s.wantsEvent(subjs[0]) || s.wantsEvent(subjs[1]) {
+					conns := ev.b.AccountConns(ce.Conn.Account, ce.AccountConns)
+					for _, subj := range subjs {
+						s.publishIn(s.sysacc, subj, subj, "", nil, conns, pubNormal)
+					}
 				}
 			}
 		}
@@ -192,9 +198,15 @@ func (s *Server) authErrorEvent(b SystemEvents, ce *ClientEvent) {
 		}
 	}
 	subj := fmt.Sprintf("$SYS.SERVER.%s.CLIENT.AUTH.ERR", s.id)
-	if s.cl != nil || s.hasInterestIn(s.sysacc, subj) {
+	if s.wantsEvent(subj) {
 		s.publishIn(s.sysacc, subj, subj, "", nil, b.Client(*ce), pubNormal)
 	}
+}
+
+// wantsEvent reports whether an event on subj of the system account may
+// have a receiver: a subscriber here, or in a cluster one on a peer.
+func (s *Server) wantsEvent(subj string) bool {
+	return s.cl != nil || s.hasInterestIn(s.sysacc, subj)
 }
 
 // lameDuckEvent publishes $SYS.SERVER.<id>.LAMEDUCK (nats-server
