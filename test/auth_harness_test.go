@@ -30,10 +30,11 @@ import (
 type secTarget struct {
 	name     string // "cairn" or "nats-server"
 	url      string
-	proc     *proc  // nats-server only
-	storeDir string // its JetStream store directory, when the file sets one
-	mon      string // its monitoring URL, when the file sets http_port
-	stop     func() // stops it (cairn only; the test's cleanup does too)
+	proc     *proc          // nats-server only
+	storeDir string         // its JetStream store directory, when the file sets one
+	mon      string         // its monitoring URL, when the file sets http_port
+	stop     func()         // stops it (cairn only; the test's cleanup does too)
+	srv      *server.Server // cairn only
 }
 
 // secTargets starts cairn and nats-server with the configuration text
@@ -122,12 +123,12 @@ func startCairnConf(t *testing.T, conf string, mod func(*server.Options)) secTar
 		t.Fatalf("server.Start: %v", err)
 	}
 	t.Cleanup(s.Shutdown)
-	tg := secTarget{name: "cairn", url: s.ClientURL(), storeDir: cfg.JetStream.StoreDir}
+	tg := secTarget{name: "cairn", url: s.ClientURL(), storeDir: cfg.JetStream.StoreDir, srv: s}
 	port := 0
 	if cfg.Monitor.Port != 0 {
 		port = server.RandomPort
 	}
-	m, err := monitor.New(monitor.Options{Host: "127.0.0.1", Port: port, Server: s, ConfigDigest: cfg.Digest})
+	m, err := monitor.New(monitor.Options{Host: "127.0.0.1", Port: port, Server: s, ConfigDigest: cfg.Digest, Auth: cfg.Monitor.Auth})
 	if err != nil {
 		t.Fatal(err)
 	}

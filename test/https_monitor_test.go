@@ -4,12 +4,15 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go"
 )
 
 // https_port serves the monitoring endpoints over TLS with the server's
@@ -78,4 +81,89 @@ func TestHTTPSMonitoring(t *testing.T) {
 			}
 		})
 	}
+}
+
+// http_auth (cairn's own; docs/monitoring.md "Authentication") protects
+// every monitoring endpoint of the binary started from a file: 401 with
+// WWW-Authenticate without credentials, the data with the user and
+// password (bcrypt) or the token; /healthz open with healthz_no_auth.
+// No secret of the file (the monitoring ones, the clients' passwords and
+// token) shows in /varz, /connz, the $SYS VARZ or the log.
+func TestMonitorAuthBinary(t *testing.T) {
+	const monPass, monToken, userPass = "mon-pw-3c1f", "mon-tok-a90e", "user-pw-77d4"
+	conf := fmt.Sprintf(`listen: 127.0.0.1:-1
+http: 127.0.0.1:-1
+http_auth { user: scraper, password: %q, token: %s, healthz_no_auth: true }
+accounts {
+  SYS { users [{user: sys, password: %q}] }
+  APP { users [{user: app, password: %q}] }
+}
+system_account: SYS
+`, bcryptOf(t, monPass), monToken, userPass, userPass)
+	path := filepath.Join(t.TempDir(), "s.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, buildCairn(t), nil, "-c", path)
+	m := regexp.MustCompile(`Starting http monitor on (\S+)`).FindStringSubmatch(p.log.String())
+	if m == nil {
+		t.Fatalf("no http monitor line in:\n%s", p.log.String())
+	}
+	base := "http://" + m[1]
+	get := func(path, user, pass, token string) (int, http.Header, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := (&http.Client{Timeout: readTimeout}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, string(b)
+	}
+	secrets := []string{monPass, monToken, userPass, "$2a$"}
+	noSecret := func(where, s string) {
+		t.Helper()
+		for _, sec := range secrets {
+			if strings.Contains(s, sec) {
+				t.Errorf("%s shows %q:\n%s", where, sec, s)
+			}
+		}
+	}
+	nc := connect(t, p.clientURL(t), nats.UserInfo("app", userPass))
+	defer nc.Close()
+	for _, ep := range []string{"/varz", "/connz?auth=true", "/metrics", "/accountz?acc=APP", "/"} {
+		code, h, body := get(ep, "", "", "")
+		if code != http.StatusUnauthorized || len(h.Values("WWW-Authenticate")) != 2 {
+			t.Errorf("%s without credentials: %d %v %s", ep, code, h.Values("WWW-Authenticate"), body)
+		}
+		if code, _, _ := get(ep, "scraper", "wrong", ""); code != http.StatusUnauthorized {
+			t.Errorf("%s with a wrong password: %d", ep, code)
+		}
+		code, _, body = get(ep, "scraper", monPass, "")
+		if code != http.StatusOK {
+			t.Errorf("%s with the password: %d %s", ep, code, body)
+		}
+		noSecret(ep, body)
+		if code, _, _ := get(ep, "", "", monToken); code != http.StatusOK {
+			t.Errorf("%s with the token: %d", ep, code)
+		}
+	}
+	if code, _, body := get("/healthz", "", "", ""); code != http.StatusOK {
+		t.Errorf("/healthz with healthz_no_auth: %d %s", code, body)
+	}
+	sys := connect(t, p.clientURL(t), nats.UserInfo("sys", userPass))
+	defer sys.Close()
+	msg, err := sys.Request("$SYS.REQ.SERVER.PING.VARZ", nil, readTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noSecret("$SYS.REQ.SERVER.PING.VARZ", string(msg.Data))
+	noSecret("the log", p.log.String())
 }

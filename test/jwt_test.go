@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -248,6 +249,49 @@ func TestJWTSystemAccount(t *testing.T) {
 		defer other.Close()
 		if _, err := other.Request("$SYS.REQ.SERVER.PING.VARZ", nil, readTimeout); err != nats.ErrNoResponders {
 			t.Fatalf("from another account: %v, want no responders", err)
+		}
+	})
+}
+
+// $SYS.REQ.USER.INFO tells a JWT user its JWT's name (user_name), its
+// permissions and how long its JWT has left (expires, nanoseconds,
+// truncated to the second), as nats-server v2.15.2 does.
+func TestJWTUserInfo(t *testing.T) {
+	userKP, userPub := mustKP(t, nkeys.CreateUser)
+	f := newJWTFixture(t, "")
+	forEach(t, secTargets(t, f.conf, nil), func(t *testing.T, tg secTarget) {
+		tok := f.userJWT(t, f.acc, userPub, func(uc *jwt.UserClaims) {
+			uc.Name = "alice"
+			uc.Expires = time.Now().Add(time.Hour).Unix()
+			uc.Pub.Allow.Add("_INBOX.>", "$SYS.REQ.USER.INFO")
+			uc.Sub.Allow.Add("_INBOX.>")
+			uc.Sub.Deny.Add("x.>")
+		})
+		nc, err := nats.Connect(tg.url, nats.UserCredentials(creds(t, tok, userKP)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		msg, err := nc.Request("$SYS.REQ.USER.INFO", nil, readTimeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reply struct {
+			Data map[string]any `json:"data"`
+		}
+		if err := json.Unmarshal(msg.Data, &reply); err != nil {
+			t.Fatal(err)
+		}
+		d := reply.Data
+		exp, _ := d["expires"].(float64)
+		if left := time.Duration(exp); left <= 59*time.Minute || left > time.Hour || left%time.Second != 0 {
+			t.Errorf("expires %v, want about an hour in whole seconds: %s", left, msg.Data)
+		}
+		delete(d, "expires")
+		want := `{"account":"` + f.accPub + `","account_name":"` + f.accPub + `","permissions":{"publish":{"allow":["$SYS.REQ.USER.INFO","_INBOX.>"]},` +
+			`"subscribe":{"allow":["_INBOX.>"],"deny":["x.>"]}},"user":"` + userPub + `","user_name":"alice"}`
+		if got := sortedJSON(t, d); got != want {
+			t.Errorf("USER.INFO data\n got %s\nwant %s", got, want)
 		}
 	})
 }

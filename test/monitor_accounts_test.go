@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -263,6 +264,105 @@ func TestHealthzNamesTheAccount(t *testing.T) {
 		code, body := monGet(t, tg.mon+"/healthz?"+tc.query)
 		if code != tc.code || !strings.Contains(string(body), tc.want) {
 			t.Errorf("/healthz?%s: %d %s, want %d with %q", tc.query, code, body, tc.code, tc.want)
+		}
+	}
+}
+
+// /accountz?acc=<name> lists the account's exports and imports as
+// nats-server v2.15.2 lists them (monitor.go accountInfo): the configured
+// ones (a private export with its approved accounts, a stream import
+// with its prefix) and the system account's services: every account
+// imports $SYS.REQ.ACCOUNT.PING.CONNZ, $SYS.REQ.SERVER.PING.CONNZ,
+// $SYS.REQ.ACCOUNT.PING.STATZ and $SYS.REQ.USER.INFO (shared) mapped to
+// its own name; the system account exports them and imports its own
+// USER.INFO. The lists are compared entry by entry with nats-server's,
+// as sets (its order is its maps'), less the documented difference
+// (docs/compatibility.md): nats-server routes $JS.API.> through the
+// system account and exports $SYS.DEBUG.SUBSCRIBERS, cairn does neither.
+func TestAccountzImportsExports(t *testing.T) {
+	conf := fmt.Sprintf(`http_port: -1
+jetstream { store_dir: %q }
+accounts {
+  SYS { users [{user: sys, password: sys}] }
+  APP { jetstream: enabled, users [{user: app, password: app}],
+        imports [{service: {account: OPS, subject: "ops.svc"}, to: "app.svc"},
+                 {stream: {account: OPS, subject: "ops.ev.>"}, prefix: "from_ops"}] }
+  OPS { users [{user: ops, password: ops}],
+        exports [{service: "ops.svc", response_type: stream}, {stream: "ops.ev.>", accounts: [APP]}] }
+}
+system_account: SYS
+authorization { users [{user: g, password: g}] }
+`, t.TempDir())
+	targets := secTargets(t, conf, nil)
+	accounts := []string{"SYS", "APP", "OPS", "$G"}
+	lists := make([]map[string][]string, len(targets))
+	for i, tg := range targets {
+		lists[i] = map[string][]string{}
+		for _, acc := range accounts {
+			var az struct {
+				Detail struct {
+					Exports []map[string]any `json:"exports"`
+					Imports []map[string]any `json:"imports"`
+				} `json:"account_detail"`
+			}
+			monJSON(t, tg.mon+"/accountz?acc="+url.QueryEscape(acc), &az)
+			for kind, entries := range map[string][]map[string]any{"export": az.Detail.Exports, "import": az.Detail.Imports} {
+				for _, e := range entries {
+					s := sortedJSON(t, e)
+					if strings.Contains(s, `"$JS.API.>"`) || strings.Contains(s, `"$SYS.DEBUG.SUBSCRIBERS"`) {
+						continue // nats-server only (above)
+					}
+					lists[i][acc+" "+kind] = append(lists[i][acc+" "+kind], s)
+				}
+			}
+		}
+	}
+	// What cairn lists, checked by value (nats-server's, when it runs,
+	// must be the same).
+	imp := func(acc, subj, to string, share bool) string {
+		return fmt.Sprintf(`{"account":"SYS","invalid":false,"local_subject":%q,"share":%t,"subject":"$SYS.REQ.%s","to":%q,"tracking":false,"type":"service"}`,
+			to, share, subj, to)
+	}
+	sysImports := func(acc string) []string {
+		return []string{
+			imp(acc, "ACCOUNT."+acc+".CONNZ", "$SYS.REQ.ACCOUNT.PING.CONNZ", false),
+			imp(acc, "ACCOUNT."+acc+".CONNZ", "$SYS.REQ.SERVER.PING.CONNZ", false),
+			imp(acc, "ACCOUNT."+acc+".STATZ", "$SYS.REQ.ACCOUNT.PING.STATZ", false),
+			imp(acc, "USER."+acc+".INFO", "$SYS.REQ.USER.INFO", true),
+		}
+	}
+	want := map[string][]string{
+		"SYS export": {
+			`{"response_type":"Streamed","subject":"$SYS.REQ.ACCOUNT.*.CONNZ","type":"service"}`,
+			`{"response_type":"Streamed","subject":"$SYS.REQ.ACCOUNT.*.STATZ","type":"service"}`,
+			`{"response_type":"Singleton","subject":"$SYS.REQ.USER.*.INFO","type":"service"}`,
+		},
+		"SYS import": {imp("SYS", "USER.SYS.INFO", "$SYS.REQ.USER.INFO", true)},
+		"APP import": append([]string{
+			`{"account":"OPS","invalid":false,"local_subject":"app.svc","share":false,"subject":"ops.svc","to":"app.svc","tracking":false,"type":"service"}`,
+			`{"account":"OPS","invalid":false,"local_subject":"from_ops.ops.ev.>","share":false,"subject":"ops.ev.>","tracking":false,"type":"stream"}`,
+		}, sysImports("APP")...),
+		"OPS export": {
+			`{"response_type":"Streamed","subject":"ops.svc","type":"service"}`,
+			`{"approved_accounts":["APP"],"subject":"ops.ev.>","type":"stream"}`,
+		},
+		"OPS import": sysImports("OPS"),
+		"$G import":  sysImports("$G"),
+	}
+	for i, tg := range targets {
+		for k, w := range want {
+			got := slices.Clone(lists[i][k])
+			slices.Sort(got)
+			w = slices.Clone(w)
+			slices.Sort(w)
+			if !slices.Equal(got, w) {
+				t.Errorf("%s: /accountz %s:\n got %s\nwant %s", tg.name, k, strings.Join(got, "\n     "), strings.Join(w, "\n     "))
+			}
+		}
+		for k := range lists[i] {
+			if want[k] == nil {
+				t.Errorf("%s: /accountz %s: %v, want none", tg.name, k, lists[i][k])
+			}
 		}
 	}
 }

@@ -101,17 +101,6 @@ var monitorEndpoints = []string{
 // <+|-><path>", + for a key only cairn returns, - for one only
 // nats-server returns.
 var monitorKeyDiffs = map[string]string{
-	// docs/compatibility.md: nats-server imports its system account's
-	// account-scoped services into every account and lists them; cairn has the imports but does not list them yet.
-	"/accountz?acc=$G -$.account_detail.imports":                 "system imports not listed",
-	"/accountz?acc=$G -$.account_detail.imports[].account":       "system imports not listed",
-	"/accountz?acc=$G -$.account_detail.imports[].invalid":       "system imports not listed",
-	"/accountz?acc=$G -$.account_detail.imports[].local_subject": "system imports not listed",
-	"/accountz?acc=$G -$.account_detail.imports[].share":         "system imports not listed",
-	"/accountz?acc=$G -$.account_detail.imports[].subject":       "system imports not listed",
-	"/accountz?acc=$G -$.account_detail.imports[].to":            "system imports not listed",
-	"/accountz?acc=$G -$.account_detail.imports[].tracking":      "system imports not listed",
-	"/accountz?acc=$G -$.account_detail.imports[].type":          "system imports not listed",
 	// docs/monitoring.md: nats-server's experimental feature flags.
 	"/varz -$.feature_flags": "nats-server feature flags",
 	// docs/monitoring.md: cairn's PubAck follows the fsync: sync_always,

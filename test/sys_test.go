@@ -330,8 +330,8 @@ func TestClusterSystemRequests(t *testing.T) {
 	natsCLI(t)
 	tc := startCluster(t, 3, func(_ int, o *server.Options) {
 		o.Auth = config.Auth{
-			Users:    []config.User{{Name: "sys", Password: "sys", Account: "SYS"}},
-			Accounts: []config.Account{{Name: "SYS"}},
+			Users:    []config.User{{Name: "sys", Password: "sys", Account: "SYS"}, {Name: "app", Password: "app", Account: "APP"}},
+			Accounts: []config.Account{{Name: "SYS"}, {Name: "APP"}},
 		}
 		o.Operator.SystemAccount = "SYS"
 	})
@@ -391,6 +391,33 @@ func TestClusterSystemRequests(t *testing.T) {
 	slices.Sort(names)
 	if strings.Join(names, " ") != "n1 n2 n3" {
 		t.Fatalf("server ls: %v", names)
+	}
+
+	// An account's own CONNZ, through its import of the system account's
+	// streamed export: every server answers, and every answer reaches
+	// the requester (nats-server's Streamed response type).
+	app := tc.nodes[0].connect(nats.UserInfo("app", "app"))
+	inbox := nats.NewInbox()
+	sub, err := app.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.PublishRequest("$SYS.REQ.ACCOUNT.PING.CONNZ", inbox, nil); err != nil {
+		t.Fatal(err)
+	}
+	answered := map[string]bool{}
+	for len(answered) < 3 {
+		m, err := sub.NextMsg(readTimeout)
+		if err != nil {
+			t.Fatalf("account CONNZ answered by %v only: %v", answered, err)
+		}
+		var r struct {
+			Server struct{ Name string } `json:"server"`
+		}
+		if err := json.Unmarshal(m.Data, &r); err != nil {
+			t.Fatal(err)
+		}
+		answered[r.Server.Name] = true
 	}
 }
 

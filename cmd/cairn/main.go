@@ -173,6 +173,7 @@ func (in *instance) startMonitor() error {
 	mon, err := monitor.New(monitor.Options{
 		Host: host, Port: port, BasePath: c.Monitor.BasePath, TLS: tc,
 		Server: in.srv, ConfigDigest: c.Digest, MetricsPrefix: c.Monitor.MetricsPrefix, Logger: in.log,
+		Auth: c.Monitor.Auth,
 	})
 	if err != nil {
 		return err

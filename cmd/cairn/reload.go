@@ -44,6 +44,12 @@ var reloadable = map[string]bool{
 	"logfile_max_num":        true,
 	"lame_duck_duration":     true,
 	"lame_duck_grace_period": true,
+	// cairn's own http_auth block: a new password or token applies to
+	// the next monitoring request.
+	"http_auth.user":            true,
+	"http_auth.password":        true,
+	"http_auth.token":           true,
+	"http_auth.healthz_no_auth": true,
 }
 
 // startOnly says why cairn refuses to reload settings that nats-server
@@ -65,7 +71,8 @@ var startOnly = map[string]string{
 
 // secretKey reports whether a setting's values may hold a secret.
 func secretKey(key string) bool {
-	return strings.HasPrefix(key, "authorization") || key == "no_auth_user" || key == "accounts"
+	return strings.HasPrefix(key, "authorization") || key == "no_auth_user" || key == "accounts" ||
+		strings.HasPrefix(key, "http_auth")
 }
 
 // errNoConfigFile is nats-server's text for a reload without -c.
@@ -157,7 +164,14 @@ func (in *instance) apply(next *config.Config, changes []config.Change) error {
 			in.log.Errorf("Failed to write pidfile: %v", err) // as nats-server: the reload goes on
 		}
 	}
+	if in.mon != nil && next.Monitor.Auth != in.cfg.Monitor.Auth {
+		in.mon.SetAuth(next.Monitor.Auth)
+	}
 	for _, c := range changes {
+		if secretKey(c.Key) {
+			in.log.Noticef("Reloaded: %s (value not shown)", c.Key)
+			continue
+		}
 		in.log.Noticef("Reloaded: %s = %v", c.Key, c.New)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,5 +94,55 @@ func TestReloadWithoutFile(t *testing.T) {
 	run([]string{"-a", "127.0.0.1", "-p", "-1"}, &out, &stderr, func(ctl controls) { ctl.reload() })
 	if !strings.Contains(stderr.String(), "[ERR] Failed to reload server configuration: can only reload config when a file is provided using -c or --config") {
 		t.Fatalf("log:\n%s", stderr.String())
+	}
+}
+
+// The binary protects its monitoring endpoints with the file's http_auth;
+// a reload changes the token (logged without its value) and the next
+// request needs the new one.
+func TestReloadHTTPAuth(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cairn.conf")
+	base := "listen: 127.0.0.1:-1\nhttp: 127.0.0.1:-1\n"
+	writeFile(t, path, base+"http_auth { token: tok-old-4411 }\n")
+	var out, stderr syncBuffer
+	code := run([]string{"-c", path}, &out, &stderr, func(ctl controls) {
+		log := stderr.String()
+		const marker = "Starting http monitor on "
+		i := strings.Index(log, marker)
+		if i < 0 {
+			t.Fatalf("no monitor line in:\n%s", log)
+		}
+		addr, _, _ := strings.Cut(log[i+len(marker):], "\n")
+		status := func(token string) int {
+			t.Helper()
+			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/varz", nil)
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		if a, b := status(""), status("tok-old-4411"); a != http.StatusUnauthorized || b != http.StatusOK {
+			t.Fatalf("before the reload: %d without the token, %d with it", a, b)
+		}
+		writeFile(t, path, base+"http_auth { token: tok-new-9922 }\n")
+		ctl.reload()
+		if !strings.Contains(stderr.String(), "[INF] Reloaded: http_auth.token (value not shown)\n") {
+			t.Errorf("reload log:\n%s", stderr.String())
+		}
+		if a, b := status("tok-old-4411"), status("tok-new-9922"); a != http.StatusUnauthorized || b != http.StatusOK {
+			t.Errorf("after the reload: %d with the old token, %d with the new one", a, b)
+		}
+	})
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "tok-old") || strings.Contains(stderr.String(), "tok-new") {
+		t.Errorf("a token in the log:\n%s", stderr.String())
 	}
 }

@@ -112,6 +112,10 @@ func (m *jwtMode) authenticateJWT(cr *Credentials, now time.Time) (*User, bool) 
 		Limits:  &UserLimits{Subs: clamp32(juc.Limits.Subs), Payload: clamp32(juc.Limits.Payload)},
 	}
 	u.Expires, u.ExpiredText = expiry(juc.Expires, acc.Expires)
+	if juc.Expires > 0 {
+		u.ClaimExpires = time.Unix(juc.Expires, 0)
+	}
+	u.NameTag = juc.Name
 	return u, true
 }
 

@@ -24,6 +24,7 @@ type Perms struct {
 	// subDeny is empty.
 	deliverDeny *sublist.Sublist[int]
 	resp        *config.ResponsePermission
+	listed      *config.Permissions // Listed's answer
 }
 
 // entry is a subscribe permission entry: a subject pattern and an
@@ -39,7 +40,8 @@ func NewPerms(p *config.Permissions) *Perms {
 	if p == nil {
 		return nil
 	}
-	ps := &Perms{resp: p.Response}
+	ps := &Perms{resp: p.Response, listed: &config.Permissions{
+		Publish: &config.SubjectPermission{}, Subscribe: &config.SubjectPermission{}, Response: p.Response}}
 	if pub := p.Publish; pub != nil {
 		if pub.Allow != nil {
 			ps.pubAllow = subjectList(pub.Allow)
@@ -47,12 +49,14 @@ func NewPerms(p *config.Permissions) *Perms {
 		if len(pub.Deny) > 0 {
 			ps.pubDeny = subjectList(pub.Deny)
 		}
+		ps.listed.Publish.Allow, ps.listed.Publish.Deny = publishListed(pub.Allow), publishListed(pub.Deny)
 	}
 	if sub := p.Subscribe; sub != nil {
 		if sub.Allow != nil {
 			ps.subAllow = entries(sub.Allow)
 		}
 		ps.subDeny = entries(sub.Deny)
+		ps.listed.Subscribe.Allow, ps.listed.Subscribe.Deny = subscribeListed(ps.subAllow), subscribeListed(ps.subDeny)
 		if len(ps.subDeny) > 0 {
 			ps.deliverDeny = sublist.New[int]()
 			for i, e := range ps.subDeny {
@@ -61,6 +65,44 @@ func NewPerms(p *config.Permissions) *Perms {
 		}
 	}
 	return ps
+}
+
+// Listed returns the permissions in force as nats-server v2.15.2 lists
+// them in $SYS.REQ.USER.INFO (client.go publicPermissions): Publish and
+// Subscribe always set, their Allow and Deny nil when empty, publish
+// entries as subjects, subscribe entries as "subject" or "subject queue",
+// in the configured order; Response as configured. nil for nil. The
+// result is shared: callers must not modify it.
+func (p *Perms) Listed() *config.Permissions {
+	if p == nil {
+		return nil
+	}
+	return p.listed
+}
+
+// publishListed lists publish entries: their subjects (a queue written
+// after one is dropped, as the check drops it), nil for none.
+func publishListed(list []string) []string {
+	var out []string
+	for _, s := range list {
+		if f := strings.Fields(s); len(f) > 0 {
+			out = append(out, f[0])
+		}
+	}
+	return out
+}
+
+// subscribeListed lists subscribe entries, nil for none.
+func subscribeListed(list []entry) []string {
+	var out []string
+	for _, e := range list {
+		if e.queue != "" {
+			out = append(out, e.subject+" "+e.queue)
+		} else {
+			out = append(out, e.subject)
+		}
+	}
+	return out
 }
 
 // subjectList indexes publish permission subjects; a queue group written

@@ -368,3 +368,25 @@ func ExamplePerms_CanSubscribe() {
 	fmt.Println(p.CanSubscribe("orders.new", ""), p.CanSubscribe("orders.>", ""))
 	// Output: true false
 }
+
+// Listed gives the permissions as nats-server's $SYS.REQ.USER.INFO lists
+// them: both lists always present, empty ones nil, a queue written after
+// a publish subject dropped, subscribe queue entries with one space.
+func TestPermsListed(t *testing.T) {
+	if NewPerms(nil).Listed() != nil {
+		t.Fatal("no permissions listed as some")
+	}
+	p := NewPerms(&config.Permissions{
+		Publish:   &config.SubjectPermission{Allow: []string{}, Deny: []string{"a.b  q"}},
+		Subscribe: &config.SubjectPermission{Allow: []string{"x.*   workers", "y"}},
+		Response:  &config.ResponsePermission{MaxMsgs: 2, Expires: time.Minute},
+	})
+	got := fmt.Sprintf("%q %q %q %q %+v", p.Listed().Publish.Allow, p.Listed().Publish.Deny,
+		p.Listed().Subscribe.Allow, p.Listed().Subscribe.Deny, *p.Listed().Response)
+	if want := `[] ["a.b"] ["x.* workers" "y"] [] {MaxMsgs:2 Expires:1m0s}`; got != want {
+		t.Fatalf("Listed: %s, want %s", got, want)
+	}
+	if l := perms(nil, nil, nil, []string{"z"}).Listed(); l.Publish == nil || l.Publish.Allow != nil || l.Subscribe.Deny[0] != "z" {
+		t.Fatalf("Listed: %+v", l)
+	}
+}

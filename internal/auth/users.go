@@ -28,6 +28,13 @@ type User struct {
 	// expires; the server then closes the connection with ExpiredText.
 	Expires     time.Time
 	ExpiredText string
+	// ClaimExpires is when the user's own JWT expires (not its
+	// account's), zero when it does not or for a user without a JWT:
+	// $SYS.REQ.USER.INFO's expires (nats-server claimExpiration).
+	ClaimExpires time.Time
+	// NameTag is the user JWT's name, "" without one: $SYS.REQ.USER.INFO
+	// user_name and the advisories' name_tag (nats-server c.nameTag).
+	NameTag string
 	// Limits, when not nil, are the user JWT's limits on the client's
 	// subscriptions and payload (docs/security.md, "Limits").
 	Limits *UserLimits

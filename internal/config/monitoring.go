@@ -24,7 +24,26 @@ type Monitor struct {
 	// default), "nats" gives nats_* (its -prefix=nats, the Helm chart's).
 	// cairn's own key, metrics_prefix.
 	MetricsPrefix string `key:"metrics_prefix"`
+	// Auth, when set, requires credentials on every monitoring endpoint
+	// (cairn's own http_auth block; nats-server's monitoring has none).
+	Auth MonitorAuth
 }
+
+// MonitorAuth is the http_auth block (docs/monitoring.md,
+// "Authentication"): HTTP basic authentication with User and Password,
+// and/or a bearer token; each secret plain or a bcrypt hash, as for
+// clients. A request with either passes; any other gets 401 with
+// WWW-Authenticate. HealthzNoAuth leaves /healthz open (Kubernetes
+// probes send no credentials). The zero value requires nothing.
+type MonitorAuth struct {
+	User          string `key:"http_auth.user"`
+	Password      string `key:"http_auth.password"`
+	Token         string `key:"http_auth.token"`
+	HealthzNoAuth bool   `key:"http_auth.healthz_no_auth"`
+}
+
+// Enabled reports whether the block asks for credentials.
+func (a MonitorAuth) Enabled() bool { return a.User != "" || a.Token != "" }
 
 // monitoringKeys are nats-server v2.15.2's monitoring keys.
 var monitoringKeys = keyTable{
@@ -36,6 +55,37 @@ var monitoringKeys = keyTable{
 	"http_base_path":     monitorBasePath,
 	"max_closed_clients": maxClosedClientsKey,
 	"metrics_prefix":     metricsPrefixKey,
+	"http_auth":          httpAuthKey,
+}
+
+// httpAuthKeys are the keys of the http_auth block.
+var httpAuthKeys = keyTable{
+	"user":            func(c *Config, it item, r *report) { setString(&c.Monitor.Auth.User, it, r) },
+	"username":        func(c *Config, it item, r *report) { setString(&c.Monitor.Auth.User, it, r) },
+	"password":        func(c *Config, it item, r *report) { setString(&c.Monitor.Auth.Password, it, r) },
+	"pass":            func(c *Config, it item, r *report) { setString(&c.Monitor.Auth.Password, it, r) },
+	"token":           func(c *Config, it item, r *report) { setString(&c.Monitor.Auth.Token, it, r) },
+	"healthz_no_auth": func(c *Config, it item, r *report) { setBool(&c.Monitor.Auth.HealthzNoAuth, it, r) },
+}
+
+// httpAuthKey reads the http_auth block: a user needs a password and a
+// password a user, and the block must ask for something.
+func httpAuthKey(c *Config, it item, r *report) {
+	m, ok := r.mapOf(it, "http_auth")
+	if !ok {
+		return
+	}
+	c.Monitor.Auth = MonitorAuth{}
+	block(c, m, it, httpAuthKeys, r)
+	a := &c.Monitor.Auth
+	switch {
+	case a.User != "" && a.Password == "":
+		r.errorf(it, "http_auth: user %q has no password", a.User)
+	case a.User == "" && a.Password != "":
+		r.errorf(it, "http_auth: a password needs a user")
+	case !a.Enabled():
+		r.errorf(it, "http_auth: set user and password, or token")
+	}
 }
 
 // monitorListen reads "host:port" or a port, as the listen key.

@@ -45,3 +45,32 @@ func TestLogFormatInvalid(t *testing.T) {
 		t.Errorf("log_format: xml: err %v", err)
 	}
 }
+
+// http_auth (cairn's own) sets the monitoring endpoints' credentials; a
+// user without a password, a password without a user, a block asking for
+// nothing and an unknown key are errors at their line.
+func TestHTTPAuthBlock(t *testing.T) {
+	c, warns := mustLoad(t, "http_port: 8222\nhttp_auth { user: mon, password: \"s3cret\", token: tok, healthz_no_auth: true }")
+	want := MonitorAuth{User: "mon", Password: "s3cret", Token: "tok", HealthzNoAuth: true}
+	if c.Monitor.Auth != want || !c.Monitor.Auth.Enabled() || len(warns) != 0 {
+		t.Fatalf("http_auth: %+v (warnings %v), want %+v", c.Monitor.Auth, warns, want)
+	}
+	if c, _ := mustLoad(t, "http_auth { token: tok }"); c.Monitor.Auth != (MonitorAuth{Token: "tok"}) {
+		t.Fatalf("token only: %+v", c.Monitor.Auth)
+	}
+	if (MonitorAuth{HealthzNoAuth: true}).Enabled() {
+		t.Fatal("a block asking for nothing is enabled")
+	}
+	for text, msg := range map[string]string{
+		"http_auth { user: mon }":             `user "mon" has no password`,
+		"http_auth { password: x }":           "a password needs a user",
+		"http_auth { healthz_no_auth: true }": "set user and password, or token",
+		"http_auth { token: t, realm: x }":    "realm",
+		"http_auth: tok":                      "Expected map to define http_auth",
+	} {
+		_, _, err := loadText(t, text)
+		if err == nil || !strings.Contains(err.Error(), msg) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: err %v, want %q", text, err, msg)
+		}
+	}
+}

@@ -117,12 +117,14 @@ func (e sysEvents) Client(ev server.ClientEvent) []byte {
 	})
 }
 
-// AccountConns implements server.SystemEvents.
-func (e sysEvents) AccountConns(account string) []byte {
-	st := AccountStat{Account: account, Name: account, Sent: dataStats(0, 0, 0, 0), Received: dataStats(0, 0, 0, 0)}
+// AccountConns implements server.SystemEvents: the connection count is
+// the event's, the rest the account's now.
+func (e sysEvents) AccountConns(account string, conns int) []byte {
+	st := AccountStat{Account: account, Name: account, Conns: conns, TotalConns: conns,
+		Sent: dataStats(0, 0, 0, 0), Received: dataStats(0, 0, 0, 0)}
 	for _, a := range e.m.srv.Accounts() {
 		if a.Name == account {
-			st.Conns, st.TotalConns, st.NumSubs = a.Connections, a.Connections, uint32(a.Sublist.NumSubs)
+			st.NumSubs = uint32(a.Sublist.NumSubs)
 			st.Sent, st.Received = dataStats(a.OutMsgs, a.OutBytes, 0, 0), dataStats(a.InMsgs, a.InBytes, 0, 0)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/server"
 )
 
@@ -48,6 +49,7 @@ func (m *Monitor) accountz(acc string) (*Accountz, error) {
 // never change: update_time is the server's start.
 func (m *Monitor) accountInfo(a *server.AccountStats) *AccountInfo {
 	sl := sublistStats(a.Sublist)
+	exports, imports, _ := m.srv.AccountImportsExports(a.Name)
 	return &AccountInfo{
 		AccountName: a.Name,
 		LastUpdate:  m.srv.Stats().Start,
@@ -56,9 +58,61 @@ func (m *Monitor) accountInfo(a *server.AccountStats) *AccountInfo {
 		JetStream:   a.JetStream != nil,
 		ClientCnt:   a.Connections,
 		SubCnt:      sl.NumSubs,
+		Exports:     extExports(exports),
+		Imports:     extImports(imports),
 		NameTag:     a.Name,
 		Sublist:     &sl,
 	}
+}
+
+// extExports lists exports as nats-server does: services first, then
+// streams (nats-server walks two maps, in no fixed order; cairn keeps
+// the configured order within each).
+func extExports(exports []config.Export) []ExtExport {
+	var out []ExtExport
+	for _, service := range []bool{true, false} {
+		for _, ex := range exports {
+			if ex.Service != service {
+				continue
+			}
+			e := ExtExport{Subject: ex.Subject, Type: "stream", ApprovedAccounts: ex.Accounts}
+			if ex.Service {
+				e.Type, e.ResponseType = "service", responseTypeName(ex.ResponseType)
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// responseTypeName is nats-server's name of a service response type.
+func responseTypeName(t string) string {
+	switch t {
+	case "stream":
+		return "Streamed"
+	case "chunked":
+		return "Chunked"
+	}
+	return "Singleton"
+}
+
+// extImports lists imports as nats-server does: streams first, then
+// services.
+func extImports(imports []config.Import) []ExtImport {
+	var out []ExtImport
+	for _, service := range []bool{false, true} {
+		for _, im := range imports {
+			if im.Service != service {
+				continue
+			}
+			e := ExtImport{Subject: im.Subject, Account: im.Account, LocalSubject: im.LocalSubject(), Type: "stream"}
+			if im.Service {
+				e.Type, e.To, e.Share = "service", e.LocalSubject, im.Share
+			}
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // handleAccountStatz serves /accstatz (nats-server v2.15.2 monitor.go

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/logger"
 	"github.com/cairnmq/cairn/internal/server"
 )
@@ -69,6 +70,9 @@ type Options struct {
 	// the server's tls block, no client certificate asked, as nats-server
 	// v2.15.2's startMonitoring); the log says "Starting https monitor".
 	TLS *tls.Config
+	// Auth, when enabled, requires credentials on every endpoint
+	// (httpauth.go; the http_auth block); SetAuth replaces it.
+	Auth config.MonitorAuth
 }
 
 // Monitor serves the HTTP monitoring endpoints of one server. Create it
@@ -82,8 +86,9 @@ type Monitor struct {
 	http *http.Server
 	done chan struct{} // closed when Serve returns
 
-	inflight chan struct{} // a slot per request being served
-	reqs     sync.Map      // path -> *atomic.Uint64 (http_req_stats)
+	inflight chan struct{}            // a slot per request being served
+	auth     atomic.Pointer[httpAuth] // nil: no credentials required (httpauth.go)
+	reqs     sync.Map                 // path -> *atomic.Uint64 (http_req_stats)
 	cpu      cpuSampler
 	metrics  http.Handler // /metrics (metrics.go)
 
@@ -128,6 +133,7 @@ func New(opts Options) (*Monitor, error) {
 		startedAt: time.Now(),
 	}
 	m.metrics = m.metricsHandler()
+	m.SetAuth(opts.Auth)
 	return m, nil
 }
 
@@ -253,8 +259,8 @@ func (m *Monitor) mux() http.Handler {
 	return mux
 }
 
-// guard counts the request in http_req_stats and bounds the requests in
-// flight.
+// guard bounds the requests in flight, checks the credentials
+// (httpauth.go) and counts the request in http_req_stats.
 func (m *Monitor) guard(path string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -264,6 +270,9 @@ func (m *Monitor) guard(path string, h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		defer func() { <-m.inflight }()
+		if !m.authorize(path, w, r) {
+			return
+		}
 		m.count(path)
 		h(w, r)
 	}

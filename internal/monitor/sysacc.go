@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/cairnmq/cairn/internal/config"
 )
 
 // The account-scoped requests of the system account (nats-server v2.15.2
@@ -14,12 +16,60 @@ import (
 // reach them through the imports the server gives them
 // (internal/server sysreq.go).
 
-// UserInfo is the reply data of $SYS.REQ.USER.INFO (nats-server
-// UserInfo): who asked, and in which account.
+// UserInfo is the reply data of $SYS.REQ.USER.INFO (nats-server v2.15.2
+// events.go UserInfo): who asked, in which account, the user JWT's name,
+// the user's permissions (left out when it has none) and, for a JWT that
+// expires, the time left in nanoseconds, truncated to the second.
 type UserInfo struct {
-	UserID      string `json:"user"`
-	Account     string `json:"account"`
-	AccountName string `json:"account_name,omitempty"`
+	UserID      string           `json:"user"`
+	Account     string           `json:"account"`
+	AccountName string           `json:"account_name,omitempty"`
+	UserName    string           `json:"user_name,omitempty"`
+	Permissions *UserPermissions `json:"permissions,omitempty"`
+	Expires     time.Duration    `json:"expires,omitempty"`
+}
+
+// UserPermissions are a user's permissions as $SYS.REQ.USER.INFO shows
+// them (nats-server auth.go Permissions): publish and subscribe always,
+// each with its allow and deny lists when not empty; responses
+// (allow_responses: max replies per request, ttl in nanoseconds) when
+// set.
+type UserPermissions struct {
+	Publish   *SubjectPermission  `json:"publish"`
+	Subscribe *SubjectPermission  `json:"subscribe"`
+	Response  *ResponsePermission `json:"responses,omitempty"`
+}
+
+// SubjectPermission is an allow list and a deny list of subjects
+// (subscribe entries may end with a queue group after a space).
+type SubjectPermission struct {
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
+}
+
+// ResponsePermission is allow_responses: replies per received request
+// (max) and for how long (ttl, nanoseconds).
+type ResponsePermission struct {
+	MaxMsgs int           `json:"max"`
+	Expires time.Duration `json:"ttl"`
+}
+
+// userPermissions converts the server's listing; nil for nil.
+func userPermissions(p *config.Permissions) *UserPermissions {
+	if p == nil {
+		return nil
+	}
+	sp := func(s *config.SubjectPermission) *SubjectPermission {
+		if s == nil {
+			return &SubjectPermission{}
+		}
+		return &SubjectPermission{Allow: s.Allow, Deny: s.Deny}
+	}
+	out := &UserPermissions{Publish: sp(p.Publish), Subscribe: sp(p.Subscribe)}
+	if r := p.Response; r != nil {
+		out.Response = &ResponsePermission{MaxMsgs: r.MaxMsgs, Expires: r.Expires}
+	}
+	return out
 }
 
 // accountRequest answers $SYS.REQ.ACCOUNT.<acc>.<kind> with body.
@@ -28,7 +78,13 @@ func (m *Monitor) accountRequest(acc, kind string, body []byte) ([]byte, bool) {
 		return nil, false
 	}
 	if kind == "CONNS" {
-		return sysEvents{m}.AccountConns(acc), true
+		conns := 0
+		for _, a := range m.srv.Accounts() {
+			if a.Name == acc {
+				conns = a.Connections
+			}
+		}
+		return sysEvents{m}.AccountConns(acc, conns), true
 	}
 	var req any
 	var build func() (any, error)
@@ -133,10 +189,13 @@ func accFilterOf(req any) *eventFilter {
 func (f *eventFilter) filter() *eventFilter { return f }
 
 // userInfo answers $SYS.REQ.USER.<acc>.INFO; info is the requester's
-// Nats-Request-Info ({"acc":..,"user":..}).
+// Nats-Request-Info ({"id":..,"acc":..,"user":..}): its connection id
+// finds the user's permissions and expiry (nats-server userInfoReq reads
+// them from the requesting connection).
 func (m *Monitor) userInfo(info []byte) ([]byte, bool) {
 	resp := &serverAPIResponse{Server: m.serverInfo()}
 	var ci struct {
+		ID      uint64 `json:"id"`
 		Account string `json:"acc"`
 		User    string `json:"user"`
 	}
@@ -144,7 +203,14 @@ func (m *Monitor) userInfo(info []byte) ([]byte, bool) {
 		resp.Error = &APIError{Code: http.StatusBadRequest}
 		return marshalReply(resp)
 	}
-	resp.Data = &UserInfo{UserID: ci.User, Account: ci.Account, AccountName: ci.Account}
+	ui := &UserInfo{UserID: ci.User, Account: ci.Account, AccountName: ci.Account}
+	if d, ok := m.srv.ClientUser(ci.ID); ok {
+		ui.UserName, ui.Permissions = d.NameTag, userPermissions(d.Permissions)
+		if !d.Expires.IsZero() {
+			ui.Expires = max(time.Until(d.Expires).Truncate(time.Second), 0)
+		}
+	}
+	resp.Data = ui
 	return marshalReply(resp)
 }
 

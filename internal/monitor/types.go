@@ -362,8 +362,37 @@ type AccountInfo struct {
 	LeafCnt     int           `json:"leafnode_connections"`
 	ClientCnt   int           `json:"client_connections"`
 	SubCnt      uint32        `json:"subscriptions"`
+	Exports     []ExtExport   `json:"exports,omitempty"`
+	Imports     []ExtImport   `json:"imports,omitempty"`
 	NameTag     string        `json:"name_tag,omitempty"`
 	Sublist     *SublistStats `json:"sublist_stats,omitempty"`
+}
+
+// ExtExport is one export of /accountz?acc=<name> (nats-server v2.15.2
+// monitor.go ExtExport, the fields cairn has): the subject, "service" or
+// "stream", a service's response type ("Singleton", "Streamed",
+// "Chunked") and, for a private export, the accounts that may import it.
+type ExtExport struct {
+	Subject          string   `json:"subject,omitempty"`
+	Type             string   `json:"type,omitempty"`
+	ResponseType     string   `json:"response_type,omitempty"`
+	ApprovedAccounts []string `json:"approved_accounts,omitempty"`
+}
+
+// ExtImport is one import of /accountz?acc=<name> (nats-server v2.15.2
+// monitor.go ExtImport and jwt.Import): Subject is the subject in the
+// exporting account, LocalSubject (and To, its deprecated copy, for a
+// service) the subject in this one. cairn checks imports at start, so
+// none is invalid, and tracks no latency.
+type ExtImport struct {
+	Subject      string `json:"subject,omitempty"`
+	Account      string `json:"account,omitempty"`
+	To           string `json:"to,omitempty"`
+	LocalSubject string `json:"local_subject,omitempty"`
+	Type         string `json:"type,omitempty"`
+	Invalid      bool   `json:"invalid"`
+	Share        bool   `json:"share"`
+	Tracking     bool   `json:"tracking"`
 }
 
 // AccountStatz is /accstatz.

@@ -53,6 +53,11 @@ type account struct {
 	jsOff *jsapi.Disabled
 
 	imp imports // its service imports' response routing (imports.go)
+	// The system account's exports to every account and the imports of
+	// them this account got (sysreq.go startSystemImports); set in Start,
+	// read-only after.
+	sysExports []config.Export
+	sysImports []config.Import
 
 	// Limits (acclimits.go): lim is set by initAccounts and never
 	// changes; nconns counts the clients authenticated into the account;
@@ -167,6 +172,25 @@ func jwtJetStream(l *jwt.JetStreamLimits) *config.AccountJetStream {
 
 // account returns the account named name, nil when there is none.
 func (s *Server) account(name string) *account { return s.accounts[name] }
+
+// AccountImportsExports returns what the account named name exports
+// (its configured exports, then, for the system account, its exports to
+// every account) and imports (its configured imports, then the system
+// account's services it imports), as /accountz lists them; ok is false
+// when there is no such account. The slices are the caller's; the
+// elements' Accounts lists are shared and not to be modified. The imports and exports of account JWTs are not
+// supported, so such an account lists only the system imports.
+func (s *Server) AccountImportsExports(name string) (exports []config.Export, imports []config.Import, ok bool) {
+	acc := s.accounts[name]
+	if acc == nil {
+		return nil, nil, false
+	}
+	if acc.cfg != nil {
+		exports = append(exports, acc.cfg.Exports...)
+		imports = append(imports, acc.cfg.Imports...)
+	}
+	return append(exports, acc.sysExports...), append(imports, acc.sysImports...), true
+}
 
 // accountsSorted returns the accounts in name order.
 func (s *Server) accountsSorted() []*account {

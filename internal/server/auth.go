@@ -80,6 +80,7 @@ func (c *client) authTimedOut() {
 		return
 	}
 	c.log.Debugf("%s - cid:%d - Authentication Timeout", c.addr, c.cid)
+	c.setReason(ReasonAuthenticationTimeout)
 	c.out.appendBytes(protocol.AppendErr(nil, "Authentication Timeout"))
 	c.out.markClosing()
 }
@@ -105,7 +106,7 @@ func (c *client) stopTimers() {
 // credentials); otherwise it is an authorization violation.
 func (c *client) connectFirst() error {
 	if c.srv.dir.NoAuthUser() == "" {
-		return c.authFailed(nil)
+		return c.authFailed(nil, false)
 	}
 	if !c.authPhase.CompareAndSwap(authAwaiting, authOpen) {
 		return errAuthClosed
@@ -113,7 +114,7 @@ func (c *client) connectFirst() error {
 	c.stopAuthTimer()
 	u, ok := c.srv.dir.Authenticate(c.credentials(&connectOpts{}))
 	if !ok {
-		return c.authFailed(nil)
+		return c.authFailed(nil, true)
 	}
 	return c.setUser(u)
 }
@@ -135,14 +136,14 @@ func (c *client) authenticate(opts *connectOpts) error {
 	if d.Required() {
 		var ok bool
 		if u, ok = d.Authenticate(c.credentials(opts)); !ok {
-			return c.authFailed(opts)
+			return c.authFailed(opts, true)
 		}
 	}
 	if opts.Account != "" || opts.NewAccount {
 		// A dormant nats-server feature let a CONNECT choose its account
 		// (CVE-2022-24450); nats-server now refuses it, with or without
 		// authentication, and so does cairn.
-		return c.authFailed(opts)
+		return c.authFailed(opts, false)
 	}
 	return c.setUser(u)
 }
@@ -160,9 +161,12 @@ func (c *client) credentials(o *connectOpts) *auth.Credentials {
 }
 
 // authFailed logs the failure as nats-server does ("authentication error"
-// [ERR], with the user name when one was given; never a secret) and
+// [ERR], with the user name when one was given; never a secret), queues
+// the authentication error events (events.go; account: the credentials
+// were refused, which nats-server also tells the client's account) and
 // returns the error that sends -ERR 'Authorization Violation' and closes.
-func (c *client) authFailed(opts *connectOpts) error {
+// opts is the CONNECT, nil when the client sent none.
+func (c *client) authFailed(opts *connectOpts, account bool) error {
 	who := ""
 	switch {
 	case opts == nil:
@@ -172,7 +176,39 @@ func (c *client) authFailed(opts *connectOpts) error {
 		who = fmt.Sprintf(" - User %q", opts.Nkey)
 	}
 	c.log.Errorf("%s - cid:%d - authentication error%s", c.addr, c.cid, who)
+	if opts != nil {
+		// What the closed connection shows (/connz?state=closed, the
+		// DISCONNECT event), as nats-server keeps the CONNECT's fields.
+		c.mu.Lock()
+		c.meta.name, c.meta.lang, c.meta.version = opts.Name, opts.Lang, opts.Version
+		c.meta.user = rawAuthUser(opts)
+		c.mu.Unlock()
+	}
+	if c.srv.events() != nil {
+		ci := c.snapshot(false, 0)
+		ci.Stop = time.Now().UTC()
+		ci.Reason = ReasonAuthenticationViolation.String()
+		c.srv.clientEvent(ClientEvent{AuthError: true, AccountAuthError: account, Conn: ci})
+	}
 	return errAuthViolation
+}
+
+// rawAuthUser is who a CONNECT claims to be, as nats-server's
+// getRawAuthUser names it in events: its nkey, its user name, nothing for
+// a JWT (its key is known only once it is verified), "[REDACTED]" for a
+// token. Never a secret.
+func rawAuthUser(o *connectOpts) string {
+	switch {
+	case o.Nkey != "":
+		return o.Nkey
+	case o.User != "":
+		return o.User
+	case o.JWT != "":
+		return ""
+	case o.Token != "":
+		return "[REDACTED]"
+	}
+	return ""
 }
 
 // setUser makes u the client's identity, in its account with its
@@ -188,7 +224,7 @@ func (c *client) setUser(u *auth.User) error {
 		return err
 	}
 	c.mu.Lock()
-	c.meta.user, c.meta.account = u.Name, c.acc.name
+	c.meta.user, c.meta.account, c.meta.authUser = u.Name, c.acc.name, u
 	c.mu.Unlock()
 	c.pubCache = nil
 	c.replies.Store(newReplyPerms(u, time.Now))
@@ -211,6 +247,7 @@ func (c *client) armExpiry(u *auth.User) {
 	text := u.ExpiredText
 	c.expiryTimer = time.AfterFunc(max(time.Until(u.Expires), 0), func() {
 		c.log.Debugf("%s - cid:%d - %s", c.addr, c.cid, text)
+		c.setReason(ReasonAuthenticationExpired)
 		c.out.appendBytes(protocol.AppendErr(nil, text))
 		c.out.markClosing()
 	})

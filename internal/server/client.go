@@ -114,8 +114,9 @@ type client struct {
 // authenticated as, copied for the monitoring endpoints.
 type connMeta struct {
 	name, lang, version string
-	user                string // the user's name or nkey; "" for none
-	account             string // the account's name; "" until it authenticates ($G)
+	user                string     // the user's name or nkey; "" for none
+	account             string     // the account's name; "" until it authenticates ($G)
+	authUser            *auth.User // the authenticated user; nil until then
 }
 
 // subscription is one SUB of one client. It is stored in the server's
@@ -457,10 +458,10 @@ func (c *client) teardown() {
 		c.uncount()
 		c.srv.removeClient(c)
 		ci := c.srv.recordClosed(c, list)
-		if c.connectSeen { // authenticated: nats-server accountDisconnectEvent
-			ci.Subs = nil
-			c.srv.clientEvent(ClientEvent{Conn: ci})
-		}
+		// Every client, authenticated or not ($G then), as nats-server's
+		// saveClosedClient sends accountDisconnectEvent.
+		ci.Subs = nil
+		c.srv.clientEvent(ClientEvent{Conn: ci, AccountConns: int(c.acc.nconns.Load())})
 		// As nats-server v2.15.2 logs it (client.go closeConnection).
 		c.log.Debugf("%s - cid:%d - Client connection closed: %s", c.addr, c.cid, CloseReason(c.reason.Load()))
 	}

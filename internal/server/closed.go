@@ -39,6 +39,8 @@ const (
 	ReasonMsgHeaderViolation
 	ReasonMaxAccountConnectionsExceeded
 	ReasonMaxSubscriptionsExceeded
+	ReasonAuthenticationTimeout
+	ReasonAuthenticationExpired
 )
 
 var reasonTexts = [...]string{
@@ -66,6 +68,8 @@ var reasonTexts = [...]string{
 	ReasonMsgHeaderViolation:            "Message Header Violation",
 	ReasonMaxAccountConnectionsExceeded: "Maximum Account Connections Exceeded",
 	ReasonMaxSubscriptionsExceeded:      "Maximum Subscriptions Exceeded",
+	ReasonAuthenticationTimeout:         "Authentication Timeout",
+	ReasonAuthenticationExpired:         "Authentication Expired",
 }
 
 // String returns nats-server's text for the reason.
@@ -102,7 +106,7 @@ func protocolReason(err error) CloseReason {
 		return ReasonMsgHeaderViolation
 	case errors.Is(err, errClientOnRoute):
 		return ReasonWrongPort
-	case errors.Is(err, errRouteAuth):
+	case errors.Is(err, errRouteAuth), errors.Is(err, errAuthViolation):
 		return ReasonAuthenticationViolation
 	case errors.Is(err, errBadConnect), errors.Is(err, protocol.ErrClientErr):
 		return ReasonProtocolViolation

@@ -47,7 +47,7 @@ func (c *client) ProcessConnect(arg []byte) error {
 	c.headers.Store(next.Headers)
 	c.parser.SetHeaders(next.Headers)
 	c.pings.connected(c.srv.limits().PingInterval)
-	c.srv.clientEvent(ClientEvent{Connect: true, Conn: c.snapshot(false, 0)})
+	c.srv.clientEvent(ClientEvent{Connect: true, Conn: c.snapshot(false, 0), AccountConns: int(c.acc.nconns.Load())})
 	c.sendOK()
 	return nil
 }

@@ -176,11 +176,17 @@ func (s *Server) importService(acc, from *account, im *config.Import) error {
 		if len(reply) > 0 {
 			rs = from.imp.add(&pendingResp{to: acc, reply: string(reply), single: single, expires: time.Now().Add(ttl)})
 		}
-		user := "" // only for the system account's USER.INFO (sysreq.go), as nats-server shares it there
+		// Who asked, in detail, only for the system account's services
+		// (USER.INFO answers with the requester's user: sysreq.go), as
+		// nats-server shares it there.
+		var who requester
 		if c.user != nil && from == s.sysacc {
-			user = c.user.Name
+			who = requester{cid: c.cid, user: c.user.Name}
+			if who.user == "" && c.opts.Token != "" {
+				who.user = "[REDACTED]" // nats-server getRawAuthUser
+			}
 		}
-		hdr, data := withRequestInfo(msg, hdrLen, acc.name, user, time.Duration(c.rtt.Load()))
+		hdr, data := withRequestInfo(msg, hdrLen, acc.name, who, time.Duration(c.rtt.Load()))
 		s.publishIn(from, target, target, rs, hdr, data, pubImported)
 	}
 	// Not announced: the server a request reaches first imports it.
@@ -195,14 +201,22 @@ func (s *Server) importService(acc, from *account, im *config.Import) error {
 // sent it into the exporting account (nats-server ClientInfoHdr).
 const requestInfoHeader = "Nats-Request-Info"
 
+// requester is who sent a request into the system account: its
+// connection id and user (the name, nkey or "[REDACTED]" for a token).
+type requester struct {
+	cid  uint64
+	user string
+}
+
 // withRequestInfo returns the header block and payload of a request
 // imported from account acc: the request's headers without any
 // Nats-Request-Info of the requester's (a client may not speak for the
 // server: CVE-2026-33223), followed by the server's,
-// {"acc":..,"user":..,"rtt":..} (nats-server setHeader, getClientInfo;
-// the requester's user, omitted for none, and round-trip time in
-// nanoseconds, omitted when unknown).
-func withRequestInfo(msg []byte, hdrLen int, acc, user string, rtt time.Duration) (hdr, data []byte) {
+// {"id":..,"acc":..,"user":..,"rtt":..} (nats-server setHeader,
+// getClientInfo: the requester's connection id and user, shared with the
+// system account's services only and omitted otherwise, and its
+// round-trip time in nanoseconds, omitted when unknown).
+func withRequestInfo(msg []byte, hdrLen int, acc string, who requester, rtt time.Duration) (hdr, data []byte) {
 	data = msg
 	var b []byte
 	if hdrLen > 0 {
@@ -212,10 +226,11 @@ func withRequestInfo(msg []byte, hdrLen int, acc, user string, rtt time.Duration
 		b = []byte("NATS/1.0\r\n")
 	}
 	info := struct {
+		ID      uint64        `json:"id,omitempty"`
 		Account string        `json:"acc,omitempty"`
 		User    string        `json:"user,omitempty"`
 		RTT     time.Duration `json:"rtt,omitempty"`
-	}{acc, user, rtt}
+	}{who.cid, acc, who.user, rtt}
 	js, _ := json.Marshal(info)
 	b = append(b, requestInfoHeader+": "...)
 	b = append(b, js...)
@@ -239,13 +254,16 @@ func removeHeader(hdr []byte, key string) []byte {
 
 // export returns the service export of the account that contains subj.
 func (a *account) export(subj string) *config.Export {
-	if a.cfg == nil {
-		return nil
+	var exports []config.Export
+	if a.cfg != nil {
+		exports = a.cfg.Exports
 	}
-	for i := range a.cfg.Exports {
-		ex := &a.cfg.Exports[i]
-		if ex.Service && (ex.Subject == subj || subject.SubsetOf(subj, ex.Subject)) {
-			return ex
+	for _, list := range [][]config.Export{exports, a.sysExports} {
+		for i := range list {
+			ex := &list[i]
+			if ex.Service && (ex.Subject == subj || subject.SubsetOf(subj, ex.Subject)) {
+				return ex
+			}
 		}
 	}
 	return nil

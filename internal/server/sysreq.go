@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/config"
 )
@@ -159,28 +160,79 @@ func requestInfo(hdr []byte) []byte {
 	return nil
 }
 
+// systemExports are the services the system account exports
+// (nats-server v2.15.2 addSystemAccountExports, less $SYS.DEBUG.SUBSCRIBERS
+// and $JS.API.>, which cairn does not route through the system account:
+// docs/compatibility.md): the account-scoped CONNZ and STATZ, answered by
+// every server of a cluster (so their responses are streamed), and
+// USER.INFO, answered by the requester's server.
+var systemExports = []config.Export{
+	{Service: true, Subject: "$SYS.REQ.ACCOUNT.*.CONNZ", ResponseType: "stream"},
+	{Service: true, Subject: "$SYS.REQ.ACCOUNT.*.STATZ", ResponseType: "stream"},
+	{Service: true, Subject: "$SYS.REQ.USER.*.INFO"},
+}
+
 // startSystemImports gives every account but the system account the
-// system account's account-scoped services (above). It runs in Start,
-// after startImports.
+// system account's account-scoped services (above), and the system
+// account its own USER.INFO (nats-server registerSystemImports,
+// addSystemAccountExports). It runs in Start, after startImports.
 func (s *Server) startSystemImports() error {
 	sys := s.sysacc
 	if sys == nil {
 		return nil
 	}
+	sys.sysExports = systemExports
 	for _, acc := range s.accountsSorted() {
-		if acc == sys {
-			continue
-		}
-		for _, im := range []config.Import{
+		imports := []config.Import{
 			{Service: true, Account: sys.name, To: "$SYS.REQ.ACCOUNT.PING.CONNZ", Subject: "$SYS.REQ.ACCOUNT." + acc.name + ".CONNZ"},
 			{Service: true, Account: sys.name, To: "$SYS.REQ.SERVER.PING.CONNZ", Subject: "$SYS.REQ.ACCOUNT." + acc.name + ".CONNZ"},
 			{Service: true, Account: sys.name, To: "$SYS.REQ.ACCOUNT.PING.STATZ", Subject: "$SYS.REQ.ACCOUNT." + acc.name + ".STATZ"},
-			{Service: true, Account: sys.name, To: "$SYS.REQ.USER.INFO", Subject: "$SYS.REQ.USER." + acc.name + ".INFO"},
-		} {
+			{Service: true, Account: sys.name, To: "$SYS.REQ.USER.INFO", Subject: "$SYS.REQ.USER." + acc.name + ".INFO", Share: true},
+		}
+		if acc == sys {
+			imports = imports[3:]
+		}
+		for _, im := range imports {
 			if err := s.importService(acc, sys, &im); err != nil {
 				return fmt.Errorf("server: system import %s into %s: %w", im.To, acc.name, err)
 			}
 		}
+		acc.sysImports = imports
 	}
 	return nil
+}
+
+// UserDetail is what $SYS.REQ.USER.INFO reports of a connected client's
+// user beyond its name and account (nats-server v2.15.2 events.go
+// UserInfo).
+type UserDetail struct {
+	// NameTag is the user JWT's name, "" without a JWT (user_name).
+	NameTag string
+	// Permissions are the user's as nats-server lists them
+	// (auth.Perms.Listed), nil when it has none; shared, not to be
+	// modified.
+	Permissions *config.Permissions
+	// Expires is when the user's JWT expires, zero when it does not or
+	// without a JWT.
+	Expires time.Time
+}
+
+// ClientUser returns the detail of the user of the open client
+// connection cid (the "id" of a system service request's
+// Nats-Request-Info); ok is false when no such client is open or it has
+// not authenticated.
+func (s *Server) ClientUser(cid uint64) (d UserDetail, ok bool) {
+	s.mu.Lock()
+	c := s.clients[cid]
+	s.mu.Unlock()
+	if c == nil {
+		return d, false
+	}
+	c.mu.Lock()
+	u := c.meta.authUser
+	c.mu.Unlock()
+	if u == nil {
+		return d, false
+	}
+	return UserDetail{NameTag: u.NameTag, Permissions: u.Perms.Listed(), Expires: u.ClaimExpires}, true
 }
