@@ -45,6 +45,7 @@ var allowed = map[string][]string{
 	"internal/vfs":                   {},
 	"internal/raftnode":              {"internal/vfs"},
 	"internal/cluster/streamlog":     {"internal/jetstream/streamrun", "internal/raftnode", "internal/stream"},
+	"internal/cluster/streamckpt":    {"internal/cluster/streamlog", "internal/jetstream/streamrun", "internal/raftnode", "internal/store", "internal/store/filestore", "internal/stream", "internal/vfs"},
 	"internal/protocol":              {},
 	"internal/route":                 {},
 	"internal/jserr":                 {},
