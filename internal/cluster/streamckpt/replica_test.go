@@ -629,3 +629,45 @@ func TestOpenRefuses(t *testing.T) {
 		c.converged(h)
 	})
 }
+
+// A new replica writes its first checkpoint (index 0) at once; a store
+// left empty by a crash before that checkpoint is taken for new again;
+// a memory stream is refused.
+func TestOpenNew(t *testing.T) {
+	disk := vfs.NewCrashFS()
+	n, err := raftnode.Open(raftnode.Config{FS: vfs.NewCrashFS(), Dir: "wal", Server: "s1", Transport: raftnode.NewMemNetwork(1, nil).Transport("s1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	cfg := ordersConfig()
+	cfg.SetDefaults()
+	open := func() (*Replica, error) {
+		return Open(Config{Dir: "streams/ORDERS", Store: filestore.Config{Dir: "streams/ORDERS/msgs", FS: disk}, Node: n, Group: group, Replica: 1}, cfg)
+	}
+	rep, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Store().Close()
+	ck, err := readFile(disk, "streams/ORDERS")
+	if err != nil || ck == nil || ck.index != 0 || ck.group != group || ck.replica != 1 {
+		t.Fatalf("first checkpoint %+v, %v", ck, err)
+	}
+	disk = disk.Crash(vfs.CrashOptions{Tail: vfs.TailDrop})
+	if got, err := readFile(disk, "streams/ORDERS"); err != nil || got == nil {
+		t.Fatalf("the first checkpoint is not durable: %+v, %v", got, err)
+	}
+	if err := disk.Remove("streams/ORDERS/" + FileName); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = open(); err != nil {
+		t.Fatalf("an empty store without a checkpoint: %v", err)
+	}
+	rep.Store().Close()
+	mem := cfg
+	mem.Storage = stream.MemoryStorage
+	if _, err := Open(Config{Dir: "m", Store: filestore.Config{Dir: "m/msgs", FS: disk}, Node: n, Group: group, Replica: 1}, mem); !errors.Is(err, ErrMemoryStream) {
+		t.Fatalf("memory stream: %v", err)
+	}
+}

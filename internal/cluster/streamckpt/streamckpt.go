@@ -76,6 +76,7 @@ package streamckpt
 import (
 	"errors"
 	"fmt"
+	"path"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -258,7 +259,7 @@ func (r *Replica) write(index uint64, st *filestore.Store, state []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := r.fs.MkdirAll(r.cfg.Dir); err != nil {
+	if err := r.ensureDir(); err != nil {
 		return err
 	}
 	if err := writeFile(r.fs, r.cfg.Dir, &checkpoint{group: r.cfg.Group, replica: r.cfg.Replica, index: index, pos: pos, state: state}); err != nil {
@@ -266,6 +267,19 @@ func (r *Replica) write(index uint64, st *filestore.Store, state []byte) error {
 	}
 	st.PositionSaved(pos)
 	return nil
+}
+
+// ensureDir makes Config.Dir if it is missing, durably (its entry in its
+// parent fsynced). The store's Open made it already when the store lives
+// under it.
+func (r *Replica) ensureDir() error {
+	if _, _, err := r.fs.Stat(r.cfg.Dir); err == nil || !vfs.IsNotExist(err) {
+		return err
+	}
+	if err := r.fs.MkdirAll(r.cfg.Dir); err != nil {
+		return err
+	}
+	return r.fs.SyncDir(path.Dir(path.Clean(r.cfg.Dir)))
 }
 
 // Store returns the replica's store, to make the runtime over.
@@ -387,9 +401,6 @@ func (r *Replica) Checkpoint() error {
 		return err
 	case index == r.lastIndex:
 		return nil
-	}
-	if err := r.fs.MkdirAll(r.cfg.Dir); err != nil {
-		return err
 	}
 	if err := writeFile(r.fs, r.cfg.Dir, &checkpoint{group: r.cfg.Group, replica: r.cfg.Replica, index: index, pos: pos, state: state}); err != nil {
 		return err
