@@ -33,43 +33,71 @@ const checkpointVersion = 1
 // checkpointCRC is the Castagnoli table of the checkpoint's CRC.
 var checkpointCRC = crc32.MakeTable(crc32.Castagnoli)
 
+// Checkpoint is a copy of a stream's own state at one point
+// (Stream.Checkpoint), to encode later with Append: the goroutine that
+// owns the stream is held only for the copy (a slice of the duplicate
+// window's records, whose ids are shared strings), not for the encoding.
+type Checkpoint struct {
+	cfg       Config
+	lastMsgID string
+	nextAge   int64
+	window    []dedupeRecord
+	sched     []schedEntry // ascending seq; nil without allow_msg_schedules
+	hasSched  bool
+}
+
+// Checkpoint returns a copy of the stream's own state (see
+// AppendCheckpoint), for Append to encode while the stream goes on.
+func (s *Stream) Checkpoint() *Checkpoint {
+	c := &Checkpoint{cfg: s.cfg.Clone(), lastMsgID: s.lastMsgID, nextAge: s.nextAge,
+		window: slices.Clone(s.dedupe.queue[s.dedupe.head:]), hasSched: s.sched != nil}
+	if s.sched != nil {
+		c.sched = make([]schedEntry, 0, len(s.sched.bySeq))
+		for _, e := range s.sched.bySeq {
+			c.sched = append(c.sched, schedEntry{subj: e.subj, seq: e.seq, at: e.at})
+		}
+		slices.SortFunc(c.sched, func(a, b schedEntry) int { return cmp.Compare(a.seq, b.seq) })
+	}
+	return c
+}
+
 // AppendCheckpoint appends the stream's own state to dst (the format
 // drawn in the package comment, "Checkpoints"): its config, the
 // Nats-Msg-Id of the last message, the max_age deadline the last expiry
 // found, the duplicate window in storage order (id, sequence, time; the
 // ids a later one superseded included, as the window keeps them), and the
 // schedules (subject, sequence, when due) of a stream with
-// allow_msg_schedules; then a CRC-32C of all of it. The error is the
-// config's JSON encoding's (none for a config that passed Validate).
+// allow_msg_schedules; then a CRC-32C of all of it. It is
+// s.Checkpoint().Append(dst). The error is the config's JSON encoding's
+// (none for a config that passed Validate).
 func (s *Stream) AppendCheckpoint(dst []byte) ([]byte, error) {
-	cfg, err := json.Marshal(&s.cfg)
+	return s.Checkpoint().Append(dst)
+}
+
+// Append appends the encoding of c to dst (Stream.AppendCheckpoint).
+func (c *Checkpoint) Append(dst []byte) ([]byte, error) {
+	cfg, err := json.Marshal(&c.cfg)
 	if err != nil {
-		return dst, fmt.Errorf("stream %s: checkpoint: encode config: %w", s.cfg.Name, err)
+		return dst, fmt.Errorf("stream %s: checkpoint: encode config: %w", c.cfg.Name, err)
 	}
 	start := len(dst)
 	dst = append(dst, checkpointVersion)
 	dst = appendBytes(dst, cfg)
-	dst = appendBytes(dst, []byte(s.lastMsgID))
-	dst = binary.AppendVarint(dst, s.nextAge)
-	window := s.dedupe.queue[s.dedupe.head:]
-	dst = binary.AppendUvarint(dst, uint64(len(window)))
-	for _, r := range window {
-		dst = appendBytes(dst, []byte(r.id))
+	dst = appendString(dst, c.lastMsgID)
+	dst = binary.AppendVarint(dst, c.nextAge)
+	dst = binary.AppendUvarint(dst, uint64(len(c.window)))
+	for _, r := range c.window {
+		dst = appendString(dst, r.id)
 		dst = binary.AppendUvarint(dst, r.seq)
 		dst = binary.AppendVarint(dst, r.time)
 	}
-	if s.sched == nil {
+	if !c.hasSched {
 		dst = append(dst, 0)
 	} else {
 		dst = append(dst, 1)
-		es := make([]*schedEntry, 0, len(s.sched.bySeq))
-		for _, e := range s.sched.bySeq {
-			es = append(es, e)
-		}
-		slices.SortFunc(es, func(a, b *schedEntry) int { return cmp.Compare(a.seq, b.seq) })
-		dst = binary.AppendUvarint(dst, uint64(len(es)))
-		for _, e := range es {
-			dst = appendBytes(dst, []byte(e.subj))
+		dst = binary.AppendUvarint(dst, uint64(len(c.sched)))
+		for _, e := range c.sched {
+			dst = appendString(dst, e.subj)
 			dst = binary.AppendUvarint(dst, e.seq)
 			dst = binary.AppendVarint(dst, e.at)
 		}
@@ -77,8 +105,13 @@ func (s *Stream) AppendCheckpoint(dst []byte) ([]byte, error) {
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], checkpointCRC)), nil
 }
 
-// checkpoint is a decoded checkpoint.
-type checkpoint struct {
+// appendString appends s as its length (a uvarint) and its bytes.
+func appendString(dst []byte, s string) []byte {
+	return append(binary.AppendUvarint(dst, uint64(len(s))), s...)
+}
+
+// decoded is a decoded checkpoint.
+type decoded struct {
 	cfg       Config
 	lastMsgID string
 	nextAge   int64
@@ -87,7 +120,7 @@ type checkpoint struct {
 }
 
 // decodeCheckpoint checks and decodes AppendCheckpoint's bytes.
-func decodeCheckpoint(b []byte) (*checkpoint, error) {
+func decodeCheckpoint(b []byte) (*decoded, error) {
 	if len(b) < 5 {
 		return nil, fmt.Errorf("%w: %d bytes", ErrBadCheckpoint, len(b))
 	}
@@ -99,7 +132,7 @@ func decodeCheckpoint(b []byte) (*checkpoint, error) {
 		return nil, fmt.Errorf("%w: version %d", ErrBadCheckpoint, body[0])
 	}
 	d := &decoder{b: body[1:]}
-	c := &checkpoint{}
+	c := &decoded{}
 	if err := json.Unmarshal(d.bytes(), &c.cfg); err != nil && d.err == nil {
 		return nil, fmt.Errorf("%w: config: %w", ErrBadCheckpoint, err)
 	}

@@ -36,8 +36,10 @@
 //
 //  1. with the stream's apply goroutine held (streamrun.Stream.Held): the
 //     applied index I (streamrun.Stream.AppliedIndex), the store's
-//     Position P (which fsyncs the store), the stream's state bytes S;
-//  2. released, the file {I, P, S} is written as above;
+//     Position P (which fsyncs the store), a copy of the stream's own
+//     state (streamrun.Stream.Checkpoint);
+//  2. released, the state is encoded (S) and the file {I, P, S} written
+//     as above;
 //  3. the store is told P is saved (filestore.Store.PositionSaved: the
 //     segments emptied before P may go);
 //  4. streamlog.Log.Checkpoint(I): the WAL may drop the group's entries
@@ -382,7 +384,7 @@ func (r *Replica) Checkpoint() error {
 	var (
 		index uint64
 		pos   filestore.Position
-		state []byte
+		ck    *stream.Checkpoint
 		err   error
 	)
 	held := r.rt.Held(func() {
@@ -392,7 +394,7 @@ func (r *Replica) Checkpoint() error {
 		if pos, err = r.store.Position(); err != nil {
 			return
 		}
-		state, _, err = r.rt.AppendCheckpoint(nil)
+		ck, _ = r.rt.Checkpoint()
 	})
 	switch {
 	case !held:
@@ -401,6 +403,10 @@ func (r *Replica) Checkpoint() error {
 		return err
 	case index == r.lastIndex:
 		return nil
+	}
+	state, err := ck.Append(nil)
+	if err != nil {
+		return err
 	}
 	if err := writeFile(r.fs, r.cfg.Dir, &checkpoint{group: r.cfg.Group, replica: r.cfg.Replica, index: index, pos: pos, state: state}); err != nil {
 		return err

@@ -1,5 +1,7 @@
 package streamrun
 
+import "github.com/cairnmq/cairn/internal/stream"
+
 // What a replica of a replicated stream needs from its runtime to
 // checkpoint and to restart from a checkpoint (docs/clustering.md,
 // "Checkpoints"; the checkpointing itself is internal/cluster/streamckpt).
@@ -27,14 +29,12 @@ func (r *Stream) Held(fn func()) bool {
 	return true
 }
 
-// AppendCheckpoint appends the state machine's own state
-// (stream.Stream.AppendCheckpoint) to dst and returns it with the index it
-// reflects (AppliedIndex). Call it while the apply goroutine is held
-// (Held), or before Serve. The error is the encoding's (none for a valid
-// config).
-func (r *Stream) AppendCheckpoint(dst []byte) ([]byte, uint64, error) {
-	b, err := r.st.AppendCheckpoint(dst)
-	return b, r.applied.Load(), err
+// Checkpoint returns a copy of the state machine's own state
+// (stream.Stream.Checkpoint; encode it with its Append once released) and
+// the index it reflects (AppliedIndex). Call it while the apply goroutine
+// is held (Held), or before Serve.
+func (r *Stream) Checkpoint() (*stream.Checkpoint, uint64) {
+	return r.st.Checkpoint(), r.applied.Load()
 }
 
 // Restore readies a stream whose store was rolled back to a checkpoint's

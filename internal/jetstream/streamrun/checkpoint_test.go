@@ -50,8 +50,9 @@ func TestHeldAndAppliedIndex(t *testing.T) {
 	if !r.Held(func() {
 		index = r.AppliedIndex()
 		var err error
-		if state, _, err = r.AppendCheckpoint(nil); err != nil {
-			t.Error(err)
+		ck, at := r.Checkpoint()
+		if state, err = ck.Append(nil); err != nil || at != index {
+			t.Error(err, at)
 		}
 	}) {
 		t.Fatal("Held refused a running stream")
@@ -73,7 +74,12 @@ func TestRestore(t *testing.T) {
 	src := newCkptStream(t)
 	defer src.Stop(nil)
 	var state []byte
-	src.Held(func() { state, _, _ = src.AppendCheckpoint(nil) })
+	var ck *stream.Checkpoint
+	src.Held(func() { ck, _ = src.Checkpoint() })
+	state, err := ck.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg, err := stream.CheckpointConfig(state)
 	if err != nil {
 		t.Fatal(err)
