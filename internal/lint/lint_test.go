@@ -47,6 +47,7 @@ var allowed = map[string][]string{
 	"internal/cluster/streamlog":     {"internal/jetstream/streamrun", "internal/raftnode", "internal/stream"},
 	"internal/cluster/meta":          {"internal/jserr", "internal/raftnode", "internal/subject", "internal/vfs"},
 	"internal/cluster/transport":     {"internal/raftnode", "internal/route"},
+	"internal/cluster/streamckpt":    {"internal/cluster/streamlog", "internal/jetstream/streamrun", "internal/raftnode", "internal/store", "internal/store/filestore", "internal/stream", "internal/vfs"},
 	"internal/protocol":              {},
 	"internal/route":                 {},
 	"internal/jserr":                 {},

@@ -78,6 +78,36 @@
 // short buffer, a count the bytes left cannot hold, unknown flag bits and
 // trailing bytes (ErrBadOp).
 //
+// # Checkpoints
+//
+// A replica of a replicated stream applies its log to its store without
+// waiting for the store's fsync and restarts from a checkpoint: its store
+// rolled back to a position (filestore.Position) taken together with the
+// Stream's own state at the same raft index (docs/clustering.md,
+// "Checkpoints"). AppendCheckpoint encodes that state, CheckpointConfig
+// reads the config back (the store's limits are the config's at that
+// point) and RestoreCheckpoint puts it in place of Rebuild; the restored
+// Stream's AppendState is byte for byte the one of a replica that never
+// stopped. Varints are encoding/binary's, unsigned unless marked signed;
+// a string is its length (a uvarint), then its bytes:
+//
+//	+-------------+-------------+------------+-------------------+---------+
+//	| version = 1 | config JSON | last msgid | max_age deadline  | window  |
+//	| 1 byte      | string      | string     | signed, unix ns   |         |
+//	+-------------+-------------+------------+-------------------+---------+
+//	| schedules | CRC-32C (Castagnoli) of every byte before, u32 little endian |
+//	+-----------+---------------------------------------------------------------+
+//	window:    count | count × (Nats-Msg-Id string | seq | time signed, unix ns)
+//	           every id the window holds, in the order stored, the ids a later
+//	           one of the same name superseded included (expiry walks them)
+//	schedules: 0 (no allow_msg_schedules) | 1, count, count × (subject string
+//	           | seq | due signed, unix ns; math.MaxInt64 parked), ascending seq
+//
+// RestoreCheckpoint and CheckpointConfig refuse (ErrBadCheckpoint) a
+// failed CRC, another version, a truncated body or trailing bytes, a
+// config that does not decode, a repeated schedule and a schedules flag
+// that contradicts allow_msg_schedules.
+//
 // # Batches
 //
 // Batch publishing (ADR-50) keeps two state machines beside the Stream,

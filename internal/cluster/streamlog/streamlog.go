@@ -173,10 +173,35 @@ func (l *Log) Leader() bool {
 // Checkpoint tells the group that the stream's store holds the log's
 // effects durably through raft index (as Config.Applied will report after
 // a restart), so the WAL may drop the group's entries up to it
-// (raftnode.Node.Compact). Errors: raftnode's (ErrUnknownGroup,
-// ErrStopped, ErrFenced).
-func (l *Log) Checkpoint(index uint64) error {
-	return l.cfg.Node.Compact(l.cfg.Group, index)
+// (raftnode.Node.Compact), as far as the other replicas allow: until
+// stream snapshots exist (ErrNoSnapshot), a replica that needs an entry
+// its leader dropped could never catch up, so only the leader compacts,
+// and only through the lowest index every replica of its view holds
+// (raftnode.ReplicaStatus.Match: a replica that is down keeps the last
+// one heard, one not heard from yet since this leader took over counts
+// 0). A follower compacts nothing: should it lead, the others may need
+// what it holds. Checkpoint returns the index it asked the WAL to drop
+// through (0: none). Errors: raftnode's (ErrUnknownGroup, ErrStopped,
+// ErrFenced).
+func (l *Log) Checkpoint(index uint64) (uint64, error) {
+	st, err := l.cfg.Node.Status(l.cfg.Group)
+	if err != nil {
+		return 0, err
+	}
+	if st.Fenced != nil {
+		return 0, raftnode.ErrFenced
+	}
+	if st.Role != raftnode.Leader {
+		return 0, nil
+	}
+	to := index
+	for _, r := range st.Replicas {
+		to = min(to, r.Match)
+	}
+	if to == 0 || to < st.FirstIndex {
+		return 0, nil
+	}
+	return to, l.cfg.Node.Compact(l.cfg.Group, to)
 }
 
 // Close ends the watcher goroutine; it does not remove the group from the

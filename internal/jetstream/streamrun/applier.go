@@ -17,8 +17,9 @@ import (
 // Apply applies a committed operation of the stream's log (Applier). It
 // runs on the apply goroutine: the local log calls it from Propose, a
 // log that commits later through the queue (laterApplier).
-func (r *Stream) Apply(_ uint64, op stream.Op, key uint64) {
+func (r *Stream) Apply(index uint64, op stream.Op, key uint64) {
 	r.st.ApplyOp(op, &r.out)
+	r.applied.Store(index)
 	var w waiter
 	if key != 0 {
 		var ok bool

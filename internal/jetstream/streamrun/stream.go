@@ -125,6 +125,9 @@ type Stream struct {
 	consumers ConsumerSet // the stream's consumers (SetConsumers)
 	sources   SourceSet   // the stream's own sourcers (SetSources); nil without
 	durable   atomic.Uint64
+	// applied is the index of the last operation the apply goroutine
+	// applied (Applier), or the checkpoint's after Restore.
+	applied atomic.Uint64
 
 	// watchers are the sourcers of other streams that read this one
 	// (Watch); wmu guards them.

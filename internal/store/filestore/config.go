@@ -66,6 +66,16 @@ type Config struct {
 	// SyncStats, when not nil, records each group commit: the fsync's
 	// latency and the messages and bytes it made durable (for /metrics).
 	SyncStats *store.SyncStats
+	// RollbackMode keeps the segments a rollback to a position needs
+	// until a later position is saved (Store.PositionSaved): the store
+	// of a replica of a replicated stream (package comment, "Positions
+	// and rollback"; docs/clustering.md, "Checkpoints").
+	RollbackMode bool
+	// RollbackTo, when not nil, returns the store to this position before
+	// recovery: what was written after it is cut and set aside. It needs
+	// RollbackMode. A position that does not match the files fails Open
+	// with an error wrapping ErrBadPosition.
+	RollbackTo *Position
 
 	// forceS2 (tests only) stores every payload compressed, whatever
 	// store.Config.Compress says and whether or not it pays.
@@ -100,6 +110,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Infof == nil {
 		c.Infof = c.Logf
+	}
+	if c.RollbackTo != nil && !c.RollbackMode {
+		return c, errors.New("filestore: Config.RollbackTo needs RollbackMode")
 	}
 	return c, c.checkSync()
 }

@@ -23,6 +23,12 @@
 //	<Dir>/consumers/.new-<name>/     a consumer being created (ignored on read)
 //	<Dir>/acks/<gen>.log             the ack journal, one file per generation;
 //	                                 <gen> is 20 decimal digits, zero padded
+//	<Dir>/msgs/<base>.blk.rolledback[.<n>]
+//	                                 a segment a rollback set aside (see
+//	                                 "Positions and rollback")
+//	<Dir>/msgs/<base>.blk.from-<offset>.rolledback[.<n>]
+//	                                 the bytes a rollback cut from the end of
+//	                                 a segment, from <offset> on
 //
 // Files other than these are left alone: recovery never deletes what it
 // does not understand.
@@ -231,6 +237,72 @@
 // what a crash loses of the last interval is not in the file either, and
 // its sequences are assigned again.
 //
+// # Positions and rollback
+//
+// A replica of a replicated stream applies committed log entries to its
+// store without waiting for the store's fsync (the log holds them), and
+// must be able to return, after a crash, to a point it recorded together
+// with the log index its store reflected there (docs/clustering.md,
+// "Checkpoints"). Position gives that point; opening with
+// Config.RollbackTo returns to it.
+//
+// A position is the end of the record log when it was taken: the base of
+// the segment that was active, the size in bytes of that segment, and
+// LastSeq. Position makes everything appended before it durable first
+// (one flusher batch, fsynced; the batch ends with its syncmark), so the
+// bytes below it are the store's whole state then. Its encoding
+// (AppendPosition, DecodePosition; 25 bytes, integers little endian, no
+// CRC of its own: the file that keeps it has one):
+//
+//	offset size field
+//	 0      1   version = 1
+//	 1      8   base of the segment, u64
+//	 9      8   offset in it, u64: the segment's size at the position,
+//	            at least SegmentHeaderSize
+//	17      8   LastSeq, u64, at the position
+//
+// Opening with RollbackTo = P (which needs Config.RollbackMode), before
+// recovery:
+//
+//  1. The segment of base P.base must exist, P.offset must not exceed its
+//     size, and P.offset must be the end of its header or of a valid
+//     record (scanned as recovery scans); else Open fails with
+//     ErrBadPosition and nothing is touched. The caller fences the
+//     replica (a replica is replaced, never repaired in place).
+//  2. The bytes of that segment from P.offset on are copied to
+//     <base>.blk.from-<offset>.rolledback (written, fsynced), every
+//     segment of a higher base is renamed to <name>.rolledback, highest
+//     first, the msgs directory is fsynced, and only then is the segment
+//     truncated at P.offset and fsynced. Nothing is deleted: each step is
+//     logged, and an operator may remove the quarantined files. An Open
+//     cut short by a crash repeats the steps with the same P (a second
+//     copy of a tail gets the next free suffix .<n>).
+//  3. Recovery runs as usual, with P.LastSeq in place of the checkpoint
+//     file's value (which may name sequences appended after P): the store
+//     is what it was at P, LastSeq included, and it replaces the
+//     checkpoint file. If the segments hold a sequence past P.LastSeq,
+//     Open fails with ErrBadPosition.
+//
+// Rollback mode (Config.RollbackMode) keeps what a rollback needs: the
+// segments that exist at a position. Segments are never written in place
+// below their end, so only the removal of front segments (Writing, rule
+// 5) could take one away: in rollback mode a segment emptied after the
+// newest position the caller reported saved (PositionSaved) stays on
+// disk, even once the record that covers its removal is durable, until a
+// position taken after its removal is saved. A rollback to a saved
+// position then finds every segment it needs: segments emptied before it
+// are below its low water (recovery completes their removal), the others
+// are still there. Recovery's own removals count as done before the
+// position a rollback returns to; an Open without RollbackTo in rollback
+// mode keeps them until the first PositionSaved.
+//
+// Everything else a rollback must undo lies after P in the log and is cut
+// with it: messages, delete, compact and skip records, the compact
+// record Open writes, and segments started after P (their headers carry
+// the low water then). The checkpoint file is taken care of by rule 3,
+// consumer state files and the ack journal are not the stream's and are
+// left alone.
+//
 // # Consumer state file
 //
 // Two copies, state and state.1; Update writes the one that does not hold
@@ -345,7 +417,9 @@
 //     their records are durable.
 //  5. A segment whose messages are all removed, at the front of the log,
 //     is removed (remove, fsync the directory) only after the compact
-//     record or header that covers it is durable.
+//     record or header that covers it is durable (and, in rollback mode,
+//     once a position taken after its removal was saved: "Positions and
+//     rollback").
 //  6. Any write, fsync, create, remove or directory fsync error fences the
 //     store: Append, WaitDurable and the removals return store.ErrFenced
 //     wrapping the cause until the store is reopened; nothing written

@@ -17,6 +17,7 @@ type batch struct {
 	seq    uint64     // LastSeq when the batch was taken
 	doomed []*segment // to remove once the batch is durable
 	file   vfs.File   // the file the batch wrote last, which the syncer syncs
+	pos    Position   // the end of the log once the batch is written
 }
 
 // flushItem is the new bytes of one segment.
@@ -241,6 +242,8 @@ func (s *Store) takeBatch() (batch, bool) {
 	s.mu.taken++
 	b.gen, b.seq = s.mu.taken, s.mu.last
 	b.doomed = s.takeDoomedLocked(b.gen)
+	g := s.activeLocked()
+	b.pos = Position{Base: g.base, Offset: uint64(g.size), LastSeq: s.mu.last}
 	return b, true
 }
 
@@ -279,7 +282,7 @@ func (s *Store) takeDoomedLocked(gen uint64) []*segment {
 	var out []*segment
 	keep := s.mu.doomed[:0]
 	for _, d := range s.mu.doomed {
-		if d.gen <= gen {
+		if d.gen <= gen && s.removableLocked(d) {
 			out = append(out, d.seg)
 		} else {
 			keep = append(keep, d)
@@ -406,6 +409,7 @@ func (s *Store) publish(b batch) {
 	for _, it := range b.items {
 		it.seg.synced = max(it.seg.synced, it.end)
 	}
+	s.mu.durablePos = b.pos
 	s.mu.Unlock()
 	s.note.advance(b.seq, b.gen)
 }

@@ -65,6 +65,12 @@ func (s *Store) open() error {
 	if err != nil {
 		return err
 	}
+	to := s.cfg.RollbackTo
+	if to != nil {
+		if err := s.rollback(*to); err != nil {
+			return err
+		}
+	}
 	names, err := s.segmentFiles()
 	if err != nil {
 		return err
@@ -72,6 +78,11 @@ func (s *Store) open() error {
 	ck, err := scanCheckpoint(s.fs, s.cfg.Dir)
 	if err != nil {
 		return err
+	}
+	if to != nil {
+		// The checkpoint file may name sequences appended after the
+		// position; the position's LastSeq is what was durable then.
+		ck.seq, ck.clean = to.LastSeq, false
 	}
 	switch {
 	case len(names) == 0 && ck.seq >= max(s.mu.limits.FirstSeq, 1):
@@ -92,6 +103,14 @@ func (s *Store) open() error {
 	}
 	if err := s.recover(names, ck); err != nil {
 		return err
+	}
+	if to != nil {
+		if s.mu.last != to.LastSeq {
+			return fmt.Errorf("%w: %v: the segments hold sequences through %d", ErrBadPosition, *to, s.mu.last)
+		}
+		// The position returned to counts as taken and saved: what
+		// recovery removed lies below it.
+		s.mu.posTaken, s.mu.posSaved = 1, 1
 	}
 	if err := s.applyLimits(); err != nil {
 		return err

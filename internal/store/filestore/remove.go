@@ -203,7 +203,7 @@ func (s *Store) doomFrontLocked() {
 			return
 		}
 		s.mu.segs = s.mu.segs[1:]
-		s.mu.doomed = append(s.mu.doomed, doomedSeg{seg: g, gen: s.mu.taken + 1})
+		s.mu.doomed = append(s.mu.doomed, doomedSeg{seg: g, gen: s.mu.taken + 1, after: s.mu.posTaken})
 	}
 }
 

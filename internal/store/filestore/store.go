@@ -70,15 +70,24 @@ type Store struct {
 		changes   uint64 // bumped by every change the flusher must write
 		removals  uint64 // messages removed since Open (Removals)
 		expiry    store.ExpireState
+		// durablePos is the end of the log after the newest durable
+		// batch; posTaken numbers the positions handed out, posSaved is
+		// the newest one saved (position.go).
+		durablePos Position
+		posTaken   uint64
+		posSaved   uint64
 	}
 }
 
 var _ store.Store = (*Store)(nil)
 
-// doomedSeg is a segment to remove once batch gen is durable.
+// doomedSeg is a segment to remove once batch gen is durable (and, in
+// rollback mode, once a position taken after it was doomed is saved:
+// after counts the positions taken before).
 type doomedSeg struct {
-	seg *segment
-	gen uint64
+	seg   *segment
+	gen   uint64
+	after uint64
 }
 
 // Append stores m at LastSeq+1 after the admission rules of

@@ -1,0 +1,434 @@
+// Package streamckpt checkpoints the replica of a replicated file stream
+// and restarts it from its checkpoint (docs/clustering.md,
+// "Checkpoints"). A replica applies the entries its raft group commits to
+// its file store without waiting for the store's fsync (the raftnode WAL
+// holds them); a checkpoint ties the store to a raft index, so that after
+// a crash the store is returned to exactly that index and raftnode applies
+// the entries after it once more, and only then lets the WAL drop the
+// entries up to it.
+//
+// # Checkpoint file
+//
+// <Config.Dir>/replica.ckpt, replaced by write-new (replica.ckpt.new),
+// fsync, rename, fsync of the directory. Integers are little endian; the
+// CRC is CRC-32C (Castagnoli).
+//
+//	offset size field
+//	 0      8   magic "CAIRNRPL"
+//	 8      4   version, u32 = 1
+//	12      4   N, u32: body length
+//	16      N   body:
+//	             +0   8  raft group, u64
+//	             +8   8  raft replica ID, u64
+//	             +16  8  index I, u64: the raft index the state reflects
+//	             +24 25  the store's position at I (filestore.AppendPosition)
+//	             +49  …  the stream's state at I (stream.AppendCheckpoint,
+//	                     with its own version and CRC)
+//	16+N    4   CRC-32C of bytes 0 .. 15+N
+//
+// A file that fails any check, or names another group or replica, fails
+// Open with ErrDamaged: the replica is fenced, never started from a guess.
+//
+// # Taking a checkpoint
+//
+// Every Config.Every entries applied, every Config.Interval while entries
+// were applied, and at Stop:
+//
+//  1. with the stream's apply goroutine held (streamrun.Stream.Held): the
+//     applied index I (streamrun.Stream.AppliedIndex), the store's
+//     Position P (which fsyncs the store), a copy of the stream's own
+//     state (streamrun.Stream.Checkpoint);
+//  2. released, the state is encoded (S) and the file {I, P, S} written
+//     as above;
+//  3. the store is told P is saved (filestore.Store.PositionSaved: the
+//     segments emptied before P may go);
+//  4. streamlog.Log.Checkpoint(I): the WAL may drop the group's entries
+//     up to I, as far as the other replicas allow (until stream
+//     snapshots exist, only the leader compacts, through the lowest
+//     index every replica holds).
+//
+// A crash before step 2 completes leaves the previous file, whose
+// position the store can still return to (segments emptied since are
+// kept until step 3) and whose entries the WAL still holds (step 4 comes
+// later). A crash between 2 and 4 leaves the new file with the WAL not
+// yet compacted: the entries after I are applied again, those up to I
+// skipped.
+//
+// # Restart
+//
+// Open reads the file. Without one the replica is new: a store that
+// holds anything is refused (ErrNoCheckpoint: it was written by something
+// this replica cannot account for); an empty one gets its first
+// checkpoint, {0, its position, the given config's state}, at once, before
+// anything is applied. With one: the store is opened rolled back to P
+// with the limits of the config in S (stream.CheckpointConfig), the
+// runtime is made with that config and Restore(S, I) in place of Open,
+// and the log reports I as Applied, so raftnode applies I+1.. exactly
+// once. A position that does not match the store fails Open
+// (filestore.ErrBadPosition): fenced.
+//
+// Memory streams have no checkpoint: their store is gone after a restart,
+// so their log reports Applied 0 (streamlog.Config.Applied nil) and must
+// replay the group's whole log; they never call Log.Checkpoint, and the
+// WAL keeps every entry of their group (raftnode's WALStats names it
+// among the groups that block truncation) until stream snapshots exist.
+// Open refuses them (ErrMemoryStream).
+package streamckpt
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/cluster/streamlog"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
+	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/store/filestore"
+	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+// Defaults of Config.
+const (
+	// DefaultEvery is the number of applied entries after which a
+	// checkpoint is taken.
+	DefaultEvery = 16384
+	// DefaultInterval is the longest time entries stay applied without a
+	// checkpoint.
+	DefaultInterval = 30 * time.Second
+)
+
+// Errors of Open, besides ErrDamaged and filestore.ErrBadPosition.
+var (
+	// ErrNoCheckpoint: the store holds messages or sequences but there is
+	// no checkpoint file; the replica is fenced.
+	ErrNoCheckpoint = errors.New("streamckpt: the store holds data but there is no checkpoint file")
+	// ErrMemoryStream: a memory stream has no checkpoint (package comment).
+	ErrMemoryStream = errors.New("streamckpt: a memory stream has no checkpoint")
+	// ErrStopped: the stream's runtime stopped before the checkpoint
+	// could hold it, or the replica was stopped.
+	ErrStopped = errors.New("streamckpt: stopped")
+)
+
+// Config says where a replica's checkpoint and store live and how often
+// it checkpoints.
+type Config struct {
+	// Dir is the directory of the checkpoint file (the stream's
+	// directory). Required.
+	Dir string
+	// Store configures the stream's file store (its Dir, FS, sync policy,
+	// block size, logs); RollbackMode and RollbackTo are set by Open. Its
+	// FS holds the checkpoint file too. Store.Dir is required.
+	Store filestore.Config
+	// Node and Group are the raftnode node and the stream's group on it;
+	// Replica is this replica's ID in the group. Required.
+	Node    *raftnode.Node
+	Group   raftnode.GroupID
+	Replica raftnode.ReplicaID
+	// Every and Interval: a checkpoint is taken once Every entries were
+	// applied since the last one, and Interval after the last one when
+	// entries were applied since (DefaultEvery, DefaultInterval when 0).
+	Every    uint64
+	Interval time.Duration
+	// Logf receives failed checkpoints and what Open found; nil discards.
+	Logf func(format string, args ...any)
+}
+
+// Replica is the checkpointing of one replica of a replicated file
+// stream. Open it (which opens the store), give the runtime its log
+// (NewLog), Start it with the runtime, Stop it before the runtime.
+type Replica struct {
+	cfg   Config
+	fs    vfs.FS
+	store *filestore.Store
+	scfg  stream.Config
+	state []byte // the state bytes to Restore from
+	index uint64 // the checkpoint's index
+
+	log     *streamlog.Log
+	rt      *streamrun.Stream
+	counted atomic.Uint64 // entries handed to the log's applier
+	poke    chan struct{} // capacity 1: Every entries were applied
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+
+	// mu serializes checkpoints (the goroutine's, Checkpoint's, Stop's)
+	// and guards lastIndex, the index of the last checkpoint written.
+	mu        sync.Mutex
+	lastIndex uint64
+}
+
+// Open reads the replica's checkpoint file and opens its store: rolled
+// back to the checkpoint's position, with the limits of the config the
+// checkpoint holds; or, for a new replica (no file), a store that must
+// be empty, whose first checkpoint (index 0, config def) Open writes
+// before returning. def is the stream's config for a new replica
+// (defaults applied, validated). Errors: ErrDamaged, ErrNoCheckpoint,
+// ErrMemoryStream, filestore.ErrBadPosition (wrapped), a bad state
+// (stream.ErrBadCheckpoint), and the file system's. On any error the
+// replica must be fenced: nothing was started.
+func Open(cfg Config, def stream.Config) (*Replica, error) {
+	if cfg.Dir == "" || cfg.Store.Dir == "" || cfg.Node == nil || cfg.Group == 0 || cfg.Replica == 0 {
+		return nil, errors.New("streamckpt: Config needs Dir, Store.Dir, Node, Group and Replica")
+	}
+	if def.Storage == stream.MemoryStorage {
+		return nil, ErrMemoryStream
+	}
+	if cfg.Store.FS == nil {
+		cfg.Store.FS = vfs.OS()
+	}
+	if cfg.Every == 0 {
+		cfg.Every = DefaultEvery
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	r := &Replica{cfg: cfg, fs: cfg.Store.FS, poke: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	ck, err := readFile(r.fs, cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("streamckpt: group %d: %w", cfg.Group, err)
+	}
+	if ck == nil {
+		err = r.openNew(def)
+	} else {
+		err = r.openFrom(ck)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("streamckpt: group %d: %w", cfg.Group, err)
+	}
+	r.lastIndex = r.index
+	return r, nil
+}
+
+// openFrom opens the store rolled back to the checkpoint ck.
+func (r *Replica) openFrom(ck *checkpoint) error {
+	if ck.group != r.cfg.Group || ck.replica != r.cfg.Replica {
+		return fmt.Errorf("%w: it is replica %d of group %d", ErrDamaged, ck.replica, ck.group)
+	}
+	scfg, err := stream.CheckpointConfig(ck.state)
+	if err != nil {
+		return err
+	}
+	fcfg := r.cfg.Store
+	fcfg.RollbackMode, fcfg.RollbackTo = true, &ck.pos
+	st, err := filestore.Open(fcfg, scfg.StoreConfig())
+	if err != nil {
+		return err
+	}
+	r.store, r.scfg, r.state, r.index = st, scfg, ck.state, ck.index
+	r.cfg.Logf("streamckpt: group %d: restarting from the checkpoint at index %d (store at %v)", r.cfg.Group, ck.index, ck.pos)
+	return nil
+}
+
+// openNew opens the store of a new replica, which must hold nothing, and
+// writes its first checkpoint.
+func (r *Replica) openNew(def stream.Config) error {
+	fcfg := r.cfg.Store
+	fcfg.RollbackMode = true
+	limits := def.StoreConfig()
+	st, err := filestore.Open(fcfg, limits)
+	if err != nil {
+		return err
+	}
+	s := st.State(false)
+	if s.Msgs > 0 || s.Lost != nil || s.LastSeq != max(limits.FirstSeq, 1)-1 {
+		st.Close()
+		return fmt.Errorf("%w (%s: %d messages, last sequence %d)", ErrNoCheckpoint, r.cfg.Store.Dir, s.Msgs, s.LastSeq)
+	}
+	state, err := stream.New(def, st).AppendCheckpoint(nil)
+	if err == nil {
+		err = r.write(0, st, state)
+	}
+	if err != nil {
+		st.Close()
+		return err
+	}
+	r.store, r.scfg, r.state = st, def.Clone(), state
+	return nil
+}
+
+// write takes the store's position (nothing else may change the store
+// meanwhile) and writes the checkpoint file of index and state.
+func (r *Replica) write(index uint64, st *filestore.Store, state []byte) error {
+	pos, err := st.Position()
+	if err != nil {
+		return err
+	}
+	if err := r.ensureDir(); err != nil {
+		return err
+	}
+	if err := writeFile(r.fs, r.cfg.Dir, &checkpoint{group: r.cfg.Group, replica: r.cfg.Replica, index: index, pos: pos, state: state}); err != nil {
+		return err
+	}
+	st.PositionSaved(pos)
+	return nil
+}
+
+// ensureDir makes Config.Dir if it is missing, durably (its entry in its
+// parent fsynced). The store's Open made it already when the store lives
+// under it.
+func (r *Replica) ensureDir() error {
+	if _, _, err := r.fs.Stat(r.cfg.Dir); err == nil || !vfs.IsNotExist(err) {
+		return err
+	}
+	if err := r.fs.MkdirAll(r.cfg.Dir); err != nil {
+		return err
+	}
+	return r.fs.SyncDir(path.Dir(path.Clean(r.cfg.Dir)))
+}
+
+// Store returns the replica's store, to make the runtime over.
+func (r *Replica) Store() *filestore.Store { return r.store }
+
+// StreamConfig returns the stream's config as of the checkpoint: the
+// config to make the runtime with (streamrun.New). A later update in the
+// log is applied again after it.
+func (r *Replica) StreamConfig() stream.Config { return r.scfg.Clone() }
+
+// Applied returns the raft index of the checkpoint the replica restarted
+// from (0 for a new replica): streamlog.Config.Applied.
+func (r *Replica) Applied() uint64 { return r.index }
+
+// NewLog returns the function to give the runtime as
+// streamrun.Env.NewReplicatedLog: it makes the stream's streamlog.Log on
+// the replica's node and group, reporting Applied, with onLeader as its
+// OnLeader (nil: none), and counts the entries it applies for
+// Config.Every. The runtime calls it once, from streamrun.New.
+func (r *Replica) NewLog(onLeader func(leader bool)) streamrun.NewLogFunc {
+	return func(_ string, a streamrun.Applier[stream.Op]) streamrun.Log[stream.Op] {
+		r.log = streamlog.New(streamlog.Config{Node: r.cfg.Node, Group: r.cfg.Group, Applied: r.Applied, OnLeader: onLeader}, counter{r, a})
+		return r.log
+	}
+}
+
+// Log returns the log NewLog made (nil before).
+func (r *Replica) Log() *streamlog.Log { return r.log }
+
+// counter is the Applier the log is given: it counts the entries, pokes
+// the checkpoint goroutine every Config.Every of them, and hands each on.
+type counter struct {
+	r *Replica
+	a streamrun.Applier[stream.Op]
+}
+
+// Apply counts op and hands it to the runtime's applier.
+func (c counter) Apply(index uint64, op stream.Op, key uint64) {
+	c.a.Apply(index, op, key)
+	if c.r.counted.Add(1)%c.r.cfg.Every == 0 {
+		select {
+		case c.r.poke <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Forget hands the forgotten key to the runtime's applier
+// (streamrun.Forgetter) when it takes them.
+func (c counter) Forget(key uint64, err error) {
+	if f, ok := c.a.(streamrun.Forgetter); ok {
+		f.Forget(key, err)
+	}
+}
+
+// Start readies the runtime rt, made over Store with StreamConfig and
+// NewLog, from the checkpoint (streamrun.Stream.Restore, in place of
+// Open), and starts the checkpoint goroutine, which Stop ends. Call Serve
+// on rt next, then add the log's state machine to the node. The error
+// wraps stream.ErrBadCheckpoint.
+func (r *Replica) Start(rt *streamrun.Stream) error {
+	if err := rt.Restore(r.state, r.index); err != nil {
+		return err
+	}
+	r.rt, r.state = rt, nil
+	go r.run()
+	return nil
+}
+
+// run takes a checkpoint whenever Every entries were applied, and every
+// Interval when some were, until Stop.
+func (r *Replica) run() {
+	defer close(r.done)
+	t := time.NewTicker(r.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-r.poke:
+		case <-t.C:
+		}
+		if err := r.Checkpoint(); err != nil && !errors.Is(err, ErrStopped) {
+			r.cfg.Logf("streamckpt: group %d: checkpoint failed (the WAL keeps the entries; retried): %v", r.cfg.Group, err)
+		}
+	}
+}
+
+// Checkpoint takes a checkpoint now (package comment, "Taking a
+// checkpoint"), unless nothing was applied since the last one. Errors:
+// ErrStopped (the runtime stopped), the store's (store.ErrFenced), the
+// file system's, and raftnode's from Log.Checkpoint (the checkpoint file
+// is written then; the WAL compacts at the next one).
+func (r *Replica) Checkpoint() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.rt == nil {
+		return ErrStopped
+	}
+	var (
+		index uint64
+		pos   filestore.Position
+		ck    *stream.Checkpoint
+		err   error
+	)
+	held := r.rt.Held(func() {
+		if index = r.rt.AppliedIndex(); index == r.lastIndex {
+			return
+		}
+		if pos, err = r.store.Position(); err != nil {
+			return
+		}
+		ck, _ = r.rt.Checkpoint()
+	})
+	switch {
+	case !held:
+		return ErrStopped
+	case err != nil:
+		return err
+	case index == r.lastIndex:
+		return nil
+	}
+	state, err := ck.Append(nil)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(r.fs, r.cfg.Dir, &checkpoint{group: r.cfg.Group, replica: r.cfg.Replica, index: index, pos: pos, state: state}); err != nil {
+		return err
+	}
+	r.store.PositionSaved(pos)
+	r.lastIndex = index
+	if r.log == nil {
+		return nil
+	}
+	_, err = r.log.Checkpoint(index)
+	return err
+}
+
+// Stop ends the checkpoint goroutine and takes a last checkpoint, so
+// that a clean restart applies nothing again. Call it before stopping
+// the runtime (its apply goroutine must still run). It returns that
+// checkpoint's error.
+func (r *Replica) Stop() error {
+	r.once.Do(func() { close(r.stop) })
+	if r.rt == nil {
+		return nil
+	}
+	<-r.done
+	return r.Checkpoint()
+}

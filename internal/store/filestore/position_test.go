@@ -1,0 +1,380 @@
+package filestore
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+// dump returns everything a reader of s can see, as text: the state with
+// its gaps and lost sequences, the subjects, and every message.
+func dump(t testing.TB, s *Store) string {
+	t.Helper()
+	var b strings.Builder
+	st := s.State(true)
+	fmt.Fprintf(&b, "state %+v lost %+v\n", st, st.Lost)
+	subj := s.SubjectsState(">")
+	for _, k := range slices.Sorted(maps.Keys(subj)) {
+		fmt.Fprintf(&b, "subject %s %+v\n", k, subj[k])
+	}
+	for seq := st.FirstSeq; seq <= st.LastSeq && seq > 0; {
+		m, err := s.LoadNext(nil, seq)
+		if errors.Is(err, store.ErrEOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("LoadNext(%d): %v", seq, err)
+		}
+		fmt.Fprintf(&b, "msg %d %d %s %q %q\n", m.Seq, m.Time, m.Subject, m.Header, m.Data)
+		seq = m.Seq + 1
+	}
+	return b.String()
+}
+
+// quarantined returns the files a rollback set aside.
+func quarantined(t testing.TB, fs vfs.FS, dir string) []string {
+	t.Helper()
+	names, err := fs.ReadDir(path.Join(dir, "msgs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range names {
+		if strings.Contains(n, ".rolledback") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// workload applies n random changes to s: appends (half of them waited
+// for), deletes, compacts of the front, purges of a subject, skips and
+// purges of everything; what waits for durability is the store's.
+func workload(t testing.TB, s *Store, r *rand.Rand, n int) {
+	t.Helper()
+	for range n {
+		st := s.State(false)
+		var err error
+		switch k := r.IntN(40); {
+		case k < 30:
+			m := store.Msg{Subject: fmt.Sprintf("w.%d", r.IntN(5)), Data: fmt.Appendf(nil, "%d-%s", st.LastSeq+1, strings.Repeat("x", r.IntN(200))), Time: int64(st.LastSeq+1) * 1e6}
+			var seq uint64
+			if seq, err = s.Append(m); err == nil && k%2 == 0 {
+				err = s.WaitDurable(seq)
+			}
+		case k < 34 && st.Msgs > 0:
+			err = s.Delete(st.FirstSeq + r.Uint64N(st.LastSeq-st.FirstSeq+1))
+			if errors.Is(err, store.ErrNotFound) {
+				err = nil
+			}
+		case k < 36 && st.Msgs > 0:
+			_, err = s.Compact(st.FirstSeq + r.Uint64N(min(st.LastSeq-st.FirstSeq+1, 20)))
+		case k < 37:
+			_, err = s.Purge(store.PurgeRequest{Subject: fmt.Sprintf("w.%d", r.IntN(5))})
+		case k < 38:
+			err = s.SkipTo(st.LastSeq + 1 + r.Uint64N(5))
+		case k < 39 && r.IntN(4) == 0:
+			_, err = s.Purge(store.PurgeRequest{})
+		}
+		if err != nil {
+			t.Fatalf("workload: %v", err)
+		}
+	}
+}
+
+// Encoding: a position round-trips; bytes that are not a position are
+// refused.
+func TestPositionEncoding(t *testing.T) {
+	p := Position{Base: 7, Offset: 4096, LastSeq: 99}
+	b := AppendPosition([]byte("x"), p)
+	if len(b) != 1+PositionSize {
+		t.Fatalf("%d bytes", len(b))
+	}
+	got, err := DecodePosition(b[1:])
+	if err != nil || got != p {
+		t.Fatalf("decoded %+v, %v", got, err)
+	}
+	bad := [][]byte{
+		nil,
+		b[1:PositionSize],
+		append([]byte{2}, b[2:]...),
+		AppendPosition(nil, Position{Base: 0, Offset: 4096}),
+		AppendPosition(nil, Position{Base: 1, Offset: SegmentHeaderSize - 1}),
+		append(b[1:], 0),
+	}
+	for i, c := range bad {
+		if _, err := DecodePosition(c); !errors.Is(err, ErrBadPosition) {
+			t.Errorf("case %d: %v", i, err)
+		}
+	}
+}
+
+// A store reopened with RollbackTo is exactly what it was at the
+// position, whatever was appended, removed, skipped or purged after it,
+// across segments; what came after is set aside, not deleted; LastSeq
+// continues from the position's.
+func TestRollbackToPosition(t *testing.T) {
+	for _, bs := range []int64{256, 1024, 1 << 20} {
+		t.Run(fmt.Sprint(bs), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(bs), 1))
+			fs := vfs.NewCrashFS()
+			cfg := Config{Dir: "/s", FS: fs, BlockSize: bs, RollbackMode: true}
+			s := mustOpen(t, cfg, store.Config{})
+			workload(t, s, r, 150)
+			p, err := s.Position()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := dump(t, s)
+			s.PositionSaved(p)
+			workload(t, s, r, 300)
+			if dump(t, s) == want {
+				t.Fatal("the workload after the position changed nothing")
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			enc, _ := DecodePosition(AppendPosition(nil, p))
+			for round := range 2 { // a second rollback to the same position changes nothing
+				lg := &testLog{}
+				cfg.RollbackTo, cfg.Logf = &enc, lg.logf
+				s2 := mustOpen(t, cfg, store.Config{})
+				mustCheck(t, s2, "rollback")
+				if got := dump(t, s2); got != want {
+					t.Fatalf("round %d: after the rollback:\n%s\nat the position:\n%s", round, got, want)
+				}
+				if round == 0 && (len(quarantined(t, fs, "/s")) == 0 || !lg.has("set aside")) {
+					t.Fatalf("nothing set aside: %v, log %v", quarantined(t, fs, "/s"), lg.lines)
+				}
+				if err := s2.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s3 := mustOpen(t, cfg, store.Config{})
+			if seq := appendSync(t, s3, msgN("after", 1)); seq != p.LastSeq+1 {
+				t.Fatalf("append after the rollback got %d, want %d", seq, p.LastSeq+1)
+			}
+			s3.Close()
+		})
+	}
+}
+
+// A power loss at any moment after a saved position, with or without a
+// later position taken (a checkpoint cut short) or saved, leaves files a
+// rollback returns to the saved position. Segments emptied after it are
+// still there: without rollback mode the same runs lose them.
+func TestRollbackAfterPowerLoss(t *testing.T) {
+	n := 60
+	if testing.Short() {
+		n = 20
+	}
+	for seed := range uint64(n) {
+		r := rand.New(rand.NewPCG(seed, 2))
+		fs := vfs.NewCrashFS()
+		cfg := Config{Dir: "/s", FS: fs, BlockSize: int64(256 + r.IntN(2048)), RollbackMode: true}
+		s := mustOpen(t, cfg, store.Config{})
+		workload(t, s, r, 50+r.IntN(100))
+		p, err := s.Position()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := dump(t, s)
+		s.PositionSaved(p)
+		workload(t, s, r, 50+r.IntN(200))
+		switch r.IntN(3) {
+		case 1: // a later position taken, not saved: the rollback is still to p
+			if _, err := s.Position(); err != nil {
+				t.Fatal(err)
+			}
+			workload(t, s, r, r.IntN(50))
+		case 2: // a later position saved: the rollback goes there
+			if p, err = s.Position(); err != nil {
+				t.Fatal(err)
+			}
+			want = dump(t, s)
+			s.PositionSaved(p)
+			workload(t, s, r, r.IntN(100))
+		}
+		opts := vfs.CrashOptions{Rand: rand.New(rand.NewPCG(seed, 3)), Tail: vfs.TailAny, ZeroFill: r.IntN(2) == 0}
+		crashed := fs.Crash(opts)
+		s.Close()
+		p.id = 0
+		cfg.FS, cfg.RollbackTo = crashed, &p
+		s2, err := Open(cfg, store.Config{})
+		if err != nil {
+			t.Fatalf("seed %d: rollback to %v: %v", seed, p, err)
+		}
+		mustCheck(t, s2, "rollback")
+		if got := dump(t, s2); got != want {
+			t.Fatalf("seed %d: after the rollback:\n%s\nat the position:\n%s", seed, got, want)
+		}
+		s2.Close()
+	}
+}
+
+// In rollback mode a front segment emptied after the last saved position
+// stays on disk until a position taken after its removal is saved; out
+// of rollback mode it goes once its compact record is durable.
+func TestRollbackModeKeepsEmptiedSegments(t *testing.T) {
+	for _, mode := range []bool{false, true} {
+		fs := vfs.NewCrashFS()
+		s := mustOpen(t, Config{Dir: "/s", FS: fs, BlockSize: 256, RollbackMode: mode}, store.Config{})
+		for i := range 40 {
+			appendSync(t, s, msgN("k", i))
+		}
+		p, err := s.Position()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.PositionSaved(p)
+		before := segCount(t, fs)
+		if _, err := s.Compact(35); err != nil {
+			t.Fatal(err)
+		}
+		appendSync(t, s, msgN("k", 41)) // one more batch: removals happen after the syncs
+		if got := segCount(t, fs); mode && got < before || !mode && got >= before {
+			t.Fatalf("rollback mode %v: %d segments before the compact, %d after", mode, before, got)
+		}
+		if !mode {
+			s.Close()
+			continue
+		}
+		p2, err := s.Position()
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendSync(t, s, msgN("k", 42))
+		if got := segCount(t, fs); got < before {
+			t.Fatalf("segments removed before the later position was saved: %d, was %d", got, before)
+		}
+		s.PositionSaved(p2)
+		appendSync(t, s, msgN("k", 43))
+		if got := segCount(t, fs); got >= before {
+			t.Fatalf("emptied segments kept after a later position was saved: %d, was %d", got, before)
+		}
+		s.Close()
+	}
+}
+
+func segCount(t testing.TB, fs vfs.FS) int {
+	t.Helper()
+	names, err := fs.ReadDir("/s/msgs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, name := range names {
+		if _, ok := parseSegmentName(name); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// A position that does not match the files fails Open with
+// ErrBadPosition, and, when the segment itself does not fit it, leaves
+// every file as it was.
+func TestRollbackBadPosition(t *testing.T) {
+	fs := vfs.NewCrashFS()
+	cfg := Config{Dir: "/s", FS: fs, BlockSize: 512, RollbackMode: true}
+	s := mustOpen(t, cfg, store.Config{})
+	for i := range 30 {
+		appendSync(t, s, msgN("k", i))
+	}
+	p, err := s.Position()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		appendSync(t, s, msgN("k", 30+i))
+	}
+	s.Close()
+	files := func() map[string]string {
+		out := map[string]string{}
+		names, _ := fs.ReadDir("/s/msgs")
+		for _, n := range names {
+			b, _ := fs.ReadFile(path.Join("/s/msgs", n))
+			out[n] = string(b)
+		}
+		return out
+	}
+	before := files()
+	for name, q := range map[string]Position{
+		"no such segment":  {Base: p.Base + 1000, Offset: p.Offset, LastSeq: p.LastSeq},
+		"past the end":     {Base: p.Base, Offset: 1 << 20, LastSeq: p.LastSeq},
+		"inside a record":  {Base: p.Base, Offset: p.Offset - 3, LastSeq: p.LastSeq},
+		"before the start": {Base: p.Base, Offset: 7, LastSeq: p.LastSeq},
+	} {
+		cfg.RollbackTo = &q
+		if _, err := Open(cfg, store.Config{}); !errors.Is(err, ErrBadPosition) {
+			t.Errorf("%s: %v", name, err)
+		}
+		if !maps.Equal(files(), before) {
+			t.Fatalf("%s: the files changed", name)
+		}
+	}
+	q := p
+	q.LastSeq--
+	cfg.RollbackTo = &q
+	if _, err := Open(cfg, store.Config{}); !errors.Is(err, ErrBadPosition) {
+		t.Errorf("LastSeq below the segments': %v", err)
+	}
+	cfg.RollbackMode = false
+	if _, err := Open(cfg, store.Config{}); err == nil {
+		t.Error("RollbackTo without RollbackMode opened")
+	}
+}
+
+// A power loss during the rollback itself (its copy, renames, truncation)
+// leaves files that the same rollback, run again, returns to the
+// position.
+func TestRollbackInterrupted(t *testing.T) {
+	ops := []struct{ op, path string }{{"create", "rolledback"}, {"write", "rolledback"}, {"sync", "rolledback"}, {"rename", ".blk"}, {"syncdir", "msgs"}, {"sync", ".blk"}}
+	for i, op := range ops {
+		for _, tail := range []vfs.TailMode{vfs.TailDrop, vfs.TailKeep, vfs.TailAny} {
+			r := rand.New(rand.NewPCG(uint64(i), uint64(tail)))
+			fs := vfs.NewCrashFS()
+			cfg := Config{Dir: "/s", FS: fs, BlockSize: 4096, RollbackMode: true}
+			s := mustOpen(t, cfg, store.Config{})
+			workload(t, s, r, 100)
+			p, err := s.Position()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := dump(t, s)
+			s.PositionSaved(p)
+			appendSync(t, s, msgN("tail", 1)) // bytes after p in p's segment
+			workload(t, s, r, 200)
+			s.Close()
+			var crashed *vfs.CrashFS
+			hook := &hookFS{FS: fs, op: op.op, path: op.path, at: 1, crash: func() {
+				crashed = fs.Crash(vfs.CrashOptions{Rand: r, Tail: tail})
+			}}
+			hook.armed.Store(true)
+			cfg.FS, cfg.RollbackTo = hook, &p
+			if s2, err := Open(cfg, store.Config{}); err == nil {
+				s2.Close()
+			}
+			if crashed == nil {
+				t.Fatalf("%v: the rollback never did it", op)
+			}
+			cfg.FS = crashed
+			s3, err := Open(cfg, store.Config{})
+			if err != nil {
+				t.Fatalf("%v %v: rollback again: %v", op, tail, err)
+			}
+			if got := dump(t, s3); got != want {
+				t.Fatalf("%v %v: after the rollback:\n%s\nat the position:\n%s", op, tail, got, want)
+			}
+			s3.Close()
+		}
+	}
+}
