@@ -19,6 +19,10 @@ type notifier struct {
 		gen     uint64 // batches made durable
 		err     error  // the fence, once set
 		ch      chan struct{}
+		// wch wakes the waiters of waitWritten alone, so that a write
+		// does not wake the waiters for durability; nil while nobody
+		// waits for a write (a stream without persist_mode async).
+		wch chan struct{}
 	}
 	// held counts the runs of appends in progress (Store.BeginBatch);
 	// while it is above 0, the writer ignores the kicks of Append.
@@ -43,7 +47,24 @@ func (n *notifier) waitSeq(seq uint64) error {
 // waitWritten blocks until seq is written (durable or not) or the store
 // is fenced.
 func (n *notifier) waitWritten(seq uint64) error {
-	return n.wait(func() bool { return n.mu.written >= seq })
+	for {
+		n.mu.Lock()
+		if n.mu.err != nil {
+			err := n.mu.err
+			n.mu.Unlock()
+			return err
+		}
+		if n.mu.written >= seq {
+			n.mu.Unlock()
+			return nil
+		}
+		if n.mu.wch == nil {
+			n.mu.wch = make(chan struct{})
+		}
+		ch := n.mu.wch
+		n.mu.Unlock()
+		<-ch
+	}
 }
 
 // waitGen blocks until batch gen is durable or the store is fenced. It
@@ -89,7 +110,7 @@ func (n *notifier) wrote(seq uint64) {
 	defer n.mu.Unlock()
 	if seq > n.mu.written {
 		n.mu.written = seq
-		n.wakeLocked()
+		n.wakeWrittenLocked()
 	}
 }
 
@@ -114,7 +135,18 @@ func (n *notifier) fail(err error) {
 	n.wakeLocked()
 }
 
+// wakeLocked wakes every waiter: durable progress is written progress
+// too, and a fence ends every wait.
 func (n *notifier) wakeLocked() {
 	close(n.mu.ch)
 	n.mu.ch = make(chan struct{})
+	n.wakeWrittenLocked()
+}
+
+// wakeWrittenLocked wakes the waiters of waitWritten, if any.
+func (n *notifier) wakeWrittenLocked() {
+	if n.mu.wch != nil {
+		close(n.mu.wch)
+		n.mu.wch = nil
+	}
 }
