@@ -326,3 +326,19 @@ func TestCLIStreamPersistAsync(t *testing.T) {
 	}
 	wantState(t, streamInfo(t, b).State, 2000, 1, 2000)
 }
+
+// nats trace (natscli v0.5.0) refuses servers older than 2.11 by their
+// INFO version; cairn advertises a version that lets it run, and answers
+// with the events of a JetStream publish (ADR-41).
+func TestCLITrace(t *testing.T) {
+	natsCLI(t)
+	u := startJS(t)
+	_, js := jsConnect(t, u)
+	createStream(t, js, jetstream.StreamConfig{Name: "T", Subjects: []string{"t.>"}})
+	out, errOut := runCLI(t, u, "trace", "t.x", "hello")
+	for _, want := range []string{"Tracing message route to subject t.x", `JetStream action:"stored" stream:"T" subject:"t.x"`, "JetStream: 1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("nats trace output lacks %q:\n%s\n%s", want, out, errOut)
+		}
+	}
+}
