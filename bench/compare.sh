@@ -85,6 +85,9 @@ JS_FLAGS='-js -sd {STORE}'
 PERMS_CONF="$ROOT/bench/perms100.conf"
 JS_ADD_FILE='nats: stream add benchstream --subjects bench.js --storage file --defaults'
 JS_ADD_MEM='nats: stream add benchstream --subjects bench.js --storage memory --defaults'
+# persist_mode async (ADR-56): cairn acknowledges once written, before the
+# fsync; nats-server before the write (docs/durability.md section 3).
+JS_ADD_FILE_ASYNC='nats: stream add benchstream --subjects bench.js --storage file --persist-mode async --defaults'
 JS_ADD_INTEREST='nats: stream add benchstream --subjects bench.js --storage file --retention interest --defaults'
 JS_ADD_WQ='nats: stream add benchstream --subjects bench.js --storage file --retention work --defaults'
 JS_ADD_COUNTER='nats: stream add benchstream --subjects bench.js --storage file --allow-counter --defaults'
@@ -102,6 +105,10 @@ js pub async --create 1c x200k | $JS_FLAGS | | js pub async $JS_PUB --batch 500 
 js pub async --create 4c x200k | $JS_FLAGS | | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 4 --create |
 js pub sync file 1c x10k   | $JS_FLAGS | $JS_ADD_FILE | js pub sync $JS_PUB --msgs 10000 --clients 1 | | sync_interval: always
 js pub sync file 4c x10k   | $JS_FLAGS | $JS_ADD_FILE | js pub sync $JS_PUB --msgs 10000 --clients 4 | | sync_interval: always
+js pub async file persist async 1c x200k | $JS_FLAGS | $JS_ADD_FILE_ASYNC | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 1 |
+js pub async file persist async 4c x200k | $JS_FLAGS | $JS_ADD_FILE_ASYNC | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 4 |
+js pub sync file persist async 1c x10k | $JS_FLAGS | $JS_ADD_FILE_ASYNC | js pub sync $JS_PUB --msgs 10000 --clients 1 |
+js pub sync file persist async 4c x10k | $JS_FLAGS | $JS_ADD_FILE_ASYNC | js pub sync $JS_PUB --msgs 10000 --clients 4 |
 js pub async mem 1c x200k  | $JS_FLAGS | $JS_ADD_MEM | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 1 |
 js pub async mem 4c x200k  | $JS_FLAGS | $JS_ADD_MEM | js pub async $JS_PUB --batch 500 --msgs 200000 --clients 4 |
 js pub sync mem 1c x20k    | $JS_FLAGS | $JS_ADD_MEM | js pub sync $JS_PUB --msgs 20000 --clients 1 |

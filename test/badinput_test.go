@@ -256,13 +256,19 @@ func TestInfo(t *testing.T) {
 	if id, ok := info["client_id"].(float64); !ok || id < 1 || id != float64(uint64(id)) {
 		t.Errorf("client_id %#v, want a positive integer", info["client_id"])
 	}
+	// The JetStream API level, sent with or without JetStream (4 on
+	// cairn, 5 on nats-server v2.15.2): the JavaScript client's object
+	// store needs 4 for batched puts.
+	if lvl, ok := info["api_lvl"].(float64); !ok || lvl < 4 {
+		t.Errorf("api_lvl %#v, want a level of 4 or more", info["api_lvl"])
+	}
 	for _, k := range []string{"auth_required", "tls_required", "tls_verify", "tls_available", "jetstream", "ldm", "connect_info", "nonce"} {
 		if v, ok := info[k]; ok && v != false {
 			t.Errorf("INFO %q = %#v: must be absent (false) here", k, v)
 		}
 	}
 	// Key order of the common fields follows nats-server's Info struct.
-	order := []string{"server_id", "server_name", "version", "proto", "go", "host", "port", "headers", "max_payload", "client_id", "client_ip"}
+	order := []string{"server_id", "server_name", "version", "proto", "go", "host", "port", "headers", "max_payload", "client_id", "client_ip", "api_lvl"}
 	last := -1
 	for _, k := range order {
 		i := strings.Index(c.infoLine, `"`+k+`":`)

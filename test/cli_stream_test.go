@@ -271,3 +271,74 @@ func TestCLIStreamBenchCreate(t *testing.T) {
 	}
 	wantState(t, streamInfo(t, s).State, 4000, 1, 4000)
 }
+
+// persist_mode async (ADR-56) through natscli and nats.go: nats stream
+// add --persist-mode async makes the stream, the CLI shows the mode, both
+// clients publish to it and read back what they published, an update
+// that drops the mode is refused with nats-server's text, and nats bench
+// js pub --create --persistasync creates and fills its stream. A memory
+// stream in async mode is refused.
+func TestCLIStreamPersistAsync(t *testing.T) {
+	natsCLI(t)
+	u := startJS(t)
+	_, js := jsConnect(t, u)
+
+	out, _ := runCLI(t, u, "stream", "add", "PA", "--subjects", "pa.>", "--storage", "file", "--persist-mode", "async", "--defaults")
+	if !strings.Contains(out, "Persistence Mode: Async") {
+		t.Errorf("nats stream add --persist-mode async output:\n%s", out)
+	}
+	s, err := js.Stream(tctx(t), "PA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := s.CachedInfo().Config; cfg.PersistMode != jetstream.AsyncPersistMode || cfg.Metadata["_nats.req.level"] != "2" {
+		t.Errorf("PA config: persist_mode %v, metadata %v", cfg.PersistMode, cfg.Metadata)
+	}
+	_, errOut := runCLI(t, u, "pub", "--jetstream", "pa.cli", "from the cli")
+	if !strings.Contains(errOut, "Stored in Stream: PA Sequence: 1") {
+		t.Errorf("nats pub --jetstream output:\n%s", errOut)
+	}
+	wantAck(t, jsPublish(t, js, "pa.go", "from nats.go"), "PA", 2, false)
+	for seq, want := range map[uint64]string{1: "from the cli", 2: "from nats.go"} {
+		if m, err := s.GetMsg(tctx(t), seq); err != nil || string(m.Data) != want {
+			t.Errorf("message %d: %v %v", seq, m, err)
+		}
+	}
+	cfg := s.CachedInfo().Config
+	cfg.PersistMode = jetstream.DefaultPersistMode
+	if _, err := js.UpdateStream(tctx(t), cfg); err == nil || !strings.Contains(err.Error(), "stream configuration update can not change persist mode") {
+		t.Errorf("update to the default persist mode: %v", err)
+	}
+	if out := runCLIFail(t, u, "stream", "add", "PM", "--subjects", "pm", "--storage", "memory", "--persist-mode", "async", "--defaults"); !strings.Contains(out, "async persist mode is only supported on file storage") {
+		t.Errorf("nats stream add of a memory stream in async mode:\n%s", out)
+	}
+
+	out, errOut = runCLI(t, u, "bench", "js", "pub", "async", "bench.pa", "--create", "--persistasync", "--msgs", "2000", "--no-progress")
+	if !strings.Contains(out, "JetStream asynchronous publisher stats") {
+		t.Fatalf("nats bench js pub async --create --persistasync output:\n%s\n%s", out, errOut)
+	}
+	b, err := js.Stream(tctx(t), "benchstream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := streamInfo(t, b).Config; cfg.PersistMode != jetstream.AsyncPersistMode {
+		t.Errorf("benchstream persist_mode %v, want async", cfg.PersistMode)
+	}
+	wantState(t, streamInfo(t, b).State, 2000, 1, 2000)
+}
+
+// nats trace (natscli v0.5.0) refuses servers older than 2.11 by their
+// INFO version; cairn advertises a version that lets it run, and answers
+// with the events of a JetStream publish (ADR-41).
+func TestCLITrace(t *testing.T) {
+	natsCLI(t)
+	u := startJS(t)
+	_, js := jsConnect(t, u)
+	createStream(t, js, jetstream.StreamConfig{Name: "T", Subjects: []string{"t.>"}})
+	out, errOut := runCLI(t, u, "trace", "t.x", "hello")
+	for _, want := range []string{"Tracing message route to subject t.x", `JetStream action:"stored" stream:"T" subject:"t.x"`, "JetStream: 1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("nats trace output lacks %q:\n%s\n%s", want, out, errOut)
+		}
+	}
+}

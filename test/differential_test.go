@@ -971,6 +971,18 @@ func (d *differ) streamCreate() {
 	d.reconcile(diffAPI+"STREAM.DELETE.MIR", "") // created by nats-server only
 	d.req("create msg ttl", c+"TTL", `{"name":"TTL","subjects":["ttl"],"allow_msg_ttl":true}`)
 	d.reconcile(diffAPI+"STREAM.DELETE.TTL", "") // created by nats-server only
+	// persist_mode (ADR-56): async only for R1 file streams without
+	// atomic batches; the value is strict.
+	d.req("create persist async", c+"PMA", `{"name":"PMA","persist_mode":"async"}`)
+	d.req("create persist default", c+"PMD", `{"name":"PMD","persist_mode":"default"}`)
+	d.req("create persist async fast batches", c+"PMF", `{"name":"PMF","persist_mode":"async","allow_batched":true}`)
+	d.req("create persist async memory", c+"PMM", `{"name":"PMM","persist_mode":"async","storage":"memory"}`)
+	d.req("create persist async replicas 3", c+"PMR", `{"name":"PMR","persist_mode":"async","num_replicas":3}`)
+	d.req("create persist async atomic", c+"PMT", `{"name":"PMT","persist_mode":"async","allow_atomic":true}`)
+	d.req("create persist sync", c+"PMS", `{"name":"PMS","persist_mode":"sync"}`)
+	d.req("create persist uppercase", c+"PMU", `{"name":"PMU","persist_mode":"ASYNC"}`)
+	d.req("create persist number", c+"PMN", `{"name":"PMN","persist_mode":1}`)
+	d.req("create persist null", c+"PMZ", `{"name":"PMZ","persist_mode":null}`)
 	d.req("create api level header too high", c+"LV", `{"name":"LV"}`, diffHdr("Nats-Required-Api-Level", "99"))
 	d.req("create api level header not a number", c+"LV", `{"name":"LV"}`, diffHdr("Nats-Required-Api-Level", "abc"))
 
@@ -1031,6 +1043,11 @@ func (d *differ) streamInfoAndLists() {
 }
 
 func (d *differ) pubAcks() {
+	d.pub("pub persist async", "PMA", "one")
+	d.pub("pub persist async again", "PMA", "two", diffHdr("Nats-Msg-Id", "pm-1"))
+	d.pub("pub persist async duplicate", "PMA", "two", diffHdr("Nats-Msg-Id", "pm-1"))
+	d.pub("pub persist async expected seq wrong", "PMA", "x", diffHdr("Nats-Expected-Last-Sequence", "7"))
+	d.pub("pub persist async atomic batch", "PMA", "x", diffHdr("Nats-Batch-Id", "b1"), diffHdr("Nats-Batch-Sequence", "1"))
 	d.pub("pub s2.a 1", "s2.a", "one")
 	d.pub("pub s2.b 2", "s2.b", "two")
 	d.pub("pub s2.a with headers", "s2.a", "three", diffHdr("X-Test", "yes"))
@@ -1211,6 +1228,13 @@ func (d *differ) streamUpdate() {
 	d.req("update malformed", u+"S1", `{"name"`)
 	d.req("update unknown key", u+"UKS", `{"name":"UKS","subjects":["uks"],"bogus":1}`)
 	d.req("update empty body", u+"S1", ``)
+	d.req("update persist async to default", u+"PMA", `{"name":"PMA"}`)
+	d.req("update persist default to async", u+"PMD", `{"name":"PMD","persist_mode":"async"}`)
+	d.req("update persist async with atomic", u+"PMA", `{"name":"PMA","persist_mode":"async","allow_atomic":true}`)
+	d.req("update persist async to memory", u+"PMA", `{"name":"PMA","persist_mode":"async","storage":"memory"}`)
+	d.req("update persist async replicas 3", u+"PMA", `{"name":"PMA","persist_mode":"async","num_replicas":3}`)
+	d.req("update persist async limits", u+"PMA", `{"name":"PMA","persist_mode":"async","max_msgs":10}`)
+	d.req("info persist async", diffAPI+"STREAM.INFO.PMA", "")
 	d.req("create seal target", diffAPI+"STREAM.CREATE.SL", `{"name":"SL","subjects":["sl"]}`)
 	d.pub("pub before seal", "sl", "x")
 	d.req("update seal", u+"SL", `{"name":"SL","subjects":["sl"],"sealed":true}`)

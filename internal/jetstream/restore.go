@@ -233,7 +233,7 @@ func (rs *restoreSession) run() {
 				}
 				fail(err)
 				js.adviseRestoreComplete(rs.cfg.Name, rs.start, total)
-				rs.done(c.reply, nil, jserr.From(err, jserr.StreamRestore))
+				rs.answer(c.reply, nil, jserr.From(err, jserr.StreamRestore))
 				return
 			}
 			total += int64(len(c.data))
@@ -243,7 +243,7 @@ func (rs *restoreSession) run() {
 			js.logf("jetstream: %v", failed)
 			fail(failed)
 			rs.js.adviseRestoreComplete(rs.cfg.Name, rs.start, total)
-			rs.done("", nil, jserr.From(failed, jserr.StreamRestore))
+			rs.answer("", nil, jserr.From(failed, jserr.StreamRestore))
 			return
 		}
 		if len(chunks) > 0 {
@@ -272,7 +272,16 @@ func (rs *restoreSession) finish(reply string, res *staged, importErr error, tot
 	if err != nil {
 		jerr = jserr.From(err, jserr.StreamRestore)
 	}
-	rs.done(reply, info, jerr)
+	rs.answer(reply, info, jerr)
+}
+
+// answer frees the restore's name, then reports the outcome (done): a
+// client that restores again as soon as it read a failure must not find
+// the name still taken (10130; seen in TestDifferential under load). A
+// restore that installed its stream holds the name as a stream already.
+func (rs *restoreSession) answer(reply string, info *StreamInfo, err *jserr.Error) {
+	rs.js.endRestore(rs.cfg.Name)
+	rs.done(reply, info, err)
 }
 
 // discard closes and removes what an import that did not install built.

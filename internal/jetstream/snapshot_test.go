@@ -497,3 +497,32 @@ func TestRestoreStalls(t *testing.T) {
 		return len(left) <= 1 // the second restore's, at most
 	})
 }
+
+// A restore that failed has freed its stream's name by the time its
+// failure is answered, so that the client may restore again at once
+// (before, the name stayed taken until the session's goroutine ended,
+// and an immediate second restore got 10130).
+func TestRestoreNameFreedBeforeAnswer(t *testing.T) {
+	tr := newMemTransport()
+	js := newTestJS(t, vfs.NewCrashFS(), tr)
+	defer js.Shutdown()
+	cfg := stream.Config{Name: "R", Subjects: []string{"r.>"}}
+	again := make(chan *jserr.Error, 1)
+	subj, jerr := js.BeginRestore(cfg, func(_ string, _ *StreamInfo, err *jserr.Error) {
+		_, err2 := js.BeginRestore(cfg, func(string, *StreamInfo, *jserr.Error) {})
+		again <- err2
+	})
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	tr.Publish(subj, "_R.ack", nil, []byte("not a snapshot"))
+	tr.Publish(subj, "_R.end", nil, nil)
+	select {
+	case err := <-again:
+		if err != nil {
+			t.Fatalf("a restore begun when the failed one was answered: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the restore did not end within 10 s")
+	}
+}

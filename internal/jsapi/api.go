@@ -11,16 +11,17 @@ import (
 	"github.com/cairnmq/cairn/internal/jserr"
 )
 
-// APILevel is the JetStream API level cairn advertises (nats-server v2.15.2 item 2; ADR-44): 4, the level of fast batch publishing
+// APILevel is the JetStream API level cairn advertises (ADR-44;
+// nats-server v2.15.2 advertises 5): 4, the level of fast batch publishing
 // (allow_batched, nats-server 2.14), which cairn serves, as it serves
-// per-message TTLs and subject delete markers (level 1) and atomic batch
-// publishing (allow_atomic, level 2). It does not serve every feature of
-// levels 2 to 4: counters, schedules and async persistence (level 2)
-// and durable source consumers (level 4) are refused with 10052;
-// docs/compatibility.md lists these. It is advertised in $JS.API.INFO and
-// checked against Nats-Required-Api-Level; the engine must be configured
-// with the same level (jetstream.Config.APILevel), which it reports as
-// _nats.level in stream configs. nats-server v2.15.2 advertises 5.
+// what levels 1 and 2 brought (per-message TTLs and subject delete
+// markers; counters, atomic batches, schedules and persist_mode async)
+// and the flow_control ack policy of level 4. Of level 4 it lacks durable
+// source and mirror consumers, refused with 10052; docs/compatibility.md
+// lists this. It is advertised in $JS.API.INFO, in the INFO of every
+// connection (api_lvl) and checked against Nats-Required-Api-Level; the
+// engine must be configured with the same level (jetstream.Config.APILevel),
+// which it reports as _nats.level in stream and consumer configs.
 const APILevel = 4
 
 // Defaults of Options.

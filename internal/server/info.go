@@ -5,13 +5,18 @@ import (
 	"runtime"
 
 	"github.com/cairnmq/cairn/internal/config"
+	"github.com/cairnmq/cairn/internal/jsapi"
 )
 
-// NATSVersion is the nats-server version cairn advertises in INFO. Clients
-// switch features on from it (docs/protocol.md section 0, item 1), so it must
-// promise no more than cairn implements; docs/compatibility.md explains the
-// choice.
-const NATSVersion = "2.10.0"
+// NATSVersion is the nats-server version cairn advertises in INFO (and
+// in /varz, trace events and the _nats.ver of returned configs). Clients
+// switch features on from it (docs/protocol.md section 0, item 1), so it
+// must promise no more than cairn implements: 2.12.0 is the newest version
+// whose features cairn serves in full (message tracing, batched direct
+// gets and priority groups of 2.11; counters, atomic batches, schedules
+// and persist_mode async of 2.12). docs/compatibility.md, "INFO
+// `version`", explains the choice and lists what 2.14 would add.
+const NATSVersion = "2.12.0"
 
 // info is the INFO JSON object, with nats-server v2.15.2's keys, key order
 // and omitempty rules (docs/protocol.md section 1.4).
@@ -35,12 +40,16 @@ type info struct {
 	Nonce         string   `json:"nonce,omitempty"`
 	Cluster       string   `json:"cluster,omitempty"`
 	ConnectURLs   []string `json:"connect_urls,omitempty"`
+	LameDuckMode  bool     `json:"ldm,omitempty"`
 	ConnectInfo   bool     `json:"connect_info,omitempty"`
 	RemoteAccount string   `json:"remote_account,omitempty"`
 	// IsSystemAccount is acc_is_sys: the client's account is the system
 	// account (connect_info INFO only).
 	IsSystemAccount bool `json:"acc_is_sys,omitempty"`
-	LameDuckMode    bool `json:"ldm,omitempty"`
+	// APILevel is api_lvl, the JetStream API level (jsapi.APILevel),
+	// sent whether or not JetStream is on, as nats-server v2.15.2 does;
+	// the JavaScript client's object store reads it (batched puts need 4).
+	APILevel int `json:"api_lvl,omitempty"`
 }
 
 // baseInfo is the INFO of a new connection, with the limits in force.
@@ -65,6 +74,7 @@ func (s *Server) baseInfo() info {
 		Headers:    true,
 		MaxPayload: lim.MaxPayload,
 		JetStream:  s.opts.JetStream,
+		APILevel:   jsapi.APILevel,
 	}
 	s.tls.infoFields(&in)
 	s.clusterInfo(&in)

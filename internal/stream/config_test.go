@@ -144,6 +144,9 @@ func TestEnumJSON(t *testing.T) {
 		{`{"persist_mode":"default"}`, `"compression":"none"`, false},
 		{`{"persist_mode":"async"}`, `"persist_mode":"async"`, false},
 		{`{"persist_mode":"sync"}`, `can not unmarshal "\"sync\""`, true},
+		{`{"persist_mode":"ASYNC"}`, `can not unmarshal "\"ASYNC\""`, true},
+		{`{"persist_mode":1}`, `can not unmarshal "1"`, true},
+		{`{"persist_mode":null}`, `can not unmarshal "null"`, true},
 	}
 	for _, tc := range tests {
 		var c Config

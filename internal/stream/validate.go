@@ -163,7 +163,8 @@ func (c *Config) checkWindows() *jserr.Error {
 // nats-server v2.15.2's order: roll-ups and purges, a counter stream's
 // (ADR-49: no discard new, no message TTLs, no schedules, limits
 // retention only; subject delete markers, which turn TTLs on later, are
-// not refused), discard new per subject, subject delete markers.
+// not refused), discard new per subject, subject delete markers,
+// schedules, the persist mode.
 func (c *Config) checkFlags() *jserr.Error {
 	switch {
 	case c.DenyPurge && c.AllowRollup:
@@ -186,7 +187,30 @@ func (c *Config) checkFlags() *jserr.Error {
 		return invalid("subject delete marker TTL must not be negative")
 	}
 	c.forceMarkerFlags()
-	return c.forceScheduleFlags()
+	if err := c.forceScheduleFlags(); err != nil {
+		return err
+	}
+	return c.checkPersistMode()
+}
+
+// checkPersistMode refuses persist_mode async (ADR-56) where nats-server
+// v2.15.2 checkStreamCfg does, right after the schedule flags: on a memory
+// stream, on a replicated one (before the single-server replicas check,
+// 10074) and with atomic batch publishing; each 10052. Fast batches,
+// counters, schedules, mirrors and sources are allowed with it.
+func (c *Config) checkPersistMode() *jserr.Error {
+	if c.PersistMode != AsyncPersist {
+		return nil
+	}
+	switch {
+	case c.Storage != FileStorage:
+		return invalid("async persist mode is only supported on file storage")
+	case c.Replicas > 1:
+		return invalid("async persist mode is not supported on replicated streams")
+	case c.AllowAtomicPublish:
+		return invalid("async persist mode is not supported with atomic batch publish")
+	}
+	return nil
 }
 
 // forceScheduleFlags refuses discard new on a stream with message
@@ -325,7 +349,6 @@ func (c *Config) checkUnsupported() *jserr.Error {
 		{c.Mirror != nil && c.Mirror.Consumer != nil, "stream mirror consumers are not supported"},
 		{c.hasSource(func(s *Source) bool { return s.External != nil }), "external stream sources are not supported"},
 		{c.hasSource(func(s *Source) bool { return s.Consumer != nil }), "stream source consumers are not supported"},
-		{c.PersistMode != DefaultPersist, "async persist mode is not supported"},
 	} {
 		if f.on {
 			return invalid(f.what)

@@ -98,7 +98,16 @@ var validateCases = []struct {
 	{"schedules, discard new", `{"name":"SC2","subjects":["sc2.>"],"allow_msg_schedules":true,"discard":"new"}`, `{"code":500,"err_code":10052,"description":"message scheduling cannot use discard new"}`},
 	{"schedules, source", `{"name":"SC4","subjects":["sc4.>"],"allow_msg_schedules":true,"sources":[{"name":"SCH"}]}`, `{"code":400,"err_code":10187,"description":"stream source can not also schedule messages"}`},
 	{"schedules, mirror", `{"name":"SC5","allow_msg_schedules":true,"mirror":{"name":"SCH"}}`, `{"code":400,"err_code":10186,"description":"stream mirrors can not also schedule messages"}`},
-	{"cairn: async persist", `{"name":"T","persist_mode":"async"}`, `{"code":500,"err_code":10052,"description":"async persist mode is not supported"}`},
+	{"async persist", `{"name":"A","persist_mode":"async"}`, `ok`},
+	{"async persist, memory", `{"name":"B","persist_mode":"async","storage":"memory"}`, `{"code":500,"err_code":10052,"description":"async persist mode is only supported on file storage"}`},
+	{"async persist, replicas 3", `{"name":"C","persist_mode":"async","num_replicas":3}`, `{"code":500,"err_code":10052,"description":"async persist mode is not supported on replicated streams"}`},
+	{"async persist, atomic batches", `{"name":"D","persist_mode":"async","allow_atomic":true}`, `{"code":500,"err_code":10052,"description":"async persist mode is not supported with atomic batch publish"}`},
+	{"async persist, memory, atomic, replicas 3", `{"name":"M","persist_mode":"async","storage":"memory","allow_atomic":true,"num_replicas":3}`, `{"code":500,"err_code":10052,"description":"async persist mode is only supported on file storage"}`},
+	{"async persist, replicas 3, atomic", `{"name":"N","persist_mode":"async","num_replicas":3,"allow_atomic":true}`, `{"code":500,"err_code":10052,"description":"async persist mode is not supported on replicated streams"}`},
+	{"async persist, fast batches", `{"name":"K","persist_mode":"async","allow_batched":true}`, `ok`},
+	{"async persist, counters", `{"name":"L","persist_mode":"async","allow_msg_counter":true}`, `ok`},
+	{"async persist, mirror", `{"name":"O","persist_mode":"async","mirror":{"name":"A"}}`, `ok`},
+	{"default persist", `{"name":"H","persist_mode":"default"}`, `ok`},
 }
 
 // TestValidate runs each create body through the API layer's steps
@@ -205,6 +214,43 @@ func TestCheckUpdate(t *testing.T) {
 				t.Errorf("\n got %s\nwant %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestCheckUpdatePersistMode: updates of an async stream A and of a
+// default stream H, with nats-server v2.15.2's answers (ADR-56: the mode
+// cannot change; the create checks on the new config come first).
+func TestCheckUpdatePersistMode(t *testing.T) {
+	bases := map[string]Config{
+		"A": mustConfig(t, `{"name":"A","persist_mode":"async"}`),
+		"H": mustConfig(t, `{"name":"H","persist_mode":"default"}`),
+	}
+	changeMode := `{"code":500,"err_code":10052,"description":"stream configuration update can not change persist mode"}`
+	for _, tc := range []struct{ name, in, want string }{
+		{"A", `{"name":"A"}`, changeMode},
+		{"A", `{"name":"A","persist_mode":"default"}`, changeMode},
+		{"H", `{"name":"H","persist_mode":"async"}`, changeMode},
+		{"A", `{"name":"A","persist_mode":"async","allow_atomic":true}`, `{"code":500,"err_code":10052,"description":"async persist mode is not supported with atomic batch publish"}`},
+		{"A", `{"name":"A","persist_mode":"async","storage":"memory"}`, `{"code":500,"err_code":10052,"description":"async persist mode is only supported on file storage"}`},
+		{"A", `{"name":"A","persist_mode":"async","num_replicas":3}`, `{"code":500,"err_code":10052,"description":"async persist mode is not supported on replicated streams"}`},
+		{"H", `{"name":"H","persist_mode":"async","num_replicas":3}`, `{"code":500,"err_code":10052,"description":"async persist mode is not supported on replicated streams"}`},
+		{"H", `{"name":"H","storage":"memory","persist_mode":"async"}`, `{"code":500,"err_code":10052,"description":"async persist mode is only supported on file storage"}`},
+		{"A", `{"name":"A","persist_mode":"async","max_msgs":10}`, `ok`},
+		{"H", `{"name":"H","max_msgs":10}`, `ok`},
+	} {
+		var n Config
+		if err := json.Unmarshal([]byte(tc.in), &n); err != nil {
+			t.Fatal(err)
+		}
+		n.SetDefaults()
+		err := n.Validate()
+		if err == nil {
+			base := bases[tc.name]
+			err = CheckUpdate(&base, &n)
+		}
+		if got := errJSON(err); got != tc.want {
+			t.Errorf("update %s with %s:\n got %s\nwant %s", tc.name, tc.in, got, tc.want)
+		}
 	}
 }
 

@@ -83,15 +83,24 @@ func (r *Stream) afterStore(res stream.Result) {
 
 // queueAck hands a to the ack goroutine, or, for a memory stream, whose
 // messages are as durable as they get once applied, sends it at once.
+// For a file stream with persist_mode async the PubAck goes to the reply
+// goroutine (sent once written) and the rest to the ack goroutine (the
+// durable sequence and the republished copy, once fsynced).
 func (r *Stream) queueAck(a ack) {
-	if r.dir != "" {
+	switch {
+	case r.dir == "":
+		r.setDurable(a.waitSeq)
+		r.rePublish(a.rp)
+		if a.reply != "" {
+			r.env.Transport.Publish(a.reply, "", nil, a.payload)
+		}
+	case r.replies != nil && a.reply != "":
+		r.replies.push(ack{reply: a.reply, payload: a.payload, waitSeq: a.waitSeq})
+		if a.waitSeq > 0 || a.rp != nil {
+			r.acks.push(ack{waitSeq: a.waitSeq, rp: a.rp})
+		}
+	default:
 		r.acks.push(a)
-		return
-	}
-	r.setDurable(a.waitSeq)
-	r.rePublish(a.rp)
-	if a.reply != "" {
-		r.env.Transport.Publish(a.reply, "", nil, a.payload)
 	}
 }
 

@@ -25,7 +25,11 @@
 //     stream's durable sequence and wakes the consumers and the sourcers
 //     that read the stream: no consumer delivers a message above it,
 //     since an unacknowledged tail may be rewritten after a crash. Memory
-//     streams acknowledge on the apply goroutine.
+//     streams acknowledge on the apply goroutine. A file stream with
+//     persist_mode async has a reply goroutine as well, which sends its
+//     PubAcks once their messages are written, before the fsync
+//     (replyLoop); its ack goroutine then only moves the durable
+//     sequence and republishes.
 //  3. The direct-get goroutine answers $JS.API.DIRECT.GET (direct.go).
 //  4. A timer asks the apply goroutine for an expiry pass (max_age, TTLs,
 //     the duplicate window) about once a second, sooner when something

@@ -21,7 +21,8 @@ const maxIngest = 64 * 1024
 const expiryInterval = time.Second
 
 // ack is a PubAck waiting to be sent once waitSeq is durable (0 = send
-// at once).
+// at once; for a stream with persist_mode async, once waitSeq is
+// written).
 type ack struct {
 	reply   string
 	payload []byte
@@ -76,6 +77,11 @@ type Stream struct {
 	in     *queue[item]
 	acks   *queue[ack]
 	direct *queue[directJob]
+	// replies holds the PubAcks of a file stream with persist_mode
+	// async, which the reply goroutine sends once their messages are
+	// written, before the fsync (replyLoop); nil for every other stream,
+	// whose PubAcks go through acks.
+	replies *queue[ack]
 
 	// log orders the stream's operations (log.go); the apply goroutine
 	// proposes to it and applies what it commits. waiting holds the
@@ -167,6 +173,9 @@ func New(env Env, cfg stream.Config, created time.Time, dir string, st store.Sto
 		}
 		r.log = newLog(cfg.Name, r)
 	}
+	if cfg.PersistMode == stream.AsyncPersist && dir != "" {
+		r.replies = newQueue[ack](0) // fixed at creation: an update cannot change the mode
+	}
 	r.fast.SetDomain(env.Domain)
 	r.setDeadLetter(&cfg)
 	return r
@@ -243,6 +252,10 @@ func (r *Stream) Serve() error {
 	go r.applyLoop()
 	go r.ackLoop()
 	go r.directLoop()
+	if r.replies != nil {
+		r.done.Add(1)
+		go r.replyLoop()
+	}
 	return nil
 }
 
@@ -417,6 +430,9 @@ type appendBatcher interface {
 func (r *Stream) applyLoop() {
 	defer r.done.Done()
 	defer r.acks.close()
+	if r.replies != nil {
+		defer r.replies.close()
+	}
 	defer r.failWaiting()
 	batcher, _ := r.store.(appendBatcher)
 	var batch []item
@@ -472,7 +488,10 @@ func (r *Stream) noAck() bool {
 // ackLoop sends PubAcks in order, each only after the store made its
 // message durable: one WaitDurable covers every ack queued meanwhile
 // (group commit). If the store cannot make them durable, every waiting
-// publish gets an error PubAck instead.
+// publish gets an error PubAck instead. It moves the stream's durable
+// sequence (consumers deliver up to it) and republishes the stored
+// messages once durable; for a stream with persist_mode async it does
+// only that, the reply goroutine sending the PubAcks (replyLoop).
 func (r *Stream) ackLoop() {
 	defer r.done.Done()
 	var batch []ack
@@ -481,7 +500,7 @@ func (r *Stream) ackLoop() {
 		if batch, ok = r.acks.take(batch); !ok {
 			return
 		}
-		err := r.waitDurable(batch)
+		err := r.waitDurable(topSeq(batch))
 		if err == nil {
 			r.setDurable(topSeq(batch))
 		}
@@ -489,23 +508,72 @@ func (r *Stream) ackLoop() {
 			if err == nil {
 				r.rePublish(a.rp)
 			}
-			if a.reply == "" {
-				continue
-			}
-			payload := a.payload
-			if err != nil && a.waitSeq > 0 {
-				payload = stream.AppendPubAck(nil, r.name, stream.Result{Err: storeFailed(err)}, "")
-			}
-			r.env.Transport.Publish(a.reply, "", nil, payload)
+			r.sendReply(a, err)
 		}
 	}
 }
 
-func (r *Stream) waitDurable(batch []ack) error {
-	if top := topSeq(batch); top > 0 {
+// replyLoop sends the PubAcks of a file stream with persist_mode async
+// in order, each once the store has written its message to its file,
+// without waiting for the fsync (ADR-56; docs/durability.md section 3):
+// one WaitWritten covers every PubAck queued meanwhile. The fsync still
+// follows on the store's schedule (group commit), and the ack goroutine
+// still waits for it before consumers and republishing see the message.
+// If the write fails, every waiting publish gets an error PubAck.
+func (r *Stream) replyLoop() {
+	defer r.done.Done()
+	var batch []ack
+	for {
+		var ok bool
+		if batch, ok = r.replies.take(batch); !ok {
+			return
+		}
+		err := r.waitWritten(topSeq(batch))
+		for _, a := range batch {
+			r.sendReply(a, err)
+		}
+	}
+}
+
+// sendReply publishes a's PubAck, if it has a reply subject: its payload,
+// or, when the wait for its message failed with err, the store error.
+func (r *Stream) sendReply(a ack, err error) {
+	if a.reply == "" {
+		return
+	}
+	payload := a.payload
+	if err != nil && a.waitSeq > 0 {
+		payload = stream.AppendPubAck(nil, r.name, stream.Result{Err: storeFailed(err)}, "")
+	}
+	r.env.Transport.Publish(a.reply, "", nil, payload)
+}
+
+// waitDurable waits until every message through top is durable (0:
+// nothing to wait for).
+func (r *Stream) waitDurable(top uint64) error {
+	if top > 0 {
 		return r.store.WaitDurable(top)
 	}
 	return nil
+}
+
+// writeWaiter is a store that tells when a message is written to its
+// file, before the fsync (filestore.Store.WaitWritten).
+type writeWaiter interface {
+	WaitWritten(seq uint64) error
+}
+
+// waitWritten waits until every message through top is written (0:
+// nothing to wait for); a store that cannot tell is waited for until
+// durable, which is never less.
+func (r *Stream) waitWritten(top uint64) error {
+	if top == 0 {
+		return nil
+	}
+	if w, ok := r.store.(writeWaiter); ok {
+		return w.WaitWritten(top)
+	}
+	return r.store.WaitDurable(top)
 }
 
 // topSeq returns the highest sequence a batch of acks waits for.

@@ -403,7 +403,9 @@
 //     and returns the sequence. It does no I/O.
 //  2. The flusher's writer goroutine takes everything not yet written
 //     (appending a compact record for removals at the front, then a
-//     syncmark) and writes it, one Write per segment, while its syncer
+//     syncmark) and writes it, one Write per segment, then publishes the
+//     written sequence (waking WaitWritten, which the PubAcks of a stream
+//     with persist_mode async wait for), while its syncer
 //     goroutine fsyncs what was written before. Only after an fsync does
 //     the syncer record the new durable sequence in the checkpoint file
 //     (without fsync), then publish it and wake every WaitDurable waiting

@@ -127,6 +127,7 @@ func (w *writer) writeOnce(q chan<- batch) {
 		return
 	}
 	w.s.releaseWritten(&b)
+	w.s.note.wrote(b.seq) // before the send, which waits while the syncer is behind
 	q <- b
 }
 

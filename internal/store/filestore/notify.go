@@ -6,18 +6,23 @@ import (
 )
 
 // notifier is where the flusher and its callers meet. It publishes the
-// flusher's progress: the durable sequence, the number of batches done,
-// and the fence error; waiters take the current channel and wait for it
-// to be closed, and every change closes it and makes a new one. The other
-// way, it carries the callers' hints to the writer: runs of appends in
-// progress (held) and requests to write at once (urgent).
+// flusher's progress: the written and the durable sequence, the number of
+// batches done, and the fence error; waiters take the current channel and
+// wait for it to be closed, and every change closes it and makes a new
+// one. The other way, it carries the callers' hints to the writer: runs
+// of appends in progress (held) and requests to write at once (urgent).
 type notifier struct {
 	mu struct {
 		sync.Mutex
-		seq uint64 // every message through seq is durable
-		gen uint64 // batches made durable
-		err error  // the fence, once set
-		ch  chan struct{}
+		written uint64 // every message through written is in its file (not yet fsynced, maybe)
+		seq     uint64 // every message through seq is durable
+		gen     uint64 // batches made durable
+		err     error  // the fence, once set
+		ch      chan struct{}
+		// wch wakes the waiters of waitWritten alone, so that a write
+		// does not wake the waiters for durability; nil while nobody
+		// waits for a write (a stream without persist_mode async).
+		wch chan struct{}
 	}
 	// held counts the runs of appends in progress (Store.BeginBatch);
 	// while it is above 0, the writer ignores the kicks of Append.
@@ -29,7 +34,7 @@ type notifier struct {
 
 func newNotifier(seq uint64) *notifier {
 	n := &notifier{urgent: make(chan struct{}, 1)}
-	n.mu.seq = seq
+	n.mu.seq, n.mu.written = seq, seq
 	n.mu.ch = make(chan struct{})
 	return n
 }
@@ -37,6 +42,29 @@ func newNotifier(seq uint64) *notifier {
 // waitSeq blocks until seq is durable or the store is fenced.
 func (n *notifier) waitSeq(seq uint64) error {
 	return n.wait(func() bool { return n.mu.seq >= seq })
+}
+
+// waitWritten blocks until seq is written (durable or not) or the store
+// is fenced.
+func (n *notifier) waitWritten(seq uint64) error {
+	for {
+		n.mu.Lock()
+		if n.mu.err != nil {
+			err := n.mu.err
+			n.mu.Unlock()
+			return err
+		}
+		if n.mu.written >= seq {
+			n.mu.Unlock()
+			return nil
+		}
+		if n.mu.wch == nil {
+			n.mu.wch = make(chan struct{})
+		}
+		ch := n.mu.wch
+		n.mu.Unlock()
+		<-ch
+	}
 }
 
 // waitGen blocks until batch gen is durable or the store is fenced. It
@@ -75,12 +103,24 @@ func (n *notifier) durable() uint64 {
 	return n.mu.seq
 }
 
+// wrote publishes that every message through seq is written to its
+// segment file (the writer's Write returned), not yet fsynced.
+func (n *notifier) wrote(seq uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if seq > n.mu.written {
+		n.mu.written = seq
+		n.wakeWrittenLocked()
+	}
+}
+
 // advance publishes that batch gen, holding every message through seq,
-// is durable.
+// is durable (and so written).
 func (n *notifier) advance(seq, gen uint64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.mu.seq = max(n.mu.seq, seq)
+	n.mu.written = max(n.mu.written, seq)
 	n.mu.gen = max(n.mu.gen, gen)
 	n.wakeLocked()
 }
@@ -95,7 +135,18 @@ func (n *notifier) fail(err error) {
 	n.wakeLocked()
 }
 
+// wakeLocked wakes every waiter: durable progress is written progress
+// too, and a fence ends every wait.
 func (n *notifier) wakeLocked() {
 	close(n.mu.ch)
 	n.mu.ch = make(chan struct{})
+	n.wakeWrittenLocked()
+}
+
+// wakeWrittenLocked wakes the waiters of waitWritten, if any.
+func (n *notifier) wakeWrittenLocked() {
+	if n.mu.wch != nil {
+		close(n.mu.wch)
+		n.mu.wch = nil
+	}
 }

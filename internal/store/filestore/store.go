@@ -386,6 +386,32 @@ func (s *Store) WaitDurable(seq uint64) error {
 	return s.note.waitSeq(seq)
 }
 
+// WaitWritten blocks until every message through seq is written to its
+// segment file, before its fsync: a crash of the process no longer loses
+// it, a crash of the operating system or a power loss still may. Under
+// SyncEveryInterval, which writes only on its interval, it returns at
+// once, as WaitDurable does. It returns store.ErrFenced (wrapping the
+// cause) if the write failed or the store is fenced, and
+// store.ErrBadRequest for a sequence never appended. The PubAcks of a
+// stream with persist_mode async wait for it instead of WaitDurable
+// (ADR-56; docs/durability.md). Like WaitDurable, it must not be called
+// between BeginBatch and EndBatch by the one holding the run.
+func (s *Store) WaitWritten(seq uint64) error {
+	s.mu.RLock()
+	err := s.usableLocked()
+	last := s.mu.last
+	s.mu.RUnlock()
+	switch {
+	case err != nil:
+		return err
+	case seq > last:
+		return fmt.Errorf("%w: sequence %d was not appended", store.ErrBadRequest, seq)
+	case s.cfg.Sync == SyncEveryInterval:
+		return nil
+	}
+	return s.note.waitWritten(seq)
+}
+
 // DurableSeq returns the highest sequence through which every message is
 // durable: the syncer publishes it after each fsync, so it trails the
 // appends by a group commit under SyncAlways and by up to the interval

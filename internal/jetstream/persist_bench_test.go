@@ -1,0 +1,57 @@
+package jetstream
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+// BenchmarkPublishPersistMode publishes 128-byte messages to a file
+// stream on the real file system, with one publish in flight (each
+// waits for its PubAck, as `nats bench js pub sync`) or 64, in the
+// default persist mode (PubAck after the fsync) and in persist_mode async
+// (PubAck after the write): the difference is what the mode buys
+// (docs/durability.md section 3). Compare the two modes' ns/op within one
+// run.
+func BenchmarkPublishPersistMode(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		pm   stream.PersistMode
+	}{{"default", stream.DefaultPersist}, {"async", stream.AsyncPersist}} {
+		for _, inflight := range []int{1, 64} {
+			b.Run(fmt.Sprintf("%s/inflight=%d", mode.name, inflight), func(b *testing.B) {
+				benchPublish(b, mode.pm, inflight)
+			})
+		}
+	}
+}
+
+func benchPublish(b *testing.B, pm stream.PersistMode, inflight int) {
+	tr := newMemTransport()
+	js, err := New(Config{StoreDir: b.TempDir(), FS: vfs.OS(), ServerName: "s1"}, tr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer js.Shutdown()
+	if _, err := js.AddStream(stream.Config{Name: "B", Subjects: []string{"b"}, PersistMode: pm}); err != nil {
+		b.Fatal(err)
+	}
+	acks := make(chan struct{}, inflight)
+	if _, err := tr.Subscribe("_INBOX.b", "", func(_, _ string, _, _ []byte) { acks <- struct{}{} }); err != nil {
+		b.Fatal(err)
+	}
+	payload := make([]byte, 128)
+	b.SetBytes(int64(len(payload)))
+	b.ResetTimer()
+	for i := range b.N {
+		if i >= inflight {
+			<-acks
+		}
+		tr.Publish("b", "_INBOX.b", nil, payload)
+	}
+	for range min(b.N, inflight) {
+		<-acks
+	}
+}
