@@ -21,9 +21,6 @@ type (
 	// TracedHandler is a MsgHandler that also receives the publish's
 	// message trace (streamrun.TracedSubscriber; ADR-41).
 	TracedHandler = streamrun.TracedHandler
-	// ClusterSubscriber is a Transport that can share a subscription
-	// with the cluster (streamrun.ClusterSubscriber).
-	ClusterSubscriber = streamrun.ClusterSubscriber
 	// Tracer receives a stream's "js" trace event (streamrun.Tracer).
 	Tracer = streamrun.Tracer
 	// Subscription is an internal subscription.

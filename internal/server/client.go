@@ -135,9 +135,9 @@ type subscription struct {
 	// system marks a system request subscription (sysreq.go): announced
 	// to the peers, and delivered what they route.
 	system bool
-	// cluster marks a replicated stream leader's subscription to its
-	// subjects (jetstream.go SubscribeCluster): announced to the peers,
-	// and delivered what they route (docs/clustering.md decision 14).
+	// cluster marks a clustered JetStream's internal subscription
+	// (jetstream.go jsTransport.shared): announced to the peers, and
+	// delivered what they route (docs/clustering.md decision 14).
 	cluster bool
 	removed atomic.Bool
 	acc     *account // whose subject index holds it

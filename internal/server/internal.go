@@ -41,8 +41,9 @@ const (
 
 // shared reports whether an internal subscription is the cluster's
 // rather than this server's alone: announced to the peers and delivered
-// what they route (an import's, a system request's, a replicated stream
-// leader's); JetStream's other internal subscriptions stay local.
+// what they route (an import's, a system request's, a clustered
+// JetStream's); a JetStream's internal subscriptions on a server without
+// JetStream clustering stay local.
 func (sub *subscription) shared() bool { return sub.imported || sub.system || sub.cluster }
 
 // subscribeIn subscribes h in acc.

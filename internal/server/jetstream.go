@@ -13,39 +13,41 @@ import (
 )
 
 // jsTransport lets an account's JetStream subscribe and publish inside
-// this server, in that account.
+// this server, in that account. With shared set (JetStream clustered),
+// its subscriptions are the cluster's: announced to the peers and
+// delivered what they route, so that the API, a stream's leader and a
+// consumer are reached from every server (docs/clustering.md decision
+// 14); without, they stay local to this server.
 type jsTransport struct {
-	s   *Server
-	acc *account
+	s      *Server
+	acc    *account
+	shared bool
 }
 
 func (t jsTransport) Subscribe(subj, queue string, h jetstream.MsgHandler) (jetstream.Subscription, error) {
+	if t.shared {
+		return t.subscribe(&subscription{acc: t.acc, subject: subj, queue: queue, handler: MsgHandler(h)})
+	}
 	return t.s.subscribeIn(t.acc, subj, queue, MsgHandler(h), subKindInternal)
+}
+
+// subscribe inserts sub, marked shared with the cluster when t is.
+func (t jsTransport) subscribe(sub *subscription) (jetstream.Subscription, error) {
+	sub.cluster = t.shared
+	if err := t.acc.sl.Insert(sub.subject, sub.queue, sub); err != nil {
+		return nil, err
+	}
+	if sub.cluster {
+		t.s.interestAdded(sub)
+	}
+	return &InternalSub{srv: t.s, sub: sub}, nil
 }
 
 // SubscribeTraced is Subscribe for a stream's subjects: a traced
 // publish reaches h with its trace (msgtrace.go, jetstream.TracedSubscriber).
 func (t jsTransport) SubscribeTraced(subj, queue string, h jetstream.TracedHandler) (jetstream.Subscription, error) {
-	sub := &subscription{acc: t.acc, subject: subj, queue: queue, traced: h,
-		handler: func(subj, reply string, hdr, data []byte) { h(subj, reply, hdr, data, nil) }}
-	if err := t.acc.sl.Insert(subj, queue, sub); err != nil {
-		return nil, err
-	}
-	return &InternalSub{srv: t.s, sub: sub}, nil
-}
-
-// SubscribeCluster is SubscribeTraced for a replicated stream's leader:
-// the subscription is announced to the cluster's other servers and takes
-// what they route, so that a publish on any server reaches the leader
-// (jetstream.ClusterSubscriber; docs/clustering.md decision 14).
-func (t jsTransport) SubscribeCluster(subj, queue string, h jetstream.TracedHandler) (jetstream.Subscription, error) {
-	sub := &subscription{acc: t.acc, subject: subj, queue: queue, traced: h, cluster: true,
-		handler: func(subj, reply string, hdr, data []byte) { h(subj, reply, hdr, data, nil) }}
-	if err := t.acc.sl.Insert(subj, queue, sub); err != nil {
-		return nil, err
-	}
-	t.s.interestAdded(sub)
-	return &InternalSub{srv: t.s, sub: sub}, nil
+	return t.subscribe(&subscription{acc: t.acc, subject: subj, queue: queue, traced: h,
+		handler: func(subj, reply string, hdr, data []byte) { h(subj, reply, hdr, data, nil) }})
 }
 
 func (t jsTransport) Publish(subj, reply string, hdr, data []byte) bool {
@@ -80,7 +82,7 @@ func (s *Server) startJetStream() error {
 	for _, acc := range s.accountsSorted() {
 		on, limits := s.jetStreamFor(acc)
 		if !on {
-			off, err := jsapi.NewDisabled(jsTransport{s, acc})
+			off, err := jsapi.NewDisabled(jsTransport{s: s, acc: acc})
 			if err != nil {
 				return fmt.Errorf("server: JetStream API of account %s: %w", acc.name, err)
 			}
@@ -109,7 +111,7 @@ func (s *Server) startJetStream() error {
 // after the first share its group-commit statistics, which /metrics
 // reports for the server.
 func (s *Server) startAccountJetStream(acc *account, dir string, limits *config.AccountJetStream, usage *jetstream.Usage, first *jetstream.JetStream) error {
-	tr := jsTransport{s, acc}
+	tr := jsTransport{s: s, acc: acc}
 	cfg := jetstream.Config{
 		StoreDir:   dir,
 		FS:         s.opts.JetStreamFS,

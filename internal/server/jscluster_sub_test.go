@@ -10,21 +10,22 @@ import (
 	"github.com/cairnmq/cairn/internal/jetstream"
 )
 
-// A replicated stream leader's subscription (SubscribeCluster) is
-// announced to the peers and takes what they route: a publish on another
-// server reaches it once; JetStream's local subscriptions do not.
-func TestSubscribeClusterTakesRoutedPublishes(t *testing.T) {
+// A clustered JetStream's subscription (jsTransport.shared) is announced
+// to the peers and takes what they route: a publish on another server
+// reaches it once; an unclustered JetStream's subscriptions do not.
+func TestSharedJetStreamSubscriptions(t *testing.T) {
 	a := startClusterServer(t, "a", "c")
 	b := startClusterServer(t, "b", "c", fmt.Sprintf("nats://%s", a.ClusterAddr()))
 	waitCond(t, "the route", func() bool { return a.NumRoutes() == 1 && b.NumRoutes() == 1 })
 
-	var shared, local atomic.Int32
-	tr := jsTransport{a, a.gacc}
-	sub, err := tr.SubscribeCluster("orders.>", "", func(_, _ string, _, _ []byte, _ jetstream.Tracer) { shared.Add(1) })
+	var shared, localN atomic.Int32
+	tr := jsTransport{s: a, acc: a.gacc, shared: true}
+	sub, err := tr.SubscribeTraced("orders.>", "", func(_, _ string, _, _ []byte, _ jetstream.Tracer) { shared.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Subscribe("local.>", "", func(_, _ string, _, _ []byte) { local.Add(1) }); err != nil {
+	local := jsTransport{s: a, acc: a.gacc}
+	if _, err := local.Subscribe("local.>", "", func(_, _ string, _, _ []byte) { localN.Add(1) }); err != nil {
 		t.Fatal(err)
 	}
 	waitCond(t, "b to learn a's interest", func() bool { return b.HasInterest("orders.1") })
@@ -35,14 +36,14 @@ func TestSubscribeClusterTakesRoutedPublishes(t *testing.T) {
 	// A round trip through the route: once b's publish of "sync" came
 	// back, the earlier local.1 publish was routed or dropped.
 	var synced atomic.Bool
-	if _, err := tr.SubscribeCluster("sync", "", func(_, _ string, _, _ []byte, _ jetstream.Tracer) { synced.Store(true) }); err != nil {
+	if _, err := tr.Subscribe("sync", "", func(_, _ string, _, _ []byte) { synced.Store(true) }); err != nil {
 		t.Fatal(err)
 	}
 	waitCond(t, "b to learn sync", func() bool { return b.HasInterest("sync") })
 	b.Publish("sync", "", nil, nil)
 	waitCond(t, "sync", synced.Load)
-	if local.Load() != 0 || shared.Load() != 1 {
-		t.Fatalf("local subscription got %d routed publishes, shared %d (want 0, 1)", local.Load(), shared.Load())
+	if localN.Load() != 0 || shared.Load() != 1 {
+		t.Fatalf("local subscription got %d routed publishes, shared %d (want 0, 1)", localN.Load(), shared.Load())
 	}
 
 	sub.Unsubscribe()

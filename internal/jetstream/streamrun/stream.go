@@ -310,14 +310,10 @@ func (r *Stream) Subscribe(cfg stream.Config) error {
 		}
 		return err
 	}
-	_, replicated := r.log.(Leader)
-	cs, shared := r.env.Transport.(ClusterSubscriber)
 	for _, subj := range cfg.Subjects {
 		var sub Subscription
 		var err error
-		if ts, ok := r.env.Transport.(TracedSubscriber); replicated && shared {
-			sub, err = cs.SubscribeCluster(subj, "", r.handleTracedPublish)
-		} else if ok {
+		if ts, ok := r.env.Transport.(TracedSubscriber); ok {
 			sub, err = ts.SubscribeTraced(subj, "", r.handleTracedPublish)
 		} else {
 			sub, err = r.env.Transport.Subscribe(subj, "", r.handlePublish)
@@ -334,6 +330,7 @@ func (r *Stream) Subscribe(cfg stream.Config) error {
 		}
 		subs = append(subs, ds...)
 	}
+	_, replicated := r.log.(Leader)
 	r.mu.Lock()
 	old := r.subs
 	if replicated && !r.leading {

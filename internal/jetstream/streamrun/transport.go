@@ -48,16 +48,6 @@ type Tracer interface {
 // nil when the publish is not traced.
 type TracedHandler func(subject, reply string, hdr, data []byte, t Tracer)
 
-// ClusterSubscriber is implemented by a Transport whose subscriptions
-// can be shared with the cluster's other servers: announced to them, and
-// delivered what they route. A replicated stream subscribes its subjects
-// through it while it leads, so that a publish on any server reaches the
-// leader (docs/clustering.md decision 14); a stream with one replica
-// keeps its subscriptions to this server.
-type ClusterSubscriber interface {
-	SubscribeCluster(subject, queue string, h TracedHandler) (Subscription, error)
-}
-
 // TracedSubscriber is implemented by a Transport that passes message
 // traces to a stream's subscriptions; a stream subscribes its subjects
 // through it when the Transport has it.
