@@ -755,7 +755,9 @@ func (n *Node) afterRound(gs []*group) {
 		}
 		n.mu.Lock()
 		delete(n.mu.groups, g.id)
-		n.mu.list = slices.DeleteFunc(n.mu.list, func(x *group) bool { return x == g })
+		// Copy on write: Tick and Close read the list outside the lock,
+		// and DeleteFunc would shift and clear their view in place.
+		n.mu.list = slices.DeleteFunc(slices.Clone(n.mu.list), func(x *group) bool { return x == g })
 		n.mu.Unlock()
 		for _, w := range g.waiters {
 			w.resolve(nil, ErrNoReply)
@@ -838,7 +840,6 @@ func (n *Node) Close() error {
 	}
 	n.mu.closed = true
 	started := n.started
-	list := n.mu.list
 	n.mu.Unlock()
 	if started {
 		close(n.stop)
@@ -846,6 +847,11 @@ func (n *Node) Close() error {
 		close(n.work)
 		n.workWG.Wait()
 	}
+	// The groups as the last round left them (a round removes a group
+	// from the list in place, so the list is read only now, and copied).
+	n.mu.Lock()
+	list := slices.Clone(n.mu.list)
+	n.mu.Unlock()
 	n.roundMu.Lock()
 	defer n.roundMu.Unlock()
 	for _, g := range list {

@@ -220,3 +220,24 @@ func TestStartedCloseReopen(t *testing.T) {
 		}
 	})
 }
+
+// Groups removed while the node ticks and closes: the tick and Close read
+// the group list outside the node's lock, so a removal must not change
+// the list they hold (it is copied on write); under the race detector a
+// removal in place is reported, and Close could meet a cleared entry.
+func TestStartedRemoveGroupsWhileClosing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, stop := startedCluster(t, 3, 8)
+		defer stop()
+		waitLeader(t, c, 1)
+		for g := 1; g <= 8; g++ {
+			for _, tn := range c.nodes {
+				if _, err := tn.n.RemoveGroup(GroupID(g)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.nodes[0].n.Tick()
+		}
+		stop()
+	})
+}
