@@ -11,9 +11,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/cairnmq/cairn/internal/server"
 )
 
 // Core NATS across a cluster of three servers (issue 14; docs/routes.md).
@@ -621,47 +618,4 @@ func (c *rawClient) dropPings() {
 		rest = rest[i+2:]
 	}
 	c.pending = out
-}
-
-// TestClusterJetStreamPerServer: with -js on clustered servers, each
-// server keeps its own JetStream as before clustering (streams are not
-// replicated yet, docs/routes.md): streams are created and acknowledged
-// per server, a stream is known only where it was created, and core
-// subscribers anywhere still get what is published to a stream's
-// subjects.
-//
-// Only for cairn: nats-server forms a JetStream cluster instead.
-func TestClusterJetStreamPerServer(t *testing.T) {
-	if targetIsNatsServer() {
-		t.Skip("nats-server clusters JetStream")
-	}
-	tc := startCluster(t, 3, func(i int, o *server.Options) { o.JetStream = true })
-	n1, n2 := tc.nodes[0], tc.nodes[1]
-	watch := n2.connect()
-	seen := subscribeCollect(t, watch, "js1.>", "")
-	flushInterest(t, watch, n1)
-
-	js1, err := jetstream.New(n1.connect())
-	if err != nil {
-		t.Fatal(err)
-	}
-	js2, err := jetstream.New(n2.connect())
-	if err != nil {
-		t.Fatal(err)
-	}
-	createStream(t, js1, jetstream.StreamConfig{Name: "ONE", Subjects: []string{"js1.>"}})
-	createStream(t, js2, jetstream.StreamConfig{Name: "TWO", Subjects: []string{"js2.>"}})
-	for i := 0; i < 10; i++ {
-		ack, err := js1.Publish(tctx(t), "js1.x", []byte(strconv.Itoa(i)))
-		if err != nil || ack.Stream != "ONE" || ack.Sequence != uint64(i+1) {
-			t.Fatalf("publish %d on n1: %+v, %v", i, ack, err)
-		}
-		if ack, err = js2.Publish(tctx(t), "js2.x", nil); err != nil || ack.Stream != "TWO" {
-			t.Fatalf("publish %d on n2: %+v, %v", i, ack, err)
-		}
-	}
-	if _, err := js2.Stream(tctx(t), "ONE"); !errors.Is(err, jetstream.ErrStreamNotFound) {
-		t.Fatalf("stream ONE seen from n2: %v, want stream not found", err)
-	}
-	waitFor(t, clusterTimeout, "n2's core subscriber to see n1's stream traffic", func() bool { return seen.len() == 10 })
 }

@@ -20,9 +20,31 @@ type StreamInfo struct {
 	TimeStamp time.Time     `json:"ts"`
 }
 
-// ClusterInfo names the stream's leader; on one server, the server.
+// ClusterInfo is the cluster part of a stream's info (nats-server
+// v2.15.2 ClusterInfo): on one server only the leader, the server
+// itself; in a cluster (Config.ClusterInfo) the cluster's name, the
+// stream's Raft group, its leader and since when, and the other
+// replicas.
 type ClusterInfo struct {
-	Leader string `json:"leader,omitempty"`
+	Name        string      `json:"name,omitempty"`
+	RaftGroup   string      `json:"raft_group,omitempty"`
+	Leader      string      `json:"leader,omitempty"`
+	LeaderSince *time.Time  `json:"leader_since,omitempty"`
+	Replicas    []*PeerInfo `json:"replicas,omitempty"`
+}
+
+// PeerInfo is one replica other than the leader in ClusterInfo
+// (nats-server v2.15.2 PeerInfo): its server's name, whether it is
+// current (caught up), how long since the leader heard from it
+// (nanoseconds), how many entries it lags, whether its server is
+// offline, and its peer ID.
+type PeerInfo struct {
+	Name    string        `json:"name"`
+	Current bool          `json:"current"`
+	Offline bool          `json:"offline,omitempty"`
+	Active  time.Duration `json:"active"`
+	Lag     uint64        `json:"lag,omitempty"`
+	Peer    string        `json:"peer"`
 }
 
 // StreamState is the state part of StreamInfo (nats-server v2.15.2 StreamInfo and StreamState).
@@ -62,12 +84,21 @@ func (r *streamEntry) info(opts InfoOptions) *StreamInfo {
 		Created:   r.Created().UTC(),
 		State:     toState(st, r.subjectCounts(opts.SubjectsFilter)),
 		Domain:    r.js.cfg.Domain,
-		Cluster:   &ClusterInfo{Leader: r.js.cfg.ServerName},
+		Cluster:   r.js.clusterInfo(r.Name()),
 		TimeStamp: r.js.now().UTC(),
 	}
 	info.State.Consumers = r.numConsumers()
 	info.Mirror, info.Sources = r.srcs.Infos()
 	return info
+}
+
+// clusterInfo returns the cluster part of a stream's info: the cluster
+// layer's (Config.ClusterInfo) or, on one server, this server as leader.
+func (js *JetStream) clusterInfo(stream string) *ClusterInfo {
+	if f := js.cfg.ClusterInfo; f != nil {
+		return f(stream)
+	}
+	return &ClusterInfo{Leader: js.cfg.ServerName}
 }
 
 func (r *streamEntry) numConsumers() int {

@@ -83,6 +83,14 @@ type Config struct {
 	// (streamrun.Env.NewReplicatedLog). A replicated stream subscribes to
 	// its subjects only while SetStreamLeader says it leads.
 	NewReplicatedLog NewLogFunc
+	// ClusterInfo, when set (a clustered JetStream), gives the cluster
+	// part of a stream's info; nil reports this server as the leader.
+	ClusterInfo func(stream string) *ClusterInfo
+	// DeferRestore leaves the streams found in the store directory alone
+	// at New: a clustered JetStream starts the streams its meta group
+	// assigns to the server (internal/cluster/jscluster), and a create
+	// finds a directory it did not restore and sets it aside.
+	DeferRestore bool
 	// NewConsumerLog makes each consumer's operation log; nil is
 	// NewLocalConsumerLog.
 	NewConsumerLog NewConsumerLogFunc
@@ -209,7 +217,10 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 		free = js.freeForStore()
 	}
 	js.dlqAcks = consumerrun.NewDeadLetterAcks(tr, cfg.Logf)
-	err := js.restore()
+	var err error
+	if !cfg.DeferRestore {
+		err = js.restore()
+	}
 	js.finishLimits(free)
 	js.ready.Store(true)
 	js.background(js.healLoop)
@@ -217,6 +228,10 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 }
 
 func (js *JetStream) now() time.Time { return js.cfg.Now() }
+
+// clustered reports whether the engine is a clustered JetStream's, whose
+// streams may have replicas (Config.NewReplicatedLog).
+func (js *JetStream) clustered() bool { return js.cfg.NewReplicatedLog != nil }
 
 // batchLimits returns the batch limits with the server's API level.
 func (js *JetStream) batchLimits() stream.BatchLimits {

@@ -1,6 +1,8 @@
 package jetstream
 
 import (
+	"time"
+
 	"errors"
 	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jetstream/metafile"
@@ -22,6 +24,9 @@ type StreamRequest struct {
 	Config   stream.Config
 	Pedantic bool
 	Subject  string
+	// Created, when not zero, is the stream's creation time (a clustered
+	// stream's replica takes the one its assignment names); zero: now.
+	Created time.Time
 }
 
 // AddStream creates a stream from cfg: StreamCreate without a request
@@ -39,7 +44,11 @@ func (js *JetStream) AddStream(cfg stream.Config) (*StreamInfo, *jserr.Error) {
 // source filters, and subjects that overlap another stream's (10065).
 func (js *JetStream) StreamCreate(req StreamRequest) (*StreamInfo, *jserr.Error) {
 	cfg, pedantic := req.Config, req.Pedantic
-	if err := cfg.PrepareCreate(req.Subject, pedantic); err != nil {
+	prepare := cfg.PrepareCreate
+	if js.clustered() {
+		prepare = cfg.PrepareClusteredCreate
+	}
+	if err := prepare(req.Subject, pedantic); err != nil {
 		return nil, err
 	}
 	js.mu.Lock()
@@ -71,7 +80,7 @@ func (js *JetStream) StreamCreate(req StreamRequest) (*StreamInfo, *jserr.Error)
 	if js.overlapsLocked(cfg.Name, cfg.Subjects) {
 		return nil, jserr.New(jserr.StreamSubjectOverlap)
 	}
-	r, err := js.createLocked(cfg)
+	r, err := js.createLocked(cfg, req.Created)
 	if err != nil {
 		return nil, jserr.From(err, jserr.StreamCreate)
 	}
@@ -93,8 +102,10 @@ func (js *JetStream) existing(r *streamEntry, cfg stream.Config) (*StreamInfo, *
 
 // createLocked writes the metadata, opens the store and starts the
 // stream's runtime. The caller holds mu.
-func (js *JetStream) createLocked(cfg stream.Config) (*streamEntry, error) {
-	created := js.now().UTC()
+func (js *JetStream) createLocked(cfg stream.Config, created time.Time) (*streamEntry, error) {
+	if created.IsZero() {
+		created = js.now().UTC()
+	}
 	dir := ""
 	if cfg.Storage == stream.FileStorage {
 		dir = js.streamDir(cfg.Name)

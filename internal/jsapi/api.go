@@ -42,6 +42,10 @@ type Options struct {
 	// before it returns without them; 0 = DefaultCloseWait.
 	CloseWait time.Duration
 	Logf      func(format string, args ...any)
+	// Cluster, on a server whose JetStream is clustered, picks the one
+	// server that answers each request and takes the requests that change
+	// the cluster's streams (cluster.go); nil on one server.
+	Cluster Cluster
 
 	serveHook func(subject string) // tests: runs before each request is answered
 }
@@ -203,6 +207,9 @@ func (a *API) serve(r *request) {
 // for most).
 func (a *API) answer(r *request) (body []byte, after func(), ok bool) {
 	ep, found := route(r)
+	if c := a.opts.Cluster; c != nil && !c.Answers(r.key, r.stream) {
+		return nil, nil, false // another server of the cluster answers
+	}
 	if !found {
 		body, ok = a.encode(unknownEndpoint, &apiResponse{}, jserr.New(jserr.BadRequest), true)
 		return body, nil, ok

@@ -1,6 +1,45 @@
 package jsapi
 
-import "github.com/cairnmq/cairn/internal/jserr"
+import (
+	"github.com/cairnmq/cairn/internal/jetstream"
+	"github.com/cairnmq/cairn/internal/jserr"
+)
+
+// Cluster is the clustered JetStream's side of the API
+// (internal/cluster/jscluster; docs/clustering.md, "The API in a
+// cluster"). Every server of a cluster receives every API request (the
+// API's subscriptions are the cluster's), and exactly one answers it, as
+// in nats-server v2.15.2, where the meta leader answers the requests about
+// the cluster's streams and a stream's leader those about the stream.
+type Cluster interface {
+	// Answers reports whether this server answers a request to the
+	// endpoint key ("STREAM.INFO", "" for an unknown subject) naming
+	// stream ("" when the endpoint names none). When it does not, the
+	// request is dropped here: another server answers.
+	Answers(key, stream string) bool
+	// Meta is where the requests that change or list the cluster's
+	// streams go on the server that answers them (the meta leader).
+	Meta
+}
+
+// Meta is what STREAM.CREATE, UPDATE, DELETE, NAMES and LIST ask of the
+// engine: the account's JetStream on one server, the meta group in a
+// cluster. The errors are the API errors the response carries.
+type Meta interface {
+	StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamInfo, *jserr.Error)
+	StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamInfo, *jserr.Error)
+	DeleteStream(name string) *jserr.Error
+	Names(filter string) []string
+	StreamInfo(name string, opts jetstream.InfoOptions) (*jetstream.StreamInfo, *jserr.Error)
+}
+
+// meta returns where the stream metadata requests go.
+func (a *API) meta() Meta {
+	if a.opts.Cluster != nil {
+		return a.opts.Cluster
+	}
+	return a.js
+}
 
 // clusterResponse is the response of an endpoint that needs a cluster.
 type clusterResponse struct {

@@ -53,7 +53,7 @@ func streamCreate(a *API, r *request) (response, *jserr.Error) {
 	if err := decode(r.data, &req); err != nil {
 		return resp, err
 	}
-	si, err := a.js.StreamCreate(jetstream.StreamRequest{Config: req.StreamConfig, Pedantic: req.Pedantic, Subject: r.stream})
+	si, err := a.meta().StreamCreate(jetstream.StreamRequest{Config: req.StreamConfig, Pedantic: req.Pedantic, Subject: r.stream})
 	if err != nil {
 		return resp, err
 	}
@@ -77,7 +77,7 @@ func streamUpdate(a *API, r *request) (response, *jserr.Error) {
 	if err := decode(r.data, &req); err != nil {
 		return resp, err
 	}
-	si, err := a.js.StreamUpdate(jetstream.StreamRequest{Config: req.StreamConfig, Pedantic: req.Pedantic, Subject: r.stream})
+	si, err := a.meta().StreamUpdate(jetstream.StreamRequest{Config: req.StreamConfig, Pedantic: req.Pedantic, Subject: r.stream})
 	if err != nil {
 		return resp, err
 	}

@@ -19,7 +19,7 @@ func streamDelete(a *API, r *request) (response, *jserr.Error) {
 	if !isEmptyRequest(r.data) {
 		return resp, jserr.New(jserr.NotEmptyRequest)
 	}
-	if err := a.js.DeleteStream(r.stream); err != nil {
+	if err := a.meta().DeleteStream(r.stream); err != nil {
 		return resp, err
 	}
 	resp.Success = true

@@ -51,7 +51,7 @@ func streamNames(a *API, r *request) (response, *jserr.Error) {
 			return resp, err
 		}
 	}
-	names := a.js.Names(req.Subject)
+	names := a.meta().Names(req.Subject)
 	start, end := page(len(names), req.Offset, namesLimit)
 	resp.apiPaged = apiPaged{Total: len(names), Offset: start, Limit: namesLimit}
 	if end > start {
@@ -74,11 +74,11 @@ func streamList(a *API, r *request) (response, *jserr.Error) {
 			return resp, err
 		}
 	}
-	names := a.js.Names(req.Subject)
+	names := a.meta().Names(req.Subject)
 	start, end := page(len(names), req.Offset, listLimit)
 	resp.apiPaged = apiPaged{Total: len(names), Offset: start, Limit: listLimit}
 	for _, name := range names[start:end] {
-		si, err := a.js.StreamInfo(name, jetstream.InfoOptions{})
+		si, err := a.meta().StreamInfo(name, jetstream.InfoOptions{})
 		if err != nil {
 			continue // deleted since Names
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 
+	"github.com/cairnmq/cairn/internal/cluster/jscluster"
 	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/jsapi"
@@ -78,6 +79,9 @@ func (s *Server) startJetStream() error {
 		s.log.Warnf("JetStream store directory not set (-sd); using %s", dir)
 	}
 	usage := jetstream.NewUsage()
+	if err := s.startJetStreamCluster(dir); err != nil {
+		return err
+	}
 	var first *jetstream.JetStream
 	for _, acc := range s.accountsSorted() {
 		on, limits := s.jetStreamFor(acc)
@@ -111,7 +115,7 @@ func (s *Server) startJetStream() error {
 // after the first share its group-commit statistics, which /metrics
 // reports for the server.
 func (s *Server) startAccountJetStream(acc *account, dir string, limits *config.AccountJetStream, usage *jetstream.Usage, first *jetstream.JetStream) error {
-	tr := jsTransport{s: s, acc: acc}
+	tr := jsTransport{s: s, acc: acc, shared: s.jsc != nil}
 	cfg := jetstream.Config{
 		StoreDir:   dir,
 		FS:         s.opts.JetStreamFS,
@@ -143,11 +147,18 @@ func (s *Server) startAccountJetStream(acc *account, dir string, limits *config.
 		s.log.Warnf("JetStream acknowledges file stream messages before they are synced (ack_before_sync_interval %v): a power loss can lose up to %v of acknowledged messages", d, d)
 	}
 	s.storageLimits(&cfg)
+	if s.jsc != nil {
+		s.jsc.EngineConfig(acc.name, &cfg)
+	}
 	js, err := jetstream.New(cfg, tr)
 	if err != nil {
 		return fmt.Errorf("server: start JetStream for account %s: %w", acc.name, err)
 	}
-	api, err := jsapi.New(js, tr, jsapi.Options{Logf: s.log.Warnf})
+	apiOpts := jsapi.Options{Logf: s.log.Warnf}
+	if s.jsc != nil {
+		apiOpts.Cluster = s.jsc.AddAccount(acc.name, js)
+	}
+	api, err := jsapi.New(js, tr, apiOpts)
 	if err != nil {
 		js.Shutdown()
 		return fmt.Errorf("server: start the JetStream API of account %s: %w", acc.name, err)
@@ -230,7 +241,33 @@ func (s *Server) stopJetStream() {
 				acc.js.Shutdown()
 			}
 		}
+		if s.jsc != nil {
+			s.jsc.Close()
+		}
 	})
+}
+
+// startJetStreamCluster starts the clustered JetStream's cluster layer
+// (internal/cluster/jscluster) when the server runs in a cluster: its
+// Raft WAL and meta state live under <store_dir>/jetstream/$SYS/_js_, as
+// nats-server keeps its meta group there. It must run before the cluster
+// listener starts (the Raft transport registers its connections there).
+func (s *Server) startJetStreamCluster(dir string) error {
+	if s.cl == nil {
+		return nil
+	}
+	if s.opts.ServerName == "" {
+		return fmt.Errorf("%w: JetStream in a cluster requires a server name (-n, server_name)", ErrInvalidOptions)
+	}
+	c, err := jscluster.Start(jscluster.Config{
+		FS: s.opts.JetStreamFS, Dir: filepath.Join(dir, "jetstream", "$SYS", "_js_"),
+		Logf: s.log.Warnf, Infof: s.log.Noticef, TickInterval: s.opts.RaftTick,
+	}, s)
+	if err != nil {
+		return fmt.Errorf("server: start the JetStream cluster: %w", err)
+	}
+	s.jsc = c
+	return nil
 }
 
 // JSAPIStats returns the counters of the $JS.API of every account: the

@@ -82,6 +82,9 @@ type Options struct {
 	// JetStreamFS is the file system JetStream stores through; nil is the
 	// real one. Tests inject faults and free-space figures with it.
 	JetStreamFS vfs.FS
+	// RaftTick is the clustered JetStream's Raft tick (0: 100 ms,
+	// docs/clustering.md decision 10); tests shorten it.
+	RaftTick time.Duration
 	// Cluster configures the cluster listener and the routes to other
 	// servers (cluster_options.go); the zero value means none.
 	Cluster ClusterOptions

@@ -5,6 +5,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"github.com/cairnmq/cairn/internal/cluster/jscluster"
 	"net"
 	"slices"
 	"strconv"
@@ -23,6 +24,10 @@ type Server struct {
 	opts Options
 	id   string
 	log  *logger.Logger
+
+	// jsc is the clustered JetStream's cluster layer, nil unless
+	// JetStream runs in a cluster (jetstream.go startJetStreamCluster).
+	jsc *jscluster.Cluster
 
 	// accounts are the subject namespaces (accounts.go), $G among them;
 	// made by New, never changed.

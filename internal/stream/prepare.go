@@ -13,6 +13,16 @@ import "github.com/cairnmq/cairn/internal/jserr"
 // origins) belong to the engine, which runs them after this. It is the
 // one place the API layer's create goes through.
 func (c *Config) PrepareCreate(name string, pedantic bool) *jserr.Error {
+	return c.prepareCreate(name, pedantic, false)
+}
+
+// PrepareClusteredCreate is PrepareCreate for a clustered JetStream: a
+// stream may have replicas (ValidateClustered).
+func (c *Config) PrepareClusteredCreate(name string, pedantic bool) *jserr.Error {
+	return c.prepareCreate(name, pedantic, true)
+}
+
+func (c *Config) prepareCreate(name string, pedantic, clustered bool) *jserr.Error {
 	c.SetStaticMetadata()
 	if name != "" && c.Name != name {
 		return jserr.New(jserr.StreamMismatch)
@@ -26,6 +36,9 @@ func (c *Config) PrepareCreate(name string, pedantic bool) *jserr.Error {
 		}
 	}
 	c.SetDefaults()
+	if clustered {
+		return c.ValidateClustered()
+	}
 	return c.Validate()
 }
 

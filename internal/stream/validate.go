@@ -2,6 +2,7 @@ package stream
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,8 +58,15 @@ func (c *Config) CheckCreate() *jserr.Error {
 // (CheckDeadLetter, a check of cairn's own). Checks that need other
 // streams or the account (subject overlap 10065, max_bytes required
 // 10113, source cycles) belong to the caller.
-func (c *Config) Validate() *jserr.Error {
-	for _, check := range configChecks {
+func (c *Config) Validate() *jserr.Error { return c.validate(configChecks) }
+
+// ValidateClustered is Validate for a clustered JetStream, where a
+// stream may have up to MaxReplicas replicas: every check but the single
+// server's refusal of replicas (10074).
+func (c *Config) ValidateClustered() *jserr.Error { return c.validate(clusteredChecks) }
+
+func (c *Config) validate(checks []func(*Config) *jserr.Error) *jserr.Error {
+	for _, check := range checks {
 		if err := check(c); err != nil {
 			return err
 		}
@@ -66,8 +74,14 @@ func (c *Config) Validate() *jserr.Error {
 	return nil
 }
 
-// configChecks are Validate's checks in nats-server's order.
-var configChecks = []func(*Config) *jserr.Error{
+// configChecks are Validate's checks in nats-server's order;
+// clusteredChecks the same without checkSingleServer.
+var (
+	configChecks    = slices.Concat(checksBefore, []func(*Config) *jserr.Error{(*Config).checkSingleServer}, checksAfter)
+	clusteredChecks = slices.Concat(checksBefore, checksAfter)
+)
+
+var checksBefore = []func(*Config) *jserr.Error{
 	(*Config).checkName,
 	(*Config).checkSizes,
 	(*Config).checkEnums,
@@ -80,7 +94,9 @@ var configChecks = []func(*Config) *jserr.Error{
 	(*Config).checkTransform,
 	(*Config).checkRePublish,
 	(*Config).checkPlacement,
-	(*Config).checkSingleServer,
+}
+
+var checksAfter = []func(*Config) *jserr.Error{
 	(*Config).checkUnsupported,
 	(*Config).checkDeadLetter,
 }

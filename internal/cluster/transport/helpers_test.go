@@ -1,7 +1,8 @@
-package transport
+package transport_test
 
 import (
 	"bufio"
+	. "github.com/cairnmq/cairn/internal/cluster/transport"
 	"net"
 	"net/url"
 	"strings"
@@ -141,9 +142,9 @@ func rawConn(t *testing.T, m *member) (net.Conn, *bufio.Reader) {
 }
 
 // sayHello sends h and returns the answer line.
-func sayHello(t *testing.T, nc net.Conn, r *bufio.Reader, h *hello) string {
+func sayHello(t *testing.T, nc net.Conn, r *bufio.Reader, h *Hello) string {
 	t.Helper()
-	if _, err := nc.Write(appendHello(nil, h)); err != nil {
+	if _, err := nc.Write(AppendHello(nil, h)); err != nil {
 		t.Fatal(err)
 	}
 	line, err := r.ReadString('\n')

@@ -3,6 +3,7 @@ package transport
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net"
@@ -42,6 +43,7 @@ func (t *Transport) accept(nc net.Conn, buffered []byte) {
 		return
 	}
 	from := raftnode.ServerID(h.Name)
+	t.noteIdent(from, h)
 	if !t.addInbound(from, nc) {
 		_ = nc.Close()
 		return
@@ -57,6 +59,21 @@ func (t *Transport) accept(nc net.Conn, buffered []byte) {
 	if !t.closing() {
 		t.cfg.Logf("transport: Raft connection of %s closed: %v", from, err)
 	}
+}
+
+// noteIdent records the incarnation and tags an admitted hello carried
+// (an incarnation that does not decode is not recorded).
+func (t *Transport) noteIdent(from raftnode.ServerID, h *hello) {
+	var id ident
+	b, err := hex.DecodeString(h.Inc)
+	if err != nil || len(b) != len(id.inc) {
+		return
+	}
+	copy(id.inc[:], b)
+	id.tags = slices.Clone(h.Tags)
+	t.mu.Lock()
+	t.mu.idents[from] = id
+	t.mu.Unlock()
 }
 
 // admit checks a hello; it returns the refusal text, or "" to admit.

@@ -1,9 +1,10 @@
-package transport
+package transport_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	. "github.com/cairnmq/cairn/internal/cluster/transport"
 	"path/filepath"
 	"slices"
 	"sync"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,6 +101,11 @@ type Config struct {
 	// Logf, if set, receives the transport's notable events (connections
 	// made, lost and refused). It must not block.
 	Logf func(format string, args ...any)
+	// Incarnation and Tags are this server's store incarnation (its
+	// raftnode WAL's) and server_tags, sent in every hello so that the
+	// peers learn them (PeerIncarnation, PeerTags).
+	Incarnation raftnode.Incarnation
+	Tags        []string
 }
 
 func (c *Config) fill() {
@@ -137,6 +143,7 @@ type Transport struct {
 		closed  bool
 		peers   map[raftnode.ServerID]*peer    // one per peer name ever known, with its writer
 		inbound map[raftnode.ServerID]net.Conn // the accepted connection of each peer
+		idents  map[raftnode.ServerID]ident    // what each admitted peer's hello said of it
 	}
 }
 
@@ -156,10 +163,34 @@ func New(host Host, cfg Config) *Transport {
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.mu.peers = map[raftnode.ServerID]*peer{}
 	t.mu.inbound = map[raftnode.ServerID]net.Conn{}
+	t.mu.idents = map[raftnode.ServerID]ident{}
 	host.HandleClusterConns(Op, t.accept)
 	host.NotifyClusterPeers(t.refresh)
 	t.refresh()
 	return t
+}
+
+// ident is what a peer's hello said of it.
+type ident struct {
+	inc  raftnode.Incarnation
+	tags []string
+}
+
+// PeerIncarnation returns the store incarnation the last admitted hello
+// of peer name carried; false when none was admitted or it carried none.
+func (t *Transport) PeerIncarnation(name raftnode.ServerID) (raftnode.Incarnation, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	id, ok := t.mu.idents[name]
+	return id.inc, ok
+}
+
+// PeerTags returns the server_tags the last admitted hello of peer name
+// carried.
+func (t *Transport) PeerTags(name raftnode.ServerID) []string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return slices.Clone(t.mu.idents[name].tags)
 }
 
 // Attach makes r (the server's raftnode.Node) the receiver of every frame

@@ -1,7 +1,8 @@
-package transport
+package transport_test
 
 import (
 	"errors"
+	. "github.com/cairnmq/cairn/internal/cluster/transport"
 	"net"
 	"net/url"
 	"slices"
@@ -61,20 +62,20 @@ func TestHelloRefused(t *testing.T) {
 	var rec recorder
 	a.tr.Attach(&rec)
 	cases := []struct {
-		h    hello
+		h    Hello
 		want string
 	}{
-		{hello{V: Version, Name: "stranger", Cluster: "C"}, refusePeer},
-		{hello{V: Version, Name: "a", Cluster: "C"}, refusePeer},
-		{hello{V: Version, Name: "b", Cluster: "OTHER"}, refuseCluster},
-		{hello{V: Version + 1, Name: "b", Cluster: "C"}, refuseVersion},
+		{Hello{V: Version, Name: "stranger", Cluster: "C"}, RefusePeer},
+		{Hello{V: Version, Name: "a", Cluster: "C"}, RefusePeer},
+		{Hello{V: Version, Name: "b", Cluster: "OTHER"}, RefuseCluster},
+		{Hello{V: Version + 1, Name: "b", Cluster: "C"}, RefuseVersion},
 	}
 	for _, tc := range cases {
 		nc, r := rawConn(t, a)
 		if got := sayHello(t, nc, r, &tc.h); got != "-ERR '"+tc.want+"'\r\n" {
 			t.Errorf("hello %+v: answer %q, want %q", tc.h, got, tc.want)
 		}
-		_, _ = nc.Write(frames("injected"))
+		_, _ = nc.Write(Frames("injected"))
 		if !closedByPeer(r) {
 			t.Errorf("hello %+v: connection left open", tc.h)
 		}
@@ -83,15 +84,15 @@ func TestHelloRefused(t *testing.T) {
 	if _, err := nc.Write([]byte("RAFT {not json\r\n")); err != nil {
 		t.Fatal(err)
 	}
-	if line, _ := r.ReadString('\n'); line != "-ERR '"+refuseHello+"'\r\n" || !closedByPeer(r) {
+	if line, _ := r.ReadString('\n'); line != "-ERR '"+RefuseHello+"'\r\n" || !closedByPeer(r) {
 		t.Errorf("malformed hello: %q", line)
 	}
 
 	nc, r = rawConn(t, a)
-	if got := sayHello(t, nc, r, &hello{V: Version, Name: "b", Cluster: "C"}); got != "+OK\r\n" {
+	if got := sayHello(t, nc, r, &Hello{V: Version, Name: "b", Cluster: "C"}); got != "+OK\r\n" {
 		t.Fatalf("hello of routed peer b: %q", got)
 	}
-	if _, err := nc.Write(frames("f1", "f2")); err != nil {
+	if _, err := nc.Write(Frames("f1", "f2")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the admitted frames", func() bool { return len(rec.got()) == 2 })
@@ -109,13 +110,13 @@ func TestBadFramesClose(t *testing.T) {
 	waitRoutes(t, a, b)
 	var rec recorder
 	a.tr.Attach(&rec)
-	bad := [][]byte{frames(""), appendFrameHeader(nil, 1001)}
+	bad := [][]byte{Frames(""), AppendFrameHeader(nil, 1001)}
 	for i, tail := range bad {
 		nc, r := rawConn(t, a)
-		if got := sayHello(t, nc, r, &hello{V: Version, Name: "b", Cluster: "C"}); got != "+OK\r\n" {
+		if got := sayHello(t, nc, r, &Hello{V: Version, Name: "b", Cluster: "C"}); got != "+OK\r\n" {
 			t.Fatalf("hello: %q", got)
 		}
-		_, _ = nc.Write(append(frames("good"), tail...))
+		_, _ = nc.Write(append(Frames("good"), tail...))
 		if !closedByPeer(r) {
 			t.Fatalf("bad frame %d: connection left open", i)
 		}
@@ -125,10 +126,10 @@ func TestBadFramesClose(t *testing.T) {
 	}
 	rec.err = raftnode.ErrBadFrame
 	nc, r := rawConn(t, a)
-	if got := sayHello(t, nc, r, &hello{V: Version, Name: "b", Cluster: "C"}); got != "+OK\r\n" {
+	if got := sayHello(t, nc, r, &Hello{V: Version, Name: "b", Cluster: "C"}); got != "+OK\r\n" {
 		t.Fatalf("hello: %q", got)
 	}
-	_, _ = nc.Write(frames("damaged"))
+	_, _ = nc.Write(Frames("damaged"))
 	if !closedByPeer(r) {
 		t.Fatal("a damaged frame left the connection open")
 	}
@@ -145,17 +146,17 @@ func TestCredentials(t *testing.T) {
 	waitRoutes(t, a, b)
 	var rec recorder
 	a.tr.Attach(&rec)
-	for _, h := range []hello{
+	for _, h := range []Hello{
 		{V: Version, Name: "b", Cluster: "C"},
 		{V: Version, Name: "b", Cluster: "C", User: "ruser", Pass: "wrong"},
 		{V: Version, Name: "b", Cluster: "C", User: "other", Pass: "s3cret"},
 	} {
 		nc, r := rawConn(t, a)
-		if got := sayHello(t, nc, r, &h); got != "-ERR '"+refuseAuth+"'\r\n" {
-			t.Errorf("hello %+v: %q", helloSummary(&h), got)
+		if got := sayHello(t, nc, r, &h); got != "-ERR '"+RefuseAuth+"'\r\n" {
+			t.Errorf("hello %+v: %q", HelloSummary(&h), got)
 		}
 		if !closedByPeer(r) {
-			t.Errorf("hello %+v: connection left open", helloSummary(&h))
+			t.Errorf("hello %+v: connection left open", HelloSummary(&h))
 		}
 	}
 	sendUntilQueued(t, b.tr, "a", []byte("hi"))

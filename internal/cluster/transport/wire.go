@@ -30,6 +30,11 @@ type hello struct {
 	Cluster string `json:"cluster"`
 	User    string `json:"user,omitempty"`
 	Pass    string `json:"pass,omitempty"`
+	// Inc and Tags are the dialer's store incarnation (32 hexadecimal
+	// digits) and server_tags (Config.Incarnation, Config.Tags): the meta
+	// leader's catalogue of servers records them (PeerIncarnation).
+	Inc  string   `json:"inc,omitempty"`
+	Tags []string `json:"tags,omitempty"`
 }
 
 // appendHello appends the line "RAFT {hello}\r\n".

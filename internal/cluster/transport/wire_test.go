@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -96,9 +97,9 @@ func TestReadFrameBadInput(t *testing.T) {
 // TestHelloRoundTrip: the hello line parses back to what was sent, and
 // lines that are not a hello are errors.
 func TestHelloRoundTrip(t *testing.T) {
-	h := &hello{V: Version, Name: "n1", Cluster: "C", User: "u", Pass: "p w"}
+	h := &hello{V: Version, Name: "n1", Cluster: "C", User: "u", Pass: "p w", Inc: strings.Repeat("ab", 16), Tags: []string{"az:1"}}
 	got, err := parseHello(appendHello(nil, h))
-	if err != nil || *got != *h {
+	if err != nil || !reflect.DeepEqual(got, h) {
 		t.Fatalf("got %+v, %v", got, err)
 	}
 	if got, err := parseHello([]byte("raft\t{\"v\":1,\"name\":\"x\"}\n")); err != nil || got.Name != "x" {

@@ -1,0 +1,312 @@
+package jscluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/jetstream"
+	"github.com/cairnmq/cairn/internal/jsapi"
+	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/subject"
+)
+
+// account is one account's JetStream as the cluster layer drives it.
+type account struct {
+	c    *Cluster
+	name string
+	js   *jetstream.JetStream
+	// starting is the replica whose stream the engine is creating, for
+	// newLog (set and cleared by the run goroutine around StreamCreate).
+	starting atomic.Pointer[replica]
+}
+
+// EngineConfig sets the hooks of a clustered engine in cfg, the config
+// of account's engine, before jetstream.New: the replicated streams' logs
+// (NewReplicatedLog), the cluster part of stream infos (ClusterInfo), and
+// no restore at start (DeferRestore: the meta group says which streams
+// this server runs). Register the engine with AddAccount once made.
+func (c *Cluster) EngineConfig(accountName string, cfg *jetstream.Config) {
+	acc := c.account(accountName)
+	cfg.NewReplicatedLog = func(name string, a jetstream.Applier[stream.Op]) jetstream.Log[stream.Op] {
+		return c.newLog(acc, name, a)
+	}
+	cfg.ClusterInfo = func(name string) *jetstream.ClusterInfo { return c.clusterInfo(streamKey{accountName, name}) }
+	cfg.DeferRestore = true
+}
+
+// account returns the account record of name, made on first use.
+func (c *Cluster) account(name string) *account {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if acc := c.accounts[name]; acc != nil {
+		return acc
+	}
+	acc := &account{c: c, name: name}
+	c.accounts[name] = acc
+	return acc
+}
+
+// AddAccount registers the engine of an account whose config
+// EngineConfig prepared, and returns the account's jsapi.Cluster for its
+// API (jsapi.Options.Cluster). The streams the meta group assigns to this
+// server in the account are started from the run goroutine.
+func (c *Cluster) AddAccount(name string, js *jetstream.JetStream) jsapi.Cluster {
+	acc := c.account(name)
+	c.mu.Lock()
+	acc.js = js
+	c.mu.Unlock()
+	c.enqueue(meta.Event{Restored: true}) // reconcile every assignment with the engine now present
+	return acc
+}
+
+// Answers implements jsapi.Cluster (package comment, "Who answers an API
+// request").
+func (a *account) Answers(key, streamName string) bool {
+	c := a.c
+	if streamName == "" || key == "STREAM.CREATE" || key == "STREAM.UPDATE" || key == "STREAM.DELETE" || key == "STREAM.RESTORE" {
+		return c.metaLeader()
+	}
+	k := streamKey{a.name, streamName}
+	if _, _, assigned, _ := c.assignment(k); !assigned {
+		return c.metaLeader()
+	}
+	r := c.replicaOf(k)
+	return r != nil && r.leads.Load()
+}
+
+// proposeTimeout bounds how long the meta leader waits for a proposal to
+// apply before the request gets 10008 (the client retries).
+const proposeTimeout = 10 * time.Second
+
+// propose proposes op on the meta group and waits for its outcome.
+func (c *Cluster) propose(op meta.Op) (meta.Result, *jserr.Error) {
+	w, err := c.meta.Propose(op)
+	if err != nil {
+		return meta.Result{}, jserr.New(jserr.ClusterNotAvail)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
+	defer cancel()
+	res, err := w.Wait(ctx)
+	if err != nil {
+		return meta.Result{}, jserr.New(jserr.ClusterNotAvail)
+	}
+	return res, res.Err
+}
+
+// StreamCreate implements jsapi.Meta on the meta leader: the config is
+// readied and checked as on one server (stream.Config.PrepareCreate), the
+// servers chosen (meta.Place), and the assignment proposed; apply decides
+// the rest (10058, 10065). The answer waits (at most proposeTimeout) for
+// the stream's leader, so that a publish right after finds it.
+func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamInfo, *jserr.Error) {
+	c := a.c
+	cfg := req.Config
+	if err := cfg.PrepareClusteredCreate(req.Subject, req.Pedantic); err != nil {
+		return nil, err
+	}
+	if sa, _, ok, _ := c.assignment(streamKey{a.name, cfg.Name}); ok {
+		return a.existing(sa, cfg)
+	}
+	var servers []raftnode.ServerID
+	var perr *jserr.Error
+	c.meta.View(func(st *meta.State) {
+		pr := meta.PlaceRequest{Replicas: cfg.Replicas, Cluster: c.host.ClusterName(), Seed: rand.Uint64()}
+		if p := cfg.Placement; p != nil {
+			pr.Tags = p.Tags
+			if p.Cluster != "" {
+				pr.Cluster = p.Cluster
+			}
+		}
+		servers, perr = meta.Place(st, pr)
+	})
+	if perr != nil {
+		return nil, perr
+	}
+	body, err := json.Marshal(&cfg)
+	if err != nil {
+		return nil, jserr.From(err, jserr.StreamCreate)
+	}
+	res, jerr := c.propose(&meta.AssignStream{Account: a.name, Name: cfg.Name, Config: body, Created: c.cfg.Now().UnixNano(), Servers: servers})
+	if jerr != nil {
+		return nil, jerr
+	}
+	c.waitLeader(streamKey{a.name, cfg.Name})
+	return a.infoOf(*res.Stream), nil
+}
+
+// existing answers a create of a stream the meta group holds: its info
+// when the config is the same, else 10058.
+func (a *account) existing(sa meta.StreamAssignment, cfg stream.Config) (*jetstream.StreamInfo, *jserr.Error) {
+	var cur stream.Config
+	if err := json.Unmarshal(sa.Config, &cur); err != nil {
+		return nil, jserr.From(err, jserr.StreamCreate)
+	}
+	cfg.CopyVersionMetadata(&cur)
+	if !cfg.Equal(&cur) {
+		return nil, jserr.New(jserr.StreamNameExist)
+	}
+	return a.infoOf(sa), nil
+}
+
+// waitLeader waits, at most proposeTimeout, until the meta leader can
+// tell that stream k has a leader: its own replica leads, or its group
+// reports one.
+func (c *Cluster) waitLeader(k streamKey) {
+	deadline := time.Now().Add(proposeTimeout)
+	for time.Now().Before(deadline) {
+		if ci := c.clusterInfo(k); ci != nil && ci.Leader != "" {
+			return
+		}
+		select {
+		case <-c.quit:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// StreamUpdate implements jsapi.Meta: not yet in a cluster (10010's
+// neighbour: the request is refused, the stream unchanged).
+func (a *account) StreamUpdate(jetstream.StreamRequest) (*jetstream.StreamInfo, *jserr.Error) {
+	return nil, jserr.New(jserr.ClusterNotLeader)
+}
+
+// DeleteStream implements jsapi.Meta on the meta leader: the removal is
+// proposed; every server holding a replica deletes it when it applies.
+// Errors: 10059 from apply, 10008 when the meta group cannot decide.
+func (a *account) DeleteStream(name string) *jserr.Error {
+	_, jerr := a.c.propose(&meta.RemoveStream{Account: a.name, Name: name})
+	return jerr
+}
+
+// Names implements jsapi.Meta: the account's streams the meta group
+// holds whose subjects overlap filter ("" for all), sorted.
+func (a *account) Names(filter string) []string {
+	var names []string
+	a.c.meta.View(func(st *meta.State) {
+		for _, sa := range st.Streams(a.name) {
+			if filter == "" || overlaps(sa.Config, filter) {
+				names = append(names, sa.Name)
+			}
+		}
+	})
+	slices.Sort(names)
+	return names
+}
+
+// overlaps reports whether a stream config's subjects overlap filter.
+func overlaps(config []byte, filter string) bool {
+	var cfg stream.Config
+	if json.Unmarshal(config, &cfg) != nil {
+		return false
+	}
+	for _, s := range cfg.Subjects {
+		if subject.Overlap(s, filter) {
+			return true
+		}
+	}
+	return false
+}
+
+// StreamInfo implements jsapi.Meta for STREAM.LIST on the meta leader:
+// the local engine's info when this server runs the stream's leader, else
+// the assignment's config with the state left empty. Errors: 10059.
+func (a *account) StreamInfo(name string, opts jetstream.InfoOptions) (*jetstream.StreamInfo, *jserr.Error) {
+	k := streamKey{a.name, name}
+	sa, _, ok, _ := a.c.assignment(k)
+	if !ok {
+		return nil, jserr.New(jserr.StreamNotFound)
+	}
+	if r := a.c.replicaOf(k); r != nil && r.leads.Load() {
+		return a.js.StreamInfo(name, opts)
+	}
+	return a.infoOf(sa), nil
+}
+
+// infoOf returns the info of an assigned stream as the meta group knows
+// it: config, created time, cluster; an empty state.
+func (a *account) infoOf(sa meta.StreamAssignment) *jetstream.StreamInfo {
+	var cfg stream.Config
+	_ = json.Unmarshal(sa.Config, &cfg)
+	return &jetstream.StreamInfo{
+		Config: cfg, Created: time.Unix(0, sa.Created).UTC(),
+		Cluster:   a.c.clusterInfo(streamKey{a.name, sa.Name}),
+		TimeStamp: a.c.cfg.Now().UTC(),
+	}
+}
+
+// clusterInfo returns the cluster part of stream k's info (nats-server
+// v2.15.2 ClusterInfo): the cluster's name, the group, its leader and,
+// on the leader, the other replicas.
+func (c *Cluster) clusterInfo(k streamKey) *jetstream.ClusterInfo {
+	sa, _, ok, _ := c.assignment(k)
+	if !ok {
+		return nil
+	}
+	ci := &jetstream.ClusterInfo{Name: c.host.ClusterName(), RaftGroup: groupName(sa)}
+	r := c.replicaOf(k)
+	if len(sa.Replicas) == 1 {
+		ci.Leader = string(sa.Replicas[0].Server)
+		return ci
+	}
+	st, err := c.node.Status(sa.Group)
+	if err != nil {
+		return ci
+	}
+	ci.Leader = string(st.LeaderServer)
+	if r != nil && r.leads.Load() {
+		since := time.Unix(0, r.since.Load()).UTC()
+		ci.LeaderSince = &since
+	}
+	for _, rs := range st.Replicas {
+		if rs.Server == c.name {
+			continue
+		}
+		pi := &jetstream.PeerInfo{Name: string(rs.Server), Current: rs.Match >= st.Commit, Peer: peerHash(rs.Server)}
+		if rs.Match < st.Commit {
+			pi.Lag = st.Commit - rs.Match
+		}
+		if !rs.Active {
+			pi.Offline = true
+		}
+		ci.Replicas = append(ci.Replicas, pi)
+	}
+	return ci
+}
+
+// groupName names a stream's Raft group as nats-server shapes it
+// ("S-R3F-<id>": replicas and storage, then the group).
+func groupName(sa meta.StreamAssignment) string {
+	var cfg stream.Config
+	_ = json.Unmarshal(sa.Config, &cfg)
+	st := "F"
+	if cfg.Storage == stream.MemoryStorage {
+		st = "M"
+	}
+	return fmt.Sprintf("S-R%d%s-%d", len(sa.Replicas), st, sa.Group)
+}
+
+// peerHash is a server's peer ID as nats-server v2.15.2 shows it: 8
+// characters derived from the server's name (docs/clustering.md decision
+// 3 keeps nats-server's peer strings).
+func peerHash(name raftnode.ServerID) string {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(name))
+	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	v := h.Sum64()
+	b := make([]byte, 8)
+	for i := range b {
+		b[i] = alphabet[v%uint64(len(alphabet))]
+		v /= uint64(len(alphabet))
+	}
+	return string(b)
+}

@@ -1,0 +1,340 @@
+package jscluster
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/cluster/transport"
+	"github.com/cairnmq/cairn/internal/jetstream/metafile"
+	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+// Host is what the cluster layer needs of its server: what the Raft
+// transport needs, and the servers the routes name (ClusterMembers).
+type Host interface {
+	transport.Host
+	// ClusterMembers returns the servers the explicit routes name, this
+	// one included, sorted, and whether every route resolved
+	// (server.Server.ClusterMembers).
+	ClusterMembers() (names []string, complete bool)
+}
+
+// Config configures a Cluster.
+type Config struct {
+	// FS and Dir hold the Raft WAL (Dir/raft) and the meta group's
+	// checkpoint (Dir/meta): the server's <store_dir>/jetstream/_cluster.
+	FS  vfs.FS
+	Dir string
+	// Tags are the server's server_tags (placement).
+	Tags []string
+	// Logf logs problems, Infof notable events; Now is the clock of the
+	// proposer's decisions (created times).
+	Logf, Infof func(format string, args ...any)
+	Now         func() time.Time
+	// TickInterval is raftnode's tick (0: its default, 100 ms); tests
+	// shorten it.
+	TickInterval time.Duration
+}
+
+// Cluster is one server's part of a clustered JetStream. Make it with
+// Start, register the accounts' engines with AddAccount, end it with
+// Close.
+type Cluster struct {
+	cfg  Config
+	host Host
+	name raftnode.ServerID
+	node *raftnode.Node
+	tr   *transport.Transport
+	meta *meta.Log
+
+	evMu   sync.Mutex
+	events []meta.Event
+	wake   chan struct{}
+	quit   chan struct{}
+	done   sync.WaitGroup
+
+	mu       sync.Mutex
+	accounts map[string]*account // by account name
+	replicas map[streamKey]*replica
+	started  bool // the meta group was added
+	closed   bool
+}
+
+// streamKey names a stream in an account.
+type streamKey struct{ account, name string }
+
+// Start opens the server's Raft node (its WAL under Dir/raft) with the
+// transport on the cluster port, opens the meta group's state (Dir/meta),
+// and starts the goroutine that bootstraps the meta group once the
+// cluster's members are known and then follows it. Errors: the WAL's or
+// the meta checkpoint's (a damaged checkpoint keeps the server out of the
+// meta group: docs/clustering.md decision 12).
+func Start(cfg Config, host Host) (*Cluster, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.FS == nil {
+		cfg.FS = vfs.OS()
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.Infof == nil {
+		cfg.Infof = cfg.Logf
+	}
+	c := &Cluster{
+		cfg: cfg, host: host, name: raftnode.ServerID(host.Name()),
+		wake: make(chan struct{}, 1), quit: make(chan struct{}),
+		accounts: map[string]*account{}, replicas: map[streamKey]*replica{},
+	}
+	// The node is opened first (the transport's hello carries its WAL's
+	// incarnation); it sends nothing before Start.
+	late := &lateTransport{}
+	node, err := raftnode.Open(raftnode.Config{
+		FS: cfg.FS, Dir: path.Join(cfg.Dir, "raft"), Server: c.name, Transport: late,
+		TickInterval: cfg.TickInterval, Logf: cfg.Logf,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("jscluster: open the Raft WAL: %w", err)
+	}
+	c.node = node
+	c.tr = transport.New(host, transport.Config{Logf: cfg.Logf, Incarnation: node.Incarnation(), Tags: cfg.Tags})
+	late.tr.Store(c.tr)
+	c.tr.Attach(node)
+	if err := cfg.FS.MkdirAll(path.Join(cfg.Dir, "meta")); err != nil {
+		c.closeNode()
+		return nil, err
+	}
+	c.meta, err = meta.Open(meta.Config{Node: node, FS: cfg.FS, Dir: path.Join(cfg.Dir, "meta"), OnApply: c.enqueue})
+	if err != nil {
+		c.closeNode()
+		return nil, fmt.Errorf("jscluster: open the meta group's state: %w", err)
+	}
+	node.Start()
+	c.done.Add(1)
+	go c.run()
+	return c, nil
+}
+
+// lateTransport is the node's transport until the real one exists.
+type lateTransport struct {
+	tr atomic.Pointer[transport.Transport]
+}
+
+// Send passes frame to the transport (raftnode.Transport).
+func (l *lateTransport) Send(to raftnode.ServerID, frame []byte) error {
+	t := l.tr.Load()
+	if t == nil {
+		return transport.ErrClosed
+	}
+	return t.Send(to, frame)
+}
+
+// closeNode closes the node and the transport.
+func (c *Cluster) closeNode() {
+	_ = c.node.Close()
+	_ = c.tr.Close()
+}
+
+// Close stops following the meta group, closes the Raft node and the
+// transport. The accounts' engines are the server's to shut down (first:
+// their streams stop proposing).
+func (c *Cluster) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	c.mu.Unlock()
+	close(c.quit)
+	c.done.Wait()
+	c.mu.Lock()
+	for _, r := range c.replicas {
+		if r.log != nil {
+			r.log.Close()
+		}
+	}
+	c.mu.Unlock()
+	c.closeNode()
+}
+
+// enqueue hands an applied meta operation to the run goroutine (meta's
+// OnApply: it must not block).
+func (c *Cluster) enqueue(ev meta.Event) {
+	c.evMu.Lock()
+	c.events = append(c.events, ev)
+	c.evMu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// takeEvents returns the queued events.
+func (c *Cluster) takeEvents() []meta.Event {
+	c.evMu.Lock()
+	defer c.evMu.Unlock()
+	evs := c.events
+	c.events = nil
+	return evs
+}
+
+// housekeeping is how often run looks at the meta group's leadership
+// when nothing else wakes it.
+const housekeeping = 250 * time.Millisecond
+
+// run bootstraps the meta group, then applies the meta group's events to
+// this server's replicas and, while this server leads the meta group,
+// keeps the catalogue of servers current.
+func (c *Cluster) run() {
+	defer c.done.Done()
+	if !c.bootstrap() {
+		return
+	}
+	t := time.NewTicker(housekeeping)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-c.wake:
+		case <-t.C:
+			c.catalogue()
+		}
+		for _, ev := range c.takeEvents() {
+			c.apply(ev)
+		}
+	}
+}
+
+// votersFile is the record of the meta group's voters (Dir/voters,
+// a metafile: JSON with a CRC, replaced atomically), written once when a
+// new cluster's meta group is bootstrapped; a restart adds the meta
+// group with them at once, whichever servers are up.
+type votersFile struct {
+	Voters []string `json:"voters"`
+}
+
+// bootstrap adds the meta group: with the voters recorded at the first
+// start, or, on a server that has none recorded, once the cluster's
+// members are known (recorded first); false when the cluster closes
+// first or the record cannot be read or written (the server stays out of
+// the meta group: docs/clustering.md decision 12).
+func (c *Cluster) bootstrap() bool {
+	dir := path.Join(c.cfg.Dir, "voters")
+	var rec votersFile
+	switch err := metafile.Read(c.cfg.FS, dir, &rec); {
+	case err == nil:
+		return c.startMeta(rec.Voters)
+	case !vfs.IsNotExist(err):
+		c.cfg.Logf("jscluster: the meta group's voters cannot be read: %v", err)
+		return false
+	}
+	logged := false
+	for {
+		names, complete := c.host.ClusterMembers()
+		if complete {
+			if err := c.cfg.FS.MkdirAll(dir); err != nil {
+				c.cfg.Logf("jscluster: record the meta group's voters: %v", err)
+				return false
+			}
+			if err := metafile.Write(c.cfg.FS, dir, votersFile{Voters: names}); err != nil {
+				c.cfg.Logf("jscluster: record the meta group's voters: %v", err)
+				return false
+			}
+			return c.startMeta(names)
+		}
+		if !logged {
+			c.cfg.Infof("JetStream cluster: waiting for every route to resolve (known: %v)", names)
+			logged = true
+		}
+		select {
+		case <-c.quit:
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// startMeta adds the meta group with voters names.
+func (c *Cluster) startMeta(names []string) bool {
+	if err := c.addMeta(names); err != nil {
+		c.cfg.Logf("jscluster: the meta group cannot start: %v", err)
+		return false
+	}
+	c.cfg.Infof("JetStream cluster: meta group of %v", names)
+	return true
+}
+
+// addMeta adds the meta group with voters names (sorted): replica i+1 on
+// names[i].
+func (c *Cluster) addMeta(names []string) error {
+	i := slices.Index(names, string(c.name))
+	if i < 0 {
+		return fmt.Errorf("this server %q is not among the members %v", c.name, names)
+	}
+	peers := make([]raftnode.Peer, len(names))
+	for j, n := range names {
+		peers[j] = raftnode.Peer{Replica: raftnode.ReplicaID(j + 1), Server: raftnode.ServerID(n)}
+	}
+	err := c.node.AddGroup(raftnode.GroupConfig{
+		ID: meta.MetaGroup, Replica: raftnode.ReplicaID(i + 1), Incarnation: c.node.Incarnation(), Peers: peers,
+	}, c.meta.StateMachine())
+	if err != nil && !errors.Is(err, raftnode.ErrGroupExists) {
+		return err
+	}
+	c.mu.Lock()
+	c.started = true
+	c.mu.Unlock()
+	return nil
+}
+
+// metaLeader reports whether this server leads the meta group.
+func (c *Cluster) metaLeader() bool {
+	st, err := c.node.Status(meta.MetaGroup)
+	return err == nil && st.Role == raftnode.Leader && st.Fenced == nil
+}
+
+// catalogue, on the meta leader, proposes AddServer for itself while the
+// catalogue lacks it or holds another incarnation, and for each member
+// whose incarnation the transport learned (its hello) likewise.
+func (c *Cluster) catalogue() {
+	if !c.metaLeader() {
+		return
+	}
+	want := map[raftnode.ServerID]raftnode.Incarnation{c.name: c.node.Incarnation()}
+	names, _ := c.host.ClusterMembers()
+	for _, n := range names {
+		if inc, ok := c.tr.PeerIncarnation(raftnode.ServerID(n)); ok {
+			want[raftnode.ServerID(n)] = inc
+		}
+	}
+	var missing []raftnode.ServerID
+	c.meta.View(func(st *meta.State) {
+		for n, inc := range want {
+			if sv, ok := st.Server(n); !ok || sv.Removed || sv.Incarnation != inc {
+				missing = append(missing, n)
+			}
+		}
+	})
+	slices.Sort(missing)
+	for _, n := range missing {
+		op := &meta.AddServer{Name: n, Cluster: c.host.ClusterName(), Incarnation: want[n]}
+		if n == c.name {
+			op.Tags = c.cfg.Tags
+		} else {
+			op.Tags = c.tr.PeerTags(n)
+		}
+		if _, err := c.meta.Propose(op); err != nil {
+			return
+		}
+	}
+}

@@ -1,0 +1,369 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairnmq/cairn/internal/logger"
+	"github.com/cairnmq/cairn/internal/server"
+)
+
+// prefixWriter writes each log write with a prefix (the server's name),
+// for CAIRN_TEST_LOG=1 runs of the cluster tests.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	_, err := p.w.Write(append([]byte(p.prefix), b...))
+	return len(b), err
+}
+
+// jsCluster starts n cairn servers with JetStream in one cluster whose
+// routes each name every server (the meta group's voters,
+// docs/clustering.md "Bootstrap"), and returns them.
+func jsCluster(t *testing.T, n int) []*server.Server {
+	t.Helper()
+	servers, _ := jsClusterOpts(t, n)
+	return servers
+}
+
+// jsClusterOpts is jsCluster that also returns each server's options,
+// with which a test restarts it (same ports, same store directory).
+func jsClusterOpts(t *testing.T, n int) ([]*server.Server, []server.Options) {
+	t.Helper()
+	if targetIsNatsServer() {
+		t.Skip("cairn's JetStream cluster layer")
+	}
+	ports := make([]int, n)
+	var routes []*url.URL
+	for i := range ports {
+		ports[i] = freePort(t)
+		u, _ := url.Parse(fmt.Sprintf("nats://127.0.0.1:%d", ports[i]))
+		routes = append(routes, u)
+	}
+	servers, opts := make([]*server.Server, n), make([]server.Options, n)
+	for i := range servers {
+		o := server.Options{Host: "127.0.0.1", Port: server.RandomPort, ServerName: fmt.Sprintf("n%d", i+1),
+			JetStream: true, StoreDir: t.TempDir(), RaftTick: 20 * time.Millisecond}
+		if os.Getenv("CAIRN_TEST_LOG") != "" {
+			o.Logger = logger.New(prefixWriter{os.Stderr, fmt.Sprintf("n%d ", i+1)}, true, false)
+		}
+		o.Cluster = server.ClusterOptions{Host: "127.0.0.1", Port: ports[i], Name: clusterName, Routes: routes}
+		s, err := server.New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		servers[i], opts[i] = s, o
+		o.Port = portOf(t, s.ClientURL())
+		opts[i] = o
+		t.Cleanup(s.Shutdown)
+	}
+	return servers, opts
+}
+
+// restartServer starts a server again with opts (after its Shutdown).
+func restartServer(t *testing.T, o server.Options) *server.Server {
+	t.Helper()
+	s, err := server.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+// eventually retries f until it succeeds or clusterTimeout passes.
+func eventually(t *testing.T, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(clusterTimeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A stream with num_replicas 3 on three servers: created through one
+// server, published to through another, its info from a third names the
+// leader and the other replicas; when its leader's server stops, the
+// other two elect a leader and keep every acknowledged message, and take
+// new publishes.
+func TestJetStreamClusterReplicatedStream(t *testing.T) {
+	servers := jsCluster(t, 3)
+	nc := make([]*nats.Conn, 3)
+	js := make([]jetstream.JetStream, 3)
+	for i, s := range servers {
+		nc[i] = connect(t, s.ClientURL())
+		var err error
+		if js[i], err = jetstream.New(nc[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "create ORDERS", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js[0].CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	publish := func(i int, subj string) *jetstream.PubAck {
+		t.Helper()
+		var ack *jetstream.PubAck
+		eventually(t, "publish "+subj, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			var err error
+			ack, err = js[i].Publish(ctx, subj, []byte("order"), jetstream.WithMsgID(subj))
+			return err
+		})
+		return ack
+	}
+	for i := 1; i <= 10; i++ {
+		if ack := publish(1, fmt.Sprintf("orders.%d", i)); ack.Sequence != uint64(i) || ack.Stream != "ORDERS" {
+			t.Fatalf("PubAck %d: %+v", i, ack)
+		}
+	}
+	var info *jetstream.StreamInfo
+	eventually(t, "stream info", func() error {
+		s, err := js[2].Stream(tctx(t), "ORDERS")
+		if err != nil {
+			return err
+		}
+		info = s.CachedInfo()
+		if info.State.Msgs != 10 || info.Cluster == nil || info.Cluster.Leader == "" || len(info.Cluster.Replicas) != 2 {
+			return fmt.Errorf("info %+v cluster %+v", info.State, info.Cluster)
+		}
+		return nil
+	})
+	// A durable pull consumer, created and fetched through the server
+	// that does not run it: its subscriptions are the cluster's.
+	var cons jetstream.Consumer
+	eventually(t, "create consumer", func() error {
+		var err error
+		cons, err = js[2].CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "worker", AckPolicy: jetstream.AckExplicitPolicy})
+		return err
+	})
+	batch, err := cons.Fetch(10, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(tctx(t)); err != nil {
+			t.Fatalf("ack %s: %v", m.Subject(), err)
+		}
+		got++
+	}
+	if got != 10 {
+		t.Fatalf("fetched %d of 10 (%v)", got, batch.Error())
+	}
+	leader := -1
+	for i, s := range servers {
+		if info.Cluster.Leader == s.Name() {
+			leader = i
+		}
+	}
+	if leader < 0 {
+		t.Fatalf("leader %q is none of the servers", info.Cluster.Leader)
+	}
+	servers[leader].Shutdown()
+	other := (leader + 1) % 3
+	for i := 11; i <= 15; i++ {
+		if ack := publish(other, fmt.Sprintf("orders.%d", i)); ack.Sequence != uint64(i) {
+			t.Fatalf("PubAck %d after the leader stopped: %+v", i, ack)
+		}
+	}
+	eventually(t, "info after failover", func() error {
+		s, err := js[other].Stream(tctx(t), "ORDERS")
+		if err != nil {
+			return err
+		}
+		info = s.CachedInfo()
+		if info.State.Msgs != 15 || info.State.LastSeq != 15 || info.Cluster.Leader == servers[leader].Name() {
+			return fmt.Errorf("info %+v cluster %+v", info.State, info.Cluster)
+		}
+		return nil
+	})
+	eventually(t, "delete ORDERS", func() error { return js[other].DeleteStream(tctx(t), "ORDERS") })
+	if _, err := js[other].Stream(tctx(t), "ORDERS"); !errors.Is(err, jetstream.ErrStreamNotFound) {
+		t.Fatalf("info after delete: %v", err)
+	}
+}
+
+// Streams with one replica in a cluster: the meta group places each on
+// one server, every server knows them (create through one, info and
+// publish through the others), and core subscribers anywhere still get
+// what is published to a stream's subjects.
+func TestJetStreamClusterOneReplicaStreams(t *testing.T) {
+	servers := jsCluster(t, 3)
+	js := make([]jetstream.JetStream, 3)
+	for i, s := range servers {
+		var err error
+		if js[i], err = jetstream.New(connect(t, s.ClientURL())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	watch := connect(t, servers[2].ClientURL())
+	seen, err := watch.SubscribeSync("one.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watch.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"ONE", "TWO"} {
+		eventually(t, "create "+name, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_, err := js[i].CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name) + ".>"}})
+			return err
+		})
+	}
+	for i := 1; i <= 10; i++ {
+		for j, subj := range []string{"one.x", "two.x"} {
+			var ack *jetstream.PubAck
+			eventually(t, "publish "+subj, func() error {
+				var err error
+				ack, err = js[2].Publish(tctx(t), subj, nil, jetstream.WithMsgID(fmt.Sprintf("%s-%d", subj, i)))
+				return err
+			})
+			if ack.Sequence != uint64(i) || ack.Stream != []string{"ONE", "TWO"}[j] {
+				t.Fatalf("PubAck %d on %s: %+v", i, subj, ack)
+			}
+		}
+	}
+	for _, name := range []string{"ONE", "TWO"} {
+		for i := range js {
+			s, err := js[i].Stream(tctx(t), name)
+			if err != nil || s.CachedInfo().State.Msgs != 10 {
+				t.Fatalf("stream %s from n%d: %v", name, i+1, err)
+			}
+		}
+	}
+	names := js[1].StreamNames(tctx(t))
+	var got []string
+	for n := range names.Name() {
+		got = append(got, n)
+	}
+	if fmt.Sprint(got) != "[ONE TWO]" {
+		t.Fatalf("stream names %v", got)
+	}
+	for range 10 {
+		if _, err := seen.NextMsg(clusterTimeout); err != nil {
+			t.Fatalf("core subscriber: %v", err)
+		}
+	}
+}
+
+// A server of a JetStream cluster restarts on its store: it rejoins the
+// meta group and its replica of a file stream (rebuilt from the group's
+// log), and after the stream's leader is lost the two others keep every
+// acknowledged message.
+func TestJetStreamClusterRestart(t *testing.T) {
+	servers, opts := jsClusterOpts(t, 3)
+	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "create ORDERS", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js0.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	pub := func(js jetstream.JetStream, i int) {
+		t.Helper()
+		eventually(t, fmt.Sprintf("publish %d", i), func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			ack, err := js.Publish(ctx, fmt.Sprintf("orders.%d", i), []byte("order"), jetstream.WithMsgID(fmt.Sprint(i)))
+			if err == nil && ack.Sequence != uint64(i) {
+				t.Fatalf("PubAck %d: %+v", i, ack)
+			}
+			return err
+		})
+	}
+	info := func(js jetstream.JetStream, want uint64) *jetstream.StreamInfo {
+		t.Helper()
+		var si *jetstream.StreamInfo
+		eventually(t, "info", func() error {
+			s, err := js.Stream(tctx(t), "ORDERS")
+			if err != nil {
+				return err
+			}
+			si = s.CachedInfo()
+			if si.State.Msgs != want || si.State.LastSeq != want {
+				return fmt.Errorf("state %+v, want %d messages", si.State, want)
+			}
+			return nil
+		})
+		return si
+	}
+	for i := 1; i <= 10; i++ {
+		pub(js0, i)
+	}
+	si := info(js0, 10)
+	follower := -1
+	for i, s := range servers {
+		if s.Name() != si.Cluster.Leader && follower < 0 {
+			follower = i
+		}
+	}
+	stay := 3 - follower - leaderIndex(servers, si.Cluster.Leader) // the third server
+	jsS, err := jetstream.New(connect(t, servers[stay].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers[follower].Shutdown()
+	for i := 11; i <= 15; i++ {
+		pub(jsS, i)
+	}
+	servers[follower] = restartServer(t, opts[follower])
+	jsF, err := jetstream.New(connect(t, servers[follower].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	si = info(jsF, 15)
+	for i, s := range servers {
+		if s.Name() == si.Cluster.Leader {
+			s.Shutdown()
+			servers[i] = nil
+		}
+	}
+	for i := 16; i <= 20; i++ {
+		pub(jsF, i)
+	}
+	info(jsF, 20)
+}
+
+// leaderIndex returns the index of the server named leader, -1 if none.
+func leaderIndex(servers []*server.Server, leader string) int {
+	for i, s := range servers {
+		if s != nil && s.Name() == leader {
+			return i
+		}
+	}
+	return -1
+}
