@@ -139,9 +139,6 @@ func (s *Server) startCluster() error {
 		s.log.Warnf("Cluster name was dynamically generated, consider setting one")
 	}
 	s.log.Noticef("Listening for route connections on %s", net.JoinHostPort(o.Host, strconv.Itoa(cl.port)))
-	if s.opts.JetStream {
-		s.log.Warnf("JetStream is not clustered yet: this server keeps its own streams, which are not replicated, and its clients use its JetStream only")
-	}
 	s.goroutine(s.clusterAcceptLoop)
 	for _, u := range o.Routes {
 		s.goroutine(func() { s.solicitExplicit(u) })

@@ -188,8 +188,13 @@ func (c *Cluster) takeEvents() []meta.Event {
 }
 
 // housekeeping is how often run looks at the meta group's leadership
-// when nothing else wakes it.
-const housekeeping = 250 * time.Millisecond
+// when nothing else wakes it; metaCheckpointEvery how often it writes
+// the meta group's checkpoint (meta.Log.Checkpoint: the state to
+// Dir/meta, then the WAL may drop the group's entries up to it).
+const (
+	housekeeping        = 250 * time.Millisecond
+	metaCheckpointEvery = 30 * time.Second
+)
 
 // run bootstraps the meta group, then applies the meta group's events to
 // this server's replicas and, while this server leads the meta group,
@@ -201,6 +206,7 @@ func (c *Cluster) run() {
 	}
 	t := time.NewTicker(housekeeping)
 	defer t.Stop()
+	lastCheckpoint := time.Now()
 	for {
 		select {
 		case <-c.quit:
@@ -208,6 +214,12 @@ func (c *Cluster) run() {
 		case <-c.wake:
 		case <-t.C:
 			c.catalogue()
+			if time.Since(lastCheckpoint) >= metaCheckpointEvery {
+				lastCheckpoint = time.Now()
+				if err := c.meta.Checkpoint(); err != nil {
+					c.cfg.Logf("jscluster: checkpoint of the meta group: %v", err)
+				}
+			}
 		}
 		for _, ev := range c.takeEvents() {
 			c.apply(ev)
