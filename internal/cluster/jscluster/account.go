@@ -105,8 +105,10 @@ func (c *Cluster) propose(op meta.Op) (meta.Result, *jserr.Error) {
 // StreamCreate implements jsapi.Meta on the meta leader: the config is
 // readied and checked as on one server (stream.Config.PrepareCreate), the
 // servers chosen (meta.Place), and the assignment proposed; apply decides
-// the rest (10058, 10065). The answer waits (at most proposeTimeout) for
-// the stream's leader, so that a publish right after finds it.
+// the rest (10058, 10065). When this server holds a replica, the answer
+// waits (at most proposeTimeout) for the stream's group to have a
+// leader, so that a publish right after finds it; the meta leader cannot
+// see the group of a stream placed elsewhere.
 func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamInfo, *jserr.Error) {
 	c := a.c
 	cfg := req.Config
@@ -139,7 +141,9 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	if jerr != nil {
 		return nil, jerr
 	}
-	c.waitLeader(streamKey{a.name, cfg.Name})
+	if _, here := meta.On(res.Stream.Replicas, c.name); here {
+		c.waitLeader(streamKey{a.name, cfg.Name})
+	}
 	return a.infoOf(*res.Stream), nil
 }
 
