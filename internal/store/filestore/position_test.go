@@ -341,17 +341,38 @@ func TestRollbackInterrupted(t *testing.T) {
 	for i, op := range ops {
 		for _, tail := range []vfs.TailMode{vfs.TailDrop, vfs.TailKeep, vfs.TailAny} {
 			r := rand.New(rand.NewPCG(uint64(i), uint64(tail)))
-			fs := vfs.NewCrashFS()
-			cfg := Config{Dir: "/s", FS: fs, BlockSize: 4096, RollbackMode: true}
-			s := mustOpen(t, cfg, store.Config{})
-			workload(t, s, r, 100)
-			p, err := s.Position()
-			if err != nil {
-				t.Fatal(err)
+			var (
+				fs   *vfs.CrashFS
+				cfg  Config
+				s    *Store
+				p    Position
+				want string
+			)
+			// The rollback's ops on a ".rolledback" file need bytes after p
+			// in p's segment; where the flusher's batches (and so the
+			// segments' ends) fall depends on timing, so a run whose tail
+			// started a new segment is made again.
+			for attempt := 0; ; attempt++ {
+				fs = vfs.NewCrashFS()
+				cfg = Config{Dir: "/s", FS: fs, BlockSize: 4096, RollbackMode: true}
+				s = mustOpen(t, cfg, store.Config{})
+				workload(t, s, r, 100)
+				var err error
+				if p, err = s.Position(); err != nil {
+					t.Fatal(err)
+				}
+				want = dump(t, s)
+				s.PositionSaved(p)
+				appendSync(t, s, msgN("tail", 1)) // bytes after p in p's segment
+				p2, err := s.Position()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p2.Base == p.Base || attempt == 20 {
+					break
+				}
+				s.Close()
 			}
-			want := dump(t, s)
-			s.PositionSaved(p)
-			appendSync(t, s, msgN("tail", 1)) // bytes after p in p's segment
 			workload(t, s, r, 200)
 			s.Close()
 			var crashed *vfs.CrashFS
