@@ -1,0 +1,102 @@
+package jscluster
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+// oneServer is a Cluster of one server, "s1", leading its meta group
+// (one voter), without transport or engines: enough for the responder
+// rule, which reads the meta state, the node's status and the replicas.
+func oneServer(t *testing.T) *Cluster {
+	t.Helper()
+	net := raftnode.NewMemNetwork(1, nil)
+	node, err := raftnode.Open(raftnode.Config{FS: vfs.NewCrashFS(), Dir: "wal", Server: "s1", Transport: net.Transport("s1"), TickInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	net.Attach("s1", node)
+	ml, err := meta.Open(meta.Config{Node: node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{name: "s1", node: node, meta: ml, accounts: map[string]*account{}, replicas: map[streamKey]*replica{}}
+	if err := node.AddGroup(raftnode.GroupConfig{ID: meta.MetaGroup, Replica: 1, Incarnation: node.Incarnation(), Peers: []raftnode.Peer{{Replica: 1, Server: "s1"}}}, ml.StateMachine()); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { net.Run(stop) })
+	node.Start()
+	t.Cleanup(func() {
+		_ = node.Close()
+		close(stop)
+		wg.Wait()
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.metaLeader() {
+		if time.Now().After(deadline) {
+			t.Fatal("no meta leader")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return c
+}
+
+func (c *Cluster) mustPropose(t *testing.T, op meta.Op) meta.Result {
+	t.Helper()
+	w, err := c.meta.Propose(op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := w.Wait(ctx)
+	if err != nil || res.Err != nil {
+		t.Fatalf("%T: %v %v", op, err, res.Err)
+	}
+	return res
+}
+
+// The responder rule (package comment): the meta leader answers the
+// requests about the account's streams as a whole and about streams it
+// does not know; a stream's requests are answered where its replica
+// leads, and nowhere else, whoever leads the meta group.
+func TestAnswers(t *testing.T) {
+	c := oneServer(t)
+	acc := c.account("A")
+	for _, key := range []string{"", "INFO", "STREAM.CREATE", "STREAM.NAMES", "STREAM.LIST", "STREAM.DELETE", "STREAM.INFO", "CONSUMER.CREATE"} {
+		if !acc.Answers(key, map[bool]string{true: "", false: "ORDERS"}[key == "" || key == "INFO" || key == "STREAM.NAMES" || key == "STREAM.LIST"]) {
+			t.Errorf("the meta leader does not answer %q about an unknown stream", key)
+		}
+	}
+	c.mustPropose(t, &meta.AddServer{Name: "s1", Cluster: "C", Incarnation: c.node.Incarnation()})
+	c.mustPropose(t, &meta.AssignStream{Account: "A", Name: "ORDERS", Config: []byte(`{"name":"ORDERS","subjects":["orders.>"]}`), Created: 1, Servers: []raftnode.ServerID{"s1"}})
+	if acc.Answers("STREAM.INFO", "ORDERS") {
+		t.Error("STREAM.INFO of an assigned stream answered where no replica runs")
+	}
+	if !acc.Answers("STREAM.DELETE", "ORDERS") || !acc.Answers("STREAM.CREATE", "ORDERS") {
+		t.Error("the meta leader does not answer create or delete of an assigned stream")
+	}
+	sa, _, _, _ := c.assignment(streamKey{"A", "ORDERS"})
+	r := &replica{sa: sa}
+	c.replicas[streamKey{"A", "ORDERS"}] = r
+	if acc.Answers("STREAM.INFO", "ORDERS") {
+		t.Error("STREAM.INFO answered by a replica that does not lead")
+	}
+	r.leads.Store(true)
+	for _, key := range []string{"STREAM.INFO", "STREAM.PURGE", "STREAM.MSG.GET", "CONSUMER.CREATE", "CONSUMER.INFO"} {
+		if !acc.Answers(key, "ORDERS") {
+			t.Errorf("%s not answered by the stream's leader", key)
+		}
+	}
+	if acc2 := c.account("B"); !acc2.Answers("STREAM.INFO", "ORDERS") {
+		t.Error("another account's unknown stream is not the meta leader's to answer")
+	}
+}
