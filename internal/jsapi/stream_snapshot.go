@@ -108,6 +108,13 @@ func streamRestore(a *API, r *request) (response, *jserr.Error) {
 	if strings.ContainsAny(r.stream, `\/`) {
 		return resp, jserr.New(jserr.StreamNameContainsPathSeparators)
 	}
+	if a.opts.Cluster != nil {
+		// A restore in a cluster would need the meta group to place the
+		// stream first (not built: docs/clustering.md, "Not yet built");
+		// installing it on the answering server alone would make a
+		// stream the cluster does not know.
+		return resp, jserr.New(jserr.ClusterNotLeader)
+	}
 	subj, err := a.js.BeginRestore(cfg, a.restoreDone)
 	if err != nil {
 		return resp, err
