@@ -367,3 +367,56 @@ func leaderIndex(servers []*server.Server, leader string) int {
 	}
 	return -1
 }
+
+// A stream with one replica keeps its messages and its consumers when
+// its server restarts (it has no log to be rebuilt from: its files are
+// restored as a single server restores them).
+func TestJetStreamClusterOneReplicaRestart(t *testing.T) {
+	servers, opts := jsClusterOpts(t, 3)
+	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "create ONE", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js0.CreateStream(ctx, jetstream.StreamConfig{Name: "ONE", Subjects: []string{"one.>"}})
+		return err
+	})
+	for i := 1; i <= 5; i++ {
+		eventually(t, "publish", func() error {
+			_, err := js0.Publish(tctx(t), "one.x", nil, jetstream.WithMsgID(fmt.Sprint(i)))
+			return err
+		})
+	}
+	eventually(t, "create the consumer", func() error {
+		_, err := js0.CreateOrUpdateConsumer(tctx(t), "ONE", jetstream.ConsumerConfig{Durable: "C", AckPolicy: jetstream.AckExplicitPolicy})
+		return err
+	})
+	s, err := js0.Stream(tctx(t), "ONE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := leaderIndex(servers, s.CachedInfo().Cluster.Leader)
+	if home < 0 {
+		t.Fatalf("ONE's server %q", s.CachedInfo().Cluster.Leader)
+	}
+	servers[home].Shutdown()
+	servers[home] = restartServer(t, opts[home])
+	other := (home + 1) % 3
+	jsO, err := jetstream.New(connect(t, servers[other].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "ONE after its server restarted", func() error {
+		s, err := jsO.Stream(tctx(t), "ONE")
+		if err != nil {
+			return err
+		}
+		if st := s.CachedInfo().State; st.Msgs != 5 || st.LastSeq != 5 {
+			return fmt.Errorf("state %+v", st)
+		}
+		_, err = s.Consumer(tctx(t), "C")
+		return err
+	})
+}

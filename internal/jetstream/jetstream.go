@@ -377,7 +377,12 @@ func (js *JetStream) consumerEnv() consumerrun.Env {
 // newEntry makes the table entry of a stream: its runtime over store st,
 // its consumer table and its sourcers, wired together (not started).
 func (js *JetStream) newEntry(cfg stream.Config, created time.Time, dir string, st store.Store) *streamEntry {
-	r := &streamEntry{js: js, Stream: streamrun.New(js.streamEnv(), cfg, created, dir, st)}
+	return js.newEntryEnv(js.streamEnv(), cfg, created, dir, st)
+}
+
+// newEntryEnv is newEntry with the runtime's environment env.
+func (js *JetStream) newEntryEnv(env streamrun.Env, cfg stream.Config, created time.Time, dir string, st store.Store) *streamEntry {
+	r := &streamEntry{js: js, Stream: streamrun.New(env, cfg, created, dir, st)}
 	r.cons.byName, r.cons.deleting, r.cons.unrestored = map[string]*consumerrun.Consumer{}, map[string]bool{}, map[string]bool{}
 	r.SetConsumers(&r.cons)
 	r.srcs = sourcing.NewSet(js.sourcingEnv(), r.Stream)
@@ -403,19 +408,7 @@ func (js *JetStream) openStore(cfg stream.Config, dir string) (store.Store, erro
 	if cfg.Storage == stream.MemoryStorage {
 		return memstore.New(limits), nil
 	}
-	sync := filestore.SyncAlways
-	if js.cfg.AckBeforeSyncInterval > 0 {
-		sync = filestore.SyncEveryInterval
-	}
-	return filestore.Open(filestore.Config{
-		Dir:          path.Join(dir, "msgs"),
-		FS:           js.cfg.FS,
-		Sync:         sync,
-		SyncInterval: js.cfg.AckBeforeSyncInterval,
-		Logf:         js.cfg.Logf,
-		Infof:        js.cfg.Infof,
-		SyncStats:    js.cfg.SyncStats,
-	}, limits)
+	return filestore.Open(js.FileStoreConfig(dir), limits)
 }
 
 // lookup returns the table entry of a stream or 10059 stream not found.

@@ -48,7 +48,7 @@ var allowed = map[string][]string{
 	"internal/cluster/meta":          {"internal/jserr", "internal/raftnode", "internal/subject", "internal/vfs"},
 	"internal/cluster/transport":     {"internal/raftnode", "internal/route"},
 	"internal/cluster/streamckpt":    {"internal/cluster/streamlog", "internal/jetstream/streamrun", "internal/raftnode", "internal/store", "internal/store/filestore", "internal/stream", "internal/vfs"},
-	"internal/cluster/jscluster":     {"internal/cluster/meta", "internal/cluster/streamlog", "internal/cluster/transport", "internal/jetstream", "internal/jetstream/metafile", "internal/jsapi", "internal/jserr", "internal/raftnode", "internal/route", "internal/stream", "internal/subject", "internal/vfs"},
+	"internal/cluster/jscluster":     {"internal/cluster/meta", "internal/cluster/streamckpt", "internal/cluster/streamlog", "internal/cluster/transport", "internal/jetstream", "internal/jetstream/metafile", "internal/jsapi", "internal/jserr", "internal/raftnode", "internal/route", "internal/stream", "internal/subject", "internal/vfs"},
 	"internal/protocol":              {},
 	"internal/route":                 {},
 	"internal/jserr":                 {},

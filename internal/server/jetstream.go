@@ -236,6 +236,9 @@ func (s *Server) stopJetStream() {
 				acc.jsAPI.Close()
 			}
 		}
+		if s.jsc != nil {
+			s.jsc.StopCheckpoints()
+		}
 		for _, acc := range s.accounts {
 			if acc.js != nil {
 				acc.js.Shutdown()

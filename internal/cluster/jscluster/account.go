@@ -121,7 +121,7 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	var servers []raftnode.ServerID
 	var perr *jserr.Error
 	c.meta.View(func(st *meta.State) {
-		pr := meta.PlaceRequest{Replicas: cfg.Replicas, Cluster: c.host.ClusterName(), Seed: rand.Uint64()}
+		pr := meta.PlaceRequest{Replicas: cfg.Replicas, Cluster: c.host.ClusterName(), Seed: rand.Uint64(), Offline: c.offline()}
 		if p := cfg.Placement; p != nil {
 			pr.Tags = p.Tags
 			if p.Cluster != "" {
@@ -145,6 +145,25 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		c.waitLeader(streamKey{a.name, cfg.Name})
 	}
 	return a.infoOf(*res.Stream), nil
+}
+
+// offline returns the servers of the meta group's catalogue this server
+// has no route to (other than itself): placement ranks them last and
+// does not count them towards a group's quorum (meta.PlaceRequest).
+func (c *Cluster) offline() map[raftnode.ServerID]bool {
+	up := map[raftnode.ServerID]bool{c.name: true}
+	for _, p := range c.host.ClusterPeers() {
+		up[raftnode.ServerID(p.Name)] = true
+	}
+	off := map[raftnode.ServerID]bool{}
+	c.meta.View(func(st *meta.State) {
+		for _, sv := range st.Servers() {
+			if !up[sv.Name] {
+				off[sv.Name] = true
+			}
+		}
+	})
+	return off
 }
 
 // existing answers a create of a stream the meta group holds: its info
@@ -188,8 +207,26 @@ func (a *account) StreamUpdate(jetstream.StreamRequest) (*jetstream.StreamInfo, 
 // proposed; every server holding a replica deletes it when it applies.
 // Errors: 10059 from apply, 10008 when the meta group cannot decide.
 func (a *account) DeleteStream(name string) *jserr.Error {
-	_, jerr := a.c.propose(&meta.RemoveStream{Account: a.name, Name: name})
-	return jerr
+	if _, jerr := a.c.propose(&meta.RemoveStream{Account: a.name, Name: name}); jerr != nil {
+		return jerr
+	}
+	a.c.waitGone(streamKey{a.name, name})
+	return nil
+}
+
+// waitGone waits, at most proposeTimeout, until this server no longer
+// runs a replica of stream k, so that the answer to a delete is not
+// followed by an info this server still answers from the replica being
+// stopped.
+func (c *Cluster) waitGone(k streamKey) {
+	deadline := time.Now().Add(proposeTimeout)
+	for c.replicaOf(k) != nil && time.Now().Before(deadline) {
+		select {
+		case <-c.quit:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // Names implements jsapi.Meta: the account's streams the meta group
@@ -222,16 +259,21 @@ func overlaps(config []byte, filter string) bool {
 }
 
 // StreamInfo implements jsapi.Meta for STREAM.LIST on the meta leader:
-// the local engine's info when this server runs the stream's leader, else
-// the assignment's config with the state left empty. Errors: 10059.
+// the local engine's info when this server runs a replica of the stream
+// (its state as of the last entry applied here), else the assignment's
+// config with the state left empty. Errors: 10059.
 func (a *account) StreamInfo(name string, opts jetstream.InfoOptions) (*jetstream.StreamInfo, *jserr.Error) {
 	k := streamKey{a.name, name}
 	sa, _, ok, _ := a.c.assignment(k)
 	if !ok {
 		return nil, jserr.New(jserr.StreamNotFound)
 	}
-	if r := a.c.replicaOf(k); r != nil && r.leads.Load() {
-		return a.js.StreamInfo(name, opts)
+	if r := a.c.replicaOf(k); r != nil {
+		// This server's replica, led here or not: its state is the
+		// leader's as of the last entry applied here.
+		if si, err := a.js.StreamInfo(name, opts); err == nil {
+			return si, nil
+		}
 	}
 	return a.infoOf(sa), nil
 }

@@ -166,6 +166,27 @@ func (c *Cluster) Close() {
 	c.closeNode()
 }
 
+// StopCheckpoints takes the last checkpoint of every replicated file
+// stream's replica and stops their checkpointing (streamckpt.Replica.Stop),
+// so that a restart applies as little of the log again as it can. The
+// server calls it before it shuts its engines down, while the streams
+// still run.
+func (c *Cluster) StopCheckpoints() {
+	c.mu.Lock()
+	var cks []*replica
+	for _, r := range c.replicas {
+		if r.ckpt != nil {
+			cks = append(cks, r)
+		}
+	}
+	c.mu.Unlock()
+	for _, r := range cks {
+		if err := r.ckpt.Stop(); err != nil {
+			c.cfg.Logf("jscluster: stream group %d: the last checkpoint failed (the WAL keeps the entries): %v", r.sa.Group, err)
+		}
+	}
+}
+
 // enqueue hands an applied meta operation to the run goroutine (meta's
 // OnApply: it must not block).
 func (c *Cluster) enqueue(ev meta.Event) {

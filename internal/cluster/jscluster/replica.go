@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/cluster/streamckpt"
 	"github.com/cairnmq/cairn/internal/cluster/streamlog"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/raftnode"
@@ -19,6 +20,9 @@ import (
 type replica struct {
 	sa  meta.StreamAssignment
 	log *streamlog.Log // nil for a stream with one replica
+	// ckpt checkpoints a file stream's replica (nil for memory streams
+	// and streams with one replica): docs/clustering.md, "Checkpoints".
+	ckpt *streamckpt.Replica
 	// leads and since: this server leads the stream's group, since when
 	// (unix ns); for one replica, always.
 	leads atomic.Bool
@@ -125,6 +129,24 @@ func (c *Cluster) startReplica(acc *account, k streamKey, sa meta.StreamAssignme
 		r.leads.Store(true)
 		r.since.Store(sa.Created)
 	}
+	if len(sa.Replicas) > 1 && cfg.Storage == stream.FileStorage {
+		c.startFileReplica(acc, k, r, cfg, mine)
+		return
+	}
+	if len(sa.Replicas) == 1 && cfg.Storage == stream.FileStorage {
+		// One replica has no log to rebuild it: after a restart its
+		// files are the stream, restored as a single server restores.
+		if found, jerr := acc.js.RestoreStream(k.name); found {
+			if jerr != nil {
+				c.cfg.Logf("jscluster: stream %s > %s: not restored (left on disk): %v", k.account, k.name, jerr)
+				return
+			}
+			c.mu.Lock()
+			c.replicas[k] = r
+			c.mu.Unlock()
+			return
+		}
+	}
 	acc.starting.Store(r)
 	_, jerr := acc.js.StreamCreate(jetstream.StreamRequest{Config: cfg, Created: time.Unix(0, sa.Created).UTC()})
 	acc.starting.Store(nil)
@@ -147,12 +169,65 @@ func (c *Cluster) startReplica(acc *account, k streamKey, sa meta.StreamAssignme
 	}
 }
 
+// startFileReplica starts this server's replica of a replicated file
+// stream from its checkpoint (streamckpt: the store rolled back to the
+// checkpoint's position, the stream's state restored, the group applying
+// what followed), or as a new replica with an empty store. A checkpoint
+// or store that does not match fences the replica: it is reported and
+// not started, and its files are left as they are.
+func (c *Cluster) startFileReplica(acc *account, k streamKey, r *replica, cfg stream.Config, mine meta.Replica) {
+	sa := r.sa
+	dir := acc.js.StreamDir(k.name)
+	ck, err := streamckpt.Open(streamckpt.Config{
+		Dir: dir, Store: acc.js.FileStoreConfig(dir), Node: c.node, Group: sa.Group, Replica: mine.ID, Logf: c.cfg.Logf,
+	}, cfg)
+	if err != nil {
+		c.cfg.Logf("jscluster: stream %s > %s: this server's replica is fenced (not started, files left as they are): %v", k.account, k.name, err)
+		return
+	}
+	r.ckpt = ck
+	_, jerr := acc.js.StartReplica(ck.StreamConfig(), jetstream.ReplicaStart{
+		Created: time.Unix(0, sa.Created).UTC(), Store: ck.Store(),
+		NewLog: ck.NewLog(c.onLeader(acc, k.name, r)), Start: ck.Start,
+	})
+	if jerr != nil {
+		c.cfg.Logf("jscluster: stream %s > %s: this server's replica cannot start: %v", k.account, k.name, jerr)
+		_ = ck.Stop()
+		return
+	}
+	r.log = ck.Log()
+	c.mu.Lock()
+	c.replicas[k] = r
+	c.mu.Unlock()
+	gc := raftnode.GroupConfig{ID: sa.Group, Replica: mine.ID, Incarnation: mine.Incarnation, Peers: meta.Peers(sa.Replicas)}
+	if err := c.node.AddGroup(gc, r.log.StateMachine()); err != nil {
+		c.cfg.Logf("jscluster: stream %s > %s: its group %d cannot start here: %v", k.account, k.name, sa.Group, err)
+	}
+}
+
+// onLeader returns the OnLeader of replica r of stream name: it records
+// the leadership and subscribes or unsubscribes the stream.
+func (c *Cluster) onLeader(acc *account, name string, r *replica) func(bool) {
+	return func(leader bool) {
+		if leader {
+			r.since.Store(c.cfg.Now().UnixNano())
+		}
+		r.leads.Store(leader)
+		if err := acc.js.SetStreamLeader(name, leader); err != nil {
+			c.cfg.Logf("jscluster: stream %s > %s: leadership %v: %v", acc.name, name, leader, err)
+		}
+	}
+}
+
 // stopReplica deletes this server's replica of stream k: the local
 // stream, then its group.
 func (c *Cluster) stopReplica(acc *account, k streamKey, r *replica) {
 	c.mu.Lock()
 	delete(c.replicas, k)
 	c.mu.Unlock()
+	if r.ckpt != nil {
+		_ = r.ckpt.Stop()
+	}
 	if err := acc.js.DeleteStream(k.name); err != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: delete this server's replica: %v", k.account, k.name, err)
 	}
@@ -180,14 +255,6 @@ func (c *Cluster) newLog(acc *account, name string, a jetstream.Applier[stream.O
 	if r == nil || r.sa.Name != name || len(r.sa.Replicas) == 1 {
 		return nil
 	}
-	r.log = streamlog.New(streamlog.Config{Node: c.node, Group: r.sa.Group, OnLeader: func(leader bool) {
-		if leader {
-			r.since.Store(c.cfg.Now().UnixNano())
-		}
-		r.leads.Store(leader)
-		if err := acc.js.SetStreamLeader(name, leader); err != nil {
-			c.cfg.Logf("jscluster: stream %s > %s: leadership %v: %v", acc.name, name, leader, err)
-		}
-	}}, a)
+	r.log = streamlog.New(streamlog.Config{Node: c.node, Group: r.sa.Group, OnLeader: c.onLeader(acc, name, r)}, a)
 	return r.log
 }

@@ -1,0 +1,118 @@
+package jetstream
+
+import (
+	"path"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/jetstream/metafile"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
+	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/store/filestore"
+	"github.com/cairnmq/cairn/internal/stream"
+)
+
+// ReplicaStart is how a replicated file stream's replica starts in a
+// clustered JetStream (internal/cluster/jscluster), over a store its
+// checkpoint opened (internal/cluster/streamckpt): not from its files as
+// a stream of one server restarts, but rolled back to its checkpoint and
+// restored from the checkpoint's state, its log applying what followed.
+type ReplicaStart struct {
+	// Created is the stream's creation time (its assignment's).
+	Created time.Time
+	// Store is the stream's store, opened in StreamDir's msgs directory.
+	Store store.Store
+	// NewLog makes the replica's log (streamrun.Env.NewReplicatedLog).
+	NewLog NewLogFunc
+	// Start readies the runtime in place of its Open
+	// (streamckpt.Replica.Start); an error stops the start.
+	Start func(*streamrun.Stream) error
+}
+
+// StreamDir returns the directory of the stream named name (its
+// metadata, its store under msgs, a replica's checkpoint).
+func (js *JetStream) StreamDir(name string) string { return js.streamDir(name) }
+
+// FileStoreConfig returns the file store configuration of a file stream
+// whose directory is dir, as the engine opens it (sync policy, logs,
+// statistics).
+func (js *JetStream) FileStoreConfig(dir string) filestore.Config {
+	sync := filestore.SyncAlways
+	if js.cfg.AckBeforeSyncInterval > 0 {
+		sync = filestore.SyncEveryInterval
+	}
+	return filestore.Config{
+		Dir: path.Join(dir, "msgs"), FS: js.cfg.FS, Sync: sync, SyncInterval: js.cfg.AckBeforeSyncInterval,
+		Logf: js.cfg.Logf, Infof: js.cfg.Infof, SyncStats: js.cfg.SyncStats,
+	}
+}
+
+// StartReplica makes the replica of a replicated file stream with config
+// cfg one of the account's streams, started as rs says: its metadata
+// written in StreamDir (unless there already), its runtime made over
+// rs.Store with rs.NewLog, readied by rs.Start, its consumers restored,
+// then served. On an error rs.Store is closed. Errors: 10039 once the
+// engine shut down, 10058 when a stream of that name runs, and a failed
+// start as the stream create error (jserr.StreamCreate, "{err}").
+func (js *JetStream) StartReplica(cfg stream.Config, rs ReplicaStart) (*StreamInfo, *jserr.Error) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	if js.closed {
+		_ = rs.Store.Close()
+		return nil, jserr.New(jserr.NotEnabled)
+	}
+	if js.streams[cfg.Name] != nil {
+		_ = rs.Store.Close()
+		return nil, jserr.New(jserr.StreamNameExist)
+	}
+	dir := js.streamDir(cfg.Name)
+	var m metaFile
+	if err := metafile.Read(js.cfg.FS, dir, &m); err != nil {
+		if err := js.makeStreamDir(dir, metaFile{Config: cfg, Created: rs.Created}); err != nil {
+			_ = rs.Store.Close()
+			return nil, jserr.From(err, jserr.StreamCreate)
+		}
+	}
+	env := js.streamEnv()
+	env.NewReplicatedLog = rs.NewLog
+	r := js.newEntryEnv(env, cfg, rs.Created, dir, rs.Store)
+	if err := rs.Start(r.Stream); err != nil {
+		_ = rs.Store.Close()
+		return nil, jserr.From(err, jserr.StreamCreate)
+	}
+	r.restoreConsumers()
+	if err := r.Serve(); err != nil {
+		_ = rs.Store.Close()
+		return nil, jserr.From(err, jserr.StreamCreate)
+	}
+	js.addLocked(r, cfg)
+	return r.info(InfoOptions{}), nil
+}
+
+// RestoreStream starts the stream named name from its directory, as a
+// start restores the streams of one server (its metadata, its store as
+// recovery leaves it, its consumers): a clustered JetStream's stream with
+// one replica, which has no log to be rebuilt from, after its server
+// restarted. found is false when the directory holds no stream (a create
+// then makes it). Errors: the stream's own (its metadata or store cannot
+// be opened: it is left on disk untouched), 10058 when it already runs.
+func (js *JetStream) RestoreStream(name string) (found bool, _ *jserr.Error) {
+	var m metaFile
+	if err := metafile.Read(js.cfg.FS, js.streamDir(name), &m); err != nil {
+		return false, nil
+	}
+	js.mu.Lock()
+	running := js.streams[name] != nil
+	js.mu.Unlock()
+	if running {
+		return true, jserr.New(jserr.StreamNameExist)
+	}
+	r, err := js.restoreOne(name)
+	if err != nil {
+		return true, jserr.From(err, jserr.StreamCreate)
+	}
+	js.mu.Lock()
+	js.addLocked(r, r.Config())
+	js.mu.Unlock()
+	return true, nil
+}
