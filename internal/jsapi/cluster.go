@@ -50,10 +50,15 @@ type clusterResponse struct {
 // and evacuate subjects and STREAM.CANCEL_MOVE as a single nats-server
 // v2.15.2 does: 10010 "JetStream clustering support required", whatever
 // the body.
-func clusterOnly(_ *API, r *request) (response, *jserr.Error) {
+func clusterOnly(a *API, r *request) (response, *jserr.Error) {
 	resp := &clusterResponse{}
 	if err := r.checkLevel(); err != nil {
 		return resp, err
+	}
+	if a.opts.Cluster != nil {
+		// In a cluster these are not built yet (docs/clustering.md,
+		// "Not yet built"): the cluster cannot handle the request.
+		return resp, jserr.New(jserr.ClusterNotLeader)
 	}
 	return resp, jserr.New(jserr.ClusterRequired)
 }

@@ -68,6 +68,11 @@ func consumerCreate(a *API, r *request) (response, *jserr.Error) {
 		return resp, err
 	}
 	if req.Config.Replicas > 1 {
+		if a.opts.Cluster != nil {
+			// Consumers are not replicated in a cluster yet
+			// (docs/clustering.md, "Not yet built").
+			return resp, jserr.New(jserr.ClusterNotLeader)
+		}
 		return resp, jserr.New(jserr.StreamReplicasNotSupported)
 	}
 	if err := a.streamExists(req.Stream); err != nil {
