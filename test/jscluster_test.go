@@ -207,9 +207,14 @@ func TestJetStreamClusterReplicatedStream(t *testing.T) {
 		return nil
 	})
 	eventually(t, "delete ORDERS", func() error { return js[other].DeleteStream(tctx(t), "ORDERS") })
-	if _, err := js[other].Stream(tctx(t), "ORDERS"); !errors.Is(err, jetstream.ErrStreamNotFound) {
-		t.Fatalf("info after delete: %v", err)
-	}
+	// The stream's leader answers for it until it applied the removal
+	// (the meta leader answered the delete once it applied there).
+	eventually(t, "info after delete", func() error {
+		if _, err := js[other].Stream(tctx(t), "ORDERS"); !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return fmt.Errorf("info after delete: %v", err)
+		}
+		return nil
+	})
 }
 
 // Streams with one replica in a cluster: the meta group places each on
