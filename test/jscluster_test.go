@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairnmq/cairn/internal/logger"
+	"github.com/cairnmq/cairn/internal/monitor"
 	"github.com/cairnmq/cairn/internal/server"
 )
 
@@ -423,5 +425,56 @@ func TestJetStreamClusterOneReplicaRestart(t *testing.T) {
 		}
 		_, err = s.Consumer(tctx(t), "C")
 		return err
+	})
+}
+
+// /healthz of a server of a JetStream cluster reports the meta group:
+// unavailable while its routes have not all resolved (the meta group has
+// not started), ok once the cluster runs.
+func TestJetStreamClusterHealthz(t *testing.T) {
+	if targetIsNatsServer() {
+		t.Skip("cairn's JetStream cluster layer")
+	}
+	ports := []int{freePort(t), freePort(t), freePort(t)}
+	var routes []*url.URL
+	for _, p := range ports {
+		u, _ := url.Parse(fmt.Sprintf("nats://127.0.0.1:%d", p))
+		routes = append(routes, u)
+	}
+	start := func(i int) string {
+		o := server.Options{Host: "127.0.0.1", Port: server.RandomPort, ServerName: fmt.Sprintf("n%d", i+1),
+			JetStream: true, StoreDir: t.TempDir(), RaftTick: 20 * time.Millisecond}
+		o.Cluster = server.ClusterOptions{Host: "127.0.0.1", Port: ports[i], Name: clusterName, Routes: routes}
+		s := restartServer(t, o)
+		m, err := monitor.New(monitor.Options{Host: "127.0.0.1", Port: -1, Server: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Close)
+		return m.URL()
+	}
+	health := func(u string) (int, string) {
+		resp, err := http.Get(u + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	u1 := start(0)
+	if code, body := health(u1); code != http.StatusServiceUnavailable || !strings.Contains(body, "waits for every server") {
+		t.Fatalf("alone: %d %s", code, body)
+	}
+	start(1)
+	start(2)
+	eventually(t, "healthz ok", func() error {
+		if code, body := health(u1); code != http.StatusOK {
+			return fmt.Errorf("%d %s", code, body)
+		}
+		return nil
 	})
 }

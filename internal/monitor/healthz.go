@@ -107,8 +107,26 @@ func (m *Monitor) healthz(o healthzOptions) *HealthStatus {
 	// ready. An account without it has nothing to check; with accounts
 	// configured and none with JetStream, neither has the server, which
 	// nats-server also reports healthy.
-	if o.jsEnabledOnly || o.jsMetaOnly {
+	if o.jsEnabledOnly {
 		return h.finish("ok", http.StatusOK)
+	}
+	// In a JetStream cluster: the meta group (all js-meta-only checks),
+	// then this server's replicas.
+	metaProblems, replicaProblems := m.srv.JetStreamClusterProblems()
+	for _, p := range metaProblems {
+		h.fail("JETSTREAM", "", "", "", p)
+		if !h.details {
+			return h.finish(unavailable, http.StatusServiceUnavailable)
+		}
+	}
+	if o.jsMetaOnly {
+		return h.finish(unavailable, http.StatusServiceUnavailable)
+	}
+	for _, p := range replicaProblems {
+		h.fail("JETSTREAM", "", "", "", p)
+		if !h.details {
+			return h.finish(unavailable, http.StatusServiceUnavailable)
+		}
 	}
 	accs := m.jsAccounts()
 	if len(accs) == 0 && o.account == "" {

@@ -173,8 +173,14 @@ func New(env Env, cfg stream.Config, created time.Time, dir string, st store.Sto
 		}
 		r.log = newLog(cfg.Name, r)
 	}
-	if cfg.PersistMode == stream.AsyncPersist && dir != "" {
-		r.replies = newQueue[ack](0) // fixed at creation: an update cannot change the mode
+	_, replicated := r.log.(Leader)
+	if (cfg.PersistMode == stream.AsyncPersist || replicated) && dir != "" {
+		// Fixed at creation: an update cannot change the mode. A
+		// replicated stream's PubAck stands on its log's commit (fsynced
+		// in the WAL of a majority, the leader's own included), so it
+		// goes once the message is written here, as with persist_mode
+		// async; consumers still wait for the store's fsync.
+		r.replies = newQueue[ack](0)
 	}
 	r.fast.SetDomain(env.Domain)
 	r.setDeadLetter(&cfg)
