@@ -441,7 +441,7 @@ func TestJetStreamClusterHealthz(t *testing.T) {
 		u, _ := url.Parse(fmt.Sprintf("nats://127.0.0.1:%d", p))
 		routes = append(routes, u)
 	}
-	start := func(i int) string {
+	start := func(i int) (string, *server.Server) {
 		o := server.Options{Host: "127.0.0.1", Port: server.RandomPort, ServerName: fmt.Sprintf("n%d", i+1),
 			JetStream: true, StoreDir: t.TempDir(), RaftTick: 20 * time.Millisecond}
 		o.Cluster = server.ClusterOptions{Host: "127.0.0.1", Port: ports[i], Name: clusterName, Routes: routes}
@@ -454,7 +454,7 @@ func TestJetStreamClusterHealthz(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(m.Close)
-		return m.URL()
+		return m.URL(), s
 	}
 	health := func(u string) (int, string) {
 		resp, err := http.Get(u + "/healthz")
@@ -465,10 +465,26 @@ func TestJetStreamClusterHealthz(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	u1 := start(0)
+	u1, s1 := start(0)
 	if code, body := health(u1); code != http.StatusServiceUnavailable || !strings.Contains(body, "waits for every server") {
 		t.Fatalf("alone: %d %s", code, body)
 	}
+	// Without a meta leader for a while, the server answers the meta
+	// group's requests with 10008 rather than leaving them to time out.
+	js1, err := jetstream.New(connect(t, s1.ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "10008 from a leaderless server", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := js1.CreateStream(ctx, jetstream.StreamConfig{Name: "EARLY"})
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == 10008 {
+			return nil
+		}
+		return fmt.Errorf("create: %v", err)
+	})
 	start(1)
 	start(2)
 	eventually(t, "healthz ok", func() error {

@@ -73,14 +73,45 @@ func (c *Cluster) AddAccount(name string, js *jetstream.JetStream) jsapi.Cluster
 func (a *account) Answers(key, streamName string) bool {
 	c := a.c
 	if streamName == "" || key == "STREAM.CREATE" || key == "STREAM.UPDATE" || key == "STREAM.DELETE" || key == "STREAM.RESTORE" {
-		return c.metaLeader()
+		return c.metaAnswers()
 	}
 	k := streamKey{a.name, streamName}
 	if _, _, assigned, _ := c.assignment(k); !assigned {
-		return c.metaLeader()
+		return c.metaAnswers()
 	}
 	r := c.replicaOf(k)
 	return r != nil && r.leads.Load()
+}
+
+// metaAnswers reports whether this server answers the meta group's
+// requests: it leads the meta group, or it has known no meta leader for
+// leaderlessAfter (the meta group has not started, or cannot elect),
+// when it answers what it can (a proposal gets 10008, "JetStream system
+// temporarily unavailable") rather than leave the client to time out, as
+// nats-server's leaderless servers do (isLeaderless); a short election
+// stays silent, so that no answer races the new leader's.
+func (c *Cluster) metaAnswers() bool {
+	if c.metaLeader() {
+		return true
+	}
+	since := c.leaderless.Load()
+	return since != 0 && time.Since(time.Unix(0, since)) >= leaderlessAfter
+}
+
+// leaderlessAfter is how long a server must know no meta leader before
+// it answers the meta group's requests itself (with 10008).
+const leaderlessAfter = 2 * time.Second
+
+// noteLeaderless records since when this server knows no meta leader
+// (Cluster.leaderless; 0 while it knows one). The run goroutine calls
+// it every housekeeping tick, and before the meta group started.
+func (c *Cluster) noteLeaderless() {
+	st, err := c.node.Status(meta.MetaGroup)
+	if err == nil && st.Fenced == nil && st.Leader != 0 {
+		c.leaderless.Store(0)
+		return
+	}
+	c.leaderless.CompareAndSwap(0, time.Now().UnixNano())
 }
 
 // proposeTimeout bounds how long the meta leader waits for a proposal to
@@ -114,6 +145,9 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	cfg := req.Config
 	if err := cfg.PrepareClusteredCreate(req.Subject, req.Pedantic); err != nil {
 		return nil, err
+	}
+	if !c.metaLeader() {
+		return nil, jserr.New(jserr.ClusterNotAvail) // a leaderless server (metaAnswers)
 	}
 	if sa, _, ok, _ := c.assignment(streamKey{a.name, cfg.Name}); ok {
 		return a.existing(sa, cfg)

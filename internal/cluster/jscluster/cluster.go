@@ -60,6 +60,10 @@ type Cluster struct {
 	quit   chan struct{}
 	done   sync.WaitGroup
 
+	// leaderless is since when (unix ns) this server knows no meta
+	// leader, 0 while it knows one (noteLeaderless, metaAnswers).
+	leaderless atomic.Int64
+
 	mu       sync.Mutex
 	accounts map[string]*account // by account name
 	replicas map[streamKey]*replica
@@ -234,6 +238,7 @@ func (c *Cluster) run() {
 			return
 		case <-c.wake:
 		case <-t.C:
+			c.noteLeaderless()
 			c.catalogue()
 			if time.Since(lastCheckpoint) >= metaCheckpointEvery {
 				lastCheckpoint = time.Now()
@@ -289,6 +294,7 @@ func (c *Cluster) bootstrap() bool {
 			c.cfg.Infof("JetStream cluster: waiting for every route to resolve (known: %v)", names)
 			logged = true
 		}
+		c.noteLeaderless()
 		select {
 		case <-c.quit:
 			return false
