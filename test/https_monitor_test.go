@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -36,7 +37,7 @@ func TestHTTPSMonitoring(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := startProc(t, bin, nil, "-c", path)
-			m := regexp.MustCompile(`Starting https monitor on (\S+)`).FindStringSubmatch(p.log.String())
+			m := p.waitLog(t, regexp.MustCompile(`Starting https monitor on (\S+)`))
 			if m == nil {
 				t.Fatalf("no https monitor line in:\n%s", p.log.String())
 			}
@@ -105,7 +106,7 @@ system_account: SYS
 		t.Fatal(err)
 	}
 	p := startProc(t, buildCairn(t), nil, "-c", path)
-	m := regexp.MustCompile(`Starting http monitor on (\S+)`).FindStringSubmatch(p.log.String())
+	m := p.waitLog(t, regexp.MustCompile(`Starting http monitor on (\S+)`))
 	if m == nil {
 		t.Fatalf("no http monitor line in:\n%s", p.log.String())
 	}
@@ -166,4 +167,17 @@ system_account: SYS
 	}
 	noSecret("$SYS.REQ.SERVER.PING.VARZ", string(msg.Data))
 	noSecret("the log", p.log.String())
+}
+
+// waitLog waits (startTimeout) for a line of p's log matching re and
+// returns its submatches, nil when none came: the monitor may log its
+// address after "Server is ready", which startProc waits for.
+func (p *proc) waitLog(t *testing.T, re *regexp.Regexp) []string {
+	t.Helper()
+	var m []string
+	deadline := time.Now().Add(startTimeout)
+	for m = re.FindStringSubmatch(p.log.String()); m == nil && time.Now().Before(deadline); m = re.FindStringSubmatch(p.log.String()) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return m
 }
