@@ -134,6 +134,13 @@ func TestAsyncPersistAcksBeforeFsync(t *testing.T) {
 		t.Fatalf("D: %s", got)
 	}
 
+	// a1's PubAck came once written; its fsync moves the durable
+	// sequence a moment later: wait for it before holding the fsyncs.
+	deadline := time.Now().Add(10 * time.Second)
+	for js.streamRuntime("A").DurableSeq() != 1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+
 	// The async stream: the PubAck comes while every fsync of its files
 	// is held (a wait for the fsync would never end).
 	holdA := hfs.hold("/streams/A/")
