@@ -81,6 +81,10 @@ NATSCLI_VERSION="v0.5.0"
 # bench js pub sync` has no --batch (one publish in flight per client);
 # async keeps up to 500 in flight per client.
 JS_FLAGS='-js -sd {STORE}'
+# A JetStream cluster's servers each keep their own store ({NODE}: n1..n3),
+# and its stream has three replicas (the "cluster3 js" scenarios).
+JS_FLAGS_NODE='-js -sd {STORE}/{NODE}'
+JS_ADD_R3='nats: stream add benchstream --subjects bench.js --storage file --replicas 3 --defaults'
 # 100 users with 20 permission rules each (the "perms" scenarios).
 PERMS_CONF="$ROOT/bench/perms100.conf"
 JS_ADD_FILE='nats: stream add benchstream --subjects bench.js --storage file --defaults'
@@ -124,6 +128,9 @@ js consume file workqueue x200k | $JS_FLAGS | $JS_ADD_WQ; $JS_FILL | js consume 
 js counter incr async file 1c x200k | $JS_FLAGS | $JS_ADD_COUNTER | js pub async $JS_INCR --batch 500 --msgs 200000 --clients 1 | | sync_interval: always
 js counter incr async file 4c x200k | $JS_FLAGS | $JS_ADD_COUNTER | js pub async $JS_INCR --batch 500 --msgs 200000 --clients 4 | | sync_interval: always
 js counter incr sync file 4c x10k | $JS_FLAGS | $JS_ADD_COUNTER | js pub sync $JS_INCR --msgs 10000 --clients 4 | | sync_interval: always
+cluster3 js pub sync R3 file 1c x5k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3 | js pub sync $JS_PUB --msgs 5000 --clients 1 |
+cluster3 js pub sync R3 file 4c x10k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3 | js pub sync $JS_PUB --msgs 10000 --clients 4 |
+cluster3 js pub async R3 file 1c x100k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3 | js pub async $JS_PUB --batch 500 --msgs 100000 --clients 1 |
 perms pub 128B x1M, 100 users x 20 rules | -c $PERMS_CONF | | pub bench.pub --size 128 --msgs 1000000 --user u7 --password p |
 perms pub+sub 128B x1M, 100 users x 20 rules (sub) | -c $PERMS_CONF | | sub bench.ps --size 128 --msgs 1000000 --user u8 --password p | pub bench.ps --size 128 --msgs 1000000 --user u7 --password p
 cluster3 pub n1 sub n2 128B x1M (sub) | {CLUSTER3} | | @2 sub bench.ps --size 128 --msgs 1000000 | @1 pub bench.ps --size 128 --msgs 1000000
@@ -401,9 +408,13 @@ start_cluster3() {
 	local routes="nats://127.0.0.1:${rports[0]},nats://127.0.0.1:${rports[1]},nats://127.0.0.1:${rports[2]}"
 	SERVER_PIDS=()
 	SERVER_PORTS=("${cports[@]}")
+	local -a nfl=()
+	local f
 	for ((i = 0; i < 3; i++)); do
+		nfl=()
+		for f in "$@"; do nfl+=("${f//\{NODE\}/n$((i + 1))}"); done # {NODE}: each server its own store
 		"$bin" -a 127.0.0.1 -p "${cports[i]}" -n "n$((i + 1))" --cluster "nats://127.0.0.1:${rports[i]}" \
-			--cluster_name bench --routes "$routes" "$@" >"$dir/server$((i + 1)).log" 2>&1 &
+			--cluster_name bench --routes "$routes" "${nfl[@]+"${nfl[@]}"}" >"$dir/server$((i + 1)).log" 2>&1 &
 		SERVER_PIDS+=("$!")
 		LIVE_PIDS+=("$!")
 	done
@@ -415,6 +426,16 @@ start_cluster3() {
 		done
 		((j < 200)) || die "$label cluster did not form: $(tail -n 5 "$dir/server$((i + 1)).log")"
 	done
+	if [[ " $* " == *" -js "* ]]; then
+		# The JetStream cluster is ready once an R3 stream can be placed.
+		for ((j = 0; j < 300; j++)); do # 30 s
+			"$NATS_BIN" --no-context -s "nats://127.0.0.1:${cports[0]}" stream add benchready --subjects bench.ready \
+				--replicas 3 --storage memory --defaults </dev/null >/dev/null 2>&1 && break
+			sleep 0.1
+		done
+		((j < 300)) || die "$label JetStream cluster did not form: $(tail -n 5 "$dir/server1.log")"
+		"$NATS_BIN" --no-context -s "nats://127.0.0.1:${cports[0]}" stream rm -f benchready </dev/null >/dev/null 2>&1
+	fi
 	SERVER_PID="${SERVER_PIDS[0]}"
 	SERVER_PORT="${cports[0]}"
 }
