@@ -92,8 +92,10 @@ func TestEphemeralSurvivesRestart(t *testing.T) {
 		_, err := js2.ConsumerInfo("ORDERS", name)
 		return err != nil && err.ErrCode == uint16(jserr.ConsumerNotFound)
 	})
+	// The consumer leaves the table first, then its files go.
 	r, _ := js2.lookup("ORDERS")
-	if names, _ := fs.ReadDir(path.Join(r.Dir(), "obs")); len(names) != 0 {
-		t.Fatalf("consumer directories left after the ephemeral expired: %v", names)
-	}
+	waitUntil(t, "the expired ephemeral's directory to go", func() bool {
+		names, _ := fs.ReadDir(path.Join(r.Dir(), "obs"))
+		return len(names) == 0
+	})
 }

@@ -8,9 +8,9 @@ import (
 // waitUntil polls cond until it holds, failing after 5 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited 5 s for %s", what)
+			t.Fatalf("waited 20 s for %s", what)
 		}
 	}
 }
