@@ -34,16 +34,18 @@
 //
 // # Replicas
 //
-// An applied AssignStream naming this server makes it create the stream
-// in the account's engine (JetStream.StreamCreate with the assignment's
-// config and created time). For more than one replica, the engine asks
-// NewReplicatedLog for the stream's log, which is a streamlog.Log over
-// the stream's group; once the stream runs, the group is added to the
-// Node, and the replica that leads subscribes to the stream's subjects
-// (JetStream.SetStreamLeader). A RemoveStream deletes the local stream
-// and removes the group. Until stream checkpoints exist (issue 15), a
-// replica's group never compacts its WAL entries, and a restarted server
-// rebuilds each replica from its group's whole log: the stream's old
-// directory is set aside (JetStream's rule for a directory it did not
-// restore) and the replica starts empty.
+// An applied AssignStream naming this server makes it start its replica
+// in the account's engine. A replicated file stream's replica starts from
+// its checkpoint (internal/cluster/streamckpt: the store rolled back to
+// the checkpoint's position, the stream's state restored;
+// JetStream.StartReplica) or empty, a replicated memory stream's through
+// JetStream.StreamCreate (the engine asks NewReplicatedLog for its log),
+// and a stream with one replica from its files after a restart
+// (JetStream.RestoreStream) or through StreamCreate. For more than one
+// replica the stream's log is a streamlog.Log over its group, added to
+// the Node once the stream runs; the replica that leads subscribes to the
+// stream's subjects (JetStream.SetStreamLeader). A RemoveStream deletes
+// the local stream and removes the group. The servers' engines restore
+// nothing at their start (jetstream.Config.DeferRestore): the meta group
+// says which streams a server runs.
 package jscluster
