@@ -4,7 +4,7 @@
 // publish"; docs/engine.md, "Logs that commit later"). It knows nothing
 // of the server, routes or the JetStream API: the cluster layer makes one
 // Log per replica of a replicated stream and hands it to the engine
-// (jetstream.Config.NewLog, not wired yet).
+// (jetstream.Config.NewReplicatedLog, internal/cluster/jscluster).
 //
 // # Entry format
 //
