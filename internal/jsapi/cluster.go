@@ -6,8 +6,8 @@ import (
 )
 
 // Cluster is the clustered JetStream's side of the API
-// (internal/cluster/jscluster; docs/clustering.md, "The API in a
-// cluster"). Every server of a cluster receives every API request (the
+// (internal/cluster/jscluster; docs/clustering.md, "The cluster
+// layer", "Who answers"). Every server of a cluster receives every API request (the
 // API's subscriptions are the cluster's), and exactly one answers it, as
 // in nats-server v2.15.2, where the meta leader answers the requests about
 // the cluster's streams and a stream's leader those about the stream.

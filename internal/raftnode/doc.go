@@ -2,8 +2,8 @@
 // go.etcd.io/raft/v3 v3.7.0, behind an API that names none of etcd's types.
 // It owns the groups' shared write-ahead log, the scheduler that drives
 // them and the framing of their messages; it knows nothing of streams,
-// consumers or routes. The design is section 5.1 of the team's clustering
-// (docs/clustering.md, decisions 1, 3, 4, 7, 10, 12); the contract it
+// consumers or routes. The design is docs/clustering.md, "Decisions"
+// (decisions 1, 3, 4, 7, 10, 12); the contract it
 // keeps is docs/durability.md section 6: an entry is acknowledged only
 // once it is fsynced on a majority.
 //

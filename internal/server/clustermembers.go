@@ -23,7 +23,7 @@ func (s *Server) markSelfURL(u *url.URL) {
 // complete is false and names holds what is known. This is the voter set
 // a new cluster's JetStream meta group is bootstrapped with, which is why
 // every server of a cluster must list the same servers in its routes
-// (docs/clustering.md, "Bootstrap"). nil, false when clustering is off;
+// (docs/clustering.md, "The cluster layer", "Bootstrap"). nil, false when clustering is off;
 // a server without explicit routes is complete on its own.
 func (s *Server) ClusterMembers() (names []string, complete bool) {
 	if s.cl == nil {
