@@ -86,8 +86,10 @@ package vfs
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"path"
 )
 
 // FS is every file operation the store performs. Errors are those of the
@@ -140,3 +142,34 @@ type File interface {
 // IsNotExist reports whether err says a file does not exist, for every FS
 // implementation, through any wrapping (errors.Is with fs.ErrNotExist).
 func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// ReplaceFile replaces dir/name with data durably: it writes
+// dir/name.new, fsyncs it, renames it over dir/name and fsyncs dir, so
+// that after a crash dir/name holds either its old bytes or all of data
+// (a leftover name.new is ignored by readers and replaced by the next
+// call). dir's own entry in its parent is the caller's to make durable.
+// Errors are the file system's, wrapped with the step that failed.
+func ReplaceFile(fs FS, dir, name string, data []byte) error {
+	tmp, final := path.Join(dir, name+".new"), path.Join(dir, name)
+	f, err := fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := fs.Rename(tmp, final); err != nil {
+		return err
+	}
+	if err := fs.SyncDir(dir); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}

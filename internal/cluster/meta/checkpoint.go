@@ -22,26 +22,7 @@ func writeCheckpoint(fs vfs.FS, dir string, index uint64, snap []byte) error {
 	if err := fs.MkdirAll(dir); err != nil {
 		return err
 	}
-	name := path.Join(dir, checkpointName)
-	f, err := fs.Create(name + ".new")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := fs.Rename(name+".new", name); err != nil {
-		return err
-	}
-	if err := fs.SyncDir(dir); err != nil {
+	if err := vfs.ReplaceFile(fs, dir, checkpointName, b); err != nil {
 		return err
 	}
 	return fs.SyncDir(path.Dir(dir)) // the directory itself, when this made it

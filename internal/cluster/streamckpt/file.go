@@ -125,26 +125,5 @@ func readFile(fs vfs.FS, dir string) (*checkpoint, error) {
 // writeFile replaces the checkpoint file in dir with c: write
 // FileName.new, fsync, rename, fsync the directory.
 func writeFile(fs vfs.FS, dir string, c *checkpoint) error {
-	tmp, name := path.Join(dir, FileName+".new"), path.Join(dir, FileName)
-	f, err := fs.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(c.encode())
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := fs.Rename(tmp, name); err != nil {
-		return err
-	}
-	if err := fs.SyncDir(dir); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
+	return vfs.ReplaceFile(fs, dir, FileName, c.encode())
 }
