@@ -147,6 +147,21 @@ func TestJetStreamClusterReplicatedStream(t *testing.T) {
 			t.Fatalf("PubAck %d: %+v", i, ack)
 		}
 	}
+	// STREAM.LIST, answered by the meta leader whichever server leads
+	// the stream, reports the state of the meta leader's replica.
+	eventually(t, "stream list", func() error {
+		lister := js[1].ListStreams(tctx(t))
+		n := 0
+		for si := range lister.Info() {
+			if si.Config.Name == "ORDERS" && si.State.Msgs == 10 {
+				n++
+			}
+		}
+		if n != 1 {
+			return fmt.Errorf("ORDERS with 10 messages listed %d times (%v)", n, lister.Err())
+		}
+		return nil
+	})
 	var info *jetstream.StreamInfo
 	eventually(t, "stream info", func() error {
 		s, err := js[2].Stream(tctx(t), "ORDERS")
