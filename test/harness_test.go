@@ -164,6 +164,19 @@ func natsServerConfig(opts server.Options, portsDir string) string {
 			}
 			b.WriteString("  ]\n")
 		}
+		if tl := c.TLS; tl.CertFile != "" {
+			fmt.Fprintf(&b, "  tls {\n    cert_file: %q\n    key_file: %q\n", tl.CertFile, tl.KeyFile)
+			if tl.CAFile != "" {
+				fmt.Fprintf(&b, "    ca_file: %q\n", tl.CAFile)
+			}
+			if tl.Timeout > 0 {
+				fmt.Fprintf(&b, "    timeout: %g\n", tl.Timeout.Seconds())
+			}
+			if tl.Insecure {
+				b.WriteString("    insecure: true\n")
+			}
+			b.WriteString("  }\n")
+		}
 		b.WriteString("}\n")
 	}
 	return b.String()
@@ -288,6 +301,13 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
+}
+
+// reset empties the buffer.
+func (b *syncBuffer) reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
 }
 
 func (b *syncBuffer) String() string {

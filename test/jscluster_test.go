@@ -45,6 +45,13 @@ func jsCluster(t *testing.T, n int) []*server.Server {
 // with which a test restarts it (same ports, same store directory).
 func jsClusterOpts(t *testing.T, n int) ([]*server.Server, []server.Options) {
 	t.Helper()
+	return jsClusterMod(t, n, nil)
+}
+
+// jsClusterMod is jsClusterOpts with mod, when not nil, adjusting server
+// i's options before it starts.
+func jsClusterMod(t *testing.T, n int, mod func(i int, o *server.Options)) ([]*server.Server, []server.Options) {
+	t.Helper()
 	if targetIsNatsServer() {
 		t.Skip("cairn's JetStream cluster layer")
 	}
@@ -63,6 +70,9 @@ func jsClusterOpts(t *testing.T, n int) ([]*server.Server, []server.Options) {
 			o.Logger = logger.New(prefixWriter{os.Stderr, fmt.Sprintf("n%d ", i+1)}, true, false)
 		}
 		o.Cluster = server.ClusterOptions{Host: "127.0.0.1", Port: ports[i], Name: clusterName, Routes: routes}
+		if mod != nil {
+			mod(i, &o)
+		}
 		s, err := server.New(o)
 		if err != nil {
 			t.Fatal(err)

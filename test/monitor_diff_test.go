@@ -322,8 +322,6 @@ var routeKeyDiffs = map[string]string{
 	"/routez -$.routes[].account":             "one route per peer",
 	"/routez?subs=true -$.routes[].account":   "one route per peer",
 	"/routez?subs=detail -$.routes[].account": "one route per peer",
-	// No TLS for routes.
-	"/varz -$.cluster.tls_timeout": "no TLS for routes",
 }
 
 // startCairnServer starts cairn in-process with monitoring on a free port

@@ -124,6 +124,7 @@ func clusterOptions(c config.Cluster) server.ClusterOptions {
 		ConnectRetries: c.ConnectRetries,
 		Username:       c.Username,
 		Password:       c.Password,
+		TLS:            c.TLS,
 	}
 	if urls, err := route.ParseURLs(c.Routes); err == nil {
 		o.Routes = urls

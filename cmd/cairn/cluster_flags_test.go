@@ -2,10 +2,18 @@ package main
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/server"
 )
@@ -85,5 +93,30 @@ func TestClusterBlock(t *testing.T) {
 	o = clusterOptions(settingsOf(t, "-c", file, "--cluster_name", "c2", "--routes", "nats://h:1").Cluster)
 	if o.Name != "c2" || len(o.Routes) != 1 || o.Routes[0].Host != "h:1" || o.Port != 6444 {
 		t.Fatalf("flags over the file: %+v", o)
+	}
+}
+
+// The cluster block's tls reaches the server's cluster options: dropping
+// it on the way would leave the routes in clear.
+func TestClusterTLSBlock(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, _ := x509.MarshalECPrivateKey(key)
+	certFile, keyFile := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
+	_ = os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	_ = os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
+	file := filepath.Join(dir, "c.conf")
+	conf := fmt.Sprintf("cluster {\n  listen: 127.0.0.1:6444\n  tls { cert_file: %q, key_file: %q, ca_file: %q, timeout: 5 }\n}\n", certFile, keyFile, certFile)
+	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := clusterOptions(settingsOf(t, "-c", file).Cluster)
+	if o.TLS.CertFile != certFile || o.TLS.KeyFile != keyFile || o.TLS.CAFile != certFile || o.TLS.Timeout != 5*time.Second {
+		t.Fatalf("cluster TLS %+v", o.TLS)
 	}
 }

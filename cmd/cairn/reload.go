@@ -67,6 +67,7 @@ var startOnly = map[string]string{
 	"no_auth_user":             "cairn applies authentication at start only",
 	"accounts":                 "cairn applies accounts at start only",
 	"allow_non_tls":            "cairn applies TLS at start only",
+	"cluster.tls":              "cairn applies TLS at start only",
 }
 
 // secretKey reports whether a setting's values may hold a secret.

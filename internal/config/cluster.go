@@ -25,6 +25,13 @@ type Cluster struct {
 	// cluster's authorization, or user:password in --cluster's URL).
 	Username string `key:"cluster.authorization.user"`
 	Password string `key:"cluster.authorization.password"`
+	// TLS is the cluster's tls block: every connection of the cluster
+	// port, routes and the Raft transport's, starts with a TLS handshake
+	// using it, each side verifying the other's certificate
+	// (TLS.RouteConfig; docs/routes.md, "TLS"). Off when TLS.CertFile is
+	// "". Its fields' key tags name the client listener's keys: Changes
+	// reports the whole block as cluster.tls.
+	TLS TLS `key:"cluster.tls"`
 }
 
 // clusterKeys is the top-level cluster key.
@@ -44,7 +51,7 @@ var clusterBlockKeys = keyTable{
 	"no_advertise":      func(c *Config, it item, r *report) { setBool(&c.Cluster.NoAdvertise, it, r) },
 	"connect_retries":   connectRetriesKey,
 	"authorization":     clusterAuthKey,
-	"tls":               unsupportedYet,
+	"tls":               clusterTLSKey,
 	"permissions":       unsupportedYet,
 	"pool_size":         ignoredKey("cairn keeps one route connection per peer, carrying every subject (nats-server's pool_size: -1)"),
 	"accounts":          ignoredKey("cairn has one account, carried by its one route connection per peer"),
@@ -132,6 +139,36 @@ func clusterAuthKey(c *Config, it item, r *report) {
 		"token":    unsupportedYet,
 		"users":    unsupportedYet,
 	}, r)
+}
+
+// clusterTLSKey reads the cluster's tls block (nats-server v2.15.2
+// parseCluster "tls"): the keys of the client listener's, with insecure
+// (skip the verification of the servers dialed), and without those that
+// only concern clients: handshake_first is ignored (a route always starts
+// with the handshake), verify is accepted and changes nothing (a route's
+// certificate is always verified), verify_and_map and
+// verify_cert_and_check_known_urls are not supported yet. A block without
+// cert_file and key_file is refused: a route must present a certificate.
+func clusterTLSKey(c *Config, it item, r *report) {
+	t := &c.Cluster.TLS
+	firstIgnored := ignoredKey("a route always starts with the TLS handshake")
+	if !tlsBlock(t, it, r, keyTable{
+		"insecure":        tlsFlag(&t.Insecure, "insecure"),
+		"handshake_first": firstIgnored,
+		"first":           firstIgnored,
+		"immediate":       firstIgnored,
+		"verify_and_map":  unsupportedYet,
+	}) {
+		return
+	}
+	t.HandshakeFirst, t.HandshakeFirstFallback = false, 0
+	if !t.Enabled() {
+		r.errorf(it, "missing 'cert_file' in TLS configuration")
+		return
+	}
+	if _, err := t.RouteConfig(); err != nil {
+		r.errorf(it, "%v", err)
+	}
 }
 
 // setString stores a string value in dst.

@@ -66,7 +66,7 @@ func TestErrorTexts(t *testing.T) {
 		{"max_subscriptions: \"10\"", `F:1:1: interface conversion: interface {} is string, not int64`},
 		{"no_header_support: true", `F:1:1: field "no_header_support" is not supported by cairn yet`},
 		{"cluster { routes: [\"nats://:6222\"] }", `F:1:21: error parsing route url ["nats://:6222"]`},
-		{"cluster { tls: {} }", `F:1:11: field "tls" is not supported by cairn yet`},
+		{"cluster { tls: {} }", `F:1:11: missing 'cert_file' in TLS configuration`},
 		{"cluster { connect_retries: -1 }", `F:1:11: connect_retries value can not be negative`},
 		{"cluster { authorization: { users: [] } }", `F:1:28: field "users" is not supported by cairn yet`},
 		{"cluster { colour: red }", `F:1:11: unknown field "colour"`},

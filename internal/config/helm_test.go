@@ -2,6 +2,7 @@ package config
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func TestHelmChartConfigs(t *testing.T) {
 		c, _ := loadHelm(t, "cluster.conf")
 		want := Cluster{Name: "nats", Port: 6222, NoAdvertise: true,
 			Routes: "nats://nats-0.nats-headless:6222,nats://nats-1.nats-headless:6222,nats://nats-2.nats-headless:6222"}
-		if c.Cluster != want {
+		if !reflect.DeepEqual(c.Cluster, want) {
 			t.Errorf("cluster %+v, want %+v", c.Cluster, want)
 		}
 	})

@@ -5,15 +5,18 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"time"
 )
 
-// TLS is the tls block of the client listener and allow_non_tls
-// (docs/security.md, "TLS"; nats-server v2.15.2 parseTLS, GenTLSConfig),
-// and the flags --tls, --tlscert, --tlskey, --tlscacert, --tlsverify.
-// TLS is on when CertFile is set.
+// TLS is a tls block (docs/security.md, "TLS"; nats-server v2.15.2
+// parseTLS, GenTLSConfig): the client listener's, with allow_non_tls and
+// the flags --tls, --tlscert, --tlskey, --tlscacert, --tlsverify
+// (Config.TLS), or the cluster's (Cluster.TLS, read by clusterTLSKey; the
+// key tags name the client listener's keys). TLS is on when CertFile is
+// set.
 type TLS struct {
 	CertFile string `key:"tls.cert_file"`
 	KeyFile  string `key:"tls.key_file"`
@@ -38,6 +41,10 @@ type TLS struct {
 	// PinnedCerts are the hex SHA-256 of the DER SubjectPublicKeyInfo of
 	// the client certificates allowed (lower case); nil allows any.
 	PinnedCerts []string `key:"tls.pinned_certs"`
+	// Insecure skips the verification of the certificate of the servers
+	// this server dials (nats-server tls.insecure): the cluster's tls
+	// block only (Cluster.TLS). The client listener's block ignores it.
+	Insecure bool `key:"tls.insecure"`
 	// AllowNonTLS lets clients connect without TLS beside those with it
 	// (INFO says tls_available instead of tls_required).
 	AllowNonTLS bool `key:"allow_non_tls"`
@@ -61,39 +68,32 @@ var tlsKeys = keyTable{
 
 // tlsKey reads the tls block and checks that the server can use it.
 func tlsKey(c *Config, it item, r *report) {
-	m, ok := r.mapOf(it, "tls")
-	if !ok {
+	t := &c.TLS
+	if !tlsBlock(t, it, r, keyTable{
+		"insecure": ignoredKey("it applies to connections the server makes, and clients connect to cairn"),
+	}) {
 		return
 	}
-	t := &c.TLS
-	file := func(dst *string, name string) keyFunc {
-		return func(_ *Config, e item, r *report) {
-			s, ok := e.val.(string)
-			if !ok {
-				r.errorf(e, "error parsing tls config, expected '%s' to be filename", name)
-				return
-			}
-			*dst = s
-		}
+	if _, err := t.ServerConfig(); err != nil {
+		r.errorf(it, "%v", err)
 	}
-	flag := func(dst *bool, name string) keyFunc {
-		return func(_ *Config, e item, r *report) {
-			b, ok := e.val.(bool)
-			if !ok {
-				r.errorf(e, "error parsing tls config, expected '%s' to be a boolean", name)
-				return
-			}
-			*dst = b
-		}
+}
+
+// tlsBlock reads a tls block into t: the keys every tls block has
+// (nats-server v2.15.2 parseTLS), with those of extra added or replacing
+// them. It reports whether the block was read without error.
+func tlsBlock(t *TLS, it item, r *report, extra keyTable) bool {
+	m, ok := r.mapOf(it, "tls")
+	if !ok {
+		return false
 	}
 	before := len(r.errs)
-	var tmp Config
-	block(&tmp, m, it, keyTable{
-		"cert_file":                        file(&t.CertFile, "cert_file"),
-		"key_file":                         file(&t.KeyFile, "key_file"),
-		"ca_file":                          file(&t.CAFile, "ca_file"),
-		"verify":                           flag(&t.Verify, "verify"),
-		"verify_and_map":                   flag(&t.VerifyAndMap, "verify_and_map"),
+	keys := keyTable{
+		"cert_file":                        tlsFile(&t.CertFile, "cert_file"),
+		"key_file":                         tlsFile(&t.KeyFile, "key_file"),
+		"ca_file":                          tlsFile(&t.CAFile, "ca_file"),
+		"verify":                           tlsFlag(&t.Verify, "verify"),
+		"verify_and_map":                   tlsFlag(&t.VerifyAndMap, "verify_and_map"),
 		"timeout":                          func(_ *Config, e item, r *report) { tlsTimeoutKey(t, e, r) },
 		"min_version":                      func(_ *Config, e item, r *report) { minVersionKey(t, e, r) },
 		"cipher_suites":                    func(_ *Config, e item, r *report) { t.CipherSuites = tlsNames(e, r, "cipher_suites", cipherSuite) },
@@ -102,7 +102,6 @@ func tlsKey(c *Config, it item, r *report) {
 		"first":                            func(_ *Config, e item, r *report) { handshakeFirstKey(t, e, r) },
 		"immediate":                        func(_ *Config, e item, r *report) { handshakeFirstKey(t, e, r) },
 		"pinned_certs":                     func(_ *Config, e item, r *report) { pinnedCertsKey(t, e, r) },
-		"insecure":                         ignoredKey("it applies to connections the server makes, and clients connect to cairn"),
 		"allow_insecure_cipher_suites":     unsupportedYet,
 		"verify_cert_and_check_known_urls": unsupportedYet,
 		"connection_rate_limit":            unsupportedYet,
@@ -114,12 +113,34 @@ func tlsKey(c *Config, it item, r *report) {
 		"ca_certs_match":                   unsupportedYet,
 		"cert_match_skip_invalid":          unsupportedYet,
 		"ocsp_peer":                        unsupportedYet,
-	}, r)
-	if len(r.errs) > before {
-		return
 	}
-	if _, err := t.ServerConfig(); err != nil {
-		r.errorf(it, "%v", err)
+	maps.Copy(keys, extra)
+	var tmp Config
+	block(&tmp, m, it, keys, r)
+	return len(r.errs) == before
+}
+
+// tlsFile reads a file name of a tls block into dst.
+func tlsFile(dst *string, name string) keyFunc {
+	return func(_ *Config, e item, r *report) {
+		s, ok := e.val.(string)
+		if !ok {
+			r.errorf(e, "error parsing tls config, expected '%s' to be filename", name)
+			return
+		}
+		*dst = s
+	}
+}
+
+// tlsFlag reads a boolean of a tls block into dst.
+func tlsFlag(dst *bool, name string) keyFunc {
+	return func(_ *Config, e item, r *report) {
+		b, ok := e.val.(bool)
+		if !ok {
+			r.errorf(e, "error parsing tls config, expected '%s' to be a boolean", name)
+			return
+		}
+		*dst = b
 	}
 }
 
@@ -305,5 +326,24 @@ func (t *TLS) ServerConfig() (*tls.Config, error) {
 		}
 		cfg.ClientCAs = pool
 	}
+	return cfg, nil
+}
+
+// RouteConfig builds the crypto/tls configuration of the cluster port
+// from the cluster's tls block (nats-server v2.15.2 opts.go getTLSConfig):
+// ServerConfig's, with the peer's certificate always required and
+// verified, whatever verify says (routes are mutual: each server is the
+// other's client), ca_file's CAs trusted for the certificates of the
+// servers dialed too, and Insecure skipping that check on the dialing
+// side only. It returns nil, nil when TLS is off, and ServerConfig's
+// errors.
+func (t *TLS) RouteConfig() (*tls.Config, error) {
+	cfg, err := t.ServerConfig()
+	if err != nil || cfg == nil {
+		return nil, err
+	}
+	cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	cfg.RootCAs = cfg.ClientCAs
+	cfg.InsecureSkipVerify = t.Insecure
 	return cfg, nil
 }

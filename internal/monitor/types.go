@@ -93,7 +93,11 @@ type ClusterOptsVarz struct {
 	AuthTimeout float64  `json:"auth_timeout,omitempty"`
 	URLs        []string `json:"urls,omitempty"`
 	TLSTimeout  float64  `json:"tls_timeout,omitempty"`
+	TLSRequired bool     `json:"tls_required,omitempty"`
+	TLSVerify   bool     `json:"tls_verify,omitempty"`
 	PoolSize    int      `json:"pool_size,omitempty"`
+	// TLSCertNotAfter is when the cluster certificate expires.
+	TLSCertNotAfter time.Time `json:"tls_cert_not_after,omitzero"`
 }
 
 // KindStats counts events by connection kind (slow_consumer_stats,

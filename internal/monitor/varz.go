@@ -51,7 +51,7 @@ func (m *Monitor) varz() *Varz {
 		MaxControlLine:    int32(lim.MaxControlLine),
 		MaxPayload:        lim.MaxPayload,
 		MaxPending:        lim.MaxPending,
-		Cluster:           clusterVarz(o, st),
+		Cluster:           clusterVarz(o, st, s.ClusterSecurity()),
 		JetStream:         m.jetStreamVarz(),
 		WriteDeadline:     lim.WriteDeadline,
 		Start:             st.Start,
@@ -101,15 +101,20 @@ func (m *Monitor) varz() *Varz {
 }
 
 // clusterVarz fills /varz cluster: empty without a cluster listener.
-func clusterVarz(o server.Options, st server.Stats) ClusterOptsVarz {
+func clusterVarz(o server.Options, st server.Stats, sec server.ClusterSecurity) ClusterOptsVarz {
 	c := o.Cluster
 	if c.Port == 0 {
 		return ClusterOptsVarz{}
 	}
-	// A peer has 2 seconds to send its CONNECT (nats-server's route
-	// auth_timeout); cairn keeps one route per peer for every subject,
-	// which nats-server calls pool_size -1.
-	cv := ClusterOptsVarz{Name: st.ClusterName, Host: c.Host, Port: st.ClusterPort, AuthTimeout: 2, PoolSize: -1}
+	// A peer has auth_timeout to send its CONNECT (2 s, or the TLS
+	// timeout plus 1 s with TLS, as nats-server's route auth_timeout);
+	// cairn keeps one route per peer for every subject, which nats-server
+	// calls pool_size -1.
+	cv := ClusterOptsVarz{
+		Name: st.ClusterName, Host: c.Host, Port: st.ClusterPort, PoolSize: -1,
+		AuthTimeout: sec.AuthTimeout.Seconds(), TLSTimeout: sec.TLSTimeout.Seconds(),
+		TLSRequired: sec.TLSRequired, TLSVerify: sec.TLSVerify, TLSCertNotAfter: sec.TLSCertNotAfter,
+	}
 	for _, u := range c.Routes {
 		cv.URLs = append(cv.URLs, u.Host)
 	}

@@ -26,7 +26,8 @@ type Info struct {
 	Port          int      `json:"port"` // the cluster listener's port, or the advertised one
 	Headers       bool     `json:"headers"`
 	AuthRequired  bool     `json:"auth_required,omitempty"`
-	TLSRequired   bool     `json:"tls_required,omitempty"`
+	TLSRequired   bool     `json:"tls_required,omitempty"` // the cluster port speaks TLS only (handshake first)
+	TLSVerify     bool     `json:"tls_verify,omitempty"`   // peers' certificates are verified: with TLSRequired
 	MaxPayload    int      `json:"max_payload"`
 	JetStream     bool     `json:"jetstream,omitempty"`
 	IP            string   `json:"ip,omitempty"` // "nats-route://host:port/": where peers dial this server

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"io"
@@ -418,7 +419,14 @@ func (c *client) flushReceivers() {
 // consumers, failed writes). The read loop then tears the client down.
 func (c *client) closeNow() {
 	c.out.markClosed()
-	_ = c.nc.Close()
+	nc := c.nc
+	if tc, ok := nc.(*tls.Conn); ok {
+		// Close the TCP connection under TLS: tls.Conn.Close would first
+		// try to send a close_notify alert, which may wait up to 5 s for
+		// a peer that does not read, and closeNow is called under locks.
+		nc = tc.NetConn()
+	}
+	_ = nc.Close()
 }
 
 // closeSlowConsumer closes a receiver whose pending bytes exceeded

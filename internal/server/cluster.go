@@ -39,6 +39,7 @@ type cluster struct {
 	ln   net.Listener
 	port int           // the bound cluster port
 	quit chan struct{} // closed when Shutdown begins; dialers stop on it
+	tls  *routeTLS     // the cluster block's tls (route_tls.go); nil without; set by New
 
 	// kinds maps an upper-case first operation to the handler of that
 	// connection kind; written before Start only.
@@ -139,6 +140,9 @@ func (s *Server) startCluster() error {
 		s.log.Warnf("Cluster name was dynamically generated, consider setting one")
 	}
 	s.log.Noticef("Listening for route connections on %s", net.JoinHostPort(o.Host, strconv.Itoa(cl.port)))
+	if cl.tls != nil && cl.tls.conf.InsecureSkipVerify {
+		s.log.Warnf(clusterTLSInsecureWarning)
+	}
 	s.goroutine(s.clusterAcceptLoop)
 	for _, u := range o.Routes {
 		s.goroutine(func() { s.solicitExplicit(u) })
@@ -236,23 +240,35 @@ func (s *Server) untrackShake(nc net.Conn) {
 	s.cl.mu.Unlock()
 }
 
-// handshakeClusterConn sends the route INFO on an accepted cluster-port
-// connection, as nats-server does first, then reads the peer's first line:
-// CONNECT makes it a route; an operation registered with
-// HandleClusterConns hands it over; anything else gets
-// -ERR 'Authorization Violation' (nats-server's answer to a route whose
-// first operation is not CONNECT) and is closed.
-func (s *Server) handshakeClusterConn(nc net.Conn) {
-	defer s.untrackShake(nc)
-	_ = nc.SetDeadline(time.Now().Add(clusterHandshakeTimeout))
+// handshakeClusterConn runs the TLS handshake on an accepted cluster-port
+// connection when the cluster has TLS (a connection that fails it is
+// logged and closed), sends the route INFO, as nats-server does first,
+// then reads the peer's first line: CONNECT makes it a route; an
+// operation registered with HandleClusterConns hands it over; anything
+// else gets -ERR 'Authorization Violation' (nats-server's answer to a
+// route whose first operation is not CONNECT) and is closed.
+func (s *Server) handshakeClusterConn(raw net.Conn) {
+	defer s.untrackShake(raw)
+	nc := raw
+	if rt := s.cl.tls; rt != nil {
+		tc, err := rt.accept(raw)
+		if err != nil {
+			// At error level, as nats-server logs it: these ports are
+			// not probed by load balancers.
+			s.log.Errorf("%s - %v", raw.RemoteAddr(), &RouteTLSError{Err: err})
+			return
+		}
+		nc = tc
+	}
+	_ = nc.SetDeadline(time.Now().Add(s.cl.firstLineTimeout()))
 	if _, err := nc.Write(route.AppendInfo(nil, s.routeInfo(true))); err != nil {
-		_ = nc.Close()
+		_ = raw.Close()
 		return
 	}
 	buf, err := readFirstLine(nc, s.routeParserConfig().MaxControlLine)
 	if err != nil {
 		s.log.Debugf("%s - Cluster connection closed before its first line: %v", nc.RemoteAddr(), err)
-		_ = nc.Close()
+		_ = raw.Close()
 		return
 	}
 	_ = nc.SetDeadline(time.Time{})
@@ -325,6 +341,8 @@ func (s *Server) routeInfo(withNonce bool) *route.Info {
 		Port:         s.cl.port,
 		Headers:      true,
 		AuthRequired: o.Username != "",
+		TLSRequired:  s.cl.tls != nil,
+		TLSVerify:    s.cl.tls != nil,
 		MaxPayload:   s.limits().MaxPayload,
 		JetStream:    s.opts.JetStream,
 		Cluster:      name,

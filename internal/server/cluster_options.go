@@ -35,7 +35,7 @@ const (
 // ClusterOptions configure the cluster listener and the routes to other
 // servers: nats-server's --cluster, --cluster_name, --routes,
 // --cluster_advertise, --no_advertise and --connect_retries flags and the
-// same keys of its cluster {} block (docs/routes.md).
+// same keys of its cluster {} block, with its tls block (docs/routes.md).
 // The zero value means no clustering. Zero fields mean the default named
 // next to each.
 type ClusterOptions struct {
@@ -67,6 +67,13 @@ type ClusterOptions struct {
 	// peer's CONNECT must carry; INFO then says auth_required.
 	Username string
 	Password string
+	// TLS is the cluster block's tls (docs/routes.md, "TLS"): when its
+	// CertFile is set, every connection of the cluster port (routes and
+	// the Raft transport's) starts with a TLS handshake in which each
+	// side verifies the other's certificate (config.TLS.RouteConfig);
+	// INFO then says tls_required and tls_verify. New returns an error
+	// wrapping ErrInvalidOptions when its files cannot be loaded.
+	TLS config.TLS
 }
 
 // enabled reports whether the server runs a cluster listener.

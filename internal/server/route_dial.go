@@ -137,18 +137,31 @@ func (s *Server) dialOnce(u *url.URL, explicit bool, attempts *int) (c *client, 
 	nc, err := net.DialTimeout("tcp", u.Host, routeDialTimeout)
 	if err != nil {
 		*attempts++
-		if *attempts == 1 || *attempts%errorReportEvery == 0 {
-			s.log.Errorf("Error trying to connect to route (attempt %d): %v", *attempts, err)
-		} else {
-			s.log.Debugf("Error trying to connect to route (attempt %d): %v", *attempts, err)
-		}
+		s.logDialError(*attempts, err)
 		return nil, false
 	}
-	*attempts = 0
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
+	if s.cl.tls != nil {
+		if nc, err = s.dialRouteTLS(nc, u); err != nil {
+			*attempts++
+			s.logDialError(*attempts, err)
+			return nil, false
+		}
+	}
+	*attempts = 0
 	return s.startRoute(nc, u, explicit, nil), true
+}
+
+// logDialError logs a failed dial of a route: at error level on the first
+// attempt and every errorReportEvery-th, at debug level otherwise.
+func (s *Server) logDialError(attempts int, err error) {
+	if attempts == 1 || attempts%errorReportEvery == 0 {
+		s.log.Errorf("Error trying to connect to route (attempt %d): %v", attempts, err)
+	} else {
+		s.log.Debugf("Error trying to connect to route (attempt %d): %v", attempts, err)
+	}
 }
 
 // routeAt returns the registered route whose peer listens at u's host and

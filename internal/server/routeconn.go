@@ -114,7 +114,7 @@ func (s *Server) routeConnect(u *url.URL) *route.Connect {
 	s.cl.mu.Lock()
 	name, dynamic := s.cl.name, s.cl.dynamic
 	s.cl.mu.Unlock()
-	cn := &route.Connect{Echo: true, Headers: true, Name: s.id, Cluster: name, Dynamic: dynamic}
+	cn := &route.Connect{Echo: true, Headers: true, TLS: s.cl.tls != nil, Name: s.id, Cluster: name, Dynamic: dynamic}
 	if u.User != nil {
 		cn.User = u.User.Username()
 		cn.Pass, _ = u.User.Password()

@@ -86,6 +86,12 @@ func New(opts Options) (*Server, error) {
 	if opts.ServerName == "" {
 		opts.ServerName = id
 	}
+	cl := newCluster(&opts.Cluster)
+	if cl != nil {
+		if cl.tls, err = newRouteTLS(&opts.Cluster); err != nil {
+			return nil, fmt.Errorf("%w: cluster tls: %v", ErrInvalidOptions, err)
+		}
+	}
 	implicit := config.SystemAccountOnly(&opts.Auth, &opts.Operator)
 	if implicit {
 		authCfg.Users = append(slices.Clip(authCfg.Users), implicitNoAuthUser())
@@ -95,7 +101,7 @@ func New(opts Options) (*Server, error) {
 		opts:    opts,
 		id:      id,
 		log:     opts.Logger,
-		cl:      newCluster(&opts.Cluster),
+		cl:      cl,
 		dir:     newDirectory(&opts, &authCfg),
 		tls:     tlsSt,
 		clients: make(map[uint64]*client),

@@ -81,17 +81,21 @@ func (st *tlsState) infoFields(in *info) {
 	in.TLSVerify = st.opts.Verify || st.opts.VerifyAndMap
 }
 
-// pinnedOK reports whether the client's certificate is pinned (nats-server
-// matchesPinnedCert: the SHA-256 of its DER SubjectPublicKeyInfo).
-func (st *tlsState) pinnedOK(cs tls.ConnectionState) bool {
-	if st.pinned == nil {
+// pinnedOK reports whether the client's certificate is pinned.
+func (st *tlsState) pinnedOK(cs tls.ConnectionState) bool { return pinnedOK(st.pinned, cs) }
+
+// pinnedOK reports whether the peer's certificate is in pinned, hex
+// SHA-256 sums of DER SubjectPublicKeyInfos (nats-server
+// matchesPinnedCert); true when pinned is nil.
+func pinnedOK(pinned map[string]bool, cs tls.ConnectionState) bool {
+	if pinned == nil {
 		return true
 	}
 	if len(cs.PeerCertificates) == 0 {
 		return false
 	}
 	sum := sha256.Sum256(cs.PeerCertificates[0].RawSubjectPublicKeyInfo)
-	return st.pinned[hex.EncodeToString(sum[:])]
+	return pinned[hex.EncodeToString(sum[:])]
 }
 
 // prefixConn replays bytes read ahead of the TLS handshake (sniffing)

@@ -21,12 +21,18 @@
 //
 // # Wire format
 //
-// The accepting server speaks first, as it does to every connection on the
-// cluster port (its route INFO); then the dialing server sends its hello,
-// the accepting server admits or refuses it, and frames follow:
+// When the cluster block has tls, the connection starts with a TLS
+// handshake in which each side verifies the other's certificate, as a
+// route's does (docs/routes.md, "TLS"; Host.SecureClusterConn on the
+// dialing side, the server's cluster port on the accepting side), and
+// everything below travels inside TLS. Then the accepting server speaks
+// first, as it does to every connection on the cluster port (its route
+// INFO); then the dialing server sends its hello, the accepting server
+// admits or refuses it, and frames follow:
 //
 //	dialer                                          acceptor (cluster port)
 //	  | ---------------- TCP connect -----------------> |
+//	  | <======= TLS handshake (with cluster tls) ====> |  both certificates verified
 //	  | <-------- INFO {route info}\r\n ---------------- |  server_name must be the peer dialed
 //	  | -------- RAFT {hello}\r\n ---------------------> |  within 2 s (the cluster port's rule)
 //	  | <-------- +OK\r\n  or  -ERR '<text>'\r\n ------- |  -ERR: closed
@@ -62,9 +68,10 @@
 // route must clear; without credentials configured, anyone who can reach
 // the cluster port can form a route, and the transport is no weaker. The
 // source address is not compared with the route's (NAT and advertised
-// addresses make it differ legitimately). There is no TLS: cairn's routes
-// have none yet (the cluster block's tls key is refused); when they do, the
-// transport must use the same settings.
+// addresses make it differ legitimately). With the cluster block's tls, a
+// peer must also pass the TLS handshake with a certificate the cluster
+// trusts before it can send a hello, and no frame crosses the network in
+// clear.
 //
 // # Sending
 //

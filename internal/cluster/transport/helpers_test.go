@@ -32,8 +32,15 @@ type cred struct{ user, pass string }
 // with cfg; a nil cfg starts no transport.
 func startMember(t testing.TB, name string, c cred, cfg *Config, routes ...string) *member {
 	t.Helper()
+	return startMemberWith(t, name, func(o *server.ClusterOptions) { o.Username, o.Password = c.user, c.pass }, cfg, routes...)
+}
+
+// startMemberWith is startMember with mod setting the cluster options.
+func startMemberWith(t testing.TB, name string, mod func(o *server.ClusterOptions), cfg *Config, routes ...string) *member {
+	t.Helper()
 	o := server.Options{Host: "127.0.0.1", Port: server.RandomPort, ServerName: name}
-	o.Cluster = server.ClusterOptions{Host: "127.0.0.1", Port: server.RandomPort, Name: "C", Username: c.user, Password: c.pass}
+	o.Cluster = server.ClusterOptions{Host: "127.0.0.1", Port: server.RandomPort, Name: "C"}
+	mod(&o.Cluster)
 	for _, r := range routes {
 		u, err := url.Parse(r)
 		if err != nil {

@@ -207,7 +207,8 @@ func (p *peer) waitKick(d time.Duration) bool {
 }
 
 // connect dials addr and runs the dialer's side of the handshake (package
-// comment, "Wire format"). It returns the connection's buffered writer.
+// comment, "Wire format"), with TLS first when the cluster port has it.
+// It returns the connection's buffered writer.
 func (p *peer) connect(addr string) (*connWriter, error) {
 	d := net.Dialer{Timeout: dialTimeout, KeepAlive: keepAlive}
 	nc, err := d.DialContext(p.t.ctx, "tcp", addr)
@@ -219,6 +220,11 @@ func (p *peer) connect(addr string) (*connWriter, error) {
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
+	}
+	// p.mu.conn keeps the TCP connection: closing it ends a TLS one too,
+	// without waiting to send TLS's close_notify.
+	if nc, err = p.t.host.SecureClusterConn(nc, addr); err != nil {
+		return nil, err
 	}
 	if err := p.handshake(nc); err != nil {
 		_ = nc.Close()

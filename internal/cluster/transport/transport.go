@@ -84,7 +84,14 @@ type Host interface {
 	ClusterCredentials() (user, password string)
 	// HandleClusterConns hands accepted connections whose first line
 	// starts with op to h; it must be called before the server starts.
+	// With TLS on the cluster port, h gets the connection past its TLS
+	// handshake.
 	HandleClusterConns(op string, h func(nc net.Conn, buffered []byte))
+	// SecureClusterConn runs the dialer's side of the cluster port's TLS
+	// handshake on nc, dialed to addr, and returns the connection to
+	// speak on (nc itself when the cluster has no TLS); on error, nc is
+	// closed.
+	SecureClusterConn(nc net.Conn, addr string) (net.Conn, error)
 }
 
 // Config tunes a Transport. Zero values mean the defaults named.
