@@ -83,11 +83,13 @@ func waitLog(t *testing.T, buf *syncBuffer, wants ...string) string {
 // request from n2 gets n3's reply). The route INFO travels inside TLS and
 // says tls_required and tls_verify; a peer that speaks plain text (a
 // route's CONNECT, the Raft transport's RAFT line) gets nothing back, not
-// even the INFO, and is closed.
+// even the INFO, and is closed; so is one that stays silent, at the TLS
+// timeout.
 func TestRouteTLSCluster(t *testing.T) {
 	p := newPKI(t)
 	tc := startCluster(t, 3, func(i int, o *server.Options) {
 		o.Cluster.TLS = p.clusterTLS(t, fmt.Sprintf("n%d", i+1))
+		o.Cluster.TLS.Timeout = 500 * time.Millisecond
 	})
 	n1, n2, n3 := tc.nodes[0], tc.nodes[1], tc.nodes[2]
 
@@ -135,6 +137,11 @@ func TestRouteTLSCluster(t *testing.T) {
 		if got := readUntilClosed(t, c); got != "" {
 			t.Errorf("plain %q got %q", first[:4], got)
 		}
+	}
+	// A connection that never starts the handshake is closed at the TLS
+	// timeout (readUntilClosed fails after readTimeout).
+	if got := readUntilClosed(t, rawDial(t, n1.routeURL)); got != "" {
+		t.Errorf("silent connection got %q", got)
 	}
 }
 
@@ -349,5 +356,56 @@ func TestRouteTLSVarz(t *testing.T) {
 	}
 	if got[0]["tls_required"] != true || got[0]["tls_timeout"] != 1.5 || got[0]["auth_timeout"] != 2.5 {
 		t.Errorf("cairn cluster %v", got[0])
+	}
+}
+
+// A cairn server and a nats-server v2.15.2 route to each other over TLS,
+// whichever dials (cairn offers no route pool, so nats-server keeps one
+// route to it), and requests cross the route both ways.
+func TestRouteTLSInteropNatsServer(t *testing.T) {
+	diffRequireNatsServer(t)
+	for _, cairnDials := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cairn dials %v", cairnDials), func(t *testing.T) {
+			p := newPKI(t)
+			ns := server.Options{Host: "127.0.0.1", Port: -1, ServerName: "ns"}
+			ns.Cluster = server.ClusterOptions{Host: "127.0.0.1", Port: -1, Name: "MIX", TLS: p.clusterTLS(t, "ns")}
+			c := server.Options{Host: "127.0.0.1", Port: -1, ServerName: "cairn"}
+			c.Cluster = server.ClusterOptions{Host: "127.0.0.1", Port: -1, Name: "MIX", TLS: p.clusterTLS(t, "cairn")}
+			var nsURL string
+			var s *server.Server
+			if cairnDials {
+				ports, _ := startNatsServerPorts(t, ns)
+				u, _ := url.Parse(ports.Cluster[0])
+				c.Cluster.Routes = []*url.URL{u}
+				nsURL, s = ports.Nats[0], restartServer(t, c)
+			} else {
+				s = restartServer(t, c)
+				u, _ := url.Parse(s.ClusterURL())
+				ns.Cluster.Routes = []*url.URL{u}
+				ports, _ := startNatsServerPorts(t, ns)
+				nsURL = ports.Nats[0]
+			}
+			waitFor(t, clusterTimeout, "the route", func() bool { return s.NumRoutes() == 1 })
+			a, b := connect(t, nsURL), connect(t, s.ClientURL())
+			for _, pair := range [][2]*nats.Conn{{a, b}, {b, a}} {
+				responder, requester := pair[0], pair[1]
+				subj := "svc." + responder.ConnectedServerName()
+				if _, err := responder.Subscribe(subj, func(m *nats.Msg) { _ = m.Respond([]byte("hello from " + responder.ConnectedServerName())) }); err != nil {
+					t.Fatal(err)
+				}
+				flush(t, responder)
+				var reply string
+				waitFor(t, clusterTimeout, subj+" to answer across the route", func() bool {
+					m, err := requester.Request(subj, nil, time.Second)
+					if err == nil {
+						reply = string(m.Data)
+					}
+					return err == nil
+				})
+				if reply != "hello from "+responder.ConnectedServerName() {
+					t.Fatalf("reply %q", reply)
+				}
+			}
+		})
 	}
 }

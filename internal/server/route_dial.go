@@ -144,7 +144,17 @@ func (s *Server) dialOnce(u *url.URL, explicit bool, attempts *int) (c *client, 
 		_ = tc.SetNoDelay(true)
 	}
 	if s.cl.tls != nil {
-		if nc, err = s.dialRouteTLS(nc, u); err != nil {
+		raw := nc
+		if !s.trackShake(raw) { // so that Shutdown ends the handshake
+			_ = raw.Close()
+			return nil, true
+		}
+		nc, err = s.dialRouteTLS(raw, u)
+		s.untrackShake(raw)
+		if err != nil && s.clusterClosing() {
+			return nil, true
+		}
+		if err != nil {
 			*attempts++
 			s.logDialError(*attempts, err)
 			return nil, false
@@ -152,6 +162,16 @@ func (s *Server) dialOnce(u *url.URL, explicit bool, attempts *int) (c *client, 
 	}
 	*attempts = 0
 	return s.startRoute(nc, u, explicit, nil), true
+}
+
+// clusterClosing reports whether Shutdown began (cluster.quit is closed).
+func (s *Server) clusterClosing() bool {
+	select {
+	case <-s.cl.quit:
+		return true
+	default:
+		return false
+	}
 }
 
 // logDialError logs a failed dial of a route: at error level on the first
