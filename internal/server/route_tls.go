@@ -141,10 +141,13 @@ func (rt *routeTLS) handshake(tc *tls.Conn) (*tls.Conn, error) {
 // certificate that could not be verified.
 type RouteTLSError struct{ Err error }
 
+// Error returns the log text: "TLS route handshake error: <error>" and
+// the unverified certificates.
 func (e *RouteTLSError) Error() string {
 	return "TLS route handshake error: " + e.Err.Error() + unverifiedDetail(e.Err)
 }
 
+// Unwrap returns the crypto/tls or x509 error.
 func (e *RouteTLSError) Unwrap() error { return e.Err }
 
 // unverifiedDetail lists the certificates of a verification failure, as
