@@ -20,6 +20,15 @@ import (
 // seal to next as nats-server does: max_age 0, discard new, deny_delete
 // and deny_purge true, allow_rollup_hdrs false.
 func CheckUpdate(old, next *Config) *jserr.Error {
+	if err := checkUpdateIdentity(old, next); err != nil {
+		return err
+	}
+	return checkUpdateRest(old, next)
+}
+
+// checkUpdateRest runs the checks after the identity's in nats-server's
+// order and applies the seal (CheckUpdate).
+func checkUpdateRest(old, next *Config) *jserr.Error {
 	for _, check := range updateChecks {
 		if err := check(old, next); err != nil {
 			return err
@@ -34,9 +43,9 @@ func CheckUpdate(old, next *Config) *jserr.Error {
 	return nil
 }
 
-// updateChecks are CheckUpdate's checks in nats-server's order.
+// updateChecks are CheckUpdate's checks after the identity's, in
+// nats-server's order.
 var updateChecks = []func(old, next *Config) *jserr.Error{
-	checkUpdateIdentity,
 	checkUpdateFlags,
 	checkUpdateMirror,
 	checkUpdateFeatures,

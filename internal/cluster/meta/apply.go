@@ -97,8 +97,8 @@ func (s *State) assignStream(o *AssignStream) Result {
 		return noPeers()
 	}
 	e := &streamEntry{subjects: f.Subjects, consumers: map[string]*ConsumerAssignment{}}
-	e.sa = StreamAssignment{Account: o.Account, Name: o.Name, Config: slices.Clone(o.Config), Created: o.Created,
-		Group: s.allocGroup(), NextReplica: 1}
+	e.sa = StreamAssignment{Account: o.Account, Name: o.Name, Config: slices.Clone(o.Config), LogConfig: slices.Clone(o.Config),
+		Created: o.Created, Group: s.allocGroup(), NextReplica: 1}
 	e.sa.Replicas = s.replicas(nil, o.Servers, &e.sa.NextReplica)
 	if s.accounts[o.Account] == nil {
 		s.accounts[o.Account] = map[string]*streamEntry{}
@@ -124,6 +124,9 @@ func (s *State) updateStream(o *UpdateStream) Result {
 	e.sa.Config = slices.Clone(o.Config)
 	e.subjects = f.Subjects
 	e.sa.Replicas = s.replicas(e.sa.Replicas, o.Servers, &e.sa.NextReplica)
+	if len(e.sa.Replicas) == 1 {
+		e.sa.LogConfig = slices.Clone(o.Config) // no group log: nothing replays from it
+	}
 	sa := e.sa.clone()
 	return Result{Stream: &sa, PrevStream: &prev}
 }

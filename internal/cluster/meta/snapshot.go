@@ -1,17 +1,24 @@
 package meta
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 
 	"github.com/cairnmq/cairn/internal/raftnode"
 )
 
-// snapVersion is the snapshot encoding's version byte.
-const snapVersion = 1
+// snapVersion is the snapshot encoding's version byte: 2 adds a
+// stream's log config (StreamAssignment.LogConfig). DecodeSnapshot also
+// reads version 1, whose streams' log config is their config.
+const (
+	snapVersion   = 2
+	snapVersionV1 = 1
+)
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -40,6 +47,11 @@ func (s *State) AppendSnapshot(dst []byte) []byte {
 		dst = appendString(dst, e.sa.Account)
 		dst = appendString(dst, e.sa.Name)
 		dst = appendAsset(dst, e.sa.Config, e.sa.Created, e.sa.Group, e.sa.NextReplica, e.sa.Replicas)
+		if bytes.Equal(e.sa.LogConfig, e.sa.Config) {
+			dst = appendBytes(dst, nil) // the usual case: no update since the group started
+		} else {
+			dst = appendBytes(dst, e.sa.LogConfig)
+		}
 		cs := e.sortedConsumers()
 		dst = binary.AppendUvarint(dst, uint64(len(cs)))
 		for _, ca := range cs {
@@ -86,10 +98,10 @@ func DecodeSnapshot(b []byte) (*State, error) {
 	if crc32.Checksum(body, castagnoli) != sum {
 		return nil, fmt.Errorf("%w: checksum", ErrBadSnapshot)
 	}
-	if body[0] != snapVersion {
+	if body[0] != snapVersion && body[0] != snapVersionV1 {
 		return nil, fmt.Errorf("%w: version %d", ErrBadSnapshot, body[0])
 	}
-	r := &snapReader{d: decoder{b: body[1:]}, s: NewState(), groups: map[raftnode.GroupID]bool{}}
+	r := &snapReader{d: decoder{b: body[1:]}, s: NewState(), groups: map[raftnode.GroupID]bool{}, version: body[0]}
 	r.s.nextGroup = raftnode.GroupID(r.d.uvarint())
 	if r.s.nextGroup < FirstGroup {
 		r.bad("next group %d", r.s.nextGroup)
@@ -108,10 +120,11 @@ func DecodeSnapshot(b []byte) (*State, error) {
 // snapReader decodes a snapshot body, checking it as it goes; the first
 // problem is kept in err.
 type snapReader struct {
-	d      decoder
-	s      *State
-	groups map[raftnode.GroupID]bool
-	err    error
+	d       decoder
+	s       *State
+	groups  map[raftnode.GroupID]bool
+	version byte
+	err     error
 }
 
 func (r *snapReader) bad(format string, args ...any) {
@@ -152,6 +165,9 @@ func (r *snapReader) streams() {
 		e := &streamEntry{consumers: map[string]*ConsumerAssignment{}}
 		e.sa.Account, e.sa.Name = r.d.string(), r.d.string()
 		e.sa.Config, e.sa.Created, e.sa.Group, e.sa.NextReplica, e.sa.Replicas = r.asset()
+		if r.version != snapVersionV1 {
+			e.sa.LogConfig = r.d.bytes()
+		}
 		if r.d.failed {
 			return
 		}
@@ -163,6 +179,12 @@ func (r *snapReader) streams() {
 		f, err := parseStream(e.sa.Config)
 		if err != nil || f.Name != e.sa.Name {
 			r.bad("stream %q > %q: config", e.sa.Account, e.sa.Name)
+			return
+		}
+		if len(e.sa.LogConfig) == 0 {
+			e.sa.LogConfig = slices.Clone(e.sa.Config)
+		} else if lf, err := parseStream(e.sa.LogConfig); err != nil || lf.Name != e.sa.Name {
+			r.bad("stream %q > %q: log config", e.sa.Account, e.sa.Name)
 			return
 		}
 		e.subjects = f.Subjects

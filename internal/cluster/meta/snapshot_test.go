@@ -33,7 +33,8 @@ func busyOps() []Op {
 		}
 		ops = append(ops, &RemoveConsumer{Account: acc, Stream: "S1", Name: "c1"}, &RemoveStream{Account: acc, Name: "S2"})
 	}
-	return append(ops, &RemoveServer{Name: "s6"}, &UpdateStream{Account: "ACC0", Name: "S0", Config: streamJSON("S0"), Servers: servers("s1")})
+	return append(ops, &RemoveServer{Name: "s6"}, &UpdateStream{Account: "ACC0", Name: "S0", Config: streamJSON("S0"), Servers: servers("s1")},
+		&UpdateStream{Account: "ACC1", Name: "S3", Config: streamJSON("S3", "ACC1.S3.>", "more"), Servers: servers("s4", "s5", "s6")})
 }
 
 // Two states built by the same operations give the same snapshot bytes,

@@ -32,8 +32,17 @@ type StreamAssignment struct {
 	Account string
 	Name    string
 	Config  []byte // the API's StreamConfig JSON
-	Created int64  // unix ns
-	Group   raftnode.GroupID
+	// LogConfig is the config the stream's group log starts from: the
+	// config of its AssignStream. An UpdateStream of a stream with more
+	// than one replica leaves it, since its replicas take a new config in
+	// the order of the stream's own log (docs/clustering.md, "Stream
+	// updates"); a replica that starts with an empty store (a memory
+	// stream's after a restart, a file stream's first start) must start
+	// from it and apply the log's updates in turn. For one replica (no
+	// group log) it follows Config.
+	LogConfig []byte
+	Created   int64 // unix ns
+	Group     raftnode.GroupID
 	// Replicas are in assignment order (the order of the servers that
 	// created or last updated them); NextReplica is the next ID the group
 	// gives.
@@ -238,6 +247,7 @@ func (e *streamEntry) sortedConsumers() []ConsumerAssignment {
 
 func (a StreamAssignment) clone() StreamAssignment {
 	a.Config = slices.Clone(a.Config)
+	a.LogConfig = slices.Clone(a.LogConfig)
 	a.Replicas = slices.Clone(a.Replicas)
 	return a
 }

@@ -1,0 +1,80 @@
+package meta
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"testing"
+)
+
+// A replicated stream's log config is the config of its AssignStream: an
+// UpdateStream replaces its config but not the config its group's log
+// starts from (the replicas apply the update through that log); a stream
+// with one replica has no group log, and its log config follows its
+// config. The snapshot keeps both.
+func TestLogConfig(t *testing.T) {
+	st := NewState()
+	for _, n := range []string{"s1", "s2", "s3"} {
+		mustApply(t, st, &AddServer{Name: servers(n)[0], Cluster: "C1", Incarnation: inc(n[1])})
+	}
+	v1, v2 := streamJSON("R3", "a.>"), streamJSON("R3", "a.>", "b.>")
+	mustApply(t, st, &AssignStream{Account: "A", Name: "R3", Config: v1, Servers: servers("s1", "s2", "s3")})
+	r := mustApply(t, st, &UpdateStream{Account: "A", Name: "R3", Config: v2, Servers: servers("s1", "s2", "s3")})
+	if !bytes.Equal(r.Stream.Config, v2) || !bytes.Equal(r.Stream.LogConfig, v1) {
+		t.Fatalf("after update: config %s, log config %s", r.Stream.Config, r.Stream.LogConfig)
+	}
+	o1, o2 := streamJSON("R1", "c"), streamJSON("R1", "c", "d")
+	mustApply(t, st, &AssignStream{Account: "A", Name: "R1", Config: o1, Servers: servers("s2")})
+	r = mustApply(t, st, &UpdateStream{Account: "A", Name: "R1", Config: o2, Servers: servers("s2")})
+	if !bytes.Equal(r.Stream.LogConfig, o2) {
+		t.Fatalf("one replica: log config %s, want %s", r.Stream.LogConfig, o2)
+	}
+	back, err := DecodeSnapshot(st.AppendSnapshot(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"R3", "R1"} {
+		a, _ := st.Stream("A", name)
+		b, _ := back.Stream("A", name)
+		if !bytes.Equal(a.Config, b.Config) || !bytes.Equal(a.LogConfig, b.LogConfig) {
+			t.Fatalf("%s after a snapshot: %s / %s, want %s / %s", name, b.Config, b.LogConfig, a.Config, a.LogConfig)
+		}
+	}
+}
+
+// A version 1 snapshot (before log configs) still decodes: its streams'
+// log config is their config. A log config that does not name its stream
+// is refused.
+func TestSnapshotVersion1(t *testing.T) {
+	st := NewState()
+	mustApply(t, st, &AddServer{Name: "s1", Cluster: "C1", Incarnation: inc(1)})
+	mustApply(t, st, &AssignStream{Account: "A", Name: "S", Config: streamJSON("S", "s"), Servers: servers("s1")})
+	v2 := st.AppendSnapshot(nil)
+	// The stream record ends with an empty log config (one byte, 0) before
+	// its consumer count (one byte, 0): version 1 is the same bytes
+	// without it.
+	body := bytes.Clone(v2[:len(v2)-4])
+	if body[len(body)-2] != 0 || body[len(body)-1] != 0 {
+		t.Fatalf("unexpected tail %x", body[len(body)-2:])
+	}
+	body = append(body[:len(body)-2], 0)
+	body[0] = snapVersionV1
+	v1 := binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, castagnoli))
+	back, err := DecodeSnapshot(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, _ := back.Stream("A", "S")
+	if !bytes.Equal(sa.LogConfig, sa.Config) || !bytes.Equal(back.AppendSnapshot(nil), v2) {
+		t.Fatalf("version 1: log config %s, config %s", sa.LogConfig, sa.Config)
+	}
+	// A log config naming another stream.
+	bad := bytes.Clone(v2[:len(v2)-4])
+	other := streamJSON("T", "s")
+	bad = append(bad[:len(bad)-2], byte(len(other)))
+	bad = append(append(bad, other...), 0)
+	if _, err := DecodeSnapshot(binary.LittleEndian.AppendUint32(bad, crc32.Checksum(bad, castagnoli))); !errors.Is(err, ErrBadSnapshot) {
+		t.Fatalf("a log config of another stream: %v", err)
+	}
+}
