@@ -143,11 +143,17 @@ func (js *JetStream) streamRuntime(name string) *streamrun.Stream {
 // SetStreamLeader tells a replicated stream that this server leads its
 // log now (leader) or no longer does: it subscribes to its subjects,
 // shared with the cluster, or drops them (streamrun.Stream.SetLeader).
-// Errors: 10059 when the stream does not exist here; Subscribe's.
+// A new leader first refreshes the account's tables that follow the
+// streams' subjects (refreshTables): as a follower it applied config
+// updates from the stream's log without them. Errors: 10059 when the
+// stream does not exist here; Subscribe's.
 func (js *JetStream) SetStreamLeader(name string, leader bool) error {
 	r := js.streamRuntime(name)
 	if r == nil {
 		return jserr.New(jserr.StreamNotFound)
+	}
+	if leader {
+		js.refreshTables() // config updates it applied as a follower (assigned.go)
 	}
 	return r.SetLeader(leader)
 }

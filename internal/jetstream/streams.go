@@ -77,7 +77,10 @@ func (js *JetStream) StreamCreate(req StreamRequest) (*StreamInfo, *jserr.Error)
 	if err := cfg.CheckSourceFilters(); err != nil {
 		return nil, err
 	}
-	if js.overlapsLocked(cfg.Name, cfg.Subjects) {
+	// In a cluster the meta group decided the overlap (meta.State.Apply,
+	// 10065) against the streams' current subjects, and a replica may
+	// start from the config its stream's log starts from (jscluster).
+	if !js.clustered() && js.overlapsLocked(cfg.Name, cfg.Subjects) {
 		return nil, jserr.New(jserr.StreamSubjectOverlap)
 	}
 	r, err := js.createLocked(cfg, req.Created)

@@ -22,9 +22,9 @@ type StreamConfigRequest struct {
 }
 
 // streamCreateResponse is the STREAM.CREATE response: the StreamInfo keys
-// inline, then did_create. nats-server v2.15.2 sends no "cluster" here
-// (only STREAM.INFO has it) and did_create:true on every success,
-// including an identical re-create.
+// inline, then did_create. nats-server v2.15.2 sends "cluster" here only
+// in a cluster, and did_create:true on every success, including an
+// identical re-create.
 type streamCreateResponse struct {
 	apiResponse
 	*jetstream.StreamInfo
@@ -32,7 +32,7 @@ type streamCreateResponse struct {
 }
 
 // streamUpdateResponse is the STREAM.UPDATE response: the StreamInfo keys
-// inline, without "cluster" (as nats-server v2.15.2 sends it).
+// inline, "cluster" only in a cluster (as nats-server v2.15.2 sends it).
 type streamUpdateResponse struct {
 	apiResponse
 	*jetstream.StreamInfo
@@ -87,8 +87,11 @@ func streamUpdate(a *API, r *request) (response, *jserr.Error) {
 
 // changed prepares the info a create or update returns: as the engine
 // gives it (the config with the server's version metadata), without
-// cluster.
+// cluster on a single server; in a cluster with it, as nats-server
+// v2.15.2's clustered answers carry it.
 func (a *API) changed(si *jetstream.StreamInfo) *jetstream.StreamInfo {
-	si.Cluster = nil
+	if a.opts.Cluster == nil {
+		si.Cluster = nil
+	}
 	return si
 }

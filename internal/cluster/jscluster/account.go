@@ -231,12 +231,6 @@ func (c *Cluster) waitLeader(k streamKey) {
 	}
 }
 
-// StreamUpdate implements jsapi.Meta: not yet in a cluster (10010's
-// neighbour: the request is refused, the stream unchanged).
-func (a *account) StreamUpdate(jetstream.StreamRequest) (*jetstream.StreamInfo, *jserr.Error) {
-	return nil, jserr.New(jserr.ClusterNotLeader)
-}
-
 // DeleteStream implements jsapi.Meta on the meta leader: the removal is
 // proposed; every server holding a replica deletes it when it applies.
 // Errors: 10059 from apply, 10008 when the meta group cannot decide.

@@ -64,6 +64,8 @@ type Cluster struct {
 	// leader, 0 while it knows one (noteLeaderless, metaAnswers).
 	leaderless atomic.Int64
 
+	cfgPush configPush // streams whose config to compare (update.go)
+
 	mu       sync.Mutex
 	accounts map[string]*account // by account name
 	replicas map[streamKey]*replica
@@ -250,6 +252,7 @@ func (c *Cluster) run() {
 		for _, ev := range c.takeEvents() {
 			c.apply(ev)
 		}
+		c.pushConfigs()
 	}
 }
 

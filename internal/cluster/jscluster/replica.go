@@ -100,6 +100,7 @@ func (c *Cluster) reconcile(k streamKey) {
 	case cur == nil && here:
 		c.startReplica(acc, k, sa, mine)
 	}
+	c.markConfig(k) // the config the assignment names, where this server leads (update.go)
 }
 
 // sameServers reports whether two replica lists name the same replicas.
@@ -120,7 +121,7 @@ func sameServers(a, b []meta.Replica) bool {
 // replica mine.
 func (c *Cluster) startReplica(acc *account, k streamKey, sa meta.StreamAssignment, mine meta.Replica) {
 	var cfg stream.Config
-	if err := json.Unmarshal(sa.Config, &cfg); err != nil {
+	if err := json.Unmarshal(startConfig(sa), &cfg); err != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: its assigned config does not decode: %v", k.account, k.name, err)
 		return
 	}
@@ -215,6 +216,9 @@ func (c *Cluster) onLeader(acc *account, name string, r *replica) func(bool) {
 		r.leads.Store(leader)
 		if err := acc.js.SetStreamLeader(name, leader); err != nil {
 			c.cfg.Logf("jscluster: stream %s > %s: leadership %v: %v", acc.name, name, leader, err)
+		}
+		if leader {
+			c.markConfig(streamKey{acc.name, name}) // an update the previous leader did not propose (update.go)
 		}
 	}
 }

@@ -1,0 +1,331 @@
+package jscluster
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/jetstream"
+	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/subject"
+)
+
+// Stream updates in a cluster (docs/clustering.md, "Stream updates"):
+//
+//  1. The meta leader checks the request as nats-server v2.15.2 does
+//     (jsClusteredStreamUpdateRequest) and proposes an UpdateStream: the
+//     meta group's assignment takes the new config (its LogConfig, the
+//     config the stream's group log starts from, stays).
+//  2. The server whose replica leads the stream, when it applies that
+//     operation or when it comes to lead the stream, proposes the
+//     assignment's config to the stream as an UpdateConfig operation
+//     (pushConfig, jetstream.SetAssignedConfig): every replica applies it
+//     in the stream log's order, and a restart replays it (a file
+//     replica from its checkpoint, whose config is the one in force at
+//     the checkpoint; a memory replica from the LogConfig, replaying the
+//     whole log).
+//  3. Before it proposes, a replicated stream's leader reads the meta
+//     group linearizably (raftnode ReadIndex), so its assignment is at
+//     least as new as the config any earlier leader proposed: configs
+//     enter the stream's log in the meta group's order, and a leader
+//     whose meta state lags never puts an older config back.
+//  4. The meta leader answers once its own replica, if it has one,
+//     applied the new config (at most proposeTimeout).
+
+// configPush is the set of streams whose leader must compare its config
+// with the assignment's (Cluster.markConfig); the run goroutine takes it
+// (pushConfigs).
+type configPush struct {
+	mu      sync.Mutex
+	pending map[streamKey]bool
+}
+
+// markConfig asks the run goroutine to compare stream k's config with
+// its assignment on this server, if it leads the stream. It does not
+// block (the raftnode worker calls it through onLeader).
+func (c *Cluster) markConfig(k streamKey) {
+	c.cfgPush.mu.Lock()
+	if c.cfgPush.pending == nil {
+		c.cfgPush.pending = map[streamKey]bool{}
+	}
+	c.cfgPush.pending[k] = true
+	c.cfgPush.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pushConfigs, on the run goroutine, pushes the config of every marked
+// stream; a push that must be tried again (the meta group could not be
+// read) stays marked for the next housekeeping tick.
+func (c *Cluster) pushConfigs() {
+	c.cfgPush.mu.Lock()
+	keys := make([]streamKey, 0, len(c.cfgPush.pending))
+	for k := range c.cfgPush.pending {
+		keys = append(keys, k)
+	}
+	clear(c.cfgPush.pending)
+	c.cfgPush.mu.Unlock()
+	slices.SortFunc(keys, func(a, b streamKey) int {
+		return strings.Compare(a.account+"\x00"+a.name, b.account+"\x00"+b.name)
+	})
+	for _, k := range keys {
+		if c.pushConfig(k) {
+			c.cfgPush.mu.Lock()
+			c.cfgPush.pending[k] = true
+			c.cfgPush.mu.Unlock()
+		}
+	}
+}
+
+// metaReadTimeout bounds the linearizable read of the meta group before
+// a push.
+const metaReadTimeout = 2 * time.Second
+
+// pushConfig makes this server's replica of stream k, if it leads the
+// stream, propose the assignment's config when its own differs (step 2
+// and 3 above). It returns true when it must be tried again.
+func (c *Cluster) pushConfig(k streamKey) (retry bool) {
+	r := c.replicaOf(k)
+	c.mu.Lock()
+	acc := c.accounts[k.account]
+	c.mu.Unlock()
+	if r == nil || !r.leads.Load() || acc == nil || acc.js == nil {
+		return false
+	}
+	cfg, ok := c.assignedConfig(k)
+	if !ok || c.hasConfig(acc, cfg) {
+		return false
+	}
+	if r.log != nil {
+		if err := c.readMeta(); err != nil {
+			return true
+		}
+		if cfg, ok = c.assignedConfig(k); !ok {
+			return false
+		}
+	}
+	changed, jerr := acc.js.SetAssignedConfig(cfg)
+	switch {
+	case jerr != nil:
+		c.cfg.Logf("jscluster: stream %s > %s: the updated config is not applied here: %v", k.account, k.name, jerr)
+	case changed:
+		c.cfg.Infof("JetStream cluster: stream '%s > %s' updated", k.account, k.name)
+	}
+	return false
+}
+
+// assignedConfig returns the config the meta group assigns stream k.
+func (c *Cluster) assignedConfig(k streamKey) (stream.Config, bool) {
+	sa, _, ok, _ := c.assignment(k)
+	if !ok {
+		return stream.Config{}, false
+	}
+	var cfg stream.Config
+	if err := json.Unmarshal(sa.Config, &cfg); err != nil {
+		return stream.Config{}, false
+	}
+	return cfg, true
+}
+
+// hasConfig reports whether the account's engine runs stream cfg.Name
+// with config cfg.
+func (c *Cluster) hasConfig(acc *account, cfg stream.Config) bool {
+	cur, ok := acc.js.StreamConfig(cfg.Name)
+	return ok && cur.Equal(&cfg)
+}
+
+// readMeta waits, at most metaReadTimeout, until this server's meta state
+// reflects every operation the meta group committed before the call
+// (raftnode ReadIndex).
+func (c *Cluster) readMeta() error {
+	p, err := c.node.ReadIndex(meta.MetaGroup)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), metaReadTimeout)
+	defer cancel()
+	select {
+	case <-p.Done():
+		_, err := p.Result()
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.quit:
+		return context.Canceled
+	}
+}
+
+// StreamUpdate implements jsapi.Meta on the meta leader (step 1 above):
+// the config is readied as for one server but with replicas allowed
+// (stream.Config.PrepareClusteredUpdate: 10157, validation 10052, 10056),
+// then checked against the assignment in nats-server v2.15.2's order
+// (jsClusteredStreamUpdateRequest): 10059 when the meta group holds no
+// such stream; the update rules (stream.CheckClusteredUpdate: 10052,
+// 10055 for a changed mirror); the source filters (10069, as on one
+// server); subjects overlapping another stream of the account (10065);
+// consumer limits an assigned consumer exceeds (10069 "change to limits
+// violates consumers: ..."). A change the cluster cannot carry out yet is
+// refused where nats-server would start it: a changed num_replicas (a
+// scale) with 10061 "Replicas configuration can not be updated", a
+// changed placement (a move) with 10069 "stream placement can not be
+// changed" (docs/compatibility.md). Then the UpdateStream is proposed
+// (10008 when the meta group cannot decide; apply's 10059 and 10065). The
+// answer waits for this server's replica, if any, to apply the new
+// config, and carries its info (the assignment's otherwise).
+func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamInfo, *jserr.Error) {
+	c := a.c
+	cfg := req.Config
+	if err := cfg.PrepareClusteredUpdate(req.Subject, req.Pedantic); err != nil {
+		return nil, err
+	}
+	if !c.metaLeader() {
+		return nil, jserr.New(jserr.ClusterNotAvail) // a leaderless server (metaAnswers)
+	}
+	k := streamKey{a.name, cfg.Name}
+	sa, _, ok, _ := c.assignment(k)
+	if !ok {
+		return nil, jserr.New(jserr.StreamNotFound)
+	}
+	var old stream.Config
+	if err := json.Unmarshal(sa.Config, &old); err != nil {
+		return nil, jserr.From(err, jserr.StreamUpdate)
+	}
+	if err := a.checkUpdate(&old, &cfg); err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(&cfg)
+	if err != nil {
+		return nil, jserr.From(err, jserr.StreamUpdate)
+	}
+	res, jerr := c.propose(&meta.UpdateStream{Account: a.name, Name: cfg.Name, Config: body, Servers: meta.Servers(sa.Replicas)})
+	if jerr != nil {
+		return nil, jerr
+	}
+	if c.replicaOf(k) != nil {
+		c.waitConfig(a, cfg)
+		if si, err := a.js.StreamInfo(cfg.Name, jetstream.InfoOptions{}); err == nil {
+			return si, nil
+		}
+	}
+	return a.infoOf(*res.Stream), nil
+}
+
+// checkUpdate runs StreamUpdate's checks of next against the stream's
+// assigned config old, in nats-server's order; CheckClusteredUpdate may
+// change next (a seal).
+func (a *account) checkUpdate(old, next *stream.Config) *jserr.Error {
+	if err := stream.CheckClusteredUpdate(old, next); err != nil {
+		return err
+	}
+	if err := next.CheckSourceFilters(); err != nil {
+		return jserr.New(jserr.StreamUpdate, jserr.Sub("err", err.Description))
+	}
+	var overlap bool
+	var consumers []meta.ConsumerAssignment
+	a.c.meta.View(func(st *meta.State) {
+		for _, sa := range st.Streams(a.name) {
+			if sa.Name != next.Name && subjectsOverlap(sa.Config, next.Subjects) {
+				overlap = true
+			}
+		}
+		consumers = st.Consumers(a.name, next.Name)
+	})
+	if overlap {
+		return jserr.New(jserr.StreamSubjectOverlap)
+	}
+	if err := checkConsumerLimits(old.ConsumerLimits, next.ConsumerLimits, consumers); err != nil {
+		return err
+	}
+	if next.Placement != nil && !reflect.DeepEqual(old.Placement, next.Placement) {
+		return jserr.New(jserr.StreamUpdate, jserr.Sub("err", "stream placement can not be changed"))
+	}
+	if next.Replicas != old.Replicas {
+		return jserr.New(jserr.StreamReplicasNotUpdatable)
+	}
+	return nil
+}
+
+// subjectsOverlap reports whether a stream config's subjects overlap any
+// of subjects.
+func subjectsOverlap(config []byte, subjects []string) bool {
+	var cfg stream.Config
+	if json.Unmarshal(config, &cfg) != nil {
+		return false
+	}
+	for _, s := range cfg.Subjects {
+		for _, t := range subjects {
+			if subject.Overlap(s, t) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// consumerLimits are the fields of a consumer's config the stream's
+// consumer_limits bound.
+type consumerLimits struct {
+	InactiveThreshold time.Duration `json:"inactive_threshold"`
+	MaxAckPending     int           `json:"max_ack_pending"`
+}
+
+// checkConsumerLimits refuses a change of consumer_limits that an
+// assigned consumer exceeds: 10069 "change to limits violates consumers:
+// <names>" (sorted), checking a limit only when it is set and changed
+// (nats-server v2.15.2 jsClusteredStreamUpdateRequest, as the single
+// server's jetstream.checkConsumerLimits).
+func checkConsumerLimits(old, cur stream.ConsumerLimits, cs []meta.ConsumerAssignment) *jserr.Error {
+	inactive := cur.InactiveThreshold > 0 && cur.InactiveThreshold != old.InactiveThreshold
+	ackPending := cur.MaxAckPending > 0 && cur.MaxAckPending != old.MaxAckPending
+	if !inactive && !ackPending {
+		return nil
+	}
+	var names []string
+	for _, ca := range cs {
+		var cl consumerLimits
+		if json.Unmarshal(ca.Config, &cl) != nil {
+			continue
+		}
+		if (inactive && cl.InactiveThreshold > cur.InactiveThreshold) || (ackPending && cl.MaxAckPending > cur.MaxAckPending) {
+			names = append(names, ca.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	return jserr.New(jserr.StreamUpdate, jserr.Sub("err", "change to limits violates consumers: "+strings.Join(names, ", ")))
+}
+
+// waitConfig waits, at most proposeTimeout, until this server's replica
+// of stream cfg.Name runs with config cfg (step 4 above).
+func (c *Cluster) waitConfig(a *account, cfg stream.Config) {
+	deadline := time.Now().Add(proposeTimeout)
+	for !c.hasConfig(a, cfg) && time.Now().Before(deadline) {
+		select {
+		case <-c.quit:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// startConfig is the config this server's replica of stream sa starts
+// from before it applies its log: for a replicated stream the config
+// its group's log starts from (meta.StreamAssignment.LogConfig; a file
+// replica with a checkpoint starts from the checkpoint's instead), for
+// one replica, which has no group log, the assigned config.
+func startConfig(sa meta.StreamAssignment) []byte {
+	if len(sa.Replicas) > 1 && len(sa.LogConfig) > 0 {
+		return sa.LogConfig
+	}
+	return sa.Config
+}
