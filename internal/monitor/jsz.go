@@ -85,6 +85,9 @@ func (m *Monitor) jsz(o jszOptions) *JSInfo {
 			listed[a.Name] = true
 		}
 	}
+	if mi := m.srv.JetStreamMeta(); mi != nil {
+		ji.Meta = &MetaClusterInfo{Name: mi.Name, Leader: mi.Leader, Peer: mi.Peer, Replicas: mi.Replicas, Size: mi.Size, QuorumNeeded: mi.QuorumNeeded}
+	}
 	ji.Config = m.jsConfig(accs[0].JetStream)
 	ji.Limits = &JSLimitOpts{}
 	ji.Total = len(accs)

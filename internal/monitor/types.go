@@ -296,8 +296,26 @@ type JSInfo struct {
 	ConsumersLeader int              `json:"consumers_leader,omitempty"`
 	Messages        uint64           `json:"messages"`
 	Bytes           uint64           `json:"bytes"`
+	Meta            *MetaClusterInfo `json:"meta_cluster,omitempty"`
 	AccountDetails  []*AccountDetail `json:"account_details,omitempty"`
 	Total           int              `json:"total"`
+}
+
+// MetaClusterInfo is /jsz's meta_cluster (nats-server v2.15.2
+// MetaClusterInfo): the JetStream cluster's meta group as this server
+// sees it (jscluster.MetaInfo). nats-server's pending counts are 0 here
+// (cairn queues no meta requests for later) and its snapshot statistics
+// are left out.
+type MetaClusterInfo struct {
+	Name            string                `json:"name,omitempty"`
+	Leader          string                `json:"leader,omitempty"`
+	Peer            string                `json:"peer,omitempty"`
+	Replicas        []*jetstream.PeerInfo `json:"replicas,omitempty"`
+	Size            int                   `json:"cluster_size"`
+	QuorumNeeded    int                   `json:"quorum_needed"`
+	Pending         int                   `json:"pending"`
+	PendingRequests int                   `json:"pending_requests"`
+	PendingInfos    int                   `json:"pending_infos"`
 }
 
 // AccountDetail is one account of /jsz.

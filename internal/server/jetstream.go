@@ -100,6 +100,9 @@ func (s *Server) startJetStream() error {
 			first = acc.js
 		}
 	}
+	if err := s.startJetStreamSystem(); err != nil {
+		return err
+	}
 	if first == nil {
 		return nil
 	}
@@ -236,6 +239,9 @@ func (s *Server) stopJetStream() {
 				acc.jsAPI.Close()
 			}
 		}
+		if s.jsSys != nil {
+			s.jsSys.Close()
+		}
 		if s.jsc != nil {
 			s.jsc.StopCheckpoints()
 		}
@@ -271,6 +277,33 @@ func (s *Server) startJetStreamCluster(dir string) error {
 	}
 	s.jsc = c
 	return nil
+}
+
+// startJetStreamSystem serves, in the system account, the JetStream
+// requests only its users may send (jsapi.System: META.LEADER.STEPDOWN
+// and SERVER.REMOVE, answered by the meta leader), when JetStream runs in
+// a cluster and there is a system account. The subscriptions are shared
+// with the cluster, so a request reaches the meta leader from any server.
+func (s *Server) startJetStreamSystem() error {
+	if s.jsc == nil || s.sysacc == nil {
+		return nil
+	}
+	sys, err := jsapi.NewSystem(s.jsc, jsTransport{s: s, acc: s.sysacc, shared: true}, s.log.Warnf)
+	if err != nil {
+		return fmt.Errorf("server: JetStream requests of the system account: %w", err)
+	}
+	s.jsSys = sys
+	return nil
+}
+
+// JetStreamMeta returns the meta group of a clustered JetStream as this
+// server sees it (jscluster.Cluster.MetaInfo), for /jsz's meta_cluster;
+// nil without JetStream clustering or before its meta group started.
+func (s *Server) JetStreamMeta() *jscluster.MetaInfo {
+	if s.jsc == nil {
+		return nil
+	}
+	return s.jsc.MetaInfo()
 }
 
 // JSAPIStats returns the counters of the $JS.API of every account: the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/cairnmq/cairn/internal/cluster/jscluster"
+	"github.com/cairnmq/cairn/internal/jsapi"
 	"net"
 	"slices"
 	"strconv"
@@ -28,6 +29,10 @@ type Server struct {
 	// jsc is the clustered JetStream's cluster layer, nil unless
 	// JetStream runs in a cluster (jetstream.go startJetStreamCluster).
 	jsc *jscluster.Cluster
+	// jsSys answers the system account's JetStream requests of a
+	// clustered JetStream (META.LEADER.STEPDOWN, SERVER.REMOVE); nil
+	// without JetStream clustering or a system account (jetstream.go).
+	jsSys *jsapi.System
 
 	// accounts are the subject namespaces (accounts.go), $G among them;
 	// made by New, never changed.

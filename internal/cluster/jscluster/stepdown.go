@@ -1,0 +1,192 @@
+package jscluster
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/jsapi"
+	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/stream"
+)
+
+// Step-down (docs/clustering.md, "Step-down"): the leader of a group hands
+// its leadership to another replica through raft's leadership transfer
+// (raftnode.Node.TransferLeader: the leader brings the target up to date,
+// then tells it to campaign at once), or, without a placement, to its
+// most up-to-date active follower (raftnode.Node.StepDown). The
+// successor is chosen as nats-server v2.15.2 chooses it
+// (getStepDownPreferredPlacement, raft.StepDown).
+
+var (
+	_ jsapi.Leaders       = (*account)(nil)
+	_ jsapi.SystemCluster = (*Cluster)(nil)
+)
+
+// StreamLeaderStepDown implements jsapi.Leaders on the server whose
+// replica leads the stream (Answers): a stream with one replica answers
+// success and stays where it is, as in nats-server; a replicated one
+// hands its leadership over (stepDown). Errors: 10059 when the meta group
+// holds no such stream (the meta leader answers then), 10008 when this
+// replica no longer leads, the placement's and stepDown's.
+func (a *account) StreamLeaderStepDown(name string, placement func() (*stream.Placement, *jserr.Error)) *jserr.Error {
+	c := a.c
+	k := streamKey{a.name, name}
+	sa, _, ok, _ := c.assignment(k)
+	if !ok {
+		return jserr.New(jserr.StreamNotFound)
+	}
+	if len(sa.Replicas) == 1 {
+		return nil
+	}
+	if r := c.replicaOf(k); r == nil || !r.leads.Load() {
+		return jserr.New(jserr.ClusterNotAvail)
+	}
+	p, err := placement()
+	if err != nil {
+		return err
+	}
+	return c.stepDown(sa.Group, p)
+}
+
+// MetaLeader reports whether this server leads the meta group
+// (jsapi.SystemCluster).
+func (c *Cluster) MetaLeader() bool { return c.metaLeader() }
+
+// MetaLeaderStepDown hands the meta group's leadership to another
+// server (jsapi.SystemCluster), chosen as a stream's step-down chooses.
+func (c *Cluster) MetaLeaderStepDown(p *stream.Placement) *jserr.Error {
+	return c.stepDown(meta.MetaGroup, p)
+}
+
+// RemoveServer implements jsapi.SystemCluster: 10044 when no member of
+// the meta group has the name (or the peer ID, nats-server's 8-character
+// hash of the name, which takes precedence); otherwise 10009, since the
+// meta group's voters are fixed at bootstrap and moving a removed
+// server's replicas is not built (docs/clustering.md, "Not yet built").
+func (c *Cluster) RemoveServer(name, peerID string) *jserr.Error {
+	st, err := c.node.Status(meta.MetaGroup)
+	if err != nil {
+		return jserr.New(jserr.ClusterNotAvail)
+	}
+	for _, rs := range c.members(st) {
+		if (peerID != "" && peerHash(rs) == peerID) || (peerID == "" && string(rs) == name) {
+			return jserr.New(jserr.ClusterNotLeader)
+		}
+	}
+	return jserr.New(jserr.ClusterServerNotMember)
+}
+
+// members returns the servers of the meta group: from the leader's view
+// of its replicas, this server included.
+func (c *Cluster) members(st raftnode.GroupStatus) []raftnode.ServerID {
+	out := []raftnode.ServerID{c.name}
+	for _, rs := range st.Replicas {
+		if rs.Server != c.name {
+			out = append(out, rs.Server)
+		}
+	}
+	return out
+}
+
+// stepDown hands the leadership of group, which this server's replica
+// leads, to the replica p chooses (nats-server v2.15.2
+// getStepDownPreferredPlacement, then raft.StepDown):
+//
+//   - no placement: the most up-to-date active follower
+//     (raftnode.Node.StepDown); with none, the leader stays and the
+//     answer is still success, as nats-server's;
+//   - preferred: the replica on that server; 10005 `preferred server "x"
+//     not known` when no replica is there, `preferred server "x" is
+//     already leader` when it is this one; a preferred replica that is
+//     not active is passed over for the most up-to-date active one, as
+//     nats-server passes over an unhealthy one;
+//   - otherwise the active replicas on servers with a route, in the
+//     placement's cluster and having every one of its tags
+//     (case-insensitive): the most up-to-date of them (nats-server takes
+//     any); 10005 `no replacement peer connected` when there is none.
+//
+// Errors of the Raft layer (the replica no longer leads, is fenced) are
+// 10041 with their text.
+func (c *Cluster) stepDown(group raftnode.GroupID, p *stream.Placement) *jserr.Error {
+	st, err := c.node.Status(group)
+	if err != nil {
+		return raftError(err)
+	}
+	if st.Role != raftnode.Leader || st.Fenced != nil {
+		return jserr.New(jserr.ClusterNotAvail)
+	}
+	if p == nil {
+		return raftError(c.node.StepDown(group))
+	}
+	var to raftnode.ReplicaStatus
+	if p.Preferred != "" {
+		if p.Preferred == string(c.name) {
+			return noPeers(fmt.Sprintf("preferred server %q is already leader", p.Preferred))
+		}
+		i := slices.IndexFunc(st.Replicas, func(rs raftnode.ReplicaStatus) bool { return string(rs.Server) == p.Preferred })
+		if i < 0 {
+			return noPeers(fmt.Sprintf("preferred server %q not known", p.Preferred))
+		}
+		if to = st.Replicas[i]; !to.Active || to.Learner {
+			return raftError(c.node.StepDown(group))
+		}
+		return raftError(c.node.TransferLeader(group, to.Replica))
+	}
+	cands := c.successors(st, p)
+	if len(cands) == 0 {
+		return noPeers("no replacement peer connected")
+	}
+	return raftError(c.node.TransferLeader(group, cands[0].Replica))
+}
+
+// successors returns the replicas of the group (st, the leader's view)
+// that may take its leadership under placement p (neither cluster nor
+// tags: any), most up-to-date first, then by server name.
+func (c *Cluster) successors(st raftnode.GroupStatus, p *stream.Placement) []raftnode.ReplicaStatus {
+	off := c.offline()
+	var out []raftnode.ReplicaStatus
+	c.meta.View(func(ms *meta.State) {
+		for _, rs := range st.Replicas {
+			if rs.Server == c.name || !rs.Active || rs.Learner || off[rs.Server] {
+				continue
+			}
+			sv, ok := ms.Server(rs.Server)
+			if !ok || (p.Cluster != "" && sv.Cluster != p.Cluster) || !hasTags(sv.Tags, p.Tags) {
+				continue
+			}
+			out = append(out, rs)
+		}
+	})
+	slices.SortFunc(out, func(a, b raftnode.ReplicaStatus) int {
+		return cmp.Or(cmp.Compare(b.Match, a.Match), cmp.Compare(a.Server, b.Server))
+	})
+	return out
+}
+
+// hasTags reports whether tags holds every one of want, ignoring case.
+func hasTags(tags, want []string) bool {
+	for _, w := range want {
+		if !slices.ContainsFunc(tags, func(t string) bool { return strings.EqualFold(t, w) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// noPeers is 10005 with text (nats-server NewJSClusterNoPeersError).
+func noPeers(text string) *jserr.Error {
+	return jserr.New(jserr.ClusterNoPeers, jserr.Sub("err", text))
+}
+
+// raftError is nil for nil, else 10041 with err's text (nats-server
+// NewJSRaftGeneralError).
+func raftError(err error) *jserr.Error {
+	if err == nil {
+		return nil
+	}
+	return jserr.New(jserr.RaftGeneral, jserr.Sub("err", err.Error()))
+}

@@ -1,0 +1,72 @@
+package jsapi
+
+import (
+	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/stream"
+)
+
+// Leaders is what the leadership endpoints ask of a clustered JetStream
+// (internal/cluster/jscluster; docs/clustering.md, "Step-down"): a
+// Cluster that has it serves $JS.API.STREAM.LEADER.STEPDOWN, and the
+// system account's System serves $JS.API.META.LEADER.STEPDOWN through it.
+// A Cluster without it answers those subjects 10009, as before.
+type Leaders interface {
+	// StreamLeaderStepDown hands the leadership of the account's stream
+	// to another replica, on the server that leads it. placement parses
+	// the request's optional placement, called only when the step-down
+	// gets that far (nats-server's order: a stream with one replica
+	// answers success whatever the body). Errors: 10059 no such stream,
+	// 10008 no leader, the placement's 10025 and 10005 (nats-server
+	// v2.15.2 getStepDownPreferredPlacement: `preferred server "x" not
+	// known`, `... is already leader`, `no replacement peer connected`),
+	// 10041 when the Raft layer refuses.
+	StreamLeaderStepDown(stream string, placement func() (*stream.Placement, *jserr.Error)) *jserr.Error
+}
+
+// leaderStepDownRequest is the optional body of the step-down requests
+// (nats-server JSApiLeaderStepdownRequest).
+type leaderStepDownRequest struct {
+	Placement *stream.Placement `json:"placement,omitempty"`
+}
+
+// successResponse is a response whose success is {"success":true}
+// (nats-server's step-down responses); success is left out on failure.
+type successResponse struct {
+	apiResponse
+	Success bool `json:"success,omitempty"`
+}
+
+// parsePlacement returns a step-down request body's placement: none when
+// the body is not a JSON object or array (nats-server
+// isJSONObjectOrArray: the body is then ignored), 10025 when it does not
+// decode.
+func parsePlacement(body []byte) (*stream.Placement, *jserr.Error) {
+	if !isJSONObjectOrArray(body) {
+		return nil, nil
+	}
+	var req leaderStepDownRequest
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	return req.Placement, nil
+}
+
+// streamLeaderStepDown follows nats-server v2.15.2
+// jsStreamLeaderStepDownRequest: on a single server 10010 (clusterOnly);
+// in a cluster the level (10185), then the cluster (Leaders), answered by
+// the stream's leader (Cluster.Answers).
+func streamLeaderStepDown(a *API, r *request) (response, *jserr.Error) {
+	l, ok := a.opts.Cluster.(Leaders)
+	if !ok {
+		return clusterOnly(a, r)
+	}
+	resp := &successResponse{}
+	if err := r.checkLevel(); err != nil {
+		return resp, err
+	}
+	if err := l.StreamLeaderStepDown(r.stream, func() (*stream.Placement, *jserr.Error) { return parsePlacement(r.data) }); err != nil {
+		return resp, err
+	}
+	resp.Success = true
+	return resp, nil
+}
