@@ -145,6 +145,15 @@ func TestJetStreamClusterStreamStepDown(t *testing.T) {
 		t.Fatalf("a refused step-down moved the leader to %s", servers[l].Name())
 	}
 
+	// PEER.REMOVE, answered by the meta leader: nats-server's checks,
+	// then 10009 for a replica (moving one is not built).
+	const peerRemove = "$JS.API.STREAM.PEER.REMOVE.ORDERS"
+	wantStepDownError(t, "peer-remove without a body", stepDownRequest(t, ncs[via], peerRemove, ""), 10003, "bad request")
+	wantStepDownError(t, "peer-remove of no peer", stepDownRequest(t, ncs[via], peerRemove, `{"peer":""}`), 10003, "bad request")
+	wantStepDownError(t, "peer-remove of a stranger", stepDownRequest(t, ncs[via], peerRemove, `{"peer":"n9"}`), 10040, "peer not a member")
+	wantStepDownError(t, "peer-remove of a replica", stepDownRequest(t, ncs[via], peerRemove, fmt.Sprintf(`{"peer":%q}`, servers[via].Name())), 10009, "")
+	wantStepDownError(t, "peer-remove in no stream", stepDownRequest(t, ncs[via], "$JS.API.STREAM.PEER.REMOVE.NOPE", `{"peer":"n1"}`), 10059, "stream not found")
+
 	// The CLI: it polls the stream's info until the leader changes.
 	out, errOut := runCLI(t, servers[via].ClientURL(), "stream", "cluster", "step-down", "ORDERS")
 	if !strings.Contains(out+errOut, "New leader elected") {

@@ -69,7 +69,7 @@ var endpoints = map[string]endpoint{
 	"STREAM.SNAPSHOT":          {"stream_snapshot_response", 1, 1, streamSnapshot, false},
 	"STREAM.RESTORE":           {"stream_restore_response", 1, 1, streamRestore, false},
 	"STREAM.LEADER.STEPDOWN":   {"stream_leader_stepdown_response", 1, 1, streamLeaderStepDown, false},
-	"STREAM.PEER.REMOVE":       {"stream_remove_peer_response", 1, 1, clusterOnly, false},
+	"STREAM.PEER.REMOVE":       {"stream_remove_peer_response", 1, 1, streamRemovePeer, false},
 	"STREAM.PEER.EVACUATE":     {"stream_evacuate_peer_response", 1, 1, clusterOnly, false},
 	"STREAM.CANCEL_MOVE":       {"stream_cancel_move_response", 1, 1, clusterOnly, false},
 	"CONSUMER.CREATE":          {"consumer_create_response", 1, -1, consumerCreate, false},

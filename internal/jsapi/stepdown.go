@@ -70,3 +70,50 @@ func streamLeaderStepDown(a *API, r *request) (response, *jserr.Error) {
 	resp.Success = true
 	return resp, nil
 }
+
+// Peers is what $JS.API.STREAM.PEER.REMOVE asks of a clustered JetStream
+// (an optional capability of Cluster; without it the subject answers
+// 10009).
+type Peers interface {
+	// StreamRemovePeer removes the replica on peer (a server name or
+	// peer ID) from the account's stream, on the meta leader. Errors:
+	// 10059 no such stream, 10040 peer not a member, 10009 when the
+	// removal cannot be made (docs/clustering.md, "Not yet built").
+	StreamRemovePeer(stream, peer string) *jserr.Error
+}
+
+// streamRemovePeerRequest is PEER.REMOVE's body (nats-server
+// JSApiStreamRemovePeerRequest).
+type streamRemovePeerRequest struct {
+	Peer string `json:"peer"`
+}
+
+// streamRemovePeer follows nats-server v2.15.2 jsStreamRemapPeerRequest:
+// on a single server 10010 (clusterOnly); in a cluster, on the meta
+// leader (Cluster.Answers): the level (10185), an empty body (10003),
+// JSON (10025), no peer named (10003), then the cluster (Peers).
+func streamRemovePeer(a *API, r *request) (response, *jserr.Error) {
+	p, ok := a.opts.Cluster.(Peers)
+	if !ok {
+		return clusterOnly(a, r)
+	}
+	resp := &successResponse{}
+	if err := r.checkLevel(); err != nil {
+		return resp, err
+	}
+	if isEmptyRequest(r.data) {
+		return resp, jserr.New(jserr.BadRequest)
+	}
+	var req streamRemovePeerRequest
+	if err := decode(r.data, &req); err != nil {
+		return resp, err
+	}
+	if req.Peer == "" {
+		return resp, jserr.New(jserr.BadRequest)
+	}
+	if err := p.StreamRemovePeer(r.stream, req.Peer); err != nil {
+		return resp, err
+	}
+	resp.Success = true
+	return resp, nil
+}

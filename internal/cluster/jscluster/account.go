@@ -72,7 +72,8 @@ func (c *Cluster) AddAccount(name string, js *jetstream.JetStream) jsapi.Cluster
 // request").
 func (a *account) Answers(key, streamName string) bool {
 	c := a.c
-	if streamName == "" || key == "STREAM.CREATE" || key == "STREAM.UPDATE" || key == "STREAM.DELETE" || key == "STREAM.RESTORE" {
+	if streamName == "" || key == "STREAM.CREATE" || key == "STREAM.UPDATE" || key == "STREAM.DELETE" || key == "STREAM.RESTORE" ||
+		key == "STREAM.PEER.REMOVE" {
 		return c.metaAnswers()
 	}
 	k := streamKey{a.name, streamName}

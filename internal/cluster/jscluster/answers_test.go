@@ -81,8 +81,10 @@ func TestAnswers(t *testing.T) {
 	if acc.Answers("STREAM.INFO", "ORDERS") {
 		t.Error("STREAM.INFO of an assigned stream answered where no replica runs")
 	}
-	if !acc.Answers("STREAM.DELETE", "ORDERS") || !acc.Answers("STREAM.CREATE", "ORDERS") {
-		t.Error("the meta leader does not answer create or delete of an assigned stream")
+	for _, key := range []string{"STREAM.CREATE", "STREAM.UPDATE", "STREAM.DELETE", "STREAM.PEER.REMOVE"} {
+		if !acc.Answers(key, "ORDERS") {
+			t.Errorf("the meta leader does not answer %s of an assigned stream", key)
+		}
 	}
 	sa, _, _, _ := c.assignment(streamKey{"A", "ORDERS"})
 	r := &replica{sa: sa}
@@ -91,7 +93,7 @@ func TestAnswers(t *testing.T) {
 		t.Error("STREAM.INFO answered by a replica that does not lead")
 	}
 	r.leads.Store(true)
-	for _, key := range []string{"STREAM.INFO", "STREAM.PURGE", "STREAM.MSG.GET", "CONSUMER.CREATE", "CONSUMER.INFO"} {
+	for _, key := range []string{"STREAM.INFO", "STREAM.PURGE", "STREAM.MSG.GET", "STREAM.LEADER.STEPDOWN", "CONSUMER.CREATE", "CONSUMER.INFO"} {
 		if !acc.Answers(key, "ORDERS") {
 			t.Errorf("%s not answered by the stream's leader", key)
 		}

@@ -190,3 +190,26 @@ func raftError(err error) *jserr.Error {
 	}
 	return jserr.New(jserr.RaftGeneral, jserr.Sub("err", err.Error()))
 }
+
+var _ jsapi.Peers = (*account)(nil)
+
+// StreamRemovePeer implements jsapi.Peers on the meta leader (Answers):
+// 10059 when the meta group holds no such stream, 10040 when no replica
+// of it is on peer (a server name, or nats-server's peer ID of one, as
+// nats-server accepts either), otherwise 10009: moving a replica to
+// another server (a new replica added as a learner, caught up, promoted,
+// the old one removed: raftnode.Node.ChangeMembership) is not built, nor
+// are the stream snapshots a new replica would need once its group's log
+// is compacted (docs/clustering.md, "Not yet built").
+func (a *account) StreamRemovePeer(name, peer string) *jserr.Error {
+	sa, _, ok, _ := a.c.assignment(streamKey{a.name, name})
+	if !ok {
+		return jserr.New(jserr.StreamNotFound)
+	}
+	for _, r := range sa.Replicas {
+		if string(r.Server) == peer || peerHash(r.Server) == peer {
+			return jserr.New(jserr.ClusterNotLeader)
+		}
+	}
+	return jserr.New(jserr.ClusterPeerNotMember)
+}
