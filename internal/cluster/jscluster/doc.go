@@ -24,7 +24,8 @@
 // subscriptions are the cluster's (the server's jsTransport.shared). One
 // server answers, by this rule (Cluster.Answers, per account):
 //
-//	account info, STREAM.CREATE/UPDATE/DELETE/NAMES/LIST, unknown subjects   the meta leader
+//	account info, STREAM.CREATE/UPDATE/DELETE/NAMES/LIST/PEER.REMOVE,
+//	unknown subjects                                                         the meta leader
 //	anything naming a stream the meta group knows                            the server running its leader
 //	                                                                          (for one replica: its server)
 //	anything naming a stream the meta group does not know                   the meta leader (10059 and the like)
@@ -48,4 +49,17 @@
 // the local stream and removes the group. The servers' engines restore
 // nothing at their start (jetstream.Config.DeferRestore): the meta group
 // says which streams a server runs.
+//
+// # Updates and step-downs
+//
+// A stream update goes through the meta group (the assignment's config)
+// and then through the stream's own log: the replica that leads the
+// stream proposes the assigned config as an UpdateConfig operation, so
+// every replica applies it in log order (update.go; docs/clustering.md,
+// "Stream updates"). A replica that starts with an empty store starts
+// from the config its group's log starts with
+// (meta.StreamAssignment.LogConfig). The step-down requests hand a
+// group's leadership over by raft's leadership transfer, the successor
+// chosen by the request's placement (stepdown.go; "Step-down"); the
+// system account's requests reach the Cluster as a jsapi.SystemCluster.
 package jscluster
