@@ -100,7 +100,8 @@ func streamLeader(t *testing.T, servers []*server.Server, js jetstream.JetStream
 // server that does not lead the stream: the new subjects take publishes
 // at once, every replica runs the new config (it travelled through the
 // stream's log), a follower restarted later still has it, and so have the
-// others after the leader's server stops; nats stream edit works too.
+// others after the leader's server stops; nats stream edit works too,
+// and a server that was down during an update takes it from the log.
 // The changes the cluster cannot make are refused with nats-server's
 // codes.
 func TestJetStreamClusterStreamUpdate(t *testing.T) {
@@ -182,7 +183,9 @@ func TestJetStreamClusterStreamUpdate(t *testing.T) {
 	clusterPublish(t, jsF, "more.3", 6)
 	replicasAgree(t, servers, "ORDERS", cfg.Subjects, 6, 1)
 
-	// nats stream edit, through one of the two left.
+	// nats stream edit, through one of the two left, while the former
+	// leader's server is down; it replays the update from the log when
+	// it comes back.
 	eventually(t, "nats stream edit", func() error {
 		out, errOut, err := tryCLI(t, servers[rest[0]].ClientURL(), "stream", "edit", "ORDERS", "--max-msgs", "50", "-f")
 		if err != nil {
@@ -190,7 +193,8 @@ func TestJetStreamClusterStreamUpdate(t *testing.T) {
 		}
 		return nil
 	})
-	for _, i := range rest {
+	servers[leader] = restartServer(t, opts[leader])
+	for i := range servers {
 		eventually(t, "max_msgs 50 on "+servers[i].Name(), func() error {
 			si, err := localStream(servers[i], "ORDERS")
 			if err != nil {
