@@ -12,7 +12,9 @@
 //     (apiSubjects: everything under $JS.API except
 //     $JS.API.CONSUMER.MSG.NEXT and $JS.API.DIRECT, which belong to
 //     consumers and streams and must give no-responders when those are
-//     missing, and the system-account META, SERVER and ACCOUNT subjects).
+//     missing, and the system-account META, SERVER and ACCOUNT subjects,
+//     which a clustered server's system account serves through System,
+//     system.go).
 //  2. The subscription handler runs on the publisher's read loop: it copies
 //     subject, reply, header and body into a request and pushes it onto a
 //     bounded queue without blocking. A full queue drops the request and

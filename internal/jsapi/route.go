@@ -16,7 +16,8 @@ const apiPrefix = "$JS.API."
 // them itself, and when it is missing the requester must get a 503
 // no-responders, never a JSON error (nats-server v2.15.2's JetStream API mechanics (ADR-1)). So are
 // $JS.API.META, SERVER and ACCOUNT, system-account requests that
-// nats-server ignores from other accounts.
+// nats-server ignores from other accounts (a clustered server serves
+// META.LEADER.STEPDOWN and SERVER.REMOVE in its system account: System).
 var apiSubjects = []string{
 	"$JS.API.*", // INFO, and unknown one-token subjects
 	"$JS.API.STREAM.>",

@@ -42,10 +42,10 @@ func jszQuery(q *query) jszOptions {
 }
 
 // handleJsz serves /jsz (nats-server v2.15.2 monitor.go Jsz): the totals
-// over every account with JetStream, and the details of the accounts
-// asked for. cairn's JetStream is not clustered: this server leads every
-// stream and consumer it has, so leader-only and stream-leader-only
-// select everything.
+// over every account with JetStream, the details of the accounts asked
+// for and, in a JetStream cluster, the meta group (meta_cluster). Stream
+// leadership is not reported yet: leader-only and stream-leader-only
+// select every stream and consumer this server has.
 func (m *Monitor) handleJsz(w http.ResponseWriter, r *http.Request) {
 	q := &query{r: r}
 	o := jszQuery(q)
