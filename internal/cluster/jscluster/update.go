@@ -306,17 +306,22 @@ func checkConsumerLimits(old, cur stream.ConsumerLimits, cs []meta.ConsumerAssig
 }
 
 // waitConfig waits, at most proposeTimeout, until this server's replica
-// of stream cfg.Name runs with config cfg (step 4 above).
+// of stream cfg.Name runs with config cfg (step 4 above). It looks every
+// configPoll: an update takes two majority fsyncs (the meta group's, the
+// stream's), a few milliseconds.
 func (c *Cluster) waitConfig(a *account, cfg stream.Config) {
 	deadline := time.Now().Add(proposeTimeout)
 	for !c.hasConfig(a, cfg) && time.Now().Before(deadline) {
 		select {
 		case <-c.quit:
 			return
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(configPoll):
 		}
 	}
 }
+
+// configPoll is how often waitConfig looks at the replica's config.
+const configPoll = 2 * time.Millisecond
 
 // startConfig is the config this server's replica of stream sa starts
 // from before it applies its log: for a replicated stream the config
