@@ -93,34 +93,7 @@ func TestApplyOpDeterministic(t *testing.T) {
 		now, next := t0, uint64(1)
 		for range 400 {
 			now += int64(rng.IntN(1500)) * int64(time.Millisecond)
-			var op Op
-			switch rng.IntN(11) {
-			case 0, 1:
-				op = &Deliver{Stream: next, Time: now}
-				next++
-			case 2:
-				if seq, ok := a.NextRedelivery(); ok {
-					op = &Redeliver{Stream: seq, Time: now}
-				} else {
-					op = &ExpireAcks{Time: now}
-				}
-			case 3:
-				op = &Ack{Stream: 1 + rng.Uint64N(next), Consumer: 1 + rng.Uint64N(next)}
-			case 4:
-				op = &Nak{Stream: 1 + rng.Uint64N(next), Delay: time.Duration(rng.IntN(3)) * time.Second, Time: now}
-			case 5:
-				op = &Term{Stream: 1 + rng.Uint64N(next)}
-			case 6:
-				op = &Progress{Stream: 1 + rng.Uint64N(next), Time: now}
-			case 7:
-				op = &ExpireAcks{Time: now}
-			case 8:
-				op = &Drop{Seqs: []uint64{1 + rng.Uint64N(next), 1 + rng.Uint64N(next)}}
-			case 9:
-				op = &SkipTo{Stream: rng.Uint64N(next)}
-			case 10:
-				op = &DeadLetter{Step: DeadLetterMark, Stream: 1 + rng.Uint64N(next), Reason: store.DeadLetterTerm, Value: now}
-			}
+			op := randomOp(rng, a, &next, now)
 			applyOp(a, op)
 			enc, err := AppendOp(nil, op)
 			if err != nil {
@@ -162,4 +135,38 @@ func TestApplyOpReset(t *testing.T) {
 	if d := applyOp(s, &Deliver{Stream: 2, Time: t0 + 3*sec}).Delivery; d.ConsumerSeq != 1 {
 		t.Fatalf("first delivery after the reset: consumer sequence %d, want 1", d.ConsumerSeq)
 	}
+}
+
+// randomOp returns a random consumer operation for state s at now,
+// delivering from *next on.
+func randomOp(rng *rand.Rand, s *State, next *uint64, now int64) Op {
+	var op Op
+	switch rng.IntN(11) {
+	case 0, 1:
+		op = &Deliver{Stream: *next, Time: now}
+		*next++
+	case 2:
+		if seq, ok := s.NextRedelivery(); ok {
+			op = &Redeliver{Stream: seq, Time: now}
+		} else {
+			op = &ExpireAcks{Time: now}
+		}
+	case 3:
+		op = &Ack{Stream: 1 + rng.Uint64N(*next), Consumer: 1 + rng.Uint64N(*next)}
+	case 4:
+		op = &Nak{Stream: 1 + rng.Uint64N(*next), Delay: time.Duration(rng.IntN(3)) * time.Second, Time: now}
+	case 5:
+		op = &Term{Stream: 1 + rng.Uint64N(*next)}
+	case 6:
+		op = &Progress{Stream: 1 + rng.Uint64N(*next), Time: now}
+	case 7:
+		op = &ExpireAcks{Time: now}
+	case 8:
+		op = &Drop{Seqs: []uint64{1 + rng.Uint64N(*next), 1 + rng.Uint64N(*next)}}
+	case 9:
+		op = &SkipTo{Stream: rng.Uint64N(*next)}
+	case 10:
+		op = &DeadLetter{Step: DeadLetterMark, Stream: 1 + rng.Uint64N(*next), Reason: store.DeadLetterTerm, Value: now}
+	}
+	return op
 }
