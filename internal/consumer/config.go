@@ -100,9 +100,31 @@ type SequenceInfo struct {
 	Last     *time.Time `json:"last_active,omitempty"`
 }
 
-// ClusterInfo names the consumer's leader; on one server, the server.
+// ClusterInfo is the cluster part of a stream's or a consumer's info
+// (nats-server v2.15.2 ClusterInfo): on one server only the leader, the
+// server itself; in a cluster the cluster's name, the asset's Raft group
+// (S-R3F-<id>, C-R3F-<id>), its leader and since when, and the other
+// replicas. package jetstream names it jetstream.ClusterInfo.
 type ClusterInfo struct {
-	Leader string `json:"leader,omitempty"`
+	Name        string      `json:"name,omitempty"`
+	RaftGroup   string      `json:"raft_group,omitempty"`
+	Leader      string      `json:"leader,omitempty"`
+	LeaderSince *time.Time  `json:"leader_since,omitempty"`
+	Replicas    []*PeerInfo `json:"replicas,omitempty"`
+}
+
+// PeerInfo is one replica other than the leader in ClusterInfo
+// (nats-server v2.15.2 PeerInfo): its server's name, whether it is
+// current (caught up), how long since the leader heard from it
+// (nanoseconds), how many entries it lags, whether its server is
+// offline, and its peer ID.
+type PeerInfo struct {
+	Name    string        `json:"name"`
+	Current bool          `json:"current"`
+	Offline bool          `json:"offline,omitempty"`
+	Active  time.Duration `json:"active"`
+	Lag     uint64        `json:"lag,omitempty"`
+	Peer    string        `json:"peer"`
 }
 
 // Info is the ConsumerInfo of the JetStream API (nats-server v2.15.2 ConsumerInfo), in nats-server v2.15.2's key order. PauseRemaining is nanoseconds

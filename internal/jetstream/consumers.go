@@ -312,7 +312,11 @@ func (js *JetStream) ConsumerInfo(streamName, name string) (*consumer.Info, *jse
 	if jerr != nil {
 		return nil, jerr
 	}
-	return c.Info(), nil
+	info := c.Info()
+	if f := js.cfg.ConsumerClusterInfo; f != nil {
+		info.Cluster = f(streamName, name)
+	}
+	return info, nil
 }
 
 func (js *JetStream) lookupConsumer(streamName, name string) (*consumerrun.Consumer, *jserr.Error) {

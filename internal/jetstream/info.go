@@ -3,6 +3,7 @@ package jetstream
 import (
 	"time"
 
+	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/cairnmq/cairn/internal/subject"
@@ -20,32 +21,13 @@ type StreamInfo struct {
 	TimeStamp time.Time     `json:"ts"`
 }
 
-// ClusterInfo is the cluster part of a stream's info (nats-server
-// v2.15.2 ClusterInfo): on one server only the leader, the server
-// itself; in a cluster (Config.ClusterInfo) the cluster's name, the
-// stream's Raft group, its leader and since when, and the other
-// replicas.
-type ClusterInfo struct {
-	Name        string      `json:"name,omitempty"`
-	RaftGroup   string      `json:"raft_group,omitempty"`
-	Leader      string      `json:"leader,omitempty"`
-	LeaderSince *time.Time  `json:"leader_since,omitempty"`
-	Replicas    []*PeerInfo `json:"replicas,omitempty"`
-}
+// ClusterInfo is the cluster part of a stream's or a consumer's info
+// (consumer.ClusterInfo).
+type ClusterInfo = consumer.ClusterInfo
 
 // PeerInfo is one replica other than the leader in ClusterInfo
-// (nats-server v2.15.2 PeerInfo): its server's name, whether it is
-// current (caught up), how long since the leader heard from it
-// (nanoseconds), how many entries it lags, whether its server is
-// offline, and its peer ID.
-type PeerInfo struct {
-	Name    string        `json:"name"`
-	Current bool          `json:"current"`
-	Offline bool          `json:"offline,omitempty"`
-	Active  time.Duration `json:"active"`
-	Lag     uint64        `json:"lag,omitempty"`
-	Peer    string        `json:"peer"`
-}
+// (consumer.PeerInfo).
+type PeerInfo = consumer.PeerInfo
 
 // StreamState is the state part of StreamInfo (nats-server v2.15.2 StreamInfo and StreamState).
 // Times are RFC 3339 in JSON; the zero time when there is no message.

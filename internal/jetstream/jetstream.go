@@ -86,6 +86,10 @@ type Config struct {
 	// ClusterInfo, when set (a clustered JetStream), gives the cluster
 	// part of a stream's info; nil reports this server as the leader.
 	ClusterInfo func(stream string) *ClusterInfo
+	// ConsumerClusterInfo, when set, gives the cluster part of a
+	// consumer's info (nil: none, as for a consumer the meta group does
+	// not hold).
+	ConsumerClusterInfo func(stream, consumer string) *ClusterInfo
 	// DeferRestore leaves the streams found in the store directory alone
 	// at New: a clustered JetStream starts the streams its meta group
 	// assigns to the server (internal/cluster/jscluster), and a create

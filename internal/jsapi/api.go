@@ -207,7 +207,7 @@ func (a *API) serve(r *request) {
 // for most).
 func (a *API) answer(r *request) (body []byte, after func(), ok bool) {
 	ep, found := route(r)
-	if c := a.opts.Cluster; c != nil && !c.Answers(r.key, r.stream) {
+	if !a.answers(r) {
 		return nil, nil, false // another server of the cluster answers
 	}
 	if !found {

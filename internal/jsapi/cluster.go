@@ -1,6 +1,9 @@
 package jsapi
 
 import (
+	"strings"
+
+	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/jserr"
 )
@@ -61,4 +64,34 @@ func clusterOnly(a *API, r *request) (response, *jserr.Error) {
 		return resp, jserr.New(jserr.ClusterNotLeader)
 	}
 	return resp, jserr.New(jserr.ClusterRequired)
+}
+
+// ConsumerCluster is implemented by a Cluster that replicates consumers
+// (internal/cluster/jscluster; docs/clustering.md, "Replicated
+// consumers"). AnswersConsumer decides who answers a CONSUMER.* request
+// (decided false leaves it to Answers): the meta leader creates and
+// deletes a replicated consumer, the consumer's leader answers the rest
+// about it. ConsumerCreate and ConsumerDelete run on the server that
+// answers; handled false means the consumer is not one the cluster
+// replicates (an ephemeral, or one of a stream with one replica), which
+// this server's engine handles as on one server.
+type ConsumerCluster interface {
+	AnswersConsumer(key, stream, consumer string, body []byte) (answers, decided bool)
+	ConsumerCreate(stream string, cfg consumer.Config, action jetstream.ConsumerAction, pedantic bool) (info *consumer.Info, err *jserr.Error, handled bool)
+	ConsumerDelete(stream, name string) (err *jserr.Error, handled bool)
+}
+
+// answers reports whether this server answers r in a cluster (always
+// on one server).
+func (a *API) answers(r *request) bool {
+	c := a.opts.Cluster
+	if c == nil {
+		return true
+	}
+	if cc, ok := c.(ConsumerCluster); ok && strings.HasPrefix(r.key, "CONSUMER.") {
+		if ans, decided := cc.AnswersConsumer(r.key, r.stream, r.consumer, r.data); decided {
+			return ans
+		}
+	}
+	return c.Answers(r.key, r.stream)
 }

@@ -67,6 +67,16 @@ func consumerCreate(a *API, r *request) (response, *jserr.Error) {
 	if err := checkCreateSubject(r, &req); err != nil {
 		return resp, err
 	}
+	cfg := req.Config
+	if r.tokens > 1 {
+		cfg.Name = r.consumer
+	}
+	if cc, ok := a.opts.Cluster.(ConsumerCluster); ok {
+		if info, err, handled := cc.ConsumerCreate(req.Stream, cfg, req.Action.engine(), req.Pedantic); handled {
+			resp.Info = info
+			return resp, err
+		}
+	}
 	if req.Config.Replicas > 1 {
 		if a.opts.Cluster != nil {
 			// Consumers are not replicated in a cluster yet
@@ -77,10 +87,6 @@ func consumerCreate(a *API, r *request) (response, *jserr.Error) {
 	}
 	if err := a.streamExists(req.Stream); err != nil {
 		return resp, err
-	}
-	cfg := req.Config
-	if r.tokens > 1 {
-		cfg.Name = r.consumer
 	}
 	info, err := a.js.CreateConsumer(req.Stream, cfg, req.Action.engine(), req.Pedantic)
 	if err != nil {
@@ -176,6 +182,12 @@ func consumerDelete(a *API, r *request) (response, *jserr.Error) {
 	}
 	if !isEmptyRequest(r.data) {
 		return resp, jserr.New(jserr.NotEmptyRequest)
+	}
+	if cc, ok := a.opts.Cluster.(ConsumerCluster); ok {
+		if err, handled := cc.ConsumerDelete(r.stream, r.consumer); handled {
+			resp.Success = err == nil
+			return resp, err
+		}
 	}
 	if err := a.js.DeleteConsumer(r.stream, r.consumer); err != nil {
 		return resp, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/jsapi"
 	"github.com/cairnmq/cairn/internal/jserr"
@@ -27,6 +28,10 @@ type account struct {
 	// starting is the replica whose stream the engine is creating, for
 	// newLog (set and cleared by the run goroutine around StreamCreate).
 	starting atomic.Pointer[replica]
+	// cstarting is the consumer replica the engine is creating, for
+	// newConsumerLog (set and cleared by the run goroutine around
+	// CreateConsumer).
+	cstarting atomic.Pointer[creplica]
 }
 
 // EngineConfig sets the hooks of a clustered engine in cfg, the config
@@ -40,6 +45,12 @@ func (c *Cluster) EngineConfig(accountName string, cfg *jetstream.Config) {
 		return c.newLog(acc, name, a)
 	}
 	cfg.ClusterInfo = func(name string) *jetstream.ClusterInfo { return c.clusterInfo(streamKey{accountName, name}) }
+	cfg.NewConsumerLog = func(streamName, name string, a jetstream.Applier[consumer.Op]) jetstream.Log[consumer.Op] {
+		return c.newConsumerLog(acc, streamName, name, a)
+	}
+	cfg.ConsumerClusterInfo = func(streamName, name string) *jetstream.ClusterInfo {
+		return c.consumerClusterInfo(consumerKey{accountName, streamName, name})
+	}
 	cfg.DeferRestore = true
 }
 
@@ -342,6 +353,14 @@ func (c *Cluster) clusterInfo(k streamKey) *jetstream.ClusterInfo {
 		since := time.Unix(0, r.since.Load()).UTC()
 		ci.LeaderSince = &since
 	}
+	ci.Replicas = c.peerInfos(st)
+	return ci
+}
+
+// peerInfos returns the replicas other than this server's of a group
+// whose status st is, as nats-server's PeerInfo shows them.
+func (c *Cluster) peerInfos(st raftnode.GroupStatus) []*jetstream.PeerInfo {
+	var out []*jetstream.PeerInfo
 	for _, rs := range st.Replicas {
 		if rs.Server == c.name {
 			continue
@@ -353,9 +372,9 @@ func (c *Cluster) clusterInfo(k streamKey) *jetstream.ClusterInfo {
 		if !rs.Active {
 			pi.Offline = true
 		}
-		ci.Replicas = append(ci.Replicas, pi)
+		out = append(out, pi)
 	}
-	return ci
+	return out
 }
 
 // groupName names a stream's Raft group as nats-server shapes it

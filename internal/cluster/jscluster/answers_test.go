@@ -26,7 +26,7 @@ func oneServer(t *testing.T) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{name: "s1", node: node, meta: ml, accounts: map[string]*account{}, replicas: map[streamKey]*replica{}}
+	c := &Cluster{name: "s1", node: node, meta: ml, accounts: map[string]*account{}, replicas: map[streamKey]*replica{}, creplicas: map[consumerKey]*creplica{}}
 	if err := node.AddGroup(raftnode.GroupConfig{ID: meta.MetaGroup, Replica: 1, Incarnation: node.Incarnation(), Peers: []raftnode.Peer{{Replica: 1, Server: "s1"}}}, ml.StateMachine()); err != nil {
 		t.Fatal(err)
 	}

@@ -69,6 +69,9 @@ type Cluster struct {
 	mu       sync.Mutex
 	accounts map[string]*account // by account name
 	replicas map[streamKey]*replica
+	// creplicas are this server's replicas of replicated consumers
+	// (consumer.go).
+	creplicas map[consumerKey]*creplica
 	started  bool // the meta group was added
 	closed   bool
 }
@@ -98,7 +101,7 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 	c := &Cluster{
 		cfg: cfg, host: host, name: raftnode.ServerID(host.Name()),
 		wake: make(chan struct{}, 1), quit: make(chan struct{}),
-		accounts: map[string]*account{}, replicas: map[streamKey]*replica{},
+		accounts: map[string]*account{}, replicas: map[streamKey]*replica{}, creplicas: map[consumerKey]*creplica{},
 	}
 	// The node is opened first (the transport's hello carries its WAL's
 	// incarnation); it sends nothing before Start.

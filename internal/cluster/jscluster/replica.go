@@ -42,6 +42,10 @@ func (c *Cluster) apply(ev meta.Event) {
 		c.reconcile(streamKey{op.Account, op.Name})
 	case *meta.RemoveStream:
 		c.reconcile(streamKey{op.Account, op.Name})
+	case *meta.AssignConsumer:
+		c.reconcileConsumer(consumerKey{op.Account, op.Stream, op.Name})
+	case *meta.RemoveConsumer:
+		c.reconcileConsumer(consumerKey{op.Account, op.Stream, op.Name})
 	}
 }
 
@@ -101,6 +105,7 @@ func (c *Cluster) reconcile(k streamKey) {
 		c.startReplica(acc, k, sa, mine)
 	}
 	c.markConfig(k) // the config the assignment names, where this server leads (update.go)
+	c.reconcileConsumers(k)
 }
 
 // sameServers reports whether two replica lists name the same replicas.
@@ -229,6 +234,7 @@ func (c *Cluster) stopReplica(acc *account, k streamKey, r *replica) {
 	c.mu.Lock()
 	delete(c.replicas, k)
 	c.mu.Unlock()
+	c.stopStreamConsumers(k)
 	if r.ckpt != nil {
 		_ = r.ckpt.Stop()
 	}

@@ -33,6 +33,7 @@ type cevent struct {
 	moveReady uint64   // a stored snapshot holds this dead-letter mark
 	moveAck   *moveAck // the PubAck of a dead-letter copy
 	reset     *resetEvent
+	lead      *bool // a replicated consumer's leadership changed (SetLeading)
 }
 
 type pullEvent struct {
@@ -135,6 +136,27 @@ type Consumer struct {
 	moves          map[uint64]*move // dead-letter moves by stream sequence (deadletter.go)
 	moveErr        string           // the last refused copy logged, and when (logMoveErr)
 	moveErrAt      time.Time
+
+	// A replicated consumer's (replicated.go): repl is set when its log
+	// is a ReplicatedLog; leading while it delivers; cst is the
+	// committed state while leading (st then delivers ahead of it);
+	// ccout the outcome of the last committed operation applied;
+	// capplied the log index last applied; inited once a Reset (the
+	// starting position) committed; ckey the key of the last proposal;
+	// confirms the double acks waiting for their operation to commit,
+	// readyReplies those released; cacked what committed operations
+	// acknowledged (retention); stepDown: a proposal was refused.
+	repl         bool
+	leading      bool
+	cst          *consumer.State
+	ccout        consumer.Outcome
+	capplied     uint64
+	inited       bool
+	ckey         uint64
+	confirms     []keyedReply
+	readyReplies []string
+	cacked       []uint64
+	stepDown     bool
 }
 
 // confirm is a confirmation to send once the ack it answers is durable:
@@ -153,6 +175,9 @@ func (c *Consumer) now() time.Time { return c.env.Now() }
 // local log applies it at once (Apply). The outcome is valid until the
 // next Commit. The caller holds c.mu (consumer.Committer).
 func (c *Consumer) Commit(op consumer.Op) *consumer.Outcome {
+	if c.repl {
+		return c.commitReplicated(op)
+	}
 	if err := c.log.Propose(op, 0); err != nil {
 		c.env.Logf("consumer %s > %s: operation of kind %d not proposed: %v", c.sr.Name(), c.name, op.Kind(), err)
 		c.cout = consumer.Outcome{}
@@ -164,9 +189,15 @@ func (c *Consumer) Commit(op consumer.Op) *consumer.Outcome {
 }
 
 // Apply applies a committed operation of the consumer's log to its
-// delivery state (Applier): consumer.State.ApplyOp alone decides. It
-// runs with c.mu held, on the goroutine that proposed.
-func (c *Consumer) Apply(_ uint64, op consumer.Op, _ uint64) {
+// delivery state (Applier): consumer.State.ApplyOp alone decides. For a
+// local log it runs with c.mu held, on the goroutine that proposed; a
+// replicated log calls it on its own goroutine, without the lock
+// (applyCommitted).
+func (c *Consumer) Apply(index uint64, op consumer.Op, key uint64) {
+	if c.repl {
+		c.applyCommitted(index, op, key)
+		return
+	}
 	c.st.ApplyOp(op, &c.cout)
 }
 
@@ -219,6 +250,7 @@ func (c *Consumer) loop() {
 		}
 		evs = c.takeEvents(evs)
 		acked, replies, jb, idle := c.round(evs)
+		c.maybeStepDown()
 		if len(acked) > 0 {
 			c.sr.OnAcked(c, acked, len(replies) > 0 || len(jb.waits) > 0 || jb.saveAfter)
 		}
@@ -253,6 +285,18 @@ func (c *Consumer) round(evs []cevent) (acked []uint64, replies []string, jb jou
 		return nil, nil, jb, false
 	}
 	now := c.now()
+	if c.repl {
+		for i := range evs {
+			if evs[i].lead != nil {
+				c.lead(*evs[i].lead)
+			}
+		}
+		if !c.leading {
+			clear(evs)
+			acked, replies = c.takeCommitted()
+			return acked, replies, jb, false
+		}
+	}
 	c.refreshDeadLetter()
 	for i := range evs {
 		c.handle(&evs[i], now)
@@ -279,6 +323,14 @@ func (c *Consumer) round(evs []cevent) (acked []uint64, replies []string, jb jou
 	c.acked, c.ackReplies = nil, nil
 	jb = journalBatch{ops: c.jops, waits: c.jwait, saveAfter: saveAfter, dropUnneeded: c.resetRetention}
 	c.jops, c.jwait, c.resetRetention = nil, nil, false
+	if c.repl {
+		// Retention and confirmations follow what committed, not what
+		// this leader decided (replicated.go); a replicated consumer is
+		// removed through the meta group, never by inactivity here.
+		c.holdReplies(replies)
+		acked, replies = c.takeCommitted()
+		return acked, replies, jb, false
+	}
 	return acked, replies, jb, c.d.Inactive(now)
 }
 

@@ -52,8 +52,8 @@ func New(env Env, s *streamrun.Stream, name string, cfg consumer.Config, created
 	c.d.Position()
 	c.st = c.d.State()
 	c.initPause()
-	if !Persisted(s.Dir(), &cfg) {
-		return c, nil
+	if c.repl || !Persisted(s.Dir(), &cfg) {
+		return c, nil // a replicated consumer's state is its log's
 	}
 	if !cfg.IsDurable() {
 		c.persisting.Add(1) // persistLater, started by Start
@@ -85,6 +85,7 @@ func newConsumer(env Env, s *streamrun.Stream, name string, cfg consumer.Config,
 		newLog = streamrun.NewLocalConsumerLog
 	}
 	c.log = newLog(s.Name(), name, c)
+	_, c.repl = c.log.(ReplicatedLog)
 	return c
 }
 
@@ -293,6 +294,24 @@ func (c *Consumer) TakeReplayed() []uint64 {
 
 // Start subscribes the consumer and starts its loop.
 func (c *Consumer) Start() {
+	if !c.repl {
+		c.mu.Lock()
+		c.subscribe()
+		c.mu.Unlock()
+	}
+	c.done.Add(1)
+	go c.loop()
+	if c.persistOnStart {
+		c.persistOnStart = false
+		go c.persistLater()
+	}
+	c.Signal()
+}
+
+// subscribe subscribes to the consumer's acks, pull requests, flow
+// control replies and resets: at Start, or for a replicated consumer
+// when it starts to lead (c.mu held).
+func (c *Consumer) subscribe() {
 	tr := c.env.Transport
 	subs := []struct {
 		subj string
@@ -314,13 +333,14 @@ func (c *Consumer) Start() {
 		}
 		c.subs = append(c.subs, sub)
 	}
-	c.done.Add(1)
-	go c.loop()
-	if c.persistOnStart {
-		c.persistOnStart = false
-		go c.persistLater()
+}
+
+// unsubscribe ends the consumer's subscriptions (c.mu held).
+func (c *Consumer) unsubscribe() {
+	for _, s := range c.subs {
+		s.Unsubscribe()
 	}
-	c.Signal()
+	c.subs = nil
 }
 
 func (c *Consumer) onAck(subject, reply string, _, data []byte) {
@@ -361,10 +381,8 @@ func (c *Consumer) Stop(status []byte) {
 		return
 	}
 	c.stopped = true
+	c.unsubscribe()
 	c.mu.Unlock()
-	for _, s := range c.subs {
-		s.Unsubscribe()
-	}
 	close(c.quit)
 	c.done.Wait()
 	c.mu.Lock()

@@ -1,0 +1,202 @@
+package consumerrun
+
+import (
+	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
+)
+
+// A replicated consumer (docs/clustering.md, "Replicated consumers") has
+// a log that commits later: a Raft group of the consumer's replicas
+// (internal/cluster/consumerlog). Its log implements ReplicatedLog, and
+// the consumer then runs in one of two modes:
+//
+//   - following: it subscribes to nothing, delivers nothing and keeps
+//     no timers; the log's committed operations are applied to its state
+//     (Apply, on the log's goroutine, under mu), and the acknowledgements
+//     they commit go to the stream for retention (only a stream leader
+//     acts on them).
+//   - leading: once its log says it leads and has applied every entry of
+//     earlier terms (SetLeading), it delivers from a clone of the
+//     committed state (consumer.State.Clone) and keeps the committed one
+//     beside it (cst). Each operation it decides is applied to its own
+//     state at once (delivery does not wait for consensus, as in
+//     nats-server) and proposed; committed operations, its own, are
+//     applied to cst. A double ack is confirmed once its operation has
+//     committed. Leadership lost: the delivering state is dropped for the
+//     committed one (what was proposed and not committed may be
+//     delivered again: at least once), waiting pull requests end with
+//     409 Leadership Change.
+//
+// The first leader of a new consumer proposes its starting position (a
+// Reset to consumer.Deliverer.Position's sequence), so that every replica
+// starts where the leader's stream replica said, whatever its own held.
+
+// ReplicatedLog is a consumer log that commits later and says whether
+// this replica leads it (streamrun.Leader). Its Applier's Apply is
+// called on the log's goroutine without the consumer's lock, and it
+// tells the consumer of its leadership through SetLeading. StepDown asks
+// the group to elect another leader (a proposal was refused, so the
+// delivering state went ahead of the log).
+type ReplicatedLog interface {
+	streamrun.Log[consumer.Op]
+	streamrun.Leader
+	StepDown()
+}
+
+// statusLeadershipChange ends the pull requests waiting on a consumer
+// replica that no longer leads (nats-server v2.15.2: 409 Leadership
+// Change; the clients send them again).
+var statusLeadershipChange = []byte("NATS/1.0 409 Leadership Change\r\n\r\n")
+
+// keyedReply is a double-ack confirmation waiting for the proposal with
+// its key to commit.
+type keyedReply struct {
+	key   uint64
+	reply string
+}
+
+// SetLeading tells a replicated consumer that its replica leads its log
+// and has applied every entry of earlier terms (on), or that it no longer
+// leads (off). It only queues the change for the loop.
+func (c *Consumer) SetLeading(on bool) {
+	c.push(cevent{lead: &on})
+}
+
+// Leading reports whether the consumer delivers here: always for a
+// consumer with a local log, while it leads for a replicated one.
+func (c *Consumer) Leading() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.repl || c.leading
+}
+
+// commitReplicated is Commit for a replicated consumer (c.mu held): a
+// follower decides nothing; the leader applies op to its delivering
+// state and proposes it under the next key. A refused proposal leaves
+// the delivering state ahead of the log: the replica steps down, and
+// the next leader starts from what committed.
+func (c *Consumer) commitReplicated(op consumer.Op) *consumer.Outcome {
+	if !c.leading {
+		c.cout = consumer.Outcome{}
+		return &c.cout
+	}
+	c.st.ApplyOp(op, &c.cout)
+	c.ckey++
+	if err := c.log.Propose(op, c.ckey); err != nil {
+		c.env.Logf("consumer %s > %s: operation of kind %d not proposed (%v): stepping down", c.sr.Name(), c.name, op.Kind(), err)
+		c.stepDown = true
+	}
+	if c.cout.Dirty {
+		c.dirty = true
+	}
+	return &c.cout
+}
+
+// applyCommitted applies an operation the replicated log committed: to
+// the committed state beside the delivering one while leading, to the
+// state otherwise. The acknowledgements it commits go to retention; a
+// leader's own operation (key) releases the confirmations that waited
+// for it.
+func (c *Consumer) applyCommitted(index uint64, op consumer.Op, key uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.capplied = index
+	if _, ok := op.(*consumer.Reset); ok {
+		c.inited = true
+	}
+	st := c.st
+	if c.leading {
+		st = c.cst
+	}
+	st.ApplyOp(op, &c.ccout)
+	if !c.leading {
+		c.d.Invalidate()
+		c.dirty = true
+	}
+	if len(c.ccout.Acked) > 0 {
+		c.cacked = append(c.cacked, c.ccout.Acked...)
+	}
+	signal := len(c.ccout.Acked) > 0
+	if c.leading && key != 0 {
+		n := 0
+		for _, kr := range c.confirms {
+			if kr.key > key {
+				break
+			}
+			c.readyReplies = append(c.readyReplies, kr.reply)
+			n++
+		}
+		c.confirms = c.confirms[n:]
+		signal = signal || n > 0
+	}
+	if signal {
+		c.Signal()
+	}
+}
+
+// lead switches a replicated consumer between its modes (the loop,
+// c.mu held).
+func (c *Consumer) lead(on bool) {
+	if on == c.leading || c.stopped {
+		return
+	}
+	if on {
+		c.cst = c.st
+		c.st = c.cst.Clone()
+		c.d.SetState(c.st)
+		c.d.Invalidate()
+		c.leading = true
+		c.d.Restarted(c.now())
+		if !c.inited {
+			// The first leader proposes where the consumer starts.
+			c.d.Position()
+			start := c.d.State().NextSeq()
+			c.d.SetState(c.st)
+			c.Commit(&consumer.Reset{Stream: start})
+		}
+		c.subscribe()
+		c.Signal()
+		return
+	}
+	c.leading = false
+	c.unsubscribe()
+	c.d.EndPulls(statusLeadershipChange)
+	c.st, c.cst = c.cst, nil
+	c.d.SetState(c.st)
+	c.d.Reset()
+	c.confirms, c.acked, c.ackReplies = nil, nil, nil
+}
+
+// takeCommitted returns, and forgets, the stream sequences committed
+// acknowledgements acknowledged and the confirmations released, for the
+// loop to pass on after the round (c.mu held).
+func (c *Consumer) takeCommitted() (acked []uint64, replies []string) {
+	acked, replies = c.cacked, c.readyReplies
+	c.cacked, c.readyReplies = nil, nil
+	return acked, replies
+}
+
+// holdReplies makes this round's double-ack confirmations wait for the
+// last operation proposed this round to commit (c.mu held).
+func (c *Consumer) holdReplies(replies []string) {
+	for _, r := range replies {
+		c.confirms = append(c.confirms, keyedReply{key: c.ckey, reply: r})
+	}
+}
+
+// maybeStepDown acts on a refused proposal (the loop, after the round):
+// the replica leaves its delivering state for the committed one and asks
+// its group for another leader.
+func (c *Consumer) maybeStepDown() {
+	c.mu.Lock()
+	if !c.stepDown {
+		c.mu.Unlock()
+		return
+	}
+	c.stepDown = false
+	c.lead(false)
+	c.mu.Unlock()
+	if rl, ok := c.log.(ReplicatedLog); ok {
+		rl.StepDown()
+	}
+}
