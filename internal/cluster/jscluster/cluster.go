@@ -72,8 +72,8 @@ type Cluster struct {
 	// creplicas are this server's replicas of replicated consumers
 	// (consumer.go).
 	creplicas map[consumerKey]*creplica
-	started  bool // the meta group was added
-	closed   bool
+	started   bool // the meta group was added
+	closed    bool
 }
 
 // streamKey names a stream in an account.
