@@ -69,3 +69,15 @@ func (r *streamEntry) checkRecreateLocked(old, cfg *consumer.Config, action Cons
 	cfg.PauseUntil = old.PauseUntil
 	return cfg.EqualForCreate(old), nil
 }
+
+// ConsumerLeads reports whether this server's consumer name of the
+// stream delivers: it exists and, for a replicated consumer, leads with
+// its subscriptions in place (consumerrun.Consumer.Leading).
+func (js *JetStream) ConsumerLeads(streamName, name string) bool {
+	c, jerr := js.lookupConsumer(streamName, name)
+	return jerr == nil && c.Leading()
+}
+
+// HasInterest reports whether anything subscribes to subj, here or on a
+// route (the engine's transport).
+func (js *JetStream) HasInterest(subj string) bool { return js.tr.HasInterest(subj) }

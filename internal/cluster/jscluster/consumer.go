@@ -142,6 +142,14 @@ func (c *Cluster) startConsumer(acc *account, k consumerKey, ca meta.ConsumerAss
 	gc := raftnode.GroupConfig{ID: ca.Group, Replica: mine.ID, Incarnation: mine.Incarnation, Peers: meta.Peers(ca.Replicas)}
 	if err := c.node.AddGroup(gc, cr.log.StateMachine()); err != nil {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: its group %d cannot start here: %v", k.account, k.stream, k.name, ca.Group, err)
+		return
+	}
+	if c.metaLeader() {
+		// The meta leader answers the create: its replica campaigns at
+		// once, so that it is likely to lead and subscribe before it
+		// answers (waitConsumer), and the client's next request finds the
+		// consumer's subscriptions.
+		_ = c.node.Campaign(ca.Group)
 	}
 }
 
@@ -294,7 +302,7 @@ func (a *account) ConsumerCreate(streamName string, cfg consumer.Config, action 
 			return nil, jerr, true
 		}
 	}
-	c.waitConsumer(k, prepared)
+	c.waitConsumer(a, k, prepared)
 	info, jerr := a.js.ConsumerInfo(streamName, prepared.Name)
 	return info, jerr, true
 }
@@ -311,15 +319,21 @@ func metaAction(a jetstream.ConsumerAction) meta.ConsumerAction {
 }
 
 // waitConsumer waits, at most proposeTimeout, until this server runs its
-// replica of consumer k with the config cfg and the consumer's group has
-// a leader that delivers.
-func (c *Cluster) waitConsumer(k consumerKey, cfg consumer.Config) {
+// replica of consumer k with the config cfg and the consumer's leader
+// delivers: this server's replica leads with its subscriptions in place
+// (its interest then reaches every server before the answer does), or
+// another server leads and its pull request subscription is seen here.
+func (c *Cluster) waitConsumer(acc *account, k consumerKey, cfg consumer.Config) {
 	body, _ := json.Marshal(&cfg)
+	next := "$JS.API.CONSUMER.MSG.NEXT." + k.stream + "." + k.name
 	deadline := time.Now().Add(proposeTimeout)
 	for time.Now().Before(deadline) {
 		cr := c.creplicaOf(k)
 		if cr != nil && string(cr.ca.Config) == string(body) {
-			if ci := c.consumerClusterInfo(k); ci != nil && ci.Leader != "" {
+			if acc.js.ConsumerLeads(k.stream, k.name) {
+				return
+			}
+			if ci := c.consumerClusterInfo(k); ci != nil && ci.Leader != "" && ci.Leader != string(c.name) && acc.js.HasInterest(next) {
 				return
 			}
 		}
