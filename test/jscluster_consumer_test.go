@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,98 @@ func TestJetStreamClusterReplicatedConsumer(t *testing.T) {
 	eventually(t, "info after delete", func() error {
 		if _, err := js[other].Consumer(tctx(t), "ORDERS", "worker"); err == nil {
 			return fmt.Errorf("the consumer is still there")
+		}
+		return nil
+	})
+}
+
+// A replicated consumer's replicas checkpoint their committed state
+// (after 1,024 log entries) and compact their group; after every server
+// of the cluster restarts, each replica starts from its checkpoint and
+// the entries after it, and the consumer delivers only what was not
+// acknowledged.
+func TestJetStreamClusterConsumerCheckpointRestart(t *testing.T) {
+	servers, opts := jsClusterOpts(t, 3)
+	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "create ORDERS", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js0.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	const total, acked = 700, 650
+	for i := 1; i <= total; i++ {
+		eventually(t, "publish", func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_, err := js0.Publish(ctx, fmt.Sprintf("orders.%d", i), nil, jetstream.WithMsgID(fmt.Sprint(i)))
+			return err
+		})
+	}
+	var cons jetstream.Consumer
+	eventually(t, "create consumer", func() error {
+		var err error
+		cons, err = js0.CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "worker", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute})
+		return err
+	})
+	for n := 0; n < acked; {
+		batch, err := cons.Fetch(min(50, acked-n), jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			if err := m.DoubleAck(tctx(t)); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+	}
+	// Every replica checkpointed (more than 1,024 entries: the start,
+	// 650 deliveries and 650 acks).
+	eventually(t, "checkpoints", func() error {
+		for _, o := range opts {
+			files, _ := filepath.Glob(filepath.Join(o.StoreDir, "jetstream", "$SYS", "_js_", "consumers", "*", "meta.json"))
+			if len(files) != 1 {
+				return fmt.Errorf("%s: checkpoint files %v", o.ServerName, files)
+			}
+		}
+		return nil
+	})
+	for _, s := range servers {
+		s.Shutdown()
+	}
+	for i := range servers {
+		servers[i] = restartServer(t, opts[i])
+	}
+	js1, err := jetstream.New(connect(t, servers[1].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[uint64]bool{}
+	eventually(t, "fetch after the restart", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		c, err := js1.Consumer(ctx, "ORDERS", "worker")
+		if err != nil {
+			return err
+		}
+		batch, err := c.Fetch(total-acked, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return err
+		}
+		for m := range batch.Messages() {
+			md, _ := m.Metadata()
+			if md.Sequence.Stream <= acked {
+				t.Fatalf("acknowledged message %d delivered again after the restart", md.Sequence.Stream)
+			}
+			got[md.Sequence.Stream] = true
+			_ = m.Ack()
+		}
+		if len(got) < total-acked {
+			return fmt.Errorf("fetched %d of %d", len(got), total-acked)
 		}
 		return nil
 	})

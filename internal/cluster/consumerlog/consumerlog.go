@@ -19,50 +19,77 @@
 // the leader has applied every entry of earlier terms, so that the
 // consumer may start to deliver (Replica.SetLeading).
 //
-// # Restarts
+// # Snapshots, checkpoints and restarts
 //
-// A replica restarts by applying its group's whole log again to a new
-// consumer (StateMachine.Applied is 0); the first entry a consumer's
-// first leader proposes is its starting position. Consumer checkpoints
-// and snapshots are not built yet, so a consumer group's WAL entries are
-// never compacted (docs/clustering.md, "Not yet built").
+// A snapshot is the consumer's committed state at an index, as the
+// consumer encodes it (consumerrun's committedSnapshot: the stored
+// delivery state, pause and dead-letter switch, JSON). Checkpoint saves
+// one durably (Config.Save: the cluster layer writes it as a metafile,
+// JSON with its CRC-32C, replaced atomically) and then lets the group
+// drop its entries through that index (raftnode Node.Compact), on every
+// replica: a replica that needs dropped entries gets the leader's
+// snapshot (StateMachine.Snapshot), installs it and saves it before
+// raftnode goes on (Restore). A replica starts from its saved snapshot
+// (Start, before the group is added: StateMachine.Applied is its index,
+// the entries after it are applied again), or from the first entry,
+// which a consumer's first leader makes its starting position.
 package consumerlog
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/raftnode"
 )
 
-// ErrNoSnapshot is returned by the state machine's Snapshot and Restore:
-// consumer snapshots are not built yet, and a group's WAL keeps every
-// entry (package comment). A Restore error fences the replica.
-var ErrNoSnapshot = errors.New("consumerlog: consumer snapshots are not built yet")
-
 // Replica is the consumer a Log hands its committed operations to
 // (consumerrun.Consumer): Apply is called on the raftnode worker that
 // runs the group, never concurrently with itself or SetLeading.
 // SetLeading(true) says this replica leads and has applied every entry
 // of earlier terms; SetLeading(false) that it no longer leads. Neither
-// may block.
+// may block. CommittedSnapshot returns the committed state and the index
+// it reflects; RestoreCommitted replaces it with a snapshot (an error
+// fences the replica).
 type Replica interface {
 	streamrun.Applier[consumer.Op]
 	SetLeading(on bool)
+	CommittedSnapshot() (index uint64, data []byte, err error)
+	RestoreCommitted(index uint64, data []byte) error
+}
+
+// Config names the group a Log proposes to and applies from.
+type Config struct {
+	Node  *raftnode.Node
+	Group raftnode.GroupID
+	// Save makes a snapshot taken at index durable (the replica's
+	// checkpoint), replacing the one saved before.
+	Save func(index uint64, data []byte) error
+	Logf func(format string, args ...any)
 }
 
 // Log is the replicated log of one consumer on one server. Make it with
 // New, give its StateMachine to raftnode.Node.AddGroup once the consumer
 // runs, and stop using it when the group is removed.
 type Log struct {
+	cfg   Config
 	node  *raftnode.Node
 	group raftnode.GroupID
 	r     Replica
 	logf  func(string, ...any)
+
+	// start is the index of the snapshot the replica started from
+	// (StateMachine.Applied); applied the last index applied (atomic).
+	start   uint64
+	applied atomic.Uint64
+	// saveMu orders saves (Checkpoint on the cluster layer's goroutine,
+	// Restore on a raftnode worker); saved is the index last saved, which
+	// only grows.
+	saveMu sync.Mutex
+	saved  uint64
 
 	// The raftnode worker's own (StateMachine): wantTerm is the term this
 	// replica leads (0: not leading), emptyTerm the term of the last
@@ -73,10 +100,57 @@ type Log struct {
 	ready     bool
 }
 
-// New returns the log of one consumer replica over group on node,
-// handing what commits to r.
-func New(node *raftnode.Node, group raftnode.GroupID, r Replica, logf func(string, ...any)) *Log {
-	return &Log{node: node, group: group, r: r, logf: logf}
+// New returns the log of one consumer replica over cfg's group, handing
+// what commits to r.
+func New(cfg Config, r Replica) *Log {
+	return &Log{cfg: cfg, node: cfg.Node, group: cfg.Group, r: r, logf: cfg.Logf}
+}
+
+// Start restores the replica from the snapshot it saved at index (its
+// checkpoint), before the group is added. Errors: the Replica's
+// (damage).
+func (l *Log) Start(index uint64, data []byte) error {
+	if err := l.r.RestoreCommitted(index, data); err != nil {
+		return err
+	}
+	l.start, l.saved = index, index
+	l.applied.Store(index)
+	return nil
+}
+
+// Applied returns the index of the last entry applied (or of the
+// snapshot started from).
+func (l *Log) Applied() uint64 { return l.applied.Load() }
+
+// Checkpoint saves the replica's committed state (Config.Save) and lets
+// the group drop its entries through the index it reflects
+// (raftnode.Node.Compact). It returns that index (0: nothing new to
+// save). Errors: the Replica's, Save's, raftnode's (ErrUnknownGroup,
+// ErrStopped, ErrFenced).
+func (l *Log) Checkpoint() (uint64, error) {
+	index, data, err := l.r.CommittedSnapshot()
+	if err != nil {
+		return 0, err
+	}
+	saved, err := l.save(index, data)
+	if err != nil || !saved {
+		return 0, err
+	}
+	return index, l.node.Compact(l.group, index)
+}
+
+// save saves a snapshot at index unless one at or beyond it is saved.
+func (l *Log) save(index uint64, data []byte) (bool, error) {
+	l.saveMu.Lock()
+	defer l.saveMu.Unlock()
+	if index <= l.saved || l.cfg.Save == nil {
+		return false, nil
+	}
+	if err := l.cfg.Save(index, data); err != nil {
+		return false, err
+	}
+	l.saved = index
+	return true, nil
 }
 
 // Propose encodes op (consumer.AppendOp) and proposes it to the group
@@ -134,6 +208,7 @@ func (s stateMachine) Apply(entries []raftnode.Entry) error {
 			return fmt.Errorf("consumerlog: group %d entry %d (term %d): %w", l.group, e.Index, e.Term, err)
 		}
 		l.r.Apply(e.Index, op, e.Tag)
+		l.applied.Store(e.Index)
 	}
 	return nil
 }
@@ -176,11 +251,25 @@ func (s stateMachine) LeaderChanged(leader bool, term uint64) {
 	}
 }
 
-// Applied is 0: a replica applies its whole log again (package comment).
-func (stateMachine) Applied() uint64 { return 0 }
+// Applied returns the index of the snapshot the replica started from (0:
+// none, the whole log applies).
+func (s stateMachine) Applied() uint64 { return s.l.start }
 
-// Snapshot is not built yet (ErrNoSnapshot).
-func (stateMachine) Snapshot() ([]byte, error) { return nil, ErrNoSnapshot }
+// Snapshot returns the replica's committed state, which is at the last
+// index applied (Apply and CommittedSnapshot take the consumer's lock).
+func (s stateMachine) Snapshot() ([]byte, error) {
+	_, data, err := s.l.r.CommittedSnapshot()
+	return data, err
+}
 
-// Restore is not built yet (ErrNoSnapshot, which fences the replica).
-func (stateMachine) Restore(uint64, []byte) error { return ErrNoSnapshot }
+// Restore installs a leader's snapshot taken at index and saves it
+// before returning. An error fences the replica.
+func (s stateMachine) Restore(index uint64, data []byte) error {
+	l := s.l
+	if err := l.r.RestoreCommitted(index, data); err != nil {
+		return err
+	}
+	l.applied.Store(index)
+	_, err := l.save(index, data)
+	return err
+}

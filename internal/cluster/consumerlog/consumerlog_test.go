@@ -19,6 +19,10 @@ func (f *fakeReplica) Apply(_ uint64, op consumer.Op, tag uint64) {
 	f.tags = append(f.tags, tag)
 }
 func (f *fakeReplica) SetLeading(on bool) { f.leading = append(f.leading, on) }
+func (f *fakeReplica) CommittedSnapshot() (uint64, []byte, error) {
+	return uint64(len(f.ops)), []byte("{}"), nil
+}
+func (f *fakeReplica) RestoreCommitted(uint64, []byte) error { return nil }
 
 func entry(t *testing.T, index, term uint64, op consumer.Op, tag uint64) raftnode.Entry {
 	t.Helper()
@@ -39,7 +43,7 @@ func entry(t *testing.T, index, term uint64, op consumer.Op, tag uint64) raftnod
 // operations reach the consumer with their tags, empty entries never.
 func TestLeadingAfterOwnTermsEmptyEntry(t *testing.T) {
 	f := &fakeReplica{}
-	sm := New(nil, 7, f, nil).StateMachine()
+	sm := New(Config{Group: 7}, f).StateMachine()
 	lo := sm.(raftnode.LeaderObserver)
 	must := func(es ...raftnode.Entry) {
 		t.Helper()

@@ -245,6 +245,7 @@ func (c *Cluster) run() {
 		case <-t.C:
 			c.noteLeaderless()
 			c.catalogue()
+			c.checkpointConsumers()
 			if time.Since(lastCheckpoint) >= metaCheckpointEvery {
 				lastCheckpoint = time.Now()
 				if err := c.meta.Checkpoint(); err != nil {

@@ -3,6 +3,8 @@ package jscluster
 import (
 	"encoding/json"
 	"fmt"
+	"path"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -10,9 +12,11 @@ import (
 	"github.com/cairnmq/cairn/internal/cluster/meta"
 	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jetstream"
+	"github.com/cairnmq/cairn/internal/jetstream/metafile"
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/vfs"
 )
 
 // Replicated consumers (docs/clustering.md, "Replicated consumers"): a
@@ -35,6 +39,10 @@ type creplica struct {
 	// caught up), since when (unix ns).
 	leads atomic.Bool
 	since atomic.Int64
+	// ckptIndex and ckptAt: the applied index at the last checkpoint, and
+	// when (the run goroutine's).
+	ckptIndex uint64
+	ckptAt    time.Time
 }
 
 // leaderReplica forwards a consumer's leadership to its runtime and
@@ -136,6 +144,11 @@ func (c *Cluster) startConsumer(acc *account, k consumerKey, ca meta.ConsumerAss
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: this server's replica cannot start: %v", k.account, k.stream, k.name, jerr)
 		return
 	}
+	if err := c.startFromCheckpoint(cr); err != nil {
+		c.cfg.Logf("jscluster: consumer %s > %s > %s: this server's replica is fenced (not started, its checkpoint left as it is): %v", k.account, k.stream, k.name, err)
+		_ = acc.js.DeleteConsumer(k.stream, k.name)
+		return
+	}
 	c.mu.Lock()
 	c.creplicas[k] = cr
 	c.mu.Unlock()
@@ -152,6 +165,64 @@ func (c *Cluster) startConsumer(acc *account, k consumerKey, ca meta.ConsumerAss
 		_ = c.node.Campaign(ca.Group)
 	}
 }
+
+// consumerCheckpoint is a replicated consumer replica's checkpoint file
+// (<cluster dir>/consumers/<group>/meta.json, a metafile): the snapshot
+// of its committed state (consumerlog) and the log index it reflects.
+type consumerCheckpoint struct {
+	Index uint64          `json:"index"`
+	State json.RawMessage `json:"state"`
+}
+
+// consumerDir is where a consumer group's replica keeps its checkpoint.
+func (c *Cluster) consumerDir(g raftnode.GroupID) string {
+	return path.Join(c.cfg.Dir, "consumers", strconv.FormatUint(uint64(g), 10))
+}
+
+// startFromCheckpoint restores the consumer replica cr from its
+// checkpoint, if it has one. Errors: a checkpoint that is damaged or does
+// not restore (the replica is fenced).
+func (c *Cluster) startFromCheckpoint(cr *creplica) error {
+	var ck consumerCheckpoint
+	err := metafile.Read(c.cfg.FS, c.consumerDir(cr.ca.Group), &ck)
+	if vfs.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return cr.log.Start(ck.Index, ck.State)
+}
+
+// checkpointConsumers takes a checkpoint of every consumer replica that
+// applied checkpointEntries entries since its last one, or any since
+// checkpointEvery (the run goroutine's tick).
+func (c *Cluster) checkpointConsumers() {
+	c.mu.Lock()
+	crs := make([]*creplica, 0, len(c.creplicas))
+	for _, cr := range c.creplicas {
+		crs = append(crs, cr)
+	}
+	c.mu.Unlock()
+	now := c.cfg.Now()
+	for _, cr := range crs {
+		applied := cr.log.Applied()
+		if applied <= cr.ckptIndex || (applied-cr.ckptIndex < checkpointEntries && now.Sub(cr.ckptAt) < checkpointEvery) {
+			continue
+		}
+		if _, err := cr.log.Checkpoint(); err != nil {
+			c.cfg.Logf("jscluster: consumer %s > %s > %s: checkpoint: %v", cr.ca.Account, cr.ca.Stream, cr.ca.Name, err)
+		}
+		cr.ckptIndex, cr.ckptAt = applied, now
+	}
+}
+
+// A consumer replica's checkpoint is taken after this many entries, or
+// this long after the last one when anything applied since.
+const (
+	checkpointEntries = 1024
+	checkpointEvery   = 30 * time.Second
+)
 
 // updateConsumer gives this server's replica of consumer k its new
 // config; the replica that leads commits the policy change.
@@ -185,6 +256,15 @@ func (c *Cluster) stopConsumer(acc *account, k consumerKey, cr *creplica) {
 	if _, err := c.node.RemoveGroup(cr.ca.Group); err != nil {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: remove group %d: %v", k.account, k.stream, k.name, cr.ca.Group, err)
 	}
+	c.removeCheckpoint(cr.ca.Group)
+}
+
+// removeCheckpoint removes the checkpoint of a consumer group this
+// server no longer holds a replica of.
+func (c *Cluster) removeCheckpoint(g raftnode.GroupID) {
+	if err := metafile.RemoveAll(c.cfg.FS, c.consumerDir(g)); err != nil && !vfs.IsNotExist(err) {
+		c.cfg.Logf("jscluster: consumer group %d: remove its checkpoint: %v", g, err)
+	}
 }
 
 // stopStreamConsumers forgets the consumer replicas of stream k, whose
@@ -204,6 +284,7 @@ func (c *Cluster) stopStreamConsumers(k streamKey) {
 		if _, err := c.node.RemoveGroup(cr.ca.Group); err != nil {
 			c.cfg.Logf("jscluster: consumer %s > %s > %s: remove group %d: %v", k.account, k.name, cr.ca.Name, cr.ca.Group, err)
 		}
+		c.removeCheckpoint(cr.ca.Group)
 	}
 }
 
@@ -216,7 +297,15 @@ func (c *Cluster) newConsumerLog(acc *account, streamName, name string, a stream
 	if cr == nil || cr.ca.Stream != streamName || cr.ca.Name != name || !ok {
 		return streamrun.NewLocalConsumerLog(streamName, name, a)
 	}
-	cr.log = consumerlog.New(c.node, cr.ca.Group, leaderReplica{Replica: rep, c: c, cr: cr}, c.cfg.Logf)
+	dir := c.consumerDir(cr.ca.Group)
+	save := func(index uint64, data []byte) error {
+		if err := c.cfg.FS.MkdirAll(dir); err != nil {
+			return err
+		}
+		return metafile.Write(c.cfg.FS, dir, consumerCheckpoint{Index: index, State: data})
+	}
+	cr.log = consumerlog.New(consumerlog.Config{Node: c.node, Group: cr.ca.Group, Save: save, Logf: c.cfg.Logf},
+		leaderReplica{Replica: rep, c: c, cr: cr})
 	return cr.log
 }
 

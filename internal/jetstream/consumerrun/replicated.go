@@ -1,8 +1,14 @@
 package consumerrun
 
 import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+
 	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
+	"github.com/cairnmq/cairn/internal/store"
 )
 
 // A replicated consumer (docs/clustering.md, "Replicated consumers") has
@@ -199,4 +205,62 @@ func (c *Consumer) maybeStepDown() {
 	if rl, ok := c.log.(ReplicatedLog); ok {
 		rl.StepDown()
 	}
+}
+
+// committedSnapshot is the encoding of a replicated consumer's committed
+// state, in its group's snapshots and its replica's checkpoints
+// (internal/cluster/consumerlog): the stored form of the delivery state
+// (consumer.State.Snapshot), the pause and the dead-letter switch, as
+// JSON. Restoring it recomputes the deadlines of pending deliveries as a
+// restart does (consumer.RestoreState).
+type committedSnapshot struct {
+	State      *store.ConsumerState `json:"state"`
+	Paused     int64                `json:"paused,omitempty"`
+	DeadLetter bool                 `json:"dead_letter,omitempty"`
+}
+
+// CommittedSnapshot returns the committed state of a replicated consumer
+// (committedSnapshot's encoding) and the index of the last log entry it
+// reflects. It takes the consumer's lock; Apply holds it too, so the two
+// agree.
+func (c *Consumer) CommittedSnapshot() (index uint64, data []byte, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.st
+	if c.leading {
+		st = c.cst
+	}
+	data, err = json.Marshal(committedSnapshot{State: st.Snapshot(), Paused: st.PausedUntil(), DeadLetter: st.DeadLetterOn()})
+	return c.capplied, data, err
+}
+
+// RestoreCommitted replaces a replicated consumer's committed state with
+// a snapshot taken at log index (CommittedSnapshot's encoding): at the
+// start of a replica from its checkpoint, or when its group installs a
+// leader's snapshot. Errors: a snapshot that does not decode or whose
+// pending deliveries are not in ascending order (damage: the caller
+// fences the replica).
+func (c *Consumer) RestoreCommitted(index uint64, data []byte) error {
+	var cs committedSnapshot
+	if err := json.Unmarshal(data, &cs); err != nil {
+		return fmt.Errorf("consumer %s > %s: snapshot at %d: %w", c.sr.Name(), c.name, index, err)
+	}
+	if cs.State == nil || !slices.IsSortedFunc(cs.State.Pending, func(a, b store.StreamPending) int { return cmp.Compare(a.Stream, b.Stream) }) {
+		return fmt.Errorf("consumer %s > %s: snapshot at %d holds no state or unordered deliveries", c.sr.Name(), c.name, index)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := consumer.RestoreState(consumer.PolicyOf(&c.cfg), cs.State)
+	st.SetDeadLetter(cs.DeadLetter)
+	var out consumer.Outcome
+	st.ApplyOp(&consumer.Pause{Until: cs.Paused}, &out)
+	if c.leading {
+		c.cst, c.st = st, st.Clone()
+	} else {
+		c.st = st
+	}
+	c.d.SetState(c.st)
+	c.d.Invalidate()
+	c.capplied, c.inited, c.dirty = index, true, true
+	return nil
 }
