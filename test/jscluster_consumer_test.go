@@ -230,3 +230,63 @@ func TestJetStreamClusterConsumerCheckpointRestart(t *testing.T) {
 		return nil
 	})
 }
+
+// A work-queue stream with three replicas and a replicated durable
+// consumer: what the consumer acknowledged leaves the stream (the ack
+// committed in the consumer's group reaches the stream's leader, which
+// removes the message through the stream's group).
+func TestJetStreamClusterWorkQueueConsumer(t *testing.T) {
+	servers := jsCluster(t, 3)
+	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js2, err := jetstream.New(connect(t, servers[2].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "create JOBS", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js0.CreateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}, Replicas: 3, Retention: jetstream.WorkQueuePolicy})
+		return err
+	})
+	for i := 1; i <= 20; i++ {
+		eventually(t, "publish", func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_, err := js0.Publish(ctx, fmt.Sprintf("jobs.%d", i), nil, jetstream.WithMsgID(fmt.Sprint(i)))
+			return err
+		})
+	}
+	var cons jetstream.Consumer
+	eventually(t, "create consumer", func() error {
+		var err error
+		cons, err = js2.CreateOrUpdateConsumer(tctx(t), "JOBS", jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy})
+		return err
+	})
+	batch, err := cons.Fetch(15, jetstream.FetchMaxWait(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(tctx(t)); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 15 {
+		t.Fatalf("fetched %d of 15 (%v)", n, batch.Error())
+	}
+	eventually(t, "work-queue removals", func() error {
+		s, err := js2.Stream(tctx(t), "JOBS")
+		if err != nil {
+			return err
+		}
+		if st := s.CachedInfo().State; st.Msgs != 5 || st.FirstSeq != 16 {
+			return fmt.Errorf("state %+v, want messages 16..20", st)
+		}
+		return nil
+	})
+}
