@@ -110,10 +110,11 @@ func (c *Cluster) reconcileConsumer(k consumerKey) {
 	c.mu.Lock()
 	cur := c.creplicas[k]
 	acc := c.accounts[k.account]
+	ready := acc != nil && acc.js != nil
 	streamUp := c.replicas[streamKey{k.account, k.stream}] != nil
 	c.mu.Unlock()
-	if acc == nil || acc.js == nil {
-		return
+	if !ready {
+		return // the account has no JetStream here (yet): AddAccount reconciles
 	}
 	switch {
 	case cur != nil && (!here || !streamUp || cur.ca.Group != ca.Group):
