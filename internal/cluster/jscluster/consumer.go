@@ -460,12 +460,13 @@ func (a *account) ConsumerDelete(streamName, name string) (*jserr.Error, bool) {
 }
 
 // consumerClusterInfo returns the cluster part of consumer k's info
-// (nats-server v2.15.2 ClusterInfo), nil for a consumer the meta group
-// does not hold.
+// (nats-server v2.15.2 ClusterInfo). A consumer the meta group does not
+// hold (an ephemeral, or one of a stream with one replica) runs on this
+// server alone: the cluster's name and this server as its leader.
 func (c *Cluster) consumerClusterInfo(k consumerKey) *jetstream.ClusterInfo {
 	ca, _, ok, _ := c.consumerAssignment(k)
 	if !ok {
-		return nil
+		return &jetstream.ClusterInfo{Name: c.host.ClusterName(), Leader: string(c.name)}
 	}
 	ci := &jetstream.ClusterInfo{Name: c.host.ClusterName(), RaftGroup: consumerGroupName(ca)}
 	cr := c.creplicaOf(k)
