@@ -7,12 +7,21 @@
 //
 // # Entry format
 //
-// A group's log entry is exactly one consumer operation as the engine
-// encodes it (consumer.AppendOp: kind byte, version byte, fields; drawn
-// in docs/engine.md "Encoding"); raftnode frames it in its WAL record
-// with the record's CRC:
+// A group's log entry is the batch of consumer operations one round of
+// the consumer's leader decided, each as the engine encodes it
+// (consumer.AppendOp: kind byte, version byte, fields; drawn in
+// docs/engine.md "Encoding"); raftnode frames the entry in its WAL
+// record with the record's CRC:
 //
-//	raft entry data:  | kind (1) | version (1) | fields ... |   = consumer.AppendOp(op)
+//	raft entry data:  | 0x00 | count (uvarint) | count × ( length (uvarint) | consumer.AppendOp(op) ) |
+//
+// The leading zero is no operation kind (kinds start at 1). Propose only
+// adds an operation to the batch; Flush proposes it as one entry (one
+// proposal per round of the consumer, however many deliveries and acks
+// it made), and a batch raftnode refuses for back-pressure (ErrBusy) is
+// kept and proposed with the next. A batch is applied whole, under one
+// hold of the consumer's lock (Replica.ApplyBatch), so that a snapshot
+// never holds part of an entry.
 //
 // Entries raft makes itself have no data: they are not handed to the
 // consumer, but a new leader's own empty entry tells this package that
@@ -37,12 +46,13 @@ package consumerlog
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/cairnmq/cairn/internal/consumer"
-	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/raftnode"
 )
 
@@ -51,11 +61,13 @@ import (
 // runs the group, never concurrently with itself or SetLeading.
 // SetLeading(true) says this replica leads and has applied every entry
 // of earlier terms; SetLeading(false) that it no longer leads. Neither
-// may block. CommittedSnapshot returns the committed state and the index
-// it reflects; RestoreCommitted replaces it with a snapshot (an error
+// may block. ApplyBatch applies the operations of one committed entry,
+// in order, with the tag of the entry (its proposer's key, on the
+// replica that proposed it). CommittedSnapshot returns the committed
+// state and the index it reflects; RestoreCommitted replaces it with a snapshot (an error
 // fences the replica).
 type Replica interface {
-	streamrun.Applier[consumer.Op]
+	ApplyBatch(index uint64, ops []consumer.Op, tag uint64)
 	SetLeading(on bool)
 	CommittedSnapshot() (index uint64, data []byte, err error)
 	RestoreCommitted(index uint64, data []byte) error
@@ -90,6 +102,14 @@ type Log struct {
 	// only grows.
 	saveMu sync.Mutex
 	saved  uint64
+
+	// The batch being built (Propose, Flush, Discard: the consumer's
+	// loop, under the consumer's lock): the encoded operations, their
+	// count and the last one's key.
+	batch   []byte
+	nbatch  int
+	key     uint64
+	scratch []byte // one operation's encoding
 
 	// The raftnode worker's own (StateMachine): wantTerm is the term this
 	// replica leads (0: not leading), emptyTerm the term of the last
@@ -153,20 +173,54 @@ func (l *Log) save(index uint64, data []byte) (bool, error) {
 	return true, nil
 }
 
-// Propose encodes op (consumer.AppendOp) and proposes it to the group
-// under key (raftnode Entry.Tag: handed back to this replica's Apply for
-// exactly this entry). Errors, all before anything entered the log:
-// raftnode.ErrBusy, ErrFenced, ErrStopped, ErrUnknownGroup, and an
-// encoding error (a bug). Being deposed meanwhile is learnt through
-// SetLeading(false); the proposal is then lost or committed under the
+// Propose adds op, encoded (consumer.AppendOp), to the batch Flush
+// proposes, under key (raftnode Entry.Tag of the batch's entry, handed
+// back to this replica's ApplyBatch for exactly that entry). The only
+// error is an encoding error (a bug). Being deposed is learnt through
+// SetLeading(false); a batch proposed then is lost or committed under the
 // next leader, as a delivery in nats-server's consumer groups.
 func (l *Log) Propose(op consumer.Op, key uint64) error {
-	data, err := consumer.AppendOp(nil, op)
+	enc, err := consumer.AppendOp(l.scratch[:0], op)
 	if err != nil {
 		return fmt.Errorf("consumerlog: encode %T: %w", op, err)
 	}
-	_, err = l.node.ProposeTagged(l.group, data, key)
-	return err
+	l.scratch = enc
+	l.batch = binary.AppendUvarint(l.batch, uint64(len(enc)))
+	l.batch = append(l.batch, enc...)
+	l.nbatch++
+	l.key = key
+	return nil
+}
+
+// Flush proposes the batch as one entry. A batch raftnode refuses for
+// back-pressure (raftnode.ErrBusy) is kept for the next Flush; pending
+// reports that operations wait. Errors (the batch is dropped; the
+// replica must stop leading): raftnode.ErrFenced, ErrStopped,
+// ErrUnknownGroup.
+func (l *Log) Flush() (pending bool, err error) {
+	if l.nbatch == 0 {
+		return false, nil
+	}
+	_, err = l.node.ProposeTagged(l.group, l.batchEntry(), l.key)
+	if errors.Is(err, raftnode.ErrBusy) {
+		return true, nil
+	}
+	l.Discard()
+	return false, err
+}
+
+// batchEntry returns the batch as an entry's data (package comment).
+func (l *Log) batchEntry() []byte {
+	data := make([]byte, 0, 1+binary.MaxVarintLen64+len(l.batch))
+	data = append(data, 0)
+	data = binary.AppendUvarint(data, uint64(l.nbatch))
+	return append(data, l.batch...)
+}
+
+// Discard drops the batch (the replica stopped leading: what it decided
+// and did not propose is delivered again by the next leader).
+func (l *Log) Discard() {
+	l.batch, l.nbatch, l.key = l.batch[:0], 0, 0
 }
 
 // Leader reports whether this replica leads the group now and is not
@@ -203,14 +257,49 @@ func (s stateMachine) Apply(entries []raftnode.Entry) error {
 		}
 		// Decode a copy: e.Data is raftnode's only during Apply, and a
 		// decoded Drop keeps its slice.
-		op, err := consumer.DecodeOp(bytes.Clone(e.Data))
+		ops, err := decodeBatch(bytes.Clone(e.Data))
 		if err != nil {
 			return fmt.Errorf("consumerlog: group %d entry %d (term %d): %w", l.group, e.Index, e.Term, err)
 		}
-		l.r.Apply(e.Index, op, e.Tag)
+		l.r.ApplyBatch(e.Index, ops, e.Tag)
 		l.applied.Store(e.Index)
 	}
 	return nil
+}
+
+// errBadBatch is the error of an entry that is not a well-formed batch.
+var errBadBatch = errors.New("consumerlog: malformed batch")
+
+// decodeBatch decodes an entry's batch (package comment): the marker,
+// then count operations, each of the length it states, and nothing
+// after them.
+func decodeBatch(b []byte) ([]consumer.Op, error) {
+	if len(b) == 0 || b[0] != 0 {
+		return nil, errBadBatch
+	}
+	b = b[1:]
+	count, n := binary.Uvarint(b)
+	if n <= 0 || count == 0 || count > uint64(len(b)) {
+		return nil, errBadBatch
+	}
+	b = b[n:]
+	ops := make([]consumer.Op, 0, count)
+	for range count {
+		size, n := binary.Uvarint(b)
+		if n <= 0 || size > uint64(len(b)-n) {
+			return nil, errBadBatch
+		}
+		op, err := consumer.DecodeOp(b[n : n+int(size)])
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, op)
+		b = b[n+int(size):]
+	}
+	if len(b) != 0 {
+		return nil, errBadBatch
+	}
+	return ops, nil
 }
 
 // emptyApplied notes an applied empty entry: a leader's first entry of

@@ -14,9 +14,11 @@ type fakeReplica struct {
 	leading []bool
 }
 
-func (f *fakeReplica) Apply(_ uint64, op consumer.Op, tag uint64) {
-	f.ops = append(f.ops, op)
-	f.tags = append(f.tags, tag)
+func (f *fakeReplica) ApplyBatch(_ uint64, ops []consumer.Op, tag uint64) {
+	for _, op := range ops {
+		f.ops = append(f.ops, op)
+		f.tags = append(f.tags, tag)
+	}
 }
 func (f *fakeReplica) SetLeading(on bool) { f.leading = append(f.leading, on) }
 func (f *fakeReplica) CommittedSnapshot() (uint64, []byte, error) {
@@ -28,11 +30,11 @@ func entry(t *testing.T, index, term uint64, op consumer.Op, tag uint64) raftnod
 	t.Helper()
 	e := raftnode.Entry{Index: index, Term: term, Tag: tag}
 	if op != nil {
-		b, err := consumer.AppendOp(nil, op)
-		if err != nil {
+		l := New(Config{}, nil)
+		if err := l.Propose(op, tag); err != nil {
 			t.Fatal(err)
 		}
-		e.Data = b
+		e.Data = l.batchEntry()
 	}
 	return e
 }
@@ -72,5 +74,28 @@ func TestLeadingAfterOwnTermsEmptyEntry(t *testing.T) {
 	// Damage fences the replica.
 	if err := sm.Apply([]raftnode.Entry{{Index: 7, Term: 4, Data: []byte{0xff, 1, 2}}}); err == nil {
 		t.Fatal("an entry that does not decode applied")
+	}
+}
+
+// A batch entry holds every operation proposed since the last flush, in
+// order, and decodes back to them; malformed entries are refused.
+func TestBatchRoundTripAndRefusals(t *testing.T) {
+	l := New(Config{}, nil)
+	ops := []consumer.Op{&consumer.Reset{Stream: 3}, &consumer.Deliver{Stream: 3, Time: 7}, &consumer.Drop{Seqs: []uint64{1, 2}}, &consumer.Ack{Stream: 3, Consumer: 1}}
+	for i, op := range ops {
+		if err := l.Propose(op, uint64(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := l.batchEntry()
+	got, err := decodeBatch(data)
+	if err != nil || !reflect.DeepEqual(got, ops) || l.key != 4 {
+		t.Fatalf("decoded %v (%v), key %d", got, err, l.key)
+	}
+	bad := [][]byte{nil, {1}, {0}, {0, 0}, {0, 1}, {0, 1, 9, 1}, append(append([]byte(nil), data...), 0), data[:len(data)-1]}
+	for _, b := range bad {
+		if _, err := decodeBatch(b); err == nil {
+			t.Errorf("decoded the malformed batch %v", b)
+		}
 	}
 }

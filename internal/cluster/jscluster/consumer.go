@@ -294,8 +294,12 @@ func (c *Cluster) stopStreamConsumers(k streamKey) {
 // group; the engine's local log for every other consumer.
 func (c *Cluster) newConsumerLog(acc *account, streamName, name string, a streamrun.Applier[consumer.Op]) streamrun.Log[consumer.Op] {
 	cr := acc.cstarting.Load()
+	if cr == nil || cr.ca.Stream != streamName || cr.ca.Name != name {
+		return streamrun.NewLocalConsumerLog(streamName, name, a)
+	}
 	rep, ok := a.(consumerlog.Replica)
-	if cr == nil || cr.ca.Stream != streamName || cr.ca.Name != name || !ok {
+	if !ok {
+		c.cfg.Logf("jscluster: consumer %s > %s: the engine's consumer %T cannot be replicated", streamName, name, a)
 		return streamrun.NewLocalConsumerLog(streamName, name, a)
 	}
 	dir := c.consumerDir(cr.ca.Group)

@@ -157,6 +157,7 @@ type Consumer struct {
 	readyReplies []string
 	cacked       []uint64
 	stepDown     bool
+	unflushed    bool // operations wait in the log's batch (flushReplicated)
 }
 
 // confirm is a confirmation to send once the ack it answers is durable:
@@ -327,6 +328,7 @@ func (c *Consumer) round(evs []cevent) (acked []uint64, replies []string, jb jou
 		// Retention and confirmations follow what committed, not what
 		// this leader decided (replicated.go); a replicated consumer is
 		// removed through the meta group, never by inactivity here.
+		c.flushReplicated()
 		c.holdReplies(replies)
 		acked, replies = c.takeCommitted()
 		return acked, replies, jb, false
@@ -390,6 +392,9 @@ func (c *Consumer) nextWake() time.Duration {
 	defer c.mu.Unlock()
 	now := c.now()
 	next := c.d.NextWake(now)
+	if c.unflushed {
+		next = now.Add(5 * time.Millisecond) // a batch refused for back-pressure: try again soon
+	}
 	if c.dirty && c.saver != nil {
 		if t := c.lastSave.Add(c.saveGap); t.Before(next) {
 			next = t

@@ -38,14 +38,21 @@ import (
 // starts where the leader's stream replica said, whatever its own held.
 
 // ReplicatedLog is a consumer log that commits later and says whether
-// this replica leads it (streamrun.Leader). Its Applier's Apply is
-// called on the log's goroutine without the consumer's lock, and it
-// tells the consumer of its leadership through SetLeading. StepDown asks
-// the group to elect another leader (a proposal was refused, so the
-// delivering state went ahead of the log).
+// this replica leads it (streamrun.Leader). Propose only adds to a batch
+// that Flush proposes as one entry, at the end of each round of the
+// consumer's loop (a batch refused for back-pressure stays, pending, for
+// the next Flush; an error means the batch is lost); Discard drops the
+// batch when the replica stops leading. The log hands each committed
+// entry's operations to the consumer's ApplyBatch, on the log's
+// goroutine without the consumer's lock, and tells the consumer of its
+// leadership through SetLeading. StepDown asks the group to elect
+// another leader (a batch was lost, so the delivering state went ahead
+// of the log).
 type ReplicatedLog interface {
 	streamrun.Log[consumer.Op]
 	streamrun.Leader
+	Flush() (pending bool, err error)
+	Discard()
 	StepDown()
 }
 
@@ -78,11 +85,12 @@ func (c *Consumer) Leading() bool {
 
 // commitReplicated is Commit for a replicated consumer (c.mu held): a
 // follower decides nothing; the leader applies op to its delivering
-// state and proposes it under the next key. A refused proposal leaves
-// the delivering state ahead of the log: the replica steps down, and
-// the next leader starts from what committed.
+// state and adds it to the batch its loop proposes at the end of the
+// round (flushReplicated), under the next key. An operation that cannot
+// be proposed leaves the delivering state ahead of the log: the replica
+// steps down, and the next leader starts from what committed.
 func (c *Consumer) commitReplicated(op consumer.Op) *consumer.Outcome {
-	if !c.leading {
+	if !c.leading || c.stepDown {
 		c.cout = consumer.Outcome{}
 		return &c.cout
 	}
@@ -92,10 +100,28 @@ func (c *Consumer) commitReplicated(op consumer.Op) *consumer.Outcome {
 		c.env.Logf("consumer %s > %s: operation of kind %d not proposed (%v): stepping down", c.sr.Name(), c.name, op.Kind(), err)
 		c.stepDown = true
 	}
+	if !c.unflushed {
+		c.unflushed = true
+		c.Signal() // an operation decided outside the loop (an API call) is flushed by the next round
+	}
 	if c.cout.Dirty {
 		c.dirty = true
 	}
 	return &c.cout
+}
+
+// flushReplicated proposes the round's batch (c.mu held). A batch lost
+// (raftnode refused it for good) makes the replica step down.
+func (c *Consumer) flushReplicated() {
+	if !c.unflushed || c.stepDown {
+		return
+	}
+	pending, err := c.log.(ReplicatedLog).Flush()
+	if err != nil {
+		c.env.Logf("consumer %s > %s: operations not proposed (%v): stepping down", c.sr.Name(), c.name, err)
+		c.stepDown = true
+	}
+	c.unflushed = pending
 }
 
 // applyCommitted applies an operation the replicated log committed: to
@@ -106,23 +132,41 @@ func (c *Consumer) commitReplicated(op consumer.Op) *consumer.Outcome {
 func (c *Consumer) applyCommitted(index uint64, op consumer.Op, key uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.applyCommittedLocked(index, []consumer.Op{op}, key)
+}
+
+// ApplyBatch applies the operations of one committed entry of a
+// replicated consumer's log, all under one hold of the lock, so that a
+// snapshot (CommittedSnapshot) holds whole entries only
+// (consumerlog.Replica).
+func (c *Consumer) ApplyBatch(index uint64, ops []consumer.Op, key uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.applyCommittedLocked(index, ops, key)
+}
+
+func (c *Consumer) applyCommittedLocked(index uint64, ops []consumer.Op, key uint64) {
 	c.capplied = index
-	if _, ok := op.(*consumer.Reset); ok {
-		c.inited = true
-	}
 	st := c.st
 	if c.leading {
 		st = c.cst
 	}
-	st.ApplyOp(op, &c.ccout)
+	acked := false
+	for _, op := range ops {
+		if _, ok := op.(*consumer.Reset); ok {
+			c.inited = true
+		}
+		st.ApplyOp(op, &c.ccout)
+		if len(c.ccout.Acked) > 0 {
+			c.cacked = append(c.cacked, c.ccout.Acked...)
+			acked = true
+		}
+	}
 	if !c.leading {
 		c.d.Invalidate()
 		c.dirty = true
 	}
-	if len(c.ccout.Acked) > 0 {
-		c.cacked = append(c.cacked, c.ccout.Acked...)
-	}
-	signal := len(c.ccout.Acked) > 0
+	signal := acked
 	if c.leading && key != 0 {
 		n := 0
 		for _, kr := range c.confirms {
@@ -146,6 +190,8 @@ func (c *Consumer) lead(on bool) {
 	if on == c.leading || c.stopped {
 		return
 	}
+	c.log.(ReplicatedLog).Discard()
+	c.unflushed, c.stepDown = false, false
 	if on {
 		c.cst = c.st
 		c.st = c.cst.Clone()
