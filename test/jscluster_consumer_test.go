@@ -86,6 +86,29 @@ func TestJetStreamClusterReplicatedConsumer(t *testing.T) {
 	if err != nil || len(first) != 10 || first[0] != 1 || first[9] != 10 {
 		t.Fatalf("first fetch: %v (%v)", first, err)
 	}
+	// CONSUMER.LEADER.STEPDOWN hands the leadership to another replica,
+	// which delivers from what committed: nothing acknowledged again.
+	old := ci.Cluster.Leader
+	eventually(t, "consumer step-down", func() error {
+		msg, err := nc[1].Request("$JS.API.CONSUMER.LEADER.STEPDOWN.ORDERS.worker", nil, 2*time.Second)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(msg.Data), `"success":true`) {
+			t.Fatalf("step-down: %s", msg.Data)
+		}
+		return nil
+	})
+	eventually(t, "new consumer leader", func() error {
+		var err error
+		if ci, err = cons.Info(tctx(t)); err != nil {
+			return err
+		}
+		if ci.Cluster == nil || ci.Cluster.Leader == "" || ci.Cluster.Leader == old {
+			return fmt.Errorf("leader %+v (was %s)", ci.Cluster, old)
+		}
+		return nil
+	})
 	leader := leaderIndex(servers, ci.Cluster.Leader)
 	servers[leader].Shutdown()
 	other := (leader + 1) % 3

@@ -81,7 +81,7 @@ var endpoints = map[string]endpoint{
 	"CONSUMER.LIST":            {"consumer_list_response", 1, 1, consumerList, false},
 	"CONSUMER.PAUSE":           {"consumer_pause_response", 2, 2, consumerPause, false},
 	"CONSUMER.UNPIN":           {"consumer_unpin_response", 2, 2, consumerUnpin, false},
-	"CONSUMER.LEADER.STEPDOWN": {"consumer_leader_stepdown_response", 2, 2, clusterOnly, false},
+	"CONSUMER.LEADER.STEPDOWN": {"consumer_leader_stepdown_response", 2, 2, consumerLeaderStepDown, false},
 	"CONSUMER.PEER.REMOVE":     {"consumer_remove_peer_response", 2, 2, clusterOnly, false},
 	"CONSUMER.PEER.EVACUATE":   {"consumer_evacuate_peer_response", 2, 2, clusterOnly, false},
 }

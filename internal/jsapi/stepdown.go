@@ -117,3 +117,37 @@ func streamRemovePeer(a *API, r *request) (response, *jserr.Error) {
 	resp.Success = true
 	return resp, nil
 }
+
+// ConsumerLeaders is what $JS.API.CONSUMER.LEADER.STEPDOWN asks of a
+// clustered JetStream that replicates consumers (an optional capability
+// of Cluster; without it the subject answers 10009).
+type ConsumerLeaders interface {
+	// ConsumerLeaderStepDown hands the leadership of the stream's
+	// consumer to another replica, on the server whose replica leads it
+	// (a consumer the cluster does not replicate answers success where
+	// it runs, as nats-server's consumers without a Raft group). Errors:
+	// 10059, 10014, 10008 no leader, the placement's 10025 and 10005,
+	// 10041 when the Raft layer refuses.
+	ConsumerLeaderStepDown(stream, consumer string, placement func() (*stream.Placement, *jserr.Error)) *jserr.Error
+}
+
+// consumerLeaderStepDown follows nats-server v2.15.2
+// jsConsumerLeaderStepDownRequest: on a single server 10010
+// (clusterOnly); in a cluster the level (10185), then the cluster
+// (ConsumerLeaders), answered by the consumer's leader
+// (ConsumerCluster.AnswersConsumer).
+func consumerLeaderStepDown(a *API, r *request) (response, *jserr.Error) {
+	l, ok := a.opts.Cluster.(ConsumerLeaders)
+	if !ok {
+		return clusterOnly(a, r)
+	}
+	resp := &successResponse{}
+	if err := r.checkLevel(); err != nil {
+		return resp, err
+	}
+	if err := l.ConsumerLeaderStepDown(r.stream, r.consumer, func() (*stream.Placement, *jserr.Error) { return parsePlacement(r.data) }); err != nil {
+		return resp, err
+	}
+	resp.Success = true
+	return resp, nil
+}

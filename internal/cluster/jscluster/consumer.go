@@ -14,9 +14,16 @@ import (
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/jetstream/metafile"
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
+	"github.com/cairnmq/cairn/internal/jsapi"
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+var (
+	_ jsapi.ConsumerCluster = (*account)(nil)
+	_ jsapi.ConsumerLeaders = (*account)(nil)
 )
 
 // Replicated consumers (docs/clustering.md, "Replicated consumers"): a
@@ -497,4 +504,30 @@ func consumerGroupName(ca meta.ConsumerAssignment) string {
 		st = "M"
 	}
 	return fmt.Sprintf("C-R%d%s-%d", len(ca.Replicas), st, ca.Group)
+}
+
+// ConsumerLeaderStepDown implements jsapi.ConsumerLeaders on the server
+// whose replica leads the consumer (AnswersConsumer): a consumer the
+// meta group does not hold runs here alone and answers success; a
+// replicated one hands its leadership over (stepDown, as a stream's).
+// Errors: 10059, 10014, 10008 when this replica no longer leads, the
+// placement's and stepDown's.
+func (a *account) ConsumerLeaderStepDown(streamName, name string, placement func() (*stream.Placement, *jserr.Error)) *jserr.Error {
+	c := a.c
+	k := consumerKey{a.name, streamName, name}
+	ca, _, assigned, _ := c.consumerAssignment(k)
+	if !assigned {
+		if _, jerr := a.js.ConsumerInfo(streamName, name); jerr != nil {
+			return jerr
+		}
+		return nil
+	}
+	if cr := c.creplicaOf(k); cr == nil || !cr.leads.Load() {
+		return jserr.New(jserr.ClusterNotAvail)
+	}
+	p, err := placement()
+	if err != nil {
+		return err
+	}
+	return c.stepDown(ca.Group, p)
 }
