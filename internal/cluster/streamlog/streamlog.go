@@ -17,6 +17,14 @@
 //
 // Entries raft makes itself (a new leader's empty entry, membership
 // changes) have no data and are skipped; they still advance the index.
+// One entry of the log's own is not a stream operation and is not handed
+// to the engine either, the compaction floor:
+//
+//	raft entry data:  | 0xff | floor (uvarint) |
+//
+// (0xff is no operation kind.) The leader proposes it when it compacts
+// (Checkpoint): every replica held every entry through floor then, so
+// none ever needs them again, and a follower compacts through it too.
 // The proposer's key is not in the entry: raftnode hands it back as
 // Entry.Tag on the node that proposed the entry, for that exact entry
 // under the term it was proposed in (docs/clustering.md decision 7).
@@ -31,9 +39,11 @@ package streamlog
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/raftnode"
@@ -80,6 +90,11 @@ type Log struct {
 	pending chan pendingProposal
 	done    chan struct{}
 	once    sync.Once
+
+	// floor is the highest compaction floor applied (package comment);
+	// proposed the highest this replica proposed as leader.
+	floor    atomic.Uint64
+	proposed atomic.Uint64
 }
 
 var (
@@ -175,14 +190,16 @@ func (l *Log) Leader() bool {
 // a restart), so the WAL may drop the group's entries up to it
 // (raftnode.Node.Compact), as far as the other replicas allow: until
 // stream snapshots exist (ErrNoSnapshot), a replica that needs an entry
-// its leader dropped could never catch up, so only the leader compacts,
-// and only through the lowest index every replica of its view holds
+// no replica holds any more could never catch up. The leader compacts
+// through the lowest index every replica of its view holds
 // (raftnode.ReplicaStatus.Match: a replica that is down keeps the last
 // one heard, one not heard from yet since this leader took over counts
-// 0). A follower compacts nothing: should it lead, the others may need
-// what it holds. Checkpoint returns the index it asked the WAL to drop
-// through (0: none). Errors: raftnode's (ErrUnknownGroup, ErrStopped,
-// ErrFenced).
+// 0) and proposes that index as the compaction floor (package comment);
+// a follower compacts through the highest floor it applied, since every
+// replica held those entries when the leader proposed it, and should it
+// lead none will need them. Checkpoint returns the index it asked the
+// WAL to drop through (0: none). Errors: raftnode's (ErrUnknownGroup,
+// ErrStopped, ErrFenced).
 func (l *Log) Checkpoint(index uint64) (uint64, error) {
 	st, err := l.cfg.Node.Status(l.cfg.Group)
 	if err != nil {
@@ -191,18 +208,38 @@ func (l *Log) Checkpoint(index uint64) (uint64, error) {
 	if st.Fenced != nil {
 		return 0, raftnode.ErrFenced
 	}
-	if st.Role != raftnode.Leader {
-		return 0, nil
-	}
-	to := index
-	for _, r := range st.Replicas {
-		to = min(to, r.Match)
+	to := min(index, l.floor.Load())
+	if st.Role == raftnode.Leader {
+		to = index
+		for _, r := range st.Replicas {
+			to = min(to, r.Match)
+		}
+		l.proposeFloor(to)
 	}
 	if to == 0 || to < st.FirstIndex {
 		return 0, nil
 	}
 	return to, l.cfg.Node.Compact(l.cfg.Group, to)
 }
+
+// floorMarker is the first byte of a compaction floor entry.
+const floorMarker = 0xff
+
+// proposeFloor proposes floor as the compaction floor when it is higher
+// than the last this replica proposed (a failed proposal is proposed
+// again at the next checkpoint).
+func (l *Log) proposeFloor(floor uint64) {
+	if floor == 0 || floor <= l.proposed.Load() {
+		return
+	}
+	data := binary.AppendUvarint([]byte{floorMarker}, floor)
+	if _, err := l.cfg.Node.Propose(l.cfg.Group, data); err == nil {
+		l.proposed.Store(floor)
+	}
+}
+
+// Floor returns the highest compaction floor this replica applied.
+func (l *Log) Floor() uint64 { return l.floor.Load() }
 
 // Close ends the watcher goroutine; it does not remove the group from the
 // node. Proposals still in flight are not reported to the Forgetter.
@@ -226,6 +263,16 @@ func (s stateMachine) Apply(entries []raftnode.Entry) error {
 	for i := range entries {
 		e := &entries[i]
 		if len(e.Data) == 0 {
+			continue
+		}
+		if e.Data[0] == floorMarker {
+			floor, n := binary.Uvarint(e.Data[1:])
+			if n <= 0 || n != len(e.Data)-1 {
+				return fmt.Errorf("streamlog: group %d entry %d (term %d): malformed compaction floor", s.l.cfg.Group, e.Index, e.Term)
+			}
+			if floor > s.l.floor.Load() {
+				s.l.floor.Store(floor)
+			}
 			continue
 		}
 		// The decoded operation aliases what it decodes, and the

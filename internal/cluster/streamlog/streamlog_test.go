@@ -332,3 +332,96 @@ func TestReplicatedPublish(t *testing.T) {
 		}
 	})
 }
+
+// appliedIndex returns the last index the engine applied.
+func (e *engine) appliedIndex() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.last
+}
+
+// Followers compact too, through the compaction floor their leader
+// proposed when it compacted: before it they keep everything; after it
+// every replica's log starts past the floor, and a replica that leads
+// next still serves the others (publishes go on, every replica applies
+// them).
+func TestFollowersCompactThroughTheFloor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		defer func() {
+			for _, r := range c.reps {
+				r.node.Close()
+				r.log.Close()
+			}
+		}()
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() { c.net.Run(stop) })
+		defer func() { close(stop); wg.Wait() }()
+		p := &publisher{c: c, acked: map[string]uint64{}, proposer: map[uint64]int{}}
+		base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+		n := 0
+		pub := func(k int) {
+			for range k {
+				n++
+				p.publish(fmt.Sprintf("m%03d", n), base+int64(n)*int64(time.Millisecond))
+			}
+		}
+		pub(20)
+		l := c.waitLeader(-1)
+		f := (l + 1) % 3
+		waitApplied := func(r *replica, index uint64) {
+			deadline := time.Now().Add(30 * time.Second)
+			for r.eng.appliedIndex() < index {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s applied %d, want %d", r.id, r.eng.appliedIndex(), index)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		waitApplied(c.reps[f], c.reps[l].eng.appliedIndex())
+		if to, err := c.reps[f].log.Checkpoint(c.reps[f].eng.appliedIndex()); err != nil || to != 0 {
+			t.Fatalf("a follower compacted through %d (%v) before any floor", to, err)
+		}
+		to, err := c.reps[l].log.Checkpoint(c.reps[l].eng.appliedIndex())
+		if err != nil || to == 0 {
+			t.Fatalf("leader checkpoint: %d, %v", to, err)
+		}
+		pub(5) // the floor entry commits with them
+		deadline := time.Now().Add(30 * time.Second)
+		for c.reps[f].log.Floor() < to {
+			if time.Now().After(deadline) {
+				t.Fatalf("follower floor %d, want %d", c.reps[f].log.Floor(), to)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		fto, err := c.reps[f].log.Checkpoint(c.reps[f].eng.appliedIndex())
+		if err != nil || fto != to {
+			t.Fatalf("follower compacted through %d (%v), want the floor %d", fto, err, to)
+		}
+		deadline = time.Now().Add(30 * time.Second)
+		for {
+			st, _ := c.reps[f].node.Status(group)
+			if st.FirstIndex > to {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("follower log still starts at %d", st.FirstIndex)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		// The follower that compacted leads next; the others catch up
+		// from it.
+		for c.leader() != f {
+			if err := c.reps[c.leader()].node.TransferLeader(group, raftnode.ReplicaID(f+1)); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		pub(10)
+		last := c.reps[f].eng.appliedIndex()
+		for _, r := range c.reps {
+			waitApplied(r, last)
+		}
+	})
+}
