@@ -378,16 +378,18 @@ func TestJetStreamClusterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	si = info(jsF, 15)
-	for i, s := range servers {
-		if s.Name() == si.Cluster.Leader {
-			s.Shutdown()
-			servers[i] = nil
-		}
+	// The stream's leader stops; the client publishes through a server
+	// that stays (the restarted follower may have become the leader).
+	stopped := leaderIndex(servers, si.Cluster.Leader)
+	servers[stopped].Shutdown()
+	js := jsF
+	if stopped == follower {
+		js = jsS
 	}
 	for i := 16; i <= 20; i++ {
-		pub(jsF, i)
+		pub(js, i)
 	}
-	info(jsF, 20)
+	info(js, 20)
 }
 
 // leaderIndex returns the index of the server named leader, -1 if none.

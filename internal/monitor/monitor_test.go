@@ -206,9 +206,17 @@ func TestConnzCountsSortsAndLists(t *testing.T) {
 func TestClosedConnectionsBoundedWithReasons(t *testing.T) {
 	s, m := startMonitored(t, func(o *server.Options) { o.MaxClosedClients = 3; o.MaxPayload = 16 })
 	for i := range 4 {
-		nc := rawClient(t, s, fmt.Sprintf("gone%d", i))
+		name := fmt.Sprintf("gone%d", i)
+		nc := rawClient(t, s, name)
 		fmt.Fprint(nc, "SUB x 1\r\n")
 		nc.Close()
+		// The server notices each close on its own goroutine: wait for
+		// this one before the next, so that their order is known.
+		var cz Connz
+		waitUntil(t, name+" closed", func() bool {
+			getInto(t, m.URL()+"/connz?state=closed", &cz)
+			return len(cz.Conns) > 0 && cz.Conns[len(cz.Conns)-1].Name == name
+		})
 	}
 	big := rawClient(t, s, "too-big")
 	fmt.Fprint(big, "PUB x 100\r\n")
