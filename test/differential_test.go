@@ -158,6 +158,13 @@ var knownDiffs = map[string]string{
 // racyDiffs are differences that show in some runs only, because of a
 // race in nats-server; they are allowed when they show and not required.
 var racyDiffs = map[string]string{
+	// The mirror MIR of the missing stream NOSUCH, created and deleted
+	// in "stream create": nats-server sends its mirror's consumer create
+	// at once and again on a timer until the delete, each counted in
+	// total and errors, so under load it counts one more of each
+	// (CI: total 73 against 72, errors 51 against the usual 50). The
+	// errors differ anyway (compatDiffs).
+	"account info after stream create $.api.total": "nats-server sometimes retries the mirror's consumer create before the delete",
 	// nats-server queues a stream's delete advisory on the stream's own
 	// send queue (mset.outq), which the delete then stops: when the stream
 	// had a consumer the advisory is sometimes lost (about 1 run in 5
