@@ -39,12 +39,24 @@ func (js *JetStream) CreateConsumer(streamName string, cfg consumer.Config, acti
 	if jerr != nil {
 		return nil, jerr
 	}
-	return js.createConsumer(r, cfg, action, pedantic)
+	return js.createConsumer(r, cfg, action, pedantic, time.Time{})
+}
+
+// CreateConsumerAt is CreateConsumer for a consumer created at created
+// (not now): the cluster layer starts a replica of a replicated consumer
+// with the created time its meta group assigned, on every server and
+// after every restart, as nats-server keeps a consumer's created time.
+func (js *JetStream) CreateConsumerAt(streamName string, cfg consumer.Config, action ConsumerAction, created time.Time) (*consumer.Info, *jserr.Error) {
+	r, jerr := js.lookup(streamName)
+	if jerr != nil {
+		return nil, jerr
+	}
+	return js.createConsumer(r, cfg, action, false, created)
 }
 
 // createConsumer is CreateConsumer on the stream r found; r may have been
 // deleted since (10059 then).
-func (js *JetStream) createConsumer(r *streamEntry, cfg consumer.Config, action ConsumerAction, pedantic bool) (*consumer.Info, *jserr.Error) {
+func (js *JetStream) createConsumer(r *streamEntry, cfg consumer.Config, action ConsumerAction, pedantic bool, created time.Time) (*consumer.Info, *jserr.Error) {
 	scfg := r.Config()
 	cfg.SetStaticMetadata()
 	if err := cfg.SetDefaults(&scfg, pedantic); err != nil {
@@ -106,7 +118,10 @@ func (js *JetStream) createConsumer(r *streamEntry, cfg consumer.Config, action 
 	if generated {
 		ccfg.Name = "" // nats-server names it only at the top level of its info
 	}
-	c, err := consumerrun.New(js.consumerEnv(), r.Stream, cfg.Name, ccfg, js.now().UTC())
+	if created.IsZero() {
+		created = js.now()
+	}
+	c, err := consumerrun.New(js.consumerEnv(), r.Stream, cfg.Name, ccfg, created.UTC())
 	if err != nil {
 		return nil, jserr.From(err, jserr.ConsumerCreate)
 	}

@@ -146,7 +146,7 @@ func (c *Cluster) startConsumer(acc *account, k consumerKey, ca meta.ConsumerAss
 	}
 	cr := &creplica{ca: ca}
 	acc.cstarting.Store(cr)
-	_, jerr := acc.js.CreateConsumer(k.stream, cfg, jetstream.CreateOrUpdate, false)
+	_, jerr := acc.js.CreateConsumerAt(k.stream, cfg, jetstream.CreateOrUpdate, time.Unix(0, ca.Created))
 	acc.cstarting.Store(nil)
 	if jerr != nil || cr.log == nil {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: this server's replica cannot start: %v", k.account, k.stream, k.name, jerr)

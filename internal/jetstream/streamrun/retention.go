@@ -305,3 +305,52 @@ func (r *Stream) noteRemovals() {
 		r.seenRemovals = r.store.Removals()
 	}
 }
+
+// ackedWorkQueue returns, for a work-queue stream, the messages a
+// consumer whose filters match them has acknowledged and no sourcer
+// needs: what a leader removes when it starts to lead (SetLeader), since
+// the acknowledgements that committed while another replica led reached
+// this replica's consumers when its stream could not remove anything
+// (followers make no retention decision), and the leader that could may
+// have died first. A message no consumer matches stays, as a work queue
+// keeps it for the consumer still to come.
+func (r *Stream) ackedWorkQueue() []uint64 {
+	if r.Retention() != stream.WorkQueuePolicy {
+		return nil
+	}
+	others, srcs := r.consumers.List(), r.watcherList()
+	var end uint64
+	for _, c := range others {
+		floor, _ := c.NeedsAllAbove()
+		end = max(end, floor)
+	}
+	var gone []uint64
+	st := r.store.State(false)
+	for seq := st.FirstSeq; seq > 0 && seq <= end; {
+		m, err := r.store.LoadNext(nil, seq)
+		if err != nil || m.Seq > end {
+			break
+		}
+		if ackedByMatching(others, m.Seq, m.Subject) && !watchersNeed(srcs, nil, m.Seq, m.Subject) {
+			gone = append(gone, m.Seq)
+		}
+		seq = m.Seq + 1
+	}
+	return gone
+}
+
+// ackedByMatching reports whether some consumer matches subj and none
+// that matches still needs seq.
+func ackedByMatching(cs []Consumer, seq uint64, subj string) bool {
+	matched := false
+	for _, c := range cs {
+		if !c.Matches(subj) {
+			continue
+		}
+		if c.NeedAck(seq, subj) {
+			return false
+		}
+		matched = true
+	}
+	return matched
+}

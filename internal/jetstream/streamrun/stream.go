@@ -289,7 +289,14 @@ func (r *Stream) SetLeader(leader bool) error {
 		return nil
 	}
 	if leader {
-		return r.Subscribe(cfg)
+		if err := r.Subscribe(cfg); err != nil {
+			return err
+		}
+		// Acknowledgements applied while another replica led (ackedWorkQueue),
+		// off the caller's goroutine (a raftnode worker): the scan reads
+		// the store.
+		go func() { r.RemoveMsgs(r.ackedWorkQueue(), false) }()
+		return nil
 	}
 	r.unsubscribe()
 	return nil
