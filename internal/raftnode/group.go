@@ -723,7 +723,7 @@ func (g *group) roleChange(rd raft.Ready) {
 	}
 	if leader != g.leader || bs.GetTerm() != g.term {
 		g.failReads(ErrNotLeader)
-		g.n.cfg.Logf("raftnode: group %d replica %d: term %d, %v, leader %d", g.id, g.replica, bs.GetTerm(), bs.RaftState, bs.Lead)
+		g.n.cfg.Debugf("raftnode: group %d replica %d: term %d, %v, leader %d", g.id, g.replica, bs.GetTerm(), bs.RaftState, bs.Lead)
 	}
 	changed := leader != g.leader || leader && bs.GetTerm() != g.term
 	g.leader, g.term = leader, bs.GetTerm()

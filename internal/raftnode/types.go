@@ -165,9 +165,11 @@ type Config struct {
 	// quarter of MaxUncommittedBytes, so raft never drops a whole
 	// oversized batch).
 	MaxRoundProposalBytes int
-	// Logf, if set, receives the node's notable events (recovery, fences,
-	// leadership). It must not block.
-	Logf func(format string, args ...any)
+	// Logf, if set, receives the node's notable events (recovery,
+	// fences, damage). Debugf, if set, receives the routine ones (every
+	// change of a replica's role or term, WAL segments started: a busy
+	// cluster has thousands). Neither may block.
+	Logf, Debugf func(format string, args ...any)
 }
 
 // Errors. None reaches a client as such: the cluster layer maps them
@@ -243,6 +245,9 @@ func (c *Config) fill() error {
 	}
 	def(&c.MaxInboxBytes, 64<<20)
 	def(&c.MaxRoundProposalBytes, min(16<<20, int(c.MaxUncommittedBytes/4)))
+	if c.Debugf == nil {
+		c.Debugf = func(string, ...any) {}
+	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
 	}

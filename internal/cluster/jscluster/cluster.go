@@ -37,6 +37,9 @@ type Config struct {
 	// Logf logs problems, Infof notable events; Now is the clock of the
 	// proposer's decisions (created times).
 	Logf, Infof func(format string, args ...any)
+	// Debugf logs routine events (a Raft replica's change of role), only
+	// with debug logging on; nil drops them.
+	Debugf func(format string, args ...any)
 	Now         func() time.Time
 	// TickInterval is raftnode's tick (0: its default, 100 ms); tests
 	// shorten it.
@@ -108,7 +111,7 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 	late := &lateTransport{}
 	node, err := raftnode.Open(raftnode.Config{
 		FS: cfg.FS, Dir: path.Join(cfg.Dir, "raft"), Server: c.name, Transport: late,
-		TickInterval: cfg.TickInterval, Logf: cfg.Logf,
+		TickInterval: cfg.TickInterval, Logf: cfg.Logf, Debugf: cfg.Debugf,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jscluster: open the Raft WAL: %w", err)
