@@ -263,6 +263,10 @@ type differ struct {
 	// partial: a run of some areas only, so the allowlist entries it
 	// does not meet are not reported as stale.
 	partial bool
+	// audits: endOfRun compares the API audit advisories too
+	// (TestDifferentialAPIAudit); otherwise they are left out, since
+	// they repeat every answer, and every documented difference of one.
+	audits bool
 }
 
 func newDiffer(t *testing.T) *differ { return newDifferOpts(t, nil) }
@@ -1842,16 +1846,28 @@ func (d *differ) endOfRun() {
 	d.req("stream names at end", diffAPI+"STREAM.NAMES", "")
 	d.req("account info at end", diffAPI+"INFO", "")
 
-	// Advisories, per subject in order ($JS.EVENT.ADVISORY.API: audit
-	// advisories are not sent by cairn, compatibility.md "Advisories" row).
+	// Advisories, per subject in order; the API audit advisories (when
+	// compared: d.audits) per audited API subject, sorted (several API
+	// workers publish them).
 	advs := diffBoth(d, func(s *diffSide) map[string][]string {
 		out := map[string][]string{}
+		defer func() {
+			for k, v := range out {
+				if strings.HasPrefix(k, "audit ") {
+					sort.Strings(v)
+				}
+			}
+		}()
 		for {
 			m, err := s.adv.NextMsg(300 * time.Millisecond)
 			if err != nil {
 				return out
 			}
 			if m.Subject == "$JS.EVENT.ADVISORY.API" {
+				if d.audits {
+					subj, a := diffNormalizeAudit(m.Data)
+					out["audit "+subj] = append(out["audit "+subj], a)
+				}
 				continue
 			}
 			subj := m.Subject
@@ -1887,6 +1903,88 @@ func (d *differ) endOfRun() {
 			d.compareAdvisory(label, cs, ns)
 		}
 	}
+}
+
+// diffNormalizeAudit returns the API subject of an API audit advisory
+// and the advisory with its request and response decoded (JSON inside
+// the JSON strings, compared as answers are) and the values that must
+// differ replaced: the server's name, and the client's connection id,
+// round-trip time and server.
+func diffNormalizeAudit(b []byte) (string, string) {
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return "<bad>", string(b)
+	}
+	for _, k := range []string{"request", "response"} {
+		var v any
+		if s, ok := m[k].(string); ok && json.Unmarshal([]byte(s), &v) == nil {
+			m[k] = v
+		}
+	}
+	m["server"] = "<server>"
+	if c, ok := m["client"].(map[string]any); ok {
+		for _, k := range []string{"id", "rtt", "server"} {
+			if _, ok := c[k]; ok {
+				c[k] = "<" + k + ">"
+			}
+		}
+	}
+	subj, _ := m["subject"].(string)
+	out, _ := json.Marshal(m)
+	return subj, diffKeyOrderAs(b, out)
+}
+
+// diffKeyOrderAs returns normalized (the JSON object made from orig)
+// with its top-level keys and those of its "client" in orig's order, so
+// that the key order is compared too.
+func diffKeyOrderAs(orig, normalized []byte) string {
+	var n map[string]json.RawMessage
+	if json.Unmarshal(normalized, &n) != nil {
+		return string(normalized)
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range diffTopKeys(orig) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		b.Write(kb)
+		b.WriteByte(':')
+		v := n[k]
+		if k == "client" && len(v) > 0 && v[0] == '{' {
+			var oc struct {
+				Client json.RawMessage `json:"client"`
+			}
+			_ = json.Unmarshal(orig, &oc)
+			v = []byte(diffKeyOrderAs(oc.Client, v))
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// diffTopKeys returns the keys of the JSON object b in their order.
+func diffTopKeys(b []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var keys []string
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return keys
+		}
+		k, _ := t.(string)
+		keys = append(keys, k)
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return keys
+		}
+	}
+	return keys
 }
 
 var diffAdvIDRe = regexp.MustCompile(`"id":"[^"]*"`)

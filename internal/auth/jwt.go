@@ -115,7 +115,13 @@ func (m *jwtMode) authenticateJWT(cr *Credentials, now time.Time) (*User, bool) 
 	if juc.Expires > 0 {
 		u.ClaimExpires = time.Unix(juc.Expires, 0)
 	}
-	u.NameTag = juc.Name
+	u.NameTag, u.IssuerKey = juc.Name, acc.Subject
+	if juc.IssuerAccount != "" {
+		u.IssuerKey = juc.Issuer
+	}
+	if len(juc.Tags) > 0 {
+		u.Tags = append([]string(nil), juc.Tags...)
+	}
 	return u, true
 }
 

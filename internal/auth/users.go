@@ -35,6 +35,13 @@ type User struct {
 	// NameTag is the user JWT's name, "" without one: $SYS.REQ.USER.INFO
 	// user_name and the advisories' name_tag (nats-server c.nameTag).
 	NameTag string
+	// IssuerKey is the key that signed the user JWT: the account's
+	// signing key, or the account's public key when the account signed
+	// it; "" for a user without a JWT. Tags are the user JWT's tags. Both
+	// describe the client in advisories (nats-server ClientInfo
+	// issuer_key and tags; c.user.SigningKey, c.tags).
+	IssuerKey string
+	Tags      []string
 	// Limits, when not nil, are the user JWT's limits on the client's
 	// subscriptions and payload (docs/security.md, "Limits").
 	Limits *UserLimits

@@ -132,3 +132,7 @@ func (js *JetStream) Domain() string { return js.cfg.Domain }
 func (js *JetStream) withServerMetadata(c stream.Config) stream.Config {
 	return c.WithServerMetadata(js.cfg.Version, js.cfg.APILevel)
 }
+
+// ServerName returns the name of the server this engine runs on
+// (Config.ServerName).
+func (js *JetStream) ServerName() string { return js.cfg.ServerName }

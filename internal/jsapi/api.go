@@ -67,9 +67,10 @@ func (o *Options) setDefaults() {
 
 // API serves the $JS.API subjects for one JetStream engine.
 type API struct {
-	js   *jetstream.JetStream
-	tr   jetstream.Transport
-	opts Options
+	js    *jetstream.JetStream
+	tr    jetstream.Transport
+	opts  Options
+	audit auditor
 
 	queue   chan *request
 	done    chan struct{}
@@ -93,6 +94,7 @@ func New(js *jetstream.JetStream, tr jetstream.Transport, opts Options) (*API, e
 	opts.setDefaults()
 	a := &API{
 		js: js, tr: tr, opts: opts,
+		audit: auditor{tr: tr, server: js.ServerName(), domain: js.Domain()},
 		queue: make(chan *request, opts.QueueLen),
 		done:  make(chan struct{}),
 	}
@@ -109,7 +111,7 @@ func New(js *jetstream.JetStream, tr jetstream.Transport, opts Options) (*API, e
 
 func (a *API) subscribe() error {
 	for _, subj := range apiSubjects {
-		sub, err := a.tr.Subscribe(subj, "", a.enqueue)
+		sub, err := subscribeRequests(a.tr, subj, a.enqueue)
 		if err != nil {
 			return err
 		}
@@ -150,13 +152,16 @@ func (a *API) Close() {
 }
 
 // enqueue is the subscription handler. It runs on the publisher's read
-// loop: it copies the message and queues it without blocking.
-func (a *API) enqueue(subject, reply string, hdr, data []byte) {
+// loop: it copies the message (and, while someone listens for the audit
+// advisory, the requester's description) and queues it without blocking.
+func (a *API) enqueue(subject, reply string, hdr, data []byte, from Requester) {
 	if a.closed.Load() {
 		return
 	}
+	r := newRequest(subject, reply, hdr, data)
+	a.audit.note(r, from)
 	select {
-	case a.queue <- newRequest(subject, reply, hdr, data):
+	case a.queue <- r:
 	default:
 		a.warnDropped(subject)
 	}
@@ -188,14 +193,17 @@ func (a *API) work() {
 }
 
 // serve answers one request: exactly one response to its reply subject,
-// none when it has no reply subject.
+// none when it has no reply subject, then its audit advisory (audit.go).
 func (a *API) serve(r *request) {
 	if a.opts.serveHook != nil {
 		a.opts.serveHook(r.subject)
 	}
-	body, after, ok := a.answer(r)
+	body, tracked, after, ok := a.answer(r)
 	if ok && r.reply != "" {
 		a.tr.Publish(r.reply, "", nil, body)
+	}
+	if ok && tracked {
+		a.audit.send(r, body)
 	}
 	if after != nil {
 		after()
@@ -203,20 +211,22 @@ func (a *API) serve(r *request) {
 }
 
 // answer runs the request's endpoint and encodes the response; ok is false
-// when nothing is to be sent. after is the response's after hook (nil
-// for most).
-func (a *API) answer(r *request) (body []byte, after func(), ok bool) {
+// when nothing is to be sent. tracked says the response counts in the API
+// statistics, and so is audited (nats-server counts and audits in the
+// same calls). after is the response's after hook (nil for most).
+func (a *API) answer(r *request) (body []byte, tracked bool, after func(), ok bool) {
 	ep, found := route(r)
 	if !a.answers(r) {
-		return nil, nil, false // another server of the cluster answers
+		return nil, false, nil, false // another server of the cluster answers
 	}
 	if !found {
 		body, ok = a.encode(unknownEndpoint, &apiResponse{}, jserr.New(jserr.BadRequest), true)
-		return body, nil, ok
+		return body, true, nil, ok
 	}
 	resp, err := ep.handle(a, r)
-	body, ok = a.encode(ep, resp, err, !ep.untracked || err != nil)
-	return body, resp.base().after, ok
+	tracked = !ep.untracked || err != nil
+	body, ok = a.encode(ep, resp, err, tracked)
+	return body, tracked, resp.base().after, ok
 }
 
 // encode fills in the type and error of resp, counts it in the API

@@ -177,11 +177,11 @@ func TestOneResponsePerRequest(t *testing.T) {
 // request and logs a warning (at most one a second).
 func TestQueueFullDrops(t *testing.T) {
 	var logs []string
-	a := &API{queue: make(chan *request, 1), opts: Options{QueueLen: 1, Logf: func(f string, args ...any) {
+	a := &API{queue: make(chan *request, 1), audit: auditor{tr: newMemTransport()}, opts: Options{QueueLen: 1, Logf: func(f string, args ...any) {
 		logs = append(logs, fmt.Sprintf(f, args...))
 	}}}
 	for range 3 {
-		a.enqueue("$JS.API.INFO", "r", nil, nil)
+		a.enqueue("$JS.API.INFO", "r", nil, nil, nil)
 	}
 	if len(a.queue) != 1 {
 		t.Fatalf("queued %d", len(a.queue))
@@ -198,9 +198,9 @@ func TestQueueFullDrops(t *testing.T) {
 // TestEnqueueCopies: the handler copies what it keeps, since the caller
 // reuses its buffers after the handler returns.
 func TestEnqueueCopies(t *testing.T) {
-	a := &API{queue: make(chan *request, 1), opts: Options{Logf: t.Logf}}
+	a := &API{queue: make(chan *request, 1), audit: auditor{tr: newMemTransport()}, opts: Options{Logf: t.Logf}}
 	hdr, data := []byte("NATS/1.0\r\nA: b\r\n\r\n"), []byte(`{"x":1}`)
-	a.enqueue("$JS.API.INFO", "r", hdr, data)
+	a.enqueue("$JS.API.INFO", "r", hdr, data, nil)
 	clear(hdr)
 	clear(data)
 	r := <-a.queue
@@ -218,7 +218,7 @@ func TestClose(t *testing.T) {
 	if got := c.request("$JS.API.INFO", "", nil); got != "(no responders)" {
 		t.Fatalf("after Close: %s", got)
 	}
-	a.enqueue("$JS.API.INFO", "r", nil, nil) // a late delivery is ignored
+	a.enqueue("$JS.API.INFO", "r", nil, nil, nil) // a late delivery is ignored
 	if len(a.queue) != 0 {
 		t.Fatal("queued after Close")
 	}

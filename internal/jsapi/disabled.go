@@ -14,20 +14,25 @@ import (
 // v2.15.2 does: each known endpoint gets its response type with error
 // 10039 "JetStream not enabled for account" and the empty paging fields
 // nats-server adds to some of them; an unknown subject gets no answer.
+// Each answer is audited as the API's are (audit.go), with or without a
+// reply subject, as nats-server audits them.
 type Disabled struct {
-	tr   jetstream.Transport
-	mu   sync.Mutex
-	subs []jetstream.Subscription
+	tr    jetstream.Transport
+	audit auditor
+	mu    sync.Mutex
+	subs  []jetstream.Subscription
 }
 
-// NewDisabled subscribes to the API subjects through tr.
-func NewDisabled(tr jetstream.Transport) (*Disabled, error) {
+// NewDisabled subscribes to the API subjects through tr. server is the
+// server's name and domain its JetStream domain ("" for none), as the
+// audit advisories name them.
+func NewDisabled(tr jetstream.Transport, server, domain string) (*Disabled, error) {
 	if tr == nil {
 		return nil, errors.New("jsapi: NewDisabled needs a Transport")
 	}
-	d := &Disabled{tr: tr}
+	d := &Disabled{tr: tr, audit: auditor{tr: tr, server: server, domain: domain}}
 	for _, subj := range apiSubjects {
-		sub, err := tr.Subscribe(subj, "", d.answer)
+		sub, err := subscribeRequests(tr, subj, d.answer)
 		if err != nil {
 			d.Close()
 			return nil, err
@@ -50,16 +55,20 @@ func (d *Disabled) Close() {
 	}
 }
 
-// answer runs on the publisher's goroutine; it only encodes and publishes.
-func (d *Disabled) answer(subject, reply string, _, _ []byte) {
-	if reply == "" {
-		return
-	}
-	ep, found := route(&request{subject: subject})
+// answer runs on the publisher's goroutine; it only encodes and
+// publishes.
+func (d *Disabled) answer(subject, reply string, hdr, data []byte, from Requester) {
+	r := &request{subject: subject, hdr: hdr, data: data}
+	ep, found := route(r)
 	if !found {
 		return
 	}
-	d.tr.Publish(reply, "", nil, DisabledResponse(ep.typ))
+	body := DisabledResponse(ep.typ)
+	if reply != "" {
+		d.tr.Publish(reply, "", nil, body)
+	}
+	d.audit.note(r, from)
+	d.audit.send(r, body)
 }
 
 // disabledPaging are the fields nats-server v2.15.2 adds after the error

@@ -24,6 +24,9 @@ type request struct {
 	consumer string // the consumer name token, "" when none
 	filter   string // CONSUMER.CREATE.<S>.<C>.<filter...>
 	tokens   int    // tokens after the endpoint key
+
+	audit  bool   // something listened for the audit advisory when it arrived (audit.go)
+	client []byte // then: the requester's ClientInfo JSON, nil when unknown
 }
 
 // newRequest copies a message delivered to the API subscription.

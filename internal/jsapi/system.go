@@ -53,6 +53,7 @@ const systemQueueLen = 64
 type System struct {
 	c     SystemCluster
 	tr    jetstream.Transport
+	audit auditor
 	logf  func(string, ...any)
 	queue chan *request
 	done  chan struct{}
@@ -71,19 +72,22 @@ var systemEndpoints = map[string]string{
 
 // NewSystem subscribes the system requests through tr (the system
 // account's transport, shared with the cluster) and starts the worker.
-// logf may be nil. Errors: a nil argument, the subscriptions'.
-func NewSystem(c SystemCluster, tr jetstream.Transport, logf func(string, ...any)) (*System, error) {
+// server and domain name the server and its JetStream domain in the
+// requests' audit advisories (audit.go), which the meta leader publishes
+// in the system account as nats-server does. logf may be nil. Errors: a
+// nil argument, the subscriptions'.
+func NewSystem(c SystemCluster, tr jetstream.Transport, server, domain string, logf func(string, ...any)) (*System, error) {
 	if c == nil || tr == nil {
 		return nil, errors.New("jsapi: NewSystem needs a SystemCluster and a Transport")
 	}
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	s := &System{c: c, tr: tr, logf: logf, queue: make(chan *request, systemQueueLen), done: make(chan struct{})}
+	s := &System{c: c, tr: tr, audit: auditor{tr: tr, server: server, domain: domain}, logf: logf, queue: make(chan *request, systemQueueLen), done: make(chan struct{})}
 	s.wg.Add(1)
 	go s.work()
 	for subj := range systemEndpoints {
-		sub, err := tr.Subscribe(subj, "", s.enqueue)
+		sub, err := subscribeRequests(tr, subj, s.enqueue)
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -114,12 +118,14 @@ func (s *System) Close() {
 
 // enqueue runs on the publisher's goroutine: it copies the request and
 // queues it without blocking.
-func (s *System) enqueue(subject, reply string, hdr, data []byte) {
+func (s *System) enqueue(subject, reply string, hdr, data []byte, from Requester) {
 	if reply == "" {
 		return
 	}
+	r := newRequest(subject, reply, hdr, data)
+	s.audit.note(r, from)
 	select {
-	case s.queue <- newRequest(subject, reply, hdr, data):
+	case s.queue <- r:
 	default:
 		s.logf("jsapi: system request queue full (%d): dropped a request on %s", systemQueueLen, subject)
 	}
@@ -134,6 +140,7 @@ func (s *System) work() {
 		case r := <-s.queue:
 			if body, ok := s.answer(r); ok {
 				s.tr.Publish(r.reply, "", nil, body)
+				s.audit.send(r, body)
 			}
 		}
 	}

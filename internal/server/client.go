@@ -63,6 +63,7 @@ type client struct {
 	fwdReply    []byte               // scratch for a forwarded JetStream reply
 	queueFilter [][]byte             // a route's message: the queue groups it names
 	trace       *msgTrace            // the message being dispatched is traced (msgtrace.go); owned by the read goroutine
+	apiClient   []byte               // a route's: the ClientInfo a peer attached to the API request being delivered (apiclient.go)
 
 	// Authentication (auth.go): the user is set by the read loop when the
 	// client authenticates; the nonce and timer when it is created.

@@ -59,6 +59,7 @@ func (c *client) forwardToRoutes(match, subj, reply []byte, hdrLen int, msg []by
 		c.fwdReply = append(append(append(c.fwdReply[:0], reply...), '@'), subj...)
 		reply = c.fwdReply
 	}
+	hdrLen, msg = c.withAPIClient(match, hdrLen, msg)
 	for i := range c.rts {
 		t := &c.rts[i]
 		if c.trace != nil && hdrLen > 0 {

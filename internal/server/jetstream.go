@@ -86,7 +86,7 @@ func (s *Server) startJetStream() error {
 	for _, acc := range s.accountsSorted() {
 		on, limits := s.jetStreamFor(acc)
 		if !on {
-			off, err := jsapi.NewDisabled(jsTransport{s: s, acc: acc})
+			off, err := jsapi.NewDisabled(jsTransport{s: s, acc: acc}, s.opts.ServerName, s.opts.JetStreamDomain)
 			if err != nil {
 				return fmt.Errorf("server: JetStream API of account %s: %w", acc.name, err)
 			}
@@ -288,7 +288,7 @@ func (s *Server) startJetStreamSystem() error {
 	if s.jsc == nil || s.sysacc == nil {
 		return nil
 	}
-	sys, err := jsapi.NewSystem(s.jsc, jsTransport{s: s, acc: s.sysacc, shared: true}, s.log.Warnf)
+	sys, err := jsapi.NewSystem(s.jsc, jsTransport{s: s, acc: s.sysacc, shared: true}, s.opts.ServerName, s.opts.JetStreamDomain, s.log.Warnf)
 	if err != nil {
 		return fmt.Errorf("server: JetStream requests of the system account: %w", err)
 	}

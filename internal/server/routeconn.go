@@ -502,11 +502,12 @@ func (rc *routeConn) ProcessMsg(m *route.Msg) error {
 	if hdrLen == 0 {
 		hdrLen = -1
 	}
-	if hdrLen > 0 && c.initTrace(m.Subject, hdrLen, m.Payload) {
+	hdrLen, msg := c.takeAPIClient(m.Subject, hdrLen, m.Payload)
+	if hdrLen > 0 && c.initTrace(m.Subject, hdrLen, msg) {
 		return nil
 	}
 	c.queueFilter = m.Queues
-	c.deliverAllAs(m.Subject, subj, reply, hdrLen, m.Payload)
+	c.deliverAllAs(m.Subject, subj, reply, hdrLen, msg)
 	c.queueFilter = nil
 	c.sendTrace()
 	return nil
