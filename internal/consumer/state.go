@@ -208,6 +208,20 @@ func (s *State) OldestPending() (int64, bool) {
 // IsPending reports whether sseq was delivered and awaits an ack.
 func (s *State) IsPending(sseq uint64) bool { return s.pending.get(sseq) != nil }
 
+// AckableSince returns the time (unix ns) of the last delivery of the
+// pending delivery sseq, as nats-server v2.15.2 keeps it in its pending
+// record (the last delivery, or a +WPI, or one ack wait before a delayed
+// NAK's deadline), and true when an ack of sseq would acknowledge it:
+// false when sseq is not pending or carries a dead-letter mark. It only
+// reads the state (the ack sampling metric, consumerrun).
+func (s *State) AckableSince(sseq uint64) (int64, bool) {
+	m := s.pending.get(sseq)
+	if m == nil || m.dead() != 0 {
+		return 0, false
+	}
+	return m.last, true
+}
+
 // IsExhausted reports whether sseq ran out of deliveries unacknowledged
 // and is still held (see State).
 func (s *State) IsExhausted(sseq uint64) bool {

@@ -19,6 +19,7 @@ func (c *Consumer) processAck(a *ackMsg, now time.Time) {
 	c.lastAck = now
 	switch a.kind {
 	case ackAck:
+		c.sampleAck(a, now)
 		c.ackSeq(a.sseq, a.cseq)
 	case ackNak:
 		c.nak(a, now)
@@ -35,6 +36,7 @@ func (c *Consumer) processAck(a *ackMsg, now time.Time) {
 			c.advise("MSG_TERMINATED", "io.nats.jetstream.advisory.v1.terminated", a, a.reason)
 		}
 	case ackNext:
+		c.sampleAck(a, now)
 		c.ackSeq(a.sseq, a.cseq)
 		if c.jr != nil && a.reply != "" && c.cfg.AckPolicy != consumer.AckNone {
 			c.confirmLater(a, confirm{reply: a.reply, next: true, body: a.next}, now)

@@ -132,9 +132,12 @@ type Consumer struct {
 	// interest stream drops what nobody needs any more (loop, after the
 	// round).
 	resetRetention bool
-	dlq            string           // the dead-letter subject ("" for none; refreshDeadLetter)
-	moves          map[uint64]*move // dead-letter moves by stream sequence (deadletter.go)
-	moveErr        string           // the last refused copy logged, and when (logMoveErr)
+	sfreqOf        string            // the sample_freq sfreq was parsed from (metric.go)
+	sfreq          int32             // the ack sampling frequency, percent
+	drawFn         func(int32) int32 // tests: the sampling's draws; nil = rand.Int32N
+	dlq            string            // the dead-letter subject ("" for none; refreshDeadLetter)
+	moves          map[uint64]*move  // dead-letter moves by stream sequence (deadletter.go)
+	moveErr        string            // the last refused copy logged, and when (logMoveErr)
 	moveErrAt      time.Time
 
 	// A replicated consumer's (replicated.go): repl is set when its log

@@ -99,3 +99,74 @@ func TestJetStreamClusterAPIAudit(t *testing.T) {
 		t.Errorf("extra audit %s", m.Data)
 	}
 }
+
+// TestJetStreamClusterAckSampling: a replicated consumer with
+// sample_freq samples its acks where it delivers, on its leader: each
+// acknowledged delivery gives one metric, whichever servers hold
+// replicas.
+func TestJetStreamClusterAckSampling(t *testing.T) {
+	servers := jsCluster(t, 3)
+	listen := connect(t, servers[1].ClientURL())
+	metrics := subSync(t, listen, "$JS.EVENT.METRIC.CONSUMER.ACK.ORDERS.worker")
+	flush(t, listen)
+	nc, js := jsConnect(t, servers[0].ClientURL())
+	defer nc.Close()
+	eventually(t, "create ORDERS", func() error {
+		_, err := js.CreateStream(tctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	for i := 1; i <= 5; i++ {
+		subj := fmt.Sprintf("orders.%d", i)
+		eventually(t, "publish "+subj, func() error {
+			_, err := js.Publish(tctx(t), subj, []byte("order"), jetstream.WithMsgID(subj))
+			return err
+		})
+	}
+	var cons jetstream.Consumer
+	eventually(t, "create consumer", func() error {
+		var err error
+		cons, err = js.CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "worker",
+			AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute, SampleFrequency: "100%", Replicas: 3})
+		return err
+	})
+	for _, s := range servers {
+		waitFor(t, clusterTimeout, "the listener's interest on "+s.Name(), func() bool {
+			return s.HasInterest("$JS.EVENT.METRIC.CONSUMER.ACK.ORDERS.worker")
+		})
+	}
+	acked := map[uint64]bool{}
+	eventually(t, "fetch and ack", func() error {
+		b, err := cons.Fetch(5-len(acked), jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return err
+		}
+		for m := range b.Messages() {
+			md, _ := m.Metadata()
+			if err := m.DoubleAck(tctx(t)); err != nil {
+				return err
+			}
+			acked[md.Sequence.Stream] = true
+		}
+		if len(acked) < 5 {
+			return fmt.Errorf("%d acknowledged", len(acked))
+		}
+		return nil
+	})
+	seen := map[uint64]int{}
+	for {
+		m, err := metrics.NextMsg(500 * time.Millisecond)
+		if err != nil {
+			break
+		}
+		var v struct {
+			StreamSeq uint64 `json:"stream_seq"`
+		}
+		_ = json.Unmarshal(m.Data, &v)
+		seen[v.StreamSeq]++
+	}
+	for seq := uint64(1); seq <= 5; seq++ {
+		if seen[seq] != 1 {
+			t.Errorf("stream sequence %d: %d metrics, want 1 (%v)", seq, seen[seq], seen)
+		}
+	}
+}
