@@ -123,17 +123,19 @@ func (au *auditor) send(r *request, response []byte) {
 	if !r.audit || !au.listening() {
 		return
 	}
-	var client json.RawMessage
-	if len(r.client) > 0 && json.Valid(r.client) {
-		client = r.client
-	}
-	b, err := json.Marshal(&apiAudit{
+	adv := &apiAudit{
 		Type: auditType, ID: nuid.Next(), Time: time.Now().UTC(), Server: au.server,
-		Client: client, Subject: r.subject, Request: string(r.data), Response: string(response),
-		Domain: au.domain,
-	})
-	if err != nil {
-		return
+		Subject: r.subject, Request: string(r.data), Response: string(response), Domain: au.domain,
 	}
-	au.tr.Publish(AuditSubject, "", nil, b)
+	if len(r.client) > 0 {
+		adv.Client = r.client
+	}
+	b, err := json.Marshal(adv)
+	if err != nil && adv.Client != nil { // not JSON: the requester is not known after all
+		adv.Client = nil
+		b, err = json.Marshal(adv)
+	}
+	if err == nil {
+		au.tr.Publish(AuditSubject, "", nil, b)
+	}
 }
