@@ -22,7 +22,9 @@
 //  3. A few worker goroutines take requests in turn, find the endpoint by
 //     the tokens after $JS.API (route.go), run its handler and publish
 //     exactly one JSON response to the reply subject, or none when the
-//     request had no reply subject (the action still runs).
+//     request had no reply subject (the action still runs), then, while
+//     someone listens, the request's audit advisory on
+//     $JS.EVENT.ADVISORY.API (audit.go).
 //  4. Close unsubscribes and stops the workers; requests still queued are
 //     dropped.
 //
