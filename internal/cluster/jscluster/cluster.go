@@ -40,7 +40,7 @@ type Config struct {
 	// Debugf logs routine events (a Raft replica's change of role), only
 	// with debug logging on; nil drops them.
 	Debugf func(format string, args ...any)
-	Now         func() time.Time
+	Now    func() time.Time
 	// TickInterval is raftnode's tick (0: its default, 100 ms); tests
 	// shorten it.
 	TickInterval time.Duration
