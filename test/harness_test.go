@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -340,6 +341,10 @@ type rawClient struct {
 	pending  []byte // received, not yet consumed
 	infoLine string // the first INFO line, as received (with CRLF)
 	info     map[string]any
+	// answerPings makes fill answer and drop the server's keep-alive
+	// PINGs (complete "PING\r\n" lines where a line starts), for tests
+	// whose clients outlive the first PING (2 s).
+	answerPings bool
 }
 
 // rawConn dials url and consumes the INFO line the server sends first.
@@ -410,7 +415,40 @@ func (c *rawClient) fill(deadline time.Time) error {
 	var buf [64 * 1024]byte
 	n, err := c.conn.Read(buf[:])
 	c.pending = append(c.pending, buf[:n]...)
+	if c.answerPings {
+		c.pending = c.takePings(c.pending)
+	}
 	return err
+}
+
+// takePings returns b without its complete "PING\r\n" lines that start a
+// line, answering each with PONG. A MSG's payload is skipped over by its
+// size, so a payload line is never taken for a PING.
+func (c *rawClient) takePings(b []byte) []byte {
+	out := b[:0:0]
+	for len(b) > 0 {
+		i := bytes.Index(b, []byte("\r\n"))
+		if i < 0 {
+			return append(out, b...)
+		}
+		line := b[:i+2]
+		if string(line) == "PING\r\n" {
+			c.send("PONG\r\n")
+			b = b[i+2:]
+			continue
+		}
+		n := i + 2
+		if f := strings.Fields(string(line)); len(f) >= 4 && (f[0] == "MSG" || f[0] == "HMSG") {
+			size, err := strconv.Atoi(f[len(f)-1])
+			if err != nil || len(b) < n+size+2 {
+				return append(out, b...) // a payload not read in full yet
+			}
+			n += size + 2
+		}
+		out = append(out, b[:n]...)
+		b = b[n:]
+	}
+	return out
 }
 
 // expect consumes exactly want from the stream and fails if anything else

@@ -140,6 +140,9 @@ type instance struct {
 	log *logger.Logger
 	srv *server.Server
 	mon *monitor.Monitor // answers the $SYS requests; serves HTTP with http_port (-m)
+	// tlsFiles is the digest of the tls block's files in force
+	// (reload.go), so that a reload sees certificates rotated in place.
+	tlsFiles string
 }
 
 // lameDuck starts lame duck mode with the configured timings (nats-server
@@ -198,6 +201,7 @@ func serve(in *instance, warns []config.Problem, wait waitFunc) int {
 		return 1
 	}
 	in.srv = srv
+	in.tlsFiles = tlsFiles(&cfg.TLS)
 	log.Noticef("Starting cairn v%s (nats-server %s protocol)", server.Version, server.NATSVersion)
 	if cfg.File != "" {
 		log.Noticef("Using configuration file: %s (%s)", cfg.File, cfg.Digest)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/config"
+	"github.com/cairnmq/cairn/internal/server"
 )
 
 // A reload (SIGHUP) reads the configuration file again, applies the
@@ -59,15 +62,20 @@ var startOnly = map[string]string{
 	"max_memory_store":         "cairn applies JetStream's storage limits at start only",
 	"max_file_store":           "cairn applies JetStream's storage limits at start only",
 	"ack_before_sync_interval": "cairn applies the sync policy at start only",
-	"authorization.token":      "cairn applies authentication at start only",
-	"authorization.user":       "cairn applies authentication at start only",
-	"authorization.password":   "cairn applies authentication at start only",
-	"authorization.timeout":    "cairn applies authentication at start only",
-	"authorization.users":      "cairn applies authentication at start only",
-	"no_auth_user":             "cairn applies authentication at start only",
-	"accounts":                 "cairn applies accounts at start only",
-	"allow_non_tls":            "cairn applies TLS at start only",
-	"cluster.tls":              "cairn applies TLS at start only",
+	"cluster.tls":              "cairn applies the cluster's TLS at start only",
+}
+
+// securityKey reports whether a setting is one of the security of the
+// client listener, which server.PrepareSecurity applies or refuses with
+// its own reason: the authorization block, no_auth_user, the accounts,
+// operator mode and the tls block.
+func securityKey(key string) bool {
+	switch key {
+	case "no_auth_user", "accounts", "no_system_account", "system_account",
+		"operator", "resolver", "resolver_preload", "allow_non_tls":
+		return true
+	}
+	return strings.HasPrefix(key, "authorization") || strings.HasPrefix(key, "tls.")
 }
 
 // secretKey reports whether a setting's values may hold a secret.
@@ -95,14 +103,32 @@ func (in *instance) tryReload() error {
 		return err
 	}
 	changes := config.Changes(in.cfg, next)
+	security := false
 	for _, c := range changes {
-		if !reloadable[c.Key] {
+		switch {
+		case reloadable[c.Key]:
+		case securityKey(c.Key):
+			security = true
+		default:
 			return refusal(c)
 		}
 	}
-	if err := in.apply(next, changes); err != nil {
+	// Certificates are re-read at every reload, as nats-server re-reads
+	// them: rotating them in place is a reload with the same file names.
+	newCerts := next.TLS.Enabled() && tlsFiles(&next.TLS) != in.tlsFiles
+	var sec *server.SecurityReload
+	if security || newCerts {
+		if sec, err = in.srv.PrepareSecurity(securityOptions(next)); err != nil {
+			return err
+		}
+	}
+	if err := in.apply(next, changes, sec); err != nil {
 		return err
 	}
+	if newCerts {
+		in.log.Noticef("Reloaded: tls (certificate files read again)")
+	}
+	in.tlsFiles = tlsFiles(&next.TLS)
 	for _, w := range warns {
 		in.log.Warnf("%v", w)
 	}
@@ -114,6 +140,30 @@ func (in *instance) tryReload() error {
 	return nil
 }
 
+// securityOptions are the security settings of a configuration.
+func securityOptions(c *config.Config) server.SecurityOptions {
+	return server.SecurityOptions{Auth: c.Auth, Operator: c.Operator, TLS: c.TLS}
+}
+
+// tlsFiles is a digest of the contents of the tls block's certificate,
+// key and CA files, "" without TLS or when one cannot be read (then the
+// reload fails on it anyway).
+func tlsFiles(t *config.TLS) string {
+	if !t.Enabled() {
+		return ""
+	}
+	h := sha256.New()
+	for _, name := range []string{t.CertFile, t.KeyFile, t.CAFile} {
+		data, err := os.ReadFile(name)
+		if name != "" && err != nil {
+			return ""
+		}
+		fmt.Fprintf(h, "%d:", len(data))
+		h.Write(data)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // refusal is the error for a setting that cannot change while the server
 // runs. The values of authentication settings are not printed: they hold
 // passwords and tokens (nats-server advisory CVE-2026-33247 is about
@@ -123,17 +173,16 @@ func refusal(c config.Change) error {
 	if secretKey(c.Key) {
 		err = fmt.Errorf("config reload not supported for %s (values not shown)", c.Key)
 	}
-	if strings.HasPrefix(c.Key, "tls.") {
-		err = fmt.Errorf("%w (cairn applies TLS at start only)", err)
-	} else if why, ok := startOnly[c.Key]; ok {
+	if why, ok := startOnly[c.Key]; ok {
 		err = fmt.Errorf("%w (%s)", err, why)
 	}
 	return err
 }
 
 // apply makes the changes, all reloadable, take effect: first those that
-// can fail (a new log file, the server's limits), then the rest.
-func (in *instance) apply(next *config.Config, changes []config.Change) error {
+// can fail (a new log file, the server's limits), then the rest, with
+// the security settings prepared (sec, nil when they do not change).
+func (in *instance) apply(next *config.Config, changes []config.Change, sec *server.SecurityReload) error {
 	changed := map[string]bool{}
 	for _, c := range changes {
 		changed[c.Key] = true
@@ -151,6 +200,9 @@ func (in *instance) apply(next *config.Config, changes []config.Change) error {
 			newLog.abandon()
 			return err
 		}
+	}
+	if sec != nil {
+		sec.Apply()
 	}
 	in.lf.setRotation(next.Log.SizeLimit, next.Log.MaxNum)
 	if newLog != nil {

@@ -125,6 +125,22 @@ func (m *jwtMode) authenticateJWT(cr *Credentials, now time.Time) (*User, bool) 
 	return u, true
 }
 
+// revoked reports whether the account of the user JWT of cr revokes it,
+// or disallows the bearer token it is (nats-server
+// updateAccountClaimsWithRefresh: "User Authentication Revoked").
+func (m *jwtMode) revoked(cr *Credentials) bool {
+	juc, err := jwt.DecodeUserClaims(cr.JWT)
+	if err != nil {
+		return false
+	}
+	issuer := juc.Issuer
+	if juc.IssuerAccount != "" {
+		issuer = juc.IssuerAccount
+	}
+	acc := m.accounts[issuer]
+	return acc != nil && (acc.IsClaimRevoked(juc) || (juc.BearerToken && acc.Limits.DisallowBearer))
+}
+
 // clamp32 is nats-server's clampInt64ToInt32: a JWT limit beyond the
 // int32 range becomes its nearest bound.
 func clamp32(n int64) int32 {

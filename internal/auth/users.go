@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"crypto/subtle"
 	"crypto/x509"
 	"time"
 
@@ -197,26 +198,48 @@ func (d *Directory) PlaintextPasswords() bool {
 	return false
 }
 
-// Authenticate returns the user cr proves to be, or false. It is the one
-// authentication of every path: a CONNECT, and a client that sends
-// anything else first while a no_auth_user is configured (with empty
-// credentials), so that no path skips a check (nats-server advisory
+// Authenticate returns the user cr proves to be, or false: Login without
+// the session.
+func (d *Directory) Authenticate(cr *Credentials) (*User, bool) {
+	s, ok := d.Login(cr)
+	if !ok {
+		return nil, false
+	}
+	return s.User, true
+}
+
+// Login returns the session of the user cr proves to be, or false. It is
+// the one authentication of every path: a CONNECT, and a client that
+// sends anything else first while a no_auth_user is configured (with
+// empty credentials), so that no path skips a check (nats-server advisory
 // 2026-24). The order is nats-server v2.15.2's
 // (processClientOrLeafAuthentication): nkey users, then users, then the
 // token or the single user. Without required authentication every client
 // is Anonymous.
-func (d *Directory) Authenticate(cr *Credentials) (*User, bool) {
+func (d *Directory) Login(cr *Credentials) (*Session, bool) {
+	return d.login(cr, "")
+}
+
+// login is Login; verified, when not empty, is a configured secret that
+// cr's password or token was found to match before (a reload checking a
+// session again), which need not be compared again when it is still the
+// configured one.
+func (d *Directory) login(cr *Credentials, verified string) (*Session, bool) {
+	s := &Session{creds: *cr, nkey: cr.Nkey, name: cr.User}
 	if !d.Required() {
-		return Anonymous, true
+		s.User = Anonymous
+		return s, true
 	}
 	if d.jwt != nil {
-		return d.jwt.authenticateJWT(cr, time.Now())
+		u, ok := d.jwt.authenticateJWT(cr, time.Now())
+		s.User, s.nkey, s.name = u, "", ""
+		return s, ok
 	}
 	noAuth := d.noAuthUser != "" && cr.empty()
 	if len(d.nkeys) > 0 {
 		key := cr.Nkey
 		if noAuth && d.nkeys[d.noAuthUser] != nil {
-			key = d.noAuthUser
+			key, s.nkey, s.noAuth = d.noAuthUser, d.noAuthUser, true
 		}
 		if key != "" {
 			u := d.nkeys[key]
@@ -226,7 +249,8 @@ func (d *Directory) Authenticate(cr *Credentials) (*User, bool) {
 			if key != d.noAuthUser && !VerifyNonce(key, cr.Sig, cr.Nonce) {
 				return nil, false
 			}
-			return u, true
+			s.User = u
+			return s, true
 		}
 	}
 	if len(d.users) > 0 && d.tlsMap {
@@ -234,29 +258,45 @@ func (d *Directory) Authenticate(cr *Credentials) (*User, bool) {
 		if u == nil || !u.allows(cr.ConnType) {
 			return nil, false
 		}
-		return u, true
+		s.User, s.name = u, u.Name
+		return s, true
 	}
 	if len(d.users) > 0 {
 		if u := d.users[d.noAuthUser]; noAuth && u != nil {
-			return u, u.allows(cr.ConnType)
+			s.User, s.name, s.noAuth, s.secret = u, u.Name, true, u.secret
+			return s, u.allows(cr.ConnType)
 		}
 		if cr.User != "" {
 			u := d.users[cr.User]
-			if u == nil || !u.allows(cr.ConnType) || !ComparePassword(u.secret, cr.Pass) {
+			if u == nil || !u.allows(cr.ConnType) || !matches(u.secret, cr.Pass, verified) {
 				return nil, false
 			}
-			return u, true
+			s.User, s.secret = u, u.secret
+			return s, true
 		}
 	}
 	switch {
 	case d.token != "":
-		if ComparePassword(d.token, cr.Token) {
-			return &User{Account: GlobalAccount}, true
+		if matches(d.token, cr.Token, verified) {
+			s.User, s.secret = &User{Account: GlobalAccount}, d.token
+			return s, true
 		}
 	case d.user != "":
-		if cr.User == d.user && ComparePassword(d.pass, cr.Pass) {
-			return &User{Name: d.user, Account: GlobalAccount}, true
+		if cr.User == d.user && matches(d.pass, cr.Pass, verified) {
+			s.User, s.secret = &User{Name: d.user, Account: GlobalAccount}, d.pass
+			return s, true
 		}
 	}
 	return nil, false
+}
+
+// matches reports whether given matches the configured secret; a
+// configured secret equal to verified, which given matched before, is
+// not compared again (bcrypt is slow by design, and a reload checks
+// every client).
+func matches(configured, given, verified string) bool {
+	if verified != "" && subtle.ConstantTimeCompare([]byte(configured), []byte(verified)) == 1 {
+		return true
+	}
+	return ComparePassword(configured, given)
 }

@@ -67,9 +67,14 @@ func minLimit(v *int32, limit int32) {
 
 // applyAccountLimits sets the limits of the client authenticated as u in
 // its account c.acc, and counts it among the account's connections. It
-// returns errAccountConns or errSubsAtConnect, which close the client.
-// It runs on the read loop.
-func (c *client) applyAccountLimits(u *auth.User) error {
+// returns errAccountConns or errSubsAtConnect, which close the client:
+// at a CONNECT when it may hold no subscription at all; after a reload
+// (reloaded) also when it holds more than it now may. nats-server
+// v2.15.2 closes a client at a reload when it holds as many
+// subscriptions as it may, at every reload; cairn keeps a client whose
+// subscriptions are within its limit (docs/compatibility.md). It runs
+// on the read loop.
+func (c *client) applyAccountLimits(u *auth.User, reloaded bool) error {
 	pay, subs := int32(noLimit), int32(noLimit)
 	if u.Limits != nil {
 		pay, subs = u.Limits.Payload, u.Limits.Subs
@@ -85,7 +90,7 @@ func (c *client) applyAccountLimits(u *auth.User) error {
 	if err := c.countConnection(); err != nil {
 		return err
 	}
-	if c.subsAtLimit() {
+	if c.subsAtLimit() && (!reloaded || c.msubs == 0 || c.subsOverLimit()) {
 		c.setReason(ReasonMaxSubscriptionsExceeded)
 		c.log.Errorf("%s - cid:%d - maximum subscriptions exceeded", c.addr, c.cid)
 		return errSubsAtConnect
@@ -136,6 +141,18 @@ func (c *client) subsAtLimit() bool {
 	n := len(c.subs)
 	c.mu.Unlock()
 	return n >= int(c.msubs)
+}
+
+// subsOverLimit reports whether the client holds more subscriptions than
+// it may. It runs on the read loop.
+func (c *client) subsOverLimit() bool {
+	if c.msubs == noLimit {
+		return false
+	}
+	c.mu.Lock()
+	n := len(c.subs)
+	c.mu.Unlock()
+	return n > int(c.msubs)
 }
 
 // payloadLimit is the client's payload limit with the server's l: the

@@ -93,7 +93,7 @@ func (s *Server) initAccounts() error {
 		acc.jsLimits = cfg.JetStream
 		s.accounts[cfg.Name] = acc
 	}
-	for pub, ac := range s.dir.AccountClaims() {
+	for pub, ac := range s.security().dir.AccountClaims() {
 		acc := newAccount(pub, nil)
 		acc.jsLimits = jwtJetStream(&ac.Limits.JetStreamLimits)
 		// nats-server accounts.go UpdateAccountClaims: conn, subs, payload.

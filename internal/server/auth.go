@@ -50,12 +50,13 @@ var errAuthClosed = &protocol.Error{Close: true}
 // startAuth prepares a new client's authentication: the INFO fields, the
 // nonce, the timer and the parser's CONNECT-first check.
 func (c *client) startAuth(in *info) {
-	d := c.srv.dir
+	sec := c.srv.security()
+	d := sec.dir
 	if !d.Required() {
 		c.user = auth.Anonymous
 		return
 	}
-	in.AuthRequired = d.NoAuthUser() == "" || c.srv.implicitNoAuth
+	in.AuthRequired = d.NoAuthUser() == "" || sec.implicitNoAuth
 	if d.NonceRequired() {
 		c.nonce = auth.NewNonce()
 		in.Nonce = string(c.nonce)
@@ -69,7 +70,7 @@ func (c *client) startAuth(in *info) {
 // after the handshake too).
 func (c *client) armAuthTimer() {
 	if c.authPhase.Load() == authAwaiting {
-		c.authTimer = time.AfterFunc(c.srv.dir.Timeout(), c.authTimedOut)
+		c.authTimer = time.AfterFunc(c.srv.security().dir.Timeout(), c.authTimedOut)
 	}
 }
 
@@ -105,18 +106,19 @@ func (c *client) stopTimers() {
 // becomes that user (the same authentication a CONNECT runs, with no
 // credentials); otherwise it is an authorization violation.
 func (c *client) connectFirst() error {
-	if c.srv.dir.NoAuthUser() == "" {
+	d := c.srv.security().dir
+	if d.NoAuthUser() == "" {
 		return c.authFailed(nil, false)
 	}
 	if !c.authPhase.CompareAndSwap(authAwaiting, authOpen) {
 		return errAuthClosed
 	}
 	c.stopAuthTimer()
-	u, ok := c.srv.dir.Authenticate(c.credentials(&connectOpts{}))
+	ses, ok := d.Login(c.credentials(&connectOpts{}))
 	if !ok {
 		return c.authFailed(nil, true)
 	}
-	return c.setUser(u)
+	return c.setSession(ses, false)
 }
 
 // authenticate authenticates a CONNECT's credentials and applies the
@@ -131,13 +133,9 @@ func (c *client) authenticate(opts *connectOpts) error {
 		}
 		c.stopAuthTimer()
 	}
-	d := c.srv.dir
-	u := auth.Anonymous
-	if d.Required() {
-		var ok bool
-		if u, ok = d.Authenticate(c.credentials(opts)); !ok {
-			return c.authFailed(opts, true)
-		}
+	ses, ok := c.srv.security().dir.Login(c.credentials(opts))
+	if !ok {
+		return c.authFailed(opts, true)
 	}
 	if opts.Account != "" || opts.NewAccount {
 		// A dormant nats-server feature let a CONNECT choose its account
@@ -145,7 +143,7 @@ func (c *client) authenticate(opts *connectOpts) error {
 		// authentication, and so does cairn.
 		return c.authFailed(opts, false)
 	}
-	return c.setUser(u)
+	return c.setSession(ses, false)
 }
 
 // credentials are what the CONNECT presents, with the INFO nonce.
@@ -211,16 +209,20 @@ func rawAuthUser(o *connectOpts) string {
 	return ""
 }
 
-// setUser makes u the client's identity, in its account with its
-// limits; it returns the error of a limit that closes the client
-// (acclimits.go). It runs on the read loop.
-func (c *client) setUser(u *auth.User) error {
+// setSession makes the session's user the client's identity, in its
+// account with its limits; it returns the error of a limit that closes
+// the client (acclimits.go; reloaded: a reload checked the client
+// again). The session is kept for a reload to check again (reload.go).
+// It runs on the read loop.
+func (c *client) setSession(ses *auth.Session, reloaded bool) error {
+	c.session = ses
+	u := ses.User
 	c.user = u
 	c.armExpiry(u)
 	if acc := c.srv.account(u.Account); acc != nil {
 		c.acc = acc
 	}
-	if err := c.applyAccountLimits(u); err != nil {
+	if err := c.applyAccountLimits(u, reloaded); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -257,7 +259,8 @@ func (c *client) armExpiry(u *auth.User) {
 // already.
 func quietClose(err error) bool {
 	return errors.Is(err, errAuthViolation) || errors.Is(err, errAuthClosed) ||
-		errors.Is(err, errAccountConns) || errors.Is(err, errSubsAtConnect)
+		errors.Is(err, errAccountConns) || errors.Is(err, errSubsAtConnect) ||
+		errors.Is(err, errMoved) || errors.Is(err, errRevoked)
 }
 
 // secretKeys are the CONNECT fields never written to a trace line.
@@ -313,8 +316,9 @@ type Security struct {
 
 // Security returns the client listener's security settings.
 func (s *Server) Security() Security {
-	sec := Security{AuthRequired: s.dir.Required(), AuthTimeout: s.dir.Timeout(), TLSTimeout: config.DefaultTLSTimeout}
-	if st := s.tls; st != nil {
+	cur := s.security()
+	sec := Security{AuthRequired: cur.dir.Required(), AuthTimeout: cur.dir.Timeout(), TLSTimeout: config.DefaultTLSTimeout}
+	if st := cur.tls; st != nil {
 		var in info
 		st.infoFields(&in)
 		sec.TLSRequired, sec.TLSVerify, sec.TLSTimeout = in.TLSRequired, in.TLSVerify, st.timeout()

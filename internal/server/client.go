@@ -65,9 +65,12 @@ type client struct {
 	trace       *msgTrace            // the message being dispatched is traced (msgtrace.go); owned by the read goroutine
 	apiClient   []byte               // a route's: the ClientInfo a peer attached to the API request being delivered (apiclient.go)
 
-	// Authentication (auth.go): the user is set by the read loop when the
-	// client authenticates; the nonce and timer when it is created.
+	// Authentication (auth.go): the user and its session are set by the
+	// read loop when the client authenticates; the nonce, timer and TLS
+	// when it is created.
 	user      *auth.User
+	session   *auth.Session // nil until it authenticates (with authentication required or not)
+	tls       *tlsState     // the listener's TLS when the client was accepted; nil without
 	nonce     []byte
 	authTimer *time.Timer
 	// expiryTimer closes the client when its JWT expires (auth.go); set
@@ -88,6 +91,12 @@ type client struct {
 	msubs   int32
 	counted *account // the account whose connections count this client
 	mpay    atomic.Int32
+
+	// A reload asks the read loop to check the client again (reload.go):
+	// recheck is set by the reload, reading by the read loop once it
+	// reads, so that the reload knows it may interrupt its Read.
+	recheck atomic.Bool
+	reading atomic.Bool
 
 	headers   atomic.Bool  // opts.Headers, read by other connections' readers
 	asyncInfo atomic.Bool  // got its connect_info INFO (protocol 1): async INFO updates go to it
@@ -148,8 +157,9 @@ type subscription struct {
 	sid     []byte
 	qw      atomic.Int32 // a peer's interest in a queue group: its member count (RS+ weight)
 	// deny, when set, is the subscriber's permissions: a delivery whose
-	// subject they deny is dropped (perms.go). Set at creation.
-	deny      *auth.Perms
+	// subject they deny is dropped (perms.go). Set at creation, replaced
+	// by a reload that changes the subscriber's permissions.
+	deny      atomic.Pointer[auth.Perms]
 	max       atomic.Int64 // auto-unsubscribe limit, 0 = none (UNSUB <sid> <max>)
 	delivered atomic.Int64 // messages delivered, counted for max
 }
@@ -158,6 +168,7 @@ func newClient(s *Server, nc net.Conn, cid uint64) *client {
 	lim := s.limits()
 	c := &client{
 		srv:     s,
+		tls:     s.security().tls,
 		cid:     cid,
 		tag:     "cid",
 		nc:      nc,
@@ -194,6 +205,8 @@ func (c *client) start() {
 // client's id and address and the authentication fields (auth.go).
 func (c *client) clientInfo() info {
 	in := c.srv.baseInfo()
+	in.TLSRequired, in.TLSVerify, in.TLSAvailable = false, false, false
+	c.tls.infoFields(&in)
 	in.CID = c.cid
 	in.ClientIP = c.ip
 	c.startAuth(&in)
@@ -228,7 +241,13 @@ func (c *client) readLoop() {
 	}
 	buf := make([]byte, minReadBuffer)
 	short := 0
+	c.reading.Store(true)
 	for {
+		if err := c.maybeRecheck(); err != nil {
+			c.flushReceivers()
+			c.protocolError(err)
+			return
+		}
 		n, err := c.nc.Read(buf)
 		if n > 0 {
 			c.lastIn.Store(time.Now().UnixNano())
@@ -244,6 +263,12 @@ func (c *client) readLoop() {
 			buf, short = resizeReadBuffer(buf, n, short)
 		}
 		if err != nil {
+			if woken(err) {
+				// A reload interrupted the Read (reload.go wake): the
+				// connection is fine, and the loop checks the client.
+				_ = c.nc.SetReadDeadline(time.Time{})
+				continue
+			}
 			if errors.Is(err, io.EOF) {
 				c.setReason(ReasonClientClosed)
 			} else {

@@ -41,6 +41,8 @@ const (
 	ReasonMaxSubscriptionsExceeded
 	ReasonAuthenticationTimeout
 	ReasonAuthenticationExpired
+	ReasonTLSHandshakeError
+	ReasonRevocation
 )
 
 var reasonTexts = [...]string{
@@ -70,6 +72,8 @@ var reasonTexts = [...]string{
 	ReasonMaxSubscriptionsExceeded:      "Maximum Subscriptions Exceeded",
 	ReasonAuthenticationTimeout:         "Authentication Timeout",
 	ReasonAuthenticationExpired:         "Authentication Expired",
+	ReasonTLSHandshakeError:             "TLS Handshake Failure",
+	ReasonRevocation:                    "Credentials Revoked",
 }
 
 // String returns nats-server's text for the reason.

@@ -103,7 +103,7 @@ func (c *client) deliverTo(sub *subscription, subj, reply []byte, hdrLen int, ms
 		callHandler(sub, subj, reply, hdrLen, msg)
 		return true
 	}
-	if sub.deny != nil && sub.deny.DeniedDelivery(subj, sub.queue) {
+	if deniedDelivery(sub, subj) {
 		return false
 	}
 	return c.deliverMsg(sub, subj, reply, hdrLen, msg)
@@ -134,7 +134,7 @@ func (c *client) deliverTraced(t *msgTrace, sub *subscription, subj, reply []byt
 			callHandler(sub, subj, reply, hdrLen, msg)
 		}
 		return true
-	case sub.deny != nil && sub.deny.DeniedDelivery(subj, sub.queue):
+	case deniedDelivery(sub, subj):
 		t.traceEgress(sub, traceErrSubDeny)
 		return false
 	case t.only:

@@ -161,7 +161,7 @@ func (c *client) canReceive(sub *subscription, subj []byte) bool {
 	if sub.client == c && !c.opts.Echo {
 		return false
 	}
-	if sub.deny != nil && sub.deny.DeniedDelivery(subj, sub.queue) {
+	if deniedDelivery(sub, subj) {
 		return false
 	}
 	max := sub.max.Load()

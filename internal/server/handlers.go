@@ -124,7 +124,7 @@ func (c *client) ProcessSub(subj, queue, sid []byte) error {
 	}
 	c.mu.Lock()
 	sub := &subscription{client: c, acc: c.acc, subject: string(subj), queue: string(queue), sid: bytes.Clone(sid)}
-	sub.deny = c.denyFilter(sub.subject, sub.queue)
+	sub.deny.Store(c.denyFilter(sub.subject, sub.queue))
 	c.subs[string(sub.sid)] = sub
 	c.mu.Unlock()
 	if err := sub.acc.sl.Insert(sub.subject, sub.queue, sub); err != nil {

@@ -76,7 +76,7 @@ func (s *Server) baseInfo() info {
 		JetStream:  s.opts.JetStream,
 		APILevel:   jsapi.APILevel,
 	}
-	s.tls.infoFields(&in)
+	s.security().tls.infoFields(&in)
 	s.clusterInfo(&in)
 	return in
 }

@@ -321,8 +321,15 @@ func (s *Server) JSAPIStats() (total, errors uint64) {
 }
 
 // Options returns the options the server was started with, defaults
-// filled in; the limits a reload changed are in Limits.
-func (s *Server) Options() Options { return s.opts }
+// filled in, with the security settings in force (a reload may have
+// changed them: ReloadSecurity); the limits a reload changed are in
+// Limits.
+func (s *Server) Options() Options {
+	o := s.opts
+	sec := s.security()
+	o.Auth, o.Operator, o.TLS = sec.auth, sec.operator, sec.tlsCfg
+	return o
+}
 
 // Limits returns the limits in force.
 func (s *Server) Limits() Limits { return Limits(*s.limits()) }

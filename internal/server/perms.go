@@ -107,6 +107,13 @@ func (c *client) denyFilter(subj, queue string) *auth.Perms {
 	return nil
 }
 
+// deniedDelivery reports whether sub's permissions deny a delivery on
+// subj (its delivery filter, set when it overlaps a deny entry).
+func deniedDelivery(sub *subscription, subj []byte) bool {
+	d := sub.deny.Load()
+	return d != nil && d.DeniedDelivery(subj, sub.queue)
+}
+
 // Bounds of a connection's allow_responses table: it is pruned of used
 // and expired replies after replyPruneEvery new ones or replyPruneAfter
 // (nats-server replyPermLimit, replyPruneTime); beyond replyMax live

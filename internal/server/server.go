@@ -8,7 +8,6 @@ import (
 	"github.com/cairnmq/cairn/internal/cluster/jscluster"
 	"github.com/cairnmq/cairn/internal/jsapi"
 	"net"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -38,22 +37,20 @@ type Server struct {
 	// made by New, never changed.
 	accounts map[string]*account
 	gacc     *account
-	sysacc   *account // the system account; nil with none (accounts.go)
-	// implicitNoAuth: clients sending no credentials join $G by a user
-	// New made, as nats-server does when the system account is the only
-	// account (config.SystemAccountOnly); INFO still says auth_required.
-	implicitNoAuth bool
-	sysReqs        chan sysRequest // the $SYS requests to answer (sysreq.go); nil until ServeSystemRequests
-	sysEv          *sysEvents      // the $SYS events (events.go); nil until ServeSystemEvents and once Shutdown began; guarded by mu
+	sysacc   *account        // the system account; nil with none (accounts.go)
+	sysReqs  chan sysRequest // the $SYS requests to answer (sysreq.go); nil until ServeSystemRequests
+	sysEv    *sysEvents      // the $SYS events (events.go); nil until ServeSystemEvents and once Shutdown began; guarded by mu
 
 	ln   net.Listener
 	port int // the bound port, known after Start
 
 	cl *cluster // the cluster listener and routes; nil unless Options.Cluster is enabled
 
-	dir      *auth.Directory // who may connect (auth.go); immutable
-	tls      *tlsState       // TLS of the client listener (tls.go); nil without
-	jsDomain []byte          // "$JS.<domain>.API.", whose subjects client publishes are mapped from (jsdomain.go); nil without a domain
+	// sec is who may connect and how (reload.go): the authentication
+	// directory and the client listener's TLS, immutable, replaced whole
+	// by a reload.
+	sec      atomic.Pointer[security]
+	jsDomain []byte // "$JS.<domain>.API.", whose subjects client publishes are mapped from (jsdomain.go); nil without a domain
 
 	lim           atomic.Pointer[limits] // the limits in force (limits.go)
 	publishers    sync.Pool              // connectionless *client values for Publish
@@ -79,13 +76,9 @@ func New(opts Options) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	tlsSt, err := newTLSState(&opts.TLS)
+	sec, err := newSecurity(&opts.Auth, &opts.Operator, &opts.TLS, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
-	}
-	authCfg := opts.Auth
-	if authCfg.Timeout == 0 && tlsSt != nil {
-		authCfg.Timeout = tlsSt.timeout() + time.Second // nats-server getDefaultAuthTimeout
+		return nil, err
 	}
 	id := newServerID()
 	if opts.ServerName == "" {
@@ -97,24 +90,16 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("%w: cluster tls: %v", ErrInvalidOptions, err)
 		}
 	}
-	implicit := config.SystemAccountOnly(&opts.Auth, &opts.Operator)
-	if implicit {
-		authCfg.Users = append(slices.Clip(authCfg.Users), implicitNoAuthUser())
-		authCfg.NoAuthUser = authCfg.Users[len(authCfg.Users)-1].Name
-	}
 	s := &Server{
 		opts:    opts,
 		id:      id,
 		log:     opts.Logger,
 		cl:      cl,
-		dir:     newDirectory(&opts, &authCfg),
-		tls:     tlsSt,
 		clients: make(map[uint64]*client),
 		done:    make(chan struct{}),
 		quit:    make(chan struct{}),
-
-		implicitNoAuth: implicit,
 	}
+	s.sec.Store(sec)
 	if opts.JetStream {
 		s.jsDomain = jsDomainPrefix(opts.JetStreamDomain)
 	}
@@ -143,11 +128,11 @@ func implicitNoAuthUser() config.User {
 
 // newDirectory builds the authentication of the options: operator mode
 // (JWTs) or the configured users.
-func newDirectory(o *Options, a *config.Auth) *auth.Directory {
-	if o.Operator.Enabled() {
-		return auth.NewOperatorDirectory(&o.Operator, a.Timeout)
+func newDirectory(a *config.Auth, op *config.Operator, tlsMap bool) *auth.Directory {
+	if op.Enabled() {
+		return auth.NewOperatorDirectory(op, a.Timeout)
 	}
-	return auth.NewDirectory(a, o.TLS.VerifyAndMap)
+	return auth.NewDirectory(a, tlsMap)
 }
 
 // newServerID returns a 56-character id starting with 'N', shaped like
@@ -213,20 +198,21 @@ func (s *Server) Start() error {
 // plain-text passwords it gives nats-server's warning.
 func (s *Server) warnIfOpen() {
 	addr := net.JoinHostPort(s.opts.Host, strconv.Itoa(s.port))
-	if s.dir.Required() {
-		if s.dir.PlaintextPasswords() {
+	sec := s.security()
+	if sec.dir.Required() {
+		if sec.dir.PlaintextPasswords() {
 			s.log.Warnf("Plaintext passwords detected, use nkeys or bcrypt")
 		}
-		if s.implicitNoAuth {
+		if sec.implicitNoAuth {
 			s.log.Warnf("Clients that send no credentials are let into the global account %s: the system account is the only account and there is no authorization block (as nats-server does); add an authorization block to require credentials", auth.GlobalAccount)
-		} else if u := s.dir.NoAuthUser(); u != "" {
+		} else if u := sec.dir.NoAuthUser(); u != "" {
 			s.log.Noticef("Clients must authenticate; a client sending no credentials is user %q (no_auth_user)", u)
 		} else {
 			s.log.Noticef("Clients must authenticate")
 		}
 		return
 	}
-	if s.Addr().IP.IsLoopback() || s.opts.TLS.Verify || s.opts.TLS.VerifyAndMap {
+	if s.Addr().IP.IsLoopback() || sec.tlsCfg.Verify || sec.tlsCfg.VerifyAndMap {
 		return // (a verified client certificate is required: not open)
 	}
 	what := "connect, publish and subscribe"
@@ -345,7 +331,7 @@ func (s *Server) addClient(nc net.Conn) {
 	s.ctr.totalClients.Add(1)
 	s.mu.Unlock()
 	c.log.Debugf("%s - cid:%d - Client connection created", c.addr, c.cid)
-	if s.tls != nil {
+	if c.tls != nil {
 		if !s.goroutine(c.tlsStart) {
 			c.abort()
 		}

@@ -211,11 +211,11 @@ func TestSystemAccountOnlyLetsAnonymousIntoGlobal(t *testing.T) {
 		t.Fatalf("anonymous client's user %q", implicit)
 	}
 	for _, pass := range []string{"", "$2a$04$", implicit[6:], "x"} {
-		if _, ok := s.dir.Authenticate(&auth.Credentials{User: implicit, Pass: pass, ConnType: config.ConnectionTypeStandard}); ok {
+		if _, ok := s.security().dir.Authenticate(&auth.Credentials{User: implicit, Pass: pass, ConnType: config.ConnectionTypeStandard}); ok {
 			t.Fatalf("logged in as the implicit user with password %q", pass)
 		}
 	}
-	if s.dir.PlaintextPasswords() {
+	if s.security().dir.PlaintextPasswords() {
 		t.Fatal("the implicit user counts as a plaintext password")
 	}
 }

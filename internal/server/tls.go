@@ -88,13 +88,23 @@ func (st *tlsState) pinnedOK(cs tls.ConnectionState) bool { return pinnedOK(st.p
 // SHA-256 sums of DER SubjectPublicKeyInfos (nats-server
 // matchesPinnedCert); true when pinned is nil.
 func pinnedOK(pinned map[string]bool, cs tls.ConnectionState) bool {
+	var cert *x509.Certificate
+	if len(cs.PeerCertificates) > 0 {
+		cert = cs.PeerCertificates[0]
+	}
+	return pinnedCert(pinned, cert)
+}
+
+// pinnedCert reports whether cert (nil for none) is in pinned; true when
+// pinned is nil.
+func pinnedCert(pinned map[string]bool, cert *x509.Certificate) bool {
 	if pinned == nil {
 		return true
 	}
-	if len(cs.PeerCertificates) == 0 {
+	if cert == nil {
 		return false
 	}
-	sum := sha256.Sum256(cs.PeerCertificates[0].RawSubjectPublicKeyInfo)
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
 	return pinned[hex.EncodeToString(sum[:])]
 }
 
@@ -115,7 +125,7 @@ func (p *prefixConn) Read(b []byte) (int, error) {
 // tlsStart runs steps 1 to 4 of the TLS flow on the client's own
 // goroutine, then starts it, or closes it.
 func (c *client) tlsStart() {
-	st := c.srv.tls
+	st := c.tls
 	raw := c.nc
 	in := c.clientInfo()
 	first := st.opts.HandshakeFirst

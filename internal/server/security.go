@@ -1,0 +1,62 @@
+package server
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/auth"
+	"github.com/cairnmq/cairn/internal/config"
+)
+
+// security is who may connect to the client listener and how: the
+// authentication directory and TLS, built from the options by New and
+// again by a reload (reload.go). It is immutable; the server holds the
+// one in force behind an atomic pointer (Server.sec), and each new client
+// keeps the TLS it was accepted with.
+type security struct {
+	dir *auth.Directory
+	tls *tlsState // nil without TLS
+	// implicitNoAuth: clients sending no credentials join $G by a user
+	// the server made, as nats-server does when the system account is the
+	// only account (config.SystemAccountOnly); INFO still says
+	// auth_required. implicitUser is that user's name ("nats-" and 8
+	// random characters), kept across reloads so that its clients stay.
+	implicitNoAuth bool
+	implicitUser   string
+	// The configuration this was built from; Auth without the implicit
+	// user.
+	auth     config.Auth
+	operator config.Operator
+	tlsCfg   config.TLS
+}
+
+// newSecurity builds the security of a configuration; prev, when not
+// nil, is the one in force (a reload), whose implicit no_auth_user is
+// kept. Its errors wrap ErrInvalidOptions (a TLS certificate that does
+// not load).
+func newSecurity(a *config.Auth, op *config.Operator, t *config.TLS, prev *security) (*security, error) {
+	tlsSt, err := newTLSState(t)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
+	}
+	authCfg := *a
+	if authCfg.Timeout == 0 && tlsSt != nil {
+		authCfg.Timeout = tlsSt.timeout() + time.Second // nats-server getDefaultAuthTimeout
+	}
+	sec := &security{tls: tlsSt, auth: *a, operator: *op, tlsCfg: *t}
+	if config.SystemAccountOnly(a, op) {
+		u := implicitNoAuthUser()
+		if prev != nil && prev.implicitUser != "" {
+			u.Name = prev.implicitUser
+		}
+		authCfg.Users = append(slices.Clip(authCfg.Users), u)
+		authCfg.NoAuthUser = u.Name
+		sec.implicitNoAuth, sec.implicitUser = true, u.Name
+	}
+	sec.dir = newDirectory(&authCfg, op, t.VerifyAndMap)
+	return sec, nil
+}
+
+// security returns the security in force.
+func (s *Server) security() *security { return s.sec.Load() }
