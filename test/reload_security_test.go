@@ -1,6 +1,9 @@
 package test
 
 import (
+	"crypto/tls"
+	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +16,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairnmq/cairn/internal/server"
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 )
 
 // Reloading the security settings (docs/security.md, "Reloading"): the
@@ -396,4 +404,438 @@ func TestReloadNkeys(t *testing.T) {
 			tg.waitReasons(t, map[string]string{"gone": "Client Closed", "typ": "Authentication Failure"})
 		})
 	}
+}
+
+// tlsConn dials a TLS client the classic way and connects it, named
+// name, answering the server's keep-alive PINGs.
+func tlsConn(t *testing.T, u, name string, cfg *tls.Config) *rawClient {
+	t.Helper()
+	c, err := tlsDial(t, u, cfg)
+	if err != nil {
+		t.Fatalf("TLS client %s: %v", name, err)
+	}
+	c.send(fmt.Sprintf(`CONNECT {"verbose":false,"name":%q}`+"\r\nPING\r\n", name))
+	c.expect("PONG\r\n")
+	c.answerPings = true
+	return c
+}
+
+// A reload reads the certificate files again, as nats-server does: a
+// certificate replaced in place (the same file names) is the one new
+// clients meet; the clients connected before keep their connections.
+func TestReloadTLSCertificates(t *testing.T) {
+	p1, p2 := newPKI(t), newPKI(t)
+	cert, key := p1.server(t)
+	conf := fmt.Sprintf("tls {\n  cert_file: %q\n  key_file: %q\n  timeout: 2\n}\n", cert, key)
+	targets := reloadServers(t, conf)
+	old := map[string]*rawClient{}
+	for _, tg := range targets {
+		old[tg.name] = tlsConn(t, tg.url, "old", p1.clientTLS())
+		if _, err := tlsDial(t, tg.url, p2.clientTLS()); err == nil {
+			t.Fatalf("%s: a client trusting only the second CA got in", tg.name)
+		}
+	}
+	// Rotate: the second CA's certificate and key, in the same files.
+	c2, k2 := p2.server(t)
+	for src, dst := range map[string]string{c2: cert, k2: key} {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			tg.mustReload(t, conf)
+			tlsConn(t, tg.url, "new", p2.clientTLS())
+			if _, err := tlsDial(t, tg.url, p1.clientTLS()); err == nil {
+				t.Fatal("the first CA's certificate is still served")
+			}
+			old[tg.name].sync()
+		})
+	}
+}
+
+// New pinned_certs close the clients whose certificate they do not pin,
+// without a word ("TLS Handshake Failure"), as nats-server's
+// recheckPinnedCerts does; the pinned ones stay.
+func TestReloadTLSPinnedCerts(t *testing.T) {
+	p := newPKI(t)
+	alice, apin := p.client(t, "alice", pkix.Name{CommonName: "alice"})
+	bob, bpin := p.client(t, "bob", pkix.Name{CommonName: "bob"})
+	conf := func(pins ...string) string {
+		q := make([]string, len(pins))
+		for i, s := range pins {
+			q[i] = fmt.Sprintf("%q", s)
+		}
+		return tlsConf(p, t, "  verify: true\n  pinned_certs: ["+strings.Join(q, ", ")+"]\n")
+	}
+	for _, tg := range reloadServers(t, conf(apin, bpin)) {
+		t.Run(tg.name, func(t *testing.T) {
+			a := tlsConn(t, tg.url, "alice", p.clientTLS(alice))
+			b := tlsConn(t, tg.url, "bob", p.clientTLS(bob))
+			tg.mustReload(t, conf(apin))
+			b.expectQuietClose()
+			a.sync()
+			tg.waitReasons(t, map[string]string{"bob": "TLS Handshake Failure"})
+			// A new connection with the unpinned certificate fails its
+			// handshake (the server may close it only once the client's
+			// side of the handshake is done).
+			if c, err := tlsDial(t, tg.url, p.clientTLS(bob)); err == nil {
+				c.send("PING\r\n")
+				if err := c.fill(time.Now().Add(readTimeout)); err == nil {
+					t.Fatalf("an unpinned certificate got in: %q", c.pending)
+				}
+			}
+		})
+	}
+}
+
+// TLS turned on by a reload: new clients must use it (INFO tls_required),
+// the plain clients connected before stay; turned off, new clients
+// connect in plain text.
+func TestReloadTLSOnOff(t *testing.T) {
+	p := newPKI(t)
+	for _, tg := range reloadServers(t, "") {
+		t.Run(tg.name, func(t *testing.T) {
+			plain := liveConnect(t, tg.url, `{"verbose":false,"name":"plain"}`)
+			tg.mustReload(t, tlsConf(p, t, ""))
+			if c := rawConn(t, tg.url); c.info["tls_required"] != true {
+				t.Fatalf("INFO after TLS was turned on: %s", c.infoLine)
+			}
+			tlsConn(t, tg.url, "secure", p.clientTLS())
+			plain.sync()
+			tg.mustReload(t, "")
+			c := rawConnect(t, tg.url, `{"verbose":false}`)
+			if c.info["tls_required"] != nil {
+				t.Fatalf("INFO after TLS was turned off: %s", c.infoLine)
+			}
+			plain.sync()
+		})
+	}
+}
+
+// verify_and_map cannot change at a reload (nats-server refuses it too):
+// the reload is refused and the server keeps its TLS.
+func TestReloadTLSVerifyAndMapRefused(t *testing.T) {
+	p := newPKI(t)
+	users := "authorization { users: [{user: \"alice@example.com\"}] }\n"
+	for _, tg := range reloadServers(t, tlsConf(p, t, "  verify: true\n")+users) {
+		t.Run(tg.name, func(t *testing.T) {
+			if err := tg.reload(t, tlsConf(p, t, "  verify_and_map: true\n")+users); !strings.Contains(err, "config reload not supported for") {
+				t.Fatalf("verify_and_map: %q", err)
+			}
+			if c := rawConn(t, tg.url); c.info["tls_verify"] != true {
+				t.Fatalf("INFO after the refused reload: %s", c.infoLine)
+			}
+		})
+	}
+}
+
+// Accounts added and removed by a reload: the clients of a removed
+// account are closed without a word (their users went with it), the
+// others stay; the users of an added account connect into it, isolated
+// from the others.
+func TestReloadAccountsAddRemove(t *testing.T) {
+	before := "accounts {\n  A { users: [{user: a, password: a}] }\n  B { users: [{user: b, password: b}] }\n}\n"
+	after := "accounts {\n  A { users: [{user: a, password: a}] }\n  C { users: [{user: c, password: c}] }\n}\n"
+	for _, tg := range reloadServers(t, before) {
+		t.Run(tg.name, func(t *testing.T) {
+			a := userConn(t, tg.url, "a", "a", "a")
+			a.send("SUB x 1\r\nPING\r\n")
+			a.expect("PONG\r\n")
+			b := userConn(t, tg.url, "b", "b", "b")
+			tg.mustReload(t, after)
+			b.expectQuietClose()
+			tg.waitReasons(t, map[string]string{"b": "Client Closed"})
+			c := userConn(t, tg.url, "c", "c", "c")
+			c.send("SUB x 1\r\nPUB x 1\r\nc\r\nPING\r\n")
+			c.expect("MSG x 1 1\r\nc\r\nPONG\r\n")
+			a.send("PUB x 1\r\na\r\nPING\r\n")
+			a.expect("MSG x 1 1\r\na\r\nPONG\r\n")
+			c.sync() // nothing of A's reached C
+			rb := rawConn(t, tg.url)
+			rb.send(`CONNECT {"verbose":false,"user":"b","pass":"b"}` + "\r\n")
+			rb.expectAuthViolation()
+		})
+	}
+}
+
+// Exports and imports changed by a reload: the stream an account imports
+// is the new one at once, for the subscriptions made before; a service
+// import added by the reload answers requests.
+func TestReloadAccountImports(t *testing.T) {
+	before := `accounts {
+  A { users: [{user: a, password: a}], exports: [{stream: "s.>"}] }
+  B { users: [{user: b, password: b}], imports: [{stream: {account: A, subject: "s.>"}}] }
+}
+`
+	after := `accounts {
+  A { users: [{user: a, password: a}], exports: [{stream: "t.>"}, {service: "svc"}] }
+  B { users: [{user: b, password: b}], imports: [{stream: {account: A, subject: "t.>"}}, {service: {account: A, subject: "svc"}}] }
+}
+`
+	for _, tg := range reloadServers(t, before) {
+		t.Run(tg.name, func(t *testing.T) {
+			a := userConn(t, tg.url, "a", "a", "a")
+			b := userConn(t, tg.url, "b", "b", "b")
+			b.send("SUB s.> 1\r\nSUB t.> 2\r\nSUB _INBOX.> 3\r\nPING\r\n")
+			b.expect("PONG\r\n")
+			a.send("PUB s.1 1\r\nx\r\nPING\r\n")
+			a.expect("PONG\r\n")
+			b.expect("MSG s.1 1 1\r\nx\r\n")
+
+			tg.mustReload(t, after)
+			a.send("SUB svc 7\r\nPUB s.1 1\r\nx\r\nPUB t.1 1\r\ny\r\nPING\r\n")
+			a.expect("PONG\r\n")
+			b.expect("MSG t.1 2 1\r\ny\r\n")
+			b.send("PUB svc _INBOX.r 1\r\nq\r\nPING\r\n")
+			b.expect("PONG\r\n")
+			m := a.expectRe(`MSG svc 7 (\S+) 1\r\nq\r\n`)
+			a.send("PUB " + m[1] + " 1\r\nr\r\nPING\r\n")
+			a.expect("PONG\r\n")
+			b.expect("MSG _INBOX.r 3 1\r\nr\r\n")
+			b.sync() // and s.1 never came
+		})
+	}
+}
+
+// An account's limits lowered by a reload reach its connected clients: a
+// client holding more subscriptions than it now may is closed with
+// -ERR 'maximum subscriptions exceeded'; one above the new payload limit
+// gets 'Maximum Payload Violation' at its next big publish; beyond the
+// new max_connections, all but one client get 'maximum account active
+// connections exceeded'.
+func TestReloadAccountLimits(t *testing.T) {
+	acc := func(limits string) string {
+		return "accounts { A { users: [{user: a, password: a}], limits: {" + limits + "} } }\n"
+	}
+	for _, tg := range reloadServers(t, acc("max_subscriptions: 10")) {
+		t.Run(tg.name+"/subscriptions", func(t *testing.T) {
+			many := userConn(t, tg.url, "many", "a", "a")
+			many.send("SUB a 1\r\nSUB b 2\r\nSUB c 3\r\nPING\r\n")
+			many.expect("PONG\r\n")
+			tg.mustReload(t, acc("max_subscriptions: 2"))
+			many.expectErr("maximum subscriptions exceeded")
+			many.expectQuietClose()
+			tg.waitReasons(t, map[string]string{"many": "Maximum Subscriptions Exceeded"})
+		})
+	}
+	for _, tg := range reloadServers(t, acc("max_payload: 100")) {
+		t.Run(tg.name+"/payload", func(t *testing.T) {
+			c := userConn(t, tg.url, "c", "a", "a")
+			tg.mustReload(t, acc("max_payload: 10"))
+			c.sync()
+			c.send("PUB x 5\r\nsmall\r\nPING\r\n")
+			c.expect("PONG\r\n")
+			c.send("PUB x 20\r\n01234567890123456789\r\n")
+			c.expectErr("Maximum Payload Violation")
+		})
+	}
+	for _, tg := range reloadServers(t, acc("max_connections: 5")) {
+		t.Run(tg.name+"/connections", func(t *testing.T) {
+			var cs []*rawClient
+			for i := range 3 {
+				cs = append(cs, userConn(t, tg.url, fmt.Sprint("c", i), "a", "a"))
+			}
+			tg.mustReload(t, acc("max_connections: 1"))
+			refused := 0
+			for _, c := range cs {
+				c.send("PING\r\n")
+				line := c.readLine()
+				switch line {
+				case "-ERR 'maximum account active connections exceeded'\r\n":
+					refused++
+				case "PONG\r\n":
+				default:
+					t.Fatalf("%s: %q", c.name, line)
+				}
+			}
+			if refused != 2 {
+				t.Fatalf("%d of 3 clients refused, want 2", refused)
+			}
+		})
+	}
+}
+
+// On a JetStream server cairn applies an account's JetStream only at a
+// restart: a reload that would turn it on for an account is refused with
+// the reason (nats-server applies it: docs/compatibility.md), and the
+// running configuration stays.
+func TestReloadAccountJetStreamRefused(t *testing.T) {
+	if targetIsNatsServer() {
+		t.Skip("a deliberate difference: nats-server applies it")
+	}
+	store := t.TempDir()
+	conf := fmt.Sprintf("jetstream { store_dir: %q }\naccounts { A { users: [{user: a, password: a}], jetstream: enabled } }\n", store)
+	tg := reloadServers(t, conf)[0]
+	added := strings.Replace(conf, "accounts {", "accounts {\n  B { users: [{user: b, password: b}], jetstream: enabled }\n", 1)
+	err := tg.reload(t, added)
+	if !strings.Contains(err, "config reload not supported for accounts: the JetStream of account B would change (cairn applies an account's JetStream at start only)") {
+		t.Fatalf("reload: %q", err)
+	}
+	c := rawConn(t, tg.url)
+	c.send(`CONNECT {"verbose":false,"user":"b","pass":"b"}` + "\r\n")
+	c.expectAuthViolation()
+}
+
+// Operator mode: a reload of resolver_preload updates the accounts, and
+// every client's user JWT is checked against its account's new JWT, as
+// nats-server does: a user the account now revokes gets -ERR 'User
+// Authentication Revoked' ("Credentials Revoked"); the users of an
+// account no longer preloaded 'Authorization Violation'; a client holding
+// more subscriptions than its account's new limit 'maximum subscriptions
+// exceeded' (nats-server sends it twice); the others stay, and the users
+// of an account the reload added get in. Another operator is refused.
+func TestReloadOperatorAccounts(t *testing.T) {
+	op, opPub := mustKP(t, nkeys.CreateOperator)
+	accA, aPub := mustKP(t, nkeys.CreateAccount)
+	accB, bPub := mustKP(t, nkeys.CreateAccount)
+	accC, cPub := mustKP(t, nkeys.CreateAccount)
+	_, sysPub := mustKP(t, nkeys.CreateAccount)
+	encode := func(c interface {
+		Encode(nkeys.KeyPair) (string, error)
+	}, kp nkeys.KeyPair) string {
+		t.Helper()
+		s, err := c.Encode(kp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	oc := jwt.NewOperatorClaims(opPub)
+	oc.SystemAccount = sysPub
+	opJWT := encode(oc, op)
+	revoked, revokedPub := mustKP(t, nkeys.CreateUser)
+	many, manyPub := mustKP(t, nkeys.CreateUser)
+	stays, staysPub := mustKP(t, nkeys.CreateUser)
+	gone, gonePub := mustKP(t, nkeys.CreateUser)
+	added, addedPub := mustKP(t, nkeys.CreateUser)
+	conf := func(accounts ...string) string {
+		s := fmt.Sprintf("operator: %s\nresolver: MEMORY\nresolver_preload: {\n  %s: %s\n", opJWT, sysPub, encode(jwt.NewAccountClaims(sysPub), op))
+		for i := 0; i < len(accounts); i += 2 {
+			s += fmt.Sprintf("  %s: %s\n", accounts[i], accounts[i+1])
+		}
+		return s + "}\n"
+	}
+	a2 := jwt.NewAccountClaims(aPub)
+	a2.RevokeAt(revokedPub, time.Now().Add(time.Minute))
+	a2.Limits.Subs = 1
+	before := conf(aPub, encode(jwt.NewAccountClaims(aPub), op), bPub, encode(jwt.NewAccountClaims(bPub), op))
+	after := conf(aPub, encode(a2, op), cPub, encode(jwt.NewAccountClaims(cPub), op))
+	for _, tg := range reloadServers(t, before) {
+		t.Run(tg.name, func(t *testing.T) {
+			dial := func(name string, acc, user nkeys.KeyPair, pub string) *rawClient {
+				c := rawConn(t, tg.url)
+				sig, _ := user.Sign([]byte(c.info["nonce"].(string)))
+				c.send(fmt.Sprintf(`CONNECT {"verbose":false,"name":%q,"jwt":%q,"sig":%q}`+"\r\nPING\r\n",
+					name, encode(jwt.NewUserClaims(pub), acc), base64.RawURLEncoding.EncodeToString(sig)))
+				c.expect("PONG\r\n")
+				c.answerPings = true
+				return c
+			}
+			r := dial("revoked", accA, revoked, revokedPub)
+			m := dial("many", accA, many, manyPub)
+			m.send("SUB a 1\r\nSUB b 2\r\nPING\r\n")
+			m.expect("PONG\r\n")
+			s := dial("stays", accA, stays, staysPub)
+			g := dial("gone", accB, gone, gonePub)
+
+			if err := tg.reload(t, strings.Replace(before, opJWT, encode(jwt.NewOperatorClaims(opPub), op), 1)); !strings.Contains(err, "not support") {
+				t.Fatalf("another operator JWT: %q", err)
+			}
+			tg.mustReload(t, after)
+			r.expectErr("User Authentication Revoked")
+			r.expectQuietClose()
+			m.expectErr("maximum subscriptions exceeded")
+			if got := m.waitClosed(readTimeout); got != "" && got != "-ERR 'maximum subscriptions exceeded'\r\n" {
+				t.Fatalf("many: got %q before the close", got)
+			}
+			g.expectAuthViolation()
+			s.sync()
+			tg.waitReasons(t, map[string]string{"revoked": "Credentials Revoked", "many": "Maximum Subscriptions Exceeded", "gone": "Authentication Failure"})
+			dial("added", accC, added, addedPub).sync()
+		})
+	}
+}
+
+// Reloads while clients publish and subscribe, in process (so the race
+// detector watches the server): the permissions of a subscriber and an
+// account's import change back and forth under traffic; the last
+// configuration is the one in force.
+func TestReloadSecurityUnderTraffic(t *testing.T) {
+	if targetIsNatsServer() {
+		t.Skip("drives cairn's ReloadSecurity in process")
+	}
+	conf := func(allow, export string) string {
+		return fmt.Sprintf(`accounts {
+  A { users: [{user: pub, password: p}, {user: sub, password: s, permissions: {subscribe: %q}}], exports: [{stream: %q}] }
+  B { users: [{user: b, password: b}], imports: [{stream: {account: A, subject: %q}}] }
+}
+`, allow, export, export)
+	}
+	confs := []string{conf("s.>", "s.>"), conf("t.>", "s.x"), conf(">", "s.*")}
+	tg := startCairnConf(t, confs[0], nil)
+	pub := connect(t, tg.url, nats.UserInfo("pub", "p"))
+	var mu sync.Mutex
+	var errs []error
+	sub := connect(t, tg.url, nats.UserInfo("sub", "s"), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}))
+	b := connect(t, tg.url, nats.UserInfo("b", "b"))
+	if _, err := sub.Subscribe("s.>", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Subscribe("s.>", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = pub.Publish(fmt.Sprintf("s.%d", i%3), []byte("x"))
+		}
+	}()
+	for i := range 12 {
+		cfg := loadConf(t, writeTemp(t, confs[i%len(confs)]))
+		if err := tg.srv.ReloadSecurity(server.SecurityOptions{Auth: cfg.Auth, Operator: cfg.Operator, TLS: cfg.TLS}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	<-done
+	// The last configuration (index 11 % 3 = 2) imports s.* into B.
+	got, err := b.SubscribeSync("s.last")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.Publish("s.last", []byte("end")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := got.NextMsg(readTimeout); err != nil || string(m.Data) != "end" {
+		t.Fatalf("after the reloads: %v %v", m, err)
+	}
+	waitFor(t, readTimeout, "the subscriber's permission error", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range errs {
+			if strings.Contains(e.Error(), `Permissions Violation for Subscription to "s.>"`) {
+				return true
+			}
+		}
+		return false
+	})
 }

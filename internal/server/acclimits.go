@@ -79,8 +79,9 @@ func (c *client) applyAccountLimits(u *auth.User, reloaded bool) error {
 	if u.Limits != nil {
 		pay, subs = u.Limits.Payload, u.Limits.Subs
 	}
-	minLimit(&pay, c.acc.lim.MaxPayload)
-	minLimit(&subs, c.acc.lim.MaxSubscriptions)
+	lim := c.acc.limits()
+	minLimit(&pay, lim.MaxPayload)
+	minLimit(&subs, lim.MaxSubscriptions)
 	if ms := c.srv.opts.MaxSubs; ms != 0 {
 		minLimit(&subs, clamp32(int64(ms)))
 	}
@@ -109,7 +110,7 @@ func (c *client) countConnection() error {
 	acc := c.acc
 	for {
 		n := acc.nconns.Load()
-		if acc.lim.MaxConnections != noLimit && n >= acc.lim.MaxConnections {
+		if max := acc.limits().MaxConnections; max != noLimit && n >= max {
 			c.setReason(ReasonMaxAccountConnectionsExceeded)
 			c.log.Errorf("%s - cid:%d - maximum account active connections exceeded", c.addr, c.cid)
 			return errAccountConns

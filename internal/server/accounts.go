@@ -31,18 +31,29 @@ import (
 // no users (nats-server v2.15.2 server.go configureAccounts, Start,
 // SetDefaultSystemAccount). It never has JetStream.
 //
-// The accounts are made by New from Options.Auth and never change, so
-// the table is read without a lock.
+// The accounts are made by New from Options.Auth (and operator mode's
+// preloaded account JWTs); a reload may add and remove accounts and
+// change their exports, imports and limits (accountsreload.go). The
+// table is an immutable map behind an atomic pointer, read without a
+// lock and replaced whole; an account kept by a reload stays the same
+// value, its configuration and limits behind atomic pointers.
+
+// accountTable maps account names to accounts; immutable once published.
+type accountTable map[string]*account
 
 // account is one subject namespace.
 type account struct {
 	name   string
 	system bool // the system account
 	sl     *sublist.Sublist[*subscription]
-	cfg    *config.Account // nil for $G and the accounts of JWTs
+	// cfg is the account's block of the configuration: nil for $G, the
+	// accounts of JWTs and a system account the server made. A reload may
+	// replace it.
+	cfg atomic.Pointer[config.Account]
 	// jsLimits, when not nil, enables JetStream for the account with
 	// these limits (from its configuration or its JWT); jsGlobal enables
-	// it with the server's limits only ($G without accounts).
+	// it with the server's limits only ($G without accounts). Set by New;
+	// a reload does not change them.
 	jsLimits *config.AccountJetStream
 	jsGlobal bool
 
@@ -53,78 +64,111 @@ type account struct {
 	jsOff *jsapi.Disabled
 
 	imp imports // its service imports' response routing (imports.go)
+	// importSubs are the subscriptions of its configured imports
+	// (imports.go), removed and made again by a reload that changes them;
+	// owned by Start, then by the reloads (one at a time).
+	importSubs []*InternalSub
 	// The system account's exports to every account and the imports of
-	// them this account got (sysreq.go startSystemImports); set in Start,
+	// them this account got (sysreq.go startSystemImports); set in Start
+	// (or, for an account a reload added, before it is published),
 	// read-only after.
 	sysExports []config.Export
 	sysImports []config.Import
 
-	// Limits (acclimits.go): lim is set by initAccounts and never
-	// changes; nconns counts the clients authenticated into the account;
+	// Limits (acclimits.go): lim is set by New and replaced by a reload;
+	// nconns counts the clients authenticated into the account;
 	// lastSubsLog (unix nanoseconds) paces the log of its clients'
 	// subscription limit errors.
-	lim         config.AccountLimits
+	lim         atomic.Pointer[config.AccountLimits]
 	nconns      atomic.Int32
 	lastSubsLog atomic.Int64
 
 	closed traffic // totals of its client connections that closed (stats.go), added under Server.mu
 }
 
-func newAccount(name string, cfg *config.Account) *account {
-	acc := &account{name: name, sl: sublist.New[*subscription](), cfg: cfg}
-	if cfg != nil {
-		acc.lim = accountLimitsOf(cfg.Limits)
-	} else {
-		acc.lim = accountLimitsOf(nil)
+// accountSpec is what the configuration says of one account: its block
+// (nil for $G and the accounts of JWTs), its limits and its JetStream.
+type accountSpec struct {
+	cfg *config.Account
+	lim config.AccountLimits
+	js  *config.AccountJetStream
+	jwt *jwt.AccountClaims // the account's JWT, in operator mode
+}
+
+// accountSpecs returns the accounts a configuration defines, by name:
+// those of the accounts block and, in operator mode, the preloaded
+// account JWTs (d.AccountClaims). $G and a system account the server
+// makes are not among them.
+func accountSpecs(a *config.Auth, d *auth.Directory) map[string]accountSpec {
+	out := map[string]accountSpec{}
+	for i := range a.Accounts {
+		cfg := &a.Accounts[i]
+		out[cfg.Name] = accountSpec{cfg: cfg, lim: accountLimitsOf(cfg.Limits), js: cfg.JetStream}
 	}
+	for pub, ac := range d.AccountClaims() {
+		out[pub] = accountSpec{
+			js: jwtJetStream(&ac.Limits.JetStreamLimits),
+			// nats-server accounts.go UpdateAccountClaims: conn, subs, payload.
+			lim: config.AccountLimits{
+				MaxConnections:   clamp32(ac.Limits.Conn),
+				MaxSubscriptions: clamp32(ac.Limits.Subs),
+				MaxPayload:       clamp32(ac.Limits.Payload),
+			},
+			jwt: ac,
+		}
+	}
+	return out
+}
+
+func newAccount(name string, sp accountSpec) *account {
+	acc := &account{name: name, sl: sublist.New[*subscription](), jsLimits: sp.js}
+	acc.cfg.Store(sp.cfg)
+	acc.lim.Store(&sp.lim)
 	return acc
 }
+
+// limits returns the account's limits in force.
+func (a *account) limits() *config.AccountLimits { return a.lim.Load() }
 
 // initAccounts builds the account table from the options: $G, every
 // configured account and the system account. It returns the errors
 // nats-server v2.15.2 gives for a system account that does not exist or
 // has JetStream.
 func (s *Server) initAccounts() error {
-	s.gacc = newAccount(auth.GlobalAccount, nil)
-	s.accounts = map[string]*account{auth.GlobalAccount: s.gacc}
-	for i := range s.opts.Auth.Accounts {
-		cfg := &s.opts.Auth.Accounts[i]
-		acc := newAccount(cfg.Name, cfg)
-		acc.jsLimits = cfg.JetStream
-		s.accounts[cfg.Name] = acc
-	}
-	for pub, ac := range s.security().dir.AccountClaims() {
-		acc := newAccount(pub, nil)
-		acc.jsLimits = jwtJetStream(&ac.Limits.JetStreamLimits)
-		// nats-server accounts.go UpdateAccountClaims: conn, subs, payload.
-		acc.lim = config.AccountLimits{
-			MaxConnections:   clamp32(ac.Limits.Conn),
-			MaxSubscriptions: clamp32(ac.Limits.Subs),
-			MaxPayload:       clamp32(ac.Limits.Payload),
-		}
-		s.accounts[pub] = acc
-		if len(ac.Imports) > 0 || len(ac.Exports) > 0 {
-			s.log.Warnf("Account %s: the imports and exports of account JWTs are not supported yet; ignored", pub)
+	s.gacc = newAccount(auth.GlobalAccount, accountSpec{lim: accountLimitsOf(nil)})
+	table := accountTable{auth.GlobalAccount: s.gacc}
+	for name, sp := range accountSpecs(&s.opts.Auth, s.security().dir) {
+		table[name] = newAccount(name, sp)
+		if ac := sp.jwt; ac != nil && (len(ac.Imports) > 0 || len(ac.Exports) > 0) {
+			s.log.Warnf("Account %s: the imports and exports of account JWTs are not supported yet; ignored", name)
 		}
 	}
-	if err := s.initSystemAccount(); err != nil {
+	if err := s.initSystemAccount(table); err != nil {
 		return err
 	}
 	// With no account configured but the system account (nor JWT), $G
 	// has JetStream (nats-server globalAccountOnly).
-	others := 0
-	for _, acc := range s.accounts {
-		if acc != s.gacc && acc != s.sysacc {
-			others++
-		}
-	}
-	s.gacc.jsGlobal = others == 0 && !s.opts.Operator.Enabled()
+	s.gacc.jsGlobal = s.globalOnly(table)
+	s.accounts.Store(&table)
 	return nil
 }
 
+// globalOnly reports whether a table holds no account but $G and the
+// system account, outside operator mode: then $G has JetStream
+// (nats-server globalAccountOnly).
+func (s *Server) globalOnly(table accountTable) bool {
+	others := 0
+	for _, acc := range table {
+		if acc != s.gacc && !acc.system {
+			others++
+		}
+	}
+	return others == 0 && !s.opts.Operator.Enabled()
+}
+
 // initSystemAccount finds or makes the system account
-// (config.SystemAccountName).
-func (s *Server) initSystemAccount() error {
+// (config.SystemAccountName) in table.
+func (s *Server) initSystemAccount(table accountTable) error {
 	name := config.SystemAccountName(&s.opts.Auth, &s.opts.Operator)
 	if name == "" {
 		if s.opts.Operator.Enabled() {
@@ -132,15 +176,15 @@ func (s *Server) initSystemAccount() error {
 		}
 		return nil
 	}
-	acc := s.accounts[name]
+	acc := table[name]
 	switch {
 	case acc == nil && s.opts.Operator.Enabled():
 		return fmt.Errorf("%w: can't set system account: account %s is not among the preloaded accounts", ErrInvalidOptions, name)
 	case acc == nil && s.opts.Operator.SystemAccount != "":
 		return fmt.Errorf("%w: error resolving system account: account missing", ErrInvalidOptions)
 	case acc == nil:
-		acc = newAccount(name, nil)
-		s.accounts[name] = acc
+		acc = newAccount(name, accountSpec{lim: accountLimitsOf(nil)})
+		table[name] = acc
 	case acc.jsLimits != nil && s.opts.JetStream:
 		return fmt.Errorf("%w: Not allowed to enable JetStream on the system account", ErrInvalidOptions)
 	}
@@ -171,7 +215,10 @@ func jwtJetStream(l *jwt.JetStreamLimits) *config.AccountJetStream {
 }
 
 // account returns the account named name, nil when there is none.
-func (s *Server) account(name string) *account { return s.accounts[name] }
+func (s *Server) account(name string) *account { return s.accountTable()[name] }
+
+// accountTable returns the accounts in force.
+func (s *Server) accountTable() accountTable { return *s.accounts.Load() }
 
 // AccountImportsExports returns what the account named name exports
 // (its configured exports, then, for the system account, its exports to
@@ -181,21 +228,22 @@ func (s *Server) account(name string) *account { return s.accounts[name] }
 // elements' Accounts lists are shared and not to be modified. The imports and exports of account JWTs are not
 // supported, so such an account lists only the system imports.
 func (s *Server) AccountImportsExports(name string) (exports []config.Export, imports []config.Import, ok bool) {
-	acc := s.accounts[name]
+	acc := s.account(name)
 	if acc == nil {
 		return nil, nil, false
 	}
-	if acc.cfg != nil {
-		exports = append(exports, acc.cfg.Exports...)
-		imports = append(imports, acc.cfg.Imports...)
+	if cfg := acc.cfg.Load(); cfg != nil {
+		exports = append(exports, cfg.Exports...)
+		imports = append(imports, cfg.Imports...)
 	}
 	return append(exports, acc.sysExports...), append(imports, acc.sysImports...), true
 }
 
 // accountsSorted returns the accounts in name order.
 func (s *Server) accountsSorted() []*account {
-	out := make([]*account, 0, len(s.accounts))
-	for _, a := range s.accounts {
+	table := s.accountTable()
+	out := make([]*account, 0, len(table))
+	for _, a := range table {
 		out = append(out, a)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })

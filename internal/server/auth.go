@@ -219,9 +219,14 @@ func (c *client) setSession(ses *auth.Session, reloaded bool) error {
 	u := ses.User
 	c.user = u
 	c.armExpiry(u)
-	if acc := c.srv.account(u.Account); acc != nil {
-		c.acc = acc
+	acc := c.srv.account(u.Account)
+	if acc == nil {
+		// Its account went away with a reload while it authenticated
+		// (reload.go): it may not land elsewhere.
+		c.log.Errorf("%s - cid:%d - authentication error - account %q not found", c.addr, c.cid, u.Account)
+		return errAuthViolation
 	}
+	c.acc = acc
 	if err := c.applyAccountLimits(u, reloaded); err != nil {
 		return err
 	}

@@ -70,28 +70,49 @@ type pendingResp struct {
 // startImports installs every account's imports. It runs once, in Start,
 // before clients are accepted.
 func (s *Server) startImports() error {
+	table := s.accountTable()
 	for _, acc := range s.accountsSorted() {
-		if acc.cfg == nil {
-			continue
-		}
-		for i := range acc.cfg.Imports {
-			im := &acc.cfg.Imports[i]
-			from := s.account(im.Account)
-			if from == nil {
-				return fmt.Errorf("server: account %s imports from unknown account %s", acc.name, im.Account)
-			}
-			var err error
-			if im.Service {
-				err = s.importService(acc, from, im)
-			} else {
-				err = s.importStream(acc, from, im)
-			}
-			if err != nil {
-				return fmt.Errorf("server: account %s, import of %q from %s: %w", acc.name, im.Subject, im.Account, err)
-			}
+		if err := s.installImports(acc, table); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// installImports installs the configured imports of acc, from the
+// accounts of table, and records their subscriptions in acc.importSubs.
+func (s *Server) installImports(acc *account, table accountTable) error {
+	cfg := acc.cfg.Load()
+	if cfg == nil {
+		return nil
+	}
+	for i := range cfg.Imports {
+		im := &cfg.Imports[i]
+		from := table[im.Account]
+		if from == nil {
+			return fmt.Errorf("server: account %s imports from unknown account %s", acc.name, im.Account)
+		}
+		var sub *InternalSub
+		var err error
+		if im.Service {
+			sub, err = s.importService(acc, from, im)
+		} else {
+			sub, err = s.importStream(acc, from, im)
+		}
+		if err != nil {
+			return fmt.Errorf("server: account %s, import of %q from %s: %w", acc.name, im.Subject, im.Account, err)
+		}
+		acc.importSubs = append(acc.importSubs, sub)
+	}
+	return nil
+}
+
+// removeImports removes the subscriptions of acc's configured imports.
+func (acc *account) removeImports() {
+	for _, sub := range acc.importSubs {
+		sub.Unsubscribe()
+	}
+	acc.importSubs = nil
 }
 
 // subjectMap returns how an import renames a subject matching from into
@@ -125,38 +146,40 @@ func subjectMap(from, to string) (func(string) string, error) {
 	}, nil
 }
 
-// importStream installs a stream import of from's im.Subject into acc.
-func (s *Server) importStream(acc, from *account, im *config.Import) error {
+// importStream installs a stream import of from's im.Subject into acc and
+// returns its subscription.
+func (s *Server) importStream(acc, from *account, im *config.Import) (*InternalSub, error) {
 	local := im.LocalSubject()
 	mapSubj := func(subj string) string { return subj }
 	switch {
 	case im.To != "":
 		m, err := subjectMap(im.Subject, im.To)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		mapSubj = m
 	case im.Prefix != "":
 		prefix := strings.TrimSuffix(im.Prefix, ".") + "."
 		mapSubj = func(subj string) string { return prefix + subj }
 	}
-	_, err := s.subscribeIn(from, im.Subject, "", func(subj, reply string, hdr, data []byte) {
+	sub, err := s.subscribeIn(from, im.Subject, "", func(subj, reply string, hdr, data []byte) {
 		to := mapSubj(subj)
 		s.publishIn(acc, to, to, reply, hdr, data, pubLocal)
 	}, subKindImport)
 	if err == nil {
 		s.log.Debugf("Account %s imports stream %q from %s as %q", acc.name, im.Subject, from.name, local)
 	}
-	return err
+	return sub, err
 }
 
 // importService installs a service import of from's im.Subject into acc,
-// reached there as im.LocalSubject().
-func (s *Server) importService(acc, from *account, im *config.Import) error {
+// reached there as im.LocalSubject(), and returns its subscription (not
+// announced to the peers, so its Unsubscribe withdraws nothing).
+func (s *Server) importService(acc, from *account, im *config.Import) (*InternalSub, error) {
 	local := im.LocalSubject()
 	toExporter, err := subjectMap(local, im.Subject)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ex := from.export(im.Subject)
 	single, ttl := true, defaultRespThreshold
@@ -167,7 +190,7 @@ func (s *Server) importService(acc, from *account, im *config.Import) error {
 		}
 	}
 	if err := s.startResponses(from); err != nil {
-		return err
+		return nil, err
 	}
 	sub := &subscription{acc: acc, subject: local, imported: true}
 	sub.svc = func(c *client, subj, reply []byte, hdrLen int, msg []byte) {
@@ -191,10 +214,10 @@ func (s *Server) importService(acc, from *account, im *config.Import) error {
 	}
 	// Not announced: the server a request reaches first imports it.
 	if err := acc.sl.Insert(sub.subject, "", sub); err != nil {
-		return err
+		return nil, err
 	}
 	s.log.Debugf("Account %s imports service %q from %s as %q", acc.name, im.Subject, from.name, local)
-	return nil
+	return &InternalSub{sub: sub}, nil
 }
 
 // requestInfoHeader is the header in which a service request carries who
@@ -255,8 +278,8 @@ func removeHeader(hdr []byte, key string) []byte {
 // export returns the service export of the account that contains subj.
 func (a *account) export(subj string) *config.Export {
 	var exports []config.Export
-	if a.cfg != nil {
-		exports = a.cfg.Exports
+	if cfg := a.cfg.Load(); cfg != nil {
+		exports = cfg.Exports
 	}
 	for _, list := range [][]config.Export{exports, a.sysExports} {
 		for i := range list {
@@ -301,6 +324,18 @@ func (s *Server) startResponses(acc *account) error {
 	}
 	im.sub = sub
 	return nil
+}
+
+// stop removes the subscription to the reply subjects (an account a
+// reload removed).
+func (im *imports) stop() {
+	im.mu.Lock()
+	sub := im.sub
+	im.sub = nil
+	im.mu.Unlock()
+	if sub != nil {
+		sub.Unsubscribe()
+	}
 }
 
 // add records a request's pending response and returns its reply subject

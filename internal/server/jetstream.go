@@ -231,7 +231,7 @@ func friendlyBytes(n int64) string {
 // clients are connected.
 func (s *Server) stopJetStream() {
 	s.jsStop.Do(func() {
-		for _, acc := range s.accounts {
+		for _, acc := range s.accountTable() {
 			if acc.jsOff != nil {
 				acc.jsOff.Close()
 			}
@@ -245,7 +245,7 @@ func (s *Server) stopJetStream() {
 		if s.jsc != nil {
 			s.jsc.StopCheckpoints()
 		}
-		for _, acc := range s.accounts {
+		for _, acc := range s.accountTable() {
 			if acc.js != nil {
 				acc.js.Shutdown()
 			}
@@ -310,7 +310,7 @@ func (s *Server) JetStreamMeta() *jscluster.MetaInfo {
 // responses sent and the error responses among them (nats-server's
 // api.total and api.errors); zeros when JetStream is off.
 func (s *Server) JSAPIStats() (total, errors uint64) {
-	for _, acc := range s.accounts {
+	for _, acc := range s.accountTable() {
 		if acc.jsAPI != nil {
 			t, e := acc.jsAPI.Stats()
 			total += t

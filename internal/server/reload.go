@@ -74,6 +74,7 @@ func (s *Server) ReloadSecurity(so SecurityOptions) error {
 type SecurityReload struct {
 	s         *Server
 	cur, next *security
+	accounts  *accountsReload
 }
 
 // PrepareSecurity builds new security settings without applying them. It
@@ -93,7 +94,11 @@ func (s *Server) PrepareSecurity(so SecurityOptions) (*SecurityReload, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SecurityReload{s: s, cur: cur, next: next}, nil
+	accs, err := s.prepareAccounts(&so.Auth, next.dir)
+	if err != nil {
+		return nil, err
+	}
+	return &SecurityReload{s: s, cur: cur, next: next, accounts: accs}, nil
 }
 
 // Apply puts the prepared settings in force: new clients meet them at
@@ -101,6 +106,9 @@ func (s *Server) PrepareSecurity(so SecurityOptions) (*SecurityReload, error) {
 // of this file).
 func (r *SecurityReload) Apply() {
 	s, cur, next := r.s, r.cur, r.next
+	// The accounts first: a client the new directory lets in finds its
+	// account (one whose account a reload removed fails: setSession).
+	r.accounts.apply(s)
 	s.sec.Store(next)
 	if !reflect.DeepEqual(cur.tlsCfg.PinnedCerts, next.tlsCfg.PinnedCerts) {
 		s.recheckPinnedCerts(next.tls)
@@ -128,10 +136,6 @@ func checkSecurityReload(cur *security, so *SecurityOptions) error {
 	case cur.tlsCfg.VerifyAndMap != so.TLS.VerifyAndMap:
 		// nats-server refuses it too (TLSMap).
 		return fmt.Errorf("%w for tls.verify_and_map: old=%v, new=%v", ErrReloadUnsupported, cur.tlsCfg.VerifyAndMap, so.TLS.VerifyAndMap)
-	case !reflect.DeepEqual(cur.auth.Accounts, so.Auth.Accounts):
-		return fmt.Errorf("%w for accounts (cairn applies the accounts block at start only)", ErrReloadUnsupported)
-	case !reflect.DeepEqual(old.Preload, op.Preload):
-		return fmt.Errorf("%w for resolver_preload (cairn applies the preloaded accounts at start only)", ErrReloadUnsupported)
 	}
 	return checkNoAuthUserReload(&cur.auth, &so.Auth)
 }

@@ -33,9 +33,9 @@ type Server struct {
 	// without JetStream clustering or a system account (jetstream.go).
 	jsSys *jsapi.System
 
-	// accounts are the subject namespaces (accounts.go), $G among them;
-	// made by New, never changed.
-	accounts map[string]*account
+	// accounts are the subject namespaces (accounts.go), $G among them:
+	// made by New, replaced whole by a reload (accountsreload.go).
+	accounts atomic.Pointer[accountTable]
 	gacc     *account
 	sysacc   *account        // the system account; nil with none (accounts.go)
 	sysReqs  chan sysRequest // the $SYS requests to answer (sysreq.go); nil until ServeSystemRequests
@@ -258,7 +258,7 @@ func (s *Server) SlowConsumers() int64 { return s.slowConsumers.Load() }
 // group each peer announced.
 func (s *Server) NumSubscriptions() int {
 	n := 0
-	for _, a := range s.accounts {
+	for _, a := range s.accountTable() {
 		n += a.sl.Count()
 	}
 	return n

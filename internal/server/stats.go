@@ -308,7 +308,7 @@ func (s *Server) Subscriptions(test string) []SubInfo {
 // its /subsz sums over accounts the same way).
 func (s *Server) SublistStats() SublistStats {
 	var out SublistStats
-	for _, acc := range s.accounts {
+	for _, acc := range s.accountTable() {
 		out.add(acc.sublistStats())
 	}
 	return out
@@ -338,7 +338,7 @@ func (out *SublistStats) add(st SublistStats) {
 // numSubscriptions returns the subscriptions of every account.
 func (s *Server) numSubscriptions() int {
 	n := 0
-	for _, acc := range s.accounts {
+	for _, acc := range s.accountTable() {
 		n += acc.sl.Count()
 	}
 	return n

@@ -183,22 +183,36 @@ func (s *Server) startSystemImports() error {
 	}
 	sys.sysExports = systemExports
 	for _, acc := range s.accountsSorted() {
-		imports := []config.Import{
-			{Service: true, Account: sys.name, To: "$SYS.REQ.ACCOUNT.PING.CONNZ", Subject: "$SYS.REQ.ACCOUNT." + acc.name + ".CONNZ"},
-			{Service: true, Account: sys.name, To: "$SYS.REQ.SERVER.PING.CONNZ", Subject: "$SYS.REQ.ACCOUNT." + acc.name + ".CONNZ"},
-			{Service: true, Account: sys.name, To: "$SYS.REQ.ACCOUNT.PING.STATZ", Subject: "$SYS.REQ.ACCOUNT." + acc.name + ".STATZ"},
-			{Service: true, Account: sys.name, To: "$SYS.REQ.USER.INFO", Subject: "$SYS.REQ.USER." + acc.name + ".INFO", Share: true},
+		if err := s.addSystemImports(acc); err != nil {
+			return err
 		}
-		if acc == sys {
-			imports = imports[3:]
-		}
-		for _, im := range imports {
-			if err := s.importService(acc, sys, &im); err != nil {
-				return fmt.Errorf("server: system import %s into %s: %w", im.To, acc.name, err)
-			}
-		}
-		acc.sysImports = imports
 	}
+	return nil
+}
+
+// addSystemImports gives acc the imports of the system account's services
+// every account has (its CONNZ, STATZ and USER.INFO); none without a
+// system account.
+func (s *Server) addSystemImports(acc *account) error {
+	sys := s.sysacc
+	if sys == nil {
+		return nil
+	}
+	imports := []config.Import{
+		{Service: true, Account: sys.name, To: "$SYS.REQ.ACCOUNT.PING.CONNZ", Subject: "$SYS.REQ.ACCOUNT." + acc.name + ".CONNZ"},
+		{Service: true, Account: sys.name, To: "$SYS.REQ.SERVER.PING.CONNZ", Subject: "$SYS.REQ.ACCOUNT." + acc.name + ".CONNZ"},
+		{Service: true, Account: sys.name, To: "$SYS.REQ.ACCOUNT.PING.STATZ", Subject: "$SYS.REQ.ACCOUNT." + acc.name + ".STATZ"},
+		{Service: true, Account: sys.name, To: "$SYS.REQ.USER.INFO", Subject: "$SYS.REQ.USER." + acc.name + ".INFO", Share: true},
+	}
+	if acc == sys {
+		imports = imports[3:]
+	}
+	for _, im := range imports {
+		if _, err := s.importService(acc, sys, &im); err != nil {
+			return fmt.Errorf("server: system import %s into %s: %w", im.To, acc.name, err)
+		}
+	}
+	acc.sysImports = imports
 	return nil
 }
 

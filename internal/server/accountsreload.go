@@ -1,0 +1,194 @@
+package server
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+
+	"github.com/cairnmq/cairn/internal/auth"
+	"github.com/cairnmq/cairn/internal/config"
+	"github.com/cairnmq/cairn/internal/jsapi"
+)
+
+// Reloading the accounts (docs/security.md, "Reloading"; nats-server
+// v2.15.2 reload.go reloadAuthorization, server.go configureAccounts
+// with reloading set): a reload of the accounts block (or, in operator
+// mode, of resolver_preload) may
+//
+//   - add accounts: each gets its subject index, the system account's
+//     imports every account has, its own imports and, on a JetStream
+//     server, the API's "JetStream not enabled for account" answers;
+//   - remove accounts: their imports are withdrawn; their clients are
+//     closed by the check of every client that follows (their users are
+//     gone with the account: closed without a word, as in nats-server;
+//     in operator mode the user JWT no longer authenticates:
+//     -ERR 'Authorization Violation');
+//   - change an account's exports, imports and limits: the imports of
+//     every account whose imports changed, or which imports from an
+//     account whose exports changed, are withdrawn and made again; the
+//     limits apply to new clients and, through the check that follows, to
+//     the connected ones.
+//
+// An account kept by the reload stays the same value (its subject index,
+// subscriptions, JetStream, counters), with its new configuration and
+// limits. cairn refuses, on a JetStream server, a reload that would turn
+// JetStream on or off for an account or change an account's JetStream
+// limits (adding or removing an account with JetStream, or the first
+// account besides the system account, which takes JetStream from $G):
+// nats-server applies those, cairn only at a restart
+// (docs/compatibility.md). The system account and $G are never removed.
+//
+// In a cluster, the peers announce their interest in an account this
+// server does not have yet to no one (route.go ignores it): an account
+// added by a reload exchanges interest with a peer for the subscriptions
+// made after both reloaded.
+
+// accountsReload is the accounts' part of a SecurityReload: the table to
+// publish and what changes.
+type accountsReload struct {
+	table    accountTable
+	kept     map[*account]accountSpec // accounts that stay, with their new settings
+	added    []*account               // made, not yet published
+	removed  []*account
+	reimport []*account // kept accounts whose imports are made again
+}
+
+// errAccountJetStream refuses a reload that changes an account's
+// JetStream.
+func errAccountJetStream(name string) error {
+	return fmt.Errorf("%w for accounts: the JetStream of account %s would change (cairn applies an account's JetStream at start only)", ErrReloadUnsupported, name)
+}
+
+// prepareAccounts builds the account table of a reload's configuration
+// (a, and operator mode's accounts in d) without publishing it. It
+// returns ErrReloadUnsupported for a change of an account's JetStream on
+// a JetStream server.
+func (s *Server) prepareAccounts(a *config.Auth, d *auth.Directory) (*accountsReload, error) {
+	cur := s.accountTable()
+	specs := accountSpecs(a, d)
+	r := &accountsReload{table: accountTable{s.gacc.name: s.gacc}, kept: map[*account]accountSpec{}}
+	js := s.opts.JetStream
+	names := make([]string, 0, len(specs))
+	for name := range specs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		sp := specs[name]
+		acc := cur[name]
+		if acc == nil {
+			if js && sp.js != nil {
+				return nil, errAccountJetStream(name)
+			}
+			acc = newAccount(name, sp)
+			r.added = append(r.added, acc)
+		} else if js && !reflect.DeepEqual(acc.jsLimits, sp.js) {
+			return nil, errAccountJetStream(name)
+		} else {
+			r.kept[acc] = sp
+		}
+		r.table[name] = acc
+	}
+	if sys := s.sysacc; sys != nil && r.table[sys.name] == nil {
+		// The system account is no longer configured: it stays, as the
+		// server makes it (checkSecurityReload kept its name).
+		r.table[sys.name] = sys
+		r.kept[sys] = accountSpec{lim: accountLimitsOf(nil)}
+	}
+	for name, acc := range cur {
+		if r.table[name] == nil {
+			if js && (acc.js != nil || acc.jsLimits != nil) {
+				return nil, errAccountJetStream(name)
+			}
+			r.removed = append(r.removed, acc)
+		}
+	}
+	if js && s.globalOnly(r.table) != s.gacc.jsGlobal {
+		return nil, errAccountJetStream(s.gacc.name)
+	}
+	r.findReimports()
+	return r, nil
+}
+
+// findReimports lists the kept accounts whose imports are made again:
+// their imports changed, or an account they import from changed its
+// exports or is new.
+func (r *accountsReload) findReimports() {
+	exportsChanged := map[string]bool{}
+	for _, acc := range r.added {
+		exportsChanged[acc.name] = true
+	}
+	for acc, sp := range r.kept {
+		if !reflect.DeepEqual(exportsOf(acc.cfg.Load()), exportsOf(sp.cfg)) {
+			exportsChanged[acc.name] = true
+		}
+	}
+	for acc, sp := range r.kept {
+		imports := importsOf(sp.cfg)
+		again := !reflect.DeepEqual(importsOf(acc.cfg.Load()), imports)
+		for _, im := range imports {
+			again = again || exportsChanged[im.Account]
+		}
+		if again {
+			r.reimport = append(r.reimport, acc)
+		}
+	}
+	sort.Slice(r.reimport, func(i, j int) bool { return r.reimport[i].name < r.reimport[j].name })
+}
+
+func exportsOf(cfg *config.Account) []config.Export {
+	if cfg == nil {
+		return nil
+	}
+	return cfg.Exports
+}
+
+func importsOf(cfg *config.Account) []config.Import {
+	if cfg == nil {
+		return nil
+	}
+	return cfg.Imports
+}
+
+// apply publishes the table and makes the accounts' imports and exports
+// what the configuration says. It runs on the reload's goroutine; the
+// clients are checked afterwards (recheckClients).
+func (r *accountsReload) apply(s *Server) {
+	for acc, sp := range r.kept {
+		lim := sp.lim
+		acc.cfg.Store(sp.cfg)
+		acc.lim.Store(&lim)
+	}
+	for _, acc := range r.added {
+		if err := s.addSystemImports(acc); err != nil {
+			s.log.Errorf("Reloading account %s: %v", acc.name, err)
+		}
+		if s.opts.JetStream {
+			off, err := jsapi.NewDisabled(jsTransport{s: s, acc: acc}, s.opts.ServerName, s.opts.JetStreamDomain)
+			if err != nil {
+				s.log.Errorf("Reloading account %s: JetStream API: %v", acc.name, err)
+			}
+			acc.jsOff = off
+		}
+	}
+	s.accounts.Store(&r.table)
+	for _, acc := range r.removed {
+		acc.removeImports()
+		if acc.jsOff != nil {
+			acc.jsOff.Close()
+		}
+		acc.imp.stop()
+		s.log.Noticef("Reloaded: account %s removed", acc.name)
+	}
+	for _, acc := range r.reimport {
+		acc.removeImports()
+	}
+	for _, acc := range append(r.reimport, r.added...) {
+		if err := s.installImports(acc, r.table); err != nil {
+			s.log.Errorf("Reloading the imports of account %s: %v", acc.name, err)
+		}
+	}
+	for _, acc := range r.added {
+		s.log.Noticef("Reloaded: account %s added", acc.name)
+	}
+}
