@@ -5,6 +5,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -838,4 +839,124 @@ func TestReloadSecurityUnderTraffic(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TLS clients are checked like the others: with verify_and_map, a
+// reload that changes the permissions of the user a certificate maps to
+// removes the subscription they no longer allow, and the TLS connection
+// goes on (the check interrupts its read without harming it); a user
+// removed closes its client without a word.
+func TestReloadTLSMappedUsers(t *testing.T) {
+	p := newPKI(t)
+	alice, _ := p.client(t, "alice", pkix.Name{CommonName: "alice"}, "alice@example.com")
+	bob, _ := p.client(t, "bob", pkix.Name{CommonName: "bob"}, "bob@example.com")
+	users := func(alicePerms string, withBob bool) string {
+		s := tlsConf(p, t, "  verify_and_map: true\n") + "authorization { users: [\n  {user: \"alice@example.com\", permissions: " + alicePerms + "}\n"
+		if withBob {
+			s += "  {user: \"bob@example.com\"}\n"
+		}
+		return s + "] }\n"
+	}
+	for _, tg := range reloadServers(t, users("{subscribe: \">\"}", true)) {
+		t.Run(tg.name, func(t *testing.T) {
+			a := tlsConn(t, tg.url, "alice", p.clientTLS(alice))
+			a.send("SUB x 1\r\nSUB y 2\r\nPING\r\n")
+			a.expect("PONG\r\n")
+			b := tlsConn(t, tg.url, "bob", p.clientTLS(bob))
+			tg.mustReload(t, users("{subscribe: \"y\"}", false))
+			a.expectErr(`Permissions Violation for Subscription to "x" (sid "1")`)
+			b.expectQuietClose()
+			a.send("PUB x 1\r\n1\r\nPUB y 1\r\n2\r\nPING\r\n")
+			a.expect("MSG y 2 1\r\n2\r\nPONG\r\n")
+		})
+	}
+}
+
+// authorization.timeout applies to the clients that connect after the
+// reload; /varz reports it.
+func TestReloadAuthTimeout(t *testing.T) {
+	users := "authorization { timeout: 2, users: [{user: a, password: a}] }\n"
+	for _, tg := range reloadServers(t, users) {
+		t.Run(tg.name, func(t *testing.T) {
+			c := userConn(t, tg.url, "c", "a", "a")
+			tg.mustReload(t, strings.Replace(users, "timeout: 2", "timeout: 5", 1))
+			_, body := monGet(t, tg.mon+"/varz")
+			var v struct {
+				AuthTimeout float64 `json:"auth_timeout"`
+			}
+			if err := json.Unmarshal(body, &v); err != nil || v.AuthTimeout != 5 {
+				t.Fatalf("/varz auth_timeout %v (%v), want 5", v.AuthTimeout, err)
+			}
+			c.sync()
+		})
+	}
+}
+
+// What nats.go sees: a client whose password a reload changed gets
+// nats.ErrAuthorization and cannot reconnect with its old credentials; a
+// subscriber whose permission went gets the permissions violation in its
+// error handler and stays connected.
+func TestReloadNatsGoClients(t *testing.T) {
+	before := "authorization { users: [{user: a, password: old}, {user: b, password: b, permissions: {subscribe: \">\"}}] }\n"
+	after := "authorization { users: [{user: a, password: new}, {user: b, password: b, permissions: {subscribe: \"bar\"}}] }\n"
+	for _, tg := range reloadServers(t, before) {
+		t.Run(tg.name, func(t *testing.T) {
+			errc := make(chan error, 16)
+			closed := make(chan struct{})
+			a, err := nats.Connect(tg.url, nats.UserInfo("a", "old"), nats.MaxReconnects(2), nats.ReconnectWait(10*time.Millisecond),
+				nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errc <- err }),
+				nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			perm := make(chan error, 16)
+			b := connect(t, tg.url, nats.UserInfo("b", "b"), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { perm <- err }))
+			if _, err := b.SubscribeSync("foo"); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			tg.mustReload(t, after)
+			select {
+			case err := <-errc:
+				if !errors.Is(err, nats.ErrAuthorization) {
+					t.Fatalf("a: %v, want %v", err, nats.ErrAuthorization)
+				}
+			case <-time.After(readTimeout):
+				t.Fatal("a: no error after the reload")
+			}
+			select {
+			case <-closed:
+			case <-time.After(readTimeout):
+				t.Fatal("a reconnected with its old password")
+			}
+			select {
+			case err := <-perm:
+				if !strings.Contains(err.Error(), `Permissions Violation for Subscription to "foo" (sid "1")`) {
+					t.Fatalf("b: %v", err)
+				}
+			case <-time.After(readTimeout):
+				t.Fatal("b: no permissions error after the reload")
+			}
+			if err := b.Flush(); err != nil {
+				t.Fatalf("b after the reload: %v", err)
+			}
+		})
+	}
+}
+
+// A client that has not sent its CONNECT yet, on a server without
+// authentication, is checked too when a reload requires authentication:
+// -ERR 'Authorization Violation', as nats-server checks every client.
+func TestReloadClientWithoutConnect(t *testing.T) {
+	for _, tg := range reloadServers(t, "") {
+		t.Run(tg.name, func(t *testing.T) {
+			c := rawConn(t, tg.url)
+			c.answerPings = true
+			tg.mustReload(t, "authorization { token: t }\n")
+			c.expectAuthViolation()
+		})
+	}
 }

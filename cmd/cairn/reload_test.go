@@ -146,3 +146,47 @@ func TestReloadHTTPAuth(t *testing.T) {
 		t.Errorf("a token in the log:\n%s", stderr.String())
 	}
 }
+
+// A reload of the security settings is applied and logged without the
+// values of secrets; a change cairn cannot make (here a new
+// no_auth_user, as nats-server refuses it) is refused with the setting
+// named, and the file's passwords never reach the log.
+func TestReloadSecurityLog(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cairn.conf")
+	base := "listen: 127.0.0.1:-1\n"
+	users := func(pw string) string {
+		return "authorization { users: [{user: a, password: " + pw + "}, {user: b, password: pb-8812}] }\n"
+	}
+	writeFile(t, path, base+users("pw-old-5521"))
+	var out, stderr syncBuffer
+	code := run([]string{"-c", path}, &out, &stderr, func(ctl controls) {
+		reload := func(text string) string {
+			t.Helper()
+			writeFile(t, path, text)
+			before := len(stderr.String())
+			ctl.reload()
+			return stderr.String()[before:]
+		}
+		got := reload(base + users("pw-new-7734"))
+		if !strings.Contains(got, "[INF] Reloaded: authorization.users (value not shown)\n") || !strings.Contains(got, "Reloaded server configuration") {
+			t.Errorf("reload log:\n%s", got)
+		}
+		got = reload(base + users("pw-new-7734") + "no_auth_user: b\n")
+		if !strings.Contains(got, "[ERR] Failed to reload server configuration: config reload not supported for no_auth_user: old=, new=b") {
+			t.Errorf("no_auth_user refusal:\n%s", got)
+		}
+		got = reload(base + users("pw-new-7734") + "cluster { listen: 127.0.0.1:-1, tls { cert_file: x, key_file: y } }\n")
+		if !strings.Contains(got, "Failed to reload server configuration") {
+			t.Errorf("cluster refusal:\n%s", got)
+		}
+	})
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	for _, secret := range []string{"pw-old-5521", "pw-new-7734", "pb-8812"} {
+		if strings.Contains(stderr.String(), secret) {
+			t.Errorf("password %q in the log:\n%s", secret, stderr.String())
+		}
+	}
+}

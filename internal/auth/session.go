@@ -55,6 +55,12 @@ type Session struct {
 	secret string
 }
 
+// AnonymousSession is the session of a client of a server that requires
+// no authentication, from its first byte: a reload that requires
+// authentication checks it too, CONNECT or not (nats-server checks every
+// client).
+func AnonymousSession() *Session { return &Session{User: Anonymous} }
+
 // Verdict is the outcome of checking a session again (Recheck).
 type Verdict int
 

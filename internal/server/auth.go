@@ -53,7 +53,7 @@ func (c *client) startAuth(in *info) {
 	sec := c.srv.security()
 	d := sec.dir
 	if !d.Required() {
-		c.user = auth.Anonymous
+		c.user, c.session = auth.Anonymous, auth.AnonymousSession()
 		return
 	}
 	in.AuthRequired = d.NoAuthUser() == "" || sec.implicitNoAuth
