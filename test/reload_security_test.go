@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,6 +40,7 @@ type reloadTarget struct {
 	url  string
 	mon  string // its monitoring URL
 	path string // its configuration file
+	head string // what starts the file: reloadHead, or another listener setup
 	p    *proc
 }
 
@@ -56,6 +58,14 @@ var (
 // nats-server beside it when it is installed.
 func reloadServers(t *testing.T, conf string) []*reloadTarget {
 	t.Helper()
+	return reloadServersHead(t, reloadHead, conf)
+}
+
+// reloadServersHead is reloadServers with the files started by head
+// instead of reloadHead; head sets "http" or "https" as
+// "<scheme>: 127.0.0.1:-1" (or "https_port: -1").
+func reloadServersHead(t *testing.T, head, conf string) []*reloadTarget {
+	t.Helper()
 	name, bin := "cairn", ""
 	if targetIsNatsServer() {
 		name, bin = "nats-server", natsServerBinary(t)
@@ -72,20 +82,20 @@ func reloadServers(t *testing.T, conf string) []*reloadTarget {
 		})
 		bin = cairnBinPath
 	}
-	out := []*reloadTarget{startReloadTarget(t, name, bin, conf)}
+	out := []*reloadTarget{startReloadTarget(t, name, bin, head, conf)}
 	if natsServerAvailable(t) {
-		out = append(out, startReloadTarget(t, "nats-server", natsServerBinary(t), conf))
+		out = append(out, startReloadTarget(t, "nats-server", natsServerBinary(t), head, conf))
 	}
 	return out
 }
 
-func startReloadTarget(t *testing.T, name, bin, conf string) *reloadTarget {
+func startReloadTarget(t *testing.T, name, bin, head, conf string) *reloadTarget {
 	t.Helper()
-	tg := &reloadTarget{name: name, path: filepath.Join(t.TempDir(), "server.conf")}
+	tg := &reloadTarget{name: name, path: filepath.Join(t.TempDir(), "server.conf"), head: head}
 	tg.write(t, conf)
 	tg.p = startProc(t, bin, nil, "-c", tg.path)
 	tg.url = tg.p.clientURL(t)
-	re := regexp.MustCompile(`Starting http monitor on (\S+)`)
+	re := regexp.MustCompile(`Starting https? monitor on (\S+)`)
 	var m []string
 	waitFor(t, startTimeout, name+"'s monitor", func() bool {
 		m = re.FindStringSubmatch(tg.p.log.String())
@@ -97,7 +107,7 @@ func startReloadTarget(t *testing.T, name, bin, conf string) *reloadTarget {
 
 func (tg *reloadTarget) write(t *testing.T, conf string) {
 	t.Helper()
-	if err := os.WriteFile(tg.path, []byte(reloadHead+conf), 0o600); err != nil {
+	if err := os.WriteFile(tg.path, []byte(tg.head+conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -957,6 +967,50 @@ func TestReloadClientWithoutConnect(t *testing.T) {
 			c.answerPings = true
 			tg.mustReload(t, "authorization { token: t }\n")
 			c.expectAuthViolation()
+		})
+	}
+}
+
+// The HTTPS monitoring serves the certificate a reload read, as
+// nats-server's does (its handshakes take the configuration in force).
+func TestReloadHTTPSMonitorCertificate(t *testing.T) {
+	p1, p2 := newPKI(t), newPKI(t)
+	cert, key := p1.server(t)
+	conf := fmt.Sprintf("tls {\n  cert_file: %q\n  key_file: %q\n}\n", cert, key)
+	targets := reloadServersHead(t, "listen: 127.0.0.1:-1\nhttps_port: -1\n", conf)
+	get := func(tg *reloadTarget, p *testPKI) error {
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.pool}}, Timeout: readTimeout}
+		defer hc.CloseIdleConnections()
+		resp, err := hc.Get(strings.Replace(tg.mon, "http://", "https://", 1) + "/varz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	for _, tg := range targets {
+		if err := get(tg, p1); err != nil {
+			t.Fatalf("%s: %v", tg.name, err)
+		}
+	}
+	c2, k2 := p2.server(t)
+	for src, dst := range map[string]string{c2: cert, k2: key} {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			tg.mustReload(t, conf)
+			if err := get(tg, p2); err != nil {
+				t.Fatalf("the new certificate: %v", err)
+			}
+			if err := get(tg, p1); err == nil {
+				t.Fatal("the old certificate is still served")
+			}
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -143,6 +144,21 @@ type instance struct {
 	// tlsFiles is the digest of the tls block's files in force
 	// (reload.go), so that a reload sees certificates rotated in place.
 	tlsFiles string
+	// monTLS is the HTTPS monitoring's TLS (https_port), replaced by a
+	// reload of the tls block; nil without https_port. Read by the
+	// monitoring listener's handshakes.
+	monTLS atomic.Pointer[tls.Config]
+}
+
+// monitorTLS is the HTTPS monitoring's TLS: the tls block's, without
+// client certificates, as nats-server's getMonitoringTLSConfig.
+func monitorTLS(t *config.TLS) (*tls.Config, error) {
+	tc, err := t.ServerConfig()
+	if err != nil {
+		return nil, err
+	}
+	tc.ClientAuth = tls.NoClientCert
+	return tc, nil
 }
 
 // lameDuck starts lame duck mode with the configured timings (nats-server
@@ -167,11 +183,14 @@ func (in *instance) startMonitor() error {
 	var tc *tls.Config
 	if c.Monitor.HTTPSPort != 0 { // config.Validate: no http_port, a tls block
 		port = c.Monitor.HTTPSPort
-		var err error
-		if tc, err = c.TLS.ServerConfig(); err != nil {
+		cur, err := monitorTLS(&c.TLS)
+		if err != nil {
 			return err
 		}
-		tc.ClientAuth = tls.NoClientCert // as nats-server's getMonitoringTLSConfig
+		in.monTLS.Store(cur)
+		// Each handshake takes the configuration in force, which a reload
+		// replaces (nats-server getMonitoringTLSConfig).
+		tc = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return in.monTLS.Load(), nil }}
 	}
 	mon, err := monitor.New(monitor.Options{
 		Host: host, Port: port, BasePath: c.Monitor.BasePath, TLS: tc,

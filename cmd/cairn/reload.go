@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -117,13 +118,22 @@ func (in *instance) tryReload() error {
 	// them: rotating them in place is a reload with the same file names.
 	newCerts := next.TLS.Enabled() && tlsFiles(&next.TLS) != in.tlsFiles
 	var sec *server.SecurityReload
+	var monTLS *tls.Config
 	if security || newCerts {
 		if sec, err = in.srv.PrepareSecurity(securityOptions(next)); err != nil {
 			return err
 		}
+		if in.monTLS.Load() != nil {
+			if monTLS, err = monitorTLS(&next.TLS); err != nil {
+				return err
+			}
+		}
 	}
 	if err := in.apply(next, changes, sec); err != nil {
 		return err
+	}
+	if monTLS != nil {
+		in.monTLS.Store(monTLS)
 	}
 	if newCerts {
 		in.log.Noticef("Reloaded: tls (certificate files read again)")
