@@ -817,15 +817,21 @@ func TestReloadSecurityUnderTraffic(t *testing.T) {
 			_ = pub.Publish(fmt.Sprintf("s.%d", i%3), []byte("x"))
 		}
 	}()
-	for i := range 12 {
-		cfg := loadConf(t, writeTemp(t, confs[i%len(confs)]))
+	reload := func(text string) {
+		t.Helper()
+		cfg := loadConf(t, writeTemp(t, text))
 		if err := tg.srv.ReloadSecurity(server.SecurityOptions{Auth: cfg.Auth, Operator: cfg.Operator, TLS: cfg.TLS}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	for i := range 12 {
+		reload(confs[i%len(confs)])
+	}
+	// The last configuration: the subscriber may no longer subscribe to
+	// s.>, and B imports s.*.
+	reload(conf("t.>", "s.*"))
 	close(stop)
 	<-done
-	// The last configuration (index 11 % 3 = 2) imports s.* into B.
 	got, err := b.SubscribeSync("s.last")
 	if err != nil {
 		t.Fatal(err)
