@@ -21,8 +21,12 @@ import (
 // change while the server runs, nothing is applied and the server logs
 // "Failed to reload server configuration: config reload not supported for
 // <key>: old=<value>, new=<value>". Otherwise each change is applied and
-// logged as "Reloaded: <key> = <value>", then "Reloaded server
-// configuration (<digest>)".
+// logged as "Reloaded: <key> = <value>" ("(value not shown)" for keys
+// that may hold secrets), then "Reloaded server configuration
+// (<digest>)". The security settings (securityKey) are built and checked
+// by server.PrepareSecurity before anything is applied, which refuses
+// what cairn cannot change while it runs, and applied with the rest
+// (docs/security.md, "Reloading").
 
 // reloadable are the settings a reload may change: those nats-server
 // reloads that cairn has, and max_pending (a superset: nats-server does

@@ -38,10 +38,11 @@ import (
 // nats-server applies those, cairn only at a restart
 // (docs/compatibility.md). The system account and $G are never removed.
 //
-// In a cluster, the peers announce their interest in an account this
-// server does not have yet to no one (route.go ignores it): an account
-// added by a reload exchanges interest with a peer for the subscriptions
-// made after both reloaded.
+// In a cluster, a peer's interest in an account this server does not
+// have yet is ignored (routeconn.go ProcessSub), as nats-server ignores
+// it with configured accounts ("Unknown account"): an account added by a
+// reload exchanges interest with a peer for the subscriptions made after
+// both reloaded.
 
 // accountsReload is the accounts' part of a SecurityReload: the table to
 // publish and what changes.

@@ -39,9 +39,11 @@ import (
 //   - with new pinned_certs, clients whose certificate is not pinned are
 //     closed without a word ("TLS Handshake Failure").
 //
-// A client that has not authenticated yet (waiting for its CONNECT, or in
-// its TLS handshake) is not checked: it authenticates against the new
-// directory, with the TLS it was accepted with.
+// A client waiting for its CONNECT on a server that requires
+// authentication, or in its TLS handshake, is not checked: it
+// authenticates against the new directory, with the TLS it was accepted
+// with. On a server without authentication a client is anonymous from its
+// first byte (auth.AnonymousSession), and checked like the others.
 
 // SecurityOptions are the options a reload may change in the security of
 // the client listener (ReloadSecurity): the authorization block,
