@@ -3,8 +3,10 @@ package auth
 import (
 	"encoding/base64"
 	"testing"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/config"
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
 )
 
@@ -126,5 +128,49 @@ func TestRecheckNkeys(t *testing.T) {
 	}
 	if _, v := NewDirectory(&config.Auth{Users: []config.User{{Nkey: pub, ConnectionTypes: []string{"WEBSOCKET"}}}}, false).Recheck(s); v != Failed {
 		t.Errorf("connection type no longer allowed: %v", v)
+	}
+}
+
+// In operator mode a user JWT is checked against its account's current
+// JWT: revoked (Revoked), its account gone (Failed), unchanged (Keep).
+func TestRecheckJWT(t *testing.T) {
+	op, _ := nkeys.CreateOperator()
+	opPub, _ := op.PublicKey()
+	acc, _ := nkeys.CreateAccount()
+	accPub, _ := acc.PublicKey()
+	user, _ := nkeys.CreateUser()
+	userPub, _ := user.PublicKey()
+	enc := func(c interface {
+		Encode(nkeys.KeyPair) (string, error)
+	}, kp nkeys.KeyPair) string {
+		s, err := c.Encode(kp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	opJWT := enc(jwt.NewOperatorClaims(opPub), op)
+	dir := func(accounts ...string) *Directory {
+		o := &config.Operator{JWTs: []string{opJWT}, Resolver: "MEMORY", Preload: map[string]string{}}
+		for _, a := range accounts {
+			o.Preload[accPub] = a
+		}
+		return NewOperatorDirectory(o, 0)
+	}
+	plain := enc(jwt.NewAccountClaims(accPub), op)
+	nonce := NewNonce()
+	sig, _ := user.Sign(nonce)
+	cr := Credentials{JWT: enc(jwt.NewUserClaims(userPub), acc), Sig: base64.RawURLEncoding.EncodeToString(sig), Nonce: nonce}
+	s := login(t, dir(plain), cr)
+	if _, v := dir(plain).Recheck(s); v != Keep {
+		t.Errorf("unchanged: %v", v)
+	}
+	revoking := jwt.NewAccountClaims(accPub)
+	revoking.RevokeAt(userPub, time.Now().Add(time.Minute))
+	if _, v := dir(enc(revoking, op)).Recheck(s); v != Revoked {
+		t.Errorf("revoked: %v", v)
+	}
+	if _, v := dir().Recheck(s); v != Failed {
+		t.Errorf("account gone: %v", v)
 	}
 }
