@@ -61,7 +61,9 @@ type SecurityOptions struct {
 var ErrReloadUnsupported = errors.New("config reload not supported")
 
 // ReloadSecurity applies new security settings to the running server:
-// PrepareSecurity, then Apply.
+// PrepareSecurity, then Apply. Its errors are PrepareSecurity's; they
+// reach no client (cmd/cairn logs them as "Failed to reload server
+// configuration: ...").
 func (s *Server) ReloadSecurity(so SecurityOptions) error {
 	r, err := s.PrepareSecurity(so)
 	if err != nil {
@@ -83,10 +85,11 @@ type SecurityReload struct {
 // returns an error, changing nothing, for a change cairn does not make
 // while it runs (ErrReloadUnsupported: turning operator mode on or off,
 // other trusted operators, verify_and_map, the system account, a
-// no_auth_user other than removed with its user; see
-// checkSecurityReload) or settings that do not load (ErrInvalidOptions:
-// a TLS certificate). Only one reload may be prepared and applied at a
-// time.
+// no_auth_user other than removed with its user, see
+// checkSecurityReload; on a JetStream server a change of an account's
+// JetStream, see prepareAccounts) or settings that do not load
+// (ErrInvalidOptions: a TLS certificate). Only one reload may be
+// prepared and applied at a time.
 func (s *Server) PrepareSecurity(so SecurityOptions) (*SecurityReload, error) {
 	cur := s.security()
 	if err := checkSecurityReload(cur, &so); err != nil {
