@@ -200,7 +200,7 @@ func woken(err error) bool {
 // maybeRecheck checks the client again when a reload asked for it. It
 // runs on the read loop; the error closes the connection.
 func (c *client) maybeRecheck() error {
-	if !c.recheck.Swap(false) {
+	if !c.recheck.Load() || !c.recheck.Swap(false) { // a load first: no write per read batch
 		return nil
 	}
 	err := c.recheckAuth()
