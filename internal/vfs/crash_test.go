@@ -403,6 +403,32 @@ func TestCrashFSTools(t *testing.T) {
 	wantFile(t, dropped.Crash(CrashOptions{Tail: TailDrop}), "/a/b/f", "\x02\x00\x00")
 }
 
+// TestCrashFSDurable checks that Durable shows what a power loss keeping
+// nothing unsynced would leave, and leaves the file system as it was.
+func TestCrashFSDurable(t *testing.T) {
+	fs := NewCrashFS()
+	must(t, fs.WriteFile("/d/f", []byte("synced")))
+	f := mustOpenAppend(t, fs, "/d/f")
+	write(t, f, "+tail")
+	g, err := fs.Create("/d/new")
+	must(t, err)
+	write(t, g, "x")
+	must(t, g.Sync()) // synced content, but its name is not durable
+
+	d := fs.Durable()
+	wantFile(t, d, "/d/f", "synced")
+	if _, _, err := d.Stat("/d/new"); err == nil {
+		t.Error("Durable holds a name whose directory was not synced")
+	}
+	write(t, f, "!") // fs is still usable, its unsynced bytes kept
+	wantFile(t, fs, "/d/f", "synced+tail!")
+	must(t, f.Sync())
+	must(t, fs.SyncDir("/d"))
+	d = fs.Durable()
+	wantFile(t, d, "/d/f", "synced+tail!")
+	wantFile(t, d, "/d/new", "x")
+}
+
 // TestCrashFSConcurrent runs writers, syncers and readers against a crash
 // (for the race detector): after it, every call fails with ErrCrashed.
 func TestCrashFSConcurrent(t *testing.T) {

@@ -125,6 +125,20 @@ func syncTree(n *inode, seen map[*inode]bool) {
 	}
 }
 
+// Durable returns a new CrashFS holding what a power loss that keeps
+// nothing unsynced (TailDrop) would leave on the disk now, and leaves fs
+// as it is, usable: a look at what is durable at this moment (a
+// simulator checks what a majority of its nodes hold durably). A crashed
+// fs gives its last state.
+func (fs *CrashFS) Durable() *CrashFS {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	c := &cloner{opts: CrashOptions{Tail: TailDrop}, done: map[*inode]*inode{}}
+	out := &CrashFS{}
+	out.mu.root = c.clone(fs.mu.root)
+	return out
+}
+
 // fileLocked returns the inode of the file (not directory) name.
 func (fs *CrashFS) fileLocked(name string) (*inode, error) {
 	n, err := fs.lookupLocked(name)
