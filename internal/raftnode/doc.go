@@ -36,19 +36,40 @@
 //     the Ready's entries, HardState and snapshot metadata as WAL items and
 //     its messages as frame envelopes;
 //  2. on the loop goroutine: writes one WAL record holding every group's
-//     items, and fsyncs once if any Ready needed it (MustSync: new
-//     entries, term or vote). This is the durability point: nothing of
-//     the round has left the node yet;
-//  3. sends one frame per destination server, holding every message of
-//     every group of the round for that server (vote grants and append
-//     responses included, now that what they promise is durable);
-//  4. in the worker pool, per group: appends to the in-memory log, applies
+//     items (not yet fsynced);
+//  3. sends the leaders' appends: one frame per destination server
+//     holding every MsgApp, MsgSnap and MsgHeartbeat of the round. They
+//     promise nothing about this node's disk, so they go out before its
+//     fsync, and the followers write and fsync their copies while the
+//     leader fsyncs its own (the leader's parallel write of the Raft
+//     thesis, section 10.2.1, which etcd-server does too);
+//  4. fsyncs once if any Ready needed it (MustSync: new entries, term or
+//     vote). This is the durability point: no vote, append response or
+//     other message that speaks for this node's log has left yet;
+//  5. sends the rest, one frame per destination server: vote and
+//     pre-vote responses, append responses, heartbeat responses, vote
+//     requests, everything else. The liveness beat a tick asked for goes
+//     in a server's frame of step 3 if it has one, else in this one;
+//  6. in the worker pool, per group: appends to the in-memory log, applies
 //     committed entries to the state machine, resolves proposals, calls
 //     Advance, and requeues the group if it has more work.
 //
-// There is no goroutine, file or fsync per group. Leaders, too, send their
-// appends only after their own fsync (etcd-server sends them before; that
-// optimisation is left for later, see docs/clustering.md).
+// A leader counts its own copy of an entry toward the commit only in
+// step 6 of the round that fsynced it: raft (v3.6 and later, without
+// AsyncStorageWrites, as here) queues the leader's acknowledgement of its
+// own append and steps it on Advance. So a commit index is always backed
+// by a majority of fsynced copies, though the leader's copy was written
+// alongside the followers'. If the fsync fails, the WAL is failed for
+// good: every group of the round is fenced in step 6 without Advance (the
+// leader never counts its copy and its waiters get ErrNoReply; the other
+// groups are fenced when they next run), and the node sends nothing
+// more, liveness beats included, so its peers find it dead and elect
+// another leader, which may commit the entries the followers hold
+// durably. A crash between steps 3 and 4 is a leader that lost an
+// unsynced tail: its appends may be on the followers, but no leader
+// counts them before a majority has acknowledged them.
+//
+// There is no goroutine, file or fsync per group.
 //
 // # Directory layout
 //
@@ -163,7 +184,8 @@
 //     (scanning every offset) says synced > P, the bytes from P on were
 //     never fsynced: a torn tail. The file is cut at P and fsynced.
 //     Nothing there was acknowledged, since acknowledgements follow the
-//     fsync. (If the last round's record was fsynced and then damaged, it
+//     fsync (a leader's appends may have been sent, but no commit counted
+//     this copy). (If the last round's record was fsynced and then damaged, it
 //     looks the same: no later record vouches for it.)
 //   - otherwise the damage is in data that was fsynced: Open succeeds, but
 //     Damage reports the segment and offset and every group is fenced.

@@ -107,7 +107,20 @@ type outMsg struct {
 	to      ServerID
 	replica ReplicaID
 	snap    bool // a MsgSnap: report its fate
+	early   bool // may leave before the round's fsync (sendsEarly)
 	env     []byte
+}
+
+// sendsEarly reports whether a message may be sent before the round's
+// fsync (package comment, step 3): a leader's appends, snapshots and
+// heartbeats promise nothing about this replica's disk (etcd raft puts
+// them in Ready.Messages apart from the responses it holds back until
+// the Ready is persisted: raft.go, send). Everything else waits: vote
+// and pre-vote responses and append responses are promises about what
+// is durable here; the rest (a candidate's vote requests, heartbeat
+// responses, transfers, read-index traffic) is rare and gains nothing.
+func sendsEarly(t pb.MessageType) bool {
+	return t == pb.MsgApp || t == pb.MsgSnap || t == pb.MsgHeartbeat
 }
 
 // storage is the group's raft.Storage: the log in memory (entries since
@@ -545,7 +558,7 @@ func (g *group) encodeMessages(msgs []*pb.Message, flags byte) {
 		if err != nil {
 			panic(fmt.Sprintf("raftnode: marshal %v: %v", m.GetType(), err))
 		}
-		om := outMsg{to: peers[to], replica: to, snap: m.GetType() == pb.MsgSnap}
+		om := outMsg{to: peers[to], replica: to, snap: m.GetType() == pb.MsgSnap, early: sendsEarly(m.GetType())}
 		om.env = appendEnvelope(nil, g.id, flags, b)
 		g.out.msgs = append(g.out.msgs, om)
 	}

@@ -50,10 +50,16 @@ type Node struct {
 type crashPoint int
 
 const (
-	afterWrite crashPoint = iota + 1 // the round's record is written, not fsynced
-	afterSync                        // fsynced, nothing sent
-	afterSend                        // sent, nothing applied
+	afterWrite   crashPoint = iota + 1 // the round's record is written, not fsynced, nothing sent
+	afterAppends                       // the leaders' appends and heartbeats are sent, not fsynced
+	afterSync                          // fsynced, nothing else sent
+	afterSend                          // everything sent, nothing applied
 )
+
+// crashAt reports whether the test hook crashes the round at point p.
+func (n *Node) crashAt(p crashPoint) bool {
+	return n.testHook != nil && n.testHook(p)
+}
 
 // scheduler is the queue of groups with work. queued flags are guarded
 // by mu.
@@ -620,12 +626,34 @@ func (n *Node) RunRound() bool {
 		return false
 	}
 	n.each(gs, (*group).prepare)
-	walErr, crashed := n.writeRound(gs)
-	if crashed {
+	walErr, mustSync := n.writeRound(gs)
+	if n.crashAt(afterWrite) {
 		return true
 	}
-	unreachable := n.send(gs, walErr)
-	if n.testHook != nil && n.testHook(afterSend) {
+	var unreachable map[ServerID]bool
+	var rest []frameTo
+	if walErr == nil {
+		var appends []frameTo
+		appends, rest = n.frames(gs)
+		unreachable = n.sendFrames(appends, nil)
+		if n.crashAt(afterAppends) {
+			return true
+		}
+		walErr = n.syncRound(mustSync)
+	}
+	if n.crashAt(afterSync) {
+		return true
+	}
+	if walErr == nil {
+		unreachable = n.sendFrames(rest, unreachable)
+	} else {
+		// Once the WAL failed the node sends nothing more, liveness beats
+		// included (its peers are to find it dead); the beat is dropped,
+		// not kept pending, or every later round would report work and
+		// the loop would spin.
+		n.beat.Store(false)
+	}
+	if n.crashAt(afterSend) {
 		return true
 	}
 	n.each(gs, func(g *group) { g.finish(walErr, unreachable) })
@@ -657,14 +685,13 @@ func (n *Node) each(gs []*group, fn func(*group)) {
 // proposals it steps per round are bounded in bytes.
 const recordTarget = 16 << 20
 
-// writeRound writes every group's items and fsyncs once if any group
-// needs it (package comment, step 2).
-func (n *Node) writeRound(gs []*group) (walErr error, crashed bool) {
+// writeRound writes every group's items, without fsync (package comment,
+// step 2), and reports whether any group needs the fsync.
+func (n *Node) writeRound(gs []*group) (walErr error, mustSync bool) {
 	// Usually one record; more if the round's items pass recordTarget (a
 	// group's items always stay in one record: they must be all or none).
 	var bodies [][]byte
 	var ups [][]walUpdate
-	mustSync := false
 	for _, g := range gs {
 		mustSync = mustSync || g.out.mustSync
 		if len(g.out.items) == 0 {
@@ -682,66 +709,111 @@ func (n *Node) writeRound(gs []*group) (walErr error, crashed bool) {
 	for k := 0; k < len(bodies) && walErr == nil; k++ {
 		walErr = n.wal.write(bodies[k], ups[k])
 	}
-	if n.testHook != nil && n.testHook(afterWrite) {
-		return nil, true
-	}
-	if walErr == nil && mustSync {
-		walErr = n.wal.sync()
-	}
 	if walErr == nil {
-		n.wal.collect()
 		walErr = n.wal.damage
 	}
-	if n.testHook != nil && n.testHook(afterSync) {
-		return nil, true
-	}
-	return walErr, false
+	return walErr, mustSync
 }
 
-// send hands every message of the round to the transport, one frame per
-// server, in the order the groups and their messages came. It returns
-// the servers whose frame could not be sent.
-func (n *Node) send(gs []*group, walErr error) map[ServerID]bool {
-	if walErr != nil {
-		return nil
+// syncRound fsyncs the round's records if any group needs it (package
+// comment, step 4: the durability point) and deletes the segments no
+// group needs any more.
+func (n *Node) syncRound(mustSync bool) error {
+	n.walMu.Lock()
+	defer n.walMu.Unlock()
+	var err error
+	if mustSync {
+		err = n.wal.sync()
 	}
-	frames := map[ServerID]*frameBuilder{}
-	var order []ServerID
+	if err == nil {
+		n.wal.collect()
+		err = n.wal.damage
+	}
+	return err
+}
+
+// frameTo is a frame and the server it goes to.
+type frameTo struct {
+	to    ServerID
+	frame []byte
+}
+
+// frames builds the round's frames, one per destination server in each
+// of two sets, in the order the groups and their messages came: appends,
+// the leaders' messages that may leave before the round's fsync (package
+// comment, step 3), and rest, every other message, which waits for it.
+// The liveness beat a tick asked for goes in a server's frame of appends
+// if it has one, else in its frame of rest.
+func (n *Node) frames(gs []*group) (appends, rest []frameTo) {
+	var sets [2]frameSet
 	for _, g := range gs {
 		for _, m := range g.out.msgs {
 			if m.to == "" {
 				continue
 			}
-			fb := frames[m.to]
-			if fb == nil {
-				fb = &frameBuilder{}
-				frames[m.to] = fb
-				order = append(order, m.to)
+			k := 1
+			if m.early {
+				k = 0
 			}
-			fb.add(m.env)
+			sets[k].add(m.to, m.env)
 		}
 	}
 	if n.beat.Swap(false) {
 		n.alive.mu.Lock()
 		peers := n.alive.peers
 		n.alive.mu.Unlock()
+		beat := appendEnvelope(nil, 0, flagLiveness, nil)
 		for _, s := range peers {
-			fb := frames[s]
-			if fb == nil {
-				fb = &frameBuilder{}
-				frames[s] = fb
-				order = append(order, s)
+			if sets[0].has(s) {
+				sets[0].add(s, beat)
+			} else {
+				sets[1].add(s, beat)
 			}
-			fb.add(appendEnvelope(nil, 0, flagLiveness, nil))
 		}
 	}
-	var unreachable map[ServerID]bool
-	for _, s := range order {
-		if err := n.cfg.Transport.Send(s, frames[s].frame()); err != nil {
+	return sets[0].frames(), sets[1].frames()
+}
+
+// frameSet gathers envelopes into one frame per server, in the order the
+// servers first came.
+type frameSet struct {
+	builders map[ServerID]*frameBuilder
+	order    []ServerID
+}
+
+func (fs *frameSet) has(s ServerID) bool { return fs.builders[s] != nil }
+
+func (fs *frameSet) add(s ServerID, env []byte) {
+	fb := fs.builders[s]
+	if fb == nil {
+		if fs.builders == nil {
+			fs.builders = map[ServerID]*frameBuilder{}
+		}
+		fb = &frameBuilder{}
+		fs.builders[s] = fb
+		fs.order = append(fs.order, s)
+	}
+	fb.add(env)
+}
+
+func (fs *frameSet) frames() []frameTo {
+	out := make([]frameTo, 0, len(fs.order))
+	for _, s := range fs.order {
+		out = append(out, frameTo{to: s, frame: fs.builders[s].frame()})
+	}
+	return out
+}
+
+// sendFrames hands the frames to the transport and adds the servers whose
+// frame could not be sent to unreachable, which it returns (allocated
+// when needed).
+func (n *Node) sendFrames(frames []frameTo, unreachable map[ServerID]bool) map[ServerID]bool {
+	for _, f := range frames {
+		if err := n.cfg.Transport.Send(f.to, f.frame); err != nil {
 			if unreachable == nil {
 				unreachable = map[ServerID]bool{}
 			}
-			unreachable[s] = true
+			unreachable[f.to] = true
 		}
 	}
 	return unreachable
@@ -831,7 +903,8 @@ func (n *Node) ticker() {
 
 // Close stops the goroutines, resolves what is waiting (queued proposals
 // ErrStopped, proposals in the log ErrNoReply) and closes the WAL. The
-// WAL is already durable for everything sent.
+// WAL is already durable for everything sent: a round runs to its end,
+// fsync included, before Close goes on.
 func (n *Node) Close() error {
 	n.mu.Lock()
 	if n.mu.closed {

@@ -337,3 +337,64 @@ func TestRoundProposalBudget(t *testing.T) {
 		}
 	}
 }
+
+// A leader whose WAL fsync fails after its appends went out is fenced
+// with every group of its WAL: it never counts its own copy, never
+// applies the entry and answers its proposal ErrNoReply; the others
+// commit the entry (durable on both of them) under a new leader. The
+// failed node then sends nothing, not even liveness beats, and its rounds
+// settle instead of reporting work forever.
+func TestLeaderSyncFailure(t *testing.T) {
+	var ffs *vfs.FaultFS
+	c := newTestCluster(t, 3, func(cfg *Config) {
+		if cfg.Server == "s1" {
+			ffs = vfs.NewFaultFS(cfg.FS)
+			cfg.FS = ffs
+		}
+	})
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.propose(0, 1, "before")
+	ffs.Inject(vfs.Rule{Op: vfs.OpSync, Match: func(name string) bool { return strings.HasSuffix(name, ".wal") }, Count: 1})
+	p, err := c.nodes[0].n.Propose(1, []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.nodes[0].n.RunRound()
+	if ffs.Injected(vfs.OpSync) != 1 {
+		t.Fatalf("the leader's round did not fsync (%d failed)", ffs.Injected(vfs.OpSync))
+	}
+	if c.net.InFlight() != 2 {
+		t.Fatalf("%d frames in flight, want the appends to s2 and s3 sent before the fsync", c.net.InFlight())
+	}
+	if _, err := p.Result(); !errors.Is(err, ErrNoReply) {
+		t.Fatalf("proposal: %v, want ErrNoReply", err)
+	}
+	c.stabilize()
+	if s := c.status(0, 1); !errors.Is(s.Fenced, ErrCorrupt) || s.Applied != c.nodes[0].sms[1].applied {
+		t.Fatalf("leader status %+v", s)
+	}
+	if sm := c.nodes[0].sms[1]; sm.applied >= p.index {
+		t.Fatalf("the leader applied %d, past its entry %d that it never made durable", sm.applied, p.index)
+	}
+	for range 30 {
+		c.nodes[0].n.Tick()
+		if c.nodes[0].n.RunRound(); c.nodes[0].n.RunRound() {
+			t.Fatal("the failed node reports work round after round")
+		}
+		if c.net.InFlight() != 0 {
+			t.Fatal("the failed node sent a frame")
+		}
+		c.nodes[1].n.Tick()
+		c.nodes[2].n.Tick()
+		c.stabilize()
+	}
+	if c.status(1, 1).Role != Leader && c.status(2, 1).Role != Leader {
+		t.Fatal("no leader on s2 or s3")
+	}
+	for _, i := range []int{1, 2} {
+		if sm := c.nodes[i].sms[1]; sm.applied <= p.index {
+			t.Fatalf("%s applied %d, want past %d", c.nodes[i].id, sm.applied, p.index)
+		}
+	}
+}

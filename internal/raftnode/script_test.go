@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/cryptotest"
 
@@ -131,7 +132,12 @@ type scriptHarness struct {
 	c     *testCluster
 	trace []string
 	props []scriptProp // proposals not yet shown by the proposals command
+	// failSync holds the servers whose next WAL fsync fails (fail-sync).
+	failSync map[ServerID]bool
 }
+
+// crashPoints names the crash points of a round for round crash=NAME.
+var crashPoints = map[string]crashPoint{"write": afterWrite, "appends": afterAppends, "sync": afterSync, "send": afterSend}
 
 func (h *scriptHarness) tracef(format string, args ...any) {
 	h.trace = append(h.trace, fmt.Sprintf(format, args...))
@@ -172,8 +178,13 @@ func (h *scriptHarness) run(c scriptCmd) {
 		p, err := h.c.nodes[h.node(c)].n.Propose(GroupID(h.arg(c, "g", 1)), []byte(c.args["data"]))
 		h.check(err)
 		h.props = append(h.props, scriptProp{data: c.args["data"], p: p})
-	case "round":
-		h.c.nodes[h.node(c)].n.RunRound()
+	case "round": // crash=NAME: power loss (unsynced writes dropped) at that point of the round
+		h.round(c)
+	case "fail-sync": // the node's next WAL fsync fails (EIO)
+		if h.failSync == nil {
+			h.failSync = map[ServerID]bool{}
+		}
+		h.failSync[h.c.nodes[h.node(c)].id] = true
 	case "deliver":
 		h.c.net.DeliverAll()
 	case "stabilize":
@@ -328,6 +339,33 @@ func (h *scriptHarness) change(c scriptCmd) {
 	}
 }
 
+// round runs a round on node=N; with crash=NAME the node loses power at
+// that point of the round (crashPoints), its unsynced writes dropped.
+func (h *scriptHarness) round(c scriptCmd) {
+	i := h.node(c)
+	n := h.c.nodes[i].n
+	name, crash := c.args["crash"]
+	if !crash {
+		n.RunRound()
+		return
+	}
+	point, ok := crashPoints[name]
+	if !ok {
+		h.t.Fatalf("line %d: unknown crash point %q", c.line, name)
+	}
+	hit := false
+	n.testHook = func(p crashPoint) bool {
+		hit = hit || p == point
+		return p == point
+	}
+	n.RunRound()
+	if !hit {
+		h.t.Fatalf("line %d: the round did not reach %s", c.line, name)
+	}
+	h.tracef("%s: power loss after %s", h.c.nodes[i].id, name)
+	h.c.crash(i, vfs.CrashOptions{Tail: vfs.TailDrop})
+}
+
 func (h *scriptHarness) crash(c scriptCmd) {
 	i := h.node(c)
 	tail := map[string]vfs.TailMode{"drop": vfs.TailDrop, "keep": vfs.TailKeep}[c.args["tail"]]
@@ -446,6 +484,11 @@ func dataOf(b []byte) string {
 }
 
 func (f *traceFile) Sync() error {
+	if h := f.fs.h; h.failSync[f.fs.server] {
+		delete(h.failSync, f.fs.server)
+		h.tracef("%s: fsync %s fails", f.fs.server, f.name)
+		return &os.PathError{Op: "sync", Path: f.name, Err: syscall.EIO}
+	}
 	f.fs.h.tracef("%s: fsync %s", f.fs.server, f.name)
 	return f.File.Sync()
 }

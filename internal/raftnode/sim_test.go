@@ -20,9 +20,16 @@ import (
 // one event: deliver, drop or duplicate a frame in flight, run a round on
 // a node, tick, propose, checkpoint and compact, step down, cut or heal a
 // link, power-loss a node (unsynced writes kept, dropped or torn at
-// random), crash a node inside a round (after the write, after the fsync,
-// after the sends), restart it. After every step it checks:
+// random), crash a node inside a round (after the write, after the
+// leaders' appends went out ahead of the fsync, after the fsync, after the
+// sends), sometimes followed by a power loss of a majority of the other
+// nodes, restart it. After every step it checks:
 //
+//   - every replica's commit index names an entry that a majority of the
+//     group's replicas hold durably, in what a power loss of every node
+//     would leave of their WALs (a leader that counted its own copy
+//     before its fsync, or a follower that acknowledged before its own,
+//     breaks this at once);
 //   - at most one leader per term, per group;
 //   - every replica applies, at each index, the same entry, and reaches
 //     the same state hash (replicas byte-identical at equal index);
@@ -120,8 +127,9 @@ type sim struct {
 	acked   map[GroupID]map[uint64]entryID
 	leaders map[GroupID]map[uint64]ReplicaID // term -> leader
 	pending []simProposal
-	incs    []Incarnation // each node's store, as its replicas are bound to it
-	quiet   int           // replica-steps spent quiesced
+	durable map[GroupID]uint64 // the highest commit index found durable on a majority
+	incs    []Incarnation      // each node's store, as its replicas are bound to it
+	quiet   int                // replica-steps spent quiesced
 	tags    map[uint64]simTag
 	log     []string
 	failed  bool
@@ -135,10 +143,11 @@ func newSim(t *testing.T, seed uint64) *sim {
 		groups:  []GroupID{1, 2},
 		entries: map[GroupID]map[uint64]entryID{}, hashes: map[GroupID]map[uint64][32]byte{},
 		acked: map[GroupID]map[uint64]entryID{}, leaders: map[GroupID]map[uint64]ReplicaID{},
-		tags: map[uint64]simTag{},
+		tags: map[uint64]simTag{}, durable: map[GroupID]uint64{},
 	}
 	for _, g := range s.groups {
 		s.entries[g], s.hashes[g], s.acked[g], s.leaders[g] = map[uint64]entryID{}, map[uint64][32]byte{}, map[uint64]entryID{}, map[uint64]ReplicaID{}
+		s.durable[g] = initialIndex // the synthetic base every replica starts from
 	}
 	n := 3 + 2*int(seed%2)
 	for i := range n {
@@ -345,7 +354,7 @@ func (s *sim) step(step int) {
 			break
 		}
 		s.crash(step, live[s.r.IntN(len(live))])
-	case x < 864 && len(live) > 0:
+	case x < 866 && len(live) > 0:
 		s.crashInRound(step, live[s.r.IntN(len(live))])
 	case x < 894 && len(live) < len(s.nodes):
 		for i := range s.nodes {
@@ -417,25 +426,40 @@ func (s *sim) crash(step, i int) {
 }
 
 // crashInRound runs a round on node i that crashes at a random point.
+// Half the time, a crash after the appends went out (the leader's copy
+// not yet fsynced, the followers' copies on their way) is followed by a
+// power loss of a majority of the other nodes.
 func (s *sim) crashInRound(step, i int) {
-	point := crashPoint(1 + s.r.IntN(3))
+	point := afterAppends // the point where a round has sent what it has not made durable
+	if s.r.IntN(2) == 0 {
+		point = crashPoint(1 + s.r.IntN(4))
+	}
 	hit := false
 	s.nodes[i].n.testHook = func(p crashPoint) bool {
 		hit = hit || p == point
 		return p == point
 	}
 	s.nodes[i].n.RunRound()
-	if hit {
-		s.logf("%d crash in a round at point %d:", step, point)
-		s.crash(step, i)
+	if !hit {
+		s.nodes[i].n.testHook = nil
 		return
 	}
-	s.nodes[i].n.testHook = nil
+	s.logf("%d crash in a round at point %d:", step, point)
+	s.crash(step, i)
+	if point != afterAppends || s.r.IntN(2) == 0 {
+		return
+	}
+	others := s.live()
+	s.r.Shuffle(len(others), func(a, b int) { others[a], others[b] = others[b], others[a] })
+	for _, j := range others[:min(len(others), (len(s.nodes)-1)/2+1)] {
+		s.crash(step, j)
+	}
 }
 
 // check verifies the invariants that hold at every step.
 func (s *sim) check() {
 	s.checkAcks()
+	s.checkDurableCommits()
 	for _, i := range s.live() {
 		tn := s.nodes[i]
 		for _, g := range s.groups {
@@ -458,6 +482,68 @@ func (s *sim) check() {
 			s.leaders[g][st.Term] = st.Replica
 		}
 	}
+}
+
+// checkDurableCommits checks that the commit index of every live replica
+// names an entry (index and term) that a majority of the group's replicas
+// hold durably: in the WAL that a power loss keeping nothing unsynced
+// would leave them, as an entry or behind the log's base (a compaction or
+// a snapshot, after a durable checkpoint of the state machine). A commit
+// index found durable once stays so (fsynced data is not lost, and
+// committed entries are never replaced), so only higher ones are checked.
+func (s *sim) checkDurableCommits() {
+	var wals map[int]*wal // the durable WAL of each node, replayed once per check
+	for _, i := range s.live() {
+		tn := s.nodes[i]
+		for _, g := range s.groups {
+			st, err := tn.n.Status(g)
+			if err != nil || st.Commit <= s.durable[g] {
+				continue
+			}
+			term, err := tn.n.group(g).st.Term(st.Commit)
+			if err != nil {
+				s.fatalf("group %d: %s: commit index %d: %v", g, tn.id, st.Commit, err)
+			}
+			if wals == nil {
+				wals = map[int]*wal{}
+				for j, o := range s.nodes {
+					w, err := openWAL(o.fs.Durable(), "wal", 8<<10, func(string, ...any) {})
+					if err != nil {
+						s.fatalf("replay of the durable WAL of %s: %v", o.id, err)
+					}
+					wals[j] = w
+				}
+			}
+			var held []ServerID
+			for j, o := range s.nodes {
+				if holdsDurably(wals[j], g, st.Commit, term) {
+					held = append(held, o.id)
+				}
+			}
+			if len(held) <= len(s.nodes)/2 {
+				s.fatalf("group %d: %s commits %d/%d, which only %v hold durably", g, tn.id, st.Commit, term, held)
+			}
+			s.durable[g] = st.Commit
+		}
+	}
+}
+
+// holdsDurably reports whether the replayed WAL w holds group g's entry
+// at index with term, or has its base at or past index.
+func holdsDurably(w *wal, g GroupID, index, term uint64) bool {
+	rec := w.recovered[g]
+	if w.damage != nil || rec == nil || rec.err != nil {
+		return false
+	}
+	if rec.meta.base.index >= index {
+		return true
+	}
+	for _, e := range rec.ents {
+		if e.GetIndex() == index {
+			return e.GetTerm() == term
+		}
+	}
+	return false
 }
 
 // checkAcks records the proposals that resolved: an acknowledged one must
