@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/cryptotest"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/cairnmq/cairn/internal/vfs"
 )
@@ -25,11 +29,14 @@ import (
 // sends), sometimes followed by a power loss of a majority of the other
 // nodes, restart it. After every step it checks:
 //
+//   - nothing a node sends in a round before its fsync (the leaders'
+//     appends) promises what its disk does not hold: an append response
+//     for entries beyond its durable log, or a vote not durably cast
+//     (checked at that point of every round);
 //   - every replica's commit index names an entry that a majority of the
 //     group's replicas hold durably, in what a power loss of every node
 //     would leave of their WALs (a leader that counted its own copy
-//     before its fsync, or a follower that acknowledged before its own,
-//     breaks this at once);
+//     before its fsync breaks this at once);
 //   - at most one leader per term, per group;
 //   - every replica applies, at each index, the same entry, and reaches
 //     the same state hash (replicas byte-identical at equal index);
@@ -128,11 +135,17 @@ type sim struct {
 	leaders map[GroupID]map[uint64]ReplicaID // term -> leader
 	pending []simProposal
 	durable map[GroupID]uint64 // the highest commit index found durable on a majority
-	incs    []Incarnation      // each node's store, as its replicas are bound to it
-	quiet   int                // replica-steps spent quiesced
-	tags    map[uint64]simTag
-	log     []string
-	failed  bool
+	sent    [][][]byte         // the frames each node sent in its current round
+	crashIn struct {           // the round crashInRound crashes
+		node int
+		at   crashPoint
+		hit  bool
+	}
+	incs   []Incarnation // each node's store, as its replicas are bound to it
+	quiet  int           // replica-steps spent quiesced
+	tags   map[uint64]simTag
+	log    []string
+	failed bool
 }
 
 func newSim(t *testing.T, seed uint64) *sim {
@@ -155,6 +168,7 @@ func newSim(t *testing.T, seed uint64) *sim {
 		s.down = append(s.down, false)
 	}
 	s.incs = make([]Incarnation, n)
+	s.sent = make([][][]byte, n)
 	for i := range n {
 		s.start(i)
 	}
@@ -188,7 +202,7 @@ func (s *sim) fatalf(format string, args ...any) {
 func (s *sim) start(i int) {
 	tn := s.nodes[i]
 	cfg := Config{
-		FS: tn.fs, Dir: "wal", Server: tn.id, Transport: s.net.Transport(tn.id),
+		FS: tn.fs, Dir: "wal", Server: tn.id, Transport: simTransport{inner: s.net.Transport(tn.id), s: s, i: i},
 		SegmentBytes: 8 << 10, MaxSizePerMsg: 2 << 10, MaxInflightMsgs: 8,
 		Logf: func(f string, a ...any) { s.logf("  %s: %s", tn.id, fmt.Sprintf(f, a...)) },
 	}
@@ -197,6 +211,7 @@ func (s *sim) start(i int) {
 		s.fatalf("open %s: %v", tn.id, err)
 	}
 	tn.n, tn.sms = n, map[GroupID]*hashSM{}
+	n.testHook = s.hook(i)
 	if s.incs[i] == (Incarnation{}) {
 		s.incs[i] = n.Incarnation()
 	}
@@ -425,23 +440,19 @@ func (s *sim) crash(step, i int) {
 	s.pending = kept
 }
 
-// crashInRound runs a round on node i that crashes at a random point.
-// Half the time, a crash after the appends went out (the leader's copy
-// not yet fsynced, the followers' copies on their way) is followed by a
-// power loss of a majority of the other nodes.
+// crashInRound runs a round on node i that crashes at a random point,
+// most often after the appends went out (the leader's copy not yet
+// fsynced, the followers' copies on their way); half the time, such a
+// crash is followed by a power loss of a majority of the other nodes.
 func (s *sim) crashInRound(step, i int) {
-	point := afterAppends // the point where a round has sent what it has not made durable
+	point := afterAppends
 	if s.r.IntN(2) == 0 {
 		point = crashPoint(1 + s.r.IntN(4))
 	}
-	hit := false
-	s.nodes[i].n.testHook = func(p crashPoint) bool {
-		hit = hit || p == point
-		return p == point
-	}
+	s.crashIn.node, s.crashIn.at, s.crashIn.hit = i, point, false
 	s.nodes[i].n.RunRound()
-	if !hit {
-		s.nodes[i].n.testHook = nil
+	s.crashIn.at = 0
+	if !s.crashIn.hit {
 		return
 	}
 	s.logf("%d crash in a round at point %d:", step, point)
@@ -454,6 +465,79 @@ func (s *sim) crashInRound(step, i int) {
 	for _, j := range others[:min(len(others), (len(s.nodes)-1)/2+1)] {
 		s.crash(step, j)
 	}
+}
+
+// hook is node i's test hook: it checks what the round sent before its
+// fsync, and crashes the round crashInRound asks for.
+func (s *sim) hook(i int) func(crashPoint) bool {
+	return func(p crashPoint) bool {
+		switch p {
+		case afterWrite:
+			s.sent[i] = nil // the round's sends start here
+		case afterAppends:
+			s.checkEarly(i)
+		}
+		if s.crashIn.at == p && s.crashIn.node == i {
+			s.crashIn.hit = true
+			return true
+		}
+		return false
+	}
+}
+
+// simTransport records the frames a node sends, for checkEarly.
+type simTransport struct {
+	inner Transport
+	s     *sim
+	i     int
+}
+
+func (t simTransport) Send(to ServerID, frame []byte) error {
+	t.s.sent[t.i] = append(t.s.sent[t.i], slices.Clone(frame))
+	return t.inner.Send(to, frame)
+}
+
+// checkEarly checks, at the point of node i's round where the leaders'
+// appends have left and the fsync has not run, that nothing it sent in
+// the round promises what its disk does not hold: an append response
+// beyond its durable log, or a vote its durable hard state does not cast.
+func (s *sim) checkEarly(i int) {
+	tn := s.nodes[i]
+	var w *wal
+	for _, f := range s.sent[i] {
+		_ = decodeFrame(f, func(g GroupID, flags byte, b []byte) {
+			var m pb.Message
+			if flags&(flagWake|flagLiveness) != 0 || proto.Unmarshal(b, &m) != nil || m.GetReject() {
+				return
+			}
+			t := m.GetType()
+			if t != pb.MsgAppResp && t != pb.MsgVoteResp {
+				return
+			}
+			if w == nil {
+				w = s.durableWAL(tn)
+			}
+			rec, hs := w.recovered[g], (*pb.HardState)(nil)
+			if rec != nil {
+				hs = rec.meta.hs
+			}
+			switch {
+			case t == pb.MsgAppResp && !reaches(rec, m.GetIndex()):
+				s.fatalf("group %d: %s acknowledged %d before its fsync", g, tn.id, m.GetIndex())
+			case t == pb.MsgVoteResp && !(hs.GetTerm() > m.GetTerm() || hs.GetTerm() == m.GetTerm() && hs.GetVote() == m.GetTo()):
+				s.fatalf("group %d: %s granted its vote in term %d before its fsync", g, tn.id, m.GetTerm())
+			}
+		})
+	}
+}
+
+// durableWAL replays what a power loss would leave of node tn's WAL.
+func (s *sim) durableWAL(tn *testNode) *wal {
+	w, err := openWAL(tn.fs.Durable(), "wal", 8<<10, func(string, ...any) {})
+	if err != nil {
+		s.fatalf("replay of the durable WAL of %s: %v", tn.id, err)
+	}
+	return w
 }
 
 // check verifies the invariants that hold at every step.
@@ -507,11 +591,7 @@ func (s *sim) checkDurableCommits() {
 			if wals == nil {
 				wals = map[int]*wal{}
 				for j, o := range s.nodes {
-					w, err := openWAL(o.fs.Durable(), "wal", 8<<10, func(string, ...any) {})
-					if err != nil {
-						s.fatalf("replay of the durable WAL of %s: %v", o.id, err)
-					}
-					wals[j] = w
+					wals[j] = s.durableWAL(o)
 				}
 			}
 			var held []ServerID
@@ -544,6 +624,19 @@ func holdsDurably(w *wal, g GroupID, index, term uint64) bool {
 		}
 	}
 	return false
+}
+
+// reaches reports whether the replayed group's log reaches index (as an
+// entry, or behind its base).
+func reaches(rec *recovered, index uint64) bool {
+	if rec == nil || rec.err != nil {
+		return false
+	}
+	last := rec.meta.base.index
+	if len(rec.ents) > 0 {
+		last = rec.ents[len(rec.ents)-1].GetIndex()
+	}
+	return last >= index
 }
 
 // checkAcks records the proposals that resolved: an acknowledged one must
@@ -584,7 +677,6 @@ func (s *sim) converge() {
 		if s.down[i] {
 			s.start(i)
 		}
-		s.nodes[i].n.testHook = nil
 	}
 	final := map[GroupID]*Proposal{}
 	for round := 0; round < 3000; round++ {
