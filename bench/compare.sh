@@ -17,6 +17,10 @@
 #                        e.g. SCENARIOS=js for the JetStream ones
 #   CAIRN_BIN=path       use this binary as "cairn" instead of building bin/cairn
 #                        (e.g. CAIRN_BIN=~/go/bin/nats-server to test this script)
+#   BASE_BIN=path        also run this cairn binary (e.g. one built from main) as
+#                        "base" in the same rounds, for a before/after on a busy
+#                        machine; the table gets its median, base/nats-server
+#                        and cairn/base
 #   NATS_SERVER_BIN=path nats-server to compare with (default: v2.15.2 from GOBIN)
 #   NATS_BIN=path        natscli (default: v0.5.0 from GOBIN)
 #   BENCH_TIMEOUT=300    seconds before one `nats` command is abandoned
@@ -36,8 +40,10 @@ OUT_DIR="$ROOT/bench/out"
 ROUNDS="${ROUNDS:-5}"
 # The command line as run, for the report.
 # shellcheck disable=SC2016 # the single quotes are literal text in the report
-RUN_CMD="ROUNDS=$ROUNDS${SCENARIOS:+ SCENARIOS='$SCENARIOS'}${CAIRN_BIN:+ CAIRN_BIN=$CAIRN_BIN}${SCRAPE:+ SCRAPE=$SCRAPE}${NO_ANCHOR:+ NO_ANCHOR=$NO_ANCHOR} bench/compare.sh"
+RUN_CMD="ROUNDS=$ROUNDS${SCENARIOS:+ SCENARIOS='$SCENARIOS'}${CAIRN_BIN:+ CAIRN_BIN=$CAIRN_BIN}${BASE_BIN:+ BASE_BIN=$BASE_BIN}${SCRAPE:+ SCRAPE=$SCRAPE}${NO_ANCHOR:+ NO_ANCHOR=$NO_ANCHOR} bench/compare.sh"
 SCRAPE="${SCRAPE:-}"
+BASE_BIN="${BASE_BIN:-}"
+BASE_BIN="${BASE_BIN/#\~/$HOME}"
 SCRAPE_EVERY="${SCRAPE_EVERY:-0.1}"
 SCRAPE_BIN=""
 BENCH_TIMEOUT="${BENCH_TIMEOUT:-300}"
@@ -470,6 +476,7 @@ ratio() { [[ -z "$1" || -z "$2" ]] && { printf 'n/a'; return; }; awk -v a="$1" -
 main() {
 	[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer"
 	ensure_tools
+	[[ -z "$BASE_BIN" || -x "$BASE_BIN" ]] || die "BASE_BIN: no cairn binary at $BASE_BIN"
 	mkdir -p "$OUT_DIR"
 	WORK="$(mktemp -d "${TMPDIR:-/tmp}/cairn-bench.XXXXXX")"
 	if [[ -n "$SCRAPE" ]]; then
@@ -506,6 +513,7 @@ main() {
 	fi
 
 	log "cairn:       $CAIRN_BIN"
+	[[ -z "$BASE_BIN" ]] || log "base:        $BASE_BIN"
 	log "nats-server: $NATS_SERVER_BIN ($("$NATS_SERVER_BIN" --version 2>&1 | head -n 1))"
 	log "nats:        $NATS_BIN ($("$NATS_BIN" --version 2>&1 | head -n 1))"
 	log "rounds: $ROUNDS, scenarios: ${#SC_NAME[@]}, cores: $(nproc), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -521,6 +529,7 @@ main() {
 		# rotates the order by one, so every server goes first in turn.
 		local -a servers=(cairn nats-server) order=()
 		[[ -z "$SCRAPE" ]] || servers=(cairn cairn+scrape nats-server)
+		[[ -z "$BASE_BIN" ]] || servers=("${servers[0]}" base "${servers[@]:1}")
 		[[ -z "${SC_ANCHOR[$idx]}" ]] || servers+=(anchor)
 		n=${#servers[@]}
 		declare -A rates=() rsses=() fails=()
@@ -529,7 +538,11 @@ main() {
 			order=()
 			for ((i = 0; i < n; i++)); do order+=("${servers[(round - 1 + i) % n]}"); done
 			for label in "${order[@]}"; do
-				if [[ "$label" == cairn* ]]; then bin="$CAIRN_BIN"; else bin="$NATS_SERVER_BIN"; fi
+				case "$label" in
+				cairn*) bin="$CAIRN_BIN" ;;
+				base) bin="$BASE_BIN" ;;
+				*) bin="$NATS_SERVER_BIN" ;;
+				esac
 				run_once "$label" "$bin" "$idx" "$round"
 				rate="$RUN_RATE"
 				rss="$RUN_RSS"
@@ -563,6 +576,7 @@ main() {
 			fi
 		fi
 		[[ -z "$SCRAPE" ]] || row+=" $(commas "${med[cairn+scrape]}") | $(ratio "${med[cairn+scrape]}" "${med[cairn]}") |"
+		[[ -z "$BASE_BIN" ]] || row+=" $(commas "${med[base]}") | $(ratio "${med[base]}" "${med[nats-server]}") | $(ratio "${med[cairn]}" "${med[base]}") |"
 		row+=" $(mib "${peak[cairn]}") | $(mib "${peak[nats-server]}") |"
 		if [[ -n "$anchors" ]]; then
 			if [[ -n "${SC_ANCHOR[$idx]}" ]]; then row+=" $(mib "${peak[anchor]}") |"; else row+=" – |"; fi
@@ -582,6 +596,10 @@ main() {
 			head+=" cairn+scrape msgs/s (median) | cairn+scrape/cairn |"
 			rule+="---:|---:|"
 		fi
+		if [[ -n "$BASE_BIN" ]]; then
+			head+=" base msgs/s (median) | base/nats-server | cairn/base |"
+			rule+="---:|---:|---:|"
+		fi
 		head+=" cairn peak RSS MiB | nats-server peak RSS MiB |"
 		rule+="---:|---:|"
 		if [[ -n "$anchors" ]]; then
@@ -595,6 +613,9 @@ main() {
 		echo "$ROUNDS rounds per scenario, servers in rotating order, each started fresh with \`-a 127.0.0.1 -p <free port>\`;" \
 			"msgs/s as reported by \`nats bench\` (the subscriber's rate where a publisher drives a subscriber);" \
 			"peak RSS is the largest VmHWM over the rounds."
+		if [[ -n "$BASE_BIN" ]]; then
+			echo "base is cairn \`$(basename "$BASE_BIN")\` ($("$BASE_BIN" --version 2>&1 | head -n 1)), run like cairn in the same rounds."
+		fi
 		if [[ -n "$SCRAPE" ]]; then
 			echo "cairn+scrape is cairn with \`-m <free port>\` while \`bench/scrape\` GETs \`/metrics\` and" \
 				"\`/jsz?streams=true&consumers=true\` every ${SCRAPE_EVERY} s during the measure (one process, keep-alive)."
