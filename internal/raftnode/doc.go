@@ -37,12 +37,14 @@
 //     its messages as frame envelopes;
 //  2. on the loop goroutine: writes one WAL record holding every group's
 //     items (not yet fsynced);
-//  3. sends the leaders' appends: one frame per destination server
-//     holding every MsgApp, MsgSnap and MsgHeartbeat of the round. They
-//     promise nothing about this node's disk, so they go out before its
-//     fsync, and the followers write and fsync their copies while the
-//     leader fsyncs its own (the leader's parallel write of the Raft
-//     thesis, section 10.2.1, which etcd-server does too);
+//  3. if the round needs an fsync (step 4), sends the leaders' appends:
+//     one frame per destination server holding every MsgApp, MsgSnap and
+//     MsgHeartbeat of the round. They promise nothing about this node's
+//     disk, so they go out before its fsync, and the followers write and
+//     fsync their copies while the leader fsyncs its own (the leader's
+//     parallel write of the Raft thesis, section 10.2.1, which
+//     etcd-server does too). A round without an fsync sends them in
+//     step 5, with the rest: one frame per server;
 //  4. fsyncs once if any Ready needed it (MustSync: new entries, term or
 //     vote). This is the durability point: no vote, append response or
 //     other message that speaks for this node's log has left yet;
