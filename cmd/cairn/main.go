@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -135,12 +136,16 @@ func printProblems(w io.Writer, ps []config.Problem) {
 // instance is a running server and what it was started with; reload
 // (reload.go) changes it.
 type instance struct {
-	cl  *commandLine
-	cfg *config.Config // the settings in force
-	lf  *logFile
-	log *logger.Logger
-	srv *server.Server
-	mon *monitor.Monitor // answers the $SYS requests; serves HTTP with http_port (-m)
+	cl *commandLine
+	// reloadMu is held by a reload and by what reads cfg while the
+	// server runs: reloads come from the signal loop and from the system
+	// account's RELOAD request.
+	reloadMu sync.Mutex
+	cfg      *config.Config // the settings in force
+	lf       *logFile
+	log      *logger.Logger
+	srv      *server.Server
+	mon      *monitor.Monitor // answers the $SYS requests; serves HTTP with http_port (-m)
 	// tlsFiles is the digest of the tls block's files in force
 	// (reload.go), so that a reload sees certificates rotated in place.
 	tlsFiles string
@@ -165,8 +170,19 @@ func monitorTLS(t *config.TLS) (*tls.Config, error) {
 // lame_duck_duration and lame_duck_grace_period) and returns; the server
 // then shuts down by itself. It runs on the signal loop, as reload does.
 func (in *instance) lameDuck() {
+	in.reloadMu.Lock()
 	p := in.cfg.Process
+	in.reloadMu.Unlock()
 	go in.srv.LameDuck(p.LameDuckDuration, p.LameDuckGracePeriod)
+}
+
+// reopenLog reopens the log file (SIGUSR1) under reloadMu: a reload,
+// which may come from the system account's RELOAD request on another
+// goroutine, may switch the file.
+func (in *instance) reopenLog() {
+	in.reloadMu.Lock()
+	defer in.reloadMu.Unlock()
+	in.lf.reopen()
 }
 
 // startMonitor makes the monitor, which answers the system account's
@@ -192,11 +208,15 @@ func (in *instance) startMonitor() error {
 		// replaces (nats-server getMonitoringTLSConfig).
 		tc = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return in.monTLS.Load(), nil }}
 	}
-	mon, err := monitor.New(monitor.Options{
+	opts := monitor.Options{
 		Host: host, Port: port, BasePath: c.Monitor.BasePath, TLS: tc,
 		Server: in.srv, ConfigDigest: c.Digest, MetricsPrefix: c.Monitor.MetricsPrefix, Logger: in.log,
 		Auth: c.Monitor.Auth,
-	})
+	}
+	if in.cl.configFile != "" {
+		opts.Reload = in.requestReload
+	}
+	mon, err := monitor.New(opts)
 	if err != nil {
 		return err
 	}
@@ -257,7 +277,7 @@ func serve(in *instance, warns []config.Problem, wait waitFunc) int {
 			defer os.Remove(path)
 		}
 	}
-	wait(controls{log: log, reopen: in.lf.reopen, reload: in.reload, lameDuck: in.lameDuck, done: srv.Done()})
+	wait(controls{log: log, reopen: in.reopenLog, reload: in.reload, lameDuck: in.lameDuck, done: srv.Done()})
 	if in.mon != nil {
 		in.mon.Close()
 	}

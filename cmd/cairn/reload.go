@@ -92,11 +92,21 @@ func secretKey(key string) bool {
 // errNoConfigFile is nats-server's text for a reload without -c.
 var errNoConfigFile = errors.New("can only reload config when a file is provided using -c or --config")
 
-// reload reloads the configuration and logs the outcome.
-func (in *instance) reload() {
-	if err := in.tryReload(); err != nil {
+// reload reloads the configuration and logs the outcome (SIGHUP).
+func (in *instance) reload() { _ = in.requestReload() }
+
+// requestReload reloads the configuration, logs the outcome and returns
+// the error: SIGHUP and the system account's
+// $SYS.REQ.SERVER.<id>.RELOAD (monitor Options.Reload), whose answer
+// carries the error. reloadMu keeps two reloads from running at once.
+func (in *instance) requestReload() error {
+	in.reloadMu.Lock()
+	defer in.reloadMu.Unlock()
+	err := in.tryReload()
+	if err != nil {
 		in.log.Errorf("Failed to reload server configuration: %v", err)
 	}
+	return err
 }
 
 func (in *instance) tryReload() error {

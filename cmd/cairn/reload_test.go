@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A reload (SIGHUP; waitForSignal calls ctl.reload) applies the changed
@@ -188,5 +193,66 @@ func TestReloadSecurityLog(t *testing.T) {
 		if strings.Contains(stderr.String(), secret) {
 			t.Errorf("password %q in the log:\n%s", secret, stderr.String())
 		}
+	}
+}
+
+// A user of the system account reloads the configuration file with
+// $SYS.REQ.SERVER.<id>.RELOAD (`nats server config reload`): the answer
+// carries no error and the new settings apply; a refused reload answers
+// with the refusal, code 500, as nats-server v2.15.2 does.
+func TestReloadBySystemRequest(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cairn.conf")
+	base := "listen: 127.0.0.1:-1\nserver_name: s1\nsystem_account: SYS\naccounts { SYS { users [ {user: admin, password: pw} ] } }\n"
+	writeFile(t, path, base+"max_payload: 1KB\n")
+	var out, stderr syncBuffer
+	code := run([]string{"-c", path}, &out, &stderr, func(ctl controls) {
+		addr := listenAddr(t, stderr.String())
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+		r := bufio.NewReader(nc)
+		line, _ := r.ReadString('\n')
+		var info map[string]any
+		_ = json.Unmarshal([]byte(strings.TrimPrefix(strings.TrimSpace(line), "INFO ")), &info)
+		id, _ := info["server_id"].(string)
+		fmt.Fprint(nc, "CONNECT {\"verbose\":false,\"user\":\"admin\",\"pass\":\"pw\"}\r\nSUB _INBOX.r 1\r\nPING\r\n")
+		request := func() map[string]any {
+			t.Helper()
+			fmt.Fprintf(nc, "PUB $SYS.REQ.SERVER.%s.RELOAD _INBOX.r 0\r\n\r\n", id)
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil {
+					t.Fatalf("waiting for the RELOAD answer: %v", err)
+				}
+				if strings.HasPrefix(line, "MSG _INBOX.r ") {
+					body, _ := r.ReadString('\n')
+					var v map[string]any
+					if err := json.Unmarshal([]byte(body), &v); err != nil {
+						t.Fatalf("answer %q: %v", body, err)
+					}
+					return v
+				}
+			}
+		}
+		writeFile(t, path, base+"max_payload: 2KB\n")
+		if v := request(); v["error"] != nil || v["server"] == nil {
+			t.Errorf("RELOAD answered %v", v)
+		}
+		if info := dialInfo(t, addr); info["max_payload"] != 2048.0 {
+			t.Errorf("INFO max_payload %v after the RELOAD request, want 2048", info["max_payload"])
+		}
+		writeFile(t, path, strings.Replace(base, "s1", "s2", 1))
+		v := request()
+		e, _ := v["error"].(map[string]any)
+		if e["code"] != 500.0 || !strings.Contains(fmt.Sprint(e["description"]), "config reload not supported for server_name") {
+			t.Errorf("refused RELOAD answered %v", v)
+		}
+	})
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
 	}
 }

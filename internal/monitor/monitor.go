@@ -73,6 +73,11 @@ type Options struct {
 	// Auth, when enabled, requires credentials on every endpoint
 	// (httpauth.go; the http_auth block); SetAuth replaces it.
 	Auth config.MonitorAuth
+	// Reload, when not nil, reloads the configuration file as SIGHUP
+	// does, for $SYS.REQ.SERVER.<id>.RELOAD (sysctl.go); its error is
+	// the reply's. Nil answers nats-server's "can only reload config
+	// when a file is provided using -c or --config".
+	Reload func() error
 }
 
 // Monitor serves the HTTP monitoring endpoints of one server. Create it

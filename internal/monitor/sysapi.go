@@ -208,6 +208,9 @@ func (m *Monitor) SysRequest(subject string, body []byte) (reply []byte, ok bool
 	}
 	req, build := m.sysEndpoint(kind)
 	if build == nil {
+		req, build = m.controlEndpoint(kind, body, target == m.srv.ID())
+	}
+	if build == nil {
 		return nil, false
 	}
 	resp := &serverAPIResponse{Server: m.serverInfo()}
@@ -314,6 +317,8 @@ func filterOf(req any) *eventFilter {
 	case *accountzRequest:
 		return &q.eventFilter
 	case *filterOnly:
+		return &q.eventFilter
+	case *profilezRequest:
 		return &q.eventFilter
 	}
 	return &eventFilter{}

@@ -43,6 +43,7 @@ const (
 	ReasonAuthenticationExpired
 	ReasonTLSHandshakeError
 	ReasonRevocation
+	ReasonKicked
 )
 
 var reasonTexts = [...]string{
@@ -74,6 +75,7 @@ var reasonTexts = [...]string{
 	ReasonAuthenticationExpired:         "Authentication Expired",
 	ReasonTLSHandshakeError:             "TLS Handshake Failure",
 	ReasonRevocation:                    "Credentials Revoked",
+	ReasonKicked:                        "Kicked",
 }
 
 // String returns nats-server's text for the reason.

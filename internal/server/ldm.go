@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -126,6 +127,18 @@ func (s *Server) sendLameDuckInfo() {
 		s.cl.infoMu.Lock()
 		defer s.cl.infoMu.Unlock()
 	}
+	base := s.lameDuckInfoLocked()
+	for _, c := range s.clientList() {
+		if c.asyncInfo.Load() {
+			c.sendInfo(base)
+		}
+	}
+}
+
+// lameDuckInfoLocked is the INFO a lame duck server sends its clients:
+// ldm true and connect_urls listing the other servers only. The caller
+// holds cl.infoMu in a cluster.
+func (s *Server) lameDuckInfoLocked() info {
 	base := s.baseInfo()
 	base.LameDuckMode = true
 	if s.cl != nil {
@@ -136,17 +149,66 @@ func (s *Server) sendLameDuckInfo() {
 			base.ConnectURLs = nil
 		}
 	}
-	for _, c := range s.clientList() {
-		if !c.asyncInfo.Load() {
-			continue
-		}
-		in := base
-		in.CID, in.ClientIP = c.cid, c.ip
-		in.MaxPayload = int(c.mpay.Load())
-		if !c.out.appendBytes(appendInfo(nil, in)) {
-			c.closeSlowConsumer()
-			continue
-		}
-		c.out.signal()
+	return base
+}
+
+// sendInfo queues base, completed with the client's own fields, for the
+// client; a client too far behind to take it is closed as a slow
+// consumer.
+func (c *client) sendInfo(base info) {
+	in := base
+	in.CID, in.ClientIP = c.cid, c.ip
+	in.MaxPayload = int(c.mpay.Load())
+	if !c.out.appendBytes(appendInfo(nil, in)) {
+		c.closeSlowConsumer()
+		return
 	}
+	c.out.signal()
+}
+
+// LameDuckClient sends one client the INFO of a lame duck server (ldm
+// true, connect_urls without this server), so that it reconnects
+// elsewhere, while the server goes on serving: the $SYS.REQ.SERVER.<id>.LDM
+// request of nats-server v2.15.2 (LDMClientByID), which `nats server
+// request ldm` sends. Its errors are nats-server's texts, answered with
+// code 500: "no such client id", and "client does not support Lame Duck
+// Mode or is not ready to receive the notification" for a client that
+// takes no async INFO (protocol 0, or no CONNECT yet).
+func (s *Server) LameDuckClient(cid uint64) error {
+	c := s.clientByID(cid)
+	if c == nil {
+		return errors.New("no such client id")
+	}
+	if !c.asyncInfo.Load() {
+		return errors.New("client does not support Lame Duck Mode or is not ready to receive the notification")
+	}
+	if s.cl != nil {
+		s.cl.infoMu.Lock()
+		defer s.cl.infoMu.Unlock()
+	}
+	c.sendInfo(s.lameDuckInfoLocked())
+	return nil
+}
+
+// KickClient closes one client connection, its closed reason "Kicked":
+// the $SYS.REQ.SERVER.<id>.KICK request of nats-server v2.15.2
+// (DisconnectClientByID), which `nats server request kick` sends. It
+// returns nats-server's error "no such client or leafnode id" (answered
+// with code 500) for a connection id no open client has.
+func (s *Server) KickClient(cid uint64) error {
+	c := s.clientByID(cid)
+	if c == nil {
+		return errors.New("no such client or leafnode id")
+	}
+	c.log.Debugf("%s - cid:%d - kicked by a system request", c.addr, c.cid)
+	c.setReason(ReasonKicked)
+	c.out.markClosing()
+	return nil
+}
+
+// clientByID returns the open client connection cid, nil when none.
+func (s *Server) clientByID(cid uint64) *client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clients[cid]
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/config"
@@ -54,6 +55,7 @@ type SysRequestHandler func(subject string, body []byte) (reply []byte, ok bool)
 // sysRequestQueue is how many requests may wait for an answer, and
 // sysRequestMaxBody the largest request payload queued (bytes).
 const (
+	maxProfilez       = 2 // PROFILEZ requests answered at once, each on its own goroutine
 	sysRequestQueue   = 256
 	sysRequestMaxBody = 64 << 10
 )
@@ -122,15 +124,32 @@ func (s *Server) ServeSystemRequests(h SysRequestHandler) error {
 
 // answerSystemRequests answers the queued requests until shutdown.
 func (s *Server) answerSystemRequests(acc *account, q <-chan sysRequest, h SysRequestHandler) {
+	profiling := make(chan struct{}, maxProfilez)
 	for {
 		select {
 		case <-s.quit:
 			return
 		case r := <-q:
-			if reply, ok := h(r.subject, r.body); ok {
-				s.publishIn(acc, r.reply, r.reply, "", nil, reply, pubNormal)
+			if !strings.HasSuffix(r.subject, ".PROFILEZ") {
+				s.answerSystemRequest(acc, r, h)
+				continue
+			}
+			select { // a CPU profile takes seconds: its own goroutine, as nats-server's
+			case profiling <- struct{}{}:
+				if !s.goroutine(func() { s.answerSystemRequest(acc, r, h); <-profiling }) {
+					return
+				}
+			default:
+				s.log.Debugf("System request on %s dropped: %d profiles are being taken", r.subject, cap(profiling))
 			}
 		}
+	}
+}
+
+// answerSystemRequest answers one request.
+func (s *Server) answerSystemRequest(acc *account, r sysRequest, h SysRequestHandler) {
+	if reply, ok := h(r.subject, r.body); ok {
+		s.publishIn(acc, r.reply, r.reply, "", nil, reply, pubNormal)
 	}
 }
 

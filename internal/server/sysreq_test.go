@@ -219,3 +219,26 @@ func TestSystemAccountOnlyLetsAnonymousIntoGlobal(t *testing.T) {
 		t.Fatal("the implicit user counts as a plaintext password")
 	}
 }
+
+// A PROFILEZ request (a CPU profile takes seconds) is answered on its own
+// goroutine: the requests queued after it are answered meanwhile.
+func TestSystemProfilezDoesNotHoldOtherRequests(t *testing.T) {
+	s := startWith(t, sysOptions())
+	release := make(chan struct{})
+	err := s.ServeSystemRequests(func(subj string, body []byte) ([]byte, bool) {
+		if strings.HasSuffix(subj, ".PROFILEZ") {
+			<-release
+		}
+		return []byte(subj), true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, _ := dialAs(t, s, "sys")
+	sys.send("SUB _INBOX.sys 1\r\nPUB $SYS.REQ.SERVER.PING.PROFILEZ _INBOX.sys 0\r\n\r\nPUB $SYS.REQ.SERVER.PING.VARZ _INBOX.sys 0\r\n\r\n")
+	want := "$SYS.REQ.SERVER.PING.VARZ"
+	sys.expect(fmt.Sprintf("MSG _INBOX.sys 1 %d\r\n%s\r\n", len(want), want))
+	close(release)
+	want = "$SYS.REQ.SERVER.PING.PROFILEZ"
+	sys.expect(fmt.Sprintf("MSG _INBOX.sys 1 %d\r\n%s\r\n", len(want), want))
+}
