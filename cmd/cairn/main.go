@@ -25,8 +25,17 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, waitForSignal))
+	// The signals are caught from the start: a SIGHUP sent as soon as the
+	// log says "Server is ready" would otherwise find Go's default
+	// action (exit) before the signal loop runs. Those received before the
+	// loop wait in the channel.
+	ch := make(chan os.Signal, 8)
+	signal.Notify(ch, handledSignals...)
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, func(ctl controls) { waitForSignal(ch, ctl) }))
 }
+
+// handledSignals are the signals the signal loop acts on.
+var handledSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2}
 
 // controls is what the signal loop may ask of a running server: its log,
 // reopening the log file (SIGUSR1), reloading the configuration (SIGHUP)
@@ -43,14 +52,12 @@ type controls struct {
 // waitFunc blocks until the server should stop.
 type waitFunc func(controls)
 
-// waitForSignal blocks until SIGINT or SIGTERM, or until the server shut
+// waitForSignal blocks until SIGINT or SIGTERM arrive on ch (signal.Notify
+// of handledSignals), or until the server shut
 // down by itself (lame duck mode ended), logging each signal as
 // nats-server does (server/signal.go): SIGHUP reloads the configuration
 // file, SIGUSR1 reopens the log file, SIGUSR2 enters lame duck mode.
-func waitForSignal(ctl controls) {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2)
-	defer signal.Stop(ch)
+func waitForSignal(ch <-chan os.Signal, ctl controls) {
 	for {
 		var sig os.Signal
 		select {
