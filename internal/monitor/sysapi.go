@@ -266,8 +266,9 @@ func (m *Monitor) sysEndpoint(kind string) (any, func(any) (any, error)) {
 			return &Leafz{ID: m.srv.ID(), Now: time.Now().UTC(), Leafs: []struct{}{}}, nil
 		}
 	case "RAFTZ", "IPQUEUESZ":
-		// No Raft groups and no internal queues: empty, as nats-server's
-		// answers are without them.
+		// No internal queues, and the Raft groups are not reported here
+		// yet (/jsz meta_cluster shows the meta group): empty, as
+		// nats-server's answers are without them.
 		return &filterOnly{}, func(any) (any, error) { return map[string]struct{}{}, nil }
 	case "GATEWAYZ":
 		return &filterOnly{}, func(any) (any, error) {
