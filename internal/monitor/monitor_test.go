@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -341,4 +342,24 @@ func TestHealthzReportsFencedStoreAndDiskGuard(t *testing.T) {
 	expect("/healthz?details=true", 503, `"type":"STREAM","account":"$G","stream":"S"`)
 	expect("/healthz?account=$G&stream=S", 503, "write error")
 	expect("/healthz?js-enabled-only=true", 200, `"ok"`)
+}
+
+// /subsz?test=<subject> lists the subscriptions a message published to
+// that subject would reach: literal, wildcard and full-wildcard ones, not
+// the others (nats-server v2.15.2 Subsz, test).
+func TestSubszTestSubject(t *testing.T) {
+	s, m := startMonitored(t, nil)
+	nc := rawClient(t, s, "subs")
+	fmt.Fprint(nc, "SUB orders.new 1\r\nSUB orders.* 2\r\nSUB > 3\r\nSUB orders.old 4\r\nSUB returns.* 5\r\nPING\r\n")
+	readUntil(t, nc, "PONG\r\n")
+	var sz Subsz
+	getInto(t, m.URL()+"/subsz?subs=1&test=orders.new", &sz)
+	var got []string
+	for _, d := range sz.Subs {
+		got = append(got, d.Subject)
+	}
+	slices.Sort(got)
+	if want := []string{">", "orders.*", "orders.new"}; !slices.Equal(got, want) || sz.Total != 3 {
+		t.Errorf("test=orders.new: %v (total %d), want %v", got, sz.Total, want)
+	}
 }

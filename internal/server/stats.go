@@ -288,7 +288,7 @@ func (s *Server) Subscriptions(test string) []SubInfo {
 	for _, c := range s.clientList() {
 		c.mu.Lock()
 		for _, sub := range c.subs {
-			if test == "" || subject.Match(sub.subject, test) {
+			if test == "" || subject.Match(test, sub.subject) {
 				out = append(out, sub.info(c.cid))
 			}
 		}
