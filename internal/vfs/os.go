@@ -2,8 +2,11 @@ package vfs
 
 import "os"
 
-// OS returns the FS of the real file system (package os). Files are opened
-// with permission 0o644 and directories created with 0o755. File.Sync and
+// OS returns the FS of the real file system (package os). Files are created
+// with permission 0o600 and directories with 0o700, readable by the
+// server's user only, as nats-server v2.15.2's stores (filestore.go
+// defaultFilePerms, defaultDirPerms): messages and credentials in them
+// are no business of other users of the host. File.Sync and
 // SyncDir call fsync(2) (os.File.Sync), which also covers what fdatasync
 // would. Errors are those of package os, mostly *os.PathError.
 func OS() FS { return osFS{} }
@@ -27,7 +30,7 @@ func (osFS) OpenAppend(name string) (File, error) {
 }
 
 func openOS(name string, flag int) (File, error) {
-	f, err := os.OpenFile(name, flag, 0o644)
+	f, err := os.OpenFile(name, flag, filePerm)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +41,13 @@ func (osFS) Remove(name string) error { return os.Remove(name) }
 
 func (osFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
 
-func (osFS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
+func (osFS) MkdirAll(dir string) error { return os.MkdirAll(dir, dirPerm) }
+
+// The permissions of what OS creates.
+const (
+	filePerm = 0o600
+	dirPerm  = 0o700
+)
 
 func (osFS) ReadDir(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir) // sorted by name

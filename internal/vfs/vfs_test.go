@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
@@ -224,5 +226,30 @@ func TestErrors(t *testing.T) {
 			wantDir(t, fs, p("d"))
 			wantDir(t, fs, p("moved"))
 		})
+	}
+}
+
+// What OS creates is for the server's user only: files 0o600,
+// directories 0o700, whatever the umask lets through (nats-server's
+// store permissions; other users of the host must not read messages).
+func TestOSPermissions(t *testing.T) {
+	fs := OS()
+	dir := filepath.Join(t.TempDir(), "a", "b")
+	if err := fs.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fs.Create(filepath.Join(dir, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, p := range []string{filepath.Dir(dir), dir, filepath.Join(dir, "f")} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := st.Mode().Perm(); m&0o077 != 0 {
+			t.Errorf("%s has mode %v: readable by others", p, m)
+		}
 	}
 }
