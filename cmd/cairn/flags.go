@@ -16,6 +16,9 @@ type commandLine struct {
 	check       bool     // -t: check the configuration and exit
 	showVersion bool     // -v
 	signal      string   // --signal <command>[=<pid or pid file>]
+	// ignored are the warnings about flags cairn accepts and ignores
+	// (--syslog, --remote_syslog, --max_traced_msg_len), set by a parse.
+	ignored []config.Problem
 }
 
 const usage = `Usage: cairn [options]
@@ -30,6 +33,7 @@ Server Options:
     -c, --config <file>              Configuration file (nats-server's format)
     -t                               Test the configuration file and exit
     -P, --pid <file>                 File to store the process ID
+        --ports_file_dir <dir>       Write <executable>_<pid>.ports there with the listen URLs
     -sl, --signal <cmd>[=<pid>]      Send a signal to a cairn process: ldm, stop, quit, term, reopen, reload
                                      (<pid> is a PID or a PID file; default: the PID file of -c's pid_file)
         --profile <port>             Serve Go pprof profiles on 127.0.0.1:<port> (as nats-server's --profile)
@@ -56,10 +60,17 @@ Authorization Options:
 
 Logging Options:
     -l, --log <file>                 File to redirect log output (default: stderr)
+        --log_size_limit <bytes>     Rotate the log file once it holds more (logfile_size_limit)
+    -T, --logtime                    Timestamp log entries (default: true; -T=false for none)
+        --logtime_utc                Timestamps in UTC instead of local time
     -D, --debug                      Enable debugging output
     -V, --trace                      Trace the raw protocol
+    -VV                              Trace (nats-server also traces the system account; cairn's trace always does)
     -DV                              Debug and trace
+    -DVV                             Debug and trace (as -VV)
         --log_format <text|json>     Log lines as nats-server (text) or as JSON objects
+    -s, --syslog, -r, --remote_syslog <url>, --max_traced_msg_len <n>
+                                     Accepted and ignored with a warning: cairn logs to stderr or --log
 
 Common Options:
     -h, --help                       Show this message
@@ -103,12 +114,13 @@ func (cl *commandLine) settings() (*config.Config, []config.Problem, error) {
 		}
 		cfg, warns = c, w
 	}
-	fs, finish := bindFlags(cfg, &commandLine{}, io.Discard)
+	parsed := &commandLine{}
+	fs, finish := bindFlags(cfg, parsed, io.Discard)
 	if err := fs.Parse(cl.args); err != nil { // parseArgs accepted them
 		return nil, warns, err
 	}
 	finish()
-	return cfg, warns, cfg.Validate()
+	return cfg, append(warns, parsed.ignored...), cfg.Validate()
 }
 
 // bindFlags defines nats-server's common flags (nats-server v2.15.2
@@ -141,8 +153,22 @@ func bindFlags(cfg *config.Config, cl *commandLine, stderr io.Writer) (fs *flag.
 	boolVar(fs, &cfg.Log.Debug, "D", "debug")
 	boolVar(fs, &cfg.Log.Trace, "V", "trace")
 	fs.Var((*logFormatFlag)(&cfg.Log.JSON), "log_format", "")
-	var dv bool
+	boolVar(fs, &cfg.Log.Time, "T", "logtime")
+	boolVar(fs, &cfg.Log.TimeUTC, "logtime_utc")
+	int64Var(fs, &cfg.Log.SizeLimit, "log_size_limit")
+	stringVar(fs, &cfg.Process.PortsFileDir, "ports_file_dir")
+	var dv, vv, dvv bool
 	boolVar(fs, &dv, "DV")
+	boolVar(fs, &vv, "VV")
+	boolVar(fs, &dvv, "DVV")
+	// Accepted as nats-server accepts them, and ignored with a warning at
+	// start, as the file's keys of the same names are.
+	var syslog bool
+	var remoteSyslog string
+	var tracedLen int
+	boolVar(fs, &syslog, "s", "syslog")
+	stringVar(fs, &remoteSyslog, "r", "remote_syslog")
+	intVar(fs, &tracedLen, "max_traced_msg_len")
 	boolVar(fs, &cl.showVersion, "v", "version")
 	var tlsOn bool
 	boolVar(fs, &tlsOn, "tls")
@@ -155,9 +181,24 @@ func bindFlags(cfg *config.Config, cl *commandLine, stderr io.Writer) (fs *flag.
 	stringVar(fs, &cfg.Auth.Token, "auth")
 	bindClusterFlags(fs, &cfg.Cluster)
 	return fs, func() {
-		if dv {
-			cfg.Log.Debug, cfg.Log.Trace = true, true
+		// -VV and -DVV also trace the system account in nats-server;
+		// cairn's trace has no such exception.
+		cfg.Log.Trace = cfg.Log.Trace || vv || dv || dvv
+		cfg.Log.Debug = cfg.Log.Debug || dv || dvv
+		ignore := func(set bool, flag, why string) {
+			if set {
+				cl.ignored = append(cl.ignored, config.Problem{File: "command line", Msg: fmt.Sprintf("flag %q is ignored: %s", flag, why)})
+			}
 		}
+		ignore(syslog, "syslog", "cairn logs to stderr or to --log")
+		ignore(remoteSyslog != "", "remote_syslog", "cairn logs to stderr or to --log")
+		ignore(tracedLen != 0, "max_traced_msg_len", "cairn traces whole messages")
+	}
+}
+
+func int64Var(fs *flag.FlagSet, p *int64, names ...string) {
+	for _, n := range names {
+		fs.Int64Var(p, n, *p, "")
 	}
 }
 

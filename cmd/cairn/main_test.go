@@ -154,3 +154,34 @@ func TestFinishWithin(t *testing.T) {
 		t.Fatal("a hung shutdown was reported as finished")
 	}
 }
+
+// Every flag nats-server v2.15.2 defines is accepted (a unit file or a
+// container's arguments written for it start cairn): the logging ones set
+// what the file's keys set; --syslog, --remote_syslog and
+// --max_traced_msg_len are ignored with a warning at start.
+func TestNatsServerLoggingFlags(t *testing.T) {
+	c := settingsOf(t, "-T=false", "--logtime_utc", "--log_size_limit", "1000", "--ports_file_dir", "/tmp/ports", "-VV")
+	if c.Log.Time || !c.Log.TimeUTC || c.Log.SizeLimit != 1000 || c.Process.PortsFileDir != "/tmp/ports" || !c.Log.Trace || c.Log.Debug {
+		t.Fatalf("logging flags not parsed: %+v %+v", c.Log, c.Process)
+	}
+	if c := settingsOf(t, "-DVV"); !c.Log.Trace || !c.Log.Debug {
+		t.Fatalf("-DVV: %+v", c.Log)
+	}
+	if c := settingsOf(t, "--logtime=false"); c.Log.Time {
+		t.Fatalf("--logtime=false: %+v", c.Log)
+	}
+	var out, stderr syncBuffer
+	code := run([]string{"-a", "127.0.0.1", "-p", "-1", "-s", "-r", "udp://127.0.0.1:514", "--max_traced_msg_len", "10", "-T=false"}, &out, &stderr, noWait)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	log := stderr.String()
+	for _, want := range []string{`[WRN] command line: flag "syslog" is ignored`, `[WRN] command line: flag "remote_syslog" is ignored`, `[WRN] command line: flag "max_traced_msg_len" is ignored`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+	if line, _, _ := strings.Cut(log, "\n"); !strings.HasPrefix(line, "[") || strings.Contains(line, "/") {
+		t.Errorf("-T=false still timestamps: %q", line)
+	}
+}
