@@ -56,7 +56,6 @@ func (c *client) startAuth(in *info) {
 		c.user, c.session = auth.Anonymous, auth.AnonymousSession()
 		return
 	}
-	in.AuthRequired = d.NoAuthUser() == "" || sec.implicitNoAuth
 	if d.NonceRequired() {
 		c.nonce = auth.NewNonce()
 		in.Nonce = string(c.nonce)

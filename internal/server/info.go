@@ -76,7 +76,11 @@ func (s *Server) baseInfo() info {
 		JetStream:  s.opts.JetStream,
 		APILevel:   jsapi.APILevel,
 	}
-	s.security().tls.infoFields(&in)
+	sec := s.security()
+	sec.tls.infoFields(&in)
+	// Every INFO says whether clients authenticate, the one after CONNECT
+	// and the async ones too, as nats-server's copies of its server info.
+	in.AuthRequired = sec.authRequiredInfo()
 	s.clusterInfo(&in)
 	return in
 }

@@ -60,3 +60,12 @@ func newSecurity(a *config.Auth, op *config.Operator, t *config.TLS, prev *secur
 
 // security returns the security in force.
 func (s *Server) security() *security { return s.sec.Load() }
+
+// authRequiredInfo is INFO's auth_required: clients must authenticate,
+// that is authentication is configured and there is no no_auth_user for
+// clients sending no credentials (one the server made itself still
+// counts as required, as nats-server says).
+func (sec *security) authRequiredInfo() bool {
+	d := sec.dir
+	return d.Required() && (d.NoAuthUser() == "" || sec.implicitNoAuth)
+}

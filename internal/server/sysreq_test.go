@@ -242,3 +242,13 @@ func TestSystemProfilezDoesNotHoldOtherRequests(t *testing.T) {
 	want = "$SYS.REQ.SERVER.PING.PROFILEZ"
 	sys.expect(fmt.Sprintf("MSG _INBOX.sys 1 %d\r\n%s\r\n", len(want), want))
 }
+
+// The INFO that follows CONNECT says auth_required as the first one does
+// (nats-server's copies of its server info carry it; checked with v2.15.2).
+func TestConnectInfoSaysAuthRequired(t *testing.T) {
+	s := startWith(t, sysOptions())
+	_, info := dialAs(t, s, "app")
+	if !strings.Contains(info, `"auth_required":true`) || !strings.Contains(info, `"connect_info":true`) {
+		t.Fatalf("connect_info INFO: %s", info)
+	}
+}
