@@ -93,6 +93,10 @@ JS_FLAGS_NODE='-js -sd {STORE}/{NODE}'
 JS_ADD_R3='nats: stream add benchstream --subjects bench.js --storage file --replicas 3 --defaults'
 # 100 users with 20 permission rules each (the "perms" scenarios).
 PERMS_CONF="$ROOT/bench/perms100.conf"
+# TLS for clients (the "tls" scenarios): a certificate for 127.0.0.1 from
+# a throwaway CA whose key was deleted (bench/tls/README).
+TLS_DIR="$ROOT/bench/tls"
+TLS_FLAGS="--tls --tlscert $TLS_DIR/server.pem --tlskey $TLS_DIR/server-key.pem"
 JS_ADD_FILE='nats: stream add benchstream --subjects bench.js --storage file --defaults'
 JS_ADD_MEM='nats: stream add benchstream --subjects bench.js --storage memory --defaults'
 # persist_mode async (ADR-56): cairn acknowledges once written, before the
@@ -141,6 +145,8 @@ cluster3 js consume R3 file x50k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3; js pu
 cluster3 js consume R3 file doubleack 1c x5k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3; js pub async $JS_PUB --batch 500 --msgs 5000 | js consume --stream benchstream --msgs 5000 --batch 500 --acks explicit --doubleack --clients 1 |
 perms pub 128B x1M, 100 users x 20 rules | -c $PERMS_CONF | | pub bench.pub --size 128 --msgs 1000000 --user u7 --password p |
 perms pub+sub 128B x1M, 100 users x 20 rules (sub) | -c $PERMS_CONF | | sub bench.ps --size 128 --msgs 1000000 --user u8 --password p | pub bench.ps --size 128 --msgs 1000000 --user u7 --password p
+tls pub 128B x1M | $TLS_FLAGS | | pub bench.pub --size 128 --msgs 1000000 --tlsca $TLS_DIR/ca.pem |
+tls pub+sub 128B x1M (sub) | $TLS_FLAGS | | sub bench.ps --size 128 --msgs 1000000 --tlsca $TLS_DIR/ca.pem | pub bench.ps --size 128 --msgs 1000000 --tlsca $TLS_DIR/ca.pem
 cluster3 pub n1 sub n2 128B x1M (sub) | {CLUSTER3} | | @2 sub bench.ps --size 128 --msgs 1000000 | @1 pub bench.ps --size 128 --msgs 1000000
 cluster3 queue group on n1+n2+n3, requests on n1, 4c x50k | {CLUSTER3} | @1 bg: service serve bench.svc --clients 1; @2 bg: service serve bench.svc --clients 1; @3 bg: service serve bench.svc --clients 1 | @1 service request bench.svc --clients 4 --msgs 50000 |
 "
