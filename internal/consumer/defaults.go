@@ -115,6 +115,23 @@ func (c *Config) SetEphemeralThreshold() {
 	}
 }
 
+// EffectiveReplicas returns how many replicas a consumer with config c
+// of a stream with config s has in a cluster, as nats-server v2.15.2
+// computes it (consumer.go ConsumerConfig.replicas): num_replicas when it
+// is set and at most the stream's; otherwise the stream's, except that an
+// ephemeral (no durable_name) of a limits stream that left num_replicas 0
+// has one. Validate refuses a num_replicas above the stream's (10126)
+// before this matters.
+func (c *Config) EffectiveReplicas(s *stream.Config) int {
+	if c.Replicas == 0 || c.Replicas > s.Replicas {
+		if !c.IsDurable() && s.Retention == stream.LimitsPolicy && c.Replicas == 0 {
+			return 1
+		}
+		return max(s.Replicas, 1)
+	}
+	return c.Replicas
+}
+
 // IsDurable reports whether c is a durable consumer (it has a
 // durable_name; nats-server isDurableConsumer).
 func (c *Config) IsDurable() bool { return c.Durable != "" }

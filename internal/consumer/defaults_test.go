@@ -3,6 +3,8 @@ package consumer
 import (
 	"testing"
 	"time"
+
+	"github.com/cairnmq/cairn/internal/stream"
 )
 
 // TestSetDefaultsPinnedTTL: pinned_client gets a 2 min priority_timeout
@@ -119,5 +121,35 @@ func TestSetStaticMetadata(t *testing.T) {
 	empty.SetStaticMetadata()
 	if got := mustJSON(t, empty.Metadata); got != `{"_nats.req.level":"0"}` {
 		t.Fatalf("metadata of an empty config %s", got)
+	}
+}
+
+// TestEffectiveReplicas follows nats-server v2.15.2's
+// ConsumerConfig.replicas: durables default to the stream's count,
+// ephemerals of limits streams to one, those of interest and workqueue
+// streams to the stream's; a set count stays.
+func TestEffectiveReplicas(t *testing.T) {
+	limits := &stream.Config{Replicas: 3, Retention: stream.LimitsPolicy}
+	interest := &stream.Config{Replicas: 3, Retention: stream.InterestPolicy}
+	r1 := &stream.Config{Replicas: 0}
+	for _, tc := range []struct {
+		name string
+		c    Config
+		s    *stream.Config
+		want int
+	}{
+		{"durable default", Config{Durable: "D"}, limits, 3},
+		{"durable R1", Config{Durable: "D", Replicas: 1}, limits, 1},
+		{"durable R2", Config{Durable: "D", Replicas: 2}, limits, 2},
+		{"ephemeral default", Config{}, limits, 1},
+		{"named ephemeral default", Config{Name: "E"}, limits, 1},
+		{"ephemeral R3", Config{Replicas: 3}, limits, 3},
+		{"ephemeral of interest stream", Config{}, interest, 3},
+		{"above the stream", Config{Durable: "D", Replicas: 5}, limits, 3},
+		{"stream of one replica", Config{Durable: "D"}, r1, 1},
+	} {
+		if got := tc.c.EffectiveReplicas(tc.s); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }
