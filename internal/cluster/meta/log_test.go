@@ -214,7 +214,7 @@ func TestMetaGroupReplicates(t *testing.T) {
 		var one []raftnode.ServerID
 		c.srv[l].log.View(func(st *State) {
 			var err *jserr.Error
-			if one, err = PlaceConsumer(st, sa, 1, nil, 3); err != nil {
+			if one, err = PlaceConsumer(st, sa, ConsumerPlaceRequest{Replicas: 1, Seed: 3}); err != nil {
 				t.Fatal(err)
 			}
 		})

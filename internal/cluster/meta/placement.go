@@ -151,25 +151,41 @@ func Place(s *State, req PlaceRequest) ([]raftnode.ServerID, *jserr.Error) {
 	return out, nil
 }
 
-// PlaceConsumer chooses the servers of a new consumer with replicas
-// replicas (nats-server's ConsumerConfig.replicas of the stream's config,
-// computed by the proposer) among its stream's servers, as nats-server
-// v2.15.2 createGroupForConsumer does: all of them when replicas equals
-// their number, else the online ones with the fewest replicas held (ties
-// by seed). More replicas than the stream has, or fewer online servers
-// than a quorum of replicas (or than replicas, when choosing), give 10023
-// "insufficient resources", the error nats-server answers then.
-func PlaceConsumer(s *State, stream StreamAssignment, replicas int, offline map[raftnode.ServerID]bool, seed uint64) ([]raftnode.ServerID, *jserr.Error) {
+// ConsumerPlaceRequest is what placing a consumer's replicas needs
+// besides the state and its stream's assignment.
+type ConsumerPlaceRequest struct {
+	// Replicas is the consumer's replica count
+	// (consumer.Config.EffectiveReplicas, computed by the proposer).
+	Replicas int
+	// Offline are the servers known to be down: they do not count
+	// towards the quorum of online servers, and are not chosen when
+	// choosing fewer servers than the stream has.
+	Offline map[raftnode.ServerID]bool
+	// Behind are the servers whose meta replica lags the meta leader
+	// (nats-server IsFollowerCaughtUp false): chosen after the others.
+	Behind map[raftnode.ServerID]bool
+	// Seed orders the choice (the proposer draws it; tests fix it).
+	Seed uint64
+}
+
+// PlaceConsumer chooses the servers of a new consumer among its stream's
+// servers, as nats-server v2.15.2 createGroupForConsumer does: all of
+// them when req.Replicas equals their number; else req.Replicas of the
+// online ones in an order drawn from req.Seed (nats-server shuffles),
+// those whose meta replica is caught up first. More replicas than the
+// stream has, or fewer online servers than a quorum of req.Replicas (or
+// than req.Replicas, when choosing), give 10023 "insufficient
+// resources", the error nats-server answers then.
+func PlaceConsumer(s *State, stream StreamAssignment, req ConsumerPlaceRequest) ([]raftnode.ServerID, *jserr.Error) {
 	peers := Servers(stream.Replicas)
-	r := max(replicas, 1)
+	r := max(req.Replicas, 1)
 	if r > len(peers) {
 		return nil, jserr.New(jserr.InsufficientResources)
 	}
-	load := s.Load()
 	var active []candidate
 	for _, p := range peers {
-		if sv := s.servers[p]; !offline[p] && sv != nil && !sv.Removed {
-			active = append(active, candidate{name: p, load: load[p], tie: tieBreak(seed, p)})
+		if sv := s.servers[p]; !req.Offline[p] && sv != nil && !sv.Removed {
+			active = append(active, candidate{name: p, offline: req.Behind[p], tie: tieBreak(req.Seed, p)})
 		}
 	}
 	if len(active) < r/2+1 {
@@ -182,7 +198,7 @@ func PlaceConsumer(s *State, stream StreamAssignment, replicas int, offline map[
 		return nil, jserr.New(jserr.InsufficientResources)
 	}
 	slices.SortFunc(active, func(a, b candidate) int {
-		return cmp.Or(cmp.Compare(a.load, b.load), cmp.Compare(a.tie, b.tie), cmp.Compare(a.name, b.name))
+		return cmp.Or(cmp.Compare(boolByte(a.offline), boolByte(b.offline)), cmp.Compare(a.tie, b.tie), cmp.Compare(a.name, b.name))
 	})
 	out := make([]raftnode.ServerID, r)
 	for i := range out {
@@ -193,7 +209,7 @@ func PlaceConsumer(s *State, stream StreamAssignment, replicas int, offline map[
 
 type candidate struct {
 	name    raftnode.ServerID
-	offline bool
+	offline bool // for a consumer: its meta replica lags
 	load    int
 	tie     uint64
 	unique  string // its tag with the unique prefix

@@ -144,33 +144,50 @@ func TestPlaceSpreads(t *testing.T) {
 }
 
 // A consumer's servers are its stream's: all of them at the stream's
-// replica count, else the least loaded online ones; too few online or
-// more replicas than the stream: 10023.
+// replica count, else online ones in an order drawn from the seed (every
+// replica for some seed), caught-up ones first; too few online or more
+// replicas than the stream: 10023.
 func TestPlaceConsumer(t *testing.T) {
 	st := testState()
 	r := mustApply(t, st, &AssignStream{Account: "A", Name: "S", Config: streamJSON("S"), Servers: servers("s1", "s2", "s3")})
 	sa := *r.Stream
-	got, err := PlaceConsumer(st, sa, 3, nil, 1)
+	got, err := PlaceConsumer(st, sa, ConsumerPlaceRequest{Replicas: 3, Seed: 1})
 	if err != nil || !slices.Equal(got, servers("s1", "s2", "s3")) {
 		t.Fatalf("R3: %v %v", got, err)
 	}
-	mustApply(t, st, &AssignStream{Account: "A", Name: "T", Config: streamJSON("T", "t"), Servers: servers("s1", "s2")})
-	for seed := range uint64(10) {
-		got, err = PlaceConsumer(st, sa, 1, nil, seed)
-		if err != nil || !slices.Equal(got, servers("s3")) {
-			t.Fatalf("R1 goes to the least loaded replica, seed %d: %v %v", seed, got, err)
+	chosen := map[raftnode.ServerID]bool{}
+	for seed := range uint64(30) {
+		got, err = PlaceConsumer(st, sa, ConsumerPlaceRequest{Replicas: 1, Seed: seed})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("R1, seed %d: %v %v", seed, got, err)
+		}
+		chosen[got[0]] = true
+		again, _ := PlaceConsumer(st, sa, ConsumerPlaceRequest{Replicas: 1, Seed: seed})
+		if !slices.Equal(got, again) {
+			t.Fatalf("seed %d chose %v, then %v", seed, got, again)
+		}
+		behind, _ := PlaceConsumer(st, sa, ConsumerPlaceRequest{Replicas: 1, Seed: seed, Behind: map[raftnode.ServerID]bool{"s1": true, "s2": true}})
+		if !slices.Equal(behind, servers("s3")) {
+			t.Fatalf("R1 prefers the caught-up replica, seed %d: %v", seed, behind)
 		}
 	}
-	got, err = PlaceConsumer(st, sa, 1, map[raftnode.ServerID]bool{"s3": true}, 0)
-	if err != nil || len(got) != 1 || got[0] == "s3" {
-		t.Fatalf("R1 avoids offline: %v %v", got, err)
+	if len(chosen) != 3 {
+		t.Fatalf("R1 over 30 seeds chose only %v", chosen)
 	}
-	_, err = PlaceConsumer(st, sa, 5, nil, 0)
+	for seed := range uint64(10) {
+		got, err = PlaceConsumer(st, sa, ConsumerPlaceRequest{Replicas: 1, Offline: map[raftnode.ServerID]bool{"s3": true}, Seed: seed})
+		if err != nil || len(got) != 1 || got[0] == "s3" {
+			t.Fatalf("R1 avoids offline: %v %v", got, err)
+		}
+	}
+	_, err = PlaceConsumer(st, sa, ConsumerPlaceRequest{Replicas: 5})
 	wantPlaceErr(t, err, jserr.InsufficientResources, "insufficient resources")
-	_, err = PlaceConsumer(st, sa, 3, map[raftnode.ServerID]bool{"s1": true, "s2": true}, 0)
+	_, err = PlaceConsumer(st, sa, ConsumerPlaceRequest{Replicas: 3, Offline: map[raftnode.ServerID]bool{"s1": true, "s2": true}})
+	wantPlaceErr(t, err, jserr.InsufficientResources, "insufficient resources")
+	_, err = PlaceConsumer(st, sa, ConsumerPlaceRequest{Replicas: 2, Offline: map[raftnode.ServerID]bool{"s1": true, "s2": true}})
 	wantPlaceErr(t, err, jserr.InsufficientResources, "insufficient resources")
 	// The choice applies.
-	got, _ = PlaceConsumer(st, sa, 1, nil, 0)
+	got, _ = PlaceConsumer(st, sa, ConsumerPlaceRequest{Replicas: 1})
 	mustApply(t, st, &AssignConsumer{Account: "A", Stream: "S", Name: "C", Config: []byte(`{}`), Servers: got})
 }
 

@@ -153,6 +153,16 @@ func (s *State) Consumers(account, stream string) []ConsumerAssignment {
 	return e.sortedConsumers()
 }
 
+// NumConsumers returns how many consumers a stream has, and whether the
+// stream exists.
+func (s *State) NumConsumers(account, stream string) (int, bool) {
+	e := s.stream(account, stream)
+	if e == nil {
+		return 0, false
+	}
+	return len(e.consumers), true
+}
+
 // Consumer returns a consumer's assignment.
 func (s *State) Consumer(account, stream, name string) (ConsumerAssignment, bool) {
 	e := s.stream(account, stream)
