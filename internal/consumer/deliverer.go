@@ -83,18 +83,20 @@ type Deliverer struct {
 	out          Output
 	logf         func(format string, args ...any)
 
-	lps          []uint64 // last_per_subject sequences still to deliver
-	minNext      uint64   // new messages are looked for from here at least
-	waiting      []*waiting
-	np           pendingCount
-	end          uint64 // the stream's durable sequence, read once per Deliver
-	lastDeliver  time.Time
-	lastActive   time.Time // interest or pull activity, for inactive_threshold
-	lastHB       time.Time // push heartbeats
-	fc           flowControl
-	replay       replayState
-	pollInterest bool     // an unbound push consumer with messages waits for a subscriber
-	acked        []uint64 // delivered with ack policy none: acknowledged, for retention
+	lps         []uint64 // last_per_subject sequences still to deliver
+	minNext     uint64   // new messages are looked for from here at least
+	waiting     []*waiting
+	np          pendingCount
+	end         uint64 // the stream's durable sequence, read once per Deliver
+	lastDeliver time.Time
+	lastActive  time.Time // interest or pull activity, for inactive_threshold
+	// inactiveFloor: not inactive before it (PostponeInactive).
+	inactiveFloor time.Time
+	lastHB        time.Time // push heartbeats
+	fc            flowControl
+	replay        replayState
+	pollInterest  bool     // an unbound push consumer with messages waits for a subscriber
+	acked         []uint64 // delivered with ack policy none: acknowledged, for retention
 	// rl paces a push consumer with rate_limit_bps (nil until needed,
 	// dropped by SetConfig), holding rateBurst bytes (SetRateBurst);
 	// rateAt is when it lets the next message go, zero when it holds
@@ -569,8 +571,17 @@ func (d *Deliverer) inactiveAt() time.Time {
 			from = end
 		}
 	}
-	return from.Add(t)
+	if at := from.Add(t); at.After(d.inactiveFloor) {
+		return at
+	}
+	return d.inactiveFloor
 }
+
+// PostponeInactive makes the consumer count as active until at least
+// until: a clustered consumer that asked its meta group to remove it
+// judges its inactivity again only then (nats-server v2.15.2
+// deleteNotActive's retry).
+func (d *Deliverer) PostponeInactive(until time.Time) { d.inactiveFloor = until }
 
 // longestWait is the longest ack wait a delivery can get: ack_wait, or
 // the largest backoff step.

@@ -66,7 +66,23 @@ type Env struct {
 	// returned, when the consumer passed its inactive_threshold: the
 	// engine deletes it.
 	Expire func(c *Consumer)
+	// RemoveInactive, when set (a clustered JetStream), replaces Expire:
+	// the loop tells it that the consumer, which it delivers for (it
+	// has a local log, or leads its replicated one), passed its
+	// inactive_threshold, and runs on; while the consumer stays inactive
+	// it tells it again InactiveRetry later, then twice as late each
+	// time up to InactiveRetryMax (nats-server v2.15.2 deleteNotActive).
+	// created is the consumer's creation time. It must not block.
+	RemoveInactive func(stream, consumer string, created time.Time)
 }
+
+// How long a consumer that asked for its removal (Env.RemoveInactive)
+// waits before it asks again, at first and at most: nats-server v2.15.2's
+// consumerNotActiveStartInterval and consumerNotActiveMaxInterval.
+const (
+	InactiveRetry    = 30 * time.Second
+	InactiveRetryMax = 5 * time.Minute
+)
 
 // Consumer is the runtime of one consumer: its subscriptions (acks, pull
 // requests, flow control replies) queue events, and its loop goroutine
@@ -161,6 +177,11 @@ type Consumer struct {
 	cacked       []uint64
 	stepDown     bool
 	unflushed    bool // operations wait in the log's batch (flushReplicated)
+
+	// removeRetry is how long after its last request for removal
+	// (Env.RemoveInactive) an inactive consumer asks again; 0 before the
+	// first (loop only).
+	removeRetry time.Duration
 }
 
 // confirm is a confirmation to send once the ack it answers is durable:
@@ -269,8 +290,11 @@ func (c *Consumer) loop() {
 			c.sr.DropUnneeded() // a reset skipped messages an interest stream may hold for it alone
 		}
 		if idle {
-			c.env.Expire(c)
-			return
+			if c.env.RemoveInactive == nil {
+				c.env.Expire(c)
+				return
+			}
+			c.askRemove()
 		}
 		timer.Reset(c.nextWake())
 	}
@@ -327,16 +351,35 @@ func (c *Consumer) round(evs []cevent) (acked []uint64, replies []string, jb jou
 	c.acked, c.ackReplies = nil, nil
 	jb = journalBatch{ops: c.jops, waits: c.jwait, saveAfter: saveAfter, dropUnneeded: c.resetRetention}
 	c.jops, c.jwait, c.resetRetention = nil, nil, false
+	idle = c.d.Inactive(now)
 	if c.repl {
 		// Retention and confirmations follow what committed, not what
-		// this leader decided (replicated.go); a replicated consumer is
-		// removed through the meta group, never by inactivity here.
+		// this leader decided (replicated.go); the leader alone judges
+		// inactivity, and the meta group removes the consumer
+		// (Env.RemoveInactive).
 		c.flushReplicated()
 		c.holdReplies(replies)
 		acked, replies = c.takeCommitted()
-		return acked, replies, jb, false
 	}
-	return acked, replies, jb, c.d.Inactive(now)
+	return acked, replies, jb, idle
+}
+
+// askRemove tells Env.RemoveInactive that the consumer is inactive, and
+// puts off its next inactivity by the retry interval (InactiveRetry,
+// doubling up to InactiveRetryMax), so that the loop asks again only
+// then if the consumer is still there and still inactive. The time is
+// the consumer's clock (Env.Now). Called by the loop, without c.mu.
+func (c *Consumer) askRemove() {
+	c.mu.Lock()
+	if c.removeRetry == 0 {
+		c.removeRetry = InactiveRetry
+	} else {
+		c.removeRetry = min(2*c.removeRetry, InactiveRetryMax)
+	}
+	c.d.PostponeInactive(c.now().Add(c.removeRetry))
+	stream, name, created := c.sr.Name(), c.name, c.created
+	c.mu.Unlock()
+	c.env.RemoveInactive(stream, name, created)
 }
 
 func (c *Consumer) handle(ev *cevent, now time.Time) {
