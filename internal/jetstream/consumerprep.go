@@ -6,20 +6,20 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// PrepareConsumer runs the checks of CreateConsumer against this
-// server's replica of the stream without creating or changing anything,
-// and returns the config to create (defaults applied, Name set) and
-// whether a consumer of that name exists here with a config a create
-// would leave as it is. The cluster layer's meta leader calls it before
-// it proposes a replicated consumer's assignment (docs/clustering.md,
-// "Replicated consumers"). Errors: those of CreateConsumer (10059, the
-// config's, 10148, 10149, 10012, 10026, 10099/10100, 10102).
-func (js *JetStream) PrepareConsumer(streamName string, cfg consumer.Config, action ConsumerAction, pedantic bool) (consumer.Config, bool, *jserr.Error) {
-	r, jerr := js.lookup(streamName)
-	if jerr != nil {
-		return cfg, false, jerr
-	}
-	scfg := r.Config()
+// PrepareConsumer runs the checks of CreateConsumer for a consumer of a
+// stream whose config is scfg and whose existing consumers' configs are
+// existing (by name), without creating or changing anything: the cluster
+// layer's meta leader calls it with what its meta group holds, whether or
+// not this server runs a replica of the stream, before it proposes the
+// consumer's assignment (nats-server v2.15.2 jsClusteredConsumerRequest
+// checks against its assignments too; docs/clustering.md, "Replicated
+// consumers"). It returns the config to assign (defaults applied, Name
+// set from the durable name; still empty for an ephemeral the request
+// left unnamed, which the caller names) and whether a consumer of that
+// name exists with a config a create would leave as it is. Errors: those
+// of CreateConsumer but 10059 (the config's, 10148, 10149, 10012, 10013
+// for a deliver subject still in use, 10026, 10099/10100, 10102).
+func (js *JetStream) PrepareConsumer(scfg stream.Config, existing map[string]*consumer.Config, cfg consumer.Config, action ConsumerAction, pedantic bool) (consumer.Config, bool, *jserr.Error) {
 	cfg.SetStaticMetadata()
 	if err := cfg.SetDefaults(&scfg, pedantic); err != nil {
 		return cfg, false, err
@@ -30,36 +30,46 @@ func (js *JetStream) PrepareConsumer(streamName string, cfg consumer.Config, act
 	if cfg.Name == "" {
 		cfg.Name = cfg.Durable
 	}
-	r.cons.mu.Lock()
-	defer r.cons.mu.Unlock()
-	if c := r.cons.byName[cfg.Name]; c != nil {
-		old := c.Config()
-		same, err := r.checkRecreateLocked(&old, &cfg, action)
+	others := func(skip string) []*consumer.Config {
+		out := make([]*consumer.Config, 0, len(existing))
+		for name, c := range existing {
+			if name != skip {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	if old := existing[cfg.Name]; cfg.Name != "" && old != nil {
+		same, err := checkRecreate(&scfg, old, &cfg, action, others(cfg.Name))
+		if err == nil && !same && old.DeliverSubject != cfg.DeliverSubject && old.DeliverSubject != "" && js.tr.HasInterest(old.DeliverSubject) {
+			err = jserr.New(jserr.ConsumerNameExist)
+		}
 		cfg.SetEphemeralThreshold()
 		return cfg, same, err
 	}
 	if action == UpdateOnly {
 		return cfg, false, jserr.New(jserr.ConsumerDoesNotExist)
 	}
-	if err := r.checkNewLocked(&scfg, &cfg); err != nil {
+	if err := js.checkNew(&scfg, &cfg, others("")); err != nil {
 		return cfg, false, err
 	}
 	cfg.SetEphemeralThreshold()
 	return cfg, false, nil
 }
 
-// checkRecreateLocked runs recreate's checks of a create of an existing
-// consumer whose config is old: same reports a create that changes
-// nothing. The caller holds r.cons.mu.
-func (r *streamEntry) checkRecreateLocked(old, cfg *consumer.Config, action ConsumerAction) (same bool, err *jserr.Error) {
+// checkRecreate runs recreate's checks of a create of an existing
+// consumer whose config is old (of a stream whose config is scfg, with
+// the other consumers others): same reports a create that changes
+// nothing.
+func checkRecreate(scfg *stream.Config, old, cfg *consumer.Config, action ConsumerAction, others []*consumer.Config) (same bool, err *jserr.Error) {
 	if action == CreateOnly {
 		if !cfg.EqualForCreate(old) {
 			return false, jserr.New(jserr.ConsumerAlreadyExists)
 		}
 		return true, nil
 	}
-	if r.Config().Retention == stream.WorkQueuePolicy {
-		if err := consumer.CheckWorkQueueUpdate(cfg, r.consumerConfigsLocked(cfg.Name)); err != nil {
+	if scfg.Retention == stream.WorkQueuePolicy {
+		if err := consumer.CheckWorkQueueUpdate(cfg, others); err != nil {
 			return false, err
 		}
 	}

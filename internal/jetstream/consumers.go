@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/jetstream/metafile"
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/cairnmq/cairn/internal/vfs"
@@ -39,24 +40,28 @@ func (js *JetStream) CreateConsumer(streamName string, cfg consumer.Config, acti
 	if jerr != nil {
 		return nil, jerr
 	}
-	return js.createConsumer(r, cfg, action, pedantic, time.Time{})
+	return js.createConsumer(r, "", cfg, action, pedantic, time.Time{})
 }
 
-// CreateConsumerAt is CreateConsumer for a consumer created at created
-// (not now): the cluster layer starts a replica of a replicated consumer
-// with the created time its meta group assigned, on every server and
-// after every restart, as nats-server keeps a consumer's created time.
-func (js *JetStream) CreateConsumerAt(streamName string, cfg consumer.Config, action ConsumerAction, created time.Time) (*consumer.Info, *jserr.Error) {
+// CreateConsumerAt is CreateConsumer for the consumer named name created
+// at created (not now): the cluster layer starts its replica of a
+// consumer with the name and created time its meta group assigned, on
+// every server and after every restart, as nats-server keeps a
+// consumer's created time. name is the consumer's name when cfg has none
+// (an ephemeral the meta leader named: its config keeps no name, as
+// nats-server's); "" lets CreateConsumer name it.
+func (js *JetStream) CreateConsumerAt(streamName, name string, cfg consumer.Config, action ConsumerAction, created time.Time) (*consumer.Info, *jserr.Error) {
 	r, jerr := js.lookup(streamName)
 	if jerr != nil {
 		return nil, jerr
 	}
-	return js.createConsumer(r, cfg, action, false, created)
+	return js.createConsumer(r, name, cfg, action, false, created)
 }
 
-// createConsumer is CreateConsumer on the stream r found; r may have been
-// deleted since (10059 then).
-func (js *JetStream) createConsumer(r *streamEntry, cfg consumer.Config, action ConsumerAction, pedantic bool, created time.Time) (*consumer.Info, *jserr.Error) {
+// createConsumer is CreateConsumer on the stream r found (r may have
+// been deleted since: 10059 then), for a consumer named name when cfg
+// names none ("": a generated name).
+func (js *JetStream) createConsumer(r *streamEntry, name string, cfg consumer.Config, action ConsumerAction, pedantic bool, created time.Time) (*consumer.Info, *jserr.Error) {
 	scfg := r.Config()
 	cfg.SetStaticMetadata()
 	if err := cfg.SetDefaults(&scfg, pedantic); err != nil {
@@ -70,7 +75,10 @@ func (js *JetStream) createConsumer(r *streamEntry, cfg consumer.Config, action 
 	}
 	generated := cfg.Name == ""
 	if generated {
-		cfg.Name = randomName()
+		cfg.Name = name
+		if name == "" {
+			cfg.Name = randomName()
+		}
 	}
 	// refiltered: an existing consumer's filters changed; released: the
 	// new consumer replaced an unrestored one (releaseUnrestoredLocked).
@@ -139,15 +147,21 @@ func (js *JetStream) createConsumer(r *streamEntry, cfg consumer.Config, action 
 }
 
 // checkNewLocked runs nats-server v2.15.2's checks for a consumer that
-// does not exist yet, in its order: max_consumers over the limitable
-// consumers (10026), the workqueue rules, the durable name length
-// (10102). The caller holds r.cons.mu.
+// does not exist yet (checkNew) against the stream's other consumers.
+// The caller holds r.cons.mu.
 func (r *streamEntry) checkNewLocked(scfg *stream.Config, cfg *consumer.Config) *jserr.Error {
-	others := r.consumerConfigsLocked("")
+	return r.js.checkNew(scfg, cfg, r.consumerConfigsLocked(""))
+}
+
+// checkNew runs nats-server v2.15.2's checks for a consumer cfg that does
+// not exist yet, of a stream whose config is scfg and whose consumers
+// are others, in its order: max_consumers over the limitable consumers
+// (10026), the workqueue rules, the durable name length (10102).
+func (js *JetStream) checkNew(scfg *stream.Config, cfg *consumer.Config, others []*consumer.Config) *jserr.Error {
 	if scfg.MaxConsumers > 0 && cfg.Limitable() && countLimitable(others) >= scfg.MaxConsumers {
 		return jserr.New(jserr.MaximumConsumersLimit)
 	}
-	if l := r.js.cfg.Limits; l != nil && l.MaxConsumers > 0 && cfg.Limitable() && countLimitable(others) >= l.MaxConsumers {
+	if l := js.cfg.Limits; l != nil && l.MaxConsumers > 0 && cfg.Limitable() && countLimitable(others) >= l.MaxConsumers {
 		return jserr.New(jserr.MaximumConsumersLimit) // the account's max_consumers, per stream
 	}
 	if scfg.Retention == stream.WorkQueuePolicy {
@@ -212,6 +226,22 @@ func (r *streamEntry) consumerConfigsLocked(skip string) []*consumer.Config {
 	return out
 }
 
+// ConsumerName returns a new name for an unnamed ephemeral consumer: 8
+// base-62 characters, as nats-server v2.15.2 generates
+// (createConsumerName). The cluster layer's meta leader names the
+// ephemerals it assigns with it.
+func ConsumerName() string { return randomName() }
+
+// ConsumerConfig returns a copy of the config of consumer name of stream
+// streamName as it runs here. Errors: 10059, 10014.
+func (js *JetStream) ConsumerConfig(streamName, name string) (consumer.Config, *jserr.Error) {
+	c, jerr := js.lookupConsumer(streamName, name)
+	if jerr != nil {
+		return consumer.Config{}, jerr
+	}
+	return c.Config(), nil
+}
+
 // randomName returns an 8-character base-62 consumer name, as nats-server
 // generates for unnamed ephemerals.
 func randomName() string {
@@ -219,9 +249,9 @@ func randomName() string {
 	return id[len(id)-8:]
 }
 
-// restoreConsumers starts the persisted consumers of a file stream. A
-// consumer whose metadata or state cannot be read is reported and left
-// on disk.
+// restoreConsumers starts the persisted consumers of a file stream (in a
+// cluster, only those Config.RestoreConsumer keeps). A consumer whose
+// metadata or state cannot be read is reported and left on disk.
 func (r *streamEntry) restoreConsumers() {
 	if r.Dir() == "" {
 		return
@@ -230,9 +260,13 @@ func (r *streamEntry) restoreConsumers() {
 	if err != nil {
 		return
 	}
+	var restored []*consumerrun.Consumer
 	for _, name := range names {
 		if strings.Contains(name, ".") {
 			continue // set aside (holdUnrestored); no consumer name has a dot
+		}
+		if keep := r.js.cfg.RestoreConsumer; keep != nil && !keep(r.Name(), name) {
+			continue // not this server's (left on disk)
 		}
 		c, err := consumerrun.Restore(r.js.consumerEnv(), r.Stream, name)
 		if err != nil {
@@ -243,19 +277,69 @@ func (r *streamEntry) restoreConsumers() {
 		r.cons.byName[name] = c
 		r.cons.mu.Unlock()
 		c.Start()
+		restored = append(restored, c)
 	}
 	// Retention for what each consumer acknowledged, once every consumer
-	// is back (interest counts them all): the acks replayed from the
-	// journal, and the messages its stored state has acknowledged that
-	// the stream still holds because a crash came between the state's
-	// save and their removal.
-	for _, c := range r.cons.list() {
-		seqs := append(c.TakeReplayed(), r.ackedStillStored(c)...)
-		if len(seqs) > 0 {
-			slices.Sort(seqs)
-			r.OnAcked(c, slices.Compact(seqs), false)
-		}
+	// is back (interest counts them all).
+	for _, c := range restored {
+		r.retainRestored(c)
 	}
+}
+
+// retainRestored runs retention for what the restored consumer c
+// acknowledged: the acks replayed from its journal, and the messages its
+// stored state has acknowledged that the stream still holds because a
+// crash came between the state's save and their removal.
+func (r *streamEntry) retainRestored(c *consumerrun.Consumer) {
+	seqs := append(c.TakeReplayed(), r.ackedStillStored(c)...)
+	if len(seqs) > 0 {
+		slices.Sort(seqs)
+		r.OnAcked(c, slices.Compact(seqs), false)
+	}
+}
+
+// RestoreConsumer starts the persisted consumer name of stream
+// streamName from its files, as a start restores it: in a cluster, a
+// consumer with one replica the meta group assigns to this server that
+// the stream's start did not restore (Config.RestoreConsumer). found is
+// false when it has no files here (the caller creates it); true, with no
+// error, when it runs already. Errors: 10059, and the consumer's own (its
+// files cannot be read: it is reported, left on disk and held as a
+// start holds it, as jserr.ConsumerCreate).
+func (js *JetStream) RestoreConsumer(streamName, name string) (found bool, _ *jserr.Error) {
+	r, jerr := js.lookup(streamName)
+	if jerr != nil {
+		return false, jerr
+	}
+	if r.Dir() == "" || strings.Contains(name, ".") {
+		return false, nil
+	}
+	r.cons.mu.Lock()
+	running := r.cons.byName[name] != nil
+	r.cons.mu.Unlock()
+	if running {
+		return true, nil
+	}
+	var m consumerrun.Meta
+	if err := metafile.Read(js.cfg.FS, consumerrun.Dir(r.Dir(), name), &m); vfs.IsNotExist(err) {
+		return false, nil
+	}
+	c, err := consumerrun.Restore(js.consumerEnv(), r.Stream, name)
+	if err != nil {
+		r.holdUnrestored(name, err)
+		return true, jserr.From(err, jserr.ConsumerCreate)
+	}
+	r.cons.mu.Lock()
+	if r.cons.done || r.cons.byName[name] != nil {
+		r.cons.mu.Unlock()
+		c.Stop(nil)
+		return true, nil
+	}
+	r.cons.byName[name] = c
+	r.cons.mu.Unlock()
+	c.Start()
+	r.retainRestored(c)
+	return true, nil
 }
 
 // ackedStillStored returns, for a workqueue or interest stream, the

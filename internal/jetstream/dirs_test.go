@@ -193,7 +193,7 @@ func TestConsumerCreateAfterStreamDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := consumer.Config{Durable: "C1", AckPolicy: consumer.AckExplicit}
-	if _, err := js.createConsumer(old, cfg, CreateOrUpdate, false, time.Time{}); err == nil || err.ErrCode != 10059 {
+	if _, err := js.createConsumer(old, "", cfg, CreateOrUpdate, false, time.Time{}); err == nil || err.ErrCode != 10059 {
 		t.Fatalf("create on the deleted stream: %v, want 10059", err)
 	}
 	if names, _ := js.ConsumerNames("ORDERS"); len(names) != 0 {

@@ -70,6 +70,11 @@ func (r *streamEntry) info(opts InfoOptions) *StreamInfo {
 		TimeStamp: r.js.now().UTC(),
 	}
 	info.State.Consumers = r.numConsumers()
+	if f := r.js.cfg.ConsumerCount; f != nil {
+		if n, ok := f(r.Name()); ok {
+			info.State.Consumers = n
+		}
+	}
 	info.Mirror, info.Sources = r.srcs.Infos()
 	return info
 }

@@ -98,6 +98,29 @@ type Config struct {
 	// NewConsumerLog makes each consumer's operation log; nil is
 	// NewLocalConsumerLog.
 	NewConsumerLog NewConsumerLogFunc
+	// ConsumerCount, when set (a clustered JetStream), gives the number
+	// of a stream's consumers a stream info reports: the cluster's (its
+	// meta group's), where this server runs only some of them, as
+	// nats-server v2.15.2 reports its cluster-wide count; false leaves
+	// the count of those running here.
+	ConsumerCount func(stream string) (int, bool)
+	// RestoreConsumer, when set (a clustered JetStream), says which of a
+	// file stream's persisted consumers its start restores: those the
+	// meta group assigns to this server. The others are left on disk,
+	// not started and not held (nil restores every one).
+	RestoreConsumer func(stream, consumer string) bool
+	// RemoveInactive, when set (a clustered JetStream), is told when a
+	// consumer this server delivers for (a consumer with one replica, or
+	// the leader of a replicated one) passed its inactive_threshold, and
+	// asks its meta group to remove it, as nats-server v2.15.2's leader
+	// does (consumer.go deleteNotActive); the consumer runs on until the
+	// removal applies, and is reported again after
+	// consumerrun.InactiveRetry (doubling up to InactiveRetryMax) while
+	// it stays inactive. created identifies the consumer (a consumer
+	// created again under the same name is another one). It must not
+	// block. nil deletes an inactive consumer here at once, as one
+	// server does.
+	RemoveInactive func(stream, consumer string, created time.Time)
 }
 
 // NoStorage as Config.MaxMemory or MaxStore allows no stream of that
@@ -374,7 +397,7 @@ func (js *JetStream) consumerEnv() consumerrun.Env {
 		APILevel: js.cfg.APILevel, Version: js.cfg.Version, Domain: js.cfg.Domain, Account: js.accountName(),
 		MaxPayload: js.cfg.MaxPayload, NewLog: newLog,
 		DeadLetterAcks: js.dlqAcks, CaptureOf: js.captureStream, Ready: js.ready.Load,
-		Expire: js.expireConsumer,
+		Expire: js.expireConsumer, RemoveInactive: js.cfg.RemoveInactive,
 	}
 }
 

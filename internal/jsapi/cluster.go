@@ -66,19 +66,33 @@ func clusterOnly(a *API, r *request) (response, *jserr.Error) {
 	return resp, jserr.New(jserr.ClusterRequired)
 }
 
-// ConsumerCluster is implemented by a Cluster that replicates consumers
-// (internal/cluster/jscluster; docs/clustering.md, "Replicated
-// consumers"). AnswersConsumer decides who answers a CONSUMER.* request
-// (decided false leaves it to Answers): the meta leader creates and
-// deletes a replicated consumer, the consumer's leader answers the rest
-// about it. ConsumerCreate and ConsumerDelete run on the server that
-// answers; handled false means the consumer is not one the cluster
-// replicates (an ephemeral, or one of a stream with one replica), which
-// this server's engine handles as on one server.
+// ConsumerCluster is implemented by a Cluster whose meta group holds the
+// consumers (internal/cluster/jscluster; docs/clustering.md, "Consumers
+// in a cluster"), as nats-server v2.15.2's does. AnswersConsumer decides
+// who answers a CONSUMER.* request (decided false leaves it to Answers):
+// the meta leader creates, lists and deletes the consumers, a consumer's
+// leader answers the rest about it. ConsumerCreate, ConsumerDelete,
+// ConsumerNames and ConsumerInfos run on the server that answers;
+// handled false means the cluster leaves the request to this server's
+// engine (a stream or consumer the meta group does not hold).
+// ConsumerInfos returns the infos of the named consumers that answered
+// and the names of those that did not (a CONSUMER.LIST page's
+// "missing").
 type ConsumerCluster interface {
 	AnswersConsumer(key, stream, consumer string, body []byte) (answers, decided bool)
 	ConsumerCreate(stream string, cfg consumer.Config, action jetstream.ConsumerAction, pedantic bool) (info *consumer.Info, err *jserr.Error, handled bool)
 	ConsumerDelete(stream, name string) (err *jserr.Error, handled bool)
+	ConsumerNames(stream string) (names []string, handled bool)
+	ConsumerInfos(stream string, names []string) (infos []*consumer.Info, missing []string)
+}
+
+// AccountCounter is implemented by a Cluster whose meta group holds the
+// account's streams and consumers: $JS.API.INFO reports its counts, not
+// those of the streams and consumers running on the server that answers
+// (nats-server v2.15.2 JetStreamUsage counts the assignments in a
+// cluster).
+type AccountCounter interface {
+	AccountCounts() (streams, consumers int)
 }
 
 // answers reports whether this server answers r in a cluster (always

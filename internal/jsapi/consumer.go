@@ -78,11 +78,6 @@ func consumerCreate(a *API, r *request) (response, *jserr.Error) {
 		}
 	}
 	if req.Config.Replicas > 1 {
-		if a.opts.Cluster != nil {
-			// Consumers are not replicated in a cluster yet
-			// (docs/clustering.md, "Not yet built").
-			return resp, jserr.New(jserr.ClusterNotLeader)
-		}
 		return resp, jserr.New(jserr.StreamReplicasNotSupported)
 	}
 	if err := a.streamExists(req.Stream); err != nil {
@@ -210,11 +205,14 @@ type consumerNamesResponse struct {
 	Consumers []string `json:"consumers"`
 }
 
-// consumerListResponse: consumers is [] when empty, also on errors.
+// consumerListResponse: consumers is [] when empty, also on errors;
+// missing names, in a cluster, the consumers whose leader did not answer
+// (nats-server v2.15.2 JSApiConsumerListResponse).
 type consumerListResponse struct {
 	apiResponse
 	apiPaged
 	Consumers []*consumer.Info `json:"consumers"`
+	Missing   []string         `json:"missing,omitempty"`
 }
 
 func consumerNames(a *API, r *request) (response, *jserr.Error) {
@@ -232,12 +230,27 @@ func consumerList(a *API, r *request) (response, *jserr.Error) {
 	if err != nil {
 		return resp, err
 	}
+	if cc, ok := a.opts.Cluster.(ConsumerCluster); ok && a.clusterHolds(cc, r.stream) {
+		infos, missing := cc.ConsumerInfos(r.stream, names[start:end])
+		for _, info := range infos {
+			resp.Consumers = append(resp.Consumers, storedMetadata(info))
+		}
+		resp.Missing = missing
+		return resp, nil
+	}
 	for _, name := range names[start:end] {
 		if info, ierr := a.js.ConsumerInfo(r.stream, name); ierr == nil {
 			resp.Consumers = append(resp.Consumers, storedMetadata(info))
 		}
 	}
 	return resp, nil
+}
+
+// clusterHolds reports whether the cluster's meta group holds stream
+// (its consumers are then listed from the meta group's assignments).
+func (a *API) clusterHolds(cc ConsumerCluster, stream string) bool {
+	_, handled := cc.ConsumerNames(stream)
+	return handled
 }
 
 // storedMetadata takes the server's version and level back out of a
@@ -268,9 +281,15 @@ func (a *API) consumerPage(r *request, p *apiPaged, limit int) (names []string, 
 			return nil, 0, 0, err
 		}
 	}
-	names, jerr = a.js.ConsumerNames(r.stream)
-	if jerr != nil {
-		return nil, 0, 0, jerr
+	handled := false
+	if cc, ok := a.opts.Cluster.(ConsumerCluster); ok {
+		names, handled = cc.ConsumerNames(r.stream)
+	}
+	if !handled {
+		names, jerr = a.js.ConsumerNames(r.stream)
+		if jerr != nil {
+			return nil, 0, 0, jerr
+		}
 	}
 	start, end = page(len(names), req.Offset, limit)
 	*p = apiPaged{Total: len(names), Offset: start, Limit: limit}

@@ -67,6 +67,9 @@ func accountInfo(a *API, r *request) (response, *jserr.Error) {
 		},
 		API: apiStats{Level: APILevel, Total: a.total.Load(), Errors: a.errors.Load()},
 	}
+	if ac, ok := a.opts.Cluster.(AccountCounter); ok {
+		st.Streams, st.Consumers = ac.AccountCounts()
+	}
 	a.addReservations(st)
 	resp.accountStats = st
 	return resp, nil

@@ -281,12 +281,16 @@ func (s *Server) startJetStreamCluster(dir string) error {
 
 // startJetStreamSystem serves, in the system account, the JetStream
 // requests only its users may send (jsapi.System: META.LEADER.STEPDOWN
-// and SERVER.REMOVE, answered by the meta leader), when JetStream runs in
-// a cluster and there is a system account. The subscriptions are shared
+// and SERVER.REMOVE, answered by the meta leader), and the requests the
+// cluster's servers send each other (jscluster.Cluster.AttachSystem),
+// when JetStream runs in a cluster and there is a system account. The subscriptions are shared
 // with the cluster, so a request reaches the meta leader from any server.
 func (s *Server) startJetStreamSystem() error {
 	if s.jsc == nil || s.sysacc == nil {
 		return nil
+	}
+	if err := s.jsc.AttachSystem(jsTransport{s: s, acc: s.sysacc, shared: true}); err != nil {
+		return fmt.Errorf("server: the JetStream cluster's system account subjects: %w", err)
 	}
 	sys, err := jsapi.NewSystem(s.jsc, jsTransport{s: s, acc: s.sysacc, shared: true}, s.opts.ServerName, s.opts.JetStreamDomain, s.log.Warnf)
 	if err != nil {

@@ -35,10 +35,14 @@ type account struct {
 }
 
 // EngineConfig sets the hooks of a clustered engine in cfg, the config
-// of account's engine, before jetstream.New: the replicated streams' logs
-// (NewReplicatedLog), the cluster part of stream infos (ClusterInfo), and
-// no restore at start (DeferRestore: the meta group says which streams
-// this server runs). Register the engine with AddAccount once made.
+// of account's engine, before jetstream.New: the replicated streams' and
+// consumers' logs (NewReplicatedLog, NewConsumerLog), the cluster part of
+// stream and consumer infos (ClusterInfo, ConsumerClusterInfo), no
+// restore at start (DeferRestore: the meta group says which streams this
+// server runs) and, when a stream starts, only the consumers with one
+// replica the meta group assigns here (RestoreConsumer), and inactive
+// consumers removed through the meta group (RemoveInactive). Register
+// the engine with AddAccount once made.
 func (c *Cluster) EngineConfig(accountName string, cfg *jetstream.Config) {
 	acc := c.account(accountName)
 	cfg.NewReplicatedLog = func(name string, a jetstream.Applier[stream.Op]) jetstream.Log[stream.Op] {
@@ -52,6 +56,17 @@ func (c *Cluster) EngineConfig(accountName string, cfg *jetstream.Config) {
 		return c.consumerClusterInfo(consumerKey{accountName, streamName, name})
 	}
 	cfg.DeferRestore = true
+	cfg.ConsumerCount = func(streamName string) (n int, ok bool) {
+		c.meta.View(func(st *meta.State) { n, ok = st.NumConsumers(accountName, streamName) })
+		return n, ok
+	}
+	cfg.RestoreConsumer = func(streamName, name string) bool {
+		ca, _, assigned, here := c.consumerAssignment(consumerKey{accountName, streamName, name})
+		return assigned && here && len(ca.Replicas) == 1
+	}
+	cfg.RemoveInactive = func(streamName, name string, created time.Time) {
+		c.askRemoveInactive(consumerKey{accountName, streamName, name}, created)
+	}
 }
 
 // account returns the account record of name, made on first use.
@@ -77,6 +92,19 @@ func (c *Cluster) AddAccount(name string, js *jetstream.JetStream) jsapi.Cluster
 	c.mu.Unlock()
 	c.enqueue(meta.Event{Restored: true}) // reconcile every assignment with the engine now present
 	return acc
+}
+
+// AccountCounts implements jsapi.AccountCounter: the account's streams
+// and consumers the meta group holds.
+func (a *account) AccountCounts() (streams, consumers int) {
+	a.c.meta.View(func(st *meta.State) {
+		for _, sa := range st.Streams(a.name) {
+			streams++
+			n, _ := st.NumConsumers(a.name, sa.Name)
+			consumers += n
+		}
+	})
+	return streams, consumers
 }
 
 // Answers implements jsapi.Cluster (package comment, "Who answers an API

@@ -69,6 +69,10 @@ type Cluster struct {
 
 	cfgPush configPush // streams whose config to compare (update.go)
 
+	// sys is the cluster layer's part of the system account
+	// (internal.go, AttachSystem).
+	sys system
+
 	mu       sync.Mutex
 	accounts map[string]*account // by account name
 	replicas map[streamKey]*replica
@@ -168,6 +172,7 @@ func (c *Cluster) Close() {
 	c.mu.Unlock()
 	close(c.quit)
 	c.done.Wait()
+	c.detachSystem()
 	c.mu.Lock()
 	for _, r := range c.replicas {
 		if r.log != nil {

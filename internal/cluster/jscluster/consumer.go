@@ -1,9 +1,12 @@
 package jscluster
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"path"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -24,26 +27,33 @@ import (
 var (
 	_ jsapi.ConsumerCluster = (*account)(nil)
 	_ jsapi.ConsumerLeaders = (*account)(nil)
+	_ jsapi.AccountCounter  = (*account)(nil)
 )
 
-// Replicated consumers (docs/clustering.md, "Replicated consumers"): a
-// durable consumer of a stream with more than one replica is held by the
-// meta group (AssignConsumer) on every server of its stream, each
-// replica running the consumer in its engine over a consumerlog.Log of
-// the consumer's own group. The meta leader creates, updates and deletes
-// them; the consumer's leader delivers and answers the rest. Ephemeral
-// consumers, and those of streams with one replica, run as on one server
-// on the server that answered their create (the stream's leader).
+// Consumers in a cluster (docs/clustering.md, "Consumers in a cluster"),
+// as nats-server v2.15.2 keeps them: every consumer, durable or
+// ephemeral, is held by the meta group (AssignConsumer) on
+// consumer.Config.EffectiveReplicas of its stream's servers (a durable
+// defaults to the stream's count, an ephemeral of a limits stream to
+// one). A consumer with more than one replica runs in each of its
+// servers' engines over a consumerlog.Log of its own group; one with one
+// replica runs on its server alone, with the engine's local log (its
+// files in its stream's directory, restored when that server restarts).
+// The meta leader creates, updates, deletes and lists them; the
+// consumer's leader (for one replica, its server) delivers and answers
+// the rest, and asks the meta group to remove it past its
+// inactive_threshold.
 
 // consumerKey names a consumer of a stream in an account.
 type consumerKey struct{ account, stream, name string }
 
-// creplica is this server's replica of a replicated consumer.
+// creplica is this server's replica of a consumer the meta group
+// assigns to it.
 type creplica struct {
 	ca  meta.ConsumerAssignment
-	log *consumerlog.Log
+	log *consumerlog.Log // nil for a consumer with one replica
 	// leads and since: this replica delivers (its consumer leads and
-	// caught up), since when (unix ns).
+	// caught up; always for one replica), since when (unix ns).
 	leads atomic.Bool
 	since atomic.Int64
 	// ckptIndex and ckptAt: the applied index at the last checkpoint, and
@@ -67,13 +77,6 @@ func (l leaderReplica) SetLeading(on bool) {
 	}
 	l.cr.leads.Store(on)
 	l.Replica.SetLeading(on)
-}
-
-// replicated reports whether a consumer with cfg of a stream assigned as
-// sa is one the meta group holds: a durable of a stream with more than
-// one replica.
-func replicated(sa meta.StreamAssignment, durable bool) bool {
-	return len(sa.Replicas) > 1 && durable
 }
 
 // consumerAssignment returns the meta group's assignment of consumer k
@@ -124,7 +127,7 @@ func (c *Cluster) reconcileConsumer(k consumerKey) {
 		return // the account has no JetStream here (yet): AddAccount reconciles
 	}
 	switch {
-	case cur != nil && (!here || !streamUp || cur.ca.Group != ca.Group):
+	case cur != nil && (!here || !streamUp || cur.ca.Group != ca.Group || !sameServers(cur.ca.Replicas, ca.Replicas)):
 		c.stopConsumer(acc, k, cur)
 		if here && streamUp {
 			c.startConsumer(acc, k, ca, mine)
@@ -136,17 +139,33 @@ func (c *Cluster) reconcileConsumer(k consumerKey) {
 	}
 }
 
-// startConsumer creates consumer k in the account's engine over a
-// consumerlog.Log of its group, then adds the group.
+// startConsumer starts this server's replica of consumer k: for one
+// replica, restored from its files (RestoreConsumer: its server
+// restarted) or created with the engine's local log; for more, created
+// in the account's engine over a consumerlog.Log of its group, then the
+// group added.
 func (c *Cluster) startConsumer(acc *account, k consumerKey, ca meta.ConsumerAssignment, mine meta.Replica) {
 	var cfg consumer.Config
 	if err := json.Unmarshal(ca.Config, &cfg); err != nil {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: its assigned config does not decode: %v", k.account, k.stream, k.name, err)
 		return
 	}
+	created := time.Unix(0, ca.Created)
 	cr := &creplica{ca: ca}
+	if len(ca.Replicas) == 1 {
+		if err := c.startSingle(acc, k, cfg, created); err != nil {
+			c.cfg.Logf("jscluster: consumer %s > %s > %s: this server's replica cannot start: %v", k.account, k.stream, k.name, err)
+			return
+		}
+		cr.leads.Store(true)
+		cr.since.Store(ca.Created)
+		c.mu.Lock()
+		c.creplicas[k] = cr
+		c.mu.Unlock()
+		return
+	}
 	acc.cstarting.Store(cr)
-	_, jerr := acc.js.CreateConsumerAt(k.stream, cfg, jetstream.CreateOrUpdate, time.Unix(0, ca.Created))
+	_, jerr := acc.js.CreateConsumerAt(k.stream, k.name, cfg, jetstream.CreateOrUpdate, created)
 	acc.cstarting.Store(nil)
 	if jerr != nil || cr.log == nil {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: this server's replica cannot start: %v", k.account, k.stream, k.name, jerr)
@@ -172,6 +191,34 @@ func (c *Cluster) startConsumer(acc *account, k consumerKey, ca meta.ConsumerAss
 		// consumer's subscriptions.
 		_ = c.node.Campaign(ca.Group)
 	}
+}
+
+// startSingle starts this server's replica of consumer k with one
+// replica (config cfg, created at created): restored from its files when
+// it has some here (a restart; a config the meta group changed meanwhile
+// is then applied), else created. Errors: the engine's.
+func (c *Cluster) startSingle(acc *account, k consumerKey, cfg consumer.Config, created time.Time) *jserr.Error {
+	found, jerr := acc.js.RestoreConsumer(k.stream, k.name)
+	if jerr != nil {
+		return jerr
+	}
+	action := jetstream.CreateOrUpdate
+	if found {
+		cur, jerr := acc.js.ConsumerConfig(k.stream, k.name)
+		if jerr != nil {
+			return jerr
+		}
+		want := cfg
+		if want.Name == "" {
+			want.Name = k.name // restored, an ephemeral's config names it, as in nats-server
+		}
+		if want.EqualForCreate(&cur) {
+			return nil
+		}
+		action = jetstream.UpdateOnly
+	}
+	_, jerr = acc.js.CreateConsumerAt(k.stream, k.name, cfg, action, created)
+	return jerr
 }
 
 // consumerCheckpoint is a replicated consumer replica's checkpoint file
@@ -202,14 +249,16 @@ func (c *Cluster) startFromCheckpoint(cr *creplica) error {
 	return cr.log.Start(ck.Index, ck.State)
 }
 
-// checkpointConsumers takes a checkpoint of every consumer replica that
-// applied checkpointEntries entries since its last one, or any since
-// checkpointEvery (the run goroutine's tick).
+// checkpointConsumers takes a checkpoint of every consumer replica of a
+// group that applied checkpointEntries entries since its last one, or any
+// since checkpointEvery (the run goroutine's tick).
 func (c *Cluster) checkpointConsumers() {
 	c.mu.Lock()
 	crs := make([]*creplica, 0, len(c.creplicas))
 	for _, cr := range c.creplicas {
-		crs = append(crs, cr)
+		if cr.log != nil {
+			crs = append(crs, cr)
+		}
 	}
 	c.mu.Unlock()
 	now := c.cfg.Now()
@@ -233,14 +282,15 @@ const (
 )
 
 // updateConsumer gives this server's replica of consumer k its new
-// config; the replica that leads commits the policy change.
+// config; for more than one replica, the replica that leads commits the
+// policy change.
 func (c *Cluster) updateConsumer(acc *account, k consumerKey, cr *creplica, ca meta.ConsumerAssignment) {
 	var cfg consumer.Config
 	if err := json.Unmarshal(ca.Config, &cfg); err != nil {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: its assigned config does not decode: %v", k.account, k.stream, k.name, err)
 		return
 	}
-	if _, jerr := acc.js.CreateConsumer(k.stream, cfg, jetstream.UpdateOnly, false); jerr != nil {
+	if _, jerr := acc.js.CreateConsumerAt(k.stream, k.name, cfg, jetstream.UpdateOnly, time.Unix(0, ca.Created)); jerr != nil {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: update of this server's replica: %v", k.account, k.stream, k.name, jerr)
 		return
 	}
@@ -250,7 +300,7 @@ func (c *Cluster) updateConsumer(acc *account, k consumerKey, cr *creplica, ca m
 }
 
 // stopConsumer deletes this server's replica of consumer k (when its
-// stream's replica still runs) and removes its group.
+// stream's replica still runs) and removes its group, if it has one.
 func (c *Cluster) stopConsumer(acc *account, k consumerKey, cr *creplica) {
 	c.mu.Lock()
 	delete(c.creplicas, k)
@@ -260,6 +310,9 @@ func (c *Cluster) stopConsumer(acc *account, k consumerKey, cr *creplica) {
 		if jerr := acc.js.DeleteConsumer(k.stream, k.name); jerr != nil && jerr.ErrCode != uint16(jserr.ConsumerNotFound) {
 			c.cfg.Logf("jscluster: consumer %s > %s > %s: delete this server's replica: %v", k.account, k.stream, k.name, jerr)
 		}
+	}
+	if cr.log == nil {
+		return
 	}
 	if _, err := c.node.RemoveGroup(cr.ca.Group); err != nil {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: remove group %d: %v", k.account, k.stream, k.name, cr.ca.Group, err)
@@ -289,6 +342,9 @@ func (c *Cluster) stopStreamConsumers(k streamKey) {
 	}
 	c.mu.Unlock()
 	for _, cr := range gone {
+		if cr.log == nil {
+			continue
+		}
 		if _, err := c.node.RemoveGroup(cr.ca.Group); err != nil {
 			c.cfg.Logf("jscluster: consumer %s > %s > %s: remove group %d: %v", k.account, k.name, cr.ca.Name, cr.ca.Group, err)
 		}
@@ -297,8 +353,9 @@ func (c *Cluster) stopStreamConsumers(k streamKey) {
 }
 
 // newConsumerLog is the engine's NewConsumerLog for account acc: the
-// log of the consumer replica being started (startConsumer), over its
-// group; the engine's local log for every other consumer.
+// log of the replica of a consumer with more than one replica being
+// started (startConsumer), over its group; the engine's local log for
+// every other consumer.
 func (c *Cluster) newConsumerLog(acc *account, streamName, name string, a streamrun.Applier[consumer.Op]) streamrun.Log[consumer.Op] {
 	cr := acc.cstarting.Load()
 	if cr == nil || cr.ca.Stream != streamName || cr.ca.Name != name {
@@ -330,23 +387,19 @@ func (c *Cluster) creplicaOf(k consumerKey) *creplica {
 }
 
 // AnswersConsumer implements jsapi.ConsumerCluster: the meta leader
-// creates and deletes a replicated consumer (a durable of a stream with
-// more than one replica), the replica that leads it answers the other
-// requests naming it; the rest is left to Answers.
-func (a *account) AnswersConsumer(key, streamName, name string, body []byte) (answers, decided bool) {
+// creates, lists and deletes the consumers of a stream the meta group
+// holds, and the replica that leads a consumer (for one replica, its
+// server) answers the other requests naming it, as in nats-server
+// v2.15.2; the rest (a stream the meta group does not hold, a consumer
+// it does not hold: 10059, 10014) is left to Answers.
+func (a *account) AnswersConsumer(key, streamName, name string, _ []byte) (answers, decided bool) {
 	c := a.c
-	sa, _, ok, _ := c.assignment(streamKey{a.name, streamName})
-	if !ok {
+	if _, _, ok, _ := c.assignment(streamKey{a.name, streamName}); !ok {
 		return false, false
 	}
 	switch key {
-	case "CONSUMER.CREATE", "CONSUMER.DURABLE.CREATE":
-		if !replicated(sa, key == "CONSUMER.DURABLE.CREATE" || durableIn(body)) {
-			return false, false
-		}
+	case "CONSUMER.CREATE", "CONSUMER.DURABLE.CREATE", "CONSUMER.NAMES", "CONSUMER.LIST":
 		return c.metaAnswers(), true
-	case "CONSUMER.NAMES", "CONSUMER.LIST":
-		return false, false
 	}
 	k := consumerKey{a.name, streamName, name}
 	if _, _, assigned, _ := c.consumerAssignment(k); !assigned {
@@ -359,53 +412,132 @@ func (a *account) AnswersConsumer(key, streamName, name string, body []byte) (an
 	return cr != nil && cr.leads.Load(), true
 }
 
-// durableIn reports whether a consumer create body names a durable.
-func durableIn(body []byte) bool {
-	var req struct {
-		Config struct {
-			Durable string `json:"durable_name"`
-		} `json:"config"`
-	}
-	return json.Unmarshal(body, &req) == nil && req.Config.Durable != ""
-}
-
-// ConsumerCreate implements jsapi.ConsumerCluster on the meta leader for
-// a replicated consumer: the config is checked by this server's replica
-// of the stream (jetstream.PrepareConsumer), the assignment proposed on
-// the stream's servers, and the answer waits (at most proposeTimeout)
-// for this server's replica of the consumer and its group's leader.
-// Errors: the engine's create errors, 10008 when the meta group cannot
-// decide or this server holds no replica of the stream to check the
-// config with (docs/clustering.md, "Not yet built").
+// ConsumerCreate implements jsapi.ConsumerCluster on the meta leader, as
+// nats-server v2.15.2 jsClusteredConsumerRequest: the request is checked
+// against what the meta group holds (the stream's assigned config, its
+// consumers' assigned configs; jetstream.PrepareConsumer), so the meta
+// leader need not hold a replica of the stream; an unnamed ephemeral is
+// named; a new consumer is placed on consumer.Config.EffectiveReplicas
+// of the stream's servers (meta.PlaceConsumer); the assignment is
+// proposed; and the answer waits (at most proposeTimeout) for the
+// consumer's leader to run the config and gives its info. Errors: 10059,
+// the engine's create errors, 10023 (no servers for it), 10061 for an
+// update changing the replica count (not built: docs/clustering.md, "Not
+// yet built"), 10008 when the meta group cannot decide.
 func (a *account) ConsumerCreate(streamName string, cfg consumer.Config, action jetstream.ConsumerAction, pedantic bool) (*consumer.Info, *jserr.Error, bool) {
 	c := a.c
-	sk := streamKey{a.name, streamName}
-	sa, _, ok, _ := c.assignment(sk)
-	if !ok || !replicated(sa, cfg.Durable != "") {
-		return nil, nil, false
+	var sa meta.StreamAssignment
+	var cas []meta.ConsumerAssignment
+	var ok bool
+	c.meta.View(func(st *meta.State) {
+		if sa, ok = st.Stream(a.name, streamName); ok {
+			cas = st.Consumers(a.name, streamName)
+		}
+	})
+	if !ok {
+		return nil, jserr.New(jserr.StreamNotFound), true
 	}
-	if !c.metaLeader() || c.replicaOf(sk) == nil {
-		return nil, jserr.New(jserr.ClusterNotAvail), true
+	if !c.metaLeader() {
+		return nil, jserr.New(jserr.ClusterNotAvail), true // a leaderless server (metaAnswers)
 	}
-	prepared, same, jerr := a.js.PrepareConsumer(streamName, cfg, action, pedantic)
+	var scfg stream.Config
+	if err := json.Unmarshal(sa.Config, &scfg); err != nil {
+		return nil, jserr.From(err, jserr.ConsumerCreate), true
+	}
+	existing := make(map[string]*consumer.Config, len(cas))
+	byName := make(map[string]meta.ConsumerAssignment, len(cas))
+	for _, ca := range cas {
+		var cc consumer.Config
+		if err := json.Unmarshal(ca.Config, &cc); err != nil {
+			return nil, jserr.From(err, jserr.ConsumerCreate), true
+		}
+		if cc.Name == "" {
+			cc.Name = ca.Name
+		}
+		existing[ca.Name], byName[ca.Name] = &cc, ca
+	}
+	prepared, same, jerr := a.js.PrepareConsumer(scfg, existing, cfg, action, pedantic)
 	if jerr != nil {
 		return nil, jerr, true
 	}
-	k := consumerKey{a.name, streamName, prepared.Name}
-	if !same {
-		body, err := json.Marshal(&prepared)
-		if err != nil {
-			return nil, jserr.From(err, jserr.ConsumerCreate), true
-		}
-		op := &meta.AssignConsumer{Account: a.name, Stream: streamName, Name: prepared.Name, Action: metaAction(action),
-			Config: body, Created: c.cfg.Now().UnixNano(), Servers: meta.Servers(sa.Replicas)}
-		if _, jerr := c.propose(op); jerr != nil {
-			return nil, jerr, true
+	name := prepared.Name
+	if name == "" {
+		// An unnamed ephemeral: named here, its config left without the
+		// name, as nats-server's.
+		for name == "" || byName[name].Name != "" {
+			name = jetstream.ConsumerName()
 		}
 	}
-	c.waitConsumer(a, k, prepared)
-	info, jerr := a.js.ConsumerInfo(streamName, prepared.Name)
+	k := consumerKey{a.name, streamName, name}
+	body, err := json.Marshal(&prepared)
+	if err != nil {
+		return nil, jserr.From(err, jserr.ConsumerCreate), true
+	}
+	if !same {
+		servers, jerr := c.consumerServers(sa, byName[name], existing[name], &prepared, &scfg)
+		if jerr != nil {
+			return nil, jerr, true
+		}
+		created := c.cfg.Now().UnixNano()
+		if ca, ok := byName[name]; ok {
+			created = ca.Created
+		}
+		op := &meta.AssignConsumer{Account: a.name, Stream: streamName, Name: name, Action: metaAction(action),
+			Config: body, Created: created, Servers: servers}
+		res, jerr := c.propose(op)
+		if jerr != nil {
+			return nil, jerr, true
+		}
+		if res.Consumer != nil {
+			body = res.Consumer.Config
+		}
+	} else {
+		body = byName[name].Config
+	}
+	info, jerr := c.waitConsumer(a, k, body)
 	return info, jerr, true
+}
+
+// consumerServers returns the servers of the consumer being created or
+// updated with config cfg: for a new one (ca has no name), placed among
+// its stream's servers (meta.PlaceConsumer); for an existing one, its
+// servers. An update that changes num_replicas and with it the count of
+// servers gets 10061: moving a consumer between replica counts is not
+// built. The consumers created before counts were honoured (a durable of
+// a replicated stream had its stream's count whatever its config said)
+// keep their count while num_replicas stays as it is.
+func (c *Cluster) consumerServers(sa meta.StreamAssignment, ca meta.ConsumerAssignment, old, cfg *consumer.Config, scfg *stream.Config) ([]raftnode.ServerID, *jserr.Error) {
+	want := cfg.EffectiveReplicas(scfg)
+	if ca.Name != "" {
+		if old.Replicas != cfg.Replicas && want != len(ca.Replicas) {
+			return nil, jserr.New(jserr.StreamReplicasNotUpdatable)
+		}
+		return meta.Servers(ca.Replicas), nil
+	}
+	var servers []raftnode.ServerID
+	var perr *jserr.Error
+	offline, behind := c.offline(), c.metaBehind()
+	c.meta.View(func(st *meta.State) {
+		servers, perr = meta.PlaceConsumer(st, sa, meta.ConsumerPlaceRequest{Replicas: want, Offline: offline, Behind: behind, Seed: rand.Uint64()})
+	})
+	return servers, perr
+}
+
+// metaBehind returns the servers whose meta replica the meta leader
+// does not know to be caught up (nats-server IsFollowerCaughtUp false):
+// placement chooses them last.
+func (c *Cluster) metaBehind() map[raftnode.ServerID]bool {
+	st, err := c.node.Status(meta.MetaGroup)
+	if err != nil {
+		return nil
+	}
+	behind := map[raftnode.ServerID]bool{}
+	for _, rs := range st.Replicas {
+		if rs.Server != c.name && (rs.Match < st.Commit || !rs.Active) {
+			behind[rs.Server] = true
+		}
+	}
+	return behind
 }
 
 // metaAction is the meta group's number of an engine consumer action.
@@ -419,37 +551,62 @@ func metaAction(a jetstream.ConsumerAction) meta.ConsumerAction {
 	return meta.CreateOrUpdate
 }
 
-// waitConsumer waits, at most proposeTimeout, until this server runs its
-// replica of consumer k with the config cfg and the consumer's leader
-// delivers: this server's replica leads with its subscriptions in place
-// (its interest then reaches every server before the answer does), or
-// another server leads and its pull request subscription is seen here.
-func (c *Cluster) waitConsumer(acc *account, k consumerKey, cfg consumer.Config) {
-	body, _ := json.Marshal(&cfg)
-	next := "$JS.API.CONSUMER.MSG.NEXT." + k.stream + "." + k.name
+// waitConsumer waits, at most proposeTimeout, until the leader of
+// consumer k runs its assigned config body, and returns its info: this
+// server's replica when it leads (with its subscriptions in place, so
+// that its interest reaches every server before the answer does), else
+// the leader's answer to $JSC.CI (internal.go). Errors: 10008 when no
+// leader answered in time (the client retries; a create is idempotent).
+func (c *Cluster) waitConsumer(acc *account, k consumerKey, body []byte) (*consumer.Info, *jserr.Error) {
 	deadline := time.Now().Add(proposeTimeout)
-	for time.Now().Before(deadline) {
+	var pause backoff
+	for {
 		cr := c.creplicaOf(k)
-		if cr != nil && string(cr.ca.Config) == string(body) {
-			if acc.js.ConsumerLeads(k.stream, k.name) {
-				return
+		if cr != nil && string(cr.ca.Config) == string(body) && cr.leads.Load() && acc.js.ConsumerLeads(k.stream, k.name) {
+			if info, jerr := acc.js.ConsumerInfo(k.stream, k.name); jerr == nil {
+				return info, nil
 			}
-			if ci := c.consumerClusterInfo(k); ci != nil && ci.Leader != "" && ci.Leader != string(c.name) && acc.js.HasInterest(next) {
-				return
+		} else if cr == nil || !cr.leads.Load() {
+			if r, err := c.remoteConsumerInfo(k, body, remoteInfoWait); err == nil && string(r.Config) == string(body) {
+				return r.Info, nil
 			}
+		}
+		if time.Now().After(deadline) {
+			return nil, jserr.New(jserr.ClusterNotAvail)
 		}
 		select {
 		case <-c.quit:
-			return
-		case <-time.After(20 * time.Millisecond):
+			return nil, jserr.New(jserr.ClusterNotAvail)
+		case <-time.After(pause.next()):
 		}
 	}
 }
 
+// backoff is the pause of a loop that waits for a replica: 1 ms at first
+// (a consumer starts within a few milliseconds of its assignment), twice
+// as long each time, up to 20 ms.
+type backoff time.Duration
+
+// next returns the next pause.
+func (b *backoff) next() time.Duration {
+	*b = backoff(min(max(2*time.Duration(*b), time.Millisecond), 20*time.Millisecond))
+	return time.Duration(*b)
+}
+
+// remoteInfoWait is how long one $JSC.CI request of the meta leader asks
+// the consumer's leader to wait for its replica to lead with the new
+// config (waitConsumer asks again until proposeTimeout); listInfoWait
+// bounds the requests of a CONSUMER.LIST page (nats-server v2.15.2 waits
+// 4 s, then lists the consumers that did not answer as missing).
+const (
+	remoteInfoWait = 2 * time.Second
+	listInfoWait   = 4 * time.Second
+)
+
 // ConsumerDelete implements jsapi.ConsumerCluster on the meta leader for
 // a consumer the meta group holds: the removal is proposed and the
-// answer waits for this server's replica to go. Errors: 10014 from
-// apply, 10008 when the meta group cannot decide.
+// answer waits for this server's replica, if any, to go. Errors: 10014
+// from apply, 10008 when the meta group cannot decide.
 func (a *account) ConsumerDelete(streamName, name string) (*jserr.Error, bool) {
 	c := a.c
 	k := consumerKey{a.name, streamName, name}
@@ -470,14 +627,69 @@ func (a *account) ConsumerDelete(streamName, name string) (*jserr.Error, bool) {
 	return nil, true
 }
 
+// ConsumerNames implements jsapi.ConsumerCluster on the meta leader: the
+// sorted names of the consumers of stream the meta group holds (nats-server
+// v2.15.2 answers CONSUMER.NAMES from its assignments). handled is false
+// for a stream it does not hold.
+func (a *account) ConsumerNames(streamName string) (names []string, handled bool) {
+	a.c.meta.View(func(st *meta.State) {
+		if _, handled = st.Stream(a.name, streamName); handled {
+			for _, ca := range st.Consumers(a.name, streamName) {
+				names = append(names, ca.Name)
+			}
+		}
+	})
+	return names, handled
+}
+
+// ConsumerInfos implements jsapi.ConsumerCluster on the meta leader for
+// one CONSUMER.LIST page (nats-server v2.15.2
+// jsClusteredConsumerListRequest): the info of each consumer named, from
+// this server's replica when it leads, else from its leader ($JSC.CI,
+// all asked at once, at most listInfoWait); those that did not answer are
+// missing, in the order named.
+func (a *account) ConsumerInfos(streamName string, names []string) (infos []*consumer.Info, missing []string) {
+	c := a.c
+	var remote []string
+	var keys []consumerKey
+	for _, name := range names {
+		k := consumerKey{a.name, streamName, name}
+		if cr := c.creplicaOf(k); cr != nil && cr.leads.Load() {
+			if info, jerr := a.js.ConsumerInfo(streamName, name); jerr == nil {
+				infos = append(infos, info)
+				continue
+			}
+		}
+		keys = append(keys, k)
+		remote = append(remote, consumerInfoSubject(k))
+	}
+	if len(remote) > 0 {
+		for i, ans := range c.requestAll(remote, nil, listInfoWait) {
+			var r consumerInfoReply
+			if ans == nil || json.Unmarshal(ans, &r) != nil || r.Info == nil {
+				missing = append(missing, keys[i].name)
+				continue
+			}
+			infos = append(infos, r.Info)
+		}
+	}
+	slices.SortFunc(infos, func(x, y *consumer.Info) int { return cmp.Compare(x.Name, y.Name) })
+	return infos, missing
+}
+
 // consumerClusterInfo returns the cluster part of consumer k's info
-// (nats-server v2.15.2 ClusterInfo). A consumer the meta group does not
-// hold (an ephemeral, or one of a stream with one replica) runs on this
-// server alone: the cluster's name and this server as its leader.
+// (nats-server v2.15.2 ClusterInfo): for one replica, the cluster's name
+// and its server as the leader, as nats-server shows it; for more, the
+// group, its leader and, on the leader, the other replicas. A consumer
+// the meta group does not hold (one being deleted) shows this server as
+// its leader.
 func (c *Cluster) consumerClusterInfo(k consumerKey) *jetstream.ClusterInfo {
 	ca, _, ok, _ := c.consumerAssignment(k)
 	if !ok {
 		return &jetstream.ClusterInfo{Name: c.host.ClusterName(), Leader: string(c.name)}
+	}
+	if len(ca.Replicas) == 1 {
+		return &jetstream.ClusterInfo{Name: c.host.ClusterName(), Leader: string(ca.Replicas[0].Server)}
 	}
 	ci := &jetstream.ClusterInfo{Name: c.host.ClusterName(), RaftGroup: consumerGroupName(ca)}
 	cr := c.creplicaOf(k)
@@ -507,9 +719,10 @@ func consumerGroupName(ca meta.ConsumerAssignment) string {
 }
 
 // ConsumerLeaderStepDown implements jsapi.ConsumerLeaders on the server
-// whose replica leads the consumer (AnswersConsumer): a consumer the
-// meta group does not hold runs here alone and answers success; a
-// replicated one hands its leadership over (stepDown, as a stream's).
+// whose replica leads the consumer (AnswersConsumer): a consumer with one
+// replica (or one the meta group does not hold) runs here alone and
+// answers success, as nats-server's; a replicated one hands its
+// leadership over (stepDown, as a stream's).
 // Errors: 10059, 10014, 10008 when this replica no longer leads, the
 // placement's and stepDown's.
 func (a *account) ConsumerLeaderStepDown(streamName, name string, placement func() (*stream.Placement, *jserr.Error)) *jserr.Error {
@@ -522,8 +735,12 @@ func (a *account) ConsumerLeaderStepDown(streamName, name string, placement func
 		}
 		return nil
 	}
-	if cr := c.creplicaOf(k); cr == nil || !cr.leads.Load() {
+	cr := c.creplicaOf(k)
+	if cr == nil || !cr.leads.Load() {
 		return jserr.New(jserr.ClusterNotAvail)
+	}
+	if cr.log == nil {
+		return nil
 	}
 	p, err := placement()
 	if err != nil {

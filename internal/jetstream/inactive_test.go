@@ -1,0 +1,88 @@
+package jetstream
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/jetstream/consumerrun"
+	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/vfs"
+)
+
+// In a cluster (Config.RemoveInactive set), a consumer past its
+// inactive_threshold is not deleted where it runs: the engine tells the
+// cluster layer, naming it with its created time, and keeps it; while it
+// stays inactive it tells it again consumerrun.InactiveRetry later on its
+// clock, then twice as late (nats-server v2.15.2 deleteNotActive). The
+// time is the engine's clock, never a timer of its own.
+func TestRemoveInactiveAsksTheCluster(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	type ask struct {
+		stream, name string
+		created, at  time.Time
+	}
+	var mu sync.Mutex
+	var asks []ask
+	tr := newMemTransport()
+	js, err := New(Config{StoreDir: "/sd", FS: vfs.NewCrashFS(), ServerName: "s1", Now: clk.now,
+		RemoveInactive: func(stream, name string, created time.Time) {
+			mu.Lock()
+			asks = append(asks, ask{stream, name, created, clk.now()})
+			mu.Unlock()
+		}}, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.Shutdown()
+	if _, err := js.AddStream(ordersConfig(stream.FileStorage)); err != nil {
+		t.Fatal(err)
+	}
+	info, jerr := js.CreateConsumer("ORDERS", consumer.Config{Durable: "D", AckPolicy: consumer.AckExplicit, InactiveThreshold: time.Minute}, CreateOrUpdate, false)
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	start := clk.now()
+	wake := func() { tr.Publish("events.orders.x", "", nil, []byte("o")) } // a new message wakes the consumer's loop
+	waitAsks := func(n int) []ask {
+		t.Helper()
+		waitUntil(t, "the request for removal", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(asks) >= n
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]ask(nil), asks...)
+	}
+
+	clk.advance(time.Minute + time.Second)
+	wake()
+	got := waitAsks(1)
+	if a := got[0]; a.stream != "ORDERS" || a.name != "D" || !a.created.Equal(info.Created) || a.at.Before(start.Add(time.Minute)) {
+		t.Fatalf("asked %+v, want ORDERS > D created %v, past the threshold", a, info.Created)
+	}
+	if _, jerr := js.ConsumerInfo("ORDERS", "D"); jerr != nil {
+		t.Fatalf("the consumer was deleted here: %v", jerr)
+	}
+	wake()
+	wake()
+	clk.advance(consumerrun.InactiveRetry)
+	wake()
+	got = waitAsks(2)
+	if d := got[1].at.Sub(got[0].at); d < consumerrun.InactiveRetry {
+		t.Fatalf("asked again after %v, want %v", d, consumerrun.InactiveRetry)
+	}
+	clk.advance(consumerrun.InactiveRetry)
+	wake()
+	clk.advance(consumerrun.InactiveRetry)
+	wake()
+	got = waitAsks(3)
+	if d := got[2].at.Sub(got[1].at); d < 2*consumerrun.InactiveRetry {
+		t.Fatalf("asked a third time after %v, want %v", d, 2*consumerrun.InactiveRetry)
+	}
+	if _, jerr := js.ConsumerInfo("ORDERS", "D"); jerr != nil {
+		t.Fatalf("the consumer was deleted here: %v", jerr)
+	}
+}
