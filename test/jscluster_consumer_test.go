@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -734,5 +735,78 @@ func TestJetStreamClusterConsumerInactiveThreshold(t *testing.T) {
 	}
 	if _, err := consumerInfoVia(t, js[0], "ORDERS", "busy"); err != nil {
 		t.Fatalf("busy: %v", err)
+	}
+}
+
+// A consumer's created and deleted advisories are sent once per
+// consumer, as nats-server's consumer leader sends them, however many
+// replicas it has.
+func TestJetStreamClusterConsumerAdvisories(t *testing.T) {
+	servers := jsCluster(t, 3)
+	ncs, js := clusterClients(t, servers)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	sub, err := ncs[0].Subscribe("$JS.EVENT.ADVISORY.CONSUMER.>", func(m *nats.Msg) {
+		mu.Lock()
+		seen[m.Subject]++
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	// The advisory subscription is known everywhere once a probe
+	// subscribed after it answers the clients of the other servers.
+	probe, err := ncs[0].Subscribe("_PROBE.advisories", func(m *nats.Msg) { _ = m.Respond(nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Unsubscribe()
+	for _, nc := range ncs[1:] {
+		eventually(t, "interest everywhere", func() error {
+			_, err := nc.Request("_PROBE.advisories", nil, time.Second)
+			return err
+		})
+	}
+	eventually(t, "create ORDERS", func() error {
+		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	for _, cfg := range []jetstream.ConsumerConfig{
+		{Durable: "three", AckPolicy: jetstream.AckExplicitPolicy},
+		{Durable: "one", AckPolicy: jetstream.AckExplicitPolicy, Replicas: 1},
+	} {
+		eventually(t, "create "+cfg.Durable, func() error {
+			_, err := js[1].CreateOrUpdateConsumer(ctx2(t), "ORDERS", cfg)
+			return err
+		})
+	}
+	for _, name := range []string{"three", "one"} {
+		eventually(t, "delete "+name, func() error { return js[2].DeleteConsumer(ctx2(t), "ORDERS", name) })
+	}
+	count := func(subj string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen[subj]
+	}
+	eventually(t, "the advisories", func() error {
+		for _, name := range []string{"three", "one"} {
+			for _, kind := range []string{"CREATED", "DELETED"} {
+				if n := count("$JS.EVENT.ADVISORY.CONSUMER." + kind + ".ORDERS." + name); n == 0 {
+					return fmt.Errorf("no %s advisory for %s", kind, name)
+				}
+			}
+		}
+		return nil
+	})
+	if err := ncs[0].Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for subj, n := range seen {
+		if n != 1 && (strings.Contains(subj, ".CREATED.") || strings.Contains(subj, ".DELETED.")) {
+			t.Errorf("%s: %d advisories, want 1", subj, n)
+		}
 	}
 }

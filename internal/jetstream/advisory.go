@@ -71,6 +71,19 @@ var consumerAdvisorySubjects = map[string]string{
 
 // adviseConsumer publishes the consumer action advisory on
 // $JS.EVENT.ADVISORY.CONSUMER.<CREATED|UPDATED|DELETED>.<stream>.<consumer>.
+// AdviseConsumer sends the consumer created (created true) or deleted
+// advisory of consumer name of stream streamName (nats-server v2.15.2
+// JSConsumerActionAdvisory): the cluster layer's meta leader sends one per
+// consumer, as nats-server's consumer leader does, where each replica's
+// engine would send its own (Config.ClusterAdvises).
+func (js *JetStream) AdviseConsumer(streamName, name string, created bool) {
+	action := actionDelete
+	if created {
+		action = actionCreate
+	}
+	js.adviseConsumer(streamName, name, action)
+}
+
 func (js *JetStream) adviseConsumer(streamName, name, action string) {
 	b, err := json.Marshal(consumerActionAdvisory{
 		Type: "io.nats.jetstream.advisory.v1.consumer_action", ID: nuid.Next(), Time: js.now().UTC(),

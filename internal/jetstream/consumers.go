@@ -139,7 +139,9 @@ func (js *JetStream) createConsumer(r *streamEntry, name string, cfg consumer.Co
 	// is in place (it may need some of it).
 	refiltered = released
 	c.Start()
-	js.adviseConsumer(r.Name(), cfg.Name, actionCreate)
+	if !js.cfg.ClusterAdvises {
+		js.adviseConsumer(r.Name(), cfg.Name, actionCreate)
+	}
 	if info.Paused {
 		c.AdvisePause(true, *cfg.PauseUntil)
 	}
@@ -475,7 +477,9 @@ func (js *JetStream) DeleteConsumer(streamName, name string) *jserr.Error {
 	r.cons.mu.Lock()
 	delete(r.cons.deleting, name)
 	r.cons.mu.Unlock()
-	js.adviseConsumer(streamName, name, actionDelete)
+	if !js.cfg.ClusterAdvises {
+		js.adviseConsumer(streamName, name, actionDelete)
+	}
 	r.DropUnneededWait()
 	return nil
 }

@@ -104,6 +104,11 @@ type Config struct {
 	// nats-server v2.15.2 reports its cluster-wide count; false leaves
 	// the count of those running here.
 	ConsumerCount func(stream string) (int, bool)
+	// ClusterAdvises: the consumer created and deleted advisories of the
+	// consumers this engine creates (CreateConsumer, CreateConsumerAt)
+	// and deletes (DeleteConsumer) are the cluster layer's to send, once
+	// per consumer (AdviseConsumer), not each replica's.
+	ClusterAdvises bool
 	// RestoreConsumer, when set (a clustered JetStream), says which of a
 	// file stream's persisted consumers its start restores: those the
 	// meta group assigns to this server. The others are left on disk,

@@ -56,6 +56,7 @@ func (c *Cluster) EngineConfig(accountName string, cfg *jetstream.Config) {
 		return c.consumerClusterInfo(consumerKey{accountName, streamName, name})
 	}
 	cfg.DeferRestore = true
+	cfg.ClusterAdvises = true
 	cfg.ConsumerCount = func(streamName string) (n int, ok bool) {
 		c.meta.View(func(st *meta.State) { n, ok = st.NumConsumers(accountName, streamName) })
 		return n, ok

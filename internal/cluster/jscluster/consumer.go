@@ -473,6 +473,7 @@ func (a *account) ConsumerCreate(streamName string, cfg consumer.Config, action 
 	if err != nil {
 		return nil, jserr.From(err, jserr.ConsumerCreate), true
 	}
+	isNew := false
 	if !same {
 		servers, jerr := c.consumerServers(sa, byName[name], existing[name], &prepared, &scfg)
 		if jerr != nil {
@@ -491,10 +492,14 @@ func (a *account) ConsumerCreate(streamName string, cfg consumer.Config, action 
 		if res.Consumer != nil {
 			body = res.Consumer.Config
 		}
+		isNew = !res.Existed && res.PrevConsumer == nil
 	} else {
 		body = byName[name].Config
 	}
 	info, jerr := c.waitConsumer(a, k, body)
+	if isNew {
+		a.js.AdviseConsumer(streamName, name, true) // once, where each replica's engine is quiet (Config.ClusterAdvises)
+	}
 	return info, jerr, true
 }
 
@@ -616,6 +621,7 @@ func (a *account) ConsumerDelete(streamName, name string) (*jserr.Error, bool) {
 	if _, jerr := c.propose(&meta.RemoveConsumer{Account: a.name, Stream: streamName, Name: name}); jerr != nil {
 		return jerr, true
 	}
+	a.js.AdviseConsumer(streamName, name, false)
 	deadline := time.Now().Add(proposeTimeout)
 	for c.creplicaOf(k) != nil && time.Now().Before(deadline) {
 		select {

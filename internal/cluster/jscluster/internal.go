@@ -348,6 +348,13 @@ func (c *Cluster) onAssignmentDelete(_, _ string, _, data []byte) {
 			if d := c.cfg.Debugf; d != nil {
 				d("jscluster: remove inactive consumer %s > %s > %s: %v", k.account, k.stream, k.name, jerr)
 			}
+			return
+		}
+		c.mu.Lock()
+		acc := c.accounts[k.account]
+		c.mu.Unlock()
+		if acc != nil && acc.js != nil {
+			acc.js.AdviseConsumer(k.stream, k.name, false)
 		}
 	}()
 }
