@@ -267,8 +267,11 @@ func (r *streamEntry) restoreConsumers() {
 		if strings.Contains(name, ".") {
 			continue // set aside (holdUnrestored); no consumer name has a dot
 		}
-		if keep := r.js.cfg.RestoreConsumer; keep != nil && !keep(r.Name(), name) {
-			continue // not this server's (left on disk)
+		if keep := r.js.cfg.RestoreConsumer; keep != nil {
+			var m consumerrun.Meta
+			if err := metafile.Read(r.js.cfg.FS, consumerrun.Dir(r.Dir(), name), &m); err == nil && !keep(r.Name(), name, m.Created) {
+				continue // not this server's (left on disk)
+			}
 		}
 		c, err := consumerrun.Restore(r.js.consumerEnv(), r.Stream, name)
 		if err != nil {
@@ -301,14 +304,17 @@ func (r *streamEntry) retainRestored(c *consumerrun.Consumer) {
 }
 
 // RestoreConsumer starts the persisted consumer name of stream
-// streamName from its files, as a start restores it: in a cluster, a
-// consumer with one replica the meta group assigns to this server that
-// the stream's start did not restore (Config.RestoreConsumer). found is
-// false when it has no files here (the caller creates it); true, with no
-// error, when it runs already. Errors: 10059, and the consumer's own (its
-// files cannot be read: it is reported, left on disk and held as a
-// start holds it, as jserr.ConsumerCreate).
-func (js *JetStream) RestoreConsumer(streamName, name string) (found bool, _ *jserr.Error) {
+// streamName, created at created, from its files, as a start restores
+// it: in a cluster, a consumer with one replica the meta group assigns to
+// this server that the stream's start did not restore
+// (Config.RestoreConsumer). found is false when it has no files here, or
+// files of another consumer of that name (created at another time: one
+// the meta group removed while this server was down), which the caller's
+// create then replaces; true, with no error, when it runs already.
+// Errors: 10059, and the consumer's own (its files cannot be read: it is
+// reported, left on disk and held as a start holds it, as
+// jserr.ConsumerCreate).
+func (js *JetStream) RestoreConsumer(streamName, name string, created time.Time) (found bool, _ *jserr.Error) {
 	r, jerr := js.lookup(streamName)
 	if jerr != nil {
 		return false, jerr
@@ -323,7 +329,11 @@ func (js *JetStream) RestoreConsumer(streamName, name string) (found bool, _ *js
 		return true, nil
 	}
 	var m consumerrun.Meta
-	if err := metafile.Read(js.cfg.FS, consumerrun.Dir(r.Dir(), name), &m); vfs.IsNotExist(err) {
+	switch err := metafile.Read(js.cfg.FS, consumerrun.Dir(r.Dir(), name), &m); {
+	case vfs.IsNotExist(err):
+		return false, nil
+	case err == nil && !m.Created.Equal(created):
+		js.logf("consumer %s > %s: the files here are those of a consumer of that name created at %v, not of the one created at %v: replaced", streamName, name, m.Created.UTC(), created.UTC())
 		return false, nil
 	}
 	c, err := consumerrun.Restore(js.consumerEnv(), r.Stream, name)

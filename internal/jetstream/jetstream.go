@@ -110,10 +110,11 @@ type Config struct {
 	// per consumer (AdviseConsumer), not each replica's.
 	ClusterAdvises bool
 	// RestoreConsumer, when set (a clustered JetStream), says which of a
-	// file stream's persisted consumers its start restores: those the
-	// meta group assigns to this server. The others are left on disk,
-	// not started and not held (nil restores every one).
-	RestoreConsumer func(stream, consumer string) bool
+	// file stream's persisted consumers (each named with the created time
+	// its files record) its start restores: those the meta group assigns
+	// to this server, created then. The others are left on disk, not
+	// started and not held (nil restores every one).
+	RestoreConsumer func(stream, consumer string, created time.Time) bool
 	// RemoveInactive, when set (a clustered JetStream), is told when a
 	// consumer this server delivers for (a consumer with one replica, or
 	// the leader of a replicated one) passed its inactive_threshold, and

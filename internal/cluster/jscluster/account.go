@@ -61,9 +61,9 @@ func (c *Cluster) EngineConfig(accountName string, cfg *jetstream.Config) {
 		c.meta.View(func(st *meta.State) { n, ok = st.NumConsumers(accountName, streamName) })
 		return n, ok
 	}
-	cfg.RestoreConsumer = func(streamName, name string) bool {
+	cfg.RestoreConsumer = func(streamName, name string, created time.Time) bool {
 		ca, _, assigned, here := c.consumerAssignment(consumerKey{accountName, streamName, name})
-		return assigned && here && len(ca.Replicas) == 1
+		return assigned && here && len(ca.Replicas) == 1 && ca.Created == created.UnixNano()
 	}
 	cfg.RemoveInactive = func(streamName, name string, created time.Time) {
 		c.askRemoveInactive(consumerKey{accountName, streamName, name}, created)

@@ -198,7 +198,7 @@ func (c *Cluster) startConsumer(acc *account, k consumerKey, ca meta.ConsumerAss
 // it has some here (a restart; a config the meta group changed meanwhile
 // is then applied), else created. Errors: the engine's.
 func (c *Cluster) startSingle(acc *account, k consumerKey, cfg consumer.Config, created time.Time) *jserr.Error {
-	found, jerr := acc.js.RestoreConsumer(k.stream, k.name)
+	found, jerr := acc.js.RestoreConsumer(k.stream, k.name, created)
 	if jerr != nil {
 		return jerr
 	}

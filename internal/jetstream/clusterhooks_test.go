@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jetstream/consumerrun"
+	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
@@ -84,5 +85,67 @@ func TestRemoveInactiveAsksTheCluster(t *testing.T) {
 	}
 	if _, jerr := js.ConsumerInfo("ORDERS", "D"); jerr != nil {
 		t.Fatalf("the consumer was deleted here: %v", jerr)
+	}
+}
+
+// In a cluster a stream's start restores only the consumers
+// Config.RestoreConsumer keeps (those its meta group assigns to the
+// server, created at the time their files record); RestoreConsumer then
+// restores one with its delivery state, and only the consumer created at
+// the time named: files of an earlier consumer of the name (removed
+// while the server was down) are not taken for it.
+func TestRestoreConsumerByAssignment(t *testing.T) {
+	fs := vfs.NewCrashFS()
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	var keep func(stream, name string, created time.Time) bool
+	open := func(tr Transport) *JetStream {
+		js, err := New(Config{StoreDir: "/sd", FS: fs, ServerName: "s1", Now: clk.now, RestoreConsumer: keep}, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return js
+	}
+	tr := newMemTransport()
+	js := open(tr)
+	if _, err := js.AddStream(ordersConfig(stream.FileStorage)); err != nil {
+		t.Fatal(err)
+	}
+	created := time.Unix(1_700_000_000, 123).UTC()
+	cfg := consumer.Config{Durable: "C", AckPolicy: consumer.AckExplicit, AckWait: time.Hour}
+	if _, jerr := js.CreateConsumerAt("ORDERS", "C", cfg, CreateOrUpdate, created); jerr != nil {
+		t.Fatal(jerr)
+	}
+	pubAcks := tr.inbox("_INBOX.pub")
+	tr.Publish("events.orders.x", "_INBOX.pub", nil, []byte("o"))
+	pubAcks.next(t)
+	d := collectDeliveries(tr, "_INBOX.pull")
+	tr.Publish("$JS.API.CONSUMER.MSG.NEXT.ORDERS.C", "_INBOX.pull", nil, []byte(`{"batch":1}`))
+	d.wait(t, 1)
+	js.Shutdown()
+
+	var asked []time.Time
+	keep = func(stream, name string, at time.Time) bool {
+		asked = append(asked, at)
+		return false
+	}
+	js2 := open(newMemTransport())
+	defer js2.Shutdown()
+	if len(asked) != 1 || !asked[0].Equal(created) {
+		t.Fatalf("the start asked about %v, want the created time %v", asked, created)
+	}
+	expectErr(t, second(js2.ConsumerInfo("ORDERS", "C")), jserr.ConsumerNotFound)
+	if found, jerr := js2.RestoreConsumer("ORDERS", "C", created.Add(time.Second)); found || jerr != nil {
+		t.Fatalf("restore of another consumer of the name: found %v, %v", found, jerr)
+	}
+	expectErr(t, second(js2.ConsumerInfo("ORDERS", "C")), jserr.ConsumerNotFound)
+	if found, jerr := js2.RestoreConsumer("ORDERS", "C", created); !found || jerr != nil {
+		t.Fatalf("restore: found %v, %v", found, jerr)
+	}
+	info, jerr := js2.ConsumerInfo("ORDERS", "C")
+	if jerr != nil || info.Delivered.Stream != 1 || info.NumAckPending != 1 || !info.Created.Equal(created) {
+		t.Fatalf("restored: %+v %v", info, jerr)
+	}
+	if found, jerr := js2.RestoreConsumer("ORDERS", "C", created); !found || jerr != nil {
+		t.Fatalf("restore of a running consumer: found %v, %v", found, jerr)
 	}
 }
