@@ -26,6 +26,8 @@
 //
 //	account info, STREAM.CREATE/UPDATE/DELETE/NAMES/LIST/PEER.REMOVE,
 //	unknown subjects                                                         the meta leader
+//	CONSUMER.CREATE/NAMES/LIST/DELETE of a stream the meta group knows       the meta leader
+//	CONSUMER.INFO/PAUSE/UNPIN/LEADER.STEPDOWN of a consumer it knows         the server running the consumer's leader
 //	anything naming a stream the meta group knows                            the server running its leader
 //	                                                                          (for one replica: its server)
 //	anything naming a stream the meta group does not know                   the meta leader (10059 and the like)
@@ -49,6 +51,16 @@
 // the local stream and removes the group. The servers' engines restore
 // nothing at their start (jetstream.Config.DeferRestore): the meta group
 // says which streams a server runs.
+//
+// # Consumers
+//
+// The meta group holds every consumer on its own replica count of its
+// stream's servers (consumer.go): one replica runs on its server with
+// the engine's local log, more over a consumerlog.Log of the consumer's
+// group. The meta leader creates, lists and deletes them, checking a
+// create against its meta state; the servers reach each other's
+// consumer leaders through the system account (internal.go: consumer
+// infos, the removal of an inactive consumer).
 //
 // # Updates and step-downs
 //
