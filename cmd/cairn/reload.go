@@ -77,7 +77,7 @@ var startOnly = map[string]string{
 func securityKey(key string) bool {
 	switch key {
 	case "no_auth_user", "accounts", "no_system_account", "system_account",
-		"operator", "resolver", "resolver_preload", "allow_non_tls":
+		"operator", "resolver", "resolver_dir", "resolver_preload", "allow_non_tls":
 		return true
 	}
 	return strings.HasPrefix(key, "authorization") || strings.HasPrefix(key, "tls.")

@@ -185,7 +185,9 @@ func (c *Config) validateSystemAccount() error {
 		return nil
 	}
 	if c.Operator.Enabled() {
-		if _, ok := c.Operator.Preload[sys]; !ok {
+		if _, ok := c.Operator.Preload[sys]; !ok && c.Operator.Resolver == "MEMORY" {
+			// (The nats-based resolvers find it in their directory, or
+			// start with a bootstrapping system account.)
 			return fmt.Errorf("system account %s is not among the preloaded accounts (resolver_preload)", sys)
 		}
 		return nil

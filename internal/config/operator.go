@@ -21,8 +21,14 @@ import (
 type Operator struct {
 	// JWTs are the operator JWTs (operator: a file or the JWT inline).
 	JWTs []string `key:"operator"`
-	// Resolver is the account resolver: "MEMORY" is the one cairn has.
+	// Resolver is the account resolver: "MEMORY" (resolver: MEMORY, the
+	// accounts are the preloaded ones), "FULL" or "CACHE" (a resolver
+	// block: the nats-based resolvers, their account JWTs in a directory;
+	// ResolverDir).
 	Resolver string `key:"resolver"`
+	// ResolverDir is the resolver block of the FULL and CACHE resolvers
+	// (resolver.go); zero for MEMORY.
+	ResolverDir ResolverDir `key:"resolver_dir"`
 	// Preload maps account public keys to their account JWTs
 	// (resolver_preload).
 	Preload map[string]string `key:"resolver_preload"`
@@ -116,15 +122,20 @@ func readOperatorJWT(s string) (string, *jwt.OperatorClaims, error) {
 // memResolver is how nats-server recognises the MEMORY resolver.
 var memResolver = regexp.MustCompile(`(?i)^\s*(MEM|MEMORY)\s*$`)
 
-// resolverKey reads resolver: MEMORY; the URL and nats-based resolvers
-// are not supported yet.
+// resolverKey reads resolver: MEMORY, or a resolver block (resolver.go);
+// the URL resolver is not supported yet.
 func resolverKey(c *Config, it item, r *report) {
-	s, ok := it.val.(string)
-	if !ok || !memResolver.MatchString(s) {
-		r.errorf(it, "field %q is not supported by cairn yet: only resolver: MEMORY is", it.key)
+	switch v := it.val.(type) {
+	case map[string]any:
+		resolverBlock(c, it, v, r)
 		return
+	case string:
+		if memResolver.MatchString(v) {
+			c.Operator.Resolver, c.Operator.ResolverDir = "MEMORY", ResolverDir{}
+			return
+		}
 	}
-	c.Operator.Resolver = "MEMORY"
+	r.errorf(it, "field %q is not supported by cairn yet: only resolver: MEMORY and the resolver blocks of type full and cache are", it.key)
 }
 
 // preloadKey reads resolver_preload: account public keys to account JWTs.
@@ -164,6 +175,8 @@ func (o *Operator) validate(a *Auth) error {
 	switch {
 	case o.Resolver == "":
 		return fmt.Errorf("operators require an account resolver to be configured")
+	case o.Resolver != "MEMORY" && o.SystemAccount == "":
+		return fmt.Errorf("using nats based account resolver - the system account needs to be specified in configuration or the operator jwt")
 	case len(a.Accounts) > 0:
 		return fmt.Errorf("operators do not allow Accounts to be configured directly")
 	case len(a.Users) > 0:

@@ -47,7 +47,7 @@ func TestOperatorMode(t *testing.T) {
 		}
 	}
 	for text, want := range map[string]string{
-		"resolver: URL(http://x)":                   `field "resolver" is not supported by cairn yet: only resolver: MEMORY is`,
+		"resolver: URL(http://x)":                   `field "resolver" is not supported by cairn yet: only resolver: MEMORY and the resolver blocks of type full and cache are`,
 		"resolver_preload: { X: notajwt }":          `invalid account JWT`,
 		"operator: /nonexistent/op.jwt":             `error parsing operator JWT: open /nonexistent/op.jwt: no such file or directory`,
 		"resolver_preload: { ABC: " + accJWT + " }": `is the JWT of`,
