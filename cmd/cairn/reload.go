@@ -137,6 +137,7 @@ func (in *instance) tryReload() error {
 		if sec, err = in.srv.PrepareSecurity(securityOptions(next)); err != nil {
 			return err
 		}
+		defer sec.Release() // (after Apply, nothing)
 		if in.monTLS.Load() != nil {
 			if monTLS, err = monitorTLS(&next.TLS); err != nil {
 				return err

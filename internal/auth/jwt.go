@@ -23,16 +23,59 @@ import (
 type jwtMode struct {
 	trusted  map[string]bool
 	accounts map[string]*jwt.AccountClaims // by public key
+	// removed are accounts a nats-based resolver deleted (SetRemoved):
+	// their clients' sessions end as expired.
+	removed map[string]bool
 }
 
+// newJWTMode builds operator mode from the operator's account JWTs
+// (o.Preload: the preloaded ones, or a nats-based resolver's). With a
+// nats-based resolver, a system account without a JWT is a bootstrapping
+// one, as in nats-server v2.15.2 (server.go NewServer, "Using
+// bootstrapping system account"): issued by the first operator, with no
+// limits and no signing keys, so that users its own key issued can log in
+// and push its JWT.
 func newJWTMode(o *config.Operator) *jwtMode {
 	m := &jwtMode{trusted: o.TrustedKeys(), accounts: map[string]*jwt.AccountClaims{}}
 	for k, t := range o.Preload {
-		if ac, err := jwt.DecodeAccountClaims(t); err == nil && m.trusted[ac.Issuer] {
+		if ac, err := jwt.DecodeAccountClaims(t); err == nil && m.trusted[ac.Issuer] && ac.Subject == k {
 			m.accounts[k] = ac
 		}
 	}
+	if sys := o.SystemAccount; sys != "" && o.Resolver != "MEMORY" && m.accounts[sys] == nil && len(o.JWTs) > 0 {
+		if oc, err := jwt.DecodeOperatorClaims(o.JWTs[0]); err == nil {
+			ac := jwt.NewAccountClaims(sys)
+			ac.Issuer = oc.Subject
+			m.accounts[sys] = ac
+		}
+	}
 	return m
+}
+
+// SetRemoved names the accounts a nats-based resolver deleted: a client
+// of one that is checked again (Recheck) gets AccountRemoved. It must be
+// called before the directory is used.
+func (d *Directory) SetRemoved(keys []string) {
+	if d.jwt == nil || len(keys) == 0 {
+		return
+	}
+	d.jwt.removed = map[string]bool{}
+	for _, k := range keys {
+		d.jwt.removed[k] = true
+	}
+}
+
+// JWTAccount returns the account of a user JWT (its issuer_account, or
+// its issuer), "" when token is not a user JWT.
+func JWTAccount(token string) string {
+	juc, err := jwt.DecodeUserClaims(token)
+	if err != nil {
+		return ""
+	}
+	if juc.IssuerAccount != "" {
+		return juc.IssuerAccount
+	}
+	return juc.Issuer
 }
 
 // NewOperatorDirectory builds the directory of operator mode (checked by
@@ -123,6 +166,15 @@ func (m *jwtMode) authenticateJWT(cr *Credentials, now time.Time) (*User, bool) 
 		u.Tags = append([]string(nil), juc.Tags...)
 	}
 	return u, true
+}
+
+// accountOf returns the account of the user JWT of cr, "" when there is
+// none.
+func (m *jwtMode) accountOf(cr *Credentials) string {
+	if cr.JWT == "" {
+		return ""
+	}
+	return JWTAccount(cr.JWT)
 }
 
 // revoked reports whether the account of the user JWT of cr revokes it,

@@ -80,6 +80,10 @@ const (
 	// Authentication Revoked' and is closed (nats-server
 	// updateAccountClaimsWithRefresh).
 	Revoked
+	// AccountRemoved: a nats-based resolver deleted its account; it gets
+	// -ERR 'Account Authentication Expired' and is closed (nats-server
+	// accounts.go removeCb, expiredTimeout).
+	AccountRemoved
 )
 
 // RevokedText is the -ERR a client whose user JWT its account revoked
@@ -107,6 +111,9 @@ func (d *Directory) Recheck(s *Session) (*Session, Verdict) {
 		return &Session{User: Anonymous, creds: s.creds}, Keep
 	}
 	if d.jwt != nil {
+		if d.jwt.removed[d.jwt.accountOf(&s.creds)] {
+			return nil, AccountRemoved
+		}
 		if d.jwt.revoked(&s.creds) {
 			return nil, Revoked
 		}

@@ -35,14 +35,14 @@ func TestResolverBlock(t *testing.T) {
 	}
 	for body, want := range map[string][]string{
 		`type: full`: {"2:1: dir has no value and needs to point to a directory", "2:1: mkdir : no such file or directory"},
-		`type: full, dir: "` + dir + `", ttl: "1m"`:                                                     {"2:1: FULL does not accept ttl"},
-		`type: cache, dir: "` + dir + `", interval: "1m", allow_delete: true, hard_delete: false`:        {"2:1: CACHE does not accept sync", "2:1: CACHE does not accept allow_delete", "2:1: CACHE does not accept hard_delete"},
-		`type: full, dir: "` + dir + `", hard_delete: true`:                                              {"2:1: hard_delete has no effect without delete"},
-		`type: bogus, dir: "` + dir + `"`:                                                                {`2:1: error parsing account resolver, should be MEM or  URL("url") or a map containing dir and type state=[FULL|CACHE])`},
-		`type: full, dir: "` + dir + `", timeout: "0s"`:                                                  {"2:1: Fetch timeout 0s is too smal"},
-		`type: full, dir: "` + dir + `", interval: "abc"`:                                                {`2:1: time: invalid duration "abc"`},
-		`type: full, dir: "` + file + `"`:                                                                {"2:1: dir needs to point to an accessible directory", "2:1: mkdir " + file + ": not a directory"},
-		`type: full, dir: 5`:                                                                             {"2:24: interface conversion: interface {} is int64, not string"},
+		`type: full, dir: "` + dir + `", ttl: "1m"`:                                               {"2:1: FULL does not accept ttl"},
+		`type: cache, dir: "` + dir + `", interval: "1m", allow_delete: true, hard_delete: false`: {"2:1: CACHE does not accept sync", "2:1: CACHE does not accept allow_delete", "2:1: CACHE does not accept hard_delete"},
+		`type: full, dir: "` + dir + `", hard_delete: true`:                                       {"2:1: hard_delete has no effect without delete"},
+		`type: bogus, dir: "` + dir + `"`:                                                         {`2:1: error parsing account resolver, should be MEM or  URL("url") or a map containing dir and type state=[FULL|CACHE])`},
+		`type: full, dir: "` + dir + `", timeout: "0s"`:                                           {"2:1: Fetch timeout 0s is too smal"},
+		`type: full, dir: "` + dir + `", interval: "abc"`:                                         {`2:1: time: invalid duration "abc"`},
+		`type: full, dir: "` + file + `"`:                                                         {"2:1: dir needs to point to an accessible directory", "2:1: mkdir " + file + ": not a directory"},
+		`type: full, dir: 5`:                                                                      {"2:24: interface conversion: interface {} is int64, not string"},
 	} {
 		got := problemTexts(t, "operator: "+opJWT+"\nresolver { "+body+" }\n")
 		if len(got) != len(want) {

@@ -65,6 +65,18 @@ func errAccountJetStream(name string) error {
 // returns ErrReloadUnsupported for a change of an account's JetStream on
 // a JetStream server.
 func (s *Server) prepareAccounts(a *config.Auth, d *auth.Directory) (*accountsReload, error) {
+	return s.prepareAccountsFor(a, d, false)
+}
+
+// prepareAccountsFor is prepareAccounts; resolver, for a change of a
+// nats-based resolver's account JWTs (resolver.go), applies what it can
+// of a change of an account's JetStream instead of refusing it, as those
+// changes are pushed, not reloaded: an account added with JetStream gets
+// the API's "not enabled" answers, an account whose JWT changes its
+// JetStream keeps its engine and limits, and an account deleted with
+// JetStream stays in the table (no client can log into it), each with a
+// warning that the change applies at the next start.
+func (s *Server) prepareAccountsFor(a *config.Auth, d *auth.Directory, resolver bool) (*accountsReload, error) {
 	cur := s.accountTable()
 	specs := accountSpecs(a, d)
 	r := &accountsReload{table: accountTable{s.gacc.name: s.gacc}, kept: map[*account]accountSpec{}}
@@ -77,15 +89,23 @@ func (s *Server) prepareAccounts(a *config.Auth, d *auth.Directory) (*accountsRe
 	for _, name := range names {
 		sp := specs[name]
 		acc := cur[name]
-		if acc == nil {
+		switch {
+		case acc == nil && js && sp.js != nil && resolver:
+			s.log.Warnf("Account %s: its JWT enables JetStream, which cairn starts for an account added while it runs only at the next start", name)
+			sp.js = nil
+			fallthrough
+		case acc == nil:
 			if js && sp.js != nil {
 				return nil, errAccountJetStream(name)
 			}
 			acc = newAccount(name, sp)
 			r.added = append(r.added, acc)
-		} else if js && !reflect.DeepEqual(acc.jsLimits, sp.js) {
+		case js && !reflect.DeepEqual(acc.jsLimits, sp.js) && resolver:
+			s.log.Warnf("Account %s: the JetStream limits of its new JWT apply at the next start", name)
+			r.kept[acc] = sp
+		case js && !reflect.DeepEqual(acc.jsLimits, sp.js):
 			return nil, errAccountJetStream(name)
-		} else {
+		default:
 			r.kept[acc] = sp
 		}
 		r.table[name] = acc
@@ -98,6 +118,12 @@ func (s *Server) prepareAccounts(a *config.Auth, d *auth.Directory) (*accountsRe
 	}
 	for name, acc := range cur {
 		if r.table[name] == nil {
+			if js && (acc.js != nil || acc.jsLimits != nil) && resolver {
+				s.log.Warnf("Account %s: deleted; its JetStream stops at the next start", name)
+				r.table[name] = acc
+				r.kept[acc] = accountSpec{lim: config.AccountLimits{}}
+				continue
+			}
 			if js && (acc.js != nil || acc.jsLimits != nil) {
 				return nil, errAccountJetStream(name)
 			}

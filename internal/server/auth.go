@@ -132,6 +132,12 @@ func (c *client) authenticate(opts *connectOpts) error {
 		}
 		c.stopAuthTimer()
 	}
+	if r := c.srv.res; r != nil && opts.JWT != "" {
+		// An account the server does not know is looked up first
+		// (fetch.go); a failure leaves it unknown, which the
+		// authentication refuses.
+		_ = r.fetchFor(opts.JWT)
+	}
 	ses, ok := c.srv.security().dir.Login(c.credentials(opts))
 	if !ok {
 		return c.authFailed(opts, true)
@@ -264,7 +270,7 @@ func (c *client) armExpiry(u *auth.User) {
 func quietClose(err error) bool {
 	return errors.Is(err, errAuthViolation) || errors.Is(err, errAuthClosed) ||
 		errors.Is(err, errAccountConns) || errors.Is(err, errSubsAtConnect) ||
-		errors.Is(err, errMoved) || errors.Is(err, errRevoked)
+		errors.Is(err, errMoved) || errors.Is(err, errRevoked) || errors.Is(err, errAccountRemoved)
 }
 
 // secretKeys are the CONNECT fields never written to a trace line.

@@ -79,6 +79,7 @@ type SecurityReload struct {
 	s         *Server
 	cur, next *security
 	accounts  *accountsReload
+	released  bool // Apply or Release ran: Server.secMu is unlocked
 }
 
 // PrepareSecurity builds new security settings without applying them. It
@@ -89,11 +90,35 @@ type SecurityReload struct {
 // checkSecurityReload; on a JetStream server a change of an account's
 // JetStream, see prepareAccounts) or settings that do not load
 // (ErrInvalidOptions: a TLS certificate). Only one reload may be
-// prepared and applied at a time.
+// prepared and applied at a time: until Apply or Release, the changes of
+// a nats-based resolver's account JWTs wait. With such a resolver, the
+// preloaded JWTs newer than the stored ones are stored (as nats-server
+// stores them at a reload), and the accounts are the resolver's.
 func (s *Server) PrepareSecurity(so SecurityOptions) (*SecurityReload, error) {
+	s.secMu.Lock()
+	r, err := s.prepareSecurityLocked(so)
+	if err != nil {
+		s.secMu.Unlock()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (s *Server) prepareSecurityLocked(so SecurityOptions) (*SecurityReload, error) {
 	cur := s.security()
 	if err := checkSecurityReload(cur, &so); err != nil {
 		return nil, err
+	}
+	if s.res != nil {
+		if so.Operator.ResolverDir != s.opts.Operator.ResolverDir {
+			return nil, fmt.Errorf("%w for resolver: cairn applies the resolver block at start only", ErrReloadUnsupported)
+		}
+		for _, k := range s.res.storePreloads(so.Operator.Preload) {
+			if tok, err := s.res.store.Load(k); err == nil {
+				s.res.jwts[k] = tok
+			}
+		}
+		so.Operator = s.res.withJWTs(so.Operator)
 	}
 	next, err := newSecurity(&so.Auth, &so.Operator, &so.TLS, cur)
 	if err != nil {
@@ -106,10 +131,20 @@ func (s *Server) PrepareSecurity(so SecurityOptions) (*SecurityReload, error) {
 	return &SecurityReload{s: s, cur: cur, next: next, accounts: accs}, nil
 }
 
+// Release gives up a prepared reload that will not be applied (another
+// part of the configuration failed). It does nothing after Apply.
+func (r *SecurityReload) Release() {
+	if !r.released {
+		r.released = true
+		r.s.secMu.Unlock()
+	}
+}
+
 // Apply puts the prepared settings in force: new clients meet them at
 // once, connected clients are checked again (see the comment at the top
 // of this file).
 func (r *SecurityReload) Apply() {
+	defer r.Release()
 	s, cur, next := r.s, r.cur, r.next
 	// The accounts first: a client the new directory lets in finds its
 	// account (one whose account a reload removed fails: setSession).
@@ -215,6 +250,9 @@ var (
 	errMoved = &protocol.Error{Close: true}
 	// errRevoked closes a client whose user JWT its account revoked.
 	errRevoked = &protocol.Error{Text: auth.RevokedText, Close: true}
+	// errAccountRemoved closes a client whose account a nats-based
+	// resolver deleted.
+	errAccountRemoved = &protocol.Error{Text: auth.AccountExpired, Close: true}
 )
 
 // recheckAuth checks the client's session against the directory in force
@@ -235,6 +273,10 @@ func (c *client) recheckAuth() error {
 		c.setReason(ReasonRevocation)
 		c.log.Debugf("%s - cid:%d - %s", c.addr, c.cid, auth.RevokedText)
 		return errRevoked
+	case auth.AccountRemoved:
+		c.setReason(ReasonAuthenticationExpired)
+		c.log.Debugf("%s - cid:%d - %s", c.addr, c.cid, auth.AccountExpired)
+		return errAccountRemoved
 	}
 	c.uncount() // counted again in its account, as nats-server registers it again
 	if err := c.setSession(ses, true); err != nil {

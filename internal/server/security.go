@@ -24,6 +24,11 @@ type security struct {
 	// random characters), kept across reloads so that its clients stay.
 	implicitNoAuth bool
 	implicitUser   string
+	// dirAuth is the authorization the directory was built from (auth
+	// with the implicit user and the default timeout), kept so that a
+	// change of the account JWTs builds the directory again
+	// (resolver.go).
+	dirAuth config.Auth
 	// The configuration this was built from; Auth without the implicit
 	// user.
 	auth     config.Auth
@@ -54,6 +59,7 @@ func newSecurity(a *config.Auth, op *config.Operator, t *config.TLS, prev *secur
 		authCfg.NoAuthUser = u.Name
 		sec.implicitNoAuth, sec.implicitUser = true, u.Name
 	}
+	sec.dirAuth = authCfg
 	sec.dir = newDirectory(&authCfg, op, t.VerifyAndMap)
 	return sec, nil
 }

@@ -49,7 +49,15 @@ type Server struct {
 	// sec is who may connect and how (reload.go): the authentication
 	// directory and the client listener's TLS, immutable, replaced whole
 	// by a reload.
-	sec      atomic.Pointer[security]
+	sec atomic.Pointer[security]
+	// secMu serializes the changes of sec and the account table: a
+	// configuration reload (held from PrepareSecurity to Apply or
+	// Release) and the changes of a nats-based resolver's account JWTs
+	// (resolver.go). Never held with mu.
+	secMu sync.Mutex
+	// res is the nats-based account resolver (resolver.go); nil without
+	// one.
+	res      *resolver
 	jsDomain []byte // "$JS.<domain>.API.", whose subjects client publishes are mapped from (jsdomain.go); nil without a domain
 
 	lim           atomic.Pointer[limits] // the limits in force (limits.go)
@@ -76,7 +84,16 @@ func New(opts Options) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	sec, err := newSecurity(&opts.Auth, &opts.Operator, &opts.TLS, nil)
+	var res *resolver
+	secOp := opts.Operator
+	if opts.Operator.Enabled() && opts.Operator.Resolver != "MEMORY" {
+		r, err := newResolver(opts.Logger, &opts.Operator)
+		if err != nil {
+			return nil, err
+		}
+		res, secOp = r, r.withJWTs(opts.Operator)
+	}
+	sec, err := newSecurity(&opts.Auth, &secOp, &opts.TLS, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +115,10 @@ func New(opts Options) (*Server, error) {
 		clients: make(map[uint64]*client),
 		done:    make(chan struct{}),
 		quit:    make(chan struct{}),
+		res:     res,
+	}
+	if res != nil {
+		res.s = s
 	}
 	s.sec.Store(sec)
 	if opts.JetStream {
@@ -176,6 +197,13 @@ func (s *Server) Start() error {
 		_ = ln.Close()
 		s.stopJetStream()
 		return err
+	}
+	if s.res != nil {
+		if err := s.res.startClaimsAPI(); err != nil {
+			_ = ln.Close()
+			s.stopJetStream()
+			return err
+		}
 	}
 	s.log.Noticef("Listening for client connections on %s", net.JoinHostPort(s.opts.Host, strconv.Itoa(s.port)))
 	s.warnIfOpen()
