@@ -480,3 +480,55 @@ func TestResolverCluster(t *testing.T) {
 	uj, _ := jwt.NewUserClaims(upub).Encode(unknownAcc)
 	connectJWT(t, tc.nodes[2].url, uj, ukp).expectAuthViolation()
 }
+
+// With resolver: MEMORY a JWT pushed on the account's subjects replaces a
+// preloaded account's (nats-server accountClaimUpdate): the answers are
+// nats-server's, and the revocation it carries closes the user.
+func TestMemoryResolverPush(t *testing.T) {
+	f := newResolverFixture(t)
+	rogue, _ := mustKP(t, nkeys.CreateOperator)
+	_, otherPub := mustKP(t, nkeys.CreateAccount)
+	aJWT := f.accountJWT(t, f.accPub, f.op, nil)
+	conf := fmt.Sprintf("operator: %s\nsystem_account: %s\nresolver: MEMORY\nresolver_preload: {\n  %s: %s\n  %s: %s\n}\n",
+		f.opJWT, f.sysPub, f.sysPub, f.sysJWT, f.accPub, aJWT)
+	revoked := f.accountJWT(t, f.accPub, f.opSigner, func(ac *jwt.AccountClaims) {
+		ac.RevokeAt(f.userPub, time.Now().Add(time.Minute))
+	})
+	steps := []struct {
+		name, subj string
+		body       []byte
+		want       string
+	}{
+		{"unknown account", "$SYS.REQ.ACCOUNT." + otherPub + ".CLAIMS.UPDATE", []byte(f.accountJWT(t, otherPub, f.op, nil)),
+			`{"data":{"account":"` + otherPub + `","code":200,"message":"jwt update skipped"}}`},
+		{"empty", "$SYS.REQ.ACCOUNT." + f.accPub + ".CLAIMS.UPDATE", nil,
+			`{"error":{"account":"` + f.accPub + `","code":500,"description":"jwt update error - request body is empty"}}`},
+		{"garbage", "$SYS.ACCOUNT." + f.accPub + ".CLAIMS.UPDATE", []byte("garbage"),
+			`{"error":{"account":"` + f.accPub + `","code":500,"description":"jwt update resulted in error - expected 3 chunks"}}`},
+		{"other subject", "$SYS.REQ.ACCOUNT." + otherPub + ".CLAIMS.UPDATE", []byte(aJWT),
+			`{"error":{"account":"` + otherPub + `","code":500,"description":"jwt update resulted in error - subject does not match jwt content"}}`},
+		{"untrusted", "$SYS.REQ.ACCOUNT." + f.accPub + ".CLAIMS.UPDATE", []byte(f.accountJWT(t, f.accPub, rogue, nil)),
+			`{"error":{"account":"` + f.accPub + `","code":500,"description":"jwt update resulted in error - account validation failed"}}`},
+		{"same", "$SYS.REQ.ACCOUNT." + f.accPub + ".CLAIMS.UPDATE", []byte(aJWT),
+			`{"data":{"account":"` + f.accPub + `","code":200,"message":"jwt updated"}}`},
+		{"revocation", "$SYS.REQ.ACCOUNT." + f.accPub + ".CLAIMS.UPDATE", []byte(revoked),
+			`{"data":{"account":"` + f.accPub + `","code":200,"message":"jwt updated"}}`},
+	}
+	forEach(t, secTargets(t, conf, nil), func(t *testing.T, tg secTarget) {
+		c := connectJWT(t, tg.url, f.userJWT, f.userKP)
+		c.expect("PONG\r\n")
+		nc := f.sysConn(t, tg.url)
+		for _, st := range steps {
+			if got := withoutServer(t, claimsRequest(t, nc, st.subj, st.body)); got != st.want {
+				t.Errorf("%s:\n got %s\nwant %s", st.name, got, st.want)
+			}
+		}
+		if got := c.waitClosed(10 * time.Second); got != "-ERR 'User Authentication Revoked'\r\n" {
+			t.Fatalf("revoked user got %q", got)
+		}
+		// $SYS.REQ.CLAIMS.UPDATE is the nats-based resolvers' only.
+		if _, err := nc.Request("$SYS.REQ.CLAIMS.UPDATE", []byte(aJWT), time.Second); err != nats.ErrNoResponders {
+			t.Fatalf("CLAIMS.UPDATE with MEMORY: %v", err)
+		}
+	})
+}

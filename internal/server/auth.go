@@ -132,7 +132,7 @@ func (c *client) authenticate(opts *connectOpts) error {
 		}
 		c.stopAuthTimer()
 	}
-	if r := c.srv.res; r != nil && opts.JWT != "" {
+	if r := c.srv.res; r != nil && r.store != nil && opts.JWT != "" {
 		// An account the server does not know is looked up first
 		// (fetch.go); a failure leaves it unknown, which the
 		// authentication refuses.

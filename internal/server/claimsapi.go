@@ -116,6 +116,9 @@ func (r *resolver) startClaimsAPI() error {
 		return fmt.Errorf("%w: a nats-based resolver needs a system account", ErrInvalidOptions)
 	}
 	r.q = make(chan sysRequest, claimsQueue)
+	if r.store == nil {
+		return r.startMemory()
+	}
 	subjects := []string{accClaimsUpdateSubj, accClaimsUpdateOld, claimsUpdateSubj, claimsListSubj, claimsDeleteSubj}
 	if r.cfg.Full {
 		subjects = append(subjects, accClaimsLookupSubj)
@@ -179,6 +182,8 @@ func (r *resolver) serve() {
 func (r *resolver) handle(q sysRequest) {
 	tk := strings.Split(q.subject, ".")
 	switch {
+	case r.store == nil:
+		r.memoryUpdate(q.subject, q.body, q.reply)
 	case q.subject == "$merge":
 		r.mergePack(q.body)
 	case q.subject == claimsUpdateSubj:

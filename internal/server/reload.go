@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"reflect"
 	"sort"
@@ -109,7 +110,7 @@ func (s *Server) prepareSecurityLocked(so SecurityOptions) (*SecurityReload, err
 	if err := checkSecurityReload(cur, &so); err != nil {
 		return nil, err
 	}
-	if s.res != nil {
+	if s.res != nil && s.res.store != nil {
 		if so.Operator.ResolverDir != s.opts.Operator.ResolverDir {
 			return nil, fmt.Errorf("%w for resolver: cairn applies the resolver block at start only", ErrReloadUnsupported)
 		}
@@ -149,6 +150,11 @@ func (r *SecurityReload) Apply() {
 	// The accounts first: a client the new directory lets in finds its
 	// account (one whose account a reload removed fails: setSession).
 	r.accounts.apply(s)
+	if s.res != nil && s.res.store == nil {
+		// The MEMORY resolver's accounts are the preloads again
+		// (nats-server configureResolver stores them over the pushed ones).
+		s.res.jwts = maps.Clone(next.operator.Preload)
+	}
 	s.sec.Store(next)
 	if !reflect.DeepEqual(cur.tlsCfg.PinnedCerts, next.tlsCfg.PinnedCerts) {
 		s.recheckPinnedCerts(next.tls)

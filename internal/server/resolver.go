@@ -49,7 +49,7 @@ type resolver struct {
 	s     *Server // set by New
 	log   *logger.Logger
 	cfg   config.ResolverDir
-	store *jwtstore.Store
+	store *jwtstore.Store // nil for the MEMORY resolver (memory.go)
 	// jwts are the account JWTs by public key, the accounts of the
 	// directory in force; guarded by Server.secMu.
 	jwts map[string]string
@@ -64,9 +64,13 @@ type resolver struct {
 }
 
 // newResolver opens the directory of a nats-based resolver and stores the
-// preloaded JWTs in it. It returns the directory's error (it cannot be
-// made or read).
+// preloaded JWTs in it; for the MEMORY resolver, it keeps the preloaded
+// JWTs (store nil). It returns the directory's error (it cannot be made
+// or read).
 func newResolver(log *logger.Logger, op *config.Operator) (*resolver, error) {
+	if op.Resolver == "MEMORY" {
+		return &resolver{log: log, jwts: maps.Clone(op.Preload)}, nil
+	}
 	cfg := op.ResolverDir
 	o := jwtstore.Options{Limit: cfg.MaxJWTs()}
 	switch {
@@ -196,6 +200,9 @@ func (s *Server) checkPushed(ac *jwt.AccountClaims) error {
 	op := s.security().operator
 	if !op.TrustedKeys()[ac.Issuer] {
 		return errUntrustedJWT
+	}
+	if s.res.store == nil {
+		return nil
 	}
 	if stored, err := s.res.store.Load(ac.Subject); err == nil {
 		if old, err := jwt.DecodeGeneric(stored); err == nil && old.IssuedAt > ac.IssuedAt {

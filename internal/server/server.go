@@ -86,7 +86,7 @@ func New(opts Options) (*Server, error) {
 	}
 	var res *resolver
 	secOp := opts.Operator
-	if opts.Operator.Enabled() && opts.Operator.Resolver != "MEMORY" {
+	if opts.Operator.Enabled() {
 		r, err := newResolver(opts.Logger, &opts.Operator)
 		if err != nil {
 			return nil, err
@@ -198,7 +198,7 @@ func (s *Server) Start() error {
 		s.stopJetStream()
 		return err
 	}
-	if s.res != nil {
+	if s.res != nil && s.sysacc != nil {
 		if err := s.res.startClaimsAPI(); err != nil {
 			_ = ln.Close()
 			s.stopJetStream()
