@@ -532,3 +532,61 @@ func TestMemoryResolverPush(t *testing.T) {
 		}
 	})
 }
+
+// An account pushed with JetStream, and an account whose new JWT enables
+// it, get JetStream at once, as in nats-server: their users create
+// streams and publish to them.
+func TestResolverPushEnablesJetStream(t *testing.T) {
+	f := newResolverFixture(t)
+	bKP, bPub := mustKP(t, nkeys.CreateAccount)
+	bUserKP, bUserPub := mustKP(t, nkeys.CreateUser)
+	bUser, _ := jwt.NewUserClaims(bUserPub).Encode(bKP)
+	js := func(ac *jwt.AccountClaims) {
+		ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+	}
+	for _, tg := range []string{"cairn", "nats-server"} {
+		t.Run(tg, func(t *testing.T) {
+			conf := f.conf(t.TempDir(), "") + fmt.Sprintf("jetstream { store_dir: %q }\n", t.TempDir())
+			var u string
+			if tg == "cairn" {
+				u = startCairnConf(t, conf, nil).url
+			} else {
+				if !natsServerAvailable(t) {
+					t.Skip("no nats-server")
+				}
+				path := filepath.Join(t.TempDir(), "nats.conf")
+				if err := os.WriteFile(path, []byte(conf+"\nlisten: 127.0.0.1:-1\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				u = startProc(t, natsServerBinary(t), nil, "-c", path).clientURL(t)
+			}
+			nc := f.sysConn(t, u)
+			claimsRequest(t, nc, "$SYS.REQ.CLAIMS.UPDATE", []byte(f.accountJWT(t, f.accPub, f.op, js)))
+			claimsRequest(t, nc, "$SYS.REQ.CLAIMS.UPDATE", []byte(f.accountJWT(t, bPub, f.op, nil)))
+			useStream := func(creds, name string) error {
+				uc, err := nats.Connect(u, nats.UserCredentials(creds))
+				if err != nil {
+					return err
+				}
+				defer uc.Close()
+				jsc, _ := uc.JetStream()
+				if _, err := jsc.AddStream(&nats.StreamConfig{Name: name, Subjects: []string{name + ".>"}}); err != nil {
+					return err
+				}
+				_, err = jsc.Publish(name+".x", []byte("1"))
+				return err
+			}
+			if err := useStream(f.userCreds, "A"); err != nil {
+				t.Fatalf("account pushed with JetStream: %v", err)
+			}
+			bCreds := creds(t, bUser, bUserKP)
+			if err := useStream(bCreds, "B"); err == nil {
+				t.Fatal("JetStream in an account without it")
+			}
+			claimsRequest(t, nc, "$SYS.REQ.CLAIMS.UPDATE", []byte(f.accountJWT(t, bPub, f.op, js)))
+			if err := useStream(bCreds, "B"); err != nil {
+				t.Fatalf("account whose new JWT enables JetStream: %v", err)
+			}
+		})
+	}
+}

@@ -58,10 +58,13 @@ type account struct {
 	jsGlobal bool
 
 	// JetStream: js and jsAPI when enabled for the account; otherwise
-	// jsOff answers its API requests with 10039 (jetstream.go).
-	js    *jetstream.JetStream
-	jsAPI *jsapi.API
-	jsOff *jsapi.Disabled
+	// jsOff answers its API requests with 10039 (jetstream.go). Set at
+	// start, or when a nats-based resolver's JWT enables JetStream for
+	// the account while the server runs (jetstream.go
+	// startAccountJetStreamLive), read by any goroutine.
+	js    atomic.Pointer[jetstream.JetStream]
+	jsAPI atomic.Pointer[jsapi.API]
+	jsOff atomic.Pointer[jsapi.Disabled]
 
 	imp imports // its service imports' response routing (imports.go)
 	// importSubs are the subscriptions of its configured imports
@@ -289,7 +292,7 @@ func (s *Server) Accounts() []AccountStats {
 	for i, acc := range accs {
 		idx[acc.name] = i
 		addTraffic(&traffic[i], &acc.closed)
-		out = append(out, AccountStats{Name: acc.name, System: acc.system, JetStream: acc.js})
+		out = append(out, AccountStats{Name: acc.name, System: acc.system, JetStream: acc.js.Load()})
 	}
 	for _, c := range s.clients {
 		c.mu.Lock()
@@ -308,8 +311,8 @@ func (s *Server) Accounts() []AccountStats {
 		st.Sublist = acc.sublistStats()
 		st.InMsgs, st.InBytes = traffic[i].inMsgs.Load(), traffic[i].inBytes.Load()
 		st.OutMsgs, st.OutBytes = traffic[i].outMsgs.Load(), traffic[i].outBytes.Load()
-		if acc.jsAPI != nil {
-			st.APITotal, st.APIErrors = acc.jsAPI.Stats()
+		if api := acc.jsAPI.Load(); api != nil {
+			st.APITotal, st.APIErrors = api.Stats()
 		}
 	}
 	return out

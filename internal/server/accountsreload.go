@@ -47,6 +47,9 @@ import (
 // accountsReload is the accounts' part of a SecurityReload: the table to
 // publish and what changes.
 type accountsReload struct {
+	// enableJS are kept accounts whose new JWT enables JetStream (a
+	// nats-based resolver's change), with their limits.
+	enableJS map[*account]*config.AccountJetStream
 	table    accountTable
 	kept     map[*account]accountSpec // accounts that stay, with their new settings
 	added    []*account               // made, not yet published
@@ -90,18 +93,21 @@ func (s *Server) prepareAccountsFor(a *config.Auth, d *auth.Directory, resolver 
 		sp := specs[name]
 		acc := cur[name]
 		switch {
-		case acc == nil && js && sp.js != nil && resolver:
-			s.log.Warnf("Account %s: its JWT enables JetStream, which cairn starts for an account added while it runs only at the next start", name)
-			sp.js = nil
-			fallthrough
 		case acc == nil:
-			if js && sp.js != nil {
+			if js && sp.js != nil && !resolver {
 				return nil, errAccountJetStream(name)
 			}
-			acc = newAccount(name, sp)
+			acc = newAccount(name, sp) // with JetStream, started by apply
 			r.added = append(r.added, acc)
 		case js && !reflect.DeepEqual(acc.jsLimits, sp.js) && resolver:
-			s.log.Warnf("Account %s: the JetStream limits of its new JWT apply at the next start", name)
+			if acc.js.Load() == nil && sp.js != nil {
+				if r.enableJS == nil {
+					r.enableJS = map[*account]*config.AccountJetStream{}
+				}
+				r.enableJS[acc] = sp.js
+			} else {
+				s.log.Warnf("Account %s: the JetStream settings of its new JWT apply at the next start", name)
+			}
 			r.kept[acc] = sp
 		case js && !reflect.DeepEqual(acc.jsLimits, sp.js):
 			return nil, errAccountJetStream(name)
@@ -118,13 +124,13 @@ func (s *Server) prepareAccountsFor(a *config.Auth, d *auth.Directory, resolver 
 	}
 	for name, acc := range cur {
 		if r.table[name] == nil {
-			if js && (acc.js != nil || acc.jsLimits != nil) && resolver {
+			if js && (acc.js.Load() != nil || acc.jsLimits != nil) && resolver {
 				s.log.Warnf("Account %s: deleted; its JetStream stops at the next start", name)
 				r.table[name] = acc
 				r.kept[acc] = accountSpec{lim: config.AccountLimits{}}
 				continue
 			}
-			if js && (acc.js != nil || acc.jsLimits != nil) {
+			if js && (acc.js.Load() != nil || acc.jsLimits != nil) {
 				return nil, errAccountJetStream(name)
 			}
 			r.removed = append(r.removed, acc)
@@ -190,19 +196,35 @@ func (r *accountsReload) apply(s *Server) {
 		if err := s.addSystemImports(acc); err != nil {
 			s.log.Errorf("Reloading account %s: %v", acc.name, err)
 		}
-		if s.opts.JetStream {
+		if s.opts.JetStream && acc.jsLimits != nil {
+			// (a nats-based resolver's account: a reload refuses it)
+			err := s.startAccountJetStreamLive(acc, acc.jsLimits)
+			if err == nil {
+				continue
+			}
+			s.log.Errorf("Account %s: JetStream not started: %v", acc.name, err)
+			acc.jsLimits = nil
+		}
+		if s.opts.JetStream && acc.jsOff.Load() == nil {
 			off, err := jsapi.NewDisabled(jsTransport{s: s, acc: acc}, s.opts.ServerName, s.opts.JetStreamDomain)
 			if err != nil {
 				s.log.Errorf("Reloading account %s: JetStream API: %v", acc.name, err)
 			}
-			acc.jsOff = off
+			acc.jsOff.Store(off)
 		}
 	}
 	s.accounts.Store(&r.table)
+	for acc, limits := range r.enableJS {
+		if err := s.startAccountJetStreamLive(acc, limits); err != nil {
+			s.log.Errorf("Account %s: JetStream not started: %v", acc.name, err)
+			continue
+		}
+		acc.jsLimits = limits
+	}
 	for _, acc := range r.removed {
 		acc.removeImports()
-		if acc.jsOff != nil {
-			acc.jsOff.Close()
+		if off := acc.jsOff.Load(); off != nil {
+			off.Close()
 		}
 		acc.imp.stop()
 		s.log.Noticef("Reloaded: account %s removed", acc.name)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -90,19 +91,22 @@ func (s *Server) startJetStream() error {
 			if err != nil {
 				return fmt.Errorf("server: JetStream API of account %s: %w", acc.name, err)
 			}
-			acc.jsOff = off
+			acc.jsOff.Store(off)
 			continue
 		}
 		if err := s.startAccountJetStream(acc, dir, limits, usage, first); err != nil {
 			return err
 		}
 		if first == nil {
-			first = acc.js
+			first = acc.js.Load()
 		}
 	}
 	if err := s.startJetStreamSystem(); err != nil {
 		return err
 	}
+	s.js.mu.Lock()
+	s.js.dir, s.js.usage, s.js.first = dir, usage, first
+	s.js.mu.Unlock()
 	if first == nil {
 		return nil
 	}
@@ -166,7 +170,8 @@ func (s *Server) startAccountJetStream(acc *account, dir string, limits *config.
 		js.Shutdown()
 		return fmt.Errorf("server: start the JetStream API of account %s: %w", acc.name, err)
 	}
-	acc.js, acc.jsAPI = js, api
+	acc.js.Store(js)
+	acc.jsAPI.Store(api)
 	return nil
 }
 
@@ -231,12 +236,22 @@ func friendlyBytes(n int64) string {
 // clients are connected.
 func (s *Server) stopJetStream() {
 	s.jsStop.Do(func() {
+		s.js.mu.Lock()
+		s.js.stopped = true
+		accs := map[*account]bool{}
+		for _, acc := range s.js.live {
+			accs[acc] = true
+		}
+		s.js.mu.Unlock()
 		for _, acc := range s.accountTable() {
-			if acc.jsOff != nil {
-				acc.jsOff.Close()
+			accs[acc] = true
+		}
+		for acc := range accs {
+			if off := acc.jsOff.Load(); off != nil {
+				off.Close()
 			}
-			if acc.jsAPI != nil {
-				acc.jsAPI.Close()
+			if api := acc.jsAPI.Load(); api != nil {
+				api.Close()
 			}
 		}
 		if s.jsSys != nil {
@@ -245,9 +260,9 @@ func (s *Server) stopJetStream() {
 		if s.jsc != nil {
 			s.jsc.StopCheckpoints()
 		}
-		for _, acc := range s.accountTable() {
-			if acc.js != nil {
-				acc.js.Shutdown()
+		for acc := range accs {
+			if js := acc.js.Load(); js != nil {
+				js.Shutdown()
 			}
 		}
 		if s.jsc != nil {
@@ -315,8 +330,8 @@ func (s *Server) JetStreamMeta() *jscluster.MetaInfo {
 // api.total and api.errors); zeros when JetStream is off.
 func (s *Server) JSAPIStats() (total, errors uint64) {
 	for _, acc := range s.accountTable() {
-		if acc.jsAPI != nil {
-			t, e := acc.jsAPI.Stats()
+		if api := acc.jsAPI.Load(); api != nil {
+			t, e := api.Stats()
 			total += t
 			errors += e
 		}
@@ -347,4 +362,36 @@ func (s *Server) JetStreamClusterProblems() (meta, replicas []string) {
 		return nil, nil
 	}
 	return s.jsc.Problems()
+}
+
+// errJetStreamStopped refuses to start an account's JetStream once the
+// server's stopped (or never started).
+var errJetStreamStopped = errors.New("server: JetStream is not running")
+
+// startAccountJetStreamLive starts the JetStream of an account while the
+// server runs: an account a nats-based resolver's JWT added, or whose new
+// JWT enables JetStream (docs/security.md, "The nats-based resolvers"),
+// as nats-server enables it at once. The account's 10039 answers stop
+// first; on failure they are back. It runs under Server.secMu.
+func (s *Server) startAccountJetStreamLive(acc *account, limits *config.AccountJetStream) error {
+	s.js.mu.Lock()
+	defer s.js.mu.Unlock()
+	if s.js.stopped || s.js.usage == nil {
+		return errJetStreamStopped
+	}
+	if off := acc.jsOff.Swap(nil); off != nil {
+		off.Close()
+	}
+	if err := s.startAccountJetStream(acc, s.js.dir, limits, s.js.usage, s.js.first); err != nil {
+		if off, oerr := jsapi.NewDisabled(jsTransport{s: s, acc: acc}, s.opts.ServerName, s.opts.JetStreamDomain); oerr == nil {
+			acc.jsOff.Store(off)
+		}
+		return err
+	}
+	if s.js.first == nil {
+		s.js.first = acc.js.Load()
+	}
+	s.js.live = append(s.js.live, acc)
+	s.log.Noticef("Account %s: JetStream enabled by its JWT", acc.name)
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/cairnmq/cairn/internal/cluster/jscluster"
+	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/jsapi"
 	"net"
 	"strconv"
@@ -76,6 +77,16 @@ type Server struct {
 	done         chan struct{}      // closed when Shutdown completes
 	quit         chan struct{}      // closed when Shutdown begins
 	jsStop       sync.Once          // stops JetStream once (lame duck mode, then Shutdown)
+	// js is what starting an account's JetStream while the server runs
+	// needs (jetstream.go startAccountJetStreamLive); guarded by its mu.
+	js struct {
+		mu      sync.Mutex
+		stopped bool                 // stopJetStream began
+		dir     string               // the store directory
+		usage   *jetstream.Usage     // the engines' shared storage usage
+		first   *jetstream.JetStream // the engine whose sync statistics the others share
+		live    []*account           // accounts whose JetStream started while running
+	}
 }
 
 // New validates opts (filling defaults) and returns a Server that is not
