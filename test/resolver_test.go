@@ -590,3 +590,77 @@ func TestResolverPushEnablesJetStream(t *testing.T) {
 		})
 	}
 }
+
+// The exports and imports of account JWTs work as nats-server applies
+// them: a public stream export imported under a local subject, a service
+// export that requires an activation token, imported with one; a push
+// withdrawing the stream export ends the import at once.
+func TestResolverJWTImportsExports(t *testing.T) {
+	f := newResolverFixture(t)
+	bKP, bPub := mustKP(t, nkeys.CreateAccount)
+	bUserKP, bUserPub := mustKP(t, nkeys.CreateUser)
+	bUser, _ := jwt.NewUserClaims(bUserPub).Encode(bKP)
+	bCreds := creds(t, bUser, bUserKP)
+	exports := func(stream bool) func(*jwt.AccountClaims) {
+		return func(ac *jwt.AccountClaims) {
+			if stream {
+				ac.Exports.Add(&jwt.Export{Subject: "orders.>", Type: jwt.Stream})
+			}
+			ac.Exports.Add(&jwt.Export{Subject: "help", Type: jwt.Service, TokenReq: true})
+		}
+	}
+	act := jwt.NewActivationClaims(bPub)
+	act.ImportSubject = "help"
+	act.ImportType = jwt.Service
+	token, err := act.Encode(f.acc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bJWT := f.accountJWT(t, bPub, f.op, func(ac *jwt.AccountClaims) {
+		ac.Imports.Add(&jwt.Import{Account: f.accPub, Subject: "orders.>", LocalSubject: "in.orders.>", Type: jwt.Stream})
+		ac.Imports.Add(&jwt.Import{Account: f.accPub, Subject: "help", Type: jwt.Service, Token: token})
+	})
+	forEach(t, resolverTargets(t, f, ""), func(t *testing.T, tg secTarget) {
+		nc := f.sysConn(t, tg.url)
+		claimsRequest(t, nc, "$SYS.REQ.CLAIMS.UPDATE", []byte(f.accountJWT(t, f.accPub, f.op, exports(true))))
+		claimsRequest(t, nc, "$SYS.REQ.CLAIMS.UPDATE", []byte(bJWT))
+		a, err := nats.Connect(tg.url, nats.UserCredentials(f.userCreds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		b, err := nats.Connect(tg.url, nats.UserCredentials(bCreds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		if _, err := a.Subscribe("help", func(m *nats.Msg) { _ = m.Respond([]byte("helped " + string(m.Data))) }); err != nil {
+			t.Fatal(err)
+		}
+		_ = a.Flush()
+		sub, _ := b.SubscribeSync("in.orders.>")
+		_ = b.Flush()
+		waitFor(t, 5*time.Second, "the imported stream", func() bool {
+			_ = a.Publish("orders.1", []byte("o"))
+			m, err := sub.NextMsg(100 * time.Millisecond)
+			return err == nil && m.Subject == "in.orders.1"
+		})
+		if m, err := b.Request("help", []byte("me"), 5*time.Second); err != nil || string(m.Data) != "helped me" {
+			t.Fatalf("service import: %v %v", m, err)
+		}
+		claimsRequest(t, nc, "$SYS.REQ.CLAIMS.UPDATE", []byte(f.accountJWT(t, f.accPub, f.op, exports(false))))
+		for { // what was in flight before the push
+			if _, err := sub.NextMsg(100 * time.Millisecond); err != nil {
+				break
+			}
+		}
+		_ = a.Publish("orders.2", []byte("o"))
+		_ = a.Flush()
+		if m, err := b.Request("help", []byte("again"), 5*time.Second); err != nil || string(m.Data) != "helped again" {
+			t.Fatalf("service import after the push: %v %v", m, err)
+		}
+		if m, err := sub.NextMsg(200 * time.Millisecond); err == nil {
+			t.Fatalf("stream export withdrawn, still delivered %s", m.Subject)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"sync/atomic"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/auth"
 	"github.com/cairnmq/cairn/internal/config"
@@ -99,18 +100,22 @@ type accountSpec struct {
 }
 
 // accountSpecs returns the accounts a configuration defines, by name:
-// those of the accounts block and, in operator mode, the preloaded
-// account JWTs (d.AccountClaims). $G and a system account the server
-// makes are not among them.
-func accountSpecs(a *config.Auth, d *auth.Directory) map[string]accountSpec {
+// those of the accounts block and, in operator mode, the account JWTs
+// (d.AccountClaims), whose exports and imports become their block
+// (config.JWTAccounts); with the warnings for the imports of JWTs left
+// out. $G and a system account the server makes are not among them.
+func accountSpecs(a *config.Auth, d *auth.Directory) (map[string]accountSpec, []string) {
 	out := map[string]accountSpec{}
 	for i := range a.Accounts {
 		cfg := &a.Accounts[i]
 		out[cfg.Name] = accountSpec{cfg: cfg, lim: accountLimitsOf(cfg.Limits), js: cfg.JetStream}
 	}
-	for pub, ac := range d.AccountClaims() {
+	claims := d.AccountClaims()
+	blocks, warns := config.JWTAccounts(claims, time.Now())
+	for pub, ac := range claims {
 		out[pub] = accountSpec{
-			js: jwtJetStream(&ac.Limits.JetStreamLimits),
+			cfg: blocks[pub],
+			js:  jwtJetStream(&ac.Limits.JetStreamLimits),
 			// nats-server accounts.go UpdateAccountClaims: conn, subs, payload.
 			lim: config.AccountLimits{
 				MaxConnections:   clamp32(ac.Limits.Conn),
@@ -120,7 +125,7 @@ func accountSpecs(a *config.Auth, d *auth.Directory) map[string]accountSpec {
 			jwt: ac,
 		}
 	}
-	return out
+	return out, warns
 }
 
 func newAccount(name string, sp accountSpec) *account {
@@ -140,11 +145,12 @@ func (a *account) limits() *config.AccountLimits { return a.lim.Load() }
 func (s *Server) initAccounts() error {
 	s.gacc = newAccount(auth.GlobalAccount, accountSpec{lim: accountLimitsOf(nil)})
 	table := accountTable{auth.GlobalAccount: s.gacc}
-	for name, sp := range accountSpecs(&s.opts.Auth, s.security().dir) {
+	specs, warns := accountSpecs(&s.opts.Auth, s.security().dir)
+	for name, sp := range specs {
 		table[name] = newAccount(name, sp)
-		if ac := sp.jwt; ac != nil && (len(ac.Imports) > 0 || len(ac.Exports) > 0) {
-			s.log.Warnf("Account %s: the imports and exports of account JWTs are not supported yet; ignored", name)
-		}
+	}
+	for _, w := range warns {
+		s.log.Warnf("%s", w)
 	}
 	if err := s.initSystemAccount(table); err != nil {
 		return err
@@ -228,8 +234,9 @@ func (s *Server) accountTable() accountTable { return *s.accounts.Load() }
 // every account) and imports (its configured imports, then the system
 // account's services it imports), as /accountz lists them; ok is false
 // when there is no such account. The slices are the caller's; the
-// elements' Accounts lists are shared and not to be modified. The imports and exports of account JWTs are not
-// supported, so such an account lists only the system imports.
+// elements' Accounts lists are shared and not to be modified. An account
+// JWT's exports and imports are listed as config.JWTAccounts converts
+// them.
 func (s *Server) AccountImportsExports(name string) (exports []config.Export, imports []config.Import, ok bool) {
 	acc := s.account(name)
 	if acc == nil {

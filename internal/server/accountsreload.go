@@ -81,7 +81,10 @@ func (s *Server) prepareAccounts(a *config.Auth, d *auth.Directory) (*accountsRe
 // warning that the change applies at the next start.
 func (s *Server) prepareAccountsFor(a *config.Auth, d *auth.Directory, resolver bool) (*accountsReload, error) {
 	cur := s.accountTable()
-	specs := accountSpecs(a, d)
+	specs, warns := accountSpecs(a, d)
+	for _, w := range warns {
+		s.log.Debugf("%s", w)
+	}
 	r := &accountsReload{table: accountTable{s.gacc.name: s.gacc}, kept: map[*account]accountSpec{}}
 	js := s.opts.JetStream
 	names := make([]string, 0, len(specs))
