@@ -70,17 +70,7 @@ func reloadServersHead(t *testing.T, head, conf string) []*reloadTarget {
 	if targetIsNatsServer() {
 		name, bin = "nats-server", natsServerBinary(t)
 	} else {
-		cairnBinOnce.Do(func() {
-			dir, err := os.MkdirTemp("", "cairn-reload-test")
-			if err != nil {
-				t.Fatal(err)
-			}
-			cairnBinPath = filepath.Join(dir, "cairn")
-			if out, err := exec.Command("go", "build", "-o", cairnBinPath, "github.com/cairnmq/cairn/cmd/cairn").CombinedOutput(); err != nil {
-				t.Fatalf("go build cmd/cairn: %v\n%s", err, out)
-			}
-		})
-		bin = cairnBinPath
+		bin = cairnBinary(t)
 	}
 	out := []*reloadTarget{startReloadTarget(t, name, bin, head, conf)}
 	if natsServerAvailable(t) {
@@ -1019,4 +1009,20 @@ func TestReloadHTTPSMonitorCertificate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cairnBinary builds cmd/cairn once per test run and returns its path.
+func cairnBinary(t *testing.T) string {
+	t.Helper()
+	cairnBinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "cairn-reload-test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cairnBinPath = filepath.Join(dir, "cairn")
+		if out, err := exec.Command("go", "build", "-o", cairnBinPath, "github.com/cairnmq/cairn/cmd/cairn").CombinedOutput(); err != nil {
+			t.Fatalf("go build cmd/cairn: %v\n%s", err, out)
+		}
+	})
+	return cairnBinPath
 }

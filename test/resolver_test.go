@@ -664,3 +664,58 @@ func TestResolverJWTImportsExports(t *testing.T) {
 		}
 	})
 }
+
+// nsc's configuration without the system account's JWT starts with
+// nats-server's bootstrapping system account: a user its own key issued
+// pushes the JWTs. A reload (SIGHUP, the binaries) keeps the accounts
+// pushed, and cairn refuses a change of the resolver block.
+func TestResolverBootstrapAndReload(t *testing.T) {
+	f := newResolverFixture(t)
+	aJWT := f.accountJWT(t, f.accPub, f.op, nil)
+	confOf := func(dir, extra string) string {
+		return fmt.Sprintf("operator: %s\nsystem_account: %s\nresolver {\n  type: full\n  dir: %q\n  %s\n}\n", f.opJWT, f.sysPub, dir, extra)
+	}
+	names := []string{"cairn"}
+	if natsServerAvailable(t) {
+		names = append(names, "nats-server")
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			if name == "cairn" && targetIsNatsServer() {
+				t.Skip("cairn is compared with nats-server in the other subtest")
+			}
+			bin := natsServerBinary(t)
+			if name == "cairn" {
+				bin = cairnBinary(t)
+			}
+			dir := t.TempDir()
+			tg := startReloadTarget(t, name, bin, reloadHead, confOf(dir, ""))
+			nc := f.sysConn(t, tg.url)
+			if ans := withoutServer(t, claimsRequest(t, nc, "$SYS.REQ.CLAIMS.UPDATE", []byte(f.sysJWT))); !strings.Contains(ans, `"jwt updated"`) {
+				t.Fatalf("push of the system account: %s", ans)
+			}
+			if ans := withoutServer(t, claimsRequest(t, nc, "$SYS.REQ.CLAIMS.UPDATE", []byte(aJWT))); !strings.Contains(ans, `"jwt updated"`) {
+				t.Fatalf("push: %s", ans)
+			}
+			uc, err := nats.Connect(tg.url, nats.UserCredentials(f.userCreds))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer uc.Close()
+			tg.mustReload(t, confOf(dir, ""))
+			if err := uc.Flush(); err != nil {
+				t.Fatalf("the user after the reload: %v", err)
+			}
+			again, err := nats.Connect(tg.url, nats.UserCredentials(f.userCreds))
+			if err != nil {
+				t.Fatalf("a new client after the reload: %v", err)
+			}
+			again.Close()
+			if name == "cairn" {
+				if err := tg.reload(t, confOf(dir, `interval: "5m"`)); !strings.Contains(err, "config reload not supported for resolver") {
+					t.Fatalf("resolver block changed: %q", err)
+				}
+			}
+		})
+	}
+}
