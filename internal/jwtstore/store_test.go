@@ -271,3 +271,26 @@ func hashEqual(a, b *Store) bool {
 	h := a.Hash()
 	return b.HashEqual(h[:])
 }
+
+// A pack from another server is input: whatever it holds, Merge neither
+// panics nor writes a file that is not <valid account key>.jwt.
+func FuzzMerge(f *testing.F) {
+	f.Add("ABC|eyJ\n")
+	f.Add("../../x|y")
+	f.Add("|\n|\n")
+	f.Fuzz(func(t *testing.T, pack string) {
+		dir := t.TempDir()
+		s, err := Open(dir, Options{Limit: 3, Evict: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = s.Merge(pack)
+		es, _ := os.ReadDir(dir)
+		for _, e := range es {
+			key, ok := strings.CutSuffix(e.Name(), ".jwt")
+			if !ok || !nkeys.IsValidPublicAccountKey(key) {
+				t.Fatalf("wrote %q", e.Name())
+			}
+		}
+	})
+}
