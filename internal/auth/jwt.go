@@ -3,6 +3,7 @@ package auth
 import (
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/config"
@@ -35,10 +36,15 @@ type jwtMode struct {
 // bootstrapping system account"): issued by the first operator, with no
 // limits and no signing keys, so that users its own key issued can log in
 // and push its JWT.
-func newJWTMode(o *config.Operator) *jwtMode {
+func newJWTMode(o *config.Operator, cache *ClaimsCache) *jwtMode {
 	m := &jwtMode{trusted: o.TrustedKeys(), accounts: map[string]*jwt.AccountClaims{}}
+	decode := jwt.DecodeAccountClaims
+	if cache != nil {
+		decode = cache.begin()
+		defer cache.end()
+	}
 	for k, t := range o.Preload {
-		if ac, err := jwt.DecodeAccountClaims(t); err == nil && m.trusted[ac.Issuer] && ac.Subject == k {
+		if ac, err := decode(t); err == nil && m.trusted[ac.Issuer] && ac.Subject == k {
 			m.accounts[k] = ac
 		}
 	}
@@ -79,12 +85,47 @@ func JWTAccount(token string) string {
 }
 
 // NewOperatorDirectory builds the directory of operator mode (checked by
-// Config.Validate).
-func NewOperatorDirectory(o *config.Operator, timeout time.Duration) *Directory {
+// Config.Validate). cache, when not nil, keeps the account JWTs decoded
+// from one directory to the next (a resolver's change of one JWT then
+// decodes that one only).
+func NewOperatorDirectory(o *config.Operator, timeout time.Duration, cache *ClaimsCache) *Directory {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &Directory{jwt: newJWTMode(o), timeout: timeout}
+	return &Directory{jwt: newJWTMode(o, cache), timeout: timeout}
+}
+
+// ClaimsCache keeps decoded account JWTs (their signatures checked) by
+// their text, for the directories built one after another from a
+// resolver's account JWTs: building one keeps the JWTs it used and drops
+// the others. It is safe for concurrent use; the claims are shared and
+// never modified.
+type ClaimsCache struct {
+	mu         sync.Mutex
+	have, used map[string]*jwt.AccountClaims
+}
+
+// begin locks the cache for a build and returns its decoding function.
+func (c *ClaimsCache) begin() func(string) (*jwt.AccountClaims, error) {
+	c.mu.Lock()
+	c.used = map[string]*jwt.AccountClaims{}
+	return func(tok string) (*jwt.AccountClaims, error) {
+		ac := c.have[tok]
+		if ac == nil {
+			var err error
+			if ac, err = jwt.DecodeAccountClaims(tok); err != nil {
+				return nil, err
+			}
+		}
+		c.used[tok] = ac
+		return ac, nil
+	}
+}
+
+// end keeps what the build used and unlocks.
+func (c *ClaimsCache) end() {
+	c.have, c.used = c.used, nil
+	c.mu.Unlock()
 }
 
 // AccountClaims returns the preloaded account JWTs by public key, nil

@@ -155,7 +155,7 @@ func TestRecheckJWT(t *testing.T) {
 		for _, a := range accounts {
 			o.Preload[accPub] = a
 		}
-		return NewOperatorDirectory(o, 0)
+		return NewOperatorDirectory(o, 0, nil)
 	}
 	plain := enc(jwt.NewAccountClaims(accPub), op)
 	nonce := NewNonce()

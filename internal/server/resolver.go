@@ -157,7 +157,7 @@ func (s *Server) applyAccountJWTs(ch accountChange) {
 	cur := s.security()
 	next := *cur
 	next.operator = r.withJWTs(cur.operator)
-	next.dir = newDirectory(&cur.dirAuth, &next.operator, cur.tlsCfg.VerifyAndMap)
+	next.dir = newDirectory(&cur.dirAuth, &next.operator, cur.tlsCfg.VerifyAndMap, cur.claims)
 	next.dir.SetRemoved(ch.deleted)
 	accs, err := s.prepareAccountsFor(&next.auth, next.dir, true)
 	if err != nil {

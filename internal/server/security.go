@@ -29,6 +29,9 @@ type security struct {
 	// change of the account JWTs builds the directory again
 	// (resolver.go).
 	dirAuth config.Auth
+	// claims keeps the decoded account JWTs from one directory to the
+	// next (auth.ClaimsCache), shared by the securities that follow.
+	claims *auth.ClaimsCache
 	// The configuration this was built from; Auth without the implicit
 	// user.
 	auth     config.Auth
@@ -60,7 +63,11 @@ func newSecurity(a *config.Auth, op *config.Operator, t *config.TLS, prev *secur
 		sec.implicitNoAuth, sec.implicitUser = true, u.Name
 	}
 	sec.dirAuth = authCfg
-	sec.dir = newDirectory(&authCfg, op, t.VerifyAndMap)
+	sec.claims = &auth.ClaimsCache{}
+	if prev != nil {
+		sec.claims = prev.claims
+	}
+	sec.dir = newDirectory(&authCfg, op, t.VerifyAndMap, sec.claims)
 	return sec, nil
 }
 

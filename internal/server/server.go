@@ -159,10 +159,10 @@ func implicitNoAuthUser() config.User {
 }
 
 // newDirectory builds the authentication of the options: operator mode
-// (JWTs) or the configured users.
-func newDirectory(a *config.Auth, op *config.Operator, tlsMap bool) *auth.Directory {
+// (JWTs, decoded through cache) or the configured users.
+func newDirectory(a *config.Auth, op *config.Operator, tlsMap bool, cache *auth.ClaimsCache) *auth.Directory {
 	if op.Enabled() {
-		return auth.NewOperatorDirectory(op, a.Timeout)
+		return auth.NewOperatorDirectory(op, a.Timeout, cache)
 	}
 	return auth.NewDirectory(a, tlsMap)
 }
