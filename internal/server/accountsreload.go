@@ -103,7 +103,7 @@ func (s *Server) prepareAccountsFor(a *config.Auth, d *auth.Directory, resolver 
 			acc = newAccount(name, sp) // with JetStream, started by apply
 			r.added = append(r.added, acc)
 		case js && !reflect.DeepEqual(acc.jsLimits, sp.js) && resolver:
-			if acc.js.Load() == nil && sp.js != nil {
+			if acc.js.Load() == nil && sp.js != nil && !acc.system { // (never the system account's)
 				if r.enableJS == nil {
 					r.enableJS = map[*account]*config.AccountJetStream{}
 				}
