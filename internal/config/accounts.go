@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +25,20 @@ type Account struct {
 	// Limits, when not nil, are the account's connection, subscription
 	// and payload limits (its limits block).
 	Limits *AccountLimits
+	// Trace, when not nil, is where the account's messages that carry a
+	// sampled W3C traceparent header are traced (msg_trace or
+	// trace_dest).
+	Trace *MsgTrace
+}
+
+// MsgTrace is an account's msg_trace (or trace_dest) as nats-server
+// v2.15.2 reads it (opts.go parseAccountMsgTrace): a message published
+// in the account with a traceparent header whose sampled flag is set,
+// and no Nats-Trace-Dest, is traced to Dest, Sampling percent of the
+// time (docs/protocol.md, "Message tracing").
+type MsgTrace struct {
+	Dest     string // a literal subject of the account
+	Sampling int    // 1..100; 100 when the file gives a destination alone
 }
 
 // AccountLimits are an account's limits block (nats-server v2.15.2
@@ -73,6 +88,10 @@ type Export struct {
 	// ResponseThreshold is how long a service's response mapping lives
 	// (response_threshold; 0 is nats-server's default, 2 minutes).
 	ResponseThreshold time.Duration
+	// AllowTrace lets a traced request cross into the exporting account
+	// still traced (allow_trace, services only); otherwise its trace
+	// stops at the import (ADR-41; docs/protocol.md, "Message tracing").
+	AllowTrace bool
 }
 
 // Import is a stream or service of another account made available in
@@ -88,6 +107,11 @@ type Import struct {
 	To     string
 	Prefix string // a stream's literal prefix
 	Share  bool   // a service shares the requester's information (accepted)
+	// AllowTrace lets a traced message of the exporter cross into this
+	// account still traced (allow_trace, streams only); otherwise its
+	// trace stops at the import (ADR-41; docs/protocol.md, "Message
+	// tracing").
+	AllowTrace bool
 }
 
 // LocalSubject is the subject the import has in the importing account.
@@ -279,8 +303,8 @@ func parseAccount(c *Config, it item, m map[string]any, r *report) {
 		"mappings":            unsupportedYet,
 		"maps":                unsupportedYet,
 		"limits":              func(_ *Config, e item, r *report) { acc.Limits = parseAccountLimits(e, r) },
-		"msg_trace":           unsupportedYet,
-		"trace_dest":          unsupportedYet,
+		"msg_trace":           func(_ *Config, e item, r *report) { parseAccountMsgTrace(&acc, e, r) },
+		"trace_dest":          func(_ *Config, e item, r *report) { parseAccountMsgTrace(&acc, e, r) },
 	}, r)
 	c.Auth.Accounts = append(c.Auth.Accounts, acc)
 	if len(users) == 0 {
@@ -333,6 +357,108 @@ func parseAccountLimits(it item, r *report) *AccountLimits {
 		}
 	}
 	return l
+}
+
+// parseAccountMsgTrace reads an account's msg_trace or trace_dest: a
+// destination subject, or a block { dest, sampling } whose sampling is
+// an integer or a percentage ("50%"), with nats-server v2.15.2's texts
+// (opts.go parseAccountMsgTrace; the first problem of the block only).
+// A destination without sampling samples 100%; a sampling without a
+// destination is dropped with a warning. The two keys write the same
+// settings, so a block may give the sampling in one and the destination
+// in the other, as nats-server allows.
+func parseAccountMsgTrace(acc *Account, it item, r *report) {
+	t := MsgTrace{}
+	if acc.Trace != nil {
+		t = *acc.Trace
+	}
+	dest := func(e item, key string) bool {
+		s, ok := e.val.(string)
+		switch {
+		case !ok:
+			r.errorf(e, "Field %q should be a string, got %T", key, e.val)
+		case !validPublishSubject(s):
+			r.errorf(e, "Trace destination %q is not valid", s)
+		default:
+			t.Dest = s
+			return true
+		}
+		return false
+	}
+	sampling := func(e item, n int) bool {
+		if n <= 0 || n > 100 {
+			// nats-server's text, its typo included.
+			r.errorf(e, "Ttrace destination sampling value %d is invalid, needs to be [1..100]", n)
+			return false
+		}
+		t.Sampling = n
+		return true
+	}
+	switch v := it.val.(type) {
+	case string:
+		if !dest(it, it.key) {
+			return
+		}
+	case map[string]any:
+		for _, e := range entries(v, it) {
+			ok := true
+			switch strings.ToLower(e.key) {
+			case "dest":
+				ok = dest(e, e.key)
+			case "sampling":
+				switch sv := e.val.(type) {
+				case int64:
+					ok = sampling(e, int(sv))
+				case string:
+					n, err := strconv.Atoi(strings.TrimSuffix(sv, "%"))
+					if err != nil {
+						r.errorf(e, "Invalid trace destination sampling value %q", sv)
+						return
+					}
+					ok = sampling(e, n)
+				default:
+					r.errorf(e, "Trace destination sampling field %q should be an integer or a percentage, got %T", e.key, e.val)
+					return
+				}
+			default:
+				if !e.usedVar {
+					r.errorf(e, "Unknown field %q parsing account message trace map/struct %q", e.key, it.key)
+					return
+				}
+			}
+			if !ok {
+				return
+			}
+		}
+	default:
+		r.errorf(it, "Expected account message trace %q to be a string or a map/struct, got %T", it.key, it.val)
+		return
+	}
+	switch {
+	case t.Dest != "" && t.Sampling == 0:
+		t.Sampling = 100
+	case t.Sampling > 0 && t.Dest == "":
+		r.warnf(it, "Trace destination sampling ignored since no destination was set")
+		t.Sampling = 0
+	}
+	acc.Trace = &t
+	if t.Dest == "" {
+		acc.Trace = nil
+	}
+}
+
+// validPublishSubject is nats-server's IsValidPublishSubject: a valid
+// subject without wildcard tokens.
+func validPublishSubject(s string) bool {
+	if !validPermSubject(s) {
+		return false
+	}
+	for _, tok := range strings.Split(s, ".") {
+		if tok == "*" || tok == ">" {
+			return false
+		}
+	}
+	return true
 }
 
 // parseAccountJetStream reads an account's jetstream: true, "enabled",
@@ -422,6 +548,7 @@ func parseExports(it item, r *report) []Export {
 		}
 		var ex Export
 		var stream, service, rt bool
+		var atrc *item // the allow_trace key, when given
 		for _, e := range entries(m, ei) {
 			switch strings.ToLower(e.key) {
 			case "stream", "service":
@@ -472,7 +599,11 @@ func parseExports(it item, r *report) []Export {
 					continue
 				}
 				ex.ResponseThreshold = d
-			case "latency", "account_token_position", "allow_trace":
+			case "allow_trace":
+				if b, ok := r.boolOf(e); ok {
+					ex.AllowTrace, atrc = b, &e
+				}
+			case "latency", "account_token_position":
 				unsupportedYet(nil, e, r)
 			default:
 				if !e.usedVar {
@@ -486,6 +617,11 @@ func parseExports(it item, r *report) []Export {
 			continue
 		case stream && rt:
 			r.errorf(ei, "Detected response directive on non-service")
+			continue
+		case stream && atrc != nil:
+			// allow_trace is the exporter's consent to a traced request
+			// crossing into it: services only (nats-server's text).
+			r.errorf(*atrc, "Detected allow_trace directive on non-service")
 			continue
 		case !stream && !service:
 			continue // nats-server ignores such an entry
@@ -517,6 +653,7 @@ func parseImports(it item, r *report) []Import {
 		}
 		var im Import
 		var stream, service bool
+		var atrc *item // the allow_trace key, when given
 		for _, e := range entries(m, ei) {
 			switch strings.ToLower(e.key) {
 			case "stream", "service":
@@ -547,7 +684,9 @@ func parseImports(it item, r *report) []Import {
 			case "share":
 				setBool(&im.Share, e, r)
 			case "allow_trace":
-				unsupportedYet(nil, e, r)
+				if b, ok := r.boolOf(e); ok {
+					im.AllowTrace, atrc = b, &e
+				}
 			default:
 				if !e.usedVar {
 					r.unknown(e)
@@ -560,6 +699,12 @@ func parseImports(it item, r *report) []Import {
 			continue
 		case stream && im.Prefix != "" && im.To != "":
 			r.errorf(ei, "Stream import can not have a 'prefix' and a 'to' property")
+			continue
+		case service && atrc != nil:
+			// allow_trace is the importer's consent to a traced message
+			// of the exporter crossing into it: streams only
+			// (nats-server's text).
+			r.errorf(*atrc, "Detected allow_trace directive on a non-stream")
 			continue
 		case !stream && !service:
 			continue

@@ -85,6 +85,47 @@ func TestAccountLimits(t *testing.T) {
 	}
 }
 
+// Message tracing settings (nats-server v2.15.2 opts.go): allow_trace on
+// a service export and a stream import, and an account's msg_trace or
+// trace_dest in each form, a destination alone sampling 100%, a sampling
+// alone dropped with a warning, and the two keys adding up (E).
+func TestAccountsMsgTrace(t *testing.T) {
+	c, warns := mustLoad(t, `
+accounts {
+  A {
+    exports = [ { service: svc, allow_trace: true }, { service: other }, { stream: "s.>" } ]
+    msg_trace: "a.trace"
+  }
+  B {
+    imports = [
+      { stream: { account: A, subject: "s.>" }, prefix: p, allow_trace: true }
+      { service: { account: A, subject: svc } }
+    ]
+    msg_trace { dest: b.trace, sampling: "25%" }
+  }
+  C { trace_dest { dest: c.trace, sampling: 40 } }
+  D { msg_trace { sampling: 10 } }
+  E { trace_dest { sampling: 10 }, msg_trace: e.trace }
+}
+`)
+	A, B := c.Auth.Account("A"), c.Auth.Account("B")
+	if !A.Exports[0].AllowTrace || A.Exports[1].AllowTrace || A.Exports[2].AllowTrace {
+		t.Errorf("exports %+v", A.Exports)
+	}
+	if !B.Imports[0].AllowTrace || B.Imports[1].AllowTrace {
+		t.Errorf("imports %+v", B.Imports)
+	}
+	want := map[string]*MsgTrace{"A": {"a.trace", 100}, "B": {"b.trace", 25}, "C": {"c.trace", 40}, "D": nil, "E": {"e.trace", 10}}
+	for name, w := range want {
+		if got := c.Auth.Account(name).Trace; !reflect.DeepEqual(got, w) {
+			t.Errorf("account %s trace %+v, want %+v", name, got, w)
+		}
+	}
+	if len(warns) != 1 || warns[0].Msg != "Trace destination sampling ignored since no destination was set" || warns[0].Line != 15 {
+		t.Errorf("warnings %v", warns)
+	}
+}
+
 func TestAccountsErrors(t *testing.T) {
 	const exp = "A { exports = [ { stream: \"pub.>\" }, { service: svc, accounts: [B] } ] }\n"
 	cases := []struct{ text, want string }{
@@ -107,6 +148,18 @@ func TestAccountsErrors(t *testing.T) {
 		{"accounts { A { limits: { max_conn: 1, foo: 2 } } }", `F:1:39: Unknown field "foo" parsing account limits`},
 		{"accounts { A { limits: { max_subs: x } } }", `F:1:26: interface conversion: interface {} is string, not int64`},
 		{"accounts { A { mappings: { a: b } } }", `F:1:16: field "mappings" is not supported by cairn yet`},
+		{"accounts { A { exports = [ { stream: s, allow_trace: true } ] } }", `F:1:41: Detected allow_trace directive on non-service`},
+		{"accounts { A { exports = [ { service: s, allow_trace: maybe } ] } }", `F:1:42: interface conversion: interface {} is string, not bool`},
+		{"accounts { " + exp + " B { imports = [ { service: { account: A, subject: svc }, allow_trace: true } ] } }", `F:2:59: Detected allow_trace directive on a non-stream`},
+		{"accounts { A { msg_trace: { dest: \"a b\" } } }", `F:1:29: Trace destination "a b" is not valid`},
+		{"accounts { A { msg_trace: { dest: \"a.*\" } } }", `F:1:29: Trace destination "a.*" is not valid`},
+		{"accounts { A { msg_trace: { dest: 5 } } }", `F:1:29: Field "dest" should be a string, got int64`},
+		{"accounts { A { msg_trace: { dest: x, sampling: 0 } } }", `F:1:38: Ttrace destination sampling value 0 is invalid, needs to be [1..100]`},
+		{"accounts { A { msg_trace: { dest: x, sampling: \"150%\" } } }", `F:1:38: Ttrace destination sampling value 150 is invalid, needs to be [1..100]`},
+		{"accounts { A { msg_trace: { dest: x, sampling: abc } } }", `F:1:38: Invalid trace destination sampling value "abc"`},
+		{"accounts { A { msg_trace: { dest: x, sampling: 1.5 } } }", `F:1:38: Trace destination sampling field "sampling" should be an integer or a percentage, got float64`},
+		{"accounts { A { msg_trace: { dest: x, foo: 1 } } }", `F:1:38: Unknown field "foo" parsing account message trace map/struct "msg_trace"`},
+		{"accounts { A { trace_dest: 5 } }", `F:1:16: Expected account message trace "trace_dest" to be a string or a map/struct, got int64`},
 		{"authorization { token: t }\naccounts { A { users: [ {user: x} ] } }", `F:1:1: Can not have a token and a users array`},
 		{"accounts { A { users: [ {user: x} ] } }\nauthorization { user: u, password: p }", `F:2:1: Can not have a single user/pass and a users array`},
 	}
