@@ -10,6 +10,7 @@ import (
 	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/jsapi"
+	"github.com/cairnmq/cairn/internal/subject"
 	"github.com/cairnmq/cairn/internal/sublist"
 	"github.com/nats-io/jwt/v2"
 )
@@ -87,6 +88,12 @@ type account struct {
 	nconns      atomic.Int32
 	lastSubsLog atomic.Int64
 
+	// trace, when not nil, is where messages published in the account
+	// with a sampled traceparent header are traced (msgtrace.go): its
+	// msg_trace, or its JWT's trace. Set by New, replaced by a reload,
+	// read by the read loops.
+	trace atomic.Pointer[config.MsgTrace]
+
 	closed traffic // totals of its client connections that closed (stats.go), added under Server.mu
 }
 
@@ -97,6 +104,9 @@ type accountSpec struct {
 	lim config.AccountLimits
 	js  *config.AccountJetStream
 	jwt *jwt.AccountClaims // the account's JWT, in operator mode
+	// trace is the account's traceparent destination (msg_trace, or
+	// the JWT's trace); nil for none.
+	trace *config.MsgTrace
 }
 
 // accountSpecs returns the accounts a configuration defines, by name:
@@ -108,7 +118,7 @@ func accountSpecs(a *config.Auth, d *auth.Directory) (map[string]accountSpec, []
 	out := map[string]accountSpec{}
 	for i := range a.Accounts {
 		cfg := &a.Accounts[i]
-		out[cfg.Name] = accountSpec{cfg: cfg, lim: accountLimitsOf(cfg.Limits), js: cfg.JetStream}
+		out[cfg.Name] = accountSpec{cfg: cfg, lim: accountLimitsOf(cfg.Limits), js: cfg.JetStream, trace: cfg.Trace}
 	}
 	claims := d.AccountClaims()
 	blocks, warns := config.JWTAccounts(claims, time.Now())
@@ -122,16 +132,33 @@ func accountSpecs(a *config.Auth, d *auth.Directory) (map[string]accountSpec, []
 				MaxSubscriptions: clamp32(ac.Limits.Subs),
 				MaxPayload:       clamp32(ac.Limits.Payload),
 			},
-			jwt: ac,
+			jwt:   ac,
+			trace: jwtTrace(ac.Trace),
 		}
 	}
 	return out, warns
+}
+
+// jwtTrace converts an account JWT's trace setting as nats-server
+// v2.15.2 reads it (accounts.go UpdateAccountClaims): none for a
+// destination that is not a literal subject, a sampling outside 1..100
+// taken as 100.
+func jwtTrace(t *jwt.MsgTrace) *config.MsgTrace {
+	if t == nil || !subject.ValidLiteral(string(t.Destination)) {
+		return nil
+	}
+	n := t.Sampling
+	if n <= 0 || n > 100 {
+		n = 100
+	}
+	return &config.MsgTrace{Dest: string(t.Destination), Sampling: n}
 }
 
 func newAccount(name string, sp accountSpec) *account {
 	acc := &account{name: name, sl: sublist.New[*subscription](), jsLimits: sp.js}
 	acc.cfg.Store(sp.cfg)
 	acc.lim.Store(&sp.lim)
+	acc.trace.Store(sp.trace)
 	return acc
 }
 

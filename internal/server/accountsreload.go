@@ -194,6 +194,7 @@ func (r *accountsReload) apply(s *Server) {
 		lim := sp.lim
 		acc.cfg.Store(sp.cfg)
 		acc.lim.Store(&lim)
+		acc.trace.Store(sp.trace)
 	}
 	for _, acc := range r.added {
 		if err := s.addSystemImports(acc); err != nil {

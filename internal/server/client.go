@@ -63,6 +63,7 @@ type client struct {
 	fwdReply    []byte               // scratch for a forwarded JetStream reply
 	queueFilter [][]byte             // a route's message: the queue groups it names
 	trace       *msgTrace            // the message being dispatched is traced (msgtrace.go); owned by the read goroutine
+	viaImport   *streamImport        // an internal publisher delivering, traced, what this stream import carries (imports.go)
 	apiClient   []byte               // a route's: the ClientInfo a peer attached to the API request being delivered (apiclient.go)
 
 	// Authentication (auth.go): the user and its session are set by the
@@ -141,6 +142,11 @@ type subscription struct {
 	// traced, set for a stream's subscription, is called instead of
 	// handler when the message is traced (msgtrace.go).
 	traced jetstream.TracedHandler
+	// crossing, set for an import's subscription (imports.go), is
+	// called instead of handler or svc when the message is traced: it
+	// carries the message, and its trace as the import allows, into the
+	// other account, and reports whether anything received it.
+	crossing func(c *client, t *msgTrace, subj, reply []byte, hdrLen int, msg []byte) bool
 	// imported marks an import's internal subscription (imports.go).
 	imported bool
 	// system marks a system request subscription (sysreq.go): announced

@@ -82,7 +82,7 @@ func (c *client) deliverAllAs(match, subj, reply []byte, hdrLen int, msg []byte)
 func (c *client) deliver(sub *subscription, subj, reply []byte, hdrLen int, msg []byte) bool {
 	if sub.client == c && !c.opts.Echo {
 		if c.trace != nil {
-			c.trace.traceEgress(sub, traceErrNoEcho)
+			c.trace.traceEgress(sub, sub.subject, traceErrNoEcho)
 		}
 		return false
 	}
@@ -110,11 +110,27 @@ func (c *client) deliverTo(sub *subscription, subj, reply []byte, hdrLen int, ms
 }
 
 // deliverTraced is deliverTo for a traced message (msgtrace.go): a
-// stream's subscription gets the trace; a trace-only message reaches no
-// other internal subscription (imports, services: a deliberate
-// difference, docs/compatibility.md) and no client, whose egress events
-// are recorded all the same.
+// stream's subscription gets the trace, an import's carries it across
+// (imports.go); a trace-only message reaches no other internal
+// subscription ($JS.API and system requests: a deliberate difference,
+// docs/compatibility.md) and no client, whose egress events are recorded
+// all the same. An internal publisher delivering what a stream import
+// carries records the "se" event for each subscription first and,
+// unless the import allows the trace, delivers untraced (a trace-only
+// message stops there).
 func (c *client) deliverTraced(t *msgTrace, sub *subscription, subj, reply []byte, hdrLen int, msg []byte) bool {
+	if si := c.viaImport; si != nil {
+		t.traceStreamExport(sub.acc.name, string(subj))
+		if !si.allowTrace {
+			if t.only {
+				return true // as delivered, as nats-server counts it
+			}
+			c.trace = nil
+			ok := c.deliverTo(sub, subj, reply, hdrLen, msg)
+			c.trace = t
+			return ok
+		}
+	}
 	switch {
 	case sub.traced != nil:
 		var hdr []byte
@@ -124,6 +140,8 @@ func (c *client) deliverTraced(t *msgTrace, sub *subscription, subj, reply []byt
 		}
 		sub.traced(string(subj), string(reply), hdr, data, t)
 		return true
+	case sub.crossing != nil:
+		return sub.crossing(c, t, subj, reply, hdrLen, msg)
 	case sub.svc != nil || sub.handler != nil:
 		if t.only {
 			return false
@@ -135,22 +153,33 @@ func (c *client) deliverTraced(t *msgTrace, sub *subscription, subj, reply []byt
 		}
 		return true
 	case deniedDelivery(sub, subj):
-		t.traceEgress(sub, traceErrSubDeny)
+		t.traceEgress(sub, c.egressName(sub), traceErrSubDeny)
 		return false
 	case t.only:
 		if max := sub.max.Load(); max > 0 && sub.delivered.Load() >= max {
-			t.traceEgress(sub, traceErrAutoUnsub)
+			t.traceEgress(sub, c.egressName(sub), traceErrAutoUnsub)
 			return false
 		}
-		t.traceEgress(sub, "")
+		t.traceEgress(sub, c.egressName(sub), "")
 		return true
 	}
 	if max := sub.max.Load(); max > 0 && sub.delivered.Load() >= max {
-		t.traceEgress(sub, traceErrAutoUnsub)
+		t.traceEgress(sub, c.egressName(sub), traceErrAutoUnsub)
 		return false
 	}
-	t.traceEgress(sub, "")
+	t.traceEgress(sub, c.egressName(sub), "")
 	return c.deliverMsg(sub, subj, reply, hdrLen, msg)
+}
+
+// egressName is how a traced delivery's egress event names the
+// subscription sub: its subject or, for what a stream import carries,
+// the subject in the exporter that nats-server's shadow subscription
+// has (imports.go exporterSubject).
+func (c *client) egressName(sub *subscription) string {
+	if si := c.viaImport; si != nil {
+		return si.exporterSubject(sub.subject)
+	}
+	return sub.subject
 }
 
 // deliverMsg writes the message to the client of sub, honouring its

@@ -206,8 +206,11 @@ func (c *client) ProcessPub(subj, reply []byte, hdrLen int, msg []byte) error {
 	if hdrLen == 0 { // an empty header block: nats-server delivers a plain MSG
 		hdrLen = -1
 	}
-	if hdrLen > 0 && c.initTrace(subj, hdrLen, msg) {
-		return nil
+	if hdrLen > 0 {
+		var skip bool
+		if hdrLen, msg, skip = c.initTrace(subj, hdrLen, msg); skip {
+			return nil
+		}
 	}
 	c.sendOK()
 	if c.srv.jsDomain != nil {

@@ -146,6 +146,17 @@ func subjectMap(from, to string) (func(string) string, error) {
 	}, nil
 }
 
+// streamImport is a stream import as its traced deliveries see it
+// (msgtrace.go): the importing account, the subjects in the exporter
+// (from) and in the importer (local), and whether the import lets the
+// trace cross (allow_trace).
+type streamImport struct {
+	acc        *account
+	from       string
+	local      string
+	allowTrace bool
+}
+
 // importStream installs a stream import of from's im.Subject into acc and
 // returns its subscription.
 func (s *Server) importStream(acc, from *account, im *config.Import) (*InternalSub, error) {
@@ -162,14 +173,118 @@ func (s *Server) importStream(acc, from *account, im *config.Import) (*InternalS
 		prefix := strings.TrimSuffix(im.Prefix, ".") + "."
 		mapSubj = func(subj string) string { return prefix + subj }
 	}
-	sub, err := s.subscribeIn(from, im.Subject, "", func(subj, reply string, hdr, data []byte) {
+	si := &streamImport{acc: acc, from: im.Subject, local: local, allowTrace: im.AllowTrace}
+	sub := &subscription{acc: from, subject: im.Subject, imported: true}
+	sub.handler = func(subj, reply string, hdr, data []byte) {
 		to := mapSubj(subj)
 		s.publishIn(acc, to, to, reply, hdr, data, pubLocal)
-	}, subKindImport)
+	}
+	sub.crossing = func(_ *client, t *msgTrace, subj, reply []byte, hdrLen int, msg []byte) bool {
+		to := mapSubj(string(subj))
+		hdr, data := splitMsg(hdrLen, msg)
+		return s.publishTraced(acc, to, to, string(reply), hdr, data, pubLocal, t, si)
+	}
+	is, err := s.insertInternal(sub)
 	if err == nil {
 		s.log.Debugf("Account %s imports stream %q from %s as %q", acc.name, im.Subject, from.name, local)
 	}
-	return sub, err
+	return is, err
+}
+
+// splitMsg splits a message into its header block (nil when none) and
+// payload.
+func splitMsg(hdrLen int, msg []byte) (hdr, data []byte) {
+	if hdrLen > 0 {
+		return msg[:hdrLen:hdrLen], msg[hdrLen:]
+	}
+	return nil, msg
+}
+
+// exporterSubject is the subject nats-server v2.15.2 gives the shadow
+// subscription that a subscription on sub in the importing account has
+// in the exporter (client.go addShadowSubscriptions, addShadowSub), which
+// its trace events name: the import's subject when sub is the import's
+// local subject or wider; sub mapped back into the exporter when
+// narrower (as published when the import keeps the subjects, the
+// import's subject when it is literal); for a sub that only overlaps the
+// local subject, the overlap, mapped back the same way.
+func (si *streamImport) exporterSubject(sub string) string {
+	from, to := si.from, si.local
+	switch {
+	case sub == to || subject.SubsetOf(to, sub):
+		return from
+	case subject.IsLiteral(from):
+		return from
+	case subject.SubsetOf(sub, to):
+		if from == to {
+			return sub
+		}
+		return reverseImport(from, to, sub)
+	}
+	ov := overlapSubject(sub, to)
+	if from == to {
+		return ov
+	}
+	return reverseImport(from, to, ov)
+}
+
+// overlapSubject narrows the pattern sub to the part of the import's
+// local subject to it overlaps (nats-server addShadowSubscriptions): each
+// "*" of sub takes to's token of the same rank unless that is ">"; a
+// final ">" takes to's tokens from there on. It returns sub when the
+// result is not within to.
+func overlapSubject(sub, to string) string {
+	st, tt := strings.Split(sub, "."), strings.Split(to, ".")
+	for i, tok := range st {
+		if i < len(tt) && tok == "*" && tt[i] != ">" {
+			st[i] = tt[i]
+		}
+	}
+	if last := len(st) - 1; st[last] == ">" && len(tt) >= len(st) {
+		st[last] = tt[last]
+		st = append(st, tt[len(st):]...)
+	}
+	ov := strings.Join(st, ".")
+	if !subject.SubsetOf(ov, to) {
+		return sub
+	}
+	return ov
+}
+
+// reverseImport maps sub, a pattern within an import's local subject to,
+// back to the exporter's subject from: each wildcard of from takes the
+// tokens of sub where to has the same wildcard (the n-th "*" of to is the
+// n-th of from, as subjectMap maps them; a final ">" the rest).
+func reverseImport(from, to, sub string) string {
+	ft, tt, st := strings.Split(from, "."), strings.Split(to, "."), strings.Split(sub, ".")
+	var stars []int // positions of to's "*"s
+	fwc := -1       // position of to's ">"
+	for i, tok := range tt {
+		switch tok {
+		case "*":
+			stars = append(stars, i)
+		case ">":
+			fwc = i
+		}
+	}
+	out := make([]string, 0, len(st))
+	n := 0
+	for _, tok := range ft {
+		switch tok {
+		case "*":
+			if n < len(stars) && stars[n] < len(st) {
+				tok = st[stars[n]]
+			}
+			n++
+		case ">":
+			if fwc >= 0 && fwc < len(st) {
+				out = append(out, st[fwc:]...)
+				continue
+			}
+		}
+		out = append(out, tok)
+	}
+	return strings.Join(out, ".")
 }
 
 // importService installs a service import of from's im.Subject into acc,
@@ -182,19 +297,27 @@ func (s *Server) importService(acc, from *account, im *config.Import) (*Internal
 		return nil, err
 	}
 	ex := from.export(im.Subject)
-	single, ttl := true, defaultRespThreshold
+	single, ttl, allowTrace := true, defaultRespThreshold, false
 	if ex != nil {
 		single = ex.ResponseType == "" || ex.ResponseType == "single"
 		if ex.ResponseThreshold > 0 {
 			ttl = ex.ResponseThreshold
 		}
+		allowTrace = ex.AllowTrace
 	}
 	if err := s.startResponses(from); err != nil {
 		return nil, err
 	}
-	sub := &subscription{acc: acc, subject: local, imported: true}
-	sub.svc = func(c *client, subj, reply []byte, hdrLen int, msg []byte) {
+	// serve carries a request into the exporter; t is its trace, nil
+	// when it is not traced (msgtrace.go, "Imports").
+	serve := func(c *client, t *msgTrace, subj, reply []byte, hdrLen int, msg []byte) bool {
 		target := toExporter(string(subj))
+		if t != nil {
+			t.traceServiceImport(from.name, string(subj), target)
+			if t.only && !allowTrace {
+				return false
+			}
+		}
 		rs := ""
 		if len(reply) > 0 {
 			rs = from.imp.add(&pendingResp{to: acc, reply: string(reply), single: single, expires: time.Now().Add(ttl)})
@@ -210,7 +333,33 @@ func (s *Server) importService(acc, from *account, im *config.Import) (*Internal
 			}
 		}
 		hdr, data := withRequestInfo(msg, hdrLen, acc.name, who, time.Duration(c.rtt.Load()))
-		s.publishIn(from, target, target, rs, hdr, data, pubImported)
+		switch {
+		case t == nil:
+			s.publishIn(from, target, target, rs, hdr, data, pubImported)
+			return true
+		case !allowTrace:
+			// The rest is not traced, here or by a peer.
+			hdr = setHeader(hdr, traceDestHdr, traceDestOff)
+			s.publishIn(from, target, target, rs, hdr, data, pubImported)
+			return true
+		}
+		// Traced on: a peer sends its event to a reply subject of the
+		// exporter's that leads to the destination in acc.
+		back := from.imp.add(&pendingResp{to: acc, reply: t.dest, expires: time.Now().Add(ttl)})
+		hdr = setHeader(hdr, traceDestHdr, back)
+		hops := t.ev.Hops
+		delivered := s.publishTraced(from, target, target, rs, hdr, data, pubImported, t, nil)
+		if t.ev.Hops == hops {
+			from.imp.remove(back) // no peer got it: only this server's event, sent to t.dest
+		}
+		if t.only && rs != "" {
+			from.imp.remove(rs) // nothing will respond
+		}
+		return delivered
+	}
+	sub := &subscription{acc: acc, subject: local, imported: true, crossing: serve}
+	sub.svc = func(c *client, subj, reply []byte, hdrLen int, msg []byte) {
+		serve(c, nil, subj, reply, hdrLen, msg)
 	}
 	// Not announced: the server a request reaches first imports it.
 	if err := acc.sl.Insert(sub.subject, "", sub); err != nil {
@@ -312,17 +461,35 @@ func (s *Server) startResponses(acc *account) error {
 	}
 	im.prefix = "_R_." + string(b[:]) + "."
 	im.pending = map[string]*pendingResp{}
-	sub, err := s.subscribeIn(acc, im.prefix+">", "", func(subj, reply string, hdr, data []byte) {
+	sub := &subscription{acc: acc, subject: im.prefix + ">", imported: true}
+	sub.handler = func(subj, reply string, hdr, data []byte) {
 		p := im.take(subj)
 		if p == nil {
 			return
 		}
 		s.publishIn(p.to, p.reply, p.reply, reply, hdr, data, pubImported)
-	}, subKindImport)
+	}
+	// A traced response: an "si" event, and the trace stops (nats-server
+	// v2.15.2 gives its response imports no allow_trace).
+	sub.crossing = func(_ *client, t *msgTrace, subj, reply []byte, hdrLen int, msg []byte) bool {
+		p := im.take(string(subj))
+		if p == nil {
+			return false
+		}
+		t.traceServiceImport(p.to.name, string(subj), p.reply)
+		if t.only {
+			return false
+		}
+		hdr, data := splitMsg(hdrLen, msg)
+		hdr = setHeader(hdr, traceDestHdr, traceDestOff)
+		s.publishIn(p.to, p.reply, p.reply, string(reply), hdr, data, pubImported)
+		return true
+	}
+	is, err := s.insertInternal(sub)
 	if err != nil {
 		return err
 	}
-	im.sub = sub
+	im.sub = is
 	return nil
 }
 
@@ -353,6 +520,13 @@ func (im *imports) add(p *pendingResp) string {
 		im.evictLocked()
 	}
 	return subj
+}
+
+// remove forgets the pending response of reply subject subj.
+func (im *imports) remove(subj string) {
+	im.mu.Lock()
+	delete(im.pending, subj)
+	im.mu.Unlock()
 }
 
 // take returns where a response goes, or nil when its request is unknown

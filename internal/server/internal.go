@@ -48,8 +48,14 @@ func (sub *subscription) shared() bool { return sub.imported || sub.system || su
 
 // subscribeIn subscribes h in acc.
 func (s *Server) subscribeIn(acc *account, subj, queue string, h MsgHandler, kind int) (*InternalSub, error) {
-	sub := &subscription{acc: acc, subject: subj, queue: queue, handler: h, imported: kind == subKindImport, system: kind == subKindSystem}
-	if err := acc.sl.Insert(subj, queue, sub); err != nil {
+	return s.insertInternal(&subscription{acc: acc, subject: subj, queue: queue, handler: h, imported: kind == subKindImport, system: kind == subKindSystem})
+}
+
+// insertInternal inserts an internal subscription made whole (fields
+// are not set after it is published) into its account's subject index,
+// and announces it when it is shared.
+func (s *Server) insertInternal(sub *subscription) (*InternalSub, error) {
+	if err := sub.acc.sl.Insert(sub.subject, sub.queue, sub); err != nil {
 		return nil, err
 	}
 	if sub.shared() {
@@ -97,6 +103,14 @@ const (
 
 // publishIn publishes in acc.
 func (s *Server) publishIn(acc *account, match, subj, reply string, hdr, data []byte, how int) bool {
+	return s.publishTraced(acc, match, subj, reply, hdr, data, how, nil, nil)
+}
+
+// publishTraced is publishIn for a message an import carries into acc
+// with its trace t (nil: untraced), which the deliveries record as the
+// publisher's read loop would; si is the stream import that carries it,
+// nil for a service import. It runs on the goroutine that owns t.
+func (s *Server) publishTraced(acc *account, match, subj, reply string, hdr, data []byte, how int, t *msgTrace, si *streamImport) bool {
 	if !subject.ValidLiteral(match) {
 		return false
 	}
@@ -109,7 +123,9 @@ func (s *Server) publishIn(acc *account, match, subj, reply string, hdr, data []
 		p.scratch = msg
 		hdrLen = len(hdr)
 	}
+	p.trace, p.viaImport = t, si
 	delivered := p.deliverAllAs([]byte(match), []byte(subj), []byte(reply), hdrLen, msg)
+	p.trace, p.viaImport = nil, nil
 	p.flushReceivers()
 	p.stallOn = nil // internal publishers are never stalled
 	return delivered

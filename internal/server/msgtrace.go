@@ -23,10 +23,12 @@ import (
 //	 "hops":    <routes it forwarded the message to, omitted when 0>,
 //	 "events":  [ingress, then in order: subject mapping, jetstream, egress...]}
 //
-//	ingress  {"type":"in","ts","kind","cid","name"?,"acc","subj","error"?}
-//	mapping  {"type":"sm","ts","to"}
-//	js       {"type":"js","ts","stream","subject"?,"nointerest"?,"error"?}
-//	egress   {"type":"eg","ts","kind","cid","name"?,"hop"?,"acc"?,"sub"?,"queue"?,"error"?}
+//	ingress         {"type":"in","ts","kind","cid","name"?,"acc","subj","error"?}
+//	mapping         {"type":"sm","ts","to"}
+//	stream export   {"type":"se","ts","acc","to"}
+//	service import  {"type":"si","ts","acc","from","to"}
+//	js              {"type":"js","ts","stream","subject"?,"nointerest"?,"error"?}
+//	egress          {"type":"eg","ts","kind","cid","name"?,"hop"?,"acc"?,"sub"?,"queue"?,"error"?}
 //
 // kind is nats-server's connection kind: 0 client, 1 route. With
 // Nats-Trace-Only: true (or 1, on) the message is not delivered: clients
@@ -38,6 +40,32 @@ import (
 // names the same hop, the remote's event carries it in its request
 // headers. A Nats-Trace-Dest of "trace disabled" (a stored message's)
 // traces nothing.
+//
+// Imports (imports.go): a traced message that a stream import carries
+// into the importing account gets one "se" event per subscription there
+// that receives it (acc: the importer, to: the subject it is delivered
+// as); with the import's allow_trace its deliveries there are traced
+// (egress events with acc and, as sub, the subscription's subject
+// mapped back into the exporter, as nats-server's shadow subscription
+// names it), without it they are made untraced, and a trace-only
+// message stops at the "se". A request a service import carries into the
+// exporter gets an "si" event (acc: the exporter, from: the subject in
+// the importer, to: the one in the exporter); with the export's
+// allow_trace the request goes on traced, its Nats-Trace-Dest rewritten
+// to a reply subject of the exporter's that leads back to the
+// destination (so a peer's event finds its way), otherwise its
+// Nats-Trace-Dest becomes "trace disabled" and a trace-only request
+// stops there. The response path of a service import gives an "si" too
+// and never carries the trace on.
+//
+// Without Nats-Trace-Dest, a W3C traceparent header (any case) whose
+// flags (its fourth "-" field, two hex digits read as a signed byte)
+// have the sampled bit set traces the message to the account's
+// msg_trace destination, if it has one, sampling percent of the time
+// (decided by the server the client published to; one that decides
+// against sets Nats-Trace-Dest: trace disabled, so that no peer traces
+// it). A Nats-Trace-Origin-Account header (nats-server's older tracing)
+// disables tracing the same way.
 
 // Header names and values of message tracing (nats-server v2.15.2).
 const (
@@ -49,8 +77,16 @@ const (
 	traceKindRouter  = 1 // nats-server ROUTER
 	traceTypeIngress = "in"
 	traceTypeMapping = "sm"
+	traceTypeExport  = "se" // a stream export (import) crossed
+	traceTypeImport  = "si" // a service import crossed
 	traceTypeJS      = "js"
 	traceTypeEgress  = "eg"
+	// traceParentHdr is the W3C trace context header, matched in any
+	// case (https://www.w3.org/TR/trace-context/#header-name).
+	traceParentHdr = "traceparent"
+	// traceOriginAccHdr, from nats-server's older tracing, disables
+	// tracing.
+	traceOriginAccHdr = "Nats-Trace-Origin-Account"
 )
 
 // Egress errors, nats-server v2.15.2's texts.
@@ -108,6 +144,21 @@ type traceMapping struct {
 	MappedTo string    `json:"to"`
 }
 
+type traceStreamExport struct {
+	Type    string    `json:"type"`
+	TS      time.Time `json:"ts"`
+	Account string    `json:"acc"`
+	To      string    `json:"to"`
+}
+
+type traceServiceImport struct {
+	Type    string    `json:"type"`
+	TS      time.Time `json:"ts"`
+	Account string    `json:"acc"`
+	From    string    `json:"from"`
+	To      string    `json:"to"`
+}
+
 type traceJetStream struct {
 	Type       string    `json:"type"`
 	TS         time.Time `json:"ts"`
@@ -132,7 +183,9 @@ type traceEgress struct {
 
 // msgTrace is the trace of the message a client or route is dispatching.
 // It is owned by that connection's read goroutine (client.trace), from
-// initTrace to sendTrace; nothing else touches it.
+// initTrace to sendTrace; nothing else touches it but the internal
+// publishers through which an import delivers the message, on that same
+// goroutine (internal.go publishTraced).
 type msgTrace struct {
 	acc  *account
 	dest string
@@ -147,34 +200,64 @@ var traceSeq atomic.Uint64
 
 // initTrace looks at the header block of the message c is about to
 // dispatch (msg[:hdrLen]) and, when it asks for a trace, sets c.trace.
-// It reports skip when the message must not be processed: a trace-only
-// message whose destination is invalid, or a destination c may not
-// publish to (the client then gets nats-server's publish permission
-// violation for the destination). subj is the subject as published.
-func (c *client) initTrace(subj []byte, hdrLen int, msg []byte) (skip bool) {
+// It returns the message to dispatch and its header length (the
+// message itself, or a copy with Nats-Trace-Dest: trace disabled when
+// this server decided not to trace it), and skip when the message must
+// not be processed: a trace-only message whose destination is invalid,
+// or a destination c may not publish to (the client then gets
+// nats-server's publish permission violation for the destination). subj
+// is the subject as published. It follows nats-server v2.15.2
+// initMsgTrace.
+func (c *client) initTrace(subj []byte, hdrLen int, msg []byte) (int, []byte, bool) {
 	hdr := msg[:hdrLen]
-	if !bytes.Contains(hdr, []byte(traceDestHdr)) {
-		return false
+	// Nats-Trace-Dest or Nats-Trace-Origin-Account, or a traceparent in
+	// an account that traces them; anything else is not looked at.
+	if !bytes.Contains(hdr, []byte("Nats-Trace-")) && (c.acc.trace.Load() == nil || !containsFold(hdr, traceParentHdr)) {
+		return hdrLen, msg, false
 	}
-	headers, dest := traceHeaders(hdr)
-	if dest == "" {
-		return false
+	headers, external := traceHeaders(hdr)
+	if headers == nil {
+		return hdrLen, msg, false
 	}
-	only := false
-	switch strings.ToLower(first(headers[traceOnlyHdr])) {
-	case "1", "true", "on":
-		only = true
+	only, dest := false, ""
+	if !external {
+		switch strings.ToLower(first(headers[traceOnlyHdr])) {
+		case "1", "true", "on":
+			only = true
+		}
+		if dest = first(headers[traceDestHdr]); dest == "" {
+			return hdrLen, msg, only
+		}
+	}
+	if v := first(headers[traceOriginAccHdr]); v != "" {
+		c.log.Errorf("Message tracing disabled because of header %q with value=%q", traceOriginAccHdr, v)
+		if !only {
+			hdrLen, msg = withTraceDisabled(msg, hdrLen)
+		}
+		return hdrLen, msg, only
+	}
+	if external {
+		tr := c.acc.trace.Load()
+		if tr == nil {
+			return hdrLen, msg, false
+		}
+		dest = tr.Dest
+		// The server the client published to decides, once.
+		if c.route == nil && !sampled(tr.Sampling, c.srv.traceIntN) {
+			hdrLen, msg = withTraceDisabled(msg, hdrLen)
+			return hdrLen, msg, false
+		}
 	}
 	if !subject.ValidLiteral(dest) {
 		c.log.Errorf("Destination %q is not valid, won't be able to trace events", dest)
-		return only
+		return hdrLen, msg, only
 	}
 	kind, name, hop := traceKindClient, c.opts.Name, ""
 	if c.route != nil {
 		kind, name, hop = traceKindRouter, c.route.remoteName(), first(headers[traceHopHdr])
 	} else if hasAnyPrefix([]byte(dest), reservedSubjectPrefixes) || !c.mayPublish([]byte(dest)) {
 		c.pubViolation([]byte(dest))
-		return true
+		return hdrLen, msg, true
 	}
 	c.trace = &msgTrace{
 		acc: c.acc, dest: dest, only: only, hop: hop,
@@ -185,6 +268,35 @@ func (c *client) initTrace(subj []byte, hdrLen int, msg []byte) (skip bool) {
 				Name: name, Account: c.acc.name, Subject: string(subj),
 			}},
 		},
+	}
+	return hdrLen, msg, false
+}
+
+// sampled reports whether a message sampled by its traceparent is traced
+// at the account's sampling percentage: always outside 1..99, otherwise
+// when intn(100) <= sampling (nats-server v2.15.2 sample; its <= makes
+// 50 trace 51%). intn is rand.Int32N outside the tests.
+func sampled(sampling int, intn func(int32) int32) bool {
+	if sampling <= 0 || sampling >= 100 {
+		return true
+	}
+	return intn(100) <= int32(sampling)
+}
+
+// withTraceDisabled returns the message with Nats-Trace-Dest: trace
+// disabled in its header block (a copy), and its new header length.
+func withTraceDisabled(msg []byte, hdrLen int) (int, []byte) {
+	hdr := setHeader(msg[:hdrLen:hdrLen], traceDestHdr, traceDestOff)
+	return len(hdr), append(hdr, msg[hdrLen:]...)
+}
+
+// containsFold reports whether hdr contains s in any case (s is lower
+// case ASCII).
+func containsFold(hdr []byte, s string) bool {
+	for i := 0; i+len(s) <= len(hdr); i++ {
+		if (hdr[i]|0x20) == s[0] && bytes.EqualFold(hdr[i:i+len(s)], []byte(s)) {
+			return true
+		}
 	}
 	return false
 }
@@ -198,14 +310,16 @@ func first(vs []string) string {
 }
 
 // traceHeaders parses a header block into a map that keeps the names'
-// case (nats-server genHeaderMapIfTraceHeadersPresent: empty names and
-// values are left out, spaces and tabs around a value trimmed) and
-// returns the Nats-Trace-Dest value: "" when there is none or it is
-// "trace disabled".
-func traceHeaders(hdr []byte) (map[string][]string, string) {
+// case (nats-server v2.15.2 genHeaderMapIfTraceHeadersPresent: empty
+// names and values are left out, spaces and tabs around a value
+// trimmed). It returns nil when the block asks for no trace: it has
+// neither Nats-Trace-Dest nor a sampled traceparent, or its first
+// Nats-Trace-Dest is "trace disabled". external reports a trace asked
+// by traceparent alone, whose destination is the account's.
+func traceHeaders(hdr []byte) (m map[string][]string, external bool) {
 	_, rest, ok := bytes.Cut(hdr, []byte("\r\n"))
-	m := make(map[string][]string)
-	dest, found := "", false
+	m = make(map[string][]string)
+	dest, parent := false, false
 	for ok && len(rest) > 0 {
 		var line []byte
 		line, rest, ok = bytes.Cut(rest, []byte("\r\n"))
@@ -217,15 +331,35 @@ func traceHeaders(hdr []byte) (map[string][]string, string) {
 		if len(k) == 0 || len(v) == 0 {
 			continue
 		}
-		if !found && string(k) == traceDestHdr {
+		switch {
+		case !parent && bytes.EqualFold(k, []byte(traceParentHdr)):
+			parent = traceParentSampled(v)
+		case !dest && string(k) == traceDestHdr:
 			if string(v) == traceDestOff {
-				return nil, ""
+				return nil, false
 			}
-			dest, found = string(v), true
+			dest = true
 		}
 		m[string(k)] = append(m[string(k)], string(v))
 	}
-	return m, dest
+	if !dest && !parent {
+		return nil, false
+	}
+	return m, !dest
+}
+
+// traceParentSampled reports whether a traceparent value
+// (version-traceid-parentid-flags) has the sampled flag: four
+// "-"-separated fields, the last two characters that parse as a signed
+// 8-bit hexadecimal number with bit 0 set, as nats-server v2.15.2 reads
+// it (so flags from 80 up, out of the signed range, are not sampled).
+func traceParentSampled(v []byte) bool {
+	tk := bytes.Split(v, []byte("-"))
+	if len(tk) != 4 || len(tk[3]) != 2 {
+		return false
+	}
+	n, err := strconv.ParseInt(string(tk[3]), 16, 8)
+	return err == nil && n&1 == 1
 }
 
 // remoteName is the peer's server name for trace events ("" until its
@@ -248,16 +382,30 @@ func (t *msgTrace) traceMapped(to []byte) {
 	t.ev.Events = append(t.ev.Events, &traceMapping{Type: traceTypeMapping, TS: time.Now().UTC(), MappedTo: string(to)})
 }
 
-// traceEgress records the delivery to a client's subscription sub, with
-// nats-server's error text when it was not delivered.
-func (t *msgTrace) traceEgress(sub *subscription, errText string) {
+// traceEgress records the delivery to a client's subscription sub,
+// named subj in the event (its subject, or what a stream import maps it
+// back to), with nats-server's error text when it was not delivered.
+func (t *msgTrace) traceEgress(sub *subscription, subj, errText string) {
 	rc := sub.client
 	e := &traceEgress{Type: traceTypeEgress, TS: time.Now().UTC(), Kind: traceKindClient, CID: rc.cid,
-		Name: rc.connName(), Sub: sub.subject, Queue: sub.queue, Error: errText}
+		Name: rc.connName(), Sub: subj, Queue: sub.queue, Error: errText}
 	if sub.acc != t.acc {
 		e.Account = sub.acc.name
 	}
 	t.ev.Events = append(t.ev.Events, e)
+}
+
+// traceStreamExport records that a stream import delivers the message
+// in account acc as subject to (nats-server addStreamExportEvent).
+func (t *msgTrace) traceStreamExport(acc, to string) {
+	t.ev.Events = append(t.ev.Events, &traceStreamExport{Type: traceTypeExport, TS: time.Now().UTC(), Account: acc, To: to})
+}
+
+// traceServiceImport records that a service import carries the message
+// from subject from into account acc as subject to (nats-server
+// addServiceImportEvent).
+func (t *msgTrace) traceServiceImport(acc, from, to string) {
+	t.ev.Events = append(t.ev.Events, &traceServiceImport{Type: traceTypeImport, TS: time.Now().UTC(), Account: acc, From: from, To: to})
 }
 
 // connName is the name a client gave in CONNECT.

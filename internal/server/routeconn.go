@@ -503,8 +503,11 @@ func (rc *routeConn) ProcessMsg(m *route.Msg) error {
 		hdrLen = -1
 	}
 	hdrLen, msg := c.takeAPIClient(m.Subject, hdrLen, m.Payload)
-	if hdrLen > 0 && c.initTrace(m.Subject, hdrLen, msg) {
-		return nil
+	if hdrLen > 0 {
+		var skip bool
+		if hdrLen, msg, skip = c.initTrace(m.Subject, hdrLen, msg); skip {
+			return nil
+		}
 	}
 	c.queueFilter = m.Queues
 	c.deliverAllAs(m.Subject, subj, reply, hdrLen, msg)

@@ -8,6 +8,7 @@ import (
 	"github.com/cairnmq/cairn/internal/cluster/jscluster"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/jsapi"
+	mrand "math/rand/v2"
 	"net"
 	"strconv"
 	"sync"
@@ -61,8 +62,12 @@ type Server struct {
 	res      *resolver
 	jsDomain []byte // "$JS.<domain>.API.", whose subjects client publishes are mapped from (jsdomain.go); nil without a domain
 
-	lim           atomic.Pointer[limits] // the limits in force (limits.go)
-	publishers    sync.Pool              // connectionless *client values for Publish
+	lim        atomic.Pointer[limits] // the limits in force (limits.go)
+	publishers sync.Pool              // connectionless *client values for Publish
+	// traceIntN draws the number that decides whether a traceparent is
+	// sampled (msgtrace.go sampled): rand.Int32N, set by New; tests
+	// replace it before Start.
+	traceIntN     func(int32) int32
 	nextCID       atomic.Uint64
 	slowConsumers atomic.Int64
 	ctr           counters   // totals for the monitoring endpoints (stats.go)
@@ -127,6 +132,8 @@ func New(opts Options) (*Server, error) {
 		done:    make(chan struct{}),
 		quit:    make(chan struct{}),
 		res:     res,
+		// traceIntN: see the field.
+		traceIntN: mrand.Int32N,
 	}
 	if res != nil {
 		res.s = s
