@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
+
 	"github.com/cairnmq/cairn/internal/config"
 )
 
@@ -209,6 +211,45 @@ func TestTraceParentSampling(t *testing.T) {
 			gotEvent = true
 		default:
 			t.Fatalf("unexpected %q", l)
+		}
+	}
+}
+
+// An account's traceparent destination comes from its configuration or
+// its JWT (nats-server v2.15.2 UpdateAccountClaims: an invalid
+// destination is none, a sampling outside 1..100 is 100), and a reload
+// replaces it.
+func TestAccountTraceDest(t *testing.T) {
+	auth := func(tr *config.MsgTrace) config.Auth {
+		return config.Auth{
+			Users:    []config.User{{Name: "u", Password: "u", Account: "ACC"}},
+			Accounts: []config.Account{{Name: "ACC", Trace: tr}},
+		}
+	}
+	s := startWith(t, Options{Host: "127.0.0.1", Port: RandomPort, Auth: auth(nil)})
+	if tr := s.account("ACC").trace.Load(); tr != nil {
+		t.Fatalf("trace %+v before the reload", tr)
+	}
+	want := &config.MsgTrace{Dest: "acc.trace", Sampling: 40}
+	if err := s.ReloadSecurity(SecurityOptions{Auth: auth(want)}); err != nil {
+		t.Fatal(err)
+	}
+	if tr := s.account("ACC").trace.Load(); !reflect.DeepEqual(tr, want) {
+		t.Errorf("trace %+v after the reload, want %+v", tr, want)
+	}
+
+	for _, tc := range []struct {
+		in   *jwt.MsgTrace
+		want *config.MsgTrace
+	}{
+		{nil, nil},
+		{&jwt.MsgTrace{Destination: "t.d", Sampling: 25}, &config.MsgTrace{Dest: "t.d", Sampling: 25}},
+		{&jwt.MsgTrace{Destination: "t.d"}, &config.MsgTrace{Dest: "t.d", Sampling: 100}},
+		{&jwt.MsgTrace{Destination: "t.d", Sampling: 150}, &config.MsgTrace{Dest: "t.d", Sampling: 100}},
+		{&jwt.MsgTrace{Destination: "t.*", Sampling: 25}, nil},
+	} {
+		if got := jwtTrace(tc.in); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("jwtTrace(%+v) = %+v, want %+v", tc.in, got, tc.want)
 		}
 	}
 }
