@@ -135,8 +135,8 @@ func TestAuthSecondConnect(t *testing.T) {
 func TestAuthTimeout(t *testing.T) {
 	nk := newNkeyUser(t)
 	forEach(t, secTargets(t, usersConf(t, nk, ""), nil), func(t *testing.T, tg secTarget) {
+		start := time.Now() // before the dial: the server's timer starts at the accept or later
 		c := rawConn(t, tg.url)
-		start := time.Now()
 		got := c.waitClosed(10 * time.Second)
 		if got != "-ERR 'Authentication Timeout'\r\n" {
 			t.Fatalf("got %q", got)
