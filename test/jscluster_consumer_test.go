@@ -537,6 +537,10 @@ func TestJetStreamClusterOneReplicaConsumerRestart(t *testing.T) {
 			servers[host].Shutdown()
 			servers[host] = restartServer(t, opts[host])
 			restarted[host] = true
+			// The restarted server's client connection is closed: connect
+			// every client again, so that js[via] works whichever server
+			// was restarted before.
+			_, js = clusterClients(t, servers)
 		}
 		via := (host + 1) % 3
 		eventually(t, name+"'s info after the restart", func() error {
