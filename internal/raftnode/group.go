@@ -44,6 +44,12 @@ type group struct {
 	out        roundOut             // this round's output, from prepare to finish
 	fencedErr  error                // round-side copy of the fence
 	removeDone chan struct{}        // a removal written by this round
+	// leaderCommit, commitFrom and leaderTick: the highest commit index
+	// the leader told this replica, that leader (as of the last round),
+	// and the tick at which it last knew a leader (contact.go).
+	leaderCommit uint64
+	commitFrom   uint64
+	leaderTick   uint64
 
 	mu struct {
 		sync.Mutex
@@ -56,6 +62,7 @@ type group struct {
 		status     GroupStatus
 		fenced     error
 		removed    bool
+		heard      map[ReplicaID]uint64 // the tick of the last message from each replica (contact.go)
 	}
 }
 
@@ -272,6 +279,7 @@ func (g *group) prepare() {
 			continue // a wake envelope: maybeWake did it
 		}
 		_ = g.rn.Step(in.m) // errors: a stale or unknown peer's message, ignored
+		g.noteCommit(in.m, in.flags)
 		if in.m.GetType() == pb.MsgHeartbeat && in.flags&flagQuiesce != 0 {
 			quiesce = in.m
 		} else {
@@ -785,6 +793,7 @@ func (g *group) publish() {
 		})
 		slices.SortFunc(s.Replicas, func(a, b ReplicaStatus) int { return cmp.Compare(a.Replica, b.Replica) })
 	}
+	g.publishContact(&s, bs)
 	g.mu.Lock()
 	s.LeaderServer = g.mu.peers[s.Leader]
 	for i := range s.Replicas {
