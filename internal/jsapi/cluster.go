@@ -109,3 +109,12 @@ func (a *API) answers(r *request) bool {
 	}
 	return c.Answers(r.key, r.stream)
 }
+
+// ConsumerLeaderless is implemented by a Cluster whose members of a
+// leaderless consumer group answer CONSUMER.INFO with 10008 (JetStream
+// system temporarily unavailable) instead of staying silent, as
+// nats-server v2.15.2's jsConsumerInfoRequest does
+// (internal/cluster/jscluster leaderless.go).
+type ConsumerLeaderless interface {
+	ConsumerLeaderless(stream, consumer string) bool
+}

@@ -45,8 +45,9 @@ type PeerContact struct {
 	Server  ServerID
 	// Heard: this replica heard from it since this replica was added
 	// here; Ago is how long ago it last did (a message of the group, or
-	// a beat of its server while the group is quiet), a multiple of the
-	// node's tick; 0 when not Heard.
+	// a beat of its server while the group is quiet), counted in the
+	// node's ticks, the one under way included (so at least one tick);
+	// 0 when not Heard.
 	Heard bool
 	Ago   time.Duration
 }
@@ -104,9 +105,12 @@ func (g *group) noteCommit(m *pb.Message, flags byte) {
 // caught up, and since when it knows a leader.
 func (g *group) publishContact(s *GroupStatus, bs raft.BasicStatus) {
 	now := g.n.ticks.Load()
-	if bs.Lead != 0 {
+	if bs.Lead != 0 || g.lastLead != 0 {
+		// It knows a leader, or has just lost it (a quiet group runs no
+		// rounds while it knows one).
 		g.leaderTick = now
 	}
+	g.lastLead = bs.Lead
 	if bs.Lead != g.commitFrom {
 		// What another leader said (or one this replica lost contact
 		// with and found again) is no news of the current one's commit.
@@ -132,11 +136,10 @@ func (n *Node) contact(s *GroupStatus, heard map[ReplicaID]uint64, peers map[Rep
 		beats = maps.Clone(n.alive.heard)
 		n.alive.mu.Unlock()
 	}
+	// The ticks since t, and the one under way: an upper bound of the
+	// time since then, never 0.
 	ago := func(t uint64) time.Duration {
-		if t >= now {
-			return 0
-		}
-		return time.Duration(now-t) * n.cfg.TickInterval
+		return time.Duration(now-min(t, now)+1) * n.cfg.TickInterval
 	}
 	var leaderAgo time.Duration
 	leaderHeard := false
@@ -166,6 +169,6 @@ func (n *Node) contact(s *GroupStatus, heard map[ReplicaID]uint64, peers map[Rep
 		s.Current = leaderHeard && leaderAgo <= window && s.CaughtUp
 	}
 	if s.Leader == 0 {
-		s.Leaderless = ago(s.leaderTick)
+		s.Leaderless = ago(s.leaderTick) - n.cfg.TickInterval
 	}
 }

@@ -32,7 +32,7 @@ func TestContactAndCurrent(t *testing.T) {
 		t.Fatalf("leader: %+v", ls)
 	}
 	for _, p := range ls.Peers {
-		if !p.Heard || p.Ago > 100*time.Millisecond {
+		if !p.Heard || p.Ago > 200*time.Millisecond {
 			t.Fatalf("leader's contact with %s: %+v", p.Server, p)
 		}
 	}
@@ -108,9 +108,26 @@ func TestContactQuiet(t *testing.T) {
 			t.Fatalf("%s: %+v", c.nodes[i].id, s)
 		}
 		for _, p := range s.Peers {
-			if s.Role == Leader && p.Ago > 100*time.Millisecond {
+			if s.Role == Leader && p.Ago > 200*time.Millisecond {
 				t.Fatalf("%s: contact with %s %v ago", c.nodes[i].id, p.Server, p.Ago)
 			}
+		}
+	}
+	// The leader's server dies: a follower that loses it counts its time
+	// without a leader from then, not from its last round.
+	c.net.Detach("s1")
+	c.nodes[0].n = nil
+	c.net.Partition("s2", "s3") // no new leader either
+	for k := 0; ; k++ {
+		if k > 60 {
+			t.Fatal("s2 never lost its leader")
+		}
+		c.tick(1)
+		if s := c.status(1, 1); s.Leader == 0 {
+			if s.Leaderless > time.Second || s.Current {
+				t.Fatalf("s2 just lost its leader: %+v", s)
+			}
+			break
 		}
 	}
 }

@@ -44,11 +44,13 @@ type group struct {
 	out        roundOut             // this round's output, from prepare to finish
 	fencedErr  error                // round-side copy of the fence
 	removeDone chan struct{}        // a removal written by this round
-	// leaderCommit, commitFrom and leaderTick: the highest commit index
-	// the leader told this replica, that leader (as of the last round),
-	// and the tick at which it last knew a leader (contact.go).
+	// leaderCommit and commitFrom: the highest commit index the leader
+	// told this replica, and that leader; lastLead and leaderTick: the
+	// leader as of the last round, and the tick at which it last knew
+	// one (contact.go).
 	leaderCommit uint64
 	commitFrom   uint64
+	lastLead     uint64
 	leaderTick   uint64
 
 	mu struct {
