@@ -124,7 +124,7 @@ func (m *Monitor) jsAccounts() []server.AccountStats {
 // (reserved_*, as nats-server reports them) and its API counters.
 func (m *Monitor) accountDetail(a server.AccountStats, details []jetstream.StreamDetail, o jszOptions) *AccountDetail {
 	ai := a.JetStream.Account()
-	st := usage(details)
+	st := m.accountUsage(a.Name, details)
 	ad := &AccountDetail{Name: a.Name, ID: a.Name, JetStreamStats: JetStreamStats{
 		Memory: st.Memory, Store: st.Store,
 		// nats-server reports the account's limits here: -1 (none) as an

@@ -76,3 +76,16 @@ func (m *Monitor) leaderCounts(details []jetstream.StreamDetail) (streams, consu
 	}
 	return streams, consumers
 }
+
+// accountUsage is an account's usage as /jsz's account details and the
+// exporter's account series report it: in a JetStream cluster the
+// storage of every replica of its streams, as nats-server counts an
+// account's (server.Server.JetStreamAccountUsage); otherwise, and for
+// what it reserves, its streams here (details).
+func (m *Monitor) accountUsage(name string, details []jetstream.StreamDetail) JetStreamStats {
+	st := usage(details)
+	if mem, store, ok := m.srv.JetStreamAccountUsage(name); ok {
+		st.Memory, st.Store = mem, store
+	}
+	return st
+}

@@ -270,7 +270,7 @@ func (c *natsCollector) jetstream(e *emitter, jns string, accs []server.AccountS
 
 	for i, a := range accs {
 		ai := a.JetStream.Account()
-		st := usage(details[i])
+		st := c.m.accountUsage(a.Name, details[i])
 		acc := append(append([]string(nil), srv...), "account", a.Name, "account_name", a.Name, "account_id", a.Name)
 		e.gauge(jns+"_account_max_storage", "JetStream max storage in bytes", float64(uint64(ai.Limits.MaxStore)), acc...)
 		e.gauge(jns+"_account_max_memory", "JetStream max memory in bytes", float64(uint64(ai.Limits.MaxMemory)), acc...)

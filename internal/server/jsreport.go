@@ -34,3 +34,14 @@ func (s *Server) JetStreamMetaLeader() bool {
 	}
 	return s.jsc.MetaLeader()
 }
+
+// JetStreamAccountUsage returns the storage of account name over every
+// replica of its streams, as nats-server counts an account's usage in a
+// cluster (jscluster.Cluster.AccountUsage: the streams this server holds
+// a replica of); ok is false without JetStream clustering.
+func (s *Server) JetStreamAccountUsage(name string) (memory, store uint64, ok bool) {
+	if s.jsc == nil {
+		return 0, 0, false
+	}
+	return s.jsc.AccountUsage(name)
+}
