@@ -72,6 +72,9 @@ type Cluster struct {
 	// sys is the cluster layer's part of the system account
 	// (internal.go, AttachSystem).
 	sys system
+	// lags sample how far each replicated stream's runtime is behind its
+	// log (applylag.go).
+	lags applyLags
 
 	mu       sync.Mutex
 	accounts map[string]*account // by account name
@@ -252,6 +255,7 @@ func (c *Cluster) run() {
 		case <-c.wake:
 		case <-t.C:
 			c.noteLeaderless()
+			c.sampleApply()
 			c.catalogue()
 			c.checkpointConsumers()
 			if time.Since(lastCheckpoint) >= metaCheckpointEvery {

@@ -98,7 +98,8 @@ type Problem struct {
 //   - each replica of a replicated stream or consumer here that is fenced,
 //     or not current: "JetStream stream 'A > S' is not current: stream
 //     catching up" when it knows its leader but has not applied what that
-//     leader committed, "...: group node unhealthy" otherwise, and
+//     leader committed, or its stream lags what its group applied
+//     (applylag.go), "...: group node unhealthy" otherwise, and
 //     "JetStream consumer 'A > S > C' is not current: group node
 //     unhealthy".
 //
@@ -141,7 +142,8 @@ func (c *Cluster) Health() []Problem {
 	})
 	for _, a := range assets {
 		gs, err := c.node.Status(a.group)
-		if err != nil || gs.Current {
+		behind := a.consumer == "" && gs.Role != raftnode.Leader && c.applyBehind(streamKey{a.account, a.stream})
+		if err != nil || gs.Current && !behind {
 			continue
 		}
 		p := Problem{Kind: "stream", Account: a.account, Stream: a.stream, Consumer: a.consumer}
@@ -152,7 +154,7 @@ func (c *Cluster) Health() []Problem {
 		switch {
 		case gs.Fenced != nil:
 			p.Text = fmt.Sprintf("JetStream %s replica fenced: %v", name, gs.Fenced)
-		case a.consumer == "" && gs.Leader != 0 && !gs.CaughtUp:
+		case a.consumer == "" && gs.Leader != 0 && (!gs.CaughtUp || behind):
 			p.Text = fmt.Sprintf("JetStream %s is not current: stream catching up", name)
 		default:
 			p.Text = fmt.Sprintf("JetStream %s is not current: group node unhealthy", name)
