@@ -7,6 +7,7 @@ import (
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
 )
 
 // Contact (docs/monitoring.md, "Replicas and the meta group"): what a
@@ -22,16 +23,17 @@ import (
 //     every replica caught up, and it wakes when that server falls
 //     silent.
 //   - A follower notes the highest commit index its leader sent it in an
-//     append, a snapshot or a quiesce heartbeat (noteCommit), at the
-//     round that steps the message; at the end of that round it is
-//     caught up when its state machine has applied through that index,
-//     or when the group is quiet (it went quiet holding the leader's
-//     whole log). A follower that lacks entries the leader committed
-//     (after a restart, a partition, or while the leader sends it a
-//     snapshot) is not caught up until it has applied them; one that has
-//     had no append from its leader since it started is not caught up
-//     either, until one comes or the group goes quiet. What it noted is
-//     forgotten whenever its leader changes, or it loses its leader.
+//     append, a snapshot or a quiesce heartbeat marked in sync
+//     (noteCommit), at the round that steps the message; at the end of
+//     that round it is caught up when its state machine has applied
+//     through that index and no quiesce heartbeat since told it it
+//     lacks some (one without the in-sync mark). A follower that lacks entries the leader
+//     committed (after a restart, a partition, or while the leader sends
+//     it a snapshot) is not caught up until it has applied them; one that
+//     has had no append from its leader since it started is not caught up
+//     either, until one comes or the group goes quiet again with it in
+//     sync. What it noted is forgotten whenever its leader changes, or it
+//     loses its leader.
 //   - A replica is current (nats-server v2.15.2 raft.go isCurrent): it
 //     leads its group; or it is a follower that knows its leader, heard
 //     from it within ContactWindow, and was caught up at the end of its
@@ -74,19 +76,26 @@ func (g *group) noteHeardLocked(r ReplicaID, tick uint64) {
 // noteCommit records, in the round that steps m (with its envelope's
 // flags), the commit index a leader's message tells this replica: an
 // append's or a snapshot's, which is the leader's commit index (raft
-// sends a new commit index in appends), or a quiesce heartbeat's, sent
-// only when every replica holds the leader's whole log. A plain
-// heartbeat carries the smaller of the commit index and what the leader
-// knows the follower holds, so it says nothing of what the follower
-// lacks.
+// sends a new commit index in appends), or a quiesce heartbeat's marked
+// in sync (flagInSync: the leader knows this replica holds its whole
+// log). A heartbeat carries the smaller of the commit index and what the
+// leader knows the follower holds, so without that mark it says nothing
+// of what the follower lacks; a quiesce heartbeat without the mark says
+// the follower lacks entries (outOfSync, until an append or a snapshot
+// brings the leader's commit again).
 func (g *group) noteCommit(m *pb.Message, flags byte) {
 	var c uint64
 	switch m.GetType() {
 	case pb.MsgApp:
 		c = m.GetCommit()
 	case pb.MsgHeartbeat:
-		if flags&flagQuiesce != 0 {
+		switch flags & (flagQuiesce | flagInSync) {
+		case flagQuiesce | flagInSync:
 			c = m.GetCommit()
+		case flagQuiesce:
+			// The leader goes quiet without this replica in sync: it
+			// lacks entries, however many, until the leader sends them.
+			g.outOfSync = true
 		}
 	case pb.MsgSnap:
 		c = m.GetSnapshot().GetMetadata().GetIndex()
@@ -97,7 +106,7 @@ func (g *group) noteCommit(m *pb.Message, flags byte) {
 	if m.GetFrom() != g.commitFrom {
 		g.leaderCommit, g.commitFrom = 0, m.GetFrom()
 	}
-	g.leaderCommit = max(g.leaderCommit, c)
+	g.leaderCommit, g.outOfSync = max(g.leaderCommit, c), false
 }
 
 // publishContact fills the round-side parts of s (publish, at the end of
@@ -114,13 +123,13 @@ func (g *group) publishContact(s *GroupStatus, bs raft.BasicStatus) {
 	if bs.Lead != g.commitFrom {
 		// What another leader said (or one this replica lost contact
 		// with and found again) is no news of the current one's commit.
-		g.leaderCommit, g.commitFrom = 0, bs.Lead
+		g.leaderCommit, g.commitFrom, g.outOfSync = 0, bs.Lead, false
 	}
 	s.LeaderCommit = g.leaderCommit
 	if bs.RaftState == raft.StateLeader {
 		s.LeaderCommit = bs.GetCommit()
 	}
-	s.CaughtUp = bs.Lead != 0 && (g.quiet || g.smApplied >= s.LeaderCommit && s.LeaderCommit > 0)
+	s.CaughtUp = bs.Lead != 0 && !g.outOfSync && g.smApplied >= s.LeaderCommit && s.LeaderCommit > 0
 	s.leaderTick = g.leaderTick
 }
 
@@ -171,4 +180,17 @@ func (n *Node) contact(s *GroupStatus, heard map[ReplicaID]uint64, peers map[Rep
 	if s.Leader == 0 {
 		s.Leaderless = ago(s.leaderTick) - n.cfg.TickInterval
 	}
+}
+
+// inSync returns, on a leader going quiet, the replicas whose log
+// matches its own (their quiesce heartbeat gets flagInSync).
+func (g *group) inSync() map[ReplicaID]bool {
+	last, _ := g.st.LastIndex()
+	out := map[ReplicaID]bool{}
+	g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+		if pr.Match == last {
+			out[ReplicaID(id)] = true
+		}
+	})
+	return out
 }

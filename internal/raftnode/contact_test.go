@@ -131,3 +131,38 @@ func TestContactQuiet(t *testing.T) {
 		}
 	}
 }
+
+// A leader goes quiet without waiting for a replica on a server it finds
+// dead; if that server hears the quiesce heartbeat (a one-way cut), its
+// lagging replica must not take the heartbeat's commit index (what the
+// leader knew it held) for the leader's: it is not current.
+func TestContactQuiesceLagging(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.propose(0, 1, "a")
+	c.tick(3)
+	c.net.Partition("s1", "s3")
+	c.net.Partition("s2", "s3")
+	for _, d := range []string{"b", "c", "d"} {
+		c.propose(0, 1, d)
+	}
+	c.net.Heal("s1", "s3") // s3 hears s1; s1 still finds s3 dead
+	for k := 0; ; k++ {
+		if k > 60 {
+			t.Fatalf("the leader never went quiet: %+v", c.status(0, 1))
+		}
+		c.tick(1)
+		if c.status(0, 1).Quiesced {
+			break
+		}
+	}
+	c.tick(2)
+	s, l := c.status(2, 1), c.status(0, 1)
+	if s.Applied >= l.Commit {
+		t.Fatalf("s3 caught up through a one-way cut: %+v", s)
+	}
+	if s.Current || s.CaughtUp {
+		t.Fatalf("s3 current at %d, the leader's commit %d: %+v", s.Applied, l.Commit, s)
+	}
+}

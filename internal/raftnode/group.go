@@ -50,6 +50,7 @@ type group struct {
 	// one (contact.go).
 	leaderCommit uint64
 	commitFrom   uint64
+	outOfSync    bool // a quiesce heartbeat said this replica lacks entries
 	lastLead     uint64
 	leaderTick   uint64
 
@@ -501,10 +502,12 @@ func (g *group) ready(stepped []*Proposal) {
 	}
 	g.out.mustSync = g.out.mustSync || rd.MustSync
 	var flags byte
+	var inSync map[ReplicaID]bool
 	if g.leaderQuiesces(rd, stepped) {
 		g.quiet, flags = true, flagQuiesce
+		inSync = g.inSync() // contact.go
 	}
-	g.encodeMessages(rd.Messages, flags)
+	g.encodeMessages(rd.Messages, flags, inSync)
 }
 
 // checkProposals verifies, while this replica is still the leader of the
@@ -555,7 +558,10 @@ func (g *group) restore(snap *pb.Snapshot, it *items) bool {
 // encodeMessages turns the Ready's messages into envelopes for their
 // servers. A message to a replica of no known server is dropped, and the
 // replica reported unreachable in finish.
-func (g *group) encodeMessages(msgs []*pb.Message, flags byte) {
+//
+// inSync are the replicas whose quiesce heartbeat (flags has
+// flagQuiesce) also gets flagInSync (contact.go).
+func (g *group) encodeMessages(msgs []*pb.Message, flags byte, inSync map[ReplicaID]bool) {
 	if len(msgs) == 0 {
 		return
 	}
@@ -569,7 +575,11 @@ func (g *group) encodeMessages(msgs []*pb.Message, flags byte) {
 			panic(fmt.Sprintf("raftnode: marshal %v: %v", m.GetType(), err))
 		}
 		om := outMsg{to: peers[to], replica: to, snap: m.GetType() == pb.MsgSnap, early: sendsEarly(m.GetType())}
-		om.env = appendEnvelope(nil, g.id, flags, b)
+		f := flags
+		if inSync[to] {
+			f |= flagInSync
+		}
+		om.env = appendEnvelope(nil, g.id, f, b)
 		g.out.msgs = append(g.out.msgs, om)
 	}
 }

@@ -2,27 +2,36 @@ package jscluster
 
 import (
 	"sync"
-	"time"
+
+	"github.com/cairnmq/cairn/internal/raftnode"
 )
 
 // A replicated stream's runtime applies on its own goroutine what its
 // group hands it (streamlog.Log.Handed), so a replica whose group has
 // applied everything its leader committed may still be far behind in its
 // stream: after a restart, tens of thousands of operations queued. Such
-// a replica is catching up too (Health, "stream catching up"). The run
-// goroutine samples each replica every housekeeping tick: a mark is the
-// index the log had handed when it was set; a replica whose stream has
-// not applied through its mark within the contact window
-// (raftnode.Node.ContactWindow) is behind, until it reaches it; then a
-// new mark is set. A stream that keeps pace with its log reaches each
-// mark well within the window.
+// a replica is catching up too (Health, "stream catching up"), as a
+// nats-server replica is while its stream catches up, from the moment
+// its group lacks what its leader committed until its stream has applied
+// what the group had handed it once the group had it all:
+//
+//   - a replica sampled for the first time, or whose group is not caught
+//     up (raftnode.GroupStatus.CaughtUp), is catching up;
+//   - at the first sample that finds its group caught up, the target is
+//     what the log had handed by then;
+//   - it stops catching up when its stream has applied the target.
+//
+// The run goroutine samples each replica every housekeeping tick (250
+// ms); Health reads the stream's applied index afresh, and judges a
+// replica not sampled yet by what its log has handed now. A replica
+// whose group stays caught up (a follower keeping pace, under load or
+// not) never starts catching up.
 
 // applyLag is the sampling of one replica.
 type applyLag struct {
-	rep    *replica // the replica sampled (a restarted one starts again)
-	mark   uint64
-	markAt time.Time
-	behind bool
+	rep      *replica // the replica sampled (a restarted one starts again)
+	catching bool
+	target   uint64 // 0 while its group is not caught up
 }
 
 // applyLags are the replicas' samplings, by stream.
@@ -34,18 +43,12 @@ type applyLags struct {
 // sampleApply samples every replica of a replicated stream here (the
 // run goroutine's housekeeping tick).
 func (c *Cluster) sampleApply() {
-	now := c.cfg.Now()
-	window := c.node.ContactWindow()
 	c.mu.Lock()
 	reps := make(map[streamKey]*replica, len(c.replicas))
 	for k, r := range c.replicas {
 		if r.log != nil {
 			reps[k] = r
 		}
-	}
-	accs := make(map[string]*account, len(c.accounts))
-	for n, a := range c.accounts {
-		accs[n] = a
 	}
 	c.mu.Unlock()
 	c.lags.mu.Lock()
@@ -59,33 +62,60 @@ func (c *Cluster) sampleApply() {
 		}
 	}
 	for k, r := range reps {
-		acc := accs[k.account]
-		if acc == nil || acc.js == nil {
+		applied, ok := c.streamApplied(k)
+		if !ok {
 			continue
 		}
-		applied, ok := acc.js.StreamAppliedIndex(k.name)
-		if !ok {
+		gs, err := c.node.Status(r.sa.Group)
+		if err != nil {
 			continue
 		}
 		l := c.lags.m[k]
 		if l == nil || l.rep != r {
-			l = &applyLag{rep: r, markAt: now}
+			l = &applyLag{rep: r, catching: true}
 			c.lags.m[k] = l
 		}
+		synced := gs.Role == raftnode.Leader || gs.CaughtUp
 		switch {
-		case applied >= l.mark:
-			l.mark, l.markAt, l.behind = r.log.Handed(), now, false
-		case now.Sub(l.markAt) > window:
-			l.behind = true
+		case !synced:
+			l.catching, l.target = true, 0
+		case l.catching && l.target == 0:
+			l.target = r.log.Handed()
+		}
+		if l.catching && l.target != 0 && applied >= l.target {
+			l.catching = false
 		}
 	}
 }
 
-// applyBehind reports whether the stream of replica k is behind its log
-// (sampleApply).
-func (c *Cluster) applyBehind(k streamKey) bool {
+// streamApplied returns the applied index of the stream of replica k in
+// its account's engine (jetstream.JetStream.StreamAppliedIndex).
+func (c *Cluster) streamApplied(k streamKey) (uint64, bool) {
+	acc := c.engineOf(k.account)
+	if acc == nil {
+		return 0, false
+	}
+	return acc.js.StreamAppliedIndex(k.name)
+}
+
+// applyBehind reports whether the stream of replica r (of stream k) is
+// catching up with its log (sampleApply).
+func (c *Cluster) applyBehind(k streamKey, r *replica) bool {
+	if r == nil || r.log == nil {
+		return false
+	}
+	applied, ok := c.streamApplied(k)
+	if !ok {
+		return false
+	}
 	c.lags.mu.Lock()
 	defer c.lags.mu.Unlock()
 	l := c.lags.m[k]
-	return l != nil && l.behind
+	switch {
+	case l == nil || l.rep != r:
+		return applied < r.log.Handed()
+	case !l.catching:
+		return false
+	}
+	return l.target == 0 || applied < l.target
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/cluster/meta"
 	"github.com/cairnmq/cairn/internal/jetstream"
@@ -88,78 +89,136 @@ type Problem struct {
 
 // Health returns what keeps this server's part of the JetStream cluster
 // from being healthy (docs/monitoring.md, "/healthz"), the meta group's
-// problem first, then its replicas' sorted by account, stream and
-// consumer:
+// problem first, then those of the streams and consumers the meta group
+// assigns to this server, sorted by account, stream and consumer, as
+// nats-server v2.15.2's healthz checks them (monitor.go healthz,
+// jetstream_cluster.go isStreamHealthy, isConsumerHealthy):
 //
 //   - the meta group not started yet (its routes unresolved), fenced, or
 //     its replica here without a leader ("JetStream has not established
 //     contact with a meta leader") or not current ("JetStream is not
 //     current with the meta leader");
-//   - each replica of a replicated stream or consumer here that is fenced,
-//     or not current: "JetStream stream 'A > S' is not current: stream
-//     catching up" when it knows its leader but has not applied what that
-//     leader committed, or its stream lags what its group applied
-//     (applylag.go), "...: group node unhealthy" otherwise, and
-//     "JetStream consumer 'A > S > C' is not current: group node
-//     unhealthy".
+//   - a stream assigned here that does not run here ("JetStream stream
+//     'A > S' is not current: stream not found"), and a consumer so
+//     assigned more than consumerGrace after its creation ("JetStream
+//     consumer 'A > S > C' is not current: consumer not found");
+//   - each replica of a replicated stream or consumer here that is
+//     fenced, or not current: "...: stream catching up" when it knows its
+//     leader but has not applied what that leader committed, or its
+//     stream has yet to apply what its group caught up with (applylag.go),
+//     "...: group node unhealthy" otherwise.
 //
 // Current is raftnode's (GroupStatus.Current), nats-server's isCurrent.
 func (c *Cluster) Health() []Problem {
 	c.mu.Lock()
 	started := c.started
-	type asset struct {
-		group                     raftnode.GroupID
-		account, stream, consumer string
-	}
-	var assets []asset
-	for _, r := range c.replicas {
-		if r.log != nil {
-			assets = append(assets, asset{r.sa.Group, r.sa.Account, r.sa.Name, ""})
+	var accs []string
+	for name, acc := range c.accounts {
+		if acc.js != nil {
+			accs = append(accs, name)
 		}
-	}
-	for _, cr := range c.creplicas {
-		assets = append(assets, asset{cr.ca.Group, cr.ca.Account, cr.ca.Stream, cr.ca.Name})
 	}
 	c.mu.Unlock()
 	if !started {
 		names, _ := c.host.ClusterMembers()
 		return []Problem{{Kind: "meta", Text: fmt.Sprintf("JetStream cluster waits for every server its routes name (known: %v)", names)}}
 	}
-	var out []Problem
 	st, err := c.node.Status(meta.MetaGroup)
 	switch {
 	case err != nil:
-		out = append(out, Problem{Kind: "meta", Text: "JetStream meta group: " + err.Error()})
+		return []Problem{{Kind: "meta", Text: "JetStream meta group: " + err.Error()}}
 	case st.Fenced != nil:
-		out = append(out, Problem{Kind: "meta", Text: "JetStream meta group replica fenced: " + st.Fenced.Error()})
+		return []Problem{{Kind: "meta", Text: "JetStream meta group replica fenced: " + st.Fenced.Error()}}
 	case st.Leader == 0:
-		out = append(out, Problem{Kind: "meta", Text: "JetStream has not established contact with a meta leader"})
+		return []Problem{{Kind: "meta", Text: "JetStream has not established contact with a meta leader"}}
 	case !st.Current:
-		out = append(out, Problem{Kind: "meta", Text: "JetStream is not current with the meta leader"})
+		return []Problem{{Kind: "meta", Text: "JetStream is not current with the meta leader"}}
 	}
-	slices.SortFunc(assets, func(a, b asset) int {
-		return cmp.Or(cmp.Compare(a.account, b.account), cmp.Compare(a.stream, b.stream), cmp.Compare(a.consumer, b.consumer))
-	})
-	for _, a := range assets {
-		gs, err := c.node.Status(a.group)
-		behind := a.consumer == "" && gs.Role != raftnode.Leader && c.applyBehind(streamKey{a.account, a.stream})
-		if err != nil || gs.Current && !behind {
-			continue
+	var out []Problem
+	for _, a := range c.assetsHere(accs) {
+		if p, ok := c.assetProblem(a); ok {
+			out = append(out, p)
 		}
-		p := Problem{Kind: "stream", Account: a.account, Stream: a.stream, Consumer: a.consumer}
-		name := fmt.Sprintf("stream '%s > %s'", a.account, a.stream)
-		if a.consumer != "" {
-			p.Kind, name = "consumer", fmt.Sprintf("consumer '%s > %s > %s'", a.account, a.stream, a.consumer)
-		}
-		switch {
-		case gs.Fenced != nil:
-			p.Text = fmt.Sprintf("JetStream %s replica fenced: %v", name, gs.Fenced)
-		case a.consumer == "" && gs.Leader != 0 && (!gs.CaughtUp || behind):
-			p.Text = fmt.Sprintf("JetStream %s is not current: stream catching up", name)
-		default:
-			p.Text = fmt.Sprintf("JetStream %s is not current: group node unhealthy", name)
-		}
-		out = append(out, p)
 	}
 	return out
+}
+
+// consumerGrace is how long a consumer assigned here may take to start
+// before Health reports it missing, as nats-server's 5 s.
+const consumerGrace = 5 * time.Second
+
+// asset is a stream (consumer "") or consumer the meta group assigns to
+// this server.
+type asset struct {
+	account, stream, consumer string
+	group                     raftnode.GroupID
+	replicas                  int
+	created                   time.Time
+}
+
+// assetsHere lists the streams and consumers of accounts the meta group
+// assigns to this server, sorted.
+func (c *Cluster) assetsHere(accounts []string) []asset {
+	var out []asset
+	c.meta.View(func(ms *meta.State) {
+		for _, acc := range accounts {
+			for _, sa := range ms.Streams(acc) {
+				if _, here := meta.On(sa.Replicas, c.name); !here {
+					continue
+				}
+				out = append(out, asset{acc, sa.Name, "", sa.Group, len(sa.Replicas), time.Unix(0, sa.Created)})
+				for _, ca := range ms.Consumers(acc, sa.Name) {
+					if _, here := meta.On(ca.Replicas, c.name); here {
+						out = append(out, asset{acc, sa.Name, ca.Name, ca.Group, len(ca.Replicas), time.Unix(0, ca.Created)})
+					}
+				}
+			}
+		}
+	})
+	slices.SortFunc(out, func(a, b asset) int {
+		return cmp.Or(cmp.Compare(a.account, b.account), cmp.Compare(a.stream, b.stream), cmp.Compare(a.consumer, b.consumer))
+	})
+	return out
+}
+
+// assetProblem returns what keeps an asset assigned here from being
+// healthy (Health), if anything.
+func (c *Cluster) assetProblem(a asset) (Problem, bool) {
+	p := Problem{Kind: "stream", Account: a.account, Stream: a.stream, Consumer: a.consumer}
+	name := fmt.Sprintf("stream '%s > %s'", a.account, a.stream)
+	running := c.replicaOf(streamKey{a.account, a.stream}) != nil
+	if a.consumer != "" {
+		p.Kind, name = "consumer", fmt.Sprintf("consumer '%s > %s > %s'", a.account, a.stream, a.consumer)
+		running = c.creplicaOf(consumerKey{a.account, a.stream, a.consumer}) != nil
+	}
+	notCurrent := func(why string) (Problem, bool) {
+		p.Text = fmt.Sprintf("JetStream %s is not current: %s", name, why)
+		return p, true
+	}
+	switch {
+	case !running && a.consumer == "":
+		return notCurrent("stream not found")
+	case !running && c.cfg.Now().Sub(a.created) < consumerGrace:
+		return p, false
+	case !running:
+		return notCurrent("consumer not found")
+	case a.replicas <= 1:
+		return p, false
+	}
+	gs, err := c.node.Status(a.group)
+	if err != nil {
+		return notCurrent("group node missing")
+	}
+	sk := streamKey{a.account, a.stream}
+	behind := a.consumer == "" && gs.Role != raftnode.Leader && c.applyBehind(sk, c.replicaOf(sk))
+	switch {
+	case gs.Fenced != nil:
+		p.Text = fmt.Sprintf("JetStream %s replica fenced: %v", name, gs.Fenced)
+		return p, true
+	case gs.Current && !behind:
+		return p, false
+	case a.consumer == "" && gs.Leader != 0 && (!gs.CaughtUp || behind):
+		return notCurrent("stream catching up")
+	}
+	return notCurrent("group node unhealthy")
 }
