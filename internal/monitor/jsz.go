@@ -96,7 +96,8 @@ func (m *Monitor) jsz(o jszOptions) *JSInfo {
 	ji.Total = len(accs)
 	var all []jetstream.StreamDetail
 	for _, a := range accs {
-		details := a.JetStream.Details(o.consumers && listed[a.Name])
+		// The consumers too for their leaders' count (raft).
+		details := a.JetStream.Details(o.consumers && listed[a.Name] || o.raft)
 		all = append(all, details...)
 		for _, d := range details {
 			ji.Streams++
@@ -153,6 +154,9 @@ func (m *Monitor) accountDetail(a server.AccountStats, details []jetstream.Strea
 			sd.RaftGroup, sd.ConsumerRaftGroups = si.Cluster.RaftGroup, []*RaftGroupDetail{}
 		}
 		for _, ci := range d.Consumers {
+			if !o.consumers {
+				break
+			}
 			sd.Consumer = append(sd.Consumer, consumerDetail(ci, o.config))
 			if sd.ConsumerRaftGroups != nil && ci.Cluster != nil && ci.Cluster.RaftGroup != "" {
 				sd.ConsumerRaftGroups = append(sd.ConsumerRaftGroups, &RaftGroupDetail{Name: ci.Name, RaftGroup: ci.Cluster.RaftGroup})

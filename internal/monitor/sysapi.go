@@ -384,9 +384,11 @@ func (m *Monitor) statszReply(body []byte) ([]byte, bool) {
 }
 
 // statsz builds the server's statistics (nats-server ServerStats): the
-// per-kind parts only when they count something (routes when there are
-// routes; slow and stale connections when there were some), and the
-// JetStream config without the store directory, as nats-server sends it.
+// routes one by one (routeStats; sent and received count everything, with
+// no part per kind, as nats-server v2.15.2 sends them), the slow and stale
+// connections by kind when there were some, and the JetStream config
+// without the store directory and the meta group (statszMeta), as
+// nats-server sends them.
 func (m *Monitor) statsz() ServerStats {
 	st := m.srv.Stats()
 	cpu, rss := m.cpu.sample(m.startedAt)
@@ -404,11 +406,7 @@ func (m *Monitor) statsz() ServerStats {
 		ActiveServers:       st.Routes + 1,
 		MaxProcs:            runtime.GOMAXPROCS(0),
 	}
-	if st.Routes > 0 {
-		ss.Sent.Routes = &MsgBytes{Msgs: st.OutMsgs - st.OutClientMsgs, Bytes: st.OutBytes - st.OutClientBytes}
-		ss.Received.Routes = &MsgBytes{Msgs: st.InMsgs - st.InClientMsgs, Bytes: st.InBytes - st.InClientBytes}
-	}
-	ss.Routes = m.routeStats()
+	ss.Routes = m.routeStats() // the route traffic, route by route (not in sent and received)
 	if st.SlowConsumers > 0 {
 		ss.SlowConsumersStats = &KindStats{Clients: st.SlowClients, Routes: st.SlowRoutes}
 	}
