@@ -627,13 +627,18 @@ func TestJetStreamClusterQuorumLostInfo(t *testing.T) {
 		}
 		return nil
 	})
-	m, err := app.Request("$JS.API.CONSUMER.INFO.ORDERS.worker", nil, readTimeout)
-	if err != nil {
-		t.Fatalf("CONSUMER.INFO without a quorum: %v", err)
-	}
-	if !strings.Contains(string(m.Data), `"err_code":10008`) {
-		t.Fatalf("CONSUMER.INFO without a quorum: %s", m.Data)
-	}
+	// The consumer's group loses its leader once the leader finds it
+	// has no quorum; then 10008.
+	eventually(t, "CONSUMER.INFO answered 10008 without a quorum", func() error {
+		m, err := app.Request("$JS.API.CONSUMER.INFO.ORDERS.worker", nil, readTimeout)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(m.Data), `"err_code":10008`) {
+			return fmt.Errorf("%s", m.Data)
+		}
+		return nil
+	})
 	if _, errOut, err := tryCLI(t, last.ClientURL(), "--user", "app", "--password", "app", "stream", "info", "ORDERS"); err != nil {
 		t.Fatalf("nats stream info: %v %s", err, errOut)
 	}

@@ -41,7 +41,8 @@ type applyLags struct {
 }
 
 // sampleApply samples every replica of a replicated stream here (the
-// run goroutine's housekeeping tick).
+// run goroutine's housekeeping tick): what it reads first, with no lock
+// of its own held, then the samplings under lags.mu.
 func (c *Cluster) sampleApply() {
 	c.mu.Lock()
 	reps := make(map[streamKey]*replica, len(c.replicas))
@@ -51,6 +52,23 @@ func (c *Cluster) sampleApply() {
 		}
 	}
 	c.mu.Unlock()
+	type sample struct {
+		rep             *replica
+		applied, handed uint64
+		synced          bool
+	}
+	samples := map[streamKey]sample{}
+	for k, r := range reps {
+		applied, ok := c.streamApplied(k)
+		if !ok {
+			continue
+		}
+		gs, err := c.node.Status(r.sa.Group)
+		if err != nil {
+			continue
+		}
+		samples[k] = sample{rep: r, applied: applied, handed: r.log.Handed(), synced: gs.Role == raftnode.Leader || gs.CaughtUp}
+	}
 	c.lags.mu.Lock()
 	defer c.lags.mu.Unlock()
 	if c.lags.m == nil {
@@ -61,28 +79,19 @@ func (c *Cluster) sampleApply() {
 			delete(c.lags.m, k)
 		}
 	}
-	for k, r := range reps {
-		applied, ok := c.streamApplied(k)
-		if !ok {
-			continue
-		}
-		gs, err := c.node.Status(r.sa.Group)
-		if err != nil {
-			continue
-		}
+	for k, smp := range samples {
 		l := c.lags.m[k]
-		if l == nil || l.rep != r {
-			l = &applyLag{rep: r, catching: true}
+		if l == nil || l.rep != smp.rep {
+			l = &applyLag{rep: smp.rep, catching: true}
 			c.lags.m[k] = l
 		}
-		synced := gs.Role == raftnode.Leader || gs.CaughtUp
 		switch {
-		case !synced:
+		case !smp.synced:
 			l.catching, l.target = true, 0
 		case l.catching && l.target == 0:
-			l.target = r.log.Handed()
+			l.target = smp.handed
 		}
-		if l.catching && l.target != 0 && applied >= l.target {
+		if l.catching && l.target != 0 && smp.applied >= l.target {
 			l.catching = false
 		}
 	}
