@@ -1,7 +1,6 @@
 package jscluster
 
 import (
-
 	"github.com/cairnmq/cairn/internal/cluster/meta"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/jsapi"
