@@ -208,7 +208,9 @@
 //	            raftpb.Message in protobuf encoding)
 //	end-4   4   CRC-32C of everything before it
 //
-// Flags: bit 0 quiesce (on a heartbeat: the leader is going quiet).
+// Flags: bit 0 quiesce (on a heartbeat: the leader is going quiet); bit
+// 3 in sync (with bit 0: the receiver holds the leader's whole log, so the
+// heartbeat's commit index is the leader's).
 // Envelopes with flag bit 1 (wake) or 2 (liveness) carry no message (length
 // 0). A frame that fails its CRC or does not parse is dropped whole
 // (Receive returns ErrBadFrame); Raft recovers from lost messages.

@@ -44,6 +44,15 @@ type group struct {
 	out        roundOut             // this round's output, from prepare to finish
 	fencedErr  error                // round-side copy of the fence
 	removeDone chan struct{}        // a removal written by this round
+	// leaderCommit and commitFrom: the highest commit index the leader
+	// told this replica, and that leader; lastLead and leaderTick: the
+	// leader as of the last round, and the tick at which it last knew
+	// one (contact.go).
+	leaderCommit uint64
+	commitFrom   uint64
+	outOfSync    bool // a quiesce heartbeat said this replica lacks entries
+	lastLead     uint64
+	leaderTick   uint64
 
 	mu struct {
 		sync.Mutex
@@ -56,6 +65,7 @@ type group struct {
 		status     GroupStatus
 		fenced     error
 		removed    bool
+		heard      map[ReplicaID]uint64 // the tick of the last message from each replica (contact.go)
 	}
 }
 
@@ -272,6 +282,7 @@ func (g *group) prepare() {
 			continue // a wake envelope: maybeWake did it
 		}
 		_ = g.rn.Step(in.m) // errors: a stale or unknown peer's message, ignored
+		g.noteCommit(in.m, in.flags)
 		if in.m.GetType() == pb.MsgHeartbeat && in.flags&flagQuiesce != 0 {
 			quiesce = in.m
 		} else {
@@ -491,10 +502,12 @@ func (g *group) ready(stepped []*Proposal) {
 	}
 	g.out.mustSync = g.out.mustSync || rd.MustSync
 	var flags byte
+	var inSync map[ReplicaID]bool
 	if g.leaderQuiesces(rd, stepped) {
 		g.quiet, flags = true, flagQuiesce
+		inSync = g.inSync() // contact.go
 	}
-	g.encodeMessages(rd.Messages, flags)
+	g.encodeMessages(rd.Messages, flags, inSync)
 }
 
 // checkProposals verifies, while this replica is still the leader of the
@@ -545,7 +558,10 @@ func (g *group) restore(snap *pb.Snapshot, it *items) bool {
 // encodeMessages turns the Ready's messages into envelopes for their
 // servers. A message to a replica of no known server is dropped, and the
 // replica reported unreachable in finish.
-func (g *group) encodeMessages(msgs []*pb.Message, flags byte) {
+//
+// inSync are the replicas whose quiesce heartbeat (flags has
+// flagQuiesce) also gets flagInSync (contact.go).
+func (g *group) encodeMessages(msgs []*pb.Message, flags byte, inSync map[ReplicaID]bool) {
 	if len(msgs) == 0 {
 		return
 	}
@@ -559,7 +575,11 @@ func (g *group) encodeMessages(msgs []*pb.Message, flags byte) {
 			panic(fmt.Sprintf("raftnode: marshal %v: %v", m.GetType(), err))
 		}
 		om := outMsg{to: peers[to], replica: to, snap: m.GetType() == pb.MsgSnap, early: sendsEarly(m.GetType())}
-		om.env = appendEnvelope(nil, g.id, flags, b)
+		f := flags
+		if inSync[to] {
+			f |= flagInSync
+		}
+		om.env = appendEnvelope(nil, g.id, f, b)
 		g.out.msgs = append(g.out.msgs, om)
 	}
 }
@@ -785,6 +805,7 @@ func (g *group) publish() {
 		})
 		slices.SortFunc(s.Replicas, func(a, b ReplicaStatus) int { return cmp.Compare(a.Replica, b.Replica) })
 	}
+	g.publishContact(&s, bs)
 	g.mu.Lock()
 	s.LeaderServer = g.mu.peers[s.Leader]
 	for i := range s.Replicas {

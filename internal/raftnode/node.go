@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -193,7 +194,7 @@ func (n *Node) AddGroup(cfg GroupConfig, sm StateMachine) error {
 		return ErrGroupExists
 	}
 	g := &group{n: n, id: cfg.ID, replica: cfg.Replica, sm: sm, waiters: map[uint64]*Proposal{}, reads: map[uint64]*Proposal{},
-		lastTick: n.ticks.Load(), announce: true}
+		lastTick: n.ticks.Load(), leaderTick: n.ticks.Load(), announce: true}
 	g.mu.peers = peers
 	n.walMu.Lock()
 	err = n.initGroup(g, cfg)
@@ -515,10 +516,12 @@ func (n *Node) Status(id GroupID) (GroupStatus, error) {
 		return GroupStatus{}, err
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	s := g.mu.status
 	s.Group, s.Replica, s.Fenced = g.id, g.replica, g.mu.fenced
 	s.Replicas = slices.Clone(s.Replicas)
+	heard, peers, quiet := maps.Clone(g.mu.heard), maps.Clone(g.mu.peers), g.mu.quiet
+	g.mu.Unlock()
+	n.contact(&s, heard, peers, quiet)
 	return s, nil
 }
 
@@ -568,6 +571,9 @@ func (n *Node) Receive(from ServerID, frame []byte) error {
 		if ok {
 			g.mu.inbox = append(g.mu.inbox, in)
 			g.mu.inboxBytes += len(msg)
+			if in.m != nil {
+				g.noteHeardLocked(ReplicaID(in.m.GetFrom()), n.ticks.Load())
+			}
 		}
 		g.mu.Unlock()
 		if ok {

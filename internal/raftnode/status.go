@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"fmt"
+	"time"
 
 	"go.etcd.io/raft/v3"
 )
@@ -66,6 +67,28 @@ type GroupStatus struct {
 	Fenced error
 	// Replicas is the leader's view of every replica (empty on followers).
 	Replicas []ReplicaStatus
+
+	// The replica's contact with the others and its standing (contact.go,
+	// "Contact"):
+	//
+	// Peers are the group's other replicas, by replica ID, with how long
+	// ago this replica last heard from each.
+	Peers []PeerContact
+	// LeaderCommit is the highest commit index the leader told this
+	// replica (on the leader, its commit index); CaughtUp: this replica
+	// knows a leader and had applied through LeaderCommit at the end of
+	// its last round.
+	LeaderCommit uint64
+	CaughtUp     bool
+	// Current is nats-server's "current" of a Raft node: the leader, or
+	// a follower caught up that heard from its leader within
+	// Node.ContactWindow; never a fenced replica or one of a group with
+	// nothing committed.
+	Current bool
+	// Leaderless is how long this replica has known no leader (since it
+	// last knew one, or since it was added); 0 while it knows one.
+	Leaderless time.Duration
+	leaderTick uint64 // the node's tick when the replica last knew a leader
 }
 
 // ReplicaStatus is the leader's view of one replica of its group.

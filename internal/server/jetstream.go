@@ -353,17 +353,6 @@ func (s *Server) Options() Options {
 // Limits returns the limits in force.
 func (s *Server) Limits() Limits { return Limits(*s.limits()) }
 
-// JetStreamClusterProblems returns what keeps this server's part of a
-// clustered JetStream from serving (jscluster.Cluster.Problems): the
-// meta group's problems and the fenced replicas; none without JetStream
-// clustering.
-func (s *Server) JetStreamClusterProblems() (meta, replicas []string) {
-	if s.jsc == nil {
-		return nil, nil
-	}
-	return s.jsc.Problems()
-}
-
 // errJetStreamStopped refuses to start an account's JetStream once the
 // server's stopped (or never started).
 var errJetStreamStopped = errors.New("server: JetStream is not running")

@@ -121,7 +121,7 @@ func (a *account) Answers(key, streamName string) bool {
 		return c.metaAnswers()
 	}
 	r := c.replicaOf(k)
-	return r != nil && r.leads.Load()
+	return r != nil && (r.leads.Load() || c.answersLeaderless(key, r))
 }
 
 // metaAnswers reports whether this server answers the meta group's
@@ -384,26 +384,6 @@ func (c *Cluster) clusterInfo(k streamKey) *jetstream.ClusterInfo {
 	}
 	ci.Replicas = c.peerInfos(st)
 	return ci
-}
-
-// peerInfos returns the replicas other than this server's of a group
-// whose status st is, as nats-server's PeerInfo shows them.
-func (c *Cluster) peerInfos(st raftnode.GroupStatus) []*jetstream.PeerInfo {
-	var out []*jetstream.PeerInfo
-	for _, rs := range st.Replicas {
-		if rs.Server == c.name {
-			continue
-		}
-		pi := &jetstream.PeerInfo{Name: string(rs.Server), Current: rs.Match >= st.Commit, Peer: peerHash(rs.Server)}
-		if rs.Match < st.Commit {
-			pi.Lag = st.Commit - rs.Match
-		}
-		if !rs.Active {
-			pi.Offline = true
-		}
-		out = append(out, pi)
-	}
-	return out
 }
 
 // groupName names a stream's Raft group as nats-server shapes it

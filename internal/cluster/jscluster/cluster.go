@@ -72,6 +72,9 @@ type Cluster struct {
 	// sys is the cluster layer's part of the system account
 	// (internal.go, AttachSystem).
 	sys system
+	// lags sample how far each replicated stream's runtime is behind its
+	// log (applylag.go).
+	lags applyLags
 
 	mu       sync.Mutex
 	accounts map[string]*account // by account name
@@ -252,6 +255,7 @@ func (c *Cluster) run() {
 		case <-c.wake:
 		case <-t.C:
 			c.noteLeaderless()
+			c.sampleApply()
 			c.catalogue()
 			c.checkpointConsumers()
 			if time.Since(lastCheckpoint) >= metaCheckpointEvery {
@@ -391,42 +395,4 @@ func (c *Cluster) catalogue() {
 			return
 		}
 	}
-}
-
-// Problems returns what keeps this server's part of the JetStream
-// cluster from serving, for /healthz (docs/monitoring.md): the meta group
-// not started yet (its routes unresolved), the meta group fenced or
-// without a leader (nats-server's "JetStream is still recovering meta
-// layer"), and each replica fenced. meta holds the meta group's problems
-// (what /healthz?js-meta-only checks), replicas the others.
-func (c *Cluster) Problems() (metaProblems, replicas []string) {
-	c.mu.Lock()
-	started := c.started
-	var reps []*replica
-	for _, r := range c.replicas {
-		if r.log != nil {
-			reps = append(reps, r)
-		}
-	}
-	c.mu.Unlock()
-	if !started {
-		names, _ := c.host.ClusterMembers()
-		return []string{fmt.Sprintf("JetStream cluster waits for every server its routes name (known: %v)", names)}, nil
-	}
-	st, err := c.node.Status(meta.MetaGroup)
-	switch {
-	case err != nil:
-		metaProblems = append(metaProblems, "JetStream meta group: "+err.Error())
-	case st.Fenced != nil:
-		metaProblems = append(metaProblems, "JetStream meta group replica fenced: "+st.Fenced.Error())
-	case st.Leader == 0:
-		metaProblems = append(metaProblems, "JetStream is still recovering meta layer")
-	}
-	for _, r := range reps {
-		if gs, err := c.node.Status(r.sa.Group); err == nil && gs.Fenced != nil {
-			replicas = append(replicas, fmt.Sprintf("JetStream stream '%s > %s' replica fenced: %v", r.sa.Account, r.sa.Name, gs.Fenced))
-		}
-	}
-	slices.Sort(replicas)
-	return metaProblems, replicas
 }

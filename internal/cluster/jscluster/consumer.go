@@ -409,7 +409,7 @@ func (a *account) AnswersConsumer(key, streamName, name string, _ []byte) (answe
 		return c.metaAnswers(), true
 	}
 	cr := c.creplicaOf(k)
-	return cr != nil && cr.leads.Load(), true
+	return cr != nil && (cr.leads.Load() || key == "CONSUMER.INFO" && a.ConsumerLeaderless(streamName, name)), true
 }
 
 // ConsumerCreate implements jsapi.ConsumerCluster on the meta leader, as

@@ -95,6 +95,9 @@ type Log struct {
 	// proposed the highest this replica proposed as leader.
 	floor    atomic.Uint64
 	proposed atomic.Uint64
+	// handed is the index of the last operation handed to the Applier
+	// (Handed).
+	handed atomic.Uint64
 }
 
 var (
@@ -284,9 +287,15 @@ func (s stateMachine) Apply(entries []raftnode.Entry) error {
 			return fmt.Errorf("streamlog: group %d entry %d (term %d): %w", s.l.cfg.Group, e.Index, e.Term, err)
 		}
 		s.l.a.Apply(e.Index, op, e.Tag)
+		s.l.handed.Store(e.Index)
 	}
 	return nil
 }
+
+// Handed returns the index of the last operation handed to the Applier
+// (0 before any): a stream runtime that applies on its own goroutine has
+// caught up with its log when its applied index reaches it.
+func (l *Log) Handed() uint64 { return l.handed.Load() }
 
 // LeaderChanged passes a change of leadership to Config.OnLeader
 // (raftnode.LeaderObserver).
