@@ -457,15 +457,19 @@ func (n *Node) Campaign(id GroupID) error { return n.ask(id, request{kind: reqCa
 
 // TransferLeader asks the leader to hand leadership to replica to (a
 // step-down with a preferred successor; docs/clustering.md, decision 10).
-// Ignored if this replica is not the leader. Proposals are dropped
-// (ErrDropped) while a transfer is under way.
+// Ignored if this replica is not the leader. Proposals queued before it
+// enter the log first; proposals made while the transfer is under way
+// are dropped (ErrDropped). The proposals in the log outlive the loss of
+// leadership (Proposal): they resolve as their entries apply here.
+// GroupStatus.Transferee shows the transfer under way.
 func (n *Node) TransferLeader(id GroupID, to ReplicaID) error {
 	return n.ask(id, request{kind: reqTransfer, to: to})
 }
 
 // StepDown asks the leader to hand leadership to its most up-to-date
 // active follower (nats-server's $JS.API.STREAM.LEADER.STEPDOWN without a
-// preference). Ignored if this replica is not the leader.
+// preference), as TransferLeader does. Ignored if this replica is not
+// the leader or has no active follower.
 func (n *Node) StepDown(id GroupID) error { return n.ask(id, request{kind: reqStepDown}) }
 
 // Compact tells the group that its state machine is durable through
