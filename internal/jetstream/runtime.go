@@ -158,6 +158,22 @@ func (js *JetStream) SetStreamLeader(name string, leader bool) error {
 	return r.SetLeader(leader)
 }
 
+// StreamWithdraw is the first step of handing a replicated stream's
+// leadership over (docs/clustering.md, "Lame duck mode and shutdown"):
+// the stream's subscriptions stop being announced to the other servers,
+// which stop routing its publishes here, while those already on their
+// way are still taken (streamrun.Stream.Withdraw). The server then
+// flushes its routes, and StreamHandOver follows. Errors: 10059 when the
+// stream does not exist here.
+func (js *JetStream) StreamWithdraw(name string) error {
+	r := js.streamRuntime(name)
+	if r == nil {
+		return jserr.New(jserr.StreamNotFound)
+	}
+	r.Withdraw()
+	return nil
+}
+
 // StreamHandOver prepares this server's replica of a replicated stream,
 // which leads the stream's log, to hand its leadership over
 // (docs/clustering.md, "Lame duck mode and shutdown"): it drops the

@@ -117,6 +117,14 @@ func Open(cfg Config) (*Node, error) {
 // cluster layer binds this server's replicas to.
 func (n *Node) Incarnation() Incarnation { return n.wal.inc }
 
+// ElectionTimeout is the shortest election timeout of the node's groups
+// (ElectionTicks ticks of TickInterval; raft draws each group's in
+// [1, 2) times it), after which a leader also abandons a leadership
+// transfer that did not take.
+func (n *Node) ElectionTimeout() time.Duration {
+	return time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+}
+
 // Damage returns the damage found at Open or met by a later write or
 // fsync (wrapping ErrCorrupt), or nil. While it is set, every group is
 // fenced.

@@ -12,7 +12,8 @@ import (
 // Lame duck mode, as nats-server v2.15.2 enters it on SIGUSR2
 // (server.go lameDuckMode): the server publishes
 // $SYS.SERVER.<id>.LAMEDUCK in its system account (events.go), stops
-// accepting clients, stops
+// accepting clients, hands the leadership of the Raft groups it leads to
+// other servers (handOverJetStream), stops
 // JetStream (queued publishes are stored and acknowledged first), tells
 // its peers with a route INFO whose ldm is true (they stop offering its
 // URLs to their clients) and its clients with an INFO whose ldm is true
@@ -50,6 +51,7 @@ func (s *Server) LameDuck(duration, grace time.Duration) {
 	s.log.Noticef("Entering lame duck mode, stop accepting new clients")
 	s.lameDuckEvent()
 	_ = s.ln.Close()
+	s.handOverJetStream()
 	s.stopJetStream()
 
 	clients := s.clientList()

@@ -24,6 +24,11 @@ type Host interface {
 	// one included, sorted, and whether every route resolved
 	// (server.Server.ClusterMembers).
 	ClusterMembers() (names []string, complete bool)
+	// FlushRoutes returns once every peer with a route has processed
+	// what this server sent it and what it routed here before has been
+	// delivered, or after timeout (server.Server.FlushRoutes); HandOver
+	// flushes between withdrawing a stream's interest and dropping it.
+	FlushRoutes(timeout time.Duration) bool
 }
 
 // Config configures a Cluster.

@@ -1,0 +1,227 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairnmq/cairn/internal/server"
+)
+
+// Lame duck mode and shutdown of the server that leads a replicated
+// stream and the meta group (issues 15 and 16; docs/clustering.md, "Lame
+// duck mode and shutdown"): before JetStream stops, the server hands the
+// leadership of its Raft groups to the other servers, so that a nats.go
+// client publishing with PubAcks through that very server loses nothing
+// and fails nothing (it retries a 503 no responders as it does by
+// default), and every acknowledged message is in the stream afterwards.
+
+// handOverCluster is three servers with an R3 file stream ORDERS whose
+// leader also leads the meta group; leader is its index.
+type handOverCluster struct {
+	servers []*server.Server
+	leader  int
+	admin   jetstream.JetStream // a client of another server
+}
+
+func startHandOverCluster(t *testing.T) *handOverCluster {
+	t.Helper()
+	// The production Raft tick (100 ms): an election after a leader
+	// vanished then takes longer than the client's retries of a 503 (two,
+	// 250 ms apart), as in production, so that only a handover passes.
+	servers, _ := jsClusterMod(t, 3, func(_ int, o *server.Options) { o.RaftTick = 0 })
+	hc := &handOverCluster{servers: servers}
+	nc := connect(t, servers[0].ClientURL())
+	setup, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range servers {
+		waitFor(t, clusterTimeout, s.Name()+" to know the meta leader", func() bool {
+			m := s.JetStreamMeta()
+			return m != nil && m.Leader != ""
+		})
+	}
+	eventually(t, "create ORDERS", func() error {
+		_, err := setup.CreateStream(tctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, Storage: jetstream.FileStorage})
+		return err
+	})
+	eventually(t, "the stream's leader on the meta leader's server", func() error {
+		meta := servers[0].JetStreamMeta()
+		if meta == nil || meta.Leader == "" {
+			return errors.New("no meta leader")
+		}
+		st, err := setup.Stream(tctx(t), "ORDERS")
+		if err != nil {
+			return err
+		}
+		ci := st.CachedInfo().Cluster
+		if ci == nil || ci.Leader == "" {
+			return errors.New("no stream leader")
+		}
+		if ci.Leader != meta.Leader {
+			_, _ = nc.Request("$JS.API.STREAM.LEADER.STEPDOWN.ORDERS", fmt.Appendf(nil, `{"placement":{"preferred":%q}}`, meta.Leader), 2*time.Second)
+			return fmt.Errorf("stream leader %s, meta leader %s", ci.Leader, meta.Leader)
+		}
+		hc.leader = leaderIndex(servers, ci.Leader)
+		return nil
+	})
+	if hc.admin, err = jetstream.New(connect(t, hc.other().ClientURL())); err != nil {
+		t.Fatal(err)
+	}
+	return hc
+}
+
+// other returns a server that is not the leader.
+func (hc *handOverCluster) other() *server.Server { return hc.servers[(hc.leader+1)%3] }
+
+// syncPublisher publishes with nats.go's jetstream Publish, one message
+// at a time, each waiting for its PubAck, until stopped; it keeps the
+// sequence of every acknowledged message and every failure.
+type syncPublisher struct {
+	js       jetstream.JetStream
+	mu       sync.Mutex
+	acked    map[string]uint64 // message id -> sequence
+	failures []string
+	stop     chan struct{}
+	done     chan struct{}
+	n        atomic.Int64 // acknowledged so far
+}
+
+func startSyncPublisher(t *testing.T, nc *nats.Conn) *syncPublisher {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &syncPublisher{js: js, acked: map[string]uint64{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go p.run()
+	t.Cleanup(p.halt)
+	return p
+}
+
+func (p *syncPublisher) run() {
+	defer close(p.done)
+	for i := 0; ; i++ {
+		select {
+		case <-p.stop:
+			return
+		default:
+		}
+		id := fmt.Sprintf("m-%d", i)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ack, err := p.js.Publish(ctx, "orders.new", []byte(id), jetstream.WithMsgID(id))
+		cancel()
+		p.mu.Lock()
+		if err != nil {
+			p.failures = append(p.failures, fmt.Sprintf("%s: %v", id, err))
+		} else {
+			p.acked[id] = ack.Sequence
+			p.n.Add(1)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// halt stops the publisher and waits for its last publish.
+func (p *syncPublisher) halt() {
+	select {
+	case <-p.stop:
+	default:
+		close(p.stop)
+	}
+	<-p.done
+}
+
+// waitMore waits until the publisher has k more PubAcks than now.
+func (p *syncPublisher) waitMore(t *testing.T, k int64, what string) {
+	t.Helper()
+	want := p.n.Load() + k
+	waitFor(t, clusterTimeout, what, func() bool { return p.n.Load() >= want })
+}
+
+// check stops the publisher and checks it failed nothing and that every
+// acknowledged message is in the stream, at its sequence, read through
+// another server.
+func (p *syncPublisher) check(t *testing.T, admin jetstream.JetStream) {
+	t.Helper()
+	p.halt()
+	if len(p.failures) > 0 {
+		t.Fatalf("%d failed publishes (of %d): %v", len(p.failures), len(p.failures)+len(p.acked), p.failures)
+	}
+	var st jetstream.Stream
+	eventually(t, "stream info", func() error {
+		var err error
+		st, err = admin.Stream(tctx(t), "ORDERS")
+		if err == nil && st.CachedInfo().State.Msgs != uint64(len(p.acked)) {
+			err = fmt.Errorf("%d messages, %d acknowledged", st.CachedInfo().State.Msgs, len(p.acked))
+		}
+		return err
+	})
+	for id, seq := range p.acked {
+		var m *jetstream.RawStreamMsg
+		eventually(t, "get "+id, func() error {
+			var err error
+			m, err = st.GetMsg(tctx(t), seq)
+			return err
+		})
+		if string(m.Data) != id {
+			t.Fatalf("sequence %d holds %q, acknowledged for %q", seq, m.Data, id)
+		}
+	}
+}
+
+// Lame duck mode (SIGUSR2, the Helm chart's preStop): the lame duck server
+// leads the stream and the meta group and its client publishes through
+// it. The leadership moves before JetStream stops there; the client's
+// publishes go on, through the lame duck server to the new leader, with
+// no failure; a create goes through the new meta leader.
+func TestJetStreamClusterLameDuckHandsOver(t *testing.T) {
+	hc := startHandOverCluster(t)
+	leader := hc.servers[hc.leader]
+	pub := startSyncPublisher(t, connect(t, leader.ClientURL()))
+	pub.waitMore(t, 20, "publishes before lame duck mode")
+
+	ldm := make(chan struct{})
+	go func() { defer close(ldm); leader.LameDuck(time.Minute, 30*time.Second) }()
+	waitFor(t, clusterTimeout, "a new stream leader", func() bool {
+		st, err := hc.admin.Stream(tctx(t), "ORDERS")
+		if err != nil {
+			return false
+		}
+		ci := st.CachedInfo().Cluster
+		return ci != nil && ci.Leader != "" && ci.Leader != leader.Name()
+	})
+	waitFor(t, clusterTimeout, "a new meta leader", func() bool {
+		m := hc.other().JetStreamMeta()
+		return m != nil && m.Leader != "" && m.Leader != leader.Name()
+	})
+	pub.waitMore(t, 20, "publishes through the lame duck server after the handover")
+	pub.check(t, hc.admin)
+	eventually(t, "a create through the new meta leader", func() error {
+		_, err := hc.admin.CreateStream(tctx(t), jetstream.StreamConfig{Name: "AFTER", Subjects: []string{"after"}, Replicas: 2})
+		return err
+	})
+	leader.Shutdown()
+	<-ldm
+}
+
+// A clean shutdown (SIGTERM, SIGINT) of the server that leads the stream
+// and the meta group: the leadership moves before the server stops, so
+// that a client of another server publishing meanwhile fails nothing.
+func TestJetStreamClusterShutdownHandsOver(t *testing.T) {
+	hc := startHandOverCluster(t)
+	leader := hc.servers[hc.leader]
+	pub := startSyncPublisher(t, connect(t, hc.other().ClientURL()))
+	pub.waitMore(t, 20, "publishes before the shutdown")
+	leader.Shutdown()
+	pub.waitMore(t, 20, "publishes after the shutdown")
+	pub.check(t, hc.admin)
+}
