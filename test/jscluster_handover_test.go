@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -84,7 +85,9 @@ func (hc *handOverCluster) other() *server.Server { return hc.servers[(hc.leader
 
 // syncPublisher publishes with nats.go's jetstream Publish, one message
 // at a time, each waiting for its PubAck, until stopped; it keeps the
-// sequence of every acknowledged message and every failure.
+// sequence of every acknowledged message and every failure. Its messages
+// carry no Nats-Msg-Id, so that deduplication hides no message stored
+// twice.
 type syncPublisher struct {
 	js       jetstream.JetStream
 	mu       sync.Mutex
@@ -117,7 +120,7 @@ func (p *syncPublisher) run() {
 		}
 		id := fmt.Sprintf("m-%d", i)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		ack, err := p.js.Publish(ctx, "orders.new", []byte(id), jetstream.WithMsgID(id))
+		ack, err := p.js.Publish(ctx, "orders.new", []byte(id)) // no Nats-Msg-Id: a message stored twice shows
 		cancel()
 		p.mu.Lock()
 		if err != nil {
@@ -148,7 +151,7 @@ func (p *syncPublisher) waitMore(t *testing.T, k int64, what string) {
 }
 
 // check stops the publisher and checks it failed nothing and that every
-// acknowledged message is in the stream, at its sequence, read through
+// acknowledged message is in the stream at its sequence, read through
 // another server.
 func (p *syncPublisher) check(t *testing.T, admin jetstream.JetStream) {
 	t.Helper()
@@ -156,26 +159,58 @@ func (p *syncPublisher) check(t *testing.T, admin jetstream.JetStream) {
 	if len(p.failures) > 0 {
 		t.Fatalf("%d failed publishes (of %d): %v", len(p.failures), len(p.failures)+len(p.acked), p.failures)
 	}
-	var st jetstream.Stream
+	p.checkStream(t, admin, nil)
+}
+
+// checkStream checks that the stream holds every acknowledged message at
+// its sequence, and nothing else but, perhaps, the messages of maybe
+// (publishes whose answer was lost).
+func (p *syncPublisher) checkStream(t *testing.T, admin jetstream.JetStream, maybe map[string]bool) {
+	t.Helper()
+	var msgs uint64
 	eventually(t, "stream info", func() error {
-		var err error
-		st, err = admin.Stream(tctx(t), "ORDERS")
-		if err == nil && st.CachedInfo().State.Msgs != uint64(len(p.acked)) {
-			err = fmt.Errorf("%d messages, %d acknowledged", st.CachedInfo().State.Msgs, len(p.acked))
-		}
-		return err
-	})
-	for id, seq := range p.acked {
-		var m *jetstream.RawStreamMsg
-		eventually(t, "get "+id, func() error {
-			var err error
-			m, err = st.GetMsg(tctx(t), seq)
+		st, err := admin.Stream(tctx(t), "ORDERS")
+		if err != nil {
 			return err
-		})
-		if string(m.Data) != id {
-			t.Fatalf("sequence %d holds %q, acknowledged for %q", seq, m.Data, id)
 		}
+		msgs = st.CachedInfo().State.Msgs
+		if msgs < uint64(len(p.acked)) || msgs > uint64(len(p.acked)+len(maybe)) {
+			return fmt.Errorf("%d messages, %d acknowledged", msgs, len(p.acked))
+		}
+		return nil
+	})
+	bySeq := make(map[uint64]string, len(p.acked))
+	for id, seq := range p.acked {
+		bySeq[seq] = id
 	}
+	eventually(t, "read ORDERS", func() error {
+		oc, err := admin.OrderedConsumer(tctx(t), "ORDERS", jetstream.OrderedConsumerConfig{})
+		if err != nil {
+			return err
+		}
+		for got := uint64(0); got < msgs; {
+			batch, err := oc.Fetch(int(msgs-got), jetstream.FetchMaxWait(5*time.Second))
+			if err != nil {
+				return err
+			}
+			n := 0
+			for m := range batch.Messages() {
+				md, err := m.Metadata()
+				if err != nil {
+					return err
+				}
+				if id, ok := bySeq[md.Sequence.Stream]; ok && id != string(m.Data()) || !ok && !maybe[string(m.Data())] {
+					t.Fatalf("sequence %d holds %q, acknowledged for %q", md.Sequence.Stream, m.Data(), id)
+				}
+				n++
+			}
+			if n == 0 {
+				return fmt.Errorf("read %d of %d: %v", got, msgs, batch.Error())
+			}
+			got += uint64(n)
+		}
+		return nil
+	})
 }
 
 // Lame duck mode (SIGUSR2, the Helm chart's preStop): the lame duck server
@@ -224,4 +259,49 @@ func TestJetStreamClusterShutdownHandsOver(t *testing.T) {
 	leader.Shutdown()
 	pub.waitMore(t, 20, "publishes after the shutdown")
 	pub.check(t, hc.admin)
+}
+
+// The same shutdown with the client on the stopping server itself, as
+// the operator trial ran it (SIGTERM of the leader with a nats.go client
+// publishing through it): the client's publishes during the handover get
+// 503 and are retried, it reconnects to another server when its
+// connection closes (a server shutting down sends no INFO whose
+// connect_urls lost the other servers: nats.go would never reconnect),
+// and goes on. One publish may go unanswered: the one whose PubAck was on
+// its way when the connection closed (nats.go then waits for its
+// timeout), which no server can answer on a closed connection;
+// nats-server loses it too (docs/clustering.md, "Lame duck mode and
+// shutdown").
+func TestJetStreamClusterShutdownLeaderClient(t *testing.T) {
+	hc := startHandOverCluster(t)
+	leader := hc.servers[hc.leader]
+	reconnected := make(chan string, 4)
+	nc, err := nats.Connect(leader.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond),
+		nats.ReconnectHandler(func(c *nats.Conn) { reconnected <- c.ConnectedUrl() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	pub := startSyncPublisher(t, nc)
+	pub.waitMore(t, 20, "publishes before the shutdown")
+	leader.Shutdown()
+	select {
+	case u := <-reconnected:
+		if u == leader.ClientURL() {
+			t.Fatalf("reconnected to the stopped server %s", u)
+		}
+	case <-time.After(clusterTimeout):
+		t.Fatal("the client did not reconnect to another server")
+	}
+	pub.waitMore(t, 20, "publishes after the shutdown")
+	pub.halt()
+	if len(pub.failures) > 1 || len(pub.failures) == 1 && !strings.Contains(pub.failures[0], context.DeadlineExceeded.Error()) {
+		t.Fatalf("failed publishes: %v, want none but the one in flight at the close", pub.failures)
+	}
+	maybe := map[string]bool{}
+	for _, f := range pub.failures {
+		t.Logf("the publish in flight when the connection closed went unanswered: %v", f)
+		maybe[strings.SplitN(f, ":", 2)[0]] = true
+	}
+	pub.checkStream(t, hc.admin, maybe)
 }

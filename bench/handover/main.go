@@ -41,15 +41,18 @@ import (
 
 func main() {
 	bin := flag.String("bin", "bin/cairn", "server binary (cairn or nats-server)")
-	sig := flag.String("signal", "USR2", "signal for the leader: USR2 (lame duck) or TERM")
+	sig := flag.String("signal", "USR2", "signal for the leader: USR2 (lame duck), TERM, or KILL (no handover: the failover to compare with)")
 	rounds := flag.Int("rounds", 1, "rounds, each with a new cluster")
 	grace := flag.Duration("grace", 2*time.Second, "lame_duck_grace_period")
 	after := flag.Duration("after", 2*time.Second, "publishing after the leader's process exited")
 	keep := flag.Bool("keep", false, "keep the data and logs directory")
 	flag.Parse()
 	s := syscall.SIGUSR2
-	if *sig == "TERM" {
+	switch *sig {
+	case "TERM":
 		s = syscall.SIGTERM
+	case "KILL":
+		s = syscall.SIGKILL
 	}
 	for r := 1; r <= *rounds; r++ {
 		res, err := round(*bin, s, *grace, *after, *keep)

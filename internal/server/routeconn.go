@@ -44,6 +44,7 @@ type routeConn struct {
 	registered bool        // in cluster.routes
 	outcome    routeOutcome
 	dupOf      string // outcomeDuplicate: the peer whose other connection is kept
+	ldm        bool   // the peer announced lame duck mode (peerLameDuck)
 
 	headers bool // the peer understands HMSG; set before registering, read by publishers after
 }
@@ -236,10 +237,12 @@ func (rc *routeConn) ProcessInfo(arg []byte) error {
 // peerLameDuck handles the INFO of a peer entering lame duck mode: its
 // client URLs leave the connect_urls this server's clients get, at once,
 // so that clients leaving the peer are not sent back to it (nats-server
-// v2.15.2 processRouteInfo: removeConnectURLsAndSendINFOToClients).
+// v2.15.2 processRouteInfo: removeConnectURLsAndSendINFOToClients), and
+// ClusterPeers reports it in lame duck mode.
 func (s *Server) peerLameDuck(rc *routeConn) {
 	cl := s.cl
 	cl.mu.Lock()
+	rc.ldm = true
 	changed := false
 	if rc.registered && rc.info != nil && len(rc.info.ConnectURLs) > 0 {
 		changed = s.dropPeerURLsLocked(rc.info)
