@@ -51,7 +51,7 @@ func startHandOverCluster(t *testing.T) *handOverCluster {
 		})
 	}
 	eventually(t, "create ORDERS", func() error {
-		_, err := setup.CreateStream(tctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, Storage: jetstream.FileStorage})
+		_, err := setup.CreateStream(pollCtx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, Storage: jetstream.FileStorage})
 		return err
 	})
 	eventually(t, "the stream's leader on the meta leader's server", func() error {
@@ -59,7 +59,7 @@ func startHandOverCluster(t *testing.T) *handOverCluster {
 		if meta == nil || meta.Leader == "" {
 			return errors.New("no meta leader")
 		}
-		st, err := setup.Stream(tctx(t), "ORDERS")
+		st, err := setup.Stream(pollCtx(t), "ORDERS")
 		if err != nil {
 			return err
 		}
@@ -78,6 +78,15 @@ func startHandOverCluster(t *testing.T) *handOverCluster {
 		t.Fatal(err)
 	}
 	return hc
+}
+
+// pollCtx bounds one request of a loop that retries it: a request sent
+// while a group changes leader may go unanswered (docs/clustering.md,
+// "Who answers"), and the loop sends the next one.
+func pollCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // other returns a server that is not the leader.
@@ -169,7 +178,7 @@ func (p *syncPublisher) checkStream(t *testing.T, admin jetstream.JetStream, may
 	t.Helper()
 	var msgs uint64
 	eventually(t, "stream info", func() error {
-		st, err := admin.Stream(tctx(t), "ORDERS")
+		st, err := admin.Stream(pollCtx(t), "ORDERS")
 		if err != nil {
 			return err
 		}
@@ -184,7 +193,7 @@ func (p *syncPublisher) checkStream(t *testing.T, admin jetstream.JetStream, may
 		bySeq[seq] = id
 	}
 	eventually(t, "read ORDERS", func() error {
-		oc, err := admin.OrderedConsumer(tctx(t), "ORDERS", jetstream.OrderedConsumerConfig{})
+		oc, err := admin.OrderedConsumer(pollCtx(t), "ORDERS", jetstream.OrderedConsumerConfig{})
 		if err != nil {
 			return err
 		}
@@ -214,20 +223,42 @@ func (p *syncPublisher) checkStream(t *testing.T, admin jetstream.JetStream, may
 }
 
 // Lame duck mode (SIGUSR2, the Helm chart's preStop): the lame duck server
-// leads the stream and the meta group and its client publishes through
-// it. The leadership moves before JetStream stops there; the client's
-// publishes go on, through the lame duck server to the new leader, with
-// no failure; a create goes through the new meta leader.
+// leads the stream, a replicated consumer and the meta group, and its
+// client publishes through it. The leadership moves before JetStream
+// stops there; the client's publishes go on, through the lame duck server
+// to the new leader, with no failure; the consumer delivers and takes
+// acknowledgements through its new leader; a create goes through the new
+// meta leader and is placed on the other servers.
 func TestJetStreamClusterLameDuckHandsOver(t *testing.T) {
 	hc := startHandOverCluster(t)
 	leader := hc.servers[hc.leader]
+	// A replicated durable consumer, led by the lame duck server too.
+	nc := connect(t, hc.other().ClientURL())
+	eventually(t, "create the consumer", func() error {
+		_, err := hc.admin.CreateOrUpdateConsumer(pollCtx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "worker", AckPolicy: jetstream.AckExplicitPolicy})
+		return err
+	})
+	consumerLeader := func() string {
+		c, err := hc.admin.Consumer(pollCtx(t), "ORDERS", "worker")
+		if err != nil || c.CachedInfo().Cluster == nil {
+			return ""
+		}
+		return c.CachedInfo().Cluster.Leader
+	}
+	eventually(t, "the consumer's leader on the lame duck server", func() error {
+		if l := consumerLeader(); l != leader.Name() {
+			_, _ = nc.Request("$JS.API.CONSUMER.LEADER.STEPDOWN.ORDERS.worker", fmt.Appendf(nil, `{"placement":{"preferred":%q}}`, leader.Name()), 2*time.Second)
+			return fmt.Errorf("consumer leader %q", l)
+		}
+		return nil
+	})
 	pub := startSyncPublisher(t, connect(t, leader.ClientURL()))
 	pub.waitMore(t, 20, "publishes before lame duck mode")
 
 	ldm := make(chan struct{})
 	go func() { defer close(ldm); leader.LameDuck(time.Minute, 30*time.Second) }()
 	waitFor(t, clusterTimeout, "a new stream leader", func() bool {
-		st, err := hc.admin.Stream(tctx(t), "ORDERS")
+		st, err := hc.admin.Stream(pollCtx(t), "ORDERS")
 		if err != nil {
 			return false
 		}
@@ -238,11 +269,48 @@ func TestJetStreamClusterLameDuckHandsOver(t *testing.T) {
 		m := hc.other().JetStreamMeta()
 		return m != nil && m.Leader != "" && m.Leader != leader.Name()
 	})
+	waitFor(t, clusterTimeout, "a new consumer leader", func() bool {
+		l := consumerLeader()
+		return l != "" && l != leader.Name()
+	})
 	pub.waitMore(t, 20, "publishes through the lame duck server after the handover")
 	pub.check(t, hc.admin)
-	eventually(t, "a create through the new meta leader", func() error {
-		_, err := hc.admin.CreateStream(tctx(t), jetstream.StreamConfig{Name: "AFTER", Subjects: []string{"after"}, Replicas: 2})
-		return err
+	cons, err := hc.admin.Consumer(tctx(t), "ORDERS", "worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(10, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(tctx(t)); err != nil {
+			t.Fatalf("ack through the new consumer leader: %v", err)
+		}
+		got++
+	}
+	if got != 10 {
+		t.Fatalf("fetched %d of 10 from the new consumer leader (%v)", got, batch.Error())
+	}
+	eventually(t, "a create through the new meta leader, placed on the other servers", func() error {
+		st, err := hc.admin.CreateStream(pollCtx(t), jetstream.StreamConfig{Name: "AFTER", Subjects: []string{"after"}, Replicas: 2})
+		if err != nil {
+			return err
+		}
+		ci := st.CachedInfo().Cluster
+		if ci == nil || ci.Leader == "" {
+			return errors.New("AFTER has no leader yet")
+		}
+		for _, r := range ci.Replicas {
+			if r.Name == leader.Name() {
+				t.Fatalf("AFTER placed on the lame duck server: %+v", ci)
+			}
+		}
+		if ci.Leader == leader.Name() {
+			t.Fatalf("AFTER led by the lame duck server: %+v", ci)
+		}
+		return nil
 	})
 	leader.Shutdown()
 	<-ldm
