@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cairnmq/cairn/internal/logger"
 	"github.com/cairnmq/cairn/internal/server"
 )
 
@@ -372,4 +373,42 @@ func TestJetStreamClusterShutdownLeaderClient(t *testing.T) {
 		maybe[strings.SplitN(f, ":", 2)[0]] = true
 	}
 	pub.checkStream(t, hc.admin, maybe)
+}
+
+// The routine events of a cluster whose server restarts are logged at
+// [INF] (the Raft transport's connections made, lost and accepted, as
+// nats-server logs its routes') or debug (a peer's Raft beats stopping
+// and resuming), never [WRN], which stays for real problems.
+func TestJetStreamClusterRoutineEventsNotWarnings(t *testing.T) {
+	logs := make([]*syncBuffer, 3)
+	servers, opts := jsClusterMod(t, 3, func(i int, o *server.Options) {
+		logs[i] = &syncBuffer{}
+		o.Logger = logger.New(logs[i], i == 0, false)
+	})
+	for _, s := range servers {
+		waitFor(t, clusterTimeout, s.Name()+" to know the meta leader", func() bool {
+			m := s.JetStreamMeta()
+			return m != nil && m.Leader != ""
+		})
+	}
+	servers[1].Shutdown()
+	waitFor(t, clusterTimeout, "n1 to notice n2's silence", func() bool {
+		return strings.Contains(logs[0].String(), "[DBG] raftnode: no beat from [n2]")
+	})
+	restartServer(t, opts[1])
+	waitFor(t, clusterTimeout, "n1 to hear n2 again", func() bool {
+		return strings.Contains(logs[0].String(), "[DBG] raftnode: [n2] heard again")
+	})
+	for _, want := range []string{"[INF] transport: connected to n2", "[INF] transport: accepted the Raft connection of n2"} {
+		if n := strings.Count(logs[0].String(), want); n < 2 {
+			t.Errorf("n1's log has %q %d times, want before and after n2's restart", want, n)
+		}
+	}
+	for i, l := range logs {
+		for line := range strings.SplitSeq(l.String(), "\n") {
+			if strings.Contains(line, "[WRN] transport:") || strings.Contains(line, "[WRN] raftnode: no beat") || strings.Contains(line, "heard again") && !strings.Contains(line, "[DBG]") {
+				t.Errorf("n%d logged a routine event as a warning: %s", i+1, line)
+			}
+		}
+	}
 }

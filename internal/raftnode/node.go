@@ -603,12 +603,14 @@ func (n *Node) Tick() {
 	list := n.mu.list
 	n.mu.RUnlock()
 	died, revived := n.checkLiveness(now, list)
+	// A peer's silence and return are routine (a restart, lame duck mode):
+	// the route layer logs its server's connection at INF.
 	if len(died) > 0 {
-		n.cfg.Logf("raftnode: no beat from %v for %d ticks", died, n.cfg.ElectionTicks)
+		n.cfg.Debugf("raftnode: no beat from %v for %d ticks", died, n.cfg.ElectionTicks)
 		n.wakeFor(died, true, list)
 	}
 	if len(revived) > 0 {
-		n.cfg.Logf("raftnode: %v heard again", revived)
+		n.cfg.Debugf("raftnode: %v heard again", revived)
 		n.wakeFor(revived, false, list)
 	}
 	n.beat.Store(true)

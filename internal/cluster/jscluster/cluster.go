@@ -126,7 +126,7 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 		return nil, fmt.Errorf("jscluster: open the Raft WAL: %w", err)
 	}
 	c.node = node
-	c.tr = transport.New(host, transport.Config{Logf: cfg.Logf, Incarnation: node.Incarnation(), Tags: cfg.Tags})
+	c.tr = transport.New(host, transport.Config{Logf: cfg.Logf, Infof: cfg.Infof, Incarnation: node.Incarnation(), Tags: cfg.Tags})
 	late.tr.Store(c.tr)
 	c.tr.Attach(node)
 	if err := cfg.FS.MkdirAll(path.Join(cfg.Dir, "meta")); err != nil {
