@@ -15,8 +15,9 @@ import (
 // lameDuckMode (transferRaftLeaders) and Shutdown (stepdownRaftNodes):
 // every group this server leads, the meta group's, its replicated
 // streams' and consumers', is handed by raft's leadership transfer to
-// its most up-to-date active follower on a server with a route, the
-// successor a step-down without placement chooses (stepdown.go). Unlike
+// its most up-to-date active follower on a server with a route and not
+// in lame duck mode, the successor a step-down without placement
+// chooses (stepdown.go). Unlike
 // nats-server, which waits a fixed second in lame duck mode and not at
 // all at shutdown, the server waits until each transfer took and this
 // replica applied every entry it proposed as leader (so that their
@@ -56,10 +57,13 @@ type handover struct {
 // HandOver hands over the leadership of every Raft group this server
 // leads and waits, at most timeout, until each transfer took and this
 // replica applied every entry it had proposed, or failed. A replicated
-// stream's leader first stops taking publishes and proposes those it
-// took (jetstream.JetStream.StreamHandOver): publishes sent meanwhile
-// find no subscriber (503, which clients retry) until the new leader
-// subscribes. Call it before the server stops JetStream (lame duck mode,
+// stream's leader first stops taking publishes without dropping one on
+// its way: its subscriptions are withdrawn from the cluster
+// (jetstream.JetStream.StreamWithdraw), the routes flushed
+// (Host.FlushRoutes), then the subscriptions dropped and what the stream
+// took proposed (jetstream.JetStream.StreamHandOver). Publishes sent
+// meanwhile find no subscriber (503, which clients retry) until the new
+// leader subscribes. Call it before the server stops JetStream (lame duck mode,
 // shutdown); the streams it handed over stay unsubscribed even where a
 // transfer failed. It returns at once when this server leads nothing,
 // or once the Cluster is closed.
