@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/raftnode"
 	"github.com/cairnmq/cairn/internal/stream"
 )
@@ -44,9 +45,9 @@ const handOverPoll = 5 * time.Millisecond
 // handover is one group HandOver hands over.
 type handover struct {
 	group raftnode.GroupID
-	what  string   // for the log: "meta", "stream A > S", "consumer A > S > C"
-	acc   *account // a stream's account (nil for the others)
-	name  string   // a stream's name
+	what  string               // for the log: "meta", "stream A > S", "consumer A > S > C"
+	js    *jetstream.JetStream // a stream's engine (nil for the others)
+	name  string               // a stream's name
 	// seen: the transfer was seen under way (GroupStatus.Transferee);
 	// lost: LastIndex when the leadership was first seen gone (0: not
 	// yet); alone: no successor; done: nothing more to wait for.
@@ -112,7 +113,11 @@ func (c *Cluster) ledGroups() []*handover {
 	var hs []*handover
 	for k, r := range c.replicas {
 		if r.log != nil {
-			hs = append(hs, &handover{group: r.sa.Group, what: fmt.Sprintf("stream %s > %s", k.account, k.name), acc: c.accounts[k.account], name: k.name})
+			var js *jetstream.JetStream
+			if acc := c.accounts[k.account]; acc != nil {
+				js = acc.js
+			}
+			hs = append(hs, &handover{group: r.sa.Group, what: fmt.Sprintf("stream %s > %s", k.account, k.name), js: js, name: k.name})
 		}
 	}
 	for k, cr := range c.creplicas {
@@ -139,7 +144,7 @@ func (c *Cluster) ledGroups() []*handover {
 func (c *Cluster) quiesceStreams(hs []*handover, deadline time.Time) {
 	var streams []*handover
 	for _, h := range hs {
-		if h.acc != nil && h.acc.js != nil {
+		if h.js != nil {
 			streams = append(streams, h)
 		}
 	}
@@ -147,7 +152,7 @@ func (c *Cluster) quiesceStreams(hs []*handover, deadline time.Time) {
 		return
 	}
 	for _, h := range streams {
-		if err := h.acc.js.StreamWithdraw(h.name); err != nil {
+		if err := h.js.StreamWithdraw(h.name); err != nil {
 			c.cfg.Logf("jscluster: %s: withdraw its subscriptions: %v", h.what, err)
 		}
 	}
@@ -157,7 +162,7 @@ func (c *Cluster) quiesceStreams(hs []*handover, deadline time.Time) {
 	var wg sync.WaitGroup
 	for _, h := range streams {
 		wg.Go(func() {
-			if err := h.acc.js.StreamHandOver(h.name); err != nil {
+			if err := h.js.StreamHandOver(h.name); err != nil {
 				c.cfg.Logf("jscluster: %s: hand over: %v", h.what, err)
 			}
 		})
