@@ -21,7 +21,10 @@
 //     to send to the Transport given in Config.
 //  5. Propose on the leader; the returned Proposal resolves when that exact
 //     entry (term, index) has been applied here, and fails with
-//     ErrNoReply if leadership is lost first.
+//     ErrNoReply if leadership is lost first, unless this leader handed
+//     it over (TransferLeader, StepDown): the transferee's log holds
+//     every entry of its, so the proposals wait for their entries to
+//     apply here.
 //  6. When a state machine has made its state durable up to an index, call
 //     Compact so the WAL may drop the group's entries up to it.
 //

@@ -38,6 +38,7 @@ type group struct {
 	announce   bool                 // the first round wakes the other replicas (they may be quiet)
 	synthetic  bool                 // the state machine has yet to apply the synthetic entry initialIndex
 	leader     bool                 // leader as of the last Ready
+	handover   bool                 // this leader asked for a transfer in its term: its waiters outlive the loss of leadership (roleChange)
 	term       uint64               // term as of the last Ready
 	create     []byte               // items its first round writes: the replica's creation, or a completed snapshot install
 	createUp   walUpdate            // what create changes in the WAL's metadata
@@ -249,6 +250,11 @@ func (g *group) prepare() {
 		props, rest = splitProps(props, g.n.cfg.MaxRoundProposalBytes)
 	}
 	g.mu.inbox, g.mu.inboxBytes, g.mu.props, g.mu.reqs = nil, 0, rest, nil
+	if len(rest) > 0 {
+		// A transfer asked after proposals waits for them to enter the
+		// log: raft drops what is proposed during a transfer.
+		reqs, g.mu.reqs = splitTransfers(reqs)
+	}
 	removed := g.mu.removed
 	g.mu.Unlock()
 	if len(rest) > 0 {
@@ -301,6 +307,19 @@ func (g *group) prepare() {
 		g.followQuiesce(quiesce, others || len(props) > 0 || len(reqs) > 0)
 	}
 	g.ready(stepped)
+}
+
+// splitTransfers returns the requests other than leadership transfers,
+// and the transfers.
+func splitTransfers(reqs []request) (now, later []request) {
+	for _, r := range reqs {
+		if r.kind == reqTransfer || r.kind == reqStepDown {
+			later = append(later, r)
+		} else {
+			now = append(now, r)
+		}
+	}
+	return now, later
 }
 
 // splitProps returns the proposals of one round (at least one, and at
@@ -368,6 +387,9 @@ func (g *group) propose(props []*Proposal) []*Proposal {
 		} else {
 			for i, p := range plain {
 				p.term, p.index = bs.GetTerm(), last+1+uint64(i)
+				if w := g.waiters[p.index]; w != nil {
+					w.resolve(nil, ErrNoReply) // kept from a handover, and the entry is gone
+				}
 				g.waiters[p.index] = p
 			}
 			last += uint64(len(plain))
@@ -393,9 +415,13 @@ func (g *group) request(r request) {
 	case reqCampaign:
 		_ = g.rn.Campaign()
 	case reqTransfer:
-		g.rn.TransferLeader(uint64(r.to))
+		if g.rn.BasicStatus().RaftState == raft.StateLeader && r.to != g.replica {
+			g.handover = true
+			g.rn.TransferLeader(uint64(r.to))
+		}
 	case reqStepDown:
 		if to := g.bestFollower(); to != 0 {
+			g.handover = true
 			g.rn.TransferLeader(to)
 		}
 	case reqCompact:
@@ -646,6 +672,12 @@ func (g *group) persisted(rd raft.Ready) {
 		g.confs = []confAt{{index: md.GetIndex(), cs: pb.EnsureConfState(md.GetConfState())}}
 		g.smApplied = md.GetIndex()
 		g.rawApplied = md.GetIndex()
+		for i, w := range g.waiters { // kept from a handover: their entries never apply here
+			if i <= md.GetIndex() {
+				w.resolve(nil, ErrNoReply)
+				delete(g.waiters, i)
+			}
+		}
 	}
 	if err := g.st.Append(rd.Entries); err != nil {
 		panic(fmt.Sprintf("raftnode: group %d: append: %v", g.id, err))
@@ -744,15 +776,24 @@ func (g *group) applyConfChange(e *pb.Entry) {
 
 // roleChange fails the waiters when this replica stops being the leader of
 // the term they were proposed in (docs/clustering.md, decision 7): what had
-// applied was answered above; the rest may or may not commit later.
+// applied was answered above; the rest may or may not commit later. A
+// leader that handed its leadership over (handover) keeps them instead:
+// raft let the transferee campaign only once its log held every entry of
+// this one, so they commit under it, and each waiter resolves when the
+// entry at its index applies here (apply: its result if the entry is of
+// its term, else ErrNoReply), or when the group is removed, the node
+// closes or a snapshot passes it (ErrNoReply).
 func (g *group) roleChange(rd raft.Ready) {
 	bs := g.rn.BasicStatus()
 	leader := bs.RaftState == raft.StateLeader
 	if g.leader && (!leader || bs.GetTerm() != g.term) {
-		for i, w := range g.waiters {
-			w.resolve(nil, ErrNoReply)
-			delete(g.waiters, i)
+		if !g.handover {
+			for i, w := range g.waiters {
+				w.resolve(nil, ErrNoReply)
+				delete(g.waiters, i)
+			}
 		}
+		g.handover = false
 	}
 	if leader != g.leader || bs.GetTerm() != g.term {
 		g.failReads(ErrNotLeader)
@@ -789,12 +830,15 @@ func (g *group) compact(index uint64) {
 // publish copies the group's state for Status.
 func (g *group) publish() {
 	bs := g.rn.BasicStatus()
+	if g.handover && bs.RaftState == raft.StateLeader && bs.LeadTransferee == 0 {
+		g.handover = false // the transfer was refused or timed out: still the leader
+	}
 	first, _ := g.st.FirstIndex()
 	last, _ := g.st.LastIndex()
 	s := GroupStatus{
 		Group: g.id, Replica: g.replica, Role: roleOf(bs.RaftState), Term: bs.GetTerm(),
 		Leader: ReplicaID(bs.Lead), Commit: bs.GetCommit(), Applied: g.smApplied,
-		FirstIndex: first, LastIndex: last, Quiesced: g.quiet,
+		FirstIndex: first, LastIndex: last, Quiesced: g.quiet, Transferee: ReplicaID(bs.LeadTransferee),
 	}
 	if bs.RaftState == raft.StateLeader {
 		g.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {

@@ -118,6 +118,14 @@ func Open(cfg Config) (*Node, error) {
 // cluster layer binds this server's replicas to.
 func (n *Node) Incarnation() Incarnation { return n.wal.inc }
 
+// ElectionTimeout is the shortest election timeout of the node's groups
+// (ElectionTicks ticks of TickInterval; raft draws each group's in
+// [1, 2) times it), after which a leader also abandons a leadership
+// transfer that did not take.
+func (n *Node) ElectionTimeout() time.Duration {
+	return time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+}
+
 // Damage returns the damage found at Open or met by a later write or
 // fsync (wrapping ErrCorrupt), or nil. While it is set, every group is
 // fenced.
@@ -458,15 +466,19 @@ func (n *Node) Campaign(id GroupID) error { return n.ask(id, request{kind: reqCa
 
 // TransferLeader asks the leader to hand leadership to replica to (a
 // step-down with a preferred successor; docs/clustering.md, decision 10).
-// Ignored if this replica is not the leader. Proposals are dropped
-// (ErrDropped) while a transfer is under way.
+// Ignored if this replica is not the leader. Proposals queued before it
+// enter the log first; proposals made while the transfer is under way
+// are dropped (ErrDropped). The proposals in the log outlive the loss of
+// leadership (Proposal): they resolve as their entries apply here.
+// GroupStatus.Transferee shows the transfer under way.
 func (n *Node) TransferLeader(id GroupID, to ReplicaID) error {
 	return n.ask(id, request{kind: reqTransfer, to: to})
 }
 
 // StepDown asks the leader to hand leadership to its most up-to-date
 // active follower (nats-server's $JS.API.STREAM.LEADER.STEPDOWN without a
-// preference). Ignored if this replica is not the leader.
+// preference), as TransferLeader does. Ignored if this replica is not
+// the leader or has no active follower.
 func (n *Node) StepDown(id GroupID) error { return n.ask(id, request{kind: reqStepDown}) }
 
 // Compact tells the group that its state machine is durable through
@@ -597,12 +609,14 @@ func (n *Node) Tick() {
 	list := n.mu.list
 	n.mu.RUnlock()
 	died, revived := n.checkLiveness(now, list)
+	// A peer's silence and return are routine (a restart, lame duck mode):
+	// the route layer logs its server's connection at INF.
 	if len(died) > 0 {
-		n.cfg.Logf("raftnode: no beat from %v for %d ticks", died, n.cfg.ElectionTicks)
+		n.cfg.Debugf("raftnode: no beat from %v for %d ticks", died, n.cfg.ElectionTicks)
 		n.wakeFor(died, true, list)
 	}
 	if len(revived) > 0 {
-		n.cfg.Logf("raftnode: %v heard again", revived)
+		n.cfg.Debugf("raftnode: %v heard again", revived)
 		n.wakeFor(revived, false, list)
 	}
 	n.beat.Store(true)

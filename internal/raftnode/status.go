@@ -62,6 +62,10 @@ type GroupStatus struct {
 	FirstIndex, LastIndex uint64
 	// Quiesced: the group is idle and not ticking.
 	Quiesced bool
+	// Transferee is the replica this leader is handing its leadership
+	// to (Node.TransferLeader, Node.StepDown), 0 when no transfer is
+	// under way: raft abandons one after an election timeout.
+	Transferee ReplicaID
 	// Fenced, if not nil, is why the replica takes no part in its group
 	// (wraps ErrIdentity or ErrCorrupt, or is an Apply/Restore error).
 	Fenced error

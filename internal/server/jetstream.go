@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/cluster/jscluster"
 	"github.com/cairnmq/cairn/internal/config"
@@ -229,6 +230,27 @@ func friendlyBytes(n int64) string {
 	}
 	exp := int(math.Log(f) / math.Log(1024))
 	return fmt.Sprintf("%.2f %sB", f/math.Pow(1024, float64(exp)), "KMGTPE"[exp-1:exp])
+}
+
+// jsHandOverTimeout bounds how long lame duck mode and Shutdown wait
+// for the leadership of this server's Raft groups to move
+// (jscluster.Cluster.HandOver; docs/clustering.md, "Lame duck mode and
+// shutdown"). A transfer takes a few Raft rounds; one that cannot take
+// is abandoned after two election timeouts (2 s with the default tick).
+const jsHandOverTimeout = 5 * time.Second
+
+// handOverJetStream hands the leadership of every Raft group this
+// server leads (meta group, replicated streams and consumers) to other
+// servers and waits until the transfers took or failed, at most
+// jsHandOverTimeout, once, before JetStream stops: nats-server v2.15.2
+// transfers them in lameDuckMode and Shutdown too (transferRaftLeaders,
+// stepdownRaftNodes). A second caller waits for the first.
+func (s *Server) handOverJetStream() {
+	s.jsHandOver.Do(func() {
+		if s.jsc != nil {
+			s.jsc.HandOver(jsHandOverTimeout)
+		}
+	})
 }
 
 // stopJetStream stops the APIs, then the streams, of every account:

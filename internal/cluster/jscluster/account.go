@@ -223,12 +223,16 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 }
 
 // offline returns the servers of the meta group's catalogue this server
-// has no route to (other than itself): placement ranks them last and
-// does not count them towards a group's quorum (meta.PlaceRequest).
+// has no route to, or whose route announced lame duck mode (other than
+// itself): placement ranks them last and does not count them towards a
+// group's quorum (meta.PlaceRequest), and a step-down or handover does
+// not choose them.
 func (c *Cluster) offline() map[raftnode.ServerID]bool {
 	up := map[raftnode.ServerID]bool{c.name: true}
 	for _, p := range c.host.ClusterPeers() {
-		up[raftnode.ServerID(p.Name)] = true
+		if !p.LameDuck { // leaving: nothing placed on it, no leadership handed to it
+			up[raftnode.ServerID(p.Name)] = true
+		}
 	}
 	off := map[raftnode.ServerID]bool{}
 	c.meta.View(func(st *meta.State) {

@@ -24,6 +24,11 @@ type Host interface {
 	// one included, sorted, and whether every route resolved
 	// (server.Server.ClusterMembers).
 	ClusterMembers() (names []string, complete bool)
+	// FlushRoutes returns once every peer with a route has processed
+	// what this server sent it and what it routed here before has been
+	// delivered, or after timeout (server.Server.FlushRoutes); HandOver
+	// flushes between withdrawing a stream's interest and dropping it.
+	FlushRoutes(timeout time.Duration) bool
 }
 
 // Config configures a Cluster.
@@ -124,7 +129,7 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 		return nil, fmt.Errorf("jscluster: open the Raft WAL: %w", err)
 	}
 	c.node = node
-	c.tr = transport.New(host, transport.Config{Logf: cfg.Logf, Incarnation: node.Incarnation(), Tags: cfg.Tags})
+	c.tr = transport.New(host, transport.Config{Logf: cfg.Logf, Infof: cfg.Infof, Incarnation: node.Incarnation(), Tags: cfg.Tags})
 	late.tr.Store(c.tr)
 	c.tr.Attach(node)
 	if err := cfg.FS.MkdirAll(path.Join(cfg.Dir, "meta")); err != nil {

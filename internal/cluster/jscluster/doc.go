@@ -74,4 +74,7 @@
 // group's leadership over by raft's leadership transfer, the successor
 // chosen by the request's placement (stepdown.go; "Step-down"); the
 // system account's requests reach the Cluster as a jsapi.SystemCluster.
+// A server leaving on purpose (lame duck mode, shutdown) hands the
+// leadership of every group it leads over before its JetStream stops
+// (HandOver, handover.go; "Lame duck mode and shutdown").
 package jscluster

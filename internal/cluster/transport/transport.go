@@ -105,9 +105,13 @@ type Config struct {
 	MaxFrameBytes int
 	// WriteTimeout bounds one flush to a peer (default DefaultWriteTimeout).
 	WriteTimeout time.Duration
-	// Logf, if set, receives the transport's notable events (connections
-	// made, lost and refused). It must not block.
-	Logf func(format string, args ...any)
+	// Logf, if set, receives the transport's problems (a connection
+	// refused, a peer unreachable for errorReportEvery dials and more, a
+	// connection closed on a bad frame); Infof its routine events
+	// (connections made and lost, a first failed dial: a peer restarting),
+	// as nats-server logs its routes' at [INF] (nil: Logf). Neither may
+	// block.
+	Logf, Infof func(format string, args ...any)
 	// Incarnation and Tags are this server's store incarnation (its
 	// raftnode WAL's) and server_tags, sent in every hello so that the
 	// peers learn them (PeerIncarnation, PeerTags).
@@ -127,6 +131,9 @@ func (c *Config) fill() {
 	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
+	}
+	if c.Infof == nil {
+		c.Infof = c.Logf
 	}
 }
 
