@@ -3,6 +3,7 @@ package raftnode
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -44,6 +45,7 @@ type group struct {
 	out        roundOut             // this round's output, from prepare to finish
 	fencedErr  error                // round-side copy of the fence
 	removeDone chan struct{}        // a removal written by this round
+	restoring  *restoreJob          // a snapshot installing in the background: the group is parked
 
 	mu struct {
 		sync.Mutex
@@ -56,7 +58,20 @@ type group struct {
 		status     GroupStatus
 		fenced     error
 		removed    bool
+		// restoreDone and restoreErr: the background Restore of
+		// restoring returned (set by its goroutine).
+		restoreDone bool
+		restoreErr  error
 	}
+}
+
+// restoreJob is a snapshot whose Restore runs in the background
+// (BackgroundRestorer): the Ready that carried it waits, neither written
+// nor advanced, until Restore returns.
+type restoreJob struct {
+	rd      raft.Ready
+	stepped []*Proposal
+	meta    snapMeta
 }
 
 // inMsg is a received message (nil for a wake envelope) and its flags.
@@ -136,17 +151,32 @@ type storage struct {
 // group's round.
 func (s *storage) Snapshot() (*pb.Snapshot, error) {
 	g := s.g
-	data, err := g.sm.Snapshot()
+	index := g.smApplied
+	var data []byte
+	var err error
+	if si, ok := g.sm.(SnapshotIndexer); ok {
+		first, _ := s.FirstIndex()
+		low := max(first-1, g.confs[len(g.confs)-1].index)
+		index, data, err = si.SnapshotAt(low)
+		if err == nil && (index < low || index > g.smApplied) {
+			err = fmt.Errorf("a snapshot at %d, outside %d..%d", index, low, g.smApplied)
+		}
+		if errors.Is(err, ErrSnapshotPending) {
+			return nil, raft.ErrSnapshotTemporarilyUnavailable
+		}
+	} else {
+		data, err = g.sm.Snapshot()
+	}
 	if err != nil {
 		g.n.cfg.Logf("raftnode: group %d: snapshot: %v", g.id, err)
 		return nil, raft.ErrSnapshotTemporarilyUnavailable
 	}
-	term, err := s.Term(g.smApplied)
+	term, err := s.Term(index)
 	if err != nil {
 		return nil, raft.ErrSnapshotTemporarilyUnavailable
 	}
 	return &pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{
-		Index: new(g.smApplied), Term: new(term), ConfState: g.confAt(g.smApplied),
+		Index: new(index), Term: new(term), ConfState: g.confAt(index),
 	}}, nil
 }
 
@@ -232,6 +262,9 @@ func (g *group) contain() {
 func (g *group) prepare() {
 	defer g.contain()
 	g.out = roundOut{}
+	if g.restoring != nil && !g.resumeRestore() {
+		return
+	}
 	g.mu.Lock()
 	inbox, reqs := g.mu.inbox, g.mu.reqs
 	props, rest := g.mu.props, []*Proposal(nil)
@@ -473,10 +506,21 @@ func (g *group) ready(stepped []*Proposal) {
 	g.checkProposals(rd, stepped)
 	var it items
 	if !raft.IsEmptySnap(rd.Snapshot) {
+		if bg, ok := g.sm.(BackgroundRestorer); ok && bg.RestoreInBackground() {
+			g.out.rd, g.out.hasReady = raft.Ready{}, false
+			g.startRestore(rd, stepped)
+			return
+		}
 		if !g.restore(rd.Snapshot, &it) {
 			return
 		}
 	}
+	g.readyRest(rd, stepped, &it)
+}
+
+// readyRest encodes the Ready's hard state, entries and messages after
+// its snapshot (if any) was installed, with it holding the snapshot's item.
+func (g *group) readyRest(rd raft.Ready, stepped []*Proposal, it *items) {
 	if !raft.IsEmptyHardState(rd.HardState) {
 		it.hardState(g.id, rd.HardState)
 		g.out.up.hs = rd.HardState
@@ -540,6 +584,85 @@ func (g *group) restore(snap *pb.Snapshot, it *items) bool {
 	g.out.up.base = &m
 	g.out.mustSync = true
 	return true
+}
+
+// startRestore begins the background install of the Ready's snapshot
+// (BackgroundRestorer): the snapbegin item is written and fsynced, the
+// state machine's Restore starts on a goroutine, and the group is parked
+// with its Ready until Restore returns (resumeRestore).
+func (g *group) startRestore(rd raft.Ready, stepped []*Proposal) {
+	md := rd.Snapshot.GetMetadata()
+	m := snapMeta{index: md.GetIndex(), term: md.GetTerm(), conf: pb.EnsureConfState(md.GetConfState())}
+	g.n.walMu.Lock()
+	err := g.n.wal.snapBegin(g.id, m)
+	g.n.walMu.Unlock()
+	if err != nil {
+		g.fence(fmt.Errorf("install of snapshot at %d: %w", m.index, err))
+		g.out = roundOut{}
+		return
+	}
+	g.restoring = &restoreJob{rd: rd, stepped: stepped, meta: m}
+	g.mu.Lock()
+	g.mu.restoreDone, g.mu.restoreErr = false, nil
+	g.mu.Unlock()
+	index, data := m.index, rd.Snapshot.GetData()
+	g.n.cfg.Logf("raftnode: group %d replica %d: installing the snapshot at %d in the background", g.id, g.replica, index)
+	go func() {
+		err := g.sm.Restore(index, data)
+		g.mu.Lock()
+		g.mu.restoreDone, g.mu.restoreErr = true, err
+		g.mu.Unlock()
+		g.n.sched.enqueue(g)
+	}()
+}
+
+// resumeRestore is the start of a parked group's round: false while its
+// background Restore runs (the round does nothing, and lets the ticks go
+// by). Once Restore returned: on success, the parked Ready is written,
+// sent and advanced as any other (the snapshot item with it), and the
+// round ends there (false: the inbox waits for the next round); with
+// ErrRestoreRetry, the snapshot is abandoned and raft rebuilt from the
+// durable log, and the round goes on (true); any other error fences.
+func (g *group) resumeRestore() bool {
+	g.mu.Lock()
+	done, err, removed := g.mu.restoreDone, g.mu.restoreErr, g.mu.removed
+	g.mu.Unlock()
+	job := g.restoring
+	switch {
+	case removed || g.fencedErr != nil:
+		g.restoring = nil
+		return true
+	case !done:
+		g.lastTick = g.n.ticks.Load()
+		return false
+	}
+	g.restoring = nil
+	switch {
+	case err == nil:
+		var it items
+		it.snap(itemSnapshot, g.id, job.meta)
+		g.out.up.base = &job.meta
+		g.out.mustSync = true
+		g.out.rd, g.out.hasReady = job.rd, true
+		g.readyRest(job.rd, job.stepped, &it)
+		g.lastTick = g.n.ticks.Load()
+		g.n.sched.enqueue(g) // what arrived meanwhile
+		return false
+	case errors.Is(err, ErrRestoreRetry):
+		g.n.cfg.Logf("raftnode: group %d replica %d: the snapshot at %d was not installed (%v); going on from the log", g.id, g.replica, job.meta.index, err)
+		var it items
+		it.snap(itemSnapAbort, g.id, job.meta)
+		g.out.items = it.b
+		g.out.up.group = g.id
+		g.out.mustSync = true
+		g.lastTick = g.n.ticks.Load()
+		g.newRawNode(g.rawApplied) // raft as the WAL has it: the snapshot never happened
+		return g.rn != nil && g.fencedErr == nil
+	default:
+		g.fence(fmt.Errorf("install of snapshot at %d: %w", job.meta.index, err))
+		g.out = roundOut{}
+		return false
+	}
 }
 
 // encodeMessages turns the Ready's messages into envelopes for their
@@ -611,7 +734,7 @@ func (g *group) finish(walErr error, unreachable map[ServerID]bool) {
 		g.rn.Advance(out.rd)
 	}
 	g.publish()
-	if g.rn.HasReady() {
+	if g.restoring == nil && g.rn.HasReady() {
 		g.n.sched.enqueue(g)
 	}
 }

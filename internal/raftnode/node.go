@@ -168,6 +168,12 @@ type GroupConfig struct {
 	// be fed by the leader (a learner being added), instead of
 	// bootstrapping the group with Peers as its voters.
 	Join bool
+	// Voters, for a bootstrap, are the group's initial voters when they
+	// are not every peer (a group whose membership changed since it was
+	// created: a replica bootstrapped late must start from the same
+	// configuration as the others did). Each must be among Peers; empty
+	// means every peer.
+	Voters []ReplicaID
 }
 
 // AddGroup starts this node's replica of a group. If the WAL holds the
@@ -223,6 +229,11 @@ func checkGroupConfig(cfg GroupConfig) (map[ReplicaID]ServerID, error) {
 	}
 	if peers[cfg.Replica] == "" {
 		return nil, fmt.Errorf("%w: replica %d is not among the peers", ErrInvalid, cfg.Replica)
+	}
+	for _, v := range cfg.Voters {
+		if peers[v] == "" {
+			return nil, fmt.Errorf("%w: voter %d is not among the peers", ErrInvalid, v)
+		}
 	}
 	return peers, nil
 }
@@ -329,7 +340,9 @@ func (g *group) bootstrap(cfg GroupConfig) {
 	var hs *pb.HardState
 	if !cfg.Join {
 		for _, p := range cfg.Peers {
-			cs.Voters = append(cs.Voters, uint64(p.Replica))
+			if len(cfg.Voters) == 0 || slices.Contains(cfg.Voters, p.Replica) {
+				cs.Voters = append(cs.Voters, uint64(p.Replica))
+			}
 		}
 		slices.Sort(cs.Voters)
 		base.index, base.term = initialIndex, initialTerm
