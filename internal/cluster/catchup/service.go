@@ -501,3 +501,25 @@ func gapsWithin(gaps []Range, first, last uint64) []Range {
 	}
 	return out
 }
+
+// Mux returns the receiver of a server's transport: catch-up frames
+// (first byte Magic) go to svc, every other frame to node (raftnode's
+// start with their version, 1). A damaged catch-up frame is refused with
+// raftnode.ErrBadFrame, so that the transport closes the connection as
+// it does for a damaged raftnode frame.
+func Mux(node raftnode.Receiver, svc *Service) raftnode.Receiver { return mux{node, svc} }
+
+type mux struct {
+	node raftnode.Receiver
+	svc  *Service
+}
+
+func (m mux) Receive(from raftnode.ServerID, frame []byte) error {
+	if len(frame) > 0 && frame[0] == Magic {
+		if err := m.svc.Receive(from, frame); err != nil {
+			return fmt.Errorf("%w: %w", raftnode.ErrBadFrame, err)
+		}
+		return nil
+	}
+	return m.node.Receive(from, frame)
+}
