@@ -894,16 +894,18 @@ func (g *group) publish() {
 	bs := g.rn.BasicStatus()
 	first, _ := g.st.FirstIndex()
 	last, _ := g.st.LastIndex()
+	cs := g.confs[len(g.confs)-1].cs
 	s := GroupStatus{
 		Group: g.id, Replica: g.replica, Role: roleOf(bs.RaftState), Term: bs.GetTerm(),
 		Leader: ReplicaID(bs.Lead), Commit: bs.GetCommit(), Applied: g.smApplied,
-		FirstIndex: first, LastIndex: last, Quiesced: g.quiet,
+		FirstIndex: first, LastIndex: last, Quiesced: g.quiet, Joint: len(cs.GetVotersOutgoing()) > 0,
 	}
 	if bs.RaftState == raft.StateLeader {
 		g.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
 			s.Replicas = append(s.Replicas, ReplicaStatus{
 				Replica: ReplicaID(id), Match: pr.Match, Active: pr.RecentActive || id == uint64(g.replica),
 				Learner: typ == raft.ProgressTypeLearner,
+				Joining: s.Joint && !slices.Contains(cs.GetVotersOutgoing(), id),
 			})
 		})
 		slices.SortFunc(s.Replicas, func(a, b ReplicaStatus) int { return cmp.Compare(a.Replica, b.Replica) })

@@ -171,8 +171,8 @@ type GroupConfig struct {
 	// Voters, for a bootstrap, are the group's initial voters when they
 	// are not every peer (a group whose membership changed since it was
 	// created: a replica bootstrapped late must start from the same
-	// configuration as the others did). Each must be among Peers; empty
-	// means every peer.
+	// configuration as the others did; a voter no longer among Peers has
+	// no server to address). Empty means every peer.
 	Voters []ReplicaID
 }
 
@@ -231,8 +231,8 @@ func checkGroupConfig(cfg GroupConfig) (map[ReplicaID]ServerID, error) {
 		return nil, fmt.Errorf("%w: replica %d is not among the peers", ErrInvalid, cfg.Replica)
 	}
 	for _, v := range cfg.Voters {
-		if peers[v] == "" {
-			return nil, fmt.Errorf("%w: voter %d is not among the peers", ErrInvalid, v)
+		if v == 0 {
+			return nil, fmt.Errorf("%w: voter 0", ErrInvalid)
 		}
 	}
 	return peers, nil
@@ -340,8 +340,12 @@ func (g *group) bootstrap(cfg GroupConfig) {
 	var hs *pb.HardState
 	if !cfg.Join {
 		for _, p := range cfg.Peers {
-			if len(cfg.Voters) == 0 || slices.Contains(cfg.Voters, p.Replica) {
-				cs.Voters = append(cs.Voters, uint64(p.Replica))
+			cs.Voters = append(cs.Voters, uint64(p.Replica))
+		}
+		if len(cfg.Voters) > 0 {
+			cs.Voters = cs.Voters[:0]
+			for _, v := range cfg.Voters {
+				cs.Voters = append(cs.Voters, uint64(v))
 			}
 		}
 		slices.Sort(cs.Voters)

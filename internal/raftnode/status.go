@@ -61,6 +61,9 @@ type GroupStatus struct {
 	FirstIndex, LastIndex uint64
 	// Quiesced: the group is idle and not ticking.
 	Quiesced bool
+	// Joint: the configuration this replica applied last is a joint one
+	// (a membership change under way, raft's C_old,new).
+	Joint bool
 	// Fenced, if not nil, is why the replica takes no part in its group
 	// (wraps ErrIdentity or ErrCorrupt, or is an Apply/Restore error).
 	Fenced error
@@ -77,6 +80,9 @@ type ReplicaStatus struct {
 	// Active: heard from within the last election timeout.
 	Active  bool
 	Learner bool
+	// Joining: a voter of the joint configuration's incoming half only
+	// (being promoted in place of another; Joint).
+	Joining bool
 }
 
 // raftLogger sends raft's notable log lines to Config.Logf; debug lines

@@ -382,19 +382,26 @@ func (c *Cluster) clusterInfo(k streamKey) *jetstream.ClusterInfo {
 		since := time.Unix(0, r.since.Load()).UTC()
 		ci.LeaderSince = &since
 	}
-	ci.Replicas = c.peerInfos(st)
+	ci.Replicas = c.peerInfos(st, sa.Replicas)
 	return ci
 }
 
 // peerInfos returns the replicas other than this server's of a group
-// whose status st is, as nats-server's PeerInfo shows them.
-func (c *Cluster) peerInfos(st raftnode.GroupStatus) []*jetstream.PeerInfo {
+// whose status st is, as nats-server's PeerInfo shows them; with
+// assigned, only the replicas the assignment names (a replica being
+// replaced is not shown beside its replacement).
+func (c *Cluster) peerInfos(st raftnode.GroupStatus, assigned []meta.Replica) []*jetstream.PeerInfo {
 	var out []*jetstream.PeerInfo
 	for _, rs := range st.Replicas {
 		if rs.Server == c.name {
 			continue
 		}
-		pi := &jetstream.PeerInfo{Name: string(rs.Server), Current: rs.Match >= st.Commit, Peer: peerHash(rs.Server)}
+		if assigned != nil && !slices.ContainsFunc(assigned, func(r meta.Replica) bool { return r.ID == rs.Replica }) {
+			continue
+		}
+		// A replica being added (a learner, or the incoming half of a
+		// joint configuration) is not current yet, however close it is.
+		pi := &jetstream.PeerInfo{Name: string(rs.Server), Current: rs.Match >= st.Commit && !rs.Learner && !rs.Joining, Peer: peerHash(rs.Server)}
 		if rs.Match < st.Commit {
 			pi.Lag = st.Commit - rs.Match
 		}

@@ -1,0 +1,163 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairnmq/cairn/internal/server"
+)
+
+// sentMsg is a message the test published and was acknowledged.
+type sentMsg struct {
+	subject string
+	hdr     nats.Header
+	data    []byte
+}
+
+// publishAcked publishes message n through js until it is acknowledged
+// (retrying: an election may be under way) and records it in sent by
+// its sequence.
+func publishAcked(t *testing.T, js jetstream.JetStream, sent map[uint64]sentMsg, n int) {
+	t.Helper()
+	m := &nats.Msg{Subject: fmt.Sprintf("orders.%d", n%7), Header: nats.Header{}, Data: bytes.Repeat([]byte{byte(n)}, 10+n%300)}
+	m.Header.Set("Nats-Msg-Id", fmt.Sprintf("id-%d", n))
+	if n%3 == 0 {
+		m.Header.Set("X-Order", fmt.Sprint(n))
+	}
+	eventually(t, fmt.Sprintf("publish %d", n), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		ack, err := js.PublishMsg(ctx, m)
+		if err != nil {
+			return err
+		}
+		sent[ack.Sequence] = sentMsg{subject: m.Subject, hdr: m.Header, data: m.Data}
+		return nil
+	})
+}
+
+// checkAll requires the stream, read through js, to hold exactly the
+// messages of sent, byte for byte, at their sequences.
+func checkAll(t *testing.T, js jetstream.JetStream, sent map[uint64]sentMsg) {
+	t.Helper()
+	var s jetstream.Stream
+	eventually(t, "stream info", func() error {
+		var err error
+		s, err = js.Stream(tctx(t), "ORDERS")
+		if err == nil && s.CachedInfo().State.Msgs != uint64(len(sent)) {
+			err = fmt.Errorf("%d messages, want %d", s.CachedInfo().State.Msgs, len(sent))
+		}
+		return err
+	})
+	for seq, want := range sent {
+		var got *jetstream.RawStreamMsg
+		eventually(t, fmt.Sprintf("get %d", seq), func() error {
+			var err error
+			got, err = s.GetMsg(tctx(t), seq)
+			return err
+		})
+		if got.Subject != want.subject || !bytes.Equal(got.Data, want.data) || got.Header.Get("Nats-Msg-Id") != want.hdr.Get("Nats-Msg-Id") ||
+			got.Header.Get("X-Order") != want.hdr.Get("X-Order") {
+			t.Fatalf("message %d: %s %q differs from what was published (%s)", seq, got.Subject, got.Header, want.subject)
+		}
+	}
+}
+
+// A follower whose store directory is wiped comes back under a new store
+// identity: its old replica is not allowed back (raftnode fences it),
+// the meta leader replaces it by a new replica on the same server, which
+// the stream's leader adds as a learner, catches up by a stream snapshot
+// (every message byte-identical, deleted ones left out) and promotes in
+// place of the old one. It then carries acknowledged writes: with the
+// other follower down, the leader and it acknowledge more; with the
+// leader killed and the other follower back, no acknowledged message is
+// lost.
+func TestJetStreamClusterWipedFollowerCatchesUp(t *testing.T) {
+	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { o.RaftRetain = 8 })
+	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "create ORDERS", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js0.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 150; n++ {
+		publishAcked(t, js0, sent, n)
+	}
+	s, err := js0.Stream(tctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []uint64{7, 8, 50, 149} {
+		if err := s.DeleteMsg(tctx(t), seq); err != nil {
+			t.Fatal(err)
+		}
+		delete(sent, seq)
+	}
+	leader := leaderIndex(servers, s.CachedInfo().Cluster.Leader)
+	wiped, other := (leader+1)%3, (leader+2)%3
+	if leader < 0 {
+		t.Fatalf("leader %q", s.CachedInfo().Cluster.Leader)
+	}
+	servers[wiped].Shutdown()
+	if err := os.RemoveAll(opts[wiped].StoreDir); err != nil {
+		t.Fatal(err)
+	}
+	jsL, err := jetstream.New(connect(t, servers[leader].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 151; n <= 200; n++ {
+		publishAcked(t, jsL, sent, n)
+	}
+	servers[wiped] = restartServer(t, opts[wiped])
+	eventually(t, "the wiped server's new replica current", func() error {
+		s, err := jsL.Stream(tctx(t), "ORDERS")
+		if err != nil {
+			return err
+		}
+		ci := s.CachedInfo().Cluster
+		for _, p := range ci.Replicas {
+			if p.Name == servers[wiped].Name() && p.Current && !p.Offline {
+				return nil
+			}
+		}
+		return fmt.Errorf("cluster %+v", ci)
+	})
+	// With the other follower down, a publish needs the new replica's
+	// vote: it succeeds once the replica is promoted.
+	servers[other].Shutdown()
+	for n := 201; n <= 230; n++ {
+		publishAcked(t, jsL, sent, n)
+	}
+	servers[leader].Shutdown()
+	servers[other] = restartServer(t, opts[other])
+	jsW, err := jetstream.New(connect(t, servers[wiped].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 231; n <= 240; n++ {
+		publishAcked(t, jsW, sent, n)
+	}
+	checkAll(t, jsW, sent)
+	// The deleted messages stay deleted.
+	s, err = jsW.Stream(tctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetMsg(tctx(t), 50); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Fatalf("deleted message 50: %v", err)
+	}
+}
