@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,4 +161,91 @@ func TestJetStreamClusterWipedFollowerCatchesUp(t *testing.T) {
 	if _, err := s.GetMsg(tctx(t), 50); !errors.Is(err, jetstream.ErrMsgNotFound) {
 		t.Fatalf("deleted message 50: %v", err)
 	}
+}
+
+// nats stream cluster peer-remove of a follower in a cluster of four:
+// the replica moves to the fourth server (a new replica there, added as a
+// learner and caught up by a stream snapshot, promoted while the removed
+// one goes), stream info shows it pending while it catches up and then
+// current, and it then carries acknowledged writes: with the other
+// follower down the leader and it acknowledge more, and with the leader
+// killed and that follower back, every acknowledged message is served.
+func TestJetStreamClusterPeerRemoveMovesReplica(t *testing.T) {
+	servers, opts := jsClusterMod(t, 4, func(_ int, o *server.Options) { o.RaftRetain = 8 })
+	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "create ORDERS", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js0.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 100; n++ {
+		publishAcked(t, js0, sent, n)
+	}
+	s, err := js0.Stream(tctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci := s.CachedInfo().Cluster
+	leader := leaderIndex(servers, ci.Leader)
+	placed := map[string]bool{ci.Leader: true}
+	for _, p := range ci.Replicas {
+		placed[p.Name] = true
+	}
+	removed, spare := -1, -1
+	for i, srv := range servers {
+		switch {
+		case !placed[srv.Name()]:
+			spare = i
+		case i != leader && removed < 0:
+			removed = i
+		}
+	}
+	if leader < 0 || removed < 0 || spare < 0 {
+		t.Fatalf("cluster %+v", ci)
+	}
+	out, errOut := runCLI(t, servers[leader].ClientURL(), "stream", "cluster", "peer-remove", "ORDERS", servers[removed].Name(), "-f")
+	if !strings.Contains(out+errOut, "Removing") && !strings.Contains(out+errOut, "removed") {
+		t.Logf("nats stream cluster peer-remove:\n%s\n%s", out, errOut)
+	}
+	for n := 101; n <= 120; n++ {
+		publishAcked(t, js0, sent, n)
+	}
+	eventually(t, "the replica moved and current", func() error {
+		s, err := js0.Stream(tctx(t), "ORDERS")
+		if err != nil {
+			return err
+		}
+		ci := s.CachedInfo().Cluster
+		names := map[string]bool{ci.Leader: true}
+		current := false
+		for _, p := range ci.Replicas {
+			names[p.Name] = true
+			current = current || p.Name == servers[spare].Name() && p.Current && !p.Pending
+		}
+		if names[servers[removed].Name()] || !current || len(ci.Replicas) != 2 {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		return nil
+	})
+	other := 6 - leader - removed - spare // the follower that stays
+	jsL, err := jetstream.New(connect(t, servers[leader].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers[other].Shutdown()
+	for n := 121; n <= 140; n++ {
+		publishAcked(t, jsL, sent, n)
+	}
+	servers[leader].Shutdown()
+	servers[other] = restartServer(t, opts[other])
+	jsS, err := jetstream.New(connect(t, servers[spare].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, jsS, sent)
 }

@@ -392,6 +392,12 @@ func (c *Cluster) clusterInfo(k streamKey) *jetstream.ClusterInfo {
 // replaced is not shown beside its replacement).
 func (c *Cluster) peerInfos(st raftnode.GroupStatus, assigned []meta.Replica) []*jetstream.PeerInfo {
 	var out []*jetstream.PeerInfo
+	for _, r := range assigned {
+		// Assigned, not in the group yet (it is about to be added).
+		if r.Server != c.name && len(st.Replicas) > 0 && !slices.ContainsFunc(st.Replicas, func(rs raftnode.ReplicaStatus) bool { return rs.Replica == r.ID }) {
+			out = append(out, &jetstream.PeerInfo{Name: string(r.Server), Peer: peerHash(r.Server), Pending: true})
+		}
+	}
 	for _, rs := range st.Replicas {
 		if rs.Server == c.name {
 			continue
@@ -401,7 +407,8 @@ func (c *Cluster) peerInfos(st raftnode.GroupStatus, assigned []meta.Replica) []
 		}
 		// A replica being added (a learner, or the incoming half of a
 		// joint configuration) is not current yet, however close it is.
-		pi := &jetstream.PeerInfo{Name: string(rs.Server), Current: rs.Match >= st.Commit && !rs.Learner && !rs.Joining, Peer: peerHash(rs.Server)}
+		adding := rs.Learner || rs.Joining
+		pi := &jetstream.PeerInfo{Name: string(rs.Server), Current: rs.Match >= st.Commit && !adding, Peer: peerHash(rs.Server), Pending: adding}
 		if rs.Match < st.Commit {
 			pi.Lag = st.Commit - rs.Match
 		}
