@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -248,4 +249,138 @@ func TestJetStreamClusterPeerRemoveMovesReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAll(t, jsS, sent)
+}
+
+// streamCluster returns the stream's cluster info through js.
+func streamCluster(t *testing.T, js jetstream.JetStream) *jetstream.ClusterInfo {
+	t.Helper()
+	s, err := js.Stream(tctx(t), "ORDERS")
+	if err != nil {
+		return nil
+	}
+	return s.CachedInfo().Cluster
+}
+
+// waitReplicas waits until the stream has a leader and exactly n-1 other
+// replicas, every one current (none pending), and returns their names,
+// the leader first.
+func waitReplicas(t *testing.T, js jetstream.JetStream, n int) []string {
+	t.Helper()
+	var names []string
+	eventually(t, fmt.Sprintf("%d current replicas", n), func() error {
+		ci := streamCluster(t, js)
+		if ci == nil || ci.Leader == "" || len(ci.Replicas) != n-1 {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		names = []string{ci.Leader}
+		for _, p := range ci.Replicas {
+			if !p.Current || p.Pending || p.Offline {
+				return fmt.Errorf("replica %+v", p)
+			}
+			names = append(names, p.Name)
+		}
+		return nil
+	})
+	return names
+}
+
+// num_replicas 3 -> 5 -> 3 by stream update (nats stream edit), with data
+// present: the two new servers' replicas are added as learners, caught up
+// by stream snapshots and promoted; scaled down, the two replicas that
+// leave are removed (the leader kept) and stop. Between the steps every
+// acknowledged message stays, and after the scale-up the original
+// servers can be stopped: the new replicas hold everything. One replica
+// to more, and back, are refused (10061; not built).
+func TestJetStreamClusterScaleByUpdate(t *testing.T) {
+	servers, opts := jsClusterMod(t, 5, func(_ int, o *server.Options) { o.RaftRetain = 8 })
+	nc := make([]*nats.Conn, 5)
+	js := make([]jetstream.JetStream, 5)
+	for i, s := range servers {
+		nc[i] = connect(t, s.ClientURL())
+		var err error
+		if js[i], err = jetstream.New(nc[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}
+	eventually(t, "create ORDERS", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js[0].CreateStream(ctx, cfg)
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 100; n++ {
+		publishAcked(t, js[0], sent, n)
+	}
+	three := waitReplicas(t, js[0], 3)
+	via := js[0]
+	update := func(r int) error {
+		c := cfg
+		c.Replicas = r
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := via.UpdateStream(ctx, c)
+		return err
+	}
+	eventually(t, "scale to 5", func() error { return update(5) })
+	for n := 101; n <= 120; n++ {
+		publishAcked(t, js[0], sent, n)
+	}
+	five := waitReplicas(t, js[0], 5)
+	// The original servers but the leader stop: the leader and the two
+	// new replicas are a majority of five holding everything.
+	idx := func(name string) int { return leaderIndex(servers, name) }
+	var stopped []int
+	for _, n := range three[1:] {
+		stopped = append(stopped, idx(n))
+		servers[idx(n)].Shutdown()
+	}
+	live := idx(five[0])
+	for i := range servers {
+		if !slices.Contains(stopped, i) && i != idx(three[0]) {
+			live = i
+		}
+	}
+	for n := 121; n <= 130; n++ {
+		publishAcked(t, js[live], sent, n)
+	}
+	checkAll(t, js[live], sent)
+	for _, i := range stopped {
+		servers[i] = restartServer(t, opts[i])
+	}
+	via = js[live]
+	eventually(t, "scale back to 3", func() error { return update(3) })
+	after := waitReplicas(t, js[live], 3)
+	for n := 131; n <= 140; n++ {
+		publishAcked(t, js[live], sent, n)
+	}
+	checkAll(t, js[live], sent)
+	t.Logf("replicas: %v, then %v, then %v", three, five, after)
+	// The leader's replica removed (peer-remove): it hands its leadership
+	// over before it leaves, and a spare server takes its place.
+	if r := stepDownRequest(t, nc[live], "$JS.API.STREAM.PEER.REMOVE.ORDERS", fmt.Sprintf(`{"peer":%q}`, after[0])); !r.Success {
+		t.Fatalf("peer-remove of the leader: %+v", r.Error)
+	}
+	eventually(t, "the leader's replica moved", func() error {
+		ci := streamCluster(t, js[live])
+		if ci == nil || ci.Leader == "" || ci.Leader == after[0] || len(ci.Replicas) != 2 {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		for _, p := range ci.Replicas {
+			if p.Name == after[0] || !p.Current {
+				return fmt.Errorf("cluster %+v", ci)
+			}
+		}
+		return nil
+	})
+	for n := 141; n <= 150; n++ {
+		publishAcked(t, js[live], sent, n)
+	}
+	checkAll(t, js[live], sent)
+	// Refused: to one replica, and (another stream) from one.
+	var apiErr *jetstream.APIError
+	if err := update(1); !errors.As(err, &apiErr) || apiErr.ErrorCode != 10061 {
+		t.Fatalf("scale to 1: %v", err)
+	}
 }

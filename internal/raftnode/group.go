@@ -900,6 +900,9 @@ func (g *group) publish() {
 		Leader: ReplicaID(bs.Lead), Commit: bs.GetCommit(), Applied: g.smApplied,
 		FirstIndex: first, LastIndex: last, Quiesced: g.quiet, Joint: len(cs.GetVotersOutgoing()) > 0,
 	}
+	for _, ids := range [][]uint64{cs.GetVoters(), cs.GetVotersOutgoing(), cs.GetLearners(), cs.GetLearnersNext()} {
+		s.Member = s.Member || slices.Contains(ids, uint64(g.replica))
+	}
 	if bs.RaftState == raft.StateLeader {
 		g.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
 			s.Replicas = append(s.Replicas, ReplicaStatus{

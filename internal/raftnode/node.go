@@ -554,7 +554,10 @@ func (n *Node) Groups() []GroupID {
 // messages are queued for their groups' next round; messages for unknown
 // groups, other replicas (an old replica ID) or fenced replicas are
 // dropped, as are messages beyond a group's MaxInbox or MaxInboxBytes and
-// messages from a replica the group places on another server. Errors: ErrBadFrame
+// messages from a replica the group places on another server; a
+// replica the group places nowhere is placed on from (a member that left
+// the peer list but still speaks for the group, such as a leader leaving
+// it: its followers must be able to answer). Errors: ErrBadFrame
 // (nothing taken), ErrStopped.
 func (n *Node) Receive(from ServerID, frame []byte) error {
 	n.mu.RLock()
@@ -579,8 +582,16 @@ func (n *Node) Receive(from ServerID, frame []byte) error {
 		g.mu.Lock()
 		ok := g.mu.fenced == nil && !g.mu.removed && len(g.mu.inbox) < n.cfg.MaxInbox &&
 			(g.mu.inboxBytes+len(msg) <= n.cfg.MaxInboxBytes || len(g.mu.inbox) == 0) // one larger message (a snapshot) alone
-		if s := g.mu.peers[ReplicaID(in.m.GetFrom())]; in.m != nil && s != "" && s != from {
-			ok = false // a replica of another server: misrouted or forged
+		if in.m != nil && in.m.GetFrom() != 0 {
+			switch s := g.mu.peers[ReplicaID(in.m.GetFrom())]; {
+			case s != "" && s != from:
+				ok = false // a replica of another server: misrouted or forged
+			case s == "" && ok:
+				// A replica no peer list named: a member leaving the group
+				// (the assignment no longer has it, but it may lead until
+				// it is removed). Answers go back where it spoke from.
+				g.mu.peers[ReplicaID(in.m.GetFrom())] = from
+			}
 		}
 		if ok {
 			g.mu.inbox = append(g.mu.inbox, in)

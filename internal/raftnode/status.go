@@ -64,6 +64,10 @@ type GroupStatus struct {
 	// Joint: the configuration this replica applied last is a joint one
 	// (a membership change under way, raft's C_old,new).
 	Joint bool
+	// Member: this replica is in the configuration it applied last (a
+	// voter of either half, or a learner); false once it applied its own
+	// removal.
+	Member bool
 	// Fenced, if not nil, is why the replica takes no part in its group
 	// (wraps ErrIdentity or ErrCorrupt, or is an Apply/Restore error).
 	Fenced error

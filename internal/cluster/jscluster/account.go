@@ -429,7 +429,7 @@ func groupName(sa meta.StreamAssignment) string {
 	if cfg.Storage == stream.MemoryStorage {
 		st = "M"
 	}
-	return fmt.Sprintf("S-R%d%s-%d", len(sa.Replicas), st, sa.Group)
+	return fmt.Sprintf("S-R%d%s-%d", initialReplicas(sa), st, sa.Group) // named at creation, as nats-server keeps a group's name through a scale
 }
 
 // peerHash is a server's peer ID as nats-server v2.15.2 shows it: 8

@@ -279,6 +279,7 @@ func (c *Cluster) run() {
 			c.catalogue()
 			c.replaceStale()
 			c.reconcileMemberships()
+			c.retireReplicas()
 			c.checkpointConsumers()
 			if time.Since(lastCheckpoint) >= metaCheckpointEvery {
 				lastCheckpoint = time.Now()

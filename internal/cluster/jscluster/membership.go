@@ -158,6 +158,10 @@ func (c *Cluster) reconcileMembership(k streamKey, r *replica) {
 			extraVoters = append(extraVoters, rs.Replica)
 		}
 	}
+	// The leader's own replica, if it leaves, goes last (handOver).
+	slices.SortStableFunc(extraVoters, func(a, b raftnode.ReplicaID) int {
+		return cmpBool(a == st.Replica, b == st.Replica)
+	})
 	for _, x := range r.sa.Replicas {
 		if _, ok := have[x.ID]; !ok {
 			changes = []raftnode.Change{{Kind: raftnode.AddLearner, Replica: x.ID}}
@@ -207,6 +211,62 @@ func (c *Cluster) reconcileMembership(k streamKey, r *replica) {
 	}
 	r.changing = p
 	c.cfg.Infof("JetStream cluster: stream '%s > %s' group %d: membership change %v", k.account, k.name, r.sa.Group, describe(changes))
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// retireAfter is how long a leaving replica that knows no leader waits
+// before it stops (its group removed it without it learning so: a
+// removed follower is sent nothing more).
+const retireAfter = 10 * time.Second
+
+// retireReplicas stops this server's replicas that left their stream's
+// assignment (a scale-down, a peer removal) once their group no longer
+// has them: they applied their removal, are fenced, or have known no
+// leader for retireAfter.
+func (c *Cluster) retireReplicas() {
+	c.mu.Lock()
+	var keys []streamKey
+	for k, r := range c.replicas {
+		if r.log != nil && r.mine() == 0 {
+			keys = append(keys, k)
+		}
+	}
+	c.mu.Unlock()
+	for _, k := range keys {
+		r := c.replicaOf(k)
+		if r == nil {
+			continue
+		}
+		st, err := c.node.Status(r.sa.Group)
+		retire := err != nil || st.Fenced != nil || !st.Member
+		if !retire && st.Leader == 0 {
+			if r.leaderless.IsZero() {
+				r.leaderless = time.Now()
+			}
+			retire = time.Since(r.leaderless) >= retireAfter
+		} else {
+			r.leaderless = time.Time{}
+		}
+		if retire {
+			c.cfg.Infof("JetStream cluster: stream '%s > %s': this server's replica left the group", k.account, k.name)
+			c.mu.Lock()
+			acc := c.accounts[k.account]
+			c.mu.Unlock()
+			if acc != nil && c.replicaOf(k) == r {
+				c.stopReplica(acc, k, r)
+			}
+		}
+	}
 }
 
 // handOver transfers the leadership of stream k's group, which must lose

@@ -38,8 +38,10 @@ type leadState struct {
 	leads atomic.Bool
 	since atomic.Int64
 	// changing is the membership change this server, leading the group,
-	// proposed last (membership.go); the run goroutine's.
-	changing *raftnode.Proposal
+	// proposed last (membership.go); leaderless is since when a leaving
+	// replica has known no leader (retireReplicas); the run goroutine's.
+	changing   *raftnode.Proposal
+	leaderless time.Time
 }
 
 // apply makes this server's replicas follow one applied meta operation.
@@ -135,7 +137,7 @@ func (c *Cluster) assignment(k streamKey) (sa meta.StreamAssignment, mine meta.R
 // reconcile starts, keeps or stops this server's replica of stream k to
 // match the meta group's assignment.
 func (c *Cluster) reconcile(k streamKey) {
-	sa, mine, _, here := c.assignment(k)
+	sa, mine, assigned, here := c.assignment(k)
 	c.mu.Lock()
 	cur := c.replicas[k]
 	acc := c.accounts[k.account]
@@ -144,6 +146,12 @@ func (c *Cluster) reconcile(k streamKey) {
 	switch {
 	case !ready:
 		return // the account has no JetStream here (yet): AddAccount reconciles
+	case cur != nil && !here && assigned && cur.log != nil && cur.sa.Group == sa.Group && c.member(cur):
+		// Leaving: it runs, and may lead, until its group removed it
+		// (retireReplicas).
+		if !sameServers(cur.sa.Replicas, sa.Replicas) {
+			c.keepReplica(k, cur, sa)
+		}
 	case cur != nil && here && cur.sa.Group == sa.Group && cur.mine() == mine.ID && len(cur.sa.Replicas) > 1 && len(sa.Replicas) > 1:
 		if !sameServers(cur.sa.Replicas, sa.Replicas) {
 			c.keepReplica(k, cur, sa) // another replica moved: this one stays
@@ -181,6 +189,13 @@ func (r *replica) mine() raftnode.ReplicaID {
 		}
 	}
 	return 0
+}
+
+// member reports whether replica r is still in its group's configuration
+// as it last applied it (and not fenced).
+func (c *Cluster) member(r *replica) bool {
+	st, err := c.node.Status(r.sa.Group)
+	return err == nil && st.Fenced == nil && st.Member
 }
 
 // keepReplica publishes a copy of replica cur with the assignment sa,
