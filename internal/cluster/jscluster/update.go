@@ -174,9 +174,11 @@ func (c *Cluster) readMeta() error {
 // 10055 for a changed mirror); the source filters (10069, as on one
 // server); subjects overlapping another stream of the account (10065);
 // consumer limits an assigned consumer exceeds (10069 "change to limits
-// violates consumers: ..."). A change the cluster cannot carry out yet is
-// refused where nats-server would start it: a changed num_replicas (a
-// scale) with 10061 "Replicas configuration can not be updated", a
+// violates consumers: ..."). A changed num_replicas scales the stream
+// (scaleServers: 10005 when too few servers are eligible;
+// docs/clustering.md, "Scaling"), but between one replica and more, or up
+// for a memory stream, which are refused where nats-server would start
+// them with 10061 "Replicas configuration can not be updated", as is a
 // changed placement (a move) with 10069 "stream placement can not be
 // changed" (docs/compatibility.md). Then the UpdateStream is proposed
 // (10008 when the meta group cannot decide; apply's 10059 and 10065). The
