@@ -195,3 +195,47 @@ func TestWALSnapAbort(t *testing.T) {
 		t.Fatalf("recovered %+v, last %d", rec, lastIndexOf(w, 1))
 	}
 }
+
+// A replica bootstrapped late starts from the group's initial voters
+// (GroupConfig.Voters), not from every peer it is told of; and a message
+// from a replica no peer list names teaches the group its server, so it
+// can be answered (a leader that left the assignment but still leads).
+func TestBootstrapVotersAndLearnedPeers(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	// Group 1's voters are replicas 1 and 2; replica 3 is named as a peer
+	// but bootstraps with the same two voters, so it is not one.
+	for i, tn := range c.nodes {
+		sm := newHashSM(tn.fs, "sm", 1)
+		tn.sms[1] = sm
+		if err := tn.n.AddGroup(GroupConfig{ID: 1, Replica: ReplicaID(i + 1), Incarnation: tn.n.Incarnation(), Peers: c.peers(0),
+			Voters: []ReplicaID{1, 2}}, sm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.elect(0, 1)
+	st := c.status(0, 1)
+	if len(st.Replicas) != 2 {
+		t.Fatalf("the leader's configuration: %+v", st.Replicas)
+	}
+	// Node 1 forgets where replica 1 lives; the leader's next message
+	// teaches it, and the group goes on.
+	if err := c.nodes[1].n.SetPeers(1, []Peer{{Replica: 2, Server: "s2"}}); err != nil {
+		t.Fatal(err)
+	}
+	p := c.propose(0, 1, "x")
+	c.tick(3)
+	select {
+	case <-p.Done():
+	default:
+		t.Fatal("the proposal did not commit: the follower could not answer the leader")
+	}
+	if _, err := p.Result(); err != nil {
+		t.Fatalf("proposal with a peer learned from its messages: %v", err)
+	}
+	if st := c.status(1, 1); !st.Member || st.Applied < 2 {
+		t.Fatalf("follower %+v", st)
+	}
+	if st := c.status(2, 1); st.Member {
+		t.Fatalf("replica 3 thinks it is a member: %+v", st)
+	}
+}
