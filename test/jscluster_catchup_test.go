@@ -384,3 +384,76 @@ func TestJetStreamClusterScaleByUpdate(t *testing.T) {
 		t.Fatalf("scale to 1: %v", err)
 	}
 }
+
+// A stream of one replica with data scales to three (nats stream edit
+// --replicas 3): its server's store becomes the first replica of a new
+// group, the two new replicas are caught up by stream snapshots and
+// promoted; killed, the original server leaves every acknowledged message
+// served by the other two, deleted ones still deleted and the duplicate
+// window kept. Back to one replica is refused (10061, not built).
+func TestJetStreamClusterScaleUpFromOne(t *testing.T) {
+	servers, _ := jsClusterMod(t, 3, func(_ int, o *server.Options) { o.RaftRetain = 8 })
+	js := make([]jetstream.JetStream, 3)
+	for i, s := range servers {
+		var err error
+		if js[i], err = jetstream.New(connect(t, s.ClientURL())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 1, Duplicates: time.Hour}
+	eventually(t, "create ORDERS", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js[0].CreateStream(ctx, cfg)
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 100; n++ {
+		publishAcked(t, js[0], sent, n)
+	}
+	s, err := js[0].Stream(tctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []uint64{3, 40, 41} {
+		if err := s.DeleteMsg(tctx(t), seq); err != nil {
+			t.Fatal(err)
+		}
+		delete(sent, seq)
+	}
+	home := leaderIndex(servers, s.CachedInfo().Cluster.Leader)
+	other := (home + 1) % 3
+	cfg.Replicas = 3
+	eventually(t, "scale to 3", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := js[other].UpdateStream(ctx, cfg)
+		return err
+	})
+	waitReplicas(t, js[other], 3)
+	for n := 101; n <= 110; n++ {
+		publishAcked(t, js[other], sent, n)
+	}
+	servers[home].Shutdown()
+	for n := 111; n <= 120; n++ {
+		publishAcked(t, js[other], sent, n)
+	}
+	checkAll(t, js[other], sent)
+	// The duplicate window came along: a retried publish of message 50
+	// is a duplicate.
+	m := &nats.Msg{Subject: "orders.1", Header: nats.Header{"Nats-Msg-Id": []string{"id-50"}}, Data: []byte("again")}
+	var ack *jetstream.PubAck
+	eventually(t, "republish 50", func() error {
+		var err error
+		ack, err = js[other].PublishMsg(tctx(t), m)
+		return err
+	})
+	if !ack.Duplicate {
+		t.Fatalf("message 50 published again: %+v", ack)
+	}
+	cfg.Replicas = 1
+	var apiErr *jetstream.APIError
+	if _, err := js[other].UpdateStream(tctx(t), cfg); !errors.As(err, &apiErr) || apiErr.ErrorCode != 10061 {
+		t.Fatalf("scale to 1: %v", err)
+	}
+}

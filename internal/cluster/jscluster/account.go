@@ -429,7 +429,14 @@ func groupName(sa meta.StreamAssignment) string {
 	if cfg.Storage == stream.MemoryStorage {
 		st = "M"
 	}
-	return fmt.Sprintf("S-R%d%s-%d", initialReplicas(sa), st, sa.Group) // named at creation, as nats-server keeps a group's name through a scale
+	// Named by the replicas it was created with, as nats-server keeps a
+	// group's name through a scale; a stream of one replica has no group
+	// (nats-server renames it when it scales up from one).
+	n := initialReplicas(sa)
+	if n == 1 {
+		n = uint64(len(sa.Replicas))
+	}
+	return fmt.Sprintf("S-R%d%s-%d", n, st, sa.Group)
 }
 
 // peerHash is a server's peer ID as nats-server v2.15.2 shows it: 8

@@ -152,6 +152,8 @@ func (c *Cluster) reconcile(k streamKey) {
 		if !sameServers(cur.sa.Replicas, sa.Replicas) {
 			c.keepReplica(k, cur, sa)
 		}
+	case cur != nil && here && cur.sa.Group == sa.Group && cur.mine() == mine.ID && len(cur.sa.Replicas) == 1 && len(sa.Replicas) > 1 && cur.log == nil:
+		c.scaleUpFromOne(acc, k, cur, sa, mine)
 	case cur != nil && here && cur.sa.Group == sa.Group && cur.mine() == mine.ID && len(cur.sa.Replicas) > 1 && len(sa.Replicas) > 1:
 		if !sameServers(cur.sa.Replicas, sa.Replicas) {
 			c.keepReplica(k, cur, sa) // another replica moved: this one stays
@@ -311,6 +313,41 @@ func (c *Cluster) startReplica(acc *account, k streamKey, sa meta.StreamAssignme
 	if err := c.node.AddGroup(groupConfig(sa, mine), r.log.StateMachine()); err != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: its group %d cannot start here: %v", k.account, k.name, sa.Group, err)
 	}
+}
+
+// scaleUpFromOne makes this server's stream of one replica, cur, the
+// first replica of the group its new assignment sa gives it
+// (docs/clustering.md, "Scaling"): the stream stops with its files kept
+// (jetstream.JetStream.DetachStream), its store becomes the replica's
+// (streamckpt.Adopt: a checkpoint at the group's base index with the
+// stream's state), and the replica starts from it, bootstrapping the
+// group alone; its leader then adds the new servers' replicas as learners.
+// A failure leaves the stream stopped and is reported: its files are not
+// touched further.
+func (c *Cluster) scaleUpFromOne(acc *account, k streamKey, cur *replica, sa meta.StreamAssignment, mine meta.Replica) {
+	var cfg stream.Config
+	if err := json.Unmarshal(sa.Config, &cfg); err != nil || cfg.Storage != stream.FileStorage {
+		c.stopReplica(acc, k, cur)
+		c.startReplica(acc, k, sa, mine)
+		return
+	}
+	c.mu.Lock()
+	delete(c.replicas, k)
+	c.mu.Unlock()
+	c.stopStreamConsumers(k)
+	state, jerr := acc.js.DetachStream(k.name)
+	if jerr != nil {
+		c.cfg.Logf("jscluster: stream %s > %s: scaling up from one replica, it could not be stopped: %v", k.account, k.name, jerr)
+		return
+	}
+	dir := acc.js.StreamDir(k.name)
+	err := streamckpt.Adopt(streamckpt.Config{Dir: dir, Store: acc.js.FileStoreConfig(dir), Node: c.node, Group: sa.Group, Replica: mine.ID, Logf: c.cfg.Logf}, state)
+	if err != nil {
+		c.cfg.Logf("jscluster: stream %s > %s: scaling up from one replica, its store cannot become the group's (left as it is): %v", k.account, k.name, err)
+		return
+	}
+	c.cfg.Infof("JetStream cluster: stream '%s > %s' scales up from one replica: this server's store starts its group", k.account, k.name)
+	c.startReplica(acc, k, sa, mine)
 }
 
 // startFileReplica starts this server's replica of a replicated file

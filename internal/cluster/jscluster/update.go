@@ -176,9 +176,9 @@ func (c *Cluster) readMeta() error {
 // consumer limits an assigned consumer exceeds (10069 "change to limits
 // violates consumers: ..."). A changed num_replicas scales the stream
 // (scaleServers: 10005 when too few servers are eligible;
-// docs/clustering.md, "Scaling"), but between one replica and more, or up
-// for a memory stream, which are refused where nats-server would start
-// them with 10061 "Replicas configuration can not be updated", as is a
+// docs/clustering.md, "Scaling"), but down to one replica, or up for a
+// memory stream, which are refused where nats-server would start them
+// with 10061 "Replicas configuration can not be updated", as is a
 // changed placement (a move) with 10069 "stream placement can not be
 // changed" (docs/compatibility.md). Then the UpdateStream is proposed
 // (10008 when the meta group cannot decide; apply's 10059 and 10065). The
@@ -258,11 +258,11 @@ func (a *account) checkUpdate(old, next *stream.Config) *jserr.Error {
 	if next.Placement != nil && !reflect.DeepEqual(old.Placement, next.Placement) {
 		return jserr.New(jserr.StreamUpdate, jserr.Sub("err", "stream placement can not be changed"))
 	}
-	if next.Replicas != old.Replicas && (old.Replicas <= 1 || next.Replicas <= 1 ||
+	if next.Replicas != old.Replicas && (next.Replicas <= 1 ||
 		next.Replicas > old.Replicas && next.Storage == stream.MemoryStorage) {
-		// Between one replica and more (a stream without a group and one
-		// with), and a memory stream's new replicas (no snapshots to catch
-		// them up), are not built: docs/clustering.md, "Scaling".
+		// Down to one replica (a replicated stream back to one without a
+		// group), and a memory stream's new replicas (no snapshots to
+		// catch them up), are not built: docs/clustering.md, "Scaling".
 		return jserr.New(jserr.StreamReplicasNotUpdatable)
 	}
 	return nil

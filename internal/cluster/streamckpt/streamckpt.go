@@ -560,3 +560,42 @@ func (r *Replica) Stop() error {
 	<-r.done
 	return r.Checkpoint()
 }
+
+// Adopt makes the store of a stream that ran with one replica the store
+// of this replica of its new group (a scale up from one replica;
+// docs/clustering.md, "Scaling"): with no checkpoint file in Config.Dir,
+// it opens the store, takes its position and writes the checkpoint of
+// index 1, the group's synthetic base, with state (the stream's own state
+// when it stopped: jetstream.JetStream.DetachStream), then closes the
+// store. Open then restarts the replica from it, and the group's log
+// goes on from index 2 (raftnode applies nothing at 1: the checkpoint
+// reflects it). Errors: a checkpoint file already there (ErrDamaged:
+// nothing is overwritten), the store's and the file system's.
+func Adopt(cfg Config, state []byte) error {
+	if cfg.Store.FS == nil {
+		cfg.Store.FS = vfs.OS()
+	}
+	ck, err := readFile(cfg.Store.FS, cfg.Dir)
+	switch {
+	case err != nil:
+		return err
+	case ck != nil:
+		return fmt.Errorf("%w: %s already holds a checkpoint", ErrDamaged, cfg.Dir)
+	}
+	scfg, err := stream.CheckpointConfig(state)
+	if err != nil {
+		return err
+	}
+	fcfg := cfg.Store
+	fcfg.RollbackMode = true
+	st, err := filestore.Open(fcfg, scfg.StoreConfig())
+	if err != nil {
+		return err
+	}
+	r := &Replica{cfg: cfg, fs: cfg.Store.FS}
+	err = r.write(1, st, state)
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
