@@ -343,7 +343,7 @@ func (c *Cluster) bootstrap() bool {
 	logged := false
 	for {
 		names, complete := c.host.ClusterMembers()
-		if rec, ok := c.joinOrBootstrap(names); complete && ok {
+		if rec, ok := c.joinOrBootstrap(names, complete); ok {
 			if err := c.cfg.FS.MkdirAll(dir); err != nil {
 				c.cfg.Logf("jscluster: record the meta group's voters: %v", err)
 				return false
@@ -367,16 +367,36 @@ func (c *Cluster) bootstrap() bool {
 	}
 }
 
-// joinOrBootstrap decides, once every route resolved, how this server
-// without a record enters the meta group: false while a member's
-// transport hello has not arrived yet. When a member's hello says the
-// cluster knows this server by another store incarnation, this server's
-// store was wiped or replaced: it joins (an empty replica of a new ID, to
-// be added by the meta leader) rather than bootstrap as its old self,
-// which would vote with an empty log (docs/clustering.md, "Replacing a
-// replica"). Otherwise every member is new and it bootstraps with them.
-func (c *Cluster) joinOrBootstrap(names []string) (votersFile, bool) {
+// joinOrBootstrap decides how this server, without a record, enters the
+// meta group (false: not yet). When a member's transport hello says that
+// the cluster knows this server by another store incarnation, this
+// server's store was wiped or replaced: it joins, as an empty replica of
+// a new ID to be added by the meta leader, rather than bootstrap as its
+// old self, which would vote with an empty log (docs/clustering.md,
+// "Replacing a replica"); the hello's catalogue names the members, so
+// this needs neither every route nor every hello. Otherwise it waits for
+// every route (complete) and every member's hello (its incarnation), and
+// bootstraps with them: every member is new.
+func (c *Cluster) joinOrBootstrap(names []string, complete bool) (votersFile, bool) {
 	self := c.node.Incarnation()
+	for _, n := range names {
+		known := c.tr.PeerKnown(raftnode.ServerID(n))
+		if k, ok := known[c.name]; !ok || k == self {
+			continue
+		}
+		rec := votersFile{Join: true, Incarnations: map[string]string{}}
+		for m, inc := range known {
+			rec.Voters = append(rec.Voters, string(m))
+			rec.Incarnations[string(m)] = inc.String()
+		}
+		rec.Incarnations[string(c.name)] = self.String()
+		slices.Sort(rec.Voters)
+		c.cfg.Infof("JetStream cluster: %s knows this server by another store: joining the meta group as a new replica", n)
+		return rec, true
+	}
+	if !complete {
+		return votersFile{}, false
+	}
 	rec := votersFile{Voters: names, Incarnations: map[string]string{string(c.name): self.String()}}
 	for _, n := range names {
 		if n == string(c.name) {
@@ -387,12 +407,6 @@ func (c *Cluster) joinOrBootstrap(names []string) (votersFile, bool) {
 			return rec, false
 		}
 		rec.Incarnations[n] = inc.String()
-		if k, ok := c.tr.PeerKnown(raftnode.ServerID(n))[c.name]; ok && k != self {
-			rec.Join = true
-		}
-	}
-	if rec.Join {
-		c.cfg.Infof("JetStream cluster: the cluster knows this server by another store: joining the meta group as a new replica")
 	}
 	return rec, true
 }
