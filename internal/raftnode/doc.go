@@ -37,7 +37,14 @@
 //     into the RawNode, takes its Ready, installs a received snapshot into
 //     the state machine (Restore is durable when it returns), and encodes
 //     the Ready's entries, HardState and snapshot metadata as WAL items and
-//     its messages as frame envelopes;
+//     its messages as frame envelopes. A state machine that restores in
+//     the background (BackgroundRestorer: a stream fetching the data its
+//     manifest names) has its Restore run on a goroutine: the group is
+//     parked with its Ready, neither written, sent nor advanced, and runs
+//     no round until Restore returns; the round after that writes and
+//     sends the Ready as usual. A Restore failing with ErrRestoreRetry
+//     writes a snapabort item and rebuilds raft from the durable log, as
+//     if the snapshot had never come;
 //  2. on the loop goroutine: writes one WAL record holding every group's
 //     items (not yet fsynced);
 //  3. if the round needs an fsync (step 4), sends the leaders' appends:
@@ -160,6 +167,10 @@
 //	             the install finished: it is completed from this item
 //	             (and written again as a snapshot item); otherwise it is
 //	             ignored and the old log stands.
+//	7 snapabort  index u64, term u64, conf state: the install begun by
+//	             the last snapbegin was abandoned (a background Restore
+//	             failed with ErrRestoreRetry: the state machine kept its
+//	             state); recovery forgets that snapbegin.
 //
 // A bootstrapped group's log starts after a synthetic base at index 1,
 // term 1 (a compact item with the initial voters, and a hardstate with

@@ -3,6 +3,7 @@ package raftnode
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -54,6 +55,7 @@ type group struct {
 	outOfSync    bool // a quiesce heartbeat said this replica lacks entries
 	lastLead     uint64
 	leaderTick   uint64
+	restoring    *restoreJob // a snapshot installing in the background: the group is parked
 
 	mu struct {
 		sync.Mutex
@@ -67,7 +69,20 @@ type group struct {
 		fenced     error
 		removed    bool
 		heard      map[ReplicaID]uint64 // the tick of the last message from each replica (contact.go)
+		// restoreDone and restoreErr: the background Restore of
+		// restoring returned (set by its goroutine).
+		restoreDone bool
+		restoreErr  error
 	}
+}
+
+// restoreJob is a snapshot whose Restore runs in the background
+// (BackgroundRestorer): the Ready that carried it waits, neither written
+// nor advanced, until Restore returns.
+type restoreJob struct {
+	rd      raft.Ready
+	stepped []*Proposal
+	meta    snapMeta
 }
 
 // inMsg is a received message (nil for a wake envelope) and its flags.
@@ -147,17 +162,32 @@ type storage struct {
 // group's round.
 func (s *storage) Snapshot() (*pb.Snapshot, error) {
 	g := s.g
-	data, err := g.sm.Snapshot()
+	index := g.smApplied
+	var data []byte
+	var err error
+	if si, ok := g.sm.(SnapshotIndexer); ok {
+		first, _ := s.FirstIndex()
+		low := max(first-1, g.confs[len(g.confs)-1].index)
+		index, data, err = si.SnapshotAt(low)
+		if err == nil && (index < low || index > g.smApplied) {
+			err = fmt.Errorf("a snapshot at %d, outside %d..%d", index, low, g.smApplied)
+		}
+		if errors.Is(err, ErrSnapshotPending) {
+			return nil, raft.ErrSnapshotTemporarilyUnavailable
+		}
+	} else {
+		data, err = g.sm.Snapshot()
+	}
 	if err != nil {
 		g.n.cfg.Logf("raftnode: group %d: snapshot: %v", g.id, err)
 		return nil, raft.ErrSnapshotTemporarilyUnavailable
 	}
-	term, err := s.Term(g.smApplied)
+	term, err := s.Term(index)
 	if err != nil {
 		return nil, raft.ErrSnapshotTemporarilyUnavailable
 	}
 	return &pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{
-		Index: new(g.smApplied), Term: new(term), ConfState: g.confAt(g.smApplied),
+		Index: new(index), Term: new(term), ConfState: g.confAt(index),
 	}}, nil
 }
 
@@ -243,6 +273,9 @@ func (g *group) contain() {
 func (g *group) prepare() {
 	defer g.contain()
 	g.out = roundOut{}
+	if g.restoring != nil && !g.resumeRestore() {
+		return
+	}
 	g.mu.Lock()
 	inbox, reqs := g.mu.inbox, g.mu.reqs
 	props, rest := g.mu.props, []*Proposal(nil)
@@ -510,10 +543,21 @@ func (g *group) ready(stepped []*Proposal) {
 	g.checkProposals(rd, stepped)
 	var it items
 	if !raft.IsEmptySnap(rd.Snapshot) {
+		if bg, ok := g.sm.(BackgroundRestorer); ok && bg.RestoreInBackground() {
+			g.out.rd, g.out.hasReady = raft.Ready{}, false
+			g.startRestore(rd, stepped)
+			return
+		}
 		if !g.restore(rd.Snapshot, &it) {
 			return
 		}
 	}
+	g.readyRest(rd, stepped, &it)
+}
+
+// readyRest encodes the Ready's hard state, entries and messages after
+// its snapshot (if any) was installed, with it holding the snapshot's item.
+func (g *group) readyRest(rd raft.Ready, stepped []*Proposal, it *items) {
 	if !raft.IsEmptyHardState(rd.HardState) {
 		it.hardState(g.id, rd.HardState)
 		g.out.up.hs = rd.HardState
@@ -579,6 +623,85 @@ func (g *group) restore(snap *pb.Snapshot, it *items) bool {
 	g.out.up.base = &m
 	g.out.mustSync = true
 	return true
+}
+
+// startRestore begins the background install of the Ready's snapshot
+// (BackgroundRestorer): the snapbegin item is written and fsynced, the
+// state machine's Restore starts on a goroutine, and the group is parked
+// with its Ready until Restore returns (resumeRestore).
+func (g *group) startRestore(rd raft.Ready, stepped []*Proposal) {
+	md := rd.Snapshot.GetMetadata()
+	m := snapMeta{index: md.GetIndex(), term: md.GetTerm(), conf: pb.EnsureConfState(md.GetConfState())}
+	g.n.walMu.Lock()
+	err := g.n.wal.snapBegin(g.id, m)
+	g.n.walMu.Unlock()
+	if err != nil {
+		g.fence(fmt.Errorf("install of snapshot at %d: %w", m.index, err))
+		g.out = roundOut{}
+		return
+	}
+	g.restoring = &restoreJob{rd: rd, stepped: stepped, meta: m}
+	g.mu.Lock()
+	g.mu.restoreDone, g.mu.restoreErr = false, nil
+	g.mu.Unlock()
+	index, data := m.index, rd.Snapshot.GetData()
+	g.n.cfg.Logf("raftnode: group %d replica %d: installing the snapshot at %d in the background", g.id, g.replica, index)
+	go func() {
+		err := g.sm.Restore(index, data)
+		g.mu.Lock()
+		g.mu.restoreDone, g.mu.restoreErr = true, err
+		g.mu.Unlock()
+		g.n.sched.enqueue(g)
+	}()
+}
+
+// resumeRestore is the start of a parked group's round: false while its
+// background Restore runs (the round does nothing, and lets the ticks go
+// by). Once Restore returned: on success, the parked Ready is written,
+// sent and advanced as any other (the snapshot item with it), and the
+// round ends there (false: the inbox waits for the next round); with
+// ErrRestoreRetry, the snapshot is abandoned and raft rebuilt from the
+// durable log, and the round goes on (true); any other error fences.
+func (g *group) resumeRestore() bool {
+	g.mu.Lock()
+	done, err, removed := g.mu.restoreDone, g.mu.restoreErr, g.mu.removed
+	g.mu.Unlock()
+	job := g.restoring
+	switch {
+	case removed || g.fencedErr != nil:
+		g.restoring = nil
+		return true
+	case !done:
+		g.lastTick = g.n.ticks.Load()
+		return false
+	}
+	g.restoring = nil
+	switch {
+	case err == nil:
+		var it items
+		it.snap(itemSnapshot, g.id, job.meta)
+		g.out.up.base = &job.meta
+		g.out.mustSync = true
+		g.out.rd, g.out.hasReady = job.rd, true
+		g.readyRest(job.rd, job.stepped, &it)
+		g.lastTick = g.n.ticks.Load()
+		g.n.sched.enqueue(g) // what arrived meanwhile
+		return false
+	case errors.Is(err, ErrRestoreRetry):
+		g.n.cfg.Logf("raftnode: group %d replica %d: the snapshot at %d was not installed (%v); going on from the log", g.id, g.replica, job.meta.index, err)
+		var it items
+		it.snap(itemSnapAbort, g.id, job.meta)
+		g.out.items = it.b
+		g.out.up.group = g.id
+		g.out.mustSync = true
+		g.lastTick = g.n.ticks.Load()
+		g.newRawNode(g.rawApplied) // raft as the WAL has it: the snapshot never happened
+		return g.rn != nil && g.fencedErr == nil
+	default:
+		g.fence(fmt.Errorf("install of snapshot at %d: %w", job.meta.index, err))
+		g.out = roundOut{}
+		return false
+	}
 }
 
 // encodeMessages turns the Ready's messages into envelopes for their
@@ -657,7 +780,7 @@ func (g *group) finish(walErr error, unreachable map[ServerID]bool) {
 		g.rn.Advance(out.rd)
 	}
 	g.publish()
-	if g.rn.HasReady() {
+	if g.restoring == nil && g.rn.HasReady() {
 		g.n.sched.enqueue(g)
 	}
 }
@@ -835,16 +958,22 @@ func (g *group) publish() {
 	}
 	first, _ := g.st.FirstIndex()
 	last, _ := g.st.LastIndex()
+	cs := g.confs[len(g.confs)-1].cs
 	s := GroupStatus{
 		Group: g.id, Replica: g.replica, Role: roleOf(bs.RaftState), Term: bs.GetTerm(),
 		Leader: ReplicaID(bs.Lead), Commit: bs.GetCommit(), Applied: g.smApplied,
 		FirstIndex: first, LastIndex: last, Quiesced: g.quiet, Transferee: ReplicaID(bs.LeadTransferee),
+		Joint: len(cs.GetVotersOutgoing()) > 0,
+	}
+	for _, ids := range [][]uint64{cs.GetVoters(), cs.GetVotersOutgoing(), cs.GetLearners(), cs.GetLearnersNext()} {
+		s.Member = s.Member || slices.Contains(ids, uint64(g.replica))
 	}
 	if bs.RaftState == raft.StateLeader {
 		g.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
 			s.Replicas = append(s.Replicas, ReplicaStatus{
 				Replica: ReplicaID(id), Match: pr.Match, Active: pr.RecentActive || id == uint64(g.replica),
 				Learner: typ == raft.ProgressTypeLearner,
+				Joining: s.Joint && !slices.Contains(cs.GetVotersOutgoing(), id),
 			})
 		})
 		slices.SortFunc(s.Replicas, func(a, b ReplicaStatus) int { return cmp.Compare(a.Replica, b.Replica) })

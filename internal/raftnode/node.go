@@ -177,6 +177,12 @@ type GroupConfig struct {
 	// be fed by the leader (a learner being added), instead of
 	// bootstrapping the group with Peers as its voters.
 	Join bool
+	// Voters, for a bootstrap, are the group's initial voters when they
+	// are not every peer (a group whose membership changed since it was
+	// created: a replica bootstrapped late must start from the same
+	// configuration as the others did; a voter no longer among Peers has
+	// no server to address). Empty means every peer.
+	Voters []ReplicaID
 }
 
 // AddGroup starts this node's replica of a group. If the WAL holds the
@@ -232,6 +238,11 @@ func checkGroupConfig(cfg GroupConfig) (map[ReplicaID]ServerID, error) {
 	}
 	if peers[cfg.Replica] == "" {
 		return nil, fmt.Errorf("%w: replica %d is not among the peers", ErrInvalid, cfg.Replica)
+	}
+	for _, v := range cfg.Voters {
+		if v == 0 {
+			return nil, fmt.Errorf("%w: voter 0", ErrInvalid)
+		}
 	}
 	return peers, nil
 }
@@ -339,6 +350,12 @@ func (g *group) bootstrap(cfg GroupConfig) {
 	if !cfg.Join {
 		for _, p := range cfg.Peers {
 			cs.Voters = append(cs.Voters, uint64(p.Replica))
+		}
+		if len(cfg.Voters) > 0 {
+			cs.Voters = cs.Voters[:0]
+			for _, v := range cfg.Voters {
+				cs.Voters = append(cs.Voters, uint64(v))
+			}
 		}
 		slices.Sort(cs.Voters)
 		base.index, base.term = initialIndex, initialTerm
@@ -552,7 +569,10 @@ func (n *Node) Groups() []GroupID {
 // messages are queued for their groups' next round; messages for unknown
 // groups, other replicas (an old replica ID) or fenced replicas are
 // dropped, as are messages beyond a group's MaxInbox or MaxInboxBytes and
-// messages from a replica the group places on another server. Errors: ErrBadFrame
+// messages from a replica the group places on another server; a
+// replica the group places nowhere is placed on from (a member that left
+// the peer list but still speaks for the group, such as a leader leaving
+// it: its followers must be able to answer). Errors: ErrBadFrame
 // (nothing taken), ErrStopped.
 func (n *Node) Receive(from ServerID, frame []byte) error {
 	n.mu.RLock()
@@ -577,8 +597,16 @@ func (n *Node) Receive(from ServerID, frame []byte) error {
 		g.mu.Lock()
 		ok := g.mu.fenced == nil && !g.mu.removed && len(g.mu.inbox) < n.cfg.MaxInbox &&
 			(g.mu.inboxBytes+len(msg) <= n.cfg.MaxInboxBytes || len(g.mu.inbox) == 0) // one larger message (a snapshot) alone
-		if s := g.mu.peers[ReplicaID(in.m.GetFrom())]; in.m != nil && s != "" && s != from {
-			ok = false // a replica of another server: misrouted or forged
+		if in.m != nil && in.m.GetFrom() != 0 {
+			switch s := g.mu.peers[ReplicaID(in.m.GetFrom())]; {
+			case s != "" && s != from:
+				ok = false // a replica of another server: misrouted or forged
+			case s == "" && ok:
+				// A replica no peer list named: a member leaving the group
+				// (the assignment no longer has it, but it may lead until
+				// it is removed). Answers go back where it spoke from.
+				g.mu.peers[ReplicaID(in.m.GetFrom())] = from
+			}
 		}
 		if ok {
 			g.mu.inbox = append(g.mu.inbox, in)

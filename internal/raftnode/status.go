@@ -66,6 +66,13 @@ type GroupStatus struct {
 	// to (Node.TransferLeader, Node.StepDown), 0 when no transfer is
 	// under way: raft abandons one after an election timeout.
 	Transferee ReplicaID
+	// Joint: the configuration this replica applied last is a joint one
+	// (a membership change under way, raft's C_old,new).
+	Joint bool
+	// Member: this replica is in the configuration it applied last (a
+	// voter of either half, or a learner); false once it applied its own
+	// removal.
+	Member bool
 	// Fenced, if not nil, is why the replica takes no part in its group
 	// (wraps ErrIdentity or ErrCorrupt, or is an Apply/Restore error).
 	Fenced error
@@ -104,6 +111,9 @@ type ReplicaStatus struct {
 	// Active: heard from within the last election timeout.
 	Active  bool
 	Learner bool
+	// Joining: a voter of the joint configuration's incoming half only
+	// (being promoted in place of another; Joint).
+	Joining bool
 }
 
 // raftLogger sends raft's notable log lines to Config.Logf; debug lines

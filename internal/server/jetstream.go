@@ -307,7 +307,7 @@ func (s *Server) startJetStreamCluster(dir string) error {
 	}
 	c, err := jscluster.Start(jscluster.Config{
 		FS: s.opts.JetStreamFS, Dir: filepath.Join(dir, "jetstream", "$SYS", "_js_"),
-		Logf: s.log.Warnf, Infof: s.log.Noticef, Debugf: s.log.Debugf, TickInterval: s.opts.RaftTick,
+		Logf: s.log.Warnf, Infof: s.log.Noticef, Debugf: s.log.Debugf, TickInterval: s.opts.RaftTick, Retain: s.opts.RaftRetain,
 	}, s)
 	if err != nil {
 		return fmt.Errorf("server: start the JetStream cluster: %w", err)

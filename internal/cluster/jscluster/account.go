@@ -386,7 +386,7 @@ func (c *Cluster) clusterInfo(k streamKey) *jetstream.ClusterInfo {
 		since := time.Unix(0, r.since.Load()).UTC()
 		ci.LeaderSince = &since
 	}
-	ci.Replicas = c.peerInfos(st)
+	ci.Replicas = c.peerInfos(st, sa.Replicas)
 	return ci
 }
 
@@ -399,7 +399,14 @@ func groupName(sa meta.StreamAssignment) string {
 	if cfg.Storage == stream.MemoryStorage {
 		st = "M"
 	}
-	return fmt.Sprintf("S-R%d%s-%d", len(sa.Replicas), st, sa.Group)
+	// Named by the replicas it was created with, as nats-server keeps a
+	// group's name through a scale; a stream of one replica has no group
+	// (nats-server renames it when it scales up from one).
+	n := initialReplicas(sa)
+	if n == 1 {
+		n = uint64(len(sa.Replicas))
+	}
+	return fmt.Sprintf("S-R%d%s-%d", n, st, sa.Group)
 }
 
 // peerHash is a server's peer ID as nats-server v2.15.2 shows it: 8

@@ -708,7 +708,7 @@ func (c *Cluster) consumerClusterInfo(k consumerKey) *jetstream.ClusterInfo {
 		since := time.Unix(0, cr.since.Load()).UTC()
 		ci.LeaderSince = &since
 	}
-	ci.Replicas = c.peerInfos(st)
+	ci.Replicas = c.peerInfos(st, nil)
 	return ci
 }
 

@@ -41,7 +41,7 @@ func (c *Cluster) MetaInfo() *MetaInfo {
 	if err != nil {
 		return nil
 	}
-	mi := &MetaInfo{Name: c.host.ClusterName(), Leader: string(st.LeaderServer), Replicas: c.peerInfos(st),
+	mi := &MetaInfo{Name: c.host.ClusterName(), Leader: string(st.LeaderServer), Replicas: c.peerInfos(st, nil),
 		Size: len(st.Peers) + 1, IsLeader: st.Role == raftnode.Leader && st.Fenced == nil}
 	if mi.Leader != "" {
 		mi.Peer = peerHash(st.LeaderServer)

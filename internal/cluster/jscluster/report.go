@@ -32,30 +32,54 @@ import (
 //     them;
 //   - active is how long ago this replica last heard from it (0 when it
 //     never did), offline that this server has no route to its server.
-func (c *Cluster) peerInfos(st raftnode.GroupStatus) []*jetstream.PeerInfo {
+//
+// With assigned (a stream's assignment), only the replicas it names are
+// listed (a replica being replaced is not shown beside its replacement),
+// and on the leader a replica being added (assigned but not in the group
+// yet, a learner, or the incoming half of a joint configuration) is
+// pending and not current, however close it is ("Replacing a replica" in
+// docs/clustering.md).
+func (c *Cluster) peerInfos(st raftnode.GroupStatus, assigned []meta.Replica) []*jetstream.PeerInfo {
 	off := c.offline()
 	window := c.node.ContactWindow()
-	match := map[raftnode.ReplicaID]uint64{}
+	progress := map[raftnode.ReplicaID]raftnode.ReplicaStatus{}
 	for _, rs := range st.Replicas {
-		match[rs.Replica] = rs.Match
+		progress[rs.Replica] = rs
+	}
+	isAssigned := func(r raftnode.ReplicaID) bool {
+		return assigned == nil || slices.ContainsFunc(assigned, func(a meta.Replica) bool { return a.ID == r })
 	}
 	var out []*jetstream.PeerInfo
 	if st.Leader == 0 {
 		out = append(out, &jetstream.PeerInfo{Name: string(c.name), Current: true, Peer: peerHash(c.name)})
 	}
+	listed := map[raftnode.ReplicaID]bool{}
 	for _, p := range st.Peers {
+		if !isAssigned(p.Replica) {
+			continue
+		}
+		listed[p.Replica] = true
 		pi := &jetstream.PeerInfo{Name: string(p.Server), Peer: peerHash(p.Server), Active: p.Ago, Offline: off[p.Server]}
 		seen := p.Heard && p.Ago <= window
 		switch {
 		case st.Role == raftnode.Leader:
-			if m := match[p.Replica]; m < st.Commit {
-				pi.Lag = st.Commit - m
+			rs, inGroup := progress[p.Replica]
+			if rs.Match < st.Commit {
+				pi.Lag = st.Commit - rs.Match
 			}
-			pi.Current = pi.Lag == 0 && seen
+			pi.Pending = !inGroup || rs.Learner || rs.Joining
+			pi.Current = pi.Lag == 0 && seen && !pi.Pending
 		case p.Replica == st.Leader:
 			pi.Current = seen
 		}
 		out = append(out, pi)
+	}
+	if st.Role == raftnode.Leader {
+		for _, r := range assigned {
+			if r.Server != c.name && !listed[r.ID] {
+				out = append(out, &jetstream.PeerInfo{Name: string(r.Server), Peer: peerHash(r.Server), Pending: true, Offline: off[r.Server]})
+			}
+		}
 	}
 	slices.SortFunc(out, func(a, b *jetstream.PeerInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out

@@ -79,6 +79,16 @@ func (t *Transport) noteIdent(from raftnode.ServerID, h *hello) {
 	}
 	copy(id.inc[:], b)
 	id.tags = slices.Clone(h.Tags)
+	for n, v := range h.Known {
+		var inc raftnode.Incarnation
+		if b, err := hex.DecodeString(v); err == nil && len(b) == len(inc) {
+			copy(inc[:], b)
+			if id.known == nil {
+				id.known = map[raftnode.ServerID]raftnode.Incarnation{}
+			}
+			id.known[raftnode.ServerID(n)] = inc
+		}
+	}
 	t.mu.Lock()
 	t.mu.idents[from] = id
 	t.mu.Unlock()

@@ -257,6 +257,14 @@ func (p *peer) handshake(nc net.Conn) error {
 		return fmt.Errorf("transport: the server there is %q, not %q", in.Name, p.name)
 	}
 	h := &hello{V: Version, Name: string(p.t.self), Cluster: p.t.host.ClusterName(), Inc: p.t.cfg.Incarnation.String(), Tags: p.t.cfg.Tags}
+	if p.t.cfg.Known != nil {
+		for n, inc := range p.t.cfg.Known() {
+			if h.Known == nil {
+				h.Known = map[string]string{}
+			}
+			h.Known[string(n)] = inc.String()
+		}
+	}
 	if in.AuthRequired {
 		h.User, h.Pass = p.t.host.ClusterCredentials()
 	}

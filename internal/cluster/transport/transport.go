@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -117,6 +118,9 @@ type Config struct {
 	// peers learn them (PeerIncarnation, PeerTags).
 	Incarnation raftnode.Incarnation
 	Tags        []string
+	// Known, if set, returns the store incarnation this server's catalogue
+	// knows each server by, sent in every hello (PeerKnown).
+	Known func() map[raftnode.ServerID]raftnode.Incarnation
 }
 
 func (c *Config) fill() {
@@ -186,8 +190,18 @@ func New(host Host, cfg Config) *Transport {
 
 // ident is what a peer's hello said of it.
 type ident struct {
-	inc  raftnode.Incarnation
-	tags []string
+	inc   raftnode.Incarnation
+	tags  []string
+	known map[raftnode.ServerID]raftnode.Incarnation
+}
+
+// PeerKnown returns, from the last admitted hello of peer name, the store
+// incarnation the peer's catalogue knew each server by (hello Known:
+// entries that do not decode are left out); nil when none.
+func (t *Transport) PeerKnown(name raftnode.ServerID) map[raftnode.ServerID]raftnode.Incarnation {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return maps.Clone(t.mu.idents[name].known)
 }
 
 // PeerIncarnation returns the store incarnation the last admitted hello
