@@ -65,6 +65,28 @@ func (n *Node) ContactWindow() time.Duration {
 	return time.Duration(n.contactTicks()) * n.cfg.TickInterval
 }
 
+// heardWithin returns the other replicas this one heard from in the
+// last ticks ticks: a message of the group, or a beat of its server.
+func (g *group) heardWithin(ticks uint64) map[ReplicaID]bool {
+	now := g.n.ticks.Load()
+	g.mu.Lock()
+	heard := maps.Clone(g.mu.heard)
+	peers := maps.Clone(g.mu.peers)
+	g.mu.Unlock()
+	g.n.alive.mu.Lock()
+	beats := maps.Clone(g.n.alive.heard)
+	g.n.alive.mu.Unlock()
+	out := map[ReplicaID]bool{}
+	for r, srv := range peers {
+		t, ok := heard[r]
+		if b, beat := beats[srv]; beat && (!ok || b > t) {
+			t, ok = b, true
+		}
+		out[r] = ok && now-min(t, now) <= ticks
+	}
+	return out
+}
+
 // noteHeard records, under g.mu, a message from replica r (Receive).
 func (g *group) noteHeardLocked(r ReplicaID, tick uint64) {
 	if g.mu.heard == nil {

@@ -475,14 +475,20 @@ func (g *group) request(r request) {
 }
 
 // bestFollower is the active voter with the longest log, other than this
-// replica (0 if none, or if this replica is not the leader).
+// replica (0 if none, or if this replica is not the leader). Active is
+// raft's RecentActive, or heard from within the contact window (contact.go):
+// a group that was quiet gave raft no ticks and its followers no reason
+// to answer, and raft's CheckQuorum may have cleared RecentActive just
+// before it went quiet, so an idle stream's step-down found no follower.
 func (g *group) bestFollower() uint64 {
 	if g.rn.BasicStatus().RaftState != raft.StateLeader {
 		return 0
 	}
+	heard := g.heardWithin(g.n.contactTicks())
 	var best, match uint64
 	g.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
-		if id != uint64(g.replica) && typ == raft.ProgressTypePeer && pr.RecentActive && (best == 0 || pr.Match > match) {
+		active := pr.RecentActive || heard[ReplicaID(id)]
+		if id != uint64(g.replica) && typ == raft.ProgressTypePeer && active && (best == 0 || pr.Match > match) {
 			best, match = id, pr.Match
 		}
 	})

@@ -160,3 +160,29 @@ func TestTransferAbandoned(t *testing.T) {
 		t.Fatalf("after an abandoned transfer, a lost leadership: %v, want ErrNoReply", err)
 	}
 }
+
+// A step-down asked of a leader just elected, before any follower
+// answered its first append, hands its leadership over: raft counts no
+// follower recently active yet, but their votes were heard within the
+// contact window (the step-down did nothing, and a stream's step-down
+// right after a failover was lost).
+func TestStepDownNewLeader(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.stabilize()
+	if err := c.nodes[0].n.Campaign(1); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; c.status(0, 1).Role != Leader; i++ {
+		if i > 100 || !c.step() {
+			t.Fatalf("node 0 not elected: %+v", c.status(0, 1))
+		}
+	}
+	if err := c.nodes[0].n.StepDown(1); err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	if l := c.leader(1); l != 1 && l != 2 {
+		t.Fatalf("leader after the step-down: node %d", l)
+	}
+}

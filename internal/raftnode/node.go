@@ -494,8 +494,11 @@ func (n *Node) TransferLeader(id GroupID, to ReplicaID) error {
 
 // StepDown asks the leader to hand leadership to its most up-to-date
 // active follower (nats-server's $JS.API.STREAM.LEADER.STEPDOWN without a
-// preference), as TransferLeader does. Ignored if this replica is not
-// the leader or has no active follower.
+// preference), as TransferLeader does. Active: raft counts it recently
+// active, or this replica heard from it within the contact window
+// (ContactWindow; a leader just elected or a group that was quiet has
+// heard its followers without raft counting them). Ignored if this
+// replica is not the leader or has no active follower.
 func (n *Node) StepDown(id GroupID) error { return n.ask(id, request{kind: reqStepDown}) }
 
 // Compact tells the group that its state machine is durable through
