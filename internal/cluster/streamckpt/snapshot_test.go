@@ -157,7 +157,8 @@ func TestSnapshotWipedFollowerReplaced(t *testing.T) {
 	})
 }
 
-// change proposes a membership change on server l and waits for it.
+// change proposes a membership change on server l and waits for it to
+// be applied there, joint configuration left.
 func (c *cluster) change(l int, changes ...raftnode.Change) {
 	c.t.Helper()
 	c.waitFor(fmt.Sprintf("membership change %+v", changes), func() bool {
@@ -168,6 +169,13 @@ func (c *cluster) change(l int, changes ...raftnode.Change) {
 		<-p.Done()
 		_, err = p.Result()
 		return err == nil
+	})
+	// A change of more than one voter goes through a joint configuration,
+	// which raft leaves by an entry of its own that needs a majority of
+	// the old voters too: a test that stops a server must wait for it.
+	c.waitFor("the joint configuration left", func() bool {
+		st, err := c.srv[l].node.Status(group)
+		return err == nil && !st.Joint
 	})
 }
 
