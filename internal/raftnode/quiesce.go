@@ -19,7 +19,8 @@ import (
 //   - A leader goes quiet on a heartbeat tick when nothing is in flight:
 //     no proposal or waiter, every entry committed and applied, every
 //     replica's log matching its own (but replicas on servers known dead),
-//     no transfer. Its heartbeats of that
+//     a majority of its voters on servers not known dead (else it keeps
+//     ticking, and CheckQuorum deposes it), no transfer. Its heartbeats of that
 //     tick carry flagQuiesce, and it stops ticking.
 //   - A follower that gets such a heartbeat from its leader goes quiet
 //     too if its log ends at the leader's commit index; otherwise it asks
@@ -238,5 +239,25 @@ func (g *group) leaderQuiesces(rd raft.Ready, stepped []*Proposal) bool {
 			ok = ok && (pr.Match == last || g.n.isDead(peers[ReplicaID(id)]))
 		}
 	})
-	return ok && others == len(rd.Messages)
+	return ok && others == len(rd.Messages) && g.quorumAlive(peers)
+}
+
+// quorumAlive reports whether a majority of the group's voters (of each
+// half of a joint configuration) is this replica or on servers not known
+// dead. A leader without one must not go quiet: quiet, it would never
+// tick, so raft's CheckQuorum would never depose it, and a leader cut
+// off from its group would go on answering as one (the others elect a
+// new leader meanwhile).
+func (g *group) quorumAlive(peers map[ReplicaID]ServerID) bool {
+	cs := g.confs[len(g.confs)-1].cs
+	majority := func(ids []uint64) bool {
+		n := 0
+		for _, id := range ids {
+			if id == uint64(g.replica) || !g.n.isDead(peers[ReplicaID(id)]) {
+				n++
+			}
+		}
+		return len(ids) == 0 || n > len(ids)/2
+	}
+	return majority(cs.GetVoters()) && majority(cs.GetVotersOutgoing())
 }
