@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -530,20 +531,39 @@ func TestJetStreamClusterHealthzCatchingUp(t *testing.T) {
 	const total = 20000
 	servers[2].Shutdown()
 	pub := connect(t, servers[0].ClientURL(), nats.UserInfo("app", "app"))
-	pjs, err := jetstream.New(pub, jetstream.WithPublishAsyncMaxPending(1000))
+	// A publish in flight while the stream's leadership moves off the
+	// stopped server can go unanswered (core NATS, as with nats-server):
+	// its future fails after the timeout and it is sent again under the
+	// same message ID, which the stream deduplicates.
+	pjs, err := jetstream.New(pub, jetstream.WithPublishAsyncMaxPending(1000), jetstream.WithPublishAsyncTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
+	var batch []jetstream.PubAckFuture
 	for i := 0; i < total; i++ {
-		if _, err := pjs.PublishAsync("orders.new", []byte("x")); err != nil {
+		f, err := pjs.PublishAsync("orders.new", []byte("x"), jetstream.WithMsgID(strconv.Itoa(i)))
+		if err != nil {
 			t.Fatal(err)
 		}
+		batch = append(batch, f)
 		if (i+1)%500 == 0 { // in batches the async window holds
 			select {
 			case <-pjs.PublishAsyncComplete():
 			case <-time.After(clusterTimeout):
-				t.Fatal("publishes not acknowledged")
+				t.Fatal("publishes neither acknowledged nor timed out")
 			}
+			for _, f := range batch {
+				select {
+				case <-f.Ok():
+				case <-f.Err():
+					m := f.Msg()
+					eventually(t, "publish again "+m.Header.Get(jetstream.MsgIDHeader), func() error {
+						_, err := pjs.PublishMsg(ctx2(t), m)
+						return err
+					})
+				}
+			}
+			batch = batch[:0]
 		}
 	}
 	eventually(t, "every message stored", func() error {
