@@ -14,7 +14,7 @@ import (
 
 // walBatch writes, for group g, entries first..first+n-1 (term 1, data
 // "g/i", padded) and a hardstate committing them, as one record.
-func walBatch(t *testing.T, w *wal, g GroupID, first, n uint64, pad int) {
+func walBatch(t testing.TB, w *wal, g GroupID, first, n uint64, pad int) {
 	t.Helper()
 	var ents []*pb.Entry
 	for i := first; i < first+n; i++ {
