@@ -101,7 +101,7 @@ func Open(cfg Config) (*Node, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	w, err := openWAL(cfg.FS, cfg.Dir, cfg.SegmentBytes, cfg.Logf)
+	w, err := openWAL(cfg.FS, cfg.Dir, cfg.SegmentBytes, cfg.Logf, cfg.Debugf)
 	if err != nil {
 		return nil, err
 	}

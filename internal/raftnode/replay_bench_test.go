@@ -17,7 +17,7 @@ func BenchmarkWALReplay(b *testing.B) {
 	for _, n := range []uint64{25_000, 100_000, 200_000} {
 		b.Run(fmt.Sprintf("entries=%d", n), func(b *testing.B) {
 			fs := vfs.NewCrashFS()
-			w, err := openWAL(fs, "wal", 1<<30, b.Logf)
+			w, err := openWAL(fs, "wal", 1<<30, b.Logf, b.Logf)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -30,7 +30,7 @@ func BenchmarkWALReplay(b *testing.B) {
 			w.close()
 			b.ResetTimer()
 			for range b.N {
-				w, err := openWAL(fs, "wal", 1<<30, func(string, ...any) {})
+				w, err := openWAL(fs, "wal", 1<<30, func(string, ...any) {}, func(string, ...any) {})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -23,7 +23,9 @@ type wal struct {
 	dir      string
 	inc      Incarnation
 	segBytes int64
-	logf     func(string, ...any)
+	// logf receives what an operator must see (a new WAL, a torn tail
+	// cut, damage); debugf the routine (segments started and deleted).
+	logf, debugf func(string, ...any)
 
 	segs   []*segment // oldest first; the last one is active
 	f      vfs.File   // the active segment, open for appending
@@ -75,9 +77,10 @@ type walUpdate struct {
 
 func segName(seq uint64) string { return fmt.Sprintf("%020d.wal", seq) }
 
-// openWAL opens or creates the WAL in dir and replays it.
-func openWAL(fs vfs.FS, dir string, segBytes int64, logf func(string, ...any)) (*wal, error) {
-	w := &wal{fs: fs, dir: dir, segBytes: segBytes, logf: logf, meta: map[GroupID]*walMeta{}, recovered: map[GroupID]*recovered{}}
+// openWAL opens or creates the WAL in dir and replays it; logf and
+// debugf are its logs (wal.logf, wal.debugf).
+func openWAL(fs vfs.FS, dir string, segBytes int64, logf, debugf func(string, ...any)) (*wal, error) {
+	w := &wal{fs: fs, dir: dir, segBytes: segBytes, logf: logf, debugf: debugf, meta: map[GroupID]*walMeta{}, recovered: map[GroupID]*recovered{}}
 	if err := mkdirDurable(fs, dir); err != nil {
 		return nil, err
 	}
@@ -182,7 +185,7 @@ func (w *wal) newSegment(seq uint64, checkpoint []byte) error {
 	size := int64(len(buf))
 	w.f, w.size, w.synced, w.chain = f, size, size, chain
 	w.segs = append(w.segs, &segment{seq: seq, maxIndex: map[GroupID]uint64{}})
-	w.logf("raftnode: WAL segment %d started", seq)
+	w.debugf("raftnode: WAL segment %d started", seq)
 	return nil
 }
 
@@ -338,7 +341,7 @@ func (w *wal) collect() {
 			return
 		}
 		w.segs = w.segs[1:]
-		w.logf("raftnode: WAL segment %d deleted", s.seq)
+		w.debugf("raftnode: WAL segment %d deleted", s.seq)
 	}
 }
 
