@@ -39,11 +39,26 @@ type group struct {
 	synthetic  bool                 // the state machine has yet to apply the synthetic entry initialIndex
 	leader     bool                 // leader as of the last Ready
 	term       uint64               // term as of the last Ready
-	create     []byte               // items its first round writes: the replica's creation, or a completed snapshot install
-	createUp   walUpdate            // what create changes in the WAL's metadata
-	out        roundOut             // this round's output, from prepare to finish
-	fencedErr  error                // round-side copy of the fence
-	removeDone chan struct{}        // a removal written by this round
+	// appliedTerm is the term of the entry at rawApplied: once it is the
+	// term this replica leads, every entry of earlier terms is applied
+	// here (raft's empty entry opens each term).
+	appliedTerm uint64
+	// observed is what the LeaderObserver was last told (leading, in
+	// observedTerm): leading only once the leader applied an entry of
+	// its own term (roleChange).
+	observed     bool
+	observedTerm uint64
+	// replayTo is the commit index the WAL recovered the group with (0
+	// for a new replica); reapplied counts the entries at or below it
+	// handed to the state machine since: entries applied once before the
+	// restart and again after it (GroupStatus.Reapplied).
+	replayTo   uint64
+	reapplied  uint64
+	create     []byte        // items its first round writes: the replica's creation, or a completed snapshot install
+	createUp   walUpdate     // what create changes in the WAL's metadata
+	out        roundOut      // this round's output, from prepare to finish
+	fencedErr  error         // round-side copy of the fence
+	removeDone chan struct{} // a removal written by this round
 
 	mu struct {
 		sync.Mutex
@@ -104,11 +119,12 @@ type roundOut struct {
 }
 
 type outMsg struct {
-	to      ServerID
-	replica ReplicaID
-	snap    bool // a MsgSnap: report its fate
-	early   bool // may leave before the round's fsync (sendsEarly)
-	env     []byte
+	to       ServerID
+	replica  ReplicaID
+	snap     bool // a MsgSnap: report its fate
+	early    bool // may leave before the round's fsync (sendsEarly)
+	announce bool // a wake envelope of wakePeers: sent again if it could not leave
+	env      []byte
 }
 
 // sendsEarly reports whether a message may be sent before the round's
@@ -211,8 +227,9 @@ func (g *group) fence(err error) {
 	for _, p := range props {
 		p.resolve(nil, ErrFenced)
 	}
-	if g.leader {
-		g.leader = false
+	g.leader = false
+	if g.observed {
+		g.observed = false
 		g.observeLeader(false, g.term)
 	}
 }
@@ -598,6 +615,8 @@ func (g *group) finish(walErr error, unreachable map[ServerID]bool) {
 	}
 	for _, m := range out.msgs {
 		switch {
+		case m.announce && (m.to == "" || unreachable[m.to]):
+			g.announce = true // the next round sends it again (a restart before the routes are up)
 		case m.to == "" || unreachable[m.to]:
 			g.rn.ReportUnreachable(uint64(m.replica))
 			if m.snap {
@@ -626,6 +645,7 @@ func (g *group) persisted(rd raft.Ready) {
 		g.confs = []confAt{{index: md.GetIndex(), cs: pb.EnsureConfState(md.GetConfState())}}
 		g.smApplied = md.GetIndex()
 		g.rawApplied = md.GetIndex()
+		g.appliedTerm = md.GetTerm()
 	}
 	if err := g.st.Append(rd.Entries); err != nil {
 		panic(fmt.Sprintf("raftnode: group %d: append: %v", g.id, err))
@@ -659,9 +679,13 @@ func (g *group) apply(ents []*pb.Entry) {
 		if w := g.waiters[en.Index]; w != nil && w.term == en.Term && w.conf == nil {
 			en.Tag = w.tag
 		}
+		if en.Index <= g.replayTo {
+			g.reapplied++
+		}
 		batch = append(batch, en)
 	}
 	g.rawApplied = ents[len(ents)-1].GetIndex()
+	g.appliedTerm = ents[len(ents)-1].GetTerm()
 	if len(batch) == 0 {
 		return
 	}
@@ -724,7 +748,11 @@ func (g *group) applyConfChange(e *pb.Entry) {
 
 // roleChange fails the waiters when this replica stops being the leader of
 // the term they were proposed in (docs/clustering.md, decision 7): what had
-// applied was answered above; the rest may or may not commit later.
+// applied was answered above; the rest may or may not commit later. It
+// tells the LeaderObserver that this replica leads only once it has
+// applied an entry of its own term (leaderReady), so that a replica that
+// comes to lead while it still has earlier entries to apply (a restart
+// replaying its log) never serves from a state behind its log.
 func (g *group) roleChange(rd raft.Ready) {
 	bs := g.rn.BasicStatus()
 	leader := bs.RaftState == raft.StateLeader
@@ -738,12 +766,18 @@ func (g *group) roleChange(rd raft.Ready) {
 		g.failReads(ErrNotLeader)
 		g.n.cfg.Debugf("raftnode: group %d replica %d: term %d, %v, leader %d", g.id, g.replica, bs.GetTerm(), bs.RaftState, bs.Lead)
 	}
-	changed := leader != g.leader || leader && bs.GetTerm() != g.term
 	g.leader, g.term = leader, bs.GetTerm()
-	if changed {
-		g.observeLeader(leader, g.term)
+	ready := g.leaderReady()
+	if ready != g.observed || ready && g.observedTerm != g.term {
+		g.observed, g.observedTerm = ready, g.term
+		g.observeLeader(ready, g.term)
 	}
 }
+
+// leaderReady reports whether this replica leads (as of the last Ready)
+// and has applied an entry of its own term, hence every entry of earlier
+// terms.
+func (g *group) leaderReady() bool { return g.leader && g.appliedTerm == g.term }
 
 // observeLeader tells the state machine, if it is a LeaderObserver, that
 // this replica now leads term (leader) or no longer leads.
@@ -775,6 +809,7 @@ func (g *group) publish() {
 		Group: g.id, Replica: g.replica, Role: roleOf(bs.RaftState), Term: bs.GetTerm(),
 		Leader: ReplicaID(bs.Lead), Commit: bs.GetCommit(), Applied: g.smApplied,
 		FirstIndex: first, LastIndex: last, Quiesced: g.quiet,
+		LeaderReady: g.leaderReady() && g.fencedErr == nil, Reapplied: g.reapplied, ReplayTo: g.replayTo,
 	}
 	if bs.RaftState == raft.StateLeader {
 		g.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {

@@ -185,12 +185,16 @@ func (g *group) wakeLeader(lead uint64) {
 
 // wakePeers sends every other replica a wake envelope: a replica that
 // (re)starts does not know who leads, and a quiet leader would not tell it.
+// An envelope that cannot leave (the peer's server not reachable yet: a
+// restarted server whose routes are not up) is sent again by the next
+// round (finish), rather than leave the replica to learn its leader from
+// an election timeout later.
 func (g *group) wakePeers() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, r := range slices.Sorted(maps.Keys(g.mu.peers)) {
 		if r != g.replica {
-			g.out.msgs = append(g.out.msgs, outMsg{to: g.mu.peers[r], replica: r, env: appendEnvelope(nil, g.id, flagWake, nil)})
+			g.out.msgs = append(g.out.msgs, outMsg{to: g.mu.peers[r], replica: r, announce: true, env: appendEnvelope(nil, g.id, flagWake, nil)})
 		}
 	}
 }

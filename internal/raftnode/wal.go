@@ -40,6 +40,8 @@ type wal struct {
 	// recovered holds the replayed state of groups until AddGroup claims it.
 	recovered map[GroupID]*recovered
 	torn      int64 // bytes cut from the tail at open
+	// pending are the segments found by prepareWAL, which load replays.
+	pending []uint64
 }
 
 type segment struct {
@@ -80,6 +82,21 @@ func segName(seq uint64) string { return fmt.Sprintf("%020d.wal", seq) }
 // openWAL opens or creates the WAL in dir and replays it; logf and
 // debugf are its logs (wal.logf, wal.debugf).
 func openWAL(fs vfs.FS, dir string, segBytes int64, logf, debugf func(string, ...any)) (*wal, error) {
+	w, err := prepareWAL(fs, dir, segBytes, logf, debugf)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.load(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// prepareWAL opens or creates the WAL in dir without replaying it: a new
+// WAL is created (and needs no replay), an existing one has its
+// incarnation read from its first segment's header (zero if that header
+// is damaged: the replay reports it). load replays it.
+func prepareWAL(fs vfs.FS, dir string, segBytes int64, logf, debugf func(string, ...any)) (*wal, error) {
 	w := &wal{fs: fs, dir: dir, segBytes: segBytes, logf: logf, debugf: debugf, meta: map[GroupID]*walMeta{}, recovered: map[GroupID]*recovered{}}
 	if err := mkdirDurable(fs, dir); err != nil {
 		return nil, err
@@ -91,10 +108,39 @@ func openWAL(fs vfs.FS, dir string, segBytes int64, logf, debugf func(string, ..
 	if len(seqs) == 0 {
 		return w, w.create()
 	}
-	if err := w.replay(seqs); err != nil {
-		return nil, err
+	w.pending = seqs
+	if inc, err := readIncarnation(fs, path.Join(dir, segName(seqs[0]))); err == nil {
+		w.inc = inc
 	}
 	return w, nil
+}
+
+// readIncarnation returns the incarnation in the header of segment file
+// name.
+func readIncarnation(fs vfs.FS, name string) (Incarnation, error) {
+	f, err := fs.Open(name)
+	if err != nil {
+		return Incarnation{}, err
+	}
+	defer f.Close()
+	hdr := make([]byte, segmentHeaderSize)
+	if n, err := f.ReadAt(hdr, 0); n < len(hdr) {
+		return Incarnation{}, fmt.Errorf("raftnode: read the header of %s: %w", name, err)
+	}
+	inc, _, _, err := parseSegmentHeader(hdr)
+	return inc, err
+}
+
+// load replays the segments prepareWAL found (nothing for a new WAL). It
+// runs once; errors are the file system's (damage is not an error: it
+// sets damage).
+func (w *wal) load() error {
+	seqs := w.pending
+	w.pending = nil
+	if len(seqs) == 0 {
+		return nil
+	}
+	return w.replay(seqs)
 }
 
 // mkdirDurable creates dir and its parents and makes their entries

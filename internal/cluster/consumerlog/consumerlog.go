@@ -223,11 +223,12 @@ func (l *Log) Discard() {
 	l.batch, l.nbatch, l.key = l.batch[:0], 0, 0
 }
 
-// Leader reports whether this replica leads the group now and is not
-// fenced (streamrun.Leader).
+// Leader reports whether this replica leads the group now, is not
+// fenced, and has applied every entry of earlier terms (streamrun.Leader;
+// raftnode GroupStatus.LeaderReady).
 func (l *Log) Leader() bool {
 	st, err := l.node.Status(l.group)
-	return err == nil && st.Role == raftnode.Leader && st.Fenced == nil
+	return err == nil && st.LeaderReady
 }
 
 // StepDown asks the group to elect another leader (raftnode

@@ -351,10 +351,13 @@ func (c *Cluster) addMeta(names []string) error {
 	return nil
 }
 
-// metaLeader reports whether this server leads the meta group.
+// metaLeader reports whether this server leads the meta group and has
+// applied every entry of earlier terms (raftnode GroupStatus.LeaderReady):
+// a meta leader that is still applying its log after a restart does not
+// answer from a state behind it.
 func (c *Cluster) metaLeader() bool {
 	st, err := c.node.Status(meta.MetaGroup)
-	return err == nil && st.Role == raftnode.Leader && st.Fenced == nil
+	return err == nil && st.LeaderReady
 }
 
 // catalogue, on the meta leader, proposes AddServer for itself while the

@@ -176,13 +176,15 @@ func (l *Log) watch() {
 }
 
 // Leader reports whether this node leads the group now (and is not
-// fenced), so that its proposals can enter the log (streamrun.Leader): a
-// stream runtime makes the leader's decisions (expiry, retention
-// removals) only while it does. A leadership lost a moment later is
+// fenced), having applied every entry of earlier terms (raftnode
+// GroupStatus.LeaderReady), so that its proposals can enter the log and
+// its decisions start from a state current with the log
+// (streamrun.Leader): a stream runtime makes the leader's decisions
+// (expiry, retention removals) only while it does. A leadership lost a moment later is
 // caught by Propose's ErrNotLeader or by the proposal's ErrNoReply.
 func (l *Log) Leader() bool {
 	st, err := l.cfg.Node.Status(l.cfg.Group)
-	return err == nil && st.Role == raftnode.Leader && st.Fenced == nil
+	return err == nil && st.LeaderReady
 }
 
 // Checkpoint tells the group that the stream's store holds the log's
