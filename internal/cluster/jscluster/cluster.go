@@ -57,11 +57,16 @@ type Cluster struct {
 	tr   *transport.Transport
 	meta *meta.Log
 
-	evMu   sync.Mutex
-	events []meta.Event
-	wake   chan struct{}
-	quit   chan struct{}
-	done   sync.WaitGroup
+	evMu     sync.Mutex
+	events   []meta.Event
+	wake     chan struct{}
+	quit     chan struct{}
+	quitOnce sync.Once
+	done     sync.WaitGroup
+
+	// replayed is set once the run goroutine has replayed the Raft WAL
+	// (Start returns before: docs/clustering.md, "Restarts").
+	replayed atomic.Bool
 
 	// leaderless is since when (unix ns) this server knows no meta
 	// leader, 0 while it knows one (noteLeaderless, metaAnswers).
@@ -88,10 +93,14 @@ type streamKey struct{ account, name string }
 
 // Start opens the server's Raft node (its WAL under Dir/raft) with the
 // transport on the cluster port, opens the meta group's state (Dir/meta),
-// and starts the goroutine that bootstraps the meta group once the
-// cluster's members are known and then follows it. Errors: the WAL's or
-// the meta checkpoint's (a damaged checkpoint keeps the server out of the
-// meta group: docs/clustering.md decision 12).
+// and starts the goroutine that replays the WAL, bootstraps the meta
+// group once the cluster's members are known and then follows it. Start
+// does not wait for the replay, which takes time in proportion to the
+// WAL (docs/clustering.md, "Restarts"): the server accepts clients
+// meanwhile, and this server answers no API request until its meta
+// replica runs (Answers). Errors: the WAL's directory or first segment
+// header, or the meta checkpoint's (a damaged checkpoint keeps the
+// server out of the meta group: docs/clustering.md decision 12).
 func Start(cfg Config, host Host) (*Cluster, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -115,7 +124,7 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 	late := &lateTransport{}
 	node, err := raftnode.Open(raftnode.Config{
 		FS: cfg.FS, Dir: path.Join(cfg.Dir, "raft"), Server: c.name, Transport: late,
-		TickInterval: cfg.TickInterval, Logf: cfg.Logf, Debugf: cfg.Debugf,
+		TickInterval: cfg.TickInterval, Logf: cfg.Logf, Debugf: cfg.Debugf, DeferReplay: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jscluster: open the Raft WAL: %w", err)
@@ -170,8 +179,7 @@ func (c *Cluster) Close() {
 	}
 	c.closed = true
 	c.mu.Unlock()
-	close(c.quit)
-	c.done.Wait()
+	c.stopRun()
 	c.detachSystem()
 	c.mu.Lock()
 	for _, r := range c.replicas {
@@ -183,12 +191,23 @@ func (c *Cluster) Close() {
 	c.closeNode()
 }
 
-// StopCheckpoints takes the last checkpoint of every replicated file
-// stream's replica and stops their checkpointing (streamckpt.Replica.Stop),
-// so that a restart applies as little of the log again as it can. The
-// server calls it before it shuts its engines down, while the streams
-// still run.
+// stopRun ends the run goroutine (once) and waits for it: no meta event
+// is acted on and no checkpoint is started by it afterwards.
+func (c *Cluster) stopRun() {
+	c.quitOnce.Do(func() { close(c.quit) })
+	c.done.Wait()
+}
+
+// StopCheckpoints stops following the meta group and takes the last
+// checkpoint of every replica that has one: each replicated file
+// stream's (streamckpt.Replica.Stop, which also ends its checkpointing),
+// each replicated consumer's, and the meta group's, so that a clean
+// restart applies none of the log again (raftnode
+// GroupStatus.Reapplied; docs/clustering.md, "Restarts"). The server
+// calls it before it shuts its engines down, while the streams still
+// run. A checkpoint that fails is logged: the WAL keeps the entries.
 func (c *Cluster) StopCheckpoints() {
+	c.stopRun()
 	c.mu.Lock()
 	var cks []*replica
 	for _, r := range c.replicas {
@@ -196,10 +215,25 @@ func (c *Cluster) StopCheckpoints() {
 			cks = append(cks, r)
 		}
 	}
+	crs := make([]*creplica, 0, len(c.creplicas))
+	for _, cr := range c.creplicas {
+		crs = append(crs, cr)
+	}
+	started := c.started
 	c.mu.Unlock()
 	for _, r := range cks {
 		if err := r.ckpt.Stop(); err != nil {
 			c.cfg.Logf("jscluster: stream group %d: the last checkpoint failed (the WAL keeps the entries): %v", r.sa.Group, err)
+		}
+	}
+	for _, cr := range crs {
+		if _, err := cr.log.Checkpoint(); err != nil {
+			c.cfg.Logf("jscluster: consumer %s > %s > %s: the last checkpoint failed (the WAL keeps the entries): %v", cr.ca.Account, cr.ca.Stream, cr.ca.Name, err)
+		}
+	}
+	if started {
+		if err := c.meta.Checkpoint(); err != nil {
+			c.cfg.Logf("jscluster: the meta group's last checkpoint failed (the WAL keeps the entries): %v", err)
 		}
 	}
 }
@@ -234,17 +268,22 @@ const (
 	metaCheckpointEvery = 30 * time.Second
 )
 
-// run bootstraps the meta group, then applies the meta group's events to
-// this server's replicas and, while this server leads the meta group,
-// keeps the catalogue of servers current.
+// run replays the WAL, bootstraps the meta group, then applies the meta
+// group's events to this server's replicas and, while this server leads
+// the meta group, keeps the catalogue of servers current.
 func (c *Cluster) run() {
 	defer c.done.Done()
+	if err := c.node.Replay(); err != nil {
+		c.cfg.Logf("jscluster: the Raft WAL cannot be replayed (every replica of this server is fenced): %v", err)
+	}
+	c.replayed.Store(true)
 	if !c.bootstrap() {
 		return
 	}
 	t := time.NewTicker(housekeeping)
 	defer t.Stop()
 	lastCheckpoint := time.Now()
+	recovered := false
 	for {
 		select {
 		case <-c.quit:
@@ -254,6 +293,9 @@ func (c *Cluster) run() {
 			c.noteLeaderless()
 			c.catalogue()
 			c.checkpointConsumers()
+			if !recovered {
+				recovered = c.noteRecovered()
+			}
 			if time.Since(lastCheckpoint) >= metaCheckpointEvery {
 				lastCheckpoint = time.Now()
 				if err := c.meta.Checkpoint(); err != nil {
@@ -266,6 +308,17 @@ func (c *Cluster) run() {
 		}
 		c.pushConfigs()
 	}
+}
+
+// noteRecovered logs, once the restart's recovery is done (Recovery),
+// how many entries it applied again, and reports whether it did.
+func (c *Cluster) noteRecovered() bool {
+	rec := c.Recovery()
+	if rec.Done {
+		c.cfg.Infof("JetStream cluster: recovered; entries applied again since the checkpoints: %d (meta %d, streams %d, consumers %d)",
+			rec.Meta+rec.Streams+rec.Consumers, rec.Meta, rec.Streams, rec.Consumers)
+	}
+	return rec.Done
 }
 
 // votersFile is the record of the meta group's voters (Dir/voters,
@@ -397,12 +450,21 @@ func (c *Cluster) catalogue() {
 }
 
 // Problems returns what keeps this server's part of the JetStream
-// cluster from serving, for /healthz (docs/monitoring.md): the meta group
-// not started yet (its routes unresolved), the meta group fenced or
-// without a leader (nats-server's "JetStream is still recovering meta
-// layer"), and each replica fenced. meta holds the meta group's problems
-// (what /healthz?js-meta-only checks), replicas the others.
+// cluster from serving, for /healthz (docs/monitoring.md): the Raft WAL
+// still being replayed or the meta group not started yet (its routes
+// unresolved), the meta group fenced, without a leader or still applying
+// its log (nats-server's "JetStream is still recovering meta layer"),
+// each replica fenced, and each replica not current: one that knows no
+// leader or has not applied everything it knows committed (a restart
+// replaying its log, a follower catching up), in nats-server v2.15.2's
+// words ("JetStream stream 'A > S' is not current: stream catching up",
+// healthz with isStreamHealthy and isConsumerHealthy). meta holds the
+// meta group's problems (what /healthz?js-meta-only checks), replicas
+// the others.
 func (c *Cluster) Problems() (metaProblems, replicas []string) {
+	if !c.replayed.Load() {
+		return []string{"JetStream is still recovering meta layer"}, nil
+	}
 	c.mu.Lock()
 	started := c.started
 	var reps []*replica
@@ -410,6 +472,10 @@ func (c *Cluster) Problems() (metaProblems, replicas []string) {
 		if r.log != nil {
 			reps = append(reps, r)
 		}
+	}
+	crs := make([]*creplica, 0, len(c.creplicas))
+	for _, cr := range c.creplicas {
+		crs = append(crs, cr)
 	}
 	c.mu.Unlock()
 	if !started {
@@ -422,14 +488,83 @@ func (c *Cluster) Problems() (metaProblems, replicas []string) {
 		metaProblems = append(metaProblems, "JetStream meta group: "+err.Error())
 	case st.Fenced != nil:
 		metaProblems = append(metaProblems, "JetStream meta group replica fenced: "+st.Fenced.Error())
-	case st.Leader == 0:
+	case st.Leader == 0 || st.Applied < st.Commit:
 		metaProblems = append(metaProblems, "JetStream is still recovering meta layer")
 	}
 	for _, r := range reps {
-		if gs, err := c.node.Status(r.sa.Group); err == nil && gs.Fenced != nil {
+		gs, err := c.node.Status(r.sa.Group)
+		switch {
+		case err != nil:
+		case gs.Fenced != nil:
 			replicas = append(replicas, fmt.Sprintf("JetStream stream '%s > %s' replica fenced: %v", r.sa.Account, r.sa.Name, gs.Fenced))
+		case gs.Leader == 0:
+			replicas = append(replicas, fmt.Sprintf("JetStream stream '%s > %s' is not current: group node unhealthy", r.sa.Account, r.sa.Name))
+		case gs.Applied < gs.Commit:
+			replicas = append(replicas, fmt.Sprintf("JetStream stream '%s > %s' is not current: stream catching up", r.sa.Account, r.sa.Name))
+		}
+	}
+	for _, cr := range crs {
+		gs, err := c.node.Status(cr.ca.Group)
+		switch {
+		case err != nil:
+		case gs.Fenced != nil:
+			replicas = append(replicas, fmt.Sprintf("JetStream consumer '%s > %s > %s' replica fenced: %v", cr.ca.Account, cr.ca.Stream, cr.ca.Name, gs.Fenced))
+		case gs.Leader == 0 || gs.Applied < gs.Commit:
+			replicas = append(replicas, fmt.Sprintf("JetStream consumer '%s > %s > %s' is not current: group node unhealthy", cr.ca.Account, cr.ca.Stream, cr.ca.Name))
 		}
 	}
 	slices.Sort(replicas)
 	return metaProblems, replicas
+}
+
+// Recovery is what this server's start had to do again (docs/clustering.md,
+// "Restarts"): the entries its replicas applied a second time, because
+// their checkpoints were behind what had committed before the restart
+// (raftnode GroupStatus.Reapplied), by kind of group. A clean stop
+// checkpoints every replica (StopCheckpoints), so a clean restart
+// applies none again; after a crash, what came after the last
+// checkpoints.
+type Recovery struct {
+	// Done: the WAL is replayed, the meta group runs, every replica the
+	// WAL held runs again, and each has applied everything that had
+	// committed before the restart.
+	Done bool
+	// Meta, Streams and Consumers count the entries applied again by
+	// the meta group's replica, the streams' and the consumers'.
+	Meta, Streams, Consumers uint64
+}
+
+// Recovery returns what this server's start has applied again so far.
+func (c *Cluster) Recovery() Recovery {
+	if !c.replayed.Load() {
+		return Recovery{}
+	}
+	c.mu.Lock()
+	started := c.started
+	kind := map[raftnode.GroupID]*uint64{}
+	var rec Recovery
+	kind[meta.MetaGroup] = &rec.Meta
+	for _, r := range c.replicas {
+		if r.log != nil {
+			kind[r.sa.Group] = &rec.Streams
+		}
+	}
+	for _, cr := range c.creplicas {
+		kind[cr.ca.Group] = &rec.Consumers
+	}
+	c.mu.Unlock()
+	rec.Done = started && len(c.node.RecoveredGroups()) == 0
+	for _, g := range c.node.Groups() {
+		st, err := c.node.Status(g)
+		if err != nil {
+			continue
+		}
+		if n := kind[g]; n != nil {
+			*n += st.Reapplied
+		}
+		if st.Fenced == nil && st.Applied < st.ReplayTo {
+			rec.Done = false
+		}
+	}
+	return rec
 }

@@ -275,10 +275,12 @@ func (c *Cluster) checkpointConsumers() {
 }
 
 // A consumer replica's checkpoint is taken after this many entries, or
-// this long after the last one when anything applied since.
+// this long after the last one when anything applied since, and at a
+// clean stop (StopCheckpoints): what a crash makes it apply again
+// (docs/clustering.md, "Restarts").
 const (
 	checkpointEntries = 1024
-	checkpointEvery   = 30 * time.Second
+	checkpointEvery   = 10 * time.Second
 )
 
 // updateConsumer gives this server's replica of consumer k its new

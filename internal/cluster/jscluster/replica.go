@@ -185,7 +185,7 @@ func (c *Cluster) startFileReplica(acc *account, k streamKey, r *replica, cfg st
 	sa := r.sa
 	dir := acc.js.StreamDir(k.name)
 	ck, err := streamckpt.Open(streamckpt.Config{
-		Dir: dir, Store: acc.js.FileStoreConfig(dir), Node: c.node, Group: sa.Group, Replica: mine.ID, Logf: c.cfg.Logf,
+		Dir: dir, Store: acc.js.FileStoreConfig(dir), Node: c.node, Group: sa.Group, Replica: mine.ID, Logf: c.cfg.Logf, Infof: c.cfg.Infof,
 	}, cfg)
 	if err != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: this server's replica is fenced (not started, files left as they are): %v", k.account, k.name, err)

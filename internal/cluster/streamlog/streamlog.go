@@ -95,6 +95,9 @@ type Log struct {
 	// proposed the highest this replica proposed as leader.
 	floor    atomic.Uint64
 	proposed atomic.Uint64
+	// appliedBytes counts the bytes of the stream operations applied
+	// (AppliedBytes).
+	appliedBytes atomic.Uint64
 }
 
 var (
@@ -240,6 +243,12 @@ func (l *Log) proposeFloor(floor uint64) {
 	}
 }
 
+// AppliedBytes returns the bytes of the stream operations this Log has
+// handed to its Applier (their encoded size in the log): what a crash
+// would make the replica apply again, were no checkpoint taken since
+// (streamckpt's checkpoints by size).
+func (l *Log) AppliedBytes() uint64 { return l.appliedBytes.Load() }
+
 // Floor returns the highest compaction floor this replica applied.
 func (l *Log) Floor() uint64 { return l.floor.Load() }
 
@@ -285,6 +294,7 @@ func (s stateMachine) Apply(entries []raftnode.Entry) error {
 		if err != nil {
 			return fmt.Errorf("streamlog: group %d entry %d (term %d): %w", s.l.cfg.Group, e.Index, e.Term, err)
 		}
+		s.l.appliedBytes.Add(uint64(len(e.Data)))
 		s.l.a.Apply(e.Index, op, e.Tag)
 	}
 	return nil
