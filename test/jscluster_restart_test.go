@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairnmq/cairn/internal/server"
@@ -238,4 +240,111 @@ func TestJetStreamClusterClientsDuringReplay(t *testing.T) {
 		return nil
 	})
 	fetchRest(t, s.ClientURL(), 11, 20)
+}
+
+// Three cairn processes with JetStream; one is killed with SIGKILL and
+// started again, three times, while acknowledged publishes go on: no
+// acknowledged message is lost, the restarted replica's store is rolled
+// back to its checkpoint and leaves no *.rolledback file once it has
+// recovered (it checkpoints then), and a start logs no set-aside file as
+// unknown and no WAL segment as a warning (docs/clustering.md,
+// "Restarts").
+func TestJetStreamClusterKill9Restarts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level test")
+	}
+	if targetIsNatsServer() {
+		t.Skip("cairn's store layout")
+	}
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	kc := newKillClusterArgs(t, buildCairn(t), 3, func(i int) []string { return []string{"-js", "-sd", dirs[i]} })
+	victim := kc.procs[1]
+	nc, err := nats.Connect(kc.procs[0].url+","+kc.procs[2].url, nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "create ORDERS", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	acked := map[uint64]bool{}
+	next := 1
+	publish := func(n int) {
+		t.Helper()
+		for range n {
+			i := next
+			next++
+			eventually(t, "publish", func() error {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				ack, err := js.Publish(ctx, fmt.Sprintf("orders.%d", i), []byte("order"), jetstream.WithMsgID(fmt.Sprint(i)))
+				if err == nil {
+					acked[ack.Sequence] = true
+				}
+				return err
+			})
+		}
+	}
+	publish(200)
+	msgs := filepath.Join(dirs[1], "jetstream", "$G", "streams", "ORDERS", "msgs", "msgs")
+	rollbacks := 0
+	for round := 1; round <= 3; round++ {
+		victim.kill()
+		publish(20)
+		victim.start()
+		waitFor(t, clusterTimeout, fmt.Sprintf("round %d: the restarted server recovered", round), func() bool {
+			return strings.Contains(victim.log.String(), "JetStream cluster: recovered;")
+		})
+		log := victim.log.String()
+		if strings.Contains(log, "set aside until") {
+			rollbacks++
+		}
+		for _, bad := range []string{"unknown file", "[WRN] raftnode: WAL segment"} {
+			if strings.Contains(log, bad) {
+				t.Fatalf("round %d: the start logged %q:\n%s", round, bad, log)
+			}
+		}
+		if files, _ := filepath.Glob(filepath.Join(msgs, "*.rolledback*")); len(files) > 0 {
+			t.Fatalf("round %d: left behind after the recovery: %v", round, files)
+		}
+		publish(20)
+	}
+	if rollbacks == 0 {
+		t.Fatal("no restart rolled its store back (the test's premise)")
+	}
+	// Every acknowledged message is in the stream, on the restarted
+	// server's replica too (it leads after the others stop leading).
+	eventually(t, "every acknowledged message stored", func() error {
+		st, err := js.Stream(tctx(t), "ORDERS")
+		if err != nil {
+			return err
+		}
+		if got := st.CachedInfo().State.Msgs; got != uint64(len(acked)) {
+			return fmt.Errorf("%d messages, %d acknowledged", got, len(acked))
+		}
+		return nil
+	})
+	vc, err := nats.Connect(victim.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(vc.Close)
+	vjs, _ := jetstream.New(vc)
+	for seq := range acked {
+		eventually(t, fmt.Sprintf("message %d", seq), func() error {
+			st, err := vjs.Stream(tctx(t), "ORDERS")
+			if err != nil {
+				return err
+			}
+			_, err = st.GetMsg(tctx(t), seq)
+			return err
+		})
+	}
 }

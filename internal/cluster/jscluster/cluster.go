@@ -208,6 +208,13 @@ func (c *Cluster) stopRun() {
 // run. A checkpoint that fails is logged: the WAL keeps the entries.
 func (c *Cluster) StopCheckpoints() {
 	c.stopRun()
+	c.checkpointAll(true)
+}
+
+// checkpointAll checkpoints every replica of this server: the streams'
+// (and, when stopping, ends their checkpointing), the consumers' and the
+// meta group's. It runs on the run goroutine, or after it ended.
+func (c *Cluster) checkpointAll(stopping bool) {
 	c.mu.Lock()
 	var cks []*replica
 	for _, r := range c.replicas {
@@ -222,18 +229,27 @@ func (c *Cluster) StopCheckpoints() {
 	started := c.started
 	c.mu.Unlock()
 	for _, r := range cks {
-		if err := r.ckpt.Stop(); err != nil {
-			c.cfg.Logf("jscluster: stream group %d: the last checkpoint failed (the WAL keeps the entries): %v", r.sa.Group, err)
+		var err error
+		if stopping {
+			err = r.ckpt.Stop()
+		} else {
+			err = r.ckpt.Checkpoint()
+		}
+		if err != nil {
+			c.cfg.Logf("jscluster: stream group %d: checkpoint failed (the WAL keeps the entries): %v", r.sa.Group, err)
 		}
 	}
+	now := c.cfg.Now()
 	for _, cr := range crs {
+		applied := cr.log.Applied()
 		if _, err := cr.log.Checkpoint(); err != nil {
-			c.cfg.Logf("jscluster: consumer %s > %s > %s: the last checkpoint failed (the WAL keeps the entries): %v", cr.ca.Account, cr.ca.Stream, cr.ca.Name, err)
+			c.cfg.Logf("jscluster: consumer %s > %s > %s: checkpoint failed (the WAL keeps the entries): %v", cr.ca.Account, cr.ca.Stream, cr.ca.Name, err)
 		}
+		cr.ckptIndex, cr.ckptAt = applied, now
 	}
 	if started {
 		if err := c.meta.Checkpoint(); err != nil {
-			c.cfg.Logf("jscluster: the meta group's last checkpoint failed (the WAL keeps the entries): %v", err)
+			c.cfg.Logf("jscluster: the meta group's checkpoint failed (the WAL keeps the entries): %v", err)
 		}
 	}
 }
@@ -311,14 +327,21 @@ func (c *Cluster) run() {
 }
 
 // noteRecovered logs, once the restart's recovery is done (Recovery),
-// how many entries it applied again, and reports whether it did.
+// how many entries it applied again, and reports whether it did. When it
+// applied any, every replica checkpoints first: a crash soon after does
+// not make the next start apply them again.
 func (c *Cluster) noteRecovered() bool {
 	rec := c.Recovery()
-	if rec.Done {
-		c.cfg.Infof("JetStream cluster: recovered; entries applied again since the checkpoints: %d (meta %d, streams %d, consumers %d)",
-			rec.Meta+rec.Streams+rec.Consumers, rec.Meta, rec.Streams, rec.Consumers)
+	if !rec.Done {
+		return false
 	}
-	return rec.Done
+	n := rec.Meta + rec.Streams + rec.Consumers
+	if n > 0 {
+		c.checkpointAll(false)
+	}
+	c.cfg.Infof("JetStream cluster: recovered; entries applied again since the checkpoints: %d (meta %d, streams %d, consumers %d)",
+		n, rec.Meta, rec.Streams, rec.Consumers)
+	return true
 }
 
 // votersFile is the record of the meta group's voters (Dir/voters,
