@@ -58,6 +58,7 @@ var allowed = map[string][]string{
 	"internal/lint":                  {},
 	"test":                           {},
 	"bench/fetchnoack":               {},
+	"bench/restart":                  {},
 	"bench/scrape":                   {},
 }
 
