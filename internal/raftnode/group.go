@@ -36,9 +36,12 @@ type group struct {
 	lastTick   uint64               // the node's tick count when the group last ticked
 	quiet      bool                 // quiesced: not ticking (quiesce.go)
 	announce   bool                 // the first round wakes the other replicas (they may be quiet)
-	synthetic  bool                 // the state machine has yet to apply the synthetic entry initialIndex
-	leader     bool                 // leader as of the last Ready
-	term       uint64               // term as of the last Ready
+	// reannounce are the replicas whose wake envelope could not leave
+	// while this replica knew no leader: the next round wakes them again.
+	reannounce []ReplicaID
+	synthetic  bool   // the state machine has yet to apply the synthetic entry initialIndex
+	leader     bool   // leader as of the last Ready
+	term       uint64 // term as of the last Ready
 	// appliedTerm is the term of the entry at rawApplied: once it is the
 	// term this replica leads, every entry of earlier terms is applied
 	// here (raft's empty entry opens each term).
@@ -278,8 +281,11 @@ func (g *group) prepare() {
 	}
 	if g.announce {
 		g.announce = false
-		g.wakePeers()
+		g.wakePeers(nil)
+	} else if len(g.reannounce) > 0 {
+		g.wakePeers(g.reannounce)
 	}
+	g.reannounce = nil
 	g.maybeWake(inbox, props, reqs)
 	stepped := g.propose(props)
 	var quiesce *pb.Message // a quiesce heartbeat from the leader
@@ -616,7 +622,9 @@ func (g *group) finish(walErr error, unreachable map[ServerID]bool) {
 	for _, m := range out.msgs {
 		switch {
 		case m.announce && (m.to == "" || unreachable[m.to]):
-			g.announce = true // the next round sends it again (a restart before the routes are up)
+			if g.rn.BasicStatus().Lead == 0 { // a restart before the routes are up
+				g.reannounce = append(g.reannounce, m.replica)
+			}
 		case m.to == "" || unreachable[m.to]:
 			g.rn.ReportUnreachable(uint64(m.replica))
 			if m.snap {

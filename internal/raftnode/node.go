@@ -136,13 +136,9 @@ func (n *Node) Replay() error {
 	if n.replayed.Load() {
 		return n.replayErr
 	}
-	start := time.Now()
 	n.replayErr = n.wal.load()
 	if n.replayErr != nil && n.wal.damage == nil {
 		n.wal.damage = fmt.Errorf("%w: WAL replay failed: %w", ErrCorrupt, n.replayErr)
-	}
-	if d := time.Since(start); d >= time.Second {
-		n.cfg.Logf("raftnode: WAL replayed in %v", d.Round(time.Millisecond))
 	}
 	n.replayed.Store(true)
 	return n.replayErr

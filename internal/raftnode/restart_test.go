@@ -109,16 +109,18 @@ func TestLeaderReadyAfterReplay(t *testing.T) {
 	}
 }
 
-// failingTransport fails every Send while fail is set, as the real
-// transport does for a server it has no route to yet.
+// failingTransport fails every Send while fail is set (to server only,
+// when only is set), as the real transport does for a server it has no
+// route to yet, or that is down.
 type failingTransport struct {
 	Transport
 	fail *atomic.Bool
+	only ServerID
 }
 
 func (f failingTransport) Send(to ServerID, frame []byte) error {
-	if f.fail.Load() {
-		return errors.New("no route yet")
+	if f.fail.Load() && (f.only == "" || to == f.only) {
+		return errors.New("no route")
 	}
 	return f.Transport.Send(to, frame)
 }
@@ -130,7 +132,7 @@ func TestRestartWakesQuietLeaderOnceReachable(t *testing.T) {
 	var fail atomic.Bool
 	c := newTestCluster(t, 3, func(cfg *Config) {
 		if cfg.Server == serverName(2) {
-			cfg.Transport = failingTransport{cfg.Transport, &fail}
+			cfg.Transport = failingTransport{Transport: cfg.Transport, fail: &fail}
 		}
 	})
 	c.addGroup(1, 0)
@@ -236,4 +238,34 @@ func TestDeferReplay(t *testing.T) {
 		t.Fatalf("after the replay: %+v %v, applied %d", st, err, sm.applied)
 	}
 	n.Close()
+}
+
+// A restarted replica that cannot reach one peer (its server is down)
+// wakes it again only while it knows no leader, and only that peer: once
+// it has learnt its leader, the group goes quiet again, rather than have
+// every round's wake envelopes keep its leader awake while the other
+// server stays down.
+func TestReannounceLetsLeaderQuiesce(t *testing.T) {
+	var fail atomic.Bool
+	c := newTestCluster(t, 3, func(cfg *Config) {
+		if cfg.Server == serverName(2) {
+			cfg.Transport = failingTransport{Transport: cfg.Transport, fail: &fail, only: serverName(1)}
+		}
+	})
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.propose(0, 1, "a")
+	c.tick(3)
+	c.crash(1, vfs.CrashOptions{Tail: vfs.TailDrop}) // s2 is down for good
+	c.crash(2, vfs.CrashOptions{Tail: vfs.TailDrop})
+	fail.Store(true)
+	c.open(2)
+	c.addReplica(2, 1, 0)
+	c.tick(40)
+	if st := c.status(2, 1); st.Leader != 1 {
+		t.Fatalf("the restarted replica knows leader %d, want 1", st.Leader)
+	}
+	if !c.status(0, 1).Quiesced {
+		t.Fatal("the leader never went quiet again: the restarted replica keeps waking it")
+	}
 }

@@ -289,8 +289,12 @@ const (
 // the meta group, keeps the catalogue of servers current.
 func (c *Cluster) run() {
 	defer c.done.Done()
+	start := time.Now()
 	if err := c.node.Replay(); err != nil {
 		c.cfg.Logf("jscluster: the Raft WAL cannot be replayed (every replica of this server is fenced): %v", err)
+	} else {
+		segs, _ := c.node.WALStats()
+		c.cfg.Infof("JetStream cluster: Raft WAL replayed in %v (%d segment(s))", time.Since(start).Round(time.Millisecond), segs)
 	}
 	c.replayed.Store(true)
 	if !c.bootstrap() {
