@@ -169,7 +169,6 @@ func TestJetStreamClusterClientsDuringReplay(t *testing.T) {
 	gate := make(chan struct{})
 	var once sync.Once
 	release := func() { once.Do(func() { close(gate) }) }
-	t.Cleanup(release)
 	o := opts[2]
 	o.JetStreamFS = gateFS{FS: vfs.OS(), open: gate}
 	s, err := server.New(o)
@@ -178,7 +177,8 @@ func TestJetStreamClusterClientsDuringReplay(t *testing.T) {
 	}
 	started := make(chan error, 1)
 	go func() { started <- s.Start() }()
-	t.Cleanup(s.Shutdown)
+	t.Cleanup(s.Shutdown) // after release (cleanups run last first): a shutdown waits for the replay
+	t.Cleanup(release)
 	select {
 	case err := <-started:
 		if err != nil {
@@ -212,14 +212,22 @@ func TestJetStreamClusterClientsDuringReplay(t *testing.T) {
 		}
 		return nil
 	})
-	names := js.StreamNames(tctx(t))
-	var got []string
-	for n := range names.Name() {
-		got = append(got, n)
-	}
-	if err := names.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) || !slices.Equal(got, []string{"ORDERS"}) {
-		t.Fatalf("stream names through the replaying server: %v %v", got, err)
-	}
+	// Answered by the meta leader (a server that has known none for 2 s,
+	// during a slow election, answers 10008: never an empty list).
+	eventually(t, "stream names through the replaying server", func() error {
+		names := js.StreamNames(tctx(t))
+		var got []string
+		for n := range names.Name() {
+			got = append(got, n)
+		}
+		if err := names.Err(); err != nil && !errors.Is(err, jetstream.ErrEndOfData) {
+			return err
+		}
+		if !slices.Equal(got, []string{"ORDERS"}) {
+			t.Fatalf("stream names through the replaying server: %v", got)
+		}
+		return nil
+	})
 	if total, _ := s.JSAPIStats(); total != 0 {
 		t.Fatalf("the replaying server answered %d API requests", total)
 	}
