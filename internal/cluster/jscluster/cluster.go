@@ -552,9 +552,10 @@ func (c *Cluster) Problems() (metaProblems, replicas []string) {
 // applies none again; after a crash, what came after the last
 // checkpoints.
 type Recovery struct {
-	// Done: the WAL is replayed, the meta group runs, every replica the
-	// WAL held runs again, and each has applied everything that had
-	// committed before the restart.
+	// Done: the WAL is replayed, the meta group runs and has applied what
+	// had committed before the restart, and so has every replica of a
+	// replicated stream or consumer the meta group assigns to this server
+	// (in an account whose engine runs here), or it is fenced.
 	Done bool
 	// Meta, Streams and Consumers count the entries applied again by
 	// the meta group's replica, the streams' and the consumers'.
@@ -566,11 +567,11 @@ func (c *Cluster) Recovery() Recovery {
 	if !c.replayed.Load() {
 		return Recovery{}
 	}
+	var rec Recovery
+	kind := map[raftnode.GroupID]*uint64{meta.MetaGroup: &rec.Meta}
+	ready := map[string]bool{}
 	c.mu.Lock()
 	started := c.started
-	kind := map[raftnode.GroupID]*uint64{}
-	var rec Recovery
-	kind[meta.MetaGroup] = &rec.Meta
 	for _, r := range c.replicas {
 		if r.log != nil {
 			kind[r.sa.Group] = &rec.Streams
@@ -579,17 +580,35 @@ func (c *Cluster) Recovery() Recovery {
 	for _, cr := range c.creplicas {
 		kind[cr.ca.Group] = &rec.Consumers
 	}
+	for name, acc := range c.accounts {
+		ready[name] = acc.js != nil
+	}
 	c.mu.Unlock()
-	rec.Done = started && len(c.node.RecoveredGroups()) == 0
 	for _, g := range c.node.Groups() {
+		if st, err := c.node.Status(g); err == nil && kind[g] != nil {
+			*kind[g] += st.Reapplied
+		}
+	}
+	want := []raftnode.GroupID{meta.MetaGroup}
+	if started {
+		c.meta.View(func(st *meta.State) {
+			ss, cs := st.Assigned(c.name)
+			for _, sa := range ss {
+				if len(sa.Replicas) > 1 && ready[sa.Account] {
+					want = append(want, sa.Group)
+				}
+			}
+			for _, ca := range cs {
+				if len(ca.Replicas) > 1 && ready[ca.Account] {
+					want = append(want, ca.Group)
+				}
+			}
+		})
+	}
+	rec.Done = started
+	for _, g := range want {
 		st, err := c.node.Status(g)
-		if err != nil {
-			continue
-		}
-		if n := kind[g]; n != nil {
-			*n += st.Reapplied
-		}
-		if st.Fenced == nil && st.Applied < st.ReplayTo {
+		if err != nil || st.Fenced == nil && st.Applied < st.ReplayTo {
 			rec.Done = false
 		}
 	}
