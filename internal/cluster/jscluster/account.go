@@ -131,16 +131,16 @@ func (a *account) Answers(key, streamName string) bool {
 // for leaderlessAfter) gets 10008, never this server's own view of the
 // streams (a server still replaying its log after a restart holds none
 // of them yet).
-func (a *account) Unavailable(key, streamName, consumerName string, body []byte) bool {
-	return !a.c.metaLeader() && a.forMeta(key, streamName, consumerName, body)
+func (a *account) Unavailable(key, streamName, consumerName string, _ []byte) bool {
+	return !a.c.metaLeader() && a.forMeta(key, streamName, consumerName)
 }
 
 // forMeta reports whether the responder rule sends a request to the meta
 // leader (package comment, "Who answers an API request").
-func (a *account) forMeta(key, streamName, consumerName string, body []byte) bool {
+func (a *account) forMeta(key, streamName, consumerName string) bool {
 	if strings.HasPrefix(key, "CONSUMER.") {
-		if _, decided := a.AnswersConsumer(key, streamName, consumerName, body); decided {
-			return key == "CONSUMER.CREATE" || key == "CONSUMER.DURABLE.CREATE" || key == "CONSUMER.DELETE"
+		if forMeta, _, decided := a.consumerRoute(key, streamName, consumerName); decided {
+			return forMeta
 		}
 	}
 	if streamName == "" || key == "STREAM.CREATE" || key == "STREAM.UPDATE" || key == "STREAM.DELETE" || key == "STREAM.RESTORE" ||

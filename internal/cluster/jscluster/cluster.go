@@ -224,7 +224,9 @@ func (c *Cluster) checkpointAll(stopping bool) {
 	}
 	crs := make([]*creplica, 0, len(c.creplicas))
 	for _, cr := range c.creplicas {
-		crs = append(crs, cr)
+		if cr.log != nil { // a consumer with one replica has no group
+			crs = append(crs, cr)
+		}
 	}
 	started := c.started
 	c.mu.Unlock()
@@ -502,7 +504,9 @@ func (c *Cluster) Problems() (metaProblems, replicas []string) {
 	}
 	crs := make([]*creplica, 0, len(c.creplicas))
 	for _, cr := range c.creplicas {
-		crs = append(crs, cr)
+		if cr.log != nil {
+			crs = append(crs, cr)
+		}
 	}
 	c.mu.Unlock()
 	if !started {
@@ -578,7 +582,9 @@ func (c *Cluster) Recovery() Recovery {
 		}
 	}
 	for _, cr := range c.creplicas {
-		kind[cr.ca.Group] = &rec.Consumers
+		if cr.log != nil {
+			kind[cr.ca.Group] = &rec.Consumers
+		}
 	}
 	for name, acc := range c.accounts {
 		ready[name] = acc.js != nil

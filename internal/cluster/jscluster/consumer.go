@@ -395,23 +395,37 @@ func (c *Cluster) creplicaOf(k consumerKey) *creplica {
 // v2.15.2; the rest (a stream the meta group does not hold, a consumer
 // it does not hold: 10059, 10014) is left to Answers.
 func (a *account) AnswersConsumer(key, streamName, name string, _ []byte) (answers, decided bool) {
+	forMeta, cr, decided := a.consumerRoute(key, streamName, name)
+	switch {
+	case !decided:
+		return false, false
+	case forMeta:
+		return a.c.metaAnswers(), true
+	}
+	return cr != nil && cr.leads.Load(), true
+}
+
+// consumerRoute is AnswersConsumer's rule: decided false leaves the
+// request to Answers; else forMeta says the meta leader answers it, and
+// otherwise this server's replica cr of the consumer (nil: none) answers
+// it where it leads.
+func (a *account) consumerRoute(key, streamName, name string) (forMeta bool, cr *creplica, decided bool) {
 	c := a.c
 	if _, _, ok, _ := c.assignment(streamKey{a.name, streamName}); !ok {
-		return false, false
+		return false, nil, false
 	}
 	switch key {
 	case "CONSUMER.CREATE", "CONSUMER.DURABLE.CREATE", "CONSUMER.NAMES", "CONSUMER.LIST":
-		return c.metaAnswers(), true
+		return true, nil, true
 	}
 	k := consumerKey{a.name, streamName, name}
 	if _, _, assigned, _ := c.consumerAssignment(k); !assigned {
-		return false, false
+		return false, nil, false
 	}
 	if key == "CONSUMER.DELETE" {
-		return c.metaAnswers(), true
+		return true, nil, true
 	}
-	cr := c.creplicaOf(k)
-	return cr != nil && cr.leads.Load(), true
+	return false, c.creplicaOf(k), true
 }
 
 // ConsumerCreate implements jsapi.ConsumerCluster on the meta leader, as
