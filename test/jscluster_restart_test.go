@@ -231,8 +231,8 @@ func TestJetStreamClusterClientsDuringReplay(t *testing.T) {
 	if total, _ := s.JSAPIStats(); total != 0 {
 		t.Fatalf("the replaying server answered %d API requests", total)
 	}
-	if metaProblems, _ := s.JetStreamClusterProblems(); len(metaProblems) == 0 {
-		t.Fatal("healthz: no problem reported during the replay")
+	if ps := s.JetStreamClusterHealth(); len(ps) == 0 || ps[0].Kind != "meta" {
+		t.Fatalf("healthz: no meta problem reported during the replay: %+v", ps)
 	}
 	if r, _ := s.JetStreamRecovery(); r.Done {
 		t.Fatal("recovered before the replay")
@@ -242,8 +242,8 @@ func TestJetStreamClusterClientsDuringReplay(t *testing.T) {
 		if r, _ := s.JetStreamRecovery(); !r.Done {
 			return errors.New("not yet")
 		}
-		if mp, rp := s.JetStreamClusterProblems(); len(mp)+len(rp) > 0 {
-			return fmt.Errorf("problems %v %v", mp, rp)
+		if ps := s.JetStreamClusterHealth(); len(ps) > 0 {
+			return fmt.Errorf("problems %+v", ps)
 		}
 		return nil
 	})

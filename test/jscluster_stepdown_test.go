@@ -146,12 +146,13 @@ func TestJetStreamClusterStreamStepDown(t *testing.T) {
 	}
 
 	// PEER.REMOVE, answered by the meta leader: nats-server's checks,
-	// then 10009 for a replica (moving one is not built).
+	// then, for a replica of a three-server cluster, 10075: no server to
+	// move it to (nats-server 2.15.2 answers the same).
 	const peerRemove = "$JS.API.STREAM.PEER.REMOVE.ORDERS"
 	wantStepDownError(t, "peer-remove without a body", stepDownRequest(t, ncs[via], peerRemove, ""), 10003, "bad request")
 	wantStepDownError(t, "peer-remove of no peer", stepDownRequest(t, ncs[via], peerRemove, `{"peer":""}`), 10003, "bad request")
 	wantStepDownError(t, "peer-remove of a stranger", stepDownRequest(t, ncs[via], peerRemove, `{"peer":"n9"}`), 10040, "peer not a member")
-	wantStepDownError(t, "peer-remove of a replica", stepDownRequest(t, ncs[via], peerRemove, fmt.Sprintf(`{"peer":%q}`, servers[via].Name())), 10009, "")
+	wantStepDownError(t, "peer-remove of a replica, no server to take it", stepDownRequest(t, ncs[via], peerRemove, fmt.Sprintf(`{"peer":%q}`, servers[via].Name())), 10075, "peer remap failed")
 	wantStepDownError(t, "peer-remove in no stream", stepDownRequest(t, ncs[via], "$JS.API.STREAM.PEER.REMOVE.NOPE", `{"peer":"n1"}`), 10059, "stream not found")
 
 	// The CLI: it polls the stream's info until the leader changes.

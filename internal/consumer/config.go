@@ -125,6 +125,10 @@ type PeerInfo struct {
 	Active  time.Duration `json:"active"`
 	Lag     uint64        `json:"lag,omitempty"`
 	Peer    string        `json:"peer"`
+	// Pending: the replica is in the assignment but not yet a voter of
+	// the group (being added: a learner catching up), as nats-server
+	// v2.15.2 marks a peer of its desired set not in the Raft group yet.
+	Pending bool `json:"pending,omitempty"`
 }
 
 // Info is the ConsumerInfo of the JetStream API (nats-server v2.15.2 ConsumerInfo), in nats-server v2.15.2's key order. PauseRemaining is nanoseconds

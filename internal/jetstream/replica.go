@@ -116,3 +116,32 @@ func (js *JetStream) RestoreStream(name string) (found bool, _ *jserr.Error) {
 	js.mu.Unlock()
 	return true, nil
 }
+
+// DetachStream stops the stream named name, its consumers and sourcers
+// as a shutdown stops them, and leaves its files as they are: a stream of
+// one replica in a clustered JetStream that becomes replicated (a scale
+// up; docs/clustering.md, "Scaling") restarts over them as the first
+// replica of its new group (StartReplica). It returns the stream's own
+// state once it stopped (stream.AppendCheckpoint: config, duplicate
+// window, schedules). Errors: 10059 when no such stream runs, a failed
+// close of its store (jserr.StreamCreate, its text).
+func (js *JetStream) DetachStream(name string) ([]byte, *jserr.Error) {
+	js.mu.Lock()
+	r := js.streams[name]
+	delete(js.streams, name)
+	js.refreshCapturesLocked()
+	js.mu.Unlock()
+	if r == nil {
+		return nil, jserr.New(jserr.StreamNotFound)
+	}
+	r.srcs.Close(false)
+	if err := r.Stop(nil); err != nil {
+		return nil, jserr.From(err, jserr.StreamCreate)
+	}
+	ck, _ := r.Checkpoint() // the apply goroutine has ended: nothing changes it
+	state, err := ck.Append(nil)
+	if err != nil {
+		return nil, jserr.From(err, jserr.StreamCreate)
+	}
+	return state, nil
+}

@@ -158,6 +158,43 @@ func (js *JetStream) SetStreamLeader(name string, leader bool) error {
 	return r.SetLeader(leader)
 }
 
+// StreamWithdraw is the first step of handing a replicated stream's
+// leadership over (docs/clustering.md, "Lame duck mode and shutdown"):
+// the stream's subscriptions stop being announced to the other servers,
+// which stop routing its publishes here, while those already on their
+// way are still taken (streamrun.Stream.Withdraw). The server then
+// flushes its routes, and StreamHandOver follows. Errors: 10059 when the
+// stream does not exist here.
+func (js *JetStream) StreamWithdraw(name string) error {
+	r := js.streamRuntime(name)
+	if r == nil {
+		return jserr.New(jserr.StreamNotFound)
+	}
+	r.Withdraw()
+	return nil
+}
+
+// StreamHandOver prepares this server's replica of a replicated stream,
+// which leads the stream's log, to hand its leadership over
+// (docs/clustering.md, "Lame duck mode and shutdown"): it drops the
+// stream's subscriptions, so that no publish reaches it any more
+// (SetStreamLeader false: they stay dropped even if it keeps leading),
+// and returns once the stream has proposed every publish it took before
+// (streamrun.Stream.Barrier), so that the leadership transfer finds them
+// in the log rather than dropping them. It returns at once when the
+// stream has stopped. Errors: 10059 when the stream does not exist here.
+func (js *JetStream) StreamHandOver(name string) error {
+	r := js.streamRuntime(name)
+	if r == nil {
+		return jserr.New(jserr.StreamNotFound)
+	}
+	if err := r.SetLeader(false); err != nil {
+		return err
+	}
+	r.Barrier()
+	return nil
+}
+
 // sourcingEnv is what the sourcers take from the engine.
 func (js *JetStream) sourcingEnv() sourcing.Env {
 	return sourcing.Env{Now: js.cfg.Now, Logf: js.cfg.Logf, Lookup: js.streamRuntime}

@@ -179,3 +179,28 @@ func (a *API) answers(r *request) bool {
 	}
 	return c.Answers(r.key, r.stream)
 }
+
+// ConsumerLeaderless is implemented by a Cluster whose members of a
+// leaderless consumer group answer CONSUMER.INFO with 10008 (JetStream
+// system temporarily unavailable) instead of staying silent, as
+// nats-server v2.15.2's jsConsumerInfoRequest does
+// (internal/cluster/jscluster leaderless.go).
+type ConsumerLeaderless interface {
+	ConsumerLeaderless(stream, consumer string) bool
+}
+
+// StreamInfoGatherer is implemented by a Cluster whose STREAM.LIST
+// carries the info of the server that leads each stream, as nats-server
+// v2.15.2's clustered STREAM.LIST does (internal/cluster/jscluster
+// gather.go). It returns one info per name, in order, nil for one gone.
+type StreamInfoGatherer interface {
+	StreamInfos(names []string) []*jetstream.StreamInfo
+}
+
+// ClusterUsage is implemented by a Cluster whose account info counts the
+// storage of every replica of the account's streams, as nats-server
+// v2.15.2's does (internal/cluster/jscluster usage.go): memory and file
+// storage in bytes.
+type ClusterUsage interface {
+	AccountUsage() (memory, store uint64)
+}

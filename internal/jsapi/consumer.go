@@ -154,6 +154,9 @@ func consumerInfo(a *API, r *request) (response, *jserr.Error) {
 	if err := r.checkLevel(); err != nil {
 		return resp, err
 	}
+	if l, ok := a.opts.Cluster.(ConsumerLeaderless); ok && l.ConsumerLeaderless(r.stream, r.consumer) {
+		return resp, jserr.New(jserr.ClusterNotAvail)
+	}
 	info, err := a.js.ConsumerInfo(r.stream, r.consumer)
 	if err != nil {
 		return resp, err

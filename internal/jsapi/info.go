@@ -71,6 +71,9 @@ func accountInfo(a *API, r *request) (response, *jserr.Error) {
 		st.Streams, st.Consumers = ac.AccountCounts()
 	}
 	a.addReservations(st)
+	if u, ok := a.opts.Cluster.(ClusterUsage); ok {
+		st.Memory, st.Store = u.AccountUsage() // every replica's, as nats-server counts
+	}
 	resp.accountStats = st
 	return resp, nil
 }

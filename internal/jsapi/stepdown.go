@@ -75,10 +75,10 @@ func streamLeaderStepDown(a *API, r *request) (response, *jserr.Error) {
 // (an optional capability of Cluster; without it the subject answers
 // 10009).
 type Peers interface {
-	// StreamRemovePeer removes the replica on peer (a server name or
-	// peer ID) from the account's stream, on the meta leader. Errors:
-	// 10059 no such stream, 10040 peer not a member, 10009 when the
-	// removal cannot be made (docs/clustering.md, "Not yet built").
+	// StreamRemovePeer moves the replica on peer (a server name or peer
+	// ID) of the account's stream to another server, on the meta leader
+	// (docs/clustering.md, "Replacing a replica"). Errors: 10059 no such
+	// stream, 10040 peer not a member, 10075 when no server can take it.
 	StreamRemovePeer(stream, peer string) *jserr.Error
 }
 

@@ -61,8 +61,10 @@ func streamNames(a *API, r *request) (response, *jserr.Error) {
 }
 
 // streamList is streamNames with a StreamInfo per stream and pages of 256.
-// As in nats-server v2.15.2 the infos carry the stored config (the engine's
-// server version metadata is taken out again) and no "cluster".
+// As in nats-server v2.15.2 the infos of a single server carry the stored
+// config (the engine's server version metadata is taken out again) and no
+// "cluster"; in a cluster they are the infos each stream's leader gives
+// (StreamInfoGatherer), "cluster" and metadata included.
 func streamList(a *API, r *request) (response, *jserr.Error) {
 	resp := &streamListResponse{Streams: []*jetstream.StreamInfo{}}
 	if err := r.checkLevel(); err != nil {
@@ -77,6 +79,16 @@ func streamList(a *API, r *request) (response, *jserr.Error) {
 	names := a.meta().Names(req.Subject)
 	start, end := page(len(names), req.Offset, listLimit)
 	resp.apiPaged = apiPaged{Total: len(names), Offset: start, Limit: listLimit}
+	if g, ok := a.opts.Cluster.(StreamInfoGatherer); ok {
+		// In a cluster, each stream's leader's info, as it answers
+		// STREAM.INFO (nats-server v2.15.2 jsClusteredStreamListRequest).
+		for _, si := range g.StreamInfos(names[start:end]) {
+			if si != nil {
+				resp.Streams = append(resp.Streams, si)
+			}
+		}
+		return resp, nil
+	}
 	for _, name := range names[start:end] {
 		si, err := a.meta().StreamInfo(name, jetstream.InfoOptions{})
 		if err != nil {

@@ -111,22 +111,9 @@ func (m *Monitor) healthz(o healthzOptions) *HealthStatus {
 		return h.finish("ok", http.StatusOK)
 	}
 	// In a JetStream cluster: the meta group (all js-meta-only checks),
-	// then this server's replicas.
-	metaProblems, replicaProblems := m.srv.JetStreamClusterProblems()
-	for _, p := range metaProblems {
-		h.fail("JETSTREAM", "", "", "", p)
-		if !h.details {
-			return h.finish(unavailable, http.StatusServiceUnavailable)
-		}
-	}
-	if o.jsMetaOnly {
+	// then this server's replicas (healthzcluster.go).
+	if done := m.clusterHealth(h, o); done {
 		return h.finish(unavailable, http.StatusServiceUnavailable)
-	}
-	for _, p := range replicaProblems {
-		h.fail("JETSTREAM", "", "", "", p)
-		if !h.details {
-			return h.finish(unavailable, http.StatusServiceUnavailable)
-		}
 	}
 	accs := m.jsAccounts()
 	if len(accs) == 0 && o.account == "" {

@@ -43,16 +43,21 @@ func jszQuery(q *query) jszOptions {
 
 // handleJsz serves /jsz (nats-server v2.15.2 monitor.go Jsz): the totals
 // over every account with JetStream, the details of the accounts asked
-// for and, in a JetStream cluster, the meta group (meta_cluster). Stream
-// leadership is not reported yet: leader-only and stream-leader-only
-// select every stream and consumer this server has.
+// for and, in a JetStream cluster, the meta group (meta_cluster). With
+// leader-only, a server that does not lead the meta group (or has no
+// JetStream) answers 400 "filtered response: not leader" (jszLeaderOnly).
 func (m *Monitor) handleJsz(w http.ResponseWriter, r *http.Request) {
 	q := &query{r: r}
 	o := jszQuery(q)
 	if q.bad(w) {
 		return
 	}
-	writeJSON(w, http.StatusOK, m.jsz(o))
+	ji, err := m.jszChecked(o)
+	if err != nil {
+		writeText(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, ji)
 }
 
 func (m *Monitor) jsz(o jszOptions) *JSInfo {
@@ -85,15 +90,14 @@ func (m *Monitor) jsz(o jszOptions) *JSInfo {
 			listed[a.Name] = true
 		}
 	}
-	if mi := m.srv.JetStreamMeta(); mi != nil {
-		ji.Meta = &MetaClusterInfo{Name: mi.Name, Leader: mi.Leader, Peer: mi.Peer, Replicas: mi.Replicas, Size: mi.Size, QuorumNeeded: mi.QuorumNeeded}
-	}
+	ji.Meta = m.metaClusterInfo()
 	ji.Config = m.jsConfig(accs[0].JetStream)
 	ji.Limits = &JSLimitOpts{}
 	ji.Total = len(accs)
 	var all []jetstream.StreamDetail
 	for _, a := range accs {
-		details := a.JetStream.Details(o.consumers && listed[a.Name])
+		// The consumers too for their leaders' count (raft).
+		details := a.JetStream.Details(o.consumers && listed[a.Name] || o.raft)
 		all = append(all, details...)
 		for _, d := range details {
 			ji.Streams++
@@ -107,7 +111,7 @@ func (m *Monitor) jsz(o jszOptions) *JSInfo {
 	}
 	ji.JetStreamStats = m.jsStats(accs, all)
 	if o.raft {
-		ji.StreamsLeader, ji.ConsumersLeader = ji.Streams, ji.Consumers
+		ji.StreamsLeader, ji.ConsumersLeader = m.leaderCounts(all)
 	}
 	return ji
 }
@@ -121,7 +125,7 @@ func (m *Monitor) jsAccounts() []server.AccountStats {
 // (reserved_*, as nats-server reports them) and its API counters.
 func (m *Monitor) accountDetail(a server.AccountStats, details []jetstream.StreamDetail, o jszOptions) *AccountDetail {
 	ai := a.JetStream.Account()
-	st := usage(details)
+	st := m.accountUsage(a.Name, details)
 	ad := &AccountDetail{Name: a.Name, ID: a.Name, JetStreamStats: JetStreamStats{
 		Memory: st.Memory, Store: st.Store,
 		// nats-server reports the account's limits here: -1 (none) as an
@@ -135,6 +139,9 @@ func (m *Monitor) accountDetail(a server.AccountStats, details []jetstream.Strea
 	ad.Streams = []StreamDetail{}
 	for _, d := range details {
 		si := d.Info
+		if o.streamLeader && !m.leads(si.Cluster) {
+			continue
+		}
 		sd := StreamDetail{
 			Name: si.Config.Name, Created: si.Created, Cluster: si.Cluster,
 			State: si.State, Mirror: si.Mirror, Sources: si.Sources,
@@ -143,8 +150,17 @@ func (m *Monitor) accountDetail(a server.AccountStats, details []jetstream.Strea
 			cfg := si.Config
 			sd.Config = &cfg
 		}
+		if o.raft && si.Cluster != nil && si.Cluster.RaftGroup != "" {
+			sd.RaftGroup, sd.ConsumerRaftGroups = si.Cluster.RaftGroup, []*RaftGroupDetail{}
+		}
 		for _, ci := range d.Consumers {
+			if !o.consumers {
+				break
+			}
 			sd.Consumer = append(sd.Consumer, consumerDetail(ci, o.config))
+			if sd.ConsumerRaftGroups != nil && ci.Cluster != nil && ci.Cluster.RaftGroup != "" {
+				sd.ConsumerRaftGroups = append(sd.ConsumerRaftGroups, &RaftGroupDetail{Name: ci.Name, RaftGroup: ci.Cluster.RaftGroup})
+			}
 		}
 		ad.Streams = append(ad.Streams, sd)
 	}
@@ -152,10 +168,10 @@ func (m *Monitor) accountDetail(a server.AccountStats, details []jetstream.Strea
 }
 
 // consumerDetail is a consumer's info as /jsz shows it: its config only
-// when asked for, no cluster part (nats-server's single-server info).
+// when asked for; its cluster part as the engine gives it (in a cluster
+// only, as nats-server's consumer info).
 func consumerDetail(ci *consumer.Info, withConfig bool) *consumer.Info {
 	c := *ci
-	c.Cluster = nil
 	if !withConfig {
 		c.Config = nil
 	}

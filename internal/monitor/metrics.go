@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -220,10 +221,27 @@ func (c *natsCollector) healthz(e *emitter, ns string) {
 	e.gauge(ns+"_healthz_status_value", "status", 1-status, "value", hs.Status)
 }
 
-// serverLabels are the jsz collector's server labels after server_id: a
-// single server is its own meta leader.
+// serverLabels are the jsz collector's server labels after server_id, as
+// prometheus-nats-exporter derives them from /jsz: the meta group's
+// cluster name and leader, and whether this server is that leader (a
+// server without a meta group is its own meta leader).
 func (c *natsCollector) serverLabels() []string {
-	return []string{"server_name", c.m.srv.Options().ServerName, "cluster", "", "domain", "", "meta_leader", "", "is_meta_leader", "true"}
+	name := c.m.srv.Options().ServerName
+	cluster, leader, isLeader := "", "", "true"
+	if mi := c.m.srv.JetStreamMeta(); mi != nil {
+		cluster, leader, isLeader = mi.Name, mi.Leader, strconv.FormatBool(mi.Leader == name)
+	}
+	return []string{"server_name", name, "cluster", cluster, "domain", "", "meta_leader", leader, "is_meta_leader", isLeader}
+}
+
+// leaderLabels are the exporter's leader labels of a stream or consumer
+// whose cluster part is ci: its leader, and whether this server is that
+// leader (one without a cluster part leads itself).
+func (c *natsCollector) leaderLabels(ci *jetstream.ClusterInfo) (leader, isLeader string) {
+	if ci == nil {
+		return "", "true"
+	}
+	return ci.Leader, strconv.FormatBool(ci.Leader == c.m.srv.Options().ServerName)
 }
 
 // jetstream emits the exporter's jsz series (its jsz=all, with configs):
@@ -252,7 +270,7 @@ func (c *natsCollector) jetstream(e *emitter, jns string, accs []server.AccountS
 
 	for i, a := range accs {
 		ai := a.JetStream.Account()
-		st := usage(details[i])
+		st := c.m.accountUsage(a.Name, details[i])
 		acc := append(append([]string(nil), srv...), "account", a.Name, "account_name", a.Name, "account_id", a.Name)
 		e.gauge(jns+"_account_max_storage", "JetStream max storage in bytes", float64(uint64(ai.Limits.MaxStore)), acc...)
 		e.gauge(jns+"_account_max_memory", "JetStream max memory in bytes", float64(uint64(ai.Limits.MaxMemory)), acc...)
@@ -266,11 +284,12 @@ func (c *natsCollector) jetstream(e *emitter, jns string, accs []server.AccountS
 
 func (c *natsCollector) stream(e *emitter, jns string, acc []string, d jetstream.StreamDetail) {
 	si := d.Info
-	leader := ""
+	leader, isLeader := c.leaderLabels(si.Cluster)
+	group := ""
 	if si.Cluster != nil {
-		leader = si.Cluster.Leader
+		group = si.Cluster.RaftGroup
 	}
-	sl := append(append([]string(nil), acc...), "stream_name", si.Config.Name, "stream_leader", leader, "is_stream_leader", "true", "stream_raft_group", "")
+	sl := append(append([]string(nil), acc...), "stream_name", si.Config.Name, "stream_leader", leader, "is_stream_leader", isLeader, "stream_raft_group", group)
 	p := jns + "_stream_"
 	e.gauge(p+"total_messages", "Total number of messages from a stream", float64(si.State.Msgs), sl...)
 	e.gauge(p+"total_bytes", "Total stored bytes from a stream", float64(si.State.Bytes), sl...)
@@ -295,7 +314,8 @@ func (c *natsCollector) stream(e *emitter, jns string, acc []string, d jetstream
 		if ci.Config != nil {
 			desc = ci.Config.Description
 		}
-		cl := append(append([]string(nil), sl...), "consumer_name", ci.Name, "consumer_leader", "", "is_consumer_leader", "true", "consumer_desc", desc)
+		cleader, cIsLeader := c.leaderLabels(ci.Cluster)
+		cl := append(append([]string(nil), sl...), "consumer_name", ci.Name, "consumer_leader", cleader, "is_consumer_leader", cIsLeader, "consumer_desc", desc)
 		q := jns + "_consumer_"
 		if ci.Delivered.Last != nil {
 			e.gauge(q+"last_delivery_seconds", "Seconds since the last delivery", ci.TimeStamp.Sub(*ci.Delivered.Last).Seconds(), cl...)

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -163,7 +164,7 @@ func (m *Monitor) accountRequest(acc, kind string, body []byte) ([]byte, bool) {
 	}
 	data, err := build()
 	switch {
-	case err == errSkip:
+	case errors.Is(err, errSkip):
 		return nil, false
 	case err != nil:
 		resp.Error = &APIError{Code: http.StatusInternalServerError, Description: err.Error()}
@@ -172,9 +173,6 @@ func (m *Monitor) accountRequest(acc, kind string, body []byte) ([]byte, bool) {
 	}
 	return marshalReply(resp)
 }
-
-// errSkip makes a server stay silent.
-var errSkip = &APIError{Code: 0, Description: "skip"}
 
 func (e *APIError) Error() string { return e.Description }
 

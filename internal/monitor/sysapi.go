@@ -1,9 +1,12 @@
 package monitor
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -91,6 +94,7 @@ type ServerStats struct {
 	StaleConnections    int64          `json:"stale_connections,omitempty"`
 	StaleConnectionStat *KindStats     `json:"stale_connection_stats,omitempty"`
 	StalledClients      int64          `json:"stalled_clients,omitempty"`
+	Routes              []*RouteStat   `json:"routes,omitempty"`
 	ActiveServers       int            `json:"active_servers,omitempty"`
 	JetStream           *JetStreamVarz `json:"jetstream,omitempty"`
 	MemLimit            int64          `json:"gomemlimit,omitempty"`
@@ -224,6 +228,9 @@ func (m *Monitor) SysRequest(subject string, body []byte) (reply []byte, ok bool
 		}
 	}
 	data, err := build(req)
+	if errors.Is(err, errSkip) {
+		return nil, false // nats-server errSkipZreq: stay silent
+	}
 	if err != nil {
 		resp.Error = &APIError{Code: http.StatusInternalServerError, Description: err.Error()}
 	} else {
@@ -256,7 +263,7 @@ func (m *Monitor) sysEndpoint(kind string) (any, func(any) (any, error)) {
 			return m.subsz(q.Subscriptions, q.Offset, q.Limit, q.Test, q.Account), nil
 		}
 	case "JSZ":
-		return &jszRequest{}, func(r any) (any, error) { return m.jsz(r.(*jszRequest).options()), nil }
+		return &jszRequest{}, func(r any) (any, error) { return m.jszChecked(r.(*jszRequest).options()) }
 	case "HEALTHZ":
 		return &healthzRequest{}, func(r any) (any, error) { return m.healthz(r.(*healthzRequest).options()), nil }
 	case "ACCOUNTZ":
@@ -377,9 +384,11 @@ func (m *Monitor) statszReply(body []byte) ([]byte, bool) {
 }
 
 // statsz builds the server's statistics (nats-server ServerStats): the
-// per-kind parts only when they count something (routes when there are
-// routes; slow and stale connections when there were some), and the
-// JetStream config without the store directory, as nats-server sends it.
+// routes one by one (routeStats; sent and received count everything, with
+// no part per kind, as nats-server v2.15.2 sends them), the slow and stale
+// connections by kind when there were some, and the JetStream config
+// without the store directory and the meta group (statszMeta), as
+// nats-server sends them.
 func (m *Monitor) statsz() ServerStats {
 	st := m.srv.Stats()
 	cpu, rss := m.cpu.sample(m.startedAt)
@@ -397,10 +406,7 @@ func (m *Monitor) statsz() ServerStats {
 		ActiveServers:       st.Routes + 1,
 		MaxProcs:            runtime.GOMAXPROCS(0),
 	}
-	if st.Routes > 0 {
-		ss.Sent.Routes = &MsgBytes{Msgs: st.OutMsgs - st.OutClientMsgs, Bytes: st.OutBytes - st.OutClientBytes}
-		ss.Received.Routes = &MsgBytes{Msgs: st.InMsgs - st.InClientMsgs, Bytes: st.InBytes - st.InClientBytes}
-	}
+	ss.Routes = m.routeStats() // the route traffic, route by route (not in sent and received)
 	if st.SlowConsumers > 0 {
 		ss.SlowConsumersStats = &KindStats{Clients: st.SlowClients, Routes: st.SlowRoutes}
 	}
@@ -411,9 +417,37 @@ func (m *Monitor) statsz() ServerStats {
 		cfg := *js.Config
 		cfg.StoreDir = ""
 		js.Config = &cfg
+		js.Meta = m.statszMeta()
 		ss.JetStream = &js
 	}
 	return ss
+}
+
+// RouteStat is one route of statsz (nats-server v2.15.2 events.go
+// RouteStat): its connection id, the peer's server name, the messages
+// and bytes sent to and received from it, and the bytes queued for it;
+// `nats server ls` counts them in its Routes column.
+type RouteStat struct {
+	ID       uint64    `json:"rid"`
+	Name     string    `json:"name,omitempty"`
+	Sent     DataStats `json:"sent"`
+	Received DataStats `json:"received"`
+	Pending  int       `json:"pending"`
+}
+
+// routeStats lists the routes for statsz, by connection id; nil without
+// routes (the key is then left out, as nats-server leaves it out).
+func (m *Monitor) routeStats() []*RouteStat {
+	var out []*RouteStat
+	for _, r := range m.srv.Routes(false) {
+		out = append(out, &RouteStat{
+			ID: r.CID, Name: r.RemoteName, Pending: int(r.Pending),
+			Sent:     DataStats{MsgBytes: MsgBytes{Msgs: r.OutMsgs, Bytes: r.OutBytes}},
+			Received: DataStats{MsgBytes: MsgBytes{Msgs: r.InMsgs, Bytes: r.InBytes}},
+		})
+	}
+	slices.SortFunc(out, func(a, b *RouteStat) int { return cmp.Compare(a.ID, b.ID) })
+	return out
 }
 
 // activeAccounts counts the accounts with client connections (nats-server

@@ -122,6 +122,9 @@ type DiskIOWaitStats struct {
 type JetStreamVarz struct {
 	Config *JetStreamConfig `json:"config,omitempty"`
 	Stats  *JetStreamStats  `json:"stats,omitempty"`
+	// Meta is the meta group of a JetStream cluster (/jsz meta_cluster);
+	// statsz sends it whole only from the meta leader (statszMeta).
+	Meta   *MetaClusterInfo `json:"meta,omitempty"`
 	Limits *JSLimitOpts     `json:"limits,omitempty"`
 }
 

@@ -134,7 +134,7 @@ func (m *Monitor) jetStreamVarz() JetStreamVarz {
 	}
 	cfg := m.jsConfig(accs[0].JetStream)
 	stats := m.jsStats(accs, all)
-	return JetStreamVarz{Config: &cfg, Stats: &stats, Limits: &JSLimitOpts{}}
+	return JetStreamVarz{Config: &cfg, Stats: &stats, Meta: m.metaClusterInfo(), Limits: &JSLimitOpts{}}
 }
 
 // jsConfig is the server's JetStream configuration as nats-server
@@ -157,10 +157,11 @@ func (m *Monitor) jsConfig(js *jetstream.JetStream) JetStreamConfig {
 
 // jsStats is the server's JetStream usage: the accounts with JetStream
 // (accs), their API counters, and details, the streams of them all
-// (usage).
+// (usage); ha_assets, the Raft groups it runs a replica of.
 func (m *Monitor) jsStats(accs []server.AccountStats, details []jetstream.StreamDetail) JetStreamStats {
 	st := usage(details)
 	st.Accounts = len(accs)
+	st.HAAssets = m.srv.JetStreamHAAssets()
 	st.API.Level = jsapi.APILevel
 	for _, a := range accs {
 		st.API.Total += a.APITotal

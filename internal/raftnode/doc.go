@@ -24,7 +24,10 @@
 //     to send to the Transport given in Config.
 //  5. Propose on the leader; the returned Proposal resolves when that exact
 //     entry (term, index) has been applied here, and fails with
-//     ErrNoReply if leadership is lost first.
+//     ErrNoReply if leadership is lost first, unless this leader handed
+//     it over (TransferLeader, StepDown): the transferee's log holds
+//     every entry of its, so the proposals wait for their entries to
+//     apply here.
 //  6. When a state machine has made its state durable up to an index, call
 //     Compact so the WAL may drop the group's entries up to it.
 //
@@ -37,7 +40,14 @@
 //     into the RawNode, takes its Ready, installs a received snapshot into
 //     the state machine (Restore is durable when it returns), and encodes
 //     the Ready's entries, HardState and snapshot metadata as WAL items and
-//     its messages as frame envelopes;
+//     its messages as frame envelopes. A state machine that restores in
+//     the background (BackgroundRestorer: a stream fetching the data its
+//     manifest names) has its Restore run on a goroutine: the group is
+//     parked with its Ready, neither written, sent nor advanced, and runs
+//     no round until Restore returns; the round after that writes and
+//     sends the Ready as usual. A Restore failing with ErrRestoreRetry
+//     writes a snapabort item and rebuilds raft from the durable log, as
+//     if the snapshot had never come;
 //  2. on the loop goroutine: writes one WAL record holding every group's
 //     items (not yet fsynced);
 //  3. if the round needs an fsync (step 4), sends the leaders' appends:
@@ -160,6 +170,10 @@
 //	             the install finished: it is completed from this item
 //	             (and written again as a snapshot item); otherwise it is
 //	             ignored and the old log stands.
+//	7 snapabort  index u64, term u64, conf state: the install begun by
+//	             the last snapbegin was abandoned (a background Restore
+//	             failed with ErrRestoreRetry: the state machine kept its
+//	             state); recovery forgets that snapbegin.
 //
 // A bootstrapped group's log starts after a synthetic base at index 1,
 // term 1 (a compact item with the initial voters, and a hardstate with
@@ -211,7 +225,9 @@
 //	            raftpb.Message in protobuf encoding)
 //	end-4   4   CRC-32C of everything before it
 //
-// Flags: bit 0 quiesce (on a heartbeat: the leader is going quiet).
+// Flags: bit 0 quiesce (on a heartbeat: the leader is going quiet); bit
+// 3 in sync (with bit 0: the receiver holds the leader's whole log, so the
+// heartbeat's commit index is the leader's).
 // Envelopes with flag bit 1 (wake) or 2 (liveness) carry no message (length
 // 0). A frame that fails its CRC or does not parse is dropped whole
 // (Receive returns ErrBadFrame); Raft recovers from lost messages.

@@ -11,6 +11,11 @@ const (
 	flagQuiesce  = 1 << 0 // on a heartbeat: the leader is going quiet
 	flagWake     = 1 << 1 // no message: wake the group
 	flagLiveness = 1 << 2 // no message, group 0: the sender is alive
+	// flagInSync, with flagQuiesce: the receiving replica holds the
+	// leader's whole log, so the heartbeat's commit index is the leader's
+	// (contact.go). A leader goes quiet without waiting for a replica on
+	// a server it finds dead; that replica's quiesce heartbeat lacks it.
+	flagInSync = 1 << 3
 )
 
 const (

@@ -3,6 +3,7 @@ package raftnode
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -41,6 +42,7 @@ type group struct {
 	reannounce []ReplicaID
 	synthetic  bool   // the state machine has yet to apply the synthetic entry initialIndex
 	leader     bool   // leader as of the last Ready
+	handover   bool   // this leader asked for a transfer in its term: its waiters outlive the loss of leadership (roleChange)
 	term       uint64 // term as of the last Ready
 	// appliedTerm is the term of the entry at rawApplied: once it is the
 	// term this replica leads, every entry of earlier terms is applied
@@ -62,6 +64,16 @@ type group struct {
 	out        roundOut      // this round's output, from prepare to finish
 	fencedErr  error         // round-side copy of the fence
 	removeDone chan struct{} // a removal written by this round
+	// leaderCommit and commitFrom: the highest commit index the leader
+	// told this replica, and that leader; lastLead and leaderTick: the
+	// leader as of the last round, and the tick at which it last knew
+	// one (contact.go).
+	leaderCommit uint64
+	commitFrom   uint64
+	outOfSync    bool // a quiesce heartbeat said this replica lacks entries
+	lastLead     uint64
+	leaderTick   uint64
+	restoring    *restoreJob // a snapshot installing in the background: the group is parked
 
 	mu struct {
 		sync.Mutex
@@ -74,7 +86,21 @@ type group struct {
 		status     GroupStatus
 		fenced     error
 		removed    bool
+		heard      map[ReplicaID]uint64 // the tick of the last message from each replica (contact.go)
+		// restoreDone and restoreErr: the background Restore of
+		// restoring returned (set by its goroutine).
+		restoreDone bool
+		restoreErr  error
 	}
+}
+
+// restoreJob is a snapshot whose Restore runs in the background
+// (BackgroundRestorer): the Ready that carried it waits, neither written
+// nor advanced, until Restore returns.
+type restoreJob struct {
+	rd      raft.Ready
+	stepped []*Proposal
+	meta    snapMeta
 }
 
 // inMsg is a received message (nil for a wake envelope) and its flags.
@@ -155,17 +181,32 @@ type storage struct {
 // group's round.
 func (s *storage) Snapshot() (*pb.Snapshot, error) {
 	g := s.g
-	data, err := g.sm.Snapshot()
+	index := g.smApplied
+	var data []byte
+	var err error
+	if si, ok := g.sm.(SnapshotIndexer); ok {
+		first, _ := s.FirstIndex()
+		low := max(first-1, g.confs[len(g.confs)-1].index)
+		index, data, err = si.SnapshotAt(low)
+		if err == nil && (index < low || index > g.smApplied) {
+			err = fmt.Errorf("a snapshot at %d, outside %d..%d", index, low, g.smApplied)
+		}
+		if errors.Is(err, ErrSnapshotPending) {
+			return nil, raft.ErrSnapshotTemporarilyUnavailable
+		}
+	} else {
+		data, err = g.sm.Snapshot()
+	}
 	if err != nil {
 		g.n.cfg.Logf("raftnode: group %d: snapshot: %v", g.id, err)
 		return nil, raft.ErrSnapshotTemporarilyUnavailable
 	}
-	term, err := s.Term(g.smApplied)
+	term, err := s.Term(index)
 	if err != nil {
 		return nil, raft.ErrSnapshotTemporarilyUnavailable
 	}
 	return &pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{
-		Index: new(g.smApplied), Term: new(term), ConfState: g.confAt(g.smApplied),
+		Index: new(index), Term: new(term), ConfState: g.confAt(index),
 	}}, nil
 }
 
@@ -252,6 +293,9 @@ func (g *group) contain() {
 func (g *group) prepare() {
 	defer g.contain()
 	g.out = roundOut{}
+	if g.restoring != nil && !g.resumeRestore() {
+		return
+	}
 	g.mu.Lock()
 	inbox, reqs := g.mu.inbox, g.mu.reqs
 	props, rest := g.mu.props, []*Proposal(nil)
@@ -259,6 +303,11 @@ func (g *group) prepare() {
 		props, rest = splitProps(props, g.n.cfg.MaxRoundProposalBytes)
 	}
 	g.mu.inbox, g.mu.inboxBytes, g.mu.props, g.mu.reqs = nil, 0, rest, nil
+	if len(rest) > 0 {
+		// A transfer asked after proposals waits for them to enter the
+		// log: raft drops what is proposed during a transfer.
+		reqs, g.mu.reqs = splitTransfers(reqs)
+	}
 	removed := g.mu.removed
 	g.mu.Unlock()
 	if len(rest) > 0 {
@@ -295,6 +344,7 @@ func (g *group) prepare() {
 			continue // a wake envelope: maybeWake did it
 		}
 		_ = g.rn.Step(in.m) // errors: a stale or unknown peer's message, ignored
+		g.noteCommit(in.m, in.flags)
 		if in.m.GetType() == pb.MsgHeartbeat && in.flags&flagQuiesce != 0 {
 			quiesce = in.m
 		} else {
@@ -313,6 +363,19 @@ func (g *group) prepare() {
 		g.followQuiesce(quiesce, others || len(props) > 0 || len(reqs) > 0)
 	}
 	g.ready(stepped)
+}
+
+// splitTransfers returns the requests other than leadership transfers,
+// and the transfers.
+func splitTransfers(reqs []request) (now, later []request) {
+	for _, r := range reqs {
+		if r.kind == reqTransfer || r.kind == reqStepDown {
+			later = append(later, r)
+		} else {
+			now = append(now, r)
+		}
+	}
+	return now, later
 }
 
 // splitProps returns the proposals of one round (at least one, and at
@@ -380,6 +443,9 @@ func (g *group) propose(props []*Proposal) []*Proposal {
 		} else {
 			for i, p := range plain {
 				p.term, p.index = bs.GetTerm(), last+1+uint64(i)
+				if w := g.waiters[p.index]; w != nil {
+					w.resolve(nil, ErrNoReply) // kept from a handover, and the entry is gone
+				}
 				g.waiters[p.index] = p
 			}
 			last += uint64(len(plain))
@@ -405,9 +471,13 @@ func (g *group) request(r request) {
 	case reqCampaign:
 		_ = g.rn.Campaign()
 	case reqTransfer:
-		g.rn.TransferLeader(uint64(r.to))
+		if g.rn.BasicStatus().RaftState == raft.StateLeader && r.to != g.replica {
+			g.handover = true
+			g.rn.TransferLeader(uint64(r.to))
+		}
 	case reqStepDown:
 		if to := g.bestFollower(); to != 0 {
+			g.handover = true
 			g.rn.TransferLeader(to)
 		}
 	case reqCompact:
@@ -428,14 +498,20 @@ func (g *group) request(r request) {
 }
 
 // bestFollower is the active voter with the longest log, other than this
-// replica (0 if none, or if this replica is not the leader).
+// replica (0 if none, or if this replica is not the leader). Active is
+// raft's RecentActive, or heard from within the contact window (contact.go):
+// a group that was quiet gave raft no ticks and its followers no reason
+// to answer, and raft's CheckQuorum may have cleared RecentActive just
+// before it went quiet, so an idle stream's step-down found no follower.
 func (g *group) bestFollower() uint64 {
 	if g.rn.BasicStatus().RaftState != raft.StateLeader {
 		return 0
 	}
+	heard := g.heardWithin(g.n.contactTicks())
 	var best, match uint64
 	g.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
-		if id != uint64(g.replica) && typ == raft.ProgressTypePeer && pr.RecentActive && (best == 0 || pr.Match > match) {
+		active := pr.RecentActive || heard[ReplicaID(id)]
+		if id != uint64(g.replica) && typ == raft.ProgressTypePeer && active && (best == 0 || pr.Match > match) {
 			best, match = id, pr.Match
 		}
 	})
@@ -496,10 +572,21 @@ func (g *group) ready(stepped []*Proposal) {
 	g.checkProposals(rd, stepped)
 	var it items
 	if !raft.IsEmptySnap(rd.Snapshot) {
+		if bg, ok := g.sm.(BackgroundRestorer); ok && bg.RestoreInBackground() {
+			g.out.rd, g.out.hasReady = raft.Ready{}, false
+			g.startRestore(rd, stepped)
+			return
+		}
 		if !g.restore(rd.Snapshot, &it) {
 			return
 		}
 	}
+	g.readyRest(rd, stepped, &it)
+}
+
+// readyRest encodes the Ready's hard state, entries and messages after
+// its snapshot (if any) was installed, with it holding the snapshot's item.
+func (g *group) readyRest(rd raft.Ready, stepped []*Proposal, it *items) {
 	if !raft.IsEmptyHardState(rd.HardState) {
 		it.hardState(g.id, rd.HardState)
 		g.out.up.hs = rd.HardState
@@ -514,10 +601,12 @@ func (g *group) ready(stepped []*Proposal) {
 	}
 	g.out.mustSync = g.out.mustSync || rd.MustSync
 	var flags byte
+	var inSync map[ReplicaID]bool
 	if g.leaderQuiesces(rd, stepped) {
 		g.quiet, flags = true, flagQuiesce
+		inSync = g.inSync() // contact.go
 	}
-	g.encodeMessages(rd.Messages, flags)
+	g.encodeMessages(rd.Messages, flags, inSync)
 }
 
 // checkProposals verifies, while this replica is still the leader of the
@@ -565,10 +654,92 @@ func (g *group) restore(snap *pb.Snapshot, it *items) bool {
 	return true
 }
 
+// startRestore begins the background install of the Ready's snapshot
+// (BackgroundRestorer): the snapbegin item is written and fsynced, the
+// state machine's Restore starts on a goroutine, and the group is parked
+// with its Ready until Restore returns (resumeRestore).
+func (g *group) startRestore(rd raft.Ready, stepped []*Proposal) {
+	md := rd.Snapshot.GetMetadata()
+	m := snapMeta{index: md.GetIndex(), term: md.GetTerm(), conf: pb.EnsureConfState(md.GetConfState())}
+	g.n.walMu.Lock()
+	err := g.n.wal.snapBegin(g.id, m)
+	g.n.walMu.Unlock()
+	if err != nil {
+		g.fence(fmt.Errorf("install of snapshot at %d: %w", m.index, err))
+		g.out = roundOut{}
+		return
+	}
+	g.restoring = &restoreJob{rd: rd, stepped: stepped, meta: m}
+	g.mu.Lock()
+	g.mu.restoreDone, g.mu.restoreErr = false, nil
+	g.mu.Unlock()
+	index, data := m.index, rd.Snapshot.GetData()
+	g.n.cfg.Logf("raftnode: group %d replica %d: installing the snapshot at %d in the background", g.id, g.replica, index)
+	go func() {
+		err := g.sm.Restore(index, data)
+		g.mu.Lock()
+		g.mu.restoreDone, g.mu.restoreErr = true, err
+		g.mu.Unlock()
+		g.n.sched.enqueue(g)
+	}()
+}
+
+// resumeRestore is the start of a parked group's round: false while its
+// background Restore runs (the round does nothing, and lets the ticks go
+// by). Once Restore returned: on success, the parked Ready is written,
+// sent and advanced as any other (the snapshot item with it), and the
+// round ends there (false: the inbox waits for the next round); with
+// ErrRestoreRetry, the snapshot is abandoned and raft rebuilt from the
+// durable log, and the round goes on (true); any other error fences.
+func (g *group) resumeRestore() bool {
+	g.mu.Lock()
+	done, err, removed := g.mu.restoreDone, g.mu.restoreErr, g.mu.removed
+	g.mu.Unlock()
+	job := g.restoring
+	switch {
+	case removed || g.fencedErr != nil:
+		g.restoring = nil
+		return true
+	case !done:
+		g.lastTick = g.n.ticks.Load()
+		return false
+	}
+	g.restoring = nil
+	switch {
+	case err == nil:
+		var it items
+		it.snap(itemSnapshot, g.id, job.meta)
+		g.out.up.base = &job.meta
+		g.out.mustSync = true
+		g.out.rd, g.out.hasReady = job.rd, true
+		g.readyRest(job.rd, job.stepped, &it)
+		g.lastTick = g.n.ticks.Load()
+		g.n.sched.enqueue(g) // what arrived meanwhile
+		return false
+	case errors.Is(err, ErrRestoreRetry):
+		g.n.cfg.Logf("raftnode: group %d replica %d: the snapshot at %d was not installed (%v); going on from the log", g.id, g.replica, job.meta.index, err)
+		var it items
+		it.snap(itemSnapAbort, g.id, job.meta)
+		g.out.items = it.b
+		g.out.up.group = g.id
+		g.out.mustSync = true
+		g.lastTick = g.n.ticks.Load()
+		g.newRawNode(g.rawApplied) // raft as the WAL has it: the snapshot never happened
+		return g.rn != nil && g.fencedErr == nil
+	default:
+		g.fence(fmt.Errorf("install of snapshot at %d: %w", job.meta.index, err))
+		g.out = roundOut{}
+		return false
+	}
+}
+
 // encodeMessages turns the Ready's messages into envelopes for their
 // servers. A message to a replica of no known server is dropped, and the
 // replica reported unreachable in finish.
-func (g *group) encodeMessages(msgs []*pb.Message, flags byte) {
+//
+// inSync are the replicas whose quiesce heartbeat (flags has
+// flagQuiesce) also gets flagInSync (contact.go).
+func (g *group) encodeMessages(msgs []*pb.Message, flags byte, inSync map[ReplicaID]bool) {
 	if len(msgs) == 0 {
 		return
 	}
@@ -582,7 +753,11 @@ func (g *group) encodeMessages(msgs []*pb.Message, flags byte) {
 			panic(fmt.Sprintf("raftnode: marshal %v: %v", m.GetType(), err))
 		}
 		om := outMsg{to: peers[to], replica: to, snap: m.GetType() == pb.MsgSnap, early: sendsEarly(m.GetType())}
-		om.env = appendEnvelope(nil, g.id, flags, b)
+		f := flags
+		if inSync[to] {
+			f |= flagInSync
+		}
+		om.env = appendEnvelope(nil, g.id, f, b)
 		g.out.msgs = append(g.out.msgs, om)
 	}
 }
@@ -638,7 +813,7 @@ func (g *group) finish(walErr error, unreachable map[ServerID]bool) {
 		g.rn.Advance(out.rd)
 	}
 	g.publish()
-	if g.rn.HasReady() {
+	if g.restoring == nil && g.rn.HasReady() {
 		g.n.sched.enqueue(g)
 	}
 }
@@ -654,6 +829,12 @@ func (g *group) persisted(rd raft.Ready) {
 		g.smApplied = md.GetIndex()
 		g.rawApplied = md.GetIndex()
 		g.appliedTerm = md.GetTerm()
+		for i, w := range g.waiters { // kept from a handover: their entries never apply here
+			if i <= md.GetIndex() {
+				w.resolve(nil, ErrNoReply)
+				delete(g.waiters, i)
+			}
+		}
 	}
 	if err := g.st.Append(rd.Entries); err != nil {
 		panic(fmt.Sprintf("raftnode: group %d: append: %v", g.id, err))
@@ -756,19 +937,28 @@ func (g *group) applyConfChange(e *pb.Entry) {
 
 // roleChange fails the waiters when this replica stops being the leader of
 // the term they were proposed in (docs/clustering.md, decision 7): what had
-// applied was answered above; the rest may or may not commit later. It
-// tells the LeaderObserver that this replica leads only once it has
-// applied an entry of its own term (leaderReady), so that a replica that
-// comes to lead while it still has earlier entries to apply (a restart
-// replaying its log) never serves from a state behind its log.
+// applied was answered above; the rest may or may not commit later. A
+// leader that handed its leadership over (handover) keeps them instead:
+// raft let the transferee campaign only once its log held every entry of
+// this one, so they commit under it, and each waiter resolves when the
+// entry at its index applies here (apply: its result if the entry is of
+// its term, else ErrNoReply), or when the group is removed, the node
+// closes or a snapshot passes it (ErrNoReply). It tells the
+// LeaderObserver that this replica leads only once it has applied an
+// entry of its own term (leaderReady), so that a replica that comes to
+// lead while it still has earlier entries to apply (a restart replaying
+// its log) never serves from a state behind its log.
 func (g *group) roleChange(rd raft.Ready) {
 	bs := g.rn.BasicStatus()
 	leader := bs.RaftState == raft.StateLeader
 	if g.leader && (!leader || bs.GetTerm() != g.term) {
-		for i, w := range g.waiters {
-			w.resolve(nil, ErrNoReply)
-			delete(g.waiters, i)
+		if !g.handover {
+			for i, w := range g.waiters {
+				w.resolve(nil, ErrNoReply)
+				delete(g.waiters, i)
+			}
 		}
+		g.handover = false
 	}
 	if leader != g.leader || bs.GetTerm() != g.term {
 		g.failReads(ErrNotLeader)
@@ -811,23 +1001,33 @@ func (g *group) compact(index uint64) {
 // publish copies the group's state for Status.
 func (g *group) publish() {
 	bs := g.rn.BasicStatus()
+	if g.handover && bs.RaftState == raft.StateLeader && bs.LeadTransferee == 0 {
+		g.handover = false // the transfer was refused or timed out: still the leader
+	}
 	first, _ := g.st.FirstIndex()
 	last, _ := g.st.LastIndex()
+	cs := g.confs[len(g.confs)-1].cs
 	s := GroupStatus{
 		Group: g.id, Replica: g.replica, Role: roleOf(bs.RaftState), Term: bs.GetTerm(),
 		Leader: ReplicaID(bs.Lead), Commit: bs.GetCommit(), Applied: g.smApplied,
-		FirstIndex: first, LastIndex: last, Quiesced: g.quiet,
+		FirstIndex: first, LastIndex: last, Quiesced: g.quiet, Transferee: ReplicaID(bs.LeadTransferee),
+		Joint:       len(cs.GetVotersOutgoing()) > 0,
 		LeaderReady: g.leaderReady() && g.fencedErr == nil, Reapplied: g.reapplied, ReplayTo: g.replayTo,
+	}
+	for _, ids := range [][]uint64{cs.GetVoters(), cs.GetVotersOutgoing(), cs.GetLearners(), cs.GetLearnersNext()} {
+		s.Member = s.Member || slices.Contains(ids, uint64(g.replica))
 	}
 	if bs.RaftState == raft.StateLeader {
 		g.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
 			s.Replicas = append(s.Replicas, ReplicaStatus{
 				Replica: ReplicaID(id), Match: pr.Match, Active: pr.RecentActive || id == uint64(g.replica),
 				Learner: typ == raft.ProgressTypeLearner,
+				Joining: s.Joint && !slices.Contains(cs.GetVotersOutgoing(), id),
 			})
 		})
 		slices.SortFunc(s.Replicas, func(a, b ReplicaStatus) int { return cmp.Compare(a.Replica, b.Replica) })
 	}
+	g.publishContact(&s, bs)
 	g.mu.Lock()
 	s.LeaderServer = g.mu.peers[s.Leader]
 	for i := range s.Replicas {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"testing"
 
 	"github.com/cairnmq/cairn/internal/vfs"
@@ -236,6 +237,21 @@ func (c *testCluster) tick(k int) {
 		}
 		c.stabilize()
 	}
+}
+
+// tickUntilLeader ticks every node until one of the given nodes leads
+// group g, at most max ticks (raft randomises election timeouts, and two
+// candidates can split their votes several times in a row), and returns
+// that node's index.
+func (c *testCluster) tickUntilLeader(g GroupID, max int, among ...int) int {
+	for range max {
+		if l := c.leader(g); slices.Contains(among, l) {
+			return l
+		}
+		c.tick(1)
+	}
+	c.t.Fatalf("no leader of %d among nodes %v after %d ticks (leader %d)", g, among, max, c.leader(g))
+	return -1
 }
 
 func (c *testCluster) status(i int, g GroupID) GroupStatus {

@@ -1,6 +1,8 @@
 package raftnode
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -35,5 +37,152 @@ func TestLeaderObserver(t *testing.T) {
 	}
 	if got := c.nodes[1].sms[1].leads; !slices.Equal(got, []int64{int64(term2)}) {
 		t.Fatalf("new leader's observations %v, want [%d]", got, term2)
+	}
+}
+
+// A leader that hands its leadership over keeps the waiters of the
+// entries it proposed: the transferee campaigns only once its log holds
+// them and commits them in its term, and each proposal resolves on the
+// old leader with its entry's result, not ErrNoReply (docs/clustering.md,
+// decision 7). Five replicas, the leader reaching only the transferee:
+// its entries cannot commit before it steps down. A lame duck server
+// relies on it: publishes in flight at its handover are answered.
+func TestTransferKeepsWaiters(t *testing.T) {
+	c := newTestCluster(t, 5, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	for _, s := range []ServerID{"s3", "s4", "s5"} {
+		c.net.Partition("s1", s)
+	}
+	var ps []*Proposal
+	for _, d := range []string{"a", "b", "c"} {
+		p, err := c.nodes[0].n.Propose(1, []byte(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	c.stabilize()
+	if st := c.status(0, 1); st.Commit >= st.LastIndex {
+		t.Fatalf("committed %d of %d with two of five replicas", st.Commit, st.LastIndex)
+	}
+	if err := c.nodes[0].n.TransferLeader(1, 2); err != nil {
+		t.Fatal(err)
+	}
+	c.nodes[0].n.RunRound()
+	if st := c.status(0, 1); st.Transferee != 2 {
+		t.Fatalf("transferee %d during the transfer, want 2", st.Transferee)
+	}
+	c.stabilize()
+	if l := c.leader(1); l != 1 {
+		t.Fatalf("leader after the transfer: node %d, want 1", l)
+	}
+	sm := c.nodes[0].sms[1]
+	for i, p := range ps {
+		res, err := p.Result()
+		if err != nil {
+			t.Fatalf("proposal %d: %v, want its result", i, err)
+		}
+		_, index := p.Position()
+		if res == nil || index > sm.applied {
+			t.Fatalf("proposal %d at %d resolved with %v (applied %d)", i, index, res, sm.applied)
+		}
+	}
+	if st := c.status(0, 1); st.Transferee != 0 || st.Role != Follower {
+		t.Fatalf("old leader after the transfer: %+v", st)
+	}
+	c.net.HealAll()
+	c.stabilize()
+	c.checkSame(1)
+}
+
+// A transfer asked after more proposals than one round steps waits for
+// them to enter the log (raft drops proposals made during a transfer).
+func TestTransferAfterSplitProposals(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.MaxRoundProposalBytes = 8 })
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	var ps []*Proposal
+	for i := range 4 {
+		p, err := c.nodes[0].n.Propose(1, []byte(fmt.Sprintf("proposal-%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	if err := c.nodes[0].n.TransferLeader(1, 3); err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	if l := c.leader(1); l != 2 {
+		t.Fatalf("leader after the transfer: node %d, want 2", l)
+	}
+	for i, p := range ps {
+		if _, err := p.Result(); err != nil {
+			t.Fatalf("proposal %d: %v", i, err)
+		}
+	}
+}
+
+// A transfer that cannot take (its target is cut off) is abandoned after
+// an election timeout: the leader stays, Transferee returns to 0 and a
+// later loss of leadership answers ErrNoReply again.
+func TestTransferAbandoned(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.net.Partition("s1", "s3")
+	p, err := c.nodes[0].n.Propose(1, []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.nodes[0].n.TransferLeader(1, 3); err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	if st := c.status(0, 1); st.Role != Leader || st.Transferee != 3 {
+		t.Fatalf("during the transfer: %+v", st)
+	}
+	c.tick(15)
+	if st := c.status(0, 1); st.Role != Leader || st.Transferee != 0 {
+		t.Fatalf("after an election timeout: %+v", st)
+	}
+	if _, err := p.Result(); err != nil {
+		t.Fatalf("proposal committed by s1 and s2: %v", err)
+	}
+	c.net.Partition("s1", "s2")
+	p, err = c.nodes[0].n.Propose(1, []byte("lost"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.tick(80) // s2 and s3 elect a leader; s1 steps down (CheckQuorum)
+	if _, err := p.Result(); !errors.Is(err, ErrNoReply) {
+		t.Fatalf("after an abandoned transfer, a lost leadership: %v, want ErrNoReply", err)
+	}
+}
+
+// A step-down asked of a leader just elected, before any follower
+// answered its first append, hands its leadership over: raft counts no
+// follower recently active yet, but their votes were heard within the
+// contact window (the step-down did nothing, and a stream's step-down
+// right after a failover was lost).
+func TestStepDownNewLeader(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.stabilize()
+	if err := c.nodes[0].n.Campaign(1); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; c.status(0, 1).Role != Leader; i++ {
+		if i > 100 || !c.step() {
+			t.Fatalf("node 0 not elected: %+v", c.status(0, 1))
+		}
+	}
+	if err := c.nodes[0].n.StepDown(1); err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	if l := c.leader(1); l != 1 && l != 2 {
+		t.Fatalf("leader after the step-down: node %d", l)
 	}
 }

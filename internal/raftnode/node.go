@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -148,6 +149,14 @@ func (n *Node) Replay() error {
 // cluster layer binds this server's replicas to.
 func (n *Node) Incarnation() Incarnation { return n.wal.inc }
 
+// ElectionTimeout is the shortest election timeout of the node's groups
+// (ElectionTicks ticks of TickInterval; raft draws each group's in
+// [1, 2) times it), after which a leader also abandons a leadership
+// transfer that did not take.
+func (n *Node) ElectionTimeout() time.Duration {
+	return time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+}
+
 // Damage returns the damage found at Open or met by a later write or
 // fsync (wrapping ErrCorrupt), or nil. While it is set, every group is
 // fenced.
@@ -199,6 +208,12 @@ type GroupConfig struct {
 	// be fed by the leader (a learner being added), instead of
 	// bootstrapping the group with Peers as its voters.
 	Join bool
+	// Voters, for a bootstrap, are the group's initial voters when they
+	// are not every peer (a group whose membership changed since it was
+	// created: a replica bootstrapped late must start from the same
+	// configuration as the others did; a voter no longer among Peers has
+	// no server to address). Empty means every peer.
+	Voters []ReplicaID
 }
 
 // AddGroup starts this node's replica of a group. If the WAL holds the
@@ -225,7 +240,7 @@ func (n *Node) AddGroup(cfg GroupConfig, sm StateMachine) error {
 		return ErrGroupExists
 	}
 	g := &group{n: n, id: cfg.ID, replica: cfg.Replica, sm: sm, waiters: map[uint64]*Proposal{}, reads: map[uint64]*Proposal{},
-		lastTick: n.ticks.Load(), announce: true}
+		lastTick: n.ticks.Load(), leaderTick: n.ticks.Load(), announce: true}
 	g.mu.peers = peers
 	n.walMu.Lock()
 	err = n.initGroup(g, cfg)
@@ -255,6 +270,11 @@ func checkGroupConfig(cfg GroupConfig) (map[ReplicaID]ServerID, error) {
 	}
 	if peers[cfg.Replica] == "" {
 		return nil, fmt.Errorf("%w: replica %d is not among the peers", ErrInvalid, cfg.Replica)
+	}
+	for _, v := range cfg.Voters {
+		if v == 0 {
+			return nil, fmt.Errorf("%w: voter 0", ErrInvalid)
+		}
 	}
 	return peers, nil
 }
@@ -363,6 +383,12 @@ func (g *group) bootstrap(cfg GroupConfig) {
 	if !cfg.Join {
 		for _, p := range cfg.Peers {
 			cs.Voters = append(cs.Voters, uint64(p.Replica))
+		}
+		if len(cfg.Voters) > 0 {
+			cs.Voters = cs.Voters[:0]
+			for _, v := range cfg.Voters {
+				cs.Voters = append(cs.Voters, uint64(v))
+			}
 		}
 		slices.Sort(cs.Voters)
 		base.index, base.term = initialIndex, initialTerm
@@ -490,15 +516,22 @@ func (n *Node) Campaign(id GroupID) error { return n.ask(id, request{kind: reqCa
 
 // TransferLeader asks the leader to hand leadership to replica to (a
 // step-down with a preferred successor; docs/clustering.md, decision 10).
-// Ignored if this replica is not the leader. Proposals are dropped
-// (ErrDropped) while a transfer is under way.
+// Ignored if this replica is not the leader. Proposals queued before it
+// enter the log first; proposals made while the transfer is under way
+// are dropped (ErrDropped). The proposals in the log outlive the loss of
+// leadership (Proposal): they resolve as their entries apply here.
+// GroupStatus.Transferee shows the transfer under way.
 func (n *Node) TransferLeader(id GroupID, to ReplicaID) error {
 	return n.ask(id, request{kind: reqTransfer, to: to})
 }
 
 // StepDown asks the leader to hand leadership to its most up-to-date
 // active follower (nats-server's $JS.API.STREAM.LEADER.STEPDOWN without a
-// preference). Ignored if this replica is not the leader.
+// preference), as TransferLeader does. Active: raft counts it recently
+// active, or this replica heard from it within the contact window
+// (ContactWindow; a leader just elected or a group that was quiet has
+// heard its followers without raft counting them). Ignored if this
+// replica is not the leader or has no active follower.
 func (n *Node) StepDown(id GroupID) error { return n.ask(id, request{kind: reqStepDown}) }
 
 // Compact tells the group that its state machine is durable through
@@ -548,10 +581,12 @@ func (n *Node) Status(id GroupID) (GroupStatus, error) {
 		return GroupStatus{}, err
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	s := g.mu.status
 	s.Group, s.Replica, s.Fenced = g.id, g.replica, g.mu.fenced
 	s.Replicas = slices.Clone(s.Replicas)
+	heard, peers, quiet := maps.Clone(g.mu.heard), maps.Clone(g.mu.peers), g.mu.quiet
+	g.mu.Unlock()
+	n.contact(&s, heard, peers, quiet)
 	return s, nil
 }
 
@@ -570,7 +605,10 @@ func (n *Node) Groups() []GroupID {
 // messages are queued for their groups' next round; messages for unknown
 // groups, other replicas (an old replica ID) or fenced replicas are
 // dropped, as are messages beyond a group's MaxInbox or MaxInboxBytes and
-// messages from a replica the group places on another server. Errors: ErrBadFrame
+// messages from a replica the group places on another server; a
+// replica the group places nowhere is placed on from (a member that left
+// the peer list but still speaks for the group, such as a leader leaving
+// it: its followers must be able to answer). Errors: ErrBadFrame
 // (nothing taken), ErrStopped.
 func (n *Node) Receive(from ServerID, frame []byte) error {
 	n.mu.RLock()
@@ -595,12 +633,23 @@ func (n *Node) Receive(from ServerID, frame []byte) error {
 		g.mu.Lock()
 		ok := g.mu.fenced == nil && !g.mu.removed && len(g.mu.inbox) < n.cfg.MaxInbox &&
 			(g.mu.inboxBytes+len(msg) <= n.cfg.MaxInboxBytes || len(g.mu.inbox) == 0) // one larger message (a snapshot) alone
-		if s := g.mu.peers[ReplicaID(in.m.GetFrom())]; in.m != nil && s != "" && s != from {
-			ok = false // a replica of another server: misrouted or forged
+		if in.m != nil && in.m.GetFrom() != 0 {
+			switch s := g.mu.peers[ReplicaID(in.m.GetFrom())]; {
+			case s != "" && s != from:
+				ok = false // a replica of another server: misrouted or forged
+			case s == "" && ok:
+				// A replica no peer list named: a member leaving the group
+				// (the assignment no longer has it, but it may lead until
+				// it is removed). Answers go back where it spoke from.
+				g.mu.peers[ReplicaID(in.m.GetFrom())] = from
+			}
 		}
 		if ok {
 			g.mu.inbox = append(g.mu.inbox, in)
 			g.mu.inboxBytes += len(msg)
+			if in.m != nil {
+				g.noteHeardLocked(ReplicaID(in.m.GetFrom()), n.ticks.Load())
+			}
 		}
 		g.mu.Unlock()
 		if ok {
@@ -624,12 +673,14 @@ func (n *Node) Tick() {
 	list := n.mu.list
 	n.mu.RUnlock()
 	died, revived := n.checkLiveness(now, list)
+	// A peer's silence and return are routine (a restart, lame duck mode):
+	// the route layer logs its server's connection at INF.
 	if len(died) > 0 {
-		n.cfg.Logf("raftnode: no beat from %v for %d ticks", died, n.cfg.ElectionTicks)
+		n.cfg.Debugf("raftnode: no beat from %v for %d ticks", died, n.cfg.ElectionTicks)
 		n.wakeFor(died, true, list)
 	}
 	if len(revived) > 0 {
-		n.cfg.Logf("raftnode: %v heard again", revived)
+		n.cfg.Debugf("raftnode: %v heard again", revived)
 		n.wakeFor(revived, false, list)
 	}
 	n.beat.Store(true)

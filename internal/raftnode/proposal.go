@@ -16,6 +16,11 @@ import (
 //   - ErrNoReply: it entered the log, but leadership was lost (or the node
 //     stopped or the group was removed) before it applied here. It may
 //     still commit under another leader; a client must be told nothing.
+//     A leader that lost its leadership by a transfer it asked for
+//     (Node.TransferLeader, Node.StepDown) keeps its proposals: they
+//     resolve when the entry at their index applies here, with the
+//     result when it is theirs (same term), ErrNoReply when another
+//     entry took its place or a snapshot passed it.
 type Proposal struct {
 	data        []byte
 	conf        *pb.ConfChangeV2 // a membership change, instead of data

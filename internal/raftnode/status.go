@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"fmt"
+	"time"
 
 	"go.etcd.io/raft/v3"
 )
@@ -74,11 +75,44 @@ type GroupStatus struct {
 	// again. A replica that checkpointed at its last applied entry before
 	// a clean stop reapplies none (docs/clustering.md, "Restarts").
 	ReplayTo, Reapplied uint64
+	// Transferee is the replica this leader is handing its leadership
+	// to (Node.TransferLeader, Node.StepDown), 0 when no transfer is
+	// under way: raft abandons one after an election timeout.
+	Transferee ReplicaID
+	// Joint: the configuration this replica applied last is a joint one
+	// (a membership change under way, raft's C_old,new).
+	Joint bool
+	// Member: this replica is in the configuration it applied last (a
+	// voter of either half, or a learner); false once it applied its own
+	// removal.
+	Member bool
 	// Fenced, if not nil, is why the replica takes no part in its group
 	// (wraps ErrIdentity or ErrCorrupt, or is an Apply/Restore error).
 	Fenced error
 	// Replicas is the leader's view of every replica (empty on followers).
 	Replicas []ReplicaStatus
+
+	// The replica's contact with the others and its standing (contact.go,
+	// "Contact"):
+	//
+	// Peers are the group's other replicas, by replica ID, with how long
+	// ago this replica last heard from each.
+	Peers []PeerContact
+	// LeaderCommit is the highest commit index the leader told this
+	// replica (on the leader, its commit index); CaughtUp: this replica
+	// knows a leader and had applied through LeaderCommit at the end of
+	// its last round.
+	LeaderCommit uint64
+	CaughtUp     bool
+	// Current is nats-server's "current" of a Raft node: the leader, or
+	// a follower caught up that heard from its leader within
+	// Node.ContactWindow; never a fenced replica or one of a group with
+	// nothing committed.
+	Current bool
+	// Leaderless is how long this replica has known no leader (since it
+	// last knew one, or since it was added); 0 while it knows one.
+	Leaderless time.Duration
+	leaderTick uint64 // the node's tick when the replica last knew a leader
 }
 
 // ReplicaStatus is the leader's view of one replica of its group.
@@ -90,6 +124,9 @@ type ReplicaStatus struct {
 	// Active: heard from within the last election timeout.
 	Active  bool
 	Learner bool
+	// Joining: a voter of the joint configuration's incoming half only
+	// (being promoted in place of another; Joint).
+	Joining bool
 }
 
 // raftLogger sends raft's notable log lines to Config.Logf; debug lines

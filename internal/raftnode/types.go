@@ -88,6 +88,39 @@ type StateMachine interface {
 	Restore(index uint64, data []byte) error
 }
 
+// SnapshotIndexer is implemented by a StateMachine whose snapshot is not
+// taken at its last applied index but at an index of its own choosing, a
+// moment it captured (a stream's manifest: docs/clustering.md, "Stream
+// snapshots"). When raft needs a snapshot for a follower, raftnode calls
+// SnapshotAt(min) in place of Snapshot: min is the lowest index the
+// snapshot may have (the log's compaction point, and the last membership
+// change, so that the snapshot's conf state names every replica). It
+// returns the index and data of a capture at or above min and at or below
+// the last index handed to Apply, or ErrSnapshotPending while it prepares
+// one: raft then sends nothing and asks again at its next chance (its
+// next heartbeat response from that follower). Called on the group's
+// worker; it must not block.
+type SnapshotIndexer interface {
+	SnapshotAt(min uint64) (index uint64, data []byte, err error)
+}
+
+// BackgroundRestorer is implemented by a StateMachine whose Restore takes
+// long (it fetches the data a snapshot names from another replica:
+// docs/clustering.md decision 8). When RestoreInBackground is true,
+// raftnode calls Restore on a goroutine of its own and parks the group
+// until it returns: the group runs no round, so it sends nothing (no
+// vote, no append response: it promises nothing it does not hold yet),
+// applies nothing and does not tick; other groups go on. Restore still
+// makes the snapshot durable before returning. An error wrapping
+// ErrRestoreRetry abandons the snapshot instead of fencing the replica:
+// the replica goes on from its log as it was before (raft is rebuilt from
+// the durable log, the snapshot item is never written), and the leader
+// sends another snapshot when it next finds the follower behind its
+// compaction point.
+type BackgroundRestorer interface {
+	RestoreInBackground() bool
+}
+
 // LeaderObserver is implemented by a StateMachine that acts on its
 // replica's leadership (a stream subscribes to its subjects only where it
 // leads, docs/clustering.md decision 14). LeaderChanged is called on the
@@ -219,6 +252,13 @@ var (
 	ErrBadFrame = errors.New("raftnode: bad frame")
 	// ErrInvalid: a malformed argument (zero IDs, empty peer list).
 	ErrInvalid = errors.New("raftnode: invalid argument")
+	// ErrSnapshotPending is returned by SnapshotIndexer.SnapshotAt while
+	// the state machine prepares a capture: no snapshot is sent yet.
+	ErrSnapshotPending = errors.New("raftnode: snapshot not ready yet")
+	// ErrRestoreRetry, wrapped in an error of Restore, abandons the
+	// snapshot without fencing the replica (BackgroundRestorer): its state
+	// is as before the call, and another snapshot may be installed later.
+	ErrRestoreRetry = errors.New("raftnode: snapshot not installed, retry later")
 )
 
 func (c *Config) fill() error {

@@ -608,6 +608,8 @@ func (rg *replayGroup) apply(it item) {
 	case itemSnapBegin:
 		m := it.meta
 		rg.pending = &m
+	case itemSnapAbort:
+		rg.pending = nil
 	case itemCompact:
 		rg.base = it.meta
 		rg.dropThrough(it.meta.index)

@@ -30,6 +30,7 @@ const (
 	itemSnapshot  = 4
 	itemCompact   = 5
 	itemSnapBegin = 6
+	itemSnapAbort = 7
 )
 
 const replicaRemoved = 1 // flags of a replica item: a tombstone
@@ -172,7 +173,7 @@ func (d *decoder) next() (it item, ok bool) {
 		it.hs = &pb.HardState{Term: new(d.u64()), Vote: new(d.u64()), Commit: new(d.u64())}
 	case itemEntries:
 		d.entries(&it)
-	case itemSnapshot, itemCompact, itemSnapBegin:
+	case itemSnapshot, itemCompact, itemSnapBegin, itemSnapAbort:
 		it.meta = d.snapMeta()
 	default:
 		d.err = fmt.Errorf("raftnode: unknown item kind %d", it.kind)

@@ -13,4 +13,10 @@ type Peer struct {
 	// advertised address), or the address the route reached with the
 	// port its INFO announced. "" when the INFO gave none usable.
 	Addr string
+	// LameDuck: the peer announced lame duck mode (a route INFO with ldm
+	// true); it is leaving, and a clustered JetStream places nothing on
+	// it and hands it no leadership (docs/clustering.md, "Lame duck mode
+	// and shutdown"), as nats-server v2.15.2 marks a lame duck server
+	// offline.
+	LameDuck bool
 }

@@ -168,6 +168,11 @@ type subscription struct {
 	deny      atomic.Pointer[auth.Perms]
 	max       atomic.Int64 // auto-unsubscribe limit, 0 = none (UNSUB <sid> <max>)
 	delivered atomic.Int64 // messages delivered, counted for max
+
+	// withdrawn marks a shared subscription no longer announced to the
+	// peers, which still delivers what they routed before they learned it
+	// (InternalSub.Withdraw); set under cluster.mu.
+	withdrawn atomic.Bool
 }
 
 func newClient(s *Server, nc net.Conn, cid uint64) *client {

@@ -437,7 +437,7 @@ func (s *Server) ClusterPeers() []route.Peer {
 	out := make([]route.Peer, 0, len(s.cl.routes))
 	for id, r := range s.cl.routes {
 		in := r.route.info
-		p := route.Peer{Name: in.Name, ID: id}
+		p := route.Peer{Name: in.Name, ID: id, LameDuck: r.route.ldm}
 		if u, err := url.Parse(in.IP); err == nil && u.Port() != "" {
 			p.Addr = u.Host
 		}

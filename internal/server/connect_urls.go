@@ -118,6 +118,14 @@ func (s *Server) sendAsyncInfo() {
 	defer s.cl.infoMu.Unlock()
 	base := s.baseInfo()
 	s.mu.Lock()
+	if s.shuttingDown {
+		// The routes closing at shutdown would tell the clients that the
+		// cluster shrank to this server, and nats.go would drop the other
+		// servers from its reconnect pool (nats-server
+		// sendAsyncInfoToClients sends nothing once shutting down).
+		s.mu.Unlock()
+		return
+	}
 	clients := make([]*client, 0, len(s.clients))
 	for _, c := range s.clients {
 		if c.asyncInfo.Load() {

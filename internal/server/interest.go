@@ -16,13 +16,33 @@ import (
 // the interest before it followed by the change (nats-server #138).
 
 // announced reports whether sub is interest the peers are told about: a
-// client's subscription, an import's (imports.go) or a system request
-// subscription (sysreq.go).
+// client's subscription, an import's (imports.go), a system request
+// subscription (sysreq.go) or a clustered JetStream's not withdrawn.
 func announced(sub *subscription) bool {
 	if sub.client == nil {
-		return sub.shared()
+		return sub.shared() && !sub.withdrawn.Load()
 	}
 	return sub.client.route == nil
+}
+
+// withdrawInterest stops announcing a shared internal subscription to the
+// peers (RS- once no other local subscription has its subject) while it
+// stays in the subject index, delivered what they route until they
+// learned it (InternalSub.Withdraw); once only, and not for a
+// subscription already removed.
+func (s *Server) withdrawInterest(sub *subscription) {
+	if s.cl == nil || !sub.shared() {
+		return
+	}
+	cl := s.cl
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if sub.removed.Load() || !announced(sub) {
+		return
+	}
+	cl.lineBuf = cl.interestOfLocked(sub.acc.name).Remove(cl.lineBuf[:0], sub.subject, sub.queue)
+	sub.withdrawn.Store(true)
+	s.sendInterestLocked()
 }
 
 // interestOfLocked returns the interest counts of an account. cluster.mu

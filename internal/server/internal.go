@@ -74,6 +74,19 @@ func (is *InternalSub) Unsubscribe() {
 	}
 }
 
+// Withdraw stops announcing a subscription shared with the cluster to
+// the peers, while it goes on receiving what they routed before they
+// learned it: a stream's leader handing its leadership over
+// (docs/clustering.md, "Lame duck mode and shutdown") withdraws its
+// subscriptions, flushes its routes (Server.FlushRoutes), then drops
+// them, so that no publish on its way to it is lost. It does nothing to
+// a subscription that is not shared.
+func (is *InternalSub) Withdraw() {
+	if is.srv != nil {
+		is.srv.withdrawInterest(is.sub)
+	}
+}
+
 // Publish delivers a message from inside the server, in the global
 // account $G, to every matching subscription, as if a client had
 // published it (docs/protocol.md 1.7): hdr is a complete NATS header block or

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/cluster/jscluster"
 	"github.com/cairnmq/cairn/internal/config"
@@ -231,6 +232,27 @@ func friendlyBytes(n int64) string {
 	return fmt.Sprintf("%.2f %sB", f/math.Pow(1024, float64(exp)), "KMGTPE"[exp-1:exp])
 }
 
+// jsHandOverTimeout bounds how long lame duck mode and Shutdown wait
+// for the leadership of this server's Raft groups to move
+// (jscluster.Cluster.HandOver; docs/clustering.md, "Lame duck mode and
+// shutdown"). A transfer takes a few Raft rounds; one that cannot take
+// is abandoned after two election timeouts (2 s with the default tick).
+const jsHandOverTimeout = 5 * time.Second
+
+// handOverJetStream hands the leadership of every Raft group this
+// server leads (meta group, replicated streams and consumers) to other
+// servers and waits until the transfers took or failed, at most
+// jsHandOverTimeout, once, before JetStream stops: nats-server v2.15.2
+// transfers them in lameDuckMode and Shutdown too (transferRaftLeaders,
+// stepdownRaftNodes). A second caller waits for the first.
+func (s *Server) handOverJetStream() {
+	s.jsHandOver.Do(func() {
+		if s.jsc != nil {
+			s.jsc.HandOver(jsHandOverTimeout)
+		}
+	})
+}
+
 // stopJetStream stops the APIs, then the streams, of every account:
 // publishes already queued are still stored and acknowledged while
 // clients are connected.
@@ -285,7 +307,7 @@ func (s *Server) startJetStreamCluster(dir string) error {
 	}
 	c, err := jscluster.Start(jscluster.Config{
 		FS: s.opts.JetStreamFS, Dir: filepath.Join(dir, "jetstream", "$SYS", "_js_"),
-		Logf: s.log.Warnf, Infof: s.log.Noticef, Debugf: s.log.Debugf, TickInterval: s.opts.RaftTick,
+		Logf: s.log.Warnf, Infof: s.log.Noticef, Debugf: s.log.Debugf, TickInterval: s.opts.RaftTick, Retain: s.opts.RaftRetain,
 	}, s)
 	if err != nil {
 		return fmt.Errorf("server: start the JetStream cluster: %w", err)
@@ -362,17 +384,6 @@ func (s *Server) Options() Options {
 
 // Limits returns the limits in force.
 func (s *Server) Limits() Limits { return Limits(*s.limits()) }
-
-// JetStreamClusterProblems returns what keeps this server's part of a
-// clustered JetStream from serving (jscluster.Cluster.Problems): the
-// meta group's problems and the fenced replicas; none without JetStream
-// clustering.
-func (s *Server) JetStreamClusterProblems() (meta, replicas []string) {
-	if s.jsc == nil {
-		return nil, nil
-	}
-	return s.jsc.Problems()
-}
 
 // errJetStreamStopped refuses to start an account's JetStream once the
 // server's stopped (or never started).

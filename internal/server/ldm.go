@@ -12,10 +12,12 @@ import (
 // Lame duck mode, as nats-server v2.15.2 enters it on SIGUSR2
 // (server.go lameDuckMode): the server publishes
 // $SYS.SERVER.<id>.LAMEDUCK in its system account (events.go), stops
-// accepting clients, stops
-// JetStream (queued publishes are stored and acknowledged first), tells
-// its peers with a route INFO whose ldm is true (they stop offering its
-// URLs to their clients) and its clients with an INFO whose ldm is true
+// accepting clients, tells its peers with a route INFO whose ldm is true
+// (they stop offering its URLs to their clients, and count it offline
+// for JetStream, as nats-server's peers do on the LAMEDUCK event), hands
+// the leadership of the Raft groups it leads to other servers
+// (handOverJetStream), stops JetStream (queued publishes are stored and
+// acknowledged first), tells its clients with an INFO whose ldm is true
 // and whose connect_urls lists only the other servers of the cluster, waits the grace period (so that
 // several servers put in lame duck mode together do not send their
 // clients to each other), then closes its clients one at a time spread
@@ -50,16 +52,19 @@ func (s *Server) LameDuck(duration, grace time.Duration) {
 	s.log.Noticef("Entering lame duck mode, stop accepting new clients")
 	s.lameDuckEvent()
 	_ = s.ln.Close()
+	// The peers learn first (they stop offering this server to clients,
+	// and their JetStream neither places on it nor hands it leadership),
+	// then the leadership moves.
+	s.sendLameDuckToRoutes()
+	s.handOverJetStream()
 	s.stopJetStream()
 
 	clients := s.clientList()
 	if len(clients) == 0 {
-		s.sendLameDuckToRoutes()
 		s.Shutdown()
 		return
 	}
 	rand.Shuffle(len(clients), func(i, j int) { clients[i], clients[j] = clients[j], clients[i] })
-	s.sendLameDuckToRoutes()
 	s.sendLameDuckInfo()
 	if !s.sleep(grace) {
 		return

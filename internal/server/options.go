@@ -85,6 +85,11 @@ type Options struct {
 	// RaftTick is the clustered JetStream's Raft tick (0: 100 ms,
 	// docs/clustering.md decision 10); tests shorten it.
 	RaftTick time.Duration
+	// RaftRetain is how many entries a replicated file stream's Raft log
+	// keeps behind its checkpoint for a replica that lags (0: 16384); a
+	// replica further behind is caught up by a stream snapshot. Not a
+	// configuration key: tests shorten it.
+	RaftRetain uint64
 	// Cluster configures the cluster listener and the routes to other
 	// servers (cluster_options.go); the zero value means none.
 	Cluster ClusterOptions

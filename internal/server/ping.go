@@ -19,6 +19,11 @@ type pingState struct {
 	armed    time.Duration // the delay the timer was last armed with
 	stopped  bool
 	sentAt   time.Time // when the oldest unanswered PING was sent, for the RTT
+	// sent and recvd count every PING sent and PONG received, and wake
+	// is closed at the next PONG: a flush (flushRoute) waits for the
+	// PONG of its own PING, the peer answering PINGs in order.
+	sent, recvd uint64
+	wake        chan struct{}
 }
 
 // firstPingMax caps the delay of the first PING after a CONNECT, so a
@@ -86,6 +91,7 @@ func (p *pingState) tick(c *client) {
 			p.sentAt = time.Now()
 		}
 		p.out++
+		p.sent++
 		if !c.out.appendBytes([]byte(protocol.PingLine)) {
 			c.closeSlowConsumer()
 			return
@@ -105,6 +111,11 @@ func (p *pingState) pong(c *client) {
 	}
 	p.out = 0
 	p.answered = true
+	p.recvd++
+	if p.wake != nil {
+		close(p.wake)
+		p.wake = nil
+	}
 	p.mu.Unlock()
 }
 
@@ -113,6 +124,10 @@ func (p *pingState) stop() {
 	p.stopped = true
 	if p.timer != nil {
 		p.timer.Stop()
+	}
+	if p.wake != nil {
+		close(p.wake)
+		p.wake = nil
 	}
 	p.mu.Unlock()
 }

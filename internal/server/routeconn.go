@@ -44,6 +44,7 @@ type routeConn struct {
 	registered bool        // in cluster.routes
 	outcome    routeOutcome
 	dupOf      string // outcomeDuplicate: the peer whose other connection is kept
+	ldm        bool   // the peer announced lame duck mode (peerLameDuck)
 
 	headers bool // the peer understands HMSG; set before registering, read by publishers after
 }
@@ -236,10 +237,12 @@ func (rc *routeConn) ProcessInfo(arg []byte) error {
 // peerLameDuck handles the INFO of a peer entering lame duck mode: its
 // client URLs leave the connect_urls this server's clients get, at once,
 // so that clients leaving the peer are not sent back to it (nats-server
-// v2.15.2 processRouteInfo: removeConnectURLsAndSendINFOToClients).
+// v2.15.2 processRouteInfo: removeConnectURLsAndSendINFOToClients), and
+// ClusterPeers reports it in lame duck mode.
 func (s *Server) peerLameDuck(rc *routeConn) {
 	cl := s.cl
 	cl.mu.Lock()
+	rc.ldm = true
 	changed := false
 	if rc.registered && rc.info != nil && len(rc.info.ConnectURLs) > 0 {
 		changed = s.dropPeerURLsLocked(rc.info)
@@ -398,6 +401,80 @@ func (c *client) enqueueRoute(b []byte) {
 		return
 	}
 	c.out.signal()
+}
+
+// pingRoute sends the route a PING and returns the number of PONGs that
+// answer it and those before (pingState.sent); false when the route is
+// too far behind to take it (it is closed as a slow consumer).
+func (c *client) pingRoute() (uint64, bool) {
+	p := &c.pings
+	p.mu.Lock()
+	if !c.out.appendBytes([]byte(route.PingLine)) {
+		p.mu.Unlock()
+		c.closeSlowConsumer()
+		return 0, false
+	}
+	p.sent++
+	sent := p.sent
+	p.mu.Unlock()
+	c.out.signal()
+	return sent, true
+}
+
+// waitPong waits until the route has received want PONGs or has closed
+// (nothing more arrives from it), or until deadline; it reports false
+// for the deadline.
+func (c *client) waitPong(want uint64, deadline *time.Timer) bool {
+	p := &c.pings
+	for {
+		p.mu.Lock()
+		if p.recvd >= want || p.stopped {
+			p.mu.Unlock()
+			return true
+		}
+		if p.wake == nil {
+			p.wake = make(chan struct{})
+		}
+		wake := p.wake
+		p.mu.Unlock()
+		select {
+		case <-wake:
+		case <-deadline.C:
+			return false
+		}
+	}
+}
+
+// FlushRoutes sends every registered route a PING and waits, at most
+// timeout, for their PONGs: each peer then has processed everything this
+// server sent it before (an interest withdrawn: InternalSub.Withdraw),
+// and everything it routed here before that has been delivered. It
+// reports whether every route answered in time; a route that closes
+// meanwhile, or is closed as a slow consumer by the PING, counts as
+// flushed, since nothing more arrives from it.
+func (s *Server) FlushRoutes(timeout time.Duration) bool {
+	if s.cl == nil {
+		return true
+	}
+	s.cl.mu.Lock()
+	routes := make([]*client, 0, len(s.cl.routes))
+	for _, r := range s.cl.routes {
+		routes = append(routes, r)
+	}
+	s.cl.mu.Unlock()
+	want := make([]uint64, len(routes))
+	for i, r := range routes {
+		want[i], _ = r.pingRoute()
+	}
+	ok := true
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for i, r := range routes {
+		if want[i] > 0 && !r.waitPong(want[i], deadline) {
+			ok = false
+		}
+	}
+	return ok
 }
 
 // ProcessPing answers PONG.

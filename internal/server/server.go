@@ -82,6 +82,7 @@ type Server struct {
 	done         chan struct{}      // closed when Shutdown completes
 	quit         chan struct{}      // closed when Shutdown begins
 	jsStop       sync.Once          // stops JetStream once (lame duck mode, then Shutdown)
+	jsHandOver   sync.Once          // hands the Raft groups' leadership over once, before jsStop
 	// js is what starting an account's JetStream while the server runs
 	// needs (jetstream.go startAccountJetStreamLive); guarded by its mu.
 	js struct {
@@ -428,8 +429,12 @@ func (s *Server) Shutdown() {
 	if s.ln != nil {
 		_ = s.ln.Close()
 	}
-	s.stopCluster()
+	// JetStream stops while the routes and clients are up: the answers
+	// of what it stored before it stopped, and of the new leaders, reach
+	// the clients of every server.
+	s.handOverJetStream()
 	s.stopJetStream()
+	s.stopCluster()
 	for _, c := range clients {
 		c.setReason(ReasonServerShutdown)
 		c.out.markClosing()

@@ -122,7 +122,7 @@ func (a *account) Answers(key, streamName string) bool {
 		return c.metaAnswers()
 	}
 	r := c.replicaOf(k)
-	return r != nil && r.leads.Load()
+	return r != nil && (r.leads.Load() || c.answersLeaderless(key, r))
 }
 
 // Unavailable implements jsapi.MetaUnavailable: a request this server
@@ -250,12 +250,16 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 }
 
 // offline returns the servers of the meta group's catalogue this server
-// has no route to (other than itself): placement ranks them last and
-// does not count them towards a group's quorum (meta.PlaceRequest).
+// has no route to, or whose route announced lame duck mode (other than
+// itself): placement ranks them last and does not count them towards a
+// group's quorum (meta.PlaceRequest), and a step-down or handover does
+// not choose them.
 func (c *Cluster) offline() map[raftnode.ServerID]bool {
 	up := map[raftnode.ServerID]bool{c.name: true}
 	for _, p := range c.host.ClusterPeers() {
-		up[raftnode.ServerID(p.Name)] = true
+		if !p.LameDuck { // leaving: nothing placed on it, no leadership handed to it
+			up[raftnode.ServerID(p.Name)] = true
+		}
 	}
 	off := map[raftnode.ServerID]bool{}
 	c.meta.View(func(st *meta.State) {
@@ -409,28 +413,8 @@ func (c *Cluster) clusterInfo(k streamKey) *jetstream.ClusterInfo {
 		since := time.Unix(0, r.since.Load()).UTC()
 		ci.LeaderSince = &since
 	}
-	ci.Replicas = c.peerInfos(st)
+	ci.Replicas = c.peerInfos(st, sa.Replicas)
 	return ci
-}
-
-// peerInfos returns the replicas other than this server's of a group
-// whose status st is, as nats-server's PeerInfo shows them.
-func (c *Cluster) peerInfos(st raftnode.GroupStatus) []*jetstream.PeerInfo {
-	var out []*jetstream.PeerInfo
-	for _, rs := range st.Replicas {
-		if rs.Server == c.name {
-			continue
-		}
-		pi := &jetstream.PeerInfo{Name: string(rs.Server), Current: rs.Match >= st.Commit, Peer: peerHash(rs.Server)}
-		if rs.Match < st.Commit {
-			pi.Lag = st.Commit - rs.Match
-		}
-		if !rs.Active {
-			pi.Offline = true
-		}
-		out = append(out, pi)
-	}
-	return out
 }
 
 // groupName names a stream's Raft group as nats-server shapes it
@@ -442,7 +426,14 @@ func groupName(sa meta.StreamAssignment) string {
 	if cfg.Storage == stream.MemoryStorage {
 		st = "M"
 	}
-	return fmt.Sprintf("S-R%d%s-%d", len(sa.Replicas), st, sa.Group)
+	// Named by the replicas it was created with, as nats-server keeps a
+	// group's name through a scale; a stream of one replica has no group
+	// (nats-server renames it when it scales up from one).
+	n := initialReplicas(sa)
+	if n == 1 {
+		n = uint64(len(sa.Replicas))
+	}
+	return fmt.Sprintf("S-R%d%s-%d", n, st, sa.Group)
 }
 
 // peerHash is a server's peer ID as nats-server v2.15.2 shows it: 8

@@ -87,7 +87,7 @@ func TestAnswers(t *testing.T) {
 		}
 	}
 	sa, _, _, _ := c.assignment(streamKey{"A", "ORDERS"})
-	r := &replica{sa: sa}
+	r := &replica{sa: sa, leadState: &leadState{}}
 	c.replicas[streamKey{"A", "ORDERS"}] = r
 	if acc.Answers("STREAM.INFO", "ORDERS") {
 		t.Error("STREAM.INFO answered by a replica that does not lead")

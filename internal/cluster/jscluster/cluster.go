@@ -1,6 +1,8 @@
 package jscluster
 
 import (
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
@@ -9,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/cluster/catchup"
 	"github.com/cairnmq/cairn/internal/cluster/meta"
 	"github.com/cairnmq/cairn/internal/cluster/transport"
 	"github.com/cairnmq/cairn/internal/jetstream/metafile"
@@ -24,6 +27,11 @@ type Host interface {
 	// one included, sorted, and whether every route resolved
 	// (server.Server.ClusterMembers).
 	ClusterMembers() (names []string, complete bool)
+	// FlushRoutes returns once every peer with a route has processed
+	// what this server sent it and what it routed here before has been
+	// delivered, or after timeout (server.Server.FlushRoutes); HandOver
+	// flushes between withdrawing a stream's interest and dropping it.
+	FlushRoutes(timeout time.Duration) bool
 }
 
 // Config configures a Cluster.
@@ -44,6 +52,11 @@ type Config struct {
 	// TickInterval is raftnode's tick (0: its default, 100 ms); tests
 	// shorten it.
 	TickInterval time.Duration
+	// Retain is how many entries a replicated file stream's WAL keeps
+	// behind its checkpoint for a replica that lags (0: streamlog's
+	// DefaultRetain); one further behind is caught up by a snapshot.
+	// Tests shorten it.
+	Retain uint64
 }
 
 // Cluster is one server's part of a clustered JetStream. Make it with
@@ -56,6 +69,9 @@ type Cluster struct {
 	node *raftnode.Node
 	tr   *transport.Transport
 	meta *meta.Log
+	// svc serves this server's stream replicas to replicas catching up,
+	// and fetches for its own (stream snapshots).
+	svc *catchup.Service
 
 	evMu     sync.Mutex
 	events   []meta.Event
@@ -77,6 +93,15 @@ type Cluster struct {
 	// sys is the cluster layer's part of the system account
 	// (internal.go, AttachSystem).
 	sys system
+	// lags sample how far each replicated stream's runtime is behind its
+	// log (applylag.go).
+	lags applyLags
+
+	// staleAsked: when the meta leader last proposed the replacement of
+	// a replica (membership.go); metaChanging: the meta group's
+	// membership change in flight; the run goroutine's.
+	staleAsked   map[staleKey]time.Time
+	metaChanging *raftnode.Proposal
 
 	mu       sync.Mutex
 	accounts map[string]*account // by account name
@@ -86,6 +111,11 @@ type Cluster struct {
 	creplicas map[consumerKey]*creplica
 	started   bool // the meta group was added
 	closed    bool
+	// metaPeers are the meta group's replicas as this server added it;
+	// metaByInc: their IDs derive from incarnations (metaReplica), so the
+	// meta leader replaces a member whose store changed (membership.go).
+	metaPeers []raftnode.Peer
+	metaByInc bool
 }
 
 // streamKey names a stream in an account.
@@ -130,9 +160,10 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 		return nil, fmt.Errorf("jscluster: open the Raft WAL: %w", err)
 	}
 	c.node = node
-	c.tr = transport.New(host, transport.Config{Logf: cfg.Logf, Incarnation: node.Incarnation(), Tags: cfg.Tags})
+	c.tr = transport.New(host, transport.Config{Logf: cfg.Logf, Infof: cfg.Infof, Incarnation: node.Incarnation(), Tags: cfg.Tags, Known: c.known})
 	late.tr.Store(c.tr)
-	c.tr.Attach(node)
+	c.svc = catchup.New(catchup.Config{Send: c.tr.Send, Logf: cfg.Logf})
+	c.tr.Attach(catchup.Mux(node, c.svc))
 	if err := cfg.FS.MkdirAll(path.Join(cfg.Dir, "meta")); err != nil {
 		c.closeNode()
 		return nil, err
@@ -162,9 +193,10 @@ func (l *lateTransport) Send(to raftnode.ServerID, frame []byte) error {
 	return t.Send(to, frame)
 }
 
-// closeNode closes the node and the transport.
+// closeNode closes the node, the catch-up service and the transport.
 func (c *Cluster) closeNode() {
 	_ = c.node.Close()
+	c.svc.Close()
 	_ = c.tr.Close()
 }
 
@@ -313,7 +345,11 @@ func (c *Cluster) run() {
 		case <-c.wake:
 		case <-t.C:
 			c.noteLeaderless()
+			c.sampleApply()
 			c.catalogue()
+			c.replaceStale()
+			c.reconcileMemberships()
+			c.retireReplicas()
 			c.checkpointConsumers()
 			if !recovered {
 				recovered = c.noteRecovered()
@@ -352,10 +388,32 @@ func (c *Cluster) noteRecovered() bool {
 
 // votersFile is the record of the meta group's voters (Dir/voters,
 // a metafile: JSON with a CRC, replaced atomically), written once when a
-// new cluster's meta group is bootstrapped; a restart adds the meta
-// group with them at once, whichever servers are up.
+// new cluster's meta group is bootstrapped, or when this server joins an
+// existing one on a new store; a restart adds the meta group with them at
+// once, whichever servers are up.
 type votersFile struct {
 	Voters []string `json:"voters"`
+	// Incarnations are the members' store incarnations when the record
+	// was written (32 hexadecimal digits each): every meta replica's ID is
+	// derived from its server's incarnation (metaReplica). A record
+	// without them is of a cluster bootstrapped before (replica IDs by
+	// position in Voters).
+	Incarnations map[string]string `json:"incarnations,omitempty"`
+	// Join: this server joined an existing meta group (its store was
+	// wiped or replaced): its replica started empty, to be added by the
+	// meta leader as a learner, caught up and promoted.
+	Join bool `json:"join,omitempty"`
+}
+
+// metaReplica is the meta group replica ID of the server whose store
+// incarnation is inc: a store's replica, never its successor's
+// (docs/clustering.md decision 3), and one every server derives alike.
+func metaReplica(inc raftnode.Incarnation) raftnode.ReplicaID {
+	id := binary.LittleEndian.Uint64(inc[:8])
+	if id == 0 {
+		id = 1
+	}
+	return raftnode.ReplicaID(id)
 }
 
 // bootstrap adds the meta group: with the voters recorded at the first
@@ -368,7 +426,7 @@ func (c *Cluster) bootstrap() bool {
 	var rec votersFile
 	switch err := metafile.Read(c.cfg.FS, dir, &rec); {
 	case err == nil:
-		return c.startMeta(rec.Voters)
+		return c.startMeta(rec)
 	case !vfs.IsNotExist(err):
 		c.cfg.Logf("jscluster: the meta group's voters cannot be read: %v", err)
 		return false
@@ -376,16 +434,16 @@ func (c *Cluster) bootstrap() bool {
 	logged := false
 	for {
 		names, complete := c.host.ClusterMembers()
-		if complete {
+		if rec, ok := c.joinOrBootstrap(names, complete); ok {
 			if err := c.cfg.FS.MkdirAll(dir); err != nil {
 				c.cfg.Logf("jscluster: record the meta group's voters: %v", err)
 				return false
 			}
-			if err := metafile.Write(c.cfg.FS, dir, votersFile{Voters: names}); err != nil {
+			if err := metafile.Write(c.cfg.FS, dir, rec); err != nil {
 				c.cfg.Logf("jscluster: record the meta group's voters: %v", err)
 				return false
 			}
-			return c.startMeta(names)
+			return c.startMeta(rec)
 		}
 		if !logged {
 			c.cfg.Infof("JetStream cluster: waiting for every route to resolve (known: %v)", names)
@@ -400,37 +458,114 @@ func (c *Cluster) bootstrap() bool {
 	}
 }
 
-// startMeta adds the meta group with voters names.
-func (c *Cluster) startMeta(names []string) bool {
-	if err := c.addMeta(names); err != nil {
+// joinOrBootstrap decides how this server, without a record, enters the
+// meta group (false: not yet). When a member's transport hello says that
+// the cluster knows this server by another store incarnation, this
+// server's store was wiped or replaced: it joins, as an empty replica of
+// a new ID to be added by the meta leader, rather than bootstrap as its
+// old self, which would vote with an empty log (docs/clustering.md,
+// "Replacing a replica"); the hello's catalogue names the members, so
+// this needs neither every route nor every hello. Otherwise it waits for
+// every route (complete) and every member's hello (its incarnation), and
+// bootstraps with them: every member is new.
+func (c *Cluster) joinOrBootstrap(names []string, complete bool) (votersFile, bool) {
+	self := c.node.Incarnation()
+	for _, n := range names {
+		known := c.tr.PeerKnown(raftnode.ServerID(n))
+		if k, ok := known[c.name]; !ok || k == self {
+			continue
+		}
+		rec := votersFile{Join: true, Incarnations: map[string]string{}}
+		for m, inc := range known {
+			rec.Voters = append(rec.Voters, string(m))
+			rec.Incarnations[string(m)] = inc.String()
+		}
+		rec.Incarnations[string(c.name)] = self.String()
+		slices.Sort(rec.Voters)
+		c.cfg.Infof("JetStream cluster: %s knows this server by another store: joining the meta group as a new replica", n)
+		return rec, true
+	}
+	if !complete {
+		return votersFile{}, false
+	}
+	rec := votersFile{Voters: names, Incarnations: map[string]string{string(c.name): self.String()}}
+	for _, n := range names {
+		if n == string(c.name) {
+			continue
+		}
+		inc, ok := c.tr.PeerIncarnation(raftnode.ServerID(n))
+		if !ok {
+			return rec, false
+		}
+		rec.Incarnations[n] = inc.String()
+	}
+	return rec, true
+}
+
+// startMeta adds the meta group as rec records it.
+func (c *Cluster) startMeta(rec votersFile) bool {
+	if err := c.addMeta(rec); err != nil {
 		c.cfg.Logf("jscluster: the meta group cannot start: %v", err)
 		return false
 	}
-	c.cfg.Infof("JetStream cluster: meta group of %v", names)
+	c.syncMetaPeers()
+	c.cfg.Infof("JetStream cluster: meta group of %v", rec.Voters)
 	return true
 }
 
-// addMeta adds the meta group with voters names (sorted): replica i+1 on
-// names[i].
-func (c *Cluster) addMeta(names []string) error {
+// addMeta adds the meta group as rec records it: each member's replica
+// ID derived from its incarnation (metaReplica), this server's joining
+// empty when rec.Join; for a record without incarnations, replica i+1 on
+// rec.Voters[i] (sorted).
+func (c *Cluster) addMeta(rec votersFile) error {
+	names := rec.Voters
 	i := slices.Index(names, string(c.name))
 	if i < 0 {
 		return fmt.Errorf("this server %q is not among the members %v", c.name, names)
 	}
-	peers := make([]raftnode.Peer, len(names))
+	gc := raftnode.GroupConfig{ID: meta.MetaGroup, Replica: raftnode.ReplicaID(i + 1), Incarnation: c.node.Incarnation()}
 	for j, n := range names {
-		peers[j] = raftnode.Peer{Replica: raftnode.ReplicaID(j + 1), Server: raftnode.ServerID(n)}
+		gc.Peers = append(gc.Peers, raftnode.Peer{Replica: raftnode.ReplicaID(j + 1), Server: raftnode.ServerID(n)})
 	}
-	err := c.node.AddGroup(raftnode.GroupConfig{
-		ID: meta.MetaGroup, Replica: raftnode.ReplicaID(i + 1), Incarnation: c.node.Incarnation(), Peers: peers,
-	}, c.meta.StateMachine())
+	if rec.Incarnations != nil {
+		gc.Peers = gc.Peers[:0]
+		for _, n := range names {
+			inc, err := parseIncarnation(rec.Incarnations[n])
+			if err != nil {
+				return fmt.Errorf("the voters record: %s: %w", n, err)
+			}
+			id := metaReplica(inc)
+			gc.Peers = append(gc.Peers, raftnode.Peer{Replica: id, Server: raftnode.ServerID(n)})
+			if !rec.Join {
+				gc.Voters = append(gc.Voters, id)
+			}
+			if n == string(c.name) {
+				gc.Replica = id
+			}
+		}
+		gc.Join = rec.Join
+	}
+	err := c.node.AddGroup(gc, c.meta.StateMachine())
 	if err != nil && !errors.Is(err, raftnode.ErrGroupExists) {
 		return err
 	}
 	c.mu.Lock()
 	c.started = true
+	c.metaPeers = gc.Peers
+	c.metaByInc = rec.Incarnations != nil
 	c.mu.Unlock()
 	return nil
+}
+
+// parseIncarnation decodes an incarnation's 32 hexadecimal digits.
+func parseIncarnation(s string) (raftnode.Incarnation, error) {
+	var inc raftnode.Incarnation
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(inc) {
+		return inc, fmt.Errorf("incarnation %q", s)
+	}
+	copy(inc[:], b)
+	return inc, nil
 }
 
 // metaLeader reports whether this server leads the meta group and has
@@ -476,76 +611,19 @@ func (c *Cluster) catalogue() {
 			return
 		}
 	}
+	c.reconcileMeta()
 }
 
-// Problems returns what keeps this server's part of the JetStream
-// cluster from serving, for /healthz (docs/monitoring.md): the Raft WAL
-// still being replayed or the meta group not started yet (its routes
-// unresolved), the meta group fenced, without a leader or still applying
-// its log (nats-server's "JetStream is still recovering meta layer"),
-// each replica fenced, and each replica not current: one that knows no
-// leader or has not applied everything it knows committed (a restart
-// replaying its log, a follower catching up), in nats-server v2.15.2's
-// words ("JetStream stream 'A > S' is not current: stream catching up",
-// healthz with isStreamHealthy and isConsumerHealthy). meta holds the
-// meta group's problems (what /healthz?js-meta-only checks), replicas
-// the others.
-func (c *Cluster) Problems() (metaProblems, replicas []string) {
-	if !c.replayed.Load() {
-		return []string{"JetStream is still recovering meta layer"}, nil
-	}
-	c.mu.Lock()
-	started := c.started
-	var reps []*replica
-	for _, r := range c.replicas {
-		if r.log != nil {
-			reps = append(reps, r)
+// known returns the incarnation the meta group's catalogue knows each
+// server by (the transport's hello: transport.Config.Known).
+func (c *Cluster) known() map[raftnode.ServerID]raftnode.Incarnation {
+	out := map[raftnode.ServerID]raftnode.Incarnation{}
+	c.meta.View(func(st *meta.State) {
+		for _, sv := range st.Servers() {
+			out[sv.Name] = sv.Incarnation
 		}
-	}
-	crs := make([]*creplica, 0, len(c.creplicas))
-	for _, cr := range c.creplicas {
-		if cr.log != nil {
-			crs = append(crs, cr)
-		}
-	}
-	c.mu.Unlock()
-	if !started {
-		names, _ := c.host.ClusterMembers()
-		return []string{fmt.Sprintf("JetStream cluster waits for every server its routes name (known: %v)", names)}, nil
-	}
-	st, err := c.node.Status(meta.MetaGroup)
-	switch {
-	case err != nil:
-		metaProblems = append(metaProblems, "JetStream meta group: "+err.Error())
-	case st.Fenced != nil:
-		metaProblems = append(metaProblems, "JetStream meta group replica fenced: "+st.Fenced.Error())
-	case st.Leader == 0 || st.Applied < st.Commit:
-		metaProblems = append(metaProblems, "JetStream is still recovering meta layer")
-	}
-	for _, r := range reps {
-		gs, err := c.node.Status(r.sa.Group)
-		switch {
-		case err != nil:
-		case gs.Fenced != nil:
-			replicas = append(replicas, fmt.Sprintf("JetStream stream '%s > %s' replica fenced: %v", r.sa.Account, r.sa.Name, gs.Fenced))
-		case gs.Leader == 0:
-			replicas = append(replicas, fmt.Sprintf("JetStream stream '%s > %s' is not current: group node unhealthy", r.sa.Account, r.sa.Name))
-		case gs.Applied < gs.Commit:
-			replicas = append(replicas, fmt.Sprintf("JetStream stream '%s > %s' is not current: stream catching up", r.sa.Account, r.sa.Name))
-		}
-	}
-	for _, cr := range crs {
-		gs, err := c.node.Status(cr.ca.Group)
-		switch {
-		case err != nil:
-		case gs.Fenced != nil:
-			replicas = append(replicas, fmt.Sprintf("JetStream consumer '%s > %s > %s' replica fenced: %v", cr.ca.Account, cr.ca.Stream, cr.ca.Name, gs.Fenced))
-		case gs.Leader == 0 || gs.Applied < gs.Commit:
-			replicas = append(replicas, fmt.Sprintf("JetStream consumer '%s > %s > %s' is not current: group node unhealthy", cr.ca.Account, cr.ca.Stream, cr.ca.Name))
-		}
-	}
-	slices.Sort(replicas)
-	return metaProblems, replicas
+	})
+	return out
 }
 
 // Recovery is what this server's start had to do again (docs/clustering.md,

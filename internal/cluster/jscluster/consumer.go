@@ -392,8 +392,10 @@ func (c *Cluster) creplicaOf(k consumerKey) *creplica {
 // creates, lists and deletes the consumers of a stream the meta group
 // holds, and the replica that leads a consumer (for one replica, its
 // server) answers the other requests naming it, as in nats-server
-// v2.15.2; the rest (a stream the meta group does not hold, a consumer
-// it does not hold: 10059, 10014) is left to Answers.
+// v2.15.2, and a replica whose group knows no leader answers
+// CONSUMER.INFO (leaderless.go); the rest (a stream the meta group does
+// not hold, a consumer it does not hold: 10059, 10014) is left to
+// Answers.
 func (a *account) AnswersConsumer(key, streamName, name string, _ []byte) (answers, decided bool) {
 	forMeta, cr, decided := a.consumerRoute(key, streamName, name)
 	switch {
@@ -402,7 +404,7 @@ func (a *account) AnswersConsumer(key, streamName, name string, _ []byte) (answe
 	case forMeta:
 		return a.c.metaAnswers(), true
 	}
-	return cr != nil && cr.leads.Load(), true
+	return cr != nil && (cr.leads.Load() || key == "CONSUMER.INFO" && a.ConsumerLeaderless(streamName, name)), true
 }
 
 // consumerRoute is AnswersConsumer's rule: decided false leaves the
@@ -724,7 +726,7 @@ func (c *Cluster) consumerClusterInfo(k consumerKey) *jetstream.ClusterInfo {
 		since := time.Unix(0, cr.since.Load()).UTC()
 		ci.LeaderSince = &since
 	}
-	ci.Replicas = c.peerInfos(st)
+	ci.Replicas = c.peerInfos(st, nil)
 	return ci
 }
 

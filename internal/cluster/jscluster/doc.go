@@ -74,4 +74,20 @@
 // group's leadership over by raft's leadership transfer, the successor
 // chosen by the request's placement (stepdown.go; "Step-down"); the
 // system account's requests reach the Cluster as a jsapi.SystemCluster.
+// A server leaving on purpose (lame duck mode, shutdown) hands the
+// leadership of every group it leads over before its JetStream stops
+// (HandOver, handover.go; "Lame duck mode and shutdown").
+//
+// # Membership
+//
+// The assignment is the replica set a group must have; the group's
+// leader carries changes out one at a time, learners first
+// (membership.go; docs/clustering.md, "Replacing a replica", "Scaling"):
+// a replica whose store changed is replaced by a new replica ID on its
+// server (the meta leader's meta.MoveReplica), STREAM.PEER.REMOVE moves a
+// replica to another server, a num_replicas update scales the stream.
+// New replicas are caught up by stream snapshots (internal/cluster/
+// streamckpt, internal/cluster/catchup, whose service this layer runs on
+// the Raft transport). The meta group's own members are replaced the
+// same way: their replica IDs derive from their store incarnations.
 package jscluster

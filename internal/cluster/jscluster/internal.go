@@ -19,6 +19,9 @@ import (
 // (AttachSystem), on subjects no client of another account can reach, as
 // nats-server v2.15.2 does:
 //
+//	$JSC.SI.<account>.<stream>                 request: the server whose replica leads
+//	                                           the stream answers with its info
+//	                                           (STREAM.LIST of the meta leader, gather.go)
 //	$JSC.CI.<account>.<stream>.<consumer>      request: the server whose replica leads
 //	                                           the consumer answers with
 //	                                           consumerInfoReply (LIST and create
@@ -112,6 +115,7 @@ func (c *Cluster) AttachSystem(tr jetstream.Transport) error {
 		h    jetstream.MsgHandler
 	}{
 		{consumerInfoPrefix + "*.*.*", c.onConsumerInfo},
+		{streamInfoPrefix + "*.*", c.onStreamInfo}, // gather.go
 		{assignmentDelete, c.onAssignmentDelete},
 		{s.inbox + "*", c.onReply},
 	} {

@@ -2,6 +2,7 @@ package jscluster
 
 import (
 	"encoding/json"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -15,23 +16,38 @@ import (
 
 // replica is this server's replica of a stream the meta group assigned
 // to it. sa and log are set before the replica is published in
-// Cluster.replicas and not changed after (an update replaces the
-// replica).
+// Cluster.replicas and not changed after: an update that keeps this
+// server's replica publishes a copy with the new assignment and the same
+// log, checkpointing and leadership (keepReplica).
 type replica struct {
 	sa  meta.StreamAssignment
 	log *streamlog.Log // nil for a stream with one replica
 	// ckpt checkpoints a file stream's replica (nil for memory streams
 	// and streams with one replica): docs/clustering.md, "Checkpoints".
 	ckpt *streamckpt.Replica
+	// server is this server's name (mine).
+	server raftnode.ServerID
+	*leadState
+}
+
+// leadState is what a replica's copies share: its leadership, and the
+// membership change its leader has in flight.
+type leadState struct {
 	// leads and since: this server leads the stream's group, since when
 	// (unix ns); for one replica, always.
 	leads atomic.Bool
 	since atomic.Int64
+	// changing is the membership change this server, leading the group,
+	// proposed last (membership.go); leaderless is since when a leaving
+	// replica has known no leader (retireReplicas); the run goroutine's.
+	changing   *raftnode.Proposal
+	leaderless time.Time
 }
 
 // apply makes this server's replicas follow one applied meta operation.
 func (c *Cluster) apply(ev meta.Event) {
 	if ev.Restored {
+		c.syncMetaPeers()
 		c.reconcileAll()
 		return
 	}
@@ -42,10 +58,44 @@ func (c *Cluster) apply(ev meta.Event) {
 		c.reconcile(streamKey{op.Account, op.Name})
 	case *meta.RemoveStream:
 		c.reconcile(streamKey{op.Account, op.Name})
+	case *meta.MoveReplica:
+		c.reconcile(streamKey{op.Account, op.Stream})
 	case *meta.AssignConsumer:
 		c.reconcileConsumer(consumerKey{op.Account, op.Stream, op.Name})
 	case *meta.RemoveConsumer:
 		c.reconcileConsumer(consumerKey{op.Account, op.Stream, op.Name})
+	case *meta.AddServer:
+		c.syncMetaPeers()
+	}
+}
+
+// syncMetaPeers tells the node the server of every meta replica: those
+// the group was added with, and the replica each catalogued server's
+// incarnation gives (metaReplica), so that any server may lead the group
+// through a replacement.
+func (c *Cluster) syncMetaPeers() {
+	c.mu.Lock()
+	byInc, started := c.metaByInc, c.started
+	c.mu.Unlock()
+	if !byInc || !started {
+		return
+	}
+	var add []raftnode.Peer
+	c.meta.View(func(st *meta.State) {
+		for _, sv := range st.Servers() {
+			add = append(add, raftnode.Peer{Replica: metaReplica(sv.Incarnation), Server: sv.Name})
+		}
+	})
+	c.mu.Lock()
+	for _, p := range add {
+		if !slices.ContainsFunc(c.metaPeers, func(q raftnode.Peer) bool { return q.Replica == p.Replica }) {
+			c.metaPeers = append(c.metaPeers, p)
+		}
+	}
+	peers := slices.Clone(c.metaPeers)
+	c.mu.Unlock()
+	if err := c.node.SetPeers(meta.MetaGroup, peers); err != nil {
+		c.cfg.Logf("jscluster: the meta group's servers: %v", err)
 	}
 }
 
@@ -87,7 +137,7 @@ func (c *Cluster) assignment(k streamKey) (sa meta.StreamAssignment, mine meta.R
 // reconcile starts, keeps or stops this server's replica of stream k to
 // match the meta group's assignment.
 func (c *Cluster) reconcile(k streamKey) {
-	sa, mine, _, here := c.assignment(k)
+	sa, mine, assigned, here := c.assignment(k)
 	c.mu.Lock()
 	cur := c.replicas[k]
 	acc := c.accounts[k.account]
@@ -96,6 +146,18 @@ func (c *Cluster) reconcile(k streamKey) {
 	switch {
 	case !ready:
 		return // the account has no JetStream here (yet): AddAccount reconciles
+	case cur != nil && !here && assigned && cur.log != nil && cur.sa.Group == sa.Group && c.member(cur):
+		// Leaving: it runs, and may lead, until its group removed it
+		// (retireReplicas).
+		if !sameServers(cur.sa.Replicas, sa.Replicas) {
+			c.keepReplica(k, cur, sa)
+		}
+	case cur != nil && here && cur.sa.Group == sa.Group && cur.mine() == mine.ID && len(cur.sa.Replicas) == 1 && len(sa.Replicas) > 1 && cur.log == nil:
+		c.scaleUpFromOne(acc, k, cur, sa, mine)
+	case cur != nil && here && cur.sa.Group == sa.Group && cur.mine() == mine.ID && len(cur.sa.Replicas) > 1 && len(sa.Replicas) > 1:
+		if !sameServers(cur.sa.Replicas, sa.Replicas) {
+			c.keepReplica(k, cur, sa) // another replica moved: this one stays
+		}
 	case cur != nil && (!here || cur.sa.Group != sa.Group || !sameServers(cur.sa.Replicas, sa.Replicas)):
 		c.stopReplica(acc, k, cur)
 		if here {
@@ -121,6 +183,85 @@ func sameServers(a, b []meta.Replica) bool {
 	return true
 }
 
+// mine returns this server's replica ID in the replica's assignment.
+func (r *replica) mine() raftnode.ReplicaID {
+	for _, x := range r.sa.Replicas {
+		if x.Server == r.server {
+			return x.ID
+		}
+	}
+	return 0
+}
+
+// member reports whether replica r is still in its group's configuration
+// as it last applied it (and not fenced).
+func (c *Cluster) member(r *replica) bool {
+	st, err := c.node.Status(r.sa.Group)
+	return err == nil && st.Fenced == nil && st.Member
+}
+
+// keepReplica publishes a copy of replica cur with the assignment sa,
+// which moved another replica of the group: the node learns the new
+// replica's server (the old one's stays known until the leader removed
+// it from the group).
+func (c *Cluster) keepReplica(k streamKey, cur *replica, sa meta.StreamAssignment) {
+	nr := &replica{sa: sa, log: cur.log, ckpt: cur.ckpt, leadState: cur.leadState, server: cur.server}
+	c.mu.Lock()
+	c.replicas[k] = nr
+	c.mu.Unlock()
+	if err := c.node.SetPeers(sa.Group, unionPeers(cur.sa.Replicas, sa.Replicas)); err != nil {
+		c.cfg.Logf("jscluster: stream %s > %s: the servers of group %d: %v", k.account, k.name, sa.Group, err)
+	}
+}
+
+// unionPeers returns the peers of both replica lists (a replica in
+// both once).
+func unionPeers(a, b []meta.Replica) []raftnode.Peer {
+	seen := map[raftnode.ReplicaID]bool{}
+	var ps []raftnode.Peer
+	for _, r := range append(slices.Clone(a), b...) {
+		if !seen[r.ID] {
+			seen[r.ID] = true
+			ps = append(ps, raftnode.Peer{Replica: r.ID, Server: r.Server})
+		}
+	}
+	return ps
+}
+
+// groupConfig is the raftnode configuration of this server's replica
+// mine of stream sa: a replica among the group's first ones bootstraps
+// with them as its voters (IDs 1 to the LogConfig's num_replicas, however
+// the group changed since); a later one (a replacement, a scale-up) joins
+// empty, to be added by the leader as a learner and sent a snapshot.
+func groupConfig(sa meta.StreamAssignment, mine meta.Replica) raftnode.GroupConfig {
+	gc := raftnode.GroupConfig{ID: sa.Group, Replica: mine.ID, Incarnation: mine.Incarnation, Peers: meta.Peers(sa.Replicas)}
+	n := initialReplicas(sa)
+	if uint64(mine.ID) > n {
+		gc.Join = true
+		return gc
+	}
+	for id := range n {
+		gc.Voters = append(gc.Voters, raftnode.ReplicaID(id+1))
+	}
+	return gc
+}
+
+// initialReplicas is the number of replicas stream sa's group was
+// created with: its first replica IDs (the LogConfig's num_replicas).
+func initialReplicas(sa meta.StreamAssignment) uint64 {
+	cfg := sa.LogConfig
+	if len(cfg) == 0 {
+		cfg = sa.Config
+	}
+	var rc struct {
+		Replicas int `json:"num_replicas"`
+	}
+	if json.Unmarshal(cfg, &rc) != nil || rc.Replicas < 1 {
+		return uint64(len(sa.Replicas))
+	}
+	return uint64(rc.Replicas)
+}
+
 // startReplica creates stream k in the account's engine as sa assigns it
 // and, for more than one replica, adds its group with this server's
 // replica mine.
@@ -130,7 +271,7 @@ func (c *Cluster) startReplica(acc *account, k streamKey, sa meta.StreamAssignme
 		c.cfg.Logf("jscluster: stream %s > %s: its assigned config does not decode: %v", k.account, k.name, err)
 		return
 	}
-	r := &replica{sa: sa}
+	r := &replica{sa: sa, leadState: &leadState{}, server: c.name}
 	if len(sa.Replicas) == 1 {
 		r.leads.Store(true)
 		r.since.Store(sa.Created)
@@ -169,10 +310,44 @@ func (c *Cluster) startReplica(acc *account, k streamKey, sa meta.StreamAssignme
 	if r.log == nil {
 		return
 	}
-	gc := raftnode.GroupConfig{ID: sa.Group, Replica: mine.ID, Incarnation: mine.Incarnation, Peers: meta.Peers(sa.Replicas)}
-	if err := c.node.AddGroup(gc, r.log.StateMachine()); err != nil {
+	if err := c.node.AddGroup(groupConfig(sa, mine), r.log.StateMachine()); err != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: its group %d cannot start here: %v", k.account, k.name, sa.Group, err)
 	}
+}
+
+// scaleUpFromOne makes this server's stream of one replica, cur, the
+// first replica of the group its new assignment sa gives it
+// (docs/clustering.md, "Scaling"): the stream stops with its files kept
+// (jetstream.JetStream.DetachStream), its store becomes the replica's
+// (streamckpt.Adopt: a checkpoint at the group's base index with the
+// stream's state), and the replica starts from it, bootstrapping the
+// group alone; its leader then adds the new servers' replicas as learners.
+// A failure leaves the stream stopped and is reported: its files are not
+// touched further.
+func (c *Cluster) scaleUpFromOne(acc *account, k streamKey, cur *replica, sa meta.StreamAssignment, mine meta.Replica) {
+	var cfg stream.Config
+	if err := json.Unmarshal(sa.Config, &cfg); err != nil || cfg.Storage != stream.FileStorage {
+		c.stopReplica(acc, k, cur)
+		c.startReplica(acc, k, sa, mine)
+		return
+	}
+	c.mu.Lock()
+	delete(c.replicas, k)
+	c.mu.Unlock()
+	c.stopStreamConsumers(k)
+	state, jerr := acc.js.DetachStream(k.name)
+	if jerr != nil {
+		c.cfg.Logf("jscluster: stream %s > %s: scaling up from one replica, it could not be stopped: %v", k.account, k.name, jerr)
+		return
+	}
+	dir := acc.js.StreamDir(k.name)
+	err := streamckpt.Adopt(streamckpt.Config{Dir: dir, Store: acc.js.FileStoreConfig(dir), Node: c.node, Group: sa.Group, Replica: mine.ID, Logf: c.cfg.Logf}, state)
+	if err != nil {
+		c.cfg.Logf("jscluster: stream %s > %s: scaling up from one replica, its store cannot become the group's (left as it is): %v", k.account, k.name, err)
+		return
+	}
+	c.cfg.Infof("JetStream cluster: stream '%s > %s' scales up from one replica: this server's store starts its group", k.account, k.name)
+	c.startReplica(acc, k, sa, mine)
 }
 
 // startFileReplica starts this server's replica of a replicated file
@@ -186,6 +361,12 @@ func (c *Cluster) startFileReplica(acc *account, k streamKey, r *replica, cfg st
 	dir := acc.js.StreamDir(k.name)
 	ck, err := streamckpt.Open(streamckpt.Config{
 		Dir: dir, Store: acc.js.FileStoreConfig(dir), Node: c.node, Group: sa.Group, Replica: mine.ID, Logf: c.cfg.Logf, Infof: c.cfg.Infof,
+		Catchup: c.svc, Server: c.name, Retain: c.cfg.Retain, Peers: func() []raftnode.ServerID {
+			if cur := c.replicaOf(k); cur != nil {
+				return meta.Servers(cur.sa.Replicas)
+			}
+			return meta.Servers(sa.Replicas)
+		},
 	}, cfg)
 	if err != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: this server's replica is fenced (not started, files left as they are): %v", k.account, k.name, err)
@@ -205,8 +386,8 @@ func (c *Cluster) startFileReplica(acc *account, k streamKey, r *replica, cfg st
 	c.mu.Lock()
 	c.replicas[k] = r
 	c.mu.Unlock()
-	gc := raftnode.GroupConfig{ID: sa.Group, Replica: mine.ID, Incarnation: mine.Incarnation, Peers: meta.Peers(sa.Replicas)}
-	if err := c.node.AddGroup(gc, r.log.StateMachine()); err != nil {
+	c.svc.Register(sa.Group, ck)
+	if err := c.node.AddGroup(groupConfig(sa, mine), r.log.StateMachine()); err != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: its group %d cannot start here: %v", k.account, k.name, sa.Group, err)
 	}
 }
@@ -236,6 +417,7 @@ func (c *Cluster) stopReplica(acc *account, k streamKey, r *replica) {
 	c.mu.Unlock()
 	c.stopStreamConsumers(k)
 	if r.ckpt != nil {
+		c.svc.Unregister(r.sa.Group, r.ckpt)
 		_ = r.ckpt.Stop()
 	}
 	if err := acc.js.DeleteStream(k.name); err != nil {
@@ -245,10 +427,23 @@ func (c *Cluster) stopReplica(acc *account, k streamKey, r *replica) {
 		return
 	}
 	r.log.Close()
-	if _, err := c.node.RemoveGroup(r.sa.Group); err != nil {
+	done, err := c.node.RemoveGroup(r.sa.Group)
+	if err != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: remove group %d: %v", k.account, k.name, r.sa.Group, err)
+		return
+	}
+	// A replica started next for the same group (a replacement on this
+	// server) needs the node to be done with this one.
+	select {
+	case <-done:
+	case <-c.quit:
+	case <-time.After(removeWait):
+		c.cfg.Logf("jscluster: stream %s > %s: group %d not removed after %v", k.account, k.name, r.sa.Group, removeWait)
 	}
 }
+
+// removeWait bounds the wait for a replica's group to leave the node.
+const removeWait = 5 * time.Second
 
 // replicaOf returns this server's running replica of stream k, or nil.
 func (c *Cluster) replicaOf(k streamKey) *replica {

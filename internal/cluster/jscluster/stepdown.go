@@ -2,7 +2,9 @@ package jscluster
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 
@@ -193,23 +195,63 @@ func raftError(err error) *jserr.Error {
 
 var _ jsapi.Peers = (*account)(nil)
 
-// StreamRemovePeer implements jsapi.Peers on the meta leader (Answers):
+// StreamRemovePeer implements jsapi.Peers on the meta leader (Answers),
+// as nats-server v2.15.2 jsStreamRemapPeerRequest with requireReplicas:
 // 10059 when the meta group holds no such stream, 10040 when no replica
 // of it is on peer (a server name, or nats-server's peer ID of one, as
-// nats-server accepts either), otherwise 10009: moving a replica to
-// another server (a new replica added as a learner, caught up, promoted,
-// the old one removed: raftnode.Node.ChangeMembership) is not built, nor
-// are the stream snapshots a new replica would need once its group's log
-// is compacted (docs/clustering.md, "Not yet built").
+// nats-server accepts either); otherwise a replacement server is placed
+// as a create places (meta.Place: the stream's other servers kept, peer
+// excluded) and the replica moved there (meta.MoveReplica: the new
+// replica added as a learner, caught up by a stream snapshot, promoted
+// while the old one is removed: docs/clustering.md, "Replacing a
+// replica"). No server to take it, or a stream with one replica (it has
+// no group to catch a new replica up): 10075 "peer remap failed", as
+// nats-server when no replacement is available.
 func (a *account) StreamRemovePeer(name, peer string) *jserr.Error {
-	sa, _, ok, _ := a.c.assignment(streamKey{a.name, name})
+	c := a.c
+	sa, _, ok, _ := c.assignment(streamKey{a.name, name})
 	if !ok {
 		return jserr.New(jserr.StreamNotFound)
 	}
+	i := slices.IndexFunc(sa.Replicas, func(r meta.Replica) bool { return string(r.Server) == peer || peerHash(r.Server) == peer })
+	if i < 0 {
+		return jserr.New(jserr.ClusterPeerNotMember)
+	}
+	old := sa.Replicas[i]
+	if len(sa.Replicas) == 1 || !fileStream(sa) {
+		return jserr.New(jserr.PeerRemap)
+	}
+	var cfg stream.Config
+	if err := json.Unmarshal(sa.Config, &cfg); err != nil {
+		return jserr.New(jserr.PeerRemap)
+	}
+	var keep []raftnode.ServerID
 	for _, r := range sa.Replicas {
-		if string(r.Server) == peer || peerHash(r.Server) == peer {
-			return jserr.New(jserr.ClusterNotLeader)
+		if r.Server != old.Server {
+			keep = append(keep, r.Server)
 		}
 	}
-	return jserr.New(jserr.ClusterPeerNotMember)
+	var servers []raftnode.ServerID
+	var perr *jserr.Error
+	c.meta.View(func(st *meta.State) {
+		pr := meta.PlaceRequest{Replicas: len(sa.Replicas), Cluster: c.host.ClusterName(), Existing: keep,
+			Exclude: []raftnode.ServerID{old.Server}, Seed: rand.Uint64(), Offline: c.offline()}
+		if p := cfg.Placement; p != nil {
+			pr.Tags = p.Tags
+			if p.Cluster != "" {
+				pr.Cluster = p.Cluster
+			}
+		}
+		servers, perr = meta.Place(st, pr)
+	})
+	if perr != nil || len(servers) != len(sa.Replicas) {
+		c.cfg.Logf("jscluster: stream %s > %s: no replacement for the replica on %s: %v", a.name, name, old.Server, perr)
+		return jserr.New(jserr.PeerRemap)
+	}
+	to := servers[len(servers)-1]
+	if _, err := c.propose(&meta.MoveReplica{Account: a.name, Stream: name, Replica: old.ID, To: to}); err != nil {
+		return err
+	}
+	c.cfg.Infof("JetStream cluster: stream '%s > %s': its replica on %s moves to %s", a.name, name, old.Server, to)
+	return nil
 }

@@ -3,6 +3,7 @@ package jscluster
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/cairnmq/cairn/internal/cluster/meta"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/raftnode"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/cairnmq/cairn/internal/subject"
 )
@@ -172,9 +174,11 @@ func (c *Cluster) readMeta() error {
 // 10055 for a changed mirror); the source filters (10069, as on one
 // server); subjects overlapping another stream of the account (10065);
 // consumer limits an assigned consumer exceeds (10069 "change to limits
-// violates consumers: ..."). A change the cluster cannot carry out yet is
-// refused where nats-server would start it: a changed num_replicas (a
-// scale) with 10061 "Replicas configuration can not be updated", a
+// violates consumers: ..."). A changed num_replicas scales the stream
+// (scaleServers: 10005 when too few servers are eligible;
+// docs/clustering.md, "Scaling"), but down to one replica, or up for a
+// memory stream, which are refused where nats-server would start them
+// with 10061 "Replicas configuration can not be updated", as is a
 // changed placement (a move) with 10069 "stream placement can not be
 // changed" (docs/compatibility.md). Then the UpdateStream is proposed
 // (10008 when the meta group cannot decide; apply's 10059 and 10065). The
@@ -205,7 +209,14 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	if err != nil {
 		return nil, jserr.From(err, jserr.StreamUpdate)
 	}
-	res, jerr := c.propose(&meta.UpdateStream{Account: a.name, Name: cfg.Name, Config: body, Servers: meta.Servers(sa.Replicas)})
+	servers := meta.Servers(sa.Replicas)
+	if cfg.Replicas != old.Replicas {
+		var perr *jserr.Error
+		if servers, perr = c.scaleServers(sa, &cfg); perr != nil {
+			return nil, perr
+		}
+	}
+	res, jerr := c.propose(&meta.UpdateStream{Account: a.name, Name: cfg.Name, Config: body, Servers: servers})
 	if jerr != nil {
 		return nil, jerr
 	}
@@ -247,10 +258,45 @@ func (a *account) checkUpdate(old, next *stream.Config) *jserr.Error {
 	if next.Placement != nil && !reflect.DeepEqual(old.Placement, next.Placement) {
 		return jserr.New(jserr.StreamUpdate, jserr.Sub("err", "stream placement can not be changed"))
 	}
-	if next.Replicas != old.Replicas {
+	if next.Replicas != old.Replicas && (next.Replicas <= 1 ||
+		next.Replicas > old.Replicas && next.Storage == stream.MemoryStorage) {
+		// Down to one replica (a replicated stream back to one without a
+		// group), and a memory stream's new replicas (no snapshots to
+		// catch them up), are not built: docs/clustering.md, "Scaling".
 		return jserr.New(jserr.StreamReplicasNotUpdatable)
 	}
 	return nil
+}
+
+// scaleServers returns the servers of stream sa scaled to next.Replicas
+// replicas (docs/clustering.md, "Scaling"), as nats-server v2.15.2
+// jsClusteredStreamUpdateRequest chooses them: up, the current servers
+// first and new ones placed as a create places them (meta.Place: 10005
+// when too few are eligible); down, the stream's leader kept, then the
+// others in assignment order.
+func (c *Cluster) scaleServers(sa meta.StreamAssignment, next *stream.Config) ([]raftnode.ServerID, *jserr.Error) {
+	cur := meta.Servers(sa.Replicas)
+	if st, err := c.node.Status(sa.Group); err == nil && st.LeaderServer != "" {
+		if i := slices.Index(cur, st.LeaderServer); i > 0 {
+			cur = append([]raftnode.ServerID{st.LeaderServer}, slices.Delete(cur, i, i+1)...)
+		}
+	}
+	if next.Replicas <= len(cur) {
+		return cur[:next.Replicas], nil
+	}
+	var servers []raftnode.ServerID
+	var perr *jserr.Error
+	c.meta.View(func(st *meta.State) {
+		pr := meta.PlaceRequest{Replicas: next.Replicas, Cluster: c.host.ClusterName(), Existing: cur, Seed: rand.Uint64(), Offline: c.offline()}
+		if p := next.Placement; p != nil {
+			pr.Tags = p.Tags
+			if p.Cluster != "" {
+				pr.Cluster = p.Cluster
+			}
+		}
+		servers, perr = meta.Place(st, pr)
+	})
+	return servers, perr
 }
 
 // subjectsOverlap reports whether a stream config's subjects overlap any

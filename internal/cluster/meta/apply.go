@@ -69,6 +69,8 @@ func (s *State) Apply(op Op) Result {
 	case *AddServer:
 		s.servers[o.Name] = &Server{Name: o.Name, Cluster: o.Cluster, Tags: slices.Clone(o.Tags), Incarnation: o.Incarnation}
 		return Result{}
+	case *MoveReplica:
+		return s.moveReplica(o)
 	case *RemoveServer:
 		sv := s.servers[o.Name]
 		if sv == nil || sv.Removed {
@@ -127,6 +129,28 @@ func (s *State) updateStream(o *UpdateStream) Result {
 	if len(e.sa.Replicas) == 1 {
 		e.sa.LogConfig = slices.Clone(o.Config) // no group log: nothing replays from it
 	}
+	sa := e.sa.clone()
+	return Result{Stream: &sa, PrevStream: &prev}
+}
+
+func (s *State) moveReplica(o *MoveReplica) Result {
+	e := s.stream(o.Account, o.Stream)
+	if e == nil {
+		return fail(jserr.StreamNotFound)
+	}
+	i := slices.IndexFunc(e.sa.Replicas, func(r Replica) bool { return r.ID == o.Replica })
+	if i < 0 {
+		return fail(jserr.ClusterPeerNotMember)
+	}
+	if r, ok := On(e.sa.Replicas, o.To); ok && r.ID != o.Replica {
+		return noPeers()
+	}
+	if sv := s.servers[o.To]; sv == nil || sv.Removed {
+		return noPeers()
+	}
+	prev := e.sa.clone()
+	e.sa.Replicas[i] = Replica{ID: e.sa.NextReplica, Server: o.To, Incarnation: s.servers[o.To].Incarnation}
+	e.sa.NextReplica++
 	sa := e.sa.clone()
 	return Result{Stream: &sa, PrevStream: &prev}
 }

@@ -183,6 +183,29 @@ func TestApplyServers(t *testing.T) {
 	}
 }
 
+// MoveReplica gives the replica's place a new replica ID on its target,
+// bound to the target's incarnation in the catalogue (the same server
+// after its store changed, or another), and refuses what would break the
+// assignment; proposed twice, the second changes nothing.
+func TestApplyMoveReplica(t *testing.T) {
+	st := testState()
+	mustApply(t, st, &AssignStream{Account: "A", Name: "S", Config: streamJSON("S"), Servers: servers("s1", "s2", "s3")})
+	mustApply(t, st, &AddServer{Name: "s2", Cluster: "C1", Incarnation: inc(22)}) // s2's store was wiped
+	r := mustApply(t, st, &MoveReplica{Account: "A", Stream: "S", Replica: 2, To: "s2"})
+	if want := []Replica{{1, "s1", inc(1)}, {4, "s2", inc(22)}, {3, "s3", inc(3)}}; !slices.Equal(r.Stream.Replicas, want) ||
+		r.PrevStream == nil || r.PrevStream.Replicas[1].ID != 2 || r.Stream.NextReplica != 5 {
+		t.Fatalf("rebind: %+v", r)
+	}
+	wantErr(t, st, &MoveReplica{Account: "A", Stream: "S", Replica: 2, To: "s2"}, jserr.ClusterPeerNotMember)
+	wantErr(t, st, &MoveReplica{Account: "A", Stream: "T", Replica: 1, To: "s4"}, jserr.StreamNotFound)
+	wantErr(t, st, &MoveReplica{Account: "A", Stream: "S", Replica: 1, To: "s3"}, jserr.ClusterNoPeers)
+	wantErr(t, st, &MoveReplica{Account: "A", Stream: "S", Replica: 1, To: "s9"}, jserr.ClusterNoPeers)
+	r = mustApply(t, st, &MoveReplica{Account: "A", Stream: "S", Replica: 1, To: "s4"})
+	if r.Stream.Replicas[0] != (Replica{5, "s4", inc(4)}) {
+		t.Fatalf("move: %+v", r.Stream.Replicas)
+	}
+}
+
 // Assigned lists what a server must run, in a fixed order, consumers
 // included; Load counts replicas per server.
 func TestAssignedAndLoad(t *testing.T) {

@@ -67,6 +67,11 @@ func AppendOp(dst []byte, op Op) ([]byte, error) {
 		dst = append(dst, o.Incarnation[:]...)
 	case *RemoveServer:
 		dst = appendString(dst, string(o.Name))
+	case *MoveReplica:
+		dst = appendString(dst, o.Account)
+		dst = appendString(dst, o.Stream)
+		dst = binary.AppendUvarint(dst, uint64(o.Replica))
+		dst = appendString(dst, string(o.To))
 	}
 	return dst, nil
 }
@@ -99,6 +104,8 @@ func DecodeOp(b []byte) (Op, error) {
 		op = &AddServer{Name: raftnode.ServerID(d.string()), Cluster: d.string(), Tags: d.strings(), Incarnation: d.incarnation()}
 	case KindRemoveServer:
 		op = &RemoveServer{Name: raftnode.ServerID(d.string())}
+	case KindMoveReplica:
+		op = &MoveReplica{Account: d.string(), Stream: d.string(), Replica: raftnode.ReplicaID(d.uvarint()), To: raftnode.ServerID(d.string())}
 	default:
 		return nil, fmt.Errorf("%w: unknown kind %d", ErrBadOp, kind)
 	}
@@ -132,6 +139,11 @@ func check(op Op) error {
 		err = checkNames(string(o.Name))
 	case *RemoveServer:
 		err = checkNames(string(o.Name))
+	case *MoveReplica:
+		err = checkNames(o.Account, o.Stream, string(o.To))
+		if o.Replica == 0 {
+			err = errors.Join(err, errors.New("replica 0"))
+		}
 	default:
 		return fmt.Errorf("%w: an operation of type %T", ErrBadOp, op)
 	}

@@ -49,6 +49,7 @@ func sampleOps() []Op {
 		&AddServer{Name: "s1", Cluster: "C1", Tags: []string{"az:1", "ssd"}, Incarnation: raftnode.Incarnation{1, 2, 3, 15: 16}},
 		&AddServer{Name: "s9", Cluster: "C2"},
 		&RemoveServer{Name: "s1"},
+		&MoveReplica{Account: "A", Stream: "ORDERS", Replica: 300, To: "s4"},
 	}
 }
 
@@ -74,7 +75,7 @@ func TestOpRoundTrip(t *testing.T) {
 		}
 		kinds[op.Kind()] = true
 	}
-	for k := KindAssignStream; k <= KindRemoveServer; k++ {
+	for k := KindAssignStream; k <= KindMoveReplica; k++ {
 		if !kinds[k] {
 			t.Errorf("kind %d has no round-trip sample", k)
 		}
@@ -135,6 +136,8 @@ func TestOpChecks(t *testing.T) {
 		"consumer without name":   &RemoveConsumer{Account: "A", Stream: "S"},
 		"server without name":     &AddServer{Cluster: "C1"},
 		"remove of no server":     &RemoveServer{},
+		"move of replica 0":       &MoveReplica{Account: "A", Stream: "S", To: "s1"},
+		"move to no server":       &MoveReplica{Account: "A", Stream: "S", Replica: 1},
 		"nil":                     nil,
 	}
 	for name, op := range bad {
@@ -198,6 +201,12 @@ func encodeUnchecked(op Op) []byte {
 	case *RemoveServer:
 		b = []byte{byte(KindRemoveServer), opVersion}
 		b = appendString(b, string(o.Name))
+	case *MoveReplica:
+		b = []byte{byte(KindMoveReplica), opVersion}
+		b = appendString(b, o.Account)
+		b = appendString(b, o.Stream)
+		b = binary.AppendUvarint(b, uint64(o.Replica))
+		b = appendString(b, string(o.To))
 	}
 	return b
 }

@@ -61,6 +61,7 @@
 //	RemoveConsumer | account | stream | name |                                          kind 5
 //	AddServer      | name | cluster | tags | incarnation (16) |                          kind 6
 //	RemoveServer   | name |                                                            kind 7
+//	MoveReplica    | account | stream | replica ID (uvarint) | to (server name) |     kind 8
 //	servers        | count (1..16) | count × name |    distinct, in the order replicas get their IDs
 //	tags           | count | count × tag |
 //	config         | the JSON of the API's StreamConfig or ConsumerConfig, as meta.json holds it

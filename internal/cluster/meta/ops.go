@@ -15,6 +15,7 @@ const (
 	KindRemoveConsumer Kind = 5
 	KindAddServer      Kind = 6
 	KindRemoveServer   Kind = 7
+	KindMoveReplica    Kind = 8
 )
 
 // Op is one operation of the meta log: one of the pointer types below.
@@ -121,6 +122,27 @@ type RemoveServer struct {
 	Name raftnode.ServerID
 }
 
+// MoveReplica replaces one replica of a stream by a new replica on
+// server To (the same server or another), in the same place of the
+// assignment's list: the replica of ID Replica goes, a new one gets the
+// stream's next replica ID, bound to To's incarnation in the catalogue.
+// The stream's leader then carries the change out in the stream's group
+// (the new replica added as a learner, caught up by a snapshot, promoted
+// while the old one is removed: docs/clustering.md, "Replacing a
+// replica"). It replaces a replica whose server's store was wiped or
+// replaced (To = its server: the replica is bound to an incarnation the
+// server no longer has, and raftnode fences it) and moves one away from
+// a server ($JS.API.STREAM.PEER.REMOVE). Apply: the stream missing,
+// 10059; no replica of that ID, 10040 (so a repeated proposal changes
+// nothing); To holding another replica of the stream, or not a member,
+// 10005.
+type MoveReplica struct {
+	Account string
+	Stream  string
+	Replica raftnode.ReplicaID
+	To      raftnode.ServerID
+}
+
 // Kind implements Op.
 func (*AssignStream) Kind() Kind { return KindAssignStream }
 
@@ -141,3 +163,6 @@ func (*AddServer) Kind() Kind { return KindAddServer }
 
 // Kind implements Op.
 func (*RemoveServer) Kind() Kind { return KindRemoveServer }
+
+// Kind implements Op.
+func (*MoveReplica) Kind() Kind { return KindMoveReplica }

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/cluster/catchup"
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/raftnode"
 	"github.com/cairnmq/cairn/internal/store"
@@ -167,6 +168,39 @@ type server struct {
 	rep  *Replica
 	rt   *streamrun.Stream
 	tr   *memTransport
+	svc  *catchup.Service
+	// replica is this server's replica ID (i+1 unless replaced); join
+	// makes its replica start empty, to be added by the leader.
+	replica raftnode.ReplicaID
+	join    bool
+	// logs holds what the server's node and replica logged.
+	logs struct {
+		sync.Mutex
+		lines []string
+	}
+}
+
+// logf logs for server s: to the test, and into s.logs.
+func (s *server) logf(t *testing.T) func(string, ...any) {
+	return func(format string, args ...any) {
+		line := fmt.Sprintf(format, args...)
+		s.logs.Lock()
+		s.logs.lines = append(s.logs.lines, line)
+		s.logs.Unlock()
+		t.Logf("%s: %s", s.id, line)
+	}
+}
+
+// logged reports whether a line of s's log contains sub.
+func (s *server) logged(sub string) bool {
+	s.logs.Lock()
+	defer s.logs.Unlock()
+	for _, l := range s.logs.lines {
+		if strings.Contains(l, sub) {
+			return true
+		}
+	}
+	return false
 }
 
 type cluster struct {
@@ -180,6 +214,7 @@ type cluster struct {
 	// everyBytes is Config.EveryBytes (0: the default).
 	everyBytes uint64
 	created    time.Time
+	retain     uint64 // Config.Retain (0: the default)
 }
 
 // newCluster starts three servers with a replica each of stream cfg
@@ -200,7 +235,7 @@ func newClusterBytes(t *testing.T, cfg stream.Config, every, everyBytes uint64, 
 		id := raftnode.ServerID(fmt.Sprintf("s%d", i+1))
 		c.peers = append(c.peers, raftnode.Peer{Replica: raftnode.ReplicaID(i + 1), Server: id})
 		disk := vfs.NewCrashFS()
-		c.srv = append(c.srv, &server{id: id, disk: disk, hook: &hookFS{FS: disk, disk: disk}})
+		c.srv = append(c.srv, &server{id: id, disk: disk, hook: &hookFS{FS: disk, disk: disk}, replica: raftnode.ReplicaID(i + 1)})
 	}
 	for i := range c.srv {
 		c.start(i)
@@ -222,7 +257,7 @@ func newClusterBytes(t *testing.T, cfg stream.Config, every, everyBytes uint64, 
 // start starts server i's node, replica and runtime from its disk.
 func (c *cluster) start(i int) {
 	t, s := c.t, c.srv[i]
-	n, err := raftnode.Open(raftnode.Config{FS: s.hook, Dir: "wal", Server: s.id, Transport: c.net.Transport(s.id)})
+	n, err := raftnode.Open(raftnode.Config{FS: s.hook, Dir: "wal", Server: s.id, Transport: c.net.Transport(s.id), Logf: s.logf(t)})
 	if err != nil {
 		t.Fatalf("%s: open node: %v", s.id, err)
 	}
@@ -233,9 +268,17 @@ func (c *cluster) start(i int) {
 			t.Errorf("%s: %s", s.id, line)
 		}
 	}
+	svc := catchup.New(catchup.Config{Send: c.net.Transport(s.id).Send, Logf: s.logf(t)})
 	rep, err := Open(Config{
 		Dir: "stream", Store: filestore.Config{Dir: "stream/msgs", FS: s.hook, BlockSize: 512, Logf: storeLog},
-		Node: n, Group: group, Replica: raftnode.ReplicaID(i + 1), Every: c.every, EveryBytes: c.everyBytes, Interval: c.interval, Logf: t.Logf,
+		Node: n, Group: group, Replica: s.replica, Every: c.every, EveryBytes: c.everyBytes, Interval: c.interval, Logf: s.logf(t),
+		Catchup: svc, Server: s.id, Retain: c.retain, Peers: func() []raftnode.ServerID {
+			var ids []raftnode.ServerID
+			for _, o := range c.srv {
+				ids = append(ids, o.id)
+			}
+			return ids
+		},
 	}, c.cfg)
 	if err != nil {
 		t.Fatalf("%s: open replica: %v", s.id, err)
@@ -258,13 +301,15 @@ func (c *cluster) start(i int) {
 	if err := rt.Serve(); err != nil {
 		t.Fatal(err)
 	}
-	gc := raftnode.GroupConfig{ID: group, Replica: raftnode.ReplicaID(i + 1), Incarnation: n.Incarnation(), Peers: c.peers}
+	svc.Register(group, rep)
+	gc := raftnode.GroupConfig{ID: group, Replica: s.replica, Incarnation: n.Incarnation(), Peers: c.peers, Join: s.join,
+		Voters: []raftnode.ReplicaID{1, 2, 3}}
 	if err := n.AddGroup(gc, rep.Log().StateMachine()); err != nil {
 		t.Fatal(err)
 	}
-	c.net.Attach(s.id, n)
+	c.net.Attach(s.id, catchup.Mux(n, svc))
 	n.Start()
-	s.node, s.rep, s.rt, s.tr = n, rep, rt, tr
+	s.node, s.rep, s.rt, s.tr, s.svc = n, rep, rt, tr, svc
 }
 
 // stop stops server i cleanly (a last checkpoint) if it runs.
@@ -274,12 +319,14 @@ func (c *cluster) stop(i int) {
 		return
 	}
 	c.net.Detach(s.id)
+	s.svc.Unregister(group, s.rep)
 	if err := s.rep.Stop(); err != nil && s.hook.crashed == nil {
 		c.t.Errorf("%s: last checkpoint: %v", s.id, err)
 	}
 	_ = s.rt.Stop(nil)
 	s.rep.Log().Close()
 	_ = s.node.Close()
+	s.svc.Close()
 	s.node = nil
 }
 

@@ -46,9 +46,8 @@
 //  3. the store is told P is saved (filestore.Store.PositionSaved: the
 //     segments emptied before P may go);
 //  4. streamlog.Log.Checkpoint(I): the WAL may drop the group's entries
-//     up to I, as far as the other replicas allow (until stream
-//     snapshots exist, only the leader compacts, through the lowest
-//     index every replica holds).
+//     up to I, keeping Config.Retain entries for a replica that lags (one
+//     further behind is caught up by a snapshot, below).
 //
 // A crash before step 2 completes leaves the previous file, whose
 // position the store can still return to (segments emptied since are
@@ -74,11 +73,99 @@
 // so their log reports Applied 0 (streamlog.Config.Applied nil) and must
 // replay the group's whole log; they never call Log.Checkpoint, and the
 // WAL keeps every entry of their group (raftnode's WALStats names it
-// among the groups that block truncation) until stream snapshots exist.
-// Open refuses them (ErrMemoryStream).
+// among the groups that block truncation). Open refuses them
+// (ErrMemoryStream).
+//
+// # Snapshots
+//
+// A replica whose group's WAL no longer holds what it lacks (it was down
+// while the others compacted past it, or it is new: a learner replacing
+// a wiped one) is sent a snapshot (docs/clustering.md decision 8,
+// "Stream snapshots"). Its Raft data is a manifest, the state of the
+// stream at a raft index I without its messages; the messages come out
+// of band, from a replica that has them, over internal/cluster/catchup.
+//
+// Manifest (the Raft snapshot's data; integers little endian but where
+// said, CRC-32C):
+//
+//	offset size field
+//	 0      8   magic "CAIRNMAN"
+//	 8      1   version = 1
+//	 9      8   index I, u64
+//	17      2   S, u16: length of the source's name
+//	19      S   source: the server that captured it (asked first)
+//	19+S   32   first, last, msgs, bytes (u64 each): the store's FirstSeq,
+//	            LastSeq, message count and bytes at I
+//	 ...    …   gaps: n (uvarint), then n x (from - previous end,
+//	            to - from) as uvarints, the previous end starting at
+//	            first and then each gap's to + 1: the sequences of
+//	            first..last the store did not hold at I
+//	 ...    4   L, u32, then L bytes: the stream's state at I
+//	            (stream.AppendCheckpoint, with its own version and CRC)
+//	end-4   4   CRC-32C of every byte before it
+//
+// msgs plus the gaps' sequences must make last-first+1; a manifest that
+// fails any check fences the replica installing it (ErrBadManifest).
+//
+// Capture. raftnode asks the leader's state machine for a snapshot at or
+// above an index (streamlog.Snapshotter.SnapshotAt: the log's compaction
+// point, and its last membership change, so the manifest's configuration
+// names the replica it goes to). The replica answers with its latest
+// capture if it is recent enough, else pokes its goroutine and answers
+// raftnode.ErrSnapshotPending (raft asks again at the follower's next
+// heartbeat response). The goroutine captures with the stream's apply
+// goroutine held: the index the stream's state reflects (the runtime's
+// AppliedIndex, or the log's later index when only entries the engine
+// never sees followed, streamlog.Log.Seen), the store's state with its
+// deleted sequences, and the stream's own state. A store reporting lost
+// (damaged) messages is not captured. The capture pins the store: while
+// a capture was handed out or served from within PinFor, checkpoints do
+// not tell the store their position is saved, so the segments emptied
+// since stay on disk with the records of what was removed after I, which
+// Message (filestore.Store.LoadRemoved) still serves to a fetch; the
+// newest position is given to the store once the pin ends.
+//
+// Install (Restore, run by raftnode in the background while the group
+// is parked: it sends nothing, votes for nobody):
+//
+//  1. The messages past the store's LastSeq that the manifest names are
+//     fetched (catchup.Service.Fetch: the manifest's source first, then
+//     the group's other servers) into the staging file; no stream state
+//     changes. If no source can serve them, the staging file is removed
+//     and Restore fails with raftnode.ErrRestoreRetry: the replica goes
+//     on from its log as it was, and the leader sends a newer snapshot.
+//  2. With the stream's apply goroutine held: the store's limits are
+//     relaxed; what it holds below first or in the manifest's gaps is
+//     removed; the staged messages are appended at their sequences (SkipTo
+//     over gaps), up to last; the stream's limits are restored; the store
+//     is fsynced (Position) and must now hold exactly first, last, msgs
+//     and bytes; the stream takes the manifest's state
+//     (streamrun.Stream.RestoreHeld); the checkpoint {I, position, state}
+//     replaces the previous one.
+//  3. Restore returns: raftnode writes the snapshot item and only then
+//     sends the leader its acknowledgement.
+//
+// A crash before the checkpoint of step 2 is replaced leaves the old
+// checkpoint: the restart rolls the store back to its position (what
+// step 2 wrote set aside as *.rolledback, as any rollback), raftnode
+// ignores the snapbegin of an install its state machine has not reached,
+// and the install starts again. A crash after it is an install complete
+// but for raftnode's snapshot item, which recovery completes from the
+// snapbegin item. A store that does not end as the manifest says after
+// step 2 fences the replica (the store was changed; a restart rolls it
+// back).
+//
+// Staging file: <Config.Dir>/catchup.stage, written without fsync (a
+// crash discards the install; the file is created afresh by the next),
+// removed when the install ends. Records back to back, integers little
+// endian: seq u64, time i64 (unix ns), subject length u16, header length
+// u32, data length u32, subject, header, data, CRC-32C u32 of the
+// record's bytes before it (the catch-up chunk's record, checked again
+// when read back).
 package streamckpt
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -86,6 +173,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/cluster/catchup"
 	"github.com/cairnmq/cairn/internal/cluster/streamlog"
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/raftnode"
@@ -150,6 +238,18 @@ type Config struct {
 	// Logf receives failed checkpoints and what Open could not use;
 	// Infof the checkpoint a replica restarts from. nil discards.
 	Logf, Infof func(format string, args ...any)
+
+	// Snapshots (package comment, "Snapshots"). Catchup is this
+	// server's catch-up service, which fetches the messages of a snapshot
+	// being installed (nil: a snapshot cannot be installed, and the
+	// replica waits to be caught up from the log). Server is this server's
+	// name, the source a capture's manifest names. Peers, if set, returns
+	// the servers of the group's other replicas, asked when the manifest's
+	// source cannot serve. Retain is streamlog.Config.Retain.
+	Catchup *catchup.Service
+	Server  raftnode.ServerID
+	Peers   func() []raftnode.ServerID
+	Retain  uint64
 }
 
 // Replica is the checkpointing of one replica of a replicated file
@@ -174,10 +274,25 @@ type Replica struct {
 	done      chan struct{}
 	once      sync.Once
 
-	// mu serializes checkpoints (the goroutine's, Checkpoint's, Stop's)
-	// and guards lastIndex, the index of the last checkpoint written.
+	// mu serializes checkpoints (the goroutine's, Checkpoint's, Stop's),
+	// captures and installs, and guards lastIndex, the index of the last
+	// checkpoint written, and unsaved, the newest position written but
+	// not yet given to PositionSaved (a capture was pinned).
 	mu        sync.Mutex
 	lastIndex uint64
+	unsaved   *filestore.Position
+
+	// Snapshots (snapshot.go): capture is the latest capture and capWant
+	// the lowest index one was asked for (under capMu); capPoke asks the
+	// goroutine for one; pinnedUntil (unix ns) keeps the records of what
+	// was removed since the capture; ctx ends with Stop (a fetch).
+	capMu       sync.Mutex
+	capture     *capture
+	capWant     uint64
+	capPoke     chan struct{}
+	pinnedUntil atomic.Int64
+	ctx         context.Context
+	cancel      context.CancelFunc
 }
 
 // Open reads the replica's checkpoint file and opens its store: rolled
@@ -214,7 +329,8 @@ func Open(cfg Config, def stream.Config) (*Replica, error) {
 	if cfg.Infof == nil {
 		cfg.Infof = func(string, ...any) {}
 	}
-	r := &Replica{cfg: cfg, fs: cfg.Store.FS, poke: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	r := &Replica{cfg: cfg, fs: cfg.Store.FS, poke: make(chan struct{}, 1), capPoke: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
 	ck, err := readFile(r.fs, cfg.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("streamckpt: group %d: %w", cfg.Group, err)
@@ -327,7 +443,8 @@ func (r *Replica) Applied() uint64 { return r.index }
 // Config.Every. The runtime calls it once, from streamrun.New.
 func (r *Replica) NewLog(onLeader func(leader bool)) streamrun.NewLogFunc {
 	return func(_ string, a streamrun.Applier[stream.Op]) streamrun.Log[stream.Op] {
-		r.log = streamlog.New(streamlog.Config{Node: r.cfg.Node, Group: r.cfg.Group, Applied: r.Applied, OnLeader: onLeader}, counter{r, a})
+		r.log = streamlog.New(streamlog.Config{Node: r.cfg.Node, Group: r.cfg.Group, Applied: r.Applied, OnLeader: onLeader,
+			Snapshots: r, Retain: r.cfg.Retain}, counter{r, a})
 		return r.log
 	}
 }
@@ -390,8 +507,16 @@ func (r *Replica) run() {
 		select {
 		case <-r.stop:
 			return
+		case <-r.capPoke:
+			if err := r.captureNow(); err != nil && !errors.Is(err, ErrStopped) {
+				r.cfg.Logf("streamckpt: group %d: capture for a snapshot failed: %v", r.cfg.Group, err)
+			}
+			continue
 		case <-r.poke:
 		case <-t.C:
+			r.mu.Lock()
+			r.savePosition(nil) // a pin that ended
+			r.mu.Unlock()
 		}
 		if err := r.Checkpoint(); err != nil && !errors.Is(err, ErrStopped) {
 			r.cfg.Logf("streamckpt: group %d: checkpoint failed (the WAL keeps the entries; retried): %v", r.cfg.Group, err)
@@ -443,7 +568,7 @@ func (r *Replica) Checkpoint() error {
 	if err := writeFile(r.fs, r.cfg.Dir, &checkpoint{group: r.cfg.Group, replica: r.cfg.Replica, index: index, pos: pos, state: state}); err != nil {
 		return err
 	}
-	r.store.PositionSaved(pos)
+	r.savePosition(&pos)
 	r.lastIndex = index
 	if r.log == nil {
 		return nil
@@ -457,10 +582,52 @@ func (r *Replica) Checkpoint() error {
 // the runtime (its apply goroutine must still run). It returns that
 // checkpoint's error.
 func (r *Replica) Stop() error {
-	r.once.Do(func() { close(r.stop) })
+	r.once.Do(func() {
+		close(r.stop)
+		r.cancel()
+	})
 	if r.rt == nil {
 		return nil
 	}
 	<-r.done
 	return r.Checkpoint()
+}
+
+// Adopt makes the store of a stream that ran with one replica the store
+// of this replica of its new group (a scale up from one replica;
+// docs/clustering.md, "Scaling"): with no checkpoint file in Config.Dir,
+// it opens the store, takes its position and writes the checkpoint of
+// index 1, the group's synthetic base, with state (the stream's own state
+// when it stopped: jetstream.JetStream.DetachStream), then closes the
+// store. Open then restarts the replica from it, and the group's log
+// goes on from index 2 (raftnode applies nothing at 1: the checkpoint
+// reflects it). Errors: a checkpoint file already there (ErrDamaged:
+// nothing is overwritten), the store's and the file system's.
+func Adopt(cfg Config, state []byte) error {
+	if cfg.Store.FS == nil {
+		cfg.Store.FS = vfs.OS()
+	}
+	ck, err := readFile(cfg.Store.FS, cfg.Dir)
+	switch {
+	case err != nil:
+		return err
+	case ck != nil:
+		return fmt.Errorf("%w: %s already holds a checkpoint", ErrDamaged, cfg.Dir)
+	}
+	scfg, err := stream.CheckpointConfig(state)
+	if err != nil {
+		return err
+	}
+	fcfg := cfg.Store
+	fcfg.RollbackMode = true
+	st, err := filestore.Open(fcfg, scfg.StoreConfig())
+	if err != nil {
+		return err
+	}
+	r := &Replica{cfg: cfg, fs: cfg.Store.FS}
+	err = r.write(1, st, state)
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -50,12 +50,32 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// ErrNoSnapshot is returned by the state machine's Snapshot and Restore:
-// catching a replica up from a snapshot (a manifest with the stream's
-// data sent out of band, docs/clustering.md decision 8) is not built yet,
-// so a group's WAL must keep every entry a replica may still need. A
-// Restore error fences the replica (raftnode, decision 12).
-var ErrNoSnapshot = errors.New("streamlog: stream snapshots are not built yet")
+// ErrNoSnapshot is returned by the state machine's Snapshot, SnapshotAt
+// and Restore for a log without Config.Snapshots (a memory stream's: its
+// replicas replay the group's whole log, which its WAL therefore keeps).
+// A Restore error fences the replica (raftnode, decision 12).
+var ErrNoSnapshot = errors.New("streamlog: this stream has no snapshots")
+
+// Snapshotter takes and installs a replicated stream's snapshots: a
+// manifest in the Raft snapshot, the messages out of band
+// (docs/clustering.md decision 8, "Stream snapshots";
+// internal/cluster/streamckpt's Replica).
+type Snapshotter interface {
+	// SnapshotAt is raftnode.SnapshotIndexer's: the manifest of a
+	// capture at an index at or above min, or raftnode.ErrSnapshotPending
+	// while one is being taken. It must not block.
+	SnapshotAt(min uint64) (index uint64, data []byte, err error)
+	// Restore installs the snapshot at index whose manifest is data: it
+	// fetches what the replica lacks, makes it durable and replaces the
+	// stream's state; it runs in the background (raftnode
+	// BackgroundRestorer) and may fail with raftnode.ErrRestoreRetry.
+	Restore(index uint64, data []byte) error
+}
+
+// DefaultRetain is Config.Retain's default: the entries behind a
+// checkpoint a log with snapshots keeps for a replica that lags, so a
+// short absence catches up from the log rather than by snapshot.
+const DefaultRetain = 16384
 
 // Config names the group a Log proposes to and applies from.
 type Config struct {
@@ -74,6 +94,14 @@ type Config struct {
 	// (raftnode.LeaderObserver): the stream subscribes to its subjects
 	// only where it leads (streamrun.Stream.SetLeader). It must not block.
 	OnLeader func(leader bool)
+	// Snapshots, if set, takes and installs the stream's snapshots; a
+	// replica that lags past the leader's compaction point is then caught
+	// up by one, and Checkpoint compacts without waiting for every
+	// replica (Retain). nil: no snapshots (ErrNoSnapshot).
+	Snapshots Snapshotter
+	// Retain is how many entries behind a checkpoint the WAL keeps for a
+	// replica that lags, with Snapshots (DefaultRetain when 0).
+	Retain uint64
 }
 
 // Log is the replicated log of one stream on one server: Propose on the
@@ -98,6 +126,13 @@ type Log struct {
 	// appliedBytes counts the bytes of the stream operations applied
 	// (AppliedBytes).
 	appliedBytes atomic.Uint64
+
+	// seen: the index of the last entry handed to the Applier (data) and
+	// of the last entry applied of any kind (last), under seenMu; a
+	// capture reads both (Seen).
+	seenMu     sync.Mutex
+	seenData   uint64
+	seenLatest uint64
 }
 
 var (
@@ -193,18 +228,20 @@ func (l *Log) Leader() bool {
 // Checkpoint tells the group that the stream's store holds the log's
 // effects durably through raft index (as Config.Applied will report after
 // a restart), so the WAL may drop the group's entries up to it
-// (raftnode.Node.Compact), as far as the other replicas allow: until
-// stream snapshots exist (ErrNoSnapshot), a replica that needs an entry
-// no replica holds any more could never catch up. The leader compacts
-// through the lowest index every replica of its view holds
-// (raftnode.ReplicaStatus.Match: a replica that is down keeps the last
-// one heard, one not heard from yet since this leader took over counts
-// 0) and proposes that index as the compaction floor (package comment);
-// a follower compacts through the highest floor it applied, since every
-// replica held those entries when the leader proposed it, and should it
-// lead none will need them. Checkpoint returns the index it asked the
-// WAL to drop through (0: none). Errors: raftnode's (ErrUnknownGroup,
-// ErrStopped, ErrFenced).
+// (raftnode.Node.Compact). The leader compacts through the lowest index
+// every replica of its view holds (raftnode.ReplicaStatus.Match: a
+// replica that is down keeps the last one heard, one not heard from yet
+// since this leader took over counts 0) and proposes that index as the
+// compaction floor (package comment); a follower compacts through the
+// highest floor it applied, since every replica held those entries when
+// the leader proposed it, and should it lead none will need them. With
+// Config.Snapshots, either also compacts through index minus
+// Config.Retain, whatever the other replicas hold: one that lags further
+// is caught up by a snapshot. Without (a memory stream), a replica that
+// needs an entry no replica holds could never catch up, so nothing more
+// is dropped. Checkpoint returns the index it asked the WAL to drop
+// through (0: none). Errors: raftnode's (ErrUnknownGroup, ErrStopped,
+// ErrFenced).
 func (l *Log) Checkpoint(index uint64) (uint64, error) {
 	st, err := l.cfg.Node.Status(l.cfg.Group)
 	if err != nil {
@@ -220,6 +257,17 @@ func (l *Log) Checkpoint(index uint64) (uint64, error) {
 			to = min(to, r.Match)
 		}
 		l.proposeFloor(to)
+	}
+	if l.cfg.Snapshots != nil {
+		// A replica that lags further than Retain is caught up by a
+		// snapshot: the log need not wait for it.
+		retain := l.cfg.Retain
+		if retain == 0 {
+			retain = DefaultRetain
+		}
+		if index > retain {
+			to = max(to, index-retain)
+		}
 	}
 	if to == 0 || to < st.FirstIndex {
 		return 0, nil
@@ -252,6 +300,36 @@ func (l *Log) AppliedBytes() uint64 { return l.appliedBytes.Load() }
 // Floor returns the highest compaction floor this replica applied.
 func (l *Log) Floor() uint64 { return l.floor.Load() }
 
+// Seen returns the index of the last entry handed to the Applier (data)
+// and of the last entry applied, data or not (latest): when the Applier
+// has applied through data, its state is the log's state at latest too,
+// the entries after data being ones the engine never sees (membership
+// changes, empty entries, compaction floors). A capture taken then may
+// name latest (a snapshot must be at or after the last membership change,
+// so that its configuration names the replica it is sent to).
+func (l *Log) Seen() (data, latest uint64) {
+	l.seenMu.Lock()
+	defer l.seenMu.Unlock()
+	return l.seenData, l.seenLatest
+}
+
+// Restored records that the stream's state was replaced by a snapshot's
+// at index (Snapshotter.Restore, before it returns).
+func (l *Log) Restored(index uint64) {
+	l.seenMu.Lock()
+	l.seenData, l.seenLatest = index, index
+	l.seenMu.Unlock()
+}
+
+func (l *Log) see(data, latest uint64) {
+	l.seenMu.Lock()
+	if data != 0 {
+		l.seenData = data
+	}
+	l.seenLatest = max(l.seenLatest, latest)
+	l.seenMu.Unlock()
+}
+
 // Close ends the watcher goroutine; it does not remove the group from the
 // node. Proposals still in flight are not reported to the Forgetter.
 func (l *Log) Close() {
@@ -271,6 +349,12 @@ type stateMachine struct{ l *Log }
 // decode is damage (every replica wrote what a leader encoded): the error
 // fences this replica (docs/clustering.md decision 12).
 func (s stateMachine) Apply(entries []raftnode.Entry) error {
+	var data uint64
+	defer func() {
+		if len(entries) > 0 {
+			s.l.see(data, entries[len(entries)-1].Index)
+		}
+	}()
 	for i := range entries {
 		e := &entries[i]
 		if len(e.Data) == 0 {
@@ -296,8 +380,17 @@ func (s stateMachine) Apply(entries []raftnode.Entry) error {
 		}
 		s.l.appliedBytes.Add(uint64(len(e.Data)))
 		s.l.a.Apply(e.Index, op, e.Tag)
+		data = e.Index
 	}
 	return nil
+}
+
+// Handed returns the index of the last operation handed to the Applier
+// (0 before any): a stream runtime that applies on its own goroutine has
+// caught up with its log when its applied index reaches it.
+func (l *Log) Handed() uint64 {
+	data, _ := l.Seen()
+	return data
 }
 
 // LeaderChanged passes a change of leadership to Config.OnLeader
@@ -316,8 +409,27 @@ func (s stateMachine) Applied() uint64 {
 	return s.l.cfg.Applied()
 }
 
-// Snapshot is not built yet (ErrNoSnapshot).
+// Snapshot is never called: raftnode asks SnapshotAt (ErrNoSnapshot).
 func (s stateMachine) Snapshot() ([]byte, error) { return nil, ErrNoSnapshot }
 
-// Restore is not built yet (ErrNoSnapshot, which fences the replica).
-func (s stateMachine) Restore(uint64, []byte) error { return ErrNoSnapshot }
+// SnapshotAt is Config.Snapshots' (raftnode.SnapshotIndexer); without
+// it, ErrNoSnapshot (raftnode sends no snapshot).
+func (s stateMachine) SnapshotAt(min uint64) (uint64, []byte, error) {
+	if s.l.cfg.Snapshots == nil {
+		return 0, nil, ErrNoSnapshot
+	}
+	return s.l.cfg.Snapshots.SnapshotAt(min)
+}
+
+// RestoreInBackground is true with Config.Snapshots: the install fetches
+// the stream's messages (raftnode.BackgroundRestorer).
+func (s stateMachine) RestoreInBackground() bool { return s.l.cfg.Snapshots != nil }
+
+// Restore is Config.Snapshots'; without it, ErrNoSnapshot (which fences
+// the replica).
+func (s stateMachine) Restore(index uint64, data []byte) error {
+	if s.l.cfg.Snapshots == nil {
+		return ErrNoSnapshot
+	}
+	return s.l.cfg.Snapshots.Restore(index, data)
+}

@@ -45,6 +45,12 @@
 //	        cluster  the dialer's cluster name; another is refused
 //	        user, pass  the cluster credentials, present when the acceptor's
 //	                 INFO says auth_required (omitted otherwise)
+//	        inc, tags   the dialer's store incarnation (32 hexadecimal digits)
+//	                 and server_tags
+//	        known    {"<server>":"<incarnation>",...}: the incarnation the
+//	                 dialer's catalogue knows each server by (omitted when
+//	                 empty); a server restarted on a wiped store learns from
+//	                 it that the cluster knew it under another store
 //
 //	frame:  | length (u32, little endian) | raftnode frame (length bytes) |
 //	        length   1 .. MaxFrameBytes (64 MiB); 0, or more than that, closes

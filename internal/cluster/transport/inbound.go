@@ -31,12 +31,16 @@ func (t *Transport) accept(nc net.Conn, buffered []byte) {
 	end := bytes.IndexByte(buffered, '\n') // the server hands over a whole first line
 	h, err := parseHello(buffered[:end+1])
 	rest := buffered[end+1:]
-	why := refuseHello
+	why, early := refuseHello, false
 	if err == nil {
-		why = t.admit(h)
+		why, early = t.admit(h)
 	}
 	if why != "" {
-		t.cfg.Logf("transport: %s - refused a Raft connection: %s (hello %v)", nc.RemoteAddr(), why, helloSummary(h))
+		logf := t.cfg.Logf
+		if early {
+			logf = t.cfg.Infof // its route is not registered yet: it dials again (a start)
+		}
+		logf("transport: %s - refused a Raft connection: %s (hello %v)", nc.RemoteAddr(), why, helloSummary(h))
 		_ = nc.SetWriteDeadline(time.Now().Add(handshakeTimeout))
 		_, _ = nc.Write(route.AppendErr(nil, why))
 		_ = nc.Close()
@@ -54,10 +58,14 @@ func (t *Transport) accept(nc net.Conn, buffered []byte) {
 		return
 	}
 	_ = nc.SetWriteDeadline(time.Time{})
-	t.cfg.Logf("transport: accepted the Raft connection of %s from %s", from, nc.RemoteAddr())
+	t.cfg.Infof("transport: accepted the Raft connection of %s from %s", from, nc.RemoteAddr())
 	err = t.readFrames(from, io.MultiReader(bytes.NewReader(rest), nc))
-	if !t.closing() {
+	switch {
+	case t.closing():
+	case errors.Is(err, errBadLength) || errors.Is(err, raftnode.ErrBadFrame):
 		t.cfg.Logf("transport: Raft connection of %s closed: %v", from, err)
+	default: // the peer closed it or went away
+		t.cfg.Infof("transport: Raft connection of %s closed: %v", from, err)
 	}
 }
 
@@ -71,27 +79,39 @@ func (t *Transport) noteIdent(from raftnode.ServerID, h *hello) {
 	}
 	copy(id.inc[:], b)
 	id.tags = slices.Clone(h.Tags)
+	for n, v := range h.Known {
+		var inc raftnode.Incarnation
+		if b, err := hex.DecodeString(v); err == nil && len(b) == len(inc) {
+			copy(inc[:], b)
+			if id.known == nil {
+				id.known = map[raftnode.ServerID]raftnode.Incarnation{}
+			}
+			id.known[raftnode.ServerID(n)] = inc
+		}
+	}
 	t.mu.Lock()
 	t.mu.idents[from] = id
 	t.mu.Unlock()
 }
 
-// admit checks a hello; it returns the refusal text, or "" to admit.
-func (t *Transport) admit(h *hello) string {
+// admit checks a hello; it returns the refusal text, or "" to admit,
+// and whether the refusal is routine (early): a server of the cluster
+// whose route is not registered yet, as when servers start together.
+func (t *Transport) admit(h *hello) (why string, early bool) {
 	switch {
 	case h.V != Version:
-		return refuseVersion
+		return refuseVersion, false
 	case h.Cluster != t.host.ClusterName():
-		return refuseCluster
+		return refuseCluster, false
 	case !t.host.ClusterAuthOK(h.User, h.Pass):
-		return refuseAuth
+		return refuseAuth, false
 	case h.Name == "" || raftnode.ServerID(h.Name) == t.self:
-		return refusePeer
+		return refusePeer, false
 	}
 	if !slices.ContainsFunc(t.host.ClusterPeers(), func(p route.Peer) bool { return p.Name == h.Name }) {
-		return refusePeer
+		return refusePeer, true
 	}
-	return ""
+	return "", false
 }
 
 // helloSummary describes a hello for the log, without its password.

@@ -166,7 +166,10 @@ func (p *peer) run() {
 			if p.t.closing() {
 				return
 			}
-			if failures == 1 || failures%errorReportEvery == 0 {
+			switch {
+			case failures == 1:
+				p.t.cfg.Infof("transport: cannot reach %s at %s (attempt %d): %v", p.name, addr, failures, err)
+			case failures%errorReportEvery == 0:
 				p.t.cfg.Logf("transport: cannot reach %s at %s (attempt %d): %v", p.name, addr, failures, err)
 			}
 			p.setState(false, true)
@@ -178,12 +181,12 @@ func (p *peer) run() {
 		}
 		failures, backoff = 0, 0
 		p.setState(true, false)
-		p.t.cfg.Logf("transport: connected to %s at %s", p.name, addr)
+		p.t.cfg.Infof("transport: connected to %s at %s", p.name, addr)
 		err = p.pump(bw)
 		p.closeConn()
 		p.setState(false, false)
 		if !p.t.closing() {
-			p.t.cfg.Logf("transport: connection to %s lost: %v", p.name, err)
+			p.t.cfg.Infof("transport: connection to %s lost: %v", p.name, err)
 		}
 	}
 }
@@ -254,6 +257,14 @@ func (p *peer) handshake(nc net.Conn) error {
 		return fmt.Errorf("transport: the server there is %q, not %q", in.Name, p.name)
 	}
 	h := &hello{V: Version, Name: string(p.t.self), Cluster: p.t.host.ClusterName(), Inc: p.t.cfg.Incarnation.String(), Tags: p.t.cfg.Tags}
+	if p.t.cfg.Known != nil {
+		for n, inc := range p.t.cfg.Known() {
+			if h.Known == nil {
+				h.Known = map[string]string{}
+			}
+			h.Known[string(n)] = inc.String()
+		}
+	}
 	if in.AuthRequired {
 		h.User, h.Pass = p.t.host.ClusterCredentials()
 	}

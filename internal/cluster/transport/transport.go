@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -105,14 +106,21 @@ type Config struct {
 	MaxFrameBytes int
 	// WriteTimeout bounds one flush to a peer (default DefaultWriteTimeout).
 	WriteTimeout time.Duration
-	// Logf, if set, receives the transport's notable events (connections
-	// made, lost and refused). It must not block.
-	Logf func(format string, args ...any)
+	// Logf, if set, receives the transport's problems (a connection
+	// refused, a peer unreachable for errorReportEvery dials and more, a
+	// connection closed on a bad frame); Infof its routine events
+	// (connections made and lost, a first failed dial: a peer restarting),
+	// as nats-server logs its routes' at [INF] (nil: Logf). Neither may
+	// block.
+	Logf, Infof func(format string, args ...any)
 	// Incarnation and Tags are this server's store incarnation (its
 	// raftnode WAL's) and server_tags, sent in every hello so that the
 	// peers learn them (PeerIncarnation, PeerTags).
 	Incarnation raftnode.Incarnation
 	Tags        []string
+	// Known, if set, returns the store incarnation this server's catalogue
+	// knows each server by, sent in every hello (PeerKnown).
+	Known func() map[raftnode.ServerID]raftnode.Incarnation
 }
 
 func (c *Config) fill() {
@@ -127,6 +135,9 @@ func (c *Config) fill() {
 	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
+	}
+	if c.Infof == nil {
+		c.Infof = c.Logf
 	}
 }
 
@@ -179,8 +190,18 @@ func New(host Host, cfg Config) *Transport {
 
 // ident is what a peer's hello said of it.
 type ident struct {
-	inc  raftnode.Incarnation
-	tags []string
+	inc   raftnode.Incarnation
+	tags  []string
+	known map[raftnode.ServerID]raftnode.Incarnation
+}
+
+// PeerKnown returns, from the last admitted hello of peer name, the store
+// incarnation the peer's catalogue knew each server by (hello Known:
+// entries that do not decode are left out); nil when none.
+func (t *Transport) PeerKnown(name raftnode.ServerID) map[raftnode.ServerID]raftnode.Incarnation {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return maps.Clone(t.mu.idents[name].known)
 }
 
 // PeerIncarnation returns the store incarnation the last admitted hello

@@ -35,6 +35,11 @@ type hello struct {
 	// leader's catalogue of servers records them (PeerIncarnation).
 	Inc  string   `json:"inc,omitempty"`
 	Tags []string `json:"tags,omitempty"`
+	// Known is the dialer's catalogue when it dialed: the store
+	// incarnation it knows for each server (Config.Known; PeerKnown). A
+	// server whose own store is not the one the cluster knows it by was
+	// wiped or replaced: it must not rejoin as its old self.
+	Known map[string]string `json:"known,omitempty"`
 }
 
 // appendHello appends the line "RAFT {hello}\r\n".

@@ -61,3 +61,21 @@ func (r *Stream) Restore(state []byte, index uint64) error {
 	r.syncUsage()
 	return nil
 }
+
+// RestoreHeld replaces the state of a running replica by a snapshot's
+// (docs/clustering.md, "Stream snapshots"), its apply goroutine held
+// (call it from Held's fn) and its store already holding the snapshot's
+// messages, made durable: as Restore (the state machine takes the state
+// bytes, AppliedIndex becomes index), and the runtime's view of the
+// config follows it as after an applied update (the open batches it no
+// longer allows end). Removals the install made in the store are not
+// taken for a limit's. The error wraps stream.ErrBadCheckpoint.
+func (r *Stream) RestoreHeld(state []byte, index uint64) error {
+	if err := r.Restore(state, index); err != nil {
+		return err
+	}
+	cfg := r.st.Config()
+	r.batchesAfterUpdate(&cfg)
+	r.seenRemovals = r.store.Removals()
+	return nil
+}

@@ -254,8 +254,32 @@ func (r *Stream) propose(op stream.Op, w waiter) {
 			r.env.Logf("stream %s: operation of kind %d not proposed: %v", r.name, op.Kind(), err)
 		}
 		if w, ok := r.waiting.remove(key); ok {
+			r.refuseUnproposed(op, w)
 			r.failWaiter(w)
 		}
+	}
+}
+
+// refuseUnproposed answers each publish of an operation the log refused
+// with the status of a request no subscriber took (503, with
+// Nats-Subject, as nats-server sends it): nothing of it entered the log
+// (Log.Propose), so nothing was stored, and a client retries a 503
+// (nats.go: twice, 250 ms apart), which finds the stream's new leader. A
+// replicated stream's log refuses when its replica no longer leads or
+// hands its leadership over (a publish that reached it in the moment
+// its subscription went). nats-server says nothing then; the client's
+// publish times out (docs/compatibility.md).
+func (r *Stream) refuseUnproposed(op stream.Op, w waiter) {
+	p, ok := op.(*stream.Publish)
+	if !ok || w.kind != waitPublish || r.noAck() {
+		return
+	}
+	for i, reply := range w.replies {
+		if reply == "" || i >= len(p.Entries) {
+			continue
+		}
+		hdr := append(append([]byte("NATS/1.0 503\r\nNats-Subject: "), p.Entries[i].Subject...), "\r\n\r\n"...)
+		r.env.Transport.Publish(reply, "", hdr, nil)
 	}
 }
 

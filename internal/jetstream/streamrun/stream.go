@@ -1,6 +1,7 @@
 package streamrun
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -300,6 +301,25 @@ func (r *Stream) SetLeader(leader bool) error {
 	}
 	r.unsubscribe()
 	return nil
+}
+
+// Withdraw stops announcing the stream's subscriptions to the other
+// servers of the cluster (those that are Withdrawers) while they go on
+// receiving what was routed to them before the others learned it; the
+// stream still takes publishes meanwhile. A leader about to hand its
+// leadership over calls it, then waits for its routes to flush, then
+// drops its subscriptions (SetLeader false), so that no publish on its
+// way to it is dropped for want of a subscription (docs/clustering.md,
+// "Lame duck mode and shutdown").
+func (r *Stream) Withdraw() {
+	r.mu.Lock()
+	subs := slices.Clone(r.subs)
+	r.mu.Unlock()
+	for _, s := range subs {
+		if w, ok := s.(Withdrawer); ok {
+			w.Withdraw()
+		}
+	}
 }
 
 // unsubscribe drops every subscription of the stream.

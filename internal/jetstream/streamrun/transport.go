@@ -30,6 +30,15 @@ type Subscription interface {
 	Unsubscribe()
 }
 
+// Withdrawer is implemented by a Subscription shared with a cluster that
+// can stop being announced to the other servers while it still receives
+// what they routed before they learned it (the server's
+// InternalSub.Withdraw): a stream's leader handing its leadership over
+// withdraws its subscriptions first (Stream.Withdraw).
+type Withdrawer interface {
+	Withdraw()
+}
+
 // Tracer is the message trace (ADR-41, nats-server v2.15.2 msgtrace.go)
 // of a publish a stream receives, when the publish carries a
 // Nats-Trace-Dest header the server traces. The server sends the trace

@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -320,4 +321,80 @@ func (s *Store) firstTimeLocked() int64 {
 		return 0
 	}
 	return t
+}
+
+// LoadRemoved returns the message at seq as Load does and, when it was
+// removed, its record as long as the record is still on disk: a removal
+// writes a tombstone and leaves the record where it was, until its
+// segment is removed (only front segments emptied of messages are, and,
+// in rollback mode, only once a position taken after they were emptied is
+// saved: "Positions and rollback"). A replica that captured its state at
+// some moment serves the messages of that moment to a replica catching up
+// (docs/clustering.md, "Stream snapshots"), even those removed since.
+// Errors: store.ErrNotFound (never stored, a skipped sequence, or the
+// record is gone), a *store.CorruptError (its record fails its checks),
+// store.ErrClosed.
+func (s *Store) LoadRemoved(seq uint64) (*store.StoredMsg, error) {
+	m, err := s.Load(seq)
+	if !errors.Is(err, store.ErrNotFound) {
+		return m, err
+	}
+	s.mu.RLock()
+	ref, ok := s.removedRefLocked(seq)
+	s.mu.RUnlock()
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	b := ref.buf
+	if b == nil {
+		if ref.f == nil {
+			return nil, store.ErrNotFound
+		}
+		if b, err = s.cache.read(ref.seg, ref.f, ref.off, ref.n, ref.final); err != nil {
+			return nil, store.ErrNotFound // its segment was removed meanwhile
+		}
+	}
+	if err := verifyMsg(b, ref); err != nil {
+		return nil, &store.CorruptError{First: seq, Last: seq, Where: fmt.Sprintf("%s@%d", ref.seg.path, ref.off), Reason: err.Error()}
+	}
+	r := decodeRecord(b)
+	data, err := unpack(r)
+	if err != nil {
+		return nil, &store.CorruptError{First: seq, Last: seq, Where: fmt.Sprintf("%s@%d", ref.seg.path, ref.off), Reason: err.Error()}
+	}
+	m = &store.StoredMsg{Subject: string(r.subj), Seq: r.seq, Time: r.time}
+	if len(r.hdr) > 0 {
+		m.Header = bytes.Clone(r.hdr)
+	}
+	if len(data) > 0 {
+		m.Data = bytes.Clone(data)
+	}
+	return m, nil
+}
+
+// removedRefLocked locates the record of seq in a segment still held
+// (listed, or doomed and not yet removed), whether or not its message was
+// removed; false when there is none.
+func (s *Store) removedRefLocked(seq uint64) (recordRef, bool) {
+	if s.mu.closed {
+		return recordRef{}, false
+	}
+	g, i, ok := s.slotLocked(seq)
+	if !ok {
+		for _, d := range s.mu.doomed {
+			if i, ok = d.seg.slot(seq); ok {
+				g = d.seg
+				break
+			}
+		}
+	}
+	if !ok || g.offs[i] == 0 {
+		return recordRef{}, false
+	}
+	ref := recordRef{seg: g, seq: seq, off: int64(g.offs[i]), n: g.recordLen(i), f: g.f}
+	if b, ok := g.inImage(ref.off, ref.n); ok {
+		ref.buf = append([]byte(nil), b...)
+	}
+	ref.final = g.sealed && g.buf == nil
+	return ref, true
 }

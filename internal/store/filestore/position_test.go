@@ -492,3 +492,61 @@ func TestIsSetAside(t *testing.T) {
 		}
 	}
 }
+
+// LoadRemoved serves removed messages while their records are on disk:
+// deleted in the middle, compacted at the front (the emptied segments
+// kept in rollback mode until a later position is saved), in the
+// in-memory image and in files; once a position taken after the removal
+// is saved, the front segments go and so do their records.
+func TestLoadRemoved(t *testing.T) {
+	fs := vfs.NewCrashFS()
+	s := mustOpen(t, Config{Dir: "/s", FS: fs, BlockSize: 256, RollbackMode: true}, store.Config{})
+	defer s.Close()
+	for n := 1; n <= 40; n++ {
+		appendSync(t, s, msgN("a", n))
+	}
+	p, err := s.Position()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.PositionSaved(p)
+	if err := s.Delete(30); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Compact(21); err != nil {
+		t.Fatal(err)
+	}
+	for n := 41; n <= 45; n++ {
+		appendSync(t, s, msgN("a", n))
+	}
+	if err := s.Delete(44); err != nil { // in the active segment
+		t.Fatal(err)
+	}
+	for _, seq := range []uint64{1, 5, 20, 30, 44} {
+		if _, err := s.Load(seq); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Load(%d): %v", seq, err)
+		}
+		m, err := s.LoadRemoved(seq)
+		if err != nil || m.Seq != seq || string(m.Data) != fmt.Sprintf("a#%d", seq) || m.Time != int64(seq)*1e9 {
+			t.Fatalf("LoadRemoved(%d): %+v, %v", seq, m, err)
+		}
+	}
+	if m, err := s.LoadRemoved(33); err != nil || m.Seq != 33 {
+		t.Fatalf("LoadRemoved of a live message: %+v, %v", m, err)
+	}
+	if _, err := s.LoadRemoved(46); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("LoadRemoved past the end: %v", err)
+	}
+	p, err = s.Position()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.PositionSaved(p)
+	appendSync(t, s, msgN("a", 46)) // a batch removes the doomed segments
+	if _, err := s.LoadRemoved(1); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("LoadRemoved after its segment went: %v", err)
+	}
+	if m, err := s.LoadRemoved(30); err != nil || m.Seq != 30 {
+		t.Fatalf("LoadRemoved(30) in a kept segment: %+v, %v", m, err)
+	}
+}

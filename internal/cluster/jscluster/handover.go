@@ -1,0 +1,236 @@
+package jscluster
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/jetstream"
+	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/stream"
+)
+
+// Handing the leadership over before the server stops (docs/clustering.md,
+// "Lame duck mode and shutdown"), as nats-server v2.15.2 does in
+// lameDuckMode (transferRaftLeaders) and Shutdown (stepdownRaftNodes):
+// every group this server leads, the meta group's, its replicated
+// streams' and consumers', is handed by raft's leadership transfer to
+// its most up-to-date active follower on a server with a route and not
+// in lame duck mode, the successor a step-down without placement
+// chooses (stepdown.go). Unlike
+// nats-server, which waits a fixed second in lame duck mode and not at
+// all at shutdown, the server waits until each transfer took and this
+// replica applied every entry it proposed as leader (so that their
+// proposers answered, raftnode keeping their waiters across a transfer),
+// or until the transfer failed, with a deadline.
+
+// HandOverResult says what HandOver did.
+type HandOverResult struct {
+	// Led is the number of groups this server led; Moved those whose
+	// leadership another replica took; NoSuccessor those with no active
+	// follower to take it (a group whose other replicas are down).
+	Led, Moved, NoSuccessor int
+	// Failed names the groups whose transfer was refused, abandoned or
+	// still under way at the deadline.
+	Failed []string
+	// Took is how long HandOver ran.
+	Took time.Duration
+}
+
+// handOverPoll is how often HandOver looks at the groups' status while
+// it waits.
+const handOverPoll = 5 * time.Millisecond
+
+// handover is one group HandOver hands over.
+type handover struct {
+	group raftnode.GroupID
+	what  string               // for the log: "meta", "stream A > S", "consumer A > S > C"
+	js    *jetstream.JetStream // a stream's engine (nil for the others)
+	name  string               // a stream's name
+	// seen: the transfer was seen under way (GroupStatus.Transferee);
+	// lost: LastIndex when the leadership was first seen gone (0: not
+	// yet); alone: no successor; done: nothing more to wait for.
+	seen, alone, done bool
+	lost              uint64
+}
+
+// HandOver hands over the leadership of every Raft group this server
+// leads and waits, at most timeout, until each transfer took and this
+// replica applied every entry it had proposed, or failed. A replicated
+// stream's leader first stops taking publishes without dropping one on
+// its way: its subscriptions are withdrawn from the cluster
+// (jetstream.JetStream.StreamWithdraw), the routes flushed
+// (Host.FlushRoutes), then the subscriptions dropped and what the stream
+// took proposed (jetstream.JetStream.StreamHandOver). Publishes sent
+// meanwhile find no subscriber (503, which clients retry) until the new
+// leader subscribes. Call it before the server stops JetStream (lame duck mode,
+// shutdown); the streams it handed over stay unsubscribed even where a
+// transfer failed. It returns at once when this server leads nothing,
+// or once the Cluster is closed.
+func (c *Cluster) HandOver(timeout time.Duration) HandOverResult {
+	start := time.Now()
+	deadline := start.Add(timeout)
+	hs := c.ledGroups()
+	res := HandOverResult{Led: len(hs)}
+	if len(hs) == 0 {
+		return res
+	}
+	c.cfg.Infof("JetStream cluster: handing over the leadership of %d Raft groups", len(hs))
+	c.quiesceStreams(hs, deadline)
+	for _, h := range hs {
+		if !c.transfer(h) {
+			h.alone, h.done = true, true
+		}
+	}
+	c.waitHandOvers(hs, start, deadline)
+	for _, h := range hs {
+		switch {
+		case h.lost != 0:
+			res.Moved++
+		case h.alone:
+			res.NoSuccessor++
+		default:
+			res.Failed = append(res.Failed, h.what)
+		}
+	}
+	res.Took = time.Since(start)
+	c.cfg.Infof("JetStream cluster: leadership handed over for %d of %d Raft groups in %v (%d without an active follower)",
+		res.Moved, res.Led, res.Took.Round(time.Millisecond), res.NoSuccessor)
+	for _, what := range res.Failed {
+		c.cfg.Logf("JetStream cluster: the leadership of %s did not move before the server stops", what)
+	}
+	return res
+}
+
+// ledGroups returns the groups this server's replicas lead now.
+func (c *Cluster) ledGroups() []*handover {
+	c.mu.Lock()
+	if c.closed || !c.started {
+		c.mu.Unlock()
+		return nil
+	}
+	var hs []*handover
+	for k, r := range c.replicas {
+		if r.log != nil {
+			var js *jetstream.JetStream
+			if acc := c.accounts[k.account]; acc != nil {
+				js = acc.js
+			}
+			hs = append(hs, &handover{group: r.sa.Group, what: fmt.Sprintf("stream %s > %s", k.account, k.name), js: js, name: k.name})
+		}
+	}
+	for k, cr := range c.creplicas {
+		hs = append(hs, &handover{group: cr.ca.Group, what: fmt.Sprintf("consumer %s > %s > %s", k.account, k.stream, k.name)})
+	}
+	c.mu.Unlock()
+	hs = append(hs, &handover{group: meta.MetaGroup, what: "meta"})
+	led := hs[:0]
+	for _, h := range hs {
+		if st, err := c.node.Status(h.group); err == nil && st.Role == raftnode.Leader && st.Fenced == nil {
+			led = append(led, h)
+		}
+	}
+	return led
+}
+
+// quiesceStreams has each led stream stop taking publishes and propose
+// those it took, the streams at once: their subscriptions are withdrawn
+// from the other servers (StreamWithdraw), the routes flushed, so that
+// every publish routed here before the peers learned it has reached its
+// stream, then the subscriptions are dropped and what the streams took
+// proposed (StreamHandOver). It waits until deadline at the latest (a
+// stream still busy ends on its own, at the latest when it stops).
+func (c *Cluster) quiesceStreams(hs []*handover, deadline time.Time) {
+	var streams []*handover
+	for _, h := range hs {
+		if h.js != nil {
+			streams = append(streams, h)
+		}
+	}
+	if len(streams) == 0 {
+		return
+	}
+	for _, h := range streams {
+		if err := h.js.StreamWithdraw(h.name); err != nil {
+			c.cfg.Logf("jscluster: %s: withdraw its subscriptions: %v", h.what, err)
+		}
+	}
+	if !c.host.FlushRoutes(time.Until(deadline)) {
+		c.cfg.Logf("jscluster: a route did not answer its flush: a publish on its way may go unanswered")
+	}
+	var wg sync.WaitGroup
+	for _, h := range streams {
+		wg.Go(func() {
+			if err := h.js.StreamHandOver(h.name); err != nil {
+				c.cfg.Logf("jscluster: %s: hand over: %v", h.what, err)
+			}
+		})
+	}
+	quiet := make(chan struct{})
+	go func() { wg.Wait(); close(quiet) }()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-quiet:
+	case <-t.C:
+	}
+}
+
+// transfer asks the group's leadership transfer to its most up-to-date
+// active follower on a server with a route; false when it has none (or
+// no longer leads).
+func (c *Cluster) transfer(h *handover) bool {
+	st, err := c.node.Status(h.group)
+	if err != nil || st.Role != raftnode.Leader {
+		return false
+	}
+	cands := c.successors(st, &stream.Placement{})
+	if len(cands) == 0 {
+		return false
+	}
+	return c.node.TransferLeader(h.group, cands[0].Replica) == nil
+}
+
+// waitHandOvers polls the groups' status until every handover is done or
+// deadline: done when the replica no longer leads and applied through
+// the log it had then (its kept proposals resolved), when the group is
+// gone, or when a transfer seen under way ended with this replica still
+// leading (raft abandons it after an election timeout); one never seen
+// under way is given up after two election timeouts.
+func (c *Cluster) waitHandOvers(hs []*handover, start, deadline time.Time) {
+	abandon := 2 * c.node.ElectionTimeout()
+	t := time.NewTicker(handOverPoll)
+	defer t.Stop()
+	for {
+		pending := false
+		for _, h := range hs {
+			if !h.done {
+				c.checkHandOver(h, time.Since(start) > abandon)
+				pending = pending || !h.done
+			}
+		}
+		if !pending || time.Now().After(deadline) {
+			return
+		}
+		<-t.C
+	}
+}
+
+// checkHandOver updates h from its group's status.
+func (c *Cluster) checkHandOver(h *handover, late bool) {
+	st, err := c.node.Status(h.group)
+	switch {
+	case err != nil:
+		h.done = true
+	case st.Role != raftnode.Leader:
+		if h.lost == 0 {
+			h.lost = max(st.LastIndex, 1)
+		}
+		h.done = st.Applied >= h.lost
+	case st.Transferee != 0:
+		h.seen = true
+	case h.seen || late:
+		h.done = true // abandoned, or never started
+	}
+}

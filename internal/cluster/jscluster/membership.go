@@ -1,0 +1,400 @@
+package jscluster
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/stream"
+)
+
+// Replacing a replica (docs/clustering.md, "Replacing a replica"):
+//
+//  1. The meta group's assignment is the replica set a stream's group
+//     must have. The meta leader changes it: a replica bound to a store
+//     incarnation its server no longer has (the server's disk was wiped
+//     or replaced; raftnode fences that replica) is replaced by a new
+//     replica ID on the same server (replaceStale, meta.MoveReplica).
+//  2. Every server applies the change: the server of the new replica
+//     starts it empty (raftnode GroupConfig.Join), the others learn its
+//     server (keepReplica), the old replica's server stops it.
+//  3. The server whose replica leads the stream carries the change out in
+//     the group, one membership change at a time (reconcileMembership):
+//     the new replica is added as a learner (raftnode ChangeMembership),
+//     which the leader catches up by a stream snapshot (a manifest, the
+//     messages fetched out of band: internal/cluster/streamckpt); once its
+//     log is within promoteLag of the commit, one joint change promotes it
+//     and removes the replica it replaces. A leader that is itself to be
+//     removed hands its leadership to a replica that stays first.
+//
+// A learner never votes and never counts toward a commit, so until it is
+// promoted the group's quorum is its voters'; after, it holds everything
+// committed, durably (its install wrote the snapshot's messages and
+// checkpoint before it acknowledged anything).
+
+// promoteLag is how far behind the leader's commit index a learner may
+// be and still be promoted (the reference's "absolute bound" in place of
+// etcd's 90 %).
+const promoteLag = 64
+
+// staleRetry is how long the meta leader waits before proposing the
+// replacement of the same replica again (an earlier proposal may still
+// be in flight; a repeated one changes nothing).
+const staleRetry = 5 * time.Second
+
+// replaceStale, on the meta leader, proposes a meta.MoveReplica to the
+// same server for every replica of a replicated stream whose server's
+// incarnation in the catalogue is not the one the replica is bound to.
+func (c *Cluster) replaceStale() {
+	if !c.metaLeader() {
+		return
+	}
+	var ops []*meta.MoveReplica
+	c.meta.View(func(st *meta.State) {
+		for _, sv := range st.Servers() {
+			if sv.Removed {
+				continue
+			}
+			ss, _ := st.Assigned(sv.Name)
+			for _, sa := range ss {
+				r, _ := meta.On(sa.Replicas, sv.Name)
+				if len(sa.Replicas) > 1 && r.Incarnation != sv.Incarnation && fileStream(sa) {
+					ops = append(ops, &meta.MoveReplica{Account: sa.Account, Stream: sa.Name, Replica: r.ID, To: sv.Name})
+				}
+			}
+		}
+	})
+	now := time.Now()
+	for _, op := range ops {
+		key := staleKey{streamKey{op.Account, op.Stream}, op.Replica}
+		if t, ok := c.staleAsked[key]; ok && now.Sub(t) < staleRetry {
+			continue
+		}
+		if c.staleAsked == nil {
+			c.staleAsked = map[staleKey]time.Time{}
+		}
+		c.staleAsked[key] = now
+		if _, err := c.meta.Propose(op); err != nil {
+			return
+		}
+		c.cfg.Infof("JetStream cluster: replacing replica %d of stream '%s > %s' on %s (its store changed)", op.Replica, op.Account, op.Stream, op.To)
+	}
+}
+
+// fileStream reports whether stream sa stores on disk: only a file
+// stream's replica can be replaced, since only its group has snapshots to
+// catch a new replica up with (a memory stream's group replays its whole
+// log, which an empty replica cannot be fed from its first index).
+func fileStream(sa meta.StreamAssignment) bool {
+	var cfg struct {
+		Storage stream.StorageType `json:"storage"`
+	}
+	return json.Unmarshal(sa.Config, &cfg) == nil && cfg.Storage == stream.FileStorage
+}
+
+// staleKey names one replica of a stream, for replaceStale's memory.
+type staleKey struct {
+	k  streamKey
+	id raftnode.ReplicaID
+}
+
+// reconcileMemberships runs reconcileMembership for every replicated
+// stream this server leads.
+func (c *Cluster) reconcileMemberships() {
+	c.mu.Lock()
+	var keys []streamKey
+	for k, r := range c.replicas {
+		if r.log != nil && r.leads.Load() {
+			keys = append(keys, k)
+		}
+	}
+	c.mu.Unlock()
+	for _, k := range keys {
+		if r := c.replicaOf(k); r != nil {
+			c.reconcileMembership(k, r)
+		}
+	}
+}
+
+// reconcileMembership makes the group of stream k, which this server's
+// replica r leads, one membership change closer to its assignment (step
+// 3 above), unless a change is still in flight.
+func (c *Cluster) reconcileMembership(k streamKey, r *replica) {
+	if p := r.changing; p != nil {
+		select {
+		case <-p.Done():
+			r.changing = nil
+			if _, err := p.Result(); err != nil {
+				c.cfg.Logf("jscluster: stream %s > %s: membership change: %v", k.account, k.name, err)
+			}
+		default:
+			return
+		}
+	}
+	st, err := c.node.Status(r.sa.Group)
+	if err != nil || st.Role != raftnode.Leader || st.Fenced != nil {
+		return
+	}
+	want := map[raftnode.ReplicaID]bool{}
+	for _, x := range r.sa.Replicas {
+		want[x.ID] = true
+	}
+	have := map[raftnode.ReplicaID]raftnode.ReplicaStatus{}
+	for _, rs := range st.Replicas {
+		have[rs.Replica] = rs
+	}
+	var changes []raftnode.Change
+	var extraVoters, extraLearners []raftnode.ReplicaID
+	for _, rs := range st.Replicas {
+		switch {
+		case want[rs.Replica]:
+		case rs.Learner:
+			extraLearners = append(extraLearners, rs.Replica)
+		default:
+			extraVoters = append(extraVoters, rs.Replica)
+		}
+	}
+	// The leader's own replica, if it leaves, goes last (handOver).
+	slices.SortStableFunc(extraVoters, func(a, b raftnode.ReplicaID) int {
+		return cmpBool(a == st.Replica, b == st.Replica)
+	})
+	for _, x := range r.sa.Replicas {
+		if _, ok := have[x.ID]; !ok {
+			changes = []raftnode.Change{{Kind: raftnode.AddLearner, Replica: x.ID}}
+			break
+		}
+	}
+	if changes == nil && len(extraLearners) > 0 {
+		changes = []raftnode.Change{{Kind: raftnode.RemoveReplica, Replica: extraLearners[0]}}
+	}
+	learning := false
+	if changes == nil {
+		for _, x := range r.sa.Replicas {
+			rs := have[x.ID]
+			if !rs.Learner {
+				continue
+			}
+			learning = true
+			if !rs.Active || rs.Match+promoteLag < st.Commit {
+				continue
+			}
+			changes = []raftnode.Change{{Kind: raftnode.AddVoter, Replica: x.ID}}
+			if len(extraVoters) > 0 {
+				changes = append(changes, raftnode.Change{Kind: raftnode.RemoveReplica, Replica: extraVoters[0]})
+			}
+			break
+		}
+	}
+	if changes == nil && !learning && len(extraVoters) > 0 {
+		changes = []raftnode.Change{{Kind: raftnode.RemoveReplica, Replica: extraVoters[0]}}
+	}
+	if changes == nil {
+		return
+	}
+	for _, ch := range changes {
+		if ch.Kind == raftnode.RemoveReplica && ch.Replica == st.Replica {
+			c.handOver(k, r, st, want)
+			return
+		}
+	}
+	if err := c.node.SetPeers(r.sa.Group, statusPeers(st, r.sa.Replicas)); err != nil {
+		return
+	}
+	p, err := c.node.ChangeMembership(r.sa.Group, changes)
+	if err != nil {
+		c.cfg.Logf("jscluster: stream %s > %s: membership change %v: %v", k.account, k.name, changes, err)
+		return
+	}
+	r.changing = p
+	c.cfg.Infof("JetStream cluster: stream '%s > %s' group %d: membership change %v", k.account, k.name, r.sa.Group, describe(changes))
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// retireAfter is how long a leaving replica that knows no leader waits
+// before it stops (its group removed it without it learning so: a
+// removed follower is sent nothing more).
+const retireAfter = 10 * time.Second
+
+// retireReplicas stops this server's replicas that left their stream's
+// assignment (a scale-down, a peer removal) once their group no longer
+// has them: they applied their removal, are fenced, or have known no
+// leader for retireAfter.
+func (c *Cluster) retireReplicas() {
+	c.mu.Lock()
+	var keys []streamKey
+	for k, r := range c.replicas {
+		if r.log != nil && r.mine() == 0 {
+			keys = append(keys, k)
+		}
+	}
+	c.mu.Unlock()
+	for _, k := range keys {
+		r := c.replicaOf(k)
+		if r == nil {
+			continue
+		}
+		st, err := c.node.Status(r.sa.Group)
+		retire := err != nil || st.Fenced != nil || !st.Member
+		if !retire && st.Leader == 0 {
+			if r.leaderless.IsZero() {
+				r.leaderless = time.Now()
+			}
+			retire = time.Since(r.leaderless) >= retireAfter
+		} else {
+			r.leaderless = time.Time{}
+		}
+		if retire {
+			c.cfg.Infof("JetStream cluster: stream '%s > %s': this server's replica left the group", k.account, k.name)
+			c.mu.Lock()
+			acc := c.accounts[k.account]
+			c.mu.Unlock()
+			if acc != nil && c.replicaOf(k) == r {
+				c.stopReplica(acc, k, r)
+			}
+		}
+	}
+}
+
+// handOver transfers the leadership of stream k's group, which must lose
+// this server's replica, to the most up-to-date active voter that stays.
+func (c *Cluster) handOver(k streamKey, r *replica, st raftnode.GroupStatus, want map[raftnode.ReplicaID]bool) {
+	var to raftnode.ReplicaStatus
+	for _, rs := range st.Replicas {
+		if rs.Replica != st.Replica && want[rs.Replica] && !rs.Learner && rs.Active && rs.Match >= to.Match {
+			to = rs
+		}
+	}
+	if to.Replica == 0 {
+		return
+	}
+	if err := c.node.TransferLeader(r.sa.Group, to.Replica); err == nil {
+		c.cfg.Infof("JetStream cluster: stream '%s > %s' group %d: leadership handed to %s, this replica leaves the group", k.account, k.name, r.sa.Group, to.Server)
+	}
+}
+
+// statusPeers returns the peers of the group as its leader knows them
+// (st: every replica in its configuration, with its server) and as the
+// assignment names them.
+func statusPeers(st raftnode.GroupStatus, rs []meta.Replica) []raftnode.Peer {
+	ps := meta.Peers(rs)
+	for _, x := range st.Replicas {
+		if x.Server != "" && !slices.ContainsFunc(ps, func(p raftnode.Peer) bool { return p.Replica == x.Replica }) {
+			ps = append(ps, raftnode.Peer{Replica: x.Replica, Server: x.Server})
+		}
+	}
+	return ps
+}
+
+// describe names membership changes for the log.
+func describe(changes []raftnode.Change) []string {
+	var out []string
+	for _, ch := range changes {
+		switch ch.Kind {
+		case raftnode.AddLearner:
+			out = append(out, "add learner "+strconv.FormatUint(uint64(ch.Replica), 10))
+		case raftnode.AddVoter:
+			out = append(out, "promote "+strconv.FormatUint(uint64(ch.Replica), 10))
+		case raftnode.RemoveReplica:
+			out = append(out, "remove "+strconv.FormatUint(uint64(ch.Replica), 10))
+		}
+	}
+	return out
+}
+
+// The meta group's own members (docs/clustering.md, "Replacing a
+// replica"): each server's meta replica ID derives from its store's
+// incarnation (metaReplica). A server whose store was wiped or replaced
+// comes back with another incarnation, so another ID: it joins empty
+// (joinOrBootstrap) and the catalogue learns its new incarnation
+// (catalogue: AddServer). The meta leader then adds its new replica as a
+// learner, and once it caught up (the meta snapshot), promotes it while
+// removing its old one, in one joint change: the old replica, which
+// voted with a log the server no longer has, never votes again.
+
+// reconcileMeta, on the meta leader, makes the meta group one membership
+// change closer to the catalogue: every server not removed has the
+// replica of its catalogued incarnation as a voter, and no other.
+func (c *Cluster) reconcileMeta() {
+	c.mu.Lock()
+	byInc := c.metaByInc
+	c.mu.Unlock()
+	if !byInc || !c.metaLeader() {
+		return
+	}
+	if p := c.metaChanging; p != nil {
+		select {
+		case <-p.Done():
+			c.metaChanging = nil
+			if _, err := p.Result(); err != nil {
+				c.cfg.Logf("jscluster: meta group membership change: %v", err)
+			}
+		default:
+			return
+		}
+	}
+	st, err := c.node.Status(meta.MetaGroup)
+	if err != nil || st.Role != raftnode.Leader || st.Fenced != nil {
+		return
+	}
+	want := map[raftnode.ServerID]raftnode.ReplicaID{}
+	c.meta.View(func(ms *meta.State) {
+		for _, sv := range ms.Servers() {
+			if !sv.Removed {
+				want[sv.Name] = metaReplica(sv.Incarnation)
+			}
+		}
+	})
+	if len(want) == 0 {
+		return
+	}
+	have := map[raftnode.ReplicaID]raftnode.ReplicaStatus{}
+	for _, rs := range st.Replicas {
+		have[rs.Replica] = rs
+	}
+	c.syncMetaPeers()
+	var changes []raftnode.Change
+	for _, n := range slices.Sorted(maps.Keys(want)) {
+		if _, ok := have[want[n]]; !ok {
+			changes = []raftnode.Change{{Kind: raftnode.AddLearner, Replica: want[n]}}
+			break
+		}
+	}
+	if changes == nil {
+		for _, rs := range st.Replicas {
+			if !rs.Learner || want[rs.Server] != rs.Replica || !rs.Active || rs.Match+promoteLag < st.Commit {
+				continue
+			}
+			changes = []raftnode.Change{{Kind: raftnode.AddVoter, Replica: rs.Replica}}
+			for _, o := range st.Replicas {
+				if o.Server == rs.Server && o.Replica != rs.Replica {
+					changes = append(changes, raftnode.Change{Kind: raftnode.RemoveReplica, Replica: o.Replica})
+				}
+			}
+			break
+		}
+	}
+	if changes == nil {
+		return
+	}
+	p, err := c.node.ChangeMembership(meta.MetaGroup, changes)
+	if err != nil {
+		c.cfg.Logf("jscluster: meta group membership change %v: %v", describe(changes), err)
+		return
+	}
+	c.metaChanging = p
+	c.cfg.Infof("JetStream cluster: meta group membership change %v", describe(changes))
+}

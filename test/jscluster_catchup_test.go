@@ -1,0 +1,459 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairnmq/cairn/internal/server"
+)
+
+// sentMsg is a message the test published and was acknowledged.
+type sentMsg struct {
+	subject string
+	hdr     nats.Header
+	data    []byte
+}
+
+// publishAcked publishes message n through js until it is acknowledged
+// (retrying: an election may be under way) and records it in sent by
+// its sequence.
+func publishAcked(t *testing.T, js jetstream.JetStream, sent map[uint64]sentMsg, n int) {
+	t.Helper()
+	m := &nats.Msg{Subject: fmt.Sprintf("orders.%d", n%7), Header: nats.Header{}, Data: bytes.Repeat([]byte{byte(n)}, 10+n%300)}
+	m.Header.Set("Nats-Msg-Id", fmt.Sprintf("id-%d", n))
+	if n%3 == 0 {
+		m.Header.Set("X-Order", fmt.Sprint(n))
+	}
+	eventually(t, fmt.Sprintf("publish %d", n), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		ack, err := js.PublishMsg(ctx, m)
+		if err != nil {
+			return err
+		}
+		sent[ack.Sequence] = sentMsg{subject: m.Subject, hdr: m.Header, data: m.Data}
+		return nil
+	})
+}
+
+// checkAll requires the stream, read through js, to hold exactly the
+// messages of sent, byte for byte, at their sequences.
+func checkAll(t *testing.T, js jetstream.JetStream, sent map[uint64]sentMsg) {
+	t.Helper()
+	var s jetstream.Stream
+	eventually(t, "stream info", func() error {
+		var err error
+		s, err = js.Stream(tctx(t), "ORDERS")
+		if err == nil && s.CachedInfo().State.Msgs != uint64(len(sent)) {
+			err = fmt.Errorf("%d messages, want %d", s.CachedInfo().State.Msgs, len(sent))
+		}
+		return err
+	})
+	for seq, want := range sent {
+		var got *jetstream.RawStreamMsg
+		eventually(t, fmt.Sprintf("get %d", seq), func() error {
+			var err error
+			got, err = s.GetMsg(tctx(t), seq)
+			return err
+		})
+		if got.Subject != want.subject || !bytes.Equal(got.Data, want.data) || got.Header.Get("Nats-Msg-Id") != want.hdr.Get("Nats-Msg-Id") ||
+			got.Header.Get("X-Order") != want.hdr.Get("X-Order") {
+			t.Fatalf("message %d: %s %q differs from what was published (%s)", seq, got.Subject, got.Header, want.subject)
+		}
+	}
+}
+
+// A follower whose store directory is wiped comes back under a new store
+// identity: its old replica is not allowed back (raftnode fences it),
+// the meta leader replaces it by a new replica on the same server, which
+// the stream's leader adds as a learner, catches up by a stream snapshot
+// (every message byte-identical, deleted ones left out) and promotes in
+// place of the old one. It then carries acknowledged writes: with the
+// other follower down, the leader and it acknowledge more; with the
+// leader killed and the other follower back, no acknowledged message is
+// lost.
+func TestJetStreamClusterWipedFollowerCatchesUp(t *testing.T) {
+	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { o.RaftRetain = 8 })
+	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "create ORDERS", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js0.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 150; n++ {
+		publishAcked(t, js0, sent, n)
+	}
+	s, err := js0.Stream(tctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []uint64{7, 8, 50, 149} {
+		if err := s.DeleteMsg(tctx(t), seq); err != nil {
+			t.Fatal(err)
+		}
+		delete(sent, seq)
+	}
+	leader := leaderIndex(servers, s.CachedInfo().Cluster.Leader)
+	wiped, other := (leader+1)%3, (leader+2)%3
+	if leader < 0 {
+		t.Fatalf("leader %q", s.CachedInfo().Cluster.Leader)
+	}
+	servers[wiped].Shutdown()
+	if err := os.RemoveAll(opts[wiped].StoreDir); err != nil {
+		t.Fatal(err)
+	}
+	jsL, err := jetstream.New(connect(t, servers[leader].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 151; n <= 200; n++ {
+		publishAcked(t, jsL, sent, n)
+	}
+	servers[wiped] = restartServer(t, opts[wiped])
+	eventually(t, "the wiped server's new replica current", func() error {
+		s, err := jsL.Stream(tctx(t), "ORDERS")
+		if err != nil {
+			return err
+		}
+		ci := s.CachedInfo().Cluster
+		for _, p := range ci.Replicas {
+			if p.Name == servers[wiped].Name() && p.Current && !p.Offline {
+				return nil
+			}
+		}
+		return fmt.Errorf("cluster %+v", ci)
+	})
+	// With the other follower down, a publish needs the new replica's
+	// vote: it succeeds once the replica is promoted.
+	servers[other].Shutdown()
+	for n := 201; n <= 230; n++ {
+		publishAcked(t, jsL, sent, n)
+	}
+	servers[leader].Shutdown()
+	servers[other] = restartServer(t, opts[other])
+	jsW, err := jetstream.New(connect(t, servers[wiped].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 231; n <= 240; n++ {
+		publishAcked(t, jsW, sent, n)
+	}
+	checkAll(t, jsW, sent)
+	// The deleted messages stay deleted.
+	s, err = jsW.Stream(tctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetMsg(tctx(t), 50); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Fatalf("deleted message 50: %v", err)
+	}
+}
+
+// nats stream cluster peer-remove of a follower in a cluster of four:
+// the replica moves to the fourth server (a new replica there, added as a
+// learner and caught up by a stream snapshot, promoted while the removed
+// one goes), stream info shows it pending while it catches up and then
+// current, and it then carries acknowledged writes: with the other
+// follower down the leader and it acknowledge more, and with the leader
+// killed and that follower back, every acknowledged message is served.
+func TestJetStreamClusterPeerRemoveMovesReplica(t *testing.T) {
+	servers, opts := jsClusterMod(t, 4, func(_ int, o *server.Options) { o.RaftRetain = 8 })
+	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "create ORDERS", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js0.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 100; n++ {
+		publishAcked(t, js0, sent, n)
+	}
+	s, err := js0.Stream(tctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci := s.CachedInfo().Cluster
+	leader := leaderIndex(servers, ci.Leader)
+	placed := map[string]bool{ci.Leader: true}
+	for _, p := range ci.Replicas {
+		placed[p.Name] = true
+	}
+	removed, spare := -1, -1
+	for i, srv := range servers {
+		switch {
+		case !placed[srv.Name()]:
+			spare = i
+		case i != leader && removed < 0:
+			removed = i
+		}
+	}
+	if leader < 0 || removed < 0 || spare < 0 {
+		t.Fatalf("cluster %+v", ci)
+	}
+	out, errOut := runCLI(t, servers[leader].ClientURL(), "stream", "cluster", "peer-remove", "ORDERS", servers[removed].Name(), "-f")
+	if !strings.Contains(out+errOut, "Removing") && !strings.Contains(out+errOut, "removed") {
+		t.Logf("nats stream cluster peer-remove:\n%s\n%s", out, errOut)
+	}
+	for n := 101; n <= 120; n++ {
+		publishAcked(t, js0, sent, n)
+	}
+	eventually(t, "the replica moved and current", func() error {
+		s, err := js0.Stream(tctx(t), "ORDERS")
+		if err != nil {
+			return err
+		}
+		ci := s.CachedInfo().Cluster
+		names := map[string]bool{ci.Leader: true}
+		current := false
+		for _, p := range ci.Replicas {
+			names[p.Name] = true
+			current = current || p.Name == servers[spare].Name() && p.Current && !p.Pending
+		}
+		if names[servers[removed].Name()] || !current || len(ci.Replicas) != 2 {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		return nil
+	})
+	other := 6 - leader - removed - spare // the follower that stays
+	jsL, err := jetstream.New(connect(t, servers[leader].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers[other].Shutdown()
+	for n := 121; n <= 140; n++ {
+		publishAcked(t, jsL, sent, n)
+	}
+	servers[leader].Shutdown()
+	servers[other] = restartServer(t, opts[other])
+	jsS, err := jetstream.New(connect(t, servers[spare].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, jsS, sent)
+}
+
+// streamCluster returns the stream's cluster info through js.
+func streamCluster(t *testing.T, js jetstream.JetStream) *jetstream.ClusterInfo {
+	t.Helper()
+	s, err := js.Stream(tctx(t), "ORDERS")
+	if err != nil {
+		return nil
+	}
+	return s.CachedInfo().Cluster
+}
+
+// waitReplicas waits until the stream has a leader and exactly n-1 other
+// replicas, every one current (none pending), and returns their names,
+// the leader first.
+func waitReplicas(t *testing.T, js jetstream.JetStream, n int) []string {
+	t.Helper()
+	var names []string
+	eventually(t, fmt.Sprintf("%d current replicas", n), func() error {
+		ci := streamCluster(t, js)
+		if ci == nil || ci.Leader == "" || len(ci.Replicas) != n-1 {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		names = []string{ci.Leader}
+		for _, p := range ci.Replicas {
+			if !p.Current || p.Pending || p.Offline {
+				return fmt.Errorf("replica %+v", p)
+			}
+			names = append(names, p.Name)
+		}
+		return nil
+	})
+	return names
+}
+
+// num_replicas 3 -> 5 -> 3 by stream update (nats stream edit), with data
+// present: the two new servers' replicas are added as learners, caught up
+// by stream snapshots and promoted; scaled down, the two replicas that
+// leave are removed (the leader kept) and stop. Between the steps every
+// acknowledged message stays, and after the scale-up the original
+// servers can be stopped: the new replicas hold everything. One replica
+// to more, and back, are refused (10061; not built).
+func TestJetStreamClusterScaleByUpdate(t *testing.T) {
+	servers, opts := jsClusterMod(t, 5, func(_ int, o *server.Options) { o.RaftRetain = 8 })
+	nc := make([]*nats.Conn, 5)
+	js := make([]jetstream.JetStream, 5)
+	for i, s := range servers {
+		nc[i] = connect(t, s.ClientURL())
+		var err error
+		if js[i], err = jetstream.New(nc[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}
+	eventually(t, "create ORDERS", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js[0].CreateStream(ctx, cfg)
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 100; n++ {
+		publishAcked(t, js[0], sent, n)
+	}
+	three := waitReplicas(t, js[0], 3)
+	via := js[0]
+	update := func(r int) error {
+		c := cfg
+		c.Replicas = r
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := via.UpdateStream(ctx, c)
+		return err
+	}
+	eventually(t, "scale to 5", func() error { return update(5) })
+	for n := 101; n <= 120; n++ {
+		publishAcked(t, js[0], sent, n)
+	}
+	five := waitReplicas(t, js[0], 5)
+	// The original servers but the leader stop: the leader and the two
+	// new replicas are a majority of five holding everything.
+	idx := func(name string) int { return leaderIndex(servers, name) }
+	var stopped []int
+	for _, n := range three[1:] {
+		stopped = append(stopped, idx(n))
+		servers[idx(n)].Shutdown()
+	}
+	live := idx(five[0])
+	for i := range servers {
+		if !slices.Contains(stopped, i) && i != idx(three[0]) {
+			live = i
+		}
+	}
+	for n := 121; n <= 130; n++ {
+		publishAcked(t, js[live], sent, n)
+	}
+	checkAll(t, js[live], sent)
+	for _, i := range stopped {
+		servers[i] = restartServer(t, opts[i])
+	}
+	via = js[live]
+	eventually(t, "scale back to 3", func() error { return update(3) })
+	after := waitReplicas(t, js[live], 3)
+	for n := 131; n <= 140; n++ {
+		publishAcked(t, js[live], sent, n)
+	}
+	checkAll(t, js[live], sent)
+	t.Logf("replicas: %v, then %v, then %v", three, five, after)
+	// The leader's replica removed (peer-remove): it hands its leadership
+	// over before it leaves, and a spare server takes its place.
+	if r := stepDownRequest(t, nc[live], "$JS.API.STREAM.PEER.REMOVE.ORDERS", fmt.Sprintf(`{"peer":%q}`, after[0])); !r.Success {
+		t.Fatalf("peer-remove of the leader: %+v", r.Error)
+	}
+	eventually(t, "the leader's replica moved", func() error {
+		ci := streamCluster(t, js[live])
+		if ci == nil || ci.Leader == "" || ci.Leader == after[0] || len(ci.Replicas) != 2 {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		for _, p := range ci.Replicas {
+			if p.Name == after[0] || !p.Current {
+				return fmt.Errorf("cluster %+v", ci)
+			}
+		}
+		return nil
+	})
+	for n := 141; n <= 150; n++ {
+		publishAcked(t, js[live], sent, n)
+	}
+	checkAll(t, js[live], sent)
+	// Refused: to one replica, and (another stream) from one.
+	var apiErr *jetstream.APIError
+	if err := update(1); !errors.As(err, &apiErr) || apiErr.ErrorCode != 10061 {
+		t.Fatalf("scale to 1: %v", err)
+	}
+}
+
+// A stream of one replica with data scales to three (nats stream edit
+// --replicas 3): its server's store becomes the first replica of a new
+// group, the two new replicas are caught up by stream snapshots and
+// promoted; killed, the original server leaves every acknowledged message
+// served by the other two, deleted ones still deleted and the duplicate
+// window kept. Back to one replica is refused (10061, not built).
+func TestJetStreamClusterScaleUpFromOne(t *testing.T) {
+	servers, _ := jsClusterMod(t, 3, func(_ int, o *server.Options) { o.RaftRetain = 8 })
+	js := make([]jetstream.JetStream, 3)
+	for i, s := range servers {
+		var err error
+		if js[i], err = jetstream.New(connect(t, s.ClientURL())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 1, Duplicates: time.Hour}
+	eventually(t, "create ORDERS", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js[0].CreateStream(ctx, cfg)
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 100; n++ {
+		publishAcked(t, js[0], sent, n)
+	}
+	s, err := js[0].Stream(tctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []uint64{3, 40, 41} {
+		if err := s.DeleteMsg(tctx(t), seq); err != nil {
+			t.Fatal(err)
+		}
+		delete(sent, seq)
+	}
+	home := leaderIndex(servers, s.CachedInfo().Cluster.Leader)
+	other := (home + 1) % 3
+	cfg.Replicas = 3
+	eventually(t, "scale to 3", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := js[other].UpdateStream(ctx, cfg)
+		return err
+	})
+	waitReplicas(t, js[other], 3)
+	for n := 101; n <= 110; n++ {
+		publishAcked(t, js[other], sent, n)
+	}
+	servers[home].Shutdown()
+	for n := 111; n <= 120; n++ {
+		publishAcked(t, js[other], sent, n)
+	}
+	checkAll(t, js[other], sent)
+	// The duplicate window came along: a retried publish of message 50
+	// is a duplicate.
+	m := &nats.Msg{Subject: "orders.1", Header: nats.Header{"Nats-Msg-Id": []string{"id-50"}}, Data: []byte("again")}
+	var ack *jetstream.PubAck
+	eventually(t, "republish 50", func() error {
+		var err error
+		ack, err = js[other].PublishMsg(tctx(t), m)
+		return err
+	})
+	if !ack.Duplicate {
+		t.Fatalf("message 50 published again: %+v", ack)
+	}
+	cfg.Replicas = 1
+	var apiErr *jetstream.APIError
+	if _, err := js[other].UpdateStream(tctx(t), cfg); !errors.As(err, &apiErr) || apiErr.ErrorCode != 10061 {
+		t.Fatalf("scale to 1: %v", err)
+	}
+}
