@@ -38,7 +38,9 @@
 // docs/clustering.md, "Restarts"):
 //
 //  1. with the stream's apply goroutine held (streamrun.Stream.Held): the
-//     applied index I (streamrun.Stream.AppliedIndex), the store's
+//     applied index I (streamrun.Stream.AppliedIndex; the log's latest
+//     entry when only entries the engine never sees followed it:
+//     streamlog.Log.Seen), the store's
 //     Position P (which fsyncs the store), a copy of the stream's own
 //     state (streamrun.Stream.Checkpoint);
 //  2. released, the state is encoded (S) and the file {I, P, S} written
@@ -542,10 +544,18 @@ func (r *Replica) Checkpoint() error {
 		err   error
 	)
 	held := r.rt.Held(func() {
+		index = r.rt.AppliedIndex()
 		if r.log != nil {
 			r.ckptBytes.Store(r.log.AppliedBytes())
+			// Entries the engine never sees (a new term's empty entry, a
+			// compaction floor, a membership change) after the last
+			// operation it applied are reflected too: a restart need not
+			// hand them back (streamlog.Log.Seen, as a capture names).
+			if data, latest := r.log.Seen(); data <= index {
+				index = max(index, latest)
+			}
 		}
-		if index = r.rt.AppliedIndex(); index == r.lastIndex {
+		if index == r.lastIndex {
 			return
 		}
 		if pos, err = r.store.Position(); err != nil {
