@@ -235,13 +235,25 @@ func (g *group) leaderQuiesces(rd raft.Ready, stepped []*Proposal) bool {
 	peers := g.mu.peers
 	g.mu.Unlock()
 	ok, others := true, 0
-	g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+	voters, alive := 1, 1 // this leader
+	g.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
 		if id != uint64(g.replica) {
 			others++
 			// A replica on a dead server is not waited for: it is
 			// caught up when its server is heard again (wakeFor).
-			ok = ok && (pr.Match == last || g.n.isDead(peers[ReplicaID(id)]))
+			dead := g.n.isDead(peers[ReplicaID(id)])
+			ok = ok && (pr.Match == last || dead)
+			if typ == raft.ProgressTypePeer {
+				voters++
+				if !dead {
+					alive++
+				}
+			}
 		}
 	})
-	return ok && others == len(rd.Messages)
+	// A leader whose live voters are no majority keeps ticking, so that
+	// raft's CheckQuorum deposes it after an election timeout (as
+	// nats-server's leader steps down when it loses its quorum): quiet,
+	// it would lead alone for good, and its replicas answer as if led.
+	return ok && others == len(rd.Messages) && alive > voters/2
 }
