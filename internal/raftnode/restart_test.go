@@ -201,14 +201,28 @@ func TestDeferReplay(t *testing.T) {
 	if err := n.AddGroup(GroupConfig{ID: 1, Replica: 1, Incarnation: inc, Peers: []Peer{{Replica: 1, Server: "s1"}}}, sm); err != nil {
 		t.Fatal(err)
 	}
-	for range 20 {
+	// Tick until the replica leads (raft draws its election timeout at
+	// random: a fixed count of ticks was too few in 1 of about 40 runs),
+	// then until its proposal applied.
+	for k := 0; ; k++ {
+		if st, _ := n.Status(1); st.LeaderReady {
+			break
+		}
+		if k > 1000 {
+			t.Fatal("the single replica never led")
+		}
 		n.Tick()
 		n.RunRound()
 	}
 	if _, err := n.Propose(1, []byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	for n.RunRound() {
+	for k := 0; sm.applied < 3; k++ {
+		if k > 1000 {
+			t.Fatalf("the proposal never applied: applied %d", sm.applied)
+		}
+		n.Tick()
+		n.RunRound()
 	}
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
