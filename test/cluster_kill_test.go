@@ -151,6 +151,13 @@ type serverProc struct {
 
 func newKillCluster(t *testing.T, bin string, n int) *killCluster {
 	t.Helper()
+	return newKillClusterArgs(t, bin, n, nil)
+}
+
+// newKillClusterArgs is newKillCluster with extra(i) appended to server
+// i's arguments (when extra is not nil).
+func newKillClusterArgs(t *testing.T, bin string, n int, extra func(i int) []string) *killCluster {
+	t.Helper()
 	kc := &killCluster{t: t}
 	clientPorts := make([]int, n)
 	routes := make([]string, n)
@@ -162,6 +169,9 @@ func newKillCluster(t *testing.T, bin string, n int) *killCluster {
 		p := &serverProc{t: t, bin: bin, url: "nats://127.0.0.1:" + strconv.Itoa(clientPorts[i])}
 		p.args = []string{"-a", "127.0.0.1", "-p", strconv.Itoa(clientPorts[i]), "-n", "n" + strconv.Itoa(i+1),
 			"--cluster", routes[i], "--cluster_name", "KILL", "--routes", strings.Join(routes, ",")}
+		if extra != nil {
+			p.args = append(p.args, extra(i)...)
+		}
 		kc.procs = append(kc.procs, p)
 		t.Cleanup(p.kill)
 		p.start()

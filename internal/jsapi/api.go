@@ -223,6 +223,10 @@ func (a *API) answer(r *request) (body []byte, tracked bool, after func(), ok bo
 		body, ok = a.encode(unknownEndpoint, &apiResponse{}, jserr.New(jserr.BadRequest), true)
 		return body, true, nil, ok
 	}
+	if a.unavailable(r) {
+		body, ok = a.encode(ep, emptyResponse(r.key), jserr.New(jserr.ClusterNotAvail), true)
+		return body, true, nil, ok
+	}
 	resp, err := ep.handle(a, r)
 	tracked = !ep.untracked || err != nil
 	body, ok = a.encode(ep, resp, err, tracked)

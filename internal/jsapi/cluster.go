@@ -95,6 +95,76 @@ type AccountCounter interface {
 	AccountCounts() (streams, consumers int)
 }
 
+// MetaUnavailable is implemented by a Cluster whose server may answer a
+// request only because it knows no meta leader (jscluster: none for 2 s,
+// as nats-server v2.15.2's isLeaderless): Unavailable reports, for a
+// request this server answers, whether it answers it for the meta group
+// without leading it. Such a request gets 10008 "JetStream system
+// temporarily unavailable" in the endpoint's response, whatever it asked,
+// as nats-server's leaderless servers answer (jsStreamNamesRequest and
+// the others): never this server's own view of the cluster's streams,
+// which may be behind (a server still replaying its log after a restart
+// knows none of them yet; docs/clustering.md, "Restarts").
+type MetaUnavailable interface {
+	Unavailable(key, stream, consumer string, body []byte) bool
+}
+
+// unavailable reports whether r, which this server answers, gets 10008
+// (MetaUnavailable).
+func (a *API) unavailable(r *request) bool {
+	u, ok := a.opts.Cluster.(MetaUnavailable)
+	return ok && u.Unavailable(r.key, r.stream, r.consumer, r.data)
+}
+
+// emptyResponse returns the response of endpoint key with nothing but
+// the fields an error answer has in nats-server v2.15.2 (the lists of
+// the list endpoints empty, as their handlers make them).
+func emptyResponse(key string) response {
+	switch key {
+	case "INFO":
+		return &accountInfoResponse{}
+	case "STREAM.CREATE":
+		return &streamCreateResponse{}
+	case "STREAM.UPDATE":
+		return &streamUpdateResponse{}
+	case "STREAM.DELETE":
+		return &streamDeleteResponse{}
+	case "STREAM.INFO":
+		return &streamInfoResponse{}
+	case "STREAM.NAMES":
+		return &streamNamesResponse{}
+	case "STREAM.LIST":
+		return &streamListResponse{Streams: []*jetstream.StreamInfo{}}
+	case "STREAM.PURGE":
+		return &streamPurgeResponse{}
+	case "STREAM.MSG.GET":
+		return &msgGetResponse{}
+	case "STREAM.MSG.DELETE":
+		return &msgDeleteResponse{}
+	case "STREAM.SNAPSHOT":
+		return &snapshotResponse{}
+	case "STREAM.RESTORE":
+		return &restoreResponse{}
+	case "STREAM.LEADER.STEPDOWN", "STREAM.PEER.REMOVE", "CONSUMER.LEADER.STEPDOWN":
+		return &successResponse{}
+	case "CONSUMER.CREATE", "CONSUMER.DURABLE.CREATE":
+		return &consumerCreateResponse{}
+	case "CONSUMER.INFO":
+		return &consumerInfoResponse{}
+	case "CONSUMER.DELETE":
+		return &consumerDeleteResponse{}
+	case "CONSUMER.NAMES":
+		return &consumerNamesResponse{Consumers: []string{}}
+	case "CONSUMER.LIST":
+		return &consumerListResponse{Consumers: []*consumer.Info{}}
+	case "CONSUMER.PAUSE":
+		return &consumerPauseResponse{}
+	case "CONSUMER.UNPIN":
+		return &consumerUnpinResponse{}
+	}
+	return &clusterResponse{}
+}
+
 // answers reports whether this server answers r in a cluster (always
 // on one server).
 func (a *API) answers(r *request) bool {

@@ -60,6 +60,7 @@ var allowed = map[string][]string{
 	"test":                           {},
 	"bench/fetchnoack":               {},
 	"bench/handover":                 {},
+	"bench/restart":                  {},
 	"bench/scrape":                   {},
 }
 

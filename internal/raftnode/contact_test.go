@@ -3,6 +3,8 @@ package raftnode
 import (
 	"testing"
 	"time"
+
+	"github.com/cairnmq/cairn/internal/vfs"
 )
 
 // Contact (contact.go): every replica reports how long ago it heard
@@ -164,5 +166,32 @@ func TestContactQuiesceLagging(t *testing.T) {
 	}
 	if s.Current || s.CaughtUp {
 		t.Fatalf("s3 current at %d, the leader's commit %d: %+v", s.Applied, l.Commit, s)
+	}
+}
+
+// A leader whose other replicas' servers all died does not go quiet (it
+// would then lead alone for good): it goes on ticking until raft's
+// CheckQuorum deposes it, and its replica then knows no leader.
+func TestQuietLeaderLosesQuorum(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.propose(0, 1, "a")
+	for k := 0; !c.status(0, 1).Quiesced; k++ {
+		if k > 60 {
+			t.Fatalf("the leader never went quiet: %+v", c.status(0, 1))
+		}
+		c.tick(1)
+	}
+	c.crash(1, vfs.CrashOptions{Tail: vfs.TailDrop})
+	c.crash(2, vfs.CrashOptions{Tail: vfs.TailDrop})
+	for k := 0; ; k++ {
+		if k > 200 {
+			t.Fatalf("still leading without a quorum: %+v", c.status(0, 1))
+		}
+		c.tick(1)
+		if st := c.status(0, 1); st.Role != Leader && st.Leader == 0 {
+			break
+		}
 	}
 }

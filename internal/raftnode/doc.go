@@ -11,6 +11,9 @@
 //
 //  1. Open a Node on a directory of a vfs.FS. Open replays the WAL; a torn
 //     tail is cut, damage anywhere else fences every group (Node.Damage).
+//     With Config.DeferReplay, Open only reads the store's incarnation,
+//     and Replay, called on a goroutine of the caller's, replays the WAL
+//     (a server accepts clients meanwhile; no round runs before it).
 //  2. AddGroup for each replica this server holds (GroupConfig: group ID,
 //     this replica's ID, the store incarnation it is bound to, its peers
 //     and their servers), with the group's StateMachine. A replica whose

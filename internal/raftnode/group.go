@@ -37,15 +37,33 @@ type group struct {
 	lastTick   uint64               // the node's tick count when the group last ticked
 	quiet      bool                 // quiesced: not ticking (quiesce.go)
 	announce   bool                 // the first round wakes the other replicas (they may be quiet)
-	synthetic  bool                 // the state machine has yet to apply the synthetic entry initialIndex
-	leader     bool                 // leader as of the last Ready
-	handover   bool                 // this leader asked for a transfer in its term: its waiters outlive the loss of leadership (roleChange)
-	term       uint64               // term as of the last Ready
-	create     []byte               // items its first round writes: the replica's creation, or a completed snapshot install
-	createUp   walUpdate            // what create changes in the WAL's metadata
-	out        roundOut             // this round's output, from prepare to finish
-	fencedErr  error                // round-side copy of the fence
-	removeDone chan struct{}        // a removal written by this round
+	// reannounce are the replicas whose wake envelope could not leave
+	// while this replica knew no leader: the next round wakes them again.
+	reannounce []ReplicaID
+	synthetic  bool   // the state machine has yet to apply the synthetic entry initialIndex
+	leader     bool   // leader as of the last Ready
+	handover   bool   // this leader asked for a transfer in its term: its waiters outlive the loss of leadership (roleChange)
+	term       uint64 // term as of the last Ready
+	// appliedTerm is the term of the entry at rawApplied: once it is the
+	// term this replica leads, every entry of earlier terms is applied
+	// here (raft's empty entry opens each term).
+	appliedTerm uint64
+	// observed is what the LeaderObserver was last told (leading, in
+	// observedTerm): leading only once the leader applied an entry of
+	// its own term (roleChange).
+	observed     bool
+	observedTerm uint64
+	// replayTo is the commit index the WAL recovered the group with (0
+	// for a new replica); reapplied counts the entries at or below it
+	// handed to the state machine since: entries applied once before the
+	// restart and again after it (GroupStatus.Reapplied).
+	replayTo   uint64
+	reapplied  uint64
+	create     []byte        // items its first round writes: the replica's creation, or a completed snapshot install
+	createUp   walUpdate     // what create changes in the WAL's metadata
+	out        roundOut      // this round's output, from prepare to finish
+	fencedErr  error         // round-side copy of the fence
+	removeDone chan struct{} // a removal written by this round
 	// leaderCommit and commitFrom: the highest commit index the leader
 	// told this replica, and that leader; lastLead and leaderTick: the
 	// leader as of the last round, and the tick at which it last knew
@@ -130,11 +148,12 @@ type roundOut struct {
 }
 
 type outMsg struct {
-	to      ServerID
-	replica ReplicaID
-	snap    bool // a MsgSnap: report its fate
-	early   bool // may leave before the round's fsync (sendsEarly)
-	env     []byte
+	to       ServerID
+	replica  ReplicaID
+	snap     bool // a MsgSnap: report its fate
+	early    bool // may leave before the round's fsync (sendsEarly)
+	announce bool // a wake envelope of wakePeers: sent again if it could not leave
+	env      []byte
 }
 
 // sendsEarly reports whether a message may be sent before the round's
@@ -252,8 +271,9 @@ func (g *group) fence(err error) {
 	for _, p := range props {
 		p.resolve(nil, ErrFenced)
 	}
-	if g.leader {
-		g.leader = false
+	g.leader = false
+	if g.observed {
+		g.observed = false
 		g.observeLeader(false, g.term)
 	}
 }
@@ -310,8 +330,11 @@ func (g *group) prepare() {
 	}
 	if g.announce {
 		g.announce = false
-		g.wakePeers()
+		g.wakePeers(nil)
+	} else if len(g.reannounce) > 0 {
+		g.wakePeers(g.reannounce)
 	}
+	g.reannounce = nil
 	g.maybeWake(inbox, props, reqs)
 	stepped := g.propose(props)
 	var quiesce *pb.Message // a quiesce heartbeat from the leader
@@ -773,6 +796,10 @@ func (g *group) finish(walErr error, unreachable map[ServerID]bool) {
 	}
 	for _, m := range out.msgs {
 		switch {
+		case m.announce && (m.to == "" || unreachable[m.to]):
+			if g.rn.BasicStatus().Lead == 0 { // a restart before the routes are up
+				g.reannounce = append(g.reannounce, m.replica)
+			}
 		case m.to == "" || unreachable[m.to]:
 			g.rn.ReportUnreachable(uint64(m.replica))
 			if m.snap {
@@ -801,6 +828,7 @@ func (g *group) persisted(rd raft.Ready) {
 		g.confs = []confAt{{index: md.GetIndex(), cs: pb.EnsureConfState(md.GetConfState())}}
 		g.smApplied = md.GetIndex()
 		g.rawApplied = md.GetIndex()
+		g.appliedTerm = md.GetTerm()
 		for i, w := range g.waiters { // kept from a handover: their entries never apply here
 			if i <= md.GetIndex() {
 				w.resolve(nil, ErrNoReply)
@@ -840,9 +868,13 @@ func (g *group) apply(ents []*pb.Entry) {
 		if w := g.waiters[en.Index]; w != nil && w.term == en.Term && w.conf == nil {
 			en.Tag = w.tag
 		}
+		if en.Index <= g.replayTo {
+			g.reapplied++
+		}
 		batch = append(batch, en)
 	}
 	g.rawApplied = ents[len(ents)-1].GetIndex()
+	g.appliedTerm = ents[len(ents)-1].GetTerm()
 	if len(batch) == 0 {
 		return
 	}
@@ -911,7 +943,11 @@ func (g *group) applyConfChange(e *pb.Entry) {
 // this one, so they commit under it, and each waiter resolves when the
 // entry at its index applies here (apply: its result if the entry is of
 // its term, else ErrNoReply), or when the group is removed, the node
-// closes or a snapshot passes it (ErrNoReply).
+// closes or a snapshot passes it (ErrNoReply). It tells the
+// LeaderObserver that this replica leads only once it has applied an
+// entry of its own term (leaderReady), so that a replica that comes to
+// lead while it still has earlier entries to apply (a restart replaying
+// its log) never serves from a state behind its log.
 func (g *group) roleChange(rd raft.Ready) {
 	bs := g.rn.BasicStatus()
 	leader := bs.RaftState == raft.StateLeader
@@ -928,12 +964,18 @@ func (g *group) roleChange(rd raft.Ready) {
 		g.failReads(ErrNotLeader)
 		g.n.cfg.Debugf("raftnode: group %d replica %d: term %d, %v, leader %d", g.id, g.replica, bs.GetTerm(), bs.RaftState, bs.Lead)
 	}
-	changed := leader != g.leader || leader && bs.GetTerm() != g.term
 	g.leader, g.term = leader, bs.GetTerm()
-	if changed {
-		g.observeLeader(leader, g.term)
+	ready := g.leaderReady()
+	if ready != g.observed || ready && g.observedTerm != g.term {
+		g.observed, g.observedTerm = ready, g.term
+		g.observeLeader(ready, g.term)
 	}
 }
+
+// leaderReady reports whether this replica leads (as of the last Ready)
+// and has applied an entry of its own term, hence every entry of earlier
+// terms.
+func (g *group) leaderReady() bool { return g.leader && g.appliedTerm == g.term }
 
 // observeLeader tells the state machine, if it is a LeaderObserver, that
 // this replica now leads term (leader) or no longer leads.
@@ -969,7 +1011,8 @@ func (g *group) publish() {
 		Group: g.id, Replica: g.replica, Role: roleOf(bs.RaftState), Term: bs.GetTerm(),
 		Leader: ReplicaID(bs.Lead), Commit: bs.GetCommit(), Applied: g.smApplied,
 		FirstIndex: first, LastIndex: last, Quiesced: g.quiet, Transferee: ReplicaID(bs.LeadTransferee),
-		Joint: len(cs.GetVotersOutgoing()) > 0,
+		Joint:       len(cs.GetVotersOutgoing()) > 0,
+		LeaderReady: g.leaderReady() && g.fencedErr == nil, Reapplied: g.reapplied, ReplayTo: g.replayTo,
 	}
 	for _, ids := range [][]uint64{cs.GetVoters(), cs.GetVotersOutgoing(), cs.GetLearners(), cs.GetLearnersNext()} {
 		s.Member = s.Member || slices.Contains(ids, uint64(g.replica))

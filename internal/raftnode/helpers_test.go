@@ -28,12 +28,17 @@ type hashSM struct {
 	// leads records each LeaderChanged: +term when the replica became
 	// leader of term, -term when it stopped leading.
 	leads []int64
+	// onLead, if set, is called when the replica is told it leads.
+	onLead func()
 }
 
 // LeaderChanged records the change (LeaderObserver).
 func (sm *hashSM) LeaderChanged(leader bool, term uint64) {
 	if leader {
 		sm.leads = append(sm.leads, int64(term))
+		if sm.onLead != nil {
+			sm.onLead()
+		}
 	} else {
 		sm.leads = append(sm.leads, -int64(term))
 	}

@@ -19,8 +19,12 @@ import (
 type Node struct {
 	cfg Config
 
-	walMu sync.Mutex // serialises WAL access: rounds, and Open/Close
+	walMu sync.Mutex // serialises WAL access: rounds, and Open/Replay/Close
 	wal   *wal
+	// replayed is set once Replay ran (rounds wait for it); replayErr is
+	// its error, under walMu.
+	replayed  atomic.Bool
+	replayErr error
 
 	mu struct {
 		sync.RWMutex
@@ -96,22 +100,49 @@ func (s *scheduler) take() []*group {
 
 // Open opens (or creates) the WAL in cfg.Dir and replays it. A torn tail
 // is cut; damage to fsynced data does not fail Open, but Damage reports it
-// and every group added is fenced. Errors: ErrInvalid for a bad Config,
-// and file-system errors other than damage.
+// and every group added is fenced. With Config.DeferReplay, Open only
+// creates the WAL or reads its incarnation, and Replay replays it.
+// Errors: ErrInvalid for a bad Config, and file-system errors other than
+// damage.
 func Open(cfg Config) (*Node, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	w, err := openWAL(cfg.FS, cfg.Dir, cfg.SegmentBytes, cfg.Logf)
+	w, err := prepareWAL(cfg.FS, cfg.Dir, cfg.SegmentBytes, cfg.Logf, cfg.Debugf)
 	if err != nil {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, wal: w}
+	if !cfg.DeferReplay {
+		if err := n.Replay(); err != nil {
+			return nil, err
+		}
+	}
 	n.mu.groups = map[GroupID]*group{}
 	n.sched.queued = map[*group]bool{}
 	n.sched.wake = make(chan struct{}, 1)
 	n.alive.heard, n.alive.dead = map[ServerID]uint64{}, map[ServerID]bool{}
 	return n, nil
+}
+
+// Replay replays the WAL, once (Open does it unless Config.DeferReplay):
+// it reads every segment, cuts a torn tail, and keeps each group's state
+// for AddGroup. Until it has run, the node runs no round and AddGroup
+// runs it first. Errors: the file system's, other than damage (which
+// Damage reports); after one the WAL takes no more writes and every group
+// added is fenced.
+func (n *Node) Replay() error {
+	n.walMu.Lock()
+	defer n.walMu.Unlock()
+	if n.replayed.Load() {
+		return n.replayErr
+	}
+	n.replayErr = n.wal.load()
+	if n.replayErr != nil && n.wal.damage == nil {
+		n.wal.damage = fmt.Errorf("%w: WAL replay failed: %w", ErrCorrupt, n.replayErr)
+	}
+	n.replayed.Store(true)
+	return n.replayErr
 }
 
 // Incarnation returns the store incarnation of the WAL: the value the
@@ -199,6 +230,7 @@ func (n *Node) AddGroup(cfg GroupConfig, sm StateMachine) error {
 	if err != nil {
 		return err
 	}
+	_ = n.Replay() // its error fences the group below (the WAL's damage)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.mu.closed {
@@ -324,7 +356,8 @@ func (g *group) recover(rec *recovered) {
 	hs := &pb.HardState{Term: new(m.hs.GetTerm()), Vote: new(m.hs.GetVote()), Commit: new(max(m.hs.GetCommit(), base.index))}
 	_ = g.st.SetHardState(hs)
 	g.confs = []confAt{{index: base.index, cs: base.conf}}
-	g.smApplied, g.rawApplied = applied, base.index
+	g.smApplied, g.rawApplied, g.appliedTerm = applied, base.index, base.term
+	g.replayTo = hs.GetCommit()
 	g.newRawNode(base.index)
 }
 
@@ -373,7 +406,7 @@ func (g *group) bootstrap(cfg GroupConfig) {
 	}
 	g.create = it.b
 	g.createUp = walUpdate{group: g.id, replica: g.replica, base: &base, hs: hs}
-	g.smApplied, g.rawApplied = g.sm.Applied(), base.index
+	g.smApplied, g.rawApplied, g.appliedTerm = g.sm.Applied(), base.index, base.term
 	g.newRawNode(base.index)
 }
 
@@ -672,6 +705,13 @@ func (n *Node) Tick() {
 func (n *Node) RunRound() bool {
 	n.roundMu.Lock()
 	defer n.roundMu.Unlock()
+	if !n.replayed.Load() {
+		// Before Replay there is no group, and the WAL is not ours to
+		// touch; liveness beats wait too.
+		n.sched.take()
+		n.beat.Store(false)
+		return false
+	}
 	gs := n.sched.take()
 	if len(gs) == 0 && !n.beat.Load() {
 		return false

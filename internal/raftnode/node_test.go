@@ -396,26 +396,3 @@ func TestLeaderSyncFailure(t *testing.T) {
 		}
 	}
 }
-
-// A quiet leader whose followers' servers die wakes, and stays awake
-// until CheckQuorum deposes it: going quiet again (every live replica in
-// sync, the dead ones not waited for) would leave it leading, and
-// answering as the leader, forever.
-func TestQuietLeaderLosesQuorum(t *testing.T) {
-	c := newTestCluster(t, 3, nil)
-	c.addGroup(1, 0)
-	c.elect(0, 1)
-	c.propose(0, 1, "a")
-	c.tick(3)
-	if s := c.status(0, 1); !s.Quiesced || s.Role != Leader {
-		t.Fatalf("leader not quiet: %+v", s)
-	}
-	c.net.Partition("s1", "s2")
-	c.net.Partition("s1", "s3")
-	for i := 0; c.status(0, 1).Role == Leader; i++ {
-		if i == 200 {
-			t.Fatalf("still the leader after %d ticks without a quorum: %+v", i, c.status(0, 1))
-		}
-		c.tick(1)
-	}
-}

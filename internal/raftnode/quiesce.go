@@ -184,14 +184,19 @@ func (g *group) wakeLeader(lead uint64) {
 	}
 }
 
-// wakePeers sends every other replica a wake envelope: a replica that
-// (re)starts does not know who leads, and a quiet leader would not tell it.
-func (g *group) wakePeers() {
+// wakePeers sends every other replica (only those of only, when not nil)
+// a wake envelope: a replica that (re)starts does not know who leads, and
+// a quiet leader would not tell it. An envelope that cannot leave (the
+// peer's server not reachable yet: a restarted server whose routes are
+// not up) is sent again to that replica by the next round while this one
+// knows no leader (finish), rather than leave it to learn its leader from
+// an election timeout later.
+func (g *group) wakePeers(only []ReplicaID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, r := range slices.Sorted(maps.Keys(g.mu.peers)) {
-		if r != g.replica {
-			g.out.msgs = append(g.out.msgs, outMsg{to: g.mu.peers[r], replica: r, env: appendEnvelope(nil, g.id, flagWake, nil)})
+		if r != g.replica && (only == nil || slices.Contains(only, r)) {
+			g.out.msgs = append(g.out.msgs, outMsg{to: g.mu.peers[r], replica: r, announce: true, env: appendEnvelope(nil, g.id, flagWake, nil)})
 		}
 	}
 }

@@ -533,7 +533,7 @@ func (s *sim) checkEarly(i int) {
 
 // durableWAL replays what a power loss would leave of node tn's WAL.
 func (s *sim) durableWAL(tn *testNode) *wal {
-	w, err := openWAL(tn.fs.Durable(), "wal", 8<<10, func(string, ...any) {})
+	w, err := openWAL(tn.fs.Durable(), "wal", 8<<10, func(string, ...any) {}, func(string, ...any) {})
 	if err != nil {
 		s.fatalf("replay of the durable WAL of %s: %v", tn.id, err)
 	}

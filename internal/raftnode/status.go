@@ -62,6 +62,19 @@ type GroupStatus struct {
 	FirstIndex, LastIndex uint64
 	// Quiesced: the group is idle and not ticking.
 	Quiesced bool
+	// LeaderReady: this replica leads and has applied an entry of its own
+	// term, so its state machine holds every entry committed before its
+	// term (a replica that just came to lead may still be applying them;
+	// LeaderObserver is told only once this holds).
+	LeaderReady bool
+	// ReplayTo is the commit index the WAL recovered this replica with
+	// (0 for a replica created since the node opened): the entries up to
+	// it had committed before the restart. Reapplied counts those handed
+	// to the state machine since, because its checkpoint
+	// (StateMachine.Applied) was behind ReplayTo: the work a restart does
+	// again. A replica that checkpointed at its last applied entry before
+	// a clean stop reapplies none (docs/clustering.md, "Restarts").
+	ReplayTo, Reapplied uint64
 	// Transferee is the replica this leader is handing its leadership
 	// to (Node.TransferLeader, Node.StepDown), 0 when no transfer is
 	// under way: raft abandons one after an election timeout.

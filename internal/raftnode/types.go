@@ -124,12 +124,14 @@ type BackgroundRestorer interface {
 // LeaderObserver is implemented by a StateMachine that acts on its
 // replica's leadership (a stream subscribes to its subjects only where it
 // leads, docs/clustering.md decision 14). LeaderChanged is called on the
-// worker that runs the group, in the round that saw the change, after
-// that round's committed entries were applied and never concurrently
-// with Apply: leader true when the replica became the leader of term,
-// false when it no longer leads (it stepped down, a higher term deposed
-// it, or it was fenced). It must not block; a new leader may still have
-// committed entries of earlier terms to apply in later rounds.
+// worker that runs the group, after that round's committed entries were
+// applied and never concurrently with Apply: leader true once the
+// replica leads term and has applied an entry of that term (so every
+// entry committed before it: GroupStatus.LeaderReady), false when it no
+// longer leads (it stepped down, a higher term deposed it, or it was
+// fenced) after being told it led. A replica elected while it still has
+// entries of earlier terms to apply (a restart replaying its log) is told
+// only once it has applied them. It must not block.
 type LeaderObserver interface {
 	LeaderChanged(leader bool, term uint64)
 }
@@ -198,6 +200,12 @@ type Config struct {
 	// quarter of MaxUncommittedBytes, so raft never drops a whole
 	// oversized batch).
 	MaxRoundProposalBytes int
+	// DeferReplay makes Open return without replaying the WAL (it only
+	// creates it, or reads its incarnation from its first segment): the
+	// caller runs Replay, on a goroutine of its own, so that a long WAL
+	// does not hold up the server's start (docs/clustering.md,
+	// "Restarts").
+	DeferReplay bool
 	// Logf, if set, receives the node's notable events (recovery,
 	// fences, damage). Debugf, if set, receives the routine ones (every
 	// change of a replica's role or term, WAL segments started: a busy

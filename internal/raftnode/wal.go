@@ -23,7 +23,9 @@ type wal struct {
 	dir      string
 	inc      Incarnation
 	segBytes int64
-	logf     func(string, ...any)
+	// logf receives what an operator must see (a new WAL, a torn tail
+	// cut, damage); debugf the routine (segments started and deleted).
+	logf, debugf func(string, ...any)
 
 	segs   []*segment // oldest first; the last one is active
 	f      vfs.File   // the active segment, open for appending
@@ -38,6 +40,8 @@ type wal struct {
 	// recovered holds the replayed state of groups until AddGroup claims it.
 	recovered map[GroupID]*recovered
 	torn      int64 // bytes cut from the tail at open
+	// pending are the segments found by prepareWAL, which load replays.
+	pending []uint64
 }
 
 type segment struct {
@@ -75,9 +79,25 @@ type walUpdate struct {
 
 func segName(seq uint64) string { return fmt.Sprintf("%020d.wal", seq) }
 
-// openWAL opens or creates the WAL in dir and replays it.
-func openWAL(fs vfs.FS, dir string, segBytes int64, logf func(string, ...any)) (*wal, error) {
-	w := &wal{fs: fs, dir: dir, segBytes: segBytes, logf: logf, meta: map[GroupID]*walMeta{}, recovered: map[GroupID]*recovered{}}
+// openWAL opens or creates the WAL in dir and replays it; logf and
+// debugf are its logs (wal.logf, wal.debugf).
+func openWAL(fs vfs.FS, dir string, segBytes int64, logf, debugf func(string, ...any)) (*wal, error) {
+	w, err := prepareWAL(fs, dir, segBytes, logf, debugf)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.load(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// prepareWAL opens or creates the WAL in dir without replaying it: a new
+// WAL is created (and needs no replay), an existing one has its
+// incarnation read from its first segment's header (zero if that header
+// is damaged: the replay reports it). load replays it.
+func prepareWAL(fs vfs.FS, dir string, segBytes int64, logf, debugf func(string, ...any)) (*wal, error) {
+	w := &wal{fs: fs, dir: dir, segBytes: segBytes, logf: logf, debugf: debugf, meta: map[GroupID]*walMeta{}, recovered: map[GroupID]*recovered{}}
 	if err := mkdirDurable(fs, dir); err != nil {
 		return nil, err
 	}
@@ -88,10 +108,39 @@ func openWAL(fs vfs.FS, dir string, segBytes int64, logf func(string, ...any)) (
 	if len(seqs) == 0 {
 		return w, w.create()
 	}
-	if err := w.replay(seqs); err != nil {
-		return nil, err
+	w.pending = seqs
+	if inc, err := readIncarnation(fs, path.Join(dir, segName(seqs[0]))); err == nil {
+		w.inc = inc
 	}
 	return w, nil
+}
+
+// readIncarnation returns the incarnation in the header of segment file
+// name.
+func readIncarnation(fs vfs.FS, name string) (Incarnation, error) {
+	f, err := fs.Open(name)
+	if err != nil {
+		return Incarnation{}, err
+	}
+	defer f.Close()
+	hdr := make([]byte, segmentHeaderSize)
+	if n, err := f.ReadAt(hdr, 0); n < len(hdr) {
+		return Incarnation{}, fmt.Errorf("raftnode: read the header of %s: %w", name, err)
+	}
+	inc, _, _, err := parseSegmentHeader(hdr)
+	return inc, err
+}
+
+// load replays the segments prepareWAL found (nothing for a new WAL). It
+// runs once; errors are the file system's (damage is not an error: it
+// sets damage).
+func (w *wal) load() error {
+	seqs := w.pending
+	w.pending = nil
+	if len(seqs) == 0 {
+		return nil
+	}
+	return w.replay(seqs)
 }
 
 // mkdirDurable creates dir and its parents and makes their entries
@@ -182,7 +231,7 @@ func (w *wal) newSegment(seq uint64, checkpoint []byte) error {
 	size := int64(len(buf))
 	w.f, w.size, w.synced, w.chain = f, size, size, chain
 	w.segs = append(w.segs, &segment{seq: seq, maxIndex: map[GroupID]uint64{}})
-	w.logf("raftnode: WAL segment %d started", seq)
+	w.debugf("raftnode: WAL segment %d started", seq)
 	return nil
 }
 
@@ -338,7 +387,7 @@ func (w *wal) collect() {
 			return
 		}
 		w.segs = w.segs[1:]
-		w.logf("raftnode: WAL segment %d deleted", s.seq)
+		w.debugf("raftnode: WAL segment %d deleted", s.seq)
 	}
 }
 
@@ -569,7 +618,11 @@ func (rg *replayGroup) apply(it item) {
 
 // appendEntries writes ents (starting at first) over the log, dropping
 // what was at and after first; a gap before first is kept as a gap (a
-// later compaction may close it; check reports it otherwise).
+// later compaction may close it; check reports it otherwise). The
+// entries are appended in place: the slice is the group's alone, and
+// copying it for every record made a replay quadratic in the entries a
+// group holds (BenchmarkWALReplay: 80 s for 200,000 entries, where it
+// now takes well under a second).
 func (rg *replayGroup) appendEntries(first uint64, ents []*pb.Entry) {
 	if len(ents) == 0 {
 		return
@@ -579,7 +632,8 @@ func (rg *replayGroup) appendEntries(first uint64, ents []*pb.Entry) {
 		rg.ents = ents
 	default:
 		keep := first - rg.ents[0].GetIndex()
-		rg.ents = append(rg.ents[:keep:keep], ents...)
+		clear(rg.ents[keep:]) // entries overwritten: let them go
+		rg.ents = append(rg.ents[:keep], ents...)
 	}
 	rg.dropThrough(rg.base.index)
 }

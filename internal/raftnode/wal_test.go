@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path"
+	"strings"
 	"testing"
 
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -14,7 +15,7 @@ import (
 
 // walBatch writes, for group g, entries first..first+n-1 (term 1, data
 // "g/i", padded) and a hardstate committing them, as one record.
-func walBatch(t *testing.T, w *wal, g GroupID, first, n uint64, pad int) {
+func walBatch(t testing.TB, w *wal, g GroupID, first, n uint64, pad int) {
 	t.Helper()
 	var ents []*pb.Entry
 	for i := first; i < first+n; i++ {
@@ -39,7 +40,7 @@ func walBatch(t *testing.T, w *wal, g GroupID, first, n uint64, pad int) {
 
 func mustOpenWAL(t *testing.T, fs vfs.FS, segBytes int64) *wal {
 	t.Helper()
-	w, err := openWAL(fs, "wal", segBytes, t.Logf)
+	w, err := openWAL(fs, "wal", segBytes, t.Logf, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,5 +269,49 @@ func TestWALGroupCheck(t *testing.T) {
 	}
 	if !errors.Is(w.recovered[2].err, ErrCorrupt) {
 		t.Fatalf("group 2: %v", w.recovered[2].err)
+	}
+}
+
+// Starting and deleting segments is routine: it goes to the debug log,
+// never to Logf, which the cluster layer logs as warnings.
+func TestWALSegmentsLogAtDebug(t *testing.T) {
+	fs := vfs.NewCrashFS()
+	var warns, debugs []string
+	logTo := func(to *[]string) func(string, ...any) {
+		return func(f string, a ...any) { *to = append(*to, fmt.Sprintf(f, a...)) }
+	}
+	w, err := openWAL(fs, "wal", 4096, logTo(&warns), logTo(&debugs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(1); i <= 40; i += 2 {
+		walBatch(t, w, 1, i, 2, 200)
+	}
+	m := snapMeta{index: 40, term: 1, conf: &pb.ConfState{Voters: []uint64{1}}}
+	var it items
+	it.b = []byte{bodyBatch}
+	it.snap(itemCompact, 1, m)
+	if err := w.write(it.b, []walUpdate{{group: 1, base: &m}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.sync(); err != nil {
+		t.Fatal(err)
+	}
+	w.collect()
+	if len(w.segs) != 1 {
+		t.Fatalf("%d segments left", len(w.segs))
+	}
+	for _, l := range warns {
+		if strings.Contains(l, "segment") {
+			t.Errorf("logged as a problem: %q", l)
+		}
+	}
+	var started, deleted bool
+	for _, l := range debugs {
+		started = started || strings.Contains(l, "started")
+		deleted = deleted || strings.Contains(l, "deleted")
+	}
+	if !started || !deleted {
+		t.Errorf("debug log %q", debugs)
 	}
 }

@@ -337,6 +337,16 @@ func (s *Server) startJetStreamSystem() error {
 	return nil
 }
 
+// JetStreamRecovery returns what this server's start has applied again
+// of its Raft log (jscluster.Cluster.Recovery; docs/clustering.md,
+// "Restarts"); false without JetStream clustering.
+func (s *Server) JetStreamRecovery() (jscluster.Recovery, bool) {
+	if s.jsc == nil {
+		return jscluster.Recovery{}, false
+	}
+	return s.jsc.Recovery(), true
+}
+
 // JetStreamMeta returns the meta group of a clustered JetStream as this
 // server sees it (jscluster.Cluster.MetaInfo), for /jsz's meta_cluster;
 // nil without JetStream clustering or before its meta group started.

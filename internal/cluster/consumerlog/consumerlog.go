@@ -97,6 +97,12 @@ type Log struct {
 	// (StateMachine.Applied); applied the last index applied (atomic).
 	start   uint64
 	applied atomic.Uint64
+	// seenData and seenLatest, under seenMu: the index of the last entry
+	// handed to the Replica and of the last entry applied of any kind,
+	// published together at the end of each Apply (Checkpoint).
+	seenMu     sync.Mutex
+	seenData   uint64
+	seenLatest uint64
 	// saveMu orders saves (Checkpoint on the cluster layer's goroutine,
 	// Restore on a raftnode worker); saved is the index last saved, which
 	// only grows.
@@ -135,6 +141,7 @@ func (l *Log) Start(index uint64, data []byte) error {
 	}
 	l.start, l.saved = index, index
 	l.applied.Store(index)
+	l.see(index, index)
 	return nil
 }
 
@@ -147,11 +154,18 @@ func (l *Log) Applied() uint64 { return l.applied.Load() }
 // (raftnode.Node.Compact). It returns that index (0: nothing new to
 // save). Errors: the Replica's, Save's, raftnode's (ErrUnknownGroup,
 // ErrStopped, ErrFenced).
+//
+// When only entries without data (a new leader's empty entry, a
+// membership change) were applied after the last batch the snapshot
+// holds, the snapshot is saved at the last of them: the state is the
+// same there, and a restart need not hand them back (raftnode
+// GroupStatus.Reapplied; docs/clustering.md, "Restarts").
 func (l *Log) Checkpoint() (uint64, error) {
 	index, data, err := l.r.CommittedSnapshot()
 	if err != nil {
 		return 0, err
 	}
+	index = l.reflected(index)
 	saved, err := l.save(index, data)
 	if err != nil || !saved {
 		return 0, err
@@ -223,11 +237,12 @@ func (l *Log) Discard() {
 	l.batch, l.nbatch, l.key = l.batch[:0], 0, 0
 }
 
-// Leader reports whether this replica leads the group now and is not
-// fenced (streamrun.Leader).
+// Leader reports whether this replica leads the group now, is not
+// fenced, and has applied every entry of earlier terms (streamrun.Leader;
+// raftnode GroupStatus.LeaderReady).
 func (l *Log) Leader() bool {
 	st, err := l.node.Status(l.group)
-	return err == nil && st.Role == raftnode.Leader && st.Fenced == nil
+	return err == nil && st.LeaderReady
 }
 
 // StepDown asks the group to elect another leader (raftnode
@@ -249,6 +264,12 @@ type stateMachine struct{ l *Log }
 // decision 12).
 func (s stateMachine) Apply(entries []raftnode.Entry) error {
 	l := s.l
+	var data uint64
+	defer func() {
+		if len(entries) > 0 {
+			l.see(data, entries[len(entries)-1].Index)
+		}
+	}()
 	for i := range entries {
 		e := &entries[i]
 		if len(e.Data) == 0 {
@@ -263,8 +284,33 @@ func (s stateMachine) Apply(entries []raftnode.Entry) error {
 		}
 		l.r.ApplyBatch(e.Index, ops, e.Tag)
 		l.applied.Store(e.Index)
+		data = e.Index
 	}
 	return nil
+}
+
+// reflected returns the last index a committed snapshot taken at index
+// reflects: the last entry applied when every entry after index had no
+// data (Checkpoint), else index.
+func (l *Log) reflected(index uint64) uint64 {
+	l.seenMu.Lock()
+	defer l.seenMu.Unlock()
+	if l.seenData <= index {
+		return max(index, l.seenLatest)
+	}
+	return index
+}
+
+// see publishes, at the end of an Apply (or a restore at index, as both),
+// the last entry handed to the Replica (data; 0: none this time) and the
+// last entry applied (latest), for Checkpoint.
+func (l *Log) see(data, latest uint64) {
+	l.seenMu.Lock()
+	if data != 0 {
+		l.seenData = data
+	}
+	l.seenLatest = max(l.seenLatest, latest)
+	l.seenMu.Unlock()
 }
 
 // errBadBatch is the error of an entry that is not a well-formed batch.
@@ -359,6 +405,7 @@ func (s stateMachine) Restore(index uint64, data []byte) error {
 		return err
 	}
 	l.applied.Store(index)
+	l.see(index, index)
 	_, err := l.save(index, data)
 	return err
 }

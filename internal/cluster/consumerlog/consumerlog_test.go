@@ -12,9 +12,11 @@ type fakeReplica struct {
 	ops     []consumer.Op
 	tags    []uint64
 	leading []bool
+	last    uint64 // the index of the last batch applied
 }
 
-func (f *fakeReplica) ApplyBatch(_ uint64, ops []consumer.Op, tag uint64) {
+func (f *fakeReplica) ApplyBatch(index uint64, ops []consumer.Op, tag uint64) {
+	f.last = index
 	for _, op := range ops {
 		f.ops = append(f.ops, op)
 		f.tags = append(f.tags, tag)
@@ -97,5 +99,34 @@ func TestBatchRoundTripAndRefusals(t *testing.T) {
 		if _, err := decodeBatch(b); err == nil {
 			t.Errorf("decoded the malformed batch %v", b)
 		}
+	}
+}
+
+// A checkpoint taken when only entries without data followed the last
+// batch (the empty entry of a leader that took over at a shutdown's
+// handover) is at the last of them, so a clean restart is handed back
+// no entry; one taken with a batch applied after the snapshot's index
+// stays at that index.
+func TestCheckpointCoversTrailingEmptyEntries(t *testing.T) {
+	f := &fakeReplica{}
+	l := New(Config{Group: 7}, f)
+	sm := l.StateMachine()
+	if err := sm.Apply([]raftnode.Entry{entry(t, 1, 1, nil, 0), entry(t, 2, 1, &consumer.Reset{Stream: 5}, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sm.Apply([]raftnode.Entry{entry(t, 3, 2, nil, 0), entry(t, 4, 3, nil, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.reflected(f.last); got != 4 {
+		t.Fatalf("a snapshot at %d is saved at %d, want 4 (the empty entries after it)", f.last, got)
+	}
+	if err := sm.Apply([]raftnode.Entry{entry(t, 5, 3, &consumer.Deliver{Stream: 5, Time: 9}, 0), entry(t, 6, 3, nil, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.reflected(4); got != 4 {
+		t.Fatalf("a snapshot at 4 taken before the batch at 5 is saved at %d", got)
+	}
+	if got := l.reflected(f.last); got != 6 {
+		t.Fatalf("a snapshot at 5 is saved at %d, want 6", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -122,6 +123,32 @@ func (a *account) Answers(key, streamName string) bool {
 	}
 	r := c.replicaOf(k)
 	return r != nil && (r.leads.Load() || c.answersLeaderless(key, r))
+}
+
+// Unavailable implements jsapi.MetaUnavailable: a request this server
+// answers for the meta group (by the rule of Answers and
+// AnswersConsumer) while it does not lead it (it has known no meta leader
+// for leaderlessAfter) gets 10008, never this server's own view of the
+// streams (a server still replaying its log after a restart holds none
+// of them yet).
+func (a *account) Unavailable(key, streamName, consumerName string, _ []byte) bool {
+	return !a.c.metaLeader() && a.forMeta(key, streamName, consumerName)
+}
+
+// forMeta reports whether the responder rule sends a request to the meta
+// leader (package comment, "Who answers an API request").
+func (a *account) forMeta(key, streamName, consumerName string) bool {
+	if strings.HasPrefix(key, "CONSUMER.") {
+		if forMeta, _, decided := a.consumerRoute(key, streamName, consumerName); decided {
+			return forMeta
+		}
+	}
+	if streamName == "" || key == "STREAM.CREATE" || key == "STREAM.UPDATE" || key == "STREAM.DELETE" || key == "STREAM.RESTORE" ||
+		key == "STREAM.PEER.REMOVE" {
+		return true
+	}
+	_, _, assigned, _ := a.c.assignment(streamKey{a.name, streamName})
+	return !assigned
 }
 
 // metaAnswers reports whether this server answers the meta group's

@@ -73,11 +73,16 @@ type Cluster struct {
 	// and fetches for its own (stream snapshots).
 	svc *catchup.Service
 
-	evMu   sync.Mutex
-	events []meta.Event
-	wake   chan struct{}
-	quit   chan struct{}
-	done   sync.WaitGroup
+	evMu     sync.Mutex
+	events   []meta.Event
+	wake     chan struct{}
+	quit     chan struct{}
+	quitOnce sync.Once
+	done     sync.WaitGroup
+
+	// replayed is set once the run goroutine has replayed the Raft WAL
+	// (Start returns before: docs/clustering.md, "Restarts").
+	replayed atomic.Bool
 
 	// leaderless is since when (unix ns) this server knows no meta
 	// leader, 0 while it knows one (noteLeaderless, metaAnswers).
@@ -118,10 +123,14 @@ type streamKey struct{ account, name string }
 
 // Start opens the server's Raft node (its WAL under Dir/raft) with the
 // transport on the cluster port, opens the meta group's state (Dir/meta),
-// and starts the goroutine that bootstraps the meta group once the
-// cluster's members are known and then follows it. Errors: the WAL's or
-// the meta checkpoint's (a damaged checkpoint keeps the server out of the
-// meta group: docs/clustering.md decision 12).
+// and starts the goroutine that replays the WAL, bootstraps the meta
+// group once the cluster's members are known and then follows it. Start
+// does not wait for the replay, which takes time in proportion to the
+// WAL (docs/clustering.md, "Restarts"): the server accepts clients
+// meanwhile, and this server answers no API request until its meta
+// replica runs (Answers). Errors: the WAL's directory or first segment
+// header, or the meta checkpoint's (a damaged checkpoint keeps the
+// server out of the meta group: docs/clustering.md decision 12).
 func Start(cfg Config, host Host) (*Cluster, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -145,7 +154,7 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 	late := &lateTransport{}
 	node, err := raftnode.Open(raftnode.Config{
 		FS: cfg.FS, Dir: path.Join(cfg.Dir, "raft"), Server: c.name, Transport: late,
-		TickInterval: cfg.TickInterval, Logf: cfg.Logf, Debugf: cfg.Debugf,
+		TickInterval: cfg.TickInterval, Logf: cfg.Logf, Debugf: cfg.Debugf, DeferReplay: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jscluster: open the Raft WAL: %w", err)
@@ -202,8 +211,7 @@ func (c *Cluster) Close() {
 	}
 	c.closed = true
 	c.mu.Unlock()
-	close(c.quit)
-	c.done.Wait()
+	c.stopRun()
 	c.detachSystem()
 	c.mu.Lock()
 	for _, r := range c.replicas {
@@ -215,12 +223,30 @@ func (c *Cluster) Close() {
 	c.closeNode()
 }
 
-// StopCheckpoints takes the last checkpoint of every replicated file
-// stream's replica and stops their checkpointing (streamckpt.Replica.Stop),
-// so that a restart applies as little of the log again as it can. The
-// server calls it before it shuts its engines down, while the streams
-// still run.
+// stopRun ends the run goroutine (once) and waits for it: no meta event
+// is acted on and no checkpoint is started by it afterwards.
+func (c *Cluster) stopRun() {
+	c.quitOnce.Do(func() { close(c.quit) })
+	c.done.Wait()
+}
+
+// StopCheckpoints stops following the meta group and takes the last
+// checkpoint of every replica that has one: each replicated file
+// stream's (streamckpt.Replica.Stop, which also ends its checkpointing),
+// each replicated consumer's, and the meta group's, so that a clean
+// restart applies none of the log again (raftnode
+// GroupStatus.Reapplied; docs/clustering.md, "Restarts"). The server
+// calls it before it shuts its engines down, while the streams still
+// run. A checkpoint that fails is logged: the WAL keeps the entries.
 func (c *Cluster) StopCheckpoints() {
+	c.stopRun()
+	c.checkpointAll(true)
+}
+
+// checkpointAll checkpoints every replica of this server: the streams'
+// (and, when stopping, ends their checkpointing), the consumers' and the
+// meta group's. It runs on the run goroutine, or after it ended.
+func (c *Cluster) checkpointAll(stopping bool) {
 	c.mu.Lock()
 	var cks []*replica
 	for _, r := range c.replicas {
@@ -228,10 +254,36 @@ func (c *Cluster) StopCheckpoints() {
 			cks = append(cks, r)
 		}
 	}
+	crs := make([]*creplica, 0, len(c.creplicas))
+	for _, cr := range c.creplicas {
+		if cr.log != nil { // a consumer with one replica has no group
+			crs = append(crs, cr)
+		}
+	}
+	started := c.started
 	c.mu.Unlock()
 	for _, r := range cks {
-		if err := r.ckpt.Stop(); err != nil {
-			c.cfg.Logf("jscluster: stream group %d: the last checkpoint failed (the WAL keeps the entries): %v", r.sa.Group, err)
+		var err error
+		if stopping {
+			err = r.ckpt.Stop()
+		} else {
+			err = r.ckpt.Checkpoint()
+		}
+		if err != nil {
+			c.cfg.Logf("jscluster: stream group %d: checkpoint failed (the WAL keeps the entries): %v", r.sa.Group, err)
+		}
+	}
+	now := c.cfg.Now()
+	for _, cr := range crs {
+		applied := cr.log.Applied()
+		if _, err := cr.log.Checkpoint(); err != nil {
+			c.cfg.Logf("jscluster: consumer %s > %s > %s: checkpoint failed (the WAL keeps the entries): %v", cr.ca.Account, cr.ca.Stream, cr.ca.Name, err)
+		}
+		cr.ckptIndex, cr.ckptAt = applied, now
+	}
+	if started {
+		if err := c.meta.Checkpoint(); err != nil {
+			c.cfg.Logf("jscluster: the meta group's checkpoint failed (the WAL keeps the entries): %v", err)
 		}
 	}
 }
@@ -266,17 +318,26 @@ const (
 	metaCheckpointEvery = 30 * time.Second
 )
 
-// run bootstraps the meta group, then applies the meta group's events to
-// this server's replicas and, while this server leads the meta group,
-// keeps the catalogue of servers current.
+// run replays the WAL, bootstraps the meta group, then applies the meta
+// group's events to this server's replicas and, while this server leads
+// the meta group, keeps the catalogue of servers current.
 func (c *Cluster) run() {
 	defer c.done.Done()
+	start := time.Now()
+	if err := c.node.Replay(); err != nil {
+		c.cfg.Logf("jscluster: the Raft WAL cannot be replayed (every replica of this server is fenced): %v", err)
+	} else {
+		segs, _ := c.node.WALStats()
+		c.cfg.Infof("JetStream cluster: Raft WAL replayed in %v (%d segment(s))", time.Since(start).Round(time.Millisecond), segs)
+	}
+	c.replayed.Store(true)
 	if !c.bootstrap() {
 		return
 	}
 	t := time.NewTicker(housekeeping)
 	defer t.Stop()
 	lastCheckpoint := time.Now()
+	recovered := false
 	for {
 		select {
 		case <-c.quit:
@@ -290,6 +351,9 @@ func (c *Cluster) run() {
 			c.reconcileMemberships()
 			c.retireReplicas()
 			c.checkpointConsumers()
+			if !recovered {
+				recovered = c.noteRecovered()
+			}
 			if time.Since(lastCheckpoint) >= metaCheckpointEvery {
 				lastCheckpoint = time.Now()
 				if err := c.meta.Checkpoint(); err != nil {
@@ -302,6 +366,24 @@ func (c *Cluster) run() {
 		}
 		c.pushConfigs()
 	}
+}
+
+// noteRecovered logs, once the restart's recovery is done (Recovery),
+// how many entries it applied again, and reports whether it did. When it
+// applied any, every replica checkpoints first: a crash soon after does
+// not make the next start apply them again.
+func (c *Cluster) noteRecovered() bool {
+	rec := c.Recovery()
+	if !rec.Done {
+		return false
+	}
+	n := rec.Meta + rec.Streams + rec.Consumers
+	if n > 0 {
+		c.checkpointAll(false)
+	}
+	c.cfg.Infof("JetStream cluster: recovered; entries applied again since the checkpoints: %d (meta %d, streams %d, consumers %d)",
+		n, rec.Meta, rec.Streams, rec.Consumers)
+	return true
 }
 
 // votersFile is the record of the meta group's voters (Dir/voters,
@@ -486,10 +568,13 @@ func parseIncarnation(s string) (raftnode.Incarnation, error) {
 	return inc, nil
 }
 
-// metaLeader reports whether this server leads the meta group.
+// metaLeader reports whether this server leads the meta group and has
+// applied every entry of earlier terms (raftnode GroupStatus.LeaderReady):
+// a meta leader that is still applying its log after a restart does not
+// answer from a state behind it.
 func (c *Cluster) metaLeader() bool {
 	st, err := c.node.Status(meta.MetaGroup)
-	return err == nil && st.Role == raftnode.Leader && st.Fenced == nil
+	return err == nil && st.LeaderReady
 }
 
 // catalogue, on the meta leader, proposes AddServer for itself while the
@@ -539,4 +624,77 @@ func (c *Cluster) known() map[raftnode.ServerID]raftnode.Incarnation {
 		}
 	})
 	return out
+}
+
+// Recovery is what this server's start had to do again (docs/clustering.md,
+// "Restarts"): the entries its replicas applied a second time, because
+// their checkpoints were behind what had committed before the restart
+// (raftnode GroupStatus.Reapplied), by kind of group. A clean stop
+// checkpoints every replica (StopCheckpoints), so a clean restart
+// applies none again; after a crash, what came after the last
+// checkpoints.
+type Recovery struct {
+	// Done: the WAL is replayed, the meta group runs and has applied what
+	// had committed before the restart, and so has every replica of a
+	// replicated stream or consumer the meta group assigns to this server
+	// (in an account whose engine runs here), or it is fenced.
+	Done bool
+	// Meta, Streams and Consumers count the entries applied again by
+	// the meta group's replica, the streams' and the consumers'.
+	Meta, Streams, Consumers uint64
+}
+
+// Recovery returns what this server's start has applied again so far.
+func (c *Cluster) Recovery() Recovery {
+	if !c.replayed.Load() {
+		return Recovery{}
+	}
+	var rec Recovery
+	kind := map[raftnode.GroupID]*uint64{meta.MetaGroup: &rec.Meta}
+	ready := map[string]bool{}
+	c.mu.Lock()
+	started := c.started
+	for _, r := range c.replicas {
+		if r.log != nil {
+			kind[r.sa.Group] = &rec.Streams
+		}
+	}
+	for _, cr := range c.creplicas {
+		if cr.log != nil {
+			kind[cr.ca.Group] = &rec.Consumers
+		}
+	}
+	for name, acc := range c.accounts {
+		ready[name] = acc.js != nil
+	}
+	c.mu.Unlock()
+	for _, g := range c.node.Groups() {
+		if st, err := c.node.Status(g); err == nil && kind[g] != nil {
+			*kind[g] += st.Reapplied
+		}
+	}
+	want := []raftnode.GroupID{meta.MetaGroup}
+	if started {
+		c.meta.View(func(st *meta.State) {
+			ss, cs := st.Assigned(c.name)
+			for _, sa := range ss {
+				if len(sa.Replicas) > 1 && ready[sa.Account] {
+					want = append(want, sa.Group)
+				}
+			}
+			for _, ca := range cs {
+				if len(ca.Replicas) > 1 && ready[ca.Account] {
+					want = append(want, ca.Group)
+				}
+			}
+		})
+	}
+	rec.Done = started
+	for _, g := range want {
+		st, err := c.node.Status(g)
+		if err != nil || st.Fenced == nil && st.Applied < st.ReplayTo {
+			rec.Done = false
+		}
+	}
+	return rec
 }

@@ -275,10 +275,12 @@ func (c *Cluster) checkpointConsumers() {
 }
 
 // A consumer replica's checkpoint is taken after this many entries, or
-// this long after the last one when anything applied since.
+// this long after the last one when anything applied since, and at a
+// clean stop (StopCheckpoints): what a crash makes it apply again
+// (docs/clustering.md, "Restarts").
 const (
 	checkpointEntries = 1024
-	checkpointEvery   = 30 * time.Second
+	checkpointEvery   = 10 * time.Second
 )
 
 // updateConsumer gives this server's replica of consumer k its new
@@ -390,26 +392,42 @@ func (c *Cluster) creplicaOf(k consumerKey) *creplica {
 // creates, lists and deletes the consumers of a stream the meta group
 // holds, and the replica that leads a consumer (for one replica, its
 // server) answers the other requests naming it, as in nats-server
-// v2.15.2; the rest (a stream the meta group does not hold, a consumer
-// it does not hold: 10059, 10014) is left to Answers.
+// v2.15.2, and a replica whose group knows no leader answers
+// CONSUMER.INFO (leaderless.go); the rest (a stream the meta group does
+// not hold, a consumer it does not hold: 10059, 10014) is left to
+// Answers.
 func (a *account) AnswersConsumer(key, streamName, name string, _ []byte) (answers, decided bool) {
+	forMeta, cr, decided := a.consumerRoute(key, streamName, name)
+	switch {
+	case !decided:
+		return false, false
+	case forMeta:
+		return a.c.metaAnswers(), true
+	}
+	return cr != nil && (cr.leads.Load() || key == "CONSUMER.INFO" && a.ConsumerLeaderless(streamName, name)), true
+}
+
+// consumerRoute is AnswersConsumer's rule: decided false leaves the
+// request to Answers; else forMeta says the meta leader answers it, and
+// otherwise this server's replica cr of the consumer (nil: none) answers
+// it where it leads.
+func (a *account) consumerRoute(key, streamName, name string) (forMeta bool, cr *creplica, decided bool) {
 	c := a.c
 	if _, _, ok, _ := c.assignment(streamKey{a.name, streamName}); !ok {
-		return false, false
+		return false, nil, false
 	}
 	switch key {
 	case "CONSUMER.CREATE", "CONSUMER.DURABLE.CREATE", "CONSUMER.NAMES", "CONSUMER.LIST":
-		return c.metaAnswers(), true
+		return true, nil, true
 	}
 	k := consumerKey{a.name, streamName, name}
 	if _, _, assigned, _ := c.consumerAssignment(k); !assigned {
-		return false, false
+		return false, nil, false
 	}
 	if key == "CONSUMER.DELETE" {
-		return c.metaAnswers(), true
+		return true, nil, true
 	}
-	cr := c.creplicaOf(k)
-	return cr != nil && (cr.leads.Load() || key == "CONSUMER.INFO" && a.ConsumerLeaderless(streamName, name)), true
+	return false, c.creplicaOf(k), true
 }
 
 // ConsumerCreate implements jsapi.ConsumerCluster on the meta leader, as

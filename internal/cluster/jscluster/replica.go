@@ -360,7 +360,7 @@ func (c *Cluster) startFileReplica(acc *account, k streamKey, r *replica, cfg st
 	sa := r.sa
 	dir := acc.js.StreamDir(k.name)
 	ck, err := streamckpt.Open(streamckpt.Config{
-		Dir: dir, Store: acc.js.FileStoreConfig(dir), Node: c.node, Group: sa.Group, Replica: mine.ID, Logf: c.cfg.Logf,
+		Dir: dir, Store: acc.js.FileStoreConfig(dir), Node: c.node, Group: sa.Group, Replica: mine.ID, Logf: c.cfg.Logf, Infof: c.cfg.Infof,
 		Catchup: c.svc, Server: c.name, Retain: c.cfg.Retain, Peers: func() []raftnode.ServerID {
 			if cur := c.replicaOf(k); cur != nil {
 				return meta.Servers(cur.sa.Replicas)

@@ -118,22 +118,30 @@ type Problem struct {
 // nats-server v2.15.2's healthz checks them (monitor.go healthz,
 // jetstream_cluster.go isStreamHealthy, isConsumerHealthy):
 //
+//   - the Raft WAL still being replayed after a restart ("JetStream is
+//     still recovering meta layer"; docs/clustering.md, "Restarts");
 //   - the meta group not started yet (its routes unresolved), fenced, or
 //     its replica here without a leader ("JetStream has not established
-//     contact with a meta leader") or not current ("JetStream is not
-//     current with the meta leader");
+//     contact with a meta leader"), not current ("JetStream is not
+//     current with the meta leader"), or still applying what it knows
+//     committed (a restart replaying its log, also on a leader: "JetStream
+//     is still recovering meta layer", nats-server's isMetaRecovering);
 //   - a stream assigned here that does not run here ("JetStream stream
 //     'A > S' is not current: stream not found"), and a consumer so
 //     assigned more than consumerGrace after its creation ("JetStream
 //     consumer 'A > S > C' is not current: consumer not found");
 //   - each replica of a replicated stream or consumer here that is
 //     fenced, or not current: "...: stream catching up" when it knows its
-//     leader but has not applied what that leader committed, or its
-//     stream has yet to apply what its group caught up with (applylag.go),
-//     "...: group node unhealthy" otherwise.
+//     leader but has not applied what that leader committed (a leader too:
+//     one elected while its restart still applies its log), or its stream
+//     has yet to apply what its group caught up with (applylag.go), "...:
+//     group node unhealthy" otherwise.
 //
 // Current is raftnode's (GroupStatus.Current), nats-server's isCurrent.
 func (c *Cluster) Health() []Problem {
+	if !c.replayed.Load() {
+		return []Problem{{Kind: "meta", Text: "JetStream is still recovering meta layer"}}
+	}
 	c.mu.Lock()
 	started := c.started
 	var accs []string
@@ -157,6 +165,8 @@ func (c *Cluster) Health() []Problem {
 		return []Problem{{Kind: "meta", Text: "JetStream has not established contact with a meta leader"}}
 	case !st.Current:
 		return []Problem{{Kind: "meta", Text: "JetStream is not current with the meta leader"}}
+	case st.Applied < st.Commit:
+		return []Problem{{Kind: "meta", Text: "JetStream is still recovering meta layer"}}
 	}
 	var out []Problem
 	for _, a := range c.assetsHere(accs) {
@@ -239,9 +249,9 @@ func (c *Cluster) assetProblem(a asset) (Problem, bool) {
 	case gs.Fenced != nil:
 		p.Text = fmt.Sprintf("JetStream %s replica fenced: %v", name, gs.Fenced)
 		return p, true
-	case gs.Current && !behind:
+	case gs.Current && !behind && gs.Applied >= gs.Commit:
 		return p, false
-	case a.consumer == "" && gs.Leader != 0 && (!gs.CaughtUp || behind):
+	case a.consumer == "" && gs.Leader != 0 && (!gs.CaughtUp || behind || gs.Applied < gs.Commit):
 		return notCurrent("stream catching up")
 	}
 	return notCurrent("group node unhealthy")

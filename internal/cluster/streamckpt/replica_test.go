@@ -211,19 +211,26 @@ type cluster struct {
 	peers    []raftnode.Peer
 	every    uint64
 	interval time.Duration
-	created  time.Time
-	retain   uint64 // Config.Retain (0: the default)
+	// everyBytes is Config.EveryBytes (0: the default).
+	everyBytes uint64
+	created    time.Time
+	retain     uint64 // Config.Retain (0: the default)
 }
 
 // newCluster starts three servers with a replica each of stream cfg
 // (file storage), checkpointing every `every` entries and interval, and
 // waits for a leader.
 func newCluster(t *testing.T, cfg stream.Config, every uint64, interval time.Duration) *cluster {
+	return newClusterBytes(t, cfg, every, 0, interval)
+}
+
+// newClusterBytes is newCluster with Config.EveryBytes everyBytes.
+func newClusterBytes(t *testing.T, cfg stream.Config, every, everyBytes uint64, interval time.Duration) *cluster {
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, cfg: cfg, net: raftnode.NewMemNetwork(1, nil), every: every, interval: interval, created: time.Now()}
+	c := &cluster{t: t, cfg: cfg, net: raftnode.NewMemNetwork(1, nil), every: every, interval: interval, everyBytes: everyBytes, created: time.Now()}
 	for i := range 3 {
 		id := raftnode.ServerID(fmt.Sprintf("s%d", i+1))
 		c.peers = append(c.peers, raftnode.Peer{Replica: raftnode.ReplicaID(i + 1), Server: id})
@@ -264,7 +271,7 @@ func (c *cluster) start(i int) {
 	svc := catchup.New(catchup.Config{Send: c.net.Transport(s.id).Send, Logf: s.logf(t)})
 	rep, err := Open(Config{
 		Dir: "stream", Store: filestore.Config{Dir: "stream/msgs", FS: s.hook, BlockSize: 512, Logf: storeLog},
-		Node: n, Group: group, Replica: s.replica, Every: c.every, Interval: c.interval, Logf: s.logf(t),
+		Node: n, Group: group, Replica: s.replica, Every: c.every, EveryBytes: c.everyBytes, Interval: c.interval, Logf: s.logf(t),
 		Catchup: svc, Server: s.id, Retain: c.retain, Peers: func() []raftnode.ServerID {
 			var ids []raftnode.ServerID
 			for _, o := range c.srv {
@@ -617,6 +624,26 @@ func TestPeriodicCheckpointsAndCleanRestart(t *testing.T) {
 			t.Fatalf("restarted at %d, stopped at %d", got, applied)
 		}
 		c.converged(h)
+	})
+}
+
+// A round's publishes are one entry, so a count of entries alone does not
+// bound what a crash makes a replica apply again: a checkpoint also comes
+// once EveryBytes of operations were applied since the last one.
+func TestCheckpointsByBytes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newClusterBytes(t, ordersConfig(), 1<<30, 300, time.Hour)
+		h := newHistory()
+		for n := 1; n <= 30; n++ {
+			c.publish(h, n, false)
+		}
+		c.converged(h)
+		for _, s := range c.srv {
+			c.waitFor(string(s.id)+"'s checkpoint", func() bool {
+				ck, err := readFile(s.disk, "stream")
+				return err == nil && ck != nil && ck.index > 15
+			})
+		}
 	})
 }
 

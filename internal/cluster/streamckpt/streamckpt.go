@@ -31,11 +31,16 @@
 //
 // # Taking a checkpoint
 //
-// Every Config.Every entries applied, every Config.Interval while entries
-// were applied, and at Stop:
+// Every Config.Every entries applied, every Config.EveryBytes of
+// operations applied, every Config.Interval while entries were applied,
+// and at Stop (so that a clean restart applies nothing again, and a crash
+// applies again at most about that much of the log:
+// docs/clustering.md, "Restarts"):
 //
 //  1. with the stream's apply goroutine held (streamrun.Stream.Held): the
-//     applied index I (streamrun.Stream.AppliedIndex), the store's
+//     applied index I (streamrun.Stream.AppliedIndex; the log's latest
+//     entry when only entries the engine never sees followed it:
+//     streamlog.Log.Seen), the store's
 //     Position P (which fsyncs the store), a copy of the stream's own
 //     state (streamrun.Stream.Checkpoint);
 //  2. released, the state is encoded (S) and the file {I, P, S} written
@@ -179,14 +184,23 @@ import (
 	"github.com/cairnmq/cairn/internal/vfs"
 )
 
-// Defaults of Config.
+// Defaults of Config. They bound what a replica applies again after a
+// crash (docs/clustering.md, "Restarts"): at most about DefaultEvery
+// entries, DefaultEveryBytes of operations, or DefaultInterval of the
+// stream's traffic, whichever comes first. A checkpoint costs an fsync
+// of the store (which consumers wait for anyway), and a file of the
+// stream's own state (its duplicate window), replaced atomically.
 const (
 	// DefaultEvery is the number of applied entries after which a
 	// checkpoint is taken.
-	DefaultEvery = 16384
+	DefaultEvery = 4096
+	// DefaultEveryBytes is the size of the applied operations after which
+	// a checkpoint is taken: a round's publishes are one entry, so
+	// entries alone do not bound the work.
+	DefaultEveryBytes = 16 << 20
 	// DefaultInterval is the longest time entries stay applied without a
 	// checkpoint.
-	DefaultInterval = 30 * time.Second
+	DefaultInterval = 10 * time.Second
 )
 
 // Errors of Open, besides ErrDamaged and filestore.ErrBadPosition.
@@ -216,13 +230,16 @@ type Config struct {
 	Node    *raftnode.Node
 	Group   raftnode.GroupID
 	Replica raftnode.ReplicaID
-	// Every and Interval: a checkpoint is taken once Every entries were
-	// applied since the last one, and Interval after the last one when
-	// entries were applied since (DefaultEvery, DefaultInterval when 0).
-	Every    uint64
-	Interval time.Duration
-	// Logf receives failed checkpoints and what Open found; nil discards.
-	Logf func(format string, args ...any)
+	// Every, EveryBytes and Interval: a checkpoint is taken once Every
+	// entries, or EveryBytes bytes of operations, were applied since the
+	// last one, and Interval after the last one when entries were applied
+	// since (DefaultEvery, DefaultEveryBytes, DefaultInterval when 0).
+	Every      uint64
+	EveryBytes uint64
+	Interval   time.Duration
+	// Logf receives failed checkpoints and what Open could not use;
+	// Infof the checkpoint a replica restarts from. nil discards.
+	Logf, Infof func(format string, args ...any)
 
 	// Snapshots (package comment, "Snapshots"). Catchup is this
 	// server's catch-up service, which fetches the messages of a snapshot
@@ -251,10 +268,13 @@ type Replica struct {
 	log     *streamlog.Log
 	rt      *streamrun.Stream
 	counted atomic.Uint64 // entries handed to the log's applier
-	poke    chan struct{} // capacity 1: Every entries were applied
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
+	// ckptBytes is the log's AppliedBytes when the last checkpoint held
+	// the stream (EveryBytes counts from there).
+	ckptBytes atomic.Uint64
+	poke      chan struct{} // capacity 1: Every entries or EveryBytes were applied
+	stop      chan struct{}
+	done      chan struct{}
+	once      sync.Once
 
 	// mu serializes checkpoints (the goroutine's, Checkpoint's, Stop's),
 	// captures and installs, and guards lastIndex, the index of the last
@@ -299,11 +319,17 @@ func Open(cfg Config, def stream.Config) (*Replica, error) {
 	if cfg.Every == 0 {
 		cfg.Every = DefaultEvery
 	}
+	if cfg.EveryBytes == 0 {
+		cfg.EveryBytes = DefaultEveryBytes
+	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.Infof == nil {
+		cfg.Infof = func(string, ...any) {}
 	}
 	r := &Replica{cfg: cfg, fs: cfg.Store.FS, poke: make(chan struct{}, 1), capPoke: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
@@ -339,7 +365,7 @@ func (r *Replica) openFrom(ck *checkpoint) error {
 		return err
 	}
 	r.store, r.scfg, r.state, r.index = st, scfg, ck.state, ck.index
-	r.cfg.Logf("streamckpt: group %d: restarting from the checkpoint at index %d (store at %v)", r.cfg.Group, ck.index, ck.pos)
+	r.cfg.Infof("streamckpt: group %d: restarting from the checkpoint at index %d (store at %v)", r.cfg.Group, ck.index, ck.pos)
 	return nil
 }
 
@@ -438,9 +464,14 @@ type counter struct {
 // Apply counts op and hands it to the runtime's applier.
 func (c counter) Apply(index uint64, op stream.Op, key uint64) {
 	c.a.Apply(index, op, key)
-	if c.r.counted.Add(1)%c.r.cfg.Every == 0 {
+	r := c.r
+	due := r.counted.Add(1)%r.cfg.Every == 0
+	if !due && r.log != nil {
+		due = r.log.AppliedBytes()-r.ckptBytes.Load() >= r.cfg.EveryBytes
+	}
+	if due {
 		select {
-		case c.r.poke <- struct{}{}:
+		case r.poke <- struct{}{}:
 		default:
 		}
 	}
@@ -513,7 +544,18 @@ func (r *Replica) Checkpoint() error {
 		err   error
 	)
 	held := r.rt.Held(func() {
-		if index = r.rt.AppliedIndex(); index == r.lastIndex {
+		index = r.rt.AppliedIndex()
+		if r.log != nil {
+			r.ckptBytes.Store(r.log.AppliedBytes())
+			// Entries the engine never sees (a new term's empty entry, a
+			// compaction floor, a membership change) after the last
+			// operation it applied are reflected too: a restart need not
+			// hand them back (streamlog.Log.Seen, as a capture names).
+			if data, latest := r.log.Seen(); data <= index {
+				index = max(index, latest)
+			}
+		}
+		if index == r.lastIndex {
 			return
 		}
 		if pos, err = r.store.Position(); err != nil {

@@ -123,6 +123,9 @@ type Log struct {
 	// proposed the highest this replica proposed as leader.
 	floor    atomic.Uint64
 	proposed atomic.Uint64
+	// appliedBytes counts the bytes of the stream operations applied
+	// (AppliedBytes).
+	appliedBytes atomic.Uint64
 
 	// seen: the index of the last entry handed to the Applier (data) and
 	// of the last entry applied of any kind (last), under seenMu; a
@@ -211,13 +214,15 @@ func (l *Log) watch() {
 }
 
 // Leader reports whether this node leads the group now (and is not
-// fenced), so that its proposals can enter the log (streamrun.Leader): a
-// stream runtime makes the leader's decisions (expiry, retention
-// removals) only while it does. A leadership lost a moment later is
+// fenced), having applied every entry of earlier terms (raftnode
+// GroupStatus.LeaderReady), so that its proposals can enter the log and
+// its decisions start from a state current with the log
+// (streamrun.Leader): a stream runtime makes the leader's decisions
+// (expiry, retention removals) only while it does. A leadership lost a moment later is
 // caught by Propose's ErrNotLeader or by the proposal's ErrNoReply.
 func (l *Log) Leader() bool {
 	st, err := l.cfg.Node.Status(l.cfg.Group)
-	return err == nil && st.Role == raftnode.Leader && st.Fenced == nil
+	return err == nil && st.LeaderReady
 }
 
 // Checkpoint tells the group that the stream's store holds the log's
@@ -285,6 +290,12 @@ func (l *Log) proposeFloor(floor uint64) {
 		l.proposed.Store(floor)
 	}
 }
+
+// AppliedBytes returns the bytes of the stream operations this Log has
+// handed to its Applier (their encoded size in the log): what a crash
+// would make the replica apply again, were no checkpoint taken since
+// (streamckpt's checkpoints by size).
+func (l *Log) AppliedBytes() uint64 { return l.appliedBytes.Load() }
 
 // Floor returns the highest compaction floor this replica applied.
 func (l *Log) Floor() uint64 { return l.floor.Load() }
@@ -367,6 +378,7 @@ func (s stateMachine) Apply(entries []raftnode.Entry) error {
 		if err != nil {
 			return fmt.Errorf("streamlog: group %d entry %d (term %d): %w", s.l.cfg.Group, e.Index, e.Term, err)
 		}
+		s.l.appliedBytes.Add(uint64(len(e.Data)))
 		s.l.a.Apply(e.Index, op, e.Tag)
 		data = e.Index
 	}

@@ -24,7 +24,8 @@
 //	<Dir>/acks/<gen>.log             the ack journal, one file per generation;
 //	                                 <gen> is 20 decimal digits, zero padded
 //	<Dir>/msgs/<base>.blk.rolledback[.<n>]
-//	                                 a segment a rollback set aside (see
+//	                                 a segment a rollback set aside until
+//	                                 the next saved position (see
 //	                                 "Positions and rollback")
 //	<Dir>/msgs/<base>.blk.from-<offset>.rolledback[.<n>]
 //	                                 the bytes a rollback cut from the end of
@@ -273,15 +274,22 @@
 //     <base>.blk.from-<offset>.rolledback (written, fsynced), every
 //     segment of a higher base is renamed to <name>.rolledback, highest
 //     first, the msgs directory is fsynced, and only then is the segment
-//     truncated at P.offset and fsynced. Nothing is deleted: each step is
-//     logged, and an operator may remove the quarantined files. An Open
-//     cut short by a crash repeats the steps with the same P (a second
-//     copy of a tail gets the next free suffix .<n>).
+//     truncated at P.offset and fsynced. Nothing is deleted yet: what was
+//     cut is set aside (one log line says how much). An Open cut short by
+//     a crash repeats the steps with the same P (a second copy of a tail
+//     gets the next free suffix .<n>).
 //  3. Recovery runs as usual, with P.LastSeq in place of the checkpoint
 //     file's value (which may name sequences appended after P): the store
 //     is what it was at P, LastSeq included, and it replaces the
 //     checkpoint file. If the segments hold a sequence past P.LastSeq,
-//     Open fails with ErrBadPosition.
+//     Open fails with ErrBadPosition, and what was set aside stays.
+//  4. The store verified at P, the files earlier rollbacks set aside are
+//     removed (they lay after positions at or before P: superseded), and
+//     those of this rollback are removed by the first PositionSaved of a
+//     position taken after it: the caller (a replica, whose log holds the
+//     entries after P and applies them again) has then made its state
+//     durable past them for good. So set-aside files never outlive the
+//     replica's next checkpoint, nor pile up over repeated crashes.
 //
 // Rollback mode (Config.RollbackMode) keeps what a rollback needs: the
 // segments that exist at a position. Segments are never written in place

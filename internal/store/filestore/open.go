@@ -66,12 +66,13 @@ func (s *Store) open() error {
 		return err
 	}
 	to := s.cfg.RollbackTo
+	var earlier, setAside []string
 	if to != nil {
-		if err := s.rollback(*to); err != nil {
+		if earlier, setAside, err = s.rollback(*to); err != nil {
 			return err
 		}
 	}
-	names, err := s.segmentFiles()
+	names, err := s.segmentFiles(true)
 	if err != nil {
 		return err
 	}
@@ -111,6 +112,7 @@ func (s *Store) open() error {
 		// The position returned to counts as taken and saved: what
 		// recovery removed lies below it.
 		s.mu.posTaken, s.mu.posSaved = 1, 1
+		s.mu.setAside = setAside
 	}
 	if err := s.applyLimits(); err != nil {
 		return err
@@ -122,7 +124,14 @@ func (s *Store) open() error {
 			return err
 		}
 	}
-	return s.settleCheckpoint(ck)
+	if err := s.settleCheckpoint(ck); err != nil {
+		return err
+	}
+	// The store is now exactly what it was at the position: what earlier
+	// rollbacks set aside lay after positions at or before this one and
+	// is superseded (package comment, "Positions and rollback").
+	s.removeSetAside(earlier, "earlier rollbacks")
+	return nil
 }
 
 // settleCheckpoint makes the checkpoint file hold the recovered LastSeq,
@@ -205,17 +214,20 @@ func (s *Store) existingAncestor(dir string) string {
 }
 
 // segmentFiles returns the names of the segment files, in order of base.
-// Other files are logged and left alone.
-func (s *Store) segmentFiles() ([]string, error) {
+// Other files are left alone and, with logUnknown, logged (once per
+// Open: the rollback lists the files too), but for the files a rollback
+// sets aside, which are the store's own.
+func (s *Store) segmentFiles(logUnknown bool) ([]string, error) {
 	names, err := s.fs.ReadDir(s.msgsDir)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, name := range names {
-		if _, ok := parseSegmentName(name); ok {
+		switch _, ok := parseSegmentName(name); {
+		case ok:
 			out = append(out, name)
-		} else {
+		case logUnknown && !isSetAside(name):
 			s.cfg.Logf("filestore: %s: ignoring unknown file %s", s.cfg.Dir, name)
 		}
 	}

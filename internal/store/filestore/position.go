@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/cairnmq/cairn/internal/vfs"
 )
@@ -107,14 +108,72 @@ func (s *Store) Position() (Position, error) {
 // roll back to an earlier one: the segments emptied before p was taken
 // may now be removed (at the flusher's next batch). Positions saved out
 // of order count as the newest of them.
+//
+// The first position saved that was taken after a rollback (Open with
+// Config.RollbackTo) also removes what that rollback set aside: the
+// caller's state is past it for good.
 func (s *Store) PositionSaved(p Position) {
 	s.mu.Lock()
 	s.mu.posSaved = max(s.mu.posSaved, p.id)
 	wake := len(s.mu.doomed) > 0
+	var setAside []string
+	if p.id > 1 { // 1 is the position a rollback returned to
+		setAside, s.mu.setAside = s.mu.setAside, nil
+	}
 	s.mu.Unlock()
 	if wake {
 		s.kickFlusher()
 	}
+	s.removeSetAside(setAside, "the rollback at open")
+}
+
+// removeSetAside removes the files names, set aside by a rollback (whose
+// names which, for the log), from the msgs directory and syncs it. A
+// failure is logged and leaves the files to the next Open that rolls
+// back, which removes them once its own rollback is done.
+func (s *Store) removeSetAside(names []string, whose string) {
+	if len(names) == 0 {
+		return
+	}
+	for _, name := range names {
+		if err := s.fs.Remove(path.Join(s.msgsDir, name)); err != nil && !vfs.IsNotExist(err) {
+			s.cfg.Logf("filestore: %s: remove %s, set aside by %s: %v", s.cfg.Dir, name, whose, err)
+			return
+		}
+	}
+	if err := s.fs.SyncDir(s.msgsDir); err != nil {
+		s.cfg.Logf("filestore: %s: sync %s: %v", s.cfg.Dir, s.msgsDir, err)
+		return
+	}
+	s.cfg.Infof("filestore: %s: removed %d file(s) set aside by %s", s.cfg.Dir, len(names), whose)
+}
+
+// isSetAside reports whether name is a file a rollback sets aside:
+// <base>.blk.rolledback[.<n>] or <base>.blk.from-<offset>.rolledback[.<n>]
+// (package comment, "Directory layout").
+func isSetAside(name string) bool {
+	if len(name) < 24 {
+		return false
+	}
+	if _, ok := parseSegmentName(name[:24]); !ok {
+		return false
+	}
+	rest := name[24:]
+	if off, ok := strings.CutPrefix(rest, ".from-"); ok {
+		digits := len(off) - len(strings.TrimLeft(off, "0123456789"))
+		if digits == 0 {
+			return false
+		}
+		rest = off[digits:]
+	}
+	rest, ok := strings.CutPrefix(rest, ".rolledback")
+	if !ok {
+		return false
+	}
+	if n, ok := strings.CutPrefix(rest, "."); ok {
+		return n != "" && strings.Trim(n, "0123456789") == ""
+	}
+	return rest == ""
 }
 
 // removableLocked reports whether a doomed segment may go once its batch
@@ -126,28 +185,42 @@ func (s *Store) removableLocked(d doomedSeg) bool {
 
 // rollback returns the segment files to position p (package comment,
 // "Positions and rollback", steps 1 and 2), before recovery reads them.
-func (s *Store) rollback(p Position) error {
-	names, err := s.segmentFiles()
+// It returns the files earlier rollbacks had set aside, and those it set
+// aside itself, and logs what it did once.
+func (s *Store) rollback(p Position) (earlier, setAside []string, err error) {
+	all, err := s.fs.ReadDir(s.msgsDir)
 	if err != nil {
-		return err
+		return nil, nil, err
+	}
+	for _, n := range all {
+		if isSetAside(n) {
+			earlier = append(earlier, n)
+		}
+	}
+	names, err := s.segmentFiles(false)
+	if err != nil {
+		return nil, nil, err
 	}
 	name := segmentName(p.Base)
 	if !slices.Contains(names, name) {
-		return fmt.Errorf("%w: %v: no such segment", ErrBadPosition, p)
+		return nil, nil, fmt.Errorf("%w: %v: no such segment", ErrBadPosition, p)
 	}
 	segPath := path.Join(s.msgsDir, name)
 	data, err := readWhole(s.fs, segPath)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if err := checkBoundary(data, p); err != nil {
-		return err
+		return nil, nil, err
 	}
+	var cut uint64 // bytes cut from p's segment
+	segs := 0      // later segments set aside
 	if p.Offset < uint64(len(data)) {
-		if err := s.quarantine(name+fmt.Sprintf(".from-%d", p.Offset), data[p.Offset:]); err != nil {
-			return err
+		to, err := s.quarantine(name+fmt.Sprintf(".from-%d", p.Offset), data[p.Offset:])
+		if err != nil {
+			return nil, nil, err
 		}
-		s.cfg.Logf("filestore: %s: rollback to %v: %d bytes after it set aside", s.cfg.Dir, p, uint64(len(data))-p.Offset)
+		setAside, cut = append(setAside, to), uint64(len(data))-p.Offset
 	}
 	for i := len(names) - 1; i >= 0; i-- {
 		base, _ := parseSegmentName(names[i])
@@ -156,20 +229,24 @@ func (s *Store) rollback(p Position) error {
 		}
 		to, err := s.freeName(names[i] + ".rolledback")
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if err := s.fs.Rename(path.Join(s.msgsDir, names[i]), path.Join(s.msgsDir, to)); err != nil {
-			return fmt.Errorf("rollback: rename %s: %w", names[i], err)
+			return nil, nil, fmt.Errorf("rollback: rename %s: %w", names[i], err)
 		}
-		s.cfg.Logf("filestore: %s: rollback to %v: segment %s, written after it, set aside as %s", s.cfg.Dir, p, names[i], to)
+		setAside = append(setAside, to)
+		segs++
 	}
 	if err := s.fs.SyncDir(s.msgsDir); err != nil {
-		return fmt.Errorf("rollback: sync directory %s: %w", s.msgsDir, err)
+		return nil, nil, fmt.Errorf("rollback: sync directory %s: %w", s.msgsDir, err)
+	}
+	if len(setAside) > 0 {
+		s.cfg.Infof("filestore: %s: rollback to %v: %d bytes of its segment and %d later segment(s) set aside until the next saved position", s.cfg.Dir, p, cut, segs)
 	}
 	if p.Offset == uint64(len(data)) {
-		return nil
+		return earlier, setAside, nil
 	}
-	return truncateSync(s.fs, segPath, int64(p.Offset))
+	return earlier, setAside, truncateSync(s.fs, segPath, int64(p.Offset))
 }
 
 // checkBoundary returns an error wrapping ErrBadPosition unless p.Offset
@@ -192,22 +269,22 @@ func checkBoundary(data []byte, p Position) error {
 }
 
 // quarantine writes b to the first free name of msgs/<name>.rolledback[.n]
-// and fsyncs it.
-func (s *Store) quarantine(name string, b []byte) error {
+// and fsyncs it; it returns the name.
+func (s *Store) quarantine(name string, b []byte) (string, error) {
 	to, err := s.freeName(name + ".rolledback")
 	if err != nil {
-		return err
+		return "", err
 	}
 	full := path.Join(s.msgsDir, to)
 	f, err := s.fs.Create(full)
 	if err != nil {
-		return fmt.Errorf("rollback: create %s: %w", full, err)
+		return "", fmt.Errorf("rollback: create %s: %w", full, err)
 	}
 	err = writeSync(f, full, b)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	return to, err
 }
 
 // freeName returns name, or name.<n> for the first n from 1 such that no

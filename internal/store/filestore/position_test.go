@@ -400,6 +400,99 @@ func TestRollbackInterrupted(t *testing.T) {
 	}
 }
 
+// What a rollback sets aside is the store's own and short-lived: it is
+// logged once (one line, no "unknown file" for each at every start),
+// removed once a position taken after the rollback is saved (the
+// replica's next checkpoint), and a later rollback before that removes
+// what the earlier one set aside once it has returned the store to its
+// position, so files never pile up over repeated crashes.
+func TestRollbackLeavesNoFiles(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	fs := vfs.NewCrashFS()
+	cfg := Config{Dir: "/s", FS: fs, BlockSize: 512, RollbackMode: true}
+	s := mustOpen(t, cfg, store.Config{})
+	workload(t, s, r, 100)
+	p, err := s.Position()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.PositionSaved(p)
+	workload(t, s, r, 200)
+	s.Close()
+	enc, _ := DecodePosition(AppendPosition(nil, p))
+	cfg.RollbackTo = &enc
+
+	var first []string
+	for crash := range 3 { // crashes before any new checkpoint: each rolls back to p again
+		lg := &testLog{}
+		cfg.Logf = lg.logf
+		s = mustOpen(t, cfg, store.Config{})
+		files := quarantined(t, fs, "/s")
+		if len(files) == 0 {
+			t.Fatalf("crash %d: nothing set aside", crash)
+		}
+		if crash == 0 {
+			first = files
+		} else if len(files) > 1 { // the tail re-applied since: one file, the earlier ones gone
+			t.Fatalf("crash %d: set-aside files pile up: %v (first rollback: %v)", crash, files, first)
+		}
+		lg.mu.Lock()
+		var setAsideLines, unknown int
+		for _, l := range lg.lines {
+			if strings.Contains(l, "set aside until") {
+				setAsideLines++
+			}
+			if strings.Contains(l, "unknown file") {
+				unknown++
+			}
+		}
+		lg.mu.Unlock()
+		if (crash == 0 && setAsideLines != 1) || unknown != 0 {
+			t.Fatalf("crash %d: log %q", crash, lg.lines)
+		}
+		appendSync(t, s, msgN("again", crash)) // the log's entries after p, applied again
+		s.Close()
+	}
+	s = mustOpen(t, cfg, store.Config{})
+	appendSync(t, s, msgN("again", 9))
+	p2, err := s.Position()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(quarantined(t, fs, "/s")) == 0 {
+		t.Fatal("nothing set aside before the checkpoint (the test's premise)")
+	}
+	s.PositionSaved(p2)
+	if got := quarantined(t, fs, "/s"); len(got) != 0 {
+		t.Fatalf("left behind after the next saved position: %v", got)
+	}
+	s.Close()
+	// Durably gone: a power loss does not bring them back.
+	if got := quarantined(t, fs.Crash(vfs.CrashOptions{Tail: vfs.TailDrop}), "/s"); len(got) != 0 {
+		t.Fatalf("back after a power loss: %v", got)
+	}
+}
+
+// The names a rollback gives what it sets aside, and no other.
+func TestIsSetAside(t *testing.T) {
+	for name, want := range map[string]bool{
+		"00000000000000000001.blk.rolledback":           true,
+		"00000000000000000001.blk.rolledback.2":         true,
+		"00000000000000000001.blk.from-48.rolledback":   true,
+		"00000000000000000001.blk.from-48.rolledback.1": true,
+		"00000000000000000001.blk":                      false,
+		"00000000000000000001.blk.from-.rolledback":     false,
+		"00000000000000000001.blk.rolledback.":          false,
+		"00000000000000000001.blk.rolledback.x":         false,
+		"notes.rolledback":                              false,
+		"0000000000000000000x.blk.rolledback":           false,
+	} {
+		if got := isSetAside(name); got != want {
+			t.Errorf("isSetAside(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
 // LoadRemoved serves removed messages while their records are on disk:
 // deleted in the middle, compacted at the front (the emptied segments
 // kept in rollback mode until a later position is saved), in the

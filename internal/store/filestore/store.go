@@ -76,6 +76,10 @@ type Store struct {
 		durablePos Position
 		posTaken   uint64
 		posSaved   uint64
+		// setAside are the files this Open's rollback set aside
+		// (position.go), removed once a position taken after the
+		// rollback is saved.
+		setAside []string
 	}
 }
 
