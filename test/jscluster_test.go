@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,6 +56,30 @@ func jsClusterMod(t *testing.T, n int, mod func(i int, o *server.Options)) ([]*s
 	if targetIsNatsServer() {
 		t.Skip("cairn's JetStream cluster layer")
 	}
+	// The route ports are picked free, then released before the servers
+	// bind them: another process (a parallel test package) can take one
+	// meanwhile. Then the cluster starts again on new ports.
+	for attempt := 1; ; attempt++ {
+		servers, opts, err := tryJSCluster(t, n, mod)
+		if err == nil {
+			return servers, opts
+		}
+		if !addrInUse(err) || attempt == 5 {
+			t.Fatal(err)
+		}
+		t.Logf("attempt %d: %v; starting the cluster again on other ports", attempt, err)
+	}
+}
+
+// addrInUse reports whether err is a listener's "address already in use".
+func addrInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+}
+
+// tryJSCluster starts n servers routed to one another; on an error it
+// stops those it started and returns it.
+func tryJSCluster(t *testing.T, n int, mod func(i int, o *server.Options)) ([]*server.Server, []server.Options, error) {
+	t.Helper()
 	ports := make([]int, n)
 	var routes []*url.URL
 	for i := range ports {
@@ -74,32 +99,46 @@ func jsClusterMod(t *testing.T, n int, mod func(i int, o *server.Options)) ([]*s
 			mod(i, &o)
 		}
 		s, err := server.New(o)
-		if err != nil {
-			t.Fatal(err)
+		if err == nil {
+			err = s.Start()
 		}
-		if err := s.Start(); err != nil {
-			t.Fatal(err)
+		if err != nil {
+			for _, started := range servers[:i] {
+				started.Shutdown()
+			}
+			return nil, nil, err
 		}
 		servers[i], opts[i] = s, o
 		o.Port = portOf(t, s.ClientURL())
 		opts[i] = o
+	}
+	for _, s := range servers {
 		t.Cleanup(s.Shutdown)
 	}
-	return servers, opts
+	return servers, opts, nil
 }
 
 // restartServer starts a server again with opts (after its Shutdown).
+// Its ports are fixed; one another process took while it was down is
+// waited for (bounded).
 func restartServer(t *testing.T, o server.Options) *server.Server {
 	t.Helper()
-	s, err := server.New(o)
-	if err != nil {
-		t.Fatal(err)
+	deadline := time.Now().Add(clusterTimeout)
+	for {
+		s, err := server.New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Start()
+		if err == nil {
+			t.Cleanup(s.Shutdown)
+			return s
+		}
+		if !addrInUse(err) || time.Now().After(deadline) { // a failed Start cleaned up after itself
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond) // polling for the port, bounded by the deadline
 	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Shutdown)
-	return s
 }
 
 // eventually retries f until it succeeds or clusterTimeout passes.
