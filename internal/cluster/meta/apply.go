@@ -178,7 +178,7 @@ func (s *State) assignConsumer(o *AssignConsumer) Result {
 	switch {
 	case ca == nil && o.Action == Update:
 		return fail(jserr.ConsumerDoesNotExist)
-	case ca != nil && bytes.Equal(ca.Config, o.Config) && (o.Action == Create || slices.Equal(Servers(ca.Replicas), o.Servers)):
+	case ca != nil && bytes.Equal(ca.Config, o.Config) && (o.Action == Create || len(o.Servers) == len(ca.Replicas)):
 		c := ca.clone()
 		return Result{Existed: true, Stream: &sa, Consumer: &c}
 	case ca != nil && o.Action == Create:
@@ -188,8 +188,17 @@ func (s *State) assignConsumer(o *AssignConsumer) Result {
 	if ca != nil {
 		have = ca.Replicas
 	}
+	servers := o.Servers
+	if ca != nil && len(servers) == len(have) {
+		// Not a scale: o.Servers differ only when the proposer placed
+		// the consumer before an earlier create of it applied (two
+		// creates racing, a client's retry), and moving it would start
+		// its replica afresh elsewhere, its delivery and ack state left
+		// behind. It keeps its servers.
+		servers = Servers(have)
+	}
 	// A new replica goes only on a member server holding the stream.
-	for _, srv := range o.Servers {
+	for _, srv := range servers {
 		if _, kept := On(have, srv); kept {
 			continue
 		}
@@ -206,7 +215,7 @@ func (s *State) assignConsumer(o *AssignConsumer) Result {
 		res.PrevConsumer = &prev
 	}
 	ca.Config = slices.Clone(o.Config)
-	ca.Replicas = s.replicas(ca.Replicas, o.Servers, &ca.NextReplica)
+	ca.Replicas = s.replicas(ca.Replicas, servers, &ca.NextReplica)
 	c := ca.clone()
 	res.Consumer = &c
 	return res

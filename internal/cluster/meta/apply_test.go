@@ -233,3 +233,24 @@ func TestAssignedAndLoad(t *testing.T) {
 		t.Fatal("a query aliased the state")
 	}
 }
+
+// A create that placed a consumer before an earlier create of it applied
+// (a client's retry racing with its first request) does not move it:
+// with the same config it existed, with another only the config changes.
+// Moving it would start its replica afresh on another server, its
+// delivery and ack state left behind.
+func TestApplyConsumerRacingCreateKeepsServers(t *testing.T) {
+	st := testState()
+	mustApply(t, st, &AssignStream{Account: "A", Name: "S", Config: streamJSON("S", "s.>"), Servers: servers("s1", "s2", "s3")})
+	cfg := consumerJSON("C", "")
+	mustApply(t, st, &AssignConsumer{Account: "A", Stream: "S", Name: "C", Config: cfg, Created: 5, Servers: servers("s3")})
+	if r := mustApply(t, st, &AssignConsumer{Account: "A", Stream: "S", Name: "C", Config: cfg, Created: 6, Servers: servers("s1")}); !r.Existed ||
+		!slices.Equal(r.Consumer.Replicas, []Replica{{1, "s3", inc(3)}}) || r.Consumer.Created != 5 {
+		t.Fatalf("racing create-or-update: %+v", r.Consumer)
+	}
+	cfg2 := consumerJSON("C", `,"max_deliver":2`)
+	r := mustApply(t, st, &AssignConsumer{Account: "A", Stream: "S", Name: "C", Action: Update, Config: cfg2, Servers: servers("s2")})
+	if string(r.Consumer.Config) != string(cfg2) || !slices.Equal(r.Consumer.Replicas, []Replica{{1, "s3", inc(3)}}) {
+		t.Fatalf("racing update: %+v", r.Consumer)
+	}
+}

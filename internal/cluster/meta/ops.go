@@ -79,9 +79,12 @@ const (
 // stream's; 10023 otherwise). On an existing consumer, Create with the
 // same config bytes leaves it as it is (Result.Existed, whatever the
 // servers) and with other bytes is 10148; Update on a missing consumer
-// is 10149; CreateOrUpdate and Update with the same config and servers
-// leave it as it is (Existed); otherwise the config and servers are
-// replaced as UpdateStream does (its created time stays).
+// is 10149; CreateOrUpdate and Update with the same config and as many
+// servers leave it as it is (Existed); otherwise the config is replaced
+// and, when the count of servers changes (a scale), the servers too, as
+// UpdateStream does (its created time stays). Other servers in the same
+// count are ignored: the proposer placed the consumer before an earlier
+// create of it applied, and moving it would leave its state behind.
 type AssignConsumer struct {
 	Account string
 	Stream  string
