@@ -40,10 +40,16 @@ type group struct {
 	// reannounce are the replicas whose wake envelope could not leave
 	// while this replica knew no leader: the next round wakes them again.
 	reannounce []ReplicaID
-	synthetic  bool   // the state machine has yet to apply the synthetic entry initialIndex
-	leader     bool   // leader as of the last Ready
-	handover   bool   // this leader asked for a transfer in its term: its waiters outlive the loss of leadership (roleChange)
-	term       uint64 // term as of the last Ready
+	synthetic  bool // the state machine has yet to apply the synthetic entry initialIndex
+	leader     bool // leader as of the last Ready
+	handover   bool // this leader asked for a transfer in its term: its waiters outlive the loss of leadership (roleChange)
+	// transferTo and transferTries: the transfer asked last (0: to the
+	// best follower, a step-down) and how many more times it is asked
+	// again if raft abandons it while this replica still leads
+	// (retryTransfer).
+	transferTo    ReplicaID
+	transferTries int
+	term          uint64 // term as of the last Ready
 	// appliedTerm is the term of the entry at rawApplied: once it is the
 	// term this replica leads, every entry of earlier terms is applied
 	// here (raft's empty entry opens each term).
@@ -359,6 +365,7 @@ func (g *group) prepare() {
 	for _, r := range reqs {
 		g.request(r)
 	}
+	g.retryTransfer()
 	if quiesce != nil {
 		g.followQuiesce(quiesce, others || len(props) > 0 || len(reqs) > 0)
 	}
@@ -474,11 +481,13 @@ func (g *group) request(r request) {
 		if g.rn.BasicStatus().RaftState == raft.StateLeader && r.to != g.replica {
 			g.handover = true
 			g.rn.TransferLeader(uint64(r.to))
+			g.transferTo, g.transferTries = r.to, transferRetries
 		}
 	case reqStepDown:
 		if to := g.bestFollower(); to != 0 {
 			g.handover = true
 			g.rn.TransferLeader(to)
+			g.transferTo, g.transferTries = 0, transferRetries
 		}
 	case reqCompact:
 		g.prepareCompact(r.index)
@@ -494,6 +503,41 @@ func (g *group) request(r request) {
 	}
 	if r.done != nil {
 		close(r.done)
+	}
+}
+
+// transferRetries is how many times a leadership transfer raft abandoned
+// is asked again.
+const transferRetries = 3
+
+// retryTransfer asks again for the leadership transfer of the last
+// TransferLeader or StepDown when raft abandoned it (it gives one an
+// election timeout: a successor on a loaded server, or one that had to
+// catch up first, can miss it) and this replica still leads, at most
+// transferRetries times: nats-server's leader steps down whatever
+// happens, and `nats stream cluster step-down` waits five seconds for a
+// new leader. A successor cut off is not asked again.
+func (g *group) retryTransfer() {
+	if g.transferTries == 0 {
+		return
+	}
+	bs := g.rn.BasicStatus()
+	switch {
+	case bs.RaftState != raft.StateLeader:
+		g.transferTries = 0 // done, or deposed
+	case bs.LeadTransferee == 0:
+		g.transferTries--
+		to := uint64(g.transferTo)
+		if to == 0 {
+			to = g.bestFollower()
+		}
+		// A successor not heard from lately (its server's beats come
+		// every tick) is not asked again: the transfer would only hold
+		// proposals for another election timeout.
+		if to != 0 && g.heardWithin(uint64(max(g.n.cfg.ElectionTicks/2, 1)))[ReplicaID(to)] {
+			g.handover = true
+			g.rn.TransferLeader(to)
+		}
 	}
 }
 

@@ -186,3 +186,25 @@ func TestStepDownNewLeader(t *testing.T) {
 		t.Fatalf("leader after the step-down: node %d", l)
 	}
 }
+
+// A leadership transfer raft abandons (the successor did not take over
+// within an election timeout) is asked again while this replica still
+// leads: a step-down on a loaded cluster left the leader in place and
+// `nats stream cluster step-down` reported no new leader.
+func TestTransferRetried(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.propose(0, 1, "a")
+	c.net.Cut("s1", "s2") // the successor never hears the leader's MsgTimeoutNow
+	if err := c.nodes[0].n.TransferLeader(1, 2); err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	c.tick(15) // raft abandons the transfer after an election timeout (10 ticks)
+	if s := c.status(0, 1); s.Role != Leader {
+		t.Fatalf("the leader lost its leadership with its successor cut off: %+v", s)
+	}
+	c.net.Heal("s1", "s2")
+	c.tickUntilLeader(1, 200, 1)
+}

@@ -520,7 +520,10 @@ func (n *Node) Campaign(id GroupID) error { return n.ask(id, request{kind: reqCa
 // enter the log first; proposals made while the transfer is under way
 // are dropped (ErrDropped). The proposals in the log outlive the loss of
 // leadership (Proposal): they resolve as their entries apply here.
-// GroupStatus.Transferee shows the transfer under way.
+// GroupStatus.Transferee shows the transfer under way. raft abandons a
+// transfer the target did not complete within an election timeout; it
+// is asked again, up to three times, while the target is heard from
+// (its server's beats) and this replica still leads.
 func (n *Node) TransferLeader(id GroupID, to ReplicaID) error {
 	return n.ask(id, request{kind: reqTransfer, to: to})
 }
