@@ -197,6 +197,25 @@ func TestJWTExpiresWhileConnected(t *testing.T) {
 	})
 }
 
+// A user JWT is expired from the instant of its exp: a CONNECT during the
+// second exp names is refused by cairn. nats-server v2.15.2 still takes
+// it (jwt's Validate tests now > exp) and ends it at once with -ERR 'User
+// Authentication Expired' (docs/compatibility.md); after that second both
+// refuse it.
+func TestJWTConnectAtExpRefused(t *testing.T) {
+	userKP, userPub := mustKP(t, nkeys.CreateUser)
+	f := newJWTFixture(t, "")
+	forEach(t, secTargets(t, f.conf, nil), func(t *testing.T, tg secTarget) {
+		tok := f.userJWT(t, f.acc, userPub, func(uc *jwt.UserClaims) { uc.Expires = time.Now().Unix() })
+		got := connectJWT(t, tg.url, tok, userKP).waitClosed(10 * time.Second)
+		const refused, ended = "-ERR 'Authorization Violation'\r\n", "-ERR 'User Authentication Expired'\r\n"
+		// nats-server's expiry timer races the PING: PONG comes first or not.
+		if got != refused && (tg.name == "cairn" || strings.TrimPrefix(got, "PONG\r\n") != ended) {
+			t.Fatalf("got %q", got)
+		}
+	})
+}
+
 // The account's JetStream (from its JWT's limits) keeps its streams in
 // <store_dir>/jetstream/<account public key>/streams.
 func TestJWTJetStream(t *testing.T) {

@@ -172,6 +172,12 @@ func (m *jwtMode) authenticateJWT(cr *Credentials, now time.Time) (*User, bool) 
 		return nil, false
 	case acc.Expires > 0 && now.Unix() >= acc.Expires:
 		return nil, false
+	case juc.Expires > 0 && now.Unix() >= juc.Expires:
+		// Expired from the instant of exp. jwt's Validate passes a JWT
+		// during the second exp names (now > exp), and nats-server then
+		// takes the client and ends it at once ("User Authentication
+		// Expired"); cairn refuses it: see docs/compatibility.md.
+		return nil, false
 	case juc.BearerToken && acc.Limits.DisallowBearer:
 		return nil, false
 	case !connTypeAllowed(juc.AllowedConnectionTypes, cr.ConnType):

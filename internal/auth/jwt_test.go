@@ -1,10 +1,13 @@
 package auth
 
 import (
+	"encoding/base64"
 	"testing"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/config"
 	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nkeys"
 )
 
 func TestTimesAllowed(t *testing.T) {
@@ -51,5 +54,44 @@ func TestExpiryAndPermissions(t *testing.T) {
 	}
 	if jwtPermissions(&jwt.Permissions{}) != nil {
 		t.Fatal("empty permissions restrict")
+	}
+}
+
+// A user JWT is expired from the instant its exp names: a login during
+// that second is refused, one just before it is taken (the trial found a
+// reconnect within the second of exp taken, then ended at once).
+func TestJWTExpiredFromExpInstant(t *testing.T) {
+	op, _ := nkeys.CreateOperator()
+	opPub, _ := op.PublicKey()
+	acc, _ := nkeys.CreateAccount()
+	accPub, _ := acc.PublicKey()
+	user, _ := nkeys.CreateUser()
+	userPub, _ := user.PublicKey()
+	opJWT, _ := jwt.NewOperatorClaims(opPub).Encode(op)
+	accJWT, _ := jwt.NewAccountClaims(accPub).Encode(op)
+	d := NewOperatorDirectory(&config.Operator{JWTs: []string{opJWT}, Resolver: "MEMORY", Preload: map[string]string{accPub: accJWT}}, 0, nil)
+	// exp lies ahead of the real clock, which jwt's Validate reads.
+	exp := time.Now().Add(time.Hour).Unix()
+	uc := jwt.NewUserClaims(userPub)
+	uc.Expires = exp
+	tok, err := uc.Encode(acc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonce := NewNonce()
+	sig, _ := user.Sign(nonce)
+	cr := &Credentials{JWT: tok, Sig: base64.RawURLEncoding.EncodeToString(sig), Nonce: nonce, ConnType: config.ConnectionTypeStandard}
+	for _, tc := range []struct {
+		now  time.Time
+		want bool
+	}{
+		{time.Unix(exp-1, 999e6), true},
+		{time.Unix(exp, 0), false},
+		{time.Unix(exp, 500e6), false},
+		{time.Unix(exp+1, 0), false},
+	} {
+		if _, ok := d.jwt.authenticateJWT(cr, tc.now); ok != tc.want {
+			t.Errorf("at %v (exp %d): accepted %v, want %v", tc.now, exp, ok, tc.want)
+		}
 	}
 }
