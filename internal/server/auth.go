@@ -164,7 +164,9 @@ func (c *client) credentials(o *connectOpts) *auth.Credentials {
 }
 
 // authFailed logs the failure as nats-server does ("authentication error"
-// [ERR], with the user name when one was given; never a secret), queues
+// [ERR], then who the CONNECT claimed to be, as its getAuthUser names
+// them: `Nkey "U..."`, `User "name"`, `Token "[REDACTED]"`, nothing for a
+// JWT or no credentials; never a secret), queues
 // the authentication error events (events.go; account: the credentials
 // were refused, which nats-server also tells the client's account) and
 // returns the error that sends -ERR 'Authorization Violation' and closes.
@@ -173,10 +175,15 @@ func (c *client) authFailed(opts *connectOpts, account bool) error {
 	who := ""
 	switch {
 	case opts == nil:
+	case opts.Nkey != "":
+		who = fmt.Sprintf(" - Nkey %q", opts.Nkey)
 	case opts.User != "":
 		who = fmt.Sprintf(" - User %q", opts.User)
-	case opts.Nkey != "":
-		who = fmt.Sprintf(" - User %q", opts.Nkey)
+	case opts.JWT != "":
+		// nats-server names the JWT's user key, known only once the JWT
+		// was verified: a refused one logs no name.
+	case opts.Token != "":
+		who = ` - Token "[REDACTED]"`
 	}
 	c.log.Errorf("%s - cid:%d - authentication error%s", c.addr, c.cid, who)
 	if opts != nil {

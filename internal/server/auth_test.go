@@ -29,28 +29,50 @@ func TestRedactConnect(t *testing.T) {
 	}
 }
 
-// A failed authentication is logged as nats-server logs it, with the user
-// name and never the password, also with tracing on.
+// A failed authentication is logged as nats-server v2.15.2 logs it
+// (client.go authViolation, getAuthUser): who the CONNECT claimed to be,
+// its nkey first, never the password or token, also with tracing on.
 func TestAuthFailureLogHasNoSecret(t *testing.T) {
+	const nkey = "UDXU4RCSJNZOIQHZNWXHXORDPRTGNJAHAHFRGZNEEJCPQTT2M7NLCNF4"
+	users := config.Auth{Users: []config.User{{Name: "bob", Password: "right-pw"}, {Nkey: nkey}}}
+	for _, tc := range []struct {
+		auth    config.Auth
+		connect string
+		want    string
+	}{
+		{users, `{"user":"bob","pass":"wrong-pw"}`, `authentication error - User "bob"` + "\n"},
+		{users, `{"nkey":"` + nkey + `","sig":"AAAA"}`, `authentication error - Nkey "` + nkey + `"` + "\n"},
+		{users, `{"nkey":"` + nkey + `","user":"bob","pass":"wrong-pw"}`, `authentication error - Nkey "` + nkey + `"` + "\n"},
+		{users, `{"jwt":"eyJ0eXAiOiJKV1QifQ.e30.","sig":"AAAA"}`, "authentication error\n"},
+		{config.Auth{Token: "right-pw"}, `{"auth_token":"wrong-pw"}`, `authentication error - Token "[REDACTED]"` + "\n"},
+	} {
+		log := failedAuthLog(t, tc.auth, tc.connect, tc.want)
+		if strings.Contains(log, "wrong-pw") || strings.Contains(log, "right-pw") {
+			t.Fatalf("a secret in the log:\n%s", log)
+		}
+	}
+}
+
+// failedAuthLog starts a server with a, sends the CONNECT (refused) and
+// returns the server's log once it holds want.
+func failedAuthLog(t *testing.T, a config.Auth, connect, want string) string {
+	t.Helper()
 	var out syncWriter
-	s, err := New(Options{
-		Host: "127.0.0.1", Port: RandomPort, Logger: logger.New(&out, true, true),
-		Auth: config.Auth{Users: []config.User{{Name: "bob", Password: "right-pw"}}},
-	})
+	s, err := New(Options{Host: "127.0.0.1", Port: RandomPort, Logger: logger.New(&out, true, true), Auth: a})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Shutdown)
+	defer s.Shutdown()
 	nc, err := net.Dial("tcp", s.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
 	_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := nc.Write([]byte(`CONNECT {"user":"bob","pass":"wrong-pw"}` + "\r\n")); err != nil {
+	if _, err := nc.Write([]byte("CONNECT " + connect + "\r\n")); err != nil {
 		t.Fatal(err)
 	}
 	r := bufio.NewReader(nc)
@@ -58,18 +80,16 @@ func TestAuthFailureLogHasNoSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	if line, _ := r.ReadString('\n'); line != "-ERR 'Authorization Violation'\r\n" {
-		t.Fatalf("got %q", line)
+		t.Fatalf("%s: got %q", connect, line)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(out.String(), `authentication error - User "bob"`) {
+	for !strings.Contains(out.String(), want) {
 		if time.Now().After(deadline) {
-			t.Fatalf("log:\n%s", out.String())
+			t.Fatalf("%s: want %q in the log:\n%s", connect, want, out.String())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if log := out.String(); strings.Contains(log, "wrong-pw") || strings.Contains(log, "right-pw") {
-		t.Fatalf("a password in the log:\n%s", log)
-	}
+	return out.String()
 }
 
 // FuzzConnectAuth feeds arbitrary CONNECT arguments through the decoding
