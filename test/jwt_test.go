@@ -26,6 +26,7 @@ type jwtFixture struct {
 	op, acc, accSigner, other, sys  nkeys.KeyPair
 	opPub, accPub, otherPub, sysPub string
 	accClaims                       *jwt.AccountClaims
+	accJWT                          string // accClaims encoded, as conf preloads it
 	conf                            string
 }
 
@@ -73,6 +74,7 @@ func newJWTFixture(t *testing.T, revoked string) *jwtFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.accJWT = accJWT
 	sysJWT, err := jwt.NewAccountClaims(sysPub).Encode(f.op)
 	if err != nil {
 		t.Fatal(err)
@@ -311,6 +313,60 @@ func TestJWTUserInfo(t *testing.T) {
 			`"subscribe":{"allow":["_INBOX.>"],"deny":["x.>"]}},"user":"` + userPub + `","user_name":"alice"}`
 		if got := sortedJSON(t, d); got != want {
 			t.Errorf("USER.INFO data\n got %s\nwant %s", got, want)
+		}
+	})
+}
+
+// /connz?auth=true describes a JWT user as nats-server v2.15.2 does
+// (monitor.go Connz): name_tag is its account JWT's name (not the
+// account's key), issuer_key the key that signed the user JWT, tags the
+// user JWT's tags, jwt the user JWT unless it is a bearer token.
+func TestJWTConnzAuth(t *testing.T) {
+	userKP, userPub := mustKP(t, nkeys.CreateUser)
+	bearerKP, bearerPub := mustKP(t, nkeys.CreateUser)
+	f := newJWTFixture(t, "")
+	f.accClaims.Name = "A"
+	named, err := f.accClaims.Encode(f.op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := strings.Replace(f.conf, f.accJWT, named, 1) + "http_port: -1\n"
+	forEach(t, secTargets(t, conf, nil), func(t *testing.T, tg secTarget) {
+		tok := f.userJWT(t, f.accSigner, userPub, func(uc *jwt.UserClaims) { uc.Name = "alice"; uc.Tags.Add("team:a") })
+		nc, err := nats.Connect(tg.url, nats.UserCredentials(creds(t, tok, userKP)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		bearer := f.userJWT(t, f.acc, bearerPub, func(uc *jwt.UserClaims) { uc.BearerToken = true })
+		bc, err := nats.Connect(tg.url, nats.UserCredentials(creds(t, bearer, bearerKP)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bc.Close()
+		_, body := monGet(t, tg.mon+"/connz?auth=true")
+		var cz struct {
+			Conns []struct {
+				User      string   `json:"authorized_user"`
+				Account   string   `json:"account"`
+				JWT       string   `json:"jwt"`
+				IssuerKey string   `json:"issuer_key"`
+				NameTag   string   `json:"name_tag"`
+				Tags      []string `json:"tags"`
+			} `json:"connections"`
+		}
+		if err := json.Unmarshal(body, &cz); err != nil || len(cz.Conns) != 2 {
+			t.Fatalf("%v %s", err, body)
+		}
+		signer, _ := f.accSigner.PublicKey()
+		for _, c := range cz.Conns {
+			want := fmt.Sprintf("{%s %s %s %s A [team:a]}", userPub, f.accPub, tok, signer)
+			if c.User == bearerPub {
+				want = fmt.Sprintf("{%s %s  %s A []}", bearerPub, f.accPub, f.accPub)
+			}
+			if got := fmt.Sprintf("{%s %s %s %s %s %v}", c.User, c.Account, c.JWT, c.IssuerKey, c.NameTag, c.Tags); got != want {
+				t.Errorf("got  %s\nwant %s", got, want)
+			}
 		}
 	})
 }

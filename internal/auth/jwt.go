@@ -212,6 +212,9 @@ func (m *jwtMode) authenticateJWT(cr *Credentials, now time.Time) (*User, bool) 
 	if len(juc.Tags) > 0 {
 		u.Tags = append([]string(nil), juc.Tags...)
 	}
+	if !juc.BearerToken {
+		u.JWT = cr.JWT
+	}
 	return u, true
 }
 

@@ -43,6 +43,10 @@ type User struct {
 	// issuer_key and tags; c.user.SigningKey, c.tags).
 	IssuerKey string
 	Tags      []string
+	// JWT is the user JWT the client presented, "" for a bearer token
+	// (which is a credential on its own) or a user without a JWT:
+	// /connz?auth=true jwt (nats-server redactBearerJWT).
+	JWT string
 	// Limits, when not nil, are the user JWT's limits on the client's
 	// subscriptions and payload (docs/security.md, "Limits").
 	Limits *UserLimits

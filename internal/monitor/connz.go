@@ -111,7 +111,7 @@ func (m *Monitor) connz(o connzOptions) (*Connz, error) {
 	}
 	conns := make([]*ConnInfo, 0, len(list))
 	for i := range list {
-		conns = append(conns, connInfo(&list[i], now, o))
+		conns = append(conns, connInfo(&list[i], now, o, m.srv.AccountNameTag))
 	}
 	sortConns(conns, o.sort, now)
 	lo, hi := page(len(conns), o.offset, o.limit)
@@ -136,8 +136,9 @@ func (m *Monitor) connList(o connzOptions) []server.ConnInfo {
 	})
 }
 
-// connInfo converts a snapshot to /connz's shape.
-func connInfo(c *server.ConnInfo, now time.Time, o connzOptions) *ConnInfo {
+// connInfo converts a snapshot to /connz's shape; tag gives an account's
+// name tag (Server.AccountNameTag).
+func connInfo(c *server.ConnInfo, now time.Time, o connzOptions, tag func(string) string) *ConnInfo {
 	ci := &ConnInfo{
 		Cid: c.CID, Kind: "Client", Type: "nats", IP: c.IP, Port: c.Port,
 		Start: c.Start, LastActivity: c.LastActivity,
@@ -156,30 +157,37 @@ func connInfo(c *server.ConnInfo, now time.Time, o connzOptions) *ConnInfo {
 	switch {
 	case o.detail:
 		// nats-server names the account in a closed connection's list.
-		ci.SubsDetail = subDetails(c.Subs, !c.Stop.IsZero())
+		var withAccount func(string) string
+		if !c.Stop.IsZero() {
+			withAccount = tag
+		}
+		ci.SubsDetail = subDetails(c.Subs, withAccount)
 	case o.subs:
 		for _, s := range c.Subs {
 			ci.Subs = append(ci.Subs, s.Subject)
 		}
 	}
 	if o.auth {
-		// nats-server names the account unless it is $G.
-		ci.AuthorizedUser, ci.NameTag = c.User, c.Account
+		// nats-server names the account unless it is $G; name_tag is the
+		// account's (its JWT's name), jwt, issuer_key and tags the user
+		// JWT's (monitor.go Connz).
+		ci.AuthorizedUser, ci.NameTag = c.User, tag(c.Account)
 		if c.Account != globalAccount {
 			ci.Account = c.Account
 		}
+		ci.JWT, ci.IssuerKey, ci.Tags = c.JWT, c.IssuerKey, c.Tags
 	}
 	return ci
 }
 
-// subDetails converts subscriptions; withAccount adds the account, as
-// /subsz lists them.
-func subDetails(subs []server.SubInfo, withAccount bool) []SubDetail {
+// subDetails converts subscriptions; withAccount, when not nil, adds the
+// account and its name tag (Server.AccountNameTag), as /subsz lists them.
+func subDetails(subs []server.SubInfo, withAccount func(string) string) []SubDetail {
 	out := make([]SubDetail, 0, len(subs))
 	for _, s := range subs {
 		d := SubDetail{Subject: s.Subject, Queue: s.Queue, Sid: s.Sid, Msgs: s.Msgs, Max: s.Max, Cid: s.CID}
-		if withAccount {
-			d.Account, d.AccountTag = s.Account, s.Account
+		if withAccount != nil {
+			d.Account, d.AccountTag = s.Account, withAccount(s.Account)
 		}
 		out = append(out, d)
 	}

@@ -99,7 +99,7 @@ func (e sysEvents) Client(ev server.ClientEvent) []byte {
 	start := c.Start.UTC()
 	ci := ClientInfo{Start: &start, Host: c.IP, ID: c.CID, Account: c.Account, User: c.User,
 		Name: c.Name, Lang: c.Lang, Version: c.Version, Kind: "Client", ClientType: "nats",
-		NameTag: c.Account} // the account's name tag, its name without a JWT (nats-server getNameTag)
+		NameTag: e.m.srv.AccountNameTag(c.Account)} // its JWT's name, or its name (nats-server getNameTag)
 	if ev.Connect {
 		return mustJSON(&connectEventMsg{
 			typedEvent: typedEvent{Type: ConnectEventType, ID: eventID(), Time: time.Now().UTC()},

@@ -60,7 +60,7 @@ func (m *Monitor) accountInfo(a *server.AccountStats) *AccountInfo {
 		SubCnt:      sl.NumSubs,
 		Exports:     extExports(exports),
 		Imports:     extImports(imports),
-		NameTag:     a.Name,
+		NameTag:     m.srv.AccountNameTag(a.Name),
 		Sublist:     &sl,
 	}
 }

@@ -30,7 +30,7 @@ func (m *Monitor) routez(subs, detail bool) *Routez {
 		}
 		switch {
 		case detail:
-			ri.SubsDetail = subDetails(r.Subs, false)
+			ri.SubsDetail = subDetails(r.Subs, nil)
 		case subs:
 			for _, s := range r.Subs {
 				ri.Subs = append(ri.Subs, s.Subject)

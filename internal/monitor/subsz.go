@@ -53,7 +53,7 @@ func (m *Monitor) subsz(subs bool, offset, limit int, test, acc string) *Subsz {
 		if acc != "" {
 			list = slices.DeleteFunc(list, func(s server.SubInfo) bool { return s.Account != acc })
 		}
-		all := subDetails(list, true)
+		all := subDetails(list, m.srv.AccountNameTag)
 		lo, hi := page(len(all), offset, limit)
 		sz.Subs = all[lo:hi]
 		sz.Total = len(all)

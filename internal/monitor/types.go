@@ -210,7 +210,10 @@ type ConnInfo struct {
 	Account        string      `json:"account,omitempty"`
 	Subs           []string    `json:"subscriptions_list,omitempty"`
 	SubsDetail     []SubDetail `json:"subscriptions_list_detail,omitempty"`
+	JWT            string      `json:"jwt,omitempty"`
+	IssuerKey      string      `json:"issuer_key,omitempty"`
 	NameTag        string      `json:"name_tag,omitempty"`
+	Tags           []string    `json:"tags,omitempty"`
 
 	rtt int64 // for sorting
 }

@@ -52,6 +52,9 @@ type account struct {
 	// accounts of JWTs and a system account the server made. A reload may
 	// replace it.
 	cfg atomic.Pointer[config.Account]
+	// jwtName is the name in the account's JWT, "" for none (in operator
+	// mode); a reload or a pushed JWT may replace it. See nameTag.
+	jwtName atomic.Pointer[string]
 	// jsLimits, when not nil, enables JetStream for the account with
 	// these limits (from its configuration or its JWT); jsGlobal enables
 	// it with the server's limits only ($G without accounts). Set by New;
@@ -159,7 +162,27 @@ func newAccount(name string, sp accountSpec) *account {
 	acc.cfg.Store(sp.cfg)
 	acc.lim.Store(&sp.lim)
 	acc.trace.Store(sp.trace)
+	acc.jwtName.Store(sp.jwtName())
 	return acc
+}
+
+// jwtName returns the name in the spec's account JWT, "" without one.
+func (sp accountSpec) jwtName() *string {
+	name := ""
+	if sp.jwt != nil {
+		name = sp.jwt.Name
+	}
+	return &name
+}
+
+// nameTag is the account's name tag: its JWT's name, or its own name
+// when it has no JWT or the JWT names none (nats-server v2.15.2
+// accounts.go getNameTagLocked).
+func (a *account) nameTag() string {
+	if n := a.jwtName.Load(); n != nil && *n != "" {
+		return *n
+	}
+	return a.name
 }
 
 // limits returns the account's limits in force.
@@ -252,6 +275,18 @@ func jwtJetStream(l *jwt.JetStreamLimits) *config.AccountJetStream {
 
 // account returns the account named name, nil when there is none.
 func (s *Server) account(name string) *account { return s.accountTable()[name] }
+
+// AccountNameTag returns the name tag of the account named name: the
+// name in its account JWT (operator mode), else name itself, also for an
+// account that is gone. It is what nats-server v2.15.2 shows as /connz
+// name_tag, /subsz account_tag, /accountz name_tag and the connection
+// events' name_tag (accounts.go getNameTag).
+func (s *Server) AccountNameTag(name string) string {
+	if acc := s.account(name); acc != nil {
+		return acc.nameTag()
+	}
+	return name
+}
 
 // accountTable returns the accounts in force.
 func (s *Server) accountTable() accountTable { return *s.accounts.Load() }

@@ -195,6 +195,7 @@ func (r *accountsReload) apply(s *Server) {
 		acc.cfg.Store(sp.cfg)
 		acc.lim.Store(&lim)
 		acc.trace.Store(sp.trace)
+		acc.jwtName.Store(sp.jwtName())
 	}
 	for _, acc := range r.added {
 		if err := s.addSystemImports(acc); err != nil {

@@ -45,6 +45,12 @@ type ConnInfo struct {
 	Version      string
 	User         string // the authenticated user's name or nkey; "" for none
 	Account      string // the client's account
+	// JWT, IssuerKey and Tags describe a user of a JWT (auth.User's
+	// fields of those names: the JWT unless a bearer token, the key that
+	// signed it, its tags); empty otherwise. /connz?auth=true shows them.
+	JWT       string
+	IssuerKey string
+	Tags      []string
 }
 
 // SubInfo is one subscription of a connection (nats-server's SubDetail).
@@ -172,6 +178,9 @@ func (c *client) snapshot(subs bool, limit int) ConnInfo {
 	ci.NumSubs = len(c.subs)
 	ci.Name, ci.Lang, ci.Version = c.meta.name, c.meta.lang, c.meta.version
 	ci.User, ci.Account = c.meta.user, c.meta.account
+	if u := c.meta.authUser; u != nil {
+		ci.JWT, ci.IssuerKey, ci.Tags = u.JWT, u.IssuerKey, u.Tags
+	}
 	if ci.Account == "" {
 		ci.Account = c.srv.gacc.name
 	}
