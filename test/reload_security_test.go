@@ -1026,3 +1026,79 @@ func cairnBinary(t *testing.T) string {
 	})
 	return cairnBinPath
 }
+
+// With the MEMORY resolver, an account JWT pushed while the server runs
+// ($SYS.REQ.ACCOUNT.<acc>.CLAIMS.UPDATE) lasts until the next reload,
+// which puts the preloaded JWTs back even when the file did not change,
+// as nats-server v2.15.2 does (reload.go: the resolver is configured
+// again from the file and every account takes its JWT from it, logged as
+// "Reloaded: accounts"); the connected clients are checked against the
+// restored JWTs: the preload revokes x, the pushed JWT revoked u instead.
+func TestReloadMemoryResolverRestoresPreloads(t *testing.T) {
+	op, opPub := mustKP(t, nkeys.CreateOperator)
+	accA, aPub := mustKP(t, nkeys.CreateAccount)
+	sys, sysPub := mustKP(t, nkeys.CreateAccount)
+	u, uPub := mustKP(t, nkeys.CreateUser)
+	x, xPub := mustKP(t, nkeys.CreateUser)
+	admin, adminPub := mustKP(t, nkeys.CreateUser)
+	encode := func(c interface {
+		Encode(nkeys.KeyPair) (string, error)
+	}, kp nkeys.KeyPair) string {
+		t.Helper()
+		s, err := c.Encode(kp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	oc := jwt.NewOperatorClaims(opPub)
+	oc.SystemAccount = sysPub
+	preload := jwt.NewAccountClaims(aPub)
+	preload.RevokeAt(xPub, time.Now().Add(time.Minute))
+	conf := fmt.Sprintf("operator: %s\nresolver: MEMORY\nresolver_preload: {\n  %s: %s\n  %s: %s\n}\n",
+		encode(oc, op), sysPub, encode(jwt.NewAccountClaims(sysPub), op), aPub, encode(preload, op))
+	pushed := jwt.NewAccountClaims(aPub)
+	pushed.RevokeAt(uPub, time.Now().Add(time.Minute))
+	pushedJWT := encode(pushed, op)
+	adminCreds := creds(t, encode(jwt.NewUserClaims(adminPub), sys), admin)
+	for _, tg := range reloadServers(t, conf) {
+		t.Run(tg.name, func(t *testing.T) {
+			dial := func(name string, user nkeys.KeyPair, pub string) *rawClient {
+				c := rawConn(t, tg.url)
+				sig, _ := user.Sign([]byte(c.info["nonce"].(string)))
+				c.send(fmt.Sprintf(`CONNECT {"verbose":false,"name":%q,"jwt":%q,"sig":%q}`+"\r\nPING\r\n",
+					name, encode(jwt.NewUserClaims(pub), accA), base64.RawURLEncoding.EncodeToString(sig)))
+				return c
+			}
+			uc := dial("u", u, uPub)
+			uc.expect("PONG\r\n")
+			uc.answerPings = true
+			dial("x", x, xPub).expectAuthViolation()
+
+			nc, err := nats.Connect(tg.url, nats.UserCredentials(adminCreds))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			m, err := nc.Request("$SYS.REQ.ACCOUNT."+aPub+".CLAIMS.UPDATE", []byte(pushedJWT), readTimeout)
+			if err != nil || !strings.Contains(string(m.Data), "jwt updated") {
+				t.Fatalf("push: %v %v", m, err)
+			}
+			uc.expectErr("User Authentication Revoked")
+			uc.expectQuietClose()
+			dial("u", u, uPub).expectAuthViolation()
+			xc := dial("x", x, xPub)
+			xc.expect("PONG\r\n")
+			xc.answerPings = true
+
+			tg.mustReload(t, conf) // the same file
+			if !strings.Contains(tg.p.log.String(), "Reloaded: accounts") {
+				t.Errorf("%s logged no %q:\n%s", tg.name, "Reloaded: accounts", tg.p.log.String())
+			}
+			xc.expectErr("User Authentication Revoked")
+			xc.expectQuietClose()
+			dial("u", u, uPub).expect("PONG\r\n")
+			dial("x", x, xPub).expectAuthViolation()
+		})
+	}
+}

@@ -26,7 +26,11 @@ import (
 // (<digest>)". The security settings (securityKey) are built and checked
 // by server.PrepareSecurity before anything is applied, which refuses
 // what cairn cannot change while it runs, and applied with the rest
-// (docs/security.md, "Reloading").
+// (docs/security.md, "Reloading"). With the MEMORY resolver every reload
+// reloads the accounts, changed file or not, as in nats-server v2.15.2
+// (reload.go reloadAuthorization configures the resolver again from the
+// file: the preloaded JWTs replace those pushed since, and every account
+// takes its JWT from them), and logs "Reloaded: accounts".
 
 // reloadable are the settings a reload may change: those nats-server
 // reloads that cairn has, and max_pending (a superset: nats-server does
@@ -128,6 +132,10 @@ func (in *instance) tryReload() error {
 			return refusal(c)
 		}
 	}
+	// The MEMORY resolver's preloads replace the JWTs pushed since the
+	// last reload: see the top of this file.
+	memory := memoryResolver(next)
+	security = security || memory
 	// Certificates are re-read at every reload, as nats-server re-reads
 	// them: rotating them in place is a reload with the same file names.
 	newCerts := next.TLS.Enabled() && tlsFiles(&next.TLS) != in.tlsFiles
@@ -147,6 +155,9 @@ func (in *instance) tryReload() error {
 	if err := in.apply(next, changes, sec); err != nil {
 		return err
 	}
+	if memory {
+		in.log.Noticef("Reloaded: accounts")
+	}
 	if monTLS != nil {
 		in.monTLS.Store(monTLS)
 	}
@@ -163,6 +174,12 @@ func (in *instance) tryReload() error {
 	}
 	in.log.Noticef("Reloaded server configuration (%s)", next.Digest)
 	return nil
+}
+
+// memoryResolver reports whether the configuration is operator mode with
+// the MEMORY resolver.
+func memoryResolver(c *config.Config) bool {
+	return c.Operator.Enabled() && c.Operator.Resolver == "MEMORY"
 }
 
 // securityOptions are the security settings of a configuration.
