@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509/pkix"
 	"encoding/base64"
@@ -22,6 +23,7 @@ import (
 	"github.com/cairnmq/cairn/internal/server"
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 )
 
@@ -674,12 +676,81 @@ func TestReloadAccountJetStreamRefused(t *testing.T) {
 	tg := reloadServers(t, conf)[0]
 	added := strings.Replace(conf, "accounts {", "accounts {\n  B { users: [{user: b, password: b}], jetstream: enabled }\n", 1)
 	err := tg.reload(t, added)
-	if !strings.Contains(err, "config reload not supported for accounts: the JetStream of account B would change (cairn applies an account's JetStream at start only)") {
+	if !strings.Contains(err, "config reload not supported for accounts: JetStream would be turned on for account B (cairn turns an account's JetStream on or off at start only; a change of its JetStream limits is applied)") {
 		t.Fatalf("reload: %q", err)
 	}
 	c := rawConn(t, tg.url)
 	c.send(`CONNECT {"verbose":false,"user":"b","pass":"b"}` + "\r\n")
 	c.expectAuthViolation()
+}
+
+// A reload that changes an account's JetStream limits applies them, as
+// nats-server does (jetstream.go UpdateJetStreamLimits), with the rest of
+// the file: max_streams raised from 2 to 5 lets a third stream in, and the
+// password rotated in the same reload is in force.
+func TestReloadAccountJetStreamLimits(t *testing.T) {
+	conf := func(store string, maxStreams int, pw string) string {
+		return fmt.Sprintf("jetstream { store_dir: %q }\naccounts { ORDERS { users: [{user: o, password: %s}], jetstream { max_streams: %d } } }\n", store, pw, maxStreams)
+	}
+	type target struct {
+		name, bin, store string
+	}
+	targets := []target{{"cairn", "", t.TempDir()}}
+	if targetIsNatsServer() {
+		targets[0] = target{"nats-server", natsServerBinary(t), t.TempDir()}
+	} else {
+		targets[0].bin = cairnBinary(t)
+		if natsServerAvailable(t) {
+			targets = append(targets, target{"nats-server", natsServerBinary(t), t.TempDir()})
+		}
+	}
+	for _, tgt := range targets {
+		t.Run(tgt.name, func(t *testing.T) {
+			tg := startReloadTarget(t, tgt.name, tgt.bin, reloadHead, conf(tgt.store, 2, "old"))
+			nc, err := nats.Connect(tg.url, nats.UserInfo("o", "old"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			js, err := jetstream.New(nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+			defer cancel()
+			add := func(name string) error {
+				_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name}, Storage: jetstream.MemoryStorage})
+				return err
+			}
+			for _, s := range []string{"S1", "S2"} {
+				if err := add(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := add("S3"); !strings.Contains(fmt.Sprint(err), "maximum number of streams reached") {
+				t.Fatalf("third stream at max_streams 2: %v", err)
+			}
+			tg.mustReload(t, conf(tgt.store, 5, "new"))
+			if _, err := nats.Connect(tg.url, nats.UserInfo("o", "old")); err == nil {
+				t.Fatal("the old password still gets in")
+			}
+			nc2, err := nats.Connect(tg.url, nats.UserInfo("o", "new"))
+			if err != nil {
+				t.Fatalf("the new password: %v", err)
+			}
+			defer nc2.Close()
+			if js, err = jetstream.New(nc2); err != nil {
+				t.Fatal(err)
+			}
+			if err := add("S3"); err != nil {
+				t.Fatalf("third stream at max_streams 5: %v", err)
+			}
+			info, err := js.AccountInfo(ctx)
+			if err != nil || info.Limits.MaxStreams != 5 || info.Streams != 3 {
+				t.Fatalf("account info %+v %v", info, err)
+			}
+		})
+	}
 }
 
 // Operator mode: a reload of resolver_preload updates the accounts, and

@@ -163,7 +163,7 @@ func (js *JetStream) checkNew(scfg *stream.Config, cfg *consumer.Config, others 
 	if scfg.MaxConsumers > 0 && cfg.Limitable() && countLimitable(others) >= scfg.MaxConsumers {
 		return jserr.New(jserr.MaximumConsumersLimit)
 	}
-	if l := js.cfg.Limits; l != nil && l.MaxConsumers > 0 && cfg.Limitable() && countLimitable(others) >= l.MaxConsumers {
+	if l := js.acctLimits(); l != nil && l.MaxConsumers > 0 && cfg.Limitable() && countLimitable(others) >= l.MaxConsumers {
 		return jserr.New(jserr.MaximumConsumersLimit) // the account's max_consumers, per stream
 	}
 	if scfg.Retention == stream.WorkQueuePolicy {

@@ -139,6 +139,9 @@ const NoStorage int64 = -1
 type JetStream struct {
 	cfg Config
 	tr  Transport
+	// lim holds the account's limits in force (nil: none): cfg.Limits at
+	// start, replaced by SetLimits; read by any goroutine.
+	lim atomic.Pointer[AccountLimits]
 
 	mu      sync.Mutex
 	streams map[string]*streamEntry // guarded by mu
@@ -235,6 +238,10 @@ func New(cfg Config, tr Transport) (*JetStream, error) {
 	}
 	js := &JetStream{cfg: cfg, tr: tr, streams: map[string]*streamEntry{}, quit: make(chan struct{}), unrestored: map[string]string{}}
 	js.storage = streamrun.NewStorage(cfg.FS, cfg.StoreDir, cfg.Usage, cfg.Now, cfg.Logf, cfg.Infof)
+	if cfg.Limits != nil {
+		l := *cfg.Limits
+		js.lim.Store(&l)
+	}
 	if err := cfg.FS.MkdirAll(js.streamsDir()); err != nil {
 		return nil, fmt.Errorf("jetstream: create %s: %w", js.streamsDir(), err)
 	}

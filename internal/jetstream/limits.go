@@ -46,10 +46,42 @@ func (js *JetStream) initLimits() {
 	if !js.cfg.MaxStoreFromDisk {
 		js.storage.SetLimit(stream.FileStorage, js.cfg.MaxStore)
 	}
-	if l := js.cfg.Limits; l != nil {
-		js.storage.SetAccountLimit(stream.MemoryStorage, l.MaxMemory)
-		js.storage.SetAccountLimit(stream.FileStorage, l.MaxStore)
+	js.setAccountStorage(js.acctLimits())
+}
+
+// setAccountStorage makes the account's storage limits those of l (none
+// when l is nil).
+func (js *JetStream) setAccountStorage(l *AccountLimits) {
+	mem, store := int64(-1), int64(-1)
+	if l != nil {
+		mem, store = l.MaxMemory, l.MaxStore
 	}
+	js.storage.SetAccountLimit(stream.MemoryStorage, mem)
+	js.storage.SetAccountLimit(stream.FileStorage, store)
+}
+
+// acctLimits returns the account's limits in force, nil for none
+// (Config.Limits, or SetLimits'). The value is not to be modified.
+func (js *JetStream) acctLimits() *AccountLimits { return js.lim.Load() }
+
+// SetLimits replaces the account's limits (nil: none), as a
+// configuration reload changes an account's jetstream block and
+// nats-server v2.15.2 applies it (jetstream.go UpdateJetStreamLimits):
+// later requests meet them (stream and consumer counts, max_bytes
+// reservations and required, per-stream maximums, 10002 on publishes
+// over max_memory or max_store); streams and consumers beyond the new
+// limits stay. In a cluster each server applies its own configuration's,
+// as nats-server does.
+func (js *JetStream) SetLimits(l *AccountLimits) {
+	var cp *AccountLimits
+	if l != nil {
+		c := *l
+		cp = &c
+	}
+	js.mu.Lock()
+	js.lim.Store(cp)
+	js.setAccountStorage(cp)
+	js.mu.Unlock()
 }
 
 // finishLimits sizes the file limit from disk once the streams are
@@ -145,7 +177,7 @@ func (js *JetStream) checkReservationLocked(cfg *stream.Config) *jserr.Error {
 	add := max(cfg.MaxBytes, 1)
 	over := func(limit, reserved int64) bool { return reserved > limit || add > limit-reserved }
 	exceeded := false
-	if l := js.cfg.Limits; l != nil {
+	if l := js.acctLimits(); l != nil {
 		acct := l.MaxStore
 		if cfg.Storage == stream.MemoryStorage {
 			acct = l.MaxMemory

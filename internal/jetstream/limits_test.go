@@ -182,3 +182,41 @@ func TestStorageLimitFromDiskRegrows(t *testing.T) {
 		t.Fatalf("file limit %d after the disk filled again, want it kept at 6000", file)
 	}
 }
+
+// SetLimits (a reload of the account's jetstream block) replaces the
+// account's limits for later requests: max_streams raised lets a stream
+// in, lowered keeps the streams there and refuses the next (10027);
+// max_memory lowered refuses a reservation it allowed (10028) and is
+// reported by $JS.API.INFO; nil removes the limits.
+func TestSetLimits(t *testing.T) {
+	js, err := New(Config{StoreDir: "/sd", FS: vfs.NewCrashFS(), ServerName: "s1",
+		Limits: &AccountLimits{MaxMemory: -1, MaxStore: -1, MaxStreams: 1, MaxConsumers: -1}}, newMemTransport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer js.Shutdown()
+	mem := func(name string, maxBytes int64) stream.Config {
+		return stream.Config{Name: name, Subjects: []string{name + ".>"}, Storage: stream.MemoryStorage, MaxBytes: maxBytes}
+	}
+	if _, err := js.AddStream(mem("A", 100)); err != nil {
+		t.Fatal(err)
+	}
+	expectErr(t, errOnly(js.AddStream(mem("B", 100))), jserr.MaximumStreamsLimit)
+	js.SetLimits(&AccountLimits{MaxMemory: -1, MaxStore: -1, MaxStreams: 3, MaxConsumers: -1})
+	if _, err := js.AddStream(mem("B", 100)); err != nil {
+		t.Fatalf("max_streams raised to 3: %v", err)
+	}
+	js.SetLimits(&AccountLimits{MaxMemory: 250, MaxStore: -1, MaxStreams: 2, MaxConsumers: -1})
+	if l := js.Account().Limits; l.MaxStreams != 2 || l.MaxMemory != 250 {
+		t.Fatalf("account limits %+v", l)
+	}
+	expectErr(t, errOnly(js.AddStream(mem("C", 10))), jserr.MaximumStreamsLimit)
+	expectErr(t, errOnly(js.UpdateStream(mem("B", 200))), jserr.MemoryResourcesExceeded)
+	js.SetLimits(nil)
+	if _, err := js.AddStream(mem("C", 1000)); err != nil {
+		t.Fatalf("no limits: %v", err)
+	}
+	if l := js.Account().Limits; l != Unlimited {
+		t.Fatalf("account limits %+v, want none", l)
+	}
+}

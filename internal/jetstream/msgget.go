@@ -121,10 +121,11 @@ func (js *JetStream) Account() AccountInfo {
 // server's max_memory_store and max_file_store are not account limits,
 // and nats-server v2.15.2 reports -1 with them set too.
 func (js *JetStream) limits() AccountLimits {
-	if js.cfg.Limits == nil {
+	l := js.acctLimits()
+	if l == nil {
 		return Unlimited
 	}
-	return *js.cfg.Limits
+	return *l
 }
 
 // checkAccountLimitsLocked applies the account's limits to a new or
@@ -133,7 +134,7 @@ func (js *JetStream) limits() AccountLimits {
 // required (10113), a stream's max_bytes above the account's per-stream
 // maximum (10122). The caller holds js.mu.
 func (js *JetStream) checkAccountLimitsLocked(cfg *stream.Config, isNew bool) *jserr.Error {
-	l := js.cfg.Limits
+	l := js.acctLimits()
 	if l == nil {
 		return nil
 	}

@@ -27,14 +27,18 @@ import (
 //     every account whose imports changed, or which imports from an
 //     account whose exports changed, are withdrawn and made again; the
 //     limits apply to new clients and, through the check that follows, to
-//     the connected ones.
+//     the connected ones;
+//   - change the JetStream limits of an account that has JetStream (its
+//     jetstream block's, or its JWT's): its engine takes them for later
+//     requests (jetstream.JetStream.SetLimits), as nats-server's
+//     UpdateJetStreamLimits; what exists beyond them stays.
 //
 // An account kept by the reload stays the same value (its subject index,
 // subscriptions, JetStream, counters), with its new configuration and
 // limits. cairn refuses, on a JetStream server, a reload that would turn
-// JetStream on or off for an account or change an account's JetStream
-// limits (adding or removing an account with JetStream, or the first
-// account besides the system account, which takes JetStream from $G):
+// JetStream on or off for an account (adding or removing an account with
+// JetStream, a jetstream block added or removed, or the first account
+// besides the system account, which takes JetStream from $G):
 // nats-server applies those, cairn only at a restart
 // (docs/compatibility.md). The system account and $G are never removed.
 //
@@ -50,6 +54,9 @@ type accountsReload struct {
 	// enableJS are kept accounts whose new JWT enables JetStream (a
 	// nats-based resolver's change), with their limits.
 	enableJS map[*account]*config.AccountJetStream
+	// jsLimits are kept accounts with JetStream whose JetStream limits
+	// change (a reload), with their new limits.
+	jsLimits map[*account]*config.AccountJetStream
 	table    accountTable
 	kept     map[*account]accountSpec // accounts that stay, with their new settings
 	added    []*account               // made, not yet published
@@ -57,16 +64,24 @@ type accountsReload struct {
 	reimport []*account // kept accounts whose imports are made again
 }
 
-// errAccountJetStream refuses a reload that changes an account's
-// JetStream.
-func errAccountJetStream(name string) error {
-	return fmt.Errorf("%w for accounts: the JetStream of account %s would change (cairn applies an account's JetStream at start only)", ErrReloadUnsupported, name)
+// errAccountJetStream refuses a reload that turns an account's JetStream
+// on or off (change: "on", "off"), naming the account.
+func errAccountJetStream(name, change string) error {
+	return fmt.Errorf("%w for accounts: JetStream would be turned %s for account %s (cairn turns an account's JetStream on or off at start only; a change of its JetStream limits is applied)", ErrReloadUnsupported, change, name)
+}
+
+// onOff names the change of JetStream from had to has.
+func onOff(has bool) string {
+	if has {
+		return "on"
+	}
+	return "off"
 }
 
 // prepareAccounts builds the account table of a reload's configuration
 // (a, and operator mode's accounts in d) without publishing it. It
-// returns ErrReloadUnsupported for a change of an account's JetStream on
-// a JetStream server.
+// returns ErrReloadUnsupported for JetStream turned on or off for an
+// account on a JetStream server (errAccountJetStream).
 func (s *Server) prepareAccounts(a *config.Auth, d *auth.Directory) (*accountsReload, error) {
 	return s.prepareAccountsFor(a, d, false)
 }
@@ -98,7 +113,7 @@ func (s *Server) prepareAccountsFor(a *config.Auth, d *auth.Directory, resolver 
 		switch {
 		case acc == nil:
 			if js && sp.js != nil && !resolver {
-				return nil, errAccountJetStream(name)
+				return nil, errAccountJetStream(name, "on")
 			}
 			acc = newAccount(name, sp) // with JetStream, started by apply
 			r.added = append(r.added, acc)
@@ -113,7 +128,14 @@ func (s *Server) prepareAccountsFor(a *config.Auth, d *auth.Directory, resolver 
 			}
 			r.kept[acc] = sp
 		case js && !reflect.DeepEqual(acc.jsLimits, sp.js):
-			return nil, errAccountJetStream(name)
+			if acc.jsLimits == nil || sp.js == nil || acc.js.Load() == nil {
+				return nil, errAccountJetStream(name, onOff(sp.js != nil))
+			}
+			if r.jsLimits == nil {
+				r.jsLimits = map[*account]*config.AccountJetStream{}
+			}
+			r.jsLimits[acc] = sp.js
+			r.kept[acc] = sp
 		default:
 			r.kept[acc] = sp
 		}
@@ -134,13 +156,13 @@ func (s *Server) prepareAccountsFor(a *config.Auth, d *auth.Directory, resolver 
 				continue
 			}
 			if js && (acc.js.Load() != nil || acc.jsLimits != nil) {
-				return nil, errAccountJetStream(name)
+				return nil, errAccountJetStream(name, "off")
 			}
 			r.removed = append(r.removed, acc)
 		}
 	}
-	if js && s.globalOnly(r.table) != s.gacc.jsGlobal {
-		return nil, errAccountJetStream(s.gacc.name)
+	if g := s.globalOnly(r.table); js && g != s.gacc.jsGlobal {
+		return nil, errAccountJetStream(s.gacc.name, onOff(g))
 	}
 	r.findReimports()
 	return r, nil
@@ -219,6 +241,11 @@ func (r *accountsReload) apply(s *Server) {
 		}
 	}
 	s.accounts.Store(&r.table)
+	for acc, limits := range r.jsLimits {
+		acc.js.Load().SetLimits(engineLimits(limits)) // (prepared: running)
+		acc.jsLimits = limits
+		s.log.Noticef("Reloaded: account %s JetStream limits", acc.name)
+	}
 	for acc, limits := range r.enableJS {
 		if err := s.startAccountJetStreamLive(acc, limits); err != nil {
 			s.log.Errorf("Account %s: JetStream not started: %v", acc.name, err)

@@ -141,15 +141,7 @@ func (s *Server) startAccountJetStream(acc *account, dir string, limits *config.
 	if first != nil {
 		cfg.SyncStats = first.SyncStats()
 	}
-	if limits != nil {
-		cfg.Limits = &jetstream.AccountLimits{
-			MaxMemory: limits.MaxMemory, MaxStore: limits.MaxStore,
-			MaxStreams: limits.MaxStreams, MaxConsumers: limits.MaxConsumers,
-			MaxAckPending:        limits.MaxAckPending,
-			MemoryMaxStreamBytes: limits.MemoryMaxStreamBytes, StoreMaxStreamBytes: limits.StoreMaxStreamBytes,
-			MaxBytesRequired: limits.MaxBytesRequired,
-		}
-	}
+	cfg.Limits = engineLimits(limits)
 	if d := s.opts.AckBeforeSyncInterval; d > 0 {
 		cfg.AckBeforeSyncInterval = d
 		s.log.Warnf("JetStream acknowledges file stream messages before they are synced (ack_before_sync_interval %v): a power loss can lose up to %v of acknowledged messages", d, d)
@@ -415,4 +407,19 @@ func (s *Server) startAccountJetStreamLive(acc *account, limits *config.AccountJ
 	s.js.live = append(s.js.live, acc)
 	s.log.Noticef("Account %s: JetStream enabled by its JWT", acc.name)
 	return nil
+}
+
+// engineLimits converts an account's JetStream limits to the engine's;
+// nil for none.
+func engineLimits(limits *config.AccountJetStream) *jetstream.AccountLimits {
+	if limits == nil {
+		return nil
+	}
+	return &jetstream.AccountLimits{
+		MaxMemory: limits.MaxMemory, MaxStore: limits.MaxStore,
+		MaxStreams: limits.MaxStreams, MaxConsumers: limits.MaxConsumers,
+		MaxAckPending:        limits.MaxAckPending,
+		MemoryMaxStreamBytes: limits.MemoryMaxStreamBytes, StoreMaxStreamBytes: limits.StoreMaxStreamBytes,
+		MaxBytesRequired: limits.MaxBytesRequired,
+	}
 }
