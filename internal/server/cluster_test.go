@@ -201,9 +201,15 @@ func TestClusterRouteAuth(t *testing.T) {
 	bad := startClusterServer(t, "bad", "C", "nats://ruser:wrong@127.0.0.1:"+port)
 	good := startClusterServer(t, "good", "C", "nats://ruser:s3cret@127.0.0.1:"+port)
 	waitCond(t, "the route with credentials", func() bool { return good.NumRoutes() == 1 && a.NumRoutes() == 1 })
-	if bad.NumRoutes() != 0 {
-		t.Fatalf("the route with bad credentials is up")
+	for _, p := range a.ClusterPeers() {
+		if p.Name != "good" {
+			t.Fatalf("a routes to %q", p.Name)
+		}
 	}
+	// The soliciting side counts its route from the INFO it receives,
+	// before its CONNECT is refused (as nats-server's does): on a loaded
+	// machine the check can come in between. The refusal then ends it.
+	waitCond(t, "the route with bad credentials closed", func() bool { return bad.NumRoutes() == 0 })
 
 	nc, err := net.Dial("tcp", a.ClusterAddr().String())
 	if err != nil {
