@@ -1807,11 +1807,15 @@ func (d *differ) restartConsumers() {
 	cc := diffAPI + "CONSUMER.CREATE.RS."
 	next := diffAPI + "CONSUMER.MSG.NEXT.RS."
 	d.req("create restart stream", c+"RS", `{"name":"RS","subjects":["rs.>"]}`)
+	// Published before the consumers exist: nats-server counts a
+	// consumer's pending messages from the stream at its creation, but
+	// learns of later publishes asynchronously, so the pending count in
+	// the first delivery's reply subject would depend on timing there.
+	d.pub("pub rs 1", "rs.a", "one")
+	d.pub("pub rs 2", "rs.b", "two")
 	d.req("consumer create restart ephemeral", cc+"EPH", diffConsumerBody("RS", "", `{"name":"EPH","ack_policy":"explicit","inactive_threshold":60000000000}`))
 	d.req("consumer create restart mem durable", cc+"MEMD", diffConsumerBody("RS", "", `{"durable_name":"MEMD","ack_policy":"explicit","mem_storage":true}`))
 	d.req("consumer create restart durable", cc+"DUR", diffConsumerBody("RS", "", `{"durable_name":"DUR","ack_policy":"explicit"}`))
-	d.pub("pub rs 1", "rs.a", "one")
-	d.pub("pub rs 2", "rs.b", "two")
 	d.frames("pull ephemeral before restart", next+"EPH", "", `{"batch":1}`, 1)
 	d.frames("pull durable before restart", next+"DUR", "", `{"batch":2}`, 2)
 
