@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/stream"
 )
 
 // Source is what a consumer reads of its stream's store; store.Store
@@ -601,24 +602,50 @@ func (d *Deliverer) pushed(size int) {
 		return
 	}
 	d.fc.outstanding += size
-	if d.fc.reply == "" && d.fc.outstanding >= d.fc.window/2 {
-		d.fc.reply = "$JS.FC." + d.stream + "." + d.name + "." + flowID()
-		d.fc.atRequest = d.fc.outstanding
-		d.out.Publish(d.cfg.DeliverSubject, d.fc.reply, hdrFlowControlReq, nil)
+	// With ack policy flow_control the replies are the acks: a consumer
+	// that reached max_ack_pending asks at once rather than wait for
+	// half the window (nats-server v2.15.2 needFlowControl).
+	if d.fc.reply == "" && (d.fc.outstanding >= d.fc.window/2 || d.cfg.AckPolicy == AckFlowControl && d.st.AtAckLimit()) {
+		d.requestFlowControl()
 	}
+}
+
+// requestFlowControl publishes a flow control request to the deliver
+// subject, its reply subject $JS.FC.<stream>.<consumer>.<random>
+// (nats-server v2.15.2 sendFlowControl).
+func (d *Deliverer) requestFlowControl() {
+	d.fc.reply = "$JS.FC." + d.stream + "." + d.name + "." + flowID()
+	d.fc.atRequest = d.fc.outstanding
+	d.out.Publish(d.cfg.DeliverSubject, d.fc.reply, hdrFlowControlReq, nil)
 }
 
 // FlowControlReply takes the client's confirmation, on subject subj, of
 // the latest flow control request: what was outstanding then is
 // confirmed and the window doubles. A reply to an older request is
 // ignored.
-func (d *Deliverer) FlowControlReply(subj string) {
+//
+// With ack policy flow_control the reply is also the acknowledgement
+// (ADR-60; nats-server v2.15.2 processFlowControl): its header's
+// Nats-Last-Stream (above 0) and Nats-Last-Consumer (0 when absent or
+// below 0) are returned, as an ack of everything through them, with ok
+// set; the caller commits it. A reply to an older request, or one of
+// another ack policy, acknowledges nothing.
+func (d *Deliverer) FlowControlReply(subj string, hdr []byte) (ack store.SequencePair, ok bool) {
 	if subj != d.fc.reply {
-		return
+		return ack, false
 	}
 	d.fc.outstanding = max(d.fc.outstanding-d.fc.atRequest, 0)
 	d.fc.reply = ""
 	d.fc.window = min(d.fc.window*2, fcWindowMax)
+	if d.cfg.AckPolicy != AckFlowControl || len(hdr) == 0 {
+		return ack, false
+	}
+	sseq, _ := strconv.ParseInt(stream.HeaderString(hdr, "Nats-Last-Stream"), 10, 64)
+	if sseq <= 0 {
+		return ack, false
+	}
+	cseq, _ := strconv.ParseInt(stream.HeaderString(hdr, "Nats-Last-Consumer"), 10, 64)
+	return store.SequencePair{Stream: uint64(sseq), Consumer: uint64(max(cseq, 0))}, true
 }
 
 // Heartbeats sends a push consumer's idle heartbeat after idle_heartbeat
@@ -631,6 +658,11 @@ func (d *Deliverer) Heartbeats(now time.Time) {
 	d.lastHB = now
 	dl := d.st.Delivered()
 	d.out.Publish(d.cfg.DeliverSubject, "", heartbeatHeader(dl.Consumer, dl.Stream, d.fc.reply), nil)
+	// An idle flow_control consumer asks for the acks of what is pending
+	// with every heartbeat (nats-server v2.15.2 loopAndGatherMsgs).
+	if d.cfg.AckPolicy == AckFlowControl && d.fc.reply == "" && d.st.NumAckPending() > 0 {
+		d.requestFlowControl()
+	}
 }
 
 // NeedAck reports whether the consumer still needs stream sequence sseq

@@ -216,7 +216,9 @@ func TestDelivererFlowControl(t *testing.T) {
 	if got := out.take(); len(got) != 1 || !strings.Contains(got[0].hdr, "Nats-Consumer-Stalled: "+fc) {
 		t.Fatalf("heartbeat %+v, want it to name %s as stalled", got, fc)
 	}
-	d.FlowControlReply(fc)
+	if _, ok := d.FlowControlReply(fc, nil); ok {
+		t.Fatal("ack none: a flow control reply acknowledged")
+	}
 	if d.fc.window != 4<<20 || d.fc.reply != "" {
 		t.Fatalf("after the reply: window %d, request %q", d.fc.window, d.fc.reply)
 	}
@@ -389,5 +391,51 @@ func TestDelivererReset(t *testing.T) {
 	}
 	if d.st.NumAckPending() != 2 {
 		t.Fatalf("%d pending, want the 2 new deliveries only", d.st.NumAckPending())
+	}
+}
+
+// With ack policy flow_control (ADR-60) the consumer asks for flow
+// control once max_ack_pending deliveries are outstanding, and with a
+// heartbeat while anything is pending; the reply's Nats-Last-Stream and
+// Nats-Last-Consumer are the acknowledgement (nats-server v2.15.2
+// needFlowControl, processFlowControl).
+func TestDelivererAckFlowControl(t *testing.T) {
+	d, out, ms := newDeliverer(t, Config{DeliverSubject: "d", AckPolicy: AckFlowControl, FlowControl: true, Heartbeat: time.Second, MaxAckPending: 3, MaxDeliver: -1}, 5)
+	out.interest["d"] = true
+	d.Deliver(at(t0+10*sec), ms.State(false).LastSeq)
+	var data int
+	var fc string
+	for _, m := range out.take() {
+		switch {
+		case m.hdr == "NATS/1.0 100 FlowControl Request\r\n\r\n":
+			fc = m.reply
+		case strings.HasPrefix(m.subject, "s."):
+			data++
+		}
+	}
+	if data != 3 || fc == "" {
+		t.Fatalf("delivered %d with flow control request %q, want 3 and a request at max_ack_pending", data, fc)
+	}
+	if _, ok := d.FlowControlReply("$JS.FC.S.C.other", []byte("NATS/1.0\r\nNats-Last-Consumer: 3\r\nNats-Last-Stream: 3\r\n\r\n")); ok {
+		t.Fatal("a reply to another request acknowledged")
+	}
+	ack, ok := d.FlowControlReply(fc, []byte("NATS/1.0\r\nNats-Last-Consumer: 2\r\nNats-Last-Stream: 2\r\n\r\n"))
+	if !ok || ack.Stream != 2 || ack.Consumer != 2 {
+		t.Fatalf("reply acknowledged %+v %v, want stream 2 consumer 2", ack, ok)
+	}
+	d.log.Commit(&Ack{Stream: ack.Stream, Consumer: ack.Consumer})
+	// One still pending: the next heartbeat asks again.
+	d.Heartbeats(at(t0 + 12*sec))
+	var again string
+	for _, m := range out.take() {
+		if m.hdr == "NATS/1.0 100 FlowControl Request\r\n\r\n" {
+			again = m.reply
+		}
+	}
+	if again == "" || again == fc {
+		t.Fatalf("heartbeat with a pending delivery sent no new flow control request (%q)", again)
+	}
+	if _, ok := d.FlowControlReply(again, nil); ok {
+		t.Fatal("a reply without a header acknowledged")
 	}
 }

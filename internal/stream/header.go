@@ -62,6 +62,20 @@ func fieldValue(line []byte, key string) ([]byte, bool) {
 	return bytes.TrimLeft(line[len(key)+1:], " "), true
 }
 
+// HdrStreamIdentity is the header of a stream's identity (Identity) in a
+// consumer create or reset request and its answer (nats-server v2.15.2
+// JSStreamIdentity).
+const HdrStreamIdentity = "Nats-Stream-Identity"
+
+// HeaderValue returns the value of the field key of hdr and whether the
+// field is there (headerValue); the value aliases hdr.
+func HeaderValue(hdr []byte, key string) ([]byte, bool) { return headerValue(hdr, key) }
+
+// HeaderString returns the value of the field key of the header block
+// hdr, "" when absent, read as nats-server's sliceHeader reads it
+// (headerValue).
+func HeaderString(hdr []byte, key string) string { return headerString(hdr, key) }
+
 // headerString returns the value of key as a string, "" when absent.
 func headerString(hdr []byte, key string) string {
 	v, _ := headerValue(hdr, key)

@@ -115,7 +115,7 @@ func (c *Consumer) sendConfirms(cfs []confirm) {
 			c.push(cevent{pull: &pullEvent{reply: cf.reply, body: cf.body}})
 			continue
 		}
-		c.env.Transport.Publish(cf.reply, "", nil, cf.payload)
+		c.env.Transport.Publish(cf.reply, "", cf.hdr, cf.payload)
 	}
 }
 

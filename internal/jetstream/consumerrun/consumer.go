@@ -30,6 +30,7 @@ type cevent struct {
 	ack       *ackMsg
 	pull      *pullEvent
 	fcSub     string   // a flow control reply arrived on this subject
+	fcHdr     []byte   // with this header (a copy; flow_control acks)
 	moveReady uint64   // a stored snapshot holds this dead-letter mark
 	moveAck   *moveAck // the PubAck of a dead-letter copy
 	reset     *resetEvent
@@ -192,6 +193,7 @@ type confirm struct {
 	body    []byte
 	move    uint64 // not a reply: the dead-letter mark of this stream sequence is stored
 	payload []byte // the reply's payload (a reset's response); nil: an empty reply
+	hdr     []byte // the reply's header block (a reset's Nats-Stream-Identity); nil: none
 }
 
 func (c *Consumer) now() time.Time { return c.env.Now() }
@@ -389,7 +391,10 @@ func (c *Consumer) handle(ev *cevent, now time.Time) {
 	case ev.pull != nil:
 		c.d.AddPull(ev.pull.reply, ev.pull.body, now, c.sr.DurableSeq())
 	case ev.fcSub != "":
-		c.d.FlowControlReply(ev.fcSub)
+		if ack, ok := c.d.FlowControlReply(ev.fcSub, ev.fcHdr); ok && ack.Stream <= c.st.Delivered().Stream {
+			c.lastAck = now
+			c.ackSeq(ack.Stream, ack.Consumer)
+		}
 	case ev.moveReady != 0:
 		c.moveReady(ev.moveReady, now)
 	case ev.moveAck != nil:

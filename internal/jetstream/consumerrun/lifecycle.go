@@ -364,7 +364,9 @@ func (c *Consumer) onPull(_, reply string, hdr, data []byte) {
 	c.push(cevent{pull: &pullEvent{reply: reply, body: append([]byte(nil), data...)}})
 }
 
-func (c *Consumer) onFC(subject, _ string, _, _ []byte) { c.push(cevent{fcSub: subject}) }
+func (c *Consumer) onFC(subject, _ string, hdr, _ []byte) {
+	c.push(cevent{fcSub: subject, fcHdr: append([]byte(nil), hdr...)})
+}
 
 // Stop ends the consumer: unsubscribes, stops the loop, ends waiting pull
 // requests with status and saves its state. A status (409 Consumer

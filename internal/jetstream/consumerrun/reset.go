@@ -29,6 +29,11 @@ import (
 type resetEvent struct {
 	reply string
 	body  []byte
+	// ident is set when the request carried a Nats-Stream-Identity
+	// header: a successful answer then carries the stream's identity in
+	// one (nats-server v2.15.2 processResetReq; a durable source compares
+	// it with the origin it copied from, docs/durable-sourcing.md).
+	ident bool
 }
 
 // consumerResetRequest is the body of a reset.
@@ -54,7 +59,8 @@ func (c *Consumer) onReset(_, reply string, hdr, data []byte) {
 		c.sendReset(reply, &consumerResetResponse{Error: jserr.New(jserr.RequiredApiLevel)})
 		return
 	}
-	c.push(cevent{reset: &resetEvent{reply: reply, body: append([]byte(nil), data...)}})
+	_, ident := stream.HeaderValue(hdr, stream.HdrStreamIdentity)
+	c.push(cevent{reset: &resetEvent{reply: reply, body: append([]byte(nil), data...), ident: ident}})
 }
 
 // sendReset answers a reset.
@@ -93,11 +99,15 @@ func (c *Consumer) reset(ev *resetEvent, now time.Time) {
 	c.dirty = true
 	c.resetRetention = true
 	resp := resetPayload(&consumerResetResponse{Info: c.infoLocked(), ResetSeq: seq})
+	var hdr []byte
+	if ev.ident {
+		hdr = stream.SetHeader(nil, stream.HdrStreamIdentity, stream.Identity(c.sr.Created()))
+	}
 	if c.saver == nil {
-		c.env.Transport.Publish(ev.reply, "", nil, resp)
+		c.env.Transport.Publish(ev.reply, "", hdr, resp)
 		return
 	}
-	c.snapWait = append(c.snapWait, confirm{reply: ev.reply, payload: resp})
+	c.snapWait = append(c.snapWait, confirm{reply: ev.reply, hdr: hdr, payload: resp})
 }
 
 // resetSeq checks a reset to seq against the deliver policy and returns
