@@ -197,7 +197,7 @@ func (js *JetStream) StreamHandOver(name string) error {
 
 // sourcingEnv is what the sourcers take from the engine.
 func (js *JetStream) sourcingEnv() sourcing.Env {
-	return sourcing.Env{Now: js.cfg.Now, Logf: js.cfg.Logf, Lookup: js.streamRuntime}
+	return sourcing.Env{Now: js.cfg.Now, Logf: js.cfg.Logf, Lookup: js.streamRuntime, Transport: js.tr}
 }
 
 // ExactInterest is a capability a Transport may have: HasExactInterest

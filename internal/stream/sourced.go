@@ -86,8 +86,14 @@ func SourcedFrom(hdr []byte) (iname string, seq uint64, ident string, ok bool) {
 // creation time in RFC 3339 with nanoseconds (UTC), each mapped to a
 // base-62 digit. It tells a recreated origin from the one a source read.
 func Identity(created time.Time) string {
+	return Hash8(created.UTC().Format(time.RFC3339Nano))
+}
+
+// Hash8 is nats-server v2.15.2's getHash: the first 8 bytes of the
+// SHA-256 of s, each mapped to a base-62 digit.
+func Hash8(s string) string {
 	const digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	sum := sha256.Sum256([]byte(created.UTC().Format(time.RFC3339Nano)))
+	sum := sha256.Sum256([]byte(s))
 	b := make([]byte, 8)
 	for i := range b {
 		b[i] = digits[int(sum[i]%62)]

@@ -53,12 +53,14 @@ func (c *Config) checkMirror() *jserr.Error {
 // 10187 with message schedules, then for each source 10141 (name), 10140
 // (a second source with the same name, filter and transforms), 10144,
 // each transform (10145, 10146), overlapping transform sources (10147),
-// and 10215 for a durable source consumer.
+// 10215 for an invalid durable source consumer and 10216 for a second
+// source of the same origin through the same consumer
+// (StreamSource.composeCName).
 func (c *Config) checkSources() *jserr.Error {
 	if len(c.Sources) > 0 && c.AllowMsgSchedules {
 		return jserr.New(jserr.SourceWithMsgSchedules)
 	}
-	seen := map[string]bool{}
+	seen, consumers := map[string]bool{}, map[string]bool{}
 	for _, src := range c.Sources {
 		if src == nil || !ValidName(src.Name) {
 			return jserr.New(jserr.SourceInvalidStreamName)
@@ -74,8 +76,15 @@ func (c *Config) checkSources() *jserr.Error {
 		if err := checkTransforms(src.SubjectTransforms, sourceCodes, subject.SubsetOf); err != nil {
 			return err
 		}
-		if src.Consumer != nil && !validSourceConsumer(src) {
-			return jserr.New(jserr.SourceDurableConsumerCfgInvalid)
+		if src.Consumer != nil {
+			if !validSourceConsumer(src) {
+				return jserr.New(jserr.SourceDurableConsumerCfgInvalid)
+			}
+			cname := src.Name + " " + src.Consumer.Name
+			if consumers[cname] {
+				return jserr.New(jserr.SourceDurableConsumerDuplicateDetected)
+			}
+			consumers[cname] = true
 		}
 	}
 	return nil
@@ -124,8 +133,9 @@ func validSourceConsumer(s *Source) bool {
 // IndexName is the source's identity among a stream's sources and in the
 // Nats-Stream-Source header: "<name> <filters> <destinations>", the
 // filters and destinations joined by form feeds, an empty one meaning
-// ">" (nats-server v2.15.2 StreamSource.composeIName; cairn has no
-// external or durable-consumer suffix, refusing both).
+// ">"; a durable source's name is followed by ":C=" and the hash (Hash8)
+// of its consumer's name (nats-server v2.15.2 StreamSource.composeIName;
+// cairn has no external suffix, refusing external sources).
 func (s *Source) IndexName() string {
 	src, dst := s.FilterSubject, ">"
 	if src == "" {
@@ -139,7 +149,11 @@ func (s *Source) IndexName() string {
 		}
 		src, dst = strings.Join(srcs, "\f"), strings.Join(dsts, "\f")
 	}
-	return s.Name + " " + src + " " + dst
+	name := s.Name
+	if s.Consumer != nil {
+		name += ":C=" + Hash8(s.Consumer.Name)
+	}
+	return name + " " + src + " " + dst
 }
 
 func orAll(s string) string {

@@ -78,7 +78,7 @@ func (c *Config) validate(checks []func(*Config) *jserr.Error) *jserr.Error {
 // clusteredChecks the same without checkSingleServer.
 var (
 	configChecks    = slices.Concat(checksBefore, []func(*Config) *jserr.Error{(*Config).checkSingleServer}, checksAfter)
-	clusteredChecks = slices.Concat(checksBefore, checksAfter)
+	clusteredChecks = slices.Concat(checksBefore, []func(*Config) *jserr.Error{(*Config).checkUnsupportedClustered}, checksAfter)
 )
 
 var checksBefore = []func(*Config) *jserr.Error{
@@ -362,13 +362,25 @@ func (c *Config) checkUnsupported() *jserr.Error {
 		what string
 	}{
 		{c.Mirror != nil && c.Mirror.External != nil, "external stream mirrors are not supported"},
-		{c.Mirror != nil && c.Mirror.Consumer != nil, "stream mirror consumers are not supported"},
 		{c.hasSource(func(s *Source) bool { return s.External != nil }), "external stream sources are not supported"},
-		{c.hasSource(func(s *Source) bool { return s.Consumer != nil }), "stream source consumers are not supported"},
 	} {
 		if f.on {
 			return invalid(f.what)
 		}
+	}
+	return nil
+}
+
+// checkUnsupportedClustered refuses, with 10052, durable source and
+// mirror consumers in a clustered JetStream: cairn's durable sourcer
+// (docs/durable-sourcing.md) runs on one server; on the replicas of a
+// clustered stream each would reset the origin's consumer.
+func (c *Config) checkUnsupportedClustered() *jserr.Error {
+	switch {
+	case c.Mirror != nil && c.Mirror.Consumer != nil:
+		return invalid("stream mirror consumers are not supported")
+	case c.hasSource(func(s *Source) bool { return s.Consumer != nil }):
+		return invalid("stream source consumers are not supported")
 	}
 	return nil
 }

@@ -64,6 +64,19 @@ var validateCases = []struct {
 	{"placement cluster and tags", `{"name":"C26","placement":{"cluster":"c","tags":["t"]}}`, `ok`},
 	{"mirror", `{"name":"M","mirror":{"name":"O"}}`, `ok`},
 	{"sources", `{"name":"Y","sources":[{"name":"O"}]}`, `ok`},
+	{"durable source", `{"name":"DS1","sources":[{"name":"O","consumer":{"name":"C","deliver_subject":"dlv"}}]}`, `ok`},
+	{"durable source bad name", `{"name":"DS2","sources":[{"name":"O","consumer":{"name":"a.b","deliver_subject":"dlv"}}]}`, `{"code":400,"err_code":10215,"description":"stream source consumer config is invalid"}`},
+	{"durable source wildcard deliver", `{"name":"DS3","sources":[{"name":"O","consumer":{"name":"C","deliver_subject":"dlv.*"}}]}`, `{"code":400,"err_code":10215,"description":"stream source consumer config is invalid"}`},
+	{"durable source start seq", `{"name":"DS4","sources":[{"name":"O","opt_start_seq":5,"consumer":{"name":"C","deliver_subject":"dlv"}}]}`, `{"code":400,"err_code":10215,"description":"stream source consumer config is invalid"}`},
+	{"durable source filter", `{"name":"DS5","sources":[{"name":"O","filter_subject":"a","consumer":{"name":"C","deliver_subject":"dlv"}}]}`, `{"code":400,"err_code":10215,"description":"stream source consumer config is invalid"}`},
+	{"durable source consumer twice", `{"name":"DS6","sources":[{"name":"O","consumer":{"name":"C","deliver_subject":"dlv"}},{"name":"O","subject_transforms":[{"src":"a","dest":"b"}],"consumer":{"name":"C","deliver_subject":"dlv2"}}]}`, `{"code":400,"err_code":10216,"description":"duplicate stream source consumer detected"}`},
+	{"durable sources, two consumers", `{"name":"DS7","sources":[{"name":"O","consumer":{"name":"C","deliver_subject":"dlv"}},{"name":"O","consumer":{"name":"D","deliver_subject":"dlv2"}}]}`, `ok`},
+	{"durable source no deliver subject", `{"name":"DS8","sources":[{"name":"O","consumer":{"name":"C"}}]}`, `{"code":400,"err_code":10215,"description":"stream source consumer config is invalid"}`},
+	{"durable mirror", `{"name":"DS9","mirror":{"name":"O","consumer":{"name":"C","deliver_subject":"dlv"}}}`, `ok`},
+	{"durable mirror filter", `{"name":"DS10","mirror":{"name":"O","filter_subject":"a","consumer":{"name":"C","deliver_subject":"dlv"}}}`, `{"code":400,"err_code":10213,"description":"stream mirror consumer config is invalid"}`},
+	{"durable mirror no name", `{"name":"DS11","mirror":{"name":"O","consumer":{"name":"","deliver_subject":"dlv"}}}`, `{"code":400,"err_code":10213,"description":"stream mirror consumer config is invalid"}`},
+	{"durable source same twice", `{"name":"DS12","sources":[{"name":"O","consumer":{"name":"C","deliver_subject":"dlv"}},{"name":"O","consumer":{"name":"C","deliver_subject":"dlv"}}]}`, `{"code":400,"err_code":10140,"description":"duplicate source configuration detected"}`},
+	{"durable source start time", `{"name":"DS13","sources":[{"name":"O","opt_start_time":"2024-01-01T00:00:00Z","consumer":{"name":"C","deliver_subject":"dlv"}}]}`, `{"code":400,"err_code":10215,"description":"stream source consumer config is invalid"}`},
 	{"mirror name invalid", `{"name":"V20","mirror":{"name":"a.b"}}`, `{"code":400,"err_code":10142,"description":"mirrored stream name is invalid"}`},
 	{"source name invalid", `{"name":"V21","sources":[{"name":"a b"}]}`, `{"code":400,"err_code":10141,"description":"sourced stream name is invalid"}`},
 	{"source twice", `{"name":"V22","sources":[{"name":"X"},{"name":"X"}]}`, `{"code":400,"err_code":10140,"description":"duplicate source configuration detected"}`},
@@ -382,5 +395,38 @@ func TestMarkerFlagsForced(t *testing.T) {
 	sc := c.StoreConfig()
 	if !sc.MsgTTL || !sc.SubjectDeleteMarkers {
 		t.Fatalf("store config %+v: want MsgTTL and SubjectDeleteMarkers", sc)
+	}
+}
+
+// A clustered JetStream refuses durable source and mirror consumers
+// (cairn's sourcer of them runs on one server), after nats-server's own
+// checks of them.
+func TestValidateClusteredDurableSources(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"name":"A","sources":[{"name":"O","consumer":{"name":"C","deliver_subject":"d"}}]}`: `{"code":500,"err_code":10052,"description":"stream source consumers are not supported"}`,
+		`{"name":"B","mirror":{"name":"O","consumer":{"name":"C","deliver_subject":"d"}}}`:    `{"code":500,"err_code":10052,"description":"stream mirror consumers are not supported"}`,
+		`{"name":"C","mirror":{"name":"O","consumer":{"name":"C","deliver_subject":"d.*"}}}`:  `{"code":400,"err_code":10213,"description":"stream mirror consumer config is invalid"}`,
+	} {
+		var c Config
+		if err := json.Unmarshal([]byte(in), &c); err != nil {
+			t.Fatal(err)
+		}
+		c.SetDefaults()
+		if got := errJSON(c.ValidateClustered()); got != want {
+			t.Errorf("%s:\n got %s\nwant %s", in, got, want)
+		}
+	}
+}
+
+// A durable source's index name carries the hash of its consumer's name
+// (nats-server v2.15.2 composeIName), so that two sources of one origin
+// through two consumers are two sources.
+func TestIndexNameDurable(t *testing.T) {
+	s := Source{Name: "O", Consumer: &SourceConsumer{Name: "C", DeliverSubject: "d"}}
+	if got, want := s.IndexName(), "O:C="+Hash8("C")+" > >"; got != want {
+		t.Fatalf("IndexName %q, want %q", got, want)
+	}
+	if Hash8("C") == Hash8("D") || len(Hash8("C")) != 8 {
+		t.Fatalf("Hash8 %q %q", Hash8("C"), Hash8("D"))
 	}
 }

@@ -127,6 +127,10 @@ func (s *sourcer) stop() {
 
 // run is the sourcer's goroutine.
 func (s *sourcer) run() {
+	if s.src.Consumer != nil {
+		s.runDurable()
+		return
+	}
 	defer close(s.done)
 	o := s.origin // registered by newSources
 	// The stopper reads the last origin (stopSources) once done closes.
@@ -498,6 +502,12 @@ type Env struct {
 	// Lookup returns the runtime of the stream of that name, nil when
 	// there is none; it may take the engine's lock.
 	Lookup func(name string) *streamrun.Stream
+	// Transport is the account's messaging layer: a durable sourcer
+	// talks to its origin's consumer through it (durable.go).
+	Transport streamrun.Transport
+	// After is the durable sourcers' timer (nil: time.After): the reset
+	// answer's wait, the retry backoff and the health check.
+	After func(d time.Duration) <-chan time.Time
 }
 
 // Set is a stream's own sourcers (a mirror's one, or one per source);
@@ -543,6 +553,9 @@ func (ss *Set) newSources(cfg stream.Config, lookup func(string) *streamrun.Stre
 		per[src.Name]++
 	}
 	for _, s := range own {
+		if s.src.Consumer != nil {
+			continue // the consumer keeps what it has to deliver
+		}
 		s.sole = per[s.src.Name] == 1
 		s.origin = lookup(s.src.Name)
 		watch(s.origin, s)
