@@ -262,7 +262,8 @@ func (d *durableRun) setup() bool {
 			return false // nobody answered: retried
 		case <-d.in.sig:
 		}
-		for _, m := range d.in.take() {
+		msgs := d.in.take()
+		for i, m := range msgs {
 			if !m.answer {
 				held = append(held, m)
 				continue
@@ -278,6 +279,7 @@ func (d *durableRun) setup() bool {
 				d.requestReset(level)
 				continue
 			}
+			held = append(held, msgs[i+1:]...) // for receive, after the answer
 			return d.answered(&ans, stream.HeaderString(m.hdr, stream.HdrStreamIdentity))
 		}
 	}
