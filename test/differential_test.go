@@ -82,6 +82,7 @@ func TestDifferential(t *testing.T) {
 		{"consumer reset", d.consumerReset},
 		{"priority groups", d.priorityGroups},
 		{"snapshot and restore", d.snapshotRestore},
+		{"durable sources", d.durableSources},
 		{"restart", d.restartConsumers},
 	} {
 		area.run()

@@ -485,8 +485,13 @@ type Exhausted struct {
 // and are returned, for the MAX_DELIVERIES advisory. Dead-letter marks
 // due are returned with Retry set and are not armed again: the caller
 // re-arms them (RetryMoveAt) or ends them. Deadlines are taken in order
-// of time, then stream sequence.
+// of time, then stream sequence. Ack policy flow_control without an
+// ack wait (its acks are the flow control replies) never redelivers: nothing expires (nats-server v2.15.2 checkPending returns
+// when AckWait is 0).
 func (s *State) Expire(now int64) []Exhausted {
+	if s.noRedelivery() {
+		return nil
+	}
 	var out []Exhausted
 	for {
 		m, armed := s.nextDue()
@@ -520,6 +525,12 @@ func (s *State) Expire(now int64) []Exhausted {
 		s.queue(m)
 	}
 	return out
+}
+
+// noRedelivery reports a flow_control policy without an ack wait, whose
+// deliveries never expire.
+func (s *State) noRedelivery() bool {
+	return s.policy.Ack == AckFlowControl && s.policy.AckWait == 0
 }
 
 // spentDeadline is the deadline of a dead-letter mark that Expire
@@ -586,8 +597,12 @@ func (s *State) ExhaustedByNak(sseq uint64, now int64) (Exhausted, bool) {
 }
 
 // NextDeadline returns the earliest time (unix ns) at which Expire has
-// work, and false when nothing is pending.
+// work, and false when nothing is pending or nothing expires (no ack
+// wait, Expire).
 func (s *State) NextDeadline() (int64, bool) {
+	if s.noRedelivery() {
+		return 0, false
+	}
 	if m, _ := s.nextDue(); m != nil {
 		return m.deadline, true
 	}

@@ -1924,3 +1924,17 @@ func TestReset(t *testing.T) {
 		t.Fatalf("Reset(0): delivered %v, next %d; want {0 0} and 1", s.Delivered(), s.NextSeq())
 	}
 }
+
+// A flow_control consumer has no ack wait: its deliveries wait for the
+// flow control replies and are never redelivered (nats-server v2.15.2
+// checkPending with AckWait 0).
+func TestStateFlowControlNeverExpires(t *testing.T) {
+	s := NewState(Policy{Ack: AckFlowControl, MaxDeliver: -1, MaxAckPending: 10}, 1)
+	s.DeliverNew(1, t0)
+	if _, ok := s.NextDeadline(); ok {
+		t.Fatal("a flow_control delivery has a deadline")
+	}
+	if ex := s.Expire(t0 + 3600*sec); len(ex) != 0 || s.NumRedeliveryQueued() != 0 || s.NumAckPending() != 1 {
+		t.Fatalf("an hour later: exhausted %v, queued %d, pending %d", ex, s.NumRedeliveryQueued(), s.NumAckPending())
+	}
+}
