@@ -575,6 +575,8 @@ func diffNormalizeJSON(v any, key, parent string, anyName bool) any {
 		return "<api level>"
 	case key == "pause_remaining":
 		return "<duration>"
+	case key == "active" && (parent == "sources" || parent == "mirror"):
+		return "<duration>" // since the origin was last heard from
 	case (key == "pinned_id" || key == "pinned_client_id") && isStr && s != "":
 		return "<pin id>" // a NUID each server draws (ADR-42)
 	case key == "deliver_subject" && strings.HasPrefix(s, "$JS.SNAPSHOT.RESTORE."):
@@ -833,6 +835,7 @@ var (
 	diffAckTSRe          = regexp.MustCompile(`^(\$JS\.ACK\.(?:[^.]+\.){5})\d+(\.\d+)$`)
 	diffTimeStampRe      = regexp.MustCompile(`(?m)^Nats-Time-Stamp: [^\r]*\r$`)
 	diffPinIDRe          = regexp.MustCompile(`(?m)^Nats-Pin-Id: [^\r]*\r$`)
+	diffSourceIdentRe    = regexp.MustCompile(`(?m)^(Nats-Stream-Source: \S+ \d+ \S+ \S+ \S+) [0-9A-Za-z]{8}\r$`)
 )
 
 // diffNormalizeFrame turns a MSG/HMSG frame into "<op> <subject> <sid>
@@ -872,6 +875,8 @@ func diffNormalizeFrame(f string) string {
 	}
 	hdr = diffTimeStampRe.ReplaceAllString(hdr, "Nats-Time-Stamp: <time>\r")
 	hdr = diffPinIDRe.ReplaceAllString(hdr, "Nats-Pin-Id: <pin id>\r")
+	// The origin's identity is a hash of its creation time.
+	hdr = diffSourceIdentRe.ReplaceAllString(hdr, "${1} <ident>\r")
 	return op + " " + strings.Join(args, " ") + "\r\n" + hdr + payload
 }
 
