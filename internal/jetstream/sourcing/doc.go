@@ -11,4 +11,9 @@
 // stream.Copy operation (streamrun.Stream.Do), then lets the origin's
 // retention remove what was copied (streamrun.Stream.OnSourced) once the
 // copies are durable.
+//
+// A mirror or source with a consumer (ADR-60, durable sourcing) does not
+// read the store: its sourcer talks to the origin's durable consumer over
+// Env.Transport, as nats-server does (durable.go draws the exchange;
+// docs/durable-sourcing.md), and registers no interest with its origin.
 package sourcing
