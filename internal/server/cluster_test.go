@@ -278,3 +278,17 @@ func TestClusterPeers(t *testing.T) {
 		t.Fatal("no callback when the route went")
 	}
 }
+
+// TestStatsRemotes: /varz remotes counts the servers with a route up, as
+// nats-server v2.15.2's numRemotes, not the configured route URLs (a
+// route to a server that is down is not a remote).
+func TestStatsRemotes(t *testing.T) {
+	a := startClusterServer(t, "a", "C")
+	defer a.Shutdown()
+	addr := a.ClusterAddr().String()
+	b := startClusterServer(t, "b", "C", "nats://"+addr, "nats://127.0.0.1:1")
+	defer b.Shutdown()
+	waitCond(t, "the route", func() bool { return b.Stats().Remotes == 1 && a.Stats().Remotes == 1 })
+	b.Shutdown()
+	waitCond(t, "the route gone", func() bool { return a.Stats().Remotes == 0 })
+}

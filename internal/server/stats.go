@@ -82,7 +82,7 @@ type Stats struct {
 	Connections      int
 	TotalConnections uint64
 	Routes           int
-	Remotes          int // configured route URLs
+	Remotes          int // servers with a route up (nats-server v2.15.2 numRemotes: len(s.routes))
 	InMsgs           int64
 	InBytes          int64
 	OutMsgs          int64
@@ -379,7 +379,6 @@ func (s *Server) Stats() Stats {
 		StaleRoutes:      s.ctr.staleRoutes.Load(),
 		Stalls:           s.ctr.stalls.Load(),
 		Subscriptions:    s.numSubscriptions(),
-		Remotes:          len(s.opts.Cluster.Routes),
 	}
 	st.StaleConnections = int64(st.StaleClients + st.StaleRoutes)
 	var cl traffic
@@ -414,6 +413,7 @@ func (s *Server) routeTraffic(st *Stats) *traffic {
 	s.cl.mu.Lock()
 	defer s.cl.mu.Unlock()
 	st.Routes = len(s.cl.routes)
+	st.Remotes = len(s.cl.routes) // one route per server: no pooling
 	st.ClusterName = s.cl.name
 	st.ClusterPort = s.cl.port
 	addTraffic(&rt, &s.ctr.routesClosed)
