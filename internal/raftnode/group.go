@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 
@@ -541,8 +542,9 @@ func (g *group) retryTransfer() {
 	}
 }
 
-// bestFollower is the active voter with the longest log, other than this
-// replica (0 if none, or if this replica is not the leader). Active is
+// bestFollower is an active voter with the longest log, other than this
+// replica, chosen at random among those equally long (0 if none, or if
+// this replica is not the leader). Active is
 // raft's RecentActive, or heard from within the contact window (contact.go):
 // a group that was quiet gave raft no ticks and its followers no reason
 // to answer, and raft's CheckQuorum may have cleared RecentActive just
@@ -552,14 +554,26 @@ func (g *group) bestFollower() uint64 {
 		return 0
 	}
 	heard := g.heardWithin(g.n.contactTicks())
-	var best, match uint64
+	var best []uint64
+	var match uint64
 	g.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
 		active := pr.RecentActive || heard[ReplicaID(id)]
-		if id != uint64(g.replica) && typ == raft.ProgressTypePeer && active && (best == 0 || pr.Match > match) {
-			best, match = id, pr.Match
+		if id == uint64(g.replica) || typ != raft.ProgressTypePeer || !active {
+			return
+		}
+		switch {
+		case len(best) == 0 || pr.Match > match:
+			best, match = []uint64{id}, pr.Match
+		case pr.Match == match:
+			best = append(best, id)
 		}
 	})
-	return best
+	if len(best) == 0 {
+		return 0
+	}
+	// Among those equally up to date, any: nats-server picks a random
+	// current peer, and repeated step-downs spread the leadership.
+	return best[rand.IntN(len(best))]
 }
 
 // prepareCompact writes a compact item for index (clamped to what raft has

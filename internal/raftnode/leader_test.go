@@ -208,3 +208,29 @@ func TestTransferRetried(t *testing.T) {
 	c.net.Heal("s1", "s2")
 	c.tickUntilLeader(1, 200, 1)
 }
+
+// Repeated step-downs spread the leadership over every replica: among
+// equally up-to-date followers the successor is any (nats-server picks
+// a random current peer); it always went to the same one of two.
+func TestStepDownSpreads(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.propose(0, 1, "a")
+	led := map[int]bool{0: true}
+	for i := 0; i < 60 && len(led) < 3; i++ {
+		l := c.leader(1)
+		if err := c.nodes[l].n.StepDown(1); err != nil {
+			t.Fatal(err)
+		}
+		c.stabilize()
+		nl := c.tickUntilLeader(1, 200, 0, 1, 2)
+		if nl == l {
+			t.Fatalf("step-down %d: node %d still leads", i, l)
+		}
+		led[nl] = true
+	}
+	if len(led) < 3 {
+		t.Fatalf("60 step-downs led by nodes %v only", led)
+	}
+}
