@@ -175,11 +175,38 @@ const leaderlessAfter = 2 * time.Second
 // it every housekeeping tick, and before the meta group started.
 func (c *Cluster) noteLeaderless() {
 	st, err := c.node.Status(meta.MetaGroup)
+	c.logMetaLeader(st, err)
 	if err == nil && st.Fenced == nil && st.Leader != 0 {
 		c.leaderless.Store(0)
 		return
 	}
 	c.leaderless.CompareAndSwap(0, time.Now().UnixNano())
+}
+
+// logMetaLeader logs a change of the meta group's leader as this server
+// sees it (st, err: its status), in nats-server v2.15.2's words
+// (processLeaderChange): "Self is new JetStream cluster metadata
+// leader", "JetStream cluster new metadata leader: <server>/<cluster>",
+// "JetStream cluster no metadata leader" once one was known. Sampled
+// by the run goroutine's housekeeping, so a change undone within it goes
+// unlogged.
+func (c *Cluster) logMetaLeader(st raftnode.GroupStatus, err error) {
+	var cur raftnode.ServerID
+	if err == nil && st.Fenced == nil {
+		cur = st.LeaderServer
+	}
+	if cur == c.metaLeaderSeen {
+		return
+	}
+	c.metaLeaderSeen = cur
+	switch cur {
+	case c.name:
+		c.cfg.Infof("Self is new JetStream cluster metadata leader")
+	case "":
+		c.cfg.Infof("JetStream cluster no metadata leader")
+	default:
+		c.cfg.Infof("JetStream cluster new metadata leader: %s/%s", cur, c.host.ClusterName())
+	}
 }
 
 // proposeTimeout bounds how long the meta leader waits for a proposal to

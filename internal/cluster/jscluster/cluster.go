@@ -97,6 +97,10 @@ type Cluster struct {
 	// log (applylag.go).
 	lags applyLags
 
+	// metaLeaderSeen: the meta leader as logMetaLeader last saw it; the
+	// run goroutine's.
+	metaLeaderSeen raftnode.ServerID
+
 	// staleAsked: when the meta leader last proposed the replacement of
 	// a replica (membership.go); metaChanging: the meta group's
 	// membership change in flight; the run goroutine's.

@@ -74,6 +74,8 @@ type leaderReplica struct {
 func (l leaderReplica) SetLeading(on bool) {
 	if on {
 		l.cr.since.Store(l.c.cfg.Now().UnixNano())
+		k := l.cr.ca
+		l.c.cfg.Infof("JetStream cluster new consumer leader for '%s > %s > %s'", k.Account, k.Stream, k.Name) // nats-server v2.15.2's words
 	}
 	l.cr.leads.Store(on)
 	l.Replica.SetLeading(on)

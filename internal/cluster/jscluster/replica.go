@@ -398,6 +398,7 @@ func (c *Cluster) onLeader(acc *account, name string, r *replica) func(bool) {
 	return func(leader bool) {
 		if leader {
 			r.since.Store(c.cfg.Now().UnixNano())
+			c.cfg.Infof("JetStream cluster new stream leader for '%s > %s'", acc.name, name) // nats-server v2.15.2's words
 		}
 		r.leads.Store(leader)
 		if err := acc.js.SetStreamLeader(name, leader); err != nil {
