@@ -17,6 +17,7 @@ import (
 //
 //	$JS.API.META.LEADER.STEPDOWN   meta_leader_stepdown_response {"success":true}
 //	$JS.API.SERVER.REMOVE          meta_server_remove_response
+//	$JS.API.SERVER.EVACUATE        meta_server_evacuate_response
 //
 // and only the meta leader answers them (SystemCluster.MetaLeader); the
 // other servers stay silent, as nats-server's. A user of another account
@@ -68,6 +69,7 @@ type System struct {
 var systemEndpoints = map[string]string{
 	"$JS.API.META.LEADER.STEPDOWN": "meta_leader_stepdown_response",
 	"$JS.API.SERVER.REMOVE":        "meta_server_remove_response",
+	"$JS.API.SERVER.EVACUATE":      "meta_server_evacuate_response",
 }
 
 // NewSystem subscribes the system requests through tr (the system
@@ -157,6 +159,11 @@ func (s *System) answer(r *request) (body []byte, ok bool) {
 	if strings.HasSuffix(r.subject, ".STEPDOWN") {
 		resp, err = s.metaStepDown(r)
 	} else {
+		// SERVER.EVACUATE (nats-server v2.15.2
+		// jsLeaderServerEvacuateRequest) checks as SERVER.REMOVE does,
+		// with the same body: 10044 for a server that is no member, and
+		// 10009 for a member, since moving every replica off a server is
+		// not built (docs/clustering.md, "Not yet built").
 		resp, err = s.removeServer(r)
 	}
 	base := resp.base()
