@@ -104,13 +104,16 @@ func (js *JetStream) finishLimits(free int64) {
 // publish (10023) until a restart, after the space was freed. It never
 // lowers the limit: nats-server v2.15.2 sizes it once, at the start, and
 // a limit that shrank under running streams would refuse what the start
-// allowed. The healer calls it every healEvery.
+// allowed. It rises only by an eighth or more at once: the free space
+// of a busy disk moves all the time, and a limit (and a log line) that
+// followed every small change would make /varz max_storage flicker, where
+// nats-server's stays fixed. The healer calls it every healEvery.
 func (js *JetStream) regrowFileLimit() {
 	if !js.cfg.MaxStoreFromDisk {
 		return
 	}
 	limit := addSaturate(js.freeForStore(), js.storage.Used(stream.FileStorage)/4*3)
-	if cur, limited := js.storage.Limit(stream.FileStorage); limited && limit > cur {
+	if cur, limited := js.storage.Limit(stream.FileStorage); limited && limit >= addSaturate(cur, max(cur/8, 1)) {
 		js.storage.SetLimit(stream.FileStorage, limit)
 		js.cfg.Infof("jetstream: the store's disk has more room than at the start: file storage limit raised to %s bytes", strconv.FormatInt(limit, 10))
 	}

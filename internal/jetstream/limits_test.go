@@ -176,6 +176,11 @@ func TestStorageLimitFromDiskRegrows(t *testing.T) {
 	if _, err := js.AddStream(big); err != nil {
 		t.Fatalf("a stream within the raised limit: %v", err)
 	}
+	fs.set(8600) // a little more room: not worth a new limit (less than an eighth)
+	js.regrowFileLimit()
+	if _, file := js.StorageLimits(); file != 6000 {
+		t.Fatalf("file limit %d once 8600 bytes are free, want it kept at 6000", file)
+	}
 	fs.set(100)
 	js.regrowFileLimit()
 	if _, file := js.StorageLimits(); file != 6000 {
