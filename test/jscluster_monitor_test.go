@@ -148,7 +148,7 @@ func metaLeaderOf(t *testing.T, servers []*server.Server) string {
 	return name
 }
 
-// Issue 15, 1 and 4: only the meta leader answers /jsz?leader-only=true
+// docs/monitoring.md, "Replicas and the meta group": only the meta leader answers /jsz?leader-only=true
 // (the others 400 "filtered response: not leader") and
 // $SYS.REQ.SERVER.PING.JSZ with leader_only; its meta_cluster shows the
 // two others current and seen lately; so `nats server check meta
@@ -310,7 +310,7 @@ func stepTo(t *testing.T, nc *nats.Conn, js jetstream.JetStream, stream, consume
 	})
 }
 
-// Issue 15, 2: STREAM.LIST and CONSUMER.LIST carry each stream's and
+// docs/monitoring.md, "Replicas and the meta group": STREAM.LIST and CONSUMER.LIST carry each stream's and
 // consumer's leader's cluster part, as STREAM.INFO and CONSUMER.INFO do,
 // with how long ago each replica was heard from; a follower's /jsz lists
 // the replicas it knows and its consumers' cluster parts; `nats stream
@@ -444,7 +444,7 @@ func metricLabels(body []byte, name string) []map[string]string {
 	return out
 }
 
-// Issue 15, 3: /metrics labels each server with the meta leader and
+// docs/monitoring.md, "Replicas and the meta group": /metrics labels each server with the meta leader and
 // whether it is that leader, each stream and consumer with whether this
 // server leads it; /varz has the meta group; ha_assets counts the Raft
 // groups of each server (meta, stream, consumer); the account's storage
@@ -523,7 +523,7 @@ var healthTexts = []string{
 	"JetStream consumer 'APP > ORDERS > worker' is not current: ",
 }
 
-// Issue 16, 5: a server restarted far behind answers /healthz 503, with
+// docs/monitoring.md, "Replicas and the meta group": a server restarted far behind answers /healthz 503, with
 // nats-server's reasons, until its replica of the stream has caught up:
 // never 200 while it holds fewer messages than the stream has.
 func TestJetStreamClusterHealthzCatchingUp(t *testing.T) {
@@ -615,7 +615,7 @@ func TestJetStreamClusterHealthzCatchingUp(t *testing.T) {
 	t.Logf("reasons seen: %v", seen)
 }
 
-// Issue 16, 6: with two of the three servers stopped, the one left
+// docs/monitoring.md, "Replicas and the meta group": with two of the three servers stopped, the one left
 // answers STREAM.INFO with what it holds (no leader; itself current, the
 // others offline) and CONSUMER.INFO with 10008, as nats-server does,
 // instead of leaving the client to time out; `nats stream info` works.
