@@ -53,7 +53,7 @@ import (
 // ErrNoSnapshot is returned by the state machine's Snapshot, SnapshotAt
 // and Restore for a log without Config.Snapshots (a memory stream's: its
 // replicas replay the group's whole log, which its WAL therefore keeps).
-// A Restore error fences the replica (raftnode, decision 12).
+// A Restore error fences the replica (docs/clustering.md, decision 12).
 var ErrNoSnapshot = errors.New("streamlog: this stream has no snapshots")
 
 // Snapshotter takes and installs a replicated stream's snapshots: a
