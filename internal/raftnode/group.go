@@ -129,6 +129,7 @@ type request struct {
 	to     ReplicaID
 	index  uint64
 	forget bool      // reqWake: the leader's server was found dead
+	retry  bool      // reqTransfer: asked again if raft abandons it (retryTransfer)
 	read   *Proposal // reqRead
 	done   chan struct{}
 }
@@ -482,7 +483,10 @@ func (g *group) request(r request) {
 		if g.rn.BasicStatus().RaftState == raft.StateLeader && r.to != g.replica {
 			g.handover = true
 			g.rn.TransferLeader(uint64(r.to))
-			g.transferTo, g.transferTries = r.to, transferRetries
+			g.transferTo, g.transferTries = r.to, 0
+			if r.retry {
+				g.transferTries = transferRetries
+			}
 		}
 	case reqStepDown:
 		if to := g.bestFollower(); to != 0 {
@@ -512,7 +516,7 @@ func (g *group) request(r request) {
 const transferRetries = 3
 
 // retryTransfer asks again for the leadership transfer of the last
-// TransferLeader or StepDown when raft abandoned it (it gives one an
+// TransferLeader or StepDown (not HandOver) when raft abandoned it (it gives one an
 // election timeout: a successor on a loaded server, or one that had to
 // catch up first, can miss it) and this replica still leads, at most
 // transferRetries times: nats-server's leader steps down whatever

@@ -209,6 +209,34 @@ func TestTransferRetried(t *testing.T) {
 	c.tickUntilLeader(1, 200, 1)
 }
 
+// A hand-over raft abandons is not asked again: the leader that gave
+// its leadership up (lame duck mode, shutdown) takes proposals again at
+// once, where a retried transfer would drop them for another election
+// timeout each time (a lame-duck test lost 2 of 46 publishes under load
+// when hand-overs were retried like step-downs).
+func TestHandOverNotRetried(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.propose(0, 1, "a")
+	c.net.Cut("s1", "s2")
+	if err := c.nodes[0].n.HandOver(1, 2); err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	c.tick(15) // raft abandons the transfer after an election timeout (10 ticks)
+	c.net.HealAll()
+	for i := range 40 {
+		c.tick(1)
+		if s := c.status(0, 1); s.Role != Leader || s.Transferee != 0 {
+			t.Fatalf("tick %d after the abandoned hand-over: %+v", i, s)
+		}
+	}
+	if _, err := c.propose(0, 1, "b").Result(); err != nil {
+		t.Fatalf("a proposal after the abandoned hand-over: %v", err)
+	}
+}
+
 // Repeated step-downs spread the leadership over every replica: among
 // equally up-to-date followers the successor is any (nats-server picks
 // a random current peer); it always went to the same one of two.

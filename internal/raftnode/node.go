@@ -525,6 +525,17 @@ func (n *Node) Campaign(id GroupID) error { return n.ask(id, request{kind: reqCa
 // is asked again, up to three times, while the target is heard from
 // (its server's beats) and this replica still leads.
 func (n *Node) TransferLeader(id GroupID, to ReplicaID) error {
+	return n.ask(id, request{kind: reqTransfer, to: to, retry: true})
+}
+
+// HandOver is TransferLeader without the retries: for a leader that
+// gives its leadership up itself (lame duck mode, shutdown, its replica
+// leaving the group) and waits for the outcome with a deadline of its
+// own. raft drops every proposal while a transfer is under way, so
+// asking again an abandoned hand-over would refuse publishes for up to
+// three more election timeouts where the caller would rather go on
+// (docs/clustering.md, "Lame duck mode and shutdown").
+func (n *Node) HandOver(id GroupID, to ReplicaID) error {
 	return n.ask(id, request{kind: reqTransfer, to: to})
 }
 

@@ -189,7 +189,7 @@ func (c *Cluster) transfer(h *handover) bool {
 	if len(cands) == 0 {
 		return false
 	}
-	return c.node.TransferLeader(h.group, cands[0].Replica) == nil
+	return c.node.HandOver(h.group, cands[0].Replica) == nil
 }
 
 // waitHandOvers polls the groups' status until every handover is done or

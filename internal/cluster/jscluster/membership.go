@@ -281,7 +281,7 @@ func (c *Cluster) handOver(k streamKey, r *replica, st raftnode.GroupStatus, wan
 	if to.Replica == 0 {
 		return
 	}
-	if err := c.node.TransferLeader(r.sa.Group, to.Replica); err == nil {
+	if err := c.node.HandOver(r.sa.Group, to.Replica); err == nil {
 		c.cfg.Infof("JetStream cluster: stream '%s > %s' group %d: leadership handed to %s, this replica leaves the group", k.account, k.name, r.sa.Group, to.Server)
 	}
 }
