@@ -517,6 +517,7 @@ func TestJetStreamClusterLeadershipReports(t *testing.T) {
 // healthTexts are the reasons /healthz may give while a restarted
 // server catches up (nats-server v2.15.2's texts).
 var healthTexts = []string{
+	"JetStream is still recovering meta layer", // replaying its meta log after the restart
 	"JetStream has not established contact with a meta leader",
 	"JetStream is not current with the meta leader",
 	"JetStream stream 'APP > ORDERS' is not current: ",
