@@ -542,7 +542,7 @@ func (rs *restoreSession) install(res *staged) (*StreamInfo, error) {
 	js, cfg := rs.js, rs.cfg
 	created := js.now().UTC()
 	for i := range res.consumers {
-		if err := prepareRestoredConsumer(&cfg, &res.consumers[i]); err != nil {
+		if err := prepareRestoredConsumer(&cfg, js.consumerLimits(), &res.consumers[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -568,14 +568,15 @@ func (rs *restoreSession) install(res *staged) (*StreamInfo, error) {
 }
 
 // prepareRestoredConsumer checks a consumer of the snapshot as a create
-// would, against the stream's config, and its state.
-func prepareRestoredConsumer(scfg *stream.Config, sc *stagedConsumer) error {
+// would, against the stream's config and the account's limits acc, and
+// its state.
+func prepareRestoredConsumer(scfg *stream.Config, acc consumer.AccountLimits, sc *stagedConsumer) error {
 	cfg := &sc.cfg
 	cfg.SetStaticMetadata()
-	if err := cfg.SetDefaults(scfg, false); err != nil {
+	if err := cfg.SetDefaultsIn(scfg, acc, false); err != nil {
 		return fmt.Errorf("failed to add consumer %q: %w", cfg.Name, err)
 	}
-	if err := cfg.Validate(scfg, false); err != nil {
+	if err := cfg.ValidateIn(scfg, acc, false); err != nil {
 		return fmt.Errorf("failed to add consumer %q: %w", cfg.Name, err)
 	}
 	cfg.SetEphemeralThreshold()
