@@ -151,17 +151,3 @@ func (d *differ) restoreChunks(label, stream, body string, data []byte) {
 		d.compareJSON(label+" last answer", res[0].last, res[1].last, false)
 	}
 }
-
-// The snapshot and restore advisories name the requesting client in
-// nats-server; cairn sends "client": null (docs/compatibility.md,
-// "Snapshot and restore advisories").
-func init() {
-	for _, a := range []string{
-		"RESTORE_CREATE.BK #1", "RESTORE_CREATE.BK #2", "RESTORE_CREATE.BK #3",
-		"RESTORE_COMPLETE.BK #1", "RESTORE_COMPLETE.BK #2", "RESTORE_COMPLETE.BK #3",
-		"SNAPSHOT_CREATE.SN #1", "SNAPSHOT_CREATE.SN #2",
-		"SNAPSHOT_COMPLETE.SN #1", "SNAPSHOT_COMPLETE.SN #2",
-	} {
-		compatDiffs["advisory $JS.EVENT.ADVISORY.STREAM."+a+" $.client"] = "Snapshot and restore advisories"
-	}
-}

@@ -1999,11 +1999,28 @@ func diffTopKeys(b []byte) []string {
 
 var diffAdvIDRe = regexp.MustCompile(`"id":"[^"]*"`)
 
-// compareAdvisory compares two advisories with their nuid ids replaced.
+// compareAdvisory compares two advisories with their nuid ids replaced,
+// and the connection id, round-trip time and server of the client they
+// name (the snapshot and restore advisories) too.
 func (d *differ) compareAdvisory(label, c, n string) {
-	c = diffAdvIDRe.ReplaceAllString(c, `"id":"<id>"`)
-	n = diffAdvIDRe.ReplaceAllString(n, `"id":"<id>"`)
+	c = diffAdvIDRe.ReplaceAllString(diffNormalizeAdvClient(c), `"id":"<id>"`)
+	n = diffAdvIDRe.ReplaceAllString(diffNormalizeAdvClient(n), `"id":"<id>"`)
 	d.compareJSON(label, c, n, strings.Contains(label, "<generated>"))
+}
+
+// diffAdvClientRe matches what must differ in the client an advisory
+// names: its connection id and round-trip time (numbers; the advisory's
+// own id is a string) and the server it is connected to (a server id).
+var diffAdvClientRe = regexp.MustCompile(`"(id|rtt)":[0-9]+|"server":"N[A-Z0-9]{55}"`)
+
+// diffNormalizeAdvClient returns the advisory s with its client's
+// connection id, round-trip time and server replaced by placeholders,
+// keys left in their order.
+func diffNormalizeAdvClient(s string) string {
+	return diffAdvClientRe.ReplaceAllStringFunc(s, func(m string) string {
+		k, _, _ := strings.Cut(m, ":")
+		return k + `:"<>"`
+	})
 }
 
 // sourceConfigs sends mirror, source and republish configs that fail, so

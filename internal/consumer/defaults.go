@@ -76,9 +76,28 @@ const (
 // ack_wait with backoff[0] and inheriting a stream consumer_limit are
 // error 10157 instead ("pedantic mode: ...", nats-server's texts), and ack
 // policy flow_control sets nothing; the other defaults are still filled.
-// On error c may be partly defaulted. nats-server also takes defaults
-// from server and account limits; cairn has neither.
+// On error c may be partly defaulted. SetDefaults applies no account
+// limits: it is SetDefaultsIn with none. (nats-server also takes
+// defaults from the server's jetstream limits, which cairn does not
+// have.)
 func (c *Config) SetDefaults(s *stream.Config, pedantic bool) *jserr.Error {
+	return c.SetDefaultsIn(s, AccountLimits{}, pedantic)
+}
+
+// AccountLimits are the JetStream limits of a consumer's account that
+// bound its config (nats-server v2.15.2 JetStreamAccountLimits, the
+// accounts block's jetstream { max_ack_pending } or an account JWT's
+// jetstream limits): MaxAckPending, in messages, 0 or below for none.
+type AccountLimits struct {
+	MaxAckPending int
+}
+
+// SetDefaultsIn is SetDefaults for a consumer of an account with limits
+// acc: the max_ack_pending a consumer with an ack policy other than none
+// gets when neither it nor its stream's consumer_limits set one is
+// DefaultMaxAckPending or acc.MaxAckPending, whichever is smaller, as in
+// nats-server v2.15.2 setConsumerConfigDefaults.
+func (c *Config) SetDefaultsIn(s *stream.Config, acc AccountLimits, pedantic bool) *jserr.Error {
 	if err := c.clampLimits(pedantic); err != nil {
 		return err
 	}
@@ -90,6 +109,9 @@ func (c *Config) SetDefaults(s *stream.Config, pedantic bool) *jserr.Error {
 	}
 	if c.MaxAckPending == 0 && c.AckPolicy != AckNone {
 		c.MaxAckPending = DefaultMaxAckPending
+		if acc.MaxAckPending > 0 && acc.MaxAckPending < c.MaxAckPending {
+			c.MaxAckPending = acc.MaxAckPending
+		}
 	}
 	if c.PriorityPolicy == PriorityPinnedClient && c.PinnedTTL == 0 {
 		c.PinnedTTL = DefaultPinnedTTL

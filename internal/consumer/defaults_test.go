@@ -153,3 +153,49 @@ func TestEffectiveReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestAccountMaxAckPending: the account's max_ack_pending lowers the
+// 1000 default (never raises it) and refuses more with 10121 naming the
+// limit, also when the stream's consumer_limits set more (nats-server
+// v2.15.2 setConsumerConfigDefaults, checkConsumerCfg).
+func TestAccountMaxAckPending(t *testing.T) {
+	s := streamConfig(t, oracleStreams["S"])
+	for _, c := range []struct {
+		acc, set, want int
+		ack            AckPolicy
+		err            bool
+	}{
+		{acc: 50, want: 50, ack: AckExplicit},
+		{acc: 5000, want: DefaultMaxAckPending, ack: AckExplicit},
+		{acc: -1, want: DefaultMaxAckPending, ack: AckExplicit},
+		{acc: 50, want: 0, ack: AckNone},
+		{acc: 50, set: 50, want: 50, ack: AckAll},
+		{acc: 50, set: 51, ack: AckExplicit, err: true},
+		{acc: 50, set: -1, want: -1, ack: AckExplicit},
+	} {
+		cfg := &Config{Durable: "D", AckPolicy: c.ack, MaxAckPending: c.set}
+		acc := AccountLimits{MaxAckPending: c.acc}
+		if err := cfg.SetDefaultsIn(s, acc, false); err != nil {
+			t.Fatal(err)
+		}
+		err := cfg.ValidateIn(s, acc, false)
+		switch {
+		case c.err && (err == nil || err.ErrCode != 10121 || err.Description != "consumer max ack pending exceeds system limit of 50"):
+			t.Errorf("%+v: error %v, want 10121 naming 50", c, err)
+		case !c.err && err != nil:
+			t.Errorf("%+v: %v", c, err)
+		case !c.err && cfg.MaxAckPending != c.want:
+			t.Errorf("%+v: max_ack_pending %d, want %d", c, cfg.MaxAckPending, c.want)
+		}
+	}
+	lim := *s
+	lim.ConsumerLimits.MaxAckPending = 100
+	cfg := &Config{Durable: "D", AckPolicy: AckExplicit}
+	acc := AccountLimits{MaxAckPending: 50}
+	if err := cfg.SetDefaultsIn(&lim, acc, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.ValidateIn(&lim, acc, false); err == nil || err.ErrCode != 10121 {
+		t.Errorf("stream consumer_limits 100 above the account's 50: %v, want 10121", err)
+	}
+}

@@ -70,9 +70,19 @@ func invalid(text string) *jserr.Error {
 // applies only to a consumer that does not exist yet are elsewhere:
 // CheckWorkQueue (10098, 10101, 10099, 10100, after the caller's
 // max_consumers check 10026), CheckWorkQueueUpdate and CheckDurableLength.
-// Server and account limits (10121 against them, 10125) do not exist in
-// cairn.
+// Validate applies no account limits: it is ValidateIn with none.
+// (nats-server's server jetstream limits, 10121 and 10125 against them,
+// do not exist in cairn.)
 func (c *Config) Validate(s *stream.Config, recovering bool) *jserr.Error {
+	return c.ValidateIn(s, AccountLimits{}, recovering)
+}
+
+// ValidateIn is Validate for a consumer of an account with limits acc:
+// a max_ack_pending above acc.MaxAckPending (when above 0) is refused
+// with 10121 "consumer max ack pending exceeds system limit of <limit>",
+// checked just before the stream's consumer_limits, as nats-server
+// v2.15.2 checkConsumerCfg does.
+func (c *Config) ValidateIn(s *stream.Config, acc AccountLimits, recovering bool) *jserr.Error {
 	checks := []func() *jserr.Error{
 		c.checkNames,
 		func() *jserr.Error { return c.checkReplicas(s, recovering) },
@@ -82,6 +92,7 @@ func (c *Config) Validate(s *stream.Config, recovering bool) *jserr.Error {
 		c.checkBackOff,
 		c.checkDescription,
 		func() *jserr.Error { return c.checkMode(s) },
+		func() *jserr.Error { return c.checkAccountLimits(acc) },
 		func() *jserr.Error { return c.checkStreamLimits(&s.ConsumerLimits) },
 		c.checkDirect,
 		c.checkFilters,
@@ -245,6 +256,14 @@ func deliveryFormsCycle(s *stream.Config, subj string) bool {
 		}
 	}
 	return false
+}
+
+// checkAccountLimits compares with the account's max_ack_pending.
+func (c *Config) checkAccountLimits(acc AccountLimits) *jserr.Error {
+	if acc.MaxAckPending > 0 && c.MaxAckPending > acc.MaxAckPending {
+		return jserr.New(jserr.ConsumerMaxPendingAckExcess, jserr.Sub("limit", acc.MaxAckPending))
+	}
+	return nil
 }
 
 // checkStreamLimits compares with the stream's consumer_limits; 10153

@@ -97,49 +97,60 @@ func (js *JetStream) adviseConsumer(streamName, name, action string) {
 // Snapshot and restore advisories, nats-server v2.15.2's
 // JSSnapshotCreateAdvisory, JSSnapshotCompleteAdvisory,
 // JSRestoreCreateAdvisory and JSRestoreCompleteAdvisory. "client" names
-// the requesting client in nats-server; cairn's API does not know it and
-// sends null (docs/compatibility.md).
+// the client that asked for the snapshot or restore, as the API audit
+// advisory does (nats-server's ClientInfo without its JWT and
+// alternates): the API takes it from the request's publisher and passes
+// it in (SnapshotRequest.Client, BeginRestore); null when not known.
 type snapshotCreateAdvisory struct {
-	Type   string      `json:"type"`
-	ID     string      `json:"id"`
-	Time   time.Time   `json:"timestamp"`
-	Stream string      `json:"stream"`
-	State  StreamState `json:"state"`
-	Client *struct{}   `json:"client"`
-	Domain string      `json:"domain,omitempty"`
+	Type   string          `json:"type"`
+	ID     string          `json:"id"`
+	Time   time.Time       `json:"timestamp"`
+	Stream string          `json:"stream"`
+	State  StreamState     `json:"state"`
+	Client json.RawMessage `json:"client"`
+	Domain string          `json:"domain,omitempty"`
 }
 
 type snapshotCompleteAdvisory struct {
-	Type   string    `json:"type"`
-	ID     string    `json:"id"`
-	Time   time.Time `json:"timestamp"`
-	Stream string    `json:"stream"`
-	Start  time.Time `json:"start"`
-	End    time.Time `json:"end"`
-	Client *struct{} `json:"client"`
-	Domain string    `json:"domain,omitempty"`
-	Error  string    `json:"error,omitempty"`
+	Type   string          `json:"type"`
+	ID     string          `json:"id"`
+	Time   time.Time       `json:"timestamp"`
+	Stream string          `json:"stream"`
+	Start  time.Time       `json:"start"`
+	End    time.Time       `json:"end"`
+	Client json.RawMessage `json:"client"`
+	Domain string          `json:"domain,omitempty"`
+	Error  string          `json:"error,omitempty"`
 }
 
 type restoreCreateAdvisory struct {
-	Type   string    `json:"type"`
-	ID     string    `json:"id"`
-	Time   time.Time `json:"timestamp"`
-	Stream string    `json:"stream"`
-	Client *struct{} `json:"client"`
-	Domain string    `json:"domain,omitempty"`
+	Type   string          `json:"type"`
+	ID     string          `json:"id"`
+	Time   time.Time       `json:"timestamp"`
+	Stream string          `json:"stream"`
+	Client json.RawMessage `json:"client"`
+	Domain string          `json:"domain,omitempty"`
 }
 
 type restoreCompleteAdvisory struct {
-	Type   string    `json:"type"`
-	ID     string    `json:"id"`
-	Time   time.Time `json:"timestamp"`
-	Stream string    `json:"stream"`
-	Start  time.Time `json:"start"`
-	End    time.Time `json:"end"`
-	Bytes  int64     `json:"bytes"`
-	Client *struct{} `json:"client"`
-	Domain string    `json:"domain,omitempty"`
+	Type   string          `json:"type"`
+	ID     string          `json:"id"`
+	Time   time.Time       `json:"timestamp"`
+	Stream string          `json:"stream"`
+	Start  time.Time       `json:"start"`
+	End    time.Time       `json:"end"`
+	Bytes  int64           `json:"bytes"`
+	Client json.RawMessage `json:"client"`
+	Domain string          `json:"domain,omitempty"`
+}
+
+// advisoryClient returns client when it is a JSON object, else nil (the
+// advisory then says "client":null rather than failing to encode).
+func advisoryClient(client []byte) json.RawMessage {
+	if len(client) == 0 || !json.Valid(client) {
+		return nil
+	}
+	return client
 }
 
 // advise publishes advisory v on subj; nobody has to listen.
@@ -151,20 +162,20 @@ func (js *JetStream) advise(subj string, v any) {
 
 // adviseSnapshotCreate announces a snapshot that starts streaming, on
 // $JS.EVENT.ADVISORY.STREAM.SNAPSHOT_CREATE.<stream>.
-func (js *JetStream) adviseSnapshotCreate(name string, state StreamState) {
+func (js *JetStream) adviseSnapshotCreate(name string, state StreamState, client json.RawMessage) {
 	js.advise("$JS.EVENT.ADVISORY.STREAM.SNAPSHOT_CREATE."+name, snapshotCreateAdvisory{
 		Type: "io.nats.jetstream.advisory.v1.snapshot_create", ID: nuid.Next(), Time: js.now().UTC(),
-		Stream: name, State: state, Domain: js.cfg.Domain,
+		Stream: name, State: state, Client: client, Domain: js.cfg.Domain,
 	})
 }
 
 // adviseSnapshotComplete announces a snapshot that ended, with its error
 // if it failed, on $JS.EVENT.ADVISORY.STREAM.SNAPSHOT_COMPLETE.<stream>.
-func (js *JetStream) adviseSnapshotComplete(name string, start time.Time, err error) {
+func (js *JetStream) adviseSnapshotComplete(name string, start time.Time, client json.RawMessage, err error) {
 	end := js.now().UTC()
 	a := snapshotCompleteAdvisory{
 		Type: "io.nats.jetstream.advisory.v1.snapshot_complete", ID: nuid.Next(), Time: end,
-		Stream: name, Start: start, End: end, Domain: js.cfg.Domain,
+		Stream: name, Start: start, End: end, Client: client, Domain: js.cfg.Domain,
 	}
 	if err != nil {
 		a.Error = err.Error()
@@ -174,20 +185,20 @@ func (js *JetStream) adviseSnapshotComplete(name string, start time.Time, err er
 
 // adviseRestoreCreate announces a restore that accepts chunks, on
 // $JS.EVENT.ADVISORY.STREAM.RESTORE_CREATE.<stream>.
-func (js *JetStream) adviseRestoreCreate(name string, start time.Time) {
+func (js *JetStream) adviseRestoreCreate(name string, start time.Time, client json.RawMessage) {
 	js.advise("$JS.EVENT.ADVISORY.STREAM.RESTORE_CREATE."+name, restoreCreateAdvisory{
 		Type: "io.nats.jetstream.advisory.v1.restore_create", ID: nuid.Next(), Time: start, Stream: name,
-		Domain: js.cfg.Domain,
+		Client: client, Domain: js.cfg.Domain,
 	})
 }
 
 // adviseRestoreComplete announces a restore that ended (whether or not it
 // succeeded, as nats-server) after bytes of chunks, on
 // $JS.EVENT.ADVISORY.STREAM.RESTORE_COMPLETE.<stream>.
-func (js *JetStream) adviseRestoreComplete(name string, start time.Time, bytes int64) {
+func (js *JetStream) adviseRestoreComplete(name string, start time.Time, bytes int64, client json.RawMessage) {
 	end := js.now().UTC()
 	js.advise("$JS.EVENT.ADVISORY.STREAM.RESTORE_COMPLETE."+name, restoreCompleteAdvisory{
 		Type: "io.nats.jetstream.advisory.v1.restore_complete", ID: nuid.Next(), Time: end,
-		Stream: name, Start: start, End: end, Bytes: bytes, Domain: js.cfg.Domain,
+		Stream: name, Start: start, End: end, Bytes: bytes, Client: client, Domain: js.cfg.Domain,
 	})
 }

@@ -21,10 +21,11 @@ import (
 // for a deliver subject still in use, 10026, 10099/10100, 10102).
 func (js *JetStream) PrepareConsumer(scfg stream.Config, existing map[string]*consumer.Config, cfg consumer.Config, action ConsumerAction, pedantic bool) (consumer.Config, bool, *jserr.Error) {
 	cfg.SetStaticMetadata()
-	if err := cfg.SetDefaults(&scfg, pedantic); err != nil {
+	acc := js.consumerLimits()
+	if err := cfg.SetDefaultsIn(&scfg, acc, pedantic); err != nil {
 		return cfg, false, err
 	}
-	if err := cfg.Validate(&scfg, false); err != nil {
+	if err := cfg.ValidateIn(&scfg, acc, false); err != nil {
 		return cfg, false, err
 	}
 	if cfg.Name == "" {

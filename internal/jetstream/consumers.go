@@ -64,10 +64,11 @@ func (js *JetStream) CreateConsumerAt(streamName, name string, cfg consumer.Conf
 func (js *JetStream) createConsumer(r *streamEntry, name string, cfg consumer.Config, action ConsumerAction, pedantic bool, created time.Time) (*consumer.Info, *jserr.Error) {
 	scfg := r.Config()
 	cfg.SetStaticMetadata()
-	if err := cfg.SetDefaults(&scfg, pedantic); err != nil {
+	acc := js.consumerLimits()
+	if err := cfg.SetDefaultsIn(&scfg, acc, pedantic); err != nil {
 		return nil, err
 	}
-	if err := cfg.Validate(&scfg, false); err != nil {
+	if err := cfg.ValidateIn(&scfg, acc, false); err != nil {
 		return nil, err
 	}
 	if cfg.Name == "" {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
@@ -81,7 +82,8 @@ type AccountInfo struct {
 
 // AccountLimits are an account's JetStream limits, in nats-server
 // v2.15.2's keys (JetStreamAccountLimits); -1 is unlimited. MaxConsumers
-// is per stream; MaxAckPending is reported, not enforced.
+// is per stream; MaxAckPending bounds each consumer's max_ack_pending
+// (consumer.AccountLimits).
 type AccountLimits struct {
 	MaxMemory            int64 `json:"max_memory"`
 	MaxStore             int64 `json:"max_storage"`
@@ -126,6 +128,12 @@ func (js *JetStream) limits() AccountLimits {
 		return Unlimited
 	}
 	return *l
+}
+
+// consumerLimits returns the account's limits that bound a consumer's
+// config.
+func (js *JetStream) consumerLimits() consumer.AccountLimits {
+	return consumer.AccountLimits{MaxAckPending: js.limits().MaxAckPending}
 }
 
 // checkAccountLimitsLocked applies the account's limits to a new or

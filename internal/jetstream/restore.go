@@ -67,9 +67,10 @@ type RestoreDone func(reply string, info *StreamInfo, err *jserr.Error)
 // nats-server v2.15.2 does before it answers (the config as a create
 // checks it, the storage limits, a stream or a restore of that name:
 // 10130), subscribes to a new deliver subject for the chunks and returns
-// it; done is called when the restore ends. The caller has checked the
-// name (10056, 10128).
-func (js *JetStream) BeginRestore(cfg stream.Config, done RestoreDone) (string, *jserr.Error) {
+// it; done is called when the restore ends. client is the requester's
+// ClientInfo JSON for the restore advisories (nil when not known: they
+// say "client":null). The caller has checked the name (10056, 10128).
+func (js *JetStream) BeginRestore(cfg stream.Config, client []byte, done RestoreDone) (string, *jserr.Error) {
 	if err := cfg.PrepareRestore(); err != nil {
 		return "", err
 	}
@@ -92,8 +93,8 @@ func (js *JetStream) BeginRestore(cfg stream.Config, done RestoreDone) (string, 
 	js.restoring[cfg.Name] = true
 	js.mu.Unlock()
 
-	rs := &restoreSession{js: js, cfg: cfg, done: done, start: js.now().UTC(), wake: make(chan struct{}, 1)}
-	js.adviseRestoreCreate(cfg.Name, rs.start)
+	rs := &restoreSession{js: js, cfg: cfg, client: advisoryClient(client), done: done, start: js.now().UTC(), wake: make(chan struct{}, 1)}
+	js.adviseRestoreCreate(cfg.Name, rs.start, rs.client)
 	subj := fmt.Sprintf("$JS.SNAPSHOT.RESTORE.%s.%s", cfg.Name, nuid.Next())
 	sub, err := js.tr.Subscribe(subj, "", rs.onChunk)
 	if err != nil {
@@ -121,11 +122,12 @@ func (js *JetStream) endRestore(name string) {
 // own goroutine, feeds them to the importer (importArchive, on another)
 // through a pipe, answers them, and installs the stream at the end.
 type restoreSession struct {
-	js    *JetStream
-	cfg   stream.Config
-	done  RestoreDone
-	start time.Time
-	sub   Subscription
+	js     *JetStream
+	cfg    stream.Config
+	client json.RawMessage // the requester, for the advisories
+	done   RestoreDone
+	start  time.Time
+	sub    Subscription
 
 	mu     sync.Mutex
 	chunks []restoreChunk
@@ -232,7 +234,7 @@ func (rs *restoreSession) run() {
 				default:
 				}
 				fail(err)
-				js.adviseRestoreComplete(rs.cfg.Name, rs.start, total)
+				js.adviseRestoreComplete(rs.cfg.Name, rs.start, total, rs.client)
 				rs.answer(c.reply, nil, jserr.From(err, jserr.StreamRestore))
 				return
 			}
@@ -242,7 +244,7 @@ func (rs *restoreSession) run() {
 		if failed != nil {
 			js.logf("jetstream: %v", failed)
 			fail(failed)
-			rs.js.adviseRestoreComplete(rs.cfg.Name, rs.start, total)
+			rs.js.adviseRestoreComplete(rs.cfg.Name, rs.start, total, rs.client)
 			rs.answer("", nil, jserr.From(failed, jserr.StreamRestore))
 			return
 		}
@@ -267,7 +269,7 @@ func (rs *restoreSession) finish(reply string, res *staged, importErr error, tot
 	} else {
 		js.cfg.Infof("jetstream: restored stream %s (%d bytes)", rs.cfg.Name, total)
 	}
-	js.adviseRestoreComplete(rs.cfg.Name, rs.start, total)
+	js.adviseRestoreComplete(rs.cfg.Name, rs.start, total, rs.client)
 	var jerr *jserr.Error
 	if err != nil {
 		jerr = jserr.From(err, jserr.StreamRestore)
@@ -540,7 +542,7 @@ func (rs *restoreSession) install(res *staged) (*StreamInfo, error) {
 	js, cfg := rs.js, rs.cfg
 	created := js.now().UTC()
 	for i := range res.consumers {
-		if err := prepareRestoredConsumer(&cfg, &res.consumers[i]); err != nil {
+		if err := prepareRestoredConsumer(&cfg, js.consumerLimits(), &res.consumers[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -566,14 +568,15 @@ func (rs *restoreSession) install(res *staged) (*StreamInfo, error) {
 }
 
 // prepareRestoredConsumer checks a consumer of the snapshot as a create
-// would, against the stream's config, and its state.
-func prepareRestoredConsumer(scfg *stream.Config, sc *stagedConsumer) error {
+// would, against the stream's config and the account's limits acc, and
+// its state.
+func prepareRestoredConsumer(scfg *stream.Config, acc consumer.AccountLimits, sc *stagedConsumer) error {
 	cfg := &sc.cfg
 	cfg.SetStaticMetadata()
-	if err := cfg.SetDefaults(scfg, false); err != nil {
+	if err := cfg.SetDefaultsIn(scfg, acc, false); err != nil {
 		return fmt.Errorf("failed to add consumer %q: %w", cfg.Name, err)
 	}
-	if err := cfg.Validate(scfg, false); err != nil {
+	if err := cfg.ValidateIn(scfg, acc, false); err != nil {
 		return fmt.Errorf("failed to add consumer %q: %w", cfg.Name, err)
 	}
 	cfg.SetEphemeralThreshold()

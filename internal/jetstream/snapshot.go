@@ -55,6 +55,9 @@ type SnapshotRequest struct {
 	NoConsumers    bool   // leave the consumers out
 	ChunkSize      int    // bytes per chunk; 0 = 128 KiB, clamped to 1 KiB..1 MiB
 	WindowSize     int    // unanswered bytes at most; 0 = 8 MiB, clamped to 1 KiB..32 MiB
+	// Client is the requester's ClientInfo JSON, which the snapshot
+	// advisories name; nil when not known ("client":null).
+	Client []byte
 }
 
 // SnapshotStart is a snapshot that has begun: the stream's config (as
@@ -93,16 +96,17 @@ func (js *JetStream) Snapshot(name string, req SnapshotRequest) (*SnapshotStart,
 	archState.Consumers = len(consumers)
 	start := &SnapshotStart{Config: r.Config(), State: state}
 	started := js.now().UTC()
+	client := advisoryClient(req.Client)
 	start.Send = func() {
 		if !js.background(func() {
-			js.adviseSnapshotCreate(name, state)
+			js.adviseSnapshotCreate(name, state, client)
 			pr, pw := io.Pipe()
 			go func() {
 				pw.CloseWithError(r.writeSnapshot(pw, archState, names, consumers))
 			}()
 			err := js.sendSnapshot(r, pr, req)
 			_ = pr.CloseWithError(errSnapshotStopped) // the writer stops if the sender gave up
-			js.adviseSnapshotComplete(name, started, err)
+			js.adviseSnapshotComplete(name, started, client, err)
 			if err != nil {
 				js.logf("jetstream: snapshot of stream %s failed: %v", name, err)
 			}

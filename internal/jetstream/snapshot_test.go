@@ -86,7 +86,7 @@ type restoreResult struct {
 func restoreBytes(t *testing.T, js *JetStream, tr *memTransport, cfg stream.Config, data []byte, chunk int) (*StreamInfo, *jserr.Error) {
 	t.Helper()
 	done := make(chan restoreResult, 1)
-	subj, jerr := js.BeginRestore(cfg, func(reply string, info *StreamInfo, err *jserr.Error) {
+	subj, jerr := js.BeginRestore(cfg, nil, func(reply string, info *StreamInfo, err *jserr.Error) {
 		done <- restoreResult{reply, info, err}
 	})
 	if jerr != nil {
@@ -325,7 +325,7 @@ func TestRestoreNameTaken(t *testing.T) {
 	cfg := snapStream(t, js, tr, stream.FileStorage)
 	data, _ := takeSnapshot(t, js, tr, "SNAP", SnapshotRequest{NoConsumers: true})
 	noop := func(string, *StreamInfo, *jserr.Error) {}
-	if _, err := js.BeginRestore(cfg, noop); err == nil || err.ErrCode != uint16(jserr.StreamNameExistRestoreFailed) {
+	if _, err := js.BeginRestore(cfg, nil, noop); err == nil || err.ErrCode != uint16(jserr.StreamNameExistRestoreFailed) {
 		t.Fatalf("restore of an existing stream: %v, want 10130", err)
 	}
 
@@ -333,11 +333,11 @@ func TestRestoreNameTaken(t *testing.T) {
 	js2 := newTestJS(t, vfs.NewCrashFS(), tr2)
 	defer js2.Shutdown()
 	done := make(chan *jserr.Error, 1)
-	subj, jerr := js2.BeginRestore(cfg, func(_ string, _ *StreamInfo, err *jserr.Error) { done <- err })
+	subj, jerr := js2.BeginRestore(cfg, nil, func(_ string, _ *StreamInfo, err *jserr.Error) { done <- err })
 	if jerr != nil {
 		t.Fatal(jerr)
 	}
-	if _, err := js2.BeginRestore(cfg, noop); err == nil || err.ErrCode != uint16(jserr.StreamNameExistRestoreFailed) {
+	if _, err := js2.BeginRestore(cfg, nil, noop); err == nil || err.ErrCode != uint16(jserr.StreamNameExistRestoreFailed) {
 		t.Fatalf("second restore of the same name: %v, want 10130", err)
 	}
 	if _, err := js2.AddStream(cfg); err != nil {
@@ -470,7 +470,7 @@ func TestRestoreStalls(t *testing.T) {
 	defer js.Shutdown()
 	cfg := stream.Config{Name: "ST", Subjects: []string{"st"}}
 	called := make(chan struct{}, 1)
-	subj, jerr := js.BeginRestore(cfg, func(string, *StreamInfo, *jserr.Error) { called <- struct{}{} })
+	subj, jerr := js.BeginRestore(cfg, nil, func(string, *StreamInfo, *jserr.Error) { called <- struct{}{} })
 	if jerr != nil {
 		t.Fatal(jerr)
 	}
@@ -484,7 +484,7 @@ func TestRestoreStalls(t *testing.T) {
 	tr.Publish(subj, "_R.ack", nil, buf.Bytes())
 	<-acks.ch
 	waitUntil(t, "the stalled restore to end", func() bool {
-		_, err := js.BeginRestore(cfg, func(string, *StreamInfo, *jserr.Error) {})
+		_, err := js.BeginRestore(cfg, nil, func(string, *StreamInfo, *jserr.Error) {})
 		return err == nil
 	})
 	select {
@@ -508,8 +508,8 @@ func TestRestoreNameFreedBeforeAnswer(t *testing.T) {
 	defer js.Shutdown()
 	cfg := stream.Config{Name: "R", Subjects: []string{"r.>"}}
 	again := make(chan *jserr.Error, 1)
-	subj, jerr := js.BeginRestore(cfg, func(_ string, _ *StreamInfo, err *jserr.Error) {
-		_, err2 := js.BeginRestore(cfg, func(string, *StreamInfo, *jserr.Error) {})
+	subj, jerr := js.BeginRestore(cfg, nil, func(_ string, _ *StreamInfo, err *jserr.Error) {
+		_, err2 := js.BeginRestore(cfg, nil, func(string, *StreamInfo, *jserr.Error) {})
 		again <- err2
 	})
 	if jerr != nil {

@@ -2,6 +2,7 @@ package jsapi
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/jetstream"
@@ -35,8 +36,9 @@ import (
 // Cost: the advisory is built only while something listens on
 // AuditSubject: when a request arrives the API asks the transport
 // whether the subject has interest (a subject-index lookup, cached), and
-// only then takes the requester's description (Requester); it asks again
-// before publishing. A request that arrived with nobody listening is not
+// only then takes the requester's description (Requester), which a
+// snapshot or restore request also takes for its own advisories; it asks
+// again before publishing. A request that arrived with nobody listening is not
 // audited.
 
 // AuditSubject is the subject of the API audit advisory (nats-server
@@ -104,17 +106,26 @@ type auditor struct {
 // on a peer.
 func (au *auditor) listening() bool { return au.tr.HasInterest(AuditSubject) }
 
-// note marks r for an audit when something listens, taking the
-// requester's description now: the client may be gone by the time r is
+// note marks r for an audit when something listens, and takes the
+// requester's description when r is audited or starts a snapshot or a
+// restore (namesRequester): the client may be gone by the time r is
 // answered.
 func (au *auditor) note(r *request, from Requester) {
-	if !au.listening() {
-		return
+	if au.listening() {
+		r.audit = true
 	}
-	r.audit = true
-	if from != nil {
+	if from != nil && (r.audit || namesRequester(r.subject)) {
 		r.client = from.AppendClientInfo(nil, r.hdr)
 	}
+}
+
+// namesRequester reports whether the request on subj starts something
+// whose advisories name the requester whether or not anyone audits: a
+// snapshot or a restore (nats-server v2.15.2 fills "client" of
+// SNAPSHOT_CREATE, SNAPSHOT_COMPLETE, RESTORE_CREATE, RESTORE_COMPLETE
+// with the requester's ClientInfo).
+func namesRequester(subj string) bool {
+	return strings.HasPrefix(subj, "$JS.API.STREAM.SNAPSHOT.") || strings.HasPrefix(subj, "$JS.API.STREAM.RESTORE.")
 }
 
 // send publishes the audit of r, answered with response, when r was

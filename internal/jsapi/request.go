@@ -26,7 +26,7 @@ type request struct {
 	tokens   int    // tokens after the endpoint key
 
 	audit  bool   // something listened for the audit advisory when it arrived (audit.go)
-	client []byte // then: the requester's ClientInfo JSON, nil when unknown
+	client []byte // then, and for a snapshot or restore: the requester's ClientInfo JSON, nil when unknown
 }
 
 // newRequest copies a message delivered to the API subscription.

@@ -55,7 +55,7 @@ func streamSnapshot(a *API, r *request) (response, *jserr.Error) {
 	}
 	start, err := a.js.Snapshot(r.stream, jetstream.SnapshotRequest{
 		DeliverSubject: req.DeliverSubject, NoConsumers: req.NoConsumers,
-		ChunkSize: req.ChunkSize, WindowSize: req.WindowSize,
+		ChunkSize: req.ChunkSize, WindowSize: req.WindowSize, Client: r.client,
 	})
 	if err != nil {
 		return resp, err
@@ -115,7 +115,7 @@ func streamRestore(a *API, r *request) (response, *jserr.Error) {
 		// stream the cluster does not know.
 		return resp, jserr.New(jserr.ClusterNotLeader)
 	}
-	subj, err := a.js.BeginRestore(cfg, a.restoreDone)
+	subj, err := a.js.BeginRestore(cfg, r.client, a.restoreDone)
 	if err != nil {
 		return resp, err
 	}
