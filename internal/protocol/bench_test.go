@@ -2,8 +2,9 @@ package protocol
 
 import (
 	"bytes"
-	"math/rand/v2"
 	"testing"
+
+	"github.com/cairnmq/cairn/internal/wireline/streamtest"
 )
 
 // benchMsgs is the number of operations in one benchmark buffer.
@@ -54,7 +55,7 @@ func BenchmarkParseRandomSplits(b *testing.B) {
 		stream = append(stream, pubs[i*one:(i+1)*one]...)
 		stream = append(stream, hpubs[i*hone:(i+1)*hone]...)
 	}
-	chunks := cutRandomly(stream, 512)
+	chunks := streamtest.CutRandomly(stream, 512)
 	c := &counter{}
 	p := NewParser(Config{}, c)
 	b.SetBytes(int64(len(stream)))
@@ -70,17 +71,6 @@ func BenchmarkParseRandomSplits(b *testing.B) {
 		b.Fatalf("pubs %d, want %d", c.pubs, b.N*benchMsgs)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchMsgs), "ns/msg")
-}
-
-// cutRandomly cuts s into pieces of 1 to most bytes, drawn from a PRNG with a fixed seed.
-func cutRandomly(s []byte, most int) [][]byte {
-	rng := rand.New(rand.NewPCG(1, 2))
-	var out [][]byte
-	for len(s) > 0 {
-		n := min(len(s), 1+rng.IntN(most))
-		out, s = append(out, s[:n]), s[n:]
-	}
-	return out
 }
 
 // BenchmarkAppendMsg encodes one MSG with a reply and a 128-byte payload into a reused buffer.

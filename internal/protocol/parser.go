@@ -1,6 +1,6 @@
 package protocol
 
-import "bytes"
+import "github.com/cairnmq/cairn/internal/wireline"
 
 // Handler receives the operations the Parser finds on a client connection, in stream order
 // (docs/protocol.md 1.3). Byte slices alias the buffer given to Parse or the Parser's scratch buffer
@@ -63,14 +63,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-const (
-	// lineSlack covers what a buffered control line holds besides its limited argument: the
-	// operation name (at most 7 bytes), one separator and a trailing \r.
-	lineSlack = 16
-	// scratchKeep is the scratch capacity kept after a split message; a larger buffer (grown
-	// for a big payload) is released so idle connections do not pin it.
-	scratchKeep = 64 << 10
-)
+// scratchKeep is the scratch capacity kept after a split message; a larger buffer (grown for a
+// big payload) is released so idle connections do not pin it.
+const scratchKeep = 64 << 10
 
 // parserState says what the next input byte belongs to.
 type parserState uint8
@@ -92,11 +87,11 @@ type pendingPub struct {
 //
 // Complete operations are parsed straight out of the buffer given to Parse. Only a control line
 // or payload split across Parse calls is copied, into scratch, whose capacity never exceeds
-// MaxControlLine+MaxPayload+lineSlack.
+// MaxControlLine+MaxPayload+wireline.Slack.
 type Parser struct {
 	h          Handler
 	maxLine    int     // Config.MaxControlLine
-	lineCap    int     // maxLine + lineSlack: capacity reserved for a partial control line
+	lineCap    int     // maxLine + wireline.Slack: capacity reserved for a partial control line
 	maxPayload int     // Config.MaxPayload
 	next       *Config // limits given to SetLimits, applied when the next operation starts
 	noHeaders  bool
@@ -119,7 +114,7 @@ func NewParser(cfg Config, h Handler) *Parser {
 	return &Parser{
 		h:          h,
 		maxLine:    cfg.MaxControlLine,
-		lineCap:    cfg.MaxControlLine + lineSlack,
+		lineCap:    cfg.MaxControlLine + wireline.Slack,
 		maxPayload: cfg.MaxPayload,
 	}
 }
@@ -139,7 +134,7 @@ func (p *Parser) applyLimits() {
 	if p.next == nil || p.state != stateLine || len(p.scratch) > 0 {
 		return
 	}
-	p.maxLine, p.lineCap, p.maxPayload = p.next.MaxControlLine, p.next.MaxControlLine+lineSlack, p.next.MaxPayload
+	p.maxLine, p.lineCap, p.maxPayload = p.next.MaxControlLine, p.next.MaxControlLine+wireline.Slack, p.next.MaxPayload
 	p.next = nil
 }
 
@@ -197,24 +192,17 @@ func (p *Parser) step(buf []byte) ([]byte, error) {
 		}
 		p.awaitConnect = nil
 	}
-	i := bytes.IndexByte(buf, '\n')
-	if i < 0 {
-		return nil, p.accumulate(buf)
-	}
-	line := buf[:i]
-	if len(p.scratch) > 0 {
-		if err := p.accumulate(line); err != nil {
-			return nil, err
-		}
-		line, p.scratch = p.scratch, p.scratch[:0]
+	line, rest, ok, err := grammar.Cut(&p.scratch, buf, p.maxLine)
+	if !ok || err != nil {
+		return nil, err
 	}
 	if err := p.line(line); err != nil {
 		return nil, err
 	}
 	if p.state == statePayload {
-		return p.payload(buf[i+1:])
+		return p.payload(rest)
 	}
-	return buf[i+1:], nil
+	return rest, nil
 }
 
 // forget drops references into the caller's buffer once Parse returns.

@@ -2,8 +2,9 @@ package route
 
 import (
 	"bytes"
-	"math/rand/v2"
 	"testing"
+
+	"github.com/cairnmq/cairn/internal/wireline/streamtest"
 )
 
 // benchMsgs is the number of messages in one benchmark stream.
@@ -61,16 +62,5 @@ func BenchmarkParseMsgs(b *testing.B) {
 // to 512 bytes (fixed seed), so control lines and payloads are split everywhere.
 func BenchmarkParseRandomSplits(b *testing.B) {
 	s := msgStream()
-	benchChunks(b, cutRandomly(s, 512), len(s))
-}
-
-// cutRandomly cuts s into pieces of 1 to most bytes, drawn from a PRNG with a fixed seed.
-func cutRandomly(s []byte, most int) [][]byte {
-	rng := rand.New(rand.NewPCG(1, 2))
-	var out [][]byte
-	for len(s) > 0 {
-		n := min(len(s), 1+rng.IntN(most))
-		out, s = append(out, s[:n]), s[n:]
-	}
-	return out
+	benchChunks(b, streamtest.CutRandomly(s, 512), len(s))
 }

@@ -1,6 +1,6 @@
 package route
 
-import "bytes"
+import "github.com/cairnmq/cairn/internal/wireline"
 
 // Handler receives the operations a Parser finds on a route connection, in
 // stream order. Byte slices alias the buffer given to Parse or the Parser's
@@ -81,15 +81,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-const (
-	// lineSlack covers what a buffered control line holds besides its
-	// limited argument: the operation name (at most 7 bytes), one separator
-	// and a trailing CR.
-	lineSlack = 16
-	// scratchKeep is the scratch capacity kept after a split message; a
-	// larger buffer (grown for a big payload) is released.
-	scratchKeep = 64 << 10
-)
+// scratchKeep is the scratch capacity kept after a split message; a larger
+// buffer (grown for a big payload) is released.
+const scratchKeep = 64 << 10
 
 type parserState uint8
 
@@ -109,7 +103,7 @@ type pendingMsg struct {
 // for concurrent use: one goroutine feeds it. Complete operations are
 // parsed straight out of the buffer given to Parse; only a control line or
 // message split across Parse calls is copied, into scratch, whose capacity
-// never exceeds MaxControlLine+MaxPayload+lineSlack.
+// never exceeds MaxControlLine+MaxPayload+wireline.Slack.
 type Parser struct {
 	h          Handler
 	maxLine    int
@@ -131,7 +125,7 @@ func NewParser(cfg Config, h Handler) *Parser {
 	return &Parser{
 		h:          h,
 		maxLine:    cfg.MaxControlLine,
-		lineCap:    cfg.MaxControlLine + lineSlack,
+		lineCap:    cfg.MaxControlLine + wireline.Slack,
 		maxPayload: cfg.MaxPayload,
 	}
 }
@@ -164,24 +158,17 @@ func (p *Parser) step(buf []byte) ([]byte, error) {
 	if p.state == statePayload {
 		return p.resumePayload(buf)
 	}
-	i := bytes.IndexByte(buf, '\n')
-	if i < 0 {
-		return nil, p.accumulate(buf)
-	}
-	line := buf[:i]
-	if len(p.scratch) > 0 {
-		if err := p.accumulate(line); err != nil {
-			return nil, err
-		}
-		line, p.scratch = p.scratch, p.scratch[:0]
+	line, rest, ok, err := grammar.Cut(&p.scratch, buf, p.maxLine)
+	if !ok || err != nil {
+		return nil, err
 	}
 	if err := p.line(line); err != nil {
 		return nil, err
 	}
 	if p.state == statePayload {
-		return p.payload(buf[i+1:])
+		return p.payload(rest)
 	}
-	return buf[i+1:], nil
+	return rest, nil
 }
 
 // forget drops references into the caller's buffer once Parse returns.
