@@ -29,8 +29,10 @@ var opTable = [...]wireline.Op{
 }
 
 // grammar gives wireline the client protocol's operations and errors.
-var grammar = wireline.Grammar[opCode]{
-	Ops: opTable[:], Match: matchOp, ErrUnknownOp: ErrUnknownOp, ErrControlLine: ErrControlLine,
+var grammar = wireline.Grammar{
+	Ops:          opTable[:],
+	Match:        func(line []byte) int { return int(matchOp(line)) },
+	ErrUnknownOp: ErrUnknownOp, ErrControlLine: ErrControlLine,
 }
 
 // maxArgs is the largest argument count of any operation (HPUB with a reply).
@@ -38,7 +40,10 @@ const maxArgs = 4
 
 // matchOp returns the operation whose name starts line, compared case-insensitively. It returns
 // opPartial when line is shorter than the name it begins, and opBad when it begins no name.
-func matchOp(line []byte) opCode { return wireline.Check(line, candidate(line), opTable[:]) }
+func matchOp(line []byte) opCode {
+	op := candidate(line)
+	return wireline.Check(line, op, opTable[op].Name)
+}
 
 // candidate picks the only operation a line can be, from its first (and for P, second) byte.
 func candidate(line []byte) opCode {

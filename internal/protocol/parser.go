@@ -1,6 +1,10 @@
 package protocol
 
-import "github.com/cairnmq/cairn/internal/wireline"
+import (
+	"bytes"
+
+	"github.com/cairnmq/cairn/internal/wireline"
+)
 
 // Handler receives the operations the Parser finds on a client connection, in stream order
 // (docs/protocol.md 1.3). Byte slices alias the buffer given to Parse or the Parser's scratch buffer
@@ -192,17 +196,24 @@ func (p *Parser) step(buf []byte) ([]byte, error) {
 		}
 		p.awaitConnect = nil
 	}
-	line, rest, ok, err := grammar.Cut(&p.scratch, buf, p.maxLine)
-	if !ok || err != nil {
-		return nil, err
+	i := bytes.IndexByte(buf, '\n')
+	if i < 0 {
+		return nil, grammar.Accumulate(&p.scratch, buf, p.maxLine)
+	}
+	line := buf[:i]
+	if len(p.scratch) > 0 {
+		if err := grammar.Accumulate(&p.scratch, line, p.maxLine); err != nil {
+			return nil, err
+		}
+		line, p.scratch = p.scratch, p.scratch[:0]
 	}
 	if err := p.line(line); err != nil {
 		return nil, err
 	}
 	if p.state == statePayload {
-		return p.payload(rest)
+		return p.payload(buf[i+1:])
 	}
-	return rest, nil
+	return buf[i+1:], nil
 }
 
 // forget drops references into the caller's buffer once Parse returns.

@@ -2,12 +2,12 @@ package route
 
 import "github.com/cairnmq/cairn/internal/wireline"
 
-// This file handles complete control lines; wireline cuts them out of the stream.
+// This file handles complete control lines; wireline accumulates a line split across reads.
 
 // line processes one complete control line, without its LF.
 func (p *Parser) line(line []byte) error {
 	op := matchOp(line)
-	arg, err := grammar.Arg(line, op, p.maxLine)
+	arg, err := grammar.Arg(line, int(op), p.maxLine)
 	if err != nil {
 		return err
 	}
@@ -28,6 +28,15 @@ func (p *Parser) dispatch(op opCode, arg []byte) error {
 		return p.h.ProcessInfo(wireline.Trim(arg))
 	case opConnect:
 		return p.h.ProcessConnect(wireline.Trim(arg))
+	}
+	return p.control(op, arg)
+}
+
+// control handles PING, PONG, +OK and -ERR. (A separate switch keeps
+// dispatch's small enough to compile without a jump table, which cost the
+// message path a few instructions.)
+func (p *Parser) control(op opCode, arg []byte) error {
+	switch op {
 	case opPing:
 		return p.h.ProcessPing()
 	case opPong:

@@ -29,14 +29,19 @@ var opTable = [...]wireline.Op{
 }
 
 // grammar gives wireline the route protocol's operations and errors.
-var grammar = wireline.Grammar[opCode]{
-	Ops: opTable[:], Match: matchOp, ErrUnknownOp: ErrUnknownOp, ErrControlLine: ErrControlLine,
+var grammar = wireline.Grammar{
+	Ops:          opTable[:],
+	Match:        func(line []byte) int { return int(matchOp(line)) },
+	ErrUnknownOp: ErrUnknownOp, ErrControlLine: ErrControlLine,
 }
 
 // matchOp returns the operation whose name starts line, compared
 // case-insensitively; opPartial when line is a proper prefix of a name, and
 // opBad when it begins no name.
-func matchOp(line []byte) opCode { return wireline.Check(line, candidate(line), opTable[:]) }
+func matchOp(line []byte) opCode {
+	op := candidate(line)
+	return wireline.Check(line, op, opTable[op].Name)
+}
 
 // candidate picks the only operation a line can be from its first bytes.
 func candidate(line []byte) opCode {

@@ -1,6 +1,10 @@
 package route
 
-import "github.com/cairnmq/cairn/internal/wireline"
+import (
+	"bytes"
+
+	"github.com/cairnmq/cairn/internal/wireline"
+)
 
 // Handler receives the operations a Parser finds on a route connection, in
 // stream order. Byte slices alias the buffer given to Parse or the Parser's
@@ -158,17 +162,24 @@ func (p *Parser) step(buf []byte) ([]byte, error) {
 	if p.state == statePayload {
 		return p.resumePayload(buf)
 	}
-	line, rest, ok, err := grammar.Cut(&p.scratch, buf, p.maxLine)
-	if !ok || err != nil {
-		return nil, err
+	i := bytes.IndexByte(buf, '\n')
+	if i < 0 {
+		return nil, grammar.Accumulate(&p.scratch, buf, p.maxLine)
+	}
+	line := buf[:i]
+	if len(p.scratch) > 0 {
+		if err := grammar.Accumulate(&p.scratch, line, p.maxLine); err != nil {
+			return nil, err
+		}
+		line, p.scratch = p.scratch, p.scratch[:0]
 	}
 	if err := p.line(line); err != nil {
 		return nil, err
 	}
 	if p.state == statePayload {
-		return p.payload(rest)
+		return p.payload(buf[i+1:])
 	}
-	return rest, nil
+	return buf[i+1:], nil
 }
 
 // forget drops references into the caller's buffer once Parse returns.

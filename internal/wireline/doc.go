@@ -1,8 +1,9 @@
 // Package wireline reads the control lines of cairn's two NATS text protocols, the client
 // protocol (internal/protocol) and the route protocol (internal/route). That is its one job:
-// it matches an operation name against a protocol's table, cuts the next line out of the
-// stream, keeps a line split across reads bounded and checked while it grows, cuts the
-// argument off a complete line, and provides the byte and size helpers those arguments need.
+// it matches an operation name against a protocol's table, keeps a line split across reads
+// bounded and checked while it grows, cuts the argument off a complete line, and provides the
+// byte and size helpers those arguments need. Finding the \n stays in each parser's loop, the
+// hot path, where a shared call measured slower (docs/benchmarks.md, "Control-line reading").
 // Each protocol keeps its own operation table, its own argument handling, its own errors and
 // everything about payloads.
 //

@@ -1,46 +1,23 @@
 package wireline
 
-import "bytes"
-
 // Slack is what a buffered partial control line may hold besides its limited argument: the
 // operation name (at most 7 bytes), its separator and a trailing \r, rounded up. A protocol
 // whose argument limit is maxArg reserves maxArg+Slack bytes for a partial line.
 const Slack = 16
 
-// Grammar is one protocol's operations as this package needs them, for op codes of type O.
-// A protocol declares one, at package level, and never changes it.
-type Grammar[O ~uint8] struct {
+// Grammar is one protocol's operations as this package needs them. A protocol declares one, at
+// package level, and never changes it. Op codes are the protocol's, as ints: indexes of Ops,
+// or Bad or Partial.
+type Grammar struct {
 	// Ops is the protocol's table, indexed by op code; the Bad and Partial entries are unused.
 	Ops []Op
 	// Match returns the op code of the operation whose name starts line, Partial or Bad
-	// (normally the protocol's first-byte switch followed by Check).
-	Match func(line []byte) O
+	// (the protocol's first-byte switch followed by Check). Only Accumulate calls it.
+	Match func(line []byte) int
 	// ErrUnknownOp is returned for an unknown operation or a missing separator, and
 	// ErrControlLine for an argument above the limit; each protocol gives its own error
 	// values, which its wire error texts belong to.
 	ErrUnknownOp, ErrControlLine error
-}
-
-// Cut returns the next complete control line of a stream, without its \n, and rest, what
-// follows the \n in data. When partial holds the start of a line from earlier reads, the
-// line is *partial completed with data's bytes before the \n (checked by Accumulate);
-// *partial is then emptied but line aliases its array until it is written again. When data
-// has no \n, Cut adds all of data to *partial (Accumulate) and returns ok false. maxArg is
-// the control-line limit in bytes. The errors are Accumulate's; a line in data alone is not
-// checked here but by Arg.
-func (g *Grammar[O]) Cut(partial *[]byte, data []byte, maxArg int) (line, rest []byte, ok bool, err error) {
-	i := bytes.IndexByte(data, '\n')
-	if i < 0 {
-		return nil, nil, false, g.Accumulate(partial, data, maxArg)
-	}
-	line, rest = data[:i], data[i+1:]
-	if len(*partial) > 0 {
-		if err := g.Accumulate(partial, line, maxArg); err != nil {
-			return nil, nil, false, err
-		}
-		line, *partial = *partial, (*partial)[:0]
-	}
-	return line, rest, true, nil
 }
 
 // Arg returns the argument of a complete control line (without its \n) whose operation is op:
@@ -48,7 +25,7 @@ func (g *Grammar[O]) Cut(partial *[]byte, data []byte, maxArg int) (line, rest [
 // for a Bare operation, whatever follows its name. It fails with g.ErrUnknownOp for Bad or
 // Partial and for a Spaced name not followed by a space or tab, and with g.ErrControlLine
 // when the argument is longer than maxArg bytes (nats-server overMaxControlLineLimit).
-func (g *Grammar[O]) Arg(line []byte, op O, maxArg int) ([]byte, error) {
+func (g *Grammar) Arg(line []byte, op, maxArg int) ([]byte, error) {
 	if op <= Partial {
 		return nil, g.ErrUnknownOp
 	}
@@ -73,7 +50,7 @@ func (g *Grammar[O]) Arg(line []byte, op O, maxArg int) ([]byte, error) {
 // g.ErrUnknownOp as soon as the line can begin no operation (as nats-server does at the first
 // bad byte) or a Spaced name is followed by something else than a space or tab, and with
 // g.ErrControlLine as soon as the argument is longer than maxArg bytes.
-func (g *Grammar[O]) Accumulate(partial *[]byte, data []byte, maxArg int) error {
+func (g *Grammar) Accumulate(partial *[]byte, data []byte, maxArg int) error {
 	lineCap := maxArg + Slack
 	buf := *partial
 	if cap(buf) < lineCap {
@@ -91,7 +68,7 @@ func (g *Grammar[O]) Accumulate(partial *[]byte, data []byte, maxArg int) error 
 
 // compact checks the partial line buf and shrinks it without changing its meaning: it drops
 // what a Bare operation ignores and collapses the spaces and tabs after the name to one space.
-func (g *Grammar[O]) compact(buf []byte, maxArg int) ([]byte, error) {
+func (g *Grammar) compact(buf []byte, maxArg int) ([]byte, error) {
 	op := g.Match(buf)
 	switch op {
 	case Bad:

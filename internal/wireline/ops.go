@@ -30,18 +30,17 @@ type Op struct {
 }
 
 // Check completes the match of the operation name at the start of line. op is the only
-// operation of ops (a protocol's table, indexed by op code) that line's first bytes allow, as
-// the protocol's own first-byte switch picked it, or Bad or Partial. Check compares line with
-// op's name case-insensitively (ASCII) and returns op when line starts with the whole name,
-// Partial when line is a proper prefix of it, and Bad otherwise. Bad and Partial are returned
-// unchanged.
-func Check[O ~uint8](line []byte, op O, ops []Op) O {
+// operation of the protocol that line's first byte allows, as the protocol's own first-byte
+// switch picked it (having compared line[0] already), or Bad or Partial; name is op's name
+// (the protocol's table entry). Check compares the rest of line with name case-insensitively
+// (ASCII) and returns op when line starts with the whole name, Partial when line is a proper
+// prefix of it, and Bad otherwise. Bad and Partial are returned unchanged.
+func Check[O ~uint8](line []byte, op O, name string) O {
 	if op <= Partial {
 		return op
 	}
-	name := ops[op].Name
 	n := min(len(line), len(name))
-	for i := range n {
+	for i := 1; i < n; i++ {
 		if Lower(line[i]) != name[i] {
 			return Bad
 		}
