@@ -22,14 +22,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add(AppendMsgHeader(nil, "$G", []byte("a.b"), []byte("r"), []string{"q1", "q2"}, 2, 3))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		whole := fuzzFeed(t, [][]byte{in})
-		chunks := streamtest.RandomChunks(in)
-		if got := fuzzFeed(t, chunks); !got.Equal(whole) {
-			t.Fatalf("chunked %q\n got %v\nwant %v", chunks, got, whole)
-		}
-		if got := fuzzFeed(t, streamtest.Bytewise(in)); !got.Equal(whole) {
-			t.Fatalf("bytewise\n got %v\nwant %v", got, whole)
-		}
+		streamtest.CheckChunking(t, in, func(chunks [][]byte) streamtest.Result { return fuzzFeed(t, chunks) })
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
+	"testing"
 )
 
 // Log records a parser's Handler calls as strings; Add is the body of a recording Handler method.
@@ -51,6 +52,21 @@ func Feed(chunks [][]byte, parse func([]byte) error) error {
 		}
 	}
 	return nil
+}
+
+// CheckChunking is the body of a parser's fuzz target: it runs feed on in whole, cut by
+// RandomChunks and byte by byte, and fails t unless all three report the same operations and
+// error, since a parser must accept any split of its stream.
+func CheckChunking(t testing.TB, in []byte, feed func(chunks [][]byte) Result) {
+	t.Helper()
+	whole := feed([][]byte{in})
+	chunks := RandomChunks(in)
+	if got := feed(chunks); !got.Equal(whole) {
+		t.Fatalf("chunked %q\n got %v\nwant %v", chunks, got, whole)
+	}
+	if got := feed(Bytewise(in)); !got.Equal(whole) {
+		t.Fatalf("bytewise\n got %v\nwant %v", got, whole)
+	}
 }
 
 // RandomChunks cuts in into pieces of 1 to 80 bytes at points chosen by a PRNG seeded from a
