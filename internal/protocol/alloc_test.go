@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cairnmq/cairn/internal/wireline"
 )
 
 // pubStream returns n copies of "PUB foo.bar <size>\r\n<size bytes>\r\n".
@@ -74,7 +76,7 @@ func TestScratchReleased(t *testing.T) {
 	if err := p.Parse(big[:1000]); err != nil {
 		t.Fatal(err)
 	}
-	if limit := p.maxLine + p.maxPayload + lineSlack; cap(p.scratch) > limit || cap(p.scratch) < 200<<10 {
+	if limit := p.maxLine + p.maxPayload + wireline.Slack; cap(p.scratch) > limit || cap(p.scratch) < 200<<10 {
 		t.Fatalf("scratch cap %d while stashing a %d-byte payload", cap(p.scratch), 200<<10)
 	}
 	if err := p.Parse(big[1000:]); err != nil {

@@ -3,6 +3,8 @@ package protocol
 import (
 	"bytes"
 	"testing"
+
+	"github.com/cairnmq/cairn/internal/wireline/streamtest"
 )
 
 // benchMsgs is the number of operations in one benchmark buffer.
@@ -41,6 +43,35 @@ func BenchmarkParseHPub(b *testing.B) { benchParse(b, hpubStream(benchMsgs, 128)
 // BenchmarkParsePubReads parses the PUB stream in 4 KiB reads, so some lines and payloads are
 // split across Parse calls.
 func BenchmarkParsePubReads(b *testing.B) { benchParse(b, pubStream(benchMsgs, 128), 4096) }
+
+// BenchmarkParseRandomSplits parses a stream of alternating PUB and HPUB messages (128-byte
+// bodies) cut at random points into reads of 1 to 512 bytes (fixed seed), so control lines and
+// payloads are split everywhere, as on a slow or busy socket.
+func BenchmarkParseRandomSplits(b *testing.B) {
+	pubs, hpubs := pubStream(benchMsgs/2, 128), hpubStream(benchMsgs/2, 128)
+	one, hone := len(pubs)/(benchMsgs/2), len(hpubs)/(benchMsgs/2)
+	var stream []byte
+	for i := range benchMsgs / 2 {
+		stream = append(stream, pubs[i*one:(i+1)*one]...)
+		stream = append(stream, hpubs[i*hone:(i+1)*hone]...)
+	}
+	chunks := streamtest.CutRandomly(stream, 512)
+	c := &counter{}
+	p := NewParser(Config{}, c)
+	b.SetBytes(int64(len(stream)))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, ch := range chunks {
+			if err := p.Parse(ch); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if c.pubs != b.N*benchMsgs {
+		b.Fatalf("pubs %d, want %d", c.pubs, b.N*benchMsgs)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchMsgs), "ns/msg")
+}
 
 // BenchmarkAppendMsg encodes one MSG with a reply and a 128-byte payload into a reused buffer.
 func BenchmarkAppendMsg(b *testing.B) {

@@ -1,6 +1,9 @@
 // Package protocol parses the NATS client protocol as a client sends it and encodes the lines the
 // server sends back (MSG, HMSG, -ERR, PING, PONG, +OK, INFO). It owns framing only: it knows
 // nothing of subjects, subscriptions, accounts or sockets, and it never imports the server.
+// Reading control lines (matching names, bounding a line split across reads) is
+// internal/wireline's, shared with the route parser; this package holds the client protocol's
+// operation table, argument handling and payloads.
 //
 // The wire format is docs/protocol.md section 1 (framing 1.1, operations 1.3, errors 1.11); edge cases
 // follow nats-server v2.15.2 server/parser.go and the argument handling in server/client.go

@@ -1,6 +1,10 @@
 package protocol
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/cairnmq/cairn/internal/wireline/streamtest"
+)
 
 // TestEncoders pins the server lines byte for byte (docs/protocol.md 1.3 worked examples, 1.11).
 func TestEncoders(t *testing.T) {
@@ -43,8 +47,8 @@ func TestEncodeParseRoundTrip(t *testing.T) {
 	// "HMSG s r 12 16" reads as "HPUB s r 12 16": subject s, reply r.
 	copy(msg, "HPUB")
 	got := feed(Config{}, false, msg)
-	want := result{ops: []string{pub("s", "r", 12, "NATS/1.0\r\n\r\nbody")}}
-	if !got.equal(want) {
+	want := streamtest.Result{Ops: []string{pub("s", "r", 12, "NATS/1.0\r\n\r\nbody")}}
+	if !got.Equal(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 }

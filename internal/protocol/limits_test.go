@@ -20,8 +20,8 @@ func TestSetLimitsAppliesAtTheNextOperation(t *testing.T) {
 	if err := p.Parse([]byte("lo\r\nSUB a.b.c.d.e 1")); !errors.Is(err, ErrControlLine) {
 		t.Fatalf("long line after SetLimits: %v, want ErrControlLine", err)
 	}
-	if len(r.ops) != 1 || r.ops[0] != `PUB "a" "" -1 "hello"` {
-		t.Fatalf("ops %q", r.ops)
+	if len(r.Ops) != 1 || r.Ops[0] != `PUB "a" "" -1 "hello"` {
+		t.Fatalf("ops %q", r.Ops)
 	}
 
 	// A control line split across reads keeps its limits too.
@@ -31,8 +31,8 @@ func TestSetLimitsAppliesAtTheNextOperation(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.SetLimits(Config{MaxControlLine: 4})
-	if err := p.Parse([]byte("ij 1\r\n")); err != nil || len(r1.ops) != 1 {
-		t.Fatalf("a line begun before SetLimits: %v, ops %q", err, r1.ops)
+	if err := p.Parse([]byte("ij 1\r\n")); err != nil || len(r1.Ops) != 1 {
+		t.Fatalf("a line begun before SetLimits: %v, ops %q", err, r1.Ops)
 	}
 
 	var r2 recorder

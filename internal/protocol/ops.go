@@ -1,12 +1,14 @@
 package protocol
 
+import "github.com/cairnmq/cairn/internal/wireline"
+
 // opCode identifies the operation at the start of a control line.
 type opCode uint8
 
 const (
-	opBad     opCode = iota // not a client operation
-	opPartial               // a proper prefix of an operation name: more bytes needed
-	opPub
+	opBad     opCode = wireline.Bad     // not a client operation
+	opPartial opCode = wireline.Partial // a proper prefix of an operation name: more bytes needed
+	opPub     opCode = iota
 	opHPub
 	opSub
 	opUnsub
@@ -18,36 +20,29 @@ const (
 	opErr
 )
 
-// opNames holds each operation's name in lower case.
-var opNames = [...]string{
-	opPub: "pub", opHPub: "hpub", opSub: "sub", opUnsub: "unsub", opConnect: "connect",
-	opInfo: "info", opPing: "ping", opPong: "pong", opOK: "+ok", opErr: "-err",
+// opTable holds each operation's name in lower case and what may follow it.
+var opTable = [...]wireline.Op{
+	opPub: {Name: "pub"}, opHPub: {Name: "hpub"}, opSub: {Name: "sub"}, opUnsub: {Name: "unsub"},
+	opConnect: {Name: "connect", Rule: wireline.Joined}, opInfo: {Name: "info", Rule: wireline.Joined},
+	opPing: {Name: "ping", Rule: wireline.Bare}, opPong: {Name: "pong", Rule: wireline.Bare},
+	opOK: {Name: "+ok", Rule: wireline.Bare}, opErr: {Name: "-err"},
+}
+
+// grammar gives wireline the client protocol's operations and errors.
+var grammar = wireline.Grammar{
+	Ops:          opTable[:],
+	Match:        func(line []byte) int { return int(matchOp(line)) },
+	ErrUnknownOp: ErrUnknownOp, ErrControlLine: ErrControlLine,
 }
 
 // maxArgs is the largest argument count of any operation (HPUB with a reply).
 const maxArgs = 4
 
-// maxSizeDigits bounds the digits of a size, as nats-server's parseSize does (at most 999999999).
-const maxSizeDigits = 9
-
 // matchOp returns the operation whose name starts line, compared case-insensitively. It returns
 // opPartial when line is shorter than the name it begins, and opBad when it begins no name.
 func matchOp(line []byte) opCode {
 	op := candidate(line)
-	if op <= opPartial {
-		return op
-	}
-	name := opNames[op]
-	n := min(len(line), len(name))
-	for i := 1; i < n; i++ {
-		if lower(line[i]) != name[i] {
-			return opBad
-		}
-	}
-	if len(line) < len(name) {
-		return opPartial
-	}
-	return op
+	return wireline.Check(line, op, opTable[op].Name)
 }
 
 // candidate picks the only operation a line can be, from its first (and for P, second) byte.
@@ -55,7 +50,7 @@ func candidate(line []byte) opCode {
 	if len(line) == 0 {
 		return opPartial
 	}
-	switch lower(line[0]) {
+	switch wireline.Lower(line[0]) {
 	case 'p':
 		return candidateP(line)
 	case 'h':
@@ -81,7 +76,7 @@ func candidateP(line []byte) opCode {
 	if len(line) < 2 {
 		return opPartial
 	}
-	switch lower(line[1]) {
+	switch wireline.Lower(line[1]) {
 	case 'u':
 		return opPub
 	case 'i':
@@ -92,62 +87,13 @@ func candidateP(line []byte) opCode {
 	return opBad
 }
 
-// lower maps an ASCII upper-case letter to lower case and leaves other bytes alone.
-func lower(b byte) byte {
-	if 'A' <= b && b <= 'Z' {
-		return b + ('a' - 'A')
-	}
-	return b
-}
-
-// ignoresRest reports whether op ignores everything after its name up to the line end
-// (nats-server's OP_PING, OP_PONG and OP_PLUS_OK states).
-func ignoresRest(op opCode) bool {
-	return op == opPing || op == opPong || op == opOK
-}
-
-// needsSep reports whether op's name must be followed by a space or tab (CONNECT and INFO
-// accept their argument right after the name, as nats-server does).
-func needsSep(op opCode) bool {
-	return op != opConnect && op != opInfo
-}
-
-func isSpace(b byte) bool { return b == ' ' || b == '\t' }
-
-// skipSpace returns the index of the first byte of b at or after i that is not a space or tab.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	return i
-}
-
-// trim removes leading and trailing spaces, tabs and carriage returns.
-func trim(b []byte) []byte {
-	for len(b) > 0 && (isSpace(b[0]) || b[0] == '\r') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (isSpace(b[len(b)-1]) || b[len(b)-1] == '\r') {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-// dropCR removes one trailing carriage return.
-func dropCR(b []byte) []byte {
-	if n := len(b); n > 0 && b[n-1] == '\r' {
-		return b[:n-1]
-	}
-	return b
-}
-
 // split stores the whitespace-separated fields of arg in args and returns how many there are;
 // a result above len(args) means "too many". crSep makes \r a separator too (nats-server's
 // splitArg, used for SUB and UNSUB).
 func split(args *[maxArgs][]byte, arg []byte, crSep bool) int {
 	n, start := 0, -1
 	for i, b := range arg {
-		if !isSpace(b) && (!crSep || b != '\r') {
+		if !wireline.IsSpace(b) && (!crSep || b != '\r') {
 			if start < 0 {
 				start = i
 			}
@@ -173,20 +119,4 @@ func addLast(args *[maxArgs][]byte, n int, arg []byte, start int) int {
 	}
 	args[n] = arg[start:]
 	return n + 1
-}
-
-// parseSize parses an unsigned decimal number of 1 to 9 digits; it returns -1 for anything else
-// (nats-server util.go parseSize).
-func parseSize(d []byte) int {
-	if len(d) == 0 || len(d) > maxSizeDigits {
-		return -1
-	}
-	n := 0
-	for _, c := range d {
-		if c < '0' || c > '9' {
-			return -1
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n
 }

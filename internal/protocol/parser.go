@@ -1,6 +1,10 @@
 package protocol
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/cairnmq/cairn/internal/wireline"
+)
 
 // Handler receives the operations the Parser finds on a client connection, in stream order
 // (docs/protocol.md 1.3). Byte slices alias the buffer given to Parse or the Parser's scratch buffer
@@ -63,14 +67,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-const (
-	// lineSlack covers what a buffered control line holds besides its limited argument: the
-	// operation name (at most 7 bytes), one separator and a trailing \r.
-	lineSlack = 16
-	// scratchKeep is the scratch capacity kept after a split message; a larger buffer (grown
-	// for a big payload) is released so idle connections do not pin it.
-	scratchKeep = 64 << 10
-)
+// scratchKeep is the scratch capacity kept after a split message; a larger buffer (grown for a
+// big payload) is released so idle connections do not pin it.
+const scratchKeep = 64 << 10
 
 // parserState says what the next input byte belongs to.
 type parserState uint8
@@ -92,11 +91,11 @@ type pendingPub struct {
 //
 // Complete operations are parsed straight out of the buffer given to Parse. Only a control line
 // or payload split across Parse calls is copied, into scratch, whose capacity never exceeds
-// MaxControlLine+MaxPayload+lineSlack.
+// MaxControlLine+MaxPayload+wireline.Slack.
 type Parser struct {
 	h          Handler
 	maxLine    int     // Config.MaxControlLine
-	lineCap    int     // maxLine + lineSlack: capacity reserved for a partial control line
+	lineCap    int     // maxLine + wireline.Slack: capacity reserved for a partial control line
 	maxPayload int     // Config.MaxPayload
 	next       *Config // limits given to SetLimits, applied when the next operation starts
 	noHeaders  bool
@@ -119,7 +118,7 @@ func NewParser(cfg Config, h Handler) *Parser {
 	return &Parser{
 		h:          h,
 		maxLine:    cfg.MaxControlLine,
-		lineCap:    cfg.MaxControlLine + lineSlack,
+		lineCap:    cfg.MaxControlLine + wireline.Slack,
 		maxPayload: cfg.MaxPayload,
 	}
 }
@@ -139,7 +138,7 @@ func (p *Parser) applyLimits() {
 	if p.next == nil || p.state != stateLine || len(p.scratch) > 0 {
 		return
 	}
-	p.maxLine, p.lineCap, p.maxPayload = p.next.MaxControlLine, p.next.MaxControlLine+lineSlack, p.next.MaxPayload
+	p.maxLine, p.lineCap, p.maxPayload = p.next.MaxControlLine, p.next.MaxControlLine+wireline.Slack, p.next.MaxPayload
 	p.next = nil
 }
 
@@ -199,11 +198,11 @@ func (p *Parser) step(buf []byte) ([]byte, error) {
 	}
 	i := bytes.IndexByte(buf, '\n')
 	if i < 0 {
-		return nil, p.accumulate(buf)
+		return nil, grammar.Accumulate(&p.scratch, buf, p.maxLine)
 	}
 	line := buf[:i]
 	if len(p.scratch) > 0 {
-		if err := p.accumulate(line); err != nil {
+		if err := grammar.Accumulate(&p.scratch, line, p.maxLine); err != nil {
 			return nil, err
 		}
 		line, p.scratch = p.scratch, p.scratch[:0]

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/cairnmq/cairn/internal/wireline/streamtest"
 )
 
 // Expected-operation builders, in the recorder's format.
@@ -161,8 +163,8 @@ func TestParseTable(t *testing.T) {
 	for _, tc := range parseCases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := feed(tc.cfg, tc.noHeaders, []byte(tc.in))
-			want := result{tc.ops, tc.err}
-			if !got.equal(want) {
+			want := streamtest.Result{Ops: tc.ops, Err: tc.err}
+			if !got.Equal(want) {
 				t.Fatalf("Parse(%q)\n got %v\nwant %v", tc.in, got, want)
 			}
 		})
@@ -176,11 +178,11 @@ func TestParseSplit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := []byte(tc.in)
 			want := feed(tc.cfg, tc.noHeaders, in)
-			if got := feed(tc.cfg, tc.noHeaders, bytewise(in)...); !got.equal(want) {
+			if got := feed(tc.cfg, tc.noHeaders, streamtest.Bytewise(in)...); !got.Equal(want) {
 				t.Fatalf("bytewise %q\n got %v\nwant %v", tc.in, got, want)
 			}
 			for i := 0; i <= len(in); i++ {
-				if got := feed(tc.cfg, tc.noHeaders, splitAt(in, i)...); !got.equal(want) {
+				if got := feed(tc.cfg, tc.noHeaders, splitAt(in, i)...); !got.Equal(want) {
 					t.Fatalf("split at %d %q\n got %v\nwant %v", i, tc.in, got, want)
 				}
 			}
@@ -208,7 +210,7 @@ func (r *nilRecorder) ProcessSub(_, queue, _ []byte) error {
 // the payload is split or not.
 func TestAbsentArgsAreNil(t *testing.T) {
 	in := []byte("PUB a 1\r\nx\r\nHPUB a 0 1\r\nx\r\nSUB a 1\r\nPUB a r 1\r\nx\r\nSUB a q 1\r\n")
-	for _, chunks := range [][][]byte{{in}, bytewise(in)} {
+	for _, chunks := range [][][]byte{{in}, streamtest.Bytewise(in)} {
 		r := &nilRecorder{}
 		if err := feedTo(NewParser(Config{}, r), chunks); err != nil {
 			t.Fatal(err)
@@ -233,7 +235,7 @@ func feedTo(p *Parser, chunks [][]byte) error {
 // operations in the same buffer are not delivered, and that the Parser stays failed.
 func TestHandlerErrorStopsParse(t *testing.T) {
 	boom := errors.New("boom")
-	r := &recorder{err: boom}
+	r := &recorder{Log: streamtest.Log{Err: boom}}
 	p := NewParser(Config{}, r)
 	if err := p.Parse([]byte("PING\r\nPING\r\n")); err != boom {
 		t.Fatalf("Parse = %v, want %v", err, boom)
@@ -241,8 +243,8 @@ func TestHandlerErrorStopsParse(t *testing.T) {
 	if err := p.Parse([]byte("PING\r\n")); err != boom {
 		t.Fatalf("second Parse = %v, want %v", err, boom)
 	}
-	if len(r.ops) != 1 {
-		t.Fatalf("ops = %q, want one PING", r.ops)
+	if len(r.Ops) != 1 {
+		t.Fatalf("ops = %q, want one PING", r.Ops)
 	}
 }
 
@@ -253,8 +255,8 @@ func TestErrorIsSticky(t *testing.T) {
 	if err := p.Parse([]byte("FOO\r\n")); err != ErrUnknownOp {
 		t.Fatalf("Parse = %v", err)
 	}
-	if err := p.Parse([]byte("PING\r\n")); err != ErrUnknownOp || len(r.ops) != 0 {
-		t.Fatalf("after failure: err %v ops %q", err, r.ops)
+	if err := p.Parse([]byte("PING\r\n")); err != ErrUnknownOp || len(r.Ops) != 0 {
+		t.Fatalf("after failure: err %v ops %q", err, r.Ops)
 	}
 }
 

@@ -6,6 +6,8 @@
 // CONNECT objects of a route (Info, Connect), and counts the local interest
 // a server advertises to its peers (Interest). It knows nothing of sockets,
 // subscriptions or the server: internal/server owns route connections.
+// Reading control lines is internal/wireline's, shared with the client
+// parser; this package holds the route operation table and arguments.
 // docs/routes.md describes the protocol in full; this comment draws the
 // bytes.
 //

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/cairnmq/cairn/internal/wireline/streamtest"
 )
 
 // TestEncodeBytes pins the exact bytes nats-server v2.15.2 sends for the
@@ -65,7 +67,7 @@ func TestEncodeParseRoundTrip(t *testing.T) {
 	in.Write(AppendUnsub(nil, "$G", "a.*", "q"))
 	want = append(want, runsub("$G", "a.*", "q"))
 	got := feed(Config{}, in.Bytes())
-	if !got.equal(result{ops: want}) {
+	if !got.Equal(streamtest.Result{Ops: want}) {
 		t.Fatalf("got %v\nwant %q", got, want)
 	}
 	bound := MsgHeaderBound("$G", []byte("s"), []byte(strings.Repeat("r", 50)), []string{"q1", "q2"})

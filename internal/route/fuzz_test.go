@@ -1,10 +1,11 @@
 package route
 
 import (
-	"hash/fnv"
-	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/cairnmq/cairn/internal/wireline"
+	"github.com/cairnmq/cairn/internal/wireline/streamtest"
 )
 
 // fuzzConfig uses small limits so that random inputs reach them.
@@ -14,59 +15,31 @@ var fuzzConfig = Config{MaxControlLine: 48, MaxPayload: 64}
 // seeded with a hash of the input) and byte by byte. It checks that the
 // parser never panics, that chunking never changes the operations or the
 // error, that Handler arguments respect the contract, and that scratch
-// stays within MaxControlLine+MaxPayload+lineSlack.
+// stays within MaxControlLine+MaxPayload+wireline.Slack.
 func FuzzParse(f *testing.F) {
 	for _, tc := range parseCases {
 		f.Add([]byte(tc.in))
 	}
 	f.Add(AppendMsgHeader(nil, "$G", []byte("a.b"), []byte("r"), []string{"q1", "q2"}, 2, 3))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		whole := fuzzFeed(t, [][]byte{in})
-		chunks := randomChunks(in)
-		if got := fuzzFeed(t, chunks); !got.equal(whole) {
-			t.Fatalf("chunked %q\n got %v\nwant %v", chunks, got, whole)
-		}
-		if got := fuzzFeed(t, bytewise(in)); !got.equal(whole) {
-			t.Fatalf("bytewise\n got %v\nwant %v", got, whole)
-		}
+		streamtest.CheckChunking(t, in, func(chunks [][]byte) streamtest.Result { return fuzzFeed(t, chunks) })
 	})
-}
-
-// randomChunks cuts in at positions chosen by a PRNG seeded from the
-// input's hash.
-func randomChunks(in []byte) [][]byte {
-	h := fnv.New64a()
-	h.Write(in)
-	rng := rand.New(rand.NewPCG(h.Sum64(), uint64(len(in))))
-	var out [][]byte
-	for len(in) > 0 {
-		n := 1 + rng.IntN(min(len(in), 1+rng.IntN(80)))
-		out = append(out, in[:n])
-		in = in[n:]
-	}
-	return out
 }
 
 // fuzzFeed parses chunks like feed, also checking the Handler contract and
 // the scratch bound after every call.
-func fuzzFeed(t *testing.T, chunks [][]byte) result {
+func fuzzFeed(t *testing.T, chunks [][]byte) streamtest.Result {
 	r := &checker{t: t}
 	p := NewParser(fuzzConfig, r)
-	limit := fuzzConfig.MaxControlLine + fuzzConfig.MaxPayload + lineSlack
-	for _, c := range chunks {
-		buf := slices.Clone(c)
+	limit := fuzzConfig.MaxControlLine + fuzzConfig.MaxPayload + wireline.Slack
+	err := streamtest.Feed(chunks, func(buf []byte) error {
 		err := p.Parse(buf)
-		for i := range buf {
-			buf[i] = 'X'
-		}
 		if cap(p.scratch) > limit {
 			t.Fatalf("scratch cap %d > %d", cap(p.scratch), limit)
 		}
-		if err != nil {
-			return result{r.ops, err}
-		}
-	}
-	return result{r.ops, nil}
+		return err
+	})
+	return streamtest.Result{Ops: r.Ops, Err: err}
 }
 
 // checker records operations and fails the test when an argument breaks

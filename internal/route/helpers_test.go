@@ -2,76 +2,39 @@ package route
 
 import (
 	"fmt"
-	"slices"
+
+	"github.com/cairnmq/cairn/internal/wireline/streamtest"
 )
 
 // recorder is a Handler that records every operation as a string, copying
 // all bytes.
-type recorder struct {
-	ops []string
-	err error // returned by every Handler method when set
-}
+type recorder struct{ streamtest.Log }
 
-func (r *recorder) add(format string, args ...any) error {
-	r.ops = append(r.ops, fmt.Sprintf(format, args...))
-	return r.err
-}
-
-func (r *recorder) ProcessInfo(arg []byte) error    { return r.add("INFO %q", arg) }
-func (r *recorder) ProcessConnect(arg []byte) error { return r.add("CONNECT %q", arg) }
-func (r *recorder) ProcessPing() error              { return r.add("PING") }
-func (r *recorder) ProcessPong() error              { return r.add("PONG") }
-func (r *recorder) ProcessErr(text []byte) error    { return r.add("ERR %q", text) }
+func (r *recorder) ProcessInfo(arg []byte) error    { return r.Add("INFO %q", arg) }
+func (r *recorder) ProcessConnect(arg []byte) error { return r.Add("CONNECT %q", arg) }
+func (r *recorder) ProcessPing() error              { return r.Add("PING") }
+func (r *recorder) ProcessPong() error              { return r.Add("PONG") }
+func (r *recorder) ProcessErr(text []byte) error    { return r.Add("ERR %q", text) }
 
 func (r *recorder) ProcessSub(account, subject, queue []byte, weight int) error {
-	return r.add("RS+ %q %q %q %d", account, subject, queue, weight)
+	return r.Add("RS+ %q %q %q %d", account, subject, queue, weight)
 }
 
 func (r *recorder) ProcessUnsub(account, subject, queue []byte) error {
-	return r.add("RS- %q %q %q", account, subject, queue)
+	return r.Add("RS- %q %q %q", account, subject, queue)
 }
 
 func (r *recorder) ProcessMsg(m *Msg) error {
-	return r.add("MSG %q %q %q %q %d %q", m.Account, m.Subject, m.Reply, m.Queues, m.HdrLen, m.Payload)
+	return r.Add("MSG %q %q %q %q %d %q", m.Account, m.Subject, m.Reply, m.Queues, m.HdrLen, m.Payload)
 }
 
-// result is what a parse run produced: the operations and the final error.
-type result struct {
-	ops []string
-	err error
-}
-
-func (a result) equal(b result) bool { return slices.Equal(a.ops, b.ops) && a.err == b.err }
-
-func (a result) String() string { return fmt.Sprintf("ops=%q err=%v", a.ops, a.err) }
-
-// feed parses chunks in order with a new Parser. Each chunk is copied into
-// a fresh buffer that is overwritten after Parse returns, so a Parser that
-// kept a reference to it would record garbage. Parsing stops at the first
-// error.
-func feed(cfg Config, chunks ...[]byte) result {
+// feed parses chunks in order with a new Parser and returns what it
+// recorded (streamtest.Feed).
+func feed(cfg Config, chunks ...[]byte) streamtest.Result {
 	r := &recorder{}
 	p := NewParser(cfg, r)
-	for _, c := range chunks {
-		buf := slices.Clone(c)
-		err := p.Parse(buf)
-		for i := range buf {
-			buf[i] = 'X'
-		}
-		if err != nil {
-			return result{r.ops, err}
-		}
-	}
-	return result{r.ops, nil}
-}
-
-// bytewise returns s as one-byte chunks.
-func bytewise(s []byte) [][]byte {
-	out := make([][]byte, len(s))
-	for i := range s {
-		out[i] = s[i : i+1]
-	}
-	return out
+	err := streamtest.Feed(chunks, p.Parse)
+	return streamtest.Result{Ops: r.Ops, Err: err}
 }
 
 // Expected-operation builders, in the recorder's format.

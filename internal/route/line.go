@@ -1,13 +1,42 @@
 package route
 
-// This file handles complete and partial control lines.
+import "github.com/cairnmq/cairn/internal/wireline"
+
+// This file handles complete control lines; wireline accumulates a line split across reads.
 
 // line processes one complete control line, without its LF.
 func (p *Parser) line(line []byte) error {
 	op := matchOp(line)
+	arg, err := grammar.Arg(line, int(op), p.maxLine)
+	if err != nil {
+		return err
+	}
+	return p.dispatch(op, arg)
+}
+
+// dispatch handles an operation; arg is its argument (nil for PING, PONG
+// and +OK).
+func (p *Parser) dispatch(op opCode, arg []byte) error {
 	switch op {
-	case opBad, opPartial:
-		return ErrUnknownOp
+	case opMsg, opHMsg:
+		return p.msgLine(op, arg)
+	case opSub:
+		return p.sub(arg)
+	case opUnsub:
+		return p.unsub(arg)
+	case opInfo:
+		return p.h.ProcessInfo(wireline.Trim(arg))
+	case opConnect:
+		return p.h.ProcessConnect(wireline.Trim(arg))
+	}
+	return p.control(op, arg)
+}
+
+// control handles PING, PONG, +OK and -ERR. (A separate switch keeps
+// dispatch's small enough to compile without a jump table, which cost the
+// message path a few instructions.)
+func (p *Parser) control(op opCode, arg []byte) error {
+	switch op {
 	case opPing:
 		return p.h.ProcessPing()
 	case opPong:
@@ -15,44 +44,7 @@ func (p *Parser) line(line []byte) error {
 	case opOK:
 		return nil
 	}
-	arg, err := p.argOf(op, line)
-	if err != nil {
-		return err
-	}
-	return p.dispatch(op, arg)
-}
-
-// argOf returns the argument of op's complete line: after the name and its
-// whitespace, without a trailing CR. It fails with ErrUnknownOp when a
-// required separator is missing and with ErrControlLine when the argument
-// is longer than MaxControlLine.
-func (p *Parser) argOf(op opCode, line []byte) ([]byte, error) {
-	n := len(opNames[op])
-	if needsSep(op) && (len(line) == n || !isSpace(line[n])) {
-		return nil, ErrUnknownOp
-	}
-	arg := dropCR(line[skipSpace(line, n):])
-	if len(arg) > p.maxLine {
-		return nil, ErrControlLine
-	}
-	return arg, nil
-}
-
-// dispatch handles an operation that has an argument.
-func (p *Parser) dispatch(op opCode, arg []byte) error {
-	switch op {
-	case opInfo:
-		return p.h.ProcessInfo(trim(arg))
-	case opConnect:
-		return p.h.ProcessConnect(trim(arg))
-	case opSub:
-		return p.sub(arg)
-	case opUnsub:
-		return p.unsub(arg)
-	case opMsg, opHMsg:
-		return p.msgLine(op, arg)
-	}
-	if err := p.h.ProcessErr(trim(arg)); err != nil { // opErr
+	if err := p.h.ProcessErr(wireline.Trim(arg)); err != nil { // opErr
 		return err
 	}
 	return ErrPeerErr
@@ -66,7 +58,7 @@ func (p *Parser) sub(arg []byte) error {
 	case 2:
 		return p.h.ProcessSub(a[0], a[1], nil, 0)
 	case 4:
-		return p.h.ProcessSub(a[0], a[1], a[2], max(parseSize(a[3]), 1))
+		return p.h.ProcessSub(a[0], a[1], a[2], max(wireline.ParseSize(a[3]), 1))
 	}
 	return ErrBadArgs
 }
@@ -123,9 +115,9 @@ func (p *Parser) msgArgs(op opCode, arg []byte) (int, error) {
 		}
 	}
 	m.Account, m.Subject = a[0], a[1]
-	size := parseSize(a[len(a)-1])
+	size := wireline.ParseSize(a[len(a)-1])
 	if op == opHMsg {
-		m.HdrLen = parseSize(a[len(a)-2])
+		m.HdrLen = wireline.ParseSize(a[len(a)-2])
 		if m.HdrLen < 0 || m.HdrLen > size {
 			return 0, ErrBadArgs
 		}
@@ -150,63 +142,4 @@ func (p *Parser) queueArgs(a [][]byte) error {
 		return ErrBadArgs
 	}
 	return nil
-}
-
-// accumulate appends data, a piece of a control line, to scratch, at most
-// lineCap bytes at a time, compacting after each piece, so scratch never
-// grows past lineCap even when a peer never sends LF.
-func (p *Parser) accumulate(data []byte) error {
-	if cap(p.scratch) < p.lineCap {
-		p.scratch = append(make([]byte, 0, p.lineCap), p.scratch...)
-	}
-	for len(data) > 0 {
-		n := min(len(data), p.lineCap-len(p.scratch))
-		p.scratch = append(p.scratch, data[:n]...)
-		data = data[n:]
-		if err := p.compact(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// compact checks the partial line in scratch and shrinks it without
-// changing its meaning: it fails early on an unknown operation or an
-// over-long argument, drops what PING, PONG and +OK ignore, and collapses
-// the whitespace after the operation name to one space.
-func (p *Parser) compact() error {
-	op := matchOp(p.scratch)
-	switch {
-	case op == opBad:
-		return ErrUnknownOp
-	case op == opPartial:
-		return nil
-	case ignoresRest(op):
-		p.scratch = p.scratch[:len(opNames[op])]
-		return nil
-	}
-	n := len(opNames[op])
-	if len(p.scratch) == n {
-		return nil
-	}
-	if needsSep(op) && !isSpace(p.scratch[n]) {
-		return ErrUnknownOp
-	}
-	p.collapse(n)
-	if len(dropCR(p.scratch[skipSpace(p.scratch, n):])) > p.maxLine {
-		return ErrControlLine
-	}
-	return nil
-}
-
-// collapse replaces a run of two or more spaces and tabs at scratch[n:] by
-// one space.
-func (p *Parser) collapse(n int) {
-	j := skipSpace(p.scratch, n)
-	if j-n < 2 {
-		return
-	}
-	p.scratch[n] = ' '
-	m := copy(p.scratch[n+1:], p.scratch[j:])
-	p.scratch = p.scratch[:n+1+m]
 }

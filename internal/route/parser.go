@@ -1,6 +1,10 @@
 package route
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/cairnmq/cairn/internal/wireline"
+)
 
 // Handler receives the operations a Parser finds on a route connection, in
 // stream order. Byte slices alias the buffer given to Parse or the Parser's
@@ -81,15 +85,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-const (
-	// lineSlack covers what a buffered control line holds besides its
-	// limited argument: the operation name (at most 7 bytes), one separator
-	// and a trailing CR.
-	lineSlack = 16
-	// scratchKeep is the scratch capacity kept after a split message; a
-	// larger buffer (grown for a big payload) is released.
-	scratchKeep = 64 << 10
-)
+// scratchKeep is the scratch capacity kept after a split message; a larger
+// buffer (grown for a big payload) is released.
+const scratchKeep = 64 << 10
 
 type parserState uint8
 
@@ -109,7 +107,7 @@ type pendingMsg struct {
 // for concurrent use: one goroutine feeds it. Complete operations are
 // parsed straight out of the buffer given to Parse; only a control line or
 // message split across Parse calls is copied, into scratch, whose capacity
-// never exceeds MaxControlLine+MaxPayload+lineSlack.
+// never exceeds MaxControlLine+MaxPayload+wireline.Slack.
 type Parser struct {
 	h          Handler
 	maxLine    int
@@ -131,7 +129,7 @@ func NewParser(cfg Config, h Handler) *Parser {
 	return &Parser{
 		h:          h,
 		maxLine:    cfg.MaxControlLine,
-		lineCap:    cfg.MaxControlLine + lineSlack,
+		lineCap:    cfg.MaxControlLine + wireline.Slack,
 		maxPayload: cfg.MaxPayload,
 	}
 }
@@ -166,11 +164,11 @@ func (p *Parser) step(buf []byte) ([]byte, error) {
 	}
 	i := bytes.IndexByte(buf, '\n')
 	if i < 0 {
-		return nil, p.accumulate(buf)
+		return nil, grammar.Accumulate(&p.scratch, buf, p.maxLine)
 	}
 	line := buf[:i]
 	if len(p.scratch) > 0 {
-		if err := p.accumulate(line); err != nil {
+		if err := grammar.Accumulate(&p.scratch, line, p.maxLine); err != nil {
 			return nil, err
 		}
 		line, p.scratch = p.scratch, p.scratch[:0]

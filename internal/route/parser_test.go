@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/cairnmq/cairn/internal/wireline"
+	"github.com/cairnmq/cairn/internal/wireline/streamtest"
 )
 
 // small limits used by the limit cases.
@@ -90,16 +93,16 @@ var parseCases = []parseCase{
 func TestParse(t *testing.T) {
 	for _, tc := range parseCases {
 		t.Run(tc.name, func(t *testing.T) {
-			want := result{tc.ops, tc.err}
-			if got := feed(tc.cfg, []byte(tc.in)); !got.equal(want) {
+			want := streamtest.Result{Ops: tc.ops, Err: tc.err}
+			if got := feed(tc.cfg, []byte(tc.in)); !got.Equal(want) {
 				t.Fatalf("whole\n got %v\nwant %v", got, want)
 			}
-			if got := feed(tc.cfg, bytewise([]byte(tc.in))...); !got.equal(want) {
+			if got := feed(tc.cfg, streamtest.Bytewise([]byte(tc.in))...); !got.Equal(want) {
 				t.Fatalf("bytewise\n got %v\nwant %v", got, want)
 			}
 			for cut := 1; cut < len(tc.in); cut++ {
 				in := []byte(tc.in)
-				if got := feed(tc.cfg, in[:cut], in[cut:]); !got.equal(want) {
+				if got := feed(tc.cfg, in[:cut], in[cut:]); !got.Equal(want) {
 					t.Fatalf("cut at %d\n got %v\nwant %v", cut, got, want)
 				}
 			}
@@ -115,18 +118,18 @@ func TestParseStaysFailed(t *testing.T) {
 	if err := p.Parse([]byte("BOGUS\r\n")); err != ErrUnknownOp {
 		t.Fatalf("got %v, want ErrUnknownOp", err)
 	}
-	if err := p.Parse([]byte("PING\r\n")); err != ErrUnknownOp || len(r.ops) != 0 {
-		t.Fatalf("after failure: err %v ops %q", err, r.ops)
+	if err := p.Parse([]byte("PING\r\n")); err != ErrUnknownOp || len(r.Ops) != 0 {
+		t.Fatalf("after failure: err %v ops %q", err, r.Ops)
 	}
 }
 
 // TestParseHandlerError checks that a Handler's error stops Parse.
 func TestParseHandlerError(t *testing.T) {
 	boom := fmt.Errorf("boom")
-	r := &recorder{err: boom}
+	r := &recorder{Log: streamtest.Log{Err: boom}}
 	p := NewParser(Config{}, r)
-	if err := p.Parse([]byte("PING\r\nPING\r\n")); err != boom || len(r.ops) != 1 {
-		t.Fatalf("err %v ops %q", err, r.ops)
+	if err := p.Parse([]byte("PING\r\nPING\r\n")); err != boom || len(r.Ops) != 1 {
+		t.Fatalf("err %v ops %q", err, r.Ops)
 	}
 }
 
@@ -140,7 +143,7 @@ func TestParseUnboundedLineBounded(t *testing.T) {
 	for i := 0; i < 100 && err == nil; i++ {
 		err = p.Parse(chunk)
 		chunk = []byte(strings.Repeat("b", 10))
-		if cap(p.scratch) > small.MaxControlLine+lineSlack {
+		if cap(p.scratch) > small.MaxControlLine+wireline.Slack {
 			t.Fatalf("scratch grew to %d", cap(p.scratch))
 		}
 	}
