@@ -126,11 +126,13 @@ describe("a consumer process killed in the middle of a load", () => {
     for (const a of applied) assert.equal(a.key, `${STREAM}:${seqOf.get(a.id)}`);
 
     // What the dead worker had not acknowledged came again to the new one,
-    // marked as a redelivery.
+    // marked as a redelivery. (The first worker may have seen redeliveries
+    // too before it died: on a loaded machine a message it buffered can
+    // wait past the 2 s ack wait, and the server then sends it again, as
+    // nats-server does.)
     const deliveries = readLines(LOG);
     const redelivered = deliveries.filter((d) => d.count > 1);
-    assert.ok(redelivered.length > 0, "nothing was redelivered after the kill");
-    assert.ok(redelivered.every((d) => d.pid === second.ready.pid), "a redelivery went to the dead worker");
+    assert.ok(redelivered.some((d) => d.pid === second.ready.pid), "nothing was redelivered to the new worker after the kill");
     assert.equal(new Set(deliveries.map((d) => d.key)).size, ORDERS);
     const info = await ctx.jsm.consumers.info(STREAM, CONSUMER);
     assert.equal(info.delivered.stream_seq, ORDERS);
