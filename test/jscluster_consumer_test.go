@@ -520,14 +520,22 @@ func TestJetStreamClusterOneReplicaConsumerRestart(t *testing.T) {
 			t.Fatalf("%s: cluster %+v, want one replica", name, ci.Cluster)
 		}
 		hosts[name] = leaderIndex(servers, ci.Cluster.Leader)
+		// The first pull request right after the create, through a server
+		// that is neither the meta leader (which answered it) nor,
+		// often, the consumer's: it must find the consumer's interest.
 		batch, err := cons.Fetch(5, jetstream.FetchMaxWait(3*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
+		acked := 0
 		for m := range batch.Messages() {
 			if err := m.DoubleAck(ctx2(t)); err != nil { // confirmed once its state is durable
 				t.Fatal(err)
 			}
+			acked++
+		}
+		if acked != 5 {
+			t.Fatalf("%s: the first fetch after the create got %d of 5 messages: %v", name, acked, batch.Error())
 		}
 	}
 	restarted := map[int]bool{}
@@ -576,6 +584,54 @@ func TestJetStreamClusterOneReplicaConsumerRestart(t *testing.T) {
 			}
 			return nil
 		})
+	}
+}
+
+// A client's first pull request right after its consumer create finds
+// the consumer, whichever server it is connected to: a consumer of one
+// replica placed on neither the client's server nor the meta leader
+// (which answers the create) subscribes on its own server, and the
+// client's server learns that interest over another route than the one
+// the answer comes by. The consumer's server flushes its routes before
+// it confirms the consumer to the meta leader; before, about one such
+// create in a hundred under load was followed by a 503 no responders
+// (the Fetch ending at once with nothing).
+func TestJetStreamClusterFetchRightAfterCreate(t *testing.T) {
+	servers := jsCluster(t, 3)
+	leader := leaderIndex(servers, metaLeaderOf(t, servers))
+	via := (leader + 1) % 3
+	_, js := clusterClients(t, servers)
+	eventually(t, "create ORDERS", func() error {
+		_, err := js[via].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	clusterPublish(t, js[via], "orders.1", 1)
+	third := 0
+	for i := 0; i < 60; i++ {
+		name := fmt.Sprintf("c%d", i)
+		var cons jetstream.Consumer
+		eventually(t, "create "+name, func() error {
+			var err error
+			cons, err = js[via].CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Name: name, AckPolicy: jetstream.AckExplicitPolicy, InactiveThreshold: time.Minute})
+			return err
+		})
+		if ci := cons.CachedInfo(); ci.Cluster != nil && ci.Cluster.Leader != servers[via].Name() && ci.Cluster.Leader != servers[leader].Name() {
+			third++
+		}
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(3*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for range batch.Messages() {
+			got++
+		}
+		if got != 1 {
+			t.Fatalf("%s (on %s): the first fetch after the create got %d messages: %v", name, cons.CachedInfo().Cluster.Leader, got, batch.Error())
+		}
+	}
+	if third == 0 {
+		t.Fatal("no consumer was placed on the third server (the test's premise)")
 	}
 }
 

@@ -108,7 +108,11 @@ func fetchRest(t *testing.T, url string, from, to uint64) {
 // its log again (docs/clustering.md, "Restarts"): the start's work does
 // not grow with the log it kept. Without the stop's checkpoints of the
 // meta group and the consumer, their entries since their last periodic
-// checkpoints are applied again.
+// checkpoints are applied again; without the Raft node cut off from its
+// peers before them (raftnode Node.Isolate), so are the entries that
+// commit after them while the server stops: the empty entry of a leader
+// that took over in the handover, another leader's proposals (about one
+// run in eight under load).
 func TestJetStreamClusterCleanRestartReappliesNothing(t *testing.T) {
 	servers, opts := restartFixture(t, 40, 30)
 	servers[1].Shutdown()

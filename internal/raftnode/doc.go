@@ -30,6 +30,11 @@
 //     apply here.
 //  6. When a state machine has made its state durable up to an index, call
 //     Compact so the WAL may drop the group's entries up to it.
+//  7. To stop cleanly: Isolate (the node leaves its peers: no frame in or
+//     out), wait for Settled (every group applied what it knows
+//     committed), take the state machines' last checkpoints, then Close;
+//     nothing commits here between the checkpoints and Close, so a
+//     restart applies no entry again (isolate.go).
 //
 // # A scheduling round
 //

@@ -45,6 +45,12 @@ type Node struct {
 	workWG  sync.WaitGroup
 	roundMu sync.Mutex // one round at a time (RunRound by hand, or the loop)
 
+	// isolated is set by Isolate: the node takes no frame and sends none.
+	// Receive holds isoMu's read lock while it queues a frame, so that
+	// Isolate, taking the write lock, knows every frame taken is queued.
+	isoMu    sync.RWMutex
+	isolated atomic.Bool
+
 	// testHook, if set, is called at the crash points of a round; a true
 	// return abandons the round at once, as a crash of the process would
 	// (nothing more is written, sent or applied).
@@ -622,14 +628,20 @@ func (n *Node) Groups() []GroupID {
 // messages from a replica the group places on another server; a
 // replica the group places nowhere is placed on from (a member that left
 // the peer list but still speaks for the group, such as a leader leaving
-// it: its followers must be able to answer). Errors: ErrBadFrame
-// (nothing taken), ErrStopped.
+// it: its followers must be able to answer). Once the node is isolated
+// (Isolate) every frame is dropped, and nil returned. Errors:
+// ErrBadFrame (nothing taken), ErrStopped.
 func (n *Node) Receive(from ServerID, frame []byte) error {
 	n.mu.RLock()
 	closed := n.mu.closed
 	n.mu.RUnlock()
 	if closed {
 		return ErrStopped
+	}
+	n.isoMu.RLock()
+	defer n.isoMu.RUnlock()
+	if n.isolated.Load() {
+		return nil // dropped, as a stopped server's network would
 	}
 	err := decodeFrame(frame, func(id GroupID, flags byte, msg []byte) {
 		g := n.group(id)
@@ -915,6 +927,9 @@ func (fs *frameSet) frames() []frameTo {
 // frame could not be sent to unreachable, which it returns (allocated
 // when needed).
 func (n *Node) sendFrames(frames []frameTo, unreachable map[ServerID]bool) map[ServerID]bool {
+	if n.isolated.Load() {
+		return unreachable // lost, as a stopped server's would be (Isolate)
+	}
 	for _, f := range frames {
 		if err := n.cfg.Transport.Send(f.to, f.frame); err != nil {
 			if unreachable == nil {

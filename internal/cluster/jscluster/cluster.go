@@ -234,17 +234,48 @@ func (c *Cluster) stopRun() {
 	c.done.Wait()
 }
 
-// StopCheckpoints stops following the meta group and takes the last
-// checkpoint of every replica that has one: each replicated file
-// stream's (streamckpt.Replica.Stop, which also ends its checkpointing),
-// each replicated consumer's, and the meta group's, so that a clean
-// restart applies none of the log again (raftnode
-// GroupStatus.Reapplied; docs/clustering.md, "Restarts"). The server
-// calls it before it shuts its engines down, while the streams still
-// run. A checkpoint that fails is logged: the WAL keeps the entries.
+// StopCheckpoints stops following the meta group, cuts the Raft node
+// off its peers once its groups applied what they know committed
+// (isolate), and takes the last checkpoint of every replica that has
+// one: each replicated file stream's (streamckpt.Replica.Stop, which
+// also ends its checkpointing), each replicated consumer's, and the
+// meta group's, so that a clean restart applies none of the log again
+// (raftnode GroupStatus.Reapplied; docs/clustering.md, "Restarts"). The
+// server calls it after the hand-over (HandOver) and before it shuts its
+// engines down, while the streams still run; from then on the server
+// takes no part in its Raft groups, as once it stopped. A checkpoint
+// that fails is logged: the WAL keeps the entries.
 func (c *Cluster) StopCheckpoints() {
 	c.stopRun()
+	c.isolate()
 	c.checkpointAll(true)
+}
+
+// isolateTimeout bounds how long a stop waits for the Raft groups to
+// apply what they know committed once the node is cut off (isolate): a
+// round or two, unless a state machine is slow.
+const isolateTimeout = 5 * time.Second
+
+// isolate cuts the Raft node off its peers (raftnode Node.Isolate) and
+// waits, at most isolateTimeout, until every group stepped the messages
+// it had taken and applied what they committed (Node.Settled). Without
+// it, entries the others commit after the stop's checkpoints (a new
+// leader's empty entry after the hand-over, another leader's proposals)
+// are still written and applied here, and the restart applies them
+// again. At the deadline the checkpoints are taken anyway (the WAL keeps
+// what they miss).
+func (c *Cluster) isolate() {
+	c.node.Isolate()
+	deadline := time.Now().Add(isolateTimeout)
+	t := time.NewTicker(handOverPoll)
+	defer t.Stop()
+	for !c.node.Settled() {
+		if time.Now().After(deadline) {
+			c.cfg.Logf("jscluster: the Raft groups did not apply what they committed within %v of the stop: the restart applies it again", isolateTimeout)
+			return
+		}
+		<-t.C
+	}
 }
 
 // checkpointAll checkpoints every replica of this server: the streams'

@@ -56,6 +56,10 @@ type creplica struct {
 	// caught up; always for one replica), since when (unix ns).
 	leads atomic.Bool
 	since atomic.Int64
+	// announced: since it came to lead, every route peer has processed
+	// this replica's subscriptions (answerConsumerInfo flushed the
+	// routes once); reset when the leadership changes.
+	announced atomic.Bool
 	// ckptIndex and ckptAt: the applied index at the last checkpoint, and
 	// when (the run goroutine's).
 	ckptIndex uint64
@@ -77,6 +81,7 @@ func (l leaderReplica) SetLeading(on bool) {
 		k := l.cr.ca
 		l.c.cfg.Infof("JetStream cluster new consumer leader for '%s > %s > %s'", k.Account, k.Stream, k.Name) // nats-server v2.15.2's words
 	}
+	l.cr.announced.Store(false)
 	l.cr.leads.Store(on)
 	l.Replica.SetLeading(on)
 }

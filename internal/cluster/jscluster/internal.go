@@ -264,7 +264,9 @@ func (c *Cluster) onConsumerInfo(subject, reply string, _, data []byte) {
 
 // answerConsumerInfo sends the info of consumer k to reply if this
 // server's replica leads it with the assigned config want (any when
-// empty), and reports whether it did.
+// empty), and reports whether it did. Its first answer since the replica
+// came to lead waits until every route peer has processed the
+// consumer's subscriptions (announce).
 func (c *Cluster) answerConsumerInfo(k consumerKey, reply string, want []byte) bool {
 	cr := c.creplicaOf(k)
 	if cr == nil || !cr.leads.Load() {
@@ -274,9 +276,10 @@ func (c *Cluster) answerConsumerInfo(k consumerKey, reply string, want []byte) b
 	acc := c.accounts[k.account]
 	cfg := cr.ca.Config
 	c.mu.Unlock()
-	if acc == nil || acc.js == nil || (len(want) > 0 && string(want) != string(cfg)) {
+	if acc == nil || acc.js == nil || (len(want) > 0 && string(want) != string(cfg)) || !acc.js.ConsumerLeads(k.stream, k.name) {
 		return false
 	}
+	c.announce(cr)
 	info, jerr := acc.js.ConsumerInfo(k.stream, k.name)
 	if jerr != nil {
 		return false
@@ -288,6 +291,31 @@ func (c *Cluster) answerConsumerInfo(k consumerKey, reply string, want []byte) b
 	c.publishSystem(reply, "", body)
 	return true
 }
+
+// announce flushes the routes (Host.FlushRoutes) the first time the
+// replica cr answers since it came to lead, so that every peer has
+// processed its subscriptions (the interest a subscription adds is
+// queued to every route as it is made) before the meta leader answers
+// the create or update this answer confirms. Otherwise a client of a
+// third server, answered through the meta leader's route, could send its
+// first pull request or ack before that server learned the consumer's
+// interest over this server's route: a 503 no responders (a Fetch that
+// ends at once with nothing). nats-server v2.15.2 has the consumer's
+// leader answer the create itself, after it subscribed
+// (processConsumerLeaderChange), on the route that carried the
+// interest. A flush that times out is not recorded: the next answer
+// flushes again.
+func (c *Cluster) announce(cr *creplica) {
+	if cr.announced.Load() {
+		return
+	}
+	if c.host.FlushRoutes(announceTimeout) {
+		cr.announced.Store(true)
+	}
+}
+
+// announceTimeout bounds the wait of announce for the peers' PONGs.
+const announceTimeout = time.Second
 
 // mayLead reports whether this server's replica of consumer k may yet
 // lead it: the meta group (as far as this server applied it) does not

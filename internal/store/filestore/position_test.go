@@ -56,6 +56,37 @@ func quarantined(t testing.TB, fs vfs.FS, dir string) []string {
 	return out
 }
 
+// afterPosition returns the segments of the store in dir that hold
+// bytes after position p: p's own when it is longer than p.Offset, and
+// every later one. A rollback to p sets aside one file for each.
+func afterPosition(t testing.TB, fs vfs.FS, dir string, p Position) []string {
+	t.Helper()
+	names, err := fs.ReadDir(path.Join(dir, "msgs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range names {
+		var base uint64
+		if _, err := fmt.Sscanf(n, "%020d.blk", &base); err != nil || n != segmentName(base) {
+			continue
+		}
+		f, err := fs.Open(path.Join(dir, "msgs", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		size, err := f.Size()
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if base > p.Base || (base == p.Base && uint64(size) > p.Offset) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // workload applies n random changes to s: appends (half of them waited
 // for), deletes, compacts of the front, purges of a subject, skips and
 // purges of everything; what waits for durability is the store's.
@@ -424,7 +455,19 @@ func TestRollbackInterrupted(t *testing.T) {
 // removed once a position taken after the rollback is saved (the
 // replica's next checkpoint), and a later rollback before that removes
 // what the earlier one set aside once it has returned the store to its
-// position, so files never pile up over repeated crashes.
+// position, so files never pile up over repeated crashes: each rollback
+// leaves exactly one file for each segment that held bytes after the
+// position when it started (afterPosition).
+//
+// How many that is after the first rollback depends on where the
+// position fell: with room left in its segment, the entry applied again
+// and the compact record the flusher writes after each Open land there
+// (one file: the segment's tail); at a segment's end the compact record
+// may still fit, written before the entry starts a new segment (two
+// files), or come with the entry in the new segment (one). Where the
+// flusher's batches, and so the segments' ends, fall depends on timing;
+// the test once counted one file at most and failed about 1 run in 150
+// under -race.
 func TestRollbackLeavesNoFiles(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	fs := vfs.NewCrashFS()
@@ -445,6 +488,7 @@ func TestRollbackLeavesNoFiles(t *testing.T) {
 	for crash := range 3 { // crashes before any new checkpoint: each rolls back to p again
 		lg := &testLog{}
 		cfg.Logf = lg.logf
+		after := afterPosition(t, fs, "/s", p)
 		s = mustOpen(t, cfg, store.Config{})
 		files := quarantined(t, fs, "/s")
 		if len(files) == 0 {
@@ -452,8 +496,9 @@ func TestRollbackLeavesNoFiles(t *testing.T) {
 		}
 		if crash == 0 {
 			first = files
-		} else if len(files) > 1 { // the tail re-applied since: one file, the earlier ones gone
-			t.Fatalf("crash %d: set-aside files pile up: %v (first rollback: %v)", crash, files, first)
+		}
+		if len(files) != len(after) { // what followed p since the last rollback; the earlier ones gone
+			t.Fatalf("crash %d: set aside %v for the segments holding bytes after the position %v (first rollback: %v)", crash, files, after, first)
 		}
 		lg.mu.Lock()
 		var setAsideLines, unknown int
