@@ -96,8 +96,7 @@ func (c *client) deliverTo(sub *subscription, subj, reply []byte, hdrLen int, ms
 		return c.deliverTraced(t, sub, subj, reply, hdrLen, msg)
 	}
 	if sub.svc != nil {
-		sub.svc(c, subj, reply, hdrLen, msg)
-		return true
+		return sub.svc(c, subj, reply, hdrLen, msg)
 	}
 	if sub.handler != nil {
 		callHandler(sub, subj, reply, hdrLen, msg)
@@ -147,10 +146,9 @@ func (c *client) deliverTraced(t *msgTrace, sub *subscription, subj, reply []byt
 			return false
 		}
 		if sub.svc != nil {
-			sub.svc(c, subj, reply, hdrLen, msg)
-		} else {
-			callHandler(sub, subj, reply, hdrLen, msg)
+			return sub.svc(c, subj, reply, hdrLen, msg)
 		}
+		callHandler(sub, subj, reply, hdrLen, msg)
 		return true
 	case deniedDelivery(sub, subj):
 		t.traceEgress(sub, c.egressName(sub), traceErrSubDeny)
