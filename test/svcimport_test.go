@@ -1,6 +1,7 @@
 package test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -8,10 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nkeys"
+
 	"github.com/cairnmq/cairn/internal/server"
 )
 
-// Service imports (docs/security.md, "Service imports"): the requests
+// Service imports (docs/security.md, "Accounts"): the requests
 // that cross into the exporting account, against cairn and nats-server
 // v2.15.2 from the same file.
 
@@ -168,4 +172,72 @@ func TestServiceImportShare(t *testing.T) {
 			t.Errorf("nkey request info %v, want keys %v, user %s, issuer_key B", nv.vals, want, nk.pub)
 		}
 	})
+}
+
+// A JWT user's shared details (operator mode): its JWT, the signing key
+// that issued it (issuer_key), its name (name_tag) and tags, the same on
+// both servers but for the connection's own values.
+func TestServiceImportShareJWT(t *testing.T) {
+	f := newJWTFixture(t, "")
+	f.accClaims.Exports.Add(&jwt.Export{Subject: "help", Type: jwt.Service})
+	accJWT, err := f.accClaims.Encode(f.op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, impPub := mustKP(t, nkeys.CreateAccount)
+	impSigner, impSignerPub := mustKP(t, nkeys.CreateAccount)
+	ic := jwt.NewAccountClaims(impPub)
+	ic.SigningKeys.Add(impSignerPub)
+	ic.Imports.Add(&jwt.Import{Account: f.accPub, Subject: "help", LocalSubject: "ask", Type: jwt.Service, Share: true})
+	impJWT, err := ic.Encode(f.op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := strings.Replace(f.conf, f.accPub+": "+f.accJWT, f.accPub+": "+accJWT+"\n  "+impPub+": "+impJWT, 1)
+
+	userKP, userPub := mustKP(t, nkeys.CreateUser)
+	uc := jwt.NewUserClaims(userPub)
+	uc.IssuerAccount = impPub
+	uc.Name = "alice"
+	uc.Tags.Add("blue", "green")
+	userTok, err := uc.Encode(impSigner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	respKP, respPub := mustKP(t, nkeys.CreateUser)
+	respTok := f.userJWT(t, f.acc, respPub, nil)
+
+	got := map[string]string{}
+	forEach(t, secTargets(t, conf, nil), func(t *testing.T, tg secTarget) {
+		connect := func(tok string, kp nkeys.KeyPair) *rawClient {
+			c := rawConn(t, tg.url)
+			s, _ := kp.Sign([]byte(c.info["nonce"].(string)))
+			c.handshake(fmt.Sprintf(`{"verbose":false,"pedantic":false,"protocol":1,"headers":true,"no_responders":true,"jwt":%q,"sig":%q}`,
+				tok, base64.RawURLEncoding.EncodeToString(s)))
+			return c
+		}
+		a := connect(respTok, respKP)
+		a.send("SUB help 1\r\n")
+		a.sync()
+		b := connect(userTok, userKP)
+		b.send("PUB ask _INBOX.b 2\r\nhi\r\n")
+		m := a.expectRe(`HMSG help 1 _R_\.\S+ \d+ \d+\r\nNATS/1.0\r\nNats-Request-Info: ([^\r]+)\r\n\r\nhi\r\n`)
+		var v map[string]any
+		if err := json.Unmarshal([]byte(m[1]), &v); err != nil {
+			t.Fatal(err)
+		}
+		for k, w := range map[string]any{"acc": impPub, "user": userPub, "jwt": userTok, "issuer_key": impSignerPub, "name_tag": "alice"} {
+			if v[k] != w {
+				t.Errorf("%s = %v, want %v", k, v[k], w)
+			}
+		}
+		for _, k := range []string{"start", "id", "rtt", "server"} {
+			v[k] = "<" + k + ">"
+		}
+		out, _ := json.Marshal(v)
+		got[tg.name] = diffKeyOrderAs([]byte(m[1]), out)
+	})
+	if n := got["nats-server"]; n != "" && got["cairn"] != n {
+		t.Errorf("request info\ncairn       %s\nnats-server %s", got["cairn"], n)
+	}
 }
