@@ -106,7 +106,7 @@ type Import struct {
 	// Subject).
 	To     string
 	Prefix string // a stream's literal prefix
-	Share  bool   // a service shares the requester's information (accepted)
+	Share  bool   // a service shares the requester's every detail in Nats-Request-Info (docs/security.md, "Accounts")
 	// AllowTrace lets a traced message of the exporter cross into this
 	// account still traced (allow_trace, streams only); otherwise its
 	// trace stops at the import (ADR-41; docs/protocol.md, "Message

@@ -40,9 +40,11 @@ const apiClientHeader = "Cairn-Api-Client"
 // apiSubjectPrefix starts the subjects of JetStream API requests.
 var apiSubjectPrefix = []byte("$JS.API.")
 
-// apiClientInfo is nats-server v2.15.2's ClientInfo (events.go) as the
-// advisories show it (forAdvisory: no jwt, no alts), with the fields a
-// cairn client has, in nats-server's order.
+// apiClientInfo is nats-server v2.15.2's ClientInfo (events.go), with
+// the fields a cairn client has, in nats-server's order: as the
+// advisories show it (forAdvisory: no jwt, no alts) and as a service
+// import's Nats-Request-Info carries it (imports.go importRequestInfo,
+// which alone sets jwt and reply).
 type apiClientInfo struct {
 	Start      *time.Time    `json:"start,omitempty"`
 	Host       string        `json:"host,omitempty"`
@@ -55,11 +57,13 @@ type apiClientInfo struct {
 	RTT        time.Duration `json:"rtt,omitempty"`
 	Server     string        `json:"server,omitempty"`
 	Cluster    string        `json:"cluster,omitempty"`
+	Jwt        string        `json:"jwt,omitempty"`
 	IssuerKey  string        `json:"issuer_key,omitempty"`
 	NameTag    string        `json:"name_tag,omitempty"`
 	Tags       []string      `json:"tags,omitempty"`
 	Kind       string        `json:"kind,omitempty"`
 	ClientType string        `json:"client_type,omitempty"`
+	Reply      string        `json:"reply,omitempty"`
 }
 
 // clientInfoJSON describes the client c as nats-server's getClientInfo
@@ -68,6 +72,13 @@ type apiClientInfo struct {
 // server and its cluster, and for a JWT or nkey user the issuer key.
 // It runs on c's read loop, which owns c.opts and c.user.
 func (c *client) clientInfoJSON() []byte {
+	ci := c.apiClientInfo()
+	b, _ := json.Marshal(&ci) // strings, numbers and a time: cannot fail
+	return b
+}
+
+// apiClientInfo is clientInfoJSON's value, not yet encoded.
+func (c *client) apiClientInfo() apiClientInfo {
 	start := c.started.UTC()
 	ci := apiClientInfo{
 		Start: &start, Host: c.ip, ID: c.cid, Account: c.acc.name,
@@ -85,8 +96,7 @@ func (c *client) clientInfoJSON() []byte {
 	if ci.User == "" && c.opts.Token != "" {
 		ci.User = "[REDACTED]" // nats-server getRawAuthUser
 	}
-	b, _ := json.Marshal(&ci) // strings, numbers and a time: cannot fail
-	return b
+	return ci
 }
 
 // AppendClientInfo implements jsapi.Requester for the publisher c of the
@@ -182,13 +192,14 @@ func headerValue(hdr []byte, key string) ([]byte, bool) {
 // request with its publisher (a *client, as jsapi.Requester).
 func (t jsTransport) SubscribeRequests(subj string, h jsapi.RequestHandler) (jetstream.Subscription, error) {
 	sub := &subscription{acc: t.acc, subject: subj}
-	sub.svc = func(c *client, subj, reply []byte, hdrLen int, msg []byte) {
+	sub.svc = func(c *client, subj, reply []byte, hdrLen int, msg []byte) bool {
 		var hdr []byte
 		data := msg
 		if hdrLen > 0 {
 			hdr, data = msg[:hdrLen:hdrLen], msg[hdrLen:]
 		}
 		h(string(subj), string(reply), hdr, data, c)
+		return true
 	}
 	if t.shared {
 		return t.subscribe(sub)

@@ -137,8 +137,10 @@ type subscription struct {
 	client  *client    // nil for an internal subscription
 	handler MsgHandler // set for an internal subscription
 	// svc, set for a service import's subscription, is called instead of
-	// handler with the publishing client (imports.go).
-	svc func(c *client, subj, reply []byte, hdrLen int, msg []byte)
+	// handler with the publishing client (imports.go); it reports whether
+	// anything received the message (a service import: anything in the
+	// exporting account), as a delivery does.
+	svc func(c *client, subj, reply []byte, hdrLen int, msg []byte) bool
 	// traced, set for a stream's subscription, is called instead of
 	// handler when the message is traced (msgtrace.go).
 	traced jetstream.TracedHandler

@@ -9,9 +9,10 @@ import (
 
 // dispatch delivers a published message to every plain subscription
 // that matches and to one member of each matching queue group (docs/protocol.md
-// 1.7). When nothing was delivered (no match, or only the publisher's own
-// subscriptions with echo off), a request gets the no-responders status
-// (docs/protocol.md 1.8; nats-server v2.15.2 sends it in both cases).
+// 1.7). When nothing was delivered (no match, only the publisher's own
+// subscriptions with echo off, or a service import that reached nobody in
+// the exporting account), a request gets the no-responders status
+// (docs/protocol.md 1.8; nats-server v2.15.2 sends it in these cases).
 func (c *client) dispatch(subj, reply []byte, hdrLen int, msg []byte) {
 	if !c.deliverAll(subj, reply, hdrLen, msg) && len(reply) > 0 && c.opts.NoResponders {
 		c.sendNoResponders(subj, reply)
@@ -96,8 +97,7 @@ func (c *client) deliverTo(sub *subscription, subj, reply []byte, hdrLen int, ms
 		return c.deliverTraced(t, sub, subj, reply, hdrLen, msg)
 	}
 	if sub.svc != nil {
-		sub.svc(c, subj, reply, hdrLen, msg)
-		return true
+		return sub.svc(c, subj, reply, hdrLen, msg)
 	}
 	if sub.handler != nil {
 		callHandler(sub, subj, reply, hdrLen, msg)
@@ -147,10 +147,9 @@ func (c *client) deliverTraced(t *msgTrace, sub *subscription, subj, reply []byt
 			return false
 		}
 		if sub.svc != nil {
-			sub.svc(c, subj, reply, hdrLen, msg)
-		} else {
-			callHandler(sub, subj, reply, hdrLen, msg)
+			return sub.svc(c, subj, reply, hdrLen, msg)
 		}
+		callHandler(sub, subj, reply, hdrLen, msg)
 		return true
 	case deniedDelivery(sub, subj):
 		t.traceEgress(sub, c.egressName(sub), traceErrSubDeny)

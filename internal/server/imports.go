@@ -33,7 +33,10 @@ import (
 //     A's response to it is delivered in B to the request's reply
 //     subject. A "single" export's reply subject takes one response; a
 //     "stream" or "chunked" one takes responses until the export's
-//     response_threshold (2 minutes by default) passes.
+//     response_threshold (2 minutes by default) passes. The request
+//     carries who sent it (Nats-Request-Info: importRequestInfo); one
+//     that nothing in A receives counts as not delivered, so that its
+//     requester gets the no-responders status (dispatch.go).
 //
 // A message an import delivers is not imported again (no chains, no
 // loops at run time; the configuration refuses cycles anyway).
@@ -297,7 +300,7 @@ func (s *Server) importService(acc, from *account, im *config.Import) (*Internal
 		return nil, err
 	}
 	ex := from.export(im.Subject)
-	single, ttl, allowTrace := true, defaultRespThreshold, false
+	single, ttl, allowTrace, share := true, defaultRespThreshold, false, im.Share
 	if ex != nil {
 		single = ex.ResponseType == "" || ex.ResponseType == "single"
 		if ex.ResponseThreshold > 0 {
@@ -322,26 +325,15 @@ func (s *Server) importService(acc, from *account, im *config.Import) (*Internal
 		if len(reply) > 0 {
 			rs = from.imp.add(&pendingResp{to: acc, reply: string(reply), single: single, expires: time.Now().Add(ttl)})
 		}
-		// Who asked, in detail, only for the system account's services
-		// (USER.INFO answers with the requester's user: sysreq.go), as
-		// nats-server shares it there.
-		var who requester
-		if c.user != nil && from == s.sysacc {
-			who = requester{cid: c.cid, user: c.user.Name}
-			if who.user == "" && c.opts.Token != "" {
-				who.user = "[REDACTED]" // nats-server getRawAuthUser
-			}
-		}
-		hdr, data := withRequestInfo(msg, hdrLen, acc.name, who, time.Duration(c.rtt.Load()))
+		info := c.importRequestInfo(acc, reply, share, from == s.sysacc)
+		hdr, data := withRequestInfo(msg, hdrLen, info)
 		switch {
 		case t == nil:
-			s.publishIn(from, target, target, rs, hdr, data, pubImported)
-			return true
+			return s.importRequest(from, target, rs, hdr, data)
 		case !allowTrace:
 			// The rest is not traced, here or by a peer.
 			hdr = setHeader(hdr, traceDestHdr, traceDestOff)
-			s.publishIn(from, target, target, rs, hdr, data, pubImported)
-			return true
+			return s.importRequest(from, target, rs, hdr, data)
 		}
 		// Traced on: a peer sends its event to a reply subject of the
 		// exporter's that leads to the destination in acc.
@@ -352,14 +344,14 @@ func (s *Server) importService(acc, from *account, im *config.Import) (*Internal
 		if t.ev.Hops == hops {
 			from.imp.remove(back) // no peer got it: only this server's event, sent to t.dest
 		}
-		if t.only && rs != "" {
+		if rs != "" && (t.only || !delivered) {
 			from.imp.remove(rs) // nothing will respond
 		}
 		return delivered
 	}
 	sub := &subscription{acc: acc, subject: local, imported: true, crossing: serve}
-	sub.svc = func(c *client, subj, reply []byte, hdrLen int, msg []byte) {
-		serve(c, nil, subj, reply, hdrLen, msg)
+	sub.svc = func(c *client, subj, reply []byte, hdrLen int, msg []byte) bool {
+		return serve(c, nil, subj, reply, hdrLen, msg)
 	}
 	// Not announced: the server a request reaches first imports it.
 	if err := acc.sl.Insert(sub.subject, "", sub); err != nil {
@@ -373,22 +365,67 @@ func (s *Server) importService(acc, from *account, im *config.Import) (*Internal
 // sent it into the exporting account (nats-server ClientInfoHdr).
 const requestInfoHeader = "Nats-Request-Info"
 
-// requester is who sent a request into the system account: its
-// connection id and user (the name, nkey or "[REDACTED]" for a token).
-type requester struct {
-	cid  uint64
-	user string
+// importRequest publishes a request that a service import carries into
+// the exporting account from, with the reply subject rs ("" for none),
+// and reports whether anything there received it. A request nothing
+// received forgets its pending response: the requester gets the
+// no-responders status instead (dispatch; nats-server v2.15.2
+// processServiceImport removes the response import when it did not
+// deliver, and the requester's processInboundClientMsg sends the 503).
+func (s *Server) importRequest(from *account, target, rs string, hdr, data []byte) bool {
+	delivered := s.publishIn(from, target, target, rs, hdr, data, pubImported)
+	if !delivered && rs != "" {
+		from.imp.remove(rs)
+	}
+	return delivered
 }
 
+// importRequestInfo returns the Nats-Request-Info JSON of a request that
+// c publishes through a service import of account acc (nats-server
+// v2.15.2 processServiceImport, getClientInfo; ClientInfo's keys and
+// order, docs/security.md "Accounts"):
+//
+//   - share (the import's share: true, and the system account's
+//     USER.INFO import): every detail of the client, as clientInfoJSON
+//     gives them, and the user JWT from its CONNECT (jwt);
+//   - otherwise the importing account and the client's round-trip time
+//     in nanoseconds (acc, rtt), with this server's name and cluster
+//     (server, cluster) when the exporter is the system account (sys).
+//
+// A request whose reply subject ends in ".$FI" (a fast batch publish)
+// also carries that reply subject (reply). An internal publisher (c is
+// not a client) is described by acc alone. Empty values are omitted.
+func (c *client) importRequestInfo(acc *account, reply []byte, share, sys bool) []byte {
+	var ci apiClientInfo
+	switch {
+	case c.internal:
+		ci.Account = acc.name
+	case share:
+		ci = c.apiClientInfo()
+		ci.Account, ci.Jwt = acc.name, c.opts.JWT
+	default:
+		ci.Account, ci.RTT = acc.name, time.Duration(c.rtt.Load())
+		if sys {
+			ci.Server, ci.Cluster = c.srv.Name(), c.srv.ClusterName()
+		}
+	}
+	if !c.internal && bytes.HasSuffix(reply, []byte(fastBatchSuffix)) {
+		ci.Reply = string(reply)
+	}
+	b, _ := json.Marshal(&ci) // strings, numbers and a time: cannot fail
+	return b
+}
+
+// fastBatchSuffix ends the reply subject of a fast batch publish
+// (nats-server v2.15.2 FastBatchSuffix).
+const fastBatchSuffix = ".$FI"
+
 // withRequestInfo returns the header block and payload of a request
-// imported from account acc: the request's headers without any
+// imported through a service import: the request's headers without any
 // Nats-Request-Info of the requester's (a client may not speak for the
-// server: CVE-2026-33223), followed by the server's,
-// {"id":..,"acc":..,"user":..,"rtt":..} (nats-server setHeader,
-// getClientInfo: the requester's connection id and user, shared with the
-// system account's services only and omitted otherwise, and its
-// round-trip time in nanoseconds, omitted when unknown).
-func withRequestInfo(msg []byte, hdrLen int, acc string, who requester, rtt time.Duration) (hdr, data []byte) {
+// server: CVE-2026-33223), followed by the server's, whose value is info
+// (importRequestInfo).
+func withRequestInfo(msg []byte, hdrLen int, info []byte) (hdr, data []byte) {
 	data = msg
 	var b []byte
 	if hdrLen > 0 {
@@ -397,15 +434,8 @@ func withRequestInfo(msg []byte, hdrLen int, acc string, who requester, rtt time
 	} else {
 		b = []byte("NATS/1.0\r\n")
 	}
-	info := struct {
-		ID      uint64        `json:"id,omitempty"`
-		Account string        `json:"acc,omitempty"`
-		User    string        `json:"user,omitempty"`
-		RTT     time.Duration `json:"rtt,omitempty"`
-	}{who.cid, acc, who.user, rtt}
-	js, _ := json.Marshal(info)
 	b = append(b, requestInfoHeader+": "...)
-	b = append(b, js...)
+	b = append(b, info...)
 	return append(b, "\r\n\r\n"...), data
 }
 
