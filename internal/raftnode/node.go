@@ -347,7 +347,7 @@ func (g *group) recover(rec *recovered) {
 	}
 	switch {
 	case applied < base.index && !g.synthetic:
-		g.fence(fmt.Errorf("%w: group %d: state machine at %d, but the log was compacted through %d", ErrCorrupt, g.id, applied, base.index))
+		g.fence(fmt.Errorf("%w: %w: group %d: state machine at %d, but the log was compacted through %d", ErrCorrupt, ErrStateLost, g.id, applied, base.index))
 		return
 	case applied > last:
 		g.fence(fmt.Errorf("%w: group %d: state machine at %d, past the log's end %d", ErrCorrupt, g.id, applied, last))

@@ -22,8 +22,9 @@ import (
 type replica struct {
 	sa  meta.StreamAssignment
 	log *streamlog.Log // nil for a stream with one replica
-	// ckpt checkpoints a file stream's replica (nil for memory streams
-	// and streams with one replica): docs/clustering.md, "Checkpoints".
+	// ckpt checkpoints a file stream's replica and captures and installs
+	// the snapshots of any replicated stream's (nil for streams with one
+	// replica): docs/clustering.md, "Checkpoints", "Stream snapshots".
 	ckpt *streamckpt.Replica
 	// server is this server's name (mine).
 	server raftnode.ServerID
@@ -276,7 +277,7 @@ func (c *Cluster) startReplica(acc *account, k streamKey, sa meta.StreamAssignme
 		r.leads.Store(true)
 		r.since.Store(sa.Created)
 	}
-	if len(sa.Replicas) > 1 && cfg.Storage == stream.FileStorage {
+	if len(sa.Replicas) > 1 {
 		c.startFileReplica(acc, k, r, cfg, mine)
 		return
 	}
@@ -356,10 +357,20 @@ func (c *Cluster) scaleUpFromOne(acc *account, k streamKey, cur *replica, sa met
 // what followed), or as a new replica with an empty store. A checkpoint
 // or store that does not match fences the replica: it is reported and
 // not started, and its files are left as they are.
+//
+// A memory stream's replica (streamckpt.OpenMemory) starts empty and
+// replays its group's whole log; one caught up by a snapshot before
+// this start lost what the log no longer holds: raftnode fences it
+// (raftnode.ErrStateLost) and the meta leader is asked to replace it
+// (askReplaceLost).
 func (c *Cluster) startFileReplica(acc *account, k streamKey, r *replica, cfg stream.Config, mine meta.Replica) {
 	sa := r.sa
 	dir := acc.js.StreamDir(k.name)
-	ck, err := streamckpt.Open(streamckpt.Config{
+	open := streamckpt.Open
+	if cfg.Storage == stream.MemoryStorage {
+		open = streamckpt.OpenMemory
+	}
+	ck, err := open(streamckpt.Config{
 		Dir: dir, Store: acc.js.FileStoreConfig(dir), Node: c.node, Group: sa.Group, Replica: mine.ID, Logf: c.cfg.Logf, Infof: c.cfg.Infof,
 		Catchup: c.svc, Server: c.name, Retain: c.cfg.Retain, Peers: func() []raftnode.ServerID {
 			if cur := c.replicaOf(k); cur != nil {
@@ -374,7 +385,7 @@ func (c *Cluster) startFileReplica(acc *account, k streamKey, r *replica, cfg st
 	}
 	r.ckpt = ck
 	_, jerr := acc.js.StartReplica(ck.StreamConfig(), jetstream.ReplicaStart{
-		Created: time.Unix(0, sa.Created).UTC(), Store: ck.Store(),
+		Created: time.Unix(0, sa.Created).UTC(), Store: ck.StreamStore(),
 		NewLog: ck.NewLog(c.onLeader(acc, k.name, r)), Start: ck.Start,
 	})
 	if jerr != nil {

@@ -179,7 +179,9 @@ import (
 	"github.com/cairnmq/cairn/internal/cluster/streamlog"
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/store/filestore"
+	"github.com/cairnmq/cairn/internal/store/memstore"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
@@ -258,9 +260,12 @@ type Config struct {
 // stream. Open it (which opens the store), give the runtime its log
 // (NewLog), Start it with the runtime, Stop it before the runtime.
 type Replica struct {
-	cfg   Config
-	fs    vfs.FS
+	cfg Config
+	fs  vfs.FS
+	// store is a file stream's store (nil for a memory stream's); ms is
+	// the stream's store either way (package comment, "Memory streams").
 	store *filestore.Store
+	ms    store.Store
 	scfg  stream.Config
 	state []byte // the state bytes to Restore from
 	index uint64 // the checkpoint's index
@@ -313,6 +318,52 @@ func Open(cfg Config, def stream.Config) (*Replica, error) {
 	if def.Storage == stream.MemoryStorage {
 		return nil, ErrMemoryStream
 	}
+	r := newReplica(cfg)
+	cfg = r.cfg
+	ck, err := readFile(r.fs, cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("streamckpt: group %d: %w", cfg.Group, err)
+	}
+	if ck == nil {
+		err = r.openNew(def)
+	} else {
+		err = r.openFrom(ck)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("streamckpt: group %d: %w", cfg.Group, err)
+	}
+	r.lastIndex = r.index
+	return r, nil
+}
+
+// OpenMemory makes the replica of a replicated memory stream of config
+// def (defaults applied, validated): an empty memory store and the
+// stream's state at index 0, without a checkpoint file (package comment,
+// "Memory streams"). Its log reports Applied 0, so raftnode applies the
+// group's whole log again after a restart; it never compacts the group's
+// log; it captures and installs snapshots as a file stream's replica
+// does, Config.Dir holding the staging file of an install. Config.Store
+// is not used but for its FS. Errors: a Config without Dir, Node, Group
+// or Replica, and def's state (stream.AppendCheckpoint).
+func OpenMemory(cfg Config, def stream.Config) (*Replica, error) {
+	if cfg.Dir == "" || cfg.Node == nil || cfg.Group == 0 || cfg.Replica == 0 {
+		return nil, errors.New("streamckpt: Config needs Dir, Node, Group and Replica")
+	}
+	if def.Storage != stream.MemoryStorage {
+		return nil, errors.New("streamckpt: OpenMemory of a file stream")
+	}
+	r := newReplica(cfg)
+	ms := memstore.New(def.StoreConfig())
+	state, err := stream.New(def, ms).AppendCheckpoint(nil)
+	if err != nil {
+		return nil, err
+	}
+	r.ms, r.scfg, r.state = ms, def.Clone(), state
+	return r, nil
+}
+
+// newReplica applies cfg's defaults and makes the Replica.
+func newReplica(cfg Config) *Replica {
 	if cfg.Store.FS == nil {
 		cfg.Store.FS = vfs.OS()
 	}
@@ -333,20 +384,7 @@ func Open(cfg Config, def stream.Config) (*Replica, error) {
 	}
 	r := &Replica{cfg: cfg, fs: cfg.Store.FS, poke: make(chan struct{}, 1), capPoke: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
-	ck, err := readFile(r.fs, cfg.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("streamckpt: group %d: %w", cfg.Group, err)
-	}
-	if ck == nil {
-		err = r.openNew(def)
-	} else {
-		err = r.openFrom(ck)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("streamckpt: group %d: %w", cfg.Group, err)
-	}
-	r.lastIndex = r.index
-	return r, nil
+	return r
 }
 
 // openFrom opens the store rolled back to the checkpoint ck.
@@ -364,7 +402,7 @@ func (r *Replica) openFrom(ck *checkpoint) error {
 	if err != nil {
 		return err
 	}
-	r.store, r.scfg, r.state, r.index = st, scfg, ck.state, ck.index
+	r.store, r.ms, r.scfg, r.state, r.index = st, st, scfg, ck.state, ck.index
 	r.cfg.Infof("streamckpt: group %d: restarting from the checkpoint at index %d (store at %v)", r.cfg.Group, ck.index, ck.pos)
 	return nil
 }
@@ -392,7 +430,7 @@ func (r *Replica) openNew(def stream.Config) error {
 		st.Close()
 		return err
 	}
-	r.store, r.scfg, r.state = st, def.Clone(), state
+	r.store, r.ms, r.scfg, r.state = st, st, def.Clone(), state
 	return nil
 }
 
@@ -426,8 +464,13 @@ func (r *Replica) ensureDir() error {
 	return r.fs.SyncDir(path.Dir(path.Clean(r.cfg.Dir)))
 }
 
-// Store returns the replica's store, to make the runtime over.
+// Store returns a file stream replica's store (nil for a memory
+// stream's: StreamStore).
 func (r *Replica) Store() *filestore.Store { return r.store }
+
+// StreamStore returns the replica's store, file or memory, to make the
+// runtime over.
+func (r *Replica) StreamStore() store.Store { return r.ms }
 
 // StreamConfig returns the stream's config as of the checkpoint: the
 // config to make the runtime with (streamrun.New). A later update in the
@@ -536,6 +579,9 @@ func (r *Replica) Checkpoint() error {
 	defer r.mu.Unlock()
 	if r.rt == nil {
 		return ErrStopped
+	}
+	if r.store == nil {
+		return nil // a memory stream: nothing to write, its log kept whole
 	}
 	var (
 		index uint64
