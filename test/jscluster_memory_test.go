@@ -2,7 +2,6 @@ package test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -154,8 +153,7 @@ func TestJetStreamClusterMemoryStreamFullRestart(t *testing.T) {
 // the new replicas serve every acknowledged message. A new replica's
 // server restarting loses what its snapshot gave it (its log starts
 // there): it asks for a replacement, which is caught up again and is
-// current. Scaled down to 3, every message stays; from one replica a
-// memory stream is refused (10061).
+// current. Scaled down to 3, every message stays.
 func TestJetStreamClusterMemoryScale(t *testing.T) {
 	servers, opts := jsClusterOpts(t, 5)
 	js := make([]jetstream.JetStream, 5)
@@ -237,16 +235,6 @@ func TestJetStreamClusterMemoryScale(t *testing.T) {
 	}
 	checkAll(t, js[live], sent)
 	t.Logf("replicas: %v, then %v, then %v", three, five, after)
-	one := jetstream.StreamConfig{Name: "ONE", Subjects: []string{"one.>"}, Storage: jetstream.MemoryStorage}
-	eventually(t, "create ONE", func() error {
-		_, err := js[live].CreateStream(ctx2(t), one)
-		return err
-	})
-	one.Replicas = 3
-	var apiErr *jetstream.APIError
-	if _, err := js[live].UpdateStream(ctx2(t), one); !errors.As(err, &apiErr) || apiErr.ErrorCode != 10061 {
-		t.Fatalf("memory stream 1 -> 3: %v", err)
-	}
 }
 
 // nats stream cluster peer-remove of a memory stream's follower in a
@@ -312,4 +300,81 @@ func TestJetStreamClusterMemoryPeerRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAll(t, jsS, sent)
+}
+
+// A memory stream of one replica with data scales to three: its server's
+// memory store becomes the first replica of the new group, the two new
+// replicas are caught up by stream snapshots; with the original server
+// stopped every acknowledged message is served by the other two, deleted
+// ones still deleted and the duplicate window kept. The original server
+// restarting has lost what its store held before the scale-up (the log
+// does not hold it): its replica is replaced, caught up, current.
+func TestJetStreamClusterMemoryScaleUpFromOne(t *testing.T) {
+	servers, opts := jsClusterOpts(t, 3)
+	js := make([]jetstream.JetStream, 3)
+	for i, s := range servers {
+		var err error
+		if js[i], err = jetstream.New(connect(t, s.ClientURL())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := createMemoryOrders(t, js[0], 1)
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 100; n++ {
+		publishAcked(t, js[0], sent, n)
+	}
+	s, err := js[0].Stream(tctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []uint64{3, 40, 41} {
+		if err := s.DeleteMsg(tctx(t), seq); err != nil {
+			t.Fatal(err)
+		}
+		delete(sent, seq)
+	}
+	home := leaderIndex(servers, s.CachedInfo().Cluster.Leader)
+	other := (home + 1) % 3
+	cfg.Replicas = 3
+	eventually(t, "scale to 3", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := js[other].UpdateStream(ctx, cfg)
+		return err
+	})
+	waitReplicas(t, js[other], 3)
+	for n := 101; n <= 110; n++ {
+		publishAcked(t, js[other], sent, n)
+	}
+	servers[home].Shutdown()
+	for n := 111; n <= 120; n++ {
+		publishAcked(t, js[other], sent, n)
+	}
+	checkAll(t, js[other], sent)
+	m := orderMsg(50)
+	eventually(t, "republish 50", func() error {
+		ack, err := js[other].PublishMsg(tctx(t), m)
+		if err == nil && !ack.Duplicate {
+			return fmt.Errorf("message 50 stored again: %+v", ack)
+		}
+		return err
+	})
+	servers[home] = restartServer(t, opts[home])
+	waitCurrent(t, js[other], servers[home].Name())
+	waitReplicas(t, js[other], 3)
+	// The other two stop in turn: the replaced replica and one of them
+	// hold everything.
+	third := 3 - home - other
+	servers[third].Shutdown()
+	for n := 121; n <= 130; n++ {
+		publishAcked(t, js[other], sent, n)
+	}
+	servers[third] = restartServer(t, opts[third])
+	waitCurrent(t, js[other], servers[third].Name())
+	servers[other].Shutdown()
+	jsH, err := jetstream.New(connect(t, servers[home].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, jsH, sent)
 }

@@ -258,12 +258,9 @@ func (a *account) checkUpdate(old, next *stream.Config) *jserr.Error {
 	if next.Placement != nil && !reflect.DeepEqual(old.Placement, next.Placement) {
 		return jserr.New(jserr.StreamUpdate, jserr.Sub("err", "stream placement can not be changed"))
 	}
-	if next.Replicas != old.Replicas && (next.Replicas <= 1 ||
-		old.Replicas <= 1 && next.Storage == stream.MemoryStorage) {
+	if next.Replicas != old.Replicas && next.Replicas <= 1 {
 		// Down to one replica (a replicated stream back to one without a
-		// group), and a memory stream of one replica becoming replicated
-		// (its store would have to become the group's first replica's),
-		// are not built: docs/clustering.md, "Scaling".
+		// group) is not built: docs/clustering.md, "Scaling".
 		return jserr.New(jserr.StreamReplicasNotUpdatable)
 	}
 	return nil

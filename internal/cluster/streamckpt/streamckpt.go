@@ -362,6 +362,33 @@ func OpenMemory(cfg Config, def stream.Config) (*Replica, error) {
 	return r, nil
 }
 
+// AdoptMemory makes the memory store st of a stream that ran with one
+// replica, holding its messages, the store of this replica of its new
+// group (a scale-up from one replica; docs/clustering.md, "Memory
+// streams"), as Adopt does for a file stream's: the replica starts at
+// index 1, the group's synthetic base, with state (the stream's own
+// state when it stopped: jetstream.JetStream.DetachStream), so the
+// group's log goes on from index 2. A restart of its server empties it
+// like any memory replica's, and the log replays from index 2 over an
+// empty store: Config.Node must be told the group's base is 1 as for any
+// bootstrapped group (GroupConfig.Voters). Errors: OpenMemory's and a
+// bad state (stream.ErrBadCheckpoint).
+func AdoptMemory(cfg Config, st store.Store, state []byte) (*Replica, error) {
+	if cfg.Dir == "" || cfg.Node == nil || cfg.Group == 0 || cfg.Replica == 0 {
+		return nil, errors.New("streamckpt: Config needs Dir, Node, Group and Replica")
+	}
+	scfg, err := stream.CheckpointConfig(state)
+	if err != nil {
+		return nil, err
+	}
+	if scfg.Storage != stream.MemoryStorage {
+		return nil, errors.New("streamckpt: AdoptMemory of a file stream")
+	}
+	r := newReplica(cfg)
+	r.ms, r.scfg, r.state, r.index = st, scfg, state, 1
+	return r, nil
+}
+
 // newReplica applies cfg's defaults and makes the Replica.
 func newReplica(cfg Config) *Replica {
 	if cfg.Store.FS == nil {
