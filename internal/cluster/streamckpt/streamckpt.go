@@ -71,12 +71,24 @@
 // once. A position that does not match the store fails Open
 // (filestore.ErrBadPosition): fenced.
 //
+// # Memory streams
+//
 // Memory streams have no checkpoint: their store is gone after a restart,
-// so their log reports Applied 0 (streamlog.Config.Applied nil) and must
-// replay the group's whole log; they never call Log.Checkpoint, and the
-// WAL keeps every entry of their group (raftnode's WALStats names it
-// among the groups that block truncation). Open refuses them
-// (ErrMemoryStream).
+// so their log reports Applied 0 and must replay the group's whole log;
+// they never call Log.Checkpoint, and the WAL keeps every entry of their
+// group (raftnode's WALStats names it among the groups that block
+// truncation). Open refuses them (ErrMemoryStream); OpenMemory makes
+// their replica over an empty memory store, and AdoptMemory over the
+// memory store of a stream of one replica scaled up (at index 1, the
+// group's base). Such a replica captures and installs snapshots as below,
+// but for three things: Message serves only what the store still holds
+// (a memory store keeps no record of a removed message: a fetch asks the
+// next source, and fails over to a newer capture when none has it), the
+// install writes no checkpoint file, and nothing is pinned. A replica
+// that installed a snapshot (or adopted a store) cannot rebuild it from
+// its log after a restart: raftnode fences it (raftnode.ErrStateLost) and
+// the cluster layer has it replaced (docs/clustering.md, "Memory
+// streams").
 //
 // # Snapshots
 //
