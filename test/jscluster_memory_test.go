@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -308,7 +309,8 @@ func TestJetStreamClusterMemoryPeerRemove(t *testing.T) {
 // stopped every acknowledged message is served by the other two, deleted
 // ones still deleted and the duplicate window kept. The original server
 // restarting has lost what its store held before the scale-up (the log
-// does not hold it): its replica is replaced, caught up, current.
+// does not hold it): its replica is replaced, caught up, current. A
+// memory stream of one replica with a consumer is not scaled up (10061).
 func TestJetStreamClusterMemoryScaleUpFromOne(t *testing.T) {
 	servers, opts := jsClusterOpts(t, 3)
 	js := make([]jetstream.JetStream, 3)
@@ -377,4 +379,88 @@ func TestJetStreamClusterMemoryScaleUpFromOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAll(t, jsH, sent)
+	// A memory stream of one replica with a consumer is not scaled up
+	// (10061): the consumer's state lives only in its runtime.
+	withc := jetstream.StreamConfig{Name: "WITHC", Subjects: []string{"withc"}, Storage: jetstream.MemoryStorage}
+	eventually(t, "create WITHC and its consumer", func() error {
+		if _, err := jsH.CreateOrUpdateStream(ctx2(t), withc); err != nil {
+			return err
+		}
+		_, err := jsH.CreateOrUpdateConsumer(ctx2(t), "WITHC", jetstream.ConsumerConfig{Durable: "D"})
+		return err
+	})
+	withc.Replicas = 3
+	var apiErr *jetstream.APIError
+	if _, err := jsH.UpdateStream(ctx2(t), withc); !errors.As(err, &apiErr) || apiErr.ErrorCode != 10061 {
+		t.Fatalf("memory stream with a consumer 1 -> 3: %v", err)
+	}
+}
+
+// A durable consumer of an R3 memory stream (three replicas, as its
+// stream) keeps its acknowledgements across the restart of a follower's
+// server and the stop of the leader's: the next fetch through the
+// restarted server delivers the first message not acknowledged.
+func TestJetStreamClusterMemoryConsumerRestart(t *testing.T) {
+	servers, opts := jsClusterOpts(t, 3)
+	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	createMemoryOrders(t, js0, 3)
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 40; n++ {
+		publishAcked(t, js0, sent, n)
+	}
+	var cons jetstream.Consumer
+	eventually(t, "create the consumer", func() error {
+		var err error
+		cons, err = js0.CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy})
+		return err
+	})
+	batch, err := cons.Fetch(20, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(tctx(t)); err != nil {
+			t.Fatal(err)
+		}
+		got++
+	}
+	if got != 20 {
+		t.Fatalf("fetched %d, want 20 (%v)", got, batch.Error())
+	}
+	names := waitReplicas(t, js0, 3)
+	leader := leaderIndex(servers, names[0])
+	restarted := leaderIndex(servers, names[1])
+	servers[restarted].Shutdown()
+	servers[restarted] = restartServer(t, opts[restarted])
+	jsR, err := jetstream.New(connect(t, servers[restarted].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCurrent(t, jsR, servers[restarted].Name())
+	servers[leader].Shutdown()
+	eventually(t, "fetch after the restart", func() error {
+		c, err := jsR.Consumer(ctx2(t), "ORDERS", "D")
+		if err != nil {
+			return err
+		}
+		b, err := c.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return err
+		}
+		for m := range b.Messages() {
+			md, err := m.Metadata()
+			if err != nil {
+				return err
+			}
+			if md.Sequence.Stream != 21 {
+				t.Fatalf("delivered %d, want 21", md.Sequence.Stream)
+			}
+			return nil
+		}
+		return fmt.Errorf("nothing delivered: %v", b.Error())
+	})
 }
