@@ -418,20 +418,29 @@ func TestJetStreamClusterMemoryConsumerRestart(t *testing.T) {
 		cons, err = js0.CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy})
 		return err
 	})
-	batch, err := cons.Fetch(20, jetstream.FetchMaxWait(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The consumer's leader may not be subscribed yet right after the
+	// create (no responders): fetch until 20 messages are acknowledged.
 	got := 0
-	for m := range batch.Messages() {
-		if err := m.DoubleAck(tctx(t)); err != nil {
-			t.Fatal(err)
+	eventually(t, "fetch and acknowledge 20", func() error {
+		batch, err := cons.Fetch(20-got, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return err
 		}
-		got++
-	}
-	if got != 20 {
-		t.Fatalf("fetched %d, want 20 (%v)", got, batch.Error())
-	}
+		for m := range batch.Messages() {
+			md, err := m.Metadata()
+			if err != nil || md.Sequence.Stream != uint64(got+1) {
+				t.Fatalf("delivered %+v (%v), want stream sequence %d", md, err, got+1)
+			}
+			if err := m.DoubleAck(tctx(t)); err != nil {
+				return err
+			}
+			got++
+		}
+		if got != 20 {
+			return fmt.Errorf("%d acknowledged (%v)", got, batch.Error())
+		}
+		return nil
+	})
 	names := waitReplicas(t, js0, 3)
 	leader := leaderIndex(servers, names[0])
 	restarted := leaderIndex(servers, names[1])
