@@ -85,9 +85,9 @@ func (c *Cluster) replaceStale() {
 	}
 }
 
-// fileStream reports whether stream sa stores on disk (a memory
-// stream's replica that starts again has to be replaced when it was
-// caught up by a snapshot: askReplaceLost).
+// fileStream reports whether stream sa stores on disk (groupConfig: the
+// group of a memory stream scaled up from one replica has a base that
+// holds state).
 func fileStream(sa meta.StreamAssignment) bool {
 	var cfg struct {
 		Storage stream.StorageType `json:"storage"`
