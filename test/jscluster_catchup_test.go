@@ -29,11 +29,7 @@ type sentMsg struct {
 // its sequence.
 func publishAcked(t *testing.T, js jetstream.JetStream, sent map[uint64]sentMsg, n int) {
 	t.Helper()
-	m := &nats.Msg{Subject: fmt.Sprintf("orders.%d", n%7), Header: nats.Header{}, Data: bytes.Repeat([]byte{byte(n)}, 10+n%300)}
-	m.Header.Set("Nats-Msg-Id", fmt.Sprintf("id-%d", n))
-	if n%3 == 0 {
-		m.Header.Set("X-Order", fmt.Sprint(n))
-	}
+	m := orderMsg(n)
 	eventually(t, fmt.Sprintf("publish %d", n), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -44,6 +40,17 @@ func publishAcked(t *testing.T, js jetstream.JetStream, sent map[uint64]sentMsg,
 		sent[ack.Sequence] = sentMsg{subject: m.Subject, hdr: m.Header, data: m.Data}
 		return nil
 	})
+}
+
+// orderMsg is message n of publishAcked: its subject, headers (a
+// Nats-Msg-Id of its own) and data derive from n.
+func orderMsg(n int) *nats.Msg {
+	m := &nats.Msg{Subject: fmt.Sprintf("orders.%d", n%7), Header: nats.Header{}, Data: bytes.Repeat([]byte{byte(n)}, 10+n%300)}
+	m.Header.Set("Nats-Msg-Id", fmt.Sprintf("id-%d", n))
+	if n%3 == 0 {
+		m.Header.Set("X-Order", fmt.Sprint(n))
+	}
+	return m
 }
 
 // checkAll requires the stream, read through js, to hold exactly the

@@ -123,25 +123,27 @@ func (js *JetStream) RestoreStream(name string) (found bool, _ *jserr.Error) {
 // up; docs/clustering.md, "Scaling") restarts over them as the first
 // replica of its new group (StartReplica). It returns the stream's own
 // state once it stopped (stream.AppendCheckpoint: config, duplicate
-// window, schedules). Errors: 10059 when no such stream runs, a failed
-// close of its store (jserr.StreamCreate, its text).
-func (js *JetStream) DetachStream(name string) ([]byte, *jserr.Error) {
+// window, schedules), and its store, closed (a memory stream's, which
+// memstore.Store.Reopen hands to the replica, holds its messages).
+// Errors: 10059 when no such stream runs, a failed close of its store
+// (jserr.StreamCreate, its text).
+func (js *JetStream) DetachStream(name string) ([]byte, store.Store, *jserr.Error) {
 	js.mu.Lock()
 	r := js.streams[name]
 	delete(js.streams, name)
 	js.refreshCapturesLocked()
 	js.mu.Unlock()
 	if r == nil {
-		return nil, jserr.New(jserr.StreamNotFound)
+		return nil, nil, jserr.New(jserr.StreamNotFound)
 	}
 	r.srcs.Close(false)
 	if err := r.Stop(nil); err != nil {
-		return nil, jserr.From(err, jserr.StreamCreate)
+		return nil, nil, jserr.From(err, jserr.StreamCreate)
 	}
 	ck, _ := r.Checkpoint() // the apply goroutine has ended: nothing changes it
 	state, err := ck.Append(nil)
 	if err != nil {
-		return nil, jserr.From(err, jserr.StreamCreate)
+		return nil, nil, jserr.From(err, jserr.StreamCreate)
 	}
-	return state, nil
+	return state, r.Store(), nil
 }

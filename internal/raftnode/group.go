@@ -42,8 +42,10 @@ type group struct {
 	// while this replica knew no leader: the next round wakes them again.
 	reannounce []ReplicaID
 	synthetic  bool // the state machine has yet to apply the synthetic entry initialIndex
-	leader     bool // leader as of the last Ready
-	handover   bool // this leader asked for a transfer in its term: its waiters outlive the loss of leadership (roleChange)
+	// baseHoldsState: GroupConfig.BaseHoldsState (set at AddGroup).
+	baseHoldsState bool
+	leader         bool // leader as of the last Ready
+	handover       bool // this leader asked for a transfer in its term: its waiters outlive the loss of leadership (roleChange)
 	// transferTo and transferTries: the transfer asked last (0: to the
 	// best follower, a step-down) and how many more times it is asked
 	// again if raft abandons it while this replica still leads

@@ -220,6 +220,14 @@ type GroupConfig struct {
 	// configuration as the others did; a voter no longer among Peers has
 	// no server to address). Empty means every peer.
 	Voters []ReplicaID
+	// BaseHoldsState says the group's bootstrap base (index 1) stands for
+	// a state the state machine cannot rebuild once lost (a memory
+	// stream's group started from the messages of a stream of one
+	// replica: docs/clustering.md, "Memory streams"): a replica recovered
+	// from the WAL whose state machine reports Applied 0 is fenced with
+	// ErrStateLost, instead of being handed the log from index 2 as an
+	// empty state machine of a bootstrapped group is.
+	BaseHoldsState bool
 }
 
 // AddGroup starts this node's replica of a group. If the WAL holds the
@@ -245,7 +253,7 @@ func (n *Node) AddGroup(cfg GroupConfig, sm StateMachine) error {
 	if n.mu.groups[cfg.ID] != nil {
 		return ErrGroupExists
 	}
-	g := &group{n: n, id: cfg.ID, replica: cfg.Replica, sm: sm, waiters: map[uint64]*Proposal{}, reads: map[uint64]*Proposal{},
+	g := &group{n: n, id: cfg.ID, replica: cfg.Replica, sm: sm, baseHoldsState: cfg.BaseHoldsState, waiters: map[uint64]*Proposal{}, reads: map[uint64]*Proposal{},
 		lastTick: n.ticks.Load(), leaderTick: n.ticks.Load(), announce: true}
 	g.mu.peers = peers
 	n.walMu.Lock()
@@ -348,12 +356,12 @@ func (g *group) recover(rec *recovered) {
 	}
 	_ = g.st.Append(rec.ents)
 	last, _ := g.st.LastIndex()
-	if applied == 0 && base.index == initialIndex && base.term == initialTerm {
+	if applied == 0 && base.index == initialIndex && base.term == initialTerm && !g.baseHoldsState {
 		g.synthetic = true // a bootstrapped group whose state machine never checkpointed
 	}
 	switch {
 	case applied < base.index && !g.synthetic:
-		g.fence(fmt.Errorf("%w: group %d: state machine at %d, but the log was compacted through %d", ErrCorrupt, g.id, applied, base.index))
+		g.fence(fmt.Errorf("%w: %w: group %d: state machine at %d, but the log was compacted through %d", ErrCorrupt, ErrStateLost, g.id, applied, base.index))
 		return
 	case applied > last:
 		g.fence(fmt.Errorf("%w: group %d: state machine at %d, past the log's end %d", ErrCorrupt, g.id, applied, last))

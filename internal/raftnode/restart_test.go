@@ -283,3 +283,40 @@ func TestReannounceLetsLeaderQuiesce(t *testing.T) {
 		t.Fatal("the leader never went quiet again: the restarted replica keeps waking it")
 	}
 }
+
+// A replica whose state machine lost everything at a restart (Applied 0,
+// a memory stream's) is handed the log from index 2 again when the
+// group's base is the empty state, but fenced with ErrStateLost when
+// GroupConfig.BaseHoldsState says the base stands for a state the log
+// does not hold (docs/clustering.md, "Memory streams").
+func TestBaseHoldsStateFencesEmptyRestart(t *testing.T) {
+	for _, holds := range []bool{false, true} {
+		t.Run(fmt.Sprint("BaseHoldsState=", holds), func(t *testing.T) {
+			c := newTestCluster(t, 3, nil)
+			c.addGroup(1, 0)
+			c.elect(0, 1)
+			for i := range 3 {
+				c.propose(0, 1, fmt.Sprint(i))
+			}
+			c.tick(2)
+			if err := c.nodes[1].n.Close(); err != nil {
+				t.Fatal(err)
+			}
+			c.open(1)
+			tn := c.nodes[1]
+			sm := newHashSM(vfs.NewCrashFS(), "sm", 1) // its state is gone
+			tn.sms[1] = sm
+			if err := tn.n.AddGroup(GroupConfig{ID: 1, Replica: 2, Incarnation: tn.n.Incarnation(), Peers: c.peers(0), BaseHoldsState: holds}, sm); err != nil {
+				t.Fatal(err)
+			}
+			c.tick(2)
+			st := c.status(1, 1)
+			if holds != errors.Is(st.Fenced, ErrStateLost) {
+				t.Fatalf("fenced: %v", st.Fenced)
+			}
+			if !holds && (st.Fenced != nil || sm.applied != c.nodes[0].sms[1].applied) {
+				t.Fatalf("fenced %v, applied %d, want %d", st.Fenced, sm.applied, c.nodes[0].sms[1].applied)
+			}
+		})
+	}
+}

@@ -248,6 +248,13 @@ var (
 	// ErrIdentity marks a replica whose binding (incarnation, replica ID)
 	// does not match this store.
 	ErrIdentity = errors.New("raftnode: replica identity mismatch")
+	// ErrStateLost marks (with ErrCorrupt) a replica whose state machine
+	// reports an applied index below its log's compaction point when its
+	// group is added after a restart: it lost what the compacted entries
+	// held (a memory stream's replica that was caught up by a snapshot,
+	// docs/clustering.md "Memory streams"). The replica is fenced; its
+	// log and votes are intact, but it must be replaced.
+	ErrStateLost = errors.New("raftnode: state machine behind the compacted log")
 	// ErrBadFrame: a received frame failed its checksum or did not parse.
 	ErrBadFrame = errors.New("raftnode: bad frame")
 	// ErrInvalid: a malformed argument (zero IDs, empty peer list).

@@ -104,7 +104,10 @@ type Cluster struct {
 	// staleAsked: when the meta leader last proposed the replacement of
 	// a replica (membership.go); metaChanging: the meta group's
 	// membership change in flight; the run goroutine's.
-	staleAsked   map[staleKey]time.Time
+	staleAsked map[staleKey]time.Time
+	// lostAsked: when this server last asked the replacement of its
+	// replica that lost its state (askReplaceLost); the run goroutine's.
+	lostAsked    map[staleKey]time.Time
 	metaChanging *raftnode.Proposal
 
 	mu       sync.Mutex
@@ -383,6 +386,7 @@ func (c *Cluster) run() {
 			c.sampleApply()
 			c.catalogue()
 			c.replaceStale()
+			c.askReplaceLost()
 			c.reconcileMemberships()
 			c.retireReplicas()
 			c.checkpointConsumers()

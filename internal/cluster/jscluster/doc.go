@@ -41,9 +41,10 @@
 // in the account's engine. A replicated file stream's replica starts from
 // its checkpoint (internal/cluster/streamckpt: the store rolled back to
 // the checkpoint's position, the stream's state restored;
-// JetStream.StartReplica) or empty, a replicated memory stream's through
-// JetStream.StreamCreate (the engine asks NewReplicatedLog for its log),
-// and a stream with one replica from its files after a restart
+// JetStream.StartReplica) or empty, a replicated memory stream's empty
+// over a memory store (streamckpt.OpenMemory, also through StartReplica:
+// it replays its group's whole log; docs/clustering.md, "Memory
+// streams"), and a stream with one replica from its files after a restart
 // (JetStream.RestoreStream) or through StreamCreate. For more than one
 // replica the stream's log is a streamlog.Log over its group, added to
 // the Node once the stream runs; the replica that leads subscribes to the

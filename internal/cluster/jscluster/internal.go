@@ -32,6 +32,9 @@ import (
 //	$SYS.JSC.CONSUMER.ASSIGNMENT.DELETE        no reply: assignmentDelete, the consumer
 //	                                           past its inactive_threshold; the meta
 //	                                           leader proposes its RemoveConsumer
+//	$SYS.JSC.STREAM.REPLICA.LOST               no reply: replicaLostMsg, a replica that
+//	                                           lost its state at a restart; the meta
+//	                                           leader proposes its replacement (lost.go)
 //	$SYS._INBOX.<id>.<n>                       the replies to this server's requests
 //
 // nats-server answers $JSC.CI with the ConsumerInfo alone; cairn's reply
@@ -117,6 +120,7 @@ func (c *Cluster) AttachSystem(tr jetstream.Transport) error {
 		{consumerInfoPrefix + "*.*.*", c.onConsumerInfo},
 		{streamInfoPrefix + "*.*", c.onStreamInfo}, // gather.go
 		{assignmentDelete, c.onAssignmentDelete},
+		{replicaLost, c.onReplicaLost}, // lost.go
 		{s.inbox + "*", c.onReply},
 	} {
 		x, err := tr.Subscribe(sub.subj, "", sub.h)

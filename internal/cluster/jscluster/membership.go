@@ -62,7 +62,7 @@ func (c *Cluster) replaceStale() {
 			ss, _ := st.Assigned(sv.Name)
 			for _, sa := range ss {
 				r, _ := meta.On(sa.Replicas, sv.Name)
-				if len(sa.Replicas) > 1 && r.Incarnation != sv.Incarnation && fileStream(sa) {
+				if len(sa.Replicas) > 1 && r.Incarnation != sv.Incarnation {
 					ops = append(ops, &meta.MoveReplica{Account: sa.Account, Stream: sa.Name, Replica: r.ID, To: sv.Name})
 				}
 			}
@@ -85,10 +85,9 @@ func (c *Cluster) replaceStale() {
 	}
 }
 
-// fileStream reports whether stream sa stores on disk: only a file
-// stream's replica can be replaced, since only its group has snapshots to
-// catch a new replica up with (a memory stream's group replays its whole
-// log, which an empty replica cannot be fed from its first index).
+// fileStream reports whether stream sa stores on disk (groupConfig: the
+// group of a memory stream scaled up from one replica has a base that
+// holds state).
 func fileStream(sa meta.StreamAssignment) bool {
 	var cfg struct {
 		Storage stream.StorageType `json:"storage"`

@@ -11,6 +11,8 @@ import (
 	"github.com/cairnmq/cairn/internal/cluster/streamlog"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/store/memstore"
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
@@ -22,8 +24,9 @@ import (
 type replica struct {
 	sa  meta.StreamAssignment
 	log *streamlog.Log // nil for a stream with one replica
-	// ckpt checkpoints a file stream's replica (nil for memory streams
-	// and streams with one replica): docs/clustering.md, "Checkpoints".
+	// ckpt checkpoints a file stream's replica and captures and installs
+	// the snapshots of any replicated stream's (nil for streams with one
+	// replica): docs/clustering.md, "Checkpoints", "Stream snapshots".
 	ckpt *streamckpt.Replica
 	// server is this server's name (mine).
 	server raftnode.ServerID
@@ -243,6 +246,10 @@ func groupConfig(sa meta.StreamAssignment, mine meta.Replica) raftnode.GroupConf
 	for id := range n {
 		gc.Voters = append(gc.Voters, raftnode.ReplicaID(id+1))
 	}
+	// A memory stream scaled up from one replica: its first replica's
+	// state at the group's base is the messages the stream held then,
+	// which an empty store after a restart cannot rebuild.
+	gc.BaseHoldsState = n == 1 && !fileStream(sa)
 	return gc
 }
 
@@ -276,7 +283,7 @@ func (c *Cluster) startReplica(acc *account, k streamKey, sa meta.StreamAssignme
 		r.leads.Store(true)
 		r.since.Store(sa.Created)
 	}
-	if len(sa.Replicas) > 1 && cfg.Storage == stream.FileStorage {
+	if len(sa.Replicas) > 1 {
 		c.startFileReplica(acc, k, r, cfg, mine)
 		return
 	}
@@ -326,7 +333,7 @@ func (c *Cluster) startReplica(acc *account, k streamKey, sa meta.StreamAssignme
 // touched further.
 func (c *Cluster) scaleUpFromOne(acc *account, k streamKey, cur *replica, sa meta.StreamAssignment, mine meta.Replica) {
 	var cfg stream.Config
-	if err := json.Unmarshal(sa.Config, &cfg); err != nil || cfg.Storage != stream.FileStorage {
+	if err := json.Unmarshal(sa.Config, &cfg); err != nil {
 		c.stopReplica(acc, k, cur)
 		c.startReplica(acc, k, sa, mine)
 		return
@@ -335,9 +342,13 @@ func (c *Cluster) scaleUpFromOne(acc *account, k streamKey, cur *replica, sa met
 	delete(c.replicas, k)
 	c.mu.Unlock()
 	c.stopStreamConsumers(k)
-	state, jerr := acc.js.DetachStream(k.name)
+	state, st, jerr := acc.js.DetachStream(k.name)
 	if jerr != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: scaling up from one replica, it could not be stopped: %v", k.account, k.name, jerr)
+		return
+	}
+	if cfg.Storage == stream.MemoryStorage {
+		c.adoptMemory(acc, k, sa, mine, st, state)
 		return
 	}
 	dir := acc.js.StreamDir(k.name)
@@ -350,16 +361,32 @@ func (c *Cluster) scaleUpFromOne(acc *account, k streamKey, cur *replica, sa met
 	c.startReplica(acc, k, sa, mine)
 }
 
-// startFileReplica starts this server's replica of a replicated file
-// stream from its checkpoint (streamckpt: the store rolled back to the
-// checkpoint's position, the stream's state restored, the group applying
-// what followed), or as a new replica with an empty store. A checkpoint
-// or store that does not match fences the replica: it is reported and
-// not started, and its files are left as they are.
-func (c *Cluster) startFileReplica(acc *account, k streamKey, r *replica, cfg stream.Config, mine meta.Replica) {
-	sa := r.sa
+// adoptMemory makes the memory store st of this server's stream of one
+// replica, detached with its own state, the first replica of the group
+// its new assignment sa gives it (streamckpt.AdoptMemory:
+// docs/clustering.md, "Memory streams").
+func (c *Cluster) adoptMemory(acc *account, k streamKey, sa meta.StreamAssignment, mine meta.Replica, st store.Store, state []byte) {
+	ms, ok := st.(*memstore.Store)
+	if !ok {
+		c.cfg.Logf("jscluster: stream %s > %s: scaling up from one replica, its store is not a memory store", k.account, k.name)
+		return
+	}
+	ms.Reopen()
+	ck, err := streamckpt.AdoptMemory(c.ckptConfig(acc, k, sa, mine), ms, state)
+	if err != nil {
+		c.cfg.Logf("jscluster: stream %s > %s: scaling up from one replica, its store cannot become the group's: %v", k.account, k.name, err)
+		return
+	}
+	c.cfg.Infof("JetStream cluster: stream '%s > %s' scales up from one replica: this server's memory store starts its group", k.account, k.name)
+	r := &replica{sa: sa, leadState: &leadState{}, server: c.name}
+	c.runReplica(acc, k, r, mine, ck)
+}
+
+// ckptConfig is the streamckpt.Config of this server's replica mine of
+// stream k, assigned as sa.
+func (c *Cluster) ckptConfig(acc *account, k streamKey, sa meta.StreamAssignment, mine meta.Replica) streamckpt.Config {
 	dir := acc.js.StreamDir(k.name)
-	ck, err := streamckpt.Open(streamckpt.Config{
+	return streamckpt.Config{
 		Dir: dir, Store: acc.js.FileStoreConfig(dir), Node: c.node, Group: sa.Group, Replica: mine.ID, Logf: c.cfg.Logf, Infof: c.cfg.Infof,
 		Catchup: c.svc, Server: c.name, Retain: c.cfg.Retain, Peers: func() []raftnode.ServerID {
 			if cur := c.replicaOf(k); cur != nil {
@@ -367,14 +394,41 @@ func (c *Cluster) startFileReplica(acc *account, k streamKey, r *replica, cfg st
 			}
 			return meta.Servers(sa.Replicas)
 		},
-	}, cfg)
+	}
+}
+
+// startFileReplica starts this server's replica of a replicated file
+// stream from its checkpoint (streamckpt: the store rolled back to the
+// checkpoint's position, the stream's state restored, the group applying
+// what followed), or as a new replica with an empty store. A checkpoint
+// or store that does not match fences the replica: it is reported and
+// not started, and its files are left as they are.
+//
+// A memory stream's replica (streamckpt.OpenMemory) starts empty and
+// replays its group's whole log; one caught up by a snapshot before
+// this start lost what the log no longer holds: raftnode fences it
+// (raftnode.ErrStateLost) and the meta leader is asked to replace it
+// (askReplaceLost).
+func (c *Cluster) startFileReplica(acc *account, k streamKey, r *replica, cfg stream.Config, mine meta.Replica) {
+	open := streamckpt.Open
+	if cfg.Storage == stream.MemoryStorage {
+		open = streamckpt.OpenMemory
+	}
+	ck, err := open(c.ckptConfig(acc, k, r.sa, mine), cfg)
 	if err != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: this server's replica is fenced (not started, files left as they are): %v", k.account, k.name, err)
 		return
 	}
+	c.runReplica(acc, k, r, mine, ck)
+}
+
+// runReplica starts the engine's stream over the opened replica ck and
+// adds its group with this server's replica mine.
+func (c *Cluster) runReplica(acc *account, k streamKey, r *replica, mine meta.Replica, ck *streamckpt.Replica) {
+	sa := r.sa
 	r.ckpt = ck
 	_, jerr := acc.js.StartReplica(ck.StreamConfig(), jetstream.ReplicaStart{
-		Created: time.Unix(0, sa.Created).UTC(), Store: ck.Store(),
+		Created: time.Unix(0, sa.Created).UTC(), Store: ck.StreamStore(),
 		NewLog: ck.NewLog(c.onLeader(acc, k.name, r)), Start: ck.Start,
 	})
 	if jerr != nil {

@@ -218,7 +218,7 @@ func (a *account) StreamRemovePeer(name, peer string) *jserr.Error {
 		return jserr.New(jserr.ClusterPeerNotMember)
 	}
 	old := sa.Replicas[i]
-	if len(sa.Replicas) == 1 || !fileStream(sa) {
+	if len(sa.Replicas) == 1 {
 		return jserr.New(jserr.PeerRemap)
 	}
 	var cfg stream.Config

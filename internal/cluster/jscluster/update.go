@@ -259,10 +259,11 @@ func (a *account) checkUpdate(old, next *stream.Config) *jserr.Error {
 		return jserr.New(jserr.StreamUpdate, jserr.Sub("err", "stream placement can not be changed"))
 	}
 	if next.Replicas != old.Replicas && (next.Replicas <= 1 ||
-		next.Replicas > old.Replicas && next.Storage == stream.MemoryStorage) {
+		old.Replicas <= 1 && next.Storage == stream.MemoryStorage && len(consumers) > 0) {
 		// Down to one replica (a replicated stream back to one without a
-		// group), and a memory stream's new replicas (no snapshots to
-		// catch them up), are not built: docs/clustering.md, "Scaling".
+		// group), and a memory stream of one replica with consumers scaled
+		// up (their state lives only in their runtimes, which the scale-up
+		// stops), are not built: docs/clustering.md, "Scaling".
 		return jserr.New(jserr.StreamReplicasNotUpdatable)
 	}
 	return nil

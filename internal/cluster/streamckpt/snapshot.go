@@ -71,6 +71,9 @@ func (r *Replica) pinned() bool { return time.Now().UnixNano() < r.pinnedUntil.L
 // capture.
 func (r *Replica) Message(seq uint64) (*store.StoredMsg, error) {
 	r.pin()
+	if r.store == nil {
+		return r.ms.Load(seq) // a memory store keeps no removed record
+	}
 	return r.store.LoadRemoved(seq)
 }
 
@@ -78,6 +81,9 @@ func (r *Replica) Message(seq uint64) (*store.StoredMsg, error) {
 // then the newest position waits (unsaved) until the pin ends. Called
 // with r.mu held.
 func (r *Replica) savePosition(pos *filestore.Position) {
+	if r.store == nil {
+		return // a memory stream's: no positions
+	}
 	if pos != nil {
 		r.unsaved = pos
 	}
@@ -111,7 +117,7 @@ func (r *Replica) captureNow() error {
 		if data, latest := r.log.Seen(); data <= index {
 			index = max(index, latest)
 		}
-		st = r.store.State(true)
+		st = r.ms.State(true)
 		ck, _ = r.rt.Checkpoint()
 		r.pin() // before the apply goroutine goes on: nothing removed after index may go
 	})
@@ -189,12 +195,15 @@ func (r *Replica) Restore(index uint64, data []byte) error {
 // stage fetches the manifest's messages past the store's last sequence
 // into the staging file (package comment, "Staging file").
 func (r *Replica) stage(m *manifest, name string) error {
+	if err := r.ensureDir(); err != nil {
+		return err
+	}
 	f, err := r.fs.Create(name)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriterSize(f, 256<<10)
-	last := r.store.State(false).LastSeq
+	last := r.ms.State(false).LastSeq
 	want := catchup.Want{First: max(m.first, last+1), Last: m.last}
 	want.Gaps = gapsBetween(m.gaps, want.First, want.Last)
 	if want.First <= want.Last {
@@ -282,7 +291,7 @@ func readStaged(r *bufio.Reader) (*store.StoredMsg, error) {
 // state, with the apply goroutine held and r.mu held (package comment,
 // "Install").
 func (r *Replica) install(m *manifest, stage string) error {
-	st := r.store
+	st := r.ms
 	cur := st.State(false)
 	if cur.LastSeq > m.last {
 		return fmt.Errorf("the store ends at %d, past the snapshot's %d", cur.LastSeq, m.last)
@@ -373,9 +382,11 @@ func (r *Replica) install(m *manifest, stage string) error {
 	if err := st.UpdateConfig(limits); err != nil {
 		return err
 	}
-	pos, err := st.Position()
-	if err != nil {
-		return err
+	var pos filestore.Position
+	if r.store != nil {
+		if pos, err = r.store.Position(); err != nil {
+			return err
+		}
 	}
 	if s := st.State(false); s.FirstSeq != m.first || s.LastSeq != m.last || s.Msgs != m.msgs || s.Bytes != m.bytes || s.Lost != nil {
 		return fmt.Errorf("the store holds %d messages (%d bytes) in %d-%d after the install, the snapshot %d (%d bytes) in %d-%d",
@@ -384,10 +395,12 @@ func (r *Replica) install(m *manifest, stage string) error {
 	if err := r.rt.RestoreHeld(m.state, m.index); err != nil {
 		return err
 	}
-	if err := writeFile(r.fs, r.cfg.Dir, &checkpoint{group: r.cfg.Group, replica: r.cfg.Replica, index: m.index, pos: pos, state: m.state}); err != nil {
-		return err
+	if r.store != nil { // a memory stream's replica keeps no checkpoint file
+		if err := writeFile(r.fs, r.cfg.Dir, &checkpoint{group: r.cfg.Group, replica: r.cfg.Replica, index: m.index, pos: pos, state: m.state}); err != nil {
+			return err
+		}
+		r.savePosition(&pos)
 	}
-	r.savePosition(&pos)
 	r.lastIndex = m.index
 	r.ckptBytes.Store(r.log.AppliedBytes()) // EveryBytes counts from this checkpoint
 	r.log.Restored(m.index)

@@ -71,12 +71,24 @@
 // once. A position that does not match the store fails Open
 // (filestore.ErrBadPosition): fenced.
 //
+// # Memory streams
+//
 // Memory streams have no checkpoint: their store is gone after a restart,
-// so their log reports Applied 0 (streamlog.Config.Applied nil) and must
-// replay the group's whole log; they never call Log.Checkpoint, and the
-// WAL keeps every entry of their group (raftnode's WALStats names it
-// among the groups that block truncation). Open refuses them
-// (ErrMemoryStream).
+// so their log reports Applied 0 and must replay the group's whole log;
+// they never call Log.Checkpoint, and the WAL keeps every entry of their
+// group (raftnode's WALStats names it among the groups that block
+// truncation). Open refuses them (ErrMemoryStream); OpenMemory makes
+// their replica over an empty memory store, and AdoptMemory over the
+// memory store of a stream of one replica scaled up (at index 1, the
+// group's base). Such a replica captures and installs snapshots as below,
+// but for three things: Message serves only what the store still holds
+// (a memory store keeps no record of a removed message: a fetch asks the
+// next source, and fails over to a newer capture when none has it), the
+// install writes no checkpoint file, and nothing is pinned. A replica
+// that installed a snapshot (or adopted a store) cannot rebuild it from
+// its log after a restart: raftnode fences it (raftnode.ErrStateLost) and
+// the cluster layer has it replaced (docs/clustering.md, "Memory
+// streams").
 //
 // # Snapshots
 //
@@ -179,7 +191,9 @@ import (
 	"github.com/cairnmq/cairn/internal/cluster/streamlog"
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/store/filestore"
+	"github.com/cairnmq/cairn/internal/store/memstore"
 	"github.com/cairnmq/cairn/internal/stream"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
@@ -258,9 +272,12 @@ type Config struct {
 // stream. Open it (which opens the store), give the runtime its log
 // (NewLog), Start it with the runtime, Stop it before the runtime.
 type Replica struct {
-	cfg   Config
-	fs    vfs.FS
+	cfg Config
+	fs  vfs.FS
+	// store is a file stream's store (nil for a memory stream's); ms is
+	// the stream's store either way (package comment, "Memory streams").
 	store *filestore.Store
+	ms    store.Store
 	scfg  stream.Config
 	state []byte // the state bytes to Restore from
 	index uint64 // the checkpoint's index
@@ -313,6 +330,79 @@ func Open(cfg Config, def stream.Config) (*Replica, error) {
 	if def.Storage == stream.MemoryStorage {
 		return nil, ErrMemoryStream
 	}
+	r := newReplica(cfg)
+	cfg = r.cfg
+	ck, err := readFile(r.fs, cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("streamckpt: group %d: %w", cfg.Group, err)
+	}
+	if ck == nil {
+		err = r.openNew(def)
+	} else {
+		err = r.openFrom(ck)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("streamckpt: group %d: %w", cfg.Group, err)
+	}
+	r.lastIndex = r.index
+	return r, nil
+}
+
+// OpenMemory makes the replica of a replicated memory stream of config
+// def (defaults applied, validated): an empty memory store and the
+// stream's state at index 0, without a checkpoint file (package comment,
+// "Memory streams"). Its log reports Applied 0, so raftnode applies the
+// group's whole log again after a restart; it never compacts the group's
+// log; it captures and installs snapshots as a file stream's replica
+// does, Config.Dir holding the staging file of an install. Config.Store
+// is not used but for its FS. Errors: a Config without Dir, Node, Group
+// or Replica, and def's state (stream.AppendCheckpoint).
+func OpenMemory(cfg Config, def stream.Config) (*Replica, error) {
+	if cfg.Dir == "" || cfg.Node == nil || cfg.Group == 0 || cfg.Replica == 0 {
+		return nil, errors.New("streamckpt: Config needs Dir, Node, Group and Replica")
+	}
+	if def.Storage != stream.MemoryStorage {
+		return nil, errors.New("streamckpt: OpenMemory of a file stream")
+	}
+	r := newReplica(cfg)
+	ms := memstore.New(def.StoreConfig())
+	state, err := stream.New(def, ms).AppendCheckpoint(nil)
+	if err != nil {
+		return nil, err
+	}
+	r.ms, r.scfg, r.state = ms, def.Clone(), state
+	return r, nil
+}
+
+// AdoptMemory makes the memory store st of a stream that ran with one
+// replica, holding its messages, the store of this replica of its new
+// group (a scale-up from one replica; docs/clustering.md, "Memory
+// streams"), as Adopt does for a file stream's: the replica starts at
+// index 1, the group's synthetic base, with state (the stream's own
+// state when it stopped: jetstream.JetStream.DetachStream), so the
+// group's log goes on from index 2. A restart of its server empties it
+// like any memory replica's, and the log replays from index 2 over an
+// empty store: Config.Node must be told the group's base is 1 as for any
+// bootstrapped group (GroupConfig.Voters). Errors: OpenMemory's and a
+// bad state (stream.ErrBadCheckpoint).
+func AdoptMemory(cfg Config, st store.Store, state []byte) (*Replica, error) {
+	if cfg.Dir == "" || cfg.Node == nil || cfg.Group == 0 || cfg.Replica == 0 {
+		return nil, errors.New("streamckpt: Config needs Dir, Node, Group and Replica")
+	}
+	scfg, err := stream.CheckpointConfig(state)
+	if err != nil {
+		return nil, err
+	}
+	if scfg.Storage != stream.MemoryStorage {
+		return nil, errors.New("streamckpt: AdoptMemory of a file stream")
+	}
+	r := newReplica(cfg)
+	r.ms, r.scfg, r.state, r.index = st, scfg, state, 1
+	return r, nil
+}
+
+// newReplica applies cfg's defaults and makes the Replica.
+func newReplica(cfg Config) *Replica {
 	if cfg.Store.FS == nil {
 		cfg.Store.FS = vfs.OS()
 	}
@@ -333,20 +423,7 @@ func Open(cfg Config, def stream.Config) (*Replica, error) {
 	}
 	r := &Replica{cfg: cfg, fs: cfg.Store.FS, poke: make(chan struct{}, 1), capPoke: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
-	ck, err := readFile(r.fs, cfg.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("streamckpt: group %d: %w", cfg.Group, err)
-	}
-	if ck == nil {
-		err = r.openNew(def)
-	} else {
-		err = r.openFrom(ck)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("streamckpt: group %d: %w", cfg.Group, err)
-	}
-	r.lastIndex = r.index
-	return r, nil
+	return r
 }
 
 // openFrom opens the store rolled back to the checkpoint ck.
@@ -364,7 +441,7 @@ func (r *Replica) openFrom(ck *checkpoint) error {
 	if err != nil {
 		return err
 	}
-	r.store, r.scfg, r.state, r.index = st, scfg, ck.state, ck.index
+	r.store, r.ms, r.scfg, r.state, r.index = st, st, scfg, ck.state, ck.index
 	r.cfg.Infof("streamckpt: group %d: restarting from the checkpoint at index %d (store at %v)", r.cfg.Group, ck.index, ck.pos)
 	return nil
 }
@@ -392,7 +469,7 @@ func (r *Replica) openNew(def stream.Config) error {
 		st.Close()
 		return err
 	}
-	r.store, r.scfg, r.state = st, def.Clone(), state
+	r.store, r.ms, r.scfg, r.state = st, st, def.Clone(), state
 	return nil
 }
 
@@ -426,8 +503,13 @@ func (r *Replica) ensureDir() error {
 	return r.fs.SyncDir(path.Dir(path.Clean(r.cfg.Dir)))
 }
 
-// Store returns the replica's store, to make the runtime over.
+// Store returns a file stream replica's store (nil for a memory
+// stream's: StreamStore).
 func (r *Replica) Store() *filestore.Store { return r.store }
+
+// StreamStore returns the replica's store, file or memory, to make the
+// runtime over.
+func (r *Replica) StreamStore() store.Store { return r.ms }
 
 // StreamConfig returns the stream's config as of the checkpoint: the
 // config to make the runtime with (streamrun.New). A later update in the
@@ -536,6 +618,9 @@ func (r *Replica) Checkpoint() error {
 	defer r.mu.Unlock()
 	if r.rt == nil {
 		return ErrStopped
+	}
+	if r.store == nil {
+		return nil // a memory stream: nothing to write, its log kept whole
 	}
 	var (
 		index uint64

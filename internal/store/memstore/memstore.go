@@ -188,6 +188,17 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// Reopen makes a closed store usable again, its messages as they were
+// when it closed: a memory stream's store handed from the runtime that
+// stopped to the next one (a clustered stream of one replica scaled up
+// keeps its messages: docs/clustering.md, "Memory streams"). It does
+// nothing to an open store.
+func (s *Store) Reopen() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.closed = false
+}
+
 // subjectMsgsLocked returns the number of messages stored on subj.
 func (s *Store) subjectMsgsLocked(subj string) uint64 {
 	if x := s.mu.subjects[subj]; x != nil {

@@ -1,0 +1,522 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// createMemoryOrders creates ORDERS, a memory stream of r replicas, through
+// js.
+func createMemoryOrders(t *testing.T, js jetstream.JetStream, r int) jetstream.StreamConfig {
+	t.Helper()
+	cfg := jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: r, Storage: jetstream.MemoryStorage, Duplicates: time.Hour}
+	eventually(t, "create ORDERS", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js.CreateStream(ctx, cfg)
+		return err
+	})
+	return cfg
+}
+
+// waitCurrent waits until the stream, seen through js, has a leader and
+// names server as a current replica (or as its leader).
+func waitCurrent(t *testing.T, js jetstream.JetStream, server string) {
+	t.Helper()
+	eventually(t, server+" current", func() error {
+		ci := streamCluster(t, js)
+		if ci == nil || ci.Leader == "" {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		if ci.Leader == server {
+			return nil
+		}
+		for _, p := range ci.Replicas {
+			if p.Name == server && p.Current && !p.Offline && !p.Pending {
+				return nil
+			}
+		}
+		return fmt.Errorf("cluster %+v", ci)
+	})
+}
+
+// A follower of an R3 memory stream restarts (its memory is gone): its
+// replica replays the group's log from its server's WAL and is current
+// again; with the other follower stopped, the leader and it acknowledge
+// more; with the leader stopped and the other follower back, the
+// restarted replica leads or follows a leader that serves every
+// acknowledged message, deleted ones still deleted.
+func TestJetStreamClusterMemoryReplicaRestart(t *testing.T) {
+	servers, opts := jsClusterOpts(t, 3)
+	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	createMemoryOrders(t, js0, 3)
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 100; n++ {
+		publishAcked(t, js0, sent, n)
+	}
+	s, err := js0.Stream(tctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []uint64{5, 6, 70} {
+		if err := s.DeleteMsg(tctx(t), seq); err != nil {
+			t.Fatal(err)
+		}
+		delete(sent, seq)
+	}
+	leader := leaderIndex(servers, s.CachedInfo().Cluster.Leader)
+	if leader < 0 {
+		t.Fatalf("leader %q", s.CachedInfo().Cluster.Leader)
+	}
+	restarted, other := (leader+1)%3, (leader+2)%3
+	servers[restarted].Shutdown()
+	jsL, err := jetstream.New(connect(t, servers[leader].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 101; n <= 130; n++ {
+		publishAcked(t, jsL, sent, n)
+	}
+	servers[restarted] = restartServer(t, opts[restarted])
+	waitCurrent(t, jsL, servers[restarted].Name())
+	servers[other].Shutdown()
+	for n := 131; n <= 150; n++ {
+		publishAcked(t, jsL, sent, n)
+	}
+	servers[leader].Shutdown()
+	servers[other] = restartServer(t, opts[other])
+	jsR, err := jetstream.New(connect(t, servers[restarted].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 151; n <= 160; n++ {
+		publishAcked(t, jsR, sent, n)
+	}
+	checkAll(t, jsR, sent)
+	// The duplicate window survived: message 120 again is a duplicate.
+	m := orderMsg(120)
+	eventually(t, "republish 120", func() error {
+		ack, err := jsR.PublishMsg(tctx(t), m)
+		if err == nil && !ack.Duplicate {
+			return fmt.Errorf("message 120 stored again: %+v", ack)
+		}
+		return err
+	})
+}
+
+// All three servers of an R3 memory stream stop and start again: cairn
+// replays each replica from its server's WAL, so every acknowledged
+// message is still there (nats-server v2.15.2 keeps a memory stream's
+// Raft log in memory and comes back with the stream empty:
+// docs/clustering.md, "Memory streams").
+func TestJetStreamClusterMemoryStreamFullRestart(t *testing.T) {
+	servers, opts := jsClusterOpts(t, 3)
+	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	createMemoryOrders(t, js0, 3)
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 60; n++ {
+		publishAcked(t, js0, sent, n)
+	}
+	for _, s := range servers {
+		s.Shutdown()
+	}
+	for i := range servers {
+		servers[i] = restartServer(t, opts[i])
+	}
+	js1, err := jetstream.New(connect(t, servers[1].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 61; n <= 70; n++ {
+		publishAcked(t, js1, sent, n)
+	}
+	checkAll(t, js1, sent)
+	waitReplicas(t, js1, 3)
+}
+
+// A memory stream scaled 3 -> 5 -> 3 (nats stream edit --replicas): the
+// new replicas are caught up by stream snapshots whose messages come from
+// the other replicas' memory (docs/clustering.md, "Memory streams") and
+// hold everything: with the original followers stopped, the leader and
+// the new replicas serve every acknowledged message. A new replica's
+// server restarting loses what its snapshot gave it (its log starts
+// there): it asks for a replacement, which is caught up again and is
+// current. Scaled down to 3, every message stays.
+func TestJetStreamClusterMemoryScale(t *testing.T) {
+	servers, opts := jsClusterOpts(t, 5)
+	js := make([]jetstream.JetStream, 5)
+	for i, s := range servers {
+		var err error
+		if js[i], err = jetstream.New(connect(t, s.ClientURL())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := createMemoryOrders(t, js[0], 3)
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 100; n++ {
+		publishAcked(t, js[0], sent, n)
+	}
+	s, err := js[0].Stream(tctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []uint64{2, 3, 60} {
+		if err := s.DeleteMsg(tctx(t), seq); err != nil {
+			t.Fatal(err)
+		}
+		delete(sent, seq)
+	}
+	three := waitReplicas(t, js[0], 3)
+	via := js[0]
+	update := func(r int) error {
+		c := cfg
+		c.Replicas = r
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := via.UpdateStream(ctx, c)
+		return err
+	}
+	eventually(t, "scale to 5", func() error { return update(5) })
+	for n := 101; n <= 120; n++ {
+		publishAcked(t, js[0], sent, n)
+	}
+	five := waitReplicas(t, js[0], 5)
+	idx := func(name string) int { return leaderIndex(servers, name) }
+	var added []int
+	for i, srv := range servers {
+		if !slices.Contains(three, srv.Name()) {
+			added = append(added, i)
+		}
+	}
+	// The original followers stop: the leader and the two new replicas
+	// are a majority of five holding everything.
+	var stopped []int
+	for _, n := range three[1:] {
+		stopped = append(stopped, idx(n))
+		servers[idx(n)].Shutdown()
+	}
+	live := added[0]
+	for n := 121; n <= 130; n++ {
+		publishAcked(t, js[live], sent, n)
+	}
+	checkAll(t, js[live], sent)
+	for _, i := range stopped {
+		servers[i] = restartServer(t, opts[i])
+	}
+	waitReplicas(t, js[live], 5)
+	// A new replica's server restarts: its replica is replaced, caught up
+	// again, current.
+	restarted := added[1]
+	servers[restarted].Shutdown()
+	for n := 131; n <= 140; n++ {
+		publishAcked(t, js[live], sent, n)
+	}
+	servers[restarted] = restartServer(t, opts[restarted])
+	waitCurrent(t, js[live], servers[restarted].Name())
+	waitReplicas(t, js[live], 5)
+	checkAll(t, js[live], sent)
+	via = js[live]
+	eventually(t, "scale back to 3", func() error { return update(3) })
+	after := waitReplicas(t, js[live], 3)
+	for n := 141; n <= 150; n++ {
+		publishAcked(t, js[live], sent, n)
+	}
+	checkAll(t, js[live], sent)
+	t.Logf("replicas: %v, then %v, then %v", three, five, after)
+}
+
+// nats stream cluster peer-remove of a memory stream's follower in a
+// cluster of four: the replica moves to the fourth server, caught up by a
+// stream snapshot, current; it then carries acknowledged writes with the
+// other follower down, and with the leader stopped and that follower
+// back every acknowledged message is served.
+func TestJetStreamClusterMemoryPeerRemove(t *testing.T) {
+	servers, opts := jsClusterOpts(t, 4)
+	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	createMemoryOrders(t, js0, 3)
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 100; n++ {
+		publishAcked(t, js0, sent, n)
+	}
+	names := waitReplicas(t, js0, 3)
+	leader := leaderIndex(servers, names[0])
+	removed, spare := leaderIndex(servers, names[1]), -1
+	for i, srv := range servers {
+		if !slices.Contains(names, srv.Name()) {
+			spare = i
+		}
+	}
+	out, errOut := runCLI(t, servers[leader].ClientURL(), "stream", "cluster", "peer-remove", "ORDERS", servers[removed].Name(), "-f")
+	if strings.Contains(out+errOut, "10075") || strings.Contains(out+errOut, "peer remap failed") {
+		t.Fatalf("nats stream cluster peer-remove:\n%s\n%s", out, errOut)
+	}
+	for n := 101; n <= 120; n++ {
+		publishAcked(t, js0, sent, n)
+	}
+	eventually(t, "the replica moved and current", func() error {
+		ci := streamCluster(t, js0)
+		if ci == nil {
+			return fmt.Errorf("no info")
+		}
+		have := map[string]bool{ci.Leader: true}
+		current := false
+		for _, p := range ci.Replicas {
+			have[p.Name] = true
+			current = current || p.Name == servers[spare].Name() && p.Current && !p.Pending
+		}
+		if have[servers[removed].Name()] || !current || len(ci.Replicas) != 2 {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		return nil
+	})
+	other := 6 - leader - removed - spare
+	jsL, err := jetstream.New(connect(t, servers[leader].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers[other].Shutdown()
+	for n := 121; n <= 140; n++ {
+		publishAcked(t, jsL, sent, n)
+	}
+	servers[leader].Shutdown()
+	servers[other] = restartServer(t, opts[other])
+	jsS, err := jetstream.New(connect(t, servers[spare].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, jsS, sent)
+}
+
+// A memory stream of one replica with data scales to three: its server's
+// memory store becomes the first replica of the new group, the two new
+// replicas are caught up by stream snapshots; with the original server
+// stopped every acknowledged message is served by the other two, deleted
+// ones still deleted and the duplicate window kept. The original server
+// restarting has lost what its store held before the scale-up (the log
+// does not hold it): its replica is replaced, caught up, current. A
+// memory stream of one replica with a consumer is not scaled up (10061).
+func TestJetStreamClusterMemoryScaleUpFromOne(t *testing.T) {
+	servers, opts := jsClusterOpts(t, 3)
+	js := make([]jetstream.JetStream, 3)
+	for i, s := range servers {
+		var err error
+		if js[i], err = jetstream.New(connect(t, s.ClientURL())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := createMemoryOrders(t, js[0], 1)
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 100; n++ {
+		publishAcked(t, js[0], sent, n)
+	}
+	s, err := js[0].Stream(tctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []uint64{3, 40, 41} {
+		if err := s.DeleteMsg(tctx(t), seq); err != nil {
+			t.Fatal(err)
+		}
+		delete(sent, seq)
+	}
+	home := leaderIndex(servers, s.CachedInfo().Cluster.Leader)
+	other := (home + 1) % 3
+	cfg.Replicas = 3
+	eventually(t, "scale to 3", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := js[other].UpdateStream(ctx, cfg)
+		return err
+	})
+	waitReplicas(t, js[other], 3)
+	for n := 101; n <= 110; n++ {
+		publishAcked(t, js[other], sent, n)
+	}
+	servers[home].Shutdown()
+	for n := 111; n <= 120; n++ {
+		publishAcked(t, js[other], sent, n)
+	}
+	checkAll(t, js[other], sent)
+	m := orderMsg(50)
+	eventually(t, "republish 50", func() error {
+		ack, err := js[other].PublishMsg(tctx(t), m)
+		if err == nil && !ack.Duplicate {
+			return fmt.Errorf("message 50 stored again: %+v", ack)
+		}
+		return err
+	})
+	servers[home] = restartServer(t, opts[home])
+	waitCurrent(t, js[other], servers[home].Name())
+	waitReplicas(t, js[other], 3)
+	// The other two stop in turn: the replaced replica and one of them
+	// hold everything.
+	third := 3 - home - other
+	servers[third].Shutdown()
+	for n := 121; n <= 130; n++ {
+		publishAcked(t, js[other], sent, n)
+	}
+	servers[third] = restartServer(t, opts[third])
+	waitCurrent(t, js[other], servers[third].Name())
+	servers[other].Shutdown()
+	jsH, err := jetstream.New(connect(t, servers[home].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, jsH, sent)
+	// A memory stream of one replica with a consumer is not scaled up
+	// (10061): the consumer's state lives only in its runtime.
+	withc := jetstream.StreamConfig{Name: "WITHC", Subjects: []string{"withc"}, Storage: jetstream.MemoryStorage}
+	eventually(t, "create WITHC and its consumer", func() error {
+		if _, err := jsH.CreateOrUpdateStream(ctx2(t), withc); err != nil {
+			return err
+		}
+		_, err := jsH.CreateOrUpdateConsumer(ctx2(t), "WITHC", jetstream.ConsumerConfig{Durable: "D"})
+		return err
+	})
+	withc.Replicas = 3
+	var apiErr *jetstream.APIError
+	if _, err := jsH.UpdateStream(ctx2(t), withc); !errors.As(err, &apiErr) || apiErr.ErrorCode != 10061 {
+		t.Fatalf("memory stream with a consumer 1 -> 3: %v", err)
+	}
+}
+
+// A durable consumer of an R3 memory stream (three replicas, as its
+// stream) keeps its acknowledgements across the restart of a follower's
+// server and the stop of the leader's: the next fetch through the
+// restarted server delivers the first message not acknowledged.
+func TestJetStreamClusterMemoryConsumerRestart(t *testing.T) {
+	servers, opts := jsClusterOpts(t, 3)
+	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	createMemoryOrders(t, js0, 3)
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 40; n++ {
+		publishAcked(t, js0, sent, n)
+	}
+	var cons jetstream.Consumer
+	eventually(t, "create the consumer", func() error {
+		var err error
+		cons, err = js0.CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy})
+		return err
+	})
+	// The consumer's leader may not be subscribed yet right after the
+	// create (no responders): fetch until 20 messages are acknowledged.
+	got := 0
+	eventually(t, "fetch and acknowledge 20", func() error {
+		batch, err := cons.Fetch(20-got, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return err
+		}
+		for m := range batch.Messages() {
+			md, err := m.Metadata()
+			if err != nil || md.Sequence.Stream != uint64(got+1) {
+				t.Fatalf("delivered %+v (%v), want stream sequence %d", md, err, got+1)
+			}
+			if err := m.DoubleAck(tctx(t)); err != nil {
+				return err
+			}
+			got++
+		}
+		if got != 20 {
+			return fmt.Errorf("%d acknowledged (%v)", got, batch.Error())
+		}
+		return nil
+	})
+	names := waitReplicas(t, js0, 3)
+	leader := leaderIndex(servers, names[0])
+	restarted := leaderIndex(servers, names[1])
+	servers[restarted].Shutdown()
+	servers[restarted] = restartServer(t, opts[restarted])
+	jsR, err := jetstream.New(connect(t, servers[restarted].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCurrent(t, jsR, servers[restarted].Name())
+	servers[leader].Shutdown()
+	eventually(t, "fetch after the restart", func() error {
+		c, err := jsR.Consumer(ctx2(t), "ORDERS", "D")
+		if err != nil {
+			return err
+		}
+		b, err := c.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return err
+		}
+		for m := range b.Messages() {
+			md, err := m.Metadata()
+			if err != nil {
+				return err
+			}
+			if md.Sequence.Stream != 21 {
+				t.Fatalf("delivered %d, want 21", md.Sequence.Stream)
+			}
+			return nil
+		}
+		return fmt.Errorf("nothing delivered: %v", b.Error())
+	})
+}
+
+// A follower of an R3 memory stream whose store directory is wiped comes
+// back under a new store identity: the meta leader replaces its replica
+// by a new one on the same server, caught up by a stream snapshot from
+// the others' memory and promoted; with the other follower down it
+// carries acknowledged writes, and with the leader stopped and that
+// follower back every acknowledged message is served through it.
+func TestJetStreamClusterMemoryWipedFollower(t *testing.T) {
+	servers, opts := jsClusterOpts(t, 3)
+	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	createMemoryOrders(t, js0, 3)
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 80; n++ {
+		publishAcked(t, js0, sent, n)
+	}
+	names := waitReplicas(t, js0, 3)
+	leader, wiped := leaderIndex(servers, names[0]), leaderIndex(servers, names[1])
+	other := 3 - leader - wiped
+	servers[wiped].Shutdown()
+	if err := os.RemoveAll(opts[wiped].StoreDir); err != nil {
+		t.Fatal(err)
+	}
+	jsL, err := jetstream.New(connect(t, servers[leader].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 81; n <= 100; n++ {
+		publishAcked(t, jsL, sent, n)
+	}
+	servers[wiped] = restartServer(t, opts[wiped])
+	waitCurrent(t, jsL, servers[wiped].Name())
+	servers[other].Shutdown()
+	for n := 101; n <= 110; n++ {
+		publishAcked(t, jsL, sent, n)
+	}
+	servers[leader].Shutdown()
+	servers[other] = restartServer(t, opts[other])
+	jsW, err := jetstream.New(connect(t, servers[wiped].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, jsW, sent)
+}
