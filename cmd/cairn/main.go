@@ -337,6 +337,7 @@ func serverOptions(c *config.Config, log *logger.Logger) server.Options {
 		MaxMemoryStore:        storageLimit(c.JetStream.MaxMemoryStore),
 		MaxFileStore:          storageLimit(c.JetStream.MaxFileStore),
 		AckBeforeSyncInterval: c.JetStream.AckBeforeSyncInterval,
+		DefaultMaxConsumers:   c.JetStream.DefaultMaxConsumers,
 		JetStreamDomain:       c.JetStream.Domain,
 		Cluster:               clusterOptions(c.Cluster),
 		Auth:                  c.Auth,

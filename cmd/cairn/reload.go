@@ -71,6 +71,7 @@ var startOnly = map[string]string{
 	"max_memory_store":         "cairn applies JetStream's storage limits at start only",
 	"max_file_store":           "cairn applies JetStream's storage limits at start only",
 	"ack_before_sync_interval": "cairn applies the sync policy at start only",
+	"default_max_consumers":    "cairn applies JetStream's limits block at start only",
 	"cluster.tls":              "cairn applies the cluster's TLS at start only",
 }
 

@@ -39,20 +39,30 @@ func (m *Monitor) ServeSystemRequests() error {
 // ServerInfo identifies the answering server in every reply
 // (nats-server ServerInfo).
 type ServerInfo struct {
-	Name      string    `json:"name"`
-	Host      string    `json:"host"`
-	ID        string    `json:"id"`
-	Cluster   string    `json:"cluster,omitempty"`
-	Domain    string    `json:"domain,omitempty"`
-	Version   string    `json:"ver"`
-	Tags      []string  `json:"tags,omitempty"`
-	JetStream bool      `json:"jetstream"`
-	Flags     uint64    `json:"flags"`
-	Seq       uint64    `json:"seq"`
-	Time      time.Time `json:"time"`
+	Name    string   `json:"name"`
+	Host    string   `json:"host"`
+	ID      string   `json:"id"`
+	Cluster string   `json:"cluster,omitempty"`
+	Domain  string   `json:"domain,omitempty"`
+	Version string   `json:"ver"`
+	Tags    []string `json:"tags,omitempty"`
+	// FeatureFlags are nats-server's experimental switches, all off in
+	// cairn (server.FeatureFlags).
+	FeatureFlags map[string]bool `json:"feature_flags,omitempty"`
+	JetStream    bool            `json:"jetstream"`
+	// Flags are nats-server v2.15.2's ServerCapability bits (events.go):
+	// 1 JetStream enabled, 2 binary stream snapshots, 4 Raft traffic
+	// outside the system account. Those two describe nats-server's Raft
+	// protocol to its peers; cairn's Raft is not nats-server's, so it
+	// sets 1 alone, with JetStream (nats-server sends 7 or 3).
+	Flags uint64    `json:"flags"`
+	Seq   uint64    `json:"seq"`
+	Time  time.Time `json:"time"`
 }
 
-// jetStreamEnabled is nats-server's ServerCapability bit for JetStream.
+// jetStreamEnabled is nats-server's ServerCapability bit for JetStream
+// (JetStreamEnabled); cairn sets neither BinaryStreamSnapshot (2) nor
+// AccountNRG (4).
 const jetStreamEnabled = 1
 
 // APIError is the error of a reply: an HTTP-like code and a description.
@@ -359,7 +369,7 @@ func (m *Monitor) serverInfo() *ServerInfo {
 	o := m.srv.Options()
 	si := &ServerInfo{
 		Name: o.ServerName, Host: o.Host, ID: m.srv.ID(), Cluster: m.srv.Stats().ClusterName,
-		Version: server.NATSVersion, JetStream: m.srv.Options().JetStream,
+		Version: server.NATSVersion, JetStream: m.srv.Options().JetStream, FeatureFlags: server.FeatureFlags(),
 		Seq: sysSeq.Add(1), Time: time.Now().UTC(),
 	}
 	if si.JetStream {

@@ -142,6 +142,7 @@ func (s *Server) startAccountJetStream(acc *account, dir string, limits *config.
 		cfg.SyncStats = first.SyncStats()
 	}
 	cfg.Limits = engineLimits(limits)
+	cfg.DefaultMaxConsumers = s.opts.DefaultMaxConsumers
 	if d := s.opts.AckBeforeSyncInterval; d > 0 {
 		cfg.AckBeforeSyncInterval = d
 		s.log.Warnf("JetStream acknowledges file stream messages before they are synced (ack_before_sync_interval %v): a power loss can lose up to %v of acknowledged messages", d, d)
