@@ -95,6 +95,7 @@ var monitorEndpoints = []string{
 	"/healthz?stream=S", "/healthz?stream=S&details=true", "/healthz?account=$G&stream=S&consumer=NOPE&details=true",
 	"/accountz", "/accountz?acc=$G", "/accstatz", "/accstatz?unused=true",
 	"/leafz", "/leafz?subs=true", "/gatewayz", "/gatewayz?accs=true",
+	"/raftz", "/raftz?acc=$G&group=x",
 }
 
 // monitorKeyDiffs are the documented differences of key sets: "<request>

@@ -182,6 +182,11 @@ type (
 		Account string `json:"account"`
 		eventFilter
 	}
+	raftzRequest struct {
+		Account string `json:"account"`
+		Group   string `json:"group"`
+		eventFilter
+	}
 	filterOnly struct{ eventFilter }
 )
 
@@ -282,10 +287,18 @@ func (m *Monitor) sysEndpoint(kind string) (any, func(any) (any, error)) {
 		return &filterOnly{}, func(any) (any, error) {
 			return &Leafz{ID: m.srv.ID(), Now: time.Now().UTC(), Leafs: []struct{}{}}, nil
 		}
-	case "RAFTZ", "IPQUEUESZ":
-		// No internal queues, and the Raft groups are not reported here
-		// yet (/jsz meta_cluster shows the meta group): empty, as
-		// nats-server's answers are without them.
+	case "RAFTZ":
+		return &raftzRequest{}, func(r any) (any, error) {
+			q := r.(*raftzRequest)
+			rz, _ := m.raftz(q.Account, q.Group)
+			if rz == nil {
+				rz = &RaftzStatus{} // nats-server answers {} without Raft groups
+			}
+			return rz, nil
+		}
+	case "IPQUEUESZ":
+		// No internal queues: empty, as nats-server's answer is without
+		// them.
 		return &filterOnly{}, func(any) (any, error) { return map[string]struct{}{}, nil }
 	case "GATEWAYZ":
 		return &filterOnly{}, func(any) (any, error) {
@@ -333,6 +346,8 @@ func filterOf(req any) *eventFilter {
 	case *healthzRequest:
 		return &q.eventFilter
 	case *accountzRequest:
+		return &q.eventFilter
+	case *raftzRequest:
 		return &q.eventFilter
 	case *filterOnly:
 		return &q.eventFilter

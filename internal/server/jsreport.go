@@ -45,3 +45,21 @@ func (s *Server) JetStreamAccountUsage(name string) (memory, store uint64, ok bo
 	}
 	return s.jsc.AccountUsage(name)
 }
+
+// JetStreamRaftGroups returns this server's Raft groups of account (""
+// for the system account, whose group is the meta group), or the one
+// named group (jscluster.Cluster.RaftGroups), for /raftz; false without
+// JetStream clustering (nats-server v2.15.2: no Raft nodes registered).
+func (s *Server) JetStreamRaftGroups(account, group string) ([]jscluster.RaftGroup, bool) {
+	if s.jsc == nil {
+		return nil, false
+	}
+	sys := s.SystemAccount()
+	if account == "" {
+		account = sys
+	}
+	if account == "" {
+		return nil, true // no system account: nats-server's Raftz returns nil
+	}
+	return s.jsc.RaftGroups(sys, account, group), true
+}
