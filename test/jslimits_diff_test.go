@@ -123,4 +123,3 @@ func TestJetStreamDefaultMaxConsumersDifferential(t *testing.T) {
 		}
 	}
 }
-
