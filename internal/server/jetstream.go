@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/cluster/jscluster"
@@ -365,13 +366,19 @@ func (s *Server) JSAPIStats() (total, errors uint64) {
 }
 
 // Options returns the options the server was started with, defaults
-// filled in, with the security settings in force (a reload may have
-// changed them: ReloadSecurity); the limits a reload changed are in
-// Limits.
+// filled in, with the security and cluster settings in force (a reload
+// may have changed them: ReloadSecurity, ReloadCluster); the limits a
+// reload changed are in Limits.
 func (s *Server) Options() Options {
 	o := s.opts
 	sec := s.security()
 	o.Auth, o.Operator, o.TLS = sec.auth, sec.operator, sec.tlsCfg
+	if s.cl != nil {
+		set := s.clusterSet()
+		c := &o.Cluster
+		c.Routes, c.Advertise, c.NoAdvertise, c.ConnectRetries = slices.Clone(set.routes), set.advertise, set.noAdvertise, set.connectRetries
+		c.Username, c.Password = set.username, set.password
+	}
 	return o
 }
 
