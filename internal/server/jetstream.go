@@ -76,6 +76,7 @@ func defaultStoreDir() string { return filepath.Join(os.TempDir(), "nats") }
 // account without it gets the API's 10039 answers. The engines share the
 // server's storage limits (jetstream.Usage).
 func (s *Server) startJetStream() error {
+	started := time.Now()
 	dir := s.opts.StoreDir
 	if dir == "" {
 		dir = defaultStoreDir()
@@ -113,10 +114,16 @@ func (s *Server) startJetStream() error {
 		return nil
 	}
 	mem, file := first.StorageLimits()
+	// nats-server v2.15.2's lines (jetstream.go enableJetStream), but its
+	// ASCII art and Strict (printed only when true; cairn's is false).
 	s.log.Noticef("Starting JetStream")
+	s.log.Noticef("---------------- JETSTREAM ----------------")
 	s.log.Noticef("  Max Memory:      %s", friendlyBytes(mem))
 	s.log.Noticef("  Max Storage:     %s", friendlyBytes(file))
 	s.log.Noticef("  Store Directory: %q", filepath.Join(dir, "jetstream"))
+	s.log.Noticef("  API Level:       %d", jsapi.APILevel)
+	s.log.Noticef("-------------------------------------------")
+	s.log.Noticef("Took %s to start JetStream", time.Since(started))
 	return nil
 }
 

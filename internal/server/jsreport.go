@@ -1,6 +1,14 @@
 package server
 
-import "github.com/cairnmq/cairn/internal/cluster/jscluster"
+import (
+	"github.com/cairnmq/cairn/internal/cluster/jscluster"
+	"github.com/cairnmq/cairn/internal/raftnode"
+)
+
+// PeerID returns this server's 8-character peer ID in Raft groups (/jsz
+// meta_cluster.peer, /raftz id; jscluster.PeerID of the server name),
+// which the start banner's Node line shows as nats-server's does.
+func (s *Server) PeerID() string { return jscluster.PeerID(raftnode.ServerID(s.opts.ServerName)) }
 
 // JetStreamClusterHealth returns what keeps this server's part of a
 // clustered JetStream from being healthy (jscluster.Cluster.Health): the
