@@ -172,6 +172,7 @@ func (s *Server) stopCluster() {
 	cl.mu.Lock()
 	cl.closing = true
 	for _, c := range cl.conns {
+		c.setReason(ReasonServerShutdown)
 		c.out.markClosing()
 	}
 	for nc := range cl.shakes {

@@ -391,7 +391,9 @@ func (s *Server) removeRoute(c *client) {
 	if rc.info != nil {
 		name = " - Remote: " + rc.info.Name
 	}
-	c.log.Noticef("%s - rid:%d - Router connection closed%s", c.addr, c.cid, name)
+	// As nats-server v2.15.2 logs it (client.go closeConnection): the
+	// reason, then the peer.
+	c.log.Noticef("%s - rid:%d - Router connection closed: %s%s", c.addr, c.cid, CloseReason(c.reason.Load()), name)
 	if changed {
 		s.sendAsyncInfo()
 	}
