@@ -9,7 +9,9 @@ import (
 // TestReloadClusterRoutesAndAuth: ReloadCluster dials a route it adds,
 // closes and stops dialing one it removes, closes an accepted route whose
 // credentials new ones refuse, keeps a route this server dialed, and
-// refuses a new cluster name, changing nothing (docs/routes.md).
+// refuses a new cluster name, changing nothing, and gives the next route
+// INFO and dial the new advertise, no_advertise and connect_retries
+// (docs/routes.md).
 func TestReloadClusterRoutesAndAuth(t *testing.T) {
 	b := startClusterServer(t, "b", "C")
 	a := startClusterServer(t, "a", "C")
@@ -56,6 +58,23 @@ func TestReloadClusterRoutesAndAuth(t *testing.T) {
 	}
 	if a.NumRoutes() != 1 || len(a.Options().Cluster.Routes) != 1 {
 		t.Error("a refused reload changed the routes")
+	}
+
+	// advertise, no_advertise and connect_retries reach the next route
+	// INFO and dial.
+	if in := a.routeInfo(false); len(in.ConnectURLs) == 0 {
+		t.Fatal("the route INFO has no connect_urls before no_advertise")
+	}
+	adv := ao
+	adv.NoAdvertise, adv.ConnectRetries, adv.Advertise = true, 3, "example.com:7000"
+	if err := a.ReloadCluster(adv); err != nil {
+		t.Fatal(err)
+	}
+	if in := a.routeInfo(false); len(in.ConnectURLs) != 0 || in.Host != "example.com" || in.Port != 7000 {
+		t.Errorf("route INFO after the reload: connect_urls %v, %s:%d", in.ConnectURLs, in.Host, in.Port)
+	}
+	if a.clusterSet().connectRetries != 3 || a.Options().Cluster.ConnectRetries != 3 {
+		t.Error("connect_retries not applied")
 	}
 
 	// Removed: closed, and not dialed again (the dialer stopped).
