@@ -213,6 +213,29 @@ func TestSysRequestDifferential(t *testing.T) {
 			t.Fatalf("%s: IDZ %s: %v", tg.name, msg.Data, err)
 		}
 		ids[i] = idz.ID
+		// The server's capability flags (nats-server v2.15.2 events.go
+		// ServerCapability): nats-server with JetStream sends 7 (JetStream,
+		// binary stream snapshots, Raft traffic outside the system
+		// account); cairn 1, JetStream alone, its Raft being its own
+		// (docs/compatibility.md).
+		var env struct {
+			Server struct {
+				Flags        uint64          `json:"flags"`
+				FeatureFlags map[string]bool `json:"feature_flags"`
+			} `json:"server"`
+		}
+		if msg, err = conns[i].Request("$SYS.REQ.SERVER.PING.STATSZ", nil, readTimeout); err != nil {
+			t.Fatalf("%s: STATSZ: %v", tg.name, err)
+		}
+		if err := json.Unmarshal(msg.Data, &env); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]uint64{"cairn": 1, "nats-server": 7}[tg.name]; env.Server.Flags != want {
+			t.Errorf("%s: server.flags %d, want %d", tg.name, env.Server.Flags, want)
+		}
+		if len(env.Server.FeatureFlags) != 4 {
+			t.Errorf("%s: server.feature_flags %v", tg.name, env.Server.FeatureFlags)
+		}
 	}
 	seen := map[string]bool{}
 	for _, req := range sysRequests {
@@ -287,14 +310,8 @@ var sysRequests = []struct{ subject, body string }{
 // only), matched at the end of a difference; beyond them, those of the
 // HTTP endpoints (monitorKeyDiffs) apply under the data key.
 var sysKeyDiffs = map[string]string{
-	// docs/compatibility.md: nats-server's experimental switches.
-	"-$.server.feature_flags": "nats-server feature flags",
-	// The sync policy, strict decoding and the default consumer limit,
-	// as in /varz (monitorKeyDiffs).
-	"+$.statsz.jetstream.config.sync_always":           "sync policy",
-	"-$.statsz.jetstream.config.sync_interval":         "sync policy",
-	"-$.statsz.jetstream.config.strict":                "strict decoding",
-	"-$.statsz.jetstream.limits.default_max_consumers": "no default consumer limit",
+	// The sync policy, as in /varz (monitorKeyDiffs).
+	"+$.statsz.jetstream.config.sync_always": "sync policy",
 }
 
 // sysKeyDiffAllowed reports whether a difference is documented, and by

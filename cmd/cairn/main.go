@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -249,6 +250,7 @@ func serve(in *instance, warns []config.Problem, wait waitFunc) int {
 	in.srv = srv
 	in.tlsFiles = tlsFiles(&cfg.TLS)
 	log.Noticef("Starting cairn v%s (nats-server %s protocol)", server.Version, server.NATSVersion)
+	startBanner(log, srv, cfg.JetStream.Enabled)
 	if cfg.File != "" {
 		log.Noticef("Using configuration file: %s (%s)", cfg.File, cfg.Digest)
 	}
@@ -337,6 +339,7 @@ func serverOptions(c *config.Config, log *logger.Logger) server.Options {
 		MaxMemoryStore:        storageLimit(c.JetStream.MaxMemoryStore),
 		MaxFileStore:          storageLimit(c.JetStream.MaxFileStore),
 		AckBeforeSyncInterval: c.JetStream.AckBeforeSyncInterval,
+		DefaultMaxConsumers:   c.JetStream.DefaultMaxConsumers,
 		JetStreamDomain:       c.JetStream.Domain,
 		Cluster:               clusterOptions(c.Cluster),
 		Auth:                  c.Auth,
@@ -461,4 +464,35 @@ func (l *logFile) close() {
 	if l.rot != nil {
 		l.rot.close()
 	}
+}
+
+// startBanner logs the lines nats-server v2.15.2 logs after its first
+// (server.go Start): Version (cairn's), Git (the commit the binary was
+// built from, "[not set]" without one), Cluster (with a cluster), Name,
+// Node (with JetStream: the 8-character peer ID of /jsz) and ID.
+func startBanner(log *logger.Logger, srv *server.Server, js bool) {
+	log.Noticef("  Version:  %s", server.Version)
+	log.Noticef("  Git:      [%s]", gitCommit())
+	if name := srv.ClusterName(); name != "" {
+		log.Noticef("  Cluster:  %s", name)
+	}
+	name := srv.Name()
+	log.Noticef("  Name:     %s", name)
+	if js {
+		log.Noticef("  Node:     %s", srv.PeerID())
+	}
+	log.Noticef("  ID:       %s", srv.ID())
+}
+
+// gitCommit is the VCS revision the binary was built from (its first 7
+// characters, as nats-server's Git line), "not set" when unknown.
+func gitCommit() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && s.Value != "" {
+				return s.Value[:min(7, len(s.Value))]
+			}
+		}
+	}
+	return "not set"
 }

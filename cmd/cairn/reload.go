@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/config"
+	"github.com/cairnmq/cairn/internal/route"
 	"github.com/cairnmq/cairn/internal/server"
 )
 
@@ -71,7 +72,21 @@ var startOnly = map[string]string{
 	"max_memory_store":         "cairn applies JetStream's storage limits at start only",
 	"max_file_store":           "cairn applies JetStream's storage limits at start only",
 	"ack_before_sync_interval": "cairn applies the sync policy at start only",
+	"cluster.name":             "the cluster's name is checked on every route and names the JetStream meta group; cairn sets it at start only",
+	"default_max_consumers":    "cairn applies JetStream's limits block at start only",
 	"cluster.tls":              "cairn applies the cluster's TLS at start only",
+}
+
+// clusterReloadKey reports whether a setting is one of the cluster block
+// that server.ReloadCluster applies (nats-server v2.15.2 reload.go
+// clusterOption and routesOption apply them too).
+func clusterReloadKey(key string) bool {
+	switch key {
+	case "cluster.routes", "cluster.advertise", "cluster.no_advertise", "cluster.connect_retries",
+		"cluster.authorization.user", "cluster.authorization.password":
+		return true
+	}
+	return false
 }
 
 // securityKey reports whether a setting is one of the security of the
@@ -90,7 +105,7 @@ func securityKey(key string) bool {
 // secretKey reports whether a setting's values may hold a secret.
 func secretKey(key string) bool {
 	return strings.HasPrefix(key, "authorization") || key == "no_auth_user" || key == "accounts" ||
-		strings.HasPrefix(key, "http_auth")
+		strings.HasPrefix(key, "http_auth") || strings.HasPrefix(key, "cluster.authorization")
 }
 
 // errNoConfigFile is nats-server's text for a reload without -c.
@@ -125,7 +140,7 @@ func (in *instance) tryReload() error {
 	security := false
 	for _, c := range changes {
 		switch {
-		case reloadable[c.Key]:
+		case reloadable[c.Key], clusterReloadKey(c.Key):
 		case securityKey(c.Key):
 			security = true
 		default:
@@ -226,8 +241,17 @@ func refusal(c config.Change) error {
 // the security settings prepared (sec, nil when they do not change).
 func (in *instance) apply(next *config.Config, changes []config.Change, sec *server.SecurityReload) error {
 	changed := map[string]bool{}
+	clusterChanged := false
 	for _, c := range changes {
 		changed[c.Key] = true
+		clusterChanged = clusterChanged || clusterReloadKey(c.Key)
+	}
+	// The cluster block first: what it could refuse, the file's parser
+	// refused already.
+	if clusterChanged {
+		if err := in.srv.ReloadCluster(clusterOptions(next.Cluster)); err != nil {
+			return err
+		}
 	}
 	var newLog *logFileSwitch
 	if changed["log_file"] {
@@ -267,6 +291,10 @@ func (in *instance) apply(next *config.Config, changes []config.Change, sec *ser
 			in.log.Noticef("Reloaded: %s (value not shown)", c.Key)
 			continue
 		}
+		if c.Key == "cluster.routes" {
+			in.log.Noticef("Reloaded: %s = %v", c.Key, redactedRoutes(next.Cluster.Routes))
+			continue
+		}
 		in.log.Noticef("Reloaded: %s = %v", c.Key, c.New)
 	}
 	return nil
@@ -295,4 +323,17 @@ func (s *logFileSwitch) abandon() {
 	if s != nil && s.f != nil {
 		_ = s.f.Close()
 	}
+}
+
+// redactedRoutes is a routes setting with the URLs' passwords masked.
+func redactedRoutes(routes string) string {
+	urls, err := route.ParseURLs(routes)
+	if err != nil {
+		return "(value not shown)"
+	}
+	out := make([]string, len(urls))
+	for i, u := range urls {
+		out[i] = u.Redacted()
+	}
+	return strings.Join(out, ",")
 }

@@ -27,6 +27,11 @@ type JetStream struct {
 	// the API also answers under $JS.<Domain>.API, and PubAcks, stream
 	// infos, account info and advisories name it. "" for none.
 	Domain string `key:"domain"`
+	// DefaultMaxConsumers is limits { default_max_consumers }: the
+	// consumers a stream may have when neither its max_consumers nor its
+	// account's sets a cap (nats-server v2.15.2 JSLimitOpts). 0 (unset)
+	// is nats-server's 1000, negative is no cap.
+	DefaultMaxConsumers int `key:"default_max_consumers"`
 }
 
 // jetstreamKeys are the top-level JetStream keys.
@@ -63,7 +68,7 @@ var jetstreamBlockKeys = keyTable{
 	"prev_encryption_key":      unsupportedYet,
 	"cipher":                   unsupportedYet,
 	"tpm":                      unsupportedYet,
-	"limits":                   unsupportedYet,
+	"limits":                   jsLimitsKey,
 	"extension_hint":           ignoredKey(singleServer),
 	"unique_tag":               ignoredKey(singleServer),
 	"max_outstanding_catchup":  ignoredKey(noSuchTuning),
@@ -103,6 +108,32 @@ func jetstreamKey(c *Config, it item, r *report) {
 	default:
 		r.errorf(it, "Expected map, bool or string to define JetStream, got %T", v)
 	}
+}
+
+// jsLimitsKeys are the keys of jetstream { limits } in nats-server
+// v2.15.2 (opts.go parseJetStreamLimits): cairn applies
+// default_max_consumers and refuses the others.
+var jsLimitsKeys = keyTable{
+	"default_max_consumers": func(c *Config, it item, r *report) {
+		if n, ok := r.intOf(it); ok {
+			c.JetStream.DefaultMaxConsumers = n
+		}
+	},
+	"max_ack_pending":   unsupportedYet,
+	"max_ha_assets":     unsupportedYet,
+	"max_request_batch": unsupportedYet,
+	"duplicate_window":  unsupportedYet,
+	"batch":             unsupportedYet,
+}
+
+// jsLimitsKey reads the jetstream block's limits map.
+func jsLimitsKey(c *Config, it item, r *report) {
+	m, ok := it.val.(map[string]any)
+	if !ok {
+		r.errorf(it, "Expected a map to define JetStreamLimits, got %T", it.val)
+		return
+	}
+	block(c, m, it, jsLimitsKeys, r)
 }
 
 func jsEnableKey(c *Config, it item, r *report) { setBool(&c.JetStream.Enabled, it, r) }

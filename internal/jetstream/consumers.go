@@ -159,13 +159,18 @@ func (r *streamEntry) checkNewLocked(scfg *stream.Config, cfg *consumer.Config) 
 // checkNew runs nats-server v2.15.2's checks for a consumer cfg that does
 // not exist yet, of a stream whose config is scfg and whose consumers
 // are others, in its order: max_consumers over the limitable consumers
-// (10026), the workqueue rules, the durable name length (10102).
+// (10026: the stream's, the account's, else the server's
+// default_max_consumers), the workqueue rules, the durable name length (10102).
 func (js *JetStream) checkNew(scfg *stream.Config, cfg *consumer.Config, others []*consumer.Config) *jserr.Error {
 	if scfg.MaxConsumers > 0 && cfg.Limitable() && countLimitable(others) >= scfg.MaxConsumers {
 		return jserr.New(jserr.MaximumConsumersLimit)
 	}
 	if l := js.acctLimits(); l != nil && l.MaxConsumers > 0 && cfg.Limitable() && countLimitable(others) >= l.MaxConsumers {
 		return jserr.New(jserr.MaximumConsumersLimit) // the account's max_consumers, per stream
+	}
+	if d := js.DefaultMaxConsumers(); d > 0 && scfg.MaxConsumers <= 0 && (js.acctLimits() == nil || js.acctLimits().MaxConsumers <= 0) &&
+		cfg.Limitable() && countLimitable(others) >= d {
+		return jserr.New(jserr.MaximumConsumersLimit) // the server's default_max_consumers
 	}
 	if scfg.Retention == stream.WorkQueuePolicy {
 		if err := consumer.CheckWorkQueue(cfg, others); err != nil {

@@ -89,6 +89,24 @@ func (js *JetStream) SyncPolicy() (always bool, interval int64) {
 	return true, 0
 }
 
+// DefaultMaxConsumersPerStream is nats-server v2.15.2's default
+// jetstream { limits { default_max_consumers } } (JSDefaultMaxConsumersPerStream).
+const DefaultMaxConsumersPerStream = 1000
+
+// DefaultMaxConsumers returns the consumers a stream may have when
+// neither it nor its account sets a cap (Config.DefaultMaxConsumers):
+// 1000 by default, 0 for none.
+func (js *JetStream) DefaultMaxConsumers() int {
+	switch d := js.cfg.DefaultMaxConsumers; {
+	case d == 0:
+		return DefaultMaxConsumersPerStream
+	case d < 0:
+		return 0
+	default:
+		return d
+	}
+}
+
 // StreamDetail is one stream for /jsz: its info and, when asked for, its
 // consumers' infos sorted by name.
 type StreamDetail struct {

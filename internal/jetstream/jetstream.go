@@ -46,6 +46,13 @@ type Config struct {
 	// the fsync: the opt-in ack_before_sync_interval of docs/engine.md,
 	// "Durability").
 	AckBeforeSyncInterval time.Duration
+	// DefaultMaxConsumers caps the consumers of a stream when neither
+	// the stream's max_consumers nor the account's sets a cap (nats-server
+	// v2.15.2 jetstream { limits { default_max_consumers } }, reported in
+	// /varz and /jsz limits; docs/configuration.md): 0 is
+	// DefaultMaxConsumersPerStream, negative is no cap. A create beyond
+	// it gets 10026.
+	DefaultMaxConsumers int
 	// MaxPayload is the server's max_payload: a restored snapshot holding
 	// a larger message is refused, as nats-server refuses it, and a
 	// counter stream's new value must fit (ADR-49). 0 = no such check.

@@ -92,7 +92,7 @@ func (m *Monitor) jsz(o jszOptions) *JSInfo {
 	}
 	ji.Meta = m.metaClusterInfo()
 	ji.Config = m.jsConfig(accs[0].JetStream)
-	ji.Limits = &JSLimitOpts{}
+	ji.Limits = jsLimits(accs[0].JetStream)
 	ji.Total = len(accs)
 	var all []jetstream.StreamDetail
 	for _, a := range accs {

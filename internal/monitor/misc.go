@@ -200,7 +200,7 @@ func (m *Monitor) handleRoot(w http.ResponseWriter, r *http.Request) {
 		{"General", VarzPath}, {"JetStream", JszPath}, {"Connections", ConnzPath},
 		{"Accounts", AccountzPath}, {"Account Stats", AccountStatzPath}, {"Subscriptions", SubszPath},
 		{"Routes", RoutezPath}, {"LeafNodes", LeafzPath}, {"Gateways", GatewayzPath},
-		{"Health Probe", HealthzPath}, {"Metrics", MetricsPath}, {"Stacks", StackszPath},
+		{"Raft Groups", RaftzPath}, {"Health Probe", HealthzPath}, {"Metrics", MetricsPath}, {"Stacks", StackszPath},
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	fmt.Fprintf(w, "<html lang=\"en\">\n<head><title>cairn monitoring</title></head>\n<body>\n<h1>cairn v%s</h1>\n<p>NATS protocol of nats-server %s</p>\n",

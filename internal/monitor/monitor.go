@@ -35,6 +35,7 @@ const (
 	AccountStatzPath   = "/accstatz"
 	JszPath            = "/jsz"
 	HealthzPath        = "/healthz"
+	RaftzPath          = "/raftz"
 	MetricsPath        = "/metrics"
 )
 
@@ -254,6 +255,7 @@ func (m *Monitor) mux() http.Handler {
 		AccountStatzPath:   m.handleAccountStatz,
 		JszPath:            m.handleJsz,
 		HealthzPath:        m.handleHealthz,
+		RaftzPath:          m.handleRaftz,
 		MetricsPath:        m.handleMetrics,
 	}
 	for path, h := range routes {

@@ -39,20 +39,30 @@ func (m *Monitor) ServeSystemRequests() error {
 // ServerInfo identifies the answering server in every reply
 // (nats-server ServerInfo).
 type ServerInfo struct {
-	Name      string    `json:"name"`
-	Host      string    `json:"host"`
-	ID        string    `json:"id"`
-	Cluster   string    `json:"cluster,omitempty"`
-	Domain    string    `json:"domain,omitempty"`
-	Version   string    `json:"ver"`
-	Tags      []string  `json:"tags,omitempty"`
-	JetStream bool      `json:"jetstream"`
-	Flags     uint64    `json:"flags"`
-	Seq       uint64    `json:"seq"`
-	Time      time.Time `json:"time"`
+	Name    string   `json:"name"`
+	Host    string   `json:"host"`
+	ID      string   `json:"id"`
+	Cluster string   `json:"cluster,omitempty"`
+	Domain  string   `json:"domain,omitempty"`
+	Version string   `json:"ver"`
+	Tags    []string `json:"tags,omitempty"`
+	// FeatureFlags are nats-server's experimental switches, all off in
+	// cairn (server.FeatureFlags).
+	FeatureFlags map[string]bool `json:"feature_flags,omitempty"`
+	JetStream    bool            `json:"jetstream"`
+	// Flags are nats-server v2.15.2's ServerCapability bits (events.go):
+	// 1 JetStream enabled, 2 binary stream snapshots, 4 Raft traffic
+	// outside the system account. Those two describe nats-server's Raft
+	// protocol to its peers; cairn's Raft is not nats-server's, so it
+	// sets 1 alone, with JetStream (nats-server sends 7 or 3).
+	Flags uint64    `json:"flags"`
+	Seq   uint64    `json:"seq"`
+	Time  time.Time `json:"time"`
 }
 
-// jetStreamEnabled is nats-server's ServerCapability bit for JetStream.
+// jetStreamEnabled is nats-server's ServerCapability bit for JetStream
+// (JetStreamEnabled); cairn sets neither BinaryStreamSnapshot (2) nor
+// AccountNRG (4).
 const jetStreamEnabled = 1
 
 // APIError is the error of a reply: an HTTP-like code and a description.
@@ -172,6 +182,11 @@ type (
 		Account string `json:"account"`
 		eventFilter
 	}
+	raftzRequest struct {
+		Account string `json:"account"`
+		Group   string `json:"group"`
+		eventFilter
+	}
 	filterOnly struct{ eventFilter }
 )
 
@@ -272,10 +287,18 @@ func (m *Monitor) sysEndpoint(kind string) (any, func(any) (any, error)) {
 		return &filterOnly{}, func(any) (any, error) {
 			return &Leafz{ID: m.srv.ID(), Now: time.Now().UTC(), Leafs: []struct{}{}}, nil
 		}
-	case "RAFTZ", "IPQUEUESZ":
-		// No internal queues, and the Raft groups are not reported here
-		// yet (/jsz meta_cluster shows the meta group): empty, as
-		// nats-server's answers are without them.
+	case "RAFTZ":
+		return &raftzRequest{}, func(r any) (any, error) {
+			q := r.(*raftzRequest)
+			rz, _ := m.raftz(q.Account, q.Group)
+			if rz == nil {
+				rz = &RaftzStatus{} // nats-server answers {} without Raft groups
+			}
+			return rz, nil
+		}
+	case "IPQUEUESZ":
+		// No internal queues: empty, as nats-server's answer is without
+		// them.
 		return &filterOnly{}, func(any) (any, error) { return map[string]struct{}{}, nil }
 	case "GATEWAYZ":
 		return &filterOnly{}, func(any) (any, error) {
@@ -324,6 +347,8 @@ func filterOf(req any) *eventFilter {
 		return &q.eventFilter
 	case *accountzRequest:
 		return &q.eventFilter
+	case *raftzRequest:
+		return &q.eventFilter
 	case *filterOnly:
 		return &q.eventFilter
 	case *profilezRequest:
@@ -359,7 +384,7 @@ func (m *Monitor) serverInfo() *ServerInfo {
 	o := m.srv.Options()
 	si := &ServerInfo{
 		Name: o.ServerName, Host: o.Host, ID: m.srv.ID(), Cluster: m.srv.Stats().ClusterName,
-		Version: server.NATSVersion, JetStream: m.srv.Options().JetStream,
+		Version: server.NATSVersion, JetStream: m.srv.Options().JetStream, FeatureFlags: server.FeatureFlags(),
 		Seq: sysSeq.Add(1), Time: time.Now().UTC(),
 	}
 	if si.JetStream {

@@ -16,73 +16,76 @@ import (
 
 // Varz is /varz.
 type Varz struct {
-	ID                   string            `json:"server_id"`
-	Name                 string            `json:"server_name"`
-	Version              string            `json:"version"`
-	Proto                int               `json:"proto"`
-	GitCommit            string            `json:"git_commit,omitempty"`
-	GoVersion            string            `json:"go"`
-	Host                 string            `json:"host"`
-	Port                 int               `json:"port"`
-	AuthRequired         bool              `json:"auth_required,omitempty"`
-	TLSRequired          bool              `json:"tls_required,omitempty"`
-	TLSVerify            bool              `json:"tls_verify,omitempty"`
-	IP                   string            `json:"ip,omitempty"`
-	ClientConnectURLs    []string          `json:"connect_urls,omitempty"`
-	MaxConn              int               `json:"max_connections"`
-	MaxSubs              int               `json:"max_subscriptions,omitempty"`
-	PingInterval         time.Duration     `json:"ping_interval"`
-	MaxPingsOut          int               `json:"ping_max"`
-	HTTPHost             string            `json:"http_host"`
-	HTTPPort             int               `json:"http_port"`
-	HTTPBasePath         string            `json:"http_base_path"`
-	HTTPSPort            int               `json:"https_port"`
-	AuthTimeout          float64           `json:"auth_timeout"`
-	MaxControlLine       int32             `json:"max_control_line"`
-	MaxPayload           int               `json:"max_payload"`
-	MaxPending           int64             `json:"max_pending"`
-	Cluster              ClusterOptsVarz   `json:"cluster"`
-	Gateway              struct{}          `json:"gateway"`
-	LeafNode             struct{}          `json:"leaf"`
-	MQTT                 struct{}          `json:"mqtt"`
-	Websocket            struct{}          `json:"websocket"`
-	JetStream            JetStreamVarz     `json:"jetstream"`
-	TLSTimeout           float64           `json:"tls_timeout"`
-	WriteDeadline        time.Duration     `json:"write_deadline"`
-	WriteTimeout         string            `json:"write_timeout,omitempty"`
-	Start                time.Time         `json:"start"`
-	Now                  time.Time         `json:"now"`
-	Uptime               string            `json:"uptime"`
-	Mem                  int64             `json:"mem"`
-	Cores                int               `json:"cores"`
-	MaxProcs             int               `json:"gomaxprocs"`
-	MemLimit             int64             `json:"gomemlimit,omitempty"`
-	CPU                  float64           `json:"cpu"`
-	Connections          int               `json:"connections"`
-	TotalConnections     uint64            `json:"total_connections"`
-	Routes               int               `json:"routes"`
-	Remotes              int               `json:"remotes"`
-	Leafs                int               `json:"leafnodes"`
-	InMsgs               int64             `json:"in_msgs"`
-	InBytes              int64             `json:"in_bytes"`
-	InClientMsgs         int64             `json:"in_client_msgs"`
-	InClientBytes        int64             `json:"in_client_bytes"`
-	OutMsgs              int64             `json:"out_msgs"`
-	OutBytes             int64             `json:"out_bytes"`
-	OutClientMsgs        int64             `json:"out_client_msgs"`
-	OutClientBytes       int64             `json:"out_client_bytes"`
-	SlowConsumers        int64             `json:"slow_consumers"`
-	StaleConnections     int64             `json:"stale_connections"`
-	StalledClients       int64             `json:"stalled_clients"`
-	Subscriptions        uint32            `json:"subscriptions"`
-	HTTPReqStats         map[string]uint64 `json:"http_req_stats"`
-	ConfigLoadTime       time.Time         `json:"config_load_time"`
-	ConfigDigest         string            `json:"config_digest"`
-	Tags                 []string          `json:"tags,omitempty"`
-	SystemAccount        string            `json:"system_account,omitempty"`
-	SlowConsumersStats   *KindStats        `json:"slow_consumer_stats"`
-	StaleConnectionStats *KindStats        `json:"stale_connection_stats,omitempty"`
-	DiskIOWaitStats      *DiskIOWaitStats  `json:"disk_io_wait_stats"`
+	ID                string            `json:"server_id"`
+	Name              string            `json:"server_name"`
+	Version           string            `json:"version"`
+	Proto             int               `json:"proto"`
+	GitCommit         string            `json:"git_commit,omitempty"`
+	GoVersion         string            `json:"go"`
+	Host              string            `json:"host"`
+	Port              int               `json:"port"`
+	AuthRequired      bool              `json:"auth_required,omitempty"`
+	TLSRequired       bool              `json:"tls_required,omitempty"`
+	TLSVerify         bool              `json:"tls_verify,omitempty"`
+	IP                string            `json:"ip,omitempty"`
+	ClientConnectURLs []string          `json:"connect_urls,omitempty"`
+	MaxConn           int               `json:"max_connections"`
+	MaxSubs           int               `json:"max_subscriptions,omitempty"`
+	PingInterval      time.Duration     `json:"ping_interval"`
+	MaxPingsOut       int               `json:"ping_max"`
+	HTTPHost          string            `json:"http_host"`
+	HTTPPort          int               `json:"http_port"`
+	HTTPBasePath      string            `json:"http_base_path"`
+	HTTPSPort         int               `json:"https_port"`
+	AuthTimeout       float64           `json:"auth_timeout"`
+	MaxControlLine    int32             `json:"max_control_line"`
+	MaxPayload        int               `json:"max_payload"`
+	MaxPending        int64             `json:"max_pending"`
+	Cluster           ClusterOptsVarz   `json:"cluster"`
+	Gateway           struct{}          `json:"gateway"`
+	LeafNode          struct{}          `json:"leaf"`
+	MQTT              struct{}          `json:"mqtt"`
+	Websocket         struct{}          `json:"websocket"`
+	JetStream         JetStreamVarz     `json:"jetstream"`
+	TLSTimeout        float64           `json:"tls_timeout"`
+	WriteDeadline     time.Duration     `json:"write_deadline"`
+	WriteTimeout      string            `json:"write_timeout,omitempty"`
+	Start             time.Time         `json:"start"`
+	Now               time.Time         `json:"now"`
+	Uptime            string            `json:"uptime"`
+	Mem               int64             `json:"mem"`
+	Cores             int               `json:"cores"`
+	MaxProcs          int               `json:"gomaxprocs"`
+	MemLimit          int64             `json:"gomemlimit,omitempty"`
+	CPU               float64           `json:"cpu"`
+	Connections       int               `json:"connections"`
+	TotalConnections  uint64            `json:"total_connections"`
+	Routes            int               `json:"routes"`
+	Remotes           int               `json:"remotes"`
+	Leafs             int               `json:"leafnodes"`
+	InMsgs            int64             `json:"in_msgs"`
+	InBytes           int64             `json:"in_bytes"`
+	InClientMsgs      int64             `json:"in_client_msgs"`
+	InClientBytes     int64             `json:"in_client_bytes"`
+	OutMsgs           int64             `json:"out_msgs"`
+	OutBytes          int64             `json:"out_bytes"`
+	OutClientMsgs     int64             `json:"out_client_msgs"`
+	OutClientBytes    int64             `json:"out_client_bytes"`
+	SlowConsumers     int64             `json:"slow_consumers"`
+	StaleConnections  int64             `json:"stale_connections"`
+	StalledClients    int64             `json:"stalled_clients"`
+	Subscriptions     uint32            `json:"subscriptions"`
+	HTTPReqStats      map[string]uint64 `json:"http_req_stats"`
+	ConfigLoadTime    time.Time         `json:"config_load_time"`
+	ConfigDigest      string            `json:"config_digest"`
+	// FeatureFlags are nats-server's experimental switches, all off in
+	// cairn (server.FeatureFlags).
+	FeatureFlags         map[string]bool  `json:"feature_flags,omitempty"`
+	Tags                 []string         `json:"tags,omitempty"`
+	SystemAccount        string           `json:"system_account,omitempty"`
+	SlowConsumersStats   *KindStats       `json:"slow_consumer_stats"`
+	StaleConnectionStats *KindStats       `json:"stale_connection_stats,omitempty"`
+	DiskIOWaitStats      *DiskIOWaitStats `json:"disk_io_wait_stats"`
 }
 
 // ClusterOptsVarz is /varz cluster.
@@ -139,7 +142,10 @@ type JetStreamConfig struct {
 	Domain       string        `json:"domain,omitempty"`
 	CompressOK   bool          `json:"compress_ok,omitempty"`
 	UniqueTag    string        `json:"unique_tag,omitempty"`
-	Strict       bool          `json:"strict,omitempty"`
+	// Strict is always sent (nats-server omits it when false): cairn's
+	// is false (docs/compatibility.md, "Unknown JSON keys in API
+	// requests").
+	Strict bool `json:"strict"`
 }
 
 // JetStreamStats are the JetStream usage counters (bytes, and the API

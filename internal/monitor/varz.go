@@ -80,6 +80,7 @@ func (m *Monitor) varz() *Varz {
 		HTTPReqStats:      m.reqStats(),
 		ConfigLoadTime:    loaded,
 		ConfigDigest:      digest,
+		FeatureFlags:      server.FeatureFlags(),
 		SystemAccount:     s.SystemAccount(),
 		SlowConsumersStats: &KindStats{
 			Clients: st.SlowClients, Routes: st.SlowRoutes,
@@ -134,17 +135,23 @@ func (m *Monitor) jetStreamVarz() JetStreamVarz {
 	}
 	cfg := m.jsConfig(accs[0].JetStream)
 	stats := m.jsStats(accs, all)
-	return JetStreamVarz{Config: &cfg, Stats: &stats, Meta: m.metaClusterInfo(), Limits: &JSLimitOpts{}}
+	return JetStreamVarz{Config: &cfg, Stats: &stats, Meta: m.metaClusterInfo(), Limits: jsLimits(accs[0].JetStream)}
 }
 
 // jsConfig is the server's JetStream configuration as nats-server
 // reports it, read from one account's engine (the accounts share it):
 // store_dir is the jetstream directory under -sd; sync_always says a
-// PubAck follows the fsync (cairn's default); with
-// ack_before_sync_interval, sync_interval is that interval.
+// PubAck follows the fsync (cairn's default), with the sync_interval of
+// 2m nats-server v2.15.2 reports for `sync_interval: always` (opts.go);
+// with ack_before_sync_interval, sync_interval is that interval. strict
+// is false: unknown keys in API requests are ignored
+// (docs/compatibility.md).
 func (m *Monitor) jsConfig(js *jetstream.JetStream) JetStreamConfig {
 	mem, file := js.StorageLimits()
 	always, interval := js.SyncPolicy()
+	if always {
+		interval = int64(syncAlwaysInterval)
+	}
 	return JetStreamConfig{
 		MaxMemory:    mem,
 		MaxStore:     file,
@@ -153,6 +160,17 @@ func (m *Monitor) jsConfig(js *jetstream.JetStream) JetStreamConfig {
 		SyncInterval: time.Duration(interval),
 		Domain:       js.Domain(),
 	}
+}
+
+// syncAlwaysInterval is the sync_interval nats-server v2.15.2 reports
+// with sync_always (its defaultSyncInterval).
+const syncAlwaysInterval = 2 * time.Minute
+
+// jsLimits is /varz and /jsz limits: the server's JetStream limits
+// (nats-server v2.15.2 JSLimitOpts), of which cairn has
+// default_max_consumers.
+func jsLimits(js *jetstream.JetStream) *JSLimitOpts {
+	return &JSLimitOpts{DefaultMaxConsumers: js.DefaultMaxConsumers()}
 }
 
 // jsStats is the server's JetStream usage: the accounts with JetStream

@@ -82,6 +82,8 @@ type group struct {
 	outOfSync    bool // a quiesce heartbeat said this replica lacks entries
 	lastLead     uint64
 	leaderTick   uint64
+	everLead     bool        // a leader was known since the group was added
+	leadTick     uint64      // the tick at which this replica came to lead (0: it does not)
 	restoring    *restoreJob // a snapshot installing in the background: the group is parked
 
 	mu struct {
@@ -1062,6 +1064,25 @@ func (g *group) compact(index uint64) {
 	g.confs = g.confs[i:]
 }
 
+// publishRaftz fills the parts of s only /raftz reads: the vote, the
+// last entry's term, whether a leader was ever known, and since which
+// tick this replica leads.
+func (g *group) publishRaftz(s *GroupStatus, bs raft.BasicStatus, last uint64) {
+	s.Vote = ReplicaID(bs.GetVote())
+	if t, err := g.st.Term(last); err == nil {
+		s.LastTerm = t
+	}
+	g.everLead = g.everLead || bs.Lead != 0
+	s.EverHadLeader = g.everLead
+	switch {
+	case bs.RaftState != raft.StateLeader:
+		g.leadTick = 0
+	case g.leadTick == 0:
+		g.leadTick = max(g.n.ticks.Load(), 1)
+	}
+	s.leadTick = g.leadTick
+}
+
 // publish copies the group's state for Status.
 func (g *group) publish() {
 	bs := g.rn.BasicStatus()
@@ -1092,8 +1113,10 @@ func (g *group) publish() {
 		slices.SortFunc(s.Replicas, func(a, b ReplicaStatus) int { return cmp.Compare(a.Replica, b.Replica) })
 	}
 	g.publishContact(&s, bs)
+	g.publishRaftz(&s, bs, last)
 	g.mu.Lock()
 	s.LeaderServer = g.mu.peers[s.Leader]
+	s.VoteServer = g.mu.peers[s.Vote]
 	for i := range s.Replicas {
 		s.Replicas[i].Server = g.mu.peers[s.Replicas[i].Replica]
 	}

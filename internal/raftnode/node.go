@@ -613,8 +613,13 @@ func (n *Node) Status(id GroupID) (GroupStatus, error) {
 	s.Group, s.Replica, s.Fenced = g.id, g.replica, g.mu.fenced
 	s.Replicas = slices.Clone(s.Replicas)
 	heard, peers, quiet := maps.Clone(g.mu.heard), maps.Clone(g.mu.peers), g.mu.quiet
+	s.Proposals, s.Inbox = len(g.mu.props), len(g.mu.inbox)
 	g.mu.Unlock()
 	n.contact(&s, heard, peers, quiet)
+	if s.leadTick != 0 {
+		now := n.ticks.Load()
+		s.LeaderFor = time.Duration(now-min(s.leadTick, now)+1) * n.cfg.TickInterval
+	}
 	return s, nil
 }
 

@@ -113,6 +113,26 @@ type GroupStatus struct {
 	// last knew one, or since it was added); 0 while it knows one.
 	Leaderless time.Duration
 	leaderTick uint64 // the node's tick when the replica last knew a leader
+
+	// The material of nats-server's /raftz (docs/monitoring.md,
+	// "/raftz"):
+	//
+	// Vote is the replica this one voted for in Term (0: none), on
+	// VoteServer; LastTerm the term of the entry at LastIndex (0 when
+	// unknown).
+	Vote       ReplicaID
+	VoteServer ServerID
+	LastTerm   uint64
+	// EverHadLeader: this replica has known a leader since it was
+	// added here.
+	EverHadLeader bool
+	// LeaderFor is how long this replica has led (an upper bound, in
+	// ticks of the node's clock); 0 unless Role is Leader.
+	LeaderFor time.Duration
+	leadTick  uint64 // the node's tick when the replica came to lead
+	// Proposals and Inbox are the proposals waiting for the group's next
+	// round and the messages from other replicas waiting for it.
+	Proposals, Inbox int
 }
 
 // ReplicaStatus is the leader's view of one replica of its group.

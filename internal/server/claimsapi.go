@@ -61,15 +61,19 @@ const (
 // replies (nats-server ServerInfo; the monitor's $SYS replies carry the
 // same fields).
 type SysServerInfo struct {
-	Name      string    `json:"name"`
-	Host      string    `json:"host"`
-	ID        string    `json:"id"`
-	Cluster   string    `json:"cluster,omitempty"`
-	Version   string    `json:"ver"`
-	JetStream bool      `json:"jetstream"`
-	Flags     uint64    `json:"flags"`
-	Seq       uint64    `json:"seq"`
-	Time      time.Time `json:"time"`
+	Name    string `json:"name"`
+	Host    string `json:"host"`
+	ID      string `json:"id"`
+	Cluster string `json:"cluster,omitempty"`
+	Version string `json:"ver"`
+	// FeatureFlags: FeatureFlags().
+	FeatureFlags map[string]bool `json:"feature_flags,omitempty"`
+	JetStream    bool            `json:"jetstream"`
+	// Flags: 1 with JetStream, as the monitor's $SYS replies
+	// (nats-server's ServerCapability JetStreamEnabled alone).
+	Flags uint64    `json:"flags"`
+	Seq   uint64    `json:"seq"`
+	Time  time.Time `json:"time"`
 }
 
 var claimsSeq atomic.Uint64
@@ -77,7 +81,7 @@ var claimsSeq atomic.Uint64
 // sysServerInfo is this server's SysServerInfo.
 func (s *Server) sysServerInfo() *SysServerInfo {
 	si := &SysServerInfo{Name: s.opts.ServerName, Host: s.opts.Host, ID: s.id, Version: NATSVersion,
-		JetStream: s.opts.JetStream, Seq: claimsSeq.Add(1), Time: time.Now().UTC()}
+		FeatureFlags: FeatureFlags(), JetStream: s.opts.JetStream, Seq: claimsSeq.Add(1), Time: time.Now().UTC()}
 	if s.cl != nil {
 		si.Cluster = s.ClusterName()
 	}

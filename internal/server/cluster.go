@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/route"
@@ -65,6 +66,11 @@ type cluster struct {
 	closing  bool                       // Shutdown began; guarded by mu
 	selfURLs map[string]bool            // explicit route hosts found to lead to this server; guarded by mu
 	hooks    []func()                   // NotifyClusterPeers callbacks; guarded by mu
+	dialers  map[string]chan struct{}   // explicit routes' dialers by URL, closed to stop one; guarded by mu
+
+	// set holds the settings a reload may change (cluster_reload.go),
+	// replaced whole under mu.
+	set atomic.Pointer[clusterSettings]
 }
 
 // newCluster returns the cluster state for opts, or nil when clustering is
@@ -83,7 +89,9 @@ func newCluster(opts *ClusterOptions) *cluster {
 		shakes:   make(map[net.Conn]struct{}),
 		interest: make(map[string]*route.Interest),
 		urls:     make(map[string]int),
+		dialers:  make(map[string]chan struct{}),
 	}
+	cl.set.Store(settingsOf(opts))
 	if cl.name == "" {
 		cl.name, cl.dynamic = dynamicClusterName(), true
 	}
@@ -145,7 +153,7 @@ func (s *Server) startCluster() error {
 	}
 	s.goroutine(s.clusterAcceptLoop)
 	for _, u := range o.Routes {
-		s.goroutine(func() { s.solicitExplicit(u) })
+		s.startExplicit(u)
 	}
 	return nil
 }
@@ -164,6 +172,7 @@ func (s *Server) stopCluster() {
 	cl.mu.Lock()
 	cl.closing = true
 	for _, c := range cl.conns {
+		c.setReason(ReasonServerShutdown)
 		c.out.markClosing()
 	}
 	for nc := range cl.shakes {
@@ -327,7 +336,7 @@ func (s *Server) routeParserConfig() route.Config {
 // routeInfo returns this server's route INFO. A fresh one carries a nonce,
 // as nats-server's first INFO on a route does; peers do not sign it.
 func (s *Server) routeInfo(withNonce bool) *route.Info {
-	o := &s.opts.Cluster
+	o := s.clusterSet()
 	s.cl.mu.Lock()
 	name, dynamic := s.cl.name, s.cl.dynamic
 	s.cl.mu.Unlock()
@@ -337,10 +346,10 @@ func (s *Server) routeInfo(withNonce bool) *route.Info {
 		Version:      NATSVersion,
 		Proto:        route.Proto,
 		GoVersion:    runtime.Version(),
-		Host:         o.Host,
+		Host:         s.opts.Cluster.Host,
 		Port:         s.cl.port,
 		Headers:      true,
-		AuthRequired: o.Username != "",
+		AuthRequired: o.username != "",
 		TLSRequired:  s.cl.tls != nil,
 		TLSVerify:    s.cl.tls != nil,
 		MaxPayload:   s.limits().MaxPayload,
@@ -348,12 +357,12 @@ func (s *Server) routeInfo(withNonce bool) *route.Info {
 		Cluster:      name,
 		Dynamic:      dynamic,
 	}
-	if o.Advertise != "" {
-		host, port, _ := advertiseHostPort(o.Advertise, s.cl.port) // validated by Options.Validate
+	if o.advertise != "" {
+		host, port, _ := advertiseHostPort(o.advertise, s.cl.port) // validated by Options.Validate and ReloadCluster
 		in.Host, in.Port = host, port
 		in.IP = (&url.URL{Scheme: "nats-route", Host: net.JoinHostPort(host, strconv.Itoa(port)), Path: "/"}).String()
 	}
-	if !o.NoAdvertise {
+	if !o.noAdvertise {
 		in.ConnectURLs = s.cl.ownURLs
 	}
 	if withNonce {
@@ -488,5 +497,9 @@ func (s *Server) ClusterAuthOK(user, password string) bool {
 // peers that require credentials, as it does for routes learned from
 // gossip (nats-server v2.15.2 processImplicitRoute).
 func (s *Server) ClusterCredentials() (user, password string) {
-	return s.opts.Cluster.Username, s.opts.Cluster.Password
+	if s.cl == nil {
+		return "", ""
+	}
+	set := s.clusterSet()
+	return set.username, set.password
 }

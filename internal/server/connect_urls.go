@@ -47,7 +47,7 @@ func (s *Server) clientConnectURLs() []string {
 // list clients see changed. cluster.mu is held.
 func (s *Server) addPeerURLsLocked(in *route.Info) bool {
 	cl := s.cl
-	if s.opts.Cluster.NoAdvertise || in == nil || len(in.ConnectURLs) == 0 {
+	if s.clusterSet().noAdvertise || in == nil || len(in.ConnectURLs) == 0 {
 		return false
 	}
 	changed := !cl.urlsSet
@@ -63,7 +63,7 @@ func (s *Server) addPeerURLsLocked(in *route.Info) bool {
 // whether the list clients see changed. cluster.mu is held.
 func (s *Server) dropPeerURLsLocked(in *route.Info) bool {
 	cl := s.cl
-	if s.opts.Cluster.NoAdvertise || in == nil {
+	if in == nil {
 		return false
 	}
 	changed := false

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/cluster/jscluster"
@@ -75,6 +76,7 @@ func defaultStoreDir() string { return filepath.Join(os.TempDir(), "nats") }
 // account without it gets the API's 10039 answers. The engines share the
 // server's storage limits (jetstream.Usage).
 func (s *Server) startJetStream() error {
+	started := time.Now()
 	dir := s.opts.StoreDir
 	if dir == "" {
 		dir = defaultStoreDir()
@@ -112,10 +114,16 @@ func (s *Server) startJetStream() error {
 		return nil
 	}
 	mem, file := first.StorageLimits()
+	// nats-server v2.15.2's lines (jetstream.go enableJetStream), but its
+	// ASCII art and Strict (printed only when true; cairn's is false).
 	s.log.Noticef("Starting JetStream")
+	s.log.Noticef("---------------- JETSTREAM ----------------")
 	s.log.Noticef("  Max Memory:      %s", friendlyBytes(mem))
 	s.log.Noticef("  Max Storage:     %s", friendlyBytes(file))
 	s.log.Noticef("  Store Directory: %q", filepath.Join(dir, "jetstream"))
+	s.log.Noticef("  API Level:       %d", jsapi.APILevel)
+	s.log.Noticef("-------------------------------------------")
+	s.log.Noticef("Took %s to start JetStream", time.Since(started))
 	return nil
 }
 
@@ -142,6 +150,7 @@ func (s *Server) startAccountJetStream(acc *account, dir string, limits *config.
 		cfg.SyncStats = first.SyncStats()
 	}
 	cfg.Limits = engineLimits(limits)
+	cfg.DefaultMaxConsumers = s.opts.DefaultMaxConsumers
 	if d := s.opts.AckBeforeSyncInterval; d > 0 {
 		cfg.AckBeforeSyncInterval = d
 		s.log.Warnf("JetStream acknowledges file stream messages before they are synced (ack_before_sync_interval %v): a power loss can lose up to %v of acknowledged messages", d, d)
@@ -364,13 +373,19 @@ func (s *Server) JSAPIStats() (total, errors uint64) {
 }
 
 // Options returns the options the server was started with, defaults
-// filled in, with the security settings in force (a reload may have
-// changed them: ReloadSecurity); the limits a reload changed are in
-// Limits.
+// filled in, with the security and cluster settings in force (a reload
+// may have changed them: ReloadSecurity, ReloadCluster); the limits a
+// reload changed are in Limits.
 func (s *Server) Options() Options {
 	o := s.opts
 	sec := s.security()
 	o.Auth, o.Operator, o.TLS = sec.auth, sec.operator, sec.tlsCfg
+	if s.cl != nil {
+		set := s.clusterSet()
+		c := &o.Cluster
+		c.Routes, c.Advertise, c.NoAdvertise, c.ConnectRetries = slices.Clone(set.routes), set.advertise, set.noAdvertise, set.connectRetries
+		c.Username, c.Password = set.username, set.password
+	}
 	return o
 }
 

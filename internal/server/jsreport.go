@@ -1,6 +1,14 @@
 package server
 
-import "github.com/cairnmq/cairn/internal/cluster/jscluster"
+import (
+	"github.com/cairnmq/cairn/internal/cluster/jscluster"
+	"github.com/cairnmq/cairn/internal/raftnode"
+)
+
+// PeerID returns this server's 8-character peer ID in Raft groups (/jsz
+// meta_cluster.peer, /raftz id; jscluster.PeerID of the server name),
+// which the start banner's Node line shows as nats-server's does.
+func (s *Server) PeerID() string { return jscluster.PeerID(raftnode.ServerID(s.opts.ServerName)) }
 
 // JetStreamClusterHealth returns what keeps this server's part of a
 // clustered JetStream from being healthy (jscluster.Cluster.Health): the
@@ -44,4 +52,22 @@ func (s *Server) JetStreamAccountUsage(name string) (memory, store uint64, ok bo
 		return 0, 0, false
 	}
 	return s.jsc.AccountUsage(name)
+}
+
+// JetStreamRaftGroups returns this server's Raft groups of account (""
+// for the system account, whose group is the meta group), or the one
+// named group (jscluster.Cluster.RaftGroups), for /raftz; false without
+// JetStream clustering (nats-server v2.15.2: no Raft nodes registered).
+func (s *Server) JetStreamRaftGroups(account, group string) ([]jscluster.RaftGroup, bool) {
+	if s.jsc == nil {
+		return nil, false
+	}
+	sys := s.SystemAccount()
+	if account == "" {
+		account = sys
+	}
+	if account == "" {
+		return nil, true // no system account: nats-server's Raftz returns nil
+	}
+	return s.jsc.RaftGroups(sys, account, group), true
 }

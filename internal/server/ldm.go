@@ -150,7 +150,7 @@ func (s *Server) lameDuckInfoLocked() info {
 		base.ConnectURLs = slices.DeleteFunc(base.ConnectURLs, func(u string) bool {
 			return slices.Contains(s.cl.ownURLs, u)
 		})
-		if s.opts.Cluster.NoAdvertise {
+		if s.clusterSet().noAdvertise {
 			base.ConnectURLs = nil
 		}
 	}

@@ -453,7 +453,7 @@ func (c *client) sendTrace() {
 	s := c.srv
 	t.ev.Server = traceServerInfo{
 		Name: s.opts.ServerName, Host: s.opts.Host, ID: s.id, Domain: s.opts.JetStreamDomain,
-		Version: NATSVersion, FeatureFlags: traceFeatureFlags(), JetStream: s.opts.JetStream, Seq: traceSeq.Add(1), Time: time.Now().UTC(),
+		Version: NATSVersion, FeatureFlags: FeatureFlags(), JetStream: s.opts.JetStream, Seq: traceSeq.Add(1), Time: time.Now().UTC(),
 	}
 	if s.cl != nil {
 		s.cl.mu.Lock()
@@ -470,10 +470,13 @@ func (c *client) sendTrace() {
 	s.publishIn(t.acc, t.dest, t.dest, "", nil, body, pubNormal)
 }
 
-// traceFeatureFlags are nats-server v2.15.2's feature flags, each off
-// (the v1 ack and API reply formats, no raft delete ranges or snapshot
-// sources), as cairn behaves.
-func traceFeatureFlags() map[string]bool {
+// FeatureFlags returns nats-server v2.15.2's feature flags
+// (feature_flags.go), each off (the v1 ack and API reply formats, no
+// raft delete ranges or snapshot sources), as cairn behaves: the
+// feature_flags of /varz, of the $SYS replies' server and of trace
+// events. The configuration's feature_flags key is ignored
+// (docs/configuration.md). A new map at each call.
+func FeatureFlags() map[string]bool {
 	return map[string]bool{"js_ack_fc_v2": false, "js_api_reply_v2": false,
 		"js_raft_delete_range": false, "js_snapshot_sources": false}
 }

@@ -66,6 +66,10 @@ type Options struct {
 	// before the fsync and sync every interval (jetstream's
 	// ack_before_sync_interval); 0 acknowledges only fsynced messages.
 	AckBeforeSyncInterval time.Duration
+	// DefaultMaxConsumers is jetstream { limits { default_max_consumers } }
+	// (jetstream.Config.DefaultMaxConsumers): 0 is nats-server's 1000,
+	// negative no cap.
+	DefaultMaxConsumers int
 	// JetStreamDomain is the JetStream domain (jetstream { domain }): a
 	// client publish to $JS.<domain>.API.<suffix> is mapped as nats-server
 	// v2.15.2 maps it (jsdomain.go), and JetStream names the domain in

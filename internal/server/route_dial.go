@@ -28,31 +28,44 @@ const errorReportEvery = 60
 // dialed first), it does not dial: a second connection would only be a
 // duplicate, and replacing the first would briefly drop the peer's
 // interest.
-func (s *Server) solicitExplicit(u *url.URL) {
+func (s *Server) solicitExplicit(u *url.URL, stop <-chan struct{}) {
 	for attempts := 0; ; {
 		if r := s.routeAt(u); r != nil {
-			if !s.waitRoute(r) || !s.pause(routeConnectDelay+rand.N(routeJitter)) {
+			if !s.waitRoute(r, stop) || !s.pause(routeConnectDelay+rand.N(routeJitter), stop) {
 				return
 			}
 			continue
 		}
+		if stopped(stop) {
+			return
+		}
 		c, ok := s.dialOnce(u, true, &attempts)
 		switch {
 		case !ok:
-			if !s.pause(routeConnectDelay) {
+			if !s.pause(routeConnectDelay, stop) {
 				return
 			}
 			continue
-		case c == nil, !s.waitRouteEnd(c):
-			return // shutting down
+		case c == nil, !s.waitRouteEnd(c, stop):
+			return // shutting down, or the route removed
 		case c.route.outcome == outcomeSelf:
 			s.log.Debugf("Detected route to self, ignoring %q", u.Redacted())
 			s.markSelfURL(u)
 			return
 		}
-		if !s.pause(routeConnectDelay + rand.N(routeJitter)) {
+		if !s.pause(routeConnectDelay+rand.N(routeJitter), stop) {
 			return
 		}
+	}
+}
+
+// stopped reports whether stop is closed (a reload removed the route).
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -72,8 +85,8 @@ func (s *Server) implicitRoute(in *route.Info) {
 	}
 	cl.pending[in.ID] = true
 	cl.mu.Unlock()
-	if in.AuthRequired && s.opts.Cluster.Username != "" {
-		u.User = url.UserPassword(s.opts.Cluster.Username, s.opts.Cluster.Password)
+	if user, pass := s.ClusterCredentials(); in.AuthRequired && user != "" {
+		u.User = url.UserPassword(user, pass)
 	}
 	if !s.goroutine(func() { s.solicitImplicit(u, in.ID) }) {
 		cl.mu.Lock()
@@ -88,7 +101,7 @@ func (s *Server) isExplicit(in *route.Info, u *url.URL) bool {
 	port := strconv.Itoa(in.Port)
 	a := strings.ToLower(net.JoinHostPort(in.Host, port))
 	b := strings.ToLower(net.JoinHostPort(u.Hostname(), port))
-	for _, r := range s.opts.Cluster.Routes {
+	for _, r := range s.clusterSet().routes {
 		if h := strings.ToLower(r.Host); h == a || h == b {
 			return true
 		}
@@ -107,10 +120,10 @@ func (s *Server) solicitImplicit(u *url.URL, id string) {
 	for {
 		attempts := 0
 		c := s.dialRouteLimited(u, &attempts)
-		if c == nil || !s.waitRouteEnd(c) || c.route.outcome != outcomeClosed {
+		if c == nil || !s.waitRouteEnd(c, nil) || c.route.outcome != outcomeClosed {
 			return
 		}
-		if !s.pause(routeConnectDelay + rand.N(routeJitter)) {
+		if !s.pause(routeConnectDelay+rand.N(routeJitter), nil) {
 			return
 		}
 	}
@@ -124,7 +137,7 @@ func (s *Server) dialRouteLimited(u *url.URL, attempts *int) *client {
 		if c, ok := s.dialOnce(u, false, attempts); ok {
 			return c
 		}
-		if *attempts > s.opts.Cluster.ConnectRetries || !s.pause(routeConnectDelay) {
+		if *attempts > s.clusterSet().connectRetries || !s.pause(routeConnectDelay, nil) {
 			return nil
 		}
 	}
@@ -205,23 +218,28 @@ func (s *Server) routeAt(u *url.URL) *client {
 }
 
 // waitRoute waits until route r closes; it returns false when the server
-// shuts down first.
-func (s *Server) waitRoute(r *client) bool {
+// shuts down or stop closes first (nil: never).
+func (s *Server) waitRoute(r *client, stop <-chan struct{}) bool {
 	select {
 	case <-r.route.done:
 		return true
 	case <-s.cl.quit:
+		return false
+	case <-stop:
 		return false
 	}
 }
 
 // waitRouteEnd waits until route c has closed; when another connection to
 // the same peer was kept instead, it also waits until that one closes. It
-// returns false when the server shuts down first.
-func (s *Server) waitRouteEnd(c *client) bool {
+// returns false when the server shuts down or stop closes first (nil:
+// never).
+func (s *Server) waitRouteEnd(c *client, stop <-chan struct{}) bool {
 	select {
 	case <-c.route.done:
 	case <-s.cl.quit:
+		return false
+	case <-stop:
 		return false
 	}
 	if c.route.outcome != outcomeDuplicate {
@@ -238,17 +256,22 @@ func (s *Server) waitRouteEnd(c *client) bool {
 		return true
 	case <-s.cl.quit:
 		return false
+	case <-stop:
+		return false
 	}
 }
 
-// pause waits d, or reports false when the server shuts down first.
-func (s *Server) pause(d time.Duration) bool {
+// pause waits d, or reports false when the server shuts down or stop
+// closes first (nil: never).
+func (s *Server) pause(d time.Duration, stop <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return true
 	case <-s.cl.quit:
+		return false
+	case <-stop:
 		return false
 	}
 }

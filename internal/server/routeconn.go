@@ -45,6 +45,10 @@ type routeConn struct {
 	outcome    routeOutcome
 	dupOf      string // outcomeDuplicate: the peer whose other connection is kept
 	ldm        bool   // the peer announced lame duck mode (peerLameDuck)
+	// connUser and connPass are the credentials of an accepted route's
+	// CONNECT, checked again when a reload changes the cluster's
+	// (ReloadCluster).
+	connUser, connPass string
 
 	headers bool // the peer understands HMSG; set before registering, read by publishers after
 }
@@ -169,14 +173,17 @@ func (rc *routeConn) ProcessConnect(arg []byte) error {
 	}
 	rc.connectSeen = true
 	rc.headers = cn.Headers
+	s.cl.mu.Lock()
+	rc.connUser, rc.connPass = cn.User, cn.Pass
+	s.cl.mu.Unlock()
 	return nil
 }
 
 // routeAuthOK checks a CONNECT's credentials when the cluster requires
 // them.
 func (s *Server) routeAuthOK(cn *route.Connect) bool {
-	o := &s.opts.Cluster
-	return o.Username == "" || (cn.User == o.Username && cn.Pass == o.Password)
+	o := s.clusterSet()
+	return o.username == "" || (cn.User == o.username && cn.Pass == o.password)
 }
 
 // checkClusterName accepts a peer's cluster name, adopting it when this
@@ -384,7 +391,9 @@ func (s *Server) removeRoute(c *client) {
 	if rc.info != nil {
 		name = " - Remote: " + rc.info.Name
 	}
-	c.log.Noticef("%s - rid:%d - Router connection closed%s", c.addr, c.cid, name)
+	// As nats-server v2.15.2 logs it (client.go closeConnection): the
+	// reason, then the peer.
+	c.log.Noticef("%s - rid:%d - Router connection closed: %s%s", c.addr, c.cid, CloseReason(c.reason.Load()), name)
 	if changed {
 		s.sendAsyncInfo()
 	}

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 
 	"github.com/cairnmq/cairn/internal/raftnode"
@@ -123,6 +124,11 @@ func NewState() *State {
 
 // NextGroup returns the group ID the next assignment will get.
 func (s *State) NextGroup() raftnode.GroupID { return s.nextGroup }
+
+// Accounts returns the names of the accounts with streams, sorted.
+func (s *State) Accounts() []string {
+	return slices.Sorted(maps.Keys(s.accounts))
+}
 
 // Streams returns the account's streams, sorted by name.
 func (s *State) Streams(account string) []StreamAssignment {
