@@ -50,7 +50,7 @@ type Config struct {
 type Result struct {
 	Fault   string
 	Target  string        // the servers the fault hit
-	ToAck   time.Duration // fault → first PubAck of a publish sent after it
+	ToAck   time.Duration // fault in effect → first PubAck of a publish sent after it
 	Healed  time.Duration // heal → first PubAck of a publish sent after it
 	Current time.Duration // heal → every replica current in stream info
 	Errors  int64         // failed publish attempts (retried)
@@ -123,7 +123,7 @@ func (r *runner) connect(first int) (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect(strings.Join(urls, ","), nats.DontRandomize(), nats.MaxReconnects(-1),
 		nats.ReconnectWait(50*time.Millisecond), nats.PingInterval(2*time.Second), nats.MaxPingsOutstanding(2),
-		nats.Timeout(2*time.Second))
+		nats.Timeout(2*time.Second), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
 		return nil, err
 	}

@@ -95,11 +95,11 @@ func (r *runner) run(res *Result) error {
 		return err
 	}
 	cfg.Logf("%s: leader %s, %d acks before the fault", cfg.Fault, c.Servers[lead].Name, h.ackCount())
-	t0 := time.Now()
 	heal, avoid, target, err := r.inject(cfg.Fault, lead)
 	if err != nil {
 		return err
 	}
+	t0 := time.Now() // the fault is in effect: processes gone, stopped, or bytes held
 	res.Target = target
 	hold := time.Now().Add(cfg.MinHold)
 	if !stalls[cfg.Fault] {

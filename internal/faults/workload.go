@@ -159,7 +159,9 @@ func runSync(js jetstream.JetStream, subject string, h *history, cfg producerCon
 
 // runAsync publishes a new message every interval without waiting for
 // acknowledgements (up to 4096 in flight); a failed attempt is sent again
-// (same Nats-Msg-Id) before new messages. After stop it only retries,
+// (same Nats-Msg-Id) before new messages. nats.go's own retry of a 503 is
+// off (it would resend behind later messages without the history
+// knowing), as it is for runSync. After stop it only retries,
 // until every message is acknowledged or giveUp is closed.
 func runAsync(js jetstream.JetStream, subject string, h *history, cfg producerConfig, stop, giveUp <-chan struct{}) {
 	var (
@@ -203,7 +205,8 @@ func runAsync(js jetstream.JetStream, subject string, h *history, cfg producerCo
 			h.mu.Unlock()
 		}
 		sent := time.Now()
-		f, err := js.PublishMsgAsync(message(subject, r.key), jetstream.WithStallWait(cfg.timeout))
+		f, err := js.PublishMsgAsync(message(subject, r.key), jetstream.WithStallWait(cfg.timeout),
+			jetstream.WithRetryAttempts(0))
 		if err != nil {
 			h.errs.Add(1)
 			mu.Lock()
