@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/faults"
@@ -40,8 +39,8 @@ func main() {
 	if bins["nats-server"] == "" {
 		bins["nats-server"] = findNatsServer()
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "fault\tround\tserver\ttarget\tacked\tstored\tfault→1st ack\theal→writable\theal→all current\tfailed attempts\tcheck\t")
+	row := func(cols ...any) { fmt.Printf("%-21s %5v %-11s %-12s %6v %6v %13v %13v %16v %8v  %v\n", cols...) }
+	row("fault", "round", "server", "target", "acked", "stored", "fault→1st ack", "heal→writable", "heal→all current", "failures", "check")
 	failed := false
 	for _, fault := range strings.Split(*list, ",") {
 		for r := 1; r <= *rounds; r++ {
@@ -54,8 +53,7 @@ func main() {
 				res, err := faults.Run(cfg)
 				if err != nil {
 					failed = true
-					fmt.Fprintf(tw, "%s\t%d\t%s\t\t\t\t\t\t\t\terror: %v\t\n", fault, r, srv, err)
-					tw.Flush()
+					row(fault, r, srv, "", "", "", "", "", "", "", "error: "+err.Error())
 					continue
 				}
 				check := res.Report.String()
@@ -63,9 +61,8 @@ func main() {
 					failed = true
 					check += " (kept " + res.Dir + ")"
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%d\t%s\t\n", fault, r, srv, res.Target,
-					res.Report.Acked, res.Report.Stored, dur(res.ToAck), dur(res.Healed), dur(res.Current), res.Errors, check)
-				tw.Flush()
+				row(fault, r, srv, res.Target, res.Report.Acked, res.Report.Stored, dur(res.ToAck), dur(res.Healed),
+					dur(res.Current), res.Errors, check)
 			}
 		}
 	}

@@ -3,7 +3,9 @@ package faults
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -166,4 +168,42 @@ func check(h *history, msgs []stored, async map[int]bool) *Report {
 		}
 	}
 	return rep
+}
+
+// replicaState is a server's own replica of the stream, from its /jsz.
+type replicaState struct {
+	Messages uint64 `json:"messages"`
+	Bytes    uint64 `json:"bytes"`
+	FirstSeq uint64 `json:"first_seq"`
+	LastSeq  uint64 `json:"last_seq"`
+}
+
+// localState reads the state of the stream's replica on the server whose
+// monitoring URL is mon (/jsz?streams=true, nats-server's account detail).
+func localState(mon, stream string) (*replicaState, error) {
+	cl := http.Client{Timeout: 2 * time.Second}
+	resp, err := cl.Get(mon + "/jsz?accounts=true&streams=true")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var jsz struct {
+		Accounts []struct {
+			Streams []struct {
+				Name  string       `json:"name"`
+				State replicaState `json:"state"`
+			} `json:"stream_detail"`
+		} `json:"account_details"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&jsz); err != nil {
+		return nil, err
+	}
+	for _, a := range jsz.Accounts {
+		for _, s := range a.Streams {
+			if s.Name == stream {
+				return &s.State, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("%s: no stream %s in /jsz", mon, stream)
 }

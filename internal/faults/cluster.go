@@ -17,6 +17,7 @@ import (
 type Server struct {
 	Name   string // server name (-n)
 	URL    string // client URL
+	Mon    string // monitoring URL (-m)
 	store  string // JetStream store directory (-sd)
 	args   []string
 	logf   string
@@ -61,9 +62,15 @@ func StartCluster(bin, dir string, n int) (*Cluster, error) {
 			c.Close()
 			return nil, err
 		}
+		monPort, err := freePort()
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
 		s := &Server{Name: name, URL: "nats://127.0.0.1:" + strconv.Itoa(clientPort), proxy: p,
+			Mon:   "http://127.0.0.1:" + strconv.Itoa(monPort),
 			store: filepath.Join(dir, name), logf: filepath.Join(dir, name+".log"), state: "killed"}
-		s.args = []string{"-a", "127.0.0.1", "-p", strconv.Itoa(clientPort), "-n", name,
+		s.args = []string{"-a", "127.0.0.1", "-p", strconv.Itoa(clientPort), "-m", strconv.Itoa(monPort), "-n", name,
 			"-js", "-sd", s.store, "--cluster", "nats://127.0.0.1:" + strconv.Itoa(clusterPort),
 			"--cluster_advertise", p.addr(), "--cluster_name", "FAULTS"}
 		routes = append(routes, "nats://"+p.addr())

@@ -164,6 +164,9 @@ func (r *runner) run(res *Result) error {
 	}
 	full := check(h, msgs, async)
 	full.Problems = append(full.Problems, rep.Problems...)
+	if err := r.replicasAgree(msgs); err != nil {
+		full.Problems = append(full.Problems, err.Error())
+	}
 	if err := until(cfg.Wait, func() error {
 		for _, m := range msgs {
 			if m.ok && !clog.has(m.k) {
@@ -254,4 +257,31 @@ func (r *runner) inject(fault string, lead int) (func() error, map[int]bool, str
 		return restart(i), nil, names(i), nil
 	}
 	return nil, nil, "", fmt.Errorf("unknown fault %q (known: %v)", fault, Faults)
+}
+
+// replicasAgree waits (cfg.Wait at most) until every server's own replica
+// of the stream (its /jsz) holds what was read from the stream: the same
+// count, first and last sequence on all three, and the same bytes.
+func (r *runner) replicasAgree(msgs []stored) error {
+	var want replicaState
+	if len(msgs) > 0 {
+		want = replicaState{Messages: uint64(len(msgs)), FirstSeq: msgs[0].seq, LastSeq: msgs[len(msgs)-1].seq}
+	}
+	return until(r.cfg.Wait, func() error {
+		var first *replicaState
+		for _, s := range r.c.Servers {
+			st, err := localState(s.Mon, streamName)
+			if err != nil {
+				return err
+			}
+			if st.Messages != want.Messages || st.LastSeq != want.LastSeq || (want.Messages > 0 && st.FirstSeq != want.FirstSeq) {
+				return fmt.Errorf("replica on %s holds %+v, the stream read %+v", s.Name, *st, want)
+			}
+			if first != nil && st.Bytes != first.Bytes {
+				return fmt.Errorf("replica on %s holds %d bytes, another %d", s.Name, st.Bytes, first.Bytes)
+			}
+			first = st
+		}
+		return nil
+	})
 }
