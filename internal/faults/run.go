@@ -23,7 +23,7 @@ import (
 // Faults lists the faults Run knows, in the order bench/faults runs them.
 var Faults = []string{
 	"kill-leader", "kill-random", "kill-majority", "pause-leader", "restart-all",
-	"partition-leader-out", "partition-leader-in", "partition-leader", "wipe-random",
+	"partition-leader-out", "partition-leader-in", "partition-leader", "partition-random", "wipe-random",
 }
 
 // stalls are the faults after which a majority is down: the stream is

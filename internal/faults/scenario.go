@@ -208,6 +208,9 @@ func (r *runner) inject(fault string, lead int) (func() error, map[int]bool, str
 				s += ","
 			}
 			s += c.Servers[x].Name
+			if x == lead && len(idx) < n {
+				s += " (leader)"
+			}
 		}
 		return s
 	}
@@ -217,7 +220,7 @@ func (r *runner) inject(fault string, lead int) (func() error, map[int]bool, str
 	switch fault {
 	case "kill-leader":
 		c.Kill(lead)
-		return restart(lead), nil, names(lead) + " (leader)", nil
+		return restart(lead), nil, names(lead), nil
 	case "kill-random":
 		i := r.rng.IntN(n)
 		c.Kill(i)
@@ -228,13 +231,17 @@ func (r *runner) inject(fault string, lead int) (func() error, map[int]bool, str
 		return restart(lead, o), nil, names(lead, o), nil
 	case "pause-leader":
 		c.Pause(lead)
-		return func() error { c.Resume(lead); return nil }, nil, names(lead) + " (leader)", nil
+		return func() error { c.Resume(lead); return nil }, nil, names(lead), nil
 	case "restart-all":
 		all := c.all()
 		c.Kill(all...)
 		return restart(all...), nil, "all", nil
-	case "partition-leader-out", "partition-leader-in", "partition-leader":
-		me := c.Servers[lead].Name
+	case "partition-leader-out", "partition-leader-in", "partition-leader", "partition-random":
+		cut := lead
+		if fault == "partition-random" {
+			cut = r.rng.IntN(n)
+		}
+		me := c.Servers[cut].Name
 		for _, s := range c.Servers {
 			if s.Name == me {
 				continue
@@ -247,7 +254,7 @@ func (r *runner) inject(fault string, lead int) (func() error, map[int]bool, str
 			}
 		}
 		heal := func() error { c.Net.Heal(); return nil }
-		return heal, map[int]bool{lead: true}, names(lead) + " (leader)", nil
+		return heal, map[int]bool{cut: true}, names(cut), nil
 	case "wipe-random":
 		i := r.rng.IntN(n)
 		c.Kill(i)
