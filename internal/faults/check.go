@@ -52,6 +52,7 @@ func readStream(js jetstream.JetStream, stream string, d time.Duration) ([]store
 		}
 		batch, err := oc.Fetch(1000, jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
+			time.Sleep(100 * time.Millisecond)
 			continue
 		}
 		for m := range batch.Messages() {

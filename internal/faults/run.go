@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -91,6 +92,14 @@ func Run(cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Fault: cfg.Fault, ToAck: -1, Healed: -1, Current: -1}
+	if ev, err := os.Create(filepath.Join(dir, "events.log")); err == nil {
+		defer ev.Close()
+		logf := cfg.Logf
+		cfg.Logf = func(format string, args ...any) {
+			fmt.Fprintf(ev, "%s "+format+"\n", append([]any{time.Now().UTC().Format("15:04:05.000000")}, args...)...)
+			logf(format, args...)
+		}
+	}
 	c, err := StartCluster(cfg.Bin, dir, 3)
 	if err != nil {
 		return nil, err

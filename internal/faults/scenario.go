@@ -100,6 +100,7 @@ func (r *runner) run(res *Result) error {
 		return err
 	}
 	t0 := time.Now() // the fault is in effect: processes gone, stopped, or bytes held
+	cfg.Logf("%s: in effect on %s", cfg.Fault, target)
 	res.Target = target
 	hold := time.Now().Add(cfg.MinHold)
 	if !stalls[cfg.Fault] {

@@ -41,11 +41,10 @@ type ackEvent struct{ sent, acked time.Time }
 
 // history is what the producers did; safe for concurrent use.
 type history struct {
-	mu      sync.Mutex
-	recs    map[key]*record
-	acks    []ackEvent
-	errs    atomic.Int64
-	payload func(k key) []byte
+	mu   sync.Mutex
+	recs map[key]*record
+	acks []ackEvent
+	errs atomic.Int64
 }
 
 func newHistory() *history {
