@@ -46,27 +46,26 @@ func StartCluster(bin, dir string, n int) (*Cluster, error) {
 	c := &Cluster{Bin: bin, Dir: dir}
 	c.Net = newNet(c.pids)
 	var routes []string
+	// The proxies listen first, so that the ports chosen next avoid theirs.
+	proxies := make([]*proxy, n)
+	for i := range proxies {
+		p, err := c.Net.addProxy("n"+strconv.Itoa(i+1), "")
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		proxies[i] = p
+	}
+	ports, err := freePorts(3 * n)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
 	for i := 0; i < n; i++ {
 		name := "n" + strconv.Itoa(i+1)
-		clusterPort, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		p, err := c.Net.addProxy(name, "127.0.0.1:"+strconv.Itoa(clusterPort))
-		if err != nil {
-			c.Close()
-			return nil, err
-		}
-		clientPort, err := freePort()
-		if err != nil {
-			c.Close()
-			return nil, err
-		}
-		monPort, err := freePort()
-		if err != nil {
-			c.Close()
-			return nil, err
-		}
+		clusterPort, clientPort, monPort := ports[3*i], ports[3*i+1], ports[3*i+2]
+		p := proxies[i]
+		p.setTarget("127.0.0.1:" + strconv.Itoa(clusterPort))
 		s := &Server{Name: name, URL: "nats://127.0.0.1:" + strconv.Itoa(clientPort), proxy: p,
 			Mon:   "http://127.0.0.1:" + strconv.Itoa(monPort),
 			store: filepath.Join(dir, name), logf: filepath.Join(dir, name+".log"), state: "killed"}
@@ -219,13 +218,19 @@ func (c *Cluster) Index(name string) int {
 	return -1
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// freePorts returns n distinct loopback ports nothing listens on now:
+// all n are held open together, so that none is handed out twice.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
 }
 
 // until retries f every 50 ms until it succeeds or d has passed, and

@@ -77,7 +77,7 @@ func (n *Net) wait(from, to string, p *proxy) {
 type proxy struct {
 	net    *Net
 	name   string
-	target string
+	target string // under net.mu
 	ln     net.Listener
 	closed bool // under net.mu
 	conns  map[net.Conn]bool
@@ -98,6 +98,13 @@ func (n *Net) addProxy(name, target string) (*proxy, error) {
 
 func (p *proxy) addr() string { return p.ln.Addr().String() }
 
+// setTarget sets the address the proxy forwards to.
+func (p *proxy) setTarget(addr string) {
+	p.net.mu.Lock()
+	p.target = addr
+	p.net.mu.Unlock()
+}
+
 func (p *proxy) accept() {
 	for {
 		c, err := p.ln.Accept()
@@ -110,7 +117,10 @@ func (p *proxy) accept() {
 
 func (p *proxy) serve(c net.Conn) {
 	dialer := p.dialer(c)
-	t, err := net.Dial("tcp", p.target)
+	p.net.mu.Lock()
+	target := p.target
+	p.net.mu.Unlock()
+	t, err := net.Dial("tcp", target)
 	if err != nil {
 		c.Close()
 		return
