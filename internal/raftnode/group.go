@@ -348,6 +348,7 @@ func (g *group) prepare() {
 	}
 	g.reannounce = nil
 	g.maybeWake(inbox, props, reqs)
+	g.forgetFirst(reqs)
 	stepped := g.propose(props)
 	var quiesce *pb.Message // a quiesce heartbeat from the leader
 	others := false         // messages other than quiesce heartbeats
@@ -502,16 +503,30 @@ func (g *group) request(r request) {
 		g.prepareCompact(r.index)
 	case reqRead:
 		g.startRead(r.read)
-	case reqWake:
-		if r.forget && g.rn.BasicStatus().RaftState == raft.StateFollower {
+	case reqWake: // a forget is done first (forgetFirst)
+	}
+	if r.done != nil {
+		close(r.done)
+	}
+}
+
+// forgetFirst does the forgets among reqs (a wake for a leader whose
+// server was found dead or reported gone) before the round steps its
+// inbox: a pre-vote from a replica that forgot the same leader a moment
+// earlier must find this one no longer in that leader's lease, or it is
+// refused and both wait a whole election timeout more. A follower
+// forgets its leader (so PreVote is granted at once) and takes an
+// election timeout's worth of ticks, so that it campaigns within the
+// randomised remainder.
+func (g *group) forgetFirst(reqs []request) {
+	for _, r := range reqs {
+		if r.kind == reqWake && r.forget && g.rn.BasicStatus().RaftState == raft.StateFollower {
 			_ = g.rn.ForgetLeader()
 			for range g.n.cfg.ElectionTicks {
 				g.rn.Tick()
 			}
+			return
 		}
-	}
-	if r.done != nil {
-		close(r.done)
 	}
 }
 

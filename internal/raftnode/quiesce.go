@@ -266,3 +266,50 @@ func (g *group) quorumAlive(peers map[ReplicaID]ServerID) bool {
 	}
 	return majority(cs.GetVoters()) && majority(cs.GetVotersOutgoing())
 }
+
+// PeerUnreachable tells the node that server s is gone (its transport's
+// evidence: the Raft connection to it ended and its cluster port refused
+// the redial, or no route names it any more). s counts as dead at once,
+// as it would after ElectionTicks without a beat, and every replica here
+// whose leader is on s forgets that leader and campaigns within the
+// randomised part of its election timeout (reqWake), as a quiet follower
+// does when its leader's server falls silent: a SIGKILLed leader is
+// replaced about half an election timeout after its death instead of one
+// to two timeouts after its last heartbeat (docs/clustering.md,
+// "Failover"). A follower that forgot a leader still alive relearns it
+// from its next heartbeat, and the other followers, still in its lease,
+// refuse the forgetful one's pre-votes. The next frame from s revives it
+// (checkLiveness). An unknown server, or one known dead, changes nothing.
+func (n *Node) PeerUnreachable(s ServerID) {
+	now := n.ticks.Load()
+	n.alive.mu.Lock()
+	fresh := s != n.cfg.Server && slices.Contains(n.alive.peers, s) && !n.alive.dead[s]
+	if fresh {
+		n.alive.dead[s] = true
+		n.alive.heard[s] = now - min(now, uint64(n.cfg.ElectionTicks)+1)
+	}
+	n.alive.mu.Unlock()
+	if !fresh {
+		return
+	}
+	n.cfg.Debugf("raftnode: %s is gone (its transport says)", s)
+	n.mu.RLock()
+	list := n.mu.list
+	n.mu.RUnlock()
+	for _, g := range list { // the busy followers first: wakeFor makes the quiet ones busy
+		g.mu.Lock()
+		hit := !g.mu.quiet && g.mu.fenced == nil && g.mu.status.Role == Follower && g.mu.status.LeaderServer == s
+		if hit {
+			g.mu.reqs = append(g.mu.reqs, request{kind: reqWake, forget: true})
+		}
+		g.mu.Unlock()
+		if hit {
+			n.sched.enqueue(g)
+		}
+	}
+	n.wakeFor([]ServerID{s}, true, list)
+	select {
+	case n.sched.wake <- struct{}{}:
+	default:
+	}
+}

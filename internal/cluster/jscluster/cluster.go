@@ -167,7 +167,7 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 		return nil, fmt.Errorf("jscluster: open the Raft WAL: %w", err)
 	}
 	c.node = node
-	c.tr = transport.New(host, transport.Config{Logf: cfg.Logf, Infof: cfg.Infof, Incarnation: node.Incarnation(), Tags: cfg.Tags, Known: c.known})
+	c.tr = transport.New(host, transport.Config{Logf: cfg.Logf, Infof: cfg.Infof, Incarnation: node.Incarnation(), Tags: cfg.Tags, Known: c.known, Gone: node.PeerUnreachable})
 	late.tr.Store(c.tr)
 	c.svc = catchup.New(catchup.Config{Send: c.tr.Send, Logf: cfg.Logf})
 	c.tr.Attach(catchup.Mux(node, c.svc))

@@ -3,10 +3,12 @@ package transport
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/raftnode"
@@ -28,6 +30,7 @@ type peer struct {
 		conn   net.Conn // the connection being dialed or written, for Close
 		up     bool     // conn is past its handshake
 		down   bool     // the last dial failed and no connection is up
+		lost   bool     // a connection that was up ended, and Config.Gone was not told since
 		q      [][]byte // frames waiting for the writer
 		qBytes int
 		beat   bool // q holds a liveness-only frame
@@ -92,9 +95,28 @@ func (p *peer) setRoute(addr, id string) {
 	if restarted && p.mu.conn != nil {
 		_ = p.mu.conn.Close()
 	}
+	unrouted := addr == "" && !p.mu.up
 	p.mu.Unlock()
 	if moved || restarted {
 		signal(p.kick)
+	}
+	if unrouted {
+		p.gone()
+	}
+}
+
+// gone tells Config.Gone, once per lost connection, that the peer's
+// process is evidently gone: the connection that was up ended and the
+// peer's cluster port refused the redial, or no route names the peer any
+// more. Either alone is no evidence: a connection ends on a network
+// fault too, and a route can drop while the Raft connection is up.
+func (p *peer) gone() {
+	p.mu.Lock()
+	fire := p.mu.lost
+	p.mu.lost = false
+	p.mu.Unlock()
+	if fire && p.t.cfg.Gone != nil {
+		p.t.cfg.Gone(p.name)
 	}
 }
 
@@ -134,7 +156,9 @@ func (p *peer) setConn(nc net.Conn) bool {
 func (p *peer) setState(up, failed bool) {
 	p.mu.Lock()
 	p.mu.up, p.mu.down = up, failed
-	if !up {
+	if up {
+		p.mu.lost = false
+	} else {
 		p.mu.conn = nil
 	}
 	if failed {
@@ -157,6 +181,7 @@ func (p *peer) run() {
 		p.mu.Unlock()
 		if addr == "" {
 			p.setState(false, false)
+			p.gone()
 			p.waitKick(0)
 			continue
 		}
@@ -165,6 +190,9 @@ func (p *peer) run() {
 			failures++
 			if p.t.closing() {
 				return
+			}
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				p.gone()
 			}
 			switch {
 			case failures == 1:
@@ -184,6 +212,9 @@ func (p *peer) run() {
 		p.t.cfg.Infof("transport: connected to %s at %s", p.name, addr)
 		err = p.pump(bw)
 		p.closeConn()
+		p.mu.Lock()
+		p.mu.lost = true
+		p.mu.Unlock()
 		p.setState(false, false)
 		if !p.t.closing() {
 			p.t.cfg.Infof("transport: connection to %s lost: %v", p.name, err)

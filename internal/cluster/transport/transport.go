@@ -121,6 +121,11 @@ type Config struct {
 	// Known, if set, returns the store incarnation this server's catalogue
 	// knows each server by, sent in every hello (PeerKnown).
 	Known func() map[raftnode.ServerID]raftnode.Incarnation
+	// Gone, if set, is told once per lost connection that the peer's
+	// process is evidently gone: its connection ended and then its
+	// cluster port refused the redial, or no route names it any more
+	// (raftnode.Node.PeerUnreachable). It must not block.
+	Gone func(raftnode.ServerID)
 }
 
 func (c *Config) fill() {
