@@ -21,7 +21,7 @@ type peer struct {
 	t    *Transport
 	name raftnode.ServerID
 	wake chan struct{} // a token: frames were queued
-	kick chan struct{} // a token: the address changed; dial now
+	kick chan struct{} // a token: the address changed or went away; dial now, or tell Config.Gone
 
 	mu struct {
 		sync.Mutex
@@ -97,11 +97,8 @@ func (p *peer) setRoute(addr, id string) {
 	}
 	unrouted := addr == "" && !p.mu.up
 	p.mu.Unlock()
-	if moved || restarted {
-		signal(p.kick)
-	}
-	if unrouted {
-		p.gone()
+	if moved || restarted || unrouted {
+		signal(p.kick) // unrouted: the writer tells Config.Gone (gone), holding no lock
 	}
 }
 
