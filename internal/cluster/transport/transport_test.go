@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -282,4 +283,47 @@ func TestServerStopsFirst(t *testing.T) {
 	b.srv.LameDuck(time.Second, time.Millisecond)
 	b.tr.Close()
 	waitFor(t, "a to find b gone", func() bool { return a.tr.Send("b", []byte("x")) != nil })
+}
+
+// TestGone: a peer whose server stops (its Raft connection ends, then its
+// route goes and its cluster port refuses the redial) is reported to
+// Config.Gone, once for that lost connection (docs/clustering.md, "The
+// process-level fault suite").
+func TestGone(t *testing.T) {
+	var mu sync.Mutex
+	var gone []raftnode.ServerID
+	cfg := &Config{Gone: func(s raftnode.ServerID) {
+		mu.Lock()
+		gone = append(gone, s)
+		mu.Unlock()
+	}}
+	reported := func() []raftnode.ServerID {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(gone)
+	}
+	a := startMember(t, "a", cred{}, cfg)
+	b := startMember(t, "b", cred{}, &Config{}, a.routeURL(cred{}))
+	waitRoutes(t, a, b)
+	var rb recorder
+	b.tr.Attach(&rb)
+	sendUntilQueued(t, a.tr, "b", []byte("one"))
+	waitFor(t, "the first frame", func() bool { return len(rb.got()) == 1 })
+	if g := reported(); len(g) != 0 {
+		t.Fatalf("reported gone while up: %v", g)
+	}
+	b.stop()
+	// A writer finds its connection broken when it writes: raftnode
+	// sends every peer a beat each tick.
+	waitFor(t, "b to be reported gone", func() bool {
+		_ = a.tr.Send("b", []byte("beat"))
+		return len(reported()) > 0
+	})
+	waitFor(t, "the route to b to go", func() bool { return a.srv.NumRoutes() == 0 })
+	for range 20 { // frames queued to b meanwhile report nothing more
+		_ = a.tr.Send("b", []byte("lost"))
+	}
+	if g := reported(); !slices.Equal(g, []raftnode.ServerID{"b"}) {
+		t.Fatalf("reported %v, want b once", g)
+	}
 }
