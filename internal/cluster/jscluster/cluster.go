@@ -354,6 +354,8 @@ func (c *Cluster) run() {
 			c.replaceStale()
 			c.reconcileMemberships()
 			c.retireReplicas()
+			c.convertReplicas()
+			c.askSettles()
 			c.checkpointConsumers()
 			if !recovered {
 				recovered = c.noteRecovered()

@@ -32,6 +32,10 @@ import (
 //	$SYS.JSC.CONSUMER.ASSIGNMENT.DELETE        no reply: assignmentDelete, the consumer
 //	                                           past its inactive_threshold; the meta
 //	                                           leader proposes its RemoveConsumer
+//	$SYS.JSC.STREAM.SETTLE                     no reply: settleMsg, a stream scaled down
+//	                                           to one replica runs without its group;
+//	                                           the meta leader proposes its SettleStream
+//	                                           (scaledown.go)
 //	$SYS._INBOX.<id>.<n>                       the replies to this server's requests
 //
 // nats-server answers $JSC.CI with the ConsumerInfo alone; cairn's reply
@@ -117,6 +121,7 @@ func (c *Cluster) AttachSystem(tr jetstream.Transport) error {
 		{consumerInfoPrefix + "*.*.*", c.onConsumerInfo},
 		{streamInfoPrefix + "*.*", c.onStreamInfo}, // gather.go
 		{assignmentDelete, c.onAssignmentDelete},
+		{settleSubject, c.onSettle}, // scaledown.go
 		{s.inbox + "*", c.onReply},
 	} {
 		x, err := tr.Subscribe(sub.subj, "", sub.h)

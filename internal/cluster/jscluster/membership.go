@@ -158,9 +158,13 @@ func (c *Cluster) reconcileMembership(k streamKey, r *replica) {
 			extraVoters = append(extraVoters, rs.Replica)
 		}
 	}
-	// The leader's own replica, if it leaves, goes last (handOver).
+	// The leader's own replica, if it leaves, goes last (handOver); one
+	// that is down goes first, while the others still make a quorum.
 	slices.SortStableFunc(extraVoters, func(a, b raftnode.ReplicaID) int {
-		return cmpBool(a == st.Replica, b == st.Replica)
+		if c := cmpBool(a == st.Replica, b == st.Replica); c != 0 {
+			return c
+		}
+		return cmpBool(have[a].Active, have[b].Active)
 	})
 	for _, x := range r.sa.Replicas {
 		if _, ok := have[x.ID]; !ok {
@@ -189,7 +193,7 @@ func (c *Cluster) reconcileMembership(k streamKey, r *replica) {
 			break
 		}
 	}
-	if changes == nil && !learning && len(extraVoters) > 0 {
+	if changes == nil && !learning && len(extraVoters) > 0 && (len(r.sa.Replicas) > 1 || keptCaughtUp(st, want)) {
 		changes = []raftnode.Change{{Kind: raftnode.RemoveReplica, Replica: extraVoters[0]}}
 	}
 	if changes == nil {
@@ -211,6 +215,21 @@ func (c *Cluster) reconcileMembership(k streamKey, r *replica) {
 	}
 	r.changing = p
 	c.cfg.Infof("JetStream cluster: stream '%s > %s' group %d: membership change %v", k.account, k.name, r.sa.Group, describe(changes))
+}
+
+// keptCaughtUp reports whether every replica of want in the leader's
+// status st holds, fsynced, every entry committed: a scale-down to one
+// replica removes a replica only then, so that the replica that stays
+// never depends on one that goes, whose server deletes its files once
+// it applied its removal (docs/clustering.md, "Scaling down to one
+// replica").
+func keptCaughtUp(st raftnode.GroupStatus, want map[raftnode.ReplicaID]bool) bool {
+	for _, rs := range st.Replicas {
+		if want[rs.Replica] && (rs.Learner || rs.Match < st.Commit || (rs.Replica != st.Replica && !rs.Active)) {
+			return false
+		}
+	}
+	return true
 }
 
 // cmpBool orders false before true.

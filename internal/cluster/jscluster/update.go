@@ -211,9 +211,18 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	}
 	servers := meta.Servers(sa.Replicas)
 	if cfg.Replicas != old.Replicas {
+		if sa.Unsettled() {
+			// Scaled down to one replica, its server not yet through
+			// with its group (docs/clustering.md, "Scaling down to one
+			// replica"): a moment later.
+			return nil, jserr.New(jserr.ClusterNotAvail)
+		}
 		var perr *jserr.Error
 		if servers, perr = c.scaleServers(sa, &cfg); perr != nil {
 			return nil, perr
+		}
+		if cfg.Replicas == 1 && !c.consumersFollow(k, servers[0]) {
+			return nil, jserr.New(jserr.StreamReplicasNotUpdatable)
 		}
 	}
 	res, jerr := c.propose(&meta.UpdateStream{Account: a.name, Name: cfg.Name, Config: body, Servers: servers})
@@ -258,14 +267,32 @@ func (a *account) checkUpdate(old, next *stream.Config) *jserr.Error {
 	if next.Placement != nil && !reflect.DeepEqual(old.Placement, next.Placement) {
 		return jserr.New(jserr.StreamUpdate, jserr.Sub("err", "stream placement can not be changed"))
 	}
-	if next.Replicas != old.Replicas && (next.Replicas <= 1 ||
-		next.Replicas > old.Replicas && next.Storage == stream.MemoryStorage) {
-		// Down to one replica (a replicated stream back to one without a
-		// group), and a memory stream's new replicas (no snapshots to
-		// catch them up), are not built: docs/clustering.md, "Scaling".
+	if next.Replicas != old.Replicas && next.Storage == stream.MemoryStorage && (next.Replicas <= 1 || next.Replicas > old.Replicas) {
+		// A memory stream's new replicas (no snapshots to catch them
+		// up), and a memory stream back to one replica (its replica's
+		// state is not handed to an engine's local log), are not built:
+		// docs/clustering.md, "Scaling".
 		return jserr.New(jserr.StreamReplicasNotUpdatable)
 	}
 	return nil
+}
+
+// consumersFollow reports whether every consumer of stream k can stay
+// as it is when the stream scales down to one replica on server: it has
+// one replica, on that server. A replicated consumer's group is not
+// scaled down yet (docs/clustering.md, "Scaling down to one replica"),
+// and a consumer of one replica elsewhere would lose its state with its
+// server's replica of the stream: StreamUpdate answers 10061 instead.
+func (c *Cluster) consumersFollow(k streamKey, server raftnode.ServerID) bool {
+	ok := true
+	c.meta.View(func(st *meta.State) {
+		for _, ca := range st.Consumers(k.account, k.name) {
+			if len(ca.Replicas) != 1 || ca.Replicas[0].Server != server {
+				ok = false
+			}
+		}
+	})
+	return ok
 }
 
 // scaleServers returns the servers of stream sa scaled to next.Replicas
