@@ -197,7 +197,10 @@ func waitSingle(t *testing.T, js jetstream.JetStream, home string, opts []server
 			return err
 		}
 		si := s.CachedInfo()
-		if si.Config.Replicas != 1 || si.Cluster == nil || si.Cluster.Leader != home || len(si.Cluster.Replicas) != 0 {
+		// As nats-server v2.15.2 shows a stream of one replica: the
+		// cluster's name and the leader.
+		if ci := si.Cluster; si.Config.Replicas != 1 || ci == nil || ci.Name == "" || ci.Leader != home || ci.RaftGroup != "" ||
+			ci.LeaderSince != nil || len(ci.Replicas) != 0 {
 			return fmt.Errorf("replicas %d, cluster %+v", si.Config.Replicas, si.Cluster)
 		}
 		for i, o := range opts {
