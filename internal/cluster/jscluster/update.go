@@ -221,8 +221,10 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		if servers, perr = c.scaleServers(sa, &cfg); perr != nil {
 			return nil, perr
 		}
-		if cfg.Replicas == 1 && !c.consumersFollow(k, servers[0]) {
-			return nil, jserr.New(jserr.StreamReplicasNotUpdatable)
+		if cfg.Replicas == 1 {
+			if servers = c.keepForConsumers(k, sa); servers == nil {
+				return nil, jserr.New(jserr.StreamReplicasNotUpdatable)
+			}
 		}
 	}
 	res, jerr := c.propose(&meta.UpdateStream{Account: a.name, Name: cfg.Name, Config: body, Servers: servers})
@@ -293,6 +295,20 @@ func (c *Cluster) consumersFollow(k streamKey, server raftnode.ServerID) bool {
 		}
 	})
 	return ok
+}
+
+// keepForConsumers returns the one server stream k (assignment sa)
+// keeps when it scales down to one replica: the first of scaleServers'
+// order (the leader first) where every consumer can stay as it is
+// (consumersFollow); nil when there is none.
+func (c *Cluster) keepForConsumers(k streamKey, sa meta.StreamAssignment) []raftnode.ServerID {
+	all, _ := c.scaleServers(sa, &stream.Config{Replicas: len(sa.Replicas)})
+	for _, s := range all {
+		if c.consumersFollow(k, s) {
+			return []raftnode.ServerID{s}
+		}
+	}
+	return nil
 }
 
 // scaleServers returns the servers of stream sa scaled to next.Replicas
