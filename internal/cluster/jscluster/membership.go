@@ -251,7 +251,8 @@ const retireAfter = 10 * time.Second
 // retireReplicas stops this server's replicas that left their stream's
 // assignment (a scale-down, a peer removal) once their group no longer
 // has them: they applied their removal, are fenced, or have known no
-// leader for retireAfter.
+// leader for retireAfter (not for a scale-down to one replica, whose
+// settle removes them: scaledown.go).
 func (c *Cluster) retireReplicas() {
 	c.mu.Lock()
 	var keys []streamKey
@@ -268,7 +269,11 @@ func (c *Cluster) retireReplicas() {
 		}
 		st, err := c.node.Status(r.sa.Group)
 		retire := err != nil || st.Fenced != nil || !st.Member
-		if !retire && st.Leader == 0 {
+		// Scaled down to one replica, a leaving replica may hold
+		// acknowledged entries the kept one lacks (it was down): it
+		// waits for its removal, or for the settle, however long it
+		// knows no leader (scaledown.go).
+		if !retire && st.Leader == 0 && len(r.sa.Replicas) > 1 {
 			if r.leaderless.IsZero() {
 				r.leaderless = time.Now()
 			}

@@ -176,11 +176,15 @@ func (c *Cluster) readMeta() error {
 // consumer limits an assigned consumer exceeds (10069 "change to limits
 // violates consumers: ..."). A changed num_replicas scales the stream
 // (scaleServers: 10005 when too few servers are eligible;
-// docs/clustering.md, "Scaling"), but down to one replica, or up for a
-// memory stream, which are refused where nats-server would start them
-// with 10061 "Replicas configuration can not be updated", as is a
-// changed placement (a move) with 10069 "stream placement can not be
-// changed" (docs/compatibility.md). Then the UpdateStream is proposed
+// docs/clustering.md, "Scaling"; down to one replica, keepForConsumers,
+// "Scaling down to one replica"), but a memory stream's scale-up or
+// scale-down to one replica, and a scale-down to one replica whose
+// consumers cannot stay as they are, which are refused where
+// nats-server would start them with 10061 "Replicas configuration can
+// not be updated", as is a changed placement (a move) with 10069 "stream
+// placement can not be changed" (docs/compatibility.md); a scale of a
+// stream whose scale-down to one replica is not settled yet gets 10008
+// "JetStream system temporarily unavailable". Then the UpdateStream is proposed
 // (10008 when the meta group cannot decide; apply's 10059 and 10065). The
 // answer waits for this server's replica, if any, to apply the new
 // config, and carries its info (the assignment's otherwise).
