@@ -26,7 +26,8 @@ import (
 // keeps its ack floor and pending acks; a replicated consumer makes the
 // update answer 10061 (docs/clustering.md, "Scaling down to one
 // replica"). StreamInfo's cluster is then a stream of one replica's: the
-// leader, no replicas. Scaled up again, it is replicated again.
+// leader, no replicas. Scaled up again (before and after the restarts),
+// it is replicated again with every message.
 func TestJetStreamClusterScaleDownToOne(t *testing.T) {
 	for _, n := range []int{3, 5} {
 		t.Run(fmt.Sprintf("R%d", n), func(t *testing.T) { scaleDownToOne(t, n) })
@@ -101,12 +102,7 @@ func scaleDownToOne(t *testing.T, n int) {
 	var wg sync.WaitGroup
 	wg.Go(func() { publishUntil(js[kept], 100000, stop, &mu, during) })
 	other := (kept + 1) % n
-	eventually(t, "scale to 1", func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_, err := js[other].UpdateStream(ctx, one)
-		return err
-	})
+	scaleTo(t, js[other], one)
 	waitSingle(t, js[other], home, opts, kept)
 	close(stop)
 	wg.Wait()
@@ -125,6 +121,15 @@ func scaleDownToOne(t *testing.T, n int) {
 	if after := consumerState(t, js[kept]); after != before {
 		t.Fatalf("consumer after the scale-down: %+v, before %+v", after, before)
 	}
+	// Up again once settled (10008 until then), and down again, the
+	// servers running all along.
+	scaleTo(t, js[other], cfg)
+	waitReplicas(t, js[other], n)
+	publishAcked(t, js[other], sent, 2011)
+	checkAll(t, js[other], sent)
+	scaleTo(t, js[other], one)
+	waitSingle(t, js[other], home, opts, kept)
+	checkAll(t, js[other], sent)
 	// Every server restarts: the stream of one replica comes back whole.
 	for _, s := range servers {
 		s.Shutdown()
@@ -146,15 +151,22 @@ func scaleDownToOne(t *testing.T, n int) {
 	checkAll(t, js[other], sent)
 	// Settled under a new group, it scales up again: its server's store
 	// starts the group, the others catch up.
-	eventually(t, fmt.Sprintf("scale to %d again", n), func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_, err := js[other].UpdateStream(ctx, cfg)
-		return err
-	})
+	scaleTo(t, js[other], cfg)
 	waitReplicas(t, js[other], n)
 	publishAcked(t, js[other], sent, 3002)
 	checkAll(t, js[other], sent)
+}
+
+// scaleTo updates stream cfg.Name to cfg through js, retried until it
+// succeeds.
+func scaleTo(t *testing.T, js jetstream.JetStream, cfg jetstream.StreamConfig) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("scale to %d", cfg.Replicas), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := js.UpdateStream(ctx, cfg)
+		return err
+	})
 }
 
 // ackState is what a consumer's info says of its acknowledgements.

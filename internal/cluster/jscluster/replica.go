@@ -63,6 +63,8 @@ func (c *Cluster) apply(ev meta.Event) {
 		c.reconcile(streamKey{op.Account, op.Name})
 	case *meta.MoveReplica:
 		c.reconcile(streamKey{op.Account, op.Stream})
+	case *meta.SettleStream:
+		c.reconcile(streamKey{op.Account, op.Stream})
 	case *meta.AssignConsumer:
 		c.reconcileConsumer(consumerKey{op.Account, op.Stream, op.Name})
 	case *meta.RemoveConsumer:
