@@ -223,18 +223,21 @@ func waitSingle(t *testing.T, js jetstream.JetStream, home string, opts []server
 }
 
 // publishUntil publishes messages from first on, each until it is
-// acknowledged (a retry keeps its Nats-Msg-Id), until stop closes,
-// recording what was acknowledged in sent.
+// acknowledged (a retry keeps its Nats-Msg-Id, so a publish whose answer
+// was lost is acknowledged as a duplicate of where it is stored), until
+// stop closes, recording what was acknowledged in sent. The message
+// under way when stop closes is still retried until acknowledged (at
+// most clusterTimeout), so that nothing stored goes unrecorded.
 func publishUntil(js jetstream.JetStream, first int, stop chan struct{}, mu *sync.Mutex, sent map[uint64]sentMsg) {
 	for i := first; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
 		m := &nats.Msg{Subject: fmt.Sprintf("orders.%d", i%7), Header: nats.Header{}, Data: fmt.Appendf(nil, "during-%d", i)}
 		m.Header.Set("Nats-Msg-Id", fmt.Sprintf("id-%d", i))
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		for deadline := time.Now().Add(clusterTimeout); time.Now().Before(deadline); {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			ack, err := js.PublishMsg(ctx, m)
 			cancel()
@@ -244,7 +247,7 @@ func publishUntil(js jetstream.JetStream, first int, stop chan struct{}, mu *syn
 				mu.Unlock()
 				break
 			}
-			time.Sleep(20 * time.Millisecond) // a retry after an error, bounded by stop
+			time.Sleep(20 * time.Millisecond) // a retry after an error, bounded by the deadline
 		}
 	}
 }
