@@ -296,8 +296,8 @@ func waitReplicas(t *testing.T, js jetstream.JetStream, n int) []string {
 // by stream snapshots and promoted; scaled down, the two replicas that
 // leave are removed (the leader kept) and stop. Between the steps every
 // acknowledged message stays, and after the scale-up the original
-// servers can be stopped: the new replicas hold everything. One replica
-// to more, and back, are refused (10061; not built).
+// servers can be stopped: the new replicas hold everything. Last, down to
+// one replica: every message kept.
 func TestJetStreamClusterScaleByUpdate(t *testing.T) {
 	servers, opts := jsClusterMod(t, 5, func(_ int, o *server.Options) { o.RaftRetain = 8 })
 	nc := make([]*nats.Conn, 5)
@@ -385,11 +385,15 @@ func TestJetStreamClusterScaleByUpdate(t *testing.T) {
 		publishAcked(t, js[live], sent, n)
 	}
 	checkAll(t, js[live], sent)
-	// Refused: to one replica, and (another stream) from one.
-	var apiErr *jetstream.APIError
-	if err := update(1); !errors.As(err, &apiErr) || apiErr.ErrorCode != 10061 {
-		t.Fatalf("scale to 1: %v", err)
-	}
+	// Down to one replica: the leader's, every message kept.
+	eventually(t, "scale to 1", func() error { return update(1) })
+	eventually(t, "one replica", func() error {
+		if ci := streamCluster(t, js[live]); ci == nil || ci.Leader == "" || len(ci.Replicas) != 0 {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		return nil
+	})
+	checkAll(t, js[live], sent)
 }
 
 // A stream of one replica with data scales to three (nats stream edit
@@ -397,7 +401,8 @@ func TestJetStreamClusterScaleByUpdate(t *testing.T) {
 // group, the two new replicas are caught up by stream snapshots and
 // promoted; killed, the original server leaves every acknowledged message
 // served by the other two, deleted ones still deleted and the duplicate
-// window kept. Back to one replica is refused (10061, not built).
+// window kept. Back to one replica (the original server still down), every
+// message is kept.
 func TestJetStreamClusterScaleUpFromOne(t *testing.T) {
 	servers, _ := jsClusterMod(t, 3, func(_ int, o *server.Options) { o.RaftRetain = 8 })
 	js := make([]jetstream.JetStream, 3)
@@ -458,9 +463,20 @@ func TestJetStreamClusterScaleUpFromOne(t *testing.T) {
 	if !ack.Duplicate {
 		t.Fatalf("message 50 published again: %+v", ack)
 	}
+	// Back to one replica with the original server still down: its
+	// replica is removed first, and every message stays.
 	cfg.Replicas = 1
-	var apiErr *jetstream.APIError
-	if _, err := js[other].UpdateStream(tctx(t), cfg); !errors.As(err, &apiErr) || apiErr.ErrorCode != 10061 {
-		t.Fatalf("scale to 1: %v", err)
-	}
+	eventually(t, "scale to 1", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := js[other].UpdateStream(ctx, cfg)
+		return err
+	})
+	eventually(t, "one replica", func() error {
+		if ci := streamCluster(t, js[other]); ci == nil || ci.Leader == "" || len(ci.Replicas) != 0 {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		return nil
+	})
+	checkAll(t, js[other], sent)
 }

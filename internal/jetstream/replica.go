@@ -117,6 +117,17 @@ func (js *JetStream) RestoreStream(name string) (found bool, _ *jserr.Error) {
 	return true, nil
 }
 
+// WriteStreamMeta replaces the metadata (meta.json: config, created) in
+// the directory of the stream cfg.Name, durably (written new, fsynced,
+// renamed, the directory fsynced): a replicated stream's replica that
+// becomes the stream of one replica (a scale-down; docs/clustering.md,
+// "Scaling down to one replica") is restored from its files from then
+// on (RestoreStream), with the config it has as one replica. Errors: the
+// file system's.
+func (js *JetStream) WriteStreamMeta(cfg stream.Config, created time.Time) error {
+	return metafile.Write(js.cfg.FS, js.streamDir(cfg.Name), metaFile{Config: cfg, Created: created})
+}
+
 // DetachStream stops the stream named name, its consumers and sourcers
 // as a shutdown stops them, and leaves its files as they are: a stream of
 // one replica in a clustered JetStream that becomes replicated (a scale

@@ -190,6 +190,17 @@ func (n *Node) RecoveredGroups() []GroupID {
 	return gs
 }
 
+// Removed reports whether this store holds a tombstone of replica r of
+// group id (RemoveGroup wrote it, fsynced: AddGroup of that replica would
+// answer ErrRemoved). It waits for the WAL's replay.
+func (n *Node) Removed(id GroupID, r ReplicaID) bool {
+	_ = n.Replay()
+	n.walMu.Lock()
+	defer n.walMu.Unlock()
+	m := n.wal.meta[id]
+	return m != nil && m.removed >= r
+}
+
 // WALStats reports the WAL's segments and the groups that keep its oldest
 // segment from being deleted (a stalled group pins the WAL).
 func (n *Node) WALStats() (segments int, blocking []GroupID) {

@@ -168,12 +168,16 @@ func TestIncarnationMismatchFences(t *testing.T) {
 	}
 }
 
-// A removed replica writes a tombstone: its ID is refused afterwards.
+// A removed replica writes a tombstone: its ID is refused afterwards, and
+// Removed reports it, before and after a crash.
 func TestRemoveGroupTombstone(t *testing.T) {
 	c := newTestCluster(t, 1, nil)
 	c.addGroup(1, 0)
 	c.elect(0, 1)
 	c.propose(0, 1, "a")
+	if c.nodes[0].n.Removed(1, 1) {
+		t.Fatal("Removed before the removal")
+	}
 	done, err := c.nodes[0].n.RemoveGroup(1)
 	if err != nil {
 		t.Fatal(err)
@@ -183,8 +187,14 @@ func TestRemoveGroupTombstone(t *testing.T) {
 	if _, err := c.nodes[0].n.Status(1); !errors.Is(err, ErrUnknownGroup) {
 		t.Fatalf("status after removal: %v", err)
 	}
+	if !c.nodes[0].n.Removed(1, 1) {
+		t.Fatal("not Removed after the removal")
+	}
 	c.crash(0, vfs.CrashOptions{Tail: vfs.TailDrop})
 	c.open(0)
+	if !c.nodes[0].n.Removed(1, 1) || c.nodes[0].n.Removed(2, 1) {
+		t.Fatal("Removed after the restart: the tombstone is durable, of group 1 only")
+	}
 	sm := newHashSM(c.nodes[0].fs, "sm", 1)
 	err = c.nodes[0].n.AddGroup(GroupConfig{ID: 1, Replica: 1, Incarnation: c.nodes[0].n.Incarnation(), Peers: c.peers(0)}, sm)
 	if !errors.Is(err, ErrRemoved) {

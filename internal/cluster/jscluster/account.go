@@ -419,18 +419,22 @@ func (a *account) infoOf(sa meta.StreamAssignment) *jetstream.StreamInfo {
 
 // clusterInfo returns the cluster part of stream k's info (nats-server
 // v2.15.2 ClusterInfo): the cluster's name, the group, its leader and,
-// on the leader, the other replicas.
+// on the leader, the other replicas; for one replica, the name and the
+// leader.
 func (c *Cluster) clusterInfo(k streamKey) *jetstream.ClusterInfo {
 	sa, _, ok, _ := c.assignment(k)
 	if !ok {
 		return nil
 	}
-	ci := &jetstream.ClusterInfo{Name: c.host.ClusterName(), RaftGroup: groupName(sa)}
+	ci := &jetstream.ClusterInfo{Name: c.host.ClusterName()}
 	r := c.replicaOf(k)
 	if len(sa.Replicas) == 1 {
+		// One replica has no group: nats-server v2.15.2 shows the
+		// cluster and the leader alone (created so, or scaled down).
 		ci.Leader = string(sa.Replicas[0].Server)
 		return ci
 	}
+	ci.RaftGroup = groupName(sa)
 	st, err := c.node.Status(sa.Group)
 	if err != nil {
 		return ci

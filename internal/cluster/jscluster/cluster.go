@@ -389,6 +389,8 @@ func (c *Cluster) run() {
 			c.askReplaceLost()
 			c.reconcileMemberships()
 			c.retireReplicas()
+			c.convertReplicas()
+			c.askSettles()
 			c.checkpointConsumers()
 			if !recovered {
 				recovered = c.noteRecovered()

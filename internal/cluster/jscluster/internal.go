@@ -35,6 +35,10 @@ import (
 //	$SYS.JSC.STREAM.REPLICA.LOST               no reply: replicaLostMsg, a replica that
 //	                                           lost its state at a restart; the meta
 //	                                           leader proposes its replacement (lost.go)
+//	$SYS.JSC.STREAM.SETTLE                     no reply: settleMsg, a stream scaled down
+//	                                           to one replica runs without its group;
+//	                                           the meta leader proposes its SettleStream
+//	                                           (scaledown.go)
 //	$SYS._INBOX.<id>.<n>                       the replies to this server's requests
 //
 // nats-server answers $JSC.CI with the ConsumerInfo alone; cairn's reply
@@ -121,6 +125,7 @@ func (c *Cluster) AttachSystem(tr jetstream.Transport) error {
 		{streamInfoPrefix + "*.*", c.onStreamInfo}, // gather.go
 		{assignmentDelete, c.onAssignmentDelete},
 		{replicaLost, c.onReplicaLost}, // lost.go
+		{settleSubject, c.onSettle},    // scaledown.go
 		{s.inbox + "*", c.onReply},
 	} {
 		x, err := tr.Subscribe(sub.subj, "", sub.h)

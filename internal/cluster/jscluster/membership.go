@@ -157,9 +157,13 @@ func (c *Cluster) reconcileMembership(k streamKey, r *replica) {
 			extraVoters = append(extraVoters, rs.Replica)
 		}
 	}
-	// The leader's own replica, if it leaves, goes last (handOver).
+	// The leader's own replica, if it leaves, goes last (handOver); one
+	// that is down goes first, while the others still make a quorum.
 	slices.SortStableFunc(extraVoters, func(a, b raftnode.ReplicaID) int {
-		return cmpBool(a == st.Replica, b == st.Replica)
+		if c := cmpBool(a == st.Replica, b == st.Replica); c != 0 {
+			return c
+		}
+		return cmpBool(have[a].Active, have[b].Active)
 	})
 	for _, x := range r.sa.Replicas {
 		if _, ok := have[x.ID]; !ok {
@@ -188,7 +192,7 @@ func (c *Cluster) reconcileMembership(k streamKey, r *replica) {
 			break
 		}
 	}
-	if changes == nil && !learning && len(extraVoters) > 0 {
+	if changes == nil && !learning && len(extraVoters) > 0 && (len(r.sa.Replicas) > 1 || keptCaughtUp(st, want)) {
 		changes = []raftnode.Change{{Kind: raftnode.RemoveReplica, Replica: extraVoters[0]}}
 	}
 	if changes == nil {
@@ -212,6 +216,21 @@ func (c *Cluster) reconcileMembership(k streamKey, r *replica) {
 	c.cfg.Infof("JetStream cluster: stream '%s > %s' group %d: membership change %v", k.account, k.name, r.sa.Group, describe(changes))
 }
 
+// keptCaughtUp reports whether every replica of want in the leader's
+// status st holds, fsynced, every entry committed: a scale-down to one
+// replica removes a replica only then, so that the replica that stays
+// never depends on one that goes, whose server deletes its files once
+// it applied its removal (docs/clustering.md, "Scaling down to one
+// replica").
+func keptCaughtUp(st raftnode.GroupStatus, want map[raftnode.ReplicaID]bool) bool {
+	for _, rs := range st.Replicas {
+		if want[rs.Replica] && (rs.Learner || rs.Match < st.Commit || (rs.Replica != st.Replica && !rs.Active)) {
+			return false
+		}
+	}
+	return true
+}
+
 // cmpBool orders false before true.
 func cmpBool(a, b bool) int {
 	switch {
@@ -231,7 +250,8 @@ const retireAfter = 10 * time.Second
 // retireReplicas stops this server's replicas that left their stream's
 // assignment (a scale-down, a peer removal) once their group no longer
 // has them: they applied their removal, are fenced, or have known no
-// leader for retireAfter.
+// leader for retireAfter (not for a scale-down to one replica, whose
+// settle removes them: scaledown.go).
 func (c *Cluster) retireReplicas() {
 	c.mu.Lock()
 	var keys []streamKey
@@ -248,7 +268,11 @@ func (c *Cluster) retireReplicas() {
 		}
 		st, err := c.node.Status(r.sa.Group)
 		retire := err != nil || st.Fenced != nil || !st.Member
-		if !retire && st.Leader == 0 {
+		// Scaled down to one replica, a leaving replica may hold
+		// acknowledged entries the kept one lacks (it was down): it
+		// waits for its removal, or for the settle, however long it
+		// knows no leader (scaledown.go).
+		if !retire && st.Leader == 0 && len(r.sa.Replicas) > 1 {
 			if r.leaderless.IsZero() {
 				r.leaderless = time.Now()
 			}

@@ -45,6 +45,9 @@ type leadState struct {
 	// replica has known no leader (retireReplicas); the run goroutine's.
 	changing   *raftnode.Proposal
 	leaderless time.Time
+	// convertAt: when a scale-down to one replica last failed here, or
+	// the settle was last asked (scaledown.go); the run goroutine's.
+	convertAt time.Time
 }
 
 // apply makes this server's replicas follow one applied meta operation.
@@ -62,6 +65,8 @@ func (c *Cluster) apply(ev meta.Event) {
 	case *meta.RemoveStream:
 		c.reconcile(streamKey{op.Account, op.Name})
 	case *meta.MoveReplica:
+		c.reconcile(streamKey{op.Account, op.Stream})
+	case *meta.SettleStream:
 		c.reconcile(streamKey{op.Account, op.Stream})
 	case *meta.AssignConsumer:
 		c.reconcileConsumer(consumerKey{op.Account, op.Stream, op.Name})
@@ -157,10 +162,19 @@ func (c *Cluster) reconcile(k streamKey) {
 		}
 	case cur != nil && here && cur.sa.Group == sa.Group && cur.mine() == mine.ID && len(cur.sa.Replicas) == 1 && len(sa.Replicas) > 1 && cur.log == nil:
 		c.scaleUpFromOne(acc, k, cur, sa, mine)
-	case cur != nil && here && cur.sa.Group == sa.Group && cur.mine() == mine.ID && len(cur.sa.Replicas) > 1 && len(sa.Replicas) > 1:
+	case cur != nil && here && cur.sa.Group == sa.Group && cur.mine() == mine.ID && cur.log != nil:
+		// Another replica moved, or the stream scaled (down to this one
+		// replica too: it runs in its group until it is the group's only
+		// voter, then converts: scaledown.go). This one stays.
 		if !sameServers(cur.sa.Replicas, sa.Replicas) {
-			c.keepReplica(k, cur, sa) // another replica moved: this one stays
+			c.keepReplica(k, cur, sa)
 		}
+	case cur != nil && here && cur.log == nil && cur.sa.Unsettled() && len(sa.Replicas) == 1 && cur.sa.Created == sa.Created:
+		// Settled (meta.SettleStream): the same stream of one replica,
+		// under its new group.
+		c.mu.Lock()
+		c.replicas[k] = &replica{sa: sa, leadState: cur.leadState, server: cur.server}
+		c.mu.Unlock()
 	case cur != nil && (!here || cur.sa.Group != sa.Group || !sameServers(cur.sa.Replicas, sa.Replicas)):
 		c.stopReplica(acc, k, cur)
 		if here {
@@ -288,6 +302,13 @@ func (c *Cluster) startReplica(acc *account, k streamKey, sa meta.StreamAssignme
 		return
 	}
 	if len(sa.Replicas) == 1 && cfg.Storage == stream.FileStorage {
+		if dir := acc.js.StreamDir(k.name); streamckpt.Exists(acc.js.FileStoreConfig(dir).FS, dir) {
+			// A replica's checkpoint: scaled down to this replica,
+			// not yet converted (scaledown.go).
+			r.leads.Store(false)
+			c.resumeConvert(acc, k, r, cfg, mine)
+			return
+		}
 		// One replica has no log to rebuild it: after a restart its
 		// files are the stream, restored as a single server restores.
 		if found, jerr := acc.js.RestoreStream(k.name); found {

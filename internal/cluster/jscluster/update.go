@@ -176,11 +176,15 @@ func (c *Cluster) readMeta() error {
 // consumer limits an assigned consumer exceeds (10069 "change to limits
 // violates consumers: ..."). A changed num_replicas scales the stream
 // (scaleServers: 10005 when too few servers are eligible;
-// docs/clustering.md, "Scaling"), but down to one replica, or up for a
-// memory stream, which are refused where nats-server would start them
-// with 10061 "Replicas configuration can not be updated", as is a
-// changed placement (a move) with 10069 "stream placement can not be
-// changed" (docs/compatibility.md). Then the UpdateStream is proposed
+// docs/clustering.md, "Scaling"; down to one replica, keepForConsumers,
+// "Scaling down to one replica"), but a memory stream's scale-up or
+// scale-down to one replica, and a scale-down to one replica whose
+// consumers cannot stay as they are, which are refused where
+// nats-server would start them with 10061 "Replicas configuration can
+// not be updated", as is a changed placement (a move) with 10069 "stream
+// placement can not be changed" (docs/compatibility.md); a scale of a
+// stream whose scale-down to one replica is not settled yet gets 10008
+// "JetStream system temporarily unavailable". Then the UpdateStream is proposed
 // (10008 when the meta group cannot decide; apply's 10059 and 10065). The
 // answer waits for this server's replica, if any, to apply the new
 // config, and carries its info (the assignment's otherwise).
@@ -211,9 +215,20 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	}
 	servers := meta.Servers(sa.Replicas)
 	if cfg.Replicas != old.Replicas {
+		if sa.Unsettled() {
+			// Scaled down to one replica, its server not yet through
+			// with its group (docs/clustering.md, "Scaling down to one
+			// replica"): a moment later.
+			return nil, jserr.New(jserr.ClusterNotAvail)
+		}
 		var perr *jserr.Error
 		if servers, perr = c.scaleServers(sa, &cfg); perr != nil {
 			return nil, perr
+		}
+		if cfg.Replicas == 1 {
+			if servers = c.keepForConsumers(k, sa); servers == nil {
+				return nil, jserr.New(jserr.StreamReplicasNotUpdatable)
+			}
 		}
 	}
 	res, jerr := c.propose(&meta.UpdateStream{Account: a.name, Name: cfg.Name, Config: body, Servers: servers})
@@ -258,13 +273,46 @@ func (a *account) checkUpdate(old, next *stream.Config) *jserr.Error {
 	if next.Placement != nil && !reflect.DeepEqual(old.Placement, next.Placement) {
 		return jserr.New(jserr.StreamUpdate, jserr.Sub("err", "stream placement can not be changed"))
 	}
-	if next.Replicas != old.Replicas && (next.Replicas <= 1 ||
-		old.Replicas <= 1 && next.Storage == stream.MemoryStorage && len(consumers) > 0) {
-		// Down to one replica (a replicated stream back to one without a
-		// group), and a memory stream of one replica with consumers scaled
-		// up (their state lives only in their runtimes, which the scale-up
-		// stops), are not built: docs/clustering.md, "Scaling".
+	if next.Replicas != old.Replicas && next.Storage == stream.MemoryStorage &&
+		(next.Replicas <= 1 || old.Replicas <= 1 && len(consumers) > 0) {
+		// A memory stream back to one replica (its replica's state is not
+		// handed to an engine's local log), and a memory stream of one
+		// replica with consumers scaled up (their state lives only in
+		// their runtimes, which the scale-up stops), are not built:
+		// docs/clustering.md, "Scaling".
 		return jserr.New(jserr.StreamReplicasNotUpdatable)
+	}
+	return nil
+}
+
+// consumersFollow reports whether every consumer of stream k can stay
+// as it is when the stream scales down to one replica on server: it has
+// one replica, on that server. A replicated consumer's group is not
+// scaled down yet (docs/clustering.md, "Scaling down to one replica"),
+// and a consumer of one replica elsewhere would lose its state with its
+// server's replica of the stream: StreamUpdate answers 10061 instead.
+func (c *Cluster) consumersFollow(k streamKey, server raftnode.ServerID) bool {
+	ok := true
+	c.meta.View(func(st *meta.State) {
+		for _, ca := range st.Consumers(k.account, k.name) {
+			if len(ca.Replicas) != 1 || ca.Replicas[0].Server != server {
+				ok = false
+			}
+		}
+	})
+	return ok
+}
+
+// keepForConsumers returns the one server stream k (assignment sa)
+// keeps when it scales down to one replica: the first of scaleServers'
+// order (the leader first) where every consumer can stay as it is
+// (consumersFollow); nil when there is none.
+func (c *Cluster) keepForConsumers(k streamKey, sa meta.StreamAssignment) []raftnode.ServerID {
+	all, _ := c.scaleServers(sa, &stream.Config{Replicas: len(sa.Replicas)})
+	for _, s := range all {
+		if c.consumersFollow(k, s) {
+			return []raftnode.ServerID{s}
+		}
 	}
 	return nil
 }

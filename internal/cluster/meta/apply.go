@@ -71,6 +71,8 @@ func (s *State) Apply(op Op) Result {
 		return Result{}
 	case *MoveReplica:
 		return s.moveReplica(o)
+	case *SettleStream:
+		return s.settleStream(o)
 	case *RemoveServer:
 		sv := s.servers[o.Name]
 		if sv == nil || sv.Removed {
@@ -151,6 +153,28 @@ func (s *State) moveReplica(o *MoveReplica) Result {
 	prev := e.sa.clone()
 	e.sa.Replicas[i] = Replica{ID: e.sa.NextReplica, Server: o.To, Incarnation: s.servers[o.To].Incarnation}
 	e.sa.NextReplica++
+	sa := e.sa.clone()
+	return Result{Stream: &sa, PrevStream: &prev}
+}
+
+func (s *State) settleStream(o *SettleStream) Result {
+	e := s.stream(o.Account, o.Stream)
+	if e == nil {
+		return fail(jserr.StreamNotFound)
+	}
+	if e.sa.Group != o.Group || len(e.sa.Replicas) != 1 || e.sa.Replicas[0].ID != o.Replica || !e.sa.Unsettled() {
+		return fail(jserr.ClusterPeerNotMember)
+	}
+	prev := e.sa.clone()
+	r := e.sa.Replicas[0]
+	if sv := s.servers[r.Server]; sv != nil {
+		r.Incarnation = sv.Incarnation
+	}
+	r.ID = 1
+	e.sa.Group = s.allocGroup()
+	e.sa.Replicas = []Replica{r}
+	e.sa.NextReplica = 2
+	e.sa.LogConfig = slices.Clone(e.sa.Config)
 	sa := e.sa.clone()
 	return Result{Stream: &sa, PrevStream: &prev}
 }

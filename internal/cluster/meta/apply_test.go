@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"bytes"
 	"slices"
 	"testing"
 
@@ -203,6 +204,35 @@ func TestApplyMoveReplica(t *testing.T) {
 	r = mustApply(t, st, &MoveReplica{Account: "A", Stream: "S", Replica: 1, To: "s4"})
 	if r.Stream.Replicas[0] != (Replica{5, "s4", inc(4)}) {
 		t.Fatalf("move: %+v", r.Stream.Replicas)
+	}
+}
+
+// SettleStream gives a stream scaled down to one replica a new group whose
+// only replica, ID 1 on the same server, can bootstrap a later scale-up;
+// it refuses a stream that is not unsettled, so a repeat changes nothing.
+func TestApplySettleStream(t *testing.T) {
+	st := testState()
+	r := mustApply(t, st, &AssignStream{Account: "A", Name: "S", Config: streamJSON("S"), Servers: servers("s1", "s2", "s3")})
+	g := r.Stream.Group
+	wantErr(t, st, &SettleStream{Account: "A", Stream: "S", Group: g, Replica: 2}, jserr.ClusterPeerNotMember) // three replicas
+	r = mustApply(t, st, &UpdateStream{Account: "A", Name: "S", Config: streamJSON("S"), Servers: servers("s2")})
+	if !r.Stream.Unsettled() || r.Stream.Group != g || r.Stream.Replicas[0].ID != 2 {
+		t.Fatalf("scaled down: %+v", r.Stream)
+	}
+	wantErr(t, st, &SettleStream{Account: "A", Stream: "S", Group: g, Replica: 1}, jserr.ClusterPeerNotMember)
+	wantErr(t, st, &SettleStream{Account: "A", Stream: "S", Group: g + 1, Replica: 2}, jserr.ClusterPeerNotMember)
+	wantErr(t, st, &SettleStream{Account: "A", Stream: "T", Group: g, Replica: 2}, jserr.StreamNotFound)
+	next := st.NextGroup()
+	r = mustApply(t, st, &SettleStream{Account: "A", Stream: "S", Group: g, Replica: 2})
+	if r.Stream.Unsettled() || r.Stream.Group != next || r.Stream.NextReplica != 2 ||
+		!slices.Equal(r.Stream.Replicas, []Replica{{1, "s2", inc(2)}}) || !bytes.Equal(r.Stream.LogConfig, r.Stream.Config) {
+		t.Fatalf("settled: %+v", r.Stream)
+	}
+	wantErr(t, st, &SettleStream{Account: "A", Stream: "S", Group: next, Replica: 1}, jserr.ClusterPeerNotMember)
+	// A later scale-up: the kept replica is 1, the new ones 2 and 3.
+	r = mustApply(t, st, &UpdateStream{Account: "A", Name: "S", Config: streamJSON("S"), Servers: servers("s2", "s1", "s3")})
+	if ids := []raftnode.ReplicaID{r.Stream.Replicas[0].ID, r.Stream.Replicas[1].ID, r.Stream.Replicas[2].ID}; !slices.Equal(ids, []raftnode.ReplicaID{1, 2, 3}) {
+		t.Fatalf("scaled up: %+v", r.Stream.Replicas)
 	}
 }
 

@@ -72,6 +72,11 @@ func AppendOp(dst []byte, op Op) ([]byte, error) {
 		dst = appendString(dst, o.Stream)
 		dst = binary.AppendUvarint(dst, uint64(o.Replica))
 		dst = appendString(dst, string(o.To))
+	case *SettleStream:
+		dst = appendString(dst, o.Account)
+		dst = appendString(dst, o.Stream)
+		dst = binary.AppendUvarint(dst, uint64(o.Group))
+		dst = binary.AppendUvarint(dst, uint64(o.Replica))
 	}
 	return dst, nil
 }
@@ -106,6 +111,8 @@ func DecodeOp(b []byte) (Op, error) {
 		op = &RemoveServer{Name: raftnode.ServerID(d.string())}
 	case KindMoveReplica:
 		op = &MoveReplica{Account: d.string(), Stream: d.string(), Replica: raftnode.ReplicaID(d.uvarint()), To: raftnode.ServerID(d.string())}
+	case KindSettleStream:
+		op = &SettleStream{Account: d.string(), Stream: d.string(), Group: raftnode.GroupID(d.uvarint()), Replica: raftnode.ReplicaID(d.uvarint())}
 	default:
 		return nil, fmt.Errorf("%w: unknown kind %d", ErrBadOp, kind)
 	}
@@ -143,6 +150,11 @@ func check(op Op) error {
 		err = checkNames(o.Account, o.Stream, string(o.To))
 		if o.Replica == 0 {
 			err = errors.Join(err, errors.New("replica 0"))
+		}
+	case *SettleStream:
+		err = checkNames(o.Account, o.Stream)
+		if o.Group == 0 || o.Replica == 0 {
+			err = errors.Join(err, errors.New("group or replica 0"))
 		}
 	default:
 		return fmt.Errorf("%w: an operation of type %T", ErrBadOp, op)

@@ -50,6 +50,7 @@ func sampleOps() []Op {
 		&AddServer{Name: "s9", Cluster: "C2"},
 		&RemoveServer{Name: "s1"},
 		&MoveReplica{Account: "A", Stream: "ORDERS", Replica: 300, To: "s4"},
+		&SettleStream{Account: "A", Stream: "ORDERS", Group: 1 << 40, Replica: 3},
 	}
 }
 
@@ -75,7 +76,7 @@ func TestOpRoundTrip(t *testing.T) {
 		}
 		kinds[op.Kind()] = true
 	}
-	for k := KindAssignStream; k <= KindMoveReplica; k++ {
+	for k := KindAssignStream; k <= KindSettleStream; k++ {
 		if !kinds[k] {
 			t.Errorf("kind %d has no round-trip sample", k)
 		}

@@ -16,6 +16,7 @@ const (
 	KindAddServer      Kind = 6
 	KindRemoveServer   Kind = 7
 	KindMoveReplica    Kind = 8
+	KindSettleStream   Kind = 9
 )
 
 // Op is one operation of the meta log: one of the pointer types below.
@@ -146,6 +147,24 @@ type MoveReplica struct {
 	To      raftnode.ServerID
 }
 
+// SettleStream records that a stream scaled down to one replica runs
+// without a group on its server (docs/clustering.md, "Scaling down to
+// one replica"): that server turned its replica Replica of group Group
+// into the stream of one replica, and raftnode will never accept that
+// replica ID in that group again. Apply gives the stream a new group
+// (unused: one replica has no Raft group, decision 2) whose only replica,
+// ID 1 on the same server, can bootstrap it alone on a later scale-up;
+// the log config becomes the config. Apply: the stream missing, 10059;
+// the stream not of one replica, of another group, its replica not
+// Replica, or already settled (its group never had more than one
+// replica ID), 10040, so a repeated proposal changes nothing.
+type SettleStream struct {
+	Account string
+	Stream  string
+	Group   raftnode.GroupID
+	Replica raftnode.ReplicaID
+}
+
 // Kind implements Op.
 func (*AssignStream) Kind() Kind { return KindAssignStream }
 
@@ -169,3 +188,6 @@ func (*RemoveServer) Kind() Kind { return KindRemoveServer }
 
 // Kind implements Op.
 func (*MoveReplica) Kind() Kind { return KindMoveReplica }
+
+// Kind implements Op.
+func (*SettleStream) Kind() Kind { return KindSettleStream }

@@ -51,6 +51,16 @@ type StreamAssignment struct {
 	NextReplica raftnode.ReplicaID
 }
 
+// Unsettled reports whether the stream has one replica and its group gave
+// more than one replica ID: a replicated stream scaled down to one
+// replica whose server has not yet reported (SettleStream) that it runs
+// the stream without its group (docs/clustering.md, "Scaling down to one
+// replica"). A stream created with one replica, or settled, has given
+// exactly one.
+func (a StreamAssignment) Unsettled() bool {
+	return len(a.Replicas) == 1 && a.NextReplica > 2
+}
+
 // ConsumerAssignment is a consumer as the meta group holds it.
 type ConsumerAssignment struct {
 	Account     string

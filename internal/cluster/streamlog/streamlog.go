@@ -133,6 +133,11 @@ type Log struct {
 	seenMu     sync.Mutex
 	seenData   uint64
 	seenLatest uint64
+
+	// sealMu orders Seal after every Propose under way; sealed: Propose
+	// refuses and Leader is false (Seal).
+	sealMu sync.RWMutex
+	sealed bool
 }
 
 var (
@@ -176,7 +181,13 @@ func (l *Log) Propose(op stream.Op, key uint64) error {
 	if err != nil {
 		return fmt.Errorf("streamlog: encode %T: %w", op, err)
 	}
+	l.sealMu.RLock()
+	if l.sealed {
+		l.sealMu.RUnlock()
+		return raftnode.ErrNotLeader
+	}
 	p, err := l.cfg.Node.ProposeTagged(l.cfg.Group, data, key)
+	l.sealMu.RUnlock()
 	if err != nil {
 		return err
 	}
@@ -221,8 +232,40 @@ func (l *Log) watch() {
 // (expiry, retention removals) only while it does. A leadership lost a moment later is
 // caught by Propose's ErrNotLeader or by the proposal's ErrNoReply.
 func (l *Log) Leader() bool {
+	l.sealMu.RLock()
+	sealed := l.sealed
+	l.sealMu.RUnlock()
+	if sealed {
+		return false
+	}
 	st, err := l.cfg.Node.Status(l.cfg.Group)
 	return err == nil && st.LeaderReady
+}
+
+// Seal stops the log taking stream operations, for good: Propose answers
+// raftnode.ErrNotLeader (the engine's publish path: the client's retry
+// finds the stream where it runs next) and Leader is false, so the
+// runtime makes no leader decisions (expiry, retention removals). Every
+// Propose that returned before Seal returned entered raftnode's queue
+// before anything proposed after it, Barrier's entry in particular. A
+// replica sealed before its group is removed from under its stream (a
+// scale-down to one replica: docs/clustering.md, "Scaling down to one
+// replica") so that its log ends with what it applied.
+func (l *Log) Seal() {
+	l.sealMu.Lock()
+	l.sealed = true
+	l.sealMu.Unlock()
+}
+
+// Barrier proposes an entry that carries no stream operation (a
+// compaction floor no higher than the one applied, which changes
+// nothing) and returns its proposal: once it resolved, every entry
+// proposed before it, on a sealed log every stream operation the log
+// will ever hold, has been handed to the Applier; Position names its
+// index. Errors: raftnode's Propose errors.
+func (l *Log) Barrier() (*raftnode.Proposal, error) {
+	data := binary.AppendUvarint([]byte{floorMarker}, l.floor.Load())
+	return l.cfg.Node.Propose(l.cfg.Group, data)
 }
 
 // Checkpoint tells the group that the stream's store holds the log's

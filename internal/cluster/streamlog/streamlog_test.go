@@ -425,3 +425,54 @@ func TestFollowersCompactThroughTheFloor(t *testing.T) {
 		}
 	})
 }
+
+// A sealed log takes no stream operation (ErrNotLeader) and its leader
+// is not Leader; Barrier's entry applies after every operation proposed
+// before the seal, and hands nothing to the engine.
+func TestSealAndBarrier(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		defer func() {
+			for _, r := range c.reps {
+				r.node.Close()
+				r.log.Close()
+			}
+		}()
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() { c.net.Run(stop) })
+		defer func() { close(stop); wg.Wait() }()
+
+		p := &publisher{c: c, acked: map[string]uint64{}, proposer: map[uint64]int{}}
+		base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+		p.publish("m1", base)
+		l := c.waitLeader(-1)
+		r := c.reps[l]
+		op := &stream.Publish{Entries: []stream.Entry{{Subject: "orders.m2", Data: []byte("m2"), Time: base + 1}}}
+		if err := r.log.Propose(op, 1000); err != nil {
+			t.Fatal(err)
+		}
+		r.log.Seal()
+		if err := r.log.Propose(op, 1001); !errors.Is(err, raftnode.ErrNotLeader) {
+			t.Fatalf("propose on a sealed log: %v", err)
+		}
+		if r.log.Leader() {
+			t.Fatal("a sealed log is Leader")
+		}
+		b, err := r.log.Barrier()
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-b.Done()
+		if _, err := b.Result(); err != nil {
+			t.Fatal(err)
+		}
+		_, idx := b.Position()
+		if _, _, ok := r.eng.outcome(1000); !ok {
+			t.Fatal("the operation proposed before the seal had not applied when the barrier did")
+		}
+		if data, latest := r.log.Seen(); latest < idx || data >= idx || r.eng.appliedIndex() >= idx {
+			t.Fatalf("barrier at %d: seen %d/%d, engine at %d", idx, data, latest, r.eng.appliedIndex())
+		}
+	})
+}
