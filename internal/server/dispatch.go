@@ -32,6 +32,8 @@ func (c *client) deliverAll(subj, reply []byte, hdrLen int, msg []byte) bool {
 // subscribers only, and of the queue groups only those it names. It
 // reports whether anything received the message, a peer included.
 func (c *client) deliverAllAs(match, subj, reply []byte, hdrLen int, msg []byte) bool {
+	c.routedBy = match
+	defer func() { c.routedBy = nil }()
 	r := c.acc.sl.Match(match)
 	fromRoute := c.route != nil
 	delivered := false
