@@ -20,13 +20,9 @@ import (
 // and mirrors and sources O's stream. The same file runs against cairn
 // and nats-server v2.15.2, and what the streams hold is compared.
 
-func externalConf(storeDir, domain string) string {
-	js := fmt.Sprintf("store_dir: %q", storeDir)
-	if domain != "" {
-		js += fmt.Sprintf(", domain: %s", domain)
-	}
+func externalConf(storeDir string) string {
 	return fmt.Sprintf(`
-jetstream { %s }
+jetstream { store_dir: %q }
 accounts {
   O {
     users = [ { user: o, password: p } ]
@@ -47,7 +43,7 @@ accounts {
     ]
   }
 }
-`, js)
+`, storeDir)
 }
 
 // extServer is cairn or nats-server started from a file, restartable on
@@ -171,7 +167,7 @@ func expected(n int, prefix string) []string {
 // it is created again the mirror copies its messages above what it
 // holds.
 func TestExternalSourcesAcrossAccounts(t *testing.T) {
-	for _, srv := range extServers(t, func(store string) string { return externalConf(store, "") }) {
+	for _, srv := range extServers(t, externalConf) {
 		t.Run(srv.name, func(t *testing.T) { runExternalAcrossAccounts(t, srv, "RI.JS.API") })
 	}
 }

@@ -432,3 +432,33 @@ func TestIndexNameDurable(t *testing.T) {
 		t.Fatalf("Hash8 %q %q", Hash8("C"), Hash8("D"))
 	}
 }
+
+// An external mirror's or source's prefixes are checked as nats-server
+// v2.15.2 checkStreamCfg checks them: a deliver prefix with a wildcard
+// (10024) or under which an origin's subject collides (10022), an api
+// prefix with a wildcard (10052) or overlapping $JS.API (10021).
+func TestCheckOriginsExternalPrefixes(t *testing.T) {
+	origins := func(name string) (Config, bool) {
+		if name == "L" {
+			return Config{Name: "L", Subjects: []string{"d.>"}}, true
+		}
+		return Config{}, false
+	}
+	for in, want := range map[string]string{
+		`{"name":"A","sources":[{"name":"O","external":{"api":"RI.JS.API","deliver":"RI.D"}}]}`:           `ok`,
+		`{"name":"A","mirror":{"name":"O","external":{"api":"$JS.hub.API"}}}`:                             `ok`,
+		`{"name":"A","sources":[{"name":"O","external":{"api":"RI.JS.API","deliver":"RI.*"}}]}`:           `{"code":400,"err_code":10024,"description":"stream external delivery prefix RI.* must not contain wildcards"}`,
+		`{"name":"A","sources":[{"name":"L"},{"name":"O","external":{"api":"RI.JS.API","deliver":"d"}}]}`: `{"code":400,"err_code":10022,"description":"stream external delivery prefix d overlaps with stream subject d.\u003e"}`,
+		`{"name":"A","mirror":{"name":"O","external":{"api":"RI.>"}}}`:                                    `{"code":500,"err_code":10052,"description":"stream external api prefix \"RI.\u003e\" must be a valid subject without wildcards"}`,
+		`{"name":"A","sources":[{"name":"O","external":{"api":"$JS.API","deliver":"x"}}]}`:                `{"code":400,"err_code":10021,"description":"stream external api prefix $JS.API must not overlap with $JS.API"}`,
+	} {
+		var c Config
+		if err := json.Unmarshal([]byte(in), &c); err != nil {
+			t.Fatal(err)
+		}
+		c.SetDefaults()
+		if got := errJSON(c.CheckOrigins(origins, false)); got != want {
+			t.Errorf("%s:\n got %s\nwant %s", in, got, want)
+		}
+	}
+}
