@@ -221,6 +221,17 @@ func runExternalAcrossAccounts(t *testing.T, srv *extServer, api string) {
 	if got := extContents(t, mir); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("mirror after the origin came back:\n%s", strings.Join(got, "\n"))
 	}
+	// Enough bytes for the origin's consumer to ask for flow control
+	// (half its 2 MiB window outstanding, nats-server and cairn alike):
+	// the replies reach it through the $JS.FC import, or it stalls.
+	big := strings.Repeat("x", 8<<10)
+	for i := 0; i < 300; i++ {
+		jsPublish(t, jo, "orig.big", big)
+	}
+	info = waitMsgsWithin(t, mir, uint64(len(want)+300), 60*time.Second)
+	if info.State.LastSeq != 18+300 || info.Mirror.Error != nil {
+		t.Fatalf("mirror after a flow controlled burst: %+v %+v", info.State, info.Mirror)
+	}
 	// Each setup deleted the consumer of the one before: the origin
 	// keeps at most one per sourcer (cairn lists them; nats-server lists
 	// no direct consumer).

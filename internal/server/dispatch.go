@@ -33,7 +33,6 @@ func (c *client) deliverAll(subj, reply []byte, hdrLen int, msg []byte) bool {
 // reports whether anything received the message, a peer included.
 func (c *client) deliverAllAs(match, subj, reply []byte, hdrLen int, msg []byte) bool {
 	c.routedBy = match
-	defer func() { c.routedBy = nil }()
 	r := c.acc.sl.Match(match)
 	fromRoute := c.route != nil
 	delivered := false
@@ -72,6 +71,7 @@ func (c *client) deliverAllAs(match, subj, reply []byte, hdrLen int, msg []byte)
 			delivered = c.deliver(sub, subj, reply, hdrLen, msg) || delivered
 		}
 	}
+	c.routedBy = nil
 	if len(c.rts) > 0 {
 		c.forwardToRoutes(match, subj, reply, hdrLen, msg)
 		delivered = true
