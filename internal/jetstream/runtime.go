@@ -197,7 +197,8 @@ func (js *JetStream) StreamHandOver(name string) error {
 
 // sourcingEnv is what the sourcers take from the engine.
 func (js *JetStream) sourcingEnv() sourcing.Env {
-	return sourcing.Env{Now: js.cfg.Now, Logf: js.cfg.Logf, Lookup: js.streamRuntime, Transport: js.tr}
+	return sourcing.Env{Now: js.cfg.Now, Logf: js.cfg.Logf, Lookup: js.streamRuntime, Transport: js.tr,
+		Account: js.cfg.Account, Domain: js.cfg.Domain}
 }
 
 // ExactInterest is a capability a Transport may have: HasExactInterest

@@ -16,9 +16,9 @@ import (
 // (allow_batched, nats-server 2.14), which cairn serves, as it serves
 // what levels 1 and 2 brought (per-message TTLs and subject delete
 // markers; counters, atomic batches, schedules and persist_mode async)
-// and the flow_control ack policy of level 4. Of level 4 it lacks durable
-// source and mirror consumers, refused with 10052; docs/compatibility.md
-// lists this. It is advertised in $JS.API.INFO, in the INFO of every
+// and the flow_control ack policy of level 4. Of level 4 it lacks, in a
+// cluster, durable source and mirror consumers and external mirrors and
+// sources, refused with 10052; docs/compatibility.md lists this. It is advertised in $JS.API.INFO, in the INFO of every
 // connection (api_lvl) and checked against Nats-Required-Api-Level; the
 // engine must be configured with the same level (jetstream.Config.APILevel),
 // which it reports as _nats.level in stream and consumer configs.

@@ -11,6 +11,7 @@ import (
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/nats-io/nuid"
 )
 
 // CreateConsumerRequest is the body of the consumer create subjects
@@ -82,6 +83,12 @@ func consumerCreate(a *API, r *request) (response, *jserr.Error) {
 	}
 	if err := a.streamExists(req.Stream); err != nil {
 		return resp, err
+	}
+	if cfg.Direct && cfg.Sourcing && cfg.Name != "" {
+		// A sourcing stream names its consumer stably; each create is a
+		// new consumer (nats-server v2.15.2 jsConsumerCreateRequest
+		// appends a random suffix; docs/external-sourcing.md).
+		cfg.Name += "-" + stream.Hash8(nuid.Next())
 	}
 	info, err := a.js.CreateConsumer(req.Stream, cfg, req.Action.engine(), req.Pedantic)
 	if err != nil {

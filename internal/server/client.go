@@ -29,16 +29,19 @@ const (
 // client is one client connection. See the package comment for which
 // goroutine owns which field.
 type client struct {
-	srv    *Server
-	cid    uint64
-	tag    string // "cid" for a client, "rid" for a route, in log lines
-	nc     net.Conn
-	ip     string // the client's IP, for INFO client_ip
-	addr   string // host:port, for log lines
-	log    *logger.Logger
-	out    *outbound
-	parser *protocol.Parser // nil for a route
-	route  *routeConn       // set for a route connection (routeconn.go)
+	// routedBy is the subject the message being delivered was routed by
+	// (deliverAllAs), which a stream import maps (imports.go).
+	routedBy []byte
+	srv      *Server
+	cid      uint64
+	tag      string // "cid" for a client, "rid" for a route, in log lines
+	nc       net.Conn
+	ip       string // the client's IP, for INFO client_ip
+	addr     string // host:port, for log lines
+	log      *logger.Logger
+	out      *outbound
+	parser   *protocol.Parser // nil for a route
+	route    *routeConn       // set for a route connection (routeconn.go)
 	// acc is the account the client publishes in and subscribes to: $G
 	// until it authenticates as a user of another (accounts.go). A
 	// route's is the account of the message it is delivering. Owned by

@@ -33,6 +33,7 @@ func (c *client) deliverAll(subj, reply []byte, hdrLen int, msg []byte) bool {
 // subscribers only, and of the queue groups only those it names. It
 // reports whether anything received the message, a peer included.
 func (c *client) deliverAllAs(match, subj, reply []byte, hdrLen int, msg []byte) bool {
+	c.routedBy = match
 	r := c.acc.sl.Match(match)
 	fromRoute := c.route != nil
 	delivered := false
@@ -71,6 +72,7 @@ func (c *client) deliverAllAs(match, subj, reply []byte, hdrLen int, msg []byte)
 			delivered = c.deliver(sub, subj, reply, hdrLen, msg) || delivered
 		}
 	}
+	c.routedBy = nil
 	if len(c.rts) > 0 {
 		c.forwardToRoutes(match, subj, reply, hdrLen, msg)
 		delivered = true

@@ -178,14 +178,29 @@ func (s *Server) importStream(acc, from *account, im *config.Import) (*InternalS
 	}
 	si := &streamImport{acc: acc, from: im.Subject, local: local, allowTrace: im.AllowTrace}
 	sub := &subscription{acc: from, subject: im.Subject, imported: true}
-	sub.handler = func(subj, reply string, hdr, data []byte) {
-		to := mapSubj(subj)
-		s.publishIn(acc, to, to, reply, hdr, data, pubLocal)
+	// A message routed by another subject than it shows (a JetStream
+	// consumer's delivery: routed by the deliver subject, showing the
+	// stored subject) is routed in acc by the mapped deliver subject and
+	// keeps the subject it shows, as nats-server delivers it through a
+	// stream import (an external source's deliveries,
+	// docs/external-sourcing.md).
+	route := func(c *client, subj []byte) (match, shown string) {
+		shown = string(subj)
+		if c != nil && c.routedBy != nil && string(c.routedBy) != shown {
+			return mapSubj(string(c.routedBy)), shown
+		}
+		to := mapSubj(shown)
+		return to, to
 	}
-	sub.crossing = func(_ *client, t *msgTrace, subj, reply []byte, hdrLen int, msg []byte) bool {
-		to := mapSubj(string(subj))
+	sub.svc = func(c *client, subj, reply []byte, hdrLen int, msg []byte) {
+		match, shown := route(c, subj)
 		hdr, data := splitMsg(hdrLen, msg)
-		return s.publishTraced(acc, to, to, string(reply), hdr, data, pubLocal, t, si)
+		s.publishIn(acc, match, shown, string(reply), hdr, data, pubLocal)
+	}
+	sub.crossing = func(c *client, t *msgTrace, subj, reply []byte, hdrLen int, msg []byte) bool {
+		match, shown := route(c, subj)
+		hdr, data := splitMsg(hdrLen, msg)
+		return s.publishTraced(acc, match, shown, string(reply), hdr, data, pubLocal, t, si)
 	}
 	is, err := s.insertInternal(sub)
 	if err == nil {

@@ -201,6 +201,13 @@ func (s *Server) Start() error {
 	}
 	s.ln = ln
 	s.port = ln.Addr().(*net.TCPAddr).Port
+	// The accounts' imports first, as nats-server has them from its
+	// configuration: a restored external source's first consumer create
+	// goes through them (docs/external-sourcing.md).
+	if err := s.startImports(); err != nil {
+		_ = ln.Close()
+		return err
+	}
 	if s.opts.JetStream {
 		if err := s.startJetStream(); err != nil {
 			_ = ln.Close()
@@ -208,11 +215,6 @@ func (s *Server) Start() error {
 		}
 	}
 	if err := s.startSystemImports(); err != nil {
-		_ = ln.Close()
-		s.stopJetStream()
-		return err
-	}
-	if err := s.startImports(); err != nil {
 		_ = ln.Close()
 		s.stopJetStream()
 		return err

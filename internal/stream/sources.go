@@ -150,6 +150,9 @@ func (s *Source) IndexName() string {
 		src, dst = strings.Join(srcs, "\f"), strings.Join(dsts, "\f")
 	}
 	name := s.Name
+	if s.External != nil {
+		name += ":" + Hash8(s.External.APIPrefix)
+	}
 	if s.Consumer != nil {
 		name += ":C=" + Hash8(s.Consumer.Name)
 	}
@@ -193,8 +196,58 @@ func (c *Config) CheckOrigins(get Origins, pedantic bool) *jserr.Error {
 			}
 		}
 	}
+	if err := c.checkExternalPrefixes(get); err != nil {
+		return err
+	}
 	if hasCycle(c, get) {
 		return invalid("detected cycle")
+	}
+	return nil
+}
+
+// checkExternalPrefixes checks the external mirror's or sources' prefixes
+// (nats-server v2.15.2 checkStreamCfg): each deliver prefix must be a
+// literal subject (10024) that no origin's subject S on this account
+// collides with as "<prefix>.S" (10022); each api prefix must be a
+// literal subject (10052) not colliding with $JS.API (10021).
+func (c *Config) checkExternalPrefixes(get Origins) *jserr.Error {
+	var subs, deliver, api []string
+	all := c.Sources
+	if c.Mirror != nil {
+		all = append([]*Source{c.Mirror}, all...)
+	}
+	for _, src := range all {
+		switch {
+		case src.External == nil:
+			if o, ok := get(src.Name); ok {
+				subs = append(subs, o.Subjects...)
+			}
+		default:
+			if p := src.External.DeliverPrefix; p != "" {
+				deliver = append(deliver, p)
+			}
+			if p := src.External.APIPrefix; p != "" {
+				api = append(api, p)
+			}
+		}
+	}
+	for _, p := range deliver {
+		if !subject.ValidLiteral(p) {
+			return jserr.New(jserr.StreamInvalidExternalDeliverySubj, jserr.Sub("prefix", p))
+		}
+		for _, sub := range subs {
+			if subject.Overlap(sub, p+"."+sub) {
+				return jserr.New(jserr.StreamExternalDelPrefixOverlaps, jserr.Sub("prefix", p), jserr.Sub("subject", sub))
+			}
+		}
+	}
+	for _, p := range api {
+		if !subject.ValidLiteral(p) {
+			return invalid(fmt.Sprintf("stream external api prefix %q must be a valid subject without wildcards", p))
+		}
+		if subject.Overlap(p, "$JS.API") {
+			return jserr.New(jserr.StreamExternalApiOverlap, jserr.Sub("prefix", p), jserr.Sub("subject", "$JS.API"))
+		}
 	}
 	return nil
 }

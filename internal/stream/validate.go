@@ -53,8 +53,7 @@ func (c *Config) CheckCreate() *jserr.Error {
 // replicas, 10143/10034/10031 for a mirror with first_seq, subjects or
 // sources, 10155 and 10156 for a subject_transform whose source or
 // mapping is invalid (checkTransform), 10074 for num_replicas > 1.
-// Last, it refuses with 10052 the features cairn does not implement
-// (unsupported, below) and a bad dead-letter subject in the metadata
+// Last, it refuses with 10052 a bad dead-letter subject in the metadata
 // (CheckDeadLetter, a check of cairn's own). Checks that need other
 // streams or the account (subject overlap 10065, max_bytes required
 // 10113, source cycles) belong to the caller.
@@ -97,7 +96,6 @@ var checksBefore = []func(*Config) *jserr.Error{
 }
 
 var checksAfter = []func(*Config) *jserr.Error{
-	(*Config).checkUnsupported,
 	(*Config).checkDeadLetter,
 }
 
@@ -351,32 +349,18 @@ func (c *Config) checkSingleServer() *jserr.Error {
 	return nil
 }
 
-// checkUnsupported refuses, with 10052, the features whose behaviour the
-// stream does not implement, rather than accepting a config it would not
-// honour. Each is a deliberate difference from nats-server, listed in
-// docs/compatibility.md by the runner's author; remove a line when its
-// feature lands.
-func (c *Config) checkUnsupported() *jserr.Error {
-	for _, f := range []struct {
-		on   bool
-		what string
-	}{
-		{c.Mirror != nil && c.Mirror.External != nil, "external stream mirrors are not supported"},
-		{c.hasSource(func(s *Source) bool { return s.External != nil }), "external stream sources are not supported"},
-	} {
-		if f.on {
-			return invalid(f.what)
-		}
-	}
-	return nil
-}
-
 // checkUnsupportedClustered refuses, with 10052, durable source and
-// mirror consumers in a clustered JetStream: cairn's durable sourcer
-// (docs/durable-sourcing.md) runs on one server; on the replicas of a
-// clustered stream each would reset the origin's consumer.
+// mirror consumers and external mirrors and sources in a clustered
+// JetStream: cairn's sourcers of those (docs/durable-sourcing.md,
+// docs/external-sourcing.md) run on one server; on the replicas of a
+// clustered stream each would reset the origin's consumer, or create one
+// of its own.
 func (c *Config) checkUnsupportedClustered() *jserr.Error {
 	switch {
+	case c.Mirror != nil && c.Mirror.External != nil:
+		return invalid("external stream mirrors are not supported")
+	case c.hasSource(func(s *Source) bool { return s.External != nil }):
+		return invalid("external stream sources are not supported")
 	case c.Mirror != nil && c.Mirror.Consumer != nil:
 		return invalid("stream mirror consumers are not supported")
 	case c.hasSource(func(s *Source) bool { return s.Consumer != nil }):

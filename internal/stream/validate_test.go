@@ -90,7 +90,7 @@ var validateCases = []struct {
 	{"mirror transform unknown function", `{"name":"V30","mirror":{"name":"X","subject_transforms":[{"src":"a","dest":"{{foo()}}"}]}}`, `{"code":400,"err_code":10154,"description":"mirror transform: invalid mapping destination: unknown function in {{foo()}}"}`},
 	{"mirror with delete markers", `{"name":"V31","mirror":{"name":"X"},"subject_delete_marker_ttl":5000000000}`, `{"code":500,"err_code":10052,"description":"subject delete markers forbidden on mirrors"}`},
 	{"mirror with start seq and time", `{"name":"V32","mirror":{"name":"X","opt_start_seq":5,"opt_start_time":"2024-01-01T00:00:00Z"}}`, `ok`},
-	{"cairn: external source", `{"name":"V33","sources":[{"name":"X","external":{"api":"$JS.hub.API"}}]}`, `{"code":500,"err_code":10052,"description":"external stream sources are not supported"}`},
+	{"external source", `{"name":"V33","sources":[{"name":"X","external":{"api":"$JS.hub.API"}}]}`, `ok`},
 	{"subject transform", `{"name":"T","subject_transform":{"src":"a","dest":"b"}}`, `ok`},
 	{"republish > to a literal", `{"name":"R","subjects":["a"],"republish":{"dest":"b"}}`, `{"code":500,"err_code":10052,"description":"stream configuration for republish with transform from '\u003e' to 'b' not valid"}`},
 	{"republish", `{"name":"R2","subjects":["r2.>"],"republish":{"src":"r2.>","dest":"rp2.>"}}`, `ok`},
@@ -398,14 +398,16 @@ func TestMarkerFlagsForced(t *testing.T) {
 	}
 }
 
-// A clustered JetStream refuses durable source and mirror consumers
-// (cairn's sourcer of them runs on one server), after nats-server's own
-// checks of them.
+// A clustered JetStream refuses durable source and mirror consumers and
+// external mirrors and sources (cairn's sourcers of them run on one
+// server), after nats-server's own checks of them.
 func TestValidateClusteredDurableSources(t *testing.T) {
 	for in, want := range map[string]string{
-		`{"name":"A","sources":[{"name":"O","consumer":{"name":"C","deliver_subject":"d"}}]}`: `{"code":500,"err_code":10052,"description":"stream source consumers are not supported"}`,
-		`{"name":"B","mirror":{"name":"O","consumer":{"name":"C","deliver_subject":"d"}}}`:    `{"code":500,"err_code":10052,"description":"stream mirror consumers are not supported"}`,
-		`{"name":"C","mirror":{"name":"O","consumer":{"name":"C","deliver_subject":"d.*"}}}`:  `{"code":400,"err_code":10213,"description":"stream mirror consumer config is invalid"}`,
+		`{"name":"E","sources":[{"name":"O","external":{"api":"RI.JS.API","deliver":"RI.D"}}]}`: `{"code":500,"err_code":10052,"description":"external stream sources are not supported"}`,
+		`{"name":"F","mirror":{"name":"O","external":{"api":"$JS.hub.API"}}}`:                   `{"code":500,"err_code":10052,"description":"external stream mirrors are not supported"}`,
+		`{"name":"A","sources":[{"name":"O","consumer":{"name":"C","deliver_subject":"d"}}]}`:   `{"code":500,"err_code":10052,"description":"stream source consumers are not supported"}`,
+		`{"name":"B","mirror":{"name":"O","consumer":{"name":"C","deliver_subject":"d"}}}`:      `{"code":500,"err_code":10052,"description":"stream mirror consumers are not supported"}`,
+		`{"name":"C","mirror":{"name":"O","consumer":{"name":"C","deliver_subject":"d.*"}}}`:    `{"code":400,"err_code":10213,"description":"stream mirror consumer config is invalid"}`,
 	} {
 		var c Config
 		if err := json.Unmarshal([]byte(in), &c); err != nil {
@@ -428,5 +430,35 @@ func TestIndexNameDurable(t *testing.T) {
 	}
 	if Hash8("C") == Hash8("D") || len(Hash8("C")) != 8 {
 		t.Fatalf("Hash8 %q %q", Hash8("C"), Hash8("D"))
+	}
+}
+
+// An external mirror's or source's prefixes are checked as nats-server
+// v2.15.2 checkStreamCfg checks them: a deliver prefix with a wildcard
+// (10024) or under which an origin's subject collides (10022), an api
+// prefix with a wildcard (10052) or overlapping $JS.API (10021).
+func TestCheckOriginsExternalPrefixes(t *testing.T) {
+	origins := func(name string) (Config, bool) {
+		if name == "L" {
+			return Config{Name: "L", Subjects: []string{"d.>"}}, true
+		}
+		return Config{}, false
+	}
+	for in, want := range map[string]string{
+		`{"name":"A","sources":[{"name":"O","external":{"api":"RI.JS.API","deliver":"RI.D"}}]}`:           `ok`,
+		`{"name":"A","mirror":{"name":"O","external":{"api":"$JS.hub.API"}}}`:                             `ok`,
+		`{"name":"A","sources":[{"name":"O","external":{"api":"RI.JS.API","deliver":"RI.*"}}]}`:           `{"code":400,"err_code":10024,"description":"stream external delivery prefix RI.* must not contain wildcards"}`,
+		`{"name":"A","sources":[{"name":"L"},{"name":"O","external":{"api":"RI.JS.API","deliver":"d"}}]}`: `{"code":400,"err_code":10022,"description":"stream external delivery prefix d overlaps with stream subject d.\u003e"}`,
+		`{"name":"A","mirror":{"name":"O","external":{"api":"RI.>"}}}`:                                    `{"code":500,"err_code":10052,"description":"stream external api prefix \"RI.\u003e\" must be a valid subject without wildcards"}`,
+		`{"name":"A","sources":[{"name":"O","external":{"api":"$JS.API","deliver":"x"}}]}`:                `{"code":400,"err_code":10021,"description":"stream external api prefix $JS.API must not overlap with $JS.API"}`,
+	} {
+		var c Config
+		if err := json.Unmarshal([]byte(in), &c); err != nil {
+			t.Fatal(err)
+		}
+		c.SetDefaults()
+		if got := errJSON(c.CheckOrigins(origins, false)); got != want {
+			t.Errorf("%s:\n got %s\nwant %s", in, got, want)
+		}
 	}
 }

@@ -16,4 +16,8 @@
 // read the store: its sourcer talks to the origin's durable consumer over
 // Env.Transport, as nats-server does (durable.go draws the exchange;
 // docs/durable-sourcing.md), and registers no interest with its origin.
+// An external mirror or source (`external`: an origin of another account
+// or domain) creates a consumer of its own on the origin through the API
+// prefix at each setup and reads it the same way (external.go;
+// docs/external-sourcing.md).
 package sourcing

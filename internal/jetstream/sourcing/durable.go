@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
@@ -62,6 +63,7 @@ type inbound struct {
 	subject, reply string
 	hdr, data      []byte
 	answer         bool // on the reply subject of the pending reset
+	gen            int  // the deliver subscription it came on (external.go)
 }
 
 // inbox queues what the subscriptions receive for the sourcer's
@@ -106,9 +108,16 @@ type durableRun struct {
 	s     *sourcer
 	in    *inbox
 	reply string // the reset reply subject
-	sseq  uint64 // last origin sequence copied (or skipped as copied)
-	dseq  uint64 // last delivery sequence taken
-	fails int    // setups failed in a row (the retry backoff)
+	cname string // the consumer whose deliveries are taken
+	gen   int    // the current deliver subscription (external.go; 0 for a durable)
+	// dsub and rsub are an external sourcer's deliver and reply
+	// subscriptions of its last setup; recreated is set once it learned
+	// that its origin was recreated (external.go).
+	dsub, rsub streamrun.Subscription
+	recreated  bool
+	sseq       uint64 // last origin sequence copied (or skipped as copied)
+	dseq       uint64 // last delivery sequence taken
+	fails      int    // setups failed in a row (the retry backoff)
 	// timedOut is set when the last reset got no answer; lastReq is
 	// when it was sent.
 	timedOut bool
@@ -133,8 +142,8 @@ func (s *sourcer) after(d time.Duration) <-chan time.Time {
 func (s *sourcer) runDurable() {
 	defer close(s.done)
 	in := &inbox{sig: make(chan struct{}, 1)}
-	d := &durableRun{s: s, in: in, reply: inboxPrefix + nuid.Next()}
 	c := s.src.Consumer
+	d := &durableRun{s: s, in: in, reply: inboxPrefix + nuid.Next(), cname: c.Name}
 	dsub, err := s.env.Transport.Subscribe(c.DeliverSubject, "", func(subj, reply string, hdr, data []byte) {
 		in.put(inbound{subject: subj, reply: reply, hdr: bytes.Clone(hdr), data: bytes.Clone(data)})
 	})
@@ -296,7 +305,7 @@ func (d *durableRun) requestReset(level int) {
 	if level >= 5 {
 		hdr = stream.SetHeader(hdr, stream.HdrStreamIdentity, s.ident)
 	}
-	s.env.Transport.Publish(resetSubjectPrefix+s.src.Name+"."+s.src.Consumer.Name, d.reply, hdr, nil)
+	s.env.Transport.Publish(s.apiSubject(resetSubjectPrefix+s.src.Name+"."+s.src.Consumer.Name), d.reply, hdr, nil)
 }
 
 // hold puts messages back in front of the inbox for receive.
@@ -347,7 +356,7 @@ func (d *durableRun) answered(ans *resetAnswer, ident string) bool {
 			s.env.Logf("stream %s: source stream %s was recreated, resetting source state", s.r.Name(), s.src.Name)
 			d.sseq = 0
 		}
-		if ident == "" {
+		if ident == "" && s.src.External == nil {
 			// An origin on this server answered without its identity
 			// (below API level 5): read it from the origin itself, so
 			// that the copies' Nats-Stream-Source names it as
@@ -424,8 +433,8 @@ func (d *durableRun) process(msgs []inbound) bool {
 		return ok
 	}
 	for _, m := range msgs {
-		if m.answer {
-			continue // a late answer to an earlier reset
+		if m.answer || m.gen != d.gen {
+			continue // a late answer to an earlier setup, or its consumer's
 		}
 		d.heard()
 		if len(m.data) == 0 && bytes.HasPrefix(m.hdr, []byte("NATS/1.0 100 ")) {
@@ -507,7 +516,7 @@ func (d *durableRun) clearStall() {
 func (d *durableRun) take(m inbound) (a accepted, ok, retry bool) {
 	s := d.s
 	cname, dc, sseq, dseq, ts, pending, parsed := parseAckReply(m.reply)
-	if !parsed || cname != s.src.Consumer.Name || dc > 1 {
+	if !parsed || cname != d.cname || dc > 1 {
 		return a, false, false // another consumer's, or a redelivery
 	}
 	a = accepted{sseq: d.sseq, dseq: d.dseq}

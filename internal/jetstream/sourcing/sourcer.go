@@ -33,6 +33,7 @@ const (
 // filter or transforms.
 type SourceInfo struct {
 	Name              string                    `json:"name"`
+	External          *stream.ExternalStream    `json:"external,omitempty"`
 	Lag               uint64                    `json:"lag"`
 	Seq               uint64                    `json:"seq,omitempty"`
 	Active            time.Duration             `json:"active"`
@@ -83,6 +84,9 @@ type sourcer struct {
 	seq    uint64
 	active int64 // unix ns the origin was last seen, 0 = never
 	err    *jserr.Error
+	// extConsumer is an external sourcer's consumer of its last setup
+	// (external.go), deleted when the source goes away.
+	extConsumer string
 }
 
 // newSourcer prepares the sourcer of src (a mirror when mirror is set).
@@ -127,8 +131,12 @@ func (s *sourcer) stop() {
 
 // run is the sourcer's goroutine.
 func (s *sourcer) run() {
-	if s.src.Consumer != nil {
+	switch {
+	case s.src.Consumer != nil:
 		s.runDurable()
+		return
+	case s.src.External != nil:
+		s.runExternal()
 		return
 	}
 	defer close(s.done)
@@ -483,7 +491,7 @@ func (s *sourcer) info(now time.Time) *SourceInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	si := &SourceInfo{
-		Name: s.src.Name, Lag: s.lag, Active: -1, Error: s.err,
+		Name: s.src.Name, External: s.src.External, Lag: s.lag, Active: -1, Error: s.err,
 		FilterSubject: s.src.FilterSubject, SubjectTransforms: s.src.SubjectTransforms,
 	}
 	if !s.mirror {
@@ -505,6 +513,10 @@ type Env struct {
 	// Transport is the account's messaging layer: a durable sourcer
 	// talks to its origin's consumer through it (durable.go).
 	Transport streamrun.Transport
+	// Account and Domain name the stream's account ("" is $G) and the
+	// server's JetStream domain ("" for none): an external sourcer's
+	// consumer name and metadata carry them (external.go).
+	Account, Domain string
 	// After is the durable sourcers' timer (nil: time.After): the reset
 	// answer's wait, the retry backoff and the health check.
 	After func(d time.Duration) <-chan time.Time
@@ -553,10 +565,10 @@ func (ss *Set) newSources(cfg stream.Config, lookup func(string) *streamrun.Stre
 		per[src.Name]++
 	}
 	for _, s := range own {
-		if s.src.Consumer != nil {
-			continue // the consumer keeps what it has to deliver
-		}
 		s.sole = per[s.src.Name] == 1
+		if s.src.Consumer != nil || s.src.External != nil {
+			continue // the consumer keeps what it has to deliver; or not here
+		}
 		s.origin = lookup(s.src.Name)
 		watch(s.origin, s)
 	}
@@ -625,6 +637,9 @@ func (ss *Set) stop(release bool) {
 	}
 	if !release {
 		return
+	}
+	for _, s := range own {
+		s.dropExternal() // the origin's consumer is of no use any more
 	}
 	for _, s := range own {
 		unwatch(s.origin, s)
