@@ -139,10 +139,11 @@ type connMeta struct {
 type subscription struct {
 	client  *client    // nil for an internal subscription
 	handler MsgHandler // set for an internal subscription
-	// svc, set for a service import's subscription, is called instead of
+	// svc, set for an import's subscription, is called instead of
 	// handler with the publishing client (imports.go); it reports whether
 	// anything received the message (a service import: anything in the
-	// exporting account), as a delivery does.
+	// exporting account; a stream import: always, as a handler), as a
+	// delivery does.
 	svc func(c *client, subj, reply []byte, hdrLen int, msg []byte) bool
 	// traced, set for a stream's subscription, is called instead of
 	// handler when the message is traced (msgtrace.go).

@@ -192,10 +192,11 @@ func (s *Server) importStream(acc, from *account, im *config.Import) (*InternalS
 		to := mapSubj(shown)
 		return to, to
 	}
-	sub.svc = func(c *client, subj, reply []byte, hdrLen int, msg []byte) {
+	sub.svc = func(c *client, subj, reply []byte, hdrLen int, msg []byte) bool {
 		match, shown := route(c, subj)
 		hdr, data := splitMsg(hdrLen, msg)
 		s.publishIn(acc, match, shown, string(reply), hdr, data, pubLocal)
+		return true // a stream import counts as a delivery, as its handler did
 	}
 	sub.crossing = func(c *client, t *msgTrace, subj, reply []byte, hdrLen int, msg []byte) bool {
 		match, shown := route(c, subj)
