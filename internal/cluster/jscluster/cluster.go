@@ -123,6 +123,9 @@ type Cluster struct {
 	// meta leader replaces a member whose store changed (membership.go).
 	metaPeers []raftnode.Peer
 	metaByInc bool
+	// strangers are the routed servers already reported outside this
+	// server's meta group (warnStrangers; the run goroutine's own).
+	strangers map[string]bool
 }
 
 // streamKey names a stream in an account.
@@ -383,6 +386,7 @@ func (c *Cluster) run() {
 		case <-c.wake:
 		case <-t.C:
 			c.noteLeaderless()
+			c.warnStrangers()
 			c.sampleApply()
 			c.catalogue()
 			c.replaceStale()
@@ -406,6 +410,41 @@ func (c *Cluster) run() {
 			c.apply(ev)
 		}
 		c.pushConfigs()
+	}
+}
+
+// warnStrangers logs at [WRN], once per server, each routed server that
+// is not in this server's meta group: its routes name other servers than
+// this server's (the meta group's voters are the servers the routes
+// name, fixed at the first start: README "Run a cluster", docs/clustering.md
+// "Not yet built"), so it formed or waits for another meta group, and
+// neither group serves the other's JetStream. nats-server grows its meta
+// group as servers appear and needs no such warning; without it a seed
+// configuration (each server routed to one) left the servers' JetStream
+// split in silence.
+func (c *Cluster) warnStrangers() {
+	routed := c.host.ClusterPeers()
+	c.mu.Lock()
+	peers := slices.Clone(c.metaPeers)
+	c.mu.Unlock()
+	if len(peers) == 0 {
+		return // not in a meta group yet
+	}
+	var names []string
+	for _, p := range peers {
+		names = append(names, string(p.Server))
+	}
+	slices.Sort(names)
+	for _, rp := range routed {
+		n := rp.Name
+		if n == "" || n == string(c.name) || c.strangers[n] || slices.Contains(names, n) {
+			continue
+		}
+		if c.strangers == nil {
+			c.strangers = map[string]bool{}
+		}
+		c.strangers[n] = true
+		c.cfg.Logf("JetStream cluster: server %s is routed here but is not in this server's meta group %v: every server of a JetStream cluster must name every server in its routes (README, \"Run a cluster\"); JetStream is not shared with it", n, names)
 	}
 }
 
