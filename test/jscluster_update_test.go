@@ -148,9 +148,6 @@ func TestJetStreamClusterStreamUpdate(t *testing.T) {
 			t.Fatalf("%s: %v, want %d", what, err, code)
 		}
 	}
-	scale := cfg
-	scale.Replicas = 1
-	refused("scale to one replica", scale, 10061)
 	storage := cfg
 	storage.Storage = jetstream.MemoryStorage
 	refused("change of storage", storage, 10052)
