@@ -142,9 +142,15 @@ type subscription struct {
 	// svc, set for an import's subscription, is called instead of
 	// handler with the publishing client (imports.go); it reports whether
 	// anything received the message (a service import: anything in the
-	// exporting account; a stream import: always, as a handler), as a
-	// delivery does.
+	// exporting account; a stream import: anything in the importing
+	// account), as a delivery does.
 	svc func(c *client, subj, reply []byte, hdrLen int, msg []byte) bool
+	// interest, set for a stream import's subscription (imports.go),
+	// reports whether the importing account has interest in subj, a
+	// subject the import carries, at import depth depth: the import
+	// counts as interest in the exporter only then (nats-server's shadow
+	// subscriptions exist only for the importer's subscriptions).
+	interest func(subj string, depth int) bool
 	// traced, set for a stream's subscription, is called instead of
 	// handler when the message is traced (msgtrace.go).
 	traced jetstream.TracedHandler

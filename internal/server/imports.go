@@ -195,9 +195,12 @@ func (s *Server) importStream(acc, from *account, im *config.Import) (*InternalS
 	sub.svc = func(c *client, subj, reply []byte, hdrLen int, msg []byte) bool {
 		match, shown := route(c, subj)
 		hdr, data := splitMsg(hdrLen, msg)
-		s.publishIn(acc, match, shown, string(reply), hdr, data, pubLocal)
-		return true // a stream import counts as a delivery, as its handler did
+		// Delivered only if something in acc took it: a request that only
+		// an idle import matches gets the no-responders status, as in
+		// nats-server v2.15.2.
+		return s.publishIn(acc, match, shown, string(reply), hdr, data, pubLocal)
 	}
+	sub.interest = func(subj string, depth int) bool { return s.interestIn(acc, mapSubj(subj), depth) }
 	sub.crossing = func(c *client, t *msgTrace, subj, reply []byte, hdrLen int, msg []byte) bool {
 		match, shown := route(c, subj)
 		hdr, data := splitMsg(hdrLen, msg)

@@ -187,9 +187,33 @@ func (s *Server) hasExactInterestIn(acc *account, subj string) bool {
 func (s *Server) HasInterest(subj string) bool { return s.hasInterestIn(s.gacc, subj) }
 
 func (s *Server) hasInterestIn(acc *account, subj string) bool {
+	return s.interestIn(acc, subj, 0)
+}
+
+// maxImportDepth bounds how many stream imports interestIn follows, so
+// that accounts importing from each other in a circle end.
+const maxImportDepth = 8
+
+// interestIn reports whether a subscription of acc matches the literal
+// subj, a stream import's counting only when its importing account has
+// interest in the subject it carries (subscription.interest), followed
+// at most maxImportDepth imports deep. An import with no subscriber
+// behind it is no interest: a push consumer whose deliver subject only
+// an idle import matches goes inactive and is deleted after its
+// inactive_threshold, as in nats-server v2.15.2 (an external source's
+// old consumers were never reaped; docs/external-sourcing.md).
+func (s *Server) interestIn(acc *account, subj string, depth int) bool {
 	if !subject.ValidLiteral(subj) {
 		return false
 	}
 	r := acc.sl.Match([]byte(subj))
-	return len(r.Plain) > 0 || len(r.Queues) > 0
+	if len(r.Queues) > 0 {
+		return true
+	}
+	for _, sub := range r.Plain {
+		if sub.interest == nil || depth < maxImportDepth && sub.interest(subj, depth+1) {
+			return true
+		}
+	}
+	return false
 }
