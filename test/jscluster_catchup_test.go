@@ -405,13 +405,7 @@ func TestJetStreamClusterScaleByUpdate(t *testing.T) {
 // message is kept.
 func TestJetStreamClusterScaleUpFromOne(t *testing.T) {
 	servers, _ := jsClusterMod(t, 3, func(_ int, o *server.Options) { o.RaftRetain = 8 })
-	js := make([]jetstream.JetStream, 3)
-	for i, s := range servers {
-		var err error
-		if js[i], err = jetstream.New(connect(t, s.ClientURL())); err != nil {
-			t.Fatal(err)
-		}
-	}
+	_, js := clusterClients(t, servers)
 	cfg := jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 1, Duplicates: time.Hour}
 	eventually(t, "create ORDERS", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -419,38 +413,7 @@ func TestJetStreamClusterScaleUpFromOne(t *testing.T) {
 		_, err := js[0].CreateStream(ctx, cfg)
 		return err
 	})
-	sent := map[uint64]sentMsg{}
-	for n := 1; n <= 100; n++ {
-		publishAcked(t, js[0], sent, n)
-	}
-	s, err := js[0].Stream(tctx(t), "ORDERS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, seq := range []uint64{3, 40, 41} {
-		if err := s.DeleteMsg(tctx(t), seq); err != nil {
-			t.Fatal(err)
-		}
-		delete(sent, seq)
-	}
-	home := leaderIndex(servers, s.CachedInfo().Cluster.Leader)
-	other := (home + 1) % 3
-	cfg.Replicas = 3
-	eventually(t, "scale to 3", func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_, err := js[other].UpdateStream(ctx, cfg)
-		return err
-	})
-	waitReplicas(t, js[other], 3)
-	for n := 101; n <= 110; n++ {
-		publishAcked(t, js[other], sent, n)
-	}
-	servers[home].Shutdown()
-	for n := 111; n <= 120; n++ {
-		publishAcked(t, js[other], sent, n)
-	}
-	checkAll(t, js[other], sent)
+	sent, _, other := scaleUpFromOne(t, servers, js, cfg)
 	// The duplicate window came along: a retried publish of message 50
 	// is a duplicate.
 	m := &nats.Msg{Subject: "orders.1", Header: nats.Header{"Nats-Msg-Id": []string{"id-50"}}, Data: []byte("again")}
@@ -479,4 +442,46 @@ func TestJetStreamClusterScaleUpFromOne(t *testing.T) {
 		return nil
 	})
 	checkAll(t, js[other], sent)
+}
+
+// scaleUpFromOne publishes messages 1 to 100 to the one-replica stream
+// ORDERS (cfg) through js[0] and deletes 3, 40 and 41; scales it to three
+// replicas through another server, other, and publishes 101 to 110;
+// stops the server that held it, home, publishes 111 to 120 and checks
+// that every acknowledged message is served. It returns what is stored.
+func scaleUpFromOne(t *testing.T, servers []*server.Server, js []jetstream.JetStream, cfg jetstream.StreamConfig) (sent map[uint64]sentMsg, home, other int) {
+	t.Helper()
+	sent = map[uint64]sentMsg{}
+	for n := 1; n <= 100; n++ {
+		publishAcked(t, js[0], sent, n)
+	}
+	s, err := js[0].Stream(tctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []uint64{3, 40, 41} {
+		if err := s.DeleteMsg(tctx(t), seq); err != nil {
+			t.Fatal(err)
+		}
+		delete(sent, seq)
+	}
+	home = leaderIndex(servers, s.CachedInfo().Cluster.Leader)
+	other = (home + 1) % 3
+	cfg.Replicas = 3
+	eventually(t, "scale to 3", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := js[other].UpdateStream(ctx, cfg)
+		return err
+	})
+	waitReplicas(t, js[other], 3)
+	for n := 101; n <= 110; n++ {
+		publishAcked(t, js[other], sent, n)
+	}
+	servers[home].Shutdown()
+	for n := 111; n <= 120; n++ {
+		publishAcked(t, js[other], sent, n)
+	}
+	checkAll(t, js[other], sent)
+	return sent, home, other
 }

@@ -158,13 +158,7 @@ func TestJetStreamClusterMemoryStreamFullRestart(t *testing.T) {
 // current. Scaled down to 3, every message stays.
 func TestJetStreamClusterMemoryScale(t *testing.T) {
 	servers, opts := jsClusterOpts(t, 5)
-	js := make([]jetstream.JetStream, 5)
-	for i, s := range servers {
-		var err error
-		if js[i], err = jetstream.New(connect(t, s.ClientURL())); err != nil {
-			t.Fatal(err)
-		}
-	}
+	_, js := clusterClients(t, servers)
 	cfg := createMemoryOrders(t, js[0], 3)
 	sent := map[uint64]sentMsg{}
 	for n := 1; n <= 100; n++ {
@@ -314,46 +308,9 @@ func TestJetStreamClusterMemoryPeerRemove(t *testing.T) {
 // memory stream of one replica with a consumer is not scaled up (10061).
 func TestJetStreamClusterMemoryScaleUpFromOne(t *testing.T) {
 	servers, opts := jsClusterOpts(t, 3)
-	js := make([]jetstream.JetStream, 3)
-	for i, s := range servers {
-		var err error
-		if js[i], err = jetstream.New(connect(t, s.ClientURL())); err != nil {
-			t.Fatal(err)
-		}
-	}
+	_, js := clusterClients(t, servers)
 	cfg := createMemoryOrders(t, js[0], 1)
-	sent := map[uint64]sentMsg{}
-	for n := 1; n <= 100; n++ {
-		publishAcked(t, js[0], sent, n)
-	}
-	s, err := js[0].Stream(tctx(t), "ORDERS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, seq := range []uint64{3, 40, 41} {
-		if err := s.DeleteMsg(tctx(t), seq); err != nil {
-			t.Fatal(err)
-		}
-		delete(sent, seq)
-	}
-	home := leaderIndex(servers, s.CachedInfo().Cluster.Leader)
-	other := (home + 1) % 3
-	cfg.Replicas = 3
-	eventually(t, "scale to 3", func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_, err := js[other].UpdateStream(ctx, cfg)
-		return err
-	})
-	waitReplicas(t, js[other], 3)
-	for n := 101; n <= 110; n++ {
-		publishAcked(t, js[other], sent, n)
-	}
-	servers[home].Shutdown()
-	for n := 111; n <= 120; n++ {
-		publishAcked(t, js[other], sent, n)
-	}
-	checkAll(t, js[other], sent)
+	sent, home, other := scaleUpFromOne(t, servers, js, cfg)
 	m := orderMsg(50)
 	eventually(t, "republish 50", func() error {
 		ack, err := js[other].PublishMsg(tctx(t), m)

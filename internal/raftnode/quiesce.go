@@ -276,7 +276,7 @@ func (g *group) quorumAlive(peers map[ReplicaID]ServerID) bool {
 // does when its leader's server falls silent: a SIGKILLed leader is
 // replaced about half an election timeout after its death instead of one
 // to two timeouts after its last heartbeat (docs/clustering.md,
-// "Failover"). A follower that forgot a leader still alive relearns it
+// "The process-level fault suite"). A follower that forgot a leader still alive relearns it
 // from its next heartbeat, and the other followers, still in its lease,
 // refuse the forgetful one's pre-votes. The next frame from s revives it
 // (checkLiveness). An unknown server, or one known dead, changes nothing.
