@@ -146,7 +146,7 @@ type lostStream struct {
 	// majority: since when the standing reports are a majority (zero:
 	// they are not).
 	majority time.Time
-	// probing: a settleLost runs; probed: when the last one started.
+	// probing: an actOnLost runs; probed: when the last one started.
 	probing bool
 	probed  time.Time
 	// moved: when a replacement was last proposed, per replica.
@@ -155,7 +155,7 @@ type lostStream struct {
 
 // lostState is the meta leader's record of the lost replicas, by
 // stream: the report handler (on a publisher's goroutine) writes it, the
-// run goroutine and settleLost read it; mu is a leaf.
+// run goroutine and actOnLost read it; mu is a leaf.
 type lostState struct {
 	mu      sync.Mutex
 	streams map[streamKey]*lostStream
@@ -221,7 +221,7 @@ func (c *Cluster) onReplicaLost(_, _ string, _, data []byte) {
 // handleLost, on the run goroutine of the meta leader, brings each
 // stream with lost replicas up to date (standing reports, since when
 // they are a majority) and, at most every lostProbeEvery per stream,
-// starts settleLost for it. Not leading the meta group, it forgets the
+// starts actOnLost for it. Not leading the meta group, it forgets the
 // reports (the next meta leader gathers its own).
 func (c *Cluster) handleLost() {
 	l := &c.lost
@@ -242,6 +242,10 @@ func (c *Cluster) handleLost() {
 		sa, _, assigned, _ := c.assignment(k)
 		l.mu.Lock()
 		ls := l.streams[k]
+		if ls == nil {
+			l.mu.Unlock()
+			continue
+		}
 		var lost []raftnode.ReplicaID
 		if assigned {
 			lost = standing(sa, ls.reports, now)
@@ -257,14 +261,14 @@ func (c *Cluster) handleLost() {
 		since := ls.majority
 		l.mu.Unlock()
 		if start {
-			go c.settleLost(k, sa, lost, since)
+			go c.actOnLost(k, sa, lost, since)
 		}
 	}
 }
 
-// settleLost (its own goroutine, one per stream at a time) asks whether
+// actOnLost (its own goroutine, one per stream at a time) asks whether
 // stream k's group has a leader, then carries out decideLost's decision.
-func (c *Cluster) settleLost(k streamKey, sa meta.StreamAssignment, lost []raftnode.ReplicaID, since time.Time) {
+func (c *Cluster) actOnLost(k streamKey, sa meta.StreamAssignment, lost []raftnode.ReplicaID, since time.Time) {
 	defer func() {
 		c.lost.mu.Lock()
 		if ls := c.lost.streams[k]; ls != nil {
