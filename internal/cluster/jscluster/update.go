@@ -3,7 +3,6 @@ package jscluster
 import (
 	"context"
 	"encoding/json"
-	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -336,13 +335,8 @@ func (c *Cluster) scaleServers(sa meta.StreamAssignment, next *stream.Config) ([
 	var servers []raftnode.ServerID
 	var perr *jserr.Error
 	c.meta.View(func(st *meta.State) {
-		pr := meta.PlaceRequest{Replicas: next.Replicas, Cluster: c.host.ClusterName(), Existing: cur, Seed: rand.Uint64(), Offline: c.offline()}
-		if p := next.Placement; p != nil {
-			pr.Tags = p.Tags
-			if p.Cluster != "" {
-				pr.Cluster = p.Cluster
-			}
-		}
+		pr := c.placeRequest(next.Replicas, next.Placement)
+		pr.Existing = cur
 		servers, perr = meta.Place(st, pr)
 	})
 	return servers, perr

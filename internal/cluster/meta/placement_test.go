@@ -37,6 +37,11 @@ func TestPlaceErrors(t *testing.T) {
 	wantPlaceErr(t, err, jserr.ClusterNoPeers, "no suitable peers for placement, tags not matched ['ssd']")
 	_, err = Place(st, PlaceRequest{Replicas: 3, Cluster: "C1", Tags: []string{"!ssd", "!az:2"}})
 	wantPlaceErr(t, err, jserr.ClusterNoPeers, "no suitable peers for placement, tags excluded ['az:2', 'ssd']")
+	// A tag is named as the request wrote it (nats-server v2.15.2,
+	// measured: "tags not matched ['GPU']").
+	ssd := catalogue(t, map[string][]string{"s1": {"C1", "ssd"}, "s2": {"C1", "ssd", "az:2"}})
+	_, err = Place(ssd, PlaceRequest{Replicas: 1, Cluster: "C1", Tags: []string{"SSD", "GPU"}})
+	wantPlaceErr(t, err, jserr.ClusterNoPeers, "no suitable peers for placement, tags not matched ['GPU']")
 	_, err = Place(st, PlaceRequest{Replicas: 3, Cluster: "C1", UniqueTag: "az:"})
 	wantPlaceErr(t, err, jserr.ClusterNoPeers, "no suitable peers for placement, server tag not unique")
 	// Enough servers, but a majority of them offline.
