@@ -2,6 +2,7 @@ package test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	cjs "github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/server"
 )
 
@@ -289,4 +291,123 @@ func TestJetStreamClusterPlacementUniqueTag(t *testing.T) {
 	if varz.JetStream.Config.UniqueTag != "az:" {
 		t.Errorf("/varz jetstream.config.unique_tag %q, want az:", varz.JetStream.Config.UniqueTag)
 	}
+}
+
+// A stream update naming another placement moves the stream (nats-server
+// v2.15.2 answers it at once and moves the replicas): a stream of two
+// replicas on n2 and n3 (tags "!hdd", "!az:1") moved to "az:1" ends on
+// n1 and n4, every replica replaced, the leader's too, with every
+// acknowledged message and the duplicate window, and its old servers
+// drop their replicas; a stream of three on n1, n2, n3 moved to "!az:2"
+// keeps n1 and n3 and replaces n2 by n4. A move with a scale is 10123;
+// too few servers matching, nats-server's 10005 with the tags; a stream
+// of one replica, or with a consumer, cannot move yet (10069).
+func TestJetStreamClusterStreamMove(t *testing.T) {
+	servers, _, _, nc := placementCluster(t, nil)
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := func(name string, replicas int, tags string) string {
+		return fmt.Sprintf(`{"name":%q,"subjects":["%s.>"],"num_replicas":%d,"placement":{"tags":%s}}`, name, strings.ToLower(name), replicas, tags)
+	}
+	wantAnswer(t, nc, "$JS.API.STREAM.CREATE.PAIR", body("PAIR", 2, `["!hdd","!az:1"]`), 0, "")
+	if got := placedOn(t, nc, "PAIR", 2); !slices.Equal(got, []string{"n2", "n3"}) {
+		t.Fatalf("PAIR on %v, want n2 n3", got)
+	}
+	const msgs = 200
+	for i := 1; i <= msgs; i++ {
+		eventually(t, "publish", func() error {
+			_, err := js.Publish(fmt.Sprintf("pair.%d", i), []byte("x"), nats.MsgId(fmt.Sprint(i)))
+			return err
+		})
+	}
+	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.PAIR", body("PAIR", 2, `["az:1"]`), 0, "")
+	waitMoved(t, nc, "PAIR", []string{"n1", "n4"}, msgs)
+	for _, i := range []int{0, 3} {
+		eventually(t, servers[i].Name()+"'s replica of PAIR", func() error {
+			si, err := accountStream(servers[i], "APP", "PAIR")
+			if err != nil {
+				return err
+			}
+			if si.State.Msgs != msgs || si.State.FirstSeq != 1 {
+				return fmt.Errorf("%d messages from %d", si.State.Msgs, si.State.FirstSeq)
+			}
+			return nil
+		})
+	}
+	// The duplicate window moved with the messages.
+	ack, err := js.Publish("pair.1", []byte("x"), nats.MsgId("1"))
+	if err != nil || !ack.Duplicate || ack.Sequence != 1 {
+		t.Errorf("republish of message 1: %+v %v", ack, err)
+	}
+	if ack, err = js.Publish("pair.new", []byte("x")); err != nil || ack.Sequence != msgs+1 {
+		t.Errorf("publish after the move: %+v %v", ack, err)
+	}
+	for _, i := range []int{1, 2} {
+		eventually(t, servers[i].Name()+" drops its replica of PAIR", func() error {
+			if _, err := accountStream(servers[i], "APP", "PAIR"); err == nil {
+				return errors.New("still there")
+			}
+			return nil
+		})
+	}
+
+	wantAnswer(t, nc, "$JS.API.STREAM.CREATE.TRIO", body("TRIO", 3, `["ssd"]`), 0, "")
+	placedOn(t, nc, "TRIO", 3)
+	for i := 1; i <= 10; i++ {
+		eventually(t, "publish", func() error {
+			_, err := js.Publish("trio.x", []byte("x"), nats.MsgId(fmt.Sprint(i)))
+			return err
+		})
+	}
+	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.TRIO", body("TRIO", 3, `["!az:2"]`), 0, "")
+	waitMoved(t, nc, "TRIO", []string{"n1", "n3", "n4"}, 10)
+
+	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.TRIO", body("TRIO", 2, `["ssd"]`), 10123, "can not move and scale a stream in a single update")
+	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.TRIO", body("TRIO", 3, `["hdd"]`), 10005, "no suitable peers for placement, tags not matched ['hdd']")
+	wantAnswer(t, nc, "$JS.API.STREAM.CREATE.ONE", body("ONE", 1, `["az:2"]`), 0, "")
+	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.ONE", body("ONE", 1, `["az:3"]`), 10069, "stream placement can not be changed")
+	wantAnswer(t, nc, "$JS.API.CONSUMER.CREATE.PAIR.C", `{"stream_name":"PAIR","config":{"durable_name":"C","ack_policy":"explicit"}}`, 0, "")
+	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.PAIR", body("PAIR", 2, `["ssd"]`), 10069, "stream placement can not be changed")
+}
+
+// waitMoved waits until stream name runs on exactly servers (sorted),
+// every replica current, with msgs messages, and its config names the
+// new placement.
+func waitMoved(t *testing.T, nc *nats.Conn, name string, servers []string, msgs uint64) {
+	t.Helper()
+	eventually(t, name+" moved to "+strings.Join(servers, " "), func() error {
+		a, err := jsAnswer(nc, "$JS.API.STREAM.INFO."+name, "")
+		if err != nil {
+			return err
+		}
+		if a.Error != nil || a.Cluster == nil || a.Cluster.Leader == "" || !slices.Equal(a.servers(), servers) {
+			return fmt.Errorf("servers %v (%+v)", a.servers(), a.Error)
+		}
+		for _, r := range a.Cluster.Replicas {
+			if !r.Current {
+				return fmt.Errorf("%s not current", r.Name)
+			}
+		}
+		if a.State == nil || a.State.Msgs != msgs {
+			return fmt.Errorf("state %+v", a.State)
+		}
+		return nil
+	})
+}
+
+// accountStream returns the info of server s's own replica of stream
+// name in account acc (its engine's view).
+func accountStream(s *server.Server, acc, name string) (*cjs.StreamInfo, error) {
+	for _, a := range s.Accounts() {
+		if a.Name == acc && a.JetStream != nil {
+			si, err := a.JetStream.StreamInfo(name, cjs.InfoOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return si, nil
+		}
+	}
+	return nil, fmt.Errorf("no JetStream in %s", acc)
 }

@@ -180,10 +180,14 @@ func (c *Cluster) readMeta() error {
 // scale-down to one replica, and a scale-down to one replica whose
 // consumers cannot stay as they are, which are refused where
 // nats-server would start them with 10061 "Replicas configuration can
-// not be updated", as is a changed placement (a move) with 10069 "stream
-// placement can not be changed" (docs/compatibility.md); a scale of a
-// stream whose scale-down to one replica is not settled yet gets 10008
-// "JetStream system temporarily unavailable". Then the UpdateStream is proposed
+// not be updated" (docs/compatibility.md). A changed placement moves
+// the stream (moveServers: 10005 when too few servers match;
+// docs/clustering.md, "Moving a stream"), with a changed num_replicas
+// too 10123 "can not move and scale a stream in a single update", and
+// for a stream of one replica or with consumers 10069 "stream placement
+// can not be changed" (not built). A scale or move of a stream whose
+// scale-down to one replica is not settled yet gets 10008 "JetStream
+// system temporarily unavailable". Then the UpdateStream is proposed
 // (10008 when the meta group cannot decide; apply's 10059 and 10065). The
 // answer waits for this server's replica, if any, to apply the new
 // config, and carries its info (the assignment's otherwise).
@@ -213,6 +217,15 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		return nil, jserr.From(err, jserr.StreamUpdate)
 	}
 	servers := meta.Servers(sa.Replicas)
+	if isMove(&old, &cfg) {
+		if sa.Unsettled() {
+			return nil, jserr.New(jserr.ClusterNotAvail)
+		}
+		var perr *jserr.Error
+		if servers, perr = c.moveServers(sa, &cfg); perr != nil {
+			return nil, perr
+		}
+	}
 	if cfg.Replicas != old.Replicas {
 		if sa.Unsettled() {
 			// Scaled down to one replica, its server not yet through
@@ -269,8 +282,16 @@ func (a *account) checkUpdate(old, next *stream.Config) *jserr.Error {
 	if err := checkConsumerLimits(old.ConsumerLimits, next.ConsumerLimits, consumers); err != nil {
 		return err
 	}
-	if next.Placement != nil && !reflect.DeepEqual(old.Placement, next.Placement) {
-		return jserr.New(jserr.StreamUpdate, jserr.Sub("err", "stream placement can not be changed"))
+	if isMove(old, next) {
+		if next.Replicas != old.Replicas {
+			return jserr.New(jserr.StreamMoveAndScale)
+		}
+		if old.Replicas <= 1 || len(consumers) > 0 {
+			// A stream of one replica has no group to catch a new
+			// replica up, and consumers do not move with their stream
+			// yet: docs/clustering.md, "Moving a stream".
+			return jserr.New(jserr.StreamUpdate, jserr.Sub("err", "stream placement can not be changed"))
+		}
 	}
 	if next.Replicas != old.Replicas && next.Storage == stream.MemoryStorage &&
 		(next.Replicas <= 1 || old.Replicas <= 1 && len(consumers) > 0) {
@@ -314,6 +335,37 @@ func (c *Cluster) keepForConsumers(k streamKey, sa meta.StreamAssignment) []raft
 		}
 	}
 	return nil
+}
+
+// isMove reports whether an update from old to next moves the stream: it
+// names a placement other than the stream's (nats-server v2.15.2
+// jsClusteredStreamUpdateRequest isMoveRequest; dropping the placement
+// moves nothing).
+func isMove(old, next *stream.Config) bool {
+	return next.Placement != nil && !reflect.DeepEqual(old.Placement, next.Placement)
+}
+
+// moveServers returns the servers of stream sa under next's placement
+// (docs/clustering.md, "Moving a stream"): the stream's servers that
+// satisfy it stay, in their order, and the others are replaced by
+// servers placed as a create places them (meta.Place, the staying
+// servers as Existing: 10005 with nats-server's reasons when too few
+// are eligible). The membership machinery then adds each new replica as
+// a learner, catches it up by a stream snapshot and promotes it while
+// removing one that leaves (reconcileMembership).
+func (c *Cluster) moveServers(sa meta.StreamAssignment, next *stream.Config) ([]raftnode.ServerID, *jserr.Error) {
+	var servers []raftnode.ServerID
+	var perr *jserr.Error
+	c.meta.View(func(st *meta.State) {
+		pr := c.placeRequest(len(sa.Replicas), next.Placement)
+		for _, srv := range meta.Servers(sa.Replicas) {
+			if meta.Eligible(st, pr, srv) {
+				pr.Existing = append(pr.Existing, srv)
+			}
+		}
+		servers, perr = meta.Place(st, pr)
+	})
+	return servers, perr
 }
 
 // scaleServers returns the servers of stream sa scaled to next.Replicas

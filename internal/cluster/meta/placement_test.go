@@ -212,3 +212,27 @@ func distinctAZ(st *State, got []raftnode.ServerID) bool {
 	}
 	return true
 }
+
+// Eligible says whether a server could take a replica under a request:
+// the move of a stream keeps its servers that are.
+func TestEligible(t *testing.T) {
+	st := catalogue(t, map[string][]string{"s1": {"C1", "ssd", "az:1"}, "s2": {"C1", "az:2"}, "x1": {"C2", "ssd", "az:3"}, "s3": {"C1", "ssd", "!jetstream"}})
+	for _, c := range []struct {
+		srv  string
+		req  PlaceRequest
+		want bool
+	}{
+		{"s1", PlaceRequest{Cluster: "C1", Tags: []string{"SSD"}}, true},
+		{"s2", PlaceRequest{Cluster: "C1", Tags: []string{"ssd"}}, false},
+		{"s2", PlaceRequest{Cluster: "C1", Tags: []string{"!ssd"}}, true},
+		{"x1", PlaceRequest{Cluster: "C1", Tags: []string{"ssd"}}, false},
+		{"s3", PlaceRequest{Cluster: "C1"}, false},
+		{"s1", PlaceRequest{Cluster: "C1", UniqueTag: "rack:"}, false},
+		{"s1", PlaceRequest{Cluster: "C1", UniqueTag: "az:"}, true},
+		{"nobody", PlaceRequest{Cluster: "C1"}, false},
+	} {
+		if got := Eligible(st, c.req, raftnode.ServerID(c.srv)); got != c.want {
+			t.Errorf("Eligible(%s, %+v) = %v, want %v", c.srv, c.req, got, c.want)
+		}
+	}
+}
