@@ -132,6 +132,10 @@ type Cluster struct {
 	// strangers are the routed servers already reported outside this
 	// server's meta group (warnStrangers; the run goroutine's own).
 	strangers map[string]bool
+	// restored are the streams a restore installed in this server's
+	// engine whose assignment is being proposed: startReplica adopts
+	// the running stream (restore.go).
+	restored map[streamKey]bool
 }
 
 // streamKey names a stream in an account.
