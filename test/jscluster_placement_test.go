@@ -144,7 +144,8 @@ func wantAnswer(t *testing.T, nc *nats.Conn, subj, body string, errCode int, des
 // taken from three nats-server processes with the same tags). /varz and
 // the system account's server information show each server's tags,
 // lowercased, and a $SYS request filtered by tags is answered by the
-// servers holding them.
+// servers holding them. A stream step-down naming tags hands the
+// leadership to the replica on the server having them.
 func TestJetStreamClusterPlacementTags(t *testing.T) {
 	servers, _, mons, nc := placementCluster(t, nil)
 	create := func(name string, replicas int, placement string) string {
@@ -178,6 +179,30 @@ func TestJetStreamClusterPlacementTags(t *testing.T) {
 	} {
 		wantAnswer(t, nc, "$JS.API.STREAM.CREATE."+c.name, create(c.name, 3, c.placement), 10005, c.desc)
 	}
+
+	// A step-down naming tags hands the leadership to the replica whose
+	// server has them.
+	var leader string
+	eventually(t, "the leader of FAST", func() error {
+		a, err := jsAnswer(nc, "$JS.API.STREAM.INFO.FAST", "")
+		if err != nil || a.Cluster == nil || a.Cluster.Leader == "" {
+			return fmt.Errorf("%+v %v", a.Cluster, err)
+		}
+		leader = a.Cluster.Leader
+		return nil
+	})
+	target := map[string]string{"n1": "n2", "n2": "n3", "n3": "n1"}[leader]
+	r := stepDownRequest(t, nc, "$JS.API.STREAM.LEADER.STEPDOWN.FAST", fmt.Sprintf(`{"placement":{"tags":["AZ:%s"]}}`, target[1:]))
+	if r.Error != nil || !r.Success {
+		t.Fatalf("step-down to %s by tag: %+v", target, r.Error)
+	}
+	eventually(t, "FAST led by "+target, func() error {
+		a, err := jsAnswer(nc, "$JS.API.STREAM.INFO.FAST", "")
+		if err != nil || a.Cluster == nil || a.Cluster.Leader != target {
+			return fmt.Errorf("%+v %v", a.Cluster, err)
+		}
+		return nil
+	})
 
 	for i, u := range mons {
 		var varz struct {
