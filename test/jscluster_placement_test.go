@@ -326,7 +326,8 @@ func TestJetStreamClusterPlacementUniqueTag(t *testing.T) {
 // drop their replicas; a stream of three on n1, n2, n3 moved to "!az:2"
 // keeps n1 and n3 and replaces n2 by n4. A move with a scale is 10123;
 // too few servers matching, nats-server's 10005 with the tags; a stream
-// of one replica, or with a consumer, cannot move yet (10069).
+// of one replica, or with a consumer, cannot move to other servers yet
+// (10069), but takes a placement its servers already match.
 func TestJetStreamClusterStreamMove(t *testing.T) {
 	servers, _, _, nc := placementCluster(t, nil)
 	js, err := nc.JetStream()
@@ -393,8 +394,19 @@ func TestJetStreamClusterStreamMove(t *testing.T) {
 	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.TRIO", body("TRIO", 3, `["hdd"]`), 10005, "no suitable peers for placement, tags not matched ['hdd']")
 	wantAnswer(t, nc, "$JS.API.STREAM.CREATE.ONE", body("ONE", 1, `["az:2"]`), 0, "")
 	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.ONE", body("ONE", 1, `["az:3"]`), 10069, "stream placement can not be changed")
+	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.ONE", body("ONE", 1, `["nvme"]`), 10005, "no suitable peers for placement, tags not matched ['nvme']")
+	// A placement its server already satisfies moves nothing.
+	a := wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.ONE", body("ONE", 1, `["SSD"]`), 0, "")
+	if a.Config == nil || a.Config.Placement == nil || !slices.Equal(a.Config.Placement.Tags, []string{"SSD"}) {
+		t.Errorf("ONE's placement after the update: %+v", a.Config)
+	}
+	if got := placedOn(t, nc, "ONE", 1); !slices.Equal(got, []string{"n2"}) {
+		t.Errorf("ONE on %v after a placement its server matches, want n2", got)
+	}
 	wantAnswer(t, nc, "$JS.API.CONSUMER.CREATE.PAIR.C", `{"stream_name":"PAIR","config":{"durable_name":"C","ack_policy":"explicit"}}`, 0, "")
 	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.PAIR", body("PAIR", 2, `["ssd"]`), 10069, "stream placement can not be changed")
+	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.PAIR", body("PAIR", 2, `["AZ:1"]`), 0, "")
+	waitMoved(t, nc, "PAIR", []string{"n1", "n4"}, msgs+1)
 }
 
 // waitMoved waits until stream name runs on exactly servers (sorted),

@@ -184,8 +184,9 @@ func (c *Cluster) readMeta() error {
 // the stream (moveServers: 10005 when too few servers match;
 // docs/clustering.md, "Moving a stream"), with a changed num_replicas
 // too 10123 "can not move and scale a stream in a single update", and
-// for a stream of one replica or with consumers 10069 "stream placement
-// can not be changed" (not built). A scale or move of a stream whose
+// for a stream of one replica or with consumers whose servers do not
+// all match the new placement 10069 "stream placement can not be
+// changed" (not built: canMove). A scale or move of a stream whose
 // scale-down to one replica is not settled yet gets 10008 "JetStream
 // system temporarily unavailable". Then the UpdateStream is proposed
 // (10008 when the meta group cannot decide; apply's 10059 and 10065). The
@@ -224,6 +225,9 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		var perr *jserr.Error
 		if servers, perr = c.moveServers(sa, &cfg); perr != nil {
 			return nil, perr
+		}
+		if !sameSet(servers, meta.Servers(sa.Replicas)) && !c.canMove(k, sa) {
+			return nil, jserr.New(jserr.StreamUpdate, jserr.Sub("err", "stream placement can not be changed"))
 		}
 	}
 	if cfg.Replicas != old.Replicas {
@@ -282,16 +286,8 @@ func (a *account) checkUpdate(old, next *stream.Config) *jserr.Error {
 	if err := checkConsumerLimits(old.ConsumerLimits, next.ConsumerLimits, consumers); err != nil {
 		return err
 	}
-	if isMove(old, next) {
-		if next.Replicas != old.Replicas {
-			return jserr.New(jserr.StreamMoveAndScale)
-		}
-		if old.Replicas <= 1 || len(consumers) > 0 {
-			// A stream of one replica has no group to catch a new
-			// replica up, and consumers do not move with their stream
-			// yet: docs/clustering.md, "Moving a stream".
-			return jserr.New(jserr.StreamUpdate, jserr.Sub("err", "stream placement can not be changed"))
-		}
+	if isMove(old, next) && next.Replicas != old.Replicas {
+		return jserr.New(jserr.StreamMoveAndScale)
 	}
 	if next.Replicas != old.Replicas && next.Storage == stream.MemoryStorage &&
 		(next.Replicas <= 1 || old.Replicas <= 1 && len(consumers) > 0) {
@@ -335,6 +331,22 @@ func (c *Cluster) keepForConsumers(k streamKey, sa meta.StreamAssignment) []raft
 		}
 	}
 	return nil
+}
+
+// canMove reports whether stream k (assignment sa) can move to other
+// servers: it has a group to catch a new replica up (more than one
+// replica) and no consumers, which do not move with their stream yet
+// (docs/clustering.md, "Moving a stream"). A placement its servers
+// already satisfy moves nothing and needs neither.
+func (c *Cluster) canMove(k streamKey, sa meta.StreamAssignment) bool {
+	n := 0
+	c.meta.View(func(st *meta.State) { n, _ = st.NumConsumers(k.account, k.name) })
+	return len(sa.Replicas) > 1 && n == 0
+}
+
+// sameSet reports whether a and b hold the same servers.
+func sameSet(a, b []raftnode.ServerID) bool {
+	return len(a) == len(b) && !slices.ContainsFunc(a, func(s raftnode.ServerID) bool { return !slices.Contains(b, s) })
 }
 
 // isMove reports whether an update from old to next moves the stream: it
