@@ -214,7 +214,7 @@ func TestJetStreamClusterPlacementTags(t *testing.T) {
 		}
 	}
 	sys := connect(t, servers[1].ClientURL(), nats.UserInfo("sys", "sys"))
-	names := pingNames(t, sys, `{"tags":["AZ:1"]}`)
+	names := pingNames(t, sys, `{"tags":["AZ:1"]}`, 2)
 	if !slices.Equal(names, []string{"n1", "n4"}) {
 		t.Errorf("STATSZ filtered by az:1 answered by %v, want n1 n4", names)
 	}
@@ -251,10 +251,12 @@ func getJSONInto(t *testing.T, u string, v any) {
 }
 
 // pingNames sends $SYS.REQ.SERVER.PING.STATSZ with filter body and
-// returns the names of the servers that answered, sorted, once every
-// server that answers did: the answers are gathered until none came for
-// a while after the last.
-func pingNames(t *testing.T, sys *nats.Conn, body string) []string {
+// returns the names of the servers that answered, sorted: want answers
+// are waited for (at most clusterTimeout), then any more that come
+// within 200 ms (a server that should not answer is caught when it
+// answers about as fast as the others; under load it may be missed,
+// never the reverse).
+func pingNames(t *testing.T, sys *nats.Conn, body string, want int) []string {
 	t.Helper()
 	inbox := nats.NewInbox()
 	sub, err := sys.SubscribeSync(inbox)
@@ -266,8 +268,13 @@ func pingNames(t *testing.T, sys *nats.Conn, body string) []string {
 		t.Fatal(err)
 	}
 	var names []string
+	deadline := time.Now().Add(clusterTimeout)
 	for {
-		msg, err := sub.NextMsg(time.Second)
+		wait := time.Until(deadline)
+		if len(names) >= want {
+			wait = 200 * time.Millisecond
+		}
+		msg, err := sub.NextMsg(wait)
 		if err != nil {
 			break
 		}
