@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -98,7 +99,7 @@ func TestServerStartsFromFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cairn.conf")
 	pid := filepath.Join(dir, "cairn.pid")
-	writeFile(t, path, "listen: 127.0.0.1:-1\nserver_name: from-file\nmax_payload: 64KB\npid_file: \""+pid+"\"\nserver_tags: [a]\nhttp_port: -1\n")
+	writeFile(t, path, "listen: 127.0.0.1:-1\nserver_name: from-file\nmax_payload: 64KB\npid_file: \""+pid+"\"\nserver_metadata: {a: b}\nhttp_port: -1\nserver_tags: [\" AZ:1\", ssd]\n")
 	var out, log syncBuffer
 	code := run([]string{"-c", path}, &out, &log, func(ctl controls) {
 		info := dialInfo(t, listenAddr(t, log.String()))
@@ -110,14 +111,14 @@ func TestServerStartsFromFile(t *testing.T) {
 			t.Errorf("pid file %q, %v", data, err)
 		}
 		varz := getJSON(t, "http://"+monitorAddr(t, log.String())+"/varz")
-		if varz["server_name"] != "from-file" || varz["max_payload"] != float64(64<<10) {
+		if varz["server_name"] != "from-file" || varz["max_payload"] != float64(64<<10) || fmt.Sprint(varz["tags"]) != "[az:1 ssd]" {
 			t.Errorf("/varz %v", varz)
 		}
 	})
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, log.String())
 	}
-	for _, want := range []string{"[INF] Using configuration file: " + path + " (sha256:", `[WRN] ` + path + `:5:1: field "server_tags" is ignored`} {
+	for _, want := range []string{"[INF] Using configuration file: " + path + " (sha256:", `[WRN] ` + path + `:5:1: field "server_metadata" is ignored`} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, log.String())
 		}
@@ -149,13 +150,13 @@ func TestBadFileExitsOne(t *testing.T) {
 func TestCheckConfig(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.conf")
-	writeFile(t, good, "port: 4333\nserver_tags: [a]\n")
+	writeFile(t, good, "port: 4333\nserver_metadata: {a: b}\n")
 	var out, errOut bytes.Buffer
 	if code := run([]string{"-t", "-c", good}, &out, &errOut, func(controls) { t.Error("-t started the server") }); code != 0 {
 		t.Fatalf("good file: exit %d: %s", code, errOut.String())
 	}
 	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], `good.conf:2:1: field "server_tags" is ignored`) ||
+	if len(lines) != 2 || !strings.Contains(lines[0], `good.conf:2:1: field "server_metadata" is ignored`) ||
 		!strings.HasPrefix(lines[1], "cairn: configuration file "+good+" is valid (sha256:") {
 		t.Fatalf("stderr %q", errOut.String())
 	}

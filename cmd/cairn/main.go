@@ -341,6 +341,8 @@ func serverOptions(c *config.Config, log *logger.Logger) server.Options {
 		AckBeforeSyncInterval: c.JetStream.AckBeforeSyncInterval,
 		DefaultMaxConsumers:   c.JetStream.DefaultMaxConsumers,
 		JetStreamDomain:       c.JetStream.Domain,
+		JetStreamUniqueTag:    c.JetStream.UniqueTag,
+		Tags:                  c.Tags,
 		Cluster:               clusterOptions(c.Cluster),
 		Auth:                  c.Auth,
 		TLS:                   c.TLS,

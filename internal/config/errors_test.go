@@ -142,10 +142,8 @@ func TestWarnings(t *testing.T) {
 		{"ping_interval: 60", `F:1:1: invalid use of field "ping_interval": ping_interval should be converted to a duration`},
 		{"cluster { name: c, port: 6222, pool_size: 3 }", `F:1:32: field "pool_size" is ignored: cairn keeps one route connection per peer, carrying every subject (nats-server's pool_size: -1)`},
 		{"syslog: true", `F:1:1: field "syslog" is ignored: cairn logs to stderr or to log_file`},
-		{"server_tags: [a, b]", `F:1:1: field "server_tags" is ignored: tags are shown by monitoring and place streams in a cluster; cairn places streams without them yet`},
 		{"max_connections: 0", `F:1:1: max_connections 0 refuses every client connection (as in nats-server)`},
 		{"max_payload: 16MB", `F:1:1: Maximum payloads over 8.00 MB are generally discouraged and could lead to poor performance`},
-		{"jetstream { unique_tag: az }", `F:1:13: field "unique_tag" is ignored: it places streams in a cluster, and cairn runs as a single server`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.text, func(t *testing.T) {

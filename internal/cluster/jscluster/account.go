@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -250,14 +249,7 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	var servers []raftnode.ServerID
 	var perr *jserr.Error
 	c.meta.View(func(st *meta.State) {
-		pr := meta.PlaceRequest{Replicas: cfg.Replicas, Cluster: c.host.ClusterName(), Seed: rand.Uint64(), Offline: c.offline()}
-		if p := cfg.Placement; p != nil {
-			pr.Tags = p.Tags
-			if p.Cluster != "" {
-				pr.Cluster = p.Cluster
-			}
-		}
-		servers, perr = meta.Place(st, pr)
+		servers, perr = meta.Place(st, c.placeRequest(cfg.Replicas, cfg.Placement))
 	})
 	if perr != nil {
 		return nil, perr

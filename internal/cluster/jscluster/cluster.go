@@ -40,8 +40,14 @@ type Config struct {
 	// checkpoint (Dir/meta): the server's <store_dir>/jetstream/_cluster.
 	FS  vfs.FS
 	Dir string
-	// Tags are the server's server_tags (placement).
+	// Tags are the server's server_tags, lowercased (placement: the
+	// meta group's catalogue holds every server's, docs/clustering.md,
+	// "Placement").
 	Tags []string
+	// UniqueTag is jetstream { unique_tag }, lowercased: the prefix of
+	// the tag no two replicas of a stream placed by this server, as meta
+	// leader, may share ("" none; meta.PlaceRequest.UniqueTag).
+	UniqueTag string
 	// Logf logs problems, Infof notable events; Now is the clock of the
 	// proposer's decisions (created times).
 	Logf, Infof func(format string, args ...any)
@@ -129,6 +135,10 @@ type Cluster struct {
 	// strangers are the routed servers already reported outside this
 	// server's meta group (warnStrangers; the run goroutine's own).
 	strangers map[string]bool
+	// restored are the streams a restore installed in this server's
+	// engine whose assignment is being proposed: startReplica adopts
+	// the running stream (restore.go).
+	restored map[streamKey]bool
 }
 
 // streamKey names a stream in an account.
@@ -662,35 +672,36 @@ func (c *Cluster) metaLeader() bool {
 }
 
 // catalogue, on the meta leader, proposes AddServer for itself while the
-// catalogue lacks it or holds another incarnation, and for each member
-// whose incarnation the transport learned (its hello) likewise.
+// catalogue lacks it or holds another incarnation or other tags, and for
+// each member whose incarnation the transport learned (its hello)
+// likewise: a server restarted with other server_tags is placed by its
+// new ones.
 func (c *Cluster) catalogue() {
 	if !c.metaLeader() {
 		return
 	}
-	want := map[raftnode.ServerID]raftnode.Incarnation{c.name: c.node.Incarnation()}
+	type ident struct {
+		inc  raftnode.Incarnation
+		tags []string
+	}
+	want := map[raftnode.ServerID]ident{c.name: {c.node.Incarnation(), c.cfg.Tags}}
 	names, _ := c.host.ClusterMembers()
 	for _, n := range names {
 		if inc, ok := c.tr.PeerIncarnation(raftnode.ServerID(n)); ok {
-			want[raftnode.ServerID(n)] = inc
+			want[raftnode.ServerID(n)] = ident{inc, c.tr.PeerTags(raftnode.ServerID(n))}
 		}
 	}
 	var missing []raftnode.ServerID
 	c.meta.View(func(st *meta.State) {
-		for n, inc := range want {
-			if sv, ok := st.Server(n); !ok || sv.Removed || sv.Incarnation != inc {
+		for n, id := range want {
+			if sv, ok := st.Server(n); !ok || sv.Removed || sv.Incarnation != id.inc || !slices.Equal(sv.Tags, id.tags) {
 				missing = append(missing, n)
 			}
 		}
 	})
 	slices.Sort(missing)
 	for _, n := range missing {
-		op := &meta.AddServer{Name: n, Cluster: c.host.ClusterName(), Incarnation: want[n]}
-		if n == c.name {
-			op.Tags = c.cfg.Tags
-		} else {
-			op.Tags = c.tr.PeerTags(n)
-		}
+		op := &meta.AddServer{Name: n, Cluster: c.host.ClusterName(), Incarnation: want[n].inc, Tags: want[n].tags}
 		if _, err := c.meta.Propose(op); err != nil {
 			return
 		}

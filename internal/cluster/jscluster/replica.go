@@ -306,6 +306,12 @@ func (c *Cluster) startReplica(acc *account, k streamKey, sa meta.StreamAssignme
 		c.startFileReplica(acc, k, r, cfg, mine)
 		return
 	}
+	if c.takeRestored(k) {
+		c.mu.Lock()
+		c.replicas[k] = r // the stream a restore installed here runs already
+		c.mu.Unlock()
+		return
+	}
 	if len(sa.Replicas) == 1 && cfg.Storage == stream.FileStorage {
 		if dir := acc.js.StreamDir(k.name); streamckpt.Exists(acc.js.FileStoreConfig(dir).FS, dir) {
 			// A replica's checkpoint: scaled down to this replica,
