@@ -125,7 +125,8 @@ func TestServerStartsFromFile(t *testing.T) {
 }
 
 // A bad file stops the start with exit 1 and every problem, each naming
-// the file, line and column.
+// the file, line and column, then a blank line, as nats-server v2.15.2
+// prints them.
 func TestBadFileExitsOne(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cairn.conf")
 	writeFile(t, path, "port: 4222\nleafnodes { port: 7422 }\n  bogus: 1\n")
@@ -133,7 +134,7 @@ func TestBadFileExitsOne(t *testing.T) {
 	if code := run([]string{"-c", path}, &out, &errOut, noWait); code != 1 {
 		t.Fatalf("exit %d", code)
 	}
-	want := "cairn: " + path + `:2:1: field "leafnodes" is not supported by cairn` + "\n" + path + `:3:3: unknown field "bogus"` + "\n"
+	want := "cairn: " + path + `:2:1: field "leafnodes" is not supported by cairn` + "\n" + path + `:3:3: unknown field "bogus"` + "\n\n"
 	if errOut.String() != want {
 		t.Fatalf("stderr %q, want %q", errOut.String(), want)
 	}

@@ -168,7 +168,6 @@ func TestClusterOptionsValidate(t *testing.T) {
 		{"routes without cluster", ClusterOptions{Routes: []*url.URL{u}}, "solicited routes require cluster capabilities, e.g. --cluster"},
 		{"name with space", ClusterOptions{Port: 6222, Name: "a b"}, "cluster name cannot contain spaces or new lines"},
 		{"bad advertise", ClusterOptions{Port: 6222, Advertise: "h:p"}, "cluster advertise"},
-		{"negative retries", ClusterOptions{Port: 6222, ConnectRetries: -1}, "connect_retries"},
 	}
 	for _, tc := range cases {
 		o := Options{Cluster: tc.o}
@@ -180,6 +179,11 @@ func TestClusterOptionsValidate(t *testing.T) {
 	o := Options{Cluster: ClusterOptions{Port: 6222}}
 	if err := o.Validate(); err != nil || o.Cluster.Host != DefaultHost {
 		t.Fatalf("defaults: %v, host %q", err, o.Cluster.Host)
+	}
+	// A negative connect_retries means 0, as in nats-server v2.15.2.
+	o = Options{Cluster: ClusterOptions{Port: 6222, ConnectRetries: -3}}
+	if err := o.Validate(); err != nil {
+		t.Fatalf("negative connect_retries: %v", err)
 	}
 }
 
