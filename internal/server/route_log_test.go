@@ -1,0 +1,124 @@
+package server
+
+import (
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cairnmq/cairn/internal/logger"
+)
+
+// startLoggedClusterServer starts a cluster server whose log goes to the
+// returned writer; user and pass, when set, are the credentials routes
+// must send.
+func startLoggedClusterServer(t *testing.T, name, user, pass string, routes ...string) (*Server, *syncWriter) {
+	t.Helper()
+	out := &syncWriter{}
+	o := Options{Host: "127.0.0.1", Port: RandomPort, ServerName: name, Logger: logger.New(out, false, false)}
+	o.Cluster = ClusterOptions{Host: "127.0.0.1", Port: RandomPort, Name: "C", Username: user, Password: pass}
+	for _, r := range routes {
+		u, err := url.Parse(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Cluster.Routes = append(o.Cluster.Routes, u)
+	}
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	return s, out
+}
+
+var (
+	ridRE   = regexp.MustCompile(` - (rid:\d+) - `)
+	levelRE = regexp.MustCompile(`\[(INF|WRN|ERR|DBG|TRC|FTL)\]`)
+)
+
+// connLines returns, for the first route connection whose log line
+// contains marker, its log lines from " - rid:N - " on, level included
+// ("[ERR] ...: ... - rid:N - text" becomes "[ERR] text").
+func connLines(log, marker string) []string {
+	rid := ""
+	for _, l := range strings.Split(log, "\n") {
+		if m := ridRE.FindStringSubmatch(l); m != nil && strings.Contains(l, marker) {
+			rid = m[1]
+			break
+		}
+	}
+	var lines []string
+	for _, l := range strings.Split(log, "\n") {
+		if rid == "" || !strings.Contains(l, " - "+rid+" - ") {
+			continue
+		}
+		lines = append(lines, levelRE.FindString(l)+" "+l[strings.Index(l, " - "+rid+" - ")+len(" - "+rid+" - "):])
+	}
+	return lines
+}
+
+func wantConnLines(t *testing.T, who, log, marker string, want ...string) {
+	t.Helper()
+	if got := connLines(log, marker); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s logs\n%s\nwant\n%s\nwhole log:\n%s", who, strings.Join(got, "\n"), strings.Join(want, "\n"), log)
+	}
+}
+
+// A route refused for its credentials logs what nats-server v2.15.2 logs:
+// on the refusing side the credentials' user at [ERR], then the close
+// with its reason; on the dialing side the peer's -ERR, then the close.
+// Neither adds a "closing" line.
+func TestRouteAuthFailureLogLines(t *testing.T) {
+	a, aLog := startLoggedClusterServer(t, "a", "ruser", "s3cret")
+	_, bLog := startLoggedClusterServer(t, "b", "", "", "nats://ruser:wrong@"+a.ClusterAddr().String())
+	waitCond(t, "both sides to log the close", func() bool {
+		return strings.Contains(aLog.String(), "Router connection closed: Authentication Failure") &&
+			strings.Contains(bLog.String(), "Router connection closed: Parse Error")
+	})
+	wantConnLines(t, "the refusing side", aLog.String(), "authentication error",
+		"[INF] Route connection created",
+		`[ERR] authentication error - User "ruser"`,
+		"[INF] Router connection closed: Authentication Failure")
+	wantConnLines(t, "the dialing side", bLog.String(), "Route Error",
+		"[INF] Route connection created",
+		"[ERR] Route Error 'Authorization Violation'",
+		"[INF] Router connection closed: Parse Error - Remote: a")
+	if strings.Contains(aLog.String()+bLog.String(), "wrong") {
+		t.Error("a password in the log")
+	}
+}
+
+// A server whose routes name its own cluster URL closes that route as
+// nats-server v2.15.2 does, quietly with the reason Duplicate Route.
+func TestRouteToSelfLogLines(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	out := &syncWriter{}
+	u, _ := url.Parse("nats://127.0.0.1:" + strconv.Itoa(port))
+	o := Options{Host: "127.0.0.1", Port: RandomPort, ServerName: "a", Logger: logger.New(out, false, false)}
+	o.Cluster = ClusterOptions{Host: "127.0.0.1", Port: port, Name: "C", Routes: []*url.URL{u}}
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Skipf("port %d taken meanwhile: %v", port, err)
+	}
+	defer s.Shutdown()
+	waitCond(t, "the route to self to close", func() bool {
+		return strings.Contains(out.String(), "Router connection closed")
+	})
+	wantConnLines(t, "the server", out.String(), "Router connection closed",
+		"[INF] Route connection created",
+		"[INF] Router connection closed: Duplicate Route")
+}
