@@ -15,7 +15,13 @@ import (
 // loopback port, routing to routes.
 func startClusterServer(t *testing.T, name, cluster string, routes ...string) *Server {
 	t.Helper()
-	o := Options{Host: "127.0.0.1", Port: RandomPort, ServerName: name}
+	return startServer(t, clusterTestOptions(t, name, cluster, routes...))
+}
+
+// clusterTestOptions are the options of startClusterServer.
+func clusterTestOptions(t *testing.T, name, cluster string, routes ...string) Options {
+	t.Helper()
+	o := Options{ServerName: name}
 	o.Cluster = ClusterOptions{Host: "127.0.0.1", Port: RandomPort, Name: cluster}
 	for _, r := range routes {
 		u, err := url.Parse(r)
@@ -24,15 +30,7 @@ func startClusterServer(t *testing.T, name, cluster string, routes ...string) *S
 		}
 		o.Cluster.Routes = append(o.Cluster.Routes, u)
 	}
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Shutdown)
-	return s
+	return o
 }
 
 // waitCond polls cond until it holds or 10 s pass.

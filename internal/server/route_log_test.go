@@ -17,24 +17,10 @@ import (
 func startLoggedClusterServer(t *testing.T, name, user, pass string, routes ...string) (*Server, *syncWriter) {
 	t.Helper()
 	out := &syncWriter{}
-	o := Options{Host: "127.0.0.1", Port: RandomPort, ServerName: name, Logger: logger.New(out, false, false)}
-	o.Cluster = ClusterOptions{Host: "127.0.0.1", Port: RandomPort, Name: "C", Username: user, Password: pass}
-	for _, r := range routes {
-		u, err := url.Parse(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Cluster.Routes = append(o.Cluster.Routes, u)
-	}
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Shutdown)
-	return s, out
+	o := clusterTestOptions(t, name, "C", routes...)
+	o.Logger = logger.New(out, false, false)
+	o.Cluster.Username, o.Cluster.Password = user, pass
+	return startServer(t, o), out
 }
 
 var (
