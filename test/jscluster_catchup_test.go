@@ -156,10 +156,7 @@ func checkAll(t *testing.T, js jetstream.JetStream, sent map[uint64]sentMsg) {
 // lost.
 func TestJetStreamClusterWipedFollowerCatchesUp(t *testing.T) {
 	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { o.RaftRetain = 8 })
-	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js0 := jsAt(t, servers[0])
 	eventually(t, "create ORDERS", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -168,16 +165,7 @@ func TestJetStreamClusterWipedFollowerCatchesUp(t *testing.T) {
 	})
 	sent := map[uint64]sentMsg{}
 	publishRange(t, js0, sent, 1, 150)
-	s, err := js0.Stream(tctx(t), "ORDERS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, seq := range []uint64{7, 8, 50, 149} {
-		if err := s.DeleteMsg(tctx(t), seq); err != nil {
-			t.Fatal(err)
-		}
-		delete(sent, seq)
-	}
+	s := deleteAcked(t, js0, sent, 7, 8, 50, 149)
 	leader := leaderIndex(servers, s.CachedInfo().Cluster.Leader)
 	wiped, other := (leader+1)%3, (leader+2)%3
 	if leader < 0 {
@@ -187,10 +175,7 @@ func TestJetStreamClusterWipedFollowerCatchesUp(t *testing.T) {
 	if err := os.RemoveAll(opts[wiped].StoreDir); err != nil {
 		t.Fatal(err)
 	}
-	jsL, err := jetstream.New(connect(t, servers[leader].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	jsL := jsAt(t, servers[leader])
 	publishRange(t, jsL, sent, 151, 200)
 	servers[wiped] = restartServer(t, opts[wiped])
 	eventually(t, "the wiped server's new replica current", func() error {
@@ -208,18 +193,11 @@ func TestJetStreamClusterWipedFollowerCatchesUp(t *testing.T) {
 	})
 	// With the other follower down, a publish needs the new replica's
 	// vote: it succeeds once the replica is promoted.
-	servers[other].Shutdown()
-	publishRange(t, jsL, sent, 201, 230)
-	servers[leader].Shutdown()
-	servers[other] = restartServer(t, opts[other])
-	jsW, err := jetstream.New(connect(t, servers[wiped].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	jsW := servesWithoutOther(t, servers, opts, sent, leader, wiped, other, 201, 230)
 	publishRange(t, jsW, sent, 231, 240)
 	checkAll(t, jsW, sent)
 	// The deleted messages stay deleted.
-	s, err = jsW.Stream(tctx(t), "ORDERS")
+	s, err := jsW.Stream(tctx(t), "ORDERS")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,10 +215,7 @@ func TestJetStreamClusterWipedFollowerCatchesUp(t *testing.T) {
 // killed and that follower back, every acknowledged message is served.
 func TestJetStreamClusterPeerRemoveMovesReplica(t *testing.T) {
 	servers, opts := jsClusterMod(t, 4, func(_ int, o *server.Options) { o.RaftRetain = 8 })
-	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js0 := jsAt(t, servers[0])
 	eventually(t, "create ORDERS", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -271,17 +246,27 @@ func TestJetStreamClusterPeerRemoveMovesReplica(t *testing.T) {
 	if leader < 0 || removed < 0 || spare < 0 {
 		t.Fatalf("cluster %+v", ci)
 	}
+	peerRemoveMoves(t, servers, js0, sent, leader, removed, spare)
+	other := 6 - leader - removed - spare // the follower that stays
+	servesWithoutOther(t, servers, opts, sent, leader, spare, other, 121, 140)
+}
+
+// peerRemoveMoves removes the replica of ORDERS on servers[removed]
+// (nats stream cluster peer-remove through the leader's server),
+// publishes messages 101 to 120 through js and waits until the replica
+// moved to servers[spare], current, beside two others.
+func peerRemoveMoves(t *testing.T, servers []*server.Server, js jetstream.JetStream, sent map[uint64]sentMsg, leader, removed, spare int) {
+	t.Helper()
 	out, errOut := runCLI(t, servers[leader].ClientURL(), "stream", "cluster", "peer-remove", "ORDERS", servers[removed].Name(), "-f")
-	if !strings.Contains(out+errOut, "Removing") && !strings.Contains(out+errOut, "removed") {
-		t.Logf("nats stream cluster peer-remove:\n%s\n%s", out, errOut)
+	if strings.Contains(out+errOut, "10075") || strings.Contains(out+errOut, "peer remap failed") {
+		t.Fatalf("nats stream cluster peer-remove:\n%s\n%s", out, errOut)
 	}
-	publishRange(t, js0, sent, 101, 120)
+	publishRange(t, js, sent, 101, 120)
 	eventually(t, "the replica moved and current", func() error {
-		s, err := js0.Stream(tctx(t), "ORDERS")
-		if err != nil {
-			return err
+		ci := streamCluster(t, js)
+		if ci == nil {
+			return fmt.Errorf("no info")
 		}
-		ci := s.CachedInfo().Cluster
 		names := map[string]bool{ci.Leader: true}
 		current := false
 		for _, p := range ci.Replicas {
@@ -293,20 +278,6 @@ func TestJetStreamClusterPeerRemoveMovesReplica(t *testing.T) {
 		}
 		return nil
 	})
-	other := 6 - leader - removed - spare // the follower that stays
-	jsL, err := jetstream.New(connect(t, servers[leader].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	servers[other].Shutdown()
-	publishRange(t, jsL, sent, 121, 140)
-	servers[leader].Shutdown()
-	servers[other] = restartServer(t, opts[other])
-	jsS, err := jetstream.New(connect(t, servers[spare].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkAll(t, jsS, sent)
 }
 
 // streamCluster returns the stream's cluster info through js.

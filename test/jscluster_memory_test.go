@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -183,27 +182,7 @@ func TestJetStreamClusterMemoryPeerRemove(t *testing.T) {
 			spare = i
 		}
 	}
-	out, errOut := runCLI(t, servers[leader].ClientURL(), "stream", "cluster", "peer-remove", "ORDERS", servers[removed].Name(), "-f")
-	if strings.Contains(out+errOut, "10075") || strings.Contains(out+errOut, "peer remap failed") {
-		t.Fatalf("nats stream cluster peer-remove:\n%s\n%s", out, errOut)
-	}
-	publishRange(t, js0, sent, 101, 120)
-	eventually(t, "the replica moved and current", func() error {
-		ci := streamCluster(t, js0)
-		if ci == nil {
-			return fmt.Errorf("no info")
-		}
-		have := map[string]bool{ci.Leader: true}
-		current := false
-		for _, p := range ci.Replicas {
-			have[p.Name] = true
-			current = current || p.Name == servers[spare].Name() && p.Current && !p.Pending
-		}
-		if have[servers[removed].Name()] || !current || len(ci.Replicas) != 2 {
-			return fmt.Errorf("cluster %+v", ci)
-		}
-		return nil
-	})
+	peerRemoveMoves(t, servers, js0, sent, leader, removed, spare)
 	other := 6 - leader - removed - spare
 	servesWithoutOther(t, servers, opts, sent, leader, spare, other, 121, 140)
 }
