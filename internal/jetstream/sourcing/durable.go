@@ -13,7 +13,6 @@ import (
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
-	"github.com/nats-io/nuid"
 )
 
 // Durable sourcing (ADR-60; nats-server v2.15.2 setupMirrorConsumer,
@@ -109,7 +108,7 @@ type durableRun struct {
 	in    *inbox
 	reply string // the reset reply subject
 	cname string // the consumer whose deliveries are taken
-	gen   int    // the current deliver subscription (external.go; 0 for a durable)
+	gen   int    // the current deliver subscription (subscribeDeliver)
 	// dsub and rsub are an external sourcer's deliver and reply
 	// subscriptions of its last setup; recreated is set once it learned
 	// that its origin was recreated (external.go).
@@ -138,31 +137,26 @@ func (s *sourcer) after(d time.Duration) <-chan time.Time {
 	return time.After(d)
 }
 
-// runDurable is the goroutine of a durable sourcer.
+// runDurable is the goroutine of a durable sourcer: it listens on the
+// consumer's deliver subject and on a reply subject of its own, then
+// runs.
 func (s *sourcer) runDurable() {
 	defer close(s.done)
-	in := &inbox{sig: make(chan struct{}, 1)}
-	c := s.src.Consumer
-	d := &durableRun{s: s, in: in, reply: inboxPrefix + nuid.Next(), cname: c.Name}
-	dsub, err := s.env.Transport.Subscribe(c.DeliverSubject, "", func(subj, reply string, hdr, data []byte) {
-		in.put(inbound{subject: subj, reply: reply, hdr: bytes.Clone(hdr), data: bytes.Clone(data)})
-	})
-	if err != nil {
-		s.env.Logf("stream %s: source %s: subscribe %s: %v", s.r.Name(), s.src.Name, c.DeliverSubject, err)
+	d := &durableRun{s: s, in: &inbox{sig: make(chan struct{}, 1)}, cname: s.src.Consumer.Name}
+	defer d.unsubscribe()
+	if !d.subscribeDeliver(s.src.Consumer.DeliverSubject) || !d.listen() {
 		return
 	}
-	defer dsub.Unsubscribe()
-	rsub, err := s.env.Transport.Subscribe(d.reply, "", func(subj, reply string, hdr, data []byte) {
-		in.put(inbound{subject: subj, hdr: bytes.Clone(hdr), data: bytes.Clone(data), answer: true})
-	})
-	if err != nil {
-		s.env.Logf("stream %s: source %s: subscribe %s: %v", s.r.Name(), s.src.Name, d.reply, err)
-		return
-	}
-	defer rsub.Unsubscribe()
+	d.run(d.setup)
+}
+
+// run finds where the stream stands (start), then sets the consumer up
+// with setup and receives from it, setting it up again after a backoff
+// each time it fails or goes quiet, until the sourcer stops.
+func (d *durableRun) run(setup func() bool) {
 	d.start()
 	for {
-		if d.setup() {
+		if setup() {
 			d.fails = 0
 			if !d.receive() {
 				return // stopped

@@ -98,20 +98,7 @@ func (s *sourcer) runExternal() {
 	defer close(s.done)
 	d := &durableRun{s: s, in: &inbox{sig: make(chan struct{}, 1)}}
 	defer d.unsubscribe()
-	d.start()
-	for {
-		if d.setupExternal() {
-			d.fails = 0
-			if !d.receive() {
-				return // stopped
-			}
-		} else {
-			d.fails++
-		}
-		if !d.backoff() {
-			return
-		}
-	}
+	d.run(d.setupExternal)
 }
 
 // unsubscribe drops the deliver and reply subscriptions of the last
@@ -146,16 +133,9 @@ func (d *durableRun) listen() bool {
 }
 
 // deliverTo replaces the deliver subscription with one on a new deliver
-// subject and returns the subject ("" on failure). Messages of earlier
-// subscriptions still queued carry an older gen and are dropped.
+// subject and returns the subject ("" on failure).
 func (d *durableRun) deliverTo() string {
 	s := d.s
-	if d.dsub != nil {
-		d.dsub.Unsubscribe()
-		d.dsub = nil
-	}
-	d.gen++
-	gen := d.gen
 	kind := ".S"
 	if s.mirror {
 		kind = ".M"
@@ -164,15 +144,32 @@ func (d *durableRun) deliverTo() string {
 	if s.src.External.DeliverPrefix == "" {
 		subj = "$JS" + kind + "." + nuid.Next()
 	}
+	if !d.subscribeDeliver(subj) {
+		return ""
+	}
+	return subj
+}
+
+// subscribeDeliver replaces the deliver subscription with one on subj.
+// Messages of earlier subscriptions still queued carry an older gen and
+// are dropped.
+func (d *durableRun) subscribeDeliver(subj string) bool {
+	s := d.s
+	if d.dsub != nil {
+		d.dsub.Unsubscribe()
+		d.dsub = nil
+	}
+	d.gen++
+	gen := d.gen
 	sub, err := s.env.Transport.Subscribe(subj, "", func(subj, reply string, hdr, data []byte) {
 		d.in.put(inbound{subject: subj, reply: reply, hdr: bytes.Clone(hdr), data: bytes.Clone(data), gen: gen})
 	})
 	if err != nil {
 		s.env.Logf("stream %s: %s %s: subscribe %s: %v", s.r.Name(), s.kind(), s.src.Name, subj, err)
-		return ""
+		return false
 	}
 	d.dsub = sub
-	return subj
+	return true
 }
 
 // createConfig is the config of the consumer a setup asks for.
