@@ -245,7 +245,7 @@ func (d *durableRun) setup() bool {
 	s := d.s
 	// A source asks for API level 5 (the origin's identity in the
 	// answer), then 4 without the identity, then no level, as the
-	// origin's server refuses each with 10227 or 10025 (nats-server
+	// origin's server refuses each with 10185 or 10025 (nats-server
 	// v2.15.2 trySetupSourceConsumer); a mirror asks for none.
 	level := 0
 	if !s.mirror {
@@ -253,16 +253,39 @@ func (d *durableRun) setup() bool {
 	}
 	d.lastReq, d.timedOut = s.env.Now(), false
 	d.requestReset(level)
-	timer := s.after(durableResetWait)
+	ans, ident, ok := d.awaitAnswer(durableResetWait, func() (bool, bool) {
+		if level == 0 {
+			return false, true
+		}
+		if level--; level < 4 {
+			level = 0
+		}
+		d.requestReset(level)
+		return true, true
+	})
+	return ok && d.answered(ans, ident)
+}
+
+// awaitAnswer waits up to wait for the answer to the request last sent
+// on d.reply, keeping the messages that arrive meanwhile for receive
+// (hold). An answer that refuses the API level asked for (10185, or
+// 10025 from an older server) is given to resend, which sends the
+// request again with less (again true; ok false if it could not) or
+// lets the refusal stand (again false). ok is false when the sourcer
+// stops, a resend failed, or nobody answered in time (timedOut set);
+// otherwise it returns the answer and its stream identity header.
+func (d *durableRun) awaitAnswer(wait time.Duration, resend func() (again, ok bool)) (ans *resetAnswer, ident string, ok bool) {
+	s := d.s
+	timer := s.after(wait)
 	var held []inbound
 	defer func() { d.hold(held) }()
 	for {
 		select {
 		case <-s.quit:
-			return false
+			return nil, "", false
 		case <-timer:
 			d.timedOut = true
-			return false // nobody answered: retried
+			return nil, "", false // nobody answered: retried
 		case <-d.in.sig:
 		}
 		msgs := d.in.take()
@@ -271,19 +294,24 @@ func (d *durableRun) setup() bool {
 				held = append(held, m)
 				continue
 			}
-			var ans resetAnswer
-			if err := json.Unmarshal(m.data, &ans); err != nil {
+			if m.subject != d.reply {
+				continue // an answer to an earlier request
+			}
+			var a resetAnswer
+			if err := json.Unmarshal(m.data, &a); err != nil {
 				continue // a no-responders status or garbage: keep waiting
 			}
-			if e := ans.Error; e != nil && level > 0 && (e.ErrCode == uint16(jserr.RequiredApiLevel) || e.ErrCode == uint16(jserr.InvalidJSON)) {
-				if level--; level < 4 {
-					level = 0
+			if e := a.Error; e != nil && (e.ErrCode == uint16(jserr.RequiredApiLevel) || e.ErrCode == uint16(jserr.InvalidJSON)) {
+				again, sent := resend()
+				if !sent {
+					return nil, "", false
 				}
-				d.requestReset(level)
-				continue
+				if again {
+					continue
+				}
 			}
 			held = append(held, msgs[i+1:]...) // for receive, after the answer
-			return d.answered(&ans, stream.HeaderString(m.hdr, stream.HdrStreamIdentity))
+			return &a, stream.HeaderString(m.hdr, stream.HdrStreamIdentity), true
 		}
 	}
 }

@@ -32,7 +32,7 @@ import (
 //	           inactive_threshold 10s, _nats.mirror.* / _nats.src.* metadata, filters}}
 //	answer:    consumer_create_response: its name is the consumer whose deliveries are taken
 //
-// A server refusing the level (10227, or 10025) is asked at level 4 (a
+// A server refusing the level (10185, or 10025) is asked at level 4 (a
 // source), then without `sourcing` and with a name of its own,
 // JS_MIRROR_<hash>_<random>. Deliveries, heartbeats and flow control
 // then go as for a durable consumer (durable.go: receive, process,
@@ -290,49 +290,21 @@ func (d *durableRun) setupExternal() bool {
 	if !d.sendCreate(cfg, level) {
 		return false
 	}
-	timer := s.after(externalCreateWait)
-	var held []inbound
-	defer func() { d.hold(held) }()
-	for {
-		select {
-		case <-s.quit:
-			return false
-		case <-timer:
-			d.timedOut = true
-			return false
-		case <-d.in.sig:
+	ans, ident, ok := d.awaitAnswer(externalCreateWait, func() (bool, bool) {
+		if !cfg.Sourcing {
+			return false, true
 		}
-		msgs := d.in.take()
-		for i, m := range msgs {
-			if !m.answer {
-				held = append(held, m)
-				continue
-			}
-			if m.subject != d.reply {
-				continue // an answer to an earlier request
-			}
-			var ans resetAnswer
-			if err := json.Unmarshal(m.data, &ans); err != nil {
-				continue
-			}
-			if e := ans.Error; e != nil && cfg.Sourcing && (e.ErrCode == uint16(jserr.RequiredApiLevel) || e.ErrCode == uint16(jserr.InvalidJSON)) {
-				if level > 4 {
-					level--
-				} else {
-					// The origin's server does not know sourcing
-					// consumers: a name of the sourcer's own.
-					cfg.Sourcing, level = false, 0
-					cfg.Name = fmt.Sprintf("%s_%s", cfg.Name, stream.Hash8(nuid.Next()))
-				}
-				if !d.sendCreate(cfg, level) {
-					return false
-				}
-				continue
-			}
-			held = append(held, msgs[i+1:]...)
-			return d.created(&ans, stream.HeaderString(m.hdr, stream.HdrStreamIdentity))
+		if level > 4 {
+			level--
+		} else {
+			// The origin's server does not know sourcing consumers: a
+			// name of the sourcer's own.
+			cfg.Sourcing, level = false, 0
+			cfg.Name = fmt.Sprintf("%s_%s", cfg.Name, stream.Hash8(nuid.Next()))
 		}
-	}
+		return true, d.sendCreate(cfg, level)
+	})
+	return ok && d.created(ans, ident)
 }
 
 // created takes the create request's answer.
