@@ -216,3 +216,23 @@ func getJSON(t *testing.T, url string) map[string]any {
 	}
 	return m
 }
+
+// A max_payload over 8 MB is warned of when the server starts, without a
+// position, and -t does not print it: nats-server v2.15.2 logs it in Start
+// and its -t says only that the file is valid.
+func TestLargePayloadWarnedAtStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cairn.conf")
+	writeFile(t, path, "listen: 127.0.0.1:-1\nmax_payload: 16MB\n")
+	const warn = "Maximum payloads over 8.00 MB are generally discouraged and could lead to poor performance"
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-t", "-c", path}, &out, &errOut, noWait); code != 0 || strings.Contains(errOut.String(), "discouraged") {
+		t.Fatalf("-t: exit %d, %q", code, errOut.String())
+	}
+	var log syncBuffer
+	if code := run([]string{"-c", path}, &out, &log, noWait); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, log.String())
+	}
+	if !strings.Contains(log.String(), "[WRN] "+warn+"\n") {
+		t.Errorf("log lacks the warning:\n%s", log.String())
+	}
+}

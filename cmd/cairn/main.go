@@ -268,6 +268,11 @@ func serve(in *instance, warns []config.Problem, wait waitFunc) int {
 	for _, w := range warns {
 		log.Warnf("%v", w)
 	}
+	if cfg.Limits.MaxPayload > config.MaxPayloadWarn {
+		// Logged at start, not a problem of the file (-t does not print
+		// it), as nats-server v2.15.2 Start logs it.
+		log.Warnf("Maximum payloads over 8.00 MB are generally discouraged and could lead to poor performance")
+	}
 	if err := writePidFile(cfg.Process.PidFile); err != nil {
 		log.Fatalf("Could not write pidfile: %v", err)
 		return 1

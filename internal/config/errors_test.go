@@ -143,7 +143,6 @@ func TestWarnings(t *testing.T) {
 		{"syslog: true", `F:1:0: field "syslog" is ignored: cairn logs to stderr or to log_file`},
 		{"server_tags: [a, b]", `F:1:0: field "server_tags" is ignored: tags are shown by monitoring and place streams in a cluster; cairn places streams without them yet`},
 		{"max_connections: 0", `F:1:0: max_connections 0 refuses every client connection (as in nats-server)`},
-		{"max_payload: 16MB", `F:1:0: Maximum payloads over 8.00 MB are generally discouraged and could lead to poor performance`},
 		{"jetstream { unique_tag: az }", `F:1:12: field "unique_tag" is ignored: it places streams in a cluster, and cairn runs as a single server`},
 	}
 	for _, tc := range cases {
