@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairnmq/cairn/internal/logger"
 )
 
 // startClusterServer starts a server with a cluster listener on a free
@@ -127,7 +129,8 @@ func TestClusterNameConflict(t *testing.T) {
 }
 
 // TestClusterRouteToSelf: a server that lists its own cluster URL among
-// its routes (the usual way to give every server the same list) drops it.
+// its routes (the usual way to give every server the same list) drops it,
+// as nats-server v2.15.2 does: quietly, with the reason Duplicate Route.
 func TestClusterRouteToSelf(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -135,7 +138,8 @@ func TestClusterRouteToSelf(t *testing.T) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	o := Options{Host: "127.0.0.1", Port: RandomPort}
+	out := &syncWriter{}
+	o := Options{Host: "127.0.0.1", Port: RandomPort, Logger: logger.New(out, false, false)}
 	u, _ := url.Parse("nats://127.0.0.1:" + strconv.Itoa(port))
 	o.Cluster = ClusterOptions{Host: "127.0.0.1", Port: port, Name: "C", Routes: []*url.URL{u}}
 	s, err := New(o)
@@ -153,6 +157,9 @@ func TestClusterRouteToSelf(t *testing.T) {
 		defer s.cl.mu.Unlock()
 		return len(s.cl.conns) == 1
 	})
+	wantConnLines(t, "the server", out.String(), "Router connection closed",
+		"[INF] Route connection created",
+		"[INF] Router connection closed: Duplicate Route")
 }
 
 // TestClusterOptionsValidate checks nats-server's refusals.

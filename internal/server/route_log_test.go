@@ -1,10 +1,7 @@
 package server
 
 import (
-	"net"
-	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -78,33 +75,4 @@ func TestRouteAuthFailureLogLines(t *testing.T) {
 	if strings.Contains(aLog.String()+bLog.String(), "wrong") {
 		t.Error("a password in the log")
 	}
-}
-
-// A server whose routes name its own cluster URL closes that route as
-// nats-server v2.15.2 does, quietly with the reason Duplicate Route.
-func TestRouteToSelfLogLines(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	out := &syncWriter{}
-	u, _ := url.Parse("nats://127.0.0.1:" + strconv.Itoa(port))
-	o := Options{Host: "127.0.0.1", Port: RandomPort, ServerName: "a", Logger: logger.New(out, false, false)}
-	o.Cluster = ClusterOptions{Host: "127.0.0.1", Port: port, Name: "C", Routes: []*url.URL{u}}
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Skipf("port %d taken meanwhile: %v", port, err)
-	}
-	defer s.Shutdown()
-	waitCond(t, "the route to self to close", func() bool {
-		return strings.Contains(out.String(), "Router connection closed")
-	})
-	wantConnLines(t, "the server", out.String(), "Router connection closed",
-		"[INF] Route connection created",
-		"[INF] Router connection closed: Duplicate Route")
 }
