@@ -3,6 +3,7 @@ package sourcing
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -344,6 +345,25 @@ func (d *durableRun) hold(msgs []inbound) {
 	}
 }
 
+// refused reports a consumer set-up that failed: err, the origin's
+// error, or nil for an answer that is not a consumer (then the sourcer's
+// setup error, 10029 for a mirror, 10045 for a source: nats-server
+// v2.15.2's "invalid consumer create response") is logged with what and
+// becomes the error the stream's info shows. It returns false.
+func (d *durableRun) refused(err *jserr.Error, what string) bool {
+	s := d.s
+	if err == nil {
+		code := jserr.SourceConsumerSetupFailed
+		if s.mirror {
+			code = jserr.MirrorConsumerSetupFailed
+		}
+		err = jserr.New(code, jserr.Sub("err", "invalid consumer create response"))
+	}
+	s.env.Logf("stream %s: %s: %s", s.r.Name(), what, err.Description)
+	s.setError(err)
+	return false
+}
+
 // answered takes the reset's answer (nats-server v2.15.2
 // trySetupSourceConsumer, setupMirrorConsumer).
 func (d *durableRun) answered(ans *resetAnswer, ident string) bool {
@@ -353,17 +373,7 @@ func (d *durableRun) answered(ans *resetAnswer, ident string) bool {
 			s.ident, d.sseq = "", 0 // the origin was recreated: start over
 			return false
 		}
-		err := ans.Error
-		if err == nil {
-			code := jserr.SourceConsumerSetupFailed
-			if s.mirror {
-				code = jserr.MirrorConsumerSetupFailed
-			}
-			err = jserr.New(code, jserr.Sub("err", "invalid consumer create response"))
-		}
-		s.env.Logf("stream %s: %s consumer %s of %s: %s", s.r.Name(), s.kind(), s.src.Consumer.Name, s.src.Name, err.Description)
-		s.setError(err)
-		return false
+		return d.refused(ans.Error, fmt.Sprintf("%s consumer %s of %s", s.kind(), s.src.Consumer.Name, s.src.Name))
 	}
 	if ans.Config.AckPolicy != consumer.AckFlowControl {
 		code := jserr.SourceConsumerRequiresAckFC

@@ -315,17 +315,7 @@ func (d *durableRun) created(ans *resetAnswer, ident string) bool {
 			s.ident, d.sseq, d.recreated = "", 0, true // the origin was recreated
 			return false
 		}
-		err := ans.Error
-		if err == nil {
-			code := jserr.SourceConsumerSetupFailed
-			if s.mirror {
-				code = jserr.MirrorConsumerSetupFailed
-			}
-			err = jserr.New(code, jserr.Sub("err", "invalid consumer create response"))
-		}
-		s.env.Logf("stream %s: create %s consumer of %s: %s", s.r.Name(), s.kind(), s.src.Name, err.Description)
-		s.setError(err)
-		return false
+		return d.refused(ans.Error, fmt.Sprintf("create %s consumer of %s", s.kind(), s.src.Name))
 	}
 	d.cname = ans.Name
 	s.mu.Lock()
