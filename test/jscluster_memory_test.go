@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -57,53 +56,23 @@ func waitCurrent(t *testing.T, js jetstream.JetStream, server string) {
 // acknowledged message, deleted ones still deleted.
 func TestJetStreamClusterMemoryReplicaRestart(t *testing.T) {
 	servers, opts := jsClusterOpts(t, 3)
-	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js0 := jsAt(t, servers[0])
 	createMemoryOrders(t, js0, 3)
 	sent := map[uint64]sentMsg{}
-	for n := 1; n <= 100; n++ {
-		publishAcked(t, js0, sent, n)
-	}
-	s, err := js0.Stream(tctx(t), "ORDERS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, seq := range []uint64{5, 6, 70} {
-		if err := s.DeleteMsg(tctx(t), seq); err != nil {
-			t.Fatal(err)
-		}
-		delete(sent, seq)
-	}
+	publishRange(t, js0, sent, 1, 100)
+	s := deleteAcked(t, js0, sent, 5, 6, 70)
 	leader := leaderIndex(servers, s.CachedInfo().Cluster.Leader)
 	if leader < 0 {
 		t.Fatalf("leader %q", s.CachedInfo().Cluster.Leader)
 	}
 	restarted, other := (leader+1)%3, (leader+2)%3
 	servers[restarted].Shutdown()
-	jsL, err := jetstream.New(connect(t, servers[leader].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for n := 101; n <= 130; n++ {
-		publishAcked(t, jsL, sent, n)
-	}
+	jsL := jsAt(t, servers[leader])
+	publishRange(t, jsL, sent, 101, 130)
 	servers[restarted] = restartServer(t, opts[restarted])
 	waitCurrent(t, jsL, servers[restarted].Name())
-	servers[other].Shutdown()
-	for n := 131; n <= 150; n++ {
-		publishAcked(t, jsL, sent, n)
-	}
-	servers[leader].Shutdown()
-	servers[other] = restartServer(t, opts[other])
-	jsR, err := jetstream.New(connect(t, servers[restarted].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for n := 151; n <= 160; n++ {
-		publishAcked(t, jsR, sent, n)
-	}
+	jsR := servesWithoutOther(t, servers, opts, sent, leader, restarted, other, 131, 150)
+	publishRange(t, jsR, sent, 151, 160)
 	checkAll(t, jsR, sent)
 	// The duplicate window survived: message 120 again is a duplicate.
 	m := orderMsg(120)
@@ -123,28 +92,18 @@ func TestJetStreamClusterMemoryReplicaRestart(t *testing.T) {
 // docs/clustering.md, "Memory streams").
 func TestJetStreamClusterMemoryStreamFullRestart(t *testing.T) {
 	servers, opts := jsClusterOpts(t, 3)
-	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js0 := jsAt(t, servers[0])
 	createMemoryOrders(t, js0, 3)
 	sent := map[uint64]sentMsg{}
-	for n := 1; n <= 60; n++ {
-		publishAcked(t, js0, sent, n)
-	}
+	publishRange(t, js0, sent, 1, 60)
 	for _, s := range servers {
 		s.Shutdown()
 	}
 	for i := range servers {
 		servers[i] = restartServer(t, opts[i])
 	}
-	js1, err := jetstream.New(connect(t, servers[1].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for n := 61; n <= 70; n++ {
-		publishAcked(t, js1, sent, n)
-	}
+	js1 := jsAt(t, servers[1])
+	publishRange(t, js1, sent, 61, 70)
 	checkAll(t, js1, sent)
 	waitReplicas(t, js1, 3)
 }
@@ -162,33 +121,11 @@ func TestJetStreamClusterMemoryScale(t *testing.T) {
 	_, js := clusterClients(t, servers)
 	cfg := createMemoryOrders(t, js[0], 3)
 	sent := map[uint64]sentMsg{}
-	for n := 1; n <= 100; n++ {
-		publishAcked(t, js[0], sent, n)
-	}
-	s, err := js[0].Stream(tctx(t), "ORDERS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, seq := range []uint64{2, 3, 60} {
-		if err := s.DeleteMsg(tctx(t), seq); err != nil {
-			t.Fatal(err)
-		}
-		delete(sent, seq)
-	}
+	publishRange(t, js[0], sent, 1, 100)
+	deleteAcked(t, js[0], sent, 2, 3, 60)
 	three := waitReplicas(t, js[0], 3)
-	via := js[0]
-	update := func(r int) error {
-		c := cfg
-		c.Replicas = r
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_, err := via.UpdateStream(ctx, c)
-		return err
-	}
-	eventually(t, "scale to 5", func() error { return update(5) })
-	for n := 101; n <= 120; n++ {
-		publishAcked(t, js[0], sent, n)
-	}
+	setReplicas(t, js[0], cfg, 5)
+	publishRange(t, js[0], sent, 101, 120)
 	five := waitReplicas(t, js[0], 5)
 	idx := func(name string) int { return leaderIndex(servers, name) }
 	var added []int
@@ -205,9 +142,7 @@ func TestJetStreamClusterMemoryScale(t *testing.T) {
 		servers[idx(n)].Shutdown()
 	}
 	live := added[0]
-	for n := 121; n <= 130; n++ {
-		publishAcked(t, js[live], sent, n)
-	}
+	publishRange(t, js[live], sent, 121, 130)
 	checkAll(t, js[live], sent)
 	for _, i := range stopped {
 		servers[i] = restartServer(t, opts[i])
@@ -217,19 +152,14 @@ func TestJetStreamClusterMemoryScale(t *testing.T) {
 	// again, current.
 	restarted := added[1]
 	servers[restarted].Shutdown()
-	for n := 131; n <= 140; n++ {
-		publishAcked(t, js[live], sent, n)
-	}
+	publishRange(t, js[live], sent, 131, 140)
 	servers[restarted] = restartServer(t, opts[restarted])
 	waitCurrent(t, js[live], servers[restarted].Name())
 	waitReplicas(t, js[live], 5)
 	checkAll(t, js[live], sent)
-	via = js[live]
-	eventually(t, "scale back to 3", func() error { return update(3) })
+	setReplicas(t, js[live], cfg, 3)
 	after := waitReplicas(t, js[live], 3)
-	for n := 141; n <= 150; n++ {
-		publishAcked(t, js[live], sent, n)
-	}
+	publishRange(t, js[live], sent, 141, 150)
 	checkAll(t, js[live], sent)
 	t.Logf("replicas: %v, then %v, then %v", three, five, after)
 }
@@ -241,15 +171,10 @@ func TestJetStreamClusterMemoryScale(t *testing.T) {
 // back every acknowledged message is served.
 func TestJetStreamClusterMemoryPeerRemove(t *testing.T) {
 	servers, opts := jsClusterOpts(t, 4)
-	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js0 := jsAt(t, servers[0])
 	createMemoryOrders(t, js0, 3)
 	sent := map[uint64]sentMsg{}
-	for n := 1; n <= 100; n++ {
-		publishAcked(t, js0, sent, n)
-	}
+	publishRange(t, js0, sent, 1, 100)
 	names := waitReplicas(t, js0, 3)
 	leader := leaderIndex(servers, names[0])
 	removed, spare := leaderIndex(servers, names[1]), -1
@@ -258,45 +183,9 @@ func TestJetStreamClusterMemoryPeerRemove(t *testing.T) {
 			spare = i
 		}
 	}
-	out, errOut := runCLI(t, servers[leader].ClientURL(), "stream", "cluster", "peer-remove", "ORDERS", servers[removed].Name(), "-f")
-	if strings.Contains(out+errOut, "10075") || strings.Contains(out+errOut, "peer remap failed") {
-		t.Fatalf("nats stream cluster peer-remove:\n%s\n%s", out, errOut)
-	}
-	for n := 101; n <= 120; n++ {
-		publishAcked(t, js0, sent, n)
-	}
-	eventually(t, "the replica moved and current", func() error {
-		ci := streamCluster(t, js0)
-		if ci == nil {
-			return fmt.Errorf("no info")
-		}
-		have := map[string]bool{ci.Leader: true}
-		current := false
-		for _, p := range ci.Replicas {
-			have[p.Name] = true
-			current = current || p.Name == servers[spare].Name() && p.Current && !p.Pending
-		}
-		if have[servers[removed].Name()] || !current || len(ci.Replicas) != 2 {
-			return fmt.Errorf("cluster %+v", ci)
-		}
-		return nil
-	})
+	peerRemoveMoves(t, servers, js0, sent, leader, removed, spare)
 	other := 6 - leader - removed - spare
-	jsL, err := jetstream.New(connect(t, servers[leader].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	servers[other].Shutdown()
-	for n := 121; n <= 140; n++ {
-		publishAcked(t, jsL, sent, n)
-	}
-	servers[leader].Shutdown()
-	servers[other] = restartServer(t, opts[other])
-	jsS, err := jetstream.New(connect(t, servers[spare].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkAll(t, jsS, sent)
+	servesWithoutOther(t, servers, opts, sent, leader, spare, other, 121, 140)
 }
 
 // A memory stream of one replica with data scales to three: its server's
@@ -327,16 +216,11 @@ func TestJetStreamClusterMemoryScaleUpFromOne(t *testing.T) {
 	// hold everything.
 	third := 3 - home - other
 	servers[third].Shutdown()
-	for n := 121; n <= 130; n++ {
-		publishAcked(t, js[other], sent, n)
-	}
+	publishRange(t, js[other], sent, 121, 130)
 	servers[third] = restartServer(t, opts[third])
 	waitCurrent(t, js[other], servers[third].Name())
 	servers[other].Shutdown()
-	jsH, err := jetstream.New(connect(t, servers[home].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	jsH := jsAt(t, servers[home])
 	checkAll(t, jsH, sent)
 	// A memory stream of one replica with a consumer is not scaled up
 	// (10061): the consumer's state lives only in its runtime.
@@ -361,15 +245,10 @@ func TestJetStreamClusterMemoryScaleUpFromOne(t *testing.T) {
 // restarted server delivers the first message not acknowledged.
 func TestJetStreamClusterMemoryConsumerRestart(t *testing.T) {
 	servers, opts := jsClusterOpts(t, 3)
-	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js0 := jsAt(t, servers[0])
 	createMemoryOrders(t, js0, 3)
 	sent := map[uint64]sentMsg{}
-	for n := 1; n <= 40; n++ {
-		publishAcked(t, js0, sent, n)
-	}
+	publishRange(t, js0, sent, 1, 40)
 	var cons jetstream.Consumer
 	eventually(t, "create the consumer", func() error {
 		var err error
@@ -404,10 +283,7 @@ func TestJetStreamClusterMemoryConsumerRestart(t *testing.T) {
 	restarted := leaderIndex(servers, names[1])
 	servers[restarted].Shutdown()
 	servers[restarted] = restartServer(t, opts[restarted])
-	jsR, err := jetstream.New(connect(t, servers[restarted].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	jsR := jsAt(t, servers[restarted])
 	waitCurrent(t, jsR, servers[restarted].Name())
 	servers[leader].Shutdown()
 	eventually(t, "fetch after the restart", func() error {
@@ -441,15 +317,10 @@ func TestJetStreamClusterMemoryConsumerRestart(t *testing.T) {
 // follower back every acknowledged message is served through it.
 func TestJetStreamClusterMemoryWipedFollower(t *testing.T) {
 	servers, opts := jsClusterOpts(t, 3)
-	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js0 := jsAt(t, servers[0])
 	createMemoryOrders(t, js0, 3)
 	sent := map[uint64]sentMsg{}
-	for n := 1; n <= 80; n++ {
-		publishAcked(t, js0, sent, n)
-	}
+	publishRange(t, js0, sent, 1, 80)
 	names := waitReplicas(t, js0, 3)
 	leader, wiped := leaderIndex(servers, names[0]), leaderIndex(servers, names[1])
 	other := 3 - leader - wiped
@@ -457,26 +328,11 @@ func TestJetStreamClusterMemoryWipedFollower(t *testing.T) {
 	if err := os.RemoveAll(opts[wiped].StoreDir); err != nil {
 		t.Fatal(err)
 	}
-	jsL, err := jetstream.New(connect(t, servers[leader].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for n := 81; n <= 100; n++ {
-		publishAcked(t, jsL, sent, n)
-	}
+	jsL := jsAt(t, servers[leader])
+	publishRange(t, jsL, sent, 81, 100)
 	servers[wiped] = restartServer(t, opts[wiped])
 	waitCurrent(t, jsL, servers[wiped].Name())
-	servers[other].Shutdown()
-	for n := 101; n <= 110; n++ {
-		publishAcked(t, jsL, sent, n)
-	}
-	servers[leader].Shutdown()
-	servers[other] = restartServer(t, opts[other])
-	jsW, err := jetstream.New(connect(t, servers[wiped].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkAll(t, jsW, sent)
+	servesWithoutOther(t, servers, opts, sent, leader, wiped, other, 101, 110)
 }
 
 // A memory stream scaled up from one replica has every replica's state

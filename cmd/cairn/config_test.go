@@ -126,7 +126,8 @@ func TestServerStartsFromFile(t *testing.T) {
 }
 
 // A bad file stops the start with exit 1 and every problem, each naming
-// the file, line and column.
+// the file, line and column, then a blank line, as nats-server v2.15.2
+// prints them.
 func TestBadFileExitsOne(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cairn.conf")
 	writeFile(t, path, "port: 4222\nleafnodes { port: 7422 }\n  bogus: 1\n")
@@ -134,7 +135,7 @@ func TestBadFileExitsOne(t *testing.T) {
 	if code := run([]string{"-c", path}, &out, &errOut, noWait); code != 1 {
 		t.Fatalf("exit %d", code)
 	}
-	want := "cairn: " + path + `:2:1: field "leafnodes" is not supported by cairn` + "\n" + path + `:3:3: unknown field "bogus"` + "\n"
+	want := "cairn: " + path + `:2:1: field "leafnodes" is not supported by cairn` + "\n" + path + `:3:3: unknown field "bogus"` + "\n\n"
 	if errOut.String() != want {
 		t.Fatalf("stderr %q, want %q", errOut.String(), want)
 	}
@@ -215,4 +216,24 @@ func getJSON(t *testing.T, url string) map[string]any {
 		t.Fatalf("GET %s: %v", url, err)
 	}
 	return m
+}
+
+// A max_payload over 8 MB is warned of when the server starts, without a
+// position, and -t does not print it: nats-server v2.15.2 logs it in Start
+// and its -t says only that the file is valid.
+func TestLargePayloadWarnedAtStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cairn.conf")
+	writeFile(t, path, "listen: 127.0.0.1:-1\nmax_payload: 16MB\n")
+	const warn = "Maximum payloads over 8.00 MB are generally discouraged and could lead to poor performance"
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-t", "-c", path}, &out, &errOut, noWait); code != 0 || strings.Contains(errOut.String(), "discouraged") {
+		t.Fatalf("-t: exit %d, %q", code, errOut.String())
+	}
+	var log syncBuffer
+	if code := run([]string{"-c", path}, &out, &log, noWait); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, log.String())
+	}
+	if !strings.Contains(log.String(), "[WRN] "+warn+"\n") {
+		t.Errorf("log lacks the warning:\n%s", log.String())
+	}
 }

@@ -186,7 +186,7 @@ func TestServerTags(t *testing.T) {
 	if c, _ = mustLoad(t, `server_tags: "A, B"`); !slices.Equal(c.Tags, []string{"a, b"}) {
 		t.Fatalf("one string: %q", c.Tags)
 	}
-	wantLines(t, problemTexts(t, "server_tags: 5"), `F:1:1: error parsing tags: unsupported type int64`)
-	wantLines(t, problemTexts(t, `server_tags: ["a", {x: 1}]`), `F:1:1: error parsing tags: unsupported type *conf.token where string is expected`)
-	wantLines(t, problemTexts(t, "jetstream { unique_tag: 5 }"), `F:1:13: interface conversion: interface {} is int64, not string`)
+	wantLines(t, problemTexts(t, "server_tags: 5"), `F:1:0: error parsing tags: unsupported type int64`)
+	wantLines(t, problemTexts(t, `server_tags: ["a", {x: 1}]`), `F:1:0: error parsing tags: unsupported type *conf.token where string is expected`)
+	wantLines(t, problemTexts(t, "jetstream { unique_tag: 5 }"), `F:1:12: interface conversion: interface {} is int64, not string`)
 }
