@@ -177,7 +177,7 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 	late := &lateTransport{}
 	node, err := raftnode.Open(raftnode.Config{
 		FS: cfg.FS, Dir: path.Join(cfg.Dir, "raft"), Server: c.name, Transport: late,
-		TickInterval: cfg.TickInterval, Logf: cfg.Logf, Debugf: cfg.Debugf, DeferReplay: true,
+		TickInterval: cfg.TickInterval, Logf: cfg.Logf, Infof: cfg.Infof, Debugf: cfg.Debugf, DeferReplay: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jscluster: open the Raft WAL: %w", err)
