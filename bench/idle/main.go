@@ -120,13 +120,8 @@ func populate(url string, streams, replicas int) error {
 	if err != nil {
 		return err
 	}
-	var steps [3]time.Duration
-	defer func() {
-		fmt.Fprintf(os.Stderr, "create: streams %v, publishes %v, consumers %v\n", steps[0], steps[1], steps[2])
-	}()
 	for i := range streams {
 		name := "IDLE" + strconv.Itoa(i)
-		t0 := time.Now()
 		if err := retry(func(ctx context.Context) error {
 			_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{"idle." + strconv.Itoa(i)},
 				Replicas: replicas, Storage: jetstream.FileStorage})
@@ -134,16 +129,12 @@ func populate(url string, streams, replicas int) error {
 		}); err != nil {
 			return fmt.Errorf("stream %s: %w", name, err)
 		}
-		t1 := time.Now()
-		steps[0] += t1.Sub(t0)
 		if err := retry(func(ctx context.Context) error {
 			_, err := js.Publish(ctx, "idle."+strconv.Itoa(i), []byte("x"))
 			return err
 		}); err != nil {
 			return fmt.Errorf("publish to %s: %w", name, err)
 		}
-		t2 := time.Now()
-		steps[1] += t2.Sub(t1)
 		if err := retry(func(ctx context.Context) error {
 			_, err := js.CreateOrUpdateConsumer(ctx, name, jetstream.ConsumerConfig{Durable: "C", AckPolicy: jetstream.AckExplicitPolicy,
 				Replicas: replicas})
@@ -151,24 +142,24 @@ func populate(url string, streams, replicas int) error {
 		}); err != nil {
 			return fmt.Errorf("consumer of %s: %w", name, err)
 		}
-		steps[2] += time.Since(t2)
 	}
 	return nil
 }
 
-// retry runs f with a 10 s deadline up to 10 times.
+// retry runs f with a 10 s deadline until it succeeds, for 2 minutes at
+// most, and reports each failure on stderr.
 func retry(f func(context.Context) error) error {
-	var err error
-	for range 10 {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err = f(ctx)
+		err := f(ctx)
 		cancel()
-		if err == nil {
-			return nil
+		if err == nil || time.Now().After(deadline) {
+			return err
 		}
+		fmt.Fprintf(os.Stderr, "%s: %v (retrying)\n", time.Now().Format("15:04:05.000"), err)
 		time.Sleep(200 * time.Millisecond)
 	}
-	return err
 }
 
 // sample returns the CPU seconds the processes used so far and the bytes
