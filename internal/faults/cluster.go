@@ -252,3 +252,14 @@ func Until(d time.Duration, f func() error) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// Pid returns server i's process id, or 0 when it does not run.
+func (c *Cluster) Pid(i int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.Servers[i]
+	if s.cmd == nil || s.state == "killed" {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}

@@ -475,6 +475,13 @@ func (c *Cluster) runReplica(acc *account, k streamKey, r *replica, mine meta.Re
 	c.svc.Register(sa.Group, ck)
 	if err := c.node.AddGroup(groupConfig(sa, mine), r.log.StateMachine()); err != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: its group %d cannot start here: %v", k.account, k.name, sa.Group, err)
+		return
+	}
+	if c.metaLeader() {
+		// The meta leader answers the create once the stream has a
+		// leader (waitLeader): its replica campaigns at once rather than
+		// after an election timeout.
+		_ = c.node.Campaign(sa.Group)
 	}
 }
 
