@@ -179,7 +179,7 @@ func (c *Cluster) askReplaceLost() {
 	c.mu.Unlock()
 	now := time.Now()
 	for _, r := range lost {
-		st, err := c.node.Status(r.sa.Group)
+		st, err := c.node.Brief(r.sa.Group)
 		if err != nil || st.Fenced == nil || !errors.Is(st.Fenced, raftnode.ErrStateLost) {
 			continue
 		}
