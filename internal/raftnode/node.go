@@ -38,8 +38,8 @@ type Node struct {
 	// removed, SetPeers, a peer learned from a frame): checkLiveness
 	// gathers the peer servers again only when it moved.
 	peersGen atomic.Uint64
-	alive liveness      // peer servers' liveness (quiesce.go)
-	beat  atomic.Bool   // a tick asked the next round to send liveness beats
+	alive    liveness    // peer servers' liveness (quiesce.go)
+	beat     atomic.Bool // a tick asked the next round to send liveness beats
 
 	// Goroutines of Start.
 	started bool
