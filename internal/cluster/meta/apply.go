@@ -232,7 +232,8 @@ func (s *State) assignConsumer(o *AssignConsumer) Result {
 	}
 	res := Result{Stream: &sa}
 	if ca == nil {
-		ca = &ConsumerAssignment{Account: o.Account, Stream: o.Stream, Name: o.Name, Created: o.Created, Group: s.allocGroup(), NextReplica: 1}
+		ca = &ConsumerAssignment{Account: o.Account, Stream: o.Stream, Name: o.Name, Created: o.Created, Group: s.allocGroup(), NextReplica: 1,
+			Initial: len(servers)}
 		e.consumers[o.Name] = ca
 	} else {
 		prev := ca.clone()

@@ -71,6 +71,13 @@ type ConsumerAssignment struct {
 	Group       raftnode.GroupID
 	Replicas    []Replica
 	NextReplica raftnode.ReplicaID
+	// Initial is how many replicas the consumer's group started with:
+	// replica IDs 1 to Initial bootstrap the group together, a later ID
+	// (a scale-up) joins it empty and is caught up by its leader
+	// (docs/clustering.md, "Scaling consumers"). A consumer created with
+	// N replicas has N; one scaled up from one replica keeps 1, since its
+	// first replica alone holds the state the group starts from.
+	Initial int
 }
 
 // Server is one server of the catalogue (AddServer).
