@@ -392,6 +392,7 @@ func (c *Cluster) run() {
 			c.replaceStale()
 			c.askReplaceLost()
 			c.reconcileMemberships()
+			c.reconcileConsumerMemberships()
 			c.retireReplicas()
 			c.convertReplicas()
 			c.askSettles()

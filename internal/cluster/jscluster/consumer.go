@@ -64,6 +64,9 @@ type creplica struct {
 	// when (the run goroutine's).
 	ckptIndex uint64
 	ckptAt    time.Time
+	// changing is the membership change this replica, leading its
+	// group, proposed last (consumerscale.go); the run goroutine's.
+	changing *raftnode.Proposal
 }
 
 // leaderReplica forwards a consumer's leadership to its runtime and
@@ -134,6 +137,20 @@ func (c *Cluster) reconcileConsumer(k consumerKey) {
 		return // the account has no JetStream here (yet): AddAccount reconciles
 	}
 	switch {
+	case cur != nil && here && streamUp && cur.ca.Group == ca.Group && cur.mine(c.name) == mine.ID && cur.log == nil && len(ca.Replicas) > 1:
+		// Scaled up from one replica: its state starts the group
+		// (consumerscale.go).
+		c.mu.Lock()
+		delete(c.creplicas, k)
+		c.mu.Unlock()
+		c.startConsumer(acc, k, ca, mine)
+	case cur != nil && here && streamUp && cur.ca.Group == ca.Group && cur.mine(c.name) == mine.ID && cur.log != nil && !sameServers(cur.ca.Replicas, ca.Replicas):
+		// Another replica came or went (a scale): this one stays, and
+		// its group's leader changes the membership.
+		c.keepConsumer(k, cur, ca)
+		if string(cur.ca.Config) != string(ca.Config) {
+			c.updateConsumer(acc, k, cur, ca)
+		}
 	case cur != nil && (!here || !streamUp || cur.ca.Group != ca.Group || !sameServers(cur.ca.Replicas, ca.Replicas)):
 		c.stopConsumer(acc, k, cur)
 		if here && streamUp {
@@ -171,6 +188,10 @@ func (c *Cluster) startConsumer(acc *account, k consumerKey, ca meta.ConsumerAss
 		c.mu.Unlock()
 		return
 	}
+	if err := c.adoptSingle(acc, k, ca, mine); err != nil {
+		c.cfg.Logf("jscluster: consumer %s > %s > %s: scaling up from one replica, not started here (its files left as they are): %v", k.account, k.stream, k.name, err)
+		return
+	}
 	acc.cstarting.Store(cr)
 	_, jerr := acc.js.CreateConsumerAt(k.stream, k.name, cfg, jetstream.CreateOrUpdate, created)
 	acc.cstarting.Store(nil)
@@ -186,12 +207,11 @@ func (c *Cluster) startConsumer(acc *account, k consumerKey, ca meta.ConsumerAss
 	c.mu.Lock()
 	c.creplicas[k] = cr
 	c.mu.Unlock()
-	gc := raftnode.GroupConfig{ID: ca.Group, Replica: mine.ID, Incarnation: mine.Incarnation, Peers: meta.Peers(ca.Replicas)}
-	if err := c.node.AddGroup(gc, cr.log.StateMachine()); err != nil {
+	if err := c.node.AddGroup(consumerGroupConfig(ca, mine), cr.log.StateMachine()); err != nil {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: its group %d cannot start here: %v", k.account, k.stream, k.name, ca.Group, err)
 		return
 	}
-	if c.metaLeader() {
+	if c.metaLeader() && int(mine.ID) <= ca.Initial {
 		// The meta leader answers the create: its replica campaigns at
 		// once, so that it is likely to lead and subscribe before it
 		// answers (waitConsumer), and the client's next request finds the
@@ -447,8 +467,9 @@ func (a *account) consumerRoute(key, streamName, name string) (forMeta bool, cr 
 // proposed; and the answer waits (at most proposeTimeout) for the
 // consumer's leader to run the config and gives its info. Errors: 10059,
 // the engine's create errors, 10023 (no servers for it), 10061 for an
-// update changing the replica count (not built: docs/clustering.md, "Not
-// yet built"), 10008 when the meta group cannot decide.
+// update taking a replicated consumer down to one replica (not built:
+// docs/clustering.md, "Not yet built"), 10008 when the meta group cannot
+// decide.
 func (a *account) ConsumerCreate(streamName string, cfg consumer.Config, action jetstream.ConsumerAction, pedantic bool) (*consumer.Info, *jserr.Error, bool) {
 	c := a.c
 	var sa meta.StreamAssignment
@@ -531,16 +552,22 @@ func (a *account) ConsumerCreate(streamName string, cfg consumer.Config, action 
 // consumerServers returns the servers of the consumer being created or
 // updated with config cfg: for a new one (ca has no name), placed among
 // its stream's servers (meta.PlaceConsumer); for an existing one, its
-// servers. An update that changes num_replicas and with it the count of
-// servers gets 10061: moving a consumer between replica counts is not
-// built. The consumers created before counts were honoured (a durable of
+// servers, scaled when an update changes num_replicas and with it the
+// count (scaledConsumerServers: docs/clustering.md, "Scaling
+// consumers"), but for a scale down to one replica, 10061 (not built).
+// The consumers created before counts were honoured (a durable of
 // a replicated stream had its stream's count whatever its config said)
 // keep their count while num_replicas stays as it is.
 func (c *Cluster) consumerServers(sa meta.StreamAssignment, ca meta.ConsumerAssignment, old, cfg *consumer.Config, scfg *stream.Config) ([]raftnode.ServerID, *jserr.Error) {
 	want := cfg.EffectiveReplicas(scfg)
 	if ca.Name != "" {
 		if old.Replicas != cfg.Replicas && want != len(ca.Replicas) {
-			return nil, jserr.New(jserr.StreamReplicasNotUpdatable)
+			if want < 2 {
+				// Down to one replica: its group's committed state is not
+				// handed to a consumer of one replica yet.
+				return nil, jserr.New(jserr.StreamReplicasNotUpdatable)
+			}
+			return c.scaledConsumerServers(sa, ca, want) // consumerscale.go
 		}
 		return meta.Servers(ca.Replicas), nil
 	}

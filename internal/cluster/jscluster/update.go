@@ -235,6 +235,9 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	if jerr != nil {
 		return nil, jerr
 	}
+	if cfg.Replicas != old.Replicas && res.Stream != nil {
+		c.scaleConsumers(a, *res.Stream, &cfg) // its consumers follow (consumerscale.go)
+	}
 	if c.replicaOf(k) != nil {
 		c.waitConfig(a, cfg)
 		if si, err := a.js.StreamInfo(cfg.Name, jetstream.InfoOptions{}); err == nil {

@@ -1,0 +1,176 @@
+package test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairnmq/cairn/internal/server"
+)
+
+// A stream of one replica scaled up to three (nats stream edit
+// --replicas 3) takes its durable along, as nats-server v2.15.2 does
+// (docs/clustering.md, "Scaling consumers"): the pull consumer WORK,
+// with six messages acknowledged and four delivered and not, becomes a
+// consumer of three replicas (info: its group C-R3F-<id>, two current
+// replicas) with the same ack floor, delivered and pending acks; its
+// first leader's server killed, the others go on: the acknowledged
+// messages are never delivered again, the four unacknowledged ones are
+// (once their ack wait ran out), then the rest.
+func TestJetStreamClusterConsumerScaleUpFromOne(t *testing.T) {
+	servers, _ := jsClusterMod(t, 3, func(_ int, o *server.Options) { o.RaftRetain = 8 })
+	_, js := clusterClients(t, servers)
+	cfg := jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 1}
+	eventually(t, "create ORDERS", func() error {
+		_, err := js[0].CreateStream(tctx(t), cfg)
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 20; n++ {
+		publishAcked(t, js[0], sent, n)
+	}
+	cons := createWork(t, js[0])
+	home := leaderIndex(servers, cons.CachedInfo().Cluster.Leader)
+	other := (home + 1) % 3
+	if got := fetchSeqs(t, js[other], 10, 6); !slices.Equal(got, seqRange(1, 10)) {
+		t.Fatalf("first fetch: %v", got)
+	}
+	before := workState(t, js[other], 1, "")
+	if before != (ackState{AckFloor: 6, Delivered: 10, AckPending: 4}) {
+		t.Fatalf("before the scale: %+v", before)
+	}
+	cfg.Replicas = 3
+	scaleTo(t, js[other], cfg)
+	waitReplicas(t, js[other], 3)
+	if after := workState(t, js[other], 3, ""); after != before {
+		t.Fatalf("after the scale: %+v, before %+v", after, before)
+	}
+	// The consumer's leader goes: another replica takes over with the
+	// committed state.
+	ci := workInfo(t, js[other], 3, "")
+	lead := leaderIndex(servers, ci.Cluster.Leader)
+	servers[lead].Shutdown()
+	survivor := (lead + 1) % 3
+	if after := workState(t, js[survivor], 3, ci.Cluster.Leader); after != before {
+		t.Fatalf("after the consumer leader's loss: %+v, before %+v", after, before)
+	}
+	checkRest(t, js[survivor], 7, 20)
+}
+
+// checkRest fetches from consumer WORK through js, acknowledging
+// everything, until it got every stream sequence from first to last
+// (unacknowledged deliveries come again once their ack wait ran out, new
+// ones at once: in any order) and requires nothing else, nothing twice.
+func checkRest(t *testing.T, js jetstream.JetStream, first, last uint64) {
+	t.Helper()
+	n := int(last - first + 1)
+	got := fetchSeqs(t, js, n, n)
+	slices.Sort(got)
+	if want := seqRange(first, last); !slices.Equal(got, want) {
+		t.Fatalf("fetched %v, want %v once each (the acknowledged ones never again)", got, want)
+	}
+}
+
+// createWork creates the durable pull consumer WORK of ORDERS, its
+// replicas following the stream's, with a short ack wait.
+func createWork(t *testing.T, js jetstream.JetStream) jetstream.Consumer {
+	t.Helper()
+	var cons jetstream.Consumer
+	eventually(t, "create WORK", func() error {
+		var err error
+		cons, err = js.CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "WORK", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 4 * time.Second})
+		return err
+	})
+	return cons
+}
+
+// fetchSeqs fetches from consumer WORK through js until it got n
+// messages, acknowledging (double ack) the first acks of them, and
+// returns their stream sequences in delivery order. A fetch that fails
+// (the consumer's leader changing) is retried.
+func fetchSeqs(t *testing.T, js jetstream.JetStream, n, acks int) []uint64 {
+	t.Helper()
+	var seqs []uint64
+	eventually(t, fmt.Sprintf("fetch %d", n), func() error {
+		c, err := js.Consumer(tctx(t), "ORDERS", "WORK")
+		if err != nil {
+			return err
+		}
+		batch, err := c.Fetch(n-len(seqs), jetstream.FetchMaxWait(3*time.Second))
+		if err != nil {
+			return err
+		}
+		for m := range batch.Messages() {
+			md, err := m.Metadata()
+			if err != nil {
+				return err
+			}
+			if len(seqs) < acks {
+				if err := m.DoubleAck(tctx(t)); err != nil {
+					return err
+				}
+			}
+			seqs = append(seqs, md.Sequence.Stream)
+		}
+		if len(seqs) < n {
+			return fmt.Errorf("fetched %v", seqs)
+		}
+		return nil
+	})
+	return seqs
+}
+
+// seqRange returns first to last.
+func seqRange(first, last uint64) []uint64 {
+	var out []uint64
+	for s := first; s <= last; s++ {
+		out = append(out, s)
+	}
+	return out
+}
+
+// workInfo waits until consumer WORK, read through js, has a leader and
+// the replicas of a consumer of r replicas (for more than one, its group
+// and r-1 replicas, current but for the one on server down) and returns
+// its info.
+func workInfo(t *testing.T, js jetstream.JetStream, r int, down string) *jetstream.ConsumerInfo {
+	t.Helper()
+	var ci *jetstream.ConsumerInfo
+	eventually(t, fmt.Sprintf("WORK of %d replicas", r), func() error {
+		c, err := js.Consumer(tctx(t), "ORDERS", "WORK")
+		if err != nil {
+			return err
+		}
+		ci = c.CachedInfo()
+		cl := ci.Cluster
+		switch {
+		case cl == nil || cl.Leader == "":
+			return fmt.Errorf("cluster %+v", cl)
+		case r == 1 && (cl.RaftGroup != "" || len(cl.Replicas) != 0):
+			return fmt.Errorf("one replica: cluster %+v", cl)
+		case r > 1 && (!strings.HasPrefix(cl.RaftGroup, fmt.Sprintf("C-R%dF-", r)) || len(cl.Replicas) != r-1):
+			return fmt.Errorf("%d replicas: cluster %+v", r, cl)
+		}
+		for _, p := range cl.Replicas {
+			if p.Name != down && (!p.Current || p.Offline) {
+				return errors.New("replica not current: " + p.Name)
+			}
+		}
+		return nil
+	})
+	return ci
+}
+
+// workState waits for consumer WORK of r replicas (workInfo; down: a
+// server that is down) and returns what its info says of its
+// acknowledgements.
+func workState(t *testing.T, js jetstream.JetStream, r int, down string) ackState {
+	t.Helper()
+	ci := workInfo(t, js, r, down)
+	return ackState{AckFloor: ci.AckFloor.Stream, Delivered: ci.Delivered.Stream, AckPending: ci.NumAckPending}
+}
