@@ -73,6 +73,8 @@ func (s *State) Apply(op Op) Result {
 		return s.moveReplica(o)
 	case *SettleStream:
 		return s.settleStream(o)
+	case *SettleConsumer:
+		return s.settleConsumer(o)
 	case *RemoveServer:
 		sv := s.servers[o.Name]
 		if sv == nil || sv.Removed {
@@ -177,6 +179,32 @@ func (s *State) settleStream(o *SettleStream) Result {
 	e.sa.LogConfig = slices.Clone(e.sa.Config)
 	sa := e.sa.clone()
 	return Result{Stream: &sa, PrevStream: &prev}
+}
+
+func (s *State) settleConsumer(o *SettleConsumer) Result {
+	e := s.stream(o.Account, o.Stream)
+	if e == nil {
+		return fail(jserr.StreamNotFound)
+	}
+	ca := e.consumers[o.Name]
+	if ca == nil {
+		return fail(jserr.ConsumerNotFound)
+	}
+	if ca.Group != o.Group || len(ca.Replicas) != 1 || ca.Replicas[0].ID != o.Replica || !ca.Unsettled() {
+		return fail(jserr.ClusterPeerNotMember)
+	}
+	prev := ca.clone()
+	r := ca.Replicas[0]
+	if sv := s.servers[r.Server]; sv != nil {
+		r.Incarnation = sv.Incarnation
+	}
+	r.ID = 1
+	ca.Group = s.allocGroup()
+	ca.Replicas = []Replica{r}
+	ca.NextReplica = 2
+	ca.Initial = 1
+	sa, c := e.sa.clone(), ca.clone()
+	return Result{Stream: &sa, Consumer: &c, PrevConsumer: &prev}
 }
 
 func (s *State) removeStream(o *RemoveStream) Result {

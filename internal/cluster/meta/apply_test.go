@@ -236,6 +236,40 @@ func TestApplySettleStream(t *testing.T) {
 	}
 }
 
+// SettleConsumer gives a consumer scaled down to one replica a new group
+// whose only replica, ID 1 on the same server, can bootstrap a later
+// scale-up alone (Initial 1); it refuses a consumer that is not
+// unsettled, so a repeat changes nothing.
+func TestApplySettleConsumer(t *testing.T) {
+	st := testState()
+	mustApply(t, st, &AssignStream{Account: "A", Name: "S", Config: streamJSON("S"), Servers: servers("s1", "s2", "s3")})
+	cfg := consumerJSON("C", "")
+	r := mustApply(t, st, &AssignConsumer{Account: "A", Stream: "S", Name: "C", Config: cfg, Servers: servers("s1", "s2", "s3")})
+	g := r.Consumer.Group
+	wantErr(t, st, &SettleConsumer{Account: "A", Stream: "S", Name: "C", Group: g, Replica: 2}, jserr.ClusterPeerNotMember) // three replicas
+	r = mustApply(t, st, &AssignConsumer{Account: "A", Stream: "S", Name: "C", Action: Update, Config: cfg, Servers: servers("s2")})
+	if !r.Consumer.Unsettled() || r.Consumer.Group != g || r.Consumer.Replicas[0].ID != 2 || r.Consumer.Initial != 3 {
+		t.Fatalf("scaled down: %+v", r.Consumer)
+	}
+	wantErr(t, st, &SettleConsumer{Account: "A", Stream: "S", Name: "C", Group: g, Replica: 1}, jserr.ClusterPeerNotMember)
+	wantErr(t, st, &SettleConsumer{Account: "A", Stream: "S", Name: "C", Group: g + 1, Replica: 2}, jserr.ClusterPeerNotMember)
+	wantErr(t, st, &SettleConsumer{Account: "A", Stream: "S", Name: "D", Group: g, Replica: 2}, jserr.ConsumerNotFound)
+	wantErr(t, st, &SettleConsumer{Account: "A", Stream: "T", Name: "C", Group: g, Replica: 2}, jserr.StreamNotFound)
+	next := st.NextGroup()
+	r = mustApply(t, st, &SettleConsumer{Account: "A", Stream: "S", Name: "C", Group: g, Replica: 2})
+	if r.Consumer.Unsettled() || r.Consumer.Group != next || r.Consumer.NextReplica != 2 || r.Consumer.Initial != 1 ||
+		!slices.Equal(r.Consumer.Replicas, []Replica{{1, "s2", inc(2)}}) || r.PrevConsumer == nil || r.PrevConsumer.Group != g {
+		t.Fatalf("settled: %+v", r.Consumer)
+	}
+	wantErr(t, st, &SettleConsumer{Account: "A", Stream: "S", Name: "C", Group: next, Replica: 1}, jserr.ClusterPeerNotMember)
+	// A later scale-up: the kept replica is 1 and starts the group, the
+	// new ones 2 and 3 join it.
+	r = mustApply(t, st, &AssignConsumer{Account: "A", Stream: "S", Name: "C", Action: Update, Config: cfg, Servers: servers("s2", "s1", "s3")})
+	if ids := []raftnode.ReplicaID{r.Consumer.Replicas[0].ID, r.Consumer.Replicas[1].ID, r.Consumer.Replicas[2].ID}; !slices.Equal(ids, []raftnode.ReplicaID{1, 2, 3}) || r.Consumer.Initial != 1 {
+		t.Fatalf("scaled up: %+v", r.Consumer)
+	}
+}
+
 // Assigned lists what a server must run, in a fixed order, consumers
 // included; Load counts replicas per server.
 func TestAssignedAndLoad(t *testing.T) {

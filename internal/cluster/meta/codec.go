@@ -77,6 +77,12 @@ func AppendOp(dst []byte, op Op) ([]byte, error) {
 		dst = appendString(dst, o.Stream)
 		dst = binary.AppendUvarint(dst, uint64(o.Group))
 		dst = binary.AppendUvarint(dst, uint64(o.Replica))
+	case *SettleConsumer:
+		dst = appendString(dst, o.Account)
+		dst = appendString(dst, o.Stream)
+		dst = appendString(dst, o.Name)
+		dst = binary.AppendUvarint(dst, uint64(o.Group))
+		dst = binary.AppendUvarint(dst, uint64(o.Replica))
 	}
 	return dst, nil
 }
@@ -113,6 +119,8 @@ func DecodeOp(b []byte) (Op, error) {
 		op = &MoveReplica{Account: d.string(), Stream: d.string(), Replica: raftnode.ReplicaID(d.uvarint()), To: raftnode.ServerID(d.string())}
 	case KindSettleStream:
 		op = &SettleStream{Account: d.string(), Stream: d.string(), Group: raftnode.GroupID(d.uvarint()), Replica: raftnode.ReplicaID(d.uvarint())}
+	case KindSettleConsumer:
+		op = &SettleConsumer{Account: d.string(), Stream: d.string(), Name: d.string(), Group: raftnode.GroupID(d.uvarint()), Replica: raftnode.ReplicaID(d.uvarint())}
 	default:
 		return nil, fmt.Errorf("%w: unknown kind %d", ErrBadOp, kind)
 	}
@@ -153,6 +161,11 @@ func check(op Op) error {
 		}
 	case *SettleStream:
 		err = checkNames(o.Account, o.Stream)
+		if o.Group == 0 || o.Replica == 0 {
+			err = errors.Join(err, errors.New("group or replica 0"))
+		}
+	case *SettleConsumer:
+		err = checkNames(o.Account, o.Stream, o.Name)
 		if o.Group == 0 || o.Replica == 0 {
 			err = errors.Join(err, errors.New("group or replica 0"))
 		}

@@ -17,6 +17,8 @@ const (
 	KindRemoveServer   Kind = 7
 	KindMoveReplica    Kind = 8
 	KindSettleStream   Kind = 9
+	// Kind 10 is taken by another operation (not in this build).
+	KindSettleConsumer Kind = 11
 )
 
 // Op is one operation of the meta log: one of the pointer types below.
@@ -164,6 +166,29 @@ type SettleStream struct {
 	Group   raftnode.GroupID
 	Replica raftnode.ReplicaID
 }
+
+// SettleConsumer records that a replicated consumer scaled down to one
+// replica runs without its group on its server (docs/clustering.md,
+// "Scaling consumers"): that server handed the committed state of its
+// replica Replica of group Group to a consumer of one replica, and
+// removed the group, which will never accept that replica ID again.
+// Apply gives the consumer a new group (unused: one replica has no Raft
+// group) whose only replica, ID 1 on the same server, can bootstrap it
+// alone on a later scale-up (Initial 1). Apply: the stream missing,
+// 10059; the consumer missing, 10014; the consumer not of one replica,
+// of another group, its replica not Replica, or already settled
+// (ConsumerAssignment.Unsettled false), 10040, so a repeated proposal
+// changes nothing.
+type SettleConsumer struct {
+	Account string
+	Stream  string
+	Name    string
+	Group   raftnode.GroupID
+	Replica raftnode.ReplicaID
+}
+
+// Kind implements Op.
+func (*SettleConsumer) Kind() Kind { return KindSettleConsumer }
 
 // Kind implements Op.
 func (*AssignStream) Kind() Kind { return KindAssignStream }

@@ -80,6 +80,16 @@ type ConsumerAssignment struct {
 	Initial int
 }
 
+// Unsettled reports whether the consumer has one replica and its group
+// gave more than one replica ID: a replicated consumer scaled down to
+// one replica whose server has not yet reported (SettleConsumer) that
+// it runs the consumer without its group (docs/clustering.md, "Scaling
+// consumers"). A consumer created with one replica, or settled, has
+// given exactly one.
+func (a ConsumerAssignment) Unsettled() bool {
+	return len(a.Replicas) == 1 && a.NextReplica > 2
+}
+
 // Server is one server of the catalogue (AddServer).
 type Server struct {
 	Name        raftnode.ServerID
