@@ -174,3 +174,86 @@ func workState(t *testing.T, js jetstream.JetStream, r int, down string) ackStat
 	ci := workInfo(t, js, r, down)
 	return ackState{AckFloor: ci.AckFloor.Stream, Delivered: ci.Delivered.Stream, AckPending: ci.NumAckPending}
 }
+
+// A stream of three replicas scaled down to one (nats stream edit
+// --replicas 1) takes its durable along, as nats-server v2.15.2 does
+// (docs/clustering.md, "Scaling consumers"): the pull consumer WORK, of
+// three replicas with six messages acknowledged and four delivered and
+// not, becomes a consumer of one replica on the server the stream keeps
+// (info: no group, that server leading) with the same ack floor,
+// delivered and pending acks, still after every server restarted; the
+// acknowledged messages are never delivered again, the four
+// unacknowledged ones are. Scaled up again, the consumer has three
+// replicas again from that state, and survives its leader's loss.
+func TestJetStreamClusterConsumerScaleDownToOne(t *testing.T) {
+	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { o.RaftRetain = 8 })
+	_, js := clusterClients(t, servers)
+	cfg := jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}
+	eventually(t, "create ORDERS", func() error {
+		_, err := js[0].CreateStream(tctx(t), cfg)
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 20; n++ {
+		publishAcked(t, js[0], sent, n)
+	}
+	createWork(t, js[0])
+	if got := fetchSeqs(t, js[1], 10, 6); !slices.Equal(got, seqRange(1, 10)) {
+		t.Fatalf("first fetch: %v", got)
+	}
+	before := workState(t, js[1], 3, "")
+	if before != (ackState{AckFloor: 6, Delivered: 10, AckPending: 4}) {
+		t.Fatalf("before the scale: %+v", before)
+	}
+	leader := leaderIndex(servers, streamCluster(t, js[0]).Leader)
+	other := (leader + 1) % 3
+	cfg.Replicas = 1
+	scaleTo(t, js[other], cfg)
+	ci := workInfo(t, js[other], 1, "")
+	home := ci.Cluster.Leader
+	kept := leaderIndex(servers, home)
+	waitSingle(t, js[other], home, opts, kept)
+	if after := workState(t, js[other], 1, ""); after != before {
+		t.Fatalf("after the scale-down: %+v, before %+v", after, before)
+	}
+	// Every server restarts: the consumer of one replica comes back from
+	// its files.
+	for _, s := range servers {
+		s.Shutdown()
+	}
+	for i := range servers {
+		servers[i] = restartServer(t, opts[i])
+	}
+	_, js = clusterClients(t, servers)
+	if after := workState(t, js[other], 1, ""); after != before {
+		t.Fatalf("after the restarts: %+v, before %+v", after, before)
+	}
+	checkRest(t, js[other], 7, 20)
+	// Up again (once the consumer and the stream settled: 10008 until
+	// then): the consumer's state starts its group again, and its leader
+	// can go.
+	for n := 21; n <= 25; n++ {
+		publishAcked(t, js[other], sent, n)
+	}
+	if got := fetchSeqs(t, js[other], 2, 1); !slices.Equal(got, []uint64{21, 22}) {
+		t.Fatalf("fetch before the scale-up: %v", got)
+	}
+	before = ackState{AckFloor: 21, Delivered: 22, AckPending: 1}
+	if st := workState(t, js[other], 1, ""); st != before {
+		t.Fatalf("before the scale-up: %+v", st)
+	}
+	cfg.Replicas = 3
+	scaleTo(t, js[other], cfg)
+	waitReplicas(t, js[other], 3)
+	if after := workState(t, js[other], 3, ""); after != before {
+		t.Fatalf("after the scale-up: %+v, before %+v", after, before)
+	}
+	ci = workInfo(t, js[other], 3, "")
+	lead := leaderIndex(servers, ci.Cluster.Leader)
+	servers[lead].Shutdown()
+	survivor := (lead + 1) % 3
+	if after := workState(t, js[survivor], 3, ci.Cluster.Leader); after != before {
+		t.Fatalf("after the consumer leader's loss: %+v, before %+v", after, before)
+	}
+	checkRest(t, js[survivor], 22, 25)
+}

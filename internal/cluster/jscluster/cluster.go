@@ -394,8 +394,11 @@ func (c *Cluster) run() {
 			c.reconcileMemberships()
 			c.reconcileConsumerMemberships()
 			c.retireReplicas()
+			c.retireConsumers()
+			c.convertConsumers()
 			c.convertReplicas()
 			c.askSettles()
+			c.askConsumerSettles()
 			c.checkpointConsumers()
 			if !recovered {
 				recovered = c.noteRecovered()

@@ -65,8 +65,13 @@ type creplica struct {
 	ckptIndex uint64
 	ckptAt    time.Time
 	// changing is the membership change this replica, leading its
-	// group, proposed last (consumerscale.go); the run goroutine's.
-	changing *raftnode.Proposal
+	// group, proposed last (consumerscale.go); leaderless is since when a
+	// leaving replica has known no leader (retireConsumers); convertAt
+	// when a scale-down to one replica last failed here, or the settle
+	// was last asked (consumerdown.go). The run goroutine's.
+	changing   *raftnode.Proposal
+	leaderless time.Time
+	convertAt  time.Time
 }
 
 // leaderReplica forwards a consumer's leadership to its runtime and
@@ -126,7 +131,7 @@ func (c *Cluster) reconcileConsumers(k streamKey) {
 // consumer k to match the meta group's assignment. A replica starts only
 // once its stream's replica runs here.
 func (c *Cluster) reconcileConsumer(k consumerKey) {
-	ca, mine, _, here := c.consumerAssignment(k)
+	ca, mine, assigned, here := c.consumerAssignment(k)
 	c.mu.Lock()
 	cur := c.creplicas[k]
 	acc := c.accounts[k.account]
@@ -151,6 +156,18 @@ func (c *Cluster) reconcileConsumer(k consumerKey) {
 		if string(cur.ca.Config) != string(ca.Config) {
 			c.updateConsumer(acc, k, cur, ca)
 		}
+	case cur != nil && !here && assigned && streamUp && cur.log != nil && cur.ca.Group == ca.Group && c.consumerMember(cur):
+		// Leaving: it runs, and may lead, until its group removed it
+		// (retireConsumers).
+		if !sameServers(cur.ca.Replicas, ca.Replicas) {
+			c.keepConsumer(k, cur, ca)
+		}
+	case cur != nil && here && streamUp && cur.log == nil && cur.ca.Unsettled() && len(ca.Replicas) == 1 && cur.ca.Created == ca.Created && ca.Replicas[0].Server == c.name:
+		// Settled (meta.SettleConsumer): the same consumer of one
+		// replica, under its new group.
+		c.mu.Lock()
+		cur.ca = ca
+		c.mu.Unlock()
 	case cur != nil && (!here || !streamUp || cur.ca.Group != ca.Group || !sameServers(cur.ca.Replicas, ca.Replicas)):
 		c.stopConsumer(acc, k, cur)
 		if here && streamUp {
@@ -176,7 +193,7 @@ func (c *Cluster) startConsumer(acc *account, k consumerKey, ca meta.ConsumerAss
 	}
 	created := time.Unix(0, ca.Created)
 	cr := &creplica{ca: ca}
-	if len(ca.Replicas) == 1 {
+	if c.runsSingle(ca, mine) {
 		if err := c.startSingle(acc, k, cfg, created); err != nil {
 			c.cfg.Logf("jscluster: consumer %s > %s > %s: this server's replica cannot start: %v", k.account, k.stream, k.name, err)
 			return
@@ -467,9 +484,9 @@ func (a *account) consumerRoute(key, streamName, name string) (forMeta bool, cr 
 // proposed; and the answer waits (at most proposeTimeout) for the
 // consumer's leader to run the config and gives its info. Errors: 10059,
 // the engine's create errors, 10023 (no servers for it), 10061 for an
-// update taking a replicated consumer down to one replica (not built:
-// docs/clustering.md, "Not yet built"), 10008 when the meta group cannot
-// decide.
+// update taking a consumer kept in memory down to one replica
+// (docs/clustering.md, "Scaling consumers"), 10008 when the meta group
+// cannot decide.
 func (a *account) ConsumerCreate(streamName string, cfg consumer.Config, action jetstream.ConsumerAction, pedantic bool) (*consumer.Info, *jserr.Error, bool) {
 	c := a.c
 	var sa meta.StreamAssignment
@@ -554,20 +571,24 @@ func (a *account) ConsumerCreate(streamName string, cfg consumer.Config, action 
 // its stream's servers (meta.PlaceConsumer); for an existing one, its
 // servers, scaled when an update changes num_replicas and with it the
 // count (scaledConsumerServers: docs/clustering.md, "Scaling
-// consumers"), but for a scale down to one replica, 10061 (not built).
-// The consumers created before counts were honoured (a durable of
+// consumers"); 10008 while its scale-down to one replica is not through
+// (meta.ConsumerAssignment.Unsettled), 10061 for a scale-down to one
+// replica of a consumer whose state has no files to go to (mem_storage,
+// a memory stream's). The consumers created before counts were honoured (a durable of
 // a replicated stream had its stream's count whatever its config said)
 // keep their count while num_replicas stays as it is.
 func (c *Cluster) consumerServers(sa meta.StreamAssignment, ca meta.ConsumerAssignment, old, cfg *consumer.Config, scfg *stream.Config) ([]raftnode.ServerID, *jserr.Error) {
 	want := cfg.EffectiveReplicas(scfg)
 	if ca.Name != "" {
 		if old.Replicas != cfg.Replicas && want != len(ca.Replicas) {
-			if want < 2 {
-				// Down to one replica: its group's committed state is not
-				// handed to a consumer of one replica yet.
+			switch {
+			case ca.Unsettled():
+				return nil, jserr.New(jserr.ClusterNotAvail) // its scale-down to one replica is not through yet
+			case want < 2 && (!persistedConsumer(ca) || scfg.Storage != stream.FileStorage):
+				// Down to one replica, its state has no files to go to.
 				return nil, jserr.New(jserr.StreamReplicasNotUpdatable)
 			}
-			return c.scaledConsumerServers(sa, ca, want) // consumerscale.go
+			return c.scaledConsumerServers(sa, ca, want) // consumerscale.go, consumerdown.go
 		}
 		return meta.Servers(ca.Replicas), nil
 	}

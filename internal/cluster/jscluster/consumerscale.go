@@ -81,7 +81,7 @@ func (c *Cluster) adoptSingle(acc *account, k consumerKey, ca meta.ConsumerAssig
 	switch err := metafile.Read(c.cfg.FS, dir, &ck); {
 	case err == nil:
 	case vfs.IsNotExist(err):
-		state, found, jerr := acc.js.DetachConsumer(k.stream, k.name, time.Unix(0, ca.Created))
+		state, found, jerr := acc.js.DetachConsumer(k.stream, k.name, time.Unix(0, ca.Created), nil)
 		if jerr != nil {
 			return jerr
 		}
@@ -204,22 +204,15 @@ func (c *Cluster) scaleConsumers(a *account, sa meta.StreamAssignment, scfg *str
 			continue
 		}
 		want := consumerTarget(&cc, scfg)
-		if want == len(ca.Replicas) || want < 2 {
-			continue
+		if want == len(ca.Replicas) || want < 2 || ca.Unsettled() {
+			continue // down to one: consumersToOne; unsettled: not yet through its scale-down
 		}
 		servers, jerr := c.scaledConsumerServers(sa, ca, want)
 		if jerr != nil {
 			c.cfg.Logf("jscluster: consumer %s > %s > %s: not scaled to %d replicas with its stream: %v", a.name, sa.Name, ca.Name, want, jerr)
 			continue
 		}
-		body := ca.Config
-		if cc.Replicas != 0 && cc.Replicas != want {
-			cc.Replicas = want
-			if b, err := json.Marshal(&cc); err == nil {
-				body = b
-			}
-		}
-		op := &meta.AssignConsumer{Account: a.name, Stream: sa.Name, Name: ca.Name, Action: meta.Update, Config: body, Created: ca.Created, Servers: servers}
+		op := &meta.AssignConsumer{Account: a.name, Stream: sa.Name, Name: ca.Name, Action: meta.Update, Config: withReplicas(ca.Config, want), Created: ca.Created, Servers: servers}
 		if _, jerr := c.propose(op); jerr != nil {
 			c.cfg.Logf("jscluster: consumer %s > %s > %s: not scaled to %d replicas with its stream: %v", a.name, sa.Name, ca.Name, want, jerr)
 			continue

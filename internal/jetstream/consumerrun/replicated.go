@@ -3,12 +3,15 @@ package consumerrun
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/vfs"
 )
 
 // A replicated consumer (docs/clustering.md, "Replicated consumers") has
@@ -309,4 +312,28 @@ func (c *Consumer) RestoreCommitted(index uint64, data []byte) error {
 	c.d.Invalidate()
 	c.capplied, c.inited, c.dirty = index, true, true
 	return nil
+}
+
+// WriteSnapshotFiles writes the files of consumer cfg.Name (config cfg,
+// whose Name is set, created at created) of the stream whose directory
+// is streamDir and store st, with the committed state data of a
+// replicated consumer (CommittedSnapshot's encoding) as its stored
+// state, durably: the consumer of one replica a replicated consumer
+// scaled down to one replica becomes (docs/clustering.md, "Scaling
+// consumers"), which Restore then starts from. The state store is closed
+// again. Errors: a snapshot that does not decode, the file system's.
+func WriteSnapshotFiles(fs vfs.FS, streamDir string, st store.Store, cfg consumer.Config, created time.Time, data []byte) error {
+	var cs committedSnapshot
+	if err := json.Unmarshal(data, &cs); err != nil {
+		return fmt.Errorf("consumer %s: committed state: %w", cfg.Name, err)
+	}
+	if cs.State == nil {
+		return fmt.Errorf("consumer %s: committed state holds no state", cfg.Name)
+	}
+	_, store, err := WriteFiles(fs, streamDir, st, cfg, created)
+	if err != nil {
+		return err
+	}
+	err = store.Update(cs.State)
+	return errors.Join(err, store.Close())
 }
