@@ -257,3 +257,55 @@ func TestJetStreamClusterConsumerScaleDownToOne(t *testing.T) {
 	}
 	checkRest(t, js[survivor], 22, 25)
 }
+
+// A consumer update changing num_replicas moves the consumer to the new
+// count, as nats-server v2.15.2 does (measured: 1 -> 3 -> 1 keeps its
+// delivered and acknowledged state): WORK, of one replica on a stream
+// of three, with three messages acknowledged and two not, updated to
+// three replicas keeps its state and survives its leader's loss; updated
+// back to one replica it keeps it again, and delivers the two again.
+func TestJetStreamClusterConsumerReplicasUpdate(t *testing.T) {
+	servers, _ := jsClusterMod(t, 3, func(_ int, o *server.Options) { o.RaftRetain = 8 })
+	_, js := clusterClients(t, servers)
+	eventually(t, "create ORDERS", func() error {
+		_, err := js[0].CreateStream(tctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 10; n++ {
+		publishAcked(t, js[0], sent, n)
+	}
+	ccfg := jetstream.ConsumerConfig{Durable: "WORK", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 4 * time.Second, Replicas: 1}
+	update := func(js jetstream.JetStream, r int) {
+		t.Helper()
+		ccfg.Replicas = r
+		eventually(t, fmt.Sprintf("WORK to %d replicas", r), func() error {
+			_, err := js.CreateOrUpdateConsumer(tctx(t), "ORDERS", ccfg)
+			return err
+		})
+	}
+	update(js[0], 1)
+	if got := fetchSeqs(t, js[1], 5, 3); !slices.Equal(got, seqRange(1, 5)) {
+		t.Fatalf("first fetch: %v", got)
+	}
+	before := ackState{AckFloor: 3, Delivered: 5, AckPending: 2}
+	if st := workState(t, js[1], 1, ""); st != before {
+		t.Fatalf("before the update: %+v", st)
+	}
+	update(js[2], 3)
+	if after := workState(t, js[2], 3, ""); after != before {
+		t.Fatalf("at three replicas: %+v, before %+v", after, before)
+	}
+	ci := workInfo(t, js[2], 3, "")
+	lead := leaderIndex(servers, ci.Cluster.Leader)
+	servers[lead].Shutdown()
+	survivor := (lead + 1) % 3
+	if after := workState(t, js[survivor], 3, ci.Cluster.Leader); after != before {
+		t.Fatalf("after the consumer leader's loss: %+v, before %+v", after, before)
+	}
+	update(js[survivor], 1)
+	if after := workState(t, js[survivor], 1, ""); after != before {
+		t.Fatalf("back at one replica: %+v, before %+v", after, before)
+	}
+	checkRest(t, js[survivor], 4, 10)
+}
