@@ -3,6 +3,7 @@ package test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -154,7 +155,11 @@ func workInfo(t *testing.T, js jetstream.JetStream, r int, down string) *jetstre
 		case r == 1 && (cl.RaftGroup != "" || len(cl.Replicas) != 0):
 			return fmt.Errorf("one replica: cluster %+v", cl)
 		case r > 1 && (!strings.HasPrefix(cl.RaftGroup, fmt.Sprintf("C-R%dF-", r)) || len(cl.Replicas) != r-1):
-			return fmt.Errorf("%d replicas: cluster %+v", r, cl)
+			var ps []jetstream.PeerInfo
+			for _, p := range cl.Replicas {
+				ps = append(ps, *p)
+			}
+			return fmt.Errorf("%d replicas: group %s, leader %s, replicas %+v", r, cl.RaftGroup, cl.Leader, ps)
 		}
 		for _, p := range cl.Replicas {
 			if p.Name != down && (!p.Current || p.Offline) {
@@ -308,4 +313,64 @@ func TestJetStreamClusterConsumerReplicasUpdate(t *testing.T) {
 		t.Fatalf("back at one replica: %+v, before %+v", after, before)
 	}
 	checkRest(t, js[survivor], 4, 10)
+}
+
+// A replicated consumer's replica on a server whose store was wiped is
+// replaced, as its stream's is (docs/clustering.md, "Replacing a
+// replica"): the new replica joins the consumer's group, is caught up
+// with its committed state and promoted; led from there, the consumer
+// keeps its ack floor, delivered and pending acks, never delivers the
+// acknowledged messages again and delivers the unacknowledged ones.
+func TestJetStreamClusterConsumerWipedReplica(t *testing.T) {
+	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { o.RaftRetain = 8 })
+	ncs, js := clusterClients(t, servers)
+	eventually(t, "create ORDERS", func() error {
+		_, err := js[0].CreateStream(tctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 20; n++ {
+		publishAcked(t, js[0], sent, n)
+	}
+	createWork(t, js[0])
+	if got := fetchSeqs(t, js[1], 10, 6); !slices.Equal(got, seqRange(1, 10)) {
+		t.Fatalf("first fetch: %v", got)
+	}
+	before := workState(t, js[1], 3, "")
+	// Wipe a server that leads neither the consumer nor, if it can be
+	// helped, the stream.
+	cl := leaderIndex(servers, workInfo(t, js[1], 3, "").Cluster.Leader)
+	sl := leaderIndex(servers, streamCluster(t, js[1]).Leader)
+	wiped := (cl + 1) % 3
+	if wiped == sl {
+		wiped = (cl + 2) % 3
+	}
+	name := servers[wiped].Name()
+	servers[wiped].Shutdown()
+	if err := os.RemoveAll(opts[wiped].StoreDir); err != nil {
+		t.Fatal(err)
+	}
+	servers[wiped] = restartServer(t, opts[wiped])
+	ncs[wiped], js[wiped] = connect(t, servers[wiped].ClientURL()), nil
+	var err error
+	if js[wiped], err = jetstream.New(ncs[wiped]); err != nil {
+		t.Fatal(err)
+	}
+	// Replaced: every replica current again, the wiped server's too.
+	waitReplicas(t, js[cl], 3)
+	if after := workState(t, js[cl], 3, ""); after != before {
+		t.Fatalf("after the replacement: %+v, before %+v", after, before)
+	}
+	// The new replica leads: it holds the committed state.
+	eventually(t, "the consumer led from "+name, func() error {
+		if ci := workInfo(t, js[wiped], 3, ""); ci.Cluster.Leader != name {
+			_, _ = ncs[wiped].Request("$JS.API.CONSUMER.LEADER.STEPDOWN.ORDERS.WORK", fmt.Appendf(nil, `{"placement":{"preferred":%q}}`, name), 2*time.Second)
+			return fmt.Errorf("leader %s", ci.Cluster.Leader)
+		}
+		return nil
+	})
+	if after := workState(t, js[wiped], 3, ""); after != before {
+		t.Fatalf("led from the new replica: %+v, before %+v", after, before)
+	}
+	checkRest(t, js[wiped], 7, 20)
 }

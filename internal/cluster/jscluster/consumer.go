@@ -360,8 +360,18 @@ func (c *Cluster) stopConsumer(acc *account, k consumerKey, cr *creplica) {
 	if cr.log == nil {
 		return
 	}
-	if _, err := c.node.RemoveGroup(cr.ca.Group); err != nil {
+	done, err := c.node.RemoveGroup(cr.ca.Group)
+	if err != nil {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: remove group %d: %v", k.account, k.stream, k.name, cr.ca.Group, err)
+	} else {
+		// A replica started next for the same group (a replacement on
+		// this server) needs the node to be done with this one.
+		select {
+		case <-done:
+		case <-c.quit:
+		case <-time.After(removeWait):
+			c.cfg.Logf("jscluster: consumer %s > %s > %s: group %d not removed after %v", k.account, k.stream, k.name, cr.ca.Group, removeWait)
+		}
 	}
 	c.removeCheckpoint(cr.ca.Group)
 }
@@ -759,7 +769,8 @@ func (a *account) ConsumerInfos(streamName string, names []string) (infos []*con
 // consumerClusterInfo returns the cluster part of consumer k's info
 // (nats-server v2.15.2 ClusterInfo): for one replica, the cluster's name
 // and its server as the leader, as nats-server shows it; for more, the
-// group, its leader and, on the leader, the other replicas. A consumer
+// group, its leader and, on the leader, the other replicas the meta
+// group assigns (a replica being replaced or removed is not listed). A consumer
 // the meta group does not hold (one being deleted) shows this server as
 // its leader.
 func (c *Cluster) consumerClusterInfo(k consumerKey) *jetstream.ClusterInfo {
@@ -781,7 +792,7 @@ func (c *Cluster) consumerClusterInfo(k consumerKey) *jetstream.ClusterInfo {
 		since := time.Unix(0, cr.since.Load()).UTC()
 		ci.LeaderSince = &since
 	}
-	ci.Replicas = c.peerInfos(st, nil)
+	ci.Replicas = c.peerInfos(st, ca.Replicas)
 	return ci
 }
 

@@ -220,3 +220,26 @@ func (c *Cluster) scaleConsumers(a *account, sa meta.StreamAssignment, scfg *str
 		c.cfg.Infof("JetStream cluster: consumer '%s > %s > %s' scales to %d replicas with its stream", a.name, sa.Name, ca.Name, want)
 	}
 }
+
+// moveConsumers, on the meta leader moving stream stream's replica from
+// server from to server to (STREAM.PEER.REMOVE), proposes a
+// MoveConsumer of every replica a replicated consumer of the stream has
+// on from to to, unless to holds one of its replicas already (it then
+// keeps the replica on from, which stops once the stream's replica there
+// stopped). A consumer of one replica has no group to catch a new
+// replica up: it stays. Failures are logged.
+func (c *Cluster) moveConsumers(account, stream string, from, to raftnode.ServerID) {
+	var cas []meta.ConsumerAssignment
+	c.meta.View(func(st *meta.State) { cas = st.Consumers(account, stream) })
+	for _, ca := range cas {
+		r, on := meta.On(ca.Replicas, from)
+		if _, there := meta.On(ca.Replicas, to); !on || there || len(ca.Replicas) < 2 {
+			continue
+		}
+		if _, jerr := c.propose(&meta.MoveConsumer{Account: account, Stream: stream, Name: ca.Name, Replica: r.ID, To: to}); jerr != nil {
+			c.cfg.Logf("jscluster: consumer %s > %s > %s: its replica on %s not moved to %s: %v", account, stream, ca.Name, from, to, jerr)
+			continue
+		}
+		c.cfg.Infof("JetStream cluster: consumer '%s > %s > %s': its replica on %s moves to %s", account, stream, ca.Name, from, to)
+	}
+}

@@ -54,7 +54,7 @@ func (c *Cluster) askReplaceLost() {
 		if err != nil || st.Fenced == nil || !errors.Is(st.Fenced, raftnode.ErrStateLost) {
 			continue
 		}
-		key := staleKey{streamKey{r.sa.Account, r.sa.Name}, r.mine()}
+		key := staleKey{k: streamKey{r.sa.Account, r.sa.Name}, id: r.mine()}
 		if t, ok := c.lostAsked[key]; ok && now.Sub(t) < staleRetry {
 			continue
 		}

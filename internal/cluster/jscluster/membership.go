@@ -2,6 +2,7 @@ package jscluster
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -48,29 +49,41 @@ const staleRetry = 5 * time.Second
 
 // replaceStale, on the meta leader, proposes a meta.MoveReplica to the
 // same server for every replica of a replicated stream whose server's
-// incarnation in the catalogue is not the one the replica is bound to.
+// incarnation in the catalogue is not the one the replica is bound to,
+// and a meta.MoveConsumer for every such replica of a replicated
+// consumer once its stream's replica there was replaced.
 func (c *Cluster) replaceStale() {
 	if !c.metaLeader() {
 		return
 	}
-	var ops []*meta.MoveReplica
+	var ops []meta.Op
 	c.meta.View(func(st *meta.State) {
 		for _, sv := range st.Servers() {
 			if sv.Removed {
 				continue
 			}
-			ss, _ := st.Assigned(sv.Name)
+			ss, cs := st.Assigned(sv.Name)
 			for _, sa := range ss {
 				r, _ := meta.On(sa.Replicas, sv.Name)
 				if len(sa.Replicas) > 1 && r.Incarnation != sv.Incarnation {
 					ops = append(ops, &meta.MoveReplica{Account: sa.Account, Stream: sa.Name, Replica: r.ID, To: sv.Name})
 				}
 			}
+			// A replicated consumer's replica there, once the stream's
+			// replica there is the store's (consumerscale.go).
+			for _, ca := range cs {
+				r, _ := meta.On(ca.Replicas, sv.Name)
+				sa, _ := st.Stream(ca.Account, ca.Stream)
+				sr, _ := meta.On(sa.Replicas, sv.Name)
+				if len(ca.Replicas) > 1 && r.Incarnation != sv.Incarnation && (len(sa.Replicas) == 1 || sr.Incarnation == sv.Incarnation) {
+					ops = append(ops, &meta.MoveConsumer{Account: ca.Account, Stream: ca.Stream, Name: ca.Name, Replica: r.ID, To: sv.Name})
+				}
+			}
 		}
 	})
 	now := time.Now()
 	for _, op := range ops {
-		key := staleKey{streamKey{op.Account, op.Stream}, op.Replica}
+		key, what := staleOf(op)
 		if t, ok := c.staleAsked[key]; ok && now.Sub(t) < staleRetry {
 			continue
 		}
@@ -81,8 +94,22 @@ func (c *Cluster) replaceStale() {
 		if _, err := c.meta.Propose(op); err != nil {
 			return
 		}
-		c.cfg.Infof("JetStream cluster: replacing replica %d of stream '%s > %s' on %s (its store changed)", op.Replica, op.Account, op.Stream, op.To)
+		c.cfg.Infof("JetStream cluster: replacing %s (its store changed)", what)
 	}
+}
+
+// staleOf returns replaceStale's memory key of a MoveReplica or a
+// MoveConsumer, and what it replaces, for the log.
+func staleOf(op meta.Op) (staleKey, string) {
+	switch o := op.(type) {
+	case *meta.MoveReplica:
+		return staleKey{k: streamKey{o.Account, o.Stream}, id: o.Replica},
+			fmt.Sprintf("replica %d of stream '%s > %s' on %s", o.Replica, o.Account, o.Stream, o.To)
+	case *meta.MoveConsumer:
+		return staleKey{k: streamKey{o.Account, o.Stream}, consumer: o.Name, id: o.Replica},
+			fmt.Sprintf("replica %d of consumer '%s > %s > %s' on %s", o.Replica, o.Account, o.Stream, o.Name, o.To)
+	}
+	return staleKey{}, ""
 }
 
 // fileStream reports whether stream sa stores on disk (groupConfig: the
@@ -95,10 +122,12 @@ func fileStream(sa meta.StreamAssignment) bool {
 	return json.Unmarshal(sa.Config, &cfg) == nil && cfg.Storage == stream.FileStorage
 }
 
-// staleKey names one replica of a stream, for replaceStale's memory.
+// staleKey names one replica of a stream, or of one of its consumers,
+// for replaceStale's memory.
 type staleKey struct {
-	k  streamKey
-	id raftnode.ReplicaID
+	k        streamKey
+	consumer string
+	id       raftnode.ReplicaID
 }
 
 // reconcileMemberships runs reconcileMembership for every replicated

@@ -74,6 +74,8 @@ func (c *Cluster) apply(ev meta.Event) {
 		c.reconcileConsumer(consumerKey{op.Account, op.Stream, op.Name})
 	case *meta.SettleConsumer:
 		c.reconcileConsumer(consumerKey{op.Account, op.Stream, op.Name})
+	case *meta.MoveConsumer:
+		c.reconcileConsumer(consumerKey{op.Account, op.Stream, op.Name})
 	case *meta.AddServer:
 		c.syncMetaPeers()
 	}

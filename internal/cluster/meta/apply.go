@@ -75,6 +75,8 @@ func (s *State) Apply(op Op) Result {
 		return s.settleStream(o)
 	case *SettleConsumer:
 		return s.settleConsumer(o)
+	case *MoveConsumer:
+		return s.moveConsumer(o)
 	case *RemoveServer:
 		sv := s.servers[o.Name]
 		if sv == nil || sv.Removed {
@@ -203,6 +205,35 @@ func (s *State) settleConsumer(o *SettleConsumer) Result {
 	ca.Replicas = []Replica{r}
 	ca.NextReplica = 2
 	ca.Initial = 1
+	sa, c := e.sa.clone(), ca.clone()
+	return Result{Stream: &sa, Consumer: &c, PrevConsumer: &prev}
+}
+
+func (s *State) moveConsumer(o *MoveConsumer) Result {
+	e := s.stream(o.Account, o.Stream)
+	if e == nil {
+		return fail(jserr.StreamNotFound)
+	}
+	ca := e.consumers[o.Name]
+	if ca == nil {
+		return fail(jserr.ConsumerNotFound)
+	}
+	i := slices.IndexFunc(ca.Replicas, func(r Replica) bool { return r.ID == o.Replica })
+	if i < 0 {
+		return fail(jserr.ClusterPeerNotMember)
+	}
+	if r, ok := On(ca.Replicas, o.To); ok && r.ID != o.Replica {
+		return noPeers()
+	}
+	if _, ok := On(e.sa.Replicas, o.To); !ok {
+		return noPeers()
+	}
+	if sv := s.servers[o.To]; sv == nil || sv.Removed {
+		return noPeers()
+	}
+	prev := ca.clone()
+	ca.Replicas[i] = Replica{ID: ca.NextReplica, Server: o.To, Incarnation: s.servers[o.To].Incarnation}
+	ca.NextReplica++
 	sa, c := e.sa.clone(), ca.clone()
 	return Result{Stream: &sa, Consumer: &c, PrevConsumer: &prev}
 }

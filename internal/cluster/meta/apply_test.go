@@ -270,6 +270,27 @@ func TestApplySettleConsumer(t *testing.T) {
 	}
 }
 
+// MoveConsumer replaces a consumer's replica by a new ID on a server of
+// its stream, in its place; a repeat, a server holding another of its
+// replicas or not holding the stream are refused.
+func TestApplyMoveConsumer(t *testing.T) {
+	st := testState()
+	mustApply(t, st, &AssignStream{Account: "A", Name: "S", Config: streamJSON("S"), Servers: servers("s1", "s2", "s3", "s4")})
+	r := mustApply(t, st, &AssignConsumer{Account: "A", Stream: "S", Name: "C", Config: consumerJSON("C", ""), Servers: servers("s1", "s2", "s3")})
+	wantErr(t, st, &MoveConsumer{Account: "A", Stream: "S", Name: "C", Replica: 2, To: "s3"}, jserr.ClusterNoPeers)
+	wantErr(t, st, &MoveConsumer{Account: "A", Stream: "S", Name: "C", Replica: 2, To: "s5"}, jserr.ClusterNoPeers) // no replica of the stream
+	wantErr(t, st, &MoveConsumer{Account: "A", Stream: "S", Name: "D", Replica: 2, To: "s4"}, jserr.ConsumerNotFound)
+	r = mustApply(t, st, &MoveConsumer{Account: "A", Stream: "S", Name: "C", Replica: 2, To: "s2"})
+	if !slices.Equal(r.Consumer.Replicas, []Replica{{1, "s1", inc(1)}, {4, "s2", inc(2)}, {3, "s3", inc(3)}}) || r.Consumer.Initial != 3 || r.PrevConsumer.Replicas[1].ID != 2 {
+		t.Fatalf("moved in place: %+v", r.Consumer)
+	}
+	wantErr(t, st, &MoveConsumer{Account: "A", Stream: "S", Name: "C", Replica: 2, To: "s2"}, jserr.ClusterPeerNotMember) // a repeat
+	r = mustApply(t, st, &MoveConsumer{Account: "A", Stream: "S", Name: "C", Replica: 3, To: "s4"})
+	if !slices.Equal(r.Consumer.Replicas, []Replica{{1, "s1", inc(1)}, {4, "s2", inc(2)}, {5, "s4", inc(4)}}) {
+		t.Fatalf("moved to s4: %+v", r.Consumer)
+	}
+}
+
 // Assigned lists what a server must run, in a fixed order, consumers
 // included; Load counts replicas per server.
 func TestAssignedAndLoad(t *testing.T) {

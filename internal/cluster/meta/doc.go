@@ -64,6 +64,7 @@
 //	MoveReplica    | account | stream | replica ID (uvarint) | to (server name) |     kind 8
 //	SettleStream   | account | stream | group (uvarint) | replica ID (uvarint) |      kind 9
 //	SettleConsumer | account | stream | name | group (uvarint) | replica ID (uvarint) | kind 11
+//	MoveConsumer   | account | stream | name | replica ID (uvarint) | to (server name) | kind 12
 //	servers        | count (1..16) | count × name |    distinct, in the order replicas get their IDs
 //	tags           | count | count × tag |
 //	config         | the JSON of the API's StreamConfig or ConsumerConfig, as meta.json holds it

@@ -19,6 +19,7 @@ const (
 	KindSettleStream   Kind = 9
 	// Kind 10 is taken by another operation (not in this build).
 	KindSettleConsumer Kind = 11
+	KindMoveConsumer   Kind = 12
 )
 
 // Op is one operation of the meta log: one of the pointer types below.
@@ -189,6 +190,32 @@ type SettleConsumer struct {
 
 // Kind implements Op.
 func (*SettleConsumer) Kind() Kind { return KindSettleConsumer }
+
+// MoveConsumer replaces one replica of a replicated consumer by a new
+// replica on server To (the same server or another holding the
+// consumer's stream), in the same place of the assignment's list: the
+// replica of ID Replica goes, a new one gets the consumer's next replica
+// ID (above Initial: it joins the group empty), bound to To's
+// incarnation in the catalogue. The consumer's leader then adds it as a
+// learner, catches it up by a snapshot of the committed state and
+// promotes it while the old one is removed (docs/clustering.md,
+// "Scaling consumers"), as MoveReplica does for a stream: the replica on
+// a server whose store was wiped or replaced, or on a server a stream's
+// replica moves away from (STREAM.PEER.REMOVE). Apply: the stream
+// missing, 10059; the consumer missing, 10014; no replica of that ID,
+// 10040 (a repeated proposal changes nothing); To holding another
+// replica of the consumer, not a member or not holding the stream,
+// 10005.
+type MoveConsumer struct {
+	Account string
+	Stream  string
+	Name    string
+	Replica raftnode.ReplicaID
+	To      raftnode.ServerID
+}
+
+// Kind implements Op.
+func (*MoveConsumer) Kind() Kind { return KindMoveConsumer }
 
 // Kind implements Op.
 func (*AssignStream) Kind() Kind { return KindAssignStream }
