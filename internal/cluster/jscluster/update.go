@@ -178,17 +178,21 @@ func (c *Cluster) readMeta() error {
 // violates consumers: ..."). A changed num_replicas scales the stream
 // (scaleServers: 10005 when too few servers are eligible;
 // docs/clustering.md, "Scaling"; down to one replica, keepForConsumers,
-// "Scaling down to one replica"), but a memory stream's scale-up or
-// scale-down to one replica, and a scale-down to one replica whose
-// consumers cannot stay as they are, which are refused where
-// nats-server would start them with 10061 "Replicas configuration can
-// not be updated", as is a changed placement (a move) with 10069 "stream
-// placement can not be changed" (docs/compatibility.md); a scale of a
-// stream whose scale-down to one replica is not settled yet gets 10008
-// "JetStream system temporarily unavailable". Then the UpdateStream is proposed
-// (10008 when the meta group cannot decide; apply's 10059 and 10065). The
-// answer waits for this server's replica, if any, to apply the new
-// config, and carries its info (the assignment's otherwise).
+// "Scaling down to one replica"), and its consumers with it
+// (scaleConsumers after the UpdateStream; down to one replica,
+// consumersToOne before it, 10008 when they are not through within
+// proposeTimeout: "Scaling consumers"), but a memory stream's scale-up
+// or scale-down to one replica, and a scale-down to one replica whose
+// consumers cannot follow (keepForConsumers finds no server), which are
+// refused where nats-server would start them with 10061 "Replicas
+// configuration can not be updated", as is a changed placement (a move)
+// with 10069 "stream placement can not be changed"
+// (docs/compatibility.md); a scale of a stream whose scale-down to one
+// replica is not settled yet gets 10008 "JetStream system temporarily
+// unavailable". Then the UpdateStream is proposed (10008 when the meta
+// group cannot decide; apply's 10059 and 10065). The answer waits for
+// this server's replica, if any, to apply the new config, and carries
+// its info (the assignment's otherwise).
 func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamInfo, *jserr.Error) {
 	c := a.c
 	cfg := req.Config
