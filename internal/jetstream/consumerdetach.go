@@ -72,12 +72,14 @@ func (js *JetStream) readConsumer(r *streamEntry, name string, created time.Time
 }
 
 // RemoveConsumerFiles removes the files of the consumer name of stream
-// streamName, which must not run here: its state in the stream's store,
-// then its directory (renamed aside first, so that a crash leaves either
-// the whole directory or one no start reads). DetachConsumer's caller
-// removes them once the state is durable elsewhere. A consumer without
-// files is no error. Errors: 10059, 10012 (it runs), the file system's
-// (jserr.ConsumerCreate).
+// streamName, which must not run here: its directory is renamed aside
+// (obs/<name>.scaled-<unix ns>, a name no start reads) durably first, so
+// that a crash leaves either the whole consumer or none, then its state
+// in the stream's store and the directory set aside are removed (a
+// state left by a crash is replaced by the next consumer of the name).
+// DetachConsumer's caller removes them once the state is durable
+// elsewhere. A consumer without files is no error. Errors: 10059, 10012
+// (it runs), the file system's (jserr.ConsumerCreate).
 func (js *JetStream) RemoveConsumerFiles(streamName, name string) *jserr.Error {
 	r, jerr := js.lookup(streamName)
 	if jerr != nil {
@@ -96,18 +98,18 @@ func (js *JetStream) RemoveConsumerFiles(streamName, name string) *jserr.Error {
 	if _, _, err := js.cfg.FS.Stat(dir); vfs.IsNotExist(err) {
 		return nil
 	}
-	cs, err := r.Store().ConsumerStore(name)
-	if err == nil {
-		err = cs.Delete()
-	}
-	if err != nil {
-		return jserr.From(err, jserr.ConsumerCreate)
-	}
 	aside := fmt.Sprintf("%s.scaled-%d", dir, js.now().UnixNano())
 	if err := js.cfg.FS.Rename(dir, aside); err != nil {
 		return jserr.From(err, jserr.ConsumerCreate)
 	}
 	if err := js.cfg.FS.SyncDir(path.Dir(dir)); err != nil {
+		return jserr.From(err, jserr.ConsumerCreate)
+	}
+	cs, err := r.Store().ConsumerStore(name)
+	if err == nil {
+		err = cs.Delete()
+	}
+	if err != nil {
 		return jserr.From(err, jserr.ConsumerCreate)
 	}
 	if err := metafile.RemoveAll(js.cfg.FS, aside); err != nil && !vfs.IsNotExist(err) {

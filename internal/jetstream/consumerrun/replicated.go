@@ -320,20 +320,29 @@ func (c *Consumer) RestoreCommitted(index uint64, data []byte) error {
 // replicated consumer (CommittedSnapshot's encoding) as its stored
 // state, durably: the consumer of one replica a replicated consumer
 // scaled down to one replica becomes (docs/clustering.md, "Scaling
-// consumers"), which Restore then starts from. The state store is closed
-// again. Errors: a snapshot that does not decode, the file system's.
+// consumers"), which Restore then starts from. The state is stored
+// first and the metadata last, so that a crash leaves either the whole
+// consumer or none a start restores. The state store is closed again.
+// Errors: a snapshot that does not decode, the file system's.
 func WriteSnapshotFiles(fs vfs.FS, streamDir string, st store.Store, cfg consumer.Config, created time.Time, data []byte) error {
-	var cs committedSnapshot
-	if err := json.Unmarshal(data, &cs); err != nil {
+	var snap committedSnapshot
+	if err := json.Unmarshal(data, &snap); err != nil {
 		return fmt.Errorf("consumer %s: committed state: %w", cfg.Name, err)
 	}
-	if cs.State == nil {
+	if snap.State == nil {
 		return fmt.Errorf("consumer %s: committed state holds no state", cfg.Name)
 	}
-	_, store, err := WriteFiles(fs, streamDir, st, cfg, created)
+	cs, err := st.ConsumerStore(cfg.Name)
 	if err != nil {
 		return err
 	}
-	err = store.Update(cs.State)
-	return errors.Join(err, store.Close())
+	err = cs.Update(snap.State)
+	if err = errors.Join(err, cs.Close()); err != nil {
+		return err
+	}
+	_, cs, err = WriteFiles(fs, streamDir, st, cfg, created)
+	if cs != nil {
+		err = errors.Join(err, cs.Close())
+	}
+	return err
 }
