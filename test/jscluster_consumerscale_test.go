@@ -374,3 +374,50 @@ func TestJetStreamClusterConsumerWipedReplica(t *testing.T) {
 	}
 	checkRest(t, js[wiped], 7, 20)
 }
+
+// A replicated consumer updated to one replica whose kept server stops
+// right after the answer (while its group shrinks, or during its
+// conversion) and starts again: the consumer ends as a consumer of one
+// replica there with its ack floor, delivered and pending acks, and
+// never delivers the acknowledged messages again (docs/clustering.md,
+// "Scaling consumers": a restart before the group's tombstone runs the
+// replica in its group again and converts it anew, after it restores
+// the files).
+func TestJetStreamClusterConsumerScaleDownRestart(t *testing.T) {
+	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { o.RaftRetain = 8 })
+	_, js := clusterClients(t, servers)
+	eventually(t, "create ORDERS", func() error {
+		_, err := js[0].CreateStream(tctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 20; n++ {
+		publishAcked(t, js[0], sent, n)
+	}
+	ccfg := jetstream.ConsumerConfig{Durable: "WORK", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 4 * time.Second, Replicas: 3}
+	eventually(t, "create WORK", func() error {
+		_, err := js[0].CreateOrUpdateConsumer(tctx(t), "ORDERS", ccfg)
+		return err
+	})
+	if got := fetchSeqs(t, js[1], 10, 6); !slices.Equal(got, seqRange(1, 10)) {
+		t.Fatalf("first fetch: %v", got)
+	}
+	before := workState(t, js[1], 3, "")
+	lead := leaderIndex(servers, workInfo(t, js[1], 3, "").Cluster.Leader)
+	other := (lead + 1) % 3
+	ccfg.Replicas = 1
+	eventually(t, "WORK to one replica", func() error {
+		_, err := js[other].CreateOrUpdateConsumer(tctx(t), "ORDERS", ccfg)
+		return err
+	})
+	servers[lead].Shutdown()
+	servers[lead] = restartServer(t, opts[lead])
+	ci := workInfo(t, js[other], 1, "")
+	if ci.Cluster.Leader != servers[lead].Name() {
+		t.Fatalf("one replica on %s, want %s", ci.Cluster.Leader, servers[lead].Name())
+	}
+	if after := workState(t, js[other], 1, ""); after != before {
+		t.Fatalf("after the restart: %+v, before %+v", after, before)
+	}
+	checkRest(t, js[other], 7, 20)
+}
