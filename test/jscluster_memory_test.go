@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -476,4 +477,146 @@ func TestJetStreamClusterMemoryWipedFollower(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAll(t, jsW, sent)
+}
+
+// A memory stream scaled up from one replica has every replica's state
+// from a snapshot (or, for the first, from the base its log starts at):
+// when every server restarts, all three lose it, are fenced, and the
+// group can never elect a leader. The meta leader resets the stream, as
+// nats-server v2.15.2 brings it back (measured: docs/clustering.md,
+// "Memory streams"): it answers, empty, with its config and created
+// time; its durable consumer is back with nothing delivered or
+// acknowledged; it takes publishes again from sequence 1, which the
+// consumer delivers, and every replica is current.
+func TestJetStreamClusterMemoryResetAfterFullRestart(t *testing.T) {
+	servers, opts := jsClusterOpts(t, 3)
+	_, js := clusterClients(t, servers)
+	cfg := createMemoryOrders(t, js[0], 1)
+	_, home, other := scaleUpFromOne(t, servers, js, cfg)
+	var cons jetstream.Consumer
+	eventually(t, "create the consumer", func() error {
+		var err error
+		cons, err = js[other].CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy})
+		return err
+	})
+	eventually(t, "fetch and acknowledge one", func() error {
+		b, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return err
+		}
+		for m := range b.Messages() {
+			return m.DoubleAck(tctx(t))
+		}
+		return fmt.Errorf("nothing delivered: %v", b.Error())
+	})
+	s, err := js[other].Stream(tctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := s.CachedInfo().Created
+	ci, err := cons.Info(tctx(t))
+	if err != nil || ci.AckFloor.Stream == 0 {
+		t.Fatalf("consumer before the restart %+v: %v", ci, err)
+	}
+	for i, srv := range servers {
+		if i != home {
+			srv.Shutdown()
+		}
+	}
+	for i := range servers {
+		servers[i] = restartServer(t, opts[i])
+	}
+	_, js = clusterClients(t, servers)
+	eventually(t, "the stream answers, empty", func() error {
+		s, err = js[home].Stream(ctx2(t), "ORDERS")
+		if err != nil {
+			return err
+		}
+		info := s.CachedInfo()
+		if info.Cluster == nil || info.Cluster.Leader == "" || info.State.Msgs != 0 || info.State.FirstSeq != 0 || info.State.LastSeq != 0 {
+			return fmt.Errorf("state %+v cluster %+v", info.State, info.Cluster)
+		}
+		return nil
+	})
+	if info := s.CachedInfo(); !info.Created.Equal(created) || info.Config.Storage != jetstream.MemoryStorage || info.Config.Replicas != 3 || info.Config.Duplicates != cfg.Duplicates {
+		t.Fatalf("after the reset: created %v (was %v), config %+v", info.Created, created, info.Config)
+	}
+	eventually(t, "the consumer answers, from the start", func() error {
+		c, err := js[home].Consumer(ctx2(t), "ORDERS", "D")
+		if err != nil {
+			return err
+		}
+		ci := c.CachedInfo()
+		if ci.Delivered.Stream != 0 || ci.AckFloor.Stream != 0 || ci.NumPending != 0 || ci.NumAckPending != 0 || ci.Config.AckPolicy != jetstream.AckExplicitPolicy {
+			return fmt.Errorf("consumer %+v", ci)
+		}
+		cons = c
+		return nil
+	})
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 20; n++ {
+		publishAcked(t, js[home], sent, n)
+	}
+	if _, ok := sent[1]; !ok || len(sent) != 20 {
+		t.Fatalf("sequences after the reset: %v", slices.Sorted(maps.Keys(sent)))
+	}
+	checkAll(t, js[other], sent)
+	eventually(t, "the consumer delivers sequence 1", func() error {
+		b, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return err
+		}
+		for m := range b.Messages() {
+			md, err := m.Metadata()
+			if err != nil {
+				return err
+			}
+			if md.Sequence.Stream != 1 {
+				t.Fatalf("delivered stream sequence %d, want 1", md.Sequence.Stream)
+			}
+			return nil
+		}
+		return fmt.Errorf("nothing delivered: %v", b.Error())
+	})
+	waitReplicas(t, js[home], 3)
+}
+
+// Every server of an R3 memory stream restarts when only one of its
+// replicas (a replacement for a wiped follower, caught up by a snapshot)
+// lost its state: the other two replay their logs and elect a leader, so
+// the stream is not reset: the lost replica is replaced the normal way,
+// every acknowledged message is still there and the replacement is
+// current.
+func TestJetStreamClusterMemoryMinorityLostFullRestart(t *testing.T) {
+	servers, opts := jsClusterOpts(t, 3)
+	_, js := clusterClients(t, servers)
+	createMemoryOrders(t, js[0], 3)
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 50; n++ {
+		publishAcked(t, js[0], sent, n)
+	}
+	names := waitReplicas(t, js[0], 3)
+	leader, wiped := leaderIndex(servers, names[0]), leaderIndex(servers, names[1])
+	servers[wiped].Shutdown()
+	if err := os.RemoveAll(opts[wiped].StoreDir); err != nil {
+		t.Fatal(err)
+	}
+	for n := 51; n <= 60; n++ {
+		publishAcked(t, js[leader], sent, n)
+	}
+	servers[wiped] = restartServer(t, opts[wiped])
+	waitCurrent(t, js[leader], servers[wiped].Name())
+	for _, s := range servers {
+		s.Shutdown()
+	}
+	for i := range servers {
+		servers[i] = restartServer(t, opts[i])
+	}
+	_, js = clusterClients(t, servers)
+	checkAll(t, js[wiped], sent)
+	for n := 61; n <= 70; n++ {
+		publishAcked(t, js[wiped], sent, n)
+	}
+	waitReplicas(t, js[wiped], 3)
+	checkAll(t, js[leader], sent)
 }

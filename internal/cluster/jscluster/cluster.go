@@ -104,10 +104,13 @@ type Cluster struct {
 	// staleAsked: when the meta leader last proposed the replacement of
 	// a replica (membership.go); metaChanging: the meta group's
 	// membership change in flight; the run goroutine's.
-	staleAsked map[staleKey]time.Time
-	// lostAsked: when this server last asked the replacement of its
-	// replica that lost its state (askReplaceLost); the run goroutine's.
-	lostAsked    map[staleKey]time.Time
+	staleAsked retryMemo
+	// lostAsked: when this server last reported its replica that lost
+	// its state (askReplaceLost); the run goroutine's.
+	lostAsked retryMemo
+	// lost: the meta leader's record of the replicas reported lost
+	// (lost.go), under its own mutex.
+	lost         lostState
 	metaChanging *raftnode.Proposal
 
 	mu       sync.Mutex
@@ -391,6 +394,7 @@ func (c *Cluster) run() {
 			c.catalogue()
 			c.replaceStale()
 			c.askReplaceLost()
+			c.handleLost()
 			c.reconcileMemberships()
 			c.reconcileConsumerMemberships()
 			c.retireReplicas()

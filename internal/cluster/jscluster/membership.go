@@ -84,13 +84,9 @@ func (c *Cluster) replaceStale() {
 	now := time.Now()
 	for _, op := range ops {
 		key, what := staleOf(op)
-		if t, ok := c.staleAsked[key]; ok && now.Sub(t) < staleRetry {
+		if !c.staleAsked.due(key, now, staleRetry) {
 			continue
 		}
-		if c.staleAsked == nil {
-			c.staleAsked = map[staleKey]time.Time{}
-		}
-		c.staleAsked[key] = now
 		if _, err := c.meta.Propose(op); err != nil {
 			return
 		}
@@ -123,7 +119,7 @@ func fileStream(sa meta.StreamAssignment) bool {
 }
 
 // staleKey names one replica of a stream, or of one of its consumers,
-// for replaceStale's memory.
+// for a retryMemo.
 type staleKey struct {
 	k        streamKey
 	consumer string

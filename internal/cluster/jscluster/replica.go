@@ -68,6 +68,11 @@ func (c *Cluster) apply(ev meta.Event) {
 		c.reconcile(streamKey{op.Account, op.Stream})
 	case *meta.SettleStream:
 		c.reconcile(streamKey{op.Account, op.Stream})
+	case *meta.ResetStream:
+		if ev.Result.Err == nil {
+			c.cfg.Infof("JetStream cluster: memory stream '%s > %s' starts over empty in group %d (reset: its replicas that lost their state were a majority)", op.Account, op.Stream, ev.Result.Stream.Group)
+		}
+		c.reconcile(streamKey{op.Account, op.Stream})
 	case *meta.AssignConsumer:
 		c.reconcileConsumer(consumerKey{op.Account, op.Stream, op.Name})
 	case *meta.RemoveConsumer:

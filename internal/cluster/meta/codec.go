@@ -77,6 +77,10 @@ func AppendOp(dst []byte, op Op) ([]byte, error) {
 		dst = appendString(dst, o.Stream)
 		dst = binary.AppendUvarint(dst, uint64(o.Group))
 		dst = binary.AppendUvarint(dst, uint64(o.Replica))
+	case *ResetStream:
+		dst = appendString(dst, o.Account)
+		dst = appendString(dst, o.Stream)
+		dst = binary.AppendUvarint(dst, uint64(o.Group))
 	case *SettleConsumer:
 		dst = appendString(dst, o.Account)
 		dst = appendString(dst, o.Stream)
@@ -125,6 +129,8 @@ func DecodeOp(b []byte) (Op, error) {
 		op = &MoveReplica{Account: d.string(), Stream: d.string(), Replica: raftnode.ReplicaID(d.uvarint()), To: raftnode.ServerID(d.string())}
 	case KindSettleStream:
 		op = &SettleStream{Account: d.string(), Stream: d.string(), Group: raftnode.GroupID(d.uvarint()), Replica: raftnode.ReplicaID(d.uvarint())}
+	case KindResetStream:
+		op = &ResetStream{Account: d.string(), Stream: d.string(), Group: raftnode.GroupID(d.uvarint())}
 	case KindSettleConsumer:
 		op = &SettleConsumer{Account: d.string(), Stream: d.string(), Name: d.string(), Group: raftnode.GroupID(d.uvarint()), Replica: raftnode.ReplicaID(d.uvarint())}
 	case KindMoveConsumer:
@@ -171,6 +177,11 @@ func check(op Op) error {
 		err = checkNames(o.Account, o.Stream)
 		if o.Group == 0 || o.Replica == 0 {
 			err = errors.Join(err, errors.New("group or replica 0"))
+		}
+	case *ResetStream:
+		err = checkNames(o.Account, o.Stream)
+		if o.Group == 0 {
+			err = errors.Join(err, errors.New("group 0"))
 		}
 	case *MoveConsumer:
 		err = checkNames(o.Account, o.Stream, o.Name, string(o.To))

@@ -51,6 +51,7 @@ func sampleOps() []Op {
 		&RemoveServer{Name: "s1"},
 		&MoveReplica{Account: "A", Stream: "ORDERS", Replica: 300, To: "s4"},
 		&SettleStream{Account: "A", Stream: "ORDERS", Group: 1 << 40, Replica: 3},
+		&ResetStream{Account: "A", Stream: "ORDERS", Group: 1 << 50},
 		&SettleConsumer{Account: "A", Stream: "ORDERS", Name: "C", Group: 1 << 41, Replica: 2},
 		&MoveConsumer{Account: "A", Stream: "ORDERS", Name: "C", Replica: 7, To: "s3"},
 	}
@@ -78,7 +79,7 @@ func TestOpRoundTrip(t *testing.T) {
 		}
 		kinds[op.Kind()] = true
 	}
-	for k := KindAssignStream; k <= KindSettleStream; k++ {
+	for k := KindAssignStream; k <= KindResetStream; k++ {
 		if !kinds[k] {
 			t.Errorf("kind %d has no round-trip sample", k)
 		}
@@ -141,6 +142,8 @@ func TestOpChecks(t *testing.T) {
 		"remove of no server":     &RemoveServer{},
 		"move of replica 0":       &MoveReplica{Account: "A", Stream: "S", To: "s1"},
 		"move to no server":       &MoveReplica{Account: "A", Stream: "S", Replica: 1},
+		"reset of group 0":        &ResetStream{Account: "A", Stream: "S"},
+		"reset of no stream":      &ResetStream{Account: "A", Group: 2},
 		"nil":                     nil,
 	}
 	for name, op := range bad {

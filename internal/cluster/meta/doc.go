@@ -63,6 +63,7 @@
 //	RemoveServer   | name |                                                            kind 7
 //	MoveReplica    | account | stream | replica ID (uvarint) | to (server name) |     kind 8
 //	SettleStream   | account | stream | group (uvarint) | replica ID (uvarint) |      kind 9
+//	ResetStream    | account | stream | group (uvarint) |                           kind 10
 //	SettleConsumer | account | stream | name | group (uvarint) | replica ID (uvarint) | kind 11
 //	MoveConsumer   | account | stream | name | replica ID (uvarint) | to (server name) | kind 12
 //	servers        | count (1..16) | count × name |    distinct, in the order replicas get their IDs
