@@ -31,7 +31,11 @@ import (
 type applyLag struct {
 	rep      *replica // the replica sampled (a restarted one starts again)
 	catching bool
-	target   uint64 // 0 while its group is not caught up
+	// target is what the log had handed when its group was first found
+	// caught up (set: aimed is true); 0 is a target too, for a replica
+	// restarted from a checkpoint whose quiet group hands it nothing.
+	target uint64
+	aimed  bool
 }
 
 // applyLags are the replicas' samplings, by stream.
@@ -87,11 +91,11 @@ func (c *Cluster) sampleApply() {
 		}
 		switch {
 		case !smp.synced:
-			l.catching, l.target = true, 0
-		case l.catching && l.target == 0:
-			l.target = smp.handed
+			l.catching, l.target, l.aimed = true, 0, false
+		case l.catching && !l.aimed:
+			l.target, l.aimed = smp.handed, true
 		}
-		if l.catching && l.target != 0 && smp.applied >= l.target {
+		if l.catching && l.aimed && smp.applied >= l.target {
 			l.catching = false
 		}
 	}
@@ -126,5 +130,5 @@ func (c *Cluster) applyBehind(k streamKey, r *replica) bool {
 	case !l.catching:
 		return false
 	}
-	return l.target == 0 || applied < l.target
+	return !l.aimed || applied < l.target
 }
