@@ -123,9 +123,13 @@ type Cluster struct {
 	// meta leader replaces a member whose store changed (membership.go).
 	metaPeers []raftnode.Peer
 	metaByInc bool
-	// strangers are the routed servers already reported outside this
-	// server's meta group (warnStrangers; the run goroutine's own).
-	strangers map[string]bool
+	// strangers are the routed servers outside this server's meta group:
+	// since when each was seen so, and whether it was reported
+	// (warnStrangers; the run goroutine's own).
+	strangers map[string]stranger
+	// seed is how the seed rule saw the cluster last (joinOrBootstrap;
+	// the run goroutine's own).
+	seed seedView
 }
 
 // streamKey names a stream in an account.
@@ -170,7 +174,8 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 		return nil, fmt.Errorf("jscluster: open the Raft WAL: %w", err)
 	}
 	c.node = node
-	c.tr = transport.New(host, transport.Config{Logf: cfg.Logf, Infof: cfg.Infof, Incarnation: node.Incarnation(), Tags: cfg.Tags, Known: c.known, Gone: node.PeerUnreachable})
+	c.tr = transport.New(host, transport.Config{Logf: cfg.Logf, Infof: cfg.Infof, Incarnation: node.Incarnation(), Tags: cfg.Tags, Known: c.known, Gone: node.PeerUnreachable,
+		Meta: c.inMeta, Members: c.routeMembers})
 	late.tr.Store(c.tr)
 	c.svc = catchup.New(catchup.Config{Send: c.tr.Send, Logf: cfg.Logf})
 	c.tr.Attach(catchup.Mux(node, c.svc))
@@ -390,6 +395,7 @@ func (c *Cluster) run() {
 			c.sampleApply()
 			c.catalogue()
 			c.replaceStale()
+			c.moveOffRemoved()
 			c.askReplaceLost()
 			c.reconcileMemberships()
 			c.retireReplicas()
@@ -410,41 +416,6 @@ func (c *Cluster) run() {
 			c.apply(ev)
 		}
 		c.pushConfigs()
-	}
-}
-
-// warnStrangers logs at [WRN], once per server, each routed server that
-// is not in this server's meta group: its routes name other servers than
-// this server's (the meta group's voters are the servers the routes
-// name, fixed at the first start: README "Run a cluster", docs/clustering.md
-// "Not yet built"), so it formed or waits for another meta group, and
-// neither group serves the other's JetStream. nats-server grows its meta
-// group as servers appear and needs no such warning; without it a seed
-// configuration (each server routed to one) left the servers' JetStream
-// split in silence.
-func (c *Cluster) warnStrangers() {
-	routed := c.host.ClusterPeers()
-	c.mu.Lock()
-	peers := slices.Clone(c.metaPeers)
-	c.mu.Unlock()
-	if len(peers) == 0 {
-		return // not in a meta group yet
-	}
-	var names []string
-	for _, p := range peers {
-		names = append(names, string(p.Server))
-	}
-	slices.Sort(names)
-	for _, rp := range routed {
-		n := rp.Name
-		if n == "" || n == string(c.name) || c.strangers[n] || slices.Contains(names, n) {
-			continue
-		}
-		if c.strangers == nil {
-			c.strangers = map[string]bool{}
-		}
-		c.strangers[n] = true
-		c.cfg.Logf("JetStream cluster: server %s is routed here but is not in this server's meta group %v: every server of a JetStream cluster must name every server in its routes (README, \"Run a cluster\"); JetStream is not shared with it", n, names)
 	}
 }
 
@@ -538,50 +509,6 @@ func (c *Cluster) bootstrap() bool {
 	}
 }
 
-// joinOrBootstrap decides how this server, without a record, enters the
-// meta group (false: not yet). When a member's transport hello says that
-// the cluster knows this server by another store incarnation, this
-// server's store was wiped or replaced: it joins, as an empty replica of
-// a new ID to be added by the meta leader, rather than bootstrap as its
-// old self, which would vote with an empty log (docs/clustering.md,
-// "Replacing a replica"); the hello's catalogue names the members, so
-// this needs neither every route nor every hello. Otherwise it waits for
-// every route (complete) and every member's hello (its incarnation), and
-// bootstraps with them: every member is new.
-func (c *Cluster) joinOrBootstrap(names []string, complete bool) (votersFile, bool) {
-	self := c.node.Incarnation()
-	for _, n := range names {
-		known := c.tr.PeerKnown(raftnode.ServerID(n))
-		if k, ok := known[c.name]; !ok || k == self {
-			continue
-		}
-		rec := votersFile{Join: true, Incarnations: map[string]string{}}
-		for m, inc := range known {
-			rec.Voters = append(rec.Voters, string(m))
-			rec.Incarnations[string(m)] = inc.String()
-		}
-		rec.Incarnations[string(c.name)] = self.String()
-		slices.Sort(rec.Voters)
-		c.cfg.Infof("JetStream cluster: %s knows this server by another store: joining the meta group as a new replica", n)
-		return rec, true
-	}
-	if !complete {
-		return votersFile{}, false
-	}
-	rec := votersFile{Voters: names, Incarnations: map[string]string{string(c.name): self.String()}}
-	for _, n := range names {
-		if n == string(c.name) {
-			continue
-		}
-		inc, ok := c.tr.PeerIncarnation(raftnode.ServerID(n))
-		if !ok {
-			return rec, false
-		}
-		rec.Incarnations[n] = inc.String()
-	}
-	return rec, true
-}
-
 // startMeta adds the meta group as rec records it.
 func (c *Cluster) startMeta(rec votersFile) bool {
 	if err := c.addMeta(rec); err != nil {
@@ -655,43 +582,6 @@ func parseIncarnation(s string) (raftnode.Incarnation, error) {
 func (c *Cluster) metaLeader() bool {
 	st, err := c.node.Status(meta.MetaGroup)
 	return err == nil && st.LeaderReady
-}
-
-// catalogue, on the meta leader, proposes AddServer for itself while the
-// catalogue lacks it or holds another incarnation, and for each member
-// whose incarnation the transport learned (its hello) likewise.
-func (c *Cluster) catalogue() {
-	if !c.metaLeader() {
-		return
-	}
-	want := map[raftnode.ServerID]raftnode.Incarnation{c.name: c.node.Incarnation()}
-	names, _ := c.host.ClusterMembers()
-	for _, n := range names {
-		if inc, ok := c.tr.PeerIncarnation(raftnode.ServerID(n)); ok {
-			want[raftnode.ServerID(n)] = inc
-		}
-	}
-	var missing []raftnode.ServerID
-	c.meta.View(func(st *meta.State) {
-		for n, inc := range want {
-			if sv, ok := st.Server(n); !ok || sv.Removed || sv.Incarnation != inc {
-				missing = append(missing, n)
-			}
-		}
-	})
-	slices.Sort(missing)
-	for _, n := range missing {
-		op := &meta.AddServer{Name: n, Cluster: c.host.ClusterName(), Incarnation: want[n]}
-		if n == c.name {
-			op.Tags = c.cfg.Tags
-		} else {
-			op.Tags = c.tr.PeerTags(n)
-		}
-		if _, err := c.meta.Propose(op); err != nil {
-			return
-		}
-	}
-	c.reconcileMeta()
 }
 
 // known returns the incarnation the meta group's catalogue knows each

@@ -293,6 +293,12 @@ func (p *peer) handshake(nc net.Conn) error {
 			h.Known[string(n)] = inc.String()
 		}
 	}
+	if p.t.cfg.Meta != nil {
+		h.Meta = p.t.cfg.Meta()
+	}
+	if p.t.cfg.Members != nil {
+		h.Members = p.t.cfg.Members()
+	}
 	if in.AuthRequired {
 		h.User, h.Pass = p.t.host.ClusterCredentials()
 	}

@@ -1,0 +1,232 @@
+package test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairnmq/cairn/internal/config"
+	"github.com/cairnmq/cairn/internal/server"
+)
+
+// metaView is the meta group as the server that leads it reports it
+// (/jsz meta_cluster): the leader and every member's name, and whether
+// every follower is current and none is still being added.
+func metaView(servers []*server.Server) (leader string, members []string, settled bool) {
+	for _, s := range servers {
+		mi := s.JetStreamMeta()
+		if mi == nil || !mi.IsLeader {
+			continue
+		}
+		members = []string{mi.Leader}
+		settled = true
+		for _, p := range mi.Replicas {
+			members = append(members, p.Name)
+			settled = settled && p.Current && !p.Pending
+		}
+		slices.Sort(members)
+		return mi.Leader, members, settled
+	}
+	return "", nil, false
+}
+
+// waitMeta waits until the meta group, as its leader reports it, is
+// exactly want (sorted names) with every member current, and every
+// running server of servers names the same leader; it returns the
+// leader.
+func waitMeta(t *testing.T, servers []*server.Server, want []string) string {
+	t.Helper()
+	var leader string
+	eventually(t, fmt.Sprintf("a meta group of %v", want), func() error {
+		l, members, settled := metaView(servers)
+		if !slices.Equal(members, want) || !settled {
+			return fmt.Errorf("leader %q, members %v, settled %v", l, members, settled)
+		}
+		for _, s := range servers {
+			if mi := s.JetStreamMeta(); mi == nil || mi.Leader != l {
+				return fmt.Errorf("%s sees meta leader %+v, not %s", s.Name(), mi, l)
+			}
+		}
+		leader = l
+		return nil
+	})
+	return leader
+}
+
+// streamServers returns the servers of stream name's replicas (leader
+// first) once every follower is current.
+func streamServers(t *testing.T, js jetstream.JetStream, name string, n int) []string {
+	t.Helper()
+	var out []string
+	eventually(t, "stream "+name+" current on its servers", func() error {
+		s, err := js.Stream(ctx2(t), name)
+		if err != nil {
+			return err
+		}
+		ci := s.CachedInfo().Cluster
+		if ci == nil || ci.Leader == "" || len(ci.Replicas) != n-1 {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		out = []string{ci.Leader}
+		for _, p := range ci.Replicas {
+			if !p.Current || p.Pending {
+				return fmt.Errorf("replica %+v not current", p)
+			}
+			out = append(out, p.Name)
+		}
+		return nil
+	})
+	return out
+}
+
+// A fourth server started later, routed to the three of a running
+// cluster (whose routes do not name it), is added to the meta group by
+// the meta leader (a learner caught up by the meta snapshot, then a
+// voter): /jsz's meta_cluster lists four; a new R3 stream is placed on it
+// (it holds the fewest replicas); with the meta leader stopped the other
+// three elect one among themselves, which serves creates, and the
+// stream on the new server keeps serving.
+func TestJetStreamClusterFourthServerJoins(t *testing.T) {
+	servers, opts := jsClusterMod(t, 3, nil)
+	_, js := clusterClients(t, servers)
+	eventually(t, "create ORDERS", func() error {
+		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	clusterPublish(t, js[0], "orders.1", 1)
+	waitMeta(t, servers, []string{"n1", "n2", "n3"})
+
+	o4 := opts[0]
+	o4.ServerName, o4.StoreDir, o4.Port = "n4", t.TempDir(), server.RandomPort
+	o4.Cluster.Port = freePort(t)
+	servers = append(servers, restartServer(t, o4))
+	all := []string{"n1", "n2", "n3", "n4"}
+	waitMeta(t, servers, all)
+
+	_, js4 := clusterClients(t, servers[3:])
+	eventually(t, "create NEW", func() error {
+		_, err := js4[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "NEW", Subjects: []string{"new.>"}, Replicas: 3})
+		return err
+	})
+	placed := streamServers(t, js4[0], "NEW", 3)
+	if !slices.Contains(placed, "n4") {
+		t.Fatalf("NEW placed on %v, not on the new server n4 (it held the fewest replicas)", placed)
+	}
+	clusterPublish(t, js4[0], "new.1", 1)
+
+	leader := waitMeta(t, servers, all)
+	li := leaderIndex(servers, leader)
+	servers[li].Shutdown()
+	rest := slices.Delete(slices.Clone(servers), li, li+1)
+	eventually(t, "a new meta leader among the other three", func() error {
+		if l, _, _ := metaView(rest); l == "" || l == leader {
+			return fmt.Errorf("meta leader %q", l)
+		}
+		return nil
+	})
+	_, jsr := clusterClients(t, rest)
+	eventually(t, "create MORE through the new meta leader", func() error {
+		_, err := jsr[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "MORE", Subjects: []string{"more.>"}, Replicas: 3})
+		return err
+	})
+	clusterPublish(t, jsr[0], "new.2", 2)
+	clusterPublish(t, jsr[0], "more.1", 1)
+}
+
+// $JS.API.SERVER.REMOVE of a member of a cluster of four (nats server
+// cluster peer-remove): answered with success once the removal
+// committed; the meta group then has three members, the removed server's
+// replica of an R3 stream moves to the server that had none, and the
+// stream serves every acknowledged message; removing it again is 10044
+// (no longer a member), as nats-server answers. Then the meta leader
+// removes itself: it hands its leadership over first.
+func TestJetStreamClusterServerRemove(t *testing.T) {
+	servers, _ := jsClusterMod(t, 4, func(_ int, o *server.Options) {
+		o.Auth = config.Auth{
+			Users:    []config.User{{Name: "sys", Password: "sys", Account: "SYS"}, {Name: "app", Password: "app", Account: "APP"}},
+			Accounts: []config.Account{{Name: "SYS"}, {Name: "APP", JetStream: &config.AccountJetStream{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1, MaxAckPending: -1, MemoryMaxStreamBytes: -1, StoreMaxStreamBytes: -1}}},
+		}
+		o.Operator.SystemAccount = "SYS"
+	})
+	_, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
+	eventually(t, "create ORDERS", func() error {
+		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	for n := 1; n <= 10; n++ {
+		clusterPublish(t, js[0], fmt.Sprintf("orders.%d", n), uint64(n))
+	}
+	placed := streamServers(t, js[0], "ORDERS", 3)
+	leader := waitMeta(t, servers, []string{"n1", "n2", "n3", "n4"})
+	// The victim: a follower of the stream that does not lead the meta
+	// group; the spare: the server without a replica.
+	var victim, spare string
+	for _, s := range servers {
+		switch n := s.Name(); {
+		case !slices.Contains(placed, n):
+			spare = n
+		case n != placed[0] && n != leader && victim == "":
+			victim = n
+		}
+	}
+	if victim == "" || spare == "" {
+		t.Fatalf("stream on %v, meta leader %s", placed, leader)
+	}
+	vi := leaderIndex(servers, victim)
+	via := (vi + 1) % 4
+	sys := connect(t, servers[via].ClientURL(), nats.UserInfo("sys", "sys"))
+	r := stepDownRequest(t, sys, "$JS.API.SERVER.REMOVE", fmt.Sprintf(`{"peer":%q}`, victim))
+	if r.Type != "io.nats.jetstream.api.v1.meta_server_remove_response" || !r.Success || r.Error != nil {
+		t.Fatalf("remove %s: %+v (%+v)", victim, r, r.Error)
+	}
+	rest := slices.Delete(slices.Clone(servers), vi, vi+1)
+	var names []string
+	for _, s := range rest {
+		names = append(names, s.Name())
+	}
+	waitMeta(t, rest, names)
+	eventually(t, "the removed server's replica moved", func() error {
+		now := streamServers(t, js[via], "ORDERS", 3)
+		if slices.Contains(now, victim) || !slices.Contains(now, spare) {
+			return fmt.Errorf("ORDERS on %v", now)
+		}
+		return nil
+	})
+	r = stepDownRequest(t, sys, "$JS.API.SERVER.REMOVE", fmt.Sprintf(`{"peer":%q}`, victim))
+	wantStepDownError(t, "remove it again", r, 10044, "server is not a member of the cluster")
+	servers[vi].Shutdown()
+	for n := 11; n <= 20; n++ {
+		clusterPublish(t, js[via], fmt.Sprintf("orders.%d", n), uint64(n))
+	}
+
+	// The meta leader removes itself.
+	leader = waitMeta(t, rest, names)
+	r = stepDownRequest(t, sys, "$JS.API.SERVER.REMOVE", fmt.Sprintf(`{"peer":%q}`, leader))
+	if !r.Success {
+		t.Fatalf("remove the meta leader %s: %+v", leader, r.Error)
+	}
+	left := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == leader })
+	li := leaderIndex(rest, leader)
+	last := slices.Delete(slices.Clone(rest), li, li+1)
+	waitMeta(t, last, left)
+	rest[li].Shutdown()
+	_, jsl := clusterClients(t, last, nats.UserInfo("app", "app"))
+	eventually(t, "create MORE on the two left", func() error {
+		_, err := jsl[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "MORE", Subjects: []string{"more.>"}, Replicas: 2})
+		return err
+	})
+	clusterPublish(t, jsl[0], "more.1", 1)
+	orders, err := jsl[1].Stream(ctx2(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= 20; n++ {
+		m, err := orders.GetMsg(ctx2(t), uint64(n))
+		if err != nil || m.Subject != fmt.Sprintf("orders.%d", n) {
+			t.Fatalf("message %d: %+v, %v", n, m, err)
+		}
+	}
+}
