@@ -497,7 +497,7 @@ func (c *Cluster) bootstrap() bool {
 			return c.startMeta(rec)
 		}
 		if !logged {
-			c.cfg.Infof("JetStream cluster: waiting for every route to resolve (known: %v)", names)
+			c.cfg.Infof("JetStream cluster: waiting to enter the meta group (routes named: %v)", names)
 			logged = true
 		}
 		c.noteLeaderless()
