@@ -137,9 +137,9 @@ func TestJetStreamClusterFourthServerJoins(t *testing.T) {
 }
 
 // $JS.API.SERVER.REMOVE of a member of a cluster of four (nats server
-// cluster peer-remove): answered with success once the removal
-// committed; the meta group then has three members, the removed server's
-// replica of an R3 stream moves to the server that had none, and the
+// cluster peer-remove) of the server leading an R3 stream: answered with
+// success once the removal committed; the stream's replica there moves to
+// the server that had none and the meta group then has three members, and the
 // stream serves every acknowledged message; removing it again is 10044
 // (no longer a member), as nats-server answers. Then the meta leader
 // removes itself: it hands its leadership over first.
@@ -161,15 +161,14 @@ func TestJetStreamClusterServerRemove(t *testing.T) {
 	}
 	placed := streamServers(t, js[0], "ORDERS", 3)
 	leader := waitMeta(t, servers, []string{"n1", "n2", "n3", "n4"})
-	// The victim: a follower of the stream that does not lead the meta
-	// group; the spare: the server without a replica.
-	var victim, spare string
+	// The victim: the stream's leader (its replica hands its leadership
+	// over before it leaves: the removed server still applies the move
+	// before it leaves the meta group); the spare: the server without a
+	// replica.
+	victim, spare := placed[0], ""
 	for _, s := range servers {
-		switch n := s.Name(); {
-		case !slices.Contains(placed, n):
+		if n := s.Name(); !slices.Contains(placed, n) {
 			spare = n
-		case n != placed[0] && n != leader && victim == "":
-			victim = n
 		}
 	}
 	if victim == "" || spare == "" {

@@ -412,7 +412,7 @@ func (c *Cluster) reconcileMeta() {
 	}
 	if changes == nil {
 		rs, ok := c.removedReplica(st)
-		if !ok {
+		if !ok || c.movesPending(rs.Server) {
 			return
 		}
 		if rs.Replica == st.Replica {

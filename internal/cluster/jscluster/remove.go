@@ -26,8 +26,7 @@ import (
 // jsLeaderServerRemoveRequest: 10044 when no member of the meta group has
 // the name (or the peer ID, nats-server's 8-character hash of the name,
 // which takes precedence); 10202 "cluster member change is in progress"
-// while the meta group's membership is changing (a server being added or
-// removed); 10009 for a cluster whose meta replica IDs are by position
+// while a removal is under way (metaMembershipChanging); 10009 for a cluster whose meta replica IDs are by position
 // (bootstrapped before they derived from store incarnations: its members
 // cannot be told apart from their successors), and 10008 when the
 // removal does not commit within the proposal timeout.
@@ -84,23 +83,16 @@ func (c *Cluster) EvacuateServer(name, peerID string) *jserr.Error {
 }
 
 // metaMembershipChanging reports, from the meta leader's status st,
-// whether the meta group's membership is changing: a joint
-// configuration, a learner, or a replica of a server the catalogue marks
-// removed still in the group.
+// whether a removal is under way: a joint configuration, or a replica of
+// a server the catalogue marks removed still in the group. A learner
+// being added is not (one that never catches up, its server gone, must
+// not block its own removal; reconcileMeta makes one change at a time).
 func (c *Cluster) metaMembershipChanging(st raftnode.GroupStatus) bool {
 	if st.Joint {
 		return true
 	}
-	changing := false
-	c.meta.View(func(ms *meta.State) {
-		for _, rs := range st.Replicas {
-			sv, ok := ms.Server(rs.Server)
-			if rs.Learner || (ok && sv.Removed) {
-				changing = true
-			}
-		}
-	})
-	return changing
+	_, removing := c.removedReplica(st)
+	return removing
 }
 
 // removedReplica returns the replica of the meta leader's status st that
@@ -116,6 +108,34 @@ func (c *Cluster) removedReplica(st raftnode.GroupStatus) (raftnode.ReplicaStatu
 		}
 	})
 	return out, found
+}
+
+// movesPending reports whether a replicated stream still has a replica
+// on server, removed, that another server can take (place): the meta
+// leader removes the server's meta replica only once none has, so that
+// the server applies every move of its replicas (meta.MoveReplica)
+// while it is still in the meta group, and its replicas, a stream's
+// leader among them, carry the moves out in their groups.
+func (c *Cluster) movesPending(server raftnode.ServerID) bool {
+	var sas []meta.StreamAssignment
+	c.meta.View(func(st *meta.State) {
+		ss, _ := st.Assigned(server)
+		for _, sa := range ss {
+			if len(sa.Replicas) > 1 {
+				sas = append(sas, sa)
+			}
+		}
+	})
+	for _, sa := range sas {
+		var cfg stream.Config
+		if json.Unmarshal(sa.Config, &cfg) != nil {
+			continue
+		}
+		if _, err := c.place(sa, cfg, server); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // handOverMeta transfers the meta group's leadership, which this server

@@ -222,6 +222,17 @@ func (a *account) StreamRemovePeer(name, peer string) *jserr.Error {
 // gone (its config cfg), as a create places (meta.Place: the stream's
 // other servers kept, gone excluded); false when there is none (logged).
 func (c *Cluster) replacement(sa meta.StreamAssignment, cfg stream.Config, gone raftnode.ServerID) (raftnode.ServerID, bool) {
+	to, perr := c.place(sa, cfg, gone)
+	if perr != nil {
+		c.cfg.Logf("jscluster: stream %s > %s: no replacement for the replica on %s: %v", sa.Account, sa.Name, gone, perr)
+		return "", false
+	}
+	return to, true
+}
+
+// place is replacement without the log line; the error is placement's
+// (10005), or 10075 when it placed too few servers.
+func (c *Cluster) place(sa meta.StreamAssignment, cfg stream.Config, gone raftnode.ServerID) (raftnode.ServerID, *jserr.Error) {
 	var keep []raftnode.ServerID
 	for _, r := range sa.Replicas {
 		if r.Server != gone {
@@ -241,9 +252,11 @@ func (c *Cluster) replacement(sa meta.StreamAssignment, cfg stream.Config, gone 
 		}
 		servers, perr = meta.Place(st, pr)
 	})
-	if perr != nil || len(servers) != len(sa.Replicas) {
-		c.cfg.Logf("jscluster: stream %s > %s: no replacement for the replica on %s: %v", sa.Account, sa.Name, gone, perr)
-		return "", false
+	if perr != nil {
+		return "", perr
 	}
-	return servers[len(servers)-1], true
+	if len(servers) != len(sa.Replicas) {
+		return "", jserr.New(jserr.PeerRemap)
+	}
+	return servers[len(servers)-1], nil
 }
