@@ -586,14 +586,32 @@ func (c *Cluster) metaLeader() bool {
 
 // known returns the incarnation the meta group's catalogue knows each
 // server by (the transport's hello: transport.Config.Known).
+// A server removed from the meta group (SERVER.REMOVE) advertises none:
+// its catalogue is no longer the cluster's, and a server of a new
+// cluster must not join a meta group it names (docs/clustering.md,
+// "Removing a server").
 func (c *Cluster) known() map[raftnode.ServerID]raftnode.Incarnation {
 	out := map[raftnode.ServerID]raftnode.Incarnation{}
+	if c.removedSelf() {
+		return out
+	}
 	c.meta.View(func(st *meta.State) {
 		for _, sv := range st.Servers() {
 			out[sv.Name] = sv.Incarnation
 		}
 	})
 	return out
+}
+
+// removedSelf reports whether the catalogue marks this server, with its
+// store, removed (SERVER.REMOVE).
+func (c *Cluster) removedSelf() bool {
+	removed := false
+	c.meta.View(func(st *meta.State) {
+		self, ok := st.Server(c.name)
+		removed = ok && self.Removed && self.Incarnation == c.node.Incarnation()
+	})
+	return removed
 }
 
 // Recovery is what this server's start had to do again (docs/clustering.md,

@@ -46,12 +46,13 @@ type seedView struct {
 	since time.Time
 }
 
-// inMeta reports whether this server runs the meta group (the transport's
-// hello: Config.Meta).
+// inMeta reports whether this server runs the meta group and was not
+// removed from it (the transport's hello: Config.Meta).
 func (c *Cluster) inMeta() bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.started
+	started := c.started
+	c.mu.Unlock()
+	return started && !c.removedSelf()
 }
 
 // routeMembers returns the servers the routes name once every route
