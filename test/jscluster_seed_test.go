@@ -70,6 +70,13 @@ func TestJetStreamClusterChainRoutesOneMetaGroup(t *testing.T) {
 		o.Cluster.Routes = o.Cluster.Routes[next : next+1]
 		logs[i] = logTo(o)
 	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, l := range logs {
+				t.Logf("n%d:\n%s", i+1, l.String())
+			}
+		}
+	})
 	waitMeta(t, servers, []string{"n1", "n2", "n3"})
 	_, js := clusterClients(t, servers)
 	eventually(t, "create ORDERS", func() error {

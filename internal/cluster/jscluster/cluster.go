@@ -483,6 +483,7 @@ func (c *Cluster) bootstrap() bool {
 		return false
 	}
 	logged := false
+	var said []string // what this server's hellos said of its routes
 	for {
 		names, complete := c.host.ClusterMembers()
 		if rec, ok := c.joinOrBootstrap(names, complete); ok {
@@ -494,7 +495,18 @@ func (c *Cluster) bootstrap() bool {
 				c.cfg.Logf("jscluster: record the meta group's voters: %v", err)
 				return false
 			}
-			return c.startMeta(rec)
+			ok := c.startMeta(rec)
+			c.tr.Rehello() // the peers learn this server runs a meta group
+			return ok
+		}
+		// Hellos are sent when a connection is dialed: once this
+		// server's routes all resolved, its peers learn so only from
+		// new ones (the seed rule waits for them).
+		if m := c.routeMembers(); !slices.Equal(m, said) {
+			if said == nil && m != nil {
+				c.tr.Rehello()
+			}
+			said = m
 		}
 		if !logged {
 			c.cfg.Infof("JetStream cluster: waiting to enter the meta group (routes named: %v)", names)

@@ -26,9 +26,11 @@ import (
 //     have been filled yet): the leader's invitation follows.
 //   - bootstrap with the servers the routes name, once every route
 //     resolved, every one of them sent its hello, no routed server is
-//     outside that set and no peer's routes name another set (a cluster
-//     whose servers all name each other: every server bootstraps the same
-//     voters).
+//     outside that set and every peer said its routes name the same set
+//     (a cluster whose servers all name each other: every server
+//     bootstraps the same voters). A server says so again once its own
+//     routes resolved, and that it runs a meta group once it does
+//     (Transport.Rehello).
 //   - seed: otherwise (each server names a seed, or one other), the
 //     server with the smallest name among itself and the routed servers
 //     bootstraps a meta group of itself alone once that view held for
@@ -157,14 +159,16 @@ func joinRecord(name raftnode.ServerID, self raftnode.Incarnation, known map[raf
 }
 
 // namesAgree reports whether every server that sent a hello (peers) is
-// among names and none of them said its routes name another set: the
-// servers all name each other and bootstrap the same voters.
+// among names and said its routes name the same set: the servers all
+// name each other and bootstrap the same voters. A peer that has not
+// said yet (its routes had not all resolved when it dialed) is waited
+// for: it says so again once they have (Transport.Rehello).
 func (c *Cluster) namesAgree(names, peers []string) bool {
 	for _, n := range peers {
 		if !slices.Contains(names, n) {
 			return false
 		}
-		if _, members, _ := c.tr.PeerMeta(raftnode.ServerID(n)); members != nil && !slices.Equal(members, names) {
+		if _, members, _ := c.tr.PeerMeta(raftnode.ServerID(n)); !slices.Equal(members, names) {
 			return false
 		}
 	}

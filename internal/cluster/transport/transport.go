@@ -312,6 +312,24 @@ func (t *Transport) refresh() {
 	}
 }
 
+// Rehello closes every outbound connection, so that each writer dials
+// again at once and sends a hello that says what Config.Meta, Members and
+// Known say now: a hello is sent only when a connection is dialed, and a
+// server deciding how to enter the meta group reads its peers' hellos
+// (docs/clustering.md, "Growing the meta group"). Frames queued or in
+// flight may be lost, as on any broken connection (Raft sends again).
+func (t *Transport) Rehello() {
+	t.mu.RLock()
+	peers := make([]*peer, 0, len(t.mu.peers))
+	for _, p := range t.mu.peers {
+		peers = append(peers, p)
+	}
+	t.mu.RUnlock()
+	for _, p := range peers {
+		p.closeConn()
+	}
+}
+
 // Close stops the transport: writers stop and their connections close,
 // accepted connections close, and Close returns once every goroutine of the
 // transport has ended. Send fails with ErrClosed afterwards. Close the
