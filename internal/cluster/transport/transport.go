@@ -312,8 +312,9 @@ func (t *Transport) refresh() {
 	}
 }
 
-// Rehello closes every outbound connection, so that each writer dials
-// again at once and sends a hello that says what Config.Meta, Members and
+// Rehello ends every outbound connection (its writer closes it at once
+// if idle, else after the frames it holds), so that each writer dials
+// again and sends a hello that says what Config.Meta, Members and
 // Known say now: a hello is sent only when a connection is dialed, and a
 // server deciding how to enter the meta group reads its peers' hellos
 // (docs/clustering.md, "Growing the meta group"). Frames queued or in
@@ -326,7 +327,7 @@ func (t *Transport) Rehello() {
 	}
 	t.mu.RUnlock()
 	for _, p := range peers {
-		p.closeConn()
+		p.rehello()
 	}
 }
 
