@@ -1,8 +1,12 @@
 package test
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -228,4 +232,108 @@ func TestJetStreamClusterServerRemove(t *testing.T) {
 			t.Fatalf("message %d: %+v, %v", n, m, err)
 		}
 	}
+}
+
+// jszMeta is what /jsz says of the meta group.
+type jszMeta struct {
+	Meta *struct {
+		Leader   string `json:"leader"`
+		Size     int    `json:"cluster_size"`
+		Replicas []struct {
+			Name    string `json:"name"`
+			Current bool   `json:"current"`
+		} `json:"replicas"`
+	} `json:"meta_cluster"`
+}
+
+// procMeta reads /jsz's meta_cluster of the server whose monitoring port
+// is port.
+func procMeta(port int) (jszMeta, error) {
+	var out jszMeta
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/jsz", port))
+	if err != nil {
+		return out, err
+	}
+	defer resp.Body.Close()
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	return out, err
+}
+
+// Three cairn processes routed to one another, and a fourth started
+// later routed to the first only: it joins the meta group (/jsz's
+// meta_cluster of the leader lists four, each current); the meta leader
+// is killed with SIGKILL and the other three elect one, which places an
+// R3 stream that serves publishes.
+func TestJetStreamClusterFourthServerKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level test")
+	}
+	if targetIsNatsServer() {
+		t.Skip("cairn's meta group")
+	}
+	bin := buildCairn(t)
+	mon := []int{freePort(t), freePort(t), freePort(t), freePort(t)}
+	kc := newKillClusterArgs(t, bin, 3, func(i int) []string {
+		return []string{"-js", "-sd", t.TempDir(), "-m", strconv.Itoa(mon[i])}
+	})
+	seed := kc.procs[0].args[slices.Index(kc.procs[0].args, "--cluster")+1]
+	p4 := &serverProc{t: t, bin: bin, url: "nats://127.0.0.1:" + strconv.Itoa(freePort(t))}
+	p4.args = []string{"-a", "127.0.0.1", "-p", strings.TrimPrefix(p4.url, "nats://127.0.0.1:"), "-n", "n4",
+		"--cluster", "nats://127.0.0.1:" + strconv.Itoa(freePort(t)), "--cluster_name", "KILL", "--routes", seed,
+		"-js", "-sd", t.TempDir(), "-m", strconv.Itoa(mon[3])}
+	t.Cleanup(p4.kill)
+	p4.start()
+	kc.procs = append(kc.procs, p4)
+	leader := -1
+	eventually(t, "a meta group of four", func() error {
+		for i, port := range mon {
+			m, err := procMeta(port)
+			if err != nil || m.Meta == nil || m.Meta.Leader != fmt.Sprintf("n%d", i+1) {
+				continue
+			}
+			if m.Meta.Size != 4 || len(m.Meta.Replicas) != 3 {
+				return fmt.Errorf("leader n%d: %+v", i+1, *m.Meta)
+			}
+			for _, r := range m.Meta.Replicas {
+				if !r.Current {
+					return fmt.Errorf("leader n%d: %+v", i+1, *m.Meta)
+				}
+			}
+			leader = i
+			return nil
+		}
+		return fmt.Errorf("no meta leader")
+	})
+	kc.procs[leader].kill()
+	var urls []string
+	for i, p := range kc.procs {
+		if i != leader {
+			urls = append(urls, p.url)
+		}
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "create ORDERS through the new meta leader", func() error {
+		_, err := js.CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	clusterPublish(t, js, "orders.1", 1)
+	eventually(t, "a new meta leader among the other three", func() error {
+		for i, port := range mon {
+			if i == leader {
+				continue
+			}
+			if m, err := procMeta(port); err == nil && m.Meta != nil && m.Meta.Leader != "" && m.Meta.Leader != fmt.Sprintf("n%d", leader+1) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no new meta leader")
+	})
 }
