@@ -14,19 +14,20 @@ import (
 // $JS.API.SERVER.REMOVE on the meta leader proposes meta.RemoveServer,
 // which marks the server removed in the catalogue (placement skips it);
 // the answer waits for that entry to apply, as nats-server answers once
-// its remove-peer entry applied. Then the meta leader removes the
-// server's meta replica from the group (reconcileMeta: one membership
-// change, after handing its own leadership over when it is the one
-// removed) and moves each replica of a replicated stream off it
-// (moveOffRemoved: meta.MoveReplica to a server placed as a create
-// places). The server is not catalogued again while it runs the store it
-// was removed with.
+// its remove-peer entry applied. Then the meta leader moves each replica
+// of a replicated stream off it (moveOffRemoved: meta.MoveReplica to a
+// server placed as a create places) and, once no such move is left to
+// make (movesPending), removes the server's meta replica from the group
+// (reconcileMeta: one membership change, after handing its own
+// leadership over when it is the one removed). The server is not
+// catalogued again while it runs the store it was removed with.
 
 // RemoveServer implements jsapi.SystemCluster, as nats-server v2.15.2
-// jsLeaderServerRemoveRequest: 10044 when no member of the meta group has
+// jsLeaderServerRemoveRequest, in its order: 10202 "cluster member
+// change is in progress" while a removal is under way
+// (metaMembershipChanging); 10044 when no member of the meta group has
 // the name (or the peer ID, nats-server's 8-character hash of the name,
-// which takes precedence); 10202 "cluster member change is in progress"
-// while a removal is under way (metaMembershipChanging); 10009 for a cluster whose meta replica IDs are by position
+// which takes precedence); 10009 for a cluster whose meta replica IDs are by position
 // (bootstrapped before they derived from store incarnations: its members
 // cannot be told apart from their successors), and 10008 when the
 // removal does not commit within the proposal timeout.
@@ -34,6 +35,9 @@ func (c *Cluster) RemoveServer(name, peerID string) *jserr.Error {
 	st, err := c.node.Status(meta.MetaGroup)
 	if err != nil {
 		return jserr.New(jserr.ClusterNotAvail)
+	}
+	if c.metaMembershipChanging(st) {
+		return jserr.New(jserr.ClusterServerMemberChangeInflight)
 	}
 	var found raftnode.ServerID
 	for _, rs := range c.members(st) {
@@ -50,9 +54,6 @@ func (c *Cluster) RemoveServer(name, peerID string) *jserr.Error {
 	c.mu.Unlock()
 	if !byInc {
 		return jserr.New(jserr.ClusterNotLeader)
-	}
-	if c.metaMembershipChanging(st) {
-		return jserr.New(jserr.ClusterServerMemberChangeInflight)
 	}
 	if _, jerr := c.propose(&meta.RemoveServer{Name: found}); jerr != nil {
 		if jerr.ErrCode == uint16(jserr.ClusterServerNotMember) {
