@@ -104,6 +104,15 @@ func natsServerBinary(t testing.TB) string {
 }
 
 // natsServerConfig translates Options into a nats-server config file.
+// quoteList writes ss as the quoted elements of a configuration list.
+func quoteList(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
+}
+
 func natsServerConfig(opts server.Options, portsDir string) string {
 	var b strings.Builder
 	host := opts.Host
@@ -135,10 +144,16 @@ func natsServerConfig(opts server.Options, portsDir string) string {
 	if opts.WriteDeadline > 0 {
 		fmt.Fprintf(&b, "write_deadline: %q\n", opts.WriteDeadline.String())
 	}
+	if len(opts.Tags) > 0 {
+		fmt.Fprintf(&b, "server_tags: [%s]\n", quoteList(opts.Tags))
+	}
 	if opts.JetStream {
 		fmt.Fprintf(&b, "jetstream {\n  store_dir: %q\n", opts.StoreDir)
 		if opts.JetStreamDomain != "" {
 			fmt.Fprintf(&b, "  domain: %q\n", opts.JetStreamDomain)
+		}
+		if opts.JetStreamUniqueTag != "" {
+			fmt.Fprintf(&b, "  unique_tag: %q\n", opts.JetStreamUniqueTag)
 		}
 		for key, v := range map[string]int64{"max_memory_store": opts.MaxMemoryStore, "max_file_store": opts.MaxFileStore} {
 			switch {

@@ -42,6 +42,71 @@ func publishAcked(t *testing.T, js jetstream.JetStream, sent map[uint64]sentMsg,
 	})
 }
 
+// publishRange publishes messages from to to through js (publishAcked).
+func publishRange(t *testing.T, js jetstream.JetStream, sent map[uint64]sentMsg, from, to int) {
+	t.Helper()
+	for n := from; n <= to; n++ {
+		publishAcked(t, js, sent, n)
+	}
+}
+
+// deleteAcked deletes the messages at seqs from ORDERS through js and
+// forgets them in sent; it returns the stream as js read it first.
+func deleteAcked(t *testing.T, js jetstream.JetStream, sent map[uint64]sentMsg, seqs ...uint64) jetstream.Stream {
+	t.Helper()
+	s, err := js.Stream(tctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range seqs {
+		if err := s.DeleteMsg(tctx(t), seq); err != nil {
+			t.Fatal(err)
+		}
+		delete(sent, seq)
+	}
+	return s
+}
+
+// setReplicas updates the stream of cfg to r replicas through js,
+// retrying until the update is accepted.
+func setReplicas(t *testing.T, js jetstream.JetStream, cfg jetstream.StreamConfig, r int) {
+	t.Helper()
+	cfg.Replicas = r
+	eventually(t, fmt.Sprintf("scale %s to %d", cfg.Name, r), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := js.UpdateStream(ctx, cfg)
+		return err
+	})
+}
+
+// jsAt is a JetStream client of srv.
+func jsAt(t *testing.T, srv *server.Server) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(connect(t, srv.ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// servesWithoutOther stops servers[other] and publishes messages from to
+// to through the leader's server, then stops the leader, starts other
+// again and checks through servers[replica] that every acknowledged
+// message is served: replica and the leader carried the writes alone, and
+// replica, with other, serves them. It returns the client of replica.
+func servesWithoutOther(t *testing.T, servers []*server.Server, opts []server.Options, sent map[uint64]sentMsg, leader, replica, other, from, to int) jetstream.JetStream {
+	t.Helper()
+	jsL := jsAt(t, servers[leader])
+	servers[other].Shutdown()
+	publishRange(t, jsL, sent, from, to)
+	servers[leader].Shutdown()
+	servers[other] = restartServer(t, opts[other])
+	js := jsAt(t, servers[replica])
+	checkAll(t, js, sent)
+	return js
+}
+
 // orderMsg is message n of publishAcked: its subject, headers (a
 // Nats-Msg-Id of its own) and data derive from n.
 func orderMsg(n int) *nats.Msg {
@@ -91,10 +156,7 @@ func checkAll(t *testing.T, js jetstream.JetStream, sent map[uint64]sentMsg) {
 // lost.
 func TestJetStreamClusterWipedFollowerCatchesUp(t *testing.T) {
 	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { o.RaftRetain = 8 })
-	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js0 := jsAt(t, servers[0])
 	eventually(t, "create ORDERS", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -102,19 +164,8 @@ func TestJetStreamClusterWipedFollowerCatchesUp(t *testing.T) {
 		return err
 	})
 	sent := map[uint64]sentMsg{}
-	for n := 1; n <= 150; n++ {
-		publishAcked(t, js0, sent, n)
-	}
-	s, err := js0.Stream(tctx(t), "ORDERS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, seq := range []uint64{7, 8, 50, 149} {
-		if err := s.DeleteMsg(tctx(t), seq); err != nil {
-			t.Fatal(err)
-		}
-		delete(sent, seq)
-	}
+	publishRange(t, js0, sent, 1, 150)
+	s := deleteAcked(t, js0, sent, 7, 8, 50, 149)
 	leader := leaderIndex(servers, s.CachedInfo().Cluster.Leader)
 	wiped, other := (leader+1)%3, (leader+2)%3
 	if leader < 0 {
@@ -124,13 +175,8 @@ func TestJetStreamClusterWipedFollowerCatchesUp(t *testing.T) {
 	if err := os.RemoveAll(opts[wiped].StoreDir); err != nil {
 		t.Fatal(err)
 	}
-	jsL, err := jetstream.New(connect(t, servers[leader].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for n := 151; n <= 200; n++ {
-		publishAcked(t, jsL, sent, n)
-	}
+	jsL := jsAt(t, servers[leader])
+	publishRange(t, jsL, sent, 151, 200)
 	servers[wiped] = restartServer(t, opts[wiped])
 	eventually(t, "the wiped server's new replica current", func() error {
 		s, err := jsL.Stream(tctx(t), "ORDERS")
@@ -147,22 +193,11 @@ func TestJetStreamClusterWipedFollowerCatchesUp(t *testing.T) {
 	})
 	// With the other follower down, a publish needs the new replica's
 	// vote: it succeeds once the replica is promoted.
-	servers[other].Shutdown()
-	for n := 201; n <= 230; n++ {
-		publishAcked(t, jsL, sent, n)
-	}
-	servers[leader].Shutdown()
-	servers[other] = restartServer(t, opts[other])
-	jsW, err := jetstream.New(connect(t, servers[wiped].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for n := 231; n <= 240; n++ {
-		publishAcked(t, jsW, sent, n)
-	}
+	jsW := servesWithoutOther(t, servers, opts, sent, leader, wiped, other, 201, 230)
+	publishRange(t, jsW, sent, 231, 240)
 	checkAll(t, jsW, sent)
 	// The deleted messages stay deleted.
-	s, err = jsW.Stream(tctx(t), "ORDERS")
+	s, err := jsW.Stream(tctx(t), "ORDERS")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,10 +215,7 @@ func TestJetStreamClusterWipedFollowerCatchesUp(t *testing.T) {
 // killed and that follower back, every acknowledged message is served.
 func TestJetStreamClusterPeerRemoveMovesReplica(t *testing.T) {
 	servers, opts := jsClusterMod(t, 4, func(_ int, o *server.Options) { o.RaftRetain = 8 })
-	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js0 := jsAt(t, servers[0])
 	eventually(t, "create ORDERS", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -191,9 +223,7 @@ func TestJetStreamClusterPeerRemoveMovesReplica(t *testing.T) {
 		return err
 	})
 	sent := map[uint64]sentMsg{}
-	for n := 1; n <= 100; n++ {
-		publishAcked(t, js0, sent, n)
-	}
+	publishRange(t, js0, sent, 1, 100)
 	s, err := js0.Stream(tctx(t), "ORDERS")
 	if err != nil {
 		t.Fatal(err)
@@ -216,19 +246,27 @@ func TestJetStreamClusterPeerRemoveMovesReplica(t *testing.T) {
 	if leader < 0 || removed < 0 || spare < 0 {
 		t.Fatalf("cluster %+v", ci)
 	}
+	peerRemoveMoves(t, servers, js0, sent, leader, removed, spare)
+	other := 6 - leader - removed - spare // the follower that stays
+	servesWithoutOther(t, servers, opts, sent, leader, spare, other, 121, 140)
+}
+
+// peerRemoveMoves removes the replica of ORDERS on servers[removed]
+// (nats stream cluster peer-remove through the leader's server),
+// publishes messages 101 to 120 through js and waits until the replica
+// moved to servers[spare], current, beside two others.
+func peerRemoveMoves(t *testing.T, servers []*server.Server, js jetstream.JetStream, sent map[uint64]sentMsg, leader, removed, spare int) {
+	t.Helper()
 	out, errOut := runCLI(t, servers[leader].ClientURL(), "stream", "cluster", "peer-remove", "ORDERS", servers[removed].Name(), "-f")
-	if !strings.Contains(out+errOut, "Removing") && !strings.Contains(out+errOut, "removed") {
-		t.Logf("nats stream cluster peer-remove:\n%s\n%s", out, errOut)
+	if strings.Contains(out+errOut, "10075") || strings.Contains(out+errOut, "peer remap failed") {
+		t.Fatalf("nats stream cluster peer-remove:\n%s\n%s", out, errOut)
 	}
-	for n := 101; n <= 120; n++ {
-		publishAcked(t, js0, sent, n)
-	}
+	publishRange(t, js, sent, 101, 120)
 	eventually(t, "the replica moved and current", func() error {
-		s, err := js0.Stream(tctx(t), "ORDERS")
-		if err != nil {
-			return err
+		ci := streamCluster(t, js)
+		if ci == nil {
+			return fmt.Errorf("no info")
 		}
-		ci := s.CachedInfo().Cluster
 		names := map[string]bool{ci.Leader: true}
 		current := false
 		for _, p := range ci.Replicas {
@@ -240,22 +278,6 @@ func TestJetStreamClusterPeerRemoveMovesReplica(t *testing.T) {
 		}
 		return nil
 	})
-	other := 6 - leader - removed - spare // the follower that stays
-	jsL, err := jetstream.New(connect(t, servers[leader].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	servers[other].Shutdown()
-	for n := 121; n <= 140; n++ {
-		publishAcked(t, jsL, sent, n)
-	}
-	servers[leader].Shutdown()
-	servers[other] = restartServer(t, opts[other])
-	jsS, err := jetstream.New(connect(t, servers[spare].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkAll(t, jsS, sent)
 }
 
 // streamCluster returns the stream's cluster info through js.
@@ -300,15 +322,7 @@ func waitReplicas(t *testing.T, js jetstream.JetStream, n int) []string {
 // one replica: every message kept.
 func TestJetStreamClusterScaleByUpdate(t *testing.T) {
 	servers, opts := jsClusterMod(t, 5, func(_ int, o *server.Options) { o.RaftRetain = 8 })
-	nc := make([]*nats.Conn, 5)
-	js := make([]jetstream.JetStream, 5)
-	for i, s := range servers {
-		nc[i] = connect(t, s.ClientURL())
-		var err error
-		if js[i], err = jetstream.New(nc[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	nc, js := clusterClients(t, servers)
 	cfg := jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}
 	eventually(t, "create ORDERS", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -317,23 +331,10 @@ func TestJetStreamClusterScaleByUpdate(t *testing.T) {
 		return err
 	})
 	sent := map[uint64]sentMsg{}
-	for n := 1; n <= 100; n++ {
-		publishAcked(t, js[0], sent, n)
-	}
+	publishRange(t, js[0], sent, 1, 100)
 	three := waitReplicas(t, js[0], 3)
-	via := js[0]
-	update := func(r int) error {
-		c := cfg
-		c.Replicas = r
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_, err := via.UpdateStream(ctx, c)
-		return err
-	}
-	eventually(t, "scale to 5", func() error { return update(5) })
-	for n := 101; n <= 120; n++ {
-		publishAcked(t, js[0], sent, n)
-	}
+	setReplicas(t, js[0], cfg, 5)
+	publishRange(t, js[0], sent, 101, 120)
 	five := waitReplicas(t, js[0], 5)
 	// The original servers but the leader stop: the leader and the two
 	// new replicas are a majority of five holding everything.
@@ -349,19 +350,14 @@ func TestJetStreamClusterScaleByUpdate(t *testing.T) {
 			live = i
 		}
 	}
-	for n := 121; n <= 130; n++ {
-		publishAcked(t, js[live], sent, n)
-	}
+	publishRange(t, js[live], sent, 121, 130)
 	checkAll(t, js[live], sent)
 	for _, i := range stopped {
 		servers[i] = restartServer(t, opts[i])
 	}
-	via = js[live]
-	eventually(t, "scale back to 3", func() error { return update(3) })
+	setReplicas(t, js[live], cfg, 3)
 	after := waitReplicas(t, js[live], 3)
-	for n := 131; n <= 140; n++ {
-		publishAcked(t, js[live], sent, n)
-	}
+	publishRange(t, js[live], sent, 131, 140)
 	checkAll(t, js[live], sent)
 	t.Logf("replicas: %v, then %v, then %v", three, five, after)
 	// The leader's replica removed (peer-remove): it hands its leadership
@@ -381,12 +377,10 @@ func TestJetStreamClusterScaleByUpdate(t *testing.T) {
 		}
 		return nil
 	})
-	for n := 141; n <= 150; n++ {
-		publishAcked(t, js[live], sent, n)
-	}
+	publishRange(t, js[live], sent, 141, 150)
 	checkAll(t, js[live], sent)
 	// Down to one replica: the leader's, every message kept.
-	eventually(t, "scale to 1", func() error { return update(1) })
+	setReplicas(t, js[live], cfg, 1)
 	eventually(t, "one replica", func() error {
 		if ci := streamCluster(t, js[live]); ci == nil || ci.Leader == "" || len(ci.Replicas) != 0 {
 			return fmt.Errorf("cluster %+v", ci)
@@ -428,13 +422,7 @@ func TestJetStreamClusterScaleUpFromOne(t *testing.T) {
 	}
 	// Back to one replica with the original server still down: its
 	// replica is removed first, and every message stays.
-	cfg.Replicas = 1
-	eventually(t, "scale to 1", func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_, err := js[other].UpdateStream(ctx, cfg)
-		return err
-	})
+	setReplicas(t, js[other], cfg, 1)
 	eventually(t, "one replica", func() error {
 		if ci := streamCluster(t, js[other]); ci == nil || ci.Leader == "" || len(ci.Replicas) != 0 {
 			return fmt.Errorf("cluster %+v", ci)
@@ -452,36 +440,15 @@ func TestJetStreamClusterScaleUpFromOne(t *testing.T) {
 func scaleUpFromOne(t *testing.T, servers []*server.Server, js []jetstream.JetStream, cfg jetstream.StreamConfig) (sent map[uint64]sentMsg, home, other int) {
 	t.Helper()
 	sent = map[uint64]sentMsg{}
-	for n := 1; n <= 100; n++ {
-		publishAcked(t, js[0], sent, n)
-	}
-	s, err := js[0].Stream(tctx(t), "ORDERS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, seq := range []uint64{3, 40, 41} {
-		if err := s.DeleteMsg(tctx(t), seq); err != nil {
-			t.Fatal(err)
-		}
-		delete(sent, seq)
-	}
+	publishRange(t, js[0], sent, 1, 100)
+	s := deleteAcked(t, js[0], sent, 3, 40, 41)
 	home = leaderIndex(servers, s.CachedInfo().Cluster.Leader)
 	other = (home + 1) % 3
-	cfg.Replicas = 3
-	eventually(t, "scale to 3", func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_, err := js[other].UpdateStream(ctx, cfg)
-		return err
-	})
+	setReplicas(t, js[other], cfg, 3)
 	waitReplicas(t, js[other], 3)
-	for n := 101; n <= 110; n++ {
-		publishAcked(t, js[other], sent, n)
-	}
+	publishRange(t, js[other], sent, 101, 110)
 	servers[home].Shutdown()
-	for n := 111; n <= 120; n++ {
-		publishAcked(t, js[other], sent, n)
-	}
+	publishRange(t, js[other], sent, 111, 120)
 	checkAll(t, js[other], sent)
 	return sent, home, other
 }

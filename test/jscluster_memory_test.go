@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -56,53 +56,23 @@ func waitCurrent(t *testing.T, js jetstream.JetStream, server string) {
 // acknowledged message, deleted ones still deleted.
 func TestJetStreamClusterMemoryReplicaRestart(t *testing.T) {
 	servers, opts := jsClusterOpts(t, 3)
-	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js0 := jsAt(t, servers[0])
 	createMemoryOrders(t, js0, 3)
 	sent := map[uint64]sentMsg{}
-	for n := 1; n <= 100; n++ {
-		publishAcked(t, js0, sent, n)
-	}
-	s, err := js0.Stream(tctx(t), "ORDERS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, seq := range []uint64{5, 6, 70} {
-		if err := s.DeleteMsg(tctx(t), seq); err != nil {
-			t.Fatal(err)
-		}
-		delete(sent, seq)
-	}
+	publishRange(t, js0, sent, 1, 100)
+	s := deleteAcked(t, js0, sent, 5, 6, 70)
 	leader := leaderIndex(servers, s.CachedInfo().Cluster.Leader)
 	if leader < 0 {
 		t.Fatalf("leader %q", s.CachedInfo().Cluster.Leader)
 	}
 	restarted, other := (leader+1)%3, (leader+2)%3
 	servers[restarted].Shutdown()
-	jsL, err := jetstream.New(connect(t, servers[leader].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for n := 101; n <= 130; n++ {
-		publishAcked(t, jsL, sent, n)
-	}
+	jsL := jsAt(t, servers[leader])
+	publishRange(t, jsL, sent, 101, 130)
 	servers[restarted] = restartServer(t, opts[restarted])
 	waitCurrent(t, jsL, servers[restarted].Name())
-	servers[other].Shutdown()
-	for n := 131; n <= 150; n++ {
-		publishAcked(t, jsL, sent, n)
-	}
-	servers[leader].Shutdown()
-	servers[other] = restartServer(t, opts[other])
-	jsR, err := jetstream.New(connect(t, servers[restarted].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for n := 151; n <= 160; n++ {
-		publishAcked(t, jsR, sent, n)
-	}
+	jsR := servesWithoutOther(t, servers, opts, sent, leader, restarted, other, 131, 150)
+	publishRange(t, jsR, sent, 151, 160)
 	checkAll(t, jsR, sent)
 	// The duplicate window survived: message 120 again is a duplicate.
 	m := orderMsg(120)
@@ -122,28 +92,18 @@ func TestJetStreamClusterMemoryReplicaRestart(t *testing.T) {
 // docs/clustering.md, "Memory streams").
 func TestJetStreamClusterMemoryStreamFullRestart(t *testing.T) {
 	servers, opts := jsClusterOpts(t, 3)
-	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js0 := jsAt(t, servers[0])
 	createMemoryOrders(t, js0, 3)
 	sent := map[uint64]sentMsg{}
-	for n := 1; n <= 60; n++ {
-		publishAcked(t, js0, sent, n)
-	}
+	publishRange(t, js0, sent, 1, 60)
 	for _, s := range servers {
 		s.Shutdown()
 	}
 	for i := range servers {
 		servers[i] = restartServer(t, opts[i])
 	}
-	js1, err := jetstream.New(connect(t, servers[1].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for n := 61; n <= 70; n++ {
-		publishAcked(t, js1, sent, n)
-	}
+	js1 := jsAt(t, servers[1])
+	publishRange(t, js1, sent, 61, 70)
 	checkAll(t, js1, sent)
 	waitReplicas(t, js1, 3)
 }
@@ -161,33 +121,11 @@ func TestJetStreamClusterMemoryScale(t *testing.T) {
 	_, js := clusterClients(t, servers)
 	cfg := createMemoryOrders(t, js[0], 3)
 	sent := map[uint64]sentMsg{}
-	for n := 1; n <= 100; n++ {
-		publishAcked(t, js[0], sent, n)
-	}
-	s, err := js[0].Stream(tctx(t), "ORDERS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, seq := range []uint64{2, 3, 60} {
-		if err := s.DeleteMsg(tctx(t), seq); err != nil {
-			t.Fatal(err)
-		}
-		delete(sent, seq)
-	}
+	publishRange(t, js[0], sent, 1, 100)
+	deleteAcked(t, js[0], sent, 2, 3, 60)
 	three := waitReplicas(t, js[0], 3)
-	via := js[0]
-	update := func(r int) error {
-		c := cfg
-		c.Replicas = r
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_, err := via.UpdateStream(ctx, c)
-		return err
-	}
-	eventually(t, "scale to 5", func() error { return update(5) })
-	for n := 101; n <= 120; n++ {
-		publishAcked(t, js[0], sent, n)
-	}
+	setReplicas(t, js[0], cfg, 5)
+	publishRange(t, js[0], sent, 101, 120)
 	five := waitReplicas(t, js[0], 5)
 	idx := func(name string) int { return leaderIndex(servers, name) }
 	var added []int
@@ -204,9 +142,7 @@ func TestJetStreamClusterMemoryScale(t *testing.T) {
 		servers[idx(n)].Shutdown()
 	}
 	live := added[0]
-	for n := 121; n <= 130; n++ {
-		publishAcked(t, js[live], sent, n)
-	}
+	publishRange(t, js[live], sent, 121, 130)
 	checkAll(t, js[live], sent)
 	for _, i := range stopped {
 		servers[i] = restartServer(t, opts[i])
@@ -216,19 +152,14 @@ func TestJetStreamClusterMemoryScale(t *testing.T) {
 	// again, current.
 	restarted := added[1]
 	servers[restarted].Shutdown()
-	for n := 131; n <= 140; n++ {
-		publishAcked(t, js[live], sent, n)
-	}
+	publishRange(t, js[live], sent, 131, 140)
 	servers[restarted] = restartServer(t, opts[restarted])
 	waitCurrent(t, js[live], servers[restarted].Name())
 	waitReplicas(t, js[live], 5)
 	checkAll(t, js[live], sent)
-	via = js[live]
-	eventually(t, "scale back to 3", func() error { return update(3) })
+	setReplicas(t, js[live], cfg, 3)
 	after := waitReplicas(t, js[live], 3)
-	for n := 141; n <= 150; n++ {
-		publishAcked(t, js[live], sent, n)
-	}
+	publishRange(t, js[live], sent, 141, 150)
 	checkAll(t, js[live], sent)
 	t.Logf("replicas: %v, then %v, then %v", three, five, after)
 }
@@ -240,15 +171,10 @@ func TestJetStreamClusterMemoryScale(t *testing.T) {
 // back every acknowledged message is served.
 func TestJetStreamClusterMemoryPeerRemove(t *testing.T) {
 	servers, opts := jsClusterOpts(t, 4)
-	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js0 := jsAt(t, servers[0])
 	createMemoryOrders(t, js0, 3)
 	sent := map[uint64]sentMsg{}
-	for n := 1; n <= 100; n++ {
-		publishAcked(t, js0, sent, n)
-	}
+	publishRange(t, js0, sent, 1, 100)
 	names := waitReplicas(t, js0, 3)
 	leader := leaderIndex(servers, names[0])
 	removed, spare := leaderIndex(servers, names[1]), -1
@@ -257,45 +183,9 @@ func TestJetStreamClusterMemoryPeerRemove(t *testing.T) {
 			spare = i
 		}
 	}
-	out, errOut := runCLI(t, servers[leader].ClientURL(), "stream", "cluster", "peer-remove", "ORDERS", servers[removed].Name(), "-f")
-	if strings.Contains(out+errOut, "10075") || strings.Contains(out+errOut, "peer remap failed") {
-		t.Fatalf("nats stream cluster peer-remove:\n%s\n%s", out, errOut)
-	}
-	for n := 101; n <= 120; n++ {
-		publishAcked(t, js0, sent, n)
-	}
-	eventually(t, "the replica moved and current", func() error {
-		ci := streamCluster(t, js0)
-		if ci == nil {
-			return fmt.Errorf("no info")
-		}
-		have := map[string]bool{ci.Leader: true}
-		current := false
-		for _, p := range ci.Replicas {
-			have[p.Name] = true
-			current = current || p.Name == servers[spare].Name() && p.Current && !p.Pending
-		}
-		if have[servers[removed].Name()] || !current || len(ci.Replicas) != 2 {
-			return fmt.Errorf("cluster %+v", ci)
-		}
-		return nil
-	})
+	peerRemoveMoves(t, servers, js0, sent, leader, removed, spare)
 	other := 6 - leader - removed - spare
-	jsL, err := jetstream.New(connect(t, servers[leader].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	servers[other].Shutdown()
-	for n := 121; n <= 140; n++ {
-		publishAcked(t, jsL, sent, n)
-	}
-	servers[leader].Shutdown()
-	servers[other] = restartServer(t, opts[other])
-	jsS, err := jetstream.New(connect(t, servers[spare].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkAll(t, jsS, sent)
+	servesWithoutOther(t, servers, opts, sent, leader, spare, other, 121, 140)
 }
 
 // A memory stream of one replica with data scales to three: its server's
@@ -326,16 +216,11 @@ func TestJetStreamClusterMemoryScaleUpFromOne(t *testing.T) {
 	// hold everything.
 	third := 3 - home - other
 	servers[third].Shutdown()
-	for n := 121; n <= 130; n++ {
-		publishAcked(t, js[other], sent, n)
-	}
+	publishRange(t, js[other], sent, 121, 130)
 	servers[third] = restartServer(t, opts[third])
 	waitCurrent(t, js[other], servers[third].Name())
 	servers[other].Shutdown()
-	jsH, err := jetstream.New(connect(t, servers[home].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	jsH := jsAt(t, servers[home])
 	checkAll(t, jsH, sent)
 	// A memory stream of one replica with a consumer is not scaled up
 	// (10061): the consumer's state lives only in its runtime.
@@ -360,15 +245,10 @@ func TestJetStreamClusterMemoryScaleUpFromOne(t *testing.T) {
 // restarted server delivers the first message not acknowledged.
 func TestJetStreamClusterMemoryConsumerRestart(t *testing.T) {
 	servers, opts := jsClusterOpts(t, 3)
-	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js0 := jsAt(t, servers[0])
 	createMemoryOrders(t, js0, 3)
 	sent := map[uint64]sentMsg{}
-	for n := 1; n <= 40; n++ {
-		publishAcked(t, js0, sent, n)
-	}
+	publishRange(t, js0, sent, 1, 40)
 	var cons jetstream.Consumer
 	eventually(t, "create the consumer", func() error {
 		var err error
@@ -403,10 +283,7 @@ func TestJetStreamClusterMemoryConsumerRestart(t *testing.T) {
 	restarted := leaderIndex(servers, names[1])
 	servers[restarted].Shutdown()
 	servers[restarted] = restartServer(t, opts[restarted])
-	jsR, err := jetstream.New(connect(t, servers[restarted].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	jsR := jsAt(t, servers[restarted])
 	waitCurrent(t, jsR, servers[restarted].Name())
 	servers[leader].Shutdown()
 	eventually(t, "fetch after the restart", func() error {
@@ -440,15 +317,10 @@ func TestJetStreamClusterMemoryConsumerRestart(t *testing.T) {
 // follower back every acknowledged message is served through it.
 func TestJetStreamClusterMemoryWipedFollower(t *testing.T) {
 	servers, opts := jsClusterOpts(t, 3)
-	js0, err := jetstream.New(connect(t, servers[0].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js0 := jsAt(t, servers[0])
 	createMemoryOrders(t, js0, 3)
 	sent := map[uint64]sentMsg{}
-	for n := 1; n <= 80; n++ {
-		publishAcked(t, js0, sent, n)
-	}
+	publishRange(t, js0, sent, 1, 80)
 	names := waitReplicas(t, js0, 3)
 	leader, wiped := leaderIndex(servers, names[0]), leaderIndex(servers, names[1])
 	other := 3 - leader - wiped
@@ -456,24 +328,151 @@ func TestJetStreamClusterMemoryWipedFollower(t *testing.T) {
 	if err := os.RemoveAll(opts[wiped].StoreDir); err != nil {
 		t.Fatal(err)
 	}
-	jsL, err := jetstream.New(connect(t, servers[leader].ClientURL()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for n := 81; n <= 100; n++ {
-		publishAcked(t, jsL, sent, n)
-	}
+	jsL := jsAt(t, servers[leader])
+	publishRange(t, jsL, sent, 81, 100)
 	servers[wiped] = restartServer(t, opts[wiped])
 	waitCurrent(t, jsL, servers[wiped].Name())
-	servers[other].Shutdown()
-	for n := 101; n <= 110; n++ {
-		publishAcked(t, jsL, sent, n)
-	}
-	servers[leader].Shutdown()
-	servers[other] = restartServer(t, opts[other])
-	jsW, err := jetstream.New(connect(t, servers[wiped].ClientURL()))
+	servesWithoutOther(t, servers, opts, sent, leader, wiped, other, 101, 110)
+}
+
+// A memory stream scaled up from one replica has every replica's state
+// from a snapshot (or, for the first, from the base its log starts at):
+// when every server restarts, all three lose it, are fenced, and the
+// group can never elect a leader. The meta leader resets the stream, as
+// nats-server v2.15.2 brings it back (measured: docs/clustering.md,
+// "Memory streams"): it answers, empty, with its config and created
+// time; its durable consumer is back with nothing delivered or
+// acknowledged; it takes publishes again from sequence 1, which the
+// consumer delivers, and every replica is current.
+func TestJetStreamClusterMemoryResetAfterFullRestart(t *testing.T) {
+	servers, opts := jsClusterOpts(t, 3)
+	_, js := clusterClients(t, servers)
+	cfg := createMemoryOrders(t, js[0], 1)
+	_, home, other := scaleUpFromOne(t, servers, js, cfg)
+	var cons jetstream.Consumer
+	eventually(t, "create the consumer", func() error {
+		var err error
+		cons, err = js[other].CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy})
+		return err
+	})
+	eventually(t, "fetch and acknowledge one", func() error {
+		b, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return err
+		}
+		for m := range b.Messages() {
+			return m.DoubleAck(tctx(t))
+		}
+		return fmt.Errorf("nothing delivered: %v", b.Error())
+	})
+	s, err := js[other].Stream(tctx(t), "ORDERS")
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkAll(t, jsW, sent)
+	created := s.CachedInfo().Created
+	ci, err := cons.Info(tctx(t))
+	if err != nil || ci.AckFloor.Stream == 0 {
+		t.Fatalf("consumer before the restart %+v: %v", ci, err)
+	}
+	for i, srv := range servers {
+		if i != home {
+			srv.Shutdown()
+		}
+	}
+	for i := range servers {
+		servers[i] = restartServer(t, opts[i])
+	}
+	_, js = clusterClients(t, servers)
+	eventually(t, "the stream answers, empty", func() error {
+		s, err = js[home].Stream(ctx2(t), "ORDERS")
+		if err != nil {
+			return err
+		}
+		info := s.CachedInfo()
+		if info.Cluster == nil || info.Cluster.Leader == "" || info.State.Msgs != 0 || info.State.FirstSeq != 0 || info.State.LastSeq != 0 {
+			return fmt.Errorf("state %+v cluster %+v", info.State, info.Cluster)
+		}
+		return nil
+	})
+	if info := s.CachedInfo(); !info.Created.Equal(created) || info.Config.Storage != jetstream.MemoryStorage || info.Config.Replicas != 3 || info.Config.Duplicates != cfg.Duplicates {
+		t.Fatalf("after the reset: created %v (was %v), config %+v", info.Created, created, info.Config)
+	}
+	eventually(t, "the consumer answers, from the start", func() error {
+		c, err := js[home].Consumer(ctx2(t), "ORDERS", "D")
+		if err != nil {
+			return err
+		}
+		ci := c.CachedInfo()
+		if ci.Delivered.Stream != 0 || ci.AckFloor.Stream != 0 || ci.NumPending != 0 || ci.NumAckPending != 0 || ci.Config.AckPolicy != jetstream.AckExplicitPolicy {
+			return fmt.Errorf("consumer %+v", ci)
+		}
+		cons = c
+		return nil
+	})
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 20; n++ {
+		publishAcked(t, js[home], sent, n)
+	}
+	if _, ok := sent[1]; !ok || len(sent) != 20 {
+		t.Fatalf("sequences after the reset: %v", slices.Sorted(maps.Keys(sent)))
+	}
+	checkAll(t, js[other], sent)
+	eventually(t, "the consumer delivers sequence 1", func() error {
+		b, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return err
+		}
+		for m := range b.Messages() {
+			md, err := m.Metadata()
+			if err != nil {
+				return err
+			}
+			if md.Sequence.Stream != 1 {
+				t.Fatalf("delivered stream sequence %d, want 1", md.Sequence.Stream)
+			}
+			return nil
+		}
+		return fmt.Errorf("nothing delivered: %v", b.Error())
+	})
+	waitReplicas(t, js[home], 3)
+}
+
+// Every server of an R3 memory stream restarts when only one of its
+// replicas (a replacement for a wiped follower, caught up by a snapshot)
+// lost its state: the other two replay their logs and elect a leader, so
+// the stream is not reset: the lost replica is replaced the normal way,
+// every acknowledged message is still there and the replacement is
+// current.
+func TestJetStreamClusterMemoryMinorityLostFullRestart(t *testing.T) {
+	servers, opts := jsClusterOpts(t, 3)
+	_, js := clusterClients(t, servers)
+	createMemoryOrders(t, js[0], 3)
+	sent := map[uint64]sentMsg{}
+	for n := 1; n <= 50; n++ {
+		publishAcked(t, js[0], sent, n)
+	}
+	names := waitReplicas(t, js[0], 3)
+	leader, wiped := leaderIndex(servers, names[0]), leaderIndex(servers, names[1])
+	servers[wiped].Shutdown()
+	if err := os.RemoveAll(opts[wiped].StoreDir); err != nil {
+		t.Fatal(err)
+	}
+	for n := 51; n <= 60; n++ {
+		publishAcked(t, js[leader], sent, n)
+	}
+	servers[wiped] = restartServer(t, opts[wiped])
+	waitCurrent(t, js[leader], servers[wiped].Name())
+	for _, s := range servers {
+		s.Shutdown()
+	}
+	for i := range servers {
+		servers[i] = restartServer(t, opts[i])
+	}
+	_, js = clusterClients(t, servers)
+	checkAll(t, js[wiped], sent)
+	for n := 61; n <= 70; n++ {
+		publishAcked(t, js[wiped], sent, n)
+	}
+	waitReplicas(t, js[wiped], 3)
+	checkAll(t, js[leader], sent)
 }

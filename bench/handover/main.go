@@ -35,6 +35,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/faults"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -113,29 +114,11 @@ func start(bin, dir string, grace time.Duration) ([]*proc, error) {
 		ps = append(ps, p)
 	}
 	for _, p := range ps {
-		if err := until(20*time.Second, func() error {
-			c, err := net.DialTimeout("tcp", strings.TrimPrefix(p.url, "nats://"), time.Second)
-			if err == nil {
-				c.Close()
-			}
-			return err
-		}); err != nil {
+		if err := faults.Until(20*time.Second, func() error { return faults.Accepts(p.url) }); err != nil {
 			return ps, fmt.Errorf("%s does not accept: %w", p.name, err)
 		}
 	}
 	return ps, nil
-}
-
-// until retries f every 50 ms until it succeeds or d passed.
-func until(d time.Duration, f func() error) error {
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // metaLeader reads the meta leader from a server's /jsz.
@@ -223,7 +206,7 @@ func round(bin string, sig syscall.Signal, grace, after time.Duration, keep bool
 	}
 	defer admin.Close()
 	ajs, _ := jetstream.New(admin)
-	if err := until(30*time.Second, func() error {
+	if err := faults.Until(30*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_, err := ajs.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, Storage: jetstream.FileStorage})
@@ -233,7 +216,7 @@ func round(bin string, sig syscall.Signal, grace, after time.Duration, keep bool
 	}
 	// The stream's leader on the meta leader's server, as in the trial.
 	var leader *proc
-	if err := until(30*time.Second, func() error {
+	if err := faults.Until(30*time.Second, func() error {
 		ml, err := metaLeader(ps[0])
 		if err != nil {
 			return err
@@ -358,7 +341,7 @@ func round(bin string, sig syscall.Signal, grace, after time.Duration, keep bool
 
 	// Every acknowledged message is in the stream.
 	var info *jetstream.StreamInfo
-	if err := until(10*time.Second, func() error {
+	if err := faults.Until(10*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		st, err := ajs.Stream(ctx, "ORDERS")
@@ -372,7 +355,7 @@ func round(bin string, sig syscall.Signal, grace, after time.Duration, keep bool
 	}
 	have := map[string]bool{}
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-		if err := until(10*time.Second, func() error {
+		if err := faults.Until(10*time.Second, func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			st, err := ajs.Stream(ctx, "ORDERS")

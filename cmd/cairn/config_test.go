@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -98,7 +99,7 @@ func TestServerStartsFromFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cairn.conf")
 	pid := filepath.Join(dir, "cairn.pid")
-	writeFile(t, path, "listen: 127.0.0.1:-1\nserver_name: from-file\nmax_payload: 64KB\npid_file: \""+pid+"\"\nserver_tags: [a]\nhttp_port: -1\n")
+	writeFile(t, path, "listen: 127.0.0.1:-1\nserver_name: from-file\nmax_payload: 64KB\npid_file: \""+pid+"\"\nserver_metadata: {a: b}\nhttp_port: -1\nserver_tags: [\" AZ:1\", ssd]\n")
 	var out, log syncBuffer
 	code := run([]string{"-c", path}, &out, &log, func(ctl controls) {
 		info := dialInfo(t, listenAddr(t, log.String()))
@@ -110,14 +111,14 @@ func TestServerStartsFromFile(t *testing.T) {
 			t.Errorf("pid file %q, %v", data, err)
 		}
 		varz := getJSON(t, "http://"+monitorAddr(t, log.String())+"/varz")
-		if varz["server_name"] != "from-file" || varz["max_payload"] != float64(64<<10) {
+		if varz["server_name"] != "from-file" || varz["max_payload"] != float64(64<<10) || fmt.Sprint(varz["tags"]) != "[az:1 ssd]" {
 			t.Errorf("/varz %v", varz)
 		}
 	})
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, log.String())
 	}
-	for _, want := range []string{"[INF] Using configuration file: " + path + " (sha256:", `[WRN] ` + path + `:5:1: field "server_tags" is ignored`} {
+	for _, want := range []string{"[INF] Using configuration file: " + path + " (sha256:", `[WRN] ` + path + `:5:1: field "server_metadata" is ignored`} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, log.String())
 		}
@@ -125,7 +126,8 @@ func TestServerStartsFromFile(t *testing.T) {
 }
 
 // A bad file stops the start with exit 1 and every problem, each naming
-// the file, line and column.
+// the file, line and column, then a blank line, as nats-server v2.15.2
+// prints them.
 func TestBadFileExitsOne(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cairn.conf")
 	writeFile(t, path, "port: 4222\nleafnodes { port: 7422 }\n  bogus: 1\n")
@@ -133,7 +135,7 @@ func TestBadFileExitsOne(t *testing.T) {
 	if code := run([]string{"-c", path}, &out, &errOut, noWait); code != 1 {
 		t.Fatalf("exit %d", code)
 	}
-	want := "cairn: " + path + `:2:1: field "leafnodes" is not supported by cairn` + "\n" + path + `:3:3: unknown field "bogus"` + "\n"
+	want := "cairn: " + path + `:2:1: field "leafnodes" is not supported by cairn` + "\n" + path + `:3:3: unknown field "bogus"` + "\n\n"
 	if errOut.String() != want {
 		t.Fatalf("stderr %q, want %q", errOut.String(), want)
 	}
@@ -149,13 +151,13 @@ func TestBadFileExitsOne(t *testing.T) {
 func TestCheckConfig(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.conf")
-	writeFile(t, good, "port: 4333\nserver_tags: [a]\n")
+	writeFile(t, good, "port: 4333\nserver_metadata: {a: b}\n")
 	var out, errOut bytes.Buffer
 	if code := run([]string{"-t", "-c", good}, &out, &errOut, func(controls) { t.Error("-t started the server") }); code != 0 {
 		t.Fatalf("good file: exit %d: %s", code, errOut.String())
 	}
 	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], `good.conf:2:1: field "server_tags" is ignored`) ||
+	if len(lines) != 2 || !strings.Contains(lines[0], `good.conf:2:1: field "server_metadata" is ignored`) ||
 		!strings.HasPrefix(lines[1], "cairn: configuration file "+good+" is valid (sha256:") {
 		t.Fatalf("stderr %q", errOut.String())
 	}
@@ -214,4 +216,24 @@ func getJSON(t *testing.T, url string) map[string]any {
 		t.Fatalf("GET %s: %v", url, err)
 	}
 	return m
+}
+
+// A max_payload over 8 MB is warned of when the server starts, without a
+// position, and -t does not print it: nats-server v2.15.2 logs it in Start
+// and its -t says only that the file is valid.
+func TestLargePayloadWarnedAtStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cairn.conf")
+	writeFile(t, path, "listen: 127.0.0.1:-1\nmax_payload: 16MB\n")
+	const warn = "Maximum payloads over 8.00 MB are generally discouraged and could lead to poor performance"
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-t", "-c", path}, &out, &errOut, noWait); code != 0 || strings.Contains(errOut.String(), "discouraged") {
+		t.Fatalf("-t: exit %d, %q", code, errOut.String())
+	}
+	var log syncBuffer
+	if code := run([]string{"-c", path}, &out, &log, noWait); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, log.String())
+	}
+	if !strings.Contains(log.String(), "[WRN] "+warn+"\n") {
+		t.Errorf("log lacks the warning:\n%s", log.String())
+	}
 }

@@ -110,7 +110,7 @@ func run(args []string, stdout, stderr io.Writer, wait waitFunc) int {
 		return sendSignal(cl.signal, cfg, stderr)
 	case err != nil:
 		printProblems(stderr, warns)
-		fmt.Fprintf(stderr, "cairn: %v\n", err)
+		printConfigError(stderr, err)
 		return 1
 	}
 	lf, err := openLog(cfg.Log, stderr)
@@ -128,11 +128,22 @@ func run(args []string, stdout, stderr io.Writer, wait waitFunc) int {
 func checkConfig(cfg *config.Config, warns []config.Problem, err error, stderr io.Writer) int {
 	printProblems(stderr, warns)
 	if err != nil {
-		fmt.Fprintf(stderr, "cairn: %v\n", err)
+		printConfigError(stderr, err)
 		return 1
 	}
 	fmt.Fprintf(stderr, "cairn: configuration file %s is valid (%s)\n", cfg.File, cfg.Digest)
 	return 0
+}
+
+// printConfigError prints why the configuration cannot be used. A list
+// of problems (*config.Error) ends with an empty line, as nats-server
+// v2.15.2 prints its processConfigErr, whose every line ends in a newline,
+// with Fprintln.
+func printConfigError(w io.Writer, err error) {
+	fmt.Fprintf(w, "cairn: %v\n", err)
+	if _, ok := errors.AsType[*config.Error](err); ok {
+		fmt.Fprintln(w)
+	}
 }
 
 func printProblems(w io.Writer, ps []config.Problem) {
@@ -257,6 +268,11 @@ func serve(in *instance, warns []config.Problem, wait waitFunc) int {
 	for _, w := range warns {
 		log.Warnf("%v", w)
 	}
+	if cfg.Limits.MaxPayload > config.MaxPayloadWarn {
+		// Logged at start, not a problem of the file (-t does not print
+		// it), as nats-server v2.15.2 Start logs it.
+		log.Warnf("Maximum payloads over 8.00 MB are generally discouraged and could lead to poor performance")
+	}
 	if err := writePidFile(cfg.Process.PidFile); err != nil {
 		log.Fatalf("Could not write pidfile: %v", err)
 		return 1
@@ -341,6 +357,8 @@ func serverOptions(c *config.Config, log *logger.Logger) server.Options {
 		AckBeforeSyncInterval: c.JetStream.AckBeforeSyncInterval,
 		DefaultMaxConsumers:   c.JetStream.DefaultMaxConsumers,
 		JetStreamDomain:       c.JetStream.Domain,
+		JetStreamUniqueTag:    c.JetStream.UniqueTag,
+		Tags:                  c.Tags,
 		Cluster:               clusterOptions(c.Cluster),
 		Auth:                  c.Auth,
 		TLS:                   c.TLS,

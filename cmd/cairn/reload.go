@@ -75,6 +75,7 @@ var startOnly = map[string]string{
 	"cluster.name":             "the cluster's name is checked on every route and names the JetStream meta group; cairn sets it at start only",
 	"default_max_consumers":    "cairn applies JetStream's limits block at start only",
 	"cluster.tls":              "cairn applies the cluster's TLS at start only",
+	"server_tags":              "a cluster's servers learn each other's tags when they connect; cairn sets them at start only",
 }
 
 // clusterReloadKey reports whether a setting is one of the cluster block

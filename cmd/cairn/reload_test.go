@@ -69,6 +69,10 @@ func TestReload(t *testing.T) {
 		if !strings.Contains(got, "config reload not supported for jetstream: old=false, new=true (cairn starts or stops JetStream only at start)") {
 			t.Errorf("JetStream refusal not logged:\n%s", got)
 		}
+		got = reload(base + "server_tags: [AZ:1]\n")
+		if !strings.Contains(got, "config reload not supported for server_tags: old=[], new=[az:1] (a cluster's servers learn each other's tags when they connect; cairn sets them at start only)") {
+			t.Errorf("server_tags refusal not logged:\n%s", got)
+		}
 
 		// A broken file is reported with its position.
 		got = reload(base + "max_payload: 2KB\nbogus: 1\n")

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/transform"
 	"github.com/nats-io/nkeys"
 )
 
@@ -757,12 +758,35 @@ func checkImports(c *Config, at item, r *report) {
 				r.errorf(at, "Error adding %s import %q: %s import already exists", kind, im.Subject, kind)
 			case importCycle(accepted, acc.Name, im):
 				r.errorf(at, "Error adding %s import %q: import forms a cycle", kind, im.Subject)
+			case im.mappingError() != nil:
+				r.errorf(at, "Error adding %s import %q: %v", kind, im.Subject, im.mappingError())
 			default:
 				accepted[acc.Name] = append(accepted[acc.Name], im)
 			}
 			seen[kind+" "+im.Account+" "+im.Subject] = true
 		}
 	}
+}
+
+// mappingError is nats-server's error for an import whose "to" cannot be
+// a reversible mapping of the exported subject (nats-server v2.15.2
+// AddServiceImport and addMappedStreamImportWithClaim compile it with
+// NewSubjectTransformStrict when the exported subject has wildcards);
+// nil when the mapping is fine or there is none.
+func (im *Import) mappingError() error {
+	local := im.LocalSubject()
+	if im.To == "" || local == im.Subject || !strings.ContainsAny(im.Subject, "*>") {
+		return nil
+	}
+	if _, err := transform.NewStrict(im.Subject, transform.Tokenize(local)); err != nil {
+		kind := map[bool]string{false: "stream", true: "service"}[im.Service]
+		from, to := im.Subject, local
+		if im.Service {
+			from, to = local, im.Subject
+		}
+		return fmt.Errorf("failed to create mapping transform for %s import subject from %q to %q: %w", kind, from, to, err)
+	}
+	return nil
 }
 
 // exports reports whether the account exports subj (a stream or a

@@ -84,9 +84,13 @@ func clusterListen(c *Config, it item, r *report) {
 	c.Cluster.Host, c.Cluster.Port = tmp.Host, tmp.Port
 }
 
+// connectRetriesKey reads connect_retries; a negative value is kept and
+// means 0 (one dial), as in nats-server v2.15.2 (parseCluster takes any
+// integer; connectToRoute stops after the first failed dial when it is 0
+// or less).
 func connectRetriesKey(c *Config, it item, r *report) {
-	if n, ok := r.intOf(it); ok { // intOf refuses negative values
-		c.Cluster.ConnectRetries = n
+	if n, ok := r.int64Of(it); ok {
+		c.Cluster.ConnectRetries = int(n)
 	}
 }
 

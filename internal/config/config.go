@@ -35,6 +35,11 @@ type Config struct {
 	Port            int    `key:"port"`             // client port; 0 = 4222, -1 = a free port
 	ServerName      string `key:"server_name"`      // "" = the server id
 	ClientAdvertise string `key:"client_advertise"` // "host" or "host:port" sent in INFO host and port instead of the listener's
+	// Tags are server_tags: lowercased, trimmed, without duplicates or
+	// empty ones, in the order written (nats-server v2.15.2 jwt.TagList).
+	// Monitoring shows them and stream placement matches them
+	// (docs/clustering.md, "Placement").
+	Tags []string `key:"server_tags"`
 
 	Limits    Limits    // the client protocol limits (limits.go)
 	Log       Log       // logging (logging.go)

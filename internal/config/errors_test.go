@@ -43,50 +43,49 @@ func TestErrorsNameFileLineColumn(t *testing.T) {
 	)
 }
 
-// conf reports 0-based columns on the first line only; cairn's columns
-// are 1-based everywhere.
-func TestFirstLineColumnIsOneBased(t *testing.T) {
-	wantLines(t, problemTexts(t, "foo: 1"), `F:1:1: unknown field "foo"`)
-	wantLines(t, problemTexts(t, `{"port": 1, "foo": 2}`), `F:1:14: unknown field "foo"`)
+// conf's columns are 0-based on the first line only (1-based on the
+// others); cairn prints them as they are, as nats-server v2.15.2 does.
+func TestFirstLineColumnIsZeroBased(t *testing.T) {
+	wantLines(t, problemTexts(t, "foo: 1"), `F:1:0: unknown field "foo"`)
+	wantLines(t, problemTexts(t, `{"port": 1, "foo": 2}`), `F:1:13: unknown field "foo"`)
 }
 
 func TestErrorTexts(t *testing.T) {
 	cases := []struct{ text, want string }{
-		{"leafnodes { port: 7422 }", `F:1:1: field "leafnodes" is not supported by cairn`},
+		{"leafnodes { port: 7422 }", `F:1:0: field "leafnodes" is not supported by cairn`},
 		{"\nws: {port: 8080}", `F:2:1: field "ws" is not supported by cairn`},
-		{"gateway {}", `F:1:1: field "gateway" is not supported by cairn`},
-		{"mqtt {}", `F:1:1: field "mqtt" is not supported by cairn`},
-		{"authorization { token: s3cr3t, user: a }", `F:1:1: Cannot have a user/pass and token`},
-		{"tls { cert_file: a }", `F:1:1: missing 'key_file' in TLS configuration`},
-		{"accounts { $G {} }", `F:1:12: "$G" is a Reserved Account`},
-		{"jetstream { domain: \"a.b\" }", `F:1:13: invalid domain name: may not contain ., * or >`},
-		{"jetstream { domain: \"a b\" }", `F:1:13: invalid domain name: derived "$JS.a b.API" is not a valid subject`},
-		{"jetstream { domain: 1 }", `F:1:13: interface conversion: interface {} is int64, not string`},
-		{"jetstream { key: s3cr3t }", `F:1:13: field "key" is not supported by cairn yet`},
-		{"max_subscriptions: \"10\"", `F:1:1: interface conversion: interface {} is string, not int64`},
-		{"no_header_support: true", `F:1:1: field "no_header_support" is not supported by cairn yet`},
-		{"cluster { routes: [\"nats://:6222\"] }", `F:1:21: error parsing route url ["nats://:6222"]`},
-		{"cluster { tls: {} }", `F:1:11: missing 'cert_file' in TLS configuration`},
-		{"cluster { connect_retries: -1 }", `F:1:11: connect_retries value can not be negative`},
-		{"cluster { authorization: { users: [] } }", `F:1:28: field "users" is not supported by cairn yet`},
-		{"cluster { colour: red }", `F:1:11: unknown field "colour"`},
-		{"X = 1\nport: 2", `F:1:1: unknown field "X"`},
-		{"max_payload: 3GB", `F:1:1: max_payload value is too big`},
-		{"max_payload: -1", `F:1:1: max_payload value can not be negative`},
-		{"port: 70000", `F:1:1: port 70000 out of range`},
-		{"listen: nohost", `F:1:1: could not parse address string "nohost"`},
-		{"server_name: 'a b'", `F:1:1: server name cannot contain spaces`},
-		{`ping_interval: "2 minutes"`, `F:1:1: error parsing ping_interval: time: unknown unit " minutes" in duration "2 minutes"`},
-		{`lame_duck_duration: "10s"`, `F:1:1: invalid lame_duck_duration of 10s, minimum is 30 seconds`},
-		{`lame_duck_grace_period: "-1s"`, `F:1:1: invalid lame_duck_grace_period, needs to be positive`},
-		{"jetstream: maybe", `F:1:1: Expected 'enabled' or 'disabled' for string value, got 'maybe'`},
-		{"jetstream: 5", `F:1:1: Expected map, bool or string to define JetStream, got int64`},
-		{`jetstream { max_memory_store: "1X" }`, `F:1:13: max_mem_store sizes defined as strings must end in K, M, G, T`},
-		{`jetstream { max_file: true }`, `F:1:13: max_file_store must be int64 or string`},
-		{"store_dir: /a\njetstream { store_dir: /b }", `F:1:1: Duplicate 'store_dir' configuration`},
-		{"write_timeout: sometimes", `F:1:1: write_timeout must be 'default', 'close' or 'retry'`},
-		{"cluster: 5", `F:1:1: Expected map to define cluster, got int64`},
-		{`jetstream { ack_before_sync_interval: "0s" }`, `F:1:13: ack_before_sync_interval must be positive`},
+		{"gateway {}", `F:1:0: field "gateway" is not supported by cairn`},
+		{"mqtt {}", `F:1:0: field "mqtt" is not supported by cairn`},
+		{"authorization { token: s3cr3t, user: a }", `F:1:0: Cannot have a user/pass and token`},
+		{"tls { cert_file: a }", `F:1:0: missing 'key_file' in TLS configuration`},
+		{"accounts { $G {} }", `F:1:11: "$G" is a Reserved Account`},
+		{"jetstream { domain: \"a.b\" }", `F:1:12: invalid domain name: may not contain ., * or >`},
+		{"jetstream { domain: \"a b\" }", `F:1:12: invalid domain name: derived "$JS.a b.API" is not a valid subject`},
+		{"jetstream { domain: 1 }", `F:1:12: interface conversion: interface {} is int64, not string`},
+		{"jetstream { key: s3cr3t }", `F:1:12: field "key" is not supported by cairn yet`},
+		{"max_subscriptions: \"10\"", `F:1:0: interface conversion: interface {} is string, not int64`},
+		{"no_header_support: true", `F:1:0: field "no_header_support" is not supported by cairn yet`},
+		{"cluster { routes: [\"nats://:6222\"] }", `F:1:20: error parsing route url ["nats://:6222"]`},
+		{"cluster { tls: {} }", `F:1:10: missing 'cert_file' in TLS configuration`},
+		{"cluster { authorization: { users: [] } }", `F:1:27: field "users" is not supported by cairn yet`},
+		{"cluster { colour: red }", `F:1:10: unknown field "colour"`},
+		{"X = 1\nport: 2", `F:1:0: unknown field "X"`},
+		{"max_payload: 3GB", `F:1:0: max_payload value is too big`},
+		{"max_payload: -1", `F:1:0: max_payload value can not be negative`},
+		{"port: 70000", `F:1:0: port 70000 out of range`},
+		{"listen: nohost", `F:1:0: could not parse address string "nohost"`},
+		{"server_name: 'a b'", `F:1:0: server name cannot contain spaces`},
+		{`ping_interval: "2 minutes"`, `F:1:0: error parsing ping_interval: time: unknown unit " minutes" in duration "2 minutes"`},
+		{`lame_duck_duration: "10s"`, `F:1:0: invalid lame_duck_duration of 10s, minimum is 30 seconds`},
+		{`lame_duck_grace_period: "-1s"`, `F:1:0: invalid lame_duck_grace_period, needs to be positive`},
+		{"jetstream: maybe", `F:1:0: Expected 'enabled' or 'disabled' for string value, got 'maybe'`},
+		{"jetstream: 5", `F:1:0: Expected map, bool or string to define JetStream, got int64`},
+		{`jetstream { max_memory_store: "1X" }`, `F:1:12: max_mem_store sizes defined as strings must end in K, M, G, T`},
+		{`jetstream { max_file: true }`, `F:1:12: max_file_store must be int64 or string`},
+		{"store_dir: /a\njetstream { store_dir: /b }", `F:1:0: Duplicate 'store_dir' configuration`},
+		{"write_timeout: sometimes", `F:1:0: write_timeout must be 'default', 'close' or 'retry'`},
+		{"cluster: 5", `F:1:0: Expected map to define cluster, got int64`},
+		{`jetstream { ack_before_sync_interval: "0s" }`, `F:1:12: ack_before_sync_interval must be positive`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.text, func(t *testing.T) {
@@ -139,13 +138,10 @@ func TestMissingFile(t *testing.T) {
 // naming them; nothing is dropped silently.
 func TestWarnings(t *testing.T) {
 	cases := []struct{ text, want string }{
-		{"ping_interval: 60", `F:1:1: invalid use of field "ping_interval": ping_interval should be converted to a duration`},
-		{"cluster { name: c, port: 6222, pool_size: 3 }", `F:1:32: field "pool_size" is ignored: cairn keeps one route connection per peer, carrying every subject (nats-server's pool_size: -1)`},
-		{"syslog: true", `F:1:1: field "syslog" is ignored: cairn logs to stderr or to log_file`},
-		{"server_tags: [a, b]", `F:1:1: field "server_tags" is ignored: tags are shown by monitoring and place streams in a cluster; cairn places streams without them yet`},
-		{"max_connections: 0", `F:1:1: max_connections 0 refuses every client connection (as in nats-server)`},
-		{"max_payload: 16MB", `F:1:1: Maximum payloads over 8.00 MB are generally discouraged and could lead to poor performance`},
-		{"jetstream { unique_tag: az }", `F:1:13: field "unique_tag" is ignored: it places streams in a cluster, and cairn runs as a single server`},
+		{"ping_interval: 60", `F:1:0: invalid use of field "ping_interval": ping_interval should be converted to a duration`},
+		{"cluster { name: c, port: 6222, pool_size: 3 }", `F:1:31: field "pool_size" is ignored: cairn keeps one route connection per peer, carrying every subject (nats-server's pool_size: -1)`},
+		{"syslog: true", `F:1:0: field "syslog" is ignored: cairn logs to stderr or to log_file`},
+		{"max_connections: 0", `F:1:0: max_connections 0 refuses every client connection (as in nats-server)`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.text, func(t *testing.T) {
@@ -229,5 +225,14 @@ func TestEveryNatsServerKeyIsClassified(t *testing.T) {
 		if _, ok := jetstreamBlockKeys[k]; !ok {
 			t.Errorf("nats-server jetstream key %q is unknown to cairn", k)
 		}
+	}
+}
+
+// A negative connect_retries loads, as in nats-server v2.15.2, which keeps
+// any integer and dials a learned route once when it is 0 or less.
+func TestNegativeConnectRetries(t *testing.T) {
+	c, warns := mustLoad(t, "cluster { port: 6222, connect_retries: -3 }")
+	if c.Cluster.ConnectRetries != -3 || len(warns) != 0 {
+		t.Fatalf("connect_retries %d, warnings %v", c.Cluster.ConnectRetries, warns)
 	}
 }

@@ -32,6 +32,11 @@ type JetStream struct {
 	// account's sets a cap (nats-server v2.15.2 JSLimitOpts). 0 (unset)
 	// is nats-server's 1000, negative is no cap.
 	DefaultMaxConsumers int `key:"default_max_consumers"`
+	// UniqueTag is unique_tag, lowercased and trimmed: the prefix of the
+	// server tag no two replicas of a stream may share (nats-server
+	// v2.15.2 JetStreamUniqueTag; docs/clustering.md, "Placement"). ""
+	// for no such rule.
+	UniqueTag string `key:"unique_tag"`
 }
 
 // jetstreamKeys are the top-level JetStream keys.
@@ -70,7 +75,7 @@ var jetstreamBlockKeys = keyTable{
 	"tpm":                      unsupportedYet,
 	"limits":                   jsLimitsKey,
 	"extension_hint":           ignoredKey(singleServer),
-	"unique_tag":               ignoredKey(singleServer),
+	"unique_tag":               uniqueTagKey,
 	"max_outstanding_catchup":  ignoredKey(noSuchTuning),
 	"max_buffered_size":        ignoredKey(noSuchTuning),
 	"max_buffered_msgs":        ignoredKey(noSuchTuning),
@@ -251,4 +256,12 @@ func setStorageSize(dst *int64, it item, name string, r *report) {
 		n = Unset
 	}
 	*dst = n
+}
+
+// uniqueTagKey reads jetstream { unique_tag }: a string, kept lowercased
+// and trimmed as nats-server v2.15.2 keeps it.
+func uniqueTagKey(c *Config, it item, r *report) {
+	if s, ok := r.stringOf(it); ok {
+		c.JetStream.UniqueTag = strings.ToLower(strings.TrimSpace(s))
+	}
 }

@@ -41,10 +41,6 @@ func maxPayloadKey(c *Config, it item, r *report) {
 	if !ok {
 		return
 	}
-	if n > MaxPayloadWarn {
-		// nats-server logs this at start (server/server.go Start).
-		r.warnf(it, "Maximum payloads over 8.00 MB are generally discouraged and could lead to poor performance")
-	}
 	c.Limits.MaxPayload = n
 }
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,4 +173,20 @@ func TestParseSize(t *testing.T) {
 			t.Errorf("ParseSize(%q) accepted", bad)
 		}
 	}
+}
+
+// server_tags and unique_tag are read as nats-server v2.15.2 reads them:
+// lowercased and trimmed, empty and repeated tags dropped; a value of
+// another type is its error.
+func TestServerTags(t *testing.T) {
+	c, _ := mustLoad(t, "server_tags: [\" AZ:1 \", \"ssd\", \"SSD\", \"\"]\njetstream { unique_tag: \" AZ: \" }")
+	if !slices.Equal(c.Tags, []string{"az:1", "ssd"}) || c.JetStream.UniqueTag != "az:" {
+		t.Fatalf("tags %q, unique tag %q", c.Tags, c.JetStream.UniqueTag)
+	}
+	if c, _ = mustLoad(t, `server_tags: "A, B"`); !slices.Equal(c.Tags, []string{"a, b"}) {
+		t.Fatalf("one string: %q", c.Tags)
+	}
+	wantLines(t, problemTexts(t, "server_tags: 5"), `F:1:0: error parsing tags: unsupported type int64`)
+	wantLines(t, problemTexts(t, `server_tags: ["a", {x: 1}]`), `F:1:0: error parsing tags: unsupported type *conf.token where string is expected`)
+	wantLines(t, problemTexts(t, "jetstream { unique_tag: 5 }"), `F:1:12: interface conversion: interface {} is int64, not string`)
 }

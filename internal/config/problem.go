@@ -8,9 +8,11 @@ import (
 )
 
 // Problem is one error or warning about a configuration file: where the
-// offending key was written and what is wrong. Line and Col are 1-based;
-// both are 0 when the problem has no position (a syntax error, whose text
-// names the line, or a check across several keys).
+// offending key was written and what is wrong. Line is 1-based; Col is
+// nats-server's parser's column, 0-based on the first line and 1-based on
+// the others, as nats-server v2.15.2 prints it (docs/configuration.md,
+// "Problems"). Line is 0 when the problem has no position (a syntax error,
+// whose text names the line, or a check across several keys).
 type Problem struct {
 	File string
 	Line int

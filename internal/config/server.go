@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -17,6 +18,7 @@ var serverKeys = keyTable{
 	"port":             portKey,
 	"server_name":      serverNameKey,
 	"client_advertise": clientAdvertiseKey,
+	"server_tags":      serverTagsKey,
 }
 
 // listenKey reads "host:port", or a port alone (nats-server parseListen).
@@ -117,4 +119,42 @@ func AdvertiseHostPort(s string, port int) (string, int, error) {
 		n = port
 	}
 	return strings.TrimSpace(host), n, nil
+}
+
+// serverTagsKey reads server_tags as nats-server v2.15.2 does (opts.go):
+// one string or a list of strings, each added lowercased and trimmed
+// unless empty or already there (AddTags); any other value is "error
+// parsing tags: unsupported type <T>".
+func serverTagsKey(c *Config, it item, r *report) {
+	switch v := it.val.(type) {
+	case string:
+		c.Tags = AddTags(nil, v)
+	case []any:
+		var tags []string
+		for _, e := range v {
+			s, ok := unwrap(it.key, e, it).val.(string)
+			if !ok {
+				// nats-server names the wrapped element's type.
+				r.errorf(it, "error parsing tags: unsupported type %T where string is expected", e)
+				return
+			}
+			tags = AddTags(tags, s)
+		}
+		c.Tags = tags
+	default:
+		r.errorf(it, "error parsing tags: unsupported type %T", it.val)
+	}
+}
+
+// AddTags appends each tag lowercased and trimmed to list, skipping
+// empty ones and those list already holds (nats-server v2.15.2's
+// jwt.TagList.Add, the form server_tags and placement compare in).
+func AddTags(list []string, tags ...string) []string {
+	for _, t := range tags {
+		t = strings.ToLower(strings.TrimSpace(t))
+		if t != "" && !slices.Contains(list, t) {
+			list = append(list, t)
+		}
+	}
+	return list
 }

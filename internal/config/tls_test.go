@@ -19,17 +19,17 @@ import (
 
 func TestTLSBlockErrors(t *testing.T) {
 	cases := []struct{ text, want string }{
-		{"tls { cert_file: 5 }", `F:1:7: error parsing tls config, expected 'cert_file' to be filename`},
-		{"tls { verify: 5 }", `F:1:7: error parsing tls config, expected 'verify' to be a boolean`},
-		{"tls { cert_file: /nonexistent/c.pem, key_file: /nonexistent/k.pem }", `F:1:1: error parsing X509 certificate/key pair: open /nonexistent/c.pem: no such file or directory`},
-		{"tls { cert_file: c.pem }", `F:1:1: missing 'key_file' in TLS configuration`},
-		{`tls { min_version: "1.1" }`, `F:1:7: unsupported TLS version: TLS 1.1`},
-		{`tls { cipher_suites: ["NOPE"] }`, `F:1:7: unrecognized cipher NOPE`},
-		{`tls { curve_preferences: [] }`, `F:1:7: error parsing tls config, 'curve_preferences' cannot be empty`},
-		{`tls { pinned_certs: ["abc"] }`, `F:1:7: error parsing tls config, 'pinned_certs' key abc does not look like hex-encoded sha256 of DER encoded SubjectPublicKeyInfo`},
-		{`tls { handshake_first: "sometimes" }`, `F:1:7: field "handshake_first"'s value "sometimes" is invalid`},
-		{`tls { ocsp_peer: true }`, `F:1:7: field "ocsp_peer" is not supported by cairn yet`},
-		{`tls { timeout: "x" }`, `F:1:7: error parsing tls config, 'timeout' time: invalid duration "x"`},
+		{"tls { cert_file: 5 }", `F:1:6: error parsing tls config, expected 'cert_file' to be filename`},
+		{"tls { verify: 5 }", `F:1:6: error parsing tls config, expected 'verify' to be a boolean`},
+		{"tls { cert_file: /nonexistent/c.pem, key_file: /nonexistent/k.pem }", `F:1:0: error parsing X509 certificate/key pair: open /nonexistent/c.pem: no such file or directory`},
+		{"tls { cert_file: c.pem }", `F:1:0: missing 'key_file' in TLS configuration`},
+		{`tls { min_version: "1.1" }`, `F:1:6: unsupported TLS version: TLS 1.1`},
+		{`tls { cipher_suites: ["NOPE"] }`, `F:1:6: unrecognized cipher NOPE`},
+		{`tls { curve_preferences: [] }`, `F:1:6: error parsing tls config, 'curve_preferences' cannot be empty`},
+		{`tls { pinned_certs: ["abc"] }`, `F:1:6: error parsing tls config, 'pinned_certs' key abc does not look like hex-encoded sha256 of DER encoded SubjectPublicKeyInfo`},
+		{`tls { handshake_first: "sometimes" }`, `F:1:6: field "handshake_first"'s value "sometimes" is invalid`},
+		{`tls { ocsp_peer: true }`, `F:1:6: field "ocsp_peer" is not supported by cairn yet`},
+		{`tls { timeout: "x" }`, `F:1:6: error parsing tls config, 'timeout' time: invalid duration "x"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.text, func(t *testing.T) {
@@ -81,12 +81,12 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string) {
 func TestClusterTLS(t *testing.T) {
 	cert, key := selfSigned(t, t.TempDir())
 	cases := []struct{ text, want string }{
-		{"cluster { tls { cert_file: 5 } }", `F:1:17: error parsing tls config, expected 'cert_file' to be filename`},
-		{"cluster { tls { insecure: 1 } }", `F:1:17: error parsing tls config, expected 'insecure' to be a boolean`},
-		{"cluster { tls { cert_file: c.pem } }", `F:1:11: missing 'key_file' in TLS configuration`},
-		{"cluster { tls { ca_file: ca.pem } }", `F:1:11: missing 'cert_file' in TLS configuration`},
-		{"cluster { tls { verify_and_map: true } }", `F:1:17: field "verify_and_map" is not supported by cairn yet`},
-		{"cluster { tls { cert_file: /nonexistent/c.pem, key_file: /nonexistent/k.pem } }", `F:1:11: error parsing X509 certificate/key pair: open /nonexistent/c.pem: no such file or directory`},
+		{"cluster { tls { cert_file: 5 } }", `F:1:16: error parsing tls config, expected 'cert_file' to be filename`},
+		{"cluster { tls { insecure: 1 } }", `F:1:16: error parsing tls config, expected 'insecure' to be a boolean`},
+		{"cluster { tls { cert_file: c.pem } }", `F:1:10: missing 'key_file' in TLS configuration`},
+		{"cluster { tls { ca_file: ca.pem } }", `F:1:10: missing 'cert_file' in TLS configuration`},
+		{"cluster { tls { verify_and_map: true } }", `F:1:16: field "verify_and_map" is not supported by cairn yet`},
+		{"cluster { tls { cert_file: /nonexistent/c.pem, key_file: /nonexistent/k.pem } }", `F:1:10: error parsing X509 certificate/key pair: open /nonexistent/c.pem: no such file or directory`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.text, func(t *testing.T) {

@@ -29,7 +29,6 @@ var unsupportedKeys = keyTable{
 	// Settings whose absence a client does not see.
 	"connect_error_reports":   ignoredKey("it paces the logging of route, gateway and leafnode connection errors, which cairn does not have"),
 	"reconnect_error_reports": ignoredKey("it paces the logging of route, gateway and leafnode connection errors, which cairn does not have"),
-	"server_tags":             ignoredKey("tags are shown by monitoring and place streams in a cluster; cairn places streams without them yet"),
 	"server_metadata":         ignoredKey("cairn's monitoring does not show server metadata yet"),
 	"disable_sublist_cache":   ignoredKey("cairn's subject index cache cannot be turned off"),
 	"no_sublist_cache":        ignoredKey("cairn's subject index cache cannot be turned off"),

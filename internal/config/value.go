@@ -36,11 +36,10 @@ func unwrap(key string, v any, parent item) item {
 	if !ok {
 		return item{key: key, val: v, file: parent.file, line: parent.line, col: parent.col}
 	}
-	col := tk.Position()
-	if tk.Line() == 1 {
-		col++ // conf's columns are 0-based on the first line only
-	}
-	return item{key: key, val: tk.Value(), file: tk.SourceFile(), line: tk.Line(), col: col, usedVar: tk.IsUsedVariable()}
+	// conf's columns count from 0 on the first line and from 1 on the
+	// others (its lexer measures from the previous newline); they are
+	// reported as they are, as nats-server reports them.
+	return item{key: key, val: tk.Value(), file: tk.SourceFile(), line: tk.Line(), col: tk.Position(), usedVar: tk.IsUsedVariable()}
 }
 
 func (it item) problem(msg string) Problem {

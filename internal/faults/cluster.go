@@ -116,17 +116,13 @@ func (c *Cluster) Start(idx ...int) error {
 	}
 	for _, i := range idx {
 		s := c.Servers[i]
-		if err := until(30*time.Second, func() error {
+		if err := Until(30*time.Second, func() error {
 			select {
 			case <-s.exited:
 				return fmt.Errorf("%s exited at start (log %s)", s.Name, s.logf)
 			default:
 			}
-			conn, err := net.DialTimeout("tcp", strings.TrimPrefix(s.URL, "nats://"), time.Second)
-			if err == nil {
-				conn.Close()
-			}
-			return err
+			return Accepts(s.URL)
 		}); err != nil {
 			return fmt.Errorf("%s does not accept clients: %w", s.Name, err)
 		}
@@ -218,6 +214,17 @@ func (c *Cluster) Index(name string) int {
 	return -1
 }
 
+// Accepts reports whether the server of url (nats://host:port) accepts a
+// TCP connection within a second: nil when it does, the dial error when
+// it does not.
+func Accepts(url string) error {
+	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(url, "nats://"), time.Second)
+	if err == nil {
+		conn.Close()
+	}
+	return err
+}
+
 // freePorts returns n distinct loopback ports nothing listens on now:
 // all n are held open together, so that none is handed out twice.
 func freePorts(n int) ([]int, error) {
@@ -233,9 +240,9 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// until retries f every 50 ms until it succeeds or d has passed, and
+// Until retries f every 50 ms until it succeeds or d has passed, and
 // returns its last error.
-func until(d time.Duration, f func() error) error {
+func Until(d time.Duration, f func() error) error {
 	deadline := time.Now().Add(d)
 	for {
 		err := f()
@@ -244,4 +251,15 @@ func until(d time.Duration, f func() error) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Pid returns server i's process id, or 0 when it does not run.
+func (c *Cluster) Pid(i int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.Servers[i]
+	if s.cmd == nil || s.state == "killed" {
+		return 0
+	}
+	return s.cmd.Process.Pid
 }

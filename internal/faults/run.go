@@ -206,7 +206,7 @@ func allCurrent(si *jetstream.StreamInfo, n int) bool {
 // current.
 func (r *runner) leader(avoid map[int]bool) (int, error) {
 	var idx int
-	err := until(r.cfg.Wait, func() error {
+	err := Until(r.cfg.Wait, func() error {
 		si, err := r.info(avoid)
 		if err != nil {
 			return err
@@ -221,7 +221,7 @@ func (r *runner) leader(avoid map[int]bool) (int, error) {
 }
 
 func (r *runner) setup() error {
-	return until(r.cfg.Wait, func() error {
+	return Until(r.cfg.Wait, func() error {
 		js, done, err := r.admin(nil)
 		if err != nil {
 			return err

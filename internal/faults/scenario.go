@@ -82,7 +82,7 @@ func (r *runner) run(res *Result) error {
 	}()
 
 	time.Sleep(cfg.Warm)
-	if err := until(cfg.Wait, func() error {
+	if err := Until(cfg.Wait, func() error {
 		if h.ackCount() == 0 {
 			return fmt.Errorf("no PubAck")
 		}
@@ -104,7 +104,7 @@ func (r *runner) run(res *Result) error {
 	res.Target = target
 	hold := time.Now().Add(cfg.MinHold)
 	if !stalls[cfg.Fault] {
-		_ = until(cfg.MaxHold, func() error {
+		_ = Until(cfg.MaxHold, func() error {
 			if h.firstAckAfter(t0) < 0 {
 				return fmt.Errorf("no ack")
 			}
@@ -117,7 +117,7 @@ func (r *runner) run(res *Result) error {
 	}
 	th := time.Now()
 	cfg.Logf("%s: healed after %v", cfg.Fault, th.Sub(t0).Round(time.Millisecond))
-	_ = until(cfg.Wait, func() error {
+	_ = Until(cfg.Wait, func() error {
 		if h.firstAckAfter(th) < 0 {
 			return fmt.Errorf("no ack")
 		}
@@ -125,7 +125,7 @@ func (r *runner) run(res *Result) error {
 	})
 	rep := &Report{}
 	var current time.Duration = -1
-	if err := until(cfg.Wait, func() error {
+	if err := Until(cfg.Wait, func() error {
 		si, err := r.info(avoid)
 		if err != nil {
 			return err
@@ -155,7 +155,7 @@ func (r *runner) run(res *Result) error {
 	}
 	defer done()
 	var msgs []stored
-	err = until(cfg.Wait, func() error {
+	err = Until(cfg.Wait, func() error {
 		var err error
 		msgs, err = readStream(js, streamName, cfg.Wait/2)
 		return err
@@ -168,7 +168,7 @@ func (r *runner) run(res *Result) error {
 	if err := r.replicasAgree(msgs); err != nil {
 		full.Problems = append(full.Problems, err.Error())
 	}
-	if err := until(cfg.Wait, func() error {
+	if err := Until(cfg.Wait, func() error {
 		for _, m := range msgs {
 			if m.ok && !clog.has(m.k) {
 				return fmt.Errorf("missing")
@@ -275,7 +275,7 @@ func (r *runner) replicasAgree(msgs []stored) error {
 	if len(msgs) > 0 {
 		want = replicaState{Messages: uint64(len(msgs)), FirstSeq: msgs[0].seq, LastSeq: msgs[len(msgs)-1].seq}
 	}
-	return until(r.cfg.Wait, func() error {
+	return Until(r.cfg.Wait, func() error {
 		var first *replicaState
 		for _, s := range r.c.Servers {
 			st, err := localState(s.Mon, streamName)

@@ -1,9 +1,13 @@
 package jetstream
 
 import (
+	"maps"
 	"path"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/jetstream/consumerrun"
 	"github.com/cairnmq/cairn/internal/jetstream/metafile"
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/jserr"
@@ -157,4 +161,43 @@ func (js *JetStream) DetachStream(name string) ([]byte, store.Store, *jserr.Erro
 		return nil, nil, jserr.From(err, jserr.StreamCreate)
 	}
 	return state, r.Store(), nil
+}
+
+// StreamConsumers returns the consumers of stream name known here, by
+// name: those running, and a file stream's persisted ones its start left
+// on disk (a clustered JetStream starts only those its meta group
+// assigns: Config.RestoreConsumer), each with its config and created
+// time. A clustered restore assigns the consumers the snapshot brought
+// (docs/clustering.md, "Restoring a stream"). Errors: 10059.
+func (js *JetStream) StreamConsumers(name string) ([]consumerrun.Meta, *jserr.Error) {
+	r, jerr := js.lookup(name)
+	if jerr != nil {
+		return nil, jerr
+	}
+	byName := map[string]consumerrun.Meta{}
+	r.cons.mu.Lock()
+	for n, c := range r.cons.byName {
+		byName[n] = consumerrun.Meta{Config: c.Config(), Created: c.Created()}
+	}
+	r.cons.mu.Unlock()
+	if r.Dir() != "" {
+		names, _ := js.cfg.FS.ReadDir(path.Join(r.Dir(), "obs"))
+		for _, n := range names {
+			if _, ok := byName[n]; ok || strings.Contains(n, ".") {
+				continue
+			}
+			var m consumerrun.Meta
+			if err := metafile.Read(js.cfg.FS, consumerrun.Dir(r.Dir(), n), &m); err == nil {
+				if m.Config.Name == "" {
+					m.Config.Name = n
+				}
+				byName[n] = m
+			}
+		}
+	}
+	out := make([]consumerrun.Meta, 0, len(byName))
+	for _, n := range slices.Sorted(maps.Keys(byName)) {
+		out = append(out, byName[n])
+	}
+	return out, nil
 }

@@ -569,15 +569,19 @@ func (rs *restoreSession) install(res *staged) (*StreamInfo, error) {
 
 // prepareRestoredConsumer checks a consumer of the snapshot as a create
 // would, against the stream's config and the account's limits acc, and
-// its state.
+// its state; a refusal is the restore's (10062 with the create's error
+// in its text), as in nats-server.
 func prepareRestoredConsumer(scfg *stream.Config, acc consumer.AccountLimits, sc *stagedConsumer) error {
 	cfg := &sc.cfg
 	cfg.SetStaticMetadata()
+	// The cause's text, not its code: nats-server v2.15.2 answers 10062
+	// "restore failed: failed to add consumer "PG": consumer max ack
+	// pending exceeds system limit of 50 (10121)" (measured).
 	if err := cfg.SetDefaultsIn(scfg, acc, false); err != nil {
-		return fmt.Errorf("failed to add consumer %q: %w", cfg.Name, err)
+		return fmt.Errorf("failed to add consumer %q: %v", cfg.Name, err)
 	}
 	if err := cfg.ValidateIn(scfg, acc, false); err != nil {
-		return fmt.Errorf("failed to add consumer %q: %w", cfg.Name, err)
+		return fmt.Errorf("failed to add consumer %q: %v", cfg.Name, err)
 	}
 	cfg.SetEphemeralThreshold()
 	if err := store.CheckConsumerState(sc.state); err != nil {

@@ -108,19 +108,31 @@ func streamRestore(a *API, r *request) (response, *jserr.Error) {
 	if strings.ContainsAny(r.stream, `\/`) {
 		return resp, jserr.New(jserr.StreamNameContainsPathSeparators)
 	}
+	begin := a.js.BeginRestore
 	if a.opts.Cluster != nil {
-		// A restore in a cluster would need the meta group to place the
-		// stream first (not built: docs/clustering.md, "Not yet built");
-		// installing it on the answering server alone would make a
-		// stream the cluster does not know.
-		return resp, jserr.New(jserr.ClusterNotLeader)
+		// In a cluster the meta group places and assigns the stream
+		// (Restorer); installing it on the answering server alone would
+		// make a stream the cluster does not know.
+		rc, ok := a.opts.Cluster.(Restorer)
+		if !ok {
+			return resp, jserr.New(jserr.ClusterNotLeader)
+		}
+		begin = rc.StreamRestore
 	}
-	subj, err := a.js.BeginRestore(cfg, r.client, a.restoreDone)
+	subj, err := begin(cfg, r.client, a.restoreDone)
 	if err != nil {
 		return resp, err
 	}
 	resp.DeliverSubject = subj
 	return resp, nil
+}
+
+// Restorer is implemented by a Cluster that takes stream restores
+// (internal/cluster/jscluster restore.go, as nats-server v2.15.2's
+// jsClusteredStreamRestoreRequest): as jetstream.BeginRestore, it
+// returns the subject the chunks go to, and done answers the last one.
+type Restorer interface {
+	StreamRestore(cfg stream.Config, client []byte, done jetstream.RestoreDone) (string, *jserr.Error)
 }
 
 // restoreResultResponse is the answer to the last chunk of a restore, a

@@ -62,6 +62,7 @@ var allowed = map[string][]string{
 	"internal/faults":                {},
 	"test":                           {},
 	"bench/faults":                   {"internal/faults"},
+	"bench/idle":                     {"internal/faults"},
 	"bench/fetchnoack":               {},
 	"bench/handover":                 {},
 	"bench/restart":                  {},

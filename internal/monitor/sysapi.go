@@ -359,8 +359,9 @@ func filterOf(req any) *eventFilter {
 
 // matches reports whether this server answers a request with filter f
 // (nats-server filterRequest: names, hosts and clusters contain the
-// filter's, or equal it with exact_match; every tag; the domain). cairn
-// has no tags and no domain, so a filter naming any does not match.
+// filter's, or equal it with exact_match; every tag, compared
+// lowercased and trimmed as the server's server_tags are; the domain).
+// cairn does not filter by domain: a filter naming one does not match.
 func (m *Monitor) matches(f *eventFilter) bool {
 	o := m.srv.Options()
 	cluster := m.srv.Stats().ClusterName
@@ -373,7 +374,7 @@ func (m *Monitor) matches(f *eventFilter) bool {
 		}
 		return strings.Contains(have, want)
 	}
-	return eq(o.ServerName, f.Name) && eq(o.Host, f.Host) && eq(cluster, f.Cluster) && len(f.Tags) == 0 && f.Domain == ""
+	return eq(o.ServerName, f.Name) && eq(o.Host, f.Host) && eq(cluster, f.Cluster) && hasTags(o.Tags, f.Tags) && f.Domain == ""
 }
 
 // sysSeq numbers the replies, as ServerInfo.seq does.
@@ -385,7 +386,7 @@ func (m *Monitor) serverInfo() *ServerInfo {
 	si := &ServerInfo{
 		Name: o.ServerName, Host: o.Host, ID: m.srv.ID(), Cluster: m.srv.Stats().ClusterName,
 		Version: server.NATSVersion, JetStream: m.srv.Options().JetStream, FeatureFlags: server.FeatureFlags(),
-		Seq: sysSeq.Add(1), Time: time.Now().UTC(),
+		Tags: o.Tags, Seq: sysSeq.Add(1), Time: time.Now().UTC(),
 	}
 	if si.JetStream {
 		si.Flags |= jetStreamEnabled
@@ -485,4 +486,15 @@ func (m *Monitor) activeAccounts() int {
 		}
 	}
 	return n
+}
+
+// hasTags reports whether tags (lowercased) hold every one of want
+// (nats-server jwt.TagList.Contains: lowercased and trimmed).
+func hasTags(tags, want []string) bool {
+	for _, t := range want {
+		if !slices.Contains(tags, strings.ToLower(strings.TrimSpace(t))) {
+			return false
+		}
+	}
+	return true
 }

@@ -81,6 +81,7 @@ func (m *Monitor) varz() *Varz {
 		ConfigLoadTime:    loaded,
 		ConfigDigest:      digest,
 		FeatureFlags:      server.FeatureFlags(),
+		Tags:              o.Tags,
 		SystemAccount:     s.SystemAccount(),
 		SlowConsumersStats: &KindStats{
 			Clients: st.SlowClients, Routes: st.SlowRoutes,
@@ -143,7 +144,8 @@ func (m *Monitor) jetStreamVarz() JetStreamVarz {
 // store_dir is the jetstream directory under -sd; sync_always says a
 // PubAck follows the fsync (cairn's default), with the sync_interval of
 // 2m nats-server v2.15.2 reports for `sync_interval: always` (opts.go);
-// with ack_before_sync_interval, sync_interval is that interval. strict
+// with ack_before_sync_interval, sync_interval is that interval;
+// unique_tag is the jetstream block's (lowercased). strict
 // is false: unknown keys in API requests are ignored
 // (docs/compatibility.md).
 func (m *Monitor) jsConfig(js *jetstream.JetStream) JetStreamConfig {
@@ -159,6 +161,7 @@ func (m *Monitor) jsConfig(js *jetstream.JetStream) JetStreamConfig {
 		SyncAlways:   always,
 		SyncInterval: time.Duration(interval),
 		Domain:       js.Domain(),
+		UniqueTag:    m.srv.Options().JetStreamUniqueTag,
 	}
 }
 

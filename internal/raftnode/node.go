@@ -122,6 +122,9 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if w.created {
+		cfg.Infof("raftnode: new WAL in %s, store incarnation %s", w.dir, w.inc)
+	}
 	n := &Node{cfg: cfg, wal: w}
 	if !cfg.DeferReplay {
 		if err := n.Replay(); err != nil {

@@ -3,6 +3,8 @@ package raftnode
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -318,5 +320,42 @@ func TestBaseHoldsStateFencesEmptyRestart(t *testing.T) {
 				t.Fatalf("fenced %v, applied %d, want %d", st.Fenced, sm.applied, c.nodes[0].sms[1].applied)
 			}
 		})
+	}
+}
+
+// A new WAL is normal on a first start: Open reports it to Infof, not to
+// Logf (which the cluster layer logs as warnings), and to Debugf when
+// Infof is unset; reopening it reports nothing.
+func TestNewWALIsInfo(t *testing.T) {
+	fs := vfs.NewCrashFS()
+	var warns, infos, debugs []string
+	logTo := func(to *[]string) func(string, ...any) {
+		return func(f string, a ...any) { *to = append(*to, fmt.Sprintf(f, a...)) }
+	}
+	cfg := Config{FS: fs, Dir: "wal", Server: "s1", Transport: NewMemNetwork(1, nil).Transport("s1"),
+		Logf: logTo(&warns), Infof: logTo(&infos), Debugf: logTo(&debugs)}
+	open := func(cfg Config) {
+		t.Helper()
+		n, err := Open(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open(cfg)
+	if len(warns) != 0 || len(infos) != 1 || !strings.HasPrefix(infos[0], "raftnode: new WAL in wal, store incarnation ") {
+		t.Fatalf("first open: warnings %q, infos %q", warns, infos)
+	}
+	open(cfg)
+	if len(warns) != 0 || len(infos) != 1 {
+		t.Fatalf("reopen: warnings %q, infos %q", warns, infos)
+	}
+	cfg.FS, cfg.Infof = vfs.NewCrashFS(), nil
+	debugs = nil
+	open(cfg)
+	if len(warns) != 0 || len(infos) != 1 || !slices.ContainsFunc(debugs, func(s string) bool { return strings.HasPrefix(s, "raftnode: new WAL") }) {
+		t.Fatalf("without Infof: warnings %q, debugs %q", warns, debugs)
 	}
 }

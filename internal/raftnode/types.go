@@ -207,10 +207,13 @@ type Config struct {
 	// "Restarts").
 	DeferReplay bool
 	// Logf, if set, receives the node's notable events (recovery,
-	// fences, damage). Debugf, if set, receives the routine ones (every
-	// change of a replica's role or term, WAL segments started: a busy
-	// cluster has thousands). Neither may block.
-	Logf, Debugf func(format string, args ...any)
+	// fences, damage): the cluster layer logs them as warnings. Infof,
+	// if set, receives the normal events an operator may want to see (a
+	// new WAL created: every first start makes one); unset, they go to
+	// Debugf. Debugf, if set, receives the routine ones (every change of
+	// a replica's role or term, WAL segments started: a busy cluster has
+	// thousands). None may block.
+	Logf, Infof, Debugf func(format string, args ...any)
 }
 
 // Errors. None reaches a client as such: the cluster layer maps them
@@ -305,6 +308,9 @@ func (c *Config) fill() error {
 	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
+	}
+	if c.Infof == nil {
+		c.Infof = c.Debugf
 	}
 	return nil
 }

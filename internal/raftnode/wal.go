@@ -23,9 +23,11 @@ type wal struct {
 	dir      string
 	inc      Incarnation
 	segBytes int64
-	// logf receives what an operator must see (a new WAL, a torn tail
-	// cut, damage); debugf the routine (segments started and deleted).
+	// logf receives what an operator must see (a torn tail cut,
+	// damage); debugf the routine (segments started and deleted).
 	logf, debugf func(string, ...any)
+	// created is set when prepareWAL made a new WAL (Open logs it).
+	created bool
 
 	segs   []*segment // oldest first; the last one is active
 	f      vfs.File   // the active segment, open for appending
@@ -182,7 +184,7 @@ func (w *wal) create() error {
 	if _, err := rand.Read(w.inc[:]); err != nil {
 		return err
 	}
-	w.logf("raftnode: new WAL in %s, store incarnation %s", w.dir, w.inc)
+	w.created = true
 	return w.newSegment(1, nil)
 }
 

@@ -66,6 +66,8 @@ type SysServerInfo struct {
 	ID      string `json:"id"`
 	Cluster string `json:"cluster,omitempty"`
 	Version string `json:"ver"`
+	// Tags: Options.Tags (server_tags).
+	Tags []string `json:"tags,omitempty"`
 	// FeatureFlags: FeatureFlags().
 	FeatureFlags map[string]bool `json:"feature_flags,omitempty"`
 	JetStream    bool            `json:"jetstream"`
@@ -81,7 +83,7 @@ var claimsSeq atomic.Uint64
 // sysServerInfo is this server's SysServerInfo.
 func (s *Server) sysServerInfo() *SysServerInfo {
 	si := &SysServerInfo{Name: s.opts.ServerName, Host: s.opts.Host, ID: s.id, Version: NATSVersion,
-		FeatureFlags: FeatureFlags(), JetStream: s.opts.JetStream, Seq: claimsSeq.Add(1), Time: time.Now().UTC()}
+		Tags: s.opts.Tags, FeatureFlags: FeatureFlags(), JetStream: s.opts.JetStream, Seq: claimsSeq.Add(1), Time: time.Now().UTC()}
 	if s.cl != nil {
 		si.Cluster = s.ClusterName()
 	}

@@ -112,6 +112,8 @@ func protocolReason(err error) CloseReason {
 		return ReasonMsgHeaderViolation
 	case errors.Is(err, errClientOnRoute):
 		return ReasonWrongPort
+	case errors.Is(err, errRouteToSelf):
+		return ReasonDuplicateRoute // as nats-server v2.15.2 processRouteInfo closes a route to itself
 	case errors.Is(err, errRouteAuth), errors.Is(err, errAuthViolation):
 		return ReasonAuthenticationViolation
 	case errors.Is(err, errBadConnect), errors.Is(err, protocol.ErrClientErr):

@@ -61,7 +61,8 @@ type ClusterOptions struct {
 	// other servers' client URLs, and peers from telling theirs about it.
 	NoAdvertise bool
 	// ConnectRetries is how many times a route learned from a peer
-	// (implicit) is dialed again after a failed dial; 0 dials it once.
+	// (implicit) is dialed again after a failed dial; 0 or less dials it
+	// once (nats-server v2.15.2 connectToRoute).
 	ConnectRetries int
 	// Username and Password, when Username is set, are the credentials a
 	// peer's CONNECT must carry; INFO then says auth_required.
@@ -97,9 +98,6 @@ func (o *ClusterOptions) validate() error {
 	}
 	if strings.ContainsAny(o.Name, " \t\r\n") {
 		return fmt.Errorf("%w: cluster name cannot contain spaces or new lines", ErrInvalidOptions)
-	}
-	if o.ConnectRetries < 0 {
-		return fmt.Errorf("%w: connect_retries %d is negative", ErrInvalidOptions, o.ConnectRetries)
 	}
 	if o.Advertise != "" {
 		if _, _, err := advertiseHostPort(o.Advertise, 1); err != nil {

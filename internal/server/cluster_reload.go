@@ -102,7 +102,7 @@ func (s *Server) ReloadCluster(o ClusterOptions) error {
 		s.log.Noticef("Removed route %s", c.route.url.Redacted())
 	}
 	for _, c := range unauthorized {
-		c.log.Errorf("%s - rid:%d - Router connection closed: authentication failure", c.addr, c.cid)
+		c.routeAuthFailed(c.route.connUser)
 		c.setReason(ReasonAuthenticationViolation)
 		c.out.appendBytes(route.AppendErr(nil, errRouteAuth.Text))
 		c.out.markClosing()

@@ -9,13 +9,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairnmq/cairn/internal/logger"
 )
 
 // startClusterServer starts a server with a cluster listener on a free
 // loopback port, routing to routes.
 func startClusterServer(t *testing.T, name, cluster string, routes ...string) *Server {
 	t.Helper()
-	o := Options{Host: "127.0.0.1", Port: RandomPort, ServerName: name}
+	return startServer(t, clusterTestOptions(t, name, cluster, routes...))
+}
+
+// clusterTestOptions are the options of startClusterServer.
+func clusterTestOptions(t *testing.T, name, cluster string, routes ...string) Options {
+	t.Helper()
+	o := Options{ServerName: name}
 	o.Cluster = ClusterOptions{Host: "127.0.0.1", Port: RandomPort, Name: cluster}
 	for _, r := range routes {
 		u, err := url.Parse(r)
@@ -24,15 +32,7 @@ func startClusterServer(t *testing.T, name, cluster string, routes ...string) *S
 		}
 		o.Cluster.Routes = append(o.Cluster.Routes, u)
 	}
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Shutdown)
-	return s
+	return o
 }
 
 // waitCond polls cond until it holds or 10 s pass.
@@ -129,7 +129,8 @@ func TestClusterNameConflict(t *testing.T) {
 }
 
 // TestClusterRouteToSelf: a server that lists its own cluster URL among
-// its routes (the usual way to give every server the same list) drops it.
+// its routes (the usual way to give every server the same list) drops it,
+// as nats-server v2.15.2 does: quietly, with the reason Duplicate Route.
 func TestClusterRouteToSelf(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -137,7 +138,8 @@ func TestClusterRouteToSelf(t *testing.T) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	o := Options{Host: "127.0.0.1", Port: RandomPort}
+	out := &syncWriter{}
+	o := Options{Host: "127.0.0.1", Port: RandomPort, Logger: logger.New(out, false, false)}
 	u, _ := url.Parse("nats://127.0.0.1:" + strconv.Itoa(port))
 	o.Cluster = ClusterOptions{Host: "127.0.0.1", Port: port, Name: "C", Routes: []*url.URL{u}}
 	s, err := New(o)
@@ -155,6 +157,9 @@ func TestClusterRouteToSelf(t *testing.T) {
 		defer s.cl.mu.Unlock()
 		return len(s.cl.conns) == 1
 	})
+	wantConnLines(t, "the server", out.String(), "Router connection closed",
+		"[INF] Route connection created",
+		"[INF] Router connection closed: Duplicate Route")
 }
 
 // TestClusterOptionsValidate checks nats-server's refusals.
@@ -168,7 +173,6 @@ func TestClusterOptionsValidate(t *testing.T) {
 		{"routes without cluster", ClusterOptions{Routes: []*url.URL{u}}, "solicited routes require cluster capabilities, e.g. --cluster"},
 		{"name with space", ClusterOptions{Port: 6222, Name: "a b"}, "cluster name cannot contain spaces or new lines"},
 		{"bad advertise", ClusterOptions{Port: 6222, Advertise: "h:p"}, "cluster advertise"},
-		{"negative retries", ClusterOptions{Port: 6222, ConnectRetries: -1}, "connect_retries"},
 	}
 	for _, tc := range cases {
 		o := Options{Cluster: tc.o}
@@ -180,6 +184,11 @@ func TestClusterOptionsValidate(t *testing.T) {
 	o := Options{Cluster: ClusterOptions{Port: 6222}}
 	if err := o.Validate(); err != nil || o.Cluster.Host != DefaultHost {
 		t.Fatalf("defaults: %v, host %q", err, o.Cluster.Host)
+	}
+	// A negative connect_retries means 0, as in nats-server v2.15.2.
+	o = Options{Cluster: ClusterOptions{Port: 6222, ConnectRetries: -3}}
+	if err := o.Validate(); err != nil {
+		t.Fatalf("negative connect_retries: %v", err)
 	}
 }
 

@@ -129,15 +129,7 @@ func subjectMap(from, to string) (func(string) string, error) {
 	case !strings.ContainsAny(to, "*>"):
 		return func(string) string { return to }, nil
 	}
-	toks := strings.Split(to, ".")
-	n := 0
-	for i, t := range toks {
-		if t == "*" {
-			n++
-			toks[i] = "$" + strconv.Itoa(n)
-		}
-	}
-	tr, err := transform.New(from, strings.Join(toks, "."))
+	tr, err := transform.New(from, transform.Tokenize(to))
 	if err != nil {
 		return nil, err
 	}

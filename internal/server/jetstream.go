@@ -307,7 +307,7 @@ func (s *Server) startJetStreamCluster(dir string) error {
 		return fmt.Errorf("%w: JetStream in a cluster requires a server name (-n, server_name)", ErrInvalidOptions)
 	}
 	c, err := jscluster.Start(jscluster.Config{
-		FS: s.opts.JetStreamFS, Dir: filepath.Join(dir, "jetstream", "$SYS", "_js_"),
+		FS: s.opts.JetStreamFS, Dir: filepath.Join(dir, "jetstream", "$SYS", "_js_"), Tags: s.opts.Tags, UniqueTag: s.opts.JetStreamUniqueTag,
 		Logf: s.log.Warnf, Infof: s.log.Noticef, Debugf: s.log.Debugf, TickInterval: s.opts.RaftTick, Retain: s.opts.RaftRetain,
 	}, s)
 	if err != nil {

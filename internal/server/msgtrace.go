@@ -104,6 +104,8 @@ type traceServerInfo struct {
 	Cluster string `json:"cluster,omitempty"`
 	Domain  string `json:"domain,omitempty"`
 	Version string `json:"ver"`
+	// Tags are Options.Tags (server_tags).
+	Tags []string `json:"tags,omitempty"`
 	// FeatureFlags are nats-server's experimental switches; cairn
 	// serves none of them, so all are false (nats-server v2.15.2
 	// feature_flags.go defaults).
@@ -453,7 +455,7 @@ func (c *client) sendTrace() {
 	s := c.srv
 	t.ev.Server = traceServerInfo{
 		Name: s.opts.ServerName, Host: s.opts.Host, ID: s.id, Domain: s.opts.JetStreamDomain,
-		Version: NATSVersion, FeatureFlags: FeatureFlags(), JetStream: s.opts.JetStream, Seq: traceSeq.Add(1), Time: time.Now().UTC(),
+		Version: NATSVersion, Tags: s.opts.Tags, FeatureFlags: FeatureFlags(), JetStream: s.opts.JetStream, Seq: traceSeq.Add(1), Time: time.Now().UTC(),
 	}
 	if s.cl != nil {
 		s.cl.mu.Lock()

@@ -75,6 +75,15 @@ type Options struct {
 	// v2.15.2 maps it (jsdomain.go), and JetStream names the domain in
 	// its answers. "" for none.
 	JetStreamDomain string
+	// Tags are server_tags, lowercased and trimmed (config.AddTags):
+	// shown in /varz and the system account's server information, and
+	// matched by stream placement in a cluster (docs/clustering.md,
+	// "Placement"; nats-server v2.15.2 Options.Tags).
+	Tags []string
+	// JetStreamUniqueTag is jetstream { unique_tag }, lowercased: no two
+	// replicas of a stream on servers sharing a tag with this prefix
+	// (nats-server v2.15.2 JetStreamUniqueTag). "" for no such rule.
+	JetStreamUniqueTag string
 	// ClientAdvertise, "host" or "host:port", replaces the listener's host
 	// and port in INFO (nats-server's client_advertise); a missing, 0 or -1
 	// port is the bound port.

@@ -164,7 +164,7 @@ func (rc *routeConn) ProcessConnect(arg []byte) error {
 	case cn.Gateway != "":
 		return &route.Error{Text: fmt.Sprintf("Rejecting connection from gateway %q on the Route port", cn.Gateway)}
 	case !s.routeAuthOK(cn):
-		c.log.Errorf("%s - rid:%d - Router connection closed: authentication failure", c.addr, c.cid)
+		c.routeAuthFailed(cn.User)
 		return errRouteAuth
 	}
 	if err := s.checkClusterName(cn.Cluster, cn.Dynamic, cn.Name); err != nil {
@@ -625,7 +625,23 @@ func jsAckDeliverIdx(reply []byte) int {
 }
 
 // routeCloseErr reports whether err ends a route quietly (its reason was
-// logged already, or there is nothing to say).
+// logged already, or there is nothing to say): nats-server v2.15.2 logs a
+// refused route's credentials (routeAuthFailed) and a peer's -ERR
+// (ProcessErr) once, then only the close with its reason.
 func routeCloseErr(err error) bool {
-	return errors.Is(err, errRouteToSelf) || errors.Is(err, errRouteClosed)
+	return errors.Is(err, errRouteToSelf) || errors.Is(err, errRouteClosed) ||
+		errors.Is(err, errRouteAuth) || errors.Is(err, route.ErrPeerErr)
+}
+
+// routeAuthFailed logs a route refused for its credentials as nats-server
+// v2.15.2 authViolation does ([ERR] `authentication error - User "u"`,
+// or `authentication error` alone when the CONNECT had no user; never the
+// password); the close follows, logged with its reason (Authentication
+// Failure).
+func (c *client) routeAuthFailed(user string) {
+	who := ""
+	if user != "" {
+		who = fmt.Sprintf(" - User %q", user)
+	}
+	c.log.Errorf("%s - rid:%d - authentication error%s", c.addr, c.cid, who)
 }

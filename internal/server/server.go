@@ -11,6 +11,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -115,6 +116,8 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	id := newServerID()
+	opts.Tags = config.AddTags(nil, opts.Tags...)
+	opts.JetStreamUniqueTag = strings.ToLower(strings.TrimSpace(opts.JetStreamUniqueTag))
 	if opts.ServerName == "" {
 		opts.ServerName = id
 	}

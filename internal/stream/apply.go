@@ -309,6 +309,29 @@ func (s *Stream) ExpireDedupe(now int64) {
 	s.dedupe.expire(now, int64(s.cfg.DuplicateWindow))
 }
 
+// ExpiryIdle reports whether an Expire at now (unix nanoseconds) would
+// change nothing: no remembered Nats-Msg-Id leaves the duplicate window
+// by then, and no stored message can have expired (the stream is empty,
+// or has neither max_age nor per-message TTLs, or only max_age, whose
+// first deadline the last ExpireUpTo found still ahead, and no mirror or
+// source: messages stored since are younger). The runner of a replicated stream then proposes no
+// Expire, so that an idle stream's group appends nothing and goes quiet
+// (docs/clustering.md, "Idle groups").
+func (s *Stream) ExpiryIdle(now int64) bool {
+	if d, ok := s.DedupeDeadline(); ok && d <= now {
+		return false
+	}
+	switch {
+	case s.cfg.MaxAge == 0 && !s.cfg.AllowMsgTTL:
+		return true
+	case s.store.State(false).Msgs == 0:
+		return true
+	case s.cfg.AllowMsgTTL, s.cfg.Mirror != nil, len(s.cfg.Sources) > 0:
+		return false // a copy keeps its origin's time: it may be older than nextAge
+	}
+	return s.nextAge > now
+}
+
 // DedupeDeadline returns the time (unix nanoseconds) at which the oldest
 // remembered Nats-Msg-Id leaves the window under the current config, and
 // false when no id is remembered.

@@ -41,6 +41,14 @@ var (
 
 	// ErrTooManyArgs: a function with too many arguments.
 	ErrTooManyArgs = fmt.Errorf("%w: too many arguments passed to the function", ErrInvalidDestination)
+
+	// ErrNotSupportedForImport: an import mapping (NewStrict) with a
+	// function other than the wildcard one.
+	ErrNotSupportedForImport = fmt.Errorf("%w: the only mapping function allowed for import transforms is {{Wildcard()}}", ErrInvalidDestination)
+
+	// ErrNotUsingAllWildcards: an import mapping (NewStrict) that refers
+	// to fewer wildcards than its source has.
+	ErrNotUsingAllWildcards = fmt.Errorf("%w: not using all of the token wildcard(s)", ErrInvalidDestination)
 )
 
 // DestinationError is a destination error about one token (nats-server

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -250,14 +249,7 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	var servers []raftnode.ServerID
 	var perr *jserr.Error
 	c.meta.View(func(st *meta.State) {
-		pr := meta.PlaceRequest{Replicas: cfg.Replicas, Cluster: c.host.ClusterName(), Seed: rand.Uint64(), Offline: c.offline()}
-		if p := cfg.Placement; p != nil {
-			pr.Tags = p.Tags
-			if p.Cluster != "" {
-				pr.Cluster = p.Cluster
-			}
-		}
-		servers, perr = meta.Place(st, pr)
+		servers, perr = meta.Place(st, c.placeRequest(cfg.Replicas, cfg.Placement))
 	})
 	if perr != nil {
 		return nil, perr
@@ -313,14 +305,26 @@ func (a *account) existing(sa meta.StreamAssignment, cfg stream.Config) (*jetstr
 	return a.infoOf(sa), nil
 }
 
+// recampaign is how long waitLeader lets a new stream's group go without
+// a leader before its replica on the meta leader campaigns again.
+const recampaign = 150 * time.Millisecond
+
 // waitLeader waits, at most proposeTimeout, until the meta leader can
 // tell that stream k has a leader: its own replica leads, or its group
-// reports one.
+// reports one. Its replica campaigned when it started (runReplica); a
+// campaign whose votes reached replicas that had not started the group
+// yet is lost, so it campaigns again every recampaign while no leader is
+// known, rather than wait an election timeout.
 func (c *Cluster) waitLeader(k streamKey) {
 	deadline := time.Now().Add(proposeTimeout)
+	next := time.Now().Add(recampaign)
 	for time.Now().Before(deadline) {
 		if ci := c.clusterInfo(k); ci != nil && ci.Leader != "" {
 			return
+		}
+		if r := c.replicaOf(k); r != nil && len(r.sa.Replicas) > 1 && time.Now().After(next) {
+			_ = c.node.Campaign(r.sa.Group)
+			next = time.Now().Add(recampaign)
 		}
 		select {
 		case <-c.quit:

@@ -40,8 +40,14 @@ type Config struct {
 	// checkpoint (Dir/meta): the server's <store_dir>/jetstream/_cluster.
 	FS  vfs.FS
 	Dir string
-	// Tags are the server's server_tags (placement).
+	// Tags are the server's server_tags, lowercased (placement: the
+	// meta group's catalogue holds every server's, docs/clustering.md,
+	// "Placement").
 	Tags []string
+	// UniqueTag is jetstream { unique_tag }, lowercased: the prefix of
+	// the tag no two replicas of a stream placed by this server, as meta
+	// leader, may share ("" none; meta.PlaceRequest.UniqueTag).
+	UniqueTag string
 	// Logf logs problems, Infof notable events; Now is the clock of the
 	// proposer's decisions (created times).
 	Logf, Infof func(format string, args ...any)
@@ -104,10 +110,13 @@ type Cluster struct {
 	// staleAsked: when the meta leader last proposed the replacement of
 	// a replica (membership.go); metaChanging: the meta group's
 	// membership change in flight; the run goroutine's.
-	staleAsked map[staleKey]time.Time
-	// lostAsked: when this server last asked the replacement of its
-	// replica that lost its state (askReplaceLost); the run goroutine's.
-	lostAsked    map[staleKey]time.Time
+	staleAsked retryMemo
+	// lostAsked: when this server last reported its replica that lost
+	// its state (askReplaceLost); the run goroutine's.
+	lostAsked retryMemo
+	// lost: the meta leader's record of the replicas reported lost
+	// (lost.go), under its own mutex.
+	lost         lostState
 	metaChanging *raftnode.Proposal
 
 	mu       sync.Mutex
@@ -130,6 +139,10 @@ type Cluster struct {
 	// seed is how the seed rule saw the cluster last (joinOrBootstrap;
 	// the run goroutine's own).
 	seed seedView
+	// restored are the streams a restore installed in this server's
+	// engine whose assignment is being proposed: startReplica adopts
+	// the running stream (restore.go).
+	restored map[streamKey]bool
 }
 
 // streamKey names a stream in an account.
@@ -168,7 +181,7 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 	late := &lateTransport{}
 	node, err := raftnode.Open(raftnode.Config{
 		FS: cfg.FS, Dir: path.Join(cfg.Dir, "raft"), Server: c.name, Transport: late,
-		TickInterval: cfg.TickInterval, Logf: cfg.Logf, Debugf: cfg.Debugf, DeferReplay: true,
+		TickInterval: cfg.TickInterval, Logf: cfg.Logf, Infof: cfg.Infof, Debugf: cfg.Debugf, DeferReplay: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jscluster: open the Raft WAL: %w", err)
@@ -397,6 +410,7 @@ func (c *Cluster) run() {
 			c.replaceStale()
 			c.moveOffRemoved()
 			c.askReplaceLost()
+			c.handleLost()
 			c.reconcileMemberships()
 			c.retireReplicas()
 			c.convertReplicas()

@@ -203,17 +203,22 @@ func (c *Cluster) seedBootstrap(peers []string, self raftnode.Incarnation) (vote
 }
 
 // catalogue, on the meta leader, proposes AddServer for itself while the
-// catalogue lacks it or holds another incarnation, and likewise for each
-// server the routes name or that is routed here and sent its hello
-// (reconcileMeta then adds its meta replica). A server removed
-// (SERVER.REMOVE) is not catalogued again while it comes with the store
-// it was removed with; nor is a routed server whose hello shows another
-// meta group's catalogue (one without this server).
+// catalogue lacks it or holds another incarnation or other tags (a
+// server restarted with other server_tags is placed by its new ones), and
+// likewise for each server the routes name or that is routed here and
+// sent its hello (reconcileMeta then adds its meta replica). A server
+// removed (SERVER.REMOVE) is not catalogued again while it comes with
+// the store it was removed with; nor is a routed server whose hello shows
+// another meta group's catalogue (one without this server).
 func (c *Cluster) catalogue() {
 	if !c.metaLeader() {
 		return
 	}
-	want := map[raftnode.ServerID]raftnode.Incarnation{c.name: c.node.Incarnation()}
+	type ident struct {
+		inc  raftnode.Incarnation
+		tags []string
+	}
+	want := map[raftnode.ServerID]ident{c.name: {c.node.Incarnation(), c.cfg.Tags}}
 	names, _ := c.host.ClusterMembers()
 	for _, n := range c.helloPeers(names) {
 		id := raftnode.ServerID(n)
@@ -226,27 +231,22 @@ func (c *Cluster) catalogue() {
 				continue // another meta group's
 			}
 		}
-		want[id] = inc
+		want[id] = ident{inc, c.tr.PeerTags(id)}
 	}
 	var missing []raftnode.ServerID
 	c.meta.View(func(st *meta.State) {
-		for n, inc := range want {
+		for n, id := range want {
 			sv, ok := st.Server(n)
 			switch {
-			case ok && sv.Removed && sv.Incarnation == inc:
-			case !ok || sv.Removed || sv.Incarnation != inc:
+			case ok && sv.Removed && sv.Incarnation == id.inc:
+			case !ok || sv.Removed || sv.Incarnation != id.inc || !slices.Equal(sv.Tags, id.tags):
 				missing = append(missing, n)
 			}
 		}
 	})
 	slices.Sort(missing)
 	for _, n := range missing {
-		op := &meta.AddServer{Name: n, Cluster: c.host.ClusterName(), Incarnation: want[n]}
-		if n == c.name {
-			op.Tags = c.cfg.Tags
-		} else {
-			op.Tags = c.tr.PeerTags(n)
-		}
+		op := &meta.AddServer{Name: n, Cluster: c.host.ClusterName(), Incarnation: want[n].inc, Tags: want[n].tags}
 		if _, err := c.meta.Propose(op); err != nil {
 			return
 		}

@@ -34,7 +34,9 @@ import (
 //	                                           leader proposes its RemoveConsumer
 //	$SYS.JSC.STREAM.REPLICA.LOST               no reply: replicaLostMsg, a replica that
 //	                                           lost its state at a restart; the meta
-//	                                           leader proposes its replacement (lost.go)
+//	                                           leader proposes its replacement, or the
+//	                                           stream's reset when such replicas are a
+//	                                           majority and no leader answers (lost.go)
 //	$SYS.JSC.STREAM.SETTLE                     no reply: settleMsg, a stream scaled down
 //	                                           to one replica runs without its group;
 //	                                           the meta leader proposes its SettleStream

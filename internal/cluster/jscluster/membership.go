@@ -70,14 +70,9 @@ func (c *Cluster) replaceStale() {
 	})
 	now := time.Now()
 	for _, op := range ops {
-		key := staleKey{streamKey{op.Account, op.Stream}, op.Replica}
-		if t, ok := c.staleAsked[key]; ok && now.Sub(t) < staleRetry {
+		if !c.staleAsked.due(staleKey{streamKey{op.Account, op.Stream}, op.Replica}, now, staleRetry) {
 			continue
 		}
-		if c.staleAsked == nil {
-			c.staleAsked = map[staleKey]time.Time{}
-		}
-		c.staleAsked[key] = now
 		if _, err := c.meta.Propose(op); err != nil {
 			return
 		}
@@ -95,7 +90,7 @@ func fileStream(sa meta.StreamAssignment) bool {
 	return json.Unmarshal(sa.Config, &cfg) == nil && cfg.Storage == stream.FileStorage
 }
 
-// staleKey names one replica of a stream, for replaceStale's memory.
+// staleKey names one replica of a stream, for a retryMemo.
 type staleKey struct {
 	k  streamKey
 	id raftnode.ReplicaID

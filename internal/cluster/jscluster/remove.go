@@ -186,14 +186,9 @@ func (c *Cluster) moveOffRemoved() {
 	})
 	now := time.Now()
 	for _, m := range moves {
-		key := staleKey{streamKey{m.sa.Account, m.sa.Name}, m.from.ID}
-		if t, ok := c.staleAsked[key]; ok && now.Sub(t) < staleRetry {
+		if !c.staleAsked.due(staleKey{streamKey{m.sa.Account, m.sa.Name}, m.from.ID}, now, staleRetry) {
 			continue
 		}
-		if c.staleAsked == nil {
-			c.staleAsked = map[staleKey]time.Time{}
-		}
-		c.staleAsked[key] = now
 		var cfg stream.Config
 		if json.Unmarshal(m.sa.Config, &cfg) != nil {
 			continue

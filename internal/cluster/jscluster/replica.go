@@ -68,6 +68,11 @@ func (c *Cluster) apply(ev meta.Event) {
 		c.reconcile(streamKey{op.Account, op.Stream})
 	case *meta.SettleStream:
 		c.reconcile(streamKey{op.Account, op.Stream})
+	case *meta.ResetStream:
+		if ev.Result.Err == nil {
+			c.cfg.Infof("JetStream cluster: memory stream '%s > %s' starts over empty in group %d (reset: its replicas that lost their state were a majority)", op.Account, op.Stream, ev.Result.Stream.Group)
+		}
+		c.reconcile(streamKey{op.Account, op.Stream})
 	case *meta.AssignConsumer:
 		c.reconcileConsumer(consumerKey{op.Account, op.Stream, op.Name})
 	case *meta.RemoveConsumer:
@@ -308,6 +313,12 @@ func (c *Cluster) startReplica(acc *account, k streamKey, sa meta.StreamAssignme
 		c.startFileReplica(acc, k, r, cfg, mine)
 		return
 	}
+	if c.takeRestored(k) {
+		c.mu.Lock()
+		c.replicas[k] = r // the stream a restore installed here runs already
+		c.mu.Unlock()
+		return
+	}
 	if len(sa.Replicas) == 1 && cfg.Storage == stream.FileStorage {
 		if dir := acc.js.StreamDir(k.name); streamckpt.Exists(acc.js.FileStoreConfig(dir).FS, dir) {
 			// A replica's checkpoint: scaled down to this replica,
@@ -471,6 +482,13 @@ func (c *Cluster) runReplica(acc *account, k streamKey, r *replica, mine meta.Re
 	c.svc.Register(sa.Group, ck)
 	if err := c.node.AddGroup(groupConfig(sa, mine), r.log.StateMachine()); err != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: its group %d cannot start here: %v", k.account, k.name, sa.Group, err)
+		return
+	}
+	if c.metaLeader() {
+		// The meta leader answers the create once the stream has a
+		// leader (waitLeader): its replica campaigns at once rather than
+		// after an election timeout.
+		_ = c.node.Campaign(sa.Group)
 	}
 }
 

@@ -223,8 +223,7 @@ func (c *Cluster) askSettles() {
 	}
 	c.mu.Unlock()
 	for _, m := range msgs {
-		body, _ := json.Marshal(m)
-		c.publishSystem(settleSubject, "", body)
+		c.askMeta(settleSubject, m)
 	}
 }
 
@@ -233,7 +232,7 @@ func (c *Cluster) askSettles() {
 // publisher's goroutine.
 func (c *Cluster) onSettle(_, _ string, _, data []byte) {
 	var m settleMsg
-	if err := json.Unmarshal(data, &m); err != nil || m.Stream == "" || m.Account == "" || !c.metaLeader() {
+	if !c.metaRequest(data, &m) || m.Stream == "" || m.Account == "" {
 		return
 	}
 	sa, _, assigned, _ := c.assignment(streamKey{m.Account, m.Stream})

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 
@@ -242,14 +241,8 @@ func (c *Cluster) place(sa meta.StreamAssignment, cfg stream.Config, gone raftno
 	var servers []raftnode.ServerID
 	var perr *jserr.Error
 	c.meta.View(func(st *meta.State) {
-		pr := meta.PlaceRequest{Replicas: len(sa.Replicas), Cluster: c.host.ClusterName(), Existing: keep,
-			Exclude: []raftnode.ServerID{gone}, Seed: rand.Uint64(), Offline: c.offline()}
-		if p := cfg.Placement; p != nil {
-			pr.Tags = p.Tags
-			if p.Cluster != "" {
-				pr.Cluster = p.Cluster
-			}
-		}
+		pr := c.placeRequest(len(sa.Replicas), cfg.Placement)
+		pr.Existing, pr.Exclude = keep, []raftnode.ServerID{gone}
 		servers, perr = meta.Place(st, pr)
 	})
 	if perr != nil {

@@ -3,7 +3,6 @@ package jscluster
 import (
 	"context"
 	"encoding/json"
-	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -181,10 +180,15 @@ func (c *Cluster) readMeta() error {
 // scale-down to one replica, and a scale-down to one replica whose
 // consumers cannot stay as they are, which are refused where
 // nats-server would start them with 10061 "Replicas configuration can
-// not be updated", as is a changed placement (a move) with 10069 "stream
-// placement can not be changed" (docs/compatibility.md); a scale of a
-// stream whose scale-down to one replica is not settled yet gets 10008
-// "JetStream system temporarily unavailable". Then the UpdateStream is proposed
+// not be updated" (docs/compatibility.md). A changed placement moves
+// the stream (moveServers: 10005 when too few servers match;
+// docs/clustering.md, "Moving a stream"), with a changed num_replicas
+// too 10123 "can not move and scale a stream in a single update", and
+// for a stream of one replica or with consumers whose servers do not
+// all match the new placement 10069 "stream placement can not be
+// changed" (not built: canMove). A scale or move of a stream whose
+// scale-down to one replica is not settled yet gets 10008 "JetStream
+// system temporarily unavailable". Then the UpdateStream is proposed
 // (10008 when the meta group cannot decide; apply's 10059 and 10065). The
 // answer waits for this server's replica, if any, to apply the new
 // config, and carries its info (the assignment's otherwise).
@@ -214,6 +218,18 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		return nil, jserr.From(err, jserr.StreamUpdate)
 	}
 	servers := meta.Servers(sa.Replicas)
+	if isMove(&old, &cfg) {
+		if sa.Unsettled() {
+			return nil, jserr.New(jserr.ClusterNotAvail)
+		}
+		var perr *jserr.Error
+		if servers, perr = c.moveServers(sa, &cfg); perr != nil {
+			return nil, perr
+		}
+		if !sameSet(servers, meta.Servers(sa.Replicas)) && !c.canMove(k, sa) {
+			return nil, jserr.New(jserr.StreamUpdate, jserr.Sub("err", "stream placement can not be changed"))
+		}
+	}
 	if cfg.Replicas != old.Replicas {
 		if sa.Unsettled() {
 			// Scaled down to one replica, its server not yet through
@@ -270,8 +286,8 @@ func (a *account) checkUpdate(old, next *stream.Config) *jserr.Error {
 	if err := checkConsumerLimits(old.ConsumerLimits, next.ConsumerLimits, consumers); err != nil {
 		return err
 	}
-	if next.Placement != nil && !reflect.DeepEqual(old.Placement, next.Placement) {
-		return jserr.New(jserr.StreamUpdate, jserr.Sub("err", "stream placement can not be changed"))
+	if isMove(old, next) && next.Replicas != old.Replicas {
+		return jserr.New(jserr.StreamMoveAndScale)
 	}
 	if next.Replicas != old.Replicas && next.Storage == stream.MemoryStorage &&
 		(next.Replicas <= 1 || old.Replicas <= 1 && len(consumers) > 0) {
@@ -317,6 +333,53 @@ func (c *Cluster) keepForConsumers(k streamKey, sa meta.StreamAssignment) []raft
 	return nil
 }
 
+// canMove reports whether stream k (assignment sa) can move to other
+// servers: it has a group to catch a new replica up (more than one
+// replica) and no consumers, which do not move with their stream yet
+// (docs/clustering.md, "Moving a stream"). A placement its servers
+// already satisfy moves nothing and needs neither.
+func (c *Cluster) canMove(k streamKey, sa meta.StreamAssignment) bool {
+	n := 0
+	c.meta.View(func(st *meta.State) { n, _ = st.NumConsumers(k.account, k.name) })
+	return len(sa.Replicas) > 1 && n == 0
+}
+
+// sameSet reports whether a and b hold the same servers.
+func sameSet(a, b []raftnode.ServerID) bool {
+	return len(a) == len(b) && !slices.ContainsFunc(a, func(s raftnode.ServerID) bool { return !slices.Contains(b, s) })
+}
+
+// isMove reports whether an update from old to next moves the stream: it
+// names a placement other than the stream's (nats-server v2.15.2
+// jsClusteredStreamUpdateRequest isMoveRequest; dropping the placement
+// moves nothing).
+func isMove(old, next *stream.Config) bool {
+	return next.Placement != nil && !reflect.DeepEqual(old.Placement, next.Placement)
+}
+
+// moveServers returns the servers of stream sa under next's placement
+// (docs/clustering.md, "Moving a stream"): the stream's servers that
+// satisfy it stay, in their order, and the others are replaced by
+// servers placed as a create places them (meta.Place, the staying
+// servers as Existing: 10005 with nats-server's reasons when too few
+// are eligible). The membership machinery then adds each new replica as
+// a learner, catches it up by a stream snapshot and promotes it while
+// removing one that leaves (reconcileMembership).
+func (c *Cluster) moveServers(sa meta.StreamAssignment, next *stream.Config) ([]raftnode.ServerID, *jserr.Error) {
+	var servers []raftnode.ServerID
+	var perr *jserr.Error
+	c.meta.View(func(st *meta.State) {
+		pr := c.placeRequest(len(sa.Replicas), next.Placement)
+		for _, srv := range meta.Servers(sa.Replicas) {
+			if meta.Eligible(st, pr, srv) {
+				pr.Existing = append(pr.Existing, srv)
+			}
+		}
+		servers, perr = meta.Place(st, pr)
+	})
+	return servers, perr
+}
+
 // scaleServers returns the servers of stream sa scaled to next.Replicas
 // replicas (docs/clustering.md, "Scaling"), as nats-server v2.15.2
 // jsClusteredStreamUpdateRequest chooses them: up, the current servers
@@ -336,13 +399,8 @@ func (c *Cluster) scaleServers(sa meta.StreamAssignment, next *stream.Config) ([
 	var servers []raftnode.ServerID
 	var perr *jserr.Error
 	c.meta.View(func(st *meta.State) {
-		pr := meta.PlaceRequest{Replicas: next.Replicas, Cluster: c.host.ClusterName(), Existing: cur, Seed: rand.Uint64(), Offline: c.offline()}
-		if p := next.Placement; p != nil {
-			pr.Tags = p.Tags
-			if p.Cluster != "" {
-				pr.Cluster = p.Cluster
-			}
-		}
+		pr := c.placeRequest(next.Replicas, next.Placement)
+		pr.Existing = cur
 		servers, perr = meta.Place(st, pr)
 	})
 	return servers, perr

@@ -2,7 +2,9 @@ package meta
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/cairnmq/cairn/internal/jserr"
@@ -36,7 +38,8 @@ type Result struct {
 	// so a watcher sees which replicas left.
 	PrevStream   *StreamAssignment
 	PrevConsumer *ConsumerAssignment
-	// Consumers are the consumers removed with their stream, by name.
+	// Consumers are the consumers removed with their stream, or given
+	// new groups with it by ResetStream, by name.
 	Consumers []ConsumerAssignment
 }
 
@@ -73,6 +76,8 @@ func (s *State) Apply(op Op) Result {
 		return s.moveReplica(o)
 	case *SettleStream:
 		return s.settleStream(o)
+	case *ResetStream:
+		return s.resetStream(o)
 	case *RemoveServer:
 		sv := s.servers[o.Name]
 		if sv == nil || sv.Removed {
@@ -177,6 +182,54 @@ func (s *State) settleStream(o *SettleStream) Result {
 	e.sa.LogConfig = slices.Clone(e.sa.Config)
 	sa := e.sa.clone()
 	return Result{Stream: &sa, PrevStream: &prev}
+}
+
+func (s *State) resetStream(o *ResetStream) Result {
+	e := s.stream(o.Account, o.Stream)
+	if e == nil {
+		return fail(jserr.StreamNotFound)
+	}
+	if e.sa.Group != o.Group || len(e.sa.Replicas) < 2 || !memoryStream(e.sa.Config, len(e.sa.Replicas)) {
+		return fail(jserr.ClusterPeerNotMember)
+	}
+	prev := e.sa.clone()
+	e.sa.Group = s.allocGroup()
+	e.sa.Replicas = s.renumber(e.sa.Replicas)
+	e.sa.NextReplica = raftnode.ReplicaID(len(e.sa.Replicas) + 1)
+	e.sa.LogConfig = slices.Clone(e.sa.Config)
+	for _, name := range slices.Sorted(maps.Keys(e.consumers)) { // allocation order: no map order in apply
+		ca := e.consumers[name]
+		ca.Group = s.allocGroup()
+		ca.Replicas = s.renumber(ca.Replicas)
+		ca.NextReplica = raftnode.ReplicaID(len(ca.Replicas) + 1)
+	}
+	sa := e.sa.clone()
+	return Result{Stream: &sa, PrevStream: &prev, Consumers: e.sortedConsumers()}
+}
+
+// renumber returns replicas on the servers of rs, in order, with IDs 1
+// to len(rs), bound to each server's incarnation in the catalogue (the
+// one they had for a server no longer in it).
+func (s *State) renumber(rs []Replica) []Replica {
+	out := make([]Replica, len(rs))
+	for i, r := range rs {
+		out[i] = Replica{ID: raftnode.ReplicaID(i + 1), Server: r.Server, Incarnation: r.Incarnation}
+		if sv := s.servers[r.Server]; sv != nil {
+			out[i].Incarnation = sv.Incarnation
+		}
+	}
+	return out
+}
+
+// memoryStream reports whether a stream config (the API's StreamConfig
+// JSON) stores in memory with n replicas: the new group's replicas
+// bootstrap with IDs 1 to its num_replicas as voters.
+func memoryStream(config []byte, n int) bool {
+	var f struct {
+		Storage  string `json:"storage"`
+		Replicas int    `json:"num_replicas"`
+	}
+	return json.Unmarshal(config, &f) == nil && f.Storage == "memory" && f.Replicas == n
 }
 
 func (s *State) removeStream(o *RemoveStream) Result {

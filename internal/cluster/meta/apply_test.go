@@ -2,6 +2,7 @@ package meta
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -234,6 +235,68 @@ func TestApplySettleStream(t *testing.T) {
 	if ids := []raftnode.ReplicaID{r.Stream.Replicas[0].ID, r.Stream.Replicas[1].ID, r.Stream.Replicas[2].ID}; !slices.Equal(ids, []raftnode.ReplicaID{1, 2, 3}) {
 		t.Fatalf("scaled up: %+v", r.Stream.Replicas)
 	}
+}
+
+// ResetStream gives a replicated memory stream a new group whose
+// replicas, on the same servers in the same order, are 1 to n (bound to
+// the servers' incarnations now), and each of its consumers a new group
+// the same way; config, created times and servers stay. A repeat (the
+// old group), a file stream, a stream of one replica are refused with
+// nothing changed, and the allocation does not depend on map order.
+func TestApplyResetStream(t *testing.T) {
+	mem := func(n int) []byte {
+		return fmt.Appendf(nil, `{"name":"M","subjects":["m"],"storage":"memory","num_replicas":%d}`, n)
+	}
+	build := func() (*State, StreamAssignment) {
+		st := testState()
+		mustApply(t, st, &AssignStream{Account: "A", Name: "M", Config: mem(1), Created: 9, Servers: servers("s2")})
+		mustApply(t, st, &UpdateStream{Account: "A", Name: "M", Config: mem(3), Servers: servers("s2", "s4", "s1")})
+		r := mustApply(t, st, &MoveReplica{Account: "A", Stream: "M", Replica: 2, To: "s4"})
+		for _, c := range []string{"Z", "B", "K"} {
+			mustApply(t, st, &AssignConsumer{Account: "A", Stream: "M", Name: c, Config: consumerJSON(c, ""), Created: 5, Servers: servers("s4", "s1")})
+		}
+		mustApply(t, st, &AddServer{Name: "s4", Cluster: "C1", Incarnation: inc(44)})
+		return st, *r.Stream
+	}
+	st, sa := build()
+	if ids := []raftnode.ReplicaID{sa.Replicas[0].ID, sa.Replicas[1].ID, sa.Replicas[2].ID}; !slices.Equal(ids, []raftnode.ReplicaID{1, 4, 3}) {
+		t.Fatalf("before: %+v", sa.Replicas)
+	}
+	wantErr(t, st, &ResetStream{Account: "A", Stream: "M", Group: sa.Group + 1}, jserr.ClusterPeerNotMember)
+	wantErr(t, st, &ResetStream{Account: "A", Stream: "N", Group: sa.Group}, jserr.StreamNotFound)
+	next := st.NextGroup()
+	r := mustApply(t, st, &ResetStream{Account: "A", Stream: "M", Group: sa.Group})
+	got := r.Stream
+	want := []Replica{{1, "s2", inc(2)}, {2, "s4", inc(44)}, {3, "s1", inc(1)}}
+	if got.Group != next || !slices.Equal(got.Replicas, want) || got.NextReplica != 4 || got.Created != 9 ||
+		!bytes.Equal(got.Config, mem(3)) || !bytes.Equal(got.LogConfig, mem(3)) || r.PrevStream.Group != sa.Group {
+		t.Fatalf("reset: %+v", got)
+	}
+	if len(r.Consumers) != 3 {
+		t.Fatalf("consumers %+v", r.Consumers)
+	}
+	for i, name := range []string{"B", "K", "Z"} {
+		ca, _ := st.Consumer("A", "M", name)
+		if ca.Group != next+1+raftnode.GroupID(i) || ca.NextReplica != 3 || ca.Created != 5 ||
+			!slices.Equal(ca.Replicas, []Replica{{1, "s4", inc(44)}, {2, "s1", inc(1)}}) || !bytes.Equal(ca.Config, consumerJSON(name, "")) {
+			t.Fatalf("consumer %s: %+v", name, ca)
+		}
+	}
+	wantErr(t, st, &ResetStream{Account: "A", Stream: "M", Group: sa.Group}, jserr.ClusterPeerNotMember)
+	// Pure: the same log gives the same bytes.
+	st2, _ := build()
+	mustApply(t, st2, &ResetStream{Account: "A", Stream: "M", Group: sa.Group})
+	if !bytes.Equal(st.AppendSnapshot(nil), st2.AppendSnapshot(nil)) {
+		t.Fatal("two applications of the same log differ")
+	}
+	// A file stream, a stream of one replica: never reset.
+	mustApply(t, st, &AssignStream{Account: "A", Name: "F", Config: streamJSON("F", "f"), Servers: servers("s1", "s2", "s3")})
+	f, _ := st.Stream("A", "F")
+	wantErr(t, st, &ResetStream{Account: "A", Stream: "F", Group: f.Group}, jserr.ClusterPeerNotMember)
+	one := []byte(`{"name":"O","subjects":["o"],"storage":"memory","num_replicas":1}`)
+	mustApply(t, st, &AssignStream{Account: "A", Name: "O", Config: one, Servers: servers("s1")})
+	o, _ := st.Stream("A", "O")
+	wantErr(t, st, &ResetStream{Account: "A", Stream: "O", Group: o.Group}, jserr.ClusterPeerNotMember)
 }
 
 // Assigned lists what a server must run, in a fixed order, consumers

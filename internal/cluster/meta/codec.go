@@ -77,6 +77,10 @@ func AppendOp(dst []byte, op Op) ([]byte, error) {
 		dst = appendString(dst, o.Stream)
 		dst = binary.AppendUvarint(dst, uint64(o.Group))
 		dst = binary.AppendUvarint(dst, uint64(o.Replica))
+	case *ResetStream:
+		dst = appendString(dst, o.Account)
+		dst = appendString(dst, o.Stream)
+		dst = binary.AppendUvarint(dst, uint64(o.Group))
 	}
 	return dst, nil
 }
@@ -113,6 +117,8 @@ func DecodeOp(b []byte) (Op, error) {
 		op = &MoveReplica{Account: d.string(), Stream: d.string(), Replica: raftnode.ReplicaID(d.uvarint()), To: raftnode.ServerID(d.string())}
 	case KindSettleStream:
 		op = &SettleStream{Account: d.string(), Stream: d.string(), Group: raftnode.GroupID(d.uvarint()), Replica: raftnode.ReplicaID(d.uvarint())}
+	case KindResetStream:
+		op = &ResetStream{Account: d.string(), Stream: d.string(), Group: raftnode.GroupID(d.uvarint())}
 	default:
 		return nil, fmt.Errorf("%w: unknown kind %d", ErrBadOp, kind)
 	}
@@ -155,6 +161,11 @@ func check(op Op) error {
 		err = checkNames(o.Account, o.Stream)
 		if o.Group == 0 || o.Replica == 0 {
 			err = errors.Join(err, errors.New("group or replica 0"))
+		}
+	case *ResetStream:
+		err = checkNames(o.Account, o.Stream)
+		if o.Group == 0 {
+			err = errors.Join(err, errors.New("group 0"))
 		}
 	default:
 		return fmt.Errorf("%w: an operation of type %T", ErrBadOp, op)

@@ -51,6 +51,7 @@ func sampleOps() []Op {
 		&RemoveServer{Name: "s1"},
 		&MoveReplica{Account: "A", Stream: "ORDERS", Replica: 300, To: "s4"},
 		&SettleStream{Account: "A", Stream: "ORDERS", Group: 1 << 40, Replica: 3},
+		&ResetStream{Account: "A", Stream: "ORDERS", Group: 1 << 50},
 	}
 }
 
@@ -76,7 +77,7 @@ func TestOpRoundTrip(t *testing.T) {
 		}
 		kinds[op.Kind()] = true
 	}
-	for k := KindAssignStream; k <= KindSettleStream; k++ {
+	for k := KindAssignStream; k <= KindResetStream; k++ {
 		if !kinds[k] {
 			t.Errorf("kind %d has no round-trip sample", k)
 		}
@@ -139,6 +140,8 @@ func TestOpChecks(t *testing.T) {
 		"remove of no server":     &RemoveServer{},
 		"move of replica 0":       &MoveReplica{Account: "A", Stream: "S", To: "s1"},
 		"move to no server":       &MoveReplica{Account: "A", Stream: "S", Replica: 1},
+		"reset of group 0":        &ResetStream{Account: "A", Stream: "S"},
+		"reset of no stream":      &ResetStream{Account: "A", Group: 2},
 		"nil":                     nil,
 	}
 	for name, op := range bad {

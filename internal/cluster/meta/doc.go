@@ -63,6 +63,7 @@
 //	RemoveServer   | name |                                                            kind 7
 //	MoveReplica    | account | stream | replica ID (uvarint) | to (server name) |     kind 8
 //	SettleStream   | account | stream | group (uvarint) | replica ID (uvarint) |      kind 9
+//	ResetStream    | account | stream | group (uvarint) |                           kind 10
 //	servers        | count (1..16) | count × name |    distinct, in the order replicas get their IDs
 //	tags           | count | count × tag |
 //	config         | the JSON of the API's StreamConfig or ConsumerConfig, as meta.json holds it

@@ -17,6 +17,7 @@ const (
 	KindRemoveServer   Kind = 7
 	KindMoveReplica    Kind = 8
 	KindSettleStream   Kind = 9
+	KindResetStream    Kind = 10
 )
 
 // Op is one operation of the meta log: one of the pointer types below.
@@ -165,6 +166,31 @@ type SettleStream struct {
 	Replica raftnode.ReplicaID
 }
 
+// ResetStream starts a replicated memory stream over, empty, in a new
+// group, when its group can never elect a leader again: a majority of
+// its replicas lost their state at a restart (raftnode.ErrStateLost:
+// they were caught up by a stream snapshot, their memory is gone, and a
+// fenced replica neither votes nor campaigns), so no replacement can be
+// carried out (docs/clustering.md, "Memory streams"). nats-server
+// v2.15.2 brings such a stream back empty after a restart of every
+// server, its consumers with it; so does this operation. Apply gives the
+// stream a new group whose replicas, on the same servers in the same
+// order, take IDs 1 to n (bound to their servers' incarnations in the
+// catalogue) and bootstrap it empty from the stream's config (the log
+// config becomes the config); each consumer of the stream keeps its
+// name, config, servers and created time and gets a new group in the
+// same way, so it starts with no delivered or acknowledged message. The
+// stream's config and created time are kept. Apply: the stream missing,
+// 10059; of another group (already reset, settled), of one replica, not a
+// memory stream, or whose num_replicas is not its count of replicas,
+// 10040, so a repeated or stale proposal changes
+// nothing.
+type ResetStream struct {
+	Account string
+	Stream  string
+	Group   raftnode.GroupID
+}
+
 // Kind implements Op.
 func (*AssignStream) Kind() Kind { return KindAssignStream }
 
@@ -191,3 +217,6 @@ func (*MoveReplica) Kind() Kind { return KindMoveReplica }
 
 // Kind implements Op.
 func (*SettleStream) Kind() Kind { return KindSettleStream }
+
+// Kind implements Op.
+func (*ResetStream) Kind() Kind { return KindResetStream }

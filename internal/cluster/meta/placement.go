@@ -72,12 +72,7 @@ func Place(s *State, req PlaceRequest) ([]raftnode.ServerID, *jserr.Error) {
 	if len(req.Existing) >= r {
 		return slices.Clone(req.Existing[:r]), nil
 	}
-	uniq := req.UniqueTag
-	for _, t := range req.Tags {
-		if uniq != "" && strings.HasPrefix(strings.TrimPrefix(t, "!"), uniq) {
-			uniq = "" // listed explicitly: no uniqueness rule
-		}
-	}
+	uniq := req.uniqueTag()
 	owners := map[string]bool{} // unique tags taken
 	if uniq != "" {
 		for _, srv := range req.Existing {
@@ -149,6 +144,40 @@ func Place(s *State, req PlaceRequest) ([]raftnode.ServerID, *jserr.Error) {
 		out = append(out, c.name)
 	}
 	return out, nil
+}
+
+// uniqueTag is req.UniqueTag, or "" when req.Tags name a tag with that
+// prefix (listed explicitly: no uniqueness rule).
+func (req *PlaceRequest) uniqueTag() string {
+	for _, t := range req.Tags {
+		if req.UniqueTag != "" && strings.HasPrefix(strings.TrimPrefix(t, "!"), req.UniqueTag) {
+			return ""
+		}
+	}
+	return req.UniqueTag
+}
+
+// Eligible reports whether Place could choose server srv for req,
+// leaving aside load, Existing, Exclude and the other servers' unique
+// tags: it is in the catalogue, not removed, in req.Cluster, without the
+// "!jetstream" tag, matching req.Tags, and holding a tag with the unique
+// prefix when that rule applies. A stream's move keeps its servers that
+// are (docs/clustering.md, "Moving a stream").
+func Eligible(s *State, req PlaceRequest, srv raftnode.ServerID) bool {
+	sv := s.servers[srv]
+	if sv == nil || sv.Removed || sv.Cluster != req.Cluster || hasTag(sv.Tags, excludeTag) {
+		return false
+	}
+	var why placeError
+	if !why.tagsMatch(sv.Tags, req.Tags) {
+		return false
+	}
+	if uniq := req.uniqueTag(); uniq != "" {
+		if _, ok := uniqueTag(sv, uniq); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // ConsumerPlaceRequest is what placing a consumer's replicas needs

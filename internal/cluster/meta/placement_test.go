@@ -37,6 +37,11 @@ func TestPlaceErrors(t *testing.T) {
 	wantPlaceErr(t, err, jserr.ClusterNoPeers, "no suitable peers for placement, tags not matched ['ssd']")
 	_, err = Place(st, PlaceRequest{Replicas: 3, Cluster: "C1", Tags: []string{"!ssd", "!az:2"}})
 	wantPlaceErr(t, err, jserr.ClusterNoPeers, "no suitable peers for placement, tags excluded ['az:2', 'ssd']")
+	// A tag is named as the request wrote it (nats-server v2.15.2,
+	// measured: "tags not matched ['GPU']").
+	ssd := catalogue(t, map[string][]string{"s1": {"C1", "ssd"}, "s2": {"C1", "ssd", "az:2"}})
+	_, err = Place(ssd, PlaceRequest{Replicas: 1, Cluster: "C1", Tags: []string{"SSD", "GPU"}})
+	wantPlaceErr(t, err, jserr.ClusterNoPeers, "no suitable peers for placement, tags not matched ['GPU']")
 	_, err = Place(st, PlaceRequest{Replicas: 3, Cluster: "C1", UniqueTag: "az:"})
 	wantPlaceErr(t, err, jserr.ClusterNoPeers, "no suitable peers for placement, server tag not unique")
 	// Enough servers, but a majority of them offline.
@@ -206,4 +211,28 @@ func distinctAZ(st *State, got []raftnode.ServerID) bool {
 		seen[t] = true
 	}
 	return true
+}
+
+// Eligible says whether a server could take a replica under a request:
+// the move of a stream keeps its servers that are.
+func TestEligible(t *testing.T) {
+	st := catalogue(t, map[string][]string{"s1": {"C1", "ssd", "az:1"}, "s2": {"C1", "az:2"}, "x1": {"C2", "ssd", "az:3"}, "s3": {"C1", "ssd", "!jetstream"}})
+	for _, c := range []struct {
+		srv  string
+		req  PlaceRequest
+		want bool
+	}{
+		{"s1", PlaceRequest{Cluster: "C1", Tags: []string{"SSD"}}, true},
+		{"s2", PlaceRequest{Cluster: "C1", Tags: []string{"ssd"}}, false},
+		{"s2", PlaceRequest{Cluster: "C1", Tags: []string{"!ssd"}}, true},
+		{"x1", PlaceRequest{Cluster: "C1", Tags: []string{"ssd"}}, false},
+		{"s3", PlaceRequest{Cluster: "C1"}, false},
+		{"s1", PlaceRequest{Cluster: "C1", UniqueTag: "rack:"}, false},
+		{"s1", PlaceRequest{Cluster: "C1", UniqueTag: "az:"}, true},
+		{"nobody", PlaceRequest{Cluster: "C1"}, false},
+	} {
+		if got := Eligible(st, c.req, raftnode.ServerID(c.srv)); got != c.want {
+			t.Errorf("Eligible(%s, %+v) = %v, want %v", c.srv, c.req, got, c.want)
+		}
+	}
 }

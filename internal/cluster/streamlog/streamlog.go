@@ -25,6 +25,18 @@
 // (0xff is no operation kind.) The leader proposes it when it compacts
 // (Checkpoint): every replica held every entry through floor then, so
 // none ever needs them again, and a follower compacts through it too.
+// An idle group's last floor: a floor entry is itself an entry the next
+// checkpoint covers, and that checkpoint's floor would be proposed as
+// another entry, one every checkpoint interval for ever. So a replica
+// that applies a floor entry above its current floor with no stream
+// operation after floor (only raft's own entries and floor entries lie
+// between) takes the entry's own index as its floor: a checkpoint at that
+// index compacts the whole log, the leader proposes nothing higher, and
+// the group goes quiet (docs/clustering.md, "Idle groups"). The entries
+// it drops carry nothing the engine applies; a replica that lacks them is
+// caught up by a snapshot, as one that lags past Config.Retain is. A
+// Barrier repeats the current floor, which changes nothing.
+//
 // The proposer's key is not in the entry: raftnode hands it back as
 // Entry.Tag on the node that proposed the entry, for that exact entry
 // under the term it was proposed in (docs/clustering.md decision 7).
@@ -325,7 +337,7 @@ const floorMarker = 0xff
 // than the last this replica proposed (a failed proposal is proposed
 // again at the next checkpoint).
 func (l *Log) proposeFloor(floor uint64) {
-	if floor == 0 || floor <= l.proposed.Load() {
+	if floor == 0 || floor <= max(l.proposed.Load(), l.floor.Load()) {
 		return
 	}
 	data := binary.AppendUvarint([]byte{floorMarker}, floor)
@@ -408,8 +420,8 @@ func (s stateMachine) Apply(entries []raftnode.Entry) error {
 			if n <= 0 || n != len(e.Data)-1 {
 				return fmt.Errorf("streamlog: group %d entry %d (term %d): malformed compaction floor", s.l.cfg.Group, e.Index, e.Term)
 			}
-			if floor > s.l.floor.Load() {
-				s.l.floor.Store(floor)
+			if cur := s.l.floor.Load(); floor > cur {
+				s.l.floor.Store(s.coveredFloor(floor, e.Index, data))
 			}
 			continue
 		}
@@ -426,6 +438,23 @@ func (s stateMachine) Apply(entries []raftnode.Entry) error {
 		data = e.Index
 	}
 	return nil
+}
+
+// coveredFloor returns the floor a new compaction floor entry at index
+// sets: its own index when no stream operation lies after floor (data is
+// the last one handed to the Applier in this call, 0 for none), else
+// floor (package comment, "An idle group's last floor").
+func (s stateMachine) coveredFloor(floor, index, data uint64) uint64 {
+	last, _ := s.l.Seen()
+	if last = max(last, data); last == 0 {
+		// Nothing handed over since the start: the last operation is at
+		// or before the checkpoint the replica started from.
+		last = s.Applied()
+	}
+	if last <= floor {
+		return index
+	}
+	return floor
 }
 
 // Handed returns the index of the last operation handed to the Applier

@@ -395,9 +395,11 @@ func TestFollowersCompactThroughTheFloor(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+		// The floor entry follows no operation after to: it covers itself
+		// (TestIdleFloorCoversItself), so the follower's floor is its index.
 		fto, err := c.reps[f].log.Checkpoint(c.reps[f].eng.appliedIndex())
-		if err != nil || fto != to {
-			t.Fatalf("follower compacted through %d (%v), want the floor %d", fto, err, to)
+		if err != nil || fto < to || fto != c.reps[f].log.Floor() {
+			t.Fatalf("follower compacted through %d (%v), want its floor %d (at least %d)", fto, err, c.reps[f].log.Floor(), to)
 		}
 		deadline = time.Now().Add(30 * time.Second)
 		for {
@@ -422,6 +424,62 @@ func TestFollowersCompactThroughTheFloor(t *testing.T) {
 		last := c.reps[f].eng.appliedIndex()
 		for _, r := range c.reps {
 			waitApplied(r, last)
+		}
+	})
+}
+
+// An idle group's log ends compacted and quiet: the leader's checkpoint
+// proposes a floor, every replica takes the floor entry's own index as
+// its floor (no operation follows the floor), checkpoints through it and
+// drops its whole log, and the leader's next checkpoint proposes nothing.
+// Without the rule every checkpoint would propose one more floor entry
+// for the next checkpoint to cover, and the last would pin the WAL.
+func TestIdleFloorCoversItself(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t)
+		defer func() {
+			for _, r := range c.reps {
+				r.node.Close()
+				r.log.Close()
+			}
+		}()
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() { c.net.Run(stop) })
+		defer func() { close(stop); wg.Wait() }()
+		p := &publisher{c: c, acked: map[string]uint64{}, proposer: map[uint64]int{}}
+		base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+		for n := range 10 {
+			p.publish(fmt.Sprintf("m%03d", n), base+int64(n)*int64(time.Millisecond))
+		}
+		l := c.waitLeader(-1)
+		// checkpointAll lets every message arrive and every replica apply
+		// what it has, then checkpoints each as streamckpt does (through
+		// the last entry applied when no operation follows the last one
+		// handed over).
+		checkpointAll := func() {
+			time.Sleep(time.Second)
+			synctest.Wait()
+			for _, r := range c.reps {
+				if _, err := r.log.Checkpoint(max(r.log.Seen())); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		checkpointAll() // the leader proposes a floor
+		checkpointAll() // every replica applied it and compacts through it
+		st, _ := c.reps[l].node.Status(group)
+		checkpointAll() // nothing new: no floor proposed
+		time.Sleep(time.Second)
+		synctest.Wait()
+		for i, r := range c.reps {
+			rs, _ := r.node.Status(group)
+			if rs.LastIndex != st.LastIndex {
+				t.Fatalf("replica %d: log ends at %d, was %d: a checkpoint of an idle group proposed an entry", i, rs.LastIndex, st.LastIndex)
+			}
+			if r.log.Floor() != rs.LastIndex || rs.FirstIndex != rs.LastIndex+1 {
+				t.Fatalf("replica %d: floor %d, log %d..%d: want the whole log compacted", i, r.log.Floor(), rs.FirstIndex, rs.LastIndex)
+			}
 		}
 	})
 }

@@ -3,6 +3,7 @@ package sourcing
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,7 +14,6 @@ import (
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/stream"
-	"github.com/nats-io/nuid"
 )
 
 // Durable sourcing (ADR-60; nats-server v2.15.2 setupMirrorConsumer,
@@ -109,7 +109,7 @@ type durableRun struct {
 	in    *inbox
 	reply string // the reset reply subject
 	cname string // the consumer whose deliveries are taken
-	gen   int    // the current deliver subscription (external.go; 0 for a durable)
+	gen   int    // the current deliver subscription (subscribeDeliver)
 	// dsub and rsub are an external sourcer's deliver and reply
 	// subscriptions of its last setup; recreated is set once it learned
 	// that its origin was recreated (external.go).
@@ -138,31 +138,26 @@ func (s *sourcer) after(d time.Duration) <-chan time.Time {
 	return time.After(d)
 }
 
-// runDurable is the goroutine of a durable sourcer.
+// runDurable is the goroutine of a durable sourcer: it listens on the
+// consumer's deliver subject and on a reply subject of its own, then
+// runs.
 func (s *sourcer) runDurable() {
 	defer close(s.done)
-	in := &inbox{sig: make(chan struct{}, 1)}
-	c := s.src.Consumer
-	d := &durableRun{s: s, in: in, reply: inboxPrefix + nuid.Next(), cname: c.Name}
-	dsub, err := s.env.Transport.Subscribe(c.DeliverSubject, "", func(subj, reply string, hdr, data []byte) {
-		in.put(inbound{subject: subj, reply: reply, hdr: bytes.Clone(hdr), data: bytes.Clone(data)})
-	})
-	if err != nil {
-		s.env.Logf("stream %s: source %s: subscribe %s: %v", s.r.Name(), s.src.Name, c.DeliverSubject, err)
+	d := &durableRun{s: s, in: &inbox{sig: make(chan struct{}, 1)}, cname: s.src.Consumer.Name}
+	defer d.unsubscribe()
+	if !d.subscribeDeliver(s.src.Consumer.DeliverSubject) || !d.listen() {
 		return
 	}
-	defer dsub.Unsubscribe()
-	rsub, err := s.env.Transport.Subscribe(d.reply, "", func(subj, reply string, hdr, data []byte) {
-		in.put(inbound{subject: subj, hdr: bytes.Clone(hdr), data: bytes.Clone(data), answer: true})
-	})
-	if err != nil {
-		s.env.Logf("stream %s: source %s: subscribe %s: %v", s.r.Name(), s.src.Name, d.reply, err)
-		return
-	}
-	defer rsub.Unsubscribe()
+	d.run(d.setup)
+}
+
+// run finds where the stream stands (start), then sets the consumer up
+// with setup and receives from it, setting it up again after a backoff
+// each time it fails or goes quiet, until the sourcer stops.
+func (d *durableRun) run(setup func() bool) {
 	d.start()
 	for {
-		if d.setup() {
+		if setup() {
 			d.fails = 0
 			if !d.receive() {
 				return // stopped
@@ -251,7 +246,7 @@ func (d *durableRun) setup() bool {
 	s := d.s
 	// A source asks for API level 5 (the origin's identity in the
 	// answer), then 4 without the identity, then no level, as the
-	// origin's server refuses each with 10227 or 10025 (nats-server
+	// origin's server refuses each with 10185 or 10025 (nats-server
 	// v2.15.2 trySetupSourceConsumer); a mirror asks for none.
 	level := 0
 	if !s.mirror {
@@ -259,16 +254,39 @@ func (d *durableRun) setup() bool {
 	}
 	d.lastReq, d.timedOut = s.env.Now(), false
 	d.requestReset(level)
-	timer := s.after(durableResetWait)
+	ans, ident, ok := d.awaitAnswer(durableResetWait, func() (bool, bool) {
+		if level == 0 {
+			return false, true
+		}
+		if level--; level < 4 {
+			level = 0
+		}
+		d.requestReset(level)
+		return true, true
+	})
+	return ok && d.answered(ans, ident)
+}
+
+// awaitAnswer waits up to wait for the answer to the request last sent
+// on d.reply, keeping the messages that arrive meanwhile for receive
+// (hold). An answer that refuses the API level asked for (10185, or
+// 10025 from an older server) is given to resend, which sends the
+// request again with less (again true; ok false if it could not) or
+// lets the refusal stand (again false). ok is false when the sourcer
+// stops, a resend failed, or nobody answered in time (timedOut set);
+// otherwise it returns the answer and its stream identity header.
+func (d *durableRun) awaitAnswer(wait time.Duration, resend func() (again, ok bool)) (ans *resetAnswer, ident string, ok bool) {
+	s := d.s
+	timer := s.after(wait)
 	var held []inbound
 	defer func() { d.hold(held) }()
 	for {
 		select {
 		case <-s.quit:
-			return false
+			return nil, "", false
 		case <-timer:
 			d.timedOut = true
-			return false // nobody answered: retried
+			return nil, "", false // nobody answered: retried
 		case <-d.in.sig:
 		}
 		msgs := d.in.take()
@@ -277,19 +295,24 @@ func (d *durableRun) setup() bool {
 				held = append(held, m)
 				continue
 			}
-			var ans resetAnswer
-			if err := json.Unmarshal(m.data, &ans); err != nil {
+			if m.subject != d.reply {
+				continue // an answer to an earlier request
+			}
+			var a resetAnswer
+			if err := json.Unmarshal(m.data, &a); err != nil {
 				continue // a no-responders status or garbage: keep waiting
 			}
-			if e := ans.Error; e != nil && level > 0 && (e.ErrCode == uint16(jserr.RequiredApiLevel) || e.ErrCode == uint16(jserr.InvalidJSON)) {
-				if level--; level < 4 {
-					level = 0
+			if e := a.Error; e != nil && (e.ErrCode == uint16(jserr.RequiredApiLevel) || e.ErrCode == uint16(jserr.InvalidJSON)) {
+				again, sent := resend()
+				if !sent {
+					return nil, "", false
 				}
-				d.requestReset(level)
-				continue
+				if again {
+					continue
+				}
 			}
 			held = append(held, msgs[i+1:]...) // for receive, after the answer
-			return d.answered(&ans, stream.HeaderString(m.hdr, stream.HdrStreamIdentity))
+			return &a, stream.HeaderString(m.hdr, stream.HdrStreamIdentity), true
 		}
 	}
 }
@@ -322,6 +345,25 @@ func (d *durableRun) hold(msgs []inbound) {
 	}
 }
 
+// refused reports a consumer set-up that failed: err, the origin's
+// error, or nil for an answer that is not a consumer (then the sourcer's
+// setup error, 10029 for a mirror, 10045 for a source: nats-server
+// v2.15.2's "invalid consumer create response") is logged with what and
+// becomes the error the stream's info shows. It returns false.
+func (d *durableRun) refused(err *jserr.Error, what string) bool {
+	s := d.s
+	if err == nil {
+		code := jserr.SourceConsumerSetupFailed
+		if s.mirror {
+			code = jserr.MirrorConsumerSetupFailed
+		}
+		err = jserr.New(code, jserr.Sub("err", "invalid consumer create response"))
+	}
+	s.env.Logf("stream %s: %s: %s", s.r.Name(), what, err.Description)
+	s.setError(err)
+	return false
+}
+
 // answered takes the reset's answer (nats-server v2.15.2
 // trySetupSourceConsumer, setupMirrorConsumer).
 func (d *durableRun) answered(ans *resetAnswer, ident string) bool {
@@ -331,17 +373,7 @@ func (d *durableRun) answered(ans *resetAnswer, ident string) bool {
 			s.ident, d.sseq = "", 0 // the origin was recreated: start over
 			return false
 		}
-		err := ans.Error
-		if err == nil {
-			code := jserr.SourceConsumerSetupFailed
-			if s.mirror {
-				code = jserr.MirrorConsumerSetupFailed
-			}
-			err = jserr.New(code, jserr.Sub("err", "invalid consumer create response"))
-		}
-		s.env.Logf("stream %s: %s consumer %s of %s: %s", s.r.Name(), s.kind(), s.src.Consumer.Name, s.src.Name, err.Description)
-		s.setError(err)
-		return false
+		return d.refused(ans.Error, fmt.Sprintf("%s consumer %s of %s", s.kind(), s.src.Consumer.Name, s.src.Name))
 	}
 	if ans.Config.AckPolicy != consumer.AckFlowControl {
 		code := jserr.SourceConsumerRequiresAckFC

@@ -2,6 +2,7 @@ package sourcing
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -105,6 +106,63 @@ func (f *fakeConsumer) deliver1(sseq, dseq uint64) {
 	f.tr.Publish(f.deliver, reply, nil, []byte(fmt.Sprintf("m%d", sseq)))
 }
 
+// startDurableSource starts the stream AGG sourcing, through the durable
+// consumer C (deliver subject "dlv"), the stream O, with timers and clk.
+func startDurableSource(t *testing.T, e *engine, timers *fakeTimers, clk *fakeClock) *Set {
+	t.Helper()
+	cfg := stream.Config{Name: "AGG", Sources: []*stream.Source{{Name: "O", Consumer: &stream.SourceConsumer{Name: "C", DeliverSubject: "dlv"}}}, Storage: stream.MemoryStorage}
+	cfg.SetDefaults()
+	env := streamrun.Env{Transport: e.tr, Now: time.Now, Logf: t.Logf, Storage: e.storage, BatchLimits: stream.BatchLimits{}.WithDefaults(), Batches: &e.batches}
+	s := streamrun.New(env, cfg, time.Now(), "", memstore.New(cfg.StoreConfig()))
+	if err := s.Open(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Serve(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(nil) })
+	ss := NewSet(Env{Now: clk.now, Logf: t.Logf, Lookup: e.lookup, Transport: e.tr, After: timers.after}, s)
+	s.SetSources(ss)
+	ss.Start(cfg, e.lookup)
+	t.Cleanup(func() { ss.Close(false) })
+	return ss
+}
+
+// refuse answers the last reset with the JetStream error code.
+func (f *fakeConsumer) refuse(code int) {
+	f.mu.Lock()
+	reply := f.resets[len(f.resets)-1]
+	f.mu.Unlock()
+	body := fmt.Sprintf(`{"type":"io.nats.jetstream.api.v1.consumer_reset_response","error":{"code":400,"err_code":%d,"description":"refused"}}`, code)
+	f.tr.Publish(reply, "", nil, []byte(body))
+}
+
+// An origin whose server refuses the API level a durable source asks for
+// (10185, or 10025 from a server that does not know the header) is asked
+// again with level 4 without the identity, then with no level, at once
+// and within the same wait; its answer then sets the source up
+// (nats-server v2.15.2 trySetupSourceConsumer).
+func TestDurableSourceLevelFallback(t *testing.T) {
+	e := newEngine(t)
+	timers := &fakeTimers{}
+	fc := newFakeConsumer(t, e.tr, "O", "C", "dlv")
+	set := startDurableSource(t, e, timers, &fakeClock{t: time.Unix(1_800_000_000, 0)})
+	waitUntil(t, "the first reset", func() bool { return fc.numResets() == 1 })
+	fc.refuse(10185)
+	waitUntil(t, "the second reset", func() bool { return fc.numResets() == 2 })
+	fc.refuse(10025)
+	waitUntil(t, "the third reset", func() bool { return fc.numResets() == 3 })
+	fc.mu.Lock()
+	hdrs := slices.Clone(fc.hdrs)
+	fc.mu.Unlock()
+	if !strings.Contains(hdrs[1], "Nats-Required-Api-Level: 4\r\n") || strings.Contains(hdrs[1], "Nats-Stream-Identity") || strings.Contains(hdrs[2], "Api-Level") {
+		t.Fatalf("reset headers %q", hdrs)
+	}
+	fc.answer("flow_control", 0)
+	fc.deliver1(1, 1)
+	waitUntil(t, "the first message copied", func() bool { return set.r.Store().State(false).Msgs == 1 })
+}
+
 // A durable source resets its consumer (API level 5, the origin's
 // identity), copies what it delivers in order, answers flow control
 // with what it copied, resets again on a missed delivery without
@@ -116,24 +174,7 @@ func TestDurableSourceProtocol(t *testing.T) {
 	timers := &fakeTimers{}
 	fc := newFakeConsumer(t, e.tr, "O", "C", "dlv")
 	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
-	set := func() *Set {
-		cfg := stream.Config{Name: "AGG", Sources: []*stream.Source{{Name: "O", Consumer: &stream.SourceConsumer{Name: "C", DeliverSubject: "dlv"}}}, Storage: stream.MemoryStorage}
-		cfg.SetDefaults()
-		env := streamrun.Env{Transport: e.tr, Now: time.Now, Logf: t.Logf, Storage: e.storage, BatchLimits: stream.BatchLimits{}.WithDefaults(), Batches: &e.batches}
-		s := streamrun.New(env, cfg, time.Now(), "", memstore.New(cfg.StoreConfig()))
-		if err := s.Open(); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Serve(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Stop(nil) })
-		ss := NewSet(Env{Now: clk.now, Logf: t.Logf, Lookup: e.lookup, Transport: e.tr, After: timers.after}, s)
-		s.SetSources(ss)
-		ss.Start(cfg, e.lookup)
-		t.Cleanup(func() { ss.Close(false) })
-		return ss
-	}()
+	set := startDurableSource(t, e, timers, clk)
 	agg := set.r
 
 	waitUntil(t, "the first reset", func() bool { return fc.numResets() == 1 })

@@ -32,7 +32,7 @@ import (
 //	           inactive_threshold 10s, _nats.mirror.* / _nats.src.* metadata, filters}}
 //	answer:    consumer_create_response: its name is the consumer whose deliveries are taken
 //
-// A server refusing the level (10227, or 10025) is asked at level 4 (a
+// A server refusing the level (10185, or 10025) is asked at level 4 (a
 // source), then without `sourcing` and with a name of its own,
 // JS_MIRROR_<hash>_<random>. Deliveries, heartbeats and flow control
 // then go as for a durable consumer (durable.go: receive, process,
@@ -98,20 +98,7 @@ func (s *sourcer) runExternal() {
 	defer close(s.done)
 	d := &durableRun{s: s, in: &inbox{sig: make(chan struct{}, 1)}}
 	defer d.unsubscribe()
-	d.start()
-	for {
-		if d.setupExternal() {
-			d.fails = 0
-			if !d.receive() {
-				return // stopped
-			}
-		} else {
-			d.fails++
-		}
-		if !d.backoff() {
-			return
-		}
-	}
+	d.run(d.setupExternal)
 }
 
 // unsubscribe drops the deliver and reply subscriptions of the last
@@ -146,16 +133,9 @@ func (d *durableRun) listen() bool {
 }
 
 // deliverTo replaces the deliver subscription with one on a new deliver
-// subject and returns the subject ("" on failure). Messages of earlier
-// subscriptions still queued carry an older gen and are dropped.
+// subject and returns the subject ("" on failure).
 func (d *durableRun) deliverTo() string {
 	s := d.s
-	if d.dsub != nil {
-		d.dsub.Unsubscribe()
-		d.dsub = nil
-	}
-	d.gen++
-	gen := d.gen
 	kind := ".S"
 	if s.mirror {
 		kind = ".M"
@@ -164,15 +144,32 @@ func (d *durableRun) deliverTo() string {
 	if s.src.External.DeliverPrefix == "" {
 		subj = "$JS" + kind + "." + nuid.Next()
 	}
+	if !d.subscribeDeliver(subj) {
+		return ""
+	}
+	return subj
+}
+
+// subscribeDeliver replaces the deliver subscription with one on subj.
+// Messages of earlier subscriptions still queued carry an older gen and
+// are dropped.
+func (d *durableRun) subscribeDeliver(subj string) bool {
+	s := d.s
+	if d.dsub != nil {
+		d.dsub.Unsubscribe()
+		d.dsub = nil
+	}
+	d.gen++
+	gen := d.gen
 	sub, err := s.env.Transport.Subscribe(subj, "", func(subj, reply string, hdr, data []byte) {
 		d.in.put(inbound{subject: subj, reply: reply, hdr: bytes.Clone(hdr), data: bytes.Clone(data), gen: gen})
 	})
 	if err != nil {
 		s.env.Logf("stream %s: %s %s: subscribe %s: %v", s.r.Name(), s.kind(), s.src.Name, subj, err)
-		return ""
+		return false
 	}
 	d.dsub = sub
-	return subj
+	return true
 }
 
 // createConfig is the config of the consumer a setup asks for.
@@ -293,49 +290,21 @@ func (d *durableRun) setupExternal() bool {
 	if !d.sendCreate(cfg, level) {
 		return false
 	}
-	timer := s.after(externalCreateWait)
-	var held []inbound
-	defer func() { d.hold(held) }()
-	for {
-		select {
-		case <-s.quit:
-			return false
-		case <-timer:
-			d.timedOut = true
-			return false
-		case <-d.in.sig:
+	ans, ident, ok := d.awaitAnswer(externalCreateWait, func() (bool, bool) {
+		if !cfg.Sourcing {
+			return false, true
 		}
-		msgs := d.in.take()
-		for i, m := range msgs {
-			if !m.answer {
-				held = append(held, m)
-				continue
-			}
-			if m.subject != d.reply {
-				continue // an answer to an earlier request
-			}
-			var ans resetAnswer
-			if err := json.Unmarshal(m.data, &ans); err != nil {
-				continue
-			}
-			if e := ans.Error; e != nil && cfg.Sourcing && (e.ErrCode == uint16(jserr.RequiredApiLevel) || e.ErrCode == uint16(jserr.InvalidJSON)) {
-				if level > 4 {
-					level--
-				} else {
-					// The origin's server does not know sourcing
-					// consumers: a name of the sourcer's own.
-					cfg.Sourcing, level = false, 0
-					cfg.Name = fmt.Sprintf("%s_%s", cfg.Name, stream.Hash8(nuid.Next()))
-				}
-				if !d.sendCreate(cfg, level) {
-					return false
-				}
-				continue
-			}
-			held = append(held, msgs[i+1:]...)
-			return d.created(&ans, stream.HeaderString(m.hdr, stream.HdrStreamIdentity))
+		if level > 4 {
+			level--
+		} else {
+			// The origin's server does not know sourcing consumers: a
+			// name of the sourcer's own.
+			cfg.Sourcing, level = false, 0
+			cfg.Name = fmt.Sprintf("%s_%s", cfg.Name, stream.Hash8(nuid.Next()))
 		}
-	}
+		return true, d.sendCreate(cfg, level)
+	})
+	return ok && d.created(ans, ident)
 }
 
 // created takes the create request's answer.
@@ -346,17 +315,7 @@ func (d *durableRun) created(ans *resetAnswer, ident string) bool {
 			s.ident, d.sseq, d.recreated = "", 0, true // the origin was recreated
 			return false
 		}
-		err := ans.Error
-		if err == nil {
-			code := jserr.SourceConsumerSetupFailed
-			if s.mirror {
-				code = jserr.MirrorConsumerSetupFailed
-			}
-			err = jserr.New(code, jserr.Sub("err", "invalid consumer create response"))
-		}
-		s.env.Logf("stream %s: create %s consumer of %s: %s", s.r.Name(), s.kind(), s.src.Name, err.Description)
-		s.setError(err)
-		return false
+		return d.refused(ans.Error, fmt.Sprintf("create %s consumer of %s", s.kind(), s.src.Name))
 	}
 	d.cname = ans.Name
 	s.mu.Lock()

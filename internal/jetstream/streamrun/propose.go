@@ -43,6 +43,7 @@ type request struct {
 	kind   requestKind
 	op     stream.Op
 	time   int64  // reqExpire: the pass's time (unix ns)
+	timer  bool   // reqExpire: the expiry timer's pass (skipped when stream.Stream.ExpiryIdle)
 	index  uint64 // reqApply: the operation's index in the log
 	key    uint64 // reqApply, reqForget: the proposal's key (0: none)
 	out    stream.Outcome
@@ -416,7 +417,8 @@ func (r *Stream) proposeCopy(op *stream.Copy, req *request) {
 // nil, is completed once the expiry applied. Only the leader of a
 // replicated stream expires (the others apply its Expire operations);
 // a follower's pass only re-arms its timer, so that it expires soon
-// after it leads.
+// after it leads. The timer's pass proposes no Expire when it would
+// change nothing (stream.Stream.ExpiryIdle).
 func (r *Stream) expirePass(now int64, req *request) {
 	if !r.leads() {
 		r.rearmExpiry(now, 0, 0)
@@ -424,6 +426,13 @@ func (r *Stream) expirePass(now int64, req *request) {
 	}
 	if next, ok := r.st.NextSchedule(); ok && next <= now {
 		r.propose(&stream.FireSchedules{Time: now}, waiter{})
+	}
+	if req != nil && req.timer && r.st.ExpiryIdle(now) {
+		// The timer's pass would change nothing: no entry, so that an
+		// idle replicated stream's group stays quiet.
+		r.expireBatches(now)
+		r.rearmExpiry(now, r.store.State(false).FirstSeq, 0)
+		return
 	}
 	r.propose(&stream.Expire{Time: now}, waiter{kind: waitExpire, pass: now, first: r.store.State(false).FirstSeq, req: req})
 }

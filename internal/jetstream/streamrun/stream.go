@@ -626,7 +626,7 @@ func storeFailed(err error) *jserr.Error {
 // per-message TTLs, the duplicate window) at the timer's time; the pass
 // re-arms the timer (rearmExpiry).
 func (r *Stream) expireTick() {
-	r.in.pushOp(item{req: &request{kind: reqExpire, time: r.env.Now().UnixNano()}})
+	r.in.pushOp(item{req: &request{kind: reqExpire, time: r.env.Now().UnixNano(), timer: true}})
 }
 
 // minExpiryWait is the wait before retrying a subject delete marker that
