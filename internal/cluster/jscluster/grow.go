@@ -31,10 +31,11 @@ import (
 //     bootstraps the same voters). A server says so again once its own
 //     routes resolved, and that it runs a meta group once it does
 //     (Transport.Rehello).
-//   - seed: otherwise (each server names a seed, or one other), the
-//     server with the smallest name among itself and the routed servers
-//     bootstraps a meta group of itself alone once that view held for
-//     seedSettle; the others join it.
+//   - seed: otherwise (each server names a seed, or one other, or this
+//     server names none and nobody is routed here yet), the server with
+//     the smallest name among itself and the routed servers bootstraps a
+//     meta group of itself alone once that view held for seedSettle; the
+//     others join it.
 
 // seedSettle is how long the seed rule's view of the cluster (the routed
 // servers, their hellos) must hold before the smallest-named server
@@ -131,7 +132,7 @@ func (c *Cluster) joinOrBootstrap(names []string, complete bool) (votersFile, bo
 		}
 		incs[n] = inc.String()
 	}
-	if c.namesAgree(names, peers) {
+	if len(peers) > 0 && c.namesAgree(names, peers) {
 		for n := range incs {
 			if !slices.Contains(names, n) {
 				delete(incs, n)
