@@ -23,9 +23,9 @@ import (
 // the stream of one replica, the others' files go, and every
 // acknowledged message is served byte for byte, then again after every
 // server restarted. A durable consumer of one replica on the kept server
-// keeps its ack floor and pending acks; a replicated consumer makes the
-// update answer 10061 (docs/clustering.md, "Scaling down to one
-// replica"). StreamInfo's cluster is then a stream of one replica's: the
+// keeps its ack floor and pending acks; a replicated consumer kept in
+// memory makes the update answer 10061 (docs/clustering.md, "Scaling
+// down to one replica"). StreamInfo's cluster is then a stream of one replica's: the
 // leader, no replicas. Scaled up again (before and after the restarts),
 // it is replicated again with every message.
 func TestJetStreamClusterScaleDownToOne(t *testing.T) {
@@ -56,15 +56,16 @@ func scaleDownToOne(t *testing.T, n int) {
 	for i := 1; i <= 60; i++ {
 		publishAcked(t, js[0], sent, i)
 	}
-	// A replicated consumer cannot follow yet: 10061, nothing changed.
-	if _, err := js[0].CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "REPL", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+	// A replicated consumer kept in memory has no files for its state
+	// to go to: 10061, nothing changed.
+	if _, err := js[0].CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "REPL", AckPolicy: jetstream.AckExplicitPolicy, MemoryStorage: true}); err != nil {
 		t.Fatal(err)
 	}
 	one := cfg
 	one.Replicas = 1
 	var apiErr *jetstream.APIError
 	if _, err := js[0].UpdateStream(tctx(t), one); !errors.As(err, &apiErr) || apiErr.ErrorCode != 10061 {
-		t.Fatalf("scale to 1 with a replicated consumer: %v", err)
+		t.Fatalf("scale to 1 with a replicated consumer kept in memory: %v", err)
 	}
 	if err := js[0].DeleteConsumer(tctx(t), "ORDERS", "REPL"); err != nil {
 		t.Fatal(err)

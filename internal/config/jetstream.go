@@ -74,7 +74,7 @@ var jetstreamBlockKeys = keyTable{
 	"cipher":                   unsupportedYet,
 	"tpm":                      unsupportedYet,
 	"limits":                   jsLimitsKey,
-	"extension_hint":           ignoredKey(singleServer),
+	"extension_hint":           ignoredKey(leafExtension),
 	"unique_tag":               uniqueTagKey,
 	"max_outstanding_catchup":  ignoredKey(noSuchTuning),
 	"max_buffered_size":        ignoredKey(noSuchTuning),
@@ -88,8 +88,8 @@ var jetstreamBlockKeys = keyTable{
 }
 
 const (
-	singleServer = "it places streams in a cluster, and cairn runs as a single server"
-	noSuchTuning = "it tunes an internal queue of nats-server that cairn does not have"
+	leafExtension = "it says whether JetStream extends over leaf node connections, which cairn does not serve"
+	noSuchTuning  = "it tunes an internal queue of nats-server that cairn does not have"
 )
 
 // jetstreamKey reads `jetstream: true|false|enabled|disabled` or a block.

@@ -23,7 +23,7 @@ const (
 var allowed = map[string][]string{
 	"cmd/cairn":                      {"internal/config", "internal/logger", "internal/monitor", "internal/route", "internal/server"},
 	"internal/monitor":               {"internal/auth", "internal/cluster/jscluster", "internal/config", "internal/consumer", "internal/jetstream", "internal/jsapi", "internal/logger", "internal/raftnode", "internal/server", "internal/store", "internal/stream", "internal/subject", "internal/vfs"},
-	"internal/config":                {},
+	"internal/config":                {"internal/transform"},
 	"internal/auth":                  {"internal/config", "internal/subject", "internal/sublist"},
 	"internal/jwtstore":              {},
 	"internal/server":                {"internal/auth", "internal/cluster/jscluster", "internal/config", "internal/jetstream", "internal/jsapi", "internal/jwtstore", "internal/logger", "internal/protocol", "internal/raftnode", "internal/route", "internal/subject", "internal/sublist", "internal/transform", "internal/vfs"},
@@ -64,7 +64,7 @@ var allowed = map[string][]string{
 	"bench/faults":                   {"internal/faults"},
 	"bench/idle":                     {"internal/faults"},
 	"bench/fetchnoack":               {},
-	"bench/handover":                 {},
+	"bench/handover":                 {"internal/faults"},
 	"bench/restart":                  {},
 	"bench/scrape":                   {},
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -96,8 +97,15 @@ func TestMetricsNamesAndValues(t *testing.T) {
 	fmt.Fprintf(nc, "SUB _INBOX.d 2\r\nPUB $JS.API.CONSUMER.MSG.NEXT.S.C _INBOX.d %d\r\n%s\r\n", len(next), next)
 	readUntil(t, nc, "MSG s.1")
 
-	fams := scrape(t, m)
+	// A client's in_msgs is counted once its read loop has handed the
+	// message on, which may follow the delivery readUntil saw: scrape
+	// until the last publish is counted.
 	id := []string{"server_id", s.ID()}
+	fams := scrape(t, m)
+	for deadline := time.Now().Add(10 * time.Second); value(t, fams, "gnatsd_varz_in_msgs", id...) < 8 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		fams = scrape(t, m)
+	}
 	if v := value(t, fams, "gnatsd_varz_in_msgs", id...); v < 8 {
 		t.Errorf("gnatsd_varz_in_msgs %v", v)
 	}

@@ -34,8 +34,12 @@ type Node struct {
 	}
 	sched scheduler
 	ticks atomic.Uint64 // ticks so far; each group catches up to it when it runs
-	alive liveness      // peer servers' liveness (quiesce.go)
-	beat  atomic.Bool   // a tick asked the next round to send liveness beats
+	// peersGen counts changes of the groups' peers (a group added or
+	// removed, SetPeers, a peer learned from a frame): checkLiveness
+	// gathers the peer servers again only when it moved.
+	peersGen atomic.Uint64
+	alive    liveness    // peer servers' liveness (quiesce.go)
+	beat     atomic.Bool // a tick asked the next round to send liveness beats
 
 	// Goroutines of Start.
 	started bool
@@ -274,6 +278,7 @@ func (n *Node) AddGroup(cfg GroupConfig, sm StateMachine) error {
 	g := &group{n: n, id: cfg.ID, replica: cfg.Replica, sm: sm, baseHoldsState: cfg.BaseHoldsState, waiters: map[uint64]*Proposal{}, reads: map[uint64]*Proposal{},
 		lastTick: n.ticks.Load(), leaderTick: n.ticks.Load(), announce: true}
 	g.mu.peers = peers
+	n.peersGen.Add(1)
 	n.walMu.Lock()
 	err = n.initGroup(g, cfg)
 	n.walMu.Unlock()
@@ -617,6 +622,7 @@ func (n *Node) SetPeers(id GroupID, peers []Peer) error {
 	g.mu.Lock()
 	g.mu.peers = m
 	g.mu.Unlock()
+	n.peersGen.Add(1)
 	return nil
 }
 
@@ -640,6 +646,29 @@ func (n *Node) Status(id GroupID) (GroupStatus, error) {
 		s.LeaderFor = time.Duration(now-min(s.leadTick, now)+1) * n.cfg.TickInterval
 	}
 	return s, nil
+}
+
+// Brief is the part of a group's status that Brief reads without copying
+// or computing anything: for the callers that poll every group often
+// (every 250 ms, every second) and need no contact information.
+type Brief struct {
+	Role        Role
+	LeaderReady bool  // as GroupStatus.LeaderReady
+	CaughtUp    bool  // as GroupStatus.CaughtUp
+	Fenced      error // as GroupStatus.Fenced
+}
+
+// Brief returns the cheap part of group id's status (Status has the
+// rest). Errors: ErrUnknownGroup, ErrStopped.
+func (n *Node) Brief(id GroupID) (Brief, error) {
+	g, err := n.live(id)
+	if err != nil {
+		return Brief{}, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := &g.mu.status
+	return Brief{Role: s.Role, LeaderReady: s.LeaderReady, CaughtUp: s.CaughtUp, Fenced: g.mu.fenced}, nil
 }
 
 // Groups returns the IDs of the node's groups, in the order they were added.
@@ -705,6 +734,7 @@ func (n *Node) Receive(from ServerID, frame []byte) error {
 				// (the assignment no longer has it, but it may lead until
 				// it is removed). Answers go back where it spoke from.
 				g.mu.peers[ReplicaID(in.m.GetFrom())] = from
+				n.peersGen.Add(1)
 			}
 		}
 		if ok {
@@ -989,6 +1019,7 @@ func (n *Node) afterRound(gs []*group) {
 		// Copy on write: Tick and Close read the list outside the lock,
 		// and DeleteFunc would shift and clear their view in place.
 		n.mu.list = slices.DeleteFunc(slices.Clone(n.mu.list), func(x *group) bool { return x == g })
+		n.peersGen.Add(1)
 		n.mu.Unlock()
 		for _, w := range g.waiters {
 			w.resolve(nil, ErrNoReply)

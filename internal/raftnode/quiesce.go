@@ -43,6 +43,10 @@ type liveness struct {
 	heard map[ServerID]uint64
 	dead  map[ServerID]bool
 	peers []ServerID // the servers of every group's replicas but this one, as of the last tick
+	// gen is Node.peersGen when peers was computed: the groups' peers
+	// are gathered again only after a change (a group added or removed,
+	// a peer list set or learned), not on every tick.
+	gen uint64
 }
 
 // heardFrom records a frame from server from.
@@ -56,25 +60,20 @@ func (n *Node) heardFrom(from ServerID) {
 // just been found dead (not heard from for more than ElectionTicks) and
 // those heard from again after that.
 func (n *Node) checkLiveness(now uint64, list []*group) (died, revived []ServerID) {
-	set := map[ServerID]bool{}
-	for _, g := range list {
-		g.mu.Lock()
-		for _, s := range g.mu.peers {
-			if s != n.cfg.Server {
-				set[s] = true
-			}
-		}
-		g.mu.Unlock()
+	gen := n.peersGen.Load()
+	n.alive.mu.Lock()
+	fresh := n.alive.gen == gen && n.alive.peers != nil
+	n.alive.mu.Unlock()
+	var peers []ServerID
+	if !fresh {
+		peers = n.gatherPeers(list)
 	}
-	peers := make([]ServerID, 0, len(set))
-	for s := range set {
-		peers = append(peers, s)
-	}
-	slices.Sort(peers)
 	n.alive.mu.Lock()
 	defer n.alive.mu.Unlock()
-	n.alive.peers = peers
-	for _, s := range peers {
+	if !fresh {
+		n.alive.peers, n.alive.gen = peers, gen
+	}
+	for _, s := range n.alive.peers {
 		h, ok := n.alive.heard[s]
 		if !ok {
 			n.alive.heard[s] = now // a new peer gets a grace period
@@ -90,6 +89,27 @@ func (n *Node) checkLiveness(now uint64, list []*group) (died, revived []ServerI
 		n.alive.dead[s] = silent
 	}
 	return died, revived
+}
+
+// gatherPeers returns the servers of every group's replicas but this
+// one, sorted.
+func (n *Node) gatherPeers(list []*group) []ServerID {
+	set := map[ServerID]bool{}
+	for _, g := range list {
+		g.mu.Lock()
+		for _, s := range g.mu.peers {
+			if s != n.cfg.Server {
+				set[s] = true
+			}
+		}
+		g.mu.Unlock()
+	}
+	peers := make([]ServerID, 0, len(set))
+	for s := range set {
+		peers = append(peers, s)
+	}
+	slices.Sort(peers)
+	return peers
 }
 
 // isDead reports whether server s is known dead (no beat for more than

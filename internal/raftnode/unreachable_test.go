@@ -69,3 +69,30 @@ func TestPeerUnreachableFalseAlarm(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The peer servers liveness watches follow the groups' peer lists: a
+// server named by SetPeers after the last tick is watched from the next
+// one, and one no group names any more is dropped (checkLiveness gathers
+// them again only after such a change, not on every tick).
+func TestLivenessPeersFollowChanges(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.tick(1)
+	n := c.nodes[0].n
+	watched := func() []ServerID {
+		n.alive.mu.Lock()
+		defer n.alive.mu.Unlock()
+		return append([]ServerID(nil), n.alive.peers...)
+	}
+	if got := watched(); len(got) != 2 || got[0] != "s2" || got[1] != "s3" {
+		t.Fatalf("watched %v, want [s2 s3]", got)
+	}
+	c.tick(1)
+	if err := n.SetPeers(1, []Peer{{Replica: 1, Server: "s1"}, {Replica: 2, Server: "s2"}, {Replica: 4, Server: "s4"}}); err != nil {
+		t.Fatal(err)
+	}
+	c.tick(1)
+	if got := watched(); len(got) != 2 || got[0] != "s2" || got[1] != "s4" {
+		t.Fatalf("watched %v after SetPeers, want [s2 s4]", got)
+	}
+}

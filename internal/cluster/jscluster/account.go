@@ -62,8 +62,8 @@ func (c *Cluster) EngineConfig(accountName string, cfg *jetstream.Config) {
 		return n, ok
 	}
 	cfg.RestoreConsumer = func(streamName, name string, created time.Time) bool {
-		ca, _, assigned, here := c.consumerAssignment(consumerKey{accountName, streamName, name})
-		return assigned && here && len(ca.Replicas) == 1 && ca.Created == created.UnixNano()
+		ca, mine, assigned, here := c.consumerAssignment(consumerKey{accountName, streamName, name})
+		return assigned && here && c.runsSingle(ca, mine) && ca.Created == created.UnixNano()
 	}
 	cfg.RemoveInactive = func(streamName, name string, created time.Time) {
 		c.askRemoveInactive(consumerKey{accountName, streamName, name}, created)

@@ -63,7 +63,7 @@ func (c *Cluster) sampleApply() {
 		if !ok {
 			continue
 		}
-		gs, err := c.node.Status(r.sa.Group)
+		gs, err := c.node.Brief(r.sa.Group)
 		if err != nil {
 			continue
 		}

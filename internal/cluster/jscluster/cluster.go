@@ -412,9 +412,13 @@ func (c *Cluster) run() {
 			c.askReplaceLost()
 			c.handleLost()
 			c.reconcileMemberships()
+			c.reconcileConsumerMemberships()
 			c.retireReplicas()
+			c.retireConsumers()
+			c.convertConsumers()
 			c.convertReplicas()
 			c.askSettles()
+			c.askConsumerSettles()
 			c.checkpointConsumers()
 			if !recovered {
 				recovered = c.noteRecovered()

@@ -64,6 +64,14 @@ type creplica struct {
 	// when (the run goroutine's).
 	ckptIndex uint64
 	ckptAt    time.Time
+	// changing is the membership change this replica, leading its
+	// group, proposed last (consumerscale.go); leaderless is since when a
+	// leaving replica has known no leader (retireConsumers); convertAt
+	// when a scale-down to one replica last failed here, or the settle
+	// was last asked (consumerdown.go). The run goroutine's.
+	changing   *raftnode.Proposal
+	leaderless time.Time
+	convertAt  time.Time
 }
 
 // leaderReplica forwards a consumer's leadership to its runtime and
@@ -123,7 +131,7 @@ func (c *Cluster) reconcileConsumers(k streamKey) {
 // consumer k to match the meta group's assignment. A replica starts only
 // once its stream's replica runs here.
 func (c *Cluster) reconcileConsumer(k consumerKey) {
-	ca, mine, _, here := c.consumerAssignment(k)
+	ca, mine, assigned, here := c.consumerAssignment(k)
 	c.mu.Lock()
 	cur := c.creplicas[k]
 	acc := c.accounts[k.account]
@@ -134,6 +142,32 @@ func (c *Cluster) reconcileConsumer(k consumerKey) {
 		return // the account has no JetStream here (yet): AddAccount reconciles
 	}
 	switch {
+	case cur != nil && here && streamUp && cur.ca.Group == ca.Group && cur.mine(c.name) == mine.ID && cur.log == nil && len(ca.Replicas) > 1:
+		// Scaled up from one replica: its state starts the group
+		// (consumerscale.go).
+		c.mu.Lock()
+		delete(c.creplicas, k)
+		c.mu.Unlock()
+		c.startConsumer(acc, k, ca, mine)
+	case cur != nil && here && streamUp && cur.ca.Group == ca.Group && cur.mine(c.name) == mine.ID && cur.log != nil && !sameServers(cur.ca.Replicas, ca.Replicas):
+		// Another replica came or went (a scale): this one stays, and
+		// its group's leader changes the membership.
+		c.keepConsumer(k, cur, ca)
+		if string(cur.ca.Config) != string(ca.Config) {
+			c.updateConsumer(acc, k, cur, ca)
+		}
+	case cur != nil && !here && assigned && streamUp && cur.log != nil && cur.ca.Group == ca.Group && c.consumerMember(cur):
+		// Leaving: it runs, and may lead, until its group removed it
+		// (retireConsumers).
+		if !sameServers(cur.ca.Replicas, ca.Replicas) {
+			c.keepConsumer(k, cur, ca)
+		}
+	case cur != nil && here && streamUp && cur.log == nil && cur.ca.Unsettled() && len(ca.Replicas) == 1 && cur.ca.Created == ca.Created && ca.Replicas[0].Server == c.name:
+		// Settled (meta.SettleConsumer): the same consumer of one
+		// replica, under its new group.
+		c.mu.Lock()
+		cur.ca = ca
+		c.mu.Unlock()
 	case cur != nil && (!here || !streamUp || cur.ca.Group != ca.Group || !sameServers(cur.ca.Replicas, ca.Replicas)):
 		c.stopConsumer(acc, k, cur)
 		if here && streamUp {
@@ -159,7 +193,7 @@ func (c *Cluster) startConsumer(acc *account, k consumerKey, ca meta.ConsumerAss
 	}
 	created := time.Unix(0, ca.Created)
 	cr := &creplica{ca: ca}
-	if len(ca.Replicas) == 1 {
+	if c.runsSingle(ca, mine) {
 		if err := c.startSingle(acc, k, cfg, created); err != nil {
 			c.cfg.Logf("jscluster: consumer %s > %s > %s: this server's replica cannot start: %v", k.account, k.stream, k.name, err)
 			return
@@ -169,6 +203,10 @@ func (c *Cluster) startConsumer(acc *account, k consumerKey, ca meta.ConsumerAss
 		c.mu.Lock()
 		c.creplicas[k] = cr
 		c.mu.Unlock()
+		return
+	}
+	if err := c.adoptSingle(acc, k, ca, mine); err != nil {
+		c.cfg.Logf("jscluster: consumer %s > %s > %s: scaling up from one replica, not started here (its files left as they are): %v", k.account, k.stream, k.name, err)
 		return
 	}
 	acc.cstarting.Store(cr)
@@ -186,12 +224,11 @@ func (c *Cluster) startConsumer(acc *account, k consumerKey, ca meta.ConsumerAss
 	c.mu.Lock()
 	c.creplicas[k] = cr
 	c.mu.Unlock()
-	gc := raftnode.GroupConfig{ID: ca.Group, Replica: mine.ID, Incarnation: mine.Incarnation, Peers: meta.Peers(ca.Replicas)}
-	if err := c.node.AddGroup(gc, cr.log.StateMachine()); err != nil {
+	if err := c.node.AddGroup(consumerGroupConfig(ca, mine), cr.log.StateMachine()); err != nil {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: its group %d cannot start here: %v", k.account, k.stream, k.name, ca.Group, err)
 		return
 	}
-	if c.metaLeader() {
+	if c.metaLeader() && int(mine.ID) <= ca.Initial {
 		// The meta leader answers the create: its replica campaigns at
 		// once, so that it is likely to lead and subscribe before it
 		// answers (waitConsumer), and the client's next request finds the
@@ -323,8 +360,18 @@ func (c *Cluster) stopConsumer(acc *account, k consumerKey, cr *creplica) {
 	if cr.log == nil {
 		return
 	}
-	if _, err := c.node.RemoveGroup(cr.ca.Group); err != nil {
+	done, err := c.node.RemoveGroup(cr.ca.Group)
+	if err != nil {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: remove group %d: %v", k.account, k.stream, k.name, cr.ca.Group, err)
+	} else {
+		// A replica started next for the same group (a replacement on
+		// this server) needs the node to be done with this one.
+		select {
+		case <-done:
+		case <-c.quit:
+		case <-time.After(removeWait):
+			c.cfg.Logf("jscluster: consumer %s > %s > %s: group %d not removed after %v", k.account, k.stream, k.name, cr.ca.Group, removeWait)
+		}
 	}
 	c.removeCheckpoint(cr.ca.Group)
 }
@@ -447,8 +494,9 @@ func (a *account) consumerRoute(key, streamName, name string) (forMeta bool, cr 
 // proposed; and the answer waits (at most proposeTimeout) for the
 // consumer's leader to run the config and gives its info. Errors: 10059,
 // the engine's create errors, 10023 (no servers for it), 10061 for an
-// update changing the replica count (not built: docs/clustering.md, "Not
-// yet built"), 10008 when the meta group cannot decide.
+// update taking a consumer kept in memory down to one replica
+// (docs/clustering.md, "Scaling consumers"), 10008 when the meta group
+// cannot decide.
 func (a *account) ConsumerCreate(streamName string, cfg consumer.Config, action jetstream.ConsumerAction, pedantic bool) (*consumer.Info, *jserr.Error, bool) {
 	c := a.c
 	var sa meta.StreamAssignment
@@ -531,16 +579,26 @@ func (a *account) ConsumerCreate(streamName string, cfg consumer.Config, action 
 // consumerServers returns the servers of the consumer being created or
 // updated with config cfg: for a new one (ca has no name), placed among
 // its stream's servers (meta.PlaceConsumer); for an existing one, its
-// servers. An update that changes num_replicas and with it the count of
-// servers gets 10061: moving a consumer between replica counts is not
-// built. The consumers created before counts were honoured (a durable of
+// servers, scaled when an update changes num_replicas and with it the
+// count (scaledConsumerServers: docs/clustering.md, "Scaling
+// consumers"); 10008 while its scale-down to one replica is not through
+// (meta.ConsumerAssignment.Unsettled), 10061 for a scale-down to one
+// replica of a consumer whose state has no files to go to (mem_storage,
+// a memory stream's). The consumers created before counts were honoured (a durable of
 // a replicated stream had its stream's count whatever its config said)
 // keep their count while num_replicas stays as it is.
 func (c *Cluster) consumerServers(sa meta.StreamAssignment, ca meta.ConsumerAssignment, old, cfg *consumer.Config, scfg *stream.Config) ([]raftnode.ServerID, *jserr.Error) {
 	want := cfg.EffectiveReplicas(scfg)
 	if ca.Name != "" {
 		if old.Replicas != cfg.Replicas && want != len(ca.Replicas) {
-			return nil, jserr.New(jserr.StreamReplicasNotUpdatable)
+			switch {
+			case ca.Unsettled():
+				return nil, jserr.New(jserr.ClusterNotAvail) // its scale-down to one replica is not through yet
+			case want < 2 && (!persistedConsumer(ca) || scfg.Storage != stream.FileStorage):
+				// Down to one replica, its state has no files to go to.
+				return nil, jserr.New(jserr.StreamReplicasNotUpdatable)
+			}
+			return c.scaledConsumerServers(sa, ca, want) // consumerscale.go, consumerdown.go
 		}
 		return meta.Servers(ca.Replicas), nil
 	}
@@ -711,7 +769,8 @@ func (a *account) ConsumerInfos(streamName string, names []string) (infos []*con
 // consumerClusterInfo returns the cluster part of consumer k's info
 // (nats-server v2.15.2 ClusterInfo): for one replica, the cluster's name
 // and its server as the leader, as nats-server shows it; for more, the
-// group, its leader and, on the leader, the other replicas. A consumer
+// group, its leader and, on the leader, the other replicas the meta
+// group assigns (a replica being replaced or removed is not listed). A consumer
 // the meta group does not hold (one being deleted) shows this server as
 // its leader.
 func (c *Cluster) consumerClusterInfo(k consumerKey) *jetstream.ClusterInfo {
@@ -733,7 +792,7 @@ func (c *Cluster) consumerClusterInfo(k consumerKey) *jetstream.ClusterInfo {
 		since := time.Unix(0, cr.since.Load()).UTC()
 		ci.LeaderSince = &since
 	}
-	ci.Replicas = c.peerInfos(st, nil)
+	ci.Replicas = c.peerInfos(st, ca.Replicas)
 	return ci
 }
 

@@ -87,6 +87,12 @@
 // a replica whose store changed is replaced by a new replica ID on its
 // server (the meta leader's meta.MoveReplica), STREAM.PEER.REMOVE moves a
 // replica to another server, a num_replicas update scales the stream.
+// A replicated consumer's group follows its assignment the same way
+// (consumerscale.go, consumerdown.go; "Scaling consumers"): its replica
+// on a wiped server is replaced (meta.MoveConsumer), it moves with its
+// stream's replica, and it scales with its stream or by its own update,
+// its state handed over at the scale up from one replica and the scale
+// down to it.
 // New replicas are caught up by stream snapshots (internal/cluster/
 // streamckpt, internal/cluster/catchup, whose service this layer runs on
 // the Raft transport). The meta group's own members are replaced the

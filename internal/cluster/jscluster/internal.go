@@ -126,8 +126,9 @@ func (c *Cluster) AttachSystem(tr jetstream.Transport) error {
 		{consumerInfoPrefix + "*.*.*", c.onConsumerInfo},
 		{streamInfoPrefix + "*.*", c.onStreamInfo}, // gather.go
 		{assignmentDelete, c.onAssignmentDelete},
-		{replicaLost, c.onReplicaLost}, // lost.go
-		{settleSubject, c.onSettle},    // scaledown.go
+		{replicaLost, c.onReplicaLost},              // lost.go
+		{settleSubject, c.onSettle},                 // scaledown.go
+		{consumerSettleSubject, c.onConsumerSettle}, // consumerdown.go
 		{s.inbox + "*", c.onReply},
 	} {
 		x, err := tr.Subscribe(sub.subj, "", sub.h)

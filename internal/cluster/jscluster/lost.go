@@ -179,11 +179,11 @@ func (c *Cluster) askReplaceLost() {
 	c.mu.Unlock()
 	now := time.Now()
 	for _, r := range lost {
-		st, err := c.node.Status(r.sa.Group)
+		st, err := c.node.Brief(r.sa.Group)
 		if err != nil || st.Fenced == nil || !errors.Is(st.Fenced, raftnode.ErrStateLost) {
 			continue
 		}
-		key := staleKey{streamKey{r.sa.Account, r.sa.Name}, r.mine()}
+		key := staleKey{k: streamKey{r.sa.Account, r.sa.Name}, id: r.mine()}
 		if !c.lostAsked.due(key, now, staleRetry) {
 			continue
 		}
@@ -301,7 +301,7 @@ func (c *Cluster) replaceLost(k streamKey, sa meta.StreamAssignment, id raftnode
 	c.lost.mu.Lock()
 	due := false
 	if ls := c.lost.streams[k]; ls != nil {
-		due = ls.moved.due(staleKey{k, id}, now, staleRetry)
+		due = ls.moved.due(staleKey{k: k, id: id}, now, staleRetry)
 	}
 	c.lost.mu.Unlock()
 	if !due || to == "" {

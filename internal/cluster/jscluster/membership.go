@@ -2,6 +2,7 @@ package jscluster
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -48,36 +49,63 @@ const staleRetry = 5 * time.Second
 
 // replaceStale, on the meta leader, proposes a meta.MoveReplica to the
 // same server for every replica of a replicated stream whose server's
-// incarnation in the catalogue is not the one the replica is bound to.
+// incarnation in the catalogue is not the one the replica is bound to,
+// and a meta.MoveConsumer for every such replica of a replicated
+// consumer once its stream's replica there was replaced.
 func (c *Cluster) replaceStale() {
 	if !c.metaLeader() {
 		return
 	}
-	var ops []*meta.MoveReplica
+	var ops []meta.Op
 	c.meta.View(func(st *meta.State) {
 		for _, sv := range st.Servers() {
 			if sv.Removed {
 				continue
 			}
-			ss, _ := st.Assigned(sv.Name)
+			ss, cs := st.Assigned(sv.Name)
 			for _, sa := range ss {
 				r, _ := meta.On(sa.Replicas, sv.Name)
 				if len(sa.Replicas) > 1 && r.Incarnation != sv.Incarnation {
 					ops = append(ops, &meta.MoveReplica{Account: sa.Account, Stream: sa.Name, Replica: r.ID, To: sv.Name})
 				}
 			}
+			// A replicated consumer's replica there, once the stream's
+			// replica there is the store's (consumerscale.go).
+			for _, ca := range cs {
+				r, _ := meta.On(ca.Replicas, sv.Name)
+				sa, _ := st.Stream(ca.Account, ca.Stream)
+				sr, _ := meta.On(sa.Replicas, sv.Name)
+				if len(ca.Replicas) > 1 && r.Incarnation != sv.Incarnation && (len(sa.Replicas) == 1 || sr.Incarnation == sv.Incarnation) {
+					ops = append(ops, &meta.MoveConsumer{Account: ca.Account, Stream: ca.Stream, Name: ca.Name, Replica: r.ID, To: sv.Name})
+				}
+			}
 		}
 	})
 	now := time.Now()
 	for _, op := range ops {
-		if !c.staleAsked.due(staleKey{streamKey{op.Account, op.Stream}, op.Replica}, now, staleRetry) {
+		key, what := staleOf(op)
+		if !c.staleAsked.due(key, now, staleRetry) {
 			continue
 		}
 		if _, err := c.meta.Propose(op); err != nil {
 			return
 		}
-		c.cfg.Infof("JetStream cluster: replacing replica %d of stream '%s > %s' on %s (its store changed)", op.Replica, op.Account, op.Stream, op.To)
+		c.cfg.Infof("JetStream cluster: replacing %s (its store changed)", what)
 	}
+}
+
+// staleOf returns replaceStale's memory key of a MoveReplica or a
+// MoveConsumer, and what it replaces, for the log.
+func staleOf(op meta.Op) (staleKey, string) {
+	switch o := op.(type) {
+	case *meta.MoveReplica:
+		return staleKey{k: streamKey{o.Account, o.Stream}, id: o.Replica},
+			fmt.Sprintf("replica %d of stream '%s > %s' on %s", o.Replica, o.Account, o.Stream, o.To)
+	case *meta.MoveConsumer:
+		return staleKey{k: streamKey{o.Account, o.Stream}, consumer: o.Name, id: o.Replica},
+			fmt.Sprintf("replica %d of consumer '%s > %s > %s' on %s", o.Replica, o.Account, o.Stream, o.Name, o.To)
+	}
+	return staleKey{}, ""
 }
 
 // fileStream reports whether stream sa stores on disk (groupConfig: the
@@ -90,10 +118,12 @@ func fileStream(sa meta.StreamAssignment) bool {
 	return json.Unmarshal(sa.Config, &cfg) == nil && cfg.Storage == stream.FileStorage
 }
 
-// staleKey names one replica of a stream, for a retryMemo.
+// staleKey names one replica of a stream, or of one of its consumers,
+// for a retryMemo.
 type staleKey struct {
-	k  streamKey
-	id raftnode.ReplicaID
+	k        streamKey
+	consumer string
+	id       raftnode.ReplicaID
 }
 
 // reconcileMemberships runs reconcileMembership for every replicated
@@ -118,24 +148,65 @@ func (c *Cluster) reconcileMemberships() {
 // replica r leads, one membership change closer to its assignment (step
 // 3 above), unless a change is still in flight.
 func (c *Cluster) reconcileMembership(k streamKey, r *replica) {
-	if p := r.changing; p != nil {
+	label := "stream '" + k.account + " > " + k.name + "'"
+	c.stepMembership(r.sa.Group, r.sa.Replicas, &r.changing, label)
+}
+
+// stepMembership makes group, which this server's replica leads, one
+// membership change closer to the replicas want (a stream's or a
+// consumer's assignment), unless the change *changing is still in
+// flight; label names the group's stream or consumer in the log.
+func (c *Cluster) stepMembership(group raftnode.GroupID, want []meta.Replica, changing **raftnode.Proposal, label string) {
+	if p := *changing; p != nil {
 		select {
 		case <-p.Done():
-			r.changing = nil
+			*changing = nil
 			if _, err := p.Result(); err != nil {
-				c.cfg.Logf("jscluster: stream %s > %s: membership change: %v", k.account, k.name, err)
+				c.cfg.Logf("jscluster: %s: membership change: %v", label, err)
 			}
 		default:
 			return
 		}
 	}
-	st, err := c.node.Status(r.sa.Group)
+	st, err := c.node.Status(group)
 	if err != nil || st.Role != raftnode.Leader || st.Fenced != nil {
 		return
 	}
-	want := map[raftnode.ReplicaID]bool{}
-	for _, x := range r.sa.Replicas {
-		want[x.ID] = true
+	changes, wanted := nextMembership(st, want)
+	if changes == nil {
+		return
+	}
+	for _, ch := range changes {
+		if ch.Kind == raftnode.RemoveReplica && ch.Replica == st.Replica {
+			c.handOver(group, label, st, wanted)
+			return
+		}
+	}
+	if err := c.node.SetPeers(group, statusPeers(st, want)); err != nil {
+		return
+	}
+	p, err := c.node.ChangeMembership(group, changes)
+	if err != nil {
+		c.cfg.Logf("jscluster: %s: membership change %v: %v", label, changes, err)
+		return
+	}
+	*changing = p
+	c.cfg.Infof("JetStream cluster: %s group %d: membership change %v", label, group, describe(changes))
+}
+
+// nextMembership returns the next membership change of a group whose
+// leader's status is st toward the replicas want (none: nothing to
+// change), and the replica IDs of want. New replicas are added as
+// learners one at a time and promoted once within promoteLag of the
+// commit, each promotion removing a replica that leaves; a learner that
+// leaves is removed; a voter that leaves (one that is down first, the
+// leader's own last) is removed once no learner is pending and, for a
+// scale-down to one replica, once the replica that stays holds every
+// committed entry (keptCaughtUp).
+func nextMembership(st raftnode.GroupStatus, want []meta.Replica) ([]raftnode.Change, map[raftnode.ReplicaID]bool) {
+	wanted := map[raftnode.ReplicaID]bool{}
+	for _, x := range want {
+		wanted[x.ID] = true
 	}
 	have := map[raftnode.ReplicaID]raftnode.ReplicaStatus{}
 	for _, rs := range st.Replicas {
@@ -145,7 +216,7 @@ func (c *Cluster) reconcileMembership(k streamKey, r *replica) {
 	var extraVoters, extraLearners []raftnode.ReplicaID
 	for _, rs := range st.Replicas {
 		switch {
-		case want[rs.Replica]:
+		case wanted[rs.Replica]:
 		case rs.Learner:
 			extraLearners = append(extraLearners, rs.Replica)
 		default:
@@ -160,7 +231,7 @@ func (c *Cluster) reconcileMembership(k streamKey, r *replica) {
 		}
 		return cmpBool(have[a].Active, have[b].Active)
 	})
-	for _, x := range r.sa.Replicas {
+	for _, x := range want {
 		if _, ok := have[x.ID]; !ok {
 			changes = []raftnode.Change{{Kind: raftnode.AddLearner, Replica: x.ID}}
 			break
@@ -171,7 +242,7 @@ func (c *Cluster) reconcileMembership(k streamKey, r *replica) {
 	}
 	learning := false
 	if changes == nil {
-		for _, x := range r.sa.Replicas {
+		for _, x := range want {
 			rs := have[x.ID]
 			if !rs.Learner {
 				continue
@@ -187,28 +258,10 @@ func (c *Cluster) reconcileMembership(k streamKey, r *replica) {
 			break
 		}
 	}
-	if changes == nil && !learning && len(extraVoters) > 0 && (len(r.sa.Replicas) > 1 || keptCaughtUp(st, want)) {
+	if changes == nil && !learning && len(extraVoters) > 0 && (len(want) > 1 || keptCaughtUp(st, wanted)) {
 		changes = []raftnode.Change{{Kind: raftnode.RemoveReplica, Replica: extraVoters[0]}}
 	}
-	if changes == nil {
-		return
-	}
-	for _, ch := range changes {
-		if ch.Kind == raftnode.RemoveReplica && ch.Replica == st.Replica {
-			c.handOver(k, r, st, want)
-			return
-		}
-	}
-	if err := c.node.SetPeers(r.sa.Group, statusPeers(st, r.sa.Replicas)); err != nil {
-		return
-	}
-	p, err := c.node.ChangeMembership(r.sa.Group, changes)
-	if err != nil {
-		c.cfg.Logf("jscluster: stream %s > %s: membership change %v: %v", k.account, k.name, changes, err)
-		return
-	}
-	r.changing = p
-	c.cfg.Infof("JetStream cluster: stream '%s > %s' group %d: membership change %v", k.account, k.name, r.sa.Group, describe(changes))
+	return changes, wanted
 }
 
 // keptCaughtUp reports whether every replica of want in the leader's
@@ -287,9 +340,10 @@ func (c *Cluster) retireReplicas() {
 	}
 }
 
-// handOver transfers the leadership of stream k's group, which must lose
-// this server's replica, to the most up-to-date active voter that stays.
-func (c *Cluster) handOver(k streamKey, r *replica, st raftnode.GroupStatus, want map[raftnode.ReplicaID]bool) {
+// handOver transfers the leadership of group (label: its stream or
+// consumer), which must lose this server's replica, to the most
+// up-to-date active voter that stays.
+func (c *Cluster) handOver(group raftnode.GroupID, label string, st raftnode.GroupStatus, want map[raftnode.ReplicaID]bool) {
 	var to raftnode.ReplicaStatus
 	for _, rs := range st.Replicas {
 		if rs.Replica != st.Replica && want[rs.Replica] && !rs.Learner && rs.Active && rs.Match >= to.Match {
@@ -299,8 +353,8 @@ func (c *Cluster) handOver(k streamKey, r *replica, st raftnode.GroupStatus, wan
 	if to.Replica == 0 {
 		return
 	}
-	if err := c.node.HandOver(r.sa.Group, to.Replica); err == nil {
-		c.cfg.Infof("JetStream cluster: stream '%s > %s' group %d: leadership handed to %s, this replica leaves the group", k.account, k.name, r.sa.Group, to.Server)
+	if err := c.node.HandOver(group, to.Replica); err == nil {
+		c.cfg.Infof("JetStream cluster: %s group %d: leadership handed to %s, this replica leaves the group", label, group, to.Server)
 	}
 }
 

@@ -186,7 +186,7 @@ func (c *Cluster) moveOffRemoved() {
 	})
 	now := time.Now()
 	for _, m := range moves {
-		if !c.staleAsked.due(staleKey{streamKey{m.sa.Account, m.sa.Name}, m.from.ID}, now, staleRetry) {
+		if !c.staleAsked.due(staleKey{k: streamKey{m.sa.Account, m.sa.Name}, id: m.from.ID}, now, staleRetry) {
 			continue
 		}
 		var cfg stream.Config
@@ -201,5 +201,6 @@ func (c *Cluster) moveOffRemoved() {
 			return
 		}
 		c.cfg.Infof("JetStream cluster: stream '%s > %s': its replica on removed server %s moves to %s", m.sa.Account, m.sa.Name, m.from.Server, to)
+		c.moveConsumers(m.sa.Account, m.sa.Name, m.from.Server, to)
 	}
 }

@@ -77,6 +77,10 @@ func (c *Cluster) apply(ev meta.Event) {
 		c.reconcileConsumer(consumerKey{op.Account, op.Stream, op.Name})
 	case *meta.RemoveConsumer:
 		c.reconcileConsumer(consumerKey{op.Account, op.Stream, op.Name})
+	case *meta.SettleConsumer:
+		c.reconcileConsumer(consumerKey{op.Account, op.Stream, op.Name})
+	case *meta.MoveConsumer:
+		c.reconcileConsumer(consumerKey{op.Account, op.Stream, op.Name})
 	case *meta.AddServer:
 		c.syncMetaPeers()
 	case *meta.RemoveServer:

@@ -185,9 +185,10 @@ var _ jsapi.Peers = (*account)(nil)
 // excluded) and the replica moved there (meta.MoveReplica: the new
 // replica added as a learner, caught up by a stream snapshot, promoted
 // while the old one is removed: docs/clustering.md, "Replacing a
-// replica"). No server to take it, or a stream with one replica (it has
-// no group to catch a new replica up): 10075 "peer remap failed", as
-// nats-server when no replacement is available.
+// replica"), and with it the replicas its replicated consumers had on
+// peer (moveConsumers). No server to take it, or a stream with one
+// replica (it has no group to catch a new replica up): 10075 "peer remap
+// failed", as nats-server when no replacement is available.
 func (a *account) StreamRemovePeer(name, peer string) *jserr.Error {
 	c := a.c
 	sa, _, ok, _ := c.assignment(streamKey{a.name, name})
@@ -214,6 +215,7 @@ func (a *account) StreamRemovePeer(name, peer string) *jserr.Error {
 		return err
 	}
 	c.cfg.Infof("JetStream cluster: stream '%s > %s': its replica on %s moves to %s", a.name, name, old.Server, to)
+	c.moveConsumers(a.name, name, old.Server, to)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/raftnode"
@@ -176,22 +177,25 @@ func (c *Cluster) readMeta() error {
 // violates consumers: ..."). A changed num_replicas scales the stream
 // (scaleServers: 10005 when too few servers are eligible;
 // docs/clustering.md, "Scaling"; down to one replica, keepForConsumers,
-// "Scaling down to one replica"), but a memory stream's scale-up or
-// scale-down to one replica, and a scale-down to one replica whose
-// consumers cannot stay as they are, which are refused where
-// nats-server would start them with 10061 "Replicas configuration can
-// not be updated" (docs/compatibility.md). A changed placement moves
-// the stream (moveServers: 10005 when too few servers match;
-// docs/clustering.md, "Moving a stream"), with a changed num_replicas
-// too 10123 "can not move and scale a stream in a single update", and
-// for a stream of one replica or with consumers whose servers do not
-// all match the new placement 10069 "stream placement can not be
-// changed" (not built: canMove). A scale or move of a stream whose
-// scale-down to one replica is not settled yet gets 10008 "JetStream
-// system temporarily unavailable". Then the UpdateStream is proposed
-// (10008 when the meta group cannot decide; apply's 10059 and 10065). The
-// answer waits for this server's replica, if any, to apply the new
-// config, and carries its info (the assignment's otherwise).
+// "Scaling down to one replica"), and its consumers with it
+// (scaleConsumers after the UpdateStream; down to one replica,
+// consumersToOne before it, 10008 when they are not through within
+// proposeTimeout: "Scaling consumers"), but a memory stream's scale-up
+// or scale-down to one replica, and a scale-down to one replica whose
+// consumers cannot follow (keepForConsumers finds no server), which are
+// refused where nats-server would start them with 10061 "Replicas
+// configuration can not be updated" (docs/compatibility.md). A changed
+// placement moves the stream (moveServers: 10005 when too few servers
+// match; docs/clustering.md, "Moving a stream"), with a changed
+// num_replicas too 10123 "can not move and scale a stream in a single
+// update", and for a stream of one replica or with consumers whose
+// servers do not all match the new placement 10069 "stream placement
+// can not be changed" (not built: canMove). A scale or move of a stream
+// whose scale-down to one replica is not settled yet gets 10008
+// "JetStream system temporarily unavailable". Then the UpdateStream is
+// proposed (10008 when the meta group cannot decide; apply's 10059 and
+// 10065). The answer waits for this server's replica, if any, to apply
+// the new config, and carries its info (the assignment's otherwise).
 func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamInfo, *jserr.Error) {
 	c := a.c
 	cfg := req.Config
@@ -242,14 +246,25 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 			return nil, perr
 		}
 		if cfg.Replicas == 1 {
-			if servers = c.keepForConsumers(k, sa); servers == nil {
+			keep, shrink := c.keepForConsumers(k, sa)
+			if keep == "" {
 				return nil, jserr.New(jserr.StreamReplicasNotUpdatable)
 			}
+			// Its replicated consumers go down to one replica on that
+			// server first (consumerdown.go); the stream follows once
+			// each runs there alone.
+			if jerr := c.consumersToOne(a, k, keep, shrink); jerr != nil {
+				return nil, jerr
+			}
+			servers = []raftnode.ServerID{keep}
 		}
 	}
 	res, jerr := c.propose(&meta.UpdateStream{Account: a.name, Name: cfg.Name, Config: body, Servers: servers})
 	if jerr != nil {
 		return nil, jerr
+	}
+	if cfg.Replicas != old.Replicas && res.Stream != nil {
+		c.scaleConsumers(a, *res.Stream, &cfg) // its consumers follow (consumerscale.go)
 	}
 	if c.replicaOf(k) != nil {
 		c.waitConfig(a, cfg)
@@ -301,36 +316,45 @@ func (a *account) checkUpdate(old, next *stream.Config) *jserr.Error {
 	return nil
 }
 
-// consumersFollow reports whether every consumer of stream k can stay
-// as it is when the stream scales down to one replica on server: it has
-// one replica, on that server. A replicated consumer's group is not
-// scaled down yet (docs/clustering.md, "Scaling down to one replica"),
-// and a consumer of one replica elsewhere would lose its state with its
-// server's replica of the stream: StreamUpdate answers 10061 instead.
-func (c *Cluster) consumersFollow(k streamKey, server raftnode.ServerID) bool {
-	ok := true
-	c.meta.View(func(st *meta.State) {
-		for _, ca := range st.Consumers(k.account, k.name) {
-			if len(ca.Replicas) != 1 || ca.Replicas[0].Server != server {
+// keepForConsumers returns the one server stream k (assignment sa)
+// keeps when it scales down to one replica, and the replicated consumers
+// that must first scale down to one replica there: the first server of
+// scaleServers' order (the leader first) on which every consumer of the
+// stream either runs alone already or has a replica it can keep (a
+// replicated consumer whose state has files to go to: not mem_storage).
+// A consumer of one replica on another server cannot move there (its
+// state would stay behind): "" when no server will do (StreamUpdate
+// answers 10061).
+func (c *Cluster) keepForConsumers(k streamKey, sa meta.StreamAssignment) (raftnode.ServerID, []meta.ConsumerAssignment) {
+	all, _ := c.scaleServers(sa, &stream.Config{Replicas: len(sa.Replicas)})
+	var cas []meta.ConsumerAssignment
+	c.meta.View(func(st *meta.State) { cas = st.Consumers(k.account, k.name) })
+	for _, s := range all {
+		var shrink []meta.ConsumerAssignment
+		ok := true
+		for _, ca := range cas {
+			_, on := meta.On(ca.Replicas, s)
+			switch {
+			case len(ca.Replicas) == 1 && on:
+			case len(ca.Replicas) > 1 && on && persistedConsumer(ca):
+				shrink = append(shrink, ca)
+			default:
 				ok = false
 			}
 		}
-	})
-	return ok
-}
-
-// keepForConsumers returns the one server stream k (assignment sa)
-// keeps when it scales down to one replica: the first of scaleServers'
-// order (the leader first) where every consumer can stay as it is
-// (consumersFollow); nil when there is none.
-func (c *Cluster) keepForConsumers(k streamKey, sa meta.StreamAssignment) []raftnode.ServerID {
-	all, _ := c.scaleServers(sa, &stream.Config{Replicas: len(sa.Replicas)})
-	for _, s := range all {
-		if c.consumersFollow(k, s) {
-			return []raftnode.ServerID{s}
+		if ok {
+			return s, shrink
 		}
 	}
-	return nil
+	return "", nil
+}
+
+// persistedConsumer reports whether consumer ca keeps files as a consumer
+// of one replica (not mem_storage; its stream stores on disk, which a
+// stream scaled down to one replica does: memory streams are not).
+func persistedConsumer(ca meta.ConsumerAssignment) bool {
+	var cc consumer.Config
+	return json.Unmarshal(ca.Config, &cc) == nil && !cc.MemoryStorage
 }
 
 // canMove reports whether stream k (assignment sa) can move to other

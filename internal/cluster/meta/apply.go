@@ -78,6 +78,10 @@ func (s *State) Apply(op Op) Result {
 		return s.settleStream(o)
 	case *ResetStream:
 		return s.resetStream(o)
+	case *SettleConsumer:
+		return s.settleConsumer(o)
+	case *MoveConsumer:
+		return s.moveConsumer(o)
 	case *RemoveServer:
 		sv := s.servers[o.Name]
 		if sv == nil || sv.Removed {
@@ -202,6 +206,7 @@ func (s *State) resetStream(o *ResetStream) Result {
 		ca.Group = s.allocGroup()
 		ca.Replicas = s.renumber(ca.Replicas)
 		ca.NextReplica = raftnode.ReplicaID(len(ca.Replicas) + 1)
+		ca.Initial = len(ca.Replicas) // every one starts the new group
 	}
 	sa := e.sa.clone()
 	return Result{Stream: &sa, PrevStream: &prev, Consumers: e.sortedConsumers()}
@@ -230,6 +235,61 @@ func memoryStream(config []byte, n int) bool {
 		Replicas int    `json:"num_replicas"`
 	}
 	return json.Unmarshal(config, &f) == nil && f.Storage == "memory" && f.Replicas == n
+}
+
+func (s *State) settleConsumer(o *SettleConsumer) Result {
+	e := s.stream(o.Account, o.Stream)
+	if e == nil {
+		return fail(jserr.StreamNotFound)
+	}
+	ca := e.consumers[o.Name]
+	if ca == nil {
+		return fail(jserr.ConsumerNotFound)
+	}
+	if ca.Group != o.Group || len(ca.Replicas) != 1 || ca.Replicas[0].ID != o.Replica || !ca.Unsettled() {
+		return fail(jserr.ClusterPeerNotMember)
+	}
+	prev := ca.clone()
+	r := ca.Replicas[0]
+	if sv := s.servers[r.Server]; sv != nil {
+		r.Incarnation = sv.Incarnation
+	}
+	r.ID = 1
+	ca.Group = s.allocGroup()
+	ca.Replicas = []Replica{r}
+	ca.NextReplica = 2
+	ca.Initial = 1
+	sa, c := e.sa.clone(), ca.clone()
+	return Result{Stream: &sa, Consumer: &c, PrevConsumer: &prev}
+}
+
+func (s *State) moveConsumer(o *MoveConsumer) Result {
+	e := s.stream(o.Account, o.Stream)
+	if e == nil {
+		return fail(jserr.StreamNotFound)
+	}
+	ca := e.consumers[o.Name]
+	if ca == nil {
+		return fail(jserr.ConsumerNotFound)
+	}
+	i := slices.IndexFunc(ca.Replicas, func(r Replica) bool { return r.ID == o.Replica })
+	if i < 0 {
+		return fail(jserr.ClusterPeerNotMember)
+	}
+	if r, ok := On(ca.Replicas, o.To); ok && r.ID != o.Replica {
+		return noPeers()
+	}
+	if _, ok := On(e.sa.Replicas, o.To); !ok {
+		return noPeers()
+	}
+	if sv := s.servers[o.To]; sv == nil || sv.Removed {
+		return noPeers()
+	}
+	prev := ca.clone()
+	ca.Replicas[i] = Replica{ID: ca.NextReplica, Server: o.To, Incarnation: s.servers[o.To].Incarnation}
+	ca.NextReplica++
+	sa, c := e.sa.clone(), ca.clone()
+	return Result{Stream: &sa, Consumer: &c, PrevConsumer: &prev}
 }
 
 func (s *State) removeStream(o *RemoveStream) Result {
@@ -285,7 +345,8 @@ func (s *State) assignConsumer(o *AssignConsumer) Result {
 	}
 	res := Result{Stream: &sa}
 	if ca == nil {
-		ca = &ConsumerAssignment{Account: o.Account, Stream: o.Stream, Name: o.Name, Created: o.Created, Group: s.allocGroup(), NextReplica: 1}
+		ca = &ConsumerAssignment{Account: o.Account, Stream: o.Stream, Name: o.Name, Created: o.Created, Group: s.allocGroup(), NextReplica: 1,
+			Initial: len(servers)}
 		e.consumers[o.Name] = ca
 	} else {
 		prev := ca.clone()

@@ -277,7 +277,7 @@ func TestApplyResetStream(t *testing.T) {
 	}
 	for i, name := range []string{"B", "K", "Z"} {
 		ca, _ := st.Consumer("A", "M", name)
-		if ca.Group != next+1+raftnode.GroupID(i) || ca.NextReplica != 3 || ca.Created != 5 ||
+		if ca.Group != next+1+raftnode.GroupID(i) || ca.NextReplica != 3 || ca.Initial != 2 || ca.Created != 5 ||
 			!slices.Equal(ca.Replicas, []Replica{{1, "s4", inc(44)}, {2, "s1", inc(1)}}) || !bytes.Equal(ca.Config, consumerJSON(name, "")) {
 			t.Fatalf("consumer %s: %+v", name, ca)
 		}
@@ -297,6 +297,61 @@ func TestApplyResetStream(t *testing.T) {
 	mustApply(t, st, &AssignStream{Account: "A", Name: "O", Config: one, Servers: servers("s1")})
 	o, _ := st.Stream("A", "O")
 	wantErr(t, st, &ResetStream{Account: "A", Stream: "O", Group: o.Group}, jserr.ClusterPeerNotMember)
+}
+
+// SettleConsumer gives a consumer scaled down to one replica a new group
+// whose only replica, ID 1 on the same server, can bootstrap a later
+// scale-up alone (Initial 1); it refuses a consumer that is not
+// unsettled, so a repeat changes nothing.
+func TestApplySettleConsumer(t *testing.T) {
+	st := testState()
+	mustApply(t, st, &AssignStream{Account: "A", Name: "S", Config: streamJSON("S"), Servers: servers("s1", "s2", "s3")})
+	cfg := consumerJSON("C", "")
+	r := mustApply(t, st, &AssignConsumer{Account: "A", Stream: "S", Name: "C", Config: cfg, Servers: servers("s1", "s2", "s3")})
+	g := r.Consumer.Group
+	wantErr(t, st, &SettleConsumer{Account: "A", Stream: "S", Name: "C", Group: g, Replica: 2}, jserr.ClusterPeerNotMember) // three replicas
+	r = mustApply(t, st, &AssignConsumer{Account: "A", Stream: "S", Name: "C", Action: Update, Config: cfg, Servers: servers("s2")})
+	if !r.Consumer.Unsettled() || r.Consumer.Group != g || r.Consumer.Replicas[0].ID != 2 || r.Consumer.Initial != 3 {
+		t.Fatalf("scaled down: %+v", r.Consumer)
+	}
+	wantErr(t, st, &SettleConsumer{Account: "A", Stream: "S", Name: "C", Group: g, Replica: 1}, jserr.ClusterPeerNotMember)
+	wantErr(t, st, &SettleConsumer{Account: "A", Stream: "S", Name: "C", Group: g + 1, Replica: 2}, jserr.ClusterPeerNotMember)
+	wantErr(t, st, &SettleConsumer{Account: "A", Stream: "S", Name: "D", Group: g, Replica: 2}, jserr.ConsumerNotFound)
+	wantErr(t, st, &SettleConsumer{Account: "A", Stream: "T", Name: "C", Group: g, Replica: 2}, jserr.StreamNotFound)
+	next := st.NextGroup()
+	r = mustApply(t, st, &SettleConsumer{Account: "A", Stream: "S", Name: "C", Group: g, Replica: 2})
+	if r.Consumer.Unsettled() || r.Consumer.Group != next || r.Consumer.NextReplica != 2 || r.Consumer.Initial != 1 ||
+		!slices.Equal(r.Consumer.Replicas, []Replica{{1, "s2", inc(2)}}) || r.PrevConsumer == nil || r.PrevConsumer.Group != g {
+		t.Fatalf("settled: %+v", r.Consumer)
+	}
+	wantErr(t, st, &SettleConsumer{Account: "A", Stream: "S", Name: "C", Group: next, Replica: 1}, jserr.ClusterPeerNotMember)
+	// A later scale-up: the kept replica is 1 and starts the group, the
+	// new ones 2 and 3 join it.
+	r = mustApply(t, st, &AssignConsumer{Account: "A", Stream: "S", Name: "C", Action: Update, Config: cfg, Servers: servers("s2", "s1", "s3")})
+	if ids := []raftnode.ReplicaID{r.Consumer.Replicas[0].ID, r.Consumer.Replicas[1].ID, r.Consumer.Replicas[2].ID}; !slices.Equal(ids, []raftnode.ReplicaID{1, 2, 3}) || r.Consumer.Initial != 1 {
+		t.Fatalf("scaled up: %+v", r.Consumer)
+	}
+}
+
+// MoveConsumer replaces a consumer's replica by a new ID on a server of
+// its stream, in its place; a repeat, a server holding another of its
+// replicas or not holding the stream are refused.
+func TestApplyMoveConsumer(t *testing.T) {
+	st := testState()
+	mustApply(t, st, &AssignStream{Account: "A", Name: "S", Config: streamJSON("S"), Servers: servers("s1", "s2", "s3", "s4")})
+	r := mustApply(t, st, &AssignConsumer{Account: "A", Stream: "S", Name: "C", Config: consumerJSON("C", ""), Servers: servers("s1", "s2", "s3")})
+	wantErr(t, st, &MoveConsumer{Account: "A", Stream: "S", Name: "C", Replica: 2, To: "s3"}, jserr.ClusterNoPeers)
+	wantErr(t, st, &MoveConsumer{Account: "A", Stream: "S", Name: "C", Replica: 2, To: "s5"}, jserr.ClusterNoPeers) // no replica of the stream
+	wantErr(t, st, &MoveConsumer{Account: "A", Stream: "S", Name: "D", Replica: 2, To: "s4"}, jserr.ConsumerNotFound)
+	r = mustApply(t, st, &MoveConsumer{Account: "A", Stream: "S", Name: "C", Replica: 2, To: "s2"})
+	if !slices.Equal(r.Consumer.Replicas, []Replica{{1, "s1", inc(1)}, {4, "s2", inc(2)}, {3, "s3", inc(3)}}) || r.Consumer.Initial != 3 || r.PrevConsumer.Replicas[1].ID != 2 {
+		t.Fatalf("moved in place: %+v", r.Consumer)
+	}
+	wantErr(t, st, &MoveConsumer{Account: "A", Stream: "S", Name: "C", Replica: 2, To: "s2"}, jserr.ClusterPeerNotMember) // a repeat
+	r = mustApply(t, st, &MoveConsumer{Account: "A", Stream: "S", Name: "C", Replica: 3, To: "s4"})
+	if !slices.Equal(r.Consumer.Replicas, []Replica{{1, "s1", inc(1)}, {4, "s2", inc(2)}, {5, "s4", inc(4)}}) {
+		t.Fatalf("moved to s4: %+v", r.Consumer)
+	}
 }
 
 // Assigned lists what a server must run, in a fixed order, consumers

@@ -81,6 +81,18 @@ func AppendOp(dst []byte, op Op) ([]byte, error) {
 		dst = appendString(dst, o.Account)
 		dst = appendString(dst, o.Stream)
 		dst = binary.AppendUvarint(dst, uint64(o.Group))
+	case *SettleConsumer:
+		dst = appendString(dst, o.Account)
+		dst = appendString(dst, o.Stream)
+		dst = appendString(dst, o.Name)
+		dst = binary.AppendUvarint(dst, uint64(o.Group))
+		dst = binary.AppendUvarint(dst, uint64(o.Replica))
+	case *MoveConsumer:
+		dst = appendString(dst, o.Account)
+		dst = appendString(dst, o.Stream)
+		dst = appendString(dst, o.Name)
+		dst = binary.AppendUvarint(dst, uint64(o.Replica))
+		dst = appendString(dst, string(o.To))
 	}
 	return dst, nil
 }
@@ -119,6 +131,10 @@ func DecodeOp(b []byte) (Op, error) {
 		op = &SettleStream{Account: d.string(), Stream: d.string(), Group: raftnode.GroupID(d.uvarint()), Replica: raftnode.ReplicaID(d.uvarint())}
 	case KindResetStream:
 		op = &ResetStream{Account: d.string(), Stream: d.string(), Group: raftnode.GroupID(d.uvarint())}
+	case KindSettleConsumer:
+		op = &SettleConsumer{Account: d.string(), Stream: d.string(), Name: d.string(), Group: raftnode.GroupID(d.uvarint()), Replica: raftnode.ReplicaID(d.uvarint())}
+	case KindMoveConsumer:
+		op = &MoveConsumer{Account: d.string(), Stream: d.string(), Name: d.string(), Replica: raftnode.ReplicaID(d.uvarint()), To: raftnode.ServerID(d.string())}
 	default:
 		return nil, fmt.Errorf("%w: unknown kind %d", ErrBadOp, kind)
 	}
@@ -166,6 +182,16 @@ func check(op Op) error {
 		err = checkNames(o.Account, o.Stream)
 		if o.Group == 0 {
 			err = errors.Join(err, errors.New("group 0"))
+		}
+	case *MoveConsumer:
+		err = checkNames(o.Account, o.Stream, o.Name, string(o.To))
+		if o.Replica == 0 {
+			err = errors.Join(err, errors.New("replica 0"))
+		}
+	case *SettleConsumer:
+		err = checkNames(o.Account, o.Stream, o.Name)
+		if o.Group == 0 || o.Replica == 0 {
+			err = errors.Join(err, errors.New("group or replica 0"))
 		}
 	default:
 		return fmt.Errorf("%w: an operation of type %T", ErrBadOp, op)

@@ -52,6 +52,8 @@ func sampleOps() []Op {
 		&MoveReplica{Account: "A", Stream: "ORDERS", Replica: 300, To: "s4"},
 		&SettleStream{Account: "A", Stream: "ORDERS", Group: 1 << 40, Replica: 3},
 		&ResetStream{Account: "A", Stream: "ORDERS", Group: 1 << 50},
+		&SettleConsumer{Account: "A", Stream: "ORDERS", Name: "C", Group: 1 << 41, Replica: 2},
+		&MoveConsumer{Account: "A", Stream: "ORDERS", Name: "C", Replica: 7, To: "s3"},
 	}
 }
 

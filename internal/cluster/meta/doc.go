@@ -64,6 +64,8 @@
 //	MoveReplica    | account | stream | replica ID (uvarint) | to (server name) |     kind 8
 //	SettleStream   | account | stream | group (uvarint) | replica ID (uvarint) |      kind 9
 //	ResetStream    | account | stream | group (uvarint) |                           kind 10
+//	SettleConsumer | account | stream | name | group (uvarint) | replica ID (uvarint) | kind 11
+//	MoveConsumer   | account | stream | name | replica ID (uvarint) | to (server name) | kind 12
 //	servers        | count (1..16) | count × name |    distinct, in the order replicas get their IDs
 //	tags           | count | count × tag |
 //	config         | the JSON of the API's StreamConfig or ConsumerConfig, as meta.json holds it
@@ -82,18 +84,20 @@
 // equal bytes (the Raft snapshot a lagging server is sent, and the
 // checkpoint file a server restarts from):
 //
-//	snapshot  | version=2 (1) | next group | servers | streams | CRC-32C of all before (4, LE) |
+//	snapshot  | version=3 (1) | next group | servers | streams | CRC-32C of all before (4, LE) |
 //	servers   | count | count × server |                           sorted by name
 //	server    | name | cluster | tags | incarnation (16) | removed (1: 0 or 1) |
 //	streams   | count | count × stream |                           sorted by (account, name)
 //	stream    | account | name | config | created (signed) | group | next replica | replicas | log config | consumers |
 //	log config| bytes: the config the group's log starts from (StreamAssignment.LogConfig); empty when it is config
 //	consumers | count | count × consumer |                         sorted by name
-//	consumer  | name | config | created (signed) | group | next replica | replicas |
+//	consumer  | name | config | created (signed) | group | next replica | replicas | initial |
+//	initial   | uvarint: how many replicas the group started with (ConsumerAssignment.Initial)
 //	replicas  | count | count × (replica ID | server | incarnation (16)) |   in assignment order
 //
-// Version 1 (no log config) is still read: its streams' log config is
-// their config. A snapshot that fails its checksum, is not sorted, repeats a key or a
+// Versions 1 (no log config) and 2 (no initial count) are still read:
+// a stream's log config is then its config, a consumer's initial count
+// its next replica ID less one. A snapshot that fails its checksum, is not sorted, repeats a key or a
 // group, or names a group or replica ID at or past its counter is
 // refused (ErrBadSnapshot): a damaged meta state must never be taken for
 // an empty one (Jepsen's NATS 2.12.1 analysis, nats-server issue #7556).

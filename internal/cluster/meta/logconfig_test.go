@@ -78,3 +78,53 @@ func TestSnapshotVersion1(t *testing.T) {
 		t.Fatalf("a log config of another stream: %v", err)
 	}
 }
+
+// A consumer's initial replica count is the count it was created with,
+// kept when it scales (its later replicas join the group its first
+// started: docs/clustering.md, "Scaling consumers"), and kept by the
+// snapshot; a version 2 snapshot (before initial counts) gives every
+// consumer its next replica ID less one, since none had scaled then.
+func TestConsumerInitial(t *testing.T) {
+	st := NewState()
+	for _, n := range []string{"s1", "s2", "s3"} {
+		mustApply(t, st, &AddServer{Name: servers(n)[0], Cluster: "C1", Incarnation: inc(n[1])})
+	}
+	mustApply(t, st, &AssignStream{Account: "A", Name: "S", Config: streamJSON("S", "s"), Servers: servers("s1", "s2", "s3")})
+	cfg := consumerJSON("C", "")
+	mustApply(t, st, &AssignConsumer{Account: "A", Stream: "S", Name: "C", Config: cfg, Servers: servers("s2")})
+	r := mustApply(t, st, &AssignConsumer{Account: "A", Stream: "S", Name: "C", Action: Update, Config: cfg, Servers: servers("s2", "s1", "s3")})
+	if r.Consumer.Initial != 1 || r.Consumer.Replicas[0].ID != 1 || r.Consumer.NextReplica != 4 || r.PrevConsumer == nil {
+		t.Fatalf("scaled up from one: %+v", r.Consumer)
+	}
+	mustApply(t, st, &AssignConsumer{Account: "A", Stream: "S", Name: "D", Config: consumerJSON("D", ""), Servers: servers("s1", "s2", "s3")})
+	snap := st.AppendSnapshot(nil)
+	back, err := DecodeSnapshot(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int{"C": 1, "D": 3} {
+		if ca, _ := back.Consumer("A", "S", name); ca.Initial != want {
+			t.Fatalf("%s after a snapshot: initial %d, want %d", name, ca.Initial, want)
+		}
+	}
+	// Version 2: D (the last consumer of the last stream) without its
+	// initial count, its last byte.
+	mustApply(t, st, &RemoveConsumer{Account: "A", Stream: "S", Name: "C"})
+	body := bytes.Clone(st.AppendSnapshot(nil))
+	body = body[:len(body)-5]
+	body[0] = snapVersionV2
+	back, err = DecodeSnapshot(binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, castagnoli)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ca, _ := back.Consumer("A", "S", "D"); ca.Initial != 3 {
+		t.Fatalf("version 2: initial %d, want 3", ca.Initial)
+	}
+	// An initial count past the replica IDs given is damage.
+	bad := bytes.Clone(st.AppendSnapshot(nil))
+	bad = bad[:len(bad)-4]
+	bad[len(bad)-1] = 9
+	if _, err := DecodeSnapshot(binary.LittleEndian.AppendUint32(bad, crc32.Checksum(bad, castagnoli))); !errors.Is(err, ErrBadSnapshot) {
+		t.Fatalf("initial 9 of 3 replica IDs: %v", err)
+	}
+}

@@ -18,6 +18,8 @@ const (
 	KindMoveReplica    Kind = 8
 	KindSettleStream   Kind = 9
 	KindResetStream    Kind = 10
+	KindSettleConsumer Kind = 11
+	KindMoveConsumer   Kind = 12
 )
 
 // Op is one operation of the meta log: one of the pointer types below.
@@ -220,3 +222,52 @@ func (*SettleStream) Kind() Kind { return KindSettleStream }
 
 // Kind implements Op.
 func (*ResetStream) Kind() Kind { return KindResetStream }
+
+// SettleConsumer records that a replicated consumer scaled down to one
+// replica runs without its group on its server (docs/clustering.md,
+// "Scaling consumers"): that server handed the committed state of its
+// replica Replica of group Group to a consumer of one replica, and
+// removed the group, which will never accept that replica ID again.
+// Apply gives the consumer a new group (unused: one replica has no Raft
+// group) whose only replica, ID 1 on the same server, can bootstrap it
+// alone on a later scale-up (Initial 1). Apply: the stream missing,
+// 10059; the consumer missing, 10014; the consumer not of one replica,
+// of another group, its replica not Replica, or already settled
+// (ConsumerAssignment.Unsettled false), 10040, so a repeated proposal
+// changes nothing.
+type SettleConsumer struct {
+	Account string
+	Stream  string
+	Name    string
+	Group   raftnode.GroupID
+	Replica raftnode.ReplicaID
+}
+
+// Kind implements Op.
+func (*SettleConsumer) Kind() Kind { return KindSettleConsumer }
+
+// MoveConsumer replaces one replica of a replicated consumer by a new
+// replica on server To (the same server or another holding the
+// consumer's stream), in the same place of the assignment's list: the
+// replica of ID Replica goes, a new one gets the consumer's next replica
+// ID (above Initial: it joins the group empty), bound to To's
+// incarnation in the catalogue. The consumer's leader then adds it as a
+// learner, catches it up by a snapshot of the committed state and
+// promotes it while the old one is removed (docs/clustering.md,
+// "Scaling consumers"), as MoveReplica does for a stream: the replica on
+// a server whose store was wiped or replaced, or on a server a stream's
+// replica moves away from (STREAM.PEER.REMOVE). Apply: the stream
+// missing, 10059; the consumer missing, 10014; no replica of that ID,
+// 10040 (a repeated proposal changes nothing); To holding another
+// replica of the consumer, not a member or not holding the stream,
+// 10005.
+type MoveConsumer struct {
+	Account string
+	Stream  string
+	Name    string
+	Replica raftnode.ReplicaID
+	To      raftnode.ServerID
+}
+
+// Kind implements Op.
+func (*MoveConsumer) Kind() Kind { return KindMoveConsumer }

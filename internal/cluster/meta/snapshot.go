@@ -13,10 +13,14 @@ import (
 )
 
 // snapVersion is the snapshot encoding's version byte: 2 adds a
-// stream's log config (StreamAssignment.LogConfig). DecodeSnapshot also
-// reads version 1, whose streams' log config is their config.
+// stream's log config (StreamAssignment.LogConfig), 3 a consumer's
+// initial replica count (ConsumerAssignment.Initial). DecodeSnapshot
+// also reads version 1, whose streams' log config is their config, and
+// versions 1 and 2, whose consumers never changed their replicas (every
+// replica ID they gave started the group).
 const (
-	snapVersion   = 2
+	snapVersion   = 3
+	snapVersionV2 = 2
 	snapVersionV1 = 1
 )
 
@@ -57,6 +61,7 @@ func (s *State) AppendSnapshot(dst []byte) []byte {
 		for _, ca := range cs {
 			dst = appendString(dst, ca.Name)
 			dst = appendAsset(dst, ca.Config, ca.Created, ca.Group, ca.NextReplica, ca.Replicas)
+			dst = binary.AppendUvarint(dst, uint64(ca.Initial))
 		}
 	}
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
@@ -98,7 +103,7 @@ func DecodeSnapshot(b []byte) (*State, error) {
 	if crc32.Checksum(body, castagnoli) != sum {
 		return nil, fmt.Errorf("%w: checksum", ErrBadSnapshot)
 	}
-	if body[0] != snapVersion && body[0] != snapVersionV1 {
+	if body[0] != snapVersion && body[0] != snapVersionV2 && body[0] != snapVersionV1 {
 		return nil, fmt.Errorf("%w: version %d", ErrBadSnapshot, body[0])
 	}
 	r := &snapReader{d: decoder{b: body[1:]}, s: NewState(), groups: map[raftnode.GroupID]bool{}, version: body[0]}
@@ -203,10 +208,15 @@ func (r *snapReader) consumers(e *streamEntry) {
 	for i := range n {
 		ca := &ConsumerAssignment{Account: e.sa.Account, Stream: e.sa.Name, Name: r.d.string()}
 		ca.Config, ca.Created, ca.Group, ca.NextReplica, ca.Replicas = r.asset()
+		if r.version == snapVersion {
+			ca.Initial = int(r.d.uvarint())
+		} else {
+			ca.Initial = int(ca.NextReplica) - 1
+		}
 		if r.d.failed {
 			return
 		}
-		if ca.Name == "" || (i > 0 && ca.Name <= prev) || !isObject(ca.Config) {
+		if ca.Name == "" || (i > 0 && ca.Name <= prev) || !isObject(ca.Config) || ca.Initial < 1 || ca.Initial >= int(ca.NextReplica) {
 			r.bad("consumer %q > %q > %q", e.sa.Account, e.sa.Name, ca.Name)
 			return
 		}

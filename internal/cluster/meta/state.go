@@ -71,6 +71,23 @@ type ConsumerAssignment struct {
 	Group       raftnode.GroupID
 	Replicas    []Replica
 	NextReplica raftnode.ReplicaID
+	// Initial is how many replicas the consumer's group started with:
+	// replica IDs 1 to Initial bootstrap the group together, a later ID
+	// (a scale-up) joins it empty and is caught up by its leader
+	// (docs/clustering.md, "Scaling consumers"). A consumer created with
+	// N replicas has N; one scaled up from one replica keeps 1, since its
+	// first replica alone holds the state the group starts from.
+	Initial int
+}
+
+// Unsettled reports whether the consumer has one replica and its group
+// gave more than one replica ID: a replicated consumer scaled down to
+// one replica whose server has not yet reported (SettleConsumer) that
+// it runs the consumer without its group (docs/clustering.md, "Scaling
+// consumers"). A consumer created with one replica, or settled, has
+// given exactly one.
+func (a ConsumerAssignment) Unsettled() bool {
+	return len(a.Replicas) == 1 && a.NextReplica > 2
 }
 
 // Server is one server of the catalogue (AddServer).

@@ -250,8 +250,8 @@ func (l *Log) Leader() bool {
 	if sealed {
 		return false
 	}
-	st, err := l.cfg.Node.Status(l.cfg.Group)
-	return err == nil && st.LeaderReady
+	b, err := l.cfg.Node.Brief(l.cfg.Group)
+	return err == nil && b.LeaderReady
 }
 
 // Seal stops the log taking stream operations, for good: Propose answers

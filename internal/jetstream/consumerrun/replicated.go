@@ -3,12 +3,15 @@ package consumerrun
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/vfs"
 )
 
 // A replicated consumer (docs/clustering.md, "Replicated consumers") has
@@ -309,4 +312,37 @@ func (c *Consumer) RestoreCommitted(index uint64, data []byte) error {
 	c.d.Invalidate()
 	c.capplied, c.inited, c.dirty = index, true, true
 	return nil
+}
+
+// WriteSnapshotFiles writes the files of consumer cfg.Name (config cfg,
+// whose Name is set, created at created) of the stream whose directory
+// is streamDir and store st, with the committed state data of a
+// replicated consumer (CommittedSnapshot's encoding) as its stored
+// state, durably: the consumer of one replica a replicated consumer
+// scaled down to one replica becomes (docs/clustering.md, "Scaling
+// consumers"), which Restore then starts from. The state is stored
+// first and the metadata last, so that a crash leaves either the whole
+// consumer or none a start restores. The state store is closed again.
+// Errors: a snapshot that does not decode, the file system's.
+func WriteSnapshotFiles(fs vfs.FS, streamDir string, st store.Store, cfg consumer.Config, created time.Time, data []byte) error {
+	var snap committedSnapshot
+	if err := json.Unmarshal(data, &snap); err != nil {
+		return fmt.Errorf("consumer %s: committed state: %w", cfg.Name, err)
+	}
+	if snap.State == nil {
+		return fmt.Errorf("consumer %s: committed state holds no state", cfg.Name)
+	}
+	cs, err := st.ConsumerStore(cfg.Name)
+	if err != nil {
+		return err
+	}
+	err = cs.Update(snap.State)
+	if err = errors.Join(err, cs.Close()); err != nil {
+		return err
+	}
+	_, cs, err = WriteFiles(fs, streamDir, st, cfg, created)
+	if cs != nil {
+		err = errors.Join(err, cs.Close())
+	}
+	return err
 }
