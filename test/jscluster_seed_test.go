@@ -9,26 +9,6 @@ import (
 	"github.com/cairnmq/cairn/internal/server"
 )
 
-// A JetStream cluster configured as nats-server allows, each server
-// routed to one seed server only, forms more than one meta group in
-// cairn (the voters are the servers the routes name: README "Run a
-// cluster"); the servers say so at [WRN] instead of leaving JetStream
-// split in silence (an operator trial found every stream add answering
-// 10008 and no log line saying why).
-func TestJetStreamClusterSeedRoutesWarn(t *testing.T) {
-	if targetIsNatsServer() {
-		t.Skip("nats-server grows its meta group as servers appear")
-	}
-	logs := make([]*syncBuffer, 3)
-	startCluster(t, 3, func(i int, o *server.Options) {
-		o.JetStream = true
-		logs[i] = logTo(o)
-	})
-	waitLog(t, logs[0], "[WRN]", "server n2 is routed here but is not in this server's meta group [n1]")
-	waitLog(t, logs[0], "[WRN]", "server n3 is routed here but is not in this server's meta group [n1]")
-	waitLog(t, logs[1], "[WRN]", "server n3 is routed here but is not in this server's meta group [n1 n2]")
-}
-
 // A cluster whose servers all name each other warns of no stranger.
 func TestJetStreamClusterNoStrangerWarning(t *testing.T) {
 	if targetIsNatsServer() {
@@ -46,6 +26,68 @@ func TestJetStreamClusterNoStrangerWarning(t *testing.T) {
 	for i, l := range logs {
 		if strings.Contains(l.String(), "is routed here but is not in this server's meta group") {
 			t.Fatalf("n%d warned of a stranger in a cluster whose servers all name each other:\n%s", i+1, l.String())
+		}
+	}
+}
+
+// A seed-route configuration, as nats-server allows it (n1 names no
+// route, n2 and n3 name n1 only): the servers form one meta group of
+// three (n1, the first by name, starts it and adds the others), which
+// places an R3 stream; no server warns of a stranger.
+func TestJetStreamClusterSeedRoutesOneMetaGroup(t *testing.T) {
+	if targetIsNatsServer() {
+		t.Skip("cairn's meta group, read through its server")
+	}
+	logs := make([]*syncBuffer, 3)
+	tc := startCluster(t, 3, func(i int, o *server.Options) {
+		o.JetStream = true
+		o.RaftTick = 20_000_000 // 20 ms
+		logs[i] = logTo(o)
+	})
+	servers := []*server.Server{tc.nodes[0].srv, tc.nodes[1].srv, tc.nodes[2].srv}
+	waitMeta(t, servers, []string{"n1", "n2", "n3"})
+	_, js := clusterClients(t, servers)
+	eventually(t, "create ORDERS", func() error {
+		_, err := js[2].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	streamServers(t, js[1], "ORDERS", 3)
+	clusterPublish(t, js[1], "orders.1", 1)
+	for i, l := range logs {
+		if strings.Contains(l.String(), "is routed here but is not in this server's meta group") {
+			t.Fatalf("n%d warned of a stranger:\n%s", i+1, l.String())
+		}
+	}
+}
+
+// Each server names only the next one (n1 names n2, n2 n3, n3 n1): the
+// servers still form one meta group of three, which places and serves an
+// R3 stream.
+func TestJetStreamClusterChainRoutesOneMetaGroup(t *testing.T) {
+	logs := make([]*syncBuffer, 3)
+	servers, _ := jsClusterMod(t, 3, func(i int, o *server.Options) {
+		next := (i + 1) % len(o.Cluster.Routes)
+		o.Cluster.Routes = o.Cluster.Routes[next : next+1]
+		logs[i] = logTo(o)
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, l := range logs {
+				t.Logf("n%d:\n%s", i+1, l.String())
+			}
+		}
+	})
+	waitMeta(t, servers, []string{"n1", "n2", "n3"})
+	_, js := clusterClients(t, servers)
+	eventually(t, "create ORDERS", func() error {
+		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	streamServers(t, js[2], "ORDERS", 3)
+	clusterPublish(t, js[2], "orders.1", 1)
+	for i, l := range logs {
+		if strings.Contains(l.String(), "is routed here but is not in this server's meta group") {
+			t.Fatalf("n%d warned of a stranger:\n%s", i+1, l.String())
 		}
 	}
 }

@@ -532,7 +532,7 @@ func TestJetStreamClusterHealthz(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	u1, s1 := start(0)
-	if code, body := health(u1); code != http.StatusServiceUnavailable || !strings.Contains(body, "waits for every server") {
+	if code, body := health(u1); code != http.StatusServiceUnavailable || !strings.Contains(body, "waits to enter its meta group") {
 		t.Fatalf("alone: %d %s", code, body)
 	}
 	// Without a meta leader for a while, the server answers the meta

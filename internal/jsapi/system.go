@@ -37,10 +37,17 @@ type SystemCluster interface {
 	// layer refuses.
 	MetaLeaderStepDown(p *stream.Placement) *jserr.Error
 	// RemoveServer removes the server named name (or whose peer ID is
-	// peerID, which takes precedence) from the meta group. Errors: 10044
-	// when no member has that name or ID, 10009 when the removal cannot
-	// be made (docs/clustering.md, "Not yet built").
+	// peerID, which takes precedence) from the meta group, returning once
+	// the removal committed (docs/clustering.md, "Removing a server").
+	// Errors: 10044 when no member has that name or ID, 10202 while the
+	// meta group's membership changes, 10009 when the removal cannot be
+	// made, 10008 when it does not commit in time.
 	RemoveServer(name, peerID string) *jserr.Error
+	// EvacuateServer checks a SERVER.EVACUATE as SERVER.REMOVE is
+	// checked: 10044 when no member has that name or ID; 10009 for a
+	// member, since moving every replica off a server is not built
+	// (docs/clustering.md, "Not yet built").
+	EvacuateServer(name, peerID string) *jserr.Error
 }
 
 // systemQueueLen bounds the system requests waiting for the worker;
@@ -161,10 +168,8 @@ func (s *System) answer(r *request) (body []byte, ok bool) {
 	} else {
 		// SERVER.EVACUATE (nats-server v2.15.2
 		// jsLeaderServerEvacuateRequest) checks as SERVER.REMOVE does,
-		// with the same body: 10044 for a server that is no member, and
-		// 10009 for a member, since moving every replica off a server is
-		// not built (docs/clustering.md, "Not yet built").
-		resp, err = s.removeServer(r)
+		// with the same body (SystemCluster.EvacuateServer).
+		resp, err = s.removeServer(r, strings.HasSuffix(r.subject, ".EVACUATE"))
 	}
 	base := resp.base()
 	base.Type, base.Error = typePrefix+typ, err
@@ -205,7 +210,7 @@ type serverRemoveRequest struct {
 // removeServer follows nats-server v2.15.2 jsLeaderServerRemoveRequest:
 // the level (10185), an empty body (10003), JSON (10025), then the
 // cluster (10044, 10009).
-func (s *System) removeServer(r *request) (response, *jserr.Error) {
+func (s *System) removeServer(r *request, evacuate bool) (response, *jserr.Error) {
 	resp := &successResponse{}
 	if err := r.checkLevel(); err != nil {
 		return resp, err
@@ -217,7 +222,11 @@ func (s *System) removeServer(r *request) (response, *jserr.Error) {
 	if err := decode(r.data, &req); err != nil {
 		return resp, err
 	}
-	if err := s.c.RemoveServer(req.Server, req.PeerID); err != nil {
+	act := s.c.RemoveServer
+	if evacuate {
+		act = s.c.EvacuateServer
+	}
+	if err := act(req.Server, req.PeerID); err != nil {
 		return resp, err
 	}
 	resp.Success = true

@@ -55,6 +55,10 @@ type Node struct {
 	isoMu    sync.RWMutex
 	isolated atomic.Bool
 
+	// invites are the messages received for groups not run here
+	// (Invitation).
+	invites invitations
+
 	// testHook, if set, is called at the crash points of a round; a true
 	// return abandons the round at once, as a crash of the process would
 	// (nothing more is written, sent or applied).
@@ -283,6 +287,7 @@ func (n *Node) AddGroup(cfg GroupConfig, sm StateMachine) error {
 	}
 	n.mu.groups[cfg.ID] = g
 	n.mu.list = append(n.mu.list, g)
+	n.forgetInvitation(cfg.ID)
 	if g.fencedErr == nil {
 		g.publish()
 	}
@@ -702,7 +707,12 @@ func (n *Node) Receive(from ServerID, frame []byte) error {
 	err := decodeFrame(frame, func(id GroupID, flags byte, msg []byte) {
 		g := n.group(id)
 		if g == nil {
-			return // group 0: a liveness beat; or a group not (or no longer) here
+			// group 0: a liveness beat; or a group not (or no longer)
+			// here, whose leader may be adding a replica of this server
+			if id != 0 && flags&flagWake == 0 && len(msg) > 0 {
+				n.invites.note(id, from, msg)
+			}
+			return
 		}
 		in := inMsg{flags: flags}
 		if flags&flagWake == 0 {

@@ -20,11 +20,12 @@ func (s *Server) markSelfURL(u *url.URL) {
 // (Options.Cluster.Routes) name, this server's own included, sorted and
 // without repeats, and complete true once every explicit route has led
 // either to this server itself or to a registered route; before that,
-// complete is false and names holds what is known. This is the voter set
-// a new cluster's JetStream meta group is bootstrapped with, which is why
-// every server of a cluster must list the same servers in its routes
-// (docs/clustering.md, "The cluster layer", "Bootstrap"). nil, false when clustering is off;
-// a server without explicit routes is complete on its own.
+// complete is false and names holds what is known. When every server of
+// a new cluster names the same servers, this is the voter set its
+// JetStream meta group is bootstrapped with; otherwise it tells a server
+// that its routes differ from its peers' (docs/clustering.md, "Growing
+// the meta group"). nil, false when clustering is off; a server without
+// explicit routes is complete on its own.
 func (s *Server) ClusterMembers() (names []string, complete bool) {
 	if s.cl == nil {
 		return nil, false

@@ -132,9 +132,13 @@ type Cluster struct {
 	// meta leader replaces a member whose store changed (membership.go).
 	metaPeers []raftnode.Peer
 	metaByInc bool
-	// strangers are the routed servers already reported outside this
-	// server's meta group (warnStrangers; the run goroutine's own).
-	strangers map[string]bool
+	// strangers are the routed servers outside this server's meta group:
+	// since when each was seen so, and whether it was reported
+	// (warnStrangers; the run goroutine's own).
+	strangers map[string]stranger
+	// seed is how the seed rule saw the cluster last (joinOrBootstrap;
+	// the run goroutine's own).
+	seed seedView
 	// restored are the streams a restore installed in this server's
 	// engine whose assignment is being proposed: startReplica adopts
 	// the running stream (restore.go).
@@ -183,7 +187,8 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 		return nil, fmt.Errorf("jscluster: open the Raft WAL: %w", err)
 	}
 	c.node = node
-	c.tr = transport.New(host, transport.Config{Logf: cfg.Logf, Infof: cfg.Infof, Incarnation: node.Incarnation(), Tags: cfg.Tags, Known: c.known, Gone: node.PeerUnreachable})
+	c.tr = transport.New(host, transport.Config{Logf: cfg.Logf, Infof: cfg.Infof, Incarnation: node.Incarnation(), Tags: cfg.Tags, Known: c.known, Gone: node.PeerUnreachable,
+		Meta: c.inMeta, Members: c.routeMembers})
 	late.tr.Store(c.tr)
 	c.svc = catchup.New(catchup.Config{Send: c.tr.Send, Logf: cfg.Logf})
 	c.tr.Attach(catchup.Mux(node, c.svc))
@@ -403,6 +408,7 @@ func (c *Cluster) run() {
 			c.sampleApply()
 			c.catalogue()
 			c.replaceStale()
+			c.moveOffRemoved()
 			c.askReplaceLost()
 			c.handleLost()
 			c.reconcileMemberships()
@@ -428,41 +434,6 @@ func (c *Cluster) run() {
 			c.apply(ev)
 		}
 		c.pushConfigs()
-	}
-}
-
-// warnStrangers logs at [WRN], once per server, each routed server that
-// is not in this server's meta group: its routes name other servers than
-// this server's (the meta group's voters are the servers the routes
-// name, fixed at the first start: README "Run a cluster", docs/clustering.md
-// "Not yet built"), so it formed or waits for another meta group, and
-// neither group serves the other's JetStream. nats-server grows its meta
-// group as servers appear and needs no such warning; without it a seed
-// configuration (each server routed to one) left the servers' JetStream
-// split in silence.
-func (c *Cluster) warnStrangers() {
-	routed := c.host.ClusterPeers()
-	c.mu.Lock()
-	peers := slices.Clone(c.metaPeers)
-	c.mu.Unlock()
-	if len(peers) == 0 {
-		return // not in a meta group yet
-	}
-	var names []string
-	for _, p := range peers {
-		names = append(names, string(p.Server))
-	}
-	slices.Sort(names)
-	for _, rp := range routed {
-		n := rp.Name
-		if n == "" || n == string(c.name) || c.strangers[n] || slices.Contains(names, n) {
-			continue
-		}
-		if c.strangers == nil {
-			c.strangers = map[string]bool{}
-		}
-		c.strangers[n] = true
-		c.cfg.Logf("JetStream cluster: server %s is routed here but is not in this server's meta group %v: every server of a JetStream cluster must name every server in its routes (README, \"Run a cluster\"); JetStream is not shared with it", n, names)
 	}
 }
 
@@ -530,6 +501,7 @@ func (c *Cluster) bootstrap() bool {
 		return false
 	}
 	logged := false
+	var said []string // what this server's hellos said of its routes
 	for {
 		names, complete := c.host.ClusterMembers()
 		if rec, ok := c.joinOrBootstrap(names, complete); ok {
@@ -541,10 +513,21 @@ func (c *Cluster) bootstrap() bool {
 				c.cfg.Logf("jscluster: record the meta group's voters: %v", err)
 				return false
 			}
-			return c.startMeta(rec)
+			ok := c.startMeta(rec)
+			c.tr.Rehello() // the peers learn this server runs a meta group
+			return ok
+		}
+		// Hellos are sent when a connection is dialed: once this
+		// server's routes all resolved, its peers learn so only from
+		// new ones (the seed rule waits for them).
+		if m := c.routeMembers(); !slices.Equal(m, said) {
+			if said == nil && m != nil {
+				c.tr.Rehello()
+			}
+			said = m
 		}
 		if !logged {
-			c.cfg.Infof("JetStream cluster: waiting for every route to resolve (known: %v)", names)
+			c.cfg.Infof("JetStream cluster: waiting to enter the meta group (routes named: %v)", names)
 			logged = true
 		}
 		c.noteLeaderless()
@@ -554,50 +537,6 @@ func (c *Cluster) bootstrap() bool {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// joinOrBootstrap decides how this server, without a record, enters the
-// meta group (false: not yet). When a member's transport hello says that
-// the cluster knows this server by another store incarnation, this
-// server's store was wiped or replaced: it joins, as an empty replica of
-// a new ID to be added by the meta leader, rather than bootstrap as its
-// old self, which would vote with an empty log (docs/clustering.md,
-// "Replacing a replica"); the hello's catalogue names the members, so
-// this needs neither every route nor every hello. Otherwise it waits for
-// every route (complete) and every member's hello (its incarnation), and
-// bootstraps with them: every member is new.
-func (c *Cluster) joinOrBootstrap(names []string, complete bool) (votersFile, bool) {
-	self := c.node.Incarnation()
-	for _, n := range names {
-		known := c.tr.PeerKnown(raftnode.ServerID(n))
-		if k, ok := known[c.name]; !ok || k == self {
-			continue
-		}
-		rec := votersFile{Join: true, Incarnations: map[string]string{}}
-		for m, inc := range known {
-			rec.Voters = append(rec.Voters, string(m))
-			rec.Incarnations[string(m)] = inc.String()
-		}
-		rec.Incarnations[string(c.name)] = self.String()
-		slices.Sort(rec.Voters)
-		c.cfg.Infof("JetStream cluster: %s knows this server by another store: joining the meta group as a new replica", n)
-		return rec, true
-	}
-	if !complete {
-		return votersFile{}, false
-	}
-	rec := votersFile{Voters: names, Incarnations: map[string]string{string(c.name): self.String()}}
-	for _, n := range names {
-		if n == string(c.name) {
-			continue
-		}
-		inc, ok := c.tr.PeerIncarnation(raftnode.ServerID(n))
-		if !ok {
-			return rec, false
-		}
-		rec.Incarnations[n] = inc.String()
-	}
-	return rec, true
 }
 
 // startMeta adds the meta group as rec records it.
@@ -675,54 +614,34 @@ func (c *Cluster) metaLeader() bool {
 	return err == nil && st.LeaderReady
 }
 
-// catalogue, on the meta leader, proposes AddServer for itself while the
-// catalogue lacks it or holds another incarnation or other tags, and for
-// each member whose incarnation the transport learned (its hello)
-// likewise: a server restarted with other server_tags is placed by its
-// new ones.
-func (c *Cluster) catalogue() {
-	if !c.metaLeader() {
-		return
-	}
-	type ident struct {
-		inc  raftnode.Incarnation
-		tags []string
-	}
-	want := map[raftnode.ServerID]ident{c.name: {c.node.Incarnation(), c.cfg.Tags}}
-	names, _ := c.host.ClusterMembers()
-	for _, n := range names {
-		if inc, ok := c.tr.PeerIncarnation(raftnode.ServerID(n)); ok {
-			want[raftnode.ServerID(n)] = ident{inc, c.tr.PeerTags(raftnode.ServerID(n))}
-		}
-	}
-	var missing []raftnode.ServerID
-	c.meta.View(func(st *meta.State) {
-		for n, id := range want {
-			if sv, ok := st.Server(n); !ok || sv.Removed || sv.Incarnation != id.inc || !slices.Equal(sv.Tags, id.tags) {
-				missing = append(missing, n)
-			}
-		}
-	})
-	slices.Sort(missing)
-	for _, n := range missing {
-		op := &meta.AddServer{Name: n, Cluster: c.host.ClusterName(), Incarnation: want[n].inc, Tags: want[n].tags}
-		if _, err := c.meta.Propose(op); err != nil {
-			return
-		}
-	}
-	c.reconcileMeta()
-}
-
 // known returns the incarnation the meta group's catalogue knows each
 // server by (the transport's hello: transport.Config.Known).
+// A server removed from the meta group (SERVER.REMOVE) advertises none:
+// its catalogue is no longer the cluster's, and a server of a new
+// cluster must not join a meta group it names (docs/clustering.md,
+// "Removing a server").
 func (c *Cluster) known() map[raftnode.ServerID]raftnode.Incarnation {
 	out := map[raftnode.ServerID]raftnode.Incarnation{}
+	if c.removedSelf() {
+		return out
+	}
 	c.meta.View(func(st *meta.State) {
 		for _, sv := range st.Servers() {
 			out[sv.Name] = sv.Incarnation
 		}
 	})
 	return out
+}
+
+// removedSelf reports whether the catalogue marks this server, with its
+// store, removed (SERVER.REMOVE).
+func (c *Cluster) removedSelf() bool {
+	removed := false
+	c.meta.View(func(st *meta.State) {
+		self, ok := st.Server(c.name)
+		removed = ok && self.Removed && self.Incarnation == c.node.Incarnation()
+	})
+	return removed
 }
 
 // Recovery is what this server's start had to do again (docs/clustering.md,

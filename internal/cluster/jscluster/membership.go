@@ -460,7 +460,15 @@ func (c *Cluster) reconcileMeta() {
 		}
 	}
 	if changes == nil {
-		return
+		rs, ok := c.removedReplica(st)
+		if !ok || c.movesPending(rs.Server) {
+			return
+		}
+		if rs.Replica == st.Replica {
+			c.handOverMeta(st)
+			return
+		}
+		changes = []raftnode.Change{{Kind: raftnode.RemoveReplica, Replica: rs.Replica}}
 	}
 	p, err := c.node.ChangeMembership(meta.MetaGroup, changes)
 	if err != nil {

@@ -41,11 +41,39 @@ func (c *Cluster) MetaInfo() *MetaInfo {
 	if err != nil {
 		return nil
 	}
-	mi := &MetaInfo{Name: c.host.ClusterName(), Leader: string(st.LeaderServer), Replicas: c.peerInfos(st, nil),
-		Size: len(st.Peers) + 1, IsLeader: st.Role == raftnode.Leader && st.Fenced == nil}
+	members := c.metaMembers()
+	size := len(st.Peers) + 1
+	if members != nil {
+		size = len(members)
+	}
+	mi := &MetaInfo{Name: c.host.ClusterName(), Leader: string(st.LeaderServer), Replicas: c.peerInfos(st, members),
+		Size: size, IsLeader: st.Role == raftnode.Leader && st.Fenced == nil}
 	if mi.Leader != "" {
 		mi.Peer = peerHash(st.LeaderServer)
 	}
 	mi.QuorumNeeded = mi.Size/2 + 1
 	return mi
+}
+
+// metaMembers returns the meta replicas the catalogue wants: the replica
+// of each server not removed, by its catalogued incarnation
+// (metaReplica); nil for a meta group whose replica IDs are by position,
+// or while the catalogue is empty (every replica of the group's is then
+// listed).
+func (c *Cluster) metaMembers() []meta.Replica {
+	c.mu.Lock()
+	byInc := c.metaByInc
+	c.mu.Unlock()
+	if !byInc {
+		return nil
+	}
+	var out []meta.Replica
+	c.meta.View(func(st *meta.State) {
+		for _, sv := range st.Servers() {
+			if !sv.Removed {
+				out = append(out, meta.Replica{ID: metaReplica(sv.Incarnation), Server: sv.Name, Incarnation: sv.Incarnation})
+			}
+		}
+	})
+	return out
 }

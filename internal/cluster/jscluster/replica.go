@@ -83,6 +83,13 @@ func (c *Cluster) apply(ev meta.Event) {
 		c.reconcileConsumer(consumerKey{op.Account, op.Stream, op.Name})
 	case *meta.AddServer:
 		c.syncMetaPeers()
+	case *meta.RemoveServer:
+		if op.Name == c.name && ev.Result.Err == nil {
+			// nats-server v2.15.2 disables JetStream on the removed
+			// server; this one keeps running outside the meta group
+			// (docs/clustering.md, "Removing a server").
+			c.cfg.Logf("JetStream cluster: this server was removed from the meta group (SERVER.REMOVE): it takes no part in the cluster's JetStream any more; to return it, start it on an empty store")
+		}
 	}
 }
 

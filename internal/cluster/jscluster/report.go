@@ -153,7 +153,7 @@ func (c *Cluster) Health() []Problem {
 	c.mu.Unlock()
 	if !started {
 		names, _ := c.host.ClusterMembers()
-		return []Problem{{Kind: "meta", Text: fmt.Sprintf("JetStream cluster waits for every server its routes name (known: %v)", names)}}
+		return []Problem{{Kind: "meta", Text: fmt.Sprintf("JetStream cluster waits to enter its meta group: the servers its routes name, or a meta leader adding it (known: %v)", names)}}
 	}
 	st, err := c.node.Status(meta.MetaGroup)
 	switch {

@@ -63,24 +63,6 @@ func (c *Cluster) MetaLeaderStepDown(p *stream.Placement) *jserr.Error {
 	return c.stepDown(meta.MetaGroup, p)
 }
 
-// RemoveServer implements jsapi.SystemCluster: 10044 when no member of
-// the meta group has the name (or the peer ID, nats-server's 8-character
-// hash of the name, which takes precedence); otherwise 10009, since the
-// meta group's voters are fixed at bootstrap and moving a removed
-// server's replicas is not built (docs/clustering.md, "Not yet built").
-func (c *Cluster) RemoveServer(name, peerID string) *jserr.Error {
-	st, err := c.node.Status(meta.MetaGroup)
-	if err != nil {
-		return jserr.New(jserr.ClusterNotAvail)
-	}
-	for _, rs := range c.members(st) {
-		if (peerID != "" && peerHash(rs) == peerID) || (peerID == "" && string(rs) == name) {
-			return jserr.New(jserr.ClusterNotLeader)
-		}
-	}
-	return jserr.New(jserr.ClusterServerNotMember)
-}
-
 // members returns the servers of the meta group: from the leader's view
 // of its replicas, this server included.
 func (c *Cluster) members(st raftnode.GroupStatus) []raftnode.ServerID {
@@ -225,9 +207,36 @@ func (a *account) StreamRemovePeer(name, peer string) *jserr.Error {
 	if err := json.Unmarshal(sa.Config, &cfg); err != nil {
 		return jserr.New(jserr.PeerRemap)
 	}
+	to, ok := c.replacement(sa, cfg, old.Server)
+	if !ok {
+		return jserr.New(jserr.PeerRemap)
+	}
+	if _, err := c.propose(&meta.MoveReplica{Account: a.name, Stream: name, Replica: old.ID, To: to}); err != nil {
+		return err
+	}
+	c.cfg.Infof("JetStream cluster: stream '%s > %s': its replica on %s moves to %s", a.name, name, old.Server, to)
+	c.moveConsumers(a.name, name, old.Server, to)
+	return nil
+}
+
+// replacement places the server that takes stream sa's replica on server
+// gone (its config cfg), as a create places (meta.Place: the stream's
+// other servers kept, gone excluded); false when there is none (logged).
+func (c *Cluster) replacement(sa meta.StreamAssignment, cfg stream.Config, gone raftnode.ServerID) (raftnode.ServerID, bool) {
+	to, perr := c.place(sa, cfg, gone)
+	if perr != nil {
+		c.cfg.Logf("jscluster: stream %s > %s: no replacement for the replica on %s: %v", sa.Account, sa.Name, gone, perr)
+		return "", false
+	}
+	return to, true
+}
+
+// place is replacement without the log line; the error is placement's
+// (10005), or 10075 when it placed too few servers.
+func (c *Cluster) place(sa meta.StreamAssignment, cfg stream.Config, gone raftnode.ServerID) (raftnode.ServerID, *jserr.Error) {
 	var keep []raftnode.ServerID
 	for _, r := range sa.Replicas {
-		if r.Server != old.Server {
+		if r.Server != gone {
 			keep = append(keep, r.Server)
 		}
 	}
@@ -235,18 +244,14 @@ func (a *account) StreamRemovePeer(name, peer string) *jserr.Error {
 	var perr *jserr.Error
 	c.meta.View(func(st *meta.State) {
 		pr := c.placeRequest(len(sa.Replicas), cfg.Placement)
-		pr.Existing, pr.Exclude = keep, []raftnode.ServerID{old.Server}
+		pr.Existing, pr.Exclude = keep, []raftnode.ServerID{gone}
 		servers, perr = meta.Place(st, pr)
 	})
-	if perr != nil || len(servers) != len(sa.Replicas) {
-		c.cfg.Logf("jscluster: stream %s > %s: no replacement for the replica on %s: %v", a.name, name, old.Server, perr)
-		return jserr.New(jserr.PeerRemap)
+	if perr != nil {
+		return "", perr
 	}
-	to := servers[len(servers)-1]
-	if _, err := c.propose(&meta.MoveReplica{Account: a.name, Stream: name, Replica: old.ID, To: to}); err != nil {
-		return err
+	if len(servers) != len(sa.Replicas) {
+		return "", jserr.New(jserr.PeerRemap)
 	}
-	c.cfg.Infof("JetStream cluster: stream '%s > %s': its replica on %s moves to %s", a.name, name, old.Server, to)
-	c.moveConsumers(a.name, name, old.Server, to)
-	return nil
+	return servers[len(servers)-1], nil
 }

@@ -34,7 +34,30 @@ type peer struct {
 		q      [][]byte // frames waiting for the writer
 		qBytes int
 		beat   bool // q holds a liveness-only frame
+		// rehello: Transport.Rehello asked for a new connection; the
+		// writer ends the one it has at its next wake.
+		rehello bool
 	}
+}
+
+// errRehello ends a connection that Transport.Rehello asked to replace.
+var errRehello = errors.New("transport: dialing again with a new hello")
+
+// rehello makes the writer end its connection and dial again (Rehello).
+func (p *peer) rehello() {
+	p.mu.Lock()
+	p.mu.rehello = true
+	p.mu.Unlock()
+	signal(p.wake)
+}
+
+// takeRehello reports, once, whether rehello was asked.
+func (p *peer) takeRehello() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.mu.rehello
+	p.mu.rehello = false
+	return r
 }
 
 func newPeer(t *Transport, name raftnode.ServerID) *peer {
@@ -209,11 +232,12 @@ func (p *peer) run() {
 		p.t.cfg.Infof("transport: connected to %s at %s", p.name, addr)
 		err = p.pump(bw)
 		p.closeConn()
+		again := errors.Is(err, errRehello)
 		p.mu.Lock()
-		p.mu.lost = true
+		p.mu.lost = !again
 		p.mu.Unlock()
 		p.setState(false, false)
-		if !p.t.closing() {
+		if !p.t.closing() && !again {
 			p.t.cfg.Infof("transport: connection to %s lost: %v", p.name, err)
 		}
 	}
@@ -293,6 +317,12 @@ func (p *peer) handshake(nc net.Conn) error {
 			h.Known[string(n)] = inc.String()
 		}
 	}
+	if p.t.cfg.Meta != nil {
+		h.Meta = p.t.cfg.Meta()
+	}
+	if p.t.cfg.Members != nil {
+		h.Members = p.t.cfg.Members()
+	}
 	if in.AuthRequired {
 		h.User, h.Pass = p.t.host.ClusterCredentials()
 	}
@@ -333,6 +363,9 @@ func (p *peer) pump(cw *connWriter) error {
 			}
 			select {
 			case <-p.wake:
+				if p.takeRehello() {
+					return errRehello
+				}
 				continue
 			case <-p.t.quit:
 				return ErrClosed

@@ -121,6 +121,11 @@ type Config struct {
 	// Known, if set, returns the store incarnation this server's catalogue
 	// knows each server by, sent in every hello (PeerKnown).
 	Known func() map[raftnode.ServerID]raftnode.Incarnation
+	// Meta, if set, reports whether this server runs the meta group, and
+	// Members the servers its routes name, itself included, once every
+	// route resolved (nil before); both are sent in every hello (PeerMeta).
+	Meta    func() bool
+	Members func() []string
 	// Gone, if set, is told once per lost connection that the peer's
 	// process is evidently gone: its connection ended and then its
 	// cluster port refused the redial, or no route names it any more
@@ -198,6 +203,9 @@ type ident struct {
 	inc   raftnode.Incarnation
 	tags  []string
 	known map[raftnode.ServerID]raftnode.Incarnation
+	meta  bool
+	// members: the hello's Members (nil: none sent).
+	members []string
 }
 
 // PeerKnown returns, from the last admitted hello of peer name, the store
@@ -207,6 +215,17 @@ func (t *Transport) PeerKnown(name raftnode.ServerID) map[raftnode.ServerID]raft
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return maps.Clone(t.mu.idents[name].known)
+}
+
+// PeerMeta returns what the last admitted hello of peer name said of its
+// meta group: whether it ran one (inMeta) and the servers its routes
+// name (members, nil when it sent none: its routes had not all
+// resolved); ok is false when no hello was admitted.
+func (t *Transport) PeerMeta(name raftnode.ServerID) (inMeta bool, members []string, ok bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	id, ok := t.mu.idents[name]
+	return id.meta, slices.Clone(id.members), ok
 }
 
 // PeerIncarnation returns the store incarnation the last admitted hello
@@ -290,6 +309,25 @@ func (t *Transport) refresh() {
 		if _, ok := known[name]; !ok {
 			p.setRoute("", "")
 		}
+	}
+}
+
+// Rehello ends every outbound connection (its writer closes it at once
+// if idle, else after the frames it holds), so that each writer dials
+// again and sends a hello that says what Config.Meta, Members and
+// Known say now: a hello is sent only when a connection is dialed, and a
+// server deciding how to enter the meta group reads its peers' hellos
+// (docs/clustering.md, "Growing the meta group"). Frames queued or in
+// flight may be lost, as on any broken connection (Raft sends again).
+func (t *Transport) Rehello() {
+	t.mu.RLock()
+	peers := make([]*peer, 0, len(t.mu.peers))
+	for _, p := range t.mu.peers {
+		peers = append(peers, p)
+	}
+	t.mu.RUnlock()
+	for _, p := range peers {
+		p.rehello()
 	}
 }
 

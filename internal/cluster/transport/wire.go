@@ -40,6 +40,13 @@ type hello struct {
 	// server whose own store is not the one the cluster knows it by was
 	// wiped or replaced: it must not rejoin as its old self.
 	Known map[string]string `json:"known,omitempty"`
+	// Meta: the dialer ran the meta group when it dialed (Config.Meta);
+	// Members: the servers its routes name, itself included, once they
+	// all resolved (Config.Members). A server without a meta group reads
+	// them to decide whether to bootstrap one or wait to be added
+	// (docs/clustering.md, "Growing the meta group"; PeerMeta).
+	Meta    bool     `json:"meta,omitempty"`
+	Members []string `json:"members,omitempty"`
 }
 
 // appendHello appends the line "RAFT {hello}\r\n".

@@ -98,7 +98,7 @@ func TestReadFrameBadInput(t *testing.T) {
 // lines that are not a hello are errors.
 func TestHelloRoundTrip(t *testing.T) {
 	h := &hello{V: Version, Name: "n1", Cluster: "C", User: "u", Pass: "p w", Inc: strings.Repeat("ab", 16), Tags: []string{"az:1"},
-		Known: map[string]string{"n2": strings.Repeat("cd", 16)}}
+		Known: map[string]string{"n2": strings.Repeat("cd", 16)}, Meta: true, Members: []string{"n1", "n2"}}
 	got, err := parseHello(appendHello(nil, h))
 	if err != nil || !reflect.DeepEqual(got, h) {
 		t.Fatalf("got %+v, %v", got, err)
