@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,4 +76,90 @@ func TestJetStreamClusterDamagedWALServerStaysSilent(t *testing.T) {
 			t.Logf("request %d: %v", i, err) // a timeout is retried by clients
 		}
 	}
+}
+
+// A peer removal while a producer publishes all the time: the joint
+// change that promotes the new replica and removes the old one is left,
+// once the leader applied it, by an entry etcd raft appends by itself,
+// and the proposals of the next round must be numbered after it. They
+// were numbered one too low, and the leader fenced its own replica
+// ("proposal at ... is not in the Ready"): that replica never caught up
+// again and the consumers it led stopped (the process-level fault
+// suite's peer-remove on five servers). Every replica of the new set
+// must become current and hold what the stream holds.
+func TestJetStreamClusterPeerRemoveUnderLoad(t *testing.T) {
+	servers, _ := jsClusterOpts(t, 4)
+	nc := connect(t, servers[0].ClientURL())
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(256))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "create ORDERS", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 3 { // publishers on three servers, so that every round of the group proposes
+		pjs, err := jetstream.New(connect(t, servers[i].ClientURL()), jetstream.WithPublishAsyncMaxPending(256))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := pjs.PublishAsync("orders.x", []byte("order")); err != nil {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	var ci *jetstream.ClusterInfo
+	eventually(t, "the stream's replicas", func() error {
+		s, err := js.Stream(tctx(t), "ORDERS")
+		if err != nil {
+			return err
+		}
+		ci = s.CachedInfo().Cluster
+		if ci == nil || ci.Leader == "" || len(ci.Replicas) != 2 {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		return nil
+	})
+	removed := ci.Replicas[0].Name
+	eventually(t, "peer-remove "+removed, func() error {
+		m, err := nc.Request("$JS.API.STREAM.PEER.REMOVE.ORDERS", []byte(fmt.Sprintf(`{"peer":%q}`, removed)), 2*time.Second)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(m.Data), `"success":true`) {
+			return fmt.Errorf("%s", m.Data)
+		}
+		return nil
+	})
+	waitFor(t, 2*clusterTimeout, "every replica of the new set current", func() bool {
+		s, err := js.Stream(tctx(t), "ORDERS")
+		if err != nil {
+			return false
+		}
+		ci := s.CachedInfo().Cluster
+		if ci == nil || ci.Leader == "" || ci.Leader == removed || len(ci.Replicas) != 2 {
+			return false
+		}
+		for _, p := range ci.Replicas {
+			if p.Name == removed || !p.Current || p.Pending {
+				return false
+			}
+		}
+		return true
+	})
 }
