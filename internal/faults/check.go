@@ -23,9 +23,13 @@ type stored struct {
 
 // readStream reads every message of the stream in order with an ordered
 // consumer, until it has the stream's last sequence (from stream info)
-// or d has passed.
+// or d has passed. nats.go's ordered consumer retries the creation of
+// its consumer without end inside Fetch, so a server that never creates
+// it would hang the read: past the deadline the connection is closed.
 func readStream(js jetstream.JetStream, stream string, d time.Duration) ([]stored, error) {
 	deadline := time.Now().Add(d)
+	watchdog := time.AfterFunc(d+5*time.Second, js.Conn().Close)
+	defer watchdog.Stop()
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	s, err := js.Stream(ctx, stream)
