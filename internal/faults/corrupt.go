@@ -118,7 +118,7 @@ func (r *runner) makeLeader(i int) error {
 	})
 }
 
-// readThrough reads msgs through server i alone.
+// readThrough reads msgs with direct gets through server i, the leader.
 func (r *runner) readThrough(i int, msgs []stored) (problems, notes []string) {
 	name := r.c.Servers[i].Name
 	nc, err := nats.Connect(r.c.Servers[i].URL, nats.Timeout(2*time.Second), nats.NoReconnect())
@@ -159,7 +159,7 @@ func (r *runner) readThrough(i int, msgs []stored) (problems, notes []string) {
 		problems = append(problems, fmt.Sprintf("%s served %d messages wrong in all", name, bad))
 	}
 	if unanswered > 0 {
-		notes = append(notes, fmt.Sprintf("%s alone did not answer %d direct gets (first: %v)", name, unanswered, firstErr))
+		notes = append(notes, fmt.Sprintf("%s, leading, did not answer %d direct gets (first: %v)", name, unanswered, firstErr))
 	}
 	return problems, notes
 }
