@@ -8,6 +8,8 @@
 //	go build -o bin/cairn ./cmd/cairn
 //	go run ./bench/faults -rounds 1 -seed 1
 //	go run ./bench/faults -faults kill-leader,pause-leader -servers cairn
+//	go run ./bench/faults -faults kill-leader -net delay   # under a bad network
+//	go run ./bench/faults -n 5 -replicas 5                 # five servers
 package main
 
 import (
@@ -34,6 +36,11 @@ func main() {
 	verbose := flag.Bool("v", false, "log each run's steps")
 	hold := flag.Duration("hold", 2*time.Second, "how long a fault lasts at least")
 	maxHold := flag.Duration("maxhold", 20*time.Second, "how long a fault that leaves a majority lasts at most while no publish is acknowledged")
+	count := flag.Int("n", 3, "server processes in each cluster")
+	replicas := flag.Int("replicas", 0, "the stream's replicas (default 3, or n if fewer)")
+	network := flag.String("net", "", "a bad network for the whole run: delay, loss or slow (docs/clustering.md)")
+	flaps := flag.Int("flaps", 5, "partitions of flap-leader")
+	warm := flag.Duration("warm", 2*time.Second, "publishing before the fault (past 10 s, cairn has checkpointed its streams)")
 	flag.Parse()
 	bins := map[string]string{"cairn": *cairn, "nats-server": *natsServer}
 	if bins["nats-server"] == "" {
@@ -46,7 +53,7 @@ func main() {
 		for r := 1; r <= *rounds; r++ {
 			for _, srv := range strings.Split(*servers, ",") {
 				cfg := faults.Config{Bin: bins[srv], Dir: *dir, Fault: fault, Seed: *seed + uint64(r-1), Keep: *keep,
-					MinHold: *hold, MaxHold: *maxHold}
+					MinHold: *hold, MaxHold: *maxHold, Servers: *count, Replicas: *replicas, Net: *network, Flaps: *flaps, Warm: *warm}
 				if *verbose {
 					cfg.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, srv+": "+f+"\n", a...) }
 				}
@@ -60,6 +67,9 @@ func main() {
 				if !res.Report.OK() {
 					failed = true
 					check += " (kept " + res.Dir + ")"
+				}
+				if len(res.Notes) > 0 {
+					check += "; " + strings.Join(res.Notes, "; ")
 				}
 				row(fault, r, srv, res.Target, res.Report.Acked, res.Report.Stored, dur(res.ToAck), dur(res.Healed),
 					dur(res.Current), res.Errors, check)

@@ -23,8 +23,32 @@ type stored struct {
 
 // readStream reads every message of the stream in order with an ordered
 // consumer, until it has the stream's last sequence (from stream info)
-// or d has passed.
+// or d has passed. nats.go's ordered consumer retries the creation of
+// its consumer without end inside Fetch, even on a closed connection, so
+// a server that never creates it would hang the read: the read runs on
+// its own goroutine, and past the deadline (and 5 s) the connection is
+// closed and the read abandoned.
 func readStream(js jetstream.JetStream, stream string, d time.Duration) ([]stored, error) {
+	type result struct {
+		msgs []stored
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		msgs, err := readOrdered(js, stream, d)
+		done <- result{msgs, err}
+	}()
+	select {
+	case r := <-done:
+		return r.msgs, r.err
+	case <-time.After(d + 5*time.Second):
+		js.Conn().Close()
+		return nil, fmt.Errorf("the ordered consumer's read did not return in %v (nats.go recreating its consumer)", d+5*time.Second)
+	}
+}
+
+// readOrdered is readStream's read.
+func readOrdered(js jetstream.JetStream, stream string, d time.Duration) ([]stored, error) {
 	deadline := time.Now().Add(d)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Net is the loopback network between the servers of a Cluster: one
@@ -33,6 +35,24 @@ type Net struct {
 	owners  func() map[int]string
 	proxies []*proxy
 	unknown int
+	sh      Shape // the network now
+	base    Shape // the network Heal restores
+	resets  int
+}
+
+// Shape is a bad network applied to every direction between servers
+// (Net.Shape): each proxied read is delivered Delay plus a random part of
+// Jitter after it was read, in order; with probability StallProb a read
+// waits StallMin to StallMax more first (a lost packet retransmitted);
+// each connection is reset (both sockets closed) after a random time of
+// mean ResetMean once bytes flow; and each direction of each connection
+// carries at most Rate bytes a second. The zero Shape is a good network.
+type Shape struct {
+	Delay, Jitter      time.Duration
+	StallProb          float64
+	StallMin, StallMax time.Duration
+	ResetMean          time.Duration
+	Rate               int
 }
 
 func newNet(owners func() map[int]string) *Net {
@@ -48,9 +68,39 @@ func (n *Net) Hold(from, to string) {
 	n.mu.Unlock()
 }
 
-// Heal lets every held direction through again.
+// SetBase makes the network between servers bad as sh says for good:
+// Heal restores it rather than a good network.
+func (n *Net) SetBase(sh Shape) {
+	n.mu.Lock()
+	n.sh, n.base = sh, sh
+	n.mu.Unlock()
+}
+
+// Shape makes the network between servers bad as sh says, until Heal.
+func (n *Net) Shape(sh Shape) {
+	n.mu.Lock()
+	n.sh = sh
+	n.mu.Unlock()
+}
+
+func (n *Net) shape() Shape {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.sh
+}
+
+// Resets returns how many connections a Shape's ResetMean has reset.
+func (n *Net) Resets() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.resets
+}
+
+// Heal lets every held direction through again and makes the network
+// as good as SetBase left it.
 func (n *Net) Heal() {
 	n.mu.Lock()
+	n.sh = n.base
 	n.held = map[[2]string]bool{}
 	n.cond.Broadcast()
 	n.mu.Unlock()
@@ -148,24 +198,80 @@ func (p *proxy) serve(c net.Conn) {
 	n.mu.Unlock()
 }
 
-// pump copies src to dst, holding the bytes while from → to is held.
+// chunk is a read of a pump, with when it was read.
+type chunk struct {
+	b  []byte
+	at time.Time
+}
+
+// pump copies src to dst, holding the bytes while from → to is held and
+// shaping them as the Net's Shape says. A reader stamps each read and
+// queues it (at most pumpQueue reads); the writer delivers them in order,
+// each no sooner than its read time plus the delay, so that a delay is
+// latency, not a cap on throughput.
 func (p *proxy) pump(src, dst net.Conn, from, to string, done chan<- struct{}) {
 	defer func() { done <- struct{}{} }()
-	buf := make([]byte, 32<<10)
-	for {
-		p.net.wait(from, to, p)
-		k, err := src.Read(buf)
-		if k > 0 {
+	q := make(chan chunk, pumpQueue)
+	go func() {
+		defer close(q)
+		for {
 			p.net.wait(from, to, p)
-			if _, werr := dst.Write(buf[:k]); werr != nil {
+			buf := make([]byte, 32<<10)
+			k, err := src.Read(buf)
+			if k > 0 {
+				q <- chunk{buf[:k], time.Now()}
+			}
+			if err != nil {
 				return
 			}
 		}
-		if err != nil {
+	}()
+	var due, nextReset time.Time
+	for ch := range q {
+		sh := p.net.shape()
+		d := sh.Delay
+		if sh.Jitter > 0 {
+			d += rand.N(sh.Jitter)
+		}
+		if t := ch.at.Add(d); t.After(due) {
+			due = t
+		}
+		time.Sleep(time.Until(due))
+		if sh.StallProb > 0 && rand.Float64() < sh.StallProb {
+			time.Sleep(sh.StallMin + rand.N(sh.StallMax-sh.StallMin+1))
+		}
+		if sh.ResetMean > 0 {
+			now := time.Now()
+			if nextReset.IsZero() {
+				nextReset = now.Add(time.Duration(rand.ExpFloat64() * float64(sh.ResetMean)))
+			} else if now.After(nextReset) {
+				p.net.mu.Lock()
+				p.net.resets++
+				p.net.mu.Unlock()
+				src.Close()
+				dst.Close()
+				for range q { // the reader ends on the closed socket
+				}
+				return
+			}
+		} else {
+			nextReset = time.Time{}
+		}
+		p.net.wait(from, to, p)
+		if _, err := dst.Write(ch.b); err != nil {
+			src.Close()
+			for range q {
+			}
 			return
+		}
+		if sh.Rate > 0 {
+			time.Sleep(time.Duration(float64(len(ch.b)) / float64(sh.Rate) * float64(time.Second)))
 		}
 	}
 }
+
+// pumpQueue is how many reads a pump holds between its reader and writer.
+const pumpQueue = 16
 
 // close stops the proxy and closes its connections.
 func (p *proxy) close() {

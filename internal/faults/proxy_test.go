@@ -2,6 +2,8 @@ package faults
 
 import (
 	"bufio"
+	"bytes"
+	"io"
 	"net"
 	"os"
 	"testing"
@@ -73,5 +75,88 @@ func TestProxyHoldsAndHeals(t *testing.T) {
 	}
 	if u := n.Unknown(); u != 0 {
 		t.Fatalf("%d connections of unknown origin", u)
+	}
+}
+
+// TestProxyShapes: a Shape's delay holds every read back by at least the
+// delay, in order; its rate limits throughput; its resets close
+// connections and are counted; Heal makes the network good again.
+func TestProxyShapes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // an echo server
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
+		}
+	}()
+	n := newNet(func() map[int]string { return map[int]string{os.Getpid(): "a"} })
+	p, err := n.addProxy("b", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", p.addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+		return c
+	}
+	roundTrip := func(c net.Conn, b []byte) time.Duration {
+		start := time.Now()
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(b))
+		if _, err := io.ReadFull(c, got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, b) {
+			t.Fatal("echo differs")
+		}
+		return time.Since(start)
+	}
+
+	n.Shape(Shape{Delay: 100 * time.Millisecond})
+	c := dial()
+	if d := roundTrip(c, []byte("ping\n")); d < 200*time.Millisecond {
+		t.Fatalf("round trip %v with 100 ms each way", d)
+	}
+	c.Close()
+
+	n.Shape(Shape{Rate: 256 << 10})
+	c = dial()
+	if d := roundTrip(c, bytes.Repeat([]byte("x"), 256<<10)); d < 900*time.Millisecond {
+		t.Fatalf("256 KiB through a 256 KiB/s link in %v", d)
+	}
+	c.Close()
+
+	n.Shape(Shape{ResetMean: time.Millisecond})
+	c = dial()
+	deadline := time.Now().Add(10 * time.Second)
+	for n.Resets() == 0 && time.Now().Before(deadline) {
+		if _, err := c.Write([]byte("a")); err != nil {
+			break
+		}
+		time.Sleep(time.Millisecond) // pacing: each write is a read of the proxy
+	}
+	c.Close()
+	if n.Resets() == 0 {
+		t.Fatal("no connection reset in 10 s")
+	}
+
+	n.Heal()
+	c = dial()
+	defer c.Close()
+	if d := roundTrip(c, []byte("ping\n")); d > 5*time.Second {
+		t.Fatalf("round trip %v after the heal", d)
 	}
 }

@@ -1,6 +1,6 @@
 // Package faults is the process-level fault suite of docs/clustering.md
-// ("The process-level fault suite"): three server processes on loopback
-// (cairn or nats-server, the same flags), an R3 file stream, producers
+// ("The process-level fault suite"): three or five server processes on
+// loopback (cairn or nats-server, the same flags), an R3 file stream, producers
 // and a durable consumer with nats.go, one fault per run, then a check of
 // the whole history. Used by bench/faults (every fault, a table) and by
 // test/faults_test.go (one short run in CI).
@@ -25,6 +25,21 @@ import (
 var Faults = []string{
 	"kill-leader", "kill-random", "kill-majority", "pause-leader", "restart-all",
 	"partition-leader-out", "partition-leader-in", "partition-leader", "partition-random", "wipe-random",
+	"net-delay", "net-loss", "net-slow", "pause-follower", "flap-leader", "corrupt-msgs", "corrupt-wal",
+	"peer-remove",
+}
+
+// Shapes are the bad networks of the net-* faults and of Config.Net, by
+// name: "delay" adds 20 to 50 ms to every read of every cluster
+// connection; "loss" emulates lost packets on TCP, where a loss is a stall
+// until the retransmission (2% of reads wait 0.2 to 1 s more) or, when it
+// persists, a connection that breaks (each connection is reset after 5 s
+// on average); "slow" limits each direction of each connection to
+// 128 KiB/s.
+var Shapes = map[string]Shape{
+	"delay": {Delay: 20 * time.Millisecond, Jitter: 30 * time.Millisecond},
+	"loss":  {StallProb: 0.02, StallMin: 200 * time.Millisecond, StallMax: time.Second, ResetMean: 5 * time.Second},
+	"slow":  {Rate: 128 << 10},
 }
 
 // stalls are the faults after which a majority is down: the stream is
@@ -33,17 +48,21 @@ var stalls = map[string]bool{"kill-majority": true, "restart-all": true}
 
 // Config describes one run.
 type Config struct {
-	Bin     string        // server binary: cairn or nats-server
-	Dir     string        // stores and logs (a new directory in it); "" for the system's temporary directory
-	Fault   string        // one of Faults
-	Seed    uint64        // picks the random servers
-	Warm    time.Duration // publishing before the fault (default 2 s)
-	MinHold time.Duration // the fault lasts at least this long (default 2 s)
-	MaxHold time.Duration // and at most this long waiting for a PubAck (default 20 s)
-	After   time.Duration // publishing after the heal (default 2 s)
-	Wait    time.Duration // bound on every wait for recovery (default 60 s)
-	Keep    bool          // keep the directory
-	Logf    func(format string, args ...any)
+	Bin      string        // server binary: cairn or nats-server
+	Dir      string        // stores and logs (a new directory in it); "" for the system's temporary directory
+	Fault    string        // one of Faults
+	Servers  int           // server processes (default 3)
+	Replicas int           // the stream's replicas (default 3, at most Servers)
+	Net      string        // a bad network (a key of Shapes) for the whole run, "" for none
+	Flaps    int           // partitions of flap-leader (default 5)
+	Seed     uint64        // picks the random servers
+	Warm     time.Duration // publishing before the fault (default 2 s)
+	MinHold  time.Duration // the fault lasts at least this long (default 2 s)
+	MaxHold  time.Duration // and at most this long waiting for a PubAck (default 20 s)
+	After    time.Duration // publishing after the heal (default 2 s)
+	Wait     time.Duration // bound on every wait for recovery (default 60 s)
+	Keep     bool          // keep the directory
+	Logf     func(format string, args ...any)
 }
 
 // Result is what one run measured and found. A duration of -1 means the
@@ -56,7 +75,8 @@ type Result struct {
 	Current time.Duration // heal → every replica current in stream info
 	Errors  int64         // failed publish attempts (retried)
 	Report  *Report
-	Dir     string // kept directory, if any
+	Notes   []string // what the run saw besides the checks (leader changes, files corrupted, resets)
+	Dir     string   // kept directory, if any
 }
 
 func (c *Config) defaults() {
@@ -70,6 +90,15 @@ func (c *Config) defaults() {
 	def(&c.MaxHold, 20*time.Second)
 	def(&c.After, 2*time.Second)
 	def(&c.Wait, 60*time.Second)
+	if c.Servers == 0 {
+		c.Servers = 3
+	}
+	if c.Replicas == 0 {
+		c.Replicas = min(3, c.Servers)
+	}
+	if c.Flaps == 0 {
+		c.Flaps = 5
+	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
 	}
@@ -100,7 +129,10 @@ func Run(cfg Config) (*Result, error) {
 			logf(format, args...)
 		}
 	}
-	c, err := StartCluster(cfg.Bin, dir, 3)
+	if _, ok := Shapes[cfg.Net]; cfg.Net != "" && !ok {
+		return nil, fmt.Errorf("unknown network %q", cfg.Net)
+	}
+	c, err := StartCluster(cfg.Bin, dir, cfg.Servers)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +144,7 @@ func Run(cfg Config) (*Result, error) {
 			os.RemoveAll(dir)
 		}
 	}()
-	r := &runner{cfg: cfg, c: c, rng: rand.New(rand.NewPCG(cfg.Seed, 0xfa17))}
+	r := &runner{cfg: cfg, c: c, rng: rand.New(rand.NewPCG(cfg.Seed, 0xfa17)), gone: map[string]bool{}}
 	defer r.closeConns()
 	return res, r.run(res)
 }
@@ -121,6 +153,7 @@ type runner struct {
 	cfg   Config
 	c     *Cluster
 	rng   *rand.Rand
+	gone  map[string]bool // servers a peer-remove took the stream from
 	mu    sync.Mutex
 	conns []*nats.Conn
 }
@@ -188,36 +221,67 @@ func (r *runner) info(avoid map[int]bool) (*jetstream.StreamInfo, error) {
 	return s.Info(ctx)
 }
 
-// allCurrent reports whether the stream has a leader and every other
-// server is a replica reporting current.
-func allCurrent(si *jetstream.StreamInfo, n int) bool {
-	if si.Cluster == nil || si.Cluster.Leader == "" || len(si.Cluster.Replicas) != n-1 {
+// allCurrent reports whether the stream has a leader and replicas-1
+// other replicas, all current, none on a server in gone.
+func allCurrent(si *jetstream.StreamInfo, replicas int, gone map[string]bool) bool {
+	if si.Cluster == nil || si.Cluster.Leader == "" || len(si.Cluster.Replicas) != replicas-1 || gone[si.Cluster.Leader] {
 		return false
 	}
 	for _, p := range si.Cluster.Replicas {
-		if !p.Current || p.Offline {
+		if !p.Current || p.Offline || gone[p.Name] {
 			return false
 		}
 	}
 	return true
 }
 
-// leader returns the index of the stream's leader, once every replica is
-// current.
-func (r *runner) leader(avoid map[int]bool) (int, error) {
+// describe sums up the replicas of si for an error message.
+func describe(si *jetstream.StreamInfo) string {
+	if si.Cluster == nil {
+		return "no cluster info"
+	}
+	s := "leader " + si.Cluster.Leader
+	for _, p := range si.Cluster.Replicas {
+		s += fmt.Sprintf(", %s current=%v offline=%v lag=%d", p.Name, p.Current, p.Offline, p.Lag)
+	}
+	return s
+}
+
+// peers returns the indexes of the servers holding the stream's replicas
+// in si, the leader first.
+func (r *runner) peers(si *jetstream.StreamInfo) []int {
+	if si.Cluster == nil {
+		return nil
+	}
+	var idx []int
+	if i := r.c.Index(si.Cluster.Leader); i >= 0 {
+		idx = append(idx, i)
+	}
+	for _, p := range si.Cluster.Replicas {
+		if i := r.c.Index(p.Name); i >= 0 {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// leader returns the index of the stream's leader and the servers of its
+// replicas (the leader first), once every replica is current.
+func (r *runner) leader(avoid map[int]bool) (int, []int, error) {
 	var idx int
+	var peers []int
 	err := Until(r.cfg.Wait, func() error {
 		si, err := r.info(avoid)
 		if err != nil {
 			return err
 		}
-		if !allCurrent(si, len(r.c.Servers)) {
-			return fmt.Errorf("replicas not current: %+v", si.Cluster)
+		if !allCurrent(si, r.cfg.Replicas, r.gone) {
+			return fmt.Errorf("replicas not current: %s", describe(si))
 		}
-		idx = r.c.Index(si.Cluster.Leader)
+		idx, peers = r.c.Index(si.Cluster.Leader), r.peers(si)
 		return nil
 	})
-	return idx, err
+	return idx, peers, err
 }
 
 func (r *runner) setup() error {
@@ -230,7 +294,7 @@ func (r *runner) setup() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: streamName, Subjects: []string{"faults.>"},
-			Replicas: 3, Storage: jetstream.FileStorage})
+			Replicas: r.cfg.Replicas, Storage: jetstream.FileStorage, AllowDirect: true})
 		if err != nil {
 			return err
 		}

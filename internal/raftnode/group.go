@@ -650,6 +650,7 @@ func (g *group) ready(stepped []*Proposal) {
 	rd := g.rn.Ready()
 	g.out.rd, g.out.hasReady = rd, true
 	g.readStates(rd.ReadStates)
+	g.relocateProposals(rd, stepped)
 	g.checkProposals(rd, stepped)
 	var it items
 	if !raft.IsEmptySnap(rd.Snapshot) {
@@ -688,6 +689,45 @@ func (g *group) readyRest(rd raft.Ready, stepped []*Proposal, it *items) {
 		inSync = g.inSync() // contact.go
 	}
 	g.encodeMessages(rd.Messages, flags, inSync)
+}
+
+// relocateProposals gives the proposals stepped this round the indexes
+// raft gave them. propose numbers them from the storage's last index,
+// but raft may already hold an entry the storage does not: a leader that
+// applied a joint configuration with auto-leave appends the entry
+// leaving it by itself while the previous round's Ready is advanced
+// (etcd raft appliedTo). Nothing else appends to a leader's log within a
+// round after propose (proposals are not forwarded to it, and a new term
+// ends the check), so the stepped proposals are the Ready's last
+// entries; they move up by the entries raft appended first, and their
+// waiters with them (a waiter kept at the new index from a handover
+// ends with ErrNoReply, as in propose). checkProposals then verifies
+// them.
+func (g *group) relocateProposals(rd raft.Ready, stepped []*Proposal) {
+	n := uint64(len(stepped))
+	if n == 0 || uint64(len(rd.Entries)) < n {
+		return
+	}
+	bs := g.rn.BasicStatus()
+	if bs.RaftState != raft.StateLeader || bs.GetTerm() != stepped[0].term {
+		return
+	}
+	first := rd.Entries[uint64(len(rd.Entries))-n].GetIndex()
+	if first <= stepped[0].index {
+		return
+	}
+	shift := first - stepped[0].index
+	for i := len(stepped) - 1; i >= 0; i-- { // from the top: no waiter overwrites one not yet moved
+		p := stepped[i]
+		if g.waiters[p.index] == p {
+			delete(g.waiters, p.index)
+		}
+		p.index += shift
+		if w := g.waiters[p.index]; w != nil && w != p {
+			w.resolve(nil, ErrNoReply)
+		}
+		g.waiters[p.index] = p
+	}
 }
 
 // checkProposals verifies, while this replica is still the leader of the

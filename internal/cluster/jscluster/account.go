@@ -156,10 +156,17 @@ func (a *account) forMeta(key, streamName, consumerName string) bool {
 // when it answers what it can (a proposal gets 10008, "JetStream system
 // temporarily unavailable") rather than leave the client to time out, as
 // nats-server's leaderless servers do (isLeaderless); a short election
-// stays silent, so that no answer races the new leader's.
+// stays silent, so that no answer races the new leader's. A server whose
+// meta replica is fenced (its WAL damaged, docs/clustering.md "Fencing")
+// stays silent too: it hears nothing of the meta group, whose leader the
+// others may well have, and its 10008 would race that leader's answer to
+// every request (the process-level fault suite's corrupt-wal).
 func (c *Cluster) metaAnswers() bool {
 	if c.metaLeader() {
 		return true
+	}
+	if c.metaFenced.Load() {
+		return false
 	}
 	since := c.leaderless.Load()
 	return since != 0 && time.Since(time.Unix(0, since)) >= leaderlessAfter
@@ -175,6 +182,7 @@ const leaderlessAfter = 2 * time.Second
 func (c *Cluster) noteLeaderless() {
 	st, err := c.node.Status(meta.MetaGroup)
 	c.logMetaLeader(st, err)
+	c.metaFenced.Store(err == nil && st.Fenced != nil)
 	if err == nil && st.Fenced == nil && st.Leader != 0 {
 		c.leaderless.Store(0)
 		return

@@ -93,6 +93,10 @@ type Cluster struct {
 	// leaderless is since when (unix ns) this server knows no meta
 	// leader, 0 while it knows one (noteLeaderless, metaAnswers).
 	leaderless atomic.Int64
+	// metaFenced is set while this server's meta replica is fenced
+	// (noteLeaderless): it then answers none of the meta group's
+	// requests (metaAnswers).
+	metaFenced atomic.Bool
 
 	cfgPush configPush // streams whose config to compare (update.go)
 

@@ -745,3 +745,53 @@ func TestOpenNew(t *testing.T) {
 		t.Fatalf("memory stream: %v", err)
 	}
 }
+
+// A store whose records the checkpoint holds were damaged on disk (bytes
+// flipped in a stopped replica's segment) fails Open: rolled back to the
+// checkpoint, the store reports the damaged sequences lost, and the log
+// was compacted through the checkpoint, so nothing could apply them
+// again. Started, the replica would report current with messages
+// missing and, as the leader, answer them as not found (the
+// process-level fault suite's corrupt-msgs after a checkpoint).
+func TestOpenRefusesDamagedStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, ordersConfig(), 5, time.Hour)
+		h := newHistory()
+		for n := 1; n <= 30; n++ {
+			c.publish(h, n, false)
+		}
+		c.converged(h)
+		v := (c.leader(-1) + 1) % 3
+		c.waitFor("a checkpoint past the first messages", func() bool {
+			ck, err := readFile(c.srv[v].disk, "stream")
+			return err == nil && ck != nil && ck.index > 20
+		})
+		c.stop(v)
+		disk := c.srv[v].disk
+		segs, err := disk.ReadDir("stream/msgs/msgs")
+		if err != nil || len(segs) == 0 {
+			t.Fatalf("segments: %v %v", segs, err)
+		}
+		name := "stream/msgs/msgs/" + segs[0]
+		data, err := disk.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, at := range []int{len(data) / 4, len(data) / 2, 3 * len(data) / 4} {
+			for i := range 8 {
+				data[at+i] ^= 0x5a
+			}
+		}
+		if err := disk.WriteFile(name, data); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Open(Config{Dir: "stream", Store: filestore.Config{Dir: "stream/msgs", FS: disk, BlockSize: 512},
+			Node: c.srv[(v+1)%3].node, Group: group, Replica: raftnode.ReplicaID(v + 1)}, c.cfg)
+		if err == nil {
+			rep.Store().Close()
+		}
+		if !errors.Is(err, ErrStoreDamaged) {
+			t.Fatalf("Open of a damaged store: %v", err)
+		}
+	})
+}

@@ -222,6 +222,13 @@ var (
 	// ErrNoCheckpoint: the store holds messages or sequences but there is
 	// no checkpoint file; the replica is fenced.
 	ErrNoCheckpoint = errors.New("streamckpt: the store holds data but there is no checkpoint file")
+	// ErrStoreDamaged: the store, rolled back to the checkpoint's
+	// position, lost sequences the checkpoint holds (records damaged on
+	// disk: filestore's lost spans). The group's log was compacted
+	// through the checkpoint, so nothing here can apply them again; the
+	// replica is fenced rather than started current with messages
+	// missing, which as the leader it would answer as not found.
+	ErrStoreDamaged = errors.New("streamckpt: the store lost messages the checkpoint holds")
 	// ErrMemoryStream: a memory stream has no checkpoint (package comment).
 	ErrMemoryStream = errors.New("streamckpt: a memory stream has no checkpoint")
 	// ErrStopped: the stream's runtime stopped before the checkpoint
@@ -440,6 +447,10 @@ func (r *Replica) openFrom(ck *checkpoint) error {
 	st, err := filestore.Open(fcfg, scfg.StoreConfig())
 	if err != nil {
 		return err
+	}
+	if s := st.State(false); s.Lost != nil {
+		st.Close()
+		return fmt.Errorf("%w (%s: sequences %v, %d bytes)", ErrStoreDamaged, r.cfg.Store.Dir, s.Lost.Msgs, s.Lost.Bytes)
 	}
 	r.store, r.ms, r.scfg, r.state, r.index = st, st, scfg, ck.state, ck.index
 	r.cfg.Infof("streamckpt: group %d: restarting from the checkpoint at index %d (store at %v)", r.cfg.Group, ck.index, ck.pos)
