@@ -234,7 +234,7 @@ func (a *account) StreamRemovePeer(name, peer string) *jserr.Error {
 	var servers []raftnode.ServerID
 	var perr *jserr.Error
 	c.meta.View(func(st *meta.State) {
-		pr := c.placeRequest(len(sa.Replicas), cfg.Placement)
+		pr := c.placeRequest(st, len(sa.Replicas), cfg.Placement)
 		pr.Existing, pr.Exclude = keep, []raftnode.ServerID{old.Server}
 		servers, perr = meta.Place(st, pr)
 	})
