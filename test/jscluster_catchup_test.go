@@ -484,3 +484,34 @@ func TestJetStreamClusterScaleUpEmptyStream(t *testing.T) {
 	}
 	waitReplicas(t, js[0], 3)
 }
+
+// A publish right after a replicated stream's create, through any
+// server, finds the stream: the create is answered once the new leader's
+// subscriptions have reached every server (its routes flushed), as
+// nats-server's stream leader answers the create itself. A request with
+// no retry sees "no responders" otherwise (new-user trial: 2 of 8
+// immediate publishes failed once creates became quick).
+func TestJetStreamClusterPublishRightAfterCreate(t *testing.T) {
+	servers, _ := jsClusterMod(t, 3, nil)
+	ncs, js := clusterClients(t, servers)
+	eventually(t, "a meta leader", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js[0].AccountInfo(ctx)
+		return err
+	})
+	for i := range 12 {
+		name := fmt.Sprintf("S%d", i)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := js[i%3].CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name}, Replicas: 3})
+		cancel()
+		if err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		for j, nc := range ncs {
+			if _, err := nc.Request(name, []byte("x"), 5*time.Second); err != nil {
+				t.Fatalf("publish to %s through server %d right after its create through server %d: %v", name, j, i%3, err)
+			}
+		}
+	}
+}

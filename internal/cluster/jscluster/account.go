@@ -327,6 +327,14 @@ func (c *Cluster) waitLeader(k streamKey) {
 	next := time.Now().Add(recampaign)
 	for time.Now().Before(deadline) {
 		if ci := c.clusterInfo(k); ci != nil && ci.Leader != "" {
+			// Its subscriptions reach every server before the answer
+			// does: flushed here when this server leads, else by the
+			// leader before it answers $JSC.SI (announceStream).
+			if r := c.replicaOf(k); r != nil && r.leads.Load() {
+				c.announceStream(r)
+			} else {
+				c.requestAll([]string{streamInfoSubject(k)}, nil, announceTimeout+time.Second)
+			}
 			return
 		}
 		if r := c.replicaOf(k); r != nil && len(r.sa.Replicas) > 1 && time.Now().After(next) {
