@@ -452,3 +452,66 @@ func scaleUpFromOne(t *testing.T, servers []*server.Server, js []jetstream.JetSt
 	checkAll(t, js[other], sent)
 	return sent, home, other
 }
+
+// A stream that never stored a message takes new replicas too: scaled
+// from one replica to three, its new replicas install the snapshot of an
+// empty store (first and last sequence 0) and become current, and it
+// takes publishes on all three. The manifest check used to refuse that
+// snapshot and fenced the new replicas, leaving the stream leaderless
+// (new-user trial).
+func TestJetStreamClusterScaleUpEmptyStream(t *testing.T) {
+	servers, _ := jsClusterMod(t, 3, nil)
+	_, js := clusterClients(t, servers)
+	cfg := jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 1}
+	eventually(t, "create ORDERS", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js[0].CreateStream(ctx, cfg)
+		return err
+	})
+	setReplicas(t, js[1], cfg, 3)
+	waitReplicas(t, js[1], 3)
+	for i := 1; i <= 5; i++ {
+		var ack *jetstream.PubAck
+		eventually(t, "publish", func() error {
+			var err error
+			ack, err = js[2].Publish(tctx(t), "orders.x", []byte("x"))
+			return err
+		})
+		if ack.Sequence != uint64(i) {
+			t.Fatalf("publish %d: %+v", i, ack)
+		}
+	}
+	waitReplicas(t, js[0], 3)
+}
+
+// A publish right after a replicated stream's create, through any
+// server, finds the stream: the create is answered once the new leader's
+// subscriptions have reached every server (its routes flushed), as
+// nats-server's stream leader answers the create itself. A request with
+// no retry sees "no responders" otherwise (new-user trial: 2 of 8
+// immediate publishes failed once creates became quick).
+func TestJetStreamClusterPublishRightAfterCreate(t *testing.T) {
+	servers, _ := jsClusterMod(t, 3, nil)
+	ncs, js := clusterClients(t, servers)
+	eventually(t, "a meta leader", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js[0].AccountInfo(ctx)
+		return err
+	})
+	for i := range 12 {
+		name := fmt.Sprintf("S%d", i)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := js[i%3].CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name}, Replicas: 3})
+		cancel()
+		if err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		for j, nc := range ncs {
+			if _, err := nc.Request(name, []byte("x"), 5*time.Second); err != nil {
+				t.Fatalf("publish to %s through server %d right after its create through server %d: %v", name, j, i%3, err)
+			}
+		}
+	}
+}

@@ -257,7 +257,7 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	var servers []raftnode.ServerID
 	var perr *jserr.Error
 	c.meta.View(func(st *meta.State) {
-		servers, perr = meta.Place(st, c.placeRequest(cfg.Replicas, cfg.Placement))
+		servers, perr = meta.Place(st, c.placeRequest(st, cfg.Replicas, cfg.Placement))
 	})
 	if perr != nil {
 		return nil, perr
@@ -282,6 +282,15 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 // group's quorum (meta.PlaceRequest), and a step-down or handover does
 // not choose them.
 func (c *Cluster) offline() map[raftnode.ServerID]bool {
+	var off map[raftnode.ServerID]bool
+	c.meta.View(func(st *meta.State) { off = c.offlineIn(st) })
+	return off
+}
+
+// offlineIn is offline for a caller already inside meta.Log.View, with
+// its state st: View's read lock must not be taken twice, since a writer
+// waiting between the two would deadlock them.
+func (c *Cluster) offlineIn(st *meta.State) map[raftnode.ServerID]bool {
 	up := map[raftnode.ServerID]bool{c.name: true}
 	for _, p := range c.host.ClusterPeers() {
 		if !p.LameDuck { // leaving: nothing placed on it, no leadership handed to it
@@ -289,13 +298,11 @@ func (c *Cluster) offline() map[raftnode.ServerID]bool {
 		}
 	}
 	off := map[raftnode.ServerID]bool{}
-	c.meta.View(func(st *meta.State) {
-		for _, sv := range st.Servers() {
-			if !up[sv.Name] {
-				off[sv.Name] = true
-			}
+	for _, sv := range st.Servers() {
+		if !up[sv.Name] {
+			off[sv.Name] = true
 		}
-	})
+	}
 	return off
 }
 
@@ -328,6 +335,14 @@ func (c *Cluster) waitLeader(k streamKey) {
 	next := time.Now().Add(recampaign)
 	for time.Now().Before(deadline) {
 		if ci := c.clusterInfo(k); ci != nil && ci.Leader != "" {
+			// Its subscriptions reach every server before the answer
+			// does: flushed here when this server leads, else by the
+			// leader before it answers $JSC.SI (announceStream).
+			if r := c.replicaOf(k); r != nil && r.leads.Load() {
+				c.announceStream(r)
+			} else {
+				c.requestAll([]string{streamInfoSubject(k)}, nil, announceTimeout+time.Second)
+			}
 			return
 		}
 		if r := c.replicaOf(k); r != nil && len(r.sa.Replicas) > 1 && time.Now().After(next) {

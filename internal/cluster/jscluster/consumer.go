@@ -442,6 +442,20 @@ func (c *Cluster) creplicaOf(k consumerKey) *creplica {
 	return c.creplicas[k]
 }
 
+// assignedOf returns this server's replica of consumer k and its
+// assignment as the run goroutine last set it (cr.ca, which an update
+// replaces under c.mu), for the goroutines other than the run goroutine
+// (API workers, info answers); nil when there is none.
+func (c *Cluster) assignedOf(k consumerKey) (*creplica, meta.ConsumerAssignment) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cr := c.creplicas[k]
+	if cr == nil {
+		return nil, meta.ConsumerAssignment{}
+	}
+	return cr, cr.ca
+}
+
 // AnswersConsumer implements jsapi.ConsumerCluster: the meta leader
 // creates, lists and deletes the consumers of a stream the meta group
 // holds, and the replica that leads a consumer (for one replica, its
@@ -649,8 +663,8 @@ func (c *Cluster) waitConsumer(acc *account, k consumerKey, body []byte) (*consu
 	deadline := time.Now().Add(proposeTimeout)
 	var pause backoff
 	for {
-		cr := c.creplicaOf(k)
-		if cr != nil && string(cr.ca.Config) == string(body) && cr.leads.Load() && acc.js.ConsumerLeads(k.stream, k.name) {
+		cr, ca := c.assignedOf(k)
+		if cr != nil && string(ca.Config) == string(body) && cr.leads.Load() && acc.js.ConsumerLeads(k.stream, k.name) {
 			if info, jerr := acc.js.ConsumerInfo(k.stream, k.name); jerr == nil {
 				return info, nil
 			}

@@ -65,6 +65,7 @@ func (c *Cluster) onStreamInfo(subject, reply string, _, _ []byte) {
 		if acc == nil {
 			return
 		}
+		c.announceStream(c.replicaOf(k))
 		si, jerr := acc.js.StreamInfo(k.name, jetstream.InfoOptions{})
 		if jerr != nil {
 			return
@@ -73,6 +74,21 @@ func (c *Cluster) onStreamInfo(subject, reply string, _, _ []byte) {
 			c.publishSystem(reply, "", b)
 		}
 	}()
+}
+
+// announceStream flushes this server's routes once after replica r came
+// to lead (its stream subscribed to its subjects when it did), so that
+// the subscriptions have reached every peer server: the answer to a
+// stream create waits for it (waitLeader), so a publish right after the
+// create, through any server, finds the stream, as it does in
+// nats-server, whose stream leader answers the create itself.
+func (c *Cluster) announceStream(r *replica) {
+	if r == nil || !r.leads.Load() || r.announced.Load() {
+		return
+	}
+	if c.host.FlushRoutes(announceTimeout) {
+		r.announced.Store(true)
+	}
 }
 
 // engineOf returns the account record of name when its engine runs here.

@@ -35,6 +35,6 @@ func (c *Cluster) answersLeaderless(key string, r *replica) bool {
 // holds a replica of the replicated consumer and its group is
 // leaderless, so a CONSUMER.INFO request gets 10008 from here.
 func (a *account) ConsumerLeaderless(streamName, name string) bool {
-	cr := a.c.creplicaOf(consumerKey{a.name, streamName, name})
-	return cr != nil && !cr.leads.Load() && a.c.groupLeaderless(cr.ca.Group)
+	cr, ca := a.c.assignedOf(consumerKey{a.name, streamName, name})
+	return cr != nil && !cr.leads.Load() && a.c.groupLeaderless(ca.Group)
 }

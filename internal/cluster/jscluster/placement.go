@@ -13,10 +13,11 @@ import (
 // cluster, which is this one: cairn has no gateways); with p's tags and
 // this server's jetstream { unique_tag }; the servers this server has no
 // route to ranked last (offline); a fresh seed. The caller adds
-// Existing and Exclude (docs/clustering.md, "Placement").
-func (c *Cluster) placeRequest(replicas int, p *stream.Placement) meta.PlaceRequest {
+// Existing and Exclude (docs/clustering.md, "Placement"). st is the
+// meta state of the caller's meta.Log.View (offlineIn).
+func (c *Cluster) placeRequest(st *meta.State, replicas int, p *stream.Placement) meta.PlaceRequest {
 	pr := meta.PlaceRequest{Replicas: replicas, Cluster: c.host.ClusterName(), UniqueTag: c.cfg.UniqueTag,
-		Seed: rand.Uint64(), Offline: c.offline()}
+		Seed: rand.Uint64(), Offline: c.offlineIn(st)}
 	if p != nil {
 		pr.Tags = p.Tags
 		if p.Cluster != "" {

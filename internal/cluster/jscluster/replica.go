@@ -40,6 +40,10 @@ type leadState struct {
 	// (unix ns); for one replica, always.
 	leads atomic.Bool
 	since atomic.Int64
+	// announced: since it came to lead, this replica's server flushed its
+	// routes once with the stream's subscriptions in place
+	// (announceStream), so a publish through any server finds them.
+	announced atomic.Bool
 	// changing is the membership change this server, leading the group,
 	// proposed last (membership.go); leaderless is since when a leaving
 	// replica has known no leader (retireReplicas); the run goroutine's.
@@ -501,6 +505,7 @@ func (c *Cluster) runReplica(acc *account, k streamKey, r *replica, mine meta.Re
 func (c *Cluster) onLeader(acc *account, name string, r *replica) func(bool) {
 	return func(leader bool) {
 		if leader {
+			r.announced.Store(false)
 			r.since.Store(c.cfg.Now().UnixNano())
 			c.cfg.Infof("JetStream cluster new stream leader for '%s > %s'", acc.name, name) // nats-server v2.15.2's words
 		}

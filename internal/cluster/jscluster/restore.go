@@ -80,7 +80,7 @@ func (c *Cluster) restoreServers(replicas int, p *stream.Placement) ([]raftnode.
 	var servers []raftnode.ServerID
 	var perr *jserr.Error
 	c.meta.View(func(st *meta.State) {
-		pr := c.placeRequest(replicas, p)
+		pr := c.placeRequest(st, replicas, p)
 		if !meta.Eligible(st, pr, c.name) {
 			if _, perr = meta.Place(st, pr); perr == nil {
 				perr = noPeers("no suitable peers for placement")

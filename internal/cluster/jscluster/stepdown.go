@@ -243,7 +243,7 @@ func (c *Cluster) place(sa meta.StreamAssignment, cfg stream.Config, gone raftno
 	var servers []raftnode.ServerID
 	var perr *jserr.Error
 	c.meta.View(func(st *meta.State) {
-		pr := c.placeRequest(len(sa.Replicas), cfg.Placement)
+		pr := c.placeRequest(st, len(sa.Replicas), cfg.Placement)
 		pr.Existing, pr.Exclude = keep, []raftnode.ServerID{gone}
 		servers, perr = meta.Place(st, pr)
 	})

@@ -393,7 +393,7 @@ func (c *Cluster) moveServers(sa meta.StreamAssignment, next *stream.Config) ([]
 	var servers []raftnode.ServerID
 	var perr *jserr.Error
 	c.meta.View(func(st *meta.State) {
-		pr := c.placeRequest(len(sa.Replicas), next.Placement)
+		pr := c.placeRequest(st, len(sa.Replicas), next.Placement)
 		for _, srv := range meta.Servers(sa.Replicas) {
 			if meta.Eligible(st, pr, srv) {
 				pr.Existing = append(pr.Existing, srv)
@@ -423,7 +423,7 @@ func (c *Cluster) scaleServers(sa meta.StreamAssignment, next *stream.Config) ([
 	var servers []raftnode.ServerID
 	var perr *jserr.Error
 	c.meta.View(func(st *meta.State) {
-		pr := c.placeRequest(next.Replicas, next.Placement)
+		pr := c.placeRequest(st, next.Replicas, next.Placement)
 		pr.Existing = cur
 		servers, perr = meta.Place(st, pr)
 	})

@@ -157,7 +157,12 @@ func decodeManifest(b []byte) (*manifest, error) {
 	}
 	m.state = d
 	switch {
-	case m.index == 0 || m.first == 0 || m.first > m.last+1:
+	case m.first == 0 && (m.index == 0 || m.last != 0 || m.msgs != 0 || m.bytes != 0 || len(m.gaps) > 0):
+		return bad("index %d, sequences %d-%d, %d messages", m.index, m.first, m.last, m.msgs)
+	case m.first == 0:
+		// A stream that never stored a message (its store's first and
+		// last sequences are both 0).
+	case m.index == 0 || m.first > m.last+1:
 		return bad("index %d, sequences %d-%d", m.index, m.first, m.last)
 	case m.msgs+m.deletedCount() != m.last+1-m.first:
 		return bad("%d messages and %d deleted in %d-%d", m.msgs, m.deletedCount(), m.first, m.last)
