@@ -278,7 +278,6 @@ func (n *Node) AddGroup(cfg GroupConfig, sm StateMachine) error {
 	g := &group{n: n, id: cfg.ID, replica: cfg.Replica, sm: sm, baseHoldsState: cfg.BaseHoldsState, waiters: map[uint64]*Proposal{}, reads: map[uint64]*Proposal{},
 		lastTick: n.ticks.Load(), leaderTick: n.ticks.Load(), announce: true}
 	g.mu.peers = peers
-	n.peersGen.Add(1)
 	n.walMu.Lock()
 	err = n.initGroup(g, cfg)
 	n.walMu.Unlock()
@@ -287,6 +286,7 @@ func (n *Node) AddGroup(cfg GroupConfig, sm StateMachine) error {
 	}
 	n.mu.groups[cfg.ID] = g
 	n.mu.list = append(n.mu.list, g)
+	n.peersGen.Add(1) // after the group is listed: checkLiveness reads the count first
 	n.forgetInvitation(cfg.ID)
 	if g.fencedErr == nil {
 		g.publish()

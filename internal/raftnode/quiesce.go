@@ -66,6 +66,12 @@ func (n *Node) checkLiveness(now uint64, list []*group) (died, revived []ServerI
 	n.alive.mu.Unlock()
 	var peers []ServerID
 	if !fresh {
+		// The list as of now, read after gen: a change counted after gen
+		// was read is gathered again at the next tick, and one counted
+		// before is in this list (a change is counted once it is visible).
+		n.mu.RLock()
+		list = n.mu.list
+		n.mu.RUnlock()
 		peers = n.gatherPeers(list)
 	}
 	n.alive.mu.Lock()
