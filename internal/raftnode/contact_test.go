@@ -195,3 +195,60 @@ func TestQuietLeaderLosesQuorum(t *testing.T) {
 		}
 	}
 }
+
+// A leader that decides to go quiet while its peers are alive, and whose
+// peers are then found dead (a tick on another goroutine) before the
+// round publishes the quiet, wakes once it publishes: wakeFor, run in
+// between, saw a busy group and passed it by. Without that the leader
+// stayed quiet for ever, so CheckQuorum never deposed it (a cluster test
+// saw the last server of three name itself meta leader 20 s after the
+// others stopped).
+func TestQuietLeaderWakesForDeathsWhileQuiescing(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.propose(0, 1, "a")
+	c.stabilize()
+	// Both followers stop, caught up: the leader may go quiet.
+	c.net.Detach(c.nodes[1].id)
+	c.net.Detach(c.nodes[2].id)
+	n, g := c.nodes[0].n, c.nodes[0].n.group(1)
+	hit := false
+	n.testHook = func(p crashPoint) bool {
+		g.mu.Lock()
+		published := g.mu.quiet
+		g.mu.Unlock()
+		if p != afterSend || hit || !g.quiet || published {
+			return false
+		}
+		// Decided, not yet published: the ticks find both peers dead.
+		hit = true
+		for range n.cfg.ElectionTicks + 1 {
+			n.Tick()
+		}
+		if !n.isDead(c.nodes[1].id) || !n.isDead(c.nodes[2].id) {
+			t.Fatal("the peers are not found dead")
+		}
+		return false
+	}
+	run := func() {
+		n.Tick()
+		for n.RunRound() {
+		}
+	}
+	for k := 0; !hit; k++ {
+		if k > 60 {
+			t.Fatalf("the leader never went quiet: %+v", c.status(0, 1))
+		}
+		run()
+	}
+	for k := 0; ; k++ {
+		if k > 200 {
+			t.Fatalf("still leading without a quorum: %+v", c.status(0, 1))
+		}
+		run()
+		if st := c.status(0, 1); st.Role != Leader && st.Leader == 0 {
+			break
+		}
+	}
+}

@@ -37,6 +37,7 @@ type group struct {
 	readWait   []*Proposal          // confirmed reads waiting for their index to apply
 	lastTick   uint64               // the node's tick count when the group last ticked
 	quiet      bool                 // quiesced: not ticking (quiesce.go)
+	quietGen   uint64               // Node.liveGen when the group last decided to go quiet
 	announce   bool                 // the first round wakes the other replicas (they may be quiet)
 	// reannounce are the replicas whose wake envelope could not leave
 	// while this replica knew no leader: the next round wakes them again.
@@ -1178,4 +1179,5 @@ func (g *group) publish() {
 	g.mu.status = s
 	g.mu.quiet = g.quiet
 	g.mu.Unlock()
+	g.catchMissedWake(s)
 }

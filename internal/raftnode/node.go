@@ -38,8 +38,14 @@ type Node struct {
 	// removed, SetPeers, a peer learned from a frame): checkLiveness
 	// gathers the peer servers again only when it moved.
 	peersGen atomic.Uint64
-	alive    liveness    // peer servers' liveness (quiesce.go)
-	beat     atomic.Bool // a tick asked the next round to send liveness beats
+	// liveGen counts liveness changes (a server found dead, reported
+	// gone, or heard again), bumped before the quiet groups are woken
+	// for them: a group that decided to go quiet before a change and
+	// published its quiet after wakeFor looked finds the count moved and
+	// wakes itself (group.catchMissedWake).
+	liveGen atomic.Uint64
+	alive   liveness    // peer servers' liveness (quiesce.go)
+	beat    atomic.Bool // a tick asked the next round to send liveness beats
 
 	// Goroutines of Start.
 	started bool

@@ -94,6 +94,9 @@ func (n *Node) checkLiveness(now uint64, list []*group) (died, revived []ServerI
 		}
 		n.alive.dead[s] = silent
 	}
+	if len(died)+len(revived) > 0 {
+		n.liveGen.Add(1) // before wakeFor looks at the quiet groups
+	}
 	return died, revived
 }
 
@@ -150,6 +153,29 @@ func (n *Node) wakeFor(servers []ServerID, died bool, list []*group) {
 			n.sched.enqueue(g)
 		}
 	}
+}
+
+// catchMissedWake wakes a group that published its quiet (s) after a
+// liveness change it did not see when it decided to go quiet: wakeFor,
+// run between the decision and the publication, found the group busy and
+// passed it by, and no later change would wake it (a leader quiesced with
+// a peer alive, the peer found dead meanwhile: the leader never ticked
+// again, so CheckQuorum never deposed it and its server went on naming
+// itself meta leader with every other server down). The count is read
+// after the quiet is published, so either wakeFor sees the quiet or this
+// sees the count moved. A follower whose leader's server is dead now
+// forgets it, as wakeFor would have made it.
+func (g *group) catchMissedWake(s GroupStatus) {
+	if !g.quiet || g.n.liveGen.Load() == g.quietGen {
+		return
+	}
+	forget := s.Role == Follower && g.n.isDead(s.LeaderServer)
+	g.mu.Lock()
+	g.mu.reqs = append(g.mu.reqs, request{kind: reqWake, forget: forget})
+	g.mu.quiet = false
+	g.mu.Unlock()
+	g.quietGen = g.n.liveGen.Load() // one wake per missed change
+	g.n.sched.enqueue(g)
 }
 
 // keepsQuiet reports whether a message lets a quiet group stay quiet: a
@@ -231,6 +257,7 @@ func (g *group) wakePeers(only []ReplicaID) {
 // goes quiet if its log ends at the leader's commit index, or asks the
 // leader to stay awake.
 func (g *group) followQuiesce(m *pb.Message, others bool) {
+	g.quietGen = g.n.liveGen.Load()
 	bs := g.rn.BasicStatus()
 	last, _ := g.st.LastIndex()
 	if !others && bs.RaftState == raft.StateFollower && bs.Lead == m.GetFrom() && bs.GetTerm() == m.GetTerm() &&
@@ -244,6 +271,7 @@ func (g *group) followQuiesce(m *pb.Message, others bool) {
 // leaderQuiesces decides, on a Ready made only of heartbeats, whether the
 // leader goes quiet with them.
 func (g *group) leaderQuiesces(rd raft.Ready, stepped []*Proposal) bool {
+	g.quietGen = g.n.liveGen.Load() // before isDead is read
 	if g.n.cfg.DisableQuiescence || len(stepped) > 0 || len(g.waiters) > 0 || len(g.reads) > 0 || len(g.readWait) > 0 || len(rd.Entries) > 0 ||
 		len(rd.CommittedEntries) > 0 || !raft.IsEmptySnap(rd.Snapshot) || len(rd.Messages) == 0 {
 		return false
@@ -313,6 +341,7 @@ func (n *Node) PeerUnreachable(s ServerID) {
 	if fresh {
 		n.alive.dead[s] = true
 		n.alive.heard[s] = now - min(now, uint64(n.cfg.ElectionTicks)+1)
+		n.liveGen.Add(1)
 	}
 	n.alive.mu.Unlock()
 	if !fresh {
