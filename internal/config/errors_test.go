@@ -31,14 +31,16 @@ func wantLines(t *testing.T, got []string, want ...string) {
 // Every error names the file, line and column of its key, with
 // nats-server's texts (server/errors.go, server/opts.go), and all of a
 // file's errors are reported together, in file order (nats-server prints
-// them in map order).
+// them in map order). A type error inside the jetstream block is reported
+// at the block's key, as nats-server does (it stops reading the block
+// there; cairn goes on and reports baz too).
 func TestErrorsNameFileLineColumn(t *testing.T) {
 	got := problemTexts(t, "port: 4222\nfoo: 1\n  bar { x: 1 }\nport: \"abc\"\njetstream {\n\tstore_dir: 5\n  baz: 1\n}\n")
 	wantLines(t, got,
 		`F:2:1: unknown field "foo"`,
 		`F:3:3: unknown field "bar"`,
 		`F:4:1: interface conversion: interface {} is string, not int64`,
-		`F:6:2: interface conversion: interface {} is int64, not string`,
+		`F:5:1: interface conversion: interface {} is int64, not string`,
 		`F:7:3: unknown field "baz"`,
 	)
 }
@@ -61,7 +63,7 @@ func TestErrorTexts(t *testing.T) {
 		{"accounts { $G {} }", `F:1:11: "$G" is a Reserved Account`},
 		{"jetstream { domain: \"a.b\" }", `F:1:12: invalid domain name: may not contain ., * or >`},
 		{"jetstream { domain: \"a b\" }", `F:1:12: invalid domain name: derived "$JS.a b.API" is not a valid subject`},
-		{"jetstream { domain: 1 }", `F:1:12: interface conversion: interface {} is int64, not string`},
+		{"jetstream { domain: 1 }", `F:1:0: interface conversion: interface {} is int64, not string`},
 		{"jetstream { key: s3cr3t }", `F:1:12: field "key" is not supported by cairn yet`},
 		{"max_subscriptions: \"10\"", `F:1:0: interface conversion: interface {} is string, not int64`},
 		{"no_header_support: true", `F:1:0: field "no_header_support" is not supported by cairn yet`},

@@ -108,7 +108,9 @@ func jetstreamKey(c *Config, it item, r *report) {
 		}
 	case map[string]any:
 		c.JetStream.Enabled = true
+		r.typeAt = &it // nats-server v2.15.2 reports them at the jetstream key
 		block(c, v, it, jetstreamBlockKeys, r)
+		r.typeAt = nil
 		checkSyncConflict(c, v, it, r)
 	default:
 		r.errorf(it, "Expected map, bool or string to define JetStream, got %T", v)
@@ -176,7 +178,8 @@ func validDomainSubject(s string) bool {
 // unknown keys leniently (docs/compatibility.md), whatever strict says.
 func jsStrictKey(_ *Config, it item, r *report) {
 	if _, ok := it.val.(bool); !ok {
-		r.errorf(it, "Expected 'true' or 'false' for bool value, got '%v'", it.val)
+		// %s as nats-server's: an integer reads '%!s(int64=5)'.
+		r.errorf(it, "Expected 'true' or 'false' for bool value, got '%s'", it.val)
 	}
 }
 

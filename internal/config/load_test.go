@@ -188,5 +188,5 @@ func TestServerTags(t *testing.T) {
 	}
 	wantLines(t, problemTexts(t, "server_tags: 5"), `F:1:0: error parsing tags: unsupported type int64`)
 	wantLines(t, problemTexts(t, `server_tags: ["a", {x: 1}]`), `F:1:0: error parsing tags: unsupported type *conf.token where string is expected`)
-	wantLines(t, problemTexts(t, "jetstream { unique_tag: 5 }"), `F:1:12: interface conversion: interface {} is int64, not string`)
+	wantLines(t, problemTexts(t, "jetstream { unique_tag: 5 }"), `F:1:0: interface conversion: interface {} is int64, not string`)
 }

@@ -57,6 +57,11 @@ func (e *Error) Error() string {
 type report struct {
 	errs  []Problem
 	warns []Problem
+	// typeAt, when set, is where a type error is reported instead of at
+	// the value: the top-level key of a block nats-server parses with no
+	// panic handler of its own (jetstream), whose type assertion panics
+	// reach the top level's (server/opts.go convertPanicToErrorList).
+	typeAt *item
 }
 
 // errorf records an error at it's position.

@@ -50,6 +50,9 @@ func (it item) problem(msg string) Problem {
 // option parser asserts the type and reports the runtime's panic message
 // (server/opts.go convertPanicToErrorList).
 func (r *report) typeError(it item, want string) {
+	if at := r.typeAt; at != nil {
+		it.file, it.line, it.col = at.file, at.line, at.col
+	}
 	r.errorf(it, "interface conversion: interface {} is %T, not %s", it.val, want)
 }
 
