@@ -106,7 +106,7 @@ func routesKey(c *Config, it item, r *report) {
 			texts = append(texts, unwrap(it.key, e, it))
 		}
 	default:
-		r.errorf(it, "Expected array or string for routes, got %T", it.val)
+		r.typeError(it, "[]interface {}") // nats-server's text; a string is taken (docs/compatibility.md)
 		return
 	}
 	var urls []string
