@@ -250,6 +250,14 @@ type GroupConfig struct {
 	// ErrStateLost, instead of being handed the log from index 2 as an
 	// empty state machine of a bootstrapped group is.
 	BaseHoldsState bool
+	// Fence, if not nil, adds the replica fenced with this error (the
+	// cluster layer found its state machine's state damaged before the
+	// group could start: docs/clustering.md, "Fencing"): it takes no
+	// part in its group, its WAL record is kept, Status reports the
+	// error, and RemoveGroup leaves its tombstone, so that a replacement
+	// under a new replica ID can start on this store. The state machine
+	// is never called.
+	Fence error
 }
 
 // AddGroup starts this node's replica of a group. If the WAL holds the
@@ -330,6 +338,9 @@ func (n *Node) initGroup(g *group, cfg GroupConfig) error {
 	switch {
 	case w.damage != nil:
 		g.fence(w.damage)
+	case cfg.Fence != nil:
+		delete(w.recovered, cfg.ID)
+		g.fence(cfg.Fence)
 	case cfg.Incarnation != w.inc:
 		g.fence(fmt.Errorf("%w: replica bound to store %s, this store is %s", ErrIdentity, cfg.Incarnation, w.inc))
 	case m != nil && m.replica != 0 && m.replica != cfg.Replica:

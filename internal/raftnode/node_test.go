@@ -406,3 +406,50 @@ func TestLeaderSyncFailure(t *testing.T) {
 		}
 	}
 }
+
+// A replica added with GroupConfig.Fence after a restart is fenced with
+// that error, never votes or applies, keeps its WAL record (a new
+// replica ID is refused as another identity until then), and its
+// removal leaves the tombstone a replacement under a new ID needs.
+func TestAddGroupFenced(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.propose(0, 1, "a")
+	c.stabilize()
+	c.crash(2, vfs.CrashOptions{Tail: vfs.TailDrop})
+	c.open(2)
+	damage := errors.New("store damaged")
+	n := c.nodes[2].n
+	sm := newHashSM(c.nodes[2].fs, "sm", 1)
+	err := n.AddGroup(GroupConfig{ID: 1, Replica: 3, Incarnation: n.Incarnation(), Peers: c.peers(0), Fence: damage}, sm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.propose(0, 1, "b")
+	c.stabilize()
+	if s := c.status(2, 1); !errors.Is(s.Fenced, damage) {
+		t.Fatalf("status %+v, want fenced with the damage", s)
+	}
+	if sm.applied != 0 {
+		t.Fatalf("the fenced replica's state machine applied %d", sm.applied)
+	}
+	done, err := n.RemoveGroup(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	<-done
+	if !n.Removed(1, 3) {
+		t.Fatal("no tombstone after the removal")
+	}
+	sm = newHashSM(c.nodes[2].fs, "sm2", 1)
+	peers := append(c.peers(0), Peer{Replica: 4, Server: c.nodes[2].id})
+	if err := n.AddGroup(GroupConfig{ID: 1, Replica: 4, Incarnation: n.Incarnation(), Peers: peers, Join: true}, sm); err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	if s := c.status(2, 1); s.Fenced != nil {
+		t.Fatalf("the replacement is fenced: %v", s.Fenced)
+	}
+}

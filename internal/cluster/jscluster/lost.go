@@ -178,6 +178,7 @@ func (c *Cluster) askReplaceLost() {
 	}
 	c.mu.Unlock()
 	now := time.Now()
+	c.askReplaceDamaged(now)
 	for _, r := range lost {
 		st, err := c.node.Brief(r.sa.Group)
 		if err != nil || st.Fenced == nil || !errors.Is(st.Fenced, raftnode.ErrStateLost) {
@@ -311,7 +312,7 @@ func (c *Cluster) replaceLost(k streamKey, sa meta.StreamAssignment, id raftnode
 		c.cfg.Logf("jscluster: replacing replica %d of stream %s > %s on %s: %v", id, k.account, k.name, to, jerr)
 		return
 	}
-	c.cfg.Infof("JetStream cluster: replacing replica %d of stream '%s > %s' on %s (it lost its state)", id, k.account, k.name, to)
+	c.cfg.Infof("JetStream cluster: replacing replica %d of stream '%s > %s' on %s (it lost its state, or its store is damaged)", id, k.account, k.name, to)
 }
 
 // resetStream proposes the ResetStream of stream k (group sa.Group),
