@@ -96,6 +96,45 @@ func TestJetStreamClusterDamagedStoreReplaced(t *testing.T) {
 	for i := range servers {
 		readAsLeader(t, servers, i, sent)
 	}
+	readOrderedAll(t, jsAt(t, servers[victim]), sent)
+}
+
+// readOrderedAll reads ORDERS from its start with an ordered consumer
+// (nats.go's: of one replica, placed among the stream's servers) through
+// js and requires every message of sent, in order, byte for byte.
+func readOrderedAll(t *testing.T, js jetstream.JetStream, sent map[uint64]sentMsg) {
+	t.Helper()
+	s, err := js.Stream(tctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oc, err := s.OrderedConsumer(tctx(t), jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := s.CachedInfo().State.LastSeq
+	deadline := time.Now().Add(clusterTimeout)
+	for at := uint64(0); at < last; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the ordered consumer read up to %d of %d", at, last)
+		}
+		batch, err := oc.Fetch(100, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			time.Sleep(50 * time.Millisecond) // nats.go recreates its consumer; the deadline bounds the retries
+			continue
+		}
+		for m := range batch.Messages() {
+			md, err := m.Metadata()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, ok := sent[md.Sequence.Stream]
+			if !ok || m.Subject() != want.subject || !bytes.Equal(m.Data(), want.data) {
+				t.Fatalf("the ordered consumer delivered sequence %d as %s, published as %s", md.Sequence.Stream, m.Subject(), want.subject)
+			}
+			at = md.Sequence.Stream
+		}
+	}
 }
 
 // flipMiddle XORs 8 bytes at 4 places in the middle half of file f.

@@ -342,3 +342,21 @@ func (c *Cluster) hasLeader(k streamKey, sa meta.StreamAssignment) bool {
 	}
 	return c.askStreamInfos([]streamKey{k})[0] != nil
 }
+
+// lostServers returns, on the meta leader, the servers of stream sa
+// whose replica stands reported lost or damaged (standing): a new
+// consumer is placed there last (meta.ConsumerPlaceRequest.Unfit).
+func (c *Cluster) lostServers(sa meta.StreamAssignment) map[raftnode.ServerID]bool {
+	l := &c.lost
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ls := l.streams[streamKey{sa.Account, sa.Name}]
+	if ls == nil {
+		return nil
+	}
+	out := map[raftnode.ServerID]bool{}
+	for _, id := range standing(sa, ls.reports, c.cfg.Now()) {
+		out[ls.reports[id].server] = true
+	}
+	return out
+}
