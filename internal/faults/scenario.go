@@ -136,19 +136,29 @@ func (r *runner) run(res *Result) error {
 	rep := &Report{}
 	var current time.Duration = -1
 	var after *jetstream.StreamInfo
+	var samples, oneBehind int // stream infos read; those with exactly one replica not current
 	if err := Until(cfg.Wait, func() error {
 		si, err := r.info(avoid)
 		if err != nil {
 			return err
 		}
 		after = si
+		samples++
 		if !allCurrent(si, cfg.Replicas, r.gone) {
+			if behind(si) == 1 {
+				oneBehind++
+			}
 			return fmt.Errorf("not current: %s", describe(si))
 		}
 		current = time.Since(th)
 		return nil
 	}); err != nil {
-		rep.Problems = append(rep.Problems, fmt.Sprintf("replicas not all current %v after the heal: %v", cfg.Wait, err))
+		last := "none read"
+		if after != nil {
+			last = describe(after)
+		}
+		rep.Problems = append(rep.Problems, fmt.Sprintf("replicas not all current %v after the heal: %v (last stream info: %s; %d of %d stream infos had exactly one replica not current)",
+			cfg.Wait, err, last, oneBehind, samples))
 	}
 	if after != nil && after.Cluster != nil && after.Cluster.Leader != c.Servers[lead].Name {
 		note := fmt.Sprintf("leader %s → %s", c.Servers[lead].Name, after.Cluster.Leader)
