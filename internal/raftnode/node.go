@@ -607,7 +607,9 @@ func (n *Node) Compact(id GroupID, index uint64) error {
 // RemoveGroup removes the replica from this store: its next round writes
 // a tombstone (fsynced), after which the WAL drops its log and the group
 // is gone from the node. The channel closes then. Waiting proposals get
-// ErrNoReply. The replica ID is never accepted again for the group.
+// ErrNoReply. The replica ID is never accepted again for the group, nor
+// any lower one; the WAL's record of a lower replica of the group (one
+// added fenced under a newer ID: GroupConfig.Fence) is dropped with it.
 func (n *Node) RemoveGroup(id GroupID) (<-chan struct{}, error) {
 	done := make(chan struct{})
 	if err := n.ask(id, request{kind: reqRemove, done: done}); err != nil {
