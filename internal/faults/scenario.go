@@ -153,12 +153,11 @@ func (r *runner) run(res *Result) error {
 		current = time.Since(th)
 		return nil
 	}); err != nil {
-		last := "none read"
-		if after != nil {
-			last = describe(after)
+		msg := fmt.Sprintf("replicas not all current %v after the heal: %v", cfg.Wait, err)
+		if after != nil && !strings.HasPrefix(err.Error(), "not current:") {
+			msg += " (last stream info read: " + describe(after) + ")"
 		}
-		rep.Problems = append(rep.Problems, fmt.Sprintf("replicas not all current %v after the heal: %v (last stream info: %s; %d of %d stream infos had exactly one replica not current)",
-			cfg.Wait, err, last, oneBehind, samples))
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%s; %d of %d stream infos had exactly one replica not current", msg, oneBehind, samples))
 	}
 	if after != nil && after.Cluster != nil && after.Cluster.Leader != c.Servers[lead].Name {
 		note := fmt.Sprintf("leader %s → %s", c.Servers[lead].Name, after.Cluster.Leader)
