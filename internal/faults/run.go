@@ -235,6 +235,19 @@ func allCurrent(si *jetstream.StreamInfo, replicas int, gone map[string]bool) bo
 	return true
 }
 
+// behind returns the number of replicas si lists as not current.
+func behind(si *jetstream.StreamInfo) int {
+	n := 0
+	if si.Cluster != nil {
+		for _, p := range si.Cluster.Replicas {
+			if !p.Current {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // describe sums up the replicas of si for an error message.
 func describe(si *jetstream.StreamInfo) string {
 	if si.Cluster == nil {

@@ -136,19 +136,28 @@ func (r *runner) run(res *Result) error {
 	rep := &Report{}
 	var current time.Duration = -1
 	var after *jetstream.StreamInfo
+	var samples, oneBehind int // stream infos read; those with exactly one replica not current
 	if err := Until(cfg.Wait, func() error {
 		si, err := r.info(avoid)
 		if err != nil {
 			return err
 		}
 		after = si
+		samples++
 		if !allCurrent(si, cfg.Replicas, r.gone) {
+			if behind(si) == 1 {
+				oneBehind++
+			}
 			return fmt.Errorf("not current: %s", describe(si))
 		}
 		current = time.Since(th)
 		return nil
 	}); err != nil {
-		rep.Problems = append(rep.Problems, fmt.Sprintf("replicas not all current %v after the heal: %v", cfg.Wait, err))
+		msg := fmt.Sprintf("replicas not all current %v after the heal: %v", cfg.Wait, err)
+		if after != nil && !strings.HasPrefix(err.Error(), "not current:") {
+			msg += " (last stream info read: " + describe(after) + ")"
+		}
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%s; %d of %d stream infos had exactly one replica not current", msg, oneBehind, samples))
 	}
 	if after != nil && after.Cluster != nil && after.Cluster.Leader != c.Servers[lead].Name {
 		note := fmt.Sprintf("leader %s → %s", c.Servers[lead].Name, after.Cluster.Leader)

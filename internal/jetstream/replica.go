@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"fmt"
 	"maps"
 	"path"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/store/filestore"
 	"github.com/cairnmq/cairn/internal/stream"
+	"github.com/cairnmq/cairn/internal/vfs"
 )
 
 // ReplicaStart is how a replicated file stream's replica starts in a
@@ -200,4 +202,49 @@ func (js *JetStream) StreamConsumers(name string) ([]consumerrun.Meta, *jserr.Er
 		out = append(out, byName[n])
 	}
 	return out, nil
+}
+
+// QuarantineStream moves the directory of stream name, which must not
+// run here, out of the streams directory to
+// <store>/jetstream/<account>/quarantine/<name>.<tag>[.n] (the first
+// free name), durably, and returns where it went; "" when there is no
+// such directory. A clustered JetStream moves there the files of a
+// replica fenced for damage before its replacement starts on this
+// server: damaged data is kept for an operator, never deleted by
+// inference and never served (docs/clustering.md, "Fencing"). Errors:
+// 10058 while a stream of that name runs, and the file system's.
+func (js *JetStream) QuarantineStream(name, tag string) (string, error) {
+	js.mu.Lock()
+	running := js.streams[name] != nil
+	js.mu.Unlock()
+	if running {
+		return "", jserr.New(jserr.StreamNameExist)
+	}
+	fs, dir := js.cfg.FS, js.streamDir(name)
+	if _, _, err := fs.Stat(dir); err != nil {
+		if vfs.IsNotExist(err) {
+			return "", nil
+		}
+		return "", err
+	}
+	qdir := path.Join(path.Dir(js.streamsDir()), "quarantine")
+	if err := fs.MkdirAll(qdir); err != nil {
+		return "", err
+	}
+	to := path.Join(qdir, name+"."+tag)
+	for n := 1; ; n++ {
+		if _, _, err := fs.Stat(to); vfs.IsNotExist(err) {
+			break
+		} else if err != nil {
+			return "", err
+		}
+		to = path.Join(qdir, fmt.Sprintf("%s.%s.%d", name, tag, n))
+	}
+	if err := fs.Rename(dir, to); err != nil {
+		return "", err
+	}
+	if err := fs.SyncDir(js.streamsDir()); err != nil {
+		return to, err
+	}
+	return to, fs.SyncDir(qdir)
 }

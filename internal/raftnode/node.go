@@ -256,6 +256,14 @@ type GroupConfig struct {
 	// ErrStateLost, instead of being handed the log from index 2 as an
 	// empty state machine of a bootstrapped group is.
 	BaseHoldsState bool
+	// Fence, if not nil, adds the replica fenced with this error (the
+	// cluster layer found its state machine's state damaged before the
+	// group could start: docs/clustering.md, "Fencing"): it takes no
+	// part in its group, its WAL record is kept, Status reports the
+	// error, and RemoveGroup leaves its tombstone, so that a replacement
+	// under a new replica ID can start on this store. The state machine
+	// is never called.
+	Fence error
 }
 
 // AddGroup starts this node's replica of a group. If the WAL holds the
@@ -336,6 +344,9 @@ func (n *Node) initGroup(g *group, cfg GroupConfig) error {
 	switch {
 	case w.damage != nil:
 		g.fence(w.damage)
+	case cfg.Fence != nil:
+		delete(w.recovered, cfg.ID)
+		g.fence(cfg.Fence)
 	case cfg.Incarnation != w.inc:
 		g.fence(fmt.Errorf("%w: replica bound to store %s, this store is %s", ErrIdentity, cfg.Incarnation, w.inc))
 	case m != nil && m.replica != 0 && m.replica != cfg.Replica:
@@ -602,7 +613,9 @@ func (n *Node) Compact(id GroupID, index uint64) error {
 // RemoveGroup removes the replica from this store: its next round writes
 // a tombstone (fsynced), after which the WAL drops its log and the group
 // is gone from the node. The channel closes then. Waiting proposals get
-// ErrNoReply. The replica ID is never accepted again for the group.
+// ErrNoReply. The replica ID is never accepted again for the group, nor
+// any lower one; the WAL's record of a lower replica of the group (one
+// added fenced under a newer ID: GroupConfig.Fence) is dropped with it.
 func (n *Node) RemoveGroup(id GroupID) (<-chan struct{}, error) {
 	done := make(chan struct{})
 	if err := n.ask(id, request{kind: reqRemove, done: done}); err != nil {

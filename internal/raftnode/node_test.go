@@ -406,3 +406,93 @@ func TestLeaderSyncFailure(t *testing.T) {
 		}
 	}
 }
+
+// A replica added with GroupConfig.Fence after a restart is fenced with
+// that error, never votes or applies, keeps its WAL record (a new
+// replica ID is refused as another identity until then), and its
+// removal leaves the tombstone a replacement under a new ID needs.
+func TestAddGroupFenced(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.propose(0, 1, "a")
+	c.stabilize()
+	c.crash(2, vfs.CrashOptions{Tail: vfs.TailDrop})
+	c.open(2)
+	damage := errors.New("store damaged")
+	n := c.nodes[2].n
+	sm := newHashSM(c.nodes[2].fs, "sm", 1)
+	err := n.AddGroup(GroupConfig{ID: 1, Replica: 3, Incarnation: n.Incarnation(), Peers: c.peers(0), Fence: damage}, sm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.propose(0, 1, "b")
+	c.stabilize()
+	if s := c.status(2, 1); !errors.Is(s.Fenced, damage) {
+		t.Fatalf("status %+v, want fenced with the damage", s)
+	}
+	if sm.applied != 0 {
+		t.Fatalf("the fenced replica's state machine applied %d", sm.applied)
+	}
+	done, err := n.RemoveGroup(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	<-done
+	if !n.Removed(1, 3) {
+		t.Fatal("no tombstone after the removal")
+	}
+	sm = newHashSM(c.nodes[2].fs, "sm2", 1)
+	peers := append(c.peers(0), Peer{Replica: 4, Server: c.nodes[2].id})
+	if err := n.AddGroup(GroupConfig{ID: 1, Replica: 4, Incarnation: n.Incarnation(), Peers: peers, Join: true}, sm); err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	if s := c.status(2, 1); s.Fenced != nil {
+		t.Fatalf("the replacement is fenced: %v", s.Fenced)
+	}
+}
+
+// A replica added fenced under a newer ID than the one the WAL holds
+// (its server restarted after the assignment had moved on): its removal
+// drops the WAL's older record too, before and after a crash, so that
+// the next replica is not taken for another identity.
+func TestAddGroupFencedNewerID(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.propose(0, 1, "a")
+	c.stabilize()
+	c.crash(2, vfs.CrashOptions{Tail: vfs.TailDrop})
+	c.open(2)
+	n := c.nodes[2].n
+	peers := append(c.peers(0), Peer{Replica: 4, Server: c.nodes[2].id})
+	err := n.AddGroup(GroupConfig{ID: 1, Replica: 4, Incarnation: n.Incarnation(), Peers: peers, Join: true, Fence: errors.New("another replica's files")}, newHashSM(c.nodes[2].fs, "sm", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := n.RemoveGroup(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	<-done
+	if !n.Removed(1, 3) || !n.Removed(1, 4) {
+		t.Fatal("replicas 3 and 4 not both removed")
+	}
+	c.crash(2, vfs.CrashOptions{Tail: vfs.TailDrop})
+	c.open(2)
+	n = c.nodes[2].n
+	if len(n.RecoveredGroups()) != 0 {
+		t.Fatalf("the WAL still holds %v", n.RecoveredGroups())
+	}
+	peers = append(c.peers(0), Peer{Replica: 5, Server: c.nodes[2].id})
+	if err := n.AddGroup(GroupConfig{ID: 1, Replica: 5, Incarnation: n.Incarnation(), Peers: peers, Join: true}, newHashSM(c.nodes[2].fs, "sm5", 1)); err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	if s := c.status(2, 1); s.Fenced != nil {
+		t.Fatalf("replica 5 is fenced: %v", s.Fenced)
+	}
+}

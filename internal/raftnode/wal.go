@@ -295,7 +295,7 @@ func (w *wal) update(u walUpdate) {
 	}
 	if u.removed != 0 {
 		m.removed = max(m.removed, u.removed)
-		if m.replica == u.removed {
+		if m.replica <= u.removed { // an older replica's record is dead too: AddGroup refuses it (ErrRemoved)
 			*m = walMeta{removed: m.removed, base: snapMeta{conf: &pb.ConfState{}}}
 		}
 	}
@@ -595,7 +595,7 @@ func (rg *replayGroup) apply(it item) {
 	case itemReplica:
 		if it.flags&replicaRemoved != 0 {
 			rg.removed = max(rg.removed, it.replica)
-			if rg.replica == it.replica {
+			if rg.replica <= it.replica { // as wal.update
 				*rg = replayGroup{walMeta: walMeta{removed: rg.removed, base: snapMeta{conf: &pb.ConfState{}}}}
 			}
 		} else if rg.replica != it.replica {

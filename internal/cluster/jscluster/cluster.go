@@ -126,6 +126,9 @@ type Cluster struct {
 	mu       sync.Mutex
 	accounts map[string]*account // by account name
 	replicas map[streamKey]*replica
+	// damaged are this server's replicas fenced for damage at their
+	// start (damaged.go).
+	damaged map[streamKey]damagedReplica
 	// creplicas are this server's replicas of replicated consumers
 	// (consumer.go).
 	creplicas map[consumerKey]*creplica

@@ -618,9 +618,9 @@ func (c *Cluster) consumerServers(sa meta.StreamAssignment, ca meta.ConsumerAssi
 	}
 	var servers []raftnode.ServerID
 	var perr *jserr.Error
-	offline, behind := c.offline(), c.metaBehind()
+	offline, behind, unfit := c.offline(), c.metaBehind(), c.lostServers(sa)
 	c.meta.View(func(st *meta.State) {
-		servers, perr = meta.PlaceConsumer(st, sa, meta.ConsumerPlaceRequest{Replicas: want, Offline: offline, Behind: behind, Seed: rand.Uint64()})
+		servers, perr = meta.PlaceConsumer(st, sa, meta.ConsumerPlaceRequest{Replicas: want, Offline: offline, Behind: behind, Unfit: unfit, Seed: rand.Uint64()})
 	})
 	return servers, perr
 }

@@ -178,6 +178,7 @@ func (c *Cluster) askReplaceLost() {
 	}
 	c.mu.Unlock()
 	now := time.Now()
+	c.askReplaceDamaged(now)
 	for _, r := range lost {
 		st, err := c.node.Brief(r.sa.Group)
 		if err != nil || st.Fenced == nil || !errors.Is(st.Fenced, raftnode.ErrStateLost) {
@@ -311,7 +312,7 @@ func (c *Cluster) replaceLost(k streamKey, sa meta.StreamAssignment, id raftnode
 		c.cfg.Logf("jscluster: replacing replica %d of stream %s > %s on %s: %v", id, k.account, k.name, to, jerr)
 		return
 	}
-	c.cfg.Infof("JetStream cluster: replacing replica %d of stream '%s > %s' on %s (it lost its state)", id, k.account, k.name, to)
+	c.cfg.Infof("JetStream cluster: replacing replica %d of stream '%s > %s' on %s (it lost its state, or its store is damaged)", id, k.account, k.name, to)
 }
 
 // resetStream proposes the ResetStream of stream k (group sa.Group),
@@ -340,4 +341,22 @@ func (c *Cluster) hasLeader(k streamKey, sa meta.StreamAssignment) bool {
 		}
 	}
 	return c.askStreamInfos([]streamKey{k})[0] != nil
+}
+
+// lostServers returns, on the meta leader, the servers of stream sa
+// whose replica stands reported lost or damaged (standing): a new
+// consumer is placed there last (meta.ConsumerPlaceRequest.Unfit).
+func (c *Cluster) lostServers(sa meta.StreamAssignment) map[raftnode.ServerID]bool {
+	l := &c.lost
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ls := l.streams[streamKey{sa.Account, sa.Name}]
+	if ls == nil {
+		return nil
+	}
+	out := map[raftnode.ServerID]bool{}
+	for _, id := range standing(sa, ls.reports, c.cfg.Now()) {
+		out[ls.reports[id].server] = true
+	}
+	return out
 }

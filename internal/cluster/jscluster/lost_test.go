@@ -133,3 +133,27 @@ func TestLostTimeline(t *testing.T) {
 		t.Fatal("reset before resetAfter")
 	}
 }
+
+// A new consumer is placed last on the servers whose replica of its
+// stream stands reported lost or damaged: lostServers names them, for
+// the assignment's group and servers only, while the report stands.
+func TestLostServers(t *testing.T) {
+	sa := lostAssignment("file")
+	t0 := time.Unix(1000, 0)
+	now := t0
+	c := &Cluster{cfg: Config{Now: func() time.Time { return now }}}
+	if got := c.lostServers(sa); len(got) != 0 {
+		t.Fatalf("no report: %v", got)
+	}
+	c.lost.streams = map[streamKey]*lostStream{{"A", "M"}: {reports: map[raftnode.ReplicaID]lostReport{
+		4: {group: 7, server: "s2", at: t0},
+		3: {group: 6, server: "s3", at: t0}, // another group
+	}}}
+	if got := c.lostServers(sa); len(got) != 1 || !got["s2"] {
+		t.Fatalf("lost servers %v, want s2", got)
+	}
+	now = t0.Add(lostFresh + time.Millisecond)
+	if got := c.lostServers(sa); len(got) != 0 {
+		t.Fatalf("a stale report still counts: %v", got)
+	}
+}

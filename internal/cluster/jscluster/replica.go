@@ -174,6 +174,9 @@ func (c *Cluster) reconcile(k streamKey) {
 	switch {
 	case !ready:
 		return // the account has no JetStream here (yet): AddAccount reconciles
+	case cur == nil && c.holdDamaged(acc, k, sa, mine, assigned, here):
+		c.markConfig(k)
+		return // fenced for damage, waiting for its replacement (damaged.go)
 	case cur != nil && !here && assigned && cur.log != nil && cur.sa.Group == sa.Group && c.member(cur):
 		// Leaving: it runs, and may lead, until its group removed it
 		// (retireReplicas).
@@ -462,8 +465,12 @@ func (c *Cluster) startFileReplica(acc *account, k streamKey, r *replica, cfg st
 		open = streamckpt.OpenMemory
 	}
 	ck, err := open(c.ckptConfig(acc, k, r.sa, mine), cfg)
+	if err != nil && cfg.Storage == stream.FileStorage {
+		c.fenceDamaged(k, r.sa, mine, err)
+		return
+	}
 	if err != nil {
-		c.cfg.Logf("jscluster: stream %s > %s: this server's replica is fenced (not started, files left as they are): %v", k.account, k.name, err)
+		c.cfg.Logf("jscluster: stream %s > %s: this server's replica is fenced (not started): %v", k.account, k.name, err)
 		return
 	}
 	c.runReplica(acc, k, r, mine, ck)

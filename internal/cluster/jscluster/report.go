@@ -229,7 +229,11 @@ func (c *Cluster) assetProblem(a asset) (Problem, bool) {
 		p.Text = fmt.Sprintf("JetStream %s is not current: %s", name, why)
 		return p, true
 	}
+	d, damaged := c.damagedOf(streamKey{a.account, a.stream})
 	switch {
+	case !running && a.consumer == "" && damaged && d.group == a.group:
+		p.Text = fmt.Sprintf("JetStream %s replica fenced: %v", name, d.err)
+		return p, true
 	case !running && a.consumer == "":
 		return notCurrent("stream not found")
 	case !running && c.cfg.Now().Sub(a.created) < consumerGrace:

@@ -193,6 +193,12 @@ type ConsumerPlaceRequest struct {
 	// Behind are the servers whose meta replica lags the meta leader
 	// (nats-server IsFollowerCaughtUp false): chosen after the others.
 	Behind map[raftnode.ServerID]bool
+	// Unfit are the servers whose replica of the stream cannot serve it
+	// (fenced, reported to the meta leader to be replaced): chosen after
+	// every other, as nats-server v2.15.2 prefers the stream's members
+	// that hold its data (raftGroup preferMembers); a consumer placed
+	// there would not start before the replica's replacement caught up.
+	Unfit map[raftnode.ServerID]bool
 	// Seed orders the choice (the proposer draws it; tests fix it).
 	Seed uint64
 }
@@ -201,7 +207,8 @@ type ConsumerPlaceRequest struct {
 // servers, as nats-server v2.15.2 createGroupForConsumer does: all of
 // them when req.Replicas equals their number; else req.Replicas of the
 // online ones in an order drawn from req.Seed (nats-server shuffles),
-// those whose meta replica is caught up first. More replicas than the
+// those whose stream replica is not unfit (req.Unfit) first, then those
+// whose meta replica is caught up. More replicas than the
 // stream has, or fewer online servers than a quorum of req.Replicas (or
 // than req.Replicas, when choosing), give 10023 "insufficient
 // resources", the error nats-server answers then.
@@ -214,7 +221,7 @@ func PlaceConsumer(s *State, stream StreamAssignment, req ConsumerPlaceRequest) 
 	var active []candidate
 	for _, p := range peers {
 		if sv := s.servers[p]; !req.Offline[p] && sv != nil && !sv.Removed {
-			active = append(active, candidate{name: p, offline: req.Behind[p], tie: tieBreak(req.Seed, p)})
+			active = append(active, candidate{name: p, offline: req.Behind[p], unfit: req.Unfit[p], tie: tieBreak(req.Seed, p)})
 		}
 	}
 	if len(active) < r/2+1 {
@@ -227,7 +234,7 @@ func PlaceConsumer(s *State, stream StreamAssignment, req ConsumerPlaceRequest) 
 		return nil, jserr.New(jserr.InsufficientResources)
 	}
 	slices.SortFunc(active, func(a, b candidate) int {
-		return cmp.Or(cmp.Compare(boolByte(a.offline), boolByte(b.offline)), cmp.Compare(a.tie, b.tie), cmp.Compare(a.name, b.name))
+		return cmp.Or(cmp.Compare(boolByte(a.unfit), boolByte(b.unfit)), cmp.Compare(boolByte(a.offline), boolByte(b.offline)), cmp.Compare(a.tie, b.tie), cmp.Compare(a.name, b.name))
 	})
 	out := make([]raftnode.ServerID, r)
 	for i := range out {
@@ -239,6 +246,7 @@ func PlaceConsumer(s *State, stream StreamAssignment, req ConsumerPlaceRequest) 
 type candidate struct {
 	name    raftnode.ServerID
 	offline bool // for a consumer: its meta replica lags
+	unfit   bool // for a consumer: its stream replica is fenced
 	load    int
 	tie     uint64
 	unique  string // its tag with the unique prefix

@@ -150,7 +150,8 @@ func TestPlaceSpreads(t *testing.T) {
 
 // A consumer's servers are its stream's: all of them at the stream's
 // replica count, else online ones in an order drawn from the seed (every
-// replica for some seed), caught-up ones first; too few online or more
+// replica for some seed), those whose stream replica is fenced (Unfit)
+// last, then caught-up ones first; too few online or more
 // replicas than the stream: 10023.
 func TestPlaceConsumer(t *testing.T) {
 	st := testState()
@@ -174,6 +175,14 @@ func TestPlaceConsumer(t *testing.T) {
 		behind, _ := PlaceConsumer(st, sa, ConsumerPlaceRequest{Replicas: 1, Seed: seed, Behind: map[raftnode.ServerID]bool{"s1": true, "s2": true}})
 		if !slices.Equal(behind, servers("s3")) {
 			t.Fatalf("R1 prefers the caught-up replica, seed %d: %v", seed, behind)
+		}
+		unfit, _ := PlaceConsumer(st, sa, ConsumerPlaceRequest{Replicas: 1, Seed: seed, Unfit: map[raftnode.ServerID]bool{"s3": true}, Behind: map[raftnode.ServerID]bool{"s1": true, "s2": true}})
+		if len(unfit) != 1 || unfit[0] == "s3" {
+			t.Fatalf("R1 avoids the fenced stream replica before a lagging meta replica, seed %d: %v", seed, unfit)
+		}
+		two, _ := PlaceConsumer(st, sa, ConsumerPlaceRequest{Replicas: 2, Seed: seed, Unfit: map[raftnode.ServerID]bool{"s1": true}})
+		if !sameSet(two, "s2", "s3") {
+			t.Fatalf("R2 avoids the fenced stream replica, seed %d: %v", seed, two)
 		}
 	}
 	if len(chosen) != 3 {
