@@ -339,5 +339,5 @@ func (c *Cluster) hasLeader(k streamKey, sa meta.StreamAssignment) bool {
 			return true
 		}
 	}
-	return c.askStreamInfos([]streamKey{k})[0] != nil
+	return c.askStreamInfos([]streamKey{k}, streamInfoAsk{})[0] != nil
 }

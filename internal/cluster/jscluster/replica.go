@@ -406,6 +406,10 @@ func (c *Cluster) scaleUpFromOne(acc *account, k streamKey, cur *replica, sa met
 	}
 	c.cfg.Infof("JetStream cluster: stream '%s > %s' scales up from one replica: this server's store starts its group", k.account, k.name)
 	c.startReplica(acc, k, sa, mine)
+	// Its replica, the group's only voter, campaigns at once rather than
+	// after an election timeout: nobody answers about the stream until
+	// it leads (waitScaledUp).
+	_ = c.node.Campaign(sa.Group)
 }
 
 // adoptMemory makes the memory store st of this server's stream of one
@@ -427,6 +431,7 @@ func (c *Cluster) adoptMemory(acc *account, k streamKey, sa meta.StreamAssignmen
 	c.cfg.Infof("JetStream cluster: stream '%s > %s' scales up from one replica: this server's memory store starts its group", k.account, k.name)
 	r := &replica{sa: sa, leadState: &leadState{}, server: c.name}
 	c.runReplica(acc, k, r, mine, ck)
+	_ = c.node.Campaign(sa.Group) // as scaleUpFromOne's
 }
 
 // ckptConfig is the streamckpt.Config of this server's replica mine of

@@ -266,6 +266,9 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	if cfg.Replicas != old.Replicas && res.Stream != nil {
 		c.scaleConsumers(a, *res.Stream, &cfg) // its consumers follow (consumerscale.go)
 	}
+	if old.Replicas <= 1 && cfg.Replicas > 1 {
+		c.waitScaledUp(k)
+	}
 	if c.replicaOf(k) != nil {
 		c.waitConfig(a, cfg)
 		if si, err := a.js.StreamInfo(cfg.Name, jetstream.InfoOptions{}); err == nil {
@@ -481,6 +484,62 @@ func checkConsumerLimits(old, cur stream.ConsumerLimits, cs []meta.ConsumerAssig
 	slices.Sort(names)
 	return jserr.New(jserr.StreamUpdate, jserr.Sub("err", "change to limits violates consumers: "+strings.Join(names, ", ")))
 }
+
+// scaleUpWait bounds how long the answer to a stream's scale-up from
+// one replica waits for the stream's new group to have a leader that
+// answers (waitScaledUp): within a client's 5 s request timeout
+// (nats.go's and the nats CLI's default), with room for the request
+// that follows.
+const scaleUpWait = 3 * time.Second
+
+// waitScaledUp waits, at most scaleUpWait, until stream k, just scaled
+// up from one replica, is served again: its stream of one replica
+// stopped and its group's first replica, started from its files
+// (scaleUpFromOne), elected (this server's replica leads it, or the
+// leader answers $JSC.SI with itself as the group's leader). Between the
+// two nobody answers about the stream, so a STREAM.INFO sent right after
+// the update's answer (the nats CLI's `stream edit` sends one) would be
+// lost and the client would time out; the answer waits instead, as
+// nats-server v2.15.2's stream keeps answering while it scales up.
+func (c *Cluster) waitScaledUp(k streamKey) {
+	deadline := time.Now().Add(scaleUpWait)
+	for {
+		if r := c.replicaOf(k); r != nil && r.log != nil && r.leads.Load() {
+			c.announceStream(r)
+			return
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		if c.groupLeaderAnswers(k, min(scaleAskWait, left)) {
+			return
+		}
+		select {
+		case <-c.quit:
+			return
+		case <-time.After(min(scalePoll, time.Until(deadline))):
+		}
+	}
+}
+
+// groupLeaderAnswers asks the leader of stream k's group for its info
+// ($JSC.SI) and reports whether it answered within wait, naming itself
+// the group's leader (a stream of one replica shows no leader of its
+// group: its server runs none).
+func (c *Cluster) groupLeaderAnswers(k streamKey, wait time.Duration) bool {
+	b := c.requestAll([]string{streamInfoSubject(k)}, nil, wait)[0]
+	var si jetstream.StreamInfo
+	return b != nil && json.Unmarshal(b, &si) == nil && si.Config.Name == k.name &&
+		si.Cluster != nil && si.Cluster.Leader != "" && si.Cluster.RaftGroup != ""
+}
+
+const (
+	// scalePoll is how often waitScaledUp asks again.
+	scalePoll = 20 * time.Millisecond
+	// scaleAskWait bounds each of its asks.
+	scaleAskWait = 250 * time.Millisecond
+)
 
 // waitConfig waits, at most proposeTimeout, until this server's replica
 // of stream cfg.Name runs with config cfg (step 4 above). It looks every
