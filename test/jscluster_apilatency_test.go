@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"testing"
 	"time"
 

@@ -134,7 +134,7 @@ type Cluster struct {
 	// channel closed when that ends: the API's Answers waits on it.
 	converting map[streamKey]chan struct{}
 	started    bool // the meta group was added
-	closed    bool
+	closed     bool
 	// metaPeers are the meta group's replicas as this server added it;
 	// metaByInc: their IDs derive from incarnations (metaReplica), so the
 	// meta leader replaces a member whose store changed (membership.go).
