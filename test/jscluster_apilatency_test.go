@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"runtime/pprof"
 	"slices"
 	"testing"
 	"time"
@@ -267,7 +265,6 @@ func infoAnswered(t *testing.T, nc *nats.Conn, name, when string) jetstream.Stre
 	}
 	m, err := nc.Request("$JS.API.STREAM.INFO."+name, nil, 5*time.Second)
 	if err != nil {
-		pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
 		t.Fatalf("%s: STREAM.INFO sent %s: %v", when, time.Now().Add(-5*time.Second).Format("15:04:05.000"), err)
 	}
 	if err := json.Unmarshal(m.Data, &si); err != nil || si.Error != nil {

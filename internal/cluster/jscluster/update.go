@@ -37,8 +37,9 @@ import (
 //     least as new as the config any earlier leader proposed: configs
 //     enter the stream's log in the meta group's order, and a leader
 //     whose meta state lags never puts an older config back.
-//  4. The meta leader answers once its own replica, if it has one,
-//     applied the new config (at most proposeTimeout).
+//  4. The meta leader answers once its own replica, if the new
+//     assignment keeps one here, applied the new config (at most
+//     proposeTimeout).
 
 // configPush is the set of streams whose leader must compare its config
 // with the assignment's (Cluster.markConfig); the run goroutine takes it
@@ -194,8 +195,10 @@ func (c *Cluster) readMeta() error {
 // whose scale-down to one replica is not settled yet gets 10008
 // "JetStream system temporarily unavailable". Then the UpdateStream is
 // proposed (10008 when the meta group cannot decide; apply's 10059 and
-// 10065). The answer waits for this server's replica, if any, to apply
-// the new config, and carries its info (the assignment's otherwise).
+// 10065). The answer to a scale-up from one replica waits for the new
+// group's leader (waitScaledUp). The answer waits for this server's
+// replica, if the new assignment keeps one here, to apply the new
+// config, and carries its info (the assignment's otherwise).
 func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamInfo, *jserr.Error) {
 	c := a.c
 	cfg := req.Config
@@ -269,7 +272,10 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	if old.Replicas <= 1 && cfg.Replicas > 1 {
 		c.waitScaledUp(k)
 	}
-	if c.replicaOf(k) != nil {
+	if _, _, _, here := c.assignment(k); here && c.replicaOf(k) != nil {
+		// Not for a replica the update leaves out (a scale-down): it
+		// may be removed from its group before it applies the config,
+		// and the answer would wait proposeTimeout in vain.
 		c.waitConfig(a, cfg)
 		if si, err := a.js.StreamInfo(cfg.Name, jetstream.InfoOptions{}); err == nil {
 			return si, nil
