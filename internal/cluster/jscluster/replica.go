@@ -195,6 +195,13 @@ func (c *Cluster) reconcile(k streamKey) {
 		c.mu.Lock()
 		c.replicas[k] = &replica{sa: sa, leadState: cur.leadState, server: cur.server}
 		c.mu.Unlock()
+	case cur != nil && here && cur.log == nil && cur.sa.Unsettled() && cur.sa.Created == sa.Created && sa.Group != cur.sa.Group &&
+		len(sa.Replicas) > 1 && mine.ID == 1:
+		// Settled and scaled up since, both applied before this
+		// reconcile: the settled group's first replica, here, starts
+		// from the stream's files as a scale-up from one does (stopping
+		// the stream and starting an empty replica would lose them).
+		c.scaleUpFromOne(acc, k, cur, sa, mine)
 	case cur != nil && (!here || cur.sa.Group != sa.Group || !sameServers(cur.sa.Replicas, sa.Replicas)):
 		c.stopReplica(acc, k, cur)
 		if here {
