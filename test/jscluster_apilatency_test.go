@@ -209,7 +209,8 @@ func TestJetStreamClusterScaleUpInfoAnswered(t *testing.T) {
 // updateThenInfo updates stream cfg.Name to cfg through nc and sends
 // STREAM.INFO the moment the update is answered, as the nats CLI's
 // stream edit does, each within a client's default 5 s: the info must
-// be answered, with the new replica count and every message. An update
+// be answered by a leader that runs with the new replica count (the
+// update's answer waits for it), with every message. An update
 // refused with 10008 (a scale-down to one replica not settled yet) is
 // sent again, a STREAM.INFO before each try: every one must be answered
 // (by the stream's leader, or by its server as it turns into a stream of
@@ -241,18 +242,9 @@ func updateThenInfo(t *testing.T, nc *nats.Conn, cfg jetstream.StreamConfig, whe
 		}
 	}
 	si := infoAnswered(t, nc, cfg.Name, fmt.Sprintf("%s, right after %s's scale to %d", when, cfg.Name, cfg.Replicas))
-	if si.State.Msgs != 3 || si.Cluster == nil || si.Cluster.Leader == "" {
-		t.Fatalf("%s: STREAM.INFO of %s right after its scale to %d: state %+v, cluster %+v", when, cfg.Name, cfg.Replicas, si.State, si.Cluster)
+	if si.Config.Replicas != cfg.Replicas || si.State.Msgs != 3 || si.Cluster == nil || si.Cluster.Leader == "" {
+		t.Fatalf("%s: STREAM.INFO of %s right after its scale to %d: replicas %d, state %+v, cluster %+v", when, cfg.Name, cfg.Replicas, si.Config.Replicas, si.State, si.Cluster)
 	}
-	// The config reaches the leader through the stream's log: the
-	// answer's replica count may lag behind the update's answer.
-	eventually(t, fmt.Sprintf("%s runs with %d replicas", cfg.Name, cfg.Replicas), func() error {
-		si := infoAnswered(t, nc, cfg.Name, fmt.Sprintf("%s, after %s's scale to %d", when, cfg.Name, cfg.Replicas))
-		if si.Config.Replicas != cfg.Replicas || si.State.Msgs != 3 {
-			return fmt.Errorf("replicas %d, state %+v", si.Config.Replicas, si.State)
-		}
-		return nil
-	})
 }
 
 // infoAnswered sends STREAM.INFO of stream name and fails the test

@@ -415,7 +415,7 @@ func (c *Cluster) scaleUpFromOne(acc *account, k streamKey, cur *replica, sa met
 	c.startReplica(acc, k, sa, mine)
 	// Its replica, the group's only voter, campaigns at once rather than
 	// after an election timeout: nobody answers about the stream until
-	// it leads (waitScaledUp).
+	// it leads (waitScaled).
 	_ = c.node.Campaign(sa.Group)
 }
 

@@ -195,8 +195,8 @@ func (c *Cluster) readMeta() error {
 // whose scale-down to one replica is not settled yet gets 10008
 // "JetStream system temporarily unavailable". Then the UpdateStream is
 // proposed (10008 when the meta group cannot decide; apply's 10059 and
-// 10065). The answer to a scale-up from one replica waits for the new
-// group's leader (waitScaledUp). The answer waits for this server's
+// 10065). The answer to a scale waits for the stream's leader to run
+// with the new replica count (waitScaled). The answer waits for this server's
 // replica, if the new assignment keeps one here, to apply the new
 // config, and carries its info (the assignment's otherwise).
 func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamInfo, *jserr.Error) {
@@ -269,8 +269,8 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	if cfg.Replicas != old.Replicas && res.Stream != nil {
 		c.scaleConsumers(a, *res.Stream, &cfg) // its consumers follow (consumerscale.go)
 	}
-	if old.Replicas <= 1 && cfg.Replicas > 1 {
-		c.waitScaledUp(k)
+	if cfg.Replicas != old.Replicas {
+		c.waitScaled(a, k, cfg.Replicas)
 	}
 	if _, _, _, here := c.assignment(k); here && c.replicaOf(k) != nil {
 		// Not for a replica the update leaves out (a scale-down): it
@@ -491,34 +491,37 @@ func checkConsumerLimits(old, cur stream.ConsumerLimits, cs []meta.ConsumerAssig
 	return jserr.New(jserr.StreamUpdate, jserr.Sub("err", "change to limits violates consumers: "+strings.Join(names, ", ")))
 }
 
-// scaleUpWait bounds how long the answer to a stream's scale-up from
-// one replica waits for the stream's new group to have a leader that
-// answers (waitScaledUp): within a client's 5 s request timeout
-// (nats.go's and the nats CLI's default), with room for the request
-// that follows.
-const scaleUpWait = 3 * time.Second
+// scaleWait bounds how long the answer to a stream's scale waits for
+// the stream's leader to run with the new replica count (waitScaled):
+// within a client's 5 s request timeout (nats.go's and the nats CLI's
+// default), with room for the request that follows.
+const scaleWait = 3 * time.Second
 
-// waitScaledUp waits, at most scaleUpWait, until stream k, just scaled
-// up from one replica, is served again: its stream of one replica
-// stopped and its group's first replica, started from its files
-// (scaleUpFromOne), elected (this server's replica leads it, or the
-// leader answers $JSC.SI with itself as the group's leader). Between the
-// two nobody answers about the stream, so a STREAM.INFO sent right after
-// the update's answer (the nats CLI's `stream edit` sends one) would be
-// lost and the client would time out; the answer waits instead, as
-// nats-server v2.15.2's stream keeps answering while it scales up.
-func (c *Cluster) waitScaledUp(k streamKey) {
-	deadline := time.Now().Add(scaleUpWait)
+// waitScaled waits, at most scaleWait, until stream k, just scaled to
+// want replicas, is served by a leader that runs with want replicas:
+// this server's replica leads with that config, or the leader answers
+// $JSC.SI so. A scale-up from one replica stops the stream of one
+// replica and starts its group's first replica from its files
+// (scaleUpFromOne); until that replica leads nobody answers about the
+// stream, so a STREAM.INFO sent right after the update's answer (the
+// nats CLI's `stream edit` sends one) would be lost and the client would
+// time out; and until the leader applied the new config from its log,
+// its info shows the old count. The answer waits instead, as
+// nats-server v2.15.2's stream keeps answering while it scales.
+func (c *Cluster) waitScaled(a *account, k streamKey, want int) {
+	deadline := time.Now().Add(scaleWait)
 	for {
-		if r := c.replicaOf(k); r != nil && r.log != nil && r.leads.Load() {
-			c.announceStream(r)
-			return
+		if r := c.replicaOf(k); r != nil && r.leads.Load() && (want == 1 || r.log != nil) {
+			if cur, ok := a.js.StreamConfig(k.name); ok && cur.Replicas == want {
+				c.announceStream(r)
+				return
+			}
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
 			return
 		}
-		if c.groupLeaderAnswers(k, min(scaleAskWait, left)) {
+		if c.leaderRunsWith(k, want, min(scaleAskWait, left)) {
 			return
 		}
 		select {
@@ -529,19 +532,19 @@ func (c *Cluster) waitScaledUp(k streamKey) {
 	}
 }
 
-// groupLeaderAnswers asks the leader of stream k's group for its info
-// ($JSC.SI) and reports whether it answered within wait, naming itself
-// the group's leader (a stream of one replica shows no leader of its
-// group: its server runs none).
-func (c *Cluster) groupLeaderAnswers(k streamKey, wait time.Duration) bool {
+// leaderRunsWith asks the leader of stream k for its info ($JSC.SI) and
+// reports whether it answered within wait, naming itself the leader and
+// running with want replicas (a stream of one replica being scaled up
+// still runs with one).
+func (c *Cluster) leaderRunsWith(k streamKey, want int, wait time.Duration) bool {
 	b := c.requestAll([]string{streamInfoSubject(k)}, nil, wait)[0]
 	var si jetstream.StreamInfo
 	return b != nil && json.Unmarshal(b, &si) == nil && si.Config.Name == k.name &&
-		si.Cluster != nil && si.Cluster.Leader != "" && si.Cluster.RaftGroup != ""
+		si.Config.Replicas == want && si.Cluster != nil && si.Cluster.Leader != ""
 }
 
 const (
-	// scalePoll is how often waitScaledUp asks again.
+	// scalePoll is how often waitScaled asks again.
 	scalePoll = 20 * time.Millisecond
 	// scaleAskWait bounds each of its asks.
 	scaleAskWait = 250 * time.Millisecond
