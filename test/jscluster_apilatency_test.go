@@ -165,8 +165,11 @@ func TestJetStreamClusterLeaderlessAccountInfo(t *testing.T) {
 // leads nobody answers about the stream. The update's answer comes once
 // it does, so the STREAM.INFO a client sends right after it (the nats
 // CLI's stream edit does) is answered, by the group's leader; scaled
-// back to one replica and again to three, likewise; five replicas on
-// three servers are refused (10005).
+// back to one replica and again to three, likewise (the last update
+// retried while the scale-down is not settled, with a STREAM.INFO
+// before each try, which must be answered too); five replicas on three
+// servers are refused (10005). Each stream's durable consumer keeps its
+// acknowledged message through the scales.
 func TestJetStreamClusterScaleUpInfoAnswered(t *testing.T) {
 	servers, _ := jsClusterMod(t, 3, pairTags)
 	a, b, _ := otherThan(t, servers)
@@ -186,6 +189,21 @@ func TestJetStreamClusterScaleUpInfoAnswered(t *testing.T) {
 		for seq := uint64(1); seq <= 3; seq++ {
 			clusterPublish(t, js, fmt.Sprintf("one%d.%d", i+1, seq), seq)
 		}
+		// A durable consumer that took and acknowledged the first
+		// message: it scales with the stream and keeps its state.
+		cons, err := js.CreateOrUpdateConsumer(ctx2(t), cfg.Name, jetstream.ConsumerConfig{Durable: "WORK", AckPolicy: jetstream.AckExplicitPolicy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range msgs.Messages() {
+			if err := m.DoubleAck(ctx2(t)); err != nil {
+				t.Fatal(err)
+			}
+		}
 		cfg.Placement = nil // scaled where the cluster places it
 		cfgs = append(cfgs, cfg)
 	}
@@ -194,6 +212,19 @@ func TestJetStreamClusterScaleUpInfoAnswered(t *testing.T) {
 			cfg.Replicas = replicas
 			updateThenInfo(t, nc, cfg, fmt.Sprintf("round %d", round+1))
 		}
+	}
+	for _, cfg := range cfgs {
+		eventually(t, cfg.Name+"'s consumer after the scales", func() error {
+			ci, err := js.Consumer(ctx2(t), cfg.Name, "WORK")
+			if err != nil {
+				return err
+			}
+			info := ci.CachedInfo()
+			if info.AckFloor.Stream != 1 || info.Delivered.Stream != 1 || info.NumPending != 2 || info.Config.Replicas != 0 && info.Config.Replicas != 3 {
+				return fmt.Errorf("ack floor %+v, delivered %+v, pending %d, replicas %d", info.AckFloor, info.Delivered, info.NumPending, info.Config.Replicas)
+			}
+			return nil
+		})
 	}
 	cfg := cfgs[0]
 	cfg.Replicas = 5

@@ -130,16 +130,19 @@ func (a *account) Answers(key, streamName string) bool {
 }
 
 // Unavailable implements jsapi.MetaUnavailable: a request naming a
-// stream this server is still turning into a stream of one replica once
-// Answers waited convertAnswerWait for it (scaledown.go) gets 10008, as
+// stream this server is turning into a stream of one replica waits for
+// that to end (at most convertAnswerWait; it may have begun since Answers
+// let the request through) and gets 10008 if it did not (scaledown.go), as
 // does a request this server answers for the meta group (by the rule of
 // Answers and AnswersConsumer) while it does not lead it (it has known no
 // meta leader for leaderlessAfter): never this server's own view of the
 // streams (a server still replaying its log after a restart holds none
 // of them yet).
 func (a *account) Unavailable(key, streamName, consumerName string, _ []byte) bool {
-	if a.c.conversion(streamKey{a.name, streamName}) != nil && strings.HasPrefix(key, "STREAM.") && !a.forMeta(key, streamName, consumerName) {
-		return true // Answers waited convertAnswerWait for the conversion in vain
+	if strings.HasPrefix(key, "STREAM.") && !a.forMeta(key, streamName, consumerName) && !a.c.awaitConversion(streamKey{a.name, streamName}) {
+		// Still converting after convertAnswerWait: Answers waited for
+		// it in vain, or it began since (the request then waits here).
+		return true
 	}
 	return !a.c.metaLeader() && a.forMeta(key, streamName, consumerName)
 }
