@@ -192,9 +192,12 @@ type ConsumerLeaderless interface {
 // StreamInfoGatherer is implemented by a Cluster whose STREAM.LIST
 // carries the info of the server that leads each stream, as nats-server
 // v2.15.2's clustered STREAM.LIST does (internal/cluster/jscluster
-// gather.go). It returns one info per name, in order, nil for one gone.
+// gather.go). It returns one info per name, in order, nil for one gone
+// or not answered for, and the names of the streams the list's
+// "missing" holds (nats-server v2.15.2 jsClusteredStreamListRequest: not
+// answered for within 4 s, or all of whose servers are offline).
 type StreamInfoGatherer interface {
-	StreamInfos(names []string) []*jetstream.StreamInfo
+	StreamInfos(names []string) (infos []*jetstream.StreamInfo, missing []string)
 }
 
 // ClusterUsage is implemented by a Cluster whose account info counts the

@@ -30,11 +30,14 @@ type streamNamesResponse struct {
 }
 
 // streamListResponse lists stream infos. Streams is [] when the page is
-// empty, also on errors (nats-server v2.15.2).
+// empty, also on errors (nats-server v2.15.2). Missing names, in a
+// cluster, the streams whose leader did not answer in time or all of
+// whose servers are offline (StreamInfoGatherer).
 type streamListResponse struct {
 	apiResponse
 	apiPaged
 	Streams []*jetstream.StreamInfo `json:"streams"`
+	Missing []string                `json:"missing,omitempty"`
 }
 
 // streamNames follows nats-server v2.15.2 jsStreamNamesRequest: level, the
@@ -82,11 +85,13 @@ func streamList(a *API, r *request) (response, *jserr.Error) {
 	if g, ok := a.opts.Cluster.(StreamInfoGatherer); ok {
 		// In a cluster, each stream's leader's info, as it answers
 		// STREAM.INFO (nats-server v2.15.2 jsClusteredStreamListRequest).
-		for _, si := range g.StreamInfos(names[start:end]) {
+		infos, missing := g.StreamInfos(names[start:end])
+		for _, si := range infos {
 			if si != nil {
 				resp.Streams = append(resp.Streams, si)
 			}
 		}
+		resp.Missing = missing
 		return resp, nil
 	}
 	for _, name := range names[start:end] {

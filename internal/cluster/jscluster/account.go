@@ -120,17 +120,30 @@ func (a *account) Answers(key, streamName string) bool {
 	if _, _, assigned, _ := c.assignment(k); !assigned {
 		return c.metaAnswers()
 	}
+	if !c.awaitConversion(k) {
+		// Still turning into a stream of one replica here, which
+		// nobody else answers for: 10008 (Unavailable).
+		return true
+	}
 	r := c.replicaOf(k)
 	return r != nil && (r.leads.Load() || c.answersLeaderless(key, r))
 }
 
-// Unavailable implements jsapi.MetaUnavailable: a request this server
-// answers for the meta group (by the rule of Answers and
-// AnswersConsumer) while it does not lead it (it has known no meta leader
-// for leaderlessAfter) gets 10008, never this server's own view of the
+// Unavailable implements jsapi.MetaUnavailable: a request naming a
+// stream this server is turning into a stream of one replica waits for
+// that to end (at most convertAnswerWait; it may have begun since Answers
+// let the request through) and gets 10008 if it did not (scaledown.go), as
+// does a request this server answers for the meta group (by the rule of
+// Answers and AnswersConsumer) while it does not lead it (it has known no
+// meta leader for leaderlessAfter): never this server's own view of the
 // streams (a server still replaying its log after a restart holds none
 // of them yet).
 func (a *account) Unavailable(key, streamName, consumerName string, _ []byte) bool {
+	if strings.HasPrefix(key, "STREAM.") && !a.forMeta(key, streamName, consumerName) && !a.c.awaitConversion(streamKey{a.name, streamName}) {
+		// Still converting after convertAnswerWait: Answers waited for
+		// it in vain, or it began since (the request then waits here).
+		return true
+	}
 	return !a.c.metaLeader() && a.forMeta(key, streamName, consumerName)
 }
 

@@ -132,8 +132,12 @@ type Cluster struct {
 	// creplicas are this server's replicas of replicated consumers
 	// (consumer.go).
 	creplicas map[consumerKey]*creplica
-	started   bool // the meta group was added
-	closed    bool
+	// converting holds, for each stream this server's run goroutine is
+	// turning into a stream of one replica (scaledown.go convert), a
+	// channel closed when that ends: the API's Answers waits on it.
+	converting map[streamKey]chan struct{}
+	started    bool // the meta group was added
+	closed     bool
 	// metaPeers are the meta group's replicas as this server added it;
 	// metaByInc: their IDs derive from incarnations (metaReplica), so the
 	// meta leader replaces a member whose store changed (membership.go).
@@ -182,6 +186,7 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 		cfg: cfg, host: host, name: raftnode.ServerID(host.Name()),
 		wake: make(chan struct{}, 1), quit: make(chan struct{}),
 		accounts: map[string]*account{}, replicas: map[streamKey]*replica{}, creplicas: map[consumerKey]*creplica{},
+		converting: map[streamKey]chan struct{}{},
 	}
 	// The node is opened first (the transport's hello carries its WAL's
 	// incarnation); it sends nothing before Start.

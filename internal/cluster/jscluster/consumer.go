@@ -168,6 +168,16 @@ func (c *Cluster) reconcileConsumer(k consumerKey) {
 		c.mu.Lock()
 		cur.ca = ca
 		c.mu.Unlock()
+	case cur != nil && here && streamUp && cur.log == nil && cur.ca.Unsettled() && cur.ca.Created == ca.Created && cur.ca.Group != ca.Group &&
+		len(ca.Replicas) > 1 && mine.ID == 1:
+		// Settled and scaled up since, both applied before this
+		// reconcile: its state starts the settled group, as a scale-up
+		// from one replica (stopping it and starting an empty replica
+		// would lose its delivery and acknowledgement state).
+		c.mu.Lock()
+		delete(c.creplicas, k)
+		c.mu.Unlock()
+		c.startConsumer(acc, k, ca, mine)
 	case cur != nil && (!here || !streamUp || cur.ca.Group != ca.Group || !sameServers(cur.ca.Replicas, ca.Replicas)):
 		c.stopConsumer(acc, k, cur)
 		if here && streamUp {

@@ -3,6 +3,7 @@ package jscluster
 import (
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/cluster/meta"
 	"github.com/cairnmq/cairn/internal/jetstream"
@@ -22,10 +23,19 @@ var _ jsapi.StreamInfoGatherer = (*account)(nil)
 //	$JSC.SI.<account>.<stream>   the server whose replica leads the stream
 //	                             answers with its info (a jetstream.StreamInfo)
 //
-// and waits at most listInfoWait for all the answers; a stream whose
-// leader did not answer is listed with what the meta leader holds (its
-// replica's info, or the assignment's). A stream whose group has no
-// leader, or whose servers are all out of reach, is not asked.
+// The request's body (streamInfoAsk) widens who answers: for STREAM.LIST
+// a replica whose group is leaderless (leaderless.go) answers too, after
+// leaderlessAnswerDelay, as nats-server v2.15.2's members of a group
+// without quorum do (processClusterStreamInfoRequest); for the account
+// info's storage any replica answers at once (its bytes are what the
+// account's usage counts, whoever leads). An empty body is answered by
+// the leader alone (hasLeader and waitLeader rely on that).
+//
+// The meta leader waits at most listInfoWait for all the answers; a
+// stream whose leader did not answer is left out of the list and named
+// in its "missing", as nats-server's. A stream none of whose servers is
+// in reach is not asked: it is listed with what the meta leader holds
+// (its replica's info, or the assignment's) and named in "missing" too.
 
 // streamInfoPrefix is the subject prefix of the stream info requests.
 const streamInfoPrefix = "$JSC.SI."
@@ -35,16 +45,53 @@ func streamInfoSubject(k streamKey) string {
 	return streamInfoPrefix + k.account + "." + k.name
 }
 
+// streamInfoAsk is the optional JSON body of a $JSC.SI request: who
+// answers besides the stream's leader. A body that does not decode is
+// taken as empty (the leader alone).
+type streamInfoAsk struct {
+	// Leaderless: a replica of a leaderless group answers too, after
+	// leaderlessAnswerDelay (STREAM.LIST).
+	Leaderless bool `json:"leaderless,omitempty"`
+	// Replica: any replica answers, at once (the account's usage).
+	Replica bool `json:"replica,omitempty"`
+}
+
+// leaderlessAnswerDelay is how long a replica of a leaderless group
+// waits before it answers a $JSC.SI request for STREAM.LIST, so that a
+// leader elected meanwhile answers first (nats-server v2.15.2 waits
+// 500 ms the same way in processClusterStreamInfoRequest).
+const leaderlessAnswerDelay = 500 * time.Millisecond
+
+// infoAnswerDelay reports whether this server answers a $JSC.SI request
+// ask for its replica r of a stream, and after how long.
+func (c *Cluster) infoAnswerDelay(r *replica, ask streamInfoAsk) (time.Duration, bool) {
+	switch {
+	case r == nil:
+		return 0, false
+	case r.leads.Load() || ask.Replica:
+		return 0, true
+	case ask.Leaderless && r.log != nil && c.groupLeaderless(r.sa.Group):
+		return leaderlessAnswerDelay, true
+	}
+	return 0, false
+}
+
 // onStreamInfo answers $JSC.SI when this server's replica leads the
-// stream named (apart from the publisher's goroutine; at most
+// stream named, or when the request's body (streamInfoAsk) asks its
+// replica too (apart from the publisher's goroutine; at most
 // maxInfoAnswers at once, as the consumer infos).
-func (c *Cluster) onStreamInfo(subject, reply string, _, _ []byte) {
+func (c *Cluster) onStreamInfo(subject, reply string, _, data []byte) {
 	toks := strings.Split(strings.TrimPrefix(subject, streamInfoPrefix), ".")
 	if reply == "" || len(toks) != 2 {
 		return
 	}
 	k := streamKey{toks[0], toks[1]}
-	if r := c.replicaOf(k); r == nil || !r.leads.Load() {
+	var ask streamInfoAsk
+	if len(data) > 0 && json.Unmarshal(data, &ask) != nil {
+		ask = streamInfoAsk{}
+	}
+	delay, ok := c.infoAnswerDelay(c.replicaOf(k), ask)
+	if !ok {
 		return
 	}
 	s := &c.sys
@@ -61,6 +108,13 @@ func (c *Cluster) onStreamInfo(subject, reply string, _, _ []byte) {
 			s.busy--
 			s.mu.Unlock()
 		}()
+		if delay > 0 {
+			select {
+			case <-time.After(delay):
+			case <-c.quit:
+				return
+			}
+		}
 		acc := c.engineOf(k.account)
 		if acc == nil {
 			return
@@ -120,8 +174,9 @@ func (c *Cluster) worthAsking(g raftnode.GroupID, here bool, servers []raftnode.
 }
 
 // askStreamInfos asks the leaders of the streams ks for their infos
-// (listInfoWait at most); nil for a stream whose leader did not answer.
-func (c *Cluster) askStreamInfos(ks []streamKey) []*jetstream.StreamInfo {
+// (listInfoWait at most), and whoever else ask names (streamInfoAsk);
+// nil for a stream nobody answered for.
+func (c *Cluster) askStreamInfos(ks []streamKey, ask streamInfoAsk) []*jetstream.StreamInfo {
 	out := make([]*jetstream.StreamInfo, len(ks))
 	if len(ks) == 0 {
 		return out
@@ -130,7 +185,11 @@ func (c *Cluster) askStreamInfos(ks []streamKey) []*jetstream.StreamInfo {
 	for i, k := range ks {
 		subjects[i] = streamInfoSubject(k)
 	}
-	for i, b := range c.requestAll(subjects, nil, listInfoWait) {
+	var body []byte
+	if ask != (streamInfoAsk{}) {
+		body, _ = json.Marshal(ask)
+	}
+	for i, b := range c.requestAll(subjects, body, listInfoWait) {
 		var si jetstream.StreamInfo
 		if b != nil && json.Unmarshal(b, &si) == nil && si.Config.Name == ks[i].name {
 			out[i] = &si
@@ -141,10 +200,13 @@ func (c *Cluster) askStreamInfos(ks []streamKey) []*jetstream.StreamInfo {
 
 // StreamInfos implements jsapi.StreamInfoGatherer for STREAM.LIST: the
 // info of each stream of names (nil for one the meta group no longer
-// holds), the leader's: this server's when its replica leads, else asked
-// of the server that leads it; a stream whose leader did not answer is
-// listed with what this server holds (StreamInfo).
-func (a *account) StreamInfos(names []string) []*jetstream.StreamInfo {
+// holds or whose leader did not answer), the leader's: this server's
+// when its replica leads, else asked of the server that leads it (or of
+// the replicas of a leaderless group). missing names the streams whose
+// leader did not answer in time, and those none of whose servers is in
+// reach, which are listed with what this server holds (StreamInfo), as
+// nats-server v2.15.2 lists them.
+func (a *account) StreamInfos(names []string) (infos []*jetstream.StreamInfo, missing []string) {
 	c := a.c
 	out := make([]*jetstream.StreamInfo, len(names))
 	var ask []streamKey
@@ -162,15 +224,18 @@ func (a *account) StreamInfos(names []string) []*jetstream.StreamInfo {
 		if c.worthAsking(sa.Group, here && len(sa.Replicas) > 1, meta.Servers(sa.Replicas)) {
 			ask = append(ask, k)
 			at = append(at, i)
+			continue
 		}
+		if !here {
+			missing = append(missing, name) // all its servers out of reach
+		}
+		out[i], _ = a.StreamInfo(name, jetstream.InfoOptions{})
 	}
-	for j, si := range c.askStreamInfos(ask) {
+	for j, si := range c.askStreamInfos(ask, streamInfoAsk{Leaderless: true}) {
+		if si == nil {
+			missing = append(missing, names[at[j]])
+		}
 		out[at[j]] = si
 	}
-	for i, name := range names {
-		if out[i] == nil {
-			out[i], _ = a.StreamInfo(name, jetstream.InfoOptions{})
-		}
-	}
-	return out
+	return out, missing
 }

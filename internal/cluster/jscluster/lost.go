@@ -340,7 +340,7 @@ func (c *Cluster) hasLeader(k streamKey, sa meta.StreamAssignment) bool {
 			return true
 		}
 	}
-	return c.askStreamInfos([]streamKey{k})[0] != nil
+	return c.askStreamInfos([]streamKey{k}, streamInfoAsk{})[0] != nil
 }
 
 // lostServers returns, on the meta leader, the servers of stream sa

@@ -198,6 +198,13 @@ func (c *Cluster) reconcile(k streamKey) {
 		c.mu.Lock()
 		c.replicas[k] = &replica{sa: sa, leadState: cur.leadState, server: cur.server}
 		c.mu.Unlock()
+	case cur != nil && here && cur.log == nil && cur.sa.Unsettled() && cur.sa.Created == sa.Created && sa.Group != cur.sa.Group &&
+		len(sa.Replicas) > 1 && mine.ID == 1:
+		// Settled and scaled up since, both applied before this
+		// reconcile: the settled group's first replica, here, starts
+		// from the stream's files as a scale-up from one does (stopping
+		// the stream and starting an empty replica would lose them).
+		c.scaleUpFromOne(acc, k, cur, sa, mine)
 	case cur != nil && (!here || cur.sa.Group != sa.Group || !sameServers(cur.sa.Replicas, sa.Replicas)):
 		c.stopReplica(acc, k, cur)
 		if here {
@@ -409,6 +416,10 @@ func (c *Cluster) scaleUpFromOne(acc *account, k streamKey, cur *replica, sa met
 	}
 	c.cfg.Infof("JetStream cluster: stream '%s > %s' scales up from one replica: this server's store starts its group", k.account, k.name)
 	c.startReplica(acc, k, sa, mine)
+	// Its replica, the group's only voter, campaigns at once rather than
+	// after an election timeout: nobody answers about the stream until
+	// it leads (waitScaled).
+	_ = c.node.Campaign(sa.Group)
 }
 
 // adoptMemory makes the memory store st of this server's stream of one
@@ -430,6 +441,7 @@ func (c *Cluster) adoptMemory(acc *account, k streamKey, sa meta.StreamAssignmen
 	c.cfg.Infof("JetStream cluster: stream '%s > %s' scales up from one replica: this server's memory store starts its group", k.account, k.name)
 	r := &replica{sa: sa, leadState: &leadState{}, server: c.name}
 	c.runReplica(acc, k, r, mine, ck)
+	_ = c.node.Campaign(sa.Group) // as scaleUpFromOne's
 }
 
 // ckptConfig is the streamckpt.Config of this server's replica mine of

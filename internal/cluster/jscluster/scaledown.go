@@ -110,6 +110,7 @@ func (c *Cluster) convertReplicas() {
 // log sealed (no publish is taken; the next attempt goes on from there);
 // one after it leaves the stream stopped until a restart completes it.
 func (c *Cluster) convert(acc *account, k streamKey, r *replica, cfg stream.Config) error {
+	defer c.converts(k)()
 	c.cfg.Infof("JetStream cluster: stream '%s > %s' scales down to one replica: its group %d ends here", k.account, k.name, r.sa.Group)
 	r.log.Seal()
 	r.leads.Store(false)
@@ -187,6 +188,52 @@ func (c *Cluster) finishConvert(acc *account, k streamKey, sa meta.StreamAssignm
 	c.cfg.Infof("JetStream cluster: stream '%s > %s' runs as one replica on this server", k.account, k.name)
 	c.reconcileConsumers(k)
 	return nil
+}
+
+// converts records that stream k is being converted here (Cluster.
+// converting) and returns the function that records its end.
+func (c *Cluster) converts(k streamKey) (end func()) {
+	done := make(chan struct{})
+	c.mu.Lock()
+	c.converting[k] = done
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		delete(c.converting, k)
+		c.mu.Unlock()
+		close(done)
+	}
+}
+
+// conversion returns the channel closed when the conversion of stream
+// k here ends, nil when none runs.
+func (c *Cluster) conversion(k streamKey) chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.converting[k]
+}
+
+// convertAnswerWait bounds how long a request about a stream this
+// server is converting to one replica waits for the conversion to end
+// (Answers): it takes milliseconds (a barrier, a checkpoint, the group's
+// removal); a request still waiting then gets 10008 (Unavailable).
+const convertAnswerWait = time.Second
+
+// awaitConversion waits, at most convertAnswerWait, for the conversion
+// of stream k here to end, if one runs; false when it still runs.
+func (c *Cluster) awaitConversion(k streamKey) bool {
+	done := c.conversion(k)
+	if done == nil {
+		return true
+	}
+	select {
+	case <-done:
+		return true
+	case <-c.quit:
+		return true
+	case <-time.After(convertAnswerWait):
+		return false
+	}
 }
 
 // resumeConvert starts this server's replica of stream k, assigned here

@@ -37,8 +37,9 @@ import (
 //     least as new as the config any earlier leader proposed: configs
 //     enter the stream's log in the meta group's order, and a leader
 //     whose meta state lags never puts an older config back.
-//  4. The meta leader answers once its own replica, if it has one,
-//     applied the new config (at most proposeTimeout).
+//  4. The meta leader answers once its own replica, if the new
+//     assignment keeps one here, applied the new config (at most
+//     proposeTimeout).
 
 // configPush is the set of streams whose leader must compare its config
 // with the assignment's (Cluster.markConfig); the run goroutine takes it
@@ -194,8 +195,10 @@ func (c *Cluster) readMeta() error {
 // whose scale-down to one replica is not settled yet gets 10008
 // "JetStream system temporarily unavailable". Then the UpdateStream is
 // proposed (10008 when the meta group cannot decide; apply's 10059 and
-// 10065). The answer waits for this server's replica, if any, to apply
-// the new config, and carries its info (the assignment's otherwise).
+// 10065). The answer to a scale waits for the stream's leader to run
+// with the new replica count (waitScaled). The answer waits for this server's
+// replica, if the new assignment keeps one here, to apply the new
+// config, and carries its info (the assignment's otherwise).
 func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamInfo, *jserr.Error) {
 	c := a.c
 	cfg := req.Config
@@ -266,7 +269,13 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	if cfg.Replicas != old.Replicas && res.Stream != nil {
 		c.scaleConsumers(a, *res.Stream, &cfg) // its consumers follow (consumerscale.go)
 	}
-	if c.replicaOf(k) != nil {
+	if cfg.Replicas != old.Replicas {
+		c.waitScaled(a, k, cfg.Replicas)
+	}
+	if _, _, _, here := c.assignment(k); here && c.replicaOf(k) != nil {
+		// Not for a replica the update leaves out (a scale-down): it
+		// may be removed from its group before it applies the config,
+		// and the answer would wait proposeTimeout in vain.
 		c.waitConfig(a, cfg)
 		if si, err := a.js.StreamInfo(cfg.Name, jetstream.InfoOptions{}); err == nil {
 			return si, nil
@@ -481,6 +490,65 @@ func checkConsumerLimits(old, cur stream.ConsumerLimits, cs []meta.ConsumerAssig
 	slices.Sort(names)
 	return jserr.New(jserr.StreamUpdate, jserr.Sub("err", "change to limits violates consumers: "+strings.Join(names, ", ")))
 }
+
+// scaleWait bounds how long the answer to a stream's scale waits for
+// the stream's leader to run with the new replica count (waitScaled):
+// within a client's 5 s request timeout (nats.go's and the nats CLI's
+// default), with room for the request that follows.
+const scaleWait = 3 * time.Second
+
+// waitScaled waits, at most scaleWait, until stream k, just scaled to
+// want replicas, is served by a leader that runs with want replicas:
+// this server's replica leads with that config, or the leader answers
+// $JSC.SI so. A scale-up from one replica stops the stream of one
+// replica and starts its group's first replica from its files
+// (scaleUpFromOne); until that replica leads nobody answers about the
+// stream, so a STREAM.INFO sent right after the update's answer (the
+// nats CLI's `stream edit` sends one) would be lost and the client would
+// time out; and until the leader applied the new config from its log,
+// its info shows the old count. The answer waits instead, as
+// nats-server v2.15.2's stream keeps answering while it scales.
+func (c *Cluster) waitScaled(a *account, k streamKey, want int) {
+	deadline := time.Now().Add(scaleWait)
+	for {
+		if r := c.replicaOf(k); r != nil && r.leads.Load() && (want == 1 || r.log != nil) {
+			if cur, ok := a.js.StreamConfig(k.name); ok && cur.Replicas == want {
+				c.announceStream(r)
+				return
+			}
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		if c.leaderRunsWith(k, want, min(scaleAskWait, left)) {
+			return
+		}
+		select {
+		case <-c.quit:
+			return
+		case <-time.After(min(scalePoll, time.Until(deadline))):
+		}
+	}
+}
+
+// leaderRunsWith asks the leader of stream k for its info ($JSC.SI) and
+// reports whether it answered within wait, naming itself the leader and
+// running with want replicas (a stream of one replica being scaled up
+// still runs with one).
+func (c *Cluster) leaderRunsWith(k streamKey, want int, wait time.Duration) bool {
+	b := c.requestAll([]string{streamInfoSubject(k)}, nil, wait)[0]
+	var si jetstream.StreamInfo
+	return b != nil && json.Unmarshal(b, &si) == nil && si.Config.Name == k.name &&
+		si.Config.Replicas == want && si.Cluster != nil && si.Cluster.Leader != ""
+}
+
+const (
+	// scalePoll is how often waitScaled asks again.
+	scalePoll = 20 * time.Millisecond
+	// scaleAskWait bounds each of its asks.
+	scaleAskWait = 250 * time.Millisecond
+)
 
 // waitConfig waits, at most proposeTimeout, until this server's replica
 // of stream cfg.Name runs with config cfg (step 4 above). It looks every

@@ -14,12 +14,14 @@ var _ jsapi.ClusterUsage = (*account)(nil)
 // server of the cluster): a stream of three replicas holding 951 bytes
 // uses 2,853. cairn counts, for each stream the meta group assigns in
 // the account, its number of replicas times the bytes of this server's
-// replica, or of the leader's when this server holds none (asked as the
-// lists ask, gather.go; only where asking is allowed).
+// replica, or of another server's replica when this server holds none
+// (asked as the lists ask, gather.go, but of any replica, which answers
+// at once whether or not its group has a leader: the account info never
+// waits for a leaderless stream; only where asking is allowed).
 
 // AccountUsage implements jsapi.ClusterUsage for $JS.API.INFO on the
 // meta leader: the account's memory and file storage over every replica,
-// the streams this server holds no replica of asked of their leaders.
+// the streams this server holds no replica of asked of their replicas.
 func (a *account) AccountUsage() (memory, store uint64) {
 	return a.c.usage(a, true)
 }
@@ -39,7 +41,7 @@ func (c *Cluster) AccountUsage(name string) (memory, store uint64, ok bool) {
 
 // usage sums the account's streams' bytes times their replicas; with
 // ask, the streams this server holds no replica of are asked of their
-// leaders.
+// replicas (the first to answer counts).
 func (c *Cluster) usage(a *account, ask bool) (memory, store uint64) {
 	var sas []meta.StreamAssignment
 	c.meta.View(func(st *meta.State) { sas = st.Streams(a.name) })
@@ -65,7 +67,7 @@ func (c *Cluster) usage(a *account, ask bool) (memory, store uint64) {
 			replicas = append(replicas, len(sa.Replicas))
 		}
 	}
-	for i, si := range c.askStreamInfos(remote) {
+	for i, si := range c.askStreamInfos(remote, streamInfoAsk{Replica: true}) {
 		if si != nil {
 			add(si, replicas[i])
 		}
