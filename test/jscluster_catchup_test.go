@@ -515,3 +515,53 @@ func TestJetStreamClusterPublishRightAfterCreate(t *testing.T) {
 		}
 	}
 }
+
+// A stream of two replicas placed without the meta leader is answered
+// once its leader, elsewhere, has subscribed everywhere: a publish right
+// after the create, through the server holding no replica, finds it
+// (the meta leader answered at once, before the group had elected
+// anyone, and publishes got "no responders" for about an election
+// timeout).
+func TestJetStreamClusterPublishRightAfterCreateAway(t *testing.T) {
+	servers, _ := jsClusterMod(t, 3, nil)
+	ncs, js := clusterClients(t, servers)
+	eventually(t, "a meta leader", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js[0].AccountInfo(ctx)
+		return err
+	})
+	away := 0
+	for i := 0; away < 3; i++ {
+		if i == 30 {
+			t.Fatalf("30 streams of two replicas, %d placed without the meta leader", away)
+		}
+		name := fmt.Sprintf("A%d", i)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		st, err := js[i%3].CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name}, Replicas: 2})
+		cancel()
+		if err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		for j, nc := range ncs {
+			if _, err := nc.Request(name, []byte("x"), 5*time.Second); err != nil {
+				t.Fatalf("publish to %s through server %d right after its create: %v", name, j, err)
+			}
+		}
+		ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+		info, err := st.Info(ctx)
+		cancel()
+		if err != nil || info.Cluster == nil {
+			t.Fatalf("info of %s: %v", name, err)
+		}
+		holds := map[string]bool{info.Cluster.Leader: true}
+		for _, p := range info.Cluster.Replicas {
+			holds[p.Name] = true
+		}
+		for _, s := range servers {
+			if m := s.JetStreamMeta(); m != nil && m.Leader == s.Name() && !holds[s.Name()] {
+				away++
+			}
+		}
+	}
+}

@@ -253,8 +253,8 @@ func (c *Cluster) propose(op meta.Op) (meta.Result, *jserr.Error) {
 // servers chosen (meta.Place), and the assignment proposed; apply decides
 // the rest (10058, 10065). When this server holds a replica, the answer
 // waits (at most proposeTimeout) for the stream's group to have a
-// leader, so that a publish right after finds it; the meta leader cannot
-// see the group of a stream placed elsewhere.
+// leader, so that a publish right after finds it (waitLeader when the
+// meta leader holds a replica, waitLeaderAway when it does not).
 func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamInfo, *jserr.Error) {
 	c := a.c
 	cfg := req.Config
@@ -285,8 +285,31 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	}
 	if _, here := meta.On(res.Stream.Replicas, c.name); here {
 		c.waitLeader(streamKey{a.name, cfg.Name})
+	} else if len(res.Stream.Replicas) > 1 {
+		c.waitLeaderAway(streamKey{a.name, cfg.Name})
 	}
 	return a.infoOf(*res.Stream), nil
+}
+
+// waitLeaderAway waits, at most proposeTimeout, until the leader of
+// replicated stream k, placed without this server, answers its $JSC.SI
+// request: a leader answers once its subscriptions have reached every
+// server (announceStream), so a publish right after the create finds
+// the stream, as nats-server's stream leader, which answers the create
+// itself, makes sure. Each ask waits 2*recampaign: a group elects its
+// leader within one (campaignsFirst) unless votes were lost.
+func (c *Cluster) waitLeaderAway(k streamKey) {
+	deadline := time.Now().Add(proposeTimeout)
+	for time.Now().Before(deadline) {
+		if out := c.requestAll([]string{streamInfoSubject(k)}, nil, 2*recampaign); len(out[0]) > 0 {
+			return
+		}
+		select {
+		case <-c.quit:
+			return
+		default:
+		}
+	}
 }
 
 // offline returns the servers of the meta group's catalogue this server

@@ -86,6 +86,11 @@ type Cluster struct {
 	quitOnce sync.Once
 	done     sync.WaitGroup
 
+	// fresh holds the groups of new streams whose replica here made the
+	// first campaign (campaignsFirst), with until when it campaigns again
+	// while its group has no leader (recampaignFresh); run goroutine only.
+	fresh map[raftnode.GroupID]time.Time
+
 	// replayed is set once the run goroutine has replayed the Raft WAL
 	// (Start returns before: docs/clustering.md, "Restarts").
 	replayed atomic.Bool
@@ -416,6 +421,7 @@ func (c *Cluster) run() {
 		case <-c.wake:
 		case <-t.C:
 			c.noteLeaderless()
+			c.recampaignFresh()
 			c.warnStrangers()
 			c.sampleApply()
 			c.catalogue()
