@@ -1,0 +1,166 @@
+package test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairnmq/cairn/internal/server"
+)
+
+// singleState is what a client sees of a consumer of one replica: its
+// server (the cluster's leader) and its delivery and ack state.
+type singleState struct {
+	server              string
+	delivered, ackFloor uint64
+	ackPending          int
+}
+
+// singleOf reads consumer name of ORDERS through js.
+func singleOf(t *testing.T, js jetstream.JetStream, name string) (singleState, error) {
+	t.Helper()
+	c, err := js.Consumer(ctx2(t), "ORDERS", name)
+	if err != nil {
+		return singleState{}, err
+	}
+	ci := c.CachedInfo()
+	st := singleState{delivered: ci.Delivered.Stream, ackFloor: ci.AckFloor.Stream, ackPending: ci.NumAckPending}
+	if ci.Cluster != nil {
+		st.server = ci.Cluster.Leader
+	}
+	return st, nil
+}
+
+// takeSome fetches n messages of consumer name and acknowledges the first
+// acks of them.
+func takeSome(t *testing.T, js jetstream.JetStream, name string, n, acks int) {
+	t.Helper()
+	c, err := js.Consumer(ctx2(t), "ORDERS", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for got < n {
+		batch, err := c.Fetch(n-got, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			if got < acks {
+				if err := m.DoubleAck(ctx2(t)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got++
+		}
+	}
+}
+
+// A consumer of one replica on a server a replicated stream's replica
+// leaves moves with its state. nats stream cluster peer-remove of the
+// server holding the durable D (num_replicas 1) and the ephemeral E of
+// an R3 stream on four servers: both move to a server of the stream that
+// stays, keeping what was delivered and acknowledged (D: 6 delivered, 4
+// acknowledged, 2 pending; E: 3 delivered, 3 acknowledged), and go on
+// delivering from there; the stream's replica then moves to the fourth
+// server. nats-server v2.15.2 moves them too (to a server of the stream)
+// but restarts them empty (measured: docs/compatibility.md).
+func TestJetStreamClusterPeerRemoveMovesSingleConsumers(t *testing.T) {
+	servers, _ := jsClusterMod(t, 4, func(_ int, o *server.Options) { o.RaftRetain = 8 })
+	js0 := jsAt(t, servers[0])
+	eventually(t, "create ORDERS", func() error {
+		_, err := js0.CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	publishRange(t, js0, sent, 1, 20)
+	placed := streamServers(t, js0, "ORDERS", 3)
+	var spare string
+	for _, s := range servers {
+		if !slices.Contains(placed, s.Name()) {
+			spare = s.Name()
+		}
+	}
+	// D and E on the same server of the stream, other than its leader:
+	// create ephemerals until one lands where D is.
+	if _, err := js0.CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy, Replicas: 1}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := singleOf(t, js0, "D")
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := d.server
+	var eName string
+	for i := 0; i < 40 && eName == ""; i++ {
+		c, err := js0.CreateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, InactiveThreshold: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := c.CachedInfo().Name
+		if st, err := singleOf(t, js0, name); err == nil && st.server == victim {
+			eName = name
+		} else if err := js0.DeleteConsumer(ctx2(t), "ORDERS", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if eName == "" || !slices.Contains(placed, victim) || spare == "" {
+		t.Fatalf("D on %s, no ephemeral there; stream on %v", victim, placed)
+	}
+	takeSome(t, js0, "D", 6, 4)
+	takeSome(t, js0, eName, 3, 3)
+	want := map[string]singleState{"D": {delivered: 6, ackFloor: 4, ackPending: 2}, eName: {delivered: 3, ackFloor: 3}}
+	for name, w := range want {
+		eventually(t, name+" state before", func() error {
+			st, err := singleOf(t, js0, name)
+			if err != nil || st.delivered != w.delivered || st.ackFloor != w.ackFloor || st.ackPending != w.ackPending {
+				return fmt.Errorf("%s: %+v %v", name, st, err)
+			}
+			return nil
+		})
+	}
+
+	vi := leaderIndex(servers, victim)
+	via := (vi + 1) % 4
+	js := jsAt(t, servers[via])
+	out, errOut := runCLI(t, servers[via].ClientURL(), "stream", "cluster", "peer-remove", "ORDERS", victim, "-f")
+	if !strings.Contains(out+errOut, "Requested removal of peer") {
+		t.Fatalf("nats stream cluster peer-remove:\n%s\n%s", out, errOut)
+	}
+	for name, w := range want {
+		eventually(t, name+" moved with its state", func() error {
+			st, err := singleOf(t, js, name)
+			if err != nil || st.server == victim || !slices.Contains(placed, st.server) ||
+				st.delivered != w.delivered || st.ackFloor != w.ackFloor || st.ackPending != w.ackPending {
+				return fmt.Errorf("%s: %+v %v", name, st, err)
+			}
+			return nil
+		})
+	}
+	eventually(t, "the stream's replica moved", func() error {
+		now := streamServers(t, js, "ORDERS", 3)
+		if slices.Contains(now, victim) || !slices.Contains(now, spare) {
+			return fmt.Errorf("ORDERS on %v", now)
+		}
+		return nil
+	})
+	// They go on from where they were: D's next new message is 7, E's 4.
+	for name, next := range map[string]uint64{"D": 7, eName: 4} {
+		c, err := js.Consumer(ctx2(t), "ORDERS", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			t.Fatalf("%s next: %v", name, err)
+		}
+		md, _ := m.Metadata()
+		if md.Sequence.Stream != next {
+			t.Fatalf("%s delivered %d, want %d", name, md.Sequence.Stream, next)
+		}
+	}
+}
