@@ -23,23 +23,21 @@ type singleState struct {
 // singleOf reads consumer name of ORDERS through js.
 func singleOf(t *testing.T, js jetstream.JetStream, name string) (singleState, error) {
 	t.Helper()
-	c, err := js.Consumer(ctx2(t), "ORDERS", name)
-	if err != nil {
-		return singleState{}, err
-	}
-	ci := c.CachedInfo()
-	st := singleState{delivered: ci.Delivered.Stream, ackFloor: ci.AckFloor.Stream, ackPending: ci.NumAckPending}
-	if ci.Cluster != nil {
-		st.server = ci.Cluster.Leader
-	}
-	return st, nil
+	return singleOfStream(t, js, "ORDERS", name)
 }
 
-// takeSome fetches n messages of consumer name and acknowledges the first
-// acks of them.
+// takeSome fetches n messages of consumer name of ORDERS and
+// acknowledges the first acks of them.
 func takeSome(t *testing.T, js jetstream.JetStream, name string, n, acks int) {
 	t.Helper()
-	c, err := js.Consumer(ctx2(t), "ORDERS", name)
+	takeSomeOf(t, js, "ORDERS", name, n, acks)
+}
+
+// takeSomeOf fetches n messages of consumer name of stream and
+// acknowledges the first acks of them.
+func takeSomeOf(t *testing.T, js jetstream.JetStream, stream, name string, n, acks int) {
+	t.Helper()
+	c, err := js.Consumer(ctx2(t), stream, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,4 +161,114 @@ func TestJetStreamClusterPeerRemoveMovesSingleConsumers(t *testing.T) {
 			t.Fatalf("%s delivered %d, want %d", name, md.Sequence.Stream, next)
 		}
 	}
+}
+
+// A stream update moving a replicated stream with consumers
+// (nats stream edit TRIO --tag '!az:2'): TRIO of three replicas on n1,
+// n2, n3 keeps n1 and n3 and replaces n2 by n4; its replicated durable R
+// moves its replica from n2 to n4, and its durables of one replica on n2
+// move to n1 or n3 (before the stream's replica leaves n2), every one
+// keeping what it delivered and acknowledged, as nats-server v2.15.2
+// keeps them when it moves a stream (measured: docs/compatibility.md).
+func TestJetStreamClusterStreamMoveWithConsumers(t *testing.T) {
+	_, _, _, nc := placementCluster(t, nil)
+	body := func(tags string) string {
+		return fmt.Sprintf(`{"name":"TRIO","subjects":["trio.>"],"num_replicas":3,"placement":{"tags":%s}}`, tags)
+	}
+	wantAnswer(t, nc, "$JS.API.STREAM.CREATE.TRIO", body(`["ssd"]`), 0, "")
+	if got := placedOn(t, nc, "TRIO", 3); !slices.Equal(got, []string{"n1", "n2", "n3"}) {
+		t.Fatalf("TRIO on %v", got)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 20; i++ {
+		eventually(t, "publish", func() error {
+			_, err := js.Publish(ctx2(t), "trio.x", []byte("x"), jetstream.WithMsgID(fmt.Sprint(i)))
+			return err
+		})
+	}
+	// R (three replicas), and durables of one replica until one is on n2.
+	names := []string{"R"}
+	if _, err := js.CreateOrUpdateConsumer(ctx2(t), "TRIO", jetstream.ConsumerConfig{Durable: "R", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	onN2 := ""
+	for i := 0; i < 30 && onN2 == ""; i++ {
+		name := fmt.Sprintf("S%d", i)
+		c, err := js.CreateOrUpdateConsumer(ctx2(t), "TRIO", jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy, Replicas: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+		if ci := c.CachedInfo().Cluster; ci != nil && ci.Leader == "n2" {
+			onN2 = name
+		}
+	}
+	if onN2 == "" {
+		t.Fatal("no consumer of one replica on n2")
+	}
+	want := map[string]singleState{}
+	for i, name := range names {
+		n := 2 + i%4
+		takeSomeOf(t, js, "TRIO", name, n, n-1)
+		want[name] = singleState{delivered: uint64(n), ackFloor: uint64(n - 1), ackPending: 1}
+	}
+	for name, w := range want {
+		eventually(t, name+" before the move", func() error {
+			st, err := singleOfStream(t, js, "TRIO", name)
+			if err != nil || st.delivered != w.delivered || st.ackFloor != w.ackFloor || st.ackPending != w.ackPending {
+				return fmt.Errorf("%s: %+v %v", name, st, err)
+			}
+			return nil
+		})
+	}
+
+	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.TRIO", body(`["!az:2"]`), 0, "")
+	waitMoved(t, nc, "TRIO", []string{"n1", "n3", "n4"}, 20)
+	for name, w := range want {
+		eventually(t, name+" moved with its state", func() error {
+			st, err := singleOfStream(t, js, "TRIO", name)
+			if err != nil || st.server == "" || st.server == "n2" ||
+				st.delivered != w.delivered || st.ackFloor != w.ackFloor || st.ackPending != w.ackPending {
+				return fmt.Errorf("%s: %+v %v", name, st, err)
+			}
+			return nil
+		})
+	}
+	eventually(t, "R's replicas", func() error {
+		c, err := js.Consumer(ctx2(t), "TRIO", "R")
+		if err != nil {
+			return err
+		}
+		ci := c.CachedInfo().Cluster
+		got := []string{ci.Leader}
+		for _, p := range ci.Replicas {
+			if !p.Current {
+				return fmt.Errorf("%s not current", p.Name)
+			}
+			got = append(got, p.Name)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, []string{"n1", "n3", "n4"}) {
+			return fmt.Errorf("R on %v", got)
+		}
+		return nil
+	})
+}
+
+// singleOfStream reads consumer name of stream through js.
+func singleOfStream(t *testing.T, js jetstream.JetStream, stream, name string) (singleState, error) {
+	t.Helper()
+	c, err := js.Consumer(ctx2(t), stream, name)
+	if err != nil {
+		return singleState{}, err
+	}
+	ci := c.CachedInfo()
+	st := singleState{delivered: ci.Delivered.Stream, ackFloor: ci.AckFloor.Stream, ackPending: ci.NumAckPending}
+	if ci.Cluster != nil {
+		st.server = ci.Cluster.Leader
+	}
+	return st, nil
 }

@@ -48,9 +48,10 @@ const singleMoveWait = 20 * time.Second
 // singlesOn returns the consumers of one replica of stream sa on server
 // from that can move (settled; persistedConsumer: their state has files
 // to go to on the new server; the stream a file stream), and the server
-// they move to: the first of sa's other servers, online ones first,
-// that is not removed ("": none, and nothing to move).
-func (c *Cluster) singlesOn(sa meta.StreamAssignment, from raftnode.ServerID) ([]meta.ConsumerAssignment, raftnode.ServerID) {
+// they move to: the first of sa's other servers (of stay, when not nil),
+// online ones first, that is not removed ("": none, and nothing to
+// move).
+func (c *Cluster) singlesOn(sa meta.StreamAssignment, from raftnode.ServerID, stay []raftnode.ServerID) ([]meta.ConsumerAssignment, raftnode.ServerID) {
 	var cfg stream.Config
 	if len(sa.Replicas) < 2 || json.Unmarshal(sa.Config, &cfg) != nil || cfg.Storage == stream.MemoryStorage {
 		return nil, ""
@@ -66,7 +67,7 @@ func (c *Cluster) singlesOn(sa meta.StreamAssignment, from raftnode.ServerID) ([
 		off := c.offlineIn(st)
 		others := slices.DeleteFunc(meta.Servers(sa.Replicas), func(s raftnode.ServerID) bool {
 			sv, ok := st.Server(s)
-			return s == from || !ok || sv.Removed
+			return s == from || !ok || sv.Removed || stay != nil && !slices.Contains(stay, s)
 		})
 		slices.SortStableFunc(others, func(a, b raftnode.ServerID) int { return cmpBool(off[a], off[b]) })
 		if len(others) > 0 {
@@ -86,11 +87,24 @@ func (c *Cluster) singlesOn(sa meta.StreamAssignment, from raftnode.ServerID) ([
 // none to move (the caller moves the stream's replica itself), and true
 // when a mover runs for them (started now or earlier).
 func (c *Cluster) moveSinglesThen(sa meta.StreamAssignment, from raftnode.ServerID, then func()) bool {
-	cas, dest := c.singlesOn(sa, from)
+	cas, dest := c.singlesOn(sa, from, nil)
 	if len(cas) == 0 {
 		return false
 	}
-	key := singleMoveKey{streamKey{sa.Account, sa.Name}, from}
+	return c.runMover(singleMoveKey{streamKey{sa.Account, sa.Name}, from}, func() {
+		for _, ca := range cas {
+			if err := c.moveSingle(ca, from, dest); err != nil {
+				c.cfg.Logf("jscluster: consumer %s > %s > %s: not moved from %s to %s with its stream's replica: %v", ca.Account, ca.Stream, ca.Name, from, dest, err)
+			}
+		}
+	}, then)
+}
+
+// runMover runs work and then then (unless this server stopped or lost
+// the meta leadership meanwhile) on a goroutine of its own, once per
+// key: false when it stops (nothing started), true when a mover of key
+// runs (started now or earlier).
+func (c *Cluster) runMover(key singleMoveKey, work, then func()) bool {
 	c.mu.Lock()
 	if c.closed || c.singleMoves[key] {
 		running := c.singleMoves[key]
@@ -110,11 +124,7 @@ func (c *Cluster) moveSinglesThen(sa meta.StreamAssignment, from raftnode.Server
 			delete(c.singleMoves, key)
 			c.mu.Unlock()
 		}()
-		for _, ca := range cas {
-			if err := c.moveSingle(ca, from, dest); err != nil {
-				c.cfg.Logf("jscluster: consumer %s > %s > %s: not moved from %s to %s with its stream's replica: %v", ca.Account, ca.Stream, ca.Name, from, dest, err)
-			}
-		}
+		work()
 		select {
 		case <-c.quit:
 			return
