@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/server"
 )
 
@@ -271,4 +273,73 @@ func singleOfStream(t *testing.T, js jetstream.JetStream, stream, name string) (
 		st.server = ci.Cluster.Leader
 	}
 	return st, nil
+}
+
+// nats server cluster peer-remove (SERVER.REMOVE) of a server holding a
+// durable of one replica of an R3 stream: the durable moves with its
+// state to a server of the stream that stays before the stream's replica
+// moves to the fourth server, and goes on delivering from there.
+func TestJetStreamClusterServerRemoveMovesSingleConsumers(t *testing.T) {
+	servers, _ := jsClusterMod(t, 4, func(_ int, o *server.Options) {
+		o.Auth = config.Auth{
+			Users:    []config.User{{Name: "sys", Password: "sys", Account: "SYS"}, {Name: "app", Password: "app", Account: "APP"}},
+			Accounts: []config.Account{{Name: "SYS"}, {Name: "APP", JetStream: &config.AccountJetStream{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1, MaxAckPending: -1, MemoryMaxStreamBytes: -1, StoreMaxStreamBytes: -1}}},
+		}
+		o.Operator.SystemAccount = "SYS"
+	})
+	_, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
+	eventually(t, "create ORDERS", func() error {
+		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	for n := 1; n <= 10; n++ {
+		clusterPublish(t, js[0], fmt.Sprintf("orders.%d", n), uint64(n))
+	}
+	placed := streamServers(t, js[0], "ORDERS", 3)
+	if _, err := js[0].CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy, Replicas: 1}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := singleOf(t, js[0], "D")
+	if err != nil || !slices.Contains(placed, d.server) {
+		t.Fatalf("D: %+v %v; stream on %v", d, err, placed)
+	}
+	victim, spare := d.server, ""
+	for _, s := range servers {
+		if !slices.Contains(placed, s.Name()) {
+			spare = s.Name()
+		}
+	}
+	takeSome(t, js[0], "D", 5, 3)
+	vi := leaderIndex(servers, victim)
+	via := (vi + 1) % 4
+	sys := connect(t, servers[via].ClientURL(), nats.UserInfo("sys", "sys"))
+	r := stepDownRequest(t, sys, "$JS.API.SERVER.REMOVE", fmt.Sprintf(`{"peer":%q}`, victim))
+	if !r.Success || r.Error != nil {
+		t.Fatalf("remove %s: %+v (%+v)", victim, r, r.Error)
+	}
+	eventually(t, "D moved with its state", func() error {
+		st, err := singleOf(t, js[via], "D")
+		if err != nil || st.server == victim || !slices.Contains(placed, st.server) || st.delivered != 5 || st.ackFloor != 3 || st.ackPending != 2 {
+			return fmt.Errorf("D: %+v %v", st, err)
+		}
+		return nil
+	})
+	eventually(t, "the removed server's replica moved", func() error {
+		now := streamServers(t, js[via], "ORDERS", 3)
+		if slices.Contains(now, victim) || !slices.Contains(now, spare) {
+			return fmt.Errorf("ORDERS on %v", now)
+		}
+		return nil
+	})
+	c, err := js[via].Consumer(ctx2(t), "ORDERS", "D")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md, _ := m.Metadata(); md.Sequence.Stream != 6 {
+		t.Fatalf("D delivered %d after the move, want 6", md.Sequence.Stream)
+	}
 }
