@@ -428,6 +428,10 @@ func TestJetStreamClusterStreamMove(t *testing.T) {
 			return err
 		}
 		if got := a.servers(); !slices.Equal(got, []string{"n2", "n3"}) {
+			m, _ := nc.Request("$JS.API.CONSUMER.INFO.PAIR.C", nil, 2*time.Second)
+			if m != nil {
+				return fmt.Errorf("C on %v: %s", got, m.Data)
+			}
 			return fmt.Errorf("C on %v", got)
 		}
 		return nil
