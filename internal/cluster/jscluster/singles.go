@@ -47,10 +47,11 @@ const singleMoveWait = 20 * time.Second
 
 // singlesOn returns the consumers of one replica of stream sa on server
 // from that can move (settled; persistedConsumer: their state has files
-// to go to on the new server; the stream a file stream), and the server
-// they move to: the first of sa's other servers (of stay, when not nil),
-// online ones first, that is not removed ("": none, and nothing to
-// move).
+// to go to on the new server; the stream a file stream; from online:
+// the state of a consumer on a server that is down is out of reach), and
+// the server they move to: the first of sa's other servers (of stay,
+// when not nil), online ones first, that is not removed ("": none, and
+// nothing to move).
 func (c *Cluster) singlesOn(sa meta.StreamAssignment, from raftnode.ServerID, stay []raftnode.ServerID) ([]meta.ConsumerAssignment, raftnode.ServerID) {
 	var cfg stream.Config
 	if len(sa.Replicas) < 2 || json.Unmarshal(sa.Config, &cfg) != nil || cfg.Storage == stream.MemoryStorage {
@@ -65,6 +66,10 @@ func (c *Cluster) singlesOn(sa meta.StreamAssignment, from raftnode.ServerID, st
 			}
 		}
 		off := c.offlineIn(st)
+		if off[from] {
+			cas = nil // its state is out of reach: it stays (docs/clustering.md)
+			return
+		}
 		others := slices.DeleteFunc(meta.Servers(sa.Replicas), func(s raftnode.ServerID) bool {
 			sv, ok := st.Server(s)
 			return s == from || !ok || sv.Removed || stay != nil && !slices.Contains(stay, s)
