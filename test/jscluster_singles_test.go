@@ -172,6 +172,7 @@ func TestJetStreamClusterPeerRemoveMovesSingleConsumers(t *testing.T) {
 // move to n1 or n3 (before the stream's replica leaves n2), every one
 // keeping what it delivered and acknowledged, as nats-server v2.15.2
 // keeps them when it moves a stream (measured: docs/compatibility.md).
+// Meanwhile another move, or a scale, is 10124.
 func TestJetStreamClusterStreamMoveWithConsumers(t *testing.T) {
 	_, _, _, nc := placementCluster(t, nil)
 	body := func(tags string) string {
@@ -228,6 +229,14 @@ func TestJetStreamClusterStreamMoveWithConsumers(t *testing.T) {
 	}
 
 	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.TRIO", body(`["!az:2"]`), 0, "")
+	// While its consumers of one replica move ahead of it, another move,
+	// or a scale, is nats-server's 10124.
+	for _, again := range []string{body(`["ssd"]`), strings.Replace(body(`["!az:2"]`), `"num_replicas":3`, `"num_replicas":2`, 1)} {
+		a, err := jsAnswer(nc, "$JS.API.STREAM.UPDATE.TRIO", again)
+		if err != nil || a.Error == nil || a.Error.ErrCode != 10124 || a.Error.Code != 400 || a.Error.Description != "stream move already in progress" {
+			t.Fatalf("%s during the move: %+v %v", again, a.Error, err)
+		}
+	}
 	waitMoved(t, nc, "TRIO", []string{"n1", "n3", "n4"}, 20)
 	for name, w := range want {
 		eventually(t, name+" moved with its state", func() error {

@@ -223,3 +223,17 @@ func (c *Cluster) settledOn(k consumerKey, server raftnode.ServerID) bool {
 	ca, _, assigned, _ := c.consumerAssignment(k)
 	return !assigned || len(ca.Replicas) == 1 && ca.Replicas[0].Server == server && !ca.Unsettled()
 }
+
+// moving reports whether a mover of stream k's consumers of one replica
+// runs on this server (the meta leader): StreamUpdate then answers a move
+// or a scale 10124 "stream move already in progress".
+func (c *Cluster) moving(k streamKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key := range c.singleMoves {
+		if key.k == k {
+			return true
+		}
+	}
+	return false
+}

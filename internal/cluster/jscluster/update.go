@@ -188,9 +188,13 @@ func (c *Cluster) readMeta() error {
 // placement moves the stream (moveServers: 10005 when too few servers
 // match; docs/clustering.md, "Moving a stream"), with a changed
 // num_replicas too 10123 "can not move and scale a stream in a single
-// update", and for a stream of one replica or with consumers whose
-// servers do not all match the new placement 10069 "stream placement
-// can not be changed" (not built: canMove). A scale or move of a stream
+// update", and for a stream of one replica, or with a consumer of one
+// replica on a server that leaves and no server staying to take it,
+// 10069 "stream placement can not be changed" (not built: canMove). Its
+// consumers move with it (moveConsumerPairs, moveAfterSingles). A move or a scale while
+// consumers of one replica of the stream move ahead of its replicas
+// (singles.go) gets 10124 "stream move already in progress", as
+// nats-server answers it while its move is in flight. A scale or move of a stream
 // whose scale-down to one replica is not settled yet gets 10008
 // "JetStream system temporarily unavailable". Then the UpdateStream is
 // proposed (10008 when the meta group cannot decide; apply's 10059 and
@@ -222,6 +226,9 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		return nil, jserr.From(err, jserr.StreamUpdate)
 	}
 	servers := meta.Servers(sa.Replicas)
+	if (isMove(&old, &cfg) || cfg.Replicas != old.Replicas) && c.moving(k) {
+		return nil, jserr.New(jserr.StreamMoveInProgress)
+	}
 	var moving []raftnode.ServerID // a move waiting for consumers of one replica (moveAfterSingles)
 	if isMove(&old, &cfg) {
 		if sa.Unsettled() {
