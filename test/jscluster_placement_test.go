@@ -333,8 +333,10 @@ func TestJetStreamClusterPlacementUniqueTag(t *testing.T) {
 // drop their replicas; a stream of three on n1, n2, n3 moved to "!az:2"
 // keeps n1 and n3 and replaces n2 by n4. A move with a scale is 10123;
 // too few servers matching, nats-server's 10005 with the tags; a stream
-// of one replica, or with a consumer, cannot move to other servers yet
-// (10069), but takes a placement its servers already match.
+// of one replica, or with a consumer of one replica and no server of the
+// stream staying to take it, cannot move to other servers yet (10069),
+// but takes a placement its servers already match; a stream with a
+// replicated consumer moves with it.
 func TestJetStreamClusterStreamMove(t *testing.T) {
 	servers, _, _, nc := placementCluster(t, nil)
 	js, err := nc.JetStream()
@@ -411,9 +413,29 @@ func TestJetStreamClusterStreamMove(t *testing.T) {
 		t.Errorf("ONE on %v after a placement its server matches, want n2", got)
 	}
 	wantAnswer(t, nc, "$JS.API.CONSUMER.CREATE.PAIR.C", `{"stream_name":"PAIR","config":{"durable_name":"C","ack_policy":"explicit"}}`, 0, "")
-	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.PAIR", body("PAIR", 2, `["ssd"]`), 10069, "stream placement can not be changed")
+	wantAnswer(t, nc, "$JS.API.CONSUMER.CREATE.PAIR.O", `{"stream_name":"PAIR","config":{"durable_name":"O","ack_policy":"explicit","num_replicas":1}}`, 0, "")
+	// O has one replica and no server of PAIR stays: 10069.
+	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.PAIR", body("PAIR", 2, `["!az:1"]`), 10069, "stream placement can not be changed")
 	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.PAIR", body("PAIR", 2, `["AZ:1"]`), 0, "")
 	waitMoved(t, nc, "PAIR", []string{"n1", "n4"}, msgs+1)
+	// Without O, PAIR moves with its replicated consumer C.
+	wantAnswer(t, nc, "$JS.API.CONSUMER.DELETE.PAIR.O", "", 0, "")
+	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.PAIR", body("PAIR", 2, `["!az:1"]`), 0, "")
+	waitMoved(t, nc, "PAIR", []string{"n2", "n3"}, msgs+1)
+	eventually(t, "C moved with PAIR", func() error {
+		a, err := jsAnswer(nc, "$JS.API.CONSUMER.INFO.PAIR.C", "")
+		if err != nil {
+			return err
+		}
+		if got := a.servers(); !slices.Equal(got, []string{"n2", "n3"}) {
+			m, _ := nc.Request("$JS.API.CONSUMER.INFO.PAIR.C", nil, 2*time.Second)
+			if m != nil {
+				return fmt.Errorf("C on %v: %s", got, m.Data)
+			}
+			return fmt.Errorf("C on %v", got)
+		}
+		return nil
+	})
 }
 
 // waitMoved waits until stream name runs on exactly servers (sorted),

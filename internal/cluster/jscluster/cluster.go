@@ -159,6 +159,9 @@ type Cluster struct {
 	// engine whose assignment is being proposed: startReplica adopts
 	// the running stream (restore.go).
 	restored map[streamKey]bool
+	// singleMoves are the movers of consumers of one replica running on
+	// this server as the meta leader (singles.go).
+	singleMoves map[singleMoveKey]bool
 }
 
 // streamKey names a stream in an account.

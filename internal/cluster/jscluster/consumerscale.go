@@ -113,15 +113,15 @@ func (cr *creplica) mine(server raftnode.ServerID) raftnode.ReplicaID {
 
 // keepConsumer gives this server's replica cur of consumer k the
 // assignment ca, which added or removed other replicas of its group: the
-// node learns the new replicas' servers (the old ones' stay known until
-// the leader removed them).
+// node learns the new replicas' servers (the old ones', and every one it
+// knew, stay known until the leader removed them: keptPeers).
 func (c *Cluster) keepConsumer(k consumerKey, cur *creplica, ca meta.ConsumerAssignment) {
 	old := cur.ca.Replicas
 	c.mu.Lock()
 	cur.ca.Replicas = ca.Replicas
 	cur.ca.NextReplica = ca.NextReplica
 	c.mu.Unlock()
-	if err := c.node.SetPeers(ca.Group, unionPeers(old, ca.Replicas)); err != nil {
+	if err := c.node.SetPeers(ca.Group, c.keptPeers(ca.Group, old, ca.Replicas)); err != nil {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: the servers of group %d: %v", k.account, k.stream, k.name, ca.Group, err)
 	}
 }

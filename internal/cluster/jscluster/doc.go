@@ -92,7 +92,10 @@
 // on a wiped server is replaced (meta.MoveConsumer), it moves with its
 // stream's replica, and it scales with its stream or by its own update,
 // its state handed over at the scale up from one replica and the scale
-// down to it.
+// down to it. A consumer of one replica on a server its stream's replica
+// leaves moves first, with its state, to a server of the stream that
+// stays, by a scale up to two replicas and down to one there (singles.go;
+// "Moving consumers of one replica").
 // New replicas are caught up by stream snapshots (internal/cluster/
 // streamckpt, internal/cluster/catchup, whose service this layer runs on
 // the Raft transport). The meta group's own members are replaced the

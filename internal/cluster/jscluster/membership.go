@@ -299,7 +299,8 @@ const retireAfter = 10 * time.Second
 // assignment (a scale-down, a peer removal) once their group no longer
 // has them: they applied their removal, are fenced, or have known no
 // leader for retireAfter (not for a scale-down to one replica, whose
-// settle removes them: scaledown.go).
+// settle removes them: scaledown.go); but not while a replica of one of
+// the stream's consumers here is leaving its group (consumersLeaving).
 func (c *Cluster) retireReplicas() {
 	c.mu.Lock()
 	var keys []streamKey
@@ -327,6 +328,9 @@ func (c *Cluster) retireReplicas() {
 			retire = time.Since(r.leaderless) >= retireAfter
 		} else {
 			r.leaderless = time.Time{}
+		}
+		if retire && c.consumersLeaving(k) {
+			continue // held for its consumers' replicas (consumersLeaving)
 		}
 		if retire {
 			c.cfg.Infof("JetStream cluster: stream '%s > %s': this server's replica left the group", k.account, k.name)
@@ -477,4 +481,31 @@ func (c *Cluster) reconcileMeta() {
 	}
 	c.metaChanging = p
 	c.cfg.Infof("JetStream cluster: meta group membership change %v", describe(changes))
+}
+
+// consumersLeaving reports whether this server runs a replica of a
+// replicated consumer of stream k that left the consumer's assignment
+// and is still a member of its group (not fenced): a stream move, or a
+// peer removal, moves the consumer's replicas with the stream's
+// (moveConsumers), and the consumer's replica here stops with the
+// stream's. Stopped before the consumer's group removed it, it would
+// take a vote the group may need: with every replica of a consumer
+// moving (a stream of two replicas moved to two other servers) the
+// group would lose its quorum before its new replicas caught up. So the
+// stream's replica waits for them; they retire as retireConsumers says.
+func (c *Cluster) consumersLeaving(k streamKey) bool {
+	c.mu.Lock()
+	var crs []*creplica
+	for ck, cr := range c.creplicas {
+		if ck.account == k.account && ck.stream == k.name && cr.log != nil && cr.mine(c.name) == 0 {
+			crs = append(crs, cr)
+		}
+	}
+	c.mu.Unlock()
+	for _, cr := range crs {
+		if c.consumerMember(cr) {
+			return true
+		}
+	}
+	return false
 }

@@ -160,7 +160,8 @@ func (c *Cluster) handOverMeta(st raftnode.GroupStatus) {
 // moveOffRemoved, on the meta leader, proposes a meta.MoveReplica of
 // each replica of a replicated stream on a server the catalogue marks
 // removed, to a server placed as a create places (replacement); at most
-// once per staleRetry per replica. A stream of one replica stays (its
+// once per staleRetry per replica. The stream's consumers of one replica
+// on that server move first, with their state (moveSinglesThen). A stream of one replica stays (its
 // data has no other copy to catch a new replica up from).
 func (c *Cluster) moveOffRemoved() {
 	if !c.metaLeader() {
@@ -197,10 +198,20 @@ func (c *Cluster) moveOffRemoved() {
 		if !ok {
 			continue
 		}
-		if _, err := c.meta.Propose(&meta.MoveReplica{Account: m.sa.Account, Stream: m.sa.Name, Replica: m.from.ID, To: to}); err != nil {
+		move := func() bool {
+			if _, err := c.meta.Propose(&meta.MoveReplica{Account: m.sa.Account, Stream: m.sa.Name, Replica: m.from.ID, To: to}); err != nil {
+				return false
+			}
+			c.cfg.Infof("JetStream cluster: stream '%s > %s': its replica on removed server %s moves to %s", m.sa.Account, m.sa.Name, m.from.Server, to)
+			c.moveConsumers(m.sa.Account, m.sa.Name, m.from.Server, to)
+			return true
+		}
+		// Its consumers of one replica there move first (singles.go).
+		if c.moveSinglesThen(m.sa, m.from.Server, func() { move() }) {
+			continue
+		}
+		if !move() {
 			return
 		}
-		c.cfg.Infof("JetStream cluster: stream '%s > %s': its replica on removed server %s moves to %s", m.sa.Account, m.sa.Name, m.from.Server, to)
-		c.moveConsumers(m.sa.Account, m.sa.Name, m.from.Server, to)
 	}
 }

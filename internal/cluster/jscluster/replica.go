@@ -256,9 +256,29 @@ func (c *Cluster) keepReplica(k streamKey, cur *replica, sa meta.StreamAssignmen
 	c.mu.Lock()
 	c.replicas[k] = nr
 	c.mu.Unlock()
-	if err := c.node.SetPeers(sa.Group, unionPeers(cur.sa.Replicas, sa.Replicas)); err != nil {
+	if err := c.node.SetPeers(sa.Group, c.keptPeers(sa.Group, cur.sa.Replicas, sa.Replicas)); err != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: the servers of group %d: %v", k.account, k.name, sa.Group, err)
 	}
+}
+
+// keptPeers returns the peers group's replica here must know after its
+// assignment changed from old to next: both lists' (unionPeers) and
+// every peer it knows already. Two changes in a row (two MoveConsumer
+// of one consumer, as a move of its stream makes) must not make it
+// forget a replica the first one moved away that is still in the
+// group: its leader would send it nothing, lose its quorum and step
+// down (found by TestJetStreamClusterStreamMove, 1 run in 37 under
+// load). The leader prunes the peers that left (stepMembership).
+func (c *Cluster) keptPeers(group raftnode.GroupID, old, next []meta.Replica) []raftnode.Peer {
+	ps := unionPeers(old, next)
+	if st, err := c.node.Status(group); err == nil {
+		for _, p := range st.Peers {
+			if p.Server != "" && !slices.ContainsFunc(ps, func(q raftnode.Peer) bool { return q.Replica == p.Replica }) {
+				ps = append(ps, raftnode.Peer{Replica: p.Replica, Server: p.Server})
+			}
+		}
+	}
+	return ps
 }
 
 // unionPeers returns the peers of both replica lists (a replica in

@@ -186,7 +186,10 @@ var _ jsapi.Peers = (*account)(nil)
 // replica added as a learner, caught up by a stream snapshot, promoted
 // while the old one is removed: docs/clustering.md, "Replacing a
 // replica"), and with it the replicas its replicated consumers had on
-// peer (moveConsumers). No server to take it, or a stream with one
+// peer (moveConsumers); its consumers of one replica on peer move first,
+// with their state, to one of its servers that stays, and the answer
+// then comes at once, the replica moving after them (moveSinglesThen:
+// docs/clustering.md, "Moving consumers of one replica"). No server to take it, or a stream with one
 // replica (it has no group to catch a new replica up): 10075 "peer remap
 // failed", as nats-server when no replacement is available.
 func (a *account) StreamRemovePeer(name, peer string) *jserr.Error {
@@ -211,12 +214,24 @@ func (a *account) StreamRemovePeer(name, peer string) *jserr.Error {
 	if !ok {
 		return jserr.New(jserr.PeerRemap)
 	}
-	if _, err := c.propose(&meta.MoveReplica{Account: a.name, Stream: name, Replica: old.ID, To: to}); err != nil {
-		return err
+	move := func() *jserr.Error {
+		if _, err := c.propose(&meta.MoveReplica{Account: a.name, Stream: name, Replica: old.ID, To: to}); err != nil {
+			return err
+		}
+		c.cfg.Infof("JetStream cluster: stream '%s > %s': its replica on %s moves to %s", a.name, name, old.Server, to)
+		c.moveConsumers(a.name, name, old.Server, to)
+		return nil
 	}
-	c.cfg.Infof("JetStream cluster: stream '%s > %s': its replica on %s moves to %s", a.name, name, old.Server, to)
-	c.moveConsumers(a.name, name, old.Server, to)
-	return nil
+	// Its consumers of one replica there move first, with their state,
+	// to a server that stays; the replica follows (singles.go).
+	if c.moveSinglesThen(sa, old.Server, func() {
+		if err := move(); err != nil {
+			c.cfg.Logf("jscluster: stream %s > %s: its replica on %s not moved to %s: %v", a.name, name, old.Server, to, err)
+		}
+	}) {
+		return nil
+	}
+	return move()
 }
 
 // replacement places the server that takes stream sa's replica on server

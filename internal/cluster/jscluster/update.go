@@ -189,9 +189,13 @@ func (c *Cluster) readMeta() error {
 // placement moves the stream (moveServers: 10005 when too few servers
 // match; docs/clustering.md, "Moving a stream"), with a changed
 // num_replicas too 10123 "can not move and scale a stream in a single
-// update", and for a stream of one replica or with consumers whose
-// servers do not all match the new placement 10069 "stream placement
-// can not be changed" (not built: canMove). A scale or move of a stream
+// update", and for a stream of one replica, or with a consumer of one
+// replica on a server that leaves and no server staying to take it,
+// 10069 "stream placement can not be changed" (not built: canMove). Its
+// consumers move with it (moveConsumerPairs, moveAfterSingles). A move or a scale while
+// consumers of one replica of the stream move ahead of its replicas
+// (singles.go) gets 10124 "stream move already in progress", as
+// nats-server answers it while its move is in flight. A scale or move of a stream
 // whose scale-down to one replica is not settled yet gets 10008
 // "JetStream system temporarily unavailable". Then the UpdateStream is
 // proposed (10008 when the meta group cannot decide; apply's 10059 and
@@ -225,6 +229,10 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		return nil, jserr.From(err, jserr.StreamUpdate)
 	}
 	servers := meta.Servers(sa.Replicas)
+	if (isMove(&old, &cfg) || cfg.Replicas != old.Replicas) && c.moving(k) {
+		return nil, jserr.New(jserr.StreamMoveInProgress)
+	}
+	var moving []raftnode.ServerID // a move waiting for consumers of one replica (moveAfterSingles)
 	if isMove(&old, &cfg) {
 		if sa.Unsettled() {
 			return nil, jserr.New(jserr.ClusterNotAvail)
@@ -233,8 +241,14 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		if servers, perr = c.moveServers(sa, &cfg); perr != nil {
 			return nil, perr
 		}
-		if !sameSet(servers, meta.Servers(sa.Replicas)) && !c.canMove(k, sa) {
-			return nil, jserr.New(jserr.StreamUpdate, jserr.Sub("err", "stream placement can not be changed"))
+		if !sameSet(servers, meta.Servers(sa.Replicas)) {
+			singles, ok := c.canMove(k, sa, servers)
+			if !ok {
+				return nil, jserr.New(jserr.StreamUpdate, jserr.Sub("err", "stream placement can not be changed"))
+			}
+			if singles {
+				moving, servers = servers, meta.Servers(sa.Replicas)
+			}
 		}
 	}
 	if cfg.Replicas != old.Replicas {
@@ -265,6 +279,11 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	res, jerr := c.propose(&meta.UpdateStream{Account: a.name, Name: cfg.Name, Config: body, Servers: servers})
 	if jerr != nil {
 		return nil, jerr
+	}
+	if moving != nil {
+		c.moveAfterSingles(sa, cfg.Placement, moving)
+	} else if !sameSet(servers, meta.Servers(sa.Replicas)) && isMove(&old, &cfg) {
+		c.moveConsumerPairs(sa, servers)
 	}
 	if cfg.Replicas != old.Replicas && res.Stream != nil {
 		c.scaleConsumers(a, *res.Stream, &cfg) // its consumers follow (consumerscale.go)
@@ -366,15 +385,94 @@ func persistedConsumer(ca meta.ConsumerAssignment) bool {
 	return json.Unmarshal(ca.Config, &cc) == nil && !cc.MemoryStorage
 }
 
-// canMove reports whether stream k (assignment sa) can move to other
-// servers: it has a group to catch a new replica up (more than one
-// replica) and no consumers, which do not move with their stream yet
-// (docs/clustering.md, "Moving a stream"). A placement its servers
-// already satisfy moves nothing and needs neither.
-func (c *Cluster) canMove(k streamKey, sa meta.StreamAssignment) bool {
-	n := 0
-	c.meta.View(func(st *meta.State) { n, _ = st.NumConsumers(k.account, k.name) })
-	return len(sa.Replicas) > 1 && n == 0
+// canMove reports whether stream k (assignment sa) can move to servers:
+// it has a group to catch a new replica up (more than one replica), and
+// each consumer of one replica on a server that leaves can move with its
+// state to a server that stays (singlesOn: a file stream, the consumer
+// settled and not mem_storage, a server staying); singles reports
+// whether there are such consumers (the move then waits for them:
+// moveAfterSingles). Replicated consumers move with the stream's
+// replicas (moveConsumerPairs). A placement its servers already satisfy
+// moves nothing and needs neither (docs/clustering.md, "Moving a
+// stream").
+func (c *Cluster) canMove(k streamKey, sa meta.StreamAssignment, servers []raftnode.ServerID) (singles, ok bool) {
+	if len(sa.Replicas) < 2 {
+		return false, false
+	}
+	stay := slices.DeleteFunc(meta.Servers(sa.Replicas), func(s raftnode.ServerID) bool { return !slices.Contains(servers, s) })
+	var cas []meta.ConsumerAssignment
+	c.meta.View(func(st *meta.State) { cas = st.Consumers(k.account, k.name) })
+	for _, ca := range cas {
+		if len(ca.Replicas) != 1 || slices.Contains(servers, ca.Replicas[0].Server) {
+			continue
+		}
+		movable, dest := c.singlesOn(sa, ca.Replicas[0].Server, stay)
+		if dest == "" || !slices.ContainsFunc(movable, func(m meta.ConsumerAssignment) bool { return m.Name == ca.Name }) {
+			return false, false
+		}
+		singles = true
+	}
+	return singles, true
+}
+
+// moveConsumerPairs, on the meta leader after a move of stream sa (its
+// assignment before the move) to servers applied, moves the replicas its
+// replicated consumers had on each server that left to the server that
+// took its place (moveConsumers), pairing them in order.
+func (c *Cluster) moveConsumerPairs(sa meta.StreamAssignment, servers []raftnode.ServerID) {
+	old := meta.Servers(sa.Replicas)
+	var gone, came []raftnode.ServerID
+	for _, s := range old {
+		if !slices.Contains(servers, s) {
+			gone = append(gone, s)
+		}
+	}
+	for _, s := range servers {
+		if !slices.Contains(old, s) {
+			came = append(came, s)
+		}
+	}
+	for i := range min(len(gone), len(came)) {
+		c.moveConsumers(sa.Account, sa.Name, gone[i], came[i])
+	}
+}
+
+// moveAfterSingles, on the meta leader after the update that changed
+// stream sa's placement to placement applied without moving it, moves
+// its consumers of one replica off the servers that leave to a server
+// that stays (moveSingle), then the stream to servers (an UpdateStream
+// of its config then, unless a later update changed its placement or
+// servers meanwhile) and its replicated consumers with it
+// (moveConsumerPairs), on a mover's goroutine (runMover).
+func (c *Cluster) moveAfterSingles(sa meta.StreamAssignment, placement *stream.Placement, servers []raftnode.ServerID) {
+	k := streamKey{sa.Account, sa.Name}
+	stay := slices.DeleteFunc(meta.Servers(sa.Replicas), func(s raftnode.ServerID) bool { return !slices.Contains(servers, s) })
+	c.runMover(singleMoveKey{k: k}, func() {
+		for _, from := range meta.Servers(sa.Replicas) {
+			if slices.Contains(servers, from) {
+				continue
+			}
+			cas, dest := c.singlesOn(sa, from, stay)
+			for _, ca := range cas {
+				if err := c.moveSingle(ca, from, dest); err != nil {
+					c.cfg.Logf("jscluster: consumer %s > %s > %s: not moved from %s to %s with its stream: %v", ca.Account, ca.Stream, ca.Name, from, dest, err)
+				}
+			}
+		}
+	}, func() {
+		now, _, ok, _ := c.assignment(k)
+		var cfg stream.Config
+		if !ok || json.Unmarshal(now.Config, &cfg) != nil || !reflect.DeepEqual(cfg.Placement, placement) || !sameSet(meta.Servers(now.Replicas), meta.Servers(sa.Replicas)) {
+			c.cfg.Logf("jscluster: stream %s > %s: not moved to %v: updated meanwhile", k.account, k.name, servers)
+			return
+		}
+		if _, jerr := c.propose(&meta.UpdateStream{Account: k.account, Name: k.name, Config: now.Config, Servers: servers}); jerr != nil {
+			c.cfg.Logf("jscluster: stream %s > %s: not moved to %v: %v", k.account, k.name, servers, jerr)
+			return
+		}
+		c.cfg.Infof("JetStream cluster: stream '%s > %s' moves to %v, its consumers of one replica moved first", k.account, k.name, servers)
+		c.moveConsumerPairs(now, servers)
+	})
 }
 
 // sameSet reports whether a and b hold the same servers.

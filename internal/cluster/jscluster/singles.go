@@ -1,0 +1,239 @@
+package jscluster
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/jetstream"
+	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/stream"
+)
+
+// Moving consumers of one replica (docs/clustering.md, "Moving consumers
+// of one replica"). A consumer of one replica has no Raft group, so its
+// state cannot be caught up on another server directly. When a
+// replicated stream's replica leaves a server (STREAM.PEER.REMOVE,
+// SERVER.REMOVE), the meta leader first moves each consumer of one
+// replica of the stream on that server to a server of the stream that
+// stays, in two steps of the consumer scaling machinery
+// ("Scaling consumers"):
+//
+//  1. an AssignConsumer naming the old server and the new one: the old
+//     server's state becomes the checkpoint of a group it bootstraps
+//     alone (adoptSingle), the new server's replica joins it empty and is
+//     added as a learner, caught up by a snapshot, promoted;
+//  2. once the consumer's leader reports the new replica current, an
+//     AssignConsumer naming the new server alone: the group shrinks to it
+//     (the old server hands its leadership over), and the new server
+//     turns its replica into the consumer of one replica, settled.
+//
+// Only then is the stream's replica moved (then). The mover runs on its
+// own goroutine (one per stream and server, singleMoves), since the
+// steps take seconds and the API answers at once, as nats-server's does.
+
+// singleMoveKey names one mover: stream k's consumers of one replica on
+// server from.
+type singleMoveKey struct {
+	k    streamKey
+	from raftnode.ServerID
+}
+
+// singleMoveWait bounds each step of a consumer's move (the new replica
+// current, the consumer settled on its new server).
+const singleMoveWait = 20 * time.Second
+
+// singlesOn returns the consumers of one replica of stream sa on server
+// from that can move (settled; persistedConsumer: their state has files
+// to go to on the new server; the stream a file stream; from online:
+// the state of a consumer on a server that is down is out of reach), and
+// the server they move to: the first of sa's other servers (of stay,
+// when not nil), online ones first, that is not removed ("": none, and
+// nothing to move).
+func (c *Cluster) singlesOn(sa meta.StreamAssignment, from raftnode.ServerID, stay []raftnode.ServerID) ([]meta.ConsumerAssignment, raftnode.ServerID) {
+	var cfg stream.Config
+	if len(sa.Replicas) < 2 || json.Unmarshal(sa.Config, &cfg) != nil || cfg.Storage == stream.MemoryStorage {
+		return nil, ""
+	}
+	var cas []meta.ConsumerAssignment
+	var dest raftnode.ServerID
+	c.meta.View(func(st *meta.State) {
+		for _, ca := range st.Consumers(sa.Account, sa.Name) {
+			if len(ca.Replicas) == 1 && ca.Replicas[0].Server == from && !ca.Unsettled() && persistedConsumer(ca) {
+				cas = append(cas, ca)
+			}
+		}
+		off := c.offlineIn(st)
+		if off[from] {
+			cas = nil // its state is out of reach: it stays (docs/clustering.md)
+			return
+		}
+		others := slices.DeleteFunc(meta.Servers(sa.Replicas), func(s raftnode.ServerID) bool {
+			sv, ok := st.Server(s)
+			return s == from || !ok || sv.Removed || stay != nil && !slices.Contains(stay, s)
+		})
+		slices.SortStableFunc(others, func(a, b raftnode.ServerID) int { return cmpBool(off[a], off[b]) })
+		if len(others) > 0 {
+			dest = others[0]
+		}
+	})
+	if dest == "" {
+		return nil, ""
+	}
+	return cas, dest
+}
+
+// moveSinglesThen, on the meta leader, starts the mover of stream sa's
+// consumers of one replica on server from, which calls then once they
+// moved (or failed to: each failure is logged and the consumer stays
+// where it is). It reports false, and starts nothing, when there are
+// none to move (the caller moves the stream's replica itself), and true
+// when a mover runs for them (started now or earlier).
+func (c *Cluster) moveSinglesThen(sa meta.StreamAssignment, from raftnode.ServerID, then func()) bool {
+	cas, dest := c.singlesOn(sa, from, nil)
+	if len(cas) == 0 {
+		return false
+	}
+	return c.runMover(singleMoveKey{streamKey{sa.Account, sa.Name}, from}, func() {
+		for _, ca := range cas {
+			if err := c.moveSingle(ca, from, dest); err != nil {
+				c.cfg.Logf("jscluster: consumer %s > %s > %s: not moved from %s to %s with its stream's replica: %v", ca.Account, ca.Stream, ca.Name, from, dest, err)
+			}
+		}
+	}, then)
+}
+
+// runMover runs work and then then (unless this server stopped or lost
+// the meta leadership meanwhile) on a goroutine of its own, once per
+// key: false when it stops (nothing started), true when a mover of key
+// runs (started now or earlier).
+func (c *Cluster) runMover(key singleMoveKey, work, then func()) bool {
+	c.mu.Lock()
+	if c.closed || c.singleMoves[key] {
+		running := c.singleMoves[key]
+		c.mu.Unlock()
+		return running
+	}
+	if c.singleMoves == nil {
+		c.singleMoves = map[singleMoveKey]bool{}
+	}
+	c.singleMoves[key] = true
+	c.done.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.done.Done()
+		defer func() {
+			c.mu.Lock()
+			delete(c.singleMoves, key)
+			c.mu.Unlock()
+		}()
+		work()
+		select {
+		case <-c.quit:
+			return
+		default:
+		}
+		if c.metaLeader() {
+			then()
+		}
+	}()
+	return true
+}
+
+// moveSingle moves consumer ca, of one replica on server from, to server
+// dest with its state (steps 1 and 2 above). Errors: the meta group's,
+// errSingleMoveStopped, or a step not through within singleMoveWait.
+func (c *Cluster) moveSingle(ca meta.ConsumerAssignment, from, dest raftnode.ServerID) error {
+	k := consumerKey{ca.Account, ca.Stream, ca.Name}
+	grow := &meta.AssignConsumer{Account: ca.Account, Stream: ca.Stream, Name: ca.Name, Action: meta.Update,
+		Config: ca.Config, Created: ca.Created, Servers: []raftnode.ServerID{from, dest}}
+	if _, jerr := c.propose(grow); jerr != nil {
+		return jerr
+	}
+	c.cfg.Infof("JetStream cluster: consumer '%s > %s > %s' of one replica moves from %s to %s: its state is caught up there", k.account, k.stream, k.name, from, dest)
+	if err := c.waitFor(func() bool { return c.replicaCurrent(k, dest) }); err != nil {
+		return errors.Join(errors.New("its new replica was not caught up"), err)
+	}
+	shrink := &meta.AssignConsumer{Account: ca.Account, Stream: ca.Stream, Name: ca.Name, Action: meta.Update,
+		Config: ca.Config, Created: ca.Created, Servers: []raftnode.ServerID{dest}}
+	if _, jerr := c.propose(shrink); jerr != nil {
+		return jerr
+	}
+	if err := c.waitFor(func() bool { return c.settledOn(k, dest) }); err != nil {
+		return errors.Join(errors.New("it did not settle on its new server"), err)
+	}
+	c.cfg.Infof("JetStream cluster: consumer '%s > %s > %s' of one replica moved from %s to %s", k.account, k.stream, k.name, from, dest)
+	return nil
+}
+
+// errSingleMoveStopped ends a move when the server stops or loses the
+// meta leadership.
+var errSingleMoveStopped = errors.New("the meta leader stopped or lost its leadership")
+
+// errSingleMoveTimeout ends a step not through within singleMoveWait.
+var errSingleMoveTimeout = errors.New("not done in time")
+
+// waitFor polls done until it holds (nil), at most singleMoveWait
+// (errSingleMoveTimeout), or until this server stops or is no longer the
+// meta leader (errSingleMoveStopped).
+func (c *Cluster) waitFor(done func() bool) error {
+	deadline := time.Now().Add(singleMoveWait)
+	for !done() {
+		if !c.metaLeader() {
+			return errSingleMoveStopped
+		}
+		if time.Now().After(deadline) {
+			return errSingleMoveTimeout
+		}
+		select {
+		case <-c.quit:
+			return errSingleMoveStopped
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// replicaCurrent reports whether the leader of consumer k (this server's
+// replica, or the server answering $JSC.CI) runs on server or reports
+// server's replica current and no longer pending.
+func (c *Cluster) replicaCurrent(k consumerKey, server raftnode.ServerID) bool {
+	var ci *jetstream.ClusterInfo
+	if cr := c.creplicaOf(k); cr != nil && cr.log != nil && cr.leads.Load() {
+		ci = c.consumerClusterInfo(k)
+	} else if r, err := c.remoteConsumerInfo(k, nil, time.Second); err == nil && r.Info != nil {
+		ci = r.Info.Cluster
+	}
+	if ci == nil {
+		return false
+	}
+	if ci.Leader == string(server) {
+		return true
+	}
+	return slices.ContainsFunc(ci.Replicas, func(p *jetstream.PeerInfo) bool {
+		return p.Name == string(server) && p.Current && !p.Pending
+	})
+}
+
+// settledOn reports whether consumer k has one replica, on server,
+// settled (or is gone: deleted meanwhile).
+func (c *Cluster) settledOn(k consumerKey, server raftnode.ServerID) bool {
+	ca, _, assigned, _ := c.consumerAssignment(k)
+	return !assigned || len(ca.Replicas) == 1 && ca.Replicas[0].Server == server && !ca.Unsettled()
+}
+
+// moving reports whether a mover of stream k's consumers of one replica
+// runs on this server (the meta leader): StreamUpdate then answers a move
+// or a scale 10124 "stream move already in progress".
+func (c *Cluster) moving(k streamKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key := range c.singleMoves {
+		if key.k == k {
+			return true
+		}
+	}
+	return false
+}
