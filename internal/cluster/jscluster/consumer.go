@@ -3,6 +3,7 @@ package jscluster
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path"
@@ -370,18 +371,10 @@ func (c *Cluster) stopConsumer(acc *account, k consumerKey, cr *creplica) {
 	if cr.log == nil {
 		return
 	}
-	done, err := c.node.RemoveGroup(cr.ca.Group)
-	if err != nil {
+	// A replica started next for the same group (a replacement on this
+	// server) needs the node to be done with this one.
+	if err := c.removeGroupWait(cr.ca.Group); err != nil && !errors.Is(err, errRemoveStopping) {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: remove group %d: %v", k.account, k.stream, k.name, cr.ca.Group, err)
-	} else {
-		// A replica started next for the same group (a replacement on
-		// this server) needs the node to be done with this one.
-		select {
-		case <-done:
-		case <-c.quit:
-		case <-time.After(removeWait):
-			c.cfg.Logf("jscluster: consumer %s > %s > %s: group %d not removed after %v", k.account, k.stream, k.name, cr.ca.Group, removeWait)
-		}
 	}
 	c.removeCheckpoint(cr.ca.Group)
 }

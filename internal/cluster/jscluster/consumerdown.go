@@ -125,16 +125,8 @@ func (c *Cluster) convertConsumer(acc *account, k consumerKey, cr *creplica, ca 
 		return jerr
 	}
 	// From here on the files hold the consumer: the group may go.
-	done, err := c.node.RemoveGroup(ca.Group)
-	if err != nil {
+	if err := c.removeGroupWait(ca.Group); err != nil {
 		return err
-	}
-	select {
-	case <-done:
-	case <-c.quit:
-		return errors.New("stopping")
-	case <-time.After(removeWait):
-		return errors.New("the group was not removed in time")
 	}
 	c.removeCheckpoint(ca.Group)
 	if jerr := c.startSingle(acc, k, cfg, created); jerr != nil {

@@ -74,16 +74,11 @@ func (c *Cluster) settleDamaged(acc *account, k streamKey, d damagedReplica, sa 
 	if assigned && here && sa.Group == d.group && mine.ID == d.replica {
 		return true
 	}
-	if done, err := c.node.RemoveGroup(d.group); err == nil {
-		select {
-		case <-done:
-		case <-c.quit:
-			return true
-		case <-time.After(removeWait):
-			c.cfg.Logf("jscluster: stream %s > %s: fenced group %d not removed after %v", k.account, k.name, d.group, removeWait)
-			return true
-		}
-	} else if !errors.Is(err, raftnode.ErrUnknownGroup) {
+	switch err := c.removeGroupWait(d.group); {
+	case err == nil || errors.Is(err, raftnode.ErrUnknownGroup):
+	case errors.Is(err, errRemoveStopping):
+		return true
+	default:
 		c.cfg.Logf("jscluster: stream %s > %s: remove fenced group %d: %v", k.account, k.name, d.group, err)
 		return true
 	}

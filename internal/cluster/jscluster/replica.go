@@ -2,6 +2,7 @@ package jscluster
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -621,23 +622,41 @@ func (c *Cluster) stopReplica(acc *account, k streamKey, r *replica) {
 		return
 	}
 	r.log.Close()
-	done, err := c.node.RemoveGroup(r.sa.Group)
-	if err != nil {
-		c.cfg.Logf("jscluster: stream %s > %s: remove group %d: %v", k.account, k.name, r.sa.Group, err)
-		return
-	}
 	// A replica started next for the same group (a replacement on this
 	// server) needs the node to be done with this one.
-	select {
-	case <-done:
-	case <-c.quit:
-	case <-time.After(removeWait):
-		c.cfg.Logf("jscluster: stream %s > %s: group %d not removed after %v", k.account, k.name, r.sa.Group, removeWait)
+	if err := c.removeGroupWait(r.sa.Group); err != nil && !errors.Is(err, errRemoveStopping) {
+		c.cfg.Logf("jscluster: stream %s > %s: remove group %d: %v", k.account, k.name, r.sa.Group, err)
 	}
 }
 
 // removeWait bounds the wait for a replica's group to leave the node.
 const removeWait = 5 * time.Second
+
+// errRemoveStopping and errRemoveSlow are removeGroupWait's failures.
+var (
+	errRemoveStopping = errors.New("stopping")
+	errRemoveSlow     = errors.New("the group was not removed in time")
+)
+
+// removeGroupWait removes group g from the node and waits, at most
+// removeWait, until the node is done with it (a replica started next for
+// the same group, or files taken over from it, need that). It returns
+// RemoveGroup's error (raftnode.ErrUnknownGroup for a group not here),
+// errRemoveStopping when the cluster stops meanwhile, or errRemoveSlow.
+func (c *Cluster) removeGroupWait(g raftnode.GroupID) error {
+	done, err := c.node.RemoveGroup(g)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-c.quit:
+		return errRemoveStopping
+	case <-time.After(removeWait):
+		return errRemoveSlow
+	}
+}
 
 // replicaOf returns this server's running replica of stream k, or nil.
 func (c *Cluster) replicaOf(k streamKey) *replica {

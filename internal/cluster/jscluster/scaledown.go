@@ -159,16 +159,8 @@ func (c *Cluster) finishConvert(acc *account, k streamKey, sa meta.StreamAssignm
 		return err
 	}
 	if removeGroup {
-		done, err := c.node.RemoveGroup(sa.Group)
-		if err != nil {
+		if err := c.removeGroupWait(sa.Group); err != nil {
 			return err
-		}
-		select {
-		case <-done:
-		case <-c.quit:
-			return errors.New("stopping")
-		case <-time.After(removeWait):
-			return errors.New("the group was not removed in time")
 		}
 	}
 	dir := acc.js.StreamDir(k.name)

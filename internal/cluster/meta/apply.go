@@ -237,14 +237,25 @@ func memoryStream(config []byte, n int) bool {
 	return json.Unmarshal(config, &f) == nil && f.Storage == "memory" && f.Replicas == n
 }
 
-func (s *State) settleConsumer(o *SettleConsumer) Result {
-	e := s.stream(o.Account, o.Stream)
+// consumerOf returns consumer name of stream stream in account and its
+// stream's entry, or, when either is missing, the failure to return
+// (10059 stream not found, 10014 consumer not found) and false.
+func (s *State) consumerOf(account, stream, name string) (*streamEntry, *ConsumerAssignment, Result, bool) {
+	e := s.stream(account, stream)
 	if e == nil {
-		return fail(jserr.StreamNotFound)
+		return nil, nil, fail(jserr.StreamNotFound), false
 	}
-	ca := e.consumers[o.Name]
+	ca := e.consumers[name]
 	if ca == nil {
-		return fail(jserr.ConsumerNotFound)
+		return nil, nil, fail(jserr.ConsumerNotFound), false
+	}
+	return e, ca, Result{}, true
+}
+
+func (s *State) settleConsumer(o *SettleConsumer) Result {
+	e, ca, res, ok := s.consumerOf(o.Account, o.Stream, o.Name)
+	if !ok {
+		return res
 	}
 	if ca.Group != o.Group || len(ca.Replicas) != 1 || ca.Replicas[0].ID != o.Replica || !ca.Unsettled() {
 		return fail(jserr.ClusterPeerNotMember)
@@ -264,13 +275,9 @@ func (s *State) settleConsumer(o *SettleConsumer) Result {
 }
 
 func (s *State) moveConsumer(o *MoveConsumer) Result {
-	e := s.stream(o.Account, o.Stream)
-	if e == nil {
-		return fail(jserr.StreamNotFound)
-	}
-	ca := e.consumers[o.Name]
-	if ca == nil {
-		return fail(jserr.ConsumerNotFound)
+	e, ca, res, ok := s.consumerOf(o.Account, o.Stream, o.Name)
+	if !ok {
+		return res
 	}
 	i := slices.IndexFunc(ca.Replicas, func(r Replica) bool { return r.ID == o.Replica })
 	if i < 0 {
@@ -360,13 +367,9 @@ func (s *State) assignConsumer(o *AssignConsumer) Result {
 }
 
 func (s *State) removeConsumer(o *RemoveConsumer) Result {
-	e := s.stream(o.Account, o.Stream)
-	if e == nil {
-		return fail(jserr.StreamNotFound)
-	}
-	ca := e.consumers[o.Name]
-	if ca == nil {
-		return fail(jserr.ConsumerNotFound)
+	e, ca, res, ok := s.consumerOf(o.Account, o.Stream, o.Name)
+	if !ok {
+		return res
 	}
 	delete(e.consumers, o.Name)
 	sa, c := e.sa.clone(), ca.clone()
