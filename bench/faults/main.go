@@ -16,8 +16,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -42,10 +40,7 @@ func main() {
 	flaps := flag.Int("flaps", 5, "partitions of flap-leader")
 	warm := flag.Duration("warm", 2*time.Second, "publishing before the fault (past 10 s, cairn has checkpointed its streams)")
 	flag.Parse()
-	bins := map[string]string{"cairn": *cairn, "nats-server": *natsServer}
-	if bins["nats-server"] == "" {
-		bins["nats-server"] = findNatsServer()
-	}
+	bins := faults.Binaries(*cairn, *natsServer)
 	row := func(cols ...any) { fmt.Printf("%-21s %5v %-11s %-12s %6v %6v %13v %13v %16v %8v  %v\n", cols...) }
 	row("fault", "round", "server", "target", "acked", "stored", "fault→1st ack", "heal→writable", "heal→all current", "failures", "check")
 	failed := false
@@ -89,12 +84,3 @@ func dur(d time.Duration) string {
 	return fmt.Sprintf("%.3f s", d.Seconds())
 }
 
-func findNatsServer() string {
-	if p, err := exec.LookPath("nats-server"); err == nil {
-		return p
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, "go", "bin", "nats-server")
-	}
-	return "nats-server"
-}

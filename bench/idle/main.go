@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -43,10 +42,7 @@ func main() {
 	settle := flag.Duration("settle", 20*time.Second, "idle time before the measurement")
 	idle := flag.Duration("idle", 30*time.Second, "measured idle time")
 	flag.Parse()
-	bins := map[string]string{"cairn": *cairn, "nats-server": *natsServer}
-	if bins["nats-server"] == "" {
-		bins["nats-server"] = findNatsServer()
-	}
+	bins := faults.Binaries(*cairn, *natsServer)
 	fmt.Printf("%-12s %7s %9s %12s %12s %12s %10s %10s\n", "server", "streams", "create", "CPU (3 srv)", "CPU %/core", "sent (3 srv)", "sent/s", "RSS max")
 	failed := false
 	for _, srv := range strings.Split(*servers, ",") {
@@ -247,12 +243,3 @@ func rss(pid int) int64 {
 	return 0
 }
 
-func findNatsServer() string {
-	if p, err := exec.LookPath("nats-server"); err == nil {
-		return p
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, "go", "bin", "nats-server")
-	}
-	return "nats-server"
-}

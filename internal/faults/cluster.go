@@ -263,3 +263,19 @@ func (c *Cluster) Pid(i int) int {
 	}
 	return s.cmd.Process.Pid
 }
+
+// Binaries maps the server names the fault and idle programs take
+// ("cairn", "nats-server") to their binaries: cairn's and nats-server's
+// as given, nats-server's found on PATH or in ~/go/bin (where `go
+// install` puts it) when not given.
+func Binaries(cairn, natsServer string) map[string]string {
+	if natsServer == "" {
+		natsServer = "nats-server"
+		if p, err := exec.LookPath("nats-server"); err == nil {
+			natsServer = p
+		} else if home, err := os.UserHomeDir(); err == nil {
+			natsServer = filepath.Join(home, "go", "bin", "nats-server")
+		}
+	}
+	return map[string]string{"cairn": cairn, "nats-server": natsServer}
+}
