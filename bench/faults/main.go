@@ -83,4 +83,3 @@ func dur(d time.Duration) string {
 	}
 	return fmt.Sprintf("%.3f s", d.Seconds())
 }
-

@@ -242,4 +242,3 @@ func rss(pid int) int64 {
 	}
 	return 0
 }
-
