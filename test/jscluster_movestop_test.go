@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -30,6 +31,23 @@ func TestJetStreamClusterMoveLeaderRestarts(t *testing.T) {
 	sent := map[uint64]sentMsg{}
 	publishRange(t, js0, sent, 1, 100)
 	placed := waitReplicas(t, js0, 2)
+	// A durable of two replicas, on the same servers, 10 messages
+	// acknowledged.
+	var cons jetstream.Consumer
+	eventually(t, "create C", func() error {
+		var err error
+		cons, err = js0.CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Durable: "C", AckPolicy: jetstream.AckExplicitPolicy})
+		return err
+	})
+	batch, err := cons.Fetch(10, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(ctx2(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	leader := leaderIndex(servers, placed[0])
 	follower := leaderIndex(servers, placed[1])
 	spare := 3 - leader - follower
@@ -64,4 +82,22 @@ func TestJetStreamClusterMoveLeaderRestarts(t *testing.T) {
 	})
 	publishRange(t, js, sent, 101, 110)
 	checkAll(t, js, sent)
+	eventually(t, "C led on the new servers, its acks kept", func() error {
+		ci, err := consumerInfoVia(t, js, "ORDERS", "C")
+		if err != nil {
+			return err
+		}
+		if ci.Cluster == nil || ci.Cluster.Leader == "" || ci.Cluster.Leader == servers[leader].Name() {
+			return fmt.Errorf("cluster %+v", ci.Cluster)
+		}
+		for _, p := range ci.Cluster.Replicas {
+			if p.Name == servers[leader].Name() || !p.Current {
+				return fmt.Errorf("replica %+v", p)
+			}
+		}
+		if ci.AckFloor.Stream != 10 || ci.NumPending != 100 {
+			return fmt.Errorf("ack floor %d, pending %d", ci.AckFloor.Stream, ci.NumPending)
+		}
+		return nil
+	})
 }
