@@ -3,11 +3,14 @@ package test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/server"
 )
 
@@ -100,4 +103,103 @@ func TestJetStreamClusterMoveLeaderRestarts(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// SERVER.REMOVE of the meta leader, which leads a replicated stream of
+// three replicas: with a fourth server, the stream's replica on it moves
+// there; in a cluster of three, with no server to take it, the stream
+// drops it and runs on the two others (as nats-server v2.15.2 drops a
+// removed peer that cannot be replaced). Either way the removed server's
+// leadership ends (its replica hands it over and leaves the group), the
+// other servers form the meta group, and every acknowledged message is
+// served. A trial found the removed meta leader still leading the
+// stream.
+func TestJetStreamClusterServerRemoveMetaLeaderLeadingStream(t *testing.T) {
+	for _, n := range []int{4, 3} {
+		t.Run(fmt.Sprintf("servers=%d", n), func(t *testing.T) { removeMetaLeaderLeadingStream(t, n) })
+	}
+}
+
+func removeMetaLeaderLeadingStream(t *testing.T, size int) {
+	servers, _ := jsClusterMod(t, size, func(_ int, o *server.Options) {
+		o.Auth = config.Auth{
+			Users:    []config.User{{Name: "sys", Password: "sys", Account: "SYS"}, {Name: "app", Password: "app", Account: "APP"}},
+			Accounts: []config.Account{{Name: "SYS"}, {Name: "APP", JetStream: &config.AccountJetStream{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1, MaxAckPending: -1, MemoryMaxStreamBytes: -1, StoreMaxStreamBytes: -1}}},
+		}
+		o.Operator.SystemAccount = "SYS"
+	})
+	ncs, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
+	var all []string
+	for _, s := range servers {
+		all = append(all, s.Name())
+	}
+	leader := waitMeta(t, servers, all)
+	li := leaderIndex(servers, leader)
+	// Streams of three replicas until one has a replica on the meta
+	// leader (placement takes the emptiest servers: the second at most).
+	var name string
+	for _, n := range []string{"A", "B"} {
+		eventually(t, "create "+n, func() error {
+			_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: n, Subjects: []string{strings.ToLower(n) + ".>"}, Replicas: 3})
+			return err
+		})
+		if slices.Contains(streamServers(t, js[0], n, 3), leader) {
+			name = n
+			break
+		}
+	}
+	if name == "" {
+		t.Fatalf("no stream on the meta leader %s", leader)
+	}
+	subj := func(n uint64) string { return fmt.Sprintf("%s.%d", strings.ToLower(name), n) }
+	for n := uint64(1); n <= 20; n++ {
+		clusterPublish(t, js[0], subj(n), n)
+	}
+	if placed := streamServers(t, js[0], name, 3); placed[0] != leader {
+		r := stepDownRequest(t, ncs[0], "$JS.API.STREAM.LEADER.STEPDOWN."+name, fmt.Sprintf(`{"placement":{"preferred":%q}}`, leader))
+		if !r.Success {
+			t.Fatalf("step-down of %s to %s: %+v", name, leader, r.Error)
+		}
+	}
+	eventually(t, leader+" leads "+name, func() error {
+		if got := streamServers(t, js[0], name, 3); got[0] != leader {
+			return fmt.Errorf("%s leads", got[0])
+		}
+		return nil
+	})
+
+	via := (li + 1) % size
+	sys := connect(t, servers[via].ClientURL(), nats.UserInfo("sys", "sys"))
+	if r := stepDownRequest(t, sys, "$JS.API.SERVER.REMOVE", fmt.Sprintf(`{"peer":%q}`, leader)); !r.Success {
+		t.Fatalf("remove the meta leader %s: %+v", leader, r.Error)
+	}
+	rest := slices.Delete(slices.Clone(servers), li, li+1)
+	names := slices.DeleteFunc(slices.Clone(all), func(n string) bool { return n == leader })
+	waitMeta(t, rest, names)
+	want := min(3, size-1)
+	eventually(t, name+" off the removed server", func() error {
+		now := streamServers(t, js[via], name, want)
+		if slices.Contains(now, leader) {
+			return fmt.Errorf("%s on %v", name, now)
+		}
+		return nil
+	})
+	eventually(t, "the removed server's replica gone", func() error {
+		if _, err := accountStream(servers[li], "APP", name); err == nil {
+			return fmt.Errorf("%s still runs a replica of %s", leader, name)
+		}
+		return nil
+	})
+	for n := uint64(21); n <= 30; n++ {
+		clusterPublish(t, js[via], subj(n), n)
+	}
+	s, err := js[via].Stream(ctx2(t), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := uint64(1); n <= 30; n++ {
+		if m, err := s.GetMsg(ctx2(t), n); err != nil || m.Subject != subj(n) {
+			t.Fatalf("message %d: %+v %v", n, m, err)
+		}
+	}
 }
