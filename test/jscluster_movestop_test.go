@@ -203,3 +203,59 @@ func removeMetaLeaderLeadingStream(t *testing.T, size int) {
 		}
 	}
 }
+
+// The same as TestJetStreamClusterMoveLeaderRestarts with cairn
+// processes and SIGKILL: the leader of a stream of two replicas is
+// killed right after its replica's peer removal is answered, then
+// started again; the stream gets a leader, moves to the spare server,
+// and serves every acknowledged message.
+func TestJetStreamClusterMoveLeaderKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level test")
+	}
+	if targetIsNatsServer() {
+		t.Skip("cairn's moves")
+	}
+	kc := newKillClusterArgs(t, buildCairn(t), 3, func(int) []string { return []string{"-js", "-sd", t.TempDir()} })
+	var urls []string
+	for _, p := range kc.procs {
+		urls = append(urls, p.url)
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "create ORDERS", func() error {
+		_, err := js.CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 2})
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	publishRange(t, js, sent, 1, 300)
+	placed := waitReplicas(t, js, 2)
+	leader := int(placed[0][1] - '1')
+	spare := 3 - leader - int(placed[1][1]-'1')
+	r := stepDownRequest(t, nc, "$JS.API.STREAM.PEER.REMOVE.ORDERS", fmt.Sprintf(`{"peer":%q}`, placed[0]))
+	if !r.Success {
+		t.Fatalf("peer-remove %s: %+v", placed[0], r.Error)
+	}
+	kc.procs[leader].kill()
+	kc.procs[leader].start()
+	eventually(t, "ORDERS led on the follower and the spare server", func() error {
+		ci := streamCluster(t, js)
+		if ci == nil || ci.Leader == "" || len(ci.Replicas) != 1 {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		names := []string{ci.Leader, ci.Replicas[0].Name}
+		if !ci.Replicas[0].Current || slices.Contains(names, placed[0]) || !slices.Contains(names, fmt.Sprintf("n%d", spare+1)) {
+			return fmt.Errorf("on %v (%+v)", names, ci.Replicas[0])
+		}
+		return nil
+	})
+	publishRange(t, js, sent, 301, 310)
+	checkAll(t, js, sent)
+}
