@@ -155,6 +155,10 @@ func removeMetaLeaderLeadingStream(t *testing.T, size int) {
 	for n := uint64(1); n <= 20; n++ {
 		clusterPublish(t, js[0], subj(n), n)
 	}
+	eventually(t, "create the durable C", func() error {
+		_, err := js[0].CreateOrUpdateConsumer(ctx2(t), name, jetstream.ConsumerConfig{Durable: "C", AckPolicy: jetstream.AckExplicitPolicy})
+		return err
+	})
 	if placed := streamServers(t, js[0], name, 3); placed[0] != leader {
 		r := stepDownRequest(t, ncs[0], "$JS.API.STREAM.LEADER.STEPDOWN."+name, fmt.Sprintf(`{"placement":{"preferred":%q}}`, leader))
 		if !r.Success {
@@ -192,6 +196,35 @@ func removeMetaLeaderLeadingStream(t *testing.T, size int) {
 	})
 	for n := uint64(21); n <= 30; n++ {
 		clusterPublish(t, js[via], subj(n), n)
+	}
+	// The durable is led elsewhere and delivers.
+	eventually(t, "C led off the removed server", func() error {
+		ci, err := consumerInfoVia(t, js[via], name, "C")
+		if err != nil {
+			return err
+		}
+		if ci.Cluster == nil || ci.Cluster.Leader == "" || ci.Cluster.Leader == leader || ci.NumPending != 30 {
+			return fmt.Errorf("cluster %+v, pending %d", ci.Cluster, ci.NumPending)
+		}
+		return nil
+	})
+	cons, err := js[via].Consumer(ctx2(t), name, "C")
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(30, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for m := range batch.Messages() {
+		got++
+		if err := m.DoubleAck(ctx2(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got != 30 {
+		t.Fatalf("C delivered %d messages, want 30", got)
 	}
 	s, err := js[via].Stream(ctx2(t), name)
 	if err != nil {
