@@ -16,8 +16,10 @@ import (
 // the answer waits for that entry to apply, as nats-server answers once
 // its remove-peer entry applied. Then the meta leader moves each replica
 // of a replicated stream off it (moveOffRemoved: meta.MoveReplica to a
-// server placed as a create places) and, once no such move is left to
-// make (movesPending), removes the server's meta replica from the group
+// server placed as a create places, or with none, dropRemoved), the
+// removed server hands over every leadership it holds (stepMembership),
+// and, once no such move is left to
+// make (movesPending), the meta leader removes the server's meta replica from the group
 // (reconcileMeta: one membership change, after handing its own
 // leadership over when it is the one removed). The server is not
 // catalogued again while it runs the store it was removed with.
