@@ -247,6 +247,8 @@ func TestJetStreamClusterMoveLeaderKill9(t *testing.T) {
 		t.Skip("process-level test")
 	}
 	if targetIsNatsServer() {
+		// nats-server v2.15.2 passed it in 11 of 12 runs (one timed
+		// out waiting for the move, not investigated).
 		t.Skip("cairn's moves")
 	}
 	kc := newKillClusterArgs(t, buildCairn(t), 3, func(int) []string { return []string{"-js", "-sd", t.TempDir()} })
