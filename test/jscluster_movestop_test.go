@@ -294,3 +294,55 @@ func TestJetStreamClusterMoveLeaderKill9(t *testing.T) {
 	publishRange(t, js, sent, 301, 310)
 	checkAll(t, js, sent)
 }
+
+// A placement change moving both replicas of a stream of two (n2 and n3
+// to "az:1": n1 and n4), its leader's server stopped as soon as the
+// update is answered and started again: the restarted server runs its
+// leaving replica, the group elects a leader and carries the move out,
+// every acknowledged message on the new servers.
+func TestJetStreamClusterPlacementMoveLeaderRestarts(t *testing.T) {
+	servers, opts, _, nc := placementCluster(t, nil)
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := func(tags string) string {
+		return fmt.Sprintf(`{"name":"PAIR","subjects":["pair.>"],"num_replicas":2,"placement":{"tags":%s}}`, tags)
+	}
+	wantAnswer(t, nc, "$JS.API.STREAM.CREATE.PAIR", body(`["!hdd","!az:1"]`), 0, "")
+	const msgs = 100
+	for i := 1; i <= msgs; i++ {
+		eventually(t, "publish", func() error {
+			_, err := js.Publish(fmt.Sprintf("pair.%d", i), []byte("x"), nats.MsgId(fmt.Sprint(i)))
+			return err
+		})
+	}
+	placedOn(t, nc, "PAIR", 2)
+	a, err := jsAnswer(nc, "$JS.API.STREAM.INFO.PAIR", "")
+	if err != nil || a.Cluster == nil {
+		t.Fatalf("info: %+v %v", a, err)
+	}
+	leader := leaderIndex(servers, a.Cluster.Leader)
+	if leader != 1 && leader != 2 {
+		t.Fatalf("PAIR led by %q, want n2 or n3", a.Cluster.Leader)
+	}
+	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.PAIR", body(`["az:1"]`), 0, "")
+	servers[leader].Shutdown()
+	servers[leader] = restartServer(t, opts[leader])
+	waitMoved(t, nc, "PAIR", []string{"n1", "n4"}, msgs)
+	for _, i := range []int{0, 3} {
+		eventually(t, servers[i].Name()+"'s replica of PAIR", func() error {
+			si, err := accountStream(servers[i], "APP", "PAIR")
+			if err != nil {
+				return err
+			}
+			if si.State.Msgs != msgs || si.State.FirstSeq != 1 {
+				return fmt.Errorf("%d messages from %d", si.State.Msgs, si.State.FirstSeq)
+			}
+			return nil
+		})
+	}
+	if ack, err := js.Publish("pair.new", []byte("x")); err != nil || ack.Sequence != msgs+1 {
+		t.Fatalf("publish after the move: %+v %v", ack, err)
+	}
+}
