@@ -350,6 +350,9 @@ func (c *Cluster) retireReplicas() {
 		} else {
 			r.leaderless = time.Time{}
 		}
+		if retire && c.consumersLeaving(k) {
+			continue // they need the stream to run until their groups removed them
+		}
 		if retire {
 			c.cfg.Infof("JetStream cluster: stream '%s > %s': this server's replica left the group", k.account, k.name)
 			c.mu.Lock()
@@ -360,6 +363,31 @@ func (c *Cluster) retireReplicas() {
 			}
 		}
 	}
+}
+
+// consumersLeaving reports whether a replica of a replicated consumer of
+// stream k on this server is leaving its group (its assignment no
+// longer names this server) and is still a member of it: the stream's
+// replica here, which the consumer's runs on, stays until it left.
+// Stopping the stream's replica stops them (stopStreamConsumers); a
+// consumer's move can finish after its stream's, and a group of two
+// whose leaving voter stopped before its new replica was promoted had
+// no quorum for good.
+func (c *Cluster) consumersLeaving(k streamKey) bool {
+	c.mu.Lock()
+	var groups []raftnode.GroupID
+	for ck, cr := range c.creplicas {
+		if ck.account == k.account && ck.stream == k.name && cr.log != nil && cr.mine(c.name) == 0 {
+			groups = append(groups, cr.ca.Group)
+		}
+	}
+	c.mu.Unlock()
+	for _, g := range groups {
+		if st, err := c.node.Status(g); err == nil && st.Fenced == nil && st.Member {
+			return true
+		}
+	}
+	return false
 }
 
 // handOver transfers the leadership of group (label: its stream or

@@ -174,8 +174,9 @@ func (c *Cluster) reconcile(k streamKey) {
 	switch {
 	case !ready:
 		return // the account has no JetStream here (yet): AddAccount reconciles
-	case cur != nil && !here && assigned && cur.log != nil && cur.sa.Group == sa.Group && c.member(cur):
+	case cur != nil && !here && assigned && cur.log != nil && cur.sa.Group == sa.Group && (c.member(cur) || c.consumersLeaving(k)):
 		// Leaving: it runs, and may lead, until its group removed it
+		// and its consumers' replicas here left theirs
 		// (retireReplicas).
 		if !sameServers(cur.sa.Replicas, sa.Replicas) {
 			c.keepReplica(k, cur, sa)
