@@ -207,6 +207,24 @@ func (n *Node) RecoveredGroups() []GroupID {
 	return gs
 }
 
+// RecoveredReplica returns the replica of group id that the WAL holds,
+// live (no tombstone) and not yet claimed by AddGroup, and whether there
+// is one. The cluster layer restarts such a replica even when its
+// assignment no longer names this server: a replica that was leaving its
+// group (a move) when the server stopped may still be a voter the group
+// needs for a quorum (docs/clustering.md, "Replacing a replica"). It
+// waits for the WAL's replay.
+func (n *Node) RecoveredReplica(id GroupID) (ReplicaID, bool) {
+	_ = n.Replay()
+	n.walMu.Lock()
+	defer n.walMu.Unlock()
+	rec := n.wal.recovered[id]
+	if rec == nil || rec.meta.replica == 0 || rec.meta.removed >= rec.meta.replica {
+		return 0, false
+	}
+	return rec.meta.replica, true
+}
+
 // Removed reports whether this store holds a tombstone of replica r of
 // group id (RemoveGroup wrote it, fsynced: AddGroup of that replica would
 // answer ErrRemoved). It waits for the WAL's replay.

@@ -496,3 +496,36 @@ func TestAddGroupFencedNewerID(t *testing.T) {
 		t.Fatalf("replica 5 is fenced: %v", s.Fenced)
 	}
 }
+
+// RecoveredReplica names the replica of a group the WAL holds after a
+// restart until AddGroup claims it; a group never added, or whose replica
+// was removed (a tombstone), has none.
+func TestRecoveredReplica(t *testing.T) {
+	c := newTestCluster(t, 1, nil)
+	c.addGroup(1, 4) // replica 5
+	c.addGroup(2, 0)
+	c.elect(0, 1)
+	c.elect(0, 2)
+	c.propose(0, 1, "a")
+	done, err := c.nodes[0].n.RemoveGroup(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	<-done
+	c.crash(0, vfs.CrashOptions{Tail: vfs.TailDrop})
+	c.open(0)
+	n := c.nodes[0].n
+	if id, ok := n.RecoveredReplica(1); !ok || id != 5 {
+		t.Fatalf("group 1: replica %d %v, want 5", id, ok)
+	}
+	for _, g := range []GroupID{2, 3} {
+		if id, ok := n.RecoveredReplica(g); ok {
+			t.Fatalf("group %d: replica %d, want none", g, id)
+		}
+	}
+	c.addReplica(0, 1, 4)
+	if id, ok := n.RecoveredReplica(1); ok {
+		t.Fatalf("group 1 claimed: replica %d, want none", id)
+	}
+}

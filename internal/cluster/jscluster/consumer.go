@@ -186,6 +186,8 @@ func (c *Cluster) reconcileConsumer(k consumerKey) {
 		}
 	case cur == nil && here && streamUp:
 		c.startConsumer(acc, k, ca, mine)
+	case cur == nil && !here && assigned && streamUp:
+		c.startLeavingConsumer(acc, k, ca)
 	case cur != nil && string(cur.ca.Config) != string(ca.Config):
 		c.updateConsumer(acc, k, cur, ca)
 	}
@@ -239,13 +241,28 @@ func (c *Cluster) startConsumer(acc *account, k consumerKey, ca meta.ConsumerAss
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: its group %d cannot start here: %v", k.account, k.stream, k.name, ca.Group, err)
 		return
 	}
-	if c.metaLeader() && int(mine.ID) <= ca.Initial {
+	if c.metaLeader() && int(mine.ID) <= ca.Initial && cr.mine(c.name) == mine.ID {
 		// The meta leader answers the create: its replica campaigns at
 		// once, so that it is likely to lead and subscribe before it
 		// answers (waitConsumer), and the client's next request finds the
 		// consumer's subscriptions.
 		_ = c.node.Campaign(ca.Group)
 	}
+}
+
+// startLeavingConsumer starts this server's replica of consumer k,
+// which its assignment ca no longer names, when the WAL still holds it in
+// ca's group: the server stopped while the replica was leaving (it moved
+// with its stream's), and the group may need its vote, as
+// startLeaving's stream replica (docs/clustering.md, "Replacing a
+// replica"). It runs until its group removed it (retireConsumers).
+func (c *Cluster) startLeavingConsumer(acc *account, k consumerKey, ca meta.ConsumerAssignment) {
+	id, ok := c.node.RecoveredReplica(ca.Group)
+	if !ok || slices.ContainsFunc(ca.Replicas, func(x meta.Replica) bool { return x.ID == id }) {
+		return
+	}
+	c.cfg.Infof("JetStream cluster: consumer '%s > %s > %s': restarting this server's replica %d, which was leaving group %d", k.account, k.stream, k.name, id, ca.Group)
+	c.startConsumer(acc, k, ca, meta.Replica{ID: id, Server: c.name, Incarnation: c.node.Incarnation()})
 }
 
 // startSingle starts this server's replica of consumer k with one

@@ -45,6 +45,9 @@ import (
 // restarted empty).
 func consumerGroupConfig(ca meta.ConsumerAssignment, mine meta.Replica) raftnode.GroupConfig {
 	gc := raftnode.GroupConfig{ID: ca.Group, Replica: mine.ID, Incarnation: mine.Incarnation, Peers: meta.Peers(ca.Replicas)}
+	if !slices.ContainsFunc(gc.Peers, func(p raftnode.Peer) bool { return p.Replica == mine.ID }) {
+		gc.Peers = append(gc.Peers, raftnode.Peer{Replica: mine.ID, Server: mine.Server}) // a leaving replica (startLeavingConsumer)
+	}
 	n := ca.Initial
 	if n < 1 {
 		n = len(ca.Replicas)

@@ -172,6 +172,17 @@ func (c *Cluster) stepMembership(group raftnode.GroupID, want []meta.Replica, ch
 	if err != nil || st.Role != raftnode.Leader || st.Fenced != nil {
 		return
 	}
+	if c.selfRemoved() {
+		// SERVER.REMOVE named this server: it leads nothing
+		// (nats-server v2.15.2 disables JetStream on it); the replica
+		// that takes over carries out the move or drop of this one.
+		others := map[raftnode.ReplicaID]bool{}
+		for _, rs := range st.Replicas {
+			others[rs.Replica] = rs.Replica != st.Replica
+		}
+		c.handOver(group, label, st, others)
+		return
+	}
 	changes, wanted := nextMembership(st, want)
 	if changes == nil {
 		return
@@ -192,6 +203,17 @@ func (c *Cluster) stepMembership(group raftnode.GroupID, want []meta.Replica, ch
 	}
 	*changing = p
 	c.cfg.Infof("JetStream cluster: %s group %d: membership change %v", label, group, describe(changes))
+}
+
+// selfRemoved reports whether the catalogue marks this server removed
+// (SERVER.REMOVE).
+func (c *Cluster) selfRemoved() bool {
+	removed := false
+	c.meta.View(func(st *meta.State) {
+		sv, ok := st.Server(c.name)
+		removed = ok && sv.Removed
+	})
+	return removed
 }
 
 // nextMembership returns the next membership change of a group whose

@@ -16,8 +16,10 @@ import (
 // the answer waits for that entry to apply, as nats-server answers once
 // its remove-peer entry applied. Then the meta leader moves each replica
 // of a replicated stream off it (moveOffRemoved: meta.MoveReplica to a
-// server placed as a create places) and, once no such move is left to
-// make (movesPending), removes the server's meta replica from the group
+// server placed as a create places, or with none, dropRemoved), the
+// removed server hands over every leadership it holds (stepMembership),
+// and, once no such move is left to
+// make (movesPending), the meta leader removes the server's meta replica from the group
 // (reconcileMeta: one membership change, after handing its own
 // leadership over when it is the one removed). The server is not
 // catalogued again while it runs the store it was removed with.
@@ -112,7 +114,8 @@ func (c *Cluster) removedReplica(st raftnode.GroupStatus) (raftnode.ReplicaStatu
 }
 
 // movesPending reports whether a replicated stream still has a replica
-// on server, removed, that another server can take (place): the meta
+// on server, removed, that another server can take (place) or that the
+// stream can drop (dropRemoved): the meta
 // leader removes the server's meta replica only once none has, so that
 // the server applies every move of its replicas (meta.MoveReplica)
 // while it is still in the meta group, and its replicas, a stream's
@@ -132,8 +135,8 @@ func (c *Cluster) movesPending(server raftnode.ServerID) bool {
 		if json.Unmarshal(sa.Config, &cfg) != nil {
 			continue
 		}
-		if _, err := c.place(sa, cfg, server); err == nil {
-			return true
+		if _, err := c.place(sa, cfg, server); err == nil || len(sa.Replicas) > 2 {
+			return true // a move, or a drop (dropRemoved)
 		}
 	}
 	return false
@@ -159,10 +162,14 @@ func (c *Cluster) handOverMeta(st raftnode.GroupStatus) {
 
 // moveOffRemoved, on the meta leader, proposes a meta.MoveReplica of
 // each replica of a replicated stream on a server the catalogue marks
-// removed, to a server placed as a create places (replacement); at most
-// once per staleRetry per replica. The stream's consumers of one replica
-// on that server move first, with their state (moveSinglesThen). A stream of one replica stays (its
-// data has no other copy to catch a new replica up from).
+// removed, to a server placed as a create places (replacement), or,
+// with no such server, drops it from a stream of three replicas or more
+// (dropRemoved); at most once per staleRetry per replica. The stream's
+// consumers of one replica on that server move first, with their state
+// (moveSinglesThen). A stream of one replica stays (its data has no
+// other copy to catch a new replica up from), and so does a stream of
+// two with no server to take it (one replica left would need the
+// conversion of a scale-down to one).
 func (c *Cluster) moveOffRemoved() {
 	if !c.metaLeader() {
 		return
@@ -194,8 +201,11 @@ func (c *Cluster) moveOffRemoved() {
 		if json.Unmarshal(m.sa.Config, &cfg) != nil {
 			continue
 		}
-		to, ok := c.replacement(m.sa, cfg, m.from.Server)
-		if !ok {
+		to, perr := c.place(m.sa, cfg, m.from.Server)
+		if perr != nil {
+			if len(m.sa.Replicas) > 2 && !c.dropRemoved(m.sa, m.from.Server, perr) {
+				return
+			}
 			continue
 		}
 		move := func() bool {
@@ -214,4 +224,26 @@ func (c *Cluster) moveOffRemoved() {
 			return
 		}
 	}
+}
+
+// dropRemoved proposes a meta.UpdateStream of stream sa with its config
+// unchanged and its servers without gone, a removed server no other
+// server can replace (perr: why): the stream runs on the others, one
+// replica short of its num_replicas, as nats-server v2.15.2 drops a
+// removed peer it cannot replace (reassignStreamPeers with remove set);
+// its leader removes the replica from the group, handing its
+// leadership over first when it is that replica (docs/clustering.md,
+// "Removing a server"). It reports false when the proposal failed.
+func (c *Cluster) dropRemoved(sa meta.StreamAssignment, gone raftnode.ServerID, perr *jserr.Error) bool {
+	var servers []raftnode.ServerID
+	for _, r := range sa.Replicas {
+		if r.Server != gone {
+			servers = append(servers, r.Server)
+		}
+	}
+	if _, err := c.meta.Propose(&meta.UpdateStream{Account: sa.Account, Name: sa.Name, Config: sa.Config, Servers: servers}); err != nil {
+		return false
+	}
+	c.cfg.Infof("JetStream cluster: stream '%s > %s': its replica on removed server %s is dropped, no server can take it (%v): it runs on %v", sa.Account, sa.Name, gone, perr, servers)
+	return true
 }

@@ -178,8 +178,9 @@ func (c *Cluster) reconcile(k streamKey) {
 	case cur == nil && c.holdDamaged(acc, k, sa, mine, assigned, here):
 		c.markConfig(k)
 		return // fenced for damage, waiting for its replacement (damaged.go)
-	case cur != nil && !here && assigned && cur.log != nil && cur.sa.Group == sa.Group && c.member(cur):
+	case cur != nil && !here && assigned && cur.log != nil && cur.sa.Group == sa.Group && (c.member(cur) || c.consumersLeaving(k)):
 		// Leaving: it runs, and may lead, until its group removed it
+		// and its consumers' replicas here left theirs
 		// (retireReplicas).
 		if !sameServers(cur.sa.Replicas, sa.Replicas) {
 			c.keepReplica(k, cur, sa)
@@ -213,6 +214,8 @@ func (c *Cluster) reconcile(k streamKey) {
 		}
 	case cur == nil && here:
 		c.startReplica(acc, k, sa, mine)
+	case cur == nil && !here && assigned:
+		c.startLeaving(acc, k, sa)
 	}
 	c.markConfig(k) // the config the assignment names, where this server leads (update.go)
 	c.reconcileConsumers(k)
@@ -303,6 +306,9 @@ func unionPeers(a, b []meta.Replica) []raftnode.Peer {
 // empty, to be added by the leader as a learner and sent a snapshot.
 func groupConfig(sa meta.StreamAssignment, mine meta.Replica) raftnode.GroupConfig {
 	gc := raftnode.GroupConfig{ID: sa.Group, Replica: mine.ID, Incarnation: mine.Incarnation, Peers: meta.Peers(sa.Replicas)}
+	if !slices.ContainsFunc(gc.Peers, func(p raftnode.Peer) bool { return p.Replica == mine.ID }) {
+		gc.Peers = append(gc.Peers, raftnode.Peer{Replica: mine.ID, Server: mine.Server}) // a leaving replica (startLeaving)
+	}
 	n := initialReplicas(sa)
 	if uint64(mine.ID) > n {
 		gc.Join = true
@@ -398,6 +404,33 @@ func (c *Cluster) startReplica(acc *account, k streamKey, sa meta.StreamAssignme
 	if err := c.node.AddGroup(groupConfig(sa, mine), r.log.StateMachine()); err != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: its group %d cannot start here: %v", k.account, k.name, sa.Group, err)
 	}
+}
+
+// startLeaving starts this server's replica of stream k, which its
+// assignment sa no longer names, when the WAL still holds it in sa's
+// group: the server stopped while the replica was leaving (a move, a
+// peer or server removal, a scale-down), before its group removed it,
+// and the group may need its vote (a group of two replicas has no quorum
+// without it; docs/clustering.md, "Replacing a replica"). It runs, and
+// may lead, until its group removed it, as it did before the stop
+// (retireReplicas), which then deletes its files.
+func (c *Cluster) startLeaving(acc *account, k streamKey, sa meta.StreamAssignment) {
+	id, ok := c.node.RecoveredReplica(sa.Group)
+	if !ok || slices.ContainsFunc(sa.Replicas, func(x meta.Replica) bool { return x.ID == id }) {
+		return
+	}
+	var cfg stream.Config
+	start := sa.LogConfig // the config its group runs, for a scale-down to one replica too
+	if len(start) == 0 {
+		start = sa.Config
+	}
+	if err := json.Unmarshal(start, &cfg); err != nil {
+		c.cfg.Logf("jscluster: stream %s > %s: its assigned config does not decode: %v", k.account, k.name, err)
+		return
+	}
+	c.cfg.Infof("JetStream cluster: stream '%s > %s': restarting this server's replica %d, which was leaving group %d", k.account, k.name, id, sa.Group)
+	mine := meta.Replica{ID: id, Server: c.name, Incarnation: c.node.Incarnation()}
+	c.startFileReplica(acc, k, &replica{sa: sa, leadState: &leadState{}, server: c.name}, cfg, mine)
 }
 
 // scaleUpFromOne makes this server's stream of one replica, cur, the
@@ -528,11 +561,14 @@ func (c *Cluster) runReplica(acc *account, k streamKey, r *replica, mine meta.Re
 	c.replicas[k] = r
 	c.mu.Unlock()
 	c.svc.Register(sa.Group, ck)
-	if err := c.node.AddGroup(groupConfig(sa, mine), r.log.StateMachine()); err != nil {
+	gc := groupConfig(sa, mine)
+	if err := c.node.AddGroup(gc, r.log.StateMachine()); err != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: its group %d cannot start here: %v", k.account, k.name, sa.Group, err)
 		return
 	}
-	if c.campaignsFirst(sa) {
+	if !gc.Join && r.mine() == mine.ID && c.campaignsFirst(sa) {
+		// A replica that joins (a learner, which raft refuses to
+		// campaign: "unpromotable") or leaves does not campaign.
 		_ = c.node.Campaign(sa.Group)
 		if c.fresh == nil {
 			c.fresh = map[raftnode.GroupID]time.Time{}
