@@ -45,12 +45,7 @@ func startHandOverCluster(t *testing.T) *handOverCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range servers {
-		waitFor(t, clusterTimeout, s.Name()+" to know the meta leader", func() bool {
-			m := s.JetStreamMeta()
-			return m != nil && m.Leader != ""
-		})
-	}
+	waitMetaFormed(t, servers)
 	eventually(t, "create ORDERS", func() error {
 		_, err := setup.CreateStream(pollCtx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, Storage: jetstream.FileStorage})
 		return err
@@ -386,12 +381,7 @@ func TestJetStreamClusterRoutineEventsNotWarnings(t *testing.T) {
 		logs[i] = &syncBuffer{}
 		o.Logger = logger.New(logs[i], i == 0, false)
 	})
-	for _, s := range servers {
-		waitFor(t, clusterTimeout, s.Name()+" to know the meta leader", func() bool {
-			m := s.JetStreamMeta()
-			return m != nil && m.Leader != ""
-		})
-	}
+	waitMetaFormed(t, servers)
 	servers[1].Shutdown()
 	waitFor(t, clusterTimeout, "n1 to notice n2's silence", func() bool {
 		l := logs[0].String()
@@ -416,5 +406,32 @@ func TestJetStreamClusterRoutineEventsNotWarnings(t *testing.T) {
 				t.Errorf("n%d logged a routine event as a warning: %s", i+1, line)
 			}
 		}
+	}
+}
+
+// waitMetaFormed waits until every server knows the meta leader and the
+// server of every other member: a server that joined the meta group by
+// its leader's invitation knows the other members' servers only once the
+// leader's catalogue reached it (a follower hears no other follower), so
+// knowing the leader alone does not mean it watches them all.
+func waitMetaFormed(t *testing.T, servers []*server.Server) {
+	t.Helper()
+	for _, s := range servers {
+		waitFor(t, clusterTimeout, s.Name()+" to know the meta leader and every member", func() bool {
+			m := s.JetStreamMeta()
+			if m == nil || m.Leader == "" || m.Size != len(servers) {
+				return false
+			}
+			known := map[string]bool{s.Name(): true}
+			for _, p := range m.Replicas {
+				known[p.Name] = true
+			}
+			for _, o := range servers {
+				if !known[o.Name()] {
+					return false
+				}
+			}
+			return true
+		})
 	}
 }
