@@ -97,6 +97,34 @@ func TestReload(t *testing.T) {
 	}
 }
 
+// A server named by -n and --cluster_name whose file names neither keeps
+// reloading: every flag is applied again over the reloaded file. nats-server
+// v2.15.2 merges only some flags (server/opts.go MergeOptions, without
+// ServerName or Cluster.Name), so its JetStream cluster member named by -n
+// refuses every reload (docs/compatibility.md, "Flags at a reload").
+func TestReloadKeepsNameFlags(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cairn.conf")
+	writeFile(t, path, "listen: 127.0.0.1:-1\n")
+	var out, stderr syncBuffer
+	code := run([]string{"-c", path, "-n", "n1", "--cluster_name", "c1", "--cluster", "nats://127.0.0.1:-1"}, &out, &stderr, func(ctl controls) {
+		addr := listenAddr(t, stderr.String())
+		writeFile(t, path, "listen: 127.0.0.1:-1\nmax_payload: 2KB\n")
+		before := len(stderr.String())
+		ctl.reload()
+		got := stderr.String()[before:]
+		if strings.Contains(got, "[ERR]") || !strings.Contains(got, "[INF] Reloaded server configuration (sha256:") {
+			t.Errorf("reload of a server named by flags:\n%s", got)
+		}
+		if info := dialInfo(t, addr); info["server_name"] != "n1" || info["max_payload"] != 2048.0 {
+			t.Errorf("INFO server_name %v max_payload %v after reload, want n1 and 2048", info["server_name"], info["max_payload"])
+		}
+	})
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+}
+
 // Without -c a reload has nothing to read: nats-server's error.
 func TestReloadWithoutFile(t *testing.T) {
 	var out, stderr syncBuffer

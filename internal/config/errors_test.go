@@ -193,6 +193,26 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// JetStream with a cluster listener needs a server name and a cluster
+// name, as nats-server v2.15.2 refuses to start without them
+// (server/jetstream.go validateJetStreamOptions); without a cluster
+// listener, or without JetStream, neither is needed.
+func TestValidateJetStreamClusterNames(t *testing.T) {
+	for _, tc := range []struct{ file, want string }{
+		{"jetstream: enabled\ncluster { port: 6222, name: c1 }", "jetstream cluster requires `server_name` to be set"},
+		{"jetstream: enabled\nserver_name: n1\ncluster { port: 6222 }", "jetstream cluster requires `cluster.name` to be set"},
+		{"jetstream: enabled\nserver_name: n1\ncluster { port: -1, name: c1 }", ""},
+		{"cluster { port: 6222 }", ""},
+		{"jetstream: enabled", ""},
+	} {
+		c, _ := mustLoad(t, tc.file)
+		err := c.Validate()
+		if (tc.want == "" && err != nil) || (tc.want != "" && (err == nil || err.Error() != tc.want)) {
+			t.Errorf("%q: got %v, want %q", tc.file, err, tc.want)
+		}
+	}
+}
+
 // Every top-level key of nats-server v2.15.2 (server/opts.go
 // processConfigFileLine) is known to cairn: implemented, refused or
 // warned about, never "unknown field".

@@ -135,12 +135,32 @@ func block(c *Config, m map[string]any, parent item, keys keyTable, r *report) {
 // validateOptions); they carry no position.
 func (c *Config) Validate() error {
 	var errs []error
-	for _, check := range []func() error{c.validateNames, c.Limits.validate, c.Process.validate, c.Auth.validate, func() error { return c.Operator.validate(&c.Auth) }, c.validateSystemAccount, func() error { return c.Monitor.validate(&c.TLS) }} {
+	for _, check := range []func() error{c.validateNames, c.validateJetStreamCluster, c.Limits.validate, c.Process.validate, c.Auth.validate, func() error { return c.Operator.validate(&c.Auth) }, c.validateSystemAccount, func() error { return c.Monitor.validate(&c.TLS) }} {
 		if err := check(); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateJetStreamCluster refuses JetStream with a cluster listener
+// (cluster.port, --cluster) on a server without a server_name (-n) or a
+// cluster name (--cluster_name), with nats-server v2.15.2's texts
+// (server/jetstream.go validateJetStreamOptions). Without a name a server
+// would take its random server id, a new one at each start, and after a
+// restart find itself outside its own meta group; without a cluster name
+// each server would make up its own.
+func (c *Config) validateJetStreamCluster() error {
+	if !c.JetStream.Enabled || c.Cluster.Port == 0 {
+		return nil
+	}
+	if c.ServerName == "" {
+		return errors.New("jetstream cluster requires `server_name` to be set")
+	}
+	if c.Cluster.Name == "" {
+		return errors.New("jetstream cluster requires `cluster.name` to be set")
+	}
+	return nil
 }
 
 // validateNames refuses a server or cluster name with a space, from a
