@@ -172,10 +172,12 @@ func (c *Cluster) stepMembership(group raftnode.GroupID, want []meta.Replica, ch
 	if err != nil || st.Role != raftnode.Leader || st.Fenced != nil {
 		return
 	}
-	if c.selfRemoved() {
+	if c.selfRemoved() && c.otherVoter(st) {
 		// SERVER.REMOVE named this server: it leads nothing
 		// (nats-server v2.15.2 disables JetStream on it); the replica
-		// that takes over carries out the move or drop of this one.
+		// that takes over carries out the move or drop of this one. A
+		// group with no other voter (a consumer of one replica moving
+		// off this server, singles.go) is carried on from here.
 		others := map[raftnode.ReplicaID]bool{}
 		for _, rs := range st.Replicas {
 			others[rs.Replica] = rs.Replica != st.Replica
@@ -203,6 +205,14 @@ func (c *Cluster) stepMembership(group raftnode.GroupID, want []meta.Replica, ch
 	}
 	*changing = p
 	c.cfg.Infof("JetStream cluster: %s group %d: membership change %v", label, group, describe(changes))
+}
+
+// otherVoter reports whether the group whose leader's status is st has
+// a voter other than this replica (a learner cannot take a leadership).
+func (c *Cluster) otherVoter(st raftnode.GroupStatus) bool {
+	return slices.ContainsFunc(st.Replicas, func(rs raftnode.ReplicaStatus) bool {
+		return rs.Replica != st.Replica && !rs.Learner
+	})
 }
 
 // selfRemoved reports whether the catalogue marks this server removed
