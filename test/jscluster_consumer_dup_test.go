@@ -27,7 +27,6 @@ import (
 // deliveries and committing what was delivered before transferring would
 // avoid it.
 func TestJetStreamClusterConsumerStepDownNoFirstDeliveryTwice(t *testing.T) {
-	t.Skip("cairn: a consumer step-down during consumption delivers uncommitted deliveries again as first deliveries (found by an operator trial)")
 	servers := jsCluster(t, 3)
 	nc := connect(t, servers[0].ClientURL())
 	js, err := jetstream.New(nc)
