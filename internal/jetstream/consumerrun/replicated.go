@@ -302,7 +302,11 @@ func (c *Consumer) lead(on bool) {
 	// (endOrphans): a client sends its request again at once, and one
 	// sent before the successor subscribed would be lost, the client
 	// waiting for its heartbeats to miss (tens of seconds).
-	c.orphansUntil = c.now().Add(orphanWait)
+	if c.d.NumWaiting() > 0 {
+		c.orphansUntil = c.now().Add(orphanWait)
+	} else {
+		c.d.EndPulls(statusLeadershipChange) // those whose requester left
+	}
 	c.st, c.cst = c.cst, nil
 	c.d.SetState(c.st)
 	c.d.Reset()
