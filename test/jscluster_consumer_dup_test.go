@@ -65,9 +65,14 @@ func TestJetStreamClusterConsumerLameDuckNoFirstDeliveryTwice(t *testing.T) {
 			return nil
 		})
 	}
-	ldm := make(chan struct{})
-	t.Cleanup(func() { <-ldm })
+	var ldm chan struct{} // closed once the lame duck server stopped
+	t.Cleanup(func() {
+		if ldm != nil {
+			<-ldm
+		}
+	})
 	lameDuck := func() error {
+		ldm = make(chan struct{})
 		go func() { defer close(ldm); leaving.LameDuck(2*time.Second, time.Second) }()
 		return nil
 	}
