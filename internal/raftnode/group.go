@@ -53,7 +53,10 @@ type group struct {
 	// (retryTransfer).
 	transferTo    ReplicaID
 	transferTries int
-	term          uint64 // term as of the last Ready
+	// transfersTaken counts the transfer requests this round took; its
+	// publish subtracts them from mu.transfersAsked (Brief.Transferring).
+	transfersTaken int
+	term           uint64 // term as of the last Ready
 	// appliedTerm is the term of the entry at rawApplied: once it is the
 	// term this replica leads, every entry of earlier terms is applied
 	// here (raft's empty entry opens each term).
@@ -103,6 +106,9 @@ type group struct {
 		// restoring returned (set by its goroutine).
 		restoreDone bool
 		restoreErr  error
+		// transfersAsked counts the transfer requests queued and not yet
+		// published as taken (Brief.Transferring).
+		transfersAsked int
 	}
 }
 
@@ -323,6 +329,11 @@ func (g *group) prepare() {
 	}
 	removed := g.mu.removed
 	g.mu.Unlock()
+	for _, r := range reqs {
+		if isTransfer(r.kind) {
+			g.transfersTaken++
+		}
+	}
 	if len(rest) > 0 {
 		g.n.sched.enqueue(g) // the next round takes the rest
 	}
@@ -384,7 +395,7 @@ func (g *group) prepare() {
 // and the transfers.
 func splitTransfers(reqs []request) (now, later []request) {
 	for _, r := range reqs {
-		if r.kind == reqTransfer || r.kind == reqStepDown {
+		if isTransfer(r.kind) {
 			later = append(later, r)
 		} else {
 			now = append(now, r)
@@ -392,6 +403,10 @@ func splitTransfers(reqs []request) (now, later []request) {
 	}
 	return now, later
 }
+
+// isTransfer reports whether a request of kind asks for a leadership
+// transfer.
+func isTransfer(kind int) bool { return kind == reqTransfer || kind == reqStepDown }
 
 // splitProps returns the proposals of one round (at least one, and at
 // most limit bytes of data if more) and the rest.
@@ -1152,8 +1167,9 @@ func (g *group) publish() {
 		Group: g.id, Replica: g.replica, Role: roleOf(bs.RaftState), Term: bs.GetTerm(),
 		Leader: ReplicaID(bs.Lead), Commit: bs.GetCommit(), Applied: g.smApplied,
 		FirstIndex: first, LastIndex: last, Quiesced: g.quiet, Transferee: ReplicaID(bs.LeadTransferee),
-		Joint:       len(cs.GetVotersOutgoing()) > 0,
-		LeaderReady: g.leaderReady() && g.fencedErr == nil, Reapplied: g.reapplied, ReplayTo: g.replayTo,
+		transferRetry: bs.RaftState == raft.StateLeader && g.transferTries > 0,
+		Joint:         len(cs.GetVotersOutgoing()) > 0,
+		LeaderReady:   g.leaderReady() && g.fencedErr == nil, Reapplied: g.reapplied, ReplayTo: g.replayTo,
 	}
 	for _, ids := range [][]uint64{cs.GetVoters(), cs.GetVotersOutgoing(), cs.GetLearners(), cs.GetLearnersNext()} {
 		s.Member = s.Member || slices.Contains(ids, uint64(g.replica))
@@ -1171,6 +1187,8 @@ func (g *group) publish() {
 	g.publishContact(&s, bs)
 	g.publishRaftz(&s, bs, last)
 	g.mu.Lock()
+	g.mu.transfersAsked -= g.transfersTaken
+	g.transfersTaken = 0
 	s.LeaderServer = g.mu.peers[s.Leader]
 	s.VoteServer = g.mu.peers[s.Vote]
 	for i := range s.Replicas {

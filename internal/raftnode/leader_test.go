@@ -262,3 +262,53 @@ func TestStepDownSpreads(t *testing.T) {
 		t.Fatalf("60 step-downs led by nodes %v only", led)
 	}
 }
+
+// Brief.Transferring holds from the moment a transfer is asked (before
+// any round took it) until a round published its end, abandoned or
+// done: a replicated consumer decides nothing meanwhile, since raft
+// drops what is proposed during a transfer and a delivery whose
+// operation was dropped came again from the successor as a first
+// delivery (docs/clustering.md, "Replicated consumers").
+func TestBriefTransferring(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.propose(0, 1, "a")
+	transferring := func(i int) bool {
+		t.Helper()
+		b, err := c.nodes[i].n.Brief(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.Transferring
+	}
+	if transferring(0) {
+		t.Fatal("transferring before any transfer was asked")
+	}
+	c.net.Cut("s1", "s2") // the successor never takes over
+	if err := c.nodes[0].n.HandOver(1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if !transferring(0) {
+		t.Fatal("not transferring once the hand-over was asked")
+	}
+	c.stabilize()
+	if !transferring(0) || c.status(0, 1).Transferee != 2 {
+		t.Fatalf("the hand-over is not under way: %+v", c.status(0, 1))
+	}
+	c.tick(15) // raft abandons it after an election timeout (10 ticks)
+	if transferring(0) || c.status(0, 1).Role != Leader {
+		t.Fatalf("still transferring after raft abandoned the hand-over: %+v", c.status(0, 1))
+	}
+	c.net.HealAll()
+	if err := c.nodes[0].n.StepDown(1); err != nil {
+		t.Fatal(err)
+	}
+	if !transferring(0) {
+		t.Fatal("not transferring once the step-down was asked")
+	}
+	nl := c.tickUntilLeader(1, 200, 1, 2)
+	if transferring(0) || transferring(nl) {
+		t.Fatalf("transferring after the step-down moved the leadership to node %d", nl)
+	}
+}

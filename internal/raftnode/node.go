@@ -573,6 +573,9 @@ func (n *Node) ask(id GroupID, r request) error {
 		if r.kind == reqRemove {
 			g.mu.removed = true
 		}
+		if isTransfer(r.kind) {
+			g.mu.transfersAsked++ // Brief.Transferring from now on
+		}
 		g.mu.reqs = append(g.mu.reqs, r)
 	}
 	g.mu.Unlock()
@@ -693,6 +696,15 @@ type Brief struct {
 	LeaderReady bool  // as GroupStatus.LeaderReady
 	CaughtUp    bool  // as GroupStatus.CaughtUp
 	Fenced      error // as GroupStatus.Fenced
+	// Transferring: a leadership transfer was asked of this replica
+	// (TransferLeader, HandOver, StepDown) and has not ended: from the
+	// moment the request was queued until the round that took it
+	// published a status in which raft has no transfer under way and
+	// none is to be asked again (a step-down's retries). Proposals made
+	// meanwhile may be dropped (ErrDropped); a state machine that acts
+	// ahead of its log (a consumer delivering) decides nothing then
+	// (docs/clustering.md, "Replicated consumers").
+	Transferring bool
 }
 
 // Brief returns the cheap part of group id's status (Status has the
@@ -705,7 +717,8 @@ func (n *Node) Brief(id GroupID) (Brief, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := &g.mu.status
-	return Brief{Role: s.Role, LeaderReady: s.LeaderReady, CaughtUp: s.CaughtUp, Fenced: g.mu.fenced}, nil
+	return Brief{Role: s.Role, LeaderReady: s.LeaderReady, CaughtUp: s.CaughtUp, Fenced: g.mu.fenced,
+		Transferring: s.Transferee != 0 || s.transferRetry || g.mu.transfersAsked > 0}, nil
 }
 
 // Groups returns the IDs of the node's groups, in the order they were added.

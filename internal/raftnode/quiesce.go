@@ -278,7 +278,7 @@ func (g *group) leaderQuiesces(rd raft.Ready, stepped []*Proposal) bool {
 	}
 	bs := g.rn.BasicStatus()
 	last, _ := g.st.LastIndex()
-	if bs.RaftState != raft.StateLeader || bs.LeadTransferee != 0 || bs.GetCommit() != last || g.rawApplied != last {
+	if bs.RaftState != raft.StateLeader || bs.LeadTransferee != 0 || g.transferTries > 0 || bs.GetCommit() != last || g.rawApplied != last {
 		return false
 	}
 	for _, m := range rd.Messages {

@@ -79,6 +79,9 @@ type GroupStatus struct {
 	// to (Node.TransferLeader, Node.StepDown), 0 when no transfer is
 	// under way: raft abandons one after an election timeout.
 	Transferee ReplicaID
+	// transferRetry: raft abandoned this leader's step-down transfer and
+	// it may be asked again (Brief.Transferring).
+	transferRetry bool
 	// Joint: the configuration this replica applied last is a joint one
 	// (a membership change under way, raft's C_old,new).
 	Joint bool

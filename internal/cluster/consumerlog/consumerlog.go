@@ -65,12 +65,22 @@ import (
 // in order, with the tag of the entry (its proposer's key, on the
 // replica that proposed it). CommittedSnapshot returns the committed
 // state and the index it reflects; RestoreCommitted replaces it with a snapshot (an error
-// fences the replica).
+// fences the replica). HandOver calls transfer (the request of a
+// leadership transfer of the group) once every operation the replica
+// decided is queued to the group ahead of it, and has the replica
+// decide nothing more until the transfer ended (Log.MayDecide): raft
+// drops what is proposed while it transfers, and a delivery whose
+// operation is dropped would be delivered again by the next leader as a
+// first delivery (docs/clustering.md, "Replicated consumers"). It
+// returns transfer's error, or nil when transfer is called later (the
+// batch waits for back-pressure) or not at all (the replica stopped
+// leading meanwhile).
 type Replica interface {
 	ApplyBatch(index uint64, ops []consumer.Op, tag uint64)
 	SetLeading(on bool)
 	CommittedSnapshot() (index uint64, data []byte, err error)
 	RestoreCommitted(index uint64, data []byte) error
+	HandOver(transfer func() error) error
 }
 
 // Config names the group a Log proposes to and applies from.
@@ -124,6 +134,8 @@ type Log struct {
 	wantTerm  uint64
 	emptyTerm uint64
 	ready     bool
+	// ledTerm is the last term this replica led (SuccessorReady).
+	ledTerm uint64
 }
 
 // New returns the log of one consumer replica over cfg's group, handing
@@ -244,6 +256,34 @@ func (l *Log) Leader() bool {
 	st, err := l.node.Status(l.group)
 	return err == nil && st.LeaderReady
 }
+
+// MayDecide reports whether the leading replica may decide and deliver
+// now: its group knows this replica as leader, is not fenced and has no
+// leadership transfer asked or under way (raftnode Brief.Transferring).
+// An operation decided otherwise may never enter the log (raft drops
+// proposals during a transfer; a deposed leader's are refused), and the
+// next leader would deliver again, as first deliveries, the messages it
+// delivered. It costs one look at the group's published status.
+func (l *Log) MayDecide() bool {
+	b, err := l.node.Brief(l.group)
+	return err == nil && b.Role == raftnode.Leader && b.Fenced == nil && !b.Transferring
+}
+
+// SuccessorReady reports whether this replica applied the first entry
+// of a term after the last it led: the replica that leads now has
+// applied it too, or is about to (a consumer's successor then
+// subscribes).
+func (l *Log) SuccessorReady() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.emptyTerm > l.ledTerm
+}
+
+// HandOver asks the group's leadership transfer through the replica
+// (Replica.HandOver): transfer (a raftnode TransferLeader, HandOver or
+// StepDown of this group) is called once what the replica decided is
+// queued ahead of it. Its error is transfer's.
+func (l *Log) HandOver(transfer func() error) error { return l.r.HandOver(transfer) }
 
 // StepDown asks the group to elect another leader (raftnode
 // Node.StepDown); an error is logged.
@@ -371,7 +411,7 @@ func (s stateMachine) LeaderChanged(leader bool, term uint64) {
 	l.mu.Lock()
 	var say, on bool
 	if leader {
-		l.wantTerm = term
+		l.wantTerm, l.ledTerm = term, term
 		if !l.ready && l.emptyTerm >= term {
 			l.ready, say, on = true, true, true
 		}

@@ -27,6 +27,7 @@ func (f *fakeReplica) CommittedSnapshot() (uint64, []byte, error) {
 	return uint64(len(f.ops)), []byte("{}"), nil
 }
 func (f *fakeReplica) RestoreCommitted(uint64, []byte) error { return nil }
+func (f *fakeReplica) HandOver(transfer func() error) error  { return transfer() }
 
 func entry(t *testing.T, index, term uint64, op consumer.Op, tag uint64) raftnode.Entry {
 	t.Helper()

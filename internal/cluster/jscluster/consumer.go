@@ -846,7 +846,8 @@ func consumerGroupName(ca meta.ConsumerAssignment) string {
 // whose replica leads the consumer (AnswersConsumer): a consumer with one
 // replica (or one the meta group does not hold) runs here alone and
 // answers success, as nats-server's; a replicated one hands its
-// leadership over (stepDown, as a stream's).
+// leadership over (stepDown, as a stream's), asked through the consumer
+// (consumerlog.Log.HandOver) so that no delivery it made is lost.
 // Errors: 10059, 10014, 10008 when this replica no longer leads, the
 // placement's and stepDown's.
 func (a *account) ConsumerLeaderStepDown(streamName, name string, placement func() (*stream.Placement, *jserr.Error)) *jserr.Error {
@@ -870,5 +871,8 @@ func (a *account) ConsumerLeaderStepDown(streamName, name string, placement func
 	if err != nil {
 		return err
 	}
-	return c.stepDown(ca.Group, p)
+	// Through the consumer: it stops delivering and has what it
+	// delivered queued ahead of the transfer, so that its successor does
+	// not deliver it again as first deliveries (consumerlog.Replica).
+	return c.stepDownVia(ca.Group, p, cr.log.HandOver)
 }

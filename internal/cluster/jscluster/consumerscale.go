@@ -145,7 +145,7 @@ func (c *Cluster) reconcileConsumerMemberships() {
 		ca := cr.ca
 		c.mu.Unlock()
 		label := "consumer '" + ca.Account + " > " + ca.Stream + " > " + ca.Name + "'"
-		c.stepMembership(ca.Group, ca.Replicas, &cr.changing, label)
+		c.stepMembership(ca.Group, ca.Replicas, &cr.changing, label, cr.log.HandOver)
 	}
 }
 

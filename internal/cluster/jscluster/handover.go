@@ -48,6 +48,9 @@ type handover struct {
 	what  string               // for the log: "meta", "stream A > S", "consumer A > S > C"
 	js    *jetstream.JetStream // a stream's engine (nil for the others)
 	name  string               // a stream's name
+	// via asks a replicated consumer's transfer through the consumer
+	// (consumerlog.Log.HandOver; nil for the others).
+	via func(func() error) error
 	// seen: the transfer was seen under way (GroupStatus.Transferee);
 	// lost: LastIndex when the leadership was first seen gone (0: not
 	// yet); alone: no successor; done: nothing more to wait for.
@@ -121,7 +124,11 @@ func (c *Cluster) ledGroups() []*handover {
 		}
 	}
 	for k, cr := range c.creplicas {
-		hs = append(hs, &handover{group: cr.ca.Group, what: fmt.Sprintf("consumer %s > %s > %s", k.account, k.stream, k.name)})
+		h := &handover{group: cr.ca.Group, what: fmt.Sprintf("consumer %s > %s > %s", k.account, k.stream, k.name)}
+		if cr.log != nil {
+			h.via = cr.log.HandOver
+		}
+		hs = append(hs, h)
 	}
 	c.mu.Unlock()
 	hs = append(hs, &handover{group: meta.MetaGroup, what: "meta"})
@@ -179,7 +186,9 @@ func (c *Cluster) quiesceStreams(hs []*handover, deadline time.Time) {
 
 // transfer asks the group's leadership transfer to its most up-to-date
 // active follower on a server with a route; false when it has none (or
-// no longer leads).
+// no longer leads). A replicated consumer's is asked through the
+// consumer (handover.via): it stops delivering, and what it delivered
+// is queued ahead of the transfer.
 func (c *Cluster) transfer(h *handover) bool {
 	st, err := c.node.Status(h.group)
 	if err != nil || st.Role != raftnode.Leader {
@@ -189,7 +198,7 @@ func (c *Cluster) transfer(h *handover) bool {
 	if len(cands) == 0 {
 		return false
 	}
-	return c.node.HandOver(h.group, cands[0].Replica) == nil
+	return through(h.via, func() error { return c.node.HandOver(h.group, cands[0].Replica) }) == nil
 }
 
 // waitHandOvers polls the groups' status until every handover is done or

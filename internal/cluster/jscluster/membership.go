@@ -149,14 +149,15 @@ func (c *Cluster) reconcileMemberships() {
 // 3 above), unless a change is still in flight.
 func (c *Cluster) reconcileMembership(k streamKey, r *replica) {
 	label := "stream '" + k.account + " > " + k.name + "'"
-	c.stepMembership(r.sa.Group, r.sa.Replicas, &r.changing, label)
+	c.stepMembership(r.sa.Group, r.sa.Replicas, &r.changing, label, nil)
 }
 
 // stepMembership makes group, which this server's replica leads, one
 // membership change closer to the replicas want (a stream's or a
 // consumer's assignment), unless the change *changing is still in
-// flight; label names the group's stream or consumer in the log.
-func (c *Cluster) stepMembership(group raftnode.GroupID, want []meta.Replica, changing **raftnode.Proposal, label string) {
+// flight; label names the group's stream or consumer in the log; via,
+// when not nil, asks a leadership transfer (handOver).
+func (c *Cluster) stepMembership(group raftnode.GroupID, want []meta.Replica, changing **raftnode.Proposal, label string, via func(func() error) error) {
 	if p := *changing; p != nil {
 		select {
 		case <-p.Done():
@@ -182,7 +183,7 @@ func (c *Cluster) stepMembership(group raftnode.GroupID, want []meta.Replica, ch
 		for _, rs := range st.Replicas {
 			others[rs.Replica] = rs.Replica != st.Replica
 		}
-		c.handOver(group, label, st, others)
+		c.handOver(group, label, st, others, via)
 		return
 	}
 	changes, wanted := nextMembership(st, want)
@@ -191,7 +192,7 @@ func (c *Cluster) stepMembership(group raftnode.GroupID, want []meta.Replica, ch
 	}
 	for _, ch := range changes {
 		if ch.Kind == raftnode.RemoveReplica && ch.Replica == st.Replica {
-			c.handOver(group, label, st, wanted)
+			c.handOver(group, label, st, wanted, via)
 			return
 		}
 	}
@@ -378,8 +379,10 @@ func (c *Cluster) retireReplicas() {
 
 // handOver transfers the leadership of group (label: its stream or
 // consumer), which must lose this server's replica, to the most
-// up-to-date active voter that stays.
-func (c *Cluster) handOver(group raftnode.GroupID, label string, st raftnode.GroupStatus, want map[raftnode.ReplicaID]bool) {
+// up-to-date active voter that stays, asked through via when not nil (a
+// replicated consumer's: consumerlog.Log.HandOver, so that what it
+// delivered is queued ahead of the transfer).
+func (c *Cluster) handOver(group raftnode.GroupID, label string, st raftnode.GroupStatus, want map[raftnode.ReplicaID]bool, via func(func() error) error) {
 	var to raftnode.ReplicaStatus
 	for _, rs := range st.Replicas {
 		if rs.Replica != st.Replica && want[rs.Replica] && !rs.Learner && rs.Active && rs.Match >= to.Match {
@@ -389,7 +392,7 @@ func (c *Cluster) handOver(group raftnode.GroupID, label string, st raftnode.Gro
 	if to.Replica == 0 {
 		return
 	}
-	if err := c.node.HandOver(group, to.Replica); err == nil {
+	if err := through(via, func() error { return c.node.HandOver(group, to.Replica) }); err == nil {
 		c.cfg.Infof("JetStream cluster: %s group %d: leadership handed to %s, this replica leaves the group", label, group, to.Server)
 	}
 }

@@ -95,6 +95,13 @@ func (c *Cluster) members(st raftnode.GroupStatus) []raftnode.ServerID {
 // Errors of the Raft layer (the replica no longer leads, is fenced) are
 // 10041 with their text.
 func (c *Cluster) stepDown(group raftnode.GroupID, p *stream.Placement) *jserr.Error {
+	return c.stepDownVia(group, p, nil)
+}
+
+// stepDownVia is stepDown with the transfer asked through via (nil: at
+// once): a replicated consumer's leader asks it once what it delivered
+// is queued to its log (consumerlog.Log.HandOver).
+func (c *Cluster) stepDownVia(group raftnode.GroupID, p *stream.Placement, via func(func() error) error) *jserr.Error {
 	st, err := c.node.Status(group)
 	if err != nil {
 		return raftError(err)
@@ -102,8 +109,9 @@ func (c *Cluster) stepDown(group raftnode.GroupID, p *stream.Placement) *jserr.E
 	if st.Role != raftnode.Leader || st.Fenced != nil {
 		return jserr.New(jserr.ClusterNotAvail)
 	}
+	stepDown := func() error { return c.node.StepDown(group) }
 	if p == nil {
-		return raftError(c.node.StepDown(group))
+		return raftError(through(via, stepDown))
 	}
 	var to raftnode.ReplicaStatus
 	if p.Preferred != "" {
@@ -115,15 +123,24 @@ func (c *Cluster) stepDown(group raftnode.GroupID, p *stream.Placement) *jserr.E
 			return noPeers(fmt.Sprintf("preferred server %q not known", p.Preferred))
 		}
 		if to = st.Replicas[i]; !to.Active || to.Learner {
-			return raftError(c.node.StepDown(group))
+			return raftError(through(via, stepDown))
 		}
-		return raftError(c.node.TransferLeader(group, to.Replica))
+	} else {
+		cands := c.successors(st, p)
+		if len(cands) == 0 {
+			return noPeers("no replacement peer connected")
+		}
+		to = cands[0]
 	}
-	cands := c.successors(st, p)
-	if len(cands) == 0 {
-		return noPeers("no replacement peer connected")
+	return raftError(through(via, func() error { return c.node.TransferLeader(group, to.Replica) }))
+}
+
+// through calls ask, through via when there is one.
+func through(via func(func() error) error, ask func() error) error {
+	if via == nil {
+		return ask()
 	}
-	return raftError(c.node.TransferLeader(group, cands[0].Replica))
+	return via(ask)
 }
 
 // successors returns the replicas of the group (st, the leader's view)

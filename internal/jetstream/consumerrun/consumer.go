@@ -178,6 +178,17 @@ type Consumer struct {
 	cacked       []uint64
 	stepDown     bool
 	unflushed    bool // operations wait in the log's batch (flushReplicated)
+	// holding: the last round held (replicated.go, holdRound); held are
+	// the events kept meanwhile; transferWait a transfer HandOver left
+	// to the loop (askTransfer), which takes acks without delivering
+	// until drainUntil at the latest.
+	holding      bool
+	held         []cevent
+	transferWait func() error
+	drainUntil   time.Time
+	// orphansUntil: this replica stopped leading with pull requests
+	// waiting, ended by then at the latest (endOrphans; zero: none).
+	orphansUntil time.Time
 
 	// removeRetry is how long after its last request for removal
 	// (Env.RemoveInactive) an inactive consumer asks again; 0 before the
@@ -322,20 +333,32 @@ func (c *Consumer) round(evs []cevent) (acked []uint64, replies []string, jb jou
 			}
 		}
 		if !c.leading {
+			c.endOrphans(false)
 			clear(evs)
+			acked, replies = c.takeCommitted()
+			return acked, replies, jb, false
+		}
+		var hold bool
+		if evs, hold = c.holdRound(evs, now); hold {
 			acked, replies = c.takeCommitted()
 			return acked, replies, jb, false
 		}
 	}
 	c.refreshDeadLetter()
+	acks := 0
 	for i := range evs {
+		if evs[i].ack != nil {
+			acks++
+		}
 		c.handle(&evs[i], now)
 		evs[i] = cevent{}
 	}
 	c.endPause(now)
 	c.expireAcks(now)
 	c.d.ExpirePulls(now)
-	if c.d.Deliver(now, c.sr.DurableSeq()) {
+	// A consumer handing its leadership over delivers nothing more
+	// (replicated.go, HandOver).
+	if c.transferWait == nil && c.d.Deliver(now, c.sr.DurableSeq()) {
 		c.Signal() // go on in the next round, after the queued acks
 	}
 	c.acked = append(c.acked, c.d.TakeAcked()...)
@@ -360,6 +383,7 @@ func (c *Consumer) round(evs []cevent) (acked []uint64, replies []string, jb jou
 		// inactivity, and the meta group removes the consumer
 		// (Env.RemoveInactive).
 		c.flushReplicated()
+		c.askTransfer(now, acks)
 		c.holdReplies(replies)
 		acked, replies = c.takeCommitted()
 	}
@@ -443,8 +467,10 @@ func (c *Consumer) nextWake() time.Duration {
 	defer c.mu.Unlock()
 	now := c.now()
 	next := c.d.NextWake(now)
-	if c.unflushed {
-		next = now.Add(5 * time.Millisecond) // a batch refused for back-pressure: try again soon
+	if c.unflushed || c.holding || c.transferWait != nil || !c.orphansUntil.IsZero() {
+		// A batch refused for back-pressure, a hold or a hand-over
+		// (replicated.go): look again soon.
+		next = now.Add(5 * time.Millisecond)
 	}
 	if c.dirty && c.saver != nil {
 		if t := c.lastSave.Add(c.saveGap); t.Before(next) {

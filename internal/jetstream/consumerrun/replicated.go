@@ -48,15 +48,21 @@ import (
 // batch when the replica stops leading. The log hands each committed
 // entry's operations to the consumer's ApplyBatch, on the log's
 // goroutine without the consumer's lock, and tells the consumer of its
-// leadership through SetLeading. StepDown asks the group to elect
+// leadership through SetLeading. SuccessorReady reports, on a replica
+// that led, whether a later term's leader has started (its first entry
+// applied here). StepDown asks the group to elect
 // another leader (a batch was lost, so the delivering state went ahead
-// of the log).
+// of the log). MayDecide reports whether the leader may decide now (no
+// leadership transfer asked or under way, still the group's leader);
+// it is asked once per round of a leading consumer and must be cheap.
 type ReplicatedLog interface {
 	streamrun.Log[consumer.Op]
 	streamrun.Leader
 	Flush() (pending bool, err error)
 	Discard()
 	StepDown()
+	MayDecide() bool
+	SuccessorReady() bool
 }
 
 // statusLeadershipChange ends the pull requests waiting on a consumer
@@ -84,6 +90,81 @@ func (c *Consumer) Leading() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return !c.repl || c.leading
+}
+
+// handOverDrain bounds how long a replicated consumer asked to hand its
+// leadership over (HandOver) takes the acknowledgements of what it
+// delivered before it asks the transfer: an ack that comes during the
+// transfer is lost (raft drops what is proposed then), and the message
+// waits for its ack wait to be delivered again.
+const handOverDrain = 100 * time.Millisecond
+
+// HandOver has a leading replicated consumer stop delivering and calls
+// transfer (the request of its group's leadership transfer) from its
+// loop once every operation it decided is queued to its log, so that
+// the transfer follows them (consumerlog.Replica): after a round that
+// took no acknowledgement (the client acknowledged what it got), or
+// handOverDrain after the call, and once back-pressure let its batch
+// through. It returns nil (transfer's error is logged). The consumer
+// then holds (package comment) until its log says the transfer ended.
+// A consumer that does not lead (or is not replicated) delivers
+// nothing: transfer is called at once and its error returned.
+func (c *Consumer) HandOver(transfer func() error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.repl || !c.leading || c.stopped {
+		return transfer()
+	}
+	if c.transferWait == nil { // a request repeated meanwhile does not extend the drain
+		c.drainUntil = c.now().Add(handOverDrain)
+	}
+	c.transferWait = transfer
+	c.Signal()
+	return nil
+}
+
+// askTransfer asks the transfer HandOver left to the loop once this
+// round's operations are queued (flushReplicated) and the client's
+// acknowledgements stopped (acks: how many this round took) or the
+// drain is over (c.mu held).
+func (c *Consumer) askTransfer(now time.Time, acks int) {
+	t := c.transferWait
+	if t == nil || c.unflushed || c.stepDown || acks > 0 && now.Before(c.drainUntil) {
+		return
+	}
+	c.transferWait = nil
+	c.holding = true // until the log says the transfer ended (holdRound)
+	if err := t(); err != nil {
+		c.env.Logf("consumer %s > %s: leadership transfer not asked: %v", c.sr.Name(), c.name, err)
+	}
+}
+
+// holdRound is the round of a leading replicated consumer that may not
+// decide now (package comment, holding; c.mu held): it registers pull
+// requests, keeps the other events for later and proposes what waits.
+// It reports false, the kept events put back before evs, when the
+// consumer may decide again.
+func (c *Consumer) holdRound(evs []cevent, now time.Time) ([]cevent, bool) {
+	if c.log.(ReplicatedLog).MayDecide() {
+		c.holding = false
+		if len(c.held) > 0 {
+			evs = append(c.held, evs...)
+			c.held = nil
+		}
+		return evs, false
+	}
+	c.holding = true
+	for i := range evs {
+		switch {
+		case evs[i].pull != nil:
+			c.handle(&evs[i], now)
+		case evs[i].lead == nil:
+			c.held = append(c.held, evs[i])
+		}
+		evs[i] = cevent{}
+	}
+	c.flushReplicated()
+	return evs, true
 }
 
 // commitReplicated is Commit for a replicated consumer (c.mu held): a
@@ -195,7 +276,9 @@ func (c *Consumer) lead(on bool) {
 	}
 	c.log.(ReplicatedLog).Discard()
 	c.unflushed, c.stepDown = false, false
+	c.held, c.transferWait, c.holding = nil, nil, false
 	if on {
+		c.endOrphans(true)
 		c.cst = c.st
 		c.st = c.cst.Clone()
 		c.d.SetState(c.st)
@@ -215,11 +298,39 @@ func (c *Consumer) lead(on bool) {
 	}
 	c.leading = false
 	c.unsubscribe()
-	c.d.EndPulls(statusLeadershipChange)
+	// The waiting pull requests end once the successor delivers
+	// (endOrphans): a client sends its request again at once, and one
+	// sent before the successor subscribed would be lost, the client
+	// waiting for its heartbeats to miss (tens of seconds).
+	if c.d.NumWaiting() > 0 {
+		c.orphansUntil = c.now().Add(orphanWait)
+	} else {
+		c.d.EndPulls(statusLeadershipChange) // those whose requester left
+	}
 	c.st, c.cst = c.cst, nil
 	c.d.SetState(c.st)
 	c.d.Reset()
 	c.confirms, c.acked, c.ackReplies = nil, nil, nil
+}
+
+// orphanWait bounds how long a replica that stopped leading keeps the
+// pull requests that waited on it before it ends them with 409
+// Leadership Change (endOrphans).
+const orphanWait = 2 * time.Second
+
+// endOrphans ends, with 409 Leadership Change (nats-server v2.15.2's
+// answer), the pull requests that waited on this replica when it stopped
+// leading, once its log says the successor started (and so subscribed
+// before this replica answers), orphanWait after, or now (c.mu held).
+func (c *Consumer) endOrphans(now bool) {
+	if c.orphansUntil.IsZero() {
+		return
+	}
+	if !now && !c.log.(ReplicatedLog).SuccessorReady() && c.now().Before(c.orphansUntil) {
+		return
+	}
+	c.orphansUntil = time.Time{}
+	c.d.EndPulls(statusLeadershipChange)
 }
 
 // takeCommitted returns, and forgets, the stream sequences committed
