@@ -166,7 +166,8 @@ func (c *Cluster) publishSystem(subj, reply string, data []byte) bool {
 
 // requestAll sends one request with body to each of subjects in the
 // system account and waits, at most timeout, for their answers: out[i]
-// is the answer to subjects[i], nil when none came.
+// is the answer to subjects[i], nil when none came within timeout (an
+// answer that came is kept whatever the others did).
 func (c *Cluster) requestAll(subjects []string, body []byte, timeout time.Duration) [][]byte {
 	s := &c.sys
 	out := make([][]byte, len(subjects))
@@ -201,6 +202,15 @@ func (c *Cluster) requestAll(subjects []string, body []byte, timeout time.Durati
 		select {
 		case out[i] = <-chs[i]:
 		case <-deadline.C:
+			// Answers to later subjects may have come already (each
+			// channel holds one): keep them, so that one subject that
+			// never answers does not take every later one with it.
+			for j := i + 1; j < len(chs); j++ {
+				select {
+				case out[j] = <-chs[j]:
+				default:
+				}
+			}
 			return out
 		case <-c.quit:
 			return out
