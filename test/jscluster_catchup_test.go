@@ -521,7 +521,8 @@ func TestJetStreamClusterPublishRightAfterCreate(t *testing.T) {
 // after the create, through the server holding no replica, finds it
 // (the meta leader answered at once, before the group had elected
 // anyone, and publishes got "no responders" for about an election
-// timeout).
+// timeout), and the answer names the leader and the other replica (it
+// named neither: the meta leader, outside the group, cannot see them).
 func TestJetStreamClusterPublishRightAfterCreateAway(t *testing.T) {
 	servers, _ := jsClusterMod(t, 3, nil)
 	ncs, js := clusterClients(t, servers)
@@ -542,6 +543,11 @@ func TestJetStreamClusterPublishRightAfterCreateAway(t *testing.T) {
 		cancel()
 		if err != nil {
 			t.Fatalf("create %s: %v", name, err)
+		}
+		// The answer names the leader and the other replica, as
+		// nats-server's stream leader's answer does.
+		if ci := st.CachedInfo().Cluster; ci == nil || ci.Leader == "" || len(ci.Replicas) != 1 {
+			t.Fatalf("create %s answered with cluster %+v, want its leader and other replica", name, ci)
 		}
 		for j, nc := range ncs {
 			if _, err := nc.Request(name, []byte("x"), 5*time.Second); err != nil {

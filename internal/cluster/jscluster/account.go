@@ -286,7 +286,13 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	if _, here := meta.On(res.Stream.Replicas, c.name); here {
 		c.waitLeader(streamKey{a.name, cfg.Name})
 	} else if len(res.Stream.Replicas) > 1 {
-		c.waitLeaderAway(streamKey{a.name, cfg.Name})
+		// The leader's own info names it and the replicas, which this
+		// server, outside the group, cannot (nats-server's stream leader
+		// answers the create itself).
+		var si jetstream.StreamInfo
+		if b := c.waitLeaderAway(streamKey{a.name, cfg.Name}); b != nil && json.Unmarshal(b, &si) == nil && si.Cluster != nil {
+			return &si, nil
+		}
 	}
 	return a.infoOf(*res.Stream), nil
 }
@@ -297,19 +303,21 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 // server (announceStream), so a publish right after the create finds
 // the stream, as nats-server's stream leader, which answers the create
 // itself, makes sure. Each ask waits 2*recampaign: a group elects its
-// leader within one (campaignsFirst) unless votes were lost.
-func (c *Cluster) waitLeaderAway(k streamKey) {
+// leader within one (campaignsFirst) unless votes were lost. It returns
+// the leader's answer (its StreamInfo JSON), nil when none came.
+func (c *Cluster) waitLeaderAway(k streamKey) []byte {
 	deadline := time.Now().Add(proposeTimeout)
 	for time.Now().Before(deadline) {
 		if out := c.requestAll([]string{streamInfoSubject(k)}, nil, 2*recampaign); len(out[0]) > 0 {
-			return
+			return out[0]
 		}
 		select {
 		case <-c.quit:
-			return
+			return nil
 		default:
 		}
 	}
+	return nil
 }
 
 // offline returns the servers of the meta group's catalogue this server
