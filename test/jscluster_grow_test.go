@@ -198,7 +198,15 @@ func TestJetStreamClusterServerRemove(t *testing.T) {
 		}
 		return nil
 	})
-	r = stepDownRequest(t, sys, "$JS.API.SERVER.REMOVE", fmt.Sprintf(`{"peer":%q}`, victim))
+	// Until the meta group has let the removed replica go, nats-server's
+	// first check answers 10202 (its order); then 10044.
+	eventually(t, "remove it again: 10044", func() error {
+		r = stepDownRequest(t, sys, "$JS.API.SERVER.REMOVE", fmt.Sprintf(`{"peer":%q}`, victim))
+		if r.Error != nil && r.Error.ErrCode == 10202 && r.Error.Description == "cluster member change is in progress" {
+			return fmt.Errorf("%+v", r.Error)
+		}
+		return nil
+	})
 	wantStepDownError(t, "remove it again", r, 10044, "server is not a member of the cluster")
 	servers[vi].Shutdown()
 	for n := 11; n <= 20; n++ {
