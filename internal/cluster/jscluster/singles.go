@@ -67,7 +67,7 @@ func (c *Cluster) singlesOn(sa meta.StreamAssignment, from raftnode.ServerID, st
 		}
 		off := c.offlineIn(st)
 		if off[from] {
-			cas = nil // its state is out of reach: it stays (docs/clustering.md)
+			cas = nil // its state is out of reach: it stays (docs/clustering.md, "Moving consumers of one replica")
 			return
 		}
 		others := slices.DeleteFunc(meta.Servers(sa.Replicas), func(s raftnode.ServerID) bool {
