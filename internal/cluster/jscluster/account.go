@@ -311,10 +311,10 @@ func (c *Cluster) waitLeaderAway(k streamKey) []byte {
 		if out := c.requestAll([]string{streamInfoSubject(k)}, nil, 2*recampaign); len(out[0]) > 0 {
 			return out[0]
 		}
-		select {
+		select { // requestAll returns at once without a transport: no spin
 		case <-c.quit:
 			return nil
-		default:
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 	return nil
