@@ -12,15 +12,16 @@
 # Needs: Go, Node.js 20+ with npm, and for the CLI tests natscli v0.5.0 on
 # PATH (.ci/run installs it; so does `go install github.com/nats-io/natscli/nats@v0.5.0`).
 # Environment:
-#   FUZZTIME=10s         how long each fuzz target runs (0 or "off" skips fuzzing)
-#   GO_TEST_TIMEOUT=20m  the -timeout of go test (the test package takes about 11 minutes under -race on 2 cores)
+#   FUZZTIME=5s          how long each fuzz target runs (0 or "off" skips fuzzing;
+#                        longer runs: FUZZTIME=5m scripts/test.sh)
+#   GO_TEST_TIMEOUT=20m  the -timeout of go test (the test package takes about 14 minutes under -race on 2 cores)
 #   GO_TEST_RUN=regex    passed to go test -run (default: all tests)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-FUZZTIME="${FUZZTIME:-10s}"
+FUZZTIME="${FUZZTIME:-5s}"
 GO_TEST_TIMEOUT="${GO_TEST_TIMEOUT:-20m}"
 
 # Tools installed with `go install` (nats, nats-server) live here.
