@@ -430,6 +430,7 @@ func (c *Cluster) run() {
 			c.catalogue()
 			c.replaceStale()
 			c.moveOffRemoved()
+			c.healShort()
 			c.askReplaceLost()
 			c.handleLost()
 			c.reconcileMemberships()
