@@ -24,7 +24,10 @@ import (
 // leader's answer to every request. The process-level fault suite's
 // corrupt-wal found it: every consumer create and stream info through
 // the damaged server failed with 10008 once it had known no meta leader
-// for 2 s, so a client could not even read the stream back.
+// for 2 s, so a client could not even read the stream back. A damaged
+// WAL is now moved aside and replaced (TestJetStreamClusterDamagedWALReplaced);
+// here the move fails (a file where its quarantine directory goes), and
+// the server must stay fenced and silent.
 func TestJetStreamClusterDamagedWALServerStaysSilent(t *testing.T) {
 	servers, opts := restartFixture(t, 40, 30)
 	servers[1].Shutdown()
@@ -40,6 +43,9 @@ func TestJetStreamClusterDamagedWALServerStaysSilent(t *testing.T) {
 		data[len(data)/2+i] ^= 0x5a
 	}
 	if err := os.WriteFile(segs[0], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(opts[1].StoreDir, "jetstream", "$SYS", "_js_", "quarantine"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	servers[1] = restartServer(t, opts[1])

@@ -29,7 +29,33 @@ import (
 // acknowledged message byte for byte. Before the replacement was built
 // the fenced replica stayed out of its group for good: two replicas.
 func TestJetStreamClusterDamagedStoreReplaced(t *testing.T) {
-	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { o.RaftRetain = 8 })
+	damagedReplaced(t, filepath.Join("jetstream", "$G", "streams", "ORDERS", "msgs", "msgs", "*.blk"),
+		filepath.Join("jetstream", "$G", "quarantine", "ORDERS.*", "msgs", "msgs", "*.blk"))
+}
+
+// The same with the follower's Raft WAL damaged (bytes flipped in the
+// middle of each segment): its replay finds the damage, the server moves
+// the WAL aside to its quarantine directory and starts a new one under a
+// new store incarnation, joins the meta group as a new replica, and its
+// replicas of ORDERS and of the durable are replaced as a wiped server's
+// are; its stream of one replica keeps its messages, which no WAL holds.
+// Before, every group of the server stayed fenced for good.
+func TestJetStreamClusterDamagedWALReplaced(t *testing.T) {
+	damagedReplaced(t, filepath.Join("jetstream", "$SYS", "_js_", "raft", "*.wal"),
+		filepath.Join("jetstream", "$SYS", "_js_", "quarantine", "raft.*", "*.wal"))
+}
+
+// damagedReplaced runs the damage tests: the files of a stopped
+// follower's store matching the glob damage are flipped in the middle;
+// after its restart the stream has three current replicas, the damaged
+// files are under the glob quarantined, and every acknowledged message is
+// served by each replica, as is the durable C's state and the messages
+// of a stream of one replica on that server.
+func damagedReplaced(t *testing.T, damage, quarantined string) {
+	servers, opts := jsClusterMod(t, 3, func(i int, o *server.Options) {
+		o.RaftRetain = 8
+		o.Tags = []string{fmt.Sprintf("t%d", i)}
+	})
 	js0 := jsAt(t, servers[0])
 	eventually(t, "create ORDERS", func() error {
 		_, err := js0.CreateStream(tctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, AllowDirect: true})
@@ -47,13 +73,29 @@ func TestJetStreamClusterDamagedStoreReplaced(t *testing.T) {
 	}
 	victim := (leader + 1) % 3
 	name := servers[victim].Name()
-	servers[victim].Shutdown()
-	blocks, _ := filepath.Glob(filepath.Join(opts[victim].StoreDir, "jetstream", "$G", "streams", "ORDERS", "msgs", "msgs", "*.blk"))
-	if len(blocks) == 0 {
-		t.Fatal("no message block")
+	one := []string{"one.1", "one.2", "one.3"}
+	eventually(t, "create ONE on "+name, func() error {
+		_, err := js0.CreateStream(tctx(t), jetstream.StreamConfig{Name: "ONE", Subjects: []string{"one.>"}, Placement: &jetstream.Placement{Tags: []string{fmt.Sprintf("t%d", victim)}}})
+		return err
+	})
+	for _, subj := range one {
+		eventually(t, "publish "+subj, func() error {
+			_, err := js0.Publish(tctx(t), subj, []byte(subj))
+			return err
+		})
 	}
-	for _, b := range blocks {
-		flipMiddle(t, b)
+	eventually(t, "create the durable C", func() error {
+		_, err := js0.CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "C", AckPolicy: jetstream.AckExplicitPolicy})
+		return err
+	})
+	consumeAck(t, js0, "C", 5)
+	servers[victim].Shutdown()
+	files, _ := filepath.Glob(filepath.Join(opts[victim].StoreDir, damage))
+	if len(files) == 0 {
+		t.Fatalf("no file %s", damage)
+	}
+	for _, f := range files {
+		flipMiddle(t, f)
 	}
 	jsL := jsAt(t, servers[leader])
 	publishRange(t, jsL, sent, 201, 230)
@@ -76,9 +118,9 @@ func TestJetStreamClusterDamagedStoreReplaced(t *testing.T) {
 		}
 		return found
 	})
-	q, _ := filepath.Glob(filepath.Join(opts[victim].StoreDir, "jetstream", "$G", "quarantine", "ORDERS.*", "msgs", "msgs", "*.blk"))
+	q, _ := filepath.Glob(filepath.Join(opts[victim].StoreDir, quarantined))
 	if len(q) == 0 {
-		t.Fatal("the damaged message blocks are not in the quarantine directory")
+		t.Fatalf("no damaged file in quarantine (%s)", quarantined)
 	}
 	m, err := monitor.New(monitor.Options{Host: "127.0.0.1", Port: -1, Server: servers[victim]})
 	if err != nil {
@@ -96,7 +138,20 @@ func TestJetStreamClusterDamagedStoreReplaced(t *testing.T) {
 	for i := range servers {
 		readAsLeader(t, servers, i, sent)
 	}
-	readOrderedAll(t, jsAt(t, servers[victim]), sent)
+	jsV := jsAt(t, servers[victim])
+	readOrderedAll(t, jsV, sent)
+	if got := consumeAck(t, jsV, "C", 1); got[0] != 6 {
+		t.Fatalf("C delivered %v after its 5 acknowledged, want sequence 6", got)
+	}
+	ones, err := jsV.Stream(tctx(t), "ONE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, subj := range one {
+		if m, err := ones.GetMsg(tctx(t), uint64(i+1)); err != nil || m.Subject != subj {
+			t.Fatalf("ONE's message %d on %s: %+v, %v", i+1, name, m, err)
+		}
+	}
 }
 
 // readOrderedAll reads ORDERS from its start with an ordered consumer

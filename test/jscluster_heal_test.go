@@ -35,7 +35,7 @@ func TestJetStreamClusterDroppedReplicaHealed(t *testing.T) {
 		_, err := js[0].CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Durable: "C", AckPolicy: jetstream.AckExplicitPolicy})
 		return err
 	})
-	takeAck(t, js[0], "C", 4) // C's ack floor 4: state the moved replica must carry
+	consumeAck(t, js[0], "C", 4) // C's ack floor 4: state the moved replica must carry
 
 	// Remove a server that neither leads the meta group nor the stream.
 	meta := waitMeta(t, servers, []string{"n1", "n2", "n3"})
@@ -117,46 +117,38 @@ func TestJetStreamClusterDroppedReplicaHealed(t *testing.T) {
 			t.Fatalf("message %d: %+v, %v", n, m, err)
 		}
 	}
-	cons, err := jsl[0].Consumer(ctx2(t), "ORDERS", "C")
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := 0
-	for m := range batch.Messages() {
-		got++
-		if md, _ := m.Metadata(); md == nil || md.Sequence.Stream != 5 {
-			t.Fatalf("C delivered %+v after its ack floor 4, want stream sequence 5", md)
-		}
-	}
-	if got != 1 {
-		t.Fatalf("C delivered %d messages with n4 and one old server, want 1 (%v)", got, batch.Error())
+	if got := consumeAck(t, jsl[0], "C", 1); got[0] != 5 {
+		t.Fatalf("C delivered %v after its ack floor 4, want stream sequence 5", got)
 	}
 }
 
-// takeAck fetches n messages of ORDERS through durable name and
-// acknowledges each, confirmed.
-func takeAck(t *testing.T, js jetstream.JetStream, name string, n int) {
+// consumeAck fetches n messages of ORDERS through durable name,
+// acknowledges each (confirmed), and returns their stream sequences.
+func consumeAck(t *testing.T, js jetstream.JetStream, name string, n int) []uint64 {
 	t.Helper()
-	cons, err := js.Consumer(ctx2(t), "ORDERS", name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var cons jetstream.Consumer
+	eventually(t, "durable "+name, func() error {
+		var err error
+		cons, err = js.Consumer(ctx2(t), "ORDERS", name)
+		return err
+	})
 	batch, err := cons.Fetch(n, jetstream.FetchMaxWait(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := 0
+	var seqs []uint64
 	for m := range batch.Messages() {
-		got++
+		md, err := m.Metadata()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, md.Sequence.Stream)
 		if err := m.DoubleAck(ctx2(t)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got != n {
-		t.Fatalf("%s delivered %d messages, want %d", name, got, n)
+	if len(seqs) != n {
+		t.Fatalf("%s delivered %d messages, want %d (%v)", name, len(seqs), n, batch.Error())
 	}
+	return seqs
 }

@@ -21,6 +21,9 @@ type Node struct {
 
 	walMu sync.Mutex // serialises WAL access: rounds, and Open/Replay/Close
 	wal   *wal
+	// inc is the WAL's store incarnation (Incarnation), set by Open,
+	// Replay and QuarantineWAL, read without walMu.
+	inc atomic.Pointer[Incarnation]
 	// replayed is set once Replay ran (rounds wait for it); replayErr is
 	// its error, under walMu.
 	replayed  atomic.Bool
@@ -136,6 +139,8 @@ func Open(cfg Config) (*Node, error) {
 		cfg.Infof("raftnode: new WAL in %s, store incarnation %s", w.dir, w.inc)
 	}
 	n := &Node{cfg: cfg, wal: w}
+	inc := w.inc
+	n.inc.Store(&inc)
 	if !cfg.DeferReplay {
 		if err := n.Replay(); err != nil {
 			return nil, err
@@ -161,6 +166,8 @@ func (n *Node) Replay() error {
 		return n.replayErr
 	}
 	n.replayErr = n.wal.load()
+	inc := n.wal.inc // load reads it again when the first header was damaged
+	n.inc.Store(&inc)
 	if n.replayErr != nil && n.wal.damage == nil {
 		n.wal.damage = fmt.Errorf("%w: WAL replay failed: %w", ErrCorrupt, n.replayErr)
 	}
@@ -170,7 +177,7 @@ func (n *Node) Replay() error {
 
 // Incarnation returns the store incarnation of the WAL: the value the
 // cluster layer binds this server's replicas to.
-func (n *Node) Incarnation() Incarnation { return n.wal.inc }
+func (n *Node) Incarnation() Incarnation { return *n.inc.Load() }
 
 // ElectionTimeout is the shortest election timeout of the node's groups
 // (ElectionTicks ticks of TickInterval; raft draws each group's in

@@ -408,6 +408,7 @@ func (c *Cluster) run() {
 	} else {
 		segs, _ := c.node.WALStats()
 		c.cfg.Infof("JetStream cluster: Raft WAL replayed in %v (%d segment(s))", time.Since(start).Round(time.Millisecond), segs)
+		c.quarantineWAL()
 	}
 	c.replayed.Store(true)
 	if !c.bootstrap() {
@@ -515,9 +516,12 @@ func metaReplica(inc raftnode.Incarnation) raftnode.ReplicaID {
 func (c *Cluster) bootstrap() bool {
 	dir := path.Join(c.cfg.Dir, "voters")
 	var rec votersFile
+	joinOnly := false
 	switch err := metafile.Read(c.cfg.FS, dir, &rec); {
-	case err == nil:
+	case err == nil && !c.storeChanged(rec):
 		return c.startMeta(rec)
+	case err == nil:
+		joinOnly = true
 	case !vfs.IsNotExist(err):
 		c.cfg.Logf("jscluster: the meta group's voters cannot be read: %v", err)
 		return false
@@ -526,7 +530,7 @@ func (c *Cluster) bootstrap() bool {
 	var said []string // what this server's hellos said of its routes
 	for {
 		names, complete := c.host.ClusterMembers()
-		if rec, ok := c.joinOrBootstrap(names, complete); ok {
+		if rec, ok := c.joinOrBootstrap(names, complete); ok && (rec.Join || !joinOnly) {
 			if err := c.cfg.FS.MkdirAll(dir); err != nil {
 				c.cfg.Logf("jscluster: record the meta group's voters: %v", err)
 				return false
@@ -559,6 +563,50 @@ func (c *Cluster) bootstrap() bool {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// quarantineWAL, at the start, moves a Raft WAL its replay found damaged
+// to <Dir>/quarantine/raft.<UTC time> (kept for an operator, never read
+// again) and starts a new one under a new store incarnation
+// (raftnode.Node.QuarantineWAL), which the transport's hellos then
+// carry: the server joins the meta group as a new replica (bootstrap,
+// storeChanged) and the meta leader replaces its replicas of replicated
+// streams and consumers, which the old incarnation's bindings fence
+// (docs/clustering.md, "Fencing"). Streams of one replica keep their
+// files, which no WAL holds. A move that fails leaves the WAL damaged
+// and every replica fenced, as before.
+func (c *Cluster) quarantineWAL() {
+	dmg := c.node.Damage()
+	if dmg == nil {
+		return
+	}
+	to := path.Join(c.cfg.Dir, "quarantine", "raft."+time.Now().UTC().Format("20060102T150405.000000000Z"))
+	inc, err := c.node.QuarantineWAL(to)
+	if err != nil {
+		c.cfg.Logf("jscluster: the Raft WAL is damaged (%v) and could not be moved aside (every replica of this server stays fenced): %v", dmg, err)
+		return
+	}
+	c.tr.SetIncarnation(inc)
+	c.tr.Rehello()
+	c.cfg.Logf("JetStream cluster: the Raft WAL was damaged (%v): moved to %s (kept for inspection; nothing reads it); a new WAL, store %s, replaces it: this server rejoins the meta group as a new replica, and its replicas of replicated streams and consumers are replaced from the other servers", dmg, to, inc)
+}
+
+// storeChanged reports whether the voters record rec names this server
+// by a store incarnation other than its Raft WAL's: the WAL was lost or
+// replaced while the rest of the store stayed (docs/clustering.md,
+// "Fencing"). Its replica of the meta group must not start as the one
+// the record names (decision 3: it would vote with an empty log as the
+// replica that acknowledged entries); the server joins the meta group
+// as a new replica instead, as a wiped server does, and never
+// bootstraps a new one (bootstrap's joinOnly). A record without
+// incarnations (replica IDs by position) cannot tell: false.
+func (c *Cluster) storeChanged(rec votersFile) bool {
+	was, ok := rec.Incarnations[string(c.name)]
+	if !ok || was == c.node.Incarnation().String() {
+		return false
+	}
+	c.cfg.Logf("JetStream cluster: the meta group's voters record names this server by store %s, its Raft WAL is store %s (the WAL was lost or replaced): joining the meta group as a new replica", was, c.node.Incarnation())
+	return true
 }
 
 // startMeta adds the meta group as rec records it.

@@ -158,6 +158,7 @@ type Transport struct {
 	self raftnode.ServerID
 	cfg  Config
 	recv atomic.Pointer[receiver]
+	inc  atomic.Pointer[raftnode.Incarnation] // what hellos say: cfg.Incarnation, or SetIncarnation's
 
 	quit   chan struct{}      // closed by Close
 	ctx    context.Context    // canceled by Close: ends dials
@@ -188,6 +189,8 @@ var _ raftnode.Transport = (*Transport)(nil)
 func New(host Host, cfg Config) *Transport {
 	cfg.fill()
 	t := &Transport{host: host, self: raftnode.ServerID(host.Name()), cfg: cfg, quit: make(chan struct{})}
+	inc := cfg.Incarnation
+	t.inc.Store(&inc)
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.mu.peers = map[raftnode.ServerID]*peer{}
 	t.mu.inbound = map[raftnode.ServerID]net.Conn{}
@@ -197,6 +200,13 @@ func New(host Host, cfg Config) *Transport {
 	t.refresh()
 	return t
 }
+
+// SetIncarnation makes the hellos sent from now on carry inc as this
+// server's store incarnation (Config.Incarnation until then): the
+// store's Raft WAL was replaced while the server ran
+// (raftnode.Node.QuarantineWAL). Call Rehello after it so that the peers
+// learn it.
+func (t *Transport) SetIncarnation(inc raftnode.Incarnation) { t.inc.Store(&inc) }
 
 // ident is what a peer's hello said of it.
 type ident struct {
