@@ -523,6 +523,9 @@ func TestJetStreamClusterPublishRightAfterCreate(t *testing.T) {
 // anyone, and publishes got "no responders" for about an election
 // timeout), and the answer names the leader and the other replica (it
 // named neither: the meta leader, outside the group, cannot see them).
+// The same for a stream of one replica on another server than the meta
+// leader (a core publish right after its create was lost now and then:
+// the answer came before its server subscribed).
 func TestJetStreamClusterPublishRightAfterCreateAway(t *testing.T) {
 	servers, _ := jsClusterMod(t, 3, nil)
 	ncs, js := clusterClients(t, servers)
@@ -532,22 +535,28 @@ func TestJetStreamClusterPublishRightAfterCreateAway(t *testing.T) {
 		_, err := js[0].AccountInfo(ctx)
 		return err
 	})
+	for _, replicas := range []int{2, 1} {
+		publishRightAfterCreateAway(t, servers, ncs, js, replicas)
+	}
+}
+
+func publishRightAfterCreateAway(t *testing.T, servers []*server.Server, ncs []*nats.Conn, js []jetstream.JetStream, replicas int) {
 	away := 0
 	for i := 0; away < 3; i++ {
 		if i == 30 {
-			t.Fatalf("30 streams of two replicas, %d placed without the meta leader", away)
+			t.Fatalf("30 streams of %d replicas, %d placed without the meta leader", replicas, away)
 		}
-		name := fmt.Sprintf("A%d", i)
+		name := fmt.Sprintf("A%d_%d", replicas, i)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		st, err := js[i%3].CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name}, Replicas: 2})
+		st, err := js[i%3].CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name}, Replicas: replicas})
 		cancel()
 		if err != nil {
 			t.Fatalf("create %s: %v", name, err)
 		}
 		// The answer names the leader and the other replica, as
 		// nats-server's stream leader's answer does.
-		if ci := st.CachedInfo().Cluster; ci == nil || ci.Leader == "" || len(ci.Replicas) != 1 {
-			t.Fatalf("create %s answered with cluster %+v, want its leader and other replica", name, ci)
+		if ci := st.CachedInfo().Cluster; ci == nil || ci.Leader == "" || len(ci.Replicas) != replicas-1 {
+			t.Fatalf("create %s answered with cluster %+v, want its leader and other replicas", name, ci)
 		}
 		for j, nc := range ncs {
 			if _, err := nc.Request(name, []byte("x"), 5*time.Second); err != nil {

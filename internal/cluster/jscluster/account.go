@@ -254,7 +254,8 @@ func (c *Cluster) propose(op meta.Op) (meta.Result, *jserr.Error) {
 // the rest (10058, 10065). When this server holds a replica, the answer
 // waits (at most proposeTimeout) for the stream's group to have a
 // leader, so that a publish right after finds it (waitLeader when the
-// meta leader holds a replica, waitLeaderAway when it does not).
+// meta leader holds a replica, waitLeaderAway when it does not, for a
+// stream of one replica as well).
 func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamInfo, *jserr.Error) {
 	c := a.c
 	cfg := req.Config
@@ -285,12 +286,17 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	}
 	if _, here := meta.On(res.Stream.Replicas, c.name); here {
 		c.waitLeader(streamKey{a.name, cfg.Name})
-	} else if len(res.Stream.Replicas) > 1 {
+	} else {
 		// The leader's own info names it and the replicas, which this
 		// server, outside the group, cannot (nats-server's stream leader
-		// answers the create itself).
+		// answers the create itself). A stream of one replica too: its
+		// server answers once its subscriptions reached every server.
 		var si jetstream.StreamInfo
-		if b := c.waitLeaderAway(streamKey{a.name, cfg.Name}); b != nil && json.Unmarshal(b, &si) == nil && si.Cluster != nil {
+		ask := 2 * recampaign // a group elects its leader within one (campaignsFirst)
+		if len(res.Stream.Replicas) == 1 {
+			ask = singleAsk // no election: its server starts it
+		}
+		if b := c.waitLeaderAway(streamKey{a.name, cfg.Name}, ask); b != nil && json.Unmarshal(b, &si) == nil && si.Cluster != nil {
 			return &si, nil
 		}
 	}
@@ -298,17 +304,17 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 }
 
 // waitLeaderAway waits, at most proposeTimeout, until the leader of
-// replicated stream k, placed without this server, answers its $JSC.SI
+// stream k (its server, for one replica), placed without this server, answers its $JSC.SI
 // request: a leader answers once its subscriptions have reached every
 // server (announceStream), so a publish right after the create finds
 // the stream, as nats-server's stream leader, which answers the create
-// itself, makes sure. Each ask waits 2*recampaign: a group elects its
-// leader within one (campaignsFirst) unless votes were lost. It returns
+// itself, makes sure. Each ask waits at most every (StreamCreate: twice
+// recampaign for a group, singleAsk for one replica). It returns
 // the leader's answer (its StreamInfo JSON), nil when none came.
-func (c *Cluster) waitLeaderAway(k streamKey) []byte {
+func (c *Cluster) waitLeaderAway(k streamKey, every time.Duration) []byte {
 	deadline := time.Now().Add(proposeTimeout)
 	for time.Now().Before(deadline) {
-		if out := c.requestAll([]string{streamInfoSubject(k)}, nil, 2*recampaign); len(out[0]) > 0 {
+		if out := c.requestAll([]string{streamInfoSubject(k)}, nil, every); len(out[0]) > 0 {
 			return out[0]
 		}
 		select { // requestAll returns at once without a transport: no spin
@@ -368,6 +374,12 @@ func (a *account) existing(sa meta.StreamAssignment, cfg stream.Config) (*jetstr
 // a leader before its replica on the meta leader campaigns again.
 const recampaign = 150 * time.Millisecond
 
+// singleAsk is how long each $JSC.SI ask of waitLeaderAway waits for the
+// server of a stream of one replica placed elsewhere: it answers once it
+// started the stream and flushed its routes, a few milliseconds after it
+// applied the assignment.
+const singleAsk = 50 * time.Millisecond
+
 // waitLeader waits, at most proposeTimeout, until the meta leader can
 // tell that stream k has a leader: its own replica leads, or its group
 // reports one. Its replica campaigned when it started (runReplica); a
@@ -380,14 +392,20 @@ func (c *Cluster) waitLeader(k streamKey) {
 	for time.Now().Before(deadline) {
 		if ci := c.clusterInfo(k); ci != nil && ci.Leader != "" {
 			// Its subscriptions reach every server before the answer
-			// does: flushed here when this server leads, else by the
-			// leader before it answers $JSC.SI (announceStream).
-			if r := c.replicaOf(k); r != nil && r.leads.Load() {
+			// does: flushed here when this server leads (once its
+			// replica runs: a stream of one replica is led by its
+			// server as soon as it is assigned, before it started),
+			// else by the leader before it answers $JSC.SI
+			// (announceStream).
+			r := c.replicaOf(k)
+			switch {
+			case r != nil && r.leads.Load():
 				c.announceStream(r)
-			} else {
+				return
+			case ci.Leader != string(c.name):
 				c.requestAll([]string{streamInfoSubject(k)}, nil, announceTimeout+time.Second)
+				return
 			}
-			return
 		}
 		if r := c.replicaOf(k); r != nil && len(r.sa.Replicas) > 1 && time.Now().After(next) {
 			_ = c.node.Campaign(r.sa.Group)
