@@ -199,18 +199,23 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 	// The node is opened first (the transport's hello carries its WAL's
 	// incarnation); it sends nothing before Start.
 	late := &lateTransport{}
+	// The catch-up service fails a fetch over as soon as its source's
+	// server is known gone: a transport connection with it ended, or
+	// raftnode found it dead (docs/clustering.md, "Stream snapshots").
+	c.svc = catchup.New(catchup.Config{Send: late.Send, Logf: cfg.Logf})
 	node, err := raftnode.Open(raftnode.Config{
 		FS: cfg.FS, Dir: path.Join(cfg.Dir, "raft"), Server: c.name, Transport: late,
 		TickInterval: cfg.TickInterval, Logf: cfg.Logf, Infof: cfg.Infof, Debugf: cfg.Debugf, DeferReplay: true,
+		PeerDead: c.svc.PeerGone,
 	})
 	if err != nil {
+		c.svc.Close()
 		return nil, fmt.Errorf("jscluster: open the Raft WAL: %w", err)
 	}
 	c.node = node
 	c.tr = transport.New(host, transport.Config{Logf: cfg.Logf, Infof: cfg.Infof, Incarnation: node.Incarnation(), Tags: cfg.Tags, Known: c.known, Gone: node.PeerUnreachable,
-		Meta: c.inMeta, Members: c.routeMembers})
+		Lost: c.svc.PeerGone, Meta: c.inMeta, Members: c.routeMembers})
 	late.tr.Store(c.tr)
-	c.svc = catchup.New(catchup.Config{Send: c.tr.Send, Logf: cfg.Logf})
 	c.tr.Attach(catchup.Mux(node, c.svc))
 	if err := cfg.FS.MkdirAll(path.Join(cfg.Dir, "meta")); err != nil {
 		c.closeNode()
