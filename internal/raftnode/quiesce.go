@@ -342,8 +342,9 @@ func (n *Node) toldDead(servers ...ServerID) {
 // to two timeouts after its last heartbeat (docs/clustering.md,
 // "The process-level fault suite"). A follower that forgot a leader still alive relearns it
 // from its next heartbeat, and the other followers, still in its lease,
-// refuse the forgetful one's pre-votes. The next frame from s revives it
-// (checkLiveness). An unknown server, or one known dead, changes nothing.
+// refuse the forgetful one's pre-votes. Config.PeerDead is told. The
+// next frame from s revives it (checkLiveness). An unknown server, or
+// one known dead, changes nothing.
 func (n *Node) PeerUnreachable(s ServerID) {
 	now := n.ticks.Load()
 	n.alive.mu.Lock()

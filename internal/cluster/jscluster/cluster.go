@@ -63,6 +63,20 @@ type Config struct {
 	// DefaultRetain); one further behind is caught up by a snapshot.
 	// Tests shorten it.
 	Retain uint64
+	// Hooks, for tests only (nil otherwise), stop the cluster layer at
+	// chosen points.
+	Hooks *Hooks
+}
+
+// Hooks are points where a test stops the cluster layer to interrupt
+// it there. Each may block; none is called with a lock held.
+type Hooks struct {
+	// SingleMoveStep1 is called by the meta leader's mover of a
+	// consumer of one replica once step 1 (its two servers) applied,
+	// before step 2 (docs/clustering.md, "Moving consumers of one
+	// replica"); quit is closed when this server's cluster layer stops,
+	// and the mover stops if it returns after that.
+	SingleMoveStep1 func(account, stream, consumer string, quit <-chan struct{})
 }
 
 // Cluster is one server's part of a clustered JetStream. Make it with
@@ -435,6 +449,7 @@ func (c *Cluster) run() {
 			c.catalogue()
 			c.replaceStale()
 			c.moveOffRemoved()
+			c.finishSingleMoves()
 			c.askReplaceLost()
 			c.handleLost()
 			c.reconcileMemberships()
