@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -86,6 +87,7 @@ func TestJetStreamClusterSingleMoveInterrupted(t *testing.T) {
 	mu.Lock()
 	m := held
 	mu.Unlock()
+	stopped := time.Now()
 	servers[m].Shutdown()
 	servers[m] = restartServer(t, opts[m])
 
@@ -107,6 +109,7 @@ func TestJetStreamClusterSingleMoveInterrupted(t *testing.T) {
 		}
 		return nil
 	})
+	t.Logf("D back to one replica %v after its mover's server stopped (held: %s, D was on %s)", time.Since(stopped).Round(10*time.Millisecond), servers[m].Name(), victim)
 	// It delivers the next message from there.
 	takeSome(t, js, "D", 1, 1)
 }
