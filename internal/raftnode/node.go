@@ -827,6 +827,7 @@ func (n *Node) Tick() {
 	// the route layer logs its server's connection at INF.
 	if len(died) > 0 {
 		n.cfg.Debugf("raftnode: no beat from %v for %d ticks", died, n.cfg.ElectionTicks)
+		n.toldDead(died...)
 		n.wakeFor(died, true, list)
 	}
 	if len(revived) > 0 {

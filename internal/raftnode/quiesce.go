@@ -321,6 +321,16 @@ func (g *group) quorumAlive(peers map[ReplicaID]ServerID) bool {
 	return majority(cs.GetVoters()) && majority(cs.GetVotersOutgoing())
 }
 
+// toldDead tells Config.PeerDead of servers just found dead.
+func (n *Node) toldDead(servers ...ServerID) {
+	if n.cfg.PeerDead == nil {
+		return
+	}
+	for _, s := range servers {
+		n.cfg.PeerDead(s)
+	}
+}
+
 // PeerUnreachable tells the node that server s is gone (its transport's
 // evidence: the Raft connection to it ended and its cluster port refused
 // the redial, or no route names it any more). s counts as dead at once,
@@ -332,8 +342,9 @@ func (g *group) quorumAlive(peers map[ReplicaID]ServerID) bool {
 // to two timeouts after its last heartbeat (docs/clustering.md,
 // "The process-level fault suite"). A follower that forgot a leader still alive relearns it
 // from its next heartbeat, and the other followers, still in its lease,
-// refuse the forgetful one's pre-votes. The next frame from s revives it
-// (checkLiveness). An unknown server, or one known dead, changes nothing.
+// refuse the forgetful one's pre-votes. Config.PeerDead is told. The
+// next frame from s revives it (checkLiveness). An unknown server, or
+// one known dead, changes nothing.
 func (n *Node) PeerUnreachable(s ServerID) {
 	now := n.ticks.Load()
 	n.alive.mu.Lock()
@@ -348,6 +359,7 @@ func (n *Node) PeerUnreachable(s ServerID) {
 		return
 	}
 	n.cfg.Debugf("raftnode: %s is gone (its transport says)", s)
+	n.toldDead(s)
 	n.mu.RLock()
 	list := n.mu.list
 	n.mu.RUnlock()

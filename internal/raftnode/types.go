@@ -206,6 +206,12 @@ type Config struct {
 	// does not hold up the server's start (docs/clustering.md,
 	// "Restarts").
 	DeferReplay bool
+	// PeerDead, if set, is told each time a peer server is found dead:
+	// no beat from it for more than ElectionTicks, or PeerUnreachable
+	// (the catch-up service stops waiting for its answers:
+	// docs/clustering.md, "Stream snapshots"). It runs on the ticker's
+	// or the caller's goroutine and must not block.
+	PeerDead func(ServerID)
 	// Logf, if set, receives the node's notable events (recovery,
 	// fences, damage): the cluster layer logs them as warnings. Infof,
 	// if set, receives the normal events an operator may want to see (a

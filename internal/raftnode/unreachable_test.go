@@ -96,3 +96,31 @@ func TestLivenessPeersFollowChanges(t *testing.T) {
 		t.Fatalf("watched %v after SetPeers, want [s2 s4]", got)
 	}
 }
+
+// Config.PeerDead hears of a server found dead, once: from its silence
+// (no beat for ElectionTicks) or at once from PeerUnreachable.
+func TestPeerDeadReported(t *testing.T) {
+	var told []ServerID
+	c := newTestCluster(t, 3, func(cfg *Config) {
+		if cfg.Server == "s2" {
+			cfg.PeerDead = func(s ServerID) { told = append(told, s) }
+		}
+	})
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.propose(0, 1, "a")
+	c.tick(1)
+	et := c.nodes[1].n.cfg.ElectionTicks
+	c.crash(2, vfs.CrashOptions{Tail: vfs.TailDrop})
+	for i := 0; len(told) == 0; i++ {
+		if i > et+2 {
+			t.Fatalf("s3 silent for %d ticks, not reported dead", i)
+		}
+		c.tick(1)
+	}
+	c.tick(3)
+	c.nodes[1].n.PeerUnreachable("s1")
+	if len(told) != 2 || told[0] != "s3" || told[1] != "s1" {
+		t.Fatalf("told %v, want [s3 s1]", told)
+	}
+}

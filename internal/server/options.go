@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/cluster/jscluster"
 	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/logger"
@@ -103,6 +104,10 @@ type Options struct {
 	// replica further behind is caught up by a stream snapshot. Not a
 	// configuration key: tests shorten it.
 	RaftRetain uint64
+	// JetStreamClusterHooks, for tests only (nil otherwise), stop the
+	// cluster layer at chosen points to interrupt it there
+	// (jscluster.Hooks). Not a configuration key.
+	JetStreamClusterHooks *jscluster.Hooks
 	// Cluster configures the cluster listener and the routes to other
 	// servers (cluster_options.go); the zero value means none.
 	Cluster ClusterOptions

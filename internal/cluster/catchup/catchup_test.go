@@ -246,6 +246,70 @@ func TestFetchFailsOver(t *testing.T) {
 	})
 }
 
+// A source whose server dies in the middle of a fetch (its frames stop:
+// a SIGKILLed stream leader) fails over to the next source as soon as
+// PeerGone reports it, not after the request timeout (10 s), and the
+// fetch ends with every message; a later fetch skips the gone server
+// until a frame from it arrives (Heard). Without PeerGone the fetch
+// waited the whole timeout (a trial's 10 s stall of a stream move).
+func TestFetchPeerGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newNet()
+		mk := func(id raftnode.ServerID) *Service {
+			s := New(Config{Send: func(to raftnode.ServerID, frame []byte) error { return n.send(id, to, frame) }, Logf: t.Logf})
+			t.Cleanup(s.Close)
+			n.mu.Lock()
+			n.svcs[id] = s
+			n.mu.Unlock()
+			return s
+		}
+		a, b, f := mk("a"), mk("b"), mk("f")
+		full := fill(t, 3000, nil, nil)
+		a.Register(7, full)
+		b.Register(7, full)
+		w := want(3000, 1, nil)
+		var (
+			got    collect
+			diedAt time.Time
+		)
+		err := f.Fetch(t.Context(), 7, []raftnode.ServerID{"a", "b"}, w, func(m *store.StoredMsg) error {
+			if m.Seq == 100 { // a dies: nothing more from it
+				n.mu.Lock()
+				n.drop["a"] = true
+				n.mu.Unlock()
+				go func() {
+					time.Sleep(300 * time.Millisecond) // fake time: the transport notices a moment later
+					diedAt = time.Now()
+					f.PeerGone("a")
+				}()
+			}
+			return got.sink(m)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(diedAt); diedAt.IsZero() || took > time.Second {
+			t.Fatalf("the fetch ended %v after its source was gone, want at once", took)
+		}
+		got.check(t, full, w)
+		// Marked gone: skipped at once, even as the only source.
+		start := time.Now()
+		if err := f.Fetch(t.Context(), 7, []raftnode.ServerID{"a"}, w, (&collect{}).sink); !errors.Is(err, ErrUnavailable) || time.Since(start) > 0 {
+			t.Fatalf("a gone server asked: %v after %v", err, time.Since(start))
+		}
+		// A frame from it: asked again.
+		n.mu.Lock()
+		n.drop["a"] = false
+		n.mu.Unlock()
+		f.Heard("a")
+		var again collect
+		if err := f.Fetch(t.Context(), 7, []raftnode.ServerID{"a"}, w, again.sink); err != nil {
+			t.Fatal(err)
+		}
+		again.check(t, full, w)
+	})
+}
+
 // A sink's error ends the fetch with it.
 func TestFetchSinkError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

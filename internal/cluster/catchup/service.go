@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/raftnode"
@@ -83,10 +84,17 @@ type Service struct {
 	wg    sync.WaitGroup
 	once  sync.Once
 
+	// gones counts the servers in mu.gone, so that a frame's arrival
+	// (Heard) takes no lock while none is marked.
+	gones atomic.Int32
+
 	mu struct {
 		sync.Mutex
 		sources map[raftnode.GroupID]Source
 		fetches map[uint64]*fetch
+		// gone are the servers PeerGone marked and no frame came from
+		// since: a fetch does not ask them.
+		gone map[raftnode.ServerID]bool
 	}
 }
 
@@ -109,6 +117,7 @@ func New(cfg Config) *Service {
 	s := &Service{cfg: cfg, queue: make(chan job, MaxQueued), quit: make(chan struct{})}
 	s.mu.sources = map[raftnode.GroupID]Source{}
 	s.mu.fetches = map[uint64]*fetch{}
+	s.mu.gone = map[raftnode.ServerID]bool{}
 	for range cfg.Workers {
 		s.wg.Go(s.work)
 	}
@@ -135,6 +144,47 @@ func (s *Service) Unregister(g raftnode.GroupID, src Source) {
 	s.mu.Lock()
 	if s.mu.sources[g] == src {
 		delete(s.mu.sources, g)
+	}
+	s.mu.Unlock()
+}
+
+// errPeerGone is a source whose server PeerGone reported gone.
+var errPeerGone = errors.New("its server is gone (its connection ended, or no beat from it)")
+
+// PeerGone tells the service that server from can no longer answer what
+// it was asked: a transport connection to or from it ended (what was in
+// flight on it may be lost), or raftnode found it dead (no beat for an
+// election timeout). Every fetch asking it fails over to its next source
+// at once, rather than after RequestTimeout, and no fetch asks it until
+// a frame from it arrives (Heard). nats-server v2.15.2 learns the same
+// from its route's closing; docs/clustering.md, "Stream snapshots". It
+// never blocks.
+func (s *Service) PeerGone(from raftnode.ServerID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.mu.gone[from] {
+		s.mu.gone[from] = true
+		s.gones.Add(1)
+	}
+	for _, f := range s.mu.fetches {
+		if f.source == from && !f.failed {
+			f.failed = true
+			close(f.lost)
+		}
+	}
+}
+
+// Heard tells the service that a frame came from server from, alive
+// again if PeerGone marked it. It is called for every frame the
+// transport receives, and takes no lock while no server is marked.
+func (s *Service) Heard(from raftnode.ServerID) {
+	if s.gones.Load() == 0 {
+		return
+	}
+	s.mu.Lock()
+	if s.mu.gone[from] {
+		delete(s.mu.gone, from)
+		s.gones.Add(-1)
 	}
 	s.mu.Unlock()
 }
@@ -255,6 +305,10 @@ type Want struct {
 type fetch struct {
 	source raftnode.ServerID
 	ch     chan any
+	// lost is closed by PeerGone (failed set, under Service.mu) when
+	// source is gone.
+	lost   chan struct{}
+	failed bool
 }
 
 // piece is a range a fetch asked for, in flight or answered.
@@ -304,9 +358,13 @@ func (s *Service) fetchFrom(ctx context.Context, g raftnode.GroupID, src raftnod
 	if *next > w.Last {
 		return nil
 	}
-	f := &fetch{source: src, ch: make(chan any, 4*Window)}
+	f := &fetch{source: src, ch: make(chan any, 4*Window), lost: make(chan struct{})}
 	id := rand.Uint64()
 	s.mu.Lock()
+	if s.mu.gone[src] {
+		s.mu.Unlock()
+		return sourceFailure{errPeerGone}
+	}
 	for s.mu.fetches[id] != nil || id == 0 {
 		id = rand.Uint64()
 	}
@@ -376,6 +434,8 @@ func (s *Service) fetchFrom(ctx context.Context, g raftnode.GroupID, src raftnod
 			return ctx.Err()
 		case <-s.quit:
 			return ErrClosed
+		case <-f.lost:
+			return sourceFailure{errPeerGone}
 		case <-timer.C:
 			for _, p := range pieces {
 				if p.got == nil && !time.Now().Before(p.deadline) {
@@ -515,6 +575,7 @@ type mux struct {
 }
 
 func (m mux) Receive(from raftnode.ServerID, frame []byte) error {
+	m.svc.Heard(from)
 	if len(frame) > 0 && frame[0] == Magic {
 		if err := m.svc.Receive(from, frame); err != nil {
 			return fmt.Errorf("%w: %w", raftnode.ErrBadFrame, err)

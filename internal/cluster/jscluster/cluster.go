@@ -63,6 +63,20 @@ type Config struct {
 	// DefaultRetain); one further behind is caught up by a snapshot.
 	// Tests shorten it.
 	Retain uint64
+	// Hooks, for tests only (nil otherwise), stop the cluster layer at
+	// chosen points.
+	Hooks *Hooks
+}
+
+// Hooks are points where a test stops the cluster layer to interrupt
+// it there. Each may block; none is called with a lock held.
+type Hooks struct {
+	// SingleMoveStep1 is called by the meta leader's mover of a
+	// consumer of one replica once step 1 (its two servers) applied,
+	// before step 2 (docs/clustering.md, "Moving consumers of one
+	// replica"); quit is closed when this server's cluster layer stops,
+	// and the mover stops if it returns after that.
+	SingleMoveStep1 func(account, stream, consumer string, quit <-chan struct{})
 }
 
 // Cluster is one server's part of a clustered JetStream. Make it with
@@ -199,18 +213,23 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 	// The node is opened first (the transport's hello carries its WAL's
 	// incarnation); it sends nothing before Start.
 	late := &lateTransport{}
+	// The catch-up service fails a fetch over as soon as its source's
+	// server is known gone: a transport connection with it ended, or
+	// raftnode found it dead (docs/clustering.md, "Stream snapshots").
+	c.svc = catchup.New(catchup.Config{Send: late.Send, Logf: cfg.Logf})
 	node, err := raftnode.Open(raftnode.Config{
 		FS: cfg.FS, Dir: path.Join(cfg.Dir, "raft"), Server: c.name, Transport: late,
 		TickInterval: cfg.TickInterval, Logf: cfg.Logf, Infof: cfg.Infof, Debugf: cfg.Debugf, DeferReplay: true,
+		PeerDead: c.svc.PeerGone,
 	})
 	if err != nil {
+		c.svc.Close()
 		return nil, fmt.Errorf("jscluster: open the Raft WAL: %w", err)
 	}
 	c.node = node
 	c.tr = transport.New(host, transport.Config{Logf: cfg.Logf, Infof: cfg.Infof, Incarnation: node.Incarnation(), Tags: cfg.Tags, Known: c.known, Gone: node.PeerUnreachable,
-		Meta: c.inMeta, Members: c.routeMembers})
+		Lost: c.svc.PeerGone, Meta: c.inMeta, Members: c.routeMembers})
 	late.tr.Store(c.tr)
-	c.svc = catchup.New(catchup.Config{Send: c.tr.Send, Logf: cfg.Logf})
 	c.tr.Attach(catchup.Mux(node, c.svc))
 	if err := cfg.FS.MkdirAll(path.Join(cfg.Dir, "meta")); err != nil {
 		c.closeNode()
@@ -432,6 +451,7 @@ func (c *Cluster) run() {
 			c.replaceStale()
 			c.moveOffRemoved()
 			c.healShort()
+			c.finishSingleMoves()
 			c.askReplaceLost()
 			c.handleLost()
 			c.reconcileMemberships()

@@ -1,12 +1,14 @@
 package jscluster
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"slices"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/raftnode"
 	"github.com/cairnmq/cairn/internal/stream"
@@ -33,6 +35,12 @@ import (
 // Only then is the stream's replica moved (then). The mover runs on its
 // own goroutine (one per stream and server, singleMoves), since the
 // steps take seconds and the API answers at once, as nats-server's does.
+//
+// A move interrupted between the steps (the meta leader stopped or
+// killed, or lost its leadership; a step timed out, as when the
+// consumer's server went down) leaves a consumer whose config wants one
+// replica assigned two: the meta leader's housekeeping finishes it
+// (finishSingleMoves), whichever server leads the meta group then.
 
 // singleMoveKey names one mover: stream k's consumers of one replica on
 // server from.
@@ -153,6 +161,14 @@ func (c *Cluster) moveSingle(ca meta.ConsumerAssignment, from, dest raftnode.Ser
 		return jerr
 	}
 	c.cfg.Infof("JetStream cluster: consumer '%s > %s > %s' of one replica moves from %s to %s: its state is caught up there", k.account, k.stream, k.name, from, dest)
+	if h := c.cfg.Hooks; h != nil && h.SingleMoveStep1 != nil {
+		h.SingleMoveStep1(k.account, k.stream, k.name, c.quit)
+		select {
+		case <-c.quit:
+			return errSingleMoveStopped
+		default:
+		}
+	}
 	if err := c.waitFor(func() bool { return c.replicaCurrent(k, dest) }); err != nil {
 		return errors.Join(errors.New("its new replica was not caught up"), err)
 	}
@@ -236,4 +252,87 @@ func (c *Cluster) moving(k streamKey) bool {
 		}
 	}
 	return false
+}
+
+// finishSingleMoves, on the meta leader, proposes for each consumer
+// whose config wants one replica (consumerTarget) but whose assignment
+// names more, grown from fewer (Initial) — a move of a consumer of one
+// replica interrupted between its steps, and no mover of its stream
+// running here — an AssignConsumer naming one of its servers alone
+// (pickSingle): the group shrinks to it, the kept replica holding every
+// committed entry first, and it becomes the consumer of one replica,
+// its delivered and acknowledged state kept ("Scaling consumers"). At
+// most once per staleRetry per consumer; failures are retried then.
+// docs/clustering.md, "Moving consumers of one replica".
+func (c *Cluster) finishSingleMoves() {
+	if !c.metaLeader() {
+		return
+	}
+	type finish struct {
+		ca   meta.ConsumerAssignment
+		keep raftnode.ServerID
+	}
+	var todo []finish
+	c.meta.View(func(st *meta.State) {
+		off := c.offlineIn(st)
+		for _, acc := range st.Accounts() {
+			for _, sa := range st.Streams(acc) {
+				var scfg *stream.Config
+				for _, ca := range st.Consumers(acc, sa.Name) {
+					if len(ca.Replicas) < 2 || ca.Initial >= len(ca.Replicas) {
+						continue // created with its replicas: no move of one
+					}
+					if scfg == nil {
+						scfg = new(stream.Config)
+						if json.Unmarshal(sa.Config, scfg) != nil {
+							break
+						}
+					}
+					var cc consumer.Config
+					if json.Unmarshal(ca.Config, &cc) != nil || consumerTarget(&cc, scfg) != 1 {
+						continue
+					}
+					if keep := pickSingle(st, sa, ca, off); keep != "" {
+						todo = append(todo, finish{ca, keep})
+					}
+				}
+			}
+		}
+	})
+	now := time.Now()
+	for _, f := range todo {
+		k := streamKey{f.ca.Account, f.ca.Stream}
+		if c.moving(k) || !c.staleAsked.due(staleKey{k: k, consumer: f.ca.Name}, now, staleRetry) {
+			continue
+		}
+		op := &meta.AssignConsumer{Account: f.ca.Account, Stream: f.ca.Stream, Name: f.ca.Name, Action: meta.Update,
+			Config: f.ca.Config, Created: f.ca.Created, Servers: []raftnode.ServerID{f.keep}}
+		if _, err := c.meta.Propose(op); err != nil {
+			return
+		}
+		c.cfg.Infof("JetStream cluster: consumer '%s > %s > %s' of one replica ran on %d servers (its move was interrupted): back to one replica, on %s", f.ca.Account, f.ca.Stream, f.ca.Name, len(f.ca.Replicas), f.keep)
+	}
+}
+
+// pickSingle returns the server consumer ca of stream sa keeps when it
+// goes back to one replica (finishSingleMoves): one of its servers that
+// holds a replica of the stream and is not removed, online ones first,
+// then the newest replica (the move's destination: the move finishes
+// rather than rolls back); "" when none.
+func pickSingle(st *meta.State, sa meta.StreamAssignment, ca meta.ConsumerAssignment, off map[raftnode.ServerID]bool) raftnode.ServerID {
+	cands := slices.DeleteFunc(slices.Clone(ca.Replicas), func(r meta.Replica) bool {
+		sv, ok := st.Server(r.Server)
+		_, onStream := meta.On(sa.Replicas, r.Server)
+		return !onStream || ok && sv.Removed
+	})
+	if len(cands) == 0 {
+		return ""
+	}
+	slices.SortStableFunc(cands, func(a, b meta.Replica) int {
+		if o := cmpBool(off[a.Server], off[b.Server]); o != 0 {
+			return o
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	return cands[0].Server
 }

@@ -60,6 +60,7 @@ func (t *Transport) accept(nc net.Conn, buffered []byte) {
 	_ = nc.SetWriteDeadline(time.Time{})
 	t.cfg.Infof("transport: accepted the Raft connection of %s from %s", from, nc.RemoteAddr())
 	err = t.readFrames(from, io.MultiReader(bytes.NewReader(rest), nc))
+	t.lost(from)
 	switch {
 	case t.closing():
 	case errors.Is(err, errBadLength) || errors.Is(err, raftnode.ErrBadFrame):

@@ -232,6 +232,7 @@ func (p *peer) run() {
 		p.t.cfg.Infof("transport: connected to %s at %s", p.name, addr)
 		err = p.pump(bw)
 		p.closeConn()
+		p.t.lost(p.name)
 		again := errors.Is(err, errRehello)
 		p.mu.Lock()
 		p.mu.lost = !again

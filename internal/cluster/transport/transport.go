@@ -131,6 +131,13 @@ type Config struct {
 	// cluster port refused the redial, or no route names it any more
 	// (raftnode.Node.PeerUnreachable). It must not block.
 	Gone func(raftnode.ServerID)
+	// Lost, if set, is told each time a connection to or from the peer
+	// ends while the transport is open (a broken connection, a peer that
+	// dialed again, a Rehello): frames in flight on it may be lost, and
+	// an answer awaited over it may never come (the catch-up service
+	// fails its fetches from the peer: catchup.Service.PeerGone). It
+	// must not block.
+	Lost func(raftnode.ServerID)
 }
 
 func (c *Config) fill() {
@@ -373,6 +380,14 @@ func (t *Transport) Close() error {
 	}
 	t.wg.Wait()
 	return nil
+}
+
+// lost tells Config.Lost that a connection with peer ended, unless the
+// transport is closing.
+func (t *Transport) lost(peer raftnode.ServerID) {
+	if t.cfg.Lost != nil && !t.closing() {
+		t.cfg.Lost(peer)
+	}
 }
 
 // closing reports whether Close began.

@@ -327,3 +327,34 @@ func TestGone(t *testing.T) {
 		t.Fatalf("reported %v, want b once", g)
 	}
 }
+
+// TestLost: the end of a peer's accepted connection (its process gone)
+// is reported to Config.Lost at once, without this server writing to it
+// (the catch-up service fails its fetches from the peer then, instead of
+// waiting for their answers: docs/clustering.md, "The transport").
+func TestLost(t *testing.T) {
+	var mu sync.Mutex
+	var lost []raftnode.ServerID
+	cfg := &Config{Lost: func(s raftnode.ServerID) {
+		mu.Lock()
+		lost = append(lost, s)
+		mu.Unlock()
+	}}
+	reported := func() []raftnode.ServerID {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(lost)
+	}
+	a := startMember(t, "a", cred{}, cfg)
+	b := startMember(t, "b", cred{}, &Config{}, a.routeURL(cred{}))
+	waitRoutes(t, a, b)
+	var ra recorder
+	a.tr.Attach(&ra)
+	sendUntilQueued(t, b.tr, "a", []byte("one"))
+	waitFor(t, "b's frame", func() bool { return len(ra.got()) == 1 })
+	if g := reported(); len(g) != 0 {
+		t.Fatalf("reported lost while up: %v", g)
+	}
+	b.stop()
+	waitFor(t, "b's connection to be reported lost", func() bool { return slices.Contains(reported(), "b") })
+}
