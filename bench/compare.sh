@@ -141,6 +141,8 @@ js counter incr sync file 4c x10k | $JS_FLAGS | $JS_ADD_COUNTER | js pub sync $J
 cluster3 js pub sync R3 file 1c x5k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3 | js pub sync $JS_PUB --msgs 5000 --clients 1 |
 cluster3 js pub sync R3 file 4c x10k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3 | js pub sync $JS_PUB --msgs 10000 --clients 4 |
 cluster3 js pub async R3 file 1c x100k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3 | js pub async $JS_PUB --batch 500 --msgs 100000 --clients 1 |
+cluster3 js pub async R3 file 4c x100k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3 | js pub async $JS_PUB --batch 500 --msgs 100000 --clients 4 |
+cluster3 js fetch R3 file x50k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3; js pub async $JS_PUB --batch 500 --msgs 50000 | js fetch --stream benchstream --msgs 50000 --batch 500 --acks explicit |
 cluster3 js consume R3 file x50k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3; js pub async $JS_PUB --batch 500 --msgs 50000 | js consume --stream benchstream --msgs 50000 --batch 500 --acks explicit |
 cluster3 js consume R3 file doubleack 1c x5k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3; js pub async $JS_PUB --batch 500 --msgs 5000 | js consume --stream benchstream --msgs 5000 --batch 500 --acks explicit --doubleack --clients 1 |
 perms pub 128B x1M, 100 users x 20 rules | -c $PERMS_CONF | | pub bench.pub --size 128 --msgs 1000000 --user u7 --password p |
