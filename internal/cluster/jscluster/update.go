@@ -213,13 +213,19 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		return nil, jserr.New(jserr.ClusterNotAvail) // a leaderless server (metaAnswers)
 	}
 	k := streamKey{a.name, cfg.Name}
-	sa, _, ok, _ := c.assignment(k)
-	if !ok {
-		return nil, jserr.New(jserr.StreamNotFound)
+	sa, old, jerr := c.updateTarget(k)
+	if jerr != nil {
+		return nil, jerr
 	}
-	var old stream.Config
-	if err := json.Unmarshal(sa.Config, &old); err != nil {
-		return nil, jserr.From(err, jserr.StreamUpdate)
+	if sa.Unsettled() && (isMove(&old, &cfg) || cfg.Replicas != old.Replicas) {
+		// Scaled down to one replica a moment ago: the scale or move
+		// starts from the settled assignment (settle.go).
+		if !c.waitSettled(k, sa) {
+			return nil, jserr.New(jserr.ClusterNotAvail)
+		}
+		if sa, old, jerr = c.updateTarget(k); jerr != nil {
+			return nil, jerr
+		}
 	}
 	if err := a.checkUpdate(&old, &cfg); err != nil {
 		return nil, err
