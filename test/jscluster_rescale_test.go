@@ -1,0 +1,85 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Replica-count changes sent back to back, each right after the
+// previous one's answer, as `nats stream edit --replicas` twice in a
+// row sends them: 3 -> 1 -> 3 -> 1 -> 3 on three servers. nats-server
+// v2.15.2 takes each; cairn's scale to 3 right after a scale-down to one
+// replica waits for that scale-down to settle rather than answering
+// 10008 (docs/clustering.md, "Settling"). Each update is sent once and
+// must succeed; the stream ends with three current replicas, every
+// acknowledged message, and the durable's delivered and acknowledged
+// state.
+func TestJetStreamClusterScaleBackToBack(t *testing.T) {
+	servers := jsCluster(t, 3)
+	js, err := jetstream.New(connect(t, servers[1].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}
+	eventually(t, "create ORDERS", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js.CreateStream(ctx, cfg)
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	publishRange(t, js, sent, 1, 20)
+	cons, err := js.CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "WORK", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(10, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for m := range batch.Messages() {
+		if got++; got <= 4 {
+			if err := m.DoubleAck(tctx(t)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got != 10 {
+		t.Fatalf("fetched %d", got)
+	}
+	before := consumerState(t, js)
+	for i, n := range []int{1, 3, 1, 3} {
+		cfg.Replicas = n
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // the nats CLI's timeout
+		start := time.Now()
+		si, err := js.UpdateStream(ctx, cfg)
+		cancel()
+		if err != nil {
+			t.Fatalf("update %d (to %d replicas), after %v: %v", i+1, n, time.Since(start), err)
+		}
+		if r := si.CachedInfo().Config.Replicas; r != n {
+			t.Fatalf("update %d answered %d replicas, want %d", i+1, r, n)
+		}
+		publishAcked(t, js, sent, 100+i)
+	}
+	waitReplicas(t, js, 3)
+	checkAll(t, js, sent)
+	if after := consumerState(t, js); after != before {
+		t.Fatalf("consumer after the scales: %+v, before %+v", after, before)
+	}
+	eventually(t, "consumer on three replicas", func() error {
+		c, err := js.Consumer(tctx(t), "ORDERS", "WORK")
+		if err != nil {
+			return err
+		}
+		if ci := c.CachedInfo().Cluster; ci == nil || ci.Leader == "" || len(ci.Replicas) != 2 {
+			return fmt.Errorf("consumer cluster %+v", ci)
+		}
+		return nil
+	})
+}
