@@ -15,9 +15,10 @@ import (
 // v2.15.2 takes each; cairn's scale to 3 right after a scale-down to one
 // replica waits for that scale-down to settle rather than answering
 // 10008 (docs/clustering.md, "Settling"). Each update is sent once and
-// must succeed; the stream ends with three current replicas, every
-// acknowledged message, and the durable's delivered and acknowledged
-// state.
+// must succeed; then the durable alone 3 -> 1 -> 3 by consumer update
+// (its settle waited for likewise). The stream ends with three current
+// replicas and every acknowledged message, the durable with three
+// replicas and its delivered and acknowledged state.
 func TestJetStreamClusterScaleBackToBack(t *testing.T) {
 	servers := jsCluster(t, 3)
 	js, err := jetstream.New(connect(t, servers[1].ClientURL()))
@@ -66,6 +67,18 @@ func TestJetStreamClusterScaleBackToBack(t *testing.T) {
 			t.Fatalf("update %d answered %d replicas, want %d", i+1, r, n)
 		}
 		publishAcked(t, js, sent, 100+i)
+	}
+	// The durable alone, by consumer update: 3 -> 1 -> 3, each sent once.
+	ccfg := cons.CachedInfo().Config
+	for i, n := range []int{1, 3} {
+		ccfg.Replicas = n
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		start := time.Now()
+		_, err := js.UpdateConsumer(ctx, "ORDERS", ccfg)
+		cancel()
+		if err != nil {
+			t.Fatalf("consumer update %d (to %d replicas), after %v: %v", i+1, n, time.Since(start), err)
+		}
 	}
 	waitReplicas(t, js, 3)
 	checkAll(t, js, sent)

@@ -63,3 +63,30 @@ func (c *Cluster) waitSettled(k streamKey, sa meta.StreamAssignment) bool {
 		}
 	}
 }
+
+// waitConsumerSettled is waitSettled for consumer k, whose assignment ca
+// is unsettled: it returns the assignment once settled; false when still
+// unsettled at the deadline, when the consumer was deleted (or deleted
+// and created again) meanwhile, or when the server stops (the caller
+// answers 10008: a retry sees what the meta group holds then).
+func (c *Cluster) waitConsumerSettled(k consumerKey, ca meta.ConsumerAssignment) (meta.ConsumerAssignment, bool) {
+	deadline := time.Now().Add(settleWait)
+	for {
+		cur, _, ok, _ := c.consumerAssignment(k)
+		if !ok || cur.Created != ca.Created {
+			return ca, false
+		}
+		if !cur.Unsettled() {
+			return cur, true
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return ca, false
+		}
+		select {
+		case <-c.quit:
+			return ca, false
+		case <-time.After(min(settlePoll, left)):
+		}
+	}
+}
