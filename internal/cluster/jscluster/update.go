@@ -196,8 +196,11 @@ func (c *Cluster) readMeta() error {
 // consumers of one replica of the stream move ahead of its replicas
 // (singles.go) gets 10124 "stream move already in progress", as
 // nats-server answers it while its move is in flight. A scale or move of a stream
-// whose scale-down to one replica is not settled yet gets 10008
-// "JetStream system temporarily unavailable". Then the UpdateStream is
+// whose scale-down to one replica is not settled yet waits for the
+// settle (waitSettled, at most settleWait; 10008 "JetStream system
+// temporarily unavailable" after it) and starts from the settled
+// assignment, as nats-server v2.15.2 takes a scale sent right after a
+// scale-down to one replica. Then the UpdateStream is
 // proposed (10008 when the meta group cannot decide; apply's 10059 and
 // 10065). The answer to a scale waits for the stream's leader to run
 // with the new replica count (waitScaled). The answer waits for this server's
