@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -95,4 +96,102 @@ func TestJetStreamClusterScaleBackToBack(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A memory stream of one replica with a durable consumer that has
+// delivered ten messages and had four acknowledged scales to three
+// replicas, as nats-server v2.15.2 scales it: the durable follows with
+// its delivered and acknowledged state (it lived only in its runtime,
+// which the scale-up stops: docs/clustering.md, "Memory streams"). With
+// the original server then stopped, the two new replicas serve every
+// message and the durable's state. An ephemeral consumer (which would
+// stay at one replica) makes the scale-up answer 10061.
+func TestJetStreamClusterMemoryScaleUpConsumers(t *testing.T) {
+	servers := jsCluster(t, 3)
+	js, err := jetstream.New(connect(t, servers[0].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Storage: jetstream.MemoryStorage}
+	eventually(t, "create ORDERS", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js.CreateStream(ctx, cfg)
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	publishRange(t, js, sent, 1, 20)
+	before := fetchAckFour(t, js)
+	eph, err := js.CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{InactiveThreshold: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Replicas = 3
+	var apiErr *jetstream.APIError
+	if _, err := js.UpdateStream(tctx(t), cfg); !errors.As(err, &apiErr) || apiErr.ErrorCode != 10061 {
+		t.Fatalf("1 -> 3 with an ephemeral consumer: %v", err)
+	}
+	if err := js.DeleteConsumer(tctx(t), "ORDERS", eph.CachedInfo().Name); err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.UpdateStream(tctx(t), cfg)
+	if err != nil {
+		t.Fatalf("1 -> 3: %v", err)
+	}
+	home := leaderIndex(servers, s.CachedInfo().Cluster.Leader)
+	waitReplicas(t, js, 3)
+	eventually(t, "consumer on three replicas", func() error {
+		c, err := js.Consumer(tctx(t), "ORDERS", "WORK")
+		if err != nil {
+			return err
+		}
+		if ci := c.CachedInfo().Cluster; ci == nil || ci.Leader == "" || len(ci.Replicas) != 2 {
+			return fmt.Errorf("consumer cluster %+v", ci)
+		}
+		return nil
+	})
+	if after := consumerState(t, js); after != before {
+		t.Fatalf("consumer after the scale-up: %+v, before %+v", after, before)
+	}
+	// The original server stops: the new replicas hold it all.
+	servers[home].Shutdown()
+	jsO, err := jetstream.New(connect(t, servers[(home+1)%3].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, jsO, sent)
+	if after := consumerState(t, jsO); after != before {
+		t.Fatalf("consumer without the original server: %+v, before %+v", after, before)
+	}
+}
+
+// fetchAckFour creates durable WORK on ORDERS (explicit acks, an hour's
+// ack wait), fetches ten messages, acknowledges the first four, and
+// returns its state.
+func fetchAckFour(t *testing.T, js jetstream.JetStream) ackState {
+	t.Helper()
+	cons, err := js.CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "WORK", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(10, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for m := range batch.Messages() {
+		if got++; got <= 4 {
+			if err := m.DoubleAck(tctx(t)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got != 10 {
+		t.Fatalf("fetched %d", got)
+	}
+	st := consumerState(t, js)
+	if st.AckFloor != 4 || st.Delivered != 10 || st.AckPending != 6 {
+		t.Fatalf("consumer state %+v", st)
+	}
+	return st
 }

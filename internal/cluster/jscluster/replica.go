@@ -452,6 +452,9 @@ func (c *Cluster) scaleUpFromOne(acc *account, k streamKey, cur *replica, sa met
 	c.mu.Lock()
 	delete(c.replicas, k)
 	c.mu.Unlock()
+	if cfg.Storage == stream.MemoryStorage {
+		c.handConsumers(acc, k) // their state lives only in their runtimes (memscale.go)
+	}
 	c.stopStreamConsumers(k)
 	state, st, jerr := acc.js.DetachStream(k.name)
 	if jerr != nil {

@@ -342,15 +342,30 @@ func (a *account) checkUpdate(old, next *stream.Config) *jserr.Error {
 		return jserr.New(jserr.StreamMoveAndScale)
 	}
 	if next.Replicas != old.Replicas && next.Storage == stream.MemoryStorage &&
-		(next.Replicas <= 1 || old.Replicas <= 1 && len(consumers) > 0) {
+		(next.Replicas <= 1 || old.Replicas <= 1 && !allScaleUp(consumers, next)) {
 		// A memory stream back to one replica (its replica's state is not
 		// handed to an engine's local log), and a memory stream of one
-		// replica with consumers scaled up (their state lives only in
-		// their runtimes, which the scale-up stops), are not built:
-		// docs/clustering.md, "Scaling".
+		// replica scaled up with a consumer that stays at one replica
+		// (an ephemeral: its state lives only in its runtime, which the
+		// scale-up stops, and a consumer of one replica kept in memory
+		// cannot start from a state), are not built: docs/clustering.md,
+		// "Scaling".
 		return jserr.New(jserr.StreamReplicasNotUpdatable)
 	}
 	return nil
+}
+
+// allScaleUp reports whether every consumer of cas scales to more than
+// one replica with its stream's config scfg (consumerTarget): each hands
+// its state to its group's first replica (memscale.go).
+func allScaleUp(cas []meta.ConsumerAssignment, scfg *stream.Config) bool {
+	for _, ca := range cas {
+		var cc consumer.Config
+		if json.Unmarshal(ca.Config, &cc) != nil || consumerTarget(&cc, scfg) < 2 {
+			return false
+		}
+	}
+	return true
 }
 
 // keepForConsumers returns the one server stream k (assignment sa)

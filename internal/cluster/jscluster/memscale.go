@@ -1,0 +1,74 @@
+package jscluster
+
+import (
+	"time"
+
+	"github.com/cairnmq/cairn/internal/cluster/meta"
+)
+
+// The consumers of a memory stream of one replica scaled up
+// (docs/clustering.md, "Memory streams", "From one replica"): their
+// delivery and acknowledgement state lives only in their runtimes, and
+// the stream's scale-up stops the stream and with it its consumers
+// before the meta leader's AssignConsumer of each consumer reaches this
+// server. So scaleUpFromOne first detaches each consumer the meta group
+// assigns here (jetstream.JetStream.DetachConsumer: stopped, its
+// committed state returned) and keeps its state in Cluster.handed; the
+// consumer's first replica takes it as its group's base (adoptSingle),
+// as a file stream's consumer's comes from its files. A state is kept
+// until taken, or until the next scale-up of the stream replaces it; a
+// restart loses it, as it loses the memory stream's messages.
+
+// handedState is a detached consumer's committed state (the encoding of
+// a replicated consumer's snapshots) and its assignment's creation time
+// (unix ns), which the consumer taking it must have.
+type handedState struct {
+	created int64
+	state   []byte
+}
+
+// handConsumers detaches every consumer of the memory stream k that the
+// meta group assigns to this server alone and keeps its state in
+// c.handed. Errors are logged: such a consumer starts again without its
+// state.
+func (c *Cluster) handConsumers(acc *account, k streamKey) {
+	var cas []meta.ConsumerAssignment
+	c.meta.View(func(st *meta.State) { cas = st.Consumers(k.account, k.name) })
+	for _, ca := range cas {
+		if len(ca.Replicas) != 1 || ca.Replicas[0].Server != c.name {
+			continue
+		}
+		ck := consumerKey{k.account, k.name, ca.Name}
+		state, found, jerr := acc.js.DetachConsumer(k.name, ca.Name, time.Unix(0, ca.Created), nil)
+		if jerr != nil || !found {
+			if jerr != nil {
+				c.cfg.Logf("jscluster: consumer %s > %s > %s: scaling its memory stream up from one replica, its state is lost: %v", k.account, k.name, ca.Name, jerr)
+			}
+			continue
+		}
+		c.mu.Lock()
+		c.handed[ck] = handedState{created: ca.Created, state: state}
+		c.mu.Unlock()
+	}
+}
+
+// takeHanded returns and forgets the state handConsumers kept for
+// consumer k created at created (unix ns); false when there is none.
+func (c *Cluster) takeHanded(k consumerKey, created int64) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.handed[k]
+	if !ok || h.created != created {
+		return nil, false
+	}
+	delete(c.handed, k)
+	return h.state, true
+}
+
+// handBack keeps state again for consumer k created at created (unix
+// ns), after an attempt that took it failed.
+func (c *Cluster) handBack(k consumerKey, created int64, state []byte) {
+	c.mu.Lock()
+	c.handed[k] = handedState{created: created, state: state}
+	c.mu.Unlock()
+}
