@@ -140,16 +140,7 @@ func TestJetStreamClusterMemoryScaleUpConsumers(t *testing.T) {
 	}
 	home := leaderIndex(servers, s.CachedInfo().Cluster.Leader)
 	waitReplicas(t, js, 3)
-	eventually(t, "consumer on three replicas", func() error {
-		c, err := js.Consumer(tctx(t), "ORDERS", "WORK")
-		if err != nil {
-			return err
-		}
-		if ci := c.CachedInfo().Cluster; ci == nil || ci.Leader == "" || len(ci.Replicas) != 2 {
-			return fmt.Errorf("consumer cluster %+v", ci)
-		}
-		return nil
-	})
+	waitConsumerReplicas(t, js)
 	if after := consumerState(t, js); after != before {
 		t.Fatalf("consumer after the scale-up: %+v, before %+v", after, before)
 	}
@@ -194,4 +185,26 @@ func fetchAckFour(t *testing.T, js jetstream.JetStream) ackState {
 		t.Fatalf("consumer state %+v", st)
 	}
 	return st
+}
+
+// waitConsumerReplicas waits until durable WORK of ORDERS has a leader
+// and two other replicas, current and not being added.
+func waitConsumerReplicas(t *testing.T, js jetstream.JetStream) {
+	t.Helper()
+	eventually(t, "consumer on three current replicas", func() error {
+		c, err := js.Consumer(tctx(t), "ORDERS", "WORK")
+		if err != nil {
+			return err
+		}
+		ci := c.CachedInfo().Cluster
+		if ci == nil || ci.Leader == "" || len(ci.Replicas) != 2 {
+			return fmt.Errorf("consumer cluster %+v", ci)
+		}
+		for _, p := range ci.Replicas {
+			if !p.Current || p.Pending || p.Offline {
+				return fmt.Errorf("consumer replica %+v", p)
+			}
+		}
+		return nil
+	})
 }
