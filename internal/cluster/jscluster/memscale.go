@@ -27,17 +27,17 @@ type handedState struct {
 	state   []byte
 }
 
-// handConsumers detaches every consumer of the memory stream k that the
-// meta group assigns to this server alone and keeps its state in
-// c.handed. Errors are logged: such a consumer starts again without its
-// state.
+// handConsumers detaches every consumer of the memory stream k of one
+// replica running here that the meta group assigns, and keeps its state
+// in c.handed. The meta group's state may be ahead of the event being
+// applied (the consumers' AssignConsumer applied already), so every
+// assigned consumer is asked for, whatever its replicas: the engine runs
+// only this stream's consumers of one replica. Errors are logged: such a
+// consumer starts again without its state.
 func (c *Cluster) handConsumers(acc *account, k streamKey) {
 	var cas []meta.ConsumerAssignment
 	c.meta.View(func(st *meta.State) { cas = st.Consumers(k.account, k.name) })
 	for _, ca := range cas {
-		if len(ca.Replicas) != 1 || ca.Replicas[0].Server != c.name {
-			continue
-		}
 		ck := consumerKey{k.account, k.name, ca.Name}
 		state, found, jerr := acc.js.DetachConsumer(k.name, ca.Name, time.Unix(0, ca.Created), nil)
 		if jerr != nil || !found {
