@@ -208,3 +208,73 @@ func waitConsumerReplicas(t *testing.T, js jetstream.JetStream) {
 		return nil
 	})
 }
+
+// A replicated memory stream scaled down to one replica, as nats-server
+// v2.15.2 scales it: the replica kept hands its memory store to the
+// stream of one replica (docs/clustering.md, "Memory streams"). 3 -> 1
+// -> 3 -> 1, each update sent once right after the previous answer: the
+// stream's info is a stream of one replica's (the leader, no group),
+// every acknowledged message at its sequence, a deleted one still
+// deleted, the duplicate window kept. With a consumer, the scale-down
+// answers 10061 (not built).
+func TestJetStreamClusterMemoryScaleDownToOne(t *testing.T) {
+	servers := jsCluster(t, 3)
+	js, err := jetstream.New(connect(t, servers[2].ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, Storage: jetstream.MemoryStorage, Duplicates: time.Hour}
+	eventually(t, "create ORDERS", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := js.CreateStream(ctx, cfg)
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	publishRange(t, js, sent, 1, 20)
+	deleteAcked(t, js, sent, 5)
+	c, err := js.CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "D"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := cfg
+	one.Replicas = 1
+	var apiErr *jetstream.APIError
+	if _, err := js.UpdateStream(tctx(t), one); !errors.As(err, &apiErr) || apiErr.ErrorCode != 10061 {
+		t.Fatalf("3 -> 1 with a consumer: %v", err)
+	}
+	if err := js.DeleteConsumer(tctx(t), "ORDERS", c.CachedInfo().Name); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range []int{1, 3, 1} {
+		cfg.Replicas = n
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		start := time.Now()
+		_, err := js.UpdateStream(ctx, cfg)
+		cancel()
+		if err != nil {
+			t.Fatalf("update %d (to %d replicas), after %v: %v", i+1, n, time.Since(start), err)
+		}
+		publishAcked(t, js, sent, 100+i)
+	}
+	eventually(t, "a stream of one replica", func() error {
+		s, err := js.Stream(tctx(t), "ORDERS")
+		if err != nil {
+			return err
+		}
+		si := s.CachedInfo()
+		if ci := si.Cluster; si.Config.Replicas != 1 || ci == nil || ci.Leader == "" || ci.RaftGroup != "" || len(ci.Replicas) != 0 {
+			return fmt.Errorf("replicas %d, cluster %+v", si.Config.Replicas, si.Cluster)
+		}
+		if si.State.NumDeleted != 1 {
+			return fmt.Errorf("state %+v", si.State)
+		}
+		return nil
+	})
+	checkAll(t, js, sent)
+	// The duplicate window came along: message 1 again is a duplicate.
+	ack, err := js.PublishMsg(tctx(t), orderMsg(1))
+	if err != nil || !ack.Duplicate {
+		t.Fatalf("message 1 published again: %+v, %v", ack, err)
+	}
+}

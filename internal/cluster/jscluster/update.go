@@ -182,7 +182,8 @@ func (c *Cluster) readMeta() error {
 // (scaleConsumers after the UpdateStream; down to one replica,
 // consumersToOne before it, 10008 when they are not through within
 // proposeTimeout: "Scaling consumers"), but a memory stream's scale-up
-// or scale-down to one replica, and a scale-down to one replica whose
+// from one replica with an ephemeral consumer or scale-down to one
+// replica with consumers, and a scale-down to one replica whose
 // consumers cannot follow (keepForConsumers finds no server), which are
 // refused where nats-server would start them with 10061 "Replicas
 // configuration can not be updated" (docs/compatibility.md). A changed
@@ -342,14 +343,14 @@ func (a *account) checkUpdate(old, next *stream.Config) *jserr.Error {
 		return jserr.New(jserr.StreamMoveAndScale)
 	}
 	if next.Replicas != old.Replicas && next.Storage == stream.MemoryStorage &&
-		(next.Replicas <= 1 || old.Replicas <= 1 && !allScaleUp(consumers, next)) {
-		// A memory stream back to one replica (its replica's state is not
-		// handed to an engine's local log), and a memory stream of one
-		// replica scaled up with a consumer that stays at one replica
-		// (an ephemeral: its state lives only in its runtime, which the
-		// scale-up stops, and a consumer of one replica kept in memory
-		// cannot start from a state), are not built: docs/clustering.md,
-		// "Scaling".
+		(next.Replicas <= 1 && len(consumers) > 0 || old.Replicas <= 1 && !allScaleUp(consumers, next)) {
+		// A memory stream with consumers back to one replica (its
+		// consumers' state, kept in memory, is not handed to consumers of
+		// one replica), and a memory stream of one replica scaled up with
+		// a consumer that stays at one replica (an ephemeral: its state
+		// lives only in its runtime, which the scale-up stops, and a
+		// consumer of one replica kept in memory cannot start from a
+		// state), are not built: docs/clustering.md, "Scaling".
 		return jserr.New(jserr.StreamReplicasNotUpdatable)
 	}
 	return nil
