@@ -195,7 +195,9 @@ func TestJetStreamClusterMemoryPeerRemove(t *testing.T) {
 // ones still deleted and the duplicate window kept. The original server
 // restarting has lost what its store held before the scale-up (the log
 // does not hold it): its replica is replaced, caught up, current. A
-// memory stream of one replica with a consumer is not scaled up (10061).
+// memory stream of one replica with an ephemeral consumer (which stays
+// at one replica) is not scaled up (10061); with durables it is
+// (TestJetStreamClusterMemoryScaleUpConsumers).
 func TestJetStreamClusterMemoryScaleUpFromOne(t *testing.T) {
 	servers, opts := jsClusterOpts(t, 3)
 	_, js := clusterClients(t, servers)
@@ -222,20 +224,21 @@ func TestJetStreamClusterMemoryScaleUpFromOne(t *testing.T) {
 	servers[other].Shutdown()
 	jsH := jsAt(t, servers[home])
 	checkAll(t, jsH, sent)
-	// A memory stream of one replica with a consumer is not scaled up
-	// (10061): the consumer's state lives only in its runtime.
+	// A memory stream of one replica with an ephemeral consumer is not
+	// scaled up (10061): the ephemeral stays at one replica and its state
+	// lives only in its runtime, which the scale-up stops.
 	withc := jetstream.StreamConfig{Name: "WITHC", Subjects: []string{"withc"}, Storage: jetstream.MemoryStorage}
 	eventually(t, "create WITHC and its consumer", func() error {
 		if _, err := jsH.CreateOrUpdateStream(ctx2(t), withc); err != nil {
 			return err
 		}
-		_, err := jsH.CreateOrUpdateConsumer(ctx2(t), "WITHC", jetstream.ConsumerConfig{Durable: "D"})
+		_, err := jsH.CreateOrUpdateConsumer(ctx2(t), "WITHC", jetstream.ConsumerConfig{InactiveThreshold: time.Hour})
 		return err
 	})
 	withc.Replicas = 3
 	var apiErr *jetstream.APIError
 	if _, err := jsH.UpdateStream(ctx2(t), withc); !errors.As(err, &apiErr) || apiErr.ErrorCode != 10061 {
-		t.Fatalf("memory stream with a consumer 1 -> 3: %v", err)
+		t.Fatalf("memory stream with an ephemeral consumer 1 -> 3: %v", err)
 	}
 }
 

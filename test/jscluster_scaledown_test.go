@@ -122,7 +122,7 @@ func scaleDownToOne(t *testing.T, n int) {
 	if after := consumerState(t, js[kept]); after != before {
 		t.Fatalf("consumer after the scale-down: %+v, before %+v", after, before)
 	}
-	// Up again once settled (10008 until then), and down again, the
+	// Up again (the update waits for the settle), and down again, the
 	// servers running all along.
 	scaleTo(t, js[other], cfg)
 	waitReplicas(t, js[other], n)

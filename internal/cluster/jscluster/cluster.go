@@ -155,8 +155,13 @@ type Cluster struct {
 	// turning into a stream of one replica (scaledown.go convert), a
 	// channel closed when that ends: the API's Answers waits on it.
 	converting map[streamKey]chan struct{}
-	started    bool // the meta group was added
-	closed     bool
+	// handed holds the states of the consumers of a memory stream of one
+	// replica that this server scaled up, detached before the stream
+	// stopped, until the consumer's first replica takes its state
+	// (memscale.go).
+	handed  map[consumerKey]handedState
+	started bool // the meta group was added
+	closed  bool
 	// metaPeers are the meta group's replicas as this server added it;
 	// metaByInc: their IDs derive from incarnations (metaReplica), so the
 	// meta leader replaces a member whose store changed (membership.go).
@@ -209,6 +214,7 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 		wake: make(chan struct{}, 1), quit: make(chan struct{}),
 		accounts: map[string]*account{}, replicas: map[streamKey]*replica{}, creplicas: map[consumerKey]*creplica{},
 		converting: map[streamKey]chan struct{}{},
+		handed:     map[consumerKey]handedState{},
 	}
 	// The node is opened first (the transport's hello carries its WAL's
 	// incarnation); it sends nothing before Start.

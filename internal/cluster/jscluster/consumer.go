@@ -615,8 +615,9 @@ func (a *account) ConsumerCreate(streamName string, cfg consumer.Config, action 
 // its stream's servers (meta.PlaceConsumer); for an existing one, its
 // servers, scaled when an update changes num_replicas and with it the
 // count (scaledConsumerServers: docs/clustering.md, "Scaling
-// consumers"); 10008 while its scale-down to one replica is not through
-// (meta.ConsumerAssignment.Unsettled), 10061 for a scale-down to one
+// consumers"); while its scale-down to one replica is not through
+// (meta.ConsumerAssignment.Unsettled) the scale waits for the settle,
+// 10008 when that takes over settleWait (waitConsumerSettled); 10061 for a scale-down to one
 // replica of a consumer whose state has no files to go to (mem_storage,
 // a memory stream's). The consumers created before counts were honoured (a durable of
 // a replicated stream had its stream's count whatever its config said)
@@ -625,10 +626,16 @@ func (c *Cluster) consumerServers(sa meta.StreamAssignment, ca meta.ConsumerAssi
 	want := cfg.EffectiveReplicas(scfg)
 	if ca.Name != "" {
 		if old.Replicas != cfg.Replicas && want != len(ca.Replicas) {
-			switch {
-			case ca.Unsettled():
-				return nil, jserr.New(jserr.ClusterNotAvail) // its scale-down to one replica is not through yet
-			case want < 2 && (!persistedConsumer(ca) || scfg.Storage != stream.FileStorage):
+			if ca.Unsettled() {
+				// Its scale-down to one replica is not through yet: the
+				// scale starts from the settled assignment (settle.go).
+				settled, ok := c.waitConsumerSettled(consumerKey{ca.Account, ca.Stream, ca.Name}, ca)
+				if !ok {
+					return nil, jserr.New(jserr.ClusterNotAvail)
+				}
+				ca = settled
+			}
+			if want < 2 && (!persistedConsumer(ca) || scfg.Storage != stream.FileStorage) {
 				// Down to one replica, its state has no files to go to.
 				return nil, jserr.New(jserr.StreamReplicasNotUpdatable)
 			}

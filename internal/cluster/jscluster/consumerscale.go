@@ -84,9 +84,20 @@ func (c *Cluster) adoptSingle(acc *account, k consumerKey, ca meta.ConsumerAssig
 	switch err := metafile.Read(c.cfg.FS, dir, &ck); {
 	case err == nil:
 	case vfs.IsNotExist(err):
+		// A consumer of a memory stream scaled up from one replica was
+		// detached before the stream stopped (memscale.go); the runtime
+		// the engine may have started for it since, without its state,
+		// is stopped and its state ignored.
+		handed, wasHanded := c.takeHanded(k, ca.Created)
 		state, found, jerr := acc.js.DetachConsumer(k.stream, k.name, time.Unix(0, ca.Created), nil)
 		if jerr != nil {
+			if wasHanded {
+				c.handBack(k, ca.Created, handed) // for the next attempt
+			}
 			return jerr
+		}
+		if wasHanded {
+			state, found = handed, true
 		}
 		if !found {
 			return nil // nothing of it here (a consumer of a memory stream restarted): it starts as a new one

@@ -364,6 +364,14 @@ func (c *Cluster) startReplica(acc *account, k streamKey, sa meta.StreamAssignme
 		c.mu.Unlock()
 		return
 	}
+	if len(sa.Replicas) == 1 && cfg.Storage == stream.MemoryStorage && sa.Unsettled() && !c.node.Removed(sa.Group, mine.ID) {
+		// Scaled down to this replica, its group not removed yet (a
+		// restart before the conversion's tombstone): the replica replays
+		// its group's log and converts again (memscale.go).
+		r.leads.Store(false)
+		c.startFileReplica(acc, k, r, cfg, mine)
+		return
+	}
 	if len(sa.Replicas) == 1 && cfg.Storage == stream.FileStorage {
 		if dir := acc.js.StreamDir(k.name); streamckpt.Exists(acc.js.FileStoreConfig(dir).FS, dir) {
 			// A replica's checkpoint: scaled down to this replica,
@@ -452,6 +460,9 @@ func (c *Cluster) scaleUpFromOne(acc *account, k streamKey, cur *replica, sa met
 	c.mu.Lock()
 	delete(c.replicas, k)
 	c.mu.Unlock()
+	if cfg.Storage == stream.MemoryStorage {
+		c.handConsumers(acc, k) // their state lives only in their runtimes (memscale.go)
+	}
 	c.stopStreamConsumers(k)
 	state, st, jerr := acc.js.DetachStream(k.name)
 	if jerr != nil {

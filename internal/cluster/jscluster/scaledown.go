@@ -142,10 +142,14 @@ func (c *Cluster) convert(acc *account, k streamKey, r *replica, cfg stream.Conf
 	c.mu.Unlock()
 	c.stopStreamConsumers(k)
 	c.svc.Unregister(r.sa.Group, r.ckpt)
-	if _, _, jerr := acc.js.DetachStream(k.name); jerr != nil {
+	state, st, jerr := acc.js.DetachStream(k.name)
+	if jerr != nil {
 		return jerr
 	}
 	r.log.Close()
+	if cfg.Storage == stream.MemoryStorage {
+		return c.finishMemoryConvert(acc, k, r.sa, cfg, state, st) // memscale.go
+	}
 	return c.finishConvert(acc, k, r.sa, r.mine(), cfg, true)
 }
 

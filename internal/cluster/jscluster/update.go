@@ -182,7 +182,8 @@ func (c *Cluster) readMeta() error {
 // (scaleConsumers after the UpdateStream; down to one replica,
 // consumersToOne before it, 10008 when they are not through within
 // proposeTimeout: "Scaling consumers"), but a memory stream's scale-up
-// or scale-down to one replica, and a scale-down to one replica whose
+// from one replica with an ephemeral consumer or scale-down to one
+// replica with consumers, and a scale-down to one replica whose
 // consumers cannot follow (keepForConsumers finds no server), which are
 // refused where nats-server would start them with 10061 "Replicas
 // configuration can not be updated" (docs/compatibility.md). A changed
@@ -196,8 +197,11 @@ func (c *Cluster) readMeta() error {
 // consumers of one replica of the stream move ahead of its replicas
 // (singles.go) gets 10124 "stream move already in progress", as
 // nats-server answers it while its move is in flight. A scale or move of a stream
-// whose scale-down to one replica is not settled yet gets 10008
-// "JetStream system temporarily unavailable". Then the UpdateStream is
+// whose scale-down to one replica is not settled yet waits for the
+// settle (waitSettled, at most settleWait; 10008 "JetStream system
+// temporarily unavailable" after it) and starts from the settled
+// assignment, as nats-server v2.15.2 takes a scale sent right after a
+// scale-down to one replica. Then the UpdateStream is
 // proposed (10008 when the meta group cannot decide; apply's 10059 and
 // 10065). The answer to a scale waits for the stream's leader to run
 // with the new replica count (waitScaled). The answer waits for this server's
@@ -213,13 +217,19 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		return nil, jserr.New(jserr.ClusterNotAvail) // a leaderless server (metaAnswers)
 	}
 	k := streamKey{a.name, cfg.Name}
-	sa, _, ok, _ := c.assignment(k)
-	if !ok {
-		return nil, jserr.New(jserr.StreamNotFound)
+	sa, old, jerr := c.updateTarget(k)
+	if jerr != nil {
+		return nil, jerr
 	}
-	var old stream.Config
-	if err := json.Unmarshal(sa.Config, &old); err != nil {
-		return nil, jserr.From(err, jserr.StreamUpdate)
+	if sa.Unsettled() && (isMove(&old, &cfg) || cfg.Replicas != old.Replicas) {
+		// Scaled down to one replica a moment ago: the scale or move
+		// starts from the settled assignment (settle.go).
+		if !c.waitSettled(k, sa) {
+			return nil, jserr.New(jserr.ClusterNotAvail)
+		}
+		if sa, old, jerr = c.updateTarget(k); jerr != nil {
+			return nil, jerr
+		}
 	}
 	if err := a.checkUpdate(&old, &cfg); err != nil {
 		return nil, err
@@ -333,15 +343,30 @@ func (a *account) checkUpdate(old, next *stream.Config) *jserr.Error {
 		return jserr.New(jserr.StreamMoveAndScale)
 	}
 	if next.Replicas != old.Replicas && next.Storage == stream.MemoryStorage &&
-		(next.Replicas <= 1 || old.Replicas <= 1 && len(consumers) > 0) {
-		// A memory stream back to one replica (its replica's state is not
-		// handed to an engine's local log), and a memory stream of one
-		// replica with consumers scaled up (their state lives only in
-		// their runtimes, which the scale-up stops), are not built:
-		// docs/clustering.md, "Scaling".
+		(next.Replicas <= 1 && len(consumers) > 0 || old.Replicas <= 1 && !allScaleUp(consumers, next)) {
+		// A memory stream with consumers back to one replica (its
+		// consumers' state, kept in memory, is not handed to consumers of
+		// one replica), and a memory stream of one replica scaled up with
+		// a consumer that stays at one replica (an ephemeral: its state
+		// lives only in its runtime, which the scale-up stops, and a
+		// consumer of one replica kept in memory cannot start from a
+		// state), are not built: docs/clustering.md, "Scaling".
 		return jserr.New(jserr.StreamReplicasNotUpdatable)
 	}
 	return nil
+}
+
+// allScaleUp reports whether every consumer of cas scales to more than
+// one replica with its stream's config scfg (consumerTarget): each hands
+// its state to its group's first replica (memscale.go).
+func allScaleUp(cas []meta.ConsumerAssignment, scfg *stream.Config) bool {
+	for _, ca := range cas {
+		var cc consumer.Config
+		if json.Unmarshal(ca.Config, &cc) != nil || consumerTarget(&cc, scfg) < 2 {
+			return false
+		}
+	}
+	return true
 }
 
 // keepForConsumers returns the one server stream k (assignment sa)

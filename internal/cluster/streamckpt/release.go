@@ -45,9 +45,13 @@ var ErrBehind = errors.New("streamckpt: the stream has not applied its log throu
 // (step 2 above): it ends the checkpoint goroutine, as Stop does, waits
 // at most timeout for the runtime to have applied every operation handed
 // to it and for the log to have applied index last, then takes the
-// checkpoint and checks that it reflects last. Call it with the runtime
-// running, on a sealed log whose barrier resolved at last. Errors:
-// ErrBehind, Checkpoint's. It may be called again after an error.
+// checkpoint and checks that it reflects last. A memory stream's replica
+// has no checkpoint to take: Final returns once its runtime applied the
+// log through last, its memory store then holding everything the group
+// committed (a scale-down to one replica hands that store to the stream
+// of one replica: docs/clustering.md, "Memory streams"). Call it with the
+// runtime running, on a sealed log whose barrier resolved at last.
+// Errors: ErrBehind, Checkpoint's. It may be called again after an error.
 func (r *Replica) Final(last uint64, timeout time.Duration) error {
 	r.once.Do(func() {
 		close(r.stop)
@@ -67,6 +71,9 @@ func (r *Replica) Final(last uint64, timeout time.Duration) error {
 			return fmt.Errorf("%w: log at %d, runtime at %d, barrier %d", ErrBehind, latest, r.rt.AppliedIndex(), last)
 		}
 		time.Sleep(time.Millisecond)
+	}
+	if r.store == nil {
+		return nil // a memory stream's replica
 	}
 	if err := r.Checkpoint(); err != nil {
 		return err

@@ -1,0 +1,133 @@
+package jscluster
+
+import (
+	"errors"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/jetstream"
+	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
+	"github.com/cairnmq/cairn/internal/store"
+	"github.com/cairnmq/cairn/internal/store/memstore"
+	"github.com/cairnmq/cairn/internal/stream"
+)
+
+// The consumers of a memory stream of one replica scaled up
+// (docs/clustering.md, "Memory streams", "From one replica"): their
+// delivery and acknowledgement state lives only in their runtimes, and
+// the stream's scale-up stops the stream and with it its consumers
+// before the meta leader's AssignConsumer of each consumer reaches this
+// server. So scaleUpFromOne first detaches each consumer the meta group
+// assigns here (jetstream.JetStream.DetachConsumer: stopped, its
+// committed state returned) and keeps its state in Cluster.handed; the
+// consumer's first replica takes it as its group's base (adoptSingle),
+// as a file stream's consumer's comes from its files. A state is kept
+// until taken, or until the next scale-up of the stream replaces it; a
+// restart loses it, as it loses the memory stream's messages.
+
+// handedState is a detached consumer's committed state (the encoding of
+// a replicated consumer's snapshots) and its assignment's creation time
+// (unix ns), which the consumer taking it must have.
+type handedState struct {
+	created int64
+	state   []byte
+}
+
+// handConsumers detaches every consumer of the memory stream k of one
+// replica running here that the meta group assigns, and keeps its state
+// in c.handed. The meta group's state may be ahead of the event being
+// applied (the consumers' AssignConsumer applied already), so every
+// assigned consumer is asked for, whatever its replicas: the engine runs
+// only this stream's consumers of one replica. Errors are logged: such a
+// consumer starts again without its state.
+func (c *Cluster) handConsumers(acc *account, k streamKey) {
+	var cas []meta.ConsumerAssignment
+	c.meta.View(func(st *meta.State) { cas = st.Consumers(k.account, k.name) })
+	for _, ca := range cas {
+		ck := consumerKey{k.account, k.name, ca.Name}
+		state, found, jerr := acc.js.DetachConsumer(k.name, ca.Name, time.Unix(0, ca.Created), nil)
+		if jerr != nil || !found {
+			if jerr != nil {
+				c.cfg.Logf("jscluster: consumer %s > %s > %s: scaling its memory stream up from one replica, its state is lost: %v", k.account, k.name, ca.Name, jerr)
+			}
+			continue
+		}
+		c.mu.Lock()
+		c.handed[ck] = handedState{created: ca.Created, state: state}
+		c.mu.Unlock()
+	}
+}
+
+// takeHanded returns and forgets the state handConsumers kept for
+// consumer k created at created (unix ns); false when there is none.
+func (c *Cluster) takeHanded(k consumerKey, created int64) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.handed[k]
+	if !ok || h.created != created {
+		return nil, false
+	}
+	delete(c.handed, k)
+	return h.state, true
+}
+
+// handBack keeps state again for consumer k created at created (unix
+// ns), after an attempt that took it failed.
+func (c *Cluster) handBack(k consumerKey, created int64, state []byte) {
+	c.mu.Lock()
+	c.handed[k] = handedState{created: created, state: state}
+	c.mu.Unlock()
+}
+
+// A replicated memory stream scaled down to one replica
+// (docs/clustering.md, "Memory streams", "Back to one replica") goes
+// through the steps of a file stream's ("Scaling down to one replica")
+// up to the conversion, where its memory store, which holds everything
+// the group committed once its runtime applied the log through the
+// barrier (streamckpt.Replica.Final), is handed to the stream of one
+// replica rather than written to files: finishMemoryConvert. A restart
+// before the group's tombstone finds its group in the WAL and runs the
+// replica again (it replays the whole log: startReplica), then converts
+// it anew; one after it starts the stream of one replica empty, as a
+// memory stream of one replica restarts (nats-server v2.15.2 too).
+
+// finishMemoryConvert ends the conversion of this server's replica of
+// the memory stream k (assignment sa, config cfg for one replica),
+// stopped and detached with its own state and store st: meta.json for
+// one replica, the group removed (its tombstone fsynced), the store
+// reopened and started as the stream of one replica with that state.
+// Errors leave the stream stopped; a restart starts it (empty, or from
+// its group's log when the tombstone was not written).
+func (c *Cluster) finishMemoryConvert(acc *account, k streamKey, sa meta.StreamAssignment, cfg stream.Config, state []byte, st store.Store) error {
+	ms, ok := st.(*memstore.Store)
+	if !ok {
+		return errors.New("the replica's store is not a memory store")
+	}
+	created := time.Unix(0, sa.Created).UTC()
+	if err := acc.js.WriteStreamMeta(cfg, created); err != nil {
+		return err
+	}
+	if err := c.removeGroupWait(sa.Group); err != nil {
+		return err
+	}
+	ms.Reopen()
+	_, jerr := acc.js.StartReplica(cfg, jetstream.ReplicaStart{
+		Created: created, Store: ms,
+		// The stream's own state (its config for one replica, applied
+		// through its log before the conversion; its duplicate window)
+		// over the store as it is.
+		Start: func(rt *streamrun.Stream) error { return rt.Restore(state, 0) },
+	})
+	if jerr != nil {
+		return jerr
+	}
+	nr := &replica{sa: sa, leadState: &leadState{}, server: c.name}
+	nr.leads.Store(true)
+	nr.since.Store(c.cfg.Now().UnixNano())
+	c.mu.Lock()
+	c.replicas[k] = nr
+	c.mu.Unlock()
+	c.cfg.Infof("JetStream cluster: stream '%s > %s' runs as one replica on this server, in memory", k.account, k.name)
+	c.reconcileConsumers(k)
+	return nil
+}
