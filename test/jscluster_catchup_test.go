@@ -59,9 +59,17 @@ func deleteAcked(t *testing.T, js jetstream.JetStream, sent map[uint64]sentMsg, 
 		t.Fatal(err)
 	}
 	for _, seq := range seqs {
-		if err := s.DeleteMsg(tctx(t), seq); err != nil {
-			t.Fatal(err)
-		}
+		// 10008 (no leader known yet, right after a create or a
+		// scale): nothing was deleted, and a client tries again.
+		eventually(t, fmt.Sprintf("delete message %d", seq), func() error {
+			err := s.DeleteMsg(tctx(t), seq)
+			if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && apiErr.ErrorCode == 10008 {
+				return err
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			return nil
+		})
 		delete(sent, seq)
 	}
 	return s
