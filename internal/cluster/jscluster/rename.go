@@ -1,0 +1,144 @@
+package jscluster
+
+import (
+	"slices"
+
+	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/raftnode"
+)
+
+// A server renamed over its store (docs/clustering.md, "A server
+// renamed over its store"): restarted with another server_name over the
+// same store directory, a server keeps its WAL, so its store
+// incarnation and with it its meta replica (metaReplica), its log and
+// its hard state (term, vote). That replica is the same voter under
+// another name: it enters the meta group at once (addMeta, renamedFrom),
+// and every server learns its new address once the meta leader
+// catalogued the new name (meta.AddServer) and a route reaches it
+// (syncMetaPeers, metaAddress). The replica never votes twice: it is one
+// replica with one hard state, and the old name's messages would no
+// longer be taken from any other server (raftnode drops a replica's
+// messages from a server its peer list does not name).
+//
+// As nats-server v2.15.2 does, the new name is a new member of the
+// catalogue and the old one stays listed, offline, until SERVER.REMOVE
+// removes it; the replicas the old name held in streams and consumers
+// are not served under the new name (the assignment names the old one;
+// the store keeps their files, never deleted), and SERVER.REMOVE of the
+// old name moves them as for any removed server. Removing the old name
+// leaves the meta replica alone: the new name holds it (removedReplica,
+// renamedReplica).
+
+// renamedFrom returns the member of the voters record rec whose store
+// incarnation is this server's when this server's name is not in rec:
+// the name this store ran under when the record was written.
+func (c *Cluster) renamedFrom(rec votersFile) (string, bool) {
+	if rec.Incarnations == nil || slices.Contains(rec.Voters, string(c.name)) {
+		return "", false
+	}
+	self := c.node.Incarnation()
+	for _, n := range rec.Voters {
+		if inc, err := parseIncarnation(rec.Incarnations[n]); err == nil && inc == self {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// renamedRecord returns rec with the member old, this store's former
+// name, named as this server instead.
+func (c *Cluster) renamedRecord(rec votersFile, old string) votersFile {
+	out := votersFile{Join: rec.Join, Incarnations: map[string]string{}}
+	for _, n := range rec.Voters {
+		name := n
+		if n == old {
+			name = string(c.name)
+		}
+		out.Voters = append(out.Voters, name)
+		out.Incarnations[name] = rec.Incarnations[n]
+	}
+	slices.Sort(out.Voters)
+	return out
+}
+
+// metaAddress returns the server to send meta replica id to, given the
+// catalogue's servers not removed whose incarnation gives id (names) and
+// the server the node knows it at now (cur): this server for its own
+// replica; else the one name among them that is routed here and whose
+// transport hello carried that incarnation (a store renamed: the old
+// name is not routed); else cur. Two such names (two servers presenting
+// one store: a copied store directory) change nothing.
+func (c *Cluster) metaAddress(id raftnode.ReplicaID, names []raftnode.ServerID, cur raftnode.ServerID, routed map[raftnode.ServerID]bool) raftnode.ServerID {
+	if len(names) == 0 || (len(names) == 1 && names[0] == cur) {
+		return cur
+	}
+	if slices.Contains(names, c.name) && id == metaReplica(c.node.Incarnation()) {
+		return c.name
+	}
+	var live []raftnode.ServerID
+	for _, n := range names {
+		if inc, ok := c.tr.PeerIncarnation(n); ok && routed[n] && metaReplica(inc) == id {
+			live = append(live, n)
+		}
+	}
+	if len(live) == 1 {
+		return live[0]
+	}
+	return cur
+}
+
+// routedNames returns the servers with a route to this one.
+func (c *Cluster) routedNames() map[raftnode.ServerID]bool {
+	out := map[raftnode.ServerID]bool{}
+	for _, p := range c.host.ClusterPeers() {
+		out[raftnode.ServerID(p.Name)] = true
+	}
+	return out
+}
+
+// renamedReplica reports whether meta replica id is the replica of a
+// server the catalogue st holds, not removed: a removed server's name
+// whose store runs under another name keeps its replica there.
+func renamedReplica(st *meta.State, id raftnode.ReplicaID) bool {
+	for _, sv := range st.Servers() {
+		if !sv.Removed && metaReplica(sv.Incarnation) == id {
+			return true
+		}
+	}
+	return false
+}
+
+// followRenames, on every server, tells the node a meta replica's new
+// server once it changed (metaAddress): syncMetaPeers runs only then.
+func (c *Cluster) followRenames() {
+	c.mu.Lock()
+	byInc, started := c.metaByInc, c.started
+	peers := slices.Clone(c.metaPeers)
+	c.mu.Unlock()
+	if !byInc || !started {
+		return
+	}
+	names := c.catalogueNames()
+	routed := c.routedNames()
+	for _, p := range peers {
+		if c.metaAddress(p.Replica, names[p.Replica], p.Server, routed) != p.Server {
+			c.syncMetaPeers()
+			return
+		}
+	}
+}
+
+// catalogueNames returns the catalogue's servers not removed by the
+// meta replica their incarnation gives.
+func (c *Cluster) catalogueNames() map[raftnode.ReplicaID][]raftnode.ServerID {
+	out := map[raftnode.ReplicaID][]raftnode.ServerID{}
+	c.meta.View(func(st *meta.State) {
+		for _, sv := range st.Servers() {
+			if !sv.Removed {
+				id := metaReplica(sv.Incarnation)
+				out[id] = append(out[id], sv.Name)
+			}
+		}
+	})
+	return out
+}
