@@ -33,6 +33,9 @@ import (
 //   - active is how long ago this replica last heard from it (0 when it
 //     never did), offline that this server has no route to its server.
 //
+// A name assigned a replica that runs under another name (the old name
+// of a server renamed over its store, rename.go) is listed offline.
+//
 // With assigned (a stream's assignment), only the replicas it names are
 // listed (a replica being replaced is not shown beside its replacement),
 // and on the leader a replica being added (assigned but not in the group
