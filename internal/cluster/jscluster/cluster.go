@@ -662,12 +662,14 @@ func (c *Cluster) known() map[raftnode.ServerID]raftnode.Incarnation {
 }
 
 // removedSelf reports whether the catalogue marks this server, with its
-// store, removed (SERVER.REMOVE).
+// store, removed (SERVER.REMOVE), under this name or, when it has none
+// of this name, under another (storeRemoved).
 func (c *Cluster) removedSelf() bool {
 	removed := false
 	c.meta.View(func(st *meta.State) {
 		self, ok := st.Server(c.name)
-		removed = ok && self.Removed && self.Incarnation == c.node.Incarnation()
+		removed = ok && self.Removed && self.Incarnation == c.node.Incarnation() ||
+			!ok && storeRemoved(st, c.node.Incarnation()) // renamed after its removal
 	})
 	return removed
 }

@@ -142,3 +142,22 @@ func (c *Cluster) catalogueNames() map[raftnode.ReplicaID][]raftnode.ServerID {
 	})
 	return out
 }
+
+// storeRemoved reports whether the catalogue st marks the store inc
+// removed (SERVER.REMOVE) and no server not removed holds it: a server
+// removed and restarted under another name over the same store is not
+// catalogued again, nor takes part, as under its old name
+// (docs/clustering.md, "Removing a server").
+func storeRemoved(st *meta.State, inc raftnode.Incarnation) bool {
+	removed := false
+	for _, sv := range st.Servers() {
+		if sv.Incarnation != inc {
+			continue
+		}
+		if !sv.Removed {
+			return false
+		}
+		removed = true
+	}
+	return removed
+}
