@@ -18,8 +18,10 @@ import (
 // the renamed server's /healthz answers 200. As in nats-server, the
 // stream replica the old name held is not served under the new name (the
 // stream lists the old name, offline) and the stream serves on the other
-// two; SERVER.REMOVE of the old name then moves that replica to the
-// renamed server, which catches up and, as the stream's leader, serves
+// two; SERVER.REMOVE of the old name then moves that replica, and the
+// replica of the stream's durable there, to the renamed server, whose
+// store's earlier replicas of those groups are retired first: both are
+// current there, and the renamed server, as the stream's leader, serves
 // every acknowledged message (docs/clustering.md, "A server renamed over
 // its store"). Before, cairn kept the renamed server outside the meta
 // group, its /healthz 503 for good.
@@ -40,6 +42,9 @@ func TestJetStreamClusterRenamedServerJoins(t *testing.T) {
 	})
 	sent := map[uint64]sentMsg{}
 	publishRange(t, js0, sent, 1, 20)
+	if _, err := js0.CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy, Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
 	streamServers(t, js0, "ORDERS", 3)
 
 	servers[2].Shutdown()
@@ -86,6 +91,24 @@ func TestJetStreamClusterRenamedServerJoins(t *testing.T) {
 		now := streamServers(t, js0, "ORDERS", 3)
 		if slices.Sort(now); !slices.Equal(now, []string{"n1", "n2", "n3x"}) {
 			return fmt.Errorf("ORDERS on %v", now)
+		}
+		return nil
+	})
+	eventually(t, "D on n1, n2 and n3x", func() error {
+		c, err := js0.Consumer(ctx2(t), "ORDERS", "D")
+		if err != nil {
+			return err
+		}
+		ci := c.CachedInfo().Cluster
+		names := []string{ci.Leader}
+		for _, p := range ci.Replicas {
+			if !p.Current {
+				return fmt.Errorf("%+v", ci)
+			}
+			names = append(names, p.Name)
+		}
+		if slices.Sort(names); !slices.Equal(names, []string{"n1", "n2", "n3x"}) {
+			return fmt.Errorf("%+v", ci)
 		}
 		return nil
 	})

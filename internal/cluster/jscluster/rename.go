@@ -1,6 +1,8 @@
 package jscluster
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/cairnmq/cairn/internal/cluster/meta"
@@ -160,4 +162,55 @@ func storeRemoved(st *meta.State, inc raftnode.Incarnation) bool {
 		removed = true
 	}
 	return removed
+}
+
+// retireStale makes room for this server's new replica mine of group g
+// (label names its stream or consumer for the log): when the WAL holds
+// an older replica of g of this store, live and not claimed (the
+// replica the store held under its old name, after a rename, which the
+// assignment replaced by mine), that one is added fenced and removed, so
+// that its tombstone keeps it from ever voting again and mine can start
+// (raftnode holds one replica of a group per store). It returns the old
+// replica's ID (0: none) and false when it is still there (a failure,
+// logged; the next reconcile tries again).
+func (c *Cluster) retireStale(g raftnode.GroupID, mine raftnode.ReplicaID, label string) (raftnode.ReplicaID, bool) {
+	id, ok := c.node.RecoveredReplica(g)
+	if !ok || id >= mine {
+		return 0, true
+	}
+	gc := raftnode.GroupConfig{ID: g, Replica: id, Incarnation: c.node.Incarnation(), Peers: []raftnode.Peer{{Replica: id, Server: c.name}},
+		Fence: fmt.Errorf("%w: replica %d of this store, replaced by replica %d", raftnode.ErrIdentity, id, mine)}
+	if err := c.node.AddGroup(gc, fencedSM{}); err != nil {
+		c.cfg.Logf("jscluster: %s: this store's earlier replica %d of group %d: %v", label, id, g, err)
+		return id, false
+	}
+	if err := c.removeGroupWait(g); err != nil && !errors.Is(err, raftnode.ErrUnknownGroup) {
+		c.cfg.Logf("jscluster: %s: remove this store's earlier replica %d of group %d: %v", label, id, g, err)
+		return id, false
+	}
+	c.cfg.Infof("JetStream cluster: %s: this store's earlier replica %d of group %d is removed for its replica %d", label, id, g, mine)
+	return id, true
+}
+
+// clearStale, before this server's replica mine of replicated stream k
+// (assigned as sa) starts, retires an earlier replica of the group this
+// store holds (retireStale) and moves that replica's files aside
+// (jetstream.JetStream.QuarantineStream: kept, never read), so that mine
+// starts in an empty directory, caught up by a stream snapshot. It
+// reports false when mine must not start yet.
+func (c *Cluster) clearStale(acc *account, k streamKey, sa meta.StreamAssignment, mine meta.Replica) bool {
+	label := "stream '" + k.account + " > " + k.name + "'"
+	old, ok := c.retireStale(sa.Group, mine.ID, label)
+	if !ok || old == 0 {
+		return ok
+	}
+	to, err := acc.js.QuarantineStream(k.name, fmt.Sprintf("g%d.r%d", sa.Group, old))
+	if err != nil {
+		c.cfg.Logf("jscluster: %s: moving the files of this store's earlier replica %d aside: %v", label, old, err)
+		return false
+	}
+	if to != "" {
+		c.cfg.Infof("JetStream cluster: %s: the files of this store's earlier replica %d were moved to %s", label, old, to)
+	}
+	return true
 }

@@ -375,6 +375,9 @@ func (c *Cluster) startReplica(acc *account, k streamKey, sa meta.StreamAssignme
 		r.since.Store(sa.Created)
 	}
 	if len(sa.Replicas) > 1 {
+		if !c.clearStale(acc, k, sa, mine) {
+			return
+		}
 		c.startFileReplica(acc, k, r, cfg, mine)
 		return
 	}
