@@ -1,9 +1,11 @@
 package test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/monitor"
@@ -112,6 +114,23 @@ func TestJetStreamClusterRenamedServerJoins(t *testing.T) {
 		}
 		return nil
 	})
+	// n3x leads ORDERS first: a stream info asked while the leadership
+	// moves may go unanswered, so each waits 2 s at most here (readAsLeader
+	// waits jsTimeout for it).
+	nc2 := connect(t, servers[2].ClientURL())
+	js2, err := jetstream.New(nc2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, clusterTimeout, "n3x leads ORDERS", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if s, err := js2.Stream(ctx, "ORDERS"); err == nil && s.CachedInfo().Cluster.Leader == "n3x" {
+			return true
+		}
+		_, _ = nc2.Request("$JS.API.STREAM.LEADER.STEPDOWN.ORDERS", []byte(`{"placement":{"preferred":"n3x"}}`), 2*time.Second)
+		return false
+	})
 	readAsLeader(t, servers, 2, sent)
-	checkAll(t, jsAt(t, servers[2]), sent)
+	checkAll(t, js2, sent)
 }
