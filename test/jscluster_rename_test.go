@@ -16,7 +16,9 @@ import (
 
 // A server restarted under another name over its store directory joins
 // the meta group under the new name, as nats-server v2.15.2 adds it as a
-// new peer: the meta group lists four servers, the old name offline, and
+// new peer (here while n1 is down as well, so that n2 needs n3x's vote
+// to elect a meta leader before any leader catalogued n3x): the meta
+// group lists four servers, the old name offline, and
 // the renamed server's /healthz answers 200. As in nats-server, the
 // stream replica the old name held is not served under the new name (the
 // stream lists the old name, offline) and the stream serves on the other
@@ -49,10 +51,28 @@ func TestJetStreamClusterRenamedServerJoins(t *testing.T) {
 	}
 	streamServers(t, js0, "ORDERS", 3)
 
+	// n1 down too: n2 and n3x elect the meta leader, which needs n3x's
+	// vote before any leader catalogued its new name.
+	servers[0].Shutdown()
 	servers[2].Shutdown()
 	o := opts[2]
 	o.ServerName = "n3x"
 	servers[2] = restartServer(t, o)
+	eventually(t, "n2 and n3x in a meta group", func() error {
+		for _, s := range servers[1:] {
+			if mi := s.JetStreamMeta(); mi != nil && mi.IsLeader {
+				for _, p := range mi.Replicas {
+					if p.Current && (p.Name == "n3x" || p.Name == "n2") {
+						return nil
+					}
+				}
+				return fmt.Errorf("%s leads: %+v", s.Name(), mi.Replicas)
+			}
+		}
+		return fmt.Errorf("no meta leader")
+	})
+	servers[0] = restartServer(t, opts[0])
+	js0 = jsAt(t, servers[0])
 	eventually(t, "n3x in the meta group, n3 offline", func() error {
 		l, members, _ := metaView(servers)
 		mi := servers[slices.IndexFunc(servers, func(s *server.Server) bool { return s.Name() == l })].JetStreamMeta()

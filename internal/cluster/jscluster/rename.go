@@ -130,15 +130,31 @@ func (c *Cluster) followRenames() {
 	}
 }
 
-// catalogueNames returns the catalogue's servers not removed by the
-// meta replica their incarnation gives.
+// catalogueNames returns, by meta replica, the names its store goes
+// by: the catalogue's servers not removed whose incarnation gives it,
+// and each routed server whose transport hello carried such a store
+// under a name the catalogue does not have yet (a server renamed over
+// its store, before the meta leader catalogued its new name: the meta
+// group may need its vote to elect that leader).
 func (c *Cluster) catalogueNames() map[raftnode.ReplicaID][]raftnode.ServerID {
+	hellos := map[raftnode.ServerID]raftnode.Incarnation{}
+	for n := range c.routedNames() { // the transport is asked outside meta.View
+		if inc, ok := c.tr.PeerIncarnation(n); ok {
+			hellos[n] = inc
+		}
+	}
 	out := map[raftnode.ReplicaID][]raftnode.ServerID{}
 	c.meta.View(func(st *meta.State) {
 		for _, sv := range st.Servers() {
 			if !sv.Removed {
 				id := metaReplica(sv.Incarnation)
 				out[id] = append(out[id], sv.Name)
+			}
+		}
+		for n, inc := range hellos {
+			id := metaReplica(inc)
+			if _, known := st.Server(n); !known && len(out[id]) > 0 && !slices.Contains(out[id], n) {
+				out[id] = append(out[id], n)
 			}
 		}
 	})
