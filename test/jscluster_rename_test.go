@@ -1,77 +1,156 @@
 package test
 
 import (
+	"context"
 	"fmt"
-	"net/http"
 	"slices"
-	"strconv"
 	"testing"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/config"
+	"github.com/cairnmq/cairn/internal/monitor"
+	"github.com/cairnmq/cairn/internal/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
-// A server restarted under another name (-n) over its store directory
-// joins the meta group under the new name, as nats-server v2.15.2 adds it
-// as a new peer (its old name stays listed, offline, until removed), and
-// its /healthz turns 200. cairn keeps it outside: the restarted server logs
-// "the meta group cannot start: this server "n3x" is not among the members"
-// and its /healthz answers 503 "JetStream cluster waits to enter its meta
-// group" for ever, while the others log that n3x "is not in this server's
-// meta group".
+// A server restarted under another name over its store directory joins
+// the meta group under the new name, as nats-server v2.15.2 adds it as a
+// new peer (here while n1 is down as well, so that n2 needs n3x's vote
+// to elect a meta leader before any leader catalogued n3x): the meta
+// group lists four servers, the old name offline, and
+// the renamed server's /healthz answers 200. As in nats-server, the
+// stream replica the old name held is not served under the new name (the
+// stream lists the old name, offline) and the stream serves on the other
+// two; SERVER.REMOVE of the old name then moves that replica, and the
+// replica of the stream's durable there, to the renamed server, whose
+// store's earlier replicas of those groups are retired first: both are
+// current there, and the renamed server, as the stream's leader, serves
+// every acknowledged message (docs/clustering.md, "A server renamed over
+// its store"). Before, cairn kept the renamed server outside the meta
+// group, its /healthz 503 for good.
 func TestJetStreamClusterRenamedServerJoins(t *testing.T) {
-	t.Skip("cairn keeps a server renamed over its store outside the meta group (found by an operator trial); nats-server adds it as a new peer")
-	if testing.Short() {
-		t.Skip("starts cairn processes")
-	}
-	if targetIsNatsServer() {
-		t.Skip("cairn processes")
-	}
-	bin := buildCairn(t)
-	mon := []int{freePort(t), freePort(t), freePort(t)}
-	kc := newKillClusterArgs(t, bin, 3, func(i int) []string {
-		return []string{"-js", "-sd", t.TempDir(), "-m", strconv.Itoa(mon[i])}
+	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) {
+		o.Auth = config.Auth{
+			Users:      []config.User{{Name: "sys", Password: "sys", Account: "SYS"}, {Name: "app", Password: "app", Account: "APP"}},
+			Accounts:   []config.Account{{Name: "SYS"}, {Name: "APP", JetStream: &config.AccountJetStream{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1, MaxAckPending: -1, MemoryMaxStreamBytes: -1, StoreMaxStreamBytes: -1}}},
+			NoAuthUser: "app",
+		}
+		o.Operator.SystemAccount = "SYS"
 	})
-	eventually(t, "a meta group of three", func() error { return metaHas(mon, []string{"n1", "n2", "n3"}, 3, "n3") })
-	p := kc.procs[2]
-	p.kill()
-	p.args[slices.Index(p.args, "-n")+1] = "n3x"
-	p.start()
-	eventually(t, "n3x in the meta group and healthy", func() error {
-		if err := metaHas(mon, []string{"n1", "n2", "n3x"}, 4, "n3x"); err != nil {
-			return err
+	waitMeta(t, servers, []string{"n1", "n2", "n3"})
+	js0 := jsAt(t, servers[0])
+	eventually(t, "create ORDERS", func() error {
+		_, err := js0.CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, AllowDirect: true})
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	publishRange(t, js0, sent, 1, 20)
+	if _, err := js0.CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy, Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	streamServers(t, js0, "ORDERS", 3)
+
+	// n1 down too: n2 and n3x elect the meta leader, which needs n3x's
+	// vote before any leader catalogued its new name.
+	servers[0].Shutdown()
+	servers[2].Shutdown()
+	o := opts[2]
+	o.ServerName = "n3x"
+	servers[2] = restartServer(t, o)
+	eventually(t, "n2 and n3x in a meta group", func() error {
+		for _, s := range servers[1:] {
+			if mi := s.JetStreamMeta(); mi != nil && mi.IsLeader {
+				for _, p := range mi.Replicas {
+					if p.Current && (p.Name == "n3x" || p.Name == "n2") {
+						return nil
+					}
+				}
+				return fmt.Errorf("%s leads: %+v", s.Name(), mi.Replicas)
+			}
 		}
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", mon[2]))
-		if err != nil {
-			return err
+		return fmt.Errorf("no meta leader")
+	})
+	servers[0] = restartServer(t, opts[0])
+	js0 = jsAt(t, servers[0])
+	eventually(t, "n3x in the meta group, n3 offline", func() error {
+		l, members, _ := metaView(servers)
+		mi := servers[slices.IndexFunc(servers, func(s *server.Server) bool { return s.Name() == l })].JetStreamMeta()
+		if !slices.Equal(members, []string{"n1", "n2", "n3", "n3x"}) || mi.Size != 4 {
+			return fmt.Errorf("leader %q, members %v, size %d", l, members, mi.Size)
 		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("n3x /healthz %d", resp.StatusCode)
+		for _, p := range mi.Replicas {
+			if p.Name == "n3" && (p.Current || !p.Offline) || p.Name != "n3" && !p.Current {
+				return fmt.Errorf("replica %+v", *p)
+			}
 		}
 		return nil
 	})
-}
-
-// metaHas reports nil when the meta leader (names[i] is the server of
-// monitoring port ports[i]; only the leader knows whether its followers
-// are current) counts size servers and lists name as a current replica
-// (or is name).
-func metaHas(ports []int, names []string, size int, name string) error {
-	for i, port := range ports {
-		m, err := procMeta(port)
-		if err != nil || m.Meta == nil || m.Meta.Leader != names[i] {
-			continue
-		}
-		if m.Meta.Size != size {
-			return fmt.Errorf("meta size %d, want %d: %+v", m.Meta.Size, size, *m.Meta)
-		}
-		if m.Meta.Leader == name {
-			return nil
-		}
-		for _, r := range m.Meta.Replicas {
-			if r.Name == name && r.Current {
-				return nil
-			}
-		}
-		return fmt.Errorf("%s not a current replica: %+v", name, *m.Meta)
+	m, err := monitor.New(monitor.Options{Host: "127.0.0.1", Port: -1, Server: servers[2]})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return fmt.Errorf("no meta leader answering")
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	waitFor(t, clusterTimeout, "n3x's /healthz ok", func() bool {
+		code, _ := monGet(t, m.URL()+"/healthz")
+		return code == 200
+	})
+	publishRange(t, js0, sent, 21, 30) // on n1 and n2: n3's replica is not served by n3x
+
+	sys := connect(t, servers[0].ClientURL(), nats.UserInfo("sys", "sys"))
+	eventually(t, "SERVER.REMOVE n3", func() error {
+		r := stepDownRequest(t, sys, "$JS.API.SERVER.REMOVE", `{"peer":"n3"}`)
+		if !r.Success || r.Error != nil {
+			return fmt.Errorf("%+v (%+v)", r, r.Error)
+		}
+		return nil
+	})
+	waitMeta(t, servers, []string{"n1", "n2", "n3x"})
+	eventually(t, "ORDERS on n1, n2 and n3x", func() error {
+		now := streamServers(t, js0, "ORDERS", 3)
+		if slices.Sort(now); !slices.Equal(now, []string{"n1", "n2", "n3x"}) {
+			return fmt.Errorf("ORDERS on %v", now)
+		}
+		return nil
+	})
+	eventually(t, "D on n1, n2 and n3x", func() error {
+		c, err := js0.Consumer(ctx2(t), "ORDERS", "D")
+		if err != nil {
+			return err
+		}
+		ci := c.CachedInfo().Cluster
+		names := []string{ci.Leader}
+		for _, p := range ci.Replicas {
+			if !p.Current {
+				return fmt.Errorf("%+v", ci)
+			}
+			names = append(names, p.Name)
+		}
+		if slices.Sort(names); !slices.Equal(names, []string{"n1", "n2", "n3x"}) {
+			return fmt.Errorf("%+v", ci)
+		}
+		return nil
+	})
+	// n3x leads ORDERS first: a stream info asked while the leadership
+	// moves may go unanswered, so each waits 2 s at most here (readAsLeader
+	// waits jsTimeout for it).
+	nc2 := connect(t, servers[2].ClientURL())
+	js2, err := jetstream.New(nc2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, clusterTimeout, "n3x leads ORDERS", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if s, err := js2.Stream(ctx, "ORDERS"); err == nil && s.CachedInfo().Cluster.Leader == "n3x" {
+			return true
+		}
+		_, _ = nc2.Request("$JS.API.STREAM.LEADER.STEPDOWN.ORDERS", []byte(`{"placement":{"preferred":"n3x"}}`), 2*time.Second)
+		return false
+	})
+	readAsLeader(t, servers, 2, sent)
+	checkAll(t, js2, sent)
 }

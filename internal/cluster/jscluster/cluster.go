@@ -451,6 +451,7 @@ func (c *Cluster) run() {
 		case <-t.C:
 			c.noteLeaderless()
 			c.recampaignFresh()
+			c.followRenames()
 			c.warnStrangers()
 			c.sampleApply()
 			c.catalogue()
@@ -649,8 +650,14 @@ func (c *Cluster) startMeta(rec votersFile) bool {
 // addMeta adds the meta group as rec records it: each member's replica
 // ID derived from its incarnation (metaReplica), this server's joining
 // empty when rec.Join; for a record without incarnations, replica i+1 on
-// rec.Voters[i] (sorted).
+// rec.Voters[i] (sorted). A server renamed over its store (rec names its
+// incarnation under another name) adds the same replica under its new
+// name (rename.go).
 func (c *Cluster) addMeta(rec votersFile) error {
+	if old, ok := c.renamedFrom(rec); ok {
+		c.cfg.Logf("JetStream cluster: this server's store ran as server %s: its meta replica continues as %s; %s stays in the meta group, offline, until SERVER.REMOVE removes it, and its stream and consumer replicas are not served under this name", old, c.name, old)
+		rec = c.renamedRecord(rec, old)
+	}
 	names := rec.Voters
 	i := slices.Index(names, string(c.name))
 	if i < 0 {
@@ -730,12 +737,14 @@ func (c *Cluster) known() map[raftnode.ServerID]raftnode.Incarnation {
 }
 
 // removedSelf reports whether the catalogue marks this server, with its
-// store, removed (SERVER.REMOVE).
+// store, removed (SERVER.REMOVE), under this name or, when it has none
+// of this name, under another (storeRemoved).
 func (c *Cluster) removedSelf() bool {
 	removed := false
 	c.meta.View(func(st *meta.State) {
 		self, ok := st.Server(c.name)
-		removed = ok && self.Removed && self.Incarnation == c.node.Incarnation()
+		removed = ok && self.Removed && self.Incarnation == c.node.Incarnation() ||
+			!ok && storeRemoved(st, c.node.Incarnation()) // renamed after its removal
 	})
 	return removed
 }

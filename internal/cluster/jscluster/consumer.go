@@ -218,6 +218,12 @@ func (c *Cluster) startConsumer(acc *account, k consumerKey, ca meta.ConsumerAss
 		c.mu.Unlock()
 		return
 	}
+	label := "consumer '" + k.account + " > " + k.stream + " > " + k.name + "'"
+	if old, ok := c.retireStale(ca.Group, mine.ID, label); !ok {
+		return
+	} else if old != 0 {
+		c.removeCheckpoint(ca.Group) // the earlier replica's: this one joins empty
+	}
 	if err := c.adoptSingle(acc, k, ca, mine); err != nil {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: scaling up from one replica, not started here (its files left as they are): %v", k.account, k.stream, k.name, err)
 		return

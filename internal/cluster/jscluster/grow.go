@@ -209,8 +209,9 @@ func (c *Cluster) seedBootstrap(peers []string, self raftnode.Incarnation) (vote
 // likewise for each server the routes name or that is routed here and
 // sent its hello (reconcileMeta then adds its meta replica). A server
 // removed (SERVER.REMOVE) is not catalogued again while it comes with
-// the store it was removed with; nor is a routed server whose hello shows
-// another meta group's catalogue (one without this server).
+// the store it was removed with, under its name or another
+// (storeRemoved); nor is a routed server whose hello shows another meta
+// group's catalogue (one without this server).
 func (c *Cluster) catalogue() {
 	if !c.metaLeader() {
 		return
@@ -240,6 +241,7 @@ func (c *Cluster) catalogue() {
 			sv, ok := st.Server(n)
 			switch {
 			case ok && sv.Removed && sv.Incarnation == id.inc:
+			case !ok && storeRemoved(st, id.inc): // renamed after its removal
 			case !ok || sv.Removed || sv.Incarnation != id.inc || !slices.Equal(sv.Tags, id.tags):
 				missing = append(missing, n)
 			}

@@ -217,12 +217,13 @@ func (c *Cluster) otherVoter(st raftnode.GroupStatus) bool {
 }
 
 // selfRemoved reports whether the catalogue marks this server removed
-// (SERVER.REMOVE).
+// (SERVER.REMOVE), or, when it has none of this name, this server's
+// store under another name (storeRemoved).
 func (c *Cluster) selfRemoved() bool {
 	removed := false
 	c.meta.View(func(st *meta.State) {
 		sv, ok := st.Server(c.name)
-		removed = ok && sv.Removed
+		removed = ok && sv.Removed || !ok && storeRemoved(st, c.node.Incarnation())
 	})
 	return removed
 }

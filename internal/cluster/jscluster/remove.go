@@ -99,13 +99,15 @@ func (c *Cluster) metaMembershipChanging(st raftnode.GroupStatus) bool {
 }
 
 // removedReplica returns the replica of the meta leader's status st that
-// belongs to a server the catalogue marks removed (false: none).
+// belongs to a server the catalogue marks removed (false: none), but for
+// one a server not removed holds (the store of a removed name runs under
+// another: rename.go).
 func (c *Cluster) removedReplica(st raftnode.GroupStatus) (raftnode.ReplicaStatus, bool) {
 	var out raftnode.ReplicaStatus
 	found := false
 	c.meta.View(func(ms *meta.State) {
 		for _, rs := range st.Replicas {
-			if sv, ok := ms.Server(rs.Server); ok && sv.Removed && !found {
+			if sv, ok := ms.Server(rs.Server); ok && sv.Removed && !found && !renamedReplica(ms, rs.Replica) {
 				out, found = rs, true
 			}
 		}

@@ -101,7 +101,9 @@ func (c *Cluster) apply(ev meta.Event) {
 // syncMetaPeers tells the node the server of every meta replica: those
 // the group was added with, and the replica each catalogued server's
 // incarnation gives (metaReplica), so that any server may lead the group
-// through a replacement.
+// through a replacement; a replica whose store runs under another name
+// now is sent there (metaAddress: a server renamed over its store,
+// rename.go).
 func (c *Cluster) syncMetaPeers() {
 	c.mu.Lock()
 	byInc, started := c.metaByInc, c.started
@@ -115,10 +117,28 @@ func (c *Cluster) syncMetaPeers() {
 			add = append(add, raftnode.Peer{Replica: metaReplica(sv.Incarnation), Server: sv.Name})
 		}
 	})
+	names := c.catalogueNames()
+	routed := c.routedNames()
 	c.mu.Lock()
 	for _, p := range add {
 		if !slices.ContainsFunc(c.metaPeers, func(q raftnode.Peer) bool { return q.Replica == p.Replica }) {
 			c.metaPeers = append(c.metaPeers, p)
+		}
+	}
+	cur := slices.Clone(c.metaPeers)
+	c.mu.Unlock()
+	// metaAddress asks the transport: not under c.mu.
+	moved := map[raftnode.ReplicaID]raftnode.ServerID{}
+	for _, p := range cur {
+		if to := c.metaAddress(p.Replica, names[p.Replica], p.Server, routed); to != p.Server {
+			moved[p.Replica] = to
+			c.cfg.Infof("JetStream cluster: meta replica %d, known as server %s, runs as server %s now (its store renamed)", p.Replica, p.Server, to)
+		}
+	}
+	c.mu.Lock()
+	for i, p := range c.metaPeers {
+		if to, ok := moved[p.Replica]; ok {
+			c.metaPeers[i].Server = to
 		}
 	}
 	peers := slices.Clone(c.metaPeers)
@@ -355,6 +375,9 @@ func (c *Cluster) startReplica(acc *account, k streamKey, sa meta.StreamAssignme
 		r.since.Store(sa.Created)
 	}
 	if len(sa.Replicas) > 1 {
+		if !c.clearStale(acc, k, sa, mine) {
+			return
+		}
 		c.startFileReplica(acc, k, r, cfg, mine)
 		return
 	}

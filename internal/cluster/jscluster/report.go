@@ -33,6 +33,9 @@ import (
 //   - active is how long ago this replica last heard from it (0 when it
 //     never did), offline that this server has no route to its server.
 //
+// A name assigned a replica that runs under another name (the old name
+// of a server renamed over its store, rename.go) is listed offline.
+//
 // With assigned (a stream's assignment), only the replicas it names are
 // listed (a replica being replaced is not shown beside its replacement),
 // and on the leader a replica being added (assigned but not in the group
@@ -53,12 +56,12 @@ func (c *Cluster) peerInfos(st raftnode.GroupStatus, assigned []meta.Replica) []
 	if st.Leader == 0 {
 		out = append(out, &jetstream.PeerInfo{Name: string(c.name), Current: true, Peer: peerHash(c.name)})
 	}
-	listed := map[raftnode.ReplicaID]bool{}
+	listed := map[raftnode.ReplicaID]raftnode.ServerID{st.Replica: c.name}
 	for _, p := range st.Peers {
 		if !isAssigned(p.Replica) {
 			continue
 		}
-		listed[p.Replica] = true
+		listed[p.Replica] = p.Server
 		pi := &jetstream.PeerInfo{Name: string(p.Server), Peer: peerHash(p.Server), Active: p.Ago, Offline: off[p.Server]}
 		seen := p.Heard && p.Ago <= window
 		switch {
@@ -74,11 +77,17 @@ func (c *Cluster) peerInfos(st raftnode.GroupStatus, assigned []meta.Replica) []
 		}
 		out = append(out, pi)
 	}
-	if st.Role == raftnode.Leader {
-		for _, r := range assigned {
-			if r.Server != c.name && !listed[r.ID] {
-				out = append(out, &jetstream.PeerInfo{Name: string(r.Server), Peer: peerHash(r.Server), Pending: true, Offline: off[r.Server]})
-			}
+	for _, r := range assigned {
+		as, ok := listed[r.ID]
+		switch {
+		case r.Server == c.name:
+		case ok && as != r.Server:
+			// The old name of a store that runs under another (a
+			// server renamed over its store, rename.go): offline, as
+			// nats-server v2.15.2 lists the old name's peer.
+			out = append(out, &jetstream.PeerInfo{Name: string(r.Server), Peer: peerHash(r.Server), Offline: true})
+		case !ok && st.Role == raftnode.Leader:
+			out = append(out, &jetstream.PeerInfo{Name: string(r.Server), Peer: peerHash(r.Server), Pending: true, Offline: off[r.Server]})
 		}
 	}
 	slices.SortFunc(out, func(a, b *jetstream.PeerInfo) int { return strings.Compare(a.Name, b.Name) })

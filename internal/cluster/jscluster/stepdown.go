@@ -64,12 +64,22 @@ func (c *Cluster) MetaLeaderStepDown(p *stream.Placement) *jserr.Error {
 }
 
 // members returns the servers of the meta group: from the leader's view
-// of its replicas, this server included.
+// of its replicas, this server included, and the catalogue's servers not
+// removed whose replica runs under another name (a server renamed over
+// its store: its old name stays a member, offline, as nats-server v2.15.2
+// keeps the old name's peer; rename.go).
 func (c *Cluster) members(st raftnode.GroupStatus) []raftnode.ServerID {
 	out := []raftnode.ServerID{c.name}
+	in := map[raftnode.ReplicaID]bool{st.Replica: true}
 	for _, rs := range st.Replicas {
+		in[rs.Replica] = true
 		if rs.Server != c.name {
 			out = append(out, rs.Server)
+		}
+	}
+	for _, m := range c.metaMembers() {
+		if in[m.ID] && !slices.Contains(out, m.Server) {
+			out = append(out, m.Server)
 		}
 	}
 	return out

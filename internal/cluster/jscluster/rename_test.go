@@ -1,0 +1,52 @@
+package jscluster
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/raftnode"
+)
+
+// A store removed under one name is removed under any other while no
+// server not removed holds it; a store one name still holds keeps its
+// meta replica when another name of it is removed (docs/clustering.md,
+// "A server renamed over its store").
+func TestStoreRemovedAndRenamedReplica(t *testing.T) {
+	inc3 := raftnode.Incarnation{3}
+	inc1 := raftnode.Incarnation{1}
+	st := meta.NewState()
+	st.Apply(&meta.AddServer{Name: "n1", Incarnation: inc1})
+	st.Apply(&meta.AddServer{Name: "n3", Incarnation: inc3})
+	if storeRemoved(st, inc3) || !renamedReplica(st, metaReplica(inc3)) {
+		t.Fatal("n3's store before any removal")
+	}
+	// Renamed: n3x catalogued with n3's store, then n3 removed.
+	renamed := meta.NewState()
+	renamed.Apply(&meta.AddServer{Name: "n3", Incarnation: inc3})
+	renamed.Apply(&meta.AddServer{Name: "n3x", Incarnation: inc3})
+	renamed.Apply(&meta.RemoveServer{Name: "n3"})
+	if storeRemoved(renamed, inc3) || !renamedReplica(renamed, metaReplica(inc3)) {
+		t.Fatal("the store n3x holds counts as removed with n3")
+	}
+	// Removed first: n3 removed, nothing else holds its store.
+	st.Apply(&meta.RemoveServer{Name: "n3"})
+	if !storeRemoved(st, inc3) || renamedReplica(st, metaReplica(inc3)) {
+		t.Fatal("n3's removed store not seen as removed")
+	}
+	if storeRemoved(st, raftnode.Incarnation{9}) || storeRemoved(st, inc1) {
+		t.Fatal("an unknown or kept store seen as removed")
+	}
+}
+
+// The voters record of a renamed store names this server where it named
+// the old name, with the same incarnation, sorted.
+func TestRenamedRecord(t *testing.T) {
+	c := &Cluster{name: "a3"}
+	rec := votersFile{Voters: []string{"n1", "n2", "n3"}, Join: true,
+		Incarnations: map[string]string{"n1": "01", "n2": "02", "n3": "03"}}
+	got := c.renamedRecord(rec, "n3")
+	if !slices.Equal(got.Voters, []string{"a3", "n1", "n2"}) || got.Incarnations["a3"] != "03" || got.Incarnations["n3"] != "" || !got.Join {
+		t.Fatalf("%+v", got)
+	}
+}
