@@ -95,6 +95,14 @@ func (d *decoder) bytes() []byte {
 	return append([]byte{}, b...)
 }
 
+// optBytes is bytes, nil when empty (an optional field).
+func (d *decoder) optBytes() []byte {
+	if b := d.bytes(); len(b) > 0 {
+		return b
+	}
+	return nil
+}
+
 func (d *decoder) string() string { return string(d.take(d.uvarint())) }
 
 // count reads a count of items that take at least min bytes each, and
