@@ -161,7 +161,7 @@ func (s *State) moveStream(o *MoveStream) Result {
 	if e.sa.Move != nil {
 		return fail(jserr.StreamMoveInProgress)
 	}
-	origin := &MoveOrigin{Created: o.Created, Servers: Servers(e.sa.Replicas), Placement: slices.Clone(o.OriginPlacement)}
+	origin := &MoveOrigin{Created: o.Created, Replicas: slices.Clone(e.sa.Replicas), Placement: slices.Clone(o.OriginPlacement)}
 	res := s.updateStream(&UpdateStream{Account: o.Account, Name: o.Name, Config: o.Config, Servers: o.Servers})
 	if res.Err == nil {
 		e.sa.Move = origin
@@ -181,13 +181,37 @@ func (s *State) cancelMove(o *CancelMove) Result {
 	if e.sa.Move == nil || e.sa.Move.Created != o.Created {
 		return fail(jserr.StreamReconfigureNotInProgress)
 	}
-	res := s.updateStream(&UpdateStream{Account: o.Account, Name: o.Name, Config: o.Config, Servers: e.sa.Move.Servers})
-	if res.Err == nil {
-		e.sa.Move.Cancelled = true
-		sa := e.sa.clone()
-		res.Stream = &sa
+	f, _ := parseStream(o.Config)
+	if s.overlaps(o.Account, o.Name, f.Subjects) {
+		return fail(jserr.StreamSubjectOverlap)
 	}
-	return res
+	var fresh []raftnode.ServerID // origin servers that get a new replica
+	for _, r := range e.sa.Move.Replicas {
+		if _, ok := On(e.sa.Replicas, r.Server); !ok && !slices.Contains(o.Members, r.ID) {
+			fresh = append(fresh, r.Server)
+		}
+	}
+	if !s.members(fresh, nil) {
+		return noPeers()
+	}
+	prev := e.sa.clone()
+	out := make([]Replica, 0, len(e.sa.Move.Replicas))
+	for _, r := range e.sa.Move.Replicas {
+		if cur, ok := On(e.sa.Replicas, r.Server); ok {
+			out = append(out, cur)
+		} else if slices.Contains(o.Members, r.ID) {
+			out = append(out, r)
+		} else {
+			out = append(out, Replica{ID: e.sa.NextReplica, Server: r.Server, Incarnation: s.servers[r.Server].Incarnation})
+			e.sa.NextReplica++
+		}
+	}
+	e.sa.Config = slices.Clone(o.Config)
+	e.subjects = f.Subjects
+	e.sa.Replicas = out
+	e.sa.Move.Cancelled = true
+	sa := e.sa.clone()
+	return Result{Stream: &sa, PrevStream: &prev}
 }
 
 // endMove applies an EndMove: the record goes once the stream runs on

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cairnmq/cairn/internal/raftnode"
 )
@@ -105,6 +106,10 @@ func AppendOp(dst []byte, op Op) ([]byte, error) {
 		dst = appendString(dst, o.Name)
 		dst = appendBytes(dst, o.Config)
 		dst = binary.AppendVarint(dst, o.Created)
+		dst = binary.AppendUvarint(dst, uint64(len(o.Members)))
+		for _, m := range o.Members {
+			dst = binary.AppendUvarint(dst, uint64(m))
+		}
 	case *EndMove:
 		dst = appendString(dst, o.Account)
 		dst = appendString(dst, o.Name)
@@ -155,7 +160,7 @@ func DecodeOp(b []byte) (Op, error) {
 	case KindMoveStream:
 		op = &MoveStream{Account: d.string(), Name: d.string(), Config: d.bytes(), Servers: d.servers(), Created: d.varint(), OriginPlacement: d.optBytes()}
 	case KindCancelMove:
-		op = &CancelMove{Account: d.string(), Name: d.string(), Config: d.bytes(), Created: d.varint()}
+		op = &CancelMove{Account: d.string(), Name: d.string(), Config: d.bytes(), Created: d.varint(), Members: d.replicaIDs()}
 	case KindEndMove:
 		op = &EndMove{Account: d.string(), Name: d.string(), Created: d.varint(), Servers: d.servers()}
 	default:
@@ -220,6 +225,9 @@ func check(op Op) error {
 		err = errors.Join(checkNames(o.Account, o.Name), streamConfig(o.Config, o.Name), checkServers(o.Servers), placementJSON(o.OriginPlacement))
 	case *CancelMove:
 		err = errors.Join(checkNames(o.Account, o.Name), streamConfig(o.Config, o.Name))
+		if slices.Contains(o.Members, 0) {
+			err = errors.Join(err, errors.New("member replica 0"))
+		}
 	case *EndMove:
 		err = errors.Join(checkNames(o.Account, o.Name), checkServers(o.Servers))
 	default:

@@ -56,7 +56,8 @@ func sampleOps() []Op {
 		&MoveConsumer{Account: "A", Stream: "ORDERS", Name: "C", Replica: 7, To: "s3"},
 		&MoveStream{Account: "A", Name: "ORDERS", Config: streamJSON("ORDERS", "orders.>"), Servers: servers("s4", "s5"), Created: -1, OriginPlacement: []byte(`{"tags":["az:1"]}`)},
 		&MoveStream{Account: "A", Name: "ORDERS", Config: streamJSON("ORDERS"), Servers: servers("s1"), Created: 1 << 60},
-		&CancelMove{Account: "A", Name: "ORDERS", Config: streamJSON("ORDERS"), Created: 1 << 60},
+		&CancelMove{Account: "A", Name: "ORDERS", Config: streamJSON("ORDERS"), Created: 1 << 60, Members: []raftnode.ReplicaID{1, 300, 2}},
+		&CancelMove{Account: "A", Name: "ORDERS", Config: streamJSON("ORDERS"), Created: 0},
 		&EndMove{Account: "A", Name: "ORDERS", Created: 3, Servers: servers("s2", "s1")},
 	}
 }
@@ -151,6 +152,7 @@ func TestOpChecks(t *testing.T) {
 		"origin placement array":  &MoveStream{Account: "A", Name: "S", Config: cfg, Servers: servers("s1"), OriginPlacement: []byte(`["az:1"]`)},
 		"move to no servers":      &MoveStream{Account: "A", Name: "S", Config: cfg},
 		"cancel config of T":      &CancelMove{Account: "A", Name: "T", Config: cfg},
+		"cancel member 0":         &CancelMove{Account: "A", Name: "S", Config: cfg, Members: []raftnode.ReplicaID{1, 0}},
 		"end move of no servers":  &EndMove{Account: "A", Name: "S"},
 		"nil":                     nil,
 	}
@@ -235,6 +237,10 @@ func encodeUnchecked(op Op) []byte {
 		b = appendString(b, o.Name)
 		b = appendBytes(b, o.Config)
 		b = binary.AppendVarint(b, o.Created)
+		b = binary.AppendUvarint(b, uint64(len(o.Members)))
+		for _, m := range o.Members {
+			b = binary.AppendUvarint(b, uint64(m))
+		}
 	case *EndMove:
 		b = []byte{byte(KindEndMove), opVersion}
 		b = appendString(b, o.Account)

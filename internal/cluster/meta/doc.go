@@ -67,13 +67,14 @@
 //	SettleConsumer | account | stream | name | group (uvarint) | replica ID (uvarint) | kind 11
 //	MoveConsumer   | account | stream | name | replica ID (uvarint) | to (server name) | kind 12
 //	MoveStream     | account | name | config | servers | created (signed) | origin placement | kind 13
-//	CancelMove     | account | name | config | created (signed) |                       kind 14
+//	CancelMove     | account | name | config | created (signed) | members |             kind 14
 //	EndMove        | account | name | created (signed) | servers |                        kind 15
 //	servers        | count (1..16) | count × name |    distinct, in the order replicas get their IDs
 //	tags           | count | count × tag |
 //	config         | the JSON of the API's StreamConfig or ConsumerConfig, as meta.json holds it
 //	action         | 0 create or update, 1 update, 2 create   (nats-server's ConsumerAction values)
 //	origin placement | bytes: the JSON of the placement the stream had before the move; empty when it had none
+//	members        | count | count × replica ID (uvarint) |   the replicas the stream's group holds, as its leader told
 //
 // MoveStream, CancelMove and EndMove record, turn back and close a
 // stream's move (StreamAssignment.Move: docs/clustering.md, "Moving a
@@ -103,8 +104,8 @@
 //	consumer  | name | config | created (signed) | group | next replica | replicas | initial |
 //	initial   | uvarint: how many replicas the group started with (ConsumerAssignment.Initial)
 //	replicas  | count | count × (replica ID | server | incarnation (16)) |   in assignment order
-//	move      | 0 (1): no move in flight | 1 (1) | created (signed) | servers | origin placement | cancelled (1: 0 or 1) |
-//	            the servers and placement the stream had when its move began (StreamAssignment.Move)
+//	move      | 0 (1): no move in flight | 1 (1) | created (signed) | replicas | origin placement | cancelled (1: 0 or 1) |
+//	            the replicas and placement the stream had when its move began (StreamAssignment.Move)
 //
 // Versions 1 (no log config), 2 (no initial count) and 3 (no move) are
 // still read: a stream's log config is then its config, a consumer's

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairnmq/cairn/internal/jserr"
+	"github.com/cairnmq/cairn/internal/raftnode"
 )
 
 // A move records its origin (the servers and placement the stream had),
@@ -21,7 +22,7 @@ func TestMoveRecord(t *testing.T) {
 	mustApply(t, st, &AssignStream{Account: "A", Name: "S", Config: cfg, Servers: servers("s1", "s2")})
 	origin := []byte(`{"tags":["az:1"]}`)
 	r := mustApply(t, st, &MoveStream{Account: "A", Name: "S", Config: cfg, Servers: servers("s3", "s4"), Created: 10, OriginPlacement: origin})
-	want := &MoveOrigin{Created: 10, Servers: servers("s1", "s2"), Placement: origin}
+	want := &MoveOrigin{Created: 10, Replicas: []Replica{{1, "s1", inc(1)}, {2, "s2", inc(2)}}, Placement: origin}
 	if !reflect.DeepEqual(r.Stream.Move, want) || r.PrevStream.Move != nil || !reflect.DeepEqual(Servers(r.Stream.Replicas), servers("s3", "s4")) {
 		t.Fatalf("move: %+v (prev %+v)", r.Stream, r.PrevStream)
 	}
@@ -44,10 +45,16 @@ func TestMoveRecord(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(back, st) {
 		t.Fatalf("snapshot with a move: %v", err)
 	}
-	r = mustApply(t, st, &CancelMove{Account: "A", Name: "S", Config: cfg, Created: 10})
-	if !reflect.DeepEqual(Servers(r.Stream.Replicas), servers("s1", "s2")) || r.Stream.Move == nil || !r.Stream.Move.Cancelled ||
-		r.Stream.Replicas[0].ID != 5 || !bytes.Equal(r.Stream.Config, cfg) {
+	// The group still holds replica 2 (on s2), not replica 1: s1 gets a
+	// new replica, s2 keeps its own.
+	r = mustApply(t, st, &CancelMove{Account: "A", Name: "S", Config: cfg, Created: 10, Members: []raftnode.ReplicaID{2, 3, 4}})
+	if !reflect.DeepEqual(r.Stream.Replicas, []Replica{{5, "s1", inc(1)}, {2, "s2", inc(2)}}) || r.Stream.Move == nil || !r.Stream.Move.Cancelled ||
+		r.Stream.NextReplica != 6 || !bytes.Equal(r.Stream.Config, cfg) {
 		t.Fatalf("cancel: %+v", r.Stream)
+	}
+	// Cancelled again (a repeat): the replicas stay.
+	if r := mustApply(t, st, &CancelMove{Account: "A", Name: "S", Config: cfg, Created: 10, Members: []raftnode.ReplicaID{2, 3}}); !reflect.DeepEqual(r.Stream.Replicas, []Replica{{5, "s1", inc(1)}, {2, "s2", inc(2)}}) {
+		t.Fatalf("cancel repeated: %+v", r.Stream)
 	}
 	codes(&MoveStream{Account: "A", Name: "S", Config: cfg, Servers: servers("s5", "s1"), Created: 12}, jserr.StreamMoveInProgress)
 	codes(&EndMove{Account: "A", Name: "S", Created: 10, Servers: servers("s3", "s4")}, jserr.StreamReconfigureNotInProgress)

@@ -303,17 +303,24 @@ type MoveStream struct {
 // CancelMove turns the stream's move back ($JS.API.STREAM.CANCEL_MOVE,
 // nats-server v2.15.2 jsClusteredStreamCancelMoveLocked): the config
 // becomes Config (the proposer's: the assigned config with the origin's
-// placement) and the servers the move's origin servers, the record
-// stays, marked cancelled, until the stream is back (EndMove): the
-// rollback still counts as a move in flight. Apply: the stream missing,
-// 10059; no move recorded, or one that began at another Created, 10129
-// "stream reconfiguration not in progress"; an origin server no longer
-// a member, 10005.
+// placement) and the replicas the move's origin's, each on its server:
+// the stream's replica there if the assignment still has one, else the
+// origin replica itself when Members holds it (it never left the group:
+// it stays, with its data), else a new replica ID (it left: its server
+// keeps a tombstone of that ID and starts a new one, caught up as any
+// new replica). The record stays, marked cancelled, until the stream is
+// back (EndMove): the rollback still counts as a move in flight. Apply:
+// the stream missing, 10059; no move recorded, or one that began at
+// another Created, 10129 "stream reconfiguration not in progress"; a
+// new replica's server no longer a member, 10005.
 type CancelMove struct {
 	Account string
 	Name    string
 	Config  []byte
 	Created int64
+	// Members are the replica IDs the stream's group holds (voters and
+	// learners), as its leader reported them to the proposer.
+	Members []raftnode.ReplicaID
 }
 
 // EndMove closes the stream's move once its group runs on its assigned

@@ -91,7 +91,12 @@ func appendMove(dst []byte, m *MoveOrigin) []byte {
 	}
 	dst = append(dst, 1)
 	dst = binary.AppendVarint(dst, m.Created)
-	dst = appendServers(dst, m.Servers)
+	dst = binary.AppendUvarint(dst, uint64(len(m.Replicas)))
+	for _, r := range m.Replicas {
+		dst = binary.AppendUvarint(dst, uint64(r.ID))
+		dst = appendString(dst, string(r.Server))
+		dst = append(dst, r.Incarnation[:]...)
+	}
 	dst = appendBytes(dst, m.Placement)
 	return append(dst, boolByte(m.Cancelled))
 }
@@ -230,7 +235,12 @@ func (r *snapReader) move(sa StreamAssignment) *MoveOrigin {
 		r.bad("stream %q > %q: move flag", sa.Account, sa.Name)
 		return nil
 	}
-	m := &MoveOrigin{Created: r.d.varint(), Servers: r.d.servers(), Placement: r.d.optBytes()}
+	m := &MoveOrigin{Created: r.d.varint()}
+	n := r.d.count(1)
+	for range n {
+		m.Replicas = append(m.Replicas, Replica{ID: raftnode.ReplicaID(r.d.uvarint()), Server: raftnode.ServerID(r.d.string()), Incarnation: r.d.incarnation()})
+	}
+	m.Placement = r.d.optBytes()
 	switch r.d.byte() {
 	case 0:
 	case 1:
@@ -238,11 +248,31 @@ func (r *snapReader) move(sa StreamAssignment) *MoveOrigin {
 	default:
 		r.d.fail()
 	}
-	if r.d.failed || checkServers(m.Servers) != nil || placementJSON(m.Placement) != nil {
+	if r.d.failed || !originReplicas(m.Replicas, sa.NextReplica) || placementJSON(m.Placement) != nil {
 		r.bad("stream %q > %q: move", sa.Account, sa.Name)
 		return nil
 	}
 	return m
+}
+
+// originReplicas reports whether a move's origin replicas are 1 to
+// MaxServers, each of an ID from 1 below next, on a named server, no ID
+// or server twice.
+func originReplicas(rs []Replica, next raftnode.ReplicaID) bool {
+	if len(rs) == 0 || len(rs) > MaxServers {
+		return false
+	}
+	for i, x := range rs {
+		if x.ID == 0 || x.ID >= next || x.Server == "" {
+			return false
+		}
+		for _, y := range rs[:i] {
+			if y.ID == x.ID || y.Server == x.Server {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (r *snapReader) consumers(e *streamEntry) {

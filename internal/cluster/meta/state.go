@@ -58,13 +58,13 @@ type StreamAssignment struct {
 
 // MoveOrigin is where a stream's move began, as nats-server v2.15.2
 // records a desired group's origin (desiredRaftGroupOrigin): the
-// servers the stream had and its config's placement then. A move never
+// replicas the stream had and its config's placement then. A move never
 // changes the replica count (10123), so the origin's is the stream's.
 type MoveOrigin struct {
 	// Created is the move's start (unix ns): it names the move.
 	Created int64
-	// Servers are the stream's servers when the move began, in order.
-	Servers []raftnode.ServerID
+	// Replicas are the stream's replicas when the move began, in order.
+	Replicas []Replica
 	// Placement is the JSON of the config's placement then, empty when
 	// it had none.
 	Placement []byte
@@ -313,7 +313,7 @@ func (e *streamEntry) sortedConsumers() []ConsumerAssignment {
 func (a StreamAssignment) clone() StreamAssignment {
 	if a.Move != nil {
 		m := *a.Move
-		m.Servers = slices.Clone(m.Servers)
+		m.Replicas = slices.Clone(m.Replicas)
 		m.Placement = slices.Clone(m.Placement)
 		a.Move = &m
 	}

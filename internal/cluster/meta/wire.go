@@ -134,6 +134,17 @@ func (d *decoder) servers() []raftnode.ServerID {
 	return ss
 }
 
+// replicaIDs reads a count and that many uvarint replica IDs (nil for
+// none).
+func (d *decoder) replicaIDs() []raftnode.ReplicaID {
+	n := d.count(1)
+	var ids []raftnode.ReplicaID
+	for range n {
+		ids = append(ids, raftnode.ReplicaID(d.uvarint()))
+	}
+	return ids
+}
+
 func (d *decoder) incarnation() raftnode.Incarnation {
 	var inc raftnode.Incarnation
 	copy(inc[:], d.take(uint64(len(inc))))
