@@ -229,7 +229,7 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		return nil, jserr.From(err, jserr.StreamUpdate)
 	}
 	servers := meta.Servers(sa.Replicas)
-	if (isMove(&old, &cfg) || cfg.Replicas != old.Replicas) && c.moving(k) {
+	if (isMove(&old, &cfg) || cfg.Replicas != old.Replicas) && (sa.Move != nil || c.moving(k)) {
 		return nil, jserr.New(jserr.StreamMoveInProgress)
 	}
 	var moving []raftnode.ServerID // a move waiting for consumers of one replica (moveAfterSingles)
@@ -276,7 +276,11 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 			servers = []raftnode.ServerID{keep}
 		}
 	}
-	res, jerr := c.propose(&meta.UpdateStream{Account: a.name, Name: cfg.Name, Config: body, Servers: servers})
+	var op meta.Op = &meta.UpdateStream{Account: a.name, Name: cfg.Name, Config: body, Servers: servers}
+	if moving != nil || (isMove(&old, &cfg) && !sameSet(servers, meta.Servers(sa.Replicas))) {
+		op = c.moveOp(a.name, &old, body, servers)
+	}
+	res, jerr := c.propose(op)
 	if jerr != nil {
 		return nil, jerr
 	}
@@ -301,6 +305,18 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		}
 	}
 	return a.infoOf(*res.Stream), nil
+}
+
+// moveOp returns the meta.MoveStream that moves stream cfg to servers
+// (its own while consumers of one replica move first:
+// moveAfterSingles), recording the placement of its config old and
+// now as the move's start (cancelmove.go).
+func (c *Cluster) moveOp(account string, old *stream.Config, cfg []byte, servers []raftnode.ServerID) meta.Op {
+	var origin []byte
+	if old.Placement != nil {
+		origin, _ = json.Marshal(old.Placement)
+	}
+	return &meta.MoveStream{Account: account, Name: old.Name, Config: cfg, Servers: servers, Created: c.cfg.Now().UnixNano(), OriginPlacement: origin}
 }
 
 // checkUpdate runs StreamUpdate's checks of next against the stream's
