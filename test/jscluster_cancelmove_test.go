@@ -39,15 +39,27 @@ func TestJetStreamClusterStreamMoveCancel(t *testing.T) {
 	// replicas up.
 	const msgs = 2000
 	payload := []byte(strings.Repeat("x", 512))
-	for i := 1; i <= msgs; i++ {
-		if _, err := js.PublishAsync("pair.x", payload, nats.MsgId(fmt.Sprint(i))); err != nil {
+	acks := make([]nats.PubAckFuture, msgs)
+	for i := range acks {
+		if acks[i], err = js.PublishAsync("pair.x", payload, nats.MsgId(fmt.Sprint(i+1)), nats.StallWait(clusterTimeout)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	select {
 	case <-js.PublishAsyncComplete():
-	case <-time.After(30 * time.Second):
+	case <-time.After(clusterTimeout):
 		t.Fatal("publishes not acknowledged")
+	}
+	for i, f := range acks {
+		select {
+		case <-f.Ok():
+		case <-f.Err():
+			// Again, with the same ID: the stream keeps one.
+			eventually(t, "publish", func() error {
+				_, err := js.Publish("pair.x", payload, nats.MsgId(fmt.Sprint(i+1)))
+				return err
+			})
+		}
 	}
 	waitMoved(t, nc, "PAIR", []string{"n2", "n3"}, msgs)
 
@@ -124,7 +136,7 @@ func TestJetStreamClusterStreamMoveCancel(t *testing.T) {
 // rawAnswer returns the bytes of the answer to a request.
 func rawAnswer(t *testing.T, nc *nats.Conn, subj, body string) string {
 	t.Helper()
-	m, err := nc.Request(subj, []byte(body), 5*time.Second)
+	m, err := nc.Request(subj, []byte(body), 10*time.Second)
 	if err != nil {
 		t.Fatalf("%s: %v", subj, err)
 	}

@@ -43,8 +43,10 @@ const (
 	moveDoneSubject = "$SYS.JSC.STREAM.MOVED"
 	// moveDoneRetry spaces a stream leader's repeats of moveDoneMsg.
 	moveDoneRetry = time.Second
-	// membersWait bounds the meta leader's wait for the group's members.
+	// membersWait bounds the meta leader's wait for the group's members,
+	// membersAsk each of its asks.
 	membersWait = 2 * time.Second
+	membersAsk  = 250 * time.Millisecond
 )
 
 // membersMsg is the answer on groupMembersPrefix: the group the leader
@@ -132,15 +134,27 @@ func (a *account) StreamCancelMove(name string) (*jetstream.StreamInfo, *jserr.E
 }
 
 // groupMembers asks the leader of stream k's group for the replicas the
-// group holds: false when no leader of group answered within
-// membersWait.
+// group holds, every membersAsk (a leadership handed over during the
+// move leaves a moment with no leader to answer): false when no leader
+// of group answered within membersWait.
 func (c *Cluster) groupMembers(k streamKey, group raftnode.GroupID) ([]raftnode.ReplicaID, bool) {
-	b := c.requestAll([]string{groupMembersPrefix + k.account + "." + k.name}, nil, membersWait)[0]
-	var m membersMsg
-	if b == nil || json.Unmarshal(b, &m) != nil || m.Group != group || len(m.Replicas) == 0 {
-		return nil, false
+	deadline := time.Now().Add(membersWait)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, false
+		}
+		var m membersMsg
+		b := c.requestAll([]string{groupMembersPrefix + k.account + "." + k.name}, nil, min(membersAsk, left))[0]
+		if b != nil && json.Unmarshal(b, &m) == nil && m.Group == group && len(m.Replicas) > 0 {
+			return m.Replicas, true
+		}
+		select {
+		case <-c.quit:
+			return nil, false
+		case <-time.After(min(10*time.Millisecond, time.Until(deadline))):
+		}
 	}
-	return m.Replicas, true
 }
 
 // onGroupMembers answers a groupMembersPrefix request when this server's
