@@ -192,9 +192,11 @@ func (c *Cluster) readMeta() error {
 // update", and for a stream of one replica, or with a consumer of one
 // replica on a server that leaves and no server staying to take it,
 // 10069 "stream placement can not be changed" (not built: canMove). Its
-// consumers move with it (moveConsumerPairs, moveAfterSingles). A move or a scale while
+// consumers move with it (moveConsumerPairs, moveAfterSingles). A move
+// is proposed as a meta.MoveStream, which records its origin
+// (cancelmove.go); a move or a scale while one is recorded, or while
 // consumers of one replica of the stream move ahead of its replicas
-// (singles.go) gets 10124 "stream move already in progress", as
+// (singles.go), gets 10124 "stream move already in progress", as
 // nats-server answers it while its move is in flight. A scale or move of a stream
 // whose scale-down to one replica is not settled yet gets 10008
 // "JetStream system temporarily unavailable". Then the UpdateStream is
