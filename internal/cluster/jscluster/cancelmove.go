@@ -47,6 +47,9 @@ const (
 	// membersAsk each of its asks.
 	membersWait = 2 * time.Second
 	membersAsk  = 250 * time.Millisecond
+	// consumersMovedWait bounds a cancel's wait for the stream's
+	// replicated consumers to be through with their moves.
+	consumersMovedWait = 3 * time.Second
 )
 
 // membersMsg is the answer on groupMembersPrefix: the group the leader
@@ -69,8 +72,10 @@ type moveDoneMsg struct {
 // nats-server v2.15.2's order (jsStreamCancelMoveRequest): 10059 when
 // the meta group holds no such stream, 10129 "stream reconfiguration
 // not in progress" when no move is recorded; then the CancelMove is
-// proposed (10008 when the group's leader does not say which replicas
-// it holds within membersWait, or the meta group cannot decide), the
+// proposed (10008 when the stream's replicated consumers are not
+// through with their own moves within consumersMovedWait, when the
+// group's leader does not say which replicas it holds within
+// membersWait, or when the meta group cannot decide), the
 // stream's replicated consumers follow it back (moveConsumerPairs), and
 // the answer carries the stream's info with the origin's placement in
 // its config and the desired block naming the origin's servers.
@@ -103,6 +108,9 @@ func (a *account) StreamCancelMove(name string) (*jetstream.StreamInfo, *jserr.E
 	if err != nil {
 		return nil, jserr.New(jserr.ClusterNotAvail)
 	}
+	if !c.consumersMoved(k) {
+		return nil, jserr.New(jserr.ClusterNotAvail)
+	}
 	members, ok := c.groupMembers(k, sa.Group)
 	if !ok {
 		return nil, jserr.New(jserr.ClusterNotAvail)
@@ -112,7 +120,7 @@ func (a *account) StreamCancelMove(name string) (*jetstream.StreamInfo, *jserr.E
 		return nil, jerr
 	}
 	c.cfg.Infof("JetStream cluster: stream '%s > %s': move cancelled, back to %v", a.name, name, meta.Servers(res.Stream.Replicas))
-	c.moveConsumerPairs(sa, meta.Servers(res.Stream.Replicas))
+	c.consumersBack(sa, meta.Servers(res.Stream.Replicas))
 	si := a.infoOf(*res.Stream)
 	if _, here := meta.On(res.Stream.Replicas, c.name); here && c.replicaOf(k) != nil {
 		if local, err := a.js.StreamInfo(name, jetstream.InfoOptions{}); err == nil {
@@ -131,6 +139,137 @@ func (a *account) StreamCancelMove(name string) (*jetstream.StreamInfo, *jserr.E
 		si.Cluster.Desired = c.desiredInfo(*res.Stream)
 	}
 	return si, nil
+}
+
+// consumersBack, on the meta leader after a CancelMove of stream sa
+// (its assignment before the cancel) to servers applied, moves the
+// replicas its replicated consumers have on each server the stream
+// leaves back to the server it returns to, paired in order as
+// moveConsumerPairs pairs them, on a mover's goroutine (runMover: the
+// move stays in flight meanwhile). Each consumer's replica there moves
+// once the consumer's group holds its assigned replicas alone
+// (consumerConverged): its replicas' moves there are through, and the
+// replicas they replaced are out of the group (a MoveConsumer back
+// before that would start a new replica on a server whose old one
+// still votes, and stop that one: two such servers and the consumer has
+// no quorum). One not through within singleMoveWait is left there,
+// logged.
+func (c *Cluster) consumersBack(sa meta.StreamAssignment, servers []raftnode.ServerID) {
+	k := streamKey{sa.Account, sa.Name}
+	old := meta.Servers(sa.Replicas)
+	var gone, came []raftnode.ServerID
+	for _, s := range old {
+		if !slices.Contains(servers, s) {
+			gone = append(gone, s)
+		}
+	}
+	for _, s := range servers {
+		if !slices.Contains(old, s) {
+			came = append(came, s)
+		}
+	}
+	if len(gone) == 0 || len(came) == 0 {
+		return
+	}
+	c.runMover(singleMoveKey{k: k, from: cancelMover}, func() {
+		for i := range min(len(gone), len(came)) {
+			var cas []meta.ConsumerAssignment
+			c.meta.View(func(st *meta.State) { cas = st.Consumers(k.account, k.name) })
+			for _, ca := range cas {
+				if _, on := meta.On(ca.Replicas, gone[i]); !on || len(ca.Replicas) < 2 {
+					continue
+				}
+				ck := consumerKey{ca.Account, ca.Stream, ca.Name}
+				if err := c.waitFor(func() bool { return c.consumerConverged(ck) }); err != nil {
+					c.cfg.Logf("jscluster: consumer %s > %s > %s: its replica on %s not moved back to %s with its stream: %v", ca.Account, ca.Stream, ca.Name, gone[i], came[i], err)
+					continue
+				}
+				c.moveConsumerBack(ck, gone[i], came[i])
+			}
+		}
+	}, func() {})
+}
+
+// consumersMoved waits, at most consumersMovedWait, until every
+// replicated consumer of stream k holds its assigned replicas alone
+// (consumerConverged): their replicas moved with the stream's
+// (moveConsumerPairs) are through, so that consumersBack can move them
+// back without a consumer's old replica still voting on the server its
+// new one goes to. A consumer's move is a state snapshot, done in a
+// second or less; the stream's own replicas may still be catching up.
+func (c *Cluster) consumersMoved(k streamKey) bool {
+	deadline := time.Now().Add(consumersMovedWait)
+	for {
+		var cas []meta.ConsumerAssignment
+		c.meta.View(func(st *meta.State) { cas = st.Consumers(k.account, k.name) })
+		done := true
+		for _, ca := range cas {
+			if len(ca.Replicas) > 1 && !c.consumerConverged(consumerKey{ca.Account, ca.Stream, ca.Name}) {
+				done = false
+				break
+			}
+		}
+		if done {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-c.quit:
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// consumerConverged reports whether consumer k's leader (this server's
+// replica, or the server answering $JSC.CI) runs on a server of its
+// assignment and reports every other assigned replica current and no
+// longer pending. Every promotion of a new replica removes one that
+// leaves (membership.go nextMembership), so the replicas its moves
+// replaced are then out of its group.
+func (c *Cluster) consumerConverged(k consumerKey) bool {
+	ca, _, ok, _ := c.consumerAssignment(k)
+	if !ok {
+		return true // deleted meanwhile: nothing to move
+	}
+	var ci *jetstream.ClusterInfo
+	if cr := c.creplicaOf(k); cr != nil && cr.log != nil && cr.leads.Load() {
+		ci = c.consumerClusterInfo(k)
+	} else if r, err := c.remoteConsumerInfo(k, nil, time.Second); err == nil && r.Info != nil {
+		ci = r.Info.Cluster
+	}
+	if ci == nil || !slices.Contains(meta.Servers(ca.Replicas), raftnode.ServerID(ci.Leader)) {
+		return false
+	}
+	for _, r := range ca.Replicas {
+		if string(r.Server) != ci.Leader && !slices.ContainsFunc(ci.Replicas, func(p *jetstream.PeerInfo) bool {
+			return p.Name == string(r.Server) && p.Current && !p.Pending
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
+// cancelMover names consumersBack's mover among a stream's movers
+// (singleMoveKey.from: no server has this name).
+const cancelMover raftnode.ServerID = "\x00cancel"
+
+// moveConsumerBack proposes the MoveConsumer of consumer k's replica on
+// server from to server to, if it still has one there and none on to.
+func (c *Cluster) moveConsumerBack(k consumerKey, from, to raftnode.ServerID) {
+	ca, _, ok, _ := c.consumerAssignment(k)
+	r, on := meta.On(ca.Replicas, from)
+	if _, there := meta.On(ca.Replicas, to); !ok || !on || there {
+		return
+	}
+	if _, jerr := c.propose(&meta.MoveConsumer{Account: k.account, Stream: k.stream, Name: k.name, Replica: r.ID, To: to}); jerr != nil {
+		c.cfg.Logf("jscluster: consumer %s > %s > %s: its replica on %s not moved back to %s: %v", k.account, k.stream, k.name, from, to, jerr)
+		return
+	}
+	c.cfg.Infof("JetStream cluster: consumer '%s > %s > %s': its replica on %s moves back to %s", k.account, k.stream, k.name, from, to)
 }
 
 // groupMembers asks the leader of stream k's group for the replicas the

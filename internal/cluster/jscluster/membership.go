@@ -518,21 +518,25 @@ func (c *Cluster) reconcileMeta() {
 	c.cfg.Infof("JetStream cluster: meta group membership change %v", describe(changes))
 }
 
-// consumersLeaving reports whether this server runs a replica of a
-// replicated consumer of stream k that left the consumer's assignment
-// and is still a member of its group (not fenced): a stream move, or a
-// peer removal, moves the consumer's replicas with the stream's
-// (moveConsumers), and the consumer's replica here stops with the
-// stream's. Stopped before the consumer's group removed it, it would
-// take a vote the group may need: with every replica of a consumer
-// moving (a stream of two replicas moved to two other servers) the
-// group would lose its quorum before its new replicas caught up. So the
-// stream's replica waits for them; they retire as retireConsumers says.
+// consumersLeaving reports whether this server, whose replica of
+// stream k leaves, runs a replica of a replicated consumer of the
+// stream that is still a member of its group (not fenced), whether the
+// consumer's assignment left this server already or not yet: a stream
+// move, or a peer removal, moves the consumer's replicas with the
+// stream's (moveConsumers), and the consumer's replica here stops with
+// the stream's. Stopped before the consumer's group removed it, it
+// would take a vote the group may need: with every replica of a
+// consumer moving (a stream of two replicas moved to two other servers)
+// the group would lose its quorum before its new replicas caught up. So
+// the stream's replica waits for them; they retire as retireConsumers
+// says. One still assigned here is one whose move has not been
+// proposed yet: a cancelled move's consumers go back once their move
+// here is through (cancelmove.go consumersBack).
 func (c *Cluster) consumersLeaving(k streamKey) bool {
 	c.mu.Lock()
 	var crs []*creplica
 	for ck, cr := range c.creplicas {
-		if ck.account == k.account && ck.stream == k.name && cr.log != nil && cr.mine(c.name) == 0 {
+		if ck.account == k.account && ck.stream == k.name && cr.log != nil {
 			crs = append(crs, cr)
 		}
 	}
