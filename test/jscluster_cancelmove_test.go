@@ -17,7 +17,8 @@ import (
 // gets 10124; $JS.API.STREAM.CANCEL_MOVE answers the stream's info with
 // the origin's placement and a desired block naming the origin's
 // servers, and the stream goes back to them with every message; with no
-// move in flight the cancel is 10129, on a missing stream 10059.
+// move in flight the cancel is 10129, on a missing stream 10059. Its
+// replicated durable goes and comes back with it, with its state.
 func TestJetStreamClusterStreamMoveCancel(t *testing.T) {
 	servers, _, _, nc := placementCluster(t, nil)
 	js, err := nc.JetStream(nats.PublishAsyncMaxPending(256))
@@ -62,6 +63,25 @@ func TestJetStreamClusterStreamMoveCancel(t *testing.T) {
 		}
 	}
 	waitMoved(t, nc, "PAIR", []string{"n2", "n3"}, msgs)
+	// A replicated durable with 10 delivered, 7 acknowledged.
+	sub, err := js.PullSubscribe("pair.x", "C", nats.AckExplicit(), nats.BindStream("PAIR"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []*nats.Msg
+	for len(got) < 10 {
+		ms, err := sub.Fetch(10-len(got), nats.MaxWait(2*time.Second))
+		if err != nil && !errors.Is(err, nats.ErrTimeout) {
+			t.Fatal(err)
+		}
+		got = append(got, ms...)
+	}
+	for _, m := range got[:7] {
+		if err := m.AckSync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitDurable(t, nc, []string{"n2", "n3"})
 
 	const moveInProgress = `{"type":"io.nats.jetstream.api.v1.stream_update_response","error":{"code":400,"err_code":10124,"description":"stream move already in progress"}}`
 	var cancelled apiAnswer
@@ -126,11 +146,56 @@ func TestJetStreamClusterStreamMoveCancel(t *testing.T) {
 			return nil
 		})
 	}
+	// Its durable back with it, with its state.
+	waitDurable(t, nc, []string{"n2", "n3"})
 	a := wantAnswer(t, nc, "$JS.API.STREAM.INFO.PAIR", "", 0, "")
 	if a.Config == nil || a.Config.Placement == nil || !slices.Equal(a.Config.Placement.Tags, []string{"!hdd", "!az:1"}) {
 		t.Errorf("PAIR's placement after the cancel: %+v", a.Config)
 	}
 	wantRaw(t, nc, "$JS.API.STREAM.CANCEL_MOVE.PAIR", `{"type":"io.nats.jetstream.api.v1.stream_cancel_move_response","error":{"code":400,"err_code":10129,"description":"stream reconfiguration not in progress"}}`)
+}
+
+// waitDurable waits until PAIR's durable C runs on servers (sorted),
+// every replica current, with 10 delivered and 7 acknowledged.
+func waitDurable(t *testing.T, nc *nats.Conn, servers []string) {
+	t.Helper()
+	eventually(t, "C on "+strings.Join(servers, " "), func() error {
+		m, err := nc.Request("$JS.API.CONSUMER.INFO.PAIR.C", nil, 2*time.Second)
+		if err != nil {
+			return err
+		}
+		var ci struct {
+			Delivered struct {
+				Stream uint64 `json:"stream_seq"`
+			} `json:"delivered"`
+			AckFloor struct {
+				Stream uint64 `json:"stream_seq"`
+			} `json:"ack_floor"`
+			Pending int `json:"num_ack_pending"`
+			Cluster *struct {
+				Leader   string `json:"leader"`
+				Replicas []struct {
+					Name    string `json:"name"`
+					Current bool   `json:"current"`
+				} `json:"replicas"`
+			} `json:"cluster"`
+		}
+		if err := json.Unmarshal(m.Data, &ci); err != nil || ci.Cluster == nil {
+			return fmt.Errorf("%s: %v", m.Data, err)
+		}
+		on := []string{ci.Cluster.Leader}
+		for _, r := range ci.Cluster.Replicas {
+			if !r.Current {
+				return fmt.Errorf("%s not current", r.Name)
+			}
+			on = append(on, r.Name)
+		}
+		slices.Sort(on)
+		if !slices.Equal(on, servers) || ci.Delivered.Stream != 10 || ci.AckFloor.Stream != 7 || ci.Pending != 3 {
+			return fmt.Errorf("on %v, delivered %d, ack floor %d, pending %d", on, ci.Delivered.Stream, ci.AckFloor.Stream, ci.Pending)
+		}
+		return nil
+	})
 }
 
 // rawAnswer returns the bytes of the answer to a request.
