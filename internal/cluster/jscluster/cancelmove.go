@@ -76,7 +76,7 @@ type moveDoneMsg struct {
 // through with their own moves within consumersMovedWait, when the
 // group's leader does not say which replicas it holds within
 // membersWait, or when the meta group cannot decide), the
-// stream's replicated consumers follow it back (moveConsumerPairs), and
+// stream's replicated consumers follow it back (consumersBack), and
 // the answer carries the stream's info with the origin's placement in
 // its config and the desired block naming the origin's servers.
 func (a *account) StreamCancelMove(name string) (*jetstream.StreamInfo, *jserr.Error) {
@@ -85,13 +85,18 @@ func (a *account) StreamCancelMove(name string) (*jetstream.StreamInfo, *jserr.E
 		return nil, jserr.New(jserr.ClusterNotAvail)
 	}
 	k := streamKey{a.name, name}
-	sa, _, ok, _ := c.assignment(k)
-	if !ok {
-		return nil, jserr.New(jserr.StreamNotFound)
+	if jerr := c.moveRecorded(k); jerr != nil {
+		return nil, jerr
 	}
-	if sa.Move == nil {
-		return nil, jserr.New(jserr.StreamReconfigureNotInProgress)
+	if !c.consumersMoved(k) {
+		return nil, jserr.New(jserr.ClusterNotAvail)
 	}
+	// Read again after the wait: the config and the group it proposes
+	// from are the assignment's now.
+	if jerr := c.moveRecorded(k); jerr != nil {
+		return nil, jerr
+	}
+	sa, _, _, _ := c.assignment(k)
 	var cfg stream.Config
 	if err := json.Unmarshal(sa.Config, &cfg); err != nil {
 		return nil, jserr.New(jserr.ClusterNotAvail)
@@ -108,9 +113,6 @@ func (a *account) StreamCancelMove(name string) (*jetstream.StreamInfo, *jserr.E
 	if err != nil {
 		return nil, jserr.New(jserr.ClusterNotAvail)
 	}
-	if !c.consumersMoved(k) {
-		return nil, jserr.New(jserr.ClusterNotAvail)
-	}
 	members, ok := c.groupMembers(k, sa.Group)
 	if !ok {
 		return nil, jserr.New(jserr.ClusterNotAvail)
@@ -120,7 +122,9 @@ func (a *account) StreamCancelMove(name string) (*jetstream.StreamInfo, *jserr.E
 		return nil, jerr
 	}
 	c.cfg.Infof("JetStream cluster: stream '%s > %s': move cancelled, back to %v", a.name, name, meta.Servers(res.Stream.Replicas))
-	c.consumersBack(sa, meta.Servers(res.Stream.Replicas))
+	if res.PrevStream != nil {
+		c.consumersBack(*res.PrevStream, meta.Servers(res.Stream.Replicas))
+	}
 	si := a.infoOf(*res.Stream)
 	if _, here := meta.On(res.Stream.Replicas, c.name); here && c.replicaOf(k) != nil {
 		if local, err := a.js.StreamInfo(name, jetstream.InfoOptions{}); err == nil {
@@ -188,6 +192,20 @@ func (c *Cluster) consumersBack(sa meta.StreamAssignment, servers []raftnode.Ser
 			}
 		}
 	}, func() {})
+}
+
+// moveRecorded returns 10059 when the meta group holds no stream k,
+// 10129 "stream reconfiguration not in progress" when it records no
+// move of it.
+func (c *Cluster) moveRecorded(k streamKey) *jserr.Error {
+	sa, _, ok, _ := c.assignment(k)
+	switch {
+	case !ok:
+		return jserr.New(jserr.StreamNotFound)
+	case sa.Move == nil:
+		return jserr.New(jserr.StreamReconfigureNotInProgress)
+	}
+	return nil
 }
 
 // consumersMoved waits, at most consumersMovedWait, until every
