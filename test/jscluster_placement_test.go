@@ -58,6 +58,18 @@ type apiAnswer struct {
 			Name    string `json:"name"`
 			Current bool   `json:"current"`
 		} `json:"replicas"`
+		Desired *struct {
+			Replicas []struct {
+				Name string `json:"name"`
+				Peer string `json:"peer"`
+			} `json:"replicas"`
+			Origin *struct {
+				Replicas  int `json:"replicas"`
+				Placement *struct {
+					Tags []string `json:"tags"`
+				} `json:"placement"`
+			} `json:"origin"`
+		} `json:"desired"`
 	} `json:"cluster"`
 	State *struct {
 		Msgs uint64 `json:"messages"`
@@ -439,8 +451,8 @@ func TestJetStreamClusterStreamMove(t *testing.T) {
 }
 
 // waitMoved waits until stream name runs on exactly servers (sorted),
-// every replica current, with msgs messages, and its config names the
-// new placement.
+// every replica current, with msgs messages, and its info has no
+// desired block (the move is over: another may begin).
 func waitMoved(t *testing.T, nc *nats.Conn, name string, servers []string, msgs uint64) {
 	t.Helper()
 	eventually(t, name+" moved to "+strings.Join(servers, " "), func() error {
@@ -450,6 +462,9 @@ func waitMoved(t *testing.T, nc *nats.Conn, name string, servers []string, msgs 
 		}
 		if a.Error != nil || a.Cluster == nil || a.Cluster.Leader == "" || !slices.Equal(a.servers(), servers) {
 			return fmt.Errorf("servers %v (%+v)", a.servers(), a.Error)
+		}
+		if a.Cluster.Desired != nil {
+			return errors.New("still moving (a desired block)")
 		}
 		for _, r := range a.Cluster.Replicas {
 			if !r.Current {

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
 	"time"
@@ -111,6 +112,38 @@ type ClusterInfo struct {
 	Leader      string      `json:"leader,omitempty"`
 	LeaderSince *time.Time  `json:"leader_since,omitempty"`
 	Replicas    []*PeerInfo `json:"replicas,omitempty"`
+	// Desired is the stream's move in flight, nil when none is.
+	Desired *DesiredClusterInfo `json:"desired,omitempty"`
+}
+
+// DesiredClusterInfo is where a stream in flight goes, as nats-server
+// v2.15.2 shows it during a move (stream.go DesiredClusterInfo,
+// docs/clustering.md "Moving a stream"): when the move began, the
+// cluster it goes to, its servers there, and the replica count and
+// placement a cancel returns it to. nats-server's status line is not
+// shown.
+type DesiredClusterInfo struct {
+	Created  time.Time                 `json:"created"`
+	Name     string                    `json:"name,omitempty"`
+	Replicas []*DesiredPeerInfo        `json:"replicas,omitempty"`
+	Origin   *DesiredClusterInfoOrigin `json:"origin,omitempty"`
+}
+
+// DesiredPeerInfo is one server of DesiredClusterInfo (nats-server
+// v2.15.2 DesiredPeerInfo): its name, whether it is offline, its peer
+// ID.
+type DesiredPeerInfo struct {
+	Name    string `json:"name"`
+	Offline bool   `json:"offline,omitempty"`
+	Peer    string `json:"peer"`
+}
+
+// DesiredClusterInfoOrigin is what a cancelled move returns a stream to
+// (nats-server v2.15.2 DesiredClusterInfoOrigin): its replica count and
+// its config's placement, as JSON (nil when it had none).
+type DesiredClusterInfoOrigin struct {
+	Replicas  int             `json:"replicas"`
+	Placement json.RawMessage `json:"placement,omitempty"`
 }
 
 // PeerInfo is one replica other than the leader in ClusterInfo

@@ -52,7 +52,8 @@ type clusterResponse struct {
 // clusterOnly answers the stream and consumer leader stepdown, peer remove
 // and evacuate subjects and STREAM.CANCEL_MOVE as a single nats-server
 // v2.15.2 does: 10010 "JetStream clustering support required", whatever
-// the body.
+// the body; in a cluster without the capability they need (Peers,
+// Movers and the like), 10009.
 func clusterOnly(a *API, r *request) (response, *jserr.Error) {
 	resp := &clusterResponse{}
 	if err := r.checkLevel(); err != nil {

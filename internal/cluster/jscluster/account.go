@@ -113,7 +113,7 @@ func (a *account) AccountCounts() (streams, consumers int) {
 func (a *account) Answers(key, streamName string) bool {
 	c := a.c
 	if streamName == "" || key == "STREAM.CREATE" || key == "STREAM.UPDATE" || key == "STREAM.DELETE" || key == "STREAM.RESTORE" ||
-		key == "STREAM.PEER.REMOVE" {
+		key == "STREAM.PEER.REMOVE" || key == "STREAM.CANCEL_MOVE" {
 		return c.metaAnswers()
 	}
 	k := streamKey{a.name, streamName}
@@ -156,7 +156,7 @@ func (a *account) forMeta(key, streamName, consumerName string) bool {
 		}
 	}
 	if streamName == "" || key == "STREAM.CREATE" || key == "STREAM.UPDATE" || key == "STREAM.DELETE" || key == "STREAM.RESTORE" ||
-		key == "STREAM.PEER.REMOVE" {
+		key == "STREAM.PEER.REMOVE" || key == "STREAM.CANCEL_MOVE" {
 		return true
 	}
 	_, _, assigned, _ := a.c.assignment(streamKey{a.name, streamName})
@@ -534,6 +534,7 @@ func (c *Cluster) clusterInfo(k streamKey) *jetstream.ClusterInfo {
 		ci.LeaderSince = &since
 	}
 	ci.Replicas = c.peerInfos(st, sa.Replicas)
+	ci.Desired = c.desiredInfo(sa)
 	return ci
 }
 

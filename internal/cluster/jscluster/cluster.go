@@ -137,6 +137,9 @@ type Cluster struct {
 	// lostAsked: when this server last reported its replica that lost
 	// its state (askReplaceLost); the run goroutine's.
 	lostAsked retryMemo
+	// movesAsked: when this server last reported a stream's move done
+	// (reportMoves); the run goroutine's.
+	movesAsked retryMemo
 	// lost: the meta leader's record of the replicas reported lost
 	// (lost.go), under its own mutex.
 	lost         lostState
@@ -462,6 +465,7 @@ func (c *Cluster) run() {
 			c.askReplaceLost()
 			c.handleLost()
 			c.reconcileMemberships()
+			c.reportMoves()
 			c.reconcileConsumerMemberships()
 			c.retireReplicas()
 			c.retireConsumers()

@@ -24,8 +24,8 @@
 // subscriptions are the cluster's (the server's jsTransport.shared). One
 // server answers, by this rule (Cluster.Answers, per account):
 //
-//	account info, STREAM.CREATE/UPDATE/DELETE/NAMES/LIST/PEER.REMOVE,
-//	unknown subjects                                                         the meta leader
+//	account info, STREAM.CREATE/UPDATE/DELETE/NAMES/LIST/PEER.REMOVE/
+//	CANCEL_MOVE, unknown subjects                                            the meta leader
 //	CONSUMER.CREATE/NAMES/LIST/DELETE of a stream the meta group knows       the meta leader
 //	CONSUMER.INFO/PAUSE/UNPIN/LEADER.STEPDOWN of a consumer it knows         the server running the consumer's leader
 //	anything naming a stream the meta group knows                            the server running its leader

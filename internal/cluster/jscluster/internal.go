@@ -126,9 +126,11 @@ func (c *Cluster) AttachSystem(tr jetstream.Transport) error {
 		{consumerInfoPrefix + "*.*.*", c.onConsumerInfo},
 		{streamInfoPrefix + "*.*", c.onStreamInfo}, // gather.go
 		{assignmentDelete, c.onAssignmentDelete},
-		{replicaLost, c.onReplicaLost},              // lost.go
-		{settleSubject, c.onSettle},                 // scaledown.go
-		{consumerSettleSubject, c.onConsumerSettle}, // consumerdown.go
+		{replicaLost, c.onReplicaLost},                 // lost.go
+		{settleSubject, c.onSettle},                    // scaledown.go
+		{consumerSettleSubject, c.onConsumerSettle},    // consumerdown.go
+		{groupMembersPrefix + "*.*", c.onGroupMembers}, // cancelmove.go
+		{moveDoneSubject, c.onMoveDone},                // cancelmove.go
 		{s.inbox + "*", c.onReply},
 	} {
 		x, err := tr.Subscribe(sub.subj, "", sub.h)

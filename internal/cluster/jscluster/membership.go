@@ -519,21 +519,29 @@ func (c *Cluster) reconcileMeta() {
 	c.cfg.Infof("JetStream cluster: meta group membership change %v", describe(changes))
 }
 
-// consumersLeaving reports whether this server runs a replica of a
-// replicated consumer of stream k that left the consumer's assignment
-// and is still a member of its group (not fenced): a stream move, or a
-// peer removal, moves the consumer's replicas with the stream's
-// (moveConsumers), and the consumer's replica here stops with the
-// stream's. Stopped before the consumer's group removed it, it would
-// take a vote the group may need: with every replica of a consumer
-// moving (a stream of two replicas moved to two other servers) the
-// group would lose its quorum before its new replicas caught up. So the
-// stream's replica waits for them; they retire as retireConsumers says.
+// consumersLeaving reports whether this server, whose replica of
+// stream k leaves, runs a replica of a replicated consumer of the
+// stream that left the consumer's assignment (or, while the stream's
+// move is recorded, has yet to leave it) and is still a member of its
+// group (not fenced): a stream move, or a peer removal, moves the
+// consumer's replicas with the stream's (moveConsumers), and the
+// consumer's replica here stops with the stream's. Stopped before the consumer's group removed it, it
+// would take a vote the group may need: with every replica of a
+// consumer moving (a stream of two replicas moved to two other servers)
+// the group would lose its quorum before its new replicas caught up. So
+// the stream's replica waits for them; they retire as retireConsumers
+// says. One still assigned here during a move is one whose move back
+// has not been proposed yet: a cancelled move's consumers go back once
+// their move here is through (cancelmove.go consumersBack). Outside a
+// move, one still assigned here stays (a removed server's, when no
+// server could take it: "Removing a server").
 func (c *Cluster) consumersLeaving(k streamKey) bool {
+	sa, _, _, _ := c.assignment(k)
+	moving := sa.Move != nil
 	c.mu.Lock()
 	var crs []*creplica
 	for ck, cr := range c.creplicas {
-		if ck.account == k.account && ck.stream == k.name && cr.log != nil && cr.mine(c.name) == 0 {
+		if ck.account == k.account && ck.stream == k.name && cr.log != nil && (moving || cr.mine(c.name) == 0) {
 			crs = append(crs, cr)
 		}
 	}

@@ -67,6 +67,10 @@ func (c *Cluster) apply(ev meta.Event) {
 		c.reconcile(streamKey{op.Account, op.Name})
 	case *meta.UpdateStream:
 		c.reconcile(streamKey{op.Account, op.Name})
+	case *meta.MoveStream:
+		c.reconcile(streamKey{op.Account, op.Name})
+	case *meta.CancelMove:
+		c.reconcile(streamKey{op.Account, op.Name})
 	case *meta.RemoveStream:
 		c.reconcile(streamKey{op.Account, op.Name})
 	case *meta.MoveReplica:
@@ -227,6 +231,10 @@ func (c *Cluster) reconcile(k streamKey) {
 		// from the stream's files as a scale-up from one does (stopping
 		// the stream and starting an empty replica would lose them).
 		c.scaleUpFromOne(acc, k, cur, sa, mine)
+	case cur != nil && here && cur.sa.Group == sa.Group && cur.mine() != mine.ID && c.returning(cur, mine.ID):
+		// A cancelled move assigns this server the replica it was
+		// leaving with, still in its group (meta.CancelMove): it stays.
+		c.keepReplica(k, cur, sa)
 	case cur != nil && (!here || cur.sa.Group != sa.Group || !sameServers(cur.sa.Replicas, sa.Replicas)):
 		c.stopReplica(acc, k, cur)
 		if here {

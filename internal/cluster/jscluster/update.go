@@ -193,9 +193,11 @@ func (c *Cluster) readMeta() error {
 // update", and for a stream of one replica, or with a consumer of one
 // replica on a server that leaves and no server staying to take it,
 // 10069 "stream placement can not be changed" (not built: canMove). Its
-// consumers move with it (moveConsumerPairs, moveAfterSingles). A move or a scale while
+// consumers move with it (moveConsumerPairs, moveAfterSingles). A move
+// is proposed as a meta.MoveStream, which records its origin
+// (cancelmove.go); a move or a scale while one is recorded, or while
 // consumers of one replica of the stream move ahead of its replicas
-// (singles.go) gets 10124 "stream move already in progress", as
+// (singles.go), gets 10124 "stream move already in progress", as
 // nats-server answers it while its move is in flight. A scale or move of a stream
 // whose scale-down to one replica is not settled yet waits for the
 // settle (waitSettled, at most settleWait; 10008 "JetStream system
@@ -239,7 +241,7 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		return nil, jserr.From(err, jserr.StreamUpdate)
 	}
 	servers := meta.Servers(sa.Replicas)
-	if (isMove(&old, &cfg) || cfg.Replicas != old.Replicas) && c.moving(k) {
+	if (isMove(&old, &cfg) || cfg.Replicas != old.Replicas) && (sa.Move != nil || c.moving(k)) {
 		return nil, jserr.New(jserr.StreamMoveInProgress)
 	}
 	var moving []raftnode.ServerID // a move waiting for consumers of one replica (moveAfterSingles)
@@ -286,7 +288,11 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 			servers = []raftnode.ServerID{keep}
 		}
 	}
-	res, jerr := c.propose(&meta.UpdateStream{Account: a.name, Name: cfg.Name, Config: body, Servers: servers})
+	var op meta.Op = &meta.UpdateStream{Account: a.name, Name: cfg.Name, Config: body, Servers: servers}
+	if moving != nil || (isMove(&old, &cfg) && !sameSet(servers, meta.Servers(sa.Replicas))) {
+		op = c.moveOp(a.name, &old, body, servers)
+	}
+	res, jerr := c.propose(op)
 	if jerr != nil {
 		return nil, jerr
 	}
@@ -311,6 +317,18 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		}
 	}
 	return a.infoOf(*res.Stream), nil
+}
+
+// moveOp returns the meta.MoveStream that moves stream cfg to servers
+// (its own while consumers of one replica move first:
+// moveAfterSingles), recording the placement of its config old and
+// now as the move's start (cancelmove.go).
+func (c *Cluster) moveOp(account string, old *stream.Config, cfg []byte, servers []raftnode.ServerID) meta.Op {
+	var origin []byte
+	if old.Placement != nil {
+		origin, _ = json.Marshal(old.Placement)
+	}
+	return &meta.MoveStream{Account: account, Name: old.Name, Config: cfg, Servers: servers, Created: c.cfg.Now().UnixNano(), OriginPlacement: origin}
 }
 
 // checkUpdate runs StreamUpdate's checks of next against the stream's

@@ -22,7 +22,8 @@ type Result struct {
 	// server is not, or no longer, a member), 10148 consumer already
 	// exists, 10149 consumer does not exist, 10014 consumer not found,
 	// 10023 insufficient resources (a consumer server not among its
-	// stream's), 10044 server not a member.
+	// stream's), 10044 server not a member, 10124 stream move already in
+	// progress, 10129 stream reconfiguration not in progress.
 	Err *jserr.Error
 	// Existed: the stream or consumer already existed with the same
 	// config; nothing changed (an idempotent create, answered with the
@@ -82,6 +83,12 @@ func (s *State) Apply(op Op) Result {
 		return s.settleConsumer(o)
 	case *MoveConsumer:
 		return s.moveConsumer(o)
+	case *MoveStream:
+		return s.moveStream(o)
+	case *CancelMove:
+		return s.cancelMove(o)
+	case *EndMove:
+		return s.endMove(o)
 	case *RemoveServer:
 		sv := s.servers[o.Name]
 		if sv == nil || sv.Removed {
@@ -142,6 +149,91 @@ func (s *State) updateStream(o *UpdateStream) Result {
 	}
 	sa := e.sa.clone()
 	return Result{Stream: &sa, PrevStream: &prev}
+}
+
+// moveStream applies a MoveStream: an UpdateStream that records the
+// move's origin, refused while another is recorded.
+func (s *State) moveStream(o *MoveStream) Result {
+	e := s.stream(o.Account, o.Name)
+	if e == nil {
+		return fail(jserr.StreamNotFound)
+	}
+	if e.sa.Move != nil {
+		return fail(jserr.StreamMoveInProgress)
+	}
+	origin := &MoveOrigin{Created: o.Created, Replicas: slices.Clone(e.sa.Replicas), Placement: slices.Clone(o.OriginPlacement)}
+	res := s.updateStream(&UpdateStream{Account: o.Account, Name: o.Name, Config: o.Config, Servers: o.Servers})
+	if res.Err == nil {
+		e.sa.Move = origin
+		sa := e.sa.clone()
+		res.Stream = &sa
+	}
+	return res
+}
+
+// cancelMove applies a CancelMove: the stream goes back to its origin
+// servers, the record stays, cancelled.
+func (s *State) cancelMove(o *CancelMove) Result {
+	e := s.stream(o.Account, o.Name)
+	if e == nil {
+		return fail(jserr.StreamNotFound)
+	}
+	if e.sa.Move == nil || e.sa.Move.Created != o.Created {
+		return fail(jserr.StreamReconfigureNotInProgress)
+	}
+	f, _ := parseStream(o.Config)
+	if s.overlaps(o.Account, o.Name, f.Subjects) {
+		return fail(jserr.StreamSubjectOverlap)
+	}
+	var fresh []raftnode.ServerID // origin servers that get a new replica
+	for _, r := range e.sa.Move.Replicas {
+		if _, ok := On(e.sa.Replicas, r.Server); !ok && !slices.Contains(o.Members, r.ID) {
+			fresh = append(fresh, r.Server)
+		}
+	}
+	if !s.members(fresh, nil) {
+		return noPeers()
+	}
+	prev := e.sa.clone()
+	out := make([]Replica, 0, len(e.sa.Move.Replicas))
+	for _, r := range e.sa.Move.Replicas {
+		if cur, ok := On(e.sa.Replicas, r.Server); ok {
+			out = append(out, cur)
+		} else if slices.Contains(o.Members, r.ID) {
+			out = append(out, r)
+		} else {
+			out = append(out, Replica{ID: e.sa.NextReplica, Server: r.Server, Incarnation: s.servers[r.Server].Incarnation})
+			e.sa.NextReplica++
+		}
+	}
+	e.sa.Config = slices.Clone(o.Config)
+	e.subjects = f.Subjects
+	e.sa.Replicas = out
+	e.sa.Move.Cancelled = true
+	sa := e.sa.clone()
+	return Result{Stream: &sa, PrevStream: &prev}
+}
+
+// endMove applies an EndMove: the record goes once the stream runs on
+// the servers the report names, which must be its assigned ones.
+func (s *State) endMove(o *EndMove) Result {
+	e := s.stream(o.Account, o.Name)
+	if e == nil {
+		return fail(jserr.StreamNotFound)
+	}
+	if e.sa.Move == nil || e.sa.Move.Created != o.Created || !sameServers(Servers(e.sa.Replicas), o.Servers) {
+		return fail(jserr.StreamReconfigureNotInProgress)
+	}
+	prev := e.sa.clone()
+	e.sa.Move = nil
+	sa := e.sa.clone()
+	return Result{Stream: &sa, PrevStream: &prev}
+}
+
+// sameServers reports whether a and b name the same servers, in any
+// order (each names a server at most once).
+func sameServers(a, b []raftnode.ServerID) bool {
+	return len(a) == len(b) && !slices.ContainsFunc(a, func(s raftnode.ServerID) bool { return !slices.Contains(b, s) })
 }
 
 func (s *State) moveReplica(o *MoveReplica) Result {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cairnmq/cairn/internal/raftnode"
 )
@@ -93,6 +94,27 @@ func AppendOp(dst []byte, op Op) ([]byte, error) {
 		dst = appendString(dst, o.Name)
 		dst = binary.AppendUvarint(dst, uint64(o.Replica))
 		dst = appendString(dst, string(o.To))
+	case *MoveStream:
+		dst = appendString(dst, o.Account)
+		dst = appendString(dst, o.Name)
+		dst = appendBytes(dst, o.Config)
+		dst = appendServers(dst, o.Servers)
+		dst = binary.AppendVarint(dst, o.Created)
+		dst = appendBytes(dst, o.OriginPlacement)
+	case *CancelMove:
+		dst = appendString(dst, o.Account)
+		dst = appendString(dst, o.Name)
+		dst = appendBytes(dst, o.Config)
+		dst = binary.AppendVarint(dst, o.Created)
+		dst = binary.AppendUvarint(dst, uint64(len(o.Members)))
+		for _, m := range o.Members {
+			dst = binary.AppendUvarint(dst, uint64(m))
+		}
+	case *EndMove:
+		dst = appendString(dst, o.Account)
+		dst = appendString(dst, o.Name)
+		dst = binary.AppendVarint(dst, o.Created)
+		dst = appendServers(dst, o.Servers)
 	}
 	return dst, nil
 }
@@ -135,6 +157,12 @@ func DecodeOp(b []byte) (Op, error) {
 		op = &SettleConsumer{Account: d.string(), Stream: d.string(), Name: d.string(), Group: raftnode.GroupID(d.uvarint()), Replica: raftnode.ReplicaID(d.uvarint())}
 	case KindMoveConsumer:
 		op = &MoveConsumer{Account: d.string(), Stream: d.string(), Name: d.string(), Replica: raftnode.ReplicaID(d.uvarint()), To: raftnode.ServerID(d.string())}
+	case KindMoveStream:
+		op = &MoveStream{Account: d.string(), Name: d.string(), Config: d.bytes(), Servers: d.servers(), Created: d.varint(), OriginPlacement: d.optBytes()}
+	case KindCancelMove:
+		op = &CancelMove{Account: d.string(), Name: d.string(), Config: d.bytes(), Created: d.varint(), Members: d.replicaIDs()}
+	case KindEndMove:
+		op = &EndMove{Account: d.string(), Name: d.string(), Created: d.varint(), Servers: d.servers()}
 	default:
 		return nil, fmt.Errorf("%w: unknown kind %d", ErrBadOp, kind)
 	}
@@ -193,6 +221,15 @@ func check(op Op) error {
 		if o.Group == 0 || o.Replica == 0 {
 			err = errors.Join(err, errors.New("group or replica 0"))
 		}
+	case *MoveStream:
+		err = errors.Join(checkNames(o.Account, o.Name), streamConfig(o.Config, o.Name), checkServers(o.Servers), placementJSON(o.OriginPlacement))
+	case *CancelMove:
+		err = errors.Join(checkNames(o.Account, o.Name), streamConfig(o.Config, o.Name))
+		if slices.Contains(o.Members, 0) {
+			err = errors.Join(err, errors.New("member replica 0"))
+		}
+	case *EndMove:
+		err = errors.Join(checkNames(o.Account, o.Name), checkServers(o.Servers))
 	default:
 		return fmt.Errorf("%w: an operation of type %T", ErrBadOp, op)
 	}
@@ -251,6 +288,15 @@ func streamConfig(config []byte, name string) error {
 		err = fmt.Errorf("stream config names %q, not %q", f.Name, name)
 	}
 	return err
+}
+
+// placementJSON accepts an origin placement: empty (none) or a JSON
+// object.
+func placementJSON(b []byte) error {
+	if len(b) > 0 && !isObject(b) {
+		return errors.New("origin placement is not a JSON object")
+	}
+	return nil
 }
 
 func consumerConfig(config []byte) error {

@@ -54,6 +54,11 @@ func sampleOps() []Op {
 		&ResetStream{Account: "A", Stream: "ORDERS", Group: 1 << 50},
 		&SettleConsumer{Account: "A", Stream: "ORDERS", Name: "C", Group: 1 << 41, Replica: 2},
 		&MoveConsumer{Account: "A", Stream: "ORDERS", Name: "C", Replica: 7, To: "s3"},
+		&MoveStream{Account: "A", Name: "ORDERS", Config: streamJSON("ORDERS", "orders.>"), Servers: servers("s4", "s5"), Created: -1, OriginPlacement: []byte(`{"tags":["az:1"]}`)},
+		&MoveStream{Account: "A", Name: "ORDERS", Config: streamJSON("ORDERS"), Servers: servers("s1"), Created: 1 << 60},
+		&CancelMove{Account: "A", Name: "ORDERS", Config: streamJSON("ORDERS"), Created: 1 << 60, Members: []raftnode.ReplicaID{1, 300, 2}},
+		&CancelMove{Account: "A", Name: "ORDERS", Config: streamJSON("ORDERS"), Created: 0},
+		&EndMove{Account: "A", Name: "ORDERS", Created: 3, Servers: servers("s2", "s1")},
 	}
 }
 
@@ -79,7 +84,7 @@ func TestOpRoundTrip(t *testing.T) {
 		}
 		kinds[op.Kind()] = true
 	}
-	for k := KindAssignStream; k <= KindResetStream; k++ {
+	for k := KindAssignStream; k <= KindEndMove; k++ {
 		if !kinds[k] {
 			t.Errorf("kind %d has no round-trip sample", k)
 		}
@@ -144,6 +149,11 @@ func TestOpChecks(t *testing.T) {
 		"move to no server":       &MoveReplica{Account: "A", Stream: "S", Replica: 1},
 		"reset of group 0":        &ResetStream{Account: "A", Stream: "S"},
 		"reset of no stream":      &ResetStream{Account: "A", Group: 2},
+		"origin placement array":  &MoveStream{Account: "A", Name: "S", Config: cfg, Servers: servers("s1"), OriginPlacement: []byte(`["az:1"]`)},
+		"move to no servers":      &MoveStream{Account: "A", Name: "S", Config: cfg},
+		"cancel config of T":      &CancelMove{Account: "A", Name: "T", Config: cfg},
+		"cancel member 0":         &CancelMove{Account: "A", Name: "S", Config: cfg, Members: []raftnode.ReplicaID{1, 0}},
+		"end move of no servers":  &EndMove{Account: "A", Name: "S"},
 		"nil":                     nil,
 	}
 	for name, op := range bad {
@@ -213,6 +223,30 @@ func encodeUnchecked(op Op) []byte {
 		b = appendString(b, o.Stream)
 		b = binary.AppendUvarint(b, uint64(o.Replica))
 		b = appendString(b, string(o.To))
+	case *MoveStream:
+		b = []byte{byte(KindMoveStream), opVersion}
+		b = appendString(b, o.Account)
+		b = appendString(b, o.Name)
+		b = appendBytes(b, o.Config)
+		b = appendServers(b, o.Servers)
+		b = binary.AppendVarint(b, o.Created)
+		b = appendBytes(b, o.OriginPlacement)
+	case *CancelMove:
+		b = []byte{byte(KindCancelMove), opVersion}
+		b = appendString(b, o.Account)
+		b = appendString(b, o.Name)
+		b = appendBytes(b, o.Config)
+		b = binary.AppendVarint(b, o.Created)
+		b = binary.AppendUvarint(b, uint64(len(o.Members)))
+		for _, m := range o.Members {
+			b = binary.AppendUvarint(b, uint64(m))
+		}
+	case *EndMove:
+		b = []byte{byte(KindEndMove), opVersion}
+		b = appendString(b, o.Account)
+		b = appendString(b, o.Name)
+		b = binary.AppendVarint(b, o.Created)
+		b = appendServers(b, o.Servers)
 	}
 	return b
 }

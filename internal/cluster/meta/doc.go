@@ -66,16 +66,26 @@
 //	ResetStream    | account | stream | group (uvarint) |                           kind 10
 //	SettleConsumer | account | stream | name | group (uvarint) | replica ID (uvarint) | kind 11
 //	MoveConsumer   | account | stream | name | replica ID (uvarint) | to (server name) | kind 12
+//	MoveStream     | account | name | config | servers | created (signed) | origin placement | kind 13
+//	CancelMove     | account | name | config | created (signed) | members |             kind 14
+//	EndMove        | account | name | created (signed) | servers |                        kind 15
 //	servers        | count (1..16) | count × name |    distinct, in the order replicas get their IDs
 //	tags           | count | count × tag |
 //	config         | the JSON of the API's StreamConfig or ConsumerConfig, as meta.json holds it
 //	action         | 0 create or update, 1 update, 2 create   (nats-server's ConsumerAction values)
+//	origin placement | bytes: the JSON of the placement the stream had before the move; empty when it had none
+//	members        | count | count × replica ID (uvarint) |   the replicas the stream's group holds, as its leader told
+//
+// MoveStream, CancelMove and EndMove record, turn back and close a
+// stream's move (StreamAssignment.Move: docs/clustering.md, "Moving a
+// stream"); created is the move's start, which names it: a CancelMove or
+// EndMove of another move changes nothing.
 //
 // A decoder refuses unknown kinds and versions, truncated fields, counts
 // larger than the bytes left could hold, empty names, repeated servers, a
 // stream config that is not a JSON object naming the operation's stream,
-// a consumer config that is not a JSON object, and trailing bytes
-// (ErrBadOp). An entry that does not decode fences the server's meta
+// a consumer config that is not a JSON object, an origin placement that
+// is neither empty nor a JSON object, and trailing bytes (ErrBadOp). An entry that does not decode fences the server's meta
 // replica (docs/clustering.md decision 12).
 //
 // # Snapshot encoding
@@ -84,20 +94,22 @@
 // equal bytes (the Raft snapshot a lagging server is sent, and the
 // checkpoint file a server restarts from):
 //
-//	snapshot  | version=3 (1) | next group | servers | streams | CRC-32C of all before (4, LE) |
+//	snapshot  | version=4 (1) | next group | servers | streams | CRC-32C of all before (4, LE) |
 //	servers   | count | count × server |                           sorted by name
 //	server    | name | cluster | tags | incarnation (16) | removed (1: 0 or 1) |
 //	streams   | count | count × stream |                           sorted by (account, name)
-//	stream    | account | name | config | created (signed) | group | next replica | replicas | log config | consumers |
+//	stream    | account | name | config | created (signed) | group | next replica | replicas | log config | consumers | move |
 //	log config| bytes: the config the group's log starts from (StreamAssignment.LogConfig); empty when it is config
 //	consumers | count | count × consumer |                         sorted by name
 //	consumer  | name | config | created (signed) | group | next replica | replicas | initial |
 //	initial   | uvarint: how many replicas the group started with (ConsumerAssignment.Initial)
 //	replicas  | count | count × (replica ID | server | incarnation (16)) |   in assignment order
+//	move      | 0 (1): no move in flight | 1 (1) | created (signed) | replicas | origin placement | cancelled (1: 0 or 1) |
+//	            the replicas and placement the stream had when its move began (StreamAssignment.Move)
 //
-// Versions 1 (no log config) and 2 (no initial count) are still read:
-// a stream's log config is then its config, a consumer's initial count
-// its next replica ID less one. A snapshot that fails its checksum, is not sorted, repeats a key or a
+// Versions 1 (no log config), 2 (no initial count) and 3 (no move) are
+// still read: a stream's log config is then its config, a consumer's
+// initial count its next replica ID less one, and no move is in flight. A snapshot that fails its checksum, is not sorted, repeats a key or a
 // group, or names a group or replica ID at or past its counter is
 // refused (ErrBadSnapshot): a damaged meta state must never be taken for
 // an empty one (Jepsen's NATS 2.12.1 analysis, nats-server issue #7556).

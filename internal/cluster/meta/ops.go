@@ -20,6 +20,9 @@ const (
 	KindResetStream    Kind = 10
 	KindSettleConsumer Kind = 11
 	KindMoveConsumer   Kind = 12
+	KindMoveStream     Kind = 13
+	KindCancelMove     Kind = 14
+	KindEndMove        Kind = 15
 )
 
 // Op is one operation of the meta log: one of the pointer types below.
@@ -271,3 +274,74 @@ type MoveConsumer struct {
 
 // Kind implements Op.
 func (*MoveConsumer) Kind() Kind { return KindMoveConsumer }
+
+// MoveStream is an UpdateStream that changes the stream's placement
+// (docs/clustering.md, "Moving a stream"): it replaces the config and
+// the servers as UpdateStream does, and records where the move began
+// (StreamAssignment.Move: the servers the stream had, OriginPlacement,
+// Created), as nats-server v2.15.2 records a desired group's origin
+// (jetstream_cluster.go desiredRaftGroupOrigin). Servers may be the
+// stream's own (a move waiting for its consumers of one replica, which
+// an UpdateStream carries on later). Apply: the stream missing, 10059;
+// a move already recorded, 10124 "stream move already in progress"
+// (nats-server's answer to a second move); subjects overlapping, 10065;
+// a new server not a member, 10005.
+type MoveStream struct {
+	Account string
+	Name    string
+	Config  []byte
+	Servers []raftnode.ServerID
+	// Created is the move's start (unix ns, the proposer's clock): it
+	// names the move for CancelMove and EndMove, and stream info shows
+	// it as nats-server's desired.created.
+	Created int64
+	// OriginPlacement is the JSON of the placement the stream's config
+	// had before the move, empty when it had none.
+	OriginPlacement []byte
+}
+
+// CancelMove turns the stream's move back ($JS.API.STREAM.CANCEL_MOVE,
+// nats-server v2.15.2 jsClusteredStreamCancelMoveLocked): the config
+// becomes Config (the proposer's: the assigned config with the origin's
+// placement) and the replicas the move's origin's, each on its server:
+// the stream's replica there if the assignment still has one, else the
+// origin replica itself when Members holds it (it never left the group:
+// it stays, with its data), else a new replica ID (it left: its server
+// keeps a tombstone of that ID and starts a new one, caught up as any
+// new replica). The record stays, marked cancelled, until the stream is
+// back (EndMove): the rollback still counts as a move in flight. Apply:
+// the stream missing, 10059; no move recorded, or one that began at
+// another Created, 10129 "stream reconfiguration not in progress"; a
+// new replica's server no longer a member, 10005.
+type CancelMove struct {
+	Account string
+	Name    string
+	Config  []byte
+	Created int64
+	// Members are the replica IDs the stream's group holds (voters and
+	// learners), as its leader reported them to the proposer.
+	Members []raftnode.ReplicaID
+}
+
+// EndMove closes the stream's move once its group runs on its assigned
+// servers alone (the stream's leader reports it): the record goes, and
+// the stream may move again. Apply: the stream missing, 10059; no move
+// recorded, one that began at another Created, or Servers not the
+// assignment's servers (a report of a group that converged on servers
+// the stream no longer has), 10129, so a stale or repeated proposal
+// changes nothing.
+type EndMove struct {
+	Account string
+	Name    string
+	Created int64
+	Servers []raftnode.ServerID
+}
+
+// Kind implements Op.
+func (*MoveStream) Kind() Kind { return KindMoveStream }
+
+// Kind implements Op.
+func (*CancelMove) Kind() Kind { return KindCancelMove }
+
+// Kind implements Op.
+func (*EndMove) Kind() Kind { return KindEndMove }

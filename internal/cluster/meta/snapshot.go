@@ -14,12 +14,14 @@ import (
 
 // snapVersion is the snapshot encoding's version byte: 2 adds a
 // stream's log config (StreamAssignment.LogConfig), 3 a consumer's
-// initial replica count (ConsumerAssignment.Initial). DecodeSnapshot
-// also reads version 1, whose streams' log config is their config, and
-// versions 1 and 2, whose consumers never changed their replicas (every
-// replica ID they gave started the group).
+// initial replica count (ConsumerAssignment.Initial), 4 a stream's move
+// in flight (StreamAssignment.Move). DecodeSnapshot also reads version
+// 1, whose streams' log config is their config, versions 1 and 2, whose
+// consumers never changed their replicas (every replica ID they gave
+// started the group), and versions 1 to 3, which had no moves recorded.
 const (
-	snapVersion   = 3
+	snapVersion   = 4
+	snapVersionV3 = 3
 	snapVersionV2 = 2
 	snapVersionV1 = 1
 )
@@ -63,6 +65,7 @@ func (s *State) AppendSnapshot(dst []byte) []byte {
 			dst = appendAsset(dst, ca.Config, ca.Created, ca.Group, ca.NextReplica, ca.Replicas)
 			dst = binary.AppendUvarint(dst, uint64(ca.Initial))
 		}
+		dst = appendMove(dst, e.sa.Move)
 	}
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
 }
@@ -79,6 +82,23 @@ func appendAsset(dst, config []byte, created int64, g raftnode.GroupID, next raf
 		dst = append(dst, r.Incarnation[:]...)
 	}
 	return dst
+}
+
+// appendMove appends a stream's move field (package comment).
+func appendMove(dst []byte, m *MoveOrigin) []byte {
+	if m == nil {
+		return append(dst, 0)
+	}
+	dst = append(dst, 1)
+	dst = binary.AppendVarint(dst, m.Created)
+	dst = binary.AppendUvarint(dst, uint64(len(m.Replicas)))
+	for _, r := range m.Replicas {
+		dst = binary.AppendUvarint(dst, uint64(r.ID))
+		dst = appendString(dst, string(r.Server))
+		dst = append(dst, r.Incarnation[:]...)
+	}
+	dst = appendBytes(dst, m.Placement)
+	return append(dst, boolByte(m.Cancelled))
 }
 
 func boolByte(b bool) byte {
@@ -103,7 +123,7 @@ func DecodeSnapshot(b []byte) (*State, error) {
 	if crc32.Checksum(body, castagnoli) != sum {
 		return nil, fmt.Errorf("%w: checksum", ErrBadSnapshot)
 	}
-	if body[0] != snapVersion && body[0] != snapVersionV2 && body[0] != snapVersionV1 {
+	if body[0] < snapVersionV1 || body[0] > snapVersion {
 		return nil, fmt.Errorf("%w: version %d", ErrBadSnapshot, body[0])
 	}
 	r := &snapReader{d: decoder{b: body[1:]}, s: NewState(), groups: map[raftnode.GroupID]bool{}, version: body[0]}
@@ -195,11 +215,64 @@ func (r *snapReader) streams() {
 		e.subjects = f.Subjects
 		prev = &e.sa
 		r.consumers(e)
+		if r.version >= snapVersion {
+			e.sa.Move = r.move(e.sa)
+		}
 		if r.s.accounts[e.sa.Account] == nil {
 			r.s.accounts[e.sa.Account] = map[string]*streamEntry{}
 		}
 		r.s.accounts[e.sa.Account][e.sa.Name] = e
 	}
+}
+
+// move reads a stream's move field: nil when none is recorded.
+func (r *snapReader) move(sa StreamAssignment) *MoveOrigin {
+	switch r.d.byte() {
+	case 0:
+		return nil
+	case 1:
+	default:
+		r.bad("stream %q > %q: move flag", sa.Account, sa.Name)
+		return nil
+	}
+	m := &MoveOrigin{Created: r.d.varint()}
+	n := r.d.count(1)
+	for range n {
+		m.Replicas = append(m.Replicas, Replica{ID: raftnode.ReplicaID(r.d.uvarint()), Server: raftnode.ServerID(r.d.string()), Incarnation: r.d.incarnation()})
+	}
+	m.Placement = r.d.optBytes()
+	switch r.d.byte() {
+	case 0:
+	case 1:
+		m.Cancelled = true
+	default:
+		r.d.fail()
+	}
+	if r.d.failed || !originReplicas(m.Replicas, sa.NextReplica) || placementJSON(m.Placement) != nil {
+		r.bad("stream %q > %q: move", sa.Account, sa.Name)
+		return nil
+	}
+	return m
+}
+
+// originReplicas reports whether a move's origin replicas are 1 to
+// MaxServers, each of an ID from 1 below next, on a named server, no ID
+// or server twice.
+func originReplicas(rs []Replica, next raftnode.ReplicaID) bool {
+	if len(rs) == 0 || len(rs) > MaxServers {
+		return false
+	}
+	for i, x := range rs {
+		if x.ID == 0 || x.ID >= next || x.Server == "" {
+			return false
+		}
+		for _, y := range rs[:i] {
+			if y.ID == x.ID || y.Server == x.Server {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (r *snapReader) consumers(e *streamEntry) {
@@ -208,7 +281,7 @@ func (r *snapReader) consumers(e *streamEntry) {
 	for i := range n {
 		ca := &ConsumerAssignment{Account: e.sa.Account, Stream: e.sa.Name, Name: r.d.string()}
 		ca.Config, ca.Created, ca.Group, ca.NextReplica, ca.Replicas = r.asset()
-		if r.version == snapVersion {
+		if r.version >= snapVersionV3 {
 			ca.Initial = int(r.d.uvarint())
 		} else {
 			ca.Initial = int(ca.NextReplica) - 1

@@ -34,7 +34,10 @@ func busyOps() []Op {
 		ops = append(ops, &RemoveConsumer{Account: acc, Stream: "S1", Name: "c1"}, &RemoveStream{Account: acc, Name: "S2"})
 	}
 	return append(ops, &RemoveServer{Name: "s6"}, &UpdateStream{Account: "ACC0", Name: "S0", Config: streamJSON("S0"), Servers: servers("s1")},
-		&UpdateStream{Account: "ACC1", Name: "S3", Config: streamJSON("S3", "ACC1.S3.>", "more"), Servers: servers("s4", "s5", "s6")})
+		&UpdateStream{Account: "ACC1", Name: "S3", Config: streamJSON("S3", "ACC1.S3.>", "more"), Servers: servers("s4", "s5", "s6")},
+		&MoveStream{Account: "ACC2", Name: "S0", Config: streamJSON("S0", "ACC2.S0.>"), Servers: servers("s3", "s4", "s5"), Created: 7, OriginPlacement: []byte(`{"tags":["az:1"]}`)},
+		&MoveStream{Account: "ACC3", Name: "S1", Config: streamJSON("S1", "ACC3.S1.>"), Servers: servers("s4", "s5", "s1"), Created: 8},
+		&CancelMove{Account: "ACC3", Name: "S1", Config: streamJSON("S1", "ACC3.S1.>"), Created: 8, Members: []raftnode.ReplicaID{1}})
 }
 
 // Two states built by the same operations give the same snapshot bytes,

@@ -49,6 +49,28 @@ type StreamAssignment struct {
 	// gives.
 	Replicas    []Replica
 	NextReplica raftnode.ReplicaID
+	// Move is the stream's move in flight (MoveStream, CancelMove), nil
+	// when none is: until EndMove a second move or a scale is 10124, and
+	// STREAM.CANCEL_MOVE turns it back to its origin (docs/clustering.md,
+	// "Moving a stream").
+	Move *MoveOrigin
+}
+
+// MoveOrigin is where a stream's move began, as nats-server v2.15.2
+// records a desired group's origin (desiredRaftGroupOrigin): the
+// replicas the stream had and its config's placement then. A move never
+// changes the replica count (10123), so the origin's is the stream's.
+type MoveOrigin struct {
+	// Created is the move's start (unix ns): it names the move.
+	Created int64
+	// Replicas are the stream's replicas when the move began, in order.
+	Replicas []Replica
+	// Placement is the JSON of the config's placement then, empty when
+	// it had none.
+	Placement []byte
+	// Cancelled: a CancelMove turned the move back to Servers, and the
+	// stream is on its way there.
+	Cancelled bool
 }
 
 // Unsettled reports whether the stream has one replica and its group gave
@@ -289,6 +311,12 @@ func (e *streamEntry) sortedConsumers() []ConsumerAssignment {
 }
 
 func (a StreamAssignment) clone() StreamAssignment {
+	if a.Move != nil {
+		m := *a.Move
+		m.Replicas = slices.Clone(m.Replicas)
+		m.Placement = slices.Clone(m.Placement)
+		a.Move = &m
+	}
 	a.Config = slices.Clone(a.Config)
 	a.LogConfig = slices.Clone(a.LogConfig)
 	a.Replicas = slices.Clone(a.Replicas)

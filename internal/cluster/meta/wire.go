@@ -95,6 +95,14 @@ func (d *decoder) bytes() []byte {
 	return append([]byte{}, b...)
 }
 
+// optBytes is bytes, nil when empty (an optional field).
+func (d *decoder) optBytes() []byte {
+	if b := d.bytes(); len(b) > 0 {
+		return b
+	}
+	return nil
+}
+
 func (d *decoder) string() string { return string(d.take(d.uvarint())) }
 
 // count reads a count of items that take at least min bytes each, and
@@ -124,6 +132,17 @@ func (d *decoder) servers() []raftnode.ServerID {
 		ss = append(ss, raftnode.ServerID(d.string()))
 	}
 	return ss
+}
+
+// replicaIDs reads a count and that many uvarint replica IDs (nil for
+// none).
+func (d *decoder) replicaIDs() []raftnode.ReplicaID {
+	n := d.count(1)
+	var ids []raftnode.ReplicaID
+	for range n {
+		ids = append(ids, raftnode.ReplicaID(d.uvarint()))
+	}
+	return ids
 }
 
 func (d *decoder) incarnation() raftnode.Incarnation {
