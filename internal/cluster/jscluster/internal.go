@@ -369,6 +369,28 @@ func (c *Cluster) remoteConsumerInfo(k consumerKey, want []byte, wait time.Durat
 	return r, nil
 }
 
+// awaitSuccessor is consumerlog.Config.AwaitSuccessor for this server's
+// replica of consumer k, which stopped leading (its own goroutine): it
+// asks $JSC.CI with a wait, which the replica leading next answers once
+// it subscribed and flushed its routes (announce), and calls done then.
+// Until done, the old leader keeps its subscriptions and the pull
+// requests that waited on it (consumerrun, endOrphans), so that a client
+// sending its request again on their 409 Leadership Change reaches a
+// server that knows the successor's interest (docs/clustering.md,
+// "Handing the leadership over"). No answer within successorWait: done
+// is not called (the consumer gives up on its own).
+func (c *Cluster) awaitSuccessor(k consumerKey, done func()) {
+	body, _ := json.Marshal(consumerInfoWait{Wait: successorWait})
+	if ans := c.requestAll([]string{consumerInfoSubject(k)}, body, successorWait+remoteInfoSlack)[0]; ans != nil {
+		done()
+	}
+}
+
+// successorWait is how long awaitSuccessor asks the next leader to
+// answer within: the old leader ends its orphaned pull requests 2 s
+// after it stopped leading at the latest (consumerrun's orphanWait).
+const successorWait = 2 * time.Second
+
 // remoteInfoSlack is how much longer than the wait it asks for the meta
 // leader waits for a $JSC.CI answer (the answer's trip).
 const remoteInfoSlack = 500 * time.Millisecond
