@@ -32,13 +32,14 @@ func TestJetStreamClusterConsumerStepDownNoPullStall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitMetaFormed(t, servers)
 	eventually(t, "create ORDERS", func() error {
-		_, err := js.CreateStream(tctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		_, err := js.CreateStream(pollCtx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
 		return err
 	})
 	// A publisher through another server keeps messages coming, so the
 	// client always has a pull request waiting on the consumer's leader.
-	const moves, per = 12, 100
+	const moves, per = 20, 60
 	pub, err := jetstream.New(connect(t, servers[2].ClientURL()))
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +64,7 @@ func TestJetStreamClusterConsumerStepDownNoPullStall(t *testing.T) {
 	const ackWait = 3 * time.Second
 	var cons jetstream.Consumer
 	eventually(t, "create worker", func() error {
-		cons, err = js.CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "worker", AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait})
+		cons, err = js.CreateOrUpdateConsumer(pollCtx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "worker", AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait})
 		return err
 	})
 	var mu sync.Mutex
@@ -110,7 +111,7 @@ func TestJetStreamClusterConsumerStepDownNoPullStall(t *testing.T) {
 		return len(seen)
 	}
 	stepDown := func() error {
-		msg, err := sys.Request("$JS.API.CONSUMER.LEADER.STEPDOWN.ORDERS.worker", nil, 2*time.Second)
+		msg, err := sys.Request("$JS.API.CONSUMER.LEADER.STEPDOWN.ORDERS.worker", nil, 500*time.Millisecond)
 		if err != nil {
 			return err
 		}

@@ -376,7 +376,9 @@ func (c *Consumer) onFC(subject, _ string, hdr, _ []byte) {
 // Deleted) means the consumer or its stream is being deleted: its state
 // is not saved, since its files go next (RemoveFiles). nil means the
 // server shuts down: each waiting pull request gets 409 Server Shutdown
-// with what it was still owed (consumer.Deliverer.EndPulls). It waits
+// with what it was still owed (consumer.Deliverer.EndPulls), but those
+// of a replicated consumer whose leadership moved get 409 Leadership
+// Change and what it took since goes to its successor (endOrphans). It waits
 // for a new ephemeral's files to be written first (persistLater).
 func (c *Consumer) Stop(status []byte) {
 	c.persisting.Wait()
@@ -392,6 +394,14 @@ func (c *Consumer) Stop(status []byte) {
 	c.done.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if status == nil && c.repl && !c.leading && !c.orphansUntil.IsZero() {
+		// A replica whose leadership moved (a lame duck's hand-over):
+		// its pull requests end as the move's would (endOrphans).
+		c.orphansUntil = time.Time{}
+		c.d.EndPulls(statusLeadershipChange)
+		c.forward(c.late)
+		c.late = nil
+	}
 	c.d.EndPulls(status)
 	c.cancelMoves()
 	if status != nil {
