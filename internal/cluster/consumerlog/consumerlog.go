@@ -286,14 +286,18 @@ func (l *Log) MayDecide() bool {
 // SuccessorReady reports, on a replica that stopped leading, whether the
 // replica leading after it is known to serve the consumer's subjects
 // from every server: with Config.AwaitSuccessor, once it said so for the
-// last time this replica stopped leading; without, once this replica
+// last time this replica stopped leading (never while raft still has it
+// lead); without, once this replica
 // applied the first entry of a term after the last it led (the
 // successor has applied it too, or is about to, and then subscribes).
 func (l *Log) SuccessorReady() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cfg.AwaitSuccessor != nil {
-		return l.lost > 0 && l.announced == l.lost
+		// Not while raft still has this replica lead (a consumer that
+		// left its leadership on its own, a refused proposal, waits for
+		// the loss it asked and that loss's successor).
+		return !l.ready && l.lost > 0 && l.announced == l.lost
 	}
 	return l.emptyTerm > l.ledTerm
 }
