@@ -33,8 +33,12 @@ import (
 //     applied to cst. A double ack is confirmed once its operation has
 //     committed. Leadership lost: the delivering state is dropped for the
 //     committed one (what was proposed and not committed may be
-//     delivered again: at least once), waiting pull requests end with
-//     409 Leadership Change.
+//     delivered again: at least once). It keeps its subscriptions until
+//     its successor serves from every server (SuccessorReady), then
+//     ends the pull requests that waited on it with 409 Leadership
+//     Change and publishes again, for the successor, the acks, pull
+//     requests and resets that reached it after it stopped deciding
+//     (endOrphans; docs/clustering.md, "Moving the subscriptions").
 //
 // The first leader of a new consumer proposes its starting position (a
 // Reset to consumer.Deliverer.Position's sequence), so that every replica
@@ -49,8 +53,8 @@ import (
 // entry's operations to the consumer's ApplyBatch, on the log's
 // goroutine without the consumer's lock, and tells the consumer of its
 // leadership through SetLeading. SuccessorReady reports, on a replica
-// that led, whether a later term's leader has started (its first entry
-// applied here). StepDown asks the group to elect
+// that led, whether the leader after it serves the consumer's subjects
+// from every server (consumerlog.Log.SuccessorReady). StepDown asks the group to elect
 // another leader (a batch was lost, so the delivering state went ahead
 // of the log). MayDecide reports whether the leader may decide now (no
 // leadership transfer asked or under way, still the group's leader);
