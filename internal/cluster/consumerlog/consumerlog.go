@@ -97,7 +97,7 @@ type Config struct {
 	// subscribed and every route peer has processed its subscriptions
 	// (the cluster layer asks the successor over $JSC.CI), and never
 	// when it could not learn that. Until then SuccessorReady reports
-	// false (docs/clustering.md, "Handing the leadership over"). Nil:
+	// false (docs/clustering.md, "Moving the subscriptions"). Nil:
 	// SuccessorReady reports the first entry of a later term applied.
 	AwaitSuccessor func(done func())
 }
@@ -287,9 +287,9 @@ func (l *Log) MayDecide() bool {
 // replica leading after it is known to serve the consumer's subjects
 // from every server: with Config.AwaitSuccessor, once it said so for the
 // last time this replica stopped leading (never while raft still has it
-// lead); without, once this replica
-// applied the first entry of a term after the last it led (the
-// successor has applied it too, or is about to, and then subscribes).
+// lead); without, once this replica applied the first entry of a term
+// after the last it led (the successor has applied it too, or is about
+// to, and then subscribes).
 func (l *Log) SuccessorReady() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()

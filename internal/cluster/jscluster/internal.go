@@ -377,7 +377,7 @@ func (c *Cluster) remoteConsumerInfo(k consumerKey, want []byte, wait time.Durat
 // requests that waited on it (consumerrun, endOrphans), so that a client
 // sending its request again on their 409 Leadership Change reaches a
 // server that knows the successor's interest (docs/clustering.md,
-// "Handing the leadership over"). No answer within successorWait: done
+// "Moving the subscriptions"). No answer within successorWait: done
 // is not called (the consumer gives up on its own).
 func (c *Cluster) awaitSuccessor(k consumerKey, done func()) {
 	body, _ := json.Marshal(consumerInfoWait{Wait: successorWait})

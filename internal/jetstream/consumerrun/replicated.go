@@ -54,9 +54,9 @@ import (
 // goroutine without the consumer's lock, and tells the consumer of its
 // leadership through SetLeading. SuccessorReady reports, on a replica
 // that led, whether the leader after it serves the consumer's subjects
-// from every server (consumerlog.Log.SuccessorReady). StepDown asks the group to elect
-// another leader (a batch was lost, so the delivering state went ahead
-// of the log). MayDecide reports whether the leader may decide now (no
+// from every server (consumerlog.Log.SuccessorReady). StepDown asks the
+// group to elect another leader (a batch was lost, so the delivering
+// state went ahead of the log). MayDecide reports whether the leader may decide now (no
 // leadership transfer asked or under way, still the group's leader);
 // it is asked once per round of a leading consumer and must be cheap.
 type ReplicatedLog interface {
