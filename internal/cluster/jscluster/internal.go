@@ -387,9 +387,9 @@ func (c *Cluster) awaitSuccessor(k consumerKey, done func()) {
 }
 
 // successorWait is how long awaitSuccessor asks the next leader to
-// answer within: the old leader ends its orphaned pull requests 2 s
+// answer within: the old leader ends its orphaned pull requests 4 s
 // after it stopped leading at the latest (consumerrun's orphanWait).
-const successorWait = 2 * time.Second
+const successorWait = 4 * time.Second
 
 // remoteInfoSlack is how much longer than the wait it asks for the meta
 // leader waits for a $JSC.CI answer (the answer's trip).

@@ -323,7 +323,7 @@ func (c *Consumer) lead(on bool) {
 // orphanWait bounds how long a replica that stopped leading keeps its
 // subscriptions and the pull requests that waited on it before it ends
 // them with 409 Leadership Change (endOrphans).
-const orphanWait = 2 * time.Second
+const orphanWait = 4 * time.Second
 
 // maxLate bounds the messages a replica that stopped leading keeps for
 // its successor (keepLate); more are dropped.
