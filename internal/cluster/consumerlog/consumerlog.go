@@ -91,6 +91,15 @@ type Config struct {
 	// checkpoint), replacing the one saved before.
 	Save func(index uint64, data []byte) error
 	Logf func(format string, args ...any)
+	// AwaitSuccessor, when set, is called on the raftnode worker each
+	// time this replica stops leading; it must not block. It calls done
+	// (once, from any goroutine) when the replica that leads next has
+	// subscribed and every route peer has processed its subscriptions
+	// (the cluster layer asks the successor over $JSC.CI), and never
+	// when it could not learn that. Until then SuccessorReady reports
+	// false (docs/clustering.md, "Moving the subscriptions"). Nil:
+	// SuccessorReady reports the first entry of a later term applied.
+	AwaitSuccessor func(done func())
 }
 
 // Log is the replicated log of one consumer on one server. Make it with
@@ -136,6 +145,11 @@ type Log struct {
 	ready     bool
 	// ledTerm is the last term this replica led (SuccessorReady).
 	ledTerm uint64
+	// lost counts the times this replica stopped leading; announced is
+	// the count at the last of them whose successor was announced
+	// (Config.AwaitSuccessor).
+	lost      uint64
+	announced uint64
 }
 
 // New returns the log of one consumer replica over cfg's group, handing
@@ -269,14 +283,38 @@ func (l *Log) MayDecide() bool {
 	return err == nil && b.Role == raftnode.Leader && b.Fenced == nil && !b.Transferring
 }
 
-// SuccessorReady reports whether this replica applied the first entry
-// of a term after the last it led: the replica that leads now has
-// applied it too, or is about to (a consumer's successor then
-// subscribes).
+// SuccessorReady reports, on a replica that stopped leading, whether the
+// replica leading after it is known to serve the consumer's subjects
+// from every server: with Config.AwaitSuccessor, once it said so for the
+// last time this replica stopped leading (never while raft still has it
+// lead); without, once this replica applied the first entry of a term
+// after the last it led (the successor has applied it too, or is about
+// to, and then subscribes).
 func (l *Log) SuccessorReady() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.cfg.AwaitSuccessor != nil {
+		// Not while raft still has this replica lead (a consumer that
+		// left its leadership on its own, a refused proposal, waits for
+		// the loss it asked and that loss's successor).
+		return !l.ready && l.lost > 0 && l.announced == l.lost
+	}
 	return l.emptyTerm > l.ledTerm
+}
+
+// awaitSuccessor asks Config.AwaitSuccessor about the successor of the
+// leadership this replica lost the lost-th time.
+func (l *Log) awaitSuccessor(lost uint64) {
+	if l.cfg.AwaitSuccessor == nil {
+		return
+	}
+	l.cfg.AwaitSuccessor(func() {
+		l.mu.Lock()
+		if l.lost == lost {
+			l.announced = lost
+		}
+		l.mu.Unlock()
+	})
 }
 
 // HandOver asks the group's leadership transfer through the replica
@@ -419,10 +457,17 @@ func (s stateMachine) LeaderChanged(leader bool, term uint64) {
 		l.wantTerm = 0
 		say = l.ready
 		l.ready = false
+		if say {
+			l.lost++
+		}
 	}
+	lost := l.lost
 	l.mu.Unlock()
 	if say {
 		l.r.SetLeading(on)
+		if !on {
+			l.awaitSuccessor(lost)
+		}
 	}
 }
 

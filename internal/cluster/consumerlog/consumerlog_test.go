@@ -131,3 +131,43 @@ func TestCheckpointCoversTrailingEmptyEntries(t *testing.T) {
 		t.Fatalf("a snapshot at 5 is saved at %d, want 6", got)
 	}
 }
+
+// With Config.AwaitSuccessor, a replica that stopped leading reports its
+// successor ready only once the cluster layer said it was announced for
+// that very loss: an answer about an earlier loss, or the next term's
+// first entry applied here, is not enough (docs/clustering.md, "Moving
+// the subscriptions").
+func TestSuccessorReadyAfterAnnouncement(t *testing.T) {
+	f := &fakeReplica{}
+	var dones []func()
+	l := New(Config{Group: 7, AwaitSuccessor: func(done func()) { dones = append(dones, done) }}, f)
+	sm := l.StateMachine()
+	lo := sm.(raftnode.LeaderObserver)
+	must := func(es ...raftnode.Entry) {
+		t.Helper()
+		if err := sm.Apply(es); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lo.LeaderChanged(true, 1)
+	must(entry(t, 1, 1, nil, 0))
+	if l.SuccessorReady() || len(dones) != 0 {
+		t.Fatal("successor ready, or asked about, while leading")
+	}
+	lo.LeaderChanged(false, 1)
+	must(entry(t, 2, 2, nil, 0)) // the successor's first entry
+	if len(dones) != 1 || l.SuccessorReady() {
+		t.Fatalf("asked %d times; ready before the announcement: %v", len(dones), l.SuccessorReady())
+	}
+	lo.LeaderChanged(true, 3)
+	must(entry(t, 3, 3, nil, 0))
+	lo.LeaderChanged(false, 3)
+	dones[0]() // about the first loss: late
+	if l.SuccessorReady() {
+		t.Fatal("ready on the announcement of an earlier successor")
+	}
+	dones[1]()
+	if !l.SuccessorReady() {
+		t.Fatal("not ready once the successor was announced")
+	}
+}

@@ -455,7 +455,9 @@ func (c *Cluster) newConsumerLog(acc *account, streamName, name string, a stream
 		}
 		return metafile.Write(c.cfg.FS, dir, consumerCheckpoint{Index: index, State: data})
 	}
-	cr.log = consumerlog.New(consumerlog.Config{Node: c.node, Group: cr.ca.Group, Save: save, Logf: c.cfg.Logf},
+	k := consumerKey{acc.name, streamName, name}
+	await := func(done func()) { go c.awaitSuccessor(k, done) }
+	cr.log = consumerlog.New(consumerlog.Config{Node: c.node, Group: cr.ca.Group, Save: save, Logf: c.cfg.Logf, AwaitSuccessor: await},
 		leaderReplica{Replica: rep, c: c, cr: cr})
 	return cr.log
 }

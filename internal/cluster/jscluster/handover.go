@@ -51,6 +51,11 @@ type handover struct {
 	// via asks a replicated consumer's transfer through the consumer
 	// (consumerlog.Log.HandOver; nil for the others).
 	via func(func() error) error
+	// ready reports, for a replicated consumer, that its successor is
+	// known to serve from every server (consumerlog.Log.SuccessorReady;
+	// nil for the others): its old leader then ends the pull requests
+	// that waited on it and forwards what it took meanwhile.
+	ready func() bool
 	// seen: the transfer was seen under way (GroupStatus.Transferee);
 	// lost: LastIndex when the leadership was first seen gone (0: not
 	// yet); alone: no successor; done: nothing more to wait for.
@@ -126,7 +131,7 @@ func (c *Cluster) ledGroups() []*handover {
 	for k, cr := range c.creplicas {
 		h := &handover{group: cr.ca.Group, what: fmt.Sprintf("consumer %s > %s > %s", k.account, k.stream, k.name)}
 		if cr.log != nil {
-			h.via = cr.log.HandOver
+			h.via, h.ready = cr.log.HandOver, cr.log.SuccessorReady
 		}
 		hs = append(hs, h)
 	}
@@ -236,7 +241,7 @@ func (c *Cluster) checkHandOver(h *handover, late bool) {
 		if h.lost == 0 {
 			h.lost = max(st.LastIndex, 1)
 		}
-		h.done = st.Applied >= h.lost
+		h.done = st.Applied >= h.lost && (h.ready == nil || h.ready())
 	case st.Transferee != 0:
 		h.seen = true
 	case h.seen || late:

@@ -371,6 +371,50 @@ func (c *Cluster) remoteConsumerInfo(k consumerKey, want []byte, wait time.Durat
 	return r, nil
 }
 
+// awaitSuccessor is consumerlog.Config.AwaitSuccessor for this server's
+// replica of consumer k, which stopped leading (its own goroutine): it
+// asks $JSC.CI with a wait, which the replica leading next answers once
+// it subscribed and flushed its routes (announce), and calls done then.
+// Until done, the old leader keeps its subscriptions and the pull
+// requests that waited on it (consumerrun, endOrphans), so that a client
+// sending its request again on their 409 Leadership Change reaches a
+// server that knows the successor's interest (docs/clustering.md,
+// "Moving the subscriptions"). A replica stops waiting to answer as soon
+// as its group's status names another leader (mayLead), which the
+// successor's may still do (the old one) while it campaigns: so it asks
+// again, successorAsk at a time, until successorWait has passed; done is
+// then not called (the consumer gives up on its own).
+func (c *Cluster) awaitSuccessor(k consumerKey, done func()) {
+	body, _ := json.Marshal(consumerInfoWait{Wait: successorAsk})
+	deadline := time.Now().Add(successorWait)
+	for time.Now().Before(deadline) {
+		asked := time.Now()
+		if ans := c.requestAll([]string{consumerInfoSubject(k)}, body, successorAsk+remoteInfoSlack)[0]; ans != nil {
+			done()
+			return
+		}
+		// Not answered at once means the request went out (or the
+		// Cluster closes): a request returned at once has no transport
+		// yet, and waits a little before asking again.
+		if time.Since(asked) < successorAsk {
+			select {
+			case <-c.quit:
+				return
+			case <-time.After(successorAsk):
+			}
+		}
+	}
+}
+
+// successorWait is how long awaitSuccessor asks for the next leader's
+// answer: the old leader ends its orphaned pull requests 4 s after it
+// stopped leading at the latest (consumerrun's orphanWait);
+// successorAsk is the wait of one of its requests.
+const (
+	successorWait = 4 * time.Second
+	successorAsk  = 250 * time.Millisecond
+)
+
 // remoteInfoSlack is how much longer than the wait it asks for the meta
 // leader waits for a $JSC.CI answer (the answer's trip).
 const remoteInfoSlack = 500 * time.Millisecond

@@ -35,6 +35,16 @@ type cevent struct {
 	moveAck   *moveAck // the PubAck of a dead-letter copy
 	reset     *resetEvent
 	lead      *bool // a replicated consumer's leadership changed (SetLeading)
+	// fwd is the message an ack, pull request or reset came in, kept by
+	// a replicated consumer to hand it to its next leader when it
+	// arrives here after the leadership moved (replicated.go, forward).
+	fwd *rawMsg
+}
+
+// rawMsg is a message as a consumer's subscription received it.
+type rawMsg struct {
+	subject, reply string
+	hdr, data      []byte
 }
 
 type pullEvent struct {
@@ -186,9 +196,14 @@ type Consumer struct {
 	held         []cevent
 	transferWait func() error
 	drainUntil   time.Time
-	// orphansUntil: this replica stopped leading with pull requests
-	// waiting, ended by then at the latest (endOrphans; zero: none).
+	// orphansUntil: this replica stopped leading and keeps its
+	// subscriptions and the pull requests that waited on it until its
+	// successor is known to serve, or by then at the latest (endOrphans;
+	// zero: none); late are the acks, pull requests and resets it took
+	// meanwhile (and the acks it held during the transfer), handed to the
+	// successor then (forward).
 	orphansUntil time.Time
+	late         []cevent
 
 	// removeRetry is how long after its last request for removal
 	// (Env.RemoveInactive) an inactive consumer asks again; 0 before the
@@ -333,6 +348,9 @@ func (c *Consumer) round(evs []cevent) (acked []uint64, replies []string, jb jou
 			}
 		}
 		if !c.leading {
+			if !c.orphansUntil.IsZero() {
+				c.keepLate(evs)
+			}
 			c.endOrphans(false)
 			clear(evs)
 			acked, replies = c.takeCommitted()

@@ -312,6 +312,9 @@ func (c *Consumer) Start() {
 // control replies and resets: at Start, or for a replicated consumer
 // when it starts to lead (c.mu held).
 func (c *Consumer) subscribe() {
+	if len(c.subs) > 0 {
+		return // a replicated consumer's, kept while its leadership moved (endOrphans)
+	}
 	tr := c.env.Transport
 	subs := []struct {
 		subj string
@@ -350,10 +353,10 @@ func (c *Consumer) onAck(subject, reply string, _, data []byte) {
 	}
 	a := parseAckBody(data)
 	a.dc, a.sseq, a.cseq, a.reply = dc, sseq, cseq, reply
-	c.push(cevent{ack: &a})
+	c.push(cevent{ack: &a, fwd: c.raw(subject, reply, nil, data)})
 }
 
-func (c *Consumer) onPull(_, reply string, hdr, data []byte) {
+func (c *Consumer) onPull(subject, reply string, hdr, data []byte) {
 	c.mu.Lock()
 	push := c.cfg.IsPush()
 	c.mu.Unlock()
@@ -361,7 +364,7 @@ func (c *Consumer) onPull(_, reply string, hdr, data []byte) {
 		c.env.Transport.Publish(reply, "", streamrun.StatusRequiredAPILevel, nil) // after the push check, as nats-server
 		return
 	}
-	c.push(cevent{pull: &pullEvent{reply: reply, body: append([]byte(nil), data...)}})
+	c.push(cevent{pull: &pullEvent{reply: reply, body: append([]byte(nil), data...)}, fwd: c.raw(subject, reply, hdr, data)})
 }
 
 func (c *Consumer) onFC(subject, _ string, hdr, _ []byte) {
@@ -373,7 +376,9 @@ func (c *Consumer) onFC(subject, _ string, hdr, _ []byte) {
 // Deleted) means the consumer or its stream is being deleted: its state
 // is not saved, since its files go next (RemoveFiles). nil means the
 // server shuts down: each waiting pull request gets 409 Server Shutdown
-// with what it was still owed (consumer.Deliverer.EndPulls). It waits
+// with what it was still owed (consumer.Deliverer.EndPulls), but those
+// of a replicated consumer whose leadership moved get 409 Leadership
+// Change and what it took since goes to its successor (endOrphans). It waits
 // for a new ephemeral's files to be written first (persistLater).
 func (c *Consumer) Stop(status []byte) {
 	c.persisting.Wait()
@@ -389,6 +394,14 @@ func (c *Consumer) Stop(status []byte) {
 	c.done.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if status == nil && c.repl && !c.leading && !c.orphansUntil.IsZero() {
+		// A replica whose leadership moved (a lame duck's hand-over):
+		// its pull requests end as the move's would (endOrphans).
+		c.orphansUntil = time.Time{}
+		c.d.EndPulls(statusLeadershipChange)
+		c.forward(c.late)
+		c.late = nil
+	}
 	c.d.EndPulls(status)
 	c.cancelMoves()
 	if status != nil {

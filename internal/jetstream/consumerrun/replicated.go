@@ -33,8 +33,12 @@ import (
 //     applied to cst. A double ack is confirmed once its operation has
 //     committed. Leadership lost: the delivering state is dropped for the
 //     committed one (what was proposed and not committed may be
-//     delivered again: at least once), waiting pull requests end with
-//     409 Leadership Change.
+//     delivered again: at least once). It keeps its subscriptions until
+//     its successor serves from every server (SuccessorReady), then
+//     ends the pull requests that waited on it with 409 Leadership
+//     Change and publishes again, for the successor, the acks, pull
+//     requests and resets that reached it after it stopped deciding
+//     (endOrphans; docs/clustering.md, "Moving the subscriptions").
 //
 // The first leader of a new consumer proposes its starting position (a
 // Reset to consumer.Deliverer.Position's sequence), so that every replica
@@ -49,10 +53,10 @@ import (
 // entry's operations to the consumer's ApplyBatch, on the log's
 // goroutine without the consumer's lock, and tells the consumer of its
 // leadership through SetLeading. SuccessorReady reports, on a replica
-// that led, whether a later term's leader has started (its first entry
-// applied here). StepDown asks the group to elect
-// another leader (a batch was lost, so the delivering state went ahead
-// of the log). MayDecide reports whether the leader may decide now (no
+// that led, whether the leader after it serves the consumer's subjects
+// from every server (consumerlog.Log.SuccessorReady). StepDown asks the
+// group to elect another leader (a batch was lost, so the delivering
+// state went ahead of the log). MayDecide reports whether the leader may decide now (no
 // leadership transfer asked or under way, still the group's leader);
 // it is asked once per round of a leading consumer and must be cheap.
 type ReplicatedLog interface {
@@ -275,6 +279,7 @@ func (c *Consumer) lead(on bool) {
 		return
 	}
 	c.log.(ReplicatedLog).Discard()
+	held := c.held
 	c.unflushed, c.stepDown = false, false
 	c.held, c.transferWait, c.holding = nil, nil, false
 	if on {
@@ -297,12 +302,14 @@ func (c *Consumer) lead(on bool) {
 		return
 	}
 	c.leading = false
-	c.unsubscribe()
-	// The waiting pull requests end once the successor delivers
-	// (endOrphans): a client sends its request again at once, and one
-	// sent before the successor subscribed would be lost, the client
-	// waiting for its heartbeats to miss (tens of seconds).
-	if c.d.NumWaiting() > 0 {
+	// The subscriptions stay, and the waiting pull requests wait, until
+	// the successor serves (endOrphans): a client sends its request again
+	// on the 409 at once, and one that reached a server knowing no
+	// leader's interest would be lost, the client waiting for its
+	// heartbeats to miss (tens of seconds). What arrives meanwhile, and
+	// the acks held during the transfer, go to the successor then.
+	c.keepLate(held)
+	if len(c.subs) > 0 || c.d.NumWaiting() > 0 || len(c.late) > 0 {
 		c.orphansUntil = c.now().Add(orphanWait)
 	} else {
 		c.d.EndPulls(statusLeadershipChange) // those whose requester left
@@ -313,24 +320,76 @@ func (c *Consumer) lead(on bool) {
 	c.confirms, c.acked, c.ackReplies = nil, nil, nil
 }
 
-// orphanWait bounds how long a replica that stopped leading keeps the
-// pull requests that waited on it before it ends them with 409
-// Leadership Change (endOrphans).
-const orphanWait = 2 * time.Second
+// orphanWait bounds how long a replica that stopped leading keeps its
+// subscriptions and the pull requests that waited on it before it ends
+// them with 409 Leadership Change (endOrphans).
+const orphanWait = 4 * time.Second
 
-// endOrphans ends, with 409 Leadership Change (nats-server v2.15.2's
-// answer), the pull requests that waited on this replica when it stopped
-// leading, once its log says the successor started (and so subscribed
-// before this replica answers), orphanWait after, or now (c.mu held).
-func (c *Consumer) endOrphans(now bool) {
+// maxLate bounds the messages a replica that stopped leading keeps for
+// its successor (keepLate); more are dropped.
+const maxLate = 10000
+
+// raw returns the message a replicated consumer's subscription received,
+// copied, for its successor (rawMsg); nil for another consumer.
+func (c *Consumer) raw(subject, reply string, hdr, data []byte) *rawMsg {
+	if !c.repl {
+		return nil
+	}
+	return &rawMsg{subject: subject, reply: reply, hdr: slices.Clone(hdr), data: slices.Clone(data)}
+}
+
+// keepLate keeps, for the successor, the events of evs that came in a
+// message (acks, pull requests, resets: cevent.fwd) and reached this
+// replica after it stopped deciding (c.mu held): held during a transfer
+// that moved the leadership, or taken while it keeps its subscriptions
+// (endOrphans).
+func (c *Consumer) keepLate(evs []cevent) {
+	for i := range evs {
+		if evs[i].fwd != nil && len(c.late) < maxLate {
+			c.late = append(c.late, evs[i])
+		}
+	}
+}
+
+// endOrphans ends what this replica kept when it stopped leading (c.mu
+// held): once its log says the successor serves (its interest known to
+// every server: ReplicatedLog.SuccessorReady), orphanWait after at the
+// latest, or at once when it leads again (regained). Its subscriptions
+// end first (a message routed here from then on is routed to the
+// successor too), then the pull requests that waited on it get 409
+// Leadership Change (nats-server v2.15.2's answer; the clients send them
+// again), and the messages kept meanwhile are published again for the
+// successor (forward), or, regained, handled here.
+func (c *Consumer) endOrphans(regained bool) {
 	if c.orphansUntil.IsZero() {
 		return
 	}
-	if !now && !c.log.(ReplicatedLog).SuccessorReady() && c.now().Before(c.orphansUntil) {
+	if !regained && !c.log.(ReplicatedLog).SuccessorReady() && c.now().Before(c.orphansUntil) {
 		return
 	}
 	c.orphansUntil = time.Time{}
+	late := c.late
+	c.late = nil
 	c.d.EndPulls(statusLeadershipChange)
+	if regained {
+		c.held = late // handled once it may decide (holdRound)
+		return
+	}
+	c.unsubscribe()
+	c.forward(late)
+}
+
+// forward publishes again the messages of the events a replica that no
+// longer leads kept (keepLate), after it unsubscribed: they reach the
+// successor, whose interest its server knows by then (c.mu held). A
+// message the publisher's server also routed to the successor directly
+// (it knew both interests) reaches it twice: an ack twice changes
+// nothing; a pull request twice is served twice.
+func (c *Consumer) forward(evs []cevent) {
+	for i := range evs {
+		m := evs[i].fwd
+		c.env.Transport.Publish(m.subject, m.reply, m.hdr, m.data)
+	}
 }
 
 // takeCommitted returns, and forgets, the stream sequences committed

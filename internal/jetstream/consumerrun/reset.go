@@ -51,7 +51,7 @@ type consumerResetResponse struct {
 
 const resetResponseType = "io.nats.jetstream.api.v1.consumer_reset_response"
 
-func (c *Consumer) onReset(_, reply string, hdr, data []byte) {
+func (c *Consumer) onReset(subject, reply string, hdr, data []byte) {
 	if reply == "" {
 		return
 	}
@@ -60,7 +60,7 @@ func (c *Consumer) onReset(_, reply string, hdr, data []byte) {
 		return
 	}
 	_, ident := stream.HeaderValue(hdr, stream.HdrStreamIdentity)
-	c.push(cevent{reset: &resetEvent{reply: reply, body: append([]byte(nil), data...), ident: ident}})
+	c.push(cevent{reset: &resetEvent{reply: reply, body: append([]byte(nil), data...), ident: ident}, fwd: c.raw(subject, reply, hdr, data)})
 }
 
 // sendReset answers a reset.
