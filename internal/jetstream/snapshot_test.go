@@ -462,18 +462,13 @@ func TestSnapshotNoFlowResponse(t *testing.T) {
 // no answer, nothing left, the name free again.
 func TestRestoreStalls(t *testing.T) {
 	old := restoreStallTimeout
-	restoreStallTimeout = 50 * time.Millisecond
+	restoreStallTimeout = 200 * time.Millisecond
 	t.Cleanup(func() { restoreStallTimeout = old })
 	fs := vfs.NewCrashFS()
 	tr := newMemTransport()
 	js := newTestJS(t, fs, tr)
 	defer js.Shutdown()
 	cfg := stream.Config{Name: "ST", Subjects: []string{"st"}}
-	called := make(chan struct{}, 1)
-	subj, jerr := js.BeginRestore(cfg, nil, func(string, *StreamInfo, *jserr.Error) { called <- struct{}{} })
-	if jerr != nil {
-		t.Fatal(jerr)
-	}
 	var buf bytes.Buffer
 	w := snapshot.NewWriter(&buf)
 	state := []byte(`{"messages":0,"consumer_count":0}`)
@@ -481,8 +476,28 @@ func TestRestoreStalls(t *testing.T) {
 		t.Fatal("write")
 	}
 	acks := tr.inbox("_R.ack")
-	tr.Publish(subj, "_R.ack", nil, buf.Bytes())
-	<-acks.ch
+	called := make(chan struct{}, 8)
+	// A chunk, acknowledged, then nothing. On a loaded machine the
+	// restore may stall before its first chunk arrives (no ack then):
+	// begin again.
+	for attempt := 1; ; attempt++ {
+		var subj string
+		waitUntil(t, "a restore to begin (an earlier one stalled first)", func() bool {
+			var jerr *jserr.Error
+			subj, jerr = js.BeginRestore(cfg, nil, func(string, *StreamInfo, *jserr.Error) { called <- struct{}{} })
+			return jerr == nil
+		})
+		tr.Publish(subj, "_R.ack", nil, buf.Bytes())
+		select {
+		case <-acks.ch:
+		case <-time.After(5 * restoreStallTimeout):
+			if attempt == 5 {
+				t.Fatal("no chunk acknowledged in 5 restores")
+			}
+			continue
+		}
+		break
+	}
 	waitUntil(t, "the stalled restore to end", func() bool {
 		_, err := js.BeginRestore(cfg, nil, func(string, *StreamInfo, *jserr.Error) {})
 		return err == nil
