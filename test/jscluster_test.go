@@ -50,7 +50,11 @@ func jsClusterOpts(t *testing.T, n int) ([]*server.Server, []server.Options) {
 }
 
 // jsClusterMod is jsClusterOpts with mod, when not nil, adjusting server
-// i's options before it starts.
+// i's options before it starts. It returns once every server knows the
+// meta leader and the other members (waitMetaFormed): until the meta
+// leader knows the servers, nobody answers a stream create, or it fails
+// with 10005, and a client's first request waits out its whole timeout
+// (10 s with tctx).
 func jsClusterMod(t *testing.T, n int, mod func(i int, o *server.Options)) ([]*server.Server, []server.Options) {
 	t.Helper()
 	if targetIsNatsServer() {
@@ -62,6 +66,7 @@ func jsClusterMod(t *testing.T, n int, mod func(i int, o *server.Options)) ([]*s
 	for attempt := 1; ; attempt++ {
 		servers, opts, err := tryJSCluster(t, n, mod)
 		if err == nil {
+			waitMetaFormed(t, servers)
 			return servers, opts
 		}
 		if !addrInUse(err) || attempt == 5 {
