@@ -168,7 +168,10 @@ func expected(n int, prefix string) []string {
 // holds.
 func TestExternalSourcesAcrossAccounts(t *testing.T) {
 	for _, srv := range extServers(t, externalConf) {
-		t.Run(srv.name, func(t *testing.T) { runExternalAcrossAccounts(t, srv, "RI.JS.API") })
+		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel() // each target has its own server and store; both mostly wait for source retries
+			runExternalAcrossAccounts(t, srv, "RI.JS.API")
+		})
 	}
 }
 
