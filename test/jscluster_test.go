@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -55,11 +56,15 @@ func jsClusterOpts(t *testing.T, n int) ([]*server.Server, []server.Options) {
 // leader knows the servers, nobody answers a stream create, or it fails
 // with 10005, and a client's first request waits out its whole timeout
 // (10 s with tctx).
+//
+// The test runs in parallel with the other parallel tests from here on
+// (clusterParallel).
 func jsClusterMod(t *testing.T, n int, mod func(i int, o *server.Options)) ([]*server.Server, []server.Options) {
 	t.Helper()
 	if targetIsNatsServer() {
 		t.Skip("cairn's JetStream cluster layer")
 	}
+	clusterParallel(t)
 	// The route ports are picked free, then released before the servers
 	// bind them: another process (a parallel test package) can take one
 	// meanwhile. Then the cluster starts again on new ports.
@@ -73,6 +78,32 @@ func jsClusterMod(t *testing.T, n int, mod func(i int, o *server.Options)) ([]*s
 			t.Fatal(err)
 		}
 		t.Logf("attempt %d: %v; starting the cluster again on other ports", attempt, err)
+	}
+}
+
+// parallelTests holds, for each test that called clusterParallel or
+// timingTest, whether it runs in parallel.
+var parallelTests sync.Map // *testing.T -> bool
+
+// clusterParallel makes t a parallel test (t.Parallel) unless it is one
+// already or called timingTest. A test with a JetStream cluster mostly
+// waits (elections, catch-ups, retries; the test binary used about a
+// fifth of a core under -race), so two of them at once (go test's
+// -parallel, GOMAXPROCS by default) take about half the time. Every
+// server listens on its own ports (a port taken meanwhile is retried:
+// jsClusterMod, restartServer) and stores in its own t.TempDir().
+func clusterParallel(t *testing.T) {
+	if _, seen := parallelTests.LoadOrStore(t, true); !seen {
+		t.Cleanup(func() { parallelTests.Delete(t) })
+		t.Parallel()
+	}
+}
+
+// timingTest keeps t out of the parallel tests, before its first
+// cluster: for a test that asserts bounds on how long something takes.
+func timingTest(t *testing.T) {
+	if _, seen := parallelTests.LoadOrStore(t, false); !seen {
+		t.Cleanup(func() { parallelTests.Delete(t) })
 	}
 }
 
