@@ -82,11 +82,11 @@ func jsClusterMod(t *testing.T, n int, mod func(i int, o *server.Options)) ([]*s
 }
 
 // parallelTests holds, for each test that called clusterParallel or
-// timingTest, whether it runs in parallel.
+// serialTest, whether it runs in parallel.
 var parallelTests sync.Map // *testing.T -> bool
 
 // clusterParallel makes t a parallel test (t.Parallel) unless it is one
-// already or called timingTest. A test with a JetStream cluster mostly
+// already or called serialTest. A test with a JetStream cluster mostly
 // waits (elections, catch-ups, retries; the test binary used about a
 // fifth of a core under -race), so two of them at once (go test's
 // -parallel, GOMAXPROCS by default) take about half the time. Every
@@ -99,9 +99,10 @@ func clusterParallel(t *testing.T) {
 	}
 }
 
-// timingTest keeps t out of the parallel tests, before its first
-// cluster: for a test that asserts bounds on how long something takes.
-func timingTest(t *testing.T) {
+// serialTest keeps t out of the parallel tests, called before its first
+// cluster: for a test that asserts bounds on how long something takes,
+// or one that a busier machine makes fail.
+func serialTest(t *testing.T) {
 	if _, seen := parallelTests.LoadOrStore(t, false); !seen {
 		t.Cleanup(func() { parallelTests.Delete(t) })
 	}
