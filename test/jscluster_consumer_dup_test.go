@@ -152,7 +152,7 @@ func consumeNoFirstTwice(t *testing.T, s interface{ ClientURL() string }, ready 
 		}
 		mu.Unlock()
 		_ = m.Ack()
-	})
+	}, jetstream.PullExpiry(5*time.Second)) // a pull request lost while the leadership moves is renewed after 5 s, not 30 s
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,8 +165,8 @@ func consumeNoFirstTwice(t *testing.T, s interface{ ClientURL() string }, ready 
 	ats := slices.Sorted(maps.Keys(acts))
 	for _, at := range ats {
 		// Long enough for nats.go to notice a pull request lost while the
-		// leadership moved (two missed heartbeats, 30 s), which this test
-		// does not judge.
+		// leadership moved (two missed heartbeats, 5 s with the pull
+		// expiry above; 30 s by default), which this test does not judge.
 		waitFor(t, 75*time.Second, fmt.Sprintf("%d messages received", at), func() bool { return received() >= at })
 		eventually(t, fmt.Sprintf("the act at %d messages", at), acts[at])
 	}
