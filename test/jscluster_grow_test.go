@@ -272,6 +272,7 @@ func TestJetStreamClusterFourthServerKill9(t *testing.T) {
 	if targetIsNatsServer() {
 		t.Skip("cairn's meta group")
 	}
+	t.Parallel() // processes that mostly wait; before the ports are picked
 	bin := buildCairn(t)
 	mon := []int{freePort(t), freePort(t), freePort(t), freePort(t)}
 	kc := newKillClusterArgs(t, bin, 3, func(i int) []string {

@@ -244,6 +244,7 @@ func TestJetStreamClusterMoveLeaderKill9(t *testing.T) {
 		// out waiting for the move, not investigated).
 		t.Skip("cairn's moves")
 	}
+	t.Parallel() // processes that mostly wait; before the ports are picked
 	kc := newKillClusterArgs(t, buildCairn(t), 3, func(int) []string { return []string{"-js", "-sd", t.TempDir()} })
 	var urls []string
 	for _, p := range kc.procs {
