@@ -167,8 +167,12 @@ func expected(n int, prefix string) []string {
 // it is created again the mirror copies its messages above what it
 // holds.
 func TestExternalSourcesAcrossAccounts(t *testing.T) {
+	t.Parallel() // its servers listen on random ports, also after a restart
 	for _, srv := range extServers(t, externalConf) {
-		t.Run(srv.name, func(t *testing.T) { runExternalAcrossAccounts(t, srv, "RI.JS.API") })
+		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel() // each target has its own server and store; both mostly wait for source retries
+			runExternalAcrossAccounts(t, srv, "RI.JS.API")
+		})
 	}
 }
 

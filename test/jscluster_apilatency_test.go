@@ -72,6 +72,7 @@ func timedAPI(nc *nats.Conn, subj string, v any) (time.Duration, error) {
 // and names in "missing" the stream of one replica whose server stopped;
 // both within the 4 s the meta leader waits for a leader's answer.
 func TestJetStreamClusterLeaderlessAccountInfo(t *testing.T) {
+	serialTest(t) // within listGatherWait
 	servers, _ := jsClusterMod(t, 3, pairTags)
 	a, b, pair := otherThan(t, servers)
 	nc := connect(t, servers[b].ClientURL())
@@ -171,6 +172,7 @@ func TestJetStreamClusterLeaderlessAccountInfo(t *testing.T) {
 // servers are refused (10005). Each stream's durable consumer keeps its
 // acknowledged message through the scales.
 func TestJetStreamClusterScaleUpInfoAnswered(t *testing.T) {
+	serialTest(t) // answers within 5 s
 	servers, _ := jsClusterMod(t, 3, pairTags)
 	a, b, _ := otherThan(t, servers)
 	nc := connect(t, servers[0].ClientURL())

@@ -133,7 +133,7 @@ func checkAll(t *testing.T, js jetstream.JetStream, sent map[uint64]sentMsg) {
 	var s jetstream.Stream
 	eventually(t, "stream info", func() error {
 		var err error
-		s, err = js.Stream(tctx(t), "ORDERS")
+		s, err = js.Stream(ctx2(t), "ORDERS") // unanswered while the stream has no leader: ask again
 		if err == nil && s.CachedInfo().State.Msgs != uint64(len(sent)) {
 			err = fmt.Errorf("%d messages, want %d", s.CachedInfo().State.Msgs, len(sent))
 		}

@@ -15,7 +15,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/server"
 )
 
@@ -641,13 +640,7 @@ func TestJetStreamClusterFetchRightAfterCreate(t *testing.T) {
 // nats-server's does: a durable of three replicas, one of one, an
 // ephemeral; an update goes through it too, and so does a refusal.
 func TestJetStreamClusterConsumerCreateMetaLeaderWithoutReplica(t *testing.T) {
-	servers, _ := jsClusterMod(t, 5, func(_ int, o *server.Options) {
-		o.Auth = config.Auth{
-			Users:    []config.User{{Name: "sys", Password: "sys", Account: "SYS"}, {Name: "app", Password: "app", Account: "APP"}},
-			Accounts: []config.Account{{Name: "SYS"}, {Name: "APP", JetStream: &config.AccountJetStream{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1, MaxAckPending: -1, MemoryMaxStreamBytes: -1, StoreMaxStreamBytes: -1}}},
-		}
-		o.Operator.SystemAccount = "SYS"
-	})
+	servers, _ := jsClusterMod(t, 5, func(_ int, o *server.Options) { sysAppAuth(o) })
 	_, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
 	var si *jetstream.StreamInfo
 	eventually(t, "create ORDERS", func() error {

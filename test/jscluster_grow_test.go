@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/server"
 )
 
@@ -148,13 +147,7 @@ func TestJetStreamClusterFourthServerJoins(t *testing.T) {
 // (no longer a member), as nats-server answers. Then the meta leader
 // removes itself: it hands its leadership over first.
 func TestJetStreamClusterServerRemove(t *testing.T) {
-	servers, _ := jsClusterMod(t, 4, func(_ int, o *server.Options) {
-		o.Auth = config.Auth{
-			Users:    []config.User{{Name: "sys", Password: "sys", Account: "SYS"}, {Name: "app", Password: "app", Account: "APP"}},
-			Accounts: []config.Account{{Name: "SYS"}, {Name: "APP", JetStream: &config.AccountJetStream{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1, MaxAckPending: -1, MemoryMaxStreamBytes: -1, StoreMaxStreamBytes: -1}}},
-		}
-		o.Operator.SystemAccount = "SYS"
-	})
+	servers, _ := jsClusterMod(t, 4, func(_ int, o *server.Options) { sysAppAuth(o) })
 	_, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
 	eventually(t, "create ORDERS", func() error {
 		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
@@ -279,6 +272,7 @@ func TestJetStreamClusterFourthServerKill9(t *testing.T) {
 	if targetIsNatsServer() {
 		t.Skip("cairn's meta group")
 	}
+	t.Parallel() // processes that mostly wait; before the ports are picked
 	bin := buildCairn(t)
 	mon := []int{freePort(t), freePort(t), freePort(t), freePort(t)}
 	kc := newKillClusterArgs(t, bin, 3, func(i int) []string {

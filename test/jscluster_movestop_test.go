@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/server"
 )
 
@@ -121,13 +120,7 @@ func TestJetStreamClusterServerRemoveMetaLeaderLeadingStream(t *testing.T) {
 }
 
 func removeMetaLeaderLeadingStream(t *testing.T, size int) {
-	servers, _ := jsClusterMod(t, size, func(_ int, o *server.Options) {
-		o.Auth = config.Auth{
-			Users:    []config.User{{Name: "sys", Password: "sys", Account: "SYS"}, {Name: "app", Password: "app", Account: "APP"}},
-			Accounts: []config.Account{{Name: "SYS"}, {Name: "APP", JetStream: &config.AccountJetStream{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1, MaxAckPending: -1, MemoryMaxStreamBytes: -1, StoreMaxStreamBytes: -1}}},
-		}
-		o.Operator.SystemAccount = "SYS"
-	})
+	servers, _ := jsClusterMod(t, size, func(_ int, o *server.Options) { sysAppAuth(o) })
 	ncs, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
 	var all []string
 	for _, s := range servers {
@@ -251,6 +244,7 @@ func TestJetStreamClusterMoveLeaderKill9(t *testing.T) {
 		// out waiting for the move, not investigated).
 		t.Skip("cairn's moves")
 	}
+	t.Parallel() // processes that mostly wait; before the ports are picked
 	kc := newKillClusterArgs(t, buildCairn(t), 3, func(int) []string { return []string{"-js", "-sd", t.TempDir()} })
 	var urls []string
 	for _, p := range kc.procs {

@@ -268,6 +268,7 @@ func TestJetStreamClusterKill9Restarts(t *testing.T) {
 	if targetIsNatsServer() {
 		t.Skip("cairn's store layout")
 	}
+	t.Parallel() // processes that mostly wait; before the ports are picked
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	kc := newKillClusterArgs(t, buildCairn(t), 3, func(i int) []string { return []string{"-js", "-sd", dirs[i]} })
 	victim := kc.procs[1]

@@ -151,7 +151,10 @@ func scaleDownToOne(t *testing.T, n int) {
 	publishAcked(t, js[other], sent, 3001)
 	checkAll(t, js[other], sent)
 	// Settled under a new group, it scales up again: its server's store
-	// starts the group, the others catch up.
+	// starts the group, the others catch up. (The update goes to the meta
+	// leader: asked before the restarted servers know one, it goes
+	// unanswered for scaleTo's 5 s.)
+	waitMetaFormed(t, servers)
 	scaleTo(t, js[other], cfg)
 	waitReplicas(t, js[other], n)
 	publishAcked(t, js[other], sent, 3002)

@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/server"
 )
 
@@ -289,13 +288,7 @@ func singleOfStream(t *testing.T, js jetstream.JetStream, stream, name string) (
 // state to a server of the stream that stays before the stream's replica
 // moves to the fourth server, and goes on delivering from there.
 func TestJetStreamClusterServerRemoveMovesSingleConsumers(t *testing.T) {
-	servers, _ := jsClusterMod(t, 4, func(_ int, o *server.Options) {
-		o.Auth = config.Auth{
-			Users:    []config.User{{Name: "sys", Password: "sys", Account: "SYS"}, {Name: "app", Password: "app", Account: "APP"}},
-			Accounts: []config.Account{{Name: "SYS"}, {Name: "APP", JetStream: &config.AccountJetStream{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1, MaxAckPending: -1, MemoryMaxStreamBytes: -1, StoreMaxStreamBytes: -1}}},
-		}
-		o.Operator.SystemAccount = "SYS"
-	})
+	servers, _ := jsClusterMod(t, 4, func(_ int, o *server.Options) { sysAppAuth(o) })
 	_, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
 	eventually(t, "create ORDERS", func() error {
 		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})

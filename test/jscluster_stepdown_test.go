@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/monitor"
 	"github.com/cairnmq/cairn/internal/server"
 )
@@ -170,13 +169,7 @@ func TestJetStreamClusterStreamStepDown(t *testing.T) {
 // no answer. SERVER.REMOVE's refusals are nats-server's (its removal of a
 // member: TestJetStreamClusterServerRemove).
 func TestJetStreamClusterMetaStepDown(t *testing.T) {
-	servers, _ := jsClusterMod(t, 3, func(_ int, o *server.Options) {
-		o.Auth = config.Auth{
-			Users:    []config.User{{Name: "sys", Password: "sys", Account: "SYS"}, {Name: "app", Password: "app", Account: "APP"}},
-			Accounts: []config.Account{{Name: "SYS"}, {Name: "APP", JetStream: &config.AccountJetStream{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1, MaxAckPending: -1, MemoryMaxStreamBytes: -1, StoreMaxStreamBytes: -1}}},
-		}
-		o.Operator.SystemAccount = "SYS"
-	})
+	servers, _ := jsClusterMod(t, 3, func(_ int, o *server.Options) { sysAppAuth(o) })
 	app := connect(t, servers[0].ClientURL(), nats.UserInfo("app", "app"))
 	js, err := jetstream.New(app)
 	if err != nil {

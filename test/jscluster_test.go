@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -50,24 +51,60 @@ func jsClusterOpts(t *testing.T, n int) ([]*server.Server, []server.Options) {
 }
 
 // jsClusterMod is jsClusterOpts with mod, when not nil, adjusting server
-// i's options before it starts.
+// i's options before it starts. It returns once every server knows the
+// meta leader and the other members (waitMetaFormed): until the meta
+// leader knows the servers, nobody answers a stream create, or it fails
+// with 10005, and a client's first request waits out its whole timeout
+// (10 s with tctx).
+//
+// The test runs in parallel with the other parallel tests from here on
+// (clusterParallel).
 func jsClusterMod(t *testing.T, n int, mod func(i int, o *server.Options)) ([]*server.Server, []server.Options) {
 	t.Helper()
 	if targetIsNatsServer() {
 		t.Skip("cairn's JetStream cluster layer")
 	}
+	clusterParallel(t)
 	// The route ports are picked free, then released before the servers
 	// bind them: another process (a parallel test package) can take one
 	// meanwhile. Then the cluster starts again on new ports.
 	for attempt := 1; ; attempt++ {
 		servers, opts, err := tryJSCluster(t, n, mod)
 		if err == nil {
+			waitMetaFormed(t, servers)
 			return servers, opts
 		}
 		if !addrInUse(err) || attempt == 5 {
 			t.Fatal(err)
 		}
 		t.Logf("attempt %d: %v; starting the cluster again on other ports", attempt, err)
+	}
+}
+
+// parallelTests holds, for each test that called clusterParallel or
+// serialTest, whether it runs in parallel.
+var parallelTests sync.Map // *testing.T -> bool
+
+// clusterParallel makes t a parallel test (t.Parallel) unless it is one
+// already or called serialTest. A test with a JetStream cluster mostly
+// waits (elections, catch-ups, retries; the test binary used about a
+// fifth of a core under -race), so two of them at once (go test's
+// -parallel, GOMAXPROCS by default) take about half the time. Every
+// server listens on its own ports (a port taken meanwhile is retried:
+// jsClusterMod, restartServer) and stores in its own t.TempDir().
+func clusterParallel(t *testing.T) {
+	if _, seen := parallelTests.LoadOrStore(t, true); !seen {
+		t.Cleanup(func() { parallelTests.Delete(t) })
+		t.Parallel()
+	}
+}
+
+// serialTest keeps t out of the parallel tests, called before its first
+// cluster: for a test that asserts bounds on how long something takes,
+// or one that a busier machine makes fail.
+func serialTest(t *testing.T) {
+	if _, seen := parallelTests.LoadOrStore(t, false); !seen {
+		t.Cleanup(func() { parallelTests.Delete(t) })
 	}
 }
 

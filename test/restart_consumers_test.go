@@ -131,6 +131,7 @@ func TestEphemeralConsumerSurvivesRestart(t *testing.T) {
 // creates a new consumer from the last revision it saw; cairn does the
 // same (see docs/compatibility.md).
 func TestKVWatchAcrossRestart(t *testing.T) {
+	t.Parallel() // it waits for nats.go's missed heartbeats (10 s and more)
 	p := startJSProc(t, t.TempDir())
 	nc := reconnecting(t, p.url)
 	js, _ := jetstream.New(nc)
