@@ -74,6 +74,7 @@ const pullMoveExpiry = 10 * time.Second
 // request left unanswered costs the expiry, 10 s; the old leader gives
 // up waiting for its successor after 4 s) or a message came again.
 func pullMoves(t *testing.T, start func(cons jetstream.Consumer, got func(jetstream.Msg), failed func(error)) (stop func())) {
+	serialTest(t) // it bounds the longest pause between messages
 	servers := jsCluster(t, 3)
 	nc := connect(t, servers[0].ClientURL())
 	sys := connect(t, servers[1].ClientURL())
