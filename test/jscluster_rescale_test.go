@@ -21,6 +21,7 @@ import (
 // replicas and every acknowledged message, the durable with three
 // replicas and its delivered and acknowledged state.
 func TestJetStreamClusterScaleBackToBack(t *testing.T) {
+	serialTest(t) // each update must be answered within the CLI's 5 s
 	servers := jsCluster(t, 3)
 	js, err := jetstream.New(connect(t, servers[1].ClientURL()))
 	if err != nil {
@@ -218,6 +219,7 @@ func waitConsumerReplicas(t *testing.T, js jetstream.JetStream) {
 // deleted, the duplicate window kept. With a consumer, the scale-down
 // answers 10061 (not built).
 func TestJetStreamClusterMemoryScaleDownToOne(t *testing.T) {
+	serialTest(t) // each update must be answered within the CLI's 5 s
 	servers := jsCluster(t, 3)
 	js, err := jetstream.New(connect(t, servers[2].ClientURL()))
 	if err != nil {
