@@ -81,14 +81,14 @@ type leaderReplica struct {
 	consumerlog.Replica
 	c  *Cluster
 	cr *creplica
+	k  consumerKey // cr.ca's names, which the run goroutine's writes of cr.ca (under Cluster.mu) leave alone
 }
 
 // SetLeading records the leadership, then tells the consumer.
 func (l leaderReplica) SetLeading(on bool) {
 	if on {
 		l.cr.since.Store(l.c.cfg.Now().UnixNano())
-		k := l.cr.ca
-		l.c.cfg.Infof("JetStream cluster new consumer leader for '%s > %s > %s'", k.Account, k.Stream, k.Name) // nats-server v2.15.2's words
+		l.c.cfg.Infof("JetStream cluster new consumer leader for '%s > %s > %s'", l.k.account, l.k.stream, l.k.name) // nats-server v2.15.2's words
 	}
 	l.cr.announced.Store(false)
 	l.cr.leads.Store(on)
@@ -458,7 +458,7 @@ func (c *Cluster) newConsumerLog(acc *account, streamName, name string, a stream
 	k := consumerKey{acc.name, streamName, name}
 	await := func(done func()) { go c.awaitSuccessor(k, done) }
 	cr.log = consumerlog.New(consumerlog.Config{Node: c.node, Group: cr.ca.Group, Save: save, Logf: c.cfg.Logf, AwaitSuccessor: await},
-		leaderReplica{Replica: rep, c: c, cr: cr})
+		leaderReplica{Replica: rep, c: c, cr: cr, k: k})
 	return cr.log
 }
 
