@@ -14,7 +14,7 @@
 # Environment:
 #   FUZZTIME=5s          how long each fuzz target runs (0 or "off" skips fuzzing;
 #                        longer runs: FUZZTIME=5m scripts/test.sh)
-#   GO_TEST_TIMEOUT=20m  the -timeout of go test (the test package takes about 14 minutes under -race on 2 cores)
+#   GO_TEST_TIMEOUT=20m  the -timeout of go test (the test package takes about 9 minutes under -race on 2 cores)
 #   GO_TEST_RUN=regex    passed to go test -run (default: all tests)
 set -euo pipefail
 
