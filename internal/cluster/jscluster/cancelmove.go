@@ -160,18 +160,7 @@ func (a *account) StreamCancelMove(name string) (*jetstream.StreamInfo, *jserr.E
 // logged.
 func (c *Cluster) consumersBack(sa meta.StreamAssignment, servers []raftnode.ServerID) {
 	k := streamKey{sa.Account, sa.Name}
-	old := meta.Servers(sa.Replicas)
-	var gone, came []raftnode.ServerID
-	for _, s := range old {
-		if !slices.Contains(servers, s) {
-			gone = append(gone, s)
-		}
-	}
-	for _, s := range servers {
-		if !slices.Contains(old, s) {
-			came = append(came, s)
-		}
-	}
+	gone, came := serverDiff(meta.Servers(sa.Replicas), servers)
 	if len(gone) == 0 || len(came) == 0 {
 		return
 	}

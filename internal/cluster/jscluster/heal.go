@@ -83,12 +83,7 @@ func (c *Cluster) healStream(sa meta.StreamAssignment) bool {
 	if _, err := c.meta.Propose(&meta.UpdateStream{Account: sa.Account, Name: sa.Name, Config: sa.Config, Servers: servers}); err != nil {
 		return false
 	}
-	var added []raftnode.ServerID
-	for _, s := range servers {
-		if !slices.Contains(cur, s) {
-			added = append(added, s)
-		}
-	}
+	_, added := serverDiff(cur, servers)
 	c.cfg.Infof("JetStream cluster: stream '%s > %s' was %d replica(s) short of %d: adds %v", sa.Account, sa.Name, cfg.Replicas-len(cur), cfg.Replicas, added)
 	c.healConsumers(sa, servers, added)
 	return true

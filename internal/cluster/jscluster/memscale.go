@@ -121,13 +121,6 @@ func (c *Cluster) finishMemoryConvert(acc *account, k streamKey, sa meta.StreamA
 	if jerr != nil {
 		return jerr
 	}
-	nr := &replica{sa: sa, leadState: &leadState{}, server: c.name}
-	nr.leads.Store(true)
-	nr.since.Store(c.cfg.Now().UnixNano())
-	c.mu.Lock()
-	c.replicas[k] = nr
-	c.mu.Unlock()
-	c.cfg.Infof("JetStream cluster: stream '%s > %s' runs as one replica on this server, in memory", k.account, k.name)
-	c.reconcileConsumers(k)
+	c.runAsSingle(k, sa, ", in memory")
 	return nil
 }

@@ -175,15 +175,23 @@ func (c *Cluster) finishConvert(acc *account, k streamKey, sa meta.StreamAssignm
 	if jerr != nil || !found {
 		return errors.Join(errors.New("the stream of one replica does not restore"), jerr)
 	}
+	c.runAsSingle(k, sa, "")
+	return nil
+}
+
+// runAsSingle records stream k, assigned as sa, as this server's
+// replica of one replica, leading since now (its group's conversion
+// done: scaledown.go, memscale.go), logs it (how: what follows "on this
+// server") and starts its consumers.
+func (c *Cluster) runAsSingle(k streamKey, sa meta.StreamAssignment, how string) {
 	nr := &replica{sa: sa, leadState: &leadState{}, server: c.name}
 	nr.leads.Store(true)
 	nr.since.Store(c.cfg.Now().UnixNano())
 	c.mu.Lock()
 	c.replicas[k] = nr
 	c.mu.Unlock()
-	c.cfg.Infof("JetStream cluster: stream '%s > %s' runs as one replica on this server", k.account, k.name)
+	c.cfg.Infof("JetStream cluster: stream '%s > %s' runs as one replica on this server%s", k.account, k.name, how)
 	c.reconcileConsumers(k)
-	return nil
 }
 
 // converts records that stream k is being converted here (Cluster.

@@ -458,23 +458,28 @@ func (c *Cluster) canMove(k streamKey, sa meta.StreamAssignment, servers []raftn
 	return singles, true
 }
 
+// serverDiff returns the servers of old that next leaves out (gone) and
+// those of next that old did not have (came), each in its order.
+func serverDiff(old, next []raftnode.ServerID) (gone, came []raftnode.ServerID) {
+	for _, s := range old {
+		if !slices.Contains(next, s) {
+			gone = append(gone, s)
+		}
+	}
+	for _, s := range next {
+		if !slices.Contains(old, s) {
+			came = append(came, s)
+		}
+	}
+	return gone, came
+}
+
 // moveConsumerPairs, on the meta leader after a move of stream sa (its
 // assignment before the move) to servers applied, moves the replicas its
 // replicated consumers had on each server that left to the server that
 // took its place (moveConsumers), pairing them in order.
 func (c *Cluster) moveConsumerPairs(sa meta.StreamAssignment, servers []raftnode.ServerID) {
-	old := meta.Servers(sa.Replicas)
-	var gone, came []raftnode.ServerID
-	for _, s := range old {
-		if !slices.Contains(servers, s) {
-			gone = append(gone, s)
-		}
-	}
-	for _, s := range servers {
-		if !slices.Contains(old, s) {
-			came = append(came, s)
-		}
-	}
+	gone, came := serverDiff(meta.Servers(sa.Replicas), servers)
 	for i := range min(len(gone), len(came)) {
 		c.moveConsumers(sa.Account, sa.Name, gone[i], came[i])
 	}
