@@ -36,7 +36,26 @@ func TestJetStreamClusterScaleBackToBack(t *testing.T) {
 	})
 	sent := map[uint64]sentMsg{}
 	publishRange(t, js, sent, 1, 20)
-	before := fetchAckFour(t, js)
+	cons, err := js.CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "WORK", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(10, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for m := range batch.Messages() {
+		if got++; got <= 4 {
+			if err := m.DoubleAck(tctx(t)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got != 10 {
+		t.Fatalf("fetched %d", got)
+	}
+	before := consumerState(t, js)
 	for i, n := range []int{1, 3, 1, 3} {
 		cfg.Replicas = n
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // the nats CLI's timeout
@@ -52,10 +71,6 @@ func TestJetStreamClusterScaleBackToBack(t *testing.T) {
 		publishAcked(t, js, sent, 100+i)
 	}
 	// The durable alone, by consumer update: 3 -> 1 -> 3, each sent once.
-	cons, err := js.Consumer(tctx(t), "ORDERS", "WORK")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ccfg := cons.CachedInfo().Config
 	for i, n := range []int{1, 3} {
 		ccfg.Replicas = n
