@@ -672,20 +672,9 @@ func (c *Cluster) addMeta(rec votersFile) error {
 		gc.Peers = append(gc.Peers, raftnode.Peer{Replica: raftnode.ReplicaID(j + 1), Server: raftnode.ServerID(n)})
 	}
 	if rec.Incarnations != nil {
-		gc.Peers = gc.Peers[:0]
-		for _, n := range names {
-			inc, err := parseIncarnation(rec.Incarnations[n])
-			if err != nil {
-				return fmt.Errorf("the voters record: %s: %w", n, err)
-			}
-			id := metaReplica(inc)
-			gc.Peers = append(gc.Peers, raftnode.Peer{Replica: id, Server: raftnode.ServerID(n)})
-			if !rec.Join {
-				gc.Voters = append(gc.Voters, id)
-			}
-			if n == string(c.name) {
-				gc.Replica = id
-			}
+		var err error
+		if gc.Peers, gc.Voters, gc.Replica, err = metaPeersOf(rec, c.name); err != nil {
+			return err
 		}
 		gc.Join = rec.Join
 	}
@@ -699,6 +688,40 @@ func (c *Cluster) addMeta(rec votersFile) error {
 	c.metaByInc = rec.Incarnations != nil
 	c.mu.Unlock()
 	return nil
+}
+
+// metaPeersOf returns the meta group's peers as the voters record rec
+// (with incarnations) names them, each replica ID derived from its
+// server's incarnation (metaReplica), the voters among them (none for a
+// Join record) and this server's (self) replica. Two names of one store
+// (a server renamed over its store while the catalogue still holds its
+// old name: rename.go) are one peer, named self when self is one of
+// them, else the first in the record's order; raftnode refuses a
+// repeated replica (a server with a damaged WAL that joined after a
+// rename stayed out of the meta group). Errors: an incarnation that
+// does not decode.
+func metaPeersOf(rec votersFile, self raftnode.ServerID) (peers []raftnode.Peer, voters []raftnode.ReplicaID, replica raftnode.ReplicaID, err error) {
+	for _, n := range rec.Voters {
+		inc, err := parseIncarnation(rec.Incarnations[n])
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("the voters record: %s: %w", n, err)
+		}
+		id := metaReplica(inc)
+		if n == string(self) {
+			replica = id
+		}
+		if k := slices.IndexFunc(peers, func(p raftnode.Peer) bool { return p.Replica == id }); k >= 0 {
+			if n == string(self) {
+				peers[k].Server = self
+			}
+			continue
+		}
+		peers = append(peers, raftnode.Peer{Replica: id, Server: raftnode.ServerID(n)})
+		if !rec.Join {
+			voters = append(voters, id)
+		}
+	}
+	return peers, voters, replica, nil
 }
 
 // parseIncarnation decodes an incarnation's 32 hexadecimal digits.

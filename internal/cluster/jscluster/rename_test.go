@@ -2,6 +2,7 @@ package jscluster
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cairnmq/cairn/internal/cluster/meta"
@@ -48,5 +49,35 @@ func TestRenamedRecord(t *testing.T) {
 	got := c.renamedRecord(rec, "n3")
 	if !slices.Equal(got.Voters, []string{"a3", "n1", "n2"}) || got.Incarnations["a3"] != "03" || got.Incarnations["n3"] != "" || !got.Join {
 		t.Fatalf("%+v", got)
+	}
+}
+
+// A voters record that names one store under two names (a server renamed
+// over its store, its old name still catalogued) gives one peer for it:
+// raftnode refuses a repeated replica, and a server with a damaged WAL
+// joining such a cluster stayed out of the meta group ("bad or repeated
+// peer"). The peer is named after this server when it is one of the two.
+func TestMetaPeersOfRenamedStore(t *testing.T) {
+	a, b := strings.Repeat("0a", 16), strings.Repeat("0b", 16)
+	rec := votersFile{Voters: []string{"n1", "n2", "n2x"}, Join: true, Incarnations: map[string]string{"n1": a, "n2": b, "n2x": b}}
+	incB, _ := parseIncarnation(b)
+	for _, tc := range []struct {
+		self raftnode.ServerID
+		name raftnode.ServerID // the shared store's peer
+	}{{"n1", "n2"}, {"n2x", "n2x"}} {
+		peers, voters, replica, err := metaPeersOf(rec, tc.self)
+		if err != nil || len(peers) != 2 || len(voters) != 0 {
+			t.Fatalf("self %s: peers %v, voters %v, %v", tc.self, peers, voters, err)
+		}
+		if peers[1].Replica != metaReplica(incB) || peers[1].Server != tc.name {
+			t.Fatalf("self %s: the shared store's peer %+v, want %s", tc.self, peers[1], tc.name)
+		}
+		if tc.self == "n2x" && replica != metaReplica(incB) {
+			t.Fatalf("self n2x: replica %d", replica)
+		}
+	}
+	rec.Join = false
+	if _, voters, _, _ := metaPeersOf(rec, "n1"); len(voters) != 2 {
+		t.Fatalf("voters %v, want two", voters)
 	}
 }
