@@ -36,26 +36,7 @@ func TestJetStreamClusterScaleBackToBack(t *testing.T) {
 	})
 	sent := map[uint64]sentMsg{}
 	publishRange(t, js, sent, 1, 20)
-	cons, err := js.CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "WORK", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch, err := cons.Fetch(10, jetstream.FetchMaxWait(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := 0
-	for m := range batch.Messages() {
-		if got++; got <= 4 {
-			if err := m.DoubleAck(tctx(t)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if got != 10 {
-		t.Fatalf("fetched %d", got)
-	}
-	before := consumerState(t, js)
+	cons, before := fetchAckFour(t, js)
 	for i, n := range []int{1, 3, 1, 3} {
 		cfg.Replicas = n
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // the nats CLI's timeout
@@ -122,7 +103,7 @@ func TestJetStreamClusterMemoryScaleUpConsumers(t *testing.T) {
 	})
 	sent := map[uint64]sentMsg{}
 	publishRange(t, js, sent, 1, 20)
-	before := fetchAckFour(t, js)
+	_, before := fetchAckFour(t, js)
 	eph, err := js.CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{InactiveThreshold: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -159,8 +140,8 @@ func TestJetStreamClusterMemoryScaleUpConsumers(t *testing.T) {
 
 // fetchAckFour creates durable WORK on ORDERS (explicit acks, an hour's
 // ack wait), fetches ten messages, acknowledges the first four, and
-// returns its state.
-func fetchAckFour(t *testing.T, js jetstream.JetStream) ackState {
+// returns its handle (with the info of its create) and its state.
+func fetchAckFour(t *testing.T, js jetstream.JetStream) (jetstream.Consumer, ackState) {
 	t.Helper()
 	cons, err := js.CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "WORK", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour})
 	if err != nil {
@@ -185,7 +166,7 @@ func fetchAckFour(t *testing.T, js jetstream.JetStream) ackState {
 	if st.AckFloor != 4 || st.Delivered != 10 || st.AckPending != 6 {
 		t.Fatalf("consumer state %+v", st)
 	}
-	return st
+	return cons, st
 }
 
 // waitConsumerReplicas waits until durable WORK of ORDERS has a leader
