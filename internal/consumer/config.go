@@ -120,13 +120,25 @@ type ClusterInfo struct {
 // v2.15.2 shows it during a move (stream.go DesiredClusterInfo,
 // docs/clustering.md "Moving a stream"): when the move began, the
 // cluster it goes to, its servers there, and the replica count and
-// placement a cancel returns it to. nats-server's status line is not
-// shown.
+// placement a cancel returns it to, and, on the group's leader, what the
+// move waits for (Status).
 type DesiredClusterInfo struct {
 	Created  time.Time                 `json:"created"`
 	Name     string                    `json:"name,omitempty"`
 	Replicas []*DesiredPeerInfo        `json:"replicas,omitempty"`
 	Origin   *DesiredClusterInfoOrigin `json:"origin,omitempty"`
+	Status   *DesiredClusterInfoStatus `json:"status,omitempty"`
+}
+
+// DesiredClusterInfoStatus is what a move waits for, as its group's
+// leader reports it (nats-server v2.15.2 DesiredClusterInfoStatus): a
+// type ("meta", "membership", "catchup", "blocked", as nats-server's
+// MigrationStatusType) and a short line (docs/clustering.md "Moving a
+// stream" lists cairn's).
+type DesiredClusterInfoStatus struct {
+	Description string `json:"description"`
+	Type        string `json:"type"`
+	Err         string `json:"err,omitempty"`
 }
 
 // DesiredPeerInfo is one server of DesiredClusterInfo (nats-server

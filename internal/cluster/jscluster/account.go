@@ -533,9 +533,28 @@ func (c *Cluster) clusterInfo(k streamKey) *jetstream.ClusterInfo {
 		since := time.Unix(0, r.since.Load()).UTC()
 		ci.LeaderSince = &since
 	}
-	ci.Replicas = c.peerInfos(st, sa.Replicas)
-	ci.Desired = c.desiredInfo(sa)
+	ci.Replicas = c.peerInfos(st, shownReplicas(sa, st))
+	if ci.Desired = c.desiredInfo(sa); ci.Desired != nil {
+		ci.Desired.Status = c.moveStatus(sa, st)
+	}
 	return ci
+}
+
+// shownReplicas is the replicas stream sa's info lists: its assigned
+// ones, and during a move also the origin's still in the group, as
+// nats-server v2.15.2 lists the group's peers, origin and targets,
+// until the move ends.
+func shownReplicas(sa meta.StreamAssignment, st raftnode.GroupStatus) []meta.Replica {
+	if sa.Move == nil {
+		return sa.Replicas
+	}
+	out := slices.Clone(sa.Replicas)
+	for _, p := range st.Peers {
+		if !slices.ContainsFunc(out, func(r meta.Replica) bool { return r.ID == p.Replica }) {
+			out = append(out, meta.Replica{ID: p.Replica, Server: p.Server})
+		}
+	}
+	return out
 }
 
 // groupName names a stream's Raft group as nats-server shapes it

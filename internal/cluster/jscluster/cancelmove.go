@@ -405,14 +405,8 @@ func (c *Cluster) onMoveDone(_, _ string, _, data []byte) {
 	if !ok || sa.Move == nil || sa.Move.Created != m.Created || !sameSet(meta.Servers(sa.Replicas), m.Servers) || c.moving(k) {
 		return
 	}
-	var cas []meta.ConsumerAssignment
-	c.meta.View(func(st *meta.State) { cas = st.Consumers(k.account, k.name) })
-	for _, ca := range cas {
-		for _, r := range ca.Replicas {
-			if !slices.Contains(m.Servers, r.Server) {
-				return
-			}
-		}
+	if c.unmovedConsumer(sa) != "" {
+		return
 	}
 	go func() {
 		if _, jerr := c.propose(&meta.EndMove{Account: m.Account, Name: m.Stream, Created: m.Created, Servers: m.Servers}); jerr == nil {
