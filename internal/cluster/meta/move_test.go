@@ -154,4 +154,3 @@ func TestRenameReplicas(t *testing.T) {
 		t.Fatalf("kept: %+v %+v", s.Replicas, u.Replicas)
 	}
 }
-
