@@ -23,10 +23,9 @@ import (
 // the renamed server's /healthz answers 200. As in nats-server, the
 // stream replica the old name held is not served under the new name (the
 // stream lists the old name, offline) and the stream serves on the other
-// two; SERVER.REMOVE of the old name then moves that replica, and the
-// replica of the stream's durable there, to the renamed server, whose
-// store's earlier replicas of those groups are retired first: both are
-// current there, and the renamed server, as the stream's leader, serves
+// two; SERVER.REMOVE of the old name then hands that replica, and the
+// replica of the stream's durable there, to the renamed server, their
+// replica IDs kept (meta.RenameReplicas): both are current there, and the renamed server, as the stream's leader, serves
 // every acknowledged message (docs/clustering.md, "A server renamed over
 // its store"). Before, cairn kept the renamed server outside the meta
 // group, its /healthz 503 for good.

@@ -26,11 +26,13 @@ import (
 // As nats-server v2.15.2 does, the new name is a new member of the
 // catalogue and the old one stays listed, offline, until SERVER.REMOVE
 // removes it; the replicas the old name held in streams and consumers
-// are not served under the new name (the assignment names the old one;
-// the store keeps their files, never deleted), and SERVER.REMOVE of the
-// old name moves them as for any removed server. Removing the old name
-// leaves the meta replica alone: the new name holds it (removedReplica,
-// renamedReplica).
+// are not served under the new name until then (the assignment names
+// the old one; the store keeps their files, never deleted). Removing the
+// old name leaves the meta replica alone: the new name holds it
+// (removedReplica, renamedReplica); the meta leader then names the old
+// name's replicas bound to the store on the new name, their replica IDs
+// kept (renameRemoved, meta.RenameReplicas): the same Raft replicas, so
+// their groups keep their voters, and a group of two its quorum.
 
 // renamedFrom returns the member of the voters record rec whose store
 // incarnation is this server's when this server's name is not in rec:
