@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,10 +23,9 @@ import (
 // the renamed server's /healthz answers 200. As in nats-server, the
 // stream replica the old name held is not served under the new name (the
 // stream lists the old name, offline) and the stream serves on the other
-// two; SERVER.REMOVE of the old name then moves that replica, and the
-// replica of the stream's durable there, to the renamed server, whose
-// store's earlier replicas of those groups are retired first: both are
-// current there, and the renamed server, as the stream's leader, serves
+// two; SERVER.REMOVE of the old name then hands that replica, and the
+// replica of the stream's durable there, to the renamed server, their
+// replica IDs kept (meta.RenameReplicas): both are current there, and the renamed server, as the stream's leader, serves
 // every acknowledged message (docs/clustering.md, "A server renamed over
 // its store"). Before, cairn kept the renamed server outside the meta
 // group, its /healthz 503 for good.
@@ -153,4 +153,176 @@ func TestJetStreamClusterRenamedServerJoins(t *testing.T) {
 	})
 	readAsLeader(t, servers, 2, sent)
 	checkAll(t, js2, sent)
+}
+
+// A stream of two replicas whose leader's server is restarted under
+// another name over its store, the old name then removed
+// (SERVER.REMOVE), keeps its quorum: the renamed server's replica of the
+// stream, and of its durable, is the one the store held under the old
+// name, kept with its ID (meta.RenameReplicas), so the stream gets a
+// leader again with every acknowledged message, takes new publishes, and
+// the durable goes on from its ack floor (docs/clustering.md, "A server
+// renamed over its store"). The placement tags leave the renamed server
+// the only one that can take the old name's replica: before, it retired
+// and quarantined its good replica before the new one was added, and the
+// group, one of its two voters gone, never had a leader again (a trial;
+// nats-server v2.15.2 serves the stream within 15 s).
+func TestJetStreamClusterRenamedServerKeepsReplicaOfTwo(t *testing.T) {
+	servers, opts := jsClusterMod(t, 3, func(i int, o *server.Options) {
+		o.Auth = config.Auth{
+			Users:      []config.User{{Name: "sys", Password: "sys", Account: "SYS"}, {Name: "app", Password: "app", Account: "APP"}},
+			Accounts:   []config.Account{{Name: "SYS"}, {Name: "APP", JetStream: &config.AccountJetStream{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1, MaxAckPending: -1, MemoryMaxStreamBytes: -1, StoreMaxStreamBytes: -1}}},
+			NoAuthUser: "app",
+		}
+		o.Operator.SystemAccount = "SYS"
+		o.Tags = []string{"rack:a"}
+		if i == 2 {
+			o.Tags = []string{"rack:b"}
+		}
+	})
+	waitMeta(t, servers, []string{"n1", "n2", "n3"})
+	js0 := jsAt(t, servers[0])
+	eventually(t, "create ORDERS", func() error {
+		_, err := js0.CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 2,
+			Placement: &jetstream.Placement{Tags: []string{"rack:a"}}})
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	publishRange(t, js0, sent, 1, 40)
+	var cons jetstream.Consumer
+	eventually(t, "create D", func() error {
+		var err error
+		cons, err = js0.CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy})
+		return err
+	})
+	acked := 0
+	eventually(t, "fetch and ack 15", func() error {
+		for acked < 15 {
+			batch, err := cons.Fetch(15-acked, jetstream.FetchMaxWait(2*time.Second))
+			if err != nil {
+				return err
+			}
+			for m := range batch.Messages() {
+				if err := m.DoubleAck(ctx2(t)); err != nil {
+					return err
+				}
+				acked++
+			}
+			if err := batch.Error(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	on := streamServers(t, js0, "ORDERS", 2)
+	if on[0] == "n3" || on[1] == "n3" {
+		t.Fatalf("ORDERS on %v, not rack:a", on)
+	}
+	l := leaderIndex(servers, on[0])
+	renamed := on[0] + "x"
+	other := servers[1-l] // the rack:a server that is not the leader (n1 or n2)
+
+	servers[l].Shutdown()
+	o := opts[l]
+	o.ServerName = renamed
+	servers[l] = restartServer(t, o)
+	want := sorted("n1", "n2", "n3", renamed)
+	eventually(t, renamed+" in the meta group, "+on[0]+" offline", func() error {
+		lead, members, _ := metaView(servers)
+		if lead == "" || !slices.Equal(members, want) {
+			return fmt.Errorf("leader %q, members %v", lead, members)
+		}
+		mi := servers[leaderIndex(servers, lead)].JetStreamMeta()
+		for _, p := range mi.Replicas {
+			if p.Name == renamed && !p.Current {
+				return fmt.Errorf("replica %+v", *p)
+			}
+		}
+		return nil
+	})
+
+	sys := connect(t, other.ClientURL(), nats.UserInfo("sys", "sys"))
+	eventually(t, "SERVER.REMOVE "+on[0], func() error {
+		msg, err := sys.Request("$JS.API.SERVER.REMOVE", []byte(`{"peer":"`+on[0]+`"}`), 5*time.Second)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(msg.Data), `"success":true`) {
+			return fmt.Errorf("%s", msg.Data)
+		}
+		return nil
+	})
+	jsO := jsAt(t, other)
+	eventually(t, "ORDERS led, on "+other.Name()+" and "+renamed, func() error {
+		now := streamServers(t, jsO, "ORDERS", 2)
+		if slices.Sort(now); !slices.Equal(now, sorted(other.Name(), renamed)) {
+			return fmt.Errorf("ORDERS on %v", now)
+		}
+		return nil
+	})
+	checkAll(t, jsO, sent)
+	publishRange(t, jsO, sent, 41, 45)
+	checkAll(t, jsO, sent)
+
+	eventually(t, "D led, on "+other.Name()+" and "+renamed+", its ack floor 15", func() error {
+		c, err := jsO.Consumer(ctx2(t), "ORDERS", "D")
+		if err != nil {
+			return err
+		}
+		ci := c.CachedInfo()
+		names := []string{ci.Cluster.Leader}
+		for _, p := range ci.Cluster.Replicas {
+			if !p.Current {
+				return fmt.Errorf("%+v", ci.Cluster)
+			}
+			names = append(names, p.Name)
+		}
+		if slices.Sort(names); !slices.Equal(names, sorted(other.Name(), renamed)) || ci.AckFloor.Stream != 15 || ci.Delivered.Stream != 15 {
+			return fmt.Errorf("cluster %+v, ack floor %+v, delivered %+v", ci.Cluster, ci.AckFloor, ci.Delivered)
+		}
+		cons = c
+		return nil
+	})
+	deadline := time.Now().Add(clusterTimeout)
+	for next := uint64(16); next <= 45; {
+		if time.Now().After(deadline) {
+			t.Fatalf("D delivered up to %d of 45", next-1)
+		}
+		batch, err := cons.Fetch(int(46-next), jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			md, err := m.Metadata()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if md.Sequence.Stream != next || md.NumDelivered != 1 {
+				t.Fatalf("delivered stream sequence %d (delivery %d), want %d, first delivery", md.Sequence.Stream, md.NumDelivered, next)
+			}
+			if err := m.DoubleAck(ctx2(t)); err != nil {
+				t.Fatal(err)
+			}
+			next++
+		}
+	}
+
+	m, err := monitor.New(monitor.Options{Host: "127.0.0.1", Port: -1, Server: servers[l]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	waitFor(t, clusterTimeout, renamed+"'s /healthz ok", func() bool {
+		code, _ := monGet(t, m.URL()+"/healthz")
+		return code == 200
+	})
+}
+
+// sorted returns names sorted.
+func sorted(names ...string) []string {
+	slices.Sort(names)
+	return names
 }

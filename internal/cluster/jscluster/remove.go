@@ -180,15 +180,17 @@ func (c *Cluster) moveOffRemoved() {
 		sa   meta.StreamAssignment
 		from meta.Replica
 	}
+	c.renameRemoved() // a removed name whose store runs under another: its replicas stay
 	var moves []move
 	c.meta.View(func(st *meta.State) {
+		succ := successors(st)
 		for _, sv := range st.Servers() {
 			if !sv.Removed {
 				continue
 			}
 			ss, _ := st.Assigned(sv.Name)
 			for _, sa := range ss {
-				if r, ok := meta.On(sa.Replicas, sv.Name); ok && len(sa.Replicas) > 1 {
+				if r, ok := meta.On(sa.Replicas, sv.Name); ok && len(sa.Replicas) > 1 && !renamedHeld(succ, r) {
 					moves = append(moves, move{sa, r})
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/cluster/meta"
 	"github.com/cairnmq/cairn/internal/raftnode"
@@ -25,11 +26,13 @@ import (
 // As nats-server v2.15.2 does, the new name is a new member of the
 // catalogue and the old one stays listed, offline, until SERVER.REMOVE
 // removes it; the replicas the old name held in streams and consumers
-// are not served under the new name (the assignment names the old one;
-// the store keeps their files, never deleted), and SERVER.REMOVE of the
-// old name moves them as for any removed server. Removing the old name
-// leaves the meta replica alone: the new name holds it (removedReplica,
-// renamedReplica).
+// are not served under the new name until then (the assignment names
+// the old one; the store keeps their files, never deleted). Removing the
+// old name leaves the meta replica alone: the new name holds it
+// (removedReplica, renamedReplica); the meta leader then names the old
+// name's replicas bound to the store on the new name, their replica IDs
+// kept (renameRemoved, meta.RenameReplicas): the same Raft replicas, so
+// their groups keep their voters, and a group of two its quorum.
 
 // renamedFrom returns the member of the voters record rec whose store
 // incarnation is this server's when this server's name is not in rec:
@@ -229,4 +232,76 @@ func (c *Cluster) clearStale(acc *account, k streamKey, sa meta.StreamAssignment
 		c.cfg.Infof("JetStream cluster: %s: the files of this store's earlier replica %d were moved to %s", label, old, to)
 	}
 	return true
+}
+
+// successors returns, from the catalogue st, each removed server whose
+// store runs under another name not removed (a server renamed over its
+// store, its old name removed since) with that name: the replicas the
+// old name holds bound to that store are the new name's
+// (meta.RenameReplicas). Two names not removed presenting the old name's
+// store (a copied store directory) give none.
+func successors(st *meta.State) map[raftnode.ServerID]meta.Server {
+	out := map[raftnode.ServerID]meta.Server{}
+	servers := st.Servers()
+	for _, old := range servers {
+		if !old.Removed {
+			continue
+		}
+		var found []meta.Server
+		for _, sv := range servers {
+			if !sv.Removed && sv.Incarnation == old.Incarnation {
+				found = append(found, sv)
+			}
+		}
+		if len(found) == 1 {
+			out[old.Name] = found[0]
+		}
+	}
+	return out
+}
+
+// renamedHeld reports whether replica r, on a removed server, is bound
+// to the store its successor (successors) runs: it is renamed, never
+// moved.
+func renamedHeld(succ map[raftnode.ServerID]meta.Server, r meta.Replica) bool {
+	sv, ok := succ[r.Server]
+	return ok && sv.Incarnation == r.Incarnation
+}
+
+// renameRemoved, on the meta leader, proposes a meta.RenameReplicas for
+// every removed server holding a replica of a stream or a consumer bound
+// to the store a server not removed now runs under another name, at
+// most once per staleRetry per server: that server's replica of each
+// group is the same Raft replica (its WAL, its hard state, its files),
+// so it keeps its ID and its vote, and a group of two keeps its quorum
+// (moving it to a new replica on the same store would need the old
+// one retired first, by a leader that group cannot elect without it).
+func (c *Cluster) renameRemoved() {
+	type rename struct{ from, to raftnode.ServerID }
+	var renames []rename
+	c.meta.View(func(st *meta.State) {
+		for from, to := range successors(st) {
+			ss, cs := st.Assigned(from)
+			held := slices.ContainsFunc(ss, func(sa meta.StreamAssignment) bool {
+				r, _ := meta.On(sa.Replicas, from)
+				return r.Incarnation == to.Incarnation
+			}) || slices.ContainsFunc(cs, func(ca meta.ConsumerAssignment) bool {
+				r, _ := meta.On(ca.Replicas, from)
+				return r.Incarnation == to.Incarnation
+			})
+			if held {
+				renames = append(renames, rename{from, to.Name})
+			}
+		}
+	})
+	now := time.Now()
+	for _, r := range renames {
+		if !c.staleAsked.due(staleKey{k: streamKey{name: string(r.from)}, consumer: "\x00rename"}, now, staleRetry) {
+			continue
+		}
+		if _, err := c.meta.Propose(&meta.RenameReplicas{From: r.from, To: r.to}); err != nil {
+			return
+		}
+		c.cfg.Infof("JetStream cluster: the replicas of removed server %s, whose store runs as %s, are %s's now (their replica IDs kept)", r.from, r.to, r.to)
+	}
 }

@@ -81,3 +81,33 @@ func TestMetaPeersOfRenamedStore(t *testing.T) {
 		t.Fatalf("voters %v, want two", voters)
 	}
 }
+
+// A removed server's successor is the one server not removed that runs
+// its store; none while the old name is not removed, and none for a
+// store two names present (a copied store directory). A replica of the
+// old name is renamed only when bound to that store (docs/clustering.md,
+// "A server renamed over its store").
+func TestSuccessors(t *testing.T) {
+	inc3, inc9 := raftnode.Incarnation{3}, raftnode.Incarnation{9}
+	st := meta.NewState()
+	st.Apply(&meta.AddServer{Name: "n1", Incarnation: raftnode.Incarnation{1}})
+	st.Apply(&meta.AddServer{Name: "n3", Incarnation: inc3})
+	st.Apply(&meta.AddServer{Name: "n3x", Incarnation: inc3})
+	if got := successors(st); len(got) != 0 {
+		t.Fatalf("before the removal: %+v", got)
+	}
+	st.Apply(&meta.RemoveServer{Name: "n3"})
+	got := successors(st)
+	if len(got) != 1 || got["n3"].Name != "n3x" {
+		t.Fatalf("after the removal: %+v", got)
+	}
+	if !renamedHeld(got, meta.Replica{ID: 2, Server: "n3", Incarnation: inc3}) ||
+		renamedHeld(got, meta.Replica{ID: 2, Server: "n3", Incarnation: inc9}) ||
+		renamedHeld(got, meta.Replica{ID: 1, Server: "n1", Incarnation: raftnode.Incarnation{1}}) {
+		t.Fatal("renamedHeld")
+	}
+	st.Apply(&meta.AddServer{Name: "n3y", Incarnation: inc3}) // a copy of the store under a third name
+	if got := successors(st); len(got) != 0 {
+		t.Fatalf("two names of one store: %+v", got)
+	}
+}

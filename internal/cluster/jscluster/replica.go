@@ -90,6 +90,10 @@ func (c *Cluster) apply(ev meta.Event) {
 		c.reconcileConsumer(consumerKey{op.Account, op.Stream, op.Name})
 	case *meta.MoveConsumer:
 		c.reconcileConsumer(consumerKey{op.Account, op.Stream, op.Name})
+	case *meta.RenameReplicas:
+		if ev.Result.Err == nil {
+			c.reconcileAll() // every stream and consumer, with their servers
+		}
 	case *meta.AddServer:
 		c.syncMetaPeers()
 	case *meta.RemoveServer:
@@ -314,11 +318,12 @@ func (c *Cluster) keptPeers(group raftnode.GroupID, old, next []meta.Replica) []
 }
 
 // unionPeers returns the peers of both replica lists (a replica in
-// both once).
+// both once, on its server in b: a replica renamed with its server,
+// meta.RenameReplicas, is sent to the new name).
 func unionPeers(a, b []meta.Replica) []raftnode.Peer {
 	seen := map[raftnode.ReplicaID]bool{}
 	var ps []raftnode.Peer
-	for _, r := range append(slices.Clone(a), b...) {
+	for _, r := range append(slices.Clone(b), a...) {
 		if !seen[r.ID] {
 			seen[r.ID] = true
 			ps = append(ps, raftnode.Peer{Replica: r.ID, Server: r.Server})

@@ -89,6 +89,8 @@ func (s *State) Apply(op Op) Result {
 		return s.cancelMove(o)
 	case *EndMove:
 		return s.endMove(o)
+	case *RenameReplicas:
+		return s.renameReplicas(o)
 	case *RemoveServer:
 		sv := s.servers[o.Name]
 		if sv == nil || sv.Removed {
@@ -256,6 +258,33 @@ func (s *State) moveReplica(o *MoveReplica) Result {
 	e.sa.NextReplica++
 	sa := e.sa.clone()
 	return Result{Stream: &sa, PrevStream: &prev}
+}
+
+func (s *State) renameReplicas(o *RenameReplicas) Result {
+	from, to := s.servers[o.From], s.servers[o.To]
+	if from == nil || to == nil || !from.Removed || to.Removed || from.Incarnation != to.Incarnation {
+		return fail(jserr.ClusterServerNotMember)
+	}
+	rename := func(rs []Replica) {
+		if _, ok := On(rs, o.To); ok {
+			return
+		}
+		for i := range rs {
+			if rs[i].Server == o.From && rs[i].Incarnation == to.Incarnation {
+				rs[i].Server = o.To
+			}
+		}
+	}
+	for _, e := range s.sortedStreams() {
+		rename(e.sa.Replicas)
+		if e.sa.Move != nil {
+			rename(e.sa.Move.Replicas)
+		}
+		for _, ca := range e.consumers {
+			rename(ca.Replicas)
+		}
+	}
+	return Result{}
 }
 
 func (s *State) settleStream(o *SettleStream) Result {

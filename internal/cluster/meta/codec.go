@@ -115,6 +115,9 @@ func AppendOp(dst []byte, op Op) ([]byte, error) {
 		dst = appendString(dst, o.Name)
 		dst = binary.AppendVarint(dst, o.Created)
 		dst = appendServers(dst, o.Servers)
+	case *RenameReplicas:
+		dst = appendString(dst, string(o.From))
+		dst = appendString(dst, string(o.To))
 	}
 	return dst, nil
 }
@@ -163,6 +166,8 @@ func DecodeOp(b []byte) (Op, error) {
 		op = &CancelMove{Account: d.string(), Name: d.string(), Config: d.bytes(), Created: d.varint(), Members: d.replicaIDs()}
 	case KindEndMove:
 		op = &EndMove{Account: d.string(), Name: d.string(), Created: d.varint(), Servers: d.servers()}
+	case KindRenameReplicas:
+		op = &RenameReplicas{From: raftnode.ServerID(d.string()), To: raftnode.ServerID(d.string())}
 	default:
 		return nil, fmt.Errorf("%w: unknown kind %d", ErrBadOp, kind)
 	}
@@ -230,6 +235,11 @@ func check(op Op) error {
 		}
 	case *EndMove:
 		err = errors.Join(checkNames(o.Account, o.Name), checkServers(o.Servers))
+	case *RenameReplicas:
+		err = checkNames(string(o.From), string(o.To))
+		if err == nil && o.From == o.To {
+			err = errors.New("a server renamed to itself")
+		}
 	default:
 		return fmt.Errorf("%w: an operation of type %T", ErrBadOp, op)
 	}

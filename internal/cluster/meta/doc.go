@@ -69,6 +69,7 @@
 //	MoveStream     | account | name | config | servers | created (signed) | origin placement | kind 13
 //	CancelMove     | account | name | config | created (signed) | members |             kind 14
 //	EndMove        | account | name | created (signed) | servers |                        kind 15
+//	RenameReplicas | from (server name) | to (server name) |                               kind 16
 //	servers        | count (1..16) | count × name |    distinct, in the order replicas get their IDs
 //	tags           | count | count × tag |
 //	config         | the JSON of the API's StreamConfig or ConsumerConfig, as meta.json holds it

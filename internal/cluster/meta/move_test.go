@@ -88,3 +88,69 @@ func TestSnapshotVersion3(t *testing.T) {
 		t.Fatal("a move flag of 2 decoded")
 	}
 }
+
+// RenameReplicas names on the renamed server every replica its store
+// holds under the removed old name, with its replica ID kept (streams,
+// consumers and a move's origin); a replica of another incarnation
+// stays, so does one of a stream already holding a replica on the new
+// name; the old name not removed, the new one removed, or the two of
+// other stores are 10044, and a repeat changes nothing
+// (docs/clustering.md, "A server renamed over its store").
+func TestRenameReplicas(t *testing.T) {
+	st := testState()
+	mustApply(t, st, &AssignStream{Account: "A", Name: "R2", Config: streamJSON("R2", "r2"), Servers: servers("s1", "s3")})
+	mustApply(t, st, &AssignConsumer{Account: "A", Stream: "R2", Name: "D", Config: consumerJSON("D", ""), Servers: servers("s3", "s1")})
+	mustApply(t, st, &AssignStream{Account: "A", Name: "ONE", Config: streamJSON("ONE", "one"), Servers: servers("s3")})
+	mustApply(t, st, &AssignStream{Account: "A", Name: "MOV", Config: streamJSON("MOV", "mov"), Servers: servers("s3", "s2")})
+	mustApply(t, st, &MoveStream{Account: "A", Name: "MOV", Config: streamJSON("MOV", "mov"), Servers: servers("s4", "s2"), Created: 5})
+	codes := func(op Op, want jserr.ErrCode) {
+		t.Helper()
+		if r := st.Apply(op); r.Err == nil || r.Err.ErrCode != uint16(want) {
+			t.Fatalf("%+v: %v, want %d", op, r.Err, want)
+		}
+	}
+	mustApply(t, st, &AddServer{Name: "s3x", Cluster: "C1", Incarnation: inc(3)})
+	codes(&RenameReplicas{From: "s3", To: "s3x"}, jserr.ClusterServerNotMember) // s3 not removed
+	mustApply(t, st, &RemoveServer{Name: "s3"})
+	codes(&RenameReplicas{From: "s3", To: "s4"}, jserr.ClusterServerNotMember) // another store
+	codes(&RenameReplicas{From: "s3", To: "nope"}, jserr.ClusterServerNotMember)
+	before := st.AppendSnapshot(nil)
+	mustApply(t, st, &RenameReplicas{From: "s3", To: "s3x"})
+	r2, _ := st.Stream("A", "R2")
+	d, _ := st.Consumer("A", "R2", "D")
+	one, _ := st.Stream("A", "ONE")
+	mov, _ := st.Stream("A", "MOV")
+	if !reflect.DeepEqual(r2.Replicas, []Replica{{1, "s1", inc(1)}, {2, "s3x", inc(3)}}) || r2.NextReplica != 3 ||
+		!reflect.DeepEqual(d.Replicas, []Replica{{1, "s3x", inc(3)}, {2, "s1", inc(1)}}) ||
+		!reflect.DeepEqual(one.Replicas, []Replica{{1, "s3x", inc(3)}}) ||
+		!reflect.DeepEqual(mov.Move.Replicas, []Replica{{1, "s3x", inc(3)}, {2, "s2", inc(2)}}) {
+		t.Fatalf("renamed: %+v\n%+v\n%+v\n%+v", r2.Replicas, d.Replicas, one.Replicas, mov.Move)
+	}
+	if bytes.Equal(before, st.AppendSnapshot(nil)) {
+		t.Fatal("the snapshot did not change")
+	}
+	after := st.AppendSnapshot(nil)
+	mustApply(t, st, &RenameReplicas{From: "s3", To: "s3x"})
+	if !bytes.Equal(after, st.AppendSnapshot(nil)) {
+		t.Fatal("a repeated rename changed the state")
+	}
+	mustApply(t, st, &RemoveServer{Name: "s3x"})
+	codes(&RenameReplicas{From: "s3", To: "s3x"}, jserr.ClusterServerNotMember) // the new name removed
+
+	// A replica bound to another store (replaced since) stays, and a
+	// stream already on the new name keeps its replica on the old one.
+	st = testState()
+	mustApply(t, st, &AssignStream{Account: "A", Name: "S", Config: streamJSON("S", "s"), Servers: servers("s1", "s3")})
+	mustApply(t, st, &AssignStream{Account: "A", Name: "T", Config: streamJSON("T", "t"), Servers: servers("s3", "s2")})
+	mustApply(t, st, &AddServer{Name: "s3", Cluster: "C1", Incarnation: inc(9)}) // s3's store replaced: S's replica still bound to inc(3)
+	mustApply(t, st, &AssignStream{Account: "A", Name: "U", Config: streamJSON("U", "u"), Servers: servers("s3", "s1")})
+	mustApply(t, st, &AddServer{Name: "s3x", Cluster: "C1", Incarnation: inc(9)})
+	mustApply(t, st, &UpdateStream{Account: "A", Name: "U", Config: streamJSON("U", "u"), Servers: servers("s3", "s1", "s3x")})
+	mustApply(t, st, &RemoveServer{Name: "s3"})
+	mustApply(t, st, &RenameReplicas{From: "s3", To: "s3x"})
+	s, _ := st.Stream("A", "S")
+	u, _ := st.Stream("A", "U")
+	if !reflect.DeepEqual(Servers(s.Replicas), servers("s1", "s3")) || !reflect.DeepEqual(Servers(u.Replicas), servers("s3", "s1", "s3x")) {
+		t.Fatalf("kept: %+v %+v", s.Replicas, u.Replicas)
+	}
+}

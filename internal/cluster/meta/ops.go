@@ -23,6 +23,7 @@ const (
 	KindMoveStream     Kind = 13
 	KindCancelMove     Kind = 14
 	KindEndMove        Kind = 15
+	KindRenameReplicas Kind = 16
 )
 
 // Op is one operation of the meta log: one of the pointer types below.
@@ -345,3 +346,26 @@ func (*CancelMove) Kind() Kind { return KindCancelMove }
 
 // Kind implements Op.
 func (*EndMove) Kind() Kind { return KindEndMove }
+
+// RenameReplicas hands the replicas of a removed server From that its
+// store still runs to To, the name that store now goes by: a server
+// restarted under another server_name over its store directory, its old
+// name then removed with $JS.API.SERVER.REMOVE (docs/clustering.md, "A
+// server renamed over its store"). Every replica of a stream or a
+// consumer (and of a move's origin) on From bound to To's store
+// incarnation in the catalogue is named on To instead, with its replica
+// ID kept: the same store, the same Raft replica (its WAL, its hard
+// state, its files), so its group keeps its voters and its quorum, as
+// nats-server v2.15.2 keeps a renamed server's stream data under its new
+// name. A stream or consumer that already has a replica on To keeps the
+// one on From (a move handles it). Apply: From not catalogued or not
+// removed, To not catalogued or removed, or the two not of one
+// incarnation, 10044 (server not a member); nothing to rename changes
+// nothing, so a repeated proposal is harmless.
+type RenameReplicas struct {
+	From raftnode.ServerID
+	To   raftnode.ServerID
+}
+
+// Kind implements Op.
+func (*RenameReplicas) Kind() Kind { return KindRenameReplicas }
