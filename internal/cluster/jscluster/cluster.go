@@ -475,6 +475,7 @@ func (c *Cluster) run() {
 			c.replaceStale()
 			c.moveOffRemoved()
 			c.healShort()
+			c.dropLeftConsumers()
 			c.finishSingleMoves()
 			c.askReplaceLost()
 			c.handleLost()
