@@ -222,8 +222,11 @@ func (c *Cluster) tryStartConsumer(acc *account, k consumerKey, ca meta.Consumer
 	created := time.Unix(0, ca.Created)
 	cr := &creplica{ca: ca}
 	if c.runsSingle(ca, mine) {
-		if jerr := c.startSingle(acc, k, cfg, created); jerr != nil {
-			return fmt.Errorf("this server's replica cannot start: %w", jerr)
+		if err := c.startSingle(acc, k, cfg, created); err != nil {
+			if !retryable(err) {
+				return noRetry(fmt.Errorf("this server's replica cannot start: %w", err))
+			}
+			return fmt.Errorf("this server's replica cannot start: %w", err)
 		}
 		cr.leads.Store(true)
 		cr.since.Store(ca.Created)
@@ -303,10 +306,14 @@ func (c *Cluster) startLeavingConsumer(acc *account, k consumerKey, ca meta.Cons
 // startSingle starts this server's replica of consumer k with one
 // replica (config cfg, created at created): restored from its files when
 // it has some here (a restart; a config the meta group changed meanwhile
-// is then applied), else created. Errors: the engine's.
-func (c *Cluster) startSingle(acc *account, k consumerKey, cfg consumer.Config, created time.Time) *jserr.Error {
+// is then applied), else created. Errors: the engine's; files that do
+// not restore (the engine holds them aside) marked noRetry.
+func (c *Cluster) startSingle(acc *account, k consumerKey, cfg consumer.Config, created time.Time) error {
 	found, jerr := acc.js.RestoreConsumer(k.stream, k.name, created)
-	if jerr != nil {
+	switch {
+	case jerr != nil && found:
+		return noRetry(jerr)
+	case jerr != nil:
 		return jerr
 	}
 	action := jetstream.CreateOrUpdate
@@ -324,7 +331,10 @@ func (c *Cluster) startSingle(acc *account, k consumerKey, cfg consumer.Config, 
 		}
 		action = jetstream.UpdateOnly
 	}
-	return c.createAssigned(acc, k, cfg, action, created)
+	if jerr := c.createAssigned(acc, k, cfg, action, created); jerr != nil {
+		return jerr
+	}
+	return nil
 }
 
 // consumerCheckpoint is a replicated consumer replica's checkpoint file

@@ -35,12 +35,22 @@ type startRetry struct {
 	failed int
 }
 
-// errNoRetry marks a failure that an attempt again cannot mend (a config
-// that does not decode, a fenced checkpoint): it is logged, not retried.
-var errNoRetry = errors.New("not retried")
+// noRetryError is a failure that an attempt again cannot mend (a config
+// that does not decode, a fenced checkpoint, consumer files that do not
+// restore): it is logged, not retried. Its text is err's.
+type noRetryError struct{ err error }
+
+func (e noRetryError) Error() string { return e.err.Error() }
+func (e noRetryError) Unwrap() error { return e.err }
 
 // noRetry wraps err as a failure not to retry.
-func noRetry(err error) error { return errors.Join(err, errNoRetry) }
+func noRetry(err error) error { return noRetryError{err} }
+
+// retryable reports whether err may pass (not marked noRetry).
+func retryable(err error) bool {
+	var nr noRetryError
+	return !errors.As(err, &nr)
+}
 
 // noteConsumerStart records the outcome of an attempt to start this
 // server's replica of consumer k (nil: it runs), logs a new failure, and
@@ -54,11 +64,11 @@ func (c *Cluster) noteConsumerStart(k consumerKey, err error) {
 		}
 		return
 	}
-	text := strings.TrimSuffix(err.Error(), "\n"+errNoRetry.Error())
+	text := err.Error()
 	if r == nil || r.last != text {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: %s", k.account, k.stream, k.name, text)
 	}
-	if errors.Is(err, errNoRetry) {
+	if !retryable(err) {
 		delete(c.cretry, k)
 		return
 	}
