@@ -14,7 +14,9 @@ import (
 
 // A stream of three replicas in a cluster of three drops the replica of a
 // removed server no other server can take, and runs on two
-// (docs/clustering.md, "Removing a server"). When a fourth server joins,
+// (docs/clustering.md, "Removing a server"); its durable's replica there
+// is dropped too, and its info lists the two left, as nats-server
+// v2.15.2 remaps a consumer's peers to its stream's. When a fourth server joins,
 // the meta leader brings it back to three, as nats-server v2.15.2 places
 // a new peer in a stream missing one (reconcilePeerAssignments): the new
 // replica holds every message, the durable's replica left on the removed
@@ -61,6 +63,22 @@ func TestJetStreamClusterDroppedReplicaHealed(t *testing.T) {
 		return nil
 	})
 	servers[vi].Shutdown()
+	// The durable's replicas follow the stream's, as nats-server's
+	// consumer info lists only the replicas left: the leader and one
+	// other, not the removed server's.
+	eventually(t, "C's info without "+victim, func() error {
+		ci, err := consumerInfoVia(t, js[via], "ORDERS", "C")
+		if err != nil {
+			return err
+		}
+		if ci.Cluster == nil || ci.Cluster.Leader == "" || ci.Cluster.Leader == victim || len(ci.Cluster.Replicas) != 1 {
+			return fmt.Errorf("C's cluster %+v", ci.Cluster)
+		}
+		if p := ci.Cluster.Replicas[0]; p.Name == victim || !p.Current {
+			return fmt.Errorf("C's replica %+v", p)
+		}
+		return nil
+	})
 
 	o4 := opts[via]
 	o4.ServerName, o4.StoreDir, o4.Port = "n4", t.TempDir(), server.RandomPort

@@ -58,11 +58,37 @@ func (js *JetStream) CreateConsumerAt(streamName, name string, cfg consumer.Conf
 	return js.createConsumer(r, name, cfg, action, false, created)
 }
 
+// CreateConsumerAssigned is CreateConsumerAt checked against the stream
+// config scfg rather than the one the stream runs here: the cluster
+// layer starts and updates its replica of a consumer against the config
+// the meta group assigns the stream, which the meta leader checked the
+// consumer against, as nats-server v2.15.2 checks a consumer's replica
+// against its stream's config, which follows the stream's assignment on
+// every server. This server's replica of the stream may still run an
+// older config of its group's log meanwhile (a new replica that has not
+// caught up yet; docs/clustering.md, "Consumers in a cluster"): a
+// consumer of num_replicas 3 would be refused with 10126 against the
+// config of one replica the stream had earlier. scfg's retention,
+// limits and subjects apply to the defaults and every check (the errors
+// are CreateConsumer's).
+func (js *JetStream) CreateConsumerAssigned(streamName, name string, cfg consumer.Config, action ConsumerAction, created time.Time, scfg stream.Config) (*consumer.Info, *jserr.Error) {
+	r, jerr := js.lookup(streamName)
+	if jerr != nil {
+		return nil, jerr
+	}
+	return js.createConsumerIn(r, name, cfg, action, false, created, scfg)
+}
+
 // createConsumer is CreateConsumer on the stream r found (r may have
 // been deleted since: 10059 then), for a consumer named name when cfg
 // names none ("": a generated name).
 func (js *JetStream) createConsumer(r *streamEntry, name string, cfg consumer.Config, action ConsumerAction, pedantic bool, created time.Time) (*consumer.Info, *jserr.Error) {
-	scfg := r.Config()
+	return js.createConsumerIn(r, name, cfg, action, pedantic, created, r.Config())
+}
+
+// createConsumerIn is createConsumer checked against the stream config
+// scfg.
+func (js *JetStream) createConsumerIn(r *streamEntry, name string, cfg consumer.Config, action ConsumerAction, pedantic bool, created time.Time, scfg stream.Config) (*consumer.Info, *jserr.Error) {
 	cfg.SetStaticMetadata()
 	acc := js.consumerLimits()
 	if err := cfg.SetDefaultsIn(&scfg, acc, pedantic); err != nil {
@@ -96,7 +122,7 @@ func (js *JetStream) createConsumer(r *streamEntry, name string, cfg consumer.Co
 	defer r.cons.mu.Unlock()
 	if c := r.cons.byName[cfg.Name]; c != nil {
 		old := c.Config()
-		info, err := r.recreate(c, cfg, action)
+		info, err := r.recreate(c, cfg, action, &scfg)
 		refiltered = err == nil && !slices.Equal(old.Filters(), cfg.Filters())
 		return info, err
 	}
@@ -190,10 +216,10 @@ func countLimitable(cfgs []*consumer.Config) int {
 	return n
 }
 
-// recreate answers a create of an existing consumer: with action create
-// an equal config returns its info (else 10148); otherwise it is an
-// update. The caller holds r.cons.mu.
-func (r *streamEntry) recreate(c *consumerrun.Consumer, cfg consumer.Config, action ConsumerAction) (*consumer.Info, *jserr.Error) {
+// recreate answers a create of an existing consumer of the stream whose
+// config is scfg: with action create an equal config returns its info
+// (else 10148); otherwise it is an update. The caller holds r.cons.mu.
+func (r *streamEntry) recreate(c *consumerrun.Consumer, cfg consumer.Config, action ConsumerAction, scfg *stream.Config) (*consumer.Info, *jserr.Error) {
 	old := c.Config()
 	if action == CreateOnly {
 		if !cfg.EqualForCreate(&old) {
@@ -201,7 +227,7 @@ func (r *streamEntry) recreate(c *consumerrun.Consumer, cfg consumer.Config, act
 		}
 		return c.Info(), nil
 	}
-	if r.Config().Retention == stream.WorkQueuePolicy {
+	if scfg.Retention == stream.WorkQueuePolicy {
 		if err := consumer.CheckWorkQueueUpdate(&cfg, r.consumerConfigsLocked(cfg.Name)); err != nil {
 			return nil, err
 		}

@@ -77,6 +77,17 @@ type Hooks struct {
 	// replica"); quit is closed when this server's cluster layer stops,
 	// and the mover stops if it returns after that.
 	SingleMoveStep1 func(account, stream, consumer string, quit <-chan struct{})
+	// HoldMembership, while it returns true, keeps this server, leading
+	// the group of a stream, from changing the group's membership
+	// (reconcileMembership): a replica the meta group placed on another
+	// server is not added to the group, so it runs the config its group's
+	// log starts from and does not catch up. It must not block (the run
+	// goroutine calls it each housekeeping tick).
+	HoldMembership func(account, stream string) bool
+	// FailConsumerStart, when it returns an error, fails this server's
+	// attempt to start its replica of a consumer with it, as a failure
+	// that may pass (tried again: cretry.go). It must not block.
+	FailConsumerStart func(account, stream, consumer string) error
 }
 
 // Cluster is one server's part of a clustered JetStream. Make it with
@@ -137,6 +148,9 @@ type Cluster struct {
 	// lostAsked: when this server last reported its replica that lost
 	// its state (askReplaceLost); the run goroutine's.
 	lostAsked retryMemo
+	// cretry: this server's consumer replicas whose start (or update)
+	// failed, to try again (cretry.go); the run goroutine's.
+	cretry map[consumerKey]*startRetry
 	// movesAsked: when this server last reported a stream's move done
 	// (reportMoves); the run goroutine's.
 	movesAsked retryMemo
@@ -461,6 +475,7 @@ func (c *Cluster) run() {
 			c.replaceStale()
 			c.moveOffRemoved()
 			c.healShort()
+			c.dropLeftConsumers()
 			c.finishSingleMoves()
 			c.askReplaceLost()
 			c.handleLost()
@@ -474,6 +489,7 @@ func (c *Cluster) run() {
 			c.askSettles()
 			c.askConsumerSettles()
 			c.checkpointConsumers()
+			c.retryConsumerStarts()
 			if !recovered {
 				recovered = c.noteRecovered()
 			}

@@ -193,59 +193,76 @@ func (c *Cluster) reconcileConsumer(k consumerKey) {
 	}
 }
 
-// startConsumer starts this server's replica of consumer k: for one
+// startConsumer starts this server's replica of consumer k
+// (tryStartConsumer); a failure is logged and, when it may pass, tried
+// again later (noteConsumerStart, cretry.go).
+func (c *Cluster) startConsumer(acc *account, k consumerKey, ca meta.ConsumerAssignment, mine meta.Replica) {
+	c.noteConsumerStart(k, c.tryStartConsumer(acc, k, ca, mine))
+}
+
+// tryStartConsumer starts this server's replica of consumer k: for one
 // replica, restored from its files (RestoreConsumer: its server
 // restarted) or created with the engine's local log; for more, created
 // in the account's engine over a consumerlog.Log of its group, then the
-// group added.
-func (c *Cluster) startConsumer(acc *account, k consumerKey, ca meta.ConsumerAssignment, mine meta.Replica) {
+// group added. The engine checks the consumer against the config the
+// meta group assigns its stream (createAssigned). Errors: why the
+// replica does not run (noRetry: a config that does not decode, a fenced
+// checkpoint); nil once it runs, or once its group failed to start (the
+// replica is then recorded, and the failure logged).
+func (c *Cluster) tryStartConsumer(acc *account, k consumerKey, ca meta.ConsumerAssignment, mine meta.Replica) error {
 	var cfg consumer.Config
 	if err := json.Unmarshal(ca.Config, &cfg); err != nil {
-		c.cfg.Logf("jscluster: consumer %s > %s > %s: its assigned config does not decode: %v", k.account, k.stream, k.name, err)
-		return
+		return noRetry(fmt.Errorf("its assigned config does not decode: %w", err))
+	}
+	if h := c.cfg.Hooks; h != nil && h.FailConsumerStart != nil {
+		if err := h.FailConsumerStart(k.account, k.stream, k.name); err != nil {
+			return fmt.Errorf("this server's replica cannot start: %w", err)
+		}
 	}
 	created := time.Unix(0, ca.Created)
 	cr := &creplica{ca: ca}
 	if c.runsSingle(ca, mine) {
 		if err := c.startSingle(acc, k, cfg, created); err != nil {
-			c.cfg.Logf("jscluster: consumer %s > %s > %s: this server's replica cannot start: %v", k.account, k.stream, k.name, err)
-			return
+			if !retryable(err) {
+				return noRetry(fmt.Errorf("this server's replica cannot start: %w", err))
+			}
+			return fmt.Errorf("this server's replica cannot start: %w", err)
 		}
 		cr.leads.Store(true)
 		cr.since.Store(ca.Created)
 		c.mu.Lock()
 		c.creplicas[k] = cr
 		c.mu.Unlock()
-		return
+		return nil
 	}
 	label := "consumer '" + k.account + " > " + k.stream + " > " + k.name + "'"
 	if old, ok := c.retireStale(ca.Group, mine.ID, label); !ok {
-		return
+		return fmt.Errorf("this server's replica waits for this store's earlier replica %d of group %d to be removed", old, ca.Group)
 	} else if old != 0 {
 		c.removeCheckpoint(ca.Group) // the earlier replica's: this one joins empty
 	}
 	if err := c.adoptSingle(acc, k, ca, mine); err != nil {
-		c.cfg.Logf("jscluster: consumer %s > %s > %s: scaling up from one replica, not started here (its files left as they are): %v", k.account, k.stream, k.name, err)
-		return
+		return fmt.Errorf("scaling up from one replica, not started here (its files left as they are): %w", err)
 	}
 	acc.cstarting.Store(cr)
-	_, jerr := acc.js.CreateConsumerAt(k.stream, k.name, cfg, jetstream.CreateOrUpdate, created)
+	jerr := c.createAssigned(acc, k, cfg, jetstream.CreateOrUpdate, created)
 	acc.cstarting.Store(nil)
-	if jerr != nil || cr.log == nil {
-		c.cfg.Logf("jscluster: consumer %s > %s > %s: this server's replica cannot start: %v", k.account, k.stream, k.name, jerr)
-		return
+	switch {
+	case jerr != nil:
+		return fmt.Errorf("this server's replica cannot start: %w", jerr)
+	case cr.log == nil:
+		return errors.New("this server's replica cannot start: the engine holds the consumer already, without its group's log")
 	}
 	if err := c.startFromCheckpoint(cr); err != nil {
-		c.cfg.Logf("jscluster: consumer %s > %s > %s: this server's replica is fenced (not started, its checkpoint left as it is): %v", k.account, k.stream, k.name, err)
 		_ = acc.js.DeleteConsumer(k.stream, k.name)
-		return
+		return noRetry(fmt.Errorf("this server's replica is fenced (not started, its checkpoint left as it is): %w", err))
 	}
 	c.mu.Lock()
 	c.creplicas[k] = cr
 	c.mu.Unlock()
 	if err := c.node.AddGroup(consumerGroupConfig(ca, mine), cr.log.StateMachine()); err != nil {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: its group %d cannot start here: %v", k.account, k.stream, k.name, ca.Group, err)
-		return
+		return nil
 	}
 	if c.metaLeader() && int(mine.ID) <= ca.Initial && cr.mine(c.name) == mine.ID {
 		// The meta leader answers the create: its replica campaigns at
@@ -254,6 +271,21 @@ func (c *Cluster) startConsumer(acc *account, k consumerKey, ca meta.ConsumerAss
 		// consumer's subscriptions.
 		_ = c.node.Campaign(ca.Group)
 	}
+	return nil
+}
+
+// createAssigned creates or updates (action) consumer k in the account's
+// engine with config cfg, created at created, checked against the config
+// the meta group assigns its stream (jetstream.CreateConsumerAssigned),
+// or, when the meta group holds no such stream, the one the stream runs
+// here. Errors: the engine's.
+func (c *Cluster) createAssigned(acc *account, k consumerKey, cfg consumer.Config, action jetstream.ConsumerAction, created time.Time) *jserr.Error {
+	if scfg, ok := c.assignedConfig(streamKey{k.account, k.stream}); ok {
+		_, jerr := acc.js.CreateConsumerAssigned(k.stream, k.name, cfg, action, created, scfg)
+		return jerr
+	}
+	_, jerr := acc.js.CreateConsumerAt(k.stream, k.name, cfg, action, created)
+	return jerr
 }
 
 // startLeavingConsumer starts this server's replica of consumer k,
@@ -274,10 +306,14 @@ func (c *Cluster) startLeavingConsumer(acc *account, k consumerKey, ca meta.Cons
 // startSingle starts this server's replica of consumer k with one
 // replica (config cfg, created at created): restored from its files when
 // it has some here (a restart; a config the meta group changed meanwhile
-// is then applied), else created. Errors: the engine's.
-func (c *Cluster) startSingle(acc *account, k consumerKey, cfg consumer.Config, created time.Time) *jserr.Error {
+// is then applied), else created. Errors: the engine's; files that do
+// not restore (the engine holds them aside) marked noRetry.
+func (c *Cluster) startSingle(acc *account, k consumerKey, cfg consumer.Config, created time.Time) error {
 	found, jerr := acc.js.RestoreConsumer(k.stream, k.name, created)
-	if jerr != nil {
+	switch {
+	case jerr != nil && found:
+		return noRetry(jerr)
+	case jerr != nil:
 		return jerr
 	}
 	action := jetstream.CreateOrUpdate
@@ -295,8 +331,10 @@ func (c *Cluster) startSingle(acc *account, k consumerKey, cfg consumer.Config, 
 		}
 		action = jetstream.UpdateOnly
 	}
-	_, jerr = acc.js.CreateConsumerAt(k.stream, k.name, cfg, action, created)
-	return jerr
+	if jerr := c.createAssigned(acc, k, cfg, action, created); jerr != nil {
+		return jerr
+	}
+	return nil
 }
 
 // consumerCheckpoint is a replicated consumer replica's checkpoint file
@@ -363,20 +401,22 @@ const (
 
 // updateConsumer gives this server's replica of consumer k its new
 // config; for more than one replica, the replica that leads commits the
-// policy change.
+// policy change. A failure is logged and tried again later, as a
+// start's (noteConsumerStart).
 func (c *Cluster) updateConsumer(acc *account, k consumerKey, cr *creplica, ca meta.ConsumerAssignment) {
 	var cfg consumer.Config
 	if err := json.Unmarshal(ca.Config, &cfg); err != nil {
-		c.cfg.Logf("jscluster: consumer %s > %s > %s: its assigned config does not decode: %v", k.account, k.stream, k.name, err)
+		c.noteConsumerStart(k, noRetry(fmt.Errorf("its assigned config does not decode: %w", err)))
 		return
 	}
-	if _, jerr := acc.js.CreateConsumerAt(k.stream, k.name, cfg, jetstream.UpdateOnly, time.Unix(0, ca.Created)); jerr != nil {
-		c.cfg.Logf("jscluster: consumer %s > %s > %s: update of this server's replica: %v", k.account, k.stream, k.name, jerr)
+	if jerr := c.createAssigned(acc, k, cfg, jetstream.UpdateOnly, time.Unix(0, ca.Created)); jerr != nil {
+		c.noteConsumerStart(k, fmt.Errorf("update of this server's replica: %w", jerr))
 		return
 	}
 	c.mu.Lock()
 	cr.ca = ca
 	c.mu.Unlock()
+	c.noteConsumerStart(k, nil)
 }
 
 // stopConsumer deletes this server's replica of consumer k (when its

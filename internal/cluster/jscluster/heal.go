@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/raftnode"
 	"github.com/cairnmq/cairn/internal/stream"
 )
@@ -18,7 +19,11 @@ import (
 // (reconcilePeerAssignments: missing peers are placed, the stream's
 // consumers remapped); cairn does it whenever a server can take the
 // replica (a new server, or one back online), on the meta leader's
-// housekeeping: healShort.
+// housekeeping: healShort. Meanwhile the stream's replicated consumers
+// run on the stream's servers alone, as nats-server remaps a consumer's
+// peers to its stream's (remapConsumerAssignments): their replicas on
+// servers the stream left are dropped (dropLeftConsumers), and a
+// consumer's info lists the replicas left.
 
 // healShort, on the meta leader, proposes for every replicated stream
 // whose assignment names fewer servers than its num_replicas a
@@ -93,7 +98,9 @@ func (c *Cluster) healStream(sa meta.StreamAssignment) bool {
 // on servers outside servers (the stream's new servers: a removed
 // server's, kept in their assignments) to added, the servers the stream
 // just gained: the n-th such server, in name order, to added[n]
-// (moveConsumers).
+// (moveConsumers); then each replicated consumer with fewer replicas
+// than it wants (dropLeftConsumers dropped one) gains replicas on the
+// stream's servers (growConsumer).
 func (c *Cluster) healConsumers(sa meta.StreamAssignment, servers, added []raftnode.ServerID) {
 	var gone []raftnode.ServerID
 	c.meta.View(func(st *meta.State) {
@@ -110,5 +117,96 @@ func (c *Cluster) healConsumers(sa meta.StreamAssignment, servers, added []raftn
 		if i < len(added) {
 			c.moveConsumers(sa.Account, sa.Name, from, added[i])
 		}
+	}
+	var cas []meta.ConsumerAssignment
+	c.meta.View(func(st *meta.State) { cas = st.Consumers(sa.Account, sa.Name) })
+	for _, ca := range cas {
+		c.growConsumer(sa, ca, servers)
+	}
+}
+
+// growConsumer proposes, for replicated consumer ca of stream sa whose
+// assignment names fewer servers than it wants (consumerTarget), a
+// meta.AssignConsumer update with its config unchanged and its servers
+// plus the first of servers (the stream's) it lacks; its group's leader
+// adds them as learners (reconcileConsumerMemberships). Failures are
+// logged.
+func (c *Cluster) growConsumer(sa meta.StreamAssignment, ca meta.ConsumerAssignment, servers []raftnode.ServerID) {
+	var cc consumer.Config
+	var scfg stream.Config
+	if len(ca.Replicas) < 2 || ca.Unsettled() || json.Unmarshal(ca.Config, &cc) != nil || json.Unmarshal(sa.Config, &scfg) != nil {
+		return
+	}
+	want := consumerTarget(&cc, &scfg)
+	grown := meta.Servers(ca.Replicas)
+	for _, s := range servers {
+		if len(grown) >= want {
+			break
+		}
+		if !slices.Contains(grown, s) {
+			grown = append(grown, s)
+		}
+	}
+	if len(grown) == len(ca.Replicas) {
+		return
+	}
+	op := &meta.AssignConsumer{Account: sa.Account, Stream: sa.Name, Name: ca.Name, Action: meta.Update, Config: ca.Config, Created: ca.Created, Servers: grown}
+	if _, jerr := c.propose(op); jerr != nil {
+		c.cfg.Logf("jscluster: consumer %s > %s > %s: not brought back to %d replicas with its stream: %v", sa.Account, sa.Name, ca.Name, want, jerr)
+		return
+	}
+	c.cfg.Infof("JetStream cluster: consumer '%s > %s > %s' was %d replica(s) short of %d: adds %v", sa.Account, sa.Name, ca.Name, want-len(ca.Replicas), want, grown[len(ca.Replicas):])
+}
+
+// dropLeftConsumers, on the meta leader, drops from each replicated
+// consumer of a stream short of its replicas (short: dropRemoved left
+// a removed server's replica out) its replicas on servers the stream no
+// longer has, as nats-server v2.15.2 remaps a consumer's peers to its
+// stream's when a removed peer cannot be replaced: a meta.AssignConsumer
+// update with its config unchanged and its other servers; its group's
+// leader then removes those replicas (reconcileConsumerMemberships), and
+// its info no longer lists them. A consumer that would be left with one
+// replica is not changed (that is a scale-down to one replica: its
+// replica on the removed server stays listed, offline), nor one being
+// scaled down to one. healShort brings the consumers back with their
+// stream (healConsumers). At most once per staleRetry per consumer.
+func (c *Cluster) dropLeftConsumers() {
+	if !c.metaLeader() {
+		return
+	}
+	type drop struct {
+		ca   meta.ConsumerAssignment
+		keep []raftnode.ServerID
+	}
+	var drops []drop
+	c.meta.View(func(st *meta.State) {
+		for _, acc := range st.Accounts() {
+			for _, sa := range st.Streams(acc) {
+				if !short(sa) {
+					continue
+				}
+				for _, ca := range st.Consumers(acc, sa.Name) {
+					keep := slices.DeleteFunc(meta.Servers(ca.Replicas), func(s raftnode.ServerID) bool {
+						_, on := meta.On(sa.Replicas, s)
+						return !on
+					})
+					if len(keep) < len(ca.Replicas) && len(keep) >= 2 && !ca.Unsettled() {
+						drops = append(drops, drop{ca, keep})
+					}
+				}
+			}
+		}
+	})
+	now := time.Now()
+	for _, d := range drops {
+		ca := d.ca
+		if !c.staleAsked.due(staleKey{k: streamKey{ca.Account, ca.Stream}, consumer: "\x00drop\x00" + ca.Name}, now, staleRetry) {
+			continue
+		}
+		op := &meta.AssignConsumer{Account: ca.Account, Stream: ca.Stream, Name: ca.Name, Action: meta.Update, Config: ca.Config, Created: ca.Created, Servers: d.keep}
+		if _, err := c.meta.Propose(op); err != nil {
+			return
+		}
+		c.cfg.Infof("JetStream cluster: consumer '%s > %s > %s': its replicas on servers its stream left are dropped: it runs on %v", ca.Account, ca.Stream, ca.Name, d.keep)
 	}
 }

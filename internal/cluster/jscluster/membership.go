@@ -148,6 +148,9 @@ func (c *Cluster) reconcileMemberships() {
 // replica r leads, one membership change closer to its assignment (step
 // 3 above), unless a change is still in flight.
 func (c *Cluster) reconcileMembership(k streamKey, r *replica) {
+	if h := c.cfg.Hooks; h != nil && h.HoldMembership != nil && h.HoldMembership(k.account, k.name) {
+		return
+	}
 	label := "stream '" + k.account + " > " + k.name + "'"
 	c.stepMembership(r.sa.Group, r.sa.Replicas, &r.changing, label, nil)
 }
