@@ -151,6 +151,10 @@ type Cluster struct {
 	// cretry: this server's consumer replicas whose start (or update)
 	// failed, to try again (cretry.go); the run goroutine's.
 	cretry map[consumerKey]*startRetry
+	// shortSince: on the meta leader, since when each replicated
+	// consumer growShortConsumers found short of its replicas has been
+	// so (heal.go); the run goroutine's, rebuilt each round.
+	shortSince map[staleKey]time.Time
 	// movesAsked: when this server last reported a stream's move done
 	// (reportMoves); the run goroutine's.
 	movesAsked retryMemo
@@ -476,6 +480,7 @@ func (c *Cluster) run() {
 			c.moveOffRemoved()
 			c.healShort()
 			c.dropLeftConsumers()
+			c.growShortConsumers()
 			c.finishSingleMoves()
 			c.askReplaceLost()
 			c.handleLost()

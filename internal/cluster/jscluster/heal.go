@@ -125,12 +125,82 @@ func (c *Cluster) healConsumers(sa meta.StreamAssignment, servers, added []raftn
 	}
 }
 
+// growShortConsumers, on the meta leader, tries growConsumer again for
+// every replicated consumer with fewer replicas than it wants whose
+// stream has all its own and no move in flight: healConsumers grows them
+// once when the stream heals, and a proposal that failed then (a meta
+// leader change, a timeout) would leave the consumer short for good.
+// Only a consumer found short for staleRetry (shortSince), then at most
+// once per staleRetry.
+func (c *Cluster) growShortConsumers() {
+	if !c.metaLeader() {
+		return
+	}
+	type grow struct {
+		sa meta.StreamAssignment
+		ca meta.ConsumerAssignment
+	}
+	var grows []grow
+	c.meta.View(func(st *meta.State) {
+		for _, acc := range st.Accounts() {
+			for _, sa := range st.Streams(acc) {
+				if len(sa.Replicas) < 2 || sa.Move != nil || short(sa) {
+					continue
+				}
+				for _, ca := range st.Consumers(acc, sa.Name) {
+					if consumerShort(sa, ca) {
+						grows = append(grows, grow{sa, ca})
+					}
+				}
+			}
+		}
+	})
+	now := c.cfg.Now()
+	since := make(map[staleKey]time.Time, len(grows))
+	for _, g := range grows {
+		k := streamKey{g.sa.Account, g.sa.Name}
+		key := staleKey{k: k, consumer: "\x00grow\x00" + g.ca.Name}
+		first, ok := c.shortSince[key]
+		if !ok {
+			first = now
+		}
+		since[key] = first
+		// Short for staleRetry at least: not a scale the update that
+		// caused it is about to propose (scaleConsumers).
+		if now.Sub(first) < staleRetry || c.moving(k) || !c.staleAsked.due(key, now, staleRetry) {
+			continue
+		}
+		c.growConsumer(g.sa, g.ca, meta.Servers(g.sa.Replicas))
+	}
+	c.shortSince = since
+}
+
+// consumerShort reports whether replicated consumer ca, settled, has
+// fewer replicas than it wants (consumerTarget) and stream sa has a
+// server it lacks.
+func consumerShort(sa meta.StreamAssignment, ca meta.ConsumerAssignment) bool {
+	var cc consumer.Config
+	var scfg stream.Config
+	if len(ca.Replicas) < 2 || ca.Unsettled() || json.Unmarshal(ca.Config, &cc) != nil || json.Unmarshal(sa.Config, &scfg) != nil {
+		return false
+	}
+	if len(ca.Replicas) >= consumerTarget(&cc, &scfg) {
+		return false
+	}
+	for _, r := range sa.Replicas {
+		if _, on := meta.On(ca.Replicas, r.Server); !on {
+			return true
+		}
+	}
+	return false
+}
+
 // growConsumer proposes, for replicated consumer ca of stream sa whose
 // assignment names fewer servers than it wants (consumerTarget), a
 // meta.AssignConsumer update with its config unchanged and its servers
 // plus the first of servers (the stream's) it lacks; its group's leader
 // adds them as learners (reconcileConsumerMemberships). Failures are
-// logged.
+// logged, and growShortConsumers tries again.
 func (c *Cluster) growConsumer(sa meta.StreamAssignment, ca meta.ConsumerAssignment, servers []raftnode.ServerID) {
 	var cc consumer.Config
 	var scfg stream.Config

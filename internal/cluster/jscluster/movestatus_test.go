@@ -71,3 +71,4 @@ func TestShownReplicas(t *testing.T) {
 		t.Errorf("a move: %v", got)
 	}
 }
+
