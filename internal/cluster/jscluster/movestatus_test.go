@@ -71,4 +71,3 @@ func TestShownReplicas(t *testing.T) {
 		t.Errorf("a move: %v", got)
 	}
 }
-
