@@ -115,6 +115,10 @@ func AppendOp(dst []byte, op Op) ([]byte, error) {
 		dst = appendString(dst, o.Name)
 		dst = binary.AppendVarint(dst, o.Created)
 		dst = appendServers(dst, o.Servers)
+	case *ExcludeServer:
+		dst = appendString(dst, o.Account)
+		dst = appendString(dst, o.Stream)
+		dst = appendString(dst, string(o.Server))
 	}
 	return dst, nil
 }
@@ -163,6 +167,8 @@ func DecodeOp(b []byte) (Op, error) {
 		op = &CancelMove{Account: d.string(), Name: d.string(), Config: d.bytes(), Created: d.varint(), Members: d.replicaIDs()}
 	case KindEndMove:
 		op = &EndMove{Account: d.string(), Name: d.string(), Created: d.varint(), Servers: d.servers()}
+	case KindExcludeServer:
+		op = &ExcludeServer{Account: d.string(), Stream: d.string(), Server: raftnode.ServerID(d.string())}
 	default:
 		return nil, fmt.Errorf("%w: unknown kind %d", ErrBadOp, kind)
 	}
@@ -230,6 +236,8 @@ func check(op Op) error {
 		}
 	case *EndMove:
 		err = errors.Join(checkNames(o.Account, o.Name), checkServers(o.Servers))
+	case *ExcludeServer:
+		err = checkNames(o.Account, o.Stream, string(o.Server))
 	default:
 		return fmt.Errorf("%w: an operation of type %T", ErrBadOp, op)
 	}

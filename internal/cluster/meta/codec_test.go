@@ -59,6 +59,7 @@ func sampleOps() []Op {
 		&CancelMove{Account: "A", Name: "ORDERS", Config: streamJSON("ORDERS"), Created: 1 << 60, Members: []raftnode.ReplicaID{1, 300, 2}},
 		&CancelMove{Account: "A", Name: "ORDERS", Config: streamJSON("ORDERS"), Created: 0},
 		&EndMove{Account: "A", Name: "ORDERS", Created: 3, Servers: servers("s2", "s1")},
+		&ExcludeServer{Account: "A", Stream: "ORDERS", Server: "s3"},
 	}
 }
 
@@ -84,7 +85,7 @@ func TestOpRoundTrip(t *testing.T) {
 		}
 		kinds[op.Kind()] = true
 	}
-	for k := KindAssignStream; k <= KindEndMove; k++ {
+	for k := KindAssignStream; k <= KindExcludeServer; k++ {
 		if !kinds[k] {
 			t.Errorf("kind %d has no round-trip sample", k)
 		}
@@ -154,6 +155,8 @@ func TestOpChecks(t *testing.T) {
 		"cancel config of T":      &CancelMove{Account: "A", Name: "T", Config: cfg},
 		"cancel member 0":         &CancelMove{Account: "A", Name: "S", Config: cfg, Members: []raftnode.ReplicaID{1, 0}},
 		"end move of no servers":  &EndMove{Account: "A", Name: "S"},
+		"exclude no server":       &ExcludeServer{Account: "A", Stream: "S"},
+		"exclude of no stream":    &ExcludeServer{Account: "A", Server: "s1"},
 		"nil":                     nil,
 	}
 	for name, op := range bad {
@@ -247,6 +250,11 @@ func encodeUnchecked(op Op) []byte {
 		b = appendString(b, o.Name)
 		b = binary.AppendVarint(b, o.Created)
 		b = appendServers(b, o.Servers)
+	case *ExcludeServer:
+		b = []byte{byte(KindExcludeServer), opVersion}
+		b = appendString(b, o.Account)
+		b = appendString(b, o.Stream)
+		b = appendString(b, string(o.Server))
 	}
 	return b
 }
