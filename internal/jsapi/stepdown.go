@@ -71,9 +71,12 @@ func streamLeaderStepDown(a *API, r *request) (response, *jserr.Error) {
 	return resp, nil
 }
 
-// Peers is what $JS.API.STREAM.PEER.REMOVE asks of a clustered JetStream
-// (an optional capability of Cluster; without it the subject answers
-// 10009).
+// Peers is what $JS.API.STREAM.PEER.REMOVE and STREAM.PEER.EVACUATE
+// ask of a clustered JetStream (an optional capability of Cluster;
+// without it the subjects answer 10009). Both move the replica as
+// nats-server v2.15.2's evacuate does (a new replica caught up before
+// the old one leaves: docs/clustering.md, "Evacuating a server"), with
+// requireReplicas: no server to take it is 10075.
 type Peers interface {
 	// StreamRemovePeer moves the replica on peer (a server name or peer
 	// ID) of the account's stream to another server, on the meta leader
@@ -88,7 +91,9 @@ type streamRemovePeerRequest struct {
 	Peer string `json:"peer"`
 }
 
-// streamRemovePeer follows nats-server v2.15.2 jsStreamRemapPeerRequest:
+// streamRemovePeer answers STREAM.PEER.REMOVE and STREAM.PEER.EVACUATE
+// (each its own response type: route.go), following nats-server v2.15.2
+// jsStreamRemapPeerRequest:
 // on a single server 10010 (clusterOnly); in a cluster, on the meta
 // leader (Cluster.Answers): the level (10185), an empty body (10003),
 // JSON (10025), no peer named (10003), then the cluster (Peers).
