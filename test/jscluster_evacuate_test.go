@@ -284,3 +284,60 @@ func TestJetStreamClusterStreamPeerEvacuate(t *testing.T) {
 	})
 	evacuatedServes(t, servers, victim)
 }
+
+// CONSUMER.PEER.EVACUATE moves a consumer's replica to a server of its
+// stream it is not on: a durable of one replica with its state, one of
+// two replicas by a replica move; a durable on every server of its
+// stream has nowhere to go (10075), as nats-server v2.15.2 answers
+// (measured: docs/clustering.md, "Evacuating a server").
+func TestJetStreamClusterConsumerPeerEvacuate(t *testing.T) {
+	const typ = `{"type":"io.nats.jetstream.api.v1.consumer_evacuate_peer_response",`
+	servers, _, js := evacuateSetup(t, 4)
+	eventually(t, "create TWO", func() error {
+		_, err := js[0].CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Durable: "TWO", AckPolicy: jetstream.AckExplicitPolicy, Replicas: 2})
+		return err
+	})
+	consumeAck(t, js[0], "TWO", 4)
+	stream, err := ordersOn(t, js[0], 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := consumerServers(t, js[0], "ONE", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var two []string
+	eventually(t, "TWO current on two", func() error {
+		two, err = consumerServers(t, js[0], "TWO", 2)
+		return err
+	})
+	app := connect(t, servers[0].ClientURL(), nats.UserInfo("app", "app"))
+	req := func(path string) string { return `$JS.API.CONSUMER.PEER.EVACUATE.` + path }
+	body := func(peer string) string { return fmt.Sprintf(`{"peer":%q}`, peer) }
+	wantEvacAnswer(t, app, req("ORDERS.C"), body(stream[1]), typ+`"error":{"code":503,"err_code":10075,"description":"peer remap failed"}}`)
+	wantEvacAnswer(t, app, req("ORDERS.NOPE"), body(stream[1]), typ+`"error":{"code":404,"err_code":10014,"description":"consumer not found"}}`)
+	wantEvacAnswer(t, app, req("NOPE.C"), body(stream[1]), typ+`"error":{"code":404,"err_code":10059,"description":"stream not found"}}`)
+	wantEvacAnswer(t, app, req("ORDERS.ONE"), body("n9"), typ+`"error":{"code":400,"err_code":10040,"description":"peer not a member"}}`)
+	wantEvacAnswer(t, app, req("ORDERS.ONE"), "", typ+`"error":{"code":400,"err_code":10003,"description":"bad request"}}`)
+	wantEvacAnswer(t, app, req("ORDERS.ONE"), body(one[0]), typ+`"success":true}`)
+	wantEvacAnswer(t, app, req("ORDERS.TWO"), body(two[0]), typ+`"success":true}`)
+	eventually(t, "ONE and TWO moved", func() error {
+		o, err := consumerServers(t, js[0], "ONE", 1)
+		if err != nil {
+			return err
+		}
+		tw, err := consumerServers(t, js[0], "TWO", 2)
+		if err != nil {
+			return err
+		}
+		if o[0] == one[0] || !slices.Contains(stream, o[0]) || slices.Contains(tw, two[0]) || !slices.Contains(stream, tw[0]) || !slices.Contains(stream, tw[1]) {
+			return fmt.Errorf("ONE on %v (was %v), TWO on %v (was %v), ORDERS on %v", o, one, tw, two, stream)
+		}
+		return nil
+	})
+	for _, name := range []string{"ONE", "TWO"} {
+		if got := consumeAck(t, js[0], name, 1); got[0] != 5 {
+			t.Fatalf("%s delivered %v after its ack floor 4, want stream sequence 5", name, got)
+		}
+	}
+}

@@ -83,7 +83,7 @@ var endpoints = map[string]endpoint{
 	"CONSUMER.UNPIN":           {"consumer_unpin_response", 2, 2, consumerUnpin, false},
 	"CONSUMER.LEADER.STEPDOWN": {"consumer_leader_stepdown_response", 2, 2, consumerLeaderStepDown, false},
 	"CONSUMER.PEER.REMOVE":     {"consumer_remove_peer_response", 2, 2, clusterOnly, false},
-	"CONSUMER.PEER.EVACUATE":   {"consumer_evacuate_peer_response", 2, 2, clusterOnly, false},
+	"CONSUMER.PEER.EVACUATE":   {"consumer_evacuate_peer_response", 2, 2, consumerEvacuatePeer, false},
 }
 
 // maxKeyTokens is the most tokens an endpoint key has.

@@ -156,3 +156,46 @@ func consumerLeaderStepDown(a *API, r *request) (response, *jserr.Error) {
 	resp.Success = true
 	return resp, nil
 }
+
+// ConsumerPeers is what $JS.API.CONSUMER.PEER.EVACUATE asks of a
+// clustered JetStream that replicates consumers (an optional capability
+// of Cluster; without it the subject answers 10009).
+type ConsumerPeers interface {
+	// ConsumerEvacuatePeer moves the replica on peer (a server name or
+	// peer ID) of the account's stream's consumer to another server of
+	// the stream, on the meta leader (docs/clustering.md, "Evacuating a
+	// server"). Errors: 10059 no such stream, 10014 no such consumer,
+	// 10040 peer not a member, 10075 when no server can take it.
+	ConsumerEvacuatePeer(stream, consumer, peer string) *jserr.Error
+}
+
+// consumerEvacuatePeer follows nats-server v2.15.2
+// jsConsumerRemapPeerRequest: on a single server 10010 (clusterOnly); in
+// a cluster, on the meta leader (ConsumerCluster.AnswersConsumer): the
+// level (10185), an empty body (10003), JSON (10025), no peer named
+// (10003), then the cluster (ConsumerPeers).
+func consumerEvacuatePeer(a *API, r *request) (response, *jserr.Error) {
+	p, ok := a.opts.Cluster.(ConsumerPeers)
+	if !ok {
+		return clusterOnly(a, r)
+	}
+	resp := &successResponse{}
+	if err := r.checkLevel(); err != nil {
+		return resp, err
+	}
+	if isEmptyRequest(r.data) {
+		return resp, jserr.New(jserr.BadRequest)
+	}
+	var req streamRemovePeerRequest
+	if err := decode(r.data, &req); err != nil {
+		return resp, err
+	}
+	if req.Peer == "" {
+		return resp, jserr.New(jserr.BadRequest)
+	}
+	if err := p.ConsumerEvacuatePeer(r.stream, r.consumer, req.Peer); err != nil {
+		return resp, err
+	}
+	resp.Success = true
+	return resp, nil
+}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/jsapi"
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/raftnode"
 	"github.com/cairnmq/cairn/internal/stream"
@@ -132,4 +133,94 @@ func excludedFor(sa meta.StreamAssignment, gone raftnode.ServerID) []raftnode.Se
 		out = append(out, gone)
 	}
 	return out
+}
+
+var _ jsapi.ConsumerPeers = (*account)(nil)
+
+// ConsumerEvacuatePeer implements jsapi.ConsumerPeers on the meta leader,
+// as nats-server v2.15.2 jsConsumerRemapPeerRequest (remapConsumerAssignment,
+// not removing): the replica of the stream's consumer on peer (a server
+// name or nats-server's peer ID of one) moves to a server of the stream
+// the consumer is not on (online ones first): a replicated consumer's by
+// a meta.MoveConsumer (caught up by a snapshot, then promoted while the
+// old one leaves), a consumer of one replica with its state, on a mover
+// of its own, the answer coming at once (moveSingle). Errors: 10059 no
+// such stream, 10014 no such consumer, 10040 no replica of it on peer,
+// 10075 "peer remap failed" for a stream of one replica, no server of
+// the stream left to take it, or a consumer of one replica whose state
+// cannot move (a memory stream's, mem_storage, not yet settled, or its
+// server offline: nats-server moves these too, docs/compatibility.md).
+func (a *account) ConsumerEvacuatePeer(streamName, name, peer string) *jserr.Error {
+	c := a.c
+	sa, _, ok, _ := c.assignment(streamKey{a.name, streamName})
+	if !ok {
+		return jserr.New(jserr.StreamNotFound)
+	}
+	ca, _, ok, _ := c.consumerAssignment(consumerKey{a.name, streamName, name})
+	if !ok {
+		return jserr.New(jserr.ConsumerNotFound)
+	}
+	i := slices.IndexFunc(ca.Replicas, func(r meta.Replica) bool { return string(r.Server) == peer || peerHash(r.Server) == peer })
+	if i < 0 {
+		return jserr.New(jserr.ClusterPeerNotMember)
+	}
+	from := ca.Replicas[i]
+	dest, movable := c.consumerDest(sa, ca, from.Server)
+	if dest == "" || !movable {
+		return jserr.New(jserr.PeerRemap)
+	}
+	if len(ca.Replicas) > 1 {
+		if _, err := c.propose(&meta.MoveConsumer{Account: a.name, Stream: streamName, Name: name, Replica: from.ID, To: dest}); err != nil {
+			return err
+		}
+		c.cfg.Infof("JetStream cluster: consumer '%s > %s > %s': its replica on %s moves to %s (CONSUMER.PEER.EVACUATE)", a.name, streamName, name, from.Server, dest)
+		return nil
+	}
+	key := singleMoveKey{streamKey{a.name, streamName}, from.Server}
+	c.mu.Lock()
+	busy := c.singleMoves[key]
+	c.mu.Unlock()
+	if busy || !c.runMover(key, func() {
+		if err := c.moveSingle(ca, from.Server, dest); err != nil {
+			c.cfg.Logf("jscluster: consumer %s > %s > %s: not moved from %s to %s (CONSUMER.PEER.EVACUATE): %v", a.name, streamName, name, from.Server, dest, err)
+		}
+	}, func() {}) {
+		return jserr.New(jserr.PeerRemap)
+	}
+	return nil
+}
+
+// consumerDest returns the server of stream sa that takes consumer ca's
+// replica on server from: one of the stream's servers the consumer is
+// not on, not removed, online ones first, in assignment order ("": none).
+// movable is false for a consumer of one replica whose state cannot
+// move (singlesOn's conditions).
+func (c *Cluster) consumerDest(sa meta.StreamAssignment, ca meta.ConsumerAssignment, from raftnode.ServerID) (dest raftnode.ServerID, movable bool) {
+	if len(sa.Replicas) < 2 {
+		return "", false
+	}
+	movable = true
+	if len(ca.Replicas) == 1 {
+		var cfg stream.Config
+		movable = json.Unmarshal(sa.Config, &cfg) == nil && cfg.Storage != stream.MemoryStorage && !ca.Unsettled() && persistedConsumer(ca)
+	}
+	c.meta.View(func(st *meta.State) {
+		off := c.offlineIn(st)
+		if len(ca.Replicas) == 1 && off[from] {
+			movable = false // its state is out of reach
+		}
+		var cands []raftnode.ServerID
+		for _, s := range meta.Servers(sa.Replicas) {
+			sv, ok := st.Server(s)
+			if _, on := meta.On(ca.Replicas, s); s == from || on || !ok || sv.Removed {
+				continue
+			}
+			cands = append(cands, s)
+		}
+		slices.SortStableFunc(cands, func(a, b raftnode.ServerID) int { return cmpBool(off[a], off[b]) })
+		if len(cands) > 0 {
+			dest = cands[0]
+		}
+	})
+	return dest, movable
 }
