@@ -146,7 +146,7 @@ func emptyResponse(key string) response {
 		return &snapshotResponse{}
 	case "STREAM.RESTORE":
 		return &restoreResponse{}
-	case "STREAM.LEADER.STEPDOWN", "STREAM.PEER.REMOVE", "CONSUMER.LEADER.STEPDOWN":
+	case "STREAM.LEADER.STEPDOWN", "STREAM.PEER.REMOVE", "STREAM.PEER.EVACUATE", "CONSUMER.LEADER.STEPDOWN", "CONSUMER.PEER.EVACUATE":
 		return &successResponse{}
 	case "CONSUMER.CREATE", "CONSUMER.DURABLE.CREATE":
 		return &consumerCreateResponse{}

@@ -71,7 +71,7 @@ var endpoints = map[string]endpoint{
 	"STREAM.RESTORE":           {"stream_restore_response", 1, 1, streamRestore, false},
 	"STREAM.LEADER.STEPDOWN":   {"stream_leader_stepdown_response", 1, 1, streamLeaderStepDown, false},
 	"STREAM.PEER.REMOVE":       {"stream_remove_peer_response", 1, 1, streamRemovePeer, false},
-	"STREAM.PEER.EVACUATE":     {"stream_evacuate_peer_response", 1, 1, clusterOnly, false},
+	"STREAM.PEER.EVACUATE":     {"stream_evacuate_peer_response", 1, 1, streamRemovePeer, false},
 	"STREAM.CANCEL_MOVE":       {"stream_cancel_move_response", 1, 1, streamCancelMove, false},
 	"CONSUMER.CREATE":          {"consumer_create_response", 1, -1, consumerCreate, false},
 	"CONSUMER.DURABLE.CREATE":  {"consumer_create_response", 2, 2, consumerCreate, false},
@@ -83,7 +83,7 @@ var endpoints = map[string]endpoint{
 	"CONSUMER.UNPIN":           {"consumer_unpin_response", 2, 2, consumerUnpin, false},
 	"CONSUMER.LEADER.STEPDOWN": {"consumer_leader_stepdown_response", 2, 2, consumerLeaderStepDown, false},
 	"CONSUMER.PEER.REMOVE":     {"consumer_remove_peer_response", 2, 2, clusterOnly, false},
-	"CONSUMER.PEER.EVACUATE":   {"consumer_evacuate_peer_response", 2, 2, clusterOnly, false},
+	"CONSUMER.PEER.EVACUATE":   {"consumer_evacuate_peer_response", 2, 2, consumerEvacuatePeer, false},
 }
 
 // maxKeyTokens is the most tokens an endpoint key has.

@@ -71,9 +71,12 @@ func streamLeaderStepDown(a *API, r *request) (response, *jserr.Error) {
 	return resp, nil
 }
 
-// Peers is what $JS.API.STREAM.PEER.REMOVE asks of a clustered JetStream
-// (an optional capability of Cluster; without it the subject answers
-// 10009).
+// Peers is what $JS.API.STREAM.PEER.REMOVE and STREAM.PEER.EVACUATE
+// ask of a clustered JetStream (an optional capability of Cluster;
+// without it the subjects answer 10009). Both move the replica as
+// nats-server v2.15.2's evacuate does (a new replica caught up before
+// the old one leaves: docs/clustering.md, "Evacuating a server"), with
+// requireReplicas: no server to take it is 10075.
 type Peers interface {
 	// StreamRemovePeer moves the replica on peer (a server name or peer
 	// ID) of the account's stream to another server, on the meta leader
@@ -88,7 +91,9 @@ type streamRemovePeerRequest struct {
 	Peer string `json:"peer"`
 }
 
-// streamRemovePeer follows nats-server v2.15.2 jsStreamRemapPeerRequest:
+// streamRemovePeer answers STREAM.PEER.REMOVE and STREAM.PEER.EVACUATE
+// (each its own response type: route.go), following nats-server v2.15.2
+// jsStreamRemapPeerRequest:
 // on a single server 10010 (clusterOnly); in a cluster, on the meta
 // leader (Cluster.Answers): the level (10185), an empty body (10003),
 // JSON (10025), no peer named (10003), then the cluster (Peers).
@@ -146,6 +151,49 @@ func consumerLeaderStepDown(a *API, r *request) (response, *jserr.Error) {
 		return resp, err
 	}
 	if err := l.ConsumerLeaderStepDown(r.stream, r.consumer, func() (*stream.Placement, *jserr.Error) { return parsePlacement(r.data) }); err != nil {
+		return resp, err
+	}
+	resp.Success = true
+	return resp, nil
+}
+
+// ConsumerPeers is what $JS.API.CONSUMER.PEER.EVACUATE asks of a
+// clustered JetStream that replicates consumers (an optional capability
+// of Cluster; without it the subject answers 10009).
+type ConsumerPeers interface {
+	// ConsumerEvacuatePeer moves the replica on peer (a server name or
+	// peer ID) of the account's stream's consumer to another server of
+	// the stream, on the meta leader (docs/clustering.md, "Evacuating a
+	// server"). Errors: 10059 no such stream, 10014 no such consumer,
+	// 10040 peer not a member, 10075 when no server can take it.
+	ConsumerEvacuatePeer(stream, consumer, peer string) *jserr.Error
+}
+
+// consumerEvacuatePeer follows nats-server v2.15.2
+// jsConsumerRemapPeerRequest: on a single server 10010 (clusterOnly); in
+// a cluster, on the meta leader (ConsumerCluster.AnswersConsumer): the
+// level (10185), an empty body (10003), JSON (10025), no peer named
+// (10003), then the cluster (ConsumerPeers).
+func consumerEvacuatePeer(a *API, r *request) (response, *jserr.Error) {
+	p, ok := a.opts.Cluster.(ConsumerPeers)
+	if !ok {
+		return clusterOnly(a, r)
+	}
+	resp := &successResponse{}
+	if err := r.checkLevel(); err != nil {
+		return resp, err
+	}
+	if isEmptyRequest(r.data) {
+		return resp, jserr.New(jserr.BadRequest)
+	}
+	var req streamRemovePeerRequest
+	if err := decode(r.data, &req); err != nil {
+		return resp, err
+	}
+	if req.Peer == "" {
+		return resp, jserr.New(jserr.BadRequest)
+	}
+	if err := p.ConsumerEvacuatePeer(r.stream, r.consumer, req.Peer); err != nil {
 		return resp, err
 	}
 	resp.Success = true

@@ -113,7 +113,7 @@ func (a *account) AccountCounts() (streams, consumers int) {
 func (a *account) Answers(key, streamName string) bool {
 	c := a.c
 	if streamName == "" || key == "STREAM.CREATE" || key == "STREAM.UPDATE" || key == "STREAM.DELETE" || key == "STREAM.RESTORE" ||
-		key == "STREAM.PEER.REMOVE" || key == "STREAM.CANCEL_MOVE" {
+		key == "STREAM.PEER.REMOVE" || key == "STREAM.PEER.EVACUATE" || key == "STREAM.CANCEL_MOVE" {
 		return c.metaAnswers()
 	}
 	k := streamKey{a.name, streamName}
@@ -156,7 +156,7 @@ func (a *account) forMeta(key, streamName, consumerName string) bool {
 		}
 	}
 	if streamName == "" || key == "STREAM.CREATE" || key == "STREAM.UPDATE" || key == "STREAM.DELETE" || key == "STREAM.RESTORE" ||
-		key == "STREAM.PEER.REMOVE" || key == "STREAM.CANCEL_MOVE" {
+		key == "STREAM.PEER.REMOVE" || key == "STREAM.PEER.EVACUATE" || key == "STREAM.CANCEL_MOVE" {
 		return true
 	}
 	_, _, assigned, _ := a.c.assignment(streamKey{a.name, streamName})

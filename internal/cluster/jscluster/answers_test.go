@@ -81,7 +81,7 @@ func TestAnswers(t *testing.T) {
 	if acc.Answers("STREAM.INFO", "ORDERS") {
 		t.Error("STREAM.INFO of an assigned stream answered where no replica runs")
 	}
-	for _, key := range []string{"STREAM.CREATE", "STREAM.UPDATE", "STREAM.DELETE", "STREAM.PEER.REMOVE"} {
+	for _, key := range []string{"STREAM.CREATE", "STREAM.UPDATE", "STREAM.DELETE", "STREAM.PEER.REMOVE", "STREAM.PEER.EVACUATE"} {
 		if !acc.Answers(key, "ORDERS") {
 			t.Errorf("the meta leader does not answer %s of an assigned stream", key)
 		}

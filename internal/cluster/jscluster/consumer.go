@@ -553,7 +553,7 @@ func (a *account) consumerRoute(key, streamName, name string) (forMeta bool, cr 
 		return false, nil, false
 	}
 	switch key {
-	case "CONSUMER.CREATE", "CONSUMER.DURABLE.CREATE", "CONSUMER.NAMES", "CONSUMER.LIST":
+	case "CONSUMER.CREATE", "CONSUMER.DURABLE.CREATE", "CONSUMER.NAMES", "CONSUMER.LIST", "CONSUMER.PEER.EVACUATE":
 		return true, nil, true
 	}
 	k := consumerKey{a.name, streamName, name}

@@ -25,8 +25,8 @@
 // server answers, by this rule (Cluster.Answers, per account):
 //
 //	account info, STREAM.CREATE/UPDATE/DELETE/NAMES/LIST/PEER.REMOVE/
-//	CANCEL_MOVE, unknown subjects                                            the meta leader
-//	CONSUMER.CREATE/NAMES/LIST/DELETE of a stream the meta group knows       the meta leader
+//	PEER.EVACUATE/CANCEL_MOVE, unknown subjects                              the meta leader
+//	CONSUMER.CREATE/NAMES/LIST/DELETE/PEER.EVACUATE of a stream it knows     the meta leader
 //	CONSUMER.INFO/PAUSE/UNPIN/LEADER.STEPDOWN of a consumer it knows         the server running the consumer's leader
 //	anything naming a stream the meta group knows                            the server running its leader
 //	                                                                          (for one replica: its server)
@@ -85,8 +85,9 @@
 // leader carries changes out one at a time, learners first
 // (membership.go; docs/clustering.md, "Replacing a replica", "Scaling"):
 // a replica whose store changed is replaced by a new replica ID on its
-// server (the meta leader's meta.MoveReplica), STREAM.PEER.REMOVE moves a
-// replica to another server, a num_replicas update scales the stream.
+// server (the meta leader's meta.MoveReplica), STREAM.PEER.REMOVE (and
+// STREAM.PEER.EVACUATE, SERVER.EVACUATE: evacuate.go) moves a replica to
+// another server, a num_replicas update scales the stream.
 // A replicated consumer's group follows its assignment the same way
 // (consumerscale.go, consumerdown.go; "Scaling consumers"): its replica
 // on a wiped server is replaced (meta.MoveConsumer), it moves with its

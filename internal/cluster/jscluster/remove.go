@@ -67,24 +67,6 @@ func (c *Cluster) RemoveServer(name, peerID string) *jserr.Error {
 	return nil
 }
 
-// EvacuateServer implements jsapi.SystemCluster: 10044 when no member of
-// the meta group has the name (or peer ID); 10009 for a member, since
-// moving every replica off a server (nats-server v2.15.2
-// jsLeaderServerEvacuateRequest) is not built (docs/clustering.md, "Not
-// yet built").
-func (c *Cluster) EvacuateServer(name, peerID string) *jserr.Error {
-	st, err := c.node.Status(meta.MetaGroup)
-	if err != nil {
-		return jserr.New(jserr.ClusterNotAvail)
-	}
-	for _, rs := range c.members(st) {
-		if (peerID != "" && peerHash(rs) == peerID) || (peerID == "" && string(rs) == name) {
-			return jserr.New(jserr.ClusterNotLeader)
-		}
-	}
-	return jserr.New(jserr.ClusterServerNotMember)
-}
-
 // metaMembershipChanging reports, from the meta leader's status st,
 // whether a removal is under way: a joint configuration, or a replica of
 // a server the catalogue marks removed still in the group. A learner
@@ -248,6 +230,6 @@ func (c *Cluster) dropRemoved(sa meta.StreamAssignment, gone raftnode.ServerID, 
 	if _, err := c.meta.Propose(&meta.UpdateStream{Account: sa.Account, Name: sa.Name, Config: sa.Config, Servers: servers}); err != nil {
 		return false
 	}
-	c.cfg.Infof("JetStream cluster: stream '%s > %s': its replica on removed server %s is dropped, no server can take it (%v): it runs on %v", sa.Account, sa.Name, gone, perr, servers)
+	c.cfg.Infof("JetStream cluster: stream '%s > %s': its replica on server %s (removed or evacuated) is dropped, no server can take it (%v): it runs on %v", sa.Account, sa.Name, gone, perr, servers)
 	return true
 }

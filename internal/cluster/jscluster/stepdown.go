@@ -274,7 +274,9 @@ func (c *Cluster) replacement(sa meta.StreamAssignment, cfg stream.Config, gone 
 }
 
 // place is replacement without the log line; the error is placement's
-// (10005), or 10075 when it placed too few servers.
+// (10005), or 10075 when it placed too few servers. The stream's
+// Excluded servers (an evacuation's, meta.ExcludeServer) are kept out
+// as gone is.
 func (c *Cluster) place(sa meta.StreamAssignment, cfg stream.Config, gone raftnode.ServerID) (raftnode.ServerID, *jserr.Error) {
 	var keep []raftnode.ServerID
 	for _, r := range sa.Replicas {
@@ -286,7 +288,7 @@ func (c *Cluster) place(sa meta.StreamAssignment, cfg stream.Config, gone raftno
 	var perr *jserr.Error
 	c.meta.View(func(st *meta.State) {
 		pr := c.placeRequest(st, len(sa.Replicas), cfg.Placement)
-		pr.Existing, pr.Exclude = keep, []raftnode.ServerID{gone}
+		pr.Existing, pr.Exclude = keep, excludedFor(sa, gone)
 		servers, perr = meta.Place(st, pr)
 	})
 	if perr != nil {

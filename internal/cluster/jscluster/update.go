@@ -563,7 +563,8 @@ func (c *Cluster) moveServers(sa meta.StreamAssignment, next *stream.Config) ([]
 // replicas (docs/clustering.md, "Scaling"), as nats-server v2.15.2
 // jsClusteredStreamUpdateRequest chooses them: up, the current servers
 // first and new ones placed as a create places them (meta.Place: 10005
-// when too few are eligible); down, the stream's leader kept, then the
+// when too few are eligible; the stream's Excluded servers, an
+// evacuation's, never chosen); down, the stream's leader kept, then the
 // others in assignment order.
 func (c *Cluster) scaleServers(sa meta.StreamAssignment, next *stream.Config) ([]raftnode.ServerID, *jserr.Error) {
 	cur := meta.Servers(sa.Replicas)
@@ -579,7 +580,7 @@ func (c *Cluster) scaleServers(sa meta.StreamAssignment, next *stream.Config) ([
 	var perr *jserr.Error
 	c.meta.View(func(st *meta.State) {
 		pr := c.placeRequest(st, next.Replicas, next.Placement)
-		pr.Existing = cur
+		pr.Existing, pr.Exclude = cur, excludedFor(sa, "")
 		servers, perr = meta.Place(st, pr)
 	})
 	return servers, perr

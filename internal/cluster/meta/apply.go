@@ -91,6 +91,8 @@ func (s *State) Apply(op Op) Result {
 		return s.endMove(o)
 	case *RenameReplicas:
 		return s.renameReplicas(o)
+	case *ExcludeServer:
+		return s.excludeServer(o)
 	case *RemoveServer:
 		sv := s.servers[o.Name]
 		if sv == nil || sv.Removed {
@@ -149,6 +151,7 @@ func (s *State) updateStream(o *UpdateStream) Result {
 	if len(e.sa.Replicas) == 1 {
 		e.sa.LogConfig = slices.Clone(o.Config) // no group log: nothing replays from it
 	}
+	e.clearExcluded()
 	sa := e.sa.clone()
 	return Result{Stream: &sa, PrevStream: &prev}
 }
@@ -212,6 +215,7 @@ func (s *State) cancelMove(o *CancelMove) Result {
 	e.subjects = f.Subjects
 	e.sa.Replicas = out
 	e.sa.Move.Cancelled = true
+	e.clearExcluded()
 	sa := e.sa.clone()
 	return Result{Stream: &sa, PrevStream: &prev}
 }
@@ -256,6 +260,7 @@ func (s *State) moveReplica(o *MoveReplica) Result {
 	prev := e.sa.clone()
 	e.sa.Replicas[i] = Replica{ID: e.sa.NextReplica, Server: o.To, Incarnation: s.servers[o.To].Incarnation}
 	e.sa.NextReplica++
+	e.clearExcluded()
 	sa := e.sa.clone()
 	return Result{Stream: &sa, PrevStream: &prev}
 }
@@ -556,4 +561,41 @@ func (s *State) overlaps(account, name string, subjects []string) bool {
 		}
 	}
 	return false
+}
+
+// excludeServer applies an ExcludeServer: the server joins the stream's
+// Excluded set (sorted, distinct).
+func (s *State) excludeServer(o *ExcludeServer) Result {
+	e := s.stream(o.Account, o.Stream)
+	if e == nil {
+		return fail(jserr.StreamNotFound)
+	}
+	if s.servers[o.Server] == nil {
+		return fail(jserr.ClusterServerNotMember)
+	}
+	if i, found := slices.BinarySearch(e.sa.Excluded, o.Server); !found {
+		e.sa.Excluded = slices.Insert(e.sa.Excluded, i, o.Server)
+	}
+	sa := e.sa.clone()
+	return Result{Stream: &sa}
+}
+
+// clearExcluded empties stream e's Excluded set once it holds at least
+// its config's num_replicas replicas, none of them on an excluded
+// server: the evacuation that excluded them is over (ExcludeServer).
+func (e *streamEntry) clearExcluded() {
+	if len(e.sa.Excluded) == 0 {
+		return
+	}
+	for _, r := range e.sa.Replicas {
+		if slices.Contains(e.sa.Excluded, r.Server) {
+			return
+		}
+	}
+	var cfg struct {
+		Replicas int `json:"num_replicas"`
+	}
+	if json.Unmarshal(e.sa.Config, &cfg) == nil && len(e.sa.Replicas) >= max(cfg.Replicas, 1) {
+		e.sa.Excluded = nil
+	}
 }

@@ -118,6 +118,10 @@ func AppendOp(dst []byte, op Op) ([]byte, error) {
 	case *RenameReplicas:
 		dst = appendString(dst, string(o.From))
 		dst = appendString(dst, string(o.To))
+	case *ExcludeServer:
+		dst = appendString(dst, o.Account)
+		dst = appendString(dst, o.Stream)
+		dst = appendString(dst, string(o.Server))
 	}
 	return dst, nil
 }
@@ -168,6 +172,8 @@ func DecodeOp(b []byte) (Op, error) {
 		op = &EndMove{Account: d.string(), Name: d.string(), Created: d.varint(), Servers: d.servers()}
 	case KindRenameReplicas:
 		op = &RenameReplicas{From: raftnode.ServerID(d.string()), To: raftnode.ServerID(d.string())}
+	case KindExcludeServer:
+		op = &ExcludeServer{Account: d.string(), Stream: d.string(), Server: raftnode.ServerID(d.string())}
 	default:
 		return nil, fmt.Errorf("%w: unknown kind %d", ErrBadOp, kind)
 	}
@@ -240,6 +246,8 @@ func check(op Op) error {
 		if err == nil && o.From == o.To {
 			err = errors.New("a server renamed to itself")
 		}
+	case *ExcludeServer:
+		err = checkNames(o.Account, o.Stream, string(o.Server))
 	default:
 		return fmt.Errorf("%w: an operation of type %T", ErrBadOp, op)
 	}

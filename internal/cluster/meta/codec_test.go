@@ -60,6 +60,7 @@ func sampleOps() []Op {
 		&CancelMove{Account: "A", Name: "ORDERS", Config: streamJSON("ORDERS"), Created: 0},
 		&EndMove{Account: "A", Name: "ORDERS", Created: 3, Servers: servers("s2", "s1")},
 		&RenameReplicas{From: "s3", To: "s3x"},
+		&ExcludeServer{Account: "A", Stream: "ORDERS", Server: "s3"},
 	}
 }
 
@@ -85,7 +86,7 @@ func TestOpRoundTrip(t *testing.T) {
 		}
 		kinds[op.Kind()] = true
 	}
-	for k := KindAssignStream; k <= KindRenameReplicas; k++ {
+	for k := KindAssignStream; k <= KindExcludeServer; k++ {
 		if !kinds[k] {
 			t.Errorf("kind %d has no round-trip sample", k)
 		}
@@ -157,6 +158,8 @@ func TestOpChecks(t *testing.T) {
 		"end move of no servers":  &EndMove{Account: "A", Name: "S"},
 		"rename from no server":   &RenameReplicas{To: "s1"},
 		"rename to itself":        &RenameReplicas{From: "s1", To: "s1"},
+		"exclude no server":       &ExcludeServer{Account: "A", Stream: "S"},
+		"exclude of no stream":    &ExcludeServer{Account: "A", Server: "s1"},
 		"nil":                     nil,
 	}
 	for name, op := range bad {
@@ -254,6 +257,11 @@ func encodeUnchecked(op Op) []byte {
 		b = []byte{byte(KindRenameReplicas), opVersion}
 		b = appendString(b, string(o.From))
 		b = appendString(b, string(o.To))
+	case *ExcludeServer:
+		b = []byte{byte(KindExcludeServer), opVersion}
+		b = appendString(b, o.Account)
+		b = appendString(b, o.Stream)
+		b = appendString(b, string(o.Server))
 	}
 	return b
 }

@@ -70,6 +70,7 @@
 //	CancelMove     | account | name | config | created (signed) | members |             kind 14
 //	EndMove        | account | name | created (signed) | servers |                        kind 15
 //	RenameReplicas | from (server name) | to (server name) |                               kind 16
+//	ExcludeServer  | account | stream | server (name) |                                  kind 17
 //	servers        | count (1..16) | count × name |    distinct, in the order replicas get their IDs
 //	tags           | count | count × tag |
 //	config         | the JSON of the API's StreamConfig or ConsumerConfig, as meta.json holds it
@@ -81,6 +82,11 @@
 // stream's move (StreamAssignment.Move: docs/clustering.md, "Moving a
 // stream"); created is the move's start, which names it: a CancelMove or
 // EndMove of another move changes nothing.
+//
+// ExcludeServer records that a server evacuated ($JS.API.SERVER.EVACUATE)
+// and unable to hand its replica of a stream to another server stays out
+// of that stream's placement (StreamAssignment.Excluded,
+// docs/clustering.md "Evacuating a server").
 //
 // A decoder refuses unknown kinds and versions, truncated fields, counts
 // larger than the bytes left could hold, empty names, repeated servers, a
@@ -95,11 +101,11 @@
 // equal bytes (the Raft snapshot a lagging server is sent, and the
 // checkpoint file a server restarts from):
 //
-//	snapshot  | version=4 (1) | next group | servers | streams | CRC-32C of all before (4, LE) |
+//	snapshot  | version=5 (1) | next group | servers | streams | CRC-32C of all before (4, LE) |
 //	servers   | count | count × server |                           sorted by name
 //	server    | name | cluster | tags | incarnation (16) | removed (1: 0 or 1) |
 //	streams   | count | count × stream |                           sorted by (account, name)
-//	stream    | account | name | config | created (signed) | group | next replica | replicas | log config | consumers | move |
+//	stream    | account | name | config | created (signed) | group | next replica | replicas | log config | consumers | move | excluded |
 //	log config| bytes: the config the group's log starts from (StreamAssignment.LogConfig); empty when it is config
 //	consumers | count | count × consumer |                         sorted by name
 //	consumer  | name | config | created (signed) | group | next replica | replicas | initial |
@@ -107,10 +113,12 @@
 //	replicas  | count | count × (replica ID | server | incarnation (16)) |   in assignment order
 //	move      | 0 (1): no move in flight | 1 (1) | created (signed) | replicas | origin placement | cancelled (1: 0 or 1) |
 //	            the replicas and placement the stream had when its move began (StreamAssignment.Move)
+//	excluded  | count | count × server name |                      sorted, distinct (StreamAssignment.Excluded)
 //
-// Versions 1 (no log config), 2 (no initial count) and 3 (no move) are
-// still read: a stream's log config is then its config, a consumer's
-// initial count its next replica ID less one, and no move is in flight. A snapshot that fails its checksum, is not sorted, repeats a key or a
+// Versions 1 (no log config), 2 (no initial count), 3 (no move) and 4
+// (no excluded servers) are still read: a stream's log config is then
+// its config, a consumer's initial count its next replica ID less one,
+// no move is in flight, and no server is excluded. A snapshot that fails its checksum, is not sorted, repeats a key or a
 // group, or names a group or replica ID at or past its counter is
 // refused (ErrBadSnapshot): a damaged meta state must never be taken for
 // an empty one (Jepsen's NATS 2.12.1 analysis, nats-server issue #7556).

@@ -52,13 +52,14 @@ func TestSnapshotVersion1(t *testing.T) {
 	mustApply(t, st, &AssignStream{Account: "A", Name: "S", Config: streamJSON("S", "s"), Servers: servers("s1")})
 	v2 := st.AppendSnapshot(nil)
 	// The stream record ends with an empty log config (one byte, 0), its
-	// consumer count (one byte, 0) and no move (one byte, 0): version 1
-	// is the same bytes without the first and the last.
+	// consumer count (one byte, 0), no move (one byte, 0) and no
+	// excluded servers (one byte, 0): version 1 is the same bytes without
+	// the first and the last two.
 	body := bytes.Clone(v2[:len(v2)-4])
-	if !bytes.HasSuffix(body, []byte{0, 0, 0}) {
-		t.Fatalf("unexpected tail %x", body[len(body)-3:])
+	if !bytes.HasSuffix(body, []byte{0, 0, 0, 0}) {
+		t.Fatalf("unexpected tail %x", body[len(body)-4:])
 	}
-	body = append(body[:len(body)-3], 0)
+	body = append(body[:len(body)-4], 0)
 	body[0] = snapVersionV1
 	v1 := binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, castagnoli))
 	back, err := DecodeSnapshot(v1)
@@ -72,8 +73,8 @@ func TestSnapshotVersion1(t *testing.T) {
 	// A log config naming another stream.
 	bad := bytes.Clone(v2[:len(v2)-4])
 	other := streamJSON("T", "s")
-	bad = append(bad[:len(bad)-3], byte(len(other)))
-	bad = append(append(bad, other...), 0, 0)
+	bad = append(bad[:len(bad)-4], byte(len(other)))
+	bad = append(append(bad, other...), 0, 0, 0)
 	if _, err := DecodeSnapshot(binary.LittleEndian.AppendUint32(bad, crc32.Checksum(bad, castagnoli))); !errors.Is(err, ErrBadSnapshot) {
 		t.Fatalf("a log config of another stream: %v", err)
 	}
@@ -108,11 +109,11 @@ func TestConsumerInitial(t *testing.T) {
 		}
 	}
 	// Version 2: D (the last consumer of the last stream) without its
-	// initial count, its last byte before the stream's move (none: one
-	// byte, which version 2 has not either).
+	// initial count, its last byte before the stream's move and excluded
+	// servers (none: one byte each, which version 2 has not either).
 	mustApply(t, st, &RemoveConsumer{Account: "A", Stream: "S", Name: "C"})
 	body := bytes.Clone(st.AppendSnapshot(nil))
-	body = body[:len(body)-6]
+	body = body[:len(body)-7]
 	body[0] = snapVersionV2
 	back, err = DecodeSnapshot(binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, castagnoli)))
 	if err != nil {
@@ -124,7 +125,7 @@ func TestConsumerInitial(t *testing.T) {
 	// An initial count past the replica IDs given is damage.
 	bad := bytes.Clone(st.AppendSnapshot(nil))
 	bad = bad[:len(bad)-4]
-	bad[len(bad)-2] = 9
+	bad[len(bad)-3] = 9
 	if _, err := DecodeSnapshot(binary.LittleEndian.AppendUint32(bad, crc32.Checksum(bad, castagnoli))); !errors.Is(err, ErrBadSnapshot) {
 		t.Fatalf("initial 9 of 3 replica IDs: %v", err)
 	}

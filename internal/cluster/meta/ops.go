@@ -24,6 +24,7 @@ const (
 	KindCancelMove     Kind = 14
 	KindEndMove        Kind = 15
 	KindRenameReplicas Kind = 16
+	KindExcludeServer  Kind = 17
 )
 
 // Op is one operation of the meta log: one of the pointer types below.
@@ -369,3 +370,21 @@ type RenameReplicas struct {
 
 // Kind implements Op.
 func (*RenameReplicas) Kind() Kind { return KindRenameReplicas }
+
+// ExcludeServer keeps Server out of the placement of the stream's
+// replicas (StreamAssignment.Excluded) until the stream is back at its
+// num_replicas with no replica on an excluded server, as nats-server
+// v2.15.2 records an evacuated peer it could not replace in the group's
+// Excluded list ($JS.API.SERVER.EVACUATE, removePeerFromStreamLocked
+// with exclude set; docs/clustering.md, "Evacuating a server"). The
+// proposer then drops the server's replica (an UpdateStream). Apply:
+// the stream missing, 10059; the server not catalogued, 10044; a server
+// already excluded changes nothing.
+type ExcludeServer struct {
+	Account string
+	Stream  string
+	Server  raftnode.ServerID
+}
+
+// Kind implements Op.
+func (*ExcludeServer) Kind() Kind { return KindExcludeServer }

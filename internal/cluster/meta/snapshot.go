@@ -15,12 +15,15 @@ import (
 // snapVersion is the snapshot encoding's version byte: 2 adds a
 // stream's log config (StreamAssignment.LogConfig), 3 a consumer's
 // initial replica count (ConsumerAssignment.Initial), 4 a stream's move
-// in flight (StreamAssignment.Move). DecodeSnapshot also reads version
+// in flight (StreamAssignment.Move), 5 a stream's excluded servers
+// (StreamAssignment.Excluded). DecodeSnapshot also reads version
 // 1, whose streams' log config is their config, versions 1 and 2, whose
 // consumers never changed their replicas (every replica ID they gave
-// started the group), and versions 1 to 3, which had no moves recorded.
+// started the group), versions 1 to 3, which had no moves recorded, and
+// versions 1 to 4, which had no excluded servers.
 const (
-	snapVersion   = 4
+	snapVersion   = 5
+	snapVersionV4 = 4
 	snapVersionV3 = 3
 	snapVersionV2 = 2
 	snapVersionV1 = 1
@@ -66,6 +69,10 @@ func (s *State) AppendSnapshot(dst []byte) []byte {
 			dst = binary.AppendUvarint(dst, uint64(ca.Initial))
 		}
 		dst = appendMove(dst, e.sa.Move)
+		dst = binary.AppendUvarint(dst, uint64(len(e.sa.Excluded)))
+		for _, sv := range e.sa.Excluded {
+			dst = appendString(dst, string(sv))
+		}
 	}
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
 }
@@ -215,14 +222,33 @@ func (r *snapReader) streams() {
 		e.subjects = f.Subjects
 		prev = &e.sa
 		r.consumers(e)
-		if r.version >= snapVersion {
+		if r.version >= snapVersionV4 {
 			e.sa.Move = r.move(e.sa)
+		}
+		if r.version >= snapVersion {
+			e.sa.Excluded = r.excluded(e.sa)
 		}
 		if r.s.accounts[e.sa.Account] == nil {
 			r.s.accounts[e.sa.Account] = map[string]*streamEntry{}
 		}
 		r.s.accounts[e.sa.Account][e.sa.Name] = e
 	}
+}
+
+// excluded reads a stream's excluded servers: nil when none; refused
+// out of order, repeated or empty.
+func (r *snapReader) excluded(sa StreamAssignment) []raftnode.ServerID {
+	n := r.d.count(1)
+	var out []raftnode.ServerID
+	for range n {
+		sv := raftnode.ServerID(r.d.string())
+		if r.d.failed || sv == "" || (len(out) > 0 && out[len(out)-1] >= sv) {
+			r.bad("stream %q > %q: excluded servers", sa.Account, sa.Name)
+			return nil
+		}
+		out = append(out, sv)
+	}
+	return out
 }
 
 // move reads a stream's move field: nil when none is recorded.

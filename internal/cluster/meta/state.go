@@ -54,6 +54,13 @@ type StreamAssignment struct {
 	// STREAM.CANCEL_MOVE turns it back to its origin (docs/clustering.md,
 	// "Moving a stream").
 	Move *MoveOrigin
+	// Excluded are the servers kept out of this stream's placement
+	// (ExcludeServer: evacuated, and no other server could take their
+	// replica), sorted; nil once the stream is back at its num_replicas
+	// with no replica on any of them (clearExcluded), as nats-server
+	// v2.15.2 clears a group's Excluded when it is at its configured
+	// replicas.
+	Excluded []raftnode.ServerID
 }
 
 // MoveOrigin is where a stream's move began, as nats-server v2.15.2
@@ -320,6 +327,7 @@ func (a StreamAssignment) clone() StreamAssignment {
 	a.Config = slices.Clone(a.Config)
 	a.LogConfig = slices.Clone(a.LogConfig)
 	a.Replicas = slices.Clone(a.Replicas)
+	a.Excluded = slices.Clone(a.Excluded)
 	return a
 }
 
