@@ -163,7 +163,7 @@ func (g *group) forceToSole(base snapMeta, ents []*pb.Entry, hs *pb.HardState) (
 	if term != hs.GetTerm() {
 		vote = 0
 	}
-	g.n.cfg.Logf("raftnode: group %d: FORCED: replica %d becomes the group's only voter (configuration was %s; removed %v, entries %d..%d); its log's entries after its commit index %d, up to %d, are committed by force; entries of the removed replicas that it lacks are lost",
+	g.n.cfg.Logf("raftnode: group %d: FORCED: replica %d becomes the group's only voter (configuration was %s; removed %x, entries %d..%d); its log's entries after its commit index %d, up to %d, are committed by force; entries of the removed replicas that it lacks are lost",
 		g.id, g.replica, cfg, removed, held+1, last, hs.GetCommit(), held)
 	return out, &pb.HardState{Term: new(term), Vote: new(vote), Commit: new(last)}
 }
