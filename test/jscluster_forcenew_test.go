@@ -192,3 +192,46 @@ func threeCurrent(t *testing.T, js jetstream.JetStream, servers []*server.Server
 	}
 	return true
 }
+
+// The force given to a server of a healthy cluster is refused: the
+// other members say hello with the stores the meta group knows them by,
+// so their WALs were not lost and the group has its quorum without it
+// (a force would split the cluster). The server rejoins as it was, the
+// stream keeps its three replicas and nothing is recorded.
+func TestJetStreamClusterForceNewRefusedWhileOthersIntact(t *testing.T) {
+	servers, opts := jsClusterMod(t, 3, nil)
+	js0 := jsAt(t, servers[0])
+	eventually(t, "create ORDERS", func() error {
+		_, err := js0.CreateStream(tctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, AllowDirect: true})
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	publishRange(t, js0, sent, 1, 20)
+	servers[0].Shutdown()
+	o := opts[0]
+	o.ForceNewCluster = true
+	servers[0] = restartServer(t, o)
+	waitMetaFormed(t, servers)
+	js1 := jsAt(t, servers[1])
+	publishRange(t, js1, sent, 21, 30)
+	waitFor(t, clusterTimeout, "ORDERS with three current replicas", func() bool {
+		s, err := js1.Stream(pollCtx(t), "ORDERS")
+		if err != nil {
+			return false
+		}
+		ci := s.CachedInfo().Cluster
+		if ci == nil || ci.Leader == "" || len(ci.Replicas) != 2 || s.CachedInfo().State.Msgs != 30 {
+			return false
+		}
+		for _, p := range ci.Replicas {
+			if !p.Current || p.Offline {
+				return false
+			}
+		}
+		return true
+	})
+	readAsLeader(t, servers, 0, sent)
+	if _, err := os.Stat(filepath.Join(opts[0].StoreDir, "jetstream", "$SYS", "_js_", "forced")); !os.IsNotExist(err) {
+		t.Fatalf("a force was recorded on a healthy cluster: %v", err)
+	}
+}

@@ -1,11 +1,15 @@
 package jscluster
 
 import (
+	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/cluster/meta"
 	"github.com/cairnmq/cairn/internal/jetstream/metafile"
+	"github.com/cairnmq/cairn/internal/raftnode"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
 
@@ -33,9 +37,12 @@ import (
 // The force is refused (logged, the server starts as it would without
 // it) when this server's own WAL was just quarantined or fails to
 // replay, or holds no replica of the meta group (nothing to recover
-// from), or when the record of an earlier force on this WAL exists
-// (forcedFile): forcing again after the others rejoined would throw
-// them out again. Entries committed by a majority that did not include
+// from), when the record of an earlier force on this WAL exists
+// (forcedFile: forcing again after the others rejoined would throw
+// them out again), or when another member of the meta group says hello
+// within forceWait with the store incarnation the meta group knows it
+// by (intactPeers): its WAL is not lost, the group may have its quorum,
+// and a force would split the cluster in two. Entries committed by a majority that did not include
 // this server are lost.
 
 // forcedFile is the record of a force done on this server's WAL
@@ -81,8 +88,65 @@ func (c *Cluster) decideForce(quarantined bool, replayErr error) bool {
 	case err != nil && !vfs.IsNotExist(err):
 		return refuse("the record of an earlier force (" + c.forcedDir() + ") cannot be read: " + err.Error())
 	}
+	if up := c.intactPeers(forceWait); len(up) > 0 {
+		return refuse(fmt.Sprintf("%v are up with the Raft WALs the meta group knows them by (the cluster may well have its quorum; a force would split it): stop them and move their WALs aside first, or do not force", up))
+	}
 	c.cfg.Logf("JetStream cluster: FORCING A NEW CLUSTER (cluster_force_new): this server's replicas of the meta group and of every replicated stream and consumer in its Raft WAL become their groups' only voters; entries only the other servers held are LOST; the other servers rejoin as new replicas. Remove the flag from the command line: a later start with it is refused")
 	return true
+}
+
+// forceWait bounds how long decideForce waits for the meta group's other
+// members to say hello (their routes connect within a second or two of
+// the start); a member not heard from by then is taken to be down.
+const forceWait = 5 * time.Second
+
+// intactPeers returns the meta group's other members that are up with
+// the store incarnation the meta group knows them by: their hello
+// carries the incarnation the voters record or the meta catalogue (as
+// of its checkpoint) names for them, so their WAL was not lost and the
+// group may have its quorum without this server. It waits, at most
+// wait, until every member said hello (or the cluster closes).
+func (c *Cluster) intactPeers(wait time.Duration) []raftnode.ServerID {
+	known := map[raftnode.ServerID][]raftnode.Incarnation{}
+	var rec votersFile
+	if metafile.Read(c.cfg.FS, path.Join(c.cfg.Dir, "voters"), &rec) == nil {
+		for _, n := range rec.Voters {
+			if inc, err := parseIncarnation(rec.Incarnations[n]); err == nil {
+				known[raftnode.ServerID(n)] = append(known[raftnode.ServerID(n)], inc)
+			}
+		}
+	}
+	c.meta.View(func(st *meta.State) {
+		for _, sv := range st.Servers() {
+			if !sv.Removed {
+				known[sv.Name] = append(known[sv.Name], sv.Incarnation)
+			}
+		}
+	})
+	delete(known, c.name)
+	deadline := time.Now().Add(wait)
+	for {
+		var up []raftnode.ServerID
+		heard := 0
+		for _, n := range slices.Sorted(maps.Keys(known)) {
+			inc, ok := c.tr.PeerIncarnation(n)
+			if !ok {
+				continue
+			}
+			heard++
+			if slices.Contains(known[n], inc) {
+				up = append(up, n)
+			}
+		}
+		if heard == len(known) || time.Now().After(deadline) {
+			return up
+		}
+		select {
+		case <-c.quit:
+			return up
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // recordForce, on the run goroutine, writes forcedFile once this forced
