@@ -46,7 +46,8 @@ import (
 // this server are lost.
 
 // forcedFile is the record of a force done on this server's WAL
-// (Dir/forced, a metafile), written once the forced meta replica leads:
+// (Dir/forced, a metafile), written once the forced meta replica leads
+// and the forced replicas started (recordForce):
 // a later start with Config.ForceNew on the same WAL is refused, so
 // that a flag left on the command line does nothing twice. Deleting the
 // directory allows a new force.
@@ -150,10 +151,12 @@ func (c *Cluster) intactPeers(wait time.Duration) []raftnode.ServerID {
 }
 
 // recordForce, on the run goroutine, writes forcedFile once this forced
-// server leads the meta group (its force is durable: the forced entries
-// committed); it reports whether the record is written.
+// server leads the meta group and every replica the meta group assigns
+// it has started and applied its log (Recovery.Done): the forced
+// entries of each are durable, so a restart needs no second force; it
+// reports whether the record is written.
 func (c *Cluster) recordForce() bool {
-	if !c.metaLeader() {
+	if !c.metaLeader() || !c.Recovery().Done {
 		return false
 	}
 	dir := c.forcedDir()
