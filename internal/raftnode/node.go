@@ -428,6 +428,7 @@ func (g *group) recover(rec *recovered) {
 		return
 	}
 	_ = g.st.Append(rec.ents)
+	replayTo := max(m.hs.GetCommit(), base.index) // what had committed: applied before, maybe
 	if g.forceSole {
 		if ents, hs := g.forceToSole(base, rec.ents, m.hs); ents != nil {
 			_ = g.st.Append(ents)
@@ -456,7 +457,7 @@ func (g *group) recover(rec *recovered) {
 	_ = g.st.SetHardState(hs)
 	g.confs = []confAt{{index: base.index, cs: base.conf}}
 	g.smApplied, g.rawApplied, g.appliedTerm = applied, base.index, base.term
-	g.replayTo = hs.GetCommit()
+	g.replayTo = replayTo
 	g.newRawNode(base.index)
 }
 

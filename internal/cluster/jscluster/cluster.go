@@ -66,8 +66,10 @@ type Config struct {
 	// ForceNew forces a new cluster from this server's Raft WAL: its
 	// replicas of the meta group and of the replicated streams and
 	// consumers it holds become their groups' only voters (force.go;
-	// docs/clustering.md, "Forcing a new cluster"). Refused when the WAL
-	// was damaged, holds no meta replica, or was forced before.
+	// docs/clustering.md, "Forcing a new cluster"). Refused (logged; the
+	// server starts as without it) when the WAL was damaged, holds no
+	// meta replica or was forced before, or while another member is up
+	// with the store the meta group knows it by (decideForce).
 	ForceNew bool
 	// Hooks, for tests only (nil otherwise), stop the cluster layer at
 	// chosen points.
