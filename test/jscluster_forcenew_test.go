@@ -103,13 +103,20 @@ func TestJetStreamClusterForceNewAfterMajorityWALsDamaged(t *testing.T) {
 	jsS := jsAt(t, servers[survivor])
 	readAsLeader(t, servers, survivor, sent)
 	publishRange(t, jsS, sent, 201, 210)
-	if got := consumeAck(t, jsS, "C", 1); got[0] != 6 {
-		t.Fatalf("C delivered %v after its 5 acknowledged, want sequence 6", got)
-	}
+	// The durable is asked once the cluster is whole again: until a
+	// rejoining server is in the meta group and its new replica of C
+	// heard from C's leader, that server may answer CONSUMER.INFO with
+	// 10008 (a leaderless member, as nats-server's do), racing the
+	// leader's answer. Asked right after the force, C's info was
+	// answered 10008 for 20 s once in some 80 runs (the cause was not
+	// established; the run kept no log).
 	waitFor(t, 3*clusterTimeout, "ORDERS and C with three current replicas", func() bool {
 		return threeCurrent(t, jsS, servers)
 	})
 	waitMetaFormed(t, servers)
+	if got := consumeAck(t, jsS, "C", 1); got[0] != 6 {
+		t.Fatalf("C delivered %v after its 5 acknowledged, want sequence 6", got)
+	}
 	publishRange(t, jsS, sent, 211, 220)
 	for _, v := range victims {
 		readAsLeader(t, servers, v, sent)
