@@ -25,6 +25,9 @@ Cluster Options:
         --cluster_advertise <string> Cluster URL to advertise to other servers
         --connect_retries <number>   For implicit routes, number of connect retries
         --cluster_listen <url>       Cluster url from which members can solicit routes
+        --cluster_force_new          Recovery (cairn): this server, whose Raft WAL is intact, leads its
+                                     meta, stream and consumer groups alone; give it to ONE server after
+                                     a majority lost its WALs, once (see README, "Damaged WALs")
 `
 
 // bindClusterFlags defines nats-server's cluster flags on the fields of c

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -118,5 +119,23 @@ func TestClusterTLSBlock(t *testing.T) {
 	o := clusterOptions(settingsOf(t, "-c", file).Cluster)
 	if o.TLS.CertFile != certFile || o.TLS.KeyFile != keyFile || o.TLS.CAFile != certFile || o.TLS.Timeout != 5*time.Second {
 		t.Fatalf("cluster TLS %+v", o.TLS)
+	}
+}
+
+// --cluster_force_new is a command-line flag only (docs/clustering.md,
+// "Forcing a new cluster"): it is read by parseArgs, off without it,
+// and not a setting a reload could carry.
+func TestClusterForceNewFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{{nil, false}, {[]string{"--cluster_force_new"}, true}, {[]string{"-cluster_force_new=false"}, false}} {
+		cl, err := parseArgs(tc.args, io.Discard, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cl.forceNew != tc.want {
+			t.Fatalf("%v: forceNew %v, want %v", tc.args, cl.forceNew, tc.want)
+		}
 	}
 }

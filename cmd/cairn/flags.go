@@ -16,6 +16,10 @@ type commandLine struct {
 	check       bool     // -t: check the configuration and exit
 	showVersion bool     // -v
 	signal      string   // --signal <command>[=<pid or pid file>]
+	// forceNew: --cluster_force_new, force a new cluster from this
+	// server's Raft WAL (server.Options.ForceNewCluster); not a setting,
+	// so a reload neither reads nor changes it.
+	forceNew bool
 	// ignored are the warnings about flags cairn accepts and ignores
 	// (--syslog, --remote_syslog, --max_traced_msg_len), set by a parse.
 	ignored []config.Problem
@@ -143,6 +147,7 @@ func bindFlags(cfg *config.Config, cl *commandLine, stderr io.Writer) (fs *flag.
 	stringVar(fs, &cl.configFile, "c", "config")
 	boolVar(fs, &cl.check, "t")
 	stringVar(fs, &cl.signal, "sl", "signal")
+	boolVar(fs, &cl.forceNew, "cluster_force_new")
 	fs.Var((*intSizeFlag)(&cfg.Limits.MaxPayload), "max_payload", "")
 	fs.Var((*sizeFlag)(&cfg.Limits.MaxPending), "max_pending", "")
 	boolVar(fs, &cfg.JetStream.Enabled, "js", "jetstream")

@@ -253,7 +253,9 @@ func (in *instance) startMonitor() error {
 
 func serve(in *instance, warns []config.Problem, wait waitFunc) int {
 	log, cfg := in.log, in.cfg
-	srv, err := server.New(serverOptions(cfg, log))
+	opts := serverOptions(cfg, log)
+	opts.ForceNewCluster = in.cl.forceNew
+	srv, err := server.New(opts)
 	if err != nil {
 		log.Fatalf("%v", err)
 		return 1

@@ -18,6 +18,9 @@
 //     this replica's ID, the store incarnation it is bound to, its peers
 //     and their servers), with the group's StateMachine. A replica whose
 //     binding does not match the WAL is fenced, never started as new.
+//     With ForceSole, a replica the WAL holds is made its group's only
+//     voter first (force.go: an operator's last resort after a majority
+//     lost its logs).
 //  3. Start (goroutines: one ticker, one round loop, a worker pool), or, in
 //     single-goroutine tests, call Tick and RunRound yourself.
 //  4. Feed every frame the transport receives to Node.Receive; hand frames

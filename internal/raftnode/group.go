@@ -45,8 +45,10 @@ type group struct {
 	synthetic  bool // the state machine has yet to apply the synthetic entry initialIndex
 	// baseHoldsState: GroupConfig.BaseHoldsState (set at AddGroup).
 	baseHoldsState bool
-	leader         bool // leader as of the last Ready
-	handover       bool // this leader asked for a transfer in its term: its waiters outlive the loss of leadership (roleChange)
+	// forceSole: GroupConfig.ForceSole (set at AddGroup; force.go).
+	forceSole bool
+	leader    bool // leader as of the last Ready
+	handover  bool // this leader asked for a transfer in its term: its waiters outlive the loss of leadership (roleChange)
 	// transferTo and transferTries: the transfer asked last (0: to the
 	// best follower, a step-down) and how many more times it is asked
 	// again if raft abandons it while this replica still leads

@@ -289,6 +289,13 @@ type GroupConfig struct {
 	// under a new replica ID can start on this store. The state machine
 	// is never called.
 	Fence error
+	// ForceSole, for a replica the WAL holds, makes it the group's only
+	// voter before it starts: conf change entries removing every other
+	// replica are appended to its log and committed by force (force.go;
+	// docs/clustering.md, "Forcing a new cluster"). An operator's last
+	// resort when a majority of the group lost its logs: entries only
+	// the others held are lost. Ignored for a replica created here.
+	ForceSole bool
 }
 
 // AddGroup starts this node's replica of a group. If the WAL holds the
@@ -314,7 +321,7 @@ func (n *Node) AddGroup(cfg GroupConfig, sm StateMachine) error {
 	if n.mu.groups[cfg.ID] != nil {
 		return ErrGroupExists
 	}
-	g := &group{n: n, id: cfg.ID, replica: cfg.Replica, sm: sm, baseHoldsState: cfg.BaseHoldsState, waiters: map[uint64]*Proposal{}, reads: map[uint64]*Proposal{},
+	g := &group{n: n, id: cfg.ID, replica: cfg.Replica, sm: sm, baseHoldsState: cfg.BaseHoldsState, forceSole: cfg.ForceSole, waiters: map[uint64]*Proposal{}, reads: map[uint64]*Proposal{},
 		lastTick: n.ticks.Load(), leaderTick: n.ticks.Load(), announce: true}
 	g.mu.peers = peers
 	n.walMu.Lock()
@@ -421,6 +428,19 @@ func (g *group) recover(rec *recovered) {
 		return
 	}
 	_ = g.st.Append(rec.ents)
+	replayTo := max(m.hs.GetCommit(), base.index) // what had committed: applied before, maybe
+	if g.forceSole {
+		if ents, hs := g.forceToSole(base, rec.ents, m.hs); ents != nil {
+			_ = g.st.Append(ents)
+			m.hs = hs
+			var it items
+			it.entries(g.id, ents)
+			it.hardState(g.id, hs)
+			g.create = append(g.create, it.b...)
+			g.createUp.group, g.createUp.hs = g.id, hs
+			g.createUp.maxIndex = ents[len(ents)-1].GetIndex()
+		}
+	}
 	last, _ := g.st.LastIndex()
 	if applied == 0 && base.index == initialIndex && base.term == initialTerm && !g.baseHoldsState {
 		g.synthetic = true // a bootstrapped group whose state machine never checkpointed
@@ -437,7 +457,7 @@ func (g *group) recover(rec *recovered) {
 	_ = g.st.SetHardState(hs)
 	g.confs = []confAt{{index: base.index, cs: base.conf}}
 	g.smApplied, g.rawApplied, g.appliedTerm = applied, base.index, base.term
-	g.replayTo = hs.GetCommit()
+	g.replayTo = replayTo
 	g.newRawNode(base.index)
 }
 

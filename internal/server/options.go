@@ -104,6 +104,12 @@ type Options struct {
 	// replica further behind is caught up by a stream snapshot. Not a
 	// configuration key: tests shorten it.
 	RaftRetain uint64
+	// ForceNewCluster forces a new cluster from this server's Raft WAL
+	// (--cluster_force_new; jscluster.Config.ForceNew, docs/clustering.md
+	// "Forcing a new cluster"): the operator's last resort when a
+	// majority of the servers lost their WALs. Not a configuration key:
+	// it must be given once, on one server, and removed after.
+	ForceNewCluster bool
 	// JetStreamClusterHooks, for tests only (nil otherwise), stop the
 	// cluster layer at chosen points to interrupt it there
 	// (jscluster.Hooks). Not a configuration key.

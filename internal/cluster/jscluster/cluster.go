@@ -63,6 +63,14 @@ type Config struct {
 	// DefaultRetain); one further behind is caught up by a snapshot.
 	// Tests shorten it.
 	Retain uint64
+	// ForceNew forces a new cluster from this server's Raft WAL: its
+	// replicas of the meta group and of the replicated streams and
+	// consumers it holds become their groups' only voters (force.go;
+	// docs/clustering.md, "Forcing a new cluster"). Refused (logged; the
+	// server starts as without it) when the WAL was damaged, holds no
+	// meta replica or was forced before, or while another member is up
+	// with the store the meta group knows it by (decideForce).
+	ForceNew bool
 	// Hooks, for tests only (nil otherwise), stop the cluster layer at
 	// chosen points.
 	Hooks *Hooks
@@ -115,6 +123,10 @@ type Cluster struct {
 	// first campaign (campaignsFirst), with until when it campaigns again
 	// while its group has no leader (recampaignFresh); run goroutine only.
 	fresh map[raftnode.GroupID]time.Time
+
+	// forcing is set, before the meta group is added, when this start
+	// forces a new cluster (force.go); read where groups are added.
+	forcing atomic.Bool
 
 	// replayed is set once the run goroutine has replayed the Raft WAL
 	// (Start returns before: docs/clustering.md, "Restarts").
@@ -449,13 +461,16 @@ const (
 func (c *Cluster) run() {
 	defer c.done.Done()
 	start := time.Now()
-	if err := c.node.Replay(); err != nil {
-		c.cfg.Logf("jscluster: the Raft WAL cannot be replayed (every replica of this server is fenced): %v", err)
+	quarantined := false
+	replayErr := c.node.Replay()
+	if replayErr != nil {
+		c.cfg.Logf("jscluster: the Raft WAL cannot be replayed (every replica of this server is fenced): %v", replayErr)
 	} else {
 		segs, _ := c.node.WALStats()
 		c.cfg.Infof("JetStream cluster: Raft WAL replayed in %v (%d segment(s))", time.Since(start).Round(time.Millisecond), segs)
-		c.quarantineWAL()
+		quarantined = c.quarantineWAL()
 	}
+	c.forcing.Store(c.decideForce(quarantined, replayErr))
 	c.replayed.Store(true)
 	if !c.bootstrap() {
 		return
@@ -464,6 +479,7 @@ func (c *Cluster) run() {
 	defer t.Stop()
 	lastCheckpoint := time.Now()
 	recovered := false
+	forceRecorded := false
 	for {
 		select {
 		case <-c.quit:
@@ -497,6 +513,9 @@ func (c *Cluster) run() {
 			c.retryConsumerStarts()
 			if !recovered {
 				recovered = c.noteRecovered()
+			}
+			if c.forcing.Load() && !forceRecorded {
+				forceRecorded = c.recordForce()
 			}
 			if time.Since(lastCheckpoint) >= metaCheckpointEvery {
 				lastCheckpoint = time.Now()
@@ -626,21 +645,23 @@ func (c *Cluster) bootstrap() bool {
 // streams and consumers, which the old incarnation's bindings fence
 // (docs/clustering.md, "Fencing"). Streams of one replica keep their
 // files, which no WAL holds. A move that fails leaves the WAL damaged
-// and every replica fenced, as before.
-func (c *Cluster) quarantineWAL() {
+// and every replica fenced, as before. It reports whether the replay
+// found the WAL damaged.
+func (c *Cluster) quarantineWAL() bool {
 	dmg := c.node.Damage()
 	if dmg == nil {
-		return
+		return false
 	}
 	to := path.Join(c.cfg.Dir, "quarantine", "raft."+time.Now().UTC().Format("20060102T150405.000000000Z"))
 	inc, err := c.node.QuarantineWAL(to)
 	if err != nil {
 		c.cfg.Logf("jscluster: the Raft WAL is damaged (%v) and could not be moved aside (every replica of this server stays fenced): %v", dmg, err)
-		return
+		return true
 	}
 	c.tr.SetIncarnation(inc)
 	c.tr.Rehello()
 	c.cfg.Logf("JetStream cluster: the Raft WAL was damaged (%v): moved to %s (kept for inspection; nothing reads it); a new WAL, store %s, replaces it: this server rejoins the meta group as a new replica, and its replicas of replicated streams and consumers are replaced from the other servers", dmg, to, inc)
+	return true
 }
 
 // storeChanged reports whether the voters record rec names this server
@@ -699,6 +720,7 @@ func (c *Cluster) addMeta(rec votersFile) error {
 		}
 		gc.Join = rec.Join
 	}
+	gc.ForceSole = c.forcing.Load() && !gc.Join // force.go
 	err := c.node.AddGroup(gc, c.meta.StateMachine())
 	if err != nil && !errors.Is(err, raftnode.ErrGroupExists) {
 		return err

@@ -260,7 +260,9 @@ func (c *Cluster) tryStartConsumer(acc *account, k consumerKey, ca meta.Consumer
 	c.mu.Lock()
 	c.creplicas[k] = cr
 	c.mu.Unlock()
-	if err := c.node.AddGroup(consumerGroupConfig(ca, mine), cr.log.StateMachine()); err != nil {
+	gc := consumerGroupConfig(ca, mine)
+	gc.ForceSole = c.forcing.Load() // force.go
+	if err := c.node.AddGroup(gc, cr.log.StateMachine()); err != nil {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: its group %d cannot start here: %v", k.account, k.stream, k.name, ca.Group, err)
 		return nil
 	}

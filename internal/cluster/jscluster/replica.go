@@ -445,7 +445,9 @@ func (c *Cluster) startReplica(acc *account, k streamKey, sa meta.StreamAssignme
 	if r.log == nil {
 		return
 	}
-	if err := c.node.AddGroup(groupConfig(sa, mine), r.log.StateMachine()); err != nil {
+	gc := groupConfig(sa, mine)
+	gc.ForceSole = c.forcing.Load()
+	if err := c.node.AddGroup(gc, r.log.StateMachine()); err != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: its group %d cannot start here: %v", k.account, k.name, sa.Group, err)
 	}
 }
@@ -609,6 +611,7 @@ func (c *Cluster) runReplica(acc *account, k streamKey, r *replica, mine meta.Re
 	c.mu.Unlock()
 	c.svc.Register(sa.Group, ck)
 	gc := groupConfig(sa, mine)
+	gc.ForceSole = c.forcing.Load()
 	if err := c.node.AddGroup(gc, r.log.StateMachine()); err != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: its group %d cannot start here: %v", k.account, k.name, sa.Group, err)
 		return

@@ -1,0 +1,193 @@
+package raftnode
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cairnmq/cairn/internal/vfs"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
+	"google.golang.org/protobuf/proto"
+)
+
+// addForced adds node i's replica (base+i+1) of group g with ForceSole.
+func (c *testCluster) addForced(i int, g GroupID, base ReplicaID, force bool) {
+	tn := c.nodes[i]
+	sm := newHashSM(tn.fs, "sm", g)
+	tn.sms[g] = sm
+	gc := GroupConfig{ID: g, Replica: base + ReplicaID(i) + 1, Incarnation: tn.n.Incarnation(), Peers: c.peers(base), ForceSole: force}
+	if err := tn.n.AddGroup(gc, sm); err != nil {
+		c.t.Fatalf("add group %d on %s: %v", g, tn.id, err)
+	}
+}
+
+// resolved fails unless p resolved without error.
+func resolved(t *testing.T, p *Proposal) {
+	t.Helper()
+	select {
+	case <-p.Done():
+	default:
+		t.Fatal("the proposal has not resolved")
+	}
+	if _, err := p.Result(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two of three replicas lost for good: the survivor never elects a
+// leader again, until it restarts with ForceSole. Then it is the only
+// voter, leads, has applied every entry its log held (the one appended
+// after the others were gone, never committed before, included),
+// commits new entries alone, and a new replica on a fresh store joins
+// it, is promoted and converges.
+func TestForceSoleRecoversLostMajority(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	for i := range 5 {
+		c.propose(0, 1, fmt.Sprint(i))
+	}
+	c.tick(2)
+	c.crash(1, vfs.CrashOptions{Tail: vfs.TailDrop})
+	c.crash(2, vfs.CrashOptions{Tail: vfs.TailDrop})
+	c.propose(0, 1, "tail") // appended and fsynced here, never committed
+	c.tick(1)
+	held := c.status(0, 1).Commit
+	c.crash(0, vfs.CrashOptions{Tail: vfs.TailDrop})
+
+	c.open(0)
+	c.addForced(0, 1, 0, false)
+	c.tick(60)
+	if l := c.leader(1); l != -1 {
+		t.Fatalf("node %d leads with one voter of three", l)
+	}
+	c.crash(0, vfs.CrashOptions{Tail: vfs.TailDrop})
+
+	c.open(0)
+	c.addForced(0, 1, 0, true)
+	c.tickUntilLeader(1, 60, 0)
+	st := c.status(0, 1)
+	if len(st.Replicas) != 1 || st.Replicas[0].Replica != 1 {
+		t.Fatalf("replicas after the force: %+v", st.Replicas)
+	}
+	sm := c.nodes[0].sms[1]
+	if sm.applied <= held {
+		t.Fatalf("applied %d: the held entry after commit %d was not applied", sm.applied, held)
+	}
+	resolved(t, c.propose(0, 1, "after"))
+
+	// A new replica on a fresh store joins the forced group.
+	c.nodes[1].fs = vfs.NewCrashFS()
+	c.open(1)
+	n1 := c.nodes[1].n
+	peers := []Peer{{Replica: 1, Server: c.nodes[0].id}, {Replica: 4, Server: c.nodes[1].id}}
+	c.nodes[1].sms[1] = newHashSM(c.nodes[1].fs, "sm", 1)
+	if err := n1.AddGroup(GroupConfig{ID: 1, Replica: 4, Incarnation: n1.Incarnation(), Peers: peers, Join: true}, c.nodes[1].sms[1]); err != nil {
+		t.Fatal(err)
+	}
+	n0 := c.nodes[0].n
+	if err := n0.SetPeers(1, peers); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []ChangeKind{AddLearner, AddVoter} {
+		p, err := n0.ChangeMembership(1, []Change{{Kind: k, Replica: 4}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.tick(3)
+		resolved(t, p)
+	}
+	resolved(t, c.propose(0, 1, "two"))
+	c.tick(2)
+	c.checkSame(1)
+	if st := c.status(0, 1); len(st.Replicas) != 2 {
+		t.Fatalf("replicas: %+v", st.Replicas)
+	}
+}
+
+// A replica that is already its group's only voter gets nothing forced:
+// its log and commit index are as they were.
+func TestForceSoleAloneIsNoop(t *testing.T) {
+	var logs []string
+	c := newTestCluster(t, 1, func(cfg *Config) {
+		cfg.Logf = func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }
+		cfg.Infof = cfg.Logf
+	})
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.propose(0, 1, "a")
+	c.tick(2)
+	c.crash(0, vfs.CrashOptions{Tail: vfs.TailDrop})
+	c.open(0)
+	logs = nil
+	c.addForced(0, 1, 0, true)
+	c.tickUntilLeader(1, 60, 0)
+	if s := strings.Join(logs, "\n"); strings.Contains(s, "FORCED") || !strings.Contains(s, "only voter already") {
+		t.Fatalf("logs:\n%s", s)
+	}
+}
+
+// confEntry encodes cc as the conf change entry at index.
+func confEntry(t *testing.T, index uint64, cc *pb.ConfChangeV2) *pb.Entry {
+	data, err := proto.Marshal(cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &pb.Entry{Index: new(index), Term: new(uint64(2)), Type: pb.EntryConfChangeV2.Enum(), Data: data}
+}
+
+// The changes that force a replica alone: a log ending in a joint
+// configuration (a learner promoted while a voter is removed) is left
+// first, then every other voter and learner removed one by one; a
+// replica that is not an incoming voter is refused (ErrForce).
+func TestSoleChanges(t *testing.T) {
+	single := func(typ pb.ConfChangeType, id uint64) *pb.ConfChangeSingle {
+		return &pb.ConfChangeSingle{Type: typ.Enum(), NodeId: new(id)}
+	}
+	base := &pb.ConfState{Voters: []uint64{1, 2, 3}}
+	ents := []*pb.Entry{
+		confEntry(t, 2, &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{single(pb.ConfChangeAddLearnerNode, 4)}}),
+		confEntry(t, 3, &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{single(pb.ConfChangeAddNode, 4), single(pb.ConfChangeRemoveNode, 3)}}),
+		confEntry(t, 4, &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{single(pb.ConfChangeAddLearnerNode, 5)}}),
+	}
+	cfg, err := lastConf(base, ents[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccs, removed, err := soleChanges(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ccs) != 3 || !ccs[0].LeaveJoint() || fmt.Sprint(removed) != "[2 4]" {
+		t.Fatalf("changes %v, removed %v", ccs, removed)
+	}
+	// Applied in order, they leave 1 alone.
+	if got := applyAll(t, cfg, ccs); fmt.Sprint(got.Voters[0].Slice()) != "[1]" || len(got.Voters[1]) != 0 || len(got.Learners) != 0 {
+		t.Fatalf("after the changes: %s", got)
+	}
+	if _, _, err := soleChanges(cfg, 3); !errors.Is(err, ErrForce) {
+		t.Fatalf("replica 3 (outgoing only): %v, want ErrForce", err)
+	}
+	// A simple change in a joint configuration does not rebuild.
+	if _, err := lastConf(base, ents); err == nil {
+		t.Fatal("a simple change in a joint configuration rebuilt")
+	}
+}
+
+// applyAll applies ccs to cfg as raft does and returns the result.
+func applyAll(t *testing.T, cfg tracker.Config, ccs []*pb.ConfChangeV2) tracker.Config {
+	t.Helper()
+	var ents []*pb.Entry
+	for i, cc := range ccs {
+		ents = append(ents, confEntry(t, uint64(10+i), cc))
+	}
+	trk := tracker.MakeProgressTracker(1, 0)
+	trk.Config = cfg
+	got, err := lastConf(trk.ConfState(), ents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
