@@ -56,7 +56,7 @@ func TestJetStreamClusterConsumerLameDuckNoFirstDeliveryTwice(t *testing.T) {
 	// what its round in flight delivered is delivered again as first
 	// deliveries (docs/clustering.md, "Handing the leadership over": a
 	// leadership lost otherwise than by a hand-over): 2 runs in 12 (and
-	// 1 in 11 of the step-down test) failed so, with 502 to 1,757
+	// 1 in 12 of the step-down test) failed so, with 502 to 1,757
 	// messages, after the fixes of two causes that had failed 2 runs in
 	// 10 (lame duck mode finding no active follower; the deposed status
 	// published only after the round's fsync).
