@@ -192,6 +192,14 @@ func (n *Node) contact(s *GroupStatus, heard map[ReplicaID]uint64, peers map[Rep
 		s.Peers = append(s.Peers, pc)
 	}
 	window := time.Duration(n.contactTicks()) * n.cfg.TickInterval
+	for i := range s.Replicas {
+		rs := &s.Replicas[i]
+		for _, pc := range s.Peers {
+			if pc.Replica == rs.Replica && pc.Heard && pc.Ago <= window {
+				rs.Active = true
+			}
+		}
+	}
 	switch {
 	case s.Fenced != nil || s.Commit == 0:
 	case s.Role == Leader:

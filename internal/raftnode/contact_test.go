@@ -252,3 +252,34 @@ func TestQuietLeaderWakesForDeathsWhileQuiescing(t *testing.T) {
 		}
 	}
 }
+
+// A leader's view of its followers counts one heard from within the
+// contact window as active, even when raft's CheckQuorum has just
+// cleared its own count and no answer came since (a loaded server, a
+// group just woken from quiet): lame duck mode hands a group over only
+// to an active follower, and found none (docs/clustering.md, "Lame duck
+// mode and shutdown").
+func TestStatusActiveAfterCheckQuorum(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.DisableQuiescence = true })
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	c.propose(0, 1, "a")
+	c.tick(3)
+	// The leader alone ticks through an election timeout: raft's
+	// CheckQuorum passes (its followers answered before) and clears its
+	// count of them; what they send meanwhile is not delivered.
+	leader := c.nodes[0].n
+	for range leader.cfg.ElectionTicks + 1 {
+		leader.Tick()
+		leader.RunRound()
+	}
+	st := c.status(0, 1)
+	if st.Role != Leader {
+		t.Fatal("the leader stepped down (the test's premise)")
+	}
+	for _, rs := range st.Replicas {
+		if !rs.Active {
+			t.Fatalf("replicas %+v: a follower heard within the contact window is not active", st.Replicas)
+		}
+	}
+}

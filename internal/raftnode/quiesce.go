@@ -243,14 +243,73 @@ func (g *group) wakeLeader(lead uint64) {
 // not up) is sent again to that replica by the next round while this one
 // knows no leader (finish), rather than leave it to learn its leader from
 // an election timeout later.
+//
+// A replica of the group's configuration that no peer list places (a
+// member leaving the group that the assignment no longer names: the
+// kept replica of a scale-down to one restarted before it removed the
+// others) is woken on every server this node knows: otherwise a quiet
+// follower there would stay in the lease of a leader that restarted
+// before it was found dead, and this replica, unable to send it a vote
+// request, would campaign alone for ever. A server holding no replica
+// of the group drops the envelope.
 func (g *group) wakePeers(only []ReplicaID) {
+	servers := g.n.knownServers()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	wake := func(to ServerID, r ReplicaID) {
+		g.out.msgs = append(g.out.msgs, outMsg{to: to, replica: r, announce: true, env: appendEnvelope(nil, g.id, flagWake, nil)})
+	}
+	placed := map[ServerID]bool{}
 	for _, r := range slices.Sorted(maps.Keys(g.mu.peers)) {
+		placed[g.mu.peers[r]] = true
 		if r != g.replica && (only == nil || slices.Contains(only, r)) {
-			g.out.msgs = append(g.out.msgs, outMsg{to: g.mu.peers[r], replica: r, announce: true, env: appendEnvelope(nil, g.id, flagWake, nil)})
+			wake(g.mu.peers[r], r)
 		}
 	}
+	for _, r := range g.unplaced() {
+		if only != nil && !slices.Contains(only, r) {
+			continue
+		}
+		sent := false
+		for _, s := range servers {
+			if !placed[s] {
+				wake(s, r)
+				sent = true
+			}
+		}
+		if !sent {
+			wake("", r) // none known yet: the next round tries again (finish)
+		}
+	}
+}
+
+// unplaced returns the replicas of the group's latest configuration
+// (both halves of a joint one, learners included) other than this one
+// that the peer list does not place, in order (g.mu held).
+func (g *group) unplaced() []ReplicaID {
+	if len(g.confs) == 0 {
+		return nil
+	}
+	cs := g.confs[len(g.confs)-1].cs
+	var out []ReplicaID
+	for _, ids := range [][]uint64{cs.GetVoters(), cs.GetVotersOutgoing(), cs.GetLearners(), cs.GetLearnersNext()} {
+		for _, id := range ids {
+			r := ReplicaID(id)
+			if _, ok := g.mu.peers[r]; !ok && r != g.replica && !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// knownServers returns the peer servers of every group here as of the
+// last tick (sorted; not this server).
+func (n *Node) knownServers() []ServerID {
+	n.alive.mu.Lock()
+	defer n.alive.mu.Unlock()
+	return slices.Clone(n.alive.peers)
 }
 
 // followQuiesce handles a quiesce heartbeat the follower just stepped: it

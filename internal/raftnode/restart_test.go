@@ -359,3 +359,39 @@ func TestNewWALIsInfo(t *testing.T) {
 		t.Fatalf("without Infof: warnings %q, debugs %q", warns, debugs)
 	}
 }
+
+// A replica whose peer list no longer places a member of its group's
+// configuration (the kept replica of a scale-down to one replica,
+// restarted before it removed the other: the assignment names it alone)
+// wakes that member on every server it knows. Its quiet follower,
+// still in the lease of the leader that restarted too fast to be found
+// dead, campaigns, and the group has a leader again. Before, the
+// restarted replica could send that member nothing, the member never
+// ticked, and the group stayed leaderless for good (a consumer's info
+// answered 10008 until the test gave up).
+func TestRestartWakesUnplacedMember(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(2, 0) // every server knows the others through it, as through the meta group
+	two := []Peer{{Replica: 1, Server: serverName(0)}, {Replica: 2, Server: serverName(1)}}
+	add := func(i int, peers []Peer) {
+		tn := c.nodes[i]
+		sm := newHashSM(tn.fs, "sm1", 1)
+		tn.sms[1] = sm
+		if err := tn.n.AddGroup(GroupConfig{ID: 1, Replica: ReplicaID(i) + 1, Incarnation: tn.n.Incarnation(), Peers: peers}, sm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(0, two)
+	add(1, two)
+	c.elect(0, 1)
+	c.propose(0, 1, "a")
+	c.tick(3)
+	if !c.status(1, 1).Quiesced {
+		t.Fatal("the follower did not go quiet (the test's premise)")
+	}
+	c.crash(0, vfs.CrashOptions{Tail: vfs.TailDrop})
+	c.open(0)
+	c.addReplica(0, 2, 0)
+	add(0, two[:1]) // its peer list names itself alone
+	c.tickUntilLeader(1, 200, 0, 1)
+}

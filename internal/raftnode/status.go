@@ -144,7 +144,15 @@ type ReplicaStatus struct {
 	Server  ServerID
 	// Match is the highest index known to be in the replica's log.
 	Match uint64
-	// Active: heard from within the last election timeout.
+	// Active: raft counts it recently active (heard from within the
+	// last election timeout), or, at Node.Status, this replica heard from
+	// it within the contact window (a message of the group, or a beat of
+	// its server while the group is quiet: PeerContact). raft's
+	// CheckQuorum clears its count every election timeout, and a group
+	// that was quiet gave its followers no reason to answer: a leader
+	// woken just before asked its successor (lame duck mode) found none
+	// (docs/clustering.md, "Lame duck mode and shutdown"), as an idle
+	// stream's step-down did (bestFollower).
 	Active  bool
 	Learner bool
 	// Joining: a voter of the joint configuration's incoming half only
