@@ -515,10 +515,12 @@ func TestJetStreamClusterLeadershipReports(t *testing.T) {
 }
 
 // healthTexts are the reasons /healthz may give while a restarted
-// server catches up (nats-server v2.15.2's texts).
+// server catches up (nats-server v2.15.2's texts, and cairn's own for a
+// meta replica not started yet).
 var healthTexts = []string{
 	"JetStream is still recovering meta layer", // replaying its meta log after the restart
 	"JetStream has not established contact with a meta leader",
+	"JetStream cluster waits to enter its meta group", // cairn's, after the replay and before its meta replica starts (under load)
 	"JetStream is not current with the meta leader",
 	"JetStream stream 'APP > ORDERS' is not current: ",
 	"JetStream consumer 'APP > ORDERS > worker' is not current: ",
