@@ -336,3 +336,36 @@ func (d *Deliverer) NumWaiting() int {
 	}
 	return n
 }
+
+// WaitingPulls are the pull requests a Deliverer had queued, taken by
+// TakePulls for another Deliverer of the same consumer (AdoptPulls):
+// the consumer's runtime replaced by another on the same server, as
+// when its replica count changes (docs/clustering.md, "Scaling
+// consumers"). Each keeps what it is still owed and its expiry.
+type WaitingPulls struct{ ws []*waiting }
+
+// Len returns the number of requests.
+func (p WaitingPulls) Len() int { return len(p.ws) }
+
+// TakePulls returns and forgets the queued pull requests, unanswered.
+// A pinned client's pin stays with this Deliverer (the adopting one
+// pins a client again).
+func (d *Deliverer) TakePulls() WaitingPulls {
+	p := WaitingPulls{ws: d.waiting}
+	d.waiting = nil
+	return p
+}
+
+// AdoptPulls queues the pull requests another Deliverer of the consumer
+// held (TakePulls) after those queued here, a request of a priority
+// group in its priority's place; they are served as if they had come
+// here, at their own expiry.
+func (d *Deliverer) AdoptPulls(p WaitingPulls) {
+	for _, w := range p.ws {
+		if w.pg != nil && d.cfg.PriorityPolicy == PriorityPrioritized {
+			d.insertByPriority(w)
+			continue
+		}
+		d.waiting = append(d.waiting, w)
+	}
+}

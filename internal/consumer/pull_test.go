@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -47,5 +48,45 @@ func TestStatusFrames(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
 		}
+	}
+}
+
+// Pull requests taken from one Deliverer (TakePulls) and adopted by
+// another of the same consumer (AdoptPulls: its runtime replaced on the
+// same server) are served there with what they are still owed, and end
+// there at their own expiry; the first sends nothing for them.
+func TestDelivererAdoptPulls(t *testing.T) {
+	d1, out1, ms := newDeliverer(t, Config{AckPolicy: AckExplicit}, 5)
+	out1.interest["_INBOX.1"] = true
+	out1.interest["_INBOX.2"] = true
+	last := ms.State(false).LastSeq
+	d1.AddPull("_INBOX.1", []byte(`{"batch":3,"expires":10000000000}`), at(t0), last)
+	d1.Deliver(at(t0), 1) // one message durable so far: one delivered, two owed
+	d1.AddPull("_INBOX.2", []byte(`{"batch":1,"expires":2000000000}`), at(t0), last)
+	if got := out1.take(); len(got) != 1 || got[0].subject != "s.1" {
+		t.Fatalf("sent %+v, want s.1", got)
+	}
+	pulls := d1.TakePulls()
+	if pulls.Len() != 2 || d1.NumWaiting() != 0 {
+		t.Fatalf("took %d requests, %d left", pulls.Len(), d1.NumWaiting())
+	}
+	d2 := NewDeliverer("S", "C", d1.cfg, time.Unix(0, t0), ms, out1, &direct{st: &d1.st}, t.Logf)
+	d2.SetState(d1.State())
+	d2.AdoptPulls(pulls)
+	d2.Deliver(at(t0+sec), last)
+	got := out1.take()
+	per := map[string]int{}
+	for i, m := range got {
+		per[m.route]++
+		if want := fmt.Sprintf("s.%d", i+2); m.subject != want {
+			t.Errorf("message %d is %s, want %s", i, m.subject, want)
+		}
+	}
+	if len(got) != 3 || per["_INBOX.1"] != 2 || per["_INBOX.2"] != 1 {
+		t.Fatalf("sent %+v, want two messages to _INBOX.1 and one to _INBOX.2", got)
+	}
+	d1.ExpirePulls(at(t0 + 20*sec))
+	if got := out1.take(); len(got) != 0 {
+		t.Fatalf("the first Deliverer sent %+v after its requests were taken", got)
 	}
 }

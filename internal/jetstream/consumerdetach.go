@@ -13,8 +13,9 @@ import (
 )
 
 // DetachConsumer stops the consumer name of stream streamName as a
-// shutdown stops it (its state saved, its files kept: waiting pull
-// requests end with 409 Server Shutdown, which clients send again) and
+// shutdown stops it (its state saved, its files kept), but retires it
+// (retired.go): its subscriptions and waiting pull requests stay until
+// the consumer's next runtime here takes them over, within 10 s, and
 // returns its committed state in the encoding of a replicated
 // consumer's snapshots (consumerrun.Consumer.CommittedSnapshot), taken
 // once settle (if not nil) returned: a replicated consumer's caller
@@ -42,7 +43,7 @@ func (js *JetStream) DetachConsumer(streamName, name string, created time.Time, 
 			return nil, false, nil
 		}
 	}
-	c.Stop(nil)
+	js.retire(streamName, c)
 	if settle != nil {
 		settle()
 	}

@@ -165,6 +165,7 @@ func (js *JetStream) createConsumerIn(r *streamEntry, name string, cfg consumer.
 	// What only the unrestored consumer held may go now that the new one
 	// is in place (it may need some of it).
 	refiltered = released
+	js.succeedRetired(r.Name(), c)
 	c.Start()
 	if !js.cfg.ClusterAdvises {
 		js.adviseConsumer(r.Name(), cfg.Name, actionCreate)
@@ -313,6 +314,7 @@ func (r *streamEntry) restoreConsumers() {
 		r.cons.mu.Lock()
 		r.cons.byName[name] = c
 		r.cons.mu.Unlock()
+		r.js.succeedRetired(r.Name(), c)
 		c.Start()
 		restored = append(restored, c)
 	}
@@ -381,6 +383,7 @@ func (js *JetStream) RestoreConsumer(streamName, name string, created time.Time)
 	}
 	r.cons.byName[name] = c
 	r.cons.mu.Unlock()
+	js.succeedRetired(r.Name(), c)
 	c.Start()
 	r.retainRestored(c)
 	return true, nil

@@ -190,6 +190,11 @@ type JetStream struct {
 	bg       sync.WaitGroup
 	bgMu     sync.Mutex
 	bgClosed bool
+
+	// retired holds the consumers retired for a successor on this
+	// server, by stream and name (retired.go; guarded by retiredMu).
+	retiredMu sync.Mutex
+	retired   map[retiredKey]*consumerrun.Consumer
 }
 
 // background runs f on a goroutine that Shutdown waits for, and reports
@@ -543,5 +548,6 @@ func (js *JetStream) Shutdown() {
 			js.logf("jetstream: stream %s: close: %v", r.Name(), err)
 		}
 	}
+	js.endAllRetired()
 	js.dlqAcks.Close()
 }

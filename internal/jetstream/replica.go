@@ -134,8 +134,11 @@ func (js *JetStream) WriteStreamMeta(cfg stream.Config, created time.Time) error
 	return metafile.Write(js.cfg.FS, js.streamDir(cfg.Name), metaFile{Config: cfg, Created: created})
 }
 
-// DetachStream stops the stream named name, its consumers and sourcers
-// as a shutdown stops them, and leaves its files as they are: a stream of
+// DetachStream stops the stream named name and its sourcers as a
+// shutdown stops them, retires its consumers for their next runtimes
+// here (consumerrun.Consumer.Retire, retired.go: their subscriptions
+// and waiting pull requests stay until taken over), and leaves its
+// files as they are: a stream of
 // one replica in a clustered JetStream that becomes replicated (a scale
 // up; docs/clustering.md, "Scaling") restarts over them as the first
 // replica of its new group (StartReplica). It returns the stream's own
@@ -154,6 +157,9 @@ func (js *JetStream) DetachStream(name string) ([]byte, store.Store, *jserr.Erro
 		return nil, nil, jserr.New(jserr.StreamNotFound)
 	}
 	r.srcs.Close(false)
+	r.cons.mu.Lock()
+	r.cons.retireTo = func(c *consumerrun.Consumer) { js.retire(name, c) }
+	r.cons.mu.Unlock()
 	if err := r.Stop(nil); err != nil {
 		return nil, nil, jserr.From(err, jserr.StreamCreate)
 	}

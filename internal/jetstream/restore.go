@@ -677,5 +677,6 @@ func (r *streamEntry) addRestoredConsumer(cfg consumer.Config, st *store.Consume
 	}
 	r.cons.byName[cfg.Name] = c
 	r.cons.mu.Unlock()
+	r.js.succeedRetired(r.Name(), c)
 	c.Start()
 }

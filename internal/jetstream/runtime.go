@@ -70,6 +70,10 @@ type consumerTable struct {
 	// nobody knows what they still need (held).
 	unrestored map[string]bool
 	held       atomic.Bool // len(unrestored) > 0
+	// retireTo, when set (DetachStream), makes StopAll hand each
+	// consumer to it instead of stopping it: it retires them for their
+	// next runtimes here (JetStream.retire).
+	retireTo func(*consumerrun.Consumer)
 }
 
 // List returns the consumers (streamrun.ConsumerSet).
@@ -95,7 +99,9 @@ func (t *consumerTable) Len() int {
 }
 
 // StopAll stops every consumer (stream deleted: status 409 Consumer
-// Deleted; shutdown: none), in parallel, and adds none after.
+// Deleted; shutdown: none), in parallel, and adds none after; with
+// retireTo set and no status (DetachStream), it hands each to
+// retireTo instead, which retires it.
 func (t *consumerTable) StopAll(status []byte) {
 	t.mu.Lock()
 	t.done = true
@@ -104,11 +110,19 @@ func (t *consumerTable) StopAll(status []byte) {
 		cs = append(cs, c)
 	}
 	t.byName = map[string]*consumerrun.Consumer{}
+	retireTo := t.retireTo
 	t.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, c := range cs {
 		wg.Add(1)
-		go func() { defer wg.Done(); c.Stop(status) }()
+		go func() {
+			defer wg.Done()
+			if retireTo == nil || status != nil {
+				c.Stop(status)
+			} else {
+				retireTo(c)
+			}
+		}()
 	}
 	wg.Wait()
 }

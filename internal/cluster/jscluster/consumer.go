@@ -266,11 +266,14 @@ func (c *Cluster) tryStartConsumer(acc *account, k consumerKey, ca meta.Consumer
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: its group %d cannot start here: %v", k.account, k.stream, k.name, ca.Group, err)
 		return nil
 	}
-	if c.metaLeader() && int(mine.ID) <= ca.Initial && cr.mine(c.name) == mine.ID {
+	if (c.metaLeader() || ca.Initial == 1) && int(mine.ID) <= ca.Initial && cr.mine(c.name) == mine.ID {
 		// The meta leader answers the create: its replica campaigns at
 		// once, so that it is likely to lead and subscribe before it
 		// answers (waitConsumer), and the client's next request finds the
-		// consumer's subscriptions.
+		// consumer's subscriptions. A consumer of one replica scaled up
+		// bootstraps its group alone here: its runtime of one replica,
+		// retired, waits for this one to lead (consumerrun retire.go),
+		// not for an election timeout.
 		_ = c.node.Campaign(ca.Group)
 	}
 	return nil

@@ -289,7 +289,12 @@ func nextMembership(st raftnode.GroupStatus, want []meta.Replica) ([]raftnode.Ch
 				continue
 			}
 			changes = []raftnode.Change{{Kind: raftnode.AddVoter, Replica: x.ID}}
-			if len(extraVoters) > 0 {
+			// A promotion removes a voter that leaves; the leader's own
+			// replica (handOver) only once a wanted voter can take the
+			// leadership: a learner cannot until promoted (a consumer
+			// scaled up and at once down to one replica on a server
+			// whose replica was still a learner stalled for good).
+			if len(extraVoters) > 0 && (extraVoters[0] != st.Replica || wantedVoter(st, wanted)) {
 				changes = append(changes, raftnode.Change{Kind: raftnode.RemoveReplica, Replica: extraVoters[0]})
 			}
 			break
@@ -299,6 +304,14 @@ func nextMembership(st raftnode.GroupStatus, want []meta.Replica) ([]raftnode.Ch
 		changes = []raftnode.Change{{Kind: raftnode.RemoveReplica, Replica: extraVoters[0]}}
 	}
 	return changes, wanted
+}
+
+// wantedVoter reports whether a replica of want other than the
+// leader's (status st) is a voter.
+func wantedVoter(st raftnode.GroupStatus, want map[raftnode.ReplicaID]bool) bool {
+	return slices.ContainsFunc(st.Replicas, func(rs raftnode.ReplicaStatus) bool {
+		return want[rs.Replica] && !rs.Learner && rs.Replica != st.Replica
+	})
 }
 
 // keptCaughtUp reports whether every replica of want in the leader's

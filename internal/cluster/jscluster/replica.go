@@ -502,6 +502,7 @@ func (c *Cluster) scaleUpFromOne(acc *account, k streamKey, cur *replica, sa met
 		c.handConsumers(acc, k) // their state lives only in their runtimes (memscale.go)
 	}
 	c.stopStreamConsumers(k)
+	c.quiesceStream(acc, k) // no publish on its way left unanswered (scaledown.go)
 	state, st, jerr := acc.js.DetachStream(k.name)
 	if jerr != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: scaling up from one replica, it could not be stopped: %v", k.account, k.name, jerr)

@@ -112,6 +112,7 @@ func (c *Cluster) convertReplicas() {
 func (c *Cluster) convert(acc *account, k streamKey, r *replica, cfg stream.Config) error {
 	defer c.converts(k)()
 	c.cfg.Infof("JetStream cluster: stream '%s > %s' scales down to one replica: its group %d ends here", k.account, k.name, r.sa.Group)
+	c.quiesceStream(acc, k)
 	r.log.Seal()
 	r.leads.Store(false)
 	if err := acc.js.SetStreamLeader(k.name, false); err != nil {
@@ -151,6 +152,28 @@ func (c *Cluster) convert(acc *account, k streamKey, r *replica, cfg stream.Conf
 		return c.finishMemoryConvert(acc, k, r.sa, cfg, state, st) // memscale.go
 	}
 	return c.finishConvert(acc, k, r.sa, r.mine(), cfg, true)
+}
+
+// quiesceStream has this server's replica of stream k, about to be
+// sealed for its conversion, stop taking publishes without leaving one
+// unanswered, as a hand-over does (HandOver, quiesceStreams): its
+// subscriptions withdrawn from the other servers, the routes flushed
+// (a publish routed here before they learned it has arrived), then its
+// subscriptions dropped and what it took proposed. A publish sent from
+// then until the stream of one replica subscribes finds no responders,
+// which clients retry at once; one the sealed log refused went
+// unanswered, and its client waited for its whole timeout (5 s for
+// nats.go's and the nats CLI's).
+func (c *Cluster) quiesceStream(acc *account, k streamKey) {
+	if err := acc.js.StreamWithdraw(k.name); err != nil {
+		return
+	}
+	if !c.host.FlushRoutes(convertWait) {
+		c.cfg.Logf("jscluster: stream %s > %s: a route did not answer its flush: a publish on its way may go unanswered", k.account, k.name)
+	}
+	if err := acc.js.StreamHandOver(k.name); err != nil {
+		c.cfg.Logf("jscluster: stream %s > %s: stop taking publishes: %v", k.account, k.name, err)
+	}
 }
 
 // finishConvert ends a conversion whose last checkpoint is durable and

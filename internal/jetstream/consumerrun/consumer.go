@@ -183,6 +183,7 @@ type Consumer struct {
 	capplied     uint64
 	inited       bool
 	ckey         uint64
+	kapplied     uint64 // the key of the last of its own proposals applied while leading
 	confirms     []keyedReply
 	readyReplies []string
 	cacked       []uint64
@@ -204,6 +205,17 @@ type Consumer struct {
 	// successor then (forward).
 	orphansUntil time.Time
 	late         []cevent
+
+	// retiring: the consumer retired (retire.go, Retire) and keeps its
+	// subscriptions and pull requests for a successor until retireTimer
+	// ends them (under mu). pred is the retired runtime this one takes
+	// over once it subscribes (Succeed; its loop, takeOver). successor
+	// is the runtime that took this retired one over: messages reaching
+	// it go there (under evMu).
+	retiring    bool
+	retireTimer *time.Timer
+	pred        atomic.Pointer[Consumer]
+	successor   *Consumer
 
 	// removeRetry is how long after its last request for removal
 	// (Env.RemoveInactive) an inactive consumer asks again; 0 before the
@@ -266,6 +278,11 @@ func (c *Consumer) pausedUntil() time.Time {
 // push queues an event and wakes the loop.
 func (c *Consumer) push(ev cevent) {
 	c.evMu.Lock()
+	if s := c.successor; s != nil && ev.forwardable() {
+		c.evMu.Unlock()
+		s.push(ev) // retired and taken over (retire.go)
+		return
+	}
 	c.events = append(c.events, ev)
 	c.evMu.Unlock()
 	c.Signal()
@@ -301,6 +318,7 @@ func (c *Consumer) loop() {
 		case <-c.wake:
 		case <-timer.C:
 		}
+		c.takeOver() // a retired runtime of the consumer, once subscribed (retire.go)
 		evs = c.takeEvents(evs)
 		acked, replies, jb, idle := c.round(evs)
 		c.maybeStepDown()
@@ -338,6 +356,9 @@ func (c *Consumer) round(evs []cevent) (acked []uint64, replies []string, jb jou
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
+		if c.retiring {
+			c.requeue(evs) // taken as it retired: for its successor (retire.go)
+		}
 		return nil, nil, jb, false
 	}
 	now := c.now()

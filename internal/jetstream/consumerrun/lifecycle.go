@@ -378,7 +378,8 @@ func (c *Consumer) onFC(subject, _ string, hdr, _ []byte) {
 // server shuts down: each waiting pull request gets 409 Server Shutdown
 // with what it was still owed (consumer.Deliverer.EndPulls), but those
 // of a replicated consumer whose leadership moved get 409 Leadership
-// Change and what it took since goes to its successor (endOrphans). It waits
+// Change and what it took since goes to its successor (endOrphans),
+// whatever the status. It waits
 // for a new ephemeral's files to be written first (persistLater).
 func (c *Consumer) Stop(status []byte) {
 	c.persisting.Wait()
@@ -394,9 +395,12 @@ func (c *Consumer) Stop(status []byte) {
 	c.done.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if status == nil && c.repl && !c.leading && !c.orphansUntil.IsZero() {
-		// A replica whose leadership moved (a lame duck's hand-over):
-		// its pull requests end as the move's would (endOrphans).
+	if c.repl && !c.leading && !c.orphansUntil.IsZero() {
+		// A replica whose leadership moved (a lame duck's hand-over, or
+		// one leaving its group right after it handed its leadership
+		// over: its replica removed, status 409 Consumer Deleted): its
+		// pull requests end as the move's would (endOrphans), and the
+		// acks it took since go to the successor all the same.
 		c.orphansUntil = time.Time{}
 		c.d.EndPulls(statusLeadershipChange)
 		c.forward(c.late)

@@ -255,6 +255,9 @@ func (c *Consumer) applyCommittedLocked(index uint64, ops []consumer.Op, key uin
 		c.dirty = true
 	}
 	signal := acked
+	if c.leading && key > c.kapplied {
+		c.kapplied = key
+	}
 	if c.leading && key != 0 {
 		n := 0
 		for _, kr := range c.confirms {
@@ -283,6 +286,7 @@ func (c *Consumer) lead(on bool) {
 	c.unflushed, c.stepDown = false, false
 	c.held, c.transferWait, c.holding = nil, nil, false
 	if on {
+		c.kapplied = c.ckey // a proposal of an earlier term that never applied is not waited for (settleProposals)
 		c.endOrphans(true)
 		c.cst = c.st
 		c.st = c.cst.Clone()
