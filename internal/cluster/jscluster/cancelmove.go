@@ -75,7 +75,8 @@ type moveDoneMsg struct {
 // StreamCancelMove implements jsapi.Movers on the meta leader, in
 // nats-server v2.15.2's order (jsStreamCancelMoveRequest): 10059 when
 // the meta group holds no such stream, 10129 "stream reconfiguration
-// not in progress" when no move is recorded; then the CancelMove is
+// not in progress" when no move or scale is recorded; a recorded scale
+// is turned back by cancelScale; for a move the CancelMove is
 // proposed (10008 when the stream's replicated consumers are not
 // through with their own moves within consumersMovedWait, when the
 // group's leader does not say which replicas it holds within
@@ -461,9 +462,13 @@ func (c *Cluster) onMoveDone(_, _ string, _, data []byte) {
 	if !sa.Scaling() && c.unmovedConsumer(sa) != "" {
 		return // a scale's consumers scale on their own (scaleConsumers)
 	}
+	what := "move"
+	if sa.Scaling() {
+		what = "scale"
+	}
 	go func() {
 		if _, jerr := c.propose(&meta.EndMove{Account: m.Account, Name: m.Stream, Created: m.Created, Servers: m.Servers}); jerr == nil {
-			c.cfg.Infof("JetStream cluster: stream '%s > %s': move done, on %v", m.Account, m.Stream, m.Servers)
+			c.cfg.Infof("JetStream cluster: stream '%s > %s': %s done, on %v", m.Account, m.Stream, what, m.Servers)
 		}
 	}()
 }
