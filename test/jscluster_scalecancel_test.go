@@ -9,83 +9,69 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/cairnmq/cairn/internal/server"
 )
 
-// A scale in flight, as nats-server v2.15.2 answers around it
-// (docs/clustering.md, "Scaling"): a move (a placement change) gets
-// 10226 "stream reconfiguration already in progress", byte for byte; a
-// second scale stacks on it; stream info shows the desired block with
-// the origin's replica count; $JS.API.STREAM.CANCEL_MOVE answers the
-// stream's info with the origin's num_replicas and a desired block
-// naming the origin's servers, and the stream goes back to them with
-// every message. With no scale in flight the cancel is 10129.
-func TestJetStreamClusterStreamScaleCancel(t *testing.T) {
-	servers, _, _, nc := placementCluster(t, nil)
-	js, err := nc.JetStream(nats.PublishAsyncMaxPending(256))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := func(replicas int, placement string) string {
-		return fmt.Sprintf(`{"name":"SC","subjects":["sc.>"],"num_replicas":%d%s}`, replicas, placement)
-	}
-	wantAnswer(t, nc, "$JS.API.STREAM.CREATE.SC", body(2, ""), 0, "")
-	origin := placedOn(t, nc, "SC", 2)
-
-	// Enough messages that a new replica takes a while to catch up.
-	const msgs = 20000
-	payload := []byte(strings.Repeat("x", 512))
-	acks := make([]nats.PubAckFuture, msgs)
-	for i := range acks {
-		if acks[i], err = js.PublishAsync("sc.x", payload, nats.MsgId(fmt.Sprint(i+1)), nats.StallWait(clusterTimeout)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-time.After(clusterTimeout):
-		t.Fatal("publishes not acknowledged")
-	}
-	for i, f := range acks {
-		select {
-		case <-f.Ok():
-		case <-f.Err():
-			eventually(t, "publish", func() error {
-				_, err := js.Publish("sc.x", payload, nats.MsgId(fmt.Sprint(i+1)))
-				return err
-			})
-		}
-	}
-	waitMoved(t, nc, "SC", origin, msgs)
-
-	const reconfiguring = `{"type":"io.nats.jetstream.api.v1.stream_update_response","error":{"code":400,"err_code":10226,"description":"stream reconfiguration already in progress"}}`
-	// A placement no server matches: taken once the scale is over, it is
-	// refused (10005) and changes nothing.
-	const move = `,"placement":{"tags":["hdd","ssd"]}`
-	var cancelled apiAnswer
+// A move during a scale, as nats-server v2.15.2 answers it
+// (docs/clustering.md, "A scale in flight"): 10226 "stream
+// reconfiguration already in progress", byte for byte, while a second
+// scale stacks on the first and stream info shows the desired block with
+// the origin's replica count; once the scale is over (the stacked one
+// too), a move is taken again (a placement no server matches: 10005).
+func TestJetStreamClusterStreamScaleRefusesMove(t *testing.T) {
+	_, nc, _ := scaleCluster(t)
 	var during apiAnswer
 	for attempt := 1; ; attempt++ {
-		wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.SC", body(3, ""), 0, "")
-		moved := rawAnswer(t, nc, "$JS.API.STREAM.UPDATE.SC", body(3, move))
-		stacked := rawAnswer(t, nc, "$JS.API.STREAM.UPDATE.SC", body(4, ""))
+		wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.SC", scBody(3, ""), 0, "")
+		moved := rawAnswer(t, nc, "$JS.API.STREAM.UPDATE.SC", scBody(3, unmatched))
+		stacked := rawAnswer(t, nc, "$JS.API.STREAM.UPDATE.SC", scBody(4, ""))
 		info := rawAnswer(t, nc, "$JS.API.STREAM.INFO.SC", "")
-		cancel := rawAnswer(t, nc, "$JS.API.STREAM.CANCEL_MOVE.SC", "")
-		if moved == reconfiguring && !strings.Contains(stacked, `"error"`) && !strings.Contains(cancel, `"error"`) {
-			cancelled, during = decodeAnswer(t, cancel), decodeAnswer(t, info)
+		if moved == reconfiguring && !strings.Contains(stacked, `"error"`) {
+			during = decodeAnswer(t, info)
 			t.Logf("a scale in flight at attempt %d", attempt)
 			break
 		}
 		if attempt == 5 {
-			t.Fatalf("no scale in flight seen in %d attempts: move %s, second scale %s, cancel %s", attempt, moved, stacked, cancel)
+			t.Fatalf("no scale in flight seen in %d attempts: move %s, second scale %s", attempt, moved, stacked)
 		}
-		// The scale was over before the requests: back to the origin's
-		// count, and again.
-		if strings.Contains(cancel, `"error"`) {
-			wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.SC", body(2, ""), 0, "")
-		}
-		waitScaledTo(t, nc, "SC", 2, msgs)
+		// The scale was over before the move: back to two, and again.
+		wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.SC", scBody(2, ""), 0, "")
+		waitScaledTo(t, nc, "SC", 2, scMsgs)
 	}
 	if during.Cluster == nil || during.Cluster.Desired == nil || during.Cluster.Desired.Origin == nil || during.Cluster.Desired.Origin.Replicas != 2 {
 		t.Errorf("stream info during the scale: %+v", during.Cluster)
+	}
+	waitScaledTo(t, nc, "SC", 4, scMsgs)
+	if a := decodeAnswer(t, rawAnswer(t, nc, "$JS.API.STREAM.UPDATE.SC", scBody(4, unmatched))); a.Error == nil || a.Error.ErrCode != 10005 {
+		t.Errorf("a move after the scale: %+v", a.Error)
+	}
+}
+
+// $JS.API.STREAM.CANCEL_MOVE during a scale, as nats-server v2.15.2
+// answers it (docs/clustering.md, "A scale in flight"): a
+// stream_cancel_move_response with the stream's info, the origin's
+// num_replicas in its config and a desired block naming the origin's
+// servers; the stream goes back to them with every message on each, the
+// other servers' replicas gone. With no scale in flight the cancel is
+// 10129, byte for byte.
+func TestJetStreamClusterStreamScaleCancel(t *testing.T) {
+	servers, nc, origin := scaleCluster(t)
+	var cancelled apiAnswer
+	for attempt := 1; ; attempt++ {
+		wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.SC", scBody(3, ""), 0, "")
+		cancel := rawAnswer(t, nc, "$JS.API.STREAM.CANCEL_MOVE.SC", "")
+		if !strings.Contains(cancel, `"error"`) {
+			cancelled = decodeAnswer(t, cancel)
+			t.Logf("a scale in flight at attempt %d", attempt)
+			break
+		}
+		if attempt == 5 {
+			t.Fatalf("no scale in flight seen in %d attempts: cancel %s", attempt, cancel)
+		}
+		// The scale was over before the cancel: back to two, and again.
+		wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.SC", scBody(2, ""), 0, "")
+		waitScaledTo(t, nc, "SC", 2, scMsgs)
 	}
 	if cancelled.Type != "io.nats.jetstream.api.v1.stream_cancel_move_response" || cancelled.Config == nil || cancelled.Config.Replicas != 2 {
 		t.Errorf("the cancel's answer: %s %+v", cancelled.Type, cancelled.Config)
@@ -105,7 +91,7 @@ func TestJetStreamClusterStreamScaleCancel(t *testing.T) {
 
 	// Back on its origin servers with every message on each, the other
 	// servers' replicas gone; then nothing is in flight.
-	waitMoved(t, nc, "SC", origin, msgs)
+	waitMoved(t, nc, "SC", origin, scMsgs)
 	for _, s := range servers {
 		eventually(t, s.Name()+"'s replica of SC", func() error {
 			si, err := accountStream(s, "APP", "SC")
@@ -116,7 +102,7 @@ func TestJetStreamClusterStreamScaleCancel(t *testing.T) {
 				}
 			case err != nil:
 				return err
-			case si.State.Msgs != msgs || si.State.FirstSeq != 1 || si.State.LastSeq != msgs:
+			case si.State.Msgs != scMsgs || si.State.FirstSeq != 1 || si.State.LastSeq != scMsgs:
 				return fmt.Errorf("%d messages, %d to %d", si.State.Msgs, si.State.FirstSeq, si.State.LastSeq)
 			}
 			return nil
@@ -126,10 +112,62 @@ func TestJetStreamClusterStreamScaleCancel(t *testing.T) {
 		t.Errorf("SC's config after the cancel: %+v", a.Config)
 	}
 	wantRaw(t, nc, "$JS.API.STREAM.CANCEL_MOVE.SC", `{"type":"io.nats.jetstream.api.v1.stream_cancel_move_response","error":{"code":400,"err_code":10129,"description":"stream reconfiguration not in progress"}}`)
-	// A move is taken again: a placement no server matches is 10005.
-	if a := decodeAnswer(t, rawAnswer(t, nc, "$JS.API.STREAM.UPDATE.SC", body(2, move))); a.Error == nil || a.Error.ErrCode != 10005 {
-		t.Errorf("a move after the cancel: %+v", a.Error)
+}
+
+const (
+	// scMsgs is how many messages SC holds: enough that a new replica
+	// takes a while to catch up.
+	scMsgs = 20000
+	// reconfiguring is nats-server v2.15.2's answer to a move during a
+	// scale.
+	reconfiguring = `{"type":"io.nats.jetstream.api.v1.stream_update_response","error":{"code":400,"err_code":10226,"description":"stream reconfiguration already in progress"}}`
+	// unmatched is a placement no server matches: a move to it, taken,
+	// is refused (10005) and changes nothing.
+	unmatched = `,"placement":{"tags":["hdd","ssd"]}`
+)
+
+// scBody is the config of stream SC with replicas and the extra keys.
+func scBody(replicas int, extra string) string {
+	return fmt.Sprintf(`{"name":"SC","subjects":["sc.>"],"num_replicas":%d%s}`, replicas, extra)
+}
+
+// scaleCluster starts the four servers of the placement tests with
+// stream SC of two replicas holding scMsgs messages, and returns the
+// servers, a connection of the APP account and SC's servers (sorted).
+func scaleCluster(t *testing.T) ([]*server.Server, *nats.Conn, []string) {
+	t.Helper()
+	servers, _, _, nc := placementCluster(t, nil)
+	js, err := nc.JetStream(nats.PublishAsyncMaxPending(256))
+	if err != nil {
+		t.Fatal(err)
 	}
+	wantAnswer(t, nc, "$JS.API.STREAM.CREATE.SC", scBody(2, ""), 0, "")
+	origin := placedOn(t, nc, "SC", 2)
+	payload := []byte(strings.Repeat("x", 512))
+	acks := make([]nats.PubAckFuture, scMsgs)
+	for i := range acks {
+		if acks[i], err = js.PublishAsync("sc.x", payload, nats.MsgId(fmt.Sprint(i+1)), nats.StallWait(clusterTimeout)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(clusterTimeout):
+		t.Fatal("publishes not acknowledged")
+	}
+	for i, f := range acks {
+		select {
+		case <-f.Ok():
+		case <-f.Err():
+			// Again, with the same ID: the stream keeps one.
+			eventually(t, "publish", func() error {
+				_, err := js.Publish("sc.x", payload, nats.MsgId(fmt.Sprint(i+1)))
+				return err
+			})
+		}
+	}
+	waitMoved(t, nc, "SC", origin, scMsgs)
+	return servers, nc, origin
 }
 
 // waitScaledTo waits until stream name runs n replicas, all current,
