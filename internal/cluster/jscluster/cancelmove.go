@@ -145,7 +145,7 @@ func (a *account) StreamCancelMove(name string) (*jetstream.StreamInfo, *jserr.E
 // (scaleConsumers), and the answer, once the stream's leader runs with
 // the origin's count (waitScaled), carries the stream's info with the
 // desired block naming the origin's servers (docs/clustering.md,
-// "Scaling").
+// "Scaling", "A scale in flight").
 func (a *account) cancelScale(k streamKey, sa meta.StreamAssignment) (*jetstream.StreamInfo, *jserr.Error) {
 	c := a.c
 	var cfg stream.Config

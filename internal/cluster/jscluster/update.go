@@ -195,7 +195,7 @@ func (c *Cluster) readMeta() error {
 // 10069 "stream placement can not be changed" (not built: canMove). Its
 // consumers move with it (moveConsumerPairs, moveAfterSingles). A move
 // is proposed as a meta.MoveStream, which records its origin
-// (cancelmove.go); a move or a scale while one is recorded, or while
+// (cancelmove.go); a move or a scale while a move is recorded, or while
 // consumers of one replica of the stream move ahead of its replicas
 // (singles.go), gets 10124 "stream move already in progress", as
 // nats-server answers it while its move is in flight. A scale between
