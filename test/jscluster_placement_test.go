@@ -42,12 +42,14 @@ func placementCluster(t *testing.T, mod func(i int, o *server.Options)) ([]*serv
 // apiAnswer is the part of a JetStream API answer the placement tests
 // read.
 type apiAnswer struct {
+	Type  string `json:"type"`
 	Error *struct {
 		Code        int    `json:"code"`
 		ErrCode     int    `json:"err_code"`
 		Description string `json:"description"`
 	} `json:"error"`
 	Config *struct {
+		Replicas  int `json:"num_replicas"`
 		Placement *struct {
 			Tags []string `json:"tags"`
 		} `json:"placement"`

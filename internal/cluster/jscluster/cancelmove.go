@@ -21,7 +21,11 @@ import (
 //     the assignment (meta.StreamAssignment.Move). While it is recorded,
 //     a second move or a scale gets 10124 (StreamUpdate), stream info
 //     shows nats-server's cluster.desired block (desiredInfo), and
-//     $JS.API.STREAM.CANCEL_MOVE turns it back (StreamCancelMove).
+//     $JS.API.STREAM.CANCEL_MOVE turns it back (StreamCancelMove). A
+//     scale between replicated counts is recorded the same way
+//     (meta.ScaleStream, marked a scale): a move then gets 10226, a
+//     scale stacks, and a cancel returns the stream to the origin's
+//     replica count (cancelScale).
 //  2. A cancel asks the stream's leader which replicas its group holds
 //     ($JSC.SM.<account>.<stream>, answered by the leader alone:
 //     onGroupMembers) and proposes a meta.CancelMove naming them: an
@@ -71,7 +75,8 @@ type moveDoneMsg struct {
 // StreamCancelMove implements jsapi.Movers on the meta leader, in
 // nats-server v2.15.2's order (jsStreamCancelMoveRequest): 10059 when
 // the meta group holds no such stream, 10129 "stream reconfiguration
-// not in progress" when no move is recorded; then the CancelMove is
+// not in progress" when no move or scale is recorded; a recorded scale
+// is turned back by cancelScale; for a move the CancelMove is
 // proposed (10008 when the stream's replicated consumers are not
 // through with their own moves within consumersMovedWait, when the
 // group's leader does not say which replicas it holds within
@@ -87,6 +92,9 @@ func (a *account) StreamCancelMove(name string) (*jetstream.StreamInfo, *jserr.E
 	k := streamKey{a.name, name}
 	if jerr := c.moveRecorded(k); jerr != nil {
 		return nil, jerr
+	}
+	if sa, _, _, _ := c.assignment(k); sa.Scaling() {
+		return a.cancelScale(k, sa)
 	}
 	if !c.consumersMoved(k) {
 		return nil, jserr.New(jserr.ClusterNotAvail)
@@ -125,9 +133,55 @@ func (a *account) StreamCancelMove(name string) (*jetstream.StreamInfo, *jserr.E
 	if res.PrevStream != nil {
 		c.consumersBack(*res.PrevStream, meta.Servers(res.Stream.Replicas))
 	}
-	si := a.infoOf(*res.Stream)
-	if _, here := meta.On(res.Stream.Replicas, c.name); here && c.replicaOf(k) != nil {
-		if local, err := a.js.StreamInfo(name, jetstream.InfoOptions{}); err == nil {
+	return a.cancelAnswer(k, *res.Stream, cfg), nil
+}
+
+// cancelScale is StreamCancelMove of stream k's recorded scale (its
+// assignment sa), as nats-server v2.15.2 rolls a scale back to its
+// origin: the config takes the origin's replica count, and the
+// CancelMove the origin's replicas (10008 when the group's leader does
+// not say which replicas it holds within membersWait, or when the meta
+// group cannot decide); the stream's consumers scale back with it
+// (scaleConsumers), and the answer, once the stream's leader runs with
+// the origin's count (waitScaled), carries the stream's info with the
+// desired block naming the origin's servers (docs/clustering.md,
+// "Scaling", "A scale in flight").
+func (a *account) cancelScale(k streamKey, sa meta.StreamAssignment) (*jetstream.StreamInfo, *jserr.Error) {
+	c := a.c
+	var cfg stream.Config
+	if err := json.Unmarshal(sa.Config, &cfg); err != nil {
+		return nil, jserr.New(jserr.ClusterNotAvail)
+	}
+	cfg.Replicas = len(sa.Move.Replicas)
+	body, err := json.Marshal(&cfg)
+	if err != nil {
+		return nil, jserr.New(jserr.ClusterNotAvail)
+	}
+	members, ok := c.groupMembers(k, sa.Group)
+	if !ok {
+		return nil, jserr.New(jserr.ClusterNotAvail)
+	}
+	res, jerr := c.propose(&meta.CancelMove{Account: k.account, Name: k.name, Config: body, Created: sa.Move.Created, Members: members})
+	if jerr != nil {
+		return nil, jerr
+	}
+	c.cfg.Infof("JetStream cluster: stream '%s > %s': scale cancelled, back to %d replicas on %v", k.account, k.name, cfg.Replicas, meta.Servers(res.Stream.Replicas))
+	c.scaleConsumers(a, *res.Stream, &cfg)
+	c.waitScaled(a, k, cfg.Replicas)
+	return a.cancelAnswer(k, *res.Stream, cfg), nil
+}
+
+// cancelAnswer is the stream info a cancel answers with, stream k now
+// assigned sa with config cfg: the info of this server's replica if it
+// keeps one, its leader's otherwise (the assignment's when neither
+// answers), with the config and the desired block as the meta group
+// now holds them (the stream's leader may not have applied the cancel
+// yet).
+func (a *account) cancelAnswer(k streamKey, sa meta.StreamAssignment, cfg stream.Config) *jetstream.StreamInfo {
+	c := a.c
+	si := a.infoOf(sa)
+	if _, here := meta.On(sa.Replicas, c.name); here && c.replicaOf(k) != nil {
+		if local, err := a.js.StreamInfo(k.name, jetstream.InfoOptions{}); err == nil {
 			si = local
 		}
 	} else if b := c.requestAll([]string{streamInfoSubject(k)}, nil, membersWait)[0]; b != nil {
@@ -140,9 +194,9 @@ func (a *account) StreamCancelMove(name string) (*jetstream.StreamInfo, *jserr.E
 	// applied the cancel yet.
 	si.Config = cfg
 	if si.Cluster != nil {
-		si.Cluster.Desired = c.desiredInfo(*res.Stream)
+		si.Cluster.Desired = c.desiredInfo(sa)
 	}
-	return si, nil
+	return si
 }
 
 // consumersBack, on the meta leader after a CancelMove of stream sa
@@ -405,12 +459,16 @@ func (c *Cluster) onMoveDone(_, _ string, _, data []byte) {
 	if !ok || sa.Move == nil || sa.Move.Created != m.Created || !sameSet(meta.Servers(sa.Replicas), m.Servers) || c.moving(k) {
 		return
 	}
-	if c.unmovedConsumer(sa) != "" {
-		return
+	if !sa.Scaling() && c.unmovedConsumer(sa) != "" {
+		return // a scale's consumers scale on their own (scaleConsumers)
+	}
+	what := "move"
+	if sa.Scaling() {
+		what = "scale"
 	}
 	go func() {
 		if _, jerr := c.propose(&meta.EndMove{Account: m.Account, Name: m.Stream, Created: m.Created, Servers: m.Servers}); jerr == nil {
-			c.cfg.Infof("JetStream cluster: stream '%s > %s': move done, on %v", m.Account, m.Stream, m.Servers)
+			c.cfg.Infof("JetStream cluster: stream '%s > %s': %s done, on %v", m.Account, m.Stream, what, m.Servers)
 		}
 	}()
 }

@@ -64,7 +64,7 @@ func (c *Cluster) healShort() {
 // short reports whether a replicated stream's assignment names fewer
 // servers than its config's num_replicas, with no move in flight.
 func short(sa meta.StreamAssignment) bool {
-	if len(sa.Replicas) < 2 || sa.Move != nil {
+	if len(sa.Replicas) < 2 || sa.Moving() {
 		return false // one replica (or a scale-down to one settling): nothing to catch up from; a move in flight ends first
 	}
 	var cfg stream.Config

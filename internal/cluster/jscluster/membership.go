@@ -553,7 +553,7 @@ func (c *Cluster) reconcileMeta() {
 // server could take it: "Removing a server").
 func (c *Cluster) consumersLeaving(k streamKey) bool {
 	sa, _, _, _ := c.assignment(k)
-	moving := sa.Move != nil
+	moving := sa.Moving()
 	c.mu.Lock()
 	var crs []*creplica
 	for ck, cr := range c.creplicas {

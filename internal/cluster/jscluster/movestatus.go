@@ -33,8 +33,8 @@ const (
 //   - an origin replica still in the group: membership, "removing peer
 //     <server>";
 //   - the group converged but a consumer of the stream still has a
-//     replica off the targets: blocked, "waiting for consumer '<name>'
-//     to migrate";
+//     replica off the targets (during a move, not a scale): blocked,
+//     "waiting for consumer '<name>' to migrate";
 //   - otherwise (the meta leader ends the move): meta, "waiting for peer
 //     set to settle".
 func (c *Cluster) moveStatus(sa meta.StreamAssignment, st raftnode.GroupStatus) *consumer.DesiredClusterInfoStatus {
@@ -44,7 +44,7 @@ func (c *Cluster) moveStatus(sa meta.StreamAssignment, st raftnode.GroupStatus) 
 	if s := groupMoveStatus(sa, st); s != nil {
 		return s
 	}
-	if name := c.unmovedConsumer(sa); name != "" {
+	if name := c.unmovedConsumer(sa); name != "" && !sa.Scaling() {
 		return &consumer.DesiredClusterInfoStatus{Type: moveStatusBlocked, Description: fmt.Sprintf("waiting for consumer '%s' to migrate", name)}
 	}
 	return &consumer.DesiredClusterInfoStatus{Type: moveStatusMeta, Description: "waiting for peer set to settle"}

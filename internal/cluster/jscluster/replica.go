@@ -69,6 +69,8 @@ func (c *Cluster) apply(ev meta.Event) {
 		c.reconcile(streamKey{op.Account, op.Name})
 	case *meta.MoveStream:
 		c.reconcile(streamKey{op.Account, op.Name})
+	case *meta.ScaleStream:
+		c.reconcile(streamKey{op.Account, op.Name})
 	case *meta.CancelMove:
 		c.reconcile(streamKey{op.Account, op.Name})
 	case *meta.RemoveStream:

@@ -195,10 +195,14 @@ func (c *Cluster) readMeta() error {
 // 10069 "stream placement can not be changed" (not built: canMove). Its
 // consumers move with it (moveConsumerPairs, moveAfterSingles). A move
 // is proposed as a meta.MoveStream, which records its origin
-// (cancelmove.go); a move or a scale while one is recorded, or while
+// (cancelmove.go); a move or a scale while a move is recorded, or while
 // consumers of one replica of the stream move ahead of its replicas
 // (singles.go), gets 10124 "stream move already in progress", as
-// nats-server answers it while its move is in flight. A scale or move of a stream
+// nats-server answers it while its move is in flight. A scale between
+// replicated counts is proposed as a meta.ScaleStream, which records it
+// the same way (recordScale); while it is recorded a move gets 10226
+// "stream reconfiguration already in progress" and a scale stacks on
+// it, as nats-server v2.15.2 answers during a scale. A scale or move of a stream
 // whose scale-down to one replica is not settled yet waits for the
 // settle (waitSettled, at most settleWait; 10008 "JetStream system
 // temporarily unavailable" after it) and starts from the settled
@@ -241,8 +245,11 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		return nil, jserr.From(err, jserr.StreamUpdate)
 	}
 	servers := meta.Servers(sa.Replicas)
-	if (isMove(&old, &cfg) || cfg.Replicas != old.Replicas) && (sa.Move != nil || c.moving(k)) {
+	if (isMove(&old, &cfg) || cfg.Replicas != old.Replicas) && (sa.Moving() || c.moving(k)) {
 		return nil, jserr.New(jserr.StreamMoveInProgress)
+	}
+	if isMove(&old, &cfg) && sa.Scaling() {
+		return nil, jserr.New(jserr.StreamReconfigureInProgress)
 	}
 	var moving []raftnode.ServerID // a move waiting for consumers of one replica (moveAfterSingles)
 	if isMove(&old, &cfg) {
@@ -291,6 +298,8 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	var op meta.Op = &meta.UpdateStream{Account: a.name, Name: cfg.Name, Config: body, Servers: servers}
 	if moving != nil || (isMove(&old, &cfg) && !sameSet(servers, meta.Servers(sa.Replicas))) {
 		op = c.moveOp(a.name, &old, body, servers)
+	} else if recordScale(sa, &old, &cfg) {
+		op = c.scaleOp(a.name, &old, body, servers)
 	}
 	res, jerr := c.propose(op)
 	if jerr != nil {
@@ -329,6 +338,30 @@ func (c *Cluster) moveOp(account string, old *stream.Config, cfg []byte, servers
 		origin, _ = json.Marshal(old.Placement)
 	}
 	return &meta.MoveStream{Account: account, Name: old.Name, Config: cfg, Servers: servers, Created: c.cfg.Now().UnixNano(), OriginPlacement: origin}
+}
+
+// recordScale reports whether the update of stream sa from config old
+// to next is a scale StreamUpdate records (meta.ScaleStream): one
+// between replicated counts, or any scale while one is recorded (a
+// scale down to one replica then ends the record). A scale from or to
+// one replica otherwise goes as an UpdateStream, unrecorded
+// (docs/clustering.md, "Scaling").
+func recordScale(sa meta.StreamAssignment, old, next *stream.Config) bool {
+	if next.Replicas == old.Replicas {
+		return false
+	}
+	return sa.Scaling() || len(sa.Replicas) > 1 && old.Replicas > 1 && next.Replicas > 1
+}
+
+// scaleOp returns the meta.ScaleStream that scales stream old to the
+// config cfg on servers, starting now with old's placement as its
+// origin's (a recorded scale keeps its own: meta.ScaleStream).
+func (c *Cluster) scaleOp(account string, old *stream.Config, cfg []byte, servers []raftnode.ServerID) meta.Op {
+	var origin []byte
+	if old.Placement != nil {
+		origin, _ = json.Marshal(old.Placement)
+	}
+	return &meta.ScaleStream{Account: account, Name: old.Name, Config: cfg, Servers: servers, Created: c.cfg.Now().UnixNano(), OriginPlacement: origin}
 }
 
 // checkUpdate runs StreamUpdate's checks of next against the stream's

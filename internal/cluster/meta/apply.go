@@ -85,6 +85,8 @@ func (s *State) Apply(op Op) Result {
 		return s.moveConsumer(o)
 	case *MoveStream:
 		return s.moveStream(o)
+	case *ScaleStream:
+		return s.scaleStream(o)
 	case *CancelMove:
 		return s.cancelMove(o)
 	case *EndMove:
@@ -163,6 +165,9 @@ func (s *State) moveStream(o *MoveStream) Result {
 	if e == nil {
 		return fail(jserr.StreamNotFound)
 	}
+	if e.sa.Move != nil && e.sa.Move.Scale {
+		return fail(jserr.StreamReconfigureInProgress)
+	}
 	if e.sa.Move != nil {
 		return fail(jserr.StreamMoveInProgress)
 	}
@@ -170,6 +175,35 @@ func (s *State) moveStream(o *MoveStream) Result {
 	res := s.updateStream(&UpdateStream{Account: o.Account, Name: o.Name, Config: o.Config, Servers: o.Servers})
 	if res.Err == nil {
 		e.sa.Move = origin
+		sa := e.sa.clone()
+		res.Stream = &sa
+	}
+	return res
+}
+
+// scaleStream applies a ScaleStream: an UpdateStream that records the
+// scale's origin, or keeps a recorded scale's, refused while a move is
+// recorded; a scale down to one replica ends the record.
+func (s *State) scaleStream(o *ScaleStream) Result {
+	e := s.stream(o.Account, o.Name)
+	if e == nil {
+		return fail(jserr.StreamNotFound)
+	}
+	if e.sa.Move != nil && !e.sa.Move.Scale {
+		return fail(jserr.StreamMoveInProgress)
+	}
+	origin := &MoveOrigin{Created: o.Created, Replicas: slices.Clone(e.sa.Replicas), Placement: slices.Clone(o.OriginPlacement), Scale: true}
+	if e.sa.Move != nil {
+		origin = e.sa.Move.clone()
+		origin.Cancelled = false
+	}
+	res := s.updateStream(&UpdateStream{Account: o.Account, Name: o.Name, Config: o.Config, Servers: o.Servers})
+	if res.Err == nil {
+		e.sa.Move = origin
+		if len(e.sa.Replicas) < 2 {
+			// Down to one replica: no group to converge, no record.
+			e.sa.Move = nil
+		}
 		sa := e.sa.clone()
 		res.Stream = &sa
 	}

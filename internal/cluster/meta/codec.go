@@ -101,6 +101,13 @@ func AppendOp(dst []byte, op Op) ([]byte, error) {
 		dst = appendServers(dst, o.Servers)
 		dst = binary.AppendVarint(dst, o.Created)
 		dst = appendBytes(dst, o.OriginPlacement)
+	case *ScaleStream:
+		dst = appendString(dst, o.Account)
+		dst = appendString(dst, o.Name)
+		dst = appendBytes(dst, o.Config)
+		dst = appendServers(dst, o.Servers)
+		dst = binary.AppendVarint(dst, o.Created)
+		dst = appendBytes(dst, o.OriginPlacement)
 	case *CancelMove:
 		dst = appendString(dst, o.Account)
 		dst = appendString(dst, o.Name)
@@ -166,6 +173,8 @@ func DecodeOp(b []byte) (Op, error) {
 		op = &MoveConsumer{Account: d.string(), Stream: d.string(), Name: d.string(), Replica: raftnode.ReplicaID(d.uvarint()), To: raftnode.ServerID(d.string())}
 	case KindMoveStream:
 		op = &MoveStream{Account: d.string(), Name: d.string(), Config: d.bytes(), Servers: d.servers(), Created: d.varint(), OriginPlacement: d.optBytes()}
+	case KindScaleStream:
+		op = &ScaleStream{Account: d.string(), Name: d.string(), Config: d.bytes(), Servers: d.servers(), Created: d.varint(), OriginPlacement: d.optBytes()}
 	case KindCancelMove:
 		op = &CancelMove{Account: d.string(), Name: d.string(), Config: d.bytes(), Created: d.varint(), Members: d.replicaIDs()}
 	case KindEndMove:
@@ -233,6 +242,8 @@ func check(op Op) error {
 			err = errors.Join(err, errors.New("group or replica 0"))
 		}
 	case *MoveStream:
+		err = errors.Join(checkNames(o.Account, o.Name), streamConfig(o.Config, o.Name), checkServers(o.Servers), placementJSON(o.OriginPlacement))
+	case *ScaleStream:
 		err = errors.Join(checkNames(o.Account, o.Name), streamConfig(o.Config, o.Name), checkServers(o.Servers), placementJSON(o.OriginPlacement))
 	case *CancelMove:
 		err = errors.Join(checkNames(o.Account, o.Name), streamConfig(o.Config, o.Name))

@@ -56,6 +56,8 @@ func sampleOps() []Op {
 		&MoveConsumer{Account: "A", Stream: "ORDERS", Name: "C", Replica: 7, To: "s3"},
 		&MoveStream{Account: "A", Name: "ORDERS", Config: streamJSON("ORDERS", "orders.>"), Servers: servers("s4", "s5"), Created: -1, OriginPlacement: []byte(`{"tags":["az:1"]}`)},
 		&MoveStream{Account: "A", Name: "ORDERS", Config: streamJSON("ORDERS"), Servers: servers("s1"), Created: 1 << 60},
+		&ScaleStream{Account: "A", Name: "ORDERS", Config: streamJSON("ORDERS", "orders.>"), Servers: servers("s1", "s2", "s3"), Created: -1, OriginPlacement: []byte(`{"tags":["az:1"]}`)},
+		&ScaleStream{Account: "A", Name: "ORDERS", Config: streamJSON("ORDERS"), Servers: servers("s1"), Created: 1 << 60},
 		&CancelMove{Account: "A", Name: "ORDERS", Config: streamJSON("ORDERS"), Created: 1 << 60, Members: []raftnode.ReplicaID{1, 300, 2}},
 		&CancelMove{Account: "A", Name: "ORDERS", Config: streamJSON("ORDERS"), Created: 0},
 		&EndMove{Account: "A", Name: "ORDERS", Created: 3, Servers: servers("s2", "s1")},
@@ -86,7 +88,7 @@ func TestOpRoundTrip(t *testing.T) {
 		}
 		kinds[op.Kind()] = true
 	}
-	for k := KindAssignStream; k <= KindExcludeServer; k++ {
+	for k := KindAssignStream; k <= KindScaleStream; k++ {
 		if !kinds[k] {
 			t.Errorf("kind %d has no round-trip sample", k)
 		}
@@ -153,6 +155,8 @@ func TestOpChecks(t *testing.T) {
 		"reset of no stream":      &ResetStream{Account: "A", Group: 2},
 		"origin placement array":  &MoveStream{Account: "A", Name: "S", Config: cfg, Servers: servers("s1"), OriginPlacement: []byte(`["az:1"]`)},
 		"move to no servers":      &MoveStream{Account: "A", Name: "S", Config: cfg},
+		"scale to no servers":     &ScaleStream{Account: "A", Name: "S", Config: cfg},
+		"scale origin array":      &ScaleStream{Account: "A", Name: "S", Config: cfg, Servers: servers("s1"), OriginPlacement: []byte(`["az:1"]`)},
 		"cancel config of T":      &CancelMove{Account: "A", Name: "T", Config: cfg},
 		"cancel member 0":         &CancelMove{Account: "A", Name: "S", Config: cfg, Members: []raftnode.ReplicaID{1, 0}},
 		"end move of no servers":  &EndMove{Account: "A", Name: "S"},
@@ -231,6 +235,14 @@ func encodeUnchecked(op Op) []byte {
 		b = appendString(b, string(o.To))
 	case *MoveStream:
 		b = []byte{byte(KindMoveStream), opVersion}
+		b = appendString(b, o.Account)
+		b = appendString(b, o.Name)
+		b = appendBytes(b, o.Config)
+		b = appendServers(b, o.Servers)
+		b = binary.AppendVarint(b, o.Created)
+		b = appendBytes(b, o.OriginPlacement)
+	case *ScaleStream:
+		b = []byte{byte(KindScaleStream), opVersion}
 		b = appendString(b, o.Account)
 		b = appendString(b, o.Name)
 		b = appendBytes(b, o.Config)

@@ -71,6 +71,7 @@
 //	EndMove        | account | name | created (signed) | servers |                        kind 15
 //	RenameReplicas | from (server name) | to (server name) |                               kind 16
 //	ExcludeServer  | account | stream | server (name) |                                  kind 17
+//	ScaleStream    | account | name | config | servers | created (signed) | origin placement | kind 18
 //	servers        | count (1..16) | count × name |    distinct, in the order replicas get their IDs
 //	tags           | count | count × tag |
 //	config         | the JSON of the API's StreamConfig or ConsumerConfig, as meta.json holds it
@@ -81,7 +82,11 @@
 // MoveStream, CancelMove and EndMove record, turn back and close a
 // stream's move (StreamAssignment.Move: docs/clustering.md, "Moving a
 // stream"); created is the move's start, which names it: a CancelMove or
-// EndMove of another move changes nothing.
+// EndMove of another move changes nothing. ScaleStream records a scale
+// (a changed num_replicas between replicated counts) the same way, with
+// the record marked a scale (MoveOrigin.Scale): a scale onto a recorded
+// scale keeps its origin and start (docs/clustering.md, "Scaling"), and
+// CancelMove and EndMove turn back and close it as a move.
 //
 // ExcludeServer records that a server evacuated ($JS.API.SERVER.EVACUATE)
 // and unable to hand its replica of a stream to another server stays out
@@ -101,7 +106,7 @@
 // equal bytes (the Raft snapshot a lagging server is sent, and the
 // checkpoint file a server restarts from):
 //
-//	snapshot  | version=5 (1) | next group | servers | streams | CRC-32C of all before (4, LE) |
+//	snapshot  | version=6 (1) | next group | servers | streams | CRC-32C of all before (4, LE) |
 //	servers   | count | count × server |                           sorted by name
 //	server    | name | cluster | tags | incarnation (16) | removed (1: 0 or 1) |
 //	streams   | count | count × stream |                           sorted by (account, name)
@@ -111,14 +116,15 @@
 //	consumer  | name | config | created (signed) | group | next replica | replicas | initial |
 //	initial   | uvarint: how many replicas the group started with (ConsumerAssignment.Initial)
 //	replicas  | count | count × (replica ID | server | incarnation (16)) |   in assignment order
-//	move      | 0 (1): no move in flight | 1 (1) | created (signed) | replicas | origin placement | cancelled (1: 0 or 1) |
-//	            the replicas and placement the stream had when its move began (StreamAssignment.Move)
+//	move      | 0 (1): no move in flight | 1 (1) | created (signed) | replicas | origin placement | cancelled (1: 0 or 1) | scale (1: 0 or 1) |
+//	            the replicas and placement the stream had when its move or scale began (StreamAssignment.Move)
 //	excluded  | count | count × server name |                      sorted, distinct (StreamAssignment.Excluded)
 //
-// Versions 1 (no log config), 2 (no initial count), 3 (no move) and 4
-// (no excluded servers) are still read: a stream's log config is then
-// its config, a consumer's initial count its next replica ID less one,
-// no move is in flight, and no server is excluded. A snapshot that fails its checksum, is not sorted, repeats a key or a
+// Versions 1 (no log config), 2 (no initial count), 3 (no move), 4
+// (no excluded servers) and 5 (no scale flag) are still read: a stream's
+// log config is then its config, a consumer's initial count its next
+// replica ID less one, no move is in flight, no server is excluded, and
+// a recorded move is a move. A snapshot that fails its checksum, is not sorted, repeats a key or a
 // group, or names a group or replica ID at or past its counter is
 // refused (ErrBadSnapshot): a damaged meta state must never be taken for
 // an empty one (Jepsen's NATS 2.12.1 analysis, nats-server issue #7556).

@@ -25,6 +25,7 @@ const (
 	KindEndMove        Kind = 15
 	KindRenameReplicas Kind = 16
 	KindExcludeServer  Kind = 17
+	KindScaleStream    Kind = 18
 )
 
 // Op is one operation of the meta log: one of the pointer types below.
@@ -286,7 +287,9 @@ func (*MoveConsumer) Kind() Kind { return KindMoveConsumer }
 // stream's own (a move waiting for its consumers of one replica, which
 // an UpdateStream carries on later). Apply: the stream missing, 10059;
 // a move already recorded, 10124 "stream move already in progress"
-// (nats-server's answer to a second move); subjects overlapping, 10065;
+// (nats-server's answer to a second move); a scale recorded, 10226
+// "stream reconfiguration already in progress" (nats-server's answer to
+// a move during a scale); subjects overlapping, 10065;
 // a new server not a member, 10005.
 type MoveStream struct {
 	Account string
@@ -338,6 +341,35 @@ type EndMove struct {
 	Created int64
 	Servers []raftnode.ServerID
 }
+
+// ScaleStream is an UpdateStream that changes the stream's num_replicas
+// between replicated counts (docs/clustering.md, "Scaling"): it replaces
+// the config and the servers as UpdateStream does, and records the scale
+// as a move is recorded (StreamAssignment.Move, with MoveOrigin.Scale),
+// as nats-server v2.15.2 records a scale as desired state with an origin
+// (jetstream_cluster.go jsClusteredStreamUpdateRequestLocked,
+// populateOrigin): while it is recorded a move is refused, CancelMove
+// returns the stream to the origin's replicas, and EndMove closes it. A
+// scale onto a recorded scale keeps that record's origin and Created
+// (nats-server's withDesired keeps the first origin and created), and
+// clears its cancelled mark. Apply: the stream missing, 10059; a move
+// recorded (not a scale), 10124 "stream move already in progress";
+// subjects overlapping, 10065; a new server not a member, 10005.
+type ScaleStream struct {
+	Account string
+	Name    string
+	Config  []byte
+	Servers []raftnode.ServerID
+	// Created is the scale's start (unix ns, the proposer's clock), kept
+	// when a scale is already recorded.
+	Created int64
+	// OriginPlacement is the JSON of the placement the stream's config
+	// had before the scale, empty when it had none.
+	OriginPlacement []byte
+}
+
+// Kind implements Op.
+func (*ScaleStream) Kind() Kind { return KindScaleStream }
 
 // Kind implements Op.
 func (*MoveStream) Kind() Kind { return KindMoveStream }

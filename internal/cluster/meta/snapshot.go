@@ -16,13 +16,16 @@ import (
 // stream's log config (StreamAssignment.LogConfig), 3 a consumer's
 // initial replica count (ConsumerAssignment.Initial), 4 a stream's move
 // in flight (StreamAssignment.Move), 5 a stream's excluded servers
-// (StreamAssignment.Excluded). DecodeSnapshot also reads version
+// (StreamAssignment.Excluded), 6 whether a recorded move is a scale
+// (MoveOrigin.Scale). DecodeSnapshot also reads version
 // 1, whose streams' log config is their config, versions 1 and 2, whose
 // consumers never changed their replicas (every replica ID they gave
-// started the group), versions 1 to 3, which had no moves recorded, and
-// versions 1 to 4, which had no excluded servers.
+// started the group), versions 1 to 3, which had no moves recorded,
+// versions 1 to 4, which had no excluded servers, and version 5, whose
+// recorded moves are all moves.
 const (
-	snapVersion   = 5
+	snapVersion   = 6
+	snapVersionV5 = 5
 	snapVersionV4 = 4
 	snapVersionV3 = 3
 	snapVersionV2 = 2
@@ -105,7 +108,7 @@ func appendMove(dst []byte, m *MoveOrigin) []byte {
 		dst = append(dst, r.Incarnation[:]...)
 	}
 	dst = appendBytes(dst, m.Placement)
-	return append(dst, boolByte(m.Cancelled))
+	return append(dst, boolByte(m.Cancelled), boolByte(m.Scale))
 }
 
 func boolByte(b bool) byte {
@@ -225,7 +228,7 @@ func (r *snapReader) streams() {
 		if r.version >= snapVersionV4 {
 			e.sa.Move = r.move(e.sa)
 		}
-		if r.version >= snapVersion {
+		if r.version >= snapVersionV5 {
 			e.sa.Excluded = r.excluded(e.sa)
 		}
 		if r.s.accounts[e.sa.Account] == nil {
@@ -273,6 +276,15 @@ func (r *snapReader) move(sa StreamAssignment) *MoveOrigin {
 		m.Cancelled = true
 	default:
 		r.d.fail()
+	}
+	if r.version > snapVersionV5 {
+		switch r.d.byte() {
+		case 0:
+		case 1:
+			m.Scale = true
+		default:
+			r.d.fail()
+		}
 	}
 	if r.d.failed || !originReplicas(m.Replicas, sa.NextReplica) || placementJSON(m.Placement) != nil {
 		r.bad("stream %q > %q: move", sa.Account, sa.Name)

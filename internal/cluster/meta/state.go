@@ -49,10 +49,11 @@ type StreamAssignment struct {
 	// gives.
 	Replicas    []Replica
 	NextReplica raftnode.ReplicaID
-	// Move is the stream's move in flight (MoveStream, CancelMove), nil
-	// when none is: until EndMove a second move or a scale is 10124, and
-	// STREAM.CANCEL_MOVE turns it back to its origin (docs/clustering.md,
-	// "Moving a stream").
+	// Move is the stream's move or scale in flight (MoveStream,
+	// ScaleStream, CancelMove), nil when none is: until EndMove a second
+	// move or a scale is 10124 (a move during a scale 10226, a scale
+	// during a scale is taken), and STREAM.CANCEL_MOVE turns it back to
+	// its origin (docs/clustering.md, "Moving a stream", "Scaling").
 	Move *MoveOrigin
 	// Excluded are the servers kept out of this stream's placement
 	// (ExcludeServer: evacuated, and no other server could take their
@@ -63,10 +64,11 @@ type StreamAssignment struct {
 	Excluded []raftnode.ServerID
 }
 
-// MoveOrigin is where a stream's move began, as nats-server v2.15.2
-// records a desired group's origin (desiredRaftGroupOrigin): the
+// MoveOrigin is where a stream's move or scale began, as nats-server
+// v2.15.2 records a desired group's origin (desiredRaftGroupOrigin): the
 // replicas the stream had and its config's placement then. A move never
-// changes the replica count (10123), so the origin's is the stream's.
+// changes the replica count (10123), so a move's origin count is the
+// stream's; a scale's is the count a cancel returns it to.
 type MoveOrigin struct {
 	// Created is the move's start (unix ns): it names the move.
 	Created int64
@@ -78,6 +80,20 @@ type MoveOrigin struct {
 	// Cancelled: a CancelMove turned the move back to Servers, and the
 	// stream is on its way there.
 	Cancelled bool
+	// Scale: the record is a scale's (ScaleStream), not a move's.
+	Scale bool
+}
+
+// Moving reports whether a move (not a scale) is recorded: nats-server
+// v2.15.2's moveInFlight (a cancelled move still counts; a scale does
+// not: docs/clustering.md, "Moving a stream", "Scaling").
+func (a StreamAssignment) Moving() bool {
+	return a.Move != nil && !a.Move.Scale
+}
+
+// Scaling reports whether a scale is recorded (ScaleStream).
+func (a StreamAssignment) Scaling() bool {
+	return a.Move != nil && a.Move.Scale
 }
 
 // Unsettled reports whether the stream has one replica and its group gave
@@ -319,16 +335,20 @@ func (e *streamEntry) sortedConsumers() []ConsumerAssignment {
 
 func (a StreamAssignment) clone() StreamAssignment {
 	if a.Move != nil {
-		m := *a.Move
-		m.Replicas = slices.Clone(m.Replicas)
-		m.Placement = slices.Clone(m.Placement)
-		a.Move = &m
+		a.Move = a.Move.clone()
 	}
 	a.Config = slices.Clone(a.Config)
 	a.LogConfig = slices.Clone(a.LogConfig)
 	a.Replicas = slices.Clone(a.Replicas)
 	a.Excluded = slices.Clone(a.Excluded)
 	return a
+}
+
+func (m *MoveOrigin) clone() *MoveOrigin {
+	c := *m
+	c.Replicas = slices.Clone(m.Replicas)
+	c.Placement = slices.Clone(m.Placement)
+	return &c
 }
 
 func (a ConsumerAssignment) clone() ConsumerAssignment {
