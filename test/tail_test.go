@@ -57,7 +57,9 @@ func lostTailRun(t *testing.T, bin, damage string) {
 	payload := []byte(strings.Repeat("x", lostTailSize))
 	futures := make([]jetstream.PubAckFuture, 0, lostTailMsgs)
 	for i := range lostTailMsgs {
-		f, err := js.PublishAsync("tail.a", payload, jetstream.WithMsgID(fmt.Sprintf("id-%d", i)))
+		// 9000 outstanding exceed the async window (4000): a loaded machine
+		// may hold the window full past the default 200 ms stall wait.
+		f, err := js.PublishAsync("tail.a", payload, jetstream.WithMsgID(fmt.Sprintf("id-%d", i)), jetstream.WithStallWait(jsTimeout))
 		if err != nil {
 			t.Fatalf("publish %d: %v", i, err)
 		}
