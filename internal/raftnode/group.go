@@ -264,6 +264,19 @@ func (g *group) raftConfig(applied uint64) *raft.Config {
 	}
 }
 
+// votersOf returns the voters of configuration cs, both halves of a
+// joint one, ascending and once each.
+func votersOf(cs *pb.ConfState) []ReplicaID {
+	out := make([]ReplicaID, 0, len(cs.GetVoters())+len(cs.GetVotersOutgoing()))
+	for _, ids := range [][]uint64{cs.GetVoters(), cs.GetVotersOutgoing()} {
+		for _, id := range ids {
+			out = append(out, ReplicaID(id))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // fence stops the replica for good: it takes no part in its group, its
 // waiters get ErrNoReply, new proposals ErrFenced (docs/clustering.md,
 // decision 12). Called from the group's round, or before the group ever
@@ -1201,6 +1214,7 @@ func (g *group) publish() {
 	for _, ids := range [][]uint64{cs.GetVoters(), cs.GetVotersOutgoing(), cs.GetLearners(), cs.GetLearnersNext()} {
 		s.Member = s.Member || slices.Contains(ids, uint64(g.replica))
 	}
+	s.Voters = votersOf(cs)
 	if bs.RaftState == raft.StateLeader {
 		g.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
 			s.Replicas = append(s.Replicas, ReplicaStatus{

@@ -85,6 +85,9 @@ type GroupStatus struct {
 	// Joint: the configuration this replica applied last is a joint one
 	// (a membership change under way, raft's C_old,new).
 	Joint bool
+	// Voters are the voters of the configuration this replica applied
+	// last, both halves of a joint one, by replica ID, ascending.
+	Voters []ReplicaID
 	// Member: this replica is in the configuration it applied last (a
 	// voter of either half, or a learner); false once it applied its own
 	// removal.

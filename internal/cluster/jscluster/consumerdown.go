@@ -166,7 +166,7 @@ func (c *Cluster) awaitApplied(group raftnode.GroupID) {
 // has them: they applied their removal, are fenced, or, but for a
 // scale-down to one replica (whose settle gives the consumer another
 // group: reconcileConsumer stops them then), have known no leader for
-// retireAfter.
+// retireAfter while another voter was heard (votersHeard).
 func (c *Cluster) retireConsumers() {
 	c.mu.Lock()
 	var keys []consumerKey
@@ -187,7 +187,7 @@ func (c *Cluster) retireConsumers() {
 			if cr.leaderless.IsZero() {
 				cr.leaderless = time.Now()
 			}
-			retire = time.Since(cr.leaderless) >= retireAfter
+			retire = time.Since(cr.leaderless) >= retireAfter && c.votersHeard(st)
 		} else {
 			cr.leaderless = time.Time{}
 		}

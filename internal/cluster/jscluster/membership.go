@@ -348,7 +348,8 @@ const retireAfter = 10 * time.Second
 // retireReplicas stops this server's replicas that left their stream's
 // assignment (a scale-down, a peer removal) once their group no longer
 // has them: they applied their removal, are fenced, or have known no
-// leader for retireAfter (not for a scale-down to one replica, whose
+// leader for retireAfter while another voter was heard (votersHeard;
+// not for a scale-down to one replica, whose
 // settle removes them: scaledown.go); but not while a replica of one of
 // the stream's consumers here is leaving its group (consumersLeaving).
 func (c *Cluster) retireReplicas() {
@@ -375,7 +376,7 @@ func (c *Cluster) retireReplicas() {
 			if r.leaderless.IsZero() {
 				r.leaderless = time.Now()
 			}
-			retire = time.Since(r.leaderless) >= retireAfter
+			retire = time.Since(r.leaderless) >= retireAfter && c.votersHeard(st)
 		} else {
 			r.leaderless = time.Time{}
 		}
@@ -392,6 +393,25 @@ func (c *Cluster) retireReplicas() {
 			}
 		}
 	}
+}
+
+// votersHeard reports whether this replica (status st) heard within the
+// contact window from another voter of the configuration it applied
+// last. A replica that left its assignment and knows no leader retires
+// only then: its group's other voters are up and lead without it (it
+// was removed while it was down, and nobody talks to it); when they are
+// all silent it may be the group's only live copy (a replica of a
+// stream of two, evacuated while the other is down: a trial saw its
+// files deleted, 500 acknowledged messages left on the stopped server
+// alone), and it stays until a leader removes it.
+func (c *Cluster) votersHeard(st raftnode.GroupStatus) bool {
+	window := c.node.ContactWindow()
+	for _, p := range st.Peers {
+		if p.Replica != st.Replica && p.Heard && p.Ago <= window && slices.Contains(st.Voters, p.Replica) {
+			return true
+		}
+	}
+	return false
 }
 
 // handOver transfers the leadership of group (label: its stream or
