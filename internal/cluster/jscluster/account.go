@@ -543,14 +543,16 @@ func (c *Cluster) clusterInfo(k streamKey) *jetstream.ClusterInfo {
 // shownReplicas is the replicas stream sa's info lists: its assigned
 // ones, and during a move also the origin's still in the group, as
 // nats-server v2.15.2 lists the group's peers, origin and targets,
-// until the move ends.
+// until the move ends; each server once (a server the move keeps may
+// hold an old replica of the group beside its assigned one for a
+// moment).
 func shownReplicas(sa meta.StreamAssignment, st raftnode.GroupStatus) []meta.Replica {
 	if sa.Move == nil {
 		return sa.Replicas
 	}
 	out := slices.Clone(sa.Replicas)
 	for _, p := range st.Peers {
-		if !slices.ContainsFunc(out, func(r meta.Replica) bool { return r.ID == p.Replica }) {
+		if !slices.ContainsFunc(out, func(r meta.Replica) bool { return r.ID == p.Replica || r.Server == p.Server }) {
 			out = append(out, meta.Replica{ID: p.Replica, Server: p.Server})
 		}
 	}

@@ -56,7 +56,7 @@ func TestGroupMoveStatus(t *testing.T) {
 // targets; with no move only the assigned ones.
 func TestShownReplicas(t *testing.T) {
 	targets := []meta.Replica{{ID: 1, Server: "n1"}, {ID: 4, Server: "n4"}}
-	st := raftnode.GroupStatus{Replica: 1, Peers: []raftnode.PeerContact{{Replica: 2, Server: "n2"}, {Replica: 4, Server: "n4"}}}
+	st := raftnode.GroupStatus{Replica: 1, Peers: []raftnode.PeerContact{{Replica: 2, Server: "n2"}, {Replica: 4, Server: "n4"}, {Replica: 3, Server: "n4"}}}
 	ids := func(rs []meta.Replica) []raftnode.ReplicaID {
 		var out []raftnode.ReplicaID
 		for _, r := range rs {
