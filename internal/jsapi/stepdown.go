@@ -103,20 +103,11 @@ func streamRemovePeer(a *API, r *request) (response, *jserr.Error) {
 		return clusterOnly(a, r)
 	}
 	resp := &successResponse{}
-	if err := r.checkLevel(); err != nil {
+	peer, err := peerOf(r)
+	if err != nil {
 		return resp, err
 	}
-	if isEmptyRequest(r.data) {
-		return resp, jserr.New(jserr.BadRequest)
-	}
-	var req streamRemovePeerRequest
-	if err := decode(r.data, &req); err != nil {
-		return resp, err
-	}
-	if req.Peer == "" {
-		return resp, jserr.New(jserr.BadRequest)
-	}
-	if err := p.StreamRemovePeer(r.stream, req.Peer); err != nil {
+	if err := p.StreamRemovePeer(r.stream, peer); err != nil {
 		return resp, err
 	}
 	resp.Success = true
@@ -180,22 +171,34 @@ func consumerEvacuatePeer(a *API, r *request) (response, *jserr.Error) {
 		return clusterOnly(a, r)
 	}
 	resp := &successResponse{}
-	if err := r.checkLevel(); err != nil {
+	peer, err := peerOf(r)
+	if err != nil {
 		return resp, err
 	}
-	if isEmptyRequest(r.data) {
-		return resp, jserr.New(jserr.BadRequest)
-	}
-	var req streamRemovePeerRequest
-	if err := decode(r.data, &req); err != nil {
-		return resp, err
-	}
-	if req.Peer == "" {
-		return resp, jserr.New(jserr.BadRequest)
-	}
-	if err := p.ConsumerEvacuatePeer(r.stream, r.consumer, req.Peer); err != nil {
+	if err := p.ConsumerEvacuatePeer(r.stream, r.consumer, peer); err != nil {
 		return resp, err
 	}
 	resp.Success = true
 	return resp, nil
+}
+
+// peerOf checks a peer remove or evacuate request r as nats-server
+// v2.15.2 checks it (jsStreamRemapPeerRequest, jsConsumerRemapPeerRequest)
+// and returns the peer it names: the API level (10185), an empty body
+// (10003), JSON (10025), no peer named (10003).
+func peerOf(r *request) (string, *jserr.Error) {
+	if err := r.checkLevel(); err != nil {
+		return "", err
+	}
+	if isEmptyRequest(r.data) {
+		return "", jserr.New(jserr.BadRequest)
+	}
+	var req streamRemovePeerRequest
+	if err := decode(r.data, &req); err != nil {
+		return "", err
+	}
+	if req.Peer == "" {
+		return "", jserr.New(jserr.BadRequest)
+	}
+	return req.Peer, nil
 }

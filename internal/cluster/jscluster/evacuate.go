@@ -42,13 +42,7 @@ func (c *Cluster) EvacuateServer(name, peerID string) *jserr.Error {
 	if err != nil {
 		return jserr.New(jserr.ClusterNotAvail)
 	}
-	var found raftnode.ServerID
-	for _, rs := range c.members(st) {
-		if (peerID != "" && peerHash(rs) == peerID) || (peerID == "" && string(rs) == name) {
-			found = rs
-			break
-		}
-	}
+	found := c.memberNamed(st, name, peerID)
 	if found == "" {
 		return jserr.New(jserr.ClusterServerNotMember)
 	}

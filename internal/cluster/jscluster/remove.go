@@ -41,13 +41,7 @@ func (c *Cluster) RemoveServer(name, peerID string) *jserr.Error {
 	if c.metaMembershipChanging(st) {
 		return jserr.New(jserr.ClusterServerMemberChangeInflight)
 	}
-	var found raftnode.ServerID
-	for _, rs := range c.members(st) {
-		if (peerID != "" && peerHash(rs) == peerID) || (peerID == "" && string(rs) == name) {
-			found = rs
-			break
-		}
-	}
+	found := c.memberNamed(st, name, peerID)
 	if found == "" {
 		return jserr.New(jserr.ClusterServerNotMember)
 	}
@@ -65,6 +59,18 @@ func (c *Cluster) RemoveServer(name, peerID string) *jserr.Error {
 	}
 	c.cfg.Infof("JetStream cluster: server %s removed from the meta group (SERVER.REMOVE)", found)
 	return nil
+}
+
+// memberNamed returns the member of the meta group (leader's status st)
+// with peer ID peerID (nats-server's 8-character hash of the name, which
+// takes precedence) or, with none given, named name; "" when none is.
+func (c *Cluster) memberNamed(st raftnode.GroupStatus, name, peerID string) raftnode.ServerID {
+	for _, rs := range c.members(st) {
+		if (peerID != "" && peerHash(rs) == peerID) || (peerID == "" && string(rs) == name) {
+			return rs
+		}
+	}
+	return ""
 }
 
 // metaMembershipChanging reports, from the meta leader's status st,
