@@ -8,7 +8,7 @@ import (
 )
 
 // TestFaultKillStreamLeader is the short run of the process-level fault
-// suite (docs/clustering.md, "The process-level fault suite"): three
+// suite (docs/cluster.md, "The process-level fault suite"): three
 // server processes, an R3 file stream, two synchronous producers and an
 // asynchronous one (every message with its own Nats-Msg-Id, retried
 // until acknowledged) and a durable consumer; the stream leader's process

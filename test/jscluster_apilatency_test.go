@@ -16,7 +16,7 @@ import (
 )
 
 // The API's answers while a stream has no leader, and around a scale
-// (docs/clustering.md, "Who answers").
+// (docs/cluster.md, "Who answers").
 
 // listGatherWait is how long the meta leader waits for the stream
 // leaders' infos of a STREAM.LIST or an account info before it gives up

@@ -13,7 +13,7 @@ import (
 )
 
 // A move in flight, as nats-server v2.15.2 answers around it
-// (docs/clustering.md, "Moving a stream"): a second move, or a scale,
+// (docs/cluster.md, "Moving a stream"): a second move, or a scale,
 // gets 10124; $JS.API.STREAM.CANCEL_MOVE answers the stream's info with
 // the origin's placement and a desired block naming the origin's
 // servers, and the stream goes back to them with every message; with no

@@ -17,7 +17,7 @@ import (
 // killed (SIGKILL) as soon as that install begins. The fetch fails over
 // to another replica as soon as the leader's connection ends, within a
 // couple of seconds of the kill (a trial measured 10 s: the fetch waited
-// for its request timeout; docs/clustering.md, "Stream snapshots"), and
+// for its request timeout; docs/cluster.md, "Stream snapshots"), and
 // the new replica ends current with every message.
 func TestJetStreamClusterCatchupSourceKilled(t *testing.T) {
 	if testing.Short() {

@@ -21,12 +21,12 @@ import (
 // redelivered after the ack wait with NumDelivered 2); cairn, on the same
 // trial, delivered 502 messages twice with NumDelivered 1: the new leader
 // starts from the committed state, and the deliveries of the old leader's
-// last rounds had not committed when it handed over (docs/clustering.md,
+// last rounds had not committed when it handed over (docs/cluster.md,
 // "Replicated consumers", "A lost leadership drops the delivering state").
 // Without the hand-over through the consumer, 4 runs of 4 failed here
 // with 251 to 753 such messages (a pull batch or two): etcd raft drops
 // proposals while a leadership transfer is under way, and the old leader
-// went on delivering (docs/clustering.md, "Handing the leadership
+// went on delivering (docs/cluster.md, "Handing the leadership
 // over").
 func TestJetStreamClusterConsumerStepDownNoFirstDeliveryTwice(t *testing.T) {
 	serialTest(t) // see the lame duck test
@@ -54,7 +54,7 @@ func TestJetStreamClusterConsumerLameDuckNoFirstDeliveryTwice(t *testing.T) {
 	// average 9 to 12 on 2 cores) the consumer's leader is deposed now
 	// and then by CheckQuorum (an election timeout is 200 ms here), and
 	// what it delivered that had not committed is delivered again as
-	// first deliveries (docs/clustering.md, "Handing the leadership
+	// first deliveries (docs/cluster.md, "Handing the leadership
 	// over": a leadership lost otherwise than by a hand-over): 2 runs in
 	// 12 (and 1 in 12 of the step-down test) failed so, with 502 to
 	// 1,757 messages, after the fixes of two causes that had failed 2
@@ -178,7 +178,7 @@ func consumeNoFirstTwice(t *testing.T, s interface{ ClientURL() string }, ready 
 	for _, at := range ats {
 		// Shorter than nats.go's wait for a pull request lost while the
 		// leadership moved (two missed heartbeats, 30 s): the old leader
-		// leaves none unanswered (docs/clustering.md, "Handing the
+		// leaves none unanswered (docs/cluster.md, "Handing the
 		// leadership over").
 		waitFor(t, 25*time.Second, fmt.Sprintf("%d messages received", at), func() bool { return received() >= at })
 		eventually(t, fmt.Sprintf("the act at %d messages", at), acts[at])

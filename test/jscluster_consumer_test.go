@@ -19,7 +19,7 @@ import (
 )
 
 // A durable consumer of a stream with three replicas is replicated
-// (docs/clustering.md, "Replicated consumers"): its info names its own
+// (docs/cluster.md, "Replicated consumers"): its info names its own
 // group and leader; what was acknowledged through its leader stays
 // acknowledged after that leader's server stops, and the other two
 // servers deliver the rest, exactly the unacknowledged messages, to a
@@ -363,7 +363,7 @@ func consumerNamesVia(t *testing.T, js jetstream.JetStream, stream string) ([]st
 }
 
 // A consumer's num_replicas is honoured as nats-server v2.15.2 honours it
-// (docs/clustering.md, "Consumers in a cluster"): of a stream with three
+// (docs/cluster.md, "Consumers in a cluster"): of a stream with three
 // replicas, a durable with num_replicas 1 and an ephemeral (one by
 // default) run on one of its servers, chosen by the meta group, and every
 // server's clients see them there (info with the same leader and no Raft

@@ -16,7 +16,7 @@ import (
 
 // A stream of one replica scaled up to three (nats stream edit
 // --replicas 3) takes its durable along, as nats-server v2.15.2 does
-// (docs/clustering.md, "Scaling consumers"): the pull consumer WORK,
+// (docs/cluster.md, "Scaling consumers"): the pull consumer WORK,
 // with six messages acknowledged and four delivered and not, becomes a
 // consumer of three replicas (info: its group C-R3F-<id>, two current
 // replicas) with the same ack floor, delivered and pending acks; its
@@ -182,7 +182,7 @@ func workState(t *testing.T, js jetstream.JetStream, r int, down string) ackStat
 
 // A stream of three replicas scaled down to one (nats stream edit
 // --replicas 1) takes its durable along, as nats-server v2.15.2 does
-// (docs/clustering.md, "Scaling consumers"): the pull consumer WORK, of
+// (docs/cluster.md, "Scaling consumers"): the pull consumer WORK, of
 // three replicas with six messages acknowledged and four delivered and
 // not, becomes a consumer of one replica on the server the stream keeps
 // (info: no group, that server leading) with the same ack floor,
@@ -316,7 +316,7 @@ func TestJetStreamClusterConsumerReplicasUpdate(t *testing.T) {
 }
 
 // A replicated consumer's replica on a server whose store was wiped is
-// replaced, as its stream's is (docs/clustering.md, "Replacing a
+// replaced, as its stream's is (docs/cluster.md, "Replacing a
 // replica"): the new replica joins the consumer's group, is caught up
 // with its committed state and promoted; led from there, the consumer
 // keeps its ack floor, delivered and pending acks, never delivers the
@@ -379,7 +379,7 @@ func TestJetStreamClusterConsumerWipedReplica(t *testing.T) {
 // right after the answer (while its group shrinks, or during its
 // conversion) and starts again: the consumer ends as a consumer of one
 // replica there with its ack floor, delivered and pending acks, and
-// never delivers the acknowledged messages again (docs/clustering.md,
+// never delivers the acknowledged messages again (docs/cluster.md,
 // "Scaling consumers": a restart before the group's tombstone runs the
 // replica in its group again and converts it anew, after it restores
 // the files).

@@ -54,7 +54,7 @@ func TestJetStreamClusterConsumerReplicaOnCatchingUpStream(t *testing.T) {
 // As TestJetStreamClusterConsumerReplicaOnCatchingUpStream without the
 // hold, but the new server's first three attempts to start the durable's
 // replica fail (a test hook, as a failure that may pass): the replica is
-// started again later (docs/clustering.md, "Consumers in a cluster"),
+// started again later (docs/cluster.md, "Consumers in a cluster"),
 // and the durable ends with three current replicas, the new server's
 // among them, and that server's health has no problem.
 func TestJetStreamClusterConsumerReplicaStartRetried(t *testing.T) {

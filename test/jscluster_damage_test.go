@@ -17,7 +17,7 @@ import (
 
 // A server whose Raft WAL is damaged (bytes flipped in the middle of its
 // segment, before data a later record says was fsynced) fences every
-// group it holds, the meta group's replica included (docs/clustering.md,
+// group it holds, the meta group's replica included (docs/cluster.md,
 // "The WAL" and "Fencing"). It must then stay silent on the meta group's
 // requests: the others still have a meta leader, and a 10008 ("JetStream
 // system temporarily unavailable") from the fenced server would race that

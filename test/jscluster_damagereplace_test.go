@@ -20,7 +20,7 @@ import (
 // (bytes flipped in the middle of each block, which the checkpoint
 // already held) is fenced at the restart: its store, rolled back to the
 // checkpoint, lost acknowledged messages the group's compacted log no
-// longer holds (docs/clustering.md, "Fencing"). It is then replaced, as
+// longer holds (docs/cluster.md, "Fencing"). It is then replaced, as
 // a wiped server's replica is: its damaged files are moved aside to the
 // account's quarantine directory (kept, never deleted or served), a new
 // replica on the same server is added as a learner, caught up by a

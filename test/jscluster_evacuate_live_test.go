@@ -17,7 +17,7 @@ import (
 // 10 s and its files were deleted, leaving the acknowledged messages on
 // the stopped server alone, and the stream without a leader for good).
 // The replica stays while none of its group's other voters is heard
-// (docs/clustering.md, "Evacuating a server"); once the other server is
+// (docs/cluster.md, "Evacuating a server"); once the other server is
 // back, the stream has a leader, every message, and takes publishes.
 func TestJetStreamClusterEvacuateLiveCopyOfTwo(t *testing.T) {
 	servers, opts := jsClusterMod(t, 4, func(_ int, o *server.Options) { sysAppAuth(o) })

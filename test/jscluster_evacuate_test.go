@@ -12,7 +12,7 @@ import (
 )
 
 // The answers of the evacuate subjects, byte for byte as nats-server
-// v2.15.2 sends them (measured on nats-server processes: docs/clustering.md,
+// v2.15.2 sends them (measured on nats-server processes: docs/cluster.md,
 // "Evacuating a server").
 const (
 	evacuateOK        = `{"type":"io.nats.jetstream.api.v1.meta_server_evacuate_response","success":true}`
@@ -289,7 +289,7 @@ func TestJetStreamClusterStreamPeerEvacuate(t *testing.T) {
 // stream it is not on: a durable of one replica with its state, one of
 // two replicas by a replica move; a durable on every server of its
 // stream has nowhere to go (10075), as nats-server v2.15.2 answers
-// (measured: docs/clustering.md, "Evacuating a server").
+// (measured: docs/cluster.md, "Evacuating a server").
 func TestJetStreamClusterConsumerPeerEvacuate(t *testing.T) {
 	const typ = `{"type":"io.nats.jetstream.api.v1.consumer_evacuate_peer_response",`
 	servers, _, js := evacuateSetup(t, 4)

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Two of three servers restart with damaged Raft WALs (docs/clustering.md,
+// Two of three servers restart with damaged Raft WALs (docs/cluster.md,
 // "Forcing a new cluster"): each quarantines its WAL and waits to join
 // the meta group as a new replica, but the meta group's voters are their
 // two old replicas and the intact server's, so no leader is ever elected:

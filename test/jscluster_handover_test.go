@@ -18,7 +18,7 @@ import (
 )
 
 // Lame duck mode and shutdown of the server that leads a replicated
-// stream and the meta group (issues 15 and 16; docs/clustering.md, "Lame
+// stream and the meta group (issues 15 and 16; docs/cluster.md, "Lame
 // duck mode and shutdown"): before JetStream stops, the server hands the
 // leadership of its Raft groups to the other servers, so that a nats.go
 // client publishing with PubAcks through that very server loses nothing
@@ -77,7 +77,7 @@ func startHandOverCluster(t *testing.T) *handOverCluster {
 }
 
 // pollCtx bounds one request of a loop that retries it: a request sent
-// while a group changes leader may go unanswered (docs/clustering.md,
+// while a group changes leader may go unanswered (docs/cluster.md,
 // "Who answers"), and the loop sends the next one.
 func pollCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -334,7 +334,7 @@ func TestJetStreamClusterShutdownHandsOver(t *testing.T) {
 // and goes on. One publish may go unanswered: the one whose PubAck was on
 // its way when the connection closed (nats.go then waits for its
 // timeout), which no server can answer on a closed connection;
-// nats-server loses it too (docs/clustering.md, "Lame duck mode and
+// nats-server loses it too (docs/cluster.md, "Lame duck mode and
 // shutdown").
 func TestJetStreamClusterShutdownLeaderClient(t *testing.T) {
 	hc := startHandOverCluster(t)

@@ -14,7 +14,7 @@ import (
 
 // A stream of three replicas in a cluster of three drops the replica of a
 // removed server no other server can take, and runs on two
-// (docs/clustering.md, "Removing a server"); its durable's replica there
+// (docs/cluster.md, "Removing a server"); its durable's replica there
 // is dropped too, and its info lists the two left, as nats-server
 // v2.15.2 remaps a consumer's peers to its stream's. When a fourth server joins,
 // the meta leader brings it back to three, as nats-server v2.15.2 places

@@ -89,7 +89,7 @@ func TestJetStreamClusterMemoryReplicaRestart(t *testing.T) {
 // replays each replica from its server's WAL, so every acknowledged
 // message is still there (nats-server v2.15.2 keeps a memory stream's
 // Raft log in memory and comes back with the stream empty:
-// docs/clustering.md, "Memory streams").
+// docs/cluster.md, "Memory streams").
 func TestJetStreamClusterMemoryStreamFullRestart(t *testing.T) {
 	servers, opts := jsClusterOpts(t, 3)
 	js0 := jsAt(t, servers[0])
@@ -110,7 +110,7 @@ func TestJetStreamClusterMemoryStreamFullRestart(t *testing.T) {
 
 // A memory stream scaled 3 -> 5 -> 3 (nats stream edit --replicas): the
 // new replicas are caught up by stream snapshots whose messages come from
-// the other replicas' memory (docs/clustering.md, "Memory streams") and
+// the other replicas' memory (docs/cluster.md, "Memory streams") and
 // hold everything: with the original followers stopped, the leader and
 // the new replicas serve every acknowledged message. A new replica's
 // server restarting loses what its snapshot gave it (its log starts
@@ -342,7 +342,7 @@ func TestJetStreamClusterMemoryWipedFollower(t *testing.T) {
 // from a snapshot (or, for the first, from the base its log starts at):
 // when every server restarts, all three lose it, are fenced, and the
 // group can never elect a leader. The meta leader resets the stream, as
-// nats-server v2.15.2 brings it back (measured: docs/clustering.md,
+// nats-server v2.15.2 brings it back (measured: docs/cluster.md,
 // "Memory streams"): it answers, empty, with its config and created
 // time; its durable consumer is back with nothing delivered or
 // acknowledged; it takes publishes again from sequence 1, which the

@@ -22,7 +22,7 @@ import (
 // elects a leader, the move completes onto the spare server, and every
 // acknowledged message is served. Before, the restarted server started
 // no replica and the stream stayed without a leader
-// (docs/clustering.md, "Replacing a replica").
+// (docs/cluster.md, "Replacing a replica").
 func TestJetStreamClusterMoveLeaderRestarts(t *testing.T) {
 	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { o.RaftRetain = 8 })
 	js0 := jsAt(t, servers[0])

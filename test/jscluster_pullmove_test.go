@@ -19,7 +19,7 @@ import (
 // under the client's expiry, and no ack sent while the leadership moved
 // is lost (a lost ack's message comes again, flagged, after its ack
 // wait). Before the old leader waited for its successor's interest to
-// reach every server (docs/clustering.md, "Moving the subscriptions"),
+// reach every server (docs/cluster.md, "Moving the subscriptions"),
 // 3 runs of 20 of the Consume case stalled for the client's whole
 // expiry (its request sent again on the 409 Leadership Change got a 503
 // no responders, which Consume ignores), and 13 of 20 lost acks.

@@ -26,7 +26,7 @@ import (
 // two; SERVER.REMOVE of the old name then hands that replica, and the
 // replica of the stream's durable there, to the renamed server, their
 // replica IDs kept (meta.RenameReplicas): both are current there, and the renamed server, as the stream's leader, serves
-// every acknowledged message (docs/clustering.md, "A server renamed over
+// every acknowledged message (docs/cluster.md, "A server renamed over
 // its store"). Before, cairn kept the renamed server outside the meta
 // group, its /healthz 503 for good.
 func TestJetStreamClusterRenamedServerJoins(t *testing.T) {
@@ -161,7 +161,7 @@ func TestJetStreamClusterRenamedServerJoins(t *testing.T) {
 // stream, and of its durable, is the one the store held under the old
 // name, kept with its ID (meta.RenameReplicas), so the stream gets a
 // leader again with every acknowledged message, takes new publishes, and
-// the durable goes on from its ack floor (docs/clustering.md, "A server
+// the durable goes on from its ack floor (docs/cluster.md, "A server
 // renamed over its store"). The placement tags leave the renamed server
 // the only one that can take the old name's replica: before, it retired
 // and quarantined its good replica before the new one was added, and the

@@ -15,7 +15,7 @@ import (
 // row sends them: 3 -> 1 -> 3 -> 1 -> 3 on three servers. nats-server
 // v2.15.2 takes each; cairn's scale to 3 right after a scale-down to one
 // replica waits for that scale-down to settle rather than answering
-// 10008 (docs/clustering.md, "Settling"). Each update is sent once and
+// 10008 (docs/cluster.md, "Settling"). Each update is sent once and
 // must succeed; then the durable alone 3 -> 1 -> 3 by consumer update
 // (its settle waited for likewise). The stream ends with three current
 // replicas and every acknowledged message, the durable with three
@@ -84,7 +84,7 @@ func TestJetStreamClusterScaleBackToBack(t *testing.T) {
 // delivered ten messages and had four acknowledged scales to three
 // replicas, as nats-server v2.15.2 scales it: the durable follows with
 // its delivered and acknowledged state (it lived only in its runtime,
-// which the scale-up stops: docs/clustering.md, "Memory streams"). With
+// which the scale-up stops: docs/cluster.md, "Memory streams"). With
 // the original server then stopped, the two new replicas serve every
 // message and the durable's state. An ephemeral consumer (which would
 // stay at one replica) makes the scale-up answer 10061.
@@ -193,7 +193,7 @@ func waitConsumerReplicas(t *testing.T, js jetstream.JetStream) {
 
 // A replicated memory stream scaled down to one replica, as nats-server
 // v2.15.2 scales it: the replica kept hands its memory store to the
-// stream of one replica (docs/clustering.md, "Memory streams"). 3 -> 1
+// stream of one replica (docs/cluster.md, "Memory streams"). 3 -> 1
 // -> 3 -> 1, each update sent once right after the previous answer: the
 // stream's info is a stream of one replica's (the leader, no group),
 // every acknowledged message at its sequence, a deleted one still

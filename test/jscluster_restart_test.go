@@ -105,7 +105,7 @@ func fetchRest(t *testing.T, url string, from, to uint64) {
 
 // A clean stop checkpoints every replica the server holds (the meta
 // group's, the stream's, the consumer's), so its restart applies none of
-// its log again (docs/clustering.md, "Restarts"): the start's work does
+// its log again (docs/cluster.md, "Restarts"): the start's work does
 // not grow with the log it kept. Without the stop's checkpoints of the
 // meta group and the consumer, their entries since their last periodic
 // checkpoints are applied again; without the Raft node cut off from its
@@ -259,7 +259,7 @@ func TestJetStreamClusterClientsDuringReplay(t *testing.T) {
 // acknowledged message is lost, the restarted replica's store is rolled
 // back to its checkpoint and leaves no *.rolledback file once it has
 // recovered (it checkpoints then), and a start logs no set-aside file as
-// unknown and no WAL segment as a warning (docs/clustering.md,
+// unknown and no WAL segment as a warning (docs/cluster.md,
 // "Restarts").
 func TestJetStreamClusterKill9Restarts(t *testing.T) {
 	if testing.Short() {

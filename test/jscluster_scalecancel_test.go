@@ -14,7 +14,7 @@ import (
 )
 
 // A move during a scale, as nats-server v2.15.2 answers it
-// (docs/clustering.md, "A scale in flight"): 10226 "stream
+// (docs/cluster.md, "A scale in flight"): 10226 "stream
 // reconfiguration already in progress", byte for byte, while a second
 // scale stacks on the first and stream info shows the desired block with
 // the origin's replica count; once the scale is over (the stacked one
@@ -49,7 +49,7 @@ func TestJetStreamClusterStreamScaleRefusesMove(t *testing.T) {
 }
 
 // $JS.API.STREAM.CANCEL_MOVE during a scale, as nats-server v2.15.2
-// answers it (docs/clustering.md, "A scale in flight"): a
+// answers it (docs/cluster.md, "A scale in flight"): a
 // stream_cancel_move_response with the stream's info, the origin's
 // num_replicas in its config and a desired block naming the origin's
 // servers; the stream goes back to them with every message on each, the

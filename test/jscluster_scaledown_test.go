@@ -24,7 +24,7 @@ import (
 // acknowledged message is served byte for byte, then again after every
 // server restarted. A durable consumer of one replica on the kept server
 // keeps its ack floor and pending acks; a replicated consumer kept in
-// memory makes the update answer 10061 (docs/clustering.md, "Scaling
+// memory makes the update answer 10061 (docs/cluster.md, "Scaling
 // down to one replica"). StreamInfo's cluster is then a stream of one replica's: the
 // leader, no replicas. Scaled up again (before and after the restarts),
 // it is replicated again with every message.

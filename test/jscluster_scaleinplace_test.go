@@ -19,7 +19,7 @@ import (
 // every message: as with nats-server v2.15.2, which scales a consumer in
 // place, no ack is refused or lost (every double ack confirmed, no
 // message delivered twice), and no pull request is answered 503 no
-// responders or 409 Server Shutdown (docs/clustering.md, "Scaling
+// responders or 409 Server Shutdown (docs/cluster.md, "Scaling
 // consumers", "In place"). Before the runtime of the consumer's old
 // form kept its subscriptions and pull requests until the new one took
 // them over, each conversion stopped the consumer and started it again:

@@ -20,7 +20,7 @@ import (
 // consumer ends with one replica, its config's num_replicas 1, its
 // delivered and acknowledged state kept. Before, it stayed a group of
 // two replicas for good (a trial's `nats consumer info` showed a
-// C-R2F group under num_replicas 1; docs/clustering.md, "Moving
+// C-R2F group under num_replicas 1; docs/cluster.md, "Moving
 // consumers of one replica").
 func TestJetStreamClusterSingleMoveInterrupted(t *testing.T) {
 	var (

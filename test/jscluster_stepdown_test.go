@@ -64,7 +64,7 @@ func wantStepDownError(t *testing.T, what string, r apiReply, code int, desc str
 // that does not lead the stream: the leader hands over (to the server a
 // preferred placement names, when it does), a new leader is elected and
 // publishes continue; the errors are nats-server's (its texts measured on
-// nats-server 2.15.2: docs/clustering.md, "Step-down"); a stream with one
+// nats-server 2.15.2: docs/cluster.md, "Step-down"); a stream with one
 // replica answers success; nats stream cluster step-down works.
 func TestJetStreamClusterStreamStepDown(t *testing.T) {
 	servers := jsCluster(t, 3)

@@ -36,7 +36,7 @@ func (p prefixWriter) Write(b []byte) (int, error) {
 
 // jsCluster starts n cairn servers with JetStream in one cluster whose
 // routes each name every server (the meta group's voters,
-// docs/clustering.md, "The cluster layer", "Bootstrap"), and returns them.
+// docs/cluster.md, "The cluster layer", "Bootstrap"), and returns them.
 func jsCluster(t *testing.T, n int) []*server.Server {
 	t.Helper()
 	servers, _ := jsClusterOpts(t, n)

@@ -1,5 +1,5 @@
 // Command faults runs the process-level fault suite (internal/faults,
-// docs/clustering.md "The process-level fault suite") against cairn and
+// docs/cluster.md "The process-level fault suite") against cairn and
 // nats-server in the same run and prints one table: per fault and
 // server, the history check and the recovery times.
 //
@@ -36,7 +36,7 @@ func main() {
 	maxHold := flag.Duration("maxhold", 20*time.Second, "how long a fault that leaves a majority lasts at most while no publish is acknowledged")
 	count := flag.Int("n", 3, "server processes in each cluster")
 	replicas := flag.Int("replicas", 0, "the stream's replicas (default 3, or n if fewer)")
-	network := flag.String("net", "", "a bad network for the whole run: delay, loss or slow (docs/clustering.md)")
+	network := flag.String("net", "", "a bad network for the whole run: delay, loss or slow (docs/cluster.md)")
 	flaps := flag.Int("flaps", 5, "partitions of flap-leader")
 	warm := flag.Duration("warm", 2*time.Second, "publishing before the fault (past 10 s, cairn has checkpointed its streams)")
 	flag.Parse()

@@ -1,5 +1,5 @@
 // Command restart measures how long a clustered cairn server takes to
-// restart (docs/clustering.md, "Restarts"): it starts three servers with
+// restart (docs/cluster.md, "Restarts"): it starts three servers with
 // JetStream (-n, --routes, -js, a store directory each, as README "Run a
 // cluster"), publishes -msgs messages of 128 bytes to an R3 file stream
 // (-sync N: from N clients each waiting for its PubAck, one Raft entry

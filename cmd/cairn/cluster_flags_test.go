@@ -122,7 +122,7 @@ func TestClusterTLSBlock(t *testing.T) {
 	}
 }
 
-// --cluster_force_new is a command-line flag only (docs/clustering.md,
+// --cluster_force_new is a command-line flag only (docs/cluster.md,
 // "Forcing a new cluster"): it is read by parseArgs, off without it,
 // and not a setting a reload could carry.
 func TestClusterForceNewFlag(t *testing.T) {

@@ -38,7 +38,7 @@ type Config struct {
 	// Tags are server_tags: lowercased, trimmed, without duplicates or
 	// empty ones, in the order written (nats-server v2.15.2 jwt.TagList).
 	// Monitoring shows them and stream placement matches them
-	// (docs/clustering.md, "The meta group" (placement)).
+	// (docs/cluster.md, "The meta group" (placement)).
 	Tags []string `key:"server_tags"`
 
 	Limits    Limits    // the client protocol limits (limits.go)

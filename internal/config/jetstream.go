@@ -34,7 +34,7 @@ type JetStream struct {
 	DefaultMaxConsumers int `key:"default_max_consumers"`
 	// UniqueTag is unique_tag, lowercased and trimmed: the prefix of the
 	// server tag no two replicas of a stream may share (nats-server
-	// v2.15.2 JetStreamUniqueTag; docs/clustering.md, "The meta group" (placement)). ""
+	// v2.15.2 JetStreamUniqueTag; docs/cluster.md, "The meta group" (placement)). ""
 	// for no such rule.
 	UniqueTag string `key:"unique_tag"`
 }

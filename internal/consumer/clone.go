@@ -13,7 +13,7 @@ import (
 // outcomes). A replicated consumer's leader delivers from a clone of the
 // state its log committed and keeps the committed one beside it, so that
 // a lost leadership drops exactly what it proposed and never committed
-// (docs/clustering.md, "Replicated consumers"). It costs a copy of every
+// (docs/cluster.md, "Replicated consumers"). It costs a copy of every
 // pending entry (40 bytes each).
 func (s *State) Clone() *State {
 	c := *s

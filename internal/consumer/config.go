@@ -118,7 +118,7 @@ type ClusterInfo struct {
 
 // DesiredClusterInfo is where a stream in flight goes, as nats-server
 // v2.15.2 shows it during a move (stream.go DesiredClusterInfo,
-// docs/clustering.md "Moving a stream"): when the move began, the
+// docs/cluster.md "Moving a stream"): when the move began, the
 // cluster it goes to, its servers there, and the replica count and
 // placement a cancel returns it to, and, on the group's leader, what the
 // move waits for (Status).
@@ -133,7 +133,7 @@ type DesiredClusterInfo struct {
 // DesiredClusterInfoStatus is what a move waits for, as its group's
 // leader reports it (nats-server v2.15.2 DesiredClusterInfoStatus): a
 // type ("meta", "membership", "catchup", "blocked", as nats-server's
-// MigrationStatusType) and a short line (docs/clustering.md "Moving a
+// MigrationStatusType) and a short line (docs/cluster.md "Moving a
 // stream" lists cairn's).
 type DesiredClusterInfoStatus struct {
 	Description string `json:"description"`

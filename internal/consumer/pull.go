@@ -340,7 +340,7 @@ func (d *Deliverer) NumWaiting() int {
 // WaitingPulls are the pull requests a Deliverer had queued, taken by
 // TakePulls for another Deliverer of the same consumer (AdoptPulls):
 // the consumer's runtime replaced by another on the same server, as
-// when its replica count changes (docs/clustering.md, "Scaling
+// when its replica count changes (docs/cluster.md, "Scaling
 // consumers"). Each keeps what it is still owed and its expiry.
 type WaitingPulls struct{ ws []*waiting }
 

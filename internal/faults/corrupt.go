@@ -16,7 +16,7 @@ import (
 // relative to a server's store directory: the stream's message blocks
 // (cairn's file store keeps them in msgs/msgs, nats-server's in msgs), or
 // the Raft log (cairn's one WAL for every group of the server,
-// docs/clustering.md "The WAL"; nats-server's log of the stream's group
+// docs/cluster.md "The WAL"; nats-server's log of the stream's group
 // alone, the S-* directory of its system account).
 var corruptGlobs = map[string][]string{
 	"corrupt-msgs": {"jetstream/$G/streams/" + streamName + "/msgs/msgs/*.blk", "jetstream/$G/streams/" + streamName + "/msgs/*.blk"},

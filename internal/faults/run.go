@@ -1,4 +1,4 @@
-// Package faults is the process-level fault suite of docs/clustering.md
+// Package faults is the process-level fault suite of docs/cluster.md
 // ("The process-level fault suite"): three or five server processes on
 // loopback (cairn or nats-server, the same flags), an R3 file stream, producers
 // and a durable consumer with nats.go, one fault per run, then a check of

@@ -9,7 +9,7 @@ import (
 // SetAssignedConfig makes cfg the config of the stream named cfg.Name,
 // on the server that leads it in a clustered JetStream, once the meta
 // group decided the update (internal/cluster/jscluster;
-// docs/clustering.md, "Stream updates"). The config was checked by the
+// docs/cluster.md, "Stream updates"). The config was checked by the
 // meta leader (stream.CheckClusteredUpdate and the checks needing the
 // other streams), so none is made here. It is proposed to the stream as
 // an UpdateConfig operation: a replicated stream's log carries it to

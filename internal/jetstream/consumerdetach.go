@@ -23,7 +23,7 @@ import (
 // one replica in a clustered JetStream that becomes replicated hands its
 // state to its group's first replica, and a replicated one scaled down
 // to one replica to the consumer of one replica it becomes
-// (docs/clustering.md, "Scaling consumers"). When the consumer does not
+// (docs/cluster.md, "Scaling consumers"). When the consumer does not
 // run here, its files are read instead if they record the creation time
 // created (a restart came between its stop and the replica's
 // checkpoint). found is false when it neither runs nor has such files.
@@ -124,7 +124,7 @@ func (js *JetStream) RemoveConsumerFiles(streamName, name string) *jserr.Error {
 // with the committed state data of a replicated consumer as its stored
 // state, durably (consumerrun.WriteSnapshotFiles): the consumer of one
 // replica a replicated consumer scaled down to one replica becomes
-// (docs/clustering.md, "Scaling consumers"); RestoreConsumer then starts
+// (docs/cluster.md, "Scaling consumers"); RestoreConsumer then starts
 // it. Errors: 10059, 10012 (it runs), a stream without files or a
 // consumer kept in memory (jserr.ConsumerCreate), the file system's.
 func (js *JetStream) WriteConsumerState(streamName, name string, cfg consumer.Config, created time.Time, data []byte) *jserr.Error {

@@ -14,7 +14,7 @@ import (
 )
 
 // The files of a consumer handed between a consumer of one replica and a
-// replicated one (docs/clustering.md, "Scaling consumers"): its state
+// replicated one (docs/cluster.md, "Scaling consumers"): its state
 // taken by DetachConsumer (three of six deliveries acknowledged with a
 // confirmation), then RemoveConsumerFiles and WriteConsumerState with that
 // state, as a scale up from one replica and a scale down to it do. A

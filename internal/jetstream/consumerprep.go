@@ -12,7 +12,7 @@ import (
 // layer's meta leader calls it with what its meta group holds, whether or
 // not this server runs a replica of the stream, before it proposes the
 // consumer's assignment (nats-server v2.15.2 jsClusteredConsumerRequest
-// checks against its assignments too; docs/clustering.md, "Replicated
+// checks against its assignments too; docs/cluster.md, "Replicated
 // consumers"). It returns the config to assign (defaults applied, Name
 // set from the durable name; still empty for an ephemeral the request
 // left unnamed, which the caller names) and whether a consumer of that

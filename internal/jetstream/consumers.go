@@ -66,7 +66,7 @@ func (js *JetStream) CreateConsumerAt(streamName, name string, cfg consumer.Conf
 // against its stream's config, which follows the stream's assignment on
 // every server. This server's replica of the stream may still run an
 // older config of its group's log meanwhile (a new replica that has not
-// caught up yet; docs/clustering.md, "Consumers in a cluster"): a
+// caught up yet; docs/cluster.md, "Consumers in a cluster"): a
 // consumer of num_replicas 3 would be refused with 10126 against the
 // config of one replica the stream had earlier. scfg's retention,
 // limits and subjects apply to the defaults and every check (the errors

@@ -73,7 +73,7 @@ func newHeldJS(t *testing.T, tr Transport, log *heldLog) *JetStream {
 // A leader about to hand its leadership over (lame duck mode, shutdown)
 // stops taking publishes, then proposes everything it took before
 // StreamHandOver returns, so that the transfer finds them in the log
-// (docs/clustering.md, "Lame duck mode and shutdown").
+// (docs/cluster.md, "Lame duck mode and shutdown").
 func TestStreamHandOver(t *testing.T) {
 	tr := newMemTransport()
 	log := &heldLog{}

@@ -126,7 +126,7 @@ func (js *JetStream) RestoreStream(name string) (found bool, _ *jserr.Error) {
 // WriteStreamMeta replaces the metadata (meta.json: config, created) in
 // the directory of the stream cfg.Name, durably (written new, fsynced,
 // renamed, the directory fsynced): a replicated stream's replica that
-// becomes the stream of one replica (a scale-down; docs/clustering.md,
+// becomes the stream of one replica (a scale-down; docs/cluster.md,
 // "Scaling down to one replica") is restored from its files from then
 // on (RestoreStream), with the config it has as one replica. Errors: the
 // file system's.
@@ -140,7 +140,7 @@ func (js *JetStream) WriteStreamMeta(cfg stream.Config, created time.Time) error
 // and waiting pull requests stay until taken over), and leaves its
 // files as they are: a stream of
 // one replica in a clustered JetStream that becomes replicated (a scale
-// up; docs/clustering.md, "Scaling") restarts over them as the first
+// up; docs/cluster.md, "Scaling") restarts over them as the first
 // replica of its new group (StartReplica). It returns the stream's own
 // state once it stopped (stream.AppendCheckpoint: config, duplicate
 // window, schedules), and its store, closed (a memory stream's, which
@@ -176,7 +176,7 @@ func (js *JetStream) DetachStream(name string) ([]byte, store.Store, *jserr.Erro
 // on disk (a clustered JetStream starts only those its meta group
 // assigns: Config.RestoreConsumer), each with its config and created
 // time. A clustered restore assigns the consumers the snapshot brought
-// (docs/clustering.md, "Restoring a stream"). Errors: 10059.
+// (docs/cluster.md, "Restoring a stream"). Errors: 10059.
 func (js *JetStream) StreamConsumers(name string) ([]consumerrun.Meta, *jserr.Error) {
 	r, jerr := js.lookup(name)
 	if jerr != nil {
@@ -217,7 +217,7 @@ func (js *JetStream) StreamConsumers(name string) ([]consumerrun.Meta, *jserr.Er
 // such directory. A clustered JetStream moves there the files of a
 // replica fenced for damage before its replacement starts on this
 // server: damaged data is kept for an operator, never deleted by
-// inference and never served (docs/clustering.md, "Fencing"). Errors:
+// inference and never served (docs/cluster.md, "Fencing"). Errors:
 // 10058 while a stream of that name runs, and the file system's.
 func (js *JetStream) QuarantineStream(name, tag string) (string, error) {
 	js.mu.Lock()

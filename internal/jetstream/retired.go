@@ -4,7 +4,7 @@ import (
 	"github.com/cairnmq/cairn/internal/jetstream/consumerrun"
 )
 
-// Retired consumers (docs/clustering.md, "Scaling consumers", "In
+// Retired consumers (docs/cluster.md, "Scaling consumers", "In
 // place"): DetachConsumer and DetachStream, which a clustered JetStream
 // calls when a consumer's or its stream's replica count changes, retire
 // the consumers they stop (consumerrun.Consumer.Retire) rather than end

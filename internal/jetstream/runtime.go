@@ -173,7 +173,7 @@ func (js *JetStream) SetStreamLeader(name string, leader bool) error {
 }
 
 // StreamWithdraw is the first step of handing a replicated stream's
-// leadership over (docs/clustering.md, "Lame duck mode and shutdown"):
+// leadership over (docs/cluster.md, "Lame duck mode and shutdown"):
 // the stream's subscriptions stop being announced to the other servers,
 // which stop routing its publishes here, while those already on their
 // way are still taken (streamrun.Stream.Withdraw). The server then
@@ -190,7 +190,7 @@ func (js *JetStream) StreamWithdraw(name string) error {
 
 // StreamHandOver prepares this server's replica of a replicated stream,
 // which leads the stream's log, to hand its leadership over
-// (docs/clustering.md, "Lame duck mode and shutdown"): it drops the
+// (docs/cluster.md, "Lame duck mode and shutdown"): it drops the
 // stream's subscriptions, so that no publish reaches it any more
 // (SetStreamLeader false: they stay dropped even if it keeps leading),
 // and returns once the stream has proposed every publish it took before

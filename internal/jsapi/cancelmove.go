@@ -11,7 +11,7 @@ import (
 type Movers interface {
 	// StreamCancelMove turns the account's stream's move in flight back
 	// to the servers and placement it began from, on the meta leader
-	// (docs/clustering.md, "Moving a stream"), and returns the stream's
+	// (docs/cluster.md, "Moving a stream"), and returns the stream's
 	// info with the origin's placement in its config. Errors: 10059 no
 	// such stream, 10129 "stream reconfiguration not in progress" when
 	// no move is in flight, 10008 when the meta group cannot decide.

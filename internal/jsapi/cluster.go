@@ -9,7 +9,7 @@ import (
 )
 
 // Cluster is the clustered JetStream's side of the API
-// (internal/cluster/jscluster; docs/clustering.md, "The cluster
+// (internal/cluster/jscluster; docs/cluster.md, "The cluster
 // layer", "Who answers"). Every server of a cluster receives every API request (the
 // API's subscriptions are the cluster's), and exactly one answers it, as
 // in nats-server v2.15.2, where the meta leader answers the requests about
@@ -60,7 +60,7 @@ func clusterOnly(a *API, r *request) (response, *jserr.Error) {
 		return resp, err
 	}
 	if a.opts.Cluster != nil {
-		// In a cluster these are not built yet (docs/clustering.md,
+		// In a cluster these are not built yet (docs/cluster.md,
 		// "Not yet built"): the cluster cannot handle the request.
 		return resp, jserr.New(jserr.ClusterNotLeader)
 	}
@@ -68,7 +68,7 @@ func clusterOnly(a *API, r *request) (response, *jserr.Error) {
 }
 
 // ConsumerCluster is implemented by a Cluster whose meta group holds the
-// consumers (internal/cluster/jscluster; docs/clustering.md, "Consumers
+// consumers (internal/cluster/jscluster; docs/cluster.md, "Consumers
 // in a cluster"), as nats-server v2.15.2's does. AnswersConsumer decides
 // who answers a CONSUMER.* request (decided false leaves it to Answers):
 // the meta leader creates, lists and deletes the consumers, a consumer's
@@ -105,7 +105,7 @@ type AccountCounter interface {
 // as nats-server's leaderless servers answer (jsStreamNamesRequest and
 // the others): never this server's own view of the cluster's streams,
 // which may be behind (a server still replaying its log after a restart
-// knows none of them yet; docs/clustering.md, "Restarts").
+// knows none of them yet; docs/cluster.md, "Restarts").
 type MetaUnavailable interface {
 	Unavailable(key, stream, consumer string, body []byte) bool
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // Leaders is what the leadership endpoints ask of a clustered JetStream
-// (internal/cluster/jscluster; docs/clustering.md, "Step-down"): a
+// (internal/cluster/jscluster; docs/cluster.md, "Step-down"): a
 // Cluster that has it serves $JS.API.STREAM.LEADER.STEPDOWN, and the
 // system account's System serves $JS.API.META.LEADER.STEPDOWN through it.
 // A Cluster without it answers those subjects 10009, as before.
@@ -75,12 +75,12 @@ func streamLeaderStepDown(a *API, r *request) (response, *jserr.Error) {
 // ask of a clustered JetStream (an optional capability of Cluster;
 // without it the subjects answer 10009). Both move the replica as
 // nats-server v2.15.2's evacuate does (a new replica caught up before
-// the old one leaves: docs/clustering.md, "Evacuating a server"), with
+// the old one leaves: docs/cluster.md, "Evacuating a server"), with
 // requireReplicas: no server to take it is 10075.
 type Peers interface {
 	// StreamRemovePeer moves the replica on peer (a server name or peer
 	// ID) of the account's stream to another server, on the meta leader
-	// (docs/clustering.md, "Replacing a replica"). Errors: 10059 no such
+	// (docs/cluster.md, "Replacing a replica"). Errors: 10059 no such
 	// stream, 10040 peer not a member, 10075 when no server can take it.
 	StreamRemovePeer(stream, peer string) *jserr.Error
 }
@@ -154,7 +154,7 @@ func consumerLeaderStepDown(a *API, r *request) (response, *jserr.Error) {
 type ConsumerPeers interface {
 	// ConsumerEvacuatePeer moves the replica on peer (a server name or
 	// peer ID) of the account's stream's consumer to another server of
-	// the stream, on the meta leader (docs/clustering.md, "Evacuating a
+	// the stream, on the meta leader (docs/cluster.md, "Evacuating a
 	// server"). Errors: 10059 no such stream, 10014 no such consumer,
 	// 10040 peer not a member, 10075 when no server can take it.
 	ConsumerEvacuatePeer(stream, consumer, peer string) *jserr.Error

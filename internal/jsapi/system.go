@@ -38,7 +38,7 @@ type SystemCluster interface {
 	MetaLeaderStepDown(p *stream.Placement) *jserr.Error
 	// RemoveServer removes the server named name (or whose peer ID is
 	// peerID, which takes precedence) from the meta group, returning once
-	// the removal committed (docs/clustering.md, "Removing a server").
+	// the removal committed (docs/cluster.md, "Removing a server").
 	// Errors: 10044 when no member has that name or ID, 10202 while the
 	// meta group's membership changes, 10009 when the removal cannot be
 	// made, 10008 when it does not commit in time.
@@ -46,7 +46,7 @@ type SystemCluster interface {
 	// EvacuateServer checks a SERVER.EVACUATE as SERVER.REMOVE is
 	// checked: 10044 when no member has that name or ID; 10009 for a
 	// member, since moving every replica off a server is not built
-	// (docs/clustering.md, "Not yet built").
+	// (docs/cluster.md, "Not yet built").
 	EvacuateServer(name, peerID string) *jserr.Error
 }
 

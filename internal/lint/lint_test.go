@@ -72,7 +72,7 @@ var allowed = map[string][]string{
 // external lists, for the packages named, the only modules outside the
 // standard library and cairn they may import (by import path prefix).
 // internal/raftnode keeps every type of etcd raft inside it
-// (docs/clustering.md, decision 1); protobuf is how raft v3.7's messages are
+// (docs/cluster.md, decision 1); protobuf is how raft v3.7's messages are
 // encoded (proto.Marshal), part of using that module.
 var external = map[string][]string{
 	"internal/raftnode": {"go.etcd.io/raft/v3", "google.golang.org/protobuf/proto"},

@@ -257,7 +257,7 @@ func TestQuietLeaderWakesForDeathsWhileQuiescing(t *testing.T) {
 // contact window as active, even when raft's CheckQuorum has just
 // cleared its own count and no answer came since (a loaded server, a
 // group just woken from quiet): lame duck mode hands a group over only
-// to an active follower, and found none (docs/clustering.md, "Lame duck
+// to an active follower, and found none (docs/cluster.md, "Lame duck
 // mode and shutdown").
 func TestStatusActiveAfterCheckQuorum(t *testing.T) {
 	c := newTestCluster(t, 3, func(cfg *Config) { cfg.DisableQuiescence = true })

@@ -47,7 +47,7 @@ func (f holdFile) Sync() error {
 // that deposed it, before that round's fsync: a replicated consumer
 // looks at it before each of its rounds, and what it decided while the
 // node synced would be refused in the next round (ErrNotLeader) after
-// it had delivered it (docs/clustering.md, "Replicated consumers"). The
+// it had delivered it (docs/cluster.md, "Replicated consumers"). The
 // node leads a group of one replica too, whose entry makes the round
 // sync.
 func TestDeposedBeforeSync(t *testing.T) {

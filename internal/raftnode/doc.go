@@ -2,7 +2,7 @@
 // go.etcd.io/raft/v3 v3.7.0, behind an API that names none of etcd's types.
 // It owns the groups' shared write-ahead log, the scheduler that drives
 // them and the framing of their messages; it knows nothing of streams,
-// consumers or routes. The design is docs/clustering.md, "Decisions"
+// consumers or routes. The design is docs/cluster.md, "Decisions"
 // (decisions 1, 3, 4, 7, 10, 12); the contract it
 // keeps is docs/durability.md section 6: an entry is acknowledged only
 // once it is fsynced on a majority.

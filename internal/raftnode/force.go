@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Forcing a group to one voter (docs/clustering.md, "Fencing", "Forcing
+// Forcing a group to one voter (docs/cluster.md, "Fencing", "Forcing
 // a new cluster"), as etcd's --force-new-cluster does to its member
 // (etcd server, restartAsStandaloneNode: https://etcd.io/docs/v3.5/op-guide/recovery/):
 // an operator's last resort when a majority of a group's voters lost

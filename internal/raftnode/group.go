@@ -242,7 +242,7 @@ func (g *group) confAt(index uint64) *pb.ConfState {
 	return cs
 }
 
-// raftConfig is the raft.Config of a group (docs/clustering.md, decision 10).
+// raftConfig is the raft.Config of a group (docs/cluster.md, decision 10).
 func (g *group) raftConfig(applied uint64) *raft.Config {
 	c := &g.n.cfg
 	return &raft.Config{
@@ -278,7 +278,7 @@ func votersOf(cs *pb.ConfState) []ReplicaID {
 }
 
 // fence stops the replica for good: it takes no part in its group, its
-// waiters get ErrNoReply, new proposals ErrFenced (docs/clustering.md,
+// waiters get ErrNoReply, new proposals ErrFenced (docs/cluster.md,
 // decision 12). Called from the group's round, or before the group ever
 // ran.
 func (g *group) fence(err error) {
@@ -315,7 +315,7 @@ func (g *group) fence(err error) {
 // contain turns a panic in the group's part of a round (raft panics on a
 // broken invariant, such as a follower whose log lost what it
 // acknowledged) into a fence of that replica alone, so one damaged
-// replica does not take the server down (docs/clustering.md, decision 12).
+// replica does not take the server down (docs/cluster.md, decision 12).
 func (g *group) contain() {
 	if r := recover(); r != nil {
 		g.out = roundOut{}
@@ -417,7 +417,7 @@ func (g *group) prepare() {
 // refuses in the next round what it proposed meanwhile (ErrNotLeader):
 // on a loaded machine a consumer delivered 1,255 messages its group
 // never recorded, delivered again as first deliveries
-// (docs/clustering.md, "Replicated consumers", "Handing the leadership
+// (docs/cluster.md, "Replicated consumers", "Handing the leadership
 // over").
 func (g *group) publishDeposed() {
 	st := g.rn.BasicStatus().RaftState
@@ -1113,7 +1113,7 @@ func (g *group) applyConfChange(e *pb.Entry) {
 }
 
 // roleChange fails the waiters when this replica stops being the leader of
-// the term they were proposed in (docs/clustering.md, decision 7): what had
+// the term they were proposed in (docs/cluster.md, decision 7): what had
 // applied was answered above; the rest may or may not commit later. A
 // leader that handed its leadership over (handover) keeps them instead:
 // raft let the transferee campaign only once its log held every entry of

@@ -10,7 +10,7 @@ import (
 // A server that routes into a running cluster whose meta group does not
 // have it yet waits to be added: the meta leader adds a replica of this
 // server's as a learner and starts sending it the group's snapshot
-// (docs/clustering.md, "Growing the meta group"). Until the cluster layer
+// (docs/cluster.md, "Growing the meta group"). Until the cluster layer
 // adds the group here (GroupConfig.Join), those messages are dropped;
 // Invitation tells it that they came, from whom and to which replica.
 

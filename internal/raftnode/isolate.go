@@ -1,6 +1,6 @@
 package raftnode
 
-// A clean stop's checkpoints (docs/clustering.md, "Restarts") cover what
+// A clean stop's checkpoints (docs/cluster.md, "Restarts") cover what
 // every state machine applied; a group goes on receiving and committing
 // entries until the node closes, though: a new leader's empty entry after
 // the stop handed its leadership over, another leader's proposals. Those

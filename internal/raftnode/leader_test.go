@@ -43,7 +43,7 @@ func TestLeaderObserver(t *testing.T) {
 // A leader that hands its leadership over keeps the waiters of the
 // entries it proposed: the transferee campaigns only once its log holds
 // them and commits them in its term, and each proposal resolves on the
-// old leader with its entry's result, not ErrNoReply (docs/clustering.md,
+// old leader with its entry's result, not ErrNoReply (docs/cluster.md,
 // decision 7). Five replicas, the leader reaching only the transferee:
 // its entries cannot commit before it steps down. A lame duck server
 // relies on it: publishes in flight at its handover are answered.
@@ -268,7 +268,7 @@ func TestStepDownSpreads(t *testing.T) {
 // done: a replicated consumer decides nothing meanwhile, since raft
 // drops what is proposed during a transfer and a delivery whose
 // operation was dropped came again from the successor as a first
-// delivery (docs/clustering.md, "Replicated consumers").
+// delivery (docs/cluster.md, "Replicated consumers").
 func TestBriefTransferring(t *testing.T) {
 	c := newTestCluster(t, 3, nil)
 	c.addGroup(1, 0)

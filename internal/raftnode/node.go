@@ -202,7 +202,7 @@ func (n *Node) TornBytes() int64 { return n.wal.torn }
 // RecoveredGroups returns the groups the WAL holds a live replica of that
 // AddGroup has not claimed, sorted. Their entries pin the WAL until they
 // are added or removed; nothing is deleted by inference
-// (docs/clustering.md, decision 12).
+// (docs/cluster.md, decision 12).
 func (n *Node) RecoveredGroups() []GroupID {
 	n.walMu.Lock()
 	defer n.walMu.Unlock()
@@ -219,7 +219,7 @@ func (n *Node) RecoveredGroups() []GroupID {
 // is one. The cluster layer restarts such a replica even when its
 // assignment no longer names this server: a replica that was leaving its
 // group (a move) when the server stopped may still be a voter the group
-// needs for a quorum (docs/clustering.md, "Replacing a replica"). It
+// needs for a quorum (docs/cluster.md, "Replacing a replica"). It
 // waits for the WAL's replay.
 func (n *Node) RecoveredReplica(id GroupID) (ReplicaID, bool) {
 	_ = n.Replay()
@@ -252,7 +252,7 @@ func (n *Node) WALStats() (segments int, blocking []GroupID) {
 }
 
 // GroupConfig is the binding of one replica, as the cluster layer knows
-// it (docs/clustering.md, decision 3).
+// it (docs/cluster.md, decision 3).
 type GroupConfig struct {
 	ID      GroupID
 	Replica ReplicaID
@@ -276,14 +276,14 @@ type GroupConfig struct {
 	// BaseHoldsState says the group's bootstrap base (index 1) stands for
 	// a state the state machine cannot rebuild once lost (a memory
 	// stream's group started from the messages of a stream of one
-	// replica: docs/clustering.md, "Memory streams"): a replica recovered
+	// replica: docs/cluster.md, "Memory streams"): a replica recovered
 	// from the WAL whose state machine reports Applied 0 is fenced with
 	// ErrStateLost, instead of being handed the log from index 2 as an
 	// empty state machine of a bootstrapped group is.
 	BaseHoldsState bool
 	// Fence, if not nil, adds the replica fenced with this error (the
 	// cluster layer found its state machine's state damaged before the
-	// group could start: docs/clustering.md, "Fencing"): it takes no
+	// group could start: docs/cluster.md, "Fencing"): it takes no
 	// part in its group, its WAL record is kept, Status reports the
 	// error, and RemoveGroup leaves its tombstone, so that a replacement
 	// under a new replica ID can start on this store. The state machine
@@ -292,7 +292,7 @@ type GroupConfig struct {
 	// ForceSole, for a replica the WAL holds, makes it the group's only
 	// voter before it starts: conf change entries removing every other
 	// replica are appended to its log and committed by force (force.go;
-	// docs/clustering.md, "Forcing a new cluster"). An operator's last
+	// docs/cluster.md, "Forcing a new cluster"). An operator's last
 	// resort when a majority of the group lost its logs: entries only
 	// the others held are lost. Ignored for a replica created here.
 	ForceSole bool
@@ -618,7 +618,7 @@ func (n *Node) ask(id GroupID, r request) error {
 func (n *Node) Campaign(id GroupID) error { return n.ask(id, request{kind: reqCampaign}) }
 
 // TransferLeader asks the leader to hand leadership to replica to (a
-// step-down with a preferred successor; docs/clustering.md, decision 10).
+// step-down with a preferred successor; docs/cluster.md, decision 10).
 // Ignored if this replica is not the leader. Proposals queued before it
 // enter the log first; proposals made while the transfer is under way
 // are dropped (ErrDropped). The proposals in the log outlive the loss of
@@ -637,7 +637,7 @@ func (n *Node) TransferLeader(id GroupID, to ReplicaID) error {
 // own. raft drops every proposal while a transfer is under way, so
 // asking again an abandoned hand-over would refuse publishes for up to
 // three more election timeouts where the caller would rather go on
-// (docs/clustering.md, "Lame duck mode and shutdown").
+// (docs/cluster.md, "Lame duck mode and shutdown").
 func (n *Node) HandOver(id GroupID, to ReplicaID) error {
 	return n.ask(id, request{kind: reqTransfer, to: to})
 }
@@ -730,7 +730,7 @@ type Brief struct {
 	// none is to be asked again (a step-down's retries). Proposals made
 	// meanwhile may be dropped (ErrDropped); a state machine that acts
 	// ahead of its log (a consumer delivering) decides nothing then
-	// (docs/clustering.md, "Replicated consumers").
+	// (docs/cluster.md, "Replicated consumers").
 	Transferring bool
 }
 

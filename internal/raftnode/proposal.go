@@ -6,7 +6,7 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 )
 
-// Proposal is the waiter of one proposed entry (docs/clustering.md,
+// Proposal is the waiter of one proposed entry (docs/cluster.md,
 // decision 7). It resolves once, from the node's worker: with the entry's
 // Entry.Result when the entry that applies at its index carries the term it
 // was proposed in, or with an error:

@@ -23,7 +23,7 @@ var ErrGroupsAdded = errors.New("raftnode: groups were added over the WAL")
 // before any group is added: no replica on this node ever saw the damaged
 // log, and the new incarnation guarantees none of the old replicas starts
 // again as itself (every binding to the old store is refused, decision 3
-// in docs/clustering.md); the cluster layer then joins the meta group as
+// in docs/cluster.md); the cluster layer then joins the meta group as
 // a new replica and has the old replicas replaced ("Fencing").
 //
 // Errors: ErrNotDamaged (a sound WAL, or one Replay failed to read: a

@@ -65,7 +65,7 @@ func TestQuarantineDamagedWAL(t *testing.T) {
 	if got, err := readIncarnation(c.nodes[2].fs, seg); err != nil || got != inc {
 		t.Fatalf("the new WAL's incarnation %s, %v, want %s", got, err, inc)
 	}
-	// The old replica is refused (docs/clustering.md decision 3).
+	// The old replica is refused (docs/cluster.md decision 3).
 	sm := newHashSM(c.nodes[2].fs, "sm", 1)
 	if err := n.AddGroup(GroupConfig{ID: 1, Replica: 3, Incarnation: old, Peers: c.peers(0)}, sm); err != nil {
 		t.Fatal(err)

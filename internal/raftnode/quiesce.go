@@ -10,7 +10,7 @@ import (
 	"go.etcd.io/raft/v3/tracker"
 )
 
-// Quiescence (docs/clustering.md, "Idle groups"; CockroachDB's quiesced
+// Quiescence (docs/cluster.md, "Idle groups"; CockroachDB's quiesced
 // ranges, TiKV's hibernate regions): an idle group stops ticking, so it
 // sends and costs nothing; one liveness beat per peer server per tick
 // (coalesced over every group) replaces the groups' heartbeats as the
@@ -398,7 +398,7 @@ func (n *Node) toldDead(servers ...ServerID) {
 // randomised part of its election timeout (reqWake), as a quiet follower
 // does when its leader's server falls silent: a SIGKILLed leader is
 // replaced about half an election timeout after its death instead of one
-// to two timeouts after its last heartbeat (docs/clustering.md,
+// to two timeouts after its last heartbeat (docs/cluster.md,
 // "The process-level fault suite"). A follower that forgot a leader still alive relearns it
 // from its next heartbeat, and the other followers, still in its lease,
 // refuse the forgetful one's pre-votes. Config.PeerDead is told. The

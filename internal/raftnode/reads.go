@@ -8,8 +8,8 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 )
 
-// Linearizable reads (docs/clustering.md, decision 11) and membership
-// changes (docs/clustering.md, decision 9).
+// Linearizable reads (docs/cluster.md, decision 11) and membership
+// changes (docs/cluster.md, decision 9).
 
 // ReadIndex asks for a linearizable read of the group: the Proposal
 // resolves (result nil) once this replica's state machine reflects every

@@ -10,7 +10,7 @@ import (
 // BenchmarkWALReplay opens a WAL holding one group's log of n entries of
 // 128 bytes written two per record (a busy group's rounds), the work a
 // server's start does before anything else of its JetStream cluster
-// (docs/clustering.md, "Restarts"):
+// (docs/cluster.md, "Restarts"):
 //
 //	go test -run '^$' -bench BenchmarkWALReplay -benchtime 5x ./internal/raftnode/
 func BenchmarkWALReplay(b *testing.B) {

@@ -290,7 +290,7 @@ func TestReannounceLetsLeaderQuiesce(t *testing.T) {
 // a memory stream's) is handed the log from index 2 again when the
 // group's base is the empty state, but fenced with ErrStateLost when
 // GroupConfig.BaseHoldsState says the base stands for a state the log
-// does not hold (docs/clustering.md, "Memory streams").
+// does not hold (docs/cluster.md, "Memory streams").
 func TestBaseHoldsStateFencesEmptyRestart(t *testing.T) {
 	for _, holds := range []bool{false, true} {
 		t.Run(fmt.Sprint("BaseHoldsState=", holds), func(t *testing.T) {

@@ -73,7 +73,7 @@ type GroupStatus struct {
 	// to the state machine since, because its checkpoint
 	// (StateMachine.Applied) was behind ReplayTo: the work a restart does
 	// again. A replica that checkpointed at its last applied entry before
-	// a clean stop reapplies none (docs/clustering.md, "Restarts").
+	// a clean stop reapplies none (docs/cluster.md, "Restarts").
 	ReplayTo, Reapplied uint64
 	// Transferee is the replica this leader is handing its leadership
 	// to (Node.TransferLeader, Node.StepDown), 0 when no transfer is
@@ -154,7 +154,7 @@ type ReplicaStatus struct {
 	// CheckQuorum clears its count every election timeout, and a group
 	// that was quiet gave its followers no reason to answer: a leader
 	// woken just before asked its successor (lame duck mode) found none
-	// (docs/clustering.md, "Lame duck mode and shutdown"), as an idle
+	// (docs/cluster.md, "Lame duck mode and shutdown"), as an idle
 	// stream's step-down did (bestFollower).
 	Active  bool
 	Learner bool

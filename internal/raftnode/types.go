@@ -15,7 +15,7 @@ type GroupID uint64
 
 // ReplicaID is a replica's Raft ID within its group. IDs are allocated by
 // the cluster layer from a per-group counter and never reused
-// (docs/clustering.md, decision 3): a replica removed and added again on
+// (docs/cluster.md, decision 3): a replica removed and added again on
 // the same server is a new replica. 0 is not a valid replica.
 type ReplicaID uint64
 
@@ -25,7 +25,7 @@ type ServerID string
 // Incarnation identifies one store: random bytes drawn when the WAL was
 // created and kept in every segment header. A replica is bound to the
 // incarnation of the store that created it; a wiped or replaced store has
-// another, so it can never vote as its old self (docs/clustering.md, decision 3).
+// another, so it can never vote as its old self (docs/cluster.md, decision 3).
 type Incarnation [16]byte
 
 // String returns the incarnation as 32 hexadecimal digits.
@@ -49,7 +49,7 @@ type Entry struct {
 	// Tag is the tag given to ProposeTagged, on the node that proposed
 	// this entry and only for the exact entry it proposed (this index,
 	// under the term it was proposed in, while it still leads;
-	// docs/clustering.md, decision 7); 0 everywhere else. It is the
+	// docs/cluster.md, decision 7); 0 everywhere else. It is the
 	// proposer's key of the engine's Applier (docs/engine.md) and is not
 	// in the log.
 	Tag uint64
@@ -67,10 +67,10 @@ type StateMachine interface {
 	// Apply applies committed entries, in index order, each exactly once
 	// since the last durable checkpoint. It must be a pure function of the
 	// state and the entries: no clock, randomness, map order or local
-	// configuration (docs/clustering.md, decision 6), so replicas at equal
+	// configuration (docs/cluster.md, decision 6), so replicas at equal
 	// index hold equal state. It need not make anything durable: the WAL
 	// holds the entries until Compact. An error fences the group (the
-	// replica stops and is reported, docs/clustering.md decision 12); it is
+	// replica stops and is reported, docs/cluster.md decision 12); it is
 	// for damage, not for outcomes such as a rejected publish, which go in
 	// Entry.Result.
 	Apply(entries []Entry) error
@@ -90,7 +90,7 @@ type StateMachine interface {
 
 // SnapshotIndexer is implemented by a StateMachine whose snapshot is not
 // taken at its last applied index but at an index of its own choosing, a
-// moment it captured (a stream's manifest: docs/clustering.md, "Stream
+// moment it captured (a stream's manifest: docs/cluster.md, "Stream
 // snapshots"). When raft needs a snapshot for a follower, raftnode calls
 // SnapshotAt(min) in place of Snapshot: min is the lowest index the
 // snapshot may have (the log's compaction point, and the last membership
@@ -106,7 +106,7 @@ type SnapshotIndexer interface {
 
 // BackgroundRestorer is implemented by a StateMachine whose Restore takes
 // long (it fetches the data a snapshot names from another replica:
-// docs/clustering.md decision 8). When RestoreInBackground is true,
+// docs/cluster.md decision 8). When RestoreInBackground is true,
 // raftnode calls Restore on a goroutine of its own and parks the group
 // until it returns: the group runs no round, so it sends nothing (no
 // vote, no append response: it promises nothing it does not hold yet),
@@ -123,7 +123,7 @@ type BackgroundRestorer interface {
 
 // LeaderObserver is implemented by a StateMachine that acts on its
 // replica's leadership (a stream subscribes to its subjects only where it
-// leads, docs/clustering.md decision 14). LeaderChanged is called on the
+// leads, docs/cluster.md decision 14). LeaderChanged is called on the
 // worker that runs the group, after that round's committed entries were
 // applied and never concurrently with Apply: leader true once the
 // replica leads term and has applied an entry of that term (so every
@@ -157,14 +157,14 @@ type Config struct {
 	Transport Transport
 
 	// TickInterval is the period of the one ticker (default 100 ms,
-	// docs/clustering.md decision 10). Ignored when Ticks is set or when
+	// docs/cluster.md decision 10). Ignored when Ticks is set or when
 	// the node is driven by hand (Tick, RunRound).
 	TickInterval time.Duration
 	// Ticks, if set, replaces the ticker: each value received is one
 	// tick (an injected clock).
 	Ticks <-chan time.Time
 	// HeartbeatTicks and ElectionTicks are raft's heartbeat and election
-	// timeouts in ticks (defaults 1 and 10, docs/clustering.md decision
+	// timeouts in ticks (defaults 1 and 10, docs/cluster.md decision
 	// 10). raft randomises the election timeout in [ElectionTicks,
 	// 2*ElectionTicks).
 	HeartbeatTicks int
@@ -203,13 +203,13 @@ type Config struct {
 	// DeferReplay makes Open return without replaying the WAL (it only
 	// creates it, or reads its incarnation from its first segment): the
 	// caller runs Replay, on a goroutine of its own, so that a long WAL
-	// does not hold up the server's start (docs/clustering.md,
+	// does not hold up the server's start (docs/cluster.md,
 	// "Restarts").
 	DeferReplay bool
 	// PeerDead, if set, is told each time a peer server is found dead:
 	// no beat from it for more than ElectionTicks, or PeerUnreachable
 	// (the catch-up service stops waiting for its answers:
-	// docs/clustering.md, "Stream snapshots"). It runs on the ticker's
+	// docs/cluster.md, "Stream snapshots"). It runs on the ticker's
 	// or the caller's goroutine and must not block.
 	PeerDead func(ServerID)
 	// Logf, if set, receives the node's notable events (recovery,
@@ -225,7 +225,7 @@ type Config struct {
 // Errors. None reaches a client as such: the cluster layer maps them
 // (ErrNotLeader to the JetStream "no leader"/forwarding path, ErrBusy and
 // ErrDropped to back-pressure, ErrNoReply to silence so the client's
-// timeout and retry happen, docs/clustering.md decision 7).
+// timeout and retry happen, docs/cluster.md decision 7).
 var (
 	// ErrNotLeader: the proposal never entered the log (this replica is
 	// not the leader). Safe to retry elsewhere.
@@ -261,7 +261,7 @@ var (
 	// reports an applied index below its log's compaction point when its
 	// group is added after a restart: it lost what the compacted entries
 	// held (a memory stream's replica that was caught up by a snapshot,
-	// docs/clustering.md "Memory streams"). The replica is fenced; its
+	// docs/cluster.md "Memory streams"). The replica is fenced; its
 	// log and votes are intact, but it must be replaced.
 	ErrStateLost = errors.New("raftnode: state machine behind the compacted log")
 	// ErrBadFrame: a received frame failed its checksum or did not parse.

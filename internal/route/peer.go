@@ -15,7 +15,7 @@ type Peer struct {
 	Addr string
 	// LameDuck: the peer announced lame duck mode (a route INFO with ldm
 	// true); it is leaving, and a clustered JetStream places nothing on
-	// it and hands it no leadership (docs/clustering.md, "Lame duck mode
+	// it and hands it no leadership (docs/cluster.md, "Lame duck mode
 	// and shutdown"), as nats-server v2.15.2 marks a lame duck server
 	// offline.
 	LameDuck bool

@@ -166,7 +166,7 @@ type subscription struct {
 	system bool
 	// cluster marks a clustered JetStream's internal subscription
 	// (jetstream.go jsTransport.shared): announced to the peers, and
-	// delivered what they route (docs/clustering.md decision 14).
+	// delivered what they route (docs/cluster.md decision 14).
 	cluster bool
 	removed atomic.Bool
 	acc     *account // whose subject index holds it

@@ -23,7 +23,7 @@ func (s *Server) markSelfURL(u *url.URL) {
 // complete is false and names holds what is known. When every server of
 // a new cluster names the same servers, this is the voter set its
 // JetStream meta group is bootstrapped with; otherwise it tells a server
-// that its routes differ from its peers' (docs/clustering.md, "Growing
+// that its routes differ from its peers' (docs/cluster.md, "Growing
 // the meta group"). nil, false when clustering is off; a server without
 // explicit routes is complete on its own.
 func (s *Server) ClusterMembers() (names []string, complete bool) {

@@ -19,7 +19,7 @@ func twoServers(t *testing.T) (a, b *Server) {
 }
 
 // A withdrawn subscription shared with the cluster leaves the peers'
-// interest (once the routes are flushed, docs/clustering.md "Lame duck
+// interest (once the routes are flushed, docs/cluster.md "Lame duck
 // mode and shutdown") but still receives messages; its later removal
 // withdraws nothing twice: another shared subscription to the subject
 // stays announced.

@@ -77,7 +77,7 @@ func (is *InternalSub) Unsubscribe() {
 // Withdraw stops announcing a subscription shared with the cluster to
 // the peers, while it goes on receiving what they routed before they
 // learned it: a stream's leader handing its leadership over
-// (docs/clustering.md, "Lame duck mode and shutdown") withdraws its
+// (docs/cluster.md, "Lame duck mode and shutdown") withdraws its
 // subscriptions, flushes its routes (Server.FlushRoutes), then drops
 // them, so that no publish on its way to it is lost. It does nothing to
 // a subscription that is not shared.

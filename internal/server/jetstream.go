@@ -20,7 +20,7 @@ import (
 // this server, in that account. With shared set (JetStream clustered),
 // its subscriptions are the cluster's: announced to the peers and
 // delivered what they route, so that the API, a stream's leader and a
-// consumer are reached from every server (docs/clustering.md decision
+// consumer are reached from every server (docs/cluster.md decision
 // 14); without, they stay local to this server.
 type jsTransport struct {
 	s      *Server
@@ -235,7 +235,7 @@ func friendlyBytes(n int64) string {
 
 // jsHandOverTimeout bounds how long lame duck mode and Shutdown wait
 // for the leadership of this server's Raft groups to move
-// (jscluster.Cluster.HandOver; docs/clustering.md, "Lame duck mode and
+// (jscluster.Cluster.HandOver; docs/cluster.md, "Lame duck mode and
 // shutdown"). A transfer takes a few Raft rounds; one that cannot take
 // is abandoned after two election timeouts (2 s with the default tick).
 const jsHandOverTimeout = 5 * time.Second
@@ -340,7 +340,7 @@ func (s *Server) startJetStreamSystem() error {
 }
 
 // JetStreamRecovery returns what this server's start has applied again
-// of its Raft log (jscluster.Cluster.Recovery; docs/clustering.md,
+// of its Raft log (jscluster.Cluster.Recovery; docs/cluster.md,
 // "Restarts"); false without JetStream clustering.
 func (s *Server) JetStreamRecovery() (jscluster.Recovery, bool) {
 	if s.jsc == nil {

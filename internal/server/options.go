@@ -78,7 +78,7 @@ type Options struct {
 	JetStreamDomain string
 	// Tags are server_tags, lowercased and trimmed (config.AddTags):
 	// shown in /varz and the system account's server information, and
-	// matched by stream placement in a cluster (docs/clustering.md,
+	// matched by stream placement in a cluster (docs/cluster.md,
 	// "Placement"; nats-server v2.15.2 Options.Tags).
 	Tags []string
 	// JetStreamUniqueTag is jetstream { unique_tag }, lowercased: no two
@@ -97,7 +97,7 @@ type Options struct {
 	// real one. Tests inject faults and free-space figures with it.
 	JetStreamFS vfs.FS
 	// RaftTick is the clustered JetStream's Raft tick (0: 100 ms,
-	// docs/clustering.md decision 10); tests shorten it.
+	// docs/cluster.md decision 10); tests shorten it.
 	RaftTick time.Duration
 	// RaftRetain is how many entries a replicated file stream's Raft log
 	// keeps behind its checkpoint for a replica that lags (0: 16384); a
@@ -105,7 +105,7 @@ type Options struct {
 	// configuration key: tests shorten it.
 	RaftRetain uint64
 	// ForceNewCluster forces a new cluster from this server's Raft WAL
-	// (--cluster_force_new; jscluster.Config.ForceNew, docs/clustering.md
+	// (--cluster_force_new; jscluster.Config.ForceNew, docs/cluster.md
 	// "Forcing a new cluster"): the operator's last resort when a
 	// majority of the servers lost their WALs. Not a configuration key:
 	// it must be given once, on one server, and removed after.

@@ -316,7 +316,7 @@ func (s *Stream) ExpireDedupe(now int64) {
 // first deadline the last ExpireUpTo found still ahead, and no mirror or
 // source: messages stored since are younger). The runner of a replicated stream then proposes no
 // Expire, so that an idle stream's group appends nothing and goes quiet
-// (docs/clustering.md, "Idle groups").
+// (docs/cluster.md, "Idle groups").
 func (s *Stream) ExpiryIdle(now int64) bool {
 	if d, ok := s.DedupeDeadline(); ok && d <= now {
 		return false

@@ -15,7 +15,7 @@ import (
 // replicated stream restarts from its store rolled back to that point
 // (filestore.Config.RollbackTo) and from these bytes, and holds exactly
 // the state of the replicas that never stopped (the package comment,
-// "Checkpoints"; docs/clustering.md, "Checkpoints"). Rebuild cannot do
+// "Checkpoints"; docs/cluster.md, "Checkpoints"). Rebuild cannot do
 // that: it reads the Nats-Msg-Ids of the stored messages only (a deleted
 // message's id leaves the window; an expired one's may come back) and it
 // cannot know which schedules were parked or fired.

@@ -83,7 +83,7 @@
 // A replica of a replicated stream applies its log to its store without
 // waiting for the store's fsync and restarts from a checkpoint: its store
 // rolled back to a position (filestore.Position) taken together with the
-// Stream's own state at the same raft index (docs/clustering.md,
+// Stream's own state at the same raft index (docs/cluster.md,
 // "Checkpoints"). AppendCheckpoint encodes that state, CheckpointConfig
 // reads the config back (the store's limits are the config's at that
 // point) and RestoreCheckpoint puts it in place of Rebuild; the restored

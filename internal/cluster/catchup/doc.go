@@ -1,6 +1,6 @@
 // Package catchup moves a replicated stream's messages from a current
 // replica to a replica catching up: the data out of band of a stream
-// snapshot, whose Raft snapshot is only a manifest (docs/clustering.md,
+// snapshot, whose Raft snapshot is only a manifest (docs/cluster.md,
 // decision 8 and "Stream snapshots"). nats-server does the same over
 // $JSC.CATCHUP.* subjects (v2.15.2 jetstream_cluster.go,
 // runCatchup/processCatchupMsg: the follower asks the leader for a range

@@ -157,7 +157,7 @@ var errPeerGone = errors.New("its server is gone (its connection ended, or no be
 // election timeout). Every fetch asking it fails over to its next source
 // at once, rather than after RequestTimeout, and no fetch asks it until
 // a frame from it arrives (Heard). nats-server v2.15.2 learns the same
-// from its route's closing; docs/clustering.md, "Stream snapshots". It
+// from its route's closing; docs/cluster.md, "Stream snapshots". It
 // never blocks.
 func (s *Service) PeerGone(from raftnode.ServerID) {
 	s.mu.Lock()

@@ -1,7 +1,7 @@
 // Package consumerlog is the Raft-backed log of one replicated consumer:
 // it implements the engine's consumer log (streamrun.Log[consumer.Op],
 // consumerrun.ReplicatedLog) over one group of an internal/raftnode Node
-// (docs/clustering.md, "Replicated consumers"). The cluster layer
+// (docs/cluster.md, "Replicated consumers"). The cluster layer
 // (internal/cluster/jscluster) makes one Log per replica of a consumer
 // whose num_replicas is above one and hands it to the engine.
 //
@@ -71,7 +71,7 @@ import (
 // decide nothing more until the transfer ended (Log.MayDecide): raft
 // drops what is proposed while it transfers, and a delivery whose
 // operation is dropped would be delivered again by the next leader as a
-// first delivery (docs/clustering.md, "Replicated consumers"). It
+// first delivery (docs/cluster.md, "Replicated consumers"). It
 // returns transfer's error, or nil when transfer is called later (the
 // batch waits for back-pressure) or not at all (the replica stopped
 // leading meanwhile).
@@ -97,7 +97,7 @@ type Config struct {
 	// subscribed and every route peer has processed its subscriptions
 	// (the cluster layer asks the successor over $JSC.CI), and never
 	// when it could not learn that. Until then SuccessorReady reports
-	// false (docs/clustering.md, "Moving the subscriptions"). Nil:
+	// false (docs/cluster.md, "Moving the subscriptions"). Nil:
 	// SuccessorReady reports the first entry of a later term applied.
 	AwaitSuccessor func(done func())
 }
@@ -185,7 +185,7 @@ func (l *Log) Applied() uint64 { return l.applied.Load() }
 // membership change) were applied after the last batch the snapshot
 // holds, the snapshot is saved at the last of them: the state is the
 // same there, and a restart need not hand them back (raftnode
-// GroupStatus.Reapplied; docs/clustering.md, "Restarts").
+// GroupStatus.Reapplied; docs/cluster.md, "Restarts").
 func (l *Log) Checkpoint() (uint64, error) {
 	index, data, err := l.r.CommittedSnapshot()
 	if err != nil {
@@ -338,7 +338,7 @@ func (l *Log) StateMachine() raftnode.StateMachine { return stateMachine{l} }
 type stateMachine struct{ l *Log }
 
 // Apply decodes and applies entries in order. An entry that does not
-// decode is damage: the error fences this replica (docs/clustering.md
+// decode is damage: the error fences this replica (docs/cluster.md
 // decision 12).
 func (s stateMachine) Apply(entries []raftnode.Entry) error {
 	l := s.l

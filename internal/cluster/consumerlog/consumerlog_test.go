@@ -135,7 +135,7 @@ func TestCheckpointCoversTrailingEmptyEntries(t *testing.T) {
 // With Config.AwaitSuccessor, a replica that stopped leading reports its
 // successor ready only once the cluster layer said it was announced for
 // that very loss: an answer about an earlier loss, or the next term's
-// first entry applied here, is not enough (docs/clustering.md, "Moving
+// first entry applied here, is not enough (docs/cluster.md, "Moving
 // the subscriptions").
 func TestSuccessorReadyAfterAnnouncement(t *testing.T) {
 	f := &fakeReplica{}

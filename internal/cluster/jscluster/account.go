@@ -170,7 +170,7 @@ func (a *account) forMeta(key, streamName, consumerName string) bool {
 // temporarily unavailable") rather than leave the client to time out, as
 // nats-server's leaderless servers do (isLeaderless); a short election
 // stays silent, so that no answer races the new leader's. A server whose
-// meta replica is fenced (its WAL damaged, docs/clustering.md "Fencing")
+// meta replica is fenced (its WAL damaged, docs/cluster.md "Fencing")
 // stays silent too: it hears nothing of the meta group, whose leader the
 // others may well have, and its 10008 would race that leader's answer to
 // every request (the process-level fault suite's corrupt-wal).
@@ -579,7 +579,7 @@ func groupName(sa meta.StreamAssignment) string {
 }
 
 // peerHash is a server's peer ID as nats-server v2.15.2 shows it: 8
-// characters derived from the server's name (docs/clustering.md decision
+// characters derived from the server's name (docs/cluster.md decision
 // 3 keeps nats-server's peer strings).
 func peerHash(name raftnode.ServerID) string {
 	h := fnv.New64a()

@@ -14,7 +14,7 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// A stream's move in flight (docs/clustering.md, "Moving a stream"):
+// A stream's move in flight (docs/cluster.md, "Moving a stream"):
 //
 //  1. The meta leader proposes a move as a meta.MoveStream, which
 //     records its origin (the replicas and placement the stream had) in
@@ -144,7 +144,7 @@ func (a *account) StreamCancelMove(name string) (*jetstream.StreamInfo, *jserr.E
 // group cannot decide); the stream's consumers scale back with it
 // (scaleConsumers), and the answer, once the stream's leader runs with
 // the origin's count (waitScaled), carries the stream's info with the
-// desired block naming the origin's servers (docs/clustering.md,
+// desired block naming the origin's servers (docs/cluster.md,
 // "Scaling", "A scale in flight").
 func (a *account) cancelScale(k streamKey, sa meta.StreamAssignment) (*jetstream.StreamInfo, *jserr.Error) {
 	c := a.c

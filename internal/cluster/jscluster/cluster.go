@@ -41,7 +41,7 @@ type Config struct {
 	FS  vfs.FS
 	Dir string
 	// Tags are the server's server_tags, lowercased (placement: the
-	// meta group's catalogue holds every server's, docs/clustering.md,
+	// meta group's catalogue holds every server's, docs/cluster.md,
 	// "Placement").
 	Tags []string
 	// UniqueTag is jetstream { unique_tag }, lowercased: the prefix of
@@ -66,7 +66,7 @@ type Config struct {
 	// ForceNew forces a new cluster from this server's Raft WAL: its
 	// replicas of the meta group and of the replicated streams and
 	// consumers it holds become their groups' only voters (force.go;
-	// docs/clustering.md, "Forcing a new cluster"). Refused (logged; the
+	// docs/cluster.md, "Forcing a new cluster"). Refused (logged; the
 	// server starts as without it) when the WAL was damaged, holds no
 	// meta replica or was forced before, or while another member is up
 	// with the store the meta group knows it by (decideForce).
@@ -81,7 +81,7 @@ type Config struct {
 type Hooks struct {
 	// SingleMoveStep1 is called by the meta leader's mover of a
 	// consumer of one replica once step 1 (its two servers) applied,
-	// before step 2 (docs/clustering.md, "Moving consumers of one
+	// before step 2 (docs/cluster.md, "Moving consumers of one
 	// replica"); quit is closed when this server's cluster layer stops,
 	// and the mover stops if it returns after that.
 	SingleMoveStep1 func(account, stream, consumer string, quit <-chan struct{})
@@ -129,7 +129,7 @@ type Cluster struct {
 	forcing atomic.Bool
 
 	// replayed is set once the run goroutine has replayed the Raft WAL
-	// (Start returns before: docs/clustering.md, "Restarts").
+	// (Start returns before: docs/cluster.md, "Restarts").
 	replayed atomic.Bool
 
 	// leaderless is since when (unix ns) this server knows no meta
@@ -224,11 +224,11 @@ type streamKey struct{ account, name string }
 // and starts the goroutine that replays the WAL, bootstraps the meta
 // group once the cluster's members are known and then follows it. Start
 // does not wait for the replay, which takes time in proportion to the
-// WAL (docs/clustering.md, "Restarts"): the server accepts clients
+// WAL (docs/cluster.md, "Restarts"): the server accepts clients
 // meanwhile, and this server answers no API request until its meta
 // replica runs (Answers). Errors: the WAL's directory or first segment
 // header, or the meta checkpoint's (a damaged checkpoint keeps the
-// server out of the meta group: docs/clustering.md decision 12).
+// server out of the meta group: docs/cluster.md decision 12).
 func Start(cfg Config, host Host) (*Cluster, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -254,7 +254,7 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 	late := &lateTransport{}
 	// The catch-up service fails a fetch over as soon as its source's
 	// server is known gone: a transport connection with it ended, or
-	// raftnode found it dead (docs/clustering.md, "Stream snapshots").
+	// raftnode found it dead (docs/cluster.md, "Stream snapshots").
 	c.svc = catchup.New(catchup.Config{Send: late.Send, Logf: cfg.Logf})
 	node, err := raftnode.Open(raftnode.Config{
 		FS: cfg.FS, Dir: path.Join(cfg.Dir, "raft"), Server: c.name, Transport: late,
@@ -342,7 +342,7 @@ func (c *Cluster) stopRun() {
 // one: each replicated file stream's (streamckpt.Replica.Stop, which
 // also ends its checkpointing), each replicated consumer's, and the
 // meta group's, so that a clean restart applies none of the log again
-// (raftnode GroupStatus.Reapplied; docs/clustering.md, "Restarts"). The
+// (raftnode GroupStatus.Reapplied; docs/cluster.md, "Restarts"). The
 // server calls it after the hand-over (HandOver) and before it shuts its
 // engines down, while the streams still run; from then on the server
 // takes no part in its Raft groups, as once it stopped. A checkpoint
@@ -570,7 +570,7 @@ type votersFile struct {
 
 // metaReplica is the meta group replica ID of the server whose store
 // incarnation is inc: a store's replica, never its successor's
-// (docs/clustering.md decision 3), and one every server derives alike.
+// (docs/cluster.md decision 3), and one every server derives alike.
 func metaReplica(inc raftnode.Incarnation) raftnode.ReplicaID {
 	id := binary.LittleEndian.Uint64(inc[:8])
 	if id == 0 {
@@ -583,7 +583,7 @@ func metaReplica(inc raftnode.Incarnation) raftnode.ReplicaID {
 // start, or, on a server that has none recorded, once the cluster's
 // members are known (recorded first); false when the cluster closes
 // first or the record cannot be read or written (the server stays out of
-// the meta group: docs/clustering.md decision 12).
+// the meta group: docs/cluster.md decision 12).
 func (c *Cluster) bootstrap() bool {
 	dir := path.Join(c.cfg.Dir, "voters")
 	var rec votersFile
@@ -643,7 +643,7 @@ func (c *Cluster) bootstrap() bool {
 // carry: the server joins the meta group as a new replica (bootstrap,
 // storeChanged) and the meta leader replaces its replicas of replicated
 // streams and consumers, which the old incarnation's bindings fence
-// (docs/clustering.md, "Fencing"). Streams of one replica keep their
+// (docs/cluster.md, "Fencing"). Streams of one replica keep their
 // files, which no WAL holds. A move that fails leaves the WAL damaged
 // and every replica fenced, as before. It reports whether the replay
 // found the WAL damaged.
@@ -666,7 +666,7 @@ func (c *Cluster) quarantineWAL() bool {
 
 // storeChanged reports whether the voters record rec names this server
 // by a store incarnation other than its Raft WAL's: the WAL was lost or
-// replaced while the rest of the store stayed (docs/clustering.md,
+// replaced while the rest of the store stayed (docs/cluster.md,
 // "Fencing"). Its replica of the meta group must not start as the one
 // the record names (decision 3: it would vote with an empty log as the
 // replica that acknowledged entries); the server joins the meta group
@@ -791,7 +791,7 @@ func (c *Cluster) metaLeader() bool {
 // server by (the transport's hello: transport.Config.Known).
 // A server removed from the meta group (SERVER.REMOVE) advertises none:
 // its catalogue is no longer the cluster's, and a server of a new
-// cluster must not join a meta group it names (docs/clustering.md,
+// cluster must not join a meta group it names (docs/cluster.md,
 // "Removing a server").
 func (c *Cluster) known() map[raftnode.ServerID]raftnode.Incarnation {
 	out := map[raftnode.ServerID]raftnode.Incarnation{}
@@ -819,7 +819,7 @@ func (c *Cluster) removedSelf() bool {
 	return removed
 }
 
-// Recovery is what this server's start had to do again (docs/clustering.md,
+// Recovery is what this server's start had to do again (docs/cluster.md,
 // "Restarts"): the entries its replicas applied a second time, because
 // their checkpoints were behind what had committed before the restart
 // (raftnode GroupStatus.Reapplied), by kind of group. A clean stop

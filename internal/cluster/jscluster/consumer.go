@@ -31,7 +31,7 @@ var (
 	_ jsapi.AccountCounter  = (*account)(nil)
 )
 
-// Consumers in a cluster (docs/clustering.md, "Consumers in a cluster"),
+// Consumers in a cluster (docs/cluster.md, "Consumers in a cluster"),
 // as nats-server v2.15.2 keeps them: every consumer, durable or
 // ephemeral, is held by the meta group (AssignConsumer) on
 // consumer.Config.EffectiveReplicas of its stream's servers (a durable
@@ -297,7 +297,7 @@ func (c *Cluster) createAssigned(acc *account, k consumerKey, cfg consumer.Confi
 // which its assignment ca no longer names, when the WAL still holds it in
 // ca's group: the server stopped while the replica was leaving (it moved
 // with its stream's), and the group may need its vote, as
-// startLeaving's stream replica (docs/clustering.md, "Replacing a
+// startLeaving's stream replica (docs/cluster.md, "Replacing a
 // replica"). It runs until its group removed it (retireConsumers).
 func (c *Cluster) startLeavingConsumer(acc *account, k consumerKey, ca meta.ConsumerAssignment) {
 	id, ok := c.node.RecoveredReplica(ca.Group)
@@ -398,7 +398,7 @@ func (c *Cluster) checkpointConsumers() {
 // A consumer replica's checkpoint is taken after this many entries, or
 // this long after the last one when anything applied since, and at a
 // clean stop (StopCheckpoints): what a crash makes it apply again
-// (docs/clustering.md, "Restarts").
+// (docs/cluster.md, "Restarts").
 const (
 	checkpointEntries = 1024
 	checkpointEvery   = 10 * time.Second
@@ -582,7 +582,7 @@ func (a *account) consumerRoute(key, streamName, name string) (forMeta bool, cr 
 // consumer's leader to run the config and gives its info. Errors: 10059,
 // the engine's create errors, 10023 (no servers for it), 10061 for an
 // update taking a consumer kept in memory down to one replica
-// (docs/clustering.md, "Scaling consumers"), 10008 when the meta group
+// (docs/cluster.md, "Scaling consumers"), 10008 when the meta group
 // cannot decide.
 func (a *account) ConsumerCreate(streamName string, cfg consumer.Config, action jetstream.ConsumerAction, pedantic bool) (*consumer.Info, *jserr.Error, bool) {
 	c := a.c
@@ -667,7 +667,7 @@ func (a *account) ConsumerCreate(streamName string, cfg consumer.Config, action 
 // updated with config cfg: for a new one (ca has no name), placed among
 // its stream's servers (meta.PlaceConsumer); for an existing one, its
 // servers, scaled when an update changes num_replicas and with it the
-// count (scaledConsumerServers: docs/clustering.md, "Scaling
+// count (scaledConsumerServers: docs/cluster.md, "Scaling
 // consumers"); while its scale-down to one replica is not through
 // (meta.ConsumerAssignment.Unsettled) the scale waits for the settle,
 // 10008 when that takes over settleWait (waitConsumerSettled); 10061 for a scale-down to one

@@ -11,7 +11,7 @@ import (
 	"github.com/cairnmq/cairn/internal/raftnode"
 )
 
-// Scaling a replicated consumer down to one replica (docs/clustering.md,
+// Scaling a replicated consumer down to one replica (docs/cluster.md,
 // "Scaling consumers"), the consumer's version of a stream's
 // (scaledown.go):
 //

@@ -15,7 +15,7 @@ import (
 	"github.com/cairnmq/cairn/internal/vfs"
 )
 
-// Scaling consumers (docs/clustering.md, "Scaling consumers"):
+// Scaling consumers (docs/cluster.md, "Scaling consumers"):
 //
 //  1. The meta leader changes a consumer's servers with an
 //     AssignConsumer naming more of them (a stream's scale carrying its

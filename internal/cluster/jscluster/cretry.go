@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Consumer replicas that could not start (docs/clustering.md, "Consumers
+// Consumer replicas that could not start (docs/cluster.md, "Consumers
 // in a cluster"): reconcileConsumer starts this server's replica of a
 // consumer when a meta operation or its stream's replica starting asks
 // for it; a start that fails for a reason that may pass (its stream's

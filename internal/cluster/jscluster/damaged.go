@@ -9,7 +9,7 @@ import (
 	"github.com/cairnmq/cairn/internal/raftnode"
 )
 
-// A replica fenced for damage (docs/clustering.md, "Fencing"): the
+// A replica fenced for damage (docs/cluster.md, "Fencing"): the
 // store of this server's replica of a replicated file stream that its
 // checkpoint refuses at the start (streamckpt.Open: a damaged
 // checkpoint file, a store that lost sequences the checkpoint holds, a

@@ -1,5 +1,5 @@
 // Package jscluster runs JetStream across the servers of a cluster
-// (docs/clustering.md, "The cluster layer"): it owns the server's
+// (docs/cluster.md, "The cluster layer"): it owns the server's
 // raftnode Node and Raft transport, bootstraps and follows the meta group
 // (internal/cluster/meta), starts and stops this server's replicas of the
 // streams the meta group assigns to it (each replicated stream's log is an
@@ -43,7 +43,7 @@
 // the checkpoint's position, the stream's state restored;
 // JetStream.StartReplica) or empty, a replicated memory stream's empty
 // over a memory store (streamckpt.OpenMemory, also through StartReplica:
-// it replays its group's whole log; docs/clustering.md, "Memory
+// it replays its group's whole log; docs/cluster.md, "Memory
 // streams"), and a stream with one replica from its files after a restart
 // (JetStream.RestoreStream) or through StreamCreate. For more than one
 // replica the stream's log is a streamlog.Log over its group, added to
@@ -68,7 +68,7 @@
 // A stream update goes through the meta group (the assignment's config)
 // and then through the stream's own log: the replica that leads the
 // stream proposes the assigned config as an UpdateConfig operation, so
-// every replica applies it in log order (update.go; docs/clustering.md,
+// every replica applies it in log order (update.go; docs/cluster.md,
 // "Stream updates"). A replica that starts with an empty store starts
 // from the config its group's log starts with
 // (meta.StreamAssignment.LogConfig). The step-down requests hand a
@@ -83,7 +83,7 @@
 //
 // The assignment is the replica set a group must have; the group's
 // leader carries changes out one at a time, learners first
-// (membership.go; docs/clustering.md, "Replacing a replica", "Scaling"):
+// (membership.go; docs/cluster.md, "Replacing a replica", "Scaling"):
 // a replica whose store changed is replaced by a new replica ID on its
 // server (the meta leader's meta.MoveReplica), STREAM.PEER.REMOVE (and
 // STREAM.PEER.EVACUATE, SERVER.EVACUATE: evacuate.go) moves a replica to

@@ -11,7 +11,7 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// Evacuating a server (docs/clustering.md, "Evacuating a server"):
+// Evacuating a server (docs/cluster.md, "Evacuating a server"):
 // $JS.API.SERVER.EVACUATE on the meta leader moves every replica of a
 // replicated stream off a server that stays a member of the meta group,
 // as nats-server v2.15.2 jsLeaderServerEvacuateRequest does: each

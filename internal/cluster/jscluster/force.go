@@ -13,7 +13,7 @@ import (
 	"github.com/cairnmq/cairn/internal/vfs"
 )
 
-// Forcing a new cluster (docs/clustering.md, "Forcing a new cluster"):
+// Forcing a new cluster (docs/cluster.md, "Forcing a new cluster"):
 // the operator's way back when a majority of the meta group's servers
 // lost their Raft WALs (damaged and quarantined, or deleted), so that
 // the meta group, and the replicated streams and consumers whose

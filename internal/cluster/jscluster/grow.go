@@ -10,7 +10,7 @@ import (
 	"github.com/cairnmq/cairn/internal/raftnode"
 )
 
-// Growing the meta group (docs/clustering.md, "Growing the meta group").
+// Growing the meta group (docs/cluster.md, "Growing the meta group").
 // A server without a voters record decides how it enters the meta group
 // from what its routed peers' transport hellos said (their catalogue,
 // whether they ran a meta group, the servers their routes name) and from
@@ -274,7 +274,7 @@ type stranger struct {
 // another meta group (it was started on its own, or its routes reached
 // this cluster only after it bootstrapped), or no clustered JetStream,
 // and neither group serves the other's JetStream. A server joining is
-// added by the meta leader well within the grace (docs/clustering.md,
+// added by the meta leader well within the grace (docs/cluster.md,
 // "Growing the meta group").
 func (c *Cluster) warnStrangers() {
 	routed := c.host.ClusterPeers()

@@ -11,7 +11,7 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// Handing the leadership over before the server stops (docs/clustering.md,
+// Handing the leadership over before the server stops (docs/cluster.md,
 // "Lame duck mode and shutdown"), as nats-server v2.15.2 does in
 // lameDuckMode (transferRaftLeaders) and Shutdown (stepdownRaftNodes):
 // every group this server leads, the meta group's, its replicated

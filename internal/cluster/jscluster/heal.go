@@ -11,7 +11,7 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// Healing a stream short of its replicas (docs/clustering.md, "Removing
+// Healing a stream short of its replicas (docs/cluster.md, "Removing
 // a server"): a stream of three replicas or more drops the replica of a
 // removed server that no other server could take (dropRemoved) and runs
 // one replica short of its num_replicas. nats-server v2.15.2 brings such

@@ -378,7 +378,7 @@ func (c *Cluster) remoteConsumerInfo(k consumerKey, want []byte, wait time.Durat
 // Until done, the old leader keeps its subscriptions and the pull
 // requests that waited on it (consumerrun, endOrphans), so that a client
 // sending its request again on their 409 Leadership Change reaches a
-// server that knows the successor's interest (docs/clustering.md,
+// server that knows the successor's interest (docs/cluster.md,
 // "Moving the subscriptions"). A replica stops waiting to answer as soon
 // as its group's status names another leader (mayLead), which the
 // successor's may still do (the old one) while it campaigns: so it asks

@@ -10,7 +10,7 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// A replica that lost its state (docs/clustering.md, "Memory streams"):
+// A replica that lost its state (docs/cluster.md, "Memory streams"):
 // a memory stream's replica keeps its messages in memory and replays its
 // group's log from the server's WAL after a restart; one that was caught
 // up by a stream snapshot (a replacement, a scale-up, a peer removal)
@@ -58,7 +58,7 @@ const (
 	lostFresh = 3 * staleRetry
 	// resetAfter is how long the lost replicas must have been a
 	// majority, with no leader answering, before the stream is reset:
-	// several election timeouts (1 to 2 s: docs/clustering.md decision
+	// several election timeouts (1 to 2 s: docs/cluster.md decision
 	// 10) for a quorum of replicas that hold the state, if the group has
 	// one, to elect a leader, and a second report from each lost
 	// replica.

@@ -13,7 +13,7 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// Replacing a replica (docs/clustering.md, "Replacing a replica"):
+// Replacing a replica (docs/cluster.md, "Replacing a replica"):
 //
 //  1. The meta group's assignment is the replica set a stream's group
 //     must have. The meta leader changes it: a replica bound to a store
@@ -318,7 +318,7 @@ func wantedVoter(st raftnode.GroupStatus, want map[raftnode.ReplicaID]bool) bool
 // status st holds, fsynced, every entry committed: a scale-down to one
 // replica removes a replica only then, so that the replica that stays
 // never depends on one that goes, whose server deletes its files once
-// it applied its removal (docs/clustering.md, "Scaling down to one
+// it applied its removal (docs/cluster.md, "Scaling down to one
 // replica").
 func keptCaughtUp(st raftnode.GroupStatus, want map[raftnode.ReplicaID]bool) bool {
 	for _, rs := range st.Replicas {
@@ -463,7 +463,7 @@ func describe(changes []raftnode.Change) []string {
 	return out
 }
 
-// The meta group's own members (docs/clustering.md, "Replacing a
+// The meta group's own members (docs/cluster.md, "Replacing a
 // replica"): each server's meta replica ID derives from its store's
 // incarnation (metaReplica). A server whose store was wiped or replaced
 // comes back with another incarnation, so another ID: it joins empty

@@ -13,7 +13,7 @@ import (
 )
 
 // The consumers of a memory stream of one replica scaled up
-// (docs/clustering.md, "Memory streams", "From one replica"): their
+// (docs/cluster.md, "Memory streams", "From one replica"): their
 // delivery and acknowledgement state lives only in their runtimes, and
 // the stream's scale-up stops the stream and with it its consumers
 // before the meta leader's AssignConsumer of each consumer reaches this
@@ -80,7 +80,7 @@ func (c *Cluster) handBack(k consumerKey, created int64, state []byte) {
 }
 
 // A replicated memory stream scaled down to one replica
-// (docs/clustering.md, "Memory streams", "Back to one replica") goes
+// (docs/cluster.md, "Memory streams", "Back to one replica") goes
 // through the steps of a file stream's ("Scaling down to one replica")
 // up to the conversion, where its memory store, which holds everything
 // the group committed once its runtime applied the log through the

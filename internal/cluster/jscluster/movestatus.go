@@ -24,7 +24,7 @@ const (
 // on a server that does not lead the group, as nats-server v2.15.2
 // reports the status its group leader keeps (jetstream_cluster.go,
 // the stream's migration steps). The steps of a cairn move
-// (docs/clustering.md "Moving a stream") map onto nats-server's lines:
+// (docs/cluster.md "Moving a stream") map onto nats-server's lines:
 //
 //   - a target replica not yet a voter (not in the group, a learner, or
 //     joining): catchup, "waiting for desired peers to catch up";

@@ -11,7 +11,7 @@ import (
 // A move's status line follows its group through the steps of a move
 // from n1 n2 n3 (replicas 1-3, n1 leading) to n1 n4 n5 (replicas 1, 4,
 // 5), as the leader sees them; a follower reports none; with no move
-// recorded there is none (docs/clustering.md, "Moving a stream").
+// recorded there is none (docs/cluster.md, "Moving a stream").
 func TestGroupMoveStatus(t *testing.T) {
 	sa := meta.StreamAssignment{Replicas: []meta.Replica{{ID: 1, Server: "n1"}, {ID: 4, Server: "n4"}, {ID: 5, Server: "n5"}}, Move: &meta.MoveOrigin{}}
 	rs := func(id raftnode.ReplicaID, server string, learner bool) raftnode.ReplicaStatus {

@@ -13,7 +13,7 @@ import (
 // cluster, which is this one: cairn has no gateways); with p's tags and
 // this server's jetstream { unique_tag }; the servers this server has no
 // route to ranked last (offline); a fresh seed. The caller adds
-// Existing and Exclude (docs/clustering.md, "The meta group" (placement)). st is the
+// Existing and Exclude (docs/cluster.md, "The meta group" (placement)). st is the
 // meta state of the caller's meta.Log.View (offlineIn).
 func (c *Cluster) placeRequest(st *meta.State, replicas int, p *stream.Placement) meta.PlaceRequest {
 	pr := meta.PlaceRequest{Replicas: replicas, Cluster: c.host.ClusterName(), UniqueTag: c.cfg.UniqueTag,

@@ -10,7 +10,7 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// Removing a server (docs/clustering.md, "Removing a server"):
+// Removing a server (docs/cluster.md, "Removing a server"):
 // $JS.API.SERVER.REMOVE on the meta leader proposes meta.RemoveServer,
 // which marks the server removed in the catalogue (placement skips it);
 // the answer waits for that entry to apply, as nats-server answers once
@@ -224,7 +224,7 @@ func (c *Cluster) moveOffRemoved() {
 // replica short of its num_replicas, as nats-server v2.15.2 drops a
 // removed peer it cannot replace (reassignStreamPeers with remove set);
 // its leader removes the replica from the group, handing its
-// leadership over first when it is that replica (docs/clustering.md,
+// leadership over first when it is that replica (docs/cluster.md,
 // "Removing a server"). It reports false when the proposal failed.
 func (c *Cluster) dropRemoved(sa meta.StreamAssignment, gone raftnode.ServerID, perr *jserr.Error) bool {
 	var servers []raftnode.ServerID

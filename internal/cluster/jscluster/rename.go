@@ -10,7 +10,7 @@ import (
 	"github.com/cairnmq/cairn/internal/raftnode"
 )
 
-// A server renamed over its store (docs/clustering.md, "A server
+// A server renamed over its store (docs/cluster.md, "A server
 // renamed over its store"): restarted with another server_name over the
 // same store directory, a server keeps its WAL, so its store
 // incarnation and with it its meta replica (metaReplica), its log and
@@ -168,7 +168,7 @@ func (c *Cluster) catalogueNames() map[raftnode.ReplicaID][]raftnode.ServerID {
 // removed (SERVER.REMOVE) and no server not removed holds it: a server
 // removed and restarted under another name over the same store is not
 // catalogued again, nor takes part, as under its old name
-// (docs/clustering.md, "Removing a server").
+// (docs/cluster.md, "Removing a server").
 func storeRemoved(st *meta.State, inc raftnode.Incarnation) bool {
 	removed := false
 	for _, sv := range st.Servers() {

@@ -11,7 +11,7 @@ import (
 
 // A store removed under one name is removed under any other while no
 // server not removed holds it; a store one name still holds keeps its
-// meta replica when another name of it is removed (docs/clustering.md,
+// meta replica when another name of it is removed (docs/cluster.md,
 // "A server renamed over its store").
 func TestStoreRemovedAndRenamedReplica(t *testing.T) {
 	inc3 := raftnode.Incarnation{3}
@@ -85,7 +85,7 @@ func TestMetaPeersOfRenamedStore(t *testing.T) {
 // A removed server's successor is the one server not removed that runs
 // its store; none while the old name is not removed, and none for a
 // store two names present (a copied store directory). A replica of the
-// old name is renamed only when bound to that store (docs/clustering.md,
+// old name is renamed only when bound to that store (docs/cluster.md,
 // "A server renamed over its store").
 func TestSuccessors(t *testing.T) {
 	inc3, inc9 := raftnode.Incarnation{3}, raftnode.Incarnation{9}

@@ -27,7 +27,7 @@ type replica struct {
 	log *streamlog.Log // nil for a stream with one replica
 	// ckpt checkpoints a file stream's replica and captures and installs
 	// the snapshots of any replicated stream's (nil for streams with one
-	// replica): docs/clustering.md, "Checkpoints", "Stream snapshots".
+	// replica): docs/cluster.md, "Checkpoints", "Stream snapshots".
 	ckpt *streamckpt.Replica
 	// server is this server's name (mine).
 	server raftnode.ServerID
@@ -102,7 +102,7 @@ func (c *Cluster) apply(ev meta.Event) {
 		if op.Name == c.name && ev.Result.Err == nil {
 			// nats-server v2.15.2 disables JetStream on the removed
 			// server; this one keeps running outside the meta group
-			// (docs/clustering.md, "Removing a server").
+			// (docs/cluster.md, "Removing a server").
 			c.cfg.Logf("JetStream cluster: this server was removed from the meta group (SERVER.REMOVE): it takes no part in the cluster's JetStream any more; to return it, start it on an empty store")
 		}
 	}
@@ -459,7 +459,7 @@ func (c *Cluster) startReplica(acc *account, k streamKey, sa meta.StreamAssignme
 // group: the server stopped while the replica was leaving (a move, a
 // peer or server removal, a scale-down), before its group removed it,
 // and the group may need its vote (a group of two replicas has no quorum
-// without it; docs/clustering.md, "Replacing a replica"). It runs, and
+// without it; docs/cluster.md, "Replacing a replica"). It runs, and
 // may lead, until its group removed it, as it did before the stop
 // (retireReplicas), which then deletes its files.
 func (c *Cluster) startLeaving(acc *account, k streamKey, sa meta.StreamAssignment) {
@@ -483,7 +483,7 @@ func (c *Cluster) startLeaving(acc *account, k streamKey, sa meta.StreamAssignme
 
 // scaleUpFromOne makes this server's stream of one replica, cur, the
 // first replica of the group its new assignment sa gives it
-// (docs/clustering.md, "Scaling"): the stream stops with its files kept
+// (docs/cluster.md, "Scaling"): the stream stops with its files kept
 // (jetstream.JetStream.DetachStream), its store becomes the replica's
 // (streamckpt.Adopt: a checkpoint at the group's base index with the
 // stream's state), and the replica starts from it, bootstrapping the
@@ -531,7 +531,7 @@ func (c *Cluster) scaleUpFromOne(acc *account, k streamKey, cur *replica, sa met
 // adoptMemory makes the memory store st of this server's stream of one
 // replica, detached with its own state, the first replica of the group
 // its new assignment sa gives it (streamckpt.AdoptMemory:
-// docs/clustering.md, "Memory streams").
+// docs/cluster.md, "Memory streams").
 func (c *Cluster) adoptMemory(acc *account, k streamKey, sa meta.StreamAssignment, mine meta.Replica, st store.Store, state []byte) {
 	ms, ok := st.(*memstore.Store)
 	if !ok {

@@ -41,7 +41,7 @@ import (
 // and on the leader a replica being added (assigned but not in the group
 // yet, a learner, or the incoming half of a joint configuration) is
 // pending and not current, however close it is ("Replacing a replica" in
-// docs/clustering.md).
+// docs/cluster.md).
 func (c *Cluster) peerInfos(st raftnode.GroupStatus, assigned []meta.Replica) []*jetstream.PeerInfo {
 	off := c.offline()
 	window := c.node.ContactWindow()
@@ -128,7 +128,7 @@ type Problem struct {
 // jetstream_cluster.go isStreamHealthy, isConsumerHealthy):
 //
 //   - the Raft WAL still being replayed after a restart ("JetStream is
-//     still recovering meta layer"; docs/clustering.md, "Restarts");
+//     still recovering meta layer"; docs/cluster.md, "Restarts");
 //   - the meta group not started yet (its routes unresolved), fenced, or
 //     its replica here without a leader ("JetStream has not established
 //     contact with a meta leader"), not current ("JetStream is not

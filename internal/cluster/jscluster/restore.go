@@ -12,7 +12,7 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// Restoring a stream in a cluster (docs/clustering.md, "Restoring a
+// Restoring a stream in a cluster (docs/cluster.md, "Restoring a
 // stream"): nats-server v2.15.2 (jsClusteredStreamRestoreRequest) places
 // the stream's group, assigns it with the snapshot's state, and the
 // preferred replica takes the snapshot. cairn, on the meta leader:
@@ -56,7 +56,7 @@ func (a *account) StreamRestore(cfg stream.Config, client []byte, done jetstream
 		return "", jserr.New(jserr.ClusterNotAvail)
 	}
 	if one.Storage == stream.MemoryStorage {
-		return "", jserr.New(jserr.ClusterNotLeader) // docs/clustering.md, "Not yet built"
+		return "", jserr.New(jserr.ClusterNotLeader) // docs/cluster.md, "Not yet built"
 	}
 	k := streamKey{a.name, cfg.Name}
 	if _, _, ok, _ := c.assignment(k); ok {

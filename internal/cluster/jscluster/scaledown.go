@@ -12,7 +12,7 @@ import (
 )
 
 // Scaling a replicated file stream down to one replica
-// (docs/clustering.md, "Scaling down to one replica"):
+// (docs/cluster.md, "Scaling down to one replica"):
 //
 //  1. The meta leader proposes the UpdateStream naming one server, the
 //     stream's leader when it knows it; that server keeps its replica ID

@@ -14,7 +14,7 @@ import (
 // (waitSettled): the kept server converts its replica and asks for the
 // settle within a few housekeeping rounds, and the update must still be
 // answered within a client's 5 s request timeout (nats.go's and the nats
-// CLI's default) once the scale itself ran (docs/clustering.md,
+// CLI's default) once the scale itself ran (docs/cluster.md,
 // "Settling").
 const settleWait = 3 * time.Second
 

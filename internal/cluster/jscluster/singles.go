@@ -14,7 +14,7 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// Moving consumers of one replica (docs/clustering.md, "Moving consumers
+// Moving consumers of one replica (docs/cluster.md, "Moving consumers
 // of one replica"). A consumer of one replica has no Raft group, so its
 // state cannot be caught up on another server directly. When a
 // replicated stream's replica leaves a server (STREAM.PEER.REMOVE,
@@ -75,7 +75,7 @@ func (c *Cluster) singlesOn(sa meta.StreamAssignment, from raftnode.ServerID, st
 		}
 		off := c.offlineIn(st)
 		if off[from] {
-			cas = nil // its state is out of reach: it stays (docs/clustering.md, "Moving consumers of one replica")
+			cas = nil // its state is out of reach: it stays (docs/cluster.md, "Moving consumers of one replica")
 			return
 		}
 		others := slices.DeleteFunc(meta.Servers(sa.Replicas), func(s raftnode.ServerID) bool {
@@ -263,7 +263,7 @@ func (c *Cluster) moving(k streamKey) bool {
 // committed entry first, and it becomes the consumer of one replica,
 // its delivered and acknowledged state kept ("Scaling consumers"). At
 // most once per staleRetry per consumer; failures are retried then.
-// docs/clustering.md, "Moving consumers of one replica".
+// docs/cluster.md, "Moving consumers of one replica".
 func (c *Cluster) finishSingleMoves() {
 	if !c.metaLeader() {
 		return

@@ -14,7 +14,7 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// Step-down (docs/clustering.md, "Step-down"): the leader of a group hands
+// Step-down (docs/cluster.md, "Step-down"): the leader of a group hands
 // its leadership to another replica through raft's leadership transfer
 // (raftnode.Node.TransferLeader: the leader brings the target up to date,
 // then tells it to campaign at once), or, without a placement, to its
@@ -211,12 +211,12 @@ var _ jsapi.Peers = (*account)(nil)
 // as a create places (meta.Place: the stream's other servers kept, peer
 // excluded) and the replica moved there (meta.MoveReplica: the new
 // replica added as a learner, caught up by a stream snapshot, promoted
-// while the old one is removed: docs/clustering.md, "Replacing a
+// while the old one is removed: docs/cluster.md, "Replacing a
 // replica"), and with it the replicas its replicated consumers had on
 // peer (moveConsumers); its consumers of one replica on peer move first,
 // with their state, to one of its servers that stays, and the answer
 // then comes at once, the replica moving after them (moveSinglesThen:
-// docs/clustering.md, "Moving consumers of one replica"). No server to take it, or a stream with one
+// docs/cluster.md, "Moving consumers of one replica"). No server to take it, or a stream with one
 // replica (it has no group to catch a new replica up): 10075 "peer remap
 // failed", as nats-server when no replacement is available.
 func (a *account) StreamRemovePeer(name, peer string) *jserr.Error {

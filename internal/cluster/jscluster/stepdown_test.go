@@ -11,7 +11,7 @@ import (
 )
 
 // The step-down's refusals, with nats-server v2.15.2's codes and texts
-// (measured: docs/clustering.md, "Step-down"), on a meta group whose only
+// (measured: docs/cluster.md, "Step-down"), on a meta group whose only
 // voter leads: a preferred server that is the leader or no replica's, a
 // placement no other replica matches. A group this server does not lead
 // answers 10008; one it does not have, 10041.

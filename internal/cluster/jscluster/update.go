@@ -18,7 +18,7 @@ import (
 	"github.com/cairnmq/cairn/internal/subject"
 )
 
-// Stream updates in a cluster (docs/clustering.md, "Stream updates"):
+// Stream updates in a cluster (docs/cluster.md, "Stream updates"):
 //
 //  1. The meta leader checks the request as nats-server v2.15.2 does
 //     (jsClusteredStreamUpdateRequest) and proposes an UpdateStream: the
@@ -177,7 +177,7 @@ func (c *Cluster) readMeta() error {
 // consumer limits an assigned consumer exceeds (10069 "change to limits
 // violates consumers: ..."). A changed num_replicas scales the stream
 // (scaleServers: 10005 when too few servers are eligible;
-// docs/clustering.md, "Scaling"; down to one replica, keepForConsumers,
+// docs/cluster.md, "Scaling"; down to one replica, keepForConsumers,
 // "Scaling down to one replica"), and its consumers with it
 // (scaleConsumers after the UpdateStream; down to one replica,
 // consumersToOne before it, 10008 when they are not through within
@@ -188,7 +188,7 @@ func (c *Cluster) readMeta() error {
 // refused where nats-server would start them with 10061 "Replicas
 // configuration can not be updated" (docs/compatibility.md). A changed
 // placement moves the stream (moveServers: 10005 when too few servers
-// match; docs/clustering.md, "Moving a stream"), with a changed
+// match; docs/cluster.md, "Moving a stream"), with a changed
 // num_replicas too 10123 "can not move and scale a stream in a single
 // update", and for a stream of one replica, or with a consumer of one
 // replica on a server that leaves and no server staying to take it,
@@ -273,7 +273,7 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	if cfg.Replicas != old.Replicas {
 		if sa.Unsettled() {
 			// Scaled down to one replica, its server not yet through
-			// with its group (docs/clustering.md, "Scaling down to one
+			// with its group (docs/cluster.md, "Scaling down to one
 			// replica"): a moment later.
 			return nil, jserr.New(jserr.ClusterNotAvail)
 		}
@@ -345,7 +345,7 @@ func (c *Cluster) moveOp(account string, old *stream.Config, cfg []byte, servers
 // between replicated counts, or any scale while one is recorded (a
 // scale down to one replica then ends the record). A scale from or to
 // one replica otherwise goes as an UpdateStream, unrecorded
-// (docs/clustering.md, "Scaling").
+// (docs/cluster.md, "Scaling").
 func recordScale(sa meta.StreamAssignment, old, next *stream.Config) bool {
 	if next.Replicas == old.Replicas {
 		return false
@@ -401,7 +401,7 @@ func (a *account) checkUpdate(old, next *stream.Config) *jserr.Error {
 		// a consumer that stays at one replica (an ephemeral: its state
 		// lives only in its runtime, which the scale-up stops, and a
 		// consumer of one replica kept in memory cannot start from a
-		// state), are not built: docs/clustering.md, "Scaling".
+		// state), are not built: docs/cluster.md, "Scaling".
 		return jserr.New(jserr.StreamReplicasNotUpdatable)
 	}
 	return nil
@@ -469,7 +469,7 @@ func persistedConsumer(ca meta.ConsumerAssignment) bool {
 // whether there are such consumers (the move then waits for them:
 // moveAfterSingles). Replicated consumers move with the stream's
 // replicas (moveConsumerPairs). A placement its servers already satisfy
-// moves nothing and needs neither (docs/clustering.md, "Moving a
+// moves nothing and needs neither (docs/cluster.md, "Moving a
 // stream").
 func (c *Cluster) canMove(k streamKey, sa meta.StreamAssignment, servers []raftnode.ServerID) (singles, ok bool) {
 	if len(sa.Replicas) < 2 {
@@ -570,7 +570,7 @@ func isMove(old, next *stream.Config) bool {
 }
 
 // moveServers returns the servers of stream sa under next's placement
-// (docs/clustering.md, "Moving a stream"): the stream's servers that
+// (docs/cluster.md, "Moving a stream"): the stream's servers that
 // satisfy it stay, in their order, and the others are replaced by
 // servers placed as a create places them (meta.Place, the staying
 // servers as Existing: 10005 with nats-server's reasons when too few
@@ -593,7 +593,7 @@ func (c *Cluster) moveServers(sa meta.StreamAssignment, next *stream.Config) ([]
 }
 
 // scaleServers returns the servers of stream sa scaled to next.Replicas
-// replicas (docs/clustering.md, "Scaling"), as nats-server v2.15.2
+// replicas (docs/cluster.md, "Scaling"), as nats-server v2.15.2
 // jsClusteredStreamUpdateRequest chooses them: up, the current servers
 // first and new ones placed as a create places them (meta.Place: 10005
 // when too few are eligible; the stream's Excluded servers, an

@@ -53,7 +53,7 @@ func noPeers() Result {
 }
 
 // Apply applies one operation and returns its outcome. It is a pure
-// function of the state and the operation (docs/clustering.md decision
+// function of the state and the operation (docs/cluster.md decision
 // 6): no clock, randomness, map order or local configuration, so every
 // server applying the same operations in the same order holds the same
 // state. op must be valid as AppendOp accepts it (DecodeOp's operations

@@ -3,11 +3,11 @@
 // exist, in which account, with which config, in which Raft group, on
 // which servers), the operations that change it, the pure function that
 // applies them, the placement of new replicas, and the log that carries
-// the operations over one internal/raftnode group (docs/clustering.md,
+// the operations over one internal/raftnode group (docs/cluster.md,
 // "The meta group"). It is nats-server's `_meta_` group (v2.15.2
 // jetstream_cluster.go: streamAssignment, consumerAssignment,
 // applyMetaEntries, selectPeerGroup) rebuilt on the rules of
-// docs/clustering.md: decisions are made in apply (decision 5), apply is
+// docs/cluster.md: decisions are made in apply (decision 5), apply is
 // a pure function of the log (decision 6), and group and replica IDs are
 // allocated from counters and never reused (decision 3).
 //
@@ -80,25 +80,25 @@
 //	members        | count | count × replica ID (uvarint) |   the replicas the stream's group holds, as its leader told
 //
 // MoveStream, CancelMove and EndMove record, turn back and close a
-// stream's move (StreamAssignment.Move: docs/clustering.md, "Moving a
+// stream's move (StreamAssignment.Move: docs/cluster.md, "Moving a
 // stream"); created is the move's start, which names it: a CancelMove or
 // EndMove of another move changes nothing. ScaleStream records a scale
 // (a changed num_replicas between replicated counts) the same way, with
 // the record marked a scale (MoveOrigin.Scale): a scale onto a recorded
-// scale keeps its origin and start (docs/clustering.md, "Scaling"), and
+// scale keeps its origin and start (docs/cluster.md, "Scaling"), and
 // CancelMove and EndMove turn back and close it as a move.
 //
 // ExcludeServer records that a server evacuated ($JS.API.SERVER.EVACUATE)
 // and unable to hand its replica of a stream to another server stays out
 // of that stream's placement (StreamAssignment.Excluded,
-// docs/clustering.md "Evacuating a server").
+// docs/cluster.md "Evacuating a server").
 //
 // A decoder refuses unknown kinds and versions, truncated fields, counts
 // larger than the bytes left could hold, empty names, repeated servers, a
 // stream config that is not a JSON object naming the operation's stream,
 // a consumer config that is not a JSON object, an origin placement that
 // is neither empty nor a JSON object, and trailing bytes (ErrBadOp). An entry that does not decode fences the server's meta
-// replica (docs/clustering.md decision 12).
+// replica (docs/cluster.md decision 12).
 //
 // # Snapshot encoding
 //

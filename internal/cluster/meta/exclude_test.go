@@ -15,7 +15,7 @@ import (
 // An evacuated server no other could replace (ExcludeServer) stays
 // excluded while its stream is short or still on it, through a
 // snapshot, and is cleared once the stream is back at its num_replicas
-// on other servers (docs/clustering.md, "Evacuating a server").
+// on other servers (docs/cluster.md, "Evacuating a server").
 func TestExcludeServer(t *testing.T) {
 	st := testState()
 	cfg := streamJSON("S", "s")

@@ -64,7 +64,7 @@ type Log struct {
 // there is one (so StateMachine.Applied reports its index, and raftnode
 // applies only the entries after it). Errors: a checkpoint file that is
 // damaged (wrapping ErrBadSnapshot: the server must not join the meta
-// group with a state it cannot trust; docs/clustering.md decision 12),
+// group with a state it cannot trust; docs/cluster.md decision 12),
 // and file-system errors.
 func Open(cfg Config) (*Log, error) {
 	l := &Log{cfg: cfg, st: NewState()}
@@ -100,7 +100,7 @@ func (l *Log) Propose(op Op) (*Waiter, error) {
 }
 
 // Waiter is the proposer's handle on one proposed operation
-// (docs/clustering.md decision 7). It resolves once, on the server that
+// (docs/cluster.md decision 7). It resolves once, on the server that
 // proposed, and only for the exact entry it proposed: no other server
 // answers for it.
 type Waiter struct{ p *raftnode.Proposal }
@@ -191,7 +191,7 @@ type stateMachine struct{ l *Log }
 // the proposer's Waiter (raftnode hands it over on the proposing server
 // only) and to OnApply. An entry that does not decode, or an index not
 // after the last applied one, is damage: the error fences this replica
-// (docs/clustering.md decision 12).
+// (docs/cluster.md decision 12).
 func (s stateMachine) Apply(entries []raftnode.Entry) error {
 	l := s.l
 	for i := range entries {

@@ -82,7 +82,7 @@ func TestSnapshotVersion1(t *testing.T) {
 
 // A consumer's initial replica count is the count it was created with,
 // kept when it scales (its later replicas join the group its first
-// started: docs/clustering.md, "Scaling consumers"), and kept by the
+// started: docs/cluster.md, "Scaling consumers"), and kept by the
 // snapshot; a version 2 snapshot (before initial counts) gives every
 // consumer its next replica ID less one, since none had scaled then.
 func TestConsumerInitial(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 // refuses a second move while recorded (10124), is turned back to its
 // origin by a CancelMove naming it (10129 for another or none), and is
 // closed by an EndMove naming it and the servers the stream has; a
-// snapshot keeps the record (docs/clustering.md, "Moving a stream").
+// snapshot keeps the record (docs/cluster.md, "Moving a stream").
 func TestMoveRecord(t *testing.T) {
 	st := testState()
 	cfg := streamJSON("S", "s")
@@ -96,7 +96,7 @@ func TestSnapshotVersion3(t *testing.T) {
 // stays, so does one of a stream already holding a replica on the new
 // name; the old name not removed, the new one removed, or the two of
 // other stores are 10044, and a repeat changes nothing
-// (docs/clustering.md, "A server renamed over its store").
+// (docs/cluster.md, "A server renamed over its store").
 func TestRenameReplicas(t *testing.T) {
 	st := testState()
 	mustApply(t, st, &AssignStream{Account: "A", Name: "R2", Config: streamJSON("R2", "r2"), Servers: servers("s1", "s3")})

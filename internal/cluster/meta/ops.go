@@ -141,7 +141,7 @@ type RemoveServer struct {
 // stream's next replica ID, bound to To's incarnation in the catalogue.
 // The stream's leader then carries the change out in the stream's group
 // (the new replica added as a learner, caught up by a snapshot, promoted
-// while the old one is removed: docs/clustering.md, "Replacing a
+// while the old one is removed: docs/cluster.md, "Replacing a
 // replica"). It replaces a replica whose server's store was wiped or
 // replaced (To = its server: the replica is bound to an incarnation the
 // server no longer has, and raftnode fences it) and moves one away from
@@ -157,7 +157,7 @@ type MoveReplica struct {
 }
 
 // SettleStream records that a stream scaled down to one replica runs
-// without a group on its server (docs/clustering.md, "Scaling down to
+// without a group on its server (docs/cluster.md, "Scaling down to
 // one replica"): that server turned its replica Replica of group Group
 // into the stream of one replica, and raftnode will never accept that
 // replica ID in that group again. Apply gives the stream a new group
@@ -179,7 +179,7 @@ type SettleStream struct {
 // its replicas lost their state at a restart (raftnode.ErrStateLost:
 // they were caught up by a stream snapshot, their memory is gone, and a
 // fenced replica neither votes nor campaigns), so no replacement can be
-// carried out (docs/clustering.md, "Memory streams"). nats-server
+// carried out (docs/cluster.md, "Memory streams"). nats-server
 // v2.15.2 brings such a stream back empty after a restart of every
 // server, its consumers with it; so does this operation. Apply gives the
 // stream a new group whose replicas, on the same servers in the same
@@ -230,7 +230,7 @@ func (*SettleStream) Kind() Kind { return KindSettleStream }
 func (*ResetStream) Kind() Kind { return KindResetStream }
 
 // SettleConsumer records that a replicated consumer scaled down to one
-// replica runs without its group on its server (docs/clustering.md,
+// replica runs without its group on its server (docs/cluster.md,
 // "Scaling consumers"): that server handed the committed state of its
 // replica Replica of group Group to a consumer of one replica, and
 // removed the group, which will never accept that replica ID again.
@@ -259,7 +259,7 @@ func (*SettleConsumer) Kind() Kind { return KindSettleConsumer }
 // ID (above Initial: it joins the group empty), bound to To's
 // incarnation in the catalogue. The consumer's leader then adds it as a
 // learner, catches it up by a snapshot of the committed state and
-// promotes it while the old one is removed (docs/clustering.md,
+// promotes it while the old one is removed (docs/cluster.md,
 // "Scaling consumers"), as MoveReplica does for a stream: the replica on
 // a server whose store was wiped or replaced, or on a server a stream's
 // replica moves away from (STREAM.PEER.REMOVE). Apply: the stream
@@ -279,7 +279,7 @@ type MoveConsumer struct {
 func (*MoveConsumer) Kind() Kind { return KindMoveConsumer }
 
 // MoveStream is an UpdateStream that changes the stream's placement
-// (docs/clustering.md, "Moving a stream"): it replaces the config and
+// (docs/cluster.md, "Moving a stream"): it replaces the config and
 // the servers as UpdateStream does, and records where the move began
 // (StreamAssignment.Move: the servers the stream had, OriginPlacement,
 // Created), as nats-server v2.15.2 records a desired group's origin
@@ -343,7 +343,7 @@ type EndMove struct {
 }
 
 // ScaleStream is an UpdateStream that changes the stream's num_replicas
-// between replicated counts (docs/clustering.md, "Scaling"): it replaces
+// between replicated counts (docs/cluster.md, "Scaling"): it replaces
 // the config and the servers as UpdateStream does, and records the scale
 // as a move is recorded (StreamAssignment.Move, with MoveOrigin.Scale),
 // as nats-server v2.15.2 records a scale as desired state with an origin
@@ -383,7 +383,7 @@ func (*EndMove) Kind() Kind { return KindEndMove }
 // RenameReplicas hands the replicas of a removed server From that its
 // store still runs to To, the name that store now goes by: a server
 // restarted under another server_name over its store directory, its old
-// name then removed with $JS.API.SERVER.REMOVE (docs/clustering.md, "A
+// name then removed with $JS.API.SERVER.REMOVE (docs/cluster.md, "A
 // server renamed over its store"). Every replica of a stream or a
 // consumer (and of a move's origin) on From bound to To's store
 // incarnation in the catalogue is named on To instead, with its replica
@@ -408,7 +408,7 @@ func (*RenameReplicas) Kind() Kind { return KindRenameReplicas }
 // num_replicas with no replica on an excluded server, as nats-server
 // v2.15.2 records an evacuated peer it could not replace in the group's
 // Excluded list ($JS.API.SERVER.EVACUATE, removePeerFromStreamLocked
-// with exclude set; docs/clustering.md, "Evacuating a server"). The
+// with exclude set; docs/cluster.md, "Evacuating a server"). The
 // proposer then drops the server's replica (an UpdateStream). Apply:
 // the stream missing, 10059; the server not catalogued, 10044; a server
 // already excluded changes nothing.

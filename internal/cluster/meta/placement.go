@@ -162,7 +162,7 @@ func (req *PlaceRequest) uniqueTag() string {
 // tags: it is in the catalogue, not removed, in req.Cluster, without the
 // "!jetstream" tag, matching req.Tags, and holding a tag with the unique
 // prefix when that rule applies. A stream's move keeps its servers that
-// are (docs/clustering.md, "Moving a stream").
+// are (docs/cluster.md, "Moving a stream").
 func Eligible(s *State, req PlaceRequest, srv raftnode.ServerID) bool {
 	sv := s.servers[srv]
 	if sv == nil || sv.Removed || sv.Cluster != req.Cluster || hasTag(sv.Tags, excludeTag) {

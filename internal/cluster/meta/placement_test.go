@@ -28,7 +28,7 @@ func wantPlaceErr(t *testing.T, err *jserr.Error, code jserr.ErrCode, desc strin
 
 // Placement answers with nats-server's 10005 texts: an R5 on three
 // servers is exactly "no suitable peers for placement" (measured on
-// nats-server 2.15.2, docs/clustering.md), with its reasons otherwise.
+// nats-server 2.15.2, docs/cluster.md), with its reasons otherwise.
 func TestPlaceErrors(t *testing.T) {
 	st := catalogue(t, map[string][]string{"s1": {"C1", "ssd", "az:1"}, "s2": {"C1", "az:2"}, "s3": {"C1", "ssd", "az:1"}, "x1": {"C2"}})
 	_, err := Place(st, PlaceRequest{Replicas: 5, Cluster: "C1"})

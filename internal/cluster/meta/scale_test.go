@@ -15,7 +15,7 @@ import (
 // while it is recorded is 10226, a second scale stacks on it (its origin
 // and start kept), a CancelMove returns the stream to the origin's
 // replicas, an EndMove closes it, a scale down to one replica ends it,
-// and a snapshot keeps the mark (docs/clustering.md, "Scaling").
+// and a snapshot keeps the mark (docs/cluster.md, "Scaling").
 func TestScaleRecord(t *testing.T) {
 	st := testState()
 	cfg := streamJSON("S", "s")

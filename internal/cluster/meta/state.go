@@ -19,7 +19,7 @@ const (
 // Replica is one replica of a stream's or consumer's group: its Raft ID,
 // its server, and the store incarnation it is bound to (the server's
 // incarnation in the catalogue when the replica was created;
-// docs/clustering.md decision 3). A server whose store is another one has
+// docs/cluster.md decision 3). A server whose store is another one has
 // its replica fenced by raftnode.
 type Replica struct {
 	ID          raftnode.ReplicaID
@@ -36,7 +36,7 @@ type StreamAssignment struct {
 	// LogConfig is the config the stream's group log starts from: the
 	// config of its AssignStream. An UpdateStream of a stream with more
 	// than one replica leaves it, since its replicas take a new config in
-	// the order of the stream's own log (docs/clustering.md, "Stream
+	// the order of the stream's own log (docs/cluster.md, "Stream
 	// updates"); a replica that starts with an empty store (a memory
 	// stream's after a restart, a file stream's first start) must start
 	// from it and apply the log's updates in turn. For one replica (no
@@ -53,7 +53,7 @@ type StreamAssignment struct {
 	// ScaleStream, CancelMove), nil when none is: until EndMove a second
 	// move or a scale is 10124 (a move during a scale 10226, a scale
 	// during a scale is taken), and STREAM.CANCEL_MOVE turns it back to
-	// its origin (docs/clustering.md, "Moving a stream", "Scaling").
+	// its origin (docs/cluster.md, "Moving a stream", "Scaling").
 	Move *MoveOrigin
 	// Excluded are the servers kept out of this stream's placement
 	// (ExcludeServer: evacuated, and no other server could take their
@@ -86,7 +86,7 @@ type MoveOrigin struct {
 
 // Moving reports whether a move (not a scale) is recorded: nats-server
 // v2.15.2's moveInFlight (a cancelled move still counts; a scale does
-// not: docs/clustering.md, "Moving a stream", "Scaling").
+// not: docs/cluster.md, "Moving a stream", "Scaling").
 func (a StreamAssignment) Moving() bool {
 	return a.Move != nil && !a.Move.Scale
 }
@@ -99,7 +99,7 @@ func (a StreamAssignment) Scaling() bool {
 // Unsettled reports whether the stream has one replica and its group gave
 // more than one replica ID: a replicated stream scaled down to one
 // replica whose server has not yet reported (SettleStream) that it runs
-// the stream without its group (docs/clustering.md, "Scaling down to one
+// the stream without its group (docs/cluster.md, "Scaling down to one
 // replica"). A stream created with one replica, or settled, has given
 // exactly one.
 func (a StreamAssignment) Unsettled() bool {
@@ -119,7 +119,7 @@ type ConsumerAssignment struct {
 	// Initial is how many replicas the consumer's group started with:
 	// replica IDs 1 to Initial bootstrap the group together, a later ID
 	// (a scale-up) joins it empty and is caught up by its leader
-	// (docs/clustering.md, "Scaling consumers"). A consumer created with
+	// (docs/cluster.md, "Scaling consumers"). A consumer created with
 	// N replicas has N; one scaled up from one replica keeps 1, since its
 	// first replica alone holds the state the group starts from.
 	Initial int
@@ -128,7 +128,7 @@ type ConsumerAssignment struct {
 // Unsettled reports whether the consumer has one replica and its group
 // gave more than one replica ID: a replicated consumer scaled down to
 // one replica whose server has not yet reported (SettleConsumer) that
-// it runs the consumer without its group (docs/clustering.md, "Scaling
+// it runs the consumer without its group (docs/cluster.md, "Scaling
 // consumers"). A consumer created with one replica, or settled, has
 // given exactly one.
 func (a ConsumerAssignment) Unsettled() bool {

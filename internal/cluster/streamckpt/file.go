@@ -36,7 +36,7 @@ var (
 // fails its checks (magic, version, length, CRC, a position or state that
 // does not decode) or that belongs to another group or replica. The
 // replica is fenced: it is replaced, never started from a guess
-// (docs/clustering.md decision 12).
+// (docs/cluster.md decision 12).
 var ErrDamaged = errors.New("streamckpt: damaged checkpoint file")
 
 // checkpoint is the content of a checkpoint file.

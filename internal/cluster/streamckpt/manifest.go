@@ -24,7 +24,7 @@ const (
 
 // ErrBadManifest is returned (wrapped) for a snapshot whose manifest
 // fails its checks: the install fails and the replica is fenced
-// (docs/clustering.md decision 12).
+// (docs/cluster.md decision 12).
 var ErrBadManifest = errors.New("streamckpt: bad snapshot manifest")
 
 // manifest is the Raft snapshot of a replicated file stream: what its

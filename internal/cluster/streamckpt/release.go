@@ -11,7 +11,7 @@ import (
 	"github.com/cairnmq/cairn/internal/vfs"
 )
 
-// A scale-down to one replica (docs/clustering.md, "Scaling down to one
+// A scale-down to one replica (docs/cluster.md, "Scaling down to one
 // replica") turns the last replica of a group into a stream of one
 // replica, which has no group: the store stays, the group's WAL entries
 // and this package's checkpoint go. Nothing that lets them go may come
@@ -49,7 +49,7 @@ var ErrBehind = errors.New("streamckpt: the stream has not applied its log throu
 // has no checkpoint to take: Final returns once its runtime applied the
 // log through last, its memory store then holding everything the group
 // committed (a scale-down to one replica hands that store to the stream
-// of one replica: docs/clustering.md, "Memory streams"). Call it with the
+// of one replica: docs/cluster.md, "Memory streams"). Call it with the
 // runtime running, on a sealed log whose barrier resolved at last.
 // Errors: ErrBehind, Checkpoint's. It may be called again after an error.
 func (r *Replica) Final(last uint64, timeout time.Duration) error {

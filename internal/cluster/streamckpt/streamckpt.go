@@ -1,5 +1,5 @@
 // Package streamckpt checkpoints the replica of a replicated file stream
-// and restarts it from its checkpoint (docs/clustering.md,
+// and restarts it from its checkpoint (docs/cluster.md,
 // "Checkpoints"). A replica applies the entries its raft group commits to
 // its file store without waiting for the store's fsync (the raftnode WAL
 // holds them); a checkpoint ties the store to a raft index, so that after
@@ -35,7 +35,7 @@
 // operations applied, every Config.Interval while entries were applied,
 // and at Stop (so that a clean restart applies nothing again, and a crash
 // applies again at most about that much of the log:
-// docs/clustering.md, "Restarts"):
+// docs/cluster.md, "Restarts"):
 //
 //  1. with the stream's apply goroutine held (streamrun.Stream.Held): the
 //     applied index I (streamrun.Stream.AppliedIndex; the log's latest
@@ -87,14 +87,14 @@
 // install writes no checkpoint file, and nothing is pinned. A replica
 // that installed a snapshot (or adopted a store) cannot rebuild it from
 // its log after a restart: raftnode fences it (raftnode.ErrStateLost) and
-// the cluster layer has it replaced (docs/clustering.md, "Memory
+// the cluster layer has it replaced (docs/cluster.md, "Memory
 // streams").
 //
 // # Snapshots
 //
 // A replica whose group's WAL no longer holds what it lacks (it was down
 // while the others compacted past it, or it is new: a learner replacing
-// a wiped one) is sent a snapshot (docs/clustering.md decision 8,
+// a wiped one) is sent a snapshot (docs/cluster.md decision 8,
 // "Stream snapshots"). Its Raft data is a manifest, the state of the
 // stream at a raft index I without its messages; the messages come out
 // of band, from a replica that has them, over internal/cluster/catchup.
@@ -199,7 +199,7 @@ import (
 )
 
 // Defaults of Config. They bound what a replica applies again after a
-// crash (docs/clustering.md, "Restarts"): at most about DefaultEvery
+// crash (docs/cluster.md, "Restarts"): at most about DefaultEvery
 // entries, DefaultEveryBytes of operations, or DefaultInterval of the
 // stream's traffic, whichever comes first. A checkpoint costs an fsync
 // of the store (which consumers wait for anyway), and a file of the
@@ -383,7 +383,7 @@ func OpenMemory(cfg Config, def stream.Config) (*Replica, error) {
 
 // AdoptMemory makes the memory store st of a stream that ran with one
 // replica, holding its messages, the store of this replica of its new
-// group (a scale-up from one replica; docs/clustering.md, "Memory
+// group (a scale-up from one replica; docs/cluster.md, "Memory
 // streams"), as Adopt does for a file stream's: the replica starts at
 // index 1, the group's synthetic base, with state (the stream's own
 // state when it stopped: jetstream.JetStream.DetachStream), so the
@@ -701,7 +701,7 @@ func (r *Replica) Stop() error {
 
 // Adopt makes the store of a stream that ran with one replica the store
 // of this replica of its new group (a scale up from one replica;
-// docs/clustering.md, "Scaling"): with no checkpoint file in Config.Dir,
+// docs/cluster.md, "Scaling"): with no checkpoint file in Config.Dir,
 // it opens the store, takes its position and writes the checkpoint of
 // index 1, the group's synthetic base, with state (the stream's own state
 // when it stopped: jetstream.JetStream.DetachStream), then closes the

@@ -1,6 +1,6 @@
 // Package streamlog is the Raft-backed log of one replicated stream: it
 // implements the engine's streamrun.Log[stream.Op] over one group of an
-// internal/raftnode Node (docs/clustering.md, "The life of a replicated
+// internal/raftnode Node (docs/cluster.md, "The life of a replicated
 // publish"; docs/engine.md, "Logs that commit later"). It knows nothing
 // of the server, routes or the JetStream API: the cluster layer makes one
 // Log per replica of a replicated stream and hands it to the engine
@@ -32,14 +32,14 @@
 // operation after floor (only raft's own entries and floor entries lie
 // between) takes the entry's own index as its floor: a checkpoint at that
 // index compacts the whole log, the leader proposes nothing higher, and
-// the group goes quiet (docs/clustering.md, "Idle groups"). The entries
+// the group goes quiet (docs/cluster.md, "Idle groups"). The entries
 // it drops carry nothing the engine applies; a replica that lacks them is
 // caught up by a snapshot, as one that lags past Config.Retain is. A
 // Barrier repeats the current floor, which changes nothing.
 //
 // The proposer's key is not in the entry: raftnode hands it back as
 // Entry.Tag on the node that proposed the entry, for that exact entry
-// under the term it was proposed in (docs/clustering.md decision 7).
+// under the term it was proposed in (docs/cluster.md decision 7).
 //
 // # Indexes
 //
@@ -65,12 +65,12 @@ import (
 // ErrNoSnapshot is returned by the state machine's Snapshot, SnapshotAt
 // and Restore for a log without Config.Snapshots (a memory stream's: its
 // replicas replay the group's whole log, which its WAL therefore keeps).
-// A Restore error fences the replica (docs/clustering.md, decision 12).
+// A Restore error fences the replica (docs/cluster.md, decision 12).
 var ErrNoSnapshot = errors.New("streamlog: this stream has no snapshots")
 
 // Snapshotter takes and installs a replicated stream's snapshots: a
 // manifest in the Raft snapshot, the messages out of band
-// (docs/clustering.md decision 8, "Stream snapshots";
+// (docs/cluster.md decision 8, "Stream snapshots";
 // internal/cluster/streamckpt's Replica).
 type Snapshotter interface {
 	// SnapshotAt is raftnode.SnapshotIndexer's: the manifest of a
@@ -261,7 +261,7 @@ func (l *Log) Leader() bool {
 // Propose that returned before Seal returned entered raftnode's queue
 // before anything proposed after it, Barrier's entry in particular. A
 // replica sealed before its group is removed from under its stream (a
-// scale-down to one replica: docs/clustering.md, "Scaling down to one
+// scale-down to one replica: docs/cluster.md, "Scaling down to one
 // replica") so that its log ends with what it applied.
 func (l *Log) Seal() {
 	l.sealMu.Lock()
@@ -402,7 +402,7 @@ type stateMachine struct{ l *Log }
 
 // Apply decodes and applies entries in order. An entry that does not
 // decode is damage (every replica wrote what a leader encoded): the error
-// fences this replica (docs/clustering.md decision 12).
+// fences this replica (docs/cluster.md decision 12).
 func (s stateMachine) Apply(entries []raftnode.Entry) error {
 	var data uint64
 	defer func() {

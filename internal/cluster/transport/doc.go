@@ -1,6 +1,6 @@
 // Package transport carries raftnode frames between the servers of a
 // cluster over dedicated TCP connections on the cluster port, next to the
-// routes (docs/clustering.md, "The transport"; docs/routes.md, "The cluster
+// routes (docs/cluster.md, "The transport"; docs/routes.md, "The cluster
 // port"). It implements raftnode.Transport: Send never blocks on the
 // network, it queues the frame for the peer's writer or fails at once.
 //

@@ -334,7 +334,7 @@ func (t *Transport) refresh() {
 // again and sends a hello that says what Config.Meta, Members and
 // Known say now: a hello is sent only when a connection is dialed, and a
 // server deciding how to enter the meta group reads its peers' hellos
-// (docs/clustering.md, "Growing the meta group"). Frames queued or in
+// (docs/cluster.md, "Growing the meta group"). Frames queued or in
 // flight may be lost, as on any broken connection (Raft sends again).
 func (t *Transport) Rehello() {
 	t.mu.RLock()

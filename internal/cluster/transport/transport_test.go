@@ -287,7 +287,7 @@ func TestServerStopsFirst(t *testing.T) {
 
 // TestGone: a peer whose server stops (its Raft connection ends, then its
 // route goes and its cluster port refuses the redial) is reported to
-// Config.Gone, once for that lost connection (docs/clustering.md, "The
+// Config.Gone, once for that lost connection (docs/cluster.md, "The
 // process-level fault suite").
 func TestGone(t *testing.T) {
 	var mu sync.Mutex
@@ -331,7 +331,7 @@ func TestGone(t *testing.T) {
 // TestLost: the end of a peer's accepted connection (its process gone)
 // is reported to Config.Lost at once, without this server writing to it
 // (the catch-up service fails its fetches from the peer then, instead of
-// waiting for their answers: docs/clustering.md, "The transport").
+// waiting for their answers: docs/cluster.md, "The transport").
 func TestLost(t *testing.T) {
 	var mu sync.Mutex
 	var lost []raftnode.ServerID

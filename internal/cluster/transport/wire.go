@@ -44,7 +44,7 @@ type hello struct {
 	// Members: the servers its routes name, itself included, once they
 	// all resolved (Config.Members). A server without a meta group reads
 	// them to decide whether to bootstrap one or wait to be added
-	// (docs/clustering.md, "Growing the meta group"; PeerMeta).
+	// (docs/cluster.md, "Growing the meta group"; PeerMeta).
 	Meta    bool     `json:"meta,omitempty"`
 	Members []string `json:"members,omitempty"`
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/cairnmq/cairn/internal/vfs"
 )
 
-// A replicated consumer (docs/clustering.md, "Replicated consumers") has
+// A replicated consumer (docs/cluster.md, "Replicated consumers") has
 // a log that commits later: a Raft group of the consumer's replicas
 // (internal/cluster/consumerlog). Its log implements ReplicatedLog, and
 // the consumer then runs in one of two modes:
@@ -38,7 +38,7 @@ import (
 //     ends the pull requests that waited on it with 409 Leadership
 //     Change and publishes again, for the successor, the acks, pull
 //     requests and resets that reached it after it stopped deciding
-//     (endOrphans; docs/clustering.md, "Moving the subscriptions").
+//     (endOrphans; docs/cluster.md, "Moving the subscriptions").
 //
 // The first leader of a new consumer proposes its starting position (a
 // Reset to consumer.Deliverer.Position's sequence), so that every replica
@@ -493,7 +493,7 @@ func (c *Consumer) RestoreCommitted(index uint64, data []byte) error {
 // is streamDir and store st, with the committed state data of a
 // replicated consumer (CommittedSnapshot's encoding) as its stored
 // state, durably: the consumer of one replica a replicated consumer
-// scaled down to one replica becomes (docs/clustering.md, "Scaling
+// scaled down to one replica becomes (docs/cluster.md, "Scaling
 // consumers"), which Restore then starts from. The state is stored
 // first and the metadata last, so that a crash leaves either the whole
 // consumer or none a start restores. The state store is closed again.

@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// Replacing a consumer's runtime on the same server (docs/clustering.md,
+// Replacing a consumer's runtime on the same server (docs/cluster.md,
 // "Scaling consumers", "In place"): a consumer whose replica count
 // changes, or whose stream's does, runs under a new runtime on the
 // server that ran it (a consumer of one replica becomes its group's

@@ -3,7 +3,7 @@ package streamrun
 import "github.com/cairnmq/cairn/internal/stream"
 
 // What a replica of a replicated stream needs from its runtime to
-// checkpoint and to restart from a checkpoint (docs/clustering.md,
+// checkpoint and to restart from a checkpoint (docs/cluster.md,
 // "Checkpoints"; the checkpointing itself is internal/cluster/streamckpt).
 
 // AppliedIndex returns the log index of the last operation the apply
@@ -63,7 +63,7 @@ func (r *Stream) Restore(state []byte, index uint64) error {
 }
 
 // RestoreHeld replaces the state of a running replica by a snapshot's
-// (docs/clustering.md, "Stream snapshots"), its apply goroutine held
+// (docs/cluster.md, "Stream snapshots"), its apply goroutine held
 // (call it from Held's fn) and its store already holding the snapshot's
 // messages, made durable: as Restore (the state machine takes the state
 // bytes, AppliedIndex becomes index), and the runtime's view of the

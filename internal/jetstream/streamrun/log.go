@@ -43,7 +43,7 @@ type Applier[O any] interface {
 // still be applied, without the key, under another leader, so the waiter
 // must tell its client nothing (no PubAck, no error): the client's
 // timeout and retry, deduplicated by Nats-Msg-Id, settle it
-// (docs/clustering.md decision 7). Forget may be called from any
+// (docs/cluster.md decision 7). Forget may be called from any
 // goroutine, concurrently with Apply, and may come after a later key's
 // Apply. The local log never calls it.
 type Forgetter interface {

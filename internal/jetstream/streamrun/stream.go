@@ -278,7 +278,7 @@ func (r *Stream) subscribeIfLeading() error {
 // SetLeader subscribes a replicated stream to its subjects (and the
 // direct-get subjects with allow_direct) when this node became the
 // leader of its log, and unsubscribes them when it no longer leads, so
-// that publishes reach only the leader (docs/clustering.md decision 14;
+// that publishes reach only the leader (docs/cluster.md decision 14;
 // nats-server v2.15.2 subscribes only the stream leader too). It does
 // nothing once the stream stopped. The error is Subscribe's.
 func (r *Stream) SetLeader(leader bool) error {
@@ -309,7 +309,7 @@ func (r *Stream) SetLeader(leader bool) error {
 // stream still takes publishes meanwhile. A leader about to hand its
 // leadership over calls it, then waits for its routes to flush, then
 // drops its subscriptions (SetLeader false), so that no publish on its
-// way to it is dropped for want of a subscription (docs/clustering.md,
+// way to it is dropped for want of a subscription (docs/cluster.md,
 // "Lame duck mode and shutdown").
 func (r *Stream) Withdraw() {
 	r.mu.Lock()

@@ -69,7 +69,7 @@ type Config struct {
 	// RollbackMode keeps the segments a rollback to a position needs
 	// until a later position is saved (Store.PositionSaved): the store
 	// of a replica of a replicated stream (package comment, "Positions
-	// and rollback"; docs/clustering.md, "Checkpoints").
+	// and rollback"; docs/cluster.md, "Checkpoints").
 	RollbackMode bool
 	// RollbackTo, when not nil, returns the store to this position before
 	// recovery: what was written after it is cut and set aside. It needs

@@ -243,7 +243,7 @@
 // A replica of a replicated stream applies committed log entries to its
 // store without waiting for the store's fsync (the log holds them), and
 // must be able to return, after a crash, to a point it recorded together
-// with the log index its store reflected there (docs/clustering.md,
+// with the log index its store reflected there (docs/cluster.md,
 // "Checkpoints"). Position gives that point; opening with
 // Config.RollbackTo returns to it.
 //

@@ -330,7 +330,7 @@ func (s *Store) firstTimeLocked() int64 {
 // in rollback mode, only once a position taken after they were emptied is
 // saved: "Positions and rollback"). A replica that captured its state at
 // some moment serves the messages of that moment to a replica catching up
-// (docs/clustering.md, "Stream snapshots"), even those removed since.
+// (docs/cluster.md, "Stream snapshots"), even those removed since.
 // Errors: store.ErrNotFound (never stored, a skipped sequence, or the
 // record is gone), a *store.CorruptError (its record fails its checks),
 // store.ErrClosed.

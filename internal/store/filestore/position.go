@@ -34,7 +34,7 @@ const positionVersion = 1
 // are not a position, and by Open when Config.RollbackTo does not match
 // the files: its segment is missing, its offset is past the segment's
 // end or not at a record boundary, or the segments hold a sequence past
-// its LastSeq. The caller fences the replica (docs/clustering.md,
+// its LastSeq. The caller fences the replica (docs/cluster.md,
 // "Checkpoints"). In the first cases nothing was changed on disk; in the
 // last the rollback's cut was made (and what it cut set aside).
 var ErrBadPosition = errors.New("filestore: position does not match the store")

@@ -191,7 +191,7 @@ func (s *Store) Close() error {
 // Reopen makes a closed store usable again, its messages as they were
 // when it closed: a memory stream's store handed from the runtime that
 // stopped to the next one (a clustered stream of one replica scaled up
-// keeps its messages: docs/clustering.md, "Memory streams"). It does
+// keeps its messages: docs/cluster.md, "Memory streams"). It does
 // nothing to an open store.
 func (s *Store) Reopen() {
 	s.mu.Lock()
