@@ -95,19 +95,9 @@ func AppendOp(dst []byte, op Op) ([]byte, error) {
 		dst = binary.AppendUvarint(dst, uint64(o.Replica))
 		dst = appendString(dst, string(o.To))
 	case *MoveStream:
-		dst = appendString(dst, o.Account)
-		dst = appendString(dst, o.Name)
-		dst = appendBytes(dst, o.Config)
-		dst = appendServers(dst, o.Servers)
-		dst = binary.AppendVarint(dst, o.Created)
-		dst = appendBytes(dst, o.OriginPlacement)
+		dst = appendMoveStream(dst, o)
 	case *ScaleStream:
-		dst = appendString(dst, o.Account)
-		dst = appendString(dst, o.Name)
-		dst = appendBytes(dst, o.Config)
-		dst = appendServers(dst, o.Servers)
-		dst = binary.AppendVarint(dst, o.Created)
-		dst = appendBytes(dst, o.OriginPlacement)
+		dst = appendMoveStream(dst, (*MoveStream)(o))
 	case *CancelMove:
 		dst = appendString(dst, o.Account)
 		dst = appendString(dst, o.Name)
@@ -172,9 +162,9 @@ func DecodeOp(b []byte) (Op, error) {
 	case KindMoveConsumer:
 		op = &MoveConsumer{Account: d.string(), Stream: d.string(), Name: d.string(), Replica: raftnode.ReplicaID(d.uvarint()), To: raftnode.ServerID(d.string())}
 	case KindMoveStream:
-		op = &MoveStream{Account: d.string(), Name: d.string(), Config: d.bytes(), Servers: d.servers(), Created: d.varint(), OriginPlacement: d.optBytes()}
+		op = d.moveStream()
 	case KindScaleStream:
-		op = &ScaleStream{Account: d.string(), Name: d.string(), Config: d.bytes(), Servers: d.servers(), Created: d.varint(), OriginPlacement: d.optBytes()}
+		op = (*ScaleStream)(d.moveStream())
 	case KindCancelMove:
 		op = &CancelMove{Account: d.string(), Name: d.string(), Config: d.bytes(), Created: d.varint(), Members: d.replicaIDs()}
 	case KindEndMove:
@@ -242,9 +232,9 @@ func check(op Op) error {
 			err = errors.Join(err, errors.New("group or replica 0"))
 		}
 	case *MoveStream:
-		err = errors.Join(checkNames(o.Account, o.Name), streamConfig(o.Config, o.Name), checkServers(o.Servers), placementJSON(o.OriginPlacement))
+		err = checkMoveStream(o)
 	case *ScaleStream:
-		err = errors.Join(checkNames(o.Account, o.Name), streamConfig(o.Config, o.Name), checkServers(o.Servers), placementJSON(o.OriginPlacement))
+		err = checkMoveStream((*MoveStream)(o))
 	case *CancelMove:
 		err = errors.Join(checkNames(o.Account, o.Name), streamConfig(o.Config, o.Name))
 		if slices.Contains(o.Members, 0) {
@@ -339,4 +329,26 @@ func consumerConfig(config []byte) error {
 func isObject(b []byte) bool {
 	t := bytes.TrimLeft(b, " \t\r\n")
 	return len(t) > 0 && t[0] == '{' && json.Valid(b)
+}
+
+// appendMoveStream appends the fields of a MoveStream (or a ScaleStream,
+// which has its shape) in the order the package comment draws.
+func appendMoveStream(dst []byte, o *MoveStream) []byte {
+	dst = appendString(dst, o.Account)
+	dst = appendString(dst, o.Name)
+	dst = appendBytes(dst, o.Config)
+	dst = appendServers(dst, o.Servers)
+	dst = binary.AppendVarint(dst, o.Created)
+	return appendBytes(dst, o.OriginPlacement)
+}
+
+// moveStream decodes the fields appendMoveStream appends.
+func (d *decoder) moveStream() *MoveStream {
+	return &MoveStream{Account: d.string(), Name: d.string(), Config: d.bytes(), Servers: d.servers(), Created: d.varint(), OriginPlacement: d.optBytes()}
+}
+
+// checkMoveStream is what AppendOp and the decoder refuse in a
+// MoveStream or a ScaleStream.
+func checkMoveStream(o *MoveStream) error {
+	return errors.Join(checkNames(o.Account, o.Name), streamConfig(o.Config, o.Name), checkServers(o.Servers), placementJSON(o.OriginPlacement))
 }

@@ -355,18 +355,10 @@ type EndMove struct {
 // clears its cancelled mark. Apply: the stream missing, 10059; a move
 // recorded (not a scale), 10124 "stream move already in progress";
 // subjects overlapping, 10065; a new server not a member, 10005.
-type ScaleStream struct {
-	Account string
-	Name    string
-	Config  []byte
-	Servers []raftnode.ServerID
-	// Created is the scale's start (unix ns, the proposer's clock), kept
-	// when a scale is already recorded.
-	Created int64
-	// OriginPlacement is the JSON of the placement the stream's config
-	// had before the scale, empty when it had none.
-	OriginPlacement []byte
-}
+// Its fields are MoveStream's (Created: the scale's start, kept when a
+// scale is already recorded; OriginPlacement: the config's placement
+// before the scale), and so is its encoding.
+type ScaleStream MoveStream
 
 // Kind implements Op.
 func (*ScaleStream) Kind() Kind { return KindScaleStream }
