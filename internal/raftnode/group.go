@@ -28,9 +28,11 @@ type group struct {
 	// round
 	rn         *raft.RawNode
 	st         *storage
-	smApplied  uint64   // the state machine's state reflects the log through here
-	rawApplied uint64   // the last index raft handed over as committed
-	confs      []confAt // conf states since the log's base, by index
+	smApplied  uint64        // the state machine's state reflects the log through here
+	rawApplied uint64        // the last index raft handed over as committed
+	confs      []confAt      // conf states since the log's base, by index
+	votersCS   *pb.ConfState // the conf state voters was computed from (publish)
+	voters     []ReplicaID   // its voters, shared by every status published from it
 	waiters    map[uint64]*Proposal
 	reads      map[uint64]*Proposal // read requests by context, index not confirmed yet
 	readSeq    uint64               // the last read context
@@ -1214,7 +1216,10 @@ func (g *group) publish() {
 	for _, ids := range [][]uint64{cs.GetVoters(), cs.GetVotersOutgoing(), cs.GetLearners(), cs.GetLearnersNext()} {
 		s.Member = s.Member || slices.Contains(ids, uint64(g.replica))
 	}
-	s.Voters = votersOf(cs)
+	if g.votersCS != cs {
+		g.votersCS, g.voters = cs, votersOf(cs)
+	}
+	s.Voters = g.voters
 	if bs.RaftState == raft.StateLeader {
 		g.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
 			s.Replicas = append(s.Replicas, ReplicaStatus{

@@ -86,7 +86,8 @@ type GroupStatus struct {
 	// (a membership change under way, raft's C_old,new).
 	Joint bool
 	// Voters are the voters of the configuration this replica applied
-	// last, both halves of a joint one, by replica ID, ascending.
+	// last, both halves of a joint one, by replica ID, ascending; shared
+	// between statuses: read only.
 	Voters []ReplicaID
 	// Member: this replica is in the configuration it applied last (a
 	// voter of either half, or a learner); false once it applied its own
