@@ -1,14 +1,17 @@
 package test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cairnmq/cairn/internal/cluster/jscluster"
 	"github.com/cairnmq/cairn/internal/server"
 )
 
@@ -24,7 +27,33 @@ import (
 // old servers stopped the stream and its durable still serve (the new
 // replicas are voters that count toward the majority).
 func TestJetStreamClusterDroppedReplicaHealed(t *testing.T) {
-	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { sysAppAuth(o) })
+	droppedReplicaHealed(t, nil)
+}
+
+// The same, with the meta leader's first proposal growing the durable
+// back to three replicas failing (a meta leader change, a timeout): the
+// durable is grown again (growShortConsumers, docs/cluster.md "Removing
+// a server") and ends on three servers, n4 among them.
+func TestJetStreamClusterShortConsumerGrownAgain(t *testing.T) {
+	var attempts atomic.Int32
+	droppedReplicaHealed(t, &jscluster.Hooks{FailGrowConsumer: func(_, _, consumer string) error {
+		if consumer == "C" && attempts.Add(1) == 1 {
+			return errors.New("test hook: the growth's proposal failed")
+		}
+		return nil
+	}})
+	if n := attempts.Load(); n < 2 {
+		t.Fatalf("%d proposals growing C, want the failed one and another", n)
+	}
+}
+
+// droppedReplicaHealed runs TestJetStreamClusterDroppedReplicaHealed with
+// hooks (nil: none) on every server.
+func droppedReplicaHealed(t *testing.T, hooks *jscluster.Hooks) {
+	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) {
+		sysAppAuth(o)
+		o.JetStreamClusterHooks = hooks
+	})
 	_, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
 	eventually(t, "create ORDERS", func() error {
 		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})

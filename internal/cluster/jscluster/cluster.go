@@ -96,6 +96,11 @@ type Hooks struct {
 	// attempt to start its replica of a consumer with it, as a failure
 	// that may pass (tried again: cretry.go). It must not block.
 	FailConsumerStart func(account, stream, consumer string) error
+	// FailGrowConsumer, when it returns an error, fails the meta
+	// leader's proposal growing a replicated consumer back to its
+	// replicas (heal.go growConsumer) with it, before anything is
+	// proposed. It must not block.
+	FailGrowConsumer func(account, stream, consumer string) error
 }
 
 // Cluster is one server's part of a clustered JetStream. Make it with

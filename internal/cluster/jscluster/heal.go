@@ -220,6 +220,12 @@ func (c *Cluster) growConsumer(sa meta.StreamAssignment, ca meta.ConsumerAssignm
 	if len(grown) == len(ca.Replicas) {
 		return
 	}
+	if h := c.cfg.Hooks; h != nil && h.FailGrowConsumer != nil {
+		if err := h.FailGrowConsumer(sa.Account, sa.Name, ca.Name); err != nil {
+			c.cfg.Logf("jscluster: consumer %s > %s > %s: not brought back to %d replicas with its stream: %v", sa.Account, sa.Name, ca.Name, want, err)
+			return
+		}
+	}
 	op := &meta.AssignConsumer{Account: sa.Account, Stream: sa.Name, Name: ca.Name, Action: meta.Update, Config: ca.Config, Created: ca.Created, Servers: grown}
 	if _, jerr := c.propose(op); jerr != nil {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: not brought back to %d replicas with its stream: %v", sa.Account, sa.Name, ca.Name, want, jerr)
