@@ -51,10 +51,12 @@ func (t *memTransport) Subscribe(subject, _ string, h streamrun.MsgHandler) (str
 	return memSub{t, subject}, nil
 }
 
-func (t *memTransport) Publish(subject, _ string, _, data []byte) bool {
+// Publish records hdr and data, one after the other (a PubAck has no
+// header; a status reply no data).
+func (t *memTransport) Publish(subject, _ string, hdr, data []byte) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.sent[subject] = append(t.sent[subject], bytes.Clone(data))
+	t.sent[subject] = append(t.sent[subject], append(bytes.Clone(hdr), data...))
 	return true
 }
 
@@ -97,6 +99,7 @@ type runReplica struct {
 
 type runCluster struct {
 	t    *testing.T
+	net  *raftnode.MemNetwork
 	reps []*runReplica
 }
 
@@ -108,7 +111,7 @@ func newRunCluster(t *testing.T, cfg stream.Config) *runCluster {
 		t.Fatal(err)
 	}
 	net := raftnode.NewMemNetwork(1, nil)
-	c := &runCluster{t: t}
+	c := &runCluster{t: t, net: net}
 	var peers []raftnode.Peer
 	for i := range 3 {
 		id := raftnode.ServerID(fmt.Sprintf("s%d", i+1))
@@ -352,6 +355,15 @@ func TestRuntimeLeaderChange(t *testing.T) {
 			if len(got) == 0 {
 				continue // forgotten: the client would retry
 			}
+			if bytes.HasPrefix(got[0], []byte("NATS/1.0 503")) {
+				// dropped by raft before it entered the log: stored nowhere
+				for _, r := range c.reps {
+					if last := r.store.State(false).LastSeq; storedSubject(r.store, last, fmt.Sprintf("orders.%d", i)) {
+						t.Fatalf("message %d answered 503 but stored on %s", i, r.id)
+					}
+				}
+				continue
+			}
 			var a runAck
 			if err := json.Unmarshal(got[0], &a); err != nil || a.Error != nil {
 				t.Fatalf("PubAck %d: %q", i, got[0])
@@ -364,4 +376,84 @@ func TestRuntimeLeaderChange(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A publish that reaches the leader while it hands its leadership over
+// is dropped by raft after Propose returned: it never entered the log,
+// so it is answered 503 with its subject (as a publish refused at
+// Propose, and as a request no subscriber took), for the client to
+// retry on the next leader, instead of being left unanswered until the
+// client's timeout; nothing of it is stored, and the retry is.
+func TestRuntimeDroppedPublishRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newRunCluster(t, stream.Config{Name: "ORDERS", Subjects: []string{"orders.>"}, Storage: stream.MemoryStorage})
+		l := c.leader(-1)
+		c.reps[l].tr.publish("orders.>", "orders.1", "reply.1", nil, []byte("order"))
+		c.ack(l, "reply.1")
+		c.converged(1, 1)
+
+		// The target never hears the leader's TimeoutNow: the transfer
+		// stays under way for an election timeout, raft dropping every
+		// proposal meanwhile.
+		f := (l + 1) % 3
+		c.net.Cut(c.reps[l].id, c.reps[f].id)
+		if err := c.reps[l].node.TransferLeader(group, raftnode.ReplicaID(f+1)); err != nil {
+			t.Fatal(err)
+		}
+		c.waitFor("the transfer under way", func() bool {
+			st, err := c.reps[l].node.Status(group)
+			return err == nil && st.Transferee != 0
+		})
+		if !c.reps[l].tr.publish("orders.>", "orders.2", "reply.2", nil, []byte("dropped")) {
+			t.Fatal("the leader's runtime is not subscribed")
+		}
+		c.waitFor("the reply to the dropped publish", func() bool {
+			return len(c.reps[l].tr.replies("reply.2")) > 0
+		})
+		if got := c.reps[l].tr.replies("reply.2"); len(got) != 1 || string(got[0]) != "NATS/1.0 503\r\nNats-Subject: orders.2\r\n\r\n" {
+			t.Fatalf("replies to the dropped publish: %q", got)
+		}
+		c.net.Heal(c.reps[l].id, c.reps[f].id)
+
+		// The client's retry (a 503 again while the transfer lasts) is
+		// stored, once, wherever leadership went.
+		var a runAck
+		for try := 0; ; try++ {
+			reply := fmt.Sprintf("reply.2.%d", try)
+			i := c.leader(-1)
+			if !c.reps[i].tr.publish("orders.>", "orders.2", reply, nil, []byte("retried")) {
+				continue // between a leader's election and its subscription
+			}
+			var got [][]byte
+			c.waitFor("the retry's reply", func() bool {
+				got = c.reps[i].tr.replies(reply)
+				return len(got) > 0
+			})
+			if bytes.HasPrefix(got[0], []byte("NATS/1.0 503")) {
+				time.Sleep(250 * time.Millisecond) // nats.go's retry wait
+				continue
+			}
+			if err := json.Unmarshal(got[0], &a); err != nil || a.Error != nil || a.Seq != 2 {
+				t.Fatalf("retry's PubAck: %q", got[0])
+			}
+			break
+		}
+		c.converged(2, 2)
+		for _, r := range c.reps {
+			if sm, err := r.store.Load(2); err != nil || string(sm.Data) != "retried" {
+				t.Fatalf("%s seq 2: %v, %v", r.id, sm, err)
+			}
+		}
+	})
+}
+
+// storedSubject reports whether st holds a message on subject among its
+// sequences 1 to last.
+func storedSubject(st store.Store, last uint64, subject string) bool {
+	for seq := uint64(1); seq <= last; seq++ {
+		if sm, err := st.Load(seq); err == nil && sm.Subject == subject {
+			return true
+		}
+	}
+	return false
 }

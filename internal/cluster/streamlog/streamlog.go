@@ -187,7 +187,10 @@ func New(cfg Config, a streamrun.Applier[stream.Op]) *Log {
 // error (a bug). A proposal that entered the log and then loses its
 // leader resolves later with raftnode.ErrNoReply: the Applier's Forget
 // (streamrun.Forgetter) is called with its key and the client is told
-// nothing, since the entry may still commit under the next leader.
+// nothing, since the entry may still commit under the next leader. One
+// that raft refuses after Propose returned (dropped during a leadership
+// transfer, leadership lost before it was stepped) is forgotten with
+// streamrun.ErrUnproposed wrapped (forgotten): nothing of it was logged.
 func (l *Log) Propose(op stream.Op, key uint64) error {
 	data, err := stream.AppendOp(nil, op)
 	if err != nil {
@@ -230,10 +233,24 @@ func (l *Log) watch() {
 				return
 			}
 			if _, err := pp.p.Result(); err != nil && f != nil {
-				f.Forget(pp.key, err)
+				f.Forget(pp.key, forgotten(err))
 			}
 		}
 	}
+}
+
+// forgotten returns the error a Forgetter is told of for a proposal that
+// resolved with err: raftnode.ErrNoReply (it entered the log and may
+// still commit under another leader) as it is; any other
+// (raftnode.ErrNotLeader, ErrDropped, ErrFenced, ErrStopped: raft never
+// took it, internal/raftnode/types.go) wrapped with
+// streamrun.ErrUnproposed, so that the stream answers its publishes 503
+// and the client's retry finds the new leader instead of timing out.
+func forgotten(err error) error {
+	if errors.Is(err, raftnode.ErrNoReply) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", streamrun.ErrUnproposed, err)
 }
 
 // Leader reports whether this node leads the group now (and is not

@@ -1,6 +1,8 @@
 package streamrun
 
 import (
+	"errors"
+
 	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/stream"
 )
@@ -43,12 +45,23 @@ type Applier[O any] interface {
 // still be applied, without the key, under another leader, so the waiter
 // must tell its client nothing (no PubAck, no error): the client's
 // timeout and retry, deduplicated by Nats-Msg-Id, settle it
-// (docs/cluster.md decision 7). Forget may be called from any
-// goroutine, concurrently with Apply, and may come after a later key's
-// Apply. The local log never calls it.
+// (docs/cluster.md decision 7). An err that wraps ErrUnproposed says
+// the operation never entered the log (raft dropped it during a
+// leadership transfer, or the replica lost its leadership before
+// stepping it): nothing of it can be applied anywhere, so a publish is
+// answered 503 as one Propose refused (Stream.refuseUnproposed). Forget
+// may be called from any goroutine, concurrently with Apply, and may
+// come after a later key's Apply. The local log never calls it.
 type Forgetter interface {
 	Forget(key uint64, err error)
 }
+
+// ErrUnproposed is wrapped by the error a log that commits later gives
+// Forgetter.Forget for an operation that never entered the log, as
+// opposed to one that entered it and lost its leader (which may still
+// commit elsewhere). Source: raftnode's proposal errors
+// (internal/raftnode/types.go): ErrNoReply alone means "entered".
+var ErrUnproposed = errors.New("streamrun: operation never entered the log")
 
 // Leader is implemented by a log whose node may or may not lead it (a
 // replicated one): Leader reports whether this node's proposals can
@@ -75,9 +88,10 @@ func (a laterApplier) Apply(index uint64, op stream.Op, key uint64) {
 }
 
 // Forget queues the failure of key's proposal for the apply goroutine,
-// which drops its waiter (Forgetter).
-func (a laterApplier) Forget(key uint64, _ error) {
-	a.r.in.pushOp(item{req: &request{kind: reqForget, key: key}})
+// which drops its waiter and, when err wraps ErrUnproposed, answers its
+// publishes 503 (Forgetter).
+func (a laterApplier) Forget(key uint64, err error) {
+	a.r.in.pushOp(item{req: &request{kind: reqForget, key: key, unproposed: errors.Is(err, ErrUnproposed)}})
 }
 
 // NewLogFunc makes the log of the stream named name, which hands what it

@@ -40,16 +40,19 @@ const (
 // after the request was served); out then holds the outcome of its
 // operation, or failed is set (the log will never apply it).
 type request struct {
-	kind   requestKind
-	op     stream.Op
-	time   int64  // reqExpire: the pass's time (unix ns)
-	timer  bool   // reqExpire: the expiry timer's pass (skipped when stream.Stream.ExpiryIdle)
-	index  uint64 // reqApply: the operation's index in the log
-	key    uint64 // reqApply, reqForget: the proposal's key (0: none)
-	out    stream.Outcome
-	failed bool
-	open   int  // waiters holding this request, not yet applied or failed
-	served bool // serve is done proposing for it
+	kind  requestKind
+	op    stream.Op
+	time  int64  // reqExpire: the pass's time (unix ns)
+	timer bool   // reqExpire: the expiry timer's pass (skipped when stream.Stream.ExpiryIdle)
+	index uint64 // reqApply: the operation's index in the log
+	key   uint64 // reqApply, reqForget: the proposal's key (0: none)
+	// unproposed: reqForget of an operation that never entered the log
+	// (Forgetter, ErrUnproposed): its publishes are answered 503.
+	unproposed bool
+	out        stream.Outcome
+	failed     bool
+	open       int  // waiters holding this request, not yet applied or failed
+	served     bool // serve is done proposing for it
 	// finished: done was closed (by the apply goroutine; the waiting
 	// goroutine reads done only).
 	finished bool
@@ -67,7 +70,7 @@ type waitKind uint8
 
 const (
 	waitNone    waitKind = iota
-	waitPublish          // replies: one per entry of a Publish ("" for none)
+	waitPublish          // replies, subjects: one per entry of a Publish (reply "" for none)
 	waitFast             // reply, fast: a fast batch message
 	waitCommit           // reply, respond: an atomic batch's commit
 	waitRequest          // req: the outcome goes to a request
@@ -80,12 +83,15 @@ type waiter struct {
 	key     uint64
 	kind    waitKind
 	replies []string
-	reply   string
-	respond bool
-	fast    *stream.FastInfo
-	req     *request
-	pass    int64  // waitExpire: the pass's time
-	first   uint64 // waitExpire: the stream's first sequence before the pass
+	// subjects are a Publish's subjects, one per reply (waitPublish), for
+	// the 503 of a publish that never entered the log (refuseUnproposed).
+	subjects []string
+	reply    string
+	respond  bool
+	fast     *stream.FastInfo
+	req      *request
+	pass     int64  // waitExpire: the pass's time
+	first    uint64 // waitExpire: the stream's first sequence before the pass
 	// refused is the error (10023, 10002) that ends a Copy's results
 	// after what was applied, when the proposer cut the copy short
 	// (proposeCopy); 0 for none.
@@ -194,6 +200,7 @@ func (r *Stream) take(it *item) {
 	}
 	r.pub.Entries = append(r.pub.Entries, it.entry)
 	r.pubReplies = append(r.pubReplies, it.reply)
+	r.pubSubjects = append(r.pubSubjects, it.entry.Subject)
 	if len(r.pub.Entries) == maxPublishGroup {
 		r.flushPublishes()
 	}
@@ -205,14 +212,17 @@ func (r *Stream) flushPublishes() {
 	if len(r.pub.Entries) == 0 {
 		return
 	}
-	r.propose(&r.pub, waiter{kind: waitPublish, replies: r.pubReplies})
+	r.propose(&r.pub, waiter{kind: waitPublish, replies: r.pubReplies, subjects: r.pubSubjects})
 	clear(r.pub.Entries)
 	r.pub.Entries = r.pub.Entries[:0]
 	if r.waiting.pending() {
-		r.pubReplies = nil // still held by a waiter: a log that applies later
+		// still held by a waiter: a log that applies later
+		r.pubReplies, r.pubSubjects = nil, nil
 	} else {
 		clear(r.pubReplies)
 		r.pubReplies = r.pubReplies[:0]
+		clear(r.pubSubjects)
+		r.pubSubjects = r.pubSubjects[:0]
 	}
 }
 
@@ -255,7 +265,7 @@ func (r *Stream) propose(op stream.Op, w waiter) {
 			r.env.Logf("stream %s: operation of kind %d not proposed: %v", r.name, op.Kind(), err)
 		}
 		if w, ok := r.waiting.remove(key); ok {
-			r.refuseUnproposed(op, w)
+			r.refuseUnproposed(w)
 			r.failWaiter(w)
 		}
 	}
@@ -268,18 +278,19 @@ func (r *Stream) propose(op stream.Op, w waiter) {
 // (nats.go: twice, 250 ms apart), which finds the stream's new leader. A
 // replicated stream's log refuses when its replica no longer leads or
 // hands its leadership over (a publish that reached it in the moment
-// its subscription went). nats-server says nothing then; the client's
-// publish times out (docs/compatibility.md).
-func (r *Stream) refuseUnproposed(op stream.Op, w waiter) {
-	p, ok := op.(*stream.Publish)
-	if !ok || w.kind != waitPublish || r.noAck() {
+// its subscription went), or, later, when raft drops the proposal
+// during a leadership transfer (Forgetter, ErrUnproposed). nats-server
+// says nothing then; the client's publish times out
+// (docs/compatibility.md).
+func (r *Stream) refuseUnproposed(w waiter) {
+	if w.kind != waitPublish || r.noAck() {
 		return
 	}
 	for i, reply := range w.replies {
-		if reply == "" || i >= len(p.Entries) {
+		if reply == "" || i >= len(w.subjects) {
 			continue
 		}
-		hdr := append(append([]byte("NATS/1.0 503\r\nNats-Subject: "), p.Entries[i].Subject...), "\r\n\r\n"...)
+		hdr := append(append([]byte("NATS/1.0 503\r\nNats-Subject: "), w.subjects[i]...), "\r\n\r\n"...)
 		r.env.Transport.Publish(reply, "", hdr, nil)
 	}
 }
@@ -350,6 +361,9 @@ func (r *Stream) serve(req *request) {
 		r.Apply(req.index, req.op, req.key)
 	case reqForget:
 		if w, ok := r.waiting.remove(req.key); ok {
+			if req.unproposed {
+				r.refuseUnproposed(w)
+			}
 			r.failWaiter(w)
 		}
 	}

@@ -94,7 +94,9 @@ type Stream struct {
 	pub        stream.Publish
 	fastPub    stream.Publish
 	pubReplies []string
-	dropped    []waiter
+	// pubSubjects are the subjects of pub's entries (waiter.subjects).
+	pubSubjects []string
+	dropped     []waiter
 
 	mu   sync.Mutex // guards cfg, subs, leading, timer, expireAt, stopped
 	cfg  stream.Config
