@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/confchange"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"go.etcd.io/raft/v3/tracker"
@@ -167,3 +168,124 @@ func (g *group) forceToSole(base snapMeta, ents []*pb.Entry, hs *pb.HardState) (
 		g.id, g.replica, cfg, removed, held+1, last, hs.GetCommit(), held)
 	return out, &pb.HardState{Term: new(term), Vote: new(vote), Commit: new(last)}
 }
+
+// Forcing out a lost voter of a group of two, at run time (ForceOut).
+//
+// A group of two voters commits an entry only once both hold it, so
+// each holds every committed entry. When one of them is gone for good
+// (its server removed from the cluster, or its replica from the group's
+// assignment, while it was down) the other can never be elected again:
+// it needs the lost one's vote. It is made the group's only voter here,
+// as a ForceSole restart would make it, without a restart: the removal
+// of the lost replica is appended to its log as an ordinary conf change
+// entry, in a term no leader can have had (its current term plus one: a
+// leader of the group needs this replica's vote, and it never voted in
+// that term), every entry of the log is committed (the uncommitted tail
+// included, as ForceSole does: a leader of the group appended it), and
+// the replica's raft is made again from its log, as a restart makes it,
+// so that raft applies the removal like any other. Nothing committed is
+// lost, unlike a forced majority loss.
+//
+// The force is refused (logged; the replica goes on as it was) unless,
+// in the round that takes it: this replica knows no leader; the
+// configuration raft has applied is exactly this replica and gone as
+// voters, not joint, with no learner; no membership change follows it
+// in the log (one not yet applied could change which replicas must hold
+// a commit); and no snapshot is installing.
+
+// ForceOut asks the group's next round to make this replica its only
+// voter, removing gone, the other voter of a group of two that is lost
+// for good (the cluster layer decides that: docs/cluster.md, "A stream
+// of two replicas"). It returns once the request is queued; the
+// outcome shows in the group's status (Voters), and a refusal in the
+// log. Errors: ErrUnknownGroup, ErrFenced, ErrBusy, ErrStopped, as for
+// every request.
+func (n *Node) ForceOut(id GroupID, gone ReplicaID) error {
+	return n.ask(id, request{kind: reqForceOut, to: gone})
+}
+
+// forceOut carries out a ForceOut of gone in the group's round (before
+// its Ready is taken): see above.
+func (g *group) forceOut(gone ReplicaID) {
+	if err := g.canForceOut(gone); err != nil {
+		g.n.cfg.Logf("raftnode: group %d: replica %d not forced out: %v", g.id, gone, err)
+		return
+	}
+	first, _ := g.st.FirstIndex()
+	last, _ := g.st.LastIndex()
+	ents, err := g.st.Entries(first, last+1, noLimit)
+	if err != nil && first <= last {
+		g.n.cfg.Logf("raftnode: group %d: replica %d not forced out: %v", g.id, gone, err)
+		return
+	}
+	baseTerm, err := g.st.Term(first - 1)
+	if err != nil {
+		g.n.cfg.Logf("raftnode: group %d: replica %d not forced out: %v", g.id, gone, err)
+		return
+	}
+	base := snapMeta{index: first - 1, term: baseTerm, conf: g.confAt(first - 1)}
+	term := g.rn.BasicStatus().GetTerm() + 1
+	data, err := proto.Marshal(&pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: pb.ConfChangeRemoveNode.Enum(), NodeId: new(uint64(gone))}}})
+	if err != nil {
+		g.n.cfg.Logf("raftnode: group %d: replica %d not forced out: %v", g.id, gone, err)
+		return
+	}
+	forced := []*pb.Entry{{Term: new(term), Index: new(last + 1), Type: pb.EntryConfChangeV2.Enum(), Data: data}}
+	hs := &pb.HardState{Term: new(term), Vote: new(uint64(0)), Commit: new(last + 1)}
+	ms := raft.NewMemoryStorage()
+	if err := ms.ApplySnapshot(&pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: new(base.index), Term: new(base.term), ConfState: base.conf}}); err != nil {
+		g.n.cfg.Logf("raftnode: group %d: replica %d not forced out: %v", g.id, gone, err)
+		return
+	}
+	_ = ms.Append(ents)
+	_ = ms.Append(forced)
+	_ = ms.SetHardState(hs)
+	g.st.MemoryStorage = ms
+	g.confs = []confAt{{index: base.index, cs: base.conf}}
+	g.rawApplied, g.appliedTerm = base.index, base.term
+	g.newRawNode(base.index)
+	var it items
+	it.entries(g.id, forced)
+	it.hardState(g.id, hs)
+	g.out.items = append(g.out.items, it.b...)
+	g.out.up.group, g.out.up.hs, g.out.up.maxIndex = g.id, hs, last+1
+	g.out.mustSync = true
+	g.quiet = false
+	g.n.cfg.Logf("raftnode: group %d: FORCED: replica %d becomes the group's only voter, replica %d (lost for good) removed at %d in term %d; entries up to %d committed by force",
+		g.id, g.replica, gone, last+1, term, last)
+}
+
+// canForceOut checks, in the group's round, that gone may be forced out
+// (see above); the error says why not.
+func (g *group) canForceOut(gone ReplicaID) error {
+	if g.restoring != nil {
+		return fmt.Errorf("a snapshot is installing")
+	}
+	if bs := g.rn.BasicStatus(); bs.RaftState == raft.StateLeader || bs.Lead != 0 {
+		return fmt.Errorf("the group has a leader (replica %d)", bs.Lead)
+	}
+	cfg := g.rn.Status().Config
+	in := cfg.Voters[0]
+	_, self := in[uint64(g.replica)]
+	_, other := in[uint64(gone)]
+	if gone == g.replica || len(in) != 2 || !self || !other || len(cfg.Voters[1]) > 0 || len(cfg.Learners) > 0 || len(cfg.LearnersNext) > 0 {
+		return fmt.Errorf("the configuration %s is not replicas %d and %d alone", cfg, g.replica, gone)
+	}
+	last, _ := g.st.LastIndex()
+	if g.rawApplied < last {
+		ents, err := g.st.Entries(g.rawApplied+1, last+1, noLimit)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if e.GetType() != pb.EntryNormal {
+				return fmt.Errorf("a membership change at %d is not applied yet", e.GetIndex())
+			}
+		}
+	}
+	return nil
+}
+
+// noLimit is the size limit of a MemoryStorage.Entries call that wants
+// every entry of the range.
+const noLimit = ^uint64(0)

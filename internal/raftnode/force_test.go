@@ -3,6 +3,7 @@ package raftnode
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -190,4 +191,103 @@ func applyAll(t *testing.T, cfg tracker.Config, ccs []*pb.ConfChangeV2) tracker.
 		t.Fatal(err)
 	}
 	return got
+}
+
+// waitLeaderless ticks until node i's replica of g knows no leader.
+func (c *testCluster) waitLeaderless(i int, g GroupID) {
+	c.t.Helper()
+	for range 100 {
+		if st := c.status(i, g); st.Leader == 0 && st.Role != Leader {
+			return
+		}
+		c.tick(1)
+	}
+	c.t.Fatalf("node %d's replica of %d still knows a leader: %+v", i, g, c.status(i, g))
+}
+
+// A group of two whose other voter is lost for good: the survivor knows
+// no leader and never elects one, until ForceOut makes it the only
+// voter, at run time. Then it leads, holds every entry it had (the
+// tail appended after the other was gone, never committed, included,
+// as ForceSole commits it), commits alone, and stays the only voter
+// after a restart.
+func TestForceOutLostVoterOfTwo(t *testing.T) {
+	c := newTestCluster(t, 2, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	for i := range 5 {
+		resolved(t, c.propose(0, 1, fmt.Sprint(i)))
+	}
+	c.tick(2)
+	c.crash(1, vfs.CrashOptions{Tail: vfs.TailDrop})
+	c.propose(0, 1, "tail") // appended here, never committed
+	c.waitLeaderless(0, 1)
+	held := c.status(0, 1).Commit
+	c.tick(60)
+	if l := c.leader(1); l != -1 {
+		t.Fatalf("node %d leads with one voter of two", l)
+	}
+	if err := c.nodes[0].n.ForceOut(1, 2); err != nil {
+		t.Fatal(err)
+	}
+	c.tickUntilLeader(1, 60, 0)
+	if st := c.status(0, 1); !slices.Equal(st.Voters, []ReplicaID{1}) || len(st.Replicas) != 1 {
+		t.Fatalf("voters %v, replicas %+v after the force", st.Voters, st.Replicas)
+	}
+	sm := c.nodes[0].sms[1]
+	if sm.applied <= held+1 {
+		t.Fatalf("applied %d: the tail after commit %d was not applied", sm.applied, held)
+	}
+	resolved(t, c.propose(0, 1, "after"))
+	applied := sm.applied
+
+	c.crash(0, vfs.CrashOptions{Tail: vfs.TailDrop})
+	c.open(0)
+	c.addReplica(0, 1, 0)
+	c.tickUntilLeader(1, 60, 0)
+	sm = c.nodes[0].sms[1]
+	if st := c.status(0, 1); !slices.Equal(st.Voters, []ReplicaID{1}) {
+		t.Fatalf("voters %v after a restart", st.Voters)
+	}
+	resolved(t, c.propose(0, 1, "restarted"))
+	if sm.applied <= applied {
+		t.Fatalf("applied %d after the restart, %d before", sm.applied, applied)
+	}
+}
+
+// ForceOut is refused while a leader is known, for a group of three
+// (two of three lost: a committed entry may be on the lost ones alone),
+// and for a replica that is not the other voter: the group is as it
+// was.
+func TestForceOutRefused(t *testing.T) {
+	var logs []string
+	c := newTestCluster(t, 3, func(cfg *Config) {
+		cfg.Logf = func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }
+	})
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	resolved(t, c.propose(0, 1, "a"))
+	c.tick(2)
+	if err := c.nodes[1].n.ForceOut(1, 3); err != nil {
+		t.Fatal(err)
+	}
+	c.tick(1)
+	if st := c.status(1, 1); len(st.Voters) != 3 || c.leader(1) != 0 {
+		t.Fatalf("a follower with a leader forced: voters %v, leader %d", st.Voters, c.leader(1))
+	}
+	c.crash(1, vfs.CrashOptions{Tail: vfs.TailDrop})
+	c.crash(2, vfs.CrashOptions{Tail: vfs.TailDrop})
+	c.waitLeaderless(0, 1)
+	for _, gone := range []ReplicaID{2, 1, 7} {
+		if err := c.nodes[0].n.ForceOut(1, gone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.tick(60)
+	if st := c.status(0, 1); len(st.Voters) != 3 || c.leader(1) != -1 {
+		t.Fatalf("a replica of three forced: voters %v, leader %d", st.Voters, c.leader(1))
+	}
+	if s := strings.Join(logs, "\n"); strings.Contains(s, "FORCED") || strings.Count(s, "not forced out") != 4 {
+		t.Fatalf("logs:\n%s", s)
+	}
 }

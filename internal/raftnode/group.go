@@ -157,6 +157,7 @@ const (
 	reqRemove
 	reqWake
 	reqRead
+	reqForceOut // ForceOut of replica to (force.go)
 )
 
 // roundOut is what prepare hands to the node and finish.
@@ -561,6 +562,8 @@ func (g *group) request(r request) {
 		g.prepareCompact(r.index)
 	case reqRead:
 		g.startRead(r.read)
+	case reqForceOut:
+		g.forceOut(r.to)
 	case reqWake: // a forget is done first (forgetFirst)
 	}
 	if r.done != nil {
