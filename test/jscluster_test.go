@@ -181,7 +181,15 @@ func restartServer(t *testing.T, o server.Options) *server.Server {
 // eventually retries f until it succeeds or clusterTimeout passes.
 func eventually(t *testing.T, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(clusterTimeout)
+	eventuallyWithin(t, clusterTimeout, what, f)
+}
+
+// eventuallyWithin retries f until it succeeds or d passes: for a wait
+// that includes a fixed delay of the server's (a 10 s housekeeping
+// bound) on top of the usual convergence.
+func eventuallyWithin(t *testing.T, d time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for {
 		err := f()
 		if err == nil {

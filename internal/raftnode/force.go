@@ -188,10 +188,11 @@ func (g *group) forceToSole(base snapMeta, ents []*pb.Entry, hs *pb.HardState) (
 //
 // The force is refused (logged; the replica goes on as it was) unless,
 // in the round that takes it: this replica knows no leader; the
-// configuration raft has applied is exactly this replica and gone as
-// voters, not joint, with no learner; no membership change follows it
-// in the log (one not yet applied could change which replicas must hold
-// a commit); and no snapshot is installing.
+// configuration raft has applied has exactly this replica and gone as
+// voters, not joint (learners change no quorum); no membership change follows it
+// in the log but additions of learners (one not yet applied could
+// change which replicas must hold a commit); and no snapshot is
+// installing.
 
 // ForceOut asks the group's next round to make this replica its only
 // voter, removing gone, the other voter of a group of two that is lost
@@ -268,7 +269,7 @@ func (g *group) canForceOut(gone ReplicaID) error {
 	in := cfg.Voters[0]
 	_, self := in[uint64(g.replica)]
 	_, other := in[uint64(gone)]
-	if gone == g.replica || len(in) != 2 || !self || !other || len(cfg.Voters[1]) > 0 || len(cfg.Learners) > 0 || len(cfg.LearnersNext) > 0 {
+	if gone == g.replica || len(in) != 2 || !self || !other || len(cfg.Voters[1]) > 0 {
 		return fmt.Errorf("the configuration %s is not replicas %d and %d alone", cfg, g.replica, gone)
 	}
 	last, _ := g.st.LastIndex()
@@ -278,12 +279,34 @@ func (g *group) canForceOut(gone ReplicaID) error {
 			return err
 		}
 		for _, e := range ents {
-			if e.GetType() != pb.EntryNormal {
+			if e.GetType() != pb.EntryNormal && !learnersOnly(e) {
 				return fmt.Errorf("a membership change at %d is not applied yet", e.GetIndex())
 			}
 		}
 	}
 	return nil
+}
+
+// learnersOnly reports whether conf change entry e only adds learners
+// (not joint): committed or not, it changes no quorum, so the two
+// voters still hold every committed entry after it (the leader adding a
+// new replica as a learner appends one just before it loses its
+// quorum). It is applied before the removal that forces, like any
+// entry of the log.
+func learnersOnly(e *pb.Entry) bool {
+	cc, err := decodeConf(e)
+	if err != nil || len(cc.GetChanges()) == 0 {
+		return false
+	}
+	if _, joint := cc.EnterJoint(); joint || cc.LeaveJoint() {
+		return false
+	}
+	for _, ch := range cc.GetChanges() {
+		if ch.GetType() != pb.ConfChangeAddLearnerNode {
+			return false
+		}
+	}
+	return true
 }
 
 // noLimit is the size limit of a MemoryStorage.Entries call that wants

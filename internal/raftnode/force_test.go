@@ -221,6 +221,15 @@ func TestForceOutLostVoterOfTwo(t *testing.T) {
 	c.tick(2)
 	c.crash(1, vfs.CrashOptions{Tail: vfs.TailDrop})
 	c.propose(0, 1, "tail") // appended here, never committed
+	// The leader adds a new replica as a learner just before it loses
+	// its quorum: the change is in its log, never applied.
+	if err := c.nodes[0].n.SetPeers(1, append(c.peers(0), Peer{Replica: 3, Server: "s9"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.nodes[0].n.ChangeMembership(1, []Change{{Kind: AddLearner, Replica: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
 	c.waitLeaderless(0, 1)
 	held := c.status(0, 1).Commit
 	c.tick(60)
@@ -231,8 +240,8 @@ func TestForceOutLostVoterOfTwo(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.tickUntilLeader(1, 60, 0)
-	if st := c.status(0, 1); !slices.Equal(st.Voters, []ReplicaID{1}) || len(st.Replicas) != 1 {
-		t.Fatalf("voters %v, replicas %+v after the force", st.Voters, st.Replicas)
+	if st := c.status(0, 1); !slices.Equal(st.Voters, []ReplicaID{1}) || len(st.Replicas) != 2 || !st.Replicas[1].Learner {
+		t.Fatalf("voters %v, replicas %+v after the force (want the learner kept)", st.Voters, st.Replicas)
 	}
 	sm := c.nodes[0].sms[1]
 	if sm.applied <= held+1 {
@@ -289,5 +298,34 @@ func TestForceOutRefused(t *testing.T) {
 	}
 	if s := strings.Join(logs, "\n"); strings.Contains(s, "FORCED") || strings.Count(s, "not forced out") != 4 {
 		t.Fatalf("logs:\n%s", s)
+	}
+}
+
+// ForceOut is refused when a membership change that adds a voter
+// follows the applied configuration in the log: had it committed, the
+// group's quorum would no longer need this replica.
+func TestForceOutRefusedPendingVoter(t *testing.T) {
+	var logs []string
+	c := newTestCluster(t, 2, func(cfg *Config) {
+		cfg.Logf = func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }
+	})
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	resolved(t, c.propose(0, 1, "a"))
+	c.crash(1, vfs.CrashOptions{Tail: vfs.TailDrop})
+	if err := c.nodes[0].n.SetPeers(1, append(c.peers(0), Peer{Replica: 3, Server: "s9"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.nodes[0].n.ChangeMembership(1, []Change{{Kind: AddVoter, Replica: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	c.waitLeaderless(0, 1)
+	if err := c.nodes[0].n.ForceOut(1, 2); err != nil {
+		t.Fatal(err)
+	}
+	c.tick(60)
+	if c.leader(1) != -1 || !strings.Contains(strings.Join(logs, "\n"), "is not applied yet") {
+		t.Fatalf("leader %d; logs:\n%s", c.leader(1), strings.Join(logs, "\n"))
 	}
 }

@@ -505,6 +505,7 @@ func (c *Cluster) run() {
 			c.finishSingleMoves()
 			c.askReplaceLost()
 			c.handleLost()
+			c.forceLostVoters()
 			c.reconcileMemberships()
 			c.reportMoves()
 			c.reconcileConsumerMemberships()

@@ -73,6 +73,8 @@ type creplica struct {
 	changing   *raftnode.Proposal
 	leaderless time.Time
 	convertAt  time.Time
+	// forceSince: as replica's (lostvoter.go).
+	forceSince time.Time
 }
 
 // leaderReplica forwards a consumer's leadership to its runtime and

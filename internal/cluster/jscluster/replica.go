@@ -50,6 +50,10 @@ type leadState struct {
 	// replica has known no leader (retireReplicas); the run goroutine's.
 	changing   *raftnode.Proposal
 	leaderless time.Time
+	// forceSince: since when its group of two has had no leader and
+	// its other voter left the assignment (lostvoter.go); the run
+	// goroutine's.
+	forceSince time.Time
 	// convertAt: when a scale-down to one replica last failed here, or
 	// the settle was last asked (scaledown.go); the run goroutine's.
 	convertAt time.Time

@@ -1,0 +1,118 @@
+package test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cairnmq/cairn/internal/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A stream of two replicas, with a durable of two, whose follower's
+// server is stopped and then removed (SERVER.REMOVE): the survivor can
+// never be elected again in a group of two without the lost voter, so
+// before, the stream and the durable stayed leaderless for good
+// (a new-user trial; nats-server v2.15.2 shrinks the group and adds the
+// new peer). The survivor forces the lost voter out and leads alone
+// (docs/cluster.md, "A stream of two replicas"): the stream and the
+// durable are led again, back on two current replicas (the third
+// server's), with every acknowledged message, and take publishes and
+// acknowledgements.
+func TestJetStreamClusterLostVoterOfTwoForcedOut(t *testing.T) {
+	servers, _ := jsClusterMod(t, 3, func(_ int, o *server.Options) { sysAppAuth(o) })
+	waitMeta(t, servers, []string{"n1", "n2", "n3"})
+	_, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
+	eventually(t, "create X2", func() error {
+		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "X2", Subjects: []string{"x2.>"}, Replicas: 2})
+		return err
+	})
+	eventually(t, "create the durable", func() error {
+		_, err := js[0].CreateOrUpdateConsumer(ctx2(t), "X2", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy})
+		return err
+	})
+	const msgs = 20
+	for i := 1; i <= msgs; i++ {
+		clusterPublish(t, js[0], fmt.Sprintf("x2.%d", i), uint64(i))
+	}
+	li := streamLeader(t, servers, js[0], "X2")
+	fi := -1
+	eventually(t, "X2's follower current", func() error {
+		s, err := js[li].Stream(ctx2(t), "X2")
+		if err != nil {
+			return err
+		}
+		ci := s.CachedInfo().Cluster
+		if ci == nil || len(ci.Replicas) != 1 || !ci.Replicas[0].Current {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		fi = leaderIndex(servers, ci.Replicas[0].Name)
+		return nil
+	})
+	lost := servers[fi].Name()
+	servers[fi].Shutdown()
+	sys := connect(t, servers[li].ClientURL(), nats.UserInfo("sys", "sys"))
+	eventually(t, "remove "+lost, func() error {
+		if r := stepDownRequest(t, sys, "$JS.API.SERVER.REMOVE", fmt.Sprintf(`{"peer":%q}`, lost)); !r.Success {
+			return fmt.Errorf("%+v", r.Error)
+		}
+		return nil
+	})
+	live := []string{servers[0].Name(), servers[1].Name(), servers[2].Name()}
+	live = slices.DeleteFunc(live, func(n string) bool { return n == lost })
+	ajs := js[li]
+	// Past the 10 s the survivor waits without a leader (forceOutAfter),
+	// with room for a loaded machine.
+	eventuallyWithin(t, 10*time.Second+2*clusterTimeout, "X2 led, on two current replicas, whole", func() error {
+		s, err := ajs.Stream(ctx2(t), "X2")
+		if err != nil {
+			return err
+		}
+		si := s.CachedInfo()
+		if si.Cluster == nil || si.Cluster.Leader == "" || len(si.Cluster.Replicas) != 1 || !si.Cluster.Replicas[0].Current {
+			return fmt.Errorf("cluster %+v", si.Cluster)
+		}
+		if got := []string{si.Cluster.Leader, si.Cluster.Replicas[0].Name}; !slices.Contains(got, live[0]) || !slices.Contains(got, live[1]) {
+			return fmt.Errorf("X2 on %v, want %v", got, live)
+		}
+		if si.State.Msgs != msgs {
+			return fmt.Errorf("%d messages, want %d", si.State.Msgs, msgs)
+		}
+		return nil
+	})
+	clusterPublish(t, ajs, "x2.after", msgs+1)
+	eventually(t, "the durable led, on two current replicas", func() error {
+		ci, err := consumerInfoVia(t, ajs, "X2", "D")
+		if err != nil {
+			return err
+		}
+		if ci.Cluster == nil || ci.Cluster.Leader == "" || len(ci.Cluster.Replicas) != 1 || !ci.Cluster.Replicas[0].Current || ci.Cluster.Replicas[0].Name == lost {
+			return fmt.Errorf("cluster %+v", ci.Cluster)
+		}
+		return nil
+	})
+	cons, err := ajs.Consumer(ctx2(t), "X2", "D")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for got < msgs+1 {
+		batch, err := cons.Fetch(msgs+1-got, jetstream.FetchMaxWait(clusterTimeout/4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			if err := m.DoubleAck(ctx2(t)); err != nil {
+				t.Fatalf("ack of message %d: %v", got+n+1, err)
+			}
+			n++
+		}
+		if n == 0 {
+			t.Fatalf("fetched %d of %d messages: %v", got, msgs+1, batch.Error())
+		}
+		got += n
+	}
+}
