@@ -22,6 +22,19 @@ import (
 // server's), with every acknowledged message, and take publishes and
 // acknowledgements.
 func TestJetStreamClusterLostVoterOfTwoForcedOut(t *testing.T) {
+	testLostVoterOfTwo(t, "$JS.API.SERVER.REMOVE")
+}
+
+// As above, with the stopped server's replica removed from the stream
+// alone (STREAM.PEER.REMOVE, `nats stream cluster peer-remove`).
+func TestJetStreamClusterLostVoterOfTwoPeerRemoved(t *testing.T) {
+	testLostVoterOfTwo(t, "$JS.API.STREAM.PEER.REMOVE.X2")
+}
+
+// testLostVoterOfTwo runs the scenario above, removing the stopped
+// follower's server with a request to subject (a body naming it), as
+// the system account for SERVER.REMOVE, else as the stream's.
+func testLostVoterOfTwo(t *testing.T, subject string) {
 	servers, _ := jsClusterMod(t, 3, func(_ int, o *server.Options) { sysAppAuth(o) })
 	waitMeta(t, servers, []string{"n1", "n2", "n3"})
 	_, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
@@ -53,9 +66,13 @@ func TestJetStreamClusterLostVoterOfTwoForcedOut(t *testing.T) {
 	})
 	lost := servers[fi].Name()
 	servers[fi].Shutdown()
-	sys := connect(t, servers[li].ClientURL(), nats.UserInfo("sys", "sys"))
+	user := "app" // a stream's request goes to its account's API
+	if subject == "$JS.API.SERVER.REMOVE" {
+		user = "sys"
+	}
+	nc := connect(t, servers[li].ClientURL(), nats.UserInfo(user, user))
 	eventually(t, "remove "+lost, func() error {
-		if r := stepDownRequest(t, sys, "$JS.API.SERVER.REMOVE", fmt.Sprintf(`{"peer":%q}`, lost)); !r.Success {
+		if r := stepDownRequest(t, nc, subject, fmt.Sprintf(`{"peer":%q}`, lost)); !r.Success {
 			return fmt.Errorf("%+v", r.Error)
 		}
 		return nil
