@@ -108,10 +108,25 @@ func (m *Monitor) raftz(acc, group string) (*RaftzStatus, bool) {
 	return &rz, true
 }
 
-// raftzGroup converts a group's status to nats-server's shape.
+// raftzGroup converts a group's status to nats-server's shape. size and
+// quorum_needed count the voters of the configuration the replica
+// applied, and peers lists its other members (a learner among them, on
+// the leader): a replica removed from the group (SERVER.REMOVE, a move)
+// is no longer counted, though the node still knows its server until
+// the next change, as nats-server's size drops with the peer's removal.
 func raftzGroup(g jscluster.RaftGroup, now time.Time) RaftzGroup {
 	st := g.Status
 	size := len(st.Peers) + 1
+	members := map[raftnode.ReplicaID]bool{}
+	if len(st.Voters) > 0 {
+		size = len(st.Voters)
+		for _, v := range st.Voters {
+			members[v] = true
+		}
+		for _, r := range st.Replicas {
+			members[r.Replica] = true
+		}
+	}
 	rg := RaftzGroup{
 		ID: g.ID, State: raftzState(st), Size: size, QuorumNeeded: size/2 + 1,
 		Committed: st.Commit, Applied: st.Applied, EverHadLeader: st.EverHadLeader,
@@ -141,6 +156,9 @@ func raftzGroup(g jscluster.RaftGroup, now time.Time) RaftzGroup {
 		match[r.Server] = r.Match
 	}
 	for _, p := range st.Peers {
+		if len(members) > 0 && !members[p.Replica] {
+			continue // removed from the group
+		}
 		peer := RaftzGroupPeer{Name: string(p.Server), Known: true, LastReplicatedIndex: match[p.Server]}
 		if p.Heard {
 			peer.LastSeen = p.Ago.String()
