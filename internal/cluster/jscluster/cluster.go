@@ -678,9 +678,19 @@ func (c *Cluster) quarantineWAL() bool {
 // replica that acknowledged entries); the server joins the meta group
 // as a new replica instead, as a wiped server does, and never
 // bootstraps a new one (bootstrap's joinOnly). A record without
-// incarnations (replica IDs by position) cannot tell: false.
+// incarnations (replica IDs by position) cannot tell: false. A record
+// that names neither this server nor its store under another name (a
+// server renamed over its store whose WAL was then replaced: the record
+// still names the store's first name by its old incarnation; a trial
+// left it out of the meta group for good) is of a store changed too.
 func (c *Cluster) storeChanged(rec votersFile) bool {
 	was, ok := rec.Incarnations[string(c.name)]
+	if !ok && rec.Incarnations != nil && !slices.Contains(rec.Voters, string(c.name)) {
+		if _, renamed := c.renamedFrom(rec); !renamed {
+			c.cfg.Logf("JetStream cluster: the meta group's voters record %v names neither this server nor its store %s (renamed over a store whose Raft WAL was then replaced): joining the meta group as a new replica", rec.Voters, c.node.Incarnation())
+			return true
+		}
+	}
 	if !ok || was == c.node.Incarnation().String() {
 		return false
 	}
