@@ -502,6 +502,9 @@ func TestJetStreamClusterScaleUpEmptyStream(t *testing.T) {
 func TestJetStreamClusterPublishRightAfterCreate(t *testing.T) {
 	servers, _ := jsClusterMod(t, 3, nil)
 	ncs, js := clusterClients(t, servers)
+	// Every server catalogued with JetStream (a create placed before
+	// is 10005 "jetstream not enabled in cluster", as in nats-server).
+	waitMeta(t, servers, []string{"n1", "n2", "n3"})
 	eventually(t, "a meta leader", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -510,12 +513,12 @@ func TestJetStreamClusterPublishRightAfterCreate(t *testing.T) {
 	})
 	for i := range 12 {
 		name := fmt.Sprintf("S%d", i)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := js[i%3].CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name}, Replicas: 3})
-		cancel()
-		if err != nil {
-			t.Fatalf("create %s: %v", name, err)
-		}
+		eventually(t, "create "+name, func() error { // the same create again: idempotent
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, err := js[i%3].CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name}, Replicas: 3})
+			return err
+		})
 		for j, nc := range ncs {
 			if _, err := nc.Request(name, []byte("x"), 5*time.Second); err != nil {
 				t.Fatalf("publish to %s through server %d right after its create through server %d: %v", name, j, i%3, err)

@@ -137,7 +137,9 @@ func scBody(replicas int, extra string) string {
 func scaleCluster(t *testing.T) ([]*server.Server, *nats.Conn, []string) {
 	t.Helper()
 	servers, _, _, nc := placementCluster(t, nil)
-	js, err := nc.JetStream(nats.PublishAsyncMaxPending(256))
+	// A publish whose answer is lost (a leader change) fails after 5 s
+	// and is sent again below, deduplicated by its ID.
+	js, err := nc.JetStream(nats.PublishAsyncMaxPending(256), nats.PublishAsyncTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,11 +152,7 @@ func scaleCluster(t *testing.T) ([]*server.Server, *nats.Conn, []string) {
 			t.Fatal(err)
 		}
 	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-time.After(clusterTimeout):
-		t.Fatal("publishes not acknowledged")
-	}
+	waitAsyncComplete(t, js)
 	for i, f := range acks {
 		select {
 		case <-f.Ok():
@@ -168,6 +166,27 @@ func scaleCluster(t *testing.T) ([]*server.Server, *nats.Conn, []string) {
 	}
 	waitMoved(t, nc, "SC", origin, scMsgs)
 	return servers, nc, origin
+}
+
+// waitAsyncComplete waits until js has no asynchronous publish pending,
+// for as long as their number keeps falling (a loaded machine under the
+// race detector acknowledges 20,000 publishes in well over the
+// clusterTimeout a stall would take).
+func waitAsyncComplete(t *testing.T, js nats.JetStreamContext) {
+	t.Helper()
+	last := js.PublishAsyncPending() + 1
+	for {
+		select {
+		case <-js.PublishAsyncComplete():
+			return
+		case <-time.After(clusterTimeout):
+		}
+		n := js.PublishAsyncPending()
+		if n >= last {
+			t.Fatalf("publishes not acknowledged: %d pending, none answered in %v", n, clusterTimeout)
+		}
+		last = n
+	}
 }
 
 // waitScaledTo waits until stream name runs n replicas, all current,

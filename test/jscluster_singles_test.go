@@ -193,16 +193,19 @@ func TestJetStreamClusterStreamMoveWithConsumers(t *testing.T) {
 	}
 	// R (three replicas), and durables of one replica until one is on n2.
 	names := []string{"R"}
-	if _, err := js.CreateOrUpdateConsumer(ctx2(t), "TRIO", jetstream.ConsumerConfig{Durable: "R", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
-		t.Fatal(err)
-	}
+	eventually(t, "create R", func() error {
+		_, err := js.CreateOrUpdateConsumer(ctx2(t), "TRIO", jetstream.ConsumerConfig{Durable: "R", AckPolicy: jetstream.AckExplicitPolicy})
+		return err
+	})
 	onN2 := ""
 	for i := 0; i < 30 && onN2 == ""; i++ {
 		name := fmt.Sprintf("S%d", i)
-		c, err := js.CreateOrUpdateConsumer(ctx2(t), "TRIO", jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy, Replicas: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		var c jetstream.Consumer
+		eventually(t, "create "+name, func() error { // idempotent: a slow answer is asked again
+			var err error
+			c, err = js.CreateOrUpdateConsumer(ctx2(t), "TRIO", jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy, Replicas: 1})
+			return err
+		})
 		names = append(names, name)
 		if ci := c.CachedInfo().Cluster; ci != nil && ci.Leader == "n2" {
 			onN2 = name
