@@ -211,15 +211,16 @@ func startPullConsumer(t *testing.T, n int, newLog func(streamrun.Applier[consum
 // on (a waiting pull request is served, a no_wait one that came while
 // it was stopped is served rather than answered 404 No Messages), and
 // its pull request's idle heartbeats go on while it waits. Without the
-// window it delivered all 1,200 messages before anything committed.
+// window it delivered every message before anything committed.
 func TestReplicatedLeaderStopsAtUncommittedBound(t *testing.T) {
+	const total = 2*maxUncommitted + 176 // the second commit's room serves the rest
 	synctest.Test(t, func(t *testing.T) {
 		l := &heldLog{}
-		c, tr := startPullConsumer(t, 1200, func(a streamrun.Applier[consumer.Op]) streamrun.Log[consumer.Op] {
+		c, tr := startPullConsumer(t, total, func(a streamrun.Applier[consumer.Op]) streamrun.Log[consumer.Op] {
 			l.a = a
 			return l
 		})
-		tr.pull(t, "inbox.1", `{"batch":1190,"expires":600000000000,"idle_heartbeat":1000000000}`)
+		tr.pull(t, "inbox.1", fmt.Sprintf(`{"batch":%d,"expires":600000000000,"idle_heartbeat":1000000000}`, total-10))
 		synctest.Wait()
 		if n, _ := tr.got("inbox.1"); n != maxUncommitted {
 			t.Fatalf("delivered %d messages with nothing committed, want the bound %d", n, maxUncommitted)
@@ -238,7 +239,7 @@ func TestReplicatedLeaderStopsAtUncommittedBound(t *testing.T) {
 		}
 		// Each commit makes room for as many again, and both requests
 		// are served (in turns, as nats-server serves them).
-		for i, want := range []int{2 * maxUncommitted, 1200} {
+		for i, want := range []int{2 * maxUncommitted, total} {
 			if l.commit(c) == 0 {
 				t.Fatalf("commit %d: nothing flushed", i)
 			}
@@ -257,8 +258,8 @@ func TestReplicatedLeaderStopsAtUncommittedBound(t *testing.T) {
 		c.mu.Lock()
 		sent, done := c.win.sent, c.win.done
 		c.mu.Unlock()
-		if sent != 1200 || done != 1200 {
-			t.Fatalf("window counted %d sent, %d applied; want 1200 of each", sent, done)
+		if sent != total || done != total {
+			t.Fatalf("window counted %d sent, %d applied; want %d of each", sent, done, total)
 		}
 	})
 }
@@ -266,12 +267,13 @@ func TestReplicatedLeaderStopsAtUncommittedBound(t *testing.T) {
 // A consumer of one replica (the local log, which applies at once) has
 // no window: one pull request gets everything at once.
 func TestLocalConsumerNotWindowed(t *testing.T) {
+	const total = 3 * maxUncommitted
 	synctest.Test(t, func(t *testing.T) {
-		_, tr := startPullConsumer(t, 1200, nil)
-		tr.pull(t, "inbox.1", `{"batch":1200,"expires":600000000000}`)
+		_, tr := startPullConsumer(t, total, nil)
+		tr.pull(t, "inbox.1", fmt.Sprintf(`{"batch":%d,"expires":600000000000}`, total))
 		synctest.Wait()
-		if n, _ := tr.got("inbox.1"); n != 1200 {
-			t.Fatalf("delivered %d of 1200 messages", n)
+		if n, _ := tr.got("inbox.1"); n != total {
+			t.Fatalf("delivered %d of %d messages", n, total)
 		}
 	})
 }
@@ -283,11 +285,11 @@ func TestLocalConsumerNotWindowed(t *testing.T) {
 func TestReplicatedLeaderStepsDownOnDroppedBatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &heldLog{}
-		c, tr := startPullConsumer(t, 1200, func(a streamrun.Applier[consumer.Op]) streamrun.Log[consumer.Op] {
+		c, tr := startPullConsumer(t, 100, func(a streamrun.Applier[consumer.Op]) streamrun.Log[consumer.Op] {
 			l.a = a
 			return l
 		})
-		tr.pull(t, "inbox.1", `{"batch":1000,"expires":600000000000}`)
+		tr.pull(t, "inbox.1", `{"batch":50,"expires":600000000000}`)
 		synctest.Wait()
 		l.mu.Lock()
 		l.dropped = true
