@@ -24,10 +24,16 @@ func TestJetStreamClusterStreamScaleRefusesMove(t *testing.T) {
 	var during apiAnswer
 	for attempt := 1; ; attempt++ {
 		wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.SC", scBody(3, ""), 0, "")
-		moved := rawAnswer(t, nc, "$JS.API.STREAM.UPDATE.SC", scBody(3, unmatched))
-		stacked := rawAnswer(t, nc, "$JS.API.STREAM.UPDATE.SC", scBody(4, ""))
-		info := rawAnswer(t, nc, "$JS.API.STREAM.INFO.SC", "")
-		if moved == reconfiguring && !strings.Contains(stacked, `"error"`) {
+		// Each answer may be late on a loaded machine under the race
+		// detector (a CI run saw the move's time out after 10 s): a
+		// missing one makes the attempt not count.
+		moved, err1 := tryAnswer(nc, "$JS.API.STREAM.UPDATE.SC", scBody(3, unmatched))
+		stacked, err2 := tryAnswer(nc, "$JS.API.STREAM.UPDATE.SC", scBody(4, ""))
+		info, err3 := tryAnswer(nc, "$JS.API.STREAM.INFO.SC", "")
+		if err := errors.Join(err1, err2, err3); err != nil {
+			t.Logf("attempt %d: %v", attempt, err)
+		}
+		if moved == reconfiguring && stacked != "" && !strings.Contains(stacked, `"error"`) && info != "" {
 			during = decodeAnswer(t, info)
 			t.Logf("a scale in flight at attempt %d", attempt)
 			break
@@ -166,6 +172,16 @@ func scaleCluster(t *testing.T) ([]*server.Server, *nats.Conn, []string) {
 	}
 	waitMoved(t, nc, "SC", origin, scMsgs)
 	return servers, nc, origin
+}
+
+// tryAnswer sends a request and returns its answer's payload, or the
+// error (a timeout after 10 s).
+func tryAnswer(nc *nats.Conn, subj, body string) (string, error) {
+	m, err := nc.Request(subj, []byte(body), 10*time.Second)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", subj, err)
+	}
+	return string(m.Data), nil
 }
 
 // waitAsyncComplete waits until js has no asynchronous publish pending,
