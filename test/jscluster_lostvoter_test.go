@@ -2,7 +2,10 @@ package test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,16 +29,55 @@ func TestJetStreamClusterLostVoterOfTwoForcedOut(t *testing.T) {
 }
 
 // As above, with the stopped server's replica removed from the stream
-// alone (STREAM.PEER.REMOVE, `nats stream cluster peer-remove`).
+// alone (STREAM.PEER.REMOVE, `nats stream cluster peer-remove`); then
+// the stopped server comes back: its replicas of the stream and the
+// durable, out of their assignments, retire, though their groups'
+// leaders no longer talk to them (ledElsewhere), and the durable's info
+// through every server is its leader's (a trial: the stale copy stayed
+// for good and answered the durable's info 10008 to clients of every
+// server).
 func TestJetStreamClusterLostVoterOfTwoPeerRemoved(t *testing.T) {
-	testLostVoterOfTwo(t, "$JS.API.STREAM.PEER.REMOVE.X2")
+	servers, opts, lost, _ := testLostVoterOfTwo(t, "$JS.API.STREAM.PEER.REMOVE.X2")
+	li := leaderIndex(servers, lost)
+	servers[li] = restartServer(t, opts[li])
+	dir := filepath.Join(opts[li].StoreDir, "jetstream", "APP", "streams", "X2")
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("%s's replica of X2 before it could retire: %v", lost, err)
+	}
+	// Past the 10 s a leaving replica that knows no leader waits
+	// (retireAfter), with room for a loaded machine.
+	eventuallyWithin(t, 10*time.Second+2*clusterTimeout, lost+"'s replica of X2 retired", func() error {
+		if _, err := os.Stat(dir); err == nil {
+			return fmt.Errorf("%s still holds %s", lost, dir)
+		}
+		return nil
+	})
+	for i := range servers {
+		nc := connect(t, servers[i].ClientURL(), nats.UserInfo("app", "app"))
+		for range 5 {
+			m, err := nc.Request("$JS.API.CONSUMER.INFO.X2.D", nil, 2*time.Second)
+			if err != nil || !strings.Contains(string(m.Data), `"num_ack_pending"`) || strings.Contains(string(m.Data), `"error"`) {
+				t.Fatalf("durable's info through %s: %v %s", servers[i].Name(), err, msgData(m))
+			}
+		}
+	}
+}
+
+// msgData is m's payload, or nothing for no message.
+func msgData(m *nats.Msg) []byte {
+	if m == nil {
+		return nil
+	}
+	return m.Data
 }
 
 // testLostVoterOfTwo runs the scenario above, removing the stopped
 // follower's server with a request to subject (a body naming it), as
-// the system account for SERVER.REMOVE, else as the stream's.
-func testLostVoterOfTwo(t *testing.T, subject string) {
-	servers, _ := jsClusterMod(t, 3, func(_ int, o *server.Options) { sysAppAuth(o) })
+// the system account for SERVER.REMOVE, else as the stream's; it
+// returns the servers, their options, the stopped server's name and a
+// client of the stream's account.
+func testLostVoterOfTwo(t *testing.T, subject string) ([]*server.Server, []server.Options, string, jetstream.JetStream) {
+	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { sysAppAuth(o) })
 	waitMeta(t, servers, []string{"n1", "n2", "n3"})
 	_, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
 	eventually(t, "create X2", func() error {
@@ -132,4 +174,5 @@ func testLostVoterOfTwo(t *testing.T, subject string) {
 		}
 		got += n
 	}
+	return servers, opts, lost, ajs
 }

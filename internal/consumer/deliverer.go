@@ -242,6 +242,17 @@ type pick struct {
 // queued. No_wait pull requests that cannot get more are then ended
 // (404).
 func (d *Deliverer) Deliver(now time.Time, end uint64) (more bool) {
+	return d.DeliverUpTo(now, end, maxPerRound)
+}
+
+// DeliverUpTo is Deliver handing out at most n messages (at most
+// maxPerRound whatever n; none for n of 0 or less): the leader of a
+// replicated consumer passes the room its window of deliveries not yet
+// committed leaves (consumerrun, window.go). Stopped at n, it reports
+// more, as at maxPerRound, and ends no no_wait pull request: the
+// messages are there, only the room is not, and the request is served
+// once the caller has room again.
+func (d *Deliverer) DeliverUpTo(now time.Time, end uint64, n int) (more bool) {
 	if d.paused(now) {
 		d.pollInterest = false // nothing to deliver while paused
 		d.endNoWait()
@@ -253,8 +264,9 @@ func (d *Deliverer) Deliver(now time.Time, end uint64) (more bool) {
 	// An unbound push consumer with something to deliver polls for a
 	// subscriber; with nothing, the next message wakes it anyway.
 	d.pollInterest = d.cfg.IsPush() && !pushBound && (d.NumPending(d.end) > 0 || d.st.NumAckPending() > 0)
-	for n := 0; ; n++ {
-		if n == maxPerRound {
+	n = min(n, maxPerRound)
+	for i := 0; ; i++ {
+		if i >= n {
 			return true
 		}
 		target, w := d.target(pushBound, now)

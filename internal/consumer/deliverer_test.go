@@ -439,3 +439,30 @@ func TestDelivererAckFlowControl(t *testing.T) {
 		t.Fatal("a reply without a header acknowledged")
 	}
 }
+
+// DeliverUpTo hands out at most n messages and then reports more,
+// without ending a no_wait request it could not serve for want of room
+// (as at maxPerRound): with room again, the request gets its messages;
+// Deliver without a bound ends it once the messages ran out.
+func TestDelivererDeliverUpTo(t *testing.T) {
+	d, out, ms := newDeliverer(t, Config{AckPolicy: AckExplicit}, 5)
+	end := ms.State(false).LastSeq
+	out.interest["_INBOX.n"] = true
+	d.AddPull("_INBOX.n", []byte(`{"batch":10,"no_wait":true}`), at(t0), end)
+	if !d.DeliverUpTo(at(t0), end, 0) || len(out.take()) != 0 || d.NumWaiting() != 1 {
+		t.Fatal("with no room: sent something, did not report more, or ended the no_wait request")
+	}
+	if !d.DeliverUpTo(at(t0), end, 3) {
+		t.Fatal("stopped at the bound without reporting more")
+	}
+	if got := out.take(); len(got) != 3 || d.NumWaiting() != 1 {
+		t.Fatalf("with room for 3: sent %d, %d requests waiting", len(got), d.NumWaiting())
+	}
+	if d.DeliverUpTo(at(t0), end, 1000) {
+		t.Fatal("reported more with everything delivered")
+	}
+	got := out.take()
+	if len(got) != 3 || got[2].hdr != "NATS/1.0 404 No Messages\r\n\r\n" || d.NumWaiting() != 0 {
+		t.Fatalf("with room again: %+v, want the last 2 messages and the 404", got)
+	}
+}

@@ -193,6 +193,22 @@ func applyAll(t *testing.T, cfg tracker.Config, ccs []*pb.ConfChangeV2) tracker.
 	return got
 }
 
+// pendingChange has node 0, leading group 1 of two whose other node
+// crashed, propose the change kind of a new replica 3 (on a server that
+// does not exist), which stays in its log, never applied, and waits
+// until it knows no leader.
+func (c *testCluster) pendingChange(kind ChangeKind) {
+	c.t.Helper()
+	if err := c.nodes[0].n.SetPeers(1, append(c.peers(0), Peer{Replica: 3, Server: "s9"})); err != nil {
+		c.t.Fatal(err)
+	}
+	if _, err := c.nodes[0].n.ChangeMembership(1, []Change{{Kind: kind, Replica: 3}}); err != nil {
+		c.t.Fatal(err)
+	}
+	c.stabilize()
+	c.waitLeaderless(0, 1)
+}
+
 // waitLeaderless ticks until node i's replica of g knows no leader.
 func (c *testCluster) waitLeaderless(i int, g GroupID) {
 	c.t.Helper()
@@ -223,14 +239,7 @@ func TestForceOutLostVoterOfTwo(t *testing.T) {
 	c.propose(0, 1, "tail") // appended here, never committed
 	// The leader adds a new replica as a learner just before it loses
 	// its quorum: the change is in its log, never applied.
-	if err := c.nodes[0].n.SetPeers(1, append(c.peers(0), Peer{Replica: 3, Server: "s9"})); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.nodes[0].n.ChangeMembership(1, []Change{{Kind: AddLearner, Replica: 3}}); err != nil {
-		t.Fatal(err)
-	}
-	c.stabilize()
-	c.waitLeaderless(0, 1)
+	c.pendingChange(AddLearner)
 	held := c.status(0, 1).Commit
 	c.tick(60)
 	if l := c.leader(1); l != -1 {
@@ -313,14 +322,7 @@ func TestForceOutRefusedPendingVoter(t *testing.T) {
 	c.elect(0, 1)
 	resolved(t, c.propose(0, 1, "a"))
 	c.crash(1, vfs.CrashOptions{Tail: vfs.TailDrop})
-	if err := c.nodes[0].n.SetPeers(1, append(c.peers(0), Peer{Replica: 3, Server: "s9"})); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.nodes[0].n.ChangeMembership(1, []Change{{Kind: AddVoter, Replica: 3}}); err != nil {
-		t.Fatal(err)
-	}
-	c.stabilize()
-	c.waitLeaderless(0, 1)
+	c.pendingChange(AddVoter)
 	if err := c.nodes[0].n.ForceOut(1, 2); err != nil {
 		t.Fatal(err)
 	}

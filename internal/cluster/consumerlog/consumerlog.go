@@ -135,6 +135,10 @@ type Log struct {
 	nbatch  int
 	key     uint64
 	scratch []byte // one operation's encoding
+	// flushed holds the proposals of the batches flushed since the last
+	// Discard that have not resolved yet, oldest first (Dropped; the
+	// consumer's loop, under the consumer's lock).
+	flushed []*raftnode.Proposal
 
 	// The raftnode worker's own (StateMachine): wantTerm is the term this
 	// replica leads (0: not leading), emptyTerm the term of the last
@@ -241,12 +245,41 @@ func (l *Log) Flush() (pending bool, err error) {
 	if l.nbatch == 0 {
 		return false, nil
 	}
-	_, err = l.node.ProposeTagged(l.group, l.batchEntry(), l.key)
+	p, err := l.node.ProposeTagged(l.group, l.batchEntry(), l.key)
 	if errors.Is(err, raftnode.ErrBusy) {
 		return true, nil
 	}
-	l.Discard()
+	l.batch, l.nbatch, l.key = l.batch[:0], 0, 0
+	if err == nil {
+		l.flushed = append(l.flushed, p)
+	}
 	return false, err
+}
+
+// Dropped reports whether raft refused one of the batches flushed since
+// the last Discard after Flush returned (raftnode.ErrDropped: raft
+// dropped the proposal, which never entered the log, as when its leader
+// holds more than MaxUncommittedBytes it cannot commit); a batch that
+// lost its leader (ErrNotLeader, ErrNoReply, ErrFenced, ErrStopped) is
+// learnt of otherwise (SetLeading(false), Flush's errors). It forgets
+// the proposals that resolved: a look costs a check of a channel per
+// batch flushed and not yet applied (a few while the group commits).
+func (l *Log) Dropped() bool {
+	dropped := false
+	kept := l.flushed[:0]
+	for _, p := range l.flushed {
+		select {
+		case <-p.Done():
+			if _, err := p.Result(); errors.Is(err, raftnode.ErrDropped) {
+				dropped = true
+			}
+		default:
+			kept = append(kept, p)
+		}
+	}
+	clear(l.flushed[len(kept):])
+	l.flushed = kept
+	return dropped
 }
 
 // batchEntry returns the batch as an entry's data (package comment).
@@ -258,9 +291,13 @@ func (l *Log) batchEntry() []byte {
 }
 
 // Discard drops the batch (the replica stopped leading: what it decided
-// and did not propose is delivered again by the next leader).
+// and did not propose is delivered again by the next leader) and
+// forgets the batches flushed (Dropped: what they come to is not this
+// leadership's any more).
 func (l *Log) Discard() {
 	l.batch, l.nbatch, l.key = l.batch[:0], 0, 0
+	clear(l.flushed)
+	l.flushed = l.flushed[:0]
 }
 
 // Leader reports whether this replica leads the group now, is not

@@ -1,11 +1,16 @@
 package consumerlog
 
 import (
+	"fmt"
 	"reflect"
+	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/raftnode"
+	"github.com/cairnmq/cairn/internal/vfs"
 )
 
 type fakeReplica struct {
@@ -170,4 +175,99 @@ func TestSuccessorReadyAfterAnnouncement(t *testing.T) {
 	if !l.SuccessorReady() {
 		t.Fatal("not ready once the successor was announced")
 	}
+}
+
+// A batch raft drops after Flush returned (its leader holds more than
+// MaxUncommittedBytes it cannot commit: cut off from its followers) is
+// reported by Dropped, once; a batch that entered the log is not, and
+// Discard forgets what was flushed before it.
+func TestDroppedAfterFlush(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		net := raftnode.NewMemNetwork(1, nil)
+		var peers []raftnode.Peer
+		var nodes []*raftnode.Node
+		var logs []*Log
+		for i := range 3 {
+			id := raftnode.ServerID(fmt.Sprintf("s%d", i+1))
+			peers = append(peers, raftnode.Peer{Replica: raftnode.ReplicaID(i + 1), Server: id})
+			n, err := raftnode.Open(raftnode.Config{FS: vfs.NewCrashFS(), Dir: "wal", Server: id, Transport: net.Transport(id), MaxUncommittedBytes: 256})
+			if err != nil {
+				t.Fatal(err)
+			}
+			net.Attach(id, n)
+			nodes = append(nodes, n)
+		}
+		for i, n := range nodes {
+			l := New(Config{Node: n, Group: 7}, &fakeReplica{})
+			logs = append(logs, l)
+			gc := raftnode.GroupConfig{ID: 7, Replica: raftnode.ReplicaID(i + 1), Incarnation: n.Incarnation(), Peers: peers}
+			if err := n.AddGroup(gc, l.StateMachine()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, n := range nodes {
+			n.Start()
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() { net.Run(stop) })
+		defer func() {
+			close(stop)
+			wg.Wait()
+			for _, n := range nodes {
+				_ = n.Close()
+			}
+		}()
+		leader := -1
+		for deadline := time.Now().Add(time.Minute); leader < 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("no leader")
+			}
+			for i, l := range logs {
+				if l.Leader() {
+					leader = i
+				}
+			}
+		}
+		l := logs[leader]
+		flush := func(op consumer.Op, key uint64) {
+			t.Helper()
+			if err := l.Propose(op, key); err != nil {
+				t.Fatal(err)
+			}
+			if pending, err := l.Flush(); pending || err != nil {
+				t.Fatalf("flush: pending %v, %v", pending, err)
+			}
+			synctest.Wait() // the group's round took it
+		}
+		flush(&consumer.Deliver{Stream: 1, Time: 1}, 1)
+		if l.Dropped() {
+			t.Fatal("a batch raft took reported dropped")
+		}
+		for i, p := range peers {
+			if i != leader {
+				net.Partition(peers[leader].Server, p.Server)
+			}
+		}
+		flush(&consumer.Deliver{Stream: 2, Time: 2}, 2) // enters the log, uncommitted
+		if l.Dropped() {
+			t.Fatal("a batch that entered the log reported dropped")
+		}
+		seqs := make([]uint64, 100)
+		for i := range seqs {
+			seqs[i] = 1<<40 + uint64(i) // 6 bytes each
+		}
+		flush(&consumer.Drop{Seqs: seqs}, 3) // beyond MaxUncommittedBytes
+		if !l.Dropped() {
+			t.Fatal("a batch raft dropped not reported")
+		}
+		if l.Dropped() || len(l.flushed) != 1 {
+			t.Fatalf("a dropped batch reported twice, or forgotten with the one before it (%d kept)", len(l.flushed))
+		}
+		flush(&consumer.Drop{Seqs: seqs}, 4)
+		l.Discard()
+		if l.Dropped() || len(l.flushed) != 0 {
+			t.Fatalf("Discard kept %d proposals", len(l.flushed))
+		}
+	})
 }

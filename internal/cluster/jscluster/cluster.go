@@ -162,6 +162,9 @@ type Cluster struct {
 	// a replica (membership.go); metaChanging: the meta group's
 	// membership change in flight; the run goroutine's.
 	staleAsked retryMemo
+	// elsewhere: whether leaving replicas' streams and consumers are led
+	// elsewhere (elsewhere.go); its own lock.
+	elsewhere elsewhere
 	// lostAsked: when this server last reported its replica that lost
 	// its state (askReplaceLost); the run goroutine's.
 	lostAsked retryMemo

@@ -166,7 +166,8 @@ func (c *Cluster) awaitApplied(group raftnode.GroupID) {
 // has them: they applied their removal, are fenced, or, but for a
 // scale-down to one replica (whose settle gives the consumer another
 // group: reconcileConsumer stops them then), have known no leader for
-// retireAfter while another voter was heard (votersHeard).
+// retireAfter while another voter was heard (votersHeard) or the
+// consumer is led elsewhere (ledElsewhere).
 func (c *Cluster) retireConsumers() {
 	c.mu.Lock()
 	var keys []consumerKey
@@ -187,7 +188,7 @@ func (c *Cluster) retireConsumers() {
 			if cr.leaderless.IsZero() {
 				cr.leaderless = time.Now()
 			}
-			retire = time.Since(cr.leaderless) >= retireAfter && c.votersHeard(st)
+			retire = time.Since(cr.leaderless) >= retireAfter && (c.votersHeard(st) || c.ledElsewhere(consumerInfoSubject(k)))
 		} else {
 			cr.leaderless = time.Time{}
 		}

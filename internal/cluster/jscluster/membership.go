@@ -348,8 +348,9 @@ const retireAfter = 10 * time.Second
 // retireReplicas stops this server's replicas that left their stream's
 // assignment (a scale-down, a peer removal) once their group no longer
 // has them: they applied their removal, are fenced, or have known no
-// leader for retireAfter while another voter was heard (votersHeard;
-// not for a scale-down to one replica, whose
+// leader for retireAfter while another voter was heard (votersHeard)
+// or the stream is led elsewhere (ledElsewhere; not for a scale-down to
+// one replica, whose
 // settle removes them: scaledown.go); but not while a replica of one of
 // the stream's consumers here is leaving its group (consumersLeaving).
 func (c *Cluster) retireReplicas() {
@@ -376,7 +377,7 @@ func (c *Cluster) retireReplicas() {
 			if r.leaderless.IsZero() {
 				r.leaderless = time.Now()
 			}
-			retire = time.Since(r.leaderless) >= retireAfter && c.votersHeard(st)
+			retire = time.Since(r.leaderless) >= retireAfter && (c.votersHeard(st) || c.ledElsewhere(streamInfoSubject(k)))
 		} else {
 			r.leaderless = time.Time{}
 		}

@@ -189,6 +189,9 @@ type Consumer struct {
 	cacked       []uint64
 	stepDown     bool
 	unflushed    bool // operations wait in the log's batch (flushReplicated)
+	// win bounds the deliveries sent whose operations have not applied
+	// (window.go); leading only.
+	win window
 	// holding: the last round held (replicated.go, holdRound); held are
 	// the events kept meanwhile; transferWait a transfer HandOver left
 	// to the loop (askTransfer), which takes acks without delivering
@@ -397,8 +400,8 @@ func (c *Consumer) round(evs []cevent) (acked []uint64, replies []string, jb jou
 	c.d.ExpirePulls(now)
 	// A consumer handing its leadership over delivers nothing more
 	// (replicated.go, HandOver).
-	if c.transferWait == nil && c.d.Deliver(now, c.sr.DurableSeq()) {
-		c.Signal() // go on in the next round, after the queued acks
+	if c.transferWait == nil {
+		c.deliver(now)
 	}
 	c.acked = append(c.acked, c.d.TakeAcked()...)
 	c.advisePins(c.d.TakePinEvents())
@@ -427,6 +430,29 @@ func (c *Consumer) round(evs []cevent) (acked []uint64, replies []string, jb jou
 		acked, replies = c.takeCommitted()
 	}
 	return acked, replies, jb, idle
+}
+
+// deliver has the Deliverer deliver what it can (c.mu held): a
+// consumer with a local log up to the Deliverer's bound of a round, the
+// leader of a replicated one within the room its window leaves
+// (window.go). One stopped by the Deliverer's bound goes on in the next
+// round, after the queued acks; one stopped by its window goes on once
+// entries apply (applyCommittedLocked wakes it).
+func (c *Consumer) deliver(now time.Time) {
+	if !c.repl {
+		if c.d.Deliver(now, c.sr.DurableSeq()) {
+			c.Signal()
+		}
+		return
+	}
+	if !c.d.DeliverUpTo(now, c.sr.DurableSeq(), c.win.room()) {
+		return
+	}
+	if c.win.room() == 0 {
+		c.win.stop()
+		return
+	}
+	c.Signal()
 }
 
 // askRemove tells Env.RemoveInactive that the consumer is inactive, and

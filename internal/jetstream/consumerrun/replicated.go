@@ -31,9 +31,12 @@ import (
 //     state at once (delivery does not wait for consensus, as in
 //     nats-server) and proposed; committed operations, its own, are
 //     applied to cst. A double ack is confirmed once its operation has
-//     committed. Leadership lost: the delivering state is dropped for the
-//     committed one (what was proposed and not committed may be
-//     delivered again: at least once). It keeps its subscriptions until
+//     committed. It has at most maxUncommitted deliveries sent whose
+//     operations have not applied (window.go): at the bound it delivers
+//     nothing until they apply, which wakes it. Leadership lost: the
+//     delivering state is dropped for the committed one (what was
+//     proposed and not committed may be delivered again: at least once,
+//     at most maxUncommitted messages). It keeps its subscriptions until
 //     its successor serves from every server (SuccessorReady), then
 //     ends the pull requests that waited on it with 409 Leadership
 //     Change and publishes again, for the successor, the acks, pull
@@ -59,11 +62,16 @@ import (
 // state went ahead of the log). MayDecide reports whether the leader may decide now (no
 // leadership transfer asked or under way, still the group's leader);
 // it is asked once per round of a leading consumer and must be cheap.
+// Dropped reports whether raft refused, after Flush returned, a batch
+// flushed since the last Discard while this replica led (it never
+// entered the log: raftnode ErrDropped); it is asked once per round of
+// a leading consumer and must be cheap too.
 type ReplicatedLog interface {
 	streamrun.Log[consumer.Op]
 	streamrun.Leader
 	Flush() (pending bool, err error)
 	Discard()
+	Dropped() bool
 	StepDown()
 	MayDecide() bool
 	SuccessorReady() bool
@@ -188,6 +196,10 @@ func (c *Consumer) commitReplicated(op consumer.Op) *consumer.Outcome {
 		c.env.Logf("consumer %s > %s: operation of kind %d not proposed (%v): stepping down", c.sr.Name(), c.name, op.Kind(), err)
 		c.stepDown = true
 	}
+	switch op.(type) {
+	case *consumer.Deliver, *consumer.Redeliver:
+		c.win.delivered(c.ckey)
+	}
 	if !c.unflushed {
 		c.unflushed = true
 		c.Signal() // an operation decided outside the loop (an API call) is flushed by the next round
@@ -199,12 +211,21 @@ func (c *Consumer) commitReplicated(op consumer.Op) *consumer.Outcome {
 }
 
 // flushReplicated proposes the round's batch (c.mu held). A batch lost
-// (raftnode refused it for good) makes the replica step down.
+// (raftnode refused it for good, at once or after Flush returned:
+// ReplicatedLog.Dropped) makes the replica step down: its delivering
+// state went ahead of the log for good, and a batch that will never
+// apply would hold its window (window.go) shut.
 func (c *Consumer) flushReplicated() {
+	c.win.flushed()
+	rl := c.log.(ReplicatedLog)
+	if !c.stepDown && rl.Dropped() {
+		c.env.Logf("consumer %s > %s: operations proposed and then dropped by raft: stepping down", c.sr.Name(), c.name)
+		c.stepDown = true
+	}
 	if !c.unflushed || c.stepDown {
 		return
 	}
-	pending, err := c.log.(ReplicatedLog).Flush()
+	pending, err := rl.Flush()
 	if err != nil {
 		c.env.Logf("consumer %s > %s: operations not proposed (%v): stepping down", c.sr.Name(), c.name, err)
 		c.stepDown = true
@@ -258,6 +279,9 @@ func (c *Consumer) applyCommittedLocked(index uint64, ops []consumer.Op, key uin
 	if c.leading && key > c.kapplied {
 		c.kapplied = key
 	}
+	if c.leading && key != 0 && c.win.applied(key) {
+		signal = true // room again for deliveries (window.go)
+	}
 	if c.leading && key != 0 {
 		n := 0
 		for _, kr := range c.confirms {
@@ -285,6 +309,7 @@ func (c *Consumer) lead(on bool) {
 	held := c.held
 	c.unflushed, c.stepDown = false, false
 	c.held, c.transferWait, c.holding = nil, nil, false
+	c.win.reset()
 	if on {
 		c.kapplied = c.ckey // a proposal of an earlier term that never applied is not waited for (settleProposals)
 		c.endOrphans(true)
