@@ -93,6 +93,10 @@ type group struct {
 	everLead     bool        // a leader was known since the group was added
 	leadTick     uint64      // the tick at which this replica came to lead (0: it does not)
 	restoring    *restoreJob // a snapshot installing in the background: the group is parked
+	// synced: this replica led, or was caught up with a leader, since it
+	// was added here, or the WAL recovered it knowing entries committed
+	// past the bootstrap base (GroupStatus.HoldsCommitted).
+	synced bool
 
 	mu struct {
 		sync.Mutex
@@ -1234,6 +1238,8 @@ func (g *group) publish() {
 		slices.SortFunc(s.Replicas, func(a, b ReplicaStatus) int { return cmp.Compare(a.Replica, b.Replica) })
 	}
 	g.publishContact(&s, bs)
+	g.synced = g.synced || s.CaughtUp || bs.RaftState == raft.StateLeader
+	s.HoldsCommitted = g.synced && g.fencedErr == nil && slices.Contains(s.Voters, g.replica)
 	g.publishRaftz(&s, bs, last)
 	g.mu.Lock()
 	g.mu.transfersAsked -= g.transfersTaken

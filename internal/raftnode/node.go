@@ -458,6 +458,9 @@ func (g *group) recover(rec *recovered) {
 	g.confs = []confAt{{index: base.index, cs: base.conf}}
 	g.smApplied, g.rawApplied, g.appliedTerm = applied, base.index, base.term
 	g.replayTo = replayTo
+	// Entries past the synthetic base had committed: a leader fed this
+	// replica before the restart (GroupStatus.HoldsCommitted).
+	g.synced = replayTo > initialIndex
 	g.newRawNode(base.index)
 }
 
@@ -703,6 +706,7 @@ func (n *Node) Status(id GroupID) (GroupStatus, error) {
 	g.mu.Lock()
 	s := g.mu.status
 	s.Group, s.Replica, s.Fenced = g.id, g.replica, g.mu.fenced
+	s.HoldsCommitted = s.HoldsCommitted && s.Fenced == nil
 	s.Replicas = slices.Clone(s.Replicas)
 	heard, peers, quiet := maps.Clone(g.mu.heard), maps.Clone(g.mu.peers), g.mu.quiet
 	s.Proposals, s.Inbox = len(g.mu.props), len(g.mu.inbox)

@@ -116,6 +116,20 @@ type GroupStatus struct {
 	// Node.ContactWindow; never a fenced replica or one of a group with
 	// nothing committed.
 	Current bool
+	// HoldsCommitted: this replica is a voter of the configuration it
+	// applied last (either half of a joint one) and has held what its
+	// group committed at some point since it was added here: it led, or
+	// was CaughtUp with a leader, or the WAL recovered it knowing
+	// entries committed past the bootstrap base (a leader fed it before
+	// the restart). A replica that joined empty and is not promoted yet
+	// (a learner), or a voter bootstrapped late that no leader fed yet,
+	// does not: its state may lack what the group committed, so it must
+	// not answer for the group (the cluster layer's leaderless answers,
+	// docs/cluster.md "Who answers"). Sticky: a replica that falls
+	// behind afterwards (partitioned, its leader lost) keeps it, as a
+	// nats-server replica of a leaderless group answers with what it
+	// holds. Never on a fenced replica.
+	HoldsCommitted bool
 	// Leaderless is how long this replica has known no leader (since it
 	// last knew one, or since it was added); 0 while it knows one.
 	Leaderless time.Duration

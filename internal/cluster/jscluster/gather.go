@@ -28,8 +28,11 @@ var _ jsapi.StreamInfoGatherer = (*account)(nil)
 // leaderlessAnswerDelay, as nats-server v2.15.2's members of a group
 // without quorum do (processClusterStreamInfoRequest); for the account
 // info's storage any replica answers at once (its bytes are what the
-// account's usage counts, whoever leads). An empty body is answered by
-// the leader alone (hasLeader and waitLeader rely on that).
+// account's usage counts, whoever leads). Either only if it holds what
+// its group committed (raftnode GroupStatus.HoldsCommitted): a replica
+// that joined empty and was not promoted yet would report the stream
+// without its messages. An empty body is answered by the leader alone
+// (hasLeader and waitLeader rely on that).
 //
 // The meta leader waits at most listInfoWait for all the answers; a
 // stream whose leader did not answer is left out of the list and named
@@ -52,7 +55,8 @@ type streamInfoAsk struct {
 	// Leaderless: a replica of a leaderless group answers too, after
 	// leaderlessAnswerDelay (STREAM.LIST).
 	Leaderless bool `json:"leaderless,omitempty"`
-	// Replica: any replica answers, at once (the account's usage).
+	// Replica: any replica that holds what its group committed
+	// answers, at once (the account's usage).
 	Replica bool `json:"replica,omitempty"`
 }
 
@@ -68,7 +72,9 @@ func (c *Cluster) infoAnswerDelay(r *replica, ask streamInfoAsk) (time.Duration,
 	switch {
 	case r == nil:
 		return 0, false
-	case r.leads.Load() || ask.Replica:
+	case r.leads.Load():
+		return 0, true
+	case ask.Replica && c.holdsCommitted(r.sa.Group):
 		return 0, true
 	case ask.Leaderless && r.log != nil && c.groupLeaderless(r.sa.Group):
 		return leaderlessAnswerDelay, true
@@ -156,13 +162,23 @@ func (c *Cluster) engineOf(name string) *account {
 }
 
 // worthAsking reports whether another server may lead group g of a
-// stream with the servers on: this server's replica knows a leader
-// elsewhere, or (holding no replica) some server of it has a route from
-// here.
+// stream with the servers on, or answer for it: this server's replica
+// knows a leader elsewhere; or some server of it has a route from here,
+// and this server holds no replica of it (here false), or its replica
+// here knows no leader and does not hold what the group committed (it
+// joined empty and was not promoted yet: a replica elsewhere that holds
+// the stream's data answers a leaderless ask, leaderless.go).
 func (c *Cluster) worthAsking(g raftnode.GroupID, here bool, servers []raftnode.ServerID) bool {
 	if here {
 		st, err := c.node.Status(g)
-		return err == nil && st.Leader != 0 && st.LeaderServer != c.name
+		switch {
+		case err != nil:
+			return false
+		case st.Leader != 0:
+			return st.LeaderServer != c.name
+		case st.HoldsCommitted:
+			return false
+		}
 	}
 	off := c.offline()
 	for _, s := range servers {
@@ -205,7 +221,9 @@ func (c *Cluster) askStreamInfos(ks []streamKey, ask streamInfoAsk) []*jetstream
 // the replicas of a leaderless group). missing names the streams whose
 // leader did not answer in time, and those none of whose servers is in
 // reach, which are listed with what this server holds (StreamInfo), as
-// nats-server v2.15.2 lists them.
+// nats-server v2.15.2 lists them. A leaderless stream whose replica here
+// does not hold what its group committed (not promoted yet) is asked of
+// the others like a stream this server holds no replica of.
 func (a *account) StreamInfos(names []string) (infos []*jetstream.StreamInfo, missing []string) {
 	c := a.c
 	out := make([]*jetstream.StreamInfo, len(names))
@@ -226,8 +244,10 @@ func (a *account) StreamInfos(names []string) (infos []*jetstream.StreamInfo, mi
 			at = append(at, i)
 			continue
 		}
-		if !here {
-			missing = append(missing, name) // all its servers out of reach
+		if !here || len(sa.Replicas) > 1 && !c.holdsCommitted(sa.Group) {
+			// All its servers out of reach (the others', when this
+			// server's replica does not hold the stream's data yet).
+			missing = append(missing, name)
 		}
 		out[i], _ = a.StreamInfo(name, jetstream.InfoOptions{})
 	}

@@ -16,12 +16,33 @@ var _ jsapi.ConsumerLeaderless = (*account)(nil)
 // docs/monitoring.md), a consumer info request 10008. A group that has
 // known no leader for less than leaderlessAfter is in an election and
 // stays silent, so that no such answer races the new leader's.
+//
+// Only a replica that holds what its group committed answers so
+// (raftnode GroupStatus.HoldsCommitted: a voter that led or was caught
+// up with a leader). A replica that joined empty and was not promoted
+// yet (a learner, or one no leader reached: the new replica of a
+// stream whose lost voter the survivor has yet to force out,
+// lostvoter.go) stays silent: its own state would show the stream
+// without the messages it holds (`Messages: 0` and itself current, a
+// new-user trial). nats-server v2.15.2's isGroupLeaderless
+// (jetstream_cluster.go) keeps a replica that never had a leader silent
+// for lostQuorumInterval (10 s) after its creation; cairn keeps it so
+// until it caught up, since its group may well stay leaderless longer.
 
 // groupLeaderless reports whether this server's replica of group g has
-// known no leader for leaderlessAfter.
+// known no leader for leaderlessAfter and holds what the group
+// committed, so that it may answer for the group.
 func (c *Cluster) groupLeaderless(g raftnode.GroupID) bool {
 	st, err := c.node.Status(g)
-	return err == nil && st.Fenced == nil && st.Leader == 0 && st.Leaderless >= leaderlessAfter
+	return err == nil && st.Fenced == nil && st.Leader == 0 && st.Leaderless >= leaderlessAfter && st.HoldsCommitted
+}
+
+// holdsCommitted reports whether this server's replica of group g holds
+// what the group committed (raftnode GroupStatus.HoldsCommitted), led
+// or not.
+func (c *Cluster) holdsCommitted(g raftnode.GroupID) bool {
+	st, err := c.node.Status(g)
+	return err == nil && st.HoldsCommitted
 }
 
 // answersLeaderless reports whether this server answers a STREAM.INFO

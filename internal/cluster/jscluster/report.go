@@ -22,7 +22,11 @@ import (
 // clusterInfo, raft.go Peers), sorted by name:
 //
 //   - every replica but this server's, and this server's too when it
-//     knows no leader (then it is current, seen now);
+//     knows no leader (then it is current, seen now, as nats-server's
+//     raft.go Peers counts itself; but not a replica that does not hold
+//     what its group committed, raftnode GroupStatus.HoldsCommitted: one
+//     that joined empty and was not promoted yet is not current before
+//     it caught up);
 //   - on the leader, a replica is current when it holds every committed
 //     entry (lag counts those it lacks) and the leader heard from it within
 //     the contact window (raftnode.Node.ContactWindow);
@@ -54,7 +58,7 @@ func (c *Cluster) peerInfos(st raftnode.GroupStatus, assigned []meta.Replica) []
 	}
 	var out []*jetstream.PeerInfo
 	if st.Leader == 0 {
-		out = append(out, &jetstream.PeerInfo{Name: string(c.name), Current: true, Peer: peerHash(c.name)})
+		out = append(out, &jetstream.PeerInfo{Name: string(c.name), Current: st.HoldsCommitted, Peer: peerHash(c.name)})
 	}
 	listed := map[raftnode.ReplicaID]raftnode.ServerID{st.Replica: c.name}
 	for _, p := range st.Peers {

@@ -17,7 +17,10 @@ var _ jsapi.ClusterUsage = (*account)(nil)
 // replica, or of another server's replica when this server holds none
 // (asked as the lists ask, gather.go, but of any replica, which answers
 // at once whether or not its group has a leader: the account info never
-// waits for a leaderless stream; only where asking is allowed).
+// waits for a leaderless stream; only where asking is allowed). A
+// replica that does not hold what its group committed (joined empty, not
+// promoted yet: raftnode GroupStatus.HoldsCommitted) neither answers nor
+// is counted while one that does answers.
 
 // AccountUsage implements jsapi.ClusterUsage for $JS.API.INFO on the
 // meta leader: the account's memory and file storage over every replica,
@@ -55,21 +58,36 @@ func (c *Cluster) usage(a *account, ask bool) (memory, store uint64) {
 			store += b
 		}
 	}
+	local := func(name string, replicas int) {
+		if si, err := a.js.StreamInfo(name, jetstream.InfoOptions{}); err == nil {
+			add(si, replicas)
+		}
+	}
+	var fallback []bool // a replica here, counted if nobody answers
 	for _, sa := range sas {
-		if c.replicaOf(streamKey{a.name, sa.Name}) != nil {
-			if si, err := a.js.StreamInfo(sa.Name, jetstream.InfoOptions{}); err == nil {
-				add(si, len(sa.Replicas))
-			}
+		r := c.replicaOf(streamKey{a.name, sa.Name})
+		if r != nil && (!ask || r.leads.Load() || len(sa.Replicas) == 1 || c.holdsCommitted(sa.Group)) {
+			local(sa.Name, len(sa.Replicas))
 			continue
 		}
+		// No replica here, or one that does not hold what its group
+		// committed (not promoted yet): a replica that does answers.
 		if ask && c.worthAsking(sa.Group, false, meta.Servers(sa.Replicas)) {
 			remote = append(remote, streamKey{a.name, sa.Name})
 			replicas = append(replicas, len(sa.Replicas))
+			fallback = append(fallback, r != nil)
+			continue
+		}
+		if r != nil {
+			local(sa.Name, len(sa.Replicas))
 		}
 	}
 	for i, si := range c.askStreamInfos(remote, streamInfoAsk{Replica: true}) {
-		if si != nil {
+		switch {
+		case si != nil:
 			add(si, replicas[i])
+		case fallback[i]:
+			local(remote[i].name, replicas[i])
 		}
 	}
 	return memory, store
