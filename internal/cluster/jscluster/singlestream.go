@@ -101,8 +101,9 @@ func singleStreamMove(sa meta.StreamAssignment) (from, to raftnode.ServerID, ok 
 
 // evacuateSingle, on the meta leader, starts the move of stream sa, of
 // one replica on server from, to a server placed as a create places
-// (place: its Excluded servers and from kept out), for SERVER.EVACUATE
-// and STREAM.PEER.EVACUATE. 10075 "peer remap failed" (logged) when it
+// (place: its Excluded servers and from kept out), for SERVER.EVACUATE,
+// STREAM.PEER.EVACUATE and STREAM.PEER.REMOVE. 10075 "peer remap
+// failed" (logged) when it
 // cannot move (singleStreamBlocked) or no server can take it; nil once
 // a mover of it runs (started now or earlier).
 func (c *Cluster) evacuateSingle(sa meta.StreamAssignment, from raftnode.ServerID) *jserr.Error {
