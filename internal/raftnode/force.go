@@ -190,9 +190,9 @@ func (g *group) forceToSole(base snapMeta, ents []*pb.Entry, hs *pb.HardState) (
 // in the round that takes it: this replica knows no leader; the
 // configuration raft has applied has exactly this replica and gone as
 // voters, not joint (learners change no quorum); no membership change follows it
-// in the log but additions of learners (one not yet applied could
-// change which replicas must hold a commit); and no snapshot is
-// installing.
+// in the log but additions of learners and removals of gone
+// (quorumKept: another one not yet applied could change which replicas
+// must hold a commit); and no snapshot is installing.
 
 // ForceOut asks the group's next round to make this replica its only
 // voter, removing gone, the other voter of a group of two that is lost
@@ -279,7 +279,7 @@ func (g *group) canForceOut(gone ReplicaID) error {
 			return err
 		}
 		for _, e := range ents {
-			if e.GetType() != pb.EntryNormal && !learnersOnly(e) {
+			if e.GetType() != pb.EntryNormal && !quorumKept(e, gone) {
 				return fmt.Errorf("a membership change at %d is not applied yet", e.GetIndex())
 			}
 		}
@@ -287,13 +287,16 @@ func (g *group) canForceOut(gone ReplicaID) error {
 	return nil
 }
 
-// learnersOnly reports whether conf change entry e only adds learners
-// (not joint): committed or not, it changes no quorum, so the two
-// voters still hold every committed entry after it (the leader adding a
-// new replica as a learner appends one just before it loses its
-// quorum). It is applied before the removal that forces, like any
-// entry of the log.
-func learnersOnly(e *pb.Entry) bool {
+// quorumKept reports whether conf change entry e only adds learners or
+// removes gone (not joint): committed or not, it leaves this replica's
+// vote needed for every commit, so the two voters still hold every
+// committed entry after it (the leader adding a new replica as a
+// learner appends one just before it loses its quorum; one shrinking
+// the group to itself, a scale-down to one replica, appends the removal
+// of the other, which then never commits). It is applied before the
+// removal that forces, like any entry of the log (a second removal of
+// gone changes nothing).
+func quorumKept(e *pb.Entry, gone ReplicaID) bool {
 	cc, err := decodeConf(e)
 	if err != nil || len(cc.GetChanges()) == 0 {
 		return false
@@ -302,7 +305,10 @@ func learnersOnly(e *pb.Entry) bool {
 		return false
 	}
 	for _, ch := range cc.GetChanges() {
-		if ch.GetType() != pb.ConfChangeAddLearnerNode {
+		switch {
+		case ch.GetType() == pb.ConfChangeAddLearnerNode:
+		case ch.GetType() == pb.ConfChangeRemoveNode && ch.GetNodeId() == uint64(gone):
+		default:
 			return false
 		}
 	}

@@ -331,3 +331,36 @@ func TestForceOutRefusedPendingVoter(t *testing.T) {
 		t.Fatalf("leader %d; logs:\n%s", c.leader(1), strings.Join(logs, "\n"))
 	}
 }
+
+// A group of two whose leader shrinks it to itself (a scale-down to one
+// replica) just as the other voter is lost: the removal is in its log,
+// never committed, and the group has no leader for good. ForceOut
+// takes it all the same (the removal only keeps this replica's vote
+// needed): the survivor leads alone, with every entry it held.
+func TestForceOutPendingRemoval(t *testing.T) {
+	c := newTestCluster(t, 2, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	for i := range 3 {
+		resolved(t, c.propose(0, 1, fmt.Sprint(i)))
+	}
+	c.tick(2)
+	c.crash(1, vfs.CrashOptions{Tail: vfs.TailDrop})
+	if _, err := c.nodes[0].n.ChangeMembership(1, []Change{{Kind: RemoveReplica, Replica: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	c.waitLeaderless(0, 1)
+	c.tick(60)
+	if l := c.leader(1); l != -1 {
+		t.Fatalf("node %d leads with one voter of two", l)
+	}
+	if err := c.nodes[0].n.ForceOut(1, 2); err != nil {
+		t.Fatal(err)
+	}
+	c.tickUntilLeader(1, 60, 0)
+	if st := c.status(0, 1); !slices.Equal(st.Voters, []ReplicaID{1}) {
+		t.Fatalf("voters %v after the force", st.Voters)
+	}
+	resolved(t, c.propose(0, 1, "after"))
+}

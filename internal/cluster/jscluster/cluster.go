@@ -85,6 +85,12 @@ type Hooks struct {
 	// replica"); quit is closed when this server's cluster layer stops,
 	// and the mover stops if it returns after that.
 	SingleMoveStep1 func(account, stream, consumer string, quit <-chan struct{})
+	// SingleStreamStep1 is called by the meta leader's mover of a stream
+	// of one replica once step 1 (its server and the destination)
+	// applied, before it waits for the destination's replica
+	// (docs/cluster.md, "Moving a stream of one replica"); quit as for
+	// SingleMoveStep1.
+	SingleStreamStep1 func(account, stream string, quit <-chan struct{})
 	// HoldMembership, while it returns true, keeps this server, leading
 	// the group of a stream, from changing the group's membership
 	// (reconcileMembership): a replica the meta group placed on another
@@ -175,6 +181,12 @@ type Cluster struct {
 	// consumer growShortConsumers found short of its replicas has been
 	// so (heal.go); the run goroutine's, rebuilt each round.
 	shortSince map[staleKey]time.Time
+	// singleAsked: when the meta leader last took up an interrupted
+	// move of a stream of one replica; destDown: since when the
+	// destination of each such move has been seen offline
+	// (singlestream.go); the run goroutine's.
+	singleAsked retryMemo
+	destDown    map[streamKey]time.Time
 	// movesAsked: when this server last reported a stream's move done
 	// (reportMoves); the run goroutine's.
 	movesAsked retryMemo
@@ -506,6 +518,7 @@ func (c *Cluster) run() {
 			c.dropLeftConsumers()
 			c.growShortConsumers()
 			c.finishSingleMoves()
+			c.finishSingleStreamMoves()
 			c.askReplaceLost()
 			c.handleLost()
 			c.forceLostVoters()

@@ -96,7 +96,9 @@
 // down to it. A consumer of one replica on a server its stream's replica
 // leaves moves first, with its state, to a server of the stream that
 // stays, by a scale up to two replicas and down to one there (singles.go;
-// "Moving consumers of one replica").
+// "Moving consumers of one replica"); a file stream of one replica
+// evacuated moves the same way, its consumers between the two steps
+// (singlestream.go; "Moving a stream of one replica").
 // New replicas are caught up by stream snapshots (internal/cluster/
 // streamckpt, internal/cluster/catchup, whose service this layer runs on
 // the Raft transport). The meta group's own members are replaced the

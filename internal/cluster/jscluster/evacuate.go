@@ -31,12 +31,13 @@ import (
 // 8-character hash of the name, which takes precedence); otherwise every
 // stream with a replica on the server is evacuated (evacuateStream) and
 // the answer is success, whatever could move (nats-server answers
-// success once it proposed the moves). A stream of one replica stays
-// where it is (it has no group to catch a new replica up from;
-// nats-server moves it: docs/compatibility.md), and so does a stream of
-// two replicas with no server to take its replica (one replica left
-// would need the conversion of a scale-down to one). 10008 when the
-// meta group's status cannot be read.
+// success once it proposed the moves). A file stream of one replica
+// moves with its messages and its consumers' state (evacuateSingle,
+// singlestream.go, as nats-server v2.15.2 migrates it); a memory stream
+// of one replica stays where it is, and so does a stream of two
+// replicas with no server to take its replica (one replica left would
+// need the conversion of a scale-down to one): docs/compatibility.md.
+// 10008 when the meta group's status cannot be read.
 func (c *Cluster) EvacuateServer(name, peerID string) *jserr.Error {
 	st, err := c.node.Status(meta.MetaGroup)
 	if err != nil {
@@ -62,7 +63,9 @@ func (c *Cluster) EvacuateServer(name, peerID string) *jserr.Error {
 
 // evacuateStream moves stream sa's replica on server from to a server
 // placed as a create places (the stream's Excluded servers and from
-// kept out), its consumers of one replica there first; with no such
+// kept out), its consumers of one replica there first (a stream of one
+// replica with its data and its consumers' state: evacuateSingle; one
+// moving so already goes on as it is); with no such
 // server it excludes from and drops the replica (a stream of three
 // replicas or more), its consumers of one replica moving first to a
 // server that stays. Failures are logged: the evacuation answers
@@ -73,8 +76,14 @@ func (c *Cluster) evacuateStream(sa meta.StreamAssignment, from raftnode.ServerI
 		return
 	}
 	if len(sa.Replicas) == 1 {
-		c.cfg.Infof("JetStream cluster: stream '%s > %s' of one replica stays on evacuated server %s (it has no group to catch a new replica up)", sa.Account, sa.Name, from)
+		_ = c.evacuateSingle(sa, from) // singlestream.go; what stays is logged
 		return
+	}
+	if f, _, moving := singleStreamMove(sa); moving {
+		if f != from {
+			c.cfg.Infof("JetStream cluster: stream '%s > %s' of one replica keeps its replica on evacuated server %s: it is moving there from %s", sa.Account, sa.Name, from, f)
+		}
+		return // its move goes on (finishSingleStreamMoves)
 	}
 	var cfg stream.Config
 	if json.Unmarshal(sa.Config, &cfg) != nil {

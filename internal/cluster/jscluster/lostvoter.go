@@ -26,7 +26,13 @@ import (
 // alone and adds the assignment's new replica the usual way
 // (reconcileMembership: a learner caught up, then promoted). The lost
 // replica's server, if it comes back, finds its replica out of the
-// assignment and retires it.
+// assignment and retires it. The same holds for a group scaled down to
+// the survivor alone whose other voter went down first (a scale-down to
+// one replica, a move of a stream or consumer of one replica rolled
+// back: singlestream.go): its removal, proposed by the survivor as
+// leader, never committed, and the survivor then converts as usual.
+// The stream's conversion waits for its consumers here to leave their
+// groups (consumersInGroups), so one forced out later keeps its state.
 
 // forceOutAfter is how long a replica of a group of two whose other
 // voter left the assignment waits without a leader before it forces it
@@ -49,12 +55,16 @@ func (c *Cluster) forceLostVoters() {
 	var jobs []job
 	c.mu.Lock()
 	for k, r := range c.replicas {
-		if r.log != nil && r.mine() != 0 && len(r.sa.Replicas) > 1 {
+		if r.log != nil && r.mine() != 0 {
+			// An assignment of this replica alone too: a scale-down
+			// to one replica, or a move of a stream of one replica
+			// rolled back (singlestream.go), whose other voter is
+			// down.
 			jobs = append(jobs, job{r.sa.Group, r.sa.Replicas, &r.forceSince, "stream '" + k.account + " > " + k.name + "'"})
 		}
 	}
 	for k, cr := range c.creplicas {
-		if cr.log != nil && cr.mine(c.name) != 0 && len(cr.ca.Replicas) > 1 {
+		if cr.log != nil && cr.mine(c.name) != 0 { // as for a stream, scaled down to this replica too
 			jobs = append(jobs, job{cr.ca.Group, cr.ca.Replicas, &cr.forceSince, "consumer '" + k.account + " > " + k.stream + " > " + k.name + "'"})
 		}
 	}

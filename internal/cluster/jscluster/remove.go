@@ -178,6 +178,9 @@ func (c *Cluster) moveOffRemoved() {
 			}
 			ss, _ := st.Assigned(sv.Name)
 			for _, sa := range ss {
+				if _, _, single := singleStreamMove(sa); single {
+					continue // a stream of one replica moving: it finishes or rolls back first (singlestream.go)
+				}
 				if r, ok := meta.On(sa.Replicas, sv.Name); ok && len(sa.Replicas) > 1 && !renamedHeld(succ, r) {
 					moves = append(moves, move{sa, r})
 				}

@@ -87,7 +87,7 @@ func (c *Cluster) convertReplicas() {
 			continue
 		}
 		st, err := c.node.Status(r.sa.Group)
-		if err != nil || !settleReady(st) {
+		if err != nil || !settleReady(st) || c.consumersInGroups(k) {
 			continue
 		}
 		c.mu.Lock()
@@ -102,6 +102,24 @@ func (c *Cluster) convertReplicas() {
 			c.cfg.Logf("jscluster: stream %s > %s: scaling down to one replica (tried again in %v): %v", k.account, k.name, convertRetry, err)
 		}
 	}
+}
+
+// consumersInGroups reports whether a consumer of stream k runs here in
+// a group (a replicated runtime): the stream's conversion restarts its
+// consumers over the stream of one replica (stopStreamConsumers removes
+// their groups and checkpoints), so it waits until each ran its own
+// conversion to one replica (a scale-down's consumers go first,
+// consumersToOne; a move of a stream of one replica rolled back,
+// singlestream.go, waits for them too).
+func (c *Cluster) consumersInGroups(k streamKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for ck, cr := range c.creplicas {
+		if ck.account == k.account && ck.stream == k.name && cr.log != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // convert turns this server's replica r of stream k, the only voter of

@@ -169,7 +169,7 @@ func (c *Cluster) moveSingle(ca meta.ConsumerAssignment, from, dest raftnode.Ser
 		default:
 		}
 	}
-	if err := c.waitFor(func() bool { return c.replicaCurrent(k, dest) }); err != nil {
+	if err := c.waitUp(dest, func() bool { return c.replicaCurrent(k, dest) }); err != nil {
 		return errors.Join(errors.New("its new replica was not caught up"), err)
 	}
 	shrink := &meta.AssignConsumer{Account: ca.Account, Stream: ca.Stream, Name: ca.Name, Action: meta.Update,
@@ -195,12 +195,25 @@ var errSingleMoveTimeout = errors.New("not done in time")
 // (errSingleMoveTimeout), or until this server stops or is no longer the
 // meta leader (errSingleMoveStopped).
 func (c *Cluster) waitFor(done func() bool) error {
-	deadline := time.Now().Add(singleMoveWait)
-	for !done() {
-		if !c.metaLeader() {
+	return c.waitCheck(singleMoveWait, func() (bool, error) { return done(), nil })
+}
+
+// waitCheck polls check every 50 ms until it reports done (nil) or an
+// error (that error), at most wait (errSingleMoveTimeout), or until
+// this server stops or is no longer the meta leader
+// (errSingleMoveStopped).
+func (c *Cluster) waitCheck(wait time.Duration, check func() (bool, error)) error {
+	deadline := time.Now().Add(wait)
+	for {
+		done, err := check()
+		switch {
+		case done:
+			return nil
+		case err != nil:
+			return err
+		case !c.metaLeader():
 			return errSingleMoveStopped
-		}
-		if time.Now().After(deadline) {
+		case time.Now().After(deadline):
 			return errSingleMoveTimeout
 		}
 		select {
@@ -209,7 +222,39 @@ func (c *Cluster) waitFor(done func() bool) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return nil
+}
+
+// waitUp is waitFor, but gives up with errDestDown once server dest
+// has been offline for destDownWait: a replica on a server that went
+// down is not caught up before it comes back, and the move is better
+// finished back (finishSingleMoves) than waited on for the whole
+// singleMoveWait.
+func (c *Cluster) waitUp(dest raftnode.ServerID, done func() bool) error {
+	var down downTimer
+	return c.waitCheck(singleMoveWait, func() (bool, error) {
+		if done() {
+			return true, nil
+		}
+		if down.expired(c.offline()[dest], time.Now()) {
+			return false, errDestDown
+		}
+		return false, nil
+	})
+}
+
+// downTimer tracks since when a server has been seen offline.
+type downTimer struct{ since time.Time }
+
+// expired records whether the server is offline now and reports
+// whether it has been so for destDownWait.
+func (d *downTimer) expired(offline bool, now time.Time) bool {
+	switch {
+	case !offline:
+		d.since = time.Time{}
+	case d.since.IsZero():
+		d.since = now
+	}
+	return offline && now.Sub(d.since) >= destDownWait
 }
 
 // replicaCurrent reports whether the leader of consumer k (this server's

@@ -216,9 +216,14 @@ var _ jsapi.Peers = (*account)(nil)
 // peer (moveConsumers); its consumers of one replica on peer move first,
 // with their state, to one of its servers that stays, and the answer
 // then comes at once, the replica moving after them (moveSinglesThen:
-// docs/cluster.md, "Moving consumers of one replica"). No server to take it, or a stream with one
-// replica (it has no group to catch a new replica up): 10075 "peer remap
-// failed", as nats-server when no replacement is available.
+// docs/cluster.md, "Moving consumers of one replica"). A file stream
+// of one replica moves with its messages and its consumers' state
+// (evacuateSingle: docs/cluster.md, "Moving a stream of one replica"),
+// answered at once. No server to take it, or a stream of one replica
+// that cannot move (a memory stream's, a consumer kept in memory, its
+// server offline), or one moving between two servers named by the
+// other one: 10075 "peer remap failed", as nats-server when no
+// replacement is available.
 func (a *account) StreamRemovePeer(name, peer string) *jserr.Error {
 	c := a.c
 	sa, _, ok, _ := c.assignment(streamKey{a.name, name})
@@ -231,6 +236,12 @@ func (a *account) StreamRemovePeer(name, peer string) *jserr.Error {
 	}
 	old := sa.Replicas[i]
 	if len(sa.Replicas) == 1 {
+		return c.evacuateSingle(sa, old.Server) // with its data and its consumers' state (singlestream.go)
+	}
+	if f, _, moving := singleStreamMove(sa); moving {
+		if f == old.Server {
+			return nil // moving off it already
+		}
 		return jserr.New(jserr.PeerRemap)
 	}
 	var cfg stream.Config
