@@ -175,24 +175,22 @@ func consumerTarget(cc *consumer.Config, scfg *stream.Config) int {
 }
 
 // scaledConsumerServers returns the servers of consumer ca scaled to
-// want replicas among the servers of its stream sa (step 1 above): up,
-// its servers first, then the stream's others (online ones first, in
-// the stream's order); down, the replica leading its group first, then
-// the others in assignment order. Errors: 10023 when the stream has too
+// want replicas among the servers of its stream sa (step 1 above): its
+// servers first, in the order a scale-down keeps them (keepOrder, with
+// what this server's replica of the consumer knows: the replica leading
+// its group, then online servers, current first, then offline ones, as
+// a stream's: keep.go), then, up, the stream's others (online ones
+// first, in the stream's order). Errors: 10023 when the stream has too
 // few servers.
 func (c *Cluster) scaledConsumerServers(sa meta.StreamAssignment, ca meta.ConsumerAssignment, want int) ([]raftnode.ServerID, *jserr.Error) {
-	cur := meta.Servers(ca.Replicas)
-	if st, err := c.node.Status(ca.Group); err == nil && st.LeaderServer != "" {
-		if i := slices.Index(cur, st.LeaderServer); i > 0 {
-			cur = append([]raftnode.ServerID{st.LeaderServer}, slices.Delete(cur, i, i+1)...)
-		}
-	}
+	v, _ := c.localView(ca.Group)
+	cur := keepOrder(meta.Servers(ca.Replicas), v)
 	// Only servers that hold the stream stay (a server the stream left).
 	cur = slices.DeleteFunc(cur, func(s raftnode.ServerID) bool { _, ok := meta.On(sa.Replicas, s); return !ok })
 	if want <= len(cur) {
 		return cur[:want], nil
 	}
-	offline := c.offline()
+	offline := v.offline
 	extra := slices.DeleteFunc(meta.Servers(sa.Replicas), func(s raftnode.ServerID) bool { return slices.Contains(cur, s) })
 	slices.SortStableFunc(extra, func(a, b raftnode.ServerID) int { return cmpBool(offline[a], offline[b]) })
 	if len(cur)+len(extra) < want {

@@ -278,11 +278,12 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 			return nil, jserr.New(jserr.ClusterNotAvail)
 		}
 		var perr *jserr.Error
-		if servers, perr = c.scaleServers(sa, &cfg); perr != nil {
-			return nil, perr
-		}
-		if cfg.Replicas == 1 {
-			keep, shrink := c.keepForConsumers(k, sa)
+		if cfg.Replicas > 1 {
+			if servers, perr = c.scaleServers(sa, &cfg); perr != nil {
+				return nil, perr
+			}
+		} else {
+			keep, shrink := c.keepForConsumers(k, c.streamKeepOrder(sa))
 			if keep == "" {
 				return nil, jserr.New(jserr.StreamReplicasNotUpdatable)
 			}
@@ -420,17 +421,17 @@ func allScaleUp(cas []meta.ConsumerAssignment, scfg *stream.Config) bool {
 	return true
 }
 
-// keepForConsumers returns the one server stream k (assignment sa)
-// keeps when it scales down to one replica, and the replicated consumers
-// that must first scale down to one replica there: the first server of
-// scaleServers' order (the leader first) on which every consumer of the
-// stream either runs alone already or has a replica it can keep (a
-// replicated consumer whose state has files to go to: not mem_storage).
-// A consumer of one replica on another server cannot move there (its
-// state would stay behind): "" when no server will do (StreamUpdate
-// answers 10061).
-func (c *Cluster) keepForConsumers(k streamKey, sa meta.StreamAssignment) (raftnode.ServerID, []meta.ConsumerAssignment) {
-	all, _ := c.scaleServers(sa, &stream.Config{Replicas: len(sa.Replicas)})
+// keepForConsumers returns the one server stream k keeps when it scales
+// down to one replica, and the replicated consumers that must first
+// scale down to one replica there: the first server of order (its
+// servers as streamKeepOrder gives them: the leader first, then online
+// servers, current first; a live, caught-up replica when one is known)
+// on which every consumer of the stream either runs alone already or
+// has a replica it can keep (a replicated consumer whose state has files
+// to go to: not mem_storage). A consumer of one replica on another
+// server cannot move there (its state would stay behind): "" when no
+// server will do (StreamUpdate answers 10061).
+func (c *Cluster) keepForConsumers(k streamKey, all []raftnode.ServerID) (raftnode.ServerID, []meta.ConsumerAssignment) {
 	var cas []meta.ConsumerAssignment
 	c.meta.View(func(st *meta.State) { cas = st.Consumers(k.account, k.name) })
 	for _, s := range all {
@@ -593,21 +594,25 @@ func (c *Cluster) moveServers(sa meta.StreamAssignment, next *stream.Config) ([]
 }
 
 // scaleServers returns the servers of stream sa scaled to next.Replicas
-// replicas (docs/cluster.md, "Scaling"), as nats-server v2.15.2
-// jsClusteredStreamUpdateRequest chooses them: up, the current servers
+// replicas (docs/cluster.md, "Scaling"): up, as nats-server v2.15.2
+// jsClusteredStreamUpdateRequest chooses them, the current servers
 // first and new ones placed as a create places them (meta.Place: 10005
 // when too few are eligible; the stream's Excluded servers, an
-// evacuation's, never chosen); down, the stream's leader kept, then the
-// others in assignment order.
+// evacuation's, never chosen); down, the first of streamKeepOrder (the
+// leader, then online servers current first, then offline ones), as
+// nats-server v2.15.2's stream leader picks them (keep.go).
 func (c *Cluster) scaleServers(sa meta.StreamAssignment, next *stream.Config) ([]raftnode.ServerID, *jserr.Error) {
 	cur := meta.Servers(sa.Replicas)
+	if next.Replicas < len(cur) {
+		return c.streamKeepOrder(sa)[:next.Replicas], nil
+	}
 	if st, err := c.node.Status(sa.Group); err == nil && st.LeaderServer != "" {
 		if i := slices.Index(cur, st.LeaderServer); i > 0 {
 			cur = append([]raftnode.ServerID{st.LeaderServer}, slices.Delete(cur, i, i+1)...)
 		}
 	}
-	if next.Replicas <= len(cur) {
-		return cur[:next.Replicas], nil
+	if next.Replicas == len(cur) {
+		return cur, nil
 	}
 	var servers []raftnode.ServerID
 	var perr *jserr.Error
