@@ -16,8 +16,11 @@ import (
 // (scaledown.go):
 //
 //  1. The meta leader proposes an AssignConsumer naming one server of the
-//     consumer's (its group's leader when it knows it); that server keeps
-//     its replica ID in the group (the assignment is "unsettled":
+//     consumer's (the stream's kept server on a stream's scale-down to
+//     one replica; on the consumer's own update, the first of
+//     scaledConsumerServers' order: its group's leader, then live,
+//     current replicas, a down one last); that server keeps its replica
+//     ID in the group (the assignment is "unsettled":
 //     meta.ConsumerAssignment.Unsettled).
 //  2. The group's leader removes the other replicas one membership change
 //     at a time (stepMembership), each only once the kept replica holds

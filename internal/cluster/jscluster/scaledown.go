@@ -15,8 +15,10 @@ import (
 // (docs/cluster.md, "Scaling down to one replica"):
 //
 //  1. The meta leader proposes the UpdateStream naming one server, the
-//     stream's leader when it knows it; that server keeps its replica ID
-//     in the stream's group (the assignment is "unsettled":
+//     first of the scale-down's order where every consumer can stay
+//     (keepForConsumers: the stream's leader, then live, current
+//     replicas, a down one last: keep.go); that server keeps its replica
+//     ID in the stream's group (the assignment is "unsettled":
 //     meta.StreamAssignment.Unsettled).
 //  2. The group's leader removes the other replicas one membership change
 //     at a time (membership.go), each only once the kept replica holds
