@@ -184,7 +184,17 @@ func testScaleDownLive(t *testing.T, n, to int) {
 	// The stopped server back: its replicas leave, the stream stays on
 	// the live servers and takes publishes.
 	servers[fi] = restartServer(t, opts[fi])
-	eventually(t, stopped+"'s replicas retired", func() error {
+	eventually(t, stopped+" recovered, knowing the meta leader", func() error {
+		if rec, _ := servers[fi].JetStreamRecovery(); !rec.Done {
+			return fmt.Errorf("recovery %+v", rec)
+		}
+		if mi := servers[fi].JetStreamMeta(); mi == nil || mi.Leader == "" {
+			return fmt.Errorf("meta %+v", mi)
+		}
+		return nil
+	})
+	recovered := time.Now()
+	eventuallyWithin(t, 10*time.Second+clusterTimeout, stopped+"'s replicas retired", func() error {
 		if si, err := accountStream(servers[fi], "APP", "Y"); err == nil {
 			return fmt.Errorf("Y still there: %d messages", si.State.Msgs)
 		}
@@ -193,6 +203,7 @@ func testScaleDownLive(t *testing.T, n, to int) {
 		}
 		return nil
 	})
+	t.Logf("%s's replicas retired %v after its recovery", stopped, time.Since(recovered).Round(100*time.Millisecond))
 	_, back := clusterClients(t, servers[fi:fi+1], app)
 	publishWithin(t, back[0], "y.back", msgs+2, clusterTimeout)
 	eventually(t, "Y on the live servers after the restart", func() error {
