@@ -211,8 +211,9 @@ func TestJWTConnectAtExpRefused(t *testing.T) {
 		tok := f.userJWT(t, f.acc, userPub, func(uc *jwt.UserClaims) { uc.Expires = time.Now().Unix() })
 		got := connectJWT(t, tg.url, tok, userKP).waitClosed(10 * time.Second)
 		const refused, ended = "-ERR 'Authorization Violation'\r\n", "-ERR 'User Authentication Expired'\r\n"
-		// nats-server's expiry timer races the PING: PONG comes first or not.
-		if got != refused && (tg.name == "cairn" || strings.TrimPrefix(got, "PONG\r\n") != ended) {
+		// nats-server's expiry timer races the PING: PONG comes first,
+		// after the -ERR (seen in CI under load), or not at all.
+		if got != refused && (tg.name == "cairn" || strings.TrimSuffix(strings.TrimPrefix(got, "PONG\r\n"), "PONG\r\n") != ended) {
 			t.Fatalf("got %q", got)
 		}
 	})
