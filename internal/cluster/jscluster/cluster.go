@@ -150,6 +150,10 @@ type Cluster struct {
 	// (noteLeaderless): it then answers none of the meta group's
 	// requests (metaAnswers).
 	metaFenced atomic.Bool
+	// removedAnswered is set once another server answered that its
+	// catalogue marks this server's store removed (SERVER.REMOVE while
+	// this server was down: removedown.go); never cleared.
+	removedAnswered atomic.Bool
 
 	cfgPush configPush // streams whose config to compare (update.go)
 
@@ -522,6 +526,7 @@ func (c *Cluster) run() {
 			c.askReplaceLost()
 			c.handleLost()
 			c.forceLostVoters()
+			c.learnRemoval()
 			c.reconcileMemberships()
 			c.reportMoves()
 			c.reconcileConsumerMemberships()
@@ -840,8 +845,12 @@ func (c *Cluster) known() map[raftnode.ServerID]raftnode.Incarnation {
 
 // removedSelf reports whether the catalogue marks this server, with its
 // store, removed (SERVER.REMOVE), under this name or, when it has none
-// of this name, under another (storeRemoved).
+// of this name, under another (storeRemoved), or another server
+// answered so (removedAnswered: removed while down, removedown.go).
 func (c *Cluster) removedSelf() bool {
+	if c.removedAnswered.Load() {
+		return true
+	}
 	removed := false
 	c.meta.View(func(st *meta.State) {
 		self, ok := st.Server(c.name)

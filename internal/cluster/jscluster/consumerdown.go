@@ -165,17 +165,19 @@ func (c *Cluster) awaitApplied(group raftnode.GroupID) {
 }
 
 // retireConsumers stops this server's replicas of replicated consumers
-// that left their assignment (a scale-down) once their group no longer
+// that left their assignment (a scale-down; every replica of a server
+// that learned it was removed while down: removedown.go) once their group no longer
 // has them: they applied their removal, are fenced, or, but for a
 // scale-down to one replica (whose settle gives the consumer another
 // group: reconcileConsumer stops them then), have known no leader for
 // retireAfter while another voter was heard (votersHeard) or the
 // consumer is led elsewhere (ledElsewhere).
 func (c *Cluster) retireConsumers() {
+	removed := c.removedAnswered.Load() // every replica left (removedown.go)
 	c.mu.Lock()
 	var keys []consumerKey
 	for k, cr := range c.creplicas {
-		if cr.log != nil && cr.mine(c.name) == 0 {
+		if cr.log != nil && (cr.mine(c.name) == 0 || removed) {
 			keys = append(keys, k)
 		}
 	}

@@ -41,6 +41,9 @@ import (
 //	                                           to one replica runs without its group;
 //	                                           the meta leader proposes its SettleStream
 //	                                           (scaledown.go)
+//	$SYS.JSC.SERVER.REMOVED.<incarnation>      request: whether that store was removed
+//	                                           (SERVER.REMOVE); answered only by a server
+//	                                           whose catalogue says so (removedown.go)
 //	$SYS._INBOX.<id>.<n>                       the replies to this server's requests
 //
 // nats-server answers $JSC.CI with the ConsumerInfo alone; cairn's reply
@@ -131,6 +134,7 @@ func (c *Cluster) AttachSystem(tr jetstream.Transport) error {
 		{consumerSettleSubject, c.onConsumerSettle},    // consumerdown.go
 		{groupMembersPrefix + "*.*", c.onGroupMembers}, // cancelmove.go
 		{moveDoneSubject, c.onMoveDone},                // cancelmove.go
+		{removedPrefix + "*", c.onRemovedAsk},          // removedown.go
 		{s.inbox + "*", c.onReply},
 	} {
 		x, err := tr.Subscribe(sub.subj, "", sub.h)

@@ -221,8 +221,12 @@ func (c *Cluster) otherVoter(st raftnode.GroupStatus) bool {
 
 // selfRemoved reports whether the catalogue marks this server removed
 // (SERVER.REMOVE), or, when it has none of this name, this server's
-// store under another name (storeRemoved).
+// store under another name (storeRemoved), or another server answered
+// so (removedAnswered: removed while down, removedown.go).
 func (c *Cluster) selfRemoved() bool {
+	if c.removedAnswered.Load() {
+		return true
+	}
 	removed := false
 	c.meta.View(func(st *meta.State) {
 		sv, ok := st.Server(c.name)
@@ -346,7 +350,8 @@ func cmpBool(a, b bool) int {
 const retireAfter = 10 * time.Second
 
 // retireReplicas stops this server's replicas that left their stream's
-// assignment (a scale-down, a peer removal) once their group no longer
+// assignment (a scale-down, a peer removal; every replica of a server
+// that learned it was removed while down: removedown.go) once their group no longer
 // has them: they applied their removal, are fenced, or have known no
 // leader for retireAfter while another voter was heard (votersHeard)
 // or the stream is led elsewhere (ledElsewhere; not for a scale-down to
@@ -354,10 +359,11 @@ const retireAfter = 10 * time.Second
 // settle removes them: scaledown.go); but not while a replica of one of
 // the stream's consumers here is leaving its group (consumersLeaving).
 func (c *Cluster) retireReplicas() {
+	removed := c.removedAnswered.Load() // every replica left (removedown.go)
 	c.mu.Lock()
 	var keys []streamKey
 	for k, r := range c.replicas {
-		if r.log != nil && r.mine() == 0 {
+		if r.log != nil && (r.mine() == 0 || removed) {
 			keys = append(keys, k)
 		}
 	}

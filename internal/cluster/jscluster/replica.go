@@ -107,7 +107,7 @@ func (c *Cluster) apply(ev meta.Event) {
 			// nats-server v2.15.2 disables JetStream on the removed
 			// server; this one keeps running outside the meta group
 			// (docs/cluster.md, "Removing a server").
-			c.cfg.Logf("JetStream cluster: this server was removed from the meta group (SERVER.REMOVE): it takes no part in the cluster's JetStream any more; to return it, start it on an empty store")
+			c.cfg.Logf(removedText)
 		}
 	}
 }

@@ -133,6 +133,10 @@ type Problem struct {
 //
 //   - the Raft WAL still being replayed after a restart ("JetStream is
 //     still recovering meta layer"; docs/cluster.md, "Restarts");
+//   - this server removed from the meta group (SERVER.REMOVE), while it
+//     ran or while it was down (removedown.go): removedText, where
+//     nats-server, which disables JetStream on it, says "JetStream not
+//     enabled";
 //   - the meta group not started yet (its routes unresolved), fenced, or
 //     its replica here without a leader ("JetStream has not established
 //     contact with a meta leader"), not current ("JetStream is not
@@ -167,6 +171,9 @@ func (c *Cluster) Health() []Problem {
 	if !started {
 		names, _ := c.host.ClusterMembers()
 		return []Problem{{Kind: "meta", Text: fmt.Sprintf("JetStream cluster waits to enter its meta group: the servers its routes name, or a meta leader adding it (known: %v)", names)}}
+	}
+	if c.removedSelf() {
+		return []Problem{{Kind: "meta", Text: removedText}}
 	}
 	st, err := c.node.Status(meta.MetaGroup)
 	switch {
