@@ -132,9 +132,9 @@ type DesiredClusterInfo struct {
 
 // DesiredClusterInfoStatus is what a move waits for, as its group's
 // leader reports it (nats-server v2.15.2 DesiredClusterInfoStatus): a
-// type ("meta", "membership", "catchup", "blocked", as nats-server's
-// MigrationStatusType) and a short line (docs/cluster.md "Moving a
-// stream" lists cairn's).
+// type ("meta", "membership", "catchup", "quorum", "blocked", as
+// nats-server's MigrationStatusType) and a short line (docs/cluster.md
+// "Moving a stream" lists cairn's).
 type DesiredClusterInfoStatus struct {
 	Description string `json:"description"`
 	Type        string `json:"type"`

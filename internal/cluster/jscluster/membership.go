@@ -189,13 +189,14 @@ func (c *Cluster) stepMembership(group raftnode.GroupID, want []meta.Replica, ch
 		c.handOver(group, label, st, others, via)
 		return
 	}
-	changes, wanted := nextMembership(st, want)
+	live := heardLive(st, c.node.ContactWindow())
+	changes, wanted := nextMembership(live, want)
 	if changes == nil {
 		return
 	}
 	for _, ch := range changes {
 		if ch.Kind == raftnode.RemoveReplica && ch.Replica == st.Replica {
-			c.handOver(group, label, st, wanted, via)
+			c.handOver(group, label, live, wanted, via)
 			return
 		}
 	}
@@ -235,15 +236,41 @@ func (c *Cluster) selfRemoved() bool {
 	return removed
 }
 
+// heardLive returns a copy of the leader's status st whose replicas are
+// Active when the leader heard from them within window (st.Peers: a
+// message of the group, or a beat of its server while the group is
+// quiet), its own replica always: what nextMembership and
+// keepsLiveQuorum count as live. raft's RecentActive, which Active
+// otherwise includes, is cleared only by CheckQuorum's pass every
+// election timeout of a group that ticks, so in a group that went quiet
+// it stays true for a replica whose server has since stopped (a stream
+// of three whose follower's server stopped still counted it active 20
+// s later): the guard would have let the removal of the live voter go.
+func heardLive(st raftnode.GroupStatus, window time.Duration) raftnode.GroupStatus {
+	heard := map[raftnode.ReplicaID]bool{st.Replica: true}
+	for _, p := range st.Peers {
+		heard[p.Replica] = p.Heard && p.Ago <= window
+	}
+	st.Replicas = slices.Clone(st.Replicas)
+	for i := range st.Replicas {
+		st.Replicas[i].Active = heard[st.Replicas[i].Replica]
+	}
+	return st
+}
+
 // nextMembership returns the next membership change of a group whose
 // leader's status is st toward the replicas want (none: nothing to
-// change), and the replica IDs of want. New replicas are added as
-// learners one at a time and promoted once within promoteLag of the
-// commit, each promotion removing a replica that leaves; a learner that
-// leaves is removed; a voter that leaves (one that is down first, the
-// leader's own last) is removed once no learner is pending and, for a
-// scale-down to one replica, once the replica that stays holds every
-// committed entry (keptCaughtUp).
+// change), and the replica IDs of want; a replica is live when Active
+// in st (stepMembership passes heardLive's status). New replicas are
+// added as learners one at a time and promoted once within promoteLag
+// of the commit, each promotion removing a replica that leaves; a
+// learner that leaves is removed; a voter that leaves (one that is down
+// first, the leader's own last: leavingVoters) is removed once no
+// learner is pending and, for a scale-down to one replica, once the
+// replica that stays holds every committed entry (keptCaughtUp). No
+// change removes a live voter when the voters left would not hold a
+// live majority (keepsLiveQuorum): the removal waits, and a promotion
+// it would have gone with goes alone.
 func nextMembership(st raftnode.GroupStatus, want []meta.Replica) ([]raftnode.Change, map[raftnode.ReplicaID]bool) {
 	wanted := map[raftnode.ReplicaID]bool{}
 	for _, x := range want {
@@ -254,24 +281,13 @@ func nextMembership(st raftnode.GroupStatus, want []meta.Replica) ([]raftnode.Ch
 		have[rs.Replica] = rs
 	}
 	var changes []raftnode.Change
-	var extraVoters, extraLearners []raftnode.ReplicaID
+	var extraLearners []raftnode.ReplicaID
 	for _, rs := range st.Replicas {
-		switch {
-		case wanted[rs.Replica]:
-		case rs.Learner:
+		if !wanted[rs.Replica] && rs.Learner {
 			extraLearners = append(extraLearners, rs.Replica)
-		default:
-			extraVoters = append(extraVoters, rs.Replica)
 		}
 	}
-	// The leader's own replica, if it leaves, goes last (handOver); one
-	// that is down goes first, while the others still make a quorum.
-	slices.SortStableFunc(extraVoters, func(a, b raftnode.ReplicaID) int {
-		if c := cmpBool(a == st.Replica, b == st.Replica); c != 0 {
-			return c
-		}
-		return cmpBool(have[a].Active, have[b].Active)
-	})
+	extraVoters := leavingVoters(st, wanted)
 	for _, x := range want {
 		if _, ok := have[x.ID]; !ok {
 			changes = []raftnode.Change{{Kind: raftnode.AddLearner, Replica: x.ID}}
@@ -298,16 +314,99 @@ func nextMembership(st raftnode.GroupStatus, want []meta.Replica) ([]raftnode.Ch
 			// leadership: a learner cannot until promoted (a consumer
 			// scaled up and at once down to one replica on a server
 			// whose replica was still a learner stalled for good).
+			// The removal only while the voters left keep a live
+			// majority; the promotion goes alone otherwise (it adds a
+			// live voter: the quorum it needs is live too).
 			if len(extraVoters) > 0 && (extraVoters[0] != st.Replica || wantedVoter(st, wanted)) {
-				changes = append(changes, raftnode.Change{Kind: raftnode.RemoveReplica, Replica: extraVoters[0]})
+				joint := append(slices.Clone(changes), raftnode.Change{Kind: raftnode.RemoveReplica, Replica: extraVoters[0]})
+				if keepsLiveQuorum(st, joint) {
+					changes = joint
+				}
 			}
 			break
 		}
 	}
 	if changes == nil && !learning && len(extraVoters) > 0 && (len(want) > 1 || keptCaughtUp(st, wanted)) {
-		changes = []raftnode.Change{{Kind: raftnode.RemoveReplica, Replica: extraVoters[0]}}
+		remove := []raftnode.Change{{Kind: raftnode.RemoveReplica, Replica: extraVoters[0]}}
+		if keepsLiveQuorum(st, remove) {
+			changes = remove
+		}
 	}
 	return changes, wanted
+}
+
+// leavingVoters returns the voters of the group whose leader's status
+// is st that are not among want, in the order they are removed: those
+// that are down first (their removal takes no live vote), the leader's
+// own replica last (handOver), the others in replica order.
+func leavingVoters(st raftnode.GroupStatus, want map[raftnode.ReplicaID]bool) []raftnode.ReplicaID {
+	active := map[raftnode.ReplicaID]bool{}
+	var out []raftnode.ReplicaID
+	for _, rs := range st.Replicas {
+		active[rs.Replica] = rs.Active
+		if !want[rs.Replica] && !rs.Learner {
+			out = append(out, rs.Replica)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b raftnode.ReplicaID) int {
+		if c := cmpBool(a == st.Replica, b == st.Replica); c != 0 {
+			return c
+		}
+		return cmpBool(active[a], active[b])
+	})
+	return out
+}
+
+// keepsLiveQuorum reports whether the group whose leader's status is st
+// still has a live quorum once the membership change changes is made.
+// A change that removes no live voter always does: removing a learner,
+// or a voter that is down, takes no live vote away (and a group whose
+// leader leads holds a live majority already). One that removes a live
+// voter (Active in st, which stepMembership takes from heardLive; the
+// leader's own replica always counts as live) does only when the voters after the whole change, a learner it
+// promotes counted and the replicas it removes not, hold a majority of
+// live ones. Without it a scale-down whose assignment keeps a server
+// that is down (kept by an operator's move, or one that went down after
+// the meta leader chose: keep.go ranks offline servers last) removed
+// the live voter that leaves: a stream of three scaled to two kept its
+// leader and a down voter, and could commit nothing until that server
+// came back. Refused, the removal waits (stepMembership asks again each
+// housekeeping tick) and the group commits with its voters meanwhile.
+// As nats-server v2.15.2's stream and consumer leaders check before
+// they propose a peer's removal (jetstream_cluster.go canRemovePeer,
+// called from runStreamMigration and runConsumerMigration: "waiting for
+// quorum to remove peer"), which counts the remaining peers that are
+// current and heard from lately; this counts those heard from
+// (docs/cluster.md, "Replacing a replica").
+func keepsLiveQuorum(st raftnode.GroupStatus, changes []raftnode.Change) bool {
+	active := map[raftnode.ReplicaID]bool{st.Replica: true}
+	voters := map[raftnode.ReplicaID]bool{}
+	for _, rs := range st.Replicas {
+		active[rs.Replica] = active[rs.Replica] || rs.Active
+		if !rs.Learner {
+			voters[rs.Replica] = true
+		}
+	}
+	removesLive := false
+	for _, ch := range changes {
+		switch ch.Kind {
+		case raftnode.AddVoter:
+			voters[ch.Replica] = true
+		case raftnode.RemoveReplica:
+			removesLive = removesLive || voters[ch.Replica] && active[ch.Replica]
+			delete(voters, ch.Replica)
+		}
+	}
+	if !removesLive {
+		return true
+	}
+	live := 0
+	for r := range voters {
+		if active[r] {
+			live++
+		}
+	}
+	return live >= len(voters)/2+1
 }
 
 // wantedVoter reports whether a replica of want other than the

@@ -16,6 +16,7 @@ const (
 	moveStatusMeta       = "meta"
 	moveStatusMembership = "membership"
 	moveStatusCatchup    = "catchup"
+	moveStatusQuorum     = "quorum"
 	moveStatusBlocked    = "blocked"
 )
 
@@ -30,6 +31,9 @@ const (
 //     joining): catchup, "waiting for desired peers to catch up";
 //   - a joint configuration: membership, "waiting for membership change
 //     to commit";
+//   - the next origin replica's removal refused because the voters left
+//     would hold no live majority (keepsLiveQuorum): quorum, "waiting for
+//     quorum to remove peer" (nats-server's line for canRemovePeer);
 //   - an origin replica still in the group: membership, "removing peer
 //     <server>";
 //   - the group converged but a consumer of the stream still has a
@@ -41,7 +45,7 @@ func (c *Cluster) moveStatus(sa meta.StreamAssignment, st raftnode.GroupStatus) 
 	if sa.Move == nil || st.Role != raftnode.Leader {
 		return nil
 	}
-	if s := groupMoveStatus(sa, st); s != nil {
+	if s := groupMoveStatus(sa, heardLive(st, c.node.ContactWindow())); s != nil {
 		return s
 	}
 	if name := c.unmovedConsumer(sa); name != "" && !sa.Scaling() {
@@ -51,7 +55,8 @@ func (c *Cluster) moveStatus(sa meta.StreamAssignment, st raftnode.GroupStatus) 
 }
 
 // groupMoveStatus is moveStatus's line while the leader's group is not
-// yet the move's targets alone, all voters; nil once it is.
+// yet the move's targets alone, all voters; nil once it is. A replica
+// is live when Active in st (moveStatus passes heardLive's status).
 func groupMoveStatus(sa meta.StreamAssignment, st raftnode.GroupStatus) *consumer.DesiredClusterInfoStatus {
 	inGroup := map[raftnode.ReplicaID]raftnode.ReplicaStatus{}
 	for _, rs := range st.Replicas {
@@ -67,6 +72,13 @@ func groupMoveStatus(sa meta.StreamAssignment, st raftnode.GroupStatus) *consume
 	}
 	assigned := func(id raftnode.ReplicaID) bool {
 		return slices.ContainsFunc(sa.Replicas, func(r meta.Replica) bool { return r.ID == id })
+	}
+	wanted := map[raftnode.ReplicaID]bool{}
+	for _, r := range sa.Replicas {
+		wanted[r.ID] = true
+	}
+	if leave := leavingVoters(st, wanted); len(leave) > 0 && !keepsLiveQuorum(st, []raftnode.Change{{Kind: raftnode.RemoveReplica, Replica: leave[0]}}) {
+		return &consumer.DesiredClusterInfoStatus{Type: moveStatusQuorum, Description: "waiting for quorum to remove peer"}
 	}
 	for _, rs := range st.Replicas {
 		if rs.Replica != st.Replica && !assigned(rs.Replica) {

@@ -15,8 +15,9 @@ import (
 func TestGroupMoveStatus(t *testing.T) {
 	sa := meta.StreamAssignment{Replicas: []meta.Replica{{ID: 1, Server: "n1"}, {ID: 4, Server: "n4"}, {ID: 5, Server: "n5"}}, Move: &meta.MoveOrigin{}}
 	rs := func(id raftnode.ReplicaID, server string, learner bool) raftnode.ReplicaStatus {
-		return raftnode.ReplicaStatus{Replica: id, Server: raftnode.ServerID(server), Learner: learner}
+		return raftnode.ReplicaStatus{Replica: id, Server: raftnode.ServerID(server), Learner: learner, Active: true}
 	}
+	down := func(r raftnode.ReplicaStatus) raftnode.ReplicaStatus { r.Active = false; return r }
 	origin := []raftnode.ReplicaStatus{rs(1, "n1", false), rs(2, "n2", false), rs(3, "n3", false)}
 	steps := []struct {
 		name     string
@@ -29,6 +30,10 @@ func TestGroupMoveStatus(t *testing.T) {
 		{"targets learning", append(slices.Clone(origin), rs(4, "n4", true), rs(5, "n5", false)), false, 1, "catchup: waiting for desired peers to catch up"},
 		{"promoting", append(slices.Clone(origin), rs(4, "n4", false), rs(5, "n5", false)), true, 1, "membership: waiting for membership change to commit"},
 		{"origin left", append(slices.Clone(origin), rs(4, "n4", false), rs(5, "n5", false)), false, 1, "membership: removing peer n2"},
+		// n4 and n5 down since their promotion: n2's removal would
+		// leave n1 n3 n4 n5 with two live voters of four
+		// (keepsLiveQuorum).
+		{"origin left, the targets down", append(slices.Clone(origin), down(rs(4, "n4", false)), down(rs(5, "n5", false))), false, 1, "quorum: waiting for quorum to remove peer"},
 		{"leader of the origin", []raftnode.ReplicaStatus{rs(2, "n2", false), rs(1, "n1", false), rs(4, "n4", false), rs(5, "n5", false)}, false, 2, "membership: waiting for a desired peer to step down to"},
 		{"converged", []raftnode.ReplicaStatus{rs(1, "n1", false), rs(4, "n4", false), rs(5, "n5", false)}, false, 1, ""},
 	}
