@@ -210,6 +210,18 @@ func (d *Deliverer) Invalidate() { d.np.valid = false }
 // time before the first.
 func (d *Deliverer) LastDelivered() time.Time { return d.lastDeliver }
 
+// NoteDelivered records a delivery made elsewhere at t (a replicated
+// consumer's follower applying its leader's Deliver or Redeliver, whose
+// Time is the leader's), so that LastDelivered, the info's
+// delivered.last_active, survives a change of leader as nats-server
+// v2.15.2's does (its followers set it from the replicated delivery's
+// timestamp). An earlier t than the last one recorded changes nothing.
+func (d *Deliverer) NoteDelivered(t time.Time) {
+	if t.After(d.lastDeliver) {
+		d.lastDeliver = t
+	}
+}
+
 // TakeAcked returns, and forgets, the stream sequences delivered with
 // ack policy none since the last call: they count as acknowledged (for
 // retention).

@@ -233,6 +233,18 @@ func (c *Consumer) flushReplicated() {
 	c.unflushed = pending
 }
 
+// noteActivity records on a follower the time of a delivery its leader
+// made (op a Deliver or Redeliver: its Time), so that the info's
+// delivered.last_active holds on the next leader (c.mu held).
+func (c *Consumer) noteActivity(op consumer.Op) {
+	switch o := op.(type) {
+	case *consumer.Deliver:
+		c.d.NoteDelivered(time.Unix(0, o.Time))
+	case *consumer.Redeliver:
+		c.d.NoteDelivered(time.Unix(0, o.Time))
+	}
+}
+
 // applyCommitted applies an operation the replicated log committed: to
 // the committed state beside the delivering one while leading, to the
 // state otherwise. The acknowledgements it commits go to retention; a
@@ -270,8 +282,14 @@ func (c *Consumer) applyCommittedLocked(index uint64, ops []consumer.Op, key uin
 			c.cacked = append(c.cacked, c.ccout.Acked...)
 			acked = true
 		}
+		if !c.leading {
+			c.noteActivity(op)
+		}
 	}
 	if !c.leading {
+		if acked {
+			c.lastAck = c.now() // as nats-server's followers on a replicated ack
+		}
 		c.d.Invalidate()
 		c.dirty = true
 	}
@@ -345,7 +363,9 @@ func (c *Consumer) lead(on bool) {
 	}
 	c.st, c.cst = c.cst, nil
 	c.d.SetState(c.st)
+	last := c.d.LastDelivered()
 	c.d.Reset()
+	c.d.NoteDelivered(last) // delivered.last_active stays (noteActivity)
 	c.confirms, c.acked, c.ackReplies = nil, nil, nil
 }
 
