@@ -341,18 +341,7 @@ func testLeaderlessInfoNotFromNewReplica(t *testing.T, subject string) {
 	ncs, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
 	const msgs, acked = 30, 10
 	fillLeaderless(t, js[0], "LI", 2, msgs, acked)
-	li := streamLeader(t, servers, js[0], "LI")
-	fi := -1
-	eventually(t, "LI's follower current, the durable's ack floor on both", func() error {
-		s, err := js[li].Stream(ctx2(t), "LI")
-		if err != nil {
-			return err
-		}
-		ci := s.CachedInfo().Cluster
-		if ci == nil || len(ci.Replicas) != 1 || !ci.Replicas[0].Current {
-			return fmt.Errorf("cluster %+v", ci)
-		}
-		fi = leaderIndex(servers, ci.Replicas[0].Name)
+	li, fi := currentFollower(t, servers, js, "LI", func(li int) error {
 		c, err := consumerInfoVia(t, js[li], "LI", "D")
 		if err != nil {
 			return err
