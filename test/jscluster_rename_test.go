@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/monitor"
 	"github.com/cairnmq/cairn/internal/server"
 	"github.com/nats-io/nats.go"
@@ -30,14 +29,7 @@ import (
 // its store"). Before, cairn kept the renamed server outside the meta
 // group, its /healthz 503 for good.
 func TestJetStreamClusterRenamedServerJoins(t *testing.T) {
-	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) {
-		o.Auth = config.Auth{
-			Users:      []config.User{{Name: "sys", Password: "sys", Account: "SYS"}, {Name: "app", Password: "app", Account: "APP"}},
-			Accounts:   []config.Account{{Name: "SYS"}, {Name: "APP", JetStream: &config.AccountJetStream{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1, MaxAckPending: -1, MemoryMaxStreamBytes: -1, StoreMaxStreamBytes: -1}}},
-			NoAuthUser: "app",
-		}
-		o.Operator.SystemAccount = "SYS"
-	})
+	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { sysAppNoAuth(o) })
 	waitMeta(t, servers, []string{"n1", "n2", "n3"})
 	js0 := jsAt(t, servers[0])
 	eventually(t, "create ORDERS", func() error {
@@ -169,12 +161,7 @@ func TestJetStreamClusterRenamedServerJoins(t *testing.T) {
 // nats-server v2.15.2 serves the stream within 15 s).
 func TestJetStreamClusterRenamedServerKeepsReplicaOfTwo(t *testing.T) {
 	servers, opts := jsClusterMod(t, 3, func(i int, o *server.Options) {
-		o.Auth = config.Auth{
-			Users:      []config.User{{Name: "sys", Password: "sys", Account: "SYS"}, {Name: "app", Password: "app", Account: "APP"}},
-			Accounts:   []config.Account{{Name: "SYS"}, {Name: "APP", JetStream: &config.AccountJetStream{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1, MaxAckPending: -1, MemoryMaxStreamBytes: -1, StoreMaxStreamBytes: -1}}},
-			NoAuthUser: "app",
-		}
-		o.Operator.SystemAccount = "SYS"
+		sysAppNoAuth(o)
 		o.Tags = []string{"rack:a"}
 		if i == 2 {
 			o.Tags = []string{"rack:b"}

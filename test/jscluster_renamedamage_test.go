@@ -22,10 +22,7 @@ import (
 // store"), and its replica of the stream is replaced: three current
 // replicas again, every acknowledged message served.
 func TestJetStreamClusterRenamedServerDamagedWALRejoins(t *testing.T) {
-	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) {
-		sysAppAuth(o)
-		o.Auth.NoAuthUser = "app"
-	})
+	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { sysAppNoAuth(o) })
 	waitMeta(t, servers, []string{"n1", "n2", "n3"})
 	js0 := jsAt(t, servers[0])
 	eventually(t, "create ORDERS", func() error {
