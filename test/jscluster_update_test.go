@@ -63,18 +63,7 @@ func ctx2(t *testing.T) context.Context {
 // sequence want.
 func clusterPublish(t *testing.T, js jetstream.JetStream, subj string, want uint64) {
 	t.Helper()
-	eventually(t, "publish "+subj, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		ack, err := js.Publish(ctx, subj, []byte("x"), jetstream.WithMsgID(subj))
-		if err != nil {
-			return err
-		}
-		if ack.Sequence != want {
-			t.Fatalf("PubAck of %s: %+v, want sequence %d", subj, ack, want)
-		}
-		return nil
-	})
+	publishWithin(t, js, subj, want, clusterTimeout)
 }
 
 // streamLeader returns the index of the server leading stream name, as
