@@ -29,15 +29,7 @@ import (
 // its store"). Before, cairn kept the renamed server outside the meta
 // group, its /healthz 503 for good.
 func TestJetStreamClusterRenamedServerJoins(t *testing.T) {
-	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { sysAppNoAuth(o) })
-	waitMeta(t, servers, []string{"n1", "n2", "n3"})
-	js0 := jsAt(t, servers[0])
-	eventually(t, "create ORDERS", func() error {
-		_, err := js0.CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, AllowDirect: true})
-		return err
-	})
-	sent := map[uint64]sentMsg{}
-	publishRange(t, js0, sent, 1, 20)
+	servers, opts, js0, sent := renamedOrders(t)
 	if _, err := js0.CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy, Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -92,15 +84,7 @@ func TestJetStreamClusterRenamedServerJoins(t *testing.T) {
 	})
 	publishRange(t, js0, sent, 21, 30) // on n1 and n2: n3's replica is not served by n3x
 
-	sys := connect(t, servers[0].ClientURL(), nats.UserInfo("sys", "sys"))
-	eventually(t, "SERVER.REMOVE n3", func() error {
-		r := stepDownRequest(t, sys, "$JS.API.SERVER.REMOVE", `{"peer":"n3"}`)
-		if !r.Success || r.Error != nil {
-			return fmt.Errorf("%+v (%+v)", r, r.Error)
-		}
-		return nil
-	})
-	waitMeta(t, servers, []string{"n1", "n2", "n3x"})
+	removeN3(t, servers)
 	eventually(t, "ORDERS on n1, n2 and n3x", func() error {
 		now := streamServers(t, js0, "ORDERS", 3)
 		if slices.Sort(now); !slices.Equal(now, []string{"n1", "n2", "n3x"}) {
@@ -145,6 +129,42 @@ func TestJetStreamClusterRenamedServerJoins(t *testing.T) {
 	})
 	readAsLeader(t, servers, 2, sent)
 	checkAll(t, js2, sent)
+}
+
+// renamedOrders starts the cluster of a renamed-server test: three
+// servers with the trial's accounts, app the user of a client without
+// credentials (sysAppNoAuth), and ORDERS (orders.>, three replicas,
+// direct gets) holding 20 messages published through the first server
+// (publishRange). It returns the servers, their options, the JetStream
+// client through the first server and the messages sent.
+func renamedOrders(t *testing.T) ([]*server.Server, []server.Options, jetstream.JetStream, map[uint64]sentMsg) {
+	t.Helper()
+	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { sysAppNoAuth(o) })
+	waitMeta(t, servers, []string{"n1", "n2", "n3"})
+	js0 := jsAt(t, servers[0])
+	eventually(t, "create ORDERS", func() error {
+		_, err := js0.CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, AllowDirect: true})
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	publishRange(t, js0, sent, 1, 20)
+	return servers, opts, js0, sent
+}
+
+// removeN3 removes n3, the first name of the server renamed n3x, through
+// the first server as the system account (SERVER.REMOVE), and waits for
+// the meta group of n1, n2 and n3x.
+func removeN3(t *testing.T, servers []*server.Server) {
+	t.Helper()
+	sys := connect(t, servers[0].ClientURL(), nats.UserInfo("sys", "sys"))
+	eventually(t, "SERVER.REMOVE n3", func() error {
+		r := stepDownRequest(t, sys, "$JS.API.SERVER.REMOVE", `{"peer":"n3"}`)
+		if !r.Success || r.Error != nil {
+			return fmt.Errorf("%+v (%+v)", r, r.Error)
+		}
+		return nil
+	})
+	waitMeta(t, servers, []string{"n1", "n2", "n3x"})
 }
 
 // A stream of two replicas whose leader's server is restarted under
