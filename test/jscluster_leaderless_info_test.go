@@ -155,13 +155,7 @@ type infoAnswer struct {
 	AckFloor *struct {
 		Stream uint64 `json:"stream_seq"`
 	} `json:"ack_floor"`
-	Cluster *struct {
-		Leader   string `json:"leader"`
-		Replicas []struct {
-			Name    string `json:"name"`
-			Current bool   `json:"current"`
-		} `json:"replicas"`
-	} `json:"cluster"`
+	Cluster *clusterPart `json:"cluster"`
 	Streams []infoAnswer `json:"streams"`
 }
 
