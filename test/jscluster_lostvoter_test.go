@@ -63,6 +63,25 @@ func TestJetStreamClusterLostVoterOfTwoPeerRemoved(t *testing.T) {
 	}
 }
 
+// removeLost removes the stopped server lost with a request to subject
+// (a body naming it) through server s, as the system account for
+// SERVER.REMOVE, else as the stream's account, app (a stream's request
+// goes to its account's API).
+func removeLost(t *testing.T, s *server.Server, subject, lost string) {
+	t.Helper()
+	user := "app"
+	if subject == "$JS.API.SERVER.REMOVE" {
+		user = "sys"
+	}
+	nc := connect(t, s.ClientURL(), nats.UserInfo(user, user))
+	eventually(t, "remove "+lost, func() error {
+		if r := stepDownRequest(t, nc, subject, fmt.Sprintf(`{"peer":%q}`, lost)); !r.Success {
+			return fmt.Errorf("%+v", r.Error)
+		}
+		return nil
+	})
+}
+
 // msgData is m's payload, or nothing for no message.
 func msgData(m *nats.Msg) []byte {
 	if m == nil {
@@ -84,17 +103,7 @@ func testLostVoterOfTwo(t *testing.T, subject string) ([]*server.Server, []serve
 	li, fi := twoReplicaStream(t, servers, js, "X2", true)
 	lost := servers[fi].Name()
 	servers[fi].Shutdown()
-	user := "app" // a stream's request goes to its account's API
-	if subject == "$JS.API.SERVER.REMOVE" {
-		user = "sys"
-	}
-	nc := connect(t, servers[li].ClientURL(), nats.UserInfo(user, user))
-	eventually(t, "remove "+lost, func() error {
-		if r := stepDownRequest(t, nc, subject, fmt.Sprintf(`{"peer":%q}`, lost)); !r.Success {
-			return fmt.Errorf("%+v", r.Error)
-		}
-		return nil
-	})
+	removeLost(t, servers[li], subject, lost)
 	live := []string{servers[0].Name(), servers[1].Name(), servers[2].Name()}
 	live = slices.DeleteFunc(live, func(n string) bool { return n == lost })
 	ajs := js[li]
