@@ -171,14 +171,8 @@ func waitDurable(t *testing.T, nc *nats.Conn, servers []string) {
 			AckFloor struct {
 				Stream uint64 `json:"stream_seq"`
 			} `json:"ack_floor"`
-			Pending int `json:"num_ack_pending"`
-			Cluster *struct {
-				Leader   string `json:"leader"`
-				Replicas []struct {
-					Name    string `json:"name"`
-					Current bool   `json:"current"`
-				} `json:"replicas"`
-			} `json:"cluster"`
+			Pending int          `json:"num_ack_pending"`
+			Cluster *clusterPart `json:"cluster"`
 		}
 		if err := json.Unmarshal(m.Data, &ci); err != nil || ci.Cluster == nil {
 			return fmt.Errorf("%s: %v", m.Data, err)

@@ -23,28 +23,8 @@ func TestJetStreamClusterEvacuateLiveCopyOfTwo(t *testing.T) {
 	servers, opts := jsClusterMod(t, 4, func(_ int, o *server.Options) { sysAppAuth(o) })
 	waitMeta(t, servers, []string{"n1", "n2", "n3", "n4"})
 	_, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
-	eventually(t, "create X2", func() error {
-		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "X2", Subjects: []string{"x2.>"}, Replicas: 2})
-		return err
-	})
-	const msgs = 20
-	for i := 1; i <= msgs; i++ {
-		clusterPublish(t, js[0], fmt.Sprintf("x2.%d", i), uint64(i))
-	}
-	li := streamLeader(t, servers, js[0], "X2")
-	fi := -1
-	eventually(t, "X2's follower current", func() error {
-		s, err := js[li].Stream(ctx2(t), "X2")
-		if err != nil {
-			return err
-		}
-		ci := s.CachedInfo().Cluster
-		if ci == nil || len(ci.Replicas) != 1 || !ci.Replicas[0].Current {
-			return fmt.Errorf("cluster %+v", ci)
-		}
-		fi = leaderIndex(servers, ci.Replicas[0].Name)
-		return nil
-	})
+	const msgs = twoReplicaMsgs
+	li, fi := twoReplicaStream(t, servers, js, "X2", false)
 	live := servers[li].Name()
 	servers[fi].Shutdown()
 	via := -1

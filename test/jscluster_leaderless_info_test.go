@@ -82,13 +82,7 @@ func TestJetStreamClusterLeaderlessInfoNewReplicaOfThree(t *testing.T) {
 	back, lost := followers[0], followers[1]
 	servers[back].Shutdown()
 	servers[lost].Shutdown()
-	sys := connect(t, servers[li].ClientURL(), nats.UserInfo("sys", "sys"))
-	eventually(t, "remove "+servers[lost].Name(), func() error {
-		if r := stepDownRequest(t, sys, "$JS.API.SERVER.REMOVE", fmt.Sprintf(`{"peer":%q}`, servers[lost].Name())); !r.Success {
-			return fmt.Errorf("%+v", r.Error)
-		}
-		return nil
-	})
+	removeLost(t, servers[li], "$JS.API.SERVER.REMOVE", servers[lost].Name())
 	var live []int
 	for i := range servers {
 		if i != back && i != lost {
@@ -129,17 +123,27 @@ func TestJetStreamClusterLeaderlessInfoNewReplicaOfThree(t *testing.T) {
 	want := []string{servers[li].Name(), servers[back].Name(), newServer}
 	slices.Sort(want)
 	eventually(t, fmt.Sprintf("L3 led, on %v current", want), func() error {
-		var cur []string
-		for _, i := range live {
-			if _, c := checkLeaderlessAnswers(t, ncs[i], "L3", msgs, acked, storage, newServer); c != nil {
-				cur = c
-			}
-		}
-		if !slices.Equal(cur, want) {
-			return fmt.Errorf("current %v", cur)
-		}
-		return nil
+		return currentIs(live, want, func(i int) []string {
+			_, c := checkLeaderlessAnswers(t, ncs[i], "L3", msgs, acked, storage, newServer)
+			return c
+		})
 	})
+}
+
+// currentIs returns nil when want names the current replicas of the
+// last answer that lists them (current returns them, or nil, for each
+// server of live in turn), else an error naming them.
+func currentIs(live []int, want []string, current func(i int) []string) error {
+	var cur []string
+	for _, i := range live {
+		if c := current(i); c != nil {
+			cur = c
+		}
+	}
+	if !slices.Equal(cur, want) {
+		return fmt.Errorf("current %v", cur)
+	}
+	return nil
 }
 
 // infoAnswer is the part of a STREAM.INFO, CONSUMER.INFO or STREAM.LIST
@@ -155,13 +159,7 @@ type infoAnswer struct {
 	AckFloor *struct {
 		Stream uint64 `json:"stream_seq"`
 	} `json:"ack_floor"`
-	Cluster *struct {
-		Leader   string `json:"leader"`
-		Replicas []struct {
-			Name    string `json:"name"`
-			Current bool   `json:"current"`
-		} `json:"replicas"`
-	} `json:"cluster"`
+	Cluster *clusterPart `json:"cluster"`
 	Streams []infoAnswer `json:"streams"`
 }
 
@@ -341,18 +339,7 @@ func testLeaderlessInfoNotFromNewReplica(t *testing.T, subject string) {
 	ncs, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
 	const msgs, acked = 30, 10
 	fillLeaderless(t, js[0], "LI", 2, msgs, acked)
-	li := streamLeader(t, servers, js[0], "LI")
-	fi := -1
-	eventually(t, "LI's follower current, the durable's ack floor on both", func() error {
-		s, err := js[li].Stream(ctx2(t), "LI")
-		if err != nil {
-			return err
-		}
-		ci := s.CachedInfo().Cluster
-		if ci == nil || len(ci.Replicas) != 1 || !ci.Replicas[0].Current {
-			return fmt.Errorf("cluster %+v", ci)
-		}
-		fi = leaderIndex(servers, ci.Replicas[0].Name)
+	li, fi := currentFollower(t, servers, js, "LI", func(li int) error {
 		c, err := consumerInfoVia(t, js[li], "LI", "D")
 		if err != nil {
 			return err
@@ -391,33 +378,17 @@ func testLeaderlessInfoNotFromNewReplica(t *testing.T, subject string) {
 		}
 		return nil
 	})
-	user := "app"
-	if subject == "$JS.API.SERVER.REMOVE" {
-		user = "sys"
-	}
-	nc := connect(t, servers[li].ClientURL(), nats.UserInfo(user, user))
-	eventually(t, "remove "+lost, func() error {
-		if r := stepDownRequest(t, nc, subject, fmt.Sprintf(`{"peer":%q}`, lost)); !r.Success {
-			return fmt.Errorf("%+v", r.Error)
-		}
-		return nil
-	})
+	removeLost(t, servers[li], subject, lost)
 	want := []string{servers[li].Name(), newServer}
 	slices.Sort(want)
 	// Past the wait of the survivor without a leader (forceOutAfter),
 	// with room for a loaded machine; every answer of every round is
 	// checked until the stream is back on two current replicas.
 	eventuallyWithin(t, 10*time.Second+2*clusterTimeout, fmt.Sprintf("LI led, on %v current", want), func() error {
-		var cur []string
-		for _, i := range live {
-			if _, c := checkLeaderlessAnswers(t, ncs[i], "LI", msgs, acked, storage, newServer); c != nil {
-				cur = c
-			}
-		}
-		if !slices.Equal(cur, want) {
-			return fmt.Errorf("current %v", cur)
-		}
-		return nil
+		return currentIs(live, want, func(i int) []string {
+			_, c := checkLeaderlessAnswers(t, ncs[i], "LI", msgs, acked, storage, newServer)
+			return c
+		})
 	})
 	s, err := js[ni].Stream(ctx2(t), "LI")
 	if err != nil {

@@ -63,6 +63,25 @@ func TestJetStreamClusterLostVoterOfTwoPeerRemoved(t *testing.T) {
 	}
 }
 
+// removeLost removes the stopped server lost with a request to subject
+// (a body naming it) through server s, as the system account for
+// SERVER.REMOVE, else as the stream's account, app (a stream's request
+// goes to its account's API).
+func removeLost(t *testing.T, s *server.Server, subject, lost string) {
+	t.Helper()
+	user := "app"
+	if subject == "$JS.API.SERVER.REMOVE" {
+		user = "sys"
+	}
+	nc := connect(t, s.ClientURL(), nats.UserInfo(user, user))
+	eventually(t, "remove "+lost, func() error {
+		if r := stepDownRequest(t, nc, subject, fmt.Sprintf(`{"peer":%q}`, lost)); !r.Success {
+			return fmt.Errorf("%+v", r.Error)
+		}
+		return nil
+	})
+}
+
 // msgData is m's payload, or nothing for no message.
 func msgData(m *nats.Msg) []byte {
 	if m == nil {
@@ -80,45 +99,11 @@ func testLostVoterOfTwo(t *testing.T, subject string) ([]*server.Server, []serve
 	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { sysAppAuth(o) })
 	waitMeta(t, servers, []string{"n1", "n2", "n3"})
 	_, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
-	eventually(t, "create X2", func() error {
-		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "X2", Subjects: []string{"x2.>"}, Replicas: 2})
-		return err
-	})
-	eventually(t, "create the durable", func() error {
-		_, err := js[0].CreateOrUpdateConsumer(ctx2(t), "X2", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy})
-		return err
-	})
-	const msgs = 20
-	for i := 1; i <= msgs; i++ {
-		clusterPublish(t, js[0], fmt.Sprintf("x2.%d", i), uint64(i))
-	}
-	li := streamLeader(t, servers, js[0], "X2")
-	fi := -1
-	eventually(t, "X2's follower current", func() error {
-		s, err := js[li].Stream(ctx2(t), "X2")
-		if err != nil {
-			return err
-		}
-		ci := s.CachedInfo().Cluster
-		if ci == nil || len(ci.Replicas) != 1 || !ci.Replicas[0].Current {
-			return fmt.Errorf("cluster %+v", ci)
-		}
-		fi = leaderIndex(servers, ci.Replicas[0].Name)
-		return nil
-	})
+	const msgs = twoReplicaMsgs
+	li, fi := twoReplicaStream(t, servers, js, "X2", true)
 	lost := servers[fi].Name()
 	servers[fi].Shutdown()
-	user := "app" // a stream's request goes to its account's API
-	if subject == "$JS.API.SERVER.REMOVE" {
-		user = "sys"
-	}
-	nc := connect(t, servers[li].ClientURL(), nats.UserInfo(user, user))
-	eventually(t, "remove "+lost, func() error {
-		if r := stepDownRequest(t, nc, subject, fmt.Sprintf(`{"peer":%q}`, lost)); !r.Success {
-			return fmt.Errorf("%+v", r.Error)
-		}
-		return nil
-	})
+	removeLost(t, servers[li], subject, lost)
 	live := []string{servers[0].Name(), servers[1].Name(), servers[2].Name()}
 	live = slices.DeleteFunc(live, func(n string) bool { return n == lost })
 	ajs := js[li]

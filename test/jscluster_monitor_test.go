@@ -37,6 +37,13 @@ func sysAppAuth(o *server.Options) {
 	o.Operator.SystemAccount = "SYS"
 }
 
+// sysAppNoAuth gives a server the accounts of the trial (sysAppAuth),
+// with app the user of a client that gives no credentials.
+func sysAppNoAuth(o *server.Options) {
+	sysAppAuth(o)
+	o.Auth.NoAuthUser = "app"
+}
+
 // monitored starts the HTTP monitoring of s and its $SYS requests, and
 // returns the monitoring URL.
 func monitored(t *testing.T, s *server.Server) string {

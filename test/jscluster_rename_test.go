@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/monitor"
 	"github.com/cairnmq/cairn/internal/server"
 	"github.com/nats-io/nats.go"
@@ -30,22 +29,7 @@ import (
 // its store"). Before, cairn kept the renamed server outside the meta
 // group, its /healthz 503 for good.
 func TestJetStreamClusterRenamedServerJoins(t *testing.T) {
-	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) {
-		o.Auth = config.Auth{
-			Users:      []config.User{{Name: "sys", Password: "sys", Account: "SYS"}, {Name: "app", Password: "app", Account: "APP"}},
-			Accounts:   []config.Account{{Name: "SYS"}, {Name: "APP", JetStream: &config.AccountJetStream{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1, MaxAckPending: -1, MemoryMaxStreamBytes: -1, StoreMaxStreamBytes: -1}}},
-			NoAuthUser: "app",
-		}
-		o.Operator.SystemAccount = "SYS"
-	})
-	waitMeta(t, servers, []string{"n1", "n2", "n3"})
-	js0 := jsAt(t, servers[0])
-	eventually(t, "create ORDERS", func() error {
-		_, err := js0.CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, AllowDirect: true})
-		return err
-	})
-	sent := map[uint64]sentMsg{}
-	publishRange(t, js0, sent, 1, 20)
+	servers, opts, js0, sent := renamedOrders(t)
 	if _, err := js0.CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy, Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -100,15 +84,7 @@ func TestJetStreamClusterRenamedServerJoins(t *testing.T) {
 	})
 	publishRange(t, js0, sent, 21, 30) // on n1 and n2: n3's replica is not served by n3x
 
-	sys := connect(t, servers[0].ClientURL(), nats.UserInfo("sys", "sys"))
-	eventually(t, "SERVER.REMOVE n3", func() error {
-		r := stepDownRequest(t, sys, "$JS.API.SERVER.REMOVE", `{"peer":"n3"}`)
-		if !r.Success || r.Error != nil {
-			return fmt.Errorf("%+v (%+v)", r, r.Error)
-		}
-		return nil
-	})
-	waitMeta(t, servers, []string{"n1", "n2", "n3x"})
+	removeN3(t, servers)
 	eventually(t, "ORDERS on n1, n2 and n3x", func() error {
 		now := streamServers(t, js0, "ORDERS", 3)
 		if slices.Sort(now); !slices.Equal(now, []string{"n1", "n2", "n3x"}) {
@@ -155,6 +131,42 @@ func TestJetStreamClusterRenamedServerJoins(t *testing.T) {
 	checkAll(t, js2, sent)
 }
 
+// renamedOrders starts the cluster of a renamed-server test: three
+// servers with the trial's accounts, app the user of a client without
+// credentials (sysAppNoAuth), and ORDERS (orders.>, three replicas,
+// direct gets) holding 20 messages published through the first server
+// (publishRange). It returns the servers, their options, the JetStream
+// client through the first server and the messages sent.
+func renamedOrders(t *testing.T) ([]*server.Server, []server.Options, jetstream.JetStream, map[uint64]sentMsg) {
+	t.Helper()
+	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { sysAppNoAuth(o) })
+	waitMeta(t, servers, []string{"n1", "n2", "n3"})
+	js0 := jsAt(t, servers[0])
+	eventually(t, "create ORDERS", func() error {
+		_, err := js0.CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, AllowDirect: true})
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	publishRange(t, js0, sent, 1, 20)
+	return servers, opts, js0, sent
+}
+
+// removeN3 removes n3, the first name of the server renamed n3x, through
+// the first server as the system account (SERVER.REMOVE), and waits for
+// the meta group of n1, n2 and n3x.
+func removeN3(t *testing.T, servers []*server.Server) {
+	t.Helper()
+	sys := connect(t, servers[0].ClientURL(), nats.UserInfo("sys", "sys"))
+	eventually(t, "SERVER.REMOVE n3", func() error {
+		r := stepDownRequest(t, sys, "$JS.API.SERVER.REMOVE", `{"peer":"n3"}`)
+		if !r.Success || r.Error != nil {
+			return fmt.Errorf("%+v (%+v)", r, r.Error)
+		}
+		return nil
+	})
+	waitMeta(t, servers, []string{"n1", "n2", "n3x"})
+}
+
 // A stream of two replicas whose leader's server is restarted under
 // another name over its store, the old name then removed
 // (SERVER.REMOVE), keeps its quorum: the renamed server's replica of the
@@ -169,12 +181,7 @@ func TestJetStreamClusterRenamedServerJoins(t *testing.T) {
 // nats-server v2.15.2 serves the stream within 15 s).
 func TestJetStreamClusterRenamedServerKeepsReplicaOfTwo(t *testing.T) {
 	servers, opts := jsClusterMod(t, 3, func(i int, o *server.Options) {
-		o.Auth = config.Auth{
-			Users:      []config.User{{Name: "sys", Password: "sys", Account: "SYS"}, {Name: "app", Password: "app", Account: "APP"}},
-			Accounts:   []config.Account{{Name: "SYS"}, {Name: "APP", JetStream: &config.AccountJetStream{MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1, MaxAckPending: -1, MemoryMaxStreamBytes: -1, StoreMaxStreamBytes: -1}}},
-			NoAuthUser: "app",
-		}
-		o.Operator.SystemAccount = "SYS"
+		sysAppNoAuth(o)
 		o.Tags = []string{"rack:a"}
 		if i == 2 {
 			o.Tags = []string{"rack:b"}

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cairnmq/cairn/internal/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -22,18 +20,7 @@ import (
 // store"), and its replica of the stream is replaced: three current
 // replicas again, every acknowledged message served.
 func TestJetStreamClusterRenamedServerDamagedWALRejoins(t *testing.T) {
-	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) {
-		sysAppAuth(o)
-		o.Auth.NoAuthUser = "app"
-	})
-	waitMeta(t, servers, []string{"n1", "n2", "n3"})
-	js0 := jsAt(t, servers[0])
-	eventually(t, "create ORDERS", func() error {
-		_, err := js0.CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, AllowDirect: true})
-		return err
-	})
-	sent := map[uint64]sentMsg{}
-	publishRange(t, js0, sent, 1, 20)
+	servers, opts, js0, sent := renamedOrders(t)
 	streamServers(t, js0, "ORDERS", 3)
 
 	servers[2].Shutdown()
@@ -46,15 +33,7 @@ func TestJetStreamClusterRenamedServerDamagedWALRejoins(t *testing.T) {
 		}
 		return nil
 	})
-	sys := connect(t, servers[0].ClientURL(), nats.UserInfo("sys", "sys"))
-	eventually(t, "SERVER.REMOVE n3", func() error {
-		r := stepDownRequest(t, sys, "$JS.API.SERVER.REMOVE", `{"peer":"n3"}`)
-		if !r.Success || r.Error != nil {
-			return fmt.Errorf("%+v (%+v)", r, r.Error)
-		}
-		return nil
-	})
-	waitMeta(t, servers, []string{"n1", "n2", "n3x"})
+	removeN3(t, servers)
 	onThree(t, js0)
 
 	servers[2].Shutdown()

@@ -76,14 +76,7 @@ func TestJetStreamClusterSingleMoveInterrupted(t *testing.T) {
 	if r := stepDownRequest(t, nc, "$JS.API.STREAM.PEER.REMOVE.ORDERS", fmt.Sprintf(`{"peer":%q}`, victim)); !r.Success {
 		t.Fatalf("peer-remove %s: %+v", victim, r.Error)
 	}
-	waitFor(t, clusterTimeout, "step 1 of D's move", func() bool {
-		select {
-		case <-step1:
-			return true
-		default:
-			return false
-		}
-	})
+	waitClosed(t, "step 1 of D's move", step1)
 	mu.Lock()
 	m := held
 	mu.Unlock()

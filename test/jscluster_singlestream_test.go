@@ -252,14 +252,21 @@ func (h *heldMover) hooks(i int) *jscluster.Hooks {
 // wait waits until a mover is held and returns its server's index.
 func (h *heldMover) wait(t *testing.T) int {
 	t.Helper()
-	select {
-	case <-h.step1:
-	case <-time.After(clusterTimeout):
-		t.Fatal("no mover reached step 1")
-	}
+	waitClosed(t, "a mover at step 1", h.step1)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.held
+}
+
+// waitClosed waits until ch is closed, failing the test after
+// clusterTimeout.
+func waitClosed(t *testing.T, what string, ch <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(clusterTimeout):
+		t.Fatalf("timed out after %v waiting for %s", clusterTimeout, what)
+	}
 }
 
 // The move of a stream of one replica (SERVER.EVACUATE) interrupted
@@ -325,14 +332,7 @@ func TestJetStreamClusterSingleStreamMoveRollsBack(t *testing.T) {
 	hi := leaderIndex(servers, home)
 	app := connect(t, servers[(hi+1)%4].ClientURL(), nats.UserInfo("app", "app"))
 	wantEvacAnswer(t, app, "$JS.API.STREAM.PEER.EVACUATE.SOLO", fmt.Sprintf(`{"peer":%q}`, home), peerEvacuatedOK)
-	waitFor(t, clusterTimeout, "step 1 of D's move", func() bool {
-		select {
-		case <-step1:
-			return true
-		default:
-			return false
-		}
-	})
+	waitClosed(t, "step 1 of D's move", step1)
 	dest := ""
 	dInfo := func() (*jetstream.ClusterInfo, error) {
 		c, err := js[hi].Consumer(ctx2(t), "SOLO", "D")

@@ -63,18 +63,7 @@ func ctx2(t *testing.T) context.Context {
 // sequence want.
 func clusterPublish(t *testing.T, js jetstream.JetStream, subj string, want uint64) {
 	t.Helper()
-	eventually(t, "publish "+subj, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		ack, err := js.Publish(ctx, subj, []byte("x"), jetstream.WithMsgID(subj))
-		if err != nil {
-			return err
-		}
-		if ack.Sequence != want {
-			t.Fatalf("PubAck of %s: %+v, want sequence %d", subj, ack, want)
-		}
-		return nil
-	})
+	publishWithin(t, js, subj, want, clusterTimeout)
 }
 
 // streamLeader returns the index of the server leading stream name, as
@@ -94,6 +83,61 @@ func streamLeader(t *testing.T, servers []*server.Server, js jetstream.JetStream
 		return nil
 	})
 	return leader
+}
+
+// twoReplicaMsgs is how many messages twoReplicaStream publishes.
+const twoReplicaMsgs = 20
+
+// twoReplicaStream creates stream name of two replicas on subjects
+// strings.ToLower(name)+".>" through js[0], with the durable D (explicit
+// acks) when durable, publishes twoReplicaMsgs messages to it (subjects
+// …1 to …twoReplicaMsgs, sequences 1 to twoReplicaMsgs)
+// and returns the indexes of the servers of its leader and of its
+// follower once the follower is current (currentFollower).
+func twoReplicaStream(t *testing.T, servers []*server.Server, js []jetstream.JetStream, name string, durable bool) (leader, follower int) {
+	t.Helper()
+	prefix := strings.ToLower(name)
+	eventually(t, "create "+name, func() error {
+		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: name, Subjects: []string{prefix + ".>"}, Replicas: 2})
+		return err
+	})
+	if durable {
+		eventually(t, "create the durable", func() error {
+			_, err := js[0].CreateOrUpdateConsumer(ctx2(t), name, jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy})
+			return err
+		})
+	}
+	for i := 1; i <= twoReplicaMsgs; i++ {
+		clusterPublish(t, js[0], fmt.Sprintf("%s.%d", prefix, i), uint64(i))
+	}
+	return currentFollower(t, servers, js, name, nil)
+}
+
+// currentFollower returns the indexes of the servers of the leader of
+// stream name, a stream of two replicas (streamLeader, through js[0]),
+// and of its follower, once the stream's info through the leader's
+// server (js[leader]) lists the follower current and also, when not nil,
+// returns nil (both waited on as one condition).
+func currentFollower(t *testing.T, servers []*server.Server, js []jetstream.JetStream, name string, also func(leader int) error) (leader, follower int) {
+	t.Helper()
+	leader = streamLeader(t, servers, js[0], name)
+	follower = -1
+	eventually(t, name+"'s follower current", func() error {
+		s, err := js[leader].Stream(ctx2(t), name)
+		if err != nil {
+			return err
+		}
+		ci := s.CachedInfo().Cluster
+		if ci == nil || len(ci.Replicas) != 1 || !ci.Replicas[0].Current {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		follower = leaderIndex(servers, ci.Replicas[0].Name)
+		if also != nil {
+			return also(leader)
+		}
+		return nil
+	})
+	return leader, follower
 }
 
 // STREAM.UPDATE of a replicated file stream in a cluster, sent through a

@@ -221,6 +221,38 @@ func (c *testCluster) waitLeaderless(i int, g GroupID) {
 	c.t.Fatalf("node %d's replica of %d still knows a leader: %+v", i, g, c.status(i, g))
 }
 
+// lostVoterOfTwo starts two nodes (cfg as newTestCluster takes it) with
+// group 1 led by node 0, commits entries entries there ("0", "1", …),
+// ticks twice, and crashes node 1 (its unsynced tail dropped): the group's
+// other voter is lost.
+func lostVoterOfTwo(t *testing.T, entries int, cfg func(*Config)) *testCluster {
+	t.Helper()
+	c := newTestCluster(t, 2, cfg)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	for i := range entries {
+		resolved(t, c.propose(0, 1, fmt.Sprint(i)))
+	}
+	c.tick(2)
+	c.crash(1, vfs.CrashOptions{Tail: vfs.TailDrop})
+	return c
+}
+
+// forceOutLeads checks that node 0, the survivor of lostVoterOfTwo,
+// elects no leader in 60 ticks, then forces replica 2 out of group 1
+// and ticks until node 0 leads.
+func (c *testCluster) forceOutLeads() {
+	c.t.Helper()
+	c.tick(60)
+	if l := c.leader(1); l != -1 {
+		c.t.Fatalf("node %d leads with one voter of two", l)
+	}
+	if err := c.nodes[0].n.ForceOut(1, 2); err != nil {
+		c.t.Fatal(err)
+	}
+	c.tickUntilLeader(1, 60, 0)
+}
+
 // A group of two whose other voter is lost for good: the survivor knows
 // no leader and never elects one, until ForceOut makes it the only
 // voter, at run time. Then it leads, holds every entry it had (the
@@ -228,27 +260,13 @@ func (c *testCluster) waitLeaderless(i int, g GroupID) {
 // as ForceSole commits it), commits alone, and stays the only voter
 // after a restart.
 func TestForceOutLostVoterOfTwo(t *testing.T) {
-	c := newTestCluster(t, 2, nil)
-	c.addGroup(1, 0)
-	c.elect(0, 1)
-	for i := range 5 {
-		resolved(t, c.propose(0, 1, fmt.Sprint(i)))
-	}
-	c.tick(2)
-	c.crash(1, vfs.CrashOptions{Tail: vfs.TailDrop})
+	c := lostVoterOfTwo(t, 5, nil)
 	c.propose(0, 1, "tail") // appended here, never committed
 	// The leader adds a new replica as a learner just before it loses
 	// its quorum: the change is in its log, never applied.
 	c.pendingChange(AddLearner)
 	held := c.status(0, 1).Commit
-	c.tick(60)
-	if l := c.leader(1); l != -1 {
-		t.Fatalf("node %d leads with one voter of two", l)
-	}
-	if err := c.nodes[0].n.ForceOut(1, 2); err != nil {
-		t.Fatal(err)
-	}
-	c.tickUntilLeader(1, 60, 0)
+	c.forceOutLeads()
 	if st := c.status(0, 1); !slices.Equal(st.Voters, []ReplicaID{1}) || len(st.Replicas) != 2 || !st.Replicas[1].Learner {
 		t.Fatalf("voters %v, replicas %+v after the force (want the learner kept)", st.Voters, st.Replicas)
 	}
@@ -315,13 +333,9 @@ func TestForceOutRefused(t *testing.T) {
 // group's quorum would no longer need this replica.
 func TestForceOutRefusedPendingVoter(t *testing.T) {
 	var logs []string
-	c := newTestCluster(t, 2, func(cfg *Config) {
+	c := lostVoterOfTwo(t, 1, func(cfg *Config) {
 		cfg.Logf = func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }
 	})
-	c.addGroup(1, 0)
-	c.elect(0, 1)
-	resolved(t, c.propose(0, 1, "a"))
-	c.crash(1, vfs.CrashOptions{Tail: vfs.TailDrop})
 	c.pendingChange(AddVoter)
 	if err := c.nodes[0].n.ForceOut(1, 2); err != nil {
 		t.Fatal(err)
@@ -338,27 +352,13 @@ func TestForceOutRefusedPendingVoter(t *testing.T) {
 // takes it all the same (the removal only keeps this replica's vote
 // needed): the survivor leads alone, with every entry it held.
 func TestForceOutPendingRemoval(t *testing.T) {
-	c := newTestCluster(t, 2, nil)
-	c.addGroup(1, 0)
-	c.elect(0, 1)
-	for i := range 3 {
-		resolved(t, c.propose(0, 1, fmt.Sprint(i)))
-	}
-	c.tick(2)
-	c.crash(1, vfs.CrashOptions{Tail: vfs.TailDrop})
+	c := lostVoterOfTwo(t, 3, nil)
 	if _, err := c.nodes[0].n.ChangeMembership(1, []Change{{Kind: RemoveReplica, Replica: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	c.stabilize()
 	c.waitLeaderless(0, 1)
-	c.tick(60)
-	if l := c.leader(1); l != -1 {
-		t.Fatalf("node %d leads with one voter of two", l)
-	}
-	if err := c.nodes[0].n.ForceOut(1, 2); err != nil {
-		t.Fatal(err)
-	}
-	c.tickUntilLeader(1, 60, 0)
+	c.forceOutLeads()
 	if st := c.status(0, 1); !slices.Equal(st.Voters, []ReplicaID{1}) {
 		t.Fatalf("voters %v after the force", st.Voters)
 	}
