@@ -38,20 +38,7 @@ func TestJetStreamClusterLostVoterOfTwoForcedOut(t *testing.T) {
 // server).
 func TestJetStreamClusterLostVoterOfTwoPeerRemoved(t *testing.T) {
 	servers, opts, lost, _ := testLostVoterOfTwo(t, "$JS.API.STREAM.PEER.REMOVE.X2")
-	li := leaderIndex(servers, lost)
-	servers[li] = restartServer(t, opts[li])
-	dir := filepath.Join(opts[li].StoreDir, "jetstream", "APP", "streams", "X2")
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("%s's replica of X2 before it could retire: %v", lost, err)
-	}
-	// Past the 10 s a leaving replica that knows no leader waits
-	// (retireAfter), with room for a loaded machine.
-	eventuallyWithin(t, 10*time.Second+2*clusterTimeout, lost+"'s replica of X2 retired", func() error {
-		if _, err := os.Stat(dir); err == nil {
-			return fmt.Errorf("%s still holds %s", lost, dir)
-		}
-		return nil
-	})
+	restartLost(t, servers, opts, lost, func() {})
 	for i := range servers {
 		nc := connect(t, servers[i].ClientURL(), nats.UserInfo("app", "app"))
 		for range 5 {
@@ -61,6 +48,28 @@ func TestJetStreamClusterLostVoterOfTwoPeerRemoved(t *testing.T) {
 			}
 		}
 	}
+}
+
+// restartLost restarts the stopped server lost of testLostVoterOfTwo
+// on its store (in servers), runs whileStale while its replica of X2
+// is still on disk, then waits for that replica to retire.
+func restartLost(t *testing.T, servers []*server.Server, opts []server.Options, lost string, whileStale func()) {
+	t.Helper()
+	li := leaderIndex(servers, lost)
+	servers[li] = restartServer(t, opts[li])
+	dir := filepath.Join(opts[li].StoreDir, "jetstream", "APP", "streams", "X2")
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("%s's replica of X2 before it could retire: %v", lost, err)
+	}
+	whileStale()
+	// Past the 10 s a leaving replica that knows no leader waits
+	// (retireAfter), with room for a loaded machine.
+	eventuallyWithin(t, 10*time.Second+2*clusterTimeout, lost+"'s replica of X2 retired", func() error {
+		if _, err := os.Stat(dir); err == nil {
+			return fmt.Errorf("%s still holds %s", lost, dir)
+		}
+		return nil
+	})
 }
 
 // removeLost removes the stopped server lost with a request to subject

@@ -3,8 +3,6 @@ package test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,27 +21,15 @@ import (
 // of any server gets the stale stream info.
 func TestJetStreamClusterRemovedWhileDownLearnsIt(t *testing.T) {
 	servers, opts, lost, _ := testLostVoterOfTwo(t, "$JS.API.SERVER.REMOVE")
-	li := leaderIndex(servers, lost)
-	servers[li] = restartServer(t, opts[li])
-	back := servers[li]
-	dir := filepath.Join(opts[li].StoreDir, "jetstream", "APP", "streams", "X2")
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("%s's replica of X2 before it could retire: %v", lost, err)
-	}
-	eventually(t, lost+" reports its removal", func() error {
-		ps := back.JetStreamClusterHealth()
-		if len(ps) == 0 || !strings.Contains(ps[0].Text, "removed from the meta group") {
-			return fmt.Errorf("health %+v", ps)
-		}
-		return nil
-	})
-	// Past the 10 s a leaving replica that knows no leader waits
-	// (retireAfter), with room for a loaded machine.
-	eventuallyWithin(t, 10*time.Second+2*clusterTimeout, lost+"'s replica of X2 retired", func() error {
-		if _, err := os.Stat(dir); err == nil {
-			return fmt.Errorf("%s still holds %s", lost, dir)
-		}
-		return nil
+	restartLost(t, servers, opts, lost, func() {
+		back := servers[leaderIndex(servers, lost)]
+		eventually(t, lost+" reports its removal", func() error {
+			ps := back.JetStreamClusterHealth()
+			if len(ps) == 0 || !strings.Contains(ps[0].Text, "removed from the meta group") {
+				return fmt.Errorf("health %+v", ps)
+			}
+			return nil
+		})
 	})
 	for i := range servers {
 		nc := connect(t, servers[i].ClientURL(), nats.UserInfo("app", "app"))
