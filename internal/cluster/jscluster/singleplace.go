@@ -67,8 +67,8 @@ func (c *Cluster) startSingleStreamMove(k streamKey, from, to raftnode.ServerID)
 }
 
 // waitPlaced waits, at most scaleWait, until the leader of stream k,
-// just moving with config cfg (step 1 applied), runs with cfg's
-// placement, and returns its info (nil after scaleWait). Step 1 stops
+// just moving with config cfg (step 1 applied), runs in its group with
+// cfg's placement, and returns its info (nil after scaleWait). Step 1 stops
 // the stream of one replica and starts its group's first replica from
 // its files (scaleUpFromOne): until that replica leads nobody answers
 // about the stream, and the STREAM.INFO the nats CLI sends after its
@@ -89,7 +89,7 @@ func (c *Cluster) waitPlaced(a *account, k streamKey, cfg stream.Config) *jetstr
 		if b := c.requestAll([]string{streamInfoSubject(k)}, nil, min(scaleAskWait, left))[0]; b != nil {
 			var si jetstream.StreamInfo
 			if json.Unmarshal(b, &si) == nil && si.Config.Name == k.name && si.Cluster != nil && si.Cluster.Leader != "" &&
-				reflect.DeepEqual(si.Config.Placement, cfg.Placement) {
+				si.Cluster.RaftGroup != "" && reflect.DeepEqual(si.Config.Placement, cfg.Placement) {
 				return &si
 			}
 		}
