@@ -347,10 +347,10 @@ func TestJetStreamClusterPlacementUniqueTag(t *testing.T) {
 // drop their replicas; a stream of three on n1, n2, n3 moved to "!az:2"
 // keeps n1 and n3 and replaces n2 by n4. A move with a scale is 10123;
 // too few servers matching, nats-server's 10005 with the tags; a stream
-// of one replica, or with a consumer of one replica and no server of the
-// stream staying to take it, cannot move to other servers yet (10069),
-// but takes a placement its servers already match; a stream with a
-// replicated consumer moves with it.
+// with a consumer of one replica and no server of the stream staying to
+// take it cannot move to other servers yet (10069); a stream of one
+// replica moves, and takes a placement its server already matches
+// without moving; a stream with a replicated consumer moves with it.
 func TestJetStreamClusterStreamMove(t *testing.T) {
 	servers, _, _, nc := placementCluster(t, nil)
 	js, err := nc.JetStream()
@@ -416,15 +416,18 @@ func TestJetStreamClusterStreamMove(t *testing.T) {
 	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.TRIO", body("TRIO", 2, `["ssd"]`), 10123, "can not move and scale a stream in a single update")
 	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.TRIO", body("TRIO", 3, `["hdd"]`), 10005, "no suitable peers for placement, tags not matched ['hdd']")
 	wantAnswer(t, nc, "$JS.API.STREAM.CREATE.ONE", body("ONE", 1, `["az:2"]`), 0, "")
-	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.ONE", body("ONE", 1, `["az:3"]`), 10069, "stream placement can not be changed")
 	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.ONE", body("ONE", 1, `["nvme"]`), 10005, "no suitable peers for placement, tags not matched ['nvme']")
+	// A stream of one replica moves as SERVER.EVACUATE moves it
+	// (TestJetStreamClusterSingleStreamPlacementMove).
+	wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.ONE", body("ONE", 1, `["az:3"]`), 0, "")
+	waitMoved(t, nc, "ONE", []string{"n3"}, 0)
 	// A placement its server already satisfies moves nothing.
 	a := wantAnswer(t, nc, "$JS.API.STREAM.UPDATE.ONE", body("ONE", 1, `["SSD"]`), 0, "")
 	if a.Config == nil || a.Config.Placement == nil || !slices.Equal(a.Config.Placement.Tags, []string{"SSD"}) {
 		t.Errorf("ONE's placement after the update: %+v", a.Config)
 	}
-	if got := placedOn(t, nc, "ONE", 1); !slices.Equal(got, []string{"n2"}) {
-		t.Errorf("ONE on %v after a placement its server matches, want n2", got)
+	if got := placedOn(t, nc, "ONE", 1); !slices.Equal(got, []string{"n3"}) {
+		t.Errorf("ONE on %v after a placement its server matches, want n3", got)
 	}
 	wantAnswer(t, nc, "$JS.API.CONSUMER.CREATE.PAIR.C", `{"stream_name":"PAIR","config":{"durable_name":"C","ack_policy":"explicit"}}`, 0, "")
 	wantAnswer(t, nc, "$JS.API.CONSUMER.CREATE.PAIR.O", `{"stream_name":"PAIR","config":{"durable_name":"O","ack_policy":"explicit","num_replicas":1}}`, 0, "")

@@ -17,14 +17,17 @@ import (
 // Moving a stream of one replica (docs/cluster.md, "Moving a stream of
 // one replica"). A file stream of one replica has no Raft group
 // (decision 2), so nothing can catch a replica up on another server
-// directly. SERVER.EVACUATE and STREAM.PEER.EVACUATE of its server move
-// it with its messages and its consumers' state, as nats-server v2.15.2
-// migrates it, in the steps of a scale ("Scaling"), the way consumers
-// of one replica move (singles.go), on a mover of the meta leader
-// (runMover: one per stream and server; the API answers at once):
+// directly. SERVER.EVACUATE and STREAM.PEER.EVACUATE of its server, and
+// a STREAM.UPDATE changing its placement (singleplace.go: the update is
+// step 1, with its new config), move it with its messages and its
+// consumers' state, as nats-server v2.15.2 migrates it, in the steps of
+// a scale ("Scaling"), the way consumers of one replica move
+// (singles.go), on a mover of the meta leader (runMover: one per stream
+// and server; the API answers at once):
 //
 //  1. an UpdateStream naming the stream's server and the destination,
-//     its config unchanged (num_replicas 1): its server turns the stream
+//     its config unchanged (num_replicas 1; a placement change's new
+//     config): its server turns the stream
 //     into the first replica of its group (scaleUpFromOne), the
 //     destination's replica joins it empty and is added as a learner,
 //     caught up by a stream snapshot, promoted;
@@ -121,11 +124,7 @@ func (c *Cluster) evacuateSingle(sa meta.StreamAssignment, from raftnode.ServerI
 		c.cfg.Infof("JetStream cluster: stream '%s > %s' of one replica stays on %s: no server can take it (%v)", k.account, k.name, from, perr)
 		return jserr.New(jserr.PeerRemap)
 	}
-	if !c.runMover(singleMoveKey{k, from}, func() {
-		if err := c.moveSingleStream(k, from, to); err != nil {
-			c.cfg.Logf("jscluster: stream %s > %s of one replica: not moved from %s to %s: %v", k.account, k.name, from, to, err)
-		}
-	}, func() {}) {
+	if !c.startSingleStreamMove(k, from, to) {
 		return jserr.New(jserr.PeerRemap)
 	}
 	return nil

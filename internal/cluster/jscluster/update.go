@@ -190,14 +190,19 @@ func (c *Cluster) readMeta() error {
 // placement moves the stream (moveServers: 10005 when too few servers
 // match; docs/cluster.md, "Moving a stream"), with a changed
 // num_replicas too 10123 "can not move and scale a stream in a single
-// update", and for a stream of one replica, or with a consumer of one
-// replica on a server that leaves and no server staying to take it,
-// 10069 "stream placement can not be changed" (not built: canMove). Its
-// consumers move with it (moveConsumerPairs, moveAfterSingles). A move
-// is proposed as a meta.MoveStream, which records its origin
-// (cancelmove.go); a move or a scale while a move is recorded, or while
+// update", and for a stream with a consumer of one replica on a server
+// that leaves and no server staying to take it 10069 "stream placement
+// can not be changed" (not built: canMove). Its consumers move with it
+// (moveConsumerPairs, moveAfterSingles). A move is proposed as a
+// meta.MoveStream, which records its origin (cancelmove.go). A stream
+// of one replica moves instead as SERVER.EVACUATE moves it, the update
+// proposing step 1 (singleplace.go: singlePlaced, 10069 for a memory
+// stream, an offline server or a consumer that cannot move); its
+// answer waits for the stream's group to lead with the new config
+// (waitPlaced). A move or a scale while a move is recorded, while
 // consumers of one replica of the stream move ahead of its replicas
-// (singles.go), gets 10124 "stream move already in progress", as
+// (singles.go), or while a stream of one replica moves
+// (singleStreamMove), gets 10124 "stream move already in progress", as
 // nats-server answers it while its move is in flight. A scale between
 // replicated counts is proposed as a meta.ScaleStream, which records it
 // the same way (recordScale); while it is recorded a move gets 10226
@@ -245,13 +250,15 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		return nil, jserr.From(err, jserr.StreamUpdate)
 	}
 	servers := meta.Servers(sa.Replicas)
-	if (isMove(&old, &cfg) || cfg.Replicas != old.Replicas) && (sa.Moving() || c.moving(k)) {
+	_, _, singleMoving := singleStreamMove(sa) // its mover here or not (an interrupted move)
+	if (isMove(&old, &cfg) || cfg.Replicas != old.Replicas) && (sa.Moving() || c.moving(k) || singleMoving) {
 		return nil, jserr.New(jserr.StreamMoveInProgress)
 	}
 	if isMove(&old, &cfg) && sa.Scaling() {
 		return nil, jserr.New(jserr.StreamReconfigureInProgress)
 	}
 	var moving []raftnode.ServerID // a move waiting for consumers of one replica (moveAfterSingles)
+	var dest raftnode.ServerID     // a stream of one replica moving there (singleplace.go)
 	if isMove(&old, &cfg) {
 		if sa.Unsettled() {
 			return nil, jserr.New(jserr.ClusterNotAvail)
@@ -260,10 +267,17 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		if servers, perr = c.moveServers(sa, &cfg); perr != nil {
 			return nil, perr
 		}
-		if !sameSet(servers, meta.Servers(sa.Replicas)) {
+		switch {
+		case sameSet(servers, meta.Servers(sa.Replicas)):
+		case len(sa.Replicas) == 1:
+			if servers, perr = c.singlePlaced(k, sa, &old, servers[0]); perr != nil {
+				return nil, perr
+			}
+			dest = servers[1]
+		default:
 			singles, ok := c.canMove(k, sa, servers)
 			if !ok {
-				return nil, jserr.New(jserr.StreamUpdate, jserr.Sub("err", "stream placement can not be changed"))
+				return nil, placementRefused()
 			}
 			if singles {
 				moving, servers = servers, meta.Servers(sa.Replicas)
@@ -297,14 +311,28 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		}
 	}
 	var op meta.Op = &meta.UpdateStream{Account: a.name, Name: cfg.Name, Config: body, Servers: servers}
-	if moving != nil || (isMove(&old, &cfg) && !sameSet(servers, meta.Servers(sa.Replicas))) {
+	switch {
+	case dest != "":
+		// Step 1 of the move of a stream of one replica, unrecorded
+		// (singleStreamMove).
+	case moving != nil || (isMove(&old, &cfg) && !sameSet(servers, meta.Servers(sa.Replicas))):
 		op = c.moveOp(a.name, &old, body, servers)
-	} else if recordScale(sa, &old, &cfg) {
+	case recordScale(sa, &old, &cfg):
 		op = c.scaleOp(a.name, &old, body, servers)
 	}
 	res, jerr := c.propose(op)
 	if jerr != nil {
 		return nil, jerr
+	}
+	if dest != "" {
+		// Steps 2 and 3 on a mover (singlestream.go); the answer waits
+		// for the stream's group to lead with the new config.
+		c.cfg.Infof("JetStream cluster: stream '%s > %s' of one replica moves from %s to %s for its new placement: its messages are caught up there", k.account, k.name, servers[0], dest)
+		c.startSingleStreamMove(k, servers[0], dest)
+		if si := c.waitPlaced(a, k, cfg); si != nil {
+			return si, nil
+		}
+		return a.infoOf(*res.Stream), nil
 	}
 	if moving != nil {
 		c.moveAfterSingles(sa, cfg.Placement, moving)
