@@ -71,6 +71,9 @@ type sourcer struct {
 	origin *streamrun.Stream
 	next   uint64 // origin sequence to read next; 0 until found (loop goroutine)
 	ident  string // the identity of the origin next belongs to (loop goroutine)
+	// term is the stream's leadership term next was found in
+	// (streamrun.Stream.Leadership; loop goroutine).
+	term uint64
 	// refusal and refusalLogged are the last copy refusal logged and
 	// when (loop goroutine).
 	refusal       string
@@ -170,6 +173,17 @@ func (s *sourcer) run() {
 // copyRound copies one batch from origin o and reports whether it copied
 // anything (so the loop goes on at once).
 func (s *sourcer) copyRound(o *streamrun.Stream) bool {
+	leading, term := s.r.Leadership()
+	if !leading || term != s.term {
+		// A replica that does not lead copies nothing, and one that
+		// starts to lead finds where it resumes from its stream's
+		// messages, which hold what the other leaders copied
+		// (streamrun.Stream.Leadership).
+		s.next, s.term = 0, term
+		if !leading {
+			return false
+		}
+	}
 	ident := stream.Identity(o.Created())
 	if s.next != 0 && ident != s.ident && !s.mirror {
 		s.env.Logf("stream %s: source stream %s was recreated, resetting source state", s.r.Name(), s.src.Name)
@@ -648,6 +662,16 @@ func (ss *Set) stop(release bool) {
 		if s.origin != nil {
 			s.origin.DropUnneeded()
 		}
+	}
+}
+
+// Signal wakes every sourcer of the set (its stream started to lead:
+// streamrun.Stream.SetLeader).
+func (ss *Set) Signal() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for _, s := range ss.own {
+		s.Signal()
 	}
 }
 
