@@ -4,8 +4,10 @@
 #   scripts/test.sh
 #
 # Steps: gofmt check, go vet, go test -race, a short run of every native fuzz
-# target, and the Node.js `nats` client tests (test/node and test/node-consumer)
-# against a freshly built cairn.
+# target, the Node.js `nats` client tests (test/node and test/node-consumer)
+# against a freshly built cairn, and the Node order application
+# (test/node-consumer/orders.test.mjs) with num_replicas 3 against a cluster of
+# three cairn servers.
 # Every step runs even if an earlier one failed; the script exits non-zero if
 # any failed and prints a summary.
 #
@@ -46,9 +48,22 @@ cleanup() {
 		kill -KILL "$CAIRN_PID" 2>/dev/null || true
 		wait "$CAIRN_PID" 2>/dev/null || true
 	fi
+	stop_cluster
 	[[ -n "${CAIRN_LOG:-}" ]] && rm -f "$CAIRN_LOG"
 	[[ -n "${CAIRN_STORE:-}" ]] && rm -rf "$CAIRN_STORE"
+	[[ -n "${CLUSTER_DIR:-}" ]] && rm -rf "$CLUSTER_DIR"
 	exit "$rc"
+}
+
+# stop_cluster kills the servers node_cluster_tests started, if any.
+CLUSTER_PIDS=()
+stop_cluster() {
+	local p
+	for p in "${CLUSTER_PIDS[@]+"${CLUSTER_PIDS[@]}"}"; do
+		kill -KILL "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	CLUSTER_PIDS=()
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -219,6 +234,44 @@ node_tests() {
 	return "$rc"
 }
 
+# Starts three cairn servers routed to one another, each with JetStream and its own store (the
+# README's "Run a cluster"), waits until their meta group answers, and runs the Node order-processing
+# application (test/node-consumer/orders.test.mjs, the unmodified `nats` client) against them with
+# its ORDERS stream at num_replicas 3 (NATS_REPLICAS), connected to all three.
+node_cluster_tests() {
+	go build -o bin/cairn ./cmd/cairn || return 1
+	CLUSTER_DIR="$(mktemp -d "${TMPDIR:-/tmp}/cairn-test-cluster.XXXXXX")"
+	local -a ports=()
+	local p i rc=0 routes urls
+	while ((${#ports[@]} < 6)); do
+		p="$(free_port)" || return 1
+		[[ " ${ports[*]-} " == *" $p "* ]] || ports+=("$p")
+	done
+	routes="nats://127.0.0.1:${ports[3]},nats://127.0.0.1:${ports[4]},nats://127.0.0.1:${ports[5]}"
+	urls="nats://127.0.0.1:${ports[0]},nats://127.0.0.1:${ports[1]},nats://127.0.0.1:${ports[2]}"
+	for i in 0 1 2; do
+		./bin/cairn -a 127.0.0.1 -p "${ports[i]}" -n "n$((i + 1))" --cluster "nats://127.0.0.1:${ports[i + 3]}" \
+			--cluster_name ci --routes "$routes" -js -sd "$CLUSTER_DIR/n$((i + 1))" >"$CLUSTER_DIR/n$((i + 1)).log" 2>&1 &
+		CLUSTER_PIDS+=("$!")
+	done
+	for ((i = 0; i < 300; i++)); do # 60 s: the meta group answers account info
+		nats --no-context -s "$urls" account info >/dev/null 2>&1 && break
+		sleep 0.2
+	done
+	if ((i == 300)); then
+		echo "the cluster's meta group did not answer within 60 s; the logs:"
+		tail -n 20 "$CLUSTER_DIR"/n*.log
+		stop_cluster
+		return 1
+	fi
+	(cd test/node-consumer && NATS_URL="$urls" NATS_REPLICAS=3 node --test --test-concurrency=1 --test-timeout=60000 orders.test.mjs) || rc=$?
+	if ((rc != 0)); then
+		tail -n 20 "$CLUSTER_DIR"/n*.log
+	fi
+	stop_cluster
+	return "$rc"
+}
+
 # ---------------------------------------------------------------------------
 
 T0=$SECONDS
@@ -229,6 +282,7 @@ step "go vet" go vet ./...
 step "go test -race" go_test
 step "fuzz (each target ${FUZZTIME})" go_fuzz
 step "Node nats client tests against bin/cairn" node_tests
+step "Node order application, num_replicas 3, against a 3-server cluster" node_cluster_tests
 
 log "summary ($((SECONDS - T0))s)"
 printf '%s\n' "${SUMMARY[@]}"

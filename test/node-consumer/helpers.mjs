@@ -19,6 +19,11 @@ if (!NATS_URL) {
   process.exit(2);
 }
 
+/**
+ * The replicas of the streams the application tests make (NATS_REPLICAS, default 1): 3 when
+ * they run against a 3-server cluster (scripts/test.sh, "Node client against a cluster").
+ */
+export const REPLICAS = Number(process.env.NATS_REPLICAS || "1");
 /** Options of every test: a server that never delivers fails the test in 20 s instead of hanging. */
 export const LIMIT = { timeout: 20_000 };
 /** Milliseconds to the nanoseconds of the JetStream API. */

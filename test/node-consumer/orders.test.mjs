@@ -18,7 +18,7 @@ import {
   RetentionPolicy,
   StorageType,
 } from "nats";
-import { LIMIT, collect, delay, errCode, eventually, nanos, setupConnection } from "./helpers.mjs";
+import { LIMIT, REPLICAS, collect, delay, errCode, eventually, nanos, setupConnection } from "./helpers.mjs";
 
 const STREAM = "ORDERS";
 const ctx = setupConnection("cairn-node-consumer-orders", [STREAM]);
@@ -71,8 +71,10 @@ describe("ORDERS: an order-processing application", () => {
       max_msgs: 1_000_000,
       max_bytes: 1024 * 1024 * 1024,
       max_age: nanos(30 * DAY_MS),
+      num_replicas: REPLICAS,
     });
     assert.equal(si.config.name, STREAM);
+    assert.equal(si.config.num_replicas, REPLICAS);
     assert.deepEqual(si.config.subjects, ["events.orders.>"]);
     assert.equal(si.config.retention, RetentionPolicy.Limits);
     assert.equal(si.config.storage, StorageType.File);
