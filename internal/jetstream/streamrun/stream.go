@@ -491,6 +491,18 @@ func (r *Stream) applyLoop() {
 	}
 }
 
+// Leads reports whether this node's proposals enter the stream's log: a
+// replicated stream's where this replica leads it (raft's view, which
+// may be ahead of SetLeader), any other stream's always.
+func (r *Stream) Leads() bool { return r.leads() }
+
+// Replicated reports whether the stream's log is replicated (a clustered
+// stream of more than one replica).
+func (r *Stream) Replicated() bool {
+	_, ok := r.log.(Leader)
+	return ok
+}
+
 // leads reports whether the stream's log takes this node's proposals
 // (Leader); the local log always does.
 func (r *Stream) leads() bool {
