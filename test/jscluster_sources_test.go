@@ -152,4 +152,3 @@ func sourceErrors(srcs []*jetstream.StreamSourceInfo) []string {
 	}
 	return out
 }
-

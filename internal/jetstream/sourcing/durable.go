@@ -119,9 +119,9 @@ type durableRun struct {
 	// the cluster (remote.go): it stops when the stream's leadership
 	// moves.
 	remote bool
-	sseq       uint64 // last origin sequence copied (or skipped as copied)
-	dseq       uint64 // last delivery sequence taken
-	fails      int    // setups failed in a row (the retry backoff)
+	sseq   uint64 // last origin sequence copied (or skipped as copied)
+	dseq   uint64 // last delivery sequence taken
+	fails  int    // setups failed in a row (the retry backoff)
 	// timedOut is set when the last reset got no answer; lastReq is
 	// when it was sent.
 	timedOut bool
