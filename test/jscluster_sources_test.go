@@ -107,6 +107,21 @@ func TestJetStreamClusterSourcesAcrossServers(t *testing.T) {
 	servers[1] = restartServer(t, opts[1])
 	publish(6)
 	check("SB's server back")
+
+	// The leaders before deleted their consumers: the origins keep one
+	// per sourcer (AGG and MIR both read SA, AGG reads SB).
+	for name, want := range map[string]int{"SA": 2, "SB": 1} {
+		eventuallyWithin(t, 2*clusterTimeout, name+"'s consumers", func() error {
+			s, err := js.Stream(ctx2(t), name)
+			if err != nil {
+				return err
+			}
+			if n := s.CachedInfo().State.Consumers; n != want {
+				return fmt.Errorf("%d consumers, want %d", n, want)
+			}
+			return nil
+		})
+	}
 }
 
 // copiedOnce waits until stream name holds as many messages as want and
