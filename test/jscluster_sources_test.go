@@ -19,7 +19,8 @@ import (
 // move the aggregate and the mirror to the server holding neither
 // origin, then to the servers holding one of them (the local path for
 // that origin), then while the second origin's server is down and after
-// it came back. The messages carry no Nats-Msg-Id, so a copy made twice
+// it came back, and the same for the first origin's server while it led
+// the aggregate. The messages carry no Nats-Msg-Id, so a copy made twice
 // is stored twice.
 func TestJetStreamClusterSourcesAcrossServers(t *testing.T) {
 	servers, opts := jsClusterMod(t, 3, func(i int, o *server.Options) {
@@ -108,9 +109,37 @@ func TestJetStreamClusterSourcesAcrossServers(t *testing.T) {
 	publish(6)
 	check("SB's server back")
 
-	// The leaders before deleted their consumers: the origins keep one
-	// per sourcer (AGG and MIR both read SA, AGG reads SB).
-	for name, want := range map[string]int{"SA": 2, "SB": 1} {
+	// SA's server, leading AGG, goes down (the trial's kill): AGG's
+	// leadership moves to a server without SA, MIR's SA consumer goes.
+	moveTo("AGG", 0)
+	servers[0].Shutdown()
+	for i := range 10 {
+		body := fmt.Sprintf("b.x-7-%d", i)
+		eventually(t, "publish "+body, func() error {
+			_, err := js.Publish(ctx2(t), "b.x", []byte(body))
+			return err
+		})
+		sentB = append(sentB, body)
+	}
+	copiedOnce(t, js, "AGG", slices.Concat(sentA, sentB), "SA's server down")
+	servers[0] = restartServer(t, opts[0])
+	publish(8)
+	check("SA's server back")
+
+	// The leaders before deleted their consumers: an origin keeps one per
+	// sourcer whose leader does not hold the origin (SA on n1, SB on n2).
+	want := map[string]int{"SA": 0, "SB": 0}
+	if streamLeader(t, servers, js, "MIR") != 0 {
+		want["SA"]++
+	}
+	aggLeader := streamLeader(t, servers, js, "AGG")
+	if aggLeader != 0 {
+		want["SA"]++
+	}
+	if aggLeader != 1 {
+		want["SB"]++
+	}
+	for name, want := range want {
 		eventuallyWithin(t, 2*clusterTimeout, name+"'s consumers", func() error {
 			s, err := js.Stream(ctx2(t), name)
 			if err != nil {
