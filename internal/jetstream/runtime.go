@@ -156,7 +156,8 @@ func (js *JetStream) streamRuntime(name string) *streamrun.Stream {
 
 // SetStreamLeader tells a replicated stream that this server leads its
 // log now (leader) or no longer does: it subscribes to its subjects,
-// shared with the cluster, or drops them (streamrun.Stream.SetLeader).
+// shared with the cluster, or drops them (streamrun.Stream.SetLeader),
+// and its sourcers learn of it (sourcing.Set.Lead).
 // A new leader first refreshes the account's tables that follow the
 // streams' subjects (refreshTables): as a follower it applied config
 // updates from the stream's log without them. Errors: 10059 when the
@@ -169,7 +170,11 @@ func (js *JetStream) SetStreamLeader(name string, leader bool) error {
 	if leader {
 		js.refreshTables() // config updates it applied as a follower (assigned.go)
 	}
-	return r.SetLeader(leader)
+	err := r.SetLeader(leader)
+	if e := js.streamNamed(name); e != nil {
+		e.srcs.Lead() // where copying goes on, and who copies (sourcing.Set.Lead)
+	}
+	return err
 }
 
 // StreamWithdraw is the first step of handing a replicated stream's
@@ -212,7 +217,7 @@ func (js *JetStream) StreamHandOver(name string) error {
 // sourcingEnv is what the sourcers take from the engine.
 func (js *JetStream) sourcingEnv() sourcing.Env {
 	return sourcing.Env{Now: js.cfg.Now, Logf: js.cfg.Logf, Lookup: js.streamRuntime, Transport: js.tr,
-		Account: js.cfg.Account, Domain: js.cfg.Domain}
+		Account: js.cfg.Account, Domain: js.cfg.Domain, Clustered: js.cfg.NewReplicatedLog != nil}
 }
 
 // ExactInterest is a capability a Transport may have: HasExactInterest

@@ -72,6 +72,13 @@ func consumerCreate(a *API, r *request) (response, *jserr.Error) {
 	if r.tokens > 1 {
 		cfg.Name = r.consumer
 	}
+	if cfg.Direct && cfg.Sourcing && cfg.Name != "" {
+		// A sourcing stream names its consumer stably; each create is a
+		// new consumer (nats-server v2.15.2 jsConsumerCreateRequest
+		// appends a random suffix; docs/external-sourcing.md), in a
+		// cluster too (docs/cluster.md, "Sourcing in a cluster").
+		cfg.Name += "-" + stream.Hash8(nuid.Next())
+	}
 	if cc, ok := a.opts.Cluster.(ConsumerCluster); ok {
 		if info, err, handled := cc.ConsumerCreate(req.Stream, cfg, req.Action.engine(), req.Pedantic); handled {
 			resp.Info = info
@@ -83,12 +90,6 @@ func consumerCreate(a *API, r *request) (response, *jserr.Error) {
 	}
 	if err := a.streamExists(req.Stream); err != nil {
 		return resp, err
-	}
-	if cfg.Direct && cfg.Sourcing && cfg.Name != "" {
-		// A sourcing stream names its consumer stably; each create is a
-		// new consumer (nats-server v2.15.2 jsConsumerCreateRequest
-		// appends a random suffix; docs/external-sourcing.md).
-		cfg.Name += "-" + stream.Hash8(nuid.Next())
 	}
 	info, err := a.js.CreateConsumer(req.Stream, cfg, req.Action.engine(), req.Pedantic)
 	if err != nil {

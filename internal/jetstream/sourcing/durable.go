@@ -115,9 +115,13 @@ type durableRun struct {
 	// that its origin was recreated (external.go).
 	dsub, rsub streamrun.Subscription
 	recreated  bool
-	sseq       uint64 // last origin sequence copied (or skipped as copied)
-	dseq       uint64 // last delivery sequence taken
-	fails      int    // setups failed in a row (the retry backoff)
+	// remote is set for a sourcer reading an origin of another server of
+	// the cluster (remote.go): it stops when the stream's leadership
+	// moves.
+	remote bool
+	sseq   uint64 // last origin sequence copied (or skipped as copied)
+	dseq   uint64 // last delivery sequence taken
+	fails  int    // setups failed in a row (the retry backoff)
 	// timedOut is set when the last reset got no answer; lastReq is
 	// when it was sent.
 	timedOut bool
@@ -438,6 +442,11 @@ func (d *durableRun) receive() bool {
 				return true // nothing for 10 s: set up again
 			}
 			health = s.after(durableHealthCheck)
+			continue
+		case <-s.wake: // Set.Lead
+			if d.remote && d.moved() {
+				return true
+			}
 			continue
 		case <-d.in.sig:
 		}

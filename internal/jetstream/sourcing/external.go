@@ -140,8 +140,12 @@ func (d *durableRun) deliverTo() string {
 	if s.mirror {
 		kind = ".M"
 	}
-	subj := strings.ReplaceAll(s.src.External.DeliverPrefix+kind+"."+nuid.Next(), "..", ".")
-	if s.src.External.DeliverPrefix == "" {
+	prefix := "" // a remote origin of the account's own (remote.go)
+	if s.src.External != nil {
+		prefix = s.src.External.DeliverPrefix
+	}
+	subj := strings.ReplaceAll(prefix+kind+"."+nuid.Next(), "..", ".")
+	if prefix == "" {
 		subj = "$JS" + kind + "." + nuid.Next()
 	}
 	if !d.subscribeDeliver(subj) {

@@ -71,9 +71,15 @@ type sourcer struct {
 	origin *streamrun.Stream
 	next   uint64 // origin sequence to read next; 0 until found (loop goroutine)
 	ident  string // the identity of the origin next belongs to (loop goroutine)
-	// term is the stream's leadership term next was found in
-	// (streamrun.Stream.Leadership; loop goroutine).
-	term uint64
+	// stale is set when next may lag the stream's replicated state (this
+	// replica did not lead it, or stopped leading it since next was
+	// found): the start is found again once it leads (loop goroutine).
+	stale bool
+	// leadGen counts the stream's changes of leadership here (Set.Lead);
+	// syncedGen is the count when the loop goroutine last found its
+	// start from the stream's state.
+	leadGen   atomic.Uint64
+	syncedGen uint64
 	// refusal and refusalLogged are the last copy refusal logged and
 	// when (loop goroutine).
 	refusal       string
@@ -156,6 +162,14 @@ func (s *sourcer) run() {
 			unwatch(o, s) // gone or replaced: nothing of it to keep
 			o = cur
 			watch(o, s)
+			if o == nil && s.env.Clustered {
+				// No replica of the origin here: through its consumer
+				// API (remote.go), until one runs here.
+				if !s.runRemote() {
+					return
+				}
+				continue
+			}
 			s.setErr(o == nil)
 		}
 		if o != nil && s.copyRound(o) {
@@ -173,24 +187,24 @@ func (s *sourcer) run() {
 // copyRound copies one batch from origin o and reports whether it copied
 // anything (so the loop goes on at once).
 func (s *sourcer) copyRound(o *streamrun.Stream) bool {
-	leading, term := s.r.Leadership()
-	if !leading || term != s.term {
-		// A replica that does not lead copies nothing, and one that
-		// starts to lead finds where it resumes from its stream's
-		// messages, which hold what the other leaders copied
-		// (streamrun.Stream.Leadership).
-		s.next, s.term = 0, term
-		if !leading {
-			return false
-		}
-	}
 	ident := stream.Identity(o.Created())
 	if s.next != 0 && ident != s.ident && !s.mirror {
 		s.env.Logf("stream %s: source stream %s was recreated, resetting source state", s.r.Name(), s.src.Name)
 		s.next = 0
 	}
 	s.heard()
-	if s.next == 0 {
+	if gen := s.leadGen.Load(); gen != s.syncedGen && s.r.Replicated() {
+		s.stale = true // the leadership moved: others may have copied
+	}
+	if s.next == 0 || s.stale {
+		if !s.synced() {
+			if s.next == 0 {
+				// A follower's start, as a floor for the origin's
+				// retention; found again when it leads.
+				s.resume(o, ident, false)
+			}
+			return false
+		}
 		s.resume(o, ident, false)
 		if s.next > 1 {
 			// While s was registered without a start it needed every
@@ -229,6 +243,27 @@ func (s *sourcer) copyRound(o *streamrun.Stream) bool {
 	s.seq = last
 	s.mu.Unlock()
 	s.heard()
+	return true
+}
+
+// synced reports whether the sourcer may copy into its stream from the
+// position the stream's state gives: always for a stream that is not
+// replicated; for a replicated one only where it leads, once every
+// operation its log committed before is applied here (SyncLog), so that
+// a new leader goes on where the committed copies end, with no gap and
+// no copy made twice. It clears stale and notes the leadership it
+// synced under.
+func (s *sourcer) synced() bool {
+	if !s.r.Replicated() {
+		s.stale = false
+		return true
+	}
+	gen := s.leadGen.Load()
+	if !s.r.Leads() || !s.r.SyncLog() {
+		s.stale = true
+		return false
+	}
+	s.stale, s.syncedGen = false, gen
 	return true
 }
 
@@ -271,6 +306,9 @@ func (s *sourcer) apply(msgs []*store.StoredMsg, ident string) (applied int, top
 	}
 	out, ok := s.r.Do(op)
 	if !ok {
+		// Not led here (any more), or the log dropped the proposal: what
+		// the stream holds decides where copying goes on.
+		s.stale = s.r.Replicated()
 		return 0, 0
 	}
 	for i, res := range out.Results {
@@ -531,6 +569,10 @@ type Env struct {
 	// server's JetStream domain ("" for none): an external sourcer's
 	// consumer name and metadata carry them (external.go).
 	Account, Domain string
+	// Clustered is set in a clustered JetStream: an origin with no
+	// replica on this server may run on another, and is then read
+	// through its consumer API (remote.go).
+	Clustered bool
 	// After is the durable sourcers' timer (nil: time.After): the reset
 	// answer's wait, the retry backoff and the health check.
 	After func(d time.Duration) <-chan time.Time
@@ -665,16 +707,6 @@ func (ss *Set) stop(release bool) {
 	}
 }
 
-// Signal wakes every sourcer of the set (its stream started to lead:
-// streamrun.Stream.SetLeader).
-func (ss *Set) Signal() {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	for _, s := range ss.own {
-		s.Signal()
-	}
-}
-
 // Restart replaces the sourcers when the stream's config (after
 // an update) has another mirror or other sources than those running;
 // sources that stay resume from the stream's messages (their
@@ -710,6 +742,21 @@ func sameSources(a, b stream.Config) bool {
 	x := stream.Config{Mirror: a.Mirror, Sources: a.Sources}
 	y := stream.Config{Mirror: b.Mirror, Sources: b.Sources}
 	return x.Equal(&y)
+}
+
+// Lead tells the sourcers that this replica of their replicated stream
+// came to lead it or stopped leading it (jetstream.SetStreamLeader): each
+// finds its start again from the stream's state before it copies more,
+// and a sourcer reading its origin through the consumer API (remote.go)
+// runs only while the stream leads here.
+func (ss *Set) Lead() {
+	ss.mu.Lock()
+	own := ss.own
+	ss.mu.Unlock()
+	for _, s := range own {
+		s.leadGen.Add(1)
+		s.Signal()
+	}
 }
 
 // Infos returns the StreamSourceInfo of the mirror (nil if none) and of

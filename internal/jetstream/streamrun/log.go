@@ -84,7 +84,6 @@ type laterApplier struct{ r *Stream }
 
 // Apply queues op, committed at index under key, for the apply goroutine.
 func (a laterApplier) Apply(index uint64, op stream.Op, key uint64) {
-	a.r.handed.Store(index)
 	a.r.in.pushOp(item{req: &request{kind: reqApply, op: op, index: index, key: key}})
 }
 

@@ -397,9 +397,10 @@ func (r *Stream) proposeRequest(req *request) {
 // proposeCopy proposes the entries of a sourcer's copy up to the first
 // that finds no storage or is over the account's limit, which it reports
 // as refused (10023, 10002: refusal) after what was applied: the sourcer
-// retries from there.
+// retries from there. An empty Copy is proposed as it is (SyncLog).
 func (r *Stream) proposeCopy(op *stream.Copy, req *request) {
 	n := len(op.Entries)
+	empty := n == 0
 	var code jserr.ErrCode
 	for i := range op.Entries {
 		if c, refused := r.refusal(len(op.Entries[i].Header) + len(op.Entries[i].Data)); refused {
@@ -417,7 +418,7 @@ func (r *Stream) proposeCopy(op *stream.Copy, req *request) {
 	if op.Mirror {
 		op.OriginSeqs = op.OriginSeqs[:n]
 	}
-	if n > 0 {
+	if n > 0 || empty {
 		r.propose(op, waiter{kind: waitRequest, req: req, refused: code})
 	} else if refused {
 		req.out.Results = append(req.out.Results, stream.Result{Err: jserr.New(code)})
@@ -500,6 +501,18 @@ func (r *Stream) Do(op stream.Op) (stream.Outcome, bool) {
 		return stream.Outcome{}, false
 	}
 	return req.out, true
+}
+
+// SyncLog proposes an empty Copy, which changes nothing, and waits until
+// it is applied: the stream's state then holds every operation its log
+// committed before it, those of earlier leaders included. A sourcer that
+// comes to lead a replicated stream calls it before it reads from the
+// stream where its copies end (docs/cluster.md, "Sourcing in a
+// cluster"). It returns false when this replica does not lead the
+// stream, the log dropped the proposal or the stream stopped.
+func (r *Stream) SyncLog() bool {
+	_, ok := r.Do(&stream.Copy{})
+	return ok
 }
 
 // ExpireAt runs an expiry pass at now (unix ns) on the apply goroutine,

@@ -104,10 +104,7 @@ type Stream struct {
 	// leading: this node leads the stream's replicated log (SetLeader);
 	// a replicated stream holds subscriptions only while it does.
 	leading bool
-	// leadTerm counts the times this replica started to lead
-	// (Leadership).
-	leadTerm uint64
-	timer    *time.Timer
+	timer   *time.Timer
 	// expireAt is when the timer fires next (unix ns).
 	expireAt int64
 	// expireErr and expireErrLogged are the last expiry failure logged
@@ -140,12 +137,6 @@ type Stream struct {
 	// applied is the index of the last operation the apply goroutine
 	// applied (Applier), or the checkpoint's after Restore.
 	applied atomic.Uint64
-	// handed is the index of the last operation a replicated log handed
-	// to the apply goroutine (laterApplier), and leadFrom what it was
-	// when this replica last started to lead (under mu): it proposes
-	// sourced copies only once it applied that far (Leadership).
-	handed   atomic.Uint64
-	leadFrom uint64
 
 	// watchers are the sourcers of other streams that read this one
 	// (Watch); wmu guards them.
@@ -295,12 +286,7 @@ func (r *Stream) subscribeIfLeading() error {
 func (r *Stream) SetLeader(leader bool) error {
 	r.mu.Lock()
 	stopped, cfg := r.stopped, r.cfg.Clone()
-	if leader && !r.leading {
-		r.leadTerm++
-		r.leadFrom = r.handed.Load() // the entries of earlier terms (raftnode.LeaderObserver)
-	}
 	r.leading = leader
-	srcs := r.sources
 	r.mu.Unlock()
 	if stopped {
 		return nil
@@ -308,9 +294,6 @@ func (r *Stream) SetLeader(leader bool) error {
 	if leader {
 		if err := r.Subscribe(cfg); err != nil {
 			return err
-		}
-		if w, ok := srcs.(interface{ Signal() }); ok {
-			w.Signal() // its sourcers resume from the stream's messages (Leadership)
 		}
 		// Acknowledgements applied while another replica led (ackedWorkQueue),
 		// off the caller's goroutine (a raftnode worker): the scan reads
@@ -320,24 +303,6 @@ func (r *Stream) SetLeader(leader bool) error {
 	}
 	r.unsubscribe()
 	return nil
-}
-
-// Leadership reports whether this replica proposes the stream's
-// operations now (a stream with a local log always; a replicated one
-// while it leads, SetLeader, once it applied every entry of the earlier
-// terms, which its log handed over before it was told it leads) and how
-// many times it started to lead. A
-// sourcer copies only while its stream leads, and finds where it
-// resumes from the stream's own messages each time it starts to lead:
-// the position it kept from an earlier leadership, or from none, is
-// behind what the other leaders copied meanwhile (a trial: every
-// step-down of a stream of three sourcing another made the new leader
-// copy again what it had not copied itself).
-func (r *Stream) Leadership() (leading bool, term uint64) {
-	_, replicated := r.log.(Leader)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return !replicated || r.leading && r.applied.Load() >= r.leadFrom, r.leadTerm
 }
 
 // Withdraw stops announcing the stream's subscriptions to the other
@@ -524,6 +489,18 @@ func (r *Stream) applyLoop() {
 		}
 		r.syncUsage()
 	}
+}
+
+// Leads reports whether this node's proposals enter the stream's log: a
+// replicated stream's where this replica leads it (raft's view, which
+// may be ahead of SetLeader), any other stream's always.
+func (r *Stream) Leads() bool { return r.leads() }
+
+// Replicated reports whether the stream's log is replicated (a clustered
+// stream of more than one replica).
+func (r *Stream) Replicated() bool {
+	_, ok := r.log.(Leader)
+	return ok
 }
 
 // leads reports whether the stream's log takes this node's proposals
