@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cairnmq/cairn/internal/cluster/jscluster"
 	"github.com/cairnmq/cairn/internal/jetstream"
 )
 
@@ -37,7 +38,18 @@ func (m *Monitor) metaClusterInfo() *MetaClusterInfo {
 	if mi == nil {
 		return nil
 	}
-	return &MetaClusterInfo{Name: mi.Name, Leader: mi.Leader, Peer: mi.Peer, Replicas: mi.Replicas, Size: mi.Size, QuorumNeeded: mi.QuorumNeeded}
+	return &MetaClusterInfo{Name: mi.Name, Leader: mi.Leader, Peer: mi.Peer, Replicas: mi.Replicas, Size: mi.Size, QuorumNeeded: mi.QuorumNeeded, Snapshot: snapshotStats(mi)}
+}
+
+// snapshotStats is the meta group's checkpoint as nats-server reports
+// its meta snapshots (MetaSnapshotStats).
+func snapshotStats(mi *jscluster.MetaInfo) *MetaSnapshotStats {
+	ck := mi.Checkpoint
+	ss := &MetaSnapshotStats{PendingEntries: ck.PendingEntries, PendingSize: ck.PendingBytes, LastDuration: ck.LastDuration}
+	if !ck.LastTime.IsZero() {
+		ss.LastTime = ck.LastTime.UTC()
+	}
+	return ss
 }
 
 // statszMeta is the meta group in statsz (nats-server v2.15.2 events.go
@@ -52,7 +64,7 @@ func (m *Monitor) statszMeta() *MetaClusterInfo {
 	if mi.IsLeader {
 		return m.metaClusterInfo()
 	}
-	return &MetaClusterInfo{Name: "_meta_", Leader: mi.Leader, Peer: mi.Peer, Size: mi.Size, QuorumNeeded: mi.QuorumNeeded}
+	return &MetaClusterInfo{Name: "_meta_", Leader: mi.Leader, Peer: mi.Peer, Size: mi.Size, QuorumNeeded: mi.QuorumNeeded, Snapshot: snapshotStats(mi)}
 }
 
 // leads reports whether this server leads the asset whose cluster part

@@ -328,6 +328,24 @@ type MetaClusterInfo struct {
 	Pending         int                   `json:"pending"`
 	PendingRequests int                   `json:"pending_requests"`
 	PendingInfos    int                   `json:"pending_infos"`
+	// Snapshot is this server's checkpoint of the meta group.
+	Snapshot *MetaSnapshotStats `json:"snapshot"`
+}
+
+// MetaSnapshotStats is /jsz meta_cluster.snapshot (nats-server v2.15.2
+// MetaSnapshotStats), from the meta group's checkpoint
+// (meta.CheckpointStats; docs/monitoring.md, "Replicas and the meta
+// group"): the entries applied since the checkpoint and the bytes of
+// their operations (what a restart applies again), when the last
+// checkpoint written since the start began (UTC) and how long it took
+// in nanoseconds; before the first, last_time is the zero time and
+// last_duration absent, as nats-server sends them before its first
+// snapshot.
+type MetaSnapshotStats struct {
+	PendingEntries uint64        `json:"pending_entries"`
+	PendingSize    uint64        `json:"pending_size"`
+	LastTime       time.Time     `json:"last_time"`
+	LastDuration   time.Duration `json:"last_duration,omitempty"`
 }
 
 // AccountDetail is one account of /jsz.

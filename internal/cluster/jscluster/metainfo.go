@@ -26,6 +26,10 @@ type MetaInfo struct {
 	Size, QuorumNeeded int
 	// IsLeader: this server leads the meta group.
 	IsLeader bool
+	// Checkpoint is this server's checkpoint of the meta group
+	// (meta.Log.Stats): what a restart would apply again, and when the
+	// last checkpoint was written and how long it took.
+	Checkpoint meta.CheckpointStats
 }
 
 // MetaInfo returns the meta group as this server sees it; nil before
@@ -47,7 +51,7 @@ func (c *Cluster) MetaInfo() *MetaInfo {
 		size = len(members)
 	}
 	mi := &MetaInfo{Name: c.host.ClusterName(), Leader: string(st.LeaderServer), Replicas: c.peerInfos(st, members),
-		Size: size, IsLeader: st.Role == raftnode.Leader && st.Fenced == nil}
+		Size: size, IsLeader: st.Role == raftnode.Leader && st.Fenced == nil, Checkpoint: c.meta.Stats()}
 	if mi.Leader != "" {
 		mi.Peer = peerHash(st.LeaderServer)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/raftnode"
 	"github.com/cairnmq/cairn/internal/vfs"
@@ -52,12 +53,25 @@ var ErrNoCheckpoint = errors.New("meta: no checkpoint directory")
 type Log struct {
 	cfg Config
 
-	mu      sync.RWMutex // guards st and applied
+	mu      sync.RWMutex // guards st, applied, appliedBytes and ckpt
 	st      *State
 	applied uint64 // the index of the last entry applied (or snapshot restored)
+	// appliedBytes counts the bytes of the entries applied since Open.
+	appliedBytes uint64
+	// ckpt is the last checkpoint file written (Checkpoint, Restore), or
+	// the one Open read: the index it holds, appliedBytes as of it, when
+	// its writing started and how long it took (zero for Open's).
+	ckpt ckptMark
 
 	fileMu  sync.Mutex // serialises checkpoint writes; guards durable
 	durable uint64     // the index the checkpoint file holds (as of Open or the last write)
+}
+
+// ckptMark is a checkpoint file written or read (Log.ckpt).
+type ckptMark struct {
+	index, bytes uint64
+	at           time.Time
+	took         time.Duration
 }
 
 // Open returns the meta log, with the state of the checkpoint file if
@@ -77,6 +91,7 @@ func Open(cfg Config) (*Log, error) {
 	}
 	if st != nil {
 		l.st, l.applied, l.durable = st, index, index
+		l.ckpt.index = index
 	}
 	return l, nil
 }
@@ -166,8 +181,9 @@ func (l *Log) Checkpoint() error {
 	}
 	l.fileMu.Lock()
 	defer l.fileMu.Unlock()
+	start := time.Now()
 	l.mu.RLock()
-	index, snap := l.applied, l.st.AppendSnapshot(nil)
+	index, bytes, snap := l.applied, l.appliedBytes, l.st.AppendSnapshot(nil)
 	l.mu.RUnlock()
 	if index <= l.durable {
 		return nil
@@ -176,7 +192,47 @@ func (l *Log) Checkpoint() error {
 		return err
 	}
 	l.durable = index
-	return l.cfg.Node.Compact(MetaGroup, index)
+	err := l.cfg.Node.Compact(MetaGroup, index)
+	l.noteCheckpoint(ckptMark{index: index, bytes: bytes, at: start, took: time.Since(start)})
+	return err
+}
+
+// noteCheckpoint records m as the last checkpoint written (Stats).
+func (l *Log) noteCheckpoint(m ckptMark) {
+	l.mu.Lock()
+	l.ckpt = m
+	l.mu.Unlock()
+}
+
+// CheckpointStats is what a restart of this server would apply again of
+// the meta group, and its last checkpoint (/jsz meta_cluster.snapshot,
+// as nats-server v2.15.2's MetaSnapshotStats; docs/monitoring.md,
+// "Replicas and the meta group").
+type CheckpointStats struct {
+	// PendingEntries are the entries applied since the checkpoint file's
+	// index (raft's own entries among them), PendingBytes the bytes of
+	// the operations among them: what a restart would apply again from
+	// the WAL. Entries committed but not applied yet are not counted.
+	PendingEntries, PendingBytes uint64
+	// LastTime is when this process last started writing the checkpoint
+	// file (Checkpoint, every 30 s while the state changed, or a
+	// snapshot from the leader installed), LastDuration how long that
+	// took (encoding, the file's fsync and rename, the WAL's
+	// compaction); zero before its first since the start.
+	LastTime     time.Time
+	LastDuration time.Duration
+}
+
+// Stats returns the checkpoint statistics as of now.
+func (l *Log) Stats() CheckpointStats {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return CheckpointStats{
+		PendingEntries: l.applied - min(l.ckpt.index, l.applied),
+		PendingBytes:   l.appliedBytes - min(l.ckpt.bytes, l.appliedBytes),
+		LastTime:       l.ckpt.at,
+		LastDuration:   l.ckpt.took,
+	}
 }
 
 // StateMachine returns the meta group's state machine, to give to
@@ -210,6 +266,7 @@ func (s stateMachine) Apply(entries []raftnode.Entry) error {
 			return fmt.Errorf("meta: entry %d applied after %d", e.Index, last)
 		}
 		l.applied = e.Index
+		l.appliedBytes += uint64(len(e.Data))
 		var res Result
 		if op != nil {
 			res = l.st.Apply(op)
@@ -250,6 +307,7 @@ func (s stateMachine) Restore(index uint64, data []byte) error {
 		return err
 	}
 	l.fileMu.Lock()
+	start := time.Now()
 	if l.cfg.FS != nil {
 		if err := writeCheckpoint(l.cfg.FS, l.cfg.Dir, index, data); err != nil {
 			l.fileMu.Unlock()
@@ -259,6 +317,11 @@ func (s stateMachine) Restore(index uint64, data []byte) error {
 	l.durable = index
 	l.mu.Lock()
 	l.st, l.applied = st, index
+	if l.cfg.FS != nil {
+		l.ckpt = ckptMark{index: index, bytes: l.appliedBytes, at: start, took: time.Since(start)}
+	} else {
+		l.ckpt = ckptMark{index: index, bytes: l.appliedBytes}
+	}
 	l.mu.Unlock()
 	l.fileMu.Unlock()
 	if l.cfg.OnApply != nil {
