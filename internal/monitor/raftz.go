@@ -161,7 +161,7 @@ func raftzGroup(g jscluster.RaftGroup, now time.Time) RaftzGroup {
 		}
 		peer := RaftzGroupPeer{Name: string(p.Server), Known: true, LastReplicatedIndex: match[p.Server]}
 		if p.Heard {
-			peer.LastSeen = p.Ago.String()
+			peer.LastSeen = p.Since(now).String()
 		}
 		rg.Peers[jscluster.PeerID(p.Server)] = peer
 	}

@@ -49,9 +49,36 @@ type PeerContact struct {
 	// here; Ago is how long ago it last did (a message of the group, or
 	// a beat of its server while the group is quiet), counted in the
 	// node's ticks, the one under way included (so at least one tick);
-	// 0 when not Heard.
+	// 0 when not Heard. Every decision of the node and of the cluster
+	// layer reads Ago (ContactWindow is in ticks too).
 	Heard bool
 	Ago   time.Duration
+	// Last is when that message or beat was received, on the system
+	// clock (with its monotonic reading), for the reports of how long
+	// ago (a replica's "active", /raftz "last_seen"); zero when not
+	// Heard, or when heard only by a server's first appearance (a grace
+	// period, no frame).
+	Last time.Time
+}
+
+// Since returns how long before now this replica last heard from it: by
+// the system clock when Last is known (nanoseconds, as nats-server's
+// replica "active"), else Ago; 0 when not Heard.
+func (p PeerContact) Since(now time.Time) time.Duration {
+	switch {
+	case !p.Heard:
+		return 0
+	case p.Last.IsZero():
+		return p.Ago
+	}
+	return max(now.Sub(p.Last), 0)
+}
+
+// contactMarks are a group's record of the last message from each
+// replica: its tick, and its time on the system clock (PeerContact).
+type contactMarks struct {
+	ticks map[ReplicaID]uint64
+	at    map[ReplicaID]time.Time
 }
 
 // contactTicks is the contact window in ticks: two election timeouts.
@@ -87,12 +114,13 @@ func (g *group) heardWithin(ticks uint64) map[ReplicaID]bool {
 	return out
 }
 
-// noteHeard records, under g.mu, a message from replica r (Receive).
-func (g *group) noteHeardLocked(r ReplicaID, tick uint64) {
+// noteHeardLocked records, under g.mu, a message from replica r
+// (Receive), received at tick and at.
+func (g *group) noteHeardLocked(r ReplicaID, tick uint64, at time.Time) {
 	if g.mu.heard == nil {
-		g.mu.heard = map[ReplicaID]uint64{}
+		g.mu.heard, g.mu.heardAt = map[ReplicaID]uint64{}, map[ReplicaID]time.Time{}
 	}
-	g.mu.heard[r] = tick
+	g.mu.heard[r], g.mu.heardAt[r] = tick, at
 }
 
 // noteCommit records, in the round that steps m (with its envelope's
@@ -159,12 +187,13 @@ func (g *group) publishContact(s *GroupStatus, bs raft.BasicStatus) {
 // replica's contact, whether this replica is current, and how long it
 // has known no leader. heard is the group's record of messages, peers
 // its replicas, quiet whether it is quiet.
-func (n *Node) contact(s *GroupStatus, heard map[ReplicaID]uint64, peers map[ReplicaID]ServerID, quiet bool) {
+func (n *Node) contact(s *GroupStatus, heard contactMarks, peers map[ReplicaID]ServerID, quiet bool) {
 	now := n.ticks.Load()
 	var beats map[ServerID]uint64
+	var beatsAt map[ServerID]time.Time
 	if quiet {
 		n.alive.mu.Lock()
-		beats = maps.Clone(n.alive.heard)
+		beats, beatsAt = maps.Clone(n.alive.heard), maps.Clone(n.alive.heardAt)
 		n.alive.mu.Unlock()
 	}
 	// The ticks since t, and the one under way: an upper bound of the
@@ -178,13 +207,17 @@ func (n *Node) contact(s *GroupStatus, heard map[ReplicaID]uint64, peers map[Rep
 		if r == s.Replica {
 			continue
 		}
-		t, ok := heard[r]
+		t, ok := heard.ticks[r]
+		last := heard.at[r]
 		if b, beat := beats[peers[r]]; beat && (!ok || b > t) {
 			t, ok = b, true
 		}
+		if at := beatsAt[peers[r]]; at.After(last) {
+			last = at // a quiet group: the server's beat stands for the replica
+		}
 		pc := PeerContact{Replica: r, Server: peers[r], Heard: ok}
 		if ok {
-			pc.Ago = ago(t)
+			pc.Ago, pc.Last = ago(t), last
 		}
 		if r == s.Leader {
 			leaderHeard, leaderAgo = ok, pc.Ago

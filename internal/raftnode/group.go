@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -109,7 +110,8 @@ type group struct {
 		status     GroupStatus
 		fenced     error
 		removed    bool
-		heard      map[ReplicaID]uint64 // the tick of the last message from each replica (contact.go)
+		heard      map[ReplicaID]uint64    // the tick of the last message from each replica (contact.go)
+		heardAt    map[ReplicaID]time.Time // and its time on the system clock
 		// restoreDone and restoreErr: the background Restore of
 		// restoring returned (set by its goroutine).
 		restoreDone bool

@@ -149,7 +149,7 @@ func Open(cfg Config) (*Node, error) {
 	n.mu.groups = map[GroupID]*group{}
 	n.sched.queued = map[*group]bool{}
 	n.sched.wake = make(chan struct{}, 1)
-	n.alive.heard, n.alive.dead = map[ServerID]uint64{}, map[ServerID]bool{}
+	n.alive.heard, n.alive.heardAt, n.alive.dead = map[ServerID]uint64{}, map[ServerID]time.Time{}, map[ServerID]bool{}
 	return n, nil
 }
 
@@ -708,7 +708,8 @@ func (n *Node) Status(id GroupID) (GroupStatus, error) {
 	s.Group, s.Replica, s.Fenced = g.id, g.replica, g.mu.fenced
 	s.HoldsCommitted = s.HoldsCommitted && s.Fenced == nil
 	s.Replicas = slices.Clone(s.Replicas)
-	heard, peers, quiet := maps.Clone(g.mu.heard), maps.Clone(g.mu.peers), g.mu.quiet
+	heard := contactMarks{ticks: maps.Clone(g.mu.heard), at: maps.Clone(g.mu.heardAt)}
+	peers, quiet := maps.Clone(g.mu.peers), g.mu.quiet
 	s.Proposals, s.Inbox = len(g.mu.props), len(g.mu.inbox)
 	g.mu.Unlock()
 	n.contact(&s, heard, peers, quiet)
@@ -785,6 +786,7 @@ func (n *Node) Receive(from ServerID, frame []byte) error {
 	if n.isolated.Load() {
 		return nil // dropped, as a stopped server's network would
 	}
+	at := time.Now() // when each message of the frame was heard (contact.go)
 	err := decodeFrame(frame, func(id GroupID, flags byte, msg []byte) {
 		g := n.group(id)
 		if g == nil {
@@ -822,7 +824,7 @@ func (n *Node) Receive(from ServerID, frame []byte) error {
 			g.mu.inbox = append(g.mu.inbox, in)
 			g.mu.inboxBytes += len(msg)
 			if in.m != nil {
-				g.noteHeardLocked(ReplicaID(in.m.GetFrom()), n.ticks.Load())
+				g.noteHeardLocked(ReplicaID(in.m.GetFrom()), n.ticks.Load(), at)
 			}
 		}
 		g.mu.Unlock()
@@ -831,7 +833,7 @@ func (n *Node) Receive(from ServerID, frame []byte) error {
 		}
 	})
 	if err == nil {
-		n.heardFrom(from)
+		n.heardFrom(from, at)
 	}
 	return err
 }

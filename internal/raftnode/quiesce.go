@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -37,22 +38,25 @@ import (
 //     leader a wake envelope, so the leader resumes heartbeats instead of
 //     letting the follower's election timer run out.
 
-// liveness tracks when each peer server was last heard from, in ticks.
+// liveness tracks when each peer server was last heard from, in ticks
+// (and, for the reports, on the system clock: heardAt).
 type liveness struct {
-	mu    sync.Mutex
-	heard map[ServerID]uint64
-	dead  map[ServerID]bool
-	peers []ServerID // the servers of every group's replicas but this one, as of the last tick
+	mu      sync.Mutex
+	heard   map[ServerID]uint64
+	heardAt map[ServerID]time.Time
+	dead    map[ServerID]bool
+	peers   []ServerID // the servers of every group's replicas but this one, as of the last tick
 	// gen is Node.peersGen when peers was computed: the groups' peers
 	// are gathered again only after a change (a group added or removed,
 	// a peer list set or learned), not on every tick.
 	gen uint64
 }
 
-// heardFrom records a frame from server from.
-func (n *Node) heardFrom(from ServerID) {
+// heardFrom records a frame from server from, received at at.
+func (n *Node) heardFrom(from ServerID, at time.Time) {
 	n.alive.mu.Lock()
 	n.alive.heard[from] = n.ticks.Load()
+	n.alive.heardAt[from] = at
 	n.alive.mu.Unlock()
 }
 

@@ -49,6 +49,7 @@ import (
 func (c *Cluster) peerInfos(st raftnode.GroupStatus, assigned []meta.Replica) []*jetstream.PeerInfo {
 	off := c.offline()
 	window := c.node.ContactWindow()
+	now := time.Now()
 	progress := map[raftnode.ReplicaID]raftnode.ReplicaStatus{}
 	for _, rs := range st.Replicas {
 		progress[rs.Replica] = rs
@@ -66,7 +67,7 @@ func (c *Cluster) peerInfos(st raftnode.GroupStatus, assigned []meta.Replica) []
 			continue
 		}
 		listed[p.Replica] = p.Server
-		pi := &jetstream.PeerInfo{Name: string(p.Server), Peer: peerHash(p.Server), Active: p.Ago, Offline: off[p.Server]}
+		pi := &jetstream.PeerInfo{Name: string(p.Server), Peer: peerHash(p.Server), Active: p.Since(now), Offline: off[p.Server]}
 		seen := p.Heard && p.Ago <= window
 		switch {
 		case st.Role == raftnode.Leader:
