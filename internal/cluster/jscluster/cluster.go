@@ -143,6 +143,10 @@ type Cluster struct {
 	// (Start returns before: docs/cluster.md, "Restarts").
 	replayed atomic.Bool
 
+	// membersLogged: the meta group's members were logged
+	// (logMetaMembers). Owned by the run goroutine.
+	membersLogged bool
+
 	// leaderless is since when (unix ns) this server knows no meta
 	// leader, 0 while it knows one (noteLeaderless, metaAnswers).
 	leaderless atomic.Int64
@@ -541,6 +545,7 @@ func (c *Cluster) run() {
 			if !recovered {
 				recovered = c.noteRecovered()
 			}
+			c.logMetaMembers()
 			if c.forcing.Load() && !forceRecorded {
 				forceRecorded = c.recordForce()
 			}
@@ -726,7 +731,42 @@ func (c *Cluster) startMeta(rec votersFile) bool {
 		return false
 	}
 	c.syncMetaPeers()
-	c.cfg.Infof("JetStream cluster: meta group of %v", rec.Voters)
+	if !c.logMetaMembers() {
+		c.cfg.Infof("JetStream cluster: joining the meta group as a new replica (the voters record of the join names %v); its members are logged once this server's replica applied them", rec.Voters)
+	}
+	return true
+}
+
+// logMetaMembers logs, once, the meta group's members as this server's
+// replica applied them (the voters of the last configuration in its
+// Raft log, by server name; "replica <id>" for one whose server it does
+// not know), once that replica is one of them: not the voters record,
+// which names the servers known when this server bootstrapped or joined
+// (a joiner's names the meta leader that added it and itself). It
+// reports whether it logged them (now or before).
+func (c *Cluster) logMetaMembers() bool {
+	if c.membersLogged {
+		return true
+	}
+	st, err := c.node.Status(meta.MetaGroup)
+	if err != nil || !slices.Contains(st.Voters, st.Replica) {
+		return false
+	}
+	names := map[raftnode.ReplicaID]string{st.Replica: string(c.name)}
+	for _, p := range st.Peers {
+		names[p.Replica] = string(p.Server)
+	}
+	var members []string
+	for _, v := range st.Voters {
+		n, ok := names[v]
+		if !ok {
+			n = fmt.Sprintf("replica %d", v)
+		}
+		members = append(members, n)
+	}
+	slices.Sort(members)
+	c.cfg.Infof("JetStream cluster: meta group of %v", members)
+	c.membersLogged = true
 	return true
 }
 
