@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/cairnmq/cairn/internal/config"
+	"github.com/cairnmq/cairn/internal/logger"
 	"github.com/cairnmq/cairn/internal/monitor"
 	"github.com/cairnmq/cairn/internal/server"
 )
@@ -678,6 +679,126 @@ func TestJetStreamClusterQuorumLostInfo(t *testing.T) {
 		code, body := httpGet(t, mons[0]+"/healthz")
 		if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "JetStream has not established contact with a meta leader") {
 			return fmt.Errorf("/healthz %d %s", code, body)
+		}
+		return nil
+	})
+}
+
+// docs/monitoring.md, "Replicas and the meta group": a replica's
+// `active` in stream, consumer and meta cluster info, and /raftz's
+// `last_seen`, are the time since the replica was last heard from on the
+// system clock, in nanoseconds as nats-server reports it, not a count of
+// Raft ticks (trial 32: "seen 100ms ago", always a multiple of the
+// 100 ms tick).
+func TestJetStreamClusterMonitorReplicaActive(t *testing.T) {
+	servers, opts, mons, js := trialCluster(t, 5)
+	meta := metaLeaderOf(t, servers)
+	tick := opts[0].RaftTick // the harness's (20 ms)
+	if tick == 0 {
+		tick = 100 * time.Millisecond
+	}
+	onTick := func(d time.Duration) bool { return d%tick == 0 }
+	eventually(t, "replicas' active in nanoseconds", func() error {
+		s, err := js.Stream(ctx2(t), "ORDERS")
+		if err != nil {
+			return err
+		}
+		c, err := js.Consumer(ctx2(t), "ORDERS", "worker")
+		if err != nil {
+			return err
+		}
+		parts := map[string]*jetstream.ClusterInfo{"stream": s.CachedInfo().Cluster, "consumer": c.CachedInfo().Cluster}
+		for what, ci := range parts {
+			if ci == nil || len(ci.Replicas) != 2 {
+				return fmt.Errorf("%s cluster %+v", what, ci)
+			}
+			for _, p := range ci.Replicas {
+				if p.Active <= 0 || p.Active > 5*time.Second || onTick(p.Active) {
+					return fmt.Errorf("%s replica %s active %d ns", what, p.Name, p.Active)
+				}
+			}
+		}
+		for i, s := range servers {
+			if s.Name() != meta {
+				continue
+			}
+			var ji struct {
+				Meta clusterPart `json:"meta_cluster"`
+			}
+			if _, body := httpGet(t, mons[i]+"/jsz"); json.Unmarshal(body, &ji) != nil || len(ji.Meta.Replicas) != 2 {
+				return fmt.Errorf("meta leader /jsz %s", body)
+			}
+			for _, p := range ji.Meta.Replicas {
+				if p.Active <= 0 || onTick(p.Active) {
+					return fmt.Errorf("meta replica %s active %d ns", p.Name, p.Active)
+				}
+			}
+			var rz map[string]map[string]struct {
+				Peers map[string]struct {
+					LastSeen string `json:"last_seen"`
+				} `json:"peers"`
+			}
+			if _, body := httpGet(t, mons[i]+"/raftz"); json.Unmarshal(body, &rz) != nil {
+				return fmt.Errorf("/raftz %s", body)
+			}
+			for _, g := range rz {
+				for name, grp := range g {
+					for id, p := range grp.Peers {
+						d, err := time.ParseDuration(p.LastSeen)
+						if err != nil || d <= 0 || onTick(d) {
+							return fmt.Errorf("/raftz %s peer %s last_seen %q", name, id, p.LastSeen)
+						}
+					}
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// The start log names the meta group's members as this server's replica
+// applied them, not its voters record, which names the servers known
+// when it bootstrapped or joined (trial 32: a server invited into the
+// meta group logged "meta group of [k1 k2]", its record, for a group of
+// three). A fourth server joins a running cluster of three: it names
+// the four once its replica is one of them; a server of the three,
+// restarted, names the four at once (its record still names three).
+func TestJetStreamClusterMonitorMetaMembersLog(t *testing.T) {
+	servers, opts := jsClusterMod(t, 3, nil)
+	waitMeta(t, servers, []string{"n1", "n2", "n3"})
+	want := "JetStream cluster: meta group of [n1 n2 n3 n4]\n"
+	lines := func(b *syncBuffer) []string {
+		var out []string
+		for _, l := range strings.Split(b.String(), "\n") {
+			if strings.Contains(l, "meta group of") || strings.Contains(l, "joining the meta group") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+
+	log4 := &syncBuffer{}
+	o4 := opts[0]
+	o4.ServerName, o4.StoreDir, o4.Port = "n4", t.TempDir(), server.RandomPort
+	o4.Cluster.Port = freePort(t)
+	o4.Logger = logger.New(log4, false, false)
+	servers = append(servers, restartServer(t, o4))
+	waitMeta(t, servers, []string{"n1", "n2", "n3", "n4"})
+	eventually(t, "the new server names the four members", func() error {
+		if l := lines(log4); len(l) != 2 || !strings.Contains(l[0], "joining the meta group as a new replica") || !strings.HasSuffix(l[1]+"\n", want) {
+			return fmt.Errorf("log lines %q", l)
+		}
+		return nil
+	})
+
+	servers[0].Shutdown()
+	log1 := &syncBuffer{}
+	o1 := opts[0]
+	o1.Logger = logger.New(log1, false, false)
+	servers[0] = restartServer(t, o1)
+	eventually(t, "the restarted server names the four members", func() error {
+		if l := lines(log1); len(l) != 1 || !strings.HasSuffix(l[0]+"\n", want) {
+			return fmt.Errorf("log lines %q", l)
 		}
 		return nil
 	})
