@@ -225,3 +225,43 @@ func TestSetLimits(t *testing.T) {
 		t.Fatalf("account limits %+v, want none", l)
 	}
 }
+
+// The meta leader's check of an account's limits over the streams the
+// cluster assigns it (CheckClusteredLimits, nats-server v2.15.2
+// jsClusteredStreamLimitsCheck): every assigned stream counts toward
+// max_streams but the one checked; reservations are max_bytes times
+// the replicas, of the same storage.
+func TestCheckClusteredLimits(t *testing.T) {
+	js := newTestJS(t, vfs.NewCrashFS(), newMemTransport())
+	js.SetLimits(&AccountLimits{MaxMemory: 100, MaxStore: 1000, MaxStreams: 3, MaxConsumers: 5, MaxAckPending: -1,
+		MemoryMaxStreamBytes: -1, StoreMaxStreamBytes: 400})
+	assigned := []AssignedStream{
+		{Name: "A", Storage: stream.FileStorage, MaxBytes: 200, Replicas: 3},  // 600 of 1000
+		{Name: "M", Storage: stream.MemoryStorage, MaxBytes: 30, Replicas: 3}, // 90 of 100
+	}
+	for _, c := range []struct {
+		what string
+		cfg  stream.Config
+		want jserr.ErrCode
+	}{
+		{"R3 file 100: 600+300", stream.Config{Name: "B", Storage: stream.FileStorage, MaxBytes: 100, Replicas: 3}, 0},
+		{"R3 file 150: 600+450", stream.Config{Name: "B", Storage: stream.FileStorage, MaxBytes: 150, Replicas: 3}, jserr.StorageResourcesExceeded},
+		{"R1 file 400: 600+400", stream.Config{Name: "B", Storage: stream.FileStorage, MaxBytes: 400, Replicas: 1}, 0},
+		{"A itself scaled to 5: 1000", stream.Config{Name: "A", Storage: stream.FileStorage, MaxBytes: 200, Replicas: 5}, 0},
+		{"A scaled to 5 at 201: past the per-stream first", stream.Config{Name: "A", Storage: stream.FileStorage, MaxBytes: 401, Replicas: 5}, jserr.StreamMaxStreamBytesExceeded},
+		{"R1 memory 11: 90+11", stream.Config{Name: "B", Storage: stream.MemoryStorage, MaxBytes: 11, Replicas: 1}, jserr.MemoryResourcesExceeded},
+		{"R3 memory unlimited: 90+3", stream.Config{Name: "B", Storage: stream.MemoryStorage, MaxBytes: -1, Replicas: 3}, 0},
+		{"max_consumers 6 of 5", stream.Config{Name: "B", Storage: stream.FileStorage, MaxBytes: -1, Replicas: 1, MaxConsumers: 6}, jserr.MaximumConsumersLimit},
+	} {
+		if err := js.CheckClusteredLimits(&c.cfg, assigned); c.want == 0 && err != nil || c.want != 0 && (err == nil || err.ErrCode != uint16(c.want)) {
+			t.Errorf("%s: %v, want %d", c.what, err, c.want)
+		}
+	}
+	third := append(assigned, AssignedStream{Name: "C", Storage: stream.FileStorage, MaxBytes: -1, Replicas: 1})
+	if err := js.CheckClusteredLimits(&stream.Config{Name: "D", Storage: stream.FileStorage, MaxBytes: -1, Replicas: 1}, third); err == nil || err.ErrCode != uint16(jserr.MaximumStreamsLimit) {
+		t.Errorf("a fourth stream: %v, want 10027", err)
+	}
+	if err := js.CheckClusteredLimits(&stream.Config{Name: "C", Storage: stream.FileStorage, MaxBytes: -1, Replicas: 3}, third); err != nil {
+		t.Errorf("the third stream itself, scaled up: %v", err)
+	}
+}

@@ -149,6 +149,13 @@ func (js *JetStream) checkAccountLimitsLocked(cfg *stream.Config, isNew bool) *j
 	if isNew && l.MaxStreams > 0 && len(js.streams) >= l.MaxStreams {
 		return jserr.New(jserr.MaximumStreamsLimit)
 	}
+	return js.checkPerStreamLimits(l, cfg)
+}
+
+// checkPerStreamLimits applies the account's limits l that bear on one
+// stream's config: max_bytes required (10113), and its max_bytes above
+// the account's per-stream maximum (10122).
+func (js *JetStream) checkPerStreamLimits(l *AccountLimits, cfg *stream.Config) *jserr.Error {
 	if l.MaxBytesRequired && cfg.MaxBytes <= 0 {
 		return jserr.New(jserr.StreamMaxBytesRequired)
 	}

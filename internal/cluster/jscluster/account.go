@@ -268,6 +268,9 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	if sa, _, ok, _ := c.assignment(streamKey{a.name, cfg.Name}); ok {
 		return a.existing(sa, cfg)
 	}
+	if err := a.checkLimits(&cfg); err != nil {
+		return nil, err
+	}
 	var servers []raftnode.ServerID
 	var perr *jserr.Error
 	c.meta.View(func(st *meta.State) {
@@ -301,6 +304,28 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		}
 	}
 	return a.infoOf(*res.Stream), nil
+}
+
+// checkLimits applies the account's JetStream limits to stream cfg,
+// new, scaled up or restored, against the streams the meta group
+// assigns to the account (jetstream.CheckClusteredLimits, as
+// nats-server v2.15.2's jsClusteredStreamLimitsCheck before it
+// proposes): 10027, 10026, 10028, 10047, 10113, 10122.
+func (a *account) checkLimits(cfg *stream.Config) *jserr.Error {
+	if a.js == nil {
+		return nil
+	}
+	var assigned []jetstream.AssignedStream
+	a.c.meta.View(func(st *meta.State) {
+		for _, sa := range st.Streams(a.name) {
+			var sc stream.Config
+			if json.Unmarshal(sa.Config, &sc) != nil {
+				continue
+			}
+			assigned = append(assigned, jetstream.AssignedStream{Name: sa.Name, Storage: sc.Storage, MaxBytes: sc.MaxBytes, Replicas: max(sc.Replicas, 1)})
+		}
+	})
+	return a.js.CheckClusteredLimits(cfg, assigned)
 }
 
 // waitLeaderAway waits, at most proposeTimeout, until the leader of

@@ -62,6 +62,11 @@ func (a *account) StreamRestore(cfg stream.Config, client []byte, done jetstream
 	if _, _, ok, _ := c.assignment(k); ok {
 		return "", jserr.New(jserr.StreamNameExistRestoreFailed)
 	}
+	limited := cfg
+	limited.Replicas = max(cfg.Replicas, 1)
+	if err := a.checkLimits(&limited); err != nil {
+		return "", err
+	}
 	servers, perr := c.restoreServers(max(cfg.Replicas, 1), cfg.Placement)
 	if perr != nil {
 		return "", perr

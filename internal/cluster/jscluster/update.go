@@ -245,6 +245,13 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 	if err := a.checkUpdate(&old, &cfg); err != nil {
 		return nil, err
 	}
+	if cfg.Replicas > old.Replicas {
+		// The new replicas need the account's room (nats-server
+		// v2.15.2 checks a scale-up alone: jsClusteredStreamLimitsCheck).
+		if err := a.checkLimits(&cfg); err != nil {
+			return nil, err
+		}
+	}
 	body, err := json.Marshal(&cfg)
 	if err != nil {
 		return nil, jserr.From(err, jserr.StreamUpdate)
