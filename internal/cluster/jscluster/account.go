@@ -249,7 +249,8 @@ func (c *Cluster) propose(op meta.Op) (meta.Result, *jserr.Error) {
 }
 
 // StreamCreate implements jsapi.Meta on the meta leader: the config is
-// readied and checked as on one server (stream.Config.PrepareCreate), the
+// readied and checked as on one server (stream.Config.PrepareCreate) and
+// against the account's limits over the cluster (checkLimits), the
 // servers chosen (meta.Place), and the assignment proposed; apply decides
 // the rest (10058, 10065). When this server holds a replica, the answer
 // waits (at most proposeTimeout) for the stream's group to have a

@@ -43,6 +43,7 @@ var _ jsapi.Restorer = (*account)(nil)
 // chunks to; done answers the last chunk with the stream's info or the
 // error. Errors: 10008 when this server does not lead the meta group;
 // the config's (as one server checks it); 10130 a stream of that name;
+// the account's limits over the cluster (checkLimits);
 // 10005 when the stream cannot be placed, or not on this server; a memory
 // stream 10009 (not built); the engine's (BeginRestore).
 func (a *account) StreamRestore(cfg stream.Config, client []byte, done jetstream.RestoreDone) (string, *jserr.Error) {
