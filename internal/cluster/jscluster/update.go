@@ -174,6 +174,8 @@ func (c *Cluster) readMeta() error {
 // such stream; the update rules (stream.CheckClusteredUpdate: 10052,
 // 10055 for a changed mirror); the source filters (10069, as on one
 // server); subjects overlapping another stream of the account (10065);
+// a scale-up past the account's limits over the cluster (checkLimits:
+// 10028, 10047, 10122);
 // consumer limits an assigned consumer exceeds (10069 "change to limits
 // violates consumers: ..."). A changed num_replicas scales the stream
 // (scaleServers: 10005 when too few servers are eligible;
