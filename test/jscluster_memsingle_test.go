@@ -2,14 +2,17 @@ package test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/cairnmq/cairn/internal/cluster/jscluster"
 	"github.com/cairnmq/cairn/internal/server"
 )
 
@@ -34,9 +37,9 @@ const memMsgs = 100
 // delivered and acknowledged (ack waits of 10 minutes: no redelivery
 // within a test), on a cluster of n servers; it returns the server
 // MSOLO is on.
-func memSoloSetup(t *testing.T, n int, mod func(int, *server.Options)) ([]*server.Server, []jetstream.JetStream, string) {
+func memSoloSetup(t *testing.T, n int, mod func(int, *server.Options)) ([]*server.Server, []server.Options, []jetstream.JetStream, string) {
 	t.Helper()
-	servers, _ := jsClusterMod(t, n, func(i int, o *server.Options) {
+	servers, opts := jsClusterMod(t, n, func(i int, o *server.Options) {
 		sysAppAuth(o)
 		if mod != nil {
 			mod(i, o)
@@ -65,7 +68,7 @@ func memSoloSetup(t *testing.T, n int, mod func(int, *server.Options)) ([]*serve
 	if err != nil {
 		t.Fatal(err)
 	}
-	return servers, js, home
+	return servers, opts, js, home
 }
 
 // memSoloOn returns the server MSOLO runs on, an error unless it has
@@ -186,7 +189,7 @@ func memSoloServes(t *testing.T, js jetstream.JetStream, last int, dNext uint64)
 // delivers the next message it never delivered. Before, the stream
 // stayed (10075 for STREAM.PEER.EVACUATE).
 func TestJetStreamClusterMemorySingleStreamEvacuate(t *testing.T) {
-	servers, js, home := memSoloSetup(t, 4, nil)
+	servers, _, js, home := memSoloSetup(t, 4, nil)
 	hi := leaderIndex(servers, home)
 	via := (hi + 1) % 4
 	sys := connect(t, servers[via].ClientURL(), nats.UserInfo("sys", "sys"))
@@ -261,7 +264,7 @@ func TestJetStreamClusterMemorySingleStreamEvacuate(t *testing.T) {
 // first message it never delivered. Before, the update was 10069
 // "stream placement can not be changed".
 func TestJetStreamClusterMemorySingleStreamPlacementMove(t *testing.T) {
-	servers, js, home := memSoloSetup(t, 3, func(i int, o *server.Options) { o.Tags = []string{fmt.Sprintf("az:%d", i+1)} })
+	servers, _, js, home := memSoloSetup(t, 3, func(i int, o *server.Options) { o.Tags = []string{fmt.Sprintf("az:%d", i+1)} })
 	hi := leaderIndex(servers, home)
 	ti := (hi + 1) % 3 // the destination
 	via := (hi + 2) % 3
@@ -300,4 +303,96 @@ func TestJetStreamClusterMemorySingleStreamPlacementMove(t *testing.T) {
 	})
 	t.Logf("MSOLO moved from %s to %s (%s): answered in %v, moved in %v", home, dest, tag, answered.Round(time.Millisecond), time.Since(start).Round(10*time.Millisecond))
 	memSoloServes(t, js[via], memMsgs+1, 11)
+}
+
+// A move of a memory stream of one replica whose destination stops
+// while D moves there (D's group of two voters, held after its step 1
+// by a test hook) rolls back: D, then MSOLO go back to their server
+// alone, every message there, D and K with their state (the stream's
+// conversion there hands their states over as the move's does); a
+// publish takes the next sequence and D delivers the next message it
+// never delivered; the destination, started again, runs no stream.
+func TestJetStreamClusterMemorySingleStreamMoveRollsBack(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		held    bool
+		step1   = make(chan struct{})
+		release = make(chan struct{})
+	)
+	hold := &jscluster.Hooks{SingleMoveStep1: func(_, _, name string, quit <-chan struct{}) {
+		mu.Lock()
+		first := !held && name == "D"
+		held = held || first
+		mu.Unlock()
+		if first {
+			close(step1)
+			select {
+			case <-quit:
+			case <-release:
+			}
+		}
+	}}
+	servers, opts, js, home := memSoloSetup(t, 4, func(_ int, o *server.Options) { o.JetStreamClusterHooks = hold })
+	hi := leaderIndex(servers, home)
+	app := connect(t, servers[(hi+1)%4].ClientURL(), nats.UserInfo("app", "app"))
+	wantEvacAnswer(t, app, "$JS.API.STREAM.PEER.EVACUATE.MSOLO", fmt.Sprintf(`{"peer":%q}`, home), peerEvacuatedOK)
+	waitClosed(t, "step 1 of D's move", step1)
+	dest := ""
+	dInfo := func() (*jetstream.ClusterInfo, error) {
+		c, err := js[hi].Consumer(ctx2(t), "MSOLO", "D")
+		if err != nil {
+			return nil, err
+		}
+		return c.CachedInfo().Cluster, nil
+	}
+	eventually(t, "D's new replica current", func() error {
+		ci, err := dInfo()
+		if err != nil {
+			return err
+		}
+		if ci == nil || ci.Leader != home || len(ci.Replicas) != 1 || !ci.Replicas[0].Current {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		dest = ci.Replicas[0].Name
+		return nil
+	})
+	di := leaderIndex(servers, dest)
+	servers[di].Shutdown()
+	stopped := time.Now()
+	// The mover goes on once D's leader no longer counts it current (it
+	// would otherwise hand D to the stopped server, and the stream wait
+	// there for it: docs/cluster.md, "An interrupted move").
+	eventually(t, "D's replica on "+dest+" no longer current", func() error {
+		ci, err := dInfo()
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == 10008 {
+			return nil // D's group of two without a leader: the mover sees no current replica either
+		}
+		if err != nil {
+			return err
+		}
+		if ci != nil && len(ci.Replicas) == 1 && ci.Replicas[0].Current {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		return nil
+	})
+	close(release)
+	via := (hi + 1) % 4
+	if via == di {
+		via = (via + 1) % 4
+	}
+	eventuallyWithin(t, 120*time.Second, "MSOLO back on "+home+" alone", func() error {
+		on, err := memSoloOn(t, js[via], "", memMsgs, 10, 4)
+		if err != nil {
+			return err
+		}
+		if on != home {
+			return fmt.Errorf("MSOLO on %s", on)
+		}
+		return noGroupsOf([]*server.Server{servers[hi]})
+	})
+	t.Logf("MSOLO back on %s alone %v after %s stopped", home, time.Since(stopped).Round(10*time.Millisecond), dest)
+	memSoloServes(t, js[via], memMsgs, 11)
+	servers[di] = restartServer(t, opts[di])
+	eventually(t, dest+" runs no stream", func() error { return holdsNoStream(servers[di]) })
 }

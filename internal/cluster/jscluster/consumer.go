@@ -330,6 +330,12 @@ func (c *Cluster) startSingle(acc *account, k consumerKey, cfg consumer.Config, 
 		if handed, err := c.startHanded(acc, k, cfg, created); handed {
 			return err
 		}
+	} else {
+		// Its files hold the state a hand-over kept too (a memory
+		// stream's replica directory holds them; the stream's start
+		// restored it): that copy must not outlive it (adoptSingle
+		// would prefer it to the runtime's).
+		c.takeHanded(k, created.UnixNano())
 	}
 	action := jetstream.CreateOrUpdate
 	if found {
