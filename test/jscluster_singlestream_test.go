@@ -145,7 +145,8 @@ func soloServes(t *testing.T, js jetstream.JetStream, last int) {
 // every message, still one replica (no group), the durable with it,
 // its delivered and acknowledged state kept; the evacuated server holds
 // nothing; then STREAM.PEER.EVACUATE moves it once more the same way.
-// A memory stream of one replica stays (10075).
+// (A memory stream of one replica moves too:
+// TestJetStreamClusterMemorySingleStreamEvacuate.)
 // nats-server v2.15.2 moves such a stream with its messages and its
 // durables' state (docs/cluster.md, "Evacuating a server"); before,
 // cairn left it on the evacuated server, and `nats server cluster
@@ -201,18 +202,6 @@ func TestJetStreamClusterEvacuateSingleStream(t *testing.T) {
 		return holdsNothing(servers[mi])
 	})
 	clusterPublish(t, js[via], "solo.102", soloMsgs+2)
-
-	// A memory stream of one replica does not move (its consumers'
-	// state lives in memory: not built), where nats-server moves it.
-	eventually(t, "create MEM", func() error {
-		_, err := js[via].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "MEM", Subjects: []string{"mem.>"}, Storage: jetstream.MemoryStorage, Replicas: 1})
-		return err
-	})
-	s, err := js[via].Stream(ctx2(t), "MEM")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantEvacAnswer(t, app, "$JS.API.STREAM.PEER.EVACUATE.MEM", fmt.Sprintf(`{"peer":%q}`, s.CachedInfo().Cluster.Leader), peerRemapFailed)
 }
 
 // heldMover is a jscluster.Hooks SingleStreamStep1 that holds the first

@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"errors"
 	"fmt"
 	"github.com/cairnmq/cairn/internal/jetstream/consumerrun"
 	"path"
@@ -76,19 +77,53 @@ func (js *JetStream) CreateConsumerAssigned(streamName, name string, cfg consume
 	if jerr != nil {
 		return nil, jerr
 	}
-	return js.createConsumerIn(r, name, cfg, action, false, created, scfg)
+	return js.createConsumerIn(r, name, cfg, action, false, created, scfg, nil)
 }
 
 // createConsumer is CreateConsumer on the stream r found (r may have
 // been deleted since: 10059 then), for a consumer named name when cfg
 // names none ("": a generated name).
 func (js *JetStream) createConsumer(r *streamEntry, name string, cfg consumer.Config, action ConsumerAction, pedantic bool, created time.Time) (*consumer.Info, *jserr.Error) {
-	return js.createConsumerIn(r, name, cfg, action, pedantic, created, r.Config())
+	return js.createConsumerIn(r, name, cfg, action, pedantic, created, r.Config(), nil)
+}
+
+// CreateConsumerState starts the consumer name of stream streamName
+// (config cfg, created at created), which must not run here, with the
+// committed state data of a replicated consumer rather than at its
+// starting position: in a cluster, a consumer of one replica of a
+// memory stream whose runtime a conversion of its stream, or the end of
+// its own group, took its state from (docs/cluster.md, "Memory
+// streams"). One that keeps files (consumerrun.Persisted: a stream
+// replica's directory holds them, also a memory stream's) has them
+// written with that state and is restored from them (WriteConsumerState,
+// RestoreConsumer); one that keeps none is made as CreateConsumerAssigned
+// makes it, checked against the stream config scfg, with that state
+// (consumerrun.FromCommitted). Errors: CreateConsumer's, 10013 when it
+// runs already, jserr.ConsumerCreate for a state that does not decode,
+// the file system's.
+func (js *JetStream) CreateConsumerState(streamName, name string, cfg consumer.Config, created time.Time, scfg stream.Config, state []byte) *jserr.Error {
+	r, jerr := js.lookup(streamName)
+	if jerr != nil {
+		return jerr
+	}
+	if consumerrun.Persisted(r.Dir(), &cfg) {
+		if jerr := js.WriteConsumerState(streamName, name, cfg, created, state); jerr != nil {
+			return jerr
+		}
+		_, jerr := js.RestoreConsumer(streamName, name, created)
+		return jerr
+	}
+	if state == nil {
+		state = []byte("null") // not a state: refused by FromCommitted
+	}
+	_, jerr = js.createConsumerIn(r, name, cfg, CreateOrUpdate, false, created, scfg, state)
+	return jerr
 }
 
 // createConsumerIn is createConsumer checked against the stream config
-// scfg.
-func (js *JetStream) createConsumerIn(r *streamEntry, name string, cfg consumer.Config, action ConsumerAction, pedantic bool, created time.Time, scfg stream.Config) (*consumer.Info, *jserr.Error) {
+// scfg; a new consumer starts from the committed state state when it is
+// not nil (CreateConsumerState).
+func (js *JetStream) createConsumerIn(r *streamEntry, name string, cfg consumer.Config, action ConsumerAction, pedantic bool, created time.Time, scfg stream.Config, state []byte) (*consumer.Info, *jserr.Error) {
 	cfg.SetStaticMetadata()
 	acc := js.consumerLimits()
 	if err := cfg.SetDefaultsIn(&scfg, acc, pedantic); err != nil {
@@ -121,6 +156,9 @@ func (js *JetStream) createConsumerIn(r *streamEntry, name string, cfg consumer.
 	r.cons.mu.Lock()
 	defer r.cons.mu.Unlock()
 	if c := r.cons.byName[cfg.Name]; c != nil {
+		if state != nil {
+			return nil, jserr.New(jserr.ConsumerNameExist)
+		}
 		old := c.Config()
 		info, err := r.recreate(c, cfg, action, &scfg)
 		refiltered = err == nil && !slices.Equal(old.Filters(), cfg.Filters())
@@ -156,7 +194,16 @@ func (js *JetStream) createConsumerIn(r *streamEntry, name string, cfg consumer.
 	if created.IsZero() {
 		created = js.now()
 	}
-	c, err := consumerrun.New(js.consumerEnv(), r.Stream, cfg.Name, ccfg, created.UTC())
+	var c *consumerrun.Consumer
+	var err error
+	switch {
+	case state == nil:
+		c, err = consumerrun.New(js.consumerEnv(), r.Stream, cfg.Name, ccfg, created.UTC())
+	case consumerrun.Persisted(r.Dir(), &cfg):
+		err = errors.New("a consumer that keeps files starts from them") // CreateConsumerState writes them
+	default:
+		c, err = consumerrun.FromCommitted(js.consumerEnv(), r.Stream, cfg.Name, ccfg, created.UTC(), state)
+	}
 	if err != nil {
 		return nil, jserr.From(err, jserr.ConsumerCreate)
 	}

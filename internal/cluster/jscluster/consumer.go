@@ -313,7 +313,8 @@ func (c *Cluster) startLeavingConsumer(acc *account, k consumerKey, ca meta.Cons
 // startSingle starts this server's replica of consumer k with one
 // replica (config cfg, created at created): restored from its files when
 // it has some here (a restart; a config the meta group changed meanwhile
-// is then applied), else created. Errors: the engine's; files that do
+// is then applied), else from the state handed over in memory when one
+// is kept for it (startHanded), else created. Errors: the engine's; files that do
 // not restore (the engine holds them aside) marked noRetry.
 func (c *Cluster) startSingle(acc *account, k consumerKey, cfg consumer.Config, created time.Time) error {
 	found, jerr := acc.js.RestoreConsumer(k.stream, k.name, created)
@@ -322,6 +323,19 @@ func (c *Cluster) startSingle(acc *account, k consumerKey, cfg consumer.Config, 
 		return noRetry(jerr)
 	case jerr != nil:
 		return jerr
+	}
+	if !found {
+		// A memory stream's consumer whose runtime a conversion of its
+		// stream, or the end of its group, stopped (memscale.go).
+		if handed, err := c.startHanded(acc, k, cfg, created); handed {
+			return err
+		}
+	} else {
+		// Its files hold the state a hand-over kept too (a memory
+		// stream's replica directory holds them; the stream's start
+		// restored it): that copy must not outlive it (adoptSingle
+		// would prefer it to the runtime's).
+		c.takeHanded(k, created.UnixNano())
 	}
 	action := jetstream.CreateOrUpdate
 	if found {

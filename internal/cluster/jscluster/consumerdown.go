@@ -124,14 +124,23 @@ func (c *Cluster) convertConsumer(acc *account, k consumerKey, cr *creplica, ca 
 	if !found {
 		return errors.New("its replica does not run here")
 	}
-	if jerr := acc.js.WriteConsumerState(k.stream, k.name, cfg, created, state); jerr != nil {
-		return jerr
+	files := c.keepsFiles(k, cfg)
+	if files {
+		if jerr := acc.js.WriteConsumerState(k.stream, k.name, cfg, created, state); jerr != nil {
+			return jerr
+		}
 	}
-	// From here on the files hold the consumer: the group may go.
+	// From here on the files hold the consumer: the group may go. One
+	// kept in memory (a memory stream's, whose move or rollback ends its
+	// group here: memscale.go) starts from the state in memory, which a
+	// restart loses, as it loses the memory stream's messages.
 	if err := c.removeGroupWait(ca.Group); err != nil {
 		return err
 	}
 	c.removeCheckpoint(ca.Group)
+	if !files {
+		c.handBack(k, ca.Created, state) // taken by startSingle below
+	}
 	if jerr := c.startSingle(acc, k, cfg, created); jerr != nil {
 		return jerr
 	}

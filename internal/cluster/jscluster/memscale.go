@@ -5,8 +5,10 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
+	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/store/memstore"
 	"github.com/cairnmq/cairn/internal/stream"
@@ -24,6 +26,19 @@ import (
 // as a file stream's consumer's comes from its files. A state is kept
 // until taken, or until the next scale-up of the stream replaces it; a
 // restart loses it, as it loses the memory stream's messages.
+
+// The same hand-over carries the consumers of a memory stream of one
+// replica through its move (singlestream.go: docs/cluster.md, "Moving a
+// stream of one replica"), whose consumers stay of one replica: at step
+// 1 the old server's scale-up detaches them, and each consumer of one
+// replica started again over the stream's group takes its state
+// (startHanded, from startSingle); at step 2 each one's state goes to the
+// destination through a group of its own (adoptSingle, caught up by a
+// snapshot), whose end there starts the consumer of one replica from the
+// group's committed state (convertConsumer); at step 3 the destination's
+// conversion of the stream (scaledown.go convert) detaches them again,
+// and they start once more with their states over the stream of one
+// replica. A rollback's conversion on the old server does the same.
 
 // handedState is a detached consumer's committed state (the encoding of
 // a replicated consumer's snapshots) and its assignment's creation time
@@ -69,6 +84,46 @@ func (c *Cluster) takeHanded(k consumerKey, created int64) ([]byte, bool) {
 	}
 	delete(c.handed, k)
 	return h.state, true
+}
+
+// startHanded starts consumer k of one replica (config cfg, created at
+// created) from the state kept for it in c.handed (takeHanded), when
+// there is one: jetstream.JetStream.CreateConsumerState, checked against
+// the config the meta group assigns its stream. A runtime the engine
+// holds for it already (started without that state) is detached first
+// and its state dropped, as adoptSingle's. found reports whether a state
+// was kept. Errors: the engine's; the state is then kept again for the
+// next attempt.
+func (c *Cluster) startHanded(acc *account, k consumerKey, cfg consumer.Config, created time.Time) (found bool, _ error) {
+	state, ok := c.takeHanded(k, created.UnixNano())
+	if !ok {
+		return false, nil
+	}
+	scfg, ok := c.assignedConfig(streamKey{k.account, k.stream})
+	if !ok {
+		c.handBack(k, created.UnixNano(), state)
+		return true, errors.New("its stream is not assigned here")
+	}
+	jerr := acc.js.CreateConsumerState(k.stream, k.name, cfg, created, scfg, state)
+	if jerr != nil && jerr.ErrCode == uint16(jserr.ConsumerNameExist) {
+		if _, _, derr := acc.js.DetachConsumer(k.stream, k.name, created, nil); derr == nil {
+			jerr = acc.js.CreateConsumerState(k.stream, k.name, cfg, created, scfg, state)
+		}
+	}
+	if jerr != nil {
+		c.handBack(k, created.UnixNano(), state)
+		return true, jerr
+	}
+	c.cfg.Infof("JetStream cluster: consumer '%s > %s > %s' of one replica runs on this server with the state handed over in memory", k.account, k.stream, k.name)
+	return true, nil
+}
+
+// keepsFiles reports whether consumer k of one replica (config cfg)
+// keeps its state in files here: not mem_storage, and its stream, as
+// the meta group assigns it, a file stream (consumerrun.Persisted).
+func (c *Cluster) keepsFiles(k consumerKey, cfg consumer.Config) bool {
+	scfg, ok := c.assignedConfig(streamKey{k.account, k.stream})
+	return !cfg.MemoryStorage && (!ok || scfg.Storage != stream.MemoryStorage)
 }
 
 // handBack keeps state again for consumer k created at created (unix

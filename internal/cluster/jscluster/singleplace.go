@@ -36,7 +36,7 @@ import (
 // singlePlaced returns the servers step 1 of the move of stream sa, of
 // one replica, to server dest names: its server, then dest. 10069
 // "stream placement can not be changed" (logged why) when it cannot
-// move (singleStreamBlocked: a memory stream, its server offline, a
+// move (singleStreamBlocked: its server offline, a
 // consumer kept in memory or not settled), where nats-server moves it.
 func (c *Cluster) singlePlaced(k streamKey, sa meta.StreamAssignment, cfg *stream.Config, dest raftnode.ServerID) ([]raftnode.ServerID, *jserr.Error) {
 	from := sa.Replicas[0].Server

@@ -49,8 +49,9 @@ import (
 // once the destination has been offline for destDownWait, did not catch
 // up within singleStreamWait, or a consumer cannot move, unless some
 // consumer state went to the destination already (the move then waits
-// for it). A memory stream of one replica stays where it is (its
-// consumers' state lives only in their runtimes).
+// for it). A memory stream of one replica moves the same way, its
+// store becoming its group's first replica's (adoptMemory) and its
+// consumers' states handed over in memory (memscale.go).
 
 const (
 	// singleStreamWait bounds step 1, the destination's replica caught up
@@ -131,14 +132,13 @@ func (c *Cluster) evacuateSingle(sa meta.StreamAssignment, from raftnode.ServerI
 }
 
 // singleStreamBlocked returns why stream sa (config cfg), of one
-// replica on server from, cannot move ("" when it can): a memory
-// stream (its consumers' state lives in memory), from offline (the
-// stream's only copy is out of reach), or a consumer that cannot move
-// with its state (consumerBlocked).
+// replica on server from, cannot move ("" when it can): from offline
+// (the stream's only copy is out of reach), or a consumer that cannot
+// move with its state (consumerBlocked). A memory stream moves as a
+// file stream does, its consumers' states handed over in memory
+// (memscale.go).
 func (c *Cluster) singleStreamBlocked(sa meta.StreamAssignment, cfg stream.Config, from raftnode.ServerID) string {
-	if cfg.Storage == stream.MemoryStorage {
-		return "a memory stream of one replica does not move (not built)"
-	}
+	memory := cfg.Storage == stream.MemoryStorage
 	var why string
 	c.meta.View(func(st *meta.State) {
 		if c.offlineIn(st)[from] {
@@ -146,7 +146,7 @@ func (c *Cluster) singleStreamBlocked(sa meta.StreamAssignment, cfg stream.Confi
 			return
 		}
 		for _, ca := range st.Consumers(sa.Account, sa.Name) {
-			if why = consumerBlocked(ca, from); why != "" {
+			if why = consumerBlocked(ca, from, memory); why != "" {
 				return
 			}
 		}
@@ -156,16 +156,18 @@ func (c *Cluster) singleStreamBlocked(sa meta.StreamAssignment, cfg stream.Confi
 
 // consumerBlocked returns why consumer ca, on server from alone, cannot
 // move with its state to the destination of its stream of one replica
-// ("" when it can): not settled after a scale-down to one replica, or
-// kept in memory (mem_storage: its state has no files to go to), as
-// singlesOn's rules.
-func consumerBlocked(ca meta.ConsumerAssignment, from raftnode.ServerID) string {
+// ("" when it can): not settled after a scale-down to one replica, or,
+// on a file stream (memory false), kept in memory (mem_storage: its
+// state has no files to go to, and the stream's scale-up would lose it),
+// as singlesOn's rules. Every consumer of a memory stream keeps its
+// state in memory, and its state is handed over (memscale.go).
+func consumerBlocked(ca meta.ConsumerAssignment, from raftnode.ServerID, memory bool) string {
 	switch {
 	case len(ca.Replicas) != 1 || ca.Replicas[0].Server != from:
 		return fmt.Sprintf("consumer '%s' is on %v, not on %s alone", ca.Name, meta.Servers(ca.Replicas), from)
 	case ca.Unsettled():
 		return fmt.Sprintf("consumer '%s' is not settled after its scale-down to one replica", ca.Name)
-	case !persistedConsumer(ca):
+	case !memory && !persistedConsumer(ca):
 		return fmt.Sprintf("consumer '%s' keeps its state in memory (mem_storage)", ca.Name)
 	}
 	return ""
@@ -321,7 +323,8 @@ func (c *Cluster) moveStreamConsumers(k streamKey, from, to raftnode.ServerID) e
 // to server to alone (moveStreamConsumers).
 func (c *Cluster) moveStreamConsumer(ca meta.ConsumerAssignment, from, to raftnode.ServerID) error {
 	if len(ca.Replicas) == 1 {
-		if why := consumerBlocked(ca, from); why != "" {
+		scfg, _ := c.assignedConfig(streamKey{ca.Account, ca.Stream})
+		if why := consumerBlocked(ca, from, scfg.Storage == stream.MemoryStorage); why != "" {
 			return errBlocked{why}
 		}
 		return c.moveSingle(ca, from, to)

@@ -216,11 +216,11 @@ var _ jsapi.Peers = (*account)(nil)
 // peer (moveConsumers); its consumers of one replica on peer move first,
 // with their state, to one of its servers that stays, and the answer
 // then comes at once, the replica moving after them (moveSinglesThen:
-// docs/cluster.md, "Moving consumers of one replica"). A file stream
-// of one replica moves with its messages and its consumers' state
+// docs/cluster.md, "Moving consumers of one replica"). A stream of one
+// replica, file or memory, moves with its messages and its consumers' state
 // (evacuateSingle: docs/cluster.md, "Moving a stream of one replica"),
 // answered at once. No server to take it, or a stream of one replica
-// that cannot move (a memory stream's, a consumer kept in memory, its
+// that cannot move (a consumer of a file stream kept in memory, its
 // server offline), or one moving between two servers named by the
 // other one: 10075 "peer remap failed", as nats-server when no
 // replacement is available.

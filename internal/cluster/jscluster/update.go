@@ -198,8 +198,8 @@ func (c *Cluster) readMeta() error {
 // (moveConsumerPairs, moveAfterSingles). A move is proposed as a
 // meta.MoveStream, which records its origin (cancelmove.go). A stream
 // of one replica moves instead as SERVER.EVACUATE moves it, the update
-// proposing step 1 (singleplace.go: singlePlaced, 10069 for a memory
-// stream, an offline server or a consumer that cannot move); its
+// proposing step 1 (singleplace.go: singlePlaced, 10069 for an
+// offline server or a consumer that cannot move); its
 // answer waits for the stream's group to lead with the new config
 // (waitPlaced). A move or a scale while a move is recorded, while
 // consumers of one replica of the stream move ahead of its replicas

@@ -533,6 +533,27 @@ func (c *Consumer) RestoreCommitted(index uint64, data []byte) error {
 	return nil
 }
 
+// FromCommitted is FromState with the committed state data of a
+// replicated consumer (CommittedSnapshot's encoding) for a consumer
+// that keeps no files (Persisted false: a memory stream's, or
+// mem_storage): the consumer of one replica such a consumer becomes
+// when its group ends, or one whose runtime a stream's conversion
+// stopped (docs/cluster.md, "Memory streams"), as WriteSnapshotFiles
+// and Restore make a persisted one (its delivery state only: the pause
+// and the dead-letter switch come from its config, as there). It does
+// not run until Start. Errors: a state that does not decode, holds no
+// state or unordered deliveries.
+func FromCommitted(env Env, s *streamrun.Stream, name string, cfg consumer.Config, created time.Time, data []byte) (*Consumer, error) {
+	var snap committedSnapshot
+	if err := json.Unmarshal(data, &snap); err != nil {
+		return nil, fmt.Errorf("consumer %s > %s: committed state: %w", s.Name(), name, err)
+	}
+	if snap.State == nil || !slices.IsSortedFunc(snap.State.Pending, func(a, b store.StreamPending) int { return cmp.Compare(a.Stream, b.Stream) }) {
+		return nil, fmt.Errorf("consumer %s > %s: committed state holds no state or unordered deliveries", s.Name(), name)
+	}
+	return FromState(env, s, name, cfg, snap.State, created), nil
+}
+
 // WriteSnapshotFiles writes the files of consumer cfg.Name (config cfg,
 // whose Name is set, created at created) of the stream whose directory
 // is streamDir and store st, with the committed state data of a
