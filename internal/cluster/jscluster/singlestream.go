@@ -173,6 +173,10 @@ func consumerBlocked(ca meta.ConsumerAssignment, from raftnode.ServerID, memory 
 	return ""
 }
 
+// singleSettleWait bounds how long the mover of a stream of one replica
+// waits for the stream's earlier scale-down or move to settle.
+const singleSettleWait = 30 * time.Second
+
 // moveSingleStream moves stream k, of one replica on server from, to
 // server to (steps 1 to 3 above), or takes up such a move interrupted
 // (the stream assigned both). It rolls the move back (rollBackSingle)
@@ -187,9 +191,21 @@ func (c *Cluster) moveSingleStream(k streamKey, from, to raftnode.ServerID) erro
 	}
 	if sa.Unsettled() {
 		// Scaled down to one replica a moment ago (or moved here):
-		// the move starts from the settled assignment (settle.go).
-		if !c.waitSettled(k, sa) {
-			return errors.New("its scale-down to one replica is not settled yet")
+		// the move starts from the settled assignment (settle.go). The
+		// request was answered already, and nothing starts the mover
+		// again: it waits as long as a loaded cluster may take to
+		// settle (a move right after another stayed undone: its
+		// settle came after one settleWait).
+		deadline := time.Now().Add(singleSettleWait)
+		for !c.waitSettled(k, sa) {
+			if time.Now().After(deadline) {
+				return errors.New("its scale-down to one replica is not settled yet")
+			}
+			select {
+			case <-c.quit:
+				return errSingleMoveStopped
+			default:
+			}
 		}
 		if sa, _, ok, _ = c.assignment(k); !ok {
 			return nil
