@@ -74,6 +74,8 @@ func (c *Cluster) infoAnswerDelay(r *replica, ask streamInfoAsk) (time.Duration,
 		return 0, false
 	case r.leads.Load():
 		return 0, true
+	case !c.stillAssigned(r.mine()):
+		return 0, false // a replica that left its assignment (leaderless.go)
 	case ask.Replica && c.holdsCommitted(r.sa.Group):
 		return 0, true
 	case ask.Leaderless && r.log != nil && c.groupLeaderless(r.sa.Group):

@@ -1,6 +1,7 @@
 package jscluster
 
 import (
+	"github.com/cairnmq/cairn/internal/cluster/meta"
 	"github.com/cairnmq/cairn/internal/jsapi"
 	"github.com/cairnmq/cairn/internal/raftnode"
 )
@@ -47,9 +48,34 @@ func (c *Cluster) holdsCommitted(g raftnode.GroupID) bool {
 
 // answersLeaderless reports whether this server answers a STREAM.INFO
 // request for its replica r although r does not lead: its group is
-// leaderless.
+// leaderless, and r is still in the stream's assignment (stillAssigned).
 func (c *Cluster) answersLeaderless(key string, r *replica) bool {
-	return key == "STREAM.INFO" && r.log != nil && c.groupLeaderless(r.sa.Group)
+	return key == "STREAM.INFO" && r.log != nil && c.stillAssigned(r.mine()) && c.groupLeaderless(r.sa.Group)
+}
+
+// stillAssigned reports whether a replica whose ID in its assignment is
+// mine (0: none) may answer for its leaderless group: a replica that
+// left its assignment (a scale-down, a move, a peer removal while its
+// server was down) knows no leader because its group's leader removed
+// it, not because the group lost its quorum, and its state is behind the
+// group's (a trial: two servers back after a scale-down from five to
+// three answered half of the stream's info requests with 300 messages
+// fewer, no leader and the old replica list, until their replicas
+// retired 8 to 10 s later); nor may any replica of a server removed
+// while it was down (removedown.go). The assignment is this server's
+// view, so it counts only once its meta replica caught up with its
+// leader, or has known none for leaderlessAfter (a majority lost: the
+// view is the last it had): a server just restarted holds the
+// assignments of before its stop (metaSettled).
+func (c *Cluster) stillAssigned(mine raftnode.ReplicaID) bool {
+	return mine != 0 && !c.removedAnswered.Load() && c.metaSettled()
+}
+
+// metaSettled reports whether this server's meta replica applied what
+// its leader committed, or has known no leader for leaderlessAfter.
+func (c *Cluster) metaSettled() bool {
+	st, err := c.node.Status(meta.MetaGroup)
+	return err == nil && st.Fenced == nil && (st.CaughtUp || st.Leader == 0 && st.Leaderless >= leaderlessAfter)
 }
 
 // ConsumerLeaderless implements jsapi.ConsumerLeaderless: this server
@@ -57,5 +83,5 @@ func (c *Cluster) answersLeaderless(key string, r *replica) bool {
 // leaderless, so a CONSUMER.INFO request gets 10008 from here.
 func (a *account) ConsumerLeaderless(streamName, name string) bool {
 	cr, ca := a.c.assignedOf(consumerKey{a.name, streamName, name})
-	return cr != nil && !cr.leads.Load() && a.c.groupLeaderless(ca.Group)
+	return cr != nil && !cr.leads.Load() && a.c.stillAssigned(cr.mine(a.c.name)) && a.c.groupLeaderless(ca.Group)
 }
