@@ -302,7 +302,7 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 		c.closeNode()
 		return nil, err
 	}
-	c.meta, err = meta.Open(meta.Config{Node: node, FS: cfg.FS, Dir: path.Join(cfg.Dir, "meta"), OnApply: c.enqueue})
+	c.meta, err = meta.Open(meta.Config{Node: node, FS: cfg.FS, Dir: path.Join(cfg.Dir, "meta"), OnApply: c.enqueue, Now: cfg.Now})
 	if err != nil {
 		c.closeNode()
 		return nil, fmt.Errorf("jscluster: open the meta group's state: %w", err)

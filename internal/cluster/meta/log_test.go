@@ -68,7 +68,7 @@ func (c *metaCluster) open(i int) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	l, err := Open(Config{Node: n, FS: s.fs, Dir: "meta", OnApply: func(e Event) {
+	l, err := Open(Config{Node: n, FS: s.fs, Dir: "meta", Now: time.Now, OnApply: func(e Event) {
 		s.mu.Lock()
 		s.events = append(s.events, e)
 		s.mu.Unlock()
