@@ -2,17 +2,14 @@ package test
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/cairnmq/cairn/internal/cluster/jscluster"
 	"github.com/cairnmq/cairn/internal/server"
 )
 
@@ -313,70 +310,7 @@ func TestJetStreamClusterMemorySingleStreamPlacementMove(t *testing.T) {
 // publish takes the next sequence and D delivers the next message it
 // never delivered; the destination, started again, runs no stream.
 func TestJetStreamClusterMemorySingleStreamMoveRollsBack(t *testing.T) {
-	var (
-		mu      sync.Mutex
-		held    bool
-		step1   = make(chan struct{})
-		release = make(chan struct{})
-	)
-	hold := &jscluster.Hooks{SingleMoveStep1: func(_, _, name string, quit <-chan struct{}) {
-		mu.Lock()
-		first := !held && name == "D"
-		held = held || first
-		mu.Unlock()
-		if first {
-			close(step1)
-			select {
-			case <-quit:
-			case <-release:
-			}
-		}
-	}}
-	servers, opts, js, home := memSoloSetup(t, 4, func(_ int, o *server.Options) { o.JetStreamClusterHooks = hold })
-	hi := leaderIndex(servers, home)
-	app := connect(t, servers[(hi+1)%4].ClientURL(), nats.UserInfo("app", "app"))
-	wantEvacAnswer(t, app, "$JS.API.STREAM.PEER.EVACUATE.MSOLO", fmt.Sprintf(`{"peer":%q}`, home), peerEvacuatedOK)
-	waitClosed(t, "step 1 of D's move", step1)
-	dest := ""
-	dInfo := func() (*jetstream.ClusterInfo, error) {
-		c, err := js[hi].Consumer(ctx2(t), "MSOLO", "D")
-		if err != nil {
-			return nil, err
-		}
-		return c.CachedInfo().Cluster, nil
-	}
-	eventually(t, "D's new replica current", func() error {
-		ci, err := dInfo()
-		if err != nil {
-			return err
-		}
-		if ci == nil || ci.Leader != home || len(ci.Replicas) != 1 || !ci.Replicas[0].Current {
-			return fmt.Errorf("cluster %+v", ci)
-		}
-		dest = ci.Replicas[0].Name
-		return nil
-	})
-	di := leaderIndex(servers, dest)
-	servers[di].Shutdown()
-	stopped := time.Now()
-	// The mover goes on once D's leader no longer counts it current (it
-	// would otherwise hand D to the stopped server, and the stream wait
-	// there for it: docs/cluster.md, "An interrupted move").
-	eventually(t, "D's replica on "+dest+" no longer current", func() error {
-		ci, err := dInfo()
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == 10008 {
-			return nil // D's group of two without a leader: the mover sees no current replica either
-		}
-		if err != nil {
-			return err
-		}
-		if ci != nil && len(ci.Replicas) == 1 && ci.Replicas[0].Current {
-			return fmt.Errorf("cluster %+v", ci)
-		}
-		return nil
-	})
-	close(release)
+	servers, opts, js, home, hi, di := rollBackSetup(t, memSoloSetup, "MSOLO")
 	via := (hi + 1) % 4
 	if via == di {
 		via = (via + 1) % 4
@@ -391,7 +325,8 @@ func TestJetStreamClusterMemorySingleStreamMoveRollsBack(t *testing.T) {
 		}
 		return noGroupsOf([]*server.Server{servers[hi]})
 	})
-	t.Logf("MSOLO back on %s alone %v after %s stopped", home, time.Since(stopped).Round(10*time.Millisecond), dest)
+	dest := servers[di].Name()
+	t.Logf("MSOLO back on %s alone after %s stopped", home, dest)
 	memSoloServes(t, js[via], memMsgs, 11)
 	servers[di] = restartServer(t, opts[di])
 	eventually(t, dest+" runs no stream", func() error { return holdsNoStream(servers[di]) })

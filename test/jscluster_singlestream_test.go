@@ -298,71 +298,7 @@ func TestJetStreamClusterSingleStreamMoveInterrupted(t *testing.T) {
 // (docs/cluster.md, "Moving a stream of one replica"). Before the
 // stream's conversion waited for its consumers, D came back empty.
 func TestJetStreamClusterSingleStreamMoveRollsBack(t *testing.T) {
-	var (
-		mu      sync.Mutex
-		held    bool
-		step1   = make(chan struct{})
-		release = make(chan struct{})
-	)
-	hold := &jscluster.Hooks{SingleMoveStep1: func(_, _, _ string, quit <-chan struct{}) {
-		mu.Lock()
-		first := !held
-		held = true
-		mu.Unlock()
-		if first {
-			close(step1)
-			select {
-			case <-quit:
-			case <-release:
-			}
-		}
-	}}
-	servers, opts, js, home := soloSetup(t, 4, func(_ int, o *server.Options) { o.JetStreamClusterHooks = hold })
-	hi := leaderIndex(servers, home)
-	app := connect(t, servers[(hi+1)%4].ClientURL(), nats.UserInfo("app", "app"))
-	wantEvacAnswer(t, app, "$JS.API.STREAM.PEER.EVACUATE.SOLO", fmt.Sprintf(`{"peer":%q}`, home), peerEvacuatedOK)
-	waitClosed(t, "step 1 of D's move", step1)
-	dest := ""
-	dInfo := func() (*jetstream.ClusterInfo, error) {
-		c, err := js[hi].Consumer(ctx2(t), "SOLO", "D")
-		if err != nil {
-			return nil, err
-		}
-		return c.CachedInfo().Cluster, nil
-	}
-	eventually(t, "D's new replica current", func() error {
-		ci, err := dInfo()
-		if err != nil {
-			return err
-		}
-		if ci == nil || ci.Leader != home || len(ci.Replicas) != 1 || !ci.Replicas[0].Current {
-			return fmt.Errorf("cluster %+v", ci)
-		}
-		dest = ci.Replicas[0].Name
-		return nil
-	})
-	di := leaderIndex(servers, dest)
-	servers[di].Shutdown()
-	stopped := time.Now()
-	// The mover goes on once D's leader no longer counts it current, or
-	// D's group of two lost its leader (its info 10008 then: the
-	// leader's CheckQuorum can step it down before an ask sees it
-	// report the replica behind, as once in CI under load).
-	eventually(t, "D's replica on "+dest+" no longer current", func() error {
-		ci, err := dInfo()
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == 10008 {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if ci != nil && len(ci.Replicas) == 1 && ci.Replicas[0].Current {
-			return fmt.Errorf("cluster %+v", ci)
-		}
-		return nil
-	})
-	close(release)
+	servers, opts, js, home, hi, di := rollBackSetup(t, soloSetup, "SOLO")
 	via := (hi + 1) % 4
 	if via == di {
 		via = (via + 1) % 4
@@ -378,7 +314,89 @@ func TestJetStreamClusterSingleStreamMoveRollsBack(t *testing.T) {
 		return nil
 	})
 	soloServes(t, js[via], soloMsgs)
-	t.Logf("SOLO back on %s alone, serving, %v after %s stopped", home, time.Since(stopped).Round(10*time.Millisecond), dest)
+	dest := servers[di].Name()
+	t.Logf("SOLO back on %s alone, serving, after %s stopped", home, dest)
 	servers[di] = restartServer(t, opts[di])
 	eventually(t, dest+" holds nothing", func() error { return holdsNothing(servers[di]) })
+}
+
+// heldMoveOfD returns hooks that hold the first move of durable D after
+// its step 1 until release is closed (or the server stops), and step1,
+// closed once it is held.
+func heldMoveOfD() (hooks *jscluster.Hooks, step1, release chan struct{}) {
+	var (
+		mu   sync.Mutex
+		held bool
+	)
+	step1, release = make(chan struct{}), make(chan struct{})
+	hooks = &jscluster.Hooks{SingleMoveStep1: func(_, _, name string, quit <-chan struct{}) {
+		mu.Lock()
+		first := !held && name == "D"
+		held = held || first
+		mu.Unlock()
+		if first {
+			close(step1)
+			select {
+			case <-quit:
+			case <-release:
+			}
+		}
+	}}
+	return hooks, step1, release
+}
+
+// rollBackSetup starts the cluster of four of setup (soloSetup,
+// memSoloSetup), evacuates stream name, of one replica on home, from
+// home with its durable D's move held after step 1 (heldMoveOfD), waits
+// until D's new replica is current, stops that replica's server (index
+// di), and releases the move once D's leader no longer counts it current
+// or D's group of two lost its leader (its info 10008: the leader's
+// CheckQuorum can step it down before an ask sees the replica behind,
+// as once in CI under load): the move then rolls back (docs/cluster.md,
+// "Moving a stream of one replica"). hi is home's index.
+func rollBackSetup(t *testing.T, setup func(*testing.T, int, func(int, *server.Options)) ([]*server.Server, []server.Options, []jetstream.JetStream, string), name string) (servers []*server.Server, opts []server.Options, js []jetstream.JetStream, home string, hi, di int) {
+	t.Helper()
+	hold, step1, release := heldMoveOfD()
+	servers, opts, js, home = setup(t, 4, func(_ int, o *server.Options) { o.JetStreamClusterHooks = hold })
+	hi = leaderIndex(servers, home)
+	app := connect(t, servers[(hi+1)%4].ClientURL(), nats.UserInfo("app", "app"))
+	wantEvacAnswer(t, app, "$JS.API.STREAM.PEER.EVACUATE."+name, fmt.Sprintf(`{"peer":%q}`, home), peerEvacuatedOK)
+	waitClosed(t, "step 1 of D's move", step1)
+	dInfo := func() (*jetstream.ClusterInfo, error) {
+		c, err := js[hi].Consumer(ctx2(t), name, "D")
+		if err != nil {
+			return nil, err
+		}
+		return c.CachedInfo().Cluster, nil
+	}
+	dest := ""
+	eventually(t, "D's new replica current", func() error {
+		ci, err := dInfo()
+		if err != nil {
+			return err
+		}
+		if ci == nil || ci.Leader != home || len(ci.Replicas) != 1 || !ci.Replicas[0].Current {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		dest = ci.Replicas[0].Name
+		return nil
+	})
+	di = leaderIndex(servers, dest)
+	servers[di].Shutdown()
+	eventually(t, "D's replica on "+dest+" no longer current", func() error {
+		ci, err := dInfo()
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == 10008 {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if ci != nil && len(ci.Replicas) == 1 && ci.Replicas[0].Current {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		return nil
+	})
+	close(release)
+	return servers, opts, js, home, hi, di
 }
