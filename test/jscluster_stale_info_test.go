@@ -43,6 +43,26 @@ func TestJetStreamClusterLeftReplicaAnswersNoInfo(t *testing.T) {
 	}
 	up := slices.DeleteFunc([]int{0, 1, 2, 3, 4}, func(i int) bool { return slices.Contains(down, i) })
 	ajs := js[li]
+	// The scale keeps the live replicas once the leader no longer
+	// counts the stopped ones current (keep.go); right after a stop it
+	// may still, for a contact window, and keep one of them.
+	gone := []string{servers[down[0]].Name(), servers[down[1]].Name()}
+	eventually(t, "the stopped replicas not current", func() error {
+		s, err := ajs.Stream(ctx2(t), "X5")
+		if err != nil {
+			return err
+		}
+		ci := s.CachedInfo().Cluster
+		if ci == nil {
+			return fmt.Errorf("no cluster")
+		}
+		for _, r := range ci.Replicas {
+			if slices.Contains(gone, r.Name) && r.Current {
+				return fmt.Errorf("%s current", r.Name)
+			}
+		}
+		return nil
+	})
 	eventually(t, "X5 scaled to three", func() error {
 		_, err := ajs.UpdateStream(ctx2(t), jetstream.StreamConfig{Name: "X5", Subjects: []string{"x5.>"}, Replicas: 3})
 		return err
@@ -57,13 +77,17 @@ func TestJetStreamClusterLeftReplicaAnswersNoInfo(t *testing.T) {
 			return err
 		}
 		ci := s.CachedInfo().Cluster
-		if ci == nil || len(ci.Replicas) != 2 {
-			return fmt.Errorf("cluster %+v", ci)
+		if ci == nil {
+			return fmt.Errorf("no cluster")
 		}
+		var got []string
+		ok := len(ci.Replicas) == 2
 		for _, r := range ci.Replicas {
-			if !r.Current || slices.Contains([]string{servers[down[0]].Name(), servers[down[1]].Name()}, r.Name) {
-				return fmt.Errorf("cluster %+v", ci)
-			}
+			got = append(got, fmt.Sprintf("%s current=%v offline=%v", r.Name, r.Current, r.Offline))
+			ok = ok && r.Current && !slices.Contains(gone, r.Name)
+		}
+		if !ok {
+			return fmt.Errorf("leader %s, replicas %v", ci.Leader, got)
 		}
 		return nil
 	})
