@@ -36,29 +36,9 @@ const memMsgs = 100
 // MSOLO is on.
 func memSoloSetup(t *testing.T, n int, mod func(int, *server.Options)) ([]*server.Server, []server.Options, []jetstream.JetStream, string) {
 	t.Helper()
-	servers, opts := jsClusterMod(t, n, func(i int, o *server.Options) {
-		sysAppAuth(o)
-		if mod != nil {
-			mod(i, o)
-		}
-	})
-	_, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
-	eventually(t, "create MSOLO", func() error {
-		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "MSOLO", Subjects: []string{"msolo.>"}, Storage: jetstream.MemoryStorage, Replicas: 1})
-		return err
-	})
-	for i := 1; i <= memMsgs; i++ {
-		clusterPublish(t, js[0], fmt.Sprintf("msolo.%d", i), uint64(i))
-	}
-	for _, cc := range []jetstream.ConsumerConfig{
-		{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 10 * time.Minute, Replicas: 1},
-		{Durable: "K", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 10 * time.Minute, Replicas: 1, MemoryStorage: true},
-	} {
-		eventually(t, "create "+cc.Durable, func() error {
-			_, err := js[0].CreateOrUpdateConsumer(ctx2(t), "MSOLO", cc)
-			return err
-		})
-	}
+	servers, opts, js := oneReplicaCluster(t, n, mod, jetstream.StreamConfig{Name: "MSOLO", Subjects: []string{"msolo.>"}, Storage: jetstream.MemoryStorage, Replicas: 1}, memMsgs,
+		jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 10 * time.Minute, Replicas: 1},
+		jetstream.ConsumerConfig{Durable: "K", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 10 * time.Minute, Replicas: 1, MemoryStorage: true})
 	takeSomeOf(t, js[0], "MSOLO", "D", 10, 6)
 	takeSomeOf(t, js[0], "MSOLO", "K", 4, 4)
 	home, err := memSoloOn(t, js[0], "", memMsgs, 10, 4)

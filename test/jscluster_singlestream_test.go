@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +26,23 @@ const soloMsgs = 100
 // is on.
 func soloSetup(t *testing.T, n int, mod func(int, *server.Options)) ([]*server.Server, []server.Options, []jetstream.JetStream, string) {
 	t.Helper()
+	servers, opts, js := oneReplicaCluster(t, n, mod, jetstream.StreamConfig{Name: "SOLO", Subjects: []string{"solo.>"}, Replicas: 1}, soloMsgs,
+		jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 10 * time.Minute, Replicas: 1})
+	takeSomeOf(t, js[0], "SOLO", "D", 10, 6)
+	home, err := soloOn(t, js[0], "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return servers, opts, js, home
+}
+
+// oneReplicaCluster starts a cluster of n servers with the accounts of
+// sysAppAuth (mod, when not nil, adjusting server i's options), creates
+// stream cfg, publishes <subject prefix>.1 to .msgs to it (cfg's first
+// subject without its ">"), and creates the durables cds; it returns the
+// servers, their options and a client of the app account per server.
+func oneReplicaCluster(t *testing.T, n int, mod func(int, *server.Options), cfg jetstream.StreamConfig, msgs int, cds ...jetstream.ConsumerConfig) ([]*server.Server, []server.Options, []jetstream.JetStream) {
+	t.Helper()
 	servers, opts := jsClusterMod(t, n, func(i int, o *server.Options) {
 		sysAppAuth(o)
 		if mod != nil {
@@ -32,23 +50,21 @@ func soloSetup(t *testing.T, n int, mod func(int, *server.Options)) ([]*server.S
 		}
 	})
 	_, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
-	eventually(t, "create SOLO", func() error {
-		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "SOLO", Subjects: []string{"solo.>"}, Replicas: 1})
+	eventually(t, "create "+cfg.Name, func() error {
+		_, err := js[0].CreateStream(ctx2(t), cfg)
 		return err
 	})
-	for i := 1; i <= soloMsgs; i++ {
-		clusterPublish(t, js[0], fmt.Sprintf("solo.%d", i), uint64(i))
+	prefix := strings.TrimSuffix(cfg.Subjects[0], ">")
+	for i := 1; i <= msgs; i++ {
+		clusterPublish(t, js[0], fmt.Sprintf("%s%d", prefix, i), uint64(i))
 	}
-	eventually(t, "create D", func() error {
-		_, err := js[0].CreateOrUpdateConsumer(ctx2(t), "SOLO", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 10 * time.Minute, Replicas: 1})
-		return err
-	})
-	takeSomeOf(t, js[0], "SOLO", "D", 10, 6)
-	home, err := soloOn(t, js[0], "")
-	if err != nil {
-		t.Fatal(err)
+	for _, cc := range cds {
+		eventually(t, "create "+cc.Durable, func() error {
+			_, err := js[0].CreateOrUpdateConsumer(ctx2(t), cfg.Name, cc)
+			return err
+		})
 	}
-	return servers, opts, js, home
+	return servers, opts, js
 }
 
 // soloOn returns the server SOLO runs on, an error unless it has one

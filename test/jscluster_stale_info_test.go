@@ -48,13 +48,9 @@ func TestJetStreamClusterLeftReplicaAnswersNoInfo(t *testing.T) {
 	// may still, for a contact window, and keep one of them.
 	gone := []string{servers[down[0]].Name(), servers[down[1]].Name()}
 	eventually(t, "the stopped replicas not current", func() error {
-		s, err := ajs.Stream(ctx2(t), "X5")
+		ci, err := clusterOf(t, ajs, "X5")
 		if err != nil {
 			return err
-		}
-		ci := s.CachedInfo().Cluster
-		if ci == nil {
-			return fmt.Errorf("no cluster")
 		}
 		for _, r := range ci.Replicas {
 			if slices.Contains(gone, r.Name) && r.Current {
@@ -72,13 +68,9 @@ func TestJetStreamClusterLeftReplicaAnswersNoInfo(t *testing.T) {
 		clusterPublish(t, ajs, fmt.Sprintf("x5.%d", i), uint64(i))
 	}
 	eventually(t, "X5 on the three live servers", func() error {
-		s, err := ajs.Stream(ctx2(t), "X5")
+		ci, err := clusterOf(t, ajs, "X5")
 		if err != nil {
 			return err
-		}
-		ci := s.CachedInfo().Cluster
-		if ci == nil {
-			return fmt.Errorf("no cluster")
 		}
 		var got []string
 		ok := len(ci.Replicas) == 2
@@ -133,4 +125,16 @@ func TestJetStreamClusterLeftReplicaAnswersNoInfo(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// clusterOf returns the cluster part of stream name's info through js.
+func clusterOf(t *testing.T, js jetstream.JetStream, name string) (*jetstream.ClusterInfo, error) {
+	s, err := js.Stream(ctx2(t), name)
+	if err != nil {
+		return nil, err
+	}
+	if ci := s.CachedInfo().Cluster; ci != nil {
+		return ci, nil
+	}
+	return nil, fmt.Errorf("%s: no cluster", name)
 }
