@@ -227,21 +227,46 @@ func (kc *killCluster) waitMesh() {
 		if !p.running {
 			continue
 		}
-		waitFor(kc.t, clusterTimeout, p.url+" to list every server", func() bool {
-			info, err := fetchInfo(p.url)
-			if err != nil {
-				return false
+		var last any
+		deadline := time.Now().Add(clusterTimeout)
+		for !listsAll(p.url, want, &last) {
+			if time.Now().After(deadline) {
+				kc.t.Fatalf("timed out after %v waiting for %s to list every server %v (connect_urls %v)\n%s",
+					clusterTimeout, p.url, want, last, kc.logs())
 			}
-			list, _ := info["connect_urls"].([]any)
-			if len(list) != len(want) {
-				return false
-			}
-			for _, v := range list {
-				if s, _ := v.(string); !contains(want, s) {
-					return false
-				}
-			}
-			return true
-		})
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
+}
+
+// listsAll reports whether the server at u lists exactly want in its
+// INFO's connect_urls, and keeps what it listed in last.
+func listsAll(u string, want []string, last *any) bool {
+	info, err := fetchInfo(u)
+	if err != nil {
+		*last = err
+		return false
+	}
+	list, _ := info["connect_urls"].([]any)
+	*last = list
+	if len(list) != len(want) {
+		return false
+	}
+	for _, v := range list {
+		if s, _ := v.(string); !contains(want, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// logs returns every process's output, for a failure's message.
+func (kc *killCluster) logs() string {
+	var b strings.Builder
+	for _, p := range kc.procs {
+		if p.log != nil {
+			fmt.Fprintf(&b, "--- %s %v:\n%s\n", p.url, p.args, p.log.String())
+		}
+	}
+	return b.String()
 }
