@@ -95,7 +95,10 @@ func (c *client) setReason(r CloseReason) {
 // protocolReason maps an error that closes a connection to its reason,
 // as nats-server's closeConnection calls name them.
 func protocolReason(err error) CloseReason {
+	var rr *routeRefusal
 	switch {
+	case errors.As(err, &rr):
+		return rr.reason // a route to self, a duplicate route, ... (routeconn.go)
 	case errors.Is(err, protocol.ErrMaxPayload):
 		return ReasonMaxPayloadExceeded
 	case errors.Is(err, errAccountConns):
@@ -112,8 +115,6 @@ func protocolReason(err error) CloseReason {
 		return ReasonMsgHeaderViolation
 	case errors.Is(err, errClientOnRoute):
 		return ReasonWrongPort
-	case errors.Is(err, errRouteToSelf):
-		return ReasonDuplicateRoute // as nats-server v2.15.2 processRouteInfo closes a route to itself
 	case errors.Is(err, errRouteAuth), errors.Is(err, errAuthViolation):
 		return ReasonAuthenticationViolation
 	case errors.Is(err, errBadConnect), errors.Is(err, protocol.ErrClientErr):

@@ -56,10 +56,51 @@ type routeConn struct {
 // Errors that close a route; the peer gets the -ERR of those with a text
 // (nats-server v2.15.2 route.go, errors.go).
 var (
-	errRouteToSelf   = &route.Error{}
-	errRouteClosed   = &route.Error{}
 	errRouteAuth     = &route.Error{Text: "Authorization Violation"}
 	errClientOnRoute = &route.Error{Text: "attempted to connect to route port"}
+)
+
+// routeRefusal is an error that closes a route for a reason of its own,
+// not a protocol violation: nats-server v2.15.2 route.go closes these with
+// closeConnection(reason), so the close is logged with that reason
+// ("Router connection closed: Duplicate Route") and not as a Parse Error.
+// The close is quiet: a cause worth logging was logged where found. err,
+// when not nil, is the -ERR sent first.
+type routeRefusal struct {
+	reason CloseReason
+	err    *route.Error
+}
+
+// Error names the reason, and the -ERR text if any.
+func (e *routeRefusal) Error() string {
+	if e.err != nil {
+		return e.reason.String() + ": " + e.err.Error()
+	}
+	return e.reason.String()
+}
+
+// Unwrap returns the -ERR to send, for protocolError.
+func (e *routeRefusal) Unwrap() error {
+	if e.err == nil {
+		return nil
+	}
+	return e.err
+}
+
+// The route refusals without -ERR (nats-server v2.15.2 processRouteInfo,
+// addRoute).
+var (
+	// errRouteToSelf: the peer's INFO names this server.
+	errRouteToSelf = &routeRefusal{reason: ReasonDuplicateRoute}
+	// errRouteDuplicate: another connection to the same peer is kept
+	// (registerRoute).
+	errRouteDuplicate = &routeRefusal{reason: ReasonDuplicateRoute}
+	// errRouteNameConflict: the peer's INFO names another cluster.
+	errRouteNameConflict = &routeRefusal{reason: ReasonClusterNameConflict}
+	// errRouteServerName: the peer has this server's name.
+	errRouteServerName = &routeRefusal{reason: ReasonDuplicateServerName}
+	// errRouteShutdown: the server shuts down while the route registers.
+	errRouteShutdown = &routeRefusal{reason: ReasonServerShutdown}
 )
 
 // startRoute makes nc a route connection and starts its goroutines. A
@@ -169,7 +210,7 @@ func (rc *routeConn) ProcessConnect(arg []byte) error {
 	}
 	if err := s.checkClusterName(cn.Cluster, cn.Dynamic, cn.Name); err != nil {
 		c.log.Errorf("%s - rid:%d - %s", c.addr, c.cid, err.Text)
-		return err
+		return &routeRefusal{reason: ReasonClusterNameConflict, err: err}
 	}
 	rc.connectSeen = true
 	rc.headers = cn.Headers
@@ -213,6 +254,7 @@ func (s *Server) checkClusterName(peer string, peerDynamic bool, peerID string) 
 	cl.mu.Unlock()
 	s.log.Noticef("Cluster name updated to %s", peer)
 	for _, r := range others {
+		r.setReason(ReasonClusterNameConflict) // nats-server removeAllRoutesExcept
 		r.closeNow()
 	}
 	return nil
@@ -276,12 +318,12 @@ func (rc *routeConn) firstInfo(in *route.Info) error {
 	if in.Cluster != "" {
 		if err := s.checkClusterName(in.Cluster, in.Dynamic, in.ID); err != nil {
 			c.log.Errorf("%s - rid:%d - %s", c.addr, c.cid, err.Text)
-			return errRouteClosed // nats-server closes here without -ERR
+			return errRouteNameConflict // nats-server closes here without -ERR
 		}
 	}
 	if !rc.solicited && in.Name == s.opts.ServerName {
 		c.log.Errorf("%s - rid:%d - Remote server has a duplicate name: %q", c.addr, c.cid, in.Name)
-		return errRouteClosed
+		return errRouteServerName
 	}
 	if in.RouteAccount != "" {
 		return &route.Error{Text: fmt.Sprintf("Not possible to have a dedicated route for account %q between those servers", in.RouteAccount)}
@@ -298,10 +340,7 @@ func (rc *routeConn) firstInfo(in *route.Info) error {
 	if rc.solicited {
 		rc.headers = in.Headers
 	}
-	if !s.registerRoute(c, &info) {
-		return errRouteClosed
-	}
-	return nil
+	return s.registerRoute(c, &info)
 }
 
 // registerRoute adds a route to its peer, or refuses a duplicate: when two
@@ -310,13 +349,16 @@ func (rc *routeConn) firstInfo(in *route.Info) error {
 // so they keep the same one. A registered route gets this server's whole
 // interest, its peer is announced to the other peers (gossip, unless this
 // server dialed it because of gossip), and clients learn the peer's client
-// URLs. It reports whether c was registered.
-func (s *Server) registerRoute(c *client, info *route.Info) bool {
+// URLs. It returns nil when c was registered, else the refusal that
+// closes c: errRouteDuplicate, or errRouteShutdown. The connection that
+// is not kept closes with the reason Duplicate Route on both servers, as
+// in nats-server v2.15.2 (route.go addRoute, processRouteInfo).
+func (s *Server) registerRoute(c *client, info *route.Info) error {
 	cl, rc := s.cl, c.route
 	cl.mu.Lock()
 	if cl.closing {
 		cl.mu.Unlock()
-		return false
+		return errRouteShutdown
 	}
 	rc.remoteID, rc.info = info.ID, info
 	if old := cl.routes[info.ID]; old != nil {
@@ -324,13 +366,14 @@ func (s *Server) registerRoute(c *client, info *route.Info) bool {
 			rc.outcome, rc.dupOf = outcomeDuplicate, info.ID
 			cl.mu.Unlock()
 			c.log.Debugf("%s - rid:%d - Detected duplicate remote route %q", c.addr, c.cid, info.ID)
-			return false
+			return errRouteDuplicate
 		}
 		old.route.registered = false
 		old.route.outcome, old.route.dupOf = outcomeDuplicate, info.ID
 		delete(cl.routes, info.ID)
 		s.dropPeerURLsLocked(old.route.info)
 		old.log.Debugf("%s - rid:%d - Replaced by a duplicate remote route %q", old.addr, old.cid, info.ID)
+		old.setReason(ReasonDuplicateRoute)
 		old.closeNow()
 	}
 	cl.routes[info.ID] = c
@@ -354,7 +397,7 @@ func (s *Server) registerRoute(c *client, info *route.Info) bool {
 		s.sendAsyncInfo()
 	}
 	s.peersChanged()
-	return true
+	return nil
 }
 
 // preferRoute reports whether the new connection c replaces old, a
@@ -626,11 +669,12 @@ func jsAckDeliverIdx(reply []byte) int {
 
 // routeCloseErr reports whether err ends a route quietly (its reason was
 // logged already, or there is nothing to say): nats-server v2.15.2 logs a
-// refused route's credentials (routeAuthFailed) and a peer's -ERR
-// (ProcessErr) once, then only the close with its reason.
+// refused route's credentials (routeAuthFailed), a peer's -ERR
+// (ProcessErr) and a cluster name conflict once, then only the close with
+// its reason.
 func routeCloseErr(err error) bool {
-	return errors.Is(err, errRouteToSelf) || errors.Is(err, errRouteClosed) ||
-		errors.Is(err, errRouteAuth) || errors.Is(err, route.ErrPeerErr)
+	var rr *routeRefusal
+	return errors.As(err, &rr) || errors.Is(err, errRouteAuth) || errors.Is(err, route.ErrPeerErr)
 }
 
 // routeAuthFailed logs a route refused for its credentials as nats-server
