@@ -52,23 +52,23 @@ type cluster struct {
 	infoMu sync.Mutex
 
 	mu       sync.Mutex
-	name     string                                // cluster name; guarded by mu
-	dynamic  bool                                  // the name was generated; guarded by mu
-	routes   map[string]*client                    // registered routes by peer server_id; guarded by mu
-	conns    map[uint64]*client                    // every route connection, registered or not; guarded by mu
-	pending  map[string]bool                       // implicit dials in progress, by peer server_id; guarded by mu
-	shakes   map[net.Conn]struct{}                 // accepted connections still in their first line or handed off; guarded by mu
-	interest map[string]*route.Interest            // local interest advertised to every route, by account; guarded by mu
-	direct   map[string]map[subKey]*directInterest // each account's announced subscriptions and their shadows (shadow.go); guarded by mu
-	imports  map[string][]*streamImport            // each account's stream imports, which its subscriptions are shadowed for; guarded by mu
-	lineBuf  []byte                                // scratch for interest lines; guarded by mu
-	urls     map[string]int                        // peers' client URLs, counted by the routes announcing them; guarded by mu
-	urlsSet  bool                                  // a peer announced URLs once: INFO carries connect_urls from then on
-	ownURLs  []string                              // this server's client URLs (host:port), set at Start
-	closing  bool                                  // Shutdown began; guarded by mu
-	selfURLs map[string]bool                       // explicit route hosts found to lead to this server; guarded by mu
-	hooks    []func()                              // NotifyClusterPeers callbacks; guarded by mu
-	dialers  map[string]chan struct{}              // explicit routes' dialers by URL, closed to stop one; guarded by mu
+	name     string                     // cluster name; guarded by mu
+	dynamic  bool                       // the name was generated; guarded by mu
+	routes   map[string]*client         // registered routes by peer server_id; guarded by mu
+	conns    map[uint64]*client         // every route connection, registered or not; guarded by mu
+	pending  map[string]bool            // implicit dials in progress, by peer server_id; guarded by mu
+	shakes   map[net.Conn]struct{}      // accepted connections still in their first line or handed off; guarded by mu
+	interest map[string]*route.Interest // local interest advertised to every route, by account; guarded by mu
+	direct   map[string]directSubs      // each account's announced subscriptions and their shadows (shadow.go); guarded by mu
+	imports  map[string][]*streamImport // each account's stream imports, which its subscriptions are shadowed for; guarded by mu
+	lineBuf  []byte                     // scratch for interest lines; guarded by mu
+	urls     map[string]int             // peers' client URLs, counted by the routes announcing them; guarded by mu
+	urlsSet  bool                       // a peer announced URLs once: INFO carries connect_urls from then on
+	ownURLs  []string                   // this server's client URLs (host:port), set at Start
+	closing  bool                       // Shutdown began; guarded by mu
+	selfURLs map[string]bool            // explicit route hosts found to lead to this server; guarded by mu
+	hooks    []func()                   // NotifyClusterPeers callbacks; guarded by mu
+	dialers  map[string]chan struct{}   // explicit routes' dialers by URL, closed to stop one; guarded by mu
 
 	// set holds the settings a reload may change (cluster_reload.go),
 	// replaced whole under mu.
@@ -90,7 +90,7 @@ func newCluster(opts *ClusterOptions) *cluster {
 		pending:  make(map[string]bool),
 		shakes:   make(map[net.Conn]struct{}),
 		interest: make(map[string]*route.Interest),
-		direct:   make(map[string]map[subKey]*directInterest),
+		direct:   make(map[string]directSubs),
 		imports:  make(map[string][]*streamImport),
 		urls:     make(map[string]int),
 		dialers:  make(map[string]chan struct{}),

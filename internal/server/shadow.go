@@ -31,6 +31,10 @@ type subKey struct{ subject, queue string }
 // account.
 type shadow struct{ acc, subject, queue string }
 
+// directSubs are an account's announced subscriptions, by subject and
+// queue group.
+type directSubs map[subKey]directInterest
+
 // directInterest is an account's announced subscriptions on one subject
 // and queue group: how many, and the shadows each of them announces.
 type directInterest struct {
@@ -45,15 +49,15 @@ func (cl *cluster) addInterestLocked(acc, subj, queue string) {
 	k := subKey{subj, queue}
 	byKey := cl.direct[acc]
 	if byKey == nil {
-		byKey = make(map[subKey]*directInterest)
-		cl.direct[acc] = byKey
+		byKey = make(directSubs)
+		cl.direct[acc] = byKey // kept once empty: an account's subscriptions come and go
 	}
-	d := byKey[k]
-	if d == nil {
-		d = &directInterest{shadows: cl.shadowsOfLocked(acc, subj, queue)}
-		byKey[k] = d
+	d, ok := byKey[k]
+	if !ok {
+		d.shadows = cl.shadowsOfLocked(acc, subj, queue)
 	}
 	d.n++
+	byKey[k] = d
 	cl.lineBuf = cl.interestOfLocked(acc).Add(cl.lineBuf, subj, queue)
 	for _, sh := range d.shadows {
 		cl.lineBuf = cl.interestOfLocked(sh.acc).Add(cl.lineBuf, sh.subject, sh.queue)
@@ -65,8 +69,9 @@ func (cl *cluster) addInterestLocked(acc, subj, queue string) {
 // account's subscriptions). cluster.mu is held.
 func (cl *cluster) removeInterestLocked(acc, subj, queue string) {
 	k := subKey{subj, queue}
-	d := cl.direct[acc][k]
-	if d == nil {
+	byKey := cl.direct[acc]
+	d, ok := byKey[k]
+	if !ok {
 		return
 	}
 	cl.lineBuf = cl.interestOfLocked(acc).Remove(cl.lineBuf, subj, queue)
@@ -74,10 +79,9 @@ func (cl *cluster) removeInterestLocked(acc, subj, queue string) {
 		cl.lineBuf = cl.interestOfLocked(sh.acc).Remove(cl.lineBuf, sh.subject, sh.queue)
 	}
 	if d.n--; d.n == 0 {
-		delete(cl.direct[acc], k)
-		if len(cl.direct[acc]) == 0 {
-			delete(cl.direct, acc)
-		}
+		delete(byKey, k)
+	} else {
+		byKey[k] = d
 	}
 }
 
@@ -117,6 +121,7 @@ func (s *Server) shadowImports(acc *account, imps []*streamImport) {
 	}
 	for k, d := range direct {
 		d.shadows = cl.shadowsOfLocked(acc.name, k.subject, k.queue)
+		direct[k] = d
 		cl.shadowLinesLocked(d, true)
 	}
 	s.sendInterestLocked()
@@ -125,7 +130,7 @@ func (s *Server) shadowImports(acc *account, imps []*streamImport) {
 // shadowLinesLocked announces (add) or withdraws the shadows of d's
 // subscriptions, appending the lines to cluster.lineBuf. cluster.mu is
 // held.
-func (cl *cluster) shadowLinesLocked(d *directInterest, add bool) {
+func (cl *cluster) shadowLinesLocked(d directInterest, add bool) {
 	for range d.n {
 		for _, sh := range d.shadows {
 			in := cl.interestOfLocked(sh.acc)
