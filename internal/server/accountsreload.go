@@ -254,7 +254,7 @@ func (r *accountsReload) apply(s *Server) {
 		acc.jsLimits = limits
 	}
 	for _, acc := range r.removed {
-		acc.removeImports()
+		s.removeImports(acc)
 		if off := acc.jsOff.Load(); off != nil {
 			off.Close()
 		}
@@ -262,7 +262,7 @@ func (r *accountsReload) apply(s *Server) {
 		s.log.Noticef("Reloaded: account %s removed", acc.name)
 	}
 	for _, acc := range r.reimport {
-		acc.removeImports()
+		s.removeImports(acc)
 	}
 	for _, acc := range append(r.reimport, r.added...) {
 		if err := s.installImports(acc, r.table); err != nil {

@@ -59,6 +59,8 @@ type cluster struct {
 	pending  map[string]bool            // implicit dials in progress, by peer server_id; guarded by mu
 	shakes   map[net.Conn]struct{}      // accepted connections still in their first line or handed off; guarded by mu
 	interest map[string]*route.Interest // local interest advertised to every route, by account; guarded by mu
+	direct   map[string]directSubs      // each account's announced subscriptions and their shadows (shadow.go); guarded by mu
+	imports  map[string][]*streamImport // each account's stream imports, which its subscriptions are shadowed for; guarded by mu
 	lineBuf  []byte                     // scratch for interest lines; guarded by mu
 	urls     map[string]int             // peers' client URLs, counted by the routes announcing them; guarded by mu
 	urlsSet  bool                       // a peer announced URLs once: INFO carries connect_urls from then on
@@ -88,6 +90,8 @@ func newCluster(opts *ClusterOptions) *cluster {
 		pending:  make(map[string]bool),
 		shakes:   make(map[net.Conn]struct{}),
 		interest: make(map[string]*route.Interest),
+		direct:   make(map[string]directSubs),
+		imports:  make(map[string][]*streamImport),
 		urls:     make(map[string]int),
 		dialers:  make(map[string]chan struct{}),
 	}

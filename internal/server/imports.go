@@ -83,12 +83,15 @@ func (s *Server) startImports() error {
 }
 
 // installImports installs the configured imports of acc, from the
-// accounts of table, and records their subscriptions in acc.importSubs.
+// accounts of table, records their subscriptions in acc.importSubs and
+// shadows acc's subscriptions for its stream imports (shadow.go).
 func (s *Server) installImports(acc *account, table accountTable) error {
 	cfg := acc.cfg.Load()
 	if cfg == nil {
 		return nil
 	}
+	var streams []*streamImport
+	defer func() { s.shadowImports(acc, streams) }() // those installed
 	for i := range cfg.Imports {
 		im := &cfg.Imports[i]
 		from := table[im.Account]
@@ -100,7 +103,11 @@ func (s *Server) installImports(acc *account, table accountTable) error {
 		if im.Service {
 			sub, err = s.importService(acc, from, im)
 		} else {
-			sub, err = s.importStream(acc, from, im)
+			var si *streamImport
+			sub, si, err = s.importStream(acc, from, im)
+			if si != nil {
+				streams = append(streams, si)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("server: account %s, import of %q from %s: %w", acc.name, im.Subject, im.Account, err)
@@ -110,12 +117,14 @@ func (s *Server) installImports(acc *account, table accountTable) error {
 	return nil
 }
 
-// removeImports removes the subscriptions of acc's configured imports.
-func (acc *account) removeImports() {
+// removeImports removes the subscriptions of acc's configured imports
+// and the shadows of acc's subscriptions (shadow.go).
+func (s *Server) removeImports(acc *account) {
 	for _, sub := range acc.importSubs {
 		sub.Unsubscribe()
 	}
 	acc.importSubs = nil
+	s.shadowImports(acc, nil)
 }
 
 // subjectMap returns how an import renames a subject matching from into
@@ -141,34 +150,36 @@ func subjectMap(from, to string) (func(string) string, error) {
 	}, nil
 }
 
-// streamImport is a stream import as its traced deliveries see it
-// (msgtrace.go): the importing account, the subjects in the exporter
-// (from) and in the importer (local), and whether the import lets the
-// trace cross (allow_trace).
+// streamImport is a stream import as its traced deliveries and the
+// shadows of the importer's subscriptions see it (msgtrace.go,
+// shadow.go): the importing account, the exporting account's name, the
+// subjects in the exporter (from) and in the importer (local), and
+// whether the import lets the trace cross (allow_trace).
 type streamImport struct {
 	acc        *account
+	exporter   string
 	from       string
 	local      string
 	allowTrace bool
 }
 
 // importStream installs a stream import of from's im.Subject into acc and
-// returns its subscription.
-func (s *Server) importStream(acc, from *account, im *config.Import) (*InternalSub, error) {
+// returns its subscription and the import.
+func (s *Server) importStream(acc, from *account, im *config.Import) (*InternalSub, *streamImport, error) {
 	local := im.LocalSubject()
 	mapSubj := func(subj string) string { return subj }
 	switch {
 	case im.To != "":
 		m, err := subjectMap(im.Subject, im.To)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		mapSubj = m
 	case im.Prefix != "":
 		prefix := strings.TrimSuffix(im.Prefix, ".") + "."
 		mapSubj = func(subj string) string { return prefix + subj }
 	}
-	si := &streamImport{acc: acc, from: im.Subject, local: local, allowTrace: im.AllowTrace}
+	si := &streamImport{acc: acc, exporter: from.name, from: im.Subject, local: local, allowTrace: im.AllowTrace}
 	sub := &subscription{acc: from, subject: im.Subject, imported: true}
 	// A message routed by another subject than it shows (a JetStream
 	// consumer's delivery: routed by the deliver subject, showing the
@@ -199,10 +210,11 @@ func (s *Server) importStream(acc, from *account, im *config.Import) (*InternalS
 		return s.publishTraced(acc, match, shown, string(reply), hdr, data, pubLocal, t, si)
 	}
 	is, err := s.insertInternal(sub)
-	if err == nil {
-		s.log.Debugf("Account %s imports stream %q from %s as %q", acc.name, im.Subject, from.name, local)
+	if err != nil {
+		return nil, nil, err
 	}
-	return is, err
+	s.log.Debugf("Account %s imports stream %q from %s as %q", acc.name, im.Subject, from.name, local)
+	return is, si, nil
 }
 
 // splitMsg splits a message into its header block (nil when none) and

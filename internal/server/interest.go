@@ -7,8 +7,9 @@ import (
 )
 
 // Local interest crosses routes as RS+ and RS- (docs/routes.md), per
-// account. Only the subscriptions of client connections and of imports
-// count: JetStream's internal subscriptions stay local, since each server
+// account. Only the subscriptions of client connections and of service
+// imports count, with the shadows of those of an account that imports
+// streams (shadow.go): JetStream's internal subscriptions stay local, since each server
 // keeps its own streams until streams are replicated. Every change is counted and written to every
 // registered route under cluster.mu, so each peer receives the changes in
 // the order they happened (nats-server #8233), and a route registering
@@ -16,11 +17,14 @@ import (
 // the interest before it followed by the change (nats-server #138).
 
 // announced reports whether sub is interest the peers are told about: a
-// client's subscription, an import's (imports.go), a system request
-// subscription (sysreq.go) or a clustered JetStream's not withdrawn.
+// client's subscription, a service import's (imports.go), a system
+// request subscription (sysreq.go) or a clustered JetStream's not
+// withdrawn. A stream import's subscription is not: the importing
+// account's subscriptions are announced in the exporter instead, as
+// their shadows (shadow.go).
 func announced(sub *subscription) bool {
 	if sub.client == nil {
-		return sub.shared() && !sub.withdrawn.Load()
+		return sub.shared() && !sub.withdrawn.Load() && sub.interest == nil
 	}
 	return sub.client.route == nil
 }
@@ -40,7 +44,8 @@ func (s *Server) withdrawInterest(sub *subscription) {
 	if sub.removed.Load() || !announced(sub) {
 		return
 	}
-	cl.lineBuf = cl.interestOfLocked(sub.acc.name).Remove(cl.lineBuf[:0], sub.subject, sub.queue)
+	cl.lineBuf = cl.lineBuf[:0]
+	cl.removeInterestLocked(sub.acc.name, sub.subject, sub.queue)
 	sub.withdrawn.Store(true)
 	s.sendInterestLocked()
 }
@@ -77,7 +82,8 @@ func (s *Server) interestAdded(sub *subscription) {
 	}
 	cl := s.cl
 	cl.mu.Lock()
-	cl.lineBuf = cl.interestOfLocked(sub.acc.name).Add(cl.lineBuf[:0], sub.subject, sub.queue)
+	cl.lineBuf = cl.lineBuf[:0]
+	cl.addInterestLocked(sub.acc.name, sub.subject, sub.queue)
 	s.sendInterestLocked()
 	cl.mu.Unlock()
 }
@@ -92,7 +98,7 @@ func (s *Server) interestRemoved(subs ...*subscription) {
 	cl.lineBuf = cl.lineBuf[:0]
 	for _, sub := range subs {
 		if announced(sub) {
-			cl.lineBuf = cl.interestOfLocked(sub.acc.name).Remove(cl.lineBuf, sub.subject, sub.queue)
+			cl.removeInterestLocked(sub.acc.name, sub.subject, sub.queue)
 		}
 	}
 	s.sendInterestLocked()

@@ -77,7 +77,7 @@ func (c *Config) validate(checks []func(*Config) *jserr.Error) *jserr.Error {
 // clusteredChecks the same without checkSingleServer.
 var (
 	configChecks    = slices.Concat(checksBefore, []func(*Config) *jserr.Error{(*Config).checkSingleServer}, checksAfter)
-	clusteredChecks = slices.Concat(checksBefore, []func(*Config) *jserr.Error{(*Config).checkUnsupportedClustered}, checksAfter)
+	clusteredChecks = slices.Concat(checksBefore, checksAfter)
 )
 
 var checksBefore = []func(*Config) *jserr.Error{
@@ -347,34 +347,4 @@ func (c *Config) checkSingleServer() *jserr.Error {
 		return jserr.New(jserr.StreamReplicasNotSupported)
 	}
 	return nil
-}
-
-// checkUnsupportedClustered refuses, with 10052, durable source and
-// mirror consumers and external mirrors and sources in a clustered
-// JetStream: cairn's sourcers of those (docs/durable-sourcing.md,
-// docs/external-sourcing.md) run on one server; on the replicas of a
-// clustered stream each would reset the origin's consumer, or create one
-// of its own.
-func (c *Config) checkUnsupportedClustered() *jserr.Error {
-	switch {
-	case c.Mirror != nil && c.Mirror.External != nil:
-		return invalid("external stream mirrors are not supported")
-	case c.hasSource(func(s *Source) bool { return s.External != nil }):
-		return invalid("external stream sources are not supported")
-	case c.Mirror != nil && c.Mirror.Consumer != nil:
-		return invalid("stream mirror consumers are not supported")
-	case c.hasSource(func(s *Source) bool { return s.Consumer != nil }):
-		return invalid("stream source consumers are not supported")
-	}
-	return nil
-}
-
-// hasSource reports whether a source of c satisfies f.
-func (c *Config) hasSource(f func(*Source) bool) bool {
-	for _, s := range c.Sources {
-		if s != nil && f(s) {
-			return true
-		}
-	}
-	return false
 }

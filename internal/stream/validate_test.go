@@ -398,16 +398,19 @@ func TestMarkerFlagsForced(t *testing.T) {
 	}
 }
 
-// A clustered JetStream refuses durable source and mirror consumers and
-// external mirrors and sources (cairn's sourcers of them run on one
-// server), after nats-server's own checks of them.
+// A clustered JetStream takes durable source and mirror consumers and
+// external mirrors and sources (their sourcers run on the stream's
+// leader, docs/cluster.md "Sourcing in a cluster"), with nats-server's
+// own checks of them.
 func TestValidateClusteredDurableSources(t *testing.T) {
 	for in, want := range map[string]string{
-		`{"name":"E","sources":[{"name":"O","external":{"api":"RI.JS.API","deliver":"RI.D"}}]}`: `{"code":500,"err_code":10052,"description":"external stream sources are not supported"}`,
-		`{"name":"F","mirror":{"name":"O","external":{"api":"$JS.hub.API"}}}`:                   `{"code":500,"err_code":10052,"description":"external stream mirrors are not supported"}`,
-		`{"name":"A","sources":[{"name":"O","consumer":{"name":"C","deliver_subject":"d"}}]}`:   `{"code":500,"err_code":10052,"description":"stream source consumers are not supported"}`,
-		`{"name":"B","mirror":{"name":"O","consumer":{"name":"C","deliver_subject":"d"}}}`:      `{"code":500,"err_code":10052,"description":"stream mirror consumers are not supported"}`,
-		`{"name":"C","mirror":{"name":"O","consumer":{"name":"C","deliver_subject":"d.*"}}}`:    `{"code":400,"err_code":10213,"description":"stream mirror consumer config is invalid"}`,
+		`{"name":"E","sources":[{"name":"O","external":{"api":"RI.JS.API","deliver":"RI.D"}}]}`:                                                                                                        `ok`,
+		`{"name":"F","mirror":{"name":"O","external":{"api":"$JS.hub.API"}}}`:                                                                                                                          `ok`,
+		`{"name":"A","sources":[{"name":"O","consumer":{"name":"C","deliver_subject":"d"}}]}`:                                                                                                          `ok`,
+		`{"name":"B","mirror":{"name":"O","consumer":{"name":"C","deliver_subject":"d"}}}`:                                                                                                             `ok`,
+		`{"name":"C","mirror":{"name":"O","consumer":{"name":"C","deliver_subject":"d.*"}}}`:                                                                                                           `{"code":400,"err_code":10213,"description":"stream mirror consumer config is invalid"}`,
+		`{"name":"D","sources":[{"name":"O","consumer":{"name":"C"}}]}`:                                                                                                                                `{"code":400,"err_code":10215,"description":"stream source consumer config is invalid"}`,
+		`{"name":"G","sources":[{"name":"O","consumer":{"name":"C","deliver_subject":"d"}},{"name":"O","subject_transforms":[{"src":"a","dest":"b"}],"consumer":{"name":"C","deliver_subject":"e"}}]}`: `{"code":400,"err_code":10216,"description":"duplicate stream source consumer detected"}`,
 	} {
 		var c Config
 		if err := json.Unmarshal([]byte(in), &c); err != nil {

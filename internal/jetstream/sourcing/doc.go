@@ -19,5 +19,8 @@
 // An external mirror or source (`external`: an origin of another account
 // or domain) creates a consumer of its own on the origin through the API
 // prefix at each setup and reads it the same way (external.go;
-// docs/external-sourcing.md).
+// docs/external-sourcing.md). In a cluster these exchanges run only on
+// the replica leading the sourcing stream, which finds where they go on
+// from the stream's replicated state at each change of leadership
+// (lead.go; docs/cluster.md, "Sourcing in a cluster").
 package sourcing

@@ -116,8 +116,8 @@ type durableRun struct {
 	dsub, rsub streamrun.Subscription
 	recreated  bool
 	// remote is set for a sourcer reading an origin of another server of
-	// the cluster (remote.go): it stops when the stream's leadership
-	// moves.
+	// the cluster (remote.go): it stops when a replica of the origin
+	// runs here (moved).
 	remote bool
 	sseq   uint64 // last origin sequence copied (or skipped as copied)
 	dseq   uint64 // last delivery sequence taken
@@ -142,37 +142,14 @@ func (s *sourcer) after(d time.Duration) <-chan time.Time {
 	return time.After(d)
 }
 
-// runDurable is the goroutine of a durable sourcer: it listens on the
-// consumer's deliver subject and on a reply subject of its own, then
-// runs.
+// runDurable is the goroutine of a durable sourcer: while its stream
+// leads here (runLeading) it listens on the consumer's deliver subject
+// and on a reply subject of its own (subscribed by the first setup of
+// each leadership, before its reset) and runs.
 func (s *sourcer) runDurable() {
 	defer close(s.done)
 	d := &durableRun{s: s, in: &inbox{sig: make(chan struct{}, 1)}, cname: s.src.Consumer.Name}
-	defer d.unsubscribe()
-	if !d.subscribeDeliver(s.src.Consumer.DeliverSubject) || !d.listen() {
-		return
-	}
-	d.run(d.setup)
-}
-
-// run finds where the stream stands (start), then sets the consumer up
-// with setup and receives from it, setting it up again after a backoff
-// each time it fails or goes quiet, until the sourcer stops.
-func (d *durableRun) run(setup func() bool) {
-	d.start()
-	for {
-		if setup() {
-			d.fails = 0
-			if !d.receive() {
-				return // stopped
-			}
-		} else {
-			d.fails++
-		}
-		if !d.backoff() {
-			return
-		}
-	}
+	s.runLeading(d, d.setup)
 }
 
 // start finds what the stream already holds from this source: a
@@ -208,7 +185,8 @@ func (d *durableRun) start() {
 // least of nats-server's random jitter); after a reset nobody answered,
 // a message on the deliver subject (the consumer is there and
 // delivering or beating) ends the wait at once, as nats-server's probe
-// subscription does. It reports false when stopped.
+// subscription does. A change of leadership that ends the exchange
+// (moved) ends the wait too. It reports false when stopped.
 func (d *durableRun) backoff() bool {
 	wait := durableRetryJitter
 	if since := d.s.env.Now().Sub(d.lastReq); since < durableRetryMin {
@@ -224,6 +202,10 @@ func (d *durableRun) backoff() bool {
 			return false
 		case <-timer:
 			return true
+		case <-d.s.wake: // Set.Lead
+			if d.moved() {
+				return true
+			}
 		case <-d.in.sig:
 			for _, m := range d.in.take() {
 				if !m.answer {
@@ -245,9 +227,13 @@ func (d *durableRun) heard() {
 
 // setup resets the consumer and reads the answer; it reports whether
 // copying can start. Messages that arrive meanwhile are kept for
-// receive.
+// receive. The first setup of a leadership subscribes the deliver and
+// reply subjects, kept until the leadership ends (release).
 func (d *durableRun) setup() bool {
 	s := d.s
+	if d.dsub == nil && !d.subscribeDeliver(s.src.Consumer.DeliverSubject) || d.rsub == nil && !d.listen() {
+		return false
+	}
 	// A source asks for API level 5 (the origin's identity in the
 	// answer), then 4 without the identity, then no level, as the
 	// origin's server refuses each with 10185 or 10025 (nats-server
@@ -444,7 +430,7 @@ func (d *durableRun) receive() bool {
 			health = s.after(durableHealthCheck)
 			continue
 		case <-s.wake: // Set.Lead
-			if d.remote && d.moved() {
+			if d.moved() {
 				return true
 			}
 			continue

@@ -93,12 +93,12 @@ func (s *sourcer) consumerID() string {
 	return stream.Hash8(id)
 }
 
-// runExternal is the goroutine of an external sourcer.
+// runExternal is the goroutine of an external sourcer: it runs the
+// exchange while its stream leads here (runLeading).
 func (s *sourcer) runExternal() {
 	defer close(s.done)
 	d := &durableRun{s: s, in: &inbox{sig: make(chan struct{}, 1)}}
-	defer d.unsubscribe()
-	d.run(d.setupExternal)
+	s.runLeading(d, d.setupExternal)
 }
 
 // unsubscribe drops the deliver and reply subscriptions of the last
@@ -334,12 +334,20 @@ func (d *durableRun) created(ans *resetAnswer, ident string) bool {
 	return true
 }
 
-// dropConsumer deletes the consumer of the previous setup, if any.
+// dropConsumer deletes the consumer of the previous setup, if any; it
+// is no longer the one to delete when the source goes (dropExternal).
 func (d *durableRun) dropConsumer() {
-	if d.cname != "" {
-		d.s.deleteConsumer(d.cname)
-		d.cname = ""
+	if d.cname == "" {
+		return
 	}
+	s := d.s
+	s.deleteConsumer(d.cname)
+	s.mu.Lock()
+	if s.extConsumer == d.cname {
+		s.extConsumer = ""
+	}
+	s.mu.Unlock()
+	d.cname = ""
 }
 
 // deleteConsumer asks the origin to delete the sourcer's consumer name,
