@@ -410,3 +410,44 @@ func TestWALAppendsWithoutInPlace(t *testing.T) {
 
 // plainWALFS hides its FS's in-place writes.
 type plainWALFS struct{ vfs.FS }
+
+// Bytes damaged in the zeros written ahead hold no record: the replay
+// keeps every record, cuts the damaged zeros as a torn tail (logged) and
+// fences nothing; damage in a record before them is still damage.
+func TestWALDamageInZerosAhead(t *testing.T) {
+	fs := vfs.NewCrashFS()
+	w := mustOpenWAL(t, fs, 64<<10)
+	walBatch(t, w, 1, 1, 10, 300)
+	if err := w.sync(); err != nil {
+		t.Fatal(err)
+	}
+	walBatch(t, w, 1, 11, 10, 300) // its header vouches for the first record
+	if err := w.sync(); err != nil {
+		t.Fatal(err)
+	}
+	size := w.size
+	w.close()
+	name := path.Join("wal", segName(1))
+	damage := func(fs *vfs.CrashFS, off int64) *vfs.CrashFS {
+		b := readAll(t, fs, name)
+		b[off] ^= 0x5a
+		if err := fs.WriteFile(name, b); err != nil {
+			t.Fatal(err)
+		}
+		return fs
+	}
+	zeros := damage(fs.Crash(vfs.CrashOptions{Tail: vfs.TailDrop}), size+4096)
+	var logged []string
+	w, err := openWAL(zeros, "wal", 64<<10, func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.damage != nil || lastIndexOf(w, 1) != 20 || w.torn == 0 || len(logged) != 1 || !strings.Contains(logged[0], "torn tail") {
+		t.Fatalf("damaged zeros: damage %v, last index %d, torn %d, logged %q", w.damage, lastIndexOf(w, 1), w.torn, logged)
+	}
+	w.close()
+	record := damage(zeros.Crash(vfs.CrashOptions{Tail: vfs.TailDrop}), segmentHeaderSize+recordHeaderSize+100)
+	if w = mustOpenWAL(t, record, 64<<10); w.damage == nil {
+		t.Fatalf("a damaged record before the zeros was not reported (last index %d)", lastIndexOf(w, 1))
+	}
+}
