@@ -40,7 +40,7 @@ func TestJetStreamClusterDamagedWALServerStaysSilent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 8 {
-		data[len(data)/2+i] ^= 0x5a
+		data[dataLen(data)/2+i] ^= 0x5a
 	}
 	if err := os.WriteFile(segs[0], data, 0o644); err != nil {
 		t.Fatal(err)

@@ -192,18 +192,20 @@ func readOrderedAll(t *testing.T, js jetstream.JetStream, sent map[uint64]sentMs
 	}
 }
 
-// flipMiddle XORs 8 bytes at 4 places in the middle half of file f.
+// flipMiddle XORs 8 bytes at 4 places in the middle half of file f's
+// data (dataLen).
 func flipMiddle(t *testing.T, f string) {
 	t.Helper()
 	b, err := os.ReadFile(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b) < 64 {
-		t.Fatalf("%s: %d bytes", f, len(b))
+	n := dataLen(b)
+	if n < 64 {
+		t.Fatalf("%s: %d bytes of data", f, n)
 	}
 	for k := range 4 {
-		off := len(b)/4 + k*len(b)/8
+		off := n/4 + k*n/8
 		for j := range 8 {
 			b[off+j] ^= 0xa5
 		}
@@ -211,6 +213,17 @@ func flipMiddle(t *testing.T, f string) {
 	if err := os.WriteFile(f, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// dataLen returns how many bytes of b hold data: b without its trailing
+// zeros (a Raft WAL segment's preallocated space: docs/cluster.md, "The
+// WAL's preallocated space"), so that damage lands where data is.
+func dataLen(b []byte) int {
+	n := len(b)
+	for n > 0 && b[n-1] == 0 {
+		n--
+	}
+	return n
 }
 
 // readAsLeader makes servers[i] the leader of ORDERS (a step-down naming

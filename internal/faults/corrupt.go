@@ -25,8 +25,10 @@ var corruptGlobs = map[string][]string{
 
 // corrupt flips bytes in every file under store matching one of globs:
 // 8 bytes (each XORed with a random non-zero byte) at 4 places in the
-// middle half of the file, chosen by rng. It returns what it did, one
-// line a file, and an error when no file matched.
+// middle half of the file's data (the file without its trailing zeros: a
+// cairn WAL segment's preallocated space holds none, docs/cluster.md
+// "The WAL's preallocated space"), chosen by rng. It returns what it
+// did, one line a file, and an error when no file matched.
 func corrupt(store string, globs []string, rng *rand.Rand) ([]string, error) {
 	var done []string
 	for _, g := range globs {
@@ -39,12 +41,16 @@ func corrupt(store string, globs []string, rng *rand.Rand) ([]string, error) {
 			if err != nil {
 				return nil, err
 			}
-			if len(b) < 64 {
+			n := len(b)
+			for n > 0 && b[n-1] == 0 {
+				n--
+			}
+			if n < 64 {
 				continue
 			}
 			var at []int
 			for range 4 {
-				off := len(b)/4 + rng.IntN(len(b)/2-8)
+				off := n/4 + rng.IntN(n/2-8)
 				for k := range 8 {
 					b[off+k] ^= byte(1 + rng.IntN(255))
 				}

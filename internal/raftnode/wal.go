@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -29,11 +30,19 @@ type wal struct {
 	// created is set when prepareWAL made a new WAL (Open logs it).
 	created bool
 
-	segs   []*segment // oldest first; the last one is active
-	f      vfs.File   // the active segment, open for appending
-	size   int64      // bytes in the active segment
-	synced int64      // bytes of the active segment known fsynced
-	chain  uint32     // body CRC of the active segment's last record
+	segs []*segment // oldest first; the last one is active
+	f    vfs.File   // the active segment, open for appending or in place
+	// ip is f opened in place, when the FS can (vfs.InPlaceFS; nil:
+	// records are appended); end is the active segment's length on disk:
+	// its records and the zeros written ahead of them (package comment,
+	// "Preallocated space"). Without ip, end is size.
+	ip      vfs.InPlaceFile
+	end     int64
+	inPlace bool   // the FS writes in place: segments get zeros ahead
+	zeros   []byte // a chunk of zeros for writeAhead (made on first use)
+	size    int64  // bytes of records in the active segment
+	synced  int64  // bytes of the active segment known fsynced
+	chain   uint32 // body CRC of the active segment's last record
 
 	meta map[GroupID]*walMeta // what the log holds for each group, as written
 	// damage is set when fsynced data was found damaged at open, or a
@@ -100,6 +109,7 @@ func openWAL(fs vfs.FS, dir string, segBytes int64, logf, debugf func(string, ..
 // is damaged: the replay reports it). load replays it.
 func prepareWAL(fs vfs.FS, dir string, segBytes int64, logf, debugf func(string, ...any)) (*wal, error) {
 	w := &wal{fs: fs, dir: dir, segBytes: segBytes, logf: logf, debugf: debugf, meta: map[GroupID]*walMeta{}, recovered: map[GroupID]*recovered{}}
+	_, w.inPlace = fs.(vfs.InPlaceFS)
 	if err := mkdirDurable(fs, dir); err != nil {
 		return nil, err
 	}
@@ -191,7 +201,9 @@ func (w *wal) create() error {
 // newSegment creates segment seq holding its header and, if checkpoint is
 // not nil, a first record with that body (write-new, fsync, rename, fsync
 // directory), and makes it the active one. A segment under its final name
-// thus always has its header and its checkpoint.
+// thus always has its header and its checkpoint. On an FS that writes in
+// place, the new file also holds a first run of zeros ahead of its
+// records (package comment, "Preallocated space").
 func (w *wal) newSegment(seq uint64, checkpoint []byte) error {
 	name := path.Join(w.dir, segName(seq))
 	tmp := name + ".new"
@@ -202,6 +214,10 @@ func (w *wal) newSegment(seq uint64, checkpoint []byte) error {
 		rh, crc := recordHeader(checkpoint, segmentHeaderSize, 0, chain)
 		buf = append(append(buf, rh[:]...), checkpoint...)
 		chain = crc
+	}
+	size := int64(len(buf))
+	if w.inPlace {
+		buf = append(buf, make([]byte, w.chunk())...)
 	}
 	f, err := w.fs.Create(tmp)
 	if err != nil {
@@ -224,16 +240,60 @@ func (w *wal) newSegment(seq uint64, checkpoint []byte) error {
 	if err := w.fs.SyncDir(w.dir); err != nil {
 		return err
 	}
-	if f, err = w.fs.OpenAppend(name); err != nil {
-		return err
-	}
 	if w.f != nil {
 		w.f.Close()
+		w.f, w.ip = nil, nil
 	}
-	size := int64(len(buf))
-	w.f, w.size, w.synced, w.chain = f, size, size, chain
+	if err := w.openSegment(name, size, int64(len(buf))); err != nil {
+		return err
+	}
+	w.synced, w.chain = size, chain
 	w.segs = append(w.segs, &segment{seq: seq, maxIndex: map[GroupID]uint64{}})
 	w.debugf("raftnode: WAL segment %d started", seq)
+	return nil
+}
+
+// preallocChunk is how many zeros the WAL writes ahead of its records at
+// a time (package comment, "Preallocated space"): one extension per MiB
+// of records, which the next fsync makes durable with them.
+const preallocChunk = 1 << 20
+
+// chunk returns the run of zeros written ahead at a time: preallocChunk,
+// or less for small segments (tests), at least 4 KiB.
+func (w *wal) chunk() int {
+	return int(min(preallocChunk, max(w.segBytes, 4<<10)))
+}
+
+// openSegment opens segment file name as the active one, holding size
+// bytes of records and end bytes in all: in place when the FS can, else
+// for appending (an FS that turns out not to write in place, a FaultFS
+// over a plain one, has the file cut back to size and fsynced).
+func (w *wal) openSegment(name string, size, end int64) error {
+	if w.inPlace {
+		ip, err := w.fs.(vfs.InPlaceFS).OpenInPlace(name)
+		switch {
+		case err == nil:
+			w.f, w.ip, w.size, w.end = ip, ip, size, end
+			return nil
+		case !errors.Is(err, errors.ErrUnsupported):
+			return err
+		}
+		w.inPlace = false
+	}
+	f, err := w.fs.OpenAppend(name)
+	if err != nil {
+		return err
+	}
+	if end != size {
+		if err := f.Truncate(size); err == nil {
+			err = f.Sync()
+		}
+		if err != nil {
+			f.Close()
+			return err
+		}
+	}
+	w.f, w.ip, w.size, w.end = f, nil, size, size
 	return nil
 }
 
@@ -279,11 +339,41 @@ func (w *wal) writeRecord(body []byte) error {
 	hdr, crc := recordHeader(body, w.size, w.synced, w.chain)
 	buf := make([]byte, 0, len(hdr)+len(body))
 	buf = append(append(buf, hdr[:]...), body...)
-	if _, err := w.f.Write(buf); err != nil {
-		return err
+	if w.ip == nil {
+		if _, err := w.f.Write(buf); err != nil {
+			return err
+		}
+	} else {
+		if err := w.writeAhead(w.size + int64(len(buf))); err != nil {
+			return err
+		}
+		if _, err := w.ip.WriteAt(buf, w.size); err != nil {
+			return err
+		}
 	}
 	w.size += int64(len(buf))
+	w.end = max(w.end, w.size)
 	w.chain = crc
+	return nil
+}
+
+// writeAhead extends the active segment with zeros, a chunk at a time,
+// until it holds need bytes (package comment, "Preallocated space"). The
+// zeros are durable with the next fsync, the records written over them
+// after it.
+func (w *wal) writeAhead(need int64) error {
+	if need <= w.end {
+		return nil
+	}
+	if w.zeros == nil {
+		w.zeros = make([]byte, w.chunk())
+	}
+	for w.end < need {
+		if _, err := w.ip.WriteAt(w.zeros, w.end); err != nil {
+			return err
+		}
+		w.end += int64(len(w.zeros))
+	}
 	return nil
 }
 
@@ -345,6 +435,9 @@ func (w *wal) rotate() error {
 	if err := w.sync(); err != nil {
 		return err
 	}
+	if err := w.cutAhead(); err != nil {
+		return w.fail(err)
+	}
 	var it items
 	it.b = append(it.b, bodyBatch)
 	for _, g := range slices.Sorted(maps.Keys(w.meta)) {
@@ -362,6 +455,23 @@ func (w *wal) rotate() error {
 		it.snap(itemCompact, g, m.base)
 	}
 	return w.newSegment(w.segs[len(w.segs)-1].seq+1, it.b)
+}
+
+// cutAhead cuts the zeros written ahead off the active segment, durably,
+// before a newer segment exists: only the last segment may end in zeros
+// (replaySegment).
+func (w *wal) cutAhead() error {
+	if w.end == w.size {
+		return nil
+	}
+	if err := w.f.Truncate(w.size); err != nil {
+		return err
+	}
+	if err := w.f.Sync(); err != nil {
+		return err
+	}
+	w.end = w.size
+	return nil
 }
 
 // collect deletes the oldest segments that no group needs any more: every
@@ -414,7 +524,7 @@ func (w *wal) close() error {
 		return nil
 	}
 	err := w.f.Close()
-	w.f = nil
+	w.f, w.ip = nil, nil
 	return err
 }
 
@@ -448,7 +558,7 @@ func (w *wal) replay(seqs []uint64) error {
 		w.logf("raftnode: %v; every group is fenced", w.damage)
 		if w.f != nil {
 			w.f.Close()
-			w.f = nil
+			w.f, w.ip = nil, nil
 		}
 	}
 	for g, rg := range groups {
@@ -492,6 +602,9 @@ func (w *wal) replaySegment(seq uint64, last bool, groups map[GroupID]*replayGro
 			body = buf[off+recordHeaderSize : off+recordHeaderSize+n]
 			ok = bodyCRC(chain, body) == crc
 		}
+		if !ok && last && allZero(buf[off:]) {
+			break // the zeros written ahead of the records: their end
+		}
 		if !ok {
 			if !last || vouched(buf, off) {
 				return fmt.Errorf("%w: WAL segment %d: invalid record at offset %d, before fsynced data", ErrCorrupt, seq, off)
@@ -516,25 +629,43 @@ func (w *wal) replaySegment(seq uint64, last bool, groups map[GroupID]*replayGro
 // fsyncs it: what a killed process left in the page cache is made durable
 // before anything builds on it.
 func (w *wal) openActive(name string, size int64, chain uint32) error {
-	f, err := w.fs.OpenAppend(name)
-	if err != nil {
+	if err := w.openSegment(name, size, size); err != nil {
 		return err
 	}
+	f := w.f
 	if cur, err := f.Size(); err != nil || cur != size {
 		if err == nil {
 			err = f.Truncate(size)
 		}
 		if err != nil {
 			f.Close()
+			w.f, w.ip = nil, nil
 			return err
 		}
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
+		w.f, w.ip = nil, nil
 		return err
 	}
-	w.f, w.size, w.synced, w.chain = f, size, size, chain
+	w.synced, w.chain = size, chain
 	return nil
+}
+
+// allZero reports whether b holds only zeros.
+func allZero(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b) != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // vouched reports whether a valid record header after off says the file

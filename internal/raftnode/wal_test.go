@@ -315,3 +315,139 @@ func TestWALSegmentsLogAtDebug(t *testing.T) {
 		t.Errorf("debug log %q", debugs)
 	}
 }
+
+// The active segment holds zeros written ahead of its records, which a
+// reopen takes as their end: every record replayed, no torn tail cut or
+// logged, the zeros cut off and the log going on from there. A segment
+// that rotated out ends exactly at its last record. Without the zeros
+// ahead, each fsync would also record a new file size (package comment,
+// "Preallocated space").
+func TestWALPreallocated(t *testing.T) {
+	fs := vfs.NewCrashFS()
+	w := mustOpenWAL(t, fs, 64<<10)
+	walBatch(t, w, 1, 1, 10, 300)
+	if err := w.sync(); err != nil {
+		t.Fatal(err)
+	}
+	name := path.Join("wal", segName(1))
+	onDisk, _, err := fs.Stat(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if onDisk != w.end || w.end < w.size+int64(w.chunk())/2 {
+		t.Fatalf("segment of %d bytes for %d bytes of records (end %d): no zeros written ahead", onDisk, w.size, w.end)
+	}
+	var logged []string
+	w.close()
+	after := fs.Crash(vfs.CrashOptions{Tail: vfs.TailDrop})
+	w, err = openWAL(after, "wal", 64<<10, func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.damage != nil || w.torn != 0 || len(logged) != 0 || lastIndexOf(w, 1) != 10 {
+		t.Fatalf("reopened: damage %v, torn %d, logged %q, last index %d", w.damage, w.torn, logged, lastIndexOf(w, 1))
+	}
+	// Enough records to rotate: the first segment is cut to its records.
+	for i := uint64(11); w.segs[len(w.segs)-1].seq == 1; i += 10 {
+		walBatch(t, w, 1, i, 10, 300)
+		if err := w.sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, _, _ := after.Stat(name)
+	buf := readAll(t, after, name)
+	if first != int64(len(buf)) || allZero(buf[len(buf)-8:]) {
+		t.Fatalf("the rotated segment still ends in zeros (%d bytes)", first)
+	}
+	last := lastIndexOfLive(w)
+	w.close()
+	w = mustOpenWAL(t, after.Crash(vfs.CrashOptions{Tail: vfs.TailDrop}), 64<<10)
+	if w.damage != nil || w.torn != 0 || lastIndexOf(w, 1) != last {
+		t.Fatalf("after rotation: damage %v, torn %d, last index %d want %d", w.damage, w.torn, lastIndexOf(w, 1), last)
+	}
+}
+
+// lastIndexOfLive returns the highest entry index written for group 1
+// in any segment of w.
+func lastIndexOfLive(w *wal) uint64 {
+	var last uint64
+	for _, s := range w.segs {
+		last = max(last, s.maxIndex[1])
+	}
+	return last
+}
+
+// readAll returns the content of file name.
+func readAll(t *testing.T, fs vfs.FS, name string) []byte {
+	t.Helper()
+	b, err := readFile(fs, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// On an FS that cannot write in place (a test wrapper embedding vfs.FS)
+// the WAL appends, as before: no zeros ahead, the file exactly its
+// records.
+func TestWALAppendsWithoutInPlace(t *testing.T) {
+	fs := vfs.NewCrashFS()
+	w := mustOpenWAL(t, plainWALFS{fs}, 64<<10)
+	walBatch(t, w, 1, 1, 10, 300)
+	if err := w.sync(); err != nil {
+		t.Fatal(err)
+	}
+	onDisk, _, _ := fs.Stat(path.Join("wal", segName(1)))
+	if w.ip != nil || onDisk != w.size || w.end != w.size {
+		t.Fatalf("segment of %d bytes for %d of records (end %d, in place %v)", onDisk, w.size, w.end, w.ip != nil)
+	}
+	w.close()
+	w = mustOpenWAL(t, plainWALFS{fs.Crash(vfs.CrashOptions{Tail: vfs.TailDrop})}, 64<<10)
+	if w.damage != nil || lastIndexOf(w, 1) != 10 {
+		t.Fatalf("reopened: %v, last index %d", w.damage, lastIndexOf(w, 1))
+	}
+}
+
+// plainWALFS hides its FS's in-place writes.
+type plainWALFS struct{ vfs.FS }
+
+// Bytes damaged in the zeros written ahead hold no record: the replay
+// keeps every record, cuts the damaged zeros as a torn tail (logged) and
+// fences nothing; damage in a record before them is still damage.
+func TestWALDamageInZerosAhead(t *testing.T) {
+	fs := vfs.NewCrashFS()
+	w := mustOpenWAL(t, fs, 64<<10)
+	walBatch(t, w, 1, 1, 10, 300)
+	if err := w.sync(); err != nil {
+		t.Fatal(err)
+	}
+	walBatch(t, w, 1, 11, 10, 300) // its header vouches for the first record
+	if err := w.sync(); err != nil {
+		t.Fatal(err)
+	}
+	size := w.size
+	w.close()
+	name := path.Join("wal", segName(1))
+	damage := func(fs *vfs.CrashFS, off int64) *vfs.CrashFS {
+		b := readAll(t, fs, name)
+		b[off] ^= 0x5a
+		if err := fs.WriteFile(name, b); err != nil {
+			t.Fatal(err)
+		}
+		return fs
+	}
+	zeros := damage(fs.Crash(vfs.CrashOptions{Tail: vfs.TailDrop}), size+4096)
+	var logged []string
+	w, err := openWAL(zeros, "wal", 64<<10, func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.damage != nil || lastIndexOf(w, 1) != 20 || w.torn == 0 || len(logged) != 1 || !strings.Contains(logged[0], "torn tail") {
+		t.Fatalf("damaged zeros: damage %v, last index %d, torn %d, logged %q", w.damage, lastIndexOf(w, 1), w.torn, logged)
+	}
+	w.close()
+	record := damage(zeros.Crash(vfs.CrashOptions{Tail: vfs.TailDrop}), segmentHeaderSize+recordHeaderSize+100)
+	if w = mustOpenWAL(t, record, 64<<10); w.damage == nil {
+		t.Fatalf("a damaged record before the zeros was not reported (last index %d)", lastIndexOf(w, 1))
+	}
+}

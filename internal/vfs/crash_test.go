@@ -463,3 +463,63 @@ func hammer(f File, writer bool) {
 		}
 	}
 }
+
+// TestCrashWriteAt: bytes written in place over synced ones and not
+// synced since are unsynced: a crash keeps the synced bytes before them,
+// and of the written ones none (the old content, or the file cut where
+// they start), part or all; once synced, all of them.
+func TestCrashWriteAt(t *testing.T) {
+	zeros := make([]byte, 4*SectorSize)
+	data := bytes.Repeat([]byte("w"), 2*SectorSize)
+	written := append(append(bytes.Clone(zeros[:SectorSize]), data...), zeros[3*SectorSize:]...)
+	outcomes := map[string]int{}
+	for seed := range uint64(200) {
+		fs := NewCrashFS()
+		must(t, fs.WriteFile("/f", zeros))
+		f, err := fs.OpenInPlace("/f")
+		must(t, err)
+		if _, err := f.WriteAt(data, SectorSize); err != nil {
+			t.Fatal(err)
+		}
+		got := readFile(t, fs.Crash(CrashOptions{Rand: rand.New(rand.NewPCG(seed, 7)), Tail: TailAny}), "/f")
+		if len(got) < SectorSize || !bytes.Equal(got[:SectorSize], zeros[:SectorSize]) {
+			t.Fatalf("seed %d: the synced bytes before the write changed (%d bytes left)", seed, len(got))
+		}
+		switch {
+		case bytes.Equal(got, zeros):
+			outcomes["old content"]++
+		case len(got) == SectorSize:
+			outcomes["cut at the write"]++
+		case bytes.HasPrefix(written, got):
+			outcomes["part or all"]++
+		default:
+			outcomes["torn"]++
+		}
+	}
+	if outcomes["old content"] == 0 || outcomes["part or all"] == 0 {
+		t.Fatalf("outcomes %v: want the old content and a kept write among them", outcomes)
+	}
+	fs := NewCrashFS()
+	must(t, fs.WriteFile("/f", zeros))
+	f, err := fs.OpenInPlace("/f")
+	must(t, err)
+	if _, err := f.WriteAt(data, SectorSize); err != nil {
+		t.Fatal(err)
+	}
+	must(t, f.Sync())
+	got := readFile(t, fs.Crash(CrashOptions{Tail: TailDrop}), "/f")
+	if !bytes.Equal(got, written) {
+		t.Fatalf("after Sync a crash kept %d bytes, not the written content", len(got))
+	}
+	// The synced content it overwrote is not changed by the write (copy on write).
+	fs2 := NewCrashFS()
+	must(t, fs2.WriteFile("/g", zeros))
+	g, err := fs2.OpenInPlace("/g")
+	must(t, err)
+	if _, err := g.WriteAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, fs2.Crash(CrashOptions{Tail: TailDrop}), "/g"); !bytes.Equal(got, zeros) {
+		t.Fatal("a crash dropping unsynced bytes kept an in-place write: the synced content was overwritten")
+	}
+}

@@ -62,6 +62,20 @@ func (f *crashFile) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// WriteAt writes p at off (InPlaceFile).
+func (f *crashFile) WriteAt(p []byte, off int64) (int, error) {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	if err := f.checkLocked("write", true); err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, pathErr("write", f.name, syscall.EINVAL)
+	}
+	f.n.writeAt(p, int(off))
+	return len(p), nil
+}
+
 // Sync makes the current content durable.
 func (f *crashFile) Sync() error {
 	f.fs.mu.Lock()

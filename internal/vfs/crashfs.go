@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"bytes"
 	"errors"
 	"maps"
 	"os"
@@ -33,8 +34,9 @@ type CrashFS struct {
 }
 
 // inode is a file or a directory of a CrashFS, guarded by the CrashFS mu.
-// File contents are never written in place below the length of synced, so
-// synced may share its backing array with data (see setData and sync).
+// File contents are never written in place below the length of synced
+// without a copy first (writeAt), so synced may share its backing array
+// with data (see setData and sync).
 type inode struct {
 	isDir bool
 
@@ -83,6 +85,21 @@ func (n *inode) truncate(size int) {
 	}
 	n.data = n.data[:size:size]
 	n.low = min(n.low, size)
+}
+
+// writeAt writes p at off in the current content, zero-extending it to
+// off first, and lowers the low-water mark to off: the bytes from off on
+// are unsynced. The synced content may share data's array (sync), so a
+// write below its length copies data first.
+func (n *inode) writeAt(p []byte, off int) {
+	if off < len(n.synced) {
+		n.data = bytes.Clone(n.data)
+	}
+	if end := off + len(p); end > len(n.data) {
+		n.data = append(n.data, make([]byte, end-len(n.data))...)
+	}
+	copy(n.data[off:], p)
+	n.low = min(n.low, off)
 }
 
 // splitPath returns the components of name below the root.
@@ -189,6 +206,16 @@ func (fs *CrashFS) Open(name string) (File, error) { return fs.open(name, false)
 
 // OpenAppend opens the existing file name for reading and appending.
 func (fs *CrashFS) OpenAppend(name string) (File, error) { return fs.open(name, true) }
+
+// OpenInPlace opens the existing file name for reading, appending and
+// writing in place.
+func (fs *CrashFS) OpenInPlace(name string) (InPlaceFile, error) {
+	f, err := fs.open(name, true)
+	if err != nil {
+		return nil, err
+	}
+	return f.(*crashFile), nil
+}
 
 func (fs *CrashFS) open(name string, writable bool) (File, error) {
 	fs.mu.Lock()

@@ -1,5 +1,10 @@
 package vfs
 
+import (
+	"errors"
+	"os"
+)
+
 // faultFile is a File of a FaultFS: each method asks the FaultFS rules
 // (with the name the file was opened with) before calling the inner File.
 type faultFile struct {
@@ -24,6 +29,25 @@ func (f *faultFile) Write(p []byte) (int, error) {
 	n := min(r.Short, max(len(p)-1, 0))
 	if n > 0 {
 		n, _ = f.inner.Write(p[:n])
+	}
+	return n, r.err(OpWrite, f.name)
+}
+
+// WriteAt writes in place on the inner file (OpenInPlace made it an
+// InPlaceFile), failing as the rules of OpWrite say; a Short rule first
+// writes a prefix of p.
+func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
+	ip, ok := f.inner.(InPlaceFile)
+	if !ok {
+		return 0, &os.PathError{Op: "write", Path: f.name, Err: errors.ErrUnsupported}
+	}
+	r := f.fs.fault(OpWrite, f.name)
+	if r == nil {
+		return ip.WriteAt(p, off)
+	}
+	n := min(r.Short, max(len(p)-1, 0))
+	if n > 0 {
+		n, _ = ip.WriteAt(p[:n], off)
 	}
 	return n, r.err(OpWrite, f.name)
 }

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"errors"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -221,6 +222,21 @@ func (fs *FaultFS) Open(name string) (File, error) {
 // OpenAppend opens name on the inner FS unless a rule fails it.
 func (fs *FaultFS) OpenAppend(name string) (File, error) {
 	return fs.open(OpOpenAppend, name, fs.inner.OpenAppend)
+}
+
+// OpenInPlace opens name on the inner FS for writing in place, unless a
+// rule of OpOpenAppend fails it; an error wrapping errors.ErrUnsupported
+// when the inner FS cannot (InPlaceFS).
+func (fs *FaultFS) OpenInPlace(name string) (InPlaceFile, error) {
+	ip, ok := fs.inner.(InPlaceFS)
+	if !ok {
+		return nil, &os.PathError{Op: "open", Path: name, Err: errors.ErrUnsupported}
+	}
+	f, err := fs.open(OpOpenAppend, name, func(name string) (File, error) { return ip.OpenInPlace(name) })
+	if err != nil {
+		return nil, err
+	}
+	return f.(*faultFile), nil
 }
 
 func (fs *FaultFS) open(op Op, name string, open func(string) (File, error)) (File, error) {

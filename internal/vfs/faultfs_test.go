@@ -261,3 +261,27 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// TestFaultWriteAt: the rules of OpWrite fail WriteAt too, a Short one
+// after writing a prefix in place.
+func TestFaultWriteAt(t *testing.T) {
+	crash := NewCrashFS()
+	must(t, crash.WriteFile("/f", []byte("..........")))
+	fs := NewFaultFS(crash)
+	f, err := fs.OpenInPlace("/f")
+	must(t, err)
+	fs.Inject(Rule{Op: OpWrite, Count: 1, Short: 2, Err: syscall.EIO})
+	if n, err := f.WriteAt([]byte("abcd"), 3); n != 2 || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("WriteAt = %d, %v; want 2, EIO", n, err)
+	}
+	if n, err := f.WriteAt([]byte("xy"), 8); n != 2 || err != nil {
+		t.Fatalf("WriteAt after the rule = %d, %v", n, err)
+	}
+	if got := readFile(t, crash, "/f"); string(got) != "...ab...xy" {
+		t.Fatalf("file holds %q", got)
+	}
+	fs.Inject(Rule{Op: OpOpenAppend, Count: 1})
+	if _, err := fs.OpenInPlace("/f"); err == nil {
+		t.Fatal("OpenInPlace under an OpOpenAppend rule: no error")
+	}
+}

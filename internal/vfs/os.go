@@ -29,6 +29,30 @@ func (osFS) OpenAppend(name string) (File, error) {
 	return openOS(name, os.O_RDWR|os.O_APPEND)
 }
 
+// OpenInPlace opens name for reading and writing without O_APPEND (which
+// refuses pwrite): Write appends by writing at the file's current size.
+func (osFS) OpenInPlace(name string) (InPlaceFile, error) {
+	f, err := os.OpenFile(name, os.O_RDWR, filePerm)
+	if err != nil {
+		return nil, err
+	}
+	return osInPlaceFile{osFile{f}}, nil
+}
+
+// osInPlaceFile is a File of OpenInPlace.
+type osInPlaceFile struct {
+	osFile
+}
+
+// Write appends p at the file's current end.
+func (f osInPlaceFile) Write(p []byte) (int, error) {
+	size, err := f.Size()
+	if err != nil {
+		return 0, err
+	}
+	return f.File.WriteAt(p, size)
+}
+
 func openOS(name string, flag int) (File, error) {
 	f, err := os.OpenFile(name, flag, filePerm)
 	if err != nil {

@@ -120,6 +120,36 @@ type FS interface {
 	Stat(name string) (size int64, isDir bool, err error)
 }
 
+// InPlaceFS is implemented by an FS whose files can also be written in
+// place: OS, CrashFS, and FaultFS over one of them. The raft WAL
+// (internal/raftnode) writes its records over zeros it wrote ahead, so
+// that an fsync finds no file size or block allocation to record, only
+// data: measured on ext4, 2 to 4 times faster than an fsync after an
+// append (docs/cluster.md, "The WAL's preallocated space"). An FS that
+// wraps another by embedding FS does not implement it, and its users
+// fall back to appending.
+type InPlaceFS interface {
+	FS
+	// OpenInPlace opens an existing file for reading, appending (Write)
+	// and writing in place (WriteAt). An FS that cannot (a FaultFS over
+	// an FS without it) returns an error wrapping errors.ErrUnsupported.
+	OpenInPlace(name string) (InPlaceFile, error)
+}
+
+// InPlaceFile is a File opened by InPlaceFS.OpenInPlace.
+type InPlaceFile interface {
+	File
+	// WriteAt writes p at off, over what the file holds there, and
+	// extends the file if p ends past its end (zero-filled from its end
+	// to off if off is past it). It is durable after Sync, as an append.
+	// CrashFS treats the bytes from off on as unsynced (the package
+	// comment's low-water mark drops to off), so a crash keeps none, part
+	// or all of them and cuts the file after what it keeps, or loses the
+	// write and keeps the synced content; FaultFS matches it with the
+	// rules of OpWrite.
+	WriteAt(p []byte, off int64) (int, error)
+}
+
 // File is an open file. Writes append at the end of the file; ReadAt may
 // read anywhere. A File is not safe for concurrent Write calls, but ReadAt
 // may run concurrently with Write and with other ReadAt calls.

@@ -253,3 +253,54 @@ func TestOSPermissions(t *testing.T) {
 		}
 	}
 }
+
+// TestInPlace: each InPlaceFS writes over what a file holds, extends it
+// past its end (zero-filling a gap), appends with Write at its current
+// end, and reads back what a second open sees.
+func TestInPlace(t *testing.T) {
+	for name, mk := range implementations(t) {
+		t.Run(name, func(t *testing.T) {
+			fs, dir := mk()
+			must(t, fs.MkdirAll(dir))
+			ipfs, ok := fs.(InPlaceFS)
+			if !ok {
+				t.Fatalf("%T is not an InPlaceFS", fs)
+			}
+			name := path.Join(dir, "w")
+			f := mustCreate(t, fs, name)
+			write(t, f, "0000000000")
+			must(t, f.Sync())
+			must(t, f.Close())
+			ip, err := ipfs.OpenInPlace(name)
+			must(t, err)
+			if _, err := ip.WriteAt([]byte("abc"), 2); err != nil {
+				t.Fatal(err)
+			}
+			wantSize(t, ip, 10)
+			if _, err := ip.WriteAt([]byte("xy"), 12); err != nil {
+				t.Fatal(err)
+			}
+			write(t, ip, "!")
+			wantReadAt(t, ip, 0, "00abc00000\x00\x00xy!", nil)
+			must(t, ip.Sync())
+			must(t, ip.Close())
+			wantFile(t, fs, name, "00abc00000\x00\x00xy!")
+			if _, err := ipfs.OpenInPlace(path.Join(dir, "missing")); !IsNotExist(err) {
+				t.Errorf("OpenInPlace of a missing file: %v, want not-exist", err)
+			}
+		})
+	}
+}
+
+// TestInPlaceFaultOverPlainFS: a FaultFS over an FS without in-place
+// writes says so with errors.ErrUnsupported, which its users take as
+// "append instead".
+func TestInPlaceFaultOverPlainFS(t *testing.T) {
+	fs := NewFaultFS(plainFS{NewCrashFS()})
+	if _, err := fs.OpenInPlace("/f"); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("OpenInPlace over a plain FS: %v, want ErrUnsupported", err)
+	}
+}
+
+// plainFS hides its FS's in-place writes, as a test wrapper embedding FS.
+type plainFS struct{ FS }
