@@ -37,8 +37,8 @@ type Usage struct {
 }
 
 // Report is what one server's streams hold per account. The accounts
-// holding nothing there are left out, so a report is the server's whole
-// account: an account it no longer names holds nothing there. Hello
+// holding nothing there are left out, so a report says all the server
+// holds: an account it no longer names holds nothing there. Hello
 // marks a server's first report since it started: it knows nobody's
 // yet, and the others send theirs without waiting (Pacer.Ask).
 //
