@@ -306,3 +306,23 @@ func replicatedBytes(replicas int, bytes int64) int64 {
 	}
 	return bytes * int64(max(replicas, 1))
 }
+
+// StoredBytes returns the bytes this account's streams hold on this
+// server, memory and file (as the stores count them, refreshed after
+// every batch a stream applies): what this server reports of the
+// account to the cluster's others (internal/cluster/usage).
+func (js *JetStream) StoredBytes() (memory, store int64) {
+	return js.storage.AccountUsed(stream.MemoryStorage), js.storage.AccountUsed(stream.FileStorage)
+}
+
+// SetOthersUsage sets what this account's streams hold on the cluster's
+// other servers, memory and file, by their last reports: a publish is
+// refused with 10002 once this server's bytes and theirs (or, when
+// larger, what this server's replicas imply the other replicas hold)
+// are over the account's max_memory or max_file
+// (streamrun.Storage.AccountClusterUsed), as nats-server v2.15.2 counts
+// every server's usage of the account.
+func (js *JetStream) SetOthersUsage(memory, store int64) {
+	js.storage.SetOthers(stream.MemoryStorage, memory)
+	js.storage.SetOthers(stream.FileStorage, store)
+}

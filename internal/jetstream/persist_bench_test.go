@@ -40,12 +40,31 @@ func BenchmarkPublishMemory(b *testing.B) {
 	}
 }
 
+// BenchmarkPublishMemoryAccountLimit is BenchmarkPublishMemory in an
+// account with a max_memory it never reaches: every publish is checked
+// against the account's limit (streamrun Storage.OverAccountLimit), the
+// path a change to that check slows.
+func BenchmarkPublishMemoryAccountLimit(b *testing.B) {
+	limits := Unlimited
+	limits.MaxMemory = 1 << 40
+	for _, inflight := range []int{1, 64} {
+		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
+			benchPublishIn(b, &limits, stream.Config{Name: "B", Subjects: []string{"b"}, Storage: stream.MemoryStorage}, inflight)
+		})
+	}
+}
+
 // benchPublish publishes b.N 128-byte messages on subject b to a stream
 // of cfg (subjects b), with at most inflight publishes awaiting their
 // PubAck.
 func benchPublish(b *testing.B, cfg stream.Config, inflight int) {
+	benchPublishIn(b, nil, cfg, inflight)
+}
+
+// benchPublishIn is benchPublish in an account of limits (nil: none).
+func benchPublishIn(b *testing.B, limits *AccountLimits, cfg stream.Config, inflight int) {
 	tr := newMemTransport()
-	js, err := New(Config{StoreDir: b.TempDir(), FS: vfs.OS(), ServerName: "s1"}, tr)
+	js, err := New(Config{StoreDir: b.TempDir(), FS: vfs.OS(), ServerName: "s1", Limits: limits}, tr)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -91,6 +91,7 @@ func (c *Cluster) AddAccount(name string, js *jetstream.JetStream) jsapi.Cluster
 	c.mu.Lock()
 	acc.js = js
 	c.mu.Unlock()
+	c.pushAccountUsage(name)              // the other servers' reports of it (accountusage.go)
 	c.enqueue(meta.Event{Restored: true}) // reconcile every assignment with the engine now present
 	return acc
 }

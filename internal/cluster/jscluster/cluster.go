@@ -164,6 +164,9 @@ type Cluster struct {
 	// sys is the cluster layer's part of the system account
 	// (internal.go, AttachSystem).
 	sys system
+	// aru is the exchange of what each account's streams hold on each
+	// server (accountusage.go).
+	aru usageExchange
 	// lags sample how far each replicated stream's runtime is behind its
 	// log (applylag.go).
 	lags applyLags
@@ -276,6 +279,7 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 		accounts: map[string]*account{}, replicas: map[streamKey]*replica{}, creplicas: map[consumerKey]*creplica{},
 		converting: map[streamKey]chan struct{}{},
 		handed:     map[consumerKey]handedState{},
+		aru:        newUsageExchange(),
 	}
 	// The node is opened first (the transport's hello carries its WAL's
 	// incarnation); it sends nothing before Start.
@@ -308,8 +312,9 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 		return nil, fmt.Errorf("jscluster: open the meta group's state: %w", err)
 	}
 	node.Start()
-	c.done.Add(1)
+	c.done.Add(2)
 	go c.run()
+	go c.reportUsage() // accountusage.go
 	return c, nil
 }
 

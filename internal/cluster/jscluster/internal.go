@@ -44,6 +44,8 @@ import (
 //	$SYS.JSC.SERVER.REMOVED.<incarnation>      request: whether that store was removed
 //	                                           (SERVER.REMOVE); answered only by a server
 //	                                           whose catalogue says so (removedown.go)
+//	$SYS.JSC.ACCOUNT.USAGE                     no reply: usage.Report, what each account's
+//	                                           streams hold on the sender (accountusage.go)
 //	$SYS._INBOX.<id>.<n>                       the replies to this server's requests
 //
 // nats-server answers $JSC.CI with the ConsumerInfo alone; cairn's reply
@@ -135,6 +137,7 @@ func (c *Cluster) AttachSystem(tr jetstream.Transport) error {
 		{groupMembersPrefix + "*.*", c.onGroupMembers}, // cancelmove.go
 		{moveDoneSubject, c.onMoveDone},                // cancelmove.go
 		{removedPrefix + "*", c.onRemovedAsk},          // removedown.go
+		{usageSubject, c.onUsage},                      // accountusage.go
 		{s.inbox + "*", c.onReply},
 	} {
 		x, err := tr.Subscribe(sub.subj, "", sub.h)

@@ -154,6 +154,7 @@ func (r *Stream) configApplied(cfg *stream.Config) {
 	r.cfg = cfg.Clone()
 	r.mu.Unlock()
 	r.setDeadLetter(cfg)
+	r.setCopyFactor(cfg)
 	r.batchesAfterUpdate(cfg)
 }
 

@@ -56,6 +56,7 @@ func (r *Stream) Restore(state []byte, index uint64) error {
 	r.cfg = cfg.Clone()
 	r.mu.Unlock()
 	r.setDeadLetter(&cfg)
+	r.setCopyFactor(&cfg)
 	r.applied.Store(index)
 	r.durable.Store(r.store.State(false).LastSeq) // rolled back to a durable position
 	r.syncUsage()

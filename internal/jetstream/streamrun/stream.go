@@ -117,6 +117,10 @@ type Stream struct {
 	storage   stream.StorageType // fixed at creation
 	counter   bool               // allow_msg_counter, fixed at creation
 	usedBytes int64              // stored bytes last added to the Storage's usage; apply goroutine
+	// copyFactor is how many other replicas hold a copy of this one
+	// (setCopyFactor), copyBytes what was last added to the Storage's
+	// copies for them (usedBytes times copyFactor); apply goroutine.
+	copyFactor, copyBytes int64
 	// drops are the messages of an interest stream stored without
 	// interest, to remove before the next request and at the end of the
 	// batch (dropIfUninterested); apply goroutine.
@@ -187,6 +191,7 @@ func New(env Env, cfg stream.Config, created time.Time, dir string, st store.Sto
 	}
 	r.fast.SetDomain(env.Domain)
 	r.setDeadLetter(&cfg)
+	r.setCopyFactor(&cfg)
 	return r
 }
 
