@@ -65,6 +65,7 @@ var allowed = map[string][]string{
 	"bench/faults":                   {"internal/faults"},
 	"bench/idle":                     {"internal/faults"},
 	"bench/fetchnoack":               {},
+	"bench/fsync":                    {},
 	"bench/handover":                 {"internal/faults"},
 	"bench/restart":                  {},
 	"bench/scrape":                   {},
