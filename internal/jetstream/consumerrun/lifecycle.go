@@ -520,6 +520,12 @@ func (c *Consumer) infoLocked() *consumer.Info {
 	now := c.now()
 	d, af := c.st.Delivered(), c.st.AckFloor()
 	cfg := c.cfg.WithServerMetadata(c.env.Version, c.env.APILevel)
+	if p := c.st.PausedUntil(); p != 0 {
+		// The committed pause, which every replica applied: a replica
+		// that came to lead after the pause has it only there.
+		u := time.Unix(0, p).UTC()
+		cfg.PauseUntil = &u
+	}
 	info := &consumer.Info{
 		Stream: c.sr.Name(), Name: c.name, Created: c.created, Config: &cfg,
 		Delivered:      consumer.SequenceInfo{Consumer: d.Consumer, Stream: d.Stream, Last: timePtr(c.d.LastDelivered())},
