@@ -98,6 +98,9 @@ type group struct {
 	// was added here, or the WAL recovered it knowing entries committed
 	// past the bootstrap base (GroupStatus.HoldsCommitted).
 	synced bool
+	// held: proposals raft dropped past MaxUncommittedBytes wait in the
+	// queue for a round after commits (dropped).
+	held bool
 
 	mu struct {
 		sync.Mutex
@@ -358,8 +361,8 @@ func (g *group) prepare() {
 			g.transfersTaken++
 		}
 	}
-	if len(rest) > 0 {
-		g.n.sched.enqueue(g) // the next round takes the rest
+	if len(rest) > 0 && !g.held {
+		g.n.sched.enqueue(g) // the next round takes the rest (held: after commits, finish)
 	}
 	if removed { // fenced or not
 		g.prepareRemove(props, reqs)
@@ -518,7 +521,7 @@ func (g *group) propose(props []*Proposal) []*Proposal {
 		}
 		m := &pb.Message{Type: pb.MsgProp.Enum(), From: new(uint64(g.replica)), Entries: ents}
 		if err := g.rn.Step(m); err != nil {
-			failProps(plain, ErrDropped)
+			g.dropped(plain, bs)
 		} else {
 			for i, p := range plain {
 				p.term, p.index = bs.GetTerm(), last+1+uint64(i)
@@ -536,6 +539,26 @@ func (g *group) propose(props []*Proposal) []*Proposal {
 
 // tick gives the group the ticks it missed since it last ran, at most an
 // election timeout's worth.
+// dropped handles proposals raft dropped. During a leadership transfer
+// they fail (ErrDropped: raft takes none until it ends). Otherwise the
+// leader holds more than MaxUncommittedBytes uncommitted (etcd raft's
+// MaxUncommittedEntriesSize): they go back to the front of the group's
+// queue, still counted by MaxPendingProposals, and are stepped again in
+// a later round, once commits free room (finish schedules the round
+// after one that applied entries): a burst larger than the limit waits
+// instead of being refused (docs/cluster.md, "Proposals past the
+// uncommitted limit").
+func (g *group) dropped(plain []*Proposal, bs raft.BasicStatus) {
+	if bs.LeadTransferee != 0 {
+		failProps(plain, ErrDropped)
+		return
+	}
+	g.held = true
+	g.mu.Lock()
+	g.mu.props = append(plain[:len(plain):len(plain)], g.mu.props...)
+	g.mu.Unlock()
+}
+
 func (g *group) tick() {
 	now := g.n.ticks.Load()
 	k := min(now-g.lastTick, uint64(2*g.n.cfg.ElectionTicks))
@@ -1001,7 +1024,9 @@ func (g *group) finish(walErr error, unreachable map[ServerID]bool) {
 		g.rn.Advance(out.rd)
 	}
 	g.publish()
-	if g.restoring == nil && g.rn.HasReady() {
+	retry := g.held && len(out.rd.CommittedEntries) > 0 // room freed for the held proposals
+	if retry || g.restoring == nil && g.rn.HasReady() {
+		g.held = false
 		g.n.sched.enqueue(g)
 	}
 }

@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -192,6 +193,9 @@ func (l raftLogger) Info(v ...any)         {}
 func (l raftLogger) Infof(string, ...any)  {}
 func (l raftLogger) Warning(v ...any)      { l.logf("raft group %d: %s", l.group, fmt.Sprint(v...)) }
 func (l raftLogger) Warningf(f string, v ...any) {
+	if strings.Contains(f, "uncommitted entry size limit") {
+		return // the proposals wait for room (group.dropped): routine under a burst
+	}
 	l.logf("raft group %d: %s", l.group, fmt.Sprintf(f, v...))
 }
 func (l raftLogger) Error(v ...any) { l.logf("raft group %d: %s", l.group, fmt.Sprint(v...)) }

@@ -1,0 +1,65 @@
+package raftnode
+
+import (
+	"bytes"
+	"testing"
+)
+
+// A leader whose followers have not acknowledged MaxUncommittedBytes of
+// entries keeps the proposals raft drops past that limit and steps them
+// again once commits free room, instead of failing them with ErrDropped:
+// a burst of publishes larger than the limit waits rather than being
+// refused (trial 34: a 100 MB object put into an R3 bucket got 503s past
+// the 64 MiB limit, where nats-server takes the burst).
+func TestBurstPastUncommittedLimitWaits(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.MaxUncommittedBytes = 16 << 10 })
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	for _, s := range []ServerID{"s2", "s3"} {
+		c.net.Partition("s1", s)
+	}
+	var ps []*Proposal
+	for i := range 40 {
+		p, err := c.nodes[0].n.Propose(1, bytes.Repeat([]byte{byte('a' + i%26)}, 1<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	c.stabilize() // the leader alone: 16 KiB uncommitted, the rest held
+	for i, p := range ps {
+		select {
+		case <-p.Done():
+			_, err := p.Result()
+			t.Fatalf("proposal %d resolved (%v) while nothing could commit", i, err)
+		default:
+		}
+	}
+	c.net.HealAll()
+	for range 50 {
+		c.tick(1)
+		if allDone(ps) {
+			break
+		}
+	}
+	for i, p := range ps {
+		if !allDone(ps[i : i+1]) {
+			t.Fatalf("proposal %d still waiting after the followers came back", i)
+		}
+		if _, err := p.Result(); err != nil {
+			t.Fatalf("proposal %d: %v, want applied", i, err)
+		}
+	}
+	c.checkSame(1)
+}
+
+func allDone(ps []*Proposal) bool {
+	for _, p := range ps {
+		select {
+		case <-p.Done():
+		default:
+			return false
+		}
+	}
+	return true
+}
