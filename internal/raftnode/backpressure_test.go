@@ -13,7 +13,13 @@ import (
 // the 64 MiB limit, where nats-server takes the burst).
 func TestBurstPastUncommittedLimitWaits(t *testing.T) {
 	c := newTestCluster(t, 3, func(cfg *Config) { cfg.MaxUncommittedBytes = 16 << 10 })
-	c.addGroup(1, 0)
+	for i, tn := range c.nodes {
+		tn.sms[1] = newHashSM(tn.fs, "sm", 1)
+		gc := GroupConfig{ID: 1, Replica: ReplicaID(i + 1), Incarnation: tn.n.Incarnation(), Peers: c.peers(0), HoldPastUncommitted: true}
+		if err := tn.n.AddGroup(gc, tn.sms[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
 	c.elect(0, 1)
 	for _, s := range []ServerID{"s2", "s3"} {
 		c.net.Partition("s1", s)

@@ -99,8 +99,9 @@ type group struct {
 	// past the bootstrap base (GroupStatus.HoldsCommitted).
 	synced bool
 	// held: proposals raft dropped past MaxUncommittedBytes wait in the
-	// queue for a round after commits (dropped).
-	held bool
+	// queue for a round after commits (dropped); holdPast:
+	// GroupConfig.HoldPastUncommitted.
+	held, holdPast bool
 
 	mu struct {
 		sync.Mutex
@@ -539,8 +540,9 @@ func (g *group) propose(props []*Proposal) []*Proposal {
 
 // tick gives the group the ticks it missed since it last ran, at most an
 // election timeout's worth.
-// dropped handles proposals raft dropped. During a leadership transfer
-// they fail (ErrDropped: raft takes none until it ends). Otherwise the
+// dropped handles proposals raft dropped. During a leadership transfer,
+// or in a group without GroupConfig.HoldPastUncommitted, they fail
+// (ErrDropped: raft takes none until a transfer ends). Otherwise the
 // leader holds more than MaxUncommittedBytes uncommitted (etcd raft's
 // MaxUncommittedEntriesSize): they go back to the front of the group's
 // queue, still counted by MaxPendingProposals, and are stepped again in
@@ -549,7 +551,7 @@ func (g *group) propose(props []*Proposal) []*Proposal {
 // instead of being refused (docs/cluster.md, "Proposals past the
 // uncommitted limit").
 func (g *group) dropped(plain []*Proposal, bs raft.BasicStatus) {
-	if bs.LeadTransferee != 0 {
+	if bs.LeadTransferee != 0 || !g.holdPast {
 		failProps(plain, ErrDropped)
 		return
 	}

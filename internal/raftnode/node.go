@@ -296,6 +296,14 @@ type GroupConfig struct {
 	// resort when a majority of the group lost its logs: entries only
 	// the others held are lost. Ignored for a replica created here.
 	ForceSole bool
+	// HoldPastUncommitted keeps the proposals etcd raft drops once the
+	// leader holds MaxUncommittedBytes uncommitted in the group's queue,
+	// to be stepped again after commits free room, instead of failing
+	// them with ErrDropped (group.dropped; docs/cluster.md, "Proposals
+	// past the uncommitted limit"). Streams set it (a publish burst
+	// waits); a replicated consumer does not (its log reports a dropped
+	// batch: consumerlog.Log.Dropped).
+	HoldPastUncommitted bool
 }
 
 // AddGroup starts this node's replica of a group. If the WAL holds the
@@ -321,7 +329,7 @@ func (n *Node) AddGroup(cfg GroupConfig, sm StateMachine) error {
 	if n.mu.groups[cfg.ID] != nil {
 		return ErrGroupExists
 	}
-	g := &group{n: n, id: cfg.ID, replica: cfg.Replica, sm: sm, baseHoldsState: cfg.BaseHoldsState, forceSole: cfg.ForceSole, waiters: map[uint64]*Proposal{}, reads: map[uint64]*Proposal{},
+	g := &group{n: n, id: cfg.ID, replica: cfg.Replica, sm: sm, baseHoldsState: cfg.BaseHoldsState, forceSole: cfg.ForceSole, holdPast: cfg.HoldPastUncommitted, waiters: map[uint64]*Proposal{}, reads: map[uint64]*Proposal{},
 		lastTick: n.ticks.Load(), leaderTick: n.ticks.Load(), announce: true}
 	g.mu.peers = peers
 	n.walMu.Lock()
