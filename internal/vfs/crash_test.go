@@ -474,13 +474,7 @@ func TestCrashWriteAt(t *testing.T) {
 	written := append(append(bytes.Clone(zeros[:SectorSize]), data...), zeros[3*SectorSize:]...)
 	outcomes := map[string]int{}
 	for seed := range uint64(200) {
-		fs := NewCrashFS()
-		must(t, fs.WriteFile("/f", zeros))
-		f, err := fs.OpenInPlace("/f")
-		must(t, err)
-		if _, err := f.WriteAt(data, SectorSize); err != nil {
-			t.Fatal(err)
-		}
+		fs, _ := writtenInPlace(t, zeros, data, SectorSize)
 		got := readFile(t, fs.Crash(CrashOptions{Rand: rand.New(rand.NewPCG(seed, 7)), Tail: TailAny}), "/f")
 		if len(got) < SectorSize || !bytes.Equal(got[:SectorSize], zeros[:SectorSize]) {
 			t.Fatalf("seed %d: the synced bytes before the write changed (%d bytes left)", seed, len(got))
@@ -499,27 +493,29 @@ func TestCrashWriteAt(t *testing.T) {
 	if outcomes["old content"] == 0 || outcomes["part or all"] == 0 {
 		t.Fatalf("outcomes %v: want the old content and a kept write among them", outcomes)
 	}
-	fs := NewCrashFS()
-	must(t, fs.WriteFile("/f", zeros))
-	f, err := fs.OpenInPlace("/f")
-	must(t, err)
-	if _, err := f.WriteAt(data, SectorSize); err != nil {
-		t.Fatal(err)
-	}
+	fs, f := writtenInPlace(t, zeros, data, SectorSize)
 	must(t, f.Sync())
 	got := readFile(t, fs.Crash(CrashOptions{Tail: TailDrop}), "/f")
 	if !bytes.Equal(got, written) {
 		t.Fatalf("after Sync a crash kept %d bytes, not the written content", len(got))
 	}
 	// The synced content it overwrote is not changed by the write (copy on write).
-	fs2 := NewCrashFS()
-	must(t, fs2.WriteFile("/g", zeros))
-	g, err := fs2.OpenInPlace("/g")
-	must(t, err)
-	if _, err := g.WriteAt(data, 0); err != nil {
-		t.Fatal(err)
-	}
-	if got := readFile(t, fs2.Crash(CrashOptions{Tail: TailDrop}), "/g"); !bytes.Equal(got, zeros) {
+	fs2, _ := writtenInPlace(t, zeros, data, 0)
+	if got := readFile(t, fs2.Crash(CrashOptions{Tail: TailDrop}), "/f"); !bytes.Equal(got, zeros) {
 		t.Fatal("a crash dropping unsynced bytes kept an in-place write: the synced content was overwritten")
 	}
+}
+
+// writtenInPlace returns a CrashFS whose /f holds old, synced, with p
+// written over it in place at off and not synced, and the open file.
+func writtenInPlace(t *testing.T, old, p []byte, off int64) (*CrashFS, InPlaceFile) {
+	t.Helper()
+	fs := NewCrashFS()
+	must(t, fs.WriteFile("/f", old))
+	f, err := fs.OpenInPlace("/f")
+	must(t, err)
+	if _, err := f.WriteAt(p, off); err != nil {
+		t.Fatal(err)
+	}
+	return fs, f
 }
