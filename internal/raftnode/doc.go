@@ -58,21 +58,24 @@
 //     if the snapshot had never come;
 //  2. on the loop goroutine: writes one WAL record holding every group's
 //     items (not yet fsynced);
-//  3. if the round needs an fsync (step 4), sends the leaders' appends:
-//     one frame per destination server holding every MsgApp, MsgSnap and
-//     MsgHeartbeat of the round. They promise nothing about this node's
-//     disk, so they go out before its fsync, and the followers write and
-//     fsync their copies while the leader fsyncs its own (the leader's
-//     parallel write of the Raft thesis, section 10.2.1, which
-//     etcd-server does too). A round without an fsync sends them in
-//     step 5, with the rest: one frame per server;
+//  3. if the round needs an fsync (step 4), sends what promises nothing
+//     about this node's disk: one frame per destination server holding
+//     every MsgApp, MsgSnap and MsgHeartbeat of the round, every message
+//     of a group whose Ready needs no fsync (a heartbeat response, an
+//     append response for entries fsynced in an earlier round), and the
+//     liveness beat a tick asked for. The leaders' appends go out before
+//     its fsync so that the followers write and fsync their copies while
+//     the leader fsyncs its own (the leader's parallel write of the Raft
+//     thesis, section 10.2.1, which etcd-server does too); the other
+//     groups' answers so that one group's large write does not hold up
+//     every group's heartbeats past an election timeout. A round without
+//     an fsync sends everything in step 5: one frame per server;
 //  4. fsyncs once if any Ready needed it (MustSync: new entries, term or
 //     vote). This is the durability point: no vote, append response or
-//     other message that speaks for this node's log has left yet;
-//  5. sends the rest, one frame per destination server: vote and
-//     pre-vote responses, append responses, heartbeat responses, vote
-//     requests, everything else. The liveness beat a tick asked for goes
-//     in a server's frame of step 3 if it has one, else in this one;
+//     other message that speaks for what this round wrote has left yet;
+//  5. sends the rest, one frame per destination server: the vote and
+//     pre-vote responses, append responses, vote requests and everything
+//     else of the groups whose Ready needed the fsync;
 //  6. in the worker pool, per group: appends to the in-memory log, applies
 //     committed entries to the state machine, resolves proposals, calls
 //     Advance, and requeues the group if it has more work.

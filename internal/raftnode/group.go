@@ -191,13 +191,13 @@ type outMsg struct {
 }
 
 // sendsEarly reports whether a message may be sent before the round's
-// fsync (package comment, step 3): a leader's appends, snapshots and
-// heartbeats promise nothing about this replica's disk (etcd raft puts
-// them in Ready.Messages apart from the responses it holds back until
-// the Ready is persisted: raft.go, send). Everything else waits: vote
-// and pre-vote responses and append responses are promises about what
-// is durable here; the rest (a candidate's vote requests, heartbeat
-// responses, transfers, read-index traffic) is rare and gains nothing.
+// fsync (package comment, step 3) whatever its group wrote: a leader's
+// appends, snapshots and heartbeats promise nothing about this replica's
+// disk (etcd raft puts them in Ready.Messages apart from the responses
+// it holds back until the Ready is persisted: raft.go, send). Vote and
+// append responses are promises about what is durable here and wait,
+// unless their group's Ready needs no fsync (outMsg.early, Node.frames):
+// then they promise nothing this round writes.
 func sendsEarly(t pb.MessageType) bool {
 	return t == pb.MsgApp || t == pb.MsgSnap || t == pb.MsgHeartbeat
 }
@@ -538,8 +538,6 @@ func (g *group) propose(props []*Proposal) []*Proposal {
 	return append(stepped, g.proposeConfs(confs, bs.GetTerm(), last)...)
 }
 
-// tick gives the group the ticks it missed since it last ran, at most an
-// election timeout's worth.
 // dropped handles proposals raft dropped. During a leadership transfer,
 // or in a group without GroupConfig.HoldPastUncommitted, they fail
 // (ErrDropped: raft takes none until a transfer ends). Otherwise the
@@ -561,9 +559,18 @@ func (g *group) dropped(plain []*Proposal, bs raft.BasicStatus) {
 	g.mu.Unlock()
 }
 
+// tick steps the ticks that passed since the group's last round, after
+// the round's messages, at most maxCatchUpTicks of them. A round loop that
+// stalled (a long fsync, a starved CPU) does not count what it missed as
+// silence of the peers whose messages wait in the inbox: with every tick
+// caught up, a follower that just heard its leader would campaign, and a
+// leader would run CheckQuorum twice in one round and step down on
+// responses it had not stepped yet (trial 34 saw meta leaders lost 8 to
+// 10 times a minute under write bursts). etcd-server's ticker drops the
+// ticks its loop misses too (time.Ticker keeps one).
 func (g *group) tick() {
 	now := g.n.ticks.Load()
-	k := min(now-g.lastTick, uint64(2*g.n.cfg.ElectionTicks))
+	k := min(now-g.lastTick, g.n.maxCatchUpTicks())
 	g.lastTick = now
 	for range k {
 		g.rn.Tick()

@@ -847,7 +847,8 @@ func (n *Node) Receive(from ServerID, frame []byte) error {
 }
 
 // Tick advances the node's clock by one tick: every group that is not
-// quiet runs in the next round and catches up on the ticks it missed; the
+// quiet runs in the next round and catches up on the ticks it missed (at
+// most maxCatchUpTicks, after the round's messages: group.tick); the
 // next round sends a liveness beat to every peer server; quiet groups with
 // a replica on a server silent for more than ElectionTicks are woken.
 // Start calls it from its ticker; tests call it by hand.
@@ -881,6 +882,14 @@ func (n *Node) Tick() {
 	case n.sched.wake <- struct{}{}:
 	default:
 	}
+}
+
+// maxCatchUpTicks is how many of the ticks a group missed its next round
+// steps (group.tick): one fewer than an election timeout, so that one
+// round never runs CheckQuorum twice, nor times out a follower that
+// stepped its leader's message in that round.
+func (n *Node) maxCatchUpTicks() uint64 {
+	return uint64(max(1, n.cfg.ElectionTicks-1))
 }
 
 // RunRound runs one scheduling round over the groups queued now (package
@@ -1016,12 +1025,13 @@ type frameTo struct {
 
 // frames builds the round's frames, one per destination server in each
 // of two sets, in the order the groups and their messages came: appends,
-// the leaders' messages that may leave before the round's fsync (package
-// comment, step 3), and rest, every other message, which waits for it.
-// Without an fsync to wait for (split false) everything goes in rest:
-// one frame per server rather than two, as nothing would be gained. The
-// liveness beat a tick asked for goes in a server's frame of appends if
-// it has one, else in its frame of rest.
+// the messages that may leave before the round's fsync (package comment,
+// step 3: the leaders' appends and heartbeats, and every message of a
+// group whose Ready needs no fsync), and rest, every other message, which
+// waits for it. Without an fsync to wait for (split false) everything
+// goes in rest: one frame per server rather than two, as nothing would
+// be gained. The liveness beat a tick asked for goes with the appends
+// when there are two sets: it says nothing of this node's disk.
 func (n *Node) frames(gs []*group, split bool) (appends, rest []frameTo) {
 	var sets [2]frameSet
 	for _, g := range gs {
@@ -1030,7 +1040,7 @@ func (n *Node) frames(gs []*group, split bool) (appends, rest []frameTo) {
 				continue
 			}
 			k := 1
-			if m.early && split {
+			if split && (m.early || !g.out.mustSync) {
 				k = 0
 			}
 			sets[k].add(m.to, m.env)
@@ -1041,12 +1051,12 @@ func (n *Node) frames(gs []*group, split bool) (appends, rest []frameTo) {
 		peers := n.alive.peers
 		n.alive.mu.Unlock()
 		beat := appendEnvelope(nil, 0, flagLiveness, nil)
+		k := 1
+		if split {
+			k = 0
+		}
 		for _, s := range peers {
-			if sets[0].has(s) {
-				sets[0].add(s, beat)
-			} else {
-				sets[1].add(s, beat)
-			}
+			sets[k].add(s, beat)
 		}
 	}
 	return sets[0].frames(), sets[1].frames()
