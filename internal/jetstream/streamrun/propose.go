@@ -164,8 +164,16 @@ func (ws *waiters) first() (waiter, bool) {
 // pending reports whether waiters are kept.
 func (ws *waiters) pending() bool { return ws.head < len(ws.q) }
 
-// maxPublishGroup bounds the entries of one Publish operation.
-const maxPublishGroup = 1024
+// maxPublishGroup bounds the entries of one Publish operation, and
+// maxPublishGroupBytes their bytes (subject, header and data): a group is
+// flushed once it reaches either. The byte bound keeps one operation, a
+// replicated stream's one raft entry, near raftnode's MaxSizePerMsg
+// (1 MiB): 1,024 messages of 128 KiB made a 128 MiB entry, larger than
+// the transport's largest frame (64 MiB), that no follower ever received.
+const (
+	maxPublishGroup      = 1024
+	maxPublishGroupBytes = 1 << 20
+)
 
 // take handles one input of the batch the apply goroutine took.
 func (r *Stream) take(it *item) {
@@ -201,7 +209,8 @@ func (r *Stream) take(it *item) {
 	r.pub.Entries = append(r.pub.Entries, it.entry)
 	r.pubReplies = append(r.pubReplies, it.reply)
 	r.pubSubjects = append(r.pubSubjects, it.entry.Subject)
-	if len(r.pub.Entries) == maxPublishGroup {
+	r.pubBytes += len(it.entry.Subject) + len(it.entry.Header) + len(it.entry.Data)
+	if len(r.pub.Entries) == maxPublishGroup || r.pubBytes >= maxPublishGroupBytes {
 		r.flushPublishes()
 	}
 }
@@ -215,6 +224,7 @@ func (r *Stream) flushPublishes() {
 	r.propose(&r.pub, waiter{kind: waitPublish, replies: r.pubReplies, subjects: r.pubSubjects})
 	clear(r.pub.Entries)
 	r.pub.Entries = r.pub.Entries[:0]
+	r.pubBytes = 0
 	if r.waiting.pending() {
 		// still held by a waiter: a log that applies later
 		r.pubReplies, r.pubSubjects = nil, nil

@@ -6,11 +6,13 @@ import "sync"
 // goroutine: producers push without blocking (a full queue refuses), the
 // consumer takes everything queued at once.
 type queue[T any] struct {
-	mu     sync.Mutex
-	items  []T
-	limit  int // most items queued; 0 = unbounded
-	closed bool
-	wake   chan struct{} // capacity 1
+	mu        sync.Mutex
+	items     []T
+	limit     int // most items queued; 0 = unbounded
+	bytes     int // the sizes pushSized was given for the items queued
+	byteLimit int // most bytes queued; 0 = unbounded
+	closed    bool
+	wake      chan struct{} // capacity 1
 }
 
 func newQueue[T any](limit int) *queue[T] {
@@ -18,13 +20,21 @@ func newQueue[T any](limit int) *queue[T] {
 }
 
 // push appends v; it reports false when the queue is full or closed.
-func (q *queue[T]) push(v T) bool {
+func (q *queue[T]) push(v T) bool { return q.pushSized(v, 0) }
+
+// pushSized appends v, of n bytes; it reports false when the queue is
+// closed or full: limit items, or byteLimit bytes with v (an empty queue
+// takes one item of any size).
+func (q *queue[T]) pushSized(v T, n int) bool {
 	q.mu.Lock()
-	if q.closed || (q.limit > 0 && len(q.items) >= q.limit) {
+	full := q.limit > 0 && len(q.items) >= q.limit ||
+		q.byteLimit > 0 && len(q.items) > 0 && q.bytes+n > q.byteLimit
+	if q.closed || full {
 		q.mu.Unlock()
 		return false
 	}
 	q.items = append(q.items, v)
+	q.bytes += n
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -41,7 +51,7 @@ func (q *queue[T]) take(dst []T) (items []T, ok bool) {
 		if len(q.items) > 0 {
 			items = append(dst[:0], q.items...)
 			clear(q.items)
-			q.items = q.items[:0]
+			q.items, q.bytes = q.items[:0], 0
 			q.mu.Unlock()
 			return items, true
 		}

@@ -11,10 +11,16 @@ import (
 	"github.com/cairnmq/cairn/internal/stream"
 )
 
-// Ingest bounds: a stream queues at most this many publishes before it
-// answers 429 / 10167 "too many requests" (nats-server's ingest queue
-// limit is of the same order).
-const maxIngest = 64 * 1024
+// Ingest bounds, the defaults of Env.MaxBufferedMsgs and
+// Env.MaxBufferedBytes: a stream queues at most this many publishes, of
+// at most this many bytes, before it answers 429 / 10167 "too many
+// requests" (nats-server v2.15.2's stream ingest queue defaults,
+// streamDefaultMaxQueueMsgs and streamDefaultMaxQueueBytes; its
+// jetstream max_buffered_msgs and max_buffered_size).
+const (
+	defaultMaxBufferedMsgs  = 100_000
+	defaultMaxBufferedBytes = 128 << 20
+)
 
 // expiryInterval is how often a stream applies max_age and forgets
 // expired Nats-Msg-Ids; a per-message TTL due sooner brings the next pass
@@ -42,6 +48,13 @@ type Env struct {
 	// MaxPending bounds a batched direct get without max_bytes (the
 	// server's max_pending, ADR-31); 0 is nats-server's default, 64 MiB.
 	MaxPending int64
+	// MaxBufferedMsgs and MaxBufferedBytes bound the publishes a stream
+	// queues before its apply goroutine takes them (bytes: subject,
+	// header and data); past either a publish is answered 429 / 10167
+	// (jetstream max_buffered_msgs and max_buffered_size; 0: nats-server's
+	// defaults, 100,000 and 128 MiB).
+	MaxBufferedMsgs  int
+	MaxBufferedBytes int64
 	// MaxPayload is the server's max_payload (bytes; 0: none), which the
 	// proposer puts into the entries of a counter stream
 	// (stream.Entry.MaxPayload).
@@ -94,8 +107,10 @@ type Stream struct {
 	pub        stream.Publish
 	fastPub    stream.Publish
 	pubReplies []string
-	// pubSubjects are the subjects of pub's entries (waiter.subjects).
+	// pubSubjects are the subjects of pub's entries (waiter.subjects);
+	// pubBytes their bytes (maxPublishGroupBytes).
 	pubSubjects []string
+	pubBytes    int
 	dropped     []waiter
 
 	mu   sync.Mutex // guards cfg, subs, leading, timer, expireAt, stopped
@@ -163,7 +178,7 @@ func New(env Env, cfg stream.Config, created time.Time, dir string, st store.Sto
 	r := &Stream{
 		env: env, name: cfg.Name, created: created, dir: dir,
 		st: stream.New(cfg, st), store: st, cfg: cfg,
-		in: newQueue[item](maxIngest), acks: newQueue[ack](0), direct: newQueue[directJob](maxDirectQueue),
+		in: newIngest(env), acks: newQueue[ack](0), direct: newQueue[directJob](maxDirectQueue),
 		storage:   cfg.Storage,
 		counter:   cfg.AllowMsgCounter,
 		consumers: noConsumers{},
@@ -427,7 +442,7 @@ func (r *Stream) handleTracedPublish(subject, reply string, hdr, data []byte, t 
 	if len(hdr) > 0 {
 		e.Header = buf[:len(hdr):len(hdr)]
 	}
-	if !r.in.push(item{entry: e, reply: reply}) {
+	if !r.in.pushSized(item{entry: e, reply: reply}, len(subject)+len(buf)) {
 		res := stream.Result{Err: jserr.New(jserr.StreamTooManyRequests)}
 		if t != nil {
 			t.JetStream(r.name, subject, res.Err)
@@ -435,7 +450,7 @@ func (r *Stream) handleTracedPublish(subject, reply string, hdr, data []byte, t 
 		if reply == "" {
 			return
 		}
-		r.env.Transport.Publish(reply, "", nil, stream.AppendPubAck(nil, r.name, res, r.env.Domain))
+		r.env.Transport.Publish(reply, "", tooManyRequests, stream.AppendPubAck(nil, r.name, res, r.env.Domain))
 		return
 	}
 	if t != nil {
@@ -817,4 +832,24 @@ func (r *Stream) logExpireErr(err error) {
 	}
 	r.expireErr, r.expireErrLogged = msg, now
 	r.env.Logf("%v (expiry is retried every pass; this is logged at most every %v)", err, RefusalLogEvery)
+}
+
+// tooManyRequests is the header of the answer to a publish the ingest
+// queue refused, with the PubAck's 10167 error (nats-server v2.15.2
+// queueInbound).
+var tooManyRequests = []byte("NATS/1.0 429 Too Many Requests\r\n\r\n")
+
+// newIngest returns a stream's ingest queue, bounded as env says
+// (Env.MaxBufferedMsgs, Env.MaxBufferedBytes).
+func newIngest(env Env) *queue[item] {
+	msgs, bytes := env.MaxBufferedMsgs, env.MaxBufferedBytes
+	if msgs <= 0 {
+		msgs = defaultMaxBufferedMsgs
+	}
+	if bytes <= 0 {
+		bytes = defaultMaxBufferedBytes
+	}
+	q := newQueue[item](msgs)
+	q.byteLimit = int(min(bytes, int64(^uint(0)>>1)))
+	return q
 }
