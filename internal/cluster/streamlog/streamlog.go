@@ -114,6 +114,10 @@ type Config struct {
 	// Retain is how many entries behind a checkpoint the WAL keeps for a
 	// replica that lags, with Snapshots (DefaultRetain when 0).
 	Retain uint64
+	// MaxPendingBytes bounds the bytes of proposals awaiting their
+	// outcome: Propose blocks while they would pass it (maxPendingBytes,
+	// 64 MiB, when 0).
+	MaxPendingBytes int
 }
 
 // Log is the replicated log of one stream on one server: Propose on the
@@ -130,6 +134,8 @@ type Log struct {
 	pending chan pendingProposal
 	done    chan struct{}
 	once    sync.Once
+	// gate bounds the bytes of those proposals (maxPendingBytes).
+	gate byteGate
 
 	// floor is the highest compaction floor applied (package comment);
 	// proposed the highest this replica proposed as leader.
@@ -158,14 +164,61 @@ var (
 )
 
 type pendingProposal struct {
-	key uint64
-	p   *raftnode.Proposal
+	key  uint64
+	size int // bytes held in Log.gate
+	p    *raftnode.Proposal
 }
 
-// maxPending bounds the proposals awaiting their outcome; Propose blocks
-// (back-pressure on the proposer) while that many are unresolved. It is
-// raftnode's default MaxPendingProposals.
-const maxPending = 4096
+// maxPending bounds the proposals awaiting their outcome, and
+// maxPendingBytes their bytes; Propose blocks (back-pressure on the
+// proposer, whose ingest queue then answers 429) while either is reached.
+// They are raftnode's default MaxPendingProposals and MaxUncommittedBytes:
+// a publish burst holds at most about that much on the leader beyond its
+// ingest queue, where 4,096 proposals of 1 MiB held gigabytes.
+const (
+	maxPending      = 4096
+	maxPendingBytes = 64 << 20
+)
+
+func (l *Log) maxPendingBytes() int {
+	if l.cfg.MaxPendingBytes > 0 {
+		return l.cfg.MaxPendingBytes
+	}
+	return maxPendingBytes
+}
+
+// byteGate bounds a count of bytes: acquire waits while the bytes held
+// and n would pass the limit (one holder of any size passes), until
+// release makes room or close lets everyone through.
+type byteGate struct {
+	mu     sync.Mutex
+	cond   sync.Cond
+	held   int
+	closed bool
+}
+
+func (g *byteGate) acquire(n, limit int) {
+	g.mu.Lock()
+	for !g.closed && g.held > 0 && g.held+n > limit {
+		g.cond.Wait()
+	}
+	g.held += n
+	g.mu.Unlock()
+}
+
+func (g *byteGate) release(n int) {
+	g.mu.Lock()
+	g.held -= n
+	g.mu.Unlock()
+	g.cond.Broadcast()
+}
+
+func (g *byteGate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.cond.Broadcast()
+}
 
 // New returns the log of one replicated stream, handing what its group
 // commits to a (the stream's runtime, or any streamrun.Applier). When a
@@ -174,12 +227,15 @@ const maxPending = 4096
 // starts one goroutine (watch), ended by Close.
 func New(cfg Config, a streamrun.Applier[stream.Op]) *Log {
 	l := &Log{cfg: cfg, a: a, pending: make(chan pendingProposal, maxPending), done: make(chan struct{})}
+	l.gate.cond.L = &l.gate.mu
 	go l.watch()
 	return l
 }
 
 // Propose encodes op (stream.AppendOp) and proposes it to the group under
-// key (Entry.Tag). Errors, all before anything entered the log, so the
+// key (Entry.Tag). With a key, it first waits while the proposals awaiting
+// their outcome number maxPending or would pass Config.MaxPendingBytes
+// (back-pressure on the stream's apply goroutine). Errors, all before anything entered the log, so the
 // key is never handed back: raftnode.ErrNotLeader (not the leader: the
 // cluster layer forwards the publish or answers "no leader", 10008 family),
 // raftnode.ErrBusy and raftnode.ErrDropped (back-pressure: the engine's
@@ -196,19 +252,26 @@ func (l *Log) Propose(op stream.Op, key uint64) error {
 	if err != nil {
 		return fmt.Errorf("streamlog: encode %T: %w", op, err)
 	}
+	size := 0
+	if key != 0 {
+		size = len(data)
+		l.gate.acquire(size, l.maxPendingBytes())
+	}
 	l.sealMu.RLock()
 	if l.sealed {
 		l.sealMu.RUnlock()
+		l.gate.release(size)
 		return raftnode.ErrNotLeader
 	}
 	p, err := l.cfg.Node.ProposeTagged(l.cfg.Group, data, key)
 	l.sealMu.RUnlock()
 	if err != nil {
+		l.gate.release(size)
 		return err
 	}
 	if key != 0 {
 		select {
-		case l.pending <- pendingProposal{key: key, p: p}:
+		case l.pending <- pendingProposal{key: key, size: size, p: p}:
 		case <-l.done:
 		}
 	}
@@ -232,6 +295,7 @@ func (l *Log) watch() {
 			case <-l.done:
 				return
 			}
+			l.gate.release(pp.size)
 			if _, err := pp.p.Result(); err != nil && f != nil {
 				f.Forget(pp.key, forgotten(err))
 			}
@@ -405,7 +469,10 @@ func (l *Log) see(data, latest uint64) {
 // Close ends the watcher goroutine; it does not remove the group from the
 // node. Proposals still in flight are not reported to the Forgetter.
 func (l *Log) Close() {
-	l.once.Do(func() { close(l.done) })
+	l.once.Do(func() {
+		close(l.done)
+		l.gate.close()
+	})
 }
 
 // StateMachine returns the group's state machine, to give to

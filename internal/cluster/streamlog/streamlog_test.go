@@ -92,7 +92,7 @@ type cluster struct {
 // newCluster opens three nodes (WALs on crash file systems) on the
 // in-memory network, each with the stream's group, its Log and engine,
 // and starts them.
-func newCluster(t *testing.T) *cluster {
+func newCluster(t *testing.T, opts ...func(*Config)) *cluster {
 	c := &cluster{t: t, net: raftnode.NewMemNetwork(1, nil)}
 	var peers []raftnode.Peer
 	for i := range 3 {
@@ -107,7 +107,11 @@ func newCluster(t *testing.T) *cluster {
 	}
 	for i, r := range c.reps {
 		r.eng = newEngine(t)
-		r.log = New(Config{Node: r.node, Group: group}, r.eng)
+		cfg := Config{Node: r.node, Group: group}
+		for _, o := range opts {
+			o(&cfg)
+		}
+		r.log = New(cfg, r.eng)
 		gc := raftnode.GroupConfig{ID: group, Replica: raftnode.ReplicaID(i + 1), Incarnation: r.node.Incarnation(), Peers: peers}
 		if err := r.node.AddGroup(gc, r.log.StateMachine()); err != nil {
 			t.Fatal(err)
