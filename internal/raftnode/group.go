@@ -268,6 +268,7 @@ func (g *group) raftConfig(applied uint64) *raft.Config {
 		MaxCommittedSizePerReady:  c.MaxSizePerMsg,
 		MaxUncommittedEntriesSize: c.MaxUncommittedBytes,
 		MaxInflightMsgs:           c.MaxInflightMsgs,
+		MaxInflightBytes:          c.MaxInflightBytes,
 		CheckQuorum:               true,
 		PreVote:                   true,
 		ReadOnlyOption:            raft.ReadOnlySafe,

@@ -180,6 +180,10 @@ type Config struct {
 	// MaxInflightMsgs bounds the append messages in flight to one
 	// follower (default 256).
 	MaxInflightMsgs int
+	// MaxInflightBytes bounds the bytes of entries in append messages in
+	// flight to one follower (etcd raft's MaxInflightBytes; default 8 MiB,
+	// at least MaxSizePerMsg).
+	MaxInflightBytes uint64
 	// MaxUncommittedBytes bounds the bytes a leader holds uncommitted;
 	// proposals beyond it fail with ErrDropped (default 64 MiB).
 	MaxUncommittedBytes uint64
@@ -308,7 +312,10 @@ func (c *Config) fill() error {
 		c.MaxUncommittedBytes = 64 << 20
 	}
 	def(&c.MaxInboxBytes, 64<<20)
-	def(&c.MaxRoundProposalBytes, min(16<<20, int(c.MaxUncommittedBytes/4)))
+	def(&c.MaxRoundProposalBytes, min(4<<20, int(c.MaxUncommittedBytes/4)))
+	if c.MaxInflightBytes == 0 {
+		c.MaxInflightBytes = max(8<<20, c.MaxSizePerMsg)
+	}
 	if c.Debugf == nil {
 		c.Debugf = func(string, ...any) {}
 	}
