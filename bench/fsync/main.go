@@ -11,7 +11,8 @@
 //	append          append, fsync (the file grows at every fsync)
 //	append-datasync append, fdatasync
 //	fallocate       fallocate the file's room ahead (keeping its size), append, fsync
-//	zeros           write zeros ahead (fsynced), write over them in place, fsync (the raft WAL)
+//	zeros           write zeros ahead (fsynced), write over them in place, fsync
+//	zeros-datasync  write zeros ahead (fsynced), write over them in place, fdatasync (the raft WAL)
 //
 // Usage:
 //
@@ -36,7 +37,7 @@ func main() {
 	n := flag.Int("n", 400, "fsyncs per run")
 	size := flag.Int("size", 4096, "bytes written before each fsync")
 	flag.Parse()
-	modes := []string{"append", "append-datasync", "fallocate", "zeros"}
+	modes := []string{"append", "append-datasync", "fallocate", "zeros", "zeros-datasync"}
 	res := map[string][]time.Duration{}
 	for r := 0; r < *runs; r++ {
 		for _, m := range modes {
@@ -66,7 +67,7 @@ func run(name, mode string, n, size int) (time.Duration, error) {
 	defer f.Close()
 	total := int64(n * size)
 	switch mode {
-	case "zeros":
+	case "zeros", "zeros-datasync":
 		if _, err := f.Write(make([]byte, total)); err != nil {
 			return 0, err
 		}
@@ -87,7 +88,7 @@ func run(name, mode string, n, size int) (time.Duration, error) {
 		if _, err := f.WriteAt(buf, int64(i*size)); err != nil {
 			return 0, err
 		}
-		if mode == "append-datasync" {
+		if mode == "append-datasync" || mode == "zeros-datasync" {
 			err = syscall.Fdatasync(int(f.Fd()))
 		} else {
 			err = f.Sync()
