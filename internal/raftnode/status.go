@@ -145,6 +145,14 @@ type GroupStatus struct {
 	Vote       ReplicaID
 	VoteServer ServerID
 	LastTerm   uint64
+	// LogBytes is what the entries FirstIndex..LastIndex take in the
+	// WAL (their data and 13 bytes each); FirstTime and LastTime are
+	// when the first and the last of them were appended here (for
+	// entries the WAL replayed, when the node opened): with none held,
+	// FirstTime is zero and LastTime the last compacted one's (zero if
+	// none was appended since the node opened; logstats.go).
+	LogBytes            uint64
+	FirstTime, LastTime time.Time
 	// EverHadLeader: this replica has known a leader since it was
 	// added here.
 	EverHadLeader bool
