@@ -15,6 +15,9 @@ type RaftzStatus map[string]map[string]RaftzGroup
 // RaftzGroup is one Raft group of /raftz, with nats-server v2.15.2's keys
 // (RaftzGroup); docs/monitoring.md, "/raftz", says what each holds in
 // cairn. Peer IDs are the 8-character IDs of /jsz meta_cluster.peer.
+// system_account is true and traffic_account the system account's name,
+// as nats-server reports a group whose Raft traffic is not in a user
+// account (no account NRG): cairn's is in none.
 type RaftzGroup struct {
 	ID            string                    `json:"id"`
 	State         string                    `json:"state"`
@@ -103,11 +106,14 @@ func (m *Monitor) raftz(acc, group string) (*RaftzStatus, bool) {
 	}
 	rz := RaftzStatus{}
 	now := time.Now().UTC()
+	sys := m.srv.SystemAccount()
 	for _, g := range groups {
 		if rz[g.Account] == nil {
 			rz[g.Account] = map[string]RaftzGroup{}
 		}
-		rz[g.Account][g.Name] = raftzGroup(g, now)
+		rg := raftzGroup(g, now)
+		rg.SystemAcc, rg.TrafficAcc = true, sys
+		rz[g.Account][g.Name] = rg
 	}
 	return &rz, true
 }
