@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/monitor"
 	"github.com/nats-io/nats.go"
 )
 
@@ -15,21 +16,6 @@ type clusterPartFields struct {
 	RaftGroup  string `json:"raft_group"`
 	SystemAcc  bool   `json:"system_account"`
 	TrafficAcc string `json:"traffic_account"`
-}
-
-// raftzFields is what this test reads of a /raftz group.
-type raftzFields struct {
-	SystemAcc  bool   `json:"system_account"`
-	TrafficAcc string `json:"traffic_account"`
-	PIndex     uint64 `json:"pindex"`
-	WAL        struct {
-		Msgs      uint64    `json:"messages"`
-		Bytes     uint64    `json:"bytes"`
-		FirstSeq  uint64    `json:"first_seq"`
-		FirstTime time.Time `json:"first_ts"`
-		LastSeq   uint64    `json:"last_seq"`
-		LastTime  time.Time `json:"last_ts"`
-	} `json:"wal"`
 }
 
 // TestJetStreamClusterMonitorFields: what trial 34 found different from
@@ -115,7 +101,7 @@ func TestJetStreamClusterMonitorFields(t *testing.T) {
 	held := 0
 	for i, m := range tr.mons {
 		for _, q := range []string{"", "?acc=APP"} {
-			var rz map[string]map[string]raftzFields
+			var rz monitor.RaftzStatus
 			_, body := httpGet(t, m+"/raftz"+q)
 			if err := json.Unmarshal(body, &rz); err != nil || len(rz) != 1 {
 				t.Fatalf("%s /raftz%s: %v in %s", tr.names[i], q, err, body)
@@ -145,7 +131,7 @@ func TestJetStreamClusterMonitorFields(t *testing.T) {
 // last_seq, each at least the 13 bytes the WAL writes besides its data,
 // appended between first_ts and last_ts, within the last minute; none
 // held: no bytes and no first_ts, first_seq past last_seq.
-func checkRaftzWAL(g raftzFields) error {
+func checkRaftzWAL(g monitor.RaftzGroup) error {
 	w := g.WAL
 	now := time.Now()
 	switch {
