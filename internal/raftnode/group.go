@@ -274,7 +274,7 @@ func (g *group) raftConfig(applied uint64) *raft.Config {
 		ReadOnlyOption:            raft.ReadOnlySafe,
 		DisableProposalForwarding: true,
 		StepDownOnRemoval:         true,
-		Logger:                    raftLogger{logf: c.Logf, group: g.id},
+		Logger:                    raftLogger{logf: c.Logf, group: g.id, drops: newDropLog(g.holdPast)},
 	}
 }
 
