@@ -37,11 +37,25 @@ func usageCluster(t *testing.T, limit int64) ([]*server.Server, *nats.Conn) {
 }
 
 // createUsageStream creates stream name (subject name.x) through nc with
-// body's other fields, retrying while the cluster has no meta leader.
+// the config fields given (JSON members), retrying until it is created.
 func createUsageStream(t *testing.T, nc *nats.Conn, name, fields string) {
 	t.Helper()
 	body := fmt.Sprintf(`{"name":%q,"subjects":[%q],%s}`, name, name+".x", fields)
 	eventually(t, "create "+name, func() error {
+		if code, answer := createStreamCode(t, nc, name, body); code != 0 {
+			return fmt.Errorf("%s", answer)
+		}
+		return nil
+	})
+}
+
+// createStreamCode sends $JS.API.STREAM.CREATE.<name> with body through
+// nc and returns the answer's error code (0: created) and the answer,
+// asking again while there is no answer or it is 10008 (the cluster has
+// no meta leader yet, or lost it).
+func createStreamCode(t *testing.T, nc *nats.Conn, name, body string) (code int, answer []byte) {
+	t.Helper()
+	eventually(t, "an answer to the create of "+name, func() error {
 		m, err := nc.Request("$JS.API.STREAM.CREATE."+name, []byte(body), clusterTimeout/4)
 		if err != nil {
 			return err
@@ -54,11 +68,16 @@ func createUsageStream(t *testing.T, nc *nats.Conn, name, fields string) {
 		if err := json.Unmarshal(m.Data, &r); err != nil {
 			return err
 		}
+		if r.Error != nil && r.Error.ErrCode == 10008 {
+			return fmt.Errorf("10008: %s", m.Data)
+		}
+		code, answer = 0, m.Data
 		if r.Error != nil {
-			return fmt.Errorf("%s", m.Data)
+			code = r.Error.ErrCode
 		}
 		return nil
 	})
+	return code, answer
 }
 
 // publishCode publishes payload to subj through nc and returns the

@@ -32,28 +32,7 @@ func TestJetStreamClusterAccountLimits(t *testing.T) {
 	create := func(name string, replicas int, maxBytes int64, storage string) int {
 		t.Helper()
 		body := fmt.Sprintf(`{"name":%q,"subjects":[%q],"num_replicas":%d,"max_bytes":%d,"storage":%q}`, name, "s."+name, replicas, maxBytes, storage)
-		var code int
-		eventually(t, "an answer to the create of "+name, func() error {
-			m, err := nc.Request("$JS.API.STREAM.CREATE."+name, []byte(body), clusterTimeout/4)
-			if err != nil {
-				return err
-			}
-			var r struct {
-				Error *struct {
-					ErrCode int `json:"err_code"`
-				} `json:"error"`
-			}
-			if err := json.Unmarshal(m.Data, &r); err != nil {
-				return err
-			}
-			if r.Error != nil && r.Error.ErrCode == 10008 {
-				return fmt.Errorf("10008: %s", m.Data)
-			}
-			if r.Error != nil {
-				code = r.Error.ErrCode
-			}
-			return nil
-		})
+		code, _ := createStreamCode(t, nc, name, body)
 		return code
 	}
 	for _, c := range []struct {

@@ -119,18 +119,6 @@ func (tr *trio) populate(t *testing.T) jetstream.JetStream {
 // clusterKeyDiffs are the documented differences of the compared key
 // sets (docs/compatibility.md), matched at the end of a difference.
 var clusterKeyDiffs = map[string]string{
-	// nats-server sends its Raft traffic in the system account and says
-	// so in every cluster part; cairn's Raft has its own connections.
-	"-$.cluster.system_account":                                                      "Raft traffic account",
-	"-$.cluster.traffic_account":                                                     "Raft traffic account",
-	"-$.streams[].cluster.system_account":                                            "Raft traffic account",
-	"-$.streams[].cluster.traffic_account":                                           "Raft traffic account",
-	"-$.consumers[].cluster.system_account":                                          "Raft traffic account",
-	"-$.consumers[].cluster.traffic_account":                                         "Raft traffic account",
-	"-$.account_details[].stream_detail[].cluster.system_account":                    "Raft traffic account",
-	"-$.account_details[].stream_detail[].cluster.traffic_account":                   "Raft traffic account",
-	"-$.account_details[].stream_detail[].consumer_detail[].cluster.system_account":  "Raft traffic account",
-	"-$.account_details[].stream_detail[].consumer_detail[].cluster.traffic_account": "Raft traffic account",
 	// nats-server's dedicated route of the system account (its pinned
 	// accounts, cluster { accounts }); cairn has one route per peer for
 	// every account, nats-server's pool_size -1, under which nats-server

@@ -107,11 +107,18 @@ type SequenceInfo struct {
 // (S-R3F-<id>, C-R3F-<id>), its leader and since when, and the other
 // replicas. package jetstream names it jetstream.ClusterInfo.
 type ClusterInfo struct {
-	Name        string      `json:"name,omitempty"`
-	RaftGroup   string      `json:"raft_group,omitempty"`
-	Leader      string      `json:"leader,omitempty"`
-	LeaderSince *time.Time  `json:"leader_since,omitempty"`
-	Replicas    []*PeerInfo `json:"replicas,omitempty"`
+	Name        string     `json:"name,omitempty"`
+	RaftGroup   string     `json:"raft_group,omitempty"`
+	Leader      string     `json:"leader,omitempty"`
+	LeaderSince *time.Time `json:"leader_since,omitempty"`
+	// SystemAcc and TrafficAcc say in which account a replicated
+	// group's Raft traffic travels, as nats-server v2.15.2 reports it
+	// without account NRG: true and the system account's name (cairn's
+	// travels on the servers' own Raft connections, in no user
+	// account: docs/compatibility.md); absent for one replica.
+	SystemAcc  bool        `json:"system_account,omitempty"`
+	TrafficAcc string      `json:"traffic_account,omitempty"`
+	Replicas   []*PeerInfo `json:"replicas,omitempty"`
 	// Desired is the stream's move in flight, nil when none is.
 	Desired *DesiredClusterInfo `json:"desired,omitempty"`
 }

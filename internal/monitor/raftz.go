@@ -15,6 +15,9 @@ type RaftzStatus map[string]map[string]RaftzGroup
 // RaftzGroup is one Raft group of /raftz, with nats-server v2.15.2's keys
 // (RaftzGroup); docs/monitoring.md, "/raftz", says what each holds in
 // cairn. Peer IDs are the 8-character IDs of /jsz meta_cluster.peer.
+// system_account is true and traffic_account the system account's name,
+// as nats-server reports a group whose Raft traffic is not in a user
+// account (no account NRG): cairn's is in none.
 type RaftzGroup struct {
 	ID            string                    `json:"id"`
 	State         string                    `json:"state"`
@@ -46,9 +49,13 @@ type RaftzGroup struct {
 }
 
 // RaftzWAL is a group's log as nats-server's StreamState shows its WAL:
-// the entries held (messages, first_seq..last_seq). cairn's groups share
-// one WAL per server, so bytes and the times are not known per group (0
-// and the zero time).
+// the entries held (messages, first_seq..last_seq: first_seq is last_seq
+// plus one once every entry was compacted away, as nats-server's), the
+// bytes they take in the server's WAL (their data and 13 bytes each),
+// and when the first and the last were appended on this server (for
+// entries its WAL replayed at the start, the start): first_ts is the
+// zero time when none is held, last_ts then the last compacted away's
+// (raftnode GroupStatus.LogBytes).
 type RaftzWAL struct {
 	Msgs      uint64    `json:"messages"`
 	Bytes     uint64    `json:"bytes"`
@@ -99,11 +106,14 @@ func (m *Monitor) raftz(acc, group string) (*RaftzStatus, bool) {
 	}
 	rz := RaftzStatus{}
 	now := time.Now().UTC()
+	sys := m.srv.SystemAccount()
 	for _, g := range groups {
 		if rz[g.Account] == nil {
 			rz[g.Account] = map[string]RaftzGroup{}
 		}
-		rz[g.Account][g.Name] = raftzGroup(g, now)
+		rg := raftzGroup(g, now)
+		rg.SystemAcc, rg.TrafficAcc = true, sys
+		rz[g.Account][g.Name] = rg
 	}
 	return &rz, true
 }
@@ -148,9 +158,7 @@ func raftzGroup(g jscluster.RaftGroup, now time.Time) RaftzGroup {
 	if st.Fenced != nil {
 		rg.WALError = st.Fenced.Error()
 	}
-	if st.LastIndex >= st.FirstIndex {
-		rg.WAL = RaftzWAL{Msgs: st.LastIndex - st.FirstIndex + 1, FirstSeq: st.FirstIndex, LastSeq: st.LastIndex}
-	}
+	rg.WAL = raftzWAL(st)
 	match := map[raftnode.ServerID]uint64{}
 	for _, r := range st.Replicas {
 		match[r.Server] = r.Match
@@ -166,6 +174,19 @@ func raftzGroup(g jscluster.RaftGroup, now time.Time) RaftzGroup {
 		rg.Peers[jscluster.PeerID(p.Server)] = peer
 	}
 	return rg
+}
+
+// raftzWAL is a group's log as this replica holds it: nothing before
+// the group's first entry.
+func raftzWAL(st raftnode.GroupStatus) RaftzWAL {
+	if st.LastIndex == 0 {
+		return RaftzWAL{}
+	}
+	w := RaftzWAL{FirstSeq: st.FirstIndex, LastSeq: st.LastIndex, Bytes: st.LogBytes, FirstTime: st.FirstTime, LastTime: st.LastTime}
+	if st.LastIndex >= st.FirstIndex {
+		w.Msgs = st.LastIndex - st.FirstIndex + 1
+	}
+	return w
 }
 
 // raftzState is nats-server's RaftState text: LEADER, FOLLOWER,

@@ -36,3 +36,26 @@ func hasPeer(rg RaftzGroup, name string) bool {
 	}
 	return false
 }
+
+// /raftz's wal part is the group's log as the replica holds it (trial
+// 34 found bytes and the times zero): the entries first_seq..last_seq,
+// their bytes and times; once every entry is compacted away, no
+// messages, first_seq past last_seq and last_ts kept, as nats-server's
+// WAL state reads.
+func TestRaftzWAL(t *testing.T) {
+	t1, t2 := time.Unix(100, 0).UTC(), time.Unix(200, 0).UTC()
+	for _, c := range []struct {
+		st   raftnode.GroupStatus
+		want RaftzWAL
+	}{
+		{raftnode.GroupStatus{FirstIndex: 5, LastIndex: 7, LogBytes: 99, FirstTime: t1, LastTime: t2},
+			RaftzWAL{Msgs: 3, Bytes: 99, FirstSeq: 5, LastSeq: 7, FirstTime: t1, LastTime: t2}},
+		{raftnode.GroupStatus{FirstIndex: 8, LastIndex: 7, LastTime: t2},
+			RaftzWAL{FirstSeq: 8, LastSeq: 7, LastTime: t2}},
+		{raftnode.GroupStatus{FirstIndex: 1}, RaftzWAL{}},
+	} {
+		if got := raftzWAL(c.st); got != c.want {
+			t.Errorf("%+v: %+v, want %+v", c.st, got, c.want)
+		}
+	}
+}

@@ -145,6 +145,7 @@ func (m *Monitor) jetStreamVarz() JetStreamVarz {
 // PubAck follows the fsync (cairn's default), with the sync_interval of
 // 2m nats-server v2.15.2 reports for `sync_interval: always` (opts.go);
 // with ack_before_sync_interval, sync_interval is that interval;
+// compress_ok is true (streams may set s2 compression);
 // unique_tag is the jetstream block's (lowercased). strict
 // is false: unknown keys in API requests are ignored
 // (docs/compatibility.md).
@@ -161,6 +162,7 @@ func (m *Monitor) jsConfig(js *jetstream.JetStream) JetStreamConfig {
 		SyncAlways:   always,
 		SyncInterval: time.Duration(interval),
 		Domain:       js.Domain(),
+		CompressOK:   true,
 		UniqueTag:    m.srv.Options().JetStreamUniqueTag,
 	}
 }

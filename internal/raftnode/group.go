@@ -207,7 +207,8 @@ func sendsEarly(t pb.MessageType) bool {
 // from the state machine.
 type storage struct {
 	*raft.MemoryStorage
-	g *group
+	g     *group
+	stats logStats // its entries' sizes and times (logstats.go)
 }
 
 // Snapshot returns the state machine's state at its last applied index,
@@ -274,7 +275,7 @@ func (g *group) raftConfig(applied uint64) *raft.Config {
 		ReadOnlyOption:            raft.ReadOnlySafe,
 		DisableProposalForwarding: true,
 		StepDownOnRemoval:         true,
-		Logger:                    raftLogger{logf: c.Logf, group: g.id},
+		Logger:                    raftLogger{logf: c.Logf, group: g.id, drops: newDropLog(g.holdPast)},
 	}
 }
 
@@ -1222,13 +1223,14 @@ func (g *group) compact(index uint64) {
 }
 
 // publishRaftz fills the parts of s only /raftz reads: the vote, the
-// last entry's term, whether a leader was ever known, and since which
-// tick this replica leads.
+// last entry's term, the log's bytes and times, whether a leader was
+// ever known, and since which tick this replica leads.
 func (g *group) publishRaftz(s *GroupStatus, bs raft.BasicStatus, last uint64) {
 	s.Vote = ReplicaID(bs.GetVote())
 	if t, err := g.st.Term(last); err == nil {
 		s.LastTerm = t
 	}
+	s.LogBytes, s.FirstTime, s.LastTime = g.st.logSpan(s.FirstIndex, last)
 	g.everLead = g.everLead || bs.Lead != 0
 	s.EverHadLeader = g.everLead
 	switch {

@@ -3,6 +3,7 @@ package raftnode
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -145,6 +146,14 @@ type GroupStatus struct {
 	Vote       ReplicaID
 	VoteServer ServerID
 	LastTerm   uint64
+	// LogBytes is what the entries FirstIndex..LastIndex take in the
+	// WAL (their data and 13 bytes each); FirstTime and LastTime are
+	// when the first and the last of them were appended here (for
+	// entries the WAL replayed, when the node opened): with none held,
+	// FirstTime is zero and LastTime the last compacted one's (zero if
+	// none was appended since the node opened; logstats.go).
+	LogBytes            uint64
+	FirstTime, LastTime time.Time
 	// EverHadLeader: this replica has known a leader since it was
 	// added here.
 	EverHadLeader bool
@@ -181,10 +190,59 @@ type ReplicaStatus struct {
 
 // raftLogger sends raft's notable log lines to Config.Logf; debug lines
 // are dropped; Fatal and Panic panic (raft calls them on a broken
-// invariant: the replica must stop).
+// invariant: the replica must stop). Its line about a proposal dropped
+// past MaxUncommittedBytes is routine in a group that holds such
+// proposals (GroupConfig.HoldPastUncommitted: they wait, group.dropped)
+// and not logged; in another (drops not nil) the proposal fails, and
+// the line is logged at most once every dropLogEvery, with how many
+// were not since.
 type raftLogger struct {
 	logf  func(string, ...any)
 	group GroupID
+	drops *dropLog
+}
+
+// uncommittedDrop is in raft's line about a proposal dropped past
+// MaxUncommittedEntriesSize ("%x appending new entries to log would
+// exceed uncommitted entry size limit; dropping proposal").
+const uncommittedDrop = "uncommitted entry size limit"
+
+// dropLogEvery is the least time between two logged lines about
+// proposals a group dropped past its uncommitted limit.
+const dropLogEvery = time.Minute
+
+// dropLog rate-limits the lines of one group's dropped proposals. raft
+// logs from the group's rounds, which do not overlap but may run on
+// different goroutines: mu orders them.
+type dropLog struct {
+	now   func() time.Time
+	mu    sync.Mutex
+	last  time.Time // when a line was last logged (zero: never)
+	muted int       // lines not logged since
+}
+
+// newDropLog returns the rate limit of a group's dropped proposals, nil
+// for a group that holds them (holdPast) rather than fail them.
+func newDropLog(holdPast bool) *dropLog {
+	if holdPast {
+		return nil
+	}
+	return &dropLog{now: time.Now}
+}
+
+// allow reports whether a drop's line is logged now, and how many were
+// not since the last one logged.
+func (d *dropLog) allow() (bool, int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.now()
+	if !d.last.IsZero() && now.Sub(d.last) < dropLogEvery {
+		d.muted++
+		return false, 0
+	}
+	muted := d.muted
+	d.last, d.muted = now, 0
+	return true, muted
 }
 
 func (l raftLogger) Debug(...any)          {}
@@ -193,10 +251,22 @@ func (l raftLogger) Info(v ...any)         {}
 func (l raftLogger) Infof(string, ...any)  {}
 func (l raftLogger) Warning(v ...any)      { l.logf("raft group %d: %s", l.group, fmt.Sprint(v...)) }
 func (l raftLogger) Warningf(f string, v ...any) {
-	if strings.Contains(f, "uncommitted entry size limit") {
+	if !strings.Contains(f, uncommittedDrop) {
+		l.logf("raft group %d: %s", l.group, fmt.Sprintf(f, v...))
+		return
+	}
+	if l.drops == nil {
 		return // the proposals wait for room (group.dropped): routine under a burst
 	}
-	l.logf("raft group %d: %s", l.group, fmt.Sprintf(f, v...))
+	ok, muted := l.drops.allow()
+	if !ok {
+		return
+	}
+	more := ""
+	if muted > 0 {
+		more = fmt.Sprintf(", %d more since the last", muted)
+	}
+	l.logf("raft group %d: %s (the proposal fails; logged at most every %v%s)", l.group, fmt.Sprintf(f, v...), dropLogEvery, more)
 }
 func (l raftLogger) Error(v ...any) { l.logf("raft group %d: %s", l.group, fmt.Sprint(v...)) }
 func (l raftLogger) Errorf(f string, v ...any) {

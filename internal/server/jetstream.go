@@ -309,7 +309,7 @@ func (s *Server) startJetStreamCluster(dir string) error {
 	c, err := jscluster.Start(jscluster.Config{
 		FS: s.opts.JetStreamFS, Dir: filepath.Join(dir, "jetstream", "$SYS", "_js_"), Tags: s.opts.Tags, UniqueTag: s.opts.JetStreamUniqueTag,
 		Logf: s.log.Warnf, Infof: s.log.Noticef, Debugf: s.log.Debugf, TickInterval: s.opts.RaftTick, Retain: s.opts.RaftRetain,
-		Hooks: s.opts.JetStreamClusterHooks, ForceNew: s.opts.ForceNewCluster,
+		Hooks: s.opts.JetStreamClusterHooks, ForceNew: s.opts.ForceNewCluster, SystemAccount: s.SystemAccount(),
 	}, s)
 	if err != nil {
 		return fmt.Errorf("server: start the JetStream cluster: %w", err)

@@ -27,10 +27,11 @@ const errorReportEvery = 60
 // this server. While a route to the server at u's address is up (the peer
 // dialed first), it does not dial: a second connection would only be a
 // duplicate, and replacing the first would briefly drop the peer's
-// interest.
+// interest. It stands behind that route instead, and dials when it ends,
+// so the route counts as solicited from a configured route (adoptRoute).
 func (s *Server) solicitExplicit(u *url.URL, stop <-chan struct{}) {
 	for attempts := 0; ; {
-		if r := s.routeAt(u); r != nil {
+		if r := s.adoptRoute(u); r != nil {
 			if !s.waitRoute(r, stop) || !s.pause(routeConnectDelay+rand.N(routeJitter), stop) {
 				return
 			}
@@ -215,6 +216,22 @@ func (s *Server) routeAt(u *url.URL) *client {
 		}
 	}
 	return nil
+}
+
+// adoptRoute returns the registered route to the server at u's address
+// (routeAt), or nil, and marks it as one this server would have dialed
+// from u, an explicit route: /routez shows it solicited and configured,
+// as nats-server v2.15.2 shows an accepted route to a configured peer
+// (route.go upgradeRouteToSolicited).
+func (s *Server) adoptRoute(u *url.URL) *client {
+	r := s.routeAt(u)
+	if r == nil {
+		return nil
+	}
+	s.cl.mu.Lock()
+	r.route.dialedToo, r.route.explicitToo = true, true
+	s.cl.mu.Unlock()
+	return r
 }
 
 // waitRoute waits until route r closes; it returns false when the server

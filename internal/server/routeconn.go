@@ -45,6 +45,15 @@ type routeConn struct {
 	outcome    routeOutcome
 	dupOf      string // outcomeDuplicate: the peer whose other connection is kept
 	ldm        bool   // the peer announced lame duck mode (peerLameDuck)
+	// dialedToo and explicitToo: this server dialed the peer too (from
+	// one of Options.Cluster.Routes, explicitToo) and that connection
+	// lost the duplicate race to this one (registerRoute), or its
+	// dialer of a configured route found this one up and waits on it
+	// (adoptRoute): it dials again once this one ends, so /routez shows
+	// it solicited (and configured), as nats-server v2.15.2 upgrades
+	// the route it keeps (route.go handleDuplicateRoute,
+	// upgradeRouteToSolicited).
+	dialedToo, explicitToo bool
 	// connUser and connPass are the credentials of an accepted route's
 	// CONNECT, checked again when a reload changes the cluster's
 	// (ReloadCluster).
@@ -364,12 +373,14 @@ func (s *Server) registerRoute(c *client, info *route.Info) error {
 	if old := cl.routes[info.ID]; old != nil {
 		if !s.preferRoute(c, old) {
 			rc.outcome, rc.dupOf = outcomeDuplicate, info.ID
+			old.route.inherit(rc)
 			cl.mu.Unlock()
 			c.log.Debugf("%s - rid:%d - Detected duplicate remote route %q", c.addr, c.cid, info.ID)
 			return errRouteDuplicate
 		}
 		old.route.registered = false
 		old.route.outcome, old.route.dupOf = outcomeDuplicate, info.ID
+		rc.inherit(old.route)
 		delete(cl.routes, info.ID)
 		s.dropPeerURLsLocked(old.route.info)
 		old.log.Debugf("%s - rid:%d - Replaced by a duplicate remote route %q", old.addr, old.cid, info.ID)
@@ -398,6 +409,15 @@ func (s *Server) registerRoute(c *client, info *route.Info) error {
 	}
 	s.peersChanged()
 	return nil
+}
+
+// inherit takes over what lost, the connection to the same peer that
+// lost the duplicate race to rc, says of this server's dialing: whether
+// it dialed the peer, from a configured route (dialedToo, explicitToo).
+// cl.mu is held.
+func (rc *routeConn) inherit(lost *routeConn) {
+	rc.dialedToo = rc.dialedToo || lost.solicited || lost.dialedToo
+	rc.explicitToo = rc.explicitToo || (lost.solicited && lost.explicit) || lost.explicitToo
 }
 
 // preferRoute reports whether the new connection c replaces old, a

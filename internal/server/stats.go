@@ -65,7 +65,11 @@ type SubInfo struct {
 }
 
 // RouteInfo is a snapshot of one registered route (nats-server's /routez
-// RouteInfo).
+// RouteInfo). DidSolicit: this server dialed the connection, or dials
+// the peer when it ends (its own connection lost the duplicate race to
+// it, or its dialer of a configured route found it up); IsConfigured:
+// the same, from one of its configured routes, as nats-server v2.15.2
+// reports the route it keeps.
 type RouteInfo struct {
 	ConnInfo
 	RemoteID     string
@@ -271,7 +275,8 @@ func (s *Server) Routes(subs bool) []RouteInfo {
 	}
 	regs := make([]reg, 0, len(s.cl.routes))
 	for id, c := range s.cl.routes {
-		r := reg{c: c, id: id, solicited: c.route.solicited, configured: c.route.explicit}
+		rc := c.route
+		r := reg{c: c, id: id, solicited: rc.solicited || rc.dialedToo, configured: rc.explicit || rc.explicitToo}
 		if c.route.info != nil {
 			r.name = c.route.info.Name
 		}

@@ -556,6 +556,7 @@ func (c *Cluster) clusterInfo(k streamKey) *jetstream.ClusterInfo {
 		return ci
 	}
 	ci.Leader = string(st.LeaderServer)
+	ci.SystemAcc, ci.TrafficAcc = true, c.cfg.SystemAccount
 	if r != nil && r.leads.Load() {
 		since := time.Unix(0, r.since.Load()).UTC()
 		ci.LeaderSince = &since

@@ -48,6 +48,10 @@ type Config struct {
 	// the tag no two replicas of a stream placed by this server, as meta
 	// leader, may share ("" none; meta.PlaceRequest.UniqueTag).
 	UniqueTag string
+	// SystemAccount is the server's system account ("" none): the
+	// account the cluster parts of replicated streams' and consumers'
+	// infos name as their Raft traffic's (ClusterInfo.TrafficAcc).
+	SystemAccount string
 	// Logf logs problems, Infof notable events; Now is the clock of the
 	// proposer's decisions (created times).
 	Logf, Infof func(format string, args ...any)

@@ -898,6 +898,7 @@ func (c *Cluster) consumerClusterInfo(k consumerKey) *jetstream.ClusterInfo {
 		return ci
 	}
 	ci.Leader = string(st.LeaderServer)
+	ci.SystemAcc, ci.TrafficAcc = true, c.cfg.SystemAccount
 	if cr != nil && cr.leads.Load() {
 		since := time.Unix(0, cr.since.Load()).UTC()
 		ci.LeaderSince = &since
