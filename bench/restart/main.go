@@ -19,7 +19,9 @@
 //
 // -lagging keeps n3 stopped during the load and starts it after, so the
 // other servers keep the log it missed (uncompacted), as a rolling
-// restart leaves it. -keep keeps the work directory; -reuse DIR starts
+// restart leaves it; with -down it stays stopped, so the two others'
+// WALs keep what it missed (up to raft's retention) through the rounds,
+// as with an offline member; the restarted server's WAL size is printed. -keep keeps the work directory; -reuse DIR starts
 // from such a directory instead of loading (the same data for two
 // binaries: copy it first, a run changes it). -v prints what the
 // restarted server waits for.
@@ -42,6 +44,8 @@
 //	# and nats-server restarted on the same load:
 //	go run ./bench/restart -bin /tmp/cairn -size 131072 -msgs 8192 -sync 4 -rounds 3 [-kill]
 //	go run ./bench/restart -bin ~/go/bin/nats-server -nats -size 131072 -msgs 8192 -sync 4 -rounds 3 [-kill]
+//	# the WAL of an offline member's peers, kill -9:
+//	go run ./bench/restart -bin /tmp/cairn -size 131072 -msgs 8192 -sync 4 -lagging -down -rounds 3 -kill
 //	# one server, a stream of one replica:
 //	go run ./bench/restart -bin /tmp/cairn -single -size 131072 -msgs 8192 -sync 4 -rounds 3
 package main
@@ -82,6 +86,7 @@ func main() {
 	single := flag.Bool("single", false, "one server and a stream of one replica (no cluster)")
 	natsServer := flag.Bool("nats", false, "the binary is nats-server: cairn's log lines are not waited for")
 	portBase := flag.Int("port-base", 0, "give the servers ports from this one up (0: free ports)")
+	down := flag.Bool("down", false, "with -lagging: leave n3 stopped for the rounds too (the others' WALs keep what it missed, as with an offline member)")
 	flag.Parse()
 	if *bin == "" {
 		flag.Usage()
@@ -95,7 +100,7 @@ func main() {
 		}
 	}
 	b := &bench{bin: *bin, dir: dir, msgs: *msgs, profile: *profile, syncPubs: *syncPubs, reuse: *reuse != "", verbose: *verbose, lagging: *lagging,
-		size: *size, single: *single, natsServer: *natsServer, portBase: *portBase}
+		size: *size, single: *single, natsServer: *natsServer, portBase: *portBase, down: *lagging && *down}
 	defer func() {
 		b.stopAll()
 		if *keep || b.reuse {
@@ -136,6 +141,7 @@ type bench struct {
 	single     bool // one server, a stream of one replica
 	natsServer bool // the binary is nats-server
 	portBase   int  // first port to give out (0: free ports)
+	down       bool // n3 stays stopped after the load
 	nextPort   int
 }
 
@@ -174,11 +180,17 @@ func (b *bench) run(kill bool, rounds int) error {
 		b.nodes = append(b.nodes, n)
 	}
 	for _, n := range b.nodes {
+		if b.down && b.reuse && n == b.nodes[2] {
+			continue // stopped since the load
+		}
 		if err := b.start(n, strings.Join(routes, ","), false); err != nil {
 			return err
 		}
 	}
 	for _, n := range b.nodes {
+		if n.cmd == nil {
+			continue
+		}
 		if _, err := waitConnect(n, time.Minute); err != nil {
 			return err
 		}
@@ -236,7 +248,7 @@ func (b *bench) load(js jetstream.JetStream, routes []string) error {
 		return err
 	}
 	fmt.Printf("fetched and acknowledged them in %v\n", time.Since(t0).Round(time.Millisecond))
-	if b.lagging {
+	if b.lagging && !b.down {
 		t0 = time.Now()
 		if err := b.start(b.nodes[2], strings.Join(routes, ","), false); err != nil {
 			return err
@@ -259,6 +271,9 @@ func (b *bench) rounds(js jetstream.JetStream, routes []string, kill bool, round
 			return err
 		}
 		for _, n := range b.nodes {
+			if b.down && n == b.nodes[2] {
+				continue
+			}
 			if b.single || n.name != s.CachedInfo().Cluster.Leader {
 				victim = n
 				return nil
@@ -269,6 +284,9 @@ func (b *bench) rounds(js jetstream.JetStream, routes []string, kill bool, round
 		return err
 	}
 	for _, n := range b.nodes {
+		if b.down && n == b.nodes[2] {
+			continue
+		}
 		if err := b.waitCurrent(n, 5*time.Minute); err != nil {
 			return fmt.Errorf("before the stop: %w", err)
 		}
@@ -284,6 +302,9 @@ func (b *bench) rounds(js jetstream.JetStream, routes []string, kill bool, round
 		}
 		fmt.Printf("round %d: %s stopped (%v) in %v\n", round, victim.name, sig, time.Since(t0).Round(time.Millisecond))
 		t0 = time.Now()
+		if err := b.reportWAL(victim); err != nil {
+			return err
+		}
 		if err := b.start(victim, strings.Join(routes, ","), b.profile != 0); err != nil {
 			return err
 		}
@@ -336,6 +357,23 @@ func (b *bench) start(n *node, routes string, profile bool) error {
 		return err
 	}
 	go func() { _ = n.cmd.Wait(); lf.Close() }()
+	return nil
+}
+
+// reportWAL prints the size of n's Raft WAL (cairn's, under the store
+// directory: $SYS/_js_/raft/*.wal).
+func (b *bench) reportWAL(n *node) error {
+	if b.natsServer || b.single {
+		return nil
+	}
+	files, _ := filepath.Glob(filepath.Join(b.dir, n.name, "jetstream", "$SYS", "_js_", "raft", "*.wal"))
+	var size int64
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			size += st.Size()
+		}
+	}
+	fmt.Printf("      %s: Raft WAL %d segment(s), %.0f MB\n", n.name, len(files), float64(size)/1e6)
 	return nil
 }
 
