@@ -194,6 +194,7 @@
 //
 // Entry, one per record but syncmarks, in file order:
 //
+//	offset size field
 //	 0      4   the record's offset in the segment, u32
 //	 4      4   for a message, its record length uncompressed (L, or
 //	            32+S+H+P with flagS2); 0 otherwise
@@ -597,7 +598,9 @@
 // every other read goes to the file, scans through a bounded cache of
 // whole 64 KiB chunks (Config.CacheBytes, 4 MiB by default). Before, the
 // whole active segment and a spare image of it were kept: 16 MiB per
-// stream with the default BlockSize.
+// stream with the default BlockSize. The active segment's index builder
+// ("Index file") adds at most 128 KiB, and nothing once the segment's
+// first MiB shows its messages are too small for an index to pay.
 //
 // Per-message TTLs (store.Config.MsgTTL) add nothing to the format: the
 // TTL is the Nats-TTL field of the stored header. The store keeps a

@@ -100,7 +100,9 @@ func (x *idxBuilder) add(r []byte, off int64) {
 	x.entries = le.AppendUint32(x.entries, uint32(plain))
 	x.entries = append(x.entries, r[:head]...)
 	x.n++
-	if len(x.entries) > idxMaxBytes {
+	// Past 1 MiB of a segment whose entries already outweigh 1/16 of it
+	// (small messages), the index will not pay: stop keeping it.
+	if len(x.entries) > idxMaxBytes || x.end >= 1<<20 && int64(len(x.entries))*idxPays > x.end {
 		x.kill()
 	}
 }
