@@ -19,16 +19,35 @@
 //
 // -lagging keeps n3 stopped during the load and starts it after, so the
 // other servers keep the log it missed (uncompacted), as a rolling
-// restart leaves it. -keep keeps the work directory; -reuse DIR starts
+// restart leaves it; with -down it stays stopped, so the two others'
+// WALs keep what it missed (up to raft's retention) through the rounds,
+// as with an offline member; the restarted server's WAL size is printed. -keep keeps the work directory; -reuse DIR starts
 // from such a directory instead of loading (the same data for two
 // binaries: copy it first, a run changes it). -v prints what the
 // restarted server waits for.
+//
+// -size sets the payload of each message (128 KiB: an object store's
+// chunk), -single runs one server and a stream of one replica instead
+// of three, -nats says the binary is nats-server (v2.15.2 takes the same
+// flags; cairn's log lines are then not looked for), and -port-base
+// gives the servers ports from that number up instead of free ones.
+// The time to /healthz 200 is "current" below: for a server that
+// stores N GB of large messages it is mostly the stores' opening.
 //
 // Usage:
 //
 //	go build -o /tmp/cairn ./cmd/cairn
 //	go run ./bench/restart -bin /tmp/cairn -msgs 150000 -sync 4 -lagging -rounds 0 -keep
 //	cp -a /tmp/cairn-restart-NNN /tmp/fx && go run ./bench/restart -bin /tmp/cairn -msgs 150000 -reuse /tmp/fx -rounds 3 [-kill]
+//
+//	# 1 GiB of 128 KiB messages per server, three servers, then cairn
+//	# and nats-server restarted on the same load:
+//	go run ./bench/restart -bin /tmp/cairn -size 131072 -msgs 8192 -sync 4 -rounds 3 [-kill]
+//	go run ./bench/restart -bin ~/go/bin/nats-server -nats -size 131072 -msgs 8192 -sync 4 -rounds 3 [-kill]
+//	# the WAL of an offline member's peers, kill -9:
+//	go run ./bench/restart -bin /tmp/cairn -size 131072 -msgs 8192 -sync 4 -lagging -down -rounds 3 -kill
+//	# one server, a stream of one replica:
+//	go run ./bench/restart -bin /tmp/cairn -single -size 131072 -msgs 8192 -sync 4 -rounds 3
 package main
 
 import (
@@ -63,6 +82,11 @@ func main() {
 	lagging := flag.Bool("lagging", false, "keep n3 stopped while the messages are published, then start it (the others keep the log it missed, uncompacted, as a rolling restart leaves it)")
 	verbose := flag.Bool("v", false, "print what the restarted server waits for while it catches up")
 	syncPubs := flag.Int("sync", 0, "publish with this many clients each waiting for its PubAck (0: asynchronous, 256 in flight)")
+	size := flag.Int("size", 128, "payload bytes of each message")
+	single := flag.Bool("single", false, "one server and a stream of one replica (no cluster)")
+	natsServer := flag.Bool("nats", false, "the binary is nats-server: cairn's log lines are not waited for")
+	portBase := flag.Int("port-base", 0, "give the servers ports from this one up (0: free ports)")
+	down := flag.Bool("down", false, "with -lagging: leave n3 stopped for the rounds too (the others' WALs keep what it missed, as with an offline member)")
 	flag.Parse()
 	if *bin == "" {
 		flag.Usage()
@@ -75,7 +99,8 @@ func main() {
 			fail(err)
 		}
 	}
-	b := &bench{bin: *bin, dir: dir, msgs: *msgs, profile: *profile, syncPubs: *syncPubs, reuse: *reuse != "", verbose: *verbose, lagging: *lagging}
+	b := &bench{bin: *bin, dir: dir, msgs: *msgs, profile: *profile, syncPubs: *syncPubs, reuse: *reuse != "", verbose: *verbose, lagging: *lagging,
+		size: *size, single: *single, natsServer: *natsServer, portBase: *portBase, down: *lagging && *down}
 	defer func() {
 		b.stopAll()
 		if *keep || b.reuse {
@@ -111,6 +136,31 @@ type bench struct {
 	verbose  bool
 	lagging  bool
 	nodes    []*node
+
+	size       int  // payload bytes per message
+	single     bool // one server, a stream of one replica
+	natsServer bool // the binary is nats-server
+	portBase   int  // first port to give out (0: free ports)
+	down       bool // n3 stays stopped after the load
+	nextPort   int
+}
+
+// port returns the next port of -port-base, or a free one.
+func (b *bench) port() int {
+	if b.portBase == 0 {
+		return freePort()
+	}
+	p := b.portBase + b.nextPort
+	b.nextPort++
+	return p
+}
+
+// servers returns how many servers the bench runs.
+func (b *bench) servers() int {
+	if b.single {
+		return 1
+	}
+	return 3
 }
 
 func freePort() int {
@@ -124,17 +174,23 @@ func freePort() int {
 
 func (b *bench) run(kill bool, rounds int) error {
 	var routes []string
-	for i := range 3 {
-		n := &node{name: fmt.Sprintf("n%d", i+1), client: freePort(), cluster: freePort(), http: freePort()}
+	for i := range b.servers() {
+		n := &node{name: fmt.Sprintf("n%d", i+1), client: b.port(), cluster: b.port(), http: b.port()}
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", n.cluster))
 		b.nodes = append(b.nodes, n)
 	}
 	for _, n := range b.nodes {
+		if b.down && b.reuse && n == b.nodes[2] {
+			continue // stopped since the load
+		}
 		if err := b.start(n, strings.Join(routes, ","), false); err != nil {
 			return err
 		}
 	}
 	for _, n := range b.nodes {
+		if n.cmd == nil {
+			continue
+		}
 		if _, err := waitConnect(n, time.Minute); err != nil {
 			return err
 		}
@@ -160,7 +216,7 @@ func (b *bench) run(kill bool, rounds int) error {
 // fetches and acknowledges them.
 func (b *bench) load(js jetstream.JetStream, routes []string) error {
 	if err := retry(time.Minute, func(ctx context.Context) error {
-		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "RESTART", Subjects: []string{"restart.>"}, Replicas: 3, Storage: jetstream.FileStorage})
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "RESTART", Subjects: []string{"restart.>"}, Replicas: b.servers(), Storage: jetstream.FileStorage})
 		return err
 	}); err != nil {
 		return fmt.Errorf("create stream: %w", err)
@@ -179,20 +235,20 @@ func (b *bench) load(js jetstream.JetStream, routes []string) error {
 		}
 	}
 	t0 := time.Now()
-	pub := publish
+	pub := func(js jetstream.JetStream, n int) error { return publish(js, n, b.size) }
 	if b.syncPubs > 0 {
-		pub = func(js jetstream.JetStream, n int) error { return publishSync(js, n, b.syncPubs) }
+		pub = func(js jetstream.JetStream, n int) error { return publishSync(js, n, b.syncPubs, b.size) }
 	}
 	if err := pub(js, b.msgs); err != nil {
 		return err
 	}
-	fmt.Printf("published %d messages in %v\n", b.msgs, time.Since(t0).Round(time.Millisecond))
+	fmt.Printf("published %d messages of %d bytes (%.2f GiB) in %v\n", b.msgs, b.size, float64(b.msgs)*float64(b.size)/(1<<30), time.Since(t0).Round(time.Millisecond))
 	t0 = time.Now()
 	if err := consume(cons, b.msgs); err != nil {
 		return err
 	}
 	fmt.Printf("fetched and acknowledged them in %v\n", time.Since(t0).Round(time.Millisecond))
-	if b.lagging {
+	if b.lagging && !b.down {
 		t0 = time.Now()
 		if err := b.start(b.nodes[2], strings.Join(routes, ","), false); err != nil {
 			return err
@@ -215,7 +271,10 @@ func (b *bench) rounds(js jetstream.JetStream, routes []string, kill bool, round
 			return err
 		}
 		for _, n := range b.nodes {
-			if n.name != s.CachedInfo().Cluster.Leader {
+			if b.down && n == b.nodes[2] {
+				continue
+			}
+			if b.single || n.name != s.CachedInfo().Cluster.Leader {
 				victim = n
 				return nil
 			}
@@ -225,6 +284,9 @@ func (b *bench) rounds(js jetstream.JetStream, routes []string, kill bool, round
 		return err
 	}
 	for _, n := range b.nodes {
+		if b.down && n == b.nodes[2] {
+			continue
+		}
 		if err := b.waitCurrent(n, 5*time.Minute); err != nil {
 			return fmt.Errorf("before the stop: %w", err)
 		}
@@ -240,6 +302,9 @@ func (b *bench) rounds(js jetstream.JetStream, routes []string, kill bool, round
 		}
 		fmt.Printf("round %d: %s stopped (%v) in %v\n", round, victim.name, sig, time.Since(t0).Round(time.Millisecond))
 		t0 = time.Now()
+		if err := b.reportWAL(victim); err != nil {
+			return err
+		}
 		if err := b.start(victim, strings.Join(routes, ","), b.profile != 0); err != nil {
 			return err
 		}
@@ -252,6 +317,9 @@ func (b *bench) rounds(js jetstream.JetStream, routes []string, kill bool, round
 			return err
 		}
 		fmt.Printf("round %d: replica current after %v\n", round, time.Since(t0).Round(time.Millisecond))
+		if b.natsServer {
+			continue
+		}
 		if line := b.waitLogLine(victim, "JetStream cluster: recovered;", 3*time.Second); line != "" {
 			fmt.Printf("round %d: %s\n", round, line)
 		}
@@ -270,8 +338,10 @@ func (b *bench) url() string {
 
 func (b *bench) start(n *node, routes string, profile bool) error {
 	args := []string{"-a", "127.0.0.1", "-p", fmt.Sprint(n.client), "-m", fmt.Sprint(n.http), "-n", n.name,
-		"--cluster", fmt.Sprintf("nats://127.0.0.1:%d", n.cluster), "--cluster_name", "restart", "--routes", routes,
 		"-js", "-sd", filepath.Join(b.dir, n.name)}
+	if !b.single {
+		args = append(args, "--cluster", fmt.Sprintf("nats://127.0.0.1:%d", n.cluster), "--cluster_name", "restart", "--routes", routes)
+	}
 	if profile {
 		args = append(args, "--profile", fmt.Sprint(b.profile))
 	}
@@ -287,6 +357,23 @@ func (b *bench) start(n *node, routes string, profile bool) error {
 		return err
 	}
 	go func() { _ = n.cmd.Wait(); lf.Close() }()
+	return nil
+}
+
+// reportWAL prints the size of n's Raft WAL (cairn's, under the store
+// directory: $SYS/_js_/raft/*.wal).
+func (b *bench) reportWAL(n *node) error {
+	if b.natsServer || b.single {
+		return nil
+	}
+	files, _ := filepath.Glob(filepath.Join(b.dir, n.name, "jetstream", "$SYS", "_js_", "raft", "*.wal"))
+	var size int64
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			size += st.Size()
+		}
+	}
+	fmt.Printf("      %s: Raft WAL %d segment(s), %.0f MB\n", n.name, len(files), float64(size)/1e6)
 	return nil
 }
 
@@ -498,9 +585,10 @@ func retry(limit time.Duration, f func(ctx context.Context) error) error {
 	}
 }
 
-// publish sends n messages with up to 256 acknowledgements outstanding.
-func publish(js jetstream.JetStream, n int) error {
-	payload := make([]byte, 128)
+// publish sends n messages of size bytes with up to 256 acknowledgements
+// outstanding.
+func publish(js jetstream.JetStream, n, size int) error {
+	payload := payloadOf(size)
 	window := make(chan jetstream.PubAckFuture, 256)
 	errc := make(chan error, 1)
 	go func() {
@@ -563,10 +651,23 @@ func consume(cons jetstream.Consumer, n int) error {
 	return nil
 }
 
-// publishSync sends n messages from clients goroutines, each waiting for
-// the PubAck of its message before the next.
-func publishSync(js jetstream.JetStream, n, clients int) error {
-	payload := make([]byte, 128)
+// payloadOf returns size bytes that do not compress to nothing.
+func payloadOf(size int) []byte {
+	p := make([]byte, size)
+	x := uint32(2463534242)
+	for i := range p {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		p[i] = byte(x)
+	}
+	return p
+}
+
+// publishSync sends n messages of size bytes from clients goroutines,
+// each waiting for the PubAck of its message before the next.
+func publishSync(js jetstream.JetStream, n, clients, size int) error {
+	payload := payloadOf(size)
 	errc := make(chan error, clients)
 	next := make(chan int, clients)
 	go func() {

@@ -251,6 +251,13 @@
 // or compaction point, terms do not decrease, the commit index is within
 // the log; a group failing a check is fenced.
 //
+// The last segment is read first, alone: its checkpoint record and the
+// compactions, snapshots and tombstones after it give each group's base
+// at the end of the log (every index for a removed group). The replay
+// proper checks every record as above but does not decode the entries
+// at or below that base (their data is not copied): the end of the log
+// drops them. Overwrites among them still drop what they overwrote.
+//
 // # Frames
 //
 // A frame carries the messages of one round from one server to another.

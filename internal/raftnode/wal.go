@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"path"
 	"slices"
 	"strconv"
@@ -540,13 +541,25 @@ type replayGroup struct {
 // sets w.damage.
 func (w *wal) replay(seqs []uint64) error {
 	groups := map[GroupID]*replayGroup{}
+	lastBuf, err := readFile(w.fs, path.Join(w.dir, segName(seqs[len(seqs)-1])))
+	if err != nil {
+		return err
+	}
+	var floors map[GroupID]uint64
+	if !noFloors {
+		floors = w.floors(lastBuf)
+	}
 	for i, seq := range seqs {
 		last := i == len(seqs)-1
 		if i > 0 && seq != seqs[i-1]+1 {
 			w.damage = fmt.Errorf("%w: WAL segment %d missing", ErrCorrupt, seqs[i-1]+1)
 			break
 		}
-		if err := w.replaySegment(seq, last, groups); err != nil {
+		var buf []byte
+		if last {
+			buf = lastBuf
+		}
+		if err := w.replaySegment(seq, last, groups, floors, buf); err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				return err
 			}
@@ -570,13 +583,61 @@ func (w *wal) replay(seqs []uint64) error {
 	return nil
 }
 
-// replaySegment replays one segment. For the last segment it opens the
-// file for appending (after cutting a torn tail and fsyncing).
-func (w *wal) replaySegment(seq uint64, last bool, groups map[GroupID]*replayGroup) error {
-	name := path.Join(w.dir, segName(seq))
-	buf, err := readFile(w.fs, name)
+// floors returns, for each group the last segment (its content buf)
+// speaks of, the index at and below which the replay need not decode the
+// group's entries, because the end of the log drops them: the group's
+// base once that segment is replayed alone (its checkpoint record, then
+// its compactions and snapshots), or every index for a group whose
+// replica was removed. A segment's checkpoint names every group the WAL
+// knows, so entries of earlier segments that a later compaction drops
+// are checked (CRC, structure) but not copied: a WAL of 800 MB of
+// compacted 128 KiB entries was decoded in full before, every entry's
+// data copied, to be dropped at the end. nil when the segment cannot be
+// read as one (the replay then decodes everything and reports the
+// damage).
+func (w *wal) floors(buf []byte) map[GroupID]uint64 {
+	_, _, chain, err := parseSegmentHeader(buf)
 	if err != nil {
-		return err
+		return nil
+	}
+	groups := map[GroupID]*replayGroup{}
+	scratch := &segment{maxIndex: map[GroupID]uint64{}}
+	for off := int64(segmentHeaderSize); off < int64(len(buf)); {
+		n, _, crc, ok := validHeader(buf, off)
+		if !ok || off+recordHeaderSize+n > int64(len(buf)) {
+			break
+		}
+		body := buf[off+recordHeaderSize : off+recordHeaderSize+n]
+		if bodyCRC(chain, body) != crc || replayBodyFloor(body, scratch, groups, nil, true) != nil {
+			break // the replay proper judges it
+		}
+		chain = crc
+		off += recordHeaderSize + n
+	}
+	floors := make(map[GroupID]uint64, len(groups))
+	for g, rg := range groups {
+		if rg.replica == 0 {
+			floors[g] = math.MaxUint64
+		} else {
+			floors[g] = rg.base.index
+		}
+	}
+	return floors
+}
+
+// noFloors (tests only) makes replays decode every entry.
+var noFloors bool
+
+// replaySegment replays one segment (its content buf, nil: read it).
+// For the last segment it opens the file for appending (after cutting a
+// torn tail and fsyncing). Entries at or below floors are not decoded.
+func (w *wal) replaySegment(seq uint64, last bool, groups map[GroupID]*replayGroup, floors map[GroupID]uint64, buf []byte) error {
+	name := path.Join(w.dir, segName(seq))
+	if buf == nil {
+		var err error
+		if buf, err = readFile(w.fs, name); err != nil {
+			return err
+		}
 	}
 	inc, hseq, chain, err := parseSegmentHeader(buf)
 	if err != nil {
@@ -613,7 +674,7 @@ func (w *wal) replaySegment(seq uint64, last bool, groups map[GroupID]*replayGro
 			w.logf("raftnode: WAL segment %d: cutting a torn tail of %d bytes at offset %d", seq, w.torn, off)
 			break
 		}
-		if err := replayBody(body, seg, groups); err != nil {
+		if err := replayBodyFloor(body, seg, groups, floors, false); err != nil {
 			return fmt.Errorf("%w: WAL segment %d: record at offset %d: %v", ErrCorrupt, seq, off, err)
 		}
 		chain = crc
@@ -699,10 +760,16 @@ func readFile(fs vfs.FS, name string) ([]byte, error) {
 
 // replayBody applies the items of one record.
 func replayBody(body []byte, seg *segment, groups map[GroupID]*replayGroup) error {
+	return replayBodyFloor(body, seg, groups, nil, false)
+}
+
+// replayBodyFloor is replayBody decoding no entry at or below its group's
+// floor (every entry with all).
+func replayBodyFloor(body []byte, seg *segment, groups map[GroupID]*replayGroup, floors map[GroupID]uint64, all bool) error {
 	if body[0] != bodyBatch {
 		return fmt.Errorf("body kind %d", body[0])
 	}
-	d := decoder{b: body[1:]}
+	d := decoder{b: body[1:], floor: floors, all: all}
 	for {
 		it, ok := d.next()
 		if !ok {
@@ -714,8 +781,8 @@ func replayBody(body []byte, seg *segment, groups map[GroupID]*replayGroup) erro
 			groups[it.group] = rg
 		}
 		rg.apply(it)
-		if it.kind == itemEntries && len(it.ents) > 0 {
-			last := it.first + uint64(len(it.ents)) - 1
+		if it.kind == itemEntries && it.n > 0 {
+			last := it.from + uint64(it.n) - 1
 			seg.maxIndex[it.group] = max(seg.maxIndex[it.group], last)
 		}
 	}
@@ -735,7 +802,14 @@ func (rg *replayGroup) apply(it item) {
 	case itemHardState:
 		rg.hs = it.hs
 	case itemEntries:
-		rg.appendEntries(it.first, it.ents)
+		if len(it.ents) == 0 && it.n > 0 {
+			// Every entry at or below the floor, not decoded: what the
+			// item overwrote goes, as appendEntries would drop it; what
+			// it wrote the end of the log drops.
+			rg.truncateFrom(it.from)
+		} else {
+			rg.appendEntries(it.first, it.ents)
+		}
 	case itemSnapshot:
 		rg.base, rg.ents, rg.pending = it.meta, nil, nil
 	case itemSnapBegin:
@@ -769,6 +843,14 @@ func (rg *replayGroup) appendEntries(first uint64, ents []*pb.Entry) {
 		rg.ents = append(rg.ents[:keep], ents...)
 	}
 	rg.dropThrough(rg.base.index)
+}
+
+// truncateFrom drops the entries at and after index.
+func (rg *replayGroup) truncateFrom(index uint64) {
+	for len(rg.ents) > 0 && rg.ents[len(rg.ents)-1].GetIndex() >= index {
+		rg.ents[len(rg.ents)-1] = nil
+		rg.ents = rg.ents[:len(rg.ents)-1]
+	}
 }
 
 func (rg *replayGroup) dropThrough(index uint64) {

@@ -115,12 +115,23 @@ type item struct {
 	first   uint64
 	ents    []*pb.Entry
 	meta    snapMeta
+	// from and n are an entries item's first index and count as
+	// written; first and ents leave out the entries at or below the
+	// decoder's floor of the group.
+	from uint64
+	n    uint32
 }
 
 // decoder reads the items of a batch body.
 type decoder struct {
 	b   []byte
 	err error
+	// floor, when not nil, gives for some groups the index at and below
+	// which entries are not decoded (their data is not copied): a replay
+	// knows they are dropped by the end of the log (wal.floors).
+	floor map[GroupID]uint64
+	// all skips every entry (wal.floors reads only the metadata).
+	all bool
 }
 
 func (d *decoder) take(n int) []byte {
@@ -188,30 +199,45 @@ func (d *decoder) entries(it *item) {
 		d.err = errShort // each entry takes at least 13 bytes
 		return
 	}
+	it.from, it.n = it.first, n
+	skip := uint32(0) // entries at or below the floor: checked, not kept
+	if f, ok := d.floor[it.group]; ok && f >= it.first {
+		skip = uint32(min(uint64(n), f-it.first+1))
+	}
+	if d.all {
+		skip = n
+	}
+	keep := n - skip
 	// One allocation each for the entries, their numbers and types, and
 	// their data (copied: the entries must not pin the segment buffer),
 	// rather than five per entry: a replay decodes every entry the WAL
-	// holds.
-	ents := make([]pb.Entry, n)
-	nums := make([]uint64, 2*int(n))
-	types := make([]pb.EntryType, n)
-	datas := make([][]byte, n)
+	// holds, but for those below the floor.
+	ents := make([]pb.Entry, keep)
+	nums := make([]uint64, 2*int(keep))
+	types := make([]pb.EntryType, keep)
+	datas := make([][]byte, keep)
 	size := 0
 	for i := uint32(0); i < n && d.err == nil; i++ {
 		term := d.u64()
 		typ := d.u8()
-		datas[i] = d.take(int(d.u32()))
-		size += len(datas[i])
+		data := d.take(int(d.u32()))
 		if typ > byte(pb.EntryConfChangeV2) {
 			d.err = fmt.Errorf("raftnode: entry type %d", typ)
 		}
-		nums[2*i], nums[2*i+1], types[i] = term, it.first+uint64(i), pb.EntryType(typ)
+		if i < skip {
+			continue
+		}
+		j := i - skip
+		datas[j] = data
+		size += len(data)
+		nums[2*j], nums[2*j+1], types[j] = term, it.first+uint64(i), pb.EntryType(typ)
 	}
 	if d.err != nil {
 		return
 	}
+	it.first += uint64(skip)
 	buf := make([]byte, 0, size)
-	it.ents = make([]*pb.Entry, n)
+	it.ents = make([]*pb.Entry, keep)
 	for i := range ents {
 		e := &ents[i]
 		e.Term, e.Index, e.Type = &nums[2*i], &nums[2*i+1], &types[i]

@@ -525,3 +525,59 @@ func TestRebuildSkipsCorruption(t *testing.T) {
 		wantSeq(t, apply(re, "s.x", "Nats-Msg-Id:d", "", t0+10), 4, true)
 	}
 }
+
+// countingStore counts the loads of messages from its store.
+type countingStore struct {
+	store.Store
+	loads int
+}
+
+func (c *countingStore) LoadNext(filters []string, start uint64) (*store.StoredMsg, error) {
+	c.loads++
+	return c.Store.LoadNext(filters, start)
+}
+
+func (c *countingStore) Load(seq uint64) (*store.StoredMsg, error) {
+	c.loads++
+	return c.Store.Load(seq)
+}
+
+// TestRebuildAtReadsNoExpiredID: a restart long after the last publish
+// reads none of the messages whose ids the clock has expired (a stream of
+// large messages read its whole window at each start), and keeps what
+// Rebuild then ExpireDedupe keep.
+func TestRebuildAtReadsNoExpiredID(t *testing.T) {
+	c := mustConfig(t, `{"name":"S","subjects":["s"]}`) // window 2m
+	st := &countingStore{Store: memstore.New(c.StoreConfig())}
+	s := New(c, st)
+	sec := int64(time.Second)
+	for i := range 1000 {
+		wantSeq(t, apply(s, "s", "Nats-Msg-Id:id"+strconv.Itoa(i), "", t0+int64(i)*sec), uint64(i+1), false)
+	}
+	for _, tc := range []struct {
+		now      int64
+		ids      int
+		maxLoads int
+	}{
+		{now: t0 + 2000*sec, ids: 0, maxLoads: 15},            // long after: a binary search, no window read
+		{now: t0 + 1060*sec, ids: 59, maxLoads: 15 + 59 + 1},  // half the window left: only that half read
+		{now: t0 + 999*sec, ids: 120, maxLoads: 15 + 120 + 1}, // at once: the whole window
+	} {
+		st.loads = 0
+		re := New(c, st)
+		if err := re.RebuildAt(tc.now); err != nil {
+			t.Fatal(err)
+		}
+		if re.NumMsgIDs() != tc.ids || re.LastMsgID() != "id999" || st.loads > tc.maxLoads {
+			t.Errorf("now %d: %d ids (want %d), last %q, %d loads (at most %d)", (tc.now-t0)/sec, re.NumMsgIDs(), tc.ids, re.LastMsgID(), st.loads, tc.maxLoads)
+		}
+		old := New(c, st)
+		if err := old.Rebuild(); err != nil {
+			t.Fatal(err)
+		}
+		old.ExpireDedupe(tc.now)
+		if old.NumMsgIDs() != re.NumMsgIDs() {
+			t.Errorf("now %d: Rebuild+ExpireDedupe keeps %d ids, RebuildAt %d", (tc.now-t0)/sec, old.NumMsgIDs(), re.NumMsgIDs())
+		}
+	}
+}

@@ -89,6 +89,12 @@ type Snapshotter interface {
 // short absence catches up from the log rather than by snapshot.
 const DefaultRetain = 16384
 
+// DefaultRetainBytes is Config.RetainBytes's default: with large
+// messages, 16,384 entries kept for a replica that lags were gigabytes
+// of WAL on its peers (128 KiB object store chunks: 2 GiB per group),
+// which every restart read again.
+const DefaultRetainBytes = 64 << 20
+
 // Config names the group a Log proposes to and applies from.
 type Config struct {
 	// Node is this server's raftnode; Group the stream's group on it.
@@ -114,6 +120,11 @@ type Config struct {
 	// Retain is how many entries behind a checkpoint the WAL keeps for a
 	// replica that lags, with Snapshots (DefaultRetain when 0).
 	Retain uint64
+	// RetainBytes bounds the same by the bytes of the stream operations
+	// behind the checkpoint (DefaultRetainBytes when 0), to the
+	// granularity of the checkpoints: whichever of the two keeps less
+	// applies.
+	RetainBytes uint64
 	// MaxPendingBytes bounds the bytes of proposals awaiting their
 	// outcome: Propose blocks while they would pass it (maxPendingBytes,
 	// 64 MiB, when 0).
@@ -144,6 +155,10 @@ type Log struct {
 	// appliedBytes counts the bytes of the stream operations applied
 	// (AppliedBytes).
 	appliedBytes atomic.Uint64
+	// marks are the checkpoints' indexes with AppliedBytes then, for
+	// RetainBytes; used by Checkpoint only, under marksMu.
+	marksMu sync.Mutex
+	marks   byteMarks
 
 	// seen: the index of the last entry handed to the Applier (data) and
 	// of the last entry applied of any kind (last), under seenMu; a
@@ -404,6 +419,15 @@ func (l *Log) Checkpoint(index uint64) (uint64, error) {
 		if index > retain {
 			to = max(to, index-retain)
 		}
+		retainBytes := l.cfg.RetainBytes
+		if retainBytes == 0 {
+			retainBytes = DefaultRetainBytes
+		}
+		l.marksMu.Lock()
+		now := l.appliedBytes.Load()
+		to = max(to, l.marks.floor(now, retainBytes))
+		l.marks.note(index, now)
+		l.marksMu.Unlock()
 	}
 	if to == 0 || to < st.FirstIndex {
 		return 0, nil
@@ -588,4 +612,37 @@ func (s stateMachine) Restore(index uint64, data []byte) error {
 		return ErrNoSnapshot
 	}
 	return s.l.cfg.Snapshots.Restore(index, data)
+}
+
+// byteMarks remembers, for the checkpoints of a Log, the index each was
+// at and the bytes applied by then, oldest first, so that Checkpoint can
+// find the newest index with at least RetainBytes applied after it.
+type byteMarks []byteMark
+
+type byteMark struct{ index, bytes uint64 }
+
+// note records a checkpoint at index with bytes applied.
+func (m *byteMarks) note(index, bytes uint64) {
+	if n := len(*m); n > 0 && (*m)[n-1].index >= index {
+		return
+	}
+	*m = append(*m, byteMark{index, bytes})
+}
+
+// floor returns the index of the newest mark with at least limit bytes
+// applied after it (now bytes applied in all), 0 if none, and forgets
+// the marks before that one.
+func (m *byteMarks) floor(now, limit uint64) uint64 {
+	k := -1
+	for i, mk := range *m {
+		if now-min(mk.bytes, now) >= limit {
+			k = i
+		}
+	}
+	if k < 0 {
+		return 0
+	}
+	to := (*m)[k].index
+	*m = append((*m)[:0], (*m)[k:]...)
+	return to
 }

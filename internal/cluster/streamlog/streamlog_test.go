@@ -538,3 +538,31 @@ func TestSealAndBarrier(t *testing.T) {
 		}
 	})
 }
+
+// TestRetainBytes: the entries kept behind a checkpoint for a replica
+// that lags are bounded by their bytes as well as their number: the
+// compaction reaches the newest checkpoint with RetainBytes applied after
+// it (with 128 KiB messages, 16,384 entries were 2 GiB of WAL).
+func TestRetainBytes(t *testing.T) {
+	var m byteMarks
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		index, bytes, want uint64
+	}{
+		{100, 10 * mib, 0},    // nothing behind yet
+		{200, 50 * mib, 0},    // 40 MiB after the mark at 100
+		{300, 90 * mib, 100},  // 80 MiB after the mark at 100
+		{400, 140 * mib, 200}, // 90 after 200, 130 after 100: the newest such, 200
+		{450, 150 * mib, 200}, // 100 after 200, 60 after 300
+		{500, 300 * mib, 450}, // 150 after 450
+	} {
+		got := m.floor(tc.bytes, 64*mib)
+		m.note(tc.index, tc.bytes)
+		if got != tc.want {
+			t.Errorf("checkpoint at %d with %d MiB: floor %d, want %d", tc.index, tc.bytes/mib, got, tc.want)
+		}
+	}
+	if len(m) > 3 {
+		t.Errorf("%d marks kept: %v", len(m), m)
+	}
+}

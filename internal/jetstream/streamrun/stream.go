@@ -250,10 +250,9 @@ func (r *Stream) Open() error {
 	} else if ok {
 		r.env.Logf("jetstream: stream %s: removed the atomic batch %q (sequences %d to %d) that a crash cut short before its commit was stored; it was never acknowledged", r.name, pb.ID, pb.First, pb.Last)
 	}
-	if err := r.st.Rebuild(); err != nil {
+	if err := r.st.RebuildAt(r.env.Now().UnixNano()); err != nil {
 		return err
 	}
-	r.st.ExpireDedupe(r.env.Now().UnixNano())
 	r.durable.Store(r.store.State(false).LastSeq) // recovered means durable
 	r.syncUsage()
 	return nil

@@ -302,17 +302,27 @@ func (w *writer) writeBatch(b *batch) error {
 			if err := w.syncLast(); err != nil {
 				return err
 			}
+			// The writer moves on only from a sealed segment, now all
+			// written and durable: its index can be written.
+			w.s.writeIndex(w.last, w.last.ix)
+			w.last.ix = nil
 		}
 		f, err := w.s.itemFile(it)
 		if err != nil {
 			return err
 		}
 		w.last = it.seg
+		if it.create {
+			it.seg.ix = newIdxBuilder(it.header)
+		}
 		if len(it.data) == 0 {
 			continue
 		}
 		if _, err := f.Write(it.data); err != nil {
 			return fmt.Errorf("write %s: %w", it.seg.path, err)
+		}
+		if x := it.seg.ix; x != nil {
+			x.addRecords(it.data, it.end-int64(len(it.data)))
 		}
 		b.file = f
 	}
@@ -429,6 +439,9 @@ func (s *Store) removeSegments(segs []*segment) error {
 		s.mu.Unlock()
 		if f != nil {
 			f.Close()
+		}
+		if err := s.removeIndex(g.base); err != nil {
+			return fmt.Errorf("remove the index of %s: %w", g.path, err)
 		}
 		if err := s.fs.Remove(g.path); err != nil && !vfs.IsNotExist(err) {
 			return fmt.Errorf("remove %s: %w", g.path, err)

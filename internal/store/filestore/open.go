@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"io"
 	"path"
+	"slices"
 
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/vfs"
@@ -224,10 +225,11 @@ func (s *Store) segmentFiles(logUnknown bool) ([]string, error) {
 	}
 	var out []string
 	for _, name := range names {
+		_, isIdx := parseIdxName(name)
 		switch _, ok := parseSegmentName(name); {
 		case ok:
 			out = append(out, name)
-		case logUnknown && !isSetAside(name):
+		case logUnknown && !isSetAside(name) && !isIdx:
 			s.cfg.Logf("filestore: %s: ignoring unknown file %s", s.cfg.Dir, name)
 		}
 	}
@@ -263,6 +265,7 @@ func (s *Store) create() error {
 		return err
 	}
 	g.f, g.created = f, true
+	g.ix = newIdxBuilder(header)
 	g.buf = append(make([]byte, 0, initialBufCap), header...)
 	g.size, g.written, g.synced = SegmentHeaderSize, SegmentHeaderSize, SegmentHeaderSize
 	s.mu.segs = []*segment{g}
@@ -365,3 +368,23 @@ func replaceFileWith(fs vfs.FS, dir, name string, write func(w io.Writer) error)
 // errTornCreation marks a last segment whose creation never became
 // durable.
 var errTornCreation = errors.New("segment creation never completed")
+
+// removeOrphanIndexes removes the index files of segments that are not
+// among names (removed or set aside by a rollback): an index is the
+// store's own, worthless without its segment.
+func (s *Store) removeOrphanIndexes(names []string) error {
+	all, err := s.fs.ReadDir(s.msgsDir)
+	if err != nil {
+		return err
+	}
+	for _, name := range all {
+		base, ok := parseIdxName(name)
+		if _, found := slices.BinarySearch(names, segmentName(base)); !ok || found {
+			continue
+		}
+		if err := s.removeIndex(base); err != nil {
+			return err
+		}
+	}
+	return nil
+}

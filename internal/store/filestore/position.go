@@ -246,6 +246,12 @@ func (s *Store) rollback(p Position) (earlier, setAside []string, err error) {
 	if p.Offset == uint64(len(data)) {
 		return earlier, setAside, nil
 	}
+	// The segment is the last one now, read in full; its index, if
+	// sealed before, describes what is cut (the later segments' indexes
+	// are orphans, which recovery removes).
+	if err := s.removeIndex(p.Base); err != nil {
+		return nil, nil, err
+	}
 	return earlier, setAside, truncateSync(s.fs, segPath, int64(p.Offset))
 }
 

@@ -23,6 +23,7 @@ type recovery struct {
 	tombs       map[uint64]bool  // delete records whose target has no record
 	start       time.Time
 	truncated   int64     // bytes cut from the end of the last segment
+	indexed     int       // sealed segments opened through their index
 	corrupt     int       // bad regions found
 	good        []uint32  // scratch: valid record offsets of a segment
 	skips       []seqSpan // the spans of the skip records
@@ -35,9 +36,28 @@ type recovery struct {
 // of the package comment).
 func (s *Store) recover(names []string, ck ckptScan) error {
 	r := &recovery{s: s, tombs: make(map[uint64]bool), hdrTimes: make(map[uint64]int64), start: time.Now(), ckpt: ck.seq}
-	paths := make([]string, len(names))
+	if err := s.removeOrphanIndexes(names); err != nil {
+		return err
+	}
+	// Sealed segments with a valid index are not read (package comment,
+	// "Index files"); the read-ahead reads the others.
+	indexed := make([]*segIndex, len(names))
+	defer func() {
+		for _, ix := range indexed {
+			if ix != nil {
+				ix.f.Close()
+			}
+		}
+	}()
+	var paths []string
 	for k, name := range names {
-		paths[k] = path.Join(s.msgsDir, name)
+		if k < len(names)-1 {
+			base, _ := parseSegmentName(name)
+			indexed[k] = s.openIndexed(name, base)
+		}
+		if indexed[k] == nil {
+			paths = append(paths, path.Join(s.msgsDir, name))
+		}
 	}
 	ra := startReadAhead(s.fs, paths)
 	defer ra.stop()
@@ -46,6 +66,11 @@ func (s *Store) recover(names []string, ck ckptScan) error {
 		next := uint64(0)
 		if k+1 < len(names) {
 			next, _ = parseSegmentName(names[k+1])
+		}
+		if ix := indexed[k]; ix != nil {
+			indexed[k] = nil
+			r.loadIndexed(base, next, ix)
+			continue
 		}
 		rd := ra.next()
 		if rd.err != nil {
@@ -99,9 +124,47 @@ func (r *recovery) loadSegment(base, next uint64, last bool, data []byte, f vfs.
 	if !last {
 		g.size, g.written, g.synced, g.sealed = int64(len(data)), int64(len(data)), int64(len(data)), true
 		g.dropImage()
+		if len(bad) == 0 && herr == nil {
+			s.writeIndex(g, r.indexOf(data, cut))
+		}
 		return nil
 	}
-	return r.settleLast(g, data, cut)
+	if err := r.settleLast(g, data, cut); err != nil {
+		return err
+	}
+	if cut >= SegmentHeaderSize && herr == nil && len(bad) == 0 {
+		g.ix = r.indexOf(data, cut) // the writer adds what it appends
+	}
+	return nil
+}
+
+// indexOf builds the index of the valid records of data (r.good) below
+// cut.
+func (r *recovery) indexOf(data []byte, cut int) *idxBuilder {
+	x := newIdxBuilder(data)
+	for _, off := range r.good {
+		if int(off) >= cut {
+			break
+		}
+		x.add(data[off:int(off)+int(le.Uint32(data[off:]))], int64(off))
+	}
+	return x
+}
+
+// loadIndexed indexes the sealed segment ix opened through its index
+// file, reading nothing more of it. next is the following segment's base.
+func (r *recovery) loadIndexed(base, next uint64, ix *segIndex) {
+	s := r.s
+	g := s.newSegment(base)
+	g.f, g.created, g.s2 = ix.f, true, ix.hdr.s2
+	r.lw = max(r.lw, ix.hdr.lowWater)
+	r.hdrTimes[base] = ix.hdr.lastTime
+	s.mu.segs = append(s.mu.segs, g)
+	g.reserveSlots(ix.msgs)
+	_ = ix.records(func(off int, rec record) { r.apply(g, off, rec, next) }) // count checked every entry
+	g.size, g.written, g.synced, g.sealed = ix.size, ix.size, ix.size, true
+	g.dropImage()
+	r.indexed++
 }
 
 // countMsgs returns the number of message records among good below cut.
@@ -193,6 +256,9 @@ func (r *recovery) report(g *segment, herr error, bad []region, cut, size int) {
 func (r *recovery) dropTornSegment(g *segment) error {
 	r.s.cfg.Logf("filestore: %s: removing a segment whose creation never completed (no durable byte)", g.path)
 	g.f.Close()
+	if err := r.s.removeIndex(g.base); err != nil {
+		return err
+	}
 	if err := r.s.fs.Remove(g.path); err != nil {
 		return err
 	}
@@ -453,8 +519,8 @@ func (r *recovery) summary() {
 	if r.corrupt > 0 || len(s.mu.lost) > 0 {
 		logf = s.cfg.Logf
 	}
-	logf("filestore: %s: recovered %d messages, %s, in %d segments in %v (%d corrupt regions, %d lost sequences, %d torn bytes dropped)",
-		path.Clean(s.cfg.Dir), s.mu.msgs, s.seqRangeLocked(), len(s.mu.segs), time.Since(r.start).Round(time.Millisecond),
+	logf("filestore: %s: recovered %d messages, %s, in %d segments (%d opened through their index) in %v (%d corrupt regions, %d lost sequences, %d torn bytes dropped)",
+		path.Clean(s.cfg.Dir), s.mu.msgs, s.seqRangeLocked(), len(s.mu.segs), r.indexed, time.Since(r.start).Round(time.Millisecond),
 		r.corrupt, lostCount(s.mu.lost), r.truncated)
 }
 

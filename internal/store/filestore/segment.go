@@ -50,6 +50,11 @@ type segment struct {
 	created bool     // the file exists with its header durable
 	sealed  bool     // no more appends: a newer segment exists
 	f       vfs.File // open file; nil until created
+
+	// ix collects the segment's index file as its records are written;
+	// nil when it gets none. Owned by the flusher's writer (by Open
+	// before the flusher starts), not guarded by Store.mu.
+	ix *idxBuilder
 }
 
 // appendRec appends a record to the image (see appendRecordAt) and
