@@ -96,49 +96,68 @@ func burstIngest(t *testing.T, nc *nats.Conn, subj string, n, size int) ingestBu
 	return b
 }
 
-// TestJetStreamMaxBufferedSize bursts 1 KiB publishes at a file stream
-// whose server sets max_buffered_size to 2 KiB: the queue holds one
-// publish while the stream stores the previous ones, so most of the burst
-// is refused with 429 / 10167; what was accepted is stored. The drop is
-// logged with nats-server's text, at most once a second.
-func TestJetStreamMaxBufferedSize(t *testing.T) {
-	var logs syncBuffer
-	u := startServer(t, func(o *server.Options) {
-		o.JetStream = true
-		o.StreamMaxBufferedSize = 2 << 10
-		o.Logger = logger.New(&logs, false, false)
-	})
-	nc, js := jsConnect(t, u)
-	s := createStream(t, js, jetstream.StreamConfig{Name: "INGEST", Subjects: []string{"in.>"}, Storage: jetstream.FileStorage})
-	const n = 2000
-	b := burstIngest(t, nc, "in.x", n, 1<<10)
+// TestJetStreamMaxBuffered bursts 1 KiB publishes at a file stream whose
+// server sets max_buffered_size to 2 KiB, or max_buffered_msgs to 1: the
+// queue holds one publish while the stream stores the previous ones, so
+// most of the burst is refused with 429 / 10167; what was accepted is
+// stored. The drop is logged with nats-server's text, at most once a
+// second.
+func TestJetStreamMaxBuffered(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		set   func(*server.Options)
+		cause string
+	}{
+		{"max_buffered_size", func(o *server.Options) { o.StreamMaxBufferedSize = 2 << 10 }, "IPQ size limit reached"},
+		{"max_buffered_msgs", func(o *server.Options) { o.StreamMaxBufferedMsgs = 1 }, "IPQ len limit reached"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var logs syncBuffer
+			u := startServer(t, func(o *server.Options) {
+				o.JetStream = true
+				c.set(o)
+				o.Logger = logger.New(&logs, false, false)
+			})
+			nc, js := jsConnect(t, u)
+			s := createStream(t, js, jetstream.StreamConfig{Name: "INGEST", Subjects: []string{"in.>"}, Storage: jetstream.FileStorage})
+			b := burstIngest(t, nc, "in.x", 2000, 1<<10)
+			checkBurstRefused(t, b, func() uint64 { return streamInfo(t, s).State.Msgs })
+			if targetIsNatsServer() {
+				return // its log goes to its own output
+			}
+			line := "Dropping messages due to excessive stream ingest rate on '$G' > 'INGEST': " + c.cause
+			if k := strings.Count(logs.String(), line); k < 1 || k > int(b.elapsed/time.Second)+1 {
+				t.Fatalf("%d drop lines for %d drops in %v, want 1 a second at most:\n%s", k, b.tooMany, b.elapsed, logs.String())
+			}
+		})
+	}
+}
+
+// checkBurstRefused checks that a burst got only PubAcks and 429s, some
+// 429s, and that the stream holds what was acknowledged (msgs).
+func checkBurstRefused(t *testing.T, b ingestBurst, msgs func() uint64) {
+	t.Helper()
 	t.Logf("%d stored, %d refused with 429 in %v", b.ok, b.tooMany, b.elapsed)
 	if len(b.other) > 0 {
 		t.Fatalf("%d answers neither a PubAck nor 429/10167, first %s", len(b.other), b.other[0])
 	}
 	if b.tooMany == 0 {
-		t.Fatalf("no publish of the burst refused (%d stored): max_buffered_size not applied", b.ok)
+		t.Fatalf("no publish of the burst refused (%d stored): the bound not applied", b.ok)
 	}
-	if got := streamInfo(t, s).State.Msgs; got != uint64(b.ok) {
+	if got := msgs(); got != uint64(b.ok) {
 		t.Fatalf("stream holds %d messages, %d PubAcks", got, b.ok)
-	}
-	if targetIsNatsServer() {
-		return // its log goes to its own output
-	}
-	line := "Dropping messages due to excessive stream ingest rate on '$G' > 'INGEST': IPQ size limit reached"
-	if k := strings.Count(logs.String(), line); k < 1 || k > int(b.elapsed/time.Second)+1 {
-		t.Fatalf("%d drop lines for %d drops in %v, want 1 a second at most:\n%s", k, b.tooMany, b.elapsed, logs.String())
 	}
 }
 
-// The default bound is nats-server's 128 MiB: the same burst on a server
-// that sets nothing is stored whole.
-func TestJetStreamMaxBufferedDefault(t *testing.T) {
-	u := startJS(t)
-	nc, js := jsConnect(t, u)
-	createStream(t, js, jetstream.StreamConfig{Name: "INGEST", Subjects: []string{"in.>"}, Storage: jetstream.FileStorage})
+// In a cluster, the leader of a replicated stream bounds its ingest queue
+// with the same setting: a burst sent through a follower's server is
+// refused past 2 KiB queued, and the stream holds what was acknowledged.
+func TestJetStreamClusterMaxBufferedSize(t *testing.T) {
+	servers, _ := jsClusterMod(t, 3, func(_ int, o *server.Options) { o.StreamMaxBufferedSize = 2 << 10 })
+	_, js := jsConnect(t, servers[0].ClientURL())
+	s := createStream(t, js, jetstream.StreamConfig{Name: "INGEST", Subjects: []string{"in.>"}, Storage: jetstream.FileStorage, Replicas: 3})
+	follower := (streamLeader(t, servers, js, "INGEST") + 1) % len(servers)
+	nc := connect(t, servers[follower].ClientURL())
 	b := burstIngest(t, nc, "in.x", 2000, 1<<10)
-	if b.ok != 2000 || b.tooMany != 0 || len(b.other) > 0 {
-		t.Fatalf("default bound: %d stored, %d refused, other %q", b.ok, b.tooMany, b.other)
-	}
+	checkBurstRefused(t, b, func() uint64 { return streamInfo(t, s).State.Msgs })
 }

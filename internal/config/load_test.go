@@ -215,6 +215,7 @@ func TestMaxBuffered(t *testing.T) {
 		"jetstream {\n  MAX_Buffered_Size: \"100\"\n}": `F:2:3: max_buffered_size sizes defined as strings must end in K, M, G, T`,
 		"jetstream {\n  max_buffered_size: 1.5\n}":     `F:2:3: max_buffered_size must be int64 or string`,
 		"jetstream {\n  Max_Buffered_Msgs: \"1K\"\n}":  `F:2:3: Expected a parseable size for "Max_Buffered_Msgs", got 1K`,
+		"jetstream {\n  max_buffered_size: \"-1K\"\n}": `F:2:3: max_buffered_size "-1K" is out of range`, // nats-server: no bound (docs/compatibility.md)
 		"jetstream {\n  max_buffered_msgs: true\n}":    `F:2:3: Expected a parseable size for "max_buffered_msgs", got true`,
 	} {
 		wantLines(t, problemTexts(t, text), want)
