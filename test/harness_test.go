@@ -155,6 +155,12 @@ func natsServerConfig(opts server.Options, portsDir string) string {
 		if opts.JetStreamUniqueTag != "" {
 			fmt.Fprintf(&b, "  unique_tag: %q\n", opts.JetStreamUniqueTag)
 		}
+		if opts.StreamMaxBufferedSize != 0 {
+			fmt.Fprintf(&b, "  max_buffered_size: %d\n", opts.StreamMaxBufferedSize)
+		}
+		if opts.StreamMaxBufferedMsgs != 0 {
+			fmt.Fprintf(&b, "  max_buffered_msgs: %d\n", opts.StreamMaxBufferedMsgs)
+		}
 		for key, v := range map[string]int64{"max_memory_store": opts.MaxMemoryStore, "max_file_store": opts.MaxFileStore} {
 			switch {
 			case v == server.NoStorage:

@@ -358,6 +358,8 @@ func serverOptions(c *config.Config, log *logger.Logger) server.Options {
 		MaxFileStore:          storageLimit(c.JetStream.MaxFileStore),
 		AckBeforeSyncInterval: c.JetStream.AckBeforeSyncInterval,
 		DefaultMaxConsumers:   c.JetStream.DefaultMaxConsumers,
+		StreamMaxBufferedMsgs: int(c.JetStream.MaxBufferedMsgs),
+		StreamMaxBufferedSize: c.JetStream.MaxBufferedSize,
 		JetStreamDomain:       c.JetStream.Domain,
 		JetStreamUniqueTag:    c.JetStream.UniqueTag,
 		Tags:                  c.Tags,

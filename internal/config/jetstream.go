@@ -37,6 +37,14 @@ type JetStream struct {
 	// v2.15.2 JetStreamUniqueTag; docs/cluster.md, "The meta group" (placement)). ""
 	// for no such rule.
 	UniqueTag string `key:"unique_tag"`
+	// MaxBufferedSize and MaxBufferedMsgs bound each stream's ingest
+	// queue: the bytes (subject, reply, header and data) and the
+	// publishes it holds before it answers 429 / 10167 (nats-server
+	// v2.15.2 StreamMaxBufferedSize and StreamMaxBufferedMsgs). 0 (unset)
+	// is nats-server's default, 128 MiB and 100,000; negative is no bound,
+	// as in nats-server.
+	MaxBufferedSize int64 `key:"max_buffered_size"`
+	MaxBufferedMsgs int64 `key:"max_buffered_msgs"`
 }
 
 // jetstreamKeys are the top-level JetStream keys.
@@ -48,7 +56,8 @@ var jetstreamKeys = keyTable{
 
 // jetstreamBlockKeys are the keys of the jetstream block in nats-server
 // v2.15.2 (server/opts.go parseJetStream), and cairn's
-// ack_before_sync_interval.
+// ack_before_sync_interval. The tuning keys ignored are those of
+// nats-server's internal queues cairn has no counterpart of.
 var jetstreamBlockKeys = keyTable{
 	"enable":                   jsEnableKey,
 	"enabled":                  jsEnableKey,
@@ -77,8 +86,8 @@ var jetstreamBlockKeys = keyTable{
 	"extension_hint":           ignoredKey(leafExtension),
 	"unique_tag":               uniqueTagKey,
 	"max_outstanding_catchup":  ignoredKey(noSuchTuning),
-	"max_buffered_size":        ignoredKey(noSuchTuning),
-	"max_buffered_msgs":        ignoredKey(noSuchTuning),
+	"max_buffered_size":        maxBufferedSizeKey,
+	"max_buffered_msgs":        maxBufferedMsgsKey,
 	"request_queue_limit":      ignoredKey(noSuchTuning),
 	"info_queue_limit":         ignoredKey(noSuchTuning),
 	"meta_compact":             ignoredKey(noSuchTuning),
@@ -267,4 +276,26 @@ func uniqueTagKey(c *Config, it item, r *report) {
 	if s, ok := r.stringOf(it); ok {
 		c.JetStream.UniqueTag = strings.ToLower(strings.TrimSpace(s))
 	}
+}
+
+// maxBufferedSizeKey reads jetstream { max_buffered_size } as nats-server
+// v2.15.2 does (opts.go parseJetStream, getStorageSize): an integer (the
+// parser's size suffixes, "4KB", allowed) or a string of digits and K, M,
+// G or T, its errors prefixed with the key lowercased.
+func maxBufferedSizeKey(c *Config, it item, r *report) {
+	if n, ok := r.storageSizeOf(it, strings.ToLower(it.key)); ok {
+		c.JetStream.MaxBufferedSize = n
+	}
+}
+
+// maxBufferedMsgsKey reads jetstream { max_buffered_msgs }: an integer,
+// anything else nats-server v2.15.2's error ("Expected a parseable size
+// for "max_buffered_msgs", got 1K", the key as written).
+func maxBufferedMsgsKey(c *Config, it item, r *report) {
+	n, ok := it.val.(int64)
+	if !ok {
+		r.errorf(it, "Expected a parseable size for %q, got %v", it.key, it.val)
+		return
+	}
+	c.JetStream.MaxBufferedMsgs = n
 }

@@ -190,3 +190,34 @@ func TestServerTags(t *testing.T) {
 	wantLines(t, problemTexts(t, `server_tags: ["a", {x: 1}]`), `F:1:0: error parsing tags: unsupported type *conf.token where string is expected`)
 	wantLines(t, problemTexts(t, "jetstream { unique_tag: 5 }"), `F:1:0: interface conversion: interface {} is int64, not string`)
 }
+
+// jetstream { max_buffered_size, max_buffered_msgs } are read as
+// nats-server v2.15.2 reads them (opts.go parseJetStream): the size as a
+// storage size (an integer with the parser's suffixes, or a string ending
+// in K, M, G or T), the count as an integer, negative values kept (no
+// bound), with nats-server's errors for anything else (the texts and
+// positions nats-server -t gives for the same files).
+func TestMaxBuffered(t *testing.T) {
+	for text, want := range map[string][2]int64{
+		"jetstream { max_buffered_size: 4096, max_buffered_msgs: 10 }": {4096, 10},
+		"jetstream { max_buffered_size: 4kb, max_buffered_msgs: 1k }":  {4096, 1000},
+		`jetstream { max_buffered_size: "2M" }`:                        {2 << 20, 0},
+		"jetstream { max_buffered_size: -1, max_buffered_msgs: -1 }":   {-1, -1},
+		"jetstream { }": {0, 0},
+	} {
+		c, warns := mustLoad(t, text)
+		if got := [2]int64{c.JetStream.MaxBufferedSize, c.JetStream.MaxBufferedMsgs}; got != want || len(warns) != 0 {
+			t.Errorf("%s: size, msgs %v, want %v; warnings %v", text, got, want, warns)
+		}
+	}
+	for text, want := range map[string]string{
+		"jetstream {\n  max_buffered_size: \"1MB\"\n}": `F:2:3: max_buffered_size strconv.ParseInt: parsing "1M": invalid syntax`,
+		"jetstream {\n  MAX_Buffered_Size: \"100\"\n}": `F:2:3: max_buffered_size sizes defined as strings must end in K, M, G, T`,
+		"jetstream {\n  max_buffered_size: 1.5\n}":     `F:2:3: max_buffered_size must be int64 or string`,
+		"jetstream {\n  Max_Buffered_Msgs: \"1K\"\n}":  `F:2:3: Expected a parseable size for "Max_Buffered_Msgs", got 1K`,
+		"jetstream {\n  max_buffered_size: \"-1K\"\n}": `F:2:3: max_buffered_size "-1K" is out of range`, // nats-server: no bound (docs/compatibility.md)
+		"jetstream {\n  max_buffered_msgs: true\n}":    `F:2:3: Expected a parseable size for "max_buffered_msgs", got true`,
+	} {
+		wantLines(t, problemTexts(t, text), want)
+	}
+}

@@ -53,6 +53,13 @@ type Config struct {
 	// DefaultMaxConsumersPerStream, negative is no cap. A create beyond
 	// it gets 10026.
 	DefaultMaxConsumers int
+	// MaxBufferedMsgs and MaxBufferedBytes bound every stream's ingest
+	// queue (streamrun.Env.MaxBufferedMsgs; jetstream max_buffered_msgs
+	// and max_buffered_size): past either a publish is answered 429 /
+	// 10167. 0 is nats-server v2.15.2's default, 100,000 and 128 MiB;
+	// negative no bound.
+	MaxBufferedMsgs  int
+	MaxBufferedBytes int64
 	// MaxPayload is the server's max_payload: a restored snapshot holding
 	// a larger message is refused, as nats-server refuses it, and a
 	// counter stream's new value must fit (ADR-49). 0 = no such check.
@@ -450,7 +457,8 @@ func (js *JetStream) streamEnv() streamrun.Env {
 	}
 	return streamrun.Env{
 		Transport: js.tr, Now: js.cfg.Now, Logf: js.cfg.Logf, APILevel: js.cfg.APILevel,
-		Domain: js.cfg.Domain, MaxPending: js.cfg.MaxPending, MaxPayload: js.cfg.MaxPayload, Storage: js.storage, BatchLimits: js.batchLimits(), Batches: &js.batches, NewLog: newLog,
+		Domain: js.cfg.Domain, Account: js.accountName(), MaxPending: js.cfg.MaxPending,
+		MaxBufferedMsgs: js.cfg.MaxBufferedMsgs, MaxBufferedBytes: js.cfg.MaxBufferedBytes, MaxPayload: js.cfg.MaxPayload, Storage: js.storage, BatchLimits: js.batchLimits(), Batches: &js.batches, NewLog: newLog,
 		NewReplicatedLog: js.cfg.NewReplicatedLog,
 	}
 }

@@ -151,6 +151,7 @@ func (s *Server) startAccountJetStream(acc *account, dir string, limits *config.
 	}
 	cfg.Limits = engineLimits(limits)
 	cfg.DefaultMaxConsumers = s.opts.DefaultMaxConsumers
+	cfg.MaxBufferedMsgs, cfg.MaxBufferedBytes = s.opts.StreamMaxBufferedMsgs, s.opts.StreamMaxBufferedSize
 	if d := s.opts.AckBeforeSyncInterval; d > 0 {
 		cfg.AckBeforeSyncInterval = d
 		s.log.Warnf("JetStream acknowledges file stream messages before they are synced (ack_before_sync_interval %v): a power loss can lose up to %v of acknowledged messages", d, d)

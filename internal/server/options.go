@@ -71,6 +71,14 @@ type Options struct {
 	// (jetstream.Config.DefaultMaxConsumers): 0 is nats-server's 1000,
 	// negative no cap.
 	DefaultMaxConsumers int
+	// StreamMaxBufferedMsgs and StreamMaxBufferedSize bound each stream's
+	// ingest queue, in publishes and in bytes (subject, reply, header and
+	// data): past either a publish is answered 429 / 10167 (jetstream
+	// max_buffered_msgs and max_buffered_size, nats-server v2.15.2's
+	// options of the same names; jetstream.Config.MaxBufferedMsgs). 0 is
+	// nats-server's default, 100,000 and 128 MiB; negative no bound.
+	StreamMaxBufferedMsgs int
+	StreamMaxBufferedSize int64
 	// JetStreamDomain is the JetStream domain (jetstream { domain }): a
 	// client publish to $JS.<domain>.API.<suffix> is mapped as nats-server
 	// v2.15.2 maps it (jsdomain.go), and JetStream names the domain in

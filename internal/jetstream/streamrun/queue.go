@@ -19,19 +19,36 @@ func newQueue[T any](limit int) *queue[T] {
 	return &queue[T]{limit: limit, wake: make(chan struct{}, 1)}
 }
 
-// push appends v; it reports false when the queue is full or closed.
-func (q *queue[T]) push(v T) bool { return q.pushSized(v, 0) }
+// pushResult is what pushSized made of an item.
+type pushResult int
 
-// pushSized appends v, of n bytes; it reports false when the queue is
-// closed or full: limit items, or byteLimit bytes with v (an empty queue
-// takes one item of any size).
-func (q *queue[T]) pushSized(v T, n int) bool {
+const (
+	pushed     pushResult = iota
+	pushClosed            // the queue is closed
+	fullMsgs              // limit items queued
+	fullBytes             // byteLimit bytes queued with the item
+)
+
+// push appends v; it reports false when the queue is full or closed.
+func (q *queue[T]) push(v T) bool { return q.pushSized(v, 0) == pushed }
+
+// pushSized appends v, of n bytes, unless the queue is closed or full:
+// limit items, or byteLimit bytes with v (an empty queue takes one item
+// of any size). It says which.
+func (q *queue[T]) pushSized(v T, n int) pushResult {
 	q.mu.Lock()
-	full := q.limit > 0 && len(q.items) >= q.limit ||
-		q.byteLimit > 0 && len(q.items) > 0 && q.bytes+n > q.byteLimit
-	if q.closed || full {
+	res := pushed
+	switch {
+	case q.closed:
+		res = pushClosed
+	case q.limit > 0 && len(q.items) >= q.limit:
+		res = fullMsgs
+	case q.byteLimit > 0 && len(q.items) > 0 && q.bytes+n > q.byteLimit:
+		res = fullBytes
+	}
+	if res != pushed {
 		q.mu.Unlock()
-		return false
+		return res
 	}
 	q.items = append(q.items, v)
 	q.bytes += n
@@ -40,7 +57,7 @@ func (q *queue[T]) pushSized(v T, n int) bool {
 	case q.wake <- struct{}{}:
 	default:
 	}
-	return true
+	return pushed
 }
 
 // take waits until items are queued and moves them all into dst[:0]. It

@@ -45,14 +45,18 @@ type Env struct {
 	Logf      func(format string, args ...any) // problems
 	APILevel  int                              // the JetStream API level (direct get's Nats-Required-Api-Level)
 	Domain    string                           // the JetStream domain named in PubAcks and advisories; "" for none
+	Account   string                           // the stream's account, named in log lines ("$G" for the global one)
 	// MaxPending bounds a batched direct get without max_bytes (the
 	// server's max_pending, ADR-31); 0 is nats-server's default, 64 MiB.
 	MaxPending int64
 	// MaxBufferedMsgs and MaxBufferedBytes bound the publishes a stream
 	// queues before its apply goroutine takes them (bytes: subject,
-	// header and data); past either a publish is answered 429 / 10167
-	// (jetstream max_buffered_msgs and max_buffered_size; 0: nats-server's
-	// defaults, 100,000 and 128 MiB).
+	// reply, header and data, as nats-server v2.15.2 counts them); past
+	// either a publish is answered 429 / 10167 and the drop is logged,
+	// once a second at most per stream (logIngestDrop). jetstream
+	// max_buffered_msgs and max_buffered_size: 0 is nats-server's
+	// defaults, 100,000 and 128 MiB; negative is no bound, as in
+	// nats-server.
 	MaxBufferedMsgs  int
 	MaxBufferedBytes int64
 	// MaxPayload is the server's max_payload (bytes; 0: none), which the
@@ -128,6 +132,11 @@ type Stream struct {
 	expireErrLogged time.Time
 	stopped         bool
 	done            sync.WaitGroup
+
+	// dropLogged is when the ingest queue's refusals were last logged
+	// (unix ns; 0 never), for a full count and full bytes
+	// (logIngestDrop); any publisher's goroutine.
+	dropLogged [2]atomic.Int64
 
 	storage   stream.StorageType // fixed at creation
 	counter   bool               // allow_msg_counter, fixed at creation
@@ -441,7 +450,8 @@ func (r *Stream) handleTracedPublish(subject, reply string, hdr, data []byte, t 
 	if len(hdr) > 0 {
 		e.Header = buf[:len(hdr):len(hdr)]
 	}
-	if !r.in.pushSized(item{entry: e, reply: reply}, len(subject)+len(buf)) {
+	if pr := r.in.pushSized(item{entry: e, reply: reply}, len(subject)+len(reply)+len(buf)); pr != pushed {
+		r.logIngestDrop(pr)
 		res := stream.Result{Err: jserr.New(jserr.StreamTooManyRequests)}
 		if t != nil {
 			t.JetStream(r.name, subject, res.Err)
@@ -839,16 +849,64 @@ func (r *Stream) logExpireErr(err error) {
 var tooManyRequests = []byte("NATS/1.0 429 Too Many Requests\r\n\r\n")
 
 // newIngest returns a stream's ingest queue, bounded as env says
-// (Env.MaxBufferedMsgs, Env.MaxBufferedBytes).
+// (Env.MaxBufferedMsgs, Env.MaxBufferedBytes: 0 the default, negative no
+// bound).
 func newIngest(env Env) *queue[item] {
 	msgs, bytes := env.MaxBufferedMsgs, env.MaxBufferedBytes
-	if msgs <= 0 {
+	switch {
+	case msgs == 0:
 		msgs = defaultMaxBufferedMsgs
+	case msgs < 0:
+		msgs = 0
 	}
-	if bytes <= 0 {
+	switch {
+	case bytes == 0:
 		bytes = defaultMaxBufferedBytes
+	case bytes < 0:
+		bytes = 0
 	}
 	q := newQueue[item](msgs)
 	q.byteLimit = int(min(bytes, int64(^uint(0)>>1)))
 	return q
+}
+
+// ingestDropLogEvery is how often a stream logs, per cause, that its
+// ingest queue refused publishes: nats-server v2.15.2's RateLimitWarnf
+// logs a statement once until its rate-limit window (a second) passes.
+const ingestDropLogEvery = time.Second
+
+// ingestDropCause is the end of nats-server v2.15.2's log line for each
+// refusal of a full ingest queue (its ipQueue's errors).
+var ingestDropCause = map[pushResult]string{
+	fullMsgs:  "IPQ len limit reached",
+	fullBytes: "IPQ size limit reached",
+}
+
+// logIngestDrop logs, with nats-server v2.15.2's text (stream.go
+// queueInbound), that the ingest queue refused a publish, at most once
+// per ingestDropLogEvery per cause: a burst refused by the thousand logs
+// one line. A closed queue (a stream stopping) is not logged. Any
+// publisher's goroutine: the time of the last line is swapped atomically.
+func (r *Stream) logIngestDrop(pr pushResult) {
+	cause, ok := ingestDropCause[pr]
+	if !ok {
+		return
+	}
+	last := &r.dropLogged[0]
+	if pr == fullBytes {
+		last = &r.dropLogged[1]
+	}
+	now, prev := r.env.Now().UnixNano(), last.Load()
+	if prev != 0 && now-prev < int64(ingestDropLogEvery) || !last.CompareAndSwap(prev, now) {
+		return
+	}
+	r.env.Logf("Dropping messages due to excessive stream ingest rate on '%s' > '%s': %s", r.account(), r.name, cause)
+}
+
+// account names the stream's account in log lines.
+func (r *Stream) account() string {
+	if r.env.Account == "" {
+		return "$G"
+	}
+	return r.env.Account
 }
