@@ -69,3 +69,45 @@ func allDone(ps []*Proposal) bool {
 	}
 	return true
 }
+
+// Proposals held past the uncommitted limit by a leader that loses its
+// quorum fail once CheckQuorum deposes it, held ones included: none waits
+// for a commit that cannot come from this replica, so the stream answers
+// them (503 or nothing) and its clients retry on the new leader.
+func TestHeldProposalsFailWhenLeaderLosesQuorum(t *testing.T) {
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.MaxUncommittedBytes = 16 << 10 })
+	for i, tn := range c.nodes {
+		tn.sms[1] = newHashSM(tn.fs, "sm", 1)
+		gc := GroupConfig{ID: 1, Replica: ReplicaID(i + 1), Incarnation: tn.n.Incarnation(), Peers: c.peers(0), HoldPastUncommitted: true}
+		if err := tn.n.AddGroup(gc, tn.sms[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.elect(0, 1)
+	for _, s := range []ServerID{"s2", "s3"} {
+		c.net.Partition("s1", s)
+	}
+	var ps []*Proposal
+	for i := range 40 {
+		p, err := c.nodes[0].n.Propose(1, bytes.Repeat([]byte{byte('a' + i%26)}, 1<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	c.stabilize()
+	for range 4 * 10 { // CheckQuorum deposes the leader within two election timeouts
+		if allDone(ps) {
+			break
+		}
+		c.tick(1)
+	}
+	for i, p := range ps {
+		if !allDone(ps[i : i+1]) {
+			t.Fatalf("proposal %d still waits on a leader that lost its quorum (role %v)", i, c.status(0, 1).Role)
+		}
+		if _, err := p.Result(); err == nil {
+			t.Fatalf("proposal %d applied on a leader cut off from its followers", i)
+		}
+	}
+}
