@@ -67,6 +67,9 @@ type Config struct {
 	// DefaultRetain); one further behind is caught up by a snapshot.
 	// Tests shorten it.
 	Retain uint64
+	// WALSegmentBytes is the size past which the Raft WAL starts a new
+	// segment (0: raftnode's default, 64 MiB). Tests shorten it.
+	WALSegmentBytes int64
 	// ForceNew forces a new cluster from this server's Raft WAL: its
 	// replicas of the meta group and of the replicated streams and
 	// consumers it holds become their groups' only voters (force.go;
@@ -295,7 +298,7 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 	node, err := raftnode.Open(raftnode.Config{
 		FS: cfg.FS, Dir: path.Join(cfg.Dir, "raft"), Server: c.name, Transport: late,
 		TickInterval: cfg.TickInterval, Logf: cfg.Logf, Infof: cfg.Infof, Debugf: cfg.Debugf, DeferReplay: true,
-		PeerDead: c.svc.PeerGone,
+		PeerDead: c.svc.PeerGone, SegmentBytes: cfg.WALSegmentBytes,
 	})
 	if err != nil {
 		c.svc.Close()
