@@ -452,7 +452,7 @@ func (c *Cluster) checkpointAll(stopping bool) {
 	}
 	now := c.cfg.Now()
 	for _, cr := range crs {
-		applied := cr.log.Applied()
+		applied := cr.log.LastApplied()
 		if _, err := cr.log.Checkpoint(); err != nil {
 			c.cfg.Logf("jscluster: consumer %s > %s > %s: checkpoint failed (the WAL keeps the entries): %v", cr.ca.Account, cr.ca.Stream, cr.ca.Name, err)
 		}
