@@ -212,6 +212,9 @@ type Cluster struct {
 	// (lost.go), under its own mutex.
 	lost         lostState
 	metaChanging *raftnode.Proposal
+	// pins: the groups keeping sealed Raft WAL segments (walpin.go); the
+	// run goroutine's.
+	pins walPins
 
 	mu       sync.Mutex
 	accounts map[string]*account // by account name
@@ -553,6 +556,7 @@ func (c *Cluster) run() {
 			c.askSettles()
 			c.askConsumerSettles()
 			c.checkpointConsumers()
+			c.releaseWAL()
 			c.retryConsumerStarts()
 			if !recovered {
 				recovered = c.noteRecovered()
