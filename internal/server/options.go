@@ -112,6 +112,10 @@ type Options struct {
 	// replica further behind is caught up by a stream snapshot. Not a
 	// configuration key: tests shorten it.
 	RaftRetain uint64
+	// RaftWALSegmentBytes is the size past which the clustered
+	// JetStream's Raft WAL starts a new segment (0: 64 MiB, raftnode
+	// Config.SegmentBytes). Not a configuration key: tests shorten it.
+	RaftWALSegmentBytes int64
 	// ForceNewCluster forces a new cluster from this server's Raft WAL
 	// (--cluster_force_new; jscluster.Config.ForceNew, docs/cluster.md
 	// "Forcing a new cluster"): the operator's last resort when a

@@ -179,6 +179,19 @@ func (l *Log) Start(index uint64, data []byte) error {
 // snapshot started from).
 func (l *Log) Applied() uint64 { return l.applied.Load() }
 
+// LastApplied returns the index of the last entry applied of any kind:
+// Applied, or a later entry without data (a new leader's empty entry, a
+// membership change), which a Checkpoint reflects too. The cluster
+// layer's checkpoint trigger counts from it: counted from Applied, a
+// leader change after the last checkpoint left the empty entry in the
+// WAL for as long as the consumer stayed idle, and the segment holding
+// it, with every newer one, on disk (docs/cluster.md, "The WAL").
+func (l *Log) LastApplied() uint64 {
+	l.seenMu.Lock()
+	defer l.seenMu.Unlock()
+	return max(l.seenLatest, l.applied.Load())
+}
+
 // Checkpoint saves the replica's committed state (Config.Save) and lets
 // the group drop its entries through the index it reflects
 // (raftnode.Node.Compact). It returns that index (0: nothing new to

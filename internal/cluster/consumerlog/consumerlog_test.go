@@ -126,6 +126,12 @@ func TestCheckpointCoversTrailingEmptyEntries(t *testing.T) {
 	if got := l.reflected(f.last); got != 4 {
 		t.Fatalf("a snapshot at %d is saved at %d, want 4 (the empty entries after it)", f.last, got)
 	}
+	// The cluster layer's checkpoint trigger counts the empty entries
+	// too: counted from Applied (2), an idle consumer never checkpointed
+	// them, and they kept the WAL's segments (docs/cluster.md, "The WAL").
+	if l.Applied() != 2 || l.LastApplied() != 4 {
+		t.Fatalf("Applied %d, LastApplied %d: want 2 and 4", l.Applied(), l.LastApplied())
+	}
 	if err := sm.Apply([]raftnode.Entry{entry(t, 5, 3, &consumer.Deliver{Stream: 5, Time: 9}, 0), entry(t, 6, 3, nil, 0)}); err != nil {
 		t.Fatal(err)
 	}
@@ -134,6 +140,9 @@ func TestCheckpointCoversTrailingEmptyEntries(t *testing.T) {
 	}
 	if got := l.reflected(f.last); got != 6 {
 		t.Fatalf("a snapshot at 5 is saved at %d, want 6", got)
+	}
+	if l.Applied() != 5 || l.LastApplied() != 6 {
+		t.Fatalf("Applied %d, LastApplied %d: want 5 and 6", l.Applied(), l.LastApplied())
 	}
 }
 

@@ -67,6 +67,9 @@ type Config struct {
 	// DefaultRetain); one further behind is caught up by a snapshot.
 	// Tests shorten it.
 	Retain uint64
+	// WALSegmentBytes is the size past which the Raft WAL starts a new
+	// segment (0: raftnode's default, 64 MiB). Tests shorten it.
+	WALSegmentBytes int64
 	// ForceNew forces a new cluster from this server's Raft WAL: its
 	// replicas of the meta group and of the replicated streams and
 	// consumers it holds become their groups' only voters (force.go;
@@ -209,6 +212,9 @@ type Cluster struct {
 	// (lost.go), under its own mutex.
 	lost         lostState
 	metaChanging *raftnode.Proposal
+	// pins: the groups keeping sealed Raft WAL segments (walpin.go); the
+	// run goroutine's.
+	pins walPins
 
 	mu       sync.Mutex
 	accounts map[string]*account // by account name
@@ -295,7 +301,7 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 	node, err := raftnode.Open(raftnode.Config{
 		FS: cfg.FS, Dir: path.Join(cfg.Dir, "raft"), Server: c.name, Transport: late,
 		TickInterval: cfg.TickInterval, Logf: cfg.Logf, Infof: cfg.Infof, Debugf: cfg.Debugf, DeferReplay: true,
-		PeerDead: c.svc.PeerGone,
+		PeerDead: c.svc.PeerGone, SegmentBytes: cfg.WALSegmentBytes,
 	})
 	if err != nil {
 		c.svc.Close()
@@ -449,7 +455,7 @@ func (c *Cluster) checkpointAll(stopping bool) {
 	}
 	now := c.cfg.Now()
 	for _, cr := range crs {
-		applied := cr.log.Applied()
+		applied := cr.log.LastApplied()
 		if _, err := cr.log.Checkpoint(); err != nil {
 			c.cfg.Logf("jscluster: consumer %s > %s > %s: checkpoint failed (the WAL keeps the entries): %v", cr.ca.Account, cr.ca.Stream, cr.ca.Name, err)
 		}
@@ -550,6 +556,7 @@ func (c *Cluster) run() {
 			c.askSettles()
 			c.askConsumerSettles()
 			c.checkpointConsumers()
+			c.releaseWAL()
 			c.retryConsumerStarts()
 			if !recovered {
 				recovered = c.noteRecovered()

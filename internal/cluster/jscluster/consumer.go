@@ -61,8 +61,9 @@ type creplica struct {
 	// this replica's subscriptions (answerConsumerInfo flushed the
 	// routes once); reset when the leadership changes.
 	announced atomic.Bool
-	// ckptIndex and ckptAt: the applied index at the last checkpoint, and
-	// when (the run goroutine's).
+	// ckptIndex and ckptAt: the last index applied, of any kind
+	// (consumerlog LastApplied), at the last checkpoint, and when (the
+	// run goroutine's).
 	ckptIndex uint64
 	ckptAt    time.Time
 	// changing is the membership change this replica, leading its
@@ -400,7 +401,7 @@ func (c *Cluster) checkpointConsumers() {
 	c.mu.Unlock()
 	now := c.cfg.Now()
 	for _, cr := range crs {
-		applied := cr.log.Applied()
+		applied := cr.log.LastApplied()
 		if applied <= cr.ckptIndex || (applied-cr.ckptIndex < checkpointEntries && now.Sub(cr.ckptAt) < checkpointEvery) {
 			continue
 		}

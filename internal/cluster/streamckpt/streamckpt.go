@@ -619,6 +619,18 @@ func (r *Replica) run() {
 	}
 }
 
+// Poke asks the replica's checkpoint goroutine for a checkpoint now,
+// without waiting for it (the cluster layer's answer to a group that
+// keeps sealed WAL segments: jscluster walpin.go). A checkpoint already
+// asked for and not yet taken counts; nothing is taken when nothing was
+// applied since the last one, or after Stop.
+func (r *Replica) Poke() {
+	select {
+	case r.poke <- struct{}{}:
+	default:
+	}
+}
+
 // Checkpoint takes a checkpoint now (package comment, "Taking a
 // checkpoint"), unless nothing was applied since the last one. Errors:
 // ErrStopped (the runtime stopped), the store's (store.ErrFenced), the
