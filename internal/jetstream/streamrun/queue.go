@@ -13,10 +13,11 @@ type queue[T any] struct {
 	byteLimit int // most bytes queued; 0 = unbounded
 	closed    bool
 	wake      chan struct{} // capacity 1
+	room      chan struct{} // capacity 1: take took items (crowded's waiters)
 }
 
 func newQueue[T any](limit int) *queue[T] {
-	return &queue[T]{limit: limit, wake: make(chan struct{}, 1)}
+	return &queue[T]{limit: limit, wake: make(chan struct{}, 1), room: make(chan struct{}, 1)}
 }
 
 // pushResult is what pushSized made of an item.
@@ -70,6 +71,10 @@ func (q *queue[T]) take(dst []T) (items []T, ok bool) {
 			clear(q.items)
 			q.items, q.bytes = q.items[:0], 0
 			q.mu.Unlock()
+			select {
+			case q.room <- struct{}{}:
+			default:
+			}
 			return items, true
 		}
 		closed := q.closed
@@ -108,4 +113,12 @@ func (q *queue[T]) pushOp(v T) bool {
 	default:
 	}
 	return true
+}
+
+// crowded reports whether the queue holds more than half of its limit of
+// items or of bytes.
+func (q *queue[T]) crowded() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.limit > 0 && 2*len(q.items) > q.limit || q.byteLimit > 0 && 2*q.bytes > q.byteLimit
 }
