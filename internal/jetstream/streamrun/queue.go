@@ -34,8 +34,8 @@ const (
 func (q *queue[T]) push(v T) bool { return q.pushSized(v, 0) == pushed }
 
 // pushSized appends v, of n bytes, unless the queue is closed or full:
-// limit items, or byteLimit bytes with v (an empty queue takes one item
-// of any size). It says which.
+// limit items, or byteLimit bytes with v (an item larger than byteLimit
+// never fits, as in nats-server v2.15.2's ipQueue). It says which.
 func (q *queue[T]) pushSized(v T, n int) pushResult {
 	q.mu.Lock()
 	res := pushed
@@ -44,7 +44,7 @@ func (q *queue[T]) pushSized(v T, n int) pushResult {
 		res = pushClosed
 	case q.limit > 0 && len(q.items) >= q.limit:
 		res = fullMsgs
-	case q.byteLimit > 0 && len(q.items) > 0 && q.bytes+n > q.byteLimit:
+	case q.byteLimit > 0 && q.bytes+n > q.byteLimit:
 		res = fullBytes
 	}
 	if res != pushed {
