@@ -12,27 +12,7 @@ import (
 // refused (trial 34: a 100 MB object put into an R3 bucket got 503s past
 // the 64 MiB limit, where nats-server takes the burst).
 func TestBurstPastUncommittedLimitWaits(t *testing.T) {
-	c := newTestCluster(t, 3, func(cfg *Config) { cfg.MaxUncommittedBytes = 16 << 10 })
-	for i, tn := range c.nodes {
-		tn.sms[1] = newHashSM(tn.fs, "sm", 1)
-		gc := GroupConfig{ID: 1, Replica: ReplicaID(i + 1), Incarnation: tn.n.Incarnation(), Peers: c.peers(0), HoldPastUncommitted: true}
-		if err := tn.n.AddGroup(gc, tn.sms[1]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.elect(0, 1)
-	for _, s := range []ServerID{"s2", "s3"} {
-		c.net.Partition("s1", s)
-	}
-	var ps []*Proposal
-	for i := range 40 {
-		p, err := c.nodes[0].n.Propose(1, bytes.Repeat([]byte{byte('a' + i%26)}, 1<<10))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps = append(ps, p)
-	}
-	c.stabilize() // the leader alone: 16 KiB uncommitted, the rest held
+	c, ps := heldBurst(t) // the leader alone: 16 KiB uncommitted, the rest held
 	for i, p := range ps {
 		select {
 		case <-p.Done():
@@ -75,6 +55,28 @@ func allDone(ps []*Proposal) bool {
 // for a commit that cannot come from this replica, so the stream answers
 // them (503 or nothing) and its clients retry on the new leader.
 func TestHeldProposalsFailWhenLeaderLosesQuorum(t *testing.T) {
+	c, ps := heldBurst(t)
+	for range 4 * 10 { // CheckQuorum deposes the leader within two election timeouts
+		if allDone(ps) {
+			break
+		}
+		c.tick(1)
+	}
+	for i, p := range ps {
+		if !allDone(ps[i : i+1]) {
+			t.Fatalf("proposal %d still waits on a leader that lost its quorum (role %v)", i, c.status(0, 1).Role)
+		}
+		if _, err := p.Result(); err == nil {
+			t.Fatalf("proposal %d applied on a leader cut off from its followers", i)
+		}
+	}
+}
+
+// heldBurst makes a 3-node cluster whose group 1 holds proposals past a
+// 16 KiB uncommitted limit, its leader (node 0) cut off from the others,
+// and proposes 40 of 1 KiB on it, stabilized: 16 KiB uncommitted, the
+// rest held.
+func heldBurst(t *testing.T) (*testCluster, []*Proposal) {
 	c := newTestCluster(t, 3, func(cfg *Config) { cfg.MaxUncommittedBytes = 16 << 10 })
 	for i, tn := range c.nodes {
 		tn.sms[1] = newHashSM(tn.fs, "sm", 1)
@@ -96,18 +98,5 @@ func TestHeldProposalsFailWhenLeaderLosesQuorum(t *testing.T) {
 		ps = append(ps, p)
 	}
 	c.stabilize()
-	for range 4 * 10 { // CheckQuorum deposes the leader within two election timeouts
-		if allDone(ps) {
-			break
-		}
-		c.tick(1)
-	}
-	for i, p := range ps {
-		if !allDone(ps[i : i+1]) {
-			t.Fatalf("proposal %d still waits on a leader that lost its quorum (role %v)", i, c.status(0, 1).Role)
-		}
-		if _, err := p.Result(); err == nil {
-			t.Fatalf("proposal %d applied on a leader cut off from its followers", i)
-		}
-	}
+	return c, ps
 }

@@ -1,7 +1,6 @@
 package streamlog
 
 import (
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -19,16 +18,7 @@ import (
 func TestProposeWaitsPastPendingBytes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, func(cfg *Config) { cfg.MaxPendingBytes = 1 << 20 })
-		defer func() {
-			for _, r := range c.reps {
-				r.node.Close()
-				r.log.Close()
-			}
-		}()
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Go(func() { c.net.Run(stop) })
-		defer func() { close(stop); wg.Wait() }()
+		defer c.run()()
 		l := c.waitLeader(-1)
 		for _, r := range c.reps {
 			if r != c.reps[l] {

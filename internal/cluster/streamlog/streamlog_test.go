@@ -123,6 +123,22 @@ func newCluster(t *testing.T, opts ...func(*Config)) *cluster {
 	return c
 }
 
+// run delivers the network's frames on a goroutine until the returned
+// function, which also closes every node and log, is called.
+func (c *cluster) run() (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { c.net.Run(done) })
+	return func() {
+		close(done)
+		wg.Wait()
+		for _, r := range c.reps {
+			r.node.Close()
+			r.log.Close()
+		}
+	}
+}
+
 func (c *cluster) leader() int {
 	for i, r := range c.reps {
 		if st, err := r.node.Status(group); err == nil && st.Role == raftnode.Leader {
@@ -224,16 +240,7 @@ func (p *publisher) publish(msg string, at int64) {
 func TestReplicatedPublish(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
-		defer func() {
-			for _, r := range c.reps {
-				r.node.Close()
-				r.log.Close()
-			}
-		}()
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Go(func() { c.net.Run(stop) })
-		defer func() { close(stop); wg.Wait() }()
+		defer c.run()()
 
 		p := &publisher{c: c, acked: map[string]uint64{}, proposer: map[uint64]int{}}
 		base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
@@ -352,16 +359,7 @@ func (e *engine) appliedIndex() uint64 {
 func TestFollowersCompactThroughTheFloor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
-		defer func() {
-			for _, r := range c.reps {
-				r.node.Close()
-				r.log.Close()
-			}
-		}()
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Go(func() { c.net.Run(stop) })
-		defer func() { close(stop); wg.Wait() }()
+		defer c.run()()
 		p := &publisher{c: c, acked: map[string]uint64{}, proposer: map[uint64]int{}}
 		base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 		n := 0
@@ -441,16 +439,7 @@ func TestFollowersCompactThroughTheFloor(t *testing.T) {
 func TestIdleFloorCoversItself(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
-		defer func() {
-			for _, r := range c.reps {
-				r.node.Close()
-				r.log.Close()
-			}
-		}()
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Go(func() { c.net.Run(stop) })
-		defer func() { close(stop); wg.Wait() }()
+		defer c.run()()
 		p := &publisher{c: c, acked: map[string]uint64{}, proposer: map[uint64]int{}}
 		base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 		for n := range 10 {
@@ -494,16 +483,7 @@ func TestIdleFloorCoversItself(t *testing.T) {
 func TestSealAndBarrier(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t)
-		defer func() {
-			for _, r := range c.reps {
-				r.node.Close()
-				r.log.Close()
-			}
-		}()
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Go(func() { c.net.Run(stop) })
-		defer func() { close(stop); wg.Wait() }()
+		defer c.run()()
 
 		p := &publisher{c: c, acked: map[string]uint64{}, proposer: map[uint64]int{}}
 		base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
