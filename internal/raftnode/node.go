@@ -1069,8 +1069,6 @@ type frameSet struct {
 	order    []ServerID
 }
 
-func (fs *frameSet) has(s ServerID) bool { return fs.builders[s] != nil }
-
 func (fs *frameSet) add(s ServerID, env []byte) {
 	fb := fs.builders[s]
 	if fb == nil {
