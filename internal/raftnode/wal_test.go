@@ -187,19 +187,7 @@ func TestWALRotateCollect(t *testing.T) {
 	if len(w.segs) < 4 {
 		t.Fatalf("%d segments", len(w.segs))
 	}
-	compact := func(g GroupID, index uint64) {
-		var it items
-		it.b = []byte{bodyBatch}
-		m := snapMeta{index: index, term: 1, conf: &pb.ConfState{Voters: []uint64{1}}}
-		it.snap(itemCompact, g, m)
-		if err := w.write(it.b, []walUpdate{{group: g, base: &m}}); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.sync(); err != nil {
-			t.Fatal(err)
-		}
-		w.collect()
-	}
+	compact := func(g GroupID, index uint64) { walCompact(t, w, g, index) }
 	oldest := w.segs[0].seq
 	compact(1, 30)
 	if w.segs[0].seq != oldest {
