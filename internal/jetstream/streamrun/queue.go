@@ -24,18 +24,23 @@ func newQueue[T any](limit int) *queue[T] {
 type pushResult int
 
 const (
-	pushed     pushResult = iota
-	pushClosed            // the queue is closed
-	fullMsgs              // limit items queued
-	fullBytes             // byteLimit bytes queued with the item
+	pushed        pushResult = iota
+	pushedCrowded            // pushed, and the queue is now crowded (crowded)
+	pushClosed               // the queue is closed
+	fullMsgs                 // limit items queued
+	fullBytes                // byteLimit bytes queued with the item
 )
 
+// ok reports whether the item was pushed.
+func (r pushResult) ok() bool { return r == pushed || r == pushedCrowded }
+
 // push appends v; it reports false when the queue is full or closed.
-func (q *queue[T]) push(v T) bool { return q.pushSized(v, 0) == pushed }
+func (q *queue[T]) push(v T) bool { return q.pushSized(v, 0).ok() }
 
 // pushSized appends v, of n bytes, unless the queue is closed or full:
 // limit items, or byteLimit bytes with v (an item larger than byteLimit
-// never fits, as in nats-server v2.15.2's ipQueue). It says which.
+// never fits, as in nats-server v2.15.2's ipQueue). It says which, and
+// whether the queue is crowded once v is in, under the one lock.
 func (q *queue[T]) pushSized(v T, n int) pushResult {
 	q.mu.Lock()
 	res := pushed
@@ -53,12 +58,15 @@ func (q *queue[T]) pushSized(v T, n int) pushResult {
 	}
 	q.items = append(q.items, v)
 	q.bytes += n
+	if q.crowdedLocked() {
+		res = pushedCrowded
+	}
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
 	default:
 	}
-	return pushed
+	return res
 }
 
 // take waits until items are queued and moves them all into dst[:0]. It
@@ -120,5 +128,9 @@ func (q *queue[T]) pushOp(v T) bool {
 func (q *queue[T]) crowded() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.crowdedLocked()
+}
+
+func (q *queue[T]) crowdedLocked() bool {
 	return q.limit > 0 && 2*len(q.items) > q.limit || q.byteLimit > 0 && 2*q.bytes > q.byteLimit
 }

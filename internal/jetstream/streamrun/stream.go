@@ -450,7 +450,8 @@ func (r *Stream) handleTracedPublish(subject, reply string, hdr, data []byte, t 
 	if len(hdr) > 0 {
 		e.Header = buf[:len(hdr):len(hdr)]
 	}
-	if pr := r.in.pushSized(item{entry: e, reply: reply}, len(subject)+len(reply)+len(buf)); pr != pushed {
+	pr := r.in.pushSized(item{entry: e, reply: reply}, len(subject)+len(reply)+len(buf))
+	if !pr.ok() {
 		r.logIngestDrop(pr)
 		res := stream.Result{Err: jserr.New(jserr.StreamTooManyRequests)}
 		if t != nil {
@@ -465,7 +466,7 @@ func (r *Stream) handleTracedPublish(subject, reply string, hdr, data []byte, t 
 	if t != nil {
 		t.JetStream(r.name, subject, nil)
 	}
-	if r.in.crowded() {
+	if pr == pushedCrowded {
 		r.stallPublisher()
 	}
 }
