@@ -52,6 +52,7 @@ cleanup() {
 	[[ -n "${CAIRN_LOG:-}" ]] && rm -f "$CAIRN_LOG"
 	[[ -n "${CAIRN_STORE:-}" ]] && rm -rf "$CAIRN_STORE"
 	[[ -n "${CLUSTER_DIR:-}" ]] && rm -rf "$CLUSTER_DIR"
+	[[ -n "${GO_TEST_LOG:-}" ]] && rm -f "$GO_TEST_LOG"
 	exit "$rc"
 }
 
@@ -102,10 +103,28 @@ check_gofmt() {
 	echo "gofmt: ok"
 }
 
+# go_test runs every package's tests under the race detector; its output
+# is kept (GO_TEST_LOG) so that a failure's details can be printed again
+# after the summary (go_test_failures): a CI log is often read from its end.
 go_test() {
 	local -a args=(-race -count=1 -timeout "$GO_TEST_TIMEOUT")
 	[[ -n "${GO_TEST_RUN:-}" ]] && args+=(-run "$GO_TEST_RUN")
-	go test "${args[@]}" ./...
+	GO_TEST_LOG="$(mktemp "${TMPDIR:-/tmp}/cairn-go-test.XXXXXX")"
+	go test "${args[@]}" ./... 2>&1 | tee "$GO_TEST_LOG"
+	return "${PIPESTATUS[0]}"
+}
+
+# go_test_failures prints, from go_test's output, the first race reports
+# (each cut at 60 lines) and each failing test's lines (at most 200 in all).
+go_test_failures() {
+	[[ -n "${GO_TEST_LOG:-}" && -s "$GO_TEST_LOG" ]] || return 0
+	grep -qE '^WARNING: DATA RACE|^--- FAIL|^panic:' "$GO_TEST_LOG" || return 0
+	log "go test: race reports and failures again (from the output above)"
+	awk '
+		/^WARNING: DATA RACE/ { races++; if (races <= 3) { inrace = 1; n = 0 } }
+		inrace { print; n++; if (/^==================/ && n > 1 || n >= 60) { inrace = 0; if (n >= 60) print "[... cut]" } ; next }
+		/^--- FAIL|^FAIL|^panic:|_test\.go:[0-9]+:/ { print }
+	' "$GO_TEST_LOG" | head -n 200
 }
 
 # fuzz_one pkg name: fuzzes one target for FUZZTIME. A run that fails
@@ -284,6 +303,7 @@ step "fuzz (each target ${FUZZTIME})" go_fuzz
 step "Node nats client tests against bin/cairn" node_tests
 step "Node order application, num_replicas 3, against a 3-server cluster" node_cluster_tests
 
+go_test_failures
 log "summary ($((SECONDS - T0))s)"
 printf '%s\n' "${SUMMARY[@]}"
 if ((FAILED)); then
