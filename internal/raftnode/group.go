@@ -1177,6 +1177,9 @@ func (g *group) roleChange(rd raft.Ready) {
 	leader := bs.RaftState == raft.StateLeader
 	if g.leader && (!leader || bs.GetTerm() != g.term) {
 		if !g.handover {
+			cs := g.confs[len(g.confs)-1].cs
+			voter := slices.Contains(cs.GetVoters(), uint64(g.replica)) || slices.Contains(cs.GetVotersOutgoing(), uint64(g.replica))
+			g.n.deposed.add(deposal{group: g.id, from: g.term, to: bs.GetTerm(), leader: ReplicaID(bs.Lead), removed: !voter})
 			for i, w := range g.waiters {
 				w.resolve(nil, ErrNoReply)
 				delete(g.waiters, i)

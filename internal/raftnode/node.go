@@ -57,6 +57,10 @@ type Node struct {
 	loopWG  sync.WaitGroup
 	workWG  sync.WaitGroup
 	roundMu sync.Mutex // one round at a time (RunRound by hand, or the loop)
+	// roundEnd is the tick at which the last round ended (under roundMu);
+	// deposed the leaderships lost in the current round (deposed.go).
+	roundEnd uint64
+	deposed  deposals
 
 	// isolated is set by Isolate: the node takes no frame and sends none.
 	// Receive holds isoMu's read lock while it queues a frame, so that
@@ -910,6 +914,8 @@ func (n *Node) RunRound() bool {
 	if len(gs) == 0 && !n.beat.Load() {
 		return false
 	}
+	idle := n.ticks.Load() - min(n.roundEnd, n.ticks.Load())
+	defer func() { n.roundEnd = n.ticks.Load() }()
 	n.each(gs, (*group).prepare)
 	walErr, mustSync := n.writeRound(gs)
 	if n.crashAt(afterWrite) {
@@ -943,6 +949,7 @@ func (n *Node) RunRound() bool {
 	}
 	n.each(gs, func(g *group) { g.finish(walErr, unreachable) })
 	n.afterRound(gs)
+	n.logDeposed(idle)
 	return true
 }
 
