@@ -187,19 +187,59 @@ func eventually(t *testing.T, what string, f func() error) {
 // eventuallyWithin retries f until it succeeds or d passes: for a wait
 // that includes a fixed delay of the server's (a 10 s housekeeping
 // bound) on top of the usual convergence.
+// A failure names the last error and the earlier distinct ones (each
+// with how many tries returned it), so that a wait that failed in CI
+// tells what it went through.
 func eventuallyWithin(t *testing.T, d time.Duration, what string, f func() error) {
 	t.Helper()
 	deadline := time.Now().Add(d)
+	var seen errorTally
 	for {
 		err := f()
 		if err == nil {
 			return
 		}
+		seen.add(err)
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
+			t.Fatalf("%s: %v%s", what, err, seen.earlier(err))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// errorTally counts a wait's errors by their text, in the order first seen.
+type errorTally struct {
+	texts []string
+	count map[string]int
+}
+
+// maxTallied bounds the distinct errors a tally keeps.
+const maxTallied = 8
+
+func (e *errorTally) add(err error) {
+	if e.count == nil {
+		e.count = map[string]int{}
+	}
+	s := err.Error()
+	if _, ok := e.count[s]; !ok && len(e.texts) == maxTallied {
+		s = "(other errors)"
+	}
+	if _, ok := e.count[s]; !ok {
+		e.texts = append(e.texts, s)
+	}
+	e.count[s]++
+}
+
+// earlier returns the distinct errors other than last, with their counts
+// ("" if none).
+func (e *errorTally) earlier(last error) string {
+	var b strings.Builder
+	for _, s := range e.texts {
+		if s != last.Error() {
+			fmt.Fprintf(&b, "\n\tearlier (%d tries): %s", e.count[s], s)
+		}
+	}
+	return b.String()
 }
 
 // A stream with num_replicas 3 on three servers: created through one
