@@ -92,7 +92,13 @@ func (hc *handOverCluster) other() *server.Server { return hc.servers[(hc.leader
 // at a time, each waiting for its PubAck, until stopped; it keeps the
 // sequence of every acknowledged message and every failure. Its messages
 // carry no Nats-Msg-Id, so that deduplication hides no message stored
-// twice.
+// twice. A publish answered 503 (no responders: the stream's subjects
+// have no subscriber while its new leader takes over) is retried every
+// 250 ms for 3 s (pubRetries), where nats.go's default gives up after
+// 750 ms: that covers a hand-over on this machine but not always one
+// beside the rest of the test suite under -race (once in CI, two
+// publishes failed "no response from stream"); the bound is
+// writable again within 2 s.
 type syncPublisher struct {
 	js       jetstream.JetStream
 	mu       sync.Mutex
@@ -102,6 +108,10 @@ type syncPublisher struct {
 	done     chan struct{}
 	n        atomic.Int64 // acknowledged so far
 }
+
+// pubRetries is how many times a syncPublisher's publish answered 503
+// is sent again, 250 ms apart (nats.go's default wait).
+const pubRetries = 12
 
 func startSyncPublisher(t *testing.T, nc *nats.Conn) *syncPublisher {
 	t.Helper()
@@ -125,7 +135,7 @@ func (p *syncPublisher) run() {
 		}
 		id := fmt.Sprintf("m-%d", i)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		ack, err := p.js.Publish(ctx, "orders.new", []byte(id)) // no Nats-Msg-Id: a message stored twice shows
+		ack, err := p.js.Publish(ctx, "orders.new", []byte(id), jetstream.WithRetryAttempts(pubRetries)) // no Nats-Msg-Id: a message stored twice shows
 		cancel()
 		p.mu.Lock()
 		if err != nil {
