@@ -51,6 +51,9 @@ type consumerKey struct{ account, stream, name string }
 // creplica is this server's replica of a consumer the meta group
 // assigns to it.
 type creplica struct {
+	// ca: the assignment, written by the run goroutine under Cluster.mu
+	// (an update, a membership change: keepConsumer); other goroutines
+	// read it under Cluster.mu only (assignedOf), never through mine.
 	ca  meta.ConsumerAssignment
 	log *consumerlog.Log // nil for a consumer with one replica
 	// leads and since: this replica delivers (its consumer leads and

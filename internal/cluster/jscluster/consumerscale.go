@@ -119,7 +119,8 @@ func (c *Cluster) adoptSingle(acc *account, k consumerKey, ca meta.ConsumerAssig
 }
 
 // mine returns this server's replica ID in the consumer replica's
-// assignment (0: none).
+// assignment (0: none). It reads cr.ca unlocked: the run goroutine's
+// only (creplica.ca).
 func (cr *creplica) mine(server raftnode.ServerID) raftnode.ReplicaID {
 	r, _ := meta.On(cr.ca.Replicas, server)
 	return r.ID

@@ -83,5 +83,12 @@ func (c *Cluster) metaSettled() bool {
 // leaderless, so a CONSUMER.INFO request gets 10008 from here.
 func (a *account) ConsumerLeaderless(streamName, name string) bool {
 	cr, ca := a.c.assignedOf(consumerKey{a.name, streamName, name})
-	return cr != nil && !cr.leads.Load() && a.c.stillAssigned(cr.mine(a.c.name)) && a.c.groupLeaderless(ca.Group)
+	if cr == nil || cr.leads.Load() {
+		return false
+	}
+	// ca is the copy assignedOf took under Cluster.mu: cr.ca is the run
+	// goroutine's to change (keepConsumer), and an API worker read it here
+	// while a scale-up changed it (a data race, found under -race in CI).
+	mine, _ := meta.On(ca.Replicas, a.c.name)
+	return a.c.stillAssigned(mine.ID) && a.c.groupLeaderless(ca.Group)
 }
