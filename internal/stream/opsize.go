@@ -26,6 +26,21 @@ func PublishSize(n, entries int) int {
 	return 2 + uvarintLen(uint64(n)) + entries
 }
 
+// CopyEntrySize returns the bytes entry i of c takes in c's byte form:
+// EntrySize, and a mirror's origin sequence.
+func CopyEntrySize(c *Copy, i int) int {
+	n := EntrySize(&c.Entries[i])
+	if c.Mirror && i < len(c.OriginSeqs) {
+		n += uvarintLen(c.OriginSeqs[i])
+	}
+	return n
+}
+
+// CopySize returns the bytes of the byte form of a Copy of n entries
+// whose CopyEntrySizes add up to entries: a Publish's and the mirror
+// flag.
+func CopySize(n, entries int) int { return PublishSize(n, entries) + 1 }
+
 // batchEntrySize returns the bytes e takes in the byte form of a
 // BatchCommit (EncodeBatchCommit): subject, header, data.
 func batchEntrySize(e *Entry) int {

@@ -36,6 +36,21 @@ func TestOpSizes(t *testing.T) {
 		if got, want := PublishSize(k, entries), len(mustAppend(t, pub)); got != want {
 			t.Fatalf("Publish of %d entries: PublishSize %d, AppendOp %d", k, got, want)
 		}
+		for _, mirror := range []bool{false, true} {
+			cp := &Copy{Mirror: mirror, Entries: es[:k]}
+			if mirror {
+				for i := range k {
+					cp.OriginSeqs = append(cp.OriginSeqs, uint64(1)<<(9*i))
+				}
+			}
+			entries := 0
+			for i := range k {
+				entries += CopyEntrySize(cp, i)
+			}
+			if got, want := CopySize(k, entries), len(mustAppend(t, cp)); got != want {
+				t.Fatalf("Copy of %d entries (mirror %v): CopySize %d, AppendOp %d", k, mirror, got, want)
+			}
+		}
 		c := &BatchCommit{ID: "batch" + strconv.Itoa(k), Time: int64(k) * 1e17, MaxPayload: int64(k) << 20, Entries: es[:k]}
 		if got, want := BatchCommitSize(c), len(mustAppend(t, c)); got != want {
 			t.Fatalf("BatchCommit of %d entries: BatchCommitSize %d, AppendOp %d", k, got, want)
