@@ -74,9 +74,9 @@
 //  4. fsyncs once if any Ready needed it (MustSync: new entries, term or
 //     vote). This is the durability point: no vote, append response or
 //     other message that speaks for what this round wrote has left yet;
-//  5. sends the rest, one frame per destination server (or more): the vote and
-//     pre-vote responses, append responses, vote requests and everything
-//     else of the groups whose Ready needed the fsync;
+//  5. sends the rest, one frame per destination server (or more): the
+//     vote and pre-vote responses, append responses, vote requests and
+//     everything else of the groups whose Ready needed the fsync;
 //  6. in the worker pool, per group: appends to the in-memory log, applies
 //     committed entries to the state machine, resolves proposals, calls
 //     Advance, and requeues the group if it has more work.

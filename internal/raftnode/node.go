@@ -559,8 +559,8 @@ func (n *Node) live(id GroupID) (*group, error) {
 // The Proposal resolves as its doc says. Errors (nothing proposed):
 // ErrTooLarge (data is over MaxEntryBytes: no follower could receive
 // it), ErrUnknownGroup, ErrStopped, ErrFenced, ErrBusy
-// (MaxPendingProposals waiting). Being a follower is reported through the Proposal
-// (ErrNotLeader), as leadership is known only in the round.
+// (MaxPendingProposals waiting). Being a follower is reported through
+// the Proposal (ErrNotLeader), as leadership is known only in the round.
 func (n *Node) Propose(id GroupID, data []byte) (*Proposal, error) {
 	return n.ProposeTagged(id, data, 0)
 }
