@@ -59,7 +59,8 @@
 //  2. on the loop goroutine: writes one WAL record holding every group's
 //     items (not yet fsynced);
 //  3. if the round needs an fsync (step 4), sends what promises nothing
-//     about this node's disk: one frame per destination server holding
+//     about this node's disk: one frame per destination server (more
+//     when they would pass Config.MaxFrameBytes: "Frames") holding
 //     every MsgApp, MsgSnap and MsgHeartbeat of the round, every message
 //     of a group whose Ready needs no fsync (a heartbeat response, an
 //     append response for entries fsynced in an earlier round), and the
@@ -73,9 +74,9 @@
 //  4. fsyncs once if any Ready needed it (MustSync: new entries, term or
 //     vote). This is the durability point: no vote, append response or
 //     other message that speaks for what this round wrote has left yet;
-//  5. sends the rest, one frame per destination server: the vote and
-//     pre-vote responses, append responses, vote requests and everything
-//     else of the groups whose Ready needed the fsync;
+//  5. sends the rest, one frame per destination server (or more): the
+//     vote and pre-vote responses, append responses, vote requests and
+//     everything else of the groups whose Ready needed the fsync;
 //  6. in the worker pool, per group: appends to the in-memory log, applies
 //     committed entries to the state machine, resolves proposals, calls
 //     Advance, and requeues the group if it has more work.
@@ -260,7 +261,17 @@
 //
 // # Frames
 //
-// A frame carries the messages of one round from one server to another.
+// A frame carries the messages of one round from one server to another:
+// those that leave before the round's fsync in one, the rest in another
+// (steps 3 and 5), each split into as many frames, in order, as keep it
+// within Config.MaxFrameBytes (64 MiB by default, the cluster transport's
+// largest frame). An envelope always fits an empty frame, so a message
+// near the limit travels alone whatever else the round sends that
+// server. The largest entry a follower can receive is MaxFrameBytes less
+// EntryOverhead (150 bytes: the frame's 9, the envelope's 13, and 128 for
+// an append message around one entry, every field at its widest;
+// DefaultMaxEntryBytes, 67,108,714), and Propose refuses a larger one
+// (ErrTooLarge) rather than log an entry no follower would ever receive.
 //
 //	offset size field
 //	 0      1   version = 1

@@ -20,8 +20,47 @@ const (
 
 const (
 	frameVersion     = 1
-	envelopeOverhead = 13 // group u64, flags u8, length u32
+	envelopeOverhead = 13        // group u64, flags u8, length u32
+	frameOverhead    = 1 + 4 + 4 // version, count, CRC
+	minFrameBytes    = 4 << 10
 )
+
+// maxAppendOverhead bounds the bytes a MsgApp carrying one entry adds to
+// the entry's data in its protobuf encoding (raftpb.Message, proto2: a
+// field is a tag byte, then a varint of at most 10 bytes or a length of
+// at most 5 and the bytes):
+//
+//	to, from, term, logTerm, index, commit, vote, rejectHint  8 × (1 + 10) = 88
+//	type, reject                                              2 × (1 + 1)  =  4
+//	entries: tag and length of the one entry                  1 + 5        =  6
+//	the entry's term and index                                2 × (1 + 10) = 22
+//	the entry's type                                          1 + 1        =  2
+//	the entry's data: tag and length                          1 + 5        =  6
+//	                                                                         128
+//
+// etcd raft's MsgApp (maybeSendAppend) sets type, to, from, term,
+// logTerm, index, entries and commit, and no context, snapshot or
+// responses: the bound counts every scalar field at its widest, so it
+// holds whatever values they take (TestEntryLimitDerivation).
+const maxAppendOverhead = 8*(1+10) + 2*(1+1) + (1 + 5) + 2*(1+10) + (1 + 1) + (1 + 5)
+
+// DefaultMaxFrameBytes is Config.MaxFrameBytes's default: the largest
+// frame of the cluster transport (transport.MaxFrameBytes, 64 MiB; the
+// length prefix it writes before a frame is not counted).
+const DefaultMaxFrameBytes = 64 << 20
+
+// EntryOverhead is what a frame holding one append of one entry adds to
+// the entry's data: the frame's version, count and CRC (9), the envelope
+// (13) and the message around the entry (maxAppendOverhead, 128): 150
+// bytes. An entry of up to MaxFrameBytes minus this travels in a frame
+// of its own (a round's messages for a server are split into frames of
+// at most MaxFrameBytes: Node.frames).
+const EntryOverhead = frameOverhead + envelopeOverhead + maxAppendOverhead
+
+// DefaultMaxEntryBytes is the largest entry a follower can receive over
+// frames of DefaultMaxFrameBytes: 64 MiB less EntryOverhead, 67,108,714
+// bytes (Node.MaxEntryBytes for Config.MaxFrameBytes's default).
+const DefaultMaxEntryBytes = DefaultMaxFrameBytes - EntryOverhead
 
 // appendEnvelope appends one envelope to a frame body.
 func appendEnvelope(b []byte, g GroupID, flags byte, msg []byte) []byte {
@@ -31,10 +70,18 @@ func appendEnvelope(b []byte, g GroupID, flags byte, msg []byte) []byte {
 	return append(b, msg...)
 }
 
-// frameBuilder collects the envelopes for one destination.
+// frameBuilder collects the envelopes of one frame for one destination.
 type frameBuilder struct {
+	to   ServerID
 	n    uint32
 	body []byte
+}
+
+// fits reports whether env can join the frame without passing max bytes;
+// an empty frame takes any envelope (one larger than max is refused by
+// the transport, and an entry that would make one is refused by Propose).
+func (fb *frameBuilder) fits(env []byte, max int) bool {
+	return fb.n == 0 || frameOverhead+len(fb.body)+len(env) <= max
 }
 
 func (fb *frameBuilder) add(env []byte) {

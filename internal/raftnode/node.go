@@ -541,6 +541,11 @@ func (n *Node) group(id GroupID) *group {
 	return n.mu.groups[id]
 }
 
+// MaxEntryBytes returns the largest entry Propose takes: the largest a
+// follower can receive, in a frame of Config.MaxFrameBytes of its own
+// (MaxFrameBytes less EntryOverhead; DefaultMaxEntryBytes by default).
+func (n *Node) MaxEntryBytes() int { return n.cfg.MaxFrameBytes - EntryOverhead }
+
 func (n *Node) live(id GroupID) (*group, error) {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
@@ -556,9 +561,10 @@ func (n *Node) live(id GroupID) (*group, error) {
 
 // Propose queues data as a new entry of the group, for its next round.
 // The Proposal resolves as its doc says. Errors (nothing proposed):
-// ErrUnknownGroup, ErrStopped, ErrFenced, ErrBusy (MaxPendingProposals
-// waiting). Being a follower is reported through the Proposal
-// (ErrNotLeader), as leadership is known only in the round.
+// ErrTooLarge (data is over MaxEntryBytes: no follower could receive
+// it), ErrUnknownGroup, ErrStopped, ErrFenced, ErrBusy
+// (MaxPendingProposals waiting). Being a follower is reported through
+// the Proposal (ErrNotLeader), as leadership is known only in the round.
 func (n *Node) Propose(id GroupID, data []byte) (*Proposal, error) {
 	return n.ProposeTagged(id, data, 0)
 }
@@ -568,6 +574,9 @@ func (n *Node) Propose(id GroupID, data []byte) (*Proposal, error) {
 // Entry.Tag (a proposer's key: the runtime finds what waits for the
 // outcome there, on the apply goroutine, before the Proposal resolves).
 func (n *Node) ProposeTagged(id GroupID, data []byte, tag uint64) (*Proposal, error) {
+	if len(data) > n.MaxEntryBytes() {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, len(data), n.MaxEntryBytes())
+	}
 	g, err := n.live(id)
 	if err != nil {
 		return nil, err
@@ -1030,17 +1039,20 @@ type frameTo struct {
 	frame []byte
 }
 
-// frames builds the round's frames, one per destination server in each
-// of two sets, in the order the groups and their messages came: appends,
-// the messages that may leave before the round's fsync (package comment,
-// step 3: the leaders' appends and heartbeats, and every message of a
-// group whose Ready needs no fsync), and rest, every other message, which
-// waits for it. Without an fsync to wait for (split false) everything
-// goes in rest: one frame per server rather than two, as nothing would
-// be gained. The liveness beat a tick asked for goes with the appends
-// when there are two sets: it says nothing of this node's disk.
+// frames builds the round's frames in two sets, in the order the groups
+// and their messages came: appends, the messages that may leave before
+// the round's fsync (package comment, step 3: the leaders' appends and
+// heartbeats, and every message of a group whose Ready needs no fsync),
+// and rest, every other message, which waits for it. Within a set a
+// server's messages go in one frame, or in as many, in order, as keep
+// each within Config.MaxFrameBytes (an entry of up to MaxEntryBytes then
+// travels in a frame the transport carries, whatever else the round
+// sends that server). Without an fsync to wait for (split false)
+// everything goes in rest: one set rather than two, as nothing would be
+// gained. The liveness beat a tick asked for goes with the appends when
+// there are two sets: it says nothing of this node's disk.
 func (n *Node) frames(gs []*group, split bool) (appends, rest []frameTo) {
-	var sets [2]frameSet
+	sets := [2]frameSet{{max: n.cfg.MaxFrameBytes}, {max: n.cfg.MaxFrameBytes}}
 	for _, g := range gs {
 		for _, m := range g.out.msgs {
 			if m.to == "" {
@@ -1069,30 +1081,31 @@ func (n *Node) frames(gs []*group, split bool) (appends, rest []frameTo) {
 	return sets[0].frames(), sets[1].frames()
 }
 
-// frameSet gathers envelopes into one frame per server, in the order the
-// servers first came.
+// frameSet gathers envelopes into frames of at most max bytes per server
+// (one unless they pass it), in the order the frames were begun.
 type frameSet struct {
-	builders map[ServerID]*frameBuilder
-	order    []ServerID
+	max      int
+	open     map[ServerID]*frameBuilder // the frame each server's next envelope may join
+	builders []*frameBuilder
 }
 
 func (fs *frameSet) add(s ServerID, env []byte) {
-	fb := fs.builders[s]
-	if fb == nil {
-		if fs.builders == nil {
-			fs.builders = map[ServerID]*frameBuilder{}
+	fb := fs.open[s]
+	if fb == nil || !fb.fits(env, fs.max) {
+		if fs.open == nil {
+			fs.open = map[ServerID]*frameBuilder{}
 		}
-		fb = &frameBuilder{}
-		fs.builders[s] = fb
-		fs.order = append(fs.order, s)
+		fb = &frameBuilder{to: s}
+		fs.open[s] = fb
+		fs.builders = append(fs.builders, fb)
 	}
 	fb.add(env)
 }
 
 func (fs *frameSet) frames() []frameTo {
-	out := make([]frameTo, 0, len(fs.order))
-	for _, s := range fs.order {
-		out = append(out, frameTo{to: s, frame: fs.builders[s].frame()})
+	out := make([]frameTo, 0, len(fs.builders))
+	for _, fb := range fs.builders {
+		out = append(out, frameTo{to: fb.to, frame: fb.frame()})
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package raftnode
 import (
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/vfs"
@@ -155,6 +156,13 @@ type Config struct {
 	// Transport sends this node's frames. Required (tests may pass a
 	// MemNetwork's Transport).
 	Transport Transport
+	// MaxFrameBytes is the largest frame the Transport carries (default
+	// DefaultMaxFrameBytes, the cluster transport's transport.MaxFrameBytes;
+	// at least 4 KiB). A round's messages for one server go in as many
+	// frames as keep each within it, and it bounds an entry
+	// (MaxEntryBytes: Propose refuses a larger one with ErrTooLarge) and
+	// MaxSizePerMsg (at most a quarter of it). Tests shrink it.
+	MaxFrameBytes int
 
 	// TickInterval is the period of the one ticker (default 100 ms,
 	// docs/cluster.md decision 10). Ignored when Ticks is set or when
@@ -175,7 +183,11 @@ type Config struct {
 	// (default 64 MiB).
 	SegmentBytes int64
 	// MaxSizePerMsg bounds the bytes of entries in one append message,
-	// and of committed entries handed to one Apply (default 1 MiB).
+	// and of committed entries handed to one Apply (default 1 MiB, at
+	// most MaxFrameBytes/4: an append of many small entries adds at most
+	// 6 bytes of framing to each entry of at least 4 bytes, so it stays
+	// within 2.5 times this plus EntryOverhead, one frame; a single
+	// larger entry goes alone, up to MaxEntryBytes).
 	MaxSizePerMsg uint64
 	// MaxInflightMsgs bounds the append messages in flight to one
 	// follower (default 256).
@@ -268,6 +280,11 @@ var (
 	// docs/cluster.md "Memory streams"). The replica is fenced; its
 	// log and votes are intact, but it must be replaced.
 	ErrStateLost = errors.New("raftnode: state machine behind the compacted log")
+	// ErrTooLarge: the entry is larger than MaxEntryBytes, so no frame
+	// could carry it to a follower; nothing was proposed. The stream
+	// layer refuses such a publish before it proposes
+	// (docs/cluster.md, "Entries larger than a frame").
+	ErrTooLarge = errors.New("raftnode: entry larger than a frame carries")
 	// ErrBadFrame: a received frame failed its checksum or did not parse.
 	ErrBadFrame = errors.New("raftnode: bad frame")
 	// ErrInvalid: a malformed argument (zero IDs, empty peer list).
@@ -305,9 +322,14 @@ func (c *Config) fill() error {
 	if c.SegmentBytes <= 0 {
 		c.SegmentBytes = 64 << 20
 	}
+	def(&c.MaxFrameBytes, DefaultMaxFrameBytes)
+	if c.MaxFrameBytes < minFrameBytes {
+		return errors.Join(ErrInvalid, fmt.Errorf("raftnode: MaxFrameBytes %d is below %d", c.MaxFrameBytes, minFrameBytes))
+	}
 	if c.MaxSizePerMsg == 0 {
 		c.MaxSizePerMsg = 1 << 20
 	}
+	c.MaxSizePerMsg = min(c.MaxSizePerMsg, uint64(c.MaxFrameBytes/4))
 	if c.MaxUncommittedBytes == 0 {
 		c.MaxUncommittedBytes = 64 << 20
 	}

@@ -311,7 +311,7 @@ func (s *Server) startJetStreamCluster(dir string) error {
 		FS: s.opts.JetStreamFS, Dir: filepath.Join(dir, "jetstream", "$SYS", "_js_"), Tags: s.opts.Tags, UniqueTag: s.opts.JetStreamUniqueTag,
 		Logf: s.log.Warnf, Infof: s.log.Noticef, Debugf: s.log.Debugf, TickInterval: s.opts.RaftTick, Retain: s.opts.RaftRetain,
 		Hooks: s.opts.JetStreamClusterHooks, ForceNew: s.opts.ForceNewCluster, SystemAccount: s.SystemAccount(),
-		WALSegmentBytes: s.opts.RaftWALSegmentBytes,
+		WALSegmentBytes: s.opts.RaftWALSegmentBytes, MaxFrameBytes: s.opts.RaftMaxFrameBytes,
 	}, s)
 	if err != nil {
 		return fmt.Errorf("server: start the JetStream cluster: %w", err)

@@ -116,6 +116,12 @@ type Options struct {
 	// JetStream's Raft WAL starts a new segment (0: 64 MiB, raftnode
 	// Config.SegmentBytes). Not a configuration key: tests shorten it.
 	RaftWALSegmentBytes int64
+	// RaftMaxFrameBytes is the largest frame of the clustered JetStream's
+	// Raft transport, and so a replicated stream's largest entry (0: 64
+	// MiB, transport.MaxFrameBytes; jscluster Config.MaxFrameBytes). Not
+	// a configuration key: tests shrink it (to 2 MiB or more, which the
+	// catch-up's 1 MiB chunks fit) so that a batch over it is small.
+	RaftMaxFrameBytes int
 	// ForceNewCluster forces a new cluster from this server's Raft WAL
 	// (--cluster_force_new; jscluster.Config.ForceNew, docs/cluster.md
 	// "Forcing a new cluster"): the operator's last resort when a

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -58,6 +59,7 @@ type AtomicBatches struct {
 type staged struct {
 	entries []Entry
 	bytes   int64 // header and payload bytes, counted in BatchInflight
+	enc     int   // bytes of the entries in the BatchCommit's byte form (batchEntrySize)
 	last    int64 // unix ns of its last message
 }
 
@@ -83,8 +85,14 @@ func (a *AtomicBatches) Len() int { return len(a.open) }
 //     Nats-Required-Api-Level above the server's, 10185 ("unsupported");
 //     a sequence that does not follow the last, or "eob" at sequence 1,
 //     10176 ("incomplete"); a batch over the size limit, 10199 ("large");
-//     staging over BatchLimits.StagedBytes, 10176 ("incomplete"). Each
-//     abandons the batch (with an advisory where a reason is named).
+//     a batch whose BatchCommit, committed with this message, would pass
+//     the log's largest entry (BatchPolicy.MaxEntryBytes), 10199
+//     ("large", its text naming that bound: "atomic publish batch is too
+//     large: <n> bytes"); staging over BatchLimits.StagedBytes, 10176
+//     ("incomplete"). Each abandons the batch (with an advisory where a
+//     reason is named). A commit is checked against MaxEntryBytes again
+//     once made (an "eob" commit adds its header to the last message):
+//     nothing larger is ever returned.
 //  4. Otherwise the message is staged: without a commit the answer is
 //     an empty message; with "1" it is the batch's last message, with
 //     "eob" the batch ends before it (and its last message gets
@@ -139,6 +147,10 @@ func (a *AtomicBatches) Stage(p BatchPolicy, id string, e Entry, now int64) Stag
 	case size > uint64(a.limits.AtomicMaxSize):
 		a.drop(id)
 		return fail(jserr.New(jserr.AtomicPublishTooLargeBatch, jserr.Sub("size", a.limits.AtomicMaxSize)), AbandonLarge)
+	case !eob && p.MaxEntryBytes > 0 &&
+		batchCommitSize(id, now, e.MaxPayload, len(b.entries)+1, b.enc+batchEntrySize(&e)) > p.MaxEntryBytes:
+		a.drop(id)
+		return fail(tooLargeForLog(p), AbandonLarge)
 	}
 	b.last = now
 	if !eob {
@@ -148,15 +160,28 @@ func (a *AtomicBatches) Stage(p BatchPolicy, id string, e Entry, now int64) Stag
 			return fail(jserr.New(jserr.AtomicPublishIncompleteBatch), AbandonIncomplete)
 		}
 		b.bytes += n
+		b.enc += batchEntrySize(&e)
 		b.entries = append(b.entries, e)
 	}
 	if !hasCommit {
 		res.Empty = true
 		return res
 	}
-	res.Commit = a.commit(id, b, eob, now)
-	res.Commit.MaxPayload = e.MaxPayload
+	c := a.commit(id, b, eob, now)
+	c.MaxPayload = e.MaxPayload
+	if p.MaxEntryBytes > 0 && BatchCommitSize(c) > p.MaxEntryBytes {
+		return fail(tooLargeForLog(p), AbandonLarge)
+	}
+	res.Commit = c
 	return res
+}
+
+// tooLargeForLog is the 10199 of a batch whose BatchCommit would pass
+// the log's largest entry: its {size} is that bound, in bytes
+// (nats-server v2.15.2 puts its count limit there, which cairn's count
+// check does too).
+func tooLargeForLog(p BatchPolicy) *jserr.Error {
+	return jserr.New(jserr.AtomicPublishTooLargeBatch, jserr.Sub("size", fmt.Sprintf("%d bytes", p.MaxEntryBytes)))
 }
 
 // checkAtomicMsg runs the checks of Stage step 1 before the sequence.

@@ -125,6 +125,14 @@ type BatchPolicy struct {
 	// Insufficient: the storage limit is reached or the disk is nearly
 	// full (10023), checked after sealed as nats-server does.
 	Insufficient bool
+	// MaxEntryBytes is the largest operation, in byte form (AppendOp),
+	// the stream's log carries: a replicated stream's largest raft
+	// entry (streamrun's EntryLimiter; docs/cluster.md, "Entries larger
+	// than a frame"); 0 for none (one server's log). A message that
+	// would not fit alone in a Publish is refused with 10054 (tooBig),
+	// an atomic batch whose BatchCommit would not fit with 10199
+	// (AtomicBatches.Stage). The runner sets it.
+	MaxEntryBytes int
 }
 
 // BatchPolicy returns the parts of the config the batch state machines
@@ -136,7 +144,9 @@ func (s *Stream) BatchPolicy() BatchPolicy {
 	}
 }
 
-// tooBig reports whether header and payload exceed max_msg_size.
+// tooBig reports whether header and payload exceed max_msg_size, or the
+// message alone in a Publish exceeds MaxEntryBytes (10054 either way).
 func (p BatchPolicy) tooBig(e *Entry) bool {
-	return p.MaxMsgSize > 0 && int64(len(e.Header))+int64(len(e.Data)) > int64(p.MaxMsgSize)
+	return p.MaxMsgSize > 0 && int64(len(e.Header))+int64(len(e.Data)) > int64(p.MaxMsgSize) ||
+		p.MaxEntryBytes > 0 && PublishSize(1, EntrySize(e)) > p.MaxEntryBytes
 }

@@ -70,6 +70,15 @@ type Config struct {
 	// WALSegmentBytes is the size past which the Raft WAL starts a new
 	// segment (0: raftnode's default, 64 MiB). Tests shorten it.
 	WALSegmentBytes int64
+	// MaxFrameBytes is the largest frame of the Raft transport (0 and
+	// above: transport.MaxFrameBytes, 64 MiB), given to the transport and
+	// to raftnode, which splits its frames at it and derives from it the
+	// largest entry a follower can receive (raftnode.Node.MaxEntryBytes):
+	// a replicated stream refuses a message or an atomic batch that
+	// would pass it (docs/cluster.md, "Entries larger than a frame").
+	// Tests shrink it; the catch-up service keeps its own 64 MiB bound,
+	// so it should stay above its 1 MiB chunks.
+	MaxFrameBytes int
 	// ForceNew forces a new cluster from this server's Raft WAL: its
 	// replicas of the meta group and of the replicated streams and
 	// consumers it holds become their groups' only voters (force.go;
@@ -298,17 +307,21 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 	// server is known gone: a transport connection with it ended, or
 	// raftnode found it dead (docs/cluster.md, "Stream snapshots").
 	c.svc = catchup.New(catchup.Config{Send: late.Send, Logf: cfg.Logf})
+	frame := transport.MaxFrameBytes
+	if cfg.MaxFrameBytes > 0 {
+		frame = min(cfg.MaxFrameBytes, frame)
+	}
 	node, err := raftnode.Open(raftnode.Config{
 		FS: cfg.FS, Dir: path.Join(cfg.Dir, "raft"), Server: c.name, Transport: late,
 		TickInterval: cfg.TickInterval, Logf: cfg.Logf, Infof: cfg.Infof, Debugf: cfg.Debugf, DeferReplay: true,
-		PeerDead: c.svc.PeerGone, SegmentBytes: cfg.WALSegmentBytes,
+		PeerDead: c.svc.PeerGone, SegmentBytes: cfg.WALSegmentBytes, MaxFrameBytes: frame,
 	})
 	if err != nil {
 		c.svc.Close()
 		return nil, fmt.Errorf("jscluster: open the Raft WAL: %w", err)
 	}
 	c.node = node
-	c.tr = transport.New(host, transport.Config{Logf: cfg.Logf, Infof: cfg.Infof, Incarnation: node.Incarnation(), Tags: cfg.Tags, Known: c.known, Gone: node.PeerUnreachable,
+	c.tr = transport.New(host, transport.Config{MaxFrameBytes: frame, Logf: cfg.Logf, Infof: cfg.Infof, Incarnation: node.Incarnation(), Tags: cfg.Tags, Known: c.known, Gone: node.PeerUnreachable,
 		Lost: c.svc.PeerGone, Meta: c.inMeta, Members: c.routeMembers})
 	late.tr.Store(c.tr)
 	c.tr.Attach(catchup.Mux(node, c.svc))

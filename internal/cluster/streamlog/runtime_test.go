@@ -111,8 +111,9 @@ type runCluster struct {
 }
 
 // newRunCluster starts three nodes, each with the runtime of stream cfg
-// over a memory store and its Log in group, and waits for a leader.
-func newRunCluster(t testing.TB, cfg stream.Config) *runCluster {
+// over a memory store and its Log in group, and waits for a leader;
+// opts change each node's config.
+func newRunCluster(t testing.TB, cfg stream.Config, opts ...func(*raftnode.Config)) *runCluster {
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -123,7 +124,11 @@ func newRunCluster(t testing.TB, cfg stream.Config) *runCluster {
 	for i := range 3 {
 		id := raftnode.ServerID(fmt.Sprintf("s%d", i+1))
 		peers = append(peers, raftnode.Peer{Replica: raftnode.ReplicaID(i + 1), Server: id})
-		n, err := raftnode.Open(raftnode.Config{FS: vfs.NewCrashFS(), Dir: "wal", Server: id, Transport: net.Transport(id)})
+		ncfg := raftnode.Config{FS: vfs.NewCrashFS(), Dir: "wal", Server: id, Transport: net.Transport(id)}
+		for _, o := range opts {
+			o(&ncfg)
+		}
+		n, err := raftnode.Open(ncfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,6 +140,7 @@ func newRunCluster(t testing.TB, cfg stream.Config) *runCluster {
 		env := streamrun.Env{
 			Transport: r.tr, Now: time.Now, Logf: t.Logf,
 			Storage: streamrun.NewStorage(nil, "", streamrun.NewUsage(), time.Now, t.Logf, t.Logf),
+			Batches: &stream.BatchInflight{},
 			NewReplicatedLog: func(_ string, a streamrun.Applier[stream.Op]) streamrun.Log[stream.Op] {
 				r.log = New(Config{Node: r.node, Group: group, OnLeader: func(leader bool) {
 					if err := r.rt.SetLeader(leader); err != nil {

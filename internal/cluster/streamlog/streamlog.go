@@ -176,6 +176,7 @@ type Log struct {
 var (
 	_ streamrun.Log[stream.Op] = (*Log)(nil)
 	_ streamrun.Leader         = (*Log)(nil)
+	_ streamrun.EntryLimiter   = (*Log)(nil)
 )
 
 type pendingProposal struct {
@@ -262,6 +263,8 @@ func New(cfg Config, a streamrun.Applier[stream.Op]) *Log {
 // that raft refuses after Propose returned (dropped during a leadership
 // transfer, leadership lost before it was stepped) is forgotten with
 // streamrun.ErrUnproposed wrapped (forgotten): nothing of it was logged.
+// An operation larger than MaxEntryBytes fails with raftnode.ErrTooLarge
+// (the proposer never makes one: streamrun.EntryLimiter).
 func (l *Log) Propose(op stream.Op, key uint64) error {
 	data, err := stream.AppendOp(nil, op)
 	if err != nil {
@@ -331,6 +334,15 @@ func forgotten(err error) error {
 	}
 	return fmt.Errorf("%w: %w", streamrun.ErrUnproposed, err)
 }
+
+// MaxEntryBytes returns the largest stream operation, in byte form, the
+// log carries: its entry is exactly the operation (package comment), so
+// it is the node's largest entry, the largest a follower can receive in
+// one transport frame (raftnode.Node.MaxEntryBytes; 67,108,714 bytes for
+// the cluster transport's 64 MiB frames). The stream's proposer keeps
+// every operation within it (streamrun.EntryLimiter; docs/cluster.md,
+// "Entries larger than a frame").
+func (l *Log) MaxEntryBytes() int { return l.cfg.Node.MaxEntryBytes() }
 
 // Leader reports whether this node leads the group now (and is not
 // fenced), having applied every entry of earlier terms (raftnode

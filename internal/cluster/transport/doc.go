@@ -54,7 +54,10 @@
 //
 //	frame:  | length (u32, little endian) | raftnode frame (length bytes) |
 //	        length   1 .. MaxFrameBytes (64 MiB); 0, or more than that, closes
-//	                 the connection
+//	                 the connection (Send refuses such a frame). raftnode
+//	                 splits a round's messages into frames within it and
+//	                 proposes no entry larger than it less 150 bytes
+//	                 (raftnode.DefaultMaxEntryBytes)
 //
 // The raftnode frame carries its own CRC (raftnode package comment,
 // "Frames"); a frame whose CRC fails closes the connection too, since a

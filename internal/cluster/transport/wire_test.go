@@ -174,3 +174,19 @@ func TestBeatQueuedOnce(t *testing.T) {
 		t.Fatalf("%d frames queued after the writer took the first beat, want 1", len(q))
 	}
 }
+
+// raftnode derives the largest entry a follower can receive from this
+// transport's largest frame, the raftnode frame without the length
+// prefix (raftnode.DefaultMaxFrameBytes, DefaultMaxEntryBytes): a frame
+// of exactly MaxFrameBytes is carried, one byte more is refused.
+func TestMaxFrameIsRaftnodes(t *testing.T) {
+	if MaxFrameBytes != raftnode.DefaultMaxFrameBytes {
+		t.Fatalf("MaxFrameBytes %d, raftnode's %d", MaxFrameBytes, raftnode.DefaultMaxFrameBytes)
+	}
+	const max = 1 << 10
+	in := frames(strings.Repeat("x", max), strings.Repeat("y", max+1))
+	got, err := readAll(bytes.NewReader(in), max)
+	if len(got) != 1 || len(got[0]) != max || !errors.Is(err, errBadLength) {
+		t.Fatalf("frames of %d and %d bytes under a limit of %d: read %d, %v", max, max+1, max, len(got), err)
+	}
+}

@@ -21,10 +21,12 @@ import (
 // until they are durable.
 
 // batchPolicy returns what the batch state machines read of the stream,
-// with whether a message of size bytes finds no storage (10023).
+// with whether a message of size bytes finds no storage (10023) and the
+// log's largest entry (EntryLimiter: 10054, 10199).
 func (r *Stream) batchPolicy(size int) stream.BatchPolicy {
 	p := r.st.BatchPolicy()
 	p.Insufficient = r.insufficient(size)
+	p.MaxEntryBytes = r.maxEntry
 	return p
 }
 

@@ -73,6 +73,22 @@ type Leader interface {
 	Leader() bool
 }
 
+// EntryLimiter is implemented by a log whose entries are bounded in
+// size (a replicated one: internal/cluster/streamlog, whose raft
+// entries must reach the followers in one transport frame;
+// docs/cluster.md, "Entries larger than a frame"). MaxEntryBytes returns
+// the largest operation, in byte form (stream.AppendOp), it carries.
+// The proposer keeps every operation within it before proposing: a
+// publish group is flushed before a message that would take it over; a
+// message that would not fit alone is answered 10054 (a publish, a
+// batch message, the first message of a sourcer's copy); an atomic
+// batch that would not fit 10199 (stream.BatchPolicy.MaxEntryBytes); a
+// copy is cut before the message that would take it over, the sourcer
+// goes on from there. A log without it (the local log) has no bound.
+type EntryLimiter interface {
+	MaxEntryBytes() int
+}
+
 // laterApplier is the Applier a stream gives a log that commits later
 // (Env.NewReplicatedLog): it queues each committed operation, and each
 // forgotten key, for the stream's apply goroutine, in the order the log

@@ -170,6 +170,10 @@ func (ws *waiters) pending() bool { return ws.head < len(ws.q) }
 // replicated stream's one raft entry, near raftnode's MaxSizePerMsg
 // (1 MiB): 1,024 messages of 128 KiB made a 128 MiB entry, larger than
 // the transport's largest frame (64 MiB), that no follower ever received.
+// A group may still pass 1 MiB by its last message; it never passes the
+// log's largest entry (EntryLimiter): it is flushed before a message
+// that would take it over, and a message that would not fit alone is
+// refused (10054).
 const (
 	maxPublishGroup      = 1024
 	maxPublishGroupBytes = 1 << 20
@@ -201,15 +205,26 @@ func (r *Stream) take(it *item) {
 		r.applyAtomic(it.entry, id, it.reply)
 		return
 	}
-	if code, refused := r.refusal(len(it.entry.Header) + len(it.entry.Data)); refused {
+	code, refused := r.refusal(len(it.entry.Header) + len(it.entry.Data))
+	enc := stream.EntrySize(&it.entry)
+	if !refused && r.overLog(stream.PublishSize(1, enc)) {
+		// No follower could receive it (EntryLimiter), as nats-server
+		// answers a message over max_msg_size, after the same checks.
+		code, refused = jserr.StreamMessageExceedsMaximum, true
+	}
+	if refused {
 		r.flushPublishes() // the answers stay in order
 		r.settle(stream.Result{Err: jserr.New(code)}, it.reply)
 		return
+	}
+	if len(r.pub.Entries) > 0 && r.overLog(stream.PublishSize(len(r.pub.Entries)+1, r.pubEnc+enc)) {
+		r.flushPublishes() // the group would pass the log's largest entry
 	}
 	r.pub.Entries = append(r.pub.Entries, it.entry)
 	r.pubReplies = append(r.pubReplies, it.reply)
 	r.pubSubjects = append(r.pubSubjects, it.entry.Subject)
 	r.pubBytes += len(it.entry.Subject) + len(it.entry.Header) + len(it.entry.Data)
+	r.pubEnc += enc
 	if len(r.pub.Entries) == maxPublishGroup || r.pubBytes >= maxPublishGroupBytes {
 		r.flushPublishes()
 	}
@@ -224,7 +239,7 @@ func (r *Stream) flushPublishes() {
 	r.propose(&r.pub, waiter{kind: waitPublish, replies: r.pubReplies, subjects: r.pubSubjects})
 	clear(r.pub.Entries)
 	r.pub.Entries = r.pub.Entries[:0]
-	r.pubBytes = 0
+	r.pubBytes, r.pubEnc = 0, 0
 	if r.waiting.pending() {
 		// still held by a waiter: a log that applies later
 		r.pubReplies, r.pubSubjects = nil, nil
@@ -235,6 +250,11 @@ func (r *Stream) flushPublishes() {
 		r.pubSubjects = r.pubSubjects[:0]
 	}
 }
+
+// overLog reports whether an operation of size bytes, in byte form,
+// would pass the largest entry of the stream's log (EntryLimiter; never
+// for a log without a bound).
+func (r *Stream) overLog(size int) bool { return r.maxEntry > 0 && size > r.maxEntry }
 
 // insufficient reports whether a message of size bytes finds no storage
 // (10023): the server's limit for the stream's storage type is exceeded
@@ -407,24 +427,39 @@ func (r *Stream) proposeRequest(req *request) {
 // proposeCopy proposes the entries of a sourcer's copy up to the first
 // that finds no storage or is over the account's limit, which it reports
 // as refused (10023, 10002: refusal) after what was applied: the sourcer
-// retries from there. An empty Copy is proposed as it is (SyncLog).
+// retries from there. A copy that would pass the log's largest entry
+// (EntryLimiter) is cut before the entry that would take it over,
+// without an error (the sourcer goes on from there at once), or, when
+// that is the first, refused with 10054 (retried as the others). An
+// empty Copy is proposed as it is (SyncLog).
 func (r *Stream) proposeCopy(op *stream.Copy, req *request) {
 	n := len(op.Entries)
 	empty := n == 0
-	var code jserr.ErrCode
-	for i := range op.Entries {
-		if c, refused := r.refusal(len(op.Entries[i].Header) + len(op.Entries[i].Data)); refused {
-			n, code = i, c
-			break
-		}
-	}
-	refused := n < len(op.Entries)
-	op.Entries = op.Entries[:n]
 	if r.counter {
 		for i := range op.Entries {
 			op.Entries[i].MaxPayload = r.env.MaxPayload
 		}
 	}
+	var code jserr.ErrCode
+	enc := 0
+	for i := range op.Entries {
+		if c, refused := r.refusal(len(op.Entries[i].Header) + len(op.Entries[i].Data)); refused {
+			n, code = i, c
+			break
+		}
+		enc += stream.CopyEntrySize(op, i)
+		if r.overLog(stream.CopySize(i+1, enc)) {
+			// Cut before the entry that would take the copy past the
+			// log's largest entry: the sourcer goes on from there. One
+			// that would not fit alone is refused as a publish is.
+			if n = i; i == 0 {
+				code = jserr.StreamMessageExceedsMaximum
+			}
+			break
+		}
+	}
+	refused := n < len(op.Entries)
+	op.Entries = op.Entries[:n]
 	if op.Mirror {
 		op.OriginSeqs = op.OriginSeqs[:n]
 	}

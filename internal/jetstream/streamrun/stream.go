@@ -112,10 +112,15 @@ type Stream struct {
 	fastPub    stream.Publish
 	pubReplies []string
 	// pubSubjects are the subjects of pub's entries (waiter.subjects);
-	// pubBytes their bytes (maxPublishGroupBytes).
+	// pubBytes their bytes (maxPublishGroupBytes), pubEnc their bytes in
+	// the Publish's byte form (stream.EntrySize, against maxEntry).
 	pubSubjects []string
 	pubBytes    int
+	pubEnc      int
 	dropped     []waiter
+	// maxEntry is the largest operation, in byte form, the log carries
+	// (EntryLimiter); 0 for no bound (one server's log). Set by New.
+	maxEntry int
 
 	mu   sync.Mutex // guards cfg, subs, leading, timer, expireAt, stopped
 	cfg  stream.Config
@@ -203,6 +208,9 @@ func New(env Env, cfg stream.Config, created time.Time, dir string, st store.Sto
 			newLog = NewLocalLog
 		}
 		r.log = newLog(cfg.Name, r)
+	}
+	if l, ok := r.log.(EntryLimiter); ok {
+		r.maxEntry = l.MaxEntryBytes()
 	}
 	_, replicated := r.log.(Leader)
 	if (cfg.PersistMode == stream.AsyncPersist || replicated) && dir != "" {
