@@ -212,7 +212,7 @@ type Config struct {
 	// larger message (a snapshot) is taken only into an empty inbox.
 	MaxInboxBytes int
 	// MaxRoundProposalBytes bounds the bytes of proposals a group steps in
-	// one round; the rest wait for the next (default 16 MiB, at most a
+	// one round; the rest wait for the next (default 4 MiB, at most a
 	// quarter of MaxUncommittedBytes, so raft never drops a whole
 	// oversized batch).
 	MaxRoundProposalBytes int
