@@ -297,7 +297,7 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		// answers the create itself). A stream of one replica too: its
 		// server answers once its subscriptions reached every server.
 		var si jetstream.StreamInfo
-		ask := 2 * recampaign // a group elects its leader within one (campaignsFirst)
+		ask := 2 * recampaign // a group elects its leader within one (firstleader.go)
 		if len(res.Stream.Replicas) == 1 {
 			ask = singleAsk // no election: its server starts it
 		}
@@ -398,8 +398,17 @@ func (a *account) existing(sa meta.StreamAssignment, cfg stream.Config) (*jetstr
 }
 
 // recampaign is how long waitLeader lets a new stream's group go without
-// a leader before its replica on the meta leader campaigns again.
-const recampaign = 150 * time.Millisecond
+// a leader before its replica on the meta leader campaigns again, when
+// that replica is the group's first campaigner (firstleader.go);
+// recampaignOther when another replica is, which campaigns again each
+// housekeeping tick (recampaignFresh): the meta leader's replica steps
+// in only after two of those, for a first campaigner that is gone but
+// still looks online here, or runs an earlier build that does not know
+// the rule.
+const (
+	recampaign      = 150 * time.Millisecond
+	recampaignOther = 2*housekeeping + recampaign
+)
 
 // singleAsk is how long each $JSC.SI ask of waitLeaderAway waits for the
 // server of a stream of one replica placed elsewhere: it answers once it
@@ -409,13 +418,16 @@ const singleAsk = 50 * time.Millisecond
 
 // waitLeader waits, at most proposeTimeout, until the meta leader can
 // tell that stream k has a leader: its own replica leads, or its group
-// reports one. Its replica campaigned when it started (runReplica); a
-// campaign whose votes reached replicas that had not started the group
-// yet is lost, so it campaigns again every recampaign while no leader is
-// known, rather than wait an election timeout.
+// reports one. The group's first campaigner campaigned when it started
+// its replica (runReplica); a campaign whose votes reached replicas that
+// had not started the group yet is lost, so the meta leader's replica
+// campaigns again every recampaign while no leader is known, rather
+// than wait an election timeout: from recampaign on when it is the first
+// campaigner, from recampaignOther on when another replica is.
 func (c *Cluster) waitLeader(k streamKey) {
-	deadline := time.Now().Add(proposeTimeout)
-	next := time.Now().Add(recampaign)
+	start := time.Now()
+	deadline := start.Add(proposeTimeout)
+	var next time.Time // set once the replica runs here
 	for time.Now().Before(deadline) {
 		if ci := c.clusterInfo(k); ci != nil && ci.Leader != "" {
 			// Its subscriptions reach every server before the answer
@@ -434,7 +446,13 @@ func (c *Cluster) waitLeader(k streamKey) {
 				return
 			}
 		}
-		if r := c.replicaOf(k); r != nil && len(r.sa.Replicas) > 1 && time.Now().After(next) {
+		switch r := c.replicaOf(k); {
+		case r == nil || len(r.sa.Replicas) == 1:
+		case next.IsZero() && c.campaignsFirst(r.sa):
+			next = start.Add(recampaign)
+		case next.IsZero():
+			next = start.Add(recampaignOther)
+		case time.Now().After(next):
 			_ = c.node.Campaign(r.sa.Group)
 			next = time.Now().Add(recampaign)
 		}
