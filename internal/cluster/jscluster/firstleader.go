@@ -82,37 +82,72 @@ func (c *Cluster) consumerCampaignsFirst(ca meta.ConsumerAssignment) bool {
 }
 
 // campaignFresh makes this server's replica of group g, just started,
-// campaign, and campaign again each housekeeping tick while the group
-// has no leader, for freshCampaigns (recampaignFresh): a campaign whose
-// votes reached replicas that had not started the group yet is lost.
-// The run goroutine's.
+// campaign, and campaign again while the group has no leader, for
+// freshCampaigns (recampaignFresh): a campaign whose votes reached
+// replicas that had not started the group yet is lost, and those start
+// it within milliseconds of one another (they apply the assignment at
+// about the same time). The run goroutine's.
 func (c *Cluster) campaignFresh(g raftnode.GroupID) {
 	_ = c.node.Campaign(g)
 	if c.fresh == nil {
-		c.fresh = map[raftnode.GroupID]time.Time{}
+		c.fresh = map[raftnode.GroupID]freshGroup{}
 	}
-	c.fresh[g] = time.Now().Add(freshCampaigns)
+	now := time.Now()
+	c.fresh[g] = freshGroup{until: now.Add(freshCampaigns), next: now.Add(firstRetry), wait: firstRetry}
+	c.armFresh(now)
+}
+
+// freshGroup is when a new group's first campaigner campaigns again.
+type freshGroup struct {
+	until time.Time     // no more after
+	next  time.Time     // the next campaign
+	wait  time.Duration // the pause before next: firstRetry, doubled each time up to recampaign
 }
 
 // freshCampaigns is how long the replica that made a new group's first
-// campaign campaigns again (each housekeeping tick) while the group has
-// no leader: a campaign whose votes reached replicas that had not started
-// the group yet is lost, and the group would otherwise wait an election
-// timeout (about 1 s) before anyone campaigns.
-const freshCampaigns = 2 * time.Second
+// campaign campaigns again while the group has no leader, after
+// firstRetry, then twice as long each time up to recampaign: the group
+// would otherwise wait an election timeout (about 1 s) before anyone
+// campaigns. A campaign again while the first one's votes are on their
+// way costs a round of votes (raft's pre-vote starts over), no more:
+// the pauses grow past any round trip between the servers.
+const (
+	freshCampaigns = 2 * time.Second
+	firstRetry     = 25 * time.Millisecond
+)
 
-// recampaignFresh, on the run goroutine's housekeeping tick, campaigns
-// again for each group in c.fresh that has no leader yet, and forgets
-// those that have one or whose time is up.
+// recampaignFresh, on the run goroutine when freshTick fires, campaigns
+// again for each group in c.fresh that has no leader yet and is due,
+// forgets those that have one or whose time is up, and sets freshTick
+// for the next one due.
 func (c *Cluster) recampaignFresh() {
 	now := time.Now()
-	for g, until := range c.fresh {
+	for g, f := range c.fresh {
 		st, err := c.node.Status(g)
 		switch {
-		case err != nil || now.After(until) || st.Leader != 0:
+		case err != nil || now.After(f.until) || st.Leader != 0:
 			delete(c.fresh, g)
-		default:
+		case !now.Before(f.next):
 			_ = c.node.Campaign(g)
+			f.wait = min(2*f.wait, recampaign)
+			f.next = now.Add(f.wait)
+			c.fresh[g] = f
 		}
+	}
+	c.armFresh(now)
+}
+
+// armFresh sets freshTick to fire when the first group of c.fresh is
+// due (nil when none is left).
+func (c *Cluster) armFresh(now time.Time) {
+	c.freshTick = nil
+	var first time.Time
+	for _, f := range c.fresh {
+		if first.IsZero() || f.next.Before(first) {
+			first = f.next
+		}
+	}
+	if !first.IsZero() {
+		c.freshTick = time.After(max(first.Sub(now), 0))
 	}
 }
