@@ -403,9 +403,10 @@ func (a *account) existing(sa meta.StreamAssignment, cfg stream.Config) (*jetstr
 // and how long waitLeader lets a new stream's group go without a leader
 // before the meta leader's replica, the first campaigner, campaigns
 // again; recampaignOther is that wait when another replica is the first
-// campaigner: the meta leader's replica steps in only after four of its
-// campaigns, for a first campaigner that is gone but still looks online
-// here, or that runs an earlier build, which does not know the rule.
+// campaigner: the meta leader's replica steps in only after that one's
+// first campaign and four more (25, 75, 175 and 325 ms after it), for a
+// first campaigner that is gone but still looks online here, or that
+// runs an earlier build, which does not know the rule.
 const (
 	recampaign      = 150 * time.Millisecond
 	recampaignOther = 3 * recampaign
