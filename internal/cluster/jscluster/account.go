@@ -297,11 +297,11 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		// answers the create itself). A stream of one replica too: its
 		// server answers once its subscriptions reached every server.
 		var si jetstream.StreamInfo
-		ask := 2 * recampaign // a group elects its leader within one (campaignsFirst)
+		ask := 2 * recampaign // a group elects its leader within one (firstleader.go)
 		if len(res.Stream.Replicas) == 1 {
 			ask = singleAsk // no election: its server starts it
 		}
-		if b := c.waitLeaderAway(streamKey{a.name, cfg.Name}, ask); b != nil && json.Unmarshal(b, &si) == nil && si.Cluster != nil {
+		if b := c.waitLeaderAway(streamKey{a.name, cfg.Name}, ask, time.Now().Add(proposeTimeout)); b != nil && json.Unmarshal(b, &si) == nil && si.Cluster != nil {
 			return &si, nil
 		}
 	}
@@ -330,16 +330,17 @@ func (a *account) checkLimits(cfg *stream.Config) *jserr.Error {
 	return a.js.CheckClusteredLimits(cfg, assigned)
 }
 
-// waitLeaderAway waits, at most proposeTimeout, until the leader of
-// stream k (its server, for one replica), placed without this server, answers its $JSC.SI
+// waitLeaderAway waits, until deadline, for the leader of stream k (its
+// server, for one replica), on another server, to answer its $JSC.SI
 // request: a leader answers once its subscriptions have reached every
 // server (announceStream), so a publish right after the create finds
 // the stream, as nats-server's stream leader, which answers the create
-// itself, makes sure. Each ask waits at most every (StreamCreate: twice
-// recampaign for a group, singleAsk for one replica). It returns
+// itself, makes sure. A replica answers only once it leads
+// (infoAnswerDelay), which a follower's status may name it to do a
+// round trip earlier: so it asks again, each ask waiting at most every
+// (twice recampaign for a group, singleAsk for one replica). It returns
 // the leader's answer (its StreamInfo JSON), nil when none came.
-func (c *Cluster) waitLeaderAway(k streamKey, every time.Duration) []byte {
-	deadline := time.Now().Add(proposeTimeout)
+func (c *Cluster) waitLeaderAway(k streamKey, every time.Duration, deadline time.Time) []byte {
 	for time.Now().Before(deadline) {
 		if out := c.requestAll([]string{streamInfoSubject(k)}, nil, every); len(out[0]) > 0 {
 			return out[0]
@@ -397,9 +398,19 @@ func (a *account) existing(sa meta.StreamAssignment, cfg stream.Config) (*jetstr
 	return a.infoOf(sa), nil
 }
 
-// recampaign is how long waitLeader lets a new stream's group go without
-// a leader before its replica on the meta leader campaigns again.
-const recampaign = 150 * time.Millisecond
+// recampaign is the longest pause of a new group's first campaigner
+// between its campaigns while the group has no leader (recampaignFresh),
+// and how long waitLeader lets a new stream's group go without a leader
+// before the meta leader's replica, the first campaigner, campaigns
+// again; recampaignOther is that wait when another replica is the first
+// campaigner: the meta leader's replica steps in only after that one's
+// first campaign and four more (25, 75, 175 and 325 ms after it), for a
+// first campaigner that is gone but still looks online here, or that
+// runs an earlier build, which does not know the rule.
+const (
+	recampaign      = 150 * time.Millisecond
+	recampaignOther = 3 * recampaign
+)
 
 // singleAsk is how long each $JSC.SI ask of waitLeaderAway waits for the
 // server of a stream of one replica placed elsewhere: it answers once it
@@ -409,13 +420,16 @@ const singleAsk = 50 * time.Millisecond
 
 // waitLeader waits, at most proposeTimeout, until the meta leader can
 // tell that stream k has a leader: its own replica leads, or its group
-// reports one. Its replica campaigned when it started (runReplica); a
-// campaign whose votes reached replicas that had not started the group
-// yet is lost, so it campaigns again every recampaign while no leader is
-// known, rather than wait an election timeout.
+// reports one. The group's first campaigner campaigned when it started
+// its replica (runReplica); a campaign whose votes reached replicas that
+// had not started the group yet is lost, so the meta leader's replica
+// campaigns again every recampaign while no leader is known, rather
+// than wait an election timeout: from recampaign on when it is the first
+// campaigner, from recampaignOther on when another replica is.
 func (c *Cluster) waitLeader(k streamKey) {
-	deadline := time.Now().Add(proposeTimeout)
-	next := time.Now().Add(recampaign)
+	start := time.Now()
+	deadline := start.Add(proposeTimeout)
+	var next time.Time // set once the replica runs here
 	for time.Now().Before(deadline) {
 		if ci := c.clusterInfo(k); ci != nil && ci.Leader != "" {
 			// Its subscriptions reach every server before the answer
@@ -423,18 +437,25 @@ func (c *Cluster) waitLeader(k streamKey) {
 			// replica runs: a stream of one replica is led by its
 			// server as soon as it is assigned, before it started),
 			// else by the leader before it answers $JSC.SI
-			// (announceStream).
+			// (announceStream), asked until it does: this replica
+			// learns of its leadership before the leader's does.
 			r := c.replicaOf(k)
 			switch {
 			case r != nil && r.leads.Load():
 				c.announceStream(r)
 				return
 			case ci.Leader != string(c.name):
-				c.requestAll([]string{streamInfoSubject(k)}, nil, announceTimeout+time.Second)
+				c.waitLeaderAway(k, 2*recampaign, deadline)
 				return
 			}
 		}
-		if r := c.replicaOf(k); r != nil && len(r.sa.Replicas) > 1 && time.Now().After(next) {
+		switch r := c.replicaOf(k); {
+		case r == nil || len(r.sa.Replicas) == 1:
+		case next.IsZero() && c.campaignsFirst(r.sa):
+			next = start.Add(recampaign)
+		case next.IsZero():
+			next = start.Add(recampaignOther)
+		case time.Now().After(next):
 			_ = c.node.Campaign(r.sa.Group)
 			next = time.Now().Add(recampaign)
 		}

@@ -146,10 +146,13 @@ type Cluster struct {
 	quitOnce sync.Once
 	done     sync.WaitGroup
 
-	// fresh holds the groups of new streams whose replica here made the
-	// first campaign (campaignsFirst), with until when it campaigns again
-	// while its group has no leader (recampaignFresh); run goroutine only.
-	fresh map[raftnode.GroupID]time.Time
+	// fresh holds the new groups (of streams and consumers) whose
+	// replica here made the first campaign (firstleader.go), with when
+	// it campaigns again while its group has no leader
+	// (recampaignFresh); freshTick fires when the first is due (nil
+	// while fresh is empty). The run goroutine's.
+	fresh     map[raftnode.GroupID]freshGroup
+	freshTick <-chan time.Time
 
 	// forcing is set, before the meta group is added, when this start
 	// forces a new cluster (force.go); read where groups are added.
@@ -541,9 +544,10 @@ func (c *Cluster) run() {
 		case <-c.quit:
 			return
 		case <-c.wake:
+		case <-c.freshTick:
+			c.recampaignFresh()
 		case <-t.C:
 			c.noteLeaderless()
-			c.recampaignFresh()
 			c.followRenames()
 			c.warnStrangers()
 			c.sampleApply()

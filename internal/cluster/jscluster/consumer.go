@@ -268,19 +268,21 @@ func (c *Cluster) tryStartConsumer(acc *account, k consumerKey, ca meta.Consumer
 	c.mu.Unlock()
 	gc := consumerGroupConfig(ca, mine)
 	gc.ForceSole = c.forcing.Load() // force.go
+	_, recovered := c.node.RecoveredReplica(ca.Group)
 	if err := c.node.AddGroup(gc, cr.log.StateMachine()); err != nil {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: its group %d cannot start here: %v", k.account, k.stream, k.name, ca.Group, err)
 		return nil
 	}
-	if (c.metaLeader() || ca.Initial == 1) && int(mine.ID) <= ca.Initial && cr.mine(c.name) == mine.ID {
-		// The meta leader answers the create: its replica campaigns at
-		// once, so that it is likely to lead and subscribe before it
-		// answers (waitConsumer), and the client's next request finds the
+	if int(mine.ID) <= ca.Initial && cr.mine(c.name) == mine.ID && (!recovered || ca.Initial == 1) && c.consumerCampaignsFirst(ca) {
+		// The group's chosen first replica (firstleader.go) campaigns
+		// at once, so that the group leads and subscribes before the
+		// meta leader answers the create (waitConsumer asks the leader
+		// over $JSC.CI), and the client's next request finds the
 		// consumer's subscriptions. A consumer of one replica scaled up
 		// bootstraps its group alone here: its runtime of one replica,
 		// retired, waits for this one to lead (consumerrun retire.go),
 		// not for an election timeout.
-		_ = c.node.Campaign(ca.Group)
+		c.campaignFresh(ca.Group)
 	}
 	return nil
 }

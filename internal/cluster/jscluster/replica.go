@@ -619,63 +619,20 @@ func (c *Cluster) runReplica(acc *account, k streamKey, r *replica, mine meta.Re
 	c.svc.Register(sa.Group, ck)
 	gc := groupConfig(sa, mine)
 	gc.ForceSole = c.forcing.Load()
+	_, recovered := c.node.RecoveredReplica(sa.Group)
 	if err := c.node.AddGroup(gc, r.log.StateMachine()); err != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: its group %d cannot start here: %v", k.account, k.name, sa.Group, err)
 		return
 	}
-	if !gc.Join && r.mine() == mine.ID && c.campaignsFirst(sa) {
-		// A replica that joins (a learner, which raft refuses to
-		// campaign: "unpromotable") or leaves does not campaign.
-		_ = c.node.Campaign(sa.Group)
-		if c.fresh == nil {
-			c.fresh = map[raftnode.GroupID]time.Time{}
-		}
-		c.fresh[sa.Group] = time.Now().Add(freshCampaigns)
+	if !gc.Join && r.mine() == mine.ID && (!recovered || initialReplicas(sa) == 1) && c.campaignsFirst(sa) {
+		// The group's chosen first replica (firstleader.go), new here,
+		// or the only voter of a group scaled up from one replica. A
+		// replica that joins (a learner, which raft refuses to
+		// campaign: "unpromotable") or leaves does not campaign, nor
+		// one the WAL recovered (its group elected before; nats-server
+		// v2.15.2's preferred peer campaigns at term 0 only).
+		c.campaignFresh(sa.Group)
 	}
-}
-
-// freshCampaigns is how long the replica that made a new group's first
-// campaign campaigns again (each housekeeping tick) while the group has
-// no leader: a campaign whose votes reached replicas that had not started
-// the group yet is lost, and the group would otherwise wait an election
-// timeout (about 1 s) before anyone campaigns.
-const freshCampaigns = 2 * time.Second
-
-// recampaignFresh, on the run goroutine's housekeeping tick, campaigns
-// again for each group in c.fresh that has no leader yet, and forgets
-// those that have one or whose time is up.
-func (c *Cluster) recampaignFresh() {
-	now := time.Now()
-	for g, until := range c.fresh {
-		st, err := c.node.Status(g)
-		switch {
-		case err != nil || now.After(until) || st.Leader != 0:
-			delete(c.fresh, g)
-		default:
-			_ = c.node.Campaign(g)
-		}
-	}
-}
-
-// campaignsFirst reports whether this server's replica of stream sa
-// campaigns as soon as it starts, rather than after an election timeout:
-// the meta leader answers a create once the stream has a leader
-// (waitLeader, waitLeaderAway), so its own replica campaigns, or, for a
-// stream placed without it, the replica on the first server the
-// placement named. A campaign while a leader is known is refused by
-// PreVote and changes nothing.
-func (c *Cluster) campaignsFirst(sa meta.StreamAssignment) bool {
-	st, err := c.node.Status(meta.MetaGroup)
-	switch {
-	case err != nil || len(sa.Replicas) == 0:
-		return false
-	case st.LeaderReady:
-		return true
-	}
-	if _, here := meta.On(sa.Replicas, st.LeaderServer); here || st.LeaderServer == "" {
-		return false
-	}
-	return sa.Replicas[0].Server == c.name
 }
 
 // onLeader returns the OnLeader of replica r of stream name: it records
