@@ -171,8 +171,8 @@ func (sc *rescaled) removeVictim(t *testing.T) {
 	sc.servers[vi].Shutdown()
 	sys := connect(t, sc.servers[(vi+1)%4].ClientURL(), nats.UserInfo("sys", "sys"))
 	eventually(t, "remove "+sc.victim, func() error {
-		if r := stepDownRequest(t, sys, "$JS.API.SERVER.REMOVE", fmt.Sprintf(`{"peer":%q}`, sc.victim)); !r.Success {
-			return fmt.Errorf("%+v", r.Error)
+		if r, err := tryStepDown(sys, "$JS.API.SERVER.REMOVE", fmt.Sprintf(`{"peer":%q}`, sc.victim)); err != nil || !r.Success {
+			return errors.Join(err, fmt.Errorf("%+v", r.Error))
 		}
 		return nil
 	})

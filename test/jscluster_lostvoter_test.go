@@ -1,6 +1,7 @@
 package test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -84,8 +85,8 @@ func removeLost(t *testing.T, s *server.Server, subject, lost string) {
 	}
 	nc := connect(t, s.ClientURL(), nats.UserInfo(user, user))
 	eventually(t, "remove "+lost, func() error {
-		if r := stepDownRequest(t, nc, subject, fmt.Sprintf(`{"peer":%q}`, lost)); !r.Success {
-			return fmt.Errorf("%+v", r.Error)
+		if r, err := tryStepDown(nc, subject, fmt.Sprintf(`{"peer":%q}`, lost)); err != nil || !r.Success {
+			return errors.Join(err, fmt.Errorf("%+v", r.Error))
 		}
 		return nil
 	})

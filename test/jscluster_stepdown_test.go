@@ -41,15 +41,28 @@ type apiReply struct {
 // stepDownRequest sends body to subj through nc and decodes the answer.
 func stepDownRequest(t *testing.T, nc *nats.Conn, subj, body string) apiReply {
 	t.Helper()
+	r, err := tryStepDown(nc, subj, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// tryStepDown is stepDownRequest for a request sent again until it is
+// answered as wanted (in eventually): a request that reaches no leader
+// (the group's leadership moving, an earlier step-down's) goes
+// unanswered, in nats-server too, and is an error to retry, as is an
+// answer that does not decode.
+func tryStepDown(nc *nats.Conn, subj, body string) (apiReply, error) {
 	msg, err := nc.Request(subj, []byte(body), 5*time.Second)
 	if err != nil {
-		t.Fatalf("%s %s: %v", subj, body, err)
+		return apiReply{}, fmt.Errorf("%s %s: %w", subj, body, err)
 	}
 	var r apiReply
 	if err := json.Unmarshal(msg.Data, &r); err != nil {
-		t.Fatalf("%s: %q: %v", subj, msg.Data, err)
+		return apiReply{}, fmt.Errorf("%s: %q: %w", subj, msg.Data, err)
 	}
-	return r
+	return r, nil
 }
 
 // wantStepDownError checks r is the error code with description desc ("": any).
