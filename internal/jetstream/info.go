@@ -138,6 +138,15 @@ func (js *JetStream) withServerMetadata(c stream.Config) stream.Config {
 	return c.WithServerMetadata(js.cfg.Version, js.cfg.APILevel)
 }
 
+// WithServerMetadata returns c with this server's version and API level
+// in its metadata (_nats.ver, _nats.level), as every stream config
+// nats-server v2.15.2 returns to a client has them
+// (setDynamicStreamMetadata): for the cluster layer, whose answer to a
+// create is built from the meta group's copy of the config.
+func (js *JetStream) WithServerMetadata(c stream.Config) stream.Config {
+	return js.withServerMetadata(c)
+}
+
 // ServerName returns the name of the server this engine runs on
 // (Config.ServerName).
 func (js *JetStream) ServerName() string { return js.cfg.ServerName }

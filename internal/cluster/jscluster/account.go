@@ -547,6 +547,9 @@ func (a *account) StreamInfo(name string, opts jetstream.InfoOptions) (*jetstrea
 func (a *account) infoOf(sa meta.StreamAssignment) *jetstream.StreamInfo {
 	var cfg stream.Config
 	_ = json.Unmarshal(sa.Config, &cfg)
+	if a.js != nil {
+		cfg = a.js.WithServerMetadata(cfg)
+	}
 	return &jetstream.StreamInfo{
 		Config: cfg, Created: time.Unix(0, sa.Created).UTC(),
 		Cluster:   a.c.clusterInfo(streamKey{a.name, sa.Name}),
