@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 )
 
 // A leader that loses its leadership without asking (no transfer, step
@@ -14,8 +15,9 @@ import (
 // it). raft says so only at its
 // debug level for a higher term, so the node logs, at Config.Infof and
 // once per round however many groups it lost in it, which groups, why,
-// and how long its round loop had not run before the round (in ticks):
-// an operator can tell a stalled server from a lost network. Trial 35 of
+// and the round loop's longest pause (between two rounds, or a round's
+// own length) within two election timeouts: an operator can tell a
+// stalled server from a lost network. Trial 35 of
 // issue 15 lost a meta leader and three stream leaders at once under CPU
 // load with nothing in the log.
 
@@ -52,19 +54,39 @@ func (d *deposals) take() []deposal {
 // counted.
 const maxDeposalsNamed = 5
 
-// logDeposed logs the groups the round that started at tick began
-// deposed, if any. idle is the number of ticks between the end of the
-// previous round and the start of this one.
-func (n *Node) logDeposed(idle uint64) {
+// pauseMax is the round loop's longest pause seen lately: a gap between
+// two rounds or a round's own length, on Config.Now's clock (the ticks
+// cannot tell: a stalled process misses them, and a long round counts
+// none).
+type pauseMax struct {
+	at time.Time     // when it ended
+	d  time.Duration // how long
+}
+
+// note records a pause of d ending at now; the pause kept is replaced
+// by a longer one, or by any once it is older than window.
+func (p *pauseMax) note(now time.Time, d time.Duration, window time.Duration) {
+	if d >= p.d || now.Sub(p.at) > window {
+		p.at, p.d = now, d
+	}
+}
+
+// logDeposed logs the groups the round deposed, if any, with the round
+// loop's longest pause within window before now.
+func (n *Node) logDeposed(window time.Duration) {
 	list := n.deposed.take()
 	if len(list) == 0 {
 		return
 	}
-	n.cfg.Infof("raftnode: %s", deposalLine(list, idle, n.cfg.TickInterval.String()))
+	pause := n.pauses.d
+	if n.cfg.Now().Sub(n.pauses.at) > window {
+		pause = 0
+	}
+	n.cfg.Infof("raftnode: %s", deposalLine(list, pause, window))
 }
 
 // deposalLine formats a round's deposals (logDeposed).
-func deposalLine(list []deposal, idle uint64, tick string) string {
+func deposalLine(list []deposal, pause, window time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "this server lost the leadership of %d group(s) without a transfer:", len(list))
 	for i, d := range list {
@@ -77,7 +99,7 @@ func deposalLine(list []deposal, idle uint64, tick string) string {
 		}
 		fmt.Fprintf(&b, " group %d %s", d.group, d.reason())
 	}
-	fmt.Fprintf(&b, "; the round loop had not run for %d ticks of %s before that round", idle, tick)
+	fmt.Fprintf(&b, "; the round loop's longest pause in the last %v: %v", window, pause.Round(time.Millisecond))
 	return b.String()
 }
 

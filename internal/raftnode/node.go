@@ -57,9 +57,11 @@ type Node struct {
 	loopWG  sync.WaitGroup
 	workWG  sync.WaitGroup
 	roundMu sync.Mutex // one round at a time (RunRound by hand, or the loop)
-	// roundEnd is the tick at which the last round ended (under roundMu);
-	// deposed the leaderships lost in the current round (deposed.go).
-	roundEnd uint64
+	// roundEnd is when the last round ended (Config.Now) and pauses the
+	// round loop's longest recent pause (under roundMu); deposed the
+	// leaderships lost in the current round (deposed.go).
+	roundEnd time.Time
+	pauses   pauseMax
 	deposed  deposals
 
 	// isolated is set by Isolate: the node takes no frame and sends none.
@@ -923,8 +925,15 @@ func (n *Node) RunRound() bool {
 	if len(gs) == 0 && !n.beat.Load() {
 		return false
 	}
-	idle := n.ticks.Load() - min(n.roundEnd, n.ticks.Load())
-	defer func() { n.roundEnd = n.ticks.Load() }()
+	start := n.cfg.Now()
+	window := 2 * n.ElectionTimeout()
+	if !n.roundEnd.IsZero() {
+		n.pauses.note(start, start.Sub(n.roundEnd), window)
+	}
+	defer func() {
+		n.roundEnd = n.cfg.Now()
+		n.pauses.note(n.roundEnd, n.roundEnd.Sub(start), window)
+	}()
 	n.each(gs, (*group).prepare)
 	walErr, mustSync := n.writeRound(gs)
 	if n.crashAt(afterWrite) {
@@ -958,7 +967,7 @@ func (n *Node) RunRound() bool {
 	}
 	n.each(gs, func(g *group) { g.finish(walErr, unreachable) })
 	n.afterRound(gs)
-	n.logDeposed(idle)
+	n.logDeposed(window)
 	return true
 }
 

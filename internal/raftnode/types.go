@@ -236,6 +236,10 @@ type Config struct {
 	// a replica's role or term, WAL segments started: a busy cluster has
 	// thousands). None may block.
 	Logf, Infof, Debugf func(format string, args ...any)
+	// Now is the wall clock of the round loop's pauses that a line about
+	// lost leaderships reports (deposed.go; default time.Now). Tests set
+	// it; nothing else reads it.
+	Now func() time.Time
 }
 
 // Errors. None reaches a client as such: the cluster layer maps them
@@ -318,6 +322,9 @@ func (c *Config) fill() error {
 	}
 	if c.TickInterval <= 0 {
 		c.TickInterval = 100 * time.Millisecond
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	if c.SegmentBytes <= 0 {
 		c.SegmentBytes = 64 << 20
