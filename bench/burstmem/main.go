@@ -9,9 +9,12 @@
 // reply awaited up to -wait, then leaves the cluster idle for -after.
 // Every second it reads each server's VmRSS (/proc/<pid>/status) and Go's
 // MemStats (its pprof heap?debug=1: HeapInuse, HeapIdle, HeapReleased),
-// and prints, per server, the peak RSS from the first burst to the end
-// of the last, and RSS and heap at the end of the bursts, +1 min and
-// +5 min after it, and at the end of -after. -csv writes every sample.
+// and CPU time (/proc/<pid>/stat), and prints, per server, the peak RSS
+// from the first burst to the end of the last, RSS and heap at the end
+// of the bursts, +1 min and +5 min after it, and at the end of -after,
+// and the CPU seconds it used during the bursts and after them. -csv
+// writes every sample; -args passes more flags to every server (-D: cairn
+// logs each heap release, internal/memrelease).
 //
 // HeapIdle-HeapReleased is heap the runtime holds but does not use
 // (freed, not yet returned to the system); HeapInuse is what objects,
@@ -394,6 +397,7 @@ type sample struct {
 	at                                     time.Duration // since the watch began
 	rss, heapInuse, heapIdle, heapReleased int64
 	numGC                                  int64
+	cpu                                    int64 // utime+stime, clock ticks (1/100 s)
 }
 
 type watcher struct {
@@ -443,12 +447,23 @@ func (w *watcher) run() {
 	}
 }
 
-// read takes one sample of n: VmRSS, and the MemStats its pprof heap
-// profile (debug=1) ends with.
+// read takes one sample of n: VmRSS, its CPU time, and the MemStats its
+// pprof heap profile (debug=1) ends with.
 func read(n *node) sample {
-	s := sample{rss: -1, heapInuse: -1, heapIdle: -1, heapReleased: -1, numGC: -1}
+	s := sample{rss: -1, heapInuse: -1, heapIdle: -1, heapReleased: -1, numGC: -1, cpu: -1}
 	if n.cmd == nil || n.cmd.Process == nil {
 		return s
+	}
+	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n.cmd.Process.Pid)); err == nil {
+		// Fields after the command name (which may hold spaces): state is
+		// field 3, utime 14, stime 15.
+		if i := bytes.LastIndexByte(data, ')'); i >= 0 {
+			if f := strings.Fields(string(data[i+1:])); len(f) > 12 {
+				u, _ := strconv.ParseInt(f[11], 10, 64)
+				k, _ := strconv.ParseInt(f[12], 10, 64)
+				s.cpu = u + k
+			}
+		}
 	}
 	if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.cmd.Process.Pid)); err == nil {
 		for _, l := range strings.Split(string(data), "\n") {
@@ -519,9 +534,9 @@ func (w *watcher) report(out io.Writer) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	start, end := w.marks["start"], w.marks["end"]
-	fmt.Fprintf(out, "bursts took %.1f s; MiB: RSS (heap in use / idle not released)\n", (end - start).Seconds())
-	fmt.Fprintln(out, "| server | peak RSS | end of bursts | +1 min | +5 min | last |")
-	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(out, "bursts took %.1f s; MiB: RSS (heap in use / idle not released); CPU seconds of the server during the bursts and from their end to the last sample\n", (end - start).Seconds())
+	fmt.Fprintln(out, "| server | peak RSS | end of bursts | +1 min | +5 min | last | CPU s bursts / after |")
+	fmt.Fprintln(out, "|---|---:|---:|---:|---:|---:|---:|")
 	cell := func(s sample, ok bool) string {
 		if !ok {
 			return "-"
@@ -539,8 +554,9 @@ func (w *watcher) report(out io.Writer) {
 		m1, ok1 := w.at(i, end+time.Minute)
 		m5, ok5 := w.at(i, end+5*time.Minute)
 		l := w.samples[i][len(w.samples[i])-1]
-		fmt.Fprintf(out, "| %s | %s | %s | %s | %s | %s at +%.0f s |\n", n.name, mib(peak), cell(e, eok), cell(m1, ok1), cell(m5, ok5),
-			cell(l, true), (l.at - end).Seconds())
+		b, _ := w.at(i, start)
+		fmt.Fprintf(out, "| %s | %s | %s | %s | %s | %s at +%.0f s | %.1f / %.1f |\n", n.name, mib(peak), cell(e, eok), cell(m1, ok1), cell(m5, ok5),
+			cell(l, true), (l.at - end).Seconds(), float64(e.cpu-b.cpu)/100, float64(l.cpu-e.cpu)/100)
 	}
 }
 
@@ -548,11 +564,11 @@ func (w *watcher) writeCSV(path string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var b strings.Builder
-	fmt.Fprintf(&b, "# start %.1f end %.1f\nserver,t_s,rss,heap_inuse,heap_idle,heap_released,num_gc\n",
+	fmt.Fprintf(&b, "# start %.1f end %.1f\nserver,t_s,rss,heap_inuse,heap_idle,heap_released,num_gc,cpu_ticks\n",
 		w.marks["start"].Seconds(), w.marks["end"].Seconds())
 	for i, n := range w.nodes {
 		for _, s := range w.samples[i] {
-			fmt.Fprintf(&b, "%s,%.1f,%d,%d,%d,%d,%d\n", n.name, s.at.Seconds(), s.rss, s.heapInuse, s.heapIdle, s.heapReleased, s.numGC)
+			fmt.Fprintf(&b, "%s,%.1f,%d,%d,%d,%d,%d,%d\n", n.name, s.at.Seconds(), s.rss, s.heapInuse, s.heapIdle, s.heapReleased, s.numGC, s.cpu)
 		}
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
