@@ -14,7 +14,9 @@
 // of the bursts, +1 min and +5 min after it, and at the end of -after,
 // and the CPU seconds it used during the bursts and after them. -csv
 // writes every sample; -args passes more flags to every server (-D: cairn
-// logs each heap release, internal/memrelease).
+// logs each heap release, internal/memrelease); -memstats=false reads
+// RSS and CPU only, since the heap profile asked of every server each
+// second costs it CPU (for the CPU figures).
 //
 // HeapIdle-HeapReleased is heap the runtime holds but does not use
 // (freed, not yet returned to the system); HeapInuse is what objects,
@@ -51,6 +53,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
+
+// memStats says whether read asks each server for its MemStats (a heap
+// profile a second, which costs the server some CPU).
+var memStats = flag.Bool("memstats", true, "read each server's Go MemStats every second (false: RSS and CPU only, for the CPU figures)")
 
 func main() {
 	bin := flag.String("bin", "", "server binary (cairn or nats-server; required)")
@@ -472,6 +478,9 @@ func read(n *node) sample {
 				s.rss = kb * 1024
 			}
 		}
+	}
+	if !*memStats {
+		return s
 	}
 	cl := http.Client{Timeout: 900 * time.Millisecond}
 	resp, err := cl.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?debug=1", n.prof))
