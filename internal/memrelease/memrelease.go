@@ -44,10 +44,10 @@ type Policy struct {
 	// FollowUp is how long after a release that left at least
 	// MinGrowth/2 held one more comes, if the process stayed quiet
 	// (DefaultFollowUp): what a burst leaves live when it ends (a
-	// replicated stream's Raft log until the replicas' next checkpoints
-	// compact it, about 20 s later: docs/cluster.md, "Compaction") is
-	// garbage soon after, and with the goal at twice it no collection
-	// would run for minutes.
+	// replicated stream's Raft log until the replicas' next
+	// checkpoints compact it, about 20 s later: docs/cluster.md, "Idle
+	// groups and the WAL") is garbage soon after, and with the goal at
+	// twice it no collection would run for minutes.
 	FollowUp time.Duration
 }
 
