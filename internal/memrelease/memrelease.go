@@ -17,8 +17,8 @@
 // Raft log is compacted about 20 s after a burst), and waits for the next
 // such growth. A server under load allocates too much to look quiet, and
 // a quiet one whose live heap is large stays within twice it between
-// collections, so neither is collected more often than the runtime would,
-// but for that one follow-up.
+// collections: past the release that follows its load and that release's
+// follow-up, neither is collected more often than the runtime would.
 //
 // nats-server v2.15.2 does not do this: it leaves the heap to the runtime
 // (neither GOGC, a memory limit, nor FreeOSMemory).
