@@ -21,6 +21,7 @@ import (
 
 	"github.com/cairnmq/cairn/internal/config"
 	"github.com/cairnmq/cairn/internal/logger"
+	"github.com/cairnmq/cairn/internal/memrelease"
 	"github.com/cairnmq/cairn/internal/monitor"
 	"github.com/cairnmq/cairn/internal/server"
 )
@@ -291,6 +292,7 @@ func serve(in *instance, warns []config.Problem, wait waitFunc) int {
 		log.Fatalf("%v", err)
 		return 1
 	}
+	defer startMemRelease(log)()
 	if err := in.startMonitor(); err != nil {
 		log.Fatalf("%v", err)
 		srv.Shutdown()
@@ -313,6 +315,22 @@ func serve(in *instance, warns []config.Problem, wait waitFunc) int {
 		return 1
 	}
 	return 0
+}
+
+// startMemRelease starts the goroutine that returns the heap a burst
+// left behind once the server is quiet (internal/memrelease, one per
+// process, sampling every second); the function it returns stops it and
+// waits for it.
+func startMemRelease(log *logger.Logger) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		memrelease.Run(quit, time.Second, memrelease.Policy{}, log.Debugf)
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
 }
 
 // shutdownDeadline bounds a shutdown (issue 12: it finishes within its

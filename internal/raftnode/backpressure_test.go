@@ -100,3 +100,29 @@ func heldBurst(t *testing.T) (*testCluster, []*Proposal) {
 	c.stabilize()
 	return c, ps
 }
+
+// A proposal raft took into its log no longer holds its data: raft keeps
+// its own copy of the entry, so a waiter that kept the data too held
+// every proposal in flight twice until it applied (a leader taking a
+// burst held both copies of streamlog's 64 MiB in flight). Proposals
+// held past the uncommitted limit keep theirs: they are stepped again.
+func TestSteppedProposalDropsData(t *testing.T) {
+	_, ps := heldBurst(t) // nothing commits: every proposal still waits
+	entered, held := 0, 0
+	for i, p := range ps {
+		if p.index == 0 { // held past the limit, not in the log
+			held++
+			if len(p.data) != 1<<10 {
+				t.Fatalf("held proposal %d lost its data (%d bytes): it has to be stepped again", i, len(p.data))
+			}
+			continue
+		}
+		entered++
+		if p.data != nil {
+			t.Fatalf("proposal %d at index %d still holds its %d bytes after raft took the entry", i, p.index, len(p.data))
+		}
+	}
+	if entered == 0 || held == 0 {
+		t.Fatalf("%d proposals in the log and %d held, want some of each", entered, held)
+	}
+}

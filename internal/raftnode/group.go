@@ -753,6 +753,7 @@ func (g *group) ready(stepped []*Proposal) {
 	g.readStates(rd.ReadStates)
 	g.relocateProposals(rd, stepped)
 	g.checkProposals(rd, stepped)
+	dropData(stepped)
 	var it items
 	if !raft.IsEmptySnap(rd.Snapshot) {
 		if bg, ok := g.sm.(BackgroundRestorer); ok && bg.RestoreInBackground() {
@@ -850,6 +851,18 @@ func (g *group) checkProposals(rd raft.Ready, stepped []*Proposal) {
 			(p.conf == nil && !bytes.Equal(rd.Entries[i].GetData(), p.data)) {
 			panic(fmt.Sprintf("raftnode: group %d: proposal at %d/%d is not in the Ready", g.id, p.term, p.index))
 		}
+	}
+}
+
+// dropData forgets the data of proposals raft took into its log (once
+// checkProposals compared it): raft keeps its own copy of every entry it
+// appends (etcd raft's appendEntry clones it), so a waiter that kept the
+// data too held every proposal in flight twice until it applied, 64 MiB
+// more for a stream taking a burst (streamlog's pending bound;
+// docs/memory.md, "Memory after bursts").
+func dropData(stepped []*Proposal) {
+	for _, p := range stepped {
+		p.data = nil
 	}
 }
 

@@ -22,7 +22,7 @@ import (
 //     result when it is theirs (same term), ErrNoReply when another
 //     entry took its place or a snapshot passed it.
 type Proposal struct {
-	data        []byte
+	data        []byte           // until raft took the entry into its log (dropData)
 	conf        *pb.ConfChangeV2 // a membership change, instead of data
 	tag         uint64           // handed to Apply with the entry (Entry.Tag)
 	done        chan struct{}

@@ -41,8 +41,12 @@ type Peer struct {
 // Entry is one committed log entry handed to StateMachine.Apply. Data is
 // what was proposed; it is nil for the entries raft makes itself (a new
 // leader's empty entry, membership changes), which the state machine
-// treats as no-ops but counts as applied. Data must not be modified or
-// kept after Apply returns (copy what you keep).
+// treats as no-ops but counts as applied. Data is the log's own copy of
+// the entry (raft's clone of the proposal on the leader, the decoded
+// message on a follower, a buffer of the replayed WAL record's entries of
+// the group after a restart), which nothing writes: Apply must not modify
+// it, and may keep it, or slices of it, after it returns, which keeps that
+// memory (a replayed record's entries all together) as long as it is kept.
 type Entry struct {
 	Index uint64
 	Term  uint64

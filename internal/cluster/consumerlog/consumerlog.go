@@ -404,8 +404,10 @@ func (s stateMachine) Apply(entries []raftnode.Entry) error {
 			l.emptyApplied(e.Term)
 			continue
 		}
-		// Decode a copy: e.Data is raftnode's only during Apply, and a
-		// decoded Drop keeps its slice.
+		// Decode a copy: a decoded Drop keeps its slice in the
+		// consumer's state, which would keep the whole entry (after a
+		// restart, the group's entries of a replayed WAL record) in
+		// memory (raftnode.Entry).
 		ops, err := decodeBatch(bytes.Clone(e.Data))
 		if err != nil {
 			return fmt.Errorf("consumerlog: group %d entry %d (term %d): %w", l.group, e.Index, e.Term, err)

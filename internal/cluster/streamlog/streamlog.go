@@ -50,7 +50,6 @@
 package streamlog
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -545,11 +544,14 @@ func (s stateMachine) Apply(entries []raftnode.Entry) error {
 			}
 			continue
 		}
-		// The decoded operation aliases what it decodes, and the
-		// Applier may keep it past this call (a stream runtime applies on
-		// its own goroutine), whereas e.Data is raftnode's only until
-		// Apply returns: decode a copy.
-		op, err := stream.DecodeOp(bytes.Clone(e.Data))
+		// The decoded operation aliases e.Data, which the Applier may
+		// keep past this call (a stream runtime applies on its own
+		// goroutine): raftnode lets it (raftnode.Entry), and the log
+		// holds the same bytes until it is compacted. A copy here was a
+		// second copy of every entry committed and not yet applied:
+		// 100 MB and more on a leader taking a burst (docs/memory.md,
+		// "Memory after bursts").
+		op, err := stream.DecodeOp(e.Data)
 		if err != nil {
 			return fmt.Errorf("streamlog: group %d entry %d (term %d): %w", s.l.cfg.Group, e.Index, e.Term, err)
 		}
