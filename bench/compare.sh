@@ -138,10 +138,10 @@ js consume file workqueue x200k | $JS_FLAGS | $JS_ADD_WQ; $JS_FILL | js consume 
 js counter incr async file 1c x200k | $JS_FLAGS | $JS_ADD_COUNTER | js pub async $JS_INCR --batch 500 --msgs 200000 --clients 1 | | sync_interval: always
 js counter incr async file 4c x200k | $JS_FLAGS | $JS_ADD_COUNTER | js pub async $JS_INCR --batch 500 --msgs 200000 --clients 4 | | sync_interval: always
 js counter incr sync file 4c x10k | $JS_FLAGS | $JS_ADD_COUNTER | js pub sync $JS_INCR --msgs 10000 --clients 4 | | sync_interval: always
-cluster3 js pub sync R3 file 1c x5k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3 | js pub sync $JS_PUB --msgs 5000 --clients 1 |
-cluster3 js pub sync R3 file 4c x10k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3 | js pub sync $JS_PUB --msgs 10000 --clients 4 |
-cluster3 js pub async R3 file 1c x100k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3 | js pub async $JS_PUB --batch 500 --msgs 100000 --clients 1 |
-cluster3 js pub async R3 file 4c x100k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3 | js pub async $JS_PUB --batch 500 --msgs 100000 --clients 4 |
+cluster3 js pub sync R3 file 1c x5k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3 | js pub sync $JS_PUB --msgs 5000 --clients 1 | | sync_interval: always
+cluster3 js pub sync R3 file 4c x10k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3 | js pub sync $JS_PUB --msgs 10000 --clients 4 | | sync_interval: always
+cluster3 js pub async R3 file 1c x100k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3 | js pub async $JS_PUB --batch 500 --msgs 100000 --clients 1 | | sync_interval: always
+cluster3 js pub async R3 file 4c x100k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3 | js pub async $JS_PUB --batch 500 --msgs 100000 --clients 4 | | sync_interval: always
 cluster3 js fetch R3 file x50k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3; js pub async $JS_PUB --batch 500 --msgs 50000 | js fetch --stream benchstream --msgs 50000 --batch 500 --acks explicit |
 cluster3 js consume R3 file x50k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3; js pub async $JS_PUB --batch 500 --msgs 50000 | js consume --stream benchstream --msgs 50000 --batch 500 --acks explicit |
 cluster3 js consume R3 file doubleack 1c x5k | {CLUSTER3} $JS_FLAGS_NODE | $JS_ADD_R3; js pub async $JS_PUB --batch 500 --msgs 5000 | js consume --stream benchstream --msgs 5000 --batch 500 --acks explicit --doubleack --clients 1 |
@@ -284,8 +284,17 @@ run_once() {
 			*) kept+=("${fl[i]}") ;;
 			esac
 		done
-		printf 'jetstream {\n  store_dir: "%s"\n  %s\n}\n' "$dir/store" "${SC_ANCHOR[$idx]}" >"$dir/anchor.conf"
-		fl=("${kept[@]+"${kept[@]}"}" -c "$dir/anchor.conf")
+		if ((cluster)); then
+			# One file per server, each with its own store; start_cluster3
+			# puts the server's name where {NODE} is.
+			for i in 1 2 3; do
+				printf 'jetstream {\n  store_dir: "%s"\n  %s\n}\n' "$dir/store/n$i" "${SC_ANCHOR[$idx]}" >"$dir/anchor-n$i.conf"
+			done
+			fl=("${kept[@]+"${kept[@]}"}" -c "$dir/anchor-{NODE}.conf")
+		else
+			printf 'jetstream {\n  store_dir: "%s"\n  %s\n}\n' "$dir/store" "${SC_ANCHOR[$idx]}" >"$dir/anchor.conf"
+			fl=("${kept[@]+"${kept[@]}"}" -c "$dir/anchor.conf")
+		fi
 	fi
 
 	local mport=""
