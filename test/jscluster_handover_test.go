@@ -423,14 +423,19 @@ func TestJetStreamClusterRoutineEventsNotWarnings(t *testing.T) {
 // server of every other member: a server that joined the meta group by
 // its leader's invitation knows the other members' servers only once the
 // leader's catalogue reached it (a follower hears no other follower), so
-// knowing the leader alone does not mean it watches them all.
+// knowing the leader alone does not mean it watches them all. It waits
+// up to a minute (a setup step: 20 s passed once in CI under -race
+// beside load, four servers) and names what the server saw.
 func waitMetaFormed(t *testing.T, servers []*server.Server) {
 	t.Helper()
 	for _, s := range servers {
-		waitFor(t, clusterTimeout, s.Name()+" to know the meta leader and every member", func() bool {
+		eventuallyWithin(t, 60*time.Second, s.Name()+" to know the meta leader and every member", func() error {
 			m := s.JetStreamMeta()
-			if m == nil || m.Leader == "" || m.Size != len(servers) {
-				return false
+			if m == nil {
+				return fmt.Errorf("%s: no meta group", s.Name())
+			}
+			if m.Leader == "" || m.Size != len(servers) {
+				return fmt.Errorf("%s: meta leader %q, size %d", s.Name(), m.Leader, m.Size)
 			}
 			known := map[string]bool{s.Name(): true}
 			for _, p := range m.Replicas {
@@ -438,10 +443,10 @@ func waitMetaFormed(t *testing.T, servers []*server.Server) {
 			}
 			for _, o := range servers {
 				if !known[o.Name()] {
-					return false
+					return fmt.Errorf("%s: meta leader %s, %s not among its replicas", s.Name(), m.Leader, o.Name())
 				}
 			}
-			return true
+			return nil
 		})
 	}
 }
