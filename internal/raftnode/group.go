@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -102,20 +103,27 @@ type group struct {
 	// queue for a round after commits (dropped); holdPast:
 	// GroupConfig.HoldPastUncommitted.
 	held, holdPast bool
+	// aside is set by the round loop while the group runs a round of its
+	// own beside the loop (a large entry: Node.runAside); the loop's
+	// rounds skip the group until that round ends.
+	aside atomic.Bool
 
 	mu struct {
 		sync.Mutex
 		inbox      []inMsg
 		inboxBytes int
-		quiet      bool // mirror of the round's quiet, for Tick and Status
-		props      []*Proposal
-		reqs       []request
-		peers      map[ReplicaID]ServerID
-		status     GroupStatus
-		fenced     error
-		removed    bool
-		heard      map[ReplicaID]uint64    // the tick of the last message from each replica (contact.go)
-		heardAt    map[ReplicaID]time.Time // and its time on the system clock
+		// inboxLargest is the size of the largest message in inbox
+		// (Config.AsideBytes).
+		inboxLargest int
+		quiet        bool // mirror of the round's quiet, for Tick and Status
+		props        []*Proposal
+		reqs         []request
+		peers        map[ReplicaID]ServerID
+		status       GroupStatus
+		fenced       error
+		removed      bool
+		heard        map[ReplicaID]uint64    // the tick of the last message from each replica (contact.go)
+		heardAt      map[ReplicaID]time.Time // and its time on the system clock
 		// restoreDone and restoreErr: the background Restore of
 		// restoring returned (set by its goroutine).
 		restoreDone bool
@@ -351,7 +359,7 @@ func (g *group) prepare() {
 	if g.mu.fenced == nil && !g.mu.removed {
 		props, rest = splitProps(props, g.n.cfg.MaxRoundProposalBytes)
 	}
-	g.mu.inbox, g.mu.inboxBytes, g.mu.props, g.mu.reqs = nil, 0, rest, nil
+	g.mu.inbox, g.mu.inboxBytes, g.mu.inboxLargest, g.mu.props, g.mu.reqs = nil, 0, 0, rest, nil
 	if len(rest) > 0 {
 		// A transfer asked after proposals waits for them to enter the
 		// log: raft drops what is proposed during a transfer.
@@ -420,6 +428,27 @@ func (g *group) prepare() {
 		g.followQuiesce(quiesce, others || len(props) > 0 || len(reqs) > 0)
 	}
 	g.ready(stepped)
+}
+
+// large reports whether the group's next round would step a proposal or
+// a received message of at least limit bytes (Config.AsideBytes): the
+// proposals it takes are those splitProps gives it.
+func (g *group) large(limit int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.inboxLargest >= limit {
+		return true
+	}
+	if g.mu.fenced != nil || g.mu.removed {
+		return false
+	}
+	now, _ := splitProps(g.mu.props, g.n.cfg.MaxRoundProposalBytes)
+	for _, p := range now {
+		if len(p.data) >= limit {
+			return true
+		}
+	}
+	return false
 }
 
 // publishDeposed publishes, in the round that deposed this leader

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +56,7 @@ type Node struct {
 	stop    chan struct{} // closed by Close: the loop and the ticker return
 	work    chan func()   // closed by Close after the loop returned: the workers return
 	loopWG  sync.WaitGroup
+	asideWG sync.WaitGroup // rounds beside the loop (runAside)
 	workWG  sync.WaitGroup
 	roundMu sync.Mutex // one round at a time (RunRound by hand, or the loop)
 	// roundEnd is when the last round ended (Config.Now) and pauses the
@@ -78,6 +80,11 @@ type Node struct {
 	// return abandons the round at once, as a crash of the process would
 	// (nothing more is written, sent or applied).
 	testHook func(point crashPoint) bool
+	// slowHook, if set, is called in every round with the bytes of its
+	// WAL items before they are written: a test makes a round with a
+	// large entry slow (a starved CPU encoding and checksumming it, a
+	// slow disk) by sleeping in it.
+	slowHook func(bytes int)
 }
 
 // crashPoint names a point in a round where tests may crash the node.
@@ -846,6 +853,7 @@ func (n *Node) Receive(from ServerID, frame []byte) error {
 		if ok {
 			g.mu.inbox = append(g.mu.inbox, in)
 			g.mu.inboxBytes += len(msg)
+			g.mu.inboxLargest = max(g.mu.inboxLargest, len(msg))
 			if in.m != nil {
 				g.noteHeardLocked(ReplicaID(in.m.GetFrom()), n.ticks.Load(), at)
 			}
@@ -925,6 +933,7 @@ func (n *Node) RunRound() bool {
 	if len(gs) == 0 && !n.beat.Load() {
 		return false
 	}
+	gs = n.setAside(gs)
 	start := n.cfg.Now()
 	window := 2 * n.ElectionTimeout()
 	if !n.roundEnd.IsZero() {
@@ -934,8 +943,31 @@ func (n *Node) RunRound() bool {
 		n.roundEnd = n.cfg.Now()
 		n.pauses.note(n.roundEnd, n.roundEnd.Sub(start), window)
 	}()
+	if n.round(gs, true) {
+		return true
+	}
+	n.logDeposed(window)
+	return true
+}
+
+// round runs the steps of a round (package comment, "A scheduling
+// round") for gs; beat: it carries the liveness beat a tick asked for
+// (the loop's rounds, not those beside it). It reports whether a test's
+// crash point abandoned it.
+func (n *Node) round(gs []*group, beat bool) (crashed bool) {
+	tr := newRoundTrace()
+	defer tr.report(n, gs, !beat)
 	n.each(gs, (*group).prepare)
+	tr.mark(0)
+	if n.slowHook != nil {
+		b := 0
+		for _, g := range gs {
+			b += len(g.out.items)
+		}
+		n.slowHook(b)
+	}
 	walErr, mustSync := n.writeRound(gs)
+	tr.mark(1)
 	if n.crashAt(afterWrite) {
 		return true
 	}
@@ -943,18 +975,22 @@ func (n *Node) RunRound() bool {
 	var rest []frameTo
 	if walErr == nil {
 		var appends []frameTo
-		appends, rest = n.frames(gs, mustSync)
+		appends, rest = n.frames(gs, mustSync, beat)
+		tr.mark(2)
 		unreachable = n.sendFrames(appends, nil)
+		tr.mark(3)
 		if n.crashAt(afterAppends) {
 			return true
 		}
 		walErr = n.syncRound(mustSync)
+		tr.mark(4)
 	}
 	if n.crashAt(afterSync) {
 		return true
 	}
 	if walErr == nil {
 		unreachable = n.sendFrames(rest, unreachable)
+		tr.mark(5)
 	} else {
 		// Once the WAL failed the node sends nothing more, liveness beats
 		// included (its peers are to find it dead); the beat is dropped,
@@ -966,9 +1002,46 @@ func (n *Node) RunRound() bool {
 		return true
 	}
 	n.each(gs, func(g *group) { g.finish(walErr, unreachable) })
+	tr.mark(6)
 	n.afterRound(gs)
-	n.logDeposed(window)
-	return true
+	return false
+}
+
+// setAside starts a round beside the loop (runAside) for each group of gs
+// that would step a large entry (Config.AsideBytes), and returns the
+// others, less those whose round beside the loop still runs (it queues
+// them again when it ends). Only a started node sets groups aside: a node
+// driven by hand runs every round on the caller's goroutine.
+func (n *Node) setAside(gs []*group) []*group {
+	if n.work == nil {
+		return gs
+	}
+	return slices.DeleteFunc(gs, func(g *group) bool {
+		if g.aside.Load() {
+			return true
+		}
+		if n.cfg.AsideBytes < 0 || !g.large(n.cfg.AsideBytes) {
+			return false
+		}
+		g.aside.Store(true)
+		n.asideWG.Go(func() { n.runAside(g) })
+		return true
+	})
+}
+
+// runAside runs one round of group g on its own goroutine, beside the
+// round loop (docs/cluster.md, "Large entries beside the round loop"):
+// the same steps as a round of the loop (its record written, the
+// leader's appends sent, the fsync, the other messages, then apply), so
+// nothing leaves that speaks for the WAL before the fsync that covers
+// g's record. g is in no other round meanwhile (setAside skips it); its
+// ticks wait for its next round on the loop, which this one queues.
+func (n *Node) runAside(g *group) {
+	if n.round([]*group{g}, false) {
+		return // a test's crash point: the group stays out of the rounds
+	}
+	g.aside.Store(false)
+	n.sched.enqueue(g)
 }
 
 // each runs fn for every group, on the worker pool if started.
@@ -1060,7 +1133,7 @@ type frameTo struct {
 // everything goes in rest: one set rather than two, as nothing would be
 // gained. The liveness beat a tick asked for goes with the appends when
 // there are two sets: it says nothing of this node's disk.
-func (n *Node) frames(gs []*group, split bool) (appends, rest []frameTo) {
+func (n *Node) frames(gs []*group, split, beat bool) (appends, rest []frameTo) {
 	sets := [2]frameSet{{max: n.cfg.MaxFrameBytes}, {max: n.cfg.MaxFrameBytes}}
 	for _, g := range gs {
 		for _, m := range g.out.msgs {
@@ -1074,7 +1147,7 @@ func (n *Node) frames(gs []*group, split bool) (appends, rest []frameTo) {
 			sets[k].add(m.to, m.env)
 		}
 	}
-	if n.beat.Swap(false) {
+	if beat && n.beat.Swap(false) {
 		n.alive.mu.Lock()
 		peers := n.alive.peers
 		n.alive.mu.Unlock()
@@ -1235,7 +1308,8 @@ func (n *Node) Close() error {
 	n.mu.Unlock()
 	if started {
 		close(n.stop)
-		n.loopWG.Wait() // the loop ends after its current round
+		n.loopWG.Wait()  // the loop ends after its current round
+		n.asideWG.Wait() // and the rounds beside it after theirs
 		close(n.work)
 		n.workWG.Wait()
 	}
@@ -1268,4 +1342,47 @@ func (n *Node) Close() error {
 	n.walMu.Lock()
 	defer n.walMu.Unlock()
 	return n.wal.close()
+}
+
+// roundPhases are the steps of a round a slow round's line times
+// (roundTrace).
+var roundPhases = [...]string{"prepare", "write", "frames", "send appends", "fsync", "send the rest", "apply"}
+
+// roundTrace times the steps of one round on the system clock. A round
+// that takes more than half the election timeout is logged at Infof with
+// its steps, so that a line about lost leaderships can be read beside
+// the round that caused them (a large entry's encoding, its write, its
+// fsync).
+type roundTrace struct {
+	start, last time.Time
+	took        [len(roundPhases)]time.Duration
+}
+
+func newRoundTrace() roundTrace {
+	now := time.Now()
+	return roundTrace{start: now, last: now}
+}
+
+// mark ends step k.
+func (t *roundTrace) mark(k int) {
+	now := time.Now()
+	t.took[k] = now.Sub(t.last)
+	t.last = now
+}
+
+// report logs the round if it was slow; aside: it ran beside the loop.
+func (t *roundTrace) report(n *Node, gs []*group, aside bool) {
+	d := time.Since(t.start)
+	if d <= n.ElectionTimeout()/2 {
+		return
+	}
+	var b strings.Builder
+	for k, name := range roundPhases {
+		fmt.Fprintf(&b, ", %s %v", name, t.took[k].Round(time.Millisecond))
+	}
+	where := "the round loop's round"
+	if aside {
+		where = fmt.Sprintf("group %d's round beside the loop", gs[0].id)
+	}
+	n.cfg.Infof("raftnode: %s of %d group(s) took %v%s", where, len(gs), d.Round(time.Millisecond), b.String())
 }
