@@ -180,7 +180,11 @@ const (
 
 // roundOut is what prepare hands to the node and finish.
 type roundOut struct {
-	items    []byte
+	items []byte
+	// record, if set, is items with a record body's first byte before
+	// them (recordItems): large items are written as a record of their
+	// own from it (writeRound).
+	record   []byte
 	up       walUpdate
 	mustSync bool
 	msgs     []outMsg
@@ -196,6 +200,7 @@ type outMsg struct {
 	early    bool // may leave before the round's fsync (sendsEarly)
 	announce bool // a wake envelope of wakePeers: sent again if it could not leave
 	env      []byte
+	room     []byte // env's buffer with room for a frame (marshalEnvelope), or nil
 }
 
 // sendsEarly reports whether a message may be sent before the round's
@@ -783,7 +788,7 @@ func (g *group) ready(stepped []*Proposal) {
 	g.relocateProposals(rd, stepped)
 	g.checkProposals(rd, stepped)
 	dropData(stepped)
-	var it items
+	it := recordItems()
 	if !raft.IsEmptySnap(rd.Snapshot) {
 		if bg, ok := g.sm.(BackgroundRestorer); ok && bg.RestoreInBackground() {
 			g.out.rd, g.out.hasReady = raft.Ready{}, false
@@ -808,8 +813,13 @@ func (g *group) readyRest(rd raft.Ready, stepped []*Proposal, it *items) {
 		it.entries(g.id, rd.Entries)
 		g.out.up.maxIndex = rd.Entries[len(rd.Entries)-1].GetIndex()
 	}
-	if len(it.b) > 0 {
-		g.out.items = append(g.out.items, it.b...)
+	if len(it.b) > 1 { // more than recordItems' first byte
+		if len(g.out.items) == 0 {
+			// not copied: a large entry's bytes are copied once, into it
+			g.out.record, g.out.items = it.b, it.b[1:]
+		} else {
+			g.out.items = append(g.out.items, it.b[1:]...)
+		}
 		g.out.up.group = g.id
 	}
 	g.out.mustSync = g.out.mustSync || rd.MustSync
@@ -971,7 +981,7 @@ func (g *group) resumeRestore() bool {
 	g.restoring = nil
 	switch {
 	case err == nil:
-		var it items
+		it := recordItems()
 		it.snap(itemSnapshot, g.id, job.meta)
 		g.out.up.base = &job.meta
 		g.out.mustSync = true
@@ -1012,16 +1022,15 @@ func (g *group) encodeMessages(msgs []*pb.Message, flags byte, inSync map[Replic
 	g.mu.Unlock()
 	for _, m := range msgs {
 		to := ReplicaID(m.GetTo())
-		b, err := proto.Marshal(m)
-		if err != nil {
-			panic(fmt.Sprintf("raftnode: marshal %v: %v", m.GetType(), err))
-		}
-		om := outMsg{to: peers[to], replica: to, snap: m.GetType() == pb.MsgSnap, early: sendsEarly(m.GetType())}
 		f := flags
 		if inSync[to] {
 			f |= flagInSync
 		}
-		om.env = appendEnvelope(nil, g.id, f, b)
+		env, room, err := marshalEnvelope(g.id, f, m)
+		if err != nil {
+			panic(fmt.Sprintf("raftnode: marshal %v: %v", m.GetType(), err))
+		}
+		om := outMsg{to: peers[to], replica: to, snap: m.GetType() == pb.MsgSnap, early: sendsEarly(m.GetType()), env: env, room: room}
 		g.out.msgs = append(g.out.msgs, om)
 	}
 }

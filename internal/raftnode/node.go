@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"fmt"
+	"hash/crc32"
 	"maps"
 	"slices"
 	"strings"
@@ -22,6 +23,9 @@ type Node struct {
 
 	walMu sync.Mutex // serialises WAL access: rounds, and Open/Replay/Close
 	wal   *wal
+	// walErr is the WAL's failure (wal.damage) as last seen under walMu:
+	// a round with nothing to write or sync reads it without the lock.
+	walErr atomic.Pointer[error]
 	// inc is the WAL's store incarnation (Incarnation), set by Open,
 	// Replay and QuarantineWAL, read without walMu.
 	inc atomic.Pointer[Incarnation]
@@ -943,7 +947,7 @@ func (n *Node) RunRound() bool {
 		n.roundEnd = n.cfg.Now()
 		n.pauses.note(n.roundEnd, n.roundEnd.Sub(start), window)
 	}()
-	if n.round(gs, true) {
+	if n.round(gs, false) {
 		return true
 	}
 	n.logDeposed(window)
@@ -951,14 +955,27 @@ func (n *Node) RunRound() bool {
 }
 
 // round runs the steps of a round (package comment, "A scheduling
-// round") for gs; beat: it carries the liveness beat a tick asked for
-// (the loop's rounds, not those beside it). It reports whether a test's
-// crash point abandoned it.
-func (n *Node) round(gs []*group, beat bool) (crashed bool) {
+// round") for gs. A round of the loop (aside false) carries the liveness
+// beat a tick asked for. A round beside the loop (aside true, runAside)
+// sends the leader's appends before it writes its record rather than
+// after: they promise nothing about this server's disk (decision 4), and
+// its followers get a large entry while its leader writes it. It reports
+// whether a test's crash point abandoned the round.
+func (n *Node) round(gs []*group, aside bool) (crashed bool) {
 	tr := newRoundTrace()
-	defer tr.report(n, gs, !beat)
+	defer tr.report(n, gs, aside)
 	n.each(gs, (*group).prepare)
 	tr.mark(0)
+	var unreachable map[ServerID]bool
+	var appends, rest []frameTo
+	framed := false
+	if aside && n.walDamage() == nil {
+		appends, rest = n.frames(gs, needSync(gs), false)
+		framed = true
+		tr.mark(2)
+		unreachable = n.sendFrames(appends, nil)
+		tr.mark(3)
+	}
 	if n.slowHook != nil {
 		b := 0
 		for _, g := range gs {
@@ -971,14 +988,13 @@ func (n *Node) round(gs []*group, beat bool) (crashed bool) {
 	if n.crashAt(afterWrite) {
 		return true
 	}
-	var unreachable map[ServerID]bool
-	var rest []frameTo
 	if walErr == nil {
-		var appends []frameTo
-		appends, rest = n.frames(gs, mustSync, beat)
-		tr.mark(2)
-		unreachable = n.sendFrames(appends, nil)
-		tr.mark(3)
+		if !framed {
+			appends, rest = n.frames(gs, mustSync, !aside)
+			tr.mark(2)
+			unreachable = n.sendFrames(appends, nil)
+			tr.mark(3)
+		}
 		if n.crashAt(afterAppends) {
 			return true
 		}
@@ -1004,6 +1020,16 @@ func (n *Node) round(gs []*group, beat bool) (crashed bool) {
 	n.each(gs, func(g *group) { g.finish(walErr, unreachable) })
 	tr.mark(6)
 	n.afterRound(gs)
+	return false
+}
+
+// needSync reports whether any group of the round needs its fsync.
+func needSync(gs []*group) bool {
+	for _, g := range gs {
+		if g.out.mustSync {
+			return true
+		}
+	}
 	return false
 }
 
@@ -1037,9 +1063,16 @@ func (n *Node) setAside(gs []*group) []*group {
 // g's record. g is in no other round meanwhile (setAside skips it); its
 // ticks wait for its next round on the loop, which this one queues.
 func (n *Node) runAside(g *group) {
-	if n.round([]*group{g}, false) {
+	if n.round([]*group{g}, true) {
 		return // a test's crash point: the group stays out of the rounds
 	}
+	// The ticks that passed meanwhile are not stepped: the time the round
+	// took is lost to the group's clocks, as a stalled loop's is
+	// (decision 10). Its followers' responses, or its leader's
+	// heartbeats, were waiting for this round; stepping a second of
+	// ticks before them, a leader ran CheckQuorum on nothing heard and
+	// stepped down (trial 36's batches, each time).
+	g.lastTick = n.ticks.Load()
 	g.aside.Store(false)
 	n.sched.enqueue(g)
 }
@@ -1075,35 +1108,88 @@ func (n *Node) writeRound(gs []*group) (walErr error, mustSync bool) {
 	// group's items always stay in one record: they must be all or none).
 	var bodies [][]byte
 	var ups [][]walUpdate
+	joinable := false // the last body may take more groups' items
 	for _, g := range gs {
 		mustSync = mustSync || g.out.mustSync
 		if len(g.out.items) == 0 {
 			continue
 		}
-		if k := len(bodies) - 1; k < 0 || len(bodies[k])+len(g.out.items) > recordTarget {
+		if len(g.out.items) >= largeRecord && g.out.record != nil {
+			// A large entry's items, a record of their own, not copied.
+			bodies, ups = append(bodies, g.out.record), append(ups, []walUpdate{g.out.up})
+			joinable = false
+			continue
+		}
+		if k := len(bodies) - 1; !joinable || len(bodies[k])+len(g.out.items) > recordTarget {
 			bodies, ups = append(bodies, []byte{bodyBatch}), append(ups, nil)
+			joinable = true
 		}
 		k := len(bodies) - 1
 		bodies[k] = append(bodies[k], g.out.items...)
 		ups[k] = append(ups[k], g.out.up)
 	}
+	// The bodies' checksums before the lock: a large entry's pass over
+	// its bytes holds up no other round's write (a round beside the loop,
+	// runAside, and the loop's rounds share the WAL).
+	sums := make([]uint32, len(bodies))
+	for k, b := range bodies {
+		sums[k] = crc32.Checksum(b, castagnoli)
+	}
+	if len(bodies) == 0 {
+		// Nothing to write: the WAL's lock is not waited for (a round
+		// beside the loop may hold it, writing a large record).
+		return n.walDamage(), mustSync
+	}
 	n.walMu.Lock()
 	defer n.walMu.Unlock()
 	for k := 0; k < len(bodies) && walErr == nil; k++ {
-		walErr = n.wal.write(bodies[k], ups[k])
+		walErr = n.wal.writeSummed(bodies[k], sums[k], ups[k])
 	}
 	if walErr == nil {
 		walErr = n.wal.damage
 	}
+	n.noteDamage(walErr)
 	return walErr, mustSync
+}
+
+// walDamage is the WAL's failure: read under its lock if free, else as
+// the last round that held the lock saw it (nil: none).
+func (n *Node) walDamage() error {
+	if p := n.walErr.Load(); p != nil {
+		return *p
+	}
+	if !n.walMu.TryLock() {
+		return nil // held by a round writing: it notes a failure it meets
+	}
+	err := n.wal.damage
+	n.walMu.Unlock()
+	n.noteDamage(err)
+	return err
+}
+
+// noteDamage records err, a failure of the WAL seen under its lock, for
+// walDamage.
+func (n *Node) noteDamage(err error) {
+	if err != nil {
+		n.walErr.CompareAndSwap(nil, &err)
+	}
 }
 
 // syncRound fsyncs the round's records if any group needs it (package
 // comment, step 4: the durability point) and deletes the segments no
 // group needs any more.
 func (n *Node) syncRound(mustSync bool) error {
-	n.walMu.Lock()
+	if !mustSync {
+		// Nothing to make durable: the segments are collected only if
+		// the lock is free (whoever holds it collects after its fsync).
+		if !n.walMu.TryLock() {
+			return n.walDamage()
+		}
+	} else {
+		n.walMu.Lock()
+	}
 	defer n.walMu.Unlock()
+	defer func() { n.noteDamage(n.wal.damage) }()
 	var err error
 	if mustSync {
 		err = n.wal.sync()
@@ -1144,7 +1230,7 @@ func (n *Node) frames(gs []*group, split, beat bool) (appends, rest []frameTo) {
 			if split && (m.early || !g.out.mustSync) {
 				k = 0
 			}
-			sets[k].add(m.to, m.env)
+			sets[k].add(m.to, m.env, m.room)
 		}
 	}
 	if beat && n.beat.Swap(false) {
@@ -1157,7 +1243,7 @@ func (n *Node) frames(gs []*group, split, beat bool) (appends, rest []frameTo) {
 			k = 0
 		}
 		for _, s := range peers {
-			sets[k].add(s, beat)
+			sets[k].add(s, beat, nil)
 		}
 	}
 	return sets[0].frames(), sets[1].frames()
@@ -1171,9 +1257,9 @@ type frameSet struct {
 	builders []*frameBuilder
 }
 
-func (fs *frameSet) add(s ServerID, env []byte) {
+func (fs *frameSet) add(s ServerID, env, room []byte) {
 	fb := fs.open[s]
-	if fb == nil || !fb.fits(env, fs.max) {
+	if solo := room != nil && len(env) >= largeRecord; solo || fb == nil || !fb.fits(env, fs.max) {
 		if fs.open == nil {
 			fs.open = map[ServerID]*frameBuilder{}
 		}
@@ -1181,7 +1267,12 @@ func (fs *frameSet) add(s ServerID, env []byte) {
 		fs.open[s] = fb
 		fs.builders = append(fs.builders, fb)
 	}
-	fb.add(env)
+	fb.add(env, room)
+	if room != nil && len(env) >= largeRecord {
+		// A large envelope (an append of a large entry) travels alone,
+		// its frame built in place; what follows it starts another.
+		delete(fs.open, s)
+	}
 }
 
 func (fs *frameSet) frames() []frameTo {
