@@ -83,3 +83,56 @@ func TestLargeEntryKeepsOtherLeaders(t *testing.T) {
 		}
 	})
 }
+
+// TestLargeEntryLeaderWaitsForWritingFollowers: a leader that sent a
+// large entry keeps its leadership while its followers take almost two
+// election timeouts to write it (each in a round beside its loop, deaf to
+// the leader's heartbeats meanwhile), and the proposal is answered.
+// Before, the leader's CheckQuorum found no follower active and it
+// stepped down; its proposal went unanswered while the entry committed
+// under the next leader (trial 36: 64 MB batches stored but never
+// acknowledged, so that a client's retry stores them twice).
+func TestLargeEntryLeaderWaitsForWritingFollowers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newTestCluster(t, 3, func(cfg *Config) {
+			cfg.Workers = 2
+			cfg.DisableQuiescence = true
+		})
+		c.addGroup(1, 0)
+		c.elect(0, 1)
+		term := c.status(0, 1).Term
+		for _, tn := range c.nodes[1:] {
+			tn.n.slowHook = func(b int) {
+				if b >= 4<<20 {
+					time.Sleep(19 * tn.n.ElectionTimeout() / 10) // virtual time
+				}
+			}
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() { c.net.Run(stop) })
+		for _, tn := range c.nodes {
+			tn.n.Start()
+		}
+		defer func() {
+			for _, tn := range c.nodes {
+				tn.n.Close()
+			}
+			close(stop)
+			wg.Wait()
+		}()
+		time.Sleep(350 * time.Millisecond) // the heartbeats' phase: not a multiple of the tick
+		p, err := c.nodes[0].n.Propose(1, bytes.Repeat([]byte{7}, 5<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := p.Wait(ctx); err != nil {
+			t.Fatalf("the large proposal: %v", err)
+		}
+		if s := c.status(0, 1); s.Role != Leader || s.Term != term {
+			t.Fatalf("node 0 is %v in term %d, was leader in term %d", s.Role, s.Term, term)
+		}
+	})
+}

@@ -103,6 +103,11 @@ type group struct {
 	// queue for a round after commits (dropped); holdPast:
 	// GroupConfig.HoldPastUncommitted.
 	held, holdPast bool
+	// largeSent: this round sent an append of a large entry (at least
+	// largeRecord bytes); tickFrom: the tick count before which the group
+	// steps no tick (runAside).
+	largeSent bool
+	tickFrom  uint64
 	// aside is set by the round loop while the group runs a round of its
 	// own beside the loop (a large entry: Node.runAside); the loop's
 	// rounds skip the group until that round ends.
@@ -606,6 +611,10 @@ func (g *group) dropped(plain []*Proposal, bs raft.BasicStatus) {
 // ticks its loop misses too (time.Ticker keeps one).
 func (g *group) tick() {
 	now := g.n.ticks.Load()
+	if now < g.tickFrom {
+		g.lastTick = now // a leader's grace after a large append (runAside)
+		return
+	}
 	k := min(now-g.lastTick, g.n.maxCatchUpTicks())
 	g.lastTick = now
 	for range k {
@@ -1031,6 +1040,9 @@ func (g *group) encodeMessages(msgs []*pb.Message, flags byte, inSync map[Replic
 			panic(fmt.Sprintf("raftnode: marshal %v: %v", m.GetType(), err))
 		}
 		om := outMsg{to: peers[to], replica: to, snap: m.GetType() == pb.MsgSnap, early: sendsEarly(m.GetType()), env: env, room: room}
+		if m.GetType() == pb.MsgApp && len(env) >= largeRecord {
+			g.largeSent = true
+		}
 		g.out.msgs = append(g.out.msgs, om)
 	}
 }

@@ -1071,8 +1071,18 @@ func (n *Node) runAside(g *group) {
 	// (decision 10). Its followers' responses, or its leader's
 	// heartbeats, were waiting for this round; stepping a second of
 	// ticks before them, a leader ran CheckQuorum on nothing heard and
-	// stepped down (trial 36's batches, each time).
-	g.lastTick = n.ticks.Load()
+	// stepped down. A leader that sent a large append also steps no tick
+	// for an election timeout more: its followers are writing the entry
+	// in rounds of their own, deaf to its heartbeats, and CheckQuorum
+	// would find none of them active (trial 36's 64 MB batches: the
+	// followers' rounds took 0.5 to 1.6 s, and the leader stepped down
+	// in 3 of 8 batches).
+	now := n.ticks.Load()
+	g.lastTick = now
+	if g.largeSent && g.leader {
+		g.tickFrom = now + uint64(n.cfg.ElectionTicks)
+	}
+	g.largeSent = false
 	g.aside.Store(false)
 	n.sched.enqueue(g)
 }
