@@ -1084,7 +1084,9 @@ func (n *Node) runAside(g *group) {
 	}
 	g.largeSent = false
 	g.aside.Store(false)
-	n.sched.enqueue(g)
+	if n.group(g.id) == g { // not removed by this round
+		n.sched.enqueue(g)
+	}
 }
 
 // each runs fn for every group, on the worker pool if started.
