@@ -1076,7 +1076,12 @@ func (n *Node) runAside(g *group) {
 	// in rounds of their own, deaf to its heartbeats, and CheckQuorum
 	// would find none of them active (trial 36's 64 MB batches: the
 	// followers' rounds took 0.5 to 1.6 s, and the leader stepped down
-	// in 3 of 8 batches).
+	// in 3 of 8 batches). Only another large append renews the pause,
+	// and raft sends a follower more appends only once it acknowledged
+	// enough of those in flight (MaxInflightBytes): a leader cut off
+	// from its followers ticks again within an election timeout of its
+	// last large append, and CheckQuorum steps it down one later. The
+	// ticks pending when the round began were stepped in its prepare.
 	now := n.ticks.Load()
 	g.lastTick = now
 	if g.largeSent && g.leader {
