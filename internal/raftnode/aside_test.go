@@ -136,3 +136,32 @@ func TestLargeEntryLeaderWaitsForWritingFollowers(t *testing.T) {
 		}
 	})
 }
+
+// TestLargeEntryPartitionedLeaderStepsDown: the pause of a leader's ticks
+// after a large append is bounded: a leader cut off from its followers
+// right after sending one still steps down (CheckQuorum) within a few
+// election timeouts, and its proposal gets ErrNoReply.
+func TestLargeEntryPartitionedLeaderStepsDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, stop := startedCluster(t, 3, 1)
+		defer stop()
+		l := waitLeader(t, c, 1)
+		for _, tn := range c.nodes {
+			if tn.id != c.nodes[l].id {
+				c.net.Partition(c.nodes[l].id, tn.id)
+			}
+		}
+		p, err := c.nodes[l].n.Propose(1, bytes.Repeat([]byte{7}, 5<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*c.nodes[l].n.ElectionTimeout())
+		defer cancel()
+		if _, err := p.Wait(ctx); !errors.Is(err, ErrNoReply) {
+			t.Fatalf("the stranded large proposal: %v", err)
+		}
+		if s := c.status(l, 1); s.Role == Leader {
+			t.Fatal("the cut-off leader still leads")
+		}
+	})
+}
