@@ -61,8 +61,11 @@ type Node struct {
 	work    chan func()   // closed by Close after the loop returned: the workers return
 	loopWG  sync.WaitGroup
 	asideWG sync.WaitGroup // rounds beside the loop (runAside)
-	workWG  sync.WaitGroup
-	roundMu sync.Mutex // one round at a time (RunRound by hand, or the loop)
+	// slowLogged is when a slow round was last logged (Unix ns), and
+	// slowSkipped how many were not logged since (roundTrace.report).
+	slowLogged, slowSkipped atomic.Int64
+	workWG                  sync.WaitGroup
+	roundMu                 sync.Mutex // one round at a time (RunRound by hand, or the loop)
 	// roundEnd is when the last round ended (Config.Now) and pauses the
 	// round loop's longest recent pause (under roundMu); deposed the
 	// leaderships lost in the current round (deposed.go).
@@ -1478,11 +1481,27 @@ func (t *roundTrace) mark(k int) {
 	t.last = now
 }
 
-// report logs the round if it was slow; aside: it ran beside the loop.
+// slowRoundEvery is the least time between two lines about slow rounds
+// (roundTrace.report); the rounds not logged in between are counted in
+// the next line.
+const slowRoundEvery = 10 * time.Second
+
+// report logs the round if it was slow, at most once every
+// slowRoundEvery; aside: it ran beside the loop.
 func (t *roundTrace) report(n *Node, gs []*group, aside bool) {
 	d := time.Since(t.start)
 	if d <= n.ElectionTimeout()/2 {
 		return
+	}
+	now := time.Now().UnixNano()
+	last := n.slowLogged.Load()
+	if now-last < int64(slowRoundEvery) || !n.slowLogged.CompareAndSwap(last, now) {
+		n.slowSkipped.Add(1)
+		return
+	}
+	skipped := ""
+	if k := n.slowSkipped.Swap(0); k > 0 {
+		skipped = fmt.Sprintf(" (and %d slow round(s) not logged since the last line)", k)
 	}
 	var b strings.Builder
 	for k, name := range roundPhases {
@@ -1492,5 +1511,5 @@ func (t *roundTrace) report(n *Node, gs []*group, aside bool) {
 	if aside {
 		where = fmt.Sprintf("group %d's round beside the loop", gs[0].id)
 	}
-	n.cfg.Infof("raftnode: %s of %d group(s) took %v%s", where, len(gs), d.Round(time.Millisecond), b.String())
+	n.cfg.Infof("raftnode: %s of %d group(s) took %v%s%s", where, len(gs), d.Round(time.Millisecond), b.String(), skipped)
 }
