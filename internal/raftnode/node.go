@@ -61,17 +61,18 @@ type Node struct {
 	work    chan func()   // closed by Close after the loop returned: the workers return
 	loopWG  sync.WaitGroup
 	asideWG sync.WaitGroup // rounds beside the loop (runAside)
-	// slowLogged is when a slow round was last logged (Unix ns), and
-	// slowSkipped how many were not logged since (roundTrace.report).
-	slowLogged, slowSkipped atomic.Int64
-	workWG                  sync.WaitGroup
-	roundMu                 sync.Mutex // one round at a time (RunRound by hand, or the loop)
+	workWG  sync.WaitGroup
+	roundMu sync.Mutex // one round at a time (RunRound by hand, or the loop)
 	// roundEnd is when the last round ended (Config.Now) and pauses the
 	// round loop's longest recent pause (under roundMu); deposed the
 	// leaderships lost in the current round (deposed.go).
 	roundEnd time.Time
 	pauses   pauseMax
 	deposed  deposals
+
+	// slowLogged is when a slow round was last logged (Unix ns), and
+	// slowSkipped how many were not logged since (roundTrace.report).
+	slowLogged, slowSkipped atomic.Int64
 
 	// isolated is set by Isolate: the node takes no frame and sends none.
 	// Receive holds isoMu's read lock while it queues a frame, so that
