@@ -70,6 +70,7 @@ var allowed = map[string][]string{
 	"bench/handover":                 {"internal/faults"},
 	"bench/restart":                  {},
 	"bench/burstmem":                 {},
+	"bench/bigentry":                 {},
 	"bench/scrape":                   {},
 }
 

@@ -46,7 +46,7 @@ func TestEntryLimitDerivation(t *testing.T) {
 		t.Fatal(err)
 	}
 	var fb frameBuilder
-	fb.add(appendEnvelope(nil, math.MaxUint64, flagQuiesce|flagInSync, msg))
+	fb.add(appendEnvelope(nil, math.MaxUint64, flagQuiesce|flagInSync, msg), nil)
 	f := fb.frame()
 	if len(f) > minFrameBytes {
 		t.Fatalf("built frame of %d bytes, over %d", len(f), minFrameBytes)

@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // Envelope flags (package comment, "Frames"; on the wire, append only).
@@ -70,31 +73,72 @@ func appendEnvelope(b []byte, g GroupID, flags byte, msg []byte) []byte {
 	return append(b, msg...)
 }
 
+// frameHead is a frame's bytes before its first envelope: version, count.
+const frameHead = 1 + 4
+
+// marshalEnvelope encodes m in an envelope of group g, in one buffer
+// with room for a frame around it (frameHead bytes before, the CRC
+// after): env is the envelope, room the whole buffer. A frame of that one
+// envelope is then built in place (frameBuilder.frame): a large entry's
+// append is copied once, by its encoding, on its way to the transport.
+func marshalEnvelope(g GroupID, flags byte, m *pb.Message) (env, room []byte, err error) {
+	size := proto.Size(m)
+	b := make([]byte, frameHead+envelopeOverhead, frameHead+envelopeOverhead+size+4)
+	binary.LittleEndian.PutUint64(b[frameHead:], uint64(g))
+	b[frameHead+8] = flags
+	binary.LittleEndian.PutUint32(b[frameHead+9:], uint32(size))
+	b, err = proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, m)
+	if err == nil && len(b) != frameHead+envelopeOverhead+size {
+		err = fmt.Errorf("encoded %d bytes, sized %d", len(b)-frameHead-envelopeOverhead, size)
+	}
+	return b[frameHead:], b, err
+}
+
 // frameBuilder collects the envelopes of one frame for one destination.
 type frameBuilder struct {
 	to   ServerID
-	n    uint32
-	body []byte
+	envs [][]byte
+	size int // bytes of envs
+	// room is the buffer of the first envelope if marshalEnvelope made
+	// it (nil otherwise): a frame of that envelope alone is built in it.
+	room []byte
 }
 
 // fits reports whether env can join the frame without passing max bytes;
 // an empty frame takes any envelope (one larger than max is refused by
 // the transport, and an entry that would make one is refused by Propose).
 func (fb *frameBuilder) fits(env []byte, max int) bool {
-	return fb.n == 0 || frameOverhead+len(fb.body)+len(env) <= max
+	return len(fb.envs) == 0 || frameOverhead+fb.size+len(env) <= max
 }
 
-func (fb *frameBuilder) add(env []byte) {
-	fb.n++
-	fb.body = append(fb.body, env...)
+// add adds env, whose buffer with room for a frame is room (or nil).
+func (fb *frameBuilder) add(env, room []byte) {
+	if len(fb.envs) == 0 {
+		fb.room = room
+	}
+	fb.envs = append(fb.envs, env)
+	fb.size += len(env)
 }
 
-// frame returns the finished frame.
+// frame returns the finished frame: the envelopes copied once into a
+// frame of their size, or, for one envelope with room around it, that
+// buffer itself.
 func (fb *frameBuilder) frame() []byte {
-	f := make([]byte, 0, 5+len(fb.body)+4)
-	f = append(f, frameVersion)
-	f = binary.LittleEndian.AppendUint32(f, fb.n)
-	f = append(f, fb.body...)
+	var f []byte
+	if len(fb.envs) == 1 && fb.room != nil {
+		f = fb.room[:frameHead]
+	} else {
+		f = make([]byte, frameHead, frameOverhead+fb.size)
+	}
+	f[0] = frameVersion
+	binary.LittleEndian.PutUint32(f[1:], uint32(len(fb.envs)))
+	if len(fb.envs) == 1 && fb.room != nil {
+		f = f[:frameHead+fb.size]
+	} else {
+		for _, env := range fb.envs {
+			f = append(f, env...)
+		}
+	}
 	return binary.LittleEndian.AppendUint32(f, crc32.Checksum(f, castagnoli))
 }
 

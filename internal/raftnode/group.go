@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -102,20 +103,32 @@ type group struct {
 	// queue for a round after commits (dropped); holdPast:
 	// GroupConfig.HoldPastUncommitted.
 	held, holdPast bool
+	// largeSent: this round sent an append of a large entry (at least
+	// largeRecord bytes); tickFrom: the tick count before which the group
+	// steps no tick (runAside).
+	largeSent bool
+	tickFrom  uint64
+	// aside is set by the round loop while the group runs a round of its
+	// own beside the loop (a large entry: Node.runAside); the loop's
+	// rounds skip the group until that round ends.
+	aside atomic.Bool
 
 	mu struct {
 		sync.Mutex
 		inbox      []inMsg
 		inboxBytes int
-		quiet      bool // mirror of the round's quiet, for Tick and Status
-		props      []*Proposal
-		reqs       []request
-		peers      map[ReplicaID]ServerID
-		status     GroupStatus
-		fenced     error
-		removed    bool
-		heard      map[ReplicaID]uint64    // the tick of the last message from each replica (contact.go)
-		heardAt    map[ReplicaID]time.Time // and its time on the system clock
+		// inboxLargest is the size of the largest message in inbox
+		// (Config.AsideBytes).
+		inboxLargest int
+		quiet        bool // mirror of the round's quiet, for Tick and Status
+		props        []*Proposal
+		reqs         []request
+		peers        map[ReplicaID]ServerID
+		status       GroupStatus
+		fenced       error
+		removed      bool
+		heard        map[ReplicaID]uint64    // the tick of the last message from each replica (contact.go)
+		heardAt      map[ReplicaID]time.Time // and its time on the system clock
 		// restoreDone and restoreErr: the background Restore of
 		// restoring returned (set by its goroutine).
 		restoreDone bool
@@ -172,7 +185,11 @@ const (
 
 // roundOut is what prepare hands to the node and finish.
 type roundOut struct {
-	items    []byte
+	items []byte
+	// record, if set, is items with a record body's first byte before
+	// them (recordItems): large items are written as a record of their
+	// own from it (writeRound).
+	record   []byte
 	up       walUpdate
 	mustSync bool
 	msgs     []outMsg
@@ -188,6 +205,7 @@ type outMsg struct {
 	early    bool // may leave before the round's fsync (sendsEarly)
 	announce bool // a wake envelope of wakePeers: sent again if it could not leave
 	env      []byte
+	room     []byte // env's buffer with room for a frame (marshalEnvelope), or nil
 }
 
 // sendsEarly reports whether a message may be sent before the round's
@@ -351,7 +369,7 @@ func (g *group) prepare() {
 	if g.mu.fenced == nil && !g.mu.removed {
 		props, rest = splitProps(props, g.n.cfg.MaxRoundProposalBytes)
 	}
-	g.mu.inbox, g.mu.inboxBytes, g.mu.props, g.mu.reqs = nil, 0, rest, nil
+	g.mu.inbox, g.mu.inboxBytes, g.mu.inboxLargest, g.mu.props, g.mu.reqs = nil, 0, 0, rest, nil
 	if len(rest) > 0 {
 		// A transfer asked after proposals waits for them to enter the
 		// log: raft drops what is proposed during a transfer.
@@ -420,6 +438,27 @@ func (g *group) prepare() {
 		g.followQuiesce(quiesce, others || len(props) > 0 || len(reqs) > 0)
 	}
 	g.ready(stepped)
+}
+
+// large reports whether the group's next round would step a proposal or
+// a received message of at least limit bytes (Config.AsideBytes): the
+// proposals it takes are those splitProps gives it.
+func (g *group) large(limit int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.inboxLargest >= limit {
+		return true
+	}
+	if g.mu.fenced != nil || g.mu.removed {
+		return false
+	}
+	now, _ := splitProps(g.mu.props, g.n.cfg.MaxRoundProposalBytes)
+	for _, p := range now {
+		if len(p.data) >= limit {
+			return true
+		}
+	}
+	return false
 }
 
 // publishDeposed publishes, in the round that deposed this leader
@@ -572,6 +611,10 @@ func (g *group) dropped(plain []*Proposal, bs raft.BasicStatus) {
 // ticks its loop misses too (time.Ticker keeps one).
 func (g *group) tick() {
 	now := g.n.ticks.Load()
+	if now < g.tickFrom {
+		g.lastTick = now // a leader's grace after a large append (runAside)
+		return
+	}
 	k := min(now-g.lastTick, g.n.maxCatchUpTicks())
 	g.lastTick = now
 	for range k {
@@ -754,7 +797,7 @@ func (g *group) ready(stepped []*Proposal) {
 	g.relocateProposals(rd, stepped)
 	g.checkProposals(rd, stepped)
 	dropData(stepped)
-	var it items
+	it := recordItems()
 	if !raft.IsEmptySnap(rd.Snapshot) {
 		if bg, ok := g.sm.(BackgroundRestorer); ok && bg.RestoreInBackground() {
 			g.out.rd, g.out.hasReady = raft.Ready{}, false
@@ -779,8 +822,13 @@ func (g *group) readyRest(rd raft.Ready, stepped []*Proposal, it *items) {
 		it.entries(g.id, rd.Entries)
 		g.out.up.maxIndex = rd.Entries[len(rd.Entries)-1].GetIndex()
 	}
-	if len(it.b) > 0 {
-		g.out.items = append(g.out.items, it.b...)
+	if len(it.b) > 1 { // more than recordItems' first byte
+		if len(g.out.items) == 0 {
+			// not copied: a large entry's bytes are copied once, into it
+			g.out.record, g.out.items = it.b, it.b[1:]
+		} else {
+			g.out.items = append(g.out.items, it.b[1:]...)
+		}
 		g.out.up.group = g.id
 	}
 	g.out.mustSync = g.out.mustSync || rd.MustSync
@@ -942,7 +990,7 @@ func (g *group) resumeRestore() bool {
 	g.restoring = nil
 	switch {
 	case err == nil:
-		var it items
+		it := recordItems()
 		it.snap(itemSnapshot, g.id, job.meta)
 		g.out.up.base = &job.meta
 		g.out.mustSync = true
@@ -983,16 +1031,18 @@ func (g *group) encodeMessages(msgs []*pb.Message, flags byte, inSync map[Replic
 	g.mu.Unlock()
 	for _, m := range msgs {
 		to := ReplicaID(m.GetTo())
-		b, err := proto.Marshal(m)
-		if err != nil {
-			panic(fmt.Sprintf("raftnode: marshal %v: %v", m.GetType(), err))
-		}
-		om := outMsg{to: peers[to], replica: to, snap: m.GetType() == pb.MsgSnap, early: sendsEarly(m.GetType())}
 		f := flags
 		if inSync[to] {
 			f |= flagInSync
 		}
-		om.env = appendEnvelope(nil, g.id, f, b)
+		env, room, err := marshalEnvelope(g.id, f, m)
+		if err != nil {
+			panic(fmt.Sprintf("raftnode: marshal %v: %v", m.GetType(), err))
+		}
+		om := outMsg{to: peers[to], replica: to, snap: m.GetType() == pb.MsgSnap, early: sendsEarly(m.GetType()), env: env, room: room}
+		if m.GetType() == pb.MsgApp && len(env) >= largeRecord {
+			g.largeSent = true
+		}
 		g.out.msgs = append(g.out.msgs, om)
 	}
 }

@@ -31,7 +31,8 @@ func (n *Node) Isolate() {
 // quorum of the group alone. Fenced and removed groups, and a group
 // installing a snapshot (which its catch-up may still be fetching), are
 // not waited for. False for a node not isolated, true once it is closed
-// (nothing more applies). It waits for the round under way, if any.
+// (nothing more applies). It waits for the loop's round under way, if
+// any; a group whose round runs beside the loop is not settled.
 func (n *Node) Settled() bool {
 	if !n.isolated.Load() {
 		return false
@@ -48,6 +49,9 @@ func (n *Node) Settled() bool {
 	n.roundMu.Lock()
 	defer n.roundMu.Unlock()
 	for _, g := range list {
+		if g.aside.Load() {
+			return false // its round runs beside the loop (runAside)
+		}
 		if g.restoring != nil {
 			continue
 		}

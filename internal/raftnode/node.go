@@ -2,8 +2,10 @@ package raftnode
 
 import (
 	"fmt"
+	"hash/crc32"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +23,9 @@ type Node struct {
 
 	walMu sync.Mutex // serialises WAL access: rounds, and Open/Replay/Close
 	wal   *wal
+	// walErr is the WAL's failure (wal.damage) as last seen under walMu:
+	// a round with nothing to write or sync reads it without the lock.
+	walErr atomic.Pointer[error]
 	// inc is the WAL's store incarnation (Incarnation), set by Open,
 	// Replay and QuarantineWAL, read without walMu.
 	inc atomic.Pointer[Incarnation]
@@ -55,6 +60,7 @@ type Node struct {
 	stop    chan struct{} // closed by Close: the loop and the ticker return
 	work    chan func()   // closed by Close after the loop returned: the workers return
 	loopWG  sync.WaitGroup
+	asideWG sync.WaitGroup // rounds beside the loop (runAside)
 	workWG  sync.WaitGroup
 	roundMu sync.Mutex // one round at a time (RunRound by hand, or the loop)
 	// roundEnd is when the last round ended (Config.Now) and pauses the
@@ -63,6 +69,10 @@ type Node struct {
 	roundEnd time.Time
 	pauses   pauseMax
 	deposed  deposals
+
+	// slowLogged is when a slow round was last logged (Unix ns), and
+	// slowSkipped how many were not logged since (roundTrace.report).
+	slowLogged, slowSkipped atomic.Int64
 
 	// isolated is set by Isolate: the node takes no frame and sends none.
 	// Receive holds isoMu's read lock while it queues a frame, so that
@@ -78,6 +88,11 @@ type Node struct {
 	// return abandons the round at once, as a crash of the process would
 	// (nothing more is written, sent or applied).
 	testHook func(point crashPoint) bool
+	// slowHook, if set, is called in every round with the bytes of its
+	// WAL items before they are written: a test makes a round with a
+	// large entry slow (a starved CPU encoding and checksumming it, a
+	// slow disk) by sleeping in it.
+	slowHook func(bytes int)
 }
 
 // crashPoint names a point in a round where tests may crash the node.
@@ -846,6 +861,7 @@ func (n *Node) Receive(from ServerID, frame []byte) error {
 		if ok {
 			g.mu.inbox = append(g.mu.inbox, in)
 			g.mu.inboxBytes += len(msg)
+			g.mu.inboxLargest = max(g.mu.inboxLargest, len(msg))
 			if in.m != nil {
 				g.noteHeardLocked(ReplicaID(in.m.GetFrom()), n.ticks.Load(), at)
 			}
@@ -925,6 +941,7 @@ func (n *Node) RunRound() bool {
 	if len(gs) == 0 && !n.beat.Load() {
 		return false
 	}
+	gs = n.setAside(gs)
 	start := n.cfg.Now()
 	window := 2 * n.ElectionTimeout()
 	if !n.roundEnd.IsZero() {
@@ -934,27 +951,66 @@ func (n *Node) RunRound() bool {
 		n.roundEnd = n.cfg.Now()
 		n.pauses.note(n.roundEnd, n.roundEnd.Sub(start), window)
 	}()
+	if n.round(gs, false) {
+		return true
+	}
+	n.logDeposed(window)
+	return true
+}
+
+// round runs the steps of a round (package comment, "A scheduling
+// round") for gs. A round of the loop (aside false) carries the liveness
+// beat a tick asked for. A round beside the loop (aside true, runAside)
+// sends the leader's appends before it writes its record rather than
+// after: they promise nothing about this server's disk (decision 4), and
+// its followers get a large entry while its leader writes it. It reports
+// whether a test's crash point abandoned the round.
+func (n *Node) round(gs []*group, aside bool) (crashed bool) {
+	tr := newRoundTrace()
+	defer tr.report(n, gs, aside)
 	n.each(gs, (*group).prepare)
+	tr.mark(0)
+	var unreachable map[ServerID]bool
+	var appends, rest []frameTo
+	framed := false
+	if aside && n.walDamage() == nil {
+		appends, rest = n.frames(gs, needSync(gs), false)
+		framed = true
+		tr.mark(2)
+		unreachable = n.sendFrames(appends, nil)
+		tr.mark(3)
+	}
+	if n.slowHook != nil {
+		b := 0
+		for _, g := range gs {
+			b += len(g.out.items)
+		}
+		n.slowHook(b)
+	}
 	walErr, mustSync := n.writeRound(gs)
+	tr.mark(1)
 	if n.crashAt(afterWrite) {
 		return true
 	}
-	var unreachable map[ServerID]bool
-	var rest []frameTo
 	if walErr == nil {
-		var appends []frameTo
-		appends, rest = n.frames(gs, mustSync)
-		unreachable = n.sendFrames(appends, nil)
+		if !framed {
+			appends, rest = n.frames(gs, mustSync, !aside)
+			tr.mark(2)
+			unreachable = n.sendFrames(appends, nil)
+			tr.mark(3)
+		}
 		if n.crashAt(afterAppends) {
 			return true
 		}
 		walErr = n.syncRound(mustSync)
+		tr.mark(4)
 	}
 	if n.crashAt(afterSync) {
 		return true
 	}
 	if walErr == nil {
 		unreachable = n.sendFrames(rest, unreachable)
+		tr.mark(5)
 	} else {
 		// Once the WAL failed the node sends nothing more, liveness beats
 		// included (its peers are to find it dead); the beat is dropped,
@@ -966,9 +1022,80 @@ func (n *Node) RunRound() bool {
 		return true
 	}
 	n.each(gs, func(g *group) { g.finish(walErr, unreachable) })
+	tr.mark(6)
 	n.afterRound(gs)
-	n.logDeposed(window)
-	return true
+	return false
+}
+
+// needSync reports whether any group of the round needs its fsync.
+func needSync(gs []*group) bool {
+	for _, g := range gs {
+		if g.out.mustSync {
+			return true
+		}
+	}
+	return false
+}
+
+// setAside starts a round beside the loop (runAside) for each group of gs
+// that would step a large entry (Config.AsideBytes), and returns the
+// others, less those whose round beside the loop still runs (it queues
+// them again when it ends). Only a started node sets groups aside: a node
+// driven by hand runs every round on the caller's goroutine.
+func (n *Node) setAside(gs []*group) []*group {
+	if n.work == nil {
+		return gs
+	}
+	return slices.DeleteFunc(gs, func(g *group) bool {
+		if g.aside.Load() {
+			return true
+		}
+		if n.cfg.AsideBytes < 0 || !g.large(n.cfg.AsideBytes) {
+			return false
+		}
+		g.aside.Store(true)
+		n.asideWG.Go(func() { n.runAside(g) })
+		return true
+	})
+}
+
+// runAside runs one round of group g on its own goroutine, beside the
+// round loop (docs/cluster.md, "Large entries beside the round loop"):
+// the same steps as a round of the loop (its record written, the
+// leader's appends sent, the fsync, the other messages, then apply), so
+// nothing leaves that speaks for the WAL before the fsync that covers
+// g's record. g is in no other round meanwhile (setAside skips it); its
+// ticks wait for its next round on the loop, which this one queues.
+func (n *Node) runAside(g *group) {
+	if n.round([]*group{g}, true) {
+		return // a test's crash point: the group stays out of the rounds
+	}
+	// The ticks that passed meanwhile are not stepped: the time the round
+	// took is lost to the group's clocks, as a stalled loop's is
+	// (decision 10). Its followers' responses, or its leader's
+	// heartbeats, were waiting for this round; stepping a second of
+	// ticks before them, a leader ran CheckQuorum on nothing heard and
+	// stepped down. A leader that sent a large append also steps no tick
+	// for an election timeout more: its followers are writing the entry
+	// in rounds of their own, deaf to its heartbeats, and CheckQuorum
+	// would find none of them active (trial 36's 64 MB batches: the
+	// followers' rounds took 0.5 to 1.6 s, and the leader stepped down
+	// in 3 of 8 batches). Only another large append renews the pause,
+	// and raft sends a follower more appends only once it acknowledged
+	// enough of those in flight (MaxInflightBytes): a leader cut off
+	// from its followers ticks again within an election timeout of its
+	// last large append, and CheckQuorum steps it down one later. The
+	// ticks pending when the round began were stepped in its prepare.
+	now := n.ticks.Load()
+	g.lastTick = now
+	if g.largeSent && g.leader {
+		g.tickFrom = now + uint64(n.cfg.ElectionTicks)
+	}
+	g.largeSent = false
+	g.aside.Store(false)
+	if n.group(g.id) == g { // not removed by this round
+		n.sched.enqueue(g)
+	}
 }
 
 // each runs fn for every group, on the worker pool if started.
@@ -1002,35 +1129,88 @@ func (n *Node) writeRound(gs []*group) (walErr error, mustSync bool) {
 	// group's items always stay in one record: they must be all or none).
 	var bodies [][]byte
 	var ups [][]walUpdate
+	joinable := false // the last body may take more groups' items
 	for _, g := range gs {
 		mustSync = mustSync || g.out.mustSync
 		if len(g.out.items) == 0 {
 			continue
 		}
-		if k := len(bodies) - 1; k < 0 || len(bodies[k])+len(g.out.items) > recordTarget {
+		if len(g.out.items) >= largeRecord && g.out.record != nil {
+			// A large entry's items, a record of their own, not copied.
+			bodies, ups = append(bodies, g.out.record), append(ups, []walUpdate{g.out.up})
+			joinable = false
+			continue
+		}
+		if k := len(bodies) - 1; !joinable || len(bodies[k])+len(g.out.items) > recordTarget {
 			bodies, ups = append(bodies, []byte{bodyBatch}), append(ups, nil)
+			joinable = true
 		}
 		k := len(bodies) - 1
 		bodies[k] = append(bodies[k], g.out.items...)
 		ups[k] = append(ups[k], g.out.up)
 	}
+	// The bodies' checksums before the lock: a large entry's pass over
+	// its bytes holds up no other round's write (a round beside the loop,
+	// runAside, and the loop's rounds share the WAL).
+	sums := make([]uint32, len(bodies))
+	for k, b := range bodies {
+		sums[k] = crc32.Checksum(b, castagnoli)
+	}
+	if len(bodies) == 0 {
+		// Nothing to write: the WAL's lock is not waited for (a round
+		// beside the loop may hold it, writing a large record).
+		return n.walDamage(), mustSync
+	}
 	n.walMu.Lock()
 	defer n.walMu.Unlock()
 	for k := 0; k < len(bodies) && walErr == nil; k++ {
-		walErr = n.wal.write(bodies[k], ups[k])
+		walErr = n.wal.writeSummed(bodies[k], sums[k], ups[k])
 	}
 	if walErr == nil {
 		walErr = n.wal.damage
 	}
+	n.noteDamage(walErr)
 	return walErr, mustSync
+}
+
+// walDamage is the WAL's failure: read under its lock if free, else as
+// the last round that held the lock saw it (nil: none).
+func (n *Node) walDamage() error {
+	if p := n.walErr.Load(); p != nil {
+		return *p
+	}
+	if !n.walMu.TryLock() {
+		return nil // held by a round writing: it notes a failure it meets
+	}
+	err := n.wal.damage
+	n.walMu.Unlock()
+	n.noteDamage(err)
+	return err
+}
+
+// noteDamage records err, a failure of the WAL seen under its lock, for
+// walDamage.
+func (n *Node) noteDamage(err error) {
+	if err != nil {
+		n.walErr.CompareAndSwap(nil, &err)
+	}
 }
 
 // syncRound fsyncs the round's records if any group needs it (package
 // comment, step 4: the durability point) and deletes the segments no
 // group needs any more.
 func (n *Node) syncRound(mustSync bool) error {
-	n.walMu.Lock()
+	if !mustSync {
+		// Nothing to make durable: the segments are collected only if
+		// the lock is free (whoever holds it collects after its fsync).
+		if !n.walMu.TryLock() {
+			return n.walDamage()
+		}
+	} else {
+		n.walMu.Lock()
+	}
 	defer n.walMu.Unlock()
+	defer func() { n.noteDamage(n.wal.damage) }()
 	var err error
 	if mustSync {
 		err = n.wal.sync()
@@ -1060,7 +1240,7 @@ type frameTo struct {
 // everything goes in rest: one set rather than two, as nothing would be
 // gained. The liveness beat a tick asked for goes with the appends when
 // there are two sets: it says nothing of this node's disk.
-func (n *Node) frames(gs []*group, split bool) (appends, rest []frameTo) {
+func (n *Node) frames(gs []*group, split, beat bool) (appends, rest []frameTo) {
 	sets := [2]frameSet{{max: n.cfg.MaxFrameBytes}, {max: n.cfg.MaxFrameBytes}}
 	for _, g := range gs {
 		for _, m := range g.out.msgs {
@@ -1071,10 +1251,10 @@ func (n *Node) frames(gs []*group, split bool) (appends, rest []frameTo) {
 			if split && (m.early || !g.out.mustSync) {
 				k = 0
 			}
-			sets[k].add(m.to, m.env)
+			sets[k].add(m.to, m.env, m.room)
 		}
 	}
-	if n.beat.Swap(false) {
+	if beat && n.beat.Swap(false) {
 		n.alive.mu.Lock()
 		peers := n.alive.peers
 		n.alive.mu.Unlock()
@@ -1084,7 +1264,7 @@ func (n *Node) frames(gs []*group, split bool) (appends, rest []frameTo) {
 			k = 0
 		}
 		for _, s := range peers {
-			sets[k].add(s, beat)
+			sets[k].add(s, beat, nil)
 		}
 	}
 	return sets[0].frames(), sets[1].frames()
@@ -1098,9 +1278,9 @@ type frameSet struct {
 	builders []*frameBuilder
 }
 
-func (fs *frameSet) add(s ServerID, env []byte) {
+func (fs *frameSet) add(s ServerID, env, room []byte) {
 	fb := fs.open[s]
-	if fb == nil || !fb.fits(env, fs.max) {
+	if solo := room != nil && len(env) >= largeRecord; solo || fb == nil || !fb.fits(env, fs.max) {
 		if fs.open == nil {
 			fs.open = map[ServerID]*frameBuilder{}
 		}
@@ -1108,7 +1288,12 @@ func (fs *frameSet) add(s ServerID, env []byte) {
 		fs.open[s] = fb
 		fs.builders = append(fs.builders, fb)
 	}
-	fb.add(env)
+	fb.add(env, room)
+	if room != nil && len(env) >= largeRecord {
+		// A large envelope (an append of a large entry) travels alone,
+		// its frame built in place; what follows it starts another.
+		delete(fs.open, s)
+	}
 }
 
 func (fs *frameSet) frames() []frameTo {
@@ -1235,7 +1420,8 @@ func (n *Node) Close() error {
 	n.mu.Unlock()
 	if started {
 		close(n.stop)
-		n.loopWG.Wait() // the loop ends after its current round
+		n.loopWG.Wait()  // the loop ends after its current round
+		n.asideWG.Wait() // and the rounds beside it after theirs
 		close(n.work)
 		n.workWG.Wait()
 	}
@@ -1268,4 +1454,63 @@ func (n *Node) Close() error {
 	n.walMu.Lock()
 	defer n.walMu.Unlock()
 	return n.wal.close()
+}
+
+// roundPhases are the steps of a round a slow round's line times
+// (roundTrace).
+var roundPhases = [...]string{"prepare", "write", "frames", "send appends", "fsync", "send the rest", "apply"}
+
+// roundTrace times the steps of one round on the system clock. A round
+// that takes more than half the election timeout is logged at Infof with
+// its steps, so that a line about lost leaderships can be read beside
+// the round that caused them (a large entry's encoding, its write, its
+// fsync).
+type roundTrace struct {
+	start, last time.Time
+	took        [len(roundPhases)]time.Duration
+}
+
+func newRoundTrace() roundTrace {
+	now := time.Now()
+	return roundTrace{start: now, last: now}
+}
+
+// mark ends step k.
+func (t *roundTrace) mark(k int) {
+	now := time.Now()
+	t.took[k] = now.Sub(t.last)
+	t.last = now
+}
+
+// slowRoundEvery is the least time between two lines about slow rounds
+// (roundTrace.report); the rounds not logged in between are counted in
+// the next line.
+const slowRoundEvery = 10 * time.Second
+
+// report logs the round if it was slow, at most once every
+// slowRoundEvery; aside: it ran beside the loop.
+func (t *roundTrace) report(n *Node, gs []*group, aside bool) {
+	d := time.Since(t.start)
+	if d <= n.ElectionTimeout()/2 {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := n.slowLogged.Load()
+	if now-last < int64(slowRoundEvery) || !n.slowLogged.CompareAndSwap(last, now) {
+		n.slowSkipped.Add(1)
+		return
+	}
+	skipped := ""
+	if k := n.slowSkipped.Swap(0); k > 0 {
+		skipped = fmt.Sprintf(" (and %d slow round(s) not logged since the last line)", k)
+	}
+	var b strings.Builder
+	for k, name := range roundPhases {
+		fmt.Fprintf(&b, ", %s %v", name, t.took[k].Round(time.Millisecond))
+	}
+	where := "the round loop's round"
+	if aside {
+		where = fmt.Sprintf("group %d's round beside the loop", gs[0].id)
+	}
+	n.cfg.Infof("raftnode: %s of %d group(s) took %v%s%s", where, len(gs), d.Round(time.Millisecond), b.String(), skipped)
 }

@@ -220,6 +220,15 @@ type Config struct {
 	// quarter of MaxUncommittedBytes, so raft never drops a whole
 	// oversized batch).
 	MaxRoundProposalBytes int
+	// AsideBytes: a group of a started node whose next round would step
+	// a proposal, or a received message, of at least this many bytes (a
+	// large entry) runs that round on a goroutine of its own beside the
+	// round loop, which goes on serving the other groups meanwhile (their
+	// heartbeats, answers and ticks); docs/cluster.md, "Large entries
+	// beside the round loop". Default 4 MiB (four times MaxSizePerMsg's
+	// default: only an entry of that size makes such a message); negative:
+	// every round runs on the loop.
+	AsideBytes int
 	// DeferReplay makes Open return without replaying the WAL (it only
 	// creates it, or reads its incarnation from its first segment): the
 	// caller runs Replay, on a goroutine of its own, so that a long WAL
@@ -346,6 +355,9 @@ func (c *Config) fill() error {
 	}
 	def(&c.MaxInboxBytes, 64<<20)
 	def(&c.MaxRoundProposalBytes, min(4<<20, int(c.MaxUncommittedBytes/4)))
+	if c.AsideBytes == 0 {
+		c.AsideBytes = 4 << 20
+	}
 	if c.MaxInflightBytes == 0 {
 		c.MaxInflightBytes = max(8<<20, c.MaxSizePerMsg)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"maps"
 	"math"
 	"path"
@@ -312,6 +313,13 @@ func (w *wal) fail(err error) error {
 // fsync. A record larger than MaxRecordBody, or a failed write, fences
 // the WAL.
 func (w *wal) write(body []byte, ups []walUpdate) error {
+	return w.writeSummed(body, crc32.Checksum(body, castagnoli), ups)
+}
+
+// writeSummed is write for a body whose own CRC (crc32.Checksum) the
+// caller computed, before taking the WAL's lock: only the chaining and
+// the write itself happen under it.
+func (w *wal) writeSummed(body []byte, sum uint32, ups []walUpdate) error {
 	if w.damage != nil {
 		return w.damage
 	}
@@ -323,7 +331,7 @@ func (w *wal) write(body []byte, ups []walUpdate) error {
 			return w.fail(err)
 		}
 	}
-	if err := w.writeRecord(body); err != nil {
+	if err := w.writeRecord(body, sum); err != nil {
 		return w.fail(err)
 	}
 	seg := w.segs[len(w.segs)-1]
@@ -336,27 +344,48 @@ func (w *wal) write(body []byte, ups []walUpdate) error {
 	return nil
 }
 
-func (w *wal) writeRecord(body []byte) error {
-	hdr, crc := recordHeader(body, w.size, w.synced, w.chain)
-	buf := make([]byte, 0, len(hdr)+len(body))
-	buf = append(append(buf, hdr[:]...), body...)
+func (w *wal) writeRecord(body []byte, sum uint32) error {
+	hdr, crc := recordHeaderSum(len(body), sum, w.size, w.synced, w.chain)
+	n := int64(len(hdr) + len(body))
+	// A record is written in one call; a large one (a large entry) in
+	// two, its header then its body, rather than copied behind its header.
+	parts := [][]byte{hdr[:], body}
+	if len(body) < largeRecord {
+		parts = [][]byte{append(append(make([]byte, 0, n), hdr[:]...), body...)}
+	}
 	if w.ip == nil {
-		if _, err := w.f.Write(buf); err != nil {
-			return err
+		for _, p := range parts {
+			if _, err := w.f.Write(p); err != nil {
+				return err
+			}
 		}
 	} else {
-		if err := w.writeAhead(w.size + int64(len(buf))); err != nil {
-			return err
+		// A record that passes the zeros by more than a chunk (a large
+		// entry) is written past them as it is: zeros written under it
+		// first would double its writes for nothing, as the file's size
+		// changes at this round's fsync either way.
+		if w.size+n-w.end <= int64(w.chunk()) {
+			if err := w.writeAhead(w.size + n); err != nil {
+				return err
+			}
 		}
-		if _, err := w.ip.WriteAt(buf, w.size); err != nil {
-			return err
+		off := w.size
+		for _, p := range parts {
+			if _, err := w.ip.WriteAt(p, off); err != nil {
+				return err
+			}
+			off += int64(len(p))
 		}
 	}
-	w.size += int64(len(buf))
+	w.size += n
 	w.end = max(w.end, w.size)
 	w.chain = crc
 	return nil
 }
+
+// largeRecord is the body size from which a record's header and body are
+// written apart (writeRecord).
+const largeRecord = 1 << 20
 
 // writeAhead extends the active segment with zeros, a chunk at a time,
 // until it holds need bytes (package comment, "Preallocated space"). The

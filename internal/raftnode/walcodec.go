@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -58,6 +59,11 @@ func (it *items) head(kind byte, g GroupID) {
 	it.b = binary.LittleEndian.AppendUint64(it.b, uint64(g))
 }
 
+// recordItems returns items that begin a record's body (bodyBatch): a
+// group whose round writes a large record alone has it written as it is
+// (roundOut.record), not copied behind the record's first byte.
+func recordItems() items { return items{b: []byte{bodyBatch}} }
+
 func (it *items) u64(v uint64) { it.b = binary.LittleEndian.AppendUint64(it.b, v) }
 func (it *items) u32(v uint32) { it.b = binary.LittleEndian.AppendUint32(it.b, v) }
 
@@ -76,6 +82,11 @@ func (it *items) hardState(g GroupID, hs *pb.HardState) {
 
 // entries encodes ents, which are consecutive.
 func (it *items) entries(g GroupID, ents []*pb.Entry) {
+	size := 9 + 8 + 4
+	for _, e := range ents {
+		size += 8 + 1 + 4 + len(e.GetData())
+	}
+	it.b = slices.Grow(it.b, size) // a large entry's bytes are copied once
 	it.head(itemEntries, g)
 	it.u64(ents[0].GetIndex())
 	it.u32(uint32(len(ents)))
@@ -282,10 +293,18 @@ func (d *decoder) snapMeta() snapMeta {
 // recordHeader encodes the header of a record of body at offset off, after
 // a record whose body CRC was chain, in a file synced through synced.
 func recordHeader(body []byte, off, synced int64, chain uint32) (hdr [recordHeaderSize]byte, crc uint32) {
+	return recordHeaderSum(len(body), crc32.Checksum(body, castagnoli), off, synced, chain)
+}
+
+// recordHeaderSum is recordHeader for a body of n bytes whose own CRC
+// (crc32.Checksum, chain not included) is sum: the body's pass is made
+// before the WAL's lock is taken, and chained to the previous record's
+// CRC under it (chainCRC).
+func recordHeaderSum(n int, sum uint32, off, synced int64, chain uint32) (hdr [recordHeaderSize]byte, crc uint32) {
 	binary.LittleEndian.PutUint32(hdr[0:], recordMagic)
-	binary.LittleEndian.PutUint32(hdr[4:], uint32(len(body)))
+	binary.LittleEndian.PutUint32(hdr[4:], uint32(n))
 	binary.LittleEndian.PutUint64(hdr[8:], uint64(synced))
-	crc = bodyCRC(chain, body)
+	crc = chainCRC(chain, sum, n)
 	binary.LittleEndian.PutUint32(hdr[16:], crc)
 	binary.LittleEndian.PutUint32(hdr[20:], headerCRC(hdr[:20], off))
 	return hdr, crc
@@ -295,6 +314,69 @@ func bodyCRC(chain uint32, body []byte) uint32 {
 	var c [4]byte
 	binary.LittleEndian.PutUint32(c[:], chain)
 	return crc32.Update(crc32.Checksum(c[:], castagnoli), castagnoli, body)
+}
+
+// chainCRC is bodyCRC(chain, body) from sum, the CRC of the body alone,
+// and its length n: the CRC of the chain's 4 bytes extended by n bytes
+// whose CRC is sum (crc32Combine).
+func chainCRC(chain uint32, sum uint32, n int) uint32 {
+	var c [4]byte
+	binary.LittleEndian.PutUint32(c[:], chain)
+	return crc32Combine(crc32.Checksum(c[:], castagnoli), sum, int64(n))
+}
+
+// crc32Combine returns the CRC-32C of a|b from crc1, the CRC of a, crc2,
+// the CRC of b, and n, the length of b: zlib's crc32_combine (the CRC
+// register advanced over n zero bytes by squaring a 32x32 matrix over
+// GF(2), log2(n) times), for the Castagnoli polynomial.
+func crc32Combine(crc1, crc2 uint32, n int64) uint32 {
+	if n <= 0 {
+		return crc1
+	}
+	var even, odd [32]uint32
+	odd[0] = crc32.Castagnoli // the operator for one zero bit
+	row := uint32(1)
+	for i := 1; i < 32; i++ {
+		odd[i] = row
+		row <<= 1
+	}
+	gf2Square(&even, &odd) // two zero bits
+	gf2Square(&odd, &even) // four zero bits
+	for {
+		gf2Square(&even, &odd) // the first pass: one zero byte
+		if n&1 != 0 {
+			crc1 = gf2Times(&even, crc1)
+		}
+		n >>= 1
+		if n == 0 {
+			break
+		}
+		gf2Square(&odd, &even)
+		if n&1 != 0 {
+			crc1 = gf2Times(&odd, crc1)
+		}
+		n >>= 1
+		if n == 0 {
+			break
+		}
+	}
+	return crc1 ^ crc2
+}
+
+func gf2Times(mat *[32]uint32, vec uint32) uint32 {
+	var sum uint32
+	for i := 0; vec != 0; i, vec = i+1, vec>>1 {
+		if vec&1 != 0 {
+			sum ^= mat[i]
+		}
+	}
+	return sum
+}
+
+func gf2Square(square, mat *[32]uint32) {
+	for i := range 32 {
+		square[i] = gf2Times(mat, mat[i])
+	}
 }
 
 func headerCRC(first20 []byte, off int64) uint32 {
