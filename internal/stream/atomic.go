@@ -236,8 +236,8 @@ func checkAtomicMsg(p BatchPolicy, id string, e *Entry) *jserr.Error {
 		return jserr.New(jserr.StreamSealed)
 	case p.Insufficient:
 		return jserr.New(jserr.InsufficientResources)
-	case p.tooBig(e):
-		return jserr.New(jserr.StreamMessageExceedsMaximum)
+	case p.sizeErr(e) != nil:
+		return p.sizeErr(e)
 	case !p.AllowAtomic:
 		return jserr.New(jserr.AtomicPublishDisabled)
 	case len(id) > maxBatchIDLen:
