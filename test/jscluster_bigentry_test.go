@@ -17,7 +17,8 @@ import (
 // the followers in one frame of the Raft transport (docs/cluster.md,
 // "Entries larger than a frame"). With frames of 2 MiB (64 MiB in
 // production: RaftMaxFrameBytes), a batch of 2.7 MB is refused with
-// 10199, naming the largest entry in bytes, and a message of 2.5 MB
+// 10199, naming the largest entry in bytes (and so is the commit of a
+// batch whose middle message crossed the bound), and a message of 2.5 MB
 // (max_payload 4 MiB) with 10054; the stream then takes publishes and
 // every replica is current. Before, the batch's entry stayed on the
 // leader, no frame could carry it, and the stream stalled: the next
@@ -62,6 +63,34 @@ func TestJetStreamClusterAtomicBatchOverFrame(t *testing.T) {
 		}
 		if seq < 3 && len(m.Data) != 0 || seq == 3 && string(m.Data) != want {
 			t.Fatalf("reply to batch message %d: %s", seq, m.Data)
+		}
+	}
+	// A middle message crosses the bound, and only the first message and
+	// the commit ask for a reply (the least ADR-50 asks): the commit gets
+	// the same 10199, not 10176 "incomplete" (trial 36, finding 4).
+	for seq := 1; seq <= 5; seq++ {
+		m := nats.NewMsg("orders.batch")
+		m.Data = payload
+		m.Header.Set("Nats-Batch-Id", "mid")
+		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(seq))
+		switch seq {
+		case 1:
+			m.Reply = inbox + ".mid1"
+		case 5:
+			m.Reply = inbox + ".mid5"
+			m.Header.Set("Nats-Batch-Commit", "1")
+		}
+		if err := nc.PublishMsg(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range []struct{ subj, data string }{{inbox + ".mid1", ""}, {inbox + ".mid5", want}} {
+		m, err := sub.NextMsg(jsTimeout)
+		if err != nil {
+			t.Fatalf("reply on %s: %v", w.subj, err)
+		}
+		if m.Subject != w.subj || string(m.Data) != w.data {
+			t.Fatalf("reply %q on %s, want %q on %s", m.Data, m.Subject, w.data, w.subj)
 		}
 	}
 	_, err = js.Publish(ctx2(t), "orders.big", make([]byte, 2500<<10))

@@ -107,10 +107,6 @@ var monitorKeyDiffs = map[string]string{
 	// sync_always too (sync_interval, strict, limits and feature_flags
 	// have nats-server's keys).
 	"/varz +$.jetstream.config.sync_always": "sync policy",
-	// Streams may set s2 compression: nats-server says so only when both
-	// limits are configured (dynJetStreamConfig leaves it out when it
-	// derives them, as in these tests' servers); cairn always does.
-	"/varz +$.jetstream.config.compress_ok": "compression supported",
 }
 
 func init() {
@@ -118,7 +114,6 @@ func init() {
 		"/jsz?accounts=true&streams=true&consumers=true&config=true&raft=true", "/jsz?acc=$G&streams=true",
 		"/jsz?leader-only=true", "/jsz?offset=5&accounts=true"} {
 		monitorKeyDiffs[ep+" +$.config.sync_always"] = "sync policy"
-		monitorKeyDiffs[ep+" +$.config.compress_ok"] = "compression supported"
 	}
 }
 

@@ -312,8 +312,6 @@ var sysRequests = []struct{ subject, body string }{
 var sysKeyDiffs = map[string]string{
 	// The sync policy, as in /varz (monitorKeyDiffs).
 	"+$.statsz.jetstream.config.sync_always": "sync policy",
-	// compress_ok, as in /varz (monitorKeyDiffs).
-	"+$.statsz.jetstream.config.compress_ok": "compression supported",
 }
 
 // sysKeyDiffAllowed reports whether a difference is documented, and by

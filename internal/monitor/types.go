@@ -133,9 +133,9 @@ type JetStreamVarz struct {
 
 // JetStreamConfig is the server's JetStream configuration (max_memory and
 // max_storage in bytes, sync_interval in nanoseconds). CompressOK says
-// streams may set compression (s2): always true, as nats-server v2.15.2
-// reports it when both limits are configured (it leaves the key out
-// when it derives a limit from the machine, docs/compatibility.md).
+// streams may set compression (s2): true when both limits are
+// configured, else left out, as nats-server v2.15.2 reports it (it
+// leaves the key out when it derives a limit from the machine).
 type JetStreamConfig struct {
 	MaxMemory    int64         `json:"max_memory"`
 	MaxStore     int64         `json:"max_storage"`

@@ -145,11 +145,17 @@ func (m *Monitor) jetStreamVarz() JetStreamVarz {
 // PubAck follows the fsync (cairn's default), with the sync_interval of
 // 2m nats-server v2.15.2 reports for `sync_interval: always` (opts.go);
 // with ack_before_sync_interval, sync_interval is that interval;
-// compress_ok is true (streams may set s2 compression);
-// unique_tag is the jetstream block's (lowercased). strict
+// compress_ok is true only when both storage limits are configured, as
+// nats-server v2.15.2 reports it (EnableJetStream builds a config
+// without it when it derives a limit from the machine,
+// dynJetStreamConfig): natscli shows the key as "Cluster Message
+// Compression", which a default server must not claim (trial 36; cairn
+// has no route compression, and its streams may set s2 compression
+// either way); unique_tag is the jetstream block's (lowercased). strict
 // is false: unknown keys in API requests are ignored
 // (docs/compatibility.md).
 func (m *Monitor) jsConfig(js *jetstream.JetStream) JetStreamConfig {
+	o := m.srv.Options()
 	mem, file := js.StorageLimits()
 	always, interval := js.SyncPolicy()
 	if always {
@@ -162,8 +168,8 @@ func (m *Monitor) jsConfig(js *jetstream.JetStream) JetStreamConfig {
 		SyncAlways:   always,
 		SyncInterval: time.Duration(interval),
 		Domain:       js.Domain(),
-		CompressOK:   true,
-		UniqueTag:    m.srv.Options().JetStreamUniqueTag,
+		CompressOK:   o.MaxMemoryStore > 0 && o.MaxFileStore > 0,
+		UniqueTag:    o.JetStreamUniqueTag,
 	}
 }
 

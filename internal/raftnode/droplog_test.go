@@ -99,3 +99,26 @@ func TestDropLogEvery(t *testing.T) {
 	held := raftLogger{logf: func(f string, v ...any) { t.Errorf("logged "+f, v...) }, group: 7, drops: newDropLog(true)}
 	held.Warningf(drop, 2)
 }
+
+// raft's line about a leader CheckQuorum made a follower is debug only:
+// raftnode logs the deposal itself at [INF] with its reason (trial 36
+// saw 14 of them at [WRN] from one server stopped with its peers);
+// raft's other warnings stay warnings.
+func TestQuorumStepDownLineIsDebug(t *testing.T) {
+	var logged, debugged []string
+	l := raftLogger{
+		logf:   func(f string, v ...any) { logged = append(logged, fmt.Sprintf(f, v...)) },
+		debugf: func(f string, v ...any) { debugged = append(debugged, fmt.Sprintf(f, v...)) },
+		group:  29,
+	}
+	l.Warningf("%x stepped down to follower since quorum is not active", uint64(2))
+	l.Warningf("%x something else", uint64(2))
+	if len(debugged) != 1 || debugged[0] != "raft group 29: 2 stepped down to follower since quorum is not active" {
+		t.Errorf("debug lines %q", debugged)
+	}
+	if len(logged) != 1 || logged[0] != "raft group 29: 2 something else" {
+		t.Errorf("logged lines %q", logged)
+	}
+	l.debugf = nil
+	l.Warningf("%x stepped down to follower since quorum is not active", uint64(2)) // dropped, no panic
+}

@@ -293,7 +293,7 @@ func (g *group) raftConfig(applied uint64) *raft.Config {
 		ReadOnlyOption:            raft.ReadOnlySafe,
 		DisableProposalForwarding: true,
 		StepDownOnRemoval:         true,
-		Logger:                    raftLogger{logf: c.Logf, group: g.id, drops: newDropLog(g.holdPast)},
+		Logger:                    raftLogger{logf: c.Logf, debugf: c.Debugf, group: g.id, drops: newDropLog(g.holdPast)},
 	}
 }
 

@@ -58,6 +58,7 @@ type client struct {
 	flushSet    map[*client]struct{} // used once flushList grows large
 	nrHdr       []byte               // scratch for the no-responders header
 	stallOn     *client              // a receiver this batch backed up (see stall.go)
+	slowWrite   bool                 // owned by the write loop: a route's last write passed the deadline
 	internal    bool                 // a connectionless publisher used by Server.Publish
 	importing   bool                 // an internal publisher delivering for an import: import subscriptions are skipped
 	localOnly   bool                 // an internal publisher that must not forward to routes
@@ -356,8 +357,16 @@ func (c *client) writeLoop() {
 		for more := true; more; {
 			var closing, closed bool
 			batch, more, closing, closed = c.out.take(batch)
-			if closed || !c.write(batch, &iov) {
+			if closed {
 				return
+			}
+			ok, requeued := c.write(batch, &iov)
+			if !ok {
+				return
+			}
+			if requeued {
+				more = true
+				continue
 			}
 			if closing {
 				_ = c.nc.Close()
@@ -367,28 +376,54 @@ func (c *client) writeLoop() {
 	}
 }
 
-// write writes a batch with the write deadline; a failure or timeout
-// closes the connection (a slow consumer when it timed out).
-func (c *client) write(batch [][]byte, iov *net.Buffers) bool {
+// write writes a batch with the write deadline. A failure closes the
+// connection, and so does a timeout (a slow consumer) but for a route
+// that wrote part of the batch: its rest is requeued (requeued true) and
+// the route stays, as nats-server v2.15.2 keeps a route that makes any
+// progress (client.go handleWriteTimeout, WriteTimeoutPolicyRetry).
+func (c *client) write(batch [][]byte, iov *net.Buffers) (ok, requeued bool) {
 	if len(batch) == 0 {
-		return true
+		return true, false
 	}
 	deadline := c.srv.limits().WriteDeadline
 	_ = c.nc.SetWriteDeadline(time.Now().Add(deadline))
 	n, err := writeBatch(c.nc, batch, iov)
+	var ne net.Error
+	timeout := err != nil && errors.As(err, &ne) && ne.Timeout()
+	if timeout && c.route != nil && n > 0 {
+		c.out.requeue(batch, n)
+		c.slowRouteWrite(deadline)
+		return true, true
+	}
 	c.out.written(batch, n)
 	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
+		if timeout {
 			c.setReason(ReasonSlowConsumerWriteDeadline)
-			c.countSlow()
+			if !c.slowWrite { // counted when detected
+				c.countSlow()
+			}
 			c.log.Noticef("%s - %s:%d - Slow Consumer Detected: WriteDeadline of %v exceeded", c.addr, c.tag, c.cid, deadline)
 		}
 		c.setReason(ReasonWriteError)
 		c.closeNow()
-		return false
+		return false, false
 	}
-	return true
+	c.slowWrite = false
+	return true, false
+}
+
+// slowRouteWrite logs a route whose write took longer than the write
+// deadline but made progress, and counts it once until a write completes
+// in time (nats-server v2.15.2 "Slow Consumer Detected", then "State").
+// It runs on the write loop.
+func (c *client) slowRouteWrite(deadline time.Duration) {
+	state := "State"
+	if !c.slowWrite {
+		state = "Detected"
+		c.slowWrite = true
+		c.countSlow()
+	}
+	c.log.Noticef("%s - %s:%d - Slow Consumer %s: WriteDeadline of %v exceeded, the route stays open", c.addr, c.tag, c.cid, state, deadline)
 }
 
 // enqueue queues protocol bytes on this client's own connection and marks

@@ -102,8 +102,8 @@ func (c *client) forwardTo(t *routeTarget, match, reply []byte, hdrLen int, msg 
 		return
 	}
 	c.markFlush(rc)
-	if stalled && c.route == nil && c.stallOn == nil {
-		c.stallOn = rc
+	if stalled && c.route == nil && (c.stallOn == nil || c.stallOn.route == nil) {
+		c.stallOn = rc // a route first: waitStalled holds the publisher while it is full
 	}
 }
 

@@ -51,9 +51,14 @@ type outbound struct {
 	pending atomic.Int64 // bytes queued and not yet written (including the batch being written)
 	// msgs and bytes count the messages delivered to this connection and
 	// their header and payload bytes (nats-server's out_msgs, out_bytes).
-	msgs    atomic.Int64
-	bytes   atomic.Int64
-	limit   int64         // Options.MaxPending: above it the client is a slow consumer
+	msgs  atomic.Int64
+	bytes atomic.Int64
+	limit int64 // Options.MaxPending: above it the client is a slow consumer
+	// route: the connection is a route, which passing limit does not
+	// close: its client publishers wait instead (waitStalled), and only
+	// its write deadline closes it (nats-server v2.15.2 closes only
+	// CLIENT connections on max_pending, client.go queueOutbound).
+	route   bool
 	stallAt int64         // three quarters of limit, at most maxStallAt: producers are slowed above it
 	stall   chan struct{} // non-nil while pending > stallAt; closed when the writer catches up
 	closing bool          // flush what is pending, then close the socket
@@ -97,7 +102,7 @@ func (o *outbound) tailLocked(n int) []byte {
 
 // commitLocked stores the appended tail and counts its new bytes. It
 // reports false when the pending bytes exceed the limit (a slow
-// consumer). The caller holds mu.
+// consumer), never for a route. The caller holds mu.
 func (o *outbound) commitLocked(tail []byte) bool {
 	k := len(o.chunks) - 1
 	pending := o.pending.Add(int64(len(tail) - len(o.chunks[k])))
@@ -105,7 +110,7 @@ func (o *outbound) commitLocked(tail []byte) bool {
 	if pending > o.stallAt && o.stall == nil {
 		o.stall = make(chan struct{})
 	}
-	return pending <= o.limit
+	return pending <= o.limit || o.route
 }
 
 // appendBytes queues b (control lines such as INFO, PONG, +OK, -ERR). It
@@ -171,6 +176,40 @@ func (o *outbound) written(batch [][]byte, n int64) {
 	o.mu.Unlock()
 	for i, b := range batch {
 		putChunk(b)
+		batch[i] = nil
+	}
+}
+
+// requeue puts back what a write that timed out after n of batch's bytes
+// left unwritten, ahead of the pending chunks, and recycles the chunks
+// written whole: a route's write deadline closes it only when nothing at
+// all was written (nats-server v2.15.2 handleWriteTimeout, route's
+// WriteTimeoutPolicyRetry).
+func (o *outbound) requeue(batch [][]byte, n int64) {
+	whole := 0 // chunks of batch written whole
+	for skip := n; whole < len(batch) && skip >= int64(len(batch[whole])); whole++ {
+		skip -= int64(len(batch[whole]))
+	}
+	o.mu.Lock()
+	if pending := o.pending.Add(-n); o.stall != nil && pending <= o.stallAt {
+		close(o.stall)
+		o.stall = nil
+	}
+	if !o.closed && whole < len(batch) {
+		rest := make([][]byte, 0, len(batch)-whole+len(o.chunks))
+		off := n
+		for _, b := range batch[:whole] {
+			off -= int64(len(b))
+		}
+		rest = append(rest, batch[whole][off:]) // a chunk's tail: never pooled again
+		rest = append(rest, batch[whole+1:]...)
+		o.chunks = append(rest, o.chunks...)
+	}
+	o.mu.Unlock()
+	for i, b := range batch {
+		if i < whole {
+			putChunk(b)
+		}
 		batch[i] = nil
 	}
 }

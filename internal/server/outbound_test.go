@@ -93,3 +93,54 @@ func TestOutboundClosedDropsAndReleases(t *testing.T) {
 		t.Fatal("markClosed did not release stalled producers")
 	}
 }
+
+// A route's outbound is never over its limit, and a write that timed out
+// part way puts the unwritten rest back first, so the bytes still leave
+// in order (nats-server v2.15.2 keeps a route that wrote something).
+func TestOutboundRouteRequeue(t *testing.T) {
+	o := newOutbound(1000)
+	o.route = true
+	var want bytes.Buffer
+	for i := 0; i < 1000; i++ { // about 250 KB: four chunks
+		frame := bytes.Repeat([]byte{byte('a' + i%26)}, 1+i%500)
+		want.Write(frame)
+		if !appendN(o, frame) {
+			t.Fatalf("append %d reported a route over its limit", i)
+		}
+	}
+	var got bytes.Buffer
+	var batch [][]byte
+	partial := true
+	for more := true; more; {
+		batch, more, _, _ = o.take(batch)
+		n := 0
+		for _, b := range batch {
+			n += len(b)
+		}
+		if partial && len(batch) > 1 {
+			// Written: the first chunk and 100 bytes of the second.
+			k := len(batch[0]) + 100
+			got.Write(batch[0])
+			got.Write(batch[1][:100])
+			o.requeue(batch, int64(k))
+			partial, more = false, true
+			if p := o.pending.Load(); p != int64(want.Len()-got.Len()) {
+				t.Fatalf("pending %d after the partial write, want %d", p, want.Len()-got.Len())
+			}
+			continue
+		}
+		for _, b := range batch {
+			got.Write(b)
+		}
+		o.written(batch, int64(n))
+	}
+	if partial {
+		t.Fatal("no batch of two chunks to write in part")
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Fatal("bytes written differ from bytes appended")
+	}
+	if o.pending.Load() != 0 {
+		t.Fatalf("pending %d after everything was written", o.pending.Load())
+	}
+}

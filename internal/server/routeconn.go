@@ -119,6 +119,7 @@ var (
 func (s *Server) startRoute(nc net.Conn, u *url.URL, explicit bool, pre []byte) *client {
 	c := newClient(s, nc, s.nextCID.Add(1))
 	c.tag = "rid"
+	c.out.route = true // set before its goroutines start
 	rc := &routeConn{c: c, url: u, solicited: u != nil, explicit: explicit, done: make(chan struct{})}
 	rc.parser = route.NewParser(s.routeParserConfig(), rc)
 	c.route, c.parser, c.pre = rc, nil, pre
@@ -465,8 +466,8 @@ func (s *Server) removeRoute(c *client) {
 	}
 }
 
-// enqueueRoute queues protocol bytes on a route from any goroutine, closing
-// it as a slow consumer when its pending bytes pass max_pending.
+// enqueueRoute queues protocol bytes on a route from any goroutine (a
+// route is never closed for its pending bytes: outbound.route).
 func (c *client) enqueueRoute(b []byte) {
 	if !c.out.appendBytes(b) {
 		c.closeSlowConsumer()

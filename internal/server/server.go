@@ -424,6 +424,7 @@ func (s *Server) Shutdown() {
 	}
 	s.shuttingDown = true
 	close(s.quit)
+	announced := s.ldm // lame duck mode told the peers already
 	clients := make([]*client, 0, len(s.clients))
 	for _, c := range s.clients {
 		clients = append(clients, c)
@@ -433,6 +434,14 @@ func (s *Server) Shutdown() {
 	s.shutdownEvent()
 	if s.ln != nil {
 		_ = s.ln.Close()
+	}
+	// The peers learn that this server leaves, as nats-server's do from
+	// its $SYS shutdown event (they count it offline): their JetStream
+	// hands it no leadership, so servers stopped together do not hand
+	// their groups to each other, and each one's handover ends once no
+	// peer is left (jscluster HandOver).
+	if !announced {
+		s.sendLameDuckToRoutes()
 	}
 	// JetStream stops while the routes and clients are up: the answers
 	// of what it stored before it stopped, and of the new leaders, reach

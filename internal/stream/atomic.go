@@ -53,6 +53,20 @@ type AtomicBatches struct {
 	limits BatchLimits
 	global *BatchInflight
 	open   map[string]*staged
+	// tooLarge remembers the batches abandoned for passing the log's
+	// largest entry, by id: their later messages and commit get the same
+	// 10199 rather than 10176 "incomplete" for an id no longer open
+	// (trial 36). An entry goes with a first message of its id, with no
+	// message of its id for Timeout, or with Clear; at most
+	// AtomicInflight are kept.
+	tooLarge map[string]abandonedLarge
+}
+
+// abandonedLarge is a batch abandoned for its size: the answer its later
+// messages get, and when its last message came (unix ns).
+type abandonedLarge struct {
+	err  *jserr.Error
+	last int64
 }
 
 // staged is one open atomic batch.
@@ -66,7 +80,7 @@ type staged struct {
 // NewAtomicBatches returns the atomic batches of a stream, with limits
 // (defaults filled in) and the server's shared counters.
 func NewAtomicBatches(limits BatchLimits, global *BatchInflight) *AtomicBatches {
-	return &AtomicBatches{limits: limits.WithDefaults(), global: global, open: map[string]*staged{}}
+	return &AtomicBatches{limits: limits.WithDefaults(), global: global, open: map[string]*staged{}, tooLarge: map[string]abandonedLarge{}}
 }
 
 // Len returns the number of open batches.
@@ -79,7 +93,10 @@ func (a *AtomicBatches) Len() int { return len(a.open) }
 //     no allow_atomic 10174, id over 64 bytes 10179, a missing or
 //     unreadable Nats-Batch-Sequence 10175 (the batch, if open, stays);
 //  2. an unknown id: 10199 when the sequence (less an "eob" commit) is
-//     over the size limit, else 10176 unless the sequence is 1; then
+//     over the size limit, or when the id's batch was abandoned for
+//     passing BatchPolicy.MaxEntryBytes (its later messages and commit
+//     get that 10199, the real reason), else 10176 unless the sequence
+//     is 1; then
 //     10210 when the stream or the server has too many batches open;
 //  3. a Nats-Batch-Commit other than "1" or "eob", 10200; a
 //     Nats-Required-Api-Level above the server's, 10185 ("unsupported");
@@ -126,6 +143,9 @@ func (a *AtomicBatches) Stage(p BatchPolicy, id string, e Entry, now int64) Stag
 		b = nil
 	}
 	if b == nil {
+		if err := a.forgotten(id, seq, now); err != nil {
+			return fail(err, "")
+		}
 		if err := a.begin(id, seq, size); err != nil {
 			return fail(err, "")
 		}
@@ -150,7 +170,7 @@ func (a *AtomicBatches) Stage(p BatchPolicy, id string, e Entry, now int64) Stag
 	case !eob && p.MaxEntryBytes > 0 &&
 		batchCommitSize(id, now, e.MaxPayload, len(b.entries)+1, b.enc+batchEntrySize(&e)) > p.MaxEntryBytes:
 		a.drop(id)
-		return fail(tooLargeForLog(p), AbandonLarge)
+		return fail(a.rememberLarge(id, tooLargeForLog(p), now), AbandonLarge)
 	}
 	b.last = now
 	if !eob {
@@ -176,6 +196,31 @@ func (a *AtomicBatches) Stage(p BatchPolicy, id string, e Entry, now int64) Stag
 	return res
 }
 
+// forgotten returns the 10199 of batch id when it was abandoned for its
+// size and this is not a first message, which starts the id afresh.
+func (a *AtomicBatches) forgotten(id string, seq uint64, now int64) *jserr.Error {
+	g, ok := a.tooLarge[id]
+	switch {
+	case !ok:
+		return nil
+	case seq == 1 || now-g.last >= int64(a.limits.Timeout):
+		delete(a.tooLarge, id)
+		return nil
+	}
+	g.last = now
+	a.tooLarge[id] = g
+	return g.err
+}
+
+// rememberLarge records that batch id was abandoned with err, the 10199
+// of its size, for its later messages (forgotten), and returns err.
+func (a *AtomicBatches) rememberLarge(id string, err *jserr.Error, now int64) *jserr.Error {
+	if len(a.tooLarge) < a.limits.AtomicInflight {
+		a.tooLarge[id] = abandonedLarge{err: err, last: now}
+	}
+	return err
+}
+
 // tooLargeForLog is the 10199 of a batch whose BatchCommit would pass
 // the log's largest entry: its {size} is that bound, in bytes
 // (nats-server v2.15.2 puts its count limit there, which cairn's count
@@ -191,8 +236,8 @@ func checkAtomicMsg(p BatchPolicy, id string, e *Entry) *jserr.Error {
 		return jserr.New(jserr.StreamSealed)
 	case p.Insufficient:
 		return jserr.New(jserr.InsufficientResources)
-	case p.tooBig(e):
-		return jserr.New(jserr.StreamMessageExceedsMaximum)
+	case p.sizeErr(e) != nil:
+		return p.sizeErr(e)
 	case !p.AllowAtomic:
 		return jserr.New(jserr.AtomicPublishDisabled)
 	case len(id) > maxBatchIDLen:
@@ -243,6 +288,11 @@ func (a *AtomicBatches) drop(id string) {
 // returns them, for the timeout advisories (nats-server's cleanup timer).
 func (a *AtomicBatches) Expire(now int64) []Abandoned {
 	var out []Abandoned
+	for id, g := range a.tooLarge {
+		if now-g.last >= int64(a.limits.Timeout) {
+			delete(a.tooLarge, id)
+		}
+	}
 	for id, b := range a.open {
 		if now-b.last >= int64(a.limits.Timeout) {
 			a.drop(id)
@@ -259,4 +309,5 @@ func (a *AtomicBatches) Clear() {
 	for id := range a.open {
 		a.drop(id)
 	}
+	clear(a.tooLarge)
 }

@@ -3,6 +3,8 @@ package stream
 import (
 	"sync"
 	"time"
+
+	"github.com/cairnmq/cairn/internal/jserr"
 )
 
 // BatchLimits are the limits a server puts on batch publishing, with
@@ -129,10 +131,13 @@ type BatchPolicy struct {
 	// the stream's log carries: a replicated stream's largest raft
 	// entry (streamrun's EntryLimiter; docs/cluster.md, "Entries larger
 	// than a frame"); 0 for none (one server's log). A message that
-	// would not fit alone in a Publish is refused with 10054 (tooBig),
+	// would not fit alone in a Publish is refused with 10054 (sizeErr),
 	// an atomic batch whose BatchCommit would not fit with 10199
 	// (AtomicBatches.Stage). The runner sets it.
 	MaxEntryBytes int
+	// FileStorage: the stream stores in files, whose records nats-server
+	// bounds at 32 MiB (10077 "message too large", sizeErr).
+	FileStorage bool
 }
 
 // BatchPolicy returns the parts of the config the batch state machines
@@ -140,13 +145,45 @@ type BatchPolicy struct {
 func (s *Stream) BatchPolicy() BatchPolicy {
 	return BatchPolicy{
 		Sealed: s.cfg.Sealed, AllowAtomic: s.cfg.AllowAtomicPublish, AllowBatched: s.cfg.AllowBatchPublish,
-		NoAck: s.cfg.NoAck, MaxMsgSize: s.cfg.MaxMsgSize,
+		NoAck: s.cfg.NoAck, MaxMsgSize: s.cfg.MaxMsgSize, FileStorage: s.cfg.Storage == FileStorage,
 	}
 }
 
-// tooBig reports whether header and payload exceed max_msg_size, or the
-// message alone in a Publish exceeds MaxEntryBytes (10054 either way).
-func (p BatchPolicy) tooBig(e *Entry) bool {
-	return p.MaxMsgSize > 0 && int64(len(e.Header))+int64(len(e.Data)) > int64(p.MaxMsgSize) ||
-		p.MaxEntryBytes > 0 && PublishSize(1, EntrySize(e)) > p.MaxEntryBytes
+// sizeErr is the answer to a batch message on its size, nil when none:
+// 10054 over max_msg_size; in a replicated stream (MaxEntryBytes set),
+// ProposalSizeError's 10077 for a file stream's record over 32 MiB, then
+// 10054 for a message that alone in a Publish exceeds MaxEntryBytes (a
+// memory stream's, as a file stream's record passes 32 MiB long before).
+func (p BatchPolicy) sizeErr(e *Entry) *jserr.Error {
+	if p.MaxEntryBytes == 0 {
+		if p.MaxMsgSize > 0 && int64(len(e.Header))+int64(len(e.Data)) > int64(p.MaxMsgSize) {
+			return jserr.New(jserr.StreamMessageExceedsMaximum)
+		}
+		return nil
+	}
+	if err := p.ProposalSizeError(e); err != nil {
+		return err
+	}
+	if PublishSize(1, EntrySize(e)) > p.MaxEntryBytes {
+		return jserr.New(jserr.StreamMessageExceedsMaximum)
+	}
+	return nil
+}
+
+// ProposalSizeError is a replicated stream's answer to a publish on its
+// size before it is proposed, nil when none, as nats-server v2.15.2's
+// clustered path answers it (jetstream_cluster.go
+// processClusteredInboundMsg, then jetstream_batching.go
+// checkMsgHeadersPreClusteredProposal, for every clustered publish,
+// batches included): 10054 over max_msg_size, then for a file stream
+// 10077 "message too large" for a record over 32 MiB (nats-server's
+// rlBadThresh). A message refused so is never replicated.
+func (p BatchPolicy) ProposalSizeError(e *Entry) *jserr.Error {
+	switch {
+	case p.MaxMsgSize > 0 && int64(len(e.Header))+int64(len(e.Data)) > int64(p.MaxMsgSize):
+		return jserr.New(jserr.StreamMessageExceedsMaximum)
+	case p.FileStorage && entryRecordSize(e) > fileRecordLimit:
+		return errFileRecordTooLarge()
+	}
+	return nil
 }

@@ -171,9 +171,25 @@ func (s *Stream) checkAfterDedupe(m *pub) *jserr.Error {
 // fileRecordSize is the size of m as a nats-server file store record
 // (fileStoreMsgSizeRaw).
 func fileRecordSize(m *pub) uint64 {
-	n := uint64(22 + len(m.subject) + len(m.data) + 8)
-	if len(m.hdr) > 0 {
-		n += uint64(4 + len(m.hdr))
+	return recordSize(m.subject, m.hdr, m.data)
+}
+
+// entryRecordSize is fileRecordSize of an entry as published.
+func entryRecordSize(e *Entry) uint64 { return recordSize(e.Subject, e.Header, e.Data) }
+
+// errFileRecordTooLarge is the answer to a record over fileRecordLimit,
+// nats-server's NewJSStreamStoreFailedError(ErrMsgTooLarge).
+func errFileRecordTooLarge() *jserr.Error {
+	return jserr.New(jserr.StreamStoreFailed, jserr.Sub("err", "message too large"))
+}
+
+// recordSize is nats-server's fileStoreMsgSizeRaw: a record's fixed 22
+// bytes and 8 of checksum, the subject, the data, and the header with
+// its 4-byte length when there is one.
+func recordSize(subject string, hdr, data []byte) uint64 {
+	n := uint64(22 + len(subject) + len(data) + 8)
+	if len(hdr) > 0 {
+		n += uint64(4 + len(hdr))
 	}
 	return n
 }

@@ -256,8 +256,8 @@ func checkFastMsg(p BatchPolicy, info *FastInfo, e *Entry) *jserr.Error {
 		return jserr.New(jserr.StreamSealed)
 	case p.Insufficient:
 		return jserr.New(jserr.InsufficientResources)
-	case p.tooBig(e):
-		return jserr.New(jserr.StreamMessageExceedsMaximum)
+	case p.sizeErr(e) != nil:
+		return p.sizeErr(e)
 	case !p.AllowBatched:
 		return jserr.New(jserr.BatchPublishDisabled)
 	case info == nil:

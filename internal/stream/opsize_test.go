@@ -152,3 +152,42 @@ func TestStageOverEntryLimit(t *testing.T) {
 		t.Fatalf("without a bound: %+v", r)
 	}
 }
+
+// A batch abandoned by a middle message for passing the log's largest
+// entry answers its later messages and its commit with the same 10199,
+// not 10176 "incomplete" for an id no longer open (trial 36, finding 4),
+// with no second advisory; a new first message of the id starts a new
+// batch, and the memory goes after Timeout without a message.
+func TestStageOverEntryLimitLaterMessages(t *testing.T) {
+	var in BatchInflight
+	a := NewAtomicBatches(BatchLimits{APILevel: 4}, &in)
+	msg := func(seq int, commit string) Entry {
+		e := batchEntry("b", seq, commit, "")
+		e.Data = make([]byte, 500)
+		return e
+	}
+	p := atomicPolicy
+	p.MaxEntryBytes = BatchCommitSize(&BatchCommit{ID: "b", Time: t0, Entries: []Entry{msg(1, ""), msg(2, "")}})
+	a.Stage(p, "b", msg(1, ""), t0)
+	a.Stage(p, "b", msg(2, ""), t0)
+	r := a.Stage(p, "b", msg(3, ""), t0)
+	wantCode(t, "the message over", r.Err, jserr.AtomicPublishTooLargeBatch)
+	for seq, commit := range map[int]string{4: "", 5: "1"} {
+		r := a.Stage(p, "b", msg(seq, commit), t0+1)
+		wantCode(t, "message "+strconv.Itoa(seq), r.Err, jserr.AtomicPublishTooLargeBatch)
+		if want := "atomic publish batch is too large: " + strconv.Itoa(p.MaxEntryBytes) + " bytes"; r.Err.Description != want {
+			t.Errorf("message %d: text %q, want %q", seq, r.Err.Description, want)
+		}
+		if len(r.Abandoned) != 0 {
+			t.Errorf("message %d: abandoned again %v", seq, r.Abandoned)
+		}
+	}
+	if r := a.Stage(p, "b", msg(1, "1"), t0+2); r.Commit == nil {
+		t.Fatalf("a new batch of the id: %+v", r)
+	}
+	a.Stage(p, "b", msg(1, ""), t0)
+	a.Stage(p, "b", msg(2, ""), t0)
+	a.Stage(p, "b", msg(3, ""), t0)
+	late := t0 + int64(DefaultBatchTimeout)
+	wantCode(t, "after the timeout", a.Stage(p, "b", msg(4, "1"), late).Err, jserr.AtomicPublishIncompleteBatch)
+}

@@ -28,12 +28,20 @@ import (
 // HandOverResult says what HandOver did.
 type HandOverResult struct {
 	// Led is the number of groups this server led; Moved those whose
-	// leadership another replica took; NoSuccessor those with no active
-	// follower to take it (a group whose other replicas are down).
-	Led, Moved, NoSuccessor int
+	// leadership another replica was seen to take; NoSuccessor those
+	// with no active follower to take it (a group whose other replicas
+	// are down, or whose servers are all leaving); Lost those this
+	// replica stopped leading with no other replica seen to take over
+	// (CheckQuorum: its peers went silent).
+	Led, Moved, NoSuccessor, Lost int
 	// Failed names the groups whose transfer was refused, abandoned or
-	// still under way at the deadline.
+	// still under way at the deadline, or when no server was left to
+	// take it (NoPeers).
 	Failed []string
+	// NoPeers: HandOver ended before the deadline because no peer with
+	// a route and not in lame duck mode (or shutting down) was left to
+	// take a group.
+	NoPeers bool
 	// Took is how long HandOver ran.
 	Took time.Duration
 }
@@ -58,9 +66,11 @@ type handover struct {
 	ready func() bool
 	// seen: the transfer was seen under way (GroupStatus.Transferee);
 	// lost: LastIndex when the leadership was first seen gone (0: not
-	// yet); alone: no successor; done: nothing more to wait for.
-	seen, alone, done bool
-	lost              uint64
+	// yet); term: the term this replica led; took: another replica was
+	// seen leading after it; alone: no successor; done: nothing more to
+	// wait for.
+	seen, took, alone, done bool
+	lost, term              uint64
 }
 
 // HandOver hands over the leadership of every Raft group this server
@@ -91,24 +101,52 @@ func (c *Cluster) HandOver(timeout time.Duration) HandOverResult {
 			h.alone, h.done = true, true
 		}
 	}
-	c.waitHandOvers(hs, start, deadline)
+	res.NoPeers = c.waitHandOvers(hs, start, deadline)
 	for _, h := range hs {
 		switch {
-		case h.lost != 0:
+		case h.took:
 			res.Moved++
 		case h.alone:
 			res.NoSuccessor++
+		case h.lost != 0:
+			res.Lost++
 		default:
 			res.Failed = append(res.Failed, h.what)
 		}
 	}
 	res.Took = time.Since(start)
-	c.cfg.Infof("JetStream cluster: leadership handed over for %d of %d Raft groups in %v (%d without an active follower)",
-		res.Moved, res.Led, res.Took.Round(time.Millisecond), res.NoSuccessor)
+	c.logHandOver(res)
+	return res
+}
+
+// logHandOver logs HandOver's outcome: at [INF] what moved, at [WRN]
+// each group that did not while a peer could have taken it; when no
+// peer was left (every other server leaving: a cluster stopped at
+// once), one [INF] line says so rather than a warning per group.
+func (c *Cluster) logHandOver(res HandOverResult) {
+	c.cfg.Infof("JetStream cluster: leadership handed over for %d of %d Raft groups in %v (%d without an active follower, %d lost without a successor)",
+		res.Moved, res.Led, res.Took.Round(time.Millisecond), res.NoSuccessor, res.Lost)
+	if res.NoPeers {
+		if len(res.Failed) > 0 {
+			c.cfg.Infof("JetStream cluster: no other server is left to take the leadership of %d Raft groups", len(res.Failed))
+		}
+		return
+	}
 	for _, what := range res.Failed {
 		c.cfg.Logf("JetStream cluster: the leadership of %s did not move before the server stops", what)
 	}
-	return res
+}
+
+// peerLeft reports whether a server with a route and not leaving (lame
+// duck mode, or shutting down: both announce it on the routes) is left
+// to take a leadership.
+func (c *Cluster) peerLeft() bool {
+	for _, p := range c.host.ClusterPeers() {
+		if !p.LameDuck {
+			return true
+		}
+	}
+	return false
 }
 
 // ledGroups returns the groups this server's replicas lead now.
@@ -140,6 +178,7 @@ func (c *Cluster) ledGroups() []*handover {
 	led := hs[:0]
 	for _, h := range hs {
 		if st, err := c.node.Status(h.group); err == nil && st.Role == raftnode.Leader && st.Fenced == nil {
+			h.term = st.Term
 			led = append(led, h)
 		}
 	}
@@ -207,12 +246,17 @@ func (c *Cluster) transfer(h *handover) bool {
 }
 
 // waitHandOvers polls the groups' status until every handover is done or
-// deadline: done when the replica no longer leads and applied through
-// the log it had then (its kept proposals resolved), when the group is
-// gone, or when a transfer seen under way ended with this replica still
-// leading (raft abandons it after an election timeout); one never seen
-// under way is given up after two election timeouts.
-func (c *Cluster) waitHandOvers(hs []*handover, start, deadline time.Time) {
+// deadline: done when another replica took the leadership and this one
+// applied through the log it had then (its kept proposals resolved),
+// when it stepped down with no election under way (CheckQuorum), when
+// the group is gone, or when a transfer seen under way ended with this
+// replica still leading (raft abandons it after an election timeout);
+// one never seen under way, or lost with no new leader seen, is given up
+// after two election timeouts. It gives up on them all at once, and
+// reports true, when no peer is left to take a group (every other
+// server leaving or gone: a cluster stopped at once), so that the server
+// does not wait out the deadline for groups nobody can take.
+func (c *Cluster) waitHandOvers(hs []*handover, start, deadline time.Time) bool {
 	abandon := 2 * c.node.ElectionTimeout()
 	t := time.NewTicker(handOverPoll)
 	defer t.Stop()
@@ -225,7 +269,10 @@ func (c *Cluster) waitHandOvers(hs []*handover, start, deadline time.Time) {
 			}
 		}
 		if !pending || time.Now().After(deadline) {
-			return
+			return false
+		}
+		if !c.peerLeft() {
+			return true
 		}
 		<-t.C
 	}
@@ -234,6 +281,12 @@ func (c *Cluster) waitHandOvers(hs []*handover, start, deadline time.Time) {
 // checkHandOver updates h from its group's status.
 func (c *Cluster) checkHandOver(h *handover, late bool) {
 	st, err := c.node.Status(h.group)
+	h.update(st, err, late)
+}
+
+// update updates h from its group's status st (err: the group is gone);
+// late: two election timeouts passed since HandOver began.
+func (h *handover) update(st raftnode.GroupStatus, err error, late bool) {
 	switch {
 	case err != nil:
 		h.done = true
@@ -241,7 +294,15 @@ func (c *Cluster) checkHandOver(h *handover, late bool) {
 		if h.lost == 0 {
 			h.lost = max(st.LastIndex, 1)
 		}
-		h.done = st.Applied >= h.lost && (h.ready == nil || h.ready())
+		if st.Leader != 0 && st.Leader != st.Replica {
+			h.took = true
+		}
+		switch {
+		case h.took:
+			h.done = st.Applied >= h.lost && (h.ready == nil || h.ready())
+		case st.Term == h.term || late:
+			h.done = true // stepped down with no election (CheckQuorum), or no new leader seen
+		}
 	case st.Transferee != 0:
 		h.seen = true
 	case h.seen || late:

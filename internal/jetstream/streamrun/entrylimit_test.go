@@ -41,7 +41,13 @@ func (l *unboundedLog) Propose(op stream.Op, _ uint64) error {
 }
 
 func boundedStream(t *testing.T, log Log[stream.Op], out *[]answer) *Stream {
-	cfg := stream.Config{Name: "G", Subjects: []string{"g.>"}, Storage: stream.MemoryStorage, AllowAtomicPublish: true, AllowBatchPublish: true}
+	return boundedStreamOf(t, log, out, stream.MemoryStorage)
+}
+
+// boundedStreamOf is boundedStream with a config of storage (a memory
+// store holds it either way: the log commits nothing).
+func boundedStreamOf(t *testing.T, log Log[stream.Op], out *[]answer, storage stream.StorageType) *Stream {
+	cfg := stream.Config{Name: "G", Subjects: []string{"g.>"}, Storage: storage, AllowAtomicPublish: true, AllowBatchPublish: true}
 	cfg.SetDefaults()
 	env := Env{Transport: recordingTransport{out: out}, Now: time.Now, Logf: t.Logf, Storage: NewStorage(nil, "", NewUsage(), time.Now, t.Logf, t.Logf),
 		Batches: &stream.BatchInflight{}, NewLog: func(string, Applier[stream.Op]) Log[stream.Op] { return log }}
@@ -163,5 +169,50 @@ func TestProposerKeepsWithinEntryLimit(t *testing.T) {
 	}
 	if len(local.ops) != 2 || len(out) != 2 {
 		t.Fatalf("without a bound: %d operations (want one group and one batch), answers %q", len(local.ops), out)
+	}
+}
+
+// A replicated file stream answers a message whose file record would pass
+// 32 MiB with 10077 "message too large" before proposing it, as
+// nats-server v2.15.2's clustered path does (checkMsgHeadersPreClusteredProposal),
+// also past the largest entry, where it answered 10054 (trial 36,
+// finding 6: 67,108,700 bytes), and in an atomic batch. A replicated memory
+// stream has no 32 MiB bound: it proposes 33 MiB and answers 10054 only
+// past the largest entry.
+func TestProposerFileRecordBound(t *testing.T) {
+	const maxEntry = 64<<20 - 150
+	for _, storage := range []stream.StorageType{stream.FileStorage, stream.MemoryStorage} {
+		var out []answer
+		log := &boundedLog{max: maxEntry}
+		r := boundedStreamOf(t, log, &out, storage)
+		for i, size := range []int{33 << 20, maxEntry} {
+			out = out[:0]
+			r.take(&item{entry: stream.Entry{Subject: "g.x", Data: make([]byte, size)}, reply: "_INBOX.big"})
+			r.flushPublishes()
+			want := 10077
+			if storage == stream.MemoryStorage {
+				want = []int{0, 10054}[i]
+			}
+			got := 0
+			if len(out) > 0 {
+				got = errCode(out[0])
+			}
+			if got != want {
+				t.Errorf("%v stream, %d bytes: answered %d (%q), want %d", storage, size, got, out, want)
+			}
+			if proposed := len(log.ops) == 1; proposed != (want == 0) {
+				t.Errorf("%v stream, %d bytes: proposed %v", storage, size, proposed)
+			}
+			log.ops = nil
+		}
+		if storage == stream.MemoryStorage {
+			continue
+		}
+		out = out[:0]
+		r.take(&item{entry: atomicMsg("a", 1, false, 1000), reply: "_INBOX.a1"})
+		r.take(&item{entry: atomicMsg("a", 2, true, 33<<20), reply: "_INBOX.a2"})
+		if rs := replies(out); len(rs) != 2 || errCode(rs[1]) != 10077 || len(log.ops) != 0 {
+			t.Errorf("an atomic batch with a message over 32 MiB: %d operations, answers %q", len(log.ops), rs)
+		}
 	}
 }

@@ -205,16 +205,24 @@ func (r *Stream) take(it *item) {
 		r.applyAtomic(it.entry, id, it.reply)
 		return
 	}
-	code, refused := r.refusal(len(it.entry.Header) + len(it.entry.Data))
+	var refusal *jserr.Error
 	enc := stream.EntrySize(&it.entry)
-	if !refused && r.overLog(stream.PublishSize(1, enc)) {
-		// No follower could receive it (EntryLimiter), as nats-server
-		// answers a message over max_msg_size, after the same checks.
-		code, refused = jserr.StreamMessageExceedsMaximum, true
+	if code, refused := r.refusal(len(it.entry.Header) + len(it.entry.Data)); refused {
+		refusal = jserr.New(code)
+	} else if r.maxEntry > 0 {
+		// A replicated stream answers on size before proposing, as
+		// nats-server's clustered path does: max_msg_size 10054, a file
+		// record over 32 MiB 10077; then a message no follower could
+		// receive (EntryLimiter, only a memory stream's can get here)
+		// 10054, as nats-server answers one over max_msg_size.
+		refusal = r.st.BatchPolicy().ProposalSizeError(&it.entry)
+		if refusal == nil && r.overLog(stream.PublishSize(1, enc)) {
+			refusal = jserr.New(jserr.StreamMessageExceedsMaximum)
+		}
 	}
-	if refused {
+	if refusal != nil {
 		r.flushPublishes() // the answers stay in order
-		r.settle(stream.Result{Err: jserr.New(code)}, it.reply)
+		r.settle(stream.Result{Err: refusal}, it.reply)
 		return
 	}
 	if len(r.pub.Entries) > 0 && r.overLog(stream.PublishSize(len(r.pub.Entries)+1, r.pubEnc+enc)) {
