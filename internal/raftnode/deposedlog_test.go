@@ -85,7 +85,22 @@ func TestDeposedByHigherTermLogged(t *testing.T) {
 	c := deposedCluster(t, &log, clk)
 	term := c.status(0, 1).Term
 	clk.add(4 * time.Second)
-	for range 40 { // node 0 stalls; nodes 1 and 2 go on
+	// Node 0 stalls; nodes 1 and 2 go on until one of them leads each
+	// group (raft randomises election timeouts, and two candidates can
+	// split their votes several times in a row: a fixed 40 ticks was too
+	// few once beside other tests).
+	elected := func() bool {
+		for _, g := range []GroupID{1, 2} {
+			if c.status(1, g).Role != Leader && c.status(2, g).Role != Leader {
+				return false // node 0 still counts itself leader: not asked
+			}
+		}
+		return true
+	}
+	for k := 0; !elected(); k++ {
+		if k == 1000 {
+			t.Fatal("nodes 1 and 2 elected no leader of both groups in 1,000 ticks")
+		}
 		c.nodes[0].n.Tick()
 		for _, i := range []int{1, 2} {
 			c.nodes[i].n.Tick()
