@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairnmq/cairn/internal/server"
 )
 
 // A replicated consumer's leadership moved on request (CONSUMER.LEADER.
@@ -30,7 +32,7 @@ import (
 // over").
 func TestJetStreamClusterConsumerStepDownNoFirstDeliveryTwice(t *testing.T) {
 	serialTest(t) // see the lame duck test
-	servers := jsCluster(t, 3)
+	servers := productionTicks(t)
 	sys := connect(t, servers[1].ClientURL())
 	stepDown := func() error {
 		msg, err := sys.Request("$JS.API.CONSUMER.LEADER.STEPDOWN.ORDERS.worker", nil, 2*time.Second)
@@ -65,7 +67,7 @@ func TestJetStreamClusterConsumerLameDuckNoFirstDeliveryTwice(t *testing.T) {
 	// election timeout, deposed as the lame duck mode began), as did 1
 	// in 12 before the fixes (no active follower found).
 	serialTest(t)
-	servers := jsCluster(t, 3)
+	servers := productionTicks(t)
 	leaving := servers[2]
 	sys := connect(t, servers[1].ClientURL())
 	onLeaving := func(js jetstream.JetStream) {
@@ -93,6 +95,19 @@ func TestJetStreamClusterConsumerLameDuckNoFirstDeliveryTwice(t *testing.T) {
 		return nil
 	}
 	consumeNoFirstTwice(t, servers[0], onLeaving, map[int]func() error{6000: lameDuck})
+}
+
+// productionTicks starts a cluster of three with the production Raft
+// tick (100 ms: an election timeout of 1 s) rather than the tests' 20 ms:
+// these tests count first deliveries repeated by a hand-over, and a
+// leader CheckQuorum deposes under load (its followers silent for 200 ms,
+// once more in a CI run under -race: 251 messages) repeats up to the
+// window of uncommitted deliveries whatever the hand-over does. A hand-over
+// is asked for, so the longer timeout costs these tests nothing.
+func productionTicks(t *testing.T) []*server.Server {
+	t.Helper()
+	servers, _ := jsClusterMod(t, 3, func(_ int, o *server.Options) { o.RaftTick = 100 * time.Millisecond })
+	return servers
 }
 
 // consumeNoFirstTwice fills an R3 stream ORDERS with 20,000 messages
