@@ -24,8 +24,10 @@ import (
 // deposal is one group's leadership lost in a round (group.roleChange).
 type deposal struct {
 	group    GroupID
+	label    string    // GroupConfig.Label ("": none)
 	from, to uint64    // the term it led, the term after
 	leader   ReplicaID // the leader raft knows after (0: none yet)
+	server   ServerID  // the leader's server, if known
 	removed  bool      // this replica is no voter of the group's configuration any more
 }
 
@@ -97,7 +99,11 @@ func deposalLine(list []deposal, pause, window time.Duration) string {
 		if i > 0 {
 			b.WriteString(";")
 		}
-		fmt.Fprintf(&b, " group %d %s", d.group, d.reason())
+		fmt.Fprintf(&b, " group %d", d.group)
+		if d.label != "" {
+			fmt.Fprintf(&b, " (%s)", d.label)
+		}
+		fmt.Fprintf(&b, " %s", d.reason())
 	}
 	fmt.Fprintf(&b, "; the round loop's longest pause in the last %v: %v", window, pause.Round(time.Millisecond))
 	return b.String()
@@ -109,6 +115,9 @@ func (d deposal) reason() string {
 		lead := "no leader yet"
 		if d.leader != 0 {
 			lead = fmt.Sprintf("leader replica %d", d.leader)
+			if d.server != "" {
+				lead += " on " + string(d.server)
+			}
 		}
 		return fmt.Sprintf("(term %d: a higher term %d was heard, %s)", d.from, d.to, lead)
 	}
@@ -116,4 +125,15 @@ func (d deposal) reason() string {
 		return fmt.Sprintf("(term %d: removed from the group's voters)", d.from)
 	}
 	return fmt.Sprintf("(term %d: CheckQuorum heard from no majority for an election timeout)", d.from)
+}
+
+// serverOf returns the server of replica r as the group knows it ("":
+// unknown, or r is 0). It takes g.mu.
+func (g *group) serverOf(r ReplicaID) ServerID {
+	if r == 0 {
+		return ""
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.mu.peers[r]
 }

@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -61,6 +62,7 @@ func deposedCluster(t *testing.T, log *infoLog, clk *fakeClock) *testCluster {
 			cfg.Now = clk.now
 		}
 	})
+	c.labels = map[GroupID]string{1: "stream 'A > S'"} // group 2 has none
 	c.addGroup(1, 0)
 	c.addGroup(2, 10)
 	c.elect(0, 1)
@@ -119,10 +121,13 @@ func TestDeposedByHigherTermLogged(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("lines %q, want one", got)
 	}
-	for _, want := range []string{"2 group(s)", "group 1 (term", "group 2 (term", fmt.Sprintf("term %d: a higher term", term), "longest pause in the last 2s: 4s"} {
+	for _, want := range []string{"2 group(s)", "group 1 (stream 'A > S') (term", "group 2 (term", fmt.Sprintf("term %d: a higher term", term), "longest pause in the last 2s: 4s"} {
 		if !strings.Contains(got[0], want) {
 			t.Fatalf("line %q lacks %q", got[0], want)
 		}
+	}
+	if !regexp.MustCompile(`leader replica \d+ on s[23]`).MatchString(got[0]) {
+		t.Fatalf("line %q does not name the new leader's server", got[0])
 	}
 }
 

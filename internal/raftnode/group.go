@@ -22,6 +22,7 @@ import (
 // at a time; rounds do not overlap); the fields under mu are shared with
 // the API callers and the transport.
 type group struct {
+	label   string // GroupConfig.Label, for log lines
 	n       *Node
 	id      GroupID
 	replica ReplicaID
@@ -1242,7 +1243,7 @@ func (g *group) roleChange(rd raft.Ready) {
 		if !g.handover {
 			cs := g.confs[len(g.confs)-1].cs
 			voter := slices.Contains(cs.GetVoters(), uint64(g.replica)) || slices.Contains(cs.GetVotersOutgoing(), uint64(g.replica))
-			g.n.deposed.add(deposal{group: g.id, from: g.term, to: bs.GetTerm(), leader: ReplicaID(bs.Lead), removed: !voter})
+			g.n.deposed.add(deposal{group: g.id, label: g.label, from: g.term, to: bs.GetTerm(), leader: ReplicaID(bs.Lead), server: g.serverOf(ReplicaID(bs.Lead)), removed: !voter})
 			for i, w := range g.waiters {
 				w.resolve(nil, ErrNoReply)
 				delete(g.waiters, i)

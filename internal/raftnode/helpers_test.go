@@ -140,6 +140,8 @@ type testCluster struct {
 	net   *MemNetwork
 	nodes []*testNode
 	cfg   func(*Config)
+	// labels are the groups' GroupConfig.Label (nil: none).
+	labels map[GroupID]string
 }
 
 type testNode struct {
@@ -197,7 +199,7 @@ func (c *testCluster) addReplica(i int, g GroupID, base ReplicaID) {
 	tn := c.nodes[i]
 	sm := newHashSM(tn.fs, "sm", g)
 	tn.sms[g] = sm
-	err := tn.n.AddGroup(GroupConfig{ID: g, Replica: base + ReplicaID(i) + 1, Incarnation: tn.n.Incarnation(), Peers: c.peers(base)}, sm)
+	err := tn.n.AddGroup(GroupConfig{ID: g, Replica: base + ReplicaID(i) + 1, Incarnation: tn.n.Incarnation(), Peers: c.peers(base), Label: c.labels[g]}, sm)
 	if err != nil {
 		c.t.Fatalf("add group %d on %s: %v", g, tn.id, err)
 	}

@@ -325,6 +325,11 @@ type GroupConfig struct {
 	// waits); a replicated consumer does not (its log reports a dropped
 	// batch: consumerlog.Log.Dropped).
 	HoldPastUncommitted bool
+	// Label says what the group is in this node's log lines (the cluster
+	// layer's "stream 'ACC > NAME'", "the meta group"); empty: the
+	// group's number alone (trial 37: a line naming "group 5" and "leader
+	// replica 2466943280344580348" told an operator nothing).
+	Label string
 }
 
 // AddGroup starts this node's replica of a group. If the WAL holds the
@@ -350,7 +355,7 @@ func (n *Node) AddGroup(cfg GroupConfig, sm StateMachine) error {
 	if n.mu.groups[cfg.ID] != nil {
 		return ErrGroupExists
 	}
-	g := &group{n: n, id: cfg.ID, replica: cfg.Replica, sm: sm, baseHoldsState: cfg.BaseHoldsState, forceSole: cfg.ForceSole, holdPast: cfg.HoldPastUncommitted, waiters: map[uint64]*Proposal{}, reads: map[uint64]*Proposal{},
+	g := &group{n: n, id: cfg.ID, replica: cfg.Replica, label: cfg.Label, sm: sm, baseHoldsState: cfg.BaseHoldsState, forceSole: cfg.ForceSole, holdPast: cfg.HoldPastUncommitted, waiters: map[uint64]*Proposal{}, reads: map[uint64]*Proposal{},
 		lastTick: n.ticks.Load(), leaderTick: n.ticks.Load(), announce: true}
 	g.mu.peers = peers
 	n.walMu.Lock()

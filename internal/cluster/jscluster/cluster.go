@@ -819,7 +819,7 @@ func (c *Cluster) addMeta(rec votersFile) error {
 	if i < 0 {
 		return fmt.Errorf("this server %q is not among the members %v", c.name, names)
 	}
-	gc := raftnode.GroupConfig{ID: meta.MetaGroup, Replica: raftnode.ReplicaID(i + 1), Incarnation: c.node.Incarnation()}
+	gc := raftnode.GroupConfig{ID: meta.MetaGroup, Replica: raftnode.ReplicaID(i + 1), Incarnation: c.node.Incarnation(), Label: "the meta group"}
 	for j, n := range names {
 		gc.Peers = append(gc.Peers, raftnode.Peer{Replica: raftnode.ReplicaID(j + 1), Server: raftnode.ServerID(n)})
 	}

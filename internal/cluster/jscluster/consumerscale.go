@@ -3,6 +3,7 @@ package jscluster
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -44,7 +45,8 @@ import (
 // replica recovered without its checkpoint is fenced rather than
 // restarted empty).
 func consumerGroupConfig(ca meta.ConsumerAssignment, mine meta.Replica) raftnode.GroupConfig {
-	gc := raftnode.GroupConfig{ID: ca.Group, Replica: mine.ID, Incarnation: mine.Incarnation, Peers: meta.Peers(ca.Replicas)}
+	gc := raftnode.GroupConfig{ID: ca.Group, Replica: mine.ID, Incarnation: mine.Incarnation, Peers: meta.Peers(ca.Replicas),
+		Label: fmt.Sprintf("consumer '%s > %s > %s'", ca.Account, ca.Stream, ca.Name)}
 	if !slices.ContainsFunc(gc.Peers, func(p raftnode.Peer) bool { return p.Replica == mine.ID }) {
 		gc.Peers = append(gc.Peers, raftnode.Peer{Replica: mine.ID, Server: mine.Server}) // a leaving replica (startLeavingConsumer)
 	}

@@ -3,6 +3,7 @@ package jscluster
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -344,7 +345,8 @@ func unionPeers(a, b []meta.Replica) []raftnode.Peer {
 // the group changed since); a later one (a replacement, a scale-up) joins
 // empty, to be added by the leader as a learner and sent a snapshot.
 func groupConfig(sa meta.StreamAssignment, mine meta.Replica) raftnode.GroupConfig {
-	gc := raftnode.GroupConfig{ID: sa.Group, Replica: mine.ID, Incarnation: mine.Incarnation, Peers: meta.Peers(sa.Replicas), HoldPastUncommitted: true}
+	gc := raftnode.GroupConfig{ID: sa.Group, Replica: mine.ID, Incarnation: mine.Incarnation, Peers: meta.Peers(sa.Replicas), HoldPastUncommitted: true,
+		Label: fmt.Sprintf("stream '%s > %s'", sa.Account, sa.Name)}
 	if !slices.ContainsFunc(gc.Peers, func(p raftnode.Peer) bool { return p.Replica == mine.ID }) {
 		gc.Peers = append(gc.Peers, raftnode.Peer{Replica: mine.ID, Server: mine.Server}) // a leaving replica (startLeaving)
 	}
