@@ -231,13 +231,10 @@ func tooLargeForLog(p BatchPolicy) *jserr.Error {
 
 // checkAtomicMsg runs the checks of Stage step 1 before the sequence.
 func checkAtomicMsg(p BatchPolicy, id string, e *Entry) *jserr.Error {
+	if err := p.messageErr(e); err != nil {
+		return err
+	}
 	switch {
-	case p.Sealed:
-		return jserr.New(jserr.StreamSealed)
-	case p.Insufficient:
-		return jserr.New(jserr.InsufficientResources)
-	case p.sizeErr(e) != nil:
-		return p.sizeErr(e)
 	case !p.AllowAtomic:
 		return jserr.New(jserr.AtomicPublishDisabled)
 	case len(id) > maxBatchIDLen:

@@ -149,6 +149,25 @@ func (s *Stream) BatchPolicy() BatchPolicy {
 	}
 }
 
+// messageErr runs the checks every batch message (atomic or fast) meets
+// first, nil when it passes them: sealed 10053, insufficient storage
+// 10023 (after sealed, as nats-server checks), then its size (sizeErr).
+func (p BatchPolicy) messageErr(e *Entry) *jserr.Error {
+	switch {
+	case p.Sealed:
+		return jserr.New(jserr.StreamSealed)
+	case p.Insufficient:
+		return jserr.New(jserr.InsufficientResources)
+	}
+	return p.sizeErr(e)
+}
+
+// overMaxMsgSize reports whether e's header and payload pass the
+// stream's max_msg_size.
+func (p BatchPolicy) overMaxMsgSize(e *Entry) bool {
+	return p.MaxMsgSize > 0 && int64(len(e.Header))+int64(len(e.Data)) > int64(p.MaxMsgSize)
+}
+
 // sizeErr is the answer to a batch message on its size, nil when none:
 // 10054 over max_msg_size; in a replicated stream (MaxEntryBytes set),
 // ProposalSizeError's 10077 for a file stream's record over 32 MiB, then
@@ -156,7 +175,7 @@ func (s *Stream) BatchPolicy() BatchPolicy {
 // memory stream's, as a file stream's record passes 32 MiB long before).
 func (p BatchPolicy) sizeErr(e *Entry) *jserr.Error {
 	if p.MaxEntryBytes == 0 {
-		if p.MaxMsgSize > 0 && int64(len(e.Header))+int64(len(e.Data)) > int64(p.MaxMsgSize) {
+		if p.overMaxMsgSize(e) {
 			return jserr.New(jserr.StreamMessageExceedsMaximum)
 		}
 		return nil
@@ -180,7 +199,7 @@ func (p BatchPolicy) sizeErr(e *Entry) *jserr.Error {
 // rlBadThresh). A message refused so is never replicated.
 func (p BatchPolicy) ProposalSizeError(e *Entry) *jserr.Error {
 	switch {
-	case p.MaxMsgSize > 0 && int64(len(e.Header))+int64(len(e.Data)) > int64(p.MaxMsgSize):
+	case p.overMaxMsgSize(e):
 		return jserr.New(jserr.StreamMessageExceedsMaximum)
 	case p.FileStorage && entryRecordSize(e) > fileRecordLimit:
 		return errFileRecordTooLarge()

@@ -251,13 +251,10 @@ func (f *FastBatches) Before(p BatchPolicy, info *FastInfo, e Entry, now int64) 
 
 // checkFastMsg runs the checks of Before up to the id's length.
 func checkFastMsg(p BatchPolicy, info *FastInfo, e *Entry) *jserr.Error {
+	if err := p.messageErr(e); err != nil {
+		return err
+	}
 	switch {
-	case p.Sealed:
-		return jserr.New(jserr.StreamSealed)
-	case p.Insufficient:
-		return jserr.New(jserr.InsufficientResources)
-	case p.sizeErr(e) != nil:
-		return p.sizeErr(e)
 	case !p.AllowBatched:
 		return jserr.New(jserr.BatchPublishDisabled)
 	case info == nil:
