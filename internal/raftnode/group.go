@@ -109,6 +109,9 @@ type group struct {
 	// steps no tick (runAside).
 	largeSent bool
 	tickFrom  uint64
+	// tickCarry is the part of a raft tick, in thousandths of a node tick,
+	// that a stretched group has yet to step (stretch.go).
+	tickCarry uint64
 	// aside is set by the round loop while the group runs a round of its
 	// own beside the loop (a large entry: Node.runAside); the loop's
 	// rounds skip the group until that round ends.
@@ -609,15 +612,20 @@ func (g *group) dropped(plain []*Proposal, bs raft.BasicStatus) {
 // leader would run CheckQuorum twice in one round and step down on
 // responses it had not stepped yet (trial 34 saw meta leaders lost 8 to
 // 10 times a minute under write bursts). etcd-server's ticker drops the
-// ticks its loop misses too (time.Ticker keeps one).
+// ticks its loop misses too (time.Ticker keeps one). A group that has a
+// leader steps them stretched by the loop's recent pauses (stretch.go).
 func (g *group) tick() {
 	now := g.n.ticks.Load()
 	if now < g.tickFrom {
 		g.lastTick = now // a leader's grace after a large append (runAside)
 		return
 	}
-	k := min(now-g.lastTick, g.n.maxCatchUpTicks())
+	k := now - g.lastTick
 	g.lastTick = now
+	if g.rn.BasicStatus().Lead != raft.None { // a leaderless group elects at the configured pace
+		k = stretchTicks(k, g.n.Stretch(), &g.tickCarry)
+	}
+	k = min(k, g.n.maxCatchUpTicks())
 	for range k {
 		g.rn.Tick()
 	}

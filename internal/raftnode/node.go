@@ -69,6 +69,15 @@ type Node struct {
 	roundEnd time.Time
 	pauses   pauseMax
 	deposed  deposals
+	// lastRoundTick is the tick at which the loop's last round started,
+	// loopPauses its pauses in ticks over the last minute, stretchLogged
+	// and stretchLogAt the stretch last logged and the tick before which
+	// no rise is logged (under roundMu); stretch the factor in thousandths
+	// that group.tick and checkLiveness read (stretch.go).
+	lastRoundTick               uint64
+	loopPauses                  pauseWindow
+	stretchLogged, stretchLogAt uint64
+	stretch                     atomic.Uint64
 
 	// slowLogged is when a slow round was last logged (Unix ns), and
 	// slowSkipped how many were not logged since (roundTrace.report).
@@ -159,7 +168,8 @@ func Open(cfg Config) (*Node, error) {
 	if w.created {
 		cfg.Infof("raftnode: new WAL in %s, store incarnation %s", w.dir, w.inc)
 	}
-	n := &Node{cfg: cfg, wal: w}
+	n := &Node{cfg: cfg, wal: w, loopPauses: newPauseWindow(cfg.TickInterval)}
+	n.stretch.Store(1000)
 	inc := w.inc
 	n.inc.Store(&inc)
 	if !cfg.DeferReplay {
@@ -947,6 +957,7 @@ func (n *Node) RunRound() bool {
 		return false
 	}
 	gs = n.setAside(gs)
+	n.noteLoopRound(n.ticks.Load())
 	start := n.cfg.Now()
 	window := 2 * n.ElectionTimeout()
 	if !n.roundEnd.IsZero() {

@@ -83,13 +83,14 @@ func (n *Node) checkLiveness(now uint64, list []*group) (died, revived []ServerI
 	if !fresh {
 		n.alive.peers, n.alive.gen = peers, gen
 	}
+	limit := uint64(n.cfg.ElectionTicks) * n.Stretch() / 1000 // stretch.go
 	for _, s := range n.alive.peers {
 		h, ok := n.alive.heard[s]
 		if !ok {
 			n.alive.heard[s] = now // a new peer gets a grace period
 			continue
 		}
-		silent := now-h > uint64(n.cfg.ElectionTicks)
+		silent := now-h > limit
 		switch {
 		case silent && !n.alive.dead[s]:
 			died = append(died, s)

@@ -100,3 +100,42 @@ func TestAnswersWithoutSyncLeaveBeforeFsync(t *testing.T) {
 		t.Fatalf("sent before the fsync: %v; want group 2's MsgHeartbeatResp and not group 1's MsgAppResp", sent)
 	}
 }
+
+// TestSharedStallKeepsLeader: every server's loop stalls for 11 ticks at
+// once (a disk they share took 1.1 s to fsync, trial 37), and the
+// leader's loop resumes 4 ticks after its followers'. The followers step
+// their missed ticks stretched by their own pause, so the leader's next
+// heartbeat reaches them within their election timeout. Before, they
+// stepped 9 of the 11 ticks at once, campaigned 1 to 11 ticks later, and
+// elected one of them (in term+1, or later after a split vote).
+func TestSharedStallKeepsLeader(t *testing.T) {
+	for seed := range 5 {
+		c := newTestCluster(t, 3, func(cfg *Config) { cfg.DisableQuiescence = true })
+		c.addGroup(1, 0)
+		c.elect(0, 1)
+		c.tick(25 + seed) // heartbeats and their responses flow
+		term := c.status(0, 1).Term
+		for range 11 { // every loop stalls: ticks pass, no round runs
+			for _, tn := range c.nodes {
+				tn.n.Tick()
+			}
+		}
+		for range 4 { // the followers' loops resume; the leader's does not
+			for _, tn := range c.nodes {
+				tn.n.Tick()
+			}
+			for range 20 {
+				c.nodes[1].n.RunRound()
+				c.nodes[2].n.RunRound()
+				c.net.DeliverAll()
+			}
+		}
+		c.tick(30)
+		if l, s := c.leader(1), c.status(0, 1); l != 0 || s.Term != term {
+			t.Fatalf("seed %d: after a shared stall of 11 ticks: leader node %d in term %d, want node 0 in term %d", seed, l, s.Term, term)
+		}
+		if s := c.nodes[1].n.Stretch(); s != 2400 { // 12 ticks between two rounds' starts
+			t.Fatalf("follower's stretch after a pause of 12 ticks: %d, want 2400", s)
+		}
+	}
+}
