@@ -55,8 +55,11 @@ func (g *group) keepWaiters() {
 
 // expireKept resolves ErrNoReply the kept waiters whose deadline passed:
 // the replica cannot tell what became of their entries. It runs at the
-// end of each round, after the round's entries applied; the group is not
-// quiet while it holds waiters, so it has a round every tick.
+// end of each round, after the round's entries applied. A group with
+// waiters has a round every tick: a leader does not go quiet while it
+// holds any, and a follower only once its whole log is committed
+// (followQuiesce), when the entry at each kept waiter's index is
+// committed (dropReplaced resolved those past its log) and applies.
 func (g *group) expireKept() {
 	if g.keptSweep == 0 {
 		return
