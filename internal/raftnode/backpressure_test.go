@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 )
 
@@ -51,23 +52,47 @@ func allDone(ps []*Proposal) bool {
 }
 
 // Proposals held past the uncommitted limit by a leader that loses its
-// quorum fail once CheckQuorum deposes it, held ones included: none waits
-// for a commit that cannot come from this replica, so the stream answers
-// them (503 or nothing) and its clients retry on the new leader.
+// quorum fail once CheckQuorum deposes it: none waits for a commit that
+// cannot come from this replica, so the stream answers them (503) and its
+// clients retry on the new leader. Those in its log are kept (kept.go):
+// they resolve when their indexes apply here, ErrNoReply for the entries
+// the new leader replaced, never success.
 func TestHeldProposalsFailWhenLeaderLosesQuorum(t *testing.T) {
 	c, ps := heldBurst(t)
+	var held, logged []*Proposal
+	for _, p := range ps {
+		if p.data != nil { // raft took the others into its log (dropData)
+			held = append(held, p)
+		} else {
+			logged = append(logged, p)
+		}
+	}
+	if len(held) == 0 || len(logged) == 0 {
+		t.Fatalf("%d held and %d in the log, want both", len(held), len(logged))
+	}
 	for range 4 * 10 { // CheckQuorum deposes the leader within two election timeouts
-		if allDone(ps) {
+		if allDone(held) {
 			break
 		}
 		c.tick(1)
 	}
-	for i, p := range ps {
-		if !allDone(ps[i : i+1]) {
-			t.Fatalf("proposal %d still waits on a leader that lost its quorum (role %v)", i, c.status(0, 1).Role)
+	for i, p := range held {
+		if !allDone(held[i : i+1]) {
+			t.Fatalf("held proposal %d still waits on a leader that lost its quorum (role %v)", i, c.status(0, 1).Role)
 		}
 		if _, err := p.Result(); err == nil {
-			t.Fatalf("proposal %d applied on a leader cut off from its followers", i)
+			t.Fatalf("held proposal %d applied on a leader cut off from its followers", i)
+		}
+	}
+	c.tickUntilLeader(1, 1000, 1, 2)
+	c.net.HealAll()
+	c.tick(3)
+	for i, p := range logged {
+		if !allDone(logged[i : i+1]) {
+			t.Fatalf("proposal %d in the log still waits after the new leader's entries applied", i)
+		}
+		if _, err := p.Result(); !errors.Is(err, ErrNoReply) {
+			t.Fatalf("proposal %d replaced by the new leader: %v, want ErrNoReply", i, err)
 		}
 	}
 }

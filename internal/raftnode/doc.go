@@ -26,11 +26,11 @@
 //  4. Feed every frame the transport receives to Node.Receive; hand frames
 //     to send to the Transport given in Config.
 //  5. Propose on the leader; the returned Proposal resolves when that exact
-//     entry (term, index) has been applied here, and fails with
-//     ErrNoReply if leadership is lost first, unless this leader handed
-//     it over (TransferLeader, StepDown): the transferee's log holds
-//     every entry of its, so the proposals wait for their entries to
-//     apply here.
+//     entry (term, index) has been applied here, also after this replica
+//     lost the leadership (handed over or deposed: the next leader may
+//     commit it), and fails with ErrNoReply when another entry applies
+//     at its index, a snapshot passes it, or nothing is learnt of it for
+//     ten election timeouts after the loss (kept.go).
 //  6. When a state machine has made its state durable up to an index, call
 //     Compact so the WAL may drop the group's entries up to it.
 //  7. To stop cleanly: Isolate (the node leaves its peers: no frame in or

@@ -53,7 +53,10 @@ type group struct {
 	// forceSole: GroupConfig.ForceSole (set at AddGroup; force.go).
 	forceSole bool
 	leader    bool // leader as of the last Ready
-	handover  bool // this leader asked for a transfer in its term: its waiters outlive the loss of leadership (roleChange)
+	handover  bool // this leader asked for a transfer in its term (roleChange: not a deposal)
+	// keptSweep is the earliest deadline of the waiters kept from a lost
+	// leadership, in node ticks (0: none kept; kept.go).
+	keptSweep uint64
 	// transferTo and transferTries: the transfer asked last (0: to the
 	// best follower, a step-down) and how many more times it is asked
 	// again if raft abandons it while this replica still leads
@@ -572,7 +575,7 @@ func (g *group) propose(props []*Proposal) []*Proposal {
 			for i, p := range plain {
 				p.term, p.index = bs.GetTerm(), last+1+uint64(i)
 				if w := g.waiters[p.index]; w != nil {
-					w.resolve(nil, ErrNoReply) // kept from a handover, and the entry is gone
+					w.resolve(nil, ErrNoReply) // kept from a lost leadership, and the entry is gone
 				}
 				g.waiters[p.index] = p
 			}
@@ -859,8 +862,8 @@ func (g *group) readyRest(rd raft.Ready, stepped []*Proposal, it *items) {
 // round after propose (proposals are not forwarded to it, and a new term
 // ends the check), so the stepped proposals are the Ready's last
 // entries; they move up by the entries raft appended first, and their
-// waiters with them (a waiter kept at the new index from a handover
-// ends with ErrNoReply, as in propose). checkProposals then verifies
+// waiters with them (a waiter kept at the new index from a lost
+// leadership ends with ErrNoReply, as in propose). checkProposals then verifies
 // them.
 func (g *group) relocateProposals(rd raft.Ready, stepped []*Proposal) {
 	n := uint64(len(stepped))
@@ -1084,6 +1087,7 @@ func (g *group) finish(walErr error, unreachable map[ServerID]bool) {
 		}
 		g.roleChange(out.rd)
 	}
+	g.expireKept()
 	g.serveReads()
 	if out.compact != 0 {
 		g.compact(out.compact)
@@ -1125,7 +1129,7 @@ func (g *group) persisted(rd raft.Ready) {
 		g.smApplied = md.GetIndex()
 		g.rawApplied = md.GetIndex()
 		g.appliedTerm = md.GetTerm()
-		for i, w := range g.waiters { // kept from a handover: their entries never apply here
+		for i, w := range g.waiters { // kept from a lost leadership: their entries never apply here
 			if i <= md.GetIndex() {
 				w.resolve(nil, ErrNoReply)
 				delete(g.waiters, i)
@@ -1135,6 +1139,7 @@ func (g *group) persisted(rd raft.Ready) {
 	if err := g.st.Append(rd.Entries); err != nil {
 		panic(fmt.Sprintf("raftnode: group %d: append: %v", g.id, err))
 	}
+	g.dropReplaced(rd.Entries)
 	if !raft.IsEmptyHardState(rd.HardState) {
 		_ = g.st.SetHardState(rd.HardState)
 	}
@@ -1231,15 +1236,16 @@ func (g *group) applyConfChange(e *pb.Entry) {
 	g.confs = append(g.confs, confAt{index: e.GetIndex(), cs: cs})
 }
 
-// roleChange fails the waiters when this replica stops being the leader of
-// the term they were proposed in (docs/cluster.md, decision 7): what had
-// applied was answered above; the rest may or may not commit later. A
-// leader that handed its leadership over (handover) keeps them instead:
-// raft let the transferee campaign only once its log held every entry of
-// this one, so they commit under it, and each waiter resolves when the
-// entry at its index applies here (apply: its result if the entry is of
-// its term, else ErrNoReply), or when the group is removed, the node
-// closes or a snapshot passes it (ErrNoReply). It tells the
+// roleChange keeps the waiters when this replica stops being the leader
+// of the term they were proposed in (docs/cluster.md, decision 7; kept.go):
+// what had applied was answered above; the rest may or may not commit
+// later. A leader that handed its leadership over (handover) knows they
+// will (raft let the transferee campaign only once its log held every
+// entry of this one); a deposed one does not, and logs the deposal. Either
+// way each waiter resolves when the entry at its index applies here
+// (apply: its result if the entry is of its term, else ErrNoReply), or
+// when the group is removed, the node closes, a snapshot passes it or
+// keptElections election timeouts pass (ErrNoReply). It tells the
 // LeaderObserver that this replica leads only once it has applied an
 // entry of its own term (leaderReady), so that a replica that comes to
 // lead while it still has earlier entries to apply (a restart replaying
@@ -1252,11 +1258,8 @@ func (g *group) roleChange(rd raft.Ready) {
 			cs := g.confs[len(g.confs)-1].cs
 			voter := slices.Contains(cs.GetVoters(), uint64(g.replica)) || slices.Contains(cs.GetVotersOutgoing(), uint64(g.replica))
 			g.n.deposed.add(deposal{group: g.id, label: g.label, from: g.term, to: bs.GetTerm(), leader: ReplicaID(bs.Lead), server: g.serverOf(ReplicaID(bs.Lead)), removed: !voter})
-			for i, w := range g.waiters {
-				w.resolve(nil, ErrNoReply)
-				delete(g.waiters, i)
-			}
 		}
+		g.keepWaiters()
 		g.handover = false
 	}
 	if leader != g.leader || bs.GetTerm() != g.term {

@@ -44,8 +44,10 @@ func TestFollowerProposalNotLeader(t *testing.T) {
 	}
 }
 
-// A leader that loses leadership before its entry applies answers
-// ErrNoReply, never success, even though the entry may commit later.
+// A leader that loses leadership before its entry applies never answers
+// success for an entry the next leader replaced: it keeps the waiter
+// (kept.go) and answers ErrNoReply once another term's entry applies at
+// its index.
 func TestLeadershipLossNoReply(t *testing.T) {
 	c := newTestCluster(t, 3, nil)
 	c.addGroup(1, 0)
@@ -63,6 +65,16 @@ func TestLeadershipLossNoReply(t *testing.T) {
 	default:
 	}
 	c.tick(80) // s2 and s3 elect a new leader; s1 steps down (CheckQuorum)
+	if c.status(0, 1).Role == Leader {
+		t.Fatal("s1 still leads without a majority")
+	}
+	select {
+	case <-p.Done():
+		t.Fatal("resolved before s1 learnt what its index holds")
+	default:
+	}
+	c.net.HealAll()
+	c.tick(3) // the new leader's entries replace s1's at its index
 	if _, err := p.Result(); !errors.Is(err, ErrNoReply) {
 		t.Fatalf("got %v, want ErrNoReply", err)
 	}

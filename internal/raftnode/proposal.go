@@ -13,22 +13,29 @@ import (
 //
 //   - ErrNotLeader, ErrDropped, ErrFenced: the entry never entered the
 //     log; nothing will apply.
-//   - ErrNoReply: it entered the log, but leadership was lost (or the node
-//     stopped or the group was removed) before it applied here. It may
+//   - ErrNoReply: it entered the log, and this replica cannot tell
+//     whether it committed: another entry took its place at its index, a
+//     snapshot passed the index, the group was removed or fenced, the
+//     node stopped, or its leader lost the leadership and learnt nothing
+//     of the index for keptElections election timeouts (kept.go). It may
 //     still commit under another leader; a client must be told nothing.
-//     A leader that lost its leadership by a transfer it asked for
-//     (Node.TransferLeader, Node.StepDown) keeps its proposals: they
-//     resolve when the entry at their index applies here, with the
-//     result when it is theirs (same term), ErrNoReply when another
-//     entry took its place or a snapshot passed it.
+//
+// A leader that loses its leadership, by a transfer it asked for
+// (Node.TransferLeader, Node.StepDown, Node.HandOver) or deposed (a
+// higher term heard, CheckQuorum), keeps its proposals: they resolve
+// when the entry at their index applies here, with the result when it is
+// theirs (same term: the same entry, committed under the next leader).
 type Proposal struct {
 	data        []byte           // until raft took the entry into its log (dropData)
 	conf        *pb.ConfChangeV2 // a membership change, instead of data
 	tag         uint64           // handed to Apply with the entry (Entry.Tag)
 	done        chan struct{}
 	term, index uint64 // set when the entry enters the log
-	result      any
-	err         error
+	// keptUntil is the node tick at which the waiter resolves ErrNoReply
+	// once its leader lost the leadership (0 while it leads; kept.go).
+	keptUntil uint64
+	result    any
+	err       error
 }
 
 func newProposal(data []byte) *Proposal {

@@ -121,8 +121,9 @@ func TestStartedConcurrentProposals(t *testing.T) {
 }
 
 // A leader cut off from both followers (both ways) stops leading within
-// the election timeout (CheckQuorum); its pending proposal gets
-// ErrNoReply; the others elect a leader and take writes.
+// the election timeout (CheckQuorum); the others elect a leader and take
+// writes; its pending proposal, kept (kept.go), gets ErrNoReply once the
+// partition heals and the new leader's entries replace it.
 func TestStartedPartitionedLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, stop := startedCluster(t, 3, 1)
@@ -133,15 +134,11 @@ func TestStartedPartitionedLeader(t *testing.T) {
 				c.net.Partition(c.nodes[l].id, tn.id)
 			}
 		}
-		p, err := c.nodes[l].n.Propose(1, []byte("stranded"))
+		stranded, err := c.nodes[l].n.Propose(1, []byte("stranded"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if _, err := p.Wait(ctx); !errors.Is(err, ErrNoReply) {
-			t.Fatalf("stranded proposal: %v", err)
-		}
+		waitDeposed(t, c, l, 1, 5*time.Second)
 		var nl int
 		deadline := time.Now().Add(10 * time.Second)
 		for nl = c.leader(1); nl < 0 || nl == l; nl = c.leader(1) {
@@ -150,14 +147,38 @@ func TestStartedPartitionedLeader(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		p, err = c.nodes[nl].n.Propose(1, []byte("after"))
+		p, err := c.nodes[nl].n.Propose(1, []byte("after"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := p.Wait(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+		select {
+		case <-stranded.Done():
+			t.Fatal("the stranded proposal resolved before its replica learnt what its index holds")
+		default:
+		}
+		c.net.HealAll()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := stranded.Wait(ctx); !errors.Is(err, ErrNoReply) {
+			t.Fatalf("stranded proposal: %v", err)
+		}
 	})
+}
+
+// waitDeposed waits (in virtual time, at most d) until node i no longer
+// leads group g.
+func waitDeposed(t *testing.T, c *testCluster, i int, g GroupID, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for c.status(i, g).Role == Leader {
+		if time.Now().After(deadline) {
+			t.Fatalf("node %d still leads group %d after %v", i, g, d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // A one-way cut (the leader hears the followers, they do not hear it)

@@ -263,9 +263,11 @@ var (
 	// ErrNotLeader: the proposal never entered the log (this replica is
 	// not the leader). Safe to retry elsewhere.
 	ErrNotLeader = errors.New("raftnode: not the leader")
-	// ErrNoReply: the proposal entered the log but leadership was lost
-	// (or the node stopped) before it applied here; it may still commit.
-	// Say nothing to the client.
+	// ErrNoReply: the proposal entered the log, but this replica cannot
+	// tell whether it committed (another entry applied at its index, a
+	// snapshot passed it, the node stopped, or its lost leadership left
+	// it unknown for ten election timeouts: Proposal); it may still
+	// commit. Say nothing to the client.
 	ErrNoReply = errors.New("raftnode: no reply (leadership lost)")
 	// ErrBusy: too many proposals waiting; nothing was proposed.
 	ErrBusy = errors.New("raftnode: too many pending proposals")

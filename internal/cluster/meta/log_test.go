@@ -252,12 +252,13 @@ func TestMetaGroupReplicates(t *testing.T) {
 	})
 }
 
-// A leader that loses its leadership with an assignment in flight: its
-// waiter says nothing (ErrNoReply; only the proposer has a waiter, so no
-// other server answers either), the assignment applies everywhere or
-// nowhere, and the client's retry on the new leader leaves exactly one
-// stream: created by the retry when the first never committed, found
-// (Existed, same group) when it did.
+// A leader that loses its leadership with an assignment in flight keeps
+// its waiter (only the proposer has one, so no other server answers):
+// when the next leader replaced the entry, it says nothing (ErrNoReply)
+// and the client's retry on the new leader creates the stream; when the
+// next leader committed it, the waiter resolves with its Result once the
+// entry applies on the old leader (docs/cluster.md, decision 7). Either
+// way exactly one stream is left.
 func TestMetaGroupLeaderLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newMetaCluster(t)
@@ -272,11 +273,15 @@ func TestMetaGroupLeaderLoss(t *testing.T) {
 				c.net.Partition(c.srv[l].id, s.id)
 			}
 		}
-		if _, err := c.propose(l, op); !errors.Is(err, raftnode.ErrNoReply) {
-			t.Fatalf("stranded proposal: %v", err)
+		w, err := c.srv[l].log.Propose(op)
+		if err != nil {
+			t.Fatal(err)
 		}
 		c.waitLeader(l)
-		c.net.HealAll()
+		c.net.HealAll() // the new leader's entries replace the stranded one
+		if _, err := waitResult(w); !errors.Is(err, raftnode.ErrNoReply) {
+			t.Fatalf("stranded proposal: %v", err)
+		}
 		if r := c.do(op); r.Existed || r.Stream.Group != FirstGroup {
 			t.Fatalf("retry of a lost assignment: %+v", r)
 		}
@@ -292,13 +297,17 @@ func TestMetaGroupLeaderLoss(t *testing.T) {
 				c.net.Cut(s.id, c.srv[l].id)
 			}
 		}
-		if _, err := c.propose(l, op); !errors.Is(err, raftnode.ErrNoReply) {
-			t.Fatalf("proposal of a deposed leader: %v", err)
+		w, err = c.srv[l].log.Propose(op)
+		if err != nil {
+			t.Fatal(err)
 		}
 		c.waitLeader(l)
 		c.net.HealAll()
-		r := c.do(op)
-		if !r.Existed || r.Stream.Group != FirstGroup+1 || r.Stream.Created != 2 {
+		r, err := waitResult(w)
+		if err != nil || r.Err != nil || r.Existed || r.Stream.Group != FirstGroup+1 || r.Stream.Created != 2 {
+			t.Fatalf("the deposed leader's waiter of an assignment the next leader committed: %+v, %v", r, err)
+		}
+		if r = c.do(op); !r.Existed || r.Stream.Group != FirstGroup+1 || r.Stream.Created != 2 {
 			t.Fatalf("retry of a committed assignment: %+v", r)
 		}
 		st, err := DecodeSnapshot(c.converge())
@@ -309,6 +318,14 @@ func TestMetaGroupLeaderLoss(t *testing.T) {
 			t.Fatalf("%d streams, next group %d", n, st.NextGroup())
 		}
 	})
+}
+
+// waitResult waits (virtual time, at most 5 s: less than the ten election
+// timeouts a deposed leader keeps a waiter it learns nothing of) for w.
+func waitResult(w *Waiter) (Result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return w.Wait(ctx)
 }
 
 // A server cut off while the others checkpoint and compact the meta log

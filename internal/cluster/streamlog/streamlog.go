@@ -238,7 +238,8 @@ func (g *byteGate) close() {
 // New returns the log of one replicated stream, handing what its group
 // commits to a (the stream's runtime, or any streamrun.Applier). When a
 // implements streamrun.Forgetter it is told of every key whose proposal
-// will not be handed back here (leadership lost before it applied). New
+// will not be handed back here (its entry never entered the log, or this
+// replica cannot tell whether it committed). New
 // starts one goroutine (watch), ended by Close.
 func New(cfg Config, a streamrun.Applier[stream.Op]) *Log {
 	l := &Log{cfg: cfg, a: a, pending: make(chan pendingProposal, maxPending), done: make(chan struct{})}
@@ -256,9 +257,13 @@ func New(cfg Config, a streamrun.Applier[stream.Op]) *Log {
 // raftnode.ErrBusy and raftnode.ErrDropped (back-pressure: the engine's
 // 429 path), raftnode.ErrFenced, raftnode.ErrStopped, and an encoding
 // error (a bug). A proposal that entered the log and then loses its
-// leader resolves later with raftnode.ErrNoReply: the Applier's Forget
-// (streamrun.Forgetter) is called with its key and the client is told
-// nothing, since the entry may still commit under the next leader. One
+// leader is kept (raftnode's kept waiters, docs/cluster.md decision 7):
+// when its entry commits under the next leader and applies here, the key
+// is handed back with it as on the leader and the client is answered;
+// when another entry takes its index, or nothing is learnt of it for ten
+// election timeouts, it resolves raftnode.ErrNoReply: the Applier's
+// Forget (streamrun.Forgetter) is called with its key and the client is
+// told nothing, since the entry may still commit elsewhere. One
 // that raft refuses after Propose returned (dropped during a leadership
 // transfer, leadership lost before it was stepped) is forgotten with
 // streamrun.ErrUnproposed wrapped (forgotten): nothing of it was logged.
@@ -297,9 +302,12 @@ func (l *Log) Propose(op stream.Op, key uint64) error {
 
 // watch waits for each accepted proposal in turn and tells the Applier
 // (if it is a streamrun.Forgetter) of those that resolved with an error.
-// Proposals resolve in index order or, on a lost leadership, all at once,
-// so waiting in proposal order delays no failure by more than the
-// resolution of those before it.
+// Proposals in the log resolve in index order (a replica that lost the
+// leadership keeps them until their indexes apply or are replaced here);
+// those raft refused after Propose returned (ErrNotLeader, ErrDropped)
+// resolve at once, and wait here behind those before them: after a lost
+// leadership, until the next leader's entries reach this replica (at most
+// ten election timeouts while it is cut off).
 func (l *Log) watch() {
 	f, _ := l.a.(streamrun.Forgetter)
 	for {

@@ -40,8 +40,10 @@ type Applier[O any] interface {
 // key, to learn of an asynchronous failure: a log that commits later
 // (a replicated one) calls Forget once for a key whose Propose returned
 // nil but whose operation will never be handed back with that key on
-// this node (the leader lost its leadership before the operation applied
-// here: raftnode.ErrNoReply, or the node stopped). The operation may
+// this node (raftnode.ErrNoReply: another entry took its index, or the
+// leader lost its leadership and learnt nothing of it for ten election
+// timeouts; or the node stopped; an operation the next leader committed
+// is handed back with its key here as on the leader). The operation may
 // still be applied, without the key, under another leader, so the waiter
 // must tell its client nothing (no PubAck, no error): the client's
 // timeout and retry, deduplicated by Nats-Msg-Id, settle it
