@@ -55,6 +55,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/jetstream/streamrun"
 	"github.com/cairnmq/cairn/internal/raftnode"
@@ -181,7 +182,13 @@ var (
 type pendingProposal struct {
 	key  uint64
 	size int // bytes held in Log.gate
-	p    *raftnode.Proposal
+	p    outcome
+}
+
+// outcome is what watch reads of a proposal (*raftnode.Proposal).
+type outcome interface {
+	Done() <-chan struct{}
+	Result() (any, error)
 }
 
 // maxPending bounds the proposals awaiting their outcome, and
@@ -300,32 +307,79 @@ func (l *Log) Propose(op stream.Op, key uint64) error {
 	return nil
 }
 
-// watch waits for each accepted proposal in turn and tells the Applier
-// (if it is a streamrun.Forgetter) of those that resolved with an error.
-// Proposals in the log resolve in index order (a replica that lost the
-// leadership keeps them until their indexes apply or are replaced here);
-// those raft refused after Propose returned (ErrNotLeader, ErrDropped)
-// resolve at once, and wait here behind those before them: after a lost
-// leadership, until the next leader's entries reach this replica (at most
-// ten election timeouts while it is cut off).
+// watch waits for the accepted proposals and tells the Applier (if it is
+// a streamrun.Forgetter) of those that resolved with an error. It holds
+// up to maxPending of them beside the pending channel's (so at most twice
+// maxPending await their outcome, within the gate's bytes) and settles
+// each as it resolves, in any order: proposals in the log resolve in
+// index order (a replica that lost the leadership keeps them until their
+// indexes apply or are replaced here, at most ten election timeouts while
+// it is cut off), but those raft refused after Propose returned
+// (ErrNotLeader, ErrDropped) resolve at once, and their publishes are
+// answered 503 at once rather than behind the kept ones. While the oldest
+// is unresolved the others are looked at every watchScan.
 func (l *Log) watch() {
 	f, _ := l.a.(streamrun.Forgetter)
+	l.watchWith(f)
+}
+
+// watchWith is watch with the Forgetter f (nil: none).
+func (l *Log) watchWith(f streamrun.Forgetter) {
+	var waiting []pendingProposal
+	scan := time.NewTimer(watchScan)
+	scan.Stop()
+	scanning := false
 	for {
+		in := l.pending
+		if len(waiting) >= maxPending {
+			in = nil
+		}
+		var head <-chan struct{}
+		if len(waiting) > 0 {
+			head = waiting[0].p.Done()
+		}
+		if len(waiting) > 1 && !scanning {
+			scan.Reset(watchScan)
+			scanning = true
+		}
 		select {
 		case <-l.done:
+			scan.Stop()
 			return
-		case pp := <-l.pending:
-			select {
-			case <-pp.p.Done():
-			case <-l.done:
-				return
-			}
-			l.gate.release(pp.size)
-			if _, err := pp.p.Result(); err != nil && f != nil {
-				f.Forget(pp.key, forgotten(err))
-			}
+		case pp := <-in:
+			waiting = append(waiting, pp)
+		case <-head:
+			waiting = l.settle(waiting, f)
+		case <-scan.C:
+			scanning = false
+			waiting = l.settle(waiting, f)
 		}
 	}
+}
+
+// watchScan is how often watch looks past an unresolved oldest proposal
+// for later ones that resolved.
+const watchScan = 20 * time.Millisecond
+
+// settle removes the resolved proposals from waiting, keeping the order
+// of the rest: their bytes leave the gate, and the Applier forgets the
+// keys of those that failed (forgotten).
+func (l *Log) settle(waiting []pendingProposal, f streamrun.Forgetter) []pendingProposal {
+	kept := waiting[:0]
+	for _, pp := range waiting {
+		select {
+		case <-pp.p.Done():
+		default:
+			kept = append(kept, pp)
+			continue
+		}
+		l.gate.release(pp.size)
+		if _, err := pp.p.Result(); err != nil && f != nil {
+			f.Forget(pp.key, forgotten(err))
+		}
+	}
+	clear(waiting[len(kept):])
+	return kept
 }
 
 // forgotten returns the error a Forgetter is told of for a proposal that
