@@ -170,18 +170,26 @@ func (c *Cluster) engineOf(name string) *account {
 // here knows no leader and does not hold what the group committed (it
 // joined empty and was not promoted yet: a replica elsewhere that holds
 // the stream's data answers a leaderless ask, leaderless.go).
+//
+// A replica assigned here whose group does not run here yet (being
+// created) is as no replica: the others are asked.
 func (c *Cluster) worthAsking(g raftnode.GroupID, here bool, servers []raftnode.ServerID) bool {
 	if here {
 		st, err := c.node.Status(g)
 		switch {
 		case err != nil:
-			return false
 		case st.Leader != 0:
 			return st.LeaderServer != c.name
 		case st.HoldsCommitted:
 			return false
 		}
 	}
+	return c.inReach(servers)
+}
+
+// inReach reports whether a server of servers other than this one is
+// online (a route to it, not offline).
+func (c *Cluster) inReach(servers []raftnode.ServerID) bool {
 	off := c.offline()
 	for _, s := range servers {
 		if s != c.name && !off[s] {
@@ -222,10 +230,14 @@ func (c *Cluster) askStreamInfos(ks []streamKey, ask streamInfoAsk) []*jetstream
 // when its replica leads, else asked of the server that leads it (or of
 // the replicas of a leaderless group). missing names the streams whose
 // leader did not answer in time, and those none of whose servers is in
-// reach, which are listed with what this server holds (StreamInfo), as
-// nats-server v2.15.2 lists them. A leaderless stream whose replica here
-// does not hold what its group committed (not promoted yet) is asked of
-// the others like a stream this server holds no replica of.
+// reach, which are listed with their config and an empty state, as
+// nats-server v2.15.2 lists a stream whose peers are all offline. A
+// leaderless stream whose replica here does not hold what its group
+// committed (not promoted yet), or whose group does not run here yet, is
+// asked of the others like a stream this server holds no replica of; one
+// whose replica here was elected and has not applied what its group
+// committed is missing (a trial of the test suite saw such a list show
+// an R2 stream's 30 messages as 0).
 func (a *account) StreamInfos(names []string) (infos []*jetstream.StreamInfo, missing []string) {
 	c := a.c
 	out := make([]*jetstream.StreamInfo, len(names))
@@ -246,10 +258,19 @@ func (a *account) StreamInfos(names []string) (infos []*jetstream.StreamInfo, mi
 			at = append(at, i)
 			continue
 		}
-		if !here || len(sa.Replicas) > 1 && !c.holdsCommitted(sa.Group) {
+		if !here || len(sa.Replicas) > 1 && !c.readyHere(sa.Group) {
 			// All its servers out of reach (the others', when this
-			// server's replica does not hold the stream's data yet).
+			// server's replica does not hold the stream's data yet), or
+			// its replica here was elected and has yet to apply what the
+			// group committed: missing, and listed with its config alone
+			// only when nobody else can answer (nats-server v2.15.2
+			// lists a stream by hand only when all its peers are
+			// offline, jsClusteredStreamListRequest).
 			missing = append(missing, name)
+			if !c.inReach(meta.Servers(sa.Replicas)) {
+				out[i] = a.infoOf(sa)
+			}
+			continue
 		}
 		out[i], _ = a.StreamInfo(name, jetstream.InfoOptions{})
 	}

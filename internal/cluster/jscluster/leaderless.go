@@ -46,6 +46,16 @@ func (c *Cluster) holdsCommitted(g raftnode.GroupID) bool {
 	return err == nil && st.HoldsCommitted
 }
 
+// readyHere reports whether this server's replica of group g holds what
+// the group committed (holdsCommitted) and, when it was elected, has
+// applied it (raftnode GroupStatus.LeaderReady): its stream's state is
+// not behind what was acknowledged.
+func (c *Cluster) readyHere(g raftnode.GroupID) bool {
+	st, err := c.node.Status(g)
+	elected := st.Leader != 0 && st.LeaderServer == c.name
+	return err == nil && st.HoldsCommitted && (!elected || st.LeaderReady)
+}
+
 // answersLeaderless reports whether this server answers a STREAM.INFO
 // request for its replica r although r does not lead: its group is
 // leaderless, and r is still in the stream's assignment (stillAssigned).
