@@ -27,6 +27,11 @@ type Host interface {
 	// one included, sorted, and whether every route resolved
 	// (server.Server.ClusterMembers).
 	ClusterMembers() (names []string, complete bool)
+	// ClusterRoutes returns the explicit routes' addresses, how many
+	// of them led to this server itself and the names of the servers
+	// the others reached (server.Server.ClusterRoutes): what a server
+	// waiting to enter the meta group logs (waitingLine).
+	ClusterRoutes() (configured []string, self int, connected []string)
 	// FlushRoutes returns once every peer with a route has processed
 	// what this server sent it and what it routed here before has been
 	// delivered, or after timeout (server.Server.FlushRoutes); HandOver
@@ -655,18 +660,18 @@ func (c *Cluster) bootstrap() bool {
 	joinOnly := false
 	switch err := metafile.Read(c.cfg.FS, dir, &rec); {
 	case err == nil && !c.storeChanged(rec):
-		return c.startMeta(rec)
+		return c.startMeta(rec, rec.Join)
 	case err == nil:
 		joinOnly = true
 	case !vfs.IsNotExist(err):
 		c.cfg.Logf("jscluster: the meta group's voters cannot be read: %v", err)
 		return false
 	}
-	logged := false
+	waitStart, relogged := time.Time{}, false
 	var said []string // what this server's hellos said of its routes
 	for {
 		names, complete := c.host.ClusterMembers()
-		if rec, ok := c.joinOrBootstrap(names, complete); ok && (rec.Join || !joinOnly) {
+		if rec, newReplica, ok := c.joinOrBootstrap(names, complete); ok && (rec.Join || !joinOnly) {
 			if err := c.cfg.FS.MkdirAll(dir); err != nil {
 				c.cfg.Logf("jscluster: record the meta group's voters: %v", err)
 				return false
@@ -675,7 +680,7 @@ func (c *Cluster) bootstrap() bool {
 				c.cfg.Logf("jscluster: record the meta group's voters: %v", err)
 				return false
 			}
-			ok := c.startMeta(rec)
+			ok := c.startMeta(rec, newReplica)
 			c.tr.Rehello() // the peers learn this server runs a meta group
 			return ok
 		}
@@ -688,9 +693,14 @@ func (c *Cluster) bootstrap() bool {
 			}
 			said = m
 		}
-		if !logged {
-			c.cfg.Infof("JetStream cluster: waiting to enter the meta group (routes named: %v)", names)
-			logged = true
+		if waited := time.Since(waitStart); waitStart.IsZero() || !relogged && waited >= waitRelog {
+			configured, self, connected := c.host.ClusterRoutes()
+			if waitStart.IsZero() {
+				waitStart, waited = time.Now(), 0
+			} else {
+				relogged = true
+			}
+			c.cfg.Infof("%s", waitingLine(configured, self, connected, waited))
 		}
 		c.noteLeaderless()
 		select {
@@ -757,15 +767,18 @@ func (c *Cluster) storeChanged(rec votersFile) bool {
 	return true
 }
 
-// startMeta adds the meta group as rec records it.
-func (c *Cluster) startMeta(rec votersFile) bool {
+// startMeta adds the meta group as rec records it; newReplica: this
+// server joins a meta group that ran without it (joinedLine).
+func (c *Cluster) startMeta(rec votersFile, newReplica bool) bool {
 	if err := c.addMeta(rec); err != nil {
 		c.cfg.Logf("jscluster: the meta group cannot start: %v", err)
 		return false
 	}
 	c.syncMetaPeers()
 	if !c.logMetaMembers() {
-		c.cfg.Infof("JetStream cluster: joining the meta group as a new replica (the voters record of the join names %v); its members are logged once this server's replica applied them", rec.Voters)
+		if line := joinedLine(rec, newReplica); line != "" {
+			c.cfg.Infof("%s", line)
+		}
 	}
 	return true
 }
