@@ -168,8 +168,10 @@ type Cluster struct {
 	replayed atomic.Bool
 
 	// membersLogged: the meta group's members were logged
-	// (logMetaMembers). Owned by the run goroutine.
+	// (logMetaMembers); membersSince: when that replica was first seen
+	// a member. Owned by the run goroutine.
 	membersLogged bool
+	membersSince  time.Time
 
 	// leaderless is since when (unix ns) this server knows no meta
 	// leader, 0 while it knows one (noteLeaderless, metaAnswers).
@@ -783,13 +785,23 @@ func (c *Cluster) startMeta(rec votersFile, newReplica bool) bool {
 	return true
 }
 
+// membersNameWait is how long logMetaMembers waits for the server names
+// of the meta group's members before it names one by replica ID.
+const membersNameWait = 5 * time.Second
+
 // logMetaMembers logs, once, the meta group's members as this server's
 // replica applied them (the voters of the last configuration in its
 // Raft log, by server name; "replica <id>" for one whose server it does
 // not know), once that replica is one of them: not the voters record,
 // which names the servers known when this server bootstrapped or joined
-// (a joiner's names the meta leader that added it and itself). It
-// reports whether it logged them (now or before).
+// (a joiner's names the meta leader that added it and itself). A member
+// whose server is not known yet (a server that entered a forming
+// cluster's meta group knows the others' names once it applied their
+// catalogue entries) is waited for, membersNameWait at most, before the
+// line names it by replica ID (trial 37's first start read "meta group
+// of [cn1 cn3 replica 10462958224774676476]"). It reports whether the
+// replica is a member (its line logged, now or before, or waiting for
+// the names).
 func (c *Cluster) logMetaMembers() bool {
 	if c.membersLogged {
 		return true
@@ -798,22 +810,37 @@ func (c *Cluster) logMetaMembers() bool {
 	if err != nil || !slices.Contains(st.Voters, st.Replica) {
 		return false
 	}
+	if c.membersSince.IsZero() {
+		c.membersSince = time.Now()
+	}
 	names := map[raftnode.ReplicaID]string{st.Replica: string(c.name)}
 	for _, p := range st.Peers {
 		names[p.Replica] = string(p.Server)
 	}
+	if line, ok := membersLine(st.Voters, names, time.Since(c.membersSince)); ok {
+		c.cfg.Infof("%s", line)
+		c.membersLogged = true
+	}
+	return true
+}
+
+// membersLine is the line naming the meta group's voters, sorted, by
+// server name (names), or false while one has none and waited is under
+// membersNameWait; after it, such a voter is "replica <id>".
+func membersLine(voters []raftnode.ReplicaID, names map[raftnode.ReplicaID]string, waited time.Duration) (string, bool) {
 	var members []string
-	for _, v := range st.Voters {
+	for _, v := range voters {
 		n, ok := names[v]
 		if !ok {
+			if waited < membersNameWait {
+				return "", false
+			}
 			n = fmt.Sprintf("replica %d", v)
 		}
 		members = append(members, n)
 	}
 	slices.Sort(members)
-	c.cfg.Infof("JetStream cluster: meta group of %v", members)
-	c.membersLogged = true
-	return true
+	return fmt.Sprintf("JetStream cluster: meta group of %v", members), true
 }
 
 // addMeta adds the meta group as rec records it: each member's replica

@@ -70,3 +70,24 @@ func TestInvitedLine(t *testing.T) {
 		t.Errorf("real join: startMeta logs %q", got)
 	}
 }
+
+// A server that entered a forming cluster's meta group learns the other
+// members' names from their catalogue entries: its members line waits
+// for them (trial 37's first start, a rerun: "meta group of [cn1 cn3
+// replica 10462958224774676476]"), and names a replica by ID only after
+// membersNameWait.
+func TestMembersLine(t *testing.T) {
+	voters := []raftnode.ReplicaID{7, 3, 9}
+	known := map[raftnode.ReplicaID]string{7: "cn1", 3: "cn3"}
+	if line, ok := membersLine(voters, known, time.Second); ok {
+		t.Errorf("a member unnamed after 1s: logged %q", line)
+	}
+	known[9] = "cn2"
+	if line, ok := membersLine(voters, known, time.Second); !ok || line != "JetStream cluster: meta group of [cn1 cn2 cn3]" {
+		t.Errorf("every member named: %q %v", line, ok)
+	}
+	delete(known, 9)
+	if line, ok := membersLine(voters, known, membersNameWait); !ok || line != "JetStream cluster: meta group of [cn1 cn3 replica 9]" {
+		t.Errorf("a member unnamed after the wait: %q %v", line, ok)
+	}
+}
