@@ -15,7 +15,11 @@ import (
 	"github.com/cairnmq/cairn/internal/server"
 )
 
-var handOverLine = regexp.MustCompile(`leadership handed over for (\d+) of (\d+) Raft groups in \S+ \((\d+) without an active follower, (\d+) lost without a successor\)`)
+var (
+	handOverLine = regexp.MustCompile(`leadership handed over for (\d+) of (\d+) Raft groups in \S+ \((\d+) without an active follower, (\d+) lost without a successor\)`)
+	handingLine  = regexp.MustCompile(`handing over the leadership of (\d+) Raft groups`)
+	noneLeftLine = regexp.MustCompile(`no other server is left to take the leadership of (\d+) Raft groups`)
+)
 
 // Every server of a cluster stopped at once (trial 36, finding 9): each
 // tells its peers it leaves (the lame duck route INFO), so none hands a
@@ -25,7 +29,11 @@ var handOverLine = regexp.MustCompile(`leadership handed over for (\d+) of (\d+)
 // active" for each group CheckQuorum took, and "did not move" for the
 // others), and the summary counts a group moved only if another replica
 // was seen to take it (before, one lost to CheckQuorum counted as handed
-// over: "28 of 28 ... in 5.004s").
+// over: "28 of 28 ... in 5.004s"). A group whose other replicas' servers
+// all announced leaving counts as having no other server left (trial
+// 37: "0 of 2 (2 without an active follower ...)" for followers that
+// were leaving), and a server that had no group to hand to a server
+// staying logs only that line.
 func TestJetStreamClusterShutdownAllAtOnce(t *testing.T) {
 	logs := make([]*syncBuffer, 3)
 	servers, _ := jsClusterMod(t, 3, func(i int, o *server.Options) {
@@ -70,16 +78,28 @@ func TestJetStreamClusterShutdownAllAtOnce(t *testing.T) {
 				t.Errorf("n%d logged during the shutdown: %s", i+1, line)
 			}
 		}
+		h := handingLine.FindStringSubmatch(out)
+		if h == nil {
+			continue // it led nothing
+		}
+		led, _ := strconv.Atoi(h[1])
+		noneLeft := 0
+		if m := noneLeftLine.FindStringSubmatch(out); m != nil {
+			noneLeft, _ = strconv.Atoi(m[1])
+		}
 		m := handOverLine.FindStringSubmatch(out)
 		if m == nil {
-			continue // it led nothing
+			if noneLeft != led {
+				t.Errorf("n%d led %d groups, logged no accounting and no other server left for %d", i+1, led, noneLeft)
+			}
+			continue
 		}
 		n := make([]int, 4)
 		for k := range n {
 			n[k], _ = strconv.Atoi(m[k+1])
 		}
-		if n[0]+n[2]+n[3] > n[1] {
-			t.Errorf("n%d: %q counts more groups than it led", i+1, m[0])
+		if n[1] != led || n[0]+n[2]+n[3]+noneLeft > n[1] {
+			t.Errorf("n%d: %q and %d with no other server left count more groups than it led (%d)", i+1, m[0], noneLeft, led)
 		}
 	}
 }

@@ -712,7 +712,7 @@ func (g *group) retryTransfer() {
 			to = g.bestFollower()
 		}
 		// A successor not heard from lately (its server's beats come
-		// every tick) is not asked again: the transfer would only hold
+		// every beatTicks ticks) is not asked again: the transfer would only hold
 		// proposals for another election timeout.
 		if to != 0 && g.heardWithin(uint64(max(g.n.cfg.ElectionTicks/2, 1)))[ReplicaID(to)] {
 			g.handover = true

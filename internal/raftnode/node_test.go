@@ -216,7 +216,7 @@ func TestRemoveGroupTombstone(t *testing.T) {
 }
 
 // An idle group goes quiet: after a few ticks nothing but the liveness
-// beats (one per peer server per tick, for all groups) is sent; a
+// beats (one per peer server every other tick, for all groups) is sent; a
 // proposal wakes it; a quiet leader's server going silent makes the
 // followers elect a new leader.
 func TestQuiescence(t *testing.T) {
@@ -259,8 +259,10 @@ func TestQuiescence(t *testing.T) {
 		}
 		c.net.DeliverAll()
 	}
-	if frames != beats || frames > 20*6 {
-		t.Fatalf("%d frames over 20 idle ticks, %d of them beats only", frames, beats)
+	// One beat per peer server every beatTicks ticks (trial 37: a beat
+	// every tick was most of an idle server's wake-ups).
+	if frames != beats || frames != 60 {
+		t.Fatalf("%d frames over 20 idle ticks, %d of them beats only; want 60 beats (3 servers, 2 peers each, every other tick)", frames, beats)
 	}
 	// A proposal wakes the group and commits.
 	p := c.propose(0, 3, "b")
@@ -286,6 +288,34 @@ func TestQuiescence(t *testing.T) {
 		}
 		if done {
 			break
+		}
+	}
+}
+
+// Beats every other tick do not find a server dead sooner than beats
+// every tick did: a peer is silent once it sent nothing for an election
+// timeout (11 ticks after its last beat with a beat every tick, 11 or
+// 12 now), so a stalled server is given as long as before.
+func TestSilentAfterAnElectionTimeout(t *testing.T) {
+	for extra := range beatTicks { // s1 stops right after a beat, or between two
+		c := newTestCluster(t, 3, nil)
+		c.addGroup(1, 0)
+		c.elect(0, 1)
+		c.tick(5 + extra)
+		et := c.nodes[1].n.cfg.ElectionTicks
+		c.net.Detach("s1")
+		c.nodes[0].n = nil
+		for k := 1; ; k++ {
+			c.tick(1)
+			if c.nodes[1].n.isDead("s1") {
+				if k < et+1 || k > et+beatTicks {
+					t.Errorf("s1 stopped %d tick(s) after a beat: found dead %d ticks after its last tick; want %d to %d", extra, k, et+1, et+beatTicks)
+				}
+				break
+			}
+			if k > 3*et {
+				t.Fatalf("s1 not found dead after %d ticks", k)
+			}
 		}
 	}
 }

@@ -13,8 +13,8 @@ import (
 
 // Quiescence (docs/cluster.md, "Idle groups"; CockroachDB's quiesced
 // ranges, TiKV's hibernate regions): an idle group stops ticking, so it
-// sends and costs nothing; one liveness beat per peer server per tick
-// (coalesced over every group) replaces the groups' heartbeats as the
+// sends and costs nothing; one liveness beat per peer server every
+// beatTicks ticks (coalesced over every group) replaces the groups' heartbeats as the
 // failure detector.
 //
 //   - A leader goes quiet on a heartbeat tick when nothing is in flight:
@@ -29,7 +29,7 @@ import (
 //   - A quiet group wakes on a proposal, a request, any message but a
 //     leader's heartbeat responses or a quiesce heartbeat, a wake
 //     envelope, or when a server holding one of its replicas misses
-//     ElectionTicks ticks of beats, or is heard again after that. It resumes ticking without the missed
+//     an election timeout of beats (silentTicks), or is heard again after that. It resumes ticking without the missed
 //     ticks (it has just heard from someone), except after a lost leader
 //     server: then it forgets the leader (so PreVote is granted at once)
 //     and takes an election timeout's worth of ticks, so an election
@@ -61,7 +61,7 @@ func (n *Node) heardFrom(from ServerID, at time.Time) {
 }
 
 // checkLiveness updates the peer list and returns the servers that have
-// just been found dead (not heard from for more than ElectionTicks) and
+// just been found dead (not heard from for more than silentTicks) and
 // those heard from again after that.
 func (n *Node) checkLiveness(now uint64, list []*group) (died, revived []ServerID) {
 	gen := n.peersGen.Load()
@@ -83,7 +83,7 @@ func (n *Node) checkLiveness(now uint64, list []*group) (died, revived []ServerI
 	if !fresh {
 		n.alive.peers, n.alive.gen = peers, gen
 	}
-	limit := uint64(n.cfg.ElectionTicks) * n.Stretch() / 1000 // stretch.go
+	limit := n.silentTicks()
 	for _, s := range n.alive.peers {
 		h, ok := n.alive.heard[s]
 		if !ok {
@@ -126,8 +126,19 @@ func (n *Node) gatherPeers(list []*group) []ServerID {
 	return peers
 }
 
+// silentTicks is how many ticks a peer server may go unheard before it
+// is found dead: ElectionTicks after the beat that would have followed
+// its last one (beatTicks apart), so that a server is found dead once it
+// sent nothing for an election timeout, however far apart its beats go
+// (a stalled server is not found dead sooner for beating less often).
+// The election timeout is stretched by the round loop's recent pauses
+// (stretch.go), as the groups' are.
+func (n *Node) silentTicks() uint64 {
+	return uint64(n.cfg.ElectionTicks)*n.Stretch()/1000 + beatTicks - 1
+}
+
 // isDead reports whether server s is known dead (no beat for more than
-// ElectionTicks).
+// silentTicks).
 func (n *Node) isDead(s ServerID) bool {
 	n.alive.mu.Lock()
 	defer n.alive.mu.Unlock()
@@ -415,7 +426,7 @@ func (n *Node) PeerUnreachable(s ServerID) {
 	fresh := s != n.cfg.Server && slices.Contains(n.alive.peers, s) && !n.alive.dead[s]
 	if fresh {
 		n.alive.dead[s] = true
-		n.alive.heard[s] = now - min(now, uint64(n.cfg.ElectionTicks)+1)
+		n.alive.heard[s] = now - min(now, n.silentTicks()+1)
 		n.liveGen.Add(1)
 	}
 	n.alive.mu.Unlock()

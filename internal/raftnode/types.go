@@ -236,7 +236,7 @@ type Config struct {
 	// "Restarts").
 	DeferReplay bool
 	// PeerDead, if set, is told each time a peer server is found dead:
-	// no beat from it for more than ElectionTicks, or PeerUnreachable
+	// no beat from it for an election timeout, or PeerUnreachable
 	// (the catch-up service stops waiting for its answers:
 	// docs/cluster.md, "Stream snapshots"). It runs on the ticker's
 	// or the caller's goroutine and must not block.

@@ -30,24 +30,41 @@ func (s *Server) ClusterMembers() (names []string, complete bool) {
 	if s.cl == nil {
 		return nil, false
 	}
-	names, complete = []string{s.opts.ServerName}, true
+	configured, self, connected := s.ClusterRoutes()
+	names = append([]string{s.opts.ServerName}, connected...)
+	slices.Sort(names)
+	return slices.Compact(names), self+len(connected) == len(configured)
+}
+
+// ClusterRoutes returns what became of the explicit routes
+// (Options.Cluster.Routes) so far: configured, their addresses (host:port)
+// in the configuration's order; self, how many of them led to this
+// server itself; connected, the names of the servers the others lead to
+// over a registered route, in the configuration's order (a route not
+// resolved yet is in neither). The JetStream cluster layer logs them
+// while it waits to enter its meta group. All empty when clustering is
+// off.
+func (s *Server) ClusterRoutes() (configured []string, self int, connected []string) {
+	if s.cl == nil {
+		return nil, 0, nil
+	}
 	for _, u := range s.opts.Cluster.Routes {
+		configured = append(configured, u.Host)
 		s.cl.mu.Lock()
-		self := s.cl.selfURLs[strings.ToLower(u.Host)]
+		isSelf := s.cl.selfURLs[strings.ToLower(u.Host)]
 		s.cl.mu.Unlock()
-		if self {
+		if isSelf {
+			self++
 			continue
 		}
 		r := s.routeAt(u)
 		if r == nil {
-			complete = false
 			continue
 		}
 		s.cl.mu.Lock()
 		name := r.route.info.Name
 		s.cl.mu.Unlock()
-		names = append(names, name)
+		connected = append(connected, name)
 	}
-	slices.Sort(names)
-	return slices.Compact(names), complete
+	return configured, self, connected
 }

@@ -27,6 +27,11 @@ type Host interface {
 	// one included, sorted, and whether every route resolved
 	// (server.Server.ClusterMembers).
 	ClusterMembers() (names []string, complete bool)
+	// ClusterRoutes returns the explicit routes' addresses, how many
+	// of them led to this server itself and the names of the servers
+	// the others reached (server.Server.ClusterRoutes): what a server
+	// waiting to enter the meta group logs (waitingLine).
+	ClusterRoutes() (configured []string, self int, connected []string)
 	// FlushRoutes returns once every peer with a route has processed
 	// what this server sent it and what it routed here before has been
 	// delivered, or after timeout (server.Server.FlushRoutes); HandOver
@@ -163,8 +168,10 @@ type Cluster struct {
 	replayed atomic.Bool
 
 	// membersLogged: the meta group's members were logged
-	// (logMetaMembers). Owned by the run goroutine.
+	// (logMetaMembers); membersSince: when that replica was first seen
+	// a member. Owned by the run goroutine.
 	membersLogged bool
+	membersSince  time.Time
 
 	// leaderless is since when (unix ns) this server knows no meta
 	// leader, 0 while it knows one (noteLeaderless, metaAnswers).
@@ -655,18 +662,18 @@ func (c *Cluster) bootstrap() bool {
 	joinOnly := false
 	switch err := metafile.Read(c.cfg.FS, dir, &rec); {
 	case err == nil && !c.storeChanged(rec):
-		return c.startMeta(rec)
+		return c.startMeta(rec, rec.Join)
 	case err == nil:
 		joinOnly = true
 	case !vfs.IsNotExist(err):
 		c.cfg.Logf("jscluster: the meta group's voters cannot be read: %v", err)
 		return false
 	}
-	logged := false
+	waitStart, relogged := time.Time{}, false
 	var said []string // what this server's hellos said of its routes
 	for {
 		names, complete := c.host.ClusterMembers()
-		if rec, ok := c.joinOrBootstrap(names, complete); ok && (rec.Join || !joinOnly) {
+		if rec, newReplica, ok := c.joinOrBootstrap(names, complete); ok && (rec.Join || !joinOnly) {
 			if err := c.cfg.FS.MkdirAll(dir); err != nil {
 				c.cfg.Logf("jscluster: record the meta group's voters: %v", err)
 				return false
@@ -675,7 +682,7 @@ func (c *Cluster) bootstrap() bool {
 				c.cfg.Logf("jscluster: record the meta group's voters: %v", err)
 				return false
 			}
-			ok := c.startMeta(rec)
+			ok := c.startMeta(rec, newReplica)
 			c.tr.Rehello() // the peers learn this server runs a meta group
 			return ok
 		}
@@ -688,9 +695,14 @@ func (c *Cluster) bootstrap() bool {
 			}
 			said = m
 		}
-		if !logged {
-			c.cfg.Infof("JetStream cluster: waiting to enter the meta group (routes named: %v)", names)
-			logged = true
+		if waited := time.Since(waitStart); waitStart.IsZero() || !relogged && waited >= waitRelog {
+			configured, self, connected := c.host.ClusterRoutes()
+			if waitStart.IsZero() {
+				waitStart, waited = time.Now(), 0
+			} else {
+				relogged = true
+			}
+			c.cfg.Infof("%s", waitingLine(configured, self, connected, waited))
 		}
 		c.noteLeaderless()
 		select {
@@ -757,26 +769,39 @@ func (c *Cluster) storeChanged(rec votersFile) bool {
 	return true
 }
 
-// startMeta adds the meta group as rec records it.
-func (c *Cluster) startMeta(rec votersFile) bool {
+// startMeta adds the meta group as rec records it; newReplica: this
+// server joins a meta group that ran without it (joinedLine).
+func (c *Cluster) startMeta(rec votersFile, newReplica bool) bool {
 	if err := c.addMeta(rec); err != nil {
 		c.cfg.Logf("jscluster: the meta group cannot start: %v", err)
 		return false
 	}
 	c.syncMetaPeers()
 	if !c.logMetaMembers() {
-		c.cfg.Infof("JetStream cluster: joining the meta group as a new replica (the voters record of the join names %v); its members are logged once this server's replica applied them", rec.Voters)
+		if line := joinedLine(rec, newReplica); line != "" {
+			c.cfg.Infof("%s", line)
+		}
 	}
 	return true
 }
+
+// membersNameWait is how long logMetaMembers waits for the server names
+// of the meta group's members before it names one by replica ID.
+const membersNameWait = 5 * time.Second
 
 // logMetaMembers logs, once, the meta group's members as this server's
 // replica applied them (the voters of the last configuration in its
 // Raft log, by server name; "replica <id>" for one whose server it does
 // not know), once that replica is one of them: not the voters record,
 // which names the servers known when this server bootstrapped or joined
-// (a joiner's names the meta leader that added it and itself). It
-// reports whether it logged them (now or before).
+// (a joiner's names the meta leader that added it and itself). A member
+// whose server is not known yet (a server that entered a forming
+// cluster's meta group knows the others' names once it applied their
+// catalogue entries) is waited for, membersNameWait at most, before the
+// line names it by replica ID (trial 37's first start read "meta group
+// of [cn1 cn3 replica 10462958224774676476]"). It reports whether the
+// replica is a member (its line logged, now or before, or waiting for
+// the names).
 func (c *Cluster) logMetaMembers() bool {
 	if c.membersLogged {
 		return true
@@ -785,22 +810,37 @@ func (c *Cluster) logMetaMembers() bool {
 	if err != nil || !slices.Contains(st.Voters, st.Replica) {
 		return false
 	}
+	if c.membersSince.IsZero() {
+		c.membersSince = time.Now()
+	}
 	names := map[raftnode.ReplicaID]string{st.Replica: string(c.name)}
 	for _, p := range st.Peers {
 		names[p.Replica] = string(p.Server)
 	}
+	if line, ok := membersLine(st.Voters, names, time.Since(c.membersSince)); ok {
+		c.cfg.Infof("%s", line)
+		c.membersLogged = true
+	}
+	return true
+}
+
+// membersLine is the line naming the meta group's voters, sorted, by
+// server name (names), or false while one has none and waited is under
+// membersNameWait; after it, such a voter is "replica <id>".
+func membersLine(voters []raftnode.ReplicaID, names map[raftnode.ReplicaID]string, waited time.Duration) (string, bool) {
 	var members []string
-	for _, v := range st.Voters {
+	for _, v := range voters {
 		n, ok := names[v]
 		if !ok {
+			if waited < membersNameWait {
+				return "", false
+			}
 			n = fmt.Sprintf("replica %d", v)
 		}
 		members = append(members, n)
 	}
 	slices.Sort(members)
-	c.cfg.Infof("JetStream cluster: meta group of %v", members)
-	c.membersLogged = true
-	return true
+	return fmt.Sprintf("JetStream cluster: meta group of %v", members), true
 }
 
 // addMeta adds the meta group as rec records it: each member's replica

@@ -89,9 +89,11 @@ func (c *Cluster) helloPeers(names []string) []string {
 }
 
 // joinOrBootstrap decides how this server, without a record, enters the
-// meta group (false: not yet); names and complete are the servers the
-// routes name (Host.ClusterMembers). The rules are above.
-func (c *Cluster) joinOrBootstrap(names []string, complete bool) (votersFile, bool) {
+// meta group (ok false: not yet); names and complete are the servers the
+// routes name (Host.ClusterMembers). The rules are above. newReplica:
+// it joins a meta group that ran without it (a real join, logged as
+// such by startMeta), not one of a cluster forming (invitedLine).
+func (c *Cluster) joinOrBootstrap(names []string, complete bool) (rec votersFile, newReplica, ok bool) {
 	self := c.node.Incarnation()
 	peers := c.helloPeers(names)
 	for _, n := range peers {
@@ -108,27 +110,28 @@ func (c *Cluster) joinOrBootstrap(names []string, complete bool) (votersFile, bo
 		} else {
 			c.cfg.Infof("JetStream cluster: %s runs a meta group without this server: joining it as a new member", n)
 		}
-		return joinRecord(c.name, self, known), true
+		return joinRecord(c.name, self, known), true, true
 	}
 	if iv, ok := c.node.Invitation(meta.MetaGroup); ok && iv.To == metaReplica(self) {
 		if inc, ok := c.tr.PeerIncarnation(iv.From); ok && metaReplica(inc) == iv.Sender {
-			c.cfg.Infof("JetStream cluster: %s adds this server to its meta group: joining it", iv.From)
-			return joinRecord(c.name, self, map[raftnode.ServerID]raftnode.Incarnation{iv.From: inc}), true
+			line, join := invitedLine(iv.From, c.tr.PeerKnown(iv.From), c.name, self)
+			c.cfg.Infof("%s", line)
+			return joinRecord(c.name, self, map[raftnode.ServerID]raftnode.Incarnation{iv.From: inc}), join, true
 		}
 	}
 	for _, n := range peers {
 		if inMeta, _, _ := c.tr.PeerMeta(raftnode.ServerID(n)); inMeta {
-			return votersFile{}, false // its leader's invitation follows
+			return votersFile{}, false, false // its leader's invitation follows
 		}
 	}
 	if !complete {
-		return votersFile{}, false
+		return votersFile{}, false, false
 	}
 	incs := map[string]string{string(c.name): self.String()}
 	for _, n := range peers {
 		inc, ok := c.tr.PeerIncarnation(raftnode.ServerID(n))
 		if !ok {
-			return votersFile{}, false
+			return votersFile{}, false, false
 		}
 		incs[n] = inc.String()
 	}
@@ -138,9 +141,10 @@ func (c *Cluster) joinOrBootstrap(names []string, complete bool) (votersFile, bo
 				delete(incs, n)
 			}
 		}
-		return votersFile{Voters: names, Incarnations: incs}, true
+		return votersFile{Voters: names, Incarnations: incs}, false, true
 	}
-	return c.seedBootstrap(peers, self)
+	rec, ok = c.seedBootstrap(peers, self)
+	return rec, false, ok
 }
 
 // joinRecord is the record of server self (store self) joining a meta

@@ -2,6 +2,7 @@ package jscluster
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,18 +26,25 @@ import (
 // proposers answered, raftnode keeping their waiters across a transfer),
 // or until the transfer failed, with a deadline.
 
-// HandOverResult says what HandOver did.
+// HandOverResult says what HandOver did; each group it led is counted
+// once, in the first of Moved, NoneLeft, NoSuccessor, Lost and Failed
+// that holds (handover.outcome), as its servers stood when HandOver
+// ended.
 type HandOverResult struct {
 	// Led is the number of groups this server led; Moved those whose
-	// leadership another replica was seen to take; NoSuccessor those
-	// with no active follower to take it (a group whose other replicas
-	// are down, or whose servers are all leaving); Lost those this
-	// replica stopped leading with no other replica seen to take over
-	// (CheckQuorum: its peers went silent).
-	Led, Moved, NoSuccessor, Lost int
-	// Failed names the groups whose transfer was refused, abandoned or
-	// still under way at the deadline, or when no server was left to
-	// take it (NoPeers).
+	// leadership another replica was seen to take on a server that had
+	// not announced it is leaving (the lame duck route INFO a server
+	// sends in lame duck mode and at shutdown: route.Peer.LameDuck);
+	// NoneLeft those whose other voters' servers all announced leaving,
+	// or have no route (a cluster stopped at once), whoever took them;
+	// NoSuccessor those with no active follower to take it while a
+	// server of theirs stays (a follower down or behind); Lost those
+	// this replica stopped leading with no other replica seen to take
+	// over (CheckQuorum: its peers went silent).
+	Led, Moved, NoneLeft, NoSuccessor, Lost int
+	// Failed names the other groups: their transfer was refused,
+	// abandoned or still under way at the deadline, or it went to a
+	// server that is leaving while another of theirs stays.
 	Failed []string
 	// NoPeers: HandOver ended before the deadline because no peer with
 	// a route and not in lame duck mode (or shutting down) was left to
@@ -67,10 +75,49 @@ type handover struct {
 	// seen: the transfer was seen under way (GroupStatus.Transferee);
 	// lost: LastIndex when the leadership was first seen gone (0: not
 	// yet); term: the term this replica led; took: another replica was
-	// seen leading after it; alone: no successor; done: nothing more to
-	// wait for.
+	// seen leading after it, on server successor; alone: no successor;
+	// done: nothing more to wait for.
 	seen, took, alone, done bool
 	lost, term              uint64
+	successor               raftnode.ServerID
+	// others are the servers of the group's other voters when HandOver
+	// began (the leader's view).
+	others []raftnode.ServerID
+}
+
+// handOverOutcome is where HandOverResult counts a group.
+type handOverOutcome int
+
+const (
+	outcomeMoved handOverOutcome = iota
+	outcomeNoneLeft
+	outcomeNoSuccessor
+	outcomeLost
+	outcomeFailed
+)
+
+// outcome is where HandOver counts h, staying being the servers with a
+// route that have not announced they are leaving, as HandOver ended: a
+// transfer counts only when its successor stays (trial 37: a server
+// stopped with the rest of its cluster counted "handed over for 1 of 1"
+// to a server exiting in the same millisecond); a group none of whose
+// other voters' servers stays has no other server left, whatever the
+// transfer did (its followers were active but leaving: "without an
+// active follower" sent operators looking for a lagging replica).
+func (h *handover) outcome(staying map[raftnode.ServerID]bool) handOverOutcome {
+	switch {
+	case h.took && staying[h.successor]:
+		return outcomeMoved
+	case !slices.ContainsFunc(h.others, func(s raftnode.ServerID) bool { return staying[s] }):
+		return outcomeNoneLeft
+	case h.took:
+		return outcomeFailed // to a server that leaves too, while one stays
+	case h.alone:
+		return outcomeNoSuccessor
+	case h.lost != 0:
+		return outcomeLost
+	}
+	return outcomeFailed
 }
 
 // HandOver hands over the leadership of every Raft group this server
@@ -102,39 +149,62 @@ func (c *Cluster) HandOver(timeout time.Duration) HandOverResult {
 		}
 	}
 	res.NoPeers = c.waitHandOvers(hs, start, deadline)
+	staying := c.stayingPeers()
 	for _, h := range hs {
-		switch {
-		case h.took:
+		switch h.outcome(staying) {
+		case outcomeMoved:
 			res.Moved++
-		case h.alone:
+		case outcomeNoneLeft:
+			res.NoneLeft++
+		case outcomeNoSuccessor:
 			res.NoSuccessor++
-		case h.lost != 0:
+		case outcomeLost:
 			res.Lost++
 		default:
 			res.Failed = append(res.Failed, h.what)
 		}
 	}
 	res.Took = time.Since(start)
-	c.logHandOver(res)
+	info, warn := handOverLines(res)
+	for _, l := range info {
+		c.cfg.Infof("%s", l)
+	}
+	for _, l := range warn {
+		c.cfg.Logf("%s", l)
+	}
 	return res
 }
 
-// logHandOver logs HandOver's outcome: at [INF] what moved, at [WRN]
-// each group that did not while a peer could have taken it; when no
-// peer was left (every other server leaving: a cluster stopped at
-// once), one [INF] line says so rather than a warning per group.
-func (c *Cluster) logHandOver(res HandOverResult) {
-	c.cfg.Infof("JetStream cluster: leadership handed over for %d of %d Raft groups in %v (%d without an active follower, %d lost without a successor)",
-		res.Moved, res.Led, res.Took.Round(time.Millisecond), res.NoSuccessor, res.Lost)
-	if res.NoPeers {
-		if len(res.Failed) > 0 {
-			c.cfg.Infof("JetStream cluster: no other server is left to take the leadership of %d Raft groups", len(res.Failed))
-		}
-		return
+// handOverLines are the lines HandOver logs of res: info at [INF],
+// warn at [WRN] (one per group that did not move while a server of its
+// could have taken it). When no other server was left for any group it
+// led (a cluster stopped at once), the one line says so, without the
+// per-group accounting; otherwise that accounting, and the groups with
+// no other server left on a line of their own.
+func handOverLines(res HandOverResult) (info, warn []string) {
+	if res.NoneLeft < res.Led {
+		info = append(info, fmt.Sprintf("JetStream cluster: leadership handed over for %d of %d Raft groups in %v (%d without an active follower, %d lost without a successor)",
+			res.Moved, res.Led, res.Took.Round(time.Millisecond), res.NoSuccessor, res.Lost))
+	}
+	if res.NoneLeft > 0 {
+		info = append(info, fmt.Sprintf("JetStream cluster: no other server is left to take the leadership of %d Raft groups (the servers of their other replicas are leaving too, or unreachable)", res.NoneLeft))
 	}
 	for _, what := range res.Failed {
-		c.cfg.Logf("JetStream cluster: the leadership of %s did not move before the server stops", what)
+		warn = append(warn, fmt.Sprintf("JetStream cluster: the leadership of %s did not move before the server stops", what))
 	}
+	return info, warn
+}
+
+// stayingPeers returns the servers with a route that have not announced
+// they are leaving (lame duck mode, or shutting down).
+func (c *Cluster) stayingPeers() map[raftnode.ServerID]bool {
+	staying := map[raftnode.ServerID]bool{}
+	for _, p := range c.host.ClusterPeers() {
+		if !p.LameDuck {
+			staying[raftnode.ServerID(p.Name)] = true
+		}
+	}
+	return staying
 }
 
 // peerLeft reports whether a server with a route and not leaving (lame
@@ -179,6 +249,11 @@ func (c *Cluster) ledGroups() []*handover {
 	for _, h := range hs {
 		if st, err := c.node.Status(h.group); err == nil && st.Role == raftnode.Leader && st.Fenced == nil {
 			h.term = st.Term
+			for _, rs := range st.Replicas {
+				if rs.Server != c.name && !rs.Learner {
+					h.others = append(h.others, rs.Server)
+				}
+			}
 			led = append(led, h)
 		}
 	}
@@ -295,7 +370,7 @@ func (h *handover) update(st raftnode.GroupStatus, err error, late bool) {
 			h.lost = max(st.LastIndex, 1)
 		}
 		if st.Leader != 0 && st.Leader != st.Replica {
-			h.took = true
+			h.took, h.successor = true, st.LeaderServer
 		}
 		switch {
 		case h.took:

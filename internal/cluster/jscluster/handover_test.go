@@ -2,7 +2,9 @@ package jscluster
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/raftnode"
 )
@@ -50,5 +52,63 @@ func TestHandOverUpdate(t *testing.T) {
 	gone.update(raftnode.GroupStatus{}, errors.New("no such group"), false)
 	if !gone.done || gone.took {
 		t.Errorf("group gone: done %v, took %v", gone.done, gone.took)
+	}
+}
+
+// What a server stopped with the rest of its cluster counts (trial 37,
+// finding 3): a group taken by a server that announced it is leaving is
+// not handed over, a group whose other replicas' servers all announced
+// leaving (however active their replicas) has no other server left, not
+// "no active follower"; and when that is every group, the one line says
+// so without the per-group accounting.
+func TestHandOverOutcome(t *testing.T) {
+	staying := func(names ...raftnode.ServerID) map[raftnode.ServerID]bool {
+		m := map[raftnode.ServerID]bool{}
+		for _, n := range names {
+			m[n] = true
+		}
+		return m
+	}
+	others := []raftnode.ServerID{"n2", "n3"}
+	for _, tc := range []struct {
+		name    string
+		h       handover
+		staying map[raftnode.ServerID]bool
+		want    handOverOutcome
+	}{
+		{"taken by a server that stays", handover{took: true, successor: "n2", others: others}, staying("n2", "n3"), outcomeMoved},
+		{"taken by a server leaving too, the whole cluster leaving", handover{took: true, successor: "n2", others: others}, staying(), outcomeNoneLeft},
+		{"taken by a server leaving, n3 stays", handover{took: true, successor: "n2", others: others}, staying("n3"), outcomeFailed},
+		{"no successor: every other server leaving", handover{alone: true, done: true, others: others}, staying(), outcomeNoneLeft},
+		{"no successor: a server of the group stays", handover{alone: true, done: true, others: others}, staying("n3"), outcomeNoSuccessor},
+		{"no successor: only a server outside the group stays", handover{alone: true, done: true, others: others}, staying("n4"), outcomeNoneLeft},
+		{"lost to CheckQuorum, a server stays", handover{lost: 9, done: true, others: others}, staying("n2"), outcomeLost},
+		{"lost to CheckQuorum, none left", handover{lost: 9, done: true, others: others}, staying(), outcomeNoneLeft},
+		{"abandoned, a server stays", handover{seen: true, done: true, others: others}, staying("n2", "n3"), outcomeFailed},
+	} {
+		if got := tc.h.outcome(tc.staying); got != tc.want {
+			t.Errorf("%s: outcome %d, want %d", tc.name, got, tc.want)
+		}
+	}
+
+	h := &handover{term: 3, others: others}
+	h.update(raftnode.GroupStatus{Replica: 1, Role: raftnode.Follower, Term: 4, Leader: 2, LeaderServer: "n2", Applied: 10, LastIndex: 10}, nil, false)
+	if !h.took || h.successor != "n2" {
+		t.Errorf("taken: took %v by %q, want by n2", h.took, h.successor)
+	}
+
+	info, warn := handOverLines(HandOverResult{Led: 2, NoneLeft: 2, Took: time.Millisecond})
+	if len(info) != 1 || len(warn) != 0 || !strings.HasPrefix(info[0], "JetStream cluster: no other server is left to take the leadership of 2 Raft groups") {
+		t.Errorf("whole cluster stopping: info %q, warn %q", info, warn)
+	}
+	info, warn = handOverLines(HandOverResult{Led: 5, Moved: 3, NoneLeft: 1, NoSuccessor: 1, Took: 13 * time.Millisecond})
+	if len(info) != 2 || len(warn) != 0 ||
+		info[0] != "JetStream cluster: leadership handed over for 3 of 5 Raft groups in 13ms (1 without an active follower, 0 lost without a successor)" ||
+		!strings.HasPrefix(info[1], "JetStream cluster: no other server is left to take the leadership of 1 Raft groups") {
+		t.Errorf("mixed: info %q, warn %q", info, warn)
+	}
+	info, warn = handOverLines(HandOverResult{Led: 2, Moved: 1, Failed: []string{"stream A > S"}})
+	if len(info) != 1 || len(warn) != 1 || warn[0] != "JetStream cluster: the leadership of stream A > S did not move before the server stops" {
+		t.Errorf("failed: info %q, warn %q", info, warn)
 	}
 }
