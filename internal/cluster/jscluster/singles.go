@@ -116,7 +116,9 @@ func (c *Cluster) moveSinglesThen(sa meta.StreamAssignment, from raftnode.Server
 // runMover runs work and then then (unless this server stopped or lost
 // the meta leadership meanwhile) on a goroutine of its own, once per
 // key: false when it stops (nothing started), true when a mover of key
-// runs (started now or earlier).
+// runs (started now or earlier). A request to move a stream of one
+// replica that found the mover running (singleAgain) is taken up again
+// once it ends (retakeSingle).
 func (c *Cluster) runMover(key singleMoveKey, work, then func()) bool {
 	c.mu.Lock()
 	if c.closed || c.singleMoves[key] {
@@ -135,7 +137,12 @@ func (c *Cluster) runMover(key singleMoveKey, work, then func()) bool {
 		defer func() {
 			c.mu.Lock()
 			delete(c.singleMoves, key)
+			again := c.singleAgain[key]
+			delete(c.singleAgain, key)
 			c.mu.Unlock()
+			if again {
+				c.retakeSingle(key) // singleplace.go
+			}
 		}()
 		work()
 		select {
