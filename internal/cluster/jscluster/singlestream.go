@@ -357,7 +357,7 @@ func (c *Cluster) moveStreamConsumer(ca meta.ConsumerAssignment, from, to raftno
 	if _, jerr := c.propose(shrink); jerr != nil {
 		return jerr
 	}
-	if err := c.waitFor(func() bool { return c.settledOn(k, to) }); err != nil {
+	if err := c.waitFor(func() bool { return c.consumerSettledSince(k, ca) }); err != nil {
 		return errors.Join(fmt.Errorf("consumer '%s' did not settle on %s", ca.Name, to), err)
 	}
 	return nil

@@ -121,3 +121,39 @@ func TestSingleStreamMoveAskedWhileAMoverEnds(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A consumer's move of one replica is through once it settled on its
+// new server, whatever follows the settle before the mover looks (a
+// move of it asked meanwhile proposes its first step right after), as
+// for a stream's move (TestSingleStreamSettledSince).
+func TestConsumerSettledSince(t *testing.T) {
+	c, _ := soloCluster(t)
+	// S, of one replica on s2, moving to s3 (step 1 applied).
+	c.mustPropose(t, &meta.UpdateStream{Account: "A", Name: "S", Config: []byte(`{"name":"S","subjects":["s.>"],"num_replicas":1}`), Servers: []raftnode.ServerID{"s2", "s3"}})
+	k := consumerKey{"A", "S", "D"}
+	cfg := []byte(`{"durable_name":"D","ack_policy":"explicit","num_replicas":1}`)
+	assign := func(servers ...raftnode.ServerID) {
+		c.mustPropose(t, &meta.AssignConsumer{Account: "A", Stream: "S", Name: "D", Action: meta.CreateOrUpdate, Config: cfg, Created: 7, Servers: servers})
+	}
+	assign("s2")
+	assign("s2", "s3") // its move's first step
+	grown, _, _, _ := c.consumerAssignment(k)
+	if len(grown.Replicas) != 2 || c.consumerSettledSince(k, grown) {
+		t.Fatalf("grown (%+v) counted settled", grown)
+	}
+	assign("s3") // the shrink
+	shrunk, _, _, _ := c.consumerAssignment(k)
+	if !shrunk.Unsettled() || c.consumerSettledSince(k, grown) {
+		t.Fatalf("shrunk (%+v) counted settled", shrunk)
+	}
+	// The settle and a move back's first step, before the mover looks.
+	c.mustPropose(t, &meta.SettleConsumer{Account: "A", Stream: "S", Name: "D", Group: shrunk.Group, Replica: shrunk.Replicas[0].ID})
+	assign("s3", "s2")
+	if !c.consumerSettledSince(k, grown) {
+		t.Fatal("the consumer settled on s3 and moved on: not counted settled")
+	}
+	c.mustPropose(t, &meta.RemoveConsumer{Account: "A", Stream: "S", Name: "D"})
+	if !c.consumerSettledSince(k, grown) {
+		t.Fatal("a deleted consumer not counted settled")
+	}
+}
