@@ -272,8 +272,12 @@ type Cluster struct {
 	// the running stream (restore.go).
 	restored map[streamKey]bool
 	// singleMoves are the movers of consumers of one replica running on
-	// this server as the meta leader (singles.go).
+	// this server as the meta leader (singles.go); singleAgain the keys
+	// of those asked meanwhile to move a stream of one replica off the
+	// same server (startSingleStreamMove: the mover takes the request
+	// up again when it ends, retakeSingle).
 	singleMoves map[singleMoveKey]bool
+	singleAgain map[singleMoveKey]bool
 }
 
 // streamKey names a stream in an account.

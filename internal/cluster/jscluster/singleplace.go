@@ -57,13 +57,61 @@ func placementRefused() *jserr.Error {
 // server from to server to (moveSingleStream, step 1 proposed or not)
 // on a mover of this meta leader, its failure logged. It reports
 // whether a mover of the stream's move from from runs (started now or
-// earlier).
+// earlier). A mover of that key already running may be an earlier
+// move's off from, ending (its step 3 settling) while the stream came
+// back to from: the request is then noted (singleAgain) and taken up
+// once that mover ends (retakeSingle), rather than answered and lost.
 func (c *Cluster) startSingleStreamMove(k streamKey, from, to raftnode.ServerID) bool {
-	return c.runMover(singleMoveKey{k, from}, func() {
+	key := singleMoveKey{k, from}
+	c.mu.Lock()
+	if c.singleMoves[key] {
+		if c.singleAgain == nil {
+			c.singleAgain = map[singleMoveKey]bool{}
+		}
+		c.singleAgain[key] = true
+		c.mu.Unlock()
+		return true
+	}
+	c.mu.Unlock()
+	return c.runMover(key, func() {
 		if err := c.moveSingleStream(k, from, to); err != nil {
 			c.cfg.Logf("jscluster: stream %s > %s of one replica: not moved from %s to %s: %v", k.account, k.name, from, to, err)
 		}
 	}, func() {})
+}
+
+// retakeSingle, on the meta leader, takes up a request to move stream
+// key.k off server key.from that came while a mover of key ran
+// (startSingleStreamMove), once that mover ended: a move from key.from
+// found interrupted goes on (its step 1 proposed by a placement change
+// meanwhile), and a stream on key.from alone moves as evacuateSingle
+// moves it (placed again: what the request placed may no longer fit).
+// A stream no longer on key.from (the mover's own move through, or
+// another) is left as it is. A move rolled back by the mover that ran
+// is thus tried once more, as the request asked.
+func (c *Cluster) retakeSingle(key singleMoveKey) {
+	select {
+	case <-c.quit:
+		return
+	default:
+	}
+	if !c.metaLeader() {
+		return // the next meta leader's housekeeping takes up a move whose step 1 applied
+	}
+	sa, _, ok, _ := c.assignment(key.k)
+	if !ok {
+		return
+	}
+	if f, t, moving := singleStreamMove(sa); moving {
+		if f == key.from {
+			c.startSingleStreamMove(key.k, f, t)
+		}
+		return
+	}
+	if len(sa.Replicas) == 1 && sa.Replicas[0].Server == key.from {
+		c.cfg.Infof("JetStream cluster: stream '%s > %s' of one replica: the move off %s asked while another mover of it ran goes on", key.k.account, key.k.name, key.from)
+		_ = c.evacuateSingle(sa, key.from) // what stays is logged
+	}
 }
 
 // waitPlaced waits, at most scaleWait, until the leader of stream k,

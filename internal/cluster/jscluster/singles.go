@@ -116,7 +116,9 @@ func (c *Cluster) moveSinglesThen(sa meta.StreamAssignment, from raftnode.Server
 // runMover runs work and then then (unless this server stopped or lost
 // the meta leadership meanwhile) on a goroutine of its own, once per
 // key: false when it stops (nothing started), true when a mover of key
-// runs (started now or earlier).
+// runs (started now or earlier). A request to move a stream of one
+// replica that found the mover running (singleAgain) is taken up again
+// once it ends (retakeSingle).
 func (c *Cluster) runMover(key singleMoveKey, work, then func()) bool {
 	c.mu.Lock()
 	if c.closed || c.singleMoves[key] {
@@ -135,7 +137,12 @@ func (c *Cluster) runMover(key singleMoveKey, work, then func()) bool {
 		defer func() {
 			c.mu.Lock()
 			delete(c.singleMoves, key)
+			again := c.singleAgain[key]
+			delete(c.singleAgain, key)
 			c.mu.Unlock()
+			if again {
+				c.retakeSingle(key) // singleplace.go
+			}
 		}()
 		work()
 		select {
@@ -172,12 +179,13 @@ func (c *Cluster) moveSingle(ca meta.ConsumerAssignment, from, dest raftnode.Ser
 	if err := c.waitUp(dest, func() bool { return c.replicaCurrent(k, dest) }); err != nil {
 		return errors.Join(errors.New("its new replica was not caught up"), err)
 	}
+	grown, _, _, _ := c.consumerAssignment(k)
 	shrink := &meta.AssignConsumer{Account: ca.Account, Stream: ca.Stream, Name: ca.Name, Action: meta.Update,
 		Config: ca.Config, Created: ca.Created, Servers: []raftnode.ServerID{dest}}
 	if _, jerr := c.propose(shrink); jerr != nil {
 		return jerr
 	}
-	if err := c.waitFor(func() bool { return c.settledOn(k, dest) }); err != nil {
+	if err := c.waitFor(func() bool { return c.consumerSettledSince(k, grown) }); err != nil {
 		return errors.Join(errors.New("it did not settle on its new server"), err)
 	}
 	c.cfg.Infof("JetStream cluster: consumer '%s > %s > %s' of one replica moved from %s to %s", k.account, k.stream, k.name, from, dest)
@@ -278,11 +286,16 @@ func (c *Cluster) replicaCurrent(k consumerKey, server raftnode.ServerID) bool {
 	})
 }
 
-// settledOn reports whether consumer k has one replica, on server,
-// settled (or is gone: deleted meanwhile).
-func (c *Cluster) settledOn(k consumerKey, server raftnode.ServerID) bool {
-	ca, _, assigned, _ := c.consumerAssignment(k)
-	return !assigned || len(ca.Replicas) == 1 && ca.Replicas[0].Server == server && !ca.Unsettled()
+// consumerSettledSince reports whether consumer k, assigned as ca when
+// its shrink to one server was proposed, is settled since:
+// meta.SettleConsumer gave it a new group, or it is gone (deleted, or
+// deleted and created again). As settledSince for a stream's move: a
+// poll for the consumer on its new server alone, settled, could miss it
+// when a move of it asked meanwhile proposes its first step right after
+// the settle, and the mover then held its key for singleMoveWait.
+func (c *Cluster) consumerSettledSince(k consumerKey, ca meta.ConsumerAssignment) bool {
+	cur, _, assigned, _ := c.consumerAssignment(k)
+	return !assigned || cur.Created != ca.Created || cur.Group != ca.Group
 }
 
 // moving reports whether a mover of stream k's consumers of one replica

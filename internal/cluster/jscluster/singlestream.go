@@ -253,7 +253,7 @@ func (c *Cluster) moveSingleStream(k streamKey, from, to raftnode.ServerID) erro
 	if _, jerr := c.propose(step3); jerr != nil {
 		return jerr
 	}
-	if err := c.waitFor(func() bool { return c.singleOn(k, to) }); err != nil {
+	if err := c.waitFor(func() bool { return c.settledSince(k, cur) }); err != nil {
 		return errors.Join(errors.New("it did not settle on its new server"), err)
 	}
 	c.cfg.Infof("JetStream cluster: stream '%s > %s' of one replica moved from %s to %s", k.account, k.name, from, to)
@@ -357,17 +357,25 @@ func (c *Cluster) moveStreamConsumer(ca meta.ConsumerAssignment, from, to raftno
 	if _, jerr := c.propose(shrink); jerr != nil {
 		return jerr
 	}
-	if err := c.waitFor(func() bool { return c.settledOn(k, to) }); err != nil {
+	if err := c.waitFor(func() bool { return c.consumerSettledSince(k, ca) }); err != nil {
 		return errors.Join(fmt.Errorf("consumer '%s' did not settle on %s", ca.Name, to), err)
 	}
 	return nil
 }
 
-// singleOn reports whether stream k has one replica, on server,
-// settled (or is gone: deleted meanwhile).
-func (c *Cluster) singleOn(k streamKey, server raftnode.ServerID) bool {
-	sa, _, assigned, _ := c.assignment(k)
-	return !assigned || len(sa.Replicas) == 1 && sa.Replicas[0].Server == server && !sa.Unsettled()
+// settledSince reports whether stream k, assigned as sa when step 3
+// was proposed (its group of two), is settled since: meta.SettleStream
+// gave it a new group (after step 3 it stays unsettled in sa's group
+// until the destination converted its replica), or it is gone (deleted,
+// or deleted and created again). It does not look for the destination
+// alone: a move asked meanwhile (STREAM.PEER.REMOVE right after the
+// previous move was answered) waits for the same settle and proposes
+// its step 1 within milliseconds of it, so a poll every 50 ms could miss
+// the settled stream of one replica and wait its whole singleMoveWait,
+// the mover's key held meanwhile.
+func (c *Cluster) settledSince(k streamKey, sa meta.StreamAssignment) bool {
+	cur, _, assigned, _ := c.assignment(k)
+	return !assigned || cur.Created != sa.Created || cur.Group != sa.Group
 }
 
 // rollBackSingle proposes stream k, moving from server from to server
