@@ -18,7 +18,7 @@ type fakeOutcome struct {
 }
 
 func (o *fakeOutcome) Done() <-chan struct{} { return o.done }
-func (o *fakeOutcome) Result() (any, error) { return nil, o.err }
+func (o *fakeOutcome) Result() (any, error)  { return nil, o.err }
 
 // forgets records the keys a Log's watcher forgets.
 type forgets struct {
