@@ -469,25 +469,36 @@ func (g *group) large(limit int) bool {
 }
 
 // publishDeposed publishes, in the round that deposed this leader
-// (CheckQuorum, a higher term heard), that it no longer leads
-// (GroupStatus.Role, Brief.Role, LeaderReady), before the round writes
-// and syncs the WAL; the rest of the status waits for the round's end
-// (publish). A state machine that acts ahead of its log (a replicated
-// consumer delivering, which looks at Brief before each of its rounds)
-// would otherwise go on deciding while the node's fsync runs, and raft
-// refuses in the next round what it proposed meanwhile (ErrNotLeader):
-// on a loaded machine a consumer delivered 1,255 messages its group
-// never recorded, delivered again as first deliveries
-// (docs/cluster.md, "Replicated consumers", "Handing the leadership
-// over").
+// (CheckQuorum, a higher term heard: a transferee's campaign), that it
+// no longer leads, before the round writes and syncs the WAL; the rest
+// of the status waits for the round's end (publish). A state machine
+// that acts ahead of its log (a replicated consumer delivering, which
+// looks at Brief before each of its rounds) would otherwise go on
+// deciding while the node's fsync runs, and raft refuses in the next
+// round what it proposed meanwhile (ErrNotLeader): on a loaded machine a
+// consumer delivered 1,255 messages its group never recorded, delivered
+// again as first deliveries (docs/cluster.md, "Replicated consumers",
+// "Handing the leadership over").
+//
+// What it publishes is a deposed replica's view, whole: its role
+// (GroupStatus.Role, Brief.Role), not LeaderReady nor Current, the term
+// raft is in now and the leader it knows in it (none after a vote or
+// CheckQuorum), no transfer and no leader's view of the replicas. A
+// status that said follower but kept the term it led and named itself
+// leader read, to the cluster layer's HandOver, as a step-down with no
+// election: a rolling restart of an idle cluster counted half the
+// groups it handed over "lost without a successor" (docs/cluster.md,
+// "Lame duck mode and shutdown").
 func (g *group) publishDeposed() {
-	st := g.rn.BasicStatus().RaftState
-	if st == raft.StateLeader {
+	bs := g.rn.BasicStatus()
+	if bs.RaftState == raft.StateLeader {
 		return
 	}
 	g.mu.Lock()
-	if g.mu.status.Role == Leader {
-		g.mu.status.Role, g.mu.status.LeaderReady = roleOf(st), false
+	if s := &g.mu.status; s.Role == Leader {
+		s.Role, s.LeaderReady, s.Current = roleOf(bs.RaftState), false, false
+		s.Term, s.Leader, s.LeaderServer = bs.GetTerm(), ReplicaID(bs.Lead), g.mu.peers[ReplicaID(bs.Lead)]
+		s.Transferee, s.transferRetry, s.Replicas = 0, false, nil
 	}
 	g.mu.Unlock()
 }
