@@ -28,6 +28,7 @@ type trio struct {
 	clients []string // nats://127.0.0.1:<port>
 	mons    []string // http://127.0.0.1:<port>
 	names   []string
+	procs   []*proc
 }
 
 // startTrio starts bin three times from the trial's configuration files.
@@ -64,12 +65,25 @@ system_account: SYS
 		if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		startProc(t, bin, nil, "-c", path)
+		tr.procs = append(tr.procs, startProc(t, bin, nil, "-c", path))
 		tr.clients = append(tr.clients, fmt.Sprintf("nats://127.0.0.1:%d", cp))
 		tr.mons = append(tr.mons, fmt.Sprintf("http://127.0.0.1:%d", hp))
 		tr.names = append(tr.names, fmt.Sprintf("n%d", i+1))
 	}
+	t.Cleanup(func() { tr.logOnFailure(t) })
 	return tr
+}
+
+// logOnFailure logs the end of each server's output when the test failed,
+// so that a wait that timed out in CI shows what the servers went through.
+func (tr *trio) logOnFailure(t *testing.T) {
+	if !t.Failed() {
+		return
+	}
+	for i, p := range tr.procs {
+		lines := strings.Split(p.log.String(), "\n")
+		t.Logf("%s %s, last %d lines:\n%s", tr.name, tr.names[i], min(len(lines), 80), strings.Join(lines[max(0, len(lines)-80):], "\n"))
+	}
 }
 
 // metaLeader returns the index of the server leading the meta group, as
@@ -77,7 +91,10 @@ system_account: SYS
 func (tr *trio) metaLeader(t *testing.T) int {
 	t.Helper()
 	leader := -1
-	eventually(t, tr.name+": a meta leader", func() error {
+	// Three processes started one after another on a loaded machine: the
+	// routes and the meta group's first election may take longer than the
+	// usual convergence (clusterTimeout).
+	eventuallyWithin(t, 3*clusterTimeout, tr.name+": a meta leader", func() error {
 		for i, m := range tr.mons {
 			var ji struct {
 				Meta *struct {
@@ -102,6 +119,7 @@ func (tr *trio) populate(t *testing.T) jetstream.JetStream {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tr.metaLeader(t)
 	eventually(t, tr.name+": create ORDERS", func() error {
 		_, err := js.CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
 		return err
