@@ -9,6 +9,11 @@
 //   - "req": a plain request connected to another server, one every
 //     100 ms, as `nats pub --jetstream` publishes (no retry).
 //
+// With -burst N, a third publisher connected to another server sends N
+// messages of -size bytes as fast as its connection takes them, each with
+// a reply subject, starting -burst-lead before the signal, and waits up
+// to 40 s for their replies (trial 38: a leader stopped during a burst).
+//
 // After a warm-up the leader's process gets the signal (USR2: lame duck
 // mode, as the Helm chart's preStop; TERM: a clean shutdown). The
 // publishers go on until the process has exited and a while after; then
@@ -19,16 +24,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +55,9 @@ func main() {
 	grace := flag.Duration("grace", 2*time.Second, "lame_duck_grace_period")
 	after := flag.Duration("after", 2*time.Second, "publishing after the leader's process exited")
 	keep := flag.Bool("keep", false, "keep the data and logs directory")
+	flag.IntVar(&burstN, "burst", 0, "messages of a burst through another server during the signal (0: none)")
+	flag.IntVar(&burstSize, "size", 128<<10, "bytes of each burst message")
+	flag.DurationVar(&burstLead, "burst-lead", time.Second, "how long the burst runs before the signal")
 	flag.Parse()
 	s := syscall.SIGUSR2
 	switch *sig {
@@ -64,6 +75,12 @@ func main() {
 		fmt.Printf("round %d %s %s: %s\n", r, filepath.Base(*bin), *sig, res)
 	}
 }
+
+// The burst's flags.
+var (
+	burstN, burstSize int
+	burstLead         time.Duration
+)
 
 // proc is one server process.
 type proc struct {
@@ -322,6 +339,14 @@ func round(bin string, sig syscall.Signal, grace, after time.Duration, keep bool
 		return nil
 	})
 	time.Sleep(2 * time.Second)
+	var bst *burst
+	if burstN > 0 {
+		if bst, err = startBurst(other.url, burstN, burstSize); err != nil {
+			return "", err
+		}
+		defer bst.nc.Close()
+		time.Sleep(burstLead)
+	}
 	sigMu.Lock()
 	signalled = time.Now()
 	sigMu.Unlock()
@@ -338,6 +363,10 @@ func round(bin string, sig syscall.Signal, grace, after time.Duration, keep bool
 	close(stop)
 	wg.Wait()
 	pubs := fmt.Sprintf("leader %s exited after %v; js: %v; req: %v", leader.name, exitedAfter.Round(time.Millisecond), pubJS, pubReq)
+	if bst != nil {
+		bst.wait(40 * time.Second)
+		pubs += "; burst: " + bst.String()
+	}
 
 	// Every acknowledged message is in the stream.
 	var info *jetstream.StreamInfo
@@ -369,13 +398,23 @@ func round(bin string, sig syscall.Signal, grace, after time.Duration, keep bool
 			if err != nil {
 				return err
 			}
-			have[string(m.Data)] = true
+			id, _, _ := bytes.Cut(m.Data, []byte{'\n'})
+			have[string(id)] = true
 			return nil
 		}); err != nil {
 			return "", fmt.Errorf("%s; read ORDERS %d: %w", pubs, seq, err)
 		}
 	}
 	missing, stored := 0, 0
+	if bst != nil {
+		for id, ok := range bst.acked() {
+			if ok && !have[id] {
+				missing++
+			} else if !ok && have[id] {
+				stored++
+			}
+		}
+	}
 	for _, p := range []*publisher{pubJS, pubReq} {
 		for _, id := range p.acked {
 			if !have[id] {
@@ -389,4 +428,120 @@ func round(bin string, sig syscall.Signal, grace, after time.Duration, keep bool
 		}
 	}
 	return fmt.Sprintf("%s; stream %d msgs, %d acknowledged missing, %d failed stored", pubs, info.State.Msgs, missing, stored), nil
+}
+
+// burst is the -burst publisher: every message sent with its own reply
+// subject under one inbox, the replies counted as they come.
+type burst struct {
+	nc   *nats.Conn
+	n    int
+	mu   sync.Mutex
+	ids  []string
+	ans  map[int]string // message index -> "ok", "503", or the error's description
+	done chan struct{}  // closed once every message was answered
+	sent chan error     // the sender's end
+}
+
+// startBurst sends n messages of size bytes through url, in the
+// background.
+func startBurst(url string, n, size int) (*burst, error) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return nil, err
+	}
+	b := &burst{nc: nc, n: n, ans: map[int]string{}, done: make(chan struct{}), sent: make(chan error, 1)}
+	inbox := nats.NewInbox()
+	_, err = nc.Subscribe(inbox+".*", func(m *nats.Msg) {
+		i, err := strconv.Atoi(m.Subject[len(inbox)+1:])
+		if err != nil {
+			return
+		}
+		b.answer(i, m)
+	})
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	for i := range n {
+		b.ids = append(b.ids, fmt.Sprintf("burst-%d", i))
+	}
+	go func() {
+		pad := bytes.Repeat([]byte{'x'}, size)
+		for i, id := range b.ids {
+			m := nats.NewMsg("orders.burst")
+			m.Reply = inbox + "." + strconv.Itoa(i)
+			m.Header.Set("Nats-Msg-Id", id)
+			m.Data = append(append([]byte(id), '\n'), pad[min(len(pad), len(id)+1):]...)
+			if err := nc.PublishMsg(m); err != nil {
+				b.sent <- err
+				return
+			}
+		}
+		b.sent <- nc.Flush()
+	}()
+	return b, nil
+}
+
+// answer records the reply to message i.
+func (b *burst) answer(i int, m *nats.Msg) {
+	what := "ok"
+	if m.Header.Get("Status") != "" {
+		what = m.Header.Get("Status")
+	} else {
+		var ack struct {
+			Error *struct {
+				Code int `json:"err_code"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(m.Data, &ack) != nil {
+			what = "unreadable"
+		} else if ack.Error != nil {
+			what = "err " + strconv.Itoa(ack.Error.Code)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, dup := b.ans[i]; dup || i < 0 || i >= b.n {
+		return
+	}
+	b.ans[i] = what
+	if len(b.ans) == b.n {
+		close(b.done)
+	}
+}
+
+// wait waits until every message was answered, or d passed.
+func (b *burst) wait(d time.Duration) {
+	select {
+	case <-b.done:
+	case <-time.After(d):
+	}
+}
+
+// acked returns each message's id and whether it was acknowledged.
+func (b *burst) acked() map[string]bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := map[string]bool{}
+	for i, id := range b.ids {
+		out[id] = b.ans[i] == "ok"
+	}
+	return out
+}
+
+func (b *burst) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	count := map[string]int{}
+	for _, a := range b.ans {
+		count[a]++
+	}
+	s := fmt.Sprintf("%d sent", b.n)
+	for _, k := range slices.Sorted(maps.Keys(count)) {
+		s += fmt.Sprintf(", %d %s", count[k], k)
+	}
+	if unanswered := b.n - len(b.ans); unanswered > 0 {
+		s += fmt.Sprintf(", %d unanswered", unanswered)
+	}
+	return s
 }

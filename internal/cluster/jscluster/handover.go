@@ -80,6 +80,15 @@ type handover struct {
 	seen, took, alone, done bool
 	lost, term              uint64
 	successor               raftnode.ServerID
+	// asked is when its transfer was asked: the two election timeouts
+	// after which a transfer never seen under way, or a leadership lost
+	// with no new leader seen, is given up count from it, not from
+	// HandOver's start (trial 38: a stream leader stopped during a burst
+	// spent 1.9 s having its stream propose what it took, then gave up
+	// on the stream at its first look, deposed by the transferee's
+	// campaign and not yet told the new leader: docs/cluster.md, "Lame
+	// duck mode and shutdown").
+	asked time.Time
 	// others are the servers of the group's other voters when HandOver
 	// began (the leader's view).
 	others []raftnode.ServerID
@@ -147,8 +156,9 @@ func (c *Cluster) HandOver(timeout time.Duration) HandOverResult {
 		if !c.transfer(h) {
 			h.alone, h.done = true, true
 		}
+		h.asked = time.Now()
 	}
-	res.NoPeers = c.waitHandOvers(hs, start, deadline)
+	res.NoPeers = c.waitHandOvers(hs, deadline)
 	staying := c.stayingPeers()
 	for _, h := range hs {
 		switch h.outcome(staying) {
@@ -327,19 +337,21 @@ func (c *Cluster) transfer(h *handover) bool {
 // the group is gone, or when a transfer seen under way ended with this
 // replica still leading (raft abandons it after an election timeout);
 // one never seen under way, or lost with no new leader seen, is given up
-// after two election timeouts. It gives up on them all at once, and
+// two election timeouts after its transfer was asked. It gives up on them all at once, and
 // reports true, when no peer is left to take a group (every other
 // server leaving or gone: a cluster stopped at once), so that the server
 // does not wait out the deadline for groups nobody can take.
-func (c *Cluster) waitHandOvers(hs []*handover, start, deadline time.Time) bool {
+func (c *Cluster) waitHandOvers(hs []*handover, deadline time.Time) bool {
 	abandon := 2 * c.node.ElectionTimeout()
 	t := time.NewTicker(handOverPoll)
 	defer t.Stop()
 	for {
 		pending := false
+		now := time.Now()
 		for _, h := range hs {
 			if !h.done {
-				c.checkHandOver(h, time.Since(start) > abandon)
+				st, err := c.node.Status(h.group)
+				h.update(st, err, h.late(now, abandon))
 				pending = pending || !h.done
 			}
 		}
@@ -353,14 +365,15 @@ func (c *Cluster) waitHandOvers(hs []*handover, start, deadline time.Time) bool 
 	}
 }
 
-// checkHandOver updates h from its group's status.
-func (c *Cluster) checkHandOver(h *handover, late bool) {
-	st, err := c.node.Status(h.group)
-	h.update(st, err, late)
+// late reports whether abandon (two election timeouts) passed between
+// h's transfer being asked and now.
+func (h *handover) late(now time.Time, abandon time.Duration) bool {
+	return now.Sub(h.asked) > abandon
 }
 
 // update updates h from its group's status st (err: the group is gone);
-// late: two election timeouts passed since HandOver began.
+// late: two election timeouts passed since its transfer was asked
+// (handover.late).
 func (h *handover) update(st raftnode.GroupStatus, err error, late bool) {
 	switch {
 	case err != nil:

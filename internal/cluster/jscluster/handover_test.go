@@ -55,6 +55,37 @@ func TestHandOverUpdate(t *testing.T) {
 	}
 }
 
+// The two election timeouts after which HandOver gives up on a group
+// count from its transfer's request, not from HandOver's start: a
+// stream leader stopped during a burst spent 1.9 s having its streams
+// propose what they took, then gave up on its stream at the first look,
+// deposed by the transferee's campaign and not yet told the new leader
+// (trial 38: "did not move", the successor leading a moment later).
+func TestHandOverLateFromTransfer(t *testing.T) {
+	const self, peer = raftnode.ReplicaID(1), raftnode.ReplicaID(2)
+	const abandon = 2 * time.Second
+	began := time.Unix(1000, 0)
+	asked := began.Add(1900 * time.Millisecond) // after the streams' quiesce
+	h := &handover{term: 3, asked: asked}
+	campaign := raftnode.GroupStatus{Replica: self, Role: raftnode.Follower, Term: 4, LastIndex: 10, Applied: 10}
+	h.update(campaign, nil, h.late(asked.Add(300*time.Millisecond), abandon))
+	if h.done {
+		t.Fatalf("deposed by the transferee's campaign 2.2 s after HandOver began, 0.3 s after the transfer: given up; want a wait for the new leader")
+	}
+	led := campaign
+	led.Leader, led.LeaderServer = peer, "n2"
+	h.update(led, nil, h.late(asked.Add(320*time.Millisecond), abandon))
+	if !h.done || !h.took || h.successor != "n2" {
+		t.Errorf("new leader seen: done %v, took %v, successor %q; want done, taken by n2", h.done, h.took, h.successor)
+	}
+
+	never := &handover{term: 3, asked: asked}
+	never.update(campaign, nil, never.late(asked.Add(abandon+time.Millisecond), abandon))
+	if !never.done || never.took {
+		t.Errorf("no new leader two election timeouts after the transfer was asked: done %v, took %v; want given up", never.done, never.took)
+	}
+}
+
 // What a server stopped with the rest of its cluster counts (trial 37,
 // finding 3): a group taken by a server that announced it is leaving is
 // not handed over, a group whose other replicas' servers all announced
