@@ -316,8 +316,11 @@ func (l *Log) Propose(op stream.Op, key uint64) error {
 // indexes apply or are replaced here, at most ten election timeouts while
 // it is cut off), but those raft refused after Propose returned
 // (ErrNotLeader, ErrDropped) resolve at once, and their publishes are
-// answered 503 at once rather than behind the kept ones. While the oldest
-// is unresolved the others are looked at every watchScan.
+// answered 503 at once rather than behind the kept ones. When the oldest
+// resolves, it and the resolved ones right behind it are settled (those
+// in the log resolve in order: a look past the first unresolved one at
+// every resolution cost a scan of up to maxPending per proposal); all
+// of them are looked at every watchScan while more than one waits.
 func (l *Log) watch() {
 	f, _ := l.a.(streamrun.Forgetter)
 	l.watchWith(f)
@@ -349,7 +352,7 @@ func (l *Log) watchWith(f streamrun.Forgetter) {
 		case pp := <-in:
 			waiting = append(waiting, pp)
 		case <-head:
-			waiting = l.settle(waiting, f)
+			waiting = l.settleFront(waiting, f)
 		case <-scan.C:
 			scanning = false
 			waiting = l.settle(waiting, f)
@@ -362,24 +365,43 @@ func (l *Log) watchWith(f streamrun.Forgetter) {
 const watchScan = 20 * time.Millisecond
 
 // settle removes the resolved proposals from waiting, keeping the order
-// of the rest: their bytes leave the gate, and the Applier forgets the
-// keys of those that failed (forgotten).
+// of the rest (settled1).
 func (l *Log) settle(waiting []pendingProposal, f streamrun.Forgetter) []pendingProposal {
 	kept := waiting[:0]
 	for _, pp := range waiting {
-		select {
-		case <-pp.p.Done():
-		default:
+		if !l.settled1(pp, f) {
 			kept = append(kept, pp)
-			continue
-		}
-		l.gate.release(pp.size)
-		if _, err := pp.p.Result(); err != nil && f != nil {
-			f.Forget(pp.key, forgotten(err))
 		}
 	}
 	clear(waiting[len(kept):])
 	return kept
+}
+
+// settleFront removes the resolved proposals at the front of waiting, up
+// to the first unresolved one (settled1).
+func (l *Log) settleFront(waiting []pendingProposal, f streamrun.Forgetter) []pendingProposal {
+	n := 0
+	for n < len(waiting) && l.settled1(waiting[n], f) {
+		n++
+	}
+	clear(waiting[:n])
+	return waiting[n:]
+}
+
+// settled1 reports whether pp resolved and, if so, settles it: its bytes
+// leave the gate, and the Applier forgets its key if it failed
+// (forgotten).
+func (l *Log) settled1(pp pendingProposal, f streamrun.Forgetter) bool {
+	select {
+	case <-pp.p.Done():
+	default:
+		return false
+	}
+	l.gate.release(pp.size)
+	if _, err := pp.p.Result(); err != nil && f != nil {
+		f.Forget(pp.key, forgotten(err))
+	}
+	return true
 }
 
 // forgotten returns the error a Forgetter is told of for a proposal that

@@ -72,3 +72,39 @@ func TestWatchForgetsRefusedBehindKept(t *testing.T) {
 		}
 	})
 }
+
+// countedOutcome counts the looks at whether it resolved.
+type countedOutcome struct {
+	fakeOutcome
+	looks *int
+}
+
+func (o *countedOutcome) Done() <-chan struct{} { *o.looks++; return o.done }
+
+// Proposals resolving in index order, one at a time, cost the watcher a
+// few looks each: before, each resolution of the oldest made it look at
+// every proposal waiting (up to maxPending each time: half a million
+// looks for these 1,000).
+func TestWatchSettlesInOrderCheaply(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &Log{pending: make(chan pendingProposal, maxPending), done: make(chan struct{})}
+		l.gate.cond.L = &l.gate.mu
+		looks := 0
+		const n = 1000
+		ps := make([]*countedOutcome, n)
+		for i := range ps {
+			ps[i] = &countedOutcome{fakeOutcome: fakeOutcome{done: make(chan struct{})}, looks: &looks}
+			l.pending <- pendingProposal{key: uint64(i + 1), p: ps[i]}
+		}
+		go l.watchWith(nil)
+		defer close(l.done)
+		synctest.Wait()
+		for _, p := range ps {
+			close(p.done)
+			synctest.Wait()
+		}
+		if looks > 5*n {
+			t.Errorf("%d looks at %d proposals resolved in order; want at most %d", looks, n, 5*n)
+		}
+	})
+}
