@@ -108,8 +108,9 @@ func stretchTicks(k, s uint64, carry *uint64) uint64 {
 // noteLoopRound records the start of a round of the loop at tick now:
 // the ticks since the last one are a pause of the loop (a round's own
 // length and the gap before the next). It updates the node's stretch
-// and logs a rise (at most once per stretchLogEvery) or the return to
-// none. Called under roundMu.
+// and logs a rise of at least half the configured timeouts over the last
+// one logged, or none (at most once per stretchLogEvery), or the return
+// to none. Called under roundMu.
 func (n *Node) noteLoopRound(now uint64) {
 	if n.lastRoundTick != 0 && now > n.lastRoundTick {
 		n.loopPauses.note(now, now-n.lastRoundTick)
@@ -119,7 +120,7 @@ func (n *Node) noteLoopRound(now uint64) {
 	s := stretchFor(pause, n.cfg.ElectionTicks)
 	old := n.stretch.Swap(s)
 	switch {
-	case s > old && s >= n.stretchLogged+500 && now >= n.stretchLogAt:
+	case s > old && s >= max(n.stretchLogged, 1000)+500 && now >= n.stretchLogAt: // from 1.5 times on
 		n.stretchLogged, n.stretchLogAt = s, now+uint64(stretchLogEvery/max(n.cfg.TickInterval, time.Millisecond))
 		n.cfg.Infof("raftnode: %s", stretchLine(pause, s, n.cfg.TickInterval, n.ElectionTimeout()))
 	case s == 1000 && old > 1000:

@@ -1,7 +1,9 @@
 package raftnode
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,5 +120,26 @@ func TestStretchLiveness(t *testing.T) {
 		if dead := n.isDead(serverName(2)); dead && i <= 30 || !dead && i == 45 {
 			t.Fatalf("after %d silent ticks: dead %v", i, dead)
 		}
+	}
+}
+
+// A rise of the stretch is logged once it reaches 1.5 times the
+// configured timeouts, not for the small rises of a loaded machine: a
+// node's first rise to 1.2 was logged ("now 1.2s to 2.4s (1.2 times
+// 1s)") where later ones of the same size were not.
+func TestStretchLogged(t *testing.T) {
+	var lines []string
+	cfg := Config{TickInterval: 100 * time.Millisecond, ElectionTicks: 10,
+		Infof: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }}
+	n := &Node{cfg: cfg, loopPauses: newPauseWindow(cfg.TickInterval)}
+	n.stretch.Store(1000)
+	n.noteLoopRound(100)
+	n.noteLoopRound(106) // a pause of 6 ticks: 1.2 times
+	if n.Stretch() != 1200 || len(lines) != 0 {
+		t.Fatalf("stretch %d, lines %q; want 1200 and none", n.Stretch(), lines)
+	}
+	n.noteLoopRound(116) // 10 ticks: 2 times
+	if n.Stretch() != 2000 || len(lines) != 1 || !strings.Contains(lines[0], "(2.0 times 1s)") {
+		t.Fatalf("stretch %d, lines %q; want 2000 and one line of 2.0 times", n.Stretch(), lines)
 	}
 }
