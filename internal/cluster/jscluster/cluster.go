@@ -275,9 +275,13 @@ type Cluster struct {
 	// this server as the meta leader (singles.go); singleAgain the keys
 	// of those asked meanwhile to move a stream of one replica off the
 	// same server (startSingleStreamMove: the mover takes the request
-	// up again when it ends, retakeSingle).
+	// up again when it ends, retakeSingle); moverAfter what was asked
+	// of a key while its mover ran (moveSinglesThen: a replicated
+	// stream's replica to move off the same server after its consumers),
+	// run in order when it ends.
 	singleMoves map[singleMoveKey]bool
 	singleAgain map[singleMoveKey]bool
+	moverAfter  map[singleMoveKey][]func()
 }
 
 // streamKey names a stream in an account.

@@ -98,19 +98,60 @@ func (c *Cluster) singlesOn(sa meta.StreamAssignment, from raftnode.ServerID, st
 // moved (or failed to: each failure is logged and the consumer stays
 // where it is). It reports false, and starts nothing, when there are
 // none to move (the caller moves the stream's replica itself), and true
-// when a mover runs for them (started now or earlier).
+// when a mover runs for them (started now or earlier). When a mover of
+// the same stream and server runs already (an earlier request's, moving
+// other consumers or the same), the request is asked again once it
+// ends, if the stream still has a replica on from (moveSinglesAgain):
+// before, it was dropped, its stream's replica left on from
+// (STREAM.PEER.REMOVE answered success, nothing done).
 func (c *Cluster) moveSinglesThen(sa meta.StreamAssignment, from raftnode.ServerID, then func()) bool {
 	cas, dest := c.singlesOn(sa, from, nil)
 	if len(cas) == 0 {
 		return false
 	}
-	return c.runMover(singleMoveKey{streamKey{sa.Account, sa.Name}, from}, func() {
+	key := singleMoveKey{streamKey{sa.Account, sa.Name}, from}
+	if c.afterMover(key, func() { c.moveSinglesAgain(key, then) }) {
+		return true
+	}
+	return c.runMover(key, func() {
 		for _, ca := range cas {
 			if err := c.moveSingle(ca, from, dest); err != nil {
 				c.cfg.Logf("jscluster: consumer %s > %s > %s: not moved from %s to %s with its stream's replica: %v", ca.Account, ca.Stream, ca.Name, from, dest, err)
 			}
 		}
 	}, then)
+}
+
+// afterMover queues f to run when the mover of key ends, if one runs
+// now; false (f dropped) when none runs.
+func (c *Cluster) afterMover(key singleMoveKey, f func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.singleMoves[key] {
+		return false
+	}
+	if c.moverAfter == nil {
+		c.moverAfter = map[singleMoveKey][]func(){}
+	}
+	c.moverAfter[key] = append(c.moverAfter[key], f)
+	return true
+}
+
+// moveSinglesAgain asks moveSinglesThen again for the stream of key, as
+// it stands now, and then runs then at once when it has no consumer of
+// one replica left on key.from to move; nothing when the stream is gone
+// or no longer has a replica on key.from (the mover that ran moved it).
+func (c *Cluster) moveSinglesAgain(key singleMoveKey, then func()) {
+	sa, _, ok, _ := c.assignment(key.k)
+	if !ok {
+		return
+	}
+	if _, on := meta.On(sa.Replicas, key.from); !on {
+		return
+	}
+	if !c.moveSinglesThen(sa, key.from, then) {
+		then()
+	}
 }
 
 // runMover runs work and then then (unless this server stopped or lost
@@ -137,12 +178,14 @@ func (c *Cluster) runMover(key singleMoveKey, work, then func()) bool {
 		defer func() {
 			c.mu.Lock()
 			delete(c.singleMoves, key)
-			again := c.singleAgain[key]
+			again, after := c.singleAgain[key], c.moverAfter[key]
 			delete(c.singleAgain, key)
+			delete(c.moverAfter, key)
 			c.mu.Unlock()
 			if again {
 				c.retakeSingle(key) // singleplace.go
 			}
+			c.runAfter(after)
 		}()
 		work()
 		select {
@@ -155,6 +198,23 @@ func (c *Cluster) runMover(key singleMoveKey, work, then func()) bool {
 		}
 	}()
 	return true
+}
+
+// runAfter runs what was asked while a mover ran (moverAfter), in
+// order, while this server runs and leads the meta group (what is left
+// is dropped, as any request in flight when the meta leadership moves).
+func (c *Cluster) runAfter(after []func()) {
+	for _, f := range after {
+		select {
+		case <-c.quit:
+			return
+		default:
+		}
+		if !c.metaLeader() {
+			return
+		}
+		f()
+	}
 }
 
 // moveSingle moves consumer ca, of one replica on server from, to server

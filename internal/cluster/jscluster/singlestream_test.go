@@ -157,3 +157,34 @@ func TestConsumerSettledSince(t *testing.T) {
 		t.Fatal("a deleted consumer not counted settled")
 	}
 }
+
+// A replicated stream's replica to move off a server after its consumers
+// of one replica there (STREAM.PEER.REMOVE, SERVER.REMOVE, an
+// evacuation: moveSinglesThen) is asked again when a mover of the same
+// stream and server was running: before, the request found it running,
+// was answered, and its replica never moved (helper-124).
+func TestMoveSinglesAskedWhileAMoverRuns(t *testing.T) {
+	c, _ := soloCluster(t)
+	c.mustPropose(t, &meta.AssignStream{Account: "A", Name: "R", Config: []byte(`{"name":"R","subjects":["r.>"],"num_replicas":3}`),
+		Created: 2, Servers: []raftnode.ServerID{"s1", "s2", "s3"}})
+	c.mustPropose(t, &meta.AssignConsumer{Account: "A", Stream: "R", Name: "D", Action: meta.CreateOrUpdate,
+		Config: []byte(`{"durable_name":"D","ack_policy":"explicit","num_replicas":1}`), Created: 3, Servers: []raftnode.ServerID{"s2"}})
+	k := streamKey{"A", "R"}
+	release := make(chan struct{})
+	if !c.runMover(singleMoveKey{k, "s2"}, func() { <-release }, func() {}) {
+		t.Fatal("the earlier mover did not start")
+	}
+	sa, _, _, _ := c.assignment(k)
+	moved := make(chan struct{})
+	if !c.moveSinglesThen(sa, "s2", func() { close(moved) }) {
+		t.Fatal("the consumer of one replica on s2 not found to move")
+	}
+	// The earlier mover moves D (here: it is deleted) and ends.
+	c.mustPropose(t, &meta.RemoveConsumer{Account: "A", Stream: "R", Name: "D"})
+	close(release)
+	select {
+	case <-moved:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream's replica on s2 was never moved after the running mover ended")
+	}
+}
