@@ -3,6 +3,7 @@ package jetstream
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/jetstream/consumerrun"
 	"github.com/cairnmq/cairn/internal/jetstream/sourcing"
@@ -198,10 +199,12 @@ func (js *JetStream) StreamWithdraw(name string) error {
 // (docs/cluster.md, "Lame duck mode and shutdown"): it drops the
 // stream's subscriptions, so that no publish reaches it any more
 // (SetStreamLeader false: they stay dropped even if it keeps leading),
-// and returns once the stream has proposed every publish it took before
-// (streamrun.Stream.Barrier), so that the leadership transfer finds them
-// in the log rather than dropping them. It returns at once when the
-// stream has stopped. Errors: 10059 when the stream does not exist here.
+// and returns once the stream has proposed every publish it took before,
+// so that the leadership transfer finds them in the log rather than
+// dropping them, or, after handOverPatience, answered those it had not
+// proposed yet with 503, which clients retry with the new leader
+// (streamrun.Stream.Quiesce). It returns at once when the stream has
+// stopped. Errors: 10059 when the stream does not exist here.
 func (js *JetStream) StreamHandOver(name string) error {
 	r := js.streamRuntime(name)
 	if r == nil {
@@ -210,9 +213,17 @@ func (js *JetStream) StreamHandOver(name string) error {
 	if err := r.SetLeader(false); err != nil {
 		return err
 	}
-	r.Barrier()
+	r.Quiesce(handOverPatience)
 	return nil
 }
+
+// handOverPatience is how long a stream leader handing its leadership
+// over proposes the publishes it took before answering the rest 503
+// (StreamHandOver): a quarter of the default election timeout, short
+// beside nats.go's retry of a 503 (twice, 250 ms apart), so that a
+// leader stopped during a burst hands over within about half a second
+// rather than after proposing a full ingest queue at its disk's pace.
+const handOverPatience = 250 * time.Millisecond
 
 // sourcingEnv is what the sourcers take from the engine.
 func (js *JetStream) sourcingEnv() sourcing.Env {

@@ -337,12 +337,16 @@ func (c *Cluster) transfer(h *handover) bool {
 // the group is gone, or when a transfer seen under way ended with this
 // replica still leading (raft abandons it after an election timeout);
 // one never seen under way, or lost with no new leader seen, is given up
-// two election timeouts after its transfer was asked. It gives up on them all at once, and
+// two election timeouts after its transfer was asked (stretched as the
+// node's groups stretch theirs: raftnode.Node.Stretch). It gives up on them all at once, and
 // reports true, when no peer is left to take a group (every other
 // server leaving or gone: a cluster stopped at once), so that the server
 // does not wait out the deadline for groups nobody can take.
 func (c *Cluster) waitHandOvers(hs []*handover, deadline time.Time) bool {
-	abandon := 2 * c.node.ElectionTimeout()
+	// Two election timeouts as this node's loop stretches them: on a
+	// loaded machine (rounds of 0.6 to 1.1 s) a transferee's election
+	// took 2 s to reach the old leader, which had just given up on it.
+	abandon := 2 * c.node.ElectionTimeout() * time.Duration(c.node.Stretch()) / 1000
 	t := time.NewTicker(handOverPoll)
 	defer t.Stop()
 	for {

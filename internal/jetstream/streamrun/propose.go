@@ -1,6 +1,8 @@
 package streamrun
 
 import (
+	"time"
+
 	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/stream"
 )
@@ -239,12 +241,19 @@ func (r *Stream) take(it *item) {
 }
 
 // flushPublishes proposes the publishes gathered since the last flush as
-// one Publish operation.
+// one Publish operation; a leader out of patience handing its leadership
+// over (Quiesce) answers them 503 instead, as publishes nothing of which
+// entered the log (refuseUnproposed).
 func (r *Stream) flushPublishes() {
 	if len(r.pub.Entries) == 0 {
 		return
 	}
-	r.propose(&r.pub, waiter{kind: waitPublish, replies: r.pubReplies, subjects: r.pubSubjects})
+	w := waiter{kind: waitPublish, replies: r.pubReplies, subjects: r.pubSubjects}
+	if r.refusing.Load() {
+		r.refuseUnproposed(w)
+	} else {
+		r.propose(&r.pub, w)
+	}
 	clear(r.pub.Entries)
 	r.pub.Entries = r.pub.Entries[:0]
 	r.pubBytes, r.pubEnc = 0, 0
@@ -577,6 +586,31 @@ func (r *Stream) ExpireAt(now int64) bool {
 // Barrier returns once the apply goroutine has taken everything queued
 // before it; false when the stream has stopped.
 func (r *Stream) Barrier() bool { return r.submit(&request{kind: reqBarrier}) }
+
+// Quiesce is Barrier for a leader handing its leadership over, which
+// has dropped its subscriptions (SetLeader false): it waits until every
+// publish the stream took before was proposed, or, once patience passed,
+// until each of those still unproposed was answered 503 (nothing of it
+// entered the log, so the client's retry, nats.go's after 250 ms, stores
+// it once, with the new leader). The ingest queue holds up to
+// max_buffered_size (128 MiB): a leader stopped during a burst of large
+// messages proposed it for 1.9 s at its disk's pace before its transfer,
+// while every new publish got 503 (docs/cluster.md, "Lame duck mode and
+// shutdown"). The stream answers so until it leads again (SetLeader
+// true). It reports Barrier's result.
+func (r *Stream) Quiesce(patience time.Duration) bool {
+	done := make(chan bool, 1)
+	go func() { done <- r.Barrier() }()
+	t := time.NewTimer(patience)
+	defer t.Stop()
+	select {
+	case ok := <-done:
+		return ok
+	case <-t.C:
+	}
+	r.refusing.Store(true)
+	return <-done
+}
 
 // Hold keeps the apply goroutine waiting, once it has taken everything
 // queued before, until release is called: what is queued meanwhile is

@@ -138,6 +138,12 @@ type Stream struct {
 	stopped         bool
 	done            sync.WaitGroup
 
+	// refusing: a leader handing its leadership over ran out of
+	// patience (Quiesce): the publishes it took and has not proposed are
+	// answered 503 instead (flushPublishes), until it leads again
+	// (SetLeader true).
+	refusing atomic.Bool
+
 	// dropLogged is when the ingest queue's refusals were last logged
 	// (unix ns; 0 never), for a full count and full bytes
 	// (logIngestDrop); any publisher's goroutine.
@@ -324,6 +330,9 @@ func (r *Stream) SetLeader(leader bool) error {
 	stopped, cfg := r.stopped, r.cfg.Clone()
 	r.leading = leader
 	r.mu.Unlock()
+	if leader {
+		r.refusing.Store(false)
+	}
 	if stopped {
 		return nil
 	}
