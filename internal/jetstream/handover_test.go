@@ -83,7 +83,7 @@ func TestStreamHandOver(t *testing.T) {
 			t.Fatal("the leader's stream does not take publishes")
 		}
 	}
-	if err := js.StreamHandOver("ORDERS"); err != nil {
+	if err := js.StreamHandOver("ORDERS", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if n := log.entries(); n != 50 {
@@ -92,7 +92,7 @@ func TestStreamHandOver(t *testing.T) {
 	if tr.HasInterest("events.orders.x") {
 		t.Fatal("the stream still subscribes after StreamHandOver")
 	}
-	if err := js.StreamHandOver("NOPE"); err == nil {
+	if err := js.StreamHandOver("NOPE", time.Minute); err == nil {
 		t.Fatal("StreamHandOver of a missing stream: no error")
 	}
 }

@@ -201,11 +201,11 @@ func (js *JetStream) StreamWithdraw(name string) error {
 // (SetStreamLeader false: they stay dropped even if it keeps leading),
 // and returns once the stream has proposed every publish it took before,
 // so that the leadership transfer finds them in the log rather than
-// dropping them, or, after handOverPatience, answered those it had not
+// dropping them, or, once patience passed, answered those it had not
 // proposed yet with 503, which clients retry with the new leader
 // (streamrun.Stream.Quiesce). It returns at once when the stream has
 // stopped. Errors: 10059 when the stream does not exist here.
-func (js *JetStream) StreamHandOver(name string) error {
+func (js *JetStream) StreamHandOver(name string, patience time.Duration) error {
 	r := js.streamRuntime(name)
 	if r == nil {
 		return jserr.New(jserr.StreamNotFound)
@@ -213,17 +213,9 @@ func (js *JetStream) StreamHandOver(name string) error {
 	if err := r.SetLeader(false); err != nil {
 		return err
 	}
-	r.Quiesce(handOverPatience)
+	r.Quiesce(patience)
 	return nil
 }
-
-// handOverPatience is how long a stream leader handing its leadership
-// over proposes the publishes it took before answering the rest 503
-// (StreamHandOver): a quarter of the default election timeout, short
-// beside nats.go's retry of a 503 (twice, 250 ms apart), so that a
-// leader stopped during a burst hands over within about half a second
-// rather than after proposing a full ingest queue at its disk's pace.
-const handOverPatience = 250 * time.Millisecond
 
 // sourcingEnv is what the sourcers take from the engine.
 func (js *JetStream) sourcingEnv() sourcing.Env {

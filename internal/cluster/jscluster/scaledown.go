@@ -186,7 +186,8 @@ func (c *Cluster) convert(acc *account, k streamKey, r *replica, cfg stream.Conf
 // unanswered, as a hand-over does (HandOver, quiesceStreams): its
 // subscriptions withdrawn from the other servers, the routes flushed
 // (a publish routed here before they learned it has arrived), then its
-// subscriptions dropped and what it took proposed. A publish sent from
+// subscriptions dropped and what it took proposed (for handOverPatience,
+// the rest answered 503). A publish sent from
 // then until the stream of one replica subscribes finds no responders,
 // which clients retry at once; one the sealed log refused went
 // unanswered, and its client waited for its whole timeout (5 s for
@@ -198,7 +199,7 @@ func (c *Cluster) quiesceStream(acc *account, k streamKey) {
 	if !c.host.FlushRoutes(convertWait) {
 		c.cfg.Logf("jscluster: stream %s > %s: a route did not answer its flush: a publish on its way may go unanswered", k.account, k.name)
 	}
-	if err := acc.js.StreamHandOver(k.name); err != nil {
+	if err := acc.js.StreamHandOver(k.name, handOverPatience); err != nil {
 		c.cfg.Logf("jscluster: stream %s > %s: stop taking publishes: %v", k.account, k.name, err)
 	}
 }
