@@ -520,7 +520,8 @@ func (c *Consumer) takeCommitted() (acked []uint64, replies []string) {
 // that proposed nothing (a +TERM of a message no longer pending) when
 // every operation this leader proposed has applied (its delivering state
 // is the committed one) confirms at once: before, such a confirmation
-// waited for the next batch, and on an idle consumer for ever.
+// waited for the next batch to apply, on an idle consumer until the
+// leadership moved (which dropped it).
 func (c *Consumer) holdReplies(replies []string) {
 	if !c.unflushed && c.kapplied >= c.ckey {
 		c.readyReplies = append(c.readyReplies, replies...)
