@@ -53,8 +53,9 @@ type Entry struct {
 	Data  []byte
 	// Tag is the tag given to ProposeTagged, on the node that proposed
 	// this entry and only for the exact entry it proposed (this index,
-	// under the term it was proposed in, while it still leads;
-	// docs/cluster.md, decision 7); 0 everywhere else. It is the
+	// under the term it was proposed in, while its Proposal waits: also
+	// once the node lost the leadership, kept.go; docs/cluster.md,
+	// decision 7); 0 everywhere else. It is the
 	// proposer's key of the engine's Applier (docs/engine.md) and is not
 	// in the log.
 	Tag uint64

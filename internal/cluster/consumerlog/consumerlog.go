@@ -135,10 +135,15 @@ type Log struct {
 	nbatch  int
 	key     uint64
 	scratch []byte // one operation's encoding
-	// flushed holds the proposals of the batches flushed since the last
-	// Discard that have not resolved yet, oldest first (Dropped; the
-	// consumer's loop, under the consumer's lock).
-	flushed []*raftnode.Proposal
+	// flushed holds the proposals of the batches flushed that have not
+	// resolved yet, oldest first, with their tags and the leadership
+	// (lead, counted by Discard) that flushed them (Dropped, Outstanding;
+	// the consumer's loop, under the consumer's lock). Those of an
+	// earlier leadership are raftnode's kept waiters: they resolve once
+	// raftnode learns what became of their entries, ten election timeouts
+	// after the loss at the latest.
+	flushed []flushedBatch
+	lead    uint64
 
 	// The raftnode worker's own (StateMachine): wantTerm is the term this
 	// replica leads (0: not leading), emptyTerm the term of the last
@@ -154,6 +159,13 @@ type Log struct {
 	// (Config.AwaitSuccessor).
 	lost      uint64
 	announced uint64
+}
+
+// flushedBatch is a batch flushed and not yet resolved (Log.flushed).
+type flushedBatch struct {
+	p    *raftnode.Proposal
+	tag  uint64
+	lead uint64
 }
 
 // New returns the log of one consumer replica over cfg's group, handing
@@ -258,13 +270,14 @@ func (l *Log) Flush() (pending bool, err error) {
 	if l.nbatch == 0 {
 		return false, nil
 	}
-	p, err := l.node.ProposeTagged(l.group, l.batchEntry(), l.key)
+	key := l.key
+	p, err := l.node.ProposeTagged(l.group, l.batchEntry(), key)
 	if errors.Is(err, raftnode.ErrBusy) {
 		return true, nil
 	}
 	l.batch, l.nbatch, l.key = l.batch[:0], 0, 0
 	if err == nil {
-		l.flushed = append(l.flushed, p)
+		l.flushed = append(l.flushed, flushedBatch{p: p, tag: key, lead: l.lead})
 	}
 	return false, err
 }
@@ -279,20 +292,46 @@ func (l *Log) Flush() (pending bool, err error) {
 // batch flushed and not yet applied (a few while the group commits).
 func (l *Log) Dropped() bool {
 	dropped := false
+	l.prune(func(b flushedBatch, err error) {
+		if b.lead == l.lead && errors.Is(err, raftnode.ErrDropped) {
+			dropped = true
+		}
+	})
+	return dropped
+}
+
+// Outstanding returns the largest tag of the batches this replica
+// flushed, in this leadership or an earlier one, whose proposals have not
+// resolved (0: none). Only those may still apply here with their tag
+// (raftnode hands a deposed leader's entry its tag when it applies at its
+// index with the term it was proposed in; decision 7); a tag above it
+// never comes. It forgets the proposals that resolved, at the cost of a
+// check of a channel each.
+func (l *Log) Outstanding() uint64 {
+	l.prune(nil)
+	if len(l.flushed) == 0 {
+		return 0
+	}
+	return l.flushed[len(l.flushed)-1].tag
+}
+
+// prune forgets the flushed batches whose proposals resolved, handing
+// each to resolved (if not nil) with its error.
+func (l *Log) prune(resolved func(flushedBatch, error)) {
 	kept := l.flushed[:0]
-	for _, p := range l.flushed {
+	for _, b := range l.flushed {
 		select {
-		case <-p.Done():
-			if _, err := p.Result(); errors.Is(err, raftnode.ErrDropped) {
-				dropped = true
+		case <-b.p.Done():
+			if resolved != nil {
+				_, err := b.p.Result()
+				resolved(b, err)
 			}
 		default:
-			kept = append(kept, p)
+			kept = append(kept, b)
 		}
 	}
 	clear(l.flushed[len(kept):])
 	l.flushed = kept
-	return dropped
 }
 
 // batchEntry returns the batch as an entry's data (package comment).
@@ -304,13 +343,14 @@ func (l *Log) batchEntry() []byte {
 }
 
 // Discard drops the batch (the replica stopped leading: what it decided
-// and did not propose is delivered again by the next leader) and
-// forgets the batches flushed (Dropped: what they come to is not this
-// leadership's any more).
+// and did not propose is delivered again by the next leader) and starts
+// a new leadership for Dropped (what the batches flushed before come to
+// is not this leadership's any more); Outstanding still counts them
+// until they resolve.
 func (l *Log) Discard() {
 	l.batch, l.nbatch, l.key = l.batch[:0], 0, 0
-	clear(l.flushed)
-	l.flushed = l.flushed[:0]
+	l.lead++
+	l.prune(nil)
 }
 
 // Leader reports whether this replica leads the group now, is not

@@ -3,17 +3,24 @@ package consumerlog
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/cairnmq/cairn/internal/consumer"
+	"github.com/cairnmq/cairn/internal/jetstream/consumerrun"
 	"github.com/cairnmq/cairn/internal/raftnode"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
 
+// Log is the engine's replicated consumer log: a method missing would
+// make the consumer treat it as a local log.
+var _ consumerrun.ReplicatedLog = (*Log)(nil)
+
 type fakeReplica struct {
+	mu      sync.Mutex // for tests that read while raftnode applies (tagsSeen)
 	ops     []consumer.Op
 	tags    []uint64
 	leading []bool
@@ -21,13 +28,26 @@ type fakeReplica struct {
 }
 
 func (f *fakeReplica) ApplyBatch(index uint64, ops []consumer.Op, tag uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.last = index
 	for _, op := range ops {
 		f.ops = append(f.ops, op)
 		f.tags = append(f.tags, tag)
 	}
 }
-func (f *fakeReplica) SetLeading(on bool) { f.leading = append(f.leading, on) }
+func (f *fakeReplica) SetLeading(on bool) {
+	f.mu.Lock()
+	f.leading = append(f.leading, on)
+	f.mu.Unlock()
+}
+
+// tagsSeen returns the tags of the operations applied so far.
+func (f *fakeReplica) tagsSeen() []uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]uint64(nil), f.tags...)
+}
 func (f *fakeReplica) CommittedSnapshot() (uint64, []byte, error) {
 	return uint64(len(f.ops)), []byte("{}"), nil
 }
@@ -186,58 +206,90 @@ func TestSuccessorReadyAfterAnnouncement(t *testing.T) {
 	}
 }
 
+// group3 is group 7 of three replicas on three nodes over a memory
+// network (synctest: its goroutines stop at the end of the test's
+// bubble, by t.Cleanup).
+type group3 struct {
+	t        *testing.T
+	net      *raftnode.MemNetwork
+	peers    []raftnode.Peer
+	nodes    []*raftnode.Node
+	logs     []*Log
+	replicas []*fakeReplica
+}
+
+// newGroup3 starts a group3 whose nodes take cfg (FS, Dir, Server and
+// Transport set here).
+func newGroup3(t *testing.T, cfg raftnode.Config) *group3 {
+	t.Helper()
+	g := &group3{t: t, net: raftnode.NewMemNetwork(1, nil)}
+	for i := range 3 {
+		id := raftnode.ServerID(fmt.Sprintf("s%d", i+1))
+		g.peers = append(g.peers, raftnode.Peer{Replica: raftnode.ReplicaID(i + 1), Server: id})
+		c := cfg
+		c.FS, c.Dir, c.Server, c.Transport = vfs.NewCrashFS(), "wal", id, g.net.Transport(id)
+		n, err := raftnode.Open(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.net.Attach(id, n)
+		g.nodes = append(g.nodes, n)
+	}
+	for i, n := range g.nodes {
+		r := &fakeReplica{}
+		l := New(Config{Node: n, Group: 7}, r)
+		g.replicas, g.logs = append(g.replicas, r), append(g.logs, l)
+		gc := raftnode.GroupConfig{ID: 7, Replica: raftnode.ReplicaID(i + 1), Incarnation: n.Incarnation(), Peers: g.peers}
+		if err := n.AddGroup(gc, l.StateMachine()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range g.nodes {
+		n.Start()
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { g.net.Run(stop) })
+	t.Cleanup(func() {
+		close(stop)
+		wg.Wait()
+		for _, n := range g.nodes {
+			_ = n.Close()
+		}
+	})
+	return g
+}
+
+// leaderAmong waits (a minute of the bubble's time at most) until one of
+// the replicas given leads, and returns it.
+func (g *group3) leaderAmong(among ...int) int {
+	g.t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		for _, i := range among {
+			if g.logs[i].Leader() {
+				return i
+			}
+		}
+		if time.Now().After(deadline) {
+			g.t.Fatalf("no leader among %v", among)
+		}
+	}
+}
+
+// server returns replica i's server.
+func (g *group3) server(i int) raftnode.ServerID { return g.peers[i].Server }
+
 // A batch raft drops after Flush returned (its leader holds more than
 // MaxUncommittedBytes it cannot commit: cut off from its followers) is
 // reported by Dropped, once; a batch that entered the log is not, and
-// Discard forgets what was flushed before it.
+// after Discard Dropped reports nothing flushed before it, while
+// Outstanding still counts the batch that may commit.
 func TestDroppedAfterFlush(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		net := raftnode.NewMemNetwork(1, nil)
-		var peers []raftnode.Peer
-		var nodes []*raftnode.Node
-		var logs []*Log
-		for i := range 3 {
-			id := raftnode.ServerID(fmt.Sprintf("s%d", i+1))
-			peers = append(peers, raftnode.Peer{Replica: raftnode.ReplicaID(i + 1), Server: id})
-			n, err := raftnode.Open(raftnode.Config{FS: vfs.NewCrashFS(), Dir: "wal", Server: id, Transport: net.Transport(id), MaxUncommittedBytes: 256})
-			if err != nil {
-				t.Fatal(err)
-			}
-			net.Attach(id, n)
-			nodes = append(nodes, n)
-		}
-		for i, n := range nodes {
-			l := New(Config{Node: n, Group: 7}, &fakeReplica{})
-			logs = append(logs, l)
-			gc := raftnode.GroupConfig{ID: 7, Replica: raftnode.ReplicaID(i + 1), Incarnation: n.Incarnation(), Peers: peers}
-			if err := n.AddGroup(gc, l.StateMachine()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, n := range nodes {
-			n.Start()
-		}
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Go(func() { net.Run(stop) })
-		defer func() {
-			close(stop)
-			wg.Wait()
-			for _, n := range nodes {
-				_ = n.Close()
-			}
-		}()
-		leader := -1
-		for deadline := time.Now().Add(time.Minute); leader < 0; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("no leader")
-			}
-			for i, l := range logs {
-				if l.Leader() {
-					leader = i
-				}
-			}
-		}
+		g := newGroup3(t, raftnode.Config{MaxUncommittedBytes: 256})
+		net, peers := g.net, g.peers
+		leader := g.leaderAmong(0, 1, 2)
+		logs := g.logs
 		l := logs[leader]
 		flush := func(op consumer.Op, key uint64) {
 			t.Helper()
@@ -275,8 +327,79 @@ func TestDroppedAfterFlush(t *testing.T) {
 		}
 		flush(&consumer.Drop{Seqs: seqs}, 4)
 		l.Discard()
-		if l.Dropped() || len(l.flushed) != 0 {
-			t.Fatalf("Discard kept %d proposals", len(l.flushed))
+		if l.Dropped() {
+			t.Fatal("a batch dropped in an earlier leadership reported after Discard")
+		}
+		if got := l.Outstanding(); got != 2 || len(l.flushed) != 1 {
+			t.Fatalf("after Discard: Outstanding %d with %d proposals kept; want the batch in the log (2) alone", got, len(l.flushed))
 		}
 	})
+}
+
+// A deposed leader's batch that the next leader committed applies on it
+// with its tag, and one whose index the next leader's entries took
+// applies without; either way Outstanding stops counting it once its
+// proposal resolved (raftnode kept.go). The consumer confirms the double
+// acks of the first and drops those of the second
+// (consumerrun.ReplicatedLog.Outstanding).
+func TestDeposedBatchTagsAndOutstanding(t *testing.T) {
+	for _, committed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("committed=%v", committed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { deposedBatch(t, committed) })
+		})
+	}
+}
+
+// deposedBatch strands a batch on the leader of a group3, in the log of
+// one follower too (committed) or of none, has the followers elect one of
+// them, and heals the network.
+func deposedBatch(t *testing.T, committed bool) {
+	g := newGroup3(t, raftnode.Config{})
+	old := g.leaderAmong(0, 1, 2)
+	a, b := (old+1)%3, (old+2)%3
+	l := g.logs[old]
+	if err := l.Propose(&consumer.Ack{Stream: 1, Consumer: 1}, 5); err != nil {
+		t.Fatal(err)
+	}
+	if committed {
+		g.net.Cut(g.server(a), g.server(old)) // a holds the batch; the leader cannot know
+	} else {
+		g.net.Partition(g.server(old), g.server(a))
+	}
+	g.net.Partition(g.server(old), g.server(b))
+	if pending, err := l.Flush(); pending || err != nil {
+		t.Fatalf("flush: pending %v, %v", pending, err)
+	}
+	synctest.Wait()
+	g.net.Partition(g.server(old), g.server(a))
+	next := g.leaderAmong(a, b)
+	if committed && next != a {
+		t.Fatalf("replica %d elected, want %d, which holds the batch", next, a)
+	}
+	if !committed {
+		nl := g.logs[next] // its entry takes the stranded batch's index
+		if err := nl.Propose(&consumer.Ack{Stream: 2, Consumer: 2}, 9); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nl.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := l.Outstanding(); got != 5 {
+		t.Fatalf("the cut-off leader's Outstanding is %d, want the stranded batch's 5", got)
+	}
+	g.net.HealAll()
+	for deadline := time.Now().Add(time.Minute); l.Outstanding() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the deposed leader's batch still outstanding a minute after the heal")
+		}
+	}
+	tags := g.replicas[old].tagsSeen()
+	seen5 := slices.Contains(tags, 5)
+	if seen5 != committed {
+		t.Fatalf("the old leader applied tags %v: batch 5 with its tag %v, want %v", tags, seen5, committed)
+	}
+	if l.Leader() {
+		t.Fatal("the old leader leads again")
+	}
 }

@@ -376,6 +376,7 @@ func (c *Consumer) round(evs []cevent) (acked []uint64, replies []string, jb jou
 				c.keepLate(evs)
 			}
 			c.endOrphans(false)
+			c.keptConfirms()
 			clear(evs)
 			acked, replies = c.takeCommitted()
 			return acked, replies, jb, false
@@ -536,6 +537,13 @@ func (c *Consumer) nextWake() time.Duration {
 		// A batch refused for back-pressure, a hold or a hand-over
 		// (replicated.go): look again soon.
 		next = now.Add(5 * time.Millisecond)
+	}
+	if c.repl && !c.leading && len(c.confirms) > 0 {
+		// Confirmations kept from a lost leadership (replicated.go,
+		// keptConfirms).
+		if t := now.Add(keptConfirmLook); t.Before(next) {
+			next = t
+		}
 	}
 	if c.dirty && c.saver != nil {
 		if t := c.lastSave.Add(c.saveGap); t.Before(next) {

@@ -31,7 +31,8 @@ import (
 //     state at once (delivery does not wait for consensus, as in
 //     nats-server) and proposed; committed operations, its own, are
 //     applied to cst. A double ack is confirmed once its operation has
-//     committed. It has at most maxUncommitted deliveries sent whose
+//     committed (a replica that stops leading keeps the confirmations:
+//     keptConfirms). It has at most maxUncommitted deliveries sent whose
 //     operations have not applied (window.go): at the bound it delivers
 //     nothing until they apply, which wakes it. Leadership lost: the
 //     delivering state is dropped for the committed one (what was
@@ -65,13 +66,18 @@ import (
 // Dropped reports whether raft refused, after Flush returned, a batch
 // flushed since the last Discard while this replica led (it never
 // entered the log: raftnode ErrDropped); it is asked once per round of
-// a leading consumer and must be cheap too.
+// a leading consumer and must be cheap too. Outstanding returns the
+// largest key of a batch flushed, in this leadership or an earlier one,
+// that may still apply here with its key (its proposal not resolved:
+// consumerlog.Log.Outstanding), 0 for none; it is asked by a replica
+// that stopped leading while it keeps confirmations (keptConfirms).
 type ReplicatedLog interface {
 	streamrun.Log[consumer.Op]
 	streamrun.Leader
 	Flush() (pending bool, err error)
 	Discard()
 	Dropped() bool
+	Outstanding() uint64
 	StepDown()
 	MayDecide() bool
 	SuccessorReady() bool
@@ -87,6 +93,67 @@ var statusLeadershipChange = []byte("NATS/1.0 409 Leadership Change\r\n\r\n")
 type keyedReply struct {
 	key   uint64
 	reply string
+}
+
+// Double acks through a change of leader (docs/cluster.md, "Replicated
+// consumers", decision 7). A confirmation waits for the batch that
+// carries its key: the batch flushed at the end of the round that took
+// the ack, whose operations hold consecutive keys up to the batch's own
+// (the entry's tag; a batch with a gap never reaches the log, the
+// replica steps down first). raftnode hands this replica an entry's tag
+// only when the entry applies at the index and under the term this
+// replica proposed it in, also after it lost the leadership (raftnode
+// kept.go), so an applied entry with tag t and n operations releases the
+// confirmations with keys in (t-n, t]. Those below belong to batches that
+// will never apply here with their tags: a batch of this replica that
+// commits applies before any it proposed later (a later leader's log
+// holds it), so they are dropped (no answer; the client's retry or the
+// ack's redelivery follows). A replica that stops leading keeps its
+// confirmations (Before, it dropped them, and the client timed out
+// although the ack committed under the next leader, as with
+// nats-server v2.15.2, which forgets its pending ack replies on losing
+// the leadership: consumer.go setLeader, o.replies = nil) and drops
+// those whose batches can no longer apply (keyed above
+// ReplicatedLog.Outstanding), looking every keptConfirmLook: raftnode
+// resolves a deposed leader's proposals ten election timeouts after the
+// loss at the latest, so the confirmations kept are those held at the
+// loss, for that long at most.
+
+// keptConfirmLook is how often a replica that stopped leading and keeps
+// double-ack confirmations looks whether their batches can still apply
+// (keptConfirms).
+const keptConfirmLook = 250 * time.Millisecond
+
+// releaseConfirms releases the confirmations that the applied entry with
+// tag key and n operations carries and drops those of batches before it
+// (c.mu held). It reports whether it released any.
+func (c *Consumer) releaseConfirms(key uint64, n int) bool {
+	released, i := false, 0
+	for ; i < len(c.confirms) && c.confirms[i].key <= key; i++ {
+		if c.confirms[i].key+uint64(n) > key {
+			c.readyReplies = append(c.readyReplies, c.confirms[i].reply)
+			released = true
+		}
+	}
+	clear(c.confirms[:i])
+	c.confirms = c.confirms[i:]
+	return released
+}
+
+// keptConfirms drops, on a replica that no longer leads, the
+// confirmations whose batches can no longer apply here with their keys
+// (c.mu held): keyed above every proposal still outstanding.
+func (c *Consumer) keptConfirms() {
+	if c.leading || len(c.confirms) == 0 {
+		return
+	}
+	out := c.log.(ReplicatedLog).Outstanding()
+	i := len(c.confirms)
+	for i > 0 && c.confirms[i-1].key > out {
+		i--
+	}
+	clear(c.confirms[i:])
+	c.confirms = c.confirms[:i]
 }
 
 // SetLeading tells a replicated consumer that its replica leads its log
@@ -247,9 +314,9 @@ func (c *Consumer) noteActivity(op consumer.Op) {
 
 // applyCommitted applies an operation the replicated log committed: to
 // the committed state beside the delivering one while leading, to the
-// state otherwise. The acknowledgements it commits go to retention; a
-// leader's own operation (key) releases the confirmations that waited
-// for it.
+// state otherwise. The acknowledgements it commits go to retention; this
+// replica's own operation (key), while it leads or after, releases the
+// confirmations that waited for it (releaseConfirms).
 func (c *Consumer) applyCommitted(index uint64, op consumer.Op, key uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -300,17 +367,8 @@ func (c *Consumer) applyCommittedLocked(index uint64, ops []consumer.Op, key uin
 	if c.leading && key != 0 && c.win.applied(key) {
 		signal = true // room again for deliveries (window.go)
 	}
-	if c.leading && key != 0 {
-		n := 0
-		for _, kr := range c.confirms {
-			if kr.key > key {
-				break
-			}
-			c.readyReplies = append(c.readyReplies, kr.reply)
-			n++
-		}
-		c.confirms = c.confirms[n:]
-		signal = signal || n > 0
+	if key != 0 && c.releaseConfirms(key, len(ops)) {
+		signal = true
 	}
 	if signal {
 		c.Signal()
@@ -330,6 +388,11 @@ func (c *Consumer) lead(on bool) {
 	c.win.reset()
 	if on {
 		c.kapplied = c.ckey // a proposal of an earlier term that never applied is not waited for (settleProposals)
+		// Every entry of earlier terms has applied here: the
+		// confirmations kept from the last leadership that their entries
+		// did not release never will be.
+		clear(c.confirms)
+		c.confirms = c.confirms[:0]
 		c.endOrphans(true)
 		c.cst = c.st
 		c.st = c.cst.Clone()
@@ -366,7 +429,8 @@ func (c *Consumer) lead(on bool) {
 	last := c.d.LastDelivered()
 	c.d.Reset()
 	c.d.NoteDelivered(last) // delivered.last_active stays (noteActivity)
-	c.confirms, c.acked, c.ackReplies = nil, nil, nil
+	// The confirmations stay (keptConfirms).
+	c.acked, c.ackReplies = nil, nil
 }
 
 // orphanWait bounds how long a replica that stopped leading keeps its
@@ -451,8 +515,18 @@ func (c *Consumer) takeCommitted() (acked []uint64, replies []string) {
 }
 
 // holdReplies makes this round's double-ack confirmations wait for the
-// last operation proposed this round to commit (c.mu held).
+// last operation proposed so far to commit (c.mu held): the last of the
+// batch flushed this round, or of the batch back-pressure holds. A round
+// that proposed nothing (a +TERM of a message no longer pending) when
+// every operation this leader proposed has applied (its delivering state
+// is the committed one) confirms at once: before, such a confirmation
+// waited for the next batch to apply, on an idle consumer until the
+// leadership moved (which dropped it).
 func (c *Consumer) holdReplies(replies []string) {
+	if !c.unflushed && c.kapplied >= c.ckey {
+		c.readyReplies = append(c.readyReplies, replies...)
+		return
+	}
 	for _, r := range replies {
 		c.confirms = append(c.confirms, keyedReply{key: c.ckey, reply: r})
 	}

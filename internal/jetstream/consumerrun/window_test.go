@@ -85,6 +85,17 @@ func (l *heldLog) StepDown() {
 	l.mu.Unlock()
 }
 
+// Outstanding is the key of the last batch flushed and not applied:
+// as raftnode's kept waiters, a batch waits until the test applies it.
+func (l *heldLog) Outstanding() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.flushed) == 0 {
+		return 0
+	}
+	return l.flushed[len(l.flushed)-1].key
+}
+
 func (l *heldLog) Leader() bool         { return true }
 func (l *heldLog) MayDecide() bool      { return true }
 func (l *heldLog) SuccessorReady() bool { return true }
