@@ -19,12 +19,16 @@ func TestConsumerNumRedelivered(t *testing.T) {
 	nc, js := jsConnect(t, u)
 	createStream(t, js, ordersConfig(nil))
 	cxPubN(t, js, "events.orders.%d", 6)
+	// The ack wait bounds how long the test may take between a fetch and
+	// the info that follows it (a delivery at max_deliver runs out
+	// after it): 1 s was passed once by a CI run under load.
+	const ackWait = 3 * time.Second
 	c := cxCreate(t, js, "ORDERS", jetstream.ConsumerConfig{Durable: "rd", AckPolicy: jetstream.AckExplicitPolicy,
-		MaxDeliver: 3, AckWait: time.Second})
+		MaxDeliver: 3, AckWait: ackWait})
 	msgs := map[uint64]jetstream.Msg{}
 	fetch := func(n int) string {
 		t.Helper()
-		b, err := c.Fetch(n, jetstream.FetchMaxWait(5*time.Second))
+		b, err := c.Fetch(n, jetstream.FetchMaxWait(2*ackWait+2*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +79,7 @@ func TestConsumerNumRedelivered(t *testing.T) {
 	steps = append(steps, "fetch "+fetch(1))
 	step("6 again")
 	// 6's ack wait runs out at max_deliver: nothing more is delivered.
-	b, err := c.Fetch(1, jetstream.FetchMaxWait(2500*time.Millisecond))
+	b, err := c.Fetch(1, jetstream.FetchMaxWait(ackWait+1500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
