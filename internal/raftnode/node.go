@@ -89,6 +89,10 @@ type Node struct {
 	isoMu    sync.RWMutex
 	isolated atomic.Bool
 
+	// newWAL is set when the WAL was made at this start, by Open or
+	// QuarantineWAL (NewWAL).
+	newWAL atomic.Bool
+
 	// invites are the messages received for groups not run here
 	// (Invitation).
 	invites invitations
@@ -170,6 +174,7 @@ func Open(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, wal: w, loopPauses: newPauseWindow(cfg.TickInterval)}
 	n.stretch.Store(1000)
+	n.newWAL.Store(w.created)
 	inc := w.inc
 	n.inc.Store(&inc)
 	if !cfg.DeferReplay {
@@ -183,6 +188,14 @@ func Open(cfg Config) (*Node, error) {
 	n.alive.heard, n.alive.heardAt, n.alive.dead = map[ServerID]uint64{}, map[ServerID]time.Time{}, map[ServerID]bool{}
 	return n, nil
 }
+
+// NewWAL reports whether the node's WAL was made at this start rather
+// than opened: by Open, which found none in Config.Dir (a first start, a
+// wiped store), or by QuarantineWAL. Such a node recovers nothing: its
+// replicas of existing groups belong to a store that is gone (fenced
+// with ErrIdentity, and logged at Infof rather than Logf: the cluster
+// replaces them), and new ones start empty.
+func (n *Node) NewWAL() bool { return n.newWAL.Load() }
 
 // Replay replays the WAL, once (Open does it unless Config.DeferReplay):
 // it reads every segment, cuts a torn tail, and keeps each group's state
