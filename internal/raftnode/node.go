@@ -5,7 +5,6 @@ import (
 	"hash/crc32"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +12,8 @@ import (
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnmq/cairn/internal/logger"
 )
 
 // Node runs this server's replicas of every Raft group over one WAL.
@@ -88,6 +89,10 @@ type Node struct {
 	// Isolate, taking the write lock, knows every frame taken is queued.
 	isoMu    sync.RWMutex
 	isolated atomic.Bool
+
+	// procPause is the ticker's record of the process's pauses
+	// (procpause.go).
+	procPause procPause
 
 	// newWAL is set when the WAL was made at this start, by Open or
 	// QuarantineWAL (NewWAL).
@@ -1432,8 +1437,8 @@ func (n *Node) loop() {
 }
 
 func (n *Node) ticker() {
-	ticks := n.cfg.Ticks
-	if ticks == nil {
+	ticks, real := n.cfg.Ticks, n.cfg.Ticks == nil
+	if real {
 		t := time.NewTicker(n.cfg.TickInterval)
 		defer t.Stop()
 		ticks = t.C
@@ -1443,6 +1448,9 @@ func (n *Node) ticker() {
 		case <-n.stop:
 			return
 		case <-ticks:
+			if real {
+				n.procPause.tick(time.Now(), n.cfg.TickInterval)
+			}
 			n.Tick()
 		}
 	}
@@ -1545,15 +1553,12 @@ func (t *roundTrace) report(n *Node, gs []*group, aside bool) {
 	}
 	skipped := ""
 	if k := n.slowSkipped.Swap(0); k > 0 {
-		skipped = fmt.Sprintf(" (and %d slow round(s) not logged since the last line)", k)
-	}
-	var b strings.Builder
-	for k, name := range roundPhases {
-		fmt.Fprintf(&b, ", %s %v", name, t.took[k].Round(time.Millisecond))
+		skipped = fmt.Sprintf(" (and %s not logged since the last line)", logger.Count(int(k), "slow round"))
 	}
 	where := "the round loop's round"
 	if aside {
 		where = fmt.Sprintf("group %d's round beside the loop", gs[0].id)
 	}
-	n.cfg.Infof("raftnode: %s of %d group(s) took %v%s%s", where, len(gs), d.Round(time.Millisecond), b.String(), skipped)
+	pf, pt := n.procPause.within(t.start, t.start.Add(d), n.cfg.TickInterval)
+	n.cfg.Infof("raftnode: %s", roundLine(where, len(gs), t.start, d, t.took, skipped, pf, pt))
 }
