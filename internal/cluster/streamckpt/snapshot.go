@@ -404,7 +404,7 @@ func (r *Replica) install(m *manifest, stage string) error {
 		}
 		r.savePosition(&pos)
 	}
-	r.lastIndex = m.index
+	r.lastIndex, r.lastPos = m.index, pos
 	r.ckptBytes.Store(r.log.AppliedBytes()) // EveryBytes counts from this checkpoint
 	r.log.Restored(m.index)
 	return nil
