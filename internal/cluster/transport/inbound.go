@@ -38,7 +38,7 @@ func (t *Transport) accept(nc net.Conn, buffered []byte) {
 	if why != "" {
 		switch {
 		case early: // its route is not registered yet: it dials again (a start)
-			t.cfg.Infof("transport: %s - refused the Raft connection of %s for now: no route from %s is registered here yet (it dials again once there is one): %s (hello %v)", nc.RemoteAddr(), h.Name, h.Name, why, helloSummary(h))
+			t.cfg.Infof("transport: %s - refused the Raft connection of %s for now: no route from %s is registered here yet (it dials again once there is one; hello %v)", nc.RemoteAddr(), h.Name, h.Name, helloSummary(h))
 		default:
 			t.cfg.Logf("transport: %s - refused a Raft connection: %s (hello %v)", nc.RemoteAddr(), why, helloSummary(h))
 		}

@@ -219,7 +219,7 @@ func (p *peer) run() {
 			case failures == 1 && isRefusal(err, refusePeer):
 				// Its route from this server is not registered there yet
 				// (servers starting together): routine, not a stranger.
-				p.t.cfg.Infof("transport: %s at %s does not know this server yet (its route from here is not registered there yet; dialing again): %v", p.name, addr, err)
+				p.t.cfg.Infof("transport: %s at %s does not know this server yet (its route from here is not registered there yet; dialing again)", p.name, addr)
 			case failures == 1:
 				p.t.cfg.Infof("transport: cannot reach %s at %s (attempt %d): %v", p.name, addr, failures, err)
 			case failures%errorReportEvery == 0:
