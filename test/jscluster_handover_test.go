@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -448,5 +449,73 @@ func waitMetaFormed(t *testing.T, servers []*server.Server) {
 			}
 			return nil
 		})
+	}
+}
+
+// A server whose store was wiped comes back with nothing but routine
+// lines: it starts on a new Raft WAL (not "recovered"), its old replicas
+// are replaced and its stream is caught up by a snapshot, all at [INF]
+// or [DBG] (trial 38 counted 27 [WRN] lines for one wiped server:
+// fences of its old replicas, snapshot installs, etcd raft's
+// "unpromotable" lines).
+func TestJetStreamClusterWipedServerLogsNoWarnings(t *testing.T) {
+	logs := make([]*syncBuffer, 3)
+	servers, opts := jsClusterMod(t, 3, func(i int, o *server.Options) {
+		logs[i] = &syncBuffer{}
+		o.Logger = logger.New(logs[i], false, false)
+		o.RaftRetain = 8
+	})
+	waitMetaFormed(t, servers)
+	js0 := jsAt(t, servers[0])
+	eventually(t, "create ORDERS", func() error {
+		_, err := js0.CreateStream(tctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	eventually(t, "create the durable", func() error {
+		_, err := js0.CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy})
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	publishRange(t, js0, sent, 1, 100)
+	s, err := js0.Stream(tctx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := leaderIndex(servers, s.CachedInfo().Cluster.Leader)
+	if leader < 0 {
+		t.Fatalf("leader %q", s.CachedInfo().Cluster.Leader)
+	}
+	wiped := (leader + 1) % 3
+	servers[wiped].Shutdown()
+	if err := os.RemoveAll(opts[wiped].StoreDir); err != nil {
+		t.Fatal(err)
+	}
+	jsL := jsAt(t, servers[leader])
+	publishRange(t, jsL, sent, 101, 150)
+	from := len(logs[wiped].String())
+	servers[wiped] = restartServer(t, opts[wiped])
+	after := func() string { return logs[wiped].String()[from:] }
+	waitFor(t, clusterTimeout, "the wiped server's snapshot installed", func() bool {
+		return strings.Contains(after(), "installed the snapshot")
+	})
+	eventually(t, "the wiped server's new replicas current", func() error {
+		s, err := jsL.Stream(tctx(t), "ORDERS")
+		if err != nil {
+			return err
+		}
+		for _, p := range s.CachedInfo().Cluster.Replicas {
+			if p.Name == servers[wiped].Name() && p.Current && !p.Offline {
+				return nil
+			}
+		}
+		return fmt.Errorf("cluster %+v", s.CachedInfo().Cluster)
+	})
+	if !strings.Contains(after(), "[INF] JetStream cluster: started on a new Raft WAL: nothing to recover") || strings.Contains(after(), "JetStream cluster: recovered;") {
+		t.Errorf("the wiped server's start did not say it had nothing to recover")
+	}
+	for line := range strings.SplitSeq(after(), "\n") {
+		if strings.Contains(line, "[WRN]") || strings.Contains(line, "[ERR]") {
+			t.Errorf("the wiped server logged a routine event as a warning: %s", line)
+		}
 	}
 }

@@ -16,9 +16,9 @@ import (
 )
 
 var (
-	handOverLine = regexp.MustCompile(`leadership handed over for (\d+) of (\d+) Raft groups in \S+ \((\d+) without an active follower, (\d+) lost without a successor\)`)
-	handingLine  = regexp.MustCompile(`handing over the leadership of (\d+) Raft groups`)
-	noneLeftLine = regexp.MustCompile(`no other server is left to take the leadership of (\d+) Raft groups`)
+	handOverLine = regexp.MustCompile(`leadership handed over for (\d+) of (\d+) Raft groups? in \S+ \((\d+) without an active follower, (\d+) lost without a successor\)`)
+	handingLine  = regexp.MustCompile(`handing over the leadership of (\d+) Raft groups?`)
+	noneLeftLine = regexp.MustCompile(`no other server is left to take the leadership of (\d+) Raft groups?`)
 )
 
 // Every server of a cluster stopped at once (trial 36, finding 9): each

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cairnmq/cairn/internal/logger"
 )
 
 // A leader that loses its leadership without asking (no transfer, step
@@ -84,13 +86,17 @@ func (n *Node) logDeposed(window time.Duration) {
 	if n.cfg.Now().Sub(n.pauses.at) > window {
 		pause = 0
 	}
-	n.cfg.Infof("raftnode: %s", deposalLine(list, pause, window))
+	now := time.Now()
+	pf, pt := n.procPause.within(now.Add(-window-pause), now, n.cfg.TickInterval) // the whole of a pause that ended in the window
+	n.cfg.Infof("raftnode: %s", deposalLine(list, pause, window, pt.Sub(pf)))
 }
 
-// deposalLine formats a round's deposals (logDeposed).
-func deposalLine(list []deposal, pause, window time.Duration) string {
+// deposalLine formats a round's deposals (logDeposed); paused is how long
+// the whole process was paused within window (procpause.go), which
+// explains the loop's pause rather than the round's steps.
+func deposalLine(list []deposal, pause, window, paused time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "this server lost the leadership of %d group(s) without a transfer:", len(list))
+	fmt.Fprintf(&b, "this server lost the leadership of %s without a transfer:", logger.Count(len(list), "group"))
 	for i, d := range list {
 		if i == maxDeposalsNamed {
 			fmt.Fprintf(&b, " and %d more", len(list)-i)
@@ -106,6 +112,9 @@ func deposalLine(list []deposal, pause, window time.Duration) string {
 		fmt.Fprintf(&b, " %s", d.reason())
 	}
 	fmt.Fprintf(&b, "; the round loop's longest pause in the last %v: %v", window, pause.Round(time.Millisecond))
+	if paused > 0 {
+		fmt.Fprintf(&b, ", the whole process paused for %v in that time (its ticker stalled too: a SIGSTOP, a frozen VM or no CPU)", paused.Round(time.Millisecond))
+	}
 	return b.String()
 }
 

@@ -121,7 +121,7 @@ func TestDeposedByHigherTermLogged(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("lines %q, want one", got)
 	}
-	for _, want := range []string{"2 group(s)", "group 1 (stream 'A > S') (term", "group 2 (term", fmt.Sprintf("term %d: a higher term", term), "longest pause in the last 2s: 4s"} {
+	for _, want := range []string{"2 groups without a transfer", "group 1 (stream 'A > S') (term", "group 2 (term", fmt.Sprintf("term %d: a higher term", term), "longest pause in the last 2s: 4s"} {
 		if !strings.Contains(got[0], want) {
 			t.Fatalf("line %q lacks %q", got[0], want)
 		}

@@ -122,3 +122,19 @@ func TestQuorumStepDownLineIsDebug(t *testing.T) {
 	l.debugf = nil
 	l.Warningf("%x stepped down to follower since quorum is not active", uint64(2)) // dropped, no panic
 }
+
+// raft's line about a campaign asked of a learner (a wiped server's new
+// replica being caught up) is debug only: raft ignores the campaign
+// (trial 38 saw it at [WRN]).
+func TestUnpromotableLineIsDebug(t *testing.T) {
+	var logged, debugged []string
+	l := raftLogger{
+		logf:   func(f string, v ...any) { logged = append(logged, fmt.Sprintf(f, v...)) },
+		debugf: func(f string, v ...any) { debugged = append(debugged, fmt.Sprintf(f, v...)) },
+		group:  3,
+	}
+	l.Warningf("%x is unpromotable and can not campaign", uint64(4))
+	if len(logged) != 0 || len(debugged) != 1 || debugged[0] != "raft group 3: 4 is unpromotable and can not campaign" {
+		t.Errorf("logged %q, debug %q", logged, debugged)
+	}
+}

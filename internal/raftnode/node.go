@@ -5,7 +5,6 @@ import (
 	"hash/crc32"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +12,8 @@ import (
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/cairnmq/cairn/internal/logger"
 )
 
 // Node runs this server's replicas of every Raft group over one WAL.
@@ -88,6 +89,14 @@ type Node struct {
 	// Isolate, taking the write lock, knows every frame taken is queued.
 	isoMu    sync.RWMutex
 	isolated atomic.Bool
+
+	// procPause is the ticker's record of the process's pauses
+	// (procpause.go).
+	procPause procPause
+
+	// newWAL is set when the WAL was made at this start, by Open or
+	// QuarantineWAL (NewWAL).
+	newWAL atomic.Bool
 
 	// invites are the messages received for groups not run here
 	// (Invitation).
@@ -170,6 +179,7 @@ func Open(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, wal: w, loopPauses: newPauseWindow(cfg.TickInterval)}
 	n.stretch.Store(1000)
+	n.newWAL.Store(w.created)
 	inc := w.inc
 	n.inc.Store(&inc)
 	if !cfg.DeferReplay {
@@ -183,6 +193,14 @@ func Open(cfg Config) (*Node, error) {
 	n.alive.heard, n.alive.heardAt, n.alive.dead = map[ServerID]uint64{}, map[ServerID]time.Time{}, map[ServerID]bool{}
 	return n, nil
 }
+
+// NewWAL reports whether the node's WAL was made at this start rather
+// than opened: by Open, which found none in Config.Dir (a first start, a
+// wiped store), or by QuarantineWAL. Such a node recovers nothing: its
+// replicas of existing groups belong to a store that is gone (fenced
+// with ErrIdentity, and logged at Infof rather than Logf: the cluster
+// replaces them), and new ones start empty.
+func (n *Node) NewWAL() bool { return n.newWAL.Load() }
 
 // Replay replays the WAL, once (Open does it unless Config.DeferReplay):
 // it reads every segment, cuts a torn tail, and keeps each group's state
@@ -1419,8 +1437,8 @@ func (n *Node) loop() {
 }
 
 func (n *Node) ticker() {
-	ticks := n.cfg.Ticks
-	if ticks == nil {
+	ticks, real := n.cfg.Ticks, n.cfg.Ticks == nil
+	if real {
 		t := time.NewTicker(n.cfg.TickInterval)
 		defer t.Stop()
 		ticks = t.C
@@ -1430,6 +1448,9 @@ func (n *Node) ticker() {
 		case <-n.stop:
 			return
 		case <-ticks:
+			if real {
+				n.procPause.tick(time.Now(), n.cfg.TickInterval)
+			}
 			n.Tick()
 		}
 	}
@@ -1532,15 +1553,12 @@ func (t *roundTrace) report(n *Node, gs []*group, aside bool) {
 	}
 	skipped := ""
 	if k := n.slowSkipped.Swap(0); k > 0 {
-		skipped = fmt.Sprintf(" (and %d slow round(s) not logged since the last line)", k)
-	}
-	var b strings.Builder
-	for k, name := range roundPhases {
-		fmt.Fprintf(&b, ", %s %v", name, t.took[k].Round(time.Millisecond))
+		skipped = fmt.Sprintf(" (and %s not logged since the last line)", logger.Count(int(k), "slow round"))
 	}
 	where := "the round loop's round"
 	if aside {
 		where = fmt.Sprintf("group %d's round beside the loop", gs[0].id)
 	}
-	n.cfg.Infof("raftnode: %s of %d group(s) took %v%s%s", where, len(gs), d.Round(time.Millisecond), b.String(), skipped)
+	pf, pt := n.procPause.within(t.start, t.start.Add(d), n.cfg.TickInterval)
+	n.cfg.Infof("raftnode: %s", roundLine(where, len(gs), t.start, d, t.took, skipped, pf, pt))
 }

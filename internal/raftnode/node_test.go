@@ -571,3 +571,56 @@ func TestRecoveredReplica(t *testing.T) {
 		t.Fatalf("group 1 claimed: replica %d, want none", id)
 	}
 }
+
+// A replica bound to the store a wiped server had is fenced as
+// routine: its line goes to Infof (the cluster replaces it), where the
+// same mismatch on a WAL the node opened, not made, goes to Logf (trial
+// 38 counted these among 27 warnings of one wiped server).
+func TestWipedStoreFenceIsInfo(t *testing.T) {
+	warn, info := &infoLog{}, &infoLog{}
+	c := newTestCluster(t, 3, func(cfg *Config) {
+		if cfg.Server == serverName(2) {
+			cfg.Logf, cfg.Infof = warn.infof, info.infof
+		}
+	})
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	old := c.nodes[2].n.Incarnation()
+	if c.nodes[2].n.NewWAL() != true {
+		t.Fatal("a first start's WAL is not reported new")
+	}
+	c.nodes[2].fs = vfs.NewCrashFS() // wiped
+	c.open(2)
+	if !c.nodes[2].n.NewWAL() {
+		t.Fatal("a wiped store's WAL is not reported new")
+	}
+	sm := newHashSM(c.nodes[2].fs, "sm", 1)
+	if err := c.nodes[2].n.AddGroup(GroupConfig{ID: 1, Replica: 3, Incarnation: old, Peers: c.peers(0)}, sm); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(c.status(2, 1).Fenced, ErrIdentity) {
+		t.Fatal("not fenced")
+	}
+	if got := warn.matching("group 1 replica 3"); len(got) != 0 {
+		t.Errorf("wiped store: warned %q", got)
+	}
+	if got := info.matching("group 1 replica 3 is not started: it belonged to this server's earlier store"); len(got) != 1 {
+		t.Errorf("wiped store: info %q", info.lines)
+	}
+	// Reopened over the same store: the WAL is not new, and a binding to
+	// another store is a warning.
+	c.crash(2, vfs.CrashOptions{})
+	c.open(2)
+	if c.nodes[2].n.NewWAL() {
+		t.Fatal("a reopened WAL is reported new")
+	}
+	var other Incarnation
+	other[0] = 1
+	sm = newHashSM(c.nodes[2].fs, "sm2", 2)
+	if err := c.nodes[2].n.AddGroup(GroupConfig{ID: 2, Replica: 3, Incarnation: other, Peers: c.peers(0)}, sm); err != nil {
+		t.Fatal(err)
+	}
+	if got := warn.matching("group 2 replica 3 fenced: raftnode: replica identity mismatch"); len(got) != 1 {
+		t.Errorf("opened WAL: warn %q, info %q", warn.lines, info.lines)
+	}
+}

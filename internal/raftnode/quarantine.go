@@ -57,6 +57,7 @@ func (n *Node) QuarantineWAL(to string) (Incarnation, error) {
 		return Incarnation{}, fmt.Errorf("raftnode: a new WAL after moving the damaged one to %s: %w", to, err)
 	}
 	n.wal = w
+	n.newWAL.Store(true)
 	inc := w.inc
 	n.inc.Store(&inc)
 	return inc, nil

@@ -210,6 +210,15 @@ type raftLogger struct {
 // [WRN] from one server stopped with its peers.
 const quorumStepDown = "since quorum is not active"
 
+// unpromotable is in raft's line about a campaign a replica cannot make
+// ("%x is unpromotable and can not campaign"): a learner, or a voter
+// whose snapshot is still being installed, asked to campaign (a
+// campaign asked of a group's replica on a server being caught up after
+// its store was wiped). raft ignores the campaign, which is harmless: the
+// line is debug only (trial 38 saw them at [WRN] among a wiped server's
+// 27 warnings).
+const unpromotable = "is unpromotable and can not campaign"
+
 // uncommittedDrop is in raft's line about a proposal dropped past
 // MaxUncommittedEntriesSize ("%x appending new entries to log would
 // exceed uncommitted entry size limit; dropping proposal").
@@ -259,7 +268,7 @@ func (l raftLogger) Info(v ...any)         {}
 func (l raftLogger) Infof(string, ...any)  {}
 func (l raftLogger) Warning(v ...any)      { l.logf("raft group %d: %s", l.group, fmt.Sprint(v...)) }
 func (l raftLogger) Warningf(f string, v ...any) {
-	if strings.Contains(f, quorumStepDown) {
+	if strings.Contains(f, quorumStepDown) || strings.Contains(f, unpromotable) {
 		if l.debugf != nil {
 			l.debugf("raft group %d: %s", l.group, fmt.Sprintf(f, v...))
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/cairnmq/cairn/internal/cluster/meta"
 	"github.com/cairnmq/cairn/internal/cluster/transport"
 	"github.com/cairnmq/cairn/internal/jetstream/metafile"
+	"github.com/cairnmq/cairn/internal/logger"
 	"github.com/cairnmq/cairn/internal/raftnode"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
@@ -541,7 +542,7 @@ func (c *Cluster) run() {
 		c.cfg.Logf("jscluster: the Raft WAL cannot be replayed (every replica of this server is fenced): %v", replayErr)
 	} else {
 		segs, _ := c.node.WALStats()
-		c.cfg.Infof("JetStream cluster: Raft WAL replayed in %v (%d segment(s))", time.Since(start).Round(time.Millisecond), segs)
+		c.cfg.Infof("JetStream cluster: Raft WAL replayed in %v (%s)", time.Since(start).Round(time.Millisecond), logger.Count(segs, "segment"))
 		quarantined = c.quarantineWAL()
 	}
 	c.forcing.Store(c.decideForce(quarantined, replayErr))
@@ -624,9 +625,20 @@ func (c *Cluster) noteRecovered() bool {
 	if n > 0 {
 		c.checkpointAll(false)
 	}
-	c.cfg.Infof("JetStream cluster: recovered; entries applied again since the checkpoints: %d (meta %d, streams %d, consumers %d)",
-		n, rec.Meta, rec.Streams, rec.Consumers)
+	c.cfg.Infof("%s", recoveredLine(rec, c.node.NewWAL()))
 	return true
+}
+
+// recoveredLine is noteRecovered's line. A server that started on a new
+// Raft WAL (its first start, a wiped store) recovered nothing, and says
+// so rather than "recovered" (trial 38).
+func recoveredLine(rec Recovery, newWAL bool) string {
+	n := rec.Meta + rec.Streams + rec.Consumers
+	if newWAL && n == 0 {
+		return "JetStream cluster: started on a new Raft WAL: nothing to recover"
+	}
+	return fmt.Sprintf("JetStream cluster: recovered; entries applied again since the checkpoints: %d (meta %d, streams %d, consumers %d)",
+		n, rec.Meta, rec.Streams, rec.Consumers)
 }
 
 // votersFile is the record of the meta group's voters (Dir/voters,

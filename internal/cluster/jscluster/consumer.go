@@ -270,7 +270,7 @@ func (c *Cluster) tryStartConsumer(acc *account, k consumerKey, ca meta.Consumer
 	gc.ForceSole = c.forcing.Load() // force.go
 	_, recovered := c.node.RecoveredReplica(ca.Group)
 	if err := c.node.AddGroup(gc, cr.log.StateMachine()); err != nil {
-		c.cfg.Logf("jscluster: consumer %s > %s > %s: its group %d cannot start here: %v", k.account, k.stream, k.name, ca.Group, err)
+		c.groupNotStarted(fmt.Sprintf("consumer %s > %s > %s", k.account, k.stream, k.name), ca.Group, mine.ID, err)
 		return nil
 	}
 	if int(mine.ID) <= ca.Initial && cr.mine(c.name) == mine.ID && (!recovered || ca.Initial == 1) && c.consumerCampaignsFirst(ca) {
@@ -463,7 +463,7 @@ func (c *Cluster) stopConsumer(acc *account, k consumerKey, cr *creplica) {
 	}
 	// A replica started next for the same group (a replacement on this
 	// server) needs the node to be done with this one.
-	if err := c.removeGroupWait(cr.ca.Group); err != nil && !errors.Is(err, errRemoveStopping) {
+	if err := c.removeGroupWait(cr.ca.Group); err != nil && !errors.Is(err, errRemoveStopping) && !errors.Is(err, raftnode.ErrUnknownGroup) {
 		c.cfg.Logf("jscluster: consumer %s > %s > %s: remove group %d: %v", k.account, k.stream, k.name, cr.ca.Group, err)
 	}
 	c.removeCheckpoint(cr.ca.Group)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairnmq/cairn/internal/cluster/meta"
 	"github.com/cairnmq/cairn/internal/jetstream"
+	"github.com/cairnmq/cairn/internal/logger"
 	"github.com/cairnmq/cairn/internal/raftnode"
 	"github.com/cairnmq/cairn/internal/stream"
 )
@@ -160,7 +161,7 @@ func (c *Cluster) HandOver(timeout time.Duration) HandOverResult {
 	if len(hs) == 0 {
 		return res
 	}
-	c.cfg.Infof("JetStream cluster: handing over the leadership of %d Raft groups", len(hs))
+	c.cfg.Infof("JetStream cluster: handing over the leadership of %s", logger.Count(len(hs), "Raft group"))
 	c.quiesceStreams(hs, deadline)
 	for _, h := range hs {
 		if !c.transfer(h) {
@@ -203,11 +204,11 @@ func (c *Cluster) HandOver(timeout time.Duration) HandOverResult {
 // no other server left on a line of their own.
 func handOverLines(res HandOverResult) (info, warn []string) {
 	if res.NoneLeft < res.Led {
-		info = append(info, fmt.Sprintf("JetStream cluster: leadership handed over for %d of %d Raft groups in %v (%d without an active follower, %d lost without a successor)",
-			res.Moved, res.Led, res.Took.Round(time.Millisecond), res.NoSuccessor, res.Lost))
+		info = append(info, fmt.Sprintf("JetStream cluster: leadership handed over for %d of %s in %v (%d without an active follower, %d lost without a successor)",
+			res.Moved, logger.Count(res.Led, "Raft group"), res.Took.Round(time.Millisecond), res.NoSuccessor, res.Lost))
 	}
 	if res.NoneLeft > 0 {
-		info = append(info, fmt.Sprintf("JetStream cluster: no other server is left to take the leadership of %d Raft groups (the servers of their other replicas are leaving too, or unreachable)", res.NoneLeft))
+		info = append(info, fmt.Sprintf("JetStream cluster: no other server is left to take the leadership of %s (the servers of their other replicas are leaving too, or unreachable)", logger.Count(res.NoneLeft, "Raft group")))
 	}
 	for _, what := range res.Failed {
 		warn = append(warn, fmt.Sprintf("JetStream cluster: the leadership of %s did not move before the server stops", what))

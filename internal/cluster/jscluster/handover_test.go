@@ -135,8 +135,13 @@ func TestHandOverOutcome(t *testing.T) {
 	info, warn = handOverLines(HandOverResult{Led: 5, Moved: 3, NoneLeft: 1, NoSuccessor: 1, Took: 13 * time.Millisecond})
 	if len(info) != 2 || len(warn) != 0 ||
 		info[0] != "JetStream cluster: leadership handed over for 3 of 5 Raft groups in 13ms (1 without an active follower, 0 lost without a successor)" ||
-		!strings.HasPrefix(info[1], "JetStream cluster: no other server is left to take the leadership of 1 Raft groups") {
+		!strings.HasPrefix(info[1], "JetStream cluster: no other server is left to take the leadership of 1 Raft group (") {
 		t.Errorf("mixed: info %q, warn %q", info, warn)
+	}
+	// One group: the singular (trial 38 read "1 of 1 Raft groups").
+	info, _ = handOverLines(HandOverResult{Led: 1, Moved: 1, Took: 6 * time.Millisecond})
+	if len(info) != 1 || info[0] != "JetStream cluster: leadership handed over for 1 of 1 Raft group in 6ms (0 without an active follower, 0 lost without a successor)" {
+		t.Errorf("one group: info %q", info)
 	}
 	info, warn = handOverLines(HandOverResult{Led: 2, Moved: 1, Failed: []string{"stream A > S"}})
 	if len(info) != 1 || len(warn) != 1 || warn[0] != "JetStream cluster: the leadership of stream A > S did not move before the server stops" {

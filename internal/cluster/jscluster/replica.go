@@ -339,6 +339,22 @@ func unionPeers(a, b []meta.Replica) []raftnode.Peer {
 	return ps
 }
 
+// groupNotStarted logs why this server's replica mine of group g (of
+// what) could not be added to the Raft node. A replica the node removed
+// already (raftnode.ErrRemoved: its tombstone) belongs to an assignment
+// since replaced (a wiped server's stale replica, applied once more
+// while its replacement is under way: trial 38's wipe), which is
+// routine, at [INF]; any other error is a warning. The group was not
+// added, so its removal later finds nothing (raftnode.ErrUnknownGroup,
+// not logged).
+func (c *Cluster) groupNotStarted(what string, g raftnode.GroupID, mine raftnode.ReplicaID, err error) {
+	if errors.Is(err, raftnode.ErrRemoved) {
+		c.cfg.Infof("jscluster: %s: its replica %d of group %d is not started here: this server removed it already (its assignment is being replaced): %v", what, mine, g, err)
+		return
+	}
+	c.cfg.Logf("jscluster: %s: its group %d cannot start here: %v", what, g, err)
+}
+
 // groupConfig is the raftnode configuration of this server's replica
 // mine of stream sa: a replica among the group's first ones bootstraps
 // with them as its voters (IDs 1 to the LogConfig's num_replicas, however
@@ -456,7 +472,7 @@ func (c *Cluster) startReplica(acc *account, k streamKey, sa meta.StreamAssignme
 	gc := groupConfig(sa, mine)
 	gc.ForceSole = c.forcing.Load()
 	if err := c.node.AddGroup(gc, r.log.StateMachine()); err != nil {
-		c.cfg.Logf("jscluster: stream %s > %s: its group %d cannot start here: %v", k.account, k.name, sa.Group, err)
+		c.groupNotStarted(fmt.Sprintf("stream %s > %s", k.account, k.name), sa.Group, mine.ID, err)
 	}
 }
 
@@ -623,7 +639,7 @@ func (c *Cluster) runReplica(acc *account, k streamKey, r *replica, mine meta.Re
 	gc.ForceSole = c.forcing.Load()
 	_, recovered := c.node.RecoveredReplica(sa.Group)
 	if err := c.node.AddGroup(gc, r.log.StateMachine()); err != nil {
-		c.cfg.Logf("jscluster: stream %s > %s: its group %d cannot start here: %v", k.account, k.name, sa.Group, err)
+		c.groupNotStarted(fmt.Sprintf("stream %s > %s", k.account, k.name), sa.Group, mine.ID, err)
 		return
 	}
 	if !gc.Join && r.mine() == mine.ID && (!recovered || initialReplicas(sa) == 1) && c.campaignsFirst(sa) {
@@ -676,7 +692,7 @@ func (c *Cluster) stopReplica(acc *account, k streamKey, r *replica) {
 	r.log.Close()
 	// A replica started next for the same group (a replacement on this
 	// server) needs the node to be done with this one.
-	if err := c.removeGroupWait(r.sa.Group); err != nil && !errors.Is(err, errRemoveStopping) {
+	if err := c.removeGroupWait(r.sa.Group); err != nil && !errors.Is(err, errRemoveStopping) && !errors.Is(err, raftnode.ErrUnknownGroup) {
 		c.cfg.Logf("jscluster: stream %s > %s: remove group %d: %v", k.account, k.name, r.sa.Group, err)
 	}
 }

@@ -301,11 +301,13 @@ type Replica struct {
 	once      sync.Once
 
 	// mu serializes checkpoints (the goroutine's, Checkpoint's, Stop's),
-	// captures and installs, and guards lastIndex, the index of the last
-	// checkpoint written, and unsaved, the newest position written but
-	// not yet given to PositionSaved (a capture was pinned).
+	// captures and installs, and guards lastIndex and lastPos, the index
+	// and store position of the last checkpoint written (or read), and
+	// unsaved, the newest position written but not yet given to
+	// PositionSaved (a capture was pinned).
 	mu        sync.Mutex
 	lastIndex uint64
+	lastPos   filestore.Position
 	unsaved   *filestore.Position
 
 	// Snapshots (snapshot.go): capture is the latest capture and capWant
@@ -352,6 +354,9 @@ func Open(cfg Config, def stream.Config) (*Replica, error) {
 		return nil, fmt.Errorf("streamckpt: group %d: %w", cfg.Group, err)
 	}
 	r.lastIndex = r.index
+	if ck != nil {
+		r.lastPos = ck.pos
+	}
 	return r, nil
 }
 
@@ -498,6 +503,7 @@ func (r *Replica) write(index uint64, st *filestore.Store, state []byte) error {
 		return err
 	}
 	st.PositionSaved(pos)
+	r.lastPos = pos
 	return nil
 }
 
@@ -636,7 +642,17 @@ func (r *Replica) Poke() {
 // ErrStopped (the runtime stopped), the store's (store.ErrFenced), the
 // file system's, and raftnode's from Log.Checkpoint (the checkpoint file
 // is written then; the WAL compacts at the next one).
-func (r *Replica) Checkpoint() error {
+func (r *Replica) Checkpoint() error { return r.checkpoint(false) }
+
+// checkpoint is Checkpoint; final (Stop's) also writes one when nothing
+// was applied since the last but the store was written past its
+// position: a store opened (rolled back to the checkpoint) writes its
+// low water's compact record and a sync mark with its first batch, at
+// its Close when nothing else comes, and a restart without this
+// checkpoint cut those 64 bytes again and logged it as a rollback (trial
+// 38: "rollback to segment ... set aside" after each clean stop and
+// restart with nothing applied between).
+func (r *Replica) checkpoint(final bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.rt == nil {
@@ -663,10 +679,13 @@ func (r *Replica) Checkpoint() error {
 				index = max(index, latest)
 			}
 		}
-		if index == r.lastIndex {
+		if index == r.lastIndex && !final {
 			return
 		}
 		if pos, err = r.store.Position(); err != nil {
+			return
+		}
+		if index == r.lastIndex && samePosition(pos, r.lastPos) {
 			return
 		}
 		ck, _ = r.rt.Checkpoint()
@@ -676,9 +695,10 @@ func (r *Replica) Checkpoint() error {
 		return ErrStopped
 	case err != nil:
 		return err
-	case index == r.lastIndex:
+	case ck == nil: // nothing applied, nothing written since the last
 		return nil
 	}
+	again := index == r.lastIndex
 	state, err := ck.Append(nil)
 	if err != nil {
 		return err
@@ -687,12 +707,18 @@ func (r *Replica) Checkpoint() error {
 		return err
 	}
 	r.savePosition(&pos)
-	r.lastIndex = index
-	if r.log == nil {
+	r.lastIndex, r.lastPos = index, pos
+	if r.log == nil || again {
 		return nil
 	}
 	_, err = r.log.Checkpoint(index)
 	return err
+}
+
+// samePosition reports whether a and b are the same place in the store
+// (a Position also carries which call took it).
+func samePosition(a, b filestore.Position) bool {
+	return a.Base == b.Base && a.Offset == b.Offset && a.LastSeq == b.LastSeq
 }
 
 // Stop ends the checkpoint goroutine and takes a last checkpoint, so
@@ -708,7 +734,7 @@ func (r *Replica) Stop() error {
 		return nil
 	}
 	<-r.done
-	return r.Checkpoint()
+	return r.checkpoint(true)
 }
 
 // Adopt makes the store of a stream that ran with one replica the store

@@ -9,7 +9,11 @@ var (
 	HelloSummary      = helloSummary
 	Frames            = frames
 	AppendFrameHeader = appendFrameHeader
+	IsRefusal         = isRefusal
 )
+
+// NewRefusal makes the error a dialer's handshake returns for an -ERR.
+func NewRefusal(op, arg string) error { return &refusedError{op: op, arg: arg} }
 
 const (
 	RefuseCluster = refuseCluster

@@ -36,11 +36,12 @@ func (t *Transport) accept(nc net.Conn, buffered []byte) {
 		why, early = t.admit(h)
 	}
 	if why != "" {
-		logf := t.cfg.Logf
-		if early {
-			logf = t.cfg.Infof // its route is not registered yet: it dials again (a start)
+		switch {
+		case early: // its route is not registered yet: it dials again (a start)
+			t.cfg.Infof("transport: %s - refused the Raft connection of %s for now: no route from %s is registered here yet (it dials again once there is one; hello %v)", nc.RemoteAddr(), h.Name, h.Name, helloSummary(h))
+		default:
+			t.cfg.Logf("transport: %s - refused a Raft connection: %s (hello %v)", nc.RemoteAddr(), why, helloSummary(h))
 		}
-		logf("transport: %s - refused a Raft connection: %s (hello %v)", nc.RemoteAddr(), why, helloSummary(h))
 		_ = nc.SetWriteDeadline(time.Now().Add(handshakeTimeout))
 		_, _ = nc.Write(route.AppendErr(nil, why))
 		_ = nc.Close()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -215,6 +216,10 @@ func (p *peer) run() {
 				p.gone()
 			}
 			switch {
+			case failures == 1 && isRefusal(err, refusePeer):
+				// Its route from this server is not registered there yet
+				// (servers starting together): routine, not a stranger.
+				p.t.cfg.Infof("transport: %s at %s does not know this server yet (its route from here is not registered there yet; dialing again)", p.name, addr)
 			case failures == 1:
 				p.t.cfg.Infof("transport: cannot reach %s at %s (attempt %d): %v", p.name, addr, failures, err)
 			case failures%errorReportEvery == 0:
@@ -334,9 +339,21 @@ func (p *peer) handshake(nc net.Conn) error {
 		return err
 	}
 	if op, arg = splitLine(line); !bytes.Equal(op, []byte("+OK")) {
-		return fmt.Errorf("transport: refused: %s %s", op, arg)
+		return &refusedError{op: string(op), arg: string(arg)}
 	}
 	return nc.SetDeadline(time.Time{})
+}
+
+// refusedError is the acceptor's -ERR answer to this server's hello
+// (package comment, "Admission").
+type refusedError struct{ op, arg string }
+
+func (e *refusedError) Error() string { return "transport: refused: " + e.op + " " + e.arg }
+
+// isRefusal reports whether err is the acceptor's refusal with text why.
+func isRefusal(err error, why string) bool {
+	var r *refusedError
+	return errors.As(err, &r) && strings.Trim(r.arg, "'") == why
 }
 
 // connWriter is a connection past its handshake and its buffered writer.

@@ -57,7 +57,14 @@ func TestRecoverySummaryRange(t *testing.T) {
 		t.Errorf("never written: %q", lg.lines)
 	}
 	s = mustOpen(t, cfg, store.Config{})
-	for i := range 7 {
+	appendSync(t, s, msgN("s", 0))
+	s.Close()
+	// One of each: the singular (trial 38 read "in 1 segments").
+	if lg := reopen(); !lg.has("recovered 1 message, sequence 1, in 1 segment (") || !lg.has("(0 corrupt regions, 0 lost sequences, 0 torn bytes dropped)") {
+		t.Errorf("1 message: %q", lg.lines)
+	}
+	s = mustOpen(t, cfg, store.Config{})
+	for i := 1; i < 7; i++ {
 		appendSync(t, s, msgN("s", i))
 	}
 	s.Close()

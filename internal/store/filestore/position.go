@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cairnmq/cairn/internal/logger"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
 
@@ -145,7 +146,7 @@ func (s *Store) removeSetAside(names []string, whose string) {
 		s.cfg.Logf("filestore: %s: sync %s: %v", s.cfg.Dir, s.msgsDir, err)
 		return
 	}
-	s.cfg.Infof("filestore: %s: removed %d file(s) set aside by %s", s.cfg.Dir, len(names), whose)
+	s.cfg.Infof("filestore: %s: removed %s set aside by %s", s.cfg.Dir, logger.Count(len(names), "file"), whose)
 }
 
 // isSetAside reports whether name is a file a rollback sets aside:
@@ -241,7 +242,7 @@ func (s *Store) rollback(p Position) (earlier, setAside []string, err error) {
 		return nil, nil, fmt.Errorf("rollback: sync directory %s: %w", s.msgsDir, err)
 	}
 	if len(setAside) > 0 {
-		s.cfg.Infof("filestore: %s: rollback to %v: %d bytes of its segment and %d later segment(s) set aside until the next saved position", s.cfg.Dir, p, cut, segs)
+		s.cfg.Infof("filestore: %s: rollback to %v: %s of its segment and %s, written after it, set aside until the next saved position", s.cfg.Dir, p, logger.Count(int(cut), "byte"), logger.Count(segs, "later segment"))
 	}
 	if p.Offset == uint64(len(data)) {
 		return earlier, setAside, nil

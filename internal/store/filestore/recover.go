@@ -5,6 +5,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/cairnmq/cairn/internal/logger"
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
@@ -519,9 +520,9 @@ func (r *recovery) summary() {
 	if r.corrupt > 0 || len(s.mu.lost) > 0 {
 		logf = s.cfg.Logf
 	}
-	logf("filestore: %s: recovered %d messages, %s, in %d segments (%d opened through their index) in %v (%d corrupt regions, %d lost sequences, %d torn bytes dropped)",
-		path.Clean(s.cfg.Dir), s.mu.msgs, s.seqRangeLocked(), len(s.mu.segs), r.indexed, time.Since(r.start).Round(time.Millisecond),
-		r.corrupt, lostCount(s.mu.lost), r.truncated)
+	logf("filestore: %s: recovered %s, %s, in %s (%d opened through their index) in %v (%s, %s, %s dropped)",
+		path.Clean(s.cfg.Dir), logger.Count(int(s.mu.msgs), "message"), s.seqRangeLocked(), logger.Count(len(s.mu.segs), "segment"), r.indexed, time.Since(r.start).Round(time.Millisecond),
+		logger.Count(r.corrupt, "corrupt region"), logger.Count(int(lostCount(s.mu.lost)), "lost sequence"), logger.Count(int(r.truncated), "torn byte"))
 }
 
 // seqRangeLocked describes the sequences the store holds, for logs: a
