@@ -122,11 +122,11 @@ func deposalLine(list []deposal, pause, window, paused time.Duration) string {
 func (d deposal) reason() string {
 	if d.to > d.from {
 		lead := "no leader yet"
-		if d.leader != 0 {
-			lead = fmt.Sprintf("leader replica %d", d.leader)
-			if d.server != "" {
-				lead += " on " + string(d.server)
-			}
+		switch {
+		case d.server != "":
+			lead = "new leader on " + string(d.server) // a replica ID means nothing to an operator
+		case d.leader != 0:
+			lead = fmt.Sprintf("new leader replica %d (its server not known here)", d.leader)
 		}
 		return fmt.Sprintf("(term %d: a higher term %d was heard, %s)", d.from, d.to, lead)
 	}

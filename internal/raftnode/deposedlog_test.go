@@ -126,7 +126,7 @@ func TestDeposedByHigherTermLogged(t *testing.T) {
 			t.Fatalf("line %q lacks %q", got[0], want)
 		}
 	}
-	if !regexp.MustCompile(`leader replica \d+ on s[23]`).MatchString(got[0]) {
+	if !regexp.MustCompile(`new leader on s[23]`).MatchString(got[0]) {
 		t.Fatalf("line %q does not name the new leader's server", got[0])
 	}
 }
