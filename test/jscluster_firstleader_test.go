@@ -51,6 +51,7 @@ func TestJetStreamClusterFirstLeadersSpread(t *testing.T) {
 		if info.Cluster == nil || leaderIndex(servers, info.Cluster.Leader) < 0 {
 			t.Fatalf("%s: the create answered cluster %+v", name, info.Cluster)
 		}
+		checkLeaderView(t, name, info.Cluster)
 		leader := info.Cluster.Leader
 		streams[leader]++
 		other := 0 // neither the meta leader nor the stream's leader
@@ -81,6 +82,7 @@ func TestJetStreamClusterFirstLeadersSpread(t *testing.T) {
 		if ci == nil || leaderIndex(servers, ci.Leader) < 0 {
 			t.Fatalf("%s: the create answered cluster %+v", name, ci)
 		}
+		checkLeaderView(t, name, ci)
 		consumers[ci.Leader]++
 		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
@@ -99,5 +101,22 @@ func TestJetStreamClusterFirstLeadersSpread(t *testing.T) {
 		if consumers[s.Name()] == 0 {
 			t.Errorf("%s leads none of %d new consumers (leaders %v, meta leader %s)", s.Name(), n, consumers, meta)
 		}
+	}
+}
+
+// checkLeaderView fails t unless the cluster block of a create's answer
+// is the leader's view, as nats-server v2.15.2's stream and consumer
+// leaders answer the create themselves: leader_since set and the two
+// other servers listed as replicas, the leader not among them (the meta
+// leader's own view, when another server led, listed the leader as a
+// replica and left itself out).
+func checkLeaderView(t *testing.T, name string, ci *jetstream.ClusterInfo) {
+	t.Helper()
+	var names []string
+	for _, r := range ci.Replicas {
+		names = append(names, r.Name)
+	}
+	if ci.LeaderSince == nil || len(ci.Replicas) != 2 || contains(names, ci.Leader) {
+		t.Errorf("%s: the create answered leader %s since %v, replicas %v: want the leader's view, the two others as replicas", name, ci.Leader, ci.LeaderSince, names)
 	}
 }
