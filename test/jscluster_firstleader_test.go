@@ -52,6 +52,13 @@ func TestJetStreamClusterFirstLeadersSpread(t *testing.T) {
 			t.Fatalf("%s: the create answered cluster %+v", name, info.Cluster)
 		}
 		checkLeaderView(t, name, info.Cluster)
+		// An update through the same server is answered with the
+		// leader's view too.
+		upd, err := js[via].UpdateStream(ctx2(t), jetstream.StreamConfig{Name: name, Subjects: []string{name + ".>", name + "b.>"}, Replicas: 3})
+		if err != nil {
+			t.Fatalf("%s: update: %v", name, err)
+		}
+		checkLeaderView(t, name+" update", upd.CachedInfo().Cluster)
 		leader := info.Cluster.Leader
 		streams[leader]++
 		other := 0 // neither the meta leader nor the stream's leader
@@ -104,7 +111,8 @@ func TestJetStreamClusterFirstLeadersSpread(t *testing.T) {
 	}
 }
 
-// checkLeaderView fails t unless the cluster block of a create's answer
+// checkLeaderView fails t unless the cluster block of a create's (or an
+// update's) answer
 // is the leader's view, as nats-server v2.15.2's stream and consumer
 // leaders answer the create themselves: leader_since set and the two
 // other servers listed as replicas, the leader not among them (the meta
@@ -117,6 +125,6 @@ func checkLeaderView(t *testing.T, name string, ci *jetstream.ClusterInfo) {
 		names = append(names, r.Name)
 	}
 	if ci.LeaderSince == nil || len(ci.Replicas) != 2 || contains(names, ci.Leader) {
-		t.Errorf("%s: the create answered leader %s since %v, replicas %v: want the leader's view, the two others as replicas", name, ci.Leader, ci.LeaderSince, names)
+		t.Errorf("%s: answered leader %s since %v, replicas %v: want the leader's view, the two others as replicas", name, ci.Leader, ci.LeaderSince, names)
 	}
 }
