@@ -69,6 +69,19 @@ func TestJetStreamClusterFirstLeadersSpread(t *testing.T) {
 		if err != nil || ack.Sequence != 1 {
 			t.Fatalf("%s, led by %s: a publish through %s right after the create: %+v %v", name, leader, servers[other].Name(), ack, err)
 		}
+		// A create of the same config answers the stream's info with
+		// its state, as nats-server's does (the answering replica may
+		// apply the publish a moment after the PubAck).
+		eventually(t, name+": a create of the same config answers its message", func() error {
+			again, err := js[via].CreateStream(ctx2(t), jetstream.StreamConfig{Name: name, Subjects: []string{name + ".>", name + "b.>"}, Replicas: 3})
+			if err != nil {
+				return err
+			}
+			if got := again.CachedInfo().State.Msgs; got != 1 {
+				return fmt.Errorf("answered %d messages, want 1", got)
+			}
+			return nil
+		})
 	}
 	t.Logf("meta leader %s; stream leaders %v", meta, streams)
 	for _, s := range servers {

@@ -391,7 +391,9 @@ func (c *Cluster) offlineIn(st *meta.State) map[raftnode.ServerID]bool {
 }
 
 // existing answers a create of a stream the meta group holds: its info
-// when the config is the same, else 10058.
+// when the config is the same (with this replica's state when this
+// server holds one, as nats-server v2.15.2's stream leader answers an
+// equal create with its state), else 10058.
 func (a *account) existing(sa meta.StreamAssignment, cfg stream.Config) (*jetstream.StreamInfo, *jserr.Error) {
 	var cur stream.Config
 	if err := json.Unmarshal(sa.Config, &cur); err != nil {
@@ -401,7 +403,7 @@ func (a *account) existing(sa meta.StreamAssignment, cfg stream.Config) (*jetstr
 	if !cfg.Equal(&cur) {
 		return nil, jserr.New(jserr.StreamNameExist)
 	}
-	return a.infoOf(sa), nil
+	return a.StreamInfo(sa.Name, jetstream.InfoOptions{})
 }
 
 // recampaign is the longest pause of a new group's first campaigner
