@@ -980,7 +980,7 @@ func (g *group) startRestore(rd raft.Ready, stepped []*Proposal) {
 	g.mu.restoreDone, g.mu.restoreErr = false, nil
 	g.mu.Unlock()
 	index, data := m.index, rd.Snapshot.GetData()
-	g.n.cfg.Logf("raftnode: group %d replica %d: installing the snapshot at %d in the background", g.id, g.replica, index)
+	g.n.cfg.Infof("raftnode: group %d replica %d: installing the snapshot at %d in the background", g.id, g.replica, index)
 	go func() {
 		err := g.sm.Restore(index, data)
 		g.mu.Lock()

@@ -140,7 +140,7 @@ func (r *Replica) captureNow() error {
 	r.capMu.Lock()
 	r.capture = &capture{index: index, data: data}
 	r.capMu.Unlock()
-	r.cfg.Logf("streamckpt: group %d: captured the stream at index %d for a snapshot (%d messages, %d-%d)", r.cfg.Group, index, st.Msgs, st.FirstSeq, st.LastSeq)
+	r.cfg.Infof("streamckpt: group %d: captured the stream at index %d for a snapshot (%d messages, %d-%d)", r.cfg.Group, index, st.Msgs, st.FirstSeq, st.LastSeq)
 	return nil
 }
 
@@ -167,7 +167,7 @@ func (r *Replica) Restore(index uint64, data []byte) error {
 	if r.cfg.Catchup == nil {
 		return fmt.Errorf("%w: no catch-up service", raftnode.ErrRestoreRetry)
 	}
-	r.cfg.Logf("streamckpt: group %d: installing the snapshot at %d (sequences %d-%d, %d messages) from %s", r.cfg.Group, index, m.first, m.last, m.msgs, m.source)
+	r.cfg.Infof("streamckpt: group %d: installing the snapshot at %d (sequences %d-%d, %d messages) from %s", r.cfg.Group, index, m.first, m.last, m.msgs, m.source)
 	stage := path.Join(r.cfg.Dir, StageName)
 	defer func() { _ = r.fs.Remove(stage) }()
 	if err := r.stage(m, stage); err != nil {
@@ -188,7 +188,7 @@ func (r *Replica) Restore(index uint64, data []byte) error {
 	if ierr != nil {
 		return fmt.Errorf("streamckpt: group %d: install of the snapshot at %d: %w", r.cfg.Group, index, ierr)
 	}
-	r.cfg.Logf("streamckpt: group %d: installed the snapshot at %d", r.cfg.Group, index)
+	r.cfg.Infof("streamckpt: group %d: installed the snapshot at %d", r.cfg.Group, index)
 	return nil
 }
 
