@@ -51,6 +51,14 @@ func TestJetStreamClusterFirstLeadersSpread(t *testing.T) {
 		if info.Cluster == nil || leaderIndex(servers, info.Cluster.Leader) < 0 {
 			t.Fatalf("%s: the create answered cluster %+v", name, info.Cluster)
 		}
+		checkLeaderView(t, name, info.Cluster)
+		// An update through the same server is answered with the
+		// leader's view too.
+		upd, err := js[via].UpdateStream(ctx2(t), jetstream.StreamConfig{Name: name, Subjects: []string{name + ".>", name + "b.>"}, Replicas: 3})
+		if err != nil {
+			t.Fatalf("%s: update: %v", name, err)
+		}
+		checkLeaderView(t, name+" update", upd.CachedInfo().Cluster)
 		leader := info.Cluster.Leader
 		streams[leader]++
 		other := 0 // neither the meta leader nor the stream's leader
@@ -61,6 +69,19 @@ func TestJetStreamClusterFirstLeadersSpread(t *testing.T) {
 		if err != nil || ack.Sequence != 1 {
 			t.Fatalf("%s, led by %s: a publish through %s right after the create: %+v %v", name, leader, servers[other].Name(), ack, err)
 		}
+		// A create of the same config answers the stream's info with
+		// its state, as nats-server's does (the answering replica may
+		// apply the publish a moment after the PubAck).
+		eventually(t, name+": a create of the same config answers its message", func() error {
+			again, err := js[via].CreateStream(ctx2(t), jetstream.StreamConfig{Name: name, Subjects: []string{name + ".>", name + "b.>"}, Replicas: 3})
+			if err != nil {
+				return err
+			}
+			if got := again.CachedInfo().State.Msgs; got != 1 {
+				return fmt.Errorf("answered %d messages, want 1", got)
+			}
+			return nil
+		})
 	}
 	t.Logf("meta leader %s; stream leaders %v", meta, streams)
 	for _, s := range servers {
@@ -81,6 +102,7 @@ func TestJetStreamClusterFirstLeadersSpread(t *testing.T) {
 		if ci == nil || leaderIndex(servers, ci.Leader) < 0 {
 			t.Fatalf("%s: the create answered cluster %+v", name, ci)
 		}
+		checkLeaderView(t, name, ci)
 		consumers[ci.Leader]++
 		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
@@ -99,5 +121,23 @@ func TestJetStreamClusterFirstLeadersSpread(t *testing.T) {
 		if consumers[s.Name()] == 0 {
 			t.Errorf("%s leads none of %d new consumers (leaders %v, meta leader %s)", s.Name(), n, consumers, meta)
 		}
+	}
+}
+
+// checkLeaderView fails t unless the cluster block of a create's (or an
+// update's) answer
+// is the leader's view, as nats-server v2.15.2's stream and consumer
+// leaders answer the create themselves: leader_since set and the two
+// other servers listed as replicas, the leader not among them (the meta
+// leader's own view, when another server led, listed the leader as a
+// replica and left itself out).
+func checkLeaderView(t *testing.T, name string, ci *jetstream.ClusterInfo) {
+	t.Helper()
+	var names []string
+	for _, r := range ci.Replicas {
+		names = append(names, r.Name)
+	}
+	if ci.LeaderSince == nil || len(ci.Replicas) != 2 || contains(names, ci.Leader) {
+		t.Errorf("%s: answered leader %s since %v, replicas %v: want the leader's view, the two others as replicas", name, ci.Leader, ci.LeaderSince, names)
 	}
 }

@@ -290,7 +290,13 @@ func (a *account) StreamCreate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		return nil, jerr
 	}
 	if _, here := meta.On(res.Stream.Replicas, c.name); here {
-		c.waitLeader(streamKey{a.name, cfg.Name})
+		// Led elsewhere, the leader's own info names the replicas: this
+		// follower's view would list the leader among them, leave itself
+		// out and have no leader_since.
+		var si jetstream.StreamInfo
+		if b := c.waitLeader(streamKey{a.name, cfg.Name}); b != nil && json.Unmarshal(b, &si) == nil && si.Cluster != nil {
+			return &si, nil
+		}
 	} else {
 		// The leader's own info names it and the replicas, which this
 		// server, outside the group, cannot (nats-server's stream leader
@@ -385,7 +391,9 @@ func (c *Cluster) offlineIn(st *meta.State) map[raftnode.ServerID]bool {
 }
 
 // existing answers a create of a stream the meta group holds: its info
-// when the config is the same, else 10058.
+// when the config is the same (with this replica's state when this
+// server holds one, as nats-server v2.15.2's stream leader answers an
+// equal create with its state), else 10058.
 func (a *account) existing(sa meta.StreamAssignment, cfg stream.Config) (*jetstream.StreamInfo, *jserr.Error) {
 	var cur stream.Config
 	if err := json.Unmarshal(sa.Config, &cur); err != nil {
@@ -395,7 +403,7 @@ func (a *account) existing(sa meta.StreamAssignment, cfg stream.Config) (*jetstr
 	if !cfg.Equal(&cur) {
 		return nil, jserr.New(jserr.StreamNameExist)
 	}
-	return a.infoOf(sa), nil
+	return a.StreamInfo(sa.Name, jetstream.InfoOptions{})
 }
 
 // recampaign is the longest pause of a new group's first campaigner
@@ -425,8 +433,10 @@ const singleAsk = 50 * time.Millisecond
 // had not started the group yet is lost, so the meta leader's replica
 // campaigns again every recampaign while no leader is known, rather
 // than wait an election timeout: from recampaign on when it is the first
-// campaigner, from recampaignOther on when another replica is.
-func (c *Cluster) waitLeader(k streamKey) {
+// campaigner, from recampaignOther on when another replica is. It
+// returns the leader's answer (its StreamInfo JSON, waitLeaderAway) when
+// another server leads, nil when this one does or none was found.
+func (c *Cluster) waitLeader(k streamKey) []byte {
 	start := time.Now()
 	deadline := start.Add(proposeTimeout)
 	var next time.Time // set once the replica runs here
@@ -443,10 +453,9 @@ func (c *Cluster) waitLeader(k streamKey) {
 			switch {
 			case r != nil && r.leads.Load():
 				c.announceStream(r)
-				return
+				return nil
 			case ci.Leader != string(c.name):
-				c.waitLeaderAway(k, 2*recampaign, deadline)
-				return
+				return c.waitLeaderAway(k, 2*recampaign, deadline)
 			}
 		}
 		switch r := c.replicaOf(k); {
@@ -461,10 +470,11 @@ func (c *Cluster) waitLeader(k streamKey) {
 		}
 		select {
 		case <-c.quit:
-			return
+			return nil
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	return nil
 }
 
 // DeleteStream implements jsapi.Meta on the meta leader: the removal is

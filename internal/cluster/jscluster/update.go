@@ -360,6 +360,7 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 		// and the answer would wait proposeTimeout in vain.
 		c.waitConfig(a, cfg)
 		if si, err := a.js.StreamInfo(cfg.Name, jetstream.InfoOptions{}); err == nil {
+			c.leaderCluster(k, si)
 			return si, nil
 		}
 	}
@@ -800,4 +801,20 @@ func startConfig(sa meta.StreamAssignment) []byte {
 		return sa.LogConfig
 	}
 	return sa.Config
+}
+
+// leaderCluster sets the cluster block of si, this replica's info of
+// stream k, to the stream leader's when another server leads, as
+// nats-server v2.15.2's stream leader answers an update itself: a
+// follower's view lists the leader among the replicas, leaves itself
+// out and has no leader_since. One ask of the leader (waitLeaderAway);
+// unanswered, si keeps this replica's view.
+func (c *Cluster) leaderCluster(k streamKey, si *jetstream.StreamInfo) {
+	if r := c.replicaOf(k); r == nil || r.leads.Load() {
+		return
+	}
+	var li jetstream.StreamInfo
+	if b := c.waitLeaderAway(k, 2*recampaign, time.Now().Add(2*recampaign)); b != nil && json.Unmarshal(b, &li) == nil && li.Cluster != nil {
+		si.Cluster = li.Cluster
+	}
 }

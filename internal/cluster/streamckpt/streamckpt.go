@@ -259,7 +259,9 @@ type Config struct {
 	EveryBytes uint64
 	Interval   time.Duration
 	// Logf receives failed checkpoints and what Open could not use;
-	// Infof the checkpoint a replica restarts from. nil discards.
+	// Infof the checkpoint a replica restarts from and the snapshots it
+	// captures and installs (a scale-up or a replica caught up: routine,
+	// as nats-server logs a stream's catch-up at [INF]). nil discards.
 	Logf, Infof func(format string, args ...any)
 
 	// Snapshots (package comment, "Snapshots"). Catchup is this
