@@ -13,3 +13,17 @@ func (js *JetStream) StreamAppliedIndex(name string) (uint64, bool) {
 	}
 	return r.AppliedIndex(), true
 }
+
+// StreamBarrier waits until the stream named name has applied every
+// operation its log handed it before the call (streamrun.Stream.Barrier:
+// a replicated stream applies on its own goroutine, behind its log), and
+// reports false when the stream does not run here or stopped. After a
+// linearizable read of the stream's group (raftnode ReadIndex), the
+// stream's state then reflects every entry committed before the read.
+func (js *JetStream) StreamBarrier(name string) bool {
+	r, err := js.lookup(name)
+	if err != nil {
+		return false
+	}
+	return r.Barrier()
+}

@@ -767,7 +767,7 @@ func (c *Cluster) waitConsumer(acc *account, k consumerKey, body []byte) (*consu
 	for {
 		cr, ca := c.assignedOf(k)
 		if cr != nil && string(ca.Config) == string(body) && cr.leads.Load() && acc.js.ConsumerLeads(k.stream, k.name) {
-			if info, jerr := acc.js.ConsumerInfo(k.stream, k.name); jerr == nil {
+			if info, jerr := c.consumerInfo(acc, k); jerr == nil {
 				return info, nil
 			}
 		} else if cr == nil || !cr.leads.Load() {
@@ -784,6 +784,55 @@ func (c *Cluster) waitConsumer(acc *account, k consumerKey, body []byte) (*consu
 		case <-time.After(pause.next()):
 		}
 	}
+}
+
+// consumerInfo returns the info of consumer k, led here, once this
+// server's replica of its stream reflects every entry its group
+// committed (streamCurrent): the pending counts are the stream's here,
+// and a follower replica may not yet have applied the last publishes
+// acknowledged by the stream's leader (a consumer created right after
+// two publishes answered num_pending 0 once under load, where
+// nats-server's and the client's count is 2). Errors: the engine's
+// (10014 when the consumer is not here).
+func (c *Cluster) consumerInfo(acc *account, k consumerKey) (*consumer.Info, *jserr.Error) {
+	if c.streamCurrent(streamKey{k.account, k.stream}, streamReadWait) {
+		acc.js.StreamBarrier(k.stream) // what the read made raftnode hand the stream, applied
+	}
+	return acc.js.ConsumerInfo(k.stream, k.name)
+}
+
+// streamReadWait bounds how long consumerInfo waits for the stream's
+// replica here to be current.
+const streamReadWait = time.Second
+
+// streamCurrent waits, at most wait, until this server's replica of the
+// replicated stream k was handed every entry its group committed before
+// the call (raftnode ReadIndex: the leader confirms its commit index),
+// and reports whether it was: false at once when the replica here leads,
+// or the stream has one replica or none here, and when the read failed
+// or took longer (the replica's state may be a few entries behind).
+func (c *Cluster) streamCurrent(k streamKey, wait time.Duration) bool {
+	sa, _, ok, here := c.assignment(k)
+	if !ok || !here || len(sa.Replicas) < 2 {
+		return false
+	}
+	if r := c.replicaOf(k); r == nil || r.leads.Load() {
+		return false
+	}
+	p, err := c.node.ReadIndex(sa.Group)
+	if err != nil {
+		return false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-p.Done():
+		_, err := p.Result()
+		return err == nil
+	case <-t.C:
+	case <-c.quit:
+	}
+	return false
 }
 
 // backoff is the pause of a loop that waits for a replica: 1 ms at first

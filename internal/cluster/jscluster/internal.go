@@ -311,7 +311,7 @@ func (c *Cluster) answerConsumerInfo(k consumerKey, reply string, want []byte) b
 		return false
 	}
 	c.announce(cr)
-	info, jerr := acc.js.ConsumerInfo(k.stream, k.name)
+	info, jerr := c.consumerInfo(acc, k)
 	if jerr != nil {
 		return false
 	}
