@@ -2,7 +2,10 @@ package filestore
 
 import (
 	"errors"
+	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -150,5 +153,95 @@ func TestWaitWrittenErrors(t *testing.T) {
 	}
 	if err := iv.WaitWritten(seq); err != nil {
 		t.Fatalf("WaitWritten under SyncEveryInterval = %v", err)
+	}
+}
+
+// seenSyncFS records, at every Sync of its files, what seen returns.
+type seenSyncFS struct {
+	vfs.FS
+	seen func() uint64
+	mu   sync.Mutex
+	at   []uint64
+}
+
+func (g *seenSyncFS) Create(name string) (vfs.File, error) { return g.wrap(g.FS.Create(name)) }
+func (g *seenSyncFS) OpenAppend(name string) (vfs.File, error) {
+	return g.wrap(g.FS.OpenAppend(name))
+}
+
+func (g *seenSyncFS) wrap(f vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &seenSyncFile{File: f, fs: g}, nil
+}
+
+type seenSyncFile struct {
+	vfs.File
+	fs *seenSyncFS
+}
+
+func (f *seenSyncFile) Sync() error {
+	f.fs.mu.Lock()
+	f.fs.at = append(f.fs.at, f.fs.seen())
+	f.fs.mu.Unlock()
+	return f.File.Sync()
+}
+
+// TestWaitWrittenRunsBeforeTheSync: a waiter of WaitWritten runs as soon
+// as the writer wrote its message, before the syncer's fsync of it. With
+// one P, the send that hands the batch to the syncer readied the syncer
+// in the waiter's place, and the waiter ran only once the fsync blocked
+// the thread and the runtime took the P back: on the loaded 2-core
+// machine a replicated stream's PubAck (which waits for the write) left
+// 93 µs (median) after the write (docs/benchmarks.md, "Where a
+// synchronous publish's time goes").
+func TestWaitWrittenRunsBeforeTheSync(t *testing.T) {
+	var returned atomic.Uint64
+	fs := &seenSyncFS{FS: vfs.NewCrashFS(), seen: returned.Load}
+	s := mustOpen(t, memConfig(fs, 0), store.Config{})
+	defer s.Close()
+	appendSync(t, s, msgN("a", 1)) // creates the segment file
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for i := 2; i <= 6; i++ {
+		s.BeginBatch() // the writer waits for EndBatch
+		seq, err := s.Append(msgN("a", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			err := s.WaitWritten(seq)
+			returned.Store(seq)
+			done <- err
+		}()
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			s.note.mu.Lock()
+			waiting := s.note.mu.wch != nil
+			s.note.mu.Unlock()
+			if waiting {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("WaitWritten did not wait in 5 s")
+			}
+			runtime.Gosched()
+		}
+		fs.mu.Lock()
+		before := len(fs.at)
+		fs.mu.Unlock()
+		s.EndBatch()
+		if err := waitErr(t, "WaitWritten", done); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WaitDurable(seq); err != nil {
+			t.Fatal(err)
+		}
+		fs.mu.Lock()
+		at := slices.Clone(fs.at[before:])
+		fs.mu.Unlock()
+		if len(at) == 0 || at[0] < seq {
+			t.Errorf("message %d: the waiters of its write had seen %v at the syncs that made it durable, want %d first", seq, at, seq)
+		}
 	}
 }
