@@ -1364,8 +1364,8 @@ func (n *Node) sendFrames(frames []frameTo, unreachable map[ServerID]bool) map[S
 // the waker's P, which a blocking system call keeps until the runtime
 // takes it back (sysmon, 20 µs to 10 ms) or another thread steals the
 // goroutine. On the loaded 2-core machine the leader's appends left
-// 84 µs (median; mean 143) after they were queued, while its fsync ran,
-// against 5 µs in rounds without one (docs/benchmarks.md, "Where a
+// 84 and 108 µs (medians of two runs) after they were queued, while its
+// fsync ran, against 5 µs in rounds without one (docs/benchmarks.md, "Where a
 // synchronous publish's time goes"); the followers' fsyncs, which the
 // commit waits for, started that much later. Yielding here runs the
 // writers first, on this thread, and the fsync after them.

@@ -61,8 +61,8 @@ func (w *writerTransport) run(stop <-chan struct{}) {
 // yields to the transport's writers between the send and the fsync
 // (yieldToSenders). With one P, a writer the send woke could otherwise
 // run only once the fsync blocked the loop's thread and the runtime took
-// its P back: on the loaded 2-core machine the appends left 84 µs
-// (median) after they were queued, and the followers' fsyncs, which the
+// its P back: on the loaded 2-core machine the appends left 84 and
+// 108 µs (medians of two runs) after they were queued, and the followers' fsyncs, which the
 // commit waits for, started that much later (docs/benchmarks.md, "Where
 // a synchronous publish's time goes"). The test's hook runs after the
 // appends are sent and before the fsync (afterAppends).

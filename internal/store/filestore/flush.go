@@ -132,9 +132,10 @@ func (w *writer) writeOnce(q chan<- batch) {
 		// and of a replicated stream) run before the syncer: the send
 		// readies the syncer in their place on this P, where its fsync
 		// would hold them until the runtime takes the P back or another
-		// thread steals them (on the loaded 2-core machine, 93 µs median
-		// from the write to a replicated stream's PubAck; docs/benchmarks.md,
-		// "Where a synchronous publish's time goes").
+		// thread steals them (on the loaded 2-core machine, 93 and 116 µs,
+		// medians of two runs, from the write to a replicated stream's
+		// PubAck; docs/benchmarks.md, "Where a synchronous publish's
+		// time goes").
 		runtime.Gosched()
 	}
 	q <- b

@@ -194,7 +194,7 @@ func (f *seenSyncFile) Sync() error {
 // in the waiter's place, and the waiter ran only once the fsync blocked
 // the thread and the runtime took the P back: on the loaded 2-core
 // machine a replicated stream's PubAck (which waits for the write) left
-// 93 µs (median) after the write (docs/benchmarks.md, "Where a
+// 93 and 116 µs (medians of two runs) after the write (docs/benchmarks.md, "Where a
 // synchronous publish's time goes").
 func TestWaitWrittenRunsBeforeTheSync(t *testing.T) {
 	var returned atomic.Uint64
