@@ -103,6 +103,10 @@ type Node struct {
 	// large entry slow (a starved CPU encoding and checksumming it, a
 	// slow disk) by sleeping in it.
 	slowHook func(bytes int)
+	// yieldHook, if set, is called where a started node yields to the
+	// goroutines its appends woke (yieldToSenders), instead of
+	// runtime.Gosched.
+	yieldHook func()
 }
 
 // crashPoint names a point in a round where tests may crash the node.
@@ -1370,9 +1374,14 @@ func (n *Node) sendFrames(frames []frameTo, unreachable map[ServerID]bool) map[S
 // commit waits for, started that much later. Yielding here runs the
 // writers first, on this thread, and the fsync after them.
 func (n *Node) yieldToSenders(sent []frameTo) {
-	if n.work != nil && len(sent) > 0 {
-		runtime.Gosched()
+	if n.work == nil || len(sent) == 0 {
+		return
 	}
+	if n.yieldHook != nil {
+		n.yieldHook()
+		return
+	}
+	runtime.Gosched()
 }
 
 // afterRound drops the groups whose removal the round made durable.
