@@ -69,8 +69,11 @@
 //     the leader fsyncs its own (the leader's parallel write of the Raft
 //     thesis, section 10.2.1, which etcd-server does too); the other
 //     groups' answers so that one group's large write does not hold up
-//     every group's heartbeats past an election timeout. A round without
-//     an fsync sends everything in step 5: one frame per server;
+//     every group's heartbeats past an election timeout. A started
+//     node then yields (yieldToSenders), so that the transport's
+//     writers these frames woke write them before the fsync blocks the
+//     loop's thread. A round without an fsync sends everything in step
+//     5: one frame per server;
 //  4. fsyncs once if any Ready needed it (MustSync: new entries, term or
 //     vote). This is the durability point: no vote, append response or
 //     other message that speaks for what this round wrote has left yet;

@@ -82,6 +82,9 @@ type Config struct {
 	forceS2 bool
 	// ckptMax (tests only) replaces ckptCompactMax when above 0.
 	ckptMax int64
+	// yield (tests only) is called instead of runtime.Gosched where the
+	// writer yields to the waiters of its write (writer.yieldToWaiters).
+	yield func()
 }
 
 // withDefaults returns c with defaults filled in, or an error for an

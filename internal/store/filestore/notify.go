@@ -104,14 +104,17 @@ func (n *notifier) durable() uint64 {
 }
 
 // wrote publishes that every message through seq is written to its
-// segment file (the writer's Write returned), not yet fsynced.
-func (n *notifier) wrote(seq uint64) {
+// segment file (the writer's Write returned), not yet fsynced. It
+// reports whether it woke waiters of waitWritten.
+func (n *notifier) wrote(seq uint64) (woke bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if seq > n.mu.written {
 		n.mu.written = seq
+		woke = n.mu.wch != nil
 		n.wakeWrittenLocked()
 	}
+	return woke
 }
 
 // advance publishes that batch gen, holding every message through seq,
