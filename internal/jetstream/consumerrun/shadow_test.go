@@ -51,9 +51,9 @@ func TestFollowerEndsPullsItSawWhenItLeads(t *testing.T) {
 		if n, _ := tr.got("inbox.lead"); n != 1 {
 			t.Fatalf("the leader delivered %d messages to a pull of 1", n)
 		}
-		c.shadowMu.Lock()
+		c.mu.Lock()
 		kept := len(c.shadowPulls)
-		c.shadowMu.Unlock()
+		c.mu.Unlock()
 		if kept != 0 {
 			t.Fatalf("the leader keeps %d reply subjects", kept)
 		}
