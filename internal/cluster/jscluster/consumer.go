@@ -807,10 +807,10 @@ const streamReadWait = time.Second
 
 // streamCurrent waits, at most wait, until this server's replica of the
 // replicated stream k was handed every entry its group committed before
-// the call (raftnode ReadIndex: the leader confirms its commit index),
-// and reports whether it was: false at once when the replica here leads,
-// or the stream has one replica or none here, and when the read failed
-// or took longer (the replica's state may be a few entries behind).
+// the call (readGroup), and reports whether it was: false at once when
+// the replica here leads, or the stream has one replica or none here,
+// and when the read failed or took longer (the replica's state may be a
+// few entries behind).
 func (c *Cluster) streamCurrent(k streamKey, wait time.Duration) bool {
 	sa, _, ok, here := c.assignment(k)
 	if !ok || !here || len(sa.Replicas) < 2 {
@@ -819,20 +819,7 @@ func (c *Cluster) streamCurrent(k streamKey, wait time.Duration) bool {
 	if r := c.replicaOf(k); r == nil || r.leads.Load() {
 		return false
 	}
-	p, err := c.node.ReadIndex(sa.Group)
-	if err != nil {
-		return false
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-p.Done():
-		_, err := p.Result()
-		return err == nil
-	case <-t.C:
-	case <-c.quit:
-	}
-	return false
+	return c.readGroup(sa.Group, wait) == nil
 }
 
 // backoff is the pause of a loop that waits for a replica: 1 ms at first

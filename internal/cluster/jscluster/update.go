@@ -148,12 +148,20 @@ func (c *Cluster) hasConfig(acc *account, cfg stream.Config) bool {
 // readMeta waits, at most metaReadTimeout, until this server's meta state
 // reflects every operation the meta group committed before the call
 // (raftnode ReadIndex).
-func (c *Cluster) readMeta() error {
-	p, err := c.node.ReadIndex(meta.MetaGroup)
+func (c *Cluster) readMeta() error { return c.readGroup(meta.MetaGroup, metaReadTimeout) }
+
+// readGroup waits, at most wait, until this server's replica of group g
+// was handed every entry the group committed before the call (raftnode
+// ReadIndex: the leader confirms its commit index). Errors: ReadIndex's
+// (raftnode.ErrNotLeader when no leader is known, ErrUnknownGroup...),
+// context.DeadlineExceeded after wait, context.Canceled once the Cluster
+// is closed.
+func (c *Cluster) readGroup(g raftnode.GroupID, wait time.Duration) error {
+	p, err := c.node.ReadIndex(g)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), metaReadTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	select {
 	case <-p.Done():
