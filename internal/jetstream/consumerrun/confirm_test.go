@@ -19,13 +19,13 @@ import (
 func (t *pullTransport) ack(tb testing.TB, seq uint64, body, reply string) {
 	tb.Helper()
 	const subj = "$JS.ACK.S.C.>"
-	t.mu.Lock()
-	h := t.subs[subj]
-	t.mu.Unlock()
-	if h == nil {
+	hs := t.handlers(subj)
+	if len(hs) == 0 {
 		tb.Fatal("the consumer does not take acks")
 	}
-	h(consumer.AckSubject("S", "C", 1, seq, seq, time.Now().UnixNano(), 0), reply, nil, []byte(body))
+	for _, h := range hs {
+		h(consumer.AckSubject("S", "C", 1, seq, seq, time.Now().UnixNano(), 0), reply, nil, []byte(body))
+	}
 }
 
 // confirmed reports whether the consumer answered reply (an empty

@@ -294,11 +294,13 @@ func (c *Consumer) TakeReplayed() []uint64 {
 
 // Start subscribes the consumer and starts its loop.
 func (c *Consumer) Start() {
-	if !c.repl {
-		c.mu.Lock()
+	c.mu.Lock()
+	if c.repl {
+		c.shadowSubscribe() // a follower until it leads (shadow.go)
+	} else {
 		c.subscribe()
-		c.mu.Unlock()
 	}
+	c.mu.Unlock()
 	c.done.Add(1)
 	go c.loop()
 	if c.persistOnStart {
@@ -390,6 +392,7 @@ func (c *Consumer) Stop(status []byte) {
 	}
 	c.stopped = true
 	c.unsubscribe()
+	c.shadowUnsubscribe()
 	c.mu.Unlock()
 	close(c.quit)
 	c.done.Wait()

@@ -408,10 +408,12 @@ func (c *Consumer) lead(on bool) {
 			c.Commit(&consumer.Reset{Stream: start})
 		}
 		c.subscribe()
+		c.endShadowPulls() // after subscribe: the 409s follow its interest on each route
 		c.Signal()
 		return
 	}
 	c.leading = false
+	c.shadowSubscribe()
 	// The subscriptions stay, and the waiting pull requests wait, until
 	// the successor serves (endOrphans): a client sends its request again
 	// on the 409 at once, and one that reached a server knowing no

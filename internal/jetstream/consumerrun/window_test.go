@@ -119,7 +119,8 @@ func (l *heldLog) commit(c *Consumer) int {
 // and status messages (Publish) by subject; everything has interest.
 type pullTransport struct {
 	mu     sync.Mutex
-	subs   map[string]streamrun.MsgHandler
+	subs   map[string]map[int]streamrun.MsgHandler // by subject, then subscription
+	next   int
 	msgs   map[string]int
 	status map[string][]string
 }
@@ -127,19 +128,35 @@ type pullTransport struct {
 type pullSub struct {
 	t    *pullTransport
 	subj string
+	id   int
 }
 
 func (s pullSub) Unsubscribe() {
 	s.t.mu.Lock()
-	delete(s.t.subs, s.subj)
+	delete(s.t.subs[s.subj], s.id)
 	s.t.mu.Unlock()
 }
 
 func (t *pullTransport) Subscribe(subject, _ string, h streamrun.MsgHandler) (streamrun.Subscription, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.subs[subject] = h
-	return pullSub{t, subject}, nil
+	if t.subs[subject] == nil {
+		t.subs[subject] = map[int]streamrun.MsgHandler{}
+	}
+	t.next++
+	t.subs[subject][t.next] = h
+	return pullSub{t, subject, t.next}, nil
+}
+
+// handlers returns the handlers of the subscriptions to subj.
+func (t *pullTransport) handlers(subj string) []streamrun.MsgHandler {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var hs []streamrun.MsgHandler
+	for _, h := range t.subs[subj] {
+		hs = append(hs, h)
+	}
+	return hs
 }
 
 func (t *pullTransport) Publish(subject, _ string, hdr, _ []byte) bool {
@@ -162,13 +179,13 @@ func (t *pullTransport) HasInterest(string) bool { return true }
 // pull sends a pull request to the consumer's subscription.
 func (t *pullTransport) pull(tb testing.TB, inbox, body string) {
 	tb.Helper()
-	t.mu.Lock()
-	h := t.subs["$JS.API.CONSUMER.MSG.NEXT.S.C"]
-	t.mu.Unlock()
-	if h == nil {
+	hs := t.handlers("$JS.API.CONSUMER.MSG.NEXT.S.C")
+	if len(hs) == 0 {
 		tb.Fatal("the consumer does not take pull requests")
 	}
-	h("$JS.API.CONSUMER.MSG.NEXT.S.C", inbox, nil, []byte(body))
+	for _, h := range hs {
+		h("$JS.API.CONSUMER.MSG.NEXT.S.C", inbox, nil, []byte(body))
+	}
 }
 
 func (t *pullTransport) got(inbox string) (msgs int, status []string) {
@@ -181,6 +198,13 @@ func (t *pullTransport) got(inbox string) (msgs int, status []string) {
 // messages, over the log newLog makes (nil: the local log), leading.
 func startPullConsumer(t *testing.T, n int, newLog func(streamrun.Applier[consumer.Op]) streamrun.Log[consumer.Op]) (*Consumer, *pullTransport) {
 	t.Helper()
+	return startPullConsumerAs(t, n, newLog, true)
+}
+
+// startPullConsumerAs is startPullConsumer, a replicated consumer leading
+// only when lead is set.
+func startPullConsumerAs(t *testing.T, n int, newLog func(streamrun.Applier[consumer.Op]) streamrun.Log[consumer.Op], lead bool) (*Consumer, *pullTransport) {
+	t.Helper()
 	scfg := stream.Config{Name: "S", Subjects: []string{"s.>"}, Storage: stream.MemoryStorage}
 	scfg.SetDefaults()
 	ms := memstore.New(scfg.StoreConfig())
@@ -189,7 +213,7 @@ func startPullConsumer(t *testing.T, n int, newLog func(streamrun.Applier[consum
 			t.Fatal(err)
 		}
 	}
-	tr := &pullTransport{subs: map[string]streamrun.MsgHandler{}, msgs: map[string]int{}, status: map[string][]string{}}
+	tr := &pullTransport{subs: map[string]map[int]streamrun.MsgHandler{}, msgs: map[string]int{}, status: map[string][]string{}}
 	senv := streamrun.Env{Transport: tr, Now: time.Now, Logf: t.Logf,
 		Storage: streamrun.NewStorage(nil, "", streamrun.NewUsage(), time.Now, t.Logf, t.Logf)}
 	s := streamrun.New(senv, scfg, time.Now(), "", ms)
@@ -210,7 +234,7 @@ func startPullConsumer(t *testing.T, n int, newLog func(streamrun.Applier[consum
 	}
 	c.Start()
 	t.Cleanup(func() { c.Stop(nil) })
-	if newLog != nil {
+	if newLog != nil && lead {
 		c.SetLeading(true)
 	}
 	synctest.Wait()
