@@ -133,13 +133,13 @@ type Consumer struct {
 	done   sync.WaitGroup
 	subs   []streamrun.Subscription
 
-	mu  sync.Mutex
+	mu sync.Mutex
 	// shadow is a follower's subscription to the pull subject and
 	// shadowPulls the reply subjects it saw, with when their requests
 	// expire (unix ns): shadow.go (under mu).
 	shadow      streamrun.Subscription
 	shadowPulls map[string]int64
-	cfg consumer.Config
+	cfg         consumer.Config
 	// d is the delivery logic; st its delivery state, changed only
 	// through Commit (the consumer's log); cout the outcome of the last
 	// operation applied.
