@@ -133,13 +133,17 @@ type Consumer struct {
 	done   sync.WaitGroup
 	subs   []streamrun.Subscription
 
-	mu sync.Mutex
-	// shadow is a follower's subscription to the pull subject and
-	// shadowPulls the reply subjects it saw, with when their requests
-	// expire (unix ns): shadow.go (under mu).
-	shadow      streamrun.Subscription
+	// shadowMu (a leaf: taken by the subscription's handler on any
+	// publisher's goroutine, this consumer's loop included) guards
+	// shadowPulls, the reply subjects of the pull requests a follower
+	// saw, with when they expire (unix ns): shadow.go.
+	shadowMu    sync.Mutex
 	shadowPulls map[string]int64
-	cfg         consumer.Config
+
+	mu sync.Mutex
+	// shadow is a follower's subscription to the pull subject (shadow.go).
+	shadow streamrun.Subscription
+	cfg    consumer.Config
 	// d is the delivery logic; st its delivery state, changed only
 	// through Commit (the consumer's log); cout the outcome of the last
 	// operation applied.

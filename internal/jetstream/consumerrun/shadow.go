@@ -84,17 +84,17 @@ func (c *Consumer) onShadowPull(_, reply string, _, data []byte) {
 			until = now.Add(req.Expires)
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.leading {
-		return
-	}
+	// shadowMu, not mu: the handler runs on the publisher's goroutine,
+	// which may be this consumer's own loop holding mu (forward publishes
+	// the requests an old leader kept: the subscription here takes them).
+	c.shadowMu.Lock()
+	defer c.shadowMu.Unlock()
 	c.keepShadowPull(reply, until.UnixNano(), now.UnixNano())
 }
 
 // keepShadowPull keeps reply until its request expires at until (unix
 // ns), within maxShadowPulls: when full, those expired by now go first,
-// and a new reply subject is not kept if none did (c.mu held).
+// and a new reply subject is not kept if none did (c.shadowMu held).
 func (c *Consumer) keepShadowPull(reply string, until, now int64) {
 	if c.shadowPulls == nil {
 		c.shadowPulls = map[string]int64{}
@@ -118,11 +118,14 @@ func (c *Consumer) keepShadowPull(reply string, until, now int64) {
 // (c.mu held).
 func (c *Consumer) endShadowPulls() {
 	c.shadowUnsubscribe()
+	c.shadowMu.Lock()
+	kept := c.shadowPulls
+	c.shadowPulls = nil
+	c.shadowMu.Unlock()
 	now := c.now().UnixNano()
-	for reply, until := range c.shadowPulls {
+	for reply, until := range kept {
 		if until > now {
 			c.env.Transport.Publish(reply, "", statusLeadershipChange, nil)
 		}
 	}
-	c.shadowPulls = nil
 }

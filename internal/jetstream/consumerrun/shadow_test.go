@@ -51,9 +51,9 @@ func TestFollowerEndsPullsItSawWhenItLeads(t *testing.T) {
 		if n, _ := tr.got("inbox.lead"); n != 1 {
 			t.Fatalf("the leader delivered %d messages to a pull of 1", n)
 		}
-		c.mu.Lock()
+		c.shadowMu.Lock()
 		kept := len(c.shadowPulls)
-		c.mu.Unlock()
+		c.shadowMu.Unlock()
 		if kept != 0 {
 			t.Fatalf("the leader keeps %d reply subjects", kept)
 		}
