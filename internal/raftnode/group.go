@@ -98,6 +98,10 @@ type group struct {
 	leaderTick   uint64
 	everLead     bool        // a leader was known since the group was added
 	leadTick     uint64      // the tick at which this replica came to lead (0: it does not)
+	// transferTerm is the term of the last MsgTimeoutNow this replica
+	// stepped: its leader handed it the leadership (a transfer), and it
+	// campaigned for the next term at once (observeLeader's handedOver).
+	transferTerm uint64
 	restoring    *restoreJob // a snapshot installing in the background: the group is parked
 	// synced: this replica led, or was caught up with a leader, since it
 	// was added here, or the WAL recovered it knowing entries committed
@@ -429,6 +433,9 @@ func (g *group) prepare() {
 	for _, in := range inbox {
 		if in.m == nil {
 			continue // a wake envelope: maybeWake did it
+		}
+		if in.m.GetType() == pb.MsgTimeoutNow {
+			g.transferTerm = in.m.GetTerm()
 		}
 		_ = g.rn.Step(in.m) // errors: a stale or unknown peer's message, ignored
 		g.noteCommit(in.m, in.flags)
@@ -1298,8 +1305,14 @@ func (g *group) roleChange(rd raft.Ready) {
 func (g *group) leaderReady() bool { return g.leader && g.appliedTerm == g.term }
 
 // observeLeader tells the state machine, if it is a LeaderObserver, that
-// this replica now leads term (leader) or no longer leads.
+// this replica now leads term (leader) or no longer leads, and, if it is
+// a SuccessionObserver, whether it leads term because its predecessor
+// handed the leadership over (it campaigned for term on the
+// predecessor's MsgTimeoutNow, sent at term-1).
 func (g *group) observeLeader(leader bool, term uint64) {
+	if o, ok := g.sm.(SuccessionObserver); ok && leader {
+		o.Succeeded(term, g.transferTerm != 0 && g.transferTerm+1 == term)
+	}
 	if o, ok := g.sm.(LeaderObserver); ok {
 		o.LeaderChanged(leader, term)
 	}

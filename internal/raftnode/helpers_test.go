@@ -30,6 +30,18 @@ type hashSM struct {
 	leads []int64
 	// onLead, if set, is called when the replica is told it leads.
 	onLead func()
+	// successions records each Succeeded: +term when the predecessor
+	// handed the leadership over, -term when this replica was elected.
+	successions []int64
+}
+
+// Succeeded records how the replica came to lead (SuccessionObserver).
+func (sm *hashSM) Succeeded(term uint64, handedOver bool) {
+	if handedOver {
+		sm.successions = append(sm.successions, int64(term))
+	} else {
+		sm.successions = append(sm.successions, -int64(term))
+	}
 }
 
 // LeaderChanged records the change (LeaderObserver).

@@ -40,6 +40,50 @@ func TestLeaderObserver(t *testing.T) {
 	}
 }
 
+// A state machine that observes succession hears, as it comes to lead,
+// whether its predecessor handed the leadership over (a transfer, a
+// step-down) or it won an election after the leader went silent: a
+// consumer's new leader ends the pull requests a silent predecessor can
+// no longer end (consumerrun, endShadowPulls).
+func TestSuccessionObserver(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	t1 := c.status(0, 1).Term
+	if got := c.nodes[0].sms[1].successions; !slices.Equal(got, []int64{-int64(t1)}) {
+		t.Fatalf("first leader's successions %v, want [%d] (elected)", got, -int64(t1))
+	}
+	if err := c.nodes[0].n.TransferLeader(1, 2); err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	t2 := c.status(1, 1).Term
+	if got := c.nodes[1].sms[1].successions; c.leader(1) != 1 || !slices.Equal(got, []int64{int64(t2)}) {
+		t.Fatalf("transferee (leader node %d): successions %v, want [%d] (handed over)", c.leader(1), got, t2)
+	}
+	if err := c.nodes[1].n.StepDown(1); err != nil {
+		t.Fatal(err)
+	}
+	c.stabilize()
+	l := c.leader(1)
+	if l != 0 && l != 2 {
+		t.Fatalf("leader after the step-down: node %d", l)
+	}
+	t3 := c.status(l, 1).Term
+	if got := c.nodes[l].sms[1].successions; got[len(got)-1] != int64(t3) {
+		t.Fatalf("step-down's successor node %d: successions %v, want %d last (handed over)", l, got, t3)
+	}
+	// The leader goes silent (it stops ticking: no heartbeats); one of
+	// the others wins an election.
+	others := []int{0, 1, 2}
+	others = slices.DeleteFunc(others, func(i int) bool { return i == l })
+	n := c.tickUntilLeaderAmong(1, 200, others, others...)
+	t4 := c.status(n, 1).Term
+	if got := c.nodes[n].sms[1].successions; got[len(got)-1] != -int64(t4) {
+		t.Fatalf("elected node %d: successions %v, want %d last (elected)", n, got, -int64(t4))
+	}
+}
+
 // A leader that hands its leadership over keeps the waiters of the
 // entries it proposed: the transferee campaigns only once its log holds
 // them and commits them in its term, and each proposal resolves on the

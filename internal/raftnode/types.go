@@ -142,6 +142,22 @@ type LeaderObserver interface {
 	LeaderChanged(leader bool, term uint64)
 }
 
+// SuccessionObserver is implemented by a StateMachine that acts on how
+// its replica came to lead. Succeeded is called just before
+// LeaderChanged(true, term), on the same worker, with handedOver true
+// when the replica leads term because its predecessor handed it the
+// leadership (a transfer: TransferLeader, HandOver, StepDown; raft's
+// MsgTimeoutNow, after which the transferee campaigns for the next term
+// at once) and false when it won an election after its predecessor went
+// silent (killed, partitioned, paused past the election timeout) or
+// stepped down without naming it. A predecessor that handed over is
+// alive and ends what waited on it itself; one that went silent may not
+// (consumerrun: the pull requests that waited on a killed consumer
+// leader). It must not block.
+type SuccessionObserver interface {
+	Succeeded(term uint64, handedOver bool)
+}
+
 // Transport carries frames between servers. Send must not block on the
 // network: it queues, or fails at once (the frame is lost and the groups
 // with messages in it are told the peer is unreachable). Frames may be

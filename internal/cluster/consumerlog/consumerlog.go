@@ -154,6 +154,10 @@ type Log struct {
 	ready     bool
 	// ledTerm is the last term this replica led (SuccessorReady).
 	ledTerm uint64
+	// handedTerm is the last term this replica was handed the
+	// leadership of by its predecessor (raftnode.SuccessionObserver;
+	// HandedOver).
+	handedTerm uint64
 	// lost counts the times this replica stopped leading; announced is
 	// the count at the last of them whose successor was announced
 	// (Config.AwaitSuccessor).
@@ -561,6 +565,28 @@ func (s stateMachine) LeaderChanged(leader bool, term uint64) {
 			l.awaitSuccessor(lost)
 		}
 	}
+}
+
+// Succeeded notes whether this replica leads term because its
+// predecessor handed it over (raftnode.SuccessionObserver).
+func (s stateMachine) Succeeded(term uint64, handedOver bool) {
+	if !handedOver {
+		return
+	}
+	s.l.mu.Lock()
+	s.l.handedTerm = max(s.l.handedTerm, term)
+	s.l.mu.Unlock()
+}
+
+// HandedOver reports whether the predecessor of this replica's last
+// leadership handed it over (a transfer: the predecessor is alive and
+// ends the pull requests that waited on it itself) rather than going
+// silent (killed, partitioned, paused: it ends nothing); false before
+// this replica led.
+func (l *Log) HandedOver() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ledTerm != 0 && l.handedTerm == l.ledTerm
 }
 
 // Applied returns the index of the snapshot the replica started from (0:

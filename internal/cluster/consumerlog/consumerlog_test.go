@@ -403,3 +403,27 @@ func deposedBatch(t *testing.T, committed bool) {
 		t.Fatal("the old leader leads again")
 	}
 }
+
+// HandedOver says how the last leadership came: handed over by the
+// predecessor (raft's transfer) or won after it went silent; the
+// consumer's new leader ends the pull requests it saw only in the second
+// case (consumerrun, endShadowPulls).
+func TestHandedOverFollowsSuccession(t *testing.T) {
+	l := New(Config{Group: 7}, &fakeReplica{})
+	sm := l.StateMachine()
+	lo, so := sm.(raftnode.LeaderObserver), sm.(raftnode.SuccessionObserver)
+	if l.HandedOver() {
+		t.Fatal("handed over before it led")
+	}
+	so.Succeeded(2, true)
+	lo.LeaderChanged(true, 2)
+	if !l.HandedOver() {
+		t.Fatal("term 2, handed over: HandedOver false")
+	}
+	lo.LeaderChanged(false, 2)
+	so.Succeeded(5, false)
+	lo.LeaderChanged(true, 5)
+	if l.HandedOver() {
+		t.Fatal("term 5, elected: HandedOver true")
+	}
+}

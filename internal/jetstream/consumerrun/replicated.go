@@ -66,7 +66,10 @@ import (
 // Dropped reports whether raft refused, after Flush returned, a batch
 // flushed since the last Discard while this replica led (it never
 // entered the log: raftnode ErrDropped); it is asked once per round of
-// a leading consumer and must be cheap too. Outstanding returns the
+// a leading consumer and must be cheap too. HandedOver reports, on a
+// replica that has come to lead, whether its predecessor handed it the
+// leadership (alive, it ends its own pull requests: endOrphans) rather
+// than going silent (consumerlog.Log.HandedOver). Outstanding returns the
 // largest key of a batch flushed, in this leadership or an earlier one,
 // that may still apply here with its key (its proposal not resolved:
 // consumerlog.Log.Outstanding), 0 for none; it is asked by a replica
@@ -81,6 +84,7 @@ type ReplicatedLog interface {
 	StepDown()
 	MayDecide() bool
 	SuccessorReady() bool
+	HandedOver() bool
 }
 
 // statusLeadershipChange ends the pull requests waiting on a consumer
@@ -408,7 +412,8 @@ func (c *Consumer) lead(on bool) {
 			c.Commit(&consumer.Reset{Stream: start})
 		}
 		c.subscribe()
-		c.endShadowPulls() // after subscribe: the 409s follow its interest on each route
+		// After subscribe: the 409s follow its interest on each route.
+		c.endShadowPulls(!c.log.(ReplicatedLog).HandedOver())
 		c.Signal()
 		return
 	}

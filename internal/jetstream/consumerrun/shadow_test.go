@@ -59,3 +59,30 @@ func TestFollowerEndsPullsItSawWhenItLeads(t *testing.T) {
 		}
 	})
 }
+
+// A follower handed the leadership by a live predecessor (a transfer, a
+// step-down) sends no 409s for the requests it saw: the predecessor ends
+// those that waited on it once the successor serves, and forwards those
+// that reached it meanwhile, which are then being served here; a 409
+// from here too ended Fetches in progress after graceful step-downs.
+func TestHandedOverFollowerEndsNoPulls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &heldLog{handedOver: true}
+		c, tr := startPullConsumerAs(t, 10, func(a streamrun.Applier[consumer.Op]) streamrun.Log[consumer.Op] {
+			l.a = a
+			return l
+		}, false)
+		tr.pull(t, "inbox.fetch", `{"batch":5,"expires":30000000000}`)
+		c.SetLeading(true)
+		synctest.Wait()
+		if _, st := tr.got("inbox.fetch"); len(st) != 0 {
+			t.Fatalf("statuses %q to a request seen as a follower of a predecessor that handed over", st)
+		}
+		c.shadowMu.Lock()
+		kept := len(c.shadowPulls)
+		c.shadowMu.Unlock()
+		if kept != 0 {
+			t.Fatalf("the leader keeps %d reply subjects", kept)
+		}
+	})
+}

@@ -32,6 +32,8 @@ type heldLog struct {
 	// dropped: Dropped reports it (once); stepDowns counts StepDown.
 	dropped   bool
 	stepDowns int
+	// handedOver: HandedOver reports it (the predecessor handed over).
+	handedOver bool
 }
 
 type heldEntry struct {
@@ -99,6 +101,11 @@ func (l *heldLog) Outstanding() uint64 {
 func (l *heldLog) Leader() bool         { return true }
 func (l *heldLog) MayDecide() bool      { return true }
 func (l *heldLog) SuccessorReady() bool { return true }
+func (l *heldLog) HandedOver() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.handedOver
+}
 
 // commit applies every batch flushed so far, in order, as the group's
 // worker does (Consumer.ApplyBatch, with the proposer's key), and
