@@ -96,8 +96,8 @@ type group struct {
 	outOfSync    bool // a quiesce heartbeat said this replica lacks entries
 	lastLead     uint64
 	leaderTick   uint64
-	everLead     bool        // a leader was known since the group was added
-	leadTick     uint64      // the tick at which this replica came to lead (0: it does not)
+	everLead     bool   // a leader was known since the group was added
+	leadTick     uint64 // the tick at which this replica came to lead (0: it does not)
 	// transferTerm is the term of the last MsgTimeoutNow this replica
 	// stepped: its leader handed it the leadership (a transfer), and it
 	// campaigned for the next term at once (observeLeader's handedOver).
