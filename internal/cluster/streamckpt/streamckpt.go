@@ -449,8 +449,8 @@ func (r *Replica) openFrom(ck *checkpoint) error {
 	if err != nil {
 		return err
 	}
-	fcfg := r.cfg.Store
-	fcfg.RollbackMode, fcfg.RollbackTo = true, &ck.pos
+	fcfg := replicaStore(r.cfg.Store)
+	fcfg.RollbackTo = &ck.pos
 	st, err := filestore.Open(fcfg, scfg.StoreConfig())
 	if err != nil {
 		return err
@@ -464,11 +464,26 @@ func (r *Replica) openFrom(ck *checkpoint) error {
 	return nil
 }
 
+// replicaStore returns the configuration of a replica's store made from
+// the engine's (fcfg): in rollback mode, and, under the engine's default
+// sync policy (a PubAck after the fsync), with the store's fsync
+// deferred to the checkpoints (filestore.Config.DeferSync): an entry
+// applies only once a majority of the group's WALs fsynced it, and after
+// a crash the store returns to its checkpoint's position and the WAL's
+// entries after it apply again (package comment), so an fsync of the
+// store per applied entry bought nothing but a second fsync per publish
+// on each server (docs/benchmarks.md, "Where a synchronous publish's
+// time goes").
+func replicaStore(fcfg filestore.Config) filestore.Config {
+	fcfg.RollbackMode = true
+	fcfg.DeferSync = fcfg.Sync == filestore.SyncAlways
+	return fcfg
+}
+
 // openNew opens the store of a new replica, which must hold nothing, and
 // writes its first checkpoint.
 func (r *Replica) openNew(def stream.Config) error {
-	fcfg := r.cfg.Store
-	fcfg.RollbackMode = true
+	fcfg := replicaStore(r.cfg.Store)
 	limits := def.StoreConfig()
 	st, err := filestore.Open(fcfg, limits)
 	if err != nil {
@@ -764,8 +779,7 @@ func Adopt(cfg Config, state []byte) error {
 	if err != nil {
 		return err
 	}
-	fcfg := cfg.Store
-	fcfg.RollbackMode = true
+	fcfg := replicaStore(cfg.Store)
 	st, err := filestore.Open(fcfg, scfg.StoreConfig())
 	if err != nil {
 		return err

@@ -76,6 +76,17 @@ type Config struct {
 	// RollbackMode. A position that does not match the files fails Open
 	// with an error wrapping ErrBadPosition.
 	RollbackTo *Position
+	// DeferSync, with RollbackMode and SyncAlways, writes each batch at
+	// once but fsyncs only when asked: a Position (which waits for it),
+	// a segment left for a newer one, Close, or deferMaxBatches batches
+	// written since the last fsync. WaitDurable and DurableSeq count
+	// the messages written, not fsynced: the caller's own log holds them
+	// (a replicated stream's Raft WAL, fsynced on a majority before an
+	// entry applies here) and returns the store to its last Position
+	// saved after a crash (RollbackTo), then applies the rest again
+	// (package comment, "Deferred fsync"; docs/cluster.md,
+	// "Checkpoints"). Removals return without waiting for the disk.
+	DeferSync bool
 
 	// forceS2 (tests only) stores every payload compressed, whatever
 	// store.Config.Compress says and whether or not it pays.
@@ -116,6 +127,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RollbackTo != nil && !c.RollbackMode {
 		return c, errors.New("filestore: Config.RollbackTo needs RollbackMode")
+	}
+	if c.DeferSync && (!c.RollbackMode || c.Sync != SyncAlways) {
+		return c, errors.New("filestore: Config.DeferSync needs RollbackMode and SyncAlways")
 	}
 	return c, c.checkSync()
 }

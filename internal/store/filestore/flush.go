@@ -18,6 +18,7 @@ type batch struct {
 	doomed []*segment // to remove once the batch is durable
 	file   vfs.File   // the file the batch wrote last, which the syncer syncs
 	pos    Position   // the end of the log once the batch is written
+	bytes  uint64     // the bytes of the items' data (SyncStats)
 }
 
 // flushItem is the new bytes of one segment.
@@ -151,11 +152,15 @@ func (w *writer) yieldToWaiters() {
 
 // syncLoop is the flusher's syncer: it fsyncs the file of the newest
 // batch written, which covers every batch queued before it, then
-// publishes them and removes the segments they made removable.
+// publishes them and removes the segments they made removable. With
+// Config.DeferSync it keeps the batches written (their data dropped)
+// until an fsync is wanted (deferred.due), and fsyncs them all once the
+// channel closes.
 func (s *Store) syncLoop(q <-chan batch) {
 	defer s.wg.Done()
+	var held []batch // Config.DeferSync: written, not yet fsynced
 	for b := range q {
-		bs := []batch{b}
+		bs := append(held, b)
 		for more := true; more; {
 			select {
 			case b, ok := <-q:
@@ -168,8 +173,43 @@ func (s *Store) syncLoop(q <-chan batch) {
 				more = false
 			}
 		}
+		if s.cfg.DeferSync && !s.syncDue(bs) {
+			held = stripped(bs)
+			continue
+		}
+		held = nil
 		s.syncBatches(bs)
 	}
+	if len(held) > 0 {
+		s.syncBatches(held) // Close: everything written is made durable
+	}
+}
+
+// deferMaxBatches bounds the batches a store with Config.DeferSync
+// writes between two fsyncs: the segments emptied meanwhile are removed
+// only once a batch after them is durable.
+const deferMaxBatches = 4096
+
+// syncDue reports whether a store with Config.DeferSync fsyncs the
+// batches bs (written, oldest first) now: someone waits for one of them
+// to be durable (Position, the append throttle: waitGen), or there are
+// deferMaxBatches of them. A wait for a batch not written yet waits for
+// its batch, which the wait's wake of the writer brings.
+func (s *Store) syncDue(bs []batch) bool {
+	want, gen := s.note.wanted()
+	return len(bs) >= deferMaxBatches || want > gen && bs[len(bs)-1].gen >= want
+}
+
+// stripped drops the written data of the batches bs (the syncer keeps
+// them for their segments, ends, files and positions only) and returns
+// bs.
+func stripped(bs []batch) []batch {
+	for i := range bs {
+		for j := range bs[i].items {
+			bs[i].items[j].data, bs[i].items[j].header = nil, nil
+		}
+	}
+	return bs
 }
 
 // syncBatches makes queued batches durable, records the newest one's
@@ -220,9 +260,7 @@ func (s *Store) observeSync(d time.Duration, bs []batch) {
 	}
 	var bytes uint64
 	for _, b := range bs {
-		for _, it := range b.items {
-			bytes += uint64(len(it.data))
-		}
+		bytes += b.bytes
 	}
 	s.cfg.SyncStats.ObserveSync(d, msgs, bytes)
 }
@@ -257,6 +295,9 @@ func (s *Store) takeBatch() (batch, bool) {
 	s.mu.sealedOut = nil
 	if g := s.activeLocked(); g.written < g.size {
 		b.items = append(b.items, takeItem(g))
+	}
+	for _, it := range b.items {
+		b.bytes += uint64(len(it.data))
 	}
 	s.mu.taken++
 	b.gen, b.seq = s.mu.taken, s.mu.last

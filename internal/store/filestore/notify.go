@@ -17,6 +17,7 @@ type notifier struct {
 		written uint64 // every message through written is in its file (not yet fsynced, maybe)
 		seq     uint64 // every message through seq is durable
 		gen     uint64 // batches made durable
+		want    uint64 // the highest batch a waitGen waited for (Config.DeferSync)
 		err     error  // the fence, once set
 		ch      chan struct{}
 		// wch wakes the waiters of waitWritten alone, so that a write
@@ -71,6 +72,9 @@ func (n *notifier) waitWritten(seq uint64) error {
 // wakes the writer first, held or not: the caller may be the one holding
 // it (a Delete between BeginBatch and EndBatch).
 func (n *notifier) waitGen(gen uint64) error {
+	n.mu.Lock()
+	n.mu.want = max(n.mu.want, gen)
+	n.mu.Unlock()
 	select {
 	case n.urgent <- struct{}{}:
 	default:
@@ -101,6 +105,22 @@ func (n *notifier) durable() uint64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.mu.seq
+}
+
+// wanted returns the highest batch waited for (waitGen) and the batches
+// made durable: the syncer of a store with Config.DeferSync fsyncs when
+// the first is above the second.
+func (n *notifier) wanted() (want, gen uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mu.want, n.mu.gen
+}
+
+// writtenSeq returns the written sequence.
+func (n *notifier) writtenSeq() uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mu.written
 }
 
 // wrote publishes that every message through seq is written to its

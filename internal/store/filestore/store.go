@@ -386,6 +386,8 @@ func (s *Store) WaitDurable(seq uint64) error {
 		return fmt.Errorf("%w: sequence %d was not appended", store.ErrBadRequest, seq)
 	case s.cfg.Sync == SyncEveryInterval:
 		return nil
+	case s.cfg.DeferSync:
+		return s.note.waitWritten(seq)
 	}
 	return s.note.waitSeq(seq)
 }
@@ -423,7 +425,15 @@ func (s *Store) WaitWritten(seq uint64) error {
 // is LastSeq after Open and never exceeds it. Layers above deliver
 // nothing past it: recovery cuts off a tail that was never fsynced and
 // assigns its sequences again.
-func (s *Store) DurableSeq() uint64 { return s.note.durable() }
+//
+// With Config.DeferSync it is the written sequence: the caller's log
+// holds what was not fsynced.
+func (s *Store) DurableSeq() uint64 {
+	if s.cfg.DeferSync {
+		return s.note.writtenSeq()
+	}
+	return s.note.durable()
+}
 
 // Removals returns the number of messages removed since Open, by any
 // means (store.Store.Removals), a message found corrupt on read
@@ -445,9 +455,10 @@ func (s *Store) markLocked(before uint64) uint64 {
 	return s.mu.taken + 1
 }
 
-// awaitGen waits for batch gen to be durable under SyncAlways.
+// awaitGen waits for batch gen to be durable under SyncAlways without
+// Config.DeferSync.
 func (s *Store) awaitGen(gen uint64) error {
-	if gen == 0 || s.cfg.Sync == SyncEveryInterval {
+	if gen == 0 || s.cfg.Sync == SyncEveryInterval || s.cfg.DeferSync {
 		return nil
 	}
 	return s.note.waitGen(gen)
