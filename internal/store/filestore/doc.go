@@ -368,6 +368,31 @@
 // consumer state files and the ack journal are not the stream's and are
 // left alone.
 //
+// # Deferred fsync
+//
+// With Config.DeferSync (rollback mode and SyncAlways only: a replica's
+// store, internal/cluster/streamckpt) the writer writes each batch as
+// under SyncAlways, but the syncer keeps the batches written, without
+// their data, and fsyncs them (one fsync, then the checkpoint file and
+// the batches published in order, as a group commit) only when:
+//
+//   - someone waits for a batch to be durable: Position, and Append's
+//     throttle when too many sealed segments wait (waitGen records the
+//     batch it waits for; the syncer fsyncs once the batches it holds
+//     reach it);
+//   - deferMaxBatches batches are held (segments emptied meanwhile are
+//     removed only once a batch after them is durable);
+//   - the store closes.
+//
+// The writer still fsyncs a segment before it writes to a newer one.
+// WaitDurable waits only for the write (as WaitWritten), DurableSeq is
+// the written sequence, and removals return without waiting. A crash,
+// a power loss included, may lose what was written after the last
+// Position; the caller returns the store to a Position it saved
+// (RollbackTo) and applies its own log's entries after it again, which
+// hold everything it applied: a replica applies an entry only after a
+// majority of its group's WALs fsynced it.
+//
 // # Consumer state file
 //
 // Two copies, state and state.1; Update writes the one that does not hold
