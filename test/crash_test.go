@@ -47,15 +47,34 @@ func buildCairn(t *testing.T) string {
 	return bin
 }
 
-// freePort returns a loopback port nothing listens on right now.
+// portsGiven holds the ports freePort returned in this test process.
+var portsGiven = struct {
+	sync.Mutex
+	m map[int]bool
+}{m: map[int]bool{}}
+
+// freePort returns a loopback port nothing listens on right now and that
+// it never returned before in this process: the kernel hands a port just
+// closed out again, and a cluster's route list once named one port twice
+// (TestJetStreamClusterFourthServerKill9: its third server could not
+// listen).
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		portsGiven.Lock()
+		given := portsGiven.m[port]
+		portsGiven.m[port] = true
+		portsGiven.Unlock()
+		if !given {
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // startCairnProc runs bin -js -sd dir on a free port and waits until it
