@@ -788,20 +788,36 @@ func (c *Cluster) waitConsumer(acc *account, k consumerKey, body []byte) (*consu
 
 // consumerInfo returns the info of consumer k, led here, once this
 // server's replica of its stream reflects every entry its group
-// committed (streamCurrent): the pending counts are the stream's here,
+// committed (readStream): the pending counts are the stream's here,
 // and a follower replica may not yet have applied the last publishes
 // acknowledged by the stream's leader (a consumer created right after
 // two publishes answered num_pending 0 once under load, where
 // nats-server's and the client's count is 2). Errors: the engine's
 // (10014 when the consumer is not here).
 func (c *Cluster) consumerInfo(acc *account, k consumerKey) (*consumer.Info, *jserr.Error) {
-	if c.streamCurrent(streamKey{k.account, k.stream}, streamReadWait) {
-		acc.js.StreamBarrier(k.stream) // what the read made raftnode hand the stream, applied
-	}
+	c.readStream(acc, streamKey{k.account, k.stream})
 	return acc.js.ConsumerInfo(k.stream, k.name)
 }
 
-// streamReadWait bounds how long consumerInfo waits for the stream's
+// readStream waits, at most streamReadWait in all, until this server's
+// replica of stream k has applied, and made durable, every entry its
+// group committed before the call: a linearizable read of the group
+// (streamCurrent), then a barrier through the stream's apply and ack
+// queues (jetstream.JetStream.StreamBarrier: what the read made raftnode
+// hand the stream, applied, and the stream's durable sequence, to which
+// consumers count, past it). It returns at once where the replica leads
+// (its state holds what it acknowledged) or the stream has one replica;
+// when the group cannot confirm in time (no leader, a stuck apply
+// queue), it leaves the replica's state as it is, possibly behind the
+// last acknowledged publishes.
+func (c *Cluster) readStream(acc *account, k streamKey) {
+	deadline := time.Now().Add(streamReadWait)
+	if c.streamCurrent(k, streamReadWait) {
+		acc.js.StreamBarrier(k.name, deadline)
+	}
+}
+
+// streamReadWait bounds how long readStream waits for the stream's
 // replica here to be current.
 const streamReadWait = time.Second
 
