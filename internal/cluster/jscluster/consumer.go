@@ -899,19 +899,45 @@ func (a *account) ConsumerNames(streamName string) (names []string, handled bool
 	return names, handled
 }
 
+var _ jsapi.ConsumerInfoReader = (*account)(nil)
+
+// ConsumerInfo implements jsapi.ConsumerInfoReader where this server's
+// replica leads consumer name of a stream the meta group holds: its
+// info once this server's replica of the stream is current
+// (consumerInfo), as the create's answer and $JSC.CI give it, so that a
+// CONSUMER.INFO right after a publish's PubAck counts the publish where
+// the stream's replica here follows. handled false leaves the request
+// to the engine (a consumer not led here; a leaderless group's 10008
+// comes first).
+func (a *account) ConsumerInfo(streamName, name string) (*consumer.Info, *jserr.Error, bool) {
+	k := consumerKey{a.name, streamName, name}
+	if cr := a.c.creplicaOf(k); cr == nil || !cr.leads.Load() {
+		return nil, nil, false
+	}
+	info, jerr := a.c.consumerInfo(a, k)
+	return info, jerr, true
+}
+
 // ConsumerInfos implements jsapi.ConsumerCluster on the meta leader for
 // one CONSUMER.LIST page (nats-server v2.15.2
 // jsClusteredConsumerListRequest): the info of each consumer named, from
-// this server's replica when it leads, else from its leader ($JSC.CI,
-// all asked at once, at most listInfoWait); those that did not answer are
-// missing, in the order named.
+// this server's replica when it leads (once this server's replica of the
+// stream is current, readStream, as a leader's $JSC.CI answer has it),
+// else from its leader ($JSC.CI, all asked at once, at most
+// listInfoWait); those that did not answer are missing, in the order
+// named.
 func (a *account) ConsumerInfos(streamName string, names []string) (infos []*consumer.Info, missing []string) {
 	c := a.c
 	var remote []string
 	var keys []consumerKey
+	read := false
 	for _, name := range names {
 		k := consumerKey{a.name, streamName, name}
 		if cr := c.creplicaOf(k); cr != nil && cr.leads.Load() {
+			if !read {
+				c.readStream(a, streamKey{a.name, streamName})
+				read = true
+			}
 			if info, jerr := a.js.ConsumerInfo(streamName, name); jerr == nil {
 				infos = append(infos, info)
 				continue
