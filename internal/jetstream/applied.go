@@ -1,5 +1,7 @@
 package jetstream
 
+import "time"
+
 // StreamAppliedIndex returns the index of the last operation of its log
 // the stream named name has applied (streamrun.Stream.AppliedIndex; a
 // replicated stream's Raft index), and false when the stream does not
@@ -14,16 +16,20 @@ func (js *JetStream) StreamAppliedIndex(name string) (uint64, bool) {
 	return r.AppliedIndex(), true
 }
 
-// StreamBarrier waits until the stream named name has applied every
-// operation its log handed it before the call (streamrun.Stream.Barrier:
-// a replicated stream applies on its own goroutine, behind its log), and
-// reports false when the stream does not run here or stopped. After a
-// linearizable read of the stream's group (raftnode ReadIndex), the
-// stream's state then reflects every entry committed before the read.
-func (js *JetStream) StreamBarrier(name string) bool {
+// StreamBarrier waits, at most until deadline, until the stream named
+// name has applied every operation its log handed it before the call and
+// counts it durable (streamrun.Stream.DurableBarrier: a replicated
+// stream applies on its own goroutine, behind its log, and its consumers
+// count messages once its ack goroutine saw them fsynced). It reports
+// false when the stream does not run here, stopped, or had not got there
+// by the deadline (its state may then be behind). After a linearizable
+// read of the stream's group (raftnode ReadIndex), the stream's state,
+// its consumers' pending counts included, then reflects every entry
+// committed before the read.
+func (js *JetStream) StreamBarrier(name string, deadline time.Time) bool {
 	r, err := js.lookup(name)
 	if err != nil {
 		return false
 	}
-	return r.Barrier()
+	return r.DurableBarrier(deadline)
 }

@@ -181,6 +181,18 @@ func (a *API) answers(r *request) bool {
 	return c.Answers(r.key, r.stream)
 }
 
+// ConsumerInfoReader is implemented by a Cluster whose consumer leader
+// may run on a server whose replica of the stream follows
+// (internal/cluster/jscluster): ConsumerInfo answers CONSUMER.INFO once
+// that replica has applied what its stream's group committed, at most
+// about a second, so that the pending counts include every publish
+// acknowledged before the request (nats-server v2.15.2's leader counts
+// from its own replica; its clients expect an acknowledged publish to
+// count). handled false leaves the request to the engine.
+type ConsumerInfoReader interface {
+	ConsumerInfo(stream, consumer string) (info *consumer.Info, err *jserr.Error, handled bool)
+}
+
 // ConsumerLeaderless is implemented by a Cluster whose members of a
 // leaderless consumer group answer CONSUMER.INFO with 10008 (JetStream
 // system temporarily unavailable) instead of staying silent, as

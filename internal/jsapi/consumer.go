@@ -165,12 +165,23 @@ func consumerInfo(a *API, r *request) (response, *jserr.Error) {
 	if l, ok := a.opts.Cluster.(ConsumerLeaderless); ok && l.ConsumerLeaderless(r.stream, r.consumer) {
 		return resp, jserr.New(jserr.ClusterNotAvail)
 	}
-	info, err := a.js.ConsumerInfo(r.stream, r.consumer)
+	info, err := a.readConsumerInfo(r.stream, r.consumer)
 	if err != nil {
 		return resp, err
 	}
 	resp.Info = info
 	return resp, nil
+}
+
+// readConsumerInfo returns the info of consumer name of stream from the
+// cluster where it reads it (ConsumerInfoReader), else from the engine.
+func (a *API) readConsumerInfo(stream, name string) (*consumer.Info, *jserr.Error) {
+	if cr, ok := a.opts.Cluster.(ConsumerInfoReader); ok {
+		if info, err, handled := cr.ConsumerInfo(stream, name); handled {
+			return info, err
+		}
+	}
+	return a.js.ConsumerInfo(stream, name)
 }
 
 // consumerDeleteResponse is {"type":…,"success":true} on success.

@@ -788,20 +788,36 @@ func (c *Cluster) waitConsumer(acc *account, k consumerKey, body []byte) (*consu
 
 // consumerInfo returns the info of consumer k, led here, once this
 // server's replica of its stream reflects every entry its group
-// committed (streamCurrent): the pending counts are the stream's here,
+// committed (readStream): the pending counts are the stream's here,
 // and a follower replica may not yet have applied the last publishes
 // acknowledged by the stream's leader (a consumer created right after
 // two publishes answered num_pending 0 once under load, where
 // nats-server's and the client's count is 2). Errors: the engine's
 // (10014 when the consumer is not here).
 func (c *Cluster) consumerInfo(acc *account, k consumerKey) (*consumer.Info, *jserr.Error) {
-	if c.streamCurrent(streamKey{k.account, k.stream}, streamReadWait) {
-		acc.js.StreamBarrier(k.stream) // what the read made raftnode hand the stream, applied
-	}
+	c.readStream(acc, streamKey{k.account, k.stream})
 	return acc.js.ConsumerInfo(k.stream, k.name)
 }
 
-// streamReadWait bounds how long consumerInfo waits for the stream's
+// readStream waits, at most streamReadWait in all, until this server's
+// replica of stream k has applied, and made durable, every entry its
+// group committed before the call: a linearizable read of the group
+// (streamCurrent), then a barrier through the stream's apply and ack
+// queues (jetstream.JetStream.StreamBarrier: what the read made raftnode
+// hand the stream, applied, and the stream's durable sequence, to which
+// consumers count, past it). It returns at once where the replica leads
+// (its state holds what it acknowledged) or the stream has one replica;
+// when the group cannot confirm in time (no leader, a stuck apply
+// queue), it leaves the replica's state as it is, possibly behind the
+// last acknowledged publishes.
+func (c *Cluster) readStream(acc *account, k streamKey) {
+	deadline := time.Now().Add(streamReadWait)
+	if c.streamCurrent(k, streamReadWait) {
+		acc.js.StreamBarrier(k.name, deadline)
+	}
+}
+
+// streamReadWait bounds how long readStream waits for the stream's
 // replica here to be current.
 const streamReadWait = time.Second
 
@@ -883,19 +899,45 @@ func (a *account) ConsumerNames(streamName string) (names []string, handled bool
 	return names, handled
 }
 
+var _ jsapi.ConsumerInfoReader = (*account)(nil)
+
+// ConsumerInfo implements jsapi.ConsumerInfoReader where this server's
+// replica leads consumer name of a stream the meta group holds: its
+// info once this server's replica of the stream is current
+// (consumerInfo), as the create's answer and $JSC.CI give it, so that a
+// CONSUMER.INFO right after a publish's PubAck counts the publish where
+// the stream's replica here follows. handled false leaves the request
+// to the engine (a consumer not led here; a leaderless group's 10008
+// comes first).
+func (a *account) ConsumerInfo(streamName, name string) (*consumer.Info, *jserr.Error, bool) {
+	k := consumerKey{a.name, streamName, name}
+	if cr := a.c.creplicaOf(k); cr == nil || !cr.leads.Load() {
+		return nil, nil, false
+	}
+	info, jerr := a.c.consumerInfo(a, k)
+	return info, jerr, true
+}
+
 // ConsumerInfos implements jsapi.ConsumerCluster on the meta leader for
 // one CONSUMER.LIST page (nats-server v2.15.2
 // jsClusteredConsumerListRequest): the info of each consumer named, from
-// this server's replica when it leads, else from its leader ($JSC.CI,
-// all asked at once, at most listInfoWait); those that did not answer are
-// missing, in the order named.
+// this server's replica when it leads (once this server's replica of the
+// stream is current, readStream, as a leader's $JSC.CI answer has it),
+// else from its leader ($JSC.CI, all asked at once, at most
+// listInfoWait); those that did not answer are missing, in the order
+// named.
 func (a *account) ConsumerInfos(streamName string, names []string) (infos []*consumer.Info, missing []string) {
 	c := a.c
 	var remote []string
 	var keys []consumerKey
+	read := false
 	for _, name := range names {
 		k := consumerKey{a.name, streamName, name}
 		if cr := c.creplicaOf(k); cr != nil && cr.leads.Load() {
+			if !read {
+				c.readStream(a, streamKey{a.name, streamName})
+				read = true
+			}
 			if info, jerr := a.js.ConsumerInfo(streamName, name); jerr == nil {
 				infos = append(infos, info)
 				continue

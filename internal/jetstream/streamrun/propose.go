@@ -587,6 +587,45 @@ func (r *Stream) ExpireAt(now int64) bool {
 // before it; false when the stream has stopped.
 func (r *Stream) Barrier() bool { return r.submit(&request{kind: reqBarrier}) }
 
+// DurableBarrier is Barrier for a reader of the stream's state with a
+// deadline (an API request): it returns true once the apply goroutine
+// has taken everything queued before it and, for a file stream, the ack
+// goroutine has handled the acks of what it applied (DurableSeq, up to
+// which consumers count and deliver, then covers it: a follower replica
+// applies a publish before its own fsync). It returns false when the
+// stream stopped, and at the deadline when either goroutine has not got
+// there (stuck behind a slow store, a held batch or a long queue),
+// leaving its marker in the queue, to be passed unwaited.
+func (r *Stream) DurableBarrier(deadline time.Time) bool {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	req := &request{kind: reqBarrier, done: make(chan struct{})}
+	if !r.in.pushOp(item{req: req}) {
+		return false
+	}
+	select {
+	case <-req.done:
+	case <-t.C:
+		return false
+	}
+	if req.failed {
+		return false
+	}
+	if r.dir == "" {
+		return true // a memory stream's messages are durable once applied (queueAck)
+	}
+	passed := make(chan struct{})
+	if !r.acks.push(ack{passed: passed}) {
+		return false
+	}
+	select {
+	case <-passed:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 // Quiesce is Barrier for a leader handing its leadership over, which
 // has dropped its subscriptions (SetLeader false): it waits until every
 // publish the stream took before was proposed, or, once patience passed,

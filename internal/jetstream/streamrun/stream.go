@@ -35,6 +35,7 @@ type ack struct {
 	payload []byte
 	waitSeq uint64
 	rp      *stream.RePublished // published, before the PubAck, once durable
+	passed  chan struct{}       // a DurableBarrier's marker: closed once the acks before it were handled
 }
 
 // Env is what a stream's runtime takes from the engine that runs it.
@@ -628,6 +629,9 @@ func (r *Stream) ackLoop() {
 				r.rePublish(a.rp)
 			}
 			r.sendReply(a, err)
+			if a.passed != nil {
+				close(a.passed)
+			}
 		}
 	}
 }
