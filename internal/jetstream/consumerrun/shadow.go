@@ -24,10 +24,13 @@ import (
 // follower replica subscribes to the consumer's pull subject too and
 // keeps the reply subjects it sees, each until its request expires (at
 // most shadowKeep without one), at most maxShadowPulls of them. A
-// replica that comes to lead sends each reply subject still kept one 409
-// Leadership Change, after it subscribed as the leader (the route that
-// carries the 409 to the client's server carries that interest first).
-// A follower cannot tell which requests its leader already answered: a
+// replica that comes to lead by an election (its predecessor went
+// silent: ReplicatedLog.HandedOver false) sends each reply subject still
+// kept one 409 Leadership Change, after it subscribed as the leader (the
+// route that carries the 409 to the client's server carries that
+// interest first); one handed the leadership by a live predecessor
+// sends none, the predecessor ending its own (endOrphans). A follower
+// cannot tell which requests its leader already answered: a
 // reply subject whose request ended gets the 409 too. nats.go's Consume
 // keeps one reply subject for all its requests, which then asks once
 // more (the same as a real leadership change); a finished Fetch's reply
