@@ -116,8 +116,12 @@ func round(bin string, sig syscall.Signal, killAfter, run, every time.Duration) 
 	time.Sleep(run - killAfter)
 	close(done)
 	gap, first, dups, n := rec.result(killed, start.Add(run))
-	return fmt.Sprintf("consumer leader %s: longest gap %.2fs, first message after the signal %.2fs, %d messages, %d delivered again",
-		c.Servers[leader].Name, gap.Seconds(), first.Seconds(), n, dups), nil
+	firstS := "none"
+	if first >= 0 {
+		firstS = fmt.Sprintf("%.2fs", first.Seconds())
+	}
+	return fmt.Sprintf("consumer leader %s: longest gap %.2fs, first message after the signal %s, %d messages, %d delivered again",
+		c.Servers[leader].Name, gap.Seconds(), firstS, n, dups), nil
 }
 
 // setUp creates the stream ORDERS and the durable pull consumer C, both
@@ -205,7 +209,7 @@ func (r *recorder) note(m jetstream.Msg) {
 }
 
 // result returns the longest time without a message between from and to,
-// the time from from to the first message after it, the messages
+// the time from from to the first message after it (-1: none), the messages
 // delivered more than once and the messages received.
 func (r *recorder) result(from, to time.Time) (gap, first time.Duration, dups, n int) {
 	r.mu.Lock()
