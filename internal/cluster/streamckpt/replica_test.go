@@ -105,6 +105,8 @@ type hookFS struct {
 	after   bool
 	opts    vfs.CrashOptions
 	crashed *vfs.CrashFS
+	// onSync, if set, runs before each fsync of a file (its name).
+	onSync func(name string)
 }
 
 // arm makes the hook crash the disk at op on name.
@@ -153,6 +155,12 @@ type hookFile struct {
 }
 
 func (f *hookFile) Sync() error {
+	f.h.mu.Lock()
+	on := f.h.onSync
+	f.h.mu.Unlock()
+	if on != nil {
+		on(f.name)
+	}
 	f.h.hit("sync", f.name, false)
 	err := f.File.Sync()
 	f.h.hit("sync", f.name, true)
@@ -659,6 +667,55 @@ func TestCleanRestartsRollNothingBack(t *testing.T) {
 // A round's publishes are one entry, so a count of entries alone does not
 // bound what a crash makes a replica apply again: a checkpoint also comes
 // once EveryBytes of operations were applied since the last one.
+// A replica's store fsyncs only for its checkpoints
+// (filestore.Config.DeferSync), and a checkpoint fsyncs what was applied
+// since the last one before it holds the stream's apply goroutine, so
+// that the replica goes on applying during that fsync (the Position
+// taken held then has little left to fsync): a publish made while the
+// first fsync of the checkpoint is under way applies on the replica
+// before that fsync ends.
+func TestCheckpointSyncsBeforeItHolds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, ordersConfig(), 1<<40, time.Hour)
+		h := newHistory()
+		for n := 1; n <= 30; n++ {
+			c.publish(h, n, false)
+		}
+		c.converged(h)
+		l := c.leader(-1)
+		s := c.srv[(l+1)%3] // a follower: the publish commits without it
+		applied := make(chan bool, 1)
+		var once sync.Once
+		s.hook.mu.Lock()
+		s.hook.onSync = func(name string) {
+			if !strings.Contains(name, "msgs/") {
+				return
+			}
+			once.Do(func() {
+				before := s.rt.AppliedIndex()
+				c.srv[l].tr.publish(c.cfg.Subjects[0], "orders.1", "reply.during", nil, []byte("during"))
+				deadline := time.Now().Add(5 * time.Second)
+				for s.rt.AppliedIndex() == before && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				applied <- s.rt.AppliedIndex() > before
+			})
+		}
+		s.hook.mu.Unlock()
+		if err := s.rep.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case ok := <-applied:
+			if !ok {
+				t.Fatal("the replica applied nothing during its checkpoint's first fsync")
+			}
+		default:
+			t.Fatal("the checkpoint fsynced no segment")
+		}
+	})
+}
+
 func TestCheckpointsByBytes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newClusterBytes(t, ordersConfig(), 1<<30, 300, time.Hour)
