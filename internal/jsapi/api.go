@@ -231,6 +231,9 @@ func (a *API) answer(r *request) (body []byte, tracked bool, after func(), ok bo
 		return body, true, nil, ok
 	}
 	if err := a.offline(r); err != nil {
+		if a.delayOffline(r) {
+			return nil, false, nil, false
+		}
 		body, ok = a.encode(ep, emptyResponse(r.key), err, true)
 		return body, true, nil, ok
 	}

@@ -80,8 +80,9 @@ func (a *API) requeue(r *request) {
 // request gets 10118 "stream is offline" or 10119 "consumer is offline"
 // in the endpoint's response, as nats-server v2.15.2's meta leader
 // answers when all the group's peers are offline (jsStreamInfoRequest,
-// jsConsumerInfoRequest allPeersOffline). A server without a meta
-// leader answers the same requests 10008 (MetaUnavailable).
+// jsConsumerInfoRequest allPeersOffline), 500 ms after the request
+// (offlineDelay). A server without a meta leader answers the same
+// requests 10008 (MetaUnavailable).
 type OutOfReach interface {
 	OutOfReach(key, stream, consumer string) bool
 }
@@ -97,4 +98,22 @@ func (a *API) offline(r *request) *jserr.Error {
 		return jserr.New(jserr.ConsumerOffline)
 	}
 	return jserr.New(jserr.StreamOffline)
+}
+
+// offlineDelay is how long an offline answer (OutOfReach) waits, once, so
+// that a leader of the stream or consumer that this server cannot reach
+// but the client's server can answers first: nats-server v2.15.2's
+// errRespDelay (jsStreamInfoRequest: "Delaying an error response gives
+// the leader a chance to respond before us").
+const offlineDelay = 500 * time.Millisecond
+
+// delayOffline puts r back in the queue after offlineDelay the first time
+// it is to get an offline answer, and reports whether it did.
+func (a *API) delayOffline(r *request) bool {
+	if r.delayed {
+		return false
+	}
+	r.delayed = true
+	time.AfterFunc(offlineDelay, func() { a.requeue(r) })
+	return true
 }
