@@ -217,7 +217,10 @@ func (a *API) serve(r *request) {
 func (a *API) answer(r *request) (body []byte, tracked bool, after func(), ok bool) {
 	ep, found := route(r)
 	if !a.answers(r) {
-		return nil, false, nil, false // another server of the cluster answers
+		// Another server of the cluster answers, or this one will
+		// shortly (hold).
+		a.hold(r)
+		return nil, false, nil, false
 	}
 	if !found {
 		body, ok = a.encode(unknownEndpoint, &apiResponse{}, jserr.New(jserr.BadRequest), true)
@@ -225,6 +228,13 @@ func (a *API) answer(r *request) (body []byte, tracked bool, after func(), ok bo
 	}
 	if a.unavailable(r) {
 		body, ok = a.encode(ep, emptyResponse(r.key), jserr.New(jserr.ClusterNotAvail), true)
+		return body, true, nil, ok
+	}
+	if err := a.offline(r); err != nil {
+		if a.delayOffline(r) {
+			return nil, false, nil, false
+		}
+		body, ok = a.encode(ep, emptyResponse(r.key), err, true)
 		return body, true, nil, ok
 	}
 	resp, err := ep.handle(a, r)

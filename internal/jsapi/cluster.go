@@ -18,7 +18,8 @@ type Cluster interface {
 	// Answers reports whether this server answers a request to the
 	// endpoint key ("STREAM.INFO", "" for an unknown subject) naming
 	// stream ("" when the endpoint names none). When it does not, the
-	// request is dropped here: another server answers.
+	// request is dropped here (another server answers), or held and
+	// asked about again (AnswerLater, later.go).
 	Answers(key, stream string) bool
 	// Meta is where the requests that change or list the cluster's
 	// streams go on the server that answers them (the meta leader).

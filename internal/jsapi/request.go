@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/jserr"
 )
@@ -27,6 +28,9 @@ type request struct {
 
 	audit  bool   // something listened for the audit advisory when it arrived (audit.go)
 	client []byte // then, and for a snapshot or restore: the requester's ClientInfo JSON, nil when unknown
+
+	held    time.Time // when it was first held for a later answer (later.go); zero if never
+	delayed bool      // its offline answer was delayed once (later.go)
 }
 
 // newRequest copies a message delivered to the API subscription.

@@ -118,7 +118,7 @@ func (a *account) Answers(key, streamName string) bool {
 		return c.metaAnswers()
 	}
 	k := streamKey{a.name, streamName}
-	if _, _, assigned, _ := c.assignment(k); !assigned {
+	if _, _, assigned, _ := c.assignment(k); !assigned || key == "STREAM.INFO" && c.streamOutOfReach(k) {
 		return c.metaAnswers()
 	}
 	if !c.awaitConversion(k) {
@@ -160,8 +160,9 @@ func (a *account) forMeta(key, streamName, consumerName string) bool {
 		key == "STREAM.PEER.REMOVE" || key == "STREAM.PEER.EVACUATE" || key == "STREAM.CANCEL_MOVE" {
 		return true
 	}
-	_, _, assigned, _ := a.c.assignment(streamKey{a.name, streamName})
-	return !assigned
+	k := streamKey{a.name, streamName}
+	_, _, assigned, _ := a.c.assignment(k)
+	return !assigned || key == "STREAM.INFO" && a.c.streamOutOfReach(k)
 }
 
 // metaAnswers reports whether this server answers the meta group's

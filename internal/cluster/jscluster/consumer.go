@@ -587,7 +587,7 @@ func (a *account) consumerRoute(key, streamName, name string) (forMeta bool, cr 
 	if _, _, assigned, _ := c.consumerAssignment(k); !assigned {
 		return false, nil, false
 	}
-	if key == "CONSUMER.DELETE" {
+	if key == "CONSUMER.DELETE" || key == "CONSUMER.INFO" && c.consumerOutOfReach(k) {
 		return true, nil, true
 	}
 	return false, c.creplicaOf(k), true

@@ -33,7 +33,13 @@
 //	anything naming a stream the meta group does not know                   the meta leader (10059 and the like)
 //
 // While a group has no leader nobody answers and the client times out
-// and retries, as with nats-server during an election.
+// and retries, as with nats-server during an election; but a server that
+// has known no leader of the meta group for 2 s answers its requests
+// with 10008 (metaAnswers), a replica of a group without a leader for
+// 2 s answers STREAM.INFO and CONSUMER.INFO (leaderless.go), a read
+// request that arrives in those 2 s is held until then (later.go), and
+// the info of a stream or consumer none of whose servers is in reach
+// is the meta leader's 10118 or 10119 (later.go).
 //
 // # Replicas
 //
