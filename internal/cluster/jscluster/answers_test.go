@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/jserr"
 	"github.com/cairnmq/cairn/internal/raftnode"
 	"github.com/cairnmq/cairn/internal/vfs"
 )
@@ -100,5 +101,37 @@ func TestAnswers(t *testing.T) {
 	}
 	if acc2 := c.account("B"); !acc2.Answers("STREAM.INFO", "ORDERS") {
 		t.Error("another account's unknown stream is not the meta leader's to answer")
+	}
+}
+
+// CONSUMER.DELETE of a stream the meta group holds is the meta leader's
+// to answer whether or not this server's meta state holds the consumer
+// yet (nats-server v2.15.2 jsConsumerDeleteRequest): a server that leads
+// the stream but whose meta replica had not applied a consumer's
+// creation answered the delete sent right after the create's answer with
+// its engine's 10014 (TestJetStreamClusterMemoryScaleDownToOne, once
+// under load). The meta leader answers 10014 for a consumer it does not
+// hold, and leaves a stream it does not hold to the engine (10059).
+func TestConsumerDeleteForMetaLeader(t *testing.T) {
+	c := oneServer(t)
+	acc := c.account("A")
+	if err, handled := acc.ConsumerDelete("ORDERS", "D"); handled {
+		t.Errorf("delete in a stream the meta group does not hold handled: %v", err)
+	}
+	c.mustPropose(t, &meta.AddServer{Name: "s1", Cluster: "C", Incarnation: c.node.Incarnation()})
+	c.mustPropose(t, &meta.AssignStream{Account: "A", Name: "ORDERS", Config: []byte(`{"name":"ORDERS","subjects":["orders.>"]}`), Created: 1, Servers: []raftnode.ServerID{"s1"}})
+	sa, _, _, _ := c.assignment(streamKey{"A", "ORDERS"})
+	r := &replica{sa: sa, leadState: &leadState{}}
+	r.leads.Store(true)
+	c.replicas[streamKey{"A", "ORDERS"}] = r
+	if !acc.forMeta("CONSUMER.DELETE", "ORDERS", "D") {
+		t.Error("CONSUMER.DELETE of a consumer this server's meta state does not hold left to the stream's leader")
+	}
+	if acc.forMeta("CONSUMER.INFO", "ORDERS", "D") {
+		t.Error("CONSUMER.INFO of a consumer the meta group does not hold sent to the meta leader")
+	}
+	err, handled := acc.ConsumerDelete("ORDERS", "D")
+	if !handled || err == nil || err.ErrCode != uint16(jserr.ConsumerNotFound) {
+		t.Errorf("delete of a consumer the meta group does not hold: %v, handled %v; want 10014", err, handled)
 	}
 }

@@ -557,8 +557,8 @@ func (c *Cluster) assignedOf(k consumerKey) (*creplica, meta.ConsumerAssignment)
 // server) answers the other requests naming it, as in nats-server
 // v2.15.2, and a replica whose group knows no leader answers
 // CONSUMER.INFO (leaderless.go); the rest (a stream the meta group does
-// not hold, a consumer it does not hold: 10059, 10014) is left to
-// Answers.
+// not hold, a consumer other than in a delete it does not hold: 10059,
+// 10014) is left to Answers.
 func (a *account) AnswersConsumer(key, streamName, name string, _ []byte) (answers, decided bool) {
 	forMeta, cr, decided := a.consumerRoute(key, streamName, name)
 	switch {
@@ -580,14 +580,18 @@ func (a *account) consumerRoute(key, streamName, name string) (forMeta bool, cr 
 		return false, nil, false
 	}
 	switch key {
-	case "CONSUMER.CREATE", "CONSUMER.DURABLE.CREATE", "CONSUMER.NAMES", "CONSUMER.LIST", "CONSUMER.PEER.EVACUATE":
+	case "CONSUMER.CREATE", "CONSUMER.DURABLE.CREATE", "CONSUMER.NAMES", "CONSUMER.LIST", "CONSUMER.PEER.EVACUATE", "CONSUMER.DELETE":
+		// CONSUMER.DELETE whether or not this server's meta state holds
+		// the consumer: a stream leader whose meta replica had not yet
+		// applied a consumer's creation answered its delete, right after
+		// the create's answer, 10014 from its engine (ConsumerDelete).
 		return true, nil, true
 	}
 	k := consumerKey{a.name, streamName, name}
 	if _, _, assigned, _ := c.consumerAssignment(k); !assigned {
 		return false, nil, false
 	}
-	if key == "CONSUMER.DELETE" || key == "CONSUMER.INFO" && c.consumerOutOfReach(k) {
+	if key == "CONSUMER.INFO" && c.consumerOutOfReach(k) {
 		return true, nil, true
 	}
 	return false, c.creplicaOf(k), true
@@ -860,14 +864,20 @@ const (
 )
 
 // ConsumerDelete implements jsapi.ConsumerCluster on the meta leader for
-// a consumer the meta group holds: the removal is proposed and the
-// answer waits for this server's replica, if any, to go. Errors: 10014
-// from apply, 10008 when the meta group cannot decide.
+// a stream the meta group holds: the removal is proposed and the answer
+// waits for this server's replica, if any, to go. Errors, in nats-server
+// v2.15.2's order (jsClusteredConsumerDeleteRequest): handled false for
+// a stream the meta group does not hold (the engine's 10059), 10014 for
+// a consumer it does not hold (here or from apply), 10008 when the meta
+// group cannot decide.
 func (a *account) ConsumerDelete(streamName, name string) (*jserr.Error, bool) {
 	c := a.c
+	if _, _, ok, _ := c.assignment(streamKey{a.name, streamName}); !ok {
+		return nil, false
+	}
 	k := consumerKey{a.name, streamName, name}
 	if _, _, assigned, _ := c.consumerAssignment(k); !assigned {
-		return nil, false
+		return jserr.New(jserr.ConsumerNotFound), true
 	}
 	if _, jerr := c.propose(&meta.RemoveConsumer{Account: a.name, Stream: streamName, Name: name}); jerr != nil {
 		return jerr, true
