@@ -38,7 +38,7 @@ import (
 func main() {
 	bin := flag.String("bin", "bin/cairn", "server binary (cairn or nats-server)")
 	rounds := flag.Int("rounds", 1, "rounds, each with a new cluster")
-	sig := flag.String("signal", "KILL", "signal for the consumer leader: KILL or TERM")
+	sig := flag.String("signal", "KILL", "signal for the consumer leader: KILL, TERM, or STEPDOWN (-stepdowns consumer step-downs 3.5 s apart, no process stopped)")
 	killAfter := flag.Duration("kill-after", 4*time.Second, "time from the first publish to the signal")
 	run := flag.Duration("run", 12*time.Second, "length of a round")
 	every := flag.Duration("every", 5*time.Millisecond, "time between publishes")
@@ -47,8 +47,12 @@ func main() {
 	if *sig == "TERM" {
 		s = syscall.SIGTERM
 	}
+	stepDown := *sig == "STEPDOWN"
+	if stepDown {
+		*run = max(*run, *killAfter+16*time.Second)
+	}
 	for r := 1; r <= *rounds; r++ {
-		res, err := round(*bin, s, *killAfter, *run, *every)
+		res, err := round(*bin, s, stepDown, *killAfter, *run, *every)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "round %d: %v\n", r, err)
 			os.Exit(1)
@@ -58,7 +62,7 @@ func main() {
 }
 
 // round runs one round on a new cluster and returns its result line.
-func round(bin string, sig syscall.Signal, killAfter, run, every time.Duration) (string, error) {
+func round(bin string, sig syscall.Signal, stepDown bool, killAfter, run, every time.Duration) (string, error) {
 	dir, err := os.MkdirTemp("", "consumerkill")
 	if err != nil {
 		return "", err
@@ -98,7 +102,7 @@ func round(bin string, sig syscall.Signal, killAfter, run, every time.Duration) 
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		rec.note(m)
 		_ = m.Ack()
-	})
+	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { rec.fail(err) }))
 	if err != nil {
 		return "", err
 	}
@@ -108,20 +112,31 @@ func round(bin string, sig syscall.Signal, killAfter, run, every time.Duration) 
 	go publish(pub, every, done)
 	time.Sleep(killAfter)
 	killed := time.Now()
-	if sig == syscall.SIGKILL {
+	if stepDown {
+		for range 4 {
+			if _, err := pub.Request("$JS.API.CONSUMER.LEADER.STEPDOWN.ORDERS.C", nil, 5*time.Second); err != nil {
+				return "", err
+			}
+			time.Sleep(3500 * time.Millisecond)
+		}
+	} else if sig == syscall.SIGKILL {
 		c.Kill(leader)
 	} else if err := syscall.Kill(c.Pid(leader), sig); err != nil {
 		return "", err
 	}
-	time.Sleep(run - killAfter)
+	time.Sleep(max(run-time.Since(start), 0))
 	close(done)
+	waiting := -1
+	if ci, err := cons.Info(context.Background()); err == nil {
+		waiting = ci.NumWaiting
+	}
 	gap, first, dups, n := rec.result(killed, start.Add(run))
 	firstS := "none"
 	if first >= 0 {
 		firstS = fmt.Sprintf("%.2fs", first.Seconds())
 	}
-	return fmt.Sprintf("consumer leader %s: longest gap %.2fs, first message after the signal %s, %d messages, %d delivered again",
-		c.Servers[leader].Name, gap.Seconds(), firstS, n, dups), nil
+	return fmt.Sprintf("consumer leader %s: longest gap %.2fs, first message after the signal %s, %d messages, %d delivered again, %d client errors, %d pull requests waiting at the end",
+		c.Servers[leader].Name, gap.Seconds(), firstS, n, dups, rec.errors(), waiting), nil
 }
 
 // setUp creates the stream ORDERS and the durable pull consumer C, both
@@ -191,11 +206,25 @@ func publish(nc *nats.Conn, every time.Duration, done chan struct{}) {
 	}
 }
 
-// recorder notes when each message arrived.
+// recorder notes when each message arrived, and the errors the
+// client's Consume reported (a 409 Leadership Change each).
 type recorder struct {
 	mu    sync.Mutex
 	times []time.Time
 	seen  map[uint64]int // stream sequence -> deliveries
+	errs  int
+}
+
+func (r *recorder) fail(error) {
+	r.mu.Lock()
+	r.errs++
+	r.mu.Unlock()
+}
+
+func (r *recorder) errors() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.errs
 }
 
 func (r *recorder) note(m jetstream.Msg) {

@@ -342,6 +342,26 @@ func TestDelivererEndPulls(t *testing.T) {
 	}
 }
 
+// A change of leader ends the waiting requests with one 409 Leadership
+// Change per reply subject (EndPullsOnce): nats.go's Consume sends all
+// its requests with one and asks again on each 409.
+func TestDelivererEndPullsOnce(t *testing.T) {
+	d, out, _ := newDeliverer(t, Config{AckPolicy: AckExplicit}, 0)
+	out.interest["_INBOX.a"], out.interest["_INBOX.b"] = true, true
+	for _, r := range []string{"_INBOX.a", "_INBOX.a", "_INBOX.b", "_INBOX.a"} {
+		d.AddPull(r, []byte(`{"batch":3,"expires":10000000000}`), at(t0), 0)
+	}
+	status := []byte("NATS/1.0 409 Leadership Change\r\n\r\n")
+	d.EndPullsOnce(status)
+	got := out.take()
+	if len(got) != 2 || got[0].subject != "_INBOX.a" || got[1].subject != "_INBOX.b" || got[0].hdr != string(status) {
+		t.Fatalf("ended with %+v, want one 409 to each of _INBOX.a and _INBOX.b", got)
+	}
+	if d.NumWaiting() != 0 {
+		t.Fatal("requests left waiting")
+	}
+}
+
 // rate_limit_bps paces a push consumer by the clock passed in: a bucket
 // of 8 bytes lets two 4-byte messages ("s.N" and "x") go at once; at
 // 8,000 bits (1,000 bytes) a second the next goes 4 ms later, and

@@ -325,6 +325,27 @@ func (d *Deliverer) EndPulls(status []byte) {
 	d.waiting = nil
 }
 
+// EndPullsOnce ends every waiting pull request as EndPulls(status) does,
+// but sends status once per reply subject: a change of leader's 409
+// Leadership Change. nats-server v2.15.2's new leader answers the reply
+// subjects its group recorded, a set (consumer.go checkPendingRequests,
+// o.prm), and nats.go's Consume, which sends every request of one
+// subscription with one reply subject, asks again on each 409 it gets:
+// one per request multiplied its requests at every step-down (four
+// step-downs under a Consume: 28 errors and 14 requests waiting, where
+// nats-server's gave 4 and 3; bench/consumerkill -signal STEPDOWN).
+func (d *Deliverer) EndPullsOnce(status []byte) {
+	d.unpin()
+	sent := make(map[string]bool, len(d.waiting))
+	for _, w := range d.waiting {
+		if !sent[w.reply] {
+			sent[w.reply] = true
+			d.out.Publish(w.reply, "", status, nil)
+		}
+	}
+	d.waiting = nil
+}
+
 // NumWaiting counts the queued pull requests whose requester still
 // listens (ExpirePulls drops the others).
 func (d *Deliverer) NumWaiting() int {

@@ -405,7 +405,7 @@ func (c *Consumer) Stop(status []byte) {
 		// pull requests end as the move's would (endOrphans), and the
 		// acks it took since go to the successor all the same.
 		c.orphansUntil = time.Time{}
-		c.d.EndPulls(statusLeadershipChange)
+		c.d.EndPullsOnce(statusLeadershipChange)
 		c.forward(c.late)
 		c.late = nil
 	}

@@ -429,7 +429,7 @@ func (c *Consumer) lead(on bool) {
 	if len(c.subs) > 0 || c.d.NumWaiting() > 0 || len(c.late) > 0 {
 		c.orphansUntil = c.now().Add(orphanWait)
 	} else {
-		c.d.EndPulls(statusLeadershipChange) // those whose requester left
+		c.d.EndPullsOnce(statusLeadershipChange) // those whose requester left
 	}
 	c.st, c.cst = c.cst, nil
 	c.d.SetState(c.st)
@@ -490,7 +490,7 @@ func (c *Consumer) endOrphans(regained bool) {
 	c.orphansUntil = time.Time{}
 	late := c.late
 	c.late = nil
-	c.d.EndPulls(statusLeadershipChange)
+	c.d.EndPullsOnce(statusLeadershipChange)
 	if regained {
 		c.held = late // handled once it may decide (holdRound)
 		return
