@@ -68,6 +68,7 @@ var allowed = map[string][]string{
 	"bench/fetchnoack":               {},
 	"bench/fsync":                    {},
 	"bench/handover":                 {"internal/faults"},
+	"bench/consumerkill":             {"internal/faults"},
 	"bench/restart":                  {},
 	"bench/burstmem":                 {},
 	"bench/bigentry":                 {},
