@@ -340,7 +340,7 @@ func Start(cfg Config, host Host) (*Cluster, error) {
 		return nil, fmt.Errorf("jscluster: open the Raft WAL: %w", err)
 	}
 	c.node = node
-	c.tr = transport.New(host, transport.Config{MaxFrameBytes: frame, Logf: cfg.Logf, Infof: cfg.Infof, Incarnation: node.Incarnation(), Tags: cfg.Tags, Known: c.known, Gone: node.PeerUnreachable,
+	c.tr = transport.New(host, transport.Config{MaxFrameBytes: frame, Logf: cfg.Logf, Infof: cfg.Infof, Debugf: cfg.Debugf, Incarnation: node.Incarnation(), Tags: cfg.Tags, Known: c.known, Gone: node.PeerUnreachable,
 		Lost: c.svc.PeerGone, Meta: c.inMeta, Members: c.routeMembers})
 	late.tr.Store(c.tr)
 	c.tr.Attach(catchup.Mux(node, c.svc))

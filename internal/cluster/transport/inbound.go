@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"slices"
@@ -59,7 +60,11 @@ func (t *Transport) accept(nc net.Conn, buffered []byte) {
 		return
 	}
 	_ = nc.SetWriteDeadline(time.Time{})
-	t.cfg.Infof("transport: accepted the Raft connection of %s from %s", from, nc.RemoteAddr())
+	if t.redialed(from) {
+		t.cfg.Debugf("transport: accepted the Raft connection of %s from %s", from, nc.RemoteAddr())
+	} else {
+		t.cfg.Infof("transport: accepted the Raft connection of %s from %s", from, nc.RemoteAddr())
+	}
 	err = t.readFrames(from, io.MultiReader(bytes.NewReader(rest), nc))
 	t.lost(from)
 	switch {
@@ -67,8 +72,48 @@ func (t *Transport) accept(nc net.Conn, buffered []byte) {
 	case errors.Is(err, errBadLength) || errors.Is(err, raftnode.ErrBadFrame):
 		t.cfg.Logf("transport: Raft connection of %s closed: %v", from, err)
 	default: // the peer closed it or went away
-		t.cfg.Infof("transport: Raft connection of %s closed: %v", from, err)
+		t.closedLine(from, fmt.Sprintf("transport: Raft connection of %s closed: %v", from, err))
 	}
+}
+
+// redialQuiet is how soon after a peer closed its connection a new one
+// from it makes both routine (Config.Debugf): a peer closes its
+// connections to dial again with a newer hello (Rehello) when its
+// routes have all resolved and when it enters the meta group, and a new
+// cluster's servers logged two or three pairs of "closed: EOF" and
+// "accepted" lines each at [INF] at every first start (a new user's
+// trial took them for a fault).
+const redialQuiet = 2 * time.Second
+
+// closedLine logs line, that the peer from closed its connection, at
+// [INF] unless the peer connects again within redialQuiet ([DBG] then).
+func (t *Transport) closedLine(from raftnode.ServerID, line string) {
+	now := time.Now()
+	t.mu.Lock()
+	t.mu.closedAt[from] = now
+	t.mu.Unlock()
+	time.AfterFunc(redialQuiet, func() {
+		t.mu.Lock()
+		again := !t.mu.closedAt[from].Equal(now) || t.mu.inbound[from] != nil
+		closed := t.mu.closed
+		t.mu.Unlock()
+		switch {
+		case closed:
+		case again:
+			t.cfg.Debugf("%s", line)
+		default:
+			t.cfg.Infof("%s", line)
+		}
+	})
+}
+
+// redialed reports whether the peer from closed its last connection
+// less than redialQuiet ago (closedLine).
+func (t *Transport) redialed(from raftnode.ServerID) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at, ok := t.mu.closedAt[from]
+	return ok && time.Since(at) < redialQuiet
 }
 
 // noteIdent records the incarnation and tags an admitted hello carried

@@ -1,7 +1,10 @@
 package transport_test
 
 import (
+	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -41,4 +44,53 @@ func TestRehello(t *testing.T) {
 		inMeta, m, _ := b.tr.PeerMeta(raftnode.ServerID("a"))
 		return inMeta && slices.Equal(m, want)
 	})
+}
+
+// lines records log lines of one level.
+type lines struct {
+	mu sync.Mutex
+	l  []string
+}
+
+func (ls *lines) logf(format string, args ...any) {
+	ls.mu.Lock()
+	ls.l = append(ls.l, fmt.Sprintf(format, args...))
+	ls.mu.Unlock()
+}
+
+// count returns how many lines contain sub.
+func (ls *lines) count(sub string) int {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	n := 0
+	for _, l := range ls.l {
+		if strings.Contains(l, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+// A peer that closes its connection to dial again at once (Rehello) is
+// logged at debug level, both the close and the new connection: a new
+// cluster's servers logged two or three such pairs each at [INF] at
+// every first start. A peer that goes away is logged at [INF].
+func TestRedialLoggedAtDebug(t *testing.T) {
+	var info, debug lines
+	a := startMember(t, "a", cred{}, &Config{})
+	b := startMember(t, "b", cred{}, &Config{Infof: info.logf, Debugf: debug.logf}, a.routeURL(cred{}))
+	waitRoutes(t, a, b)
+	waitFor(t, "b accepts a's connection", func() bool { return info.count("accepted the Raft connection of a") == 1 })
+	a.tr.Rehello()
+	waitFor(t, "the close of a's first connection, logged", func() bool {
+		return debug.count("Raft connection of a closed") == 1 || info.count("Raft connection of a closed") == 1
+	})
+	if n := info.count("Raft connection of a closed"); n != 0 {
+		t.Fatalf("a's redial logged at [INF]: %d close lines", n)
+	}
+	if n := debug.count("accepted the Raft connection of a"); n != 1 {
+		t.Fatalf("a's new connection: %d accept lines at debug level, want 1", n)
+	}
+	a.stop()
+	waitFor(t, "a's close, gone for good, at [INF]", func() bool { return info.count("Raft connection of a closed") == 1 })
 }

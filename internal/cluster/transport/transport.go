@@ -113,6 +113,11 @@ type Config struct {
 	// as nats-server logs its routes' at [INF] (nil: Logf). Neither may
 	// block.
 	Logf, Infof func(format string, args ...any)
+	// Debugf receives what is routine enough to hide: a peer's
+	// connection closed and dialed again within redialQuiet (a peer
+	// dials again to send a newer hello: Rehello), both lines (nil:
+	// discarded).
+	Debugf func(format string, args ...any)
 	// Incarnation and Tags are this server's store incarnation (its
 	// raftnode WAL's) and server_tags, sent in every hello so that the
 	// peers learn them (PeerIncarnation, PeerTags).
@@ -156,6 +161,9 @@ func (c *Config) fill() {
 	if c.Infof == nil {
 		c.Infof = c.Logf
 	}
+	if c.Debugf == nil {
+		c.Debugf = func(string, ...any) {}
+	}
 }
 
 // Transport is the Raft transport of one server (package comment). It
@@ -179,6 +187,9 @@ type Transport struct {
 		closed  bool
 		peers   map[raftnode.ServerID]*peer    // one per peer name ever known, with its writer
 		inbound map[raftnode.ServerID]net.Conn // the accepted connection of each peer
+		// closedAt is when each peer's last accepted connection
+		// closed as the peer ended it (closedLine).
+		closedAt map[raftnode.ServerID]time.Time
 		idents  map[raftnode.ServerID]ident    // what each admitted peer's hello said of it
 	}
 }
@@ -201,6 +212,7 @@ func New(host Host, cfg Config) *Transport {
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.mu.peers = map[raftnode.ServerID]*peer{}
 	t.mu.inbound = map[raftnode.ServerID]net.Conn{}
+	t.mu.closedAt = map[raftnode.ServerID]time.Time{}
 	t.mu.idents = map[raftnode.ServerID]ident{}
 	host.HandleClusterConns(Op, t.accept)
 	host.NotifyClusterPeers(t.refresh)
