@@ -154,7 +154,7 @@ func (w *writer) yieldToWaiters() {
 // batch written, which covers every batch queued before it, then
 // publishes them and removes the segments they made removable. With
 // Config.DeferSync it keeps the batches written (their data dropped)
-// until an fsync is wanted (deferred.due), and fsyncs them all once the
+// until an fsync is wanted (syncDue), and fsyncs them all once the
 // channel closes.
 func (s *Store) syncLoop(q <-chan batch) {
 	defer s.wg.Done()
