@@ -190,7 +190,7 @@ type Transport struct {
 		// closedAt is when each peer's last accepted connection
 		// closed as the peer ended it (closedLine).
 		closedAt map[raftnode.ServerID]time.Time
-		idents  map[raftnode.ServerID]ident    // what each admitted peer's hello said of it
+		idents   map[raftnode.ServerID]ident // what each admitted peer's hello said of it
 	}
 }
 
