@@ -6,8 +6,9 @@
 // one of the other servers (one publish every -every, waiting for each
 // PubAck), and a nats.go Consume (default options) through the other,
 // acknowledging each message. -kill-after in, the consumer leader's
-// process gets -signal (KILL: it dies; TERM: it hands over and stops);
-// the round runs -run in all.
+// process gets -signal (KILL: it dies; TERM: it hands over and stops;
+// RESTART: every server is SIGKILLed and started again at once, the
+// clients reconnecting); the round runs -run in all.
 //
 // One line per round: the longest time without a message from -kill-after
 // to the end, the time from the signal to the first message after it,
@@ -38,21 +39,27 @@ import (
 func main() {
 	bin := flag.String("bin", "bin/cairn", "server binary (cairn or nats-server)")
 	rounds := flag.Int("rounds", 1, "rounds, each with a new cluster")
-	sig := flag.String("signal", "KILL", "signal for the consumer leader: KILL, TERM, or STEPDOWN (-stepdowns consumer step-downs 3.5 s apart, no process stopped)")
+	sig := flag.String("signal", "KILL", "signal for the consumer leader: KILL, TERM, STEPDOWN (four consumer step-downs 3.5 s apart, no process stopped) or RESTART (all servers SIGKILLed and started again)")
 	killAfter := flag.Duration("kill-after", 4*time.Second, "time from the first publish to the signal")
 	run := flag.Duration("run", 12*time.Second, "length of a round")
+	down := flag.Duration("down", 0, "RESTART: how long the servers stay down")
+	reconnect := flag.Duration("reconnect-wait", 2*time.Second, "the clients' time between reconnect attempts (nats.go's default: 2s)")
 	every := flag.Duration("every", 5*time.Millisecond, "time between publishes")
+	flag.BoolVar(&verbose, "v", false, "print the signal's time and each client error with its time")
 	flag.Parse()
 	s := syscall.SIGKILL
 	if *sig == "TERM" {
 		s = syscall.SIGTERM
 	}
-	stepDown := *sig == "STEPDOWN"
-	if stepDown {
+	mode := *sig
+	switch mode {
+	case "STEPDOWN":
 		*run = max(*run, *killAfter+16*time.Second)
+	case "RESTART":
+		*run = max(*run, *killAfter+40*time.Second)
 	}
 	for r := 1; r <= *rounds; r++ {
-		res, err := round(*bin, s, stepDown, *killAfter, *run, *every)
+		res, err := round(*bin, s, mode, opts{*killAfter, *run, *every, *down, *reconnect})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "round %d: %v\n", r, err)
 			os.Exit(1)
@@ -62,7 +69,16 @@ func main() {
 }
 
 // round runs one round on a new cluster and returns its result line.
-func round(bin string, sig syscall.Signal, stepDown bool, killAfter, run, every time.Duration) (string, error) {
+// verbose is -v.
+var verbose bool
+
+// opts are a round's times (the flags).
+type opts struct {
+	killAfter, run, every, down, reconnect time.Duration
+}
+
+func round(bin string, sig syscall.Signal, mode string, o opts) (string, error) {
+	killAfter, run, every := o.killAfter, o.run, o.every
 	dir, err := os.MkdirTemp("", "consumerkill")
 	if err != nil {
 		return "", err
@@ -83,12 +99,12 @@ func round(bin string, sig syscall.Signal, stepDown bool, killAfter, run, every 
 			others = append(others, sv)
 		}
 	}
-	pub, err := nats.Connect(others[0].URL)
+	pub, err := nats.Connect(others[0].URL, nats.ReconnectWait(o.reconnect), nats.MaxReconnects(-1))
 	if err != nil {
 		return "", err
 	}
 	defer pub.Close()
-	sub, err := nats.Connect(others[1].URL)
+	sub, err := nats.Connect(others[1].URL, nats.ReconnectWait(o.reconnect), nats.MaxReconnects(-1))
 	if err != nil {
 		return "", err
 	}
@@ -112,17 +128,29 @@ func round(bin string, sig syscall.Signal, stepDown bool, killAfter, run, every 
 	go publish(pub, every, done)
 	time.Sleep(killAfter)
 	killed := time.Now()
-	if stepDown {
+	if verbose {
+		fmt.Printf("%s %s\n", killed.Format("15:04:05.000"), mode)
+	}
+	switch {
+	case mode == "STEPDOWN":
 		for range 4 {
 			if _, err := pub.Request("$JS.API.CONSUMER.LEADER.STEPDOWN.ORDERS.C", nil, 5*time.Second); err != nil {
 				return "", err
 			}
 			time.Sleep(3500 * time.Millisecond)
 		}
-	} else if sig == syscall.SIGKILL {
+	case mode == "RESTART":
+		c.Kill(0, 1, 2)
+		time.Sleep(o.down)
+		if err := c.Start(0, 1, 2); err != nil {
+			return "", err
+		}
+	case sig == syscall.SIGKILL:
 		c.Kill(leader)
-	} else if err := syscall.Kill(c.Pid(leader), sig); err != nil {
-		return "", err
+	default:
+		if err := syscall.Kill(c.Pid(leader), sig); err != nil {
+			return "", err
+		}
 	}
 	time.Sleep(max(run-time.Since(start), 0))
 	close(done)
@@ -131,6 +159,13 @@ func round(bin string, sig syscall.Signal, stepDown bool, killAfter, run, every 
 		waiting = ci.NumWaiting
 	}
 	gap, first, dups, n := rec.result(killed, start.Add(run))
+	if verbose {
+		rec.mu.Lock()
+		for _, l := range rec.errLog {
+			fmt.Println(l)
+		}
+		rec.mu.Unlock()
+	}
 	firstS := "none"
 	if first >= 0 {
 		firstS = fmt.Sprintf("%.2fs", first.Seconds())
@@ -213,11 +248,14 @@ type recorder struct {
 	times []time.Time
 	seen  map[uint64]int // stream sequence -> deliveries
 	errs  int
+	// errLog is each client error with its time (printed with -v).
+	errLog []string
 }
 
-func (r *recorder) fail(error) {
+func (r *recorder) fail(err error) {
 	r.mu.Lock()
 	r.errs++
+	r.errLog = append(r.errLog, fmt.Sprintf("%s %v", time.Now().Format("15:04:05.000"), err))
 	r.mu.Unlock()
 }
 

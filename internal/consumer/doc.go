@@ -18,7 +18,9 @@
 // Redeliver, Ack, Nak, Term, Progress, ExpireAcks (ack deadlines),
 // SkipTo (after a purge), Drop (messages the stream removed), Pause,
 // UpdatePolicy (after a config update), DeadLetter (the steps of a
-// dead-letter move) and Reset (a consumer reset, ADR-60). State.ApplyOp is the one function that applies
+// dead-letter move), Reset (a consumer reset, ADR-60) and PullRequest (a
+// replicated consumer's record of a waiting pull request's reply
+// subject, which changes no delivery state). State.ApplyOp is the one function that applies
 // them: its outcome depends only on the state and the operation, never
 // on a clock, so every replica that applies the same operations reaches
 // the same Snapshot. The State methods it is made of (DeliverNew, Ack,
@@ -44,6 +46,7 @@
 //	11 UpdatePolicy | ack policy (signed) | ack wait (signed, ns) | count | count × backoff (signed, ns) | max_deliver (signed) | max_ack_pending (signed) | dead letter (1 byte, 0 or 1) |
 //	12 DeadLetter   | step (1 byte) | stream seq | reason (1 byte) | value (signed: a time, or After) |
 //	13 Reset        | stream seq (where deliveries start again) |
+//	14 PullRequest  | reply length | reply bytes | expires (signed, unix ns) | time (signed, unix ns) |
 //
 // Kinds are append-only. DecodeOp refuses an unknown kind or version, a
 // short buffer, a count the bytes left cannot hold and trailing bytes

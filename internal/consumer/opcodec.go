@@ -58,6 +58,9 @@ func AppendOp(dst []byte, op Op) ([]byte, error) {
 		dst = v(dst, o.Value)
 	case *Reset:
 		dst = u(dst, o.Stream)
+	case *PullRequest:
+		dst = append(u(dst, uint64(len(o.Reply))), o.Reply...)
+		dst = v(v(dst, o.Expires), o.Time)
 	default:
 		return nil, fmt.Errorf("consumer: encode an operation of kind %d: unknown", op.Kind())
 	}
@@ -120,6 +123,8 @@ func DecodeOp(b []byte) (Op, error) {
 		op = &DeadLetter{Step: DeadLetterStep(d.byte()), Stream: d.uvarint(), Reason: store.DeadLetterReason(d.byte()), Value: d.varint()}
 	case KindReset:
 		op = &Reset{Stream: d.uvarint()}
+	case KindPullRequest:
+		op = &PullRequest{Reply: d.string(), Expires: d.varint(), Time: d.varint()}
 	default:
 		return nil, fmt.Errorf("%w: unknown kind %d", ErrBadOp, kind)
 	}
@@ -189,6 +194,18 @@ func (d *reader) varint() int64 {
 	}
 	d.b = d.b[n:]
 	return v
+}
+
+// string reads a length and that many bytes.
+func (d *reader) string() string {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.bad, d.b = true, nil
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
 }
 
 // uvarints reads a count and that many uvarints.

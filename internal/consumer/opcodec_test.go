@@ -36,6 +36,8 @@ func sampleOps() []Op {
 		&DeadLetter{Step: DeadLetterUnmark, Stream: 8},
 		&Reset{Stream: 42},
 		&Reset{},
+		&PullRequest{Reply: "_INBOX.abc.1", Expires: 1_700_000_000_000_000_000, Time: 1_699_999_970_000_000_000},
+		&PullRequest{},
 	}
 }
 
@@ -64,7 +66,7 @@ func TestOpRoundTrip(t *testing.T) {
 		}
 		seen[op.Kind()] = true
 	}
-	for k := KindDeliver; k <= KindReset; k++ {
+	for k := KindDeliver; k <= KindPullRequest; k++ {
 		if !seen[k] {
 			t.Errorf("kind %d has no round-trip case", k)
 		}
@@ -86,6 +88,7 @@ func TestDecodeOpRefuses(t *testing.T) {
 		"drop count":  {byte(KindDrop), 1, 5, 1},
 		"backoffs":    {byte(KindUpdatePolicy), 1, 2, 2, 0xff, 0x01},
 		"policy flag": append(append([]byte(nil), pol[:len(pol)-1]...), 2),
+		"reply long":  {byte(KindPullRequest), 1, 9, 'a', 0, 0},
 	}
 	for name, b := range bad {
 		if op, err := DecodeOp(b); err == nil || !errors.Is(err, ErrBadOp) {

@@ -26,11 +26,13 @@ const (
 	KindUpdatePolicy OpKind = 11
 	KindDeadLetter   OpKind = 12
 	KindReset        OpKind = 13
+	KindPullRequest  OpKind = 14
 )
 
 // Op is one change to a consumer's delivery state: a *Deliver,
 // *Redeliver, *Ack, *Nak, *Term, *Progress, *ExpireAcks, *SkipTo, *Drop,
-// *Pause, *UpdatePolicy, *DeadLetter or *Reset. State.ApplyOp applies it;
+// *Pause, *UpdatePolicy, *DeadLetter, *Reset or *PullRequest.
+// State.ApplyOp applies it (a PullRequest changes no delivery state);
 // AppendOp and DecodeOp give it its byte form. An Op carries every time
 // it needs: applying it reads no clock.
 type Op interface {
@@ -145,6 +147,20 @@ type Reset struct {
 	Stream uint64
 }
 
+// PullRequest records that a pull request whose replies go to Reply
+// waits on the consumer's leader until Expires (unix ns), as the leader
+// saw it at Time (unix ns). It changes no delivery state (State.ApplyOp
+// ignores it): the replicas of a replicated consumer keep the reply
+// subjects it names, so that a leader elected after its predecessor went
+// silent, or after every replica restarted, tells each waiting client
+// that the leadership changed (internal/jetstream/consumerrun pulls.go;
+// nats-server v2.15.2 proposes each waiting request to the consumer's
+// group likewise: consumer.go addClusterPendingRequest).
+type PullRequest struct {
+	Reply         string
+	Expires, Time int64
+}
+
 // Kind returns KindDeliver.
 func (*Deliver) Kind() OpKind { return KindDeliver }
 
@@ -180,6 +196,9 @@ func (*UpdatePolicy) Kind() OpKind { return KindUpdatePolicy }
 
 // Kind returns KindDeadLetter.
 func (*DeadLetter) Kind() OpKind { return KindDeadLetter }
+
+// Kind returns KindPullRequest.
+func (*PullRequest) Kind() OpKind { return KindPullRequest }
 
 // Kind returns KindReset.
 func (*Reset) Kind() OpKind { return KindReset }

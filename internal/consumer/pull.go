@@ -133,47 +133,50 @@ var StatusDeleted = statusHeader(409, "Consumer Deleted")
 // Pending", one without expires when there is nothing to deliver 404 (at
 // once, before it could be served by a priority policy); a full queue
 // 409 "Exceeded MaxWaiting" (no answer to a
-// request with a heartbeat); an expiry already past 408.
-func (d *Deliverer) AddPull(reply string, body []byte, now time.Time, end uint64) {
+// request with a heartbeat); an expiry already past 408. It reports
+// whether the request was queued to wait, with its expiry (unix ns, 0:
+// none) and whether it is no_wait (a replicated consumer's leader records
+// the reply subjects of the requests that wait: consumerrun pulls.go).
+func (d *Deliverer) AddPull(reply string, body []byte, now time.Time, end uint64) (queued bool, expires int64, noWait bool) {
 	d.lastActive = now
 	if reply == "" {
-		return
+		return false, 0, false
 	}
 	if d.cfg.IsPush() {
 		d.out.Publish(reply, "", hdrPushBased, nil)
-		return
+		return false, 0, false
 	}
 	req, bad := parsePull(body)
 	if bad != "" {
 		d.out.Publish(reply, "", statusHeader(400, "Bad Request - "+bad), nil)
-		return
+		return false, 0, false
 	}
 	if status := d.pullLimits(req); status != nil {
 		d.out.Publish(reply, "", status, nil)
-		return
+		return false, 0, false
 	}
 	if status := d.checkGroup(&req, now); status != nil {
 		d.out.Publish(reply, "", status, nil)
-		return
+		return false, 0, false
 	}
 	if req.NoWait && req.Expires == 0 && d.NumPending(end)+uint64(d.st.NumRedeliveryQueued()) == 0 {
 		d.out.Publish(reply, "", hdrNoMessages, nil)
-		return
+		return false, 0, false
 	}
 	if req.NoWait && d.requestsPending(now, end) {
 		d.out.Publish(reply, "", hdrRequestsPending, nil)
-		return
+		return false, 0, false
 	}
 	if d.cfg.MaxWaiting > 0 && len(d.waiting) >= d.cfg.MaxWaiting {
 		if req.Heartbeat == 0 {
 			d.out.Publish(reply, "", hdrMaxWaiting, nil)
 		}
-		return
+		return false, 0, false
 	}
 	if req.Expires < 0 {
 		// Already expired: nats-server answers at once.
 		d.out.Publish(reply, "", pendingHeader(408, "Request Timeout", req.Batch, max(req.MaxBytes, 0)), nil)
-		return
+		return false, 0, false
 	}
 	w := &waiting{reply: reply, n: req.Batch, bytes: req.MaxBytes, maxBytes: req.MaxBytes > 0, noWait: req.NoWait, heartbeat: req.Heartbeat, lastHB: now.UnixNano()}
 	if req.isJSON {
@@ -185,9 +188,10 @@ func (d *Deliverer) AddPull(reply string, body []byte, now time.Time, end uint64
 	}
 	if d.cfg.PriorityPolicy == PriorityPrioritized {
 		d.insertByPriority(w)
-		return
+		return true, w.expires, w.noWait
 	}
 	d.waiting = append(d.waiting, w)
+	return true, w.expires, w.noWait
 }
 
 // requestsPending reports whether a new no_wait request should get 408

@@ -42,7 +42,7 @@ func (c *Consumer) processAck(a *ackMsg, now time.Time) {
 			c.confirmLater(a, confirm{reply: a.reply, next: true, body: a.next}, now)
 			return
 		}
-		c.d.AddPull(a.reply, a.next, now, c.sr.DurableSeq())
+		c.addPull(a.reply, a.next, now)
 		return
 	}
 	if a.reply == "" || (c.cfg.AckPolicy == consumer.AckNone && c.sr.Retention() == stream.LimitsPolicy) {

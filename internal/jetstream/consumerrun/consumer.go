@@ -133,17 +133,14 @@ type Consumer struct {
 	done   sync.WaitGroup
 	subs   []streamrun.Subscription
 
-	// shadowMu (a leaf: taken by the subscription's handler on any
-	// publisher's goroutine, this consumer's loop included) guards
-	// shadowPulls, the reply subjects of the pull requests a follower
-	// saw, with when they expire (unix ns): shadow.go.
-	shadowMu    sync.Mutex
-	shadowPulls map[string]int64
-
 	mu sync.Mutex
-	// shadow is a follower's subscription to the pull subject (shadow.go).
-	shadow streamrun.Subscription
-	cfg    consumer.Config
+	// pulls, on every replica of a replicated consumer, the reply
+	// subjects of waiting pull requests its log recorded;
+	// pullsProposed, on its leader, those it recorded or found recorded
+	// (pulls.go).
+	pulls         pullSet
+	pullsProposed pullSet
+	cfg           consumer.Config
 	// d is the delivery logic; st its delivery state, changed only
 	// through Commit (the consumer's log); cout the outcome of the last
 	// operation applied.
@@ -488,7 +485,7 @@ func (c *Consumer) handle(ev *cevent, now time.Time) {
 	case ev.ack != nil:
 		c.processAck(ev.ack, now)
 	case ev.pull != nil:
-		c.d.AddPull(ev.pull.reply, ev.pull.body, now, c.sr.DurableSeq())
+		c.addPull(ev.pull.reply, ev.pull.body, now)
 	case ev.fcSub != "":
 		if ack, ok := c.d.FlowControlReply(ev.fcSub, ev.fcHdr); ok && ack.Stream <= c.st.Delivered().Stream {
 			c.lastAck = now

@@ -295,10 +295,8 @@ func (c *Consumer) TakeReplayed() []uint64 {
 // Start subscribes the consumer and starts its loop.
 func (c *Consumer) Start() {
 	c.mu.Lock()
-	if c.repl {
-		c.shadowSubscribe() // a follower until it leads (shadow.go)
-	} else {
-		c.subscribe()
+	if !c.repl {
+		c.subscribe() // a replicated one subscribes once it leads
 	}
 	c.mu.Unlock()
 	c.done.Add(1)
@@ -392,7 +390,6 @@ func (c *Consumer) Stop(status []byte) {
 	}
 	c.stopped = true
 	c.unsubscribe()
-	c.shadowUnsubscribe()
 	c.mu.Unlock()
 	close(c.quit)
 	c.done.Wait()

@@ -345,8 +345,12 @@ func (c *Consumer) applyCommittedLocked(index uint64, ops []consumer.Op, key uin
 	}
 	acked := false
 	for _, op := range ops {
-		if _, ok := op.(*consumer.Reset); ok {
+		switch o := op.(type) {
+		case *consumer.Reset:
 			c.inited = true
+		case *consumer.PullRequest:
+			c.applyPull(o)
+			continue
 		}
 		st.ApplyOp(op, &c.ccout)
 		if len(c.ccout.Acked) > 0 {
@@ -413,12 +417,11 @@ func (c *Consumer) lead(on bool) {
 		}
 		c.subscribe()
 		// After subscribe: the 409s follow its interest on each route.
-		c.endShadowPulls(!c.log.(ReplicatedLog).HandedOver())
+		c.endRecordedPulls(!c.log.(ReplicatedLog).HandedOver())
 		c.Signal()
 		return
 	}
 	c.leading = false
-	c.shadowSubscribe()
 	// The subscriptions stay, and the waiting pull requests wait, until
 	// the successor serves (endOrphans): a client sends its request again
 	// on the 409 at once, and one that reached a server knowing no
@@ -566,6 +569,9 @@ type committedSnapshot struct {
 	State      *store.ConsumerState `json:"state"`
 	Paused     int64                `json:"paused,omitempty"`
 	DeadLetter bool                 `json:"dead_letter,omitempty"`
+	// Pulls are the reply subjects of waiting pull requests the log
+	// recorded, with their expiry (unix ns) (pulls.go).
+	Pulls pullSet `json:"pulls,omitempty"`
 }
 
 // CommittedSnapshot returns the committed state of a replicated consumer
@@ -579,7 +585,7 @@ func (c *Consumer) CommittedSnapshot() (index uint64, data []byte, err error) {
 	if c.leading {
 		st = c.cst
 	}
-	data, err = json.Marshal(committedSnapshot{State: st.Snapshot(), Paused: st.PausedUntil(), DeadLetter: st.DeadLetterOn()})
+	data, err = json.Marshal(committedSnapshot{State: st.Snapshot(), Paused: st.PausedUntil(), DeadLetter: st.DeadLetterOn(), Pulls: c.pulls})
 	return c.capplied, data, err
 }
 
@@ -610,6 +616,7 @@ func (c *Consumer) RestoreCommitted(index uint64, data []byte) error {
 	}
 	c.d.SetState(c.st)
 	c.d.Invalidate()
+	c.pulls = cs.Pulls
 	c.capplied, c.inited, c.dirty = index, true, true
 	return nil
 }
