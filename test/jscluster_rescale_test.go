@@ -197,8 +197,8 @@ func waitConsumerReplicas(t *testing.T, js jetstream.JetStream) {
 // -> 3 -> 1, each update sent once right after the previous answer: the
 // stream's info is a stream of one replica's (the leader, no group),
 // every acknowledged message at its sequence, a deleted one still
-// deleted, the duplicate window kept. With a consumer, the scale-down
-// answers 10061 (not built).
+// deleted, the duplicate window kept. The first scale-down takes a
+// durable with it, which keeps its state (in memory).
 func TestJetStreamClusterMemoryScaleDownToOne(t *testing.T) {
 	serialTest(t) // each update must be answered within the CLI's 5 s
 	servers := jsCluster(t, 3)
@@ -230,20 +230,59 @@ func TestJetStreamClusterMemoryScaleDownToOne(t *testing.T) {
 		return err
 	})
 	delete(sent, 5)
-	c, err := js.CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "D"})
+	// A durable (three replicas, as its stream) with 8 delivered and 5
+	// of them acknowledged scales down with its stream and keeps its
+	// state, in memory, as nats-server v2.15.2's (measured: the durable
+	// on one server with the same delivered, ack floor and pending).
+	c, err := js.CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetchAck(t, c, 8, 5)
+	before, err := c.Info(tctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	one := cfg
 	one.Replicas = 1
-	var apiErr *jetstream.APIError
-	if _, err := js.UpdateStream(tctx(t), one); !errors.As(err, &apiErr) || apiErr.ErrorCode != 10061 {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_, err = js.UpdateStream(ctx, one)
+	cancel()
+	if err != nil {
 		t.Fatalf("3 -> 1 with a consumer: %v", err)
+	}
+	eventually(t, "the durable of one replica with its state", func() error {
+		ci, err := c.Info(tctx(t))
+		if err != nil {
+			return err
+		}
+		if ci.Cluster == nil || ci.Cluster.Leader == "" || len(ci.Cluster.Replicas) != 0 {
+			return fmt.Errorf("cluster %+v", ci.Cluster)
+		}
+		same := func(a, b jetstream.SequenceInfo) bool { return a.Consumer == b.Consumer && a.Stream == b.Stream }
+		if !same(ci.Delivered, before.Delivered) || !same(ci.AckFloor, before.AckFloor) || ci.NumAckPending != 3 || ci.NumPending != before.NumPending {
+			return fmt.Errorf("delivered %+v ack floor %+v, %d ack pending, %d pending; before %+v %+v %d %d",
+				ci.Delivered, ci.AckFloor, ci.NumAckPending, ci.NumPending, before.Delivered, before.AckFloor, before.NumAckPending, before.NumPending)
+		}
+		return nil
+	})
+	// It goes on where it was: the next fetch is a first delivery of the
+	// message after the last delivered.
+	batch, err := c.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		md, _ := m.Metadata()
+		if md.NumDelivered != 1 || md.Sequence.Stream <= before.Delivered.Stream {
+			t.Fatalf("after the scale-down: stream sequence %d, delivery %d; last delivered before %d", md.Sequence.Stream, md.NumDelivered, before.Delivered.Stream)
+		}
 	}
 	if err := js.DeleteConsumer(tctx(t), "ORDERS", c.CachedInfo().Name); err != nil {
 		t.Fatal(err)
 	}
-	for i, n := range []int{1, 3, 1} {
+	publishAcked(t, js, sent, 99)
+	for i, n := range []int{3, 1} {
 		cfg.Replicas = n
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		start := time.Now()
@@ -273,5 +312,26 @@ func TestJetStreamClusterMemoryScaleDownToOne(t *testing.T) {
 	ack, err := js.PublishMsg(tctx(t), orderMsg(1))
 	if err != nil || !ack.Duplicate {
 		t.Fatalf("message 1 published again: %+v, %v", ack, err)
+	}
+}
+
+// fetchAck fetches n messages from c and double-acks the first acked.
+func fetchAck(t *testing.T, c jetstream.Consumer, n, acked int) {
+	t.Helper()
+	batch, err := c.Fetch(n, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for m := range batch.Messages() {
+		got++
+		if got <= acked {
+			if err := m.DoubleAck(tctx(t)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got != n {
+		t.Fatalf("fetched %d of %d", got, n)
 	}
 }

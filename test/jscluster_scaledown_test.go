@@ -23,9 +23,9 @@ import (
 // the stream of one replica, the others' files go, and every
 // acknowledged message is served byte for byte, then again after every
 // server restarted. A durable consumer of one replica on the kept server
-// keeps its ack floor and pending acks; a replicated consumer kept in
-// memory makes the update answer 10061 (docs/cluster.md, "Scaling
-// down to one replica"). StreamInfo's cluster is then a stream of one replica's: the
+// keeps its ack floor and pending acks (docs/cluster.md, "Scaling
+// down to one replica"; a replicated consumer kept in memory:
+// TestJetStreamClusterMemStorageConsumerToOne). StreamInfo's cluster is then a stream of one replica's: the
 // leader, no replicas. Scaled up again (before and after the restarts),
 // it is replicated again with every message.
 func TestJetStreamClusterScaleDownToOne(t *testing.T) {
@@ -56,20 +56,8 @@ func scaleDownToOne(t *testing.T, n int) {
 	for i := 1; i <= 60; i++ {
 		publishAcked(t, js[0], sent, i)
 	}
-	// A replicated consumer kept in memory has no files for its state
-	// to go to: 10061, nothing changed.
-	if _, err := js[0].CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "REPL", AckPolicy: jetstream.AckExplicitPolicy, MemoryStorage: true}); err != nil {
-		t.Fatal(err)
-	}
 	one := cfg
 	one.Replicas = 1
-	var apiErr *jetstream.APIError
-	if _, err := js[0].UpdateStream(tctx(t), one); !errors.As(err, &apiErr) || apiErr.ErrorCode != 10061 {
-		t.Fatalf("scale to 1 with a replicated consumer kept in memory: %v", err)
-	}
-	if err := js[0].DeleteConsumer(tctx(t), "ORDERS", "REPL"); err != nil {
-		t.Fatal(err)
-	}
 	// A durable of one replica with acknowledgements pending: the
 	// stream keeps its replica on the consumer's server (not
 	// necessarily the leader's, which then hands its leadership over).
@@ -252,6 +240,74 @@ func publishUntil(js jetstream.JetStream, first int, stop chan struct{}, mu *syn
 				break
 			}
 			time.Sleep(20 * time.Millisecond) // a retry after an error, bounded by the deadline
+		}
+	}
+}
+
+// A replicated mem_storage durable of a file stream scales down to one
+// replica with its state (it starts from its group's committed state in
+// memory, having no files for it), as nats-server v2.15.2 scales it:
+// by its own update (num_replicas 3 -> 1), and with its stream (3 -> 1).
+// Before, both answered 10061.
+func TestJetStreamClusterMemStorageConsumerToOne(t *testing.T) {
+	servers := jsCluster(t, 3)
+	js := jsAt(t, servers[0])
+	cfg := jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}
+	eventually(t, "create ORDERS", func() error {
+		_, err := js.CreateStream(ctx2(t), cfg)
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	publishRange(t, js, sent, 1, 30)
+	ccfg := func(name string, replicas int) jetstream.ConsumerConfig {
+		return jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour, MemoryStorage: true, Replicas: replicas}
+	}
+	check := func(c jetstream.Consumer, before *jetstream.ConsumerInfo) {
+		t.Helper()
+		eventually(t, "the durable of one replica with its state", func() error {
+			ci, err := c.Info(tctx(t))
+			if err != nil {
+				return err
+			}
+			if ci.Cluster == nil || ci.Cluster.Leader == "" || len(ci.Cluster.Replicas) != 0 {
+				return fmt.Errorf("cluster %+v", ci.Cluster)
+			}
+			if ci.Delivered.Stream != before.Delivered.Stream || ci.AckFloor.Stream != before.AckFloor.Stream || ci.NumAckPending != before.NumAckPending {
+				return fmt.Errorf("delivered %d ack floor %d, %d ack pending; before %d %d %d",
+					ci.Delivered.Stream, ci.AckFloor.Stream, ci.NumAckPending, before.Delivered.Stream, before.AckFloor.Stream, before.NumAckPending)
+			}
+			return nil
+		})
+	}
+	for _, byStream := range []bool{false, true} {
+		name := "OWN"
+		if byStream {
+			name = "WITH"
+		}
+		c, err := js.CreateOrUpdateConsumer(tctx(t), "ORDERS", ccfg(name, 3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fetchAck(t, c, 6, 4)
+		before, err := c.Info(tctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if before.NumAckPending != 2 || before.Delivered.Stream != 6 {
+			t.Fatalf("%s before: %+v", name, before)
+		}
+		if byStream {
+			one := cfg
+			one.Replicas = 1
+			if _, err := js.UpdateStream(tctx(t), one); err != nil {
+				t.Fatalf("stream 3 -> 1 with a mem_storage durable: %v", err)
+			}
+		} else if _, err := js.UpdateConsumer(tctx(t), "ORDERS", ccfg(name, 1)); err != nil {
+			t.Fatalf("mem_storage durable 3 -> 1: %v", err)
+		}
+		check(c, before)
+		if err := js.DeleteConsumer(tctx(t), "ORDERS", name); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

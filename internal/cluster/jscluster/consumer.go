@@ -696,9 +696,10 @@ func (a *account) ConsumerCreate(streamName string, cfg consumer.Config, action 
 // count (scaledConsumerServers: docs/cluster.md, "Scaling
 // consumers"); while its scale-down to one replica is not through
 // (meta.ConsumerAssignment.Unsettled) the scale waits for the settle,
-// 10008 when that takes over settleWait (waitConsumerSettled); 10061 for a scale-down to one
-// replica of a consumer whose state has no files to go to (mem_storage,
-// a memory stream's). The consumers created before counts were honoured (a durable of
+// 10008 when that takes over settleWait (waitConsumerSettled). A
+// consumer kept in memory (mem_storage, a memory stream's) scaled down to
+// one replica starts from its group's committed state in memory
+// (convertConsumer, memscale.go). The consumers created before counts were honoured (a durable of
 // a replicated stream had its stream's count whatever its config said)
 // keep their count while num_replicas stays as it is.
 func (c *Cluster) consumerServers(sa meta.StreamAssignment, ca meta.ConsumerAssignment, old, cfg *consumer.Config, scfg *stream.Config) ([]raftnode.ServerID, *jserr.Error) {
@@ -713,10 +714,6 @@ func (c *Cluster) consumerServers(sa meta.StreamAssignment, ca meta.ConsumerAssi
 					return nil, jserr.New(jserr.ClusterNotAvail)
 				}
 				ca = settled
-			}
-			if want < 2 && (!persistedConsumer(ca) || scfg.Storage != stream.FileStorage) {
-				// Down to one replica, its state has no files to go to.
-				return nil, jserr.New(jserr.StreamReplicasNotUpdatable)
 			}
 			return c.scaledConsumerServers(sa, ca, want) // consumerscale.go, consumerdown.go
 		}

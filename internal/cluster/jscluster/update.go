@@ -192,8 +192,7 @@ func (c *Cluster) readGroup(g raftnode.GroupID, wait time.Duration) error {
 // (scaleConsumers after the UpdateStream; down to one replica,
 // consumersToOne before it, 10008 when they are not through within
 // proposeTimeout: "Scaling consumers"), but a memory stream's scale-up
-// from one replica with an ephemeral consumer or scale-down to one
-// replica with consumers, and a scale-down to one replica whose
+// from one replica with an ephemeral consumer, and a scale-down to one replica whose
 // consumers cannot follow (keepForConsumers finds no server), which are
 // refused where nats-server would start them with 10061 "Replicas
 // configuration can not be updated" (docs/compatibility.md). A changed
@@ -441,14 +440,12 @@ func (a *account) checkUpdate(old, next *stream.Config) *jserr.Error {
 		return jserr.New(jserr.StreamMoveAndScale)
 	}
 	if next.Replicas != old.Replicas && next.Storage == stream.MemoryStorage &&
-		(next.Replicas <= 1 && len(consumers) > 0 || old.Replicas <= 1 && !allScaleUp(consumers, next)) {
-		// A memory stream with consumers back to one replica (its
-		// consumers' state, kept in memory, is not handed to consumers of
-		// one replica), and a memory stream of one replica scaled up with
-		// a consumer that stays at one replica (an ephemeral: its state
-		// lives only in its runtime, which the scale-up stops, and a
-		// consumer of one replica kept in memory cannot start from a
-		// state), are not built: docs/cluster.md, "Scaling".
+		old.Replicas <= 1 && !allScaleUp(consumers, next) {
+		// A memory stream of one replica scaled up with a consumer that
+		// stays at one replica (an ephemeral: its state lives only in its
+		// runtime, which the scale-up stops, and a consumer of one
+		// replica kept in memory cannot start from a state) is not
+		// built: docs/cluster.md, "Scaling".
 		return jserr.New(jserr.StreamReplicasNotUpdatable)
 	}
 	return nil
@@ -473,8 +470,9 @@ func allScaleUp(cas []meta.ConsumerAssignment, scfg *stream.Config) bool {
 // servers as streamKeepOrder gives them: the leader first, then online
 // servers, current first; a live, caught-up replica when one is known)
 // on which every consumer of the stream either runs alone already or
-// has a replica it can keep (a replicated consumer whose state has files
-// to go to: not mem_storage). A consumer of one replica on another
+// has a replica (a replicated consumer: its replica there becomes the
+// consumer of one replica, from files or, kept in memory, from its
+// group's committed state: convertConsumer). A consumer of one replica on another
 // server cannot move there (its state would stay behind): "" when no
 // server will do (StreamUpdate answers 10061).
 func (c *Cluster) keepForConsumers(k streamKey, all []raftnode.ServerID) (raftnode.ServerID, []meta.ConsumerAssignment) {
@@ -487,7 +485,7 @@ func (c *Cluster) keepForConsumers(k streamKey, all []raftnode.ServerID) (raftno
 			_, on := meta.On(ca.Replicas, s)
 			switch {
 			case len(ca.Replicas) == 1 && on:
-			case len(ca.Replicas) > 1 && on && persistedConsumer(ca):
+			case len(ca.Replicas) > 1 && on:
 				shrink = append(shrink, ca)
 			default:
 				ok = false
