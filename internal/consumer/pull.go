@@ -338,16 +338,20 @@ func (d *Deliverer) EndPulls(status []byte) {
 // one per request multiplied its requests at every step-down (four
 // step-downs under a Consume: 28 errors and 14 requests waiting, where
 // nats-server's gave 4 and 3; bench/consumerkill -signal STEPDOWN).
-func (d *Deliverer) EndPullsOnce(status []byte) {
+// It returns the reply subjects it sent status to (nil for none).
+func (d *Deliverer) EndPullsOnce(status []byte) (sent map[string]bool) {
 	d.unpin()
-	sent := make(map[string]bool, len(d.waiting))
 	for _, w := range d.waiting {
 		if !sent[w.reply] {
+			if sent == nil {
+				sent = make(map[string]bool, len(d.waiting))
+			}
 			sent[w.reply] = true
 			d.out.Publish(w.reply, "", status, nil)
 		}
 	}
 	d.waiting = nil
+	return sent
 }
 
 // NumWaiting counts the queued pull requests whose requester still

@@ -118,15 +118,17 @@ func (c *Consumer) applyPull(o *consumer.PullRequest) {
 // endRecordedPulls, on a replica that has just come to lead (and
 // subscribed as the leader), sends every reply subject its log recorded
 // whose request has not expired a 409 Leadership Change when answer is
-// set (its predecessor went silent), and starts this leadership's record
-// of what it proposed from the committed one (c.mu held). A predecessor
+// set (its predecessor went silent), but those in ended (a replica
+// that regained its leadership ended the requests that waited on it:
+// endOrphans), and starts this leadership's record of what it proposed
+// from the committed one (c.mu held). A predecessor
 // that handed the leadership over ends the requests that waited on it
 // itself, once this replica serves (endOrphans), and forwards those that
 // reached it meanwhile: 409s from here too ended requests that were
 // being served (after graceful step-downs, nats.go's Fetch returned 21
 // leadership-change errors in a run, and 7 messages were delivered
 // again).
-func (c *Consumer) endRecordedPulls(answer bool) {
+func (c *Consumer) endRecordedPulls(answer bool, ended map[string]bool) {
 	c.pullsProposed = pullSet{}
 	now := c.now().UnixNano()
 	for reply, until := range c.pulls {
@@ -134,7 +136,7 @@ func (c *Consumer) endRecordedPulls(answer bool) {
 			continue
 		}
 		c.pullsProposed[reply] = until
-		if answer {
+		if answer && !ended[reply] {
 			c.env.Transport.Publish(reply, "", statusLeadershipChange, nil)
 		}
 	}

@@ -187,3 +187,26 @@ func TestPullSetKeep(t *testing.T) {
 		t.Fatalf("%d kept, want %d", len(p), maxPulls-10)
 	}
 }
+
+// A leader that lost its leadership and wins it back by an election
+// while it still keeps the requests that waited on it (endOrphans) ends
+// each with one 409, not a second for its record of the same reply
+// subject: nats.go's Consume asks again on each.
+func TestRegainedLeaderEndsEachPullOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, tr, l := heldLogAs(t, true, false)
+		tr.pull(t, "inbox.consume", `{"batch":100,"expires":30000000000}`)
+		synctest.Wait()
+		l.commit(c)
+		l.mu.Lock()
+		l.noSuccessor = true // no successor serves yet: the requests stay
+		l.mu.Unlock()
+		c.SetLeading(false)
+		synctest.Wait()
+		c.SetLeading(true)
+		synctest.Wait()
+		if n := leadershipChanges(tr, "inbox.consume"); n != 1 {
+			t.Fatalf("%d 409 Leadership Change to the request that waited, want 1", n)
+		}
+	})
+}

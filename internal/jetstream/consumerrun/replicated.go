@@ -401,7 +401,7 @@ func (c *Consumer) lead(on bool) {
 		// did not release never will be.
 		clear(c.confirms)
 		c.confirms = c.confirms[:0]
-		c.endOrphans(true)
+		ended := c.endOrphans(true)
 		c.cst = c.st
 		c.st = c.cst.Clone()
 		c.d.SetState(c.st)
@@ -417,7 +417,7 @@ func (c *Consumer) lead(on bool) {
 		}
 		c.subscribe()
 		// After subscribe: the 409s follow its interest on each route.
-		c.endRecordedPulls(!c.log.(ReplicatedLog).HandedOver())
+		c.endRecordedPulls(!c.log.(ReplicatedLog).HandedOver(), ended)
 		c.Signal()
 		return
 	}
@@ -482,24 +482,26 @@ func (c *Consumer) keepLate(evs []cevent) {
 // successor too), then the pull requests that waited on it get 409
 // Leadership Change (nats-server v2.15.2's answer; the clients send them
 // again), and the messages kept meanwhile are published again for the
-// successor (forward), or, regained, handled here.
-func (c *Consumer) endOrphans(regained bool) {
+// successor (forward), or, regained, handled here. It returns the reply
+// subjects it sent the 409 to.
+func (c *Consumer) endOrphans(regained bool) (ended map[string]bool) {
 	if c.orphansUntil.IsZero() {
-		return
+		return nil
 	}
 	if !regained && !c.log.(ReplicatedLog).SuccessorReady() && c.now().Before(c.orphansUntil) {
-		return
+		return nil
 	}
 	c.orphansUntil = time.Time{}
 	late := c.late
 	c.late = nil
-	c.d.EndPullsOnce(statusLeadershipChange)
+	ended = c.d.EndPullsOnce(statusLeadershipChange)
 	if regained {
 		c.held = late // handled once it may decide (holdRound)
-		return
+		return ended
 	}
 	c.unsubscribe()
 	c.forward(late)
+	return ended
 }
 
 // forward publishes again the messages of the events a replica that no

@@ -34,6 +34,8 @@ type heldLog struct {
 	stepDowns int
 	// handedOver: HandedOver reports it (the predecessor handed over).
 	handedOver bool
+	// noSuccessor: SuccessorReady reports false (no successor serves).
+	noSuccessor bool
 }
 
 type heldEntry struct {
@@ -98,9 +100,13 @@ func (l *heldLog) Outstanding() uint64 {
 	return l.flushed[len(l.flushed)-1].key
 }
 
-func (l *heldLog) Leader() bool         { return true }
-func (l *heldLog) MayDecide() bool      { return true }
-func (l *heldLog) SuccessorReady() bool { return true }
+func (l *heldLog) Leader() bool    { return true }
+func (l *heldLog) MayDecide() bool { return true }
+func (l *heldLog) SuccessorReady() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.noSuccessor
+}
 func (l *heldLog) HandedOver() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
