@@ -2,7 +2,6 @@ package test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -196,8 +195,8 @@ func TestJetStreamClusterMemoryPeerRemove(t *testing.T) {
 // restarting has lost what its store held before the scale-up (the log
 // does not hold it): its replica is replaced, caught up, current. A
 // memory stream of one replica with an ephemeral consumer (which stays
-// at one replica) is not scaled up (10061); with durables it is
-// (TestJetStreamClusterMemoryScaleUpConsumers).
+// at one replica) scales up, the ephemeral keeping its state; with
+// durables: TestJetStreamClusterMemoryScaleUpConsumers.
 func TestJetStreamClusterMemoryScaleUpFromOne(t *testing.T) {
 	servers, opts := jsClusterOpts(t, 3)
 	_, js := clusterClients(t, servers)
@@ -224,22 +223,51 @@ func TestJetStreamClusterMemoryScaleUpFromOne(t *testing.T) {
 	servers[other].Shutdown()
 	jsH := jsAt(t, servers[home])
 	checkAll(t, jsH, sent)
-	// A memory stream of one replica with an ephemeral consumer is not
-	// scaled up (10061): the ephemeral stays at one replica and its state
-	// lives only in its runtime, which the scale-up stops.
+	servers[other] = restartServer(t, opts[other])
+	// A memory stream of one replica with an ephemeral consumer (which
+	// stays at one replica) scales up, the ephemeral keeping its state,
+	// as nats-server v2.15.2's (measured: two delivered and acknowledged,
+	// the same after --replicas 3).
 	withc := jetstream.StreamConfig{Name: "WITHC", Subjects: []string{"withc"}, Storage: jetstream.MemoryStorage}
+	var eph jetstream.Consumer
 	eventually(t, "create WITHC and its consumer", func() error {
 		if _, err := jsH.CreateOrUpdateStream(ctx2(t), withc); err != nil {
 			return err
 		}
-		_, err := jsH.CreateOrUpdateConsumer(ctx2(t), "WITHC", jetstream.ConsumerConfig{InactiveThreshold: time.Hour})
+		var err error
+		eph, err = jsH.CreateOrUpdateConsumer(ctx2(t), "WITHC", jetstream.ConsumerConfig{InactiveThreshold: time.Hour, AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour})
 		return err
 	})
+	for range 5 {
+		if _, err := jsH.Publish(ctx2(t), "withc", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetchAck(t, eph, 3, 2)
 	withc.Replicas = 3
-	var apiErr *jetstream.APIError
-	if _, err := jsH.UpdateStream(ctx2(t), withc); !errors.As(err, &apiErr) || apiErr.ErrorCode != 10061 {
+	if _, err := jsH.UpdateStream(ctx2(t), withc); err != nil {
 		t.Fatalf("memory stream with an ephemeral consumer 1 -> 3: %v", err)
 	}
+	eventually(t, "WITHC on three replicas", func() error {
+		st, err := jsH.Stream(ctx2(t), "WITHC")
+		if err != nil {
+			return err
+		}
+		if ci := st.CachedInfo().Cluster; ci == nil || len(ci.Replicas) != 2 {
+			return fmt.Errorf("cluster %+v", ci)
+		}
+		return nil
+	})
+	eventually(t, "the ephemeral with its state", func() error {
+		ci, err := eph.Info(ctx2(t))
+		if err != nil {
+			return err
+		}
+		if ci.Delivered.Stream != 3 || ci.AckFloor.Stream != 2 || ci.NumAckPending != 1 || ci.NumPending != 2 || ci.Config.Replicas > 1 {
+			return fmt.Errorf("delivered %d, ack floor %d, %d ack pending, %d pending, %d replicas", ci.Delivered.Stream, ci.AckFloor.Stream, ci.NumAckPending, ci.NumPending, ci.Config.Replicas)
+		}
+		return nil
+	})
 }
 
 // A durable consumer of an R3 memory stream (three replicas, as its

@@ -191,11 +191,12 @@ func (c *Cluster) readGroup(g raftnode.GroupID, wait time.Duration) error {
 // "Scaling down to one replica"), and its consumers with it
 // (scaleConsumers after the UpdateStream; down to one replica,
 // consumersToOne before it, 10008 when they are not through within
-// proposeTimeout: "Scaling consumers"), but a memory stream's scale-up
-// from one replica with an ephemeral consumer, and a scale-down to one replica whose
-// consumers cannot follow (keepForConsumers finds no server), which are
-// refused where nats-server would start them with 10061 "Replicas
-// configuration can not be updated" (docs/compatibility.md). A changed
+// proposeTimeout: "Scaling consumers"), but a scale-down to one replica
+// whose consumers cannot follow (keepForConsumers finds no server),
+// which is refused where nats-server would start it with 10061
+// "Replicas configuration can not be updated" (docs/compatibility.md).
+// A memory stream's consumers keep their state in memory through its
+// scales (memscale.go). A changed
 // placement moves the stream (moveServers: 10005 when too few servers
 // match; docs/cluster.md, "Moving a stream"), with a changed
 // num_replicas too 10123 "can not move and scale a stream in a single
@@ -439,29 +440,7 @@ func (a *account) checkUpdate(old, next *stream.Config) *jserr.Error {
 	if isMove(old, next) && next.Replicas != old.Replicas {
 		return jserr.New(jserr.StreamMoveAndScale)
 	}
-	if next.Replicas != old.Replicas && next.Storage == stream.MemoryStorage &&
-		old.Replicas <= 1 && !allScaleUp(consumers, next) {
-		// A memory stream of one replica scaled up with a consumer that
-		// stays at one replica (an ephemeral: its state lives only in its
-		// runtime, which the scale-up stops, and a consumer of one
-		// replica kept in memory cannot start from a state) is not
-		// built: docs/cluster.md, "Scaling".
-		return jserr.New(jserr.StreamReplicasNotUpdatable)
-	}
 	return nil
-}
-
-// allScaleUp reports whether every consumer of cas scales to more than
-// one replica with its stream's config scfg (consumerTarget): each hands
-// its state to its group's first replica (memscale.go).
-func allScaleUp(cas []meta.ConsumerAssignment, scfg *stream.Config) bool {
-	for _, ca := range cas {
-		var cc consumer.Config
-		if json.Unmarshal(ca.Config, &cc) != nil || consumerTarget(&cc, scfg) < 2 {
-			return false
-		}
-	}
-	return true
 }
 
 // keepForConsumers returns the one server stream k keeps when it scales
