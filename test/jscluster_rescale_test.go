@@ -240,21 +240,7 @@ func TestJetStreamClusterMemoryScaleDownToOne(t *testing.T) {
 	if err != nil {
 		t.Fatalf("3 -> 1 with a consumer: %v", err)
 	}
-	eventually(t, "the durable of one replica with its state", func() error {
-		ci, err := c.Info(tctx(t))
-		if err != nil {
-			return err
-		}
-		if ci.Cluster == nil || ci.Cluster.Leader == "" || len(ci.Cluster.Replicas) != 0 {
-			return fmt.Errorf("cluster %+v", ci.Cluster)
-		}
-		same := func(a, b jetstream.SequenceInfo) bool { return a.Consumer == b.Consumer && a.Stream == b.Stream }
-		if !same(ci.Delivered, before.Delivered) || !same(ci.AckFloor, before.AckFloor) || ci.NumAckPending != 3 || ci.NumPending != before.NumPending {
-			return fmt.Errorf("delivered %+v ack floor %+v, %d ack pending, %d pending; before %+v %+v %d %d",
-				ci.Delivered, ci.AckFloor, ci.NumAckPending, ci.NumPending, before.Delivered, before.AckFloor, before.NumAckPending, before.NumPending)
-		}
-		return nil
-	})
+	waitOneReplicaState(t, c, before)
 	// It goes on where it was: the next fetch is a first delivery of the
 	// message after the last delivered.
 	batch, err := c.Fetch(1, jetstream.FetchMaxWait(5*time.Second))

@@ -262,23 +262,6 @@ func TestJetStreamClusterMemStorageConsumerToOne(t *testing.T) {
 	ccfg := func(name string, replicas int) jetstream.ConsumerConfig {
 		return jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour, MemoryStorage: true, Replicas: replicas}
 	}
-	check := func(c jetstream.Consumer, before *jetstream.ConsumerInfo) {
-		t.Helper()
-		eventually(t, "the durable of one replica with its state", func() error {
-			ci, err := c.Info(tctx(t))
-			if err != nil {
-				return err
-			}
-			if ci.Cluster == nil || ci.Cluster.Leader == "" || len(ci.Cluster.Replicas) != 0 {
-				return fmt.Errorf("cluster %+v", ci.Cluster)
-			}
-			if ci.Delivered.Stream != before.Delivered.Stream || ci.AckFloor.Stream != before.AckFloor.Stream || ci.NumAckPending != before.NumAckPending {
-				return fmt.Errorf("delivered %d ack floor %d, %d ack pending; before %d %d %d",
-					ci.Delivered.Stream, ci.AckFloor.Stream, ci.NumAckPending, before.Delivered.Stream, before.AckFloor.Stream, before.NumAckPending)
-			}
-			return nil
-		})
-	}
 	for _, byStream := range []bool{false, true} {
 		name := "OWN"
 		if byStream {
@@ -305,9 +288,31 @@ func TestJetStreamClusterMemStorageConsumerToOne(t *testing.T) {
 		} else if _, err := js.UpdateConsumer(tctx(t), "ORDERS", ccfg(name, 1)); err != nil {
 			t.Fatalf("mem_storage durable 3 -> 1: %v", err)
 		}
-		check(c, before)
+		waitOneReplicaState(t, c, before)
 		if err := js.DeleteConsumer(tctx(t), "ORDERS", name); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// waitOneReplicaState waits until consumer c runs as one replica with the
+// delivery state before had: delivered, ack floor, pending acks and
+// pending messages.
+func waitOneReplicaState(t *testing.T, c jetstream.Consumer, before *jetstream.ConsumerInfo) {
+	t.Helper()
+	eventually(t, "the consumer of one replica with its state", func() error {
+		ci, err := c.Info(tctx(t))
+		if err != nil {
+			return err
+		}
+		if ci.Cluster == nil || ci.Cluster.Leader == "" || len(ci.Cluster.Replicas) != 0 {
+			return fmt.Errorf("cluster %+v", ci.Cluster)
+		}
+		same := func(a, b jetstream.SequenceInfo) bool { return a.Consumer == b.Consumer && a.Stream == b.Stream }
+		if !same(ci.Delivered, before.Delivered) || !same(ci.AckFloor, before.AckFloor) || ci.NumAckPending != before.NumAckPending || ci.NumPending != before.NumPending {
+			return fmt.Errorf("delivered %+v ack floor %+v, %d ack pending, %d pending; before %+v %+v %d %d",
+				ci.Delivered, ci.AckFloor, ci.NumAckPending, ci.NumPending, before.Delivered, before.AckFloor, before.NumAckPending, before.NumPending)
+		}
+		return nil
+	})
 }
