@@ -165,3 +165,33 @@ func (p *requestPublisher) halt() {
 	p.once.Do(func() { close(p.stop) })
 	<-p.done
 }
+
+// A step-down whose transfer does not take (its preferred successor's
+// server stopped just before, still counted active: raft abandons the
+// transfer after an election timeout, and asks it no more once the
+// successor is not heard from) leaves the leader where it was, and its
+// stream takes publishes again: the step-down withdrew the stream's
+// subscriptions before the transfer, and subscribes again once raftnode
+// says the transfer ended with this replica leading. (Without that, the
+// leader kept its stream unsubscribed and the publisher waited in vain;
+// were the stopped server not counted active any more, the step-down
+// would go to the third server and the test pass without the case.)
+func TestJetStreamClusterStepDownKeptLeaderPublishes(t *testing.T) {
+	hc := startHandOverCluster(t)
+	pub := startSyncPublisher(t, connect(t, hc.other().ClientURL()))
+	pub.waitMore(t, 5, "publishes")
+	gone := hc.servers[(hc.leader+2)%3]
+	gone.Shutdown()
+	nc := connect(t, hc.servers[hc.leader].ClientURL())
+	r, err := tryStepDown(nc, "$JS.API.STREAM.LEADER.STEPDOWN.ORDERS", fmt.Sprintf(`{"placement":{"preferred":%q}}`, gone.Name()))
+	if err != nil || !r.Success {
+		t.Fatalf("step-down to %s: %+v %v", gone.Name(), r.Error, err)
+	}
+	pub.waitMore(t, 20, "publishes after the step-down")
+	st, err := hc.admin.Stream(pollCtx(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("leader after the step-down: %s (was %s)", st.CachedInfo().Cluster.Leader, hc.servers[hc.leader].Name())
+	pub.check(t, hc.admin)
+}
