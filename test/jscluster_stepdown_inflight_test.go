@@ -23,7 +23,8 @@ import (
 // stream's subscriptions and flushed the routes ahead of the transfer,
 // a publish a server routed to the old leader just before it learned
 // that the subscriptions went reached a server with no subscriber and
-// was dropped there (8 of 8 runs failed, 3 to 9 publishes unanswered).
+// was dropped there (4 of 4 runs under -race failed, 9 to 15 publishes
+// unanswered).
 func TestJetStreamClusterStepDownAnswersInFlight(t *testing.T) {
 	hc := startHandOverCluster(t)
 	var pubs []*requestPublisher
