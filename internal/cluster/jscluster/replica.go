@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,6 +43,11 @@ type leadState struct {
 	// (unix ns); for one replica, always.
 	leads atomic.Bool
 	since atomic.Int64
+	// subMu orders the changes of the stream's subscriptions that follow
+	// its leadership: OnLeader's, and a step-down's that subscribes again
+	// when the replica kept the leadership (resumeIfStayed). A leaf but
+	// for the engine's locks SetStreamLeader takes.
+	subMu sync.Mutex
 	// announced: since it came to lead, this replica's server flushed its
 	// routes once with the stream's subscriptions in place
 	// (announceStream), so a publish through any server finds them.
@@ -662,10 +668,12 @@ func (c *Cluster) onLeader(acc *account, name string, r *replica) func(bool) {
 			r.since.Store(c.cfg.Now().UnixNano())
 			c.cfg.Infof("JetStream cluster new stream leader for '%s > %s'", acc.name, name) // nats-server v2.15.2's words
 		}
+		r.subMu.Lock()
 		r.leads.Store(leader)
 		if err := acc.js.SetStreamLeader(name, leader); err != nil {
 			c.cfg.Logf("jscluster: stream %s > %s: leadership %v: %v", acc.name, name, leader, err)
 		}
+		r.subMu.Unlock()
 		if leader {
 			c.markConfig(streamKey{acc.name, name}) // an update the previous leader did not propose (update.go)
 		}

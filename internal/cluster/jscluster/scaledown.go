@@ -193,10 +193,16 @@ func (c *Cluster) convert(acc *account, k streamKey, r *replica, cfg stream.Conf
 // unanswered, and its client waited for its whole timeout (5 s for
 // nats.go's and the nats CLI's).
 func (c *Cluster) quiesceStream(acc *account, k streamKey) {
+	c.quiesceStreamWithin(acc, k, convertWait)
+}
+
+// quiesceStreamWithin is quiesceStream with the flush of the routes
+// bounded by flush.
+func (c *Cluster) quiesceStreamWithin(acc *account, k streamKey, flush time.Duration) {
 	if err := acc.js.StreamWithdraw(k.name); err != nil {
 		return
 	}
-	if !c.host.FlushRoutes(convertWait) {
+	if !c.host.FlushRoutes(flush) {
 		c.cfg.Logf("jscluster: stream %s > %s: a route did not answer its flush: a publish on its way may go unanswered", k.account, k.name)
 	}
 	if err := acc.js.StreamHandOver(k.name, handOverPatience); err != nil {

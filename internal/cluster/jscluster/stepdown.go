@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/cluster/meta"
 	"github.com/cairnmq/cairn/internal/jsapi"
@@ -43,14 +44,85 @@ func (a *account) StreamLeaderStepDown(name string, placement func() (*stream.Pl
 	if len(sa.Replicas) == 1 {
 		return nil
 	}
-	if r := c.replicaOf(k); r == nil || !r.leads.Load() {
+	r := c.replicaOf(k)
+	if r == nil || !r.leads.Load() {
 		return jserr.New(jserr.ClusterNotAvail)
 	}
 	p, err := placement()
 	if err != nil {
 		return err
 	}
-	return c.stepDown(sa.Group, p)
+	return c.stepDownVia(sa.Group, p, c.quietStepDown(a, k, r))
+}
+
+// stepDownFlush bounds the flush of the routes a stream's step-down
+// waits for (quietStepDown): a peer that does not answer within it
+// leaves a publish it routed here before it learned of the withdrawal
+// unanswered, as before.
+const stepDownFlush = time.Second
+
+// quietStepDown returns the via of replica r's step-down of stream k
+// (stepDownVia): before the transfer is asked, the stream stops taking
+// publishes without leaving one unanswered, as a lame duck's hand-over
+// does (quiesceStream: its subscriptions withdrawn from the other
+// servers, the routes flushed, then dropped, and what it took
+// proposed), so that no publish is routed here after the subscriptions
+// went, where nobody would answer it and its client would wait for its
+// whole timeout (docs/cluster.md, "Step-down"). The new leader
+// subscribes once it leads; a publish sent meanwhile finds no
+// responders, which clients retry at once. If the replica still leads
+// once raftnode says the transfer ended (none found a successor, or raft
+// abandoned it every time), the stream subscribes again
+// (resumeIfStayed).
+func (c *Cluster) quietStepDown(acc *account, k streamKey, r *replica) func(func() error) error {
+	return func(ask func() error) error {
+		c.quiesceStreamWithin(acc, k, stepDownFlush)
+		err := ask()
+		go c.resumeIfStayed(acc, k, r)
+		return err
+	}
+}
+
+// resumeWait bounds how long resumeIfStayed follows a step-down's
+// transfer (raftnode asks it up to three times, an election timeout
+// each).
+const resumeWait = 30 * time.Second
+
+// resumeIfStayed follows the transfer a step-down of stream k asked of
+// replica r, polling its group every 5 ms: when raftnode says no transfer
+// is under way or to be asked again (raftnode.Brief.Transferring) and the
+// replica still leads, its stream subscribes again (SetStreamLeader,
+// under leadState.subMu, as OnLeader: a leadership lost meanwhile
+// leaves it unsubscribed). It ends as soon as the replica no longer
+// leads, its group is gone, the cluster layer stops, or after
+// resumeWait (the stream subscribes then if the replica leads).
+func (c *Cluster) resumeIfStayed(acc *account, k streamKey, r *replica) {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.Now().Add(resumeWait)
+	for time.Now().Before(deadline) {
+		b, err := c.node.Brief(r.sa.Group)
+		if err != nil || b.Role != raftnode.Leader {
+			return
+		}
+		if !b.Transferring {
+			break
+		}
+		select {
+		case <-c.quit:
+			return
+		case <-t.C:
+		}
+	}
+	r.subMu.Lock()
+	defer r.subMu.Unlock()
+	if !r.leads.Load() {
+		return
+	}
+	c.cfg.Infof("JetStream cluster: stream '%s > %s' stays with this server after its step-down: it takes publishes again", k.account, k.name)
+	if err := acc.js.SetStreamLeader(k.name, true); err != nil {
+		c.cfg.Logf("jscluster: stream %s > %s: subscribe again after a step-down: %v", k.account, k.name, err)
+	}
 }
 
 // MetaLeader reports whether this server leads the meta group
