@@ -185,6 +185,9 @@ type Cluster struct {
 	// catalogue marks this server's store removed (SERVER.REMOVE while
 	// this server was down: removedown.go); never cleared.
 	removedAnswered atomic.Bool
+	// removalRecorded is the store incarnation whose removal this server
+	// recorded (recordRemoval, rejoin.go); the run goroutine's.
+	removalRecorded string
 
 	cfgPush configPush // streams whose config to compare (update.go)
 
@@ -544,6 +547,9 @@ func (c *Cluster) run() {
 		segs, _ := c.node.WALStats()
 		c.cfg.Infof("JetStream cluster: Raft WAL replayed in %v (%s)", time.Since(start).Round(time.Millisecond), logger.Count(segs, "segment"))
 		quarantined = c.quarantineWAL()
+		if !quarantined {
+			c.retireRemoved() // a removed store started again: rejoin.go
+		}
 	}
 	c.forcing.Store(c.decideForce(quarantined, replayErr))
 	c.replayed.Store(true)
@@ -579,6 +585,7 @@ func (c *Cluster) run() {
 			c.handleLost()
 			c.forceLostVoters()
 			c.learnRemoval()
+			c.recordRemoval()
 			c.reconcileMemberships()
 			c.reportMoves()
 			c.reconcileConsumerMemberships()
