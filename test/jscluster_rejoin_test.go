@@ -2,7 +2,10 @@ package test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cairnmq/cairn/internal/server"
@@ -40,7 +43,46 @@ func TestJetStreamClusterRemovedRunningRejoins(t *testing.T) {
 	rest := slices.Delete(slices.Clone(servers), vi, vi+1)
 	waitMeta(t, rest, []string{rest[0].Name(), rest[1].Name()})
 	streamServers(t, js[via], "A", 2) // the removed server's replica dropped
+	// While it runs it stays out, as nats-server disables JetStream on it:
+	// its removal recorded, its health says so, the meta group has two.
+	record := filepath.Join(opts[vi].StoreDir, "jetstream", "$SYS", "_js_", "removed")
+	eventually(t, victim+" records its removal", func() error {
+		_, err := os.Stat(record)
+		return err
+	})
+	if ps := servers[vi].JetStreamClusterHealth(); len(ps) == 0 || !strings.Contains(ps[0].Text, "removed from the meta group") {
+		t.Fatalf("%s's health %+v", victim, ps)
+	}
+	waitMeta(t, rest, []string{rest[0].Name(), rest[1].Name()})
 	servers[vi].Shutdown()
+	servers[vi] = restartServer(t, opts[vi])
+	rejoined(t, servers, js[via], victim, 10)
+}
+
+// As above, with the server removed while it was down: restarted on its
+// store, it learns its removal from the others
+// (TestJetStreamClusterRemovedWhileDownLearnsIt) and rejoins as a new
+// replica.
+func TestJetStreamClusterRemovedDownRejoins(t *testing.T) {
+	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { sysAppAuth(o) })
+	leader := waitMeta(t, servers, []string{"n1", "n2", "n3"})
+	_, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
+	eventually(t, "create A", func() error {
+		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "A", Subjects: []string{"a.>"}, Replicas: 3})
+		return err
+	})
+	for n := 1; n <= 10; n++ {
+		clusterPublish(t, js[0], fmt.Sprintf("a.%d", n), uint64(n))
+	}
+	streamServers(t, js[0], "A", 3)
+	vi := (leaderIndex(servers, leader) + 1) % 3
+	victim := servers[vi].Name()
+	via := (vi + 1) % 3
+	servers[vi].Shutdown()
+	removeLost(t, servers[via], "$JS.API.SERVER.REMOVE", victim)
+	rest := slices.Delete(slices.Clone(servers), vi, vi+1)
+	waitMeta(t, rest, []string{rest[0].Name(), rest[1].Name()})
+	streamServers(t, js[via], "A", 2)
 	servers[vi] = restartServer(t, opts[vi])
 	rejoined(t, servers, js[via], victim, 10)
 }

@@ -186,8 +186,19 @@ type Cluster struct {
 	// this server was down: removedown.go); never cleared.
 	removedAnswered atomic.Bool
 	// removalRecorded is the store incarnation whose removal this server
-	// recorded (recordRemoval, rejoin.go); the run goroutine's.
+	// recorded (recordRemoval, rejoin.go); firstCommit the first commit
+	// index of the meta group its replica learned from a leader since
+	// this start (noteLeaderless); removedIndex the meta index at which
+	// its replica applied its removal (noteRemovedAt); rejoinNow: the
+	// removal came before this start, so the server rejoins without
+	// waiting for the next (rejoinRemoved); removedAtStart: the state it
+	// started with (its meta checkpoint) held its removal. The run
+	// goroutine's.
 	removalRecorded string
+	removedAtStart  bool
+	firstCommit     uint64
+	removedIndex    uint64
+	rejoinNow       bool
 
 	cfgPush configPush // streams whose config to compare (update.go)
 
@@ -551,6 +562,7 @@ func (c *Cluster) run() {
 			c.retireRemoved() // a removed store started again: rejoin.go
 		}
 	}
+	c.removedAtStart = c.removedSelf() // its meta checkpoint holds its removal: rejoin.go
 	c.forcing.Store(c.decideForce(quarantined, replayErr))
 	c.replayed.Store(true)
 	if !c.bootstrap() {
@@ -586,6 +598,9 @@ func (c *Cluster) run() {
 			c.forceLostVoters()
 			c.learnRemoval()
 			c.recordRemoval()
+			if c.rejoinRemoved() && !c.bootstrap() {
+				return
+			}
 			c.reconcileMemberships()
 			c.reportMoves()
 			c.reconcileConsumerMemberships()
