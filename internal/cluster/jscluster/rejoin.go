@@ -23,10 +23,15 @@ import (
 // record names the old store: storeChanged), the meta leader catalogues
 // it again under the new incarnation (AddServer clears the removed
 // mark), adds its replica as a learner and promotes it once caught up,
-// and placement counts it again. nats-server v2.15.2 deletes the
-// removed server's meta state and takes the server back into its meta
-// group 5 minutes after the removal (raft.go peerRemoveTimeout) once
-// the leader hears from it.
+// and placement counts it again. A server that learns, after it
+// started, that its store was removed before this start (removed while
+// it was down) does not wait for another start: once its replicas
+// retired it removes its meta replica, retires the WAL and joins again
+// at once (rejoinRemoved); one removed while it runs stays out until it
+// is started again, as nats-server's disables JetStream. nats-server
+// v2.15.2 deletes the removed server's meta state and takes the server
+// back into its meta group 5 minutes after the removal (raft.go
+// peerRemoveTimeout) once the leader hears from it.
 
 // removedFile is the record of this server's removal (Dir/removed, a
 // metafile).
