@@ -74,3 +74,46 @@ func TestQuarantineDamagedWAL(t *testing.T) {
 		t.Fatalf("the old replica on the new WAL: %+v, %v", st, err)
 	}
 }
+
+// A sound WAL retired (a server removed and started again on its store)
+// is removed whole, and a new empty WAL with a new incarnation takes its
+// place: the old replica is refused (decision 3), so it never votes
+// again with its state from before; a node whose group runs keeps its WAL.
+func TestRetireWAL(t *testing.T) {
+	c := newTestCluster(t, 3, nil)
+	c.addGroup(1, 0)
+	c.elect(0, 1)
+	for _, d := range []string{"a", "b", "c"} {
+		c.propose(0, 1, d)
+	}
+	if _, err := c.nodes[0].n.RetireWAL("retired/raft"); !errors.Is(err, ErrGroupsAdded) {
+		t.Fatalf("with a group running: %v, want ErrGroupsAdded", err)
+	}
+	old := c.nodes[2].n.Incarnation()
+	c.crash(2, vfs.CrashOptions{Tail: vfs.TailDrop})
+	c.open(2)
+	n := c.nodes[2].n
+	if n.Damage() != nil || n.Incarnation() != old {
+		t.Fatalf("reopened: damage %v, incarnation %s (was %s)", n.Damage(), n.Incarnation(), old)
+	}
+	inc, err := n.RetireWAL("retired/raft")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inc == old || n.Incarnation() != inc || !n.NewWAL() {
+		t.Fatalf("incarnation %s (was %s, node says %s), new WAL %v", inc, old, n.Incarnation(), n.NewWAL())
+	}
+	if _, _, err := c.nodes[2].fs.Stat("retired/raft"); !vfs.IsNotExist(err) {
+		t.Fatalf("the retired WAL: %v, want it removed", err)
+	}
+	if got, err := readIncarnation(c.nodes[2].fs, path.Join("wal", segName(1))); err != nil || got != inc {
+		t.Fatalf("the new WAL's incarnation %s, %v, want %s", got, err, inc)
+	}
+	sm := newHashSM(c.nodes[2].fs, "sm", 1)
+	if err := n.AddGroup(GroupConfig{ID: 1, Replica: 3, Incarnation: old, Peers: c.peers(0)}, sm); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := n.Status(1); err != nil || !errors.Is(st.Fenced, ErrIdentity) {
+		t.Fatalf("the old replica on the new WAL: %+v, %v", st, err)
+	}
+}

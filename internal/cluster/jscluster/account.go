@@ -198,6 +198,9 @@ func (c *Cluster) noteLeaderless() {
 	st, err := c.node.Status(meta.MetaGroup)
 	c.logMetaLeader(st, err)
 	c.metaFenced.Store(err == nil && st.Fenced != nil)
+	if c.firstCommit == 0 && err == nil && st.Fenced == nil {
+		c.firstCommit = st.LeaderCommit // rejoin.go
+	}
 	if err == nil && st.Fenced == nil && st.Leader != 0 {
 		c.leaderless.Store(0)
 		return

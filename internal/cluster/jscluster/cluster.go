@@ -185,6 +185,20 @@ type Cluster struct {
 	// catalogue marks this server's store removed (SERVER.REMOVE while
 	// this server was down: removedown.go); never cleared.
 	removedAnswered atomic.Bool
+	// removalRecorded is the store incarnation whose removal this server
+	// recorded (recordRemoval, rejoin.go); firstCommit the first commit
+	// index of the meta group its replica learned from a leader since
+	// this start (noteLeaderless); removedIndex the meta index at which
+	// its replica applied its removal (noteRemovedAt); rejoinNow: the
+	// removal came before this start, so the server rejoins without
+	// waiting for the next (rejoinRemoved); removedAtStart: the state it
+	// started with (its meta checkpoint) held its removal. The run
+	// goroutine's.
+	removalRecorded string
+	removedAtStart  bool
+	firstCommit     uint64
+	removedIndex    uint64
+	rejoinNow       bool
 
 	cfgPush configPush // streams whose config to compare (update.go)
 
@@ -544,7 +558,11 @@ func (c *Cluster) run() {
 		segs, _ := c.node.WALStats()
 		c.cfg.Infof("JetStream cluster: Raft WAL replayed in %v (%s)", time.Since(start).Round(time.Millisecond), logger.Count(segs, "segment"))
 		quarantined = c.quarantineWAL()
+		if !quarantined {
+			c.retireRemoved() // a removed store started again: rejoin.go
+		}
 	}
+	c.removedAtStart = c.removedSelf() // its meta checkpoint holds its removal: rejoin.go
 	c.forcing.Store(c.decideForce(quarantined, replayErr))
 	c.replayed.Store(true)
 	if !c.bootstrap() {
@@ -579,6 +597,10 @@ func (c *Cluster) run() {
 			c.handleLost()
 			c.forceLostVoters()
 			c.learnRemoval()
+			c.recordRemoval()
+			if c.rejoinRemoved() && !c.bootstrap() {
+				return
+			}
 			c.reconcileMemberships()
 			c.reportMoves()
 			c.reconcileConsumerMemberships()

@@ -13,8 +13,10 @@ import (
 // before the removal, and the meta group's leader and followers ignore
 // a replica outside their configuration, so it stayed a candidate for
 // good, kept its stale replicas and answered for them to its clients,
-// and said nothing (a trial; nats-server v2.15.2 deletes its data and
-// takes it back). While its meta replica knows no leader, it asks
+// and said nothing (a trial; nats-server v2.15.2 takes it back 5
+// minutes after the removal). Once it learned its removal and its
+// replicas retired, it rejoins as a new replica (rejoin.go). While its
+// meta replica knows no leader, it asks
 //
 //	$SYS.JSC.SERVER.REMOVED.<incarnation>     request, empty body: a server
 //	                                          whose applied catalogue marks
@@ -43,7 +45,7 @@ const removedAskAfter = 2 * time.Second
 
 // removedText is the /healthz problem and the log line of a removed
 // server.
-const removedText = "JetStream cluster: this server was removed from the meta group (SERVER.REMOVE): it takes no part in the cluster's JetStream any more; to return it, start it on an empty store"
+const removedText = "JetStream cluster: this server was removed from the meta group (SERVER.REMOVE): it takes no part in the cluster's JetStream any more; restarted, it rejoins the meta group as a new replica"
 
 // learnRemoval, on the run goroutine's housekeeping, asks whether this
 // server's store was removed while its meta replica has known no leader

@@ -69,6 +69,7 @@ type leadState struct {
 // apply makes this server's replicas follow one applied meta operation.
 func (c *Cluster) apply(ev meta.Event) {
 	if ev.Restored {
+		c.noteRemovedAt(ev.Index)
 		c.syncMetaPeers()
 		c.reconcileAll()
 		return
@@ -111,6 +112,7 @@ func (c *Cluster) apply(ev meta.Event) {
 		c.syncMetaPeers()
 	case *meta.RemoveServer:
 		if op.Name == c.name && ev.Result.Err == nil {
+			c.noteRemovedAt(ev.Index)
 			// nats-server v2.15.2 disables JetStream on the removed
 			// server; this one keeps running outside the meta group
 			// (docs/cluster.md, "Removing a server").
