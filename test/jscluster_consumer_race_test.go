@@ -1,9 +1,11 @@
 package test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,11 +33,32 @@ func TestJetStreamClusterConsumerRequestsAfterCreate(t *testing.T) {
 	servers := jsCluster(t, 3)
 	ncs, js := clusterClients(t, servers)
 	eventually(t, "create CIR", func() error {
-		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "CIR", Subjects: []string{"cir.>"}, Replicas: 3})
+		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "CIR", Subjects: []string{"cir.>"}, Replicas: 3, MaxMsgs: 1000})
 		return err
 	})
 	ml, sl := raceLeaders(t, servers, ncs, js)
 	t.Logf("meta leader %s, stream leader %s", servers[ml].Name(), servers[sl].Name())
+	// Publishes keep the stream's leader busy meanwhile, as a stream in
+	// use would (the race is its meta replica applying late).
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(done)
+	for range 2 {
+		pjs := js[sl]
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				_, _ = pjs.Publish(ctx, "cir.x", []byte("x")) // errors (an election) do not matter
+				cancel()
+			}
+		})
+	}
 	until := time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
 	requests := []struct{ key, body string }{
 		{"INFO", ""},
@@ -53,9 +76,10 @@ func TestJetStreamClusterConsumerRequestsAfterCreate(t *testing.T) {
 			replicas := 1 + 2*(n%2)
 			cfg := jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy, Replicas: replicas,
 				PriorityPolicy: jetstream.PriorityPolicyPinned, PriorityGroups: []string{"g"}}
-			if _, err := js[ml].CreateConsumer(ctx2(t), "CIR", cfg); err != nil {
-				t.Fatalf("round %d: create %s: %v", round, name, err)
-			}
+			eventually(t, "create "+name, func() error { // a create that timed out is sent again (the same config: the same answer)
+				_, err := js[ml].CreateConsumer(ctx2(t), "CIR", cfg)
+				return err
+			})
 			subj := "$JS.API.CONSUMER." + req.key + ".CIR." + name
 			msg, err := ncs[sl].Request(subj, []byte(req.body), 5*time.Second)
 			if err != nil {
