@@ -15,9 +15,13 @@ import (
 	"github.com/cairnmq/cairn/internal/server"
 )
 
-// consumerRaceRounds is how many create-then-ask rounds
-// TestJetStreamClusterConsumerRequestsAfterCreate makes of each request.
-const consumerRaceRounds = 50
+// consumerRaceWorkers create and ask at once in
+// TestJetStreamClusterConsumerRequestsAfterCreate, each making
+// consumerRaceRounds create-then-ask rounds of each request.
+const (
+	consumerRaceWorkers = 4
+	consumerRaceRounds  = 20
+)
 
 // CONSUMER.INFO, PAUSE, UNPIN and LEADER.STEPDOWN sent through another
 // server at once after a CONSUMER.CREATE was answered find the consumer,
@@ -60,50 +64,98 @@ func TestJetStreamClusterConsumerRequestsAfterCreate(t *testing.T) {
 		})
 	}
 	until := time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
-	requests := []struct{ key, body string }{
+	requests := []raceRequest{
 		{"INFO", ""},
 		{"PAUSE", `{"pause_until":"` + until + `"}`},
 		{"UNPIN", `{"group":"g"}`},
 		{"LEADER.STEPDOWN", ""},
 	}
+	// Workers create and ask at once: the meta group's entries queue up
+	// behind one another, as under a client's load.
+	var mu sync.Mutex
 	notFound := map[string]int{}
 	var first []string
-	n := 0
-	for round := range consumerRaceRounds {
-		for _, req := range requests {
-			n++
-			name := fmt.Sprintf("C%d", n)
-			replicas := 1 + 2*(n%2)
-			cfg := jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy, Replicas: replicas,
-				PriorityPolicy: jetstream.PriorityPolicyPinned, PriorityGroups: []string{"g"}}
-			eventually(t, "create "+name, func() error { // a create that timed out is sent again (the same config: the same answer)
-				_, err := js[ml].CreateConsumer(ctx2(t), "CIR", cfg)
-				return err
-			})
-			subj := "$JS.API.CONSUMER." + req.key + ".CIR." + name
-			msg, err := ncs[sl].Request(subj, []byte(req.body), 5*time.Second)
-			if err != nil {
-				t.Fatalf("round %d: %s (R%d) after its create: %v", round, subj, replicas, err)
-			}
-			var r apiReply
-			if err := json.Unmarshal(msg.Data, &r); err != nil {
-				t.Fatalf("%s: %q: %v", subj, msg.Data, err)
-			}
-			switch {
-			case r.Error != nil && r.Error.ErrCode == 10014:
-				notFound[fmt.Sprintf("%s R%d", req.key, replicas)]++
-				if len(first) < 4 {
-					first = append(first, fmt.Sprintf("%s: %s", subj, msg.Data))
+	var workers sync.WaitGroup
+	for w := range consumerRaceWorkers {
+		workers.Go(func() {
+			for round := range consumerRaceRounds {
+				for i, req := range requests {
+					name := fmt.Sprintf("W%dC%d", w, round*len(requests)+i)
+					replicas := 1 + 2*((round+i)%2)
+					body, err := createThenAsk(js[ml], ncs[sl], name, replicas, req)
+					if err != nil {
+						t.Errorf("%s (R%d): %v", req.key, replicas, err)
+						return
+					}
+					mu.Lock()
+					if strings.Contains(body, `"err_code":10014`) {
+						notFound[fmt.Sprintf("%s R%d", req.key, replicas)]++
+						if len(first) < 4 {
+							first = append(first, fmt.Sprintf("%s of %s: %s", req.key, name, body))
+						}
+					}
+					mu.Unlock()
 				}
-			case r.Error != nil && !(req.key == "LEADER.STEPDOWN" && r.Error.ErrCode == 10008):
-				t.Errorf("%s (R%d) right after its create: %s", subj, replicas, msg.Data)
 			}
-			eventually(t, "delete "+name, func() error { return js[ml].DeleteConsumer(ctx2(t), "CIR", name) })
-		}
+		})
 	}
+	workers.Wait()
 	if len(notFound) > 0 {
 		t.Fatalf("10014 for a consumer whose create was answered, of %d requests each: %v; first %s",
-			consumerRaceRounds, notFound, strings.Join(first, "; "))
+			consumerRaceWorkers*consumerRaceRounds, notFound, strings.Join(first, "; "))
+	}
+}
+
+// raceRequest is one request of TestJetStreamClusterConsumerRequestsAfterCreate:
+// the API subject's key and the body.
+type raceRequest struct{ key, body string }
+
+// createThenAsk creates durable name on stream CIR (replicas, a priority
+// group "g") through create, sends req through ask as soon as the create
+// is answered, deletes the consumer and returns req's answer. A create
+// or delete that timed out (under load) is sent again, for clusterTimeout
+// at most; an answer other than 10014 that is an error but for a
+// step-down's 10008 (the consumer's group electing) is an error.
+func createThenAsk(create jetstream.JetStream, ask *nats.Conn, name string, replicas int, req raceRequest) (string, error) {
+	cfg := jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy, Replicas: replicas,
+		PriorityPolicy: jetstream.PriorityPolicyPinned, PriorityGroups: []string{"g"}}
+	if err := retryFor(clusterTimeout, func(ctx context.Context) error {
+		_, err := create.CreateConsumer(ctx, "CIR", cfg) // the same config: the same answer
+		return err
+	}); err != nil {
+		return "", fmt.Errorf("create %s: %w", name, err)
+	}
+	subj := "$JS.API.CONSUMER." + req.key + ".CIR." + name
+	msg, err := ask.Request(subj, []byte(req.body), 5*time.Second)
+	if err != nil {
+		return "", fmt.Errorf("%s after its create: %w", subj, err)
+	}
+	var r apiReply
+	if err := json.Unmarshal(msg.Data, &r); err != nil {
+		return "", fmt.Errorf("%s: %q: %w", subj, msg.Data, err)
+	}
+	if r.Error != nil && r.Error.ErrCode != 10014 && !(req.key == "LEADER.STEPDOWN" && r.Error.ErrCode == 10008) {
+		return "", fmt.Errorf("%s right after its create: %s", subj, msg.Data)
+	}
+	if err := retryFor(clusterTimeout, func(ctx context.Context) error { return create.DeleteConsumer(ctx, "CIR", name) }); err != nil {
+		return "", fmt.Errorf("delete %s: %w", name, err)
+	}
+	return string(msg.Data), nil
+}
+
+// retryFor calls f, with a context of 2 s, until it returns nil or d has
+// passed; it returns f's last error. It does not stop the test, so that
+// a test's goroutines may call it (eventually's t.Fatalf may not).
+func retryFor(d time.Duration, f func(ctx context.Context) error) error {
+	deadline := time.Now().Add(d)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := f(ctx)
+		cancel()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond) // as eventually: polling, bounded by the deadline
 	}
 }
 
