@@ -88,6 +88,29 @@ type ConsumerCluster interface {
 	ConsumerInfos(stream string, names []string) (infos []*consumer.Info, missing []string)
 }
 
+// ConsumerHolder is implemented by a Cluster whose meta group holds the
+// consumers (internal/cluster/jscluster): ConsumerMissing returns 10014
+// "consumer not found" for a consumer of a stream the meta group holds
+// that this server's meta state does not hold, nil otherwise (the
+// endpoint goes on). The meta leader answers CONSUMER.INFO, PAUSE, UNPIN
+// and LEADER.STEPDOWN of such a consumer (ConsumerCluster.AnswersConsumer),
+// and its engine need not hold the stream (it would answer 10059), as
+// nats-server v2.15.2's meta leader answers 10014 from its assignments
+// (jsConsumerInfoRequest, jsConsumerPauseRequest).
+type ConsumerHolder interface {
+	ConsumerMissing(stream, consumer string) *jserr.Error
+}
+
+// unheldConsumer returns 10014 for r, a request naming a consumer, when
+// the cluster's meta group holds its stream and not the consumer
+// (ConsumerHolder); nil otherwise and on one server.
+func (a *API) unheldConsumer(r *request) *jserr.Error {
+	if h, ok := a.opts.Cluster.(ConsumerHolder); ok {
+		return h.ConsumerMissing(r.stream, r.consumer)
+	}
+	return nil
+}
+
 // AccountCounter is implemented by a Cluster whose meta group holds the
 // account's streams and consumers: $JS.API.INFO reports its counts, not
 // those of the streams and consumers running on the server that answers

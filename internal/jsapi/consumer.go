@@ -152,12 +152,16 @@ type consumerInfoResponse struct {
 }
 
 // consumerInfo follows nats-server v2.15.2 jsConsumerInfoRequest: a
-// non-empty body first (10038), then level, stream (10059), consumer
-// (10014).
+// non-empty body first (10038), then, in a cluster, a consumer the meta
+// group does not hold (10014, unheldConsumer), then level, stream
+// (10059), consumer (10014).
 func consumerInfo(a *API, r *request) (response, *jserr.Error) {
 	resp := &consumerInfoResponse{}
 	if !isEmptyRequest(r.data) {
 		return resp, jserr.New(jserr.NotEmptyRequest)
+	}
+	if err := a.unheldConsumer(r); err != nil {
+		return resp, err
 	}
 	if err := r.checkLevel(); err != nil {
 		return resp, err
@@ -334,8 +338,10 @@ type consumerPauseResponse struct {
 }
 
 // consumerPause follows nats-server v2.15.2 jsConsumerPauseRequest: JSON
-// when the body is an object or array (10025), level, stream, consumer;
-// a zero or past time resumes (nats-server v2.15.2 CONSUMER.PAUSE, jsConsumerPauseRequest).
+// when the body is an object or array (10025), level, in a cluster a
+// consumer the meta group does not hold (10014, unheldConsumer), stream,
+// consumer; a zero or past time resumes (nats-server v2.15.2
+// CONSUMER.PAUSE, jsConsumerPauseRequest).
 func consumerPause(a *API, r *request) (response, *jserr.Error) {
 	resp := &consumerPauseResponse{}
 	var req JSApiConsumerPauseRequest
@@ -345,6 +351,9 @@ func consumerPause(a *API, r *request) (response, *jserr.Error) {
 		}
 	}
 	if err := r.checkLevel(); err != nil {
+		return resp, err
+	}
+	if err := a.unheldConsumer(r); err != nil {
 		return resp, err
 	}
 	res, err := a.js.PauseConsumer(r.stream, r.consumer, req.PauseUntil)
@@ -365,13 +374,17 @@ type consumerUnpinResponse struct {
 	apiResponse
 }
 
-// consumerUnpin follows nats-server v2.15.2 jsConsumerUnpinRequest: level,
-// JSON (decoded with json.Unmarshal, so an empty body is "unexpected end
-// of JSON input"), the group (10025 "consumer group not specified",
-// 10162), stream (10059), consumer (10014), the group among the
-// consumer's (10160); then the pin ends (ADR-42).
+// consumerUnpin follows nats-server v2.15.2 jsConsumerUnpinRequest: in a
+// cluster, a consumer the meta group does not hold first (10014,
+// unheldConsumer); level, JSON (decoded with json.Unmarshal, so an empty
+// body is "unexpected end of JSON input"), the group (10025 "consumer
+// group not specified", 10162), stream (10059), consumer (10014), the
+// group among the consumer's (10160); then the pin ends (ADR-42).
 func consumerUnpin(a *API, r *request) (response, *jserr.Error) {
 	resp := &consumerUnpinResponse{}
+	if err := a.unheldConsumer(r); err != nil {
+		return resp, err
+	}
 	if err := r.checkLevel(); err != nil {
 		return resp, err
 	}

@@ -129,8 +129,9 @@ type ConsumerLeaders interface {
 
 // consumerLeaderStepDown follows nats-server v2.15.2
 // jsConsumerLeaderStepDownRequest: on a single server 10010
-// (clusterOnly); in a cluster the level (10185), then the cluster
-// (ConsumerLeaders), answered by the consumer's leader
+// (clusterOnly); in a cluster the level (10185), a consumer the meta
+// group does not hold (10014, unheldConsumer, on the meta leader), then
+// the cluster (ConsumerLeaders), answered by the consumer's leader
 // (ConsumerCluster.AnswersConsumer).
 func consumerLeaderStepDown(a *API, r *request) (response, *jserr.Error) {
 	l, ok := a.opts.Cluster.(ConsumerLeaders)
@@ -139,6 +140,9 @@ func consumerLeaderStepDown(a *API, r *request) (response, *jserr.Error) {
 	}
 	resp := &successResponse{}
 	if err := r.checkLevel(); err != nil {
+		return resp, err
+	}
+	if err := a.unheldConsumer(r); err != nil {
 		return resp, err
 	}
 	if err := l.ConsumerLeaderStepDown(r.stream, r.consumer, func() (*stream.Placement, *jserr.Error) { return parsePlacement(r.data) }); err != nil {

@@ -127,11 +127,53 @@ func TestConsumerDeleteForMetaLeader(t *testing.T) {
 	if !acc.forMeta("CONSUMER.DELETE", "ORDERS", "D") {
 		t.Error("CONSUMER.DELETE of a consumer this server's meta state does not hold left to the stream's leader")
 	}
-	if acc.forMeta("CONSUMER.INFO", "ORDERS", "D") {
-		t.Error("CONSUMER.INFO of a consumer the meta group does not hold sent to the meta leader")
-	}
 	err, handled := acc.ConsumerDelete("ORDERS", "D")
 	if !handled || err == nil || err.ErrCode != uint16(jserr.ConsumerNotFound) {
 		t.Errorf("delete of a consumer the meta group does not hold: %v, handled %v; want 10014", err, handled)
+	}
+}
+
+// CONSUMER.INFO, PAUSE, UNPIN and LEADER.STEPDOWN of a consumer this
+// server's meta state does not hold, in a stream it holds, are the meta
+// leader's, which answers 10014 when it does not hold the consumer
+// either (ConsumerMissing), as nats-server v2.15.2's meta leader answers
+// (jsConsumerInfoRequest): the stream's leader, whose meta replica may
+// not have applied a consumer's creation yet, answered them with its
+// engine's 10014 right after the create's answer
+// (TestJetStreamClusterConsumerRequestsAfterCreate). A consumer the meta
+// state holds is its leader's; a stream it does not hold, Answers'.
+func TestConsumerMissingForMetaLeader(t *testing.T) {
+	c := oneServer(t)
+	acc := c.account("A")
+	keys := []string{"CONSUMER.INFO", "CONSUMER.PAUSE", "CONSUMER.UNPIN", "CONSUMER.LEADER.STEPDOWN"}
+	for _, key := range keys {
+		if _, decided := acc.AnswersConsumer(key, "ORDERS", "D", nil); decided {
+			t.Errorf("%s in a stream the meta group does not hold decided by the consumer rule", key)
+		}
+	}
+	if err := acc.ConsumerMissing("ORDERS", "D"); err != nil {
+		t.Errorf("a stream the meta group does not hold: %v, want nil (the engine's 10059)", err)
+	}
+	c.mustPropose(t, &meta.AddServer{Name: "s1", Cluster: "C", Incarnation: c.node.Incarnation()})
+	c.mustPropose(t, &meta.AssignStream{Account: "A", Name: "ORDERS", Config: []byte(`{"name":"ORDERS","subjects":["orders.>"]}`), Created: 1, Servers: []raftnode.ServerID{"s1"}})
+	for _, key := range keys {
+		if answers, decided := acc.AnswersConsumer(key, "ORDERS", "D", nil); !answers || !decided || !acc.forMeta(key, "ORDERS", "D") {
+			t.Errorf("%s of a consumer the meta state does not hold: answers %v, decided %v; want the meta leader's", key, answers, decided)
+		}
+	}
+	if acc.forMeta("CONSUMER.PEER.REMOVE", "ORDERS", "D") {
+		t.Error("CONSUMER.PEER.REMOVE of a consumer the meta group does not hold sent to the meta leader")
+	}
+	if err := acc.ConsumerMissing("ORDERS", "D"); err == nil || err.ErrCode != uint16(jserr.ConsumerNotFound) {
+		t.Errorf("a consumer the meta group does not hold: %v, want 10014", err)
+	}
+	c.mustPropose(t, &meta.AssignConsumer{Account: "A", Stream: "ORDERS", Name: "D", Action: meta.Create, Config: []byte(`{"durable_name":"D"}`), Created: 1, Servers: []raftnode.ServerID{"s1"}})
+	for _, key := range keys {
+		if acc.forMeta(key, "ORDERS", "D") {
+			t.Errorf("%s of a consumer the meta group holds sent to the meta leader", key)
+		}
+	}
+	if err := acc.ConsumerMissing("ORDERS", "D"); err != nil {
+		t.Errorf("a consumer the meta group holds: %v", err)
 	}
 }

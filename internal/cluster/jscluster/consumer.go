@@ -556,9 +556,11 @@ func (c *Cluster) assignedOf(k consumerKey) (*creplica, meta.ConsumerAssignment)
 // holds, and the replica that leads a consumer (for one replica, its
 // server) answers the other requests naming it, as in nats-server
 // v2.15.2, and a replica whose group knows no leader answers
-// CONSUMER.INFO (leaderless.go); the rest (a stream the meta group does
-// not hold, a consumer other than in a delete it does not hold: 10059,
-// 10014) is left to Answers.
+// CONSUMER.INFO (leaderless.go); the meta leader answers CONSUMER.INFO,
+// PAUSE, UNPIN and LEADER.STEPDOWN of a consumer this server's meta
+// state does not hold (metaMissing); the rest (a stream the meta group
+// does not hold: 10059; CONSUMER.PEER.REMOVE of a consumer it does not
+// hold) is left to Answers.
 func (a *account) AnswersConsumer(key, streamName, name string, _ []byte) (answers, decided bool) {
 	forMeta, cr, decided := a.consumerRoute(key, streamName, name)
 	switch {
@@ -568,6 +570,14 @@ func (a *account) AnswersConsumer(key, streamName, name string, _ []byte) (answe
 		return a.c.metaAnswers(), true
 	}
 	return cr != nil && (cr.leads.Load() || key == "CONSUMER.INFO" && a.ConsumerLeaderless(streamName, name)), true
+}
+
+// metaMissing are the requests naming a consumer that the meta leader
+// answers when this server's meta state does not hold the consumer
+// (consumerRoute); CONSUMER.PEER.REMOVE, the other one, is left to the
+// stream's leader (not built in a cluster: jsapi clusterOnly).
+var metaMissing = map[string]bool{
+	"CONSUMER.INFO": true, "CONSUMER.PAUSE": true, "CONSUMER.UNPIN": true, "CONSUMER.LEADER.STEPDOWN": true,
 }
 
 // consumerRoute is AnswersConsumer's rule: decided false leaves the
@@ -589,7 +599,13 @@ func (a *account) consumerRoute(key, streamName, name string) (forMeta bool, cr 
 	}
 	k := consumerKey{a.name, streamName, name}
 	if _, _, assigned, _ := c.consumerAssignment(k); !assigned {
-		return false, nil, false
+		// Not held here (yet): the meta leader's to answer, with 10014
+		// when it does not hold it either (ConsumerMissing). The stream's
+		// leader answered these before, and one whose meta replica had
+		// not yet applied the consumer's creation answered 10014 from its
+		// engine right after the create's answer
+		// (TestJetStreamClusterConsumerRequestsAfterCreate).
+		return metaMissing[key], nil, metaMissing[key]
 	}
 	if key == "CONSUMER.INFO" && c.consumerOutOfReach(k) {
 		return true, nil, true
@@ -904,6 +920,28 @@ func (a *account) ConsumerNames(streamName string) (names []string, handled bool
 		}
 	})
 	return names, handled
+}
+
+var _ jsapi.ConsumerHolder = (*account)(nil)
+
+// ConsumerMissing implements jsapi.ConsumerHolder: 10014 for a consumer
+// of a stream the meta group holds that this server's meta state does
+// not hold, as nats-server v2.15.2's meta leader answers from its
+// assignments (jsConsumerInfoRequest, jsConsumerPauseRequest); nil
+// otherwise. On the meta leader, which answers such requests
+// (consumerRoute), that state holds every consumer whose create was
+// answered: it answered the create once it applied the assignment, and a
+// new leader answers once it applied its predecessors' terms
+// (metaLeader).
+func (a *account) ConsumerMissing(streamName, name string) *jserr.Error {
+	c := a.c
+	if _, _, ok, _ := c.assignment(streamKey{a.name, streamName}); !ok {
+		return nil
+	}
+	if _, _, assigned, _ := c.consumerAssignment(consumerKey{a.name, streamName, name}); assigned {
+		return nil
+	}
+	return jserr.New(jserr.ConsumerNotFound)
 }
 
 var _ jsapi.ConsumerInfoReader = (*account)(nil)
