@@ -77,9 +77,11 @@ func (p pullSet) keep(reply string, until, now int64) bool {
 // none), no_wait or not. A no_wait request without expires is answered
 // within the round (or by nobody); a reply subject recorded with at
 // least half of the request's life left is not recorded again. The
-// operation is proposed with the round's batch.
+// operation is proposed with the round's batch; a leader holding for a
+// leadership transfer (holdRound) records nothing: raft drops what is
+// proposed then, and its successor is handed the request (endOrphans).
 func (c *Consumer) recordPull(reply string, expires int64, noWait bool, now time.Time) {
-	if !c.repl || !c.leading || c.stepDown || noWait && expires == 0 {
+	if !c.repl || !c.leading || c.stepDown || c.holding || noWait && expires == 0 {
 		return
 	}
 	n := now.UnixNano()

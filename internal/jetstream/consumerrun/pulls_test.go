@@ -210,3 +210,22 @@ func TestRegainedLeaderEndsEachPullOnce(t *testing.T) {
 		}
 	})
 }
+
+// A leader holding for a leadership transfer records no pull request:
+// raft drops what is proposed during a transfer, and a dropped batch
+// makes the leader step down; its successor is handed the request.
+func TestHoldingLeaderRecordsNoPull(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, tr, l := heldLogAs(t, true, false)
+		l.mu.Lock()
+		l.transferring = true
+		l.mu.Unlock()
+		c.Signal()
+		synctest.Wait()
+		tr.pull(t, "inbox.fetch", `{"batch":5,"expires":30000000000}`)
+		synctest.Wait()
+		if got := proposedPulls(l); len(got) != 0 {
+			t.Fatalf("recorded %d pull requests while holding for a transfer", len(got))
+		}
+	})
+}

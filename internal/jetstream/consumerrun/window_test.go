@@ -36,6 +36,8 @@ type heldLog struct {
 	handedOver bool
 	// noSuccessor: SuccessorReady reports false (no successor serves).
 	noSuccessor bool
+	// transferring: MayDecide reports false (a leadership transfer).
+	transferring bool
 }
 
 type heldEntry struct {
@@ -100,8 +102,12 @@ func (l *heldLog) Outstanding() uint64 {
 	return l.flushed[len(l.flushed)-1].key
 }
 
-func (l *heldLog) Leader() bool    { return true }
-func (l *heldLog) MayDecide() bool { return true }
+func (l *heldLog) Leader() bool { return true }
+func (l *heldLog) MayDecide() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.transferring
+}
 func (l *heldLog) SuccessorReady() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
