@@ -100,7 +100,16 @@ type Config struct {
 	// false (docs/cluster.md, "Moving the subscriptions"). Nil:
 	// SuccessorReady reports the first entry of a later term applied.
 	AwaitSuccessor func(done func())
+	// PeersLevel, when set, returns the lowest feature level the servers
+	// of the consumer's other replicas announced (internal/cluster/transport
+	// FeatureLevel; 0 for a server of an earlier build, or one not heard
+	// from since this server started). Nil: every peer is of this build.
+	PeersLevel func() int
 }
+
+// PullRequestLevel is the feature level from which a server's build
+// decodes consumer.PullRequest operations (consumer kind 14).
+const PullRequestLevel = 1
 
 // Log is the replicated log of one consumer on one server. Make it with
 // New, give its StateMachine to raftnode.Node.AddGroup once the consumer
@@ -587,6 +596,15 @@ func (l *Log) HandedOver() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.ledTerm != 0 && l.handedTerm == l.ledTerm
+}
+
+// RecordsPulls reports whether the consumer may add PullRequest
+// operations to its log: every other replica's server announced a
+// feature level of at least PullRequestLevel (Config.PeersLevel). A
+// server of an earlier build would fail to decode the entry and fence
+// its replica (docs/cluster.md, "Feature levels").
+func (l *Log) RecordsPulls() bool {
+	return l.cfg.PeersLevel == nil || l.cfg.PeersLevel() >= PullRequestLevel
 }
 
 // Applied returns the index of the snapshot the replica started from (0:

@@ -427,3 +427,20 @@ func TestHandedOverFollowsSuccession(t *testing.T) {
 		t.Fatal("term 5, elected: HandedOver true")
 	}
 }
+
+// RecordsPulls: only when every other replica's server announced a
+// feature level that decodes PullRequest operations.
+func TestRecordsPullsFollowsPeersLevel(t *testing.T) {
+	level := 0
+	l := New(Config{PeersLevel: func() int { return level }}, nil)
+	if l.RecordsPulls() {
+		t.Fatal("records pull requests with a peer of level 0")
+	}
+	level = PullRequestLevel
+	if !l.RecordsPulls() {
+		t.Fatalf("records none with every peer at level %d", level)
+	}
+	if !New(Config{}, nil).RecordsPulls() {
+		t.Fatal("records none without PeersLevel")
+	}
+}

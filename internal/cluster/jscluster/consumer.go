@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairnmq/cairn/internal/cluster/consumerlog"
 	"github.com/cairnmq/cairn/internal/cluster/meta"
+	"github.com/cairnmq/cairn/internal/cluster/transport"
 	"github.com/cairnmq/cairn/internal/consumer"
 	"github.com/cairnmq/cairn/internal/jetstream"
 	"github.com/cairnmq/cairn/internal/jetstream/metafile"
@@ -524,7 +525,8 @@ func (c *Cluster) newConsumerLog(acc *account, streamName, name string, a stream
 	}
 	k := consumerKey{acc.name, streamName, name}
 	await := func(done func()) { go c.awaitSuccessor(k, done) }
-	cr.log = consumerlog.New(consumerlog.Config{Node: c.node, Group: cr.ca.Group, Save: save, Logf: c.cfg.Logf, AwaitSuccessor: await},
+	cr.log = consumerlog.New(consumerlog.Config{Node: c.node, Group: cr.ca.Group, Save: save, Logf: c.cfg.Logf, AwaitSuccessor: await,
+		PeersLevel: func() int { return c.peersLevel(k) }},
 		leaderReplica{Replica: rep, c: c, cr: cr, k: k})
 	return cr.log
 }
@@ -1081,4 +1083,20 @@ func (a *account) ConsumerLeaderStepDown(streamName, name string, placement func
 	// delivered queued ahead of the transfer, so that its successor does
 	// not deliver it again as first deliveries (consumerlog.Replica).
 	return c.stepDownVia(ca.Group, p, cr.log.HandOver)
+}
+
+// peersLevel returns the lowest feature level the servers of consumer
+// k's other replicas, as the meta group assigns them, announced in their
+// transport hellos (transport.Transport.PeerLevel: 0 for a server of an
+// earlier build or not heard from since this server started);
+// transport.FeatureLevel when there are none (consumerlog.Config.PeersLevel).
+func (c *Cluster) peersLevel(k consumerKey) int {
+	ca, _, _, _ := c.consumerAssignment(k)
+	low := transport.FeatureLevel
+	for _, r := range ca.Replicas {
+		if r.Server != c.name && c.tr != nil {
+			low = min(low, c.tr.PeerLevel(r.Server))
+		}
+	}
+	return low
 }

@@ -51,6 +51,10 @@
 //	                 dialer's catalogue knows each server by (omitted when
 //	                 empty); a server restarted on a wiped store learns from
 //	                 it that the cluster knew it under another store
+//	        meta, members  whether the dialer runs the meta group, and the
+//	                 servers its routes name (Config.Meta, Config.Members)
+//	        level    the dialer's build's feature level (FeatureLevel;
+//	                 absent from builds before levels)
 //
 //	frame:  | length (u32, little endian) | raftnode frame (length bytes) |
 //	        length   1 .. MaxFrameBytes (64 MiB); 0, or more than that, closes

@@ -126,7 +126,7 @@ func (t *Transport) noteIdent(from raftnode.ServerID, h *hello) {
 	}
 	copy(id.inc[:], b)
 	id.tags = slices.Clone(h.Tags)
-	id.meta, id.members = h.Meta, slices.Clone(h.Members)
+	id.meta, id.members, id.level = h.Meta, slices.Clone(h.Members), h.Level
 	for n, v := range h.Known {
 		var inc raftnode.Incarnation
 		if b, err := hex.DecodeString(v); err == nil && len(b) == len(inc) {

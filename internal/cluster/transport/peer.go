@@ -314,7 +314,7 @@ func (p *peer) handshake(nc net.Conn) error {
 	if in.Name != string(p.name) {
 		return fmt.Errorf("transport: the server there is %q, not %q", in.Name, p.name)
 	}
-	h := &hello{V: Version, Name: string(p.t.self), Cluster: p.t.host.ClusterName(), Inc: p.t.inc.Load().String(), Tags: p.t.cfg.Tags}
+	h := &hello{V: Version, Name: string(p.t.self), Cluster: p.t.host.ClusterName(), Inc: p.t.inc.Load().String(), Tags: p.t.cfg.Tags, Level: FeatureLevel}
 	if p.t.cfg.Known != nil {
 		for n, inc := range p.t.cfg.Known() {
 			if h.Known == nil {

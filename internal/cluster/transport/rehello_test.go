@@ -36,6 +36,14 @@ func TestRehello(t *testing.T) {
 	if inMeta, m, _ := b.tr.PeerMeta("a"); inMeta || m != nil {
 		t.Fatalf("first hello: meta %v, members %v", inMeta, m)
 	}
+	// The hello announces the build's feature level; a peer never heard
+	// from has none.
+	if l := b.tr.PeerLevel("a"); l != FeatureLevel {
+		t.Fatalf("a's feature level %d, want %d", l, FeatureLevel)
+	}
+	if l := b.tr.PeerLevel("z"); l != 0 {
+		t.Fatalf("an unknown peer's feature level %d", l)
+	}
 	want := []string{"a", "b"}
 	members.Store(&want)
 	meta.Store(true)

@@ -235,6 +235,8 @@ type ident struct {
 	meta  bool
 	// members: the hello's Members (nil: none sent).
 	members []string
+	// level: the hello's Level.
+	level int
 }
 
 // PeerKnown returns, from the last admitted hello of peer name, the store
@@ -264,6 +266,22 @@ func (t *Transport) PeerIncarnation(name raftnode.ServerID) (raftnode.Incarnatio
 	defer t.mu.RUnlock()
 	id, ok := t.mu.idents[name]
 	return id.inc, ok
+}
+
+// FeatureLevel is the feature level this build announces in its hello:
+// what a peer's state machines may be given that a build of a lower
+// level would refuse (docs/cluster.md, "Feature levels"). 1: a
+// replicated consumer's log may hold PullRequest operations (consumer
+// kind 14, 2026-12-07). Builds from before levels announce none (0).
+const FeatureLevel = 1
+
+// PeerLevel returns the feature level (FeatureLevel) the last admitted
+// hello of peer name announced; 0 when none was admitted since this
+// server started, or the peer's build announces none.
+func (t *Transport) PeerLevel(name raftnode.ServerID) int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.mu.idents[name].level
 }
 
 // PeerTags returns the server_tags the last admitted hello of peer name

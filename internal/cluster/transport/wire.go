@@ -47,6 +47,9 @@ type hello struct {
 	// (docs/cluster.md, "Growing the meta group"; PeerMeta).
 	Meta    bool     `json:"meta,omitempty"`
 	Members []string `json:"members,omitempty"`
+	// Level is the dialer's build's feature level (FeatureLevel); a
+	// build from before levels sends none (0).
+	Level int `json:"level,omitempty"`
 }
 
 // appendHello appends the line "RAFT {hello}\r\n".

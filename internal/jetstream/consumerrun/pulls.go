@@ -76,7 +76,9 @@ func (p pullSet) keep(reply string, until, now int64) bool {
 // request it queued (c.mu held): reply, expiring at expires (unix ns, 0:
 // none), no_wait or not. A no_wait request without expires is answered
 // within the round (or by nobody); a reply subject recorded with at
-// least half of the request's life left is not recorded again. The
+// least half of the request's life left is not recorded again, and
+// nothing is while a replica's server runs a build that does not decode
+// the operation (ReplicatedLog.RecordsPulls). The
 // operation is proposed with the round's batch; a leader holding for a
 // leadership transfer (holdRound) records nothing: raft drops what is
 // proposed then, and its successor is handed the request (endOrphans).
@@ -93,6 +95,9 @@ func (c *Consumer) recordPull(reply string, expires int64, noWait bool, now time
 	}
 	if c.pullsProposed == nil {
 		c.pullsProposed = pullSet{}
+	}
+	if !c.log.(ReplicatedLog).RecordsPulls() {
+		return // a replica's server of an earlier build would fence it
 	}
 	if !c.pullsProposed.keep(reply, expires, n) {
 		return

@@ -229,3 +229,28 @@ func TestHoldingLeaderRecordsNoPull(t *testing.T) {
 		}
 	})
 }
+
+// No pull request is recorded while a replica's server runs a build
+// that does not decode the operation (a rolling upgrade): its replica
+// would be fenced by the first entry holding one.
+func TestNoPullRecordedForAnOldPeer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, tr, l := heldLogAs(t, true, false)
+		l.mu.Lock()
+		l.oldPeer = true
+		l.mu.Unlock()
+		tr.pull(t, "inbox.fetch", `{"batch":5,"expires":30000000000}`)
+		synctest.Wait()
+		if got := proposedPulls(l); len(got) != 0 {
+			t.Fatalf("recorded %d pull requests with a peer of an earlier build", len(got))
+		}
+		l.mu.Lock()
+		l.oldPeer = false // upgraded
+		l.mu.Unlock()
+		tr.pull(t, "inbox.fetch", `{"batch":5,"expires":30000000000}`)
+		synctest.Wait()
+		if got := proposedPulls(l); len(got) != 1 {
+			t.Fatalf("recorded %d pull requests once every peer upgraded, want 1", len(got))
+		}
+	})
+}

@@ -69,7 +69,10 @@ import (
 // a leading consumer and must be cheap too. HandedOver reports, on a
 // replica that has come to lead, whether its predecessor handed it the
 // leadership (alive, it ends its own pull requests: endOrphans) rather
-// than going silent (consumerlog.Log.HandedOver). Outstanding returns the
+// than going silent (consumerlog.Log.HandedOver). RecordsPulls reports
+// whether the log may hold PullRequest operations (every replica's
+// server decodes them: consumerlog.Log.RecordsPulls; pulls.go); it is
+// asked once per new pull request reply subject. Outstanding returns the
 // largest key of a batch flushed, in this leadership or an earlier one,
 // that may still apply here with its key (its proposal not resolved:
 // consumerlog.Log.Outstanding), 0 for none; it is asked by a replica
@@ -85,6 +88,7 @@ type ReplicatedLog interface {
 	MayDecide() bool
 	SuccessorReady() bool
 	HandedOver() bool
+	RecordsPulls() bool
 }
 
 // statusLeadershipChange ends the pull requests waiting on a consumer

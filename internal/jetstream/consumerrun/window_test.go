@@ -38,6 +38,15 @@ type heldLog struct {
 	noSuccessor bool
 	// transferring: MayDecide reports false (a leadership transfer).
 	transferring bool
+	// oldPeer: RecordsPulls reports false (a replica's server of an
+	// earlier build).
+	oldPeer bool
+}
+
+func (l *heldLog) RecordsPulls() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.oldPeer
 }
 
 type heldEntry struct {
