@@ -16,7 +16,7 @@
 #   e.g. bench/objput.sh 10 "0.3 1 3" cairn=/tmp/cairn nats=~/go/bin/nats-server
 # Environment: PORT_BASE=25000 (client ports +1..3, cluster +11..13,
 # monitoring +21..23), NATS_BIN (natscli), SIZE_MB=100, KEEP=1, SAMPLE=1,
-# OBJPUT.
+# OBJPUT, KILL_AT=0.4 (seconds into the first put).
 set -euo pipefail
 
 (($# >= 3)) || { sed -n '2,18p' "$0" >&2; exit 2; }
@@ -106,7 +106,7 @@ round() {
 	idx=${leader#n}
 	nats_app object put OB "$WORK/big.bin" --name big100.bin >"$dir/put1.out" 2>&1 &
 	local putpid=$!
-	sleep 0.4
+	sleep "${KILL_AT:-0.4}"
 	kill -KILL "${PIDS[$idx]}"
 	wait "${PIDS[$idx]}" 2>/dev/null || true
 	if wait "$putpid"; then first=ok; else first=fail; fi
