@@ -128,8 +128,8 @@ round() {
 	t1=$(date +%s.%N)
 	echo "put2 end $(date +%T.%N)" >>"$dir/put2.out"
 	if [[ -n "$sampler" ]]; then kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true; fi
-	if ((rc == 0)); then second=ok; else second="FAIL:$(grep -o 'nats: .*' "$dir/put2.out" | head -1 | tr ' ' _)"; fi
-	[[ -n "${OBJPUT:-}" ]] && second="$second $(grep -o 'late=.*' "$dir/put2.out" | head -1)"
+	if ((rc == 0)); then second=ok; else second="FAIL:$(grep -o 'nats: .*' "$dir/put2.out" | head -1 | tr ' ' _ || true)"; fi
+	if [[ -n "${OBJPUT:-}" ]]; then second="$second $(grep -o 'late=.*' "$dir/put2.out" | head -1 || true)"; fi
 	printf '%s r%d wait=%s killed=%s put1=%s put2=%.2fs %s load=%s\n' "$label" "$n" "$wait" "$leader" "$first" \
 		"$(echo "$t1 - $t0" | bc)" "$second" "$(cut -d' ' -f1 /proc/loadavg)"
 	stop_servers
