@@ -73,6 +73,7 @@ var allowed = map[string][]string{
 	"bench/burstmem":                 {},
 	"bench/bigentry":                 {},
 	"bench/scrape":                   {},
+	"bench/objput":                   {},
 }
 
 // external lists, for the packages named, the only modules outside the

@@ -94,22 +94,27 @@ type EntryLimiter interface {
 // laterApplier is the Applier a stream gives a log that commits later
 // (Env.NewReplicatedLog): it queues each committed operation, and each
 // forgotten key, for the stream's apply goroutine, in the order the log
-// hands them over, so that the state machine has one owner. It never
-// blocks: committed operations are never refused (queue.pushOp); once
-// the stream stopped they are dropped (the log keeps them: a restart
-// applies them again after the stream's checkpoint).
+// hands them over, so that the state machine has one owner. They go
+// into the ingest queue's committed lane (queue.pushCommitted), which
+// the apply goroutine takes before the publishes and also between two
+// proposals (Stream.applyCommitted): behind the publishes, the PubAcks
+// of a 100 MB object put waited until the apply goroutine had proposed
+// the whole object, its followers long done storing it (trial 140). It
+// never blocks: committed operations are never refused; once the stream
+// stopped they are dropped (the log keeps them: a restart applies them
+// again after the stream's checkpoint).
 type laterApplier struct{ r *Stream }
 
 // Apply queues op, committed at index under key, for the apply goroutine.
 func (a laterApplier) Apply(index uint64, op stream.Op, key uint64) {
-	a.r.in.pushOp(item{req: &request{kind: reqApply, op: op, index: index, key: key}})
+	a.r.in.pushCommitted(item{req: &request{kind: reqApply, op: op, index: index, key: key}})
 }
 
 // Forget queues the failure of key's proposal for the apply goroutine,
 // which drops its waiter and, when err wraps ErrUnproposed, answers its
 // publishes 503 (Forgetter).
 func (a laterApplier) Forget(key uint64, err error) {
-	a.r.in.pushOp(item{req: &request{kind: reqForget, key: key, unproposed: errors.Is(err, ErrUnproposed)}})
+	a.r.in.pushCommitted(item{req: &request{kind: reqForget, key: key, unproposed: errors.Is(err, ErrUnproposed)}})
 }
 
 // NewLogFunc makes the log of the stream named name, which hands what it

@@ -248,6 +248,7 @@ func (r *Stream) flushPublishes() {
 	if len(r.pub.Entries) == 0 {
 		return
 	}
+	r.applyCommitted()
 	w := waiter{kind: waitPublish, replies: r.pubReplies, subjects: r.pubSubjects}
 	if r.refusing.Load() {
 		r.refuseUnproposed(w)
@@ -266,6 +267,28 @@ func (r *Stream) flushPublishes() {
 		clear(r.pubSubjects)
 		r.pubSubjects = r.pubSubjects[:0]
 	}
+}
+
+// applyCommitted applies what the log committed since the apply
+// goroutine last took its queue (the committed lane), before it proposes
+// more: a batch of publishes it took may take seconds to propose (the
+// log's Propose waits while 64 MiB await their outcome), and their
+// PubAcks, which the applies send, would wait for all of it.
+func (r *Stream) applyCommitted() {
+	r.early = r.in.takeCommitted(r.early)
+	if len(r.early) == 0 {
+		return
+	}
+	for i := range r.early {
+		r.serve(r.early[i].req)
+		r.early[i] = item{}
+	}
+	r.dropLimitRemoved()
+	r.flushDrops()
+	r.noteRemovals()
+	// What they appended is written now, not once the batch is proposed:
+	// their PubAcks wait for it (the rest of the batch appends unbatched).
+	r.endBatch()
 }
 
 // overLog reports whether an operation of size bytes, in byte form,

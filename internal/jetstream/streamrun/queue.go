@@ -4,10 +4,14 @@ import "sync"
 
 // queue is a bounded FIFO handed from many producers to one consumer
 // goroutine: producers push without blocking (a full queue refuses), the
-// consumer takes everything queued at once.
+// consumer takes everything queued at once. A second lane, committed
+// (pushCommitted), is taken before the items and can be taken alone
+// (takeCommitted): a replicated stream's committed operations, which must
+// not wait behind the publishes queued before them (trial 140).
 type queue[T any] struct {
 	mu        sync.Mutex
 	items     []T
+	committed []T // pushCommitted's lane, in push order, taken first
 	limit     int // most items queued; 0 = unbounded
 	bytes     int // the sizes pushSized was given for the items queued
 	byteLimit int // most bytes queued; 0 = unbounded
@@ -69,13 +73,17 @@ func (q *queue[T]) pushSized(v T, n int) pushResult {
 	return res
 }
 
-// take waits until items are queued and moves them all into dst[:0]. It
-// returns ok false once the queue is closed and empty.
+// take waits until items are queued and moves them all into dst[:0],
+// the committed lane's first. It returns ok false once the queue is
+// closed and empty.
 func (q *queue[T]) take(dst []T) (items []T, ok bool) {
 	for {
 		q.mu.Lock()
-		if len(q.items) > 0 {
-			items = append(dst[:0], q.items...)
+		if len(q.items) > 0 || len(q.committed) > 0 {
+			items = append(dst[:0], q.committed...)
+			clear(q.committed)
+			q.committed = q.committed[:0]
+			items = append(items, q.items...)
 			clear(q.items)
 			q.items, q.bytes = q.items[:0], 0
 			q.mu.Unlock()
@@ -121,6 +129,34 @@ func (q *queue[T]) pushOp(v T) bool {
 	default:
 	}
 	return true
+}
+
+// pushCommitted appends v to the committed lane, even when the queue is
+// full; it reports false only when the queue is closed.
+func (q *queue[T]) pushCommitted(v T) bool {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false
+	}
+	q.committed = append(q.committed, v)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// takeCommitted moves what the committed lane holds into dst[:0],
+// without waiting (none: dst[:0]).
+func (q *queue[T]) takeCommitted(dst []T) []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	dst = append(dst[:0], q.committed...)
+	clear(q.committed)
+	q.committed = q.committed[:0]
+	return dst
 }
 
 // crowded reports whether the queue holds more than half of its limit of

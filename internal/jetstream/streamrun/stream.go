@@ -119,6 +119,11 @@ type Stream struct {
 	pubBytes    int
 	pubEnc      int
 	dropped     []waiter
+	early       []item // applyCommitted's scratch
+	// batcher is the store as an appendBatcher (nil if it is not one);
+	// batching: a run of appends it began is open (applyLoop, endBatch).
+	batcher  appendBatcher
+	batching bool
 	// maxEntry is the largest operation, in byte form, the log carries
 	// (EntryLimiter); 0 for no bound (one server's log). Set by New.
 	maxEntry int
@@ -542,15 +547,16 @@ func (r *Stream) applyLoop() {
 		defer r.replies.close()
 	}
 	defer r.failWaiting()
-	batcher, _ := r.store.(appendBatcher)
+	r.batcher, _ = r.store.(appendBatcher)
 	var batch []item
 	for {
 		var ok bool
 		if batch, ok = r.in.take(batch); !ok {
 			return
 		}
-		if batcher != nil {
-			batcher.BeginBatch()
+		if r.batcher != nil {
+			r.batcher.BeginBatch()
+			r.batching = true
 		}
 		for i := range batch {
 			r.take(&batch[i])
@@ -560,10 +566,17 @@ func (r *Stream) applyLoop() {
 		r.dropLimitRemoved()
 		r.flushDrops()
 		r.noteRemovals()
-		if batcher != nil {
-			batcher.EndBatch()
-		}
+		r.endBatch()
 		r.syncUsage()
+	}
+}
+
+// endBatch ends the run of appends applyLoop began for the batch it took
+// (appendBatcher), if it is still open: the store writes what it holds.
+func (r *Stream) endBatch() {
+	if r.batching {
+		r.batcher.EndBatch()
+		r.batching = false
 	}
 }
 
