@@ -80,12 +80,8 @@ func (q *queue[T]) take(dst []T) (items []T, ok bool) {
 	for {
 		q.mu.Lock()
 		if len(q.items) > 0 || len(q.committed) > 0 {
-			items = append(dst[:0], q.committed...)
-			clear(q.committed)
-			q.committed = q.committed[:0]
-			items = append(items, q.items...)
-			clear(q.items)
-			q.items, q.bytes = q.items[:0], 0
+			items = drain(&q.items, drain(&q.committed, dst[:0]))
+			q.bytes = 0
 			q.mu.Unlock()
 			select {
 			case q.room <- struct{}{}:
@@ -116,30 +112,21 @@ func (q *queue[T]) close() {
 // pushOp appends v even when the queue is full (operations from the API
 // and timers are few and must not be refused); it reports false only
 // when the queue is closed.
-func (q *queue[T]) pushOp(v T) bool {
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
-		return false
-	}
-	q.items = append(q.items, v)
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-	return true
-}
+func (q *queue[T]) pushOp(v T) bool { return q.pushAlways(&q.items, v) }
 
 // pushCommitted appends v to the committed lane, even when the queue is
 // full; it reports false only when the queue is closed.
-func (q *queue[T]) pushCommitted(v T) bool {
+func (q *queue[T]) pushCommitted(v T) bool { return q.pushAlways(&q.committed, v) }
+
+// pushAlways appends v to lane (q.items or q.committed) whatever the
+// limits, and wakes the consumer; false when the queue is closed.
+func (q *queue[T]) pushAlways(lane *[]T, v T) bool {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
 		return false
 	}
-	q.committed = append(q.committed, v)
+	*lane = append(*lane, v)
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -153,9 +140,15 @@ func (q *queue[T]) pushCommitted(v T) bool {
 func (q *queue[T]) takeCommitted(dst []T) []T {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	dst = append(dst[:0], q.committed...)
-	clear(q.committed)
-	q.committed = q.committed[:0]
+	return drain(&q.committed, dst[:0])
+}
+
+// drain appends lane's items to dst and empties lane, keeping its
+// capacity (q.mu held).
+func drain[T any](lane *[]T, dst []T) []T {
+	dst = append(dst, *lane...)
+	clear(*lane)
+	*lane = (*lane)[:0]
 	return dst
 }
 
