@@ -22,20 +22,8 @@ import (
 // and the stream whose replica the removal dropped gets it back, with
 // every message.
 func TestJetStreamClusterRemovedRunningRejoins(t *testing.T) {
-	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { sysAppAuth(o) })
-	leader := waitMeta(t, servers, []string{"n1", "n2", "n3"})
-	_, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
-	eventually(t, "create A", func() error {
-		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "A", Subjects: []string{"a.>"}, Replicas: 3})
-		return err
-	})
-	for n := 1; n <= 10; n++ {
-		clusterPublish(t, js[0], fmt.Sprintf("a.%d", n), uint64(n))
-	}
-	streamServers(t, js[0], "A", 3)
-	vi := (leaderIndex(servers, leader) + 1) % 3 // a follower of the meta group
+	servers, opts, js, vi, via := removalCluster(t)
 	victim := servers[vi].Name()
-	via := (vi + 1) % 3
 	sys := connect(t, servers[via].ClientURL(), nats.UserInfo("sys", "sys"))
 	if r := stepDownRequest(t, sys, "$JS.API.SERVER.REMOVE", fmt.Sprintf(`{"peer":%q}`, victim)); !r.Success {
 		t.Fatalf("remove %s: %+v", victim, r.Error)
@@ -64,20 +52,8 @@ func TestJetStreamClusterRemovedRunningRejoins(t *testing.T) {
 // (TestJetStreamClusterRemovedWhileDownLearnsIt) and rejoins as a new
 // replica.
 func TestJetStreamClusterRemovedDownRejoins(t *testing.T) {
-	servers, opts := jsClusterMod(t, 3, func(_ int, o *server.Options) { sysAppAuth(o) })
-	leader := waitMeta(t, servers, []string{"n1", "n2", "n3"})
-	_, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
-	eventually(t, "create A", func() error {
-		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "A", Subjects: []string{"a.>"}, Replicas: 3})
-		return err
-	})
-	for n := 1; n <= 10; n++ {
-		clusterPublish(t, js[0], fmt.Sprintf("a.%d", n), uint64(n))
-	}
-	streamServers(t, js[0], "A", 3)
-	vi := (leaderIndex(servers, leader) + 1) % 3
+	servers, opts, js, vi, via := removalCluster(t)
 	victim := servers[vi].Name()
-	via := (vi + 1) % 3
 	servers[vi].Shutdown()
 	removeLost(t, servers[via], "$JS.API.SERVER.REMOVE", victim)
 	rest := slices.Delete(slices.Clone(servers), vi, vi+1)
@@ -115,4 +91,25 @@ func rejoined(t *testing.T, servers []*server.Server, js jetstream.JetStream, vi
 		return nil
 	})
 	streamServers(t, js, "A", 3)
+}
+
+// removalCluster starts three servers with the system and APP accounts,
+// stream A of three replicas holding a.1 to a.10, and returns them with
+// an APP client per server, the index of a follower of the meta group
+// to remove (vi) and of another server to ask through (via).
+func removalCluster(t *testing.T) (servers []*server.Server, opts []server.Options, js []jetstream.JetStream, vi, via int) {
+	t.Helper()
+	servers, opts = jsClusterMod(t, 3, func(_ int, o *server.Options) { sysAppAuth(o) })
+	leader := waitMeta(t, servers, []string{"n1", "n2", "n3"})
+	_, js = clusterClients(t, servers, nats.UserInfo("app", "app"))
+	eventually(t, "create A", func() error {
+		_, err := js[0].CreateStream(ctx2(t), jetstream.StreamConfig{Name: "A", Subjects: []string{"a.>"}, Replicas: 3})
+		return err
+	})
+	for n := 1; n <= 10; n++ {
+		clusterPublish(t, js[0], fmt.Sprintf("a.%d", n), uint64(n))
+	}
+	streamServers(t, js[0], "A", 3)
+	vi = (leaderIndex(servers, leader) + 1) % 3
+	return servers, opts, js, vi, (vi + 1) % 3
 }
