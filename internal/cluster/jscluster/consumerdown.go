@@ -270,9 +270,10 @@ func (c *Cluster) consumerMember(cr *creplica) bool {
 // shrink an AssignConsumer naming keep alone (its num_replicas, when
 // set, becoming 1, as nats-server v2.15.2 remaps it), then waits, at
 // most proposeTimeout, until every consumer of the stream runs alone on
-// keep, settled (steps 1 to 4 above). Errors: 10008 when the meta group
-// cannot decide or the consumers are not through in time (the client's
-// retry finds them further on).
+// keep, settled (steps 1 to 4 above; the consumers of one replica
+// singlesToKeep moves there meanwhile too). Errors: 10008 when the meta
+// group cannot decide or the consumers are not through in time (the
+// client's retry finds them further on).
 func (c *Cluster) consumersToOne(a *account, k streamKey, keep raftnode.ServerID, shrink []meta.ConsumerAssignment) *jserr.Error {
 	for _, ca := range shrink {
 		op := &meta.AssignConsumer{Account: a.name, Stream: k.name, Name: ca.Name, Action: meta.Update,

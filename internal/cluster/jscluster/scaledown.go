@@ -15,11 +15,13 @@ import (
 // (docs/cluster.md, "Scaling down to one replica"):
 //
 //  1. The meta leader proposes the UpdateStream naming one server, the
-//     first of the scale-down's order where every consumer can stay
-//     (keepForConsumers: the stream's leader, then live, current
-//     replicas, a down one last: keep.go); that server keeps its replica
-//     ID in the stream's group (the assignment is "unsettled":
-//     meta.StreamAssignment.Unsettled).
+//     one of the scale-down's order (the stream's leader, then live,
+//     current replicas, a down one last: keep.go) where every consumer
+//     can run alone with the fewest consumers of one replica to move
+//     there first (keepForConsumers, singlesdown.go), once they moved
+//     and the replicated consumers scaled down to one replica there;
+//     that server keeps its replica ID in the stream's group (the
+//     assignment is "unsettled": meta.StreamAssignment.Unsettled).
 //  2. The group's leader removes the other replicas one membership change
 //     at a time (membership.go), each only once the kept replica holds
 //     everything committed; a removed replica deletes its files once it

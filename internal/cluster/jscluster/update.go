@@ -189,12 +189,17 @@ func (c *Cluster) readGroup(g raftnode.GroupID, wait time.Duration) error {
 // (scaleServers: 10005 when too few servers are eligible;
 // docs/cluster.md, "Scaling"; down to one replica, keepForConsumers,
 // "Scaling down to one replica"), and its consumers with it
-// (scaleConsumers after the UpdateStream; down to one replica,
-// consumersToOne before it, 10008 when they are not through within
-// proposeTimeout: "Scaling consumers"), but a scale-down to one replica
-// whose consumers cannot follow (keepForConsumers finds no server),
-// which is refused where nats-server would start it with 10061
-// "Replicas configuration can not be updated" (docs/compatibility.md).
+// (scaleConsumers after the UpdateStream; down to one replica, before
+// it, its consumers of one replica on other servers moved to the kept
+// one with their state, singlesToKeep, and its replicated consumers
+// scaled down to one replica there, consumersToOne, 10008 when they are
+// not through within proposeTimeout: "Scaling consumers"), but a
+// scale-down to one replica whose consumers cannot follow
+// (keepForConsumers finds no server: consumers of one replica that
+// cannot move, their server down or their scale-down not settled, on
+// two servers), which is refused where nats-server would start it with
+// 10061 "Replicas configuration can not be updated"
+// (docs/compatibility.md).
 // A memory stream's consumers keep their state in memory through its
 // scales (memscale.go). A changed
 // placement moves the stream (moveServers: 10005 when too few servers
@@ -314,17 +319,22 @@ func (a *account) StreamUpdate(req jetstream.StreamRequest) (*jetstream.StreamIn
 				return nil, perr
 			}
 		} else {
-			keep, shrink := c.keepForConsumers(k, c.streamKeepOrder(sa))
-			if keep == "" {
+			ch, ok := c.keepForConsumers(sa, c.streamKeepOrder(sa))
+			if !ok {
 				return nil, jserr.New(jserr.StreamReplicasNotUpdatable)
 			}
-			// Its replicated consumers go down to one replica on that
-			// server first (consumerdown.go); the stream follows once
-			// each runs there alone.
-			if jerr := c.consumersToOne(a, k, keep, shrink); jerr != nil {
+			// Its consumers of one replica elsewhere move to that
+			// server with their state (singlesdown.go) and its
+			// replicated consumers go down to one replica there
+			// (consumerdown.go) first; the stream follows once each
+			// runs there alone.
+			if jerr := c.singlesToKeep(sa, ch.keep, ch.move); jerr != nil {
 				return nil, jerr
 			}
-			servers = []raftnode.ServerID{keep}
+			if jerr := c.consumersToOne(a, k, ch.keep, ch.shrink); jerr != nil {
+				return nil, jerr
+			}
+			servers = []raftnode.ServerID{ch.keep}
 		}
 	}
 	var op meta.Op = &meta.UpdateStream{Account: a.name, Name: cfg.Name, Config: body, Servers: servers}
@@ -441,40 +451,6 @@ func (a *account) checkUpdate(old, next *stream.Config) *jserr.Error {
 		return jserr.New(jserr.StreamMoveAndScale)
 	}
 	return nil
-}
-
-// keepForConsumers returns the one server stream k keeps when it scales
-// down to one replica, and the replicated consumers that must first
-// scale down to one replica there: the first server of order (its
-// servers as streamKeepOrder gives them: the leader first, then online
-// servers, current first; a live, caught-up replica when one is known)
-// on which every consumer of the stream either runs alone already or
-// has a replica (a replicated consumer: its replica there becomes the
-// consumer of one replica, from files or, kept in memory, from its
-// group's committed state: convertConsumer). A consumer of one replica on another
-// server cannot move there (its state would stay behind): "" when no
-// server will do (StreamUpdate answers 10061).
-func (c *Cluster) keepForConsumers(k streamKey, all []raftnode.ServerID) (raftnode.ServerID, []meta.ConsumerAssignment) {
-	var cas []meta.ConsumerAssignment
-	c.meta.View(func(st *meta.State) { cas = st.Consumers(k.account, k.name) })
-	for _, s := range all {
-		var shrink []meta.ConsumerAssignment
-		ok := true
-		for _, ca := range cas {
-			_, on := meta.On(ca.Replicas, s)
-			switch {
-			case len(ca.Replicas) == 1 && on:
-			case len(ca.Replicas) > 1 && on:
-				shrink = append(shrink, ca)
-			default:
-				ok = false
-			}
-		}
-		if ok {
-			return s, shrink
-		}
-	}
-	return "", nil
 }
 
 // persistedConsumer reports whether consumer ca keeps files as a consumer

@@ -1,0 +1,159 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A replicated file stream scaled down to one replica whose durables of
+// one replica are on two different servers (docs/cluster.md, "Scaling
+// down to one replica"): the update succeeds, the durable that is not on
+// the kept server moves there first with its delivered and acknowledged
+// state (the kept server being the one holding a durable, the fewest
+// moves), and both go on from where they were. nats-server v2.15.2
+// migrates them the same way (measured: docs/cluster.md). Before, the
+// update answered 10061 "Replicas configuration can not be updated".
+func TestJetStreamClusterScaleDownMovesSingleConsumers(t *testing.T) {
+	scaleDownMovesSingles(t, jetstream.FileStorage, false)
+}
+
+// The same with a mem_storage durable and a mem_storage ephemeral (their
+// state kept in memory; an ordered consumer, a KV watcher's among them,
+// is a mem_storage ephemeral of one replica): as nats-server v2.15.2
+// (measured), they move with their state.
+func TestJetStreamClusterScaleDownMovesMemStorageSingles(t *testing.T) {
+	scaleDownMovesSingles(t, jetstream.FileStorage, true)
+}
+
+// The same for a memory stream's durables: as nats-server v2.15.2
+// (measured), they move with their state.
+func TestJetStreamClusterMemoryScaleDownMovesSingles(t *testing.T) {
+	scaleDownMovesSingles(t, jetstream.MemoryStorage, false)
+}
+
+// scaleDownMovesSingles runs the test above with a stream of storage
+// and durables with mem_storage memCons.
+func scaleDownMovesSingles(t *testing.T, storage jetstream.StorageType, memCons bool) {
+	servers := jsCluster(t, 3)
+	js := jsAt(t, servers[0])
+	cfg := jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, Storage: storage}
+	eventually(t, "create ORDERS", func() error {
+		_, err := js.CreateStream(ctx2(t), cfg)
+		return err
+	})
+	sent := map[uint64]sentMsg{}
+	publishRange(t, js, sent, 1, 30)
+	durable := func(name string) singleState {
+		t.Helper()
+		ccfg := jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour, Replicas: 1, MemoryStorage: memCons}
+		if memCons && name == "B" {
+			// An ephemeral, as an ordered consumer is.
+			ccfg.Durable, ccfg.Name, ccfg.InactiveThreshold = "", name, time.Hour
+		}
+		if _, err := js.CreateOrUpdateConsumer(ctx2(t), "ORDERS", ccfg); err != nil {
+			t.Fatal(err)
+		}
+		st, err := singleOf(t, js, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	// A and B on two different servers (a consumer of one replica is
+	// placed at random among its stream's servers).
+	a := durable("A")
+	var b singleState
+	for i := 0; ; i++ {
+		if b = durable("B"); b.server != a.server && b.server != "" {
+			break
+		}
+		if i == 40 {
+			t.Fatalf("B always on %s with A", a.server)
+		}
+		if err := js.DeleteConsumer(ctx2(t), "ORDERS", "B"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	takeSome(t, js, "A", 6, 4)
+	takeSome(t, js, "B", 5, 3)
+	want := map[string]singleState{"A": {delivered: 6, ackFloor: 4, ackPending: 2}, "B": {delivered: 5, ackFloor: 3, ackPending: 2}}
+	for name, w := range want {
+		eventually(t, name+" state before", func() error {
+			st, err := singleOf(t, js, name)
+			if err != nil || st.delivered != w.delivered || st.ackFloor != w.ackFloor || st.ackPending != w.ackPending {
+				return fmt.Errorf("%s: %+v %v", name, st, err)
+			}
+			return nil
+		})
+	}
+
+	// The update's answer waits for the moves (at most 10 s, then 10008,
+	// which a client retries); 10061 is the refusal this test is about.
+	one := cfg
+	one.Replicas = 1
+	start := time.Now()
+	eventually(t, "scale to one replica", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		_, err := js.UpdateStream(ctx, one)
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode == 10061 {
+			t.Fatalf("scale to one replica: %v", err)
+		}
+		return err
+	})
+	t.Logf("scaled to one replica in %v", time.Since(start).Round(time.Millisecond))
+	var kept string
+	eventually(t, "a stream of one replica", func() error {
+		s, err := js.Stream(ctx2(t), "ORDERS")
+		if err != nil {
+			return err
+		}
+		si := s.CachedInfo()
+		if si.Config.Replicas != 1 || si.Cluster == nil || si.Cluster.Leader == "" || len(si.Cluster.Replicas) != 0 {
+			return fmt.Errorf("replicas %d, cluster %+v", si.Config.Replicas, si.Cluster)
+		}
+		kept = si.Cluster.Leader
+		return nil
+	})
+	if kept != a.server && kept != b.server {
+		t.Errorf("kept %s, not a durable's server (%s, %s): two moves where one would do", kept, a.server, b.server)
+	}
+	for name, w := range want {
+		eventually(t, name+" on the kept server with its state", func() error {
+			st, err := singleOf(t, js, name)
+			if err != nil || st.server != kept || st.delivered != w.delivered || st.ackFloor != w.ackFloor || st.ackPending != w.ackPending {
+				return fmt.Errorf("%s: %+v %v (kept %s)", name, st, err, kept)
+			}
+			return nil
+		})
+	}
+	// They go on from where they were: A's next message is 7, B's 6.
+	for name, next := range map[string]uint64{"A": 7, "B": 6} {
+		var seq uint64
+		eventually(t, name+" next", func() error {
+			c, err := js.Consumer(ctx2(t), "ORDERS", name)
+			if err != nil {
+				return err
+			}
+			m, err := c.Next(jetstream.FetchMaxWait(2 * time.Second))
+			if err != nil {
+				return err
+			}
+			md, err := m.Metadata()
+			if err != nil {
+				return err
+			}
+			seq = md.Sequence.Stream
+			return nil
+		})
+		if seq != next {
+			t.Fatalf("%s delivered %d next, want %d", name, seq, next)
+		}
+	}
+}
