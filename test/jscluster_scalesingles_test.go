@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/cairnmq/cairn/internal/route"
 )
 
 // A replicated file stream scaled down to one replica whose durables of
@@ -155,5 +158,77 @@ func scaleDownMovesSingles(t *testing.T, storage jetstream.StorageType, memCons 
 		if seq != next {
 			t.Fatalf("%s delivered %d next, want %d", name, seq, next)
 		}
+	}
+}
+
+// A consumer of one replica whose server is down cannot move (its state
+// is out of reach), so it keeps the stream's scale-down to one replica
+// on its server, where a consumer of one replica on another server
+// cannot move either (its destination is down): the update answers
+// 10061 "Replicas configuration can not be updated" and changes
+// nothing (docs/cluster.md, "Scaling down to one replica"; nats-server
+// v2.15.2 starts such a scale-down and moves the consumer once its
+// server is back).
+func TestJetStreamClusterScaleDownSingleOnDownServerRefused(t *testing.T) {
+	servers := jsCluster(t, 3)
+	js := jsAt(t, servers[0])
+	cfg := jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}
+	eventually(t, "create ORDERS", func() error {
+		_, err := js.CreateStream(ctx2(t), cfg)
+		return err
+	})
+	// X and Y on two different servers, neither of them servers[0].
+	place := func(name string, not ...string) string {
+		t.Helper()
+		for range 60 {
+			ccfg := jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy, Replicas: 1}
+			if _, err := js.CreateOrUpdateConsumer(ctx2(t), "ORDERS", ccfg); err != nil {
+				t.Fatal(err)
+			}
+			st, err := singleOf(t, js, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.server != "" && !slices.Contains(not, st.server) {
+				return st.server
+			}
+			if err := js.DeleteConsumer(ctx2(t), "ORDERS", name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Fatalf("%s always on one of %v", name, not)
+		return ""
+	}
+	x := place("X", servers[0].Name())
+	place("Y", servers[0].Name(), x)
+	down := leaderIndex(servers, x)
+	servers[down].Shutdown()
+	eventually(t, "routes to "+x+" gone", func() error {
+		for i, s := range servers {
+			if i != down && slices.ContainsFunc(s.ClusterPeers(), func(p route.Peer) bool { return p.Name == x }) {
+				return fmt.Errorf("%s still routes to %s", s.Name(), x)
+			}
+		}
+		return nil
+	})
+	one := cfg
+	one.Replicas = 1
+	eventually(t, "scale to one replica refused", func() error {
+		_, err := js.UpdateStream(ctx2(t), one)
+		var apiErr *jetstream.APIError
+		switch {
+		case err == nil:
+			t.Fatal("scaled to one replica with a consumer of one replica on a server that is down")
+		case !errors.As(err, &apiErr) || apiErr.ErrorCode != 10061:
+			return err // no meta leader yet, a request lost while it elects
+		}
+		return nil
+	})
+	s, err := js.Stream(ctx2(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.CachedInfo().Config.Replicas; r != 3 {
+		t.Fatalf("replicas %d after the refusal", r)
 	}
 }
