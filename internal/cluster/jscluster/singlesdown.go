@@ -107,7 +107,7 @@ func (c *Cluster) keepForConsumers(sa meta.StreamAssignment, order []raftnode.Se
 // move (of one replica) a mover (runMover, keyed by the stream and that
 // server, so that the stream's moves and scales get 10124 meanwhile and
 // finishSingleMoves leaves its consumers alone) that moves them to keep
-// one after the other with their state (moveSingle; a failure is logged
+// with their state, up to keepMoves at once (movesToKeep; a failure is logged
 // and the consumer stays where it is, so the scale-down's wait,
 // consumersToOne, runs out: 10008, and the client's retry finds the
 // others moved). Error: 10008 when this server is closing.
@@ -143,12 +143,21 @@ const keepMoves = 8
 // movesToKeep moves consumers cas, of one replica on server from, to
 // server keep with their state (moveSingle), at most keepMoves at once,
 // each on a goroutine of its own; it returns once every move ended. A
-// failure is logged: the consumer stays where it is.
+// failure is logged: the consumer stays where it is. None starts once
+// this server stops or no longer leads the meta group.
 func (c *Cluster) movesToKeep(cas []meta.ConsumerAssignment, from, keep raftnode.ServerID) {
 	slots := make(chan struct{}, keepMoves)
 	var wg sync.WaitGroup
+	defer wg.Wait()
 	for _, ca := range cas {
-		slots <- struct{}{}
+		select {
+		case slots <- struct{}{}:
+		case <-c.quit:
+			return
+		}
+		if !c.metaLeader() {
+			return
+		}
 		wg.Go(func() {
 			defer func() { <-slots }()
 			if err := c.moveSingle(ca, from, keep); err != nil {
@@ -156,5 +165,4 @@ func (c *Cluster) movesToKeep(cas []meta.ConsumerAssignment, from, keep raftnode
 			}
 		})
 	}
-	wg.Wait()
 }
