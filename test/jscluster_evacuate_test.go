@@ -291,7 +291,20 @@ func TestJetStreamClusterStreamPeerEvacuate(t *testing.T) {
 // stream has nowhere to go (10075), as nats-server v2.15.2 answers
 // (measured: docs/cluster.md, "Evacuating a server").
 func TestJetStreamClusterConsumerPeerEvacuate(t *testing.T) {
-	const typ = `{"type":"io.nats.jetstream.api.v1.consumer_evacuate_peer_response",`
+	consumerPeerRemap(t, "EVACUATE", "consumer_evacuate_peer_response")
+}
+
+// CONSUMER.PEER.REMOVE moves the replica as CONSUMER.PEER.EVACUATE does,
+// with its answers (nats-server v2.15.2 serves both alike; before, cairn
+// answered it 10009).
+func TestJetStreamClusterConsumerPeerRemove(t *testing.T) {
+	consumerPeerRemap(t, "REMOVE", "consumer_remove_peer_response")
+}
+
+// consumerPeerRemap runs CONSUMER.PEER.<api>'s test, its answers of
+// type typ.
+func consumerPeerRemap(t *testing.T, api, typ string) {
+	typ = `{"type":"io.nats.jetstream.api.v1.` + typ + `",`
 	servers, _, js := evacuateSetup(t, 4)
 	eventually(t, "create TWO", func() error {
 		_, err := js[0].CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Durable: "TWO", AckPolicy: jetstream.AckExplicitPolicy, Replicas: 2})
@@ -312,7 +325,7 @@ func TestJetStreamClusterConsumerPeerEvacuate(t *testing.T) {
 		return err
 	})
 	app := connect(t, servers[0].ClientURL(), nats.UserInfo("app", "app"))
-	req := func(path string) string { return `$JS.API.CONSUMER.PEER.EVACUATE.` + path }
+	req := func(path string) string { return `$JS.API.CONSUMER.PEER.` + api + `.` + path }
 	body := func(peer string) string { return fmt.Sprintf(`{"peer":%q}`, peer) }
 	wantEvacAnswer(t, app, req("ORDERS.C"), body(stream[1]), typ+`"error":{"code":503,"err_code":10075,"description":"peer remap failed"}}`)
 	wantEvacAnswer(t, app, req("ORDERS.NOPE"), body(stream[1]), typ+`"error":{"code":404,"err_code":10014,"description":"consumer not found"}}`)

@@ -170,7 +170,7 @@ func emptyResponse(key string) response {
 		return &snapshotResponse{}
 	case "STREAM.RESTORE":
 		return &restoreResponse{}
-	case "STREAM.LEADER.STEPDOWN", "STREAM.PEER.REMOVE", "STREAM.PEER.EVACUATE", "CONSUMER.LEADER.STEPDOWN", "CONSUMER.PEER.EVACUATE":
+	case "STREAM.LEADER.STEPDOWN", "STREAM.PEER.REMOVE", "STREAM.PEER.EVACUATE", "CONSUMER.LEADER.STEPDOWN", "CONSUMER.PEER.EVACUATE", "CONSUMER.PEER.REMOVE":
 		return &successResponse{}
 	case "CONSUMER.CREATE", "CONSUMER.DURABLE.CREATE":
 		return &consumerCreateResponse{}

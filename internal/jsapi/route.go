@@ -82,7 +82,7 @@ var endpoints = map[string]endpoint{
 	"CONSUMER.PAUSE":           {"consumer_pause_response", 2, 2, consumerPause, false},
 	"CONSUMER.UNPIN":           {"consumer_unpin_response", 2, 2, consumerUnpin, false},
 	"CONSUMER.LEADER.STEPDOWN": {"consumer_leader_stepdown_response", 2, 2, consumerLeaderStepDown, false},
-	"CONSUMER.PEER.REMOVE":     {"consumer_remove_peer_response", 2, 2, clusterOnly, false},
+	"CONSUMER.PEER.REMOVE":     {"consumer_remove_peer_response", 2, 2, consumerRemovePeer, false},
 	"CONSUMER.PEER.EVACUATE":   {"consumer_evacuate_peer_response", 2, 2, consumerEvacuatePeer, false},
 }
 

@@ -152,9 +152,10 @@ func consumerLeaderStepDown(a *API, r *request) (response, *jserr.Error) {
 	return resp, nil
 }
 
-// ConsumerPeers is what $JS.API.CONSUMER.PEER.EVACUATE asks of a
-// clustered JetStream that replicates consumers (an optional capability
-// of Cluster; without it the subject answers 10009).
+// ConsumerPeers is what $JS.API.CONSUMER.PEER.EVACUATE and
+// CONSUMER.PEER.REMOVE ask of a clustered JetStream that replicates
+// consumers (an optional capability of Cluster; without it the subjects
+// answer 10009).
 type ConsumerPeers interface {
 	// ConsumerEvacuatePeer moves the replica on peer (a server name or
 	// peer ID) of the account's stream's consumer to another server of
@@ -162,14 +163,33 @@ type ConsumerPeers interface {
 	// server"). Errors: 10059 no such stream, 10014 no such consumer,
 	// 10040 peer not a member, 10075 when no server can take it.
 	ConsumerEvacuatePeer(stream, consumer, peer string) *jserr.Error
+	// ConsumerRemovePeer is CONSUMER.PEER.REMOVE: the replica on peer
+	// leaves the consumer for another server of the stream, as
+	// ConsumerEvacuatePeer moves it, with its errors (docs/cluster.md,
+	// "Evacuating a server").
+	ConsumerRemovePeer(stream, consumer, peer string) *jserr.Error
 }
 
 // consumerEvacuatePeer follows nats-server v2.15.2
 // jsConsumerRemapPeerRequest: on a single server 10010 (clusterOnly); in
 // a cluster, on the meta leader (ConsumerCluster.AnswersConsumer): the
 // level (10185), an empty body (10003), JSON (10025), no peer named
-// (10003), then the cluster (ConsumerPeers).
+// (10003), then the cluster (ConsumerPeers.ConsumerEvacuatePeer).
 func consumerEvacuatePeer(a *API, r *request) (response, *jserr.Error) {
+	return consumerRemap(a, r, ConsumerPeers.ConsumerEvacuatePeer)
+}
+
+// consumerRemovePeer answers CONSUMER.PEER.REMOVE as consumerEvacuatePeer
+// answers CONSUMER.PEER.EVACUATE (nats-server v2.15.2 serves both with
+// jsConsumerRemapPeerRequest, its remove flag set for this one), the
+// cluster's ConsumerRemovePeer doing the move.
+func consumerRemovePeer(a *API, r *request) (response, *jserr.Error) {
+	return consumerRemap(a, r, ConsumerPeers.ConsumerRemovePeer)
+}
+
+// consumerRemap checks request r as consumerEvacuatePeer says and hands
+// the peer it names to remap of the cluster.
+func consumerRemap(a *API, r *request, remap func(ConsumerPeers, string, string, string) *jserr.Error) (response, *jserr.Error) {
 	p, ok := a.opts.Cluster.(ConsumerPeers)
 	if !ok {
 		return clusterOnly(a, r)
@@ -179,7 +199,7 @@ func consumerEvacuatePeer(a *API, r *request) (response, *jserr.Error) {
 	if err != nil {
 		return resp, err
 	}
-	if err := p.ConsumerEvacuatePeer(r.stream, r.consumer, peer); err != nil {
+	if err := remap(p, r.stream, r.consumer, peer); err != nil {
 		return resp, err
 	}
 	resp.Success = true

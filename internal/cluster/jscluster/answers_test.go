@@ -161,8 +161,8 @@ func TestConsumerMissingForMetaLeader(t *testing.T) {
 			t.Errorf("%s of a consumer the meta state does not hold: answers %v, decided %v; want the meta leader's", key, answers, decided)
 		}
 	}
-	if acc.forMeta("CONSUMER.PEER.REMOVE", "ORDERS", "D") {
-		t.Error("CONSUMER.PEER.REMOVE of a consumer the meta group does not hold sent to the meta leader")
+	if !acc.forMeta("CONSUMER.PEER.REMOVE", "ORDERS", "D") {
+		t.Error("CONSUMER.PEER.REMOVE of a consumer the meta group does not hold not sent to the meta leader")
 	}
 	if err := acc.ConsumerMissing("ORDERS", "D"); err == nil || err.ErrCode != uint16(jserr.ConsumerNotFound) {
 		t.Errorf("a consumer the meta group does not hold: %v, want 10014", err)

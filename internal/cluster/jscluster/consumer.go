@@ -561,8 +561,7 @@ func (c *Cluster) assignedOf(k consumerKey) (*creplica, meta.ConsumerAssignment)
 // CONSUMER.INFO (leaderless.go); the meta leader answers CONSUMER.INFO,
 // PAUSE, UNPIN and LEADER.STEPDOWN of a consumer this server's meta
 // state does not hold (metaMissing); the rest (a stream the meta group
-// does not hold: 10059; CONSUMER.PEER.REMOVE of a consumer it does not
-// hold) is left to Answers.
+// does not hold: 10059) is left to Answers.
 func (a *account) AnswersConsumer(key, streamName, name string, _ []byte) (answers, decided bool) {
 	forMeta, cr, decided := a.consumerRoute(key, streamName, name)
 	switch {
@@ -576,8 +575,7 @@ func (a *account) AnswersConsumer(key, streamName, name string, _ []byte) (answe
 
 // metaMissing are the requests naming a consumer that the meta leader
 // answers when this server's meta state does not hold the consumer
-// (consumerRoute); CONSUMER.PEER.REMOVE, the other one, is left to the
-// stream's leader (not built in a cluster: jsapi clusterOnly).
+// (consumerRoute), besides those it answers whether or not it does.
 var metaMissing = map[string]bool{
 	"CONSUMER.INFO": true, "CONSUMER.PAUSE": true, "CONSUMER.UNPIN": true, "CONSUMER.LEADER.STEPDOWN": true,
 }
@@ -592,7 +590,7 @@ func (a *account) consumerRoute(key, streamName, name string) (forMeta bool, cr 
 		return false, nil, false
 	}
 	switch key {
-	case "CONSUMER.CREATE", "CONSUMER.DURABLE.CREATE", "CONSUMER.NAMES", "CONSUMER.LIST", "CONSUMER.PEER.EVACUATE", "CONSUMER.DELETE":
+	case "CONSUMER.CREATE", "CONSUMER.DURABLE.CREATE", "CONSUMER.NAMES", "CONSUMER.LIST", "CONSUMER.PEER.EVACUATE", "CONSUMER.PEER.REMOVE", "CONSUMER.DELETE":
 		// CONSUMER.DELETE whether or not this server's meta state holds
 		// the consumer: a stream leader whose meta replica had not yet
 		// applied a consumer's creation answered its delete, right after

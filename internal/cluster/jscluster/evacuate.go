@@ -154,6 +154,24 @@ var _ jsapi.ConsumerPeers = (*account)(nil)
 // cannot move (a memory stream's, mem_storage, not yet settled, or its
 // server offline: nats-server moves these too, docs/compatibility.md).
 func (a *account) ConsumerEvacuatePeer(streamName, name, peer string) *jserr.Error {
+	return a.remapConsumer(streamName, name, peer, "CONSUMER.PEER.EVACUATE")
+}
+
+// ConsumerRemovePeer implements jsapi.ConsumerPeers on the meta leader:
+// CONSUMER.PEER.REMOVE moves the replica as ConsumerEvacuatePeer does,
+// with its errors. nats-server v2.15.2 (remapConsumerAssignment with
+// remove set) takes the same replacement, a server of the stream the
+// consumer is not on, and drops the removed peer from the group at once
+// rather than once the replacement caught up; a consumer of one replica
+// on a server that is down it starts over on the replacement, where
+// cairn answers 10075 (its state is out of reach: docs/compatibility.md).
+func (a *account) ConsumerRemovePeer(streamName, name, peer string) *jserr.Error {
+	return a.remapConsumer(streamName, name, peer, "CONSUMER.PEER.REMOVE")
+}
+
+// remapConsumer is ConsumerEvacuatePeer's and ConsumerRemovePeer's move,
+// api naming the request in the log.
+func (a *account) remapConsumer(streamName, name, peer, api string) *jserr.Error {
 	c := a.c
 	sa, _, ok, _ := c.assignment(streamKey{a.name, streamName})
 	if !ok {
@@ -176,7 +194,7 @@ func (a *account) ConsumerEvacuatePeer(streamName, name, peer string) *jserr.Err
 		if _, err := c.propose(&meta.MoveConsumer{Account: a.name, Stream: streamName, Name: name, Replica: from.ID, To: dest}); err != nil {
 			return err
 		}
-		c.cfg.Infof("JetStream cluster: consumer '%s > %s > %s': its replica on %s moves to %s (CONSUMER.PEER.EVACUATE)", a.name, streamName, name, from.Server, dest)
+		c.cfg.Infof("JetStream cluster: consumer '%s > %s > %s': its replica on %s moves to %s (%s)", a.name, streamName, name, from.Server, dest, api)
 		return nil
 	}
 	key := singleMoveKey{streamKey{a.name, streamName}, from.Server}
@@ -185,7 +203,7 @@ func (a *account) ConsumerEvacuatePeer(streamName, name, peer string) *jserr.Err
 	c.mu.Unlock()
 	if busy || !c.runMover(key, func() {
 		if err := c.moveSingle(ca, from.Server, dest); err != nil {
-			c.cfg.Logf("jscluster: consumer %s > %s > %s: not moved from %s to %s (CONSUMER.PEER.EVACUATE): %v", a.name, streamName, name, from.Server, dest, err)
+			c.cfg.Logf("jscluster: consumer %s > %s > %s: not moved from %s to %s (%s): %v", a.name, streamName, name, from.Server, dest, api, err)
 		}
 	}, func() {}) {
 		return jserr.New(jserr.PeerRemap)
