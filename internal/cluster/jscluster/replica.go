@@ -530,9 +530,8 @@ func (c *Cluster) scaleUpFromOne(acc *account, k streamKey, cur *replica, sa met
 	c.mu.Lock()
 	delete(c.replicas, k)
 	c.mu.Unlock()
-	if cfg.Storage == stream.MemoryStorage {
-		c.handConsumers(acc, k) // their state lives only in their runtimes (memscale.go)
-	}
+	// Consumers whose state lives only in their runtimes (memscale.go).
+	c.handConsumers(acc, k, cfg.Storage == stream.MemoryStorage)
 	c.stopStreamConsumers(k)
 	c.quiesceStream(acc, k) // no publish on its way left unanswered (scaledown.go)
 	state, st, jerr := acc.js.DetachStream(k.name)
