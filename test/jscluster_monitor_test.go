@@ -803,3 +803,64 @@ func TestJetStreamClusterMonitorMetaMembersLog(t *testing.T) {
 		return nil
 	})
 }
+
+// docs/monitoring.md, "Replicas and the meta group": /jsz counts the
+// consumers running on its server (each stream's consumer_count there
+// and the total), as nats-server v2.15.2's does: a durable of one
+// replica counts on its server only. STREAM.INFO counts the stream's
+// consumers over the cluster. Before, every server of the stream counted
+// it (trial 142: `nats server report jetstream` showed 18 consumers
+// where nats-server showed 12).
+func TestJetStreamClusterJszCountsLocalConsumers(t *testing.T) {
+	servers, _, mons, js := trialCluster(t, 2)
+	eventually(t, "create ONE", func() error {
+		_, err := js.CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Durable: "ONE", AckPolicy: jetstream.AckExplicitPolicy, Replicas: 1})
+		return err
+	})
+	var on string
+	eventually(t, "ONE's server", func() error {
+		c, err := js.Consumer(ctx2(t), "ORDERS", "ONE")
+		if err != nil {
+			return err
+		}
+		ci := c.CachedInfo()
+		if ci.Cluster == nil || ci.Cluster.Leader == "" {
+			return fmt.Errorf("ONE's cluster %+v", ci.Cluster)
+		}
+		on = ci.Cluster.Leader
+		return nil
+	})
+	for i, srv := range servers {
+		want := 1 // worker, of three replicas
+		if srv.Name() == on {
+			want = 2
+		}
+		eventually(t, srv.Name()+"'s /jsz", func() error {
+			var jsz struct {
+				Consumers int `json:"consumers"`
+				Accounts  []struct {
+					Streams []struct {
+						State struct {
+							Consumers int `json:"consumer_count"`
+						} `json:"state"`
+					} `json:"stream_detail"`
+				} `json:"account_details"`
+			}
+			_, body := httpGet(t, mons[i]+"/jsz?acc=APP&streams=true")
+			if err := json.Unmarshal(body, &jsz); err != nil {
+				return err
+			}
+			if jsz.Consumers != want || len(jsz.Accounts) != 1 || len(jsz.Accounts[0].Streams) != 1 || jsz.Accounts[0].Streams[0].State.Consumers != want {
+				return fmt.Errorf("consumers %d, want %d (ONE on %s): %s", jsz.Consumers, want, on, body)
+			}
+			return nil
+		})
+	}
+	s, err := js.Stream(ctx2(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := s.CachedInfo().State.Consumers; n != 2 {
+		t.Fatalf("STREAM.INFO consumer_count %d, want 2 (over the cluster)", n)
+	}
+}

@@ -116,15 +116,23 @@ type StreamDetail struct {
 
 // Details returns every stream's info, sorted by name, with its consumers
 // when consumers is set. A stream or consumer deleted meanwhile is left
-// out.
+// out. Its state's consumer count is of the consumers running on this
+// server (in a cluster, those with a replica here), as nats-server
+// v2.15.2's /jsz reports each stream's and adds them up (its local
+// stream's state), not STREAM.INFO's count over the cluster.
 func (js *JetStream) Details(consumers bool) []StreamDetail {
 	names := js.Names("")
 	out := make([]StreamDetail, 0, len(names))
 	for _, name := range names {
+		r, jerr := js.lookup(name)
+		if jerr != nil {
+			continue
+		}
 		si, err := js.StreamInfo(name, InfoOptions{})
 		if err != nil {
 			continue
 		}
+		si.State.Consumers = r.numConsumers()
 		d := StreamDetail{Info: si}
 		if consumers {
 			d.Consumers = js.consumerInfos(name)
