@@ -151,8 +151,9 @@ var _ jsapi.ConsumerPeers = (*account)(nil)
 // such stream, 10014 no such consumer, 10040 no replica of it on peer,
 // 10075 "peer remap failed" for a stream of one replica, no server of
 // the stream left to take it, or a consumer of one replica whose state
-// cannot move (a memory stream's, mem_storage, not yet settled, or its
-// server offline: nats-server moves these too, docs/compatibility.md).
+// cannot move (not yet settled, or its server offline: nats-server moves
+// these too, docs/compatibility.md). One kept in memory (mem_storage, a
+// memory stream's) moves with its state handed over in memory.
 func (a *account) ConsumerEvacuatePeer(streamName, name, peer string) *jserr.Error {
 	c := a.c
 	sa, _, ok, _ := c.assignment(streamKey{a.name, streamName})
@@ -197,16 +198,13 @@ func (a *account) ConsumerEvacuatePeer(streamName, name, peer string) *jserr.Err
 // replica on server from: one of the stream's servers the consumer is
 // not on, not removed, online ones first, in assignment order ("": none).
 // movable is false for a consumer of one replica whose state cannot
-// move (singlesOn's conditions).
+// move (singlesOn's conditions: not yet settled, or its server offline;
+// one kept in memory moves, its state handed over in memory).
 func (c *Cluster) consumerDest(sa meta.StreamAssignment, ca meta.ConsumerAssignment, from raftnode.ServerID) (dest raftnode.ServerID, movable bool) {
 	if len(sa.Replicas) < 2 {
 		return "", false
 	}
-	movable = true
-	if len(ca.Replicas) == 1 {
-		var cfg stream.Config
-		movable = json.Unmarshal(sa.Config, &cfg) == nil && cfg.Storage != stream.MemoryStorage && !ca.Unsettled() && persistedConsumer(ca)
-	}
+	movable = len(ca.Replicas) != 1 || !ca.Unsettled()
 	c.meta.View(func(st *meta.State) {
 		off := c.offlineIn(st)
 		if len(ca.Replicas) == 1 && off[from] {
