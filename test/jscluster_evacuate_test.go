@@ -202,10 +202,12 @@ func TestJetStreamClusterServerEvacuate(t *testing.T) {
 func TestJetStreamClusterServerEvacuateMemStorageSingle(t *testing.T) {
 	servers, _, js := evacuateSetupMem(t, 4, true)
 	waitMeta(t, servers, []string{"n1", "n2", "n3", "n4"})
-	one, err := consumerServers(t, js[0], "ONE", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var one []string
+	eventually(t, "ONE current", func() error {
+		var err error
+		one, err = consumerServers(t, js[0], "ONE", 1)
+		return err
+	})
 	victim := one[0] // holds ORDERS, C and ONE
 	vi := leaderIndex(servers, victim)
 	via := (vi + 1) % 4
@@ -239,14 +241,15 @@ func TestJetStreamClusterServerEvacuateMemStorageSingle(t *testing.T) {
 func TestJetStreamClusterConsumerPeerEvacuateMemStorage(t *testing.T) {
 	const typ = `{"type":"io.nats.jetstream.api.v1.consumer_evacuate_peer_response",`
 	servers, _, js := evacuateSetupMem(t, 4, true)
-	stream, err := ordersOn(t, js[0], 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	one, err := consumerServers(t, js[0], "ONE", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var stream, one []string
+	eventually(t, "ORDERS and ONE current", func() error {
+		var err error
+		if stream, err = ordersOn(t, js[0], 3); err != nil {
+			return err
+		}
+		one, err = consumerServers(t, js[0], "ONE", 1)
+		return err
+	})
 	app := connect(t, servers[0].ClientURL(), nats.UserInfo("app", "app"))
 	wantEvacAnswer(t, app, "$JS.API.CONSUMER.PEER.EVACUATE.ORDERS.ONE", fmt.Sprintf(`{"peer":%q}`, one[0]), typ+`"success":true}`)
 	eventually(t, "ONE moved", func() error {
