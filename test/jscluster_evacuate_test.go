@@ -213,6 +213,18 @@ func TestJetStreamClusterServerEvacuateMemStorageSingle(t *testing.T) {
 	via := (vi + 1) % 4
 	sys := connect(t, servers[via].ClientURL(), nats.UserInfo("sys", "sys"))
 	wantEvacAnswer(t, sys, "$JS.API.SERVER.EVACUATE", fmt.Sprintf(`{"peer":%q}`, victim), evacuateOK)
+	// ONE moves first, then the stream's replica and C's: each wait has
+	// its own deadline, as under load each takes seconds.
+	eventually(t, "ONE off "+victim, func() error {
+		on, err := consumerServers(t, js[via], "ONE", 1)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(on, victim) {
+			return fmt.Errorf("ONE still on %v", on)
+		}
+		return nil
+	})
 	eventually(t, "ORDERS, C and ONE off "+victim, func() error {
 		for name, n := range map[string]int{"ORDERS": 3, "C": 3, "ONE": 1} {
 			var on []string
