@@ -48,22 +48,27 @@ type handedState struct {
 	state   []byte
 }
 
-// handConsumers detaches every consumer of the memory stream k of one
-// replica running here that the meta group assigns, and keeps its state
-// in c.handed. The meta group's state may be ahead of the event being
-// applied (the consumers' AssignConsumer applied already), so every
-// assigned consumer is asked for, whatever its replicas: the engine runs
-// only this stream's consumers of one replica. Errors are logged: such a
-// consumer starts again without its state.
-func (c *Cluster) handConsumers(acc *account, k streamKey) {
+// handConsumers detaches every consumer of stream k of one replica
+// running here that the meta group assigns and that keeps its state in
+// memory (every one of a memory stream, memory true; a file stream's
+// mem_storage ones), and keeps its state in c.handed. The meta group's
+// state may be ahead of the event being applied (the consumers'
+// AssignConsumer applied already), so every assigned consumer is asked
+// for, whatever its replicas: the engine runs only this stream's
+// consumers of one replica. Errors are logged: such a consumer starts
+// again without its state.
+func (c *Cluster) handConsumers(acc *account, k streamKey, memory bool) {
 	var cas []meta.ConsumerAssignment
 	c.meta.View(func(st *meta.State) { cas = st.Consumers(k.account, k.name) })
 	for _, ca := range cas {
+		if !memory && persistedConsumer(ca) {
+			continue // its files hold its state
+		}
 		ck := consumerKey{k.account, k.name, ca.Name}
 		state, found, jerr := acc.js.DetachConsumer(k.name, ca.Name, time.Unix(0, ca.Created), nil)
 		if jerr != nil || !found {
 			if jerr != nil {
-				c.cfg.Logf("jscluster: consumer %s > %s > %s: scaling its memory stream up from one replica, its state is lost: %v", k.account, k.name, ca.Name, jerr)
+				c.cfg.Logf("jscluster: consumer %s > %s > %s: kept in memory, its stream of one replica stopping, its state is lost: %v", k.account, k.name, ca.Name, jerr)
 			}
 			continue
 		}

@@ -163,13 +163,12 @@ func (c *Cluster) convert(acc *account, k streamKey, r *replica, cfg stream.Conf
 	c.mu.Lock()
 	delete(c.replicas, k)
 	c.mu.Unlock()
-	if cfg.Storage == stream.MemoryStorage {
-		// Its consumers of one replica (a move's, or a rollback's:
-		// singlestream.go) keep their state only in their runtimes,
-		// which the stream's stop ends: they start again with it over
-		// the stream of one replica (memscale.go).
-		c.handConsumers(acc, k)
-	}
+	// Its consumers of one replica kept in memory (a memory stream's,
+	// a file stream's mem_storage ones: a move's, or a rollback's,
+	// singlestream.go) keep their state only in their runtimes, which
+	// the stream's stop ends: they start again with it over the stream
+	// of one replica (memscale.go).
+	c.handConsumers(acc, k, cfg.Storage == stream.MemoryStorage)
 	c.stopStreamConsumers(k)
 	c.svc.Unregister(r.sa.Group, r.ckpt)
 	state, st, jerr := acc.js.DetachStream(k.name)
