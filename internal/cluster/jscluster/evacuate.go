@@ -31,12 +31,12 @@ import (
 // 8-character hash of the name, which takes precedence); otherwise every
 // stream with a replica on the server is evacuated (evacuateStream) and
 // the answer is success, whatever could move (nats-server answers
-// success once it proposed the moves). A file stream of one replica
-// moves with its messages and its consumers' state (evacuateSingle,
-// singlestream.go, as nats-server v2.15.2 migrates it); a memory stream
-// of one replica stays where it is, and so does a stream of two
-// replicas with no server to take its replica (one replica left would
-// need the conversion of a scale-down to one): docs/compatibility.md.
+// success once it proposed the moves). A stream of one replica, file or
+// memory, moves with its messages and its consumers' state, those kept
+// in memory too (evacuateSingle, singlestream.go, as nats-server v2.15.2
+// migrates it); a stream of two replicas with no server to take its
+// replica stays (one replica left would need the conversion of a
+// scale-down to one): docs/compatibility.md.
 // 10008 when the meta group's status cannot be read.
 func (c *Cluster) EvacuateServer(name, peerID string) *jserr.Error {
 	st, err := c.node.Status(meta.MetaGroup)

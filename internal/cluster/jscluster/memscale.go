@@ -25,7 +25,10 @@ import (
 // consumer's first replica takes it as its group's base (adoptSingle),
 // as a file stream's consumer's comes from its files. A state is kept
 // until taken, or until the next scale-up of the stream replaces it; a
-// restart loses it, as it loses the memory stream's messages.
+// restart loses it, as it loses the memory stream's messages. A file
+// stream of one replica's mem_storage consumers are handed over the
+// same way at its scale-up and its conversions (their state too lives
+// only in their runtimes; the others' is in their files).
 
 // The same hand-over carries the consumers of a memory stream of one
 // replica through its move (singlestream.go: docs/cluster.md, "Moving a
