@@ -42,6 +42,13 @@ func wantEvacAnswer(t *testing.T, nc *nats.Conn, subj, body, want string) {
 // with its ack floor at 4, on a cluster of n servers.
 func evacuateSetup(t *testing.T, n int) ([]*server.Server, []server.Options, []jetstream.JetStream) {
 	t.Helper()
+	return evacuateSetupMem(t, n, false)
+}
+
+// evacuateSetupMem is evacuateSetup with ONE kept in memory
+// (mem_storage) when memOne.
+func evacuateSetupMem(t *testing.T, n int, memOne bool) ([]*server.Server, []server.Options, []jetstream.JetStream) {
+	t.Helper()
 	servers, opts := jsClusterMod(t, n, func(_ int, o *server.Options) { sysAppAuth(o) })
 	_, js := clusterClients(t, servers, nats.UserInfo("app", "app"))
 	eventually(t, "create ORDERS", func() error {
@@ -53,7 +60,7 @@ func evacuateSetup(t *testing.T, n int) ([]*server.Server, []server.Options, []j
 	}
 	for _, cc := range []jetstream.ConsumerConfig{
 		{Durable: "C", AckPolicy: jetstream.AckExplicitPolicy},
-		{Durable: "ONE", AckPolicy: jetstream.AckExplicitPolicy, Replicas: 1},
+		{Durable: "ONE", AckPolicy: jetstream.AckExplicitPolicy, Replicas: 1, MemoryStorage: memOne},
 	} {
 		eventually(t, "create "+cc.Durable, func() error {
 			_, err := js[0].CreateOrUpdateConsumer(ctx2(t), "ORDERS", cc)
@@ -181,6 +188,115 @@ func TestJetStreamClusterServerEvacuate(t *testing.T) {
 	wantEvacAnswer(t, app, "$JS.API.STREAM.PEER.EVACUATE.ORDERS", fmt.Sprintf(`{"peer":%q}`, victim), peerNotMember)
 	wantEvacAnswer(t, app, "$JS.API.STREAM.PEER.EVACUATE.NOPE", fmt.Sprintf(`{"peer":%q}`, victim), peerNoStream)
 	evacuatedServes(t, servers, victim)
+}
+
+// SERVER.EVACUATE of a server holding a durable of one replica kept in
+// memory (mem_storage; an ordered consumer, a KV watcher's among them,
+// is a mem_storage ephemeral of one replica): it moves with its state,
+// taken from its runtime and handed over in memory, ahead of the
+// stream's replica, as a file one does, and delivers the message after
+// its ack floor. nats-server v2.15.2 moves it with its state (measured
+// by hand: docs/cluster.md, "Moving consumers of one replica"). Before,
+// the stream's replica moved without it, and it stayed stopped on the
+// evacuated server.
+func TestJetStreamClusterServerEvacuateMemStorageSingle(t *testing.T) {
+	servers, _, js := evacuateSetupMem(t, 4, true)
+	waitMeta(t, servers, []string{"n1", "n2", "n3", "n4"})
+	var one []string
+	eventually(t, "ONE current", func() error {
+		var err error
+		one, err = consumerServers(t, js[0], "ONE", 1)
+		return err
+	})
+	victim := one[0] // holds ORDERS, C and ONE
+	vi := leaderIndex(servers, victim)
+	via := (vi + 1) % 4
+	sys := connect(t, servers[via].ClientURL(), nats.UserInfo("sys", "sys"))
+	wantEvacAnswer(t, sys, "$JS.API.SERVER.EVACUATE", fmt.Sprintf(`{"peer":%q}`, victim), evacuateOK)
+	// ONE moves first, then the stream's replica and C's: each wait has
+	// its own deadline, as under load each takes seconds.
+	eventually(t, "ONE off "+victim, func() error {
+		on, err := consumerServers(t, js[via], "ONE", 1)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(on, victim) {
+			return fmt.Errorf("ONE still on %v", on)
+		}
+		return nil
+	})
+	eventually(t, "ORDERS, C and ONE off "+victim, func() error {
+		for name, n := range map[string]int{"ORDERS": 3, "C": 3, "ONE": 1} {
+			var on []string
+			var err error
+			if name == "ORDERS" {
+				on, err = ordersOn(t, js[via], n)
+			} else {
+				on, err = consumerServers(t, js[via], name, n)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if slices.Contains(on, victim) {
+				return fmt.Errorf("%s still on %v", name, on)
+			}
+		}
+		return nil
+	})
+	evacuatedServes(t, servers, victim)
+}
+
+// CONSUMER.PEER.EVACUATE of a durable of one replica kept in memory
+// (mem_storage) moves it with its state to another server of its
+// stream, as nats-server v2.15.2 does; before, 10075 "peer remap
+// failed".
+func TestJetStreamClusterConsumerPeerEvacuateMemStorage(t *testing.T) {
+	const typ = `{"type":"io.nats.jetstream.api.v1.consumer_evacuate_peer_response",`
+	servers, _, js := evacuateSetupMem(t, 4, true)
+	var stream, one []string
+	eventually(t, "ORDERS and ONE current", func() error {
+		var err error
+		if stream, err = ordersOn(t, js[0], 3); err != nil {
+			return err
+		}
+		one, err = consumerServers(t, js[0], "ONE", 1)
+		return err
+	})
+	app := connect(t, servers[0].ClientURL(), nats.UserInfo("app", "app"))
+	wantEvacAnswer(t, app, "$JS.API.CONSUMER.PEER.EVACUATE.ORDERS.ONE", fmt.Sprintf(`{"peer":%q}`, one[0]), typ+`"success":true}`)
+	eventually(t, "ONE moved", func() error {
+		o, err := consumerServers(t, js[0], "ONE", 1)
+		if err != nil {
+			return err
+		}
+		if o[0] == one[0] || !slices.Contains(stream, o[0]) {
+			return fmt.Errorf("ONE on %v (was %v), ORDERS on %v", o, one, stream)
+		}
+		return nil
+	})
+	// Its info shows it on its new server while its move ends (the group
+	// of two handing over, then ending): a fetch meanwhile may end with
+	// a 409 "leadership change", and is asked again.
+	var got uint64
+	eventually(t, "ONE delivers", func() error {
+		c, err := js[0].Consumer(ctx2(t), "ORDERS", "ONE")
+		if err != nil {
+			return err
+		}
+		m, err := c.Next(jetstream.FetchMaxWait(2 * time.Second))
+		if err != nil {
+			return err
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return err
+		}
+		got = md.Sequence.Stream
+		return nil
+	})
+	if got != 5 {
+		t.Fatalf("ONE delivered %d after its ack floor 4, want stream sequence 5", got)
+	}
 }
 
 // SERVER.EVACUATE of the meta leader in a cluster of three, with no

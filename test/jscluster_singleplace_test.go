@@ -34,7 +34,21 @@ func soloBody(placement string) string {
 // TestJetStreamClusterMemorySingleStreamPlacementMove). Before, the move
 // was 10069 "stream placement can not be changed".
 func TestJetStreamClusterSingleStreamPlacementMove(t *testing.T) {
-	servers, _, js, home := soloSetup(t, 3, func(i int, o *server.Options) { o.Tags = []string{fmt.Sprintf("az:%d", i+1)} })
+	singleStreamPlacementMove(t, false)
+}
+
+// The same with D kept in memory (mem_storage): its state is handed over
+// in memory at each of the move's conversions, as nats-server v2.15.2
+// moves it. Before, the update was 10069 "stream placement can not be
+// changed" (logged: "consumer 'D' keeps its state in memory").
+func TestJetStreamClusterSingleStreamPlacementMoveMemStorage(t *testing.T) {
+	singleStreamPlacementMove(t, true)
+}
+
+// singleStreamPlacementMove runs the placement move test above, with D
+// mem_storage when memD.
+func singleStreamPlacementMove(t *testing.T, memD bool) {
+	servers, _, js, home := soloSetupMem(t, 3, func(i int, o *server.Options) { o.Tags = []string{fmt.Sprintf("az:%d", i+1)} }, memD)
 	hi := leaderIndex(servers, home)
 	ti := (hi + 1) % 3 // the destination
 	via := (hi + 2) % 3

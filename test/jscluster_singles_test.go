@@ -69,10 +69,37 @@ func takeSomeOf(t *testing.T, js jetstream.JetStream, stream, name string, n, ac
 // server. nats-server v2.15.2 moves them too (to a server of the stream)
 // but restarts them empty (measured: docs/compatibility.md).
 func TestJetStreamClusterPeerRemoveMovesSingleConsumers(t *testing.T) {
+	peerRemoveMovesSingles(t, jetstream.FileStorage, false)
+}
+
+// The same with D and E kept in memory (mem_storage; an ordered
+// consumer, a KV watcher's among them, is a mem_storage ephemeral of one
+// replica): they move with their state too, taken from the runtime and
+// handed over in memory. Before, they were left out of the move: the
+// peer-remove moved the stream's replica without them, and they stopped
+// on the removed server. nats-server v2.15.2 (measured by hand on four
+// processes, docs/cluster.md "Moving consumers of one replica") starts a
+// mem_storage durable there over on another server of the stream with
+// nothing delivered or acknowledged, and deletes a mem_storage
+// ephemeral.
+func TestJetStreamClusterPeerRemoveMovesMemStorageSingles(t *testing.T) {
+	peerRemoveMovesSingles(t, jetstream.FileStorage, true)
+}
+
+// The same for a memory stream's consumers of one replica (which keep
+// their state in memory, mem_storage or not). Before, they were left out
+// of the move as above.
+func TestJetStreamClusterMemoryPeerRemoveMovesSingles(t *testing.T) {
+	peerRemoveMovesSingles(t, jetstream.MemoryStorage, false)
+}
+
+// peerRemoveMovesSingles runs the peer-remove test above with a stream
+// of storage and D and E with mem_storage memCons.
+func peerRemoveMovesSingles(t *testing.T, storage jetstream.StorageType, memCons bool) {
 	servers, _ := jsClusterMod(t, 4, func(_ int, o *server.Options) { o.RaftRetain = 8 })
 	js0 := jsAt(t, servers[0])
 	eventually(t, "create ORDERS", func() error {
-		_, err := js0.CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		_, err := js0.CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3, Storage: storage})
 		return err
 	})
 	sent := map[uint64]sentMsg{}
@@ -86,7 +113,7 @@ func TestJetStreamClusterPeerRemoveMovesSingleConsumers(t *testing.T) {
 	}
 	// D and E on the same server of the stream, other than its leader:
 	// create ephemerals until one lands where D is.
-	if _, err := js0.CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy, Replicas: 1}); err != nil {
+	if _, err := js0.CreateOrUpdateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour, Replicas: 1, MemoryStorage: memCons}); err != nil {
 		t.Fatal(err)
 	}
 	d, err := singleOf(t, js0, "D")
@@ -96,7 +123,7 @@ func TestJetStreamClusterPeerRemoveMovesSingleConsumers(t *testing.T) {
 	victim := d.server
 	var eName string
 	for i := 0; i < 40 && eName == ""; i++ {
-		c, err := js0.CreateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, InactiveThreshold: time.Hour})
+		c, err := js0.CreateConsumer(ctx2(t), "ORDERS", jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour, InactiveThreshold: time.Hour, MemoryStorage: memCons})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,9 +200,34 @@ func TestJetStreamClusterPeerRemoveMovesSingleConsumers(t *testing.T) {
 // keeps them when it moves a stream (measured: docs/compatibility.md).
 // Meanwhile another move, or a scale, is 10124.
 func TestJetStreamClusterStreamMoveWithConsumers(t *testing.T) {
+	streamMoveWithConsumers(t, jetstream.FileStorage, false)
+}
+
+// The same with the durables of one replica kept in memory
+// (mem_storage): they move with their state too, taken from the runtime
+// and handed over in memory, as nats-server v2.15.2 moves them (measured
+// by hand: docs/cluster.md, "Moving consumers of one replica"). Before,
+// the update was 10069 "stream placement can not be changed".
+func TestJetStreamClusterStreamMoveWithMemStorageSingles(t *testing.T) {
+	streamMoveWithConsumers(t, jetstream.FileStorage, true)
+}
+
+// The same for a memory stream, whose consumers all keep their state in
+// memory: before, 10069 as above.
+func TestJetStreamClusterMemoryStreamMoveWithSingles(t *testing.T) {
+	streamMoveWithConsumers(t, jetstream.MemoryStorage, false)
+}
+
+// streamMoveWithConsumers runs the move test above with a stream of
+// storage and durables of one replica with mem_storage memCons.
+func streamMoveWithConsumers(t *testing.T, storage jetstream.StorageType, memCons bool) {
 	_, _, _, nc := placementCluster(t, nil)
 	body := func(tags string) string {
-		return fmt.Sprintf(`{"name":"TRIO","subjects":["trio.>"],"num_replicas":3,"placement":{"tags":%s}}`, tags)
+		st := "file"
+		if storage == jetstream.MemoryStorage {
+			st = "memory"
+		}
+		return fmt.Sprintf(`{"name":"TRIO","subjects":["trio.>"],"num_replicas":3,"storage":%q,"placement":{"tags":%s}}`, st, tags)
 	}
 	wantAnswer(t, nc, "$JS.API.STREAM.CREATE.TRIO", body(`["ssd"]`), 0, "")
 	if got := placedOn(t, nc, "TRIO", 3); !slices.Equal(got, []string{"n1", "n2", "n3"}) {
@@ -203,7 +255,7 @@ func TestJetStreamClusterStreamMoveWithConsumers(t *testing.T) {
 		var c jetstream.Consumer
 		eventually(t, "create "+name, func() error { // idempotent: a slow answer is asked again
 			var err error
-			c, err = js.CreateOrUpdateConsumer(ctx2(t), "TRIO", jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy, Replicas: 1})
+			c, err = js.CreateOrUpdateConsumer(ctx2(t), "TRIO", jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Hour, Replicas: 1, MemoryStorage: memCons})
 			return err
 		})
 		names = append(names, name)
@@ -249,6 +301,30 @@ func TestJetStreamClusterStreamMoveWithConsumers(t *testing.T) {
 			}
 			return nil
 		})
+	}
+	// They go on from where they were: each delivers the message after
+	// the last it delivered.
+	for name, w := range want {
+		var seq uint64
+		eventually(t, name+" next", func() error {
+			c, err := js.Consumer(ctx2(t), "TRIO", name)
+			if err != nil {
+				return err
+			}
+			m, err := c.Next(jetstream.FetchMaxWait(2 * time.Second))
+			if err != nil {
+				return err
+			}
+			md, err := m.Metadata()
+			if err != nil {
+				return err
+			}
+			seq = md.Sequence.Stream
+			return nil
+		})
+		if seq != w.delivered+1 {
+			t.Fatalf("%s delivered %d next, want %d", name, seq, w.delivered+1)
+		}
 	}
 	eventually(t, "R's replicas", func() error {
 		c, err := js.Consumer(ctx2(t), "TRIO", "R")

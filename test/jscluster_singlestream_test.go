@@ -26,8 +26,15 @@ const soloMsgs = 100
 // is on.
 func soloSetup(t *testing.T, n int, mod func(int, *server.Options)) ([]*server.Server, []server.Options, []jetstream.JetStream, string) {
 	t.Helper()
+	return soloSetupMem(t, n, mod, false)
+}
+
+// soloSetupMem is soloSetup with D kept in memory (mem_storage) when
+// memD.
+func soloSetupMem(t *testing.T, n int, mod func(int, *server.Options), memD bool) ([]*server.Server, []server.Options, []jetstream.JetStream, string) {
+	t.Helper()
 	servers, opts, js := oneReplicaCluster(t, n, mod, jetstream.StreamConfig{Name: "SOLO", Subjects: []string{"solo.>"}, Replicas: 1}, soloMsgs,
-		jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 10 * time.Minute, Replicas: 1})
+		jetstream.ConsumerConfig{Durable: "D", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 10 * time.Minute, Replicas: 1, MemoryStorage: memD})
 	takeSomeOf(t, js[0], "SOLO", "D", 10, 6)
 	home, err := soloOn(t, js[0], "")
 	if err != nil {
@@ -218,6 +225,28 @@ func TestJetStreamClusterEvacuateSingleStream(t *testing.T) {
 		return holdsNothing(servers[mi])
 	})
 	clusterPublish(t, js[via], "solo.102", soloMsgs+2)
+}
+
+// The same with D kept in memory (mem_storage: an ordered consumer, a
+// KV watcher's, is a mem_storage ephemeral of one replica): its state
+// is handed over in memory at each of the move's conversions, and it
+// delivers solo.11 next on the new server, as nats-server v2.15.2 moves
+// it. Before, SOLO stayed on the evacuated server (logged: "consumer
+// 'D' keeps its state in memory"), and `nats server cluster evacuate`
+// timed out.
+func TestJetStreamClusterEvacuateSingleStreamMemStorage(t *testing.T) {
+	servers, _, js, home := soloSetupMem(t, 4, nil, true)
+	hi := leaderIndex(servers, home)
+	via := (hi + 1) % 4
+	sys := connect(t, servers[via].ClientURL(), nats.UserInfo("sys", "sys"))
+	wantEvacAnswer(t, sys, "$JS.API.SERVER.EVACUATE", fmt.Sprintf(`{"peer":%q}`, home), evacuateOK)
+	eventuallyWithin(t, 45*time.Second, "SOLO and D off "+home, func() error {
+		if _, err := soloOn(t, js[via], home); err != nil {
+			return err
+		}
+		return holdsNothing(servers[hi])
+	})
+	soloServes(t, js[via], soloMsgs)
 }
 
 // heldMover is a jscluster.Hooks SingleStreamStep1 that holds the first

@@ -332,8 +332,9 @@ func (c *Cluster) startSingle(acc *account, k consumerKey, cfg consumer.Config, 
 		return jerr
 	}
 	if !found {
-		// A memory stream's consumer whose runtime a conversion of its
-		// stream, or the end of its group, stopped (memscale.go).
+		// A consumer kept in memory (a memory stream's, mem_storage)
+		// whose runtime a conversion of its stream, or the end of its
+		// group, stopped (memscale.go).
 		if handed, err := c.startHanded(acc, k, cfg, created); handed {
 			return err
 		}

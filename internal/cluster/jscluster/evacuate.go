@@ -31,12 +31,12 @@ import (
 // 8-character hash of the name, which takes precedence); otherwise every
 // stream with a replica on the server is evacuated (evacuateStream) and
 // the answer is success, whatever could move (nats-server answers
-// success once it proposed the moves). A file stream of one replica
-// moves with its messages and its consumers' state (evacuateSingle,
-// singlestream.go, as nats-server v2.15.2 migrates it); a memory stream
-// of one replica stays where it is, and so does a stream of two
-// replicas with no server to take its replica (one replica left would
-// need the conversion of a scale-down to one): docs/compatibility.md.
+// success once it proposed the moves). A stream of one replica, file or
+// memory, moves with its messages and its consumers' state, those kept
+// in memory too (evacuateSingle, singlestream.go, as nats-server v2.15.2
+// migrates it); a stream of two replicas with no server to take its
+// replica stays (one replica left would need the conversion of a
+// scale-down to one): docs/compatibility.md.
 // 10008 when the meta group's status cannot be read.
 func (c *Cluster) EvacuateServer(name, peerID string) *jserr.Error {
 	st, err := c.node.Status(meta.MetaGroup)
@@ -151,8 +151,9 @@ var _ jsapi.ConsumerPeers = (*account)(nil)
 // such stream, 10014 no such consumer, 10040 no replica of it on peer,
 // 10075 "peer remap failed" for a stream of one replica, no server of
 // the stream left to take it, or a consumer of one replica whose state
-// cannot move (a memory stream's, mem_storage, not yet settled, or its
-// server offline: nats-server moves these too, docs/compatibility.md).
+// cannot move (not yet settled, or its server offline: nats-server moves
+// these too, docs/compatibility.md). One kept in memory (mem_storage, a
+// memory stream's) moves with its state handed over in memory.
 func (a *account) ConsumerEvacuatePeer(streamName, name, peer string) *jserr.Error {
 	return a.remapConsumer(streamName, name, peer, "CONSUMER.PEER.EVACUATE")
 }
@@ -215,16 +216,13 @@ func (a *account) remapConsumer(streamName, name, peer, api string) *jserr.Error
 // replica on server from: one of the stream's servers the consumer is
 // not on, not removed, online ones first, in assignment order ("": none).
 // movable is false for a consumer of one replica whose state cannot
-// move (singlesOn's conditions).
+// move (singlesOn's conditions: not yet settled, or its server offline;
+// one kept in memory moves, its state handed over in memory).
 func (c *Cluster) consumerDest(sa meta.StreamAssignment, ca meta.ConsumerAssignment, from raftnode.ServerID) (dest raftnode.ServerID, movable bool) {
 	if len(sa.Replicas) < 2 {
 		return "", false
 	}
-	movable = true
-	if len(ca.Replicas) == 1 {
-		var cfg stream.Config
-		movable = json.Unmarshal(sa.Config, &cfg) == nil && cfg.Storage != stream.MemoryStorage && !ca.Unsettled() && persistedConsumer(ca)
-	}
+	movable = len(ca.Replicas) != 1 || !ca.Unsettled()
 	c.meta.View(func(st *meta.State) {
 		off := c.offlineIn(st)
 		if len(ca.Replicas) == 1 && off[from] {

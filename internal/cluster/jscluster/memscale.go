@@ -25,7 +25,10 @@ import (
 // consumer's first replica takes it as its group's base (adoptSingle),
 // as a file stream's consumer's comes from its files. A state is kept
 // until taken, or until the next scale-up of the stream replaces it; a
-// restart loses it, as it loses the memory stream's messages.
+// restart loses it, as it loses the memory stream's messages. A file
+// stream of one replica's mem_storage consumers are handed over the
+// same way at its scale-up and its conversions (their state too lives
+// only in their runtimes; the others' is in their files).
 
 // The same hand-over carries the consumers of a memory stream of one
 // replica through its move (singlestream.go: docs/cluster.md, "Moving a
@@ -48,16 +51,9 @@ type handedState struct {
 	state   []byte
 }
 
-// A file stream's `mem_storage` consumers keep their state only in their
-// runtimes too: its scale from one replica and its conversion to one
-// replica hand theirs over the same way (its other consumers restart
-// from their files), as nats-server v2.15.2 keeps such a consumer's
-// state through its stream's scales (docs/cluster.md, "Scaling
-// consumers").
-
 // handConsumers detaches every consumer of stream k of one replica
 // running here that the meta group assigns and that keeps its state in
-// memory (all of a memory stream's, memory true; a file stream's
+// memory (every one of a memory stream, memory true; a file stream's
 // mem_storage ones), and keeps its state in c.handed. The meta group's
 // state may be ahead of the event being applied (the consumers'
 // AssignConsumer applied already), so every assigned consumer is asked
@@ -75,7 +71,7 @@ func (c *Cluster) handConsumers(acc *account, k streamKey, memory bool) {
 		state, found, jerr := acc.js.DetachConsumer(k.name, ca.Name, time.Unix(0, ca.Created), nil)
 		if jerr != nil || !found {
 			if jerr != nil {
-				c.cfg.Logf("jscluster: consumer %s > %s > %s: its stream's scale stops it and its state is lost: %v", k.account, k.name, ca.Name, jerr)
+				c.cfg.Logf("jscluster: consumer %s > %s > %s: kept in memory, its stream of one replica stopping, its state is lost: %v", k.account, k.name, ca.Name, jerr)
 			}
 			continue
 		}

@@ -530,7 +530,9 @@ func (c *Cluster) scaleUpFromOne(acc *account, k streamKey, cur *replica, sa met
 	c.mu.Lock()
 	delete(c.replicas, k)
 	c.mu.Unlock()
-	// Consumers whose state lives only in their runtimes (memscale.go).
+	// Consumers kept in memory (a memory stream's, a file stream's
+	// mem_storage ones) have their state only in their runtimes, which
+	// the stream's stop ends: handed over (memscale.go).
 	c.handConsumers(acc, k, cfg.Storage == stream.MemoryStorage)
 	c.stopStreamConsumers(k)
 	c.quiesceStream(acc, k) // no publish on its way left unanswered (scaledown.go)

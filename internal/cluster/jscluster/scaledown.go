@@ -163,10 +163,11 @@ func (c *Cluster) convert(acc *account, k streamKey, r *replica, cfg stream.Conf
 	c.mu.Lock()
 	delete(c.replicas, k)
 	c.mu.Unlock()
-	// Its consumers of one replica that keep their state only in their
-	// runtimes (a memory stream's, a move's or a rollback's:
-	// singlestream.go; mem_storage ones), which the stream's stop ends,
-	// start again with it over the stream of one replica (memscale.go).
+	// Its consumers of one replica kept in memory (a memory stream's,
+	// a file stream's mem_storage ones: a move's, or a rollback's,
+	// singlestream.go) keep their state only in their runtimes, which
+	// the stream's stop ends: they start again with it over the stream
+	// of one replica (memscale.go).
 	c.handConsumers(acc, k, cfg.Storage == stream.MemoryStorage)
 	c.stopStreamConsumers(k)
 	c.svc.Unregister(r.sa.Group, r.ckpt)

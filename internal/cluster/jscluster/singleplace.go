@@ -40,7 +40,7 @@ import (
 // consumer kept in memory or not settled), where nats-server moves it.
 func (c *Cluster) singlePlaced(k streamKey, sa meta.StreamAssignment, cfg *stream.Config, dest raftnode.ServerID) ([]raftnode.ServerID, *jserr.Error) {
 	from := sa.Replicas[0].Server
-	if why := c.singleStreamBlocked(sa, *cfg, from); why != "" {
+	if why := c.singleStreamBlocked(sa, from); why != "" {
 		c.cfg.Infof("JetStream cluster: stream '%s > %s' of one replica stays on %s under its old placement: %s", k.account, k.name, from, why)
 		return nil, placementRefused()
 	}

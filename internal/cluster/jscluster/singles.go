@@ -54,22 +54,23 @@ type singleMoveKey struct {
 const singleMoveWait = 20 * time.Second
 
 // singlesOn returns the consumers of one replica of stream sa on server
-// from that can move (settled; persistedConsumer: their state has files
-// to go to on the new server; the stream a file stream; from online:
-// the state of a consumer on a server that is down is out of reach), and
-// the server they move to: the first of sa's other servers (of stay,
-// when not nil), online ones first, that is not removed ("": none, and
-// nothing to move).
+// from that can move (settled; from online: the state of a consumer on
+// a server that is down is out of reach), and the server they move to:
+// the first of sa's other servers (of stay, when not nil), online ones
+// first, that is not removed ("": none, and nothing to move). A
+// consumer kept in memory (mem_storage, or any of a memory stream's)
+// moves too: its state is taken from its runtime (adoptSingle) and
+// handed over in memory on the new server (convertConsumer), as a
+// stream's scale-down to one replica moves it (singlesdown.go).
 func (c *Cluster) singlesOn(sa meta.StreamAssignment, from raftnode.ServerID, stay []raftnode.ServerID) ([]meta.ConsumerAssignment, raftnode.ServerID) {
-	var cfg stream.Config
-	if len(sa.Replicas) < 2 || json.Unmarshal(sa.Config, &cfg) != nil || cfg.Storage == stream.MemoryStorage {
+	if len(sa.Replicas) < 2 {
 		return nil, ""
 	}
 	var cas []meta.ConsumerAssignment
 	var dest raftnode.ServerID
 	c.meta.View(func(st *meta.State) {
 		for _, ca := range st.Consumers(sa.Account, sa.Name) {
-			if len(ca.Replicas) == 1 && ca.Replicas[0].Server == from && !ca.Unsettled() && persistedConsumer(ca) {
+			if len(ca.Replicas) == 1 && ca.Replicas[0].Server == from && !ca.Unsettled() {
 				cas = append(cas, ca)
 			}
 		}

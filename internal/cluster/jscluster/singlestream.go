@@ -116,7 +116,7 @@ func (c *Cluster) evacuateSingle(sa meta.StreamAssignment, from raftnode.ServerI
 	if err := json.Unmarshal(sa.Config, &cfg); err != nil {
 		return jserr.New(jserr.PeerRemap)
 	}
-	if why := c.singleStreamBlocked(sa, cfg, from); why != "" {
+	if why := c.singleStreamBlocked(sa, from); why != "" {
 		c.cfg.Infof("JetStream cluster: stream '%s > %s' of one replica stays on %s: %s", k.account, k.name, from, why)
 		return jserr.New(jserr.PeerRemap)
 	}
@@ -131,14 +131,13 @@ func (c *Cluster) evacuateSingle(sa meta.StreamAssignment, from raftnode.ServerI
 	return nil
 }
 
-// singleStreamBlocked returns why stream sa (config cfg), of one
+// singleStreamBlocked returns why stream sa, of one
 // replica on server from, cannot move ("" when it can): from offline
 // (the stream's only copy is out of reach), or a consumer that cannot
 // move with its state (consumerBlocked). A memory stream moves as a
 // file stream does, its consumers' states handed over in memory
 // (memscale.go).
-func (c *Cluster) singleStreamBlocked(sa meta.StreamAssignment, cfg stream.Config, from raftnode.ServerID) string {
-	memory := cfg.Storage == stream.MemoryStorage
+func (c *Cluster) singleStreamBlocked(sa meta.StreamAssignment, from raftnode.ServerID) string {
 	var why string
 	c.meta.View(func(st *meta.State) {
 		if c.offlineIn(st)[from] {
@@ -146,7 +145,7 @@ func (c *Cluster) singleStreamBlocked(sa meta.StreamAssignment, cfg stream.Confi
 			return
 		}
 		for _, ca := range st.Consumers(sa.Account, sa.Name) {
-			if why = consumerBlocked(ca, from, memory); why != "" {
+			if why = consumerBlocked(ca, from); why != "" {
 				return
 			}
 		}
@@ -156,19 +155,16 @@ func (c *Cluster) singleStreamBlocked(sa meta.StreamAssignment, cfg stream.Confi
 
 // consumerBlocked returns why consumer ca, on server from alone, cannot
 // move with its state to the destination of its stream of one replica
-// ("" when it can): not settled after a scale-down to one replica, or,
-// on a file stream (memory false), kept in memory (mem_storage: its
-// state has no files to go to, and the stream's scale-up would lose it),
-// as singlesOn's rules. Every consumer of a memory stream keeps its
-// state in memory, and its state is handed over (memscale.go).
-func consumerBlocked(ca meta.ConsumerAssignment, from raftnode.ServerID, memory bool) string {
+// ("" when it can): not settled after a scale-down to one replica, as
+// singlesOn's rules. One kept in memory (mem_storage, or a memory
+// stream's) has its state handed over in memory at each of its stream's
+// conversions (memscale.go).
+func consumerBlocked(ca meta.ConsumerAssignment, from raftnode.ServerID) string {
 	switch {
 	case len(ca.Replicas) != 1 || ca.Replicas[0].Server != from:
 		return fmt.Sprintf("consumer '%s' is on %v, not on %s alone", ca.Name, meta.Servers(ca.Replicas), from)
 	case ca.Unsettled():
 		return fmt.Sprintf("consumer '%s' is not settled after its scale-down to one replica", ca.Name)
-	case !memory && !persistedConsumer(ca):
-		return fmt.Sprintf("consumer '%s' keeps its state in memory (mem_storage)", ca.Name)
 	}
 	return ""
 }
@@ -339,8 +335,7 @@ func (c *Cluster) moveStreamConsumers(k streamKey, from, to raftnode.ServerID) e
 // to server to alone (moveStreamConsumers).
 func (c *Cluster) moveStreamConsumer(ca meta.ConsumerAssignment, from, to raftnode.ServerID) error {
 	if len(ca.Replicas) == 1 {
-		scfg, _ := c.assignedConfig(streamKey{ca.Account, ca.Stream})
-		if why := consumerBlocked(ca, from, scfg.Storage == stream.MemoryStorage); why != "" {
+		if why := consumerBlocked(ca, from); why != "" {
 			return errBlocked{why}
 		}
 		return c.moveSingle(ca, from, to)

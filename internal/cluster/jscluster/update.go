@@ -454,8 +454,8 @@ func (a *account) checkUpdate(old, next *stream.Config) *jserr.Error {
 }
 
 // persistedConsumer reports whether consumer ca keeps files as a consumer
-// of one replica (not mem_storage; its stream stores on disk, which a
-// stream scaled down to one replica does: memory streams are not).
+// of one replica of a file stream (not mem_storage): a file stream of one
+// replica moves only with such consumers (consumerBlocked).
 func persistedConsumer(ca meta.ConsumerAssignment) bool {
 	var cc consumer.Config
 	return json.Unmarshal(ca.Config, &cc) == nil && !cc.MemoryStorage
@@ -464,8 +464,8 @@ func persistedConsumer(ca meta.ConsumerAssignment) bool {
 // canMove reports whether stream k (assignment sa) can move to servers:
 // it has a group to catch a new replica up (more than one replica), and
 // each consumer of one replica on a server that leaves can move with its
-// state to a server that stays (singlesOn: a file stream, the consumer
-// settled and not mem_storage, a server staying); singles reports
+// state to a server that stays (singlesOn: the consumer settled, its
+// server online, a server staying; one kept in memory too); singles reports
 // whether there are such consumers (the move then waits for them:
 // moveAfterSingles). Replicated consumers move with the stream's
 // replicas (moveConsumerPairs). A placement its servers already satisfy
