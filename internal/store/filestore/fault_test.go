@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cairnmq/cairn/internal/store"
 	"github.com/cairnmq/cairn/internal/store/memstore"
@@ -266,5 +267,55 @@ func TestOpenAppliesLimits(t *testing.T) {
 			t.Fatalf("%+v: Removals() = %d after Open", limits, n)
 		}
 		s2.Close()
+	}
+}
+
+// A Compact that finds nothing left below its sequence, because a
+// concurrent Compact removed it first, returns only once that removal is
+// durable, and its error when it cannot be: its success means the
+// messages are gone for good. Before, it returned nil at once, and a
+// power loss after the other's failed fsync brought them back
+// (TestFaultsRandom, about 1 run in 1,000).
+func TestCompactWaitsForConcurrentRemoval(t *testing.T) {
+	ffs := vfs.NewFaultFS(vfs.NewCrashFS())
+	s := mustOpen(t, Config{Dir: "/s", FS: ffs, BlockSize: 600}, store.Config{})
+	defer s.Close()
+	for i := range 5 {
+		seq, err := s.Append(store.Msg{Subject: "a", Data: fmt.Appendf(nil, "%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WaitDurable(seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	ffs.Inject(vfs.Rule{Op: vfs.OpSync, Count: 1, Err: syscall.ENOSPC, Match: func(string) bool {
+		once.Do(func() { close(entered); <-release })
+		return true
+	}})
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.Compact(3)
+		first <- err
+	}()
+	<-entered // the first Compact's removal is written, its fsync held
+	second := make(chan error, 1)
+	go func() {
+		_, err := s.Compact(3)
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		close(release)
+		t.Fatalf("second Compact returned %v while the first's removal was not durable", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	for name, ch := range map[string]chan error{"first": first, "second": second} {
+		if err := <-ch; !errors.Is(err, store.ErrFenced) {
+			t.Errorf("%s Compact after the failed fsync: %v, want ErrFenced", name, err)
+		}
 	}
 }

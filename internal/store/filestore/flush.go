@@ -300,6 +300,7 @@ func (s *Store) takeBatch() (batch, bool) {
 		b.bytes += uint64(len(it.data))
 	}
 	s.mu.taken++
+	s.mu.changesTaken = s.mu.changes
 	b.gen, b.seq = s.mu.taken, s.mu.last
 	b.doomed = s.takeDoomedLocked(b.gen)
 	g := s.activeLocked()

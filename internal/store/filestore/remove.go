@@ -50,9 +50,10 @@ func (s *Store) DeleteMany(seqs []uint64) (uint64, error) {
 }
 
 // Purge removes what req selects (store.PlanPurge) and returns the number
-// of messages removed once the removal is durable.
+// of messages removed once the removal is durable, a removal another
+// caller made first too (markSettledLocked).
 func (s *Store) Purge(req store.PurgeRequest) (uint64, error) {
-	return s.mutate(func() (uint64, error) {
+	return s.mutateSettled(func() (uint64, error) {
 		plan, err := store.PlanPurge(req, s.countLocked)
 		if err != nil {
 			return 0, err
@@ -70,10 +71,14 @@ func (s *Store) Purge(req store.PurgeRequest) (uint64, error) {
 }
 
 // Compact removes every message below seq and returns the number removed
-// once the removal is durable; Compact(0) removes everything, and a seq
-// past LastSeq makes FirstSeq seq (LastSeq seq-1), like nats-server.
+// once the removal is durable, a removal another caller made first too
+// (markSettledLocked: a Compact finding nothing left below seq returned
+// at once while a concurrent one's removal was not yet durable, and a
+// power loss then brought the messages back); Compact(0) removes
+// everything, and a seq past LastSeq makes FirstSeq seq (LastSeq
+// seq-1), like nats-server.
 func (s *Store) Compact(seq uint64) (uint64, error) {
-	return s.mutate(func() (uint64, error) { return s.compactLocked(seq), nil })
+	return s.mutateSettled(func() (uint64, error) { return s.compactLocked(seq), nil })
 }
 
 // ExpireUpTo removes what has expired at now under store.Expire's rules
@@ -93,6 +98,18 @@ func (s *Store) ExpireUpTo(now int64) (store.Expiry, error) {
 // mutate runs fn under the store lock and waits until what it changed is
 // durable.
 func (s *Store) mutate(fn func() (uint64, error)) (uint64, error) {
+	return s.mutateMarked(fn, s.markLocked)
+}
+
+// mutateSettled is mutate for a change whose result is a state
+// (markSettledLocked).
+func (s *Store) mutateSettled(fn func() (uint64, error)) (uint64, error) {
+	return s.mutateMarked(fn, s.markSettledLocked)
+}
+
+// mutateMarked runs fn under the store lock, then waits for the batch
+// mark (markLocked or markSettledLocked) names.
+func (s *Store) mutateMarked(fn func() (uint64, error), mark func(before uint64) uint64) (uint64, error) {
 	s.mu.Lock()
 	if err := s.usableLocked(); err != nil {
 		s.mu.Unlock()
@@ -100,7 +117,7 @@ func (s *Store) mutate(fn func() (uint64, error)) (uint64, error) {
 	}
 	before := s.mu.changes
 	n, err := fn()
-	gen := s.markLocked(before)
+	gen := mark(before)
 	s.mu.Unlock()
 	if err != nil {
 		return n, err

@@ -68,8 +68,10 @@ type Store struct {
 		lost      []lostSpan
 		taken     uint64 // batches taken by the flusher
 		changes   uint64 // bumped by every change the flusher must write
-		removals  uint64 // messages removed since Open (Removals)
-		expiry    store.ExpireState
+		// changesTaken is changes when the flusher took its last batch.
+		changesTaken uint64
+		removals     uint64 // messages removed since Open (Removals)
+		expiry       store.ExpireState
 		// durablePos is the end of the log after the newest durable
 		// batch; posTaken numbers the positions handed out, posSaved is
 		// the newest one saved (position.go).
@@ -453,6 +455,23 @@ func (s *Store) markLocked(before uint64) uint64 {
 	}
 	s.kickLocked()
 	return s.mu.taken + 1
+}
+
+// markSettledLocked is markLocked for a change whose result is a state
+// (everything below a sequence removed, the stream purged) that other
+// callers' changes may have reached first: when the caller changed
+// nothing, the batch that holds every change made so far (the next one
+// when some are not taken yet, else the one taken last), so that its
+// success, like theirs, means durable (0 when nothing was ever changed).
+func (s *Store) markSettledLocked(before uint64) uint64 {
+	if gen := s.markLocked(before); gen != 0 {
+		return gen
+	}
+	if s.mu.changes != s.mu.changesTaken {
+		s.kickLocked()
+		return s.mu.taken + 1
+	}
+	return s.mu.taken
 }
 
 // awaitGen waits for batch gen to be durable under SyncAlways without
