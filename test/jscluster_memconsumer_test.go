@@ -82,6 +82,64 @@ func nextIs(t *testing.T, c jetstream.Consumer, want uint64) {
 		return nil
 	})
 	if got != want {
-		t.Fatalf("next delivery: stream sequence %d, want %d (a state lost redelivers from 1)", got, want)
+		t.Fatalf("next delivery: stream sequence %d, want %d", got, want)
 	}
+}
+
+// A replicated consumer with deliver_policy last_per_subject delivers
+// the last message of each subject once, from its first leader: a
+// replica elected later (here by CONSUMER.LEADER.STEPDOWN) goes on from
+// the committed state, as nats-server v2.15.2's does. Before, every
+// replica listed those messages when it was made and delivered them
+// again on becoming leader, as new deliveries (trial 144: every KV
+// watcher whose consumer moved received its keys' last values again).
+func TestJetStreamClusterLastPerSubjectAfterLeaderChange(t *testing.T) {
+	servers := jsCluster(t, 3)
+	js := jsAt(t, servers[0])
+	eventually(t, "create ORDERS", func() error {
+		_, err := js.CreateStream(ctx2(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3})
+		return err
+	})
+	for i := range 6 {
+		if _, err := js.Publish(tctx(t), fmt.Sprintf("orders.k%d", i%3), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := js.CreateOrUpdateConsumer(tctx(t), "ORDERS", jetstream.ConsumerConfig{Durable: "LAST", AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, FilterSubject: "orders.>", Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []uint64{4, 5, 6} {
+		nextIs(t, c, want)
+	}
+	nc := connect(t, servers[1].ClientURL())
+	ci, err := c.Info(tctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := ci.Cluster.Leader
+	eventually(t, "consumer step-down", func() error {
+		r, err := tryStepDown(nc, "$JS.API.CONSUMER.LEADER.STEPDOWN.ORDERS.LAST", "")
+		if err != nil {
+			return err
+		}
+		if !r.Success {
+			return fmt.Errorf("step-down: %+v", r.Error)
+		}
+		return nil
+	})
+	eventually(t, "new consumer leader", func() error {
+		ci, err := c.Info(tctx(t))
+		if err != nil {
+			return err
+		}
+		if ci.Cluster == nil || ci.Cluster.Leader == "" || ci.Cluster.Leader == old {
+			return fmt.Errorf("leader %+v (was %s)", ci.Cluster, old)
+		}
+		return nil
+	})
+	if _, err := js.Publish(tctx(t), "orders.k0", nil); err != nil {
+		t.Fatal(err)
+	}
+	nextIs(t, c, 7)
 }

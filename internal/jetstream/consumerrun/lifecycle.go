@@ -51,6 +51,13 @@ func New(env Env, s *streamrun.Stream, name string, cfg consumer.Config, created
 	c := newConsumer(env, s, name, cfg, created)
 	c.d.Position()
 	c.st = c.d.State()
+	if c.repl {
+		// A replica's position is its log's: its first leader proposes
+		// it (lead, which lists the last_per_subject messages then).
+		// The list made here would be delivered again by a replica
+		// elected later, after its first leader had delivered it.
+		c.d.Reset()
+	}
 	c.initPause()
 	if c.repl || !Persisted(s.Dir(), &cfg) {
 		return c, nil // a replicated consumer's state is its log's
