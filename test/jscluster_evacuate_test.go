@@ -277,24 +277,7 @@ func TestJetStreamClusterConsumerPeerEvacuateMemStorage(t *testing.T) {
 	// Its info shows it on its new server while its move ends (the group
 	// of two handing over, then ending): a fetch meanwhile may end with
 	// a 409 "leadership change", and is asked again.
-	var got uint64
-	eventually(t, "ONE delivers", func() error {
-		c, err := js[0].Consumer(ctx2(t), "ORDERS", "ONE")
-		if err != nil {
-			return err
-		}
-		m, err := c.Next(jetstream.FetchMaxWait(2 * time.Second))
-		if err != nil {
-			return err
-		}
-		md, err := m.Metadata()
-		if err != nil {
-			return err
-		}
-		got = md.Sequence.Stream
-		return nil
-	})
-	if got != 5 {
+	if got := nextOf(t, js[0], "ORDERS", "ONE"); got != 5 {
 		t.Fatalf("ONE delivered %d after its ack floor 4, want stream sequence 5", got)
 	}
 }

@@ -143,3 +143,30 @@ func TestJetStreamClusterLastPerSubjectAfterLeaderChange(t *testing.T) {
 	}
 	nextIs(t, c, 7)
 }
+
+// nextOf returns the stream sequence of the next message consumer name
+// of stream delivers through js, asking again while a move or a change
+// of leader ends (its info may show it on its new server before; a
+// fetch meanwhile may end with a 409 "leadership change"). The message
+// is not acknowledged.
+func nextOf(t *testing.T, js jetstream.JetStream, stream, name string) uint64 {
+	t.Helper()
+	var seq uint64
+	eventually(t, name+" next", func() error {
+		c, err := js.Consumer(ctx2(t), stream, name)
+		if err != nil {
+			return err
+		}
+		m, err := c.Next(jetstream.FetchMaxWait(2 * time.Second))
+		if err != nil {
+			return err
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return err
+		}
+		seq = md.Sequence.Stream
+		return nil
+	})
+	return seq
+}

@@ -37,24 +37,7 @@ func TestJetStreamClusterScaleUpKeepsMemStorageSingles(t *testing.T) {
 		})
 	}
 	for name, next := range map[string]uint64{"D": 11, "E": 6} {
-		var seq uint64
-		eventually(t, name+" next", func() error {
-			c, err := js[0].Consumer(ctx2(t), "SOLO", name)
-			if err != nil {
-				return err
-			}
-			m, err := c.Next(jetstream.FetchMaxWait(2 * time.Second))
-			if err != nil {
-				return err
-			}
-			md, err := m.Metadata()
-			if err != nil {
-				return err
-			}
-			seq = md.Sequence.Stream
-			return nil
-		})
-		if seq != next {
+		if seq := nextOf(t, js[0], "SOLO", name); seq != next {
 			t.Fatalf("%s delivered %d next, want %d", name, seq, next)
 		}
 	}

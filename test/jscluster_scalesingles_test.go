@@ -138,24 +138,7 @@ func scaleDownMovesSingles(t *testing.T, storage jetstream.StorageType, memCons 
 	}
 	// They go on from where they were: A's next message is 7, B's 6.
 	for name, next := range map[string]uint64{"A": 7, "B": 6} {
-		var seq uint64
-		eventually(t, name+" next", func() error {
-			c, err := js.Consumer(ctx2(t), "ORDERS", name)
-			if err != nil {
-				return err
-			}
-			m, err := c.Next(jetstream.FetchMaxWait(2 * time.Second))
-			if err != nil {
-				return err
-			}
-			md, err := m.Metadata()
-			if err != nil {
-				return err
-			}
-			seq = md.Sequence.Stream
-			return nil
-		})
-		if seq != next {
+		if seq := nextOf(t, js, "ORDERS", name); seq != next {
 			t.Fatalf("%s delivered %d next, want %d", name, seq, next)
 		}
 	}

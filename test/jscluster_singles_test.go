@@ -305,24 +305,7 @@ func streamMoveWithConsumers(t *testing.T, storage jetstream.StorageType, memCon
 	// They go on from where they were: each delivers the message after
 	// the last it delivered.
 	for name, w := range want {
-		var seq uint64
-		eventually(t, name+" next", func() error {
-			c, err := js.Consumer(ctx2(t), "TRIO", name)
-			if err != nil {
-				return err
-			}
-			m, err := c.Next(jetstream.FetchMaxWait(2 * time.Second))
-			if err != nil {
-				return err
-			}
-			md, err := m.Metadata()
-			if err != nil {
-				return err
-			}
-			seq = md.Sequence.Stream
-			return nil
-		})
-		if seq != w.delivered+1 {
+		if seq := nextOf(t, js, "TRIO", name); seq != w.delivered+1 {
 			t.Fatalf("%s delivered %d next, want %d", name, seq, w.delivered+1)
 		}
 	}
