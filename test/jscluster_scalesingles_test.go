@@ -164,20 +164,28 @@ func TestJetStreamClusterScaleDownSingleOnDownServerRefused(t *testing.T) {
 	place := func(name string, not ...string) string {
 		t.Helper()
 		for range 60 {
+			// Each request asked again while it times out (a loaded
+			// machine: the create or delete may take over 2 s).
 			ccfg := jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy, Replicas: 1}
-			if _, err := js.CreateOrUpdateConsumer(ctx2(t), "ORDERS", ccfg); err != nil {
-				t.Fatal(err)
-			}
-			st, err := singleOf(t, js, name)
-			if err != nil {
-				t.Fatal(err)
-			}
+			var st singleState
+			eventually(t, "create "+name, func() error {
+				if _, err := js.CreateOrUpdateConsumer(ctx2(t), "ORDERS", ccfg); err != nil {
+					return err
+				}
+				var err error
+				st, err = singleOf(t, js, name)
+				return err
+			})
 			if st.server != "" && !slices.Contains(not, st.server) {
 				return st.server
 			}
-			if err := js.DeleteConsumer(ctx2(t), "ORDERS", name); err != nil {
-				t.Fatal(err)
-			}
+			eventually(t, "delete "+name, func() error {
+				err := js.DeleteConsumer(ctx2(t), "ORDERS", name)
+				if errors.Is(err, jetstream.ErrConsumerNotFound) {
+					return nil // a delete whose answer was lost
+				}
+				return err
+			})
 		}
 		t.Fatalf("%s always on one of %v", name, not)
 		return ""
