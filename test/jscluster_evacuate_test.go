@@ -165,24 +165,7 @@ func TestJetStreamClusterServerEvacuate(t *testing.T) {
 	wantEvacAnswer(t, sys, "$JS.API.SERVER.EVACUATE", `{}`, evacuateEmpty)
 	wantEvacAnswer(t, sys, "$JS.API.SERVER.EVACUATE", fmt.Sprintf(`{"peer":%q}`, victim), evacuateOK)
 
-	eventually(t, "ORDERS, C and ONE off "+victim, func() error {
-		for name, n := range map[string]int{"ORDERS": 3, "C": 3, "ONE": 1} {
-			var on []string
-			var err error
-			if name == "ORDERS" {
-				on, err = ordersOn(t, js[via], n)
-			} else {
-				on, err = consumerServers(t, js[via], name, n)
-			}
-			if err != nil {
-				return err
-			}
-			if slices.Contains(on, victim) {
-				return fmt.Errorf("%s still on %v", name, on)
-			}
-		}
-		return nil
-	})
+	eventually(t, "ORDERS, C and ONE off "+victim, func() error { return offServer(t, js[via], victim) })
 	waitMeta(t, servers, []string{"n1", "n2", "n3", "n4"}) // still a member
 	app := connect(t, servers[via].ClientURL(), nats.UserInfo("app", "app"))
 	wantEvacAnswer(t, app, "$JS.API.STREAM.PEER.EVACUATE.ORDERS", fmt.Sprintf(`{"peer":%q}`, victim), peerNotMember)
@@ -225,24 +208,7 @@ func TestJetStreamClusterServerEvacuateMemStorageSingle(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, "ORDERS, C and ONE off "+victim, func() error {
-		for name, n := range map[string]int{"ORDERS": 3, "C": 3, "ONE": 1} {
-			var on []string
-			var err error
-			if name == "ORDERS" {
-				on, err = ordersOn(t, js[via], n)
-			} else {
-				on, err = consumerServers(t, js[via], name, n)
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			if slices.Contains(on, victim) {
-				return fmt.Errorf("%s still on %v", name, on)
-			}
-		}
-		return nil
-	})
+	eventually(t, "ORDERS, C and ONE off "+victim, func() error { return offServer(t, js[via], victim) })
 	evacuatedServes(t, servers, victim)
 }
 
@@ -452,4 +418,26 @@ func consumerPeerRemap(t *testing.T, api, typ string) {
 			t.Fatalf("%s delivered %v after its ack floor 4, want stream sequence 5", name, got)
 		}
 	}
+}
+
+// offServer reports, through js, whether ORDERS (three replicas), its
+// durable C (three) and its durable ONE (one) are all off server victim
+// and current elsewhere.
+func offServer(t *testing.T, js jetstream.JetStream, victim string) error {
+	for name, n := range map[string]int{"ORDERS": 3, "C": 3, "ONE": 1} {
+		var on []string
+		var err error
+		if name == "ORDERS" {
+			on, err = ordersOn(t, js, n)
+		} else {
+			on, err = consumerServers(t, js, name, n)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if slices.Contains(on, victim) {
+			return fmt.Errorf("%s still on %v", name, on)
+		}
+	}
+	return nil
 }
